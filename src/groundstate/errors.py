@@ -1,0 +1,78 @@
+"""Exceptions raised by groundstate.
+
+::
+
+    GroundstateError
+    ├── SpecError                 a task, suite or system file is malformed (names file, field, reason)
+    ├── EnvironmentFailure        an environment could not be built, reset or read
+    │   └── ResetCheckFailed      reset did not restore the declared initial state hash
+    ├── ToolError                 a tool refuses a request; returned to the agent as a normal result
+    ├── PermissionDenied          the agent's permissions forbid an action (enforced by the environment)
+    ├── HarnessCompatibilityError the agent cannot use the harness or tool protocol as configured
+    ├── AgentStop                 raised inside an episode to end the agent's loop
+    │   ├── StepLimitReached
+    │   └── ProhibitedAction
+    ├── GraderError               an outcome assertion or constraint could not be evaluated
+    └── StoreError                the run store is missing, corrupt or refuses a write
+"""
+
+from __future__ import annotations
+
+
+class GroundstateError(Exception):
+    """Base class of every error groundstate raises on purpose."""
+
+
+class SpecError(GroundstateError):
+    """A task, suite or system file is malformed."""
+
+    def __init__(self, path: object, field: str | None, reason: str) -> None:
+        self.path = str(path)
+        self.field = field
+        self.reason = reason
+        where = f"{self.path}: {field}" if field else self.path
+        super().__init__(f"{where}: {reason}")
+
+
+class EnvironmentFailure(GroundstateError):
+    """The environment is broken independently of the agent's decisions."""
+
+
+class ResetCheckFailed(EnvironmentFailure):
+    """Reset did not restore the declared initial state."""
+
+
+class ToolError(GroundstateError):
+    """A tool declines a request (unknown order, wrong password...).
+
+    The message is returned to the agent; it is a normal outcome of a call,
+    not a fault of the environment.
+    """
+
+
+class HarnessCompatibilityError(GroundstateError):
+    """The system under test cannot use the harness or tool protocol as configured."""
+
+
+class AgentStop(GroundstateError):
+    """Ends the agent's loop from inside a tool call or message."""
+
+
+class StepLimitReached(AgentStop):
+    """The agent used more steps than its budget allows."""
+
+
+class ProhibitedAction(AgentStop):
+    """The agent attempted an action its permissions forbid."""
+
+
+class GraderError(GroundstateError):
+    """An outcome assertion, constraint or rubric could not be evaluated."""
+
+
+class StoreError(GroundstateError):
+    """The run store cannot be read or written."""
+
+
+class PermissionDenied(GroundstateError):
+    """The agent's permissions forbid this action; the denial is the agent's doing."""

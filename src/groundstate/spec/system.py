@@ -1,0 +1,101 @@
+"""The system under test (`SystemSpec`) and its canonical hash."""
+
+from __future__ import annotations
+
+import platform
+import sqlite3
+from importlib import metadata
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from groundstate.spec.canonical import hash_value
+
+KEY_PACKAGES = ("groundstate", "pydantic", "PyYAML", "jsonschema", "numpy", "click")
+
+
+class Section(BaseModel):
+    # Sections accept extra keys: anything a team declares is versioned with the rest.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class ModelSection(Section):
+    revision: str = "none"
+    serving_route: str = "none"
+    decoding: dict[str, Any] = Field(default_factory=dict)
+    reasoning_budget: int | str | None = None
+
+
+class AgentEntry(Section):
+    entry: str
+    """``file.py:factory`` (relative to the system file) or ``package.module:factory``."""
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class HarnessSection(Section):
+    system_prompt: str = ""
+    tool_descriptions: dict[str, str] = Field(default_factory=dict)
+    """Overrides of tool descriptions shown to the agent, by tool name."""
+    orchestration_loop: AgentEntry
+    context_policy: str = "full"
+
+
+class ToolsSection(Section):
+    implementations: str = "suite"
+    permissions: str = "task"
+    network_policy: str = "none"
+
+
+class EnvironmentSection(Section):
+    version: str = "sqlite"
+    initial_data: str = "suite fixtures"
+    reset_procedure: str = "rebuild from fixture"
+
+
+class UserSimulatorSection(Section):
+    kind: Literal["scripted"] = "scripted"
+    persona: str = "a polite customer who answers only what is asked"
+    max_turns: int = Field(default=20, ge=1)
+    """The user leaves after this many agent messages."""
+
+
+class BudgetsSection(Section):
+    step_limit: int | None = Field(default=None, ge=1)
+    time_limit: float | None = Field(default=None, gt=0)
+    max_cost: float | None = Field(default=None, ge=0)
+
+
+class GraderSection(Section):
+    revision: str = "task"
+
+
+class SystemSpec(BaseModel):
+    """Everything that can move a score, as declared in ``system.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "system"
+    model: ModelSection = ModelSection()
+    harness: HarnessSection
+    tools: ToolsSection = ToolsSection()
+    environment: EnvironmentSection = EnvironmentSection()
+    user_simulator: UserSimulatorSection = UserSimulatorSection()
+    budgets: BudgetsSection = BudgetsSection()
+    grader: GraderSection = GraderSection()
+    resolved: dict[str, Any] = Field(default_factory=dict)
+    """Filled when loaded: hashes of referenced code and the versions in use."""
+
+    @property
+    def system_spec_hash(self) -> str:
+        return hash_value(self.model_dump(mode="json"))
+
+
+def runtime_versions() -> dict[str, str]:
+    """The versions actually in use: Python, SQLite and key packages."""
+    versions = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
+    for name in KEY_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions

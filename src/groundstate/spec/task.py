@@ -1,0 +1,254 @@
+"""The task contract (`AgentTask`), with the reference chapter's field names."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+
+JsonScalar = str | int | float | bool | None
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- trace matchers and hard process constraints -----------------------------------------
+
+
+class Match(Strict):
+    """Selects trace steps: tool calls by name, optionally by arguments and outcome."""
+
+    tool: str
+    """Tool name; ``"*"`` matches every tool."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Arguments that must be equal (a subset of the call's arguments)."""
+    ok: bool | None = None
+    """``True``: only calls that succeeded; ``False``: only calls that failed; unset: both."""
+
+
+class BeforeRule(Strict):
+    first: Match
+    then: Match
+
+
+class BeforeConstraint(Strict):
+    """Every step matching ``then`` is preceded by a step matching ``first``."""
+
+    id: str
+    description: str = ""
+    before: BeforeRule
+
+
+class NeverConstraint(Strict):
+    """No step matches."""
+
+    id: str
+    description: str = ""
+    never: Match
+
+
+class AtMostRule(Strict):
+    n: int = Field(ge=0)
+    match: Match
+
+
+class AtMostConstraint(Strict):
+    """At most ``n`` steps match."""
+
+    id: str
+    description: str = ""
+    at_most: AtMostRule
+
+
+def _key_of(options: tuple[str, ...]) -> Any:
+    def pick(value: Any) -> str | None:
+        if isinstance(value, BaseModel):
+            value = value.model_dump()
+        if not isinstance(value, dict):
+            return None
+        found = [key for key in options if key in value]
+        return found[0] if len(found) == 1 else None
+
+    return pick
+
+
+HardConstraint = Annotated[
+    Annotated[BeforeConstraint, Tag("before")]
+    | Annotated[NeverConstraint, Tag("never")]
+    | Annotated[AtMostConstraint, Tag("at_most")],
+    Discriminator(
+        _key_of(("before", "never", "at_most")),
+        custom_error_type="constraint_kind",
+        custom_error_message="a constraint needs exactly one of: before, never, at_most",
+    ),
+]
+
+
+# --- outcome assertions -------------------------------------------------------------------
+
+
+class SqlAssertion(Strict):
+    """A query on the final state through the evaluator view, with the rows it must return."""
+
+    id: str
+    description: str = ""
+    sql: str
+    expect_rows: list[list[JsonScalar]]
+    ordered: bool = False
+
+
+class AddedRow(Strict):
+    """An added row, matched on the listed columns."""
+
+    match: dict[str, JsonScalar]
+
+
+class ChangedRow(Strict):
+    key: JsonScalar | list[JsonScalar]
+    """Primary key of the row (a list for a composite key)."""
+    set: dict[str, JsonScalar]
+    """Columns and their new values."""
+
+
+class TableChange(Strict):
+    added: list[dict[str, JsonScalar]] = Field(default_factory=list)
+    """Rows that must have been added, each matched on the columns given."""
+    removed: list[JsonScalar | list[JsonScalar]] = Field(default_factory=list)
+    """Primary keys of rows that must have been removed."""
+    changed: list[ChangedRow] = Field(default_factory=list)
+
+
+class DiffAssertion(Strict):
+    """The expected change from s0 to sT, per table."""
+
+    id: str
+    description: str = ""
+    state_diff: dict[str, TableChange]
+    nothing_else_changed: bool = True
+    """Fail on any change not listed (collateral damage)."""
+
+
+class PythonAssertion(Strict):
+    """A Python function ``check(s0, sT) -> bool | (bool, evidence)`` from the suite."""
+
+    id: str
+    description: str = ""
+    check: str
+    """``file.py:function``, relative to the suite folder."""
+
+
+OutcomeAssertion = Annotated[
+    Annotated[SqlAssertion, Tag("sql")]
+    | Annotated[DiffAssertion, Tag("state_diff")]
+    | Annotated[PythonAssertion, Tag("check")],
+    Discriminator(
+        _key_of(("sql", "state_diff", "check")),
+        custom_error_type="assertion_kind",
+        custom_error_message="an outcome assertion needs exactly one of: sql, state_diff, check",
+    ),
+]
+
+
+# --- rubric, user, permissions, termination -----------------------------------------------
+
+
+class RubricNode(Strict):
+    """A weighted node of the partial-credit tree.
+
+    A leaf names one outcome assertion or one constraint by id; an inner node has children.
+    """
+
+    id: str
+    weight: float = Field(default=1.0, gt=0)
+    assertion: str | None = None
+    constraint: str | None = None
+    children: list[RubricNode] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> RubricNode:
+        kinds = [self.assertion is not None, self.constraint is not None, bool(self.children)]
+        if sum(kinds) != 1:
+            raise ValueError("a rubric node needs exactly one of: assertion, constraint, children")
+        return self
+
+
+class UserScenario(Strict):
+    """What the simulated user knows and wants in this task (the persona is in the system)."""
+
+    knowledge: dict[str, str] = Field(default_factory=dict)
+    """Private facts, revealed only when the agent asks for them by name."""
+    confirms: bool = True
+    """Answer yes when the agent asks for confirmation."""
+
+
+class Permissions(Strict):
+    tables: dict[str, Literal["none", "read", "write"]] = Field(default_factory=dict)
+    """Access per table; tables not listed are writable."""
+
+
+class TerminalConditions(Strict):
+    on_prohibited_action: Literal["end", "continue"] = "end"
+    """A denied action ends the attempt (``agent_failure/prohibited_action``) or is only recorded."""
+    on_user_stop: Literal["end", "continue"] = "end"
+    """When the simulated user leaves, the attempt ends."""
+
+
+class ResetCheck(Strict):
+    initial_state_hash: str | None = None
+    """The state hash every reset must reproduce; unset means 'the hash of the first build'."""
+
+
+class AgentTask(Strict):
+    """One task: the executable contract of the reference chapter."""
+
+    task_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    task_revision: int = Field(ge=1)
+    source: str
+    slice_labels: list[str] = Field(default_factory=list)
+    weight: float = Field(default=1.0, gt=0)
+    initial_state_fixture: str
+    """Fixture file, relative to the suite's ``fixtures/`` folder."""
+    clock: datetime
+    """The environment's "now" at reset."""
+    reset_check: ResetCheck = ResetCheck()
+    user_request: str
+    user: UserScenario = UserScenario()
+    available_tools: list[str]
+    permissions: Permissions = Permissions()
+    hard_process_constraints: list[HardConstraint] = Field(default_factory=list)
+    terminal_conditions: TerminalConditions = TerminalConditions()
+    step_limit: int = Field(default=30, ge=1)
+    time_limit: float = Field(default=60.0, gt=0)
+    """Seconds of wall time."""
+    outcome_assertions: list[OutcomeAssertion] = Field(min_length=1)
+    partial_credit_rubric: list[RubricNode] = Field(default_factory=list)
+    grader_revision: str = ""
+    """Derived when the suite loads: hash of assertions, constraints, rubric and grader code."""
+    grader_test_manifest: dict[str, str] = Field(default_factory=dict)
+    """Derived when the suite loads: solution name -> solution hash."""
+
+    @model_validator(mode="after")
+    def _ids_unique_and_referenced(self) -> AgentTask:
+        assertion_ids = [a.id for a in self.outcome_assertions]
+        constraint_ids = [c.id for c in self.hard_process_constraints]
+        for label, ids in (("outcome_assertions", assertion_ids), ("constraints", constraint_ids)):
+            if len(ids) != len(set(ids)):
+                raise ValueError(f"duplicate id in {label}")
+        for node in _walk(self.partial_credit_rubric):
+            if node.assertion is not None and node.assertion not in assertion_ids:
+                raise ValueError(f"rubric node {node.id!r} names unknown assertion {node.assertion!r}")
+            if node.constraint is not None and node.constraint not in constraint_ids:
+                raise ValueError(
+                    f"rubric node {node.id!r} names unknown constraint {node.constraint!r}"
+                )
+        return self
+
+
+def _walk(nodes: list[RubricNode]) -> list[RubricNode]:
+    found: list[RubricNode] = []
+    for node in nodes:
+        found.append(node)
+        found.extend(_walk(node.children))
+    return found

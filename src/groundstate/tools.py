@@ -1,0 +1,114 @@
+"""Tool declarations: a Python function, its JSON schema and its description.
+
+A suite's ``tools.py`` declares tools with :func:`tool`::
+
+    @tool
+    def get_order(ctx: ToolContext, order_id: str) -> dict[str, Any]:
+        \"\"\"Look up one order by its id.\"\"\"
+        row = ctx.db.execute("SELECT ... WHERE order_id = ?", (order_id,)).fetchone()
+        if row is None:
+            raise ToolError(f"no order {order_id}")
+        ...
+
+The parameters' JSON schema is derived from the type hints; the gateway validates every
+call against it before the function runs. Tools act only through ``ctx.db``, the agent's
+own connection, whose permissions the environment enforces.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from pydantic import create_model
+
+from groundstate.environments.base import Environment
+from groundstate.errors import SpecError
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool implementation may use."""
+
+    env: Environment
+
+    @property
+    def db(self) -> Any:
+        """The agent's database connection (``sqlite3.Connection``)."""
+        return self.env.agent_db
+
+    def now(self) -> datetime:
+        return self.env.now()
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any]
+
+    def declaration(self, description: str | None = None) -> dict[str, Any]:
+        """The declaration an agent sees (OpenAI-style function schema)."""
+        return {
+            "name": self.name,
+            "description": description or self.description,
+            "parameters": self.parameters,
+        }
+
+
+def tool(fn: Callable[..., Any]) -> Tool:
+    """Declare *fn* (first parameter: :class:`ToolContext`) as a tool."""
+    return Tool(
+        name=fn.__name__,
+        description=inspect.cleandoc(fn.__doc__ or ""),
+        parameters=_schema_of(fn),
+        fn=fn,
+    )
+
+
+def _schema_of(fn: Callable[..., Any]) -> dict[str, Any]:
+    hints = get_type_hints(fn)
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    fields: dict[str, Any] = {
+        p.name: (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
+        for p in params
+    }
+    schema = create_model(f"{fn.__name__}_args", **fields).model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    schema["additionalProperties"] = False
+    return schema
+
+
+def load_module(path: Path, name_hint: str) -> Any:
+    """Import a Python file of a suite or system (tools, checks, agents)."""
+    if not path.is_file():
+        raise SpecError(path, None, "file not found")
+    name = f"groundstate_user.{name_hint}_{abs(hash(path.resolve()))}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise SpecError(path, None, "cannot import this file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[name]
+        raise SpecError(path, None, f"importing failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def load_tools(path: Path) -> dict[str, Tool]:
+    """All tools declared in the Python file at *path*, by name."""
+    module = load_module(path, "tools")
+    return {t.name: t for t in vars(module).values() if isinstance(t, Tool)}
