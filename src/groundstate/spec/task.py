@@ -18,14 +18,28 @@ class Strict(BaseModel):
 
 
 class Match(Strict):
-    """Selects trace steps: tool calls by name, optionally by arguments and outcome."""
+    """Selects trace steps: tool calls (by name, arguments, outcome) or messages (by role, text)."""
 
-    tool: str
-    """Tool name; ``"*"`` matches every tool."""
+    tool: str | None = None
+    """Tool name; ``"*"`` matches every tool call."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Arguments that must be equal (a subset of the call's arguments)."""
     ok: bool | None = None
     """``True``: only calls that succeeded; ``False``: only calls that failed; unset: both."""
+    message: Literal["agent", "user"] | None = None
+    """Match messages from this role instead of tool calls."""
+    contains: str | None = None
+    """With ``message``: a case-insensitive substring the text must contain."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Match:
+        if (self.tool is None) == (self.message is None):
+            raise ValueError("a match needs exactly one of: tool, message")
+        if self.message is not None and (self.args or self.ok is not None):
+            raise ValueError("'args' and 'ok' apply to tool matches only")
+        if self.tool is not None and self.contains is not None:
+            raise ValueError("'contains' applies to message matches only")
+        return self
 
 
 class BeforeRule(Strict):
