@@ -11,7 +11,10 @@
     ├── HarnessCompatibilityError the agent cannot use the harness or tool protocol as configured
     ├── AgentStop                 raised inside an episode to end the agent's loop
     │   ├── StepLimitReached
-    │   └── ProhibitedAction
+    │   ├── BudgetExceeded
+    │   ├── ProhibitedAction
+    │   ├── AgentGaveUp
+    │   └── ConversationOver      the user has left; the agent's next action ends the episode
     ├── GraderError               an outcome assertion or constraint could not be evaluated
     └── StoreError                the run store is missing, corrupt or refuses a write
 """
@@ -62,8 +65,20 @@ class StepLimitReached(AgentStop):
     """The agent used more steps than its budget allows."""
 
 
+class BudgetExceeded(AgentStop):
+    """The agent's reported cost went over the system's budget."""
+
+
 class ProhibitedAction(AgentStop):
     """The agent attempted an action its permissions forbid."""
+
+
+class AgentGaveUp(AgentStop):
+    """The agent declared that it cannot complete the task."""
+
+
+class ConversationOver(AgentStop):
+    """The simulated user has left: the episode ends normally and is graded."""
 
 
 class GraderError(GroundstateError):

@@ -7,9 +7,13 @@ import sqlite3
 from importlib import metadata
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pathlib import Path
 
-from groundstate.spec.canonical import hash_value
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from groundstate.errors import SpecError
+from groundstate.spec.canonical import hash_file, hash_value
+from groundstate.spec.files import load_model
 
 KEY_PACKAGES = ("groundstate", "pydantic", "PyYAML", "jsonschema", "numpy", "click")
 
@@ -84,6 +88,12 @@ class SystemSpec(BaseModel):
     grader: GraderSection = GraderSection()
     resolved: dict[str, Any] = Field(default_factory=dict)
     """Filled when loaded: hashes of referenced code and the versions in use."""
+    _base_dir: Path = PrivateAttr(default=Path("."))
+
+    @property
+    def base_dir(self) -> Path:
+        """The folder of the system file; relative code references start here."""
+        return self._base_dir
 
     @property
     def system_spec_hash(self) -> str:
@@ -99,3 +109,31 @@ def runtime_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
+
+
+def resolve_entry(entry: str, base_dir: Path) -> tuple[Path | None, str, str]:
+    """Split ``file.py:name`` or ``package.module:name`` into (file or None, module, name)."""
+    target, _, name = entry.partition(":")
+    if not name:
+        raise ValueError(f"expected 'file.py:name' or 'module:name', got {entry!r}")
+    if target.endswith(".py"):
+        return (base_dir / target).resolve(), target, name
+    return None, target, name
+
+
+def load_system(path: Path) -> SystemSpec:
+    """Load ``system.yaml``; record the hash of the agent code and the versions in use."""
+    path = Path(path)
+    spec = load_model(path, SystemSpec)
+    if spec.resolved:
+        raise SpecError(path, "resolved", "is filled in by groundstate; remove it")
+    try:
+        code_file, _, _ = resolve_entry(spec.harness.orchestration_loop.entry, path.parent)
+    except ValueError as exc:
+        raise SpecError(path, "harness.orchestration_loop.entry", str(exc)) from None
+    if code_file is not None and not code_file.is_file():
+        raise SpecError(path, "harness.orchestration_loop.entry", f"no file {code_file}")
+    code = {"orchestration_loop": hash_file(code_file) if code_file else "module"}
+    resolved = spec.model_copy(update={"resolved": {"code": code, "versions": runtime_versions()}})
+    resolved._base_dir = path.parent
+    return resolved

@@ -1,0 +1,113 @@
+"""The tool gateway: the one seam every agent tool call passes through.
+
+``call`` runs a small pipeline: look the tool up, validate the arguments against its JSON
+schema, execute it atomically in the environment, and append the call to the trace. The
+error class of a failed call says whose doing it was: invalid arguments, unknown tools,
+permission denials and tool refusals are the agent's; an exception inside a tool
+implementation is the environment's, and is raised as :class:`EnvironmentFailure` after it
+is recorded.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jsonschema
+
+from groundstate.agents.base import ToolResult
+from groundstate.environments.base import CallEffects, Environment
+from groundstate.errors import EnvironmentFailure, PermissionDenied, ToolError
+from groundstate.tools import Tool, ToolContext
+from groundstate.trace import ToolCallEvent
+
+
+class ToolGateway:
+    def __init__(
+        self,
+        tools: dict[str, Tool],
+        env: Environment,
+        record: Callable[[ToolCallEvent], None],
+        clock: Callable[[], float],
+    ) -> None:
+        self._tools = tools
+        self._env = env
+        self._record = record
+        self._clock = clock
+
+    def call(self, step: int, name: str, args: Any) -> ToolResult:
+        started = time.perf_counter()
+        effects = CallEffects()
+        crash: Exception | None = None
+        try:
+            result = self._lookup_and_validate(name, args) or self._execute(name, args, effects)
+        except _ToolCrashed as exc:
+            crash = exc.cause
+            result = ToolResult(ok=False, error=_describe(crash), error_class="environment_error")
+        self._record(
+            ToolCallEvent(
+                step=step,
+                tool=name,
+                args=args,
+                ok=result.ok,
+                output=result.output,
+                error=result.error,
+                error_class=result.error_class,
+                duration_ms=(time.perf_counter() - started) * 1000,
+                changed_tables=effects.changed_tables,
+                denied=effects.denied,
+                at=self._clock(),
+            )
+        )
+        if crash is not None:
+            raise EnvironmentFailure(f"tool {name!r} crashed: {_describe(crash)}") from crash
+        return result
+
+    def _lookup_and_validate(self, name: str, args: Any) -> ToolResult | None:
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolResult(ok=False, error=f"unknown tool {name!r}", error_class="unknown_tool")
+        if not isinstance(args, dict):
+            return _invalid(f"arguments must be an object, got {type(args).__name__}")
+        errors = sorted(jsonschema.Draft202012Validator(tool.parameters).iter_errors(args), key=str)
+        if errors:
+            where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
+            return _invalid(f"{where}: {errors[0].message}")
+        return None
+
+    def _execute(self, name: str, args: dict[str, Any], effects: CallEffects) -> ToolResult:
+        """Run the tool in one transaction; *effects* is filled with what it changed or was denied."""
+        try:
+            with self._env.tool_transaction() as tx:
+                effects.denied, effects.changed_tables = tx.denied, tx.changed_tables
+                output = self._tools[name].fn(ToolContext(self._env), **args)
+        except PermissionDenied as exc:
+            return _denied(str(exc))
+        except ToolError as exc:
+            return ToolResult(ok=False, error=str(exc), error_class="tool_error")
+        except Exception as exc:
+            raise _ToolCrashed(exc) from exc
+        if effects.denied:  # the tool swallowed the database's refusal; it still happened
+            return _denied(", ".join(effects.denied))
+        return ToolResult(ok=True, output=output)
+
+
+class _ToolCrashed(Exception):
+    """Internal: a tool implementation raised something other than a ToolError."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _invalid(message: str) -> ToolResult:
+    return ToolResult(ok=False, error=f"invalid arguments: {message}", error_class="invalid_arguments")
+
+
+def _denied(what: str) -> ToolResult:
+    return ToolResult(ok=False, error=f"permission denied: {what}", error_class="permission_denied")
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"

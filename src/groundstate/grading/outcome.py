@@ -1,0 +1,136 @@
+"""Outcome assertions on ``(s0, sT)``, read through evaluator views: ``G(s0, sT)``.
+
+Each assertion returns a :class:`CheckResult` with its evidence. An assertion that cannot be
+evaluated (a bad query, a crashing check function) is returned with ``error`` set, which makes
+the attempt a grader failure rather than an agent failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
+from groundstate.records import CheckResult
+from groundstate.spec.canonical import canonical_json
+from groundstate.spec.task import DiffAssertion, OutcomeAssertion, PythonAssertion, SqlAssertion
+from groundstate.tools import load_module
+
+
+@dataclass(frozen=True)
+class States:
+    """What the grader sees: both states through read-only views, and their diff."""
+
+    s0: StateView
+    sT: StateView
+    initial: Snapshot
+    diff: StateDiff
+    suite_root: Path
+
+
+def evaluate_assertions(assertions: list[OutcomeAssertion], states: States) -> list[CheckResult]:
+    return [_guarded(a, states) for a in assertions]
+
+
+def _guarded(assertion: OutcomeAssertion, states: States) -> CheckResult:
+    kind = _KIND[type(assertion)]
+    try:
+        passed, evidence = _EVALUATE[type(assertion)](assertion, states)
+    except Exception as exc:  # the grader is software too: record, don't crash the batch
+        return CheckResult(id=assertion.id, kind=kind, passed=False, error=f"{type(exc).__name__}: {exc}")
+    return CheckResult(id=assertion.id, kind=kind, passed=passed, evidence=evidence)
+
+
+def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
+    assert isinstance(assertion, SqlAssertion)
+    rows = [list(row) for row in states.sT.query(assertion.sql)]
+    expected = [list(row) for row in assertion.expect_rows]
+    if not assertion.ordered:
+        rows, expected = sorted(rows, key=canonical_json), sorted(expected, key=canonical_json)
+    return rows == expected, {"rows": rows, "expected": expected}
+
+
+def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
+    assert isinstance(assertion, PythonAssertion)
+    file_name, _, function = assertion.check.partition(":")
+    check = getattr(load_module(states.suite_root / file_name, "checks"), function)
+    verdict = check(states.s0, states.sT)
+    passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
+    if not isinstance(passed, bool):
+        raise TypeError(f"{assertion.check} returned {type(passed).__name__}, expected bool")
+    return passed, dict(evidence)
+
+
+def _diff(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
+    assert isinstance(assertion, DiffAssertion)
+    problems: list[str] = []
+    for table, expected in assertion.state_diff.items():
+        actual = states.diff.tables.get(table, TableDiff())
+        key_columns = states.initial.tables[table].key if table in states.initial.tables else []
+        problems += _missing(table, expected.added, actual, expected, key_columns)
+        if assertion.nothing_else_changed:
+            problems += _unexpected(table, expected, actual, key_columns)
+    if assertion.nothing_else_changed:
+        problems += [
+            f"{table}: unexpected change" for table in states.diff.tables if table not in assertion.state_diff
+        ]
+    evidence = {"problems": problems, "diff": states.diff.model_dump(mode="json")}
+    return not problems, evidence
+
+
+def _missing(
+    table: str, added: list[dict[str, Any]], actual: TableDiff, expected: Any, key_columns: list[str]
+) -> list[str]:
+    problems = [f"{table}: no added row matches {row}" for row in _pair_rows(added, actual.added)[0]]
+    removed_keys = [_key(row, key_columns) for row in actual.removed]
+    problems += [f"{table}: row {key} was not removed" for key in expected.removed if key not in removed_keys]
+    changes = {canonical_json(c.key): c for c in actual.changed}
+    for want in expected.changed:
+        change = changes.get(canonical_json(want.key))
+        wrong = {c: v for c, v in want.set.items() if change is None or change.after.get(c) != v}
+        if wrong:
+            problems.append(f"{table}: row {want.key} should have {wrong}")
+    return problems
+
+
+def _unexpected(table: str, expected: Any, actual: TableDiff, key_columns: list[str]) -> list[str]:
+    problems = [f"{table}: unexpected added row {row}" for row in _pair_rows(expected.added, actual.added)[1]]
+    problems += [
+        f"{table}: unexpected removed row {_key(row, key_columns)}"
+        for row in actual.removed
+        if _key(row, key_columns) not in expected.removed
+    ]
+    allowed = {canonical_json(c.key): set(c.set) for c in expected.changed}
+    for change in actual.changed:
+        extra = set(change.columns) - allowed.get(canonical_json(change.key), set())
+        if extra:
+            problems.append(f"{table}: row {change.key} unexpectedly changed {sorted(extra)}")
+    return problems
+
+
+def _pair_rows(
+    wanted: list[dict[str, Any]], rows: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Give each expected row a distinct matching actual row.
+
+    Returns the expected rows left without a match and the actual rows left over.
+    """
+    pool = list(rows)
+    unmatched = []
+    for want in wanted:
+        hit = next((r for r in pool if all(r.get(c) == v for c, v in want.items())), None)
+        if hit is None:
+            unmatched.append(want)
+        else:
+            pool.remove(hit)
+    return unmatched, pool
+
+
+def _key(row: dict[str, Any], key_columns: list[str]) -> Any:
+    values = [row.get(c) for c in key_columns]
+    return values[0] if len(values) == 1 else values
+
+
+_EVALUATE = {SqlAssertion: _sql, PythonAssertion: _python, DiffAssertion: _diff}
+_KIND = {SqlAssertion: "sql", PythonAssertion: "check", DiffAssertion: "state_diff"}

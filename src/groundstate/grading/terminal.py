@@ -1,0 +1,66 @@
+"""Terminal reasons: exactly one per attempt, assigned by fixed rules.
+
+The rules, applied in order (the first that holds decides):
+
+1. The environment could not be built, reset to its checked initial state, or read at the
+   end, or a tool implementation crashed: ``environment_failure/<setup|reset_check|tool_crash|
+   final_state>``. Invalid: rerun under the batch's policy.
+2. The agent signalled that it cannot use the harness or tool protocol as configured:
+   ``harness_compatibility_failure``. Counts against the system.
+3. The agent's loop ended abnormally: ``agent_failure/<step_limit|time_limit|budget|
+   prohibited_action|gave_up|crashed>``.
+4. An outcome assertion or constraint could not be evaluated: ``grader_failure``. Invalid.
+5. An outcome assertion failed (``G = 0``): ``agent_failure/incorrect_state``.
+6. A hard process constraint failed (some ``C_j = 0``): ``agent_failure/constraint_violation``.
+7. Otherwise ``success`` (``Y = 1``).
+"""
+
+from __future__ import annotations
+
+from groundstate.errors import (
+    AgentGaveUp,
+    BudgetExceeded,
+    EnvironmentFailure,
+    HarnessCompatibilityError,
+    ProhibitedAction,
+    ResetCheckFailed,
+    StepLimitReached,
+)
+from groundstate.records import CheckResult
+
+SUCCESS = "success"
+
+_AGENT_STOPS: dict[type[BaseException], str] = {
+    StepLimitReached: "agent_failure/step_limit",
+    TimeoutError: "agent_failure/time_limit",
+    BudgetExceeded: "agent_failure/budget",
+    ProhibitedAction: "agent_failure/prohibited_action",
+    AgentGaveUp: "agent_failure/gave_up",
+    HarnessCompatibilityError: "harness_compatibility_failure",
+}
+
+
+def interruption_reason(exc: BaseException, stage: str) -> str:
+    """The terminal reason for an exception that ended the episode at *stage*."""
+    if isinstance(exc, ResetCheckFailed):
+        return "environment_failure/reset_check"
+    if isinstance(exc, EnvironmentFailure):
+        return f"environment_failure/{stage}"
+    for kind, reason in _AGENT_STOPS.items():
+        if isinstance(exc, kind):
+            return reason
+    return "agent_failure/crashed"
+
+
+def classify(
+    interruption: str | None, assertions: list[CheckResult], constraints: list[CheckResult]
+) -> str:
+    if interruption is not None:
+        return interruption
+    if any(result.error is not None for result in assertions + constraints):
+        return "grader_failure"
+    if not all(result.passed for result in assertions):
+        return "agent_failure/incorrect_state"
+    if not all(result.passed for result in constraints):
+        return "agent_failure/constraint_violation"
+    return SUCCESS

@@ -1,0 +1,71 @@
+"""Run records: one ``AgentRun`` per attempt, with the reference chapter's field names."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from groundstate.trace import TraceEvent
+
+FORMAT_VERSION = 1
+INVALID_REASONS = ("environment_failure", "grader_failure")
+"""Terminal reasons that make an attempt invalid: rerun under the batch's policy, never scored."""
+
+
+class CheckResult(BaseModel):
+    """The verdict of one outcome assertion or hard constraint, with its evidence."""
+
+    id: str
+    kind: str
+    passed: bool
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    """Set when the check itself could not be evaluated (a grader failure)."""
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class AgentRun(BaseModel):
+    """The record of one attempt."""
+
+    format_version: int = FORMAT_VERSION
+    run_id: str
+    batch_id: str
+    task_id: str
+    task_revision: int
+    grader_revision: str
+    system_spec_hash: str
+    attempt: int
+    """1-based attempt number within the task."""
+    seed: int
+    started_at: datetime
+    initial_state_hash: str | None
+    observation_action_log: list[TraceEvent]
+    final_state_hash: str | None
+    terminal_reason: str
+    """``success``, ``agent_failure/<sub>``, ``harness_compatibility_failure``,
+    ``environment_failure/<sub>`` or ``grader_failure``."""
+    success: bool
+    """Required success ``Y = G * prod(C_j)``."""
+    outcome_assertion_results: list[CheckResult]
+    constraint_results: list[CheckResult]
+    partial_score: float | None
+    """Weighted rubric score in [0, 1], reported beside ``success``, never instead of it."""
+    cost: float
+    usage: Usage = Usage()
+    latency: float
+    """Wall-clock seconds of the attempt, reset to grading."""
+    final_message: str | None = None
+    infrastructure_status: dict[str, Any]
+    """Health probes before and after, and the exception behind any invalid attempt."""
+    artifact_locations: dict[str, str]
+    """Artifact name -> ``sha256:<digest>`` in the run store."""
+
+    @property
+    def valid(self) -> bool:
+        return self.terminal_reason.split("/")[0] not in INVALID_REASONS

@@ -1,0 +1,1 @@
+"""Rendering: terminal tables now; HTML reports are built on the same summaries."""

@@ -1,0 +1,143 @@
+"""Suites: a folder of task files plus shared fixtures, tools, checks and solutions.
+
+::
+
+    suite/
+      suite.yaml              name, description, environment, policy, tools, canary
+      policy.md               the written policy the agent is given
+      fixtures/*.sql|yaml     initial states
+      tools.py                the agent's tools
+      checks.py               Python outcome checks (optional)
+      tasks/<task_id>.yaml    one AgentTask per file
+      solutions/<task_id>/<name>.yaml   oracle, alt_*, bad_* trajectories
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from groundstate.errors import SpecError
+from groundstate.spec.canonical import hash_file, hash_value
+from groundstate.spec.files import load_model
+from groundstate.spec.solution import Solution
+from groundstate.spec.task import AgentTask, PythonAssertion, Strict
+from groundstate.tools import Tool, load_tools
+
+
+class SuiteConfig(Strict):
+    name: str
+    description: str = ""
+    environment: Literal["sqlite"] = "sqlite"
+    policy: str | None = None
+    """Markdown file given to the agent with the system prompt."""
+    tools: str = "tools.py"
+    canary: str | None = None
+    """A task whose oracle runs before every batch."""
+    weights: dict[str, float] = Field(default_factory=dict)
+    """Task weights for suite averages (default 1 each)."""
+
+
+@dataclass
+class Suite:
+    root: Path
+    config: SuiteConfig
+    tasks: dict[str, AgentTask]
+    solutions: dict[str, dict[str, Solution]]
+    files: dict[str, str] = field(default_factory=dict)
+    """Every file of the suite (relative path -> sha256)."""
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def suite_hash(self) -> str:
+        return hash_value(self.files)
+
+    @property
+    def policy(self) -> str:
+        if self.config.policy is None:
+            return ""
+        return (self.root / self.config.policy).read_text(encoding="utf-8")
+
+    @cached_property
+    def tools(self) -> dict[str, Tool]:
+        return load_tools(self.root / self.config.tools)
+
+    def fixture_path(self, task: AgentTask) -> Path:
+        return self.root / "fixtures" / task.initial_state_fixture
+
+    def weight(self, task_id: str) -> float:
+        return self.config.weights.get(task_id, self.tasks[task_id].weight)
+
+
+def load_suite(path: Path) -> Suite:
+    """Load and check a suite folder; derive each task's grader revision and test manifest."""
+    root = Path(path)
+    if not (root / "suite.yaml").is_file():
+        raise SpecError(root, None, "not a suite folder (no suite.yaml)")
+    config = load_model(root / "suite.yaml", SuiteConfig)
+    files = {str(p.relative_to(root)): hash_file(p) for p in sorted(root.rglob("*")) if _counts(p)}
+    suite = Suite(root=root, config=config, tasks={}, solutions={}, files=files)
+    for task_file in sorted((root / "tasks").glob("*.yaml")):
+        task = load_model(task_file, AgentTask)
+        _check_task_file(suite, task, task_file)
+        solutions = _load_solutions(root / "solutions" / task.task_id)
+        suite.tasks[task.task_id] = _with_grader_versions(suite, task, solutions)
+        suite.solutions[task.task_id] = solutions
+    if not suite.tasks:
+        raise SpecError(root / "tasks", None, "the suite has no task files (tasks/*.yaml)")
+    if config.canary is not None and config.canary not in suite.tasks:
+        raise SpecError(root / "suite.yaml", "canary", f"no task {config.canary!r}")
+    return suite
+
+
+def _counts(path: Path) -> bool:
+    return path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+
+
+def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
+    if task_file.stem != task.task_id:
+        raise SpecError(task_file, "task_id", f"must match the file name {task_file.stem!r}")
+    if not suite.fixture_path(task).is_file():
+        raise SpecError(task_file, "initial_state_fixture", f"no file fixtures/{task.initial_state_fixture}")
+    unknown = sorted(set(task.available_tools) - set(suite.tools))
+    if unknown:
+        raise SpecError(task_file, "available_tools", f"unknown tools: {', '.join(unknown)}")
+    for i, assertion in enumerate(task.outcome_assertions):
+        if isinstance(assertion, PythonAssertion):
+            _check_python_ref(suite.root, assertion.check, task_file, f"outcome_assertions[{i}].check")
+
+
+def _check_python_ref(root: Path, ref: str, task_file: Path, field_name: str) -> None:
+    file_name, _, function = ref.partition(":")
+    if not function or not (root / file_name).is_file():
+        raise SpecError(task_file, field_name, f"expected 'file.py:function' in the suite, got {ref!r}")
+
+
+def _load_solutions(folder: Path) -> dict[str, Solution]:
+    return {p.stem: load_model(p, Solution) for p in sorted(folder.glob("*.yaml"))}
+
+
+def _with_grader_versions(suite: Suite, task: AgentTask, solutions: dict[str, Solution]) -> AgentTask:
+    """The grader is software: its revision hashes everything that decides a verdict."""
+    code_files = sorted(
+        {a.check.partition(":")[0] for a in task.outcome_assertions if isinstance(a, PythonAssertion)}
+    )
+    grader = {
+        "outcome_assertions": [a.model_dump(mode="json") for a in task.outcome_assertions],
+        "hard_process_constraints": [c.model_dump(mode="json") for c in task.hard_process_constraints],
+        "partial_credit_rubric": [n.model_dump(mode="json") for n in task.partial_credit_rubric],
+        "code": {name: suite.files[name] for name in code_files},
+    }
+    manifest = {
+        name: hash_value(solution.model_dump(mode="json")) for name, solution in solutions.items()
+    }
+    return task.model_copy(
+        update={"grader_revision": hash_value(grader)[:16], "grader_test_manifest": manifest}
+    )
