@@ -47,16 +47,38 @@ def main() -> None:
 
 @main.command()
 @click.argument("suite", type=click.Path(path_type=Path))
-@click.option("--system", "system_file", type=click.Path(path_type=Path), required=True, help="System file (system.yaml).")
-@click.option("--attempts", type=click.IntRange(min=1), default=1, show_default=True, help="Attempts per task.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Batch seed; attempt seeds derive from it.")
+@click.option(
+    "--system",
+    "system_file",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="System file (system.yaml).",
+)
+@click.option(
+    "--attempts",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Attempts per task.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Batch seed; attempt seeds derive from it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the batch as JSON.")
 @STORE_OPTION
-def run(suite: Path, system_file: Path, attempts: int, seed: int, as_json: bool, store: Path) -> None:
+def run(
+    suite: Path, system_file: Path, attempts: int, seed: int, as_json: bool, store: Path
+) -> None:
     """Run every task of SUITE --attempts times with the system in --system."""
     loaded_suite, system = load_suite(suite), load_system(system_file)
     with RunStore(store) as run_store:
-        result = run_batch(loaded_suite, system, BatchConfig(attempts=attempts, seed=seed), run_store)
+        result = run_batch(
+            loaded_suite, system, BatchConfig(attempts=attempts, seed=seed), run_store
+        )
     if as_json:
         click.echo(json.dumps(_batch_json(result), indent=2))
         return
@@ -125,4 +147,9 @@ def _pass_hat_1_line(result: BatchResult) -> str:
         return "pass^1: no valid attempts"
     value = sum(weights[t] * p for t, p in rates.items()) / sum(weights[t] for t in rates)
     n_valid = sum(r.valid for r in result.runs)
-    return f"pass^1 = {value:.3f}  ({len(rates)} tasks, {n_valid} valid attempts of {len(result.runs)})"
+    total = len(result.runs)
+    return f"pass^1 = {value:.3f}  ({len(rates)} tasks, {n_valid} valid attempts of {total})"
+
+
+if __name__ == "__main__":
+    main()

@@ -71,7 +71,9 @@ class EpisodeSession:
         tools = {name: suite.tools[name] for name in task.available_tools}
         self._tools = tools
         self._gateway = ToolGateway(tools, env, self.events.append, self._elapsed)
-        self._instructions = "\n\n".join(p for p in (system.harness.system_prompt, suite.policy) if p)
+        self._instructions = "\n\n".join(
+            p for p in (system.harness.system_prompt, suite.policy) if p
+        )
         self._record_message("user", task.user_request)
 
     @property
@@ -112,7 +114,9 @@ class EpisodeSession:
         self._record_message("user", reply, step)
         return reply
 
-    def record_usage(self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0) -> None:
+    def record_usage(
+        self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
+    ) -> None:
         self.usage.input_tokens += input_tokens
         self.usage.output_tokens += output_tokens
         self.cost += cost
@@ -182,7 +186,9 @@ async def run_attempt(
     progress = _Progress()
     session: EpisodeSession | None = None
     try:
-        env = SqliteEnvironment(suite.fixture_path(task), clock=task.clock, permissions=task.permissions)
+        env = SqliteEnvironment(
+            suite.fixture_path(task), clock=task.clock, permissions=task.permissions
+        )
     except EnvironmentFailure as exc:
         progress.interrupt(exc, "setup")
     else:
@@ -219,7 +225,9 @@ def _reset(env: SqliteEnvironment, task: AgentTask, seed: int) -> str:
     initial_hash = env.reset(seed=seed)
     declared = task.reset_check.initial_state_hash
     if declared is not None and declared != initial_hash:
-        raise ResetCheckFailed(f"reset gave state {initial_hash[:12]}, the task declares {declared[:12]}")
+        raise ResetCheckFailed(
+            f"reset gave state {initial_hash[:12]}, the task declares {declared[:12]}"
+        )
     return initial_hash
 
 
@@ -281,7 +289,9 @@ def _record(
         success=terminal == "success",
         outcome_assertion_results=progress.assertions,
         constraint_results=progress.constraints,
-        partial_score=partial_score(task.partial_credit_rubric, progress.assertions, progress.constraints),
+        partial_score=partial_score(
+            task.partial_credit_rubric, progress.assertions, progress.constraints
+        ),
         cost=session.cost if session else 0.0,
         usage=session.usage if session else Usage(),
         latency=latency,

@@ -3,11 +3,11 @@
 ::
 
     GroundstateError
-    ├── SpecError                 a task, suite or system file is malformed (names file, field, reason)
+    ├── SpecError                 a task, suite or system file is malformed
     ├── EnvironmentFailure        an environment could not be built, reset or read
     │   └── ResetCheckFailed      reset did not restore the declared initial state hash
-    ├── ToolError                 a tool refuses a request; returned to the agent as a normal result
-    ├── PermissionDenied          the agent's permissions forbid an action (enforced by the environment)
+    ├── ToolError                 a tool refuses a request; the agent gets it as a normal result
+    ├── PermissionDenied          the environment refused an action the agent lacks rights for
     ├── HarnessCompatibilityError the agent cannot use the harness or tool protocol as configured
     ├── AgentStop                 raised inside an episode to end the agent's loop
     │   ├── StepLimitReached

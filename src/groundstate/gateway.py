@@ -77,7 +77,7 @@ class ToolGateway:
         return None
 
     def _execute(self, name: str, args: dict[str, Any], effects: CallEffects) -> ToolResult:
-        """Run the tool in one transaction; *effects* is filled with what it changed or was denied."""
+        """Run the tool in one transaction; fill *effects* with what it changed or was denied."""
         try:
             with self._env.tool_transaction() as tx:
                 effects.denied, effects.changed_tables = tx.denied, tx.changed_tables
@@ -102,7 +102,9 @@ class _ToolCrashed(Exception):
 
 
 def _invalid(message: str) -> ToolResult:
-    return ToolResult(ok=False, error=f"invalid arguments: {message}", error_class="invalid_arguments")
+    return ToolResult(
+        ok=False, error=f"invalid arguments: {message}", error_class="invalid_arguments"
+    )
 
 
 def _denied(what: str) -> ToolResult:

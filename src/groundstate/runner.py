@@ -88,7 +88,11 @@ async def run_batch_async(
 
     # Attempt-major order: an interrupted batch still covers every task evenly.
     await asyncio.gather(
-        *(attempt(task_id, n) for n in range(1, config.attempts + 1) for task_id in sorted(suite.tasks))
+        *(
+            attempt(task_id, n)
+            for n in range(1, config.attempts + 1)
+            for task_id in sorted(suite.tasks)
+        )
     )
     runs.sort(key=lambda r: (r.task_id, r.attempt))
     return BatchResult(batch=batch, runs=runs)

@@ -137,7 +137,9 @@ class RunStore:
         except OSError as exc:
             raise StoreError(f"artifact {location} is missing: {exc}") from exc
         if sha256_text(text) != digest:
-            raise StoreError(f"artifact {location} is corrupt (its content no longer matches its hash)")
+            raise StoreError(
+                f"artifact {location} is corrupt (its content no longer matches its hash)"
+            )
         return text
 
     def batch(self, batch_id: str | None = None) -> BatchInfo:
@@ -145,7 +147,9 @@ class RunStore:
         if batch_id is None:
             rows = self._query("SELECT record FROM batches ORDER BY created_at DESC LIMIT 1", ())
         else:
-            rows = self._query("SELECT record FROM batches WHERE batch_id LIKE ?", (batch_id + "%",))
+            rows = self._query(
+                "SELECT record FROM batches WHERE batch_id LIKE ?", (batch_id + "%",)
+            )
         return _one(rows, BatchInfo, f"batch {batch_id or '(latest)'}")
 
     def batches(self) -> list[BatchInfo]:

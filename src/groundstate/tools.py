@@ -26,7 +26,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, get_type_hints
 
-from pydantic import create_model
+from pydantic import BaseModel, create_model
 
 from groundstate.environments.base import Environment
 from groundstate.errors import SpecError
@@ -77,10 +77,10 @@ def _schema_of(fn: Callable[..., Any]) -> dict[str, Any]:
     hints = get_type_hints(fn)
     params = list(inspect.signature(fn).parameters.values())[1:]
     fields: dict[str, Any] = {
-        p.name: (hints.get(p.name, Any), ... if p.default is p.empty else p.default)
-        for p in params
+        p.name: (hints.get(p.name, Any), ... if p.default is p.empty else p.default) for p in params
     }
-    schema = create_model(f"{fn.__name__}_args", **fields).model_json_schema()
+    model: type[BaseModel] = create_model(f"{fn.__name__}_args", **fields)
+    schema = model.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)

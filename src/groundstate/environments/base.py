@@ -132,7 +132,8 @@ def diff_snapshots(before: Snapshot, after: Snapshot) -> StateDiff:
 def _diff_table(before: TableState | None, after: TableState | None) -> TableDiff:
     old = before.rows if before else {}
     new = after.rows if after else {}
-    key_columns = (after or before).key if (after or before) else []
+    either = after or before
+    key_columns = either.key if either is not None else []
     return TableDiff(
         added=[new[k] for k in sorted(new.keys() - old.keys())],
         removed=[old[k] for k in sorted(old.keys() - new.keys())],

@@ -38,7 +38,9 @@ def _guarded(assertion: OutcomeAssertion, states: States) -> CheckResult:
     try:
         passed, evidence = _EVALUATE[type(assertion)](assertion, states)
     except Exception as exc:  # the grader is software too: record, don't crash the batch
-        return CheckResult(id=assertion.id, kind=kind, passed=False, error=f"{type(exc).__name__}: {exc}")
+        return CheckResult(
+            id=assertion.id, kind=kind, passed=False, error=f"{type(exc).__name__}: {exc}"
+        )
     return CheckResult(id=assertion.id, kind=kind, passed=passed, evidence=evidence)
 
 
@@ -73,18 +75,28 @@ def _diff(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
             problems += _unexpected(table, expected, actual, key_columns)
     if assertion.nothing_else_changed:
         problems += [
-            f"{table}: unexpected change" for table in states.diff.tables if table not in assertion.state_diff
+            f"{table}: unexpected change"
+            for table in states.diff.tables
+            if table not in assertion.state_diff
         ]
     evidence = {"problems": problems, "diff": states.diff.model_dump(mode="json")}
     return not problems, evidence
 
 
 def _missing(
-    table: str, added: list[dict[str, Any]], actual: TableDiff, expected: Any, key_columns: list[str]
+    table: str,
+    added: list[dict[str, Any]],
+    actual: TableDiff,
+    expected: Any,
+    key_columns: list[str],
 ) -> list[str]:
-    problems = [f"{table}: no added row matches {row}" for row in _pair_rows(added, actual.added)[0]]
+    problems = [
+        f"{table}: no added row matches {row}" for row in _pair_rows(added, actual.added)[0]
+    ]
     removed_keys = [_key(row, key_columns) for row in actual.removed]
-    problems += [f"{table}: row {key} was not removed" for key in expected.removed if key not in removed_keys]
+    problems += [
+        f"{table}: row {key} was not removed" for key in expected.removed if key not in removed_keys
+    ]
     changes = {canonical_json(c.key): c for c in actual.changed}
     for want in expected.changed:
         change = changes.get(canonical_json(want.key))
@@ -95,7 +107,10 @@ def _missing(
 
 
 def _unexpected(table: str, expected: Any, actual: TableDiff, key_columns: list[str]) -> list[str]:
-    problems = [f"{table}: unexpected added row {row}" for row in _pair_rows(expected.added, actual.added)[1]]
+    problems = [
+        f"{table}: unexpected added row {row}"
+        for row in _pair_rows(expected.added, actual.added)[1]
+    ]
     problems += [
         f"{table}: unexpected removed row {_key(row, key_columns)}"
         for row in actual.removed

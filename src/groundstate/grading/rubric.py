@@ -12,7 +12,9 @@ def partial_score(
     """Weighted mean over the tree; ``None`` when the task has no rubric."""
     if not rubric:
         return None
-    passed = {f"a:{r.id}": r.passed for r in assertions} | {f"c:{r.id}": r.passed for r in constraints}
+    passed = {f"a:{r.id}": r.passed for r in assertions} | {
+        f"c:{r.id}": r.passed for r in constraints
+    }
     return _mean(rubric, passed)
 
 

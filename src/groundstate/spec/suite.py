@@ -105,33 +105,47 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
     if task_file.stem != task.task_id:
         raise SpecError(task_file, "task_id", f"must match the file name {task_file.stem!r}")
     if not suite.fixture_path(task).is_file():
-        raise SpecError(task_file, "initial_state_fixture", f"no file fixtures/{task.initial_state_fixture}")
+        raise SpecError(
+            task_file, "initial_state_fixture", f"no file fixtures/{task.initial_state_fixture}"
+        )
     unknown = sorted(set(task.available_tools) - set(suite.tools))
     if unknown:
         raise SpecError(task_file, "available_tools", f"unknown tools: {', '.join(unknown)}")
     for i, assertion in enumerate(task.outcome_assertions):
         if isinstance(assertion, PythonAssertion):
-            _check_python_ref(suite.root, assertion.check, task_file, f"outcome_assertions[{i}].check")
+            _check_python_ref(
+                suite.root, assertion.check, task_file, f"outcome_assertions[{i}].check"
+            )
 
 
 def _check_python_ref(root: Path, ref: str, task_file: Path, field_name: str) -> None:
     file_name, _, function = ref.partition(":")
     if not function or not (root / file_name).is_file():
-        raise SpecError(task_file, field_name, f"expected 'file.py:function' in the suite, got {ref!r}")
+        raise SpecError(
+            task_file, field_name, f"expected 'file.py:function' in the suite, got {ref!r}"
+        )
 
 
 def _load_solutions(folder: Path) -> dict[str, Solution]:
     return {p.stem: load_model(p, Solution) for p in sorted(folder.glob("*.yaml"))}
 
 
-def _with_grader_versions(suite: Suite, task: AgentTask, solutions: dict[str, Solution]) -> AgentTask:
+def _with_grader_versions(
+    suite: Suite, task: AgentTask, solutions: dict[str, Solution]
+) -> AgentTask:
     """The grader is software: its revision hashes everything that decides a verdict."""
     code_files = sorted(
-        {a.check.partition(":")[0] for a in task.outcome_assertions if isinstance(a, PythonAssertion)}
+        {
+            a.check.partition(":")[0]
+            for a in task.outcome_assertions
+            if isinstance(a, PythonAssertion)
+        }
     )
     grader = {
         "outcome_assertions": [a.model_dump(mode="json") for a in task.outcome_assertions],
-        "hard_process_constraints": [c.model_dump(mode="json") for c in task.hard_process_constraints],
+        "hard_process_constraints": [
+            c.model_dump(mode="json") for c in task.hard_process_constraints
+        ],
         "partial_credit_rubric": [n.model_dump(mode="json") for n in task.partial_credit_rubric],
         "code": {name: suite.files[name] for name in code_files},
     }

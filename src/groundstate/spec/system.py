@@ -5,9 +5,8 @@ from __future__ import annotations
 import platform
 import sqlite3
 from importlib import metadata
-from typing import Any, Literal
-
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 

@@ -204,7 +204,7 @@ class Permissions(Strict):
 
 class TerminalConditions(Strict):
     on_prohibited_action: Literal["end", "continue"] = "end"
-    """A denied action ends the attempt (``agent_failure/prohibited_action``) or is only recorded."""
+    """A denied action ends the attempt (``agent_failure/prohibited_action``) or is recorded."""
     on_user_stop: Literal["end", "continue"] = "end"
     """When the simulated user leaves, the attempt ends."""
 
@@ -252,7 +252,9 @@ class AgentTask(Strict):
                 raise ValueError(f"duplicate id in {label}")
         for node in _walk(self.partial_credit_rubric):
             if node.assertion is not None and node.assertion not in assertion_ids:
-                raise ValueError(f"rubric node {node.id!r} names unknown assertion {node.assertion!r}")
+                raise ValueError(
+                    f"rubric node {node.id!r} names unknown assertion {node.assertion!r}"
+                )
             if node.constraint is not None and node.constraint not in constraint_ids:
                 raise ValueError(
                     f"rubric node {node.id!r} names unknown constraint {node.constraint!r}"

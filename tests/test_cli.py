@@ -1,0 +1,188 @@
+"""The command line: JSON shapes, clear errors, and a batch killed mid-way."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundstate.cli import main
+from groundstate.store import RunStore
+
+from .conftest import BANK
+
+SYSTEM = BANK.parent / "bank_system.yaml"
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    code, out, _ = _invoke(
+        "run",
+        str(BANK),
+        "--system",
+        str(SYSTEM),
+        "--attempts",
+        "4",
+        "--json",
+        "--store",
+        str(store),
+    )
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) == {
+        "batch_id",
+        "system_spec_hash",
+        "suite",
+        "tasks",
+        "attempts",
+        "runs",
+        "terminal_reasons",
+    }
+    assert (data["suite"], data["tasks"], data["attempts"]) == ("bank", 1, 4)
+    assert [r["attempt"] for r in data["runs"]] == [1, 2, 3, 4]
+    assert sum(data["terminal_reasons"].values()) == 4
+    reasons = {r["terminal_reason"] for r in data["runs"]}
+    assert reasons <= {"success", "agent_failure/constraint_violation"}
+    assert all(r["success"] == (r["terminal_reason"] == "success") for r in data["runs"])
+    with RunStore(store) as runs:
+        assert len(runs.runs(data["batch_id"])) == 4
+
+
+def test_same_seed_gives_the_same_attempts(tmp_path: Path) -> None:
+    outcomes = []
+    for name in ("a", "b"):
+        _, out, _ = _invoke(
+            "run",
+            str(BANK),
+            "--system",
+            str(SYSTEM),
+            "--attempts",
+            "6",
+            "--seed",
+            "7",
+            "--json",
+            "--store",
+            str(tmp_path / f"{name}.db"),
+        )
+        outcomes.append([r["terminal_reason"] for r in json.loads(out)["runs"]])
+    assert outcomes[0] == outcomes[1]
+    assert len(set(outcomes[0])) == 2  # fault_rate 0.5 over six seeded attempts varies
+
+
+def test_run_table_and_show(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    code, out, _ = _invoke(
+        "run", str(BANK), "--system", str(SYSTEM), "--attempts", "2", "--store", store
+    )
+    assert code == 0
+    assert "transfer" in out and "pass^1 = " in out
+    with RunStore(Path(store)) as runs:
+        record = runs.runs(runs.batch().batch_id)[0]
+    code, out, _ = _invoke("show", record.run_id[:10], "--store", store)
+    assert code == 0
+    assert record.terminal_reason in out and "trace" in out and "transfer(" in out
+    code, out, _ = _invoke("show", record.run_id, "--json", "--store", store)
+    assert json.loads(out)["run_id"] == record.run_id
+    assert json.loads(out)["artifact_locations"]["trace.jsonl"].startswith("sha256:")
+
+
+def test_system_hash_prints_a_sha256() -> None:
+    code, out, _ = _invoke("system", "hash", str(SYSTEM))
+    assert code == 0 and len(out.strip()) == 64
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["system", "hash", "missing.yaml"], "missing.yaml: file not found"),
+        (["run", "nowhere", "--system", str(SYSTEM)], "nowhere: not a suite folder"),
+        (["show", "ffff", "--store", "{store}"], "no run ffff in the store"),
+    ],
+)
+def test_user_errors_are_one_line_with_exit_code_2(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    args = [a.replace("{store}", str(tmp_path / "runs.db")) for a in args]
+    code, out, err = _invoke(*args)
+    assert code == 2
+    assert err.strip() == f"error: {message}" or message in err
+    assert "Traceback" not in err + out
+
+
+def test_malformed_task_file_from_the_command_line(tmp_path: Path) -> None:
+    suite = tmp_path / "bank"
+    import shutil
+
+    shutil.copytree(BANK, suite)
+    (suite / "tasks" / "transfer.yaml").write_text("task_id: transfer\nstep_limit: many\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "groundstate.cli", "run", str(suite), "--system", str(SYSTEM)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"error: {suite / 'tasks' / 'transfer.yaml'}: ")
+    assert "Traceback" not in proc.stderr
+
+
+def test_killed_batch_leaves_only_complete_records(tmp_path: Path) -> None:
+    slow_system = tmp_path / "bank_system.yaml"
+    slow_system.write_text(
+        SYSTEM.read_text().replace("{fault_rate: 0.5}", "{fault_rate: 0.5, delay: 0.05}")
+    )
+    (tmp_path / "bank_agent.py").write_text((BANK.parent / "bank_agent.py").read_text())
+    store = tmp_path / "runs.db"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "groundstate.cli",
+            "run",
+            str(BANK),
+            "--system",
+            str(slow_system),
+            "--attempts",
+            "400",
+            "--store",
+            str(store),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _count_runs(store) < 5:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with RunStore(store) as runs:
+        stored = runs.runs(runs.batch().batch_id)
+        assert 5 <= len(stored) < 400
+        for record in stored:  # every stored record is whole and its artifacts verify
+            assert runs.read_artifact(record.artifact_locations["trace.jsonl"]).count("\n") == len(
+                record.observation_action_log
+            )
+
+
+def _count_runs(store: Path) -> int:
+    if not store.exists():
+        return 0
+    import sqlite3
+
+    with sqlite3.connect(store) as db:
+        try:
+            return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
