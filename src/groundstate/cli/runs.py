@@ -1,9 +1,8 @@
-"""The ``groundstate`` command: each command parses, makes one library call and renders."""
+"""Commands that run batches and read what they stored."""
 
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,38 +10,13 @@ from typing import Any
 import click
 from rich.console import Console
 
-from groundstate.errors import GroundstateError
+from groundstate.cli import STORE_OPTION, main
 from groundstate.records import AgentRun
 from groundstate.report.terminal import batch_table, print_run
 from groundstate.runner import BatchConfig, BatchResult, run_batch
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
-from groundstate.store import DEFAULT_STORE, RunStore
-
-STORE_OPTION = click.option(
-    "--store",
-    type=click.Path(path_type=Path),
-    default=DEFAULT_STORE,
-    show_default=True,
-    help="Run store database (artifacts go beside it).",
-)
-
-
-class _Group(click.Group):
-    """Turns user errors into one clear line and exit code 2, never a traceback."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except GroundstateError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
-
-
-@click.group(cls=_Group)
-@click.version_option(package_name="groundstate")
-def main() -> None:
-    """Evaluate tool-using agents by the state they leave behind."""
+from groundstate.store import RunStore
 
 
 @main.command()
@@ -102,18 +76,6 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         print_run(Console(), record)
 
 
-@main.group()
-def system() -> None:
-    """Inspect system files."""
-
-
-@system.command("hash")
-@click.argument("file", type=click.Path(path_type=Path))
-def system_hash(file: Path) -> None:
-    """Print the canonical sha256 of the system in FILE."""
-    click.echo(load_system(file).system_spec_hash)
-
-
 def _batch_json(result: BatchResult) -> dict[str, Any]:
     return {
         "batch_id": result.batch.batch_id,
@@ -149,7 +111,3 @@ def _pass_hat_1_line(result: BatchResult) -> str:
     n_valid = sum(r.valid for r in result.runs)
     total = len(result.runs)
     return f"pass^1 = {value:.3f}  ({len(rates)} tasks, {n_valid} valid attempts of {total})"
-
-
-if __name__ == "__main__":
-    main()
