@@ -1,0 +1,46 @@
+"""The ``groundstate`` command: each command parses, makes one library call and renders.
+
+Commands live in modules by concern (``runs``: running and reading batches; ``tasks``:
+validating and locking suites; ``systems``: system files) and register on :data:`main`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from groundstate.errors import GroundstateError
+from groundstate.store import DEFAULT_STORE
+
+STORE_OPTION = click.option(
+    "--store",
+    type=click.Path(path_type=Path),
+    default=DEFAULT_STORE,
+    show_default=True,
+    help="Run store database (artifacts go beside it).",
+)
+
+
+class _Group(click.Group):
+    """Turns user errors into one clear line and exit code 2, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except GroundstateError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="groundstate")
+def main() -> None:
+    """Evaluate tool-using agents by the state they leave behind."""
+
+
+from groundstate.cli import runs, systems, tasks  # noqa: E402  (commands register on main)
+
+__all__ = ["STORE_OPTION", "main", "runs", "systems", "tasks"]

@@ -1,0 +1,3 @@
+from groundstate.cli import main
+
+main()

@@ -1,0 +1,3 @@
+"""Commands that prove and lock suites (validate, lock, regress)."""
+
+from __future__ import annotations
