@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn
 
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
-from groundstate.environments.base import Environment, StateDiff, diff_snapshots
+from groundstate.environments.base import Environment, Snapshot, StateDiff, diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import (
     AgentGaveUp,
@@ -246,19 +246,43 @@ def _grade(
     task: AgentTask,
     suite: Suite,
     env: SqliteEnvironment,
-    s0: Any,
+    s0: Snapshot,
     session: EpisodeSession,
     progress: _Progress,
 ) -> None:
     try:
-        progress.final_hash = env.state_hash()
-        progress.diff = diff_snapshots(s0, env.snapshot())
+        verdict = grade(task, suite, env, s0, session.events)
     except EnvironmentFailure as exc:
         progress.interrupt(exc, "final_state")
         return
-    states = States(env.initial_view(), env.evaluator_view(), s0, progress.diff, suite.root)
-    progress.assertions = evaluate_assertions(task.outcome_assertions, states)
-    progress.constraints = evaluate_constraints(task.hard_process_constraints, session.events)
+    progress.final_hash, progress.diff = verdict.final_state_hash, verdict.diff
+    progress.assertions, progress.constraints = verdict.assertions, verdict.constraints
+
+
+@dataclass(frozen=True)
+class Verdict:
+    final_state_hash: str
+    diff: StateDiff
+    assertions: list[CheckResult]
+    constraints: list[CheckResult]
+
+
+def grade(
+    task: AgentTask, suite: Suite, env: Environment, s0: Snapshot, events: list[TraceEvent]
+) -> Verdict:
+    """Grade the environment's current state against *s0* and the trace *events*.
+
+    Raises :class:`EnvironmentFailure` when the final state cannot be read.
+    """
+    final_hash = env.state_hash()
+    diff = diff_snapshots(s0, env.snapshot())
+    states = States(env.initial_view(), env.evaluator_view(), s0, diff, suite.root)
+    return Verdict(
+        final_state_hash=final_hash,
+        diff=diff,
+        assertions=evaluate_assertions(task.outcome_assertions, states),
+        constraints=evaluate_constraints(task.hard_process_constraints, events),
+    )
 
 
 def _record(

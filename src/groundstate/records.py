@@ -43,6 +43,10 @@ class AgentRun(BaseModel):
     attempt: int
     """1-based attempt number within the task."""
     seed: int
+    retry: int = 0
+    """0 for the first try of an attempt; n for its n-th rerun after an invalid try."""
+    retry_of: str | None = None
+    """The run id of the invalid try this run reruns."""
     started_at: datetime
     initial_state_hash: str | None
     observation_action_log: list[TraceEvent]

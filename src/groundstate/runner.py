@@ -54,6 +54,11 @@ def plan_batch(suite: Suite, system: SystemSpec, config: BatchConfig) -> BatchIn
         task_revisions={t.task_id: t.task_revision for t in suite.tasks.values()},
         task_weights={task_id: suite.weight(task_id) for task_id in suite.tasks},
         task_slices={t.task_id: list(t.slice_labels) for t in suite.tasks.values()},
+        task_horizons={
+            task_id: len(solutions["oracle"].steps)
+            for task_id, solutions in suite.solutions.items()
+            if "oracle" in solutions
+        },
     )
 
 

@@ -7,6 +7,7 @@ leaves only complete records. Artifacts are named by their sha256 and verified w
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import tempfile
@@ -41,6 +42,11 @@ CREATE TABLE IF NOT EXISTS runs (
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS runs_by_batch ON runs(batch_id, task_id, attempt);
+CREATE TABLE IF NOT EXISTS validations (
+    key TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    record TEXT NOT NULL
+);
 """
 
 
@@ -59,6 +65,8 @@ class BatchInfo(BaseModel):
     task_revisions: dict[str, int]
     task_weights: dict[str, float]
     task_slices: dict[str, list[str]]
+    task_horizons: dict[str, int] = {}
+    """Steps of each task's oracle solution, for horizon slices."""
 
 
 class RunStore:
@@ -108,6 +116,17 @@ class RunStore:
             ),
         )
         return run
+
+    def add_validation(self, key: str, record: dict[str, Any]) -> None:
+        """Cache a task's validity, keyed by everything that could change it."""
+        self._write(
+            "INSERT OR REPLACE INTO validations VALUES (?, ?, ?)",
+            (key, datetime.now(UTC).isoformat(), json.dumps(record)),
+        )
+
+    def validation(self, key: str) -> dict[str, Any] | None:
+        rows = self._query("SELECT record FROM validations WHERE key = ?", (key,))
+        return json.loads(rows[0][0]) if rows else None
 
     def put_artifact(self, text: str) -> str:
         digest = sha256_text(text)

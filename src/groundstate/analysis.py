@@ -1,0 +1,53 @@
+"""From stored runs to statistics: which records count, and as what."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from groundstate.records import AgentRun
+from groundstate.stats import Outcome, Summary, summarize
+from groundstate.store import BatchInfo
+
+
+def final_runs(runs: list[AgentRun]) -> list[AgentRun]:
+    """The last try of each (task, attempt): invalid tries that were rerun do not count twice."""
+    latest: dict[tuple[str, int], AgentRun] = {}
+    for run in sorted(runs, key=lambda r: r.retry):
+        latest[(run.task_id, run.attempt)] = run
+    return sorted(latest.values(), key=lambda r: (r.task_id, r.attempt))
+
+
+def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
+    """One statistical outcome per attempt slot of the batch."""
+    return [
+        Outcome(
+            task_id=run.task_id,
+            attempt=run.attempt,
+            success=run.success,
+            valid=run.valid,
+            terminal_reason=run.terminal_reason,
+            weight=batch.task_weights.get(run.task_id, 1.0),
+            slice_labels=tuple(batch.task_slices.get(run.task_id, ())),
+            horizon=batch.task_horizons.get(run.task_id),
+            cost=run.cost,
+            latency=run.latency,
+            task_revision=str(batch.task_revisions.get(run.task_id, "")),
+        )
+        for run in final_runs(runs)
+    ]
+
+
+def summarize_batch(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> Summary:
+    return summarize(outcomes(batch, runs), seed=seed)
+
+
+def tries(runs: list[AgentRun]) -> dict[str, Any]:
+    """Every try, reruns included: how often attempts came out invalid, by reason."""
+    invalid = Counter(r.terminal_reason.split("/")[0] for r in runs if not r.valid)
+    total = len(runs)
+    return {
+        "tries": total,
+        "invalid_tries": sum(invalid.values()),
+        "invalid_rate_by_reason": {k: v / total for k, v in sorted(invalid.items())} if total else {},
+    }
