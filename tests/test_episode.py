@@ -200,3 +200,28 @@ def test_evaluator_view_cannot_be_written_by_a_check(edited_bank: EditTask, tmp_
     run = _run(suite, _verified_transfer)
     writes = next(r for r in run.outcome_assertion_results if r.id == "writes")
     assert writes.error is not None and "readonly" in writes.error.replace(" ", "").lower()
+
+
+def test_trace_records_each_call_with_its_effects(edited_bank: EditTask) -> None:
+    async def with_mistakes(session: Session) -> str:
+        bad_args = await session.call("balance", {"account": 7})
+        assert bad_args.error_class == "invalid_arguments"
+        unknown = await session.call("teleport", {})
+        assert unknown.error_class == "unknown_tool"
+        refused = await session.call("check_pin", {"account": "A", "pin": "0000"})
+        assert (refused.error_class, refused.error) == ("tool_error", "wrong account or PIN")
+        return await _verified_transfer(session)
+
+    run = _run(edited_bank(lambda t: t.update(step_limit=20)), with_mistakes)
+    calls = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert [c.error_class for c in calls] == [
+        "invalid_arguments",
+        "unknown_tool",
+        "tool_error",
+        None,
+        None,
+    ]
+    assert calls[-1].changed_tables == ["accounts", "transfers"]
+    assert calls[-2].changed_tables == []
+    assert all(c.duration_ms >= 0 for c in calls)
+    assert run.terminal_reason == "success"  # mistakes the agent recovered from cost nothing

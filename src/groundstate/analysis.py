@@ -46,8 +46,5 @@ def tries(runs: list[AgentRun]) -> dict[str, Any]:
     """Every try, reruns included: how often attempts came out invalid, by reason."""
     invalid = Counter(r.terminal_reason.split("/")[0] for r in runs if not r.valid)
     total = len(runs)
-    return {
-        "tries": total,
-        "invalid_tries": sum(invalid.values()),
-        "invalid_rate_by_reason": {k: v / total for k, v in sorted(invalid.items())} if total else {},
-    }
+    rates = {k: v / total for k, v in sorted(invalid.items())}
+    return {"tries": total, "invalid_tries": sum(invalid.values()), "invalid_rate_by_reason": rates}

@@ -120,9 +120,12 @@ class EpisodeSession:
         self.usage.input_tokens += input_tokens
         self.usage.output_tokens += output_tokens
         self.cost += cost
-        budget = self._system.budgets.max_cost
-        if budget is not None and self.cost > budget:
-            raise BudgetExceeded(f"cost {self.cost:.4f} exceeds the budget {budget}")
+        budgets = self._system.budgets
+        if budgets.max_cost is not None and self.cost > budgets.max_cost:
+            raise BudgetExceeded(f"cost {self.cost:.4f} exceeds the budget {budgets.max_cost}")
+        tokens = self.usage.input_tokens + self.usage.output_tokens
+        if budgets.max_tokens is not None and tokens > budgets.max_tokens:
+            raise BudgetExceeded(f"{tokens} tokens exceed the budget {budgets.max_tokens}")
 
     def give_up(self, reason: str) -> NoReturn:
         raise AgentGaveUp(reason)

@@ -78,9 +78,9 @@ class ToolGateway:
 
     def _execute(self, name: str, args: dict[str, Any], effects: CallEffects) -> ToolResult:
         """Run the tool in one transaction; fill *effects* with what it changed or was denied."""
+        tx = CallEffects()
         try:
             with self._env.tool_transaction() as tx:
-                effects.denied, effects.changed_tables = tx.denied, tx.changed_tables
                 output = self._tools[name].fn(ToolContext(self._env), **args)
         except PermissionDenied as exc:
             return _denied(str(exc))
@@ -88,8 +88,8 @@ class ToolGateway:
             return ToolResult(ok=False, error=str(exc), error_class="tool_error")
         except Exception as exc:
             raise _ToolCrashed(exc) from exc
-        if effects.denied:  # the tool swallowed the database's refusal; it still happened
-            return _denied(", ".join(effects.denied))
+        finally:  # the environment fills in the effects when the transaction ends
+            effects.denied, effects.changed_tables = tx.denied, tx.changed_tables
         return ToolResult(ok=True, output=output)
 
 

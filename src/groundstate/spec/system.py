@@ -66,6 +66,17 @@ class BudgetsSection(Section):
     step_limit: int | None = Field(default=None, ge=1)
     time_limit: float | None = Field(default=None, gt=0)
     max_cost: float | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=0)
+    """Input plus output tokens the agent may report per attempt."""
+
+
+class InvalidRunPolicy(Section):
+    """Predeclared handling of environment and grader failures (invalid attempts)."""
+
+    max_retries: int = Field(default=2, ge=0)
+    """Reruns of an invalid attempt; every try is kept."""
+    max_invalid_rate: float = Field(default=0.1, ge=0, le=1)
+    """A batch whose tries are invalid more often than this is flagged in every report."""
 
 
 class GraderSection(Section):
@@ -85,6 +96,7 @@ class SystemSpec(BaseModel):
     user_simulator: UserSimulatorSection = UserSimulatorSection()
     budgets: BudgetsSection = BudgetsSection()
     grader: GraderSection = GraderSection()
+    invalid_run_policy: InvalidRunPolicy = InvalidRunPolicy()
     resolved: dict[str, Any] = Field(default_factory=dict)
     """Filled when loaded: hashes of referenced code and the versions in use."""
     _base_dir: Path = PrivateAttr(default=Path("."))

@@ -1,0 +1,414 @@
+"""A SQLite environment: a fixture database the agent changes and graders read.
+
+One *template* file is built from the fixture; every ``reset`` copies it to the live file, so
+rows, the clock and AUTOINCREMENT counters all come back byte for byte. The live file has three
+connections: the harness's *control* connection (clock writes), the *agent* connection
+(restricted by an authorizer that enforces the task's permissions) and the read-only *evaluator*
+connection graders use.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from groundstate.environments.base import CallEffects, Row, Snapshot, TableState
+from groundstate.errors import EnvironmentFailure, PermissionDenied
+from groundstate.spec.canonical import canonical_json, hash_value
+from groundstate.spec.task import Permissions
+
+META_TABLE = "_groundstate_meta"
+_CHANGED = "_gs_changed"
+_PROTECTED = {META_TABLE, "sqlite_sequence"}
+_WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
+_HARMLESS = {  # savepoints are harmless: they nest inside the call's own transaction
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+    sqlite3.SQLITE_SAVEPOINT,
+}
+_INTROSPECTION_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo"}
+_OTHER_ACTIONS = {"ALTER_TABLE", "ATTACH", "DETACH", "ANALYZE", "REINDEX", "PRAGMA", "TRANSACTION"}
+_ACTION_NAMES = {
+    getattr(sqlite3, name): name.removeprefix("SQLITE_").lower().replace("_", " ")
+    for name in dir(sqlite3)
+    if name.startswith(("SQLITE_CREATE_", "SQLITE_DROP_"))
+    or name.removeprefix("SQLITE_") in _OTHER_ACTIONS
+}
+_STORAGE_CLASS = {type(None): "null", int: "integer", float: "real", str: "text"}
+
+
+class SqliteView:
+    """Read-only access to one SQLite state, for graders (valid until the next reset)."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection = connection
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        return self._connection.execute(sql, params).fetchall()
+
+    def snapshot(self) -> Snapshot:
+        with _environment_errors("snapshot"):
+            return read_snapshot(self._connection)
+
+
+class SqliteEnvironment:
+    """The :class:`~groundstate.environments.base.Environment` for SQLite fixtures.
+
+    *fixture* is a ``.sql`` script or a ``.yaml``/``.json`` file ``{schema: SQL, rows: {table:
+    [row, ...]}}``; *clock* is "now" after every reset. The template and live files go in
+    *workdir* (one environment per folder), by default a temporary folder ``close`` removes.
+    """
+
+    name = "sqlite"
+    _control: sqlite3.Connection
+    _agent: sqlite3.Connection
+    _evaluator: sqlite3.Connection
+
+    def __init__(
+        self,
+        fixture: Path,
+        *,
+        clock: datetime,
+        permissions: Permissions | None = None,
+        workdir: Path | None = None,
+    ) -> None:
+        self._permissions = (permissions or Permissions()).tables
+        self._owns_workdir = workdir is None
+        self._workdir = workdir or Path(tempfile.mkdtemp(prefix="groundstate-"))
+        self._workdir.mkdir(parents=True, exist_ok=True)
+        self._template = self._workdir / "template.db"
+        self._live = self._workdir / "live.db"
+        self._denied: list[str] = []
+        self._trusted = False
+        self._initial: sqlite3.Connection | None = None
+        self._opened = False
+        try:
+            _build_template(Path(fixture), self._template, clock)
+            self._initial = _read_only(self._template)
+            self.reset()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None) -> str:
+        """Restore the template (rows, clock, counters) and return its state hash.
+
+        ``seed`` is accepted for the protocol; a SQLite fixture has no randomness to seed.
+        """
+        self._close_live()
+        with _environment_errors("reset"):
+            for suffix in ("-journal", "-wal", "-shm"):  # a stale journal would be replayed
+                Path(f"{self._live}{suffix}").unlink(missing_ok=True)
+            shutil.copyfile(self._template, self._live)
+            self._open_live()
+        return self.state_hash()
+
+    def close(self) -> None:
+        """Close every connection and remove the working directory if this object made it."""
+        self._close_live()
+        if self._initial is not None:
+            self._initial.close()
+            self._initial = None
+        if self._owns_workdir:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def __enter__(self) -> SqliteEnvironment:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _open_live(self) -> None:
+        self._control = sqlite3.connect(self._live, isolation_level=None)
+        self._evaluator = _read_only(self._live)
+        # No statement cache: a cached statement skips the authorizer when reused, so the
+        # agent could replay one of the harness's own trusted statements (e.g. COMMIT).
+        self._agent = sqlite3.connect(self._live, isolation_level=None, cached_statements=0)
+        self._opened = True
+        # Declared foreign keys bind the agent as they would the application; set before the
+        # authorizer, which refuses the agent any pragma write.
+        self._agent.execute("PRAGMA foreign_keys = ON")
+        _install_change_triggers(self._agent)
+        self._agent.set_authorizer(self._authorize)
+
+    def _close_live(self) -> None:
+        if self._opened:
+            for connection in (self._agent, self._evaluator, self._control):
+                connection.close()
+            self._opened = False
+
+    # --- state -----------------------------------------------------------------------------
+
+    def state_hash(self) -> str:
+        """sha256 over every table's schema and rows (clock and counters included)."""
+        return hash_value(self.table_hashes())
+
+    def table_hashes(self) -> dict[str, str]:
+        with _environment_errors("state hash"):
+            return read_table_hashes(self._control)
+
+    def snapshot(self) -> Snapshot:
+        with _environment_errors("snapshot"):
+            return read_snapshot(self._control)
+
+    def evaluator_view(self) -> SqliteView:
+        return SqliteView(self._evaluator)
+
+    def initial_view(self) -> SqliteView:
+        assert self._initial is not None, "environment is closed"
+        return SqliteView(self._initial)
+
+    def now(self) -> datetime:
+        with _environment_errors("read clock"):
+            row = self._control.execute(f"SELECT value FROM {META_TABLE} WHERE key = 'now'")
+            return datetime.fromisoformat(row.fetchone()[0])
+
+    def advance_clock(self, seconds: float) -> None:
+        later = self.now() + timedelta(seconds=seconds)
+        with _environment_errors("advance clock"):
+            self._control.execute(
+                f"UPDATE {META_TABLE} SET value = ? WHERE key = 'now'", (later.isoformat(),)
+            )
+
+    def health(self) -> dict[str, Any]:
+        """Probe integrity and evaluator access; reports failures, never raises."""
+        report: dict[str, Any] = {"ok": False, "database": str(self._live)}
+        report["evaluator_readable"] = False
+        try:
+            checks = self._control.execute("PRAGMA quick_check").fetchall()
+            report["integrity"] = "; ".join(str(check[0]) for check in checks)
+            self._evaluator.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            report["evaluator_readable"] = True
+        except Exception as exc:  # a probe reports every failure as evidence
+            report["error"] = f"{type(exc).__name__}: {exc}"
+            return report
+        report["ok"] = report["integrity"] == "ok"
+        return report
+
+    def break_database(self) -> None:
+        """Test hook: overwrite the live file's header, as a failing disk would.
+
+        Later queries raise and ``health()`` reports not ok, so tests can exercise the
+        environment-failure paths; ``reset()`` repairs the file.
+        """
+        with self._live.open("r+b") as handle:
+            handle.write(b"\0" * 100)
+
+    # --- the agent's access ----------------------------------------------------------------
+
+    @property
+    def agent_db(self) -> sqlite3.Connection:
+        return self._agent
+
+    @contextmanager
+    def tool_transaction(self) -> Iterator[CallEffects]:
+        """Run one tool call atomically and report the tables it changed and what was denied.
+
+        A call during which anything was denied is rolled back and raises
+        :class:`PermissionDenied`, even when the tool swallowed the database's error: a denied
+        call changes nothing.
+        """
+        effects = CallEffects()
+        self._denied = []
+        self._harness("BEGIN")
+        self._harness(f"DELETE FROM temp.{_CHANGED}")
+        try:
+            yield effects
+            if self._denied:
+                raise sqlite3.DatabaseError("the tool swallowed a denial")
+            changed = [row[0] for row in self._harness(f"SELECT name FROM temp.{_CHANGED}")]
+            self._harness("COMMIT")
+        except BaseException as exc:
+            if self._agent.in_transaction:
+                self._harness("ROLLBACK")
+            effects.denied = list(dict.fromkeys(self._denied))
+            if effects.denied and isinstance(exc, sqlite3.Error):
+                raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
+            raise
+        effects.denied = list(dict.fromkeys(self._denied))
+        effects.changed_tables = sorted(changed)
+
+    def _harness(self, sql: str) -> list[tuple[Any, ...]]:
+        """Run one of the harness's own statements on the agent connection, past the authorizer."""
+        self._trusted = True
+        try:
+            return self._agent.execute(sql).fetchall()
+        finally:
+            self._trusted = False
+
+    def _authorize(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None
+    ) -> int:
+        """The agent connection's authorizer: allow, or deny and record why."""
+        if self._trusted or action in _HARMLESS:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_READ:
+            allowed = db == "temp" or self._permissions.get(arg1 or "") != "none"
+            return self._verdict(allowed, f"read {arg1}")
+        if action in _WRITES:
+            if db == "temp":  # only the change-tracking triggers may write temp tables
+                return self._verdict(bool(source and source.startswith(_CHANGED)), f"write {arg1}")
+            writable = self._permissions.get(arg1 or "", "write") == "write"
+            return self._verdict(writable and arg1 not in _PROTECTED, f"write {arg1}")
+        if action == sqlite3.SQLITE_PRAGMA and (arg2 is None or arg1 in _INTROSPECTION_PRAGMAS):
+            return sqlite3.SQLITE_OK
+        name = _ACTION_NAMES.get(action, f"action {action}")
+        target = arg2 if action == sqlite3.SQLITE_ALTER_TABLE else arg1  # ALTER names db, table
+        return self._verdict(False, f"{name} {target or ''}".strip())
+
+    def _verdict(self, allowed: bool, action: str) -> int:
+        if allowed:
+            return sqlite3.SQLITE_OK
+        self._denied.append(action)
+        return sqlite3.SQLITE_DENY
+
+
+# --- building, hashing and reading -----------------------------------------------------------
+
+
+class _DataFixture(BaseModel):
+    """A ``.yaml``/``.json`` fixture: a schema script and the rows to insert per table."""
+
+    model_config = ConfigDict(extra="forbid")
+    schema_sql: str = Field(alias="schema")
+    rows: dict[str, list[Row]] = Field(default_factory=dict)
+
+
+def _build_template(fixture: Path, target: Path, clock: datetime) -> None:
+    """Build the template database from a ``.sql`` or ``.yaml``/``.json`` fixture."""
+    target.unlink(missing_ok=True)
+    connection = sqlite3.connect(target, isolation_level=None)
+    try:
+        _load_fixture(fixture, connection)
+        connection.execute(f"CREATE TABLE {META_TABLE}(key TEXT PRIMARY KEY, value TEXT)")
+        connection.execute(f"INSERT INTO {META_TABLE} VALUES ('now', ?)", (clock.isoformat(),))
+        connection.execute("PRAGMA journal_mode = DELETE")  # the template is copied as one file
+    except (OSError, ValueError, sqlite3.Error, yaml.YAMLError) as exc:
+        raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
+    finally:
+        connection.close()
+
+
+def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
+    if fixture.suffix == ".sql":
+        connection.executescript(fixture.read_text(encoding="utf-8"))
+        return
+    if fixture.suffix not in {".yaml", ".yml", ".json"}:
+        raise ValueError("expected a .sql, .yaml or .json fixture")
+    text = fixture.read_text(encoding="utf-8")
+    data = _DataFixture.model_validate(
+        json.loads(text) if fixture.suffix == ".json" else yaml.safe_load(text)
+    )
+    connection.executescript(data.schema_sql)
+    connection.execute("BEGIN")
+    for table, rows in data.rows.items():
+        for row in rows:
+            _insert(connection, table, row)
+    connection.execute("COMMIT")
+
+
+def _insert(connection: sqlite3.Connection, table: str, row: Row) -> None:
+    columns = ", ".join(_quote(column) for column in row)
+    marks = ", ".join("?" for _ in row)
+    # YAML reads bare dates as date objects; store them as ISO text, as SQL fixtures would.
+    values = [v.isoformat() if isinstance(v, date) else v for v in row.values()]
+    connection.execute(f"INSERT INTO {_quote(table)} ({columns}) VALUES ({marks})", values)
+
+
+def read_table_hashes(connection: sqlite3.Connection) -> dict[str, str]:
+    """One hash per table of the main database, independent of row order and page layout."""
+    tables = connection.execute("SELECT name, sql FROM main.sqlite_master WHERE type = 'table'")
+    return {
+        name: hash_value({"schema": " ".join(sql.split()), "rows": _sorted_rows(connection, name)})
+        for name, sql in tables.fetchall()
+        if not name.startswith("sqlite_stat")  # statistics depend on ANALYZE, not on state
+    }
+
+
+def _sorted_rows(connection: sqlite3.Connection, table: str) -> list[str]:
+    rows = connection.execute(f"SELECT * FROM main.{_quote(table)}")
+    return sorted(canonical_json([_tagged(value) for value in row]) for row in rows)
+
+
+def _tagged(value: Any) -> list[Any]:
+    """Tag a cell with its storage class so that 1, 1.0, '1' and NULL hash differently."""
+    if isinstance(value, bytes):
+        return ["blob", value.hex()]
+    return [_STORAGE_CLASS[type(value)], value]
+
+
+def read_snapshot(connection: sqlite3.Connection) -> Snapshot:
+    """Every user table keyed by primary key; the clock and SQLite internals are left out."""
+    return Snapshot(
+        tables={name: _table_state(connection, name) for name in _user_tables(connection)}
+    )
+
+
+def _table_state(connection: sqlite3.Connection, table: str) -> TableState:
+    info = connection.execute(f"PRAGMA main.table_info({_quote(table)})").fetchall()
+    columns = [column[1] for column in info]
+    key = [column[1] for column in sorted(info, key=lambda column: column[5]) if column[5] > 0]
+    if not key:
+        key, columns = ["rowid"], ["rowid", *columns]
+    selected = ", ".join(_quote(column) for column in columns)
+    cursor = connection.execute(f"SELECT {selected} FROM main.{_quote(table)}")
+    rows = [dict(zip(columns, values, strict=True)) for values in cursor]
+    return TableState(columns=columns, key=key, rows={_row_key(row, key): row for row in rows})
+
+
+def _row_key(row: Row, key: list[str]) -> str:
+    values = [row[column] for column in key]
+    return canonical_json(values[0] if len(values) == 1 else values)
+
+
+def _install_change_triggers(connection: sqlite3.Connection) -> None:
+    """TEMP triggers that log each written table; temp objects never touch the main file."""
+    connection.execute(f"CREATE TEMP TABLE {_CHANGED}(name TEXT PRIMARY KEY)")
+    for index, table in enumerate(_user_tables(connection)):
+        literal = "'" + table.replace("'", "''") + "'"
+        for event in ("INSERT", "UPDATE", "DELETE"):
+            connection.execute(
+                f"CREATE TEMP TRIGGER {_CHANGED}_{index}_{event.lower()} AFTER {event} "
+                f"ON main.{_quote(table)} BEGIN "
+                f"INSERT OR IGNORE INTO {_CHANGED} VALUES ({literal}); END"
+            )
+
+
+def _user_tables(connection: sqlite3.Connection) -> list[str]:
+    """The fixture's own tables: neither SQLite internals nor the harness's clock."""
+    tables = connection.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")
+    return [name for (name,) in tables if not name.startswith("sqlite_") and name != META_TABLE]
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _read_only(path: Path) -> sqlite3.Connection:
+    """A connection that cannot write: the database itself refuses, not a convention."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+
+@contextmanager
+def _environment_errors(action: str) -> Iterator[None]:
+    """Report sqlite and file errors outside the agent's calls as environment failures."""
+    try:
+        yield
+    except (OSError, sqlite3.Error) as exc:
+        raise EnvironmentFailure(f"sqlite environment: {action} failed: {exc}") from exc
