@@ -48,3 +48,47 @@ def tries(runs: list[AgentRun]) -> dict[str, Any]:
     total = len(runs)
     rates = {k: v / total for k, v in sorted(invalid.items())}
     return {"tries": total, "invalid_tries": sum(invalid.values()), "invalid_rate_by_reason": rates}
+
+
+def batch_report(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> dict[str, Any]:
+    """The machine-readable report of a batch: headline numbers of both views, with denominators."""
+    summary = summarize_batch(batch, runs, seed=seed)
+    valid, strict = summary.views["valid"], summary.views["strict"]
+    counted = final_runs(runs)
+    attempt_tries = tries(runs)
+    threshold = float(batch.invalid_run_policy.get("max_invalid_rate", 0.1))
+    invalid_rate = attempt_tries["invalid_tries"] / max(attempt_tries["tries"], 1)
+    return {
+        "batch_id": batch.batch_id,
+        "suite": batch.suite,
+        "system_spec_hash": batch.system_spec_hash,
+        "n_tasks": valid.n_tasks,
+        "attempts_per_task": batch.attempts,
+        "valid_attempts": sum(r.valid for r in counted),
+        "invalid_attempts": sum(not r.valid for r in counted),
+        "terminal_reasons": summary.terminal_reasons,
+        "success_rate": _interval(valid.success_rate),
+        "pass_at_k": {k: _interval(e) for k, e in valid.pass_at_k.items()},
+        "pass_hat_k": {k: _interval(e) for k, e in valid.pass_hat_k.items()},
+        "invalid_as_failure": {
+            "success_rate": _interval(strict.success_rate),
+            "pass_at_k": {k: _interval(e) for k, e in strict.pass_at_k.items()},
+            "pass_hat_k": {k: _interval(e) for k, e in strict.pass_hat_k.items()},
+        },
+        "tries": attempt_tries,
+        "invalid_rate_flagged": invalid_rate > threshold,
+        "summary": summary.to_dict(),
+    }
+
+
+def _interval(estimate: Any) -> dict[str, Any] | None:
+    if estimate is None:
+        return None
+    return {
+        "estimate": estimate.estimate,
+        "ci_low": estimate.ci_low,
+        "ci_high": estimate.ci_high,
+        "se": estimate.se,
+        "n_tasks": estimate.n_tasks,
+        "attempts": estimate.attempts,
+    }

@@ -6,6 +6,7 @@ import asyncio
 import random
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn
@@ -44,6 +45,18 @@ class AttemptInfo:
     batch_id: str
     attempt: int
     seed: int
+    retry: int = 0
+    retry_of: str | None = None
+
+
+EnvironmentFactory = Callable[[AgentTask, Suite], SqliteEnvironment]
+"""Builds a fresh environment for one attempt of a task (a seam for fault injection)."""
+
+
+def default_environment(task: AgentTask, suite: Suite) -> SqliteEnvironment:
+    return SqliteEnvironment(
+        suite.fixture_path(task), clock=task.clock, permissions=task.permissions
+    )
 
 
 @dataclass
@@ -182,16 +195,19 @@ class _Progress:
 
 
 async def run_attempt(
-    task: AgentTask, suite: Suite, system: SystemSpec, agent: Agent, info: AttemptInfo
+    task: AgentTask,
+    suite: Suite,
+    system: SystemSpec,
+    agent: Agent,
+    info: AttemptInfo,
+    make_env: EnvironmentFactory = default_environment,
 ) -> AttemptOutput:
     """Run one attempt of *agent* on *task* in a fresh environment and grade it."""
     started_at, t0 = datetime.now(UTC), time.perf_counter()
     progress = _Progress()
     session: EpisodeSession | None = None
     try:
-        env = SqliteEnvironment(
-            suite.fixture_path(task), clock=task.clock, permissions=task.permissions
-        )
+        env = make_env(task, suite)
     except EnvironmentFailure as exc:
         progress.interrupt(exc, "setup")
     else:
@@ -308,6 +324,8 @@ def _record(
         system_spec_hash=system.system_spec_hash,
         attempt=info.attempt,
         seed=info.seed,
+        retry=info.retry,
+        retry_of=info.retry_of,
         started_at=started_at,
         initial_state_hash=progress.initial_hash,
         observation_action_log=events,

@@ -1,4 +1,10 @@
-"""Batches: every task of a suite, attempted N times by one system, each attempt stored."""
+"""Batches: every task of a suite, attempted N times by one system, each attempt stored.
+
+Before any agent attempt, every task's environment is built and reset-checked and the suite's
+canary task runs its oracle solution; if either fails, the batch aborts. Invalid attempts
+(environment or grader failures) are rerun up to the system's ``invalid_run_policy.
+max_retries``; every try is stored, each rerun linked to the try it replaces.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,11 @@ from datetime import UTC, datetime
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
-from groundstate.episode import AttemptInfo, run_attempt
+from groundstate.agents.scripted import ScriptedAgent
+from groundstate.analysis import final_runs
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.episode import AttemptInfo, EnvironmentFactory, default_environment, run_attempt
+from groundstate.errors import EnvironmentFailure, GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
@@ -19,6 +29,14 @@ from groundstate.store import BatchInfo, RunStore
 
 AgentFactory = Callable[[], Agent]
 RunCallback = Callable[[AgentRun], None]
+
+
+class BatchAborted(GroundstateError):
+    """The batch stopped before any agent attempt: a reset check or the canary failed."""
+
+
+class ResumeMismatch(GroundstateError):
+    """A batch cannot be resumed because its suite or system changed."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +50,12 @@ class BatchConfig:
 class BatchResult:
     batch: BatchInfo
     runs: list[AgentRun]
+    """Every try stored for the batch, reruns included, ordered by task, attempt and retry."""
+
+    @property
+    def final(self) -> list[AgentRun]:
+        """The try that counts for each attempt."""
+        return final_runs(self.runs)
 
 
 def derive_seed(batch_seed: int, task_id: str, attempt: int) -> int:
@@ -59,48 +83,130 @@ def plan_batch(suite: Suite, system: SystemSpec, config: BatchConfig) -> BatchIn
             for task_id, solutions in suite.solutions.items()
             if "oracle" in solutions
         },
+        invalid_run_policy=system.invalid_run_policy.model_dump(),
     )
 
 
-async def run_batch_async(
-    suite: Suite,
-    system: SystemSpec,
-    config: BatchConfig,
-    store: RunStore,
-    *,
-    agent_factory: AgentFactory | None = None,
-    on_run: RunCallback | None = None,
-) -> BatchResult:
-    """Run and store every attempt; each attempt gets a fresh agent and a fresh environment."""
-    make_agent = agent_factory or (lambda: load_agent(system))
-    batch = plan_batch(suite, system, config)
-    store.add_batch(batch)
-    limit = asyncio.Semaphore(config.concurrency)
-    runs: list[AgentRun] = []
+@dataclass
+class BatchRunner:
+    """Runs the missing attempts of one batch."""
 
-    async def attempt(task_id: str, number: int) -> None:
-        info = AttemptInfo(
-            run_id=uuid.uuid4().hex,
-            batch_id=batch.batch_id,
-            attempt=number,
-            seed=derive_seed(config.seed, task_id, number),
-        )
-        async with limit:
-            output = await run_attempt(suite.tasks[task_id], suite, system, make_agent(), info)
-        runs.append(store.add_run(output.run, output.artifacts))
-        if on_run is not None:
-            on_run(runs[-1])
+    suite: Suite
+    system: SystemSpec
+    store: RunStore
+    make_agent: AgentFactory | None = None
+    make_env: EnvironmentFactory = default_environment
+    on_run: RunCallback | None = None
 
-    # Attempt-major order: an interrupted batch still covers every task evenly.
-    await asyncio.gather(
-        *(
-            attempt(task_id, n)
-            for n in range(1, config.attempts + 1)
-            for task_id in sorted(suite.tasks)
+    async def start(self, config: BatchConfig) -> BatchResult:
+        """Check the suite, store a new batch, and run it."""
+        await self.preflight()
+        batch = plan_batch(self.suite, self.system, config)
+        self.store.add_batch(batch)
+        return await self._complete(batch, config.concurrency)
+
+    async def resume(self, batch_id: str, concurrency: int = 1) -> BatchResult:
+        """Run only the attempts an interrupted batch is missing."""
+        batch = self.store.batch(batch_id)
+        _check_resumable(batch, self.suite, self.system)
+        return await self._complete(batch, concurrency)
+
+    async def preflight(self) -> None:
+        for task in self.suite.tasks.values():
+            try:
+                with self.make_env(task, self.suite) as env:
+                    _reset_checked(env, task.task_id, task.reset_check.initial_state_hash)
+            except EnvironmentFailure as exc:
+                raise BatchAborted(f"reset check failed for task {task.task_id!r}: {exc}") from exc
+        canary = self.suite.config.canary
+        if canary is not None:
+            await self._run_canary(canary)
+
+    async def _run_canary(self, task_id: str) -> None:
+        oracle = self.suite.solutions[task_id].get("oracle")
+        if oracle is None:
+            raise BatchAborted(f"canary task {task_id!r} has no oracle solution")
+        info = AttemptInfo(run_id="canary", batch_id="canary", attempt=1, seed=0)
+        task = self.suite.tasks[task_id]
+        agent = ScriptedAgent.from_solution(oracle)
+        output = await run_attempt(task, self.suite, self.system, agent, info, self.make_env)
+        if not output.run.success:
+            raise BatchAborted(
+                f"canary task {task_id!r} failed with its oracle solution "
+                f"({output.run.terminal_reason}); no agent attempt was made"
+            )
+
+    async def _complete(self, batch: BatchInfo, concurrency: int) -> BatchResult:
+        done = final_runs(self.store.runs(batch.batch_id))
+        last = {(r.task_id, r.attempt): r for r in done}
+        max_retries = int(batch.invalid_run_policy.get("max_retries", 0))
+        limit = asyncio.Semaphore(concurrency)
+        # Attempt-major order: an interrupted batch still covers every task evenly.
+        slots = [
+            (task_id, n)
+            for n in range(1, batch.attempts + 1)
+            for task_id in sorted(batch.task_revisions)
+            if _unfinished(last.get((task_id, n)), max_retries)
+        ]
+        await asyncio.gather(
+            *(self._slot(batch, s, last.get(s), max_retries, limit) for s in slots)
         )
-    )
-    runs.sort(key=lambda r: (r.task_id, r.attempt))
-    return BatchResult(batch=batch, runs=runs)
+        return BatchResult(batch=batch, runs=self.store.runs(batch.batch_id))
+
+    async def _slot(
+        self,
+        batch: BatchInfo,
+        slot: tuple[str, int],
+        previous: AgentRun | None,
+        max_retries: int,
+        limit: asyncio.Semaphore,
+    ) -> None:
+        """One attempt: tried, and rerun while invalid and retries remain."""
+        task_id, attempt = slot
+        while _unfinished(previous, max_retries):
+            info = AttemptInfo(
+                run_id=uuid.uuid4().hex,
+                batch_id=batch.batch_id,
+                attempt=attempt,
+                seed=derive_seed(batch.seed, task_id, attempt),
+                retry=0 if previous is None else previous.retry + 1,
+                retry_of=None if previous is None else previous.run_id,
+            )
+            async with limit:
+                output = await run_attempt(
+                    self.suite.tasks[task_id],
+                    self.suite,
+                    self.system,
+                    self._agent(),
+                    info,
+                    self.make_env,
+                )
+            previous = self.store.add_run(output.run, output.artifacts)
+            if self.on_run is not None:
+                self.on_run(previous)
+
+    def _agent(self) -> Agent:
+        return self.make_agent() if self.make_agent else load_agent(self.system)
+
+
+def _unfinished(last: AgentRun | None, max_retries: int) -> bool:
+    return last is None or (not last.valid and last.retry < max_retries)
+
+
+def _reset_checked(env: SqliteEnvironment, task_id: str, declared: str | None) -> None:
+    initial = env.reset()
+    if declared is not None and declared != initial:
+        raise EnvironmentFailure(f"state {initial[:12]} differs from the declared {declared[:12]}")
+
+
+def _check_resumable(batch: BatchInfo, suite: Suite, system: SystemSpec) -> None:
+    changed = []
+    if batch.suite_hash != suite.suite_hash:
+        changed.append(f"the suite {suite.root} changed since the batch started")
+    if batch.system_spec_hash != system.system_spec_hash:
+        changed.append("the system spec hash differs from the batch's")
+    if changed:
+        raise ResumeMismatch(f"cannot resume batch {batch.batch_id}: " + "; ".join(changed))
 
 
 def run_batch(
@@ -112,7 +218,6 @@ def run_batch(
     agent_factory: AgentFactory | None = None,
     on_run: RunCallback | None = None,
 ) -> BatchResult:
-    """Synchronous wrapper of :func:`run_batch_async`."""
-    return asyncio.run(
-        run_batch_async(suite, system, config, store, agent_factory=agent_factory, on_run=on_run)
-    )
+    """Run a new batch to completion (synchronous convenience over :class:`BatchRunner`)."""
+    runner = BatchRunner(suite, system, store, make_agent=agent_factory, on_run=on_run)
+    return asyncio.run(runner.start(config))

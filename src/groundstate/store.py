@@ -36,12 +36,14 @@ CREATE TABLE IF NOT EXISTS runs (
     batch_id TEXT NOT NULL REFERENCES batches(batch_id),
     task_id TEXT NOT NULL,
     attempt INTEGER NOT NULL,
+    retry INTEGER NOT NULL,
     terminal_reason TEXT NOT NULL,
     success INTEGER NOT NULL,
     created_at TEXT NOT NULL,
     record TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS runs_by_batch ON runs(batch_id, task_id, attempt);
+-- one record per try: a resumed batch can never store an attempt twice
+CREATE UNIQUE INDEX IF NOT EXISTS runs_by_batch ON runs(batch_id, task_id, attempt, retry);
 CREATE TABLE IF NOT EXISTS validations (
     key TEXT PRIMARY KEY,
     created_at TEXT NOT NULL,
@@ -67,6 +69,10 @@ class BatchInfo(BaseModel):
     task_slices: dict[str, list[str]]
     task_horizons: dict[str, int] = {}
     """Steps of each task's oracle solution, for horizon slices."""
+    invalid_run_policy: dict[str, Any] = {}
+    """The retry policy and invalid-rate threshold, fixed before the batch starts."""
+    source: str = "groundstate"
+    """``groundstate`` for batches run here; ``imported`` for results from another harness."""
 
 
 class RunStore:
@@ -103,12 +109,13 @@ class RunStore:
         locations = {name: self.put_artifact(text) for name, text in artifacts.items()}
         run = run.model_copy(update={"artifact_locations": locations})
         self._write(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 run.run_id,
                 run.batch_id,
                 run.task_id,
                 run.attempt,
+                run.retry,
                 run.terminal_reason,
                 int(run.success),
                 datetime.now(UTC).isoformat(),
@@ -182,7 +189,7 @@ class RunStore:
 
     def runs(self, batch_id: str) -> list[AgentRun]:
         rows = self._query(
-            "SELECT record FROM runs WHERE batch_id = ? ORDER BY task_id, attempt, created_at",
+            "SELECT record FROM runs WHERE batch_id = ? ORDER BY task_id, attempt, retry",
             (batch_id,),
         )
         return [AgentRun.model_validate_json(r[0]) for r in rows]

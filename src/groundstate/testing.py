@@ -8,18 +8,30 @@ a network: :class:`ScriptedAgent` replays fixed steps; :class:`FunctionAgent` wr
 from __future__ import annotations
 
 import asyncio
+import random
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 
 from groundstate.agents.base import Agent, Session
 from groundstate.agents.scripted import ScriptedAgent
-from groundstate.episode import AttemptInfo, AttemptOutput, run_attempt
+from groundstate.environments.base import CallEffects
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.episode import AttemptInfo, AttemptOutput, default_environment, run_attempt
 from groundstate.records import AgentRun
 from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import AgentEntry, HarnessSection, SystemSpec
+from groundstate.spec.task import AgentTask
 
-__all__ = ["FunctionAgent", "ScriptedAgent", "attempt", "run_solution", "scripted_system"]
+__all__ = [
+    "FaultyEnvironments",
+    "FunctionAgent",
+    "ScriptedAgent",
+    "attempt",
+    "run_solution",
+    "scripted_system",
+]
 
 
 class FunctionAgent:
@@ -58,3 +70,34 @@ def run_solution(suite: Suite, task_id: str, solution: str | Solution | list[Ste
         solution = suite.solutions[task_id][solution]
     steps = solution.steps if isinstance(solution, Solution) else solution
     return attempt(suite, task_id, ScriptedAgent(steps)).run
+
+
+class FaultyEnvironments:
+    """An environment factory that breaks the database of a seeded share of attempts.
+
+    A broken environment resets normally, then its database file is corrupted at the agent's
+    first tool call, as a failing disk would: the attempt ends as
+    ``environment_failure/tool_crash`` with a failed health probe as evidence. Pass it as
+    ``make_env`` to :class:`groundstate.runner.BatchRunner`.
+    """
+
+    def __init__(self, rate: float, seed: int = 0) -> None:
+        self.rate = rate
+        self.broken = 0
+        self._rng = random.Random(seed)
+
+    def __call__(self, task: AgentTask, suite: Suite) -> SqliteEnvironment:
+        if self._rng.random() >= self.rate:
+            return default_environment(task, suite)
+        self.broken += 1
+        return _BreaksAtFirstCall(
+            suite.fixture_path(task), clock=task.clock, permissions=task.permissions
+        )
+
+
+class _BreaksAtFirstCall(SqliteEnvironment):
+    @contextmanager
+    def tool_transaction(self) -> Iterator[CallEffects]:
+        self.break_database()
+        with super().tool_transaction() as effects:
+            yield effects

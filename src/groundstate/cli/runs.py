@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from groundstate.analysis import batch_report, final_runs
 from groundstate.cli import STORE_OPTION, main
 from groundstate.records import AgentRun
-from groundstate.report.terminal import batch_table, print_run
-from groundstate.runner import BatchConfig, BatchResult, run_batch
+from groundstate.report.terminal import batch_table, print_run, report_footer, summary_tables
+from groundstate.runner import BatchConfig, BatchResult, BatchRunner
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
 from groundstate.store import RunStore
@@ -42,24 +46,67 @@ from groundstate.store import RunStore
     show_default=True,
     help="Batch seed; attempt seeds derive from it.",
 )
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Attempts in flight at once (each in its own environment).",
+)
+@click.option(
+    "--resume",
+    "resume_id",
+    default=None,
+    help="Complete the missing attempts of this interrupted batch.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the batch as JSON.")
 @STORE_OPTION
 def run(
-    suite: Path, system_file: Path, attempts: int, seed: int, as_json: bool, store: Path
+    suite: Path,
+    system_file: Path,
+    attempts: int,
+    seed: int,
+    concurrency: int,
+    resume_id: str | None,
+    as_json: bool,
+    store: Path,
 ) -> None:
     """Run every task of SUITE --attempts times with the system in --system."""
     loaded_suite, system = load_suite(suite), load_system(system_file)
-    with RunStore(store) as run_store:
-        result = run_batch(
-            loaded_suite, system, BatchConfig(attempts=attempts, seed=seed), run_store
-        )
+    total = len(loaded_suite.tasks) * attempts
+    with RunStore(store) as run_store, _progress(total, quiet=as_json) as on_run:
+        runner = BatchRunner(loaded_suite, system, run_store, on_run=on_run)
+        if resume_id is None:
+            job = runner.start(BatchConfig(attempts=attempts, seed=seed, concurrency=concurrency))
+        else:
+            job = runner.resume(resume_id, concurrency)
+        result = asyncio.run(job)
     if as_json:
         click.echo(json.dumps(_batch_json(result), indent=2))
         return
     console = Console()
     console.print(batch_table(result.batch, result.runs))
-    console.print(_pass_hat_1_line(result))
+    _print_report(console, batch_report(result.batch, result.runs))
     console.print(f"stored in {store} · batch {result.batch.batch_id}")
+
+
+@main.command()
+@click.argument("batch_id", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@STORE_OPTION
+def report(batch_id: str | None, as_json: bool, seed: int, store: Path) -> None:
+    """Report a stored batch (default: the latest): suite numbers, pass@k, pass^k, reasons."""
+    with RunStore(store) as run_store:
+        batch = run_store.batch(batch_id)
+        runs = run_store.runs(batch.batch_id)
+    data = batch_report(batch, runs, seed=seed)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    console = Console()
+    console.print(batch_table(batch, runs))
+    _print_report(console, data)
 
 
 @main.command()
@@ -76,15 +123,54 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         print_run(Console(), record)
 
 
+def _print_report(console: Console, data: dict[str, Any]) -> None:
+    for table in summary_tables(data):
+        console.print(table)
+    console.print(report_footer(data))
+
+
+class _progress:
+    """A live progress bar with counts by terminal reason; silent off a terminal or with --json."""
+
+    def __init__(self, total: int, *, quiet: bool) -> None:
+        self._reasons: Counter[str] = Counter()
+        self._bar: Progress | None = None
+        if not quiet and sys.stdout.isatty():
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                transient=True,
+            )
+            self._task = self._bar.add_task("running", total=total)
+
+    def __enter__(self) -> Any:
+        if self._bar is not None:
+            self._bar.start()
+        return self.update
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+
+    def update(self, run: AgentRun) -> None:
+        self._reasons[run.terminal_reason] += 1
+        if self._bar is not None:
+            counts = " ".join(f"{k}:{v}" for k, v in sorted(self._reasons.items()))
+            self._bar.update(self._task, advance=1 if run.valid else 0, description=counts)
+
+
 def _batch_json(result: BatchResult) -> dict[str, Any]:
+    counted = final_runs(result.runs)
     return {
         "batch_id": result.batch.batch_id,
         "system_spec_hash": result.batch.system_spec_hash,
         "suite": result.batch.suite,
         "tasks": len(result.batch.task_revisions),
         "attempts": result.batch.attempts,
-        "runs": [_run_json(r) for r in result.runs],
-        "terminal_reasons": dict(Counter(r.terminal_reason for r in result.runs)),
+        "runs": [_run_json(r) for r in counted],
+        "terminal_reasons": dict(Counter(r.terminal_reason for r in counted)),
     }
 
 
@@ -96,18 +182,3 @@ def _run_json(run: AgentRun) -> dict[str, Any]:
         "terminal_reason": run.terminal_reason,
         "success": run.success,
     }
-
-
-def _pass_hat_1_line(result: BatchResult) -> str:
-    weights = result.batch.task_weights
-    rates = {}
-    for task_id in weights:
-        valid = [r for r in result.runs if r.task_id == task_id and r.valid]
-        if valid:
-            rates[task_id] = sum(r.success for r in valid) / len(valid)
-    if not rates:
-        return "pass^1: no valid attempts"
-    value = sum(weights[t] * p for t, p in rates.items()) / sum(weights[t] for t in rates)
-    n_valid = sum(r.valid for r in result.runs)
-    total = len(result.runs)
-    return f"pass^1 = {value:.3f}  ({len(rates)} tasks, {n_valid} valid attempts of {total})"

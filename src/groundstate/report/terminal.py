@@ -91,3 +91,56 @@ def _score(value: float | None) -> str:
 
 def _short(value: str | None) -> str:
     return value[:12] if value else "none"
+
+
+def summary_tables(report: dict[str, Any]) -> list[Table]:
+    """Headline numbers (both views) and the pass@k / pass^k table with intervals."""
+    headline = Table(title="suite (95% cluster-bootstrap intervals over tasks)")
+    for column in ("view", "success rate", "interval", "SE", "tasks", "attempts counted"):
+        headline.add_column(column)
+    views = (("valid attempts", report), ("invalid = failure", report["invalid_as_failure"]))
+    for name, view in views:
+        rate = view["success_rate"]
+        if rate is not None:
+            headline.add_row(
+                name,
+                f"{rate['estimate']:.3f}",
+                _ci(rate),
+                _se(rate["se"]),
+                str(rate["n_tasks"]),
+                str(rate["attempts"]),
+            )
+    curves = Table(title="capability (pass@k) and reliability (pass^k), valid attempts")
+    for column in ("k", "pass@k", "interval", "pass^k", "interval"):
+        curves.add_column(column)
+    for k, at_k in report["pass_at_k"].items():
+        hat_k = report["pass_hat_k"][k]
+        curves.add_row(
+            str(k), f"{at_k['estimate']:.3f}", _ci(at_k), f"{hat_k['estimate']:.3f}", _ci(hat_k)
+        )
+    return [headline, curves]
+
+
+def report_footer(report: dict[str, Any]) -> str:
+    tries = report["tries"]
+    rates = ", ".join(f"{k} {v:.1%}" for k, v in tries["invalid_rate_by_reason"].items()) or "none"
+    headline = report["pass_hat_k"].get(1)
+    line = "pass^1: no valid attempts\n"
+    if headline is not None:
+        value, tasks = headline["estimate"], headline["n_tasks"]
+        line = f"pass^1 = {value:.3f} {_ci(headline)} over {tasks} tasks\n"
+    line += (
+        f"{report['valid_attempts']} valid and {report['invalid_attempts']} invalid attempts; "
+        f"{tries['tries']} tries in all, invalid by reason: {rates}"
+    )
+    if report["invalid_rate_flagged"]:
+        line += "\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold[/]"
+    return line
+
+
+def _ci(estimate: dict[str, Any]) -> str:
+    return f"[{estimate['ci_low']:.3f}, {estimate['ci_high']:.3f}]"
+
+
+def _se(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
