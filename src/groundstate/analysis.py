@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from groundstate.records import AgentRun
-from groundstate.stats import Outcome, Summary, summarize
+from groundstate.stats import Comparison, Outcome, Summary, compare, summarize
 from groundstate.store import BatchInfo
 
 
@@ -32,7 +32,7 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
             horizon=batch.task_horizons.get(run.task_id),
             cost=run.cost,
             latency=run.latency,
-            task_revision=str(batch.task_revisions.get(run.task_id, "")),
+            task_revision=str(batch.task_revisions.get(run.task_id) or ""),
         )
         for run in final_runs(runs)
     ]
@@ -91,4 +91,38 @@ def _interval(estimate: Any) -> dict[str, Any] | None:
         "se": estimate.se,
         "n_tasks": estimate.n_tasks,
         "attempts": estimate.attempts,
+    }
+
+
+def compare_batches(
+    a: BatchInfo, a_runs: list[AgentRun], b: BatchInfo, b_runs: list[AgentRun], *, seed: int = 0
+) -> Comparison:
+    """Paired comparison of two batches on their shared tasks (refuses different revisions)."""
+    return compare(outcomes(a, a_runs), outcomes(b, b_runs), seed=seed)
+
+
+def comparison_report(a: BatchInfo, b: BatchInfo, comparison: Comparison) -> dict[str, Any]:
+    """The machine-readable paired comparison: per metric, the difference b - a and its interval."""
+    changed = [change.task_id for change in comparison.changed]
+    metrics = {
+        "success_rate": comparison.success_rate_difference,
+        "pass_hat_1": comparison.pass_hat_1_difference,
+    }
+    return {
+        "batch_a": a.batch_id,
+        "batch_b": b.batch_id,
+        "paired_tasks": list(comparison.paired_tasks),
+        "only_in_a": list(comparison.only_in_a),
+        "only_in_b": list(comparison.only_in_b),
+        "metrics": {
+            name: {
+                "mean_difference": e.estimate,
+                "ci_low": e.ci_low,
+                "ci_high": e.ci_high,
+                "n_tasks": e.n_tasks,
+                "changed_tasks": changed,
+            }
+            for name, e in metrics.items()
+        },
+        "per_task": [change.to_dict() for change in comparison.per_task],
     }

@@ -13,10 +13,17 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from groundstate.analysis import batch_report, final_runs
+from groundstate.analysis import batch_report, compare_batches, comparison_report, final_runs
 from groundstate.cli import STORE_OPTION, main
+from groundstate.imports import import_results
 from groundstate.records import AgentRun
-from groundstate.report.terminal import batch_table, print_run, report_footer, summary_tables
+from groundstate.report.terminal import (
+    batch_table,
+    comparison_tables,
+    print_run,
+    report_footer,
+    summary_tables,
+)
 from groundstate.runner import BatchConfig, BatchResult, BatchRunner
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
@@ -182,3 +189,34 @@ def _run_json(run: AgentRun) -> dict[str, Any]:
         "terminal_reason": run.terminal_reason,
         "success": run.success,
     }
+
+
+@main.command("compare")
+@click.argument("batch_a")
+@click.argument("batch_b")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@STORE_OPTION
+def compare_command(batch_a: str, batch_b: str, as_json: bool, seed: int, store: Path) -> None:
+    """Paired comparison of BATCH_B against BATCH_A on the tasks both ran."""
+    with RunStore(store) as run_store:
+        a, b = run_store.batch(batch_a), run_store.batch(batch_b)
+        a_runs, b_runs = run_store.runs(a.batch_id), run_store.runs(b.batch_id)
+    data = comparison_report(a, b, compare_batches(a, a_runs, b, b_runs, seed=seed))
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        comparison_tables(Console(), data)
+
+
+@main.command("import-results")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--name", required=True, help="A name for the imported batch (e.g. the system).")
+@STORE_OPTION
+def import_results_command(file: Path, name: str, store: Path) -> None:
+    """Store results made by another harness (CSV or JSONL rows) as a batch."""
+    with RunStore(store) as run_store:
+        batch = import_results(file, name, run_store)
+        count = len(run_store.runs(batch.batch_id))
+    click.echo(f"imported {count} attempts of {len(batch.task_revisions)} tasks as {name!r}")
+    click.echo(f"batch {batch.batch_id}")

@@ -144,3 +144,30 @@ def _ci(estimate: dict[str, Any]) -> str:
 
 def _se(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
+
+
+def comparison_tables(console: Console, data: dict[str, Any]) -> None:
+    console.print(
+        f"batch {data['batch_b']} against batch {data['batch_a']} (b - a), paired by task"
+    )
+    metrics = Table(title="mean difference with paired cluster-bootstrap interval")
+    for column in ("metric", "difference", "interval", "tasks"):
+        metrics.add_column(column)
+    for name, m in data["metrics"].items():
+        metrics.add_row(name, f"{m['mean_difference']:+.3f}", _ci(m), str(m["n_tasks"]))
+    console.print(metrics)
+    changed = Table(title="tasks that changed")
+    for column in ("task", "a", "b", "difference"):
+        changed.add_column(column)
+    for task in data["per_task"]:
+        if task["changed"]:
+            changed.add_row(
+                task["task_id"],
+                f"{task['a_rate']:.2f}",
+                f"{task['b_rate']:.2f}",
+                f"{task['difference']:+.2f}",
+            )
+    console.print(changed)
+    for side in ("only_in_a", "only_in_b"):
+        if data[side]:
+            console.print(f"{side.replace('_', ' ')}: {', '.join(data[side])}")
