@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from groundstate.environments.base import CallEffects, Row, Snapshot, TableState
 from groundstate.errors import EnvironmentFailure, PermissionDenied
-from groundstate.spec.canonical import canonical_json, hash_value
+from groundstate.spec.canonical import canonical_json, hash_file, hash_value
 from groundstate.spec.task import Permissions
 
 META_TABLE = "_groundstate_meta"
@@ -136,6 +136,8 @@ class SqliteEnvironment:
 
     def _open_live(self) -> None:
         self._control = sqlite3.connect(self._live, isolation_level=None)
+        # The live file is scratch, rebuilt on every reset: durability would only cost fsyncs.
+        self._control.execute("PRAGMA synchronous = OFF")
         self._evaluator = _read_only(self._live)
         # No statement cache: a cached statement skips the authorizer when reused, so the
         # agent could replay one of the harness's own trusted statements (e.g. COMMIT).
@@ -144,6 +146,7 @@ class SqliteEnvironment:
         # Declared foreign keys bind the agent as they would the application; set before the
         # authorizer, which refuses the agent any pragma write.
         self._agent.execute("PRAGMA foreign_keys = ON")
+        self._agent.execute("PRAGMA synchronous = OFF")
         _install_change_triggers(self._agent)
         self._agent.set_authorizer(self._authorize)
 
@@ -290,17 +293,28 @@ class _DataFixture(BaseModel):
     rows: dict[str, list[Row]] = Field(default_factory=dict)
 
 
+_TEMPLATES: dict[tuple[str, str, str], bytes] = {}
+"""Database images by (fixture path, fixture content hash, clock): one build per process."""
+
+
 def _build_template(fixture: Path, target: Path, clock: datetime) -> None:
-    """Build the template database from a ``.sql`` or ``.yaml``/``.json`` fixture."""
-    target.unlink(missing_ok=True)
-    connection = sqlite3.connect(target, isolation_level=None)
+    """Write the template database built from a ``.sql`` or ``.yaml``/``.json`` fixture."""
+    try:
+        key = (str(fixture.resolve()), hash_file(fixture), clock.isoformat())
+        if key not in _TEMPLATES:
+            _TEMPLATES[key] = _template_image(fixture, clock)
+        target.write_bytes(_TEMPLATES[key])
+    except (OSError, ValueError, sqlite3.Error, yaml.YAMLError) as exc:
+        raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
+
+
+def _template_image(fixture: Path, clock: datetime) -> bytes:
+    connection = sqlite3.connect(":memory:", isolation_level=None)
     try:
         _load_fixture(fixture, connection)
         connection.execute(f"CREATE TABLE {META_TABLE}(key TEXT PRIMARY KEY, value TEXT)")
         connection.execute(f"INSERT INTO {META_TABLE} VALUES ('now', ?)", (clock.isoformat(),))
-        connection.execute("PRAGMA journal_mode = DELETE")  # the template is copied as one file
-    except (OSError, ValueError, sqlite3.Error, yaml.YAMLError) as exc:
-        raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
+        return connection.serialize()
     finally:
         connection.close()
 

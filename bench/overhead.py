@@ -1,0 +1,145 @@
+"""Harness overhead and concurrency efficiency (prints figures; not a test).
+
+1. Overhead per attempt: a zero-latency scripted agent replays each example task's oracle
+   (several tool calls each); we time building and resetting the environment, the whole
+   attempt (reset, episode, grading), grading alone, and storing the record.
+2. Concurrency: an agent that waits a fixed simulated model latency before each step;
+   attempts per second at several concurrency levels, against the ideal
+   ``concurrency / attempt duration``.
+
+Run: ``make bench`` (or ``.venv/bin/python bench/overhead.py [--quick]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from groundstate.agents.base import Session
+from groundstate.agents.scripted import ScriptedAgent
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.episode import AttemptInfo, EpisodeSession, default_environment, grade, run_attempt
+from groundstate.runner import BatchConfig, BatchRunner
+from groundstate.spec.solution import Step
+from groundstate.spec.suite import Suite, load_suite
+from groundstate.store import RunStore
+from groundstate.testing import FunctionAgent, scripted_system
+
+SUITE = Path(__file__).resolve().parent.parent / "examples" / "retail"
+
+
+def _ms(samples: list[float]) -> str:
+    return f"{statistics.median(samples) * 1000:7.2f} ms (median of {len(samples)})"
+
+
+def overhead(suite: Suite, repeats: int) -> None:
+    system = scripted_system()
+    reset: list[float] = []
+    attempt: list[float] = []
+    grading: list[float] = []
+    storing: list[float] = []
+    calls: list[int] = []
+    with tempfile.TemporaryDirectory() as tmp, RunStore(Path(tmp) / "runs.db") as store:
+        for _ in range(repeats):
+            for task_id, solutions in sorted(suite.solutions.items()):
+                task, oracle = suite.tasks[task_id], solutions["oracle"]
+                t0 = time.perf_counter()
+                with default_environment(task, suite) as env:
+                    env.reset()
+                    reset.append(time.perf_counter() - t0)
+                    grading.append(_time_grading(suite, task_id, env, oracle.steps))
+                info = AttemptInfo(
+                    run_id=f"{task_id}-{len(attempt)}", batch_id="bench", attempt=1, seed=0
+                )
+                t0 = time.perf_counter()
+                output = asyncio.run(
+                    run_attempt(task, suite, system, ScriptedAgent(oracle.steps), info)
+                )
+                attempt.append(time.perf_counter() - t0)
+                calls.append(sum(e.kind == "tool_call" for e in output.run.observation_action_log))
+                t0 = time.perf_counter()
+                store.add_run(output.run, output.artifacts)
+                storing.append(time.perf_counter() - t0)
+    print(
+        f"overhead per attempt, {len(suite.tasks)} example tasks x {repeats}, "
+        f"{statistics.mean(calls):.1f} tool calls per attempt on average:"
+    )
+    print(f"  build + reset environment   {_ms(reset)}")
+    print(f"  whole attempt (reset, episode, grading)  {_ms(attempt)}")
+    print(f"  grading alone               {_ms(grading)}")
+    print(f"  storing the record          {_ms(storing)}")
+    total = statistics.median(attempt) + statistics.median(storing)
+    print(
+        f"  => about {total * 1000:.1f} ms of harness time per attempt, {1 / total:.0f} attempts/s"
+    )
+
+
+def _time_grading(suite: Suite, task_id: str, env: SqliteEnvironment, steps: list[Step]) -> float:
+    """Replay the oracle on *env*, then time grading its final state."""
+    task = suite.tasks[task_id]
+    session = EpisodeSession(task, suite, scripted_system(), env, seed=0)
+    s0 = env.snapshot()
+    asyncio.run(ScriptedAgent(steps).run(session))
+    t0 = time.perf_counter()
+    grade(task, suite, env, s0, session.events)
+    return time.perf_counter() - t0
+
+
+def concurrency(suite: Suite, latency: float, levels: list[int], attempts_per_level: int) -> None:
+    task_id = sorted(suite.tasks)[0]
+    steps = suite.solutions[task_id]["oracle"].steps
+
+    async def slow_oracle(session: Session) -> str | None:
+        for step in steps:
+            await asyncio.sleep(latency)
+            if step.call is not None:
+                await session.call(step.call, dict(step.args))
+            elif step.say is not None:
+                await session.say(step.say)
+        return None
+
+    one = suite.__class__(
+        suite.root,
+        suite.config,
+        {task_id: suite.tasks[task_id]},
+        {task_id: suite.solutions[task_id]},
+        suite.files,
+    )
+    one.config = one.config.model_copy(update={"canary": None})
+    duration = latency * len(steps)
+    print(
+        f"\nconcurrency: {len(steps)} steps x {latency * 1000:.0f} ms simulated model latency "
+        f"= {duration:.2f} s per attempt"
+    )
+    print(
+        f"  {'concurrency':>11} {'attempts':>8} {'attempts/s':>10} {'ideal':>8} {'efficiency':>10}"
+    )
+    for level in levels:
+        n = max(attempts_per_level, level * 2)
+        with tempfile.TemporaryDirectory() as tmp, RunStore(Path(tmp) / "runs.db") as store:
+            runner = BatchRunner(
+                one, scripted_system(), store, make_agent=lambda: FunctionAgent(slow_oracle)
+            )
+            t0 = time.perf_counter()
+            asyncio.run(runner.start(BatchConfig(attempts=n, concurrency=level)))
+            rate = n / (time.perf_counter() - t0)
+        ideal = level / duration
+        print(f"  {level:>11} {n:>8} {rate:>10.1f} {ideal:>8.1f} {rate / ideal:>9.0%}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, for a smoke run")
+    args = parser.parse_args()
+    suite = load_suite(SUITE)
+    overhead(suite, repeats=1 if args.quick else 5)
+    levels = [1, 8] if args.quick else [1, 8, 64, 256]
+    concurrency(suite, latency=0.05, levels=levels, attempts_per_level=8 if args.quick else 32)
+
+
+if __name__ == "__main__":
+    main()
