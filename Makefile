@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test bench clean
 
 $(VENV)/.installed-demo: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,15 +17,17 @@ $(VENV)/.installed-test: pyproject.toml
 	touch $@ $(VENV)/.installed-demo
 
 demo: $(VENV)/.installed-demo
-	$(VENV)/bin/groundstate run examples/retail --system examples/systems/careful.yaml --attempts 4 --store .groundstate/demo.db
+	$(VENV)/bin/groundstate run examples/retail --system examples/systems/careful.yaml \
+		--attempts 4 --concurrency 4 --store .groundstate/demo.db --html .groundstate/demo-report.html
 
 test: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check src tests
+	bash scripts/ensure-browser.sh
+	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/mypy
 	$(PY) -m pytest
 
 bench: $(VENV)/.installed-test
-	$(PY) bench/overhead.py
+	$(PY) bench/overhead.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .groundstate .pytest_cache .mypy_cache .ruff_cache

@@ -13,10 +13,18 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from groundstate.analysis import batch_report, compare_batches, comparison_report, final_runs
+from groundstate.analysis import (
+    batch_report,
+    compare_batches,
+    comparison_report,
+    final_runs,
+    summarize_batch,
+    tries,
+)
 from groundstate.cli import STORE_OPTION, main
 from groundstate.imports import import_results
 from groundstate.records import AgentRun
+from groundstate.report.html import render_batch, render_comparison
 from groundstate.report.terminal import (
     batch_table,
     comparison_tables,
@@ -27,7 +35,14 @@ from groundstate.report.terminal import (
 from groundstate.runner import BatchConfig, BatchResult, BatchRunner
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
-from groundstate.store import RunStore
+from groundstate.store import BatchInfo, RunStore
+
+HTML_OPTION = click.option(
+    "--html",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write a self-contained HTML report to this file.",
+)
 
 
 @main.command()
@@ -67,6 +82,7 @@ from groundstate.store import RunStore
     help="Complete the missing attempts of this interrupted batch.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the batch as JSON.")
+@HTML_OPTION
 @STORE_OPTION
 def run(
     suite: Path,
@@ -76,6 +92,7 @@ def run(
     concurrency: int,
     resume_id: str | None,
     as_json: bool,
+    html: Path | None,
     store: Path,
 ) -> None:
     """Run every task of SUITE --attempts times with the system in --system."""
@@ -88,6 +105,8 @@ def run(
         else:
             job = runner.resume(resume_id, concurrency)
         result = asyncio.run(job)
+    if html is not None:
+        _write_batch_html(html, result.batch, result.runs)
     if as_json:
         click.echo(json.dumps(_batch_json(result), indent=2))
         return
@@ -95,19 +114,25 @@ def run(
     console.print(batch_table(result.batch, result.runs))
     _print_report(console, batch_report(result.batch, result.runs))
     console.print(f"stored in {store} · batch {result.batch.batch_id}")
+    if html is not None:
+        console.print(f"HTML report: {html}")
 
 
 @main.command()
 @click.argument("batch_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@HTML_OPTION
 @STORE_OPTION
-def report(batch_id: str | None, as_json: bool, seed: int, store: Path) -> None:
+def report(batch_id: str | None, as_json: bool, seed: int, html: Path | None, store: Path) -> None:
     """Report a stored batch (default: the latest): suite numbers, pass@k, pass^k, reasons."""
     with RunStore(store) as run_store:
         batch = run_store.batch(batch_id)
         runs = run_store.runs(batch.batch_id)
     data = batch_report(batch, runs, seed=seed)
+    if html is not None:
+        _write_batch_html(html, batch, runs, seed=seed)
+        click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
@@ -128,6 +153,18 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         click.echo(record.model_dump_json(indent=2))
     else:
         print_run(Console(), record)
+
+
+def _write_batch_html(path: Path, batch: BatchInfo, runs: list[AgentRun], seed: int = 0) -> None:
+    _write(path, render_batch(batch, runs, summarize_batch(batch, runs, seed=seed), tries(runs)))
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {path}: {exc.strerror}") from None
 
 
 def _print_report(console: Console, data: dict[str, Any]) -> None:
@@ -196,13 +233,20 @@ def _run_json(run: AgentRun) -> dict[str, Any]:
 @click.argument("batch_b")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@HTML_OPTION
 @STORE_OPTION
-def compare_command(batch_a: str, batch_b: str, as_json: bool, seed: int, store: Path) -> None:
+def compare_command(
+    batch_a: str, batch_b: str, as_json: bool, seed: int, html: Path | None, store: Path
+) -> None:
     """Paired comparison of BATCH_B against BATCH_A on the tasks both ran."""
     with RunStore(store) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         a_runs, b_runs = run_store.runs(a.batch_id), run_store.runs(b.batch_id)
-    data = comparison_report(a, b, compare_batches(a, a_runs, b, b_runs, seed=seed))
+    comparison = compare_batches(a, a_runs, b, b_runs, seed=seed)
+    data = comparison_report(a, b, comparison)
+    if html is not None:
+        _write(html, render_comparison(a, b, comparison))
+        click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
         click.echo(json.dumps(data, indent=2))
     else:

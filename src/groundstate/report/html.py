@@ -1,0 +1,405 @@
+"""The HTML report: one self-contained page per batch, and one per paired comparison.
+
+A report is a single file that works offline and can be attached to a release decision:
+inline CSS, inline SVG charts, one small inline script (it opens the run a link points to),
+no fonts, scripts or images from elsewhere. This module turns records and statistics into
+plain values for the templates in ``templates/``; the templates only lay them out.
+Autoescaping is on for every template, because traces hold whatever text an agent wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, TypeGuard
+
+import jinja2
+from pydantic import TypeAdapter, ValidationError
+
+from groundstate.records import AgentRun, CheckResult
+from groundstate.stats import Comparison, Estimate, Summary, ViewSummary
+from groundstate.store import BatchInfo
+from groundstate.trace import ToolCallEvent, TraceEvent
+
+INVALID_TRIES_ALERT = 0.10
+"""Share of invalid tries above which the header warns that exclusions may shape the score."""
+TEXT_LIMIT = 20_000
+"""Characters of one shown value (a tool output, an evidence blob) before it is cut."""
+COMPACT_LIMIT = 100
+"""JSON up to this many characters stays on one line."""
+VIEW_TITLES = {"valid": "valid attempts only", "strict": "invalid attempts count as failures"}
+MISSING = "\u2013"
+"""Shown for a value that does not exist (an en dash)."""
+
+_EVENT: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Geometry of one chart, in SVG user units."""
+
+    width: int = 520
+    height: int = 280
+    left: int = 48
+    right: int = 18
+    top: int = 14
+    bottom: int = 44
+
+    @property
+    def plot_width(self) -> int:
+        return self.width - self.left - self.right
+
+    @property
+    def bottom_y(self) -> int:
+        return self.height - self.bottom
+
+    def y(self, value: float) -> float:
+        """Probabilities run from the bottom (0) to the top (1) of the plot."""
+        return round(self.top + (1 - value) * (self.bottom_y - self.top), 2)
+
+
+FRAME = Frame()
+DIFF_FRAME = Frame(width=240, height=40, left=14, right=14, top=4, bottom=16)
+
+
+# --- public API ----------------------------------------------------------------------------
+
+
+def render_batch(
+    batch: BatchInfo, runs: list[AgentRun], summary: Summary, tries: Mapping[str, Any]
+) -> str:
+    """The report of one batch: header, curves, suite numbers, slices, reasons, tasks, runs.
+
+    ``runs`` is every stored try (reruns of invalid tries included), ``summary`` the
+    statistics over the final tries (:func:`groundstate.analysis.summarize_batch`) and
+    ``tries`` the invalid-try counts over all of them (:func:`groundstate.analysis.tries`).
+    """
+    ordered = sorted(runs, key=lambda r: (r.task_id, r.attempt, r.retry))
+    return _template("report.html.j2").render(
+        batch=batch,
+        summary=summary,
+        header=_header(summary, tries),
+        views=_view_panels(summary),
+        slices=_slice_rows(summary),
+        reasons=_reason_rows(summary),
+        invalid=_invalid_rows(summary, tries),
+        tasks=_task_rows(batch, ordered),
+        runs=[_run_view(run) for run in ordered],
+        frame=FRAME,
+    )
+
+
+def render_comparison(a: BatchInfo, b: BatchInfo, comparison: Comparison) -> str:
+    """The paired comparison b - a: metric differences with intervals, and per-task changes."""
+    metrics = [
+        ("success rate", comparison.a_success_rate, comparison.b_success_rate,
+         comparison.success_rate_difference),
+        ("pass^1", comparison.a_success_rate, comparison.b_success_rate,
+         comparison.pass_hat_1_difference),
+    ]  # fmt: skip
+    return _template("comparison.html.j2").render(
+        a=a,
+        b=b,
+        comparison=comparison,
+        metrics=[(name, ea, eb, diff, _difference_bar(diff)) for name, ea, eb, diff in metrics],
+        frame=DIFF_FRAME,
+    )
+
+
+# --- templates -------------------------------------------------------------------------------
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("groundstate.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(num=_num, pct=_pct, pretty=_pretty, cell=_cell, short=_short)
+    env.globals.update(verdict=_verdict, run_label=_run_label)
+    return env
+
+
+def _template(name: str) -> jinja2.Template:
+    return _environment().get_template(name)
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return MISSING if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.1%}"
+
+
+def _pretty(value: Any) -> str:
+    """Strings as written (newlines kept), anything else as JSON: on one line when it is
+    short, indented otherwise; long text cut."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) > COMPACT_LIMIT and not isinstance(value, str):
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    if len(text) <= TEXT_LIMIT:
+        return text
+    return f"{text[:TEXT_LIMIT]}\n… ({len(text) - TEXT_LIMIT} more characters)"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _short(value: str | None, length: int = 12) -> str:
+    return value[:length] if value else "none"
+
+
+def _verdict(run: AgentRun) -> str:
+    """CSS class of a run: ``success``, ``failure`` (scored) or ``invalid`` (not scored)."""
+    if not run.valid:
+        return "invalid"
+    return "success" if run.success else "failure"
+
+
+def _run_label(run: AgentRun) -> str:
+    return f"#{run.attempt}" + (f" retry {run.retry}" if run.retry else "")
+
+
+# --- batch sections ---------------------------------------------------------------------------
+
+
+def _view_panels(summary: Summary) -> list[dict[str, Any]]:
+    return [
+        {"view": view, "title": VIEW_TITLES.get(name, name), "chart": _chart(view)}
+        for name, view in summary.views.items()
+    ]
+
+
+def _header(summary: Summary, tries: Mapping[str, Any]) -> dict[str, Any]:
+    total = int(tries.get("tries", summary.attempts))
+    invalid = int(tries.get("invalid_tries", summary.invalid.count))
+    share = invalid / total if total else 0.0
+    return {
+        "tries": total,
+        "invalid_tries": invalid,
+        "invalid_share": share,
+        "alert": share > INVALID_TRIES_ALERT,
+        "threshold": INVALID_TRIES_ALERT,
+    }
+
+
+def _chart(view: ViewSummary) -> dict[str, Any]:
+    """pass@k and pass^k against k with their interval bands, as in the reference figure."""
+    ks = list(range(1, view.kmax + 1))
+    x = _x_scale(view.kmax)
+    step = max(1, round(view.kmax / 10))
+    return {
+        "kmax": view.kmax,
+        "series": [
+            _series("pass@k", "at", view.pass_at_k, x),
+            _series("pass^k", "hat", view.pass_hat_k, x),
+        ],
+        "x_ticks": [(x(k), k) for k in ks if (k - 1) % step == 0 or k == view.kmax],
+        "y_ticks": [(FRAME.y(v), f"{v:.2f}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
+    }
+
+
+def _x_scale(kmax: int) -> Callable[[int], float]:
+    if kmax <= 1:
+        return lambda k: FRAME.left + FRAME.plot_width / 2
+    return lambda k: round(FRAME.left + (k - 1) / (kmax - 1) * FRAME.plot_width, 2)
+
+
+def _series(
+    name: str, css: str, values: Mapping[int, Estimate], x: Callable[[int], float]
+) -> dict[str, Any]:
+    ks = sorted(values)
+    points = [
+        {"k": k, "x": x(k), "y": FRAME.y(values[k].estimate), "estimate": values[k],
+         "low_y": FRAME.y(values[k].ci_low), "high_y": FRAME.y(values[k].ci_high)}
+        for k in ks
+    ]  # fmt: skip
+    upper = [f"{p['x']},{p['high_y']}" for p in points]
+    lower = [f"{p['x']},{p['low_y']}" for p in reversed(points)]
+    return {
+        "name": name,
+        "css": css,
+        "points": points,
+        "line": " ".join(f"{p['x']},{p['y']}" for p in points),
+        "band": " ".join(upper + lower),
+    }
+
+
+def _slice_rows(summary: Summary) -> list[dict[str, Any]]:
+    """One row per slice, each view's value side by side (every view counts the same tasks,
+    so they share slice keys)."""
+    views = list(summary.views.values())
+    return [
+        {"kind": kind, "key": key, "cells": [getattr(v, attribute).get(key) for v in views]}
+        for kind, attribute in (("label", "by_label"), ("horizon", "by_horizon"))
+        for key in (getattr(views[0], attribute) if views else {})
+    ]
+
+
+def _reason_rows(summary: Summary) -> list[tuple[str, int, float]]:
+    total = summary.attempts or 1
+    return [(reason, n, n / total) for reason, n in summary.terminal_reasons.items()]
+
+
+def _invalid_rows(summary: Summary, tries: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Invalid rates by reason, over final attempts and over every try (reruns included)."""
+    try_rates: Mapping[str, float] = tries.get("invalid_rate_by_reason", {})
+    reasons = sorted(set(summary.invalid.by_reason) | set(try_rates))
+    return [
+        {
+            "reason": reason,
+            "count": summary.invalid.by_reason.get(reason, 0),
+            "rate": summary.invalid.rate_by_reason.get(reason, 0.0),
+            "try_rate": try_rates.get(reason, 0.0),
+        }
+        for reason in reasons
+    ]
+
+
+def _task_rows(batch: BatchInfo, runs: list[AgentRun]) -> list[dict[str, Any]]:
+    by_task: dict[str, list[AgentRun]] = {}
+    for run in runs:
+        by_task.setdefault(run.task_id, []).append(run)
+    task_ids = sorted(set(batch.task_revisions) | set(by_task))
+    return [_task_row(batch, task_id, by_task.get(task_id, [])) for task_id in task_ids]
+
+
+def _task_row(batch: BatchInfo, task_id: str, runs: list[AgentRun]) -> dict[str, Any]:
+    valid = [r for r in runs if r.valid]
+    return {
+        "task_id": task_id,
+        "revision": batch.task_revisions.get(task_id),
+        "slices": batch.task_slices.get(task_id, []),
+        "horizon": batch.task_horizons.get(task_id),
+        "weight": batch.task_weights.get(task_id, 1.0),
+        "successes": sum(r.success for r in valid),
+        "valid": len(valid),
+        "invalid": len(runs) - len(valid),
+        "reasons": sorted(Counter(r.terminal_reason for r in runs).items()),
+        "runs": runs,
+    }
+
+
+# --- one run ---------------------------------------------------------------------------------
+
+
+def _run_view(run: AgentRun) -> dict[str, Any]:
+    outcomes = [_check_view(c) for c in run.outcome_assertion_results]
+    constraints = [_check_view(c) for c in run.constraint_results]
+    checks = outcomes + constraints
+    diff = _recorded_diff(run.outcome_assertion_results)
+    return {
+        "run": run,
+        "events": run.observation_action_log,
+        "calls": sum(isinstance(e, ToolCallEvent) for e in run.observation_action_log),
+        "changed_tables": _changed_tables(run.observation_action_log, diff),
+        "diff": None if diff is None else _diff_view(diff),
+        "outcomes": outcomes,
+        "constraints": constraints,
+        "checks_passed": sum(c["check"].passed for c in checks),
+        "checks": len(checks),
+        "exception": run.infrastructure_status.get("exception"),
+    }
+
+
+def _recorded_diff(results: Iterable[CheckResult]) -> dict[str, Any] | None:
+    """The state diff as a state_diff assertion recorded it, if the task has one."""
+    for result in results:
+        diff = result.evidence.get("diff")
+        if result.kind == "state_diff" and isinstance(diff, dict):
+            return diff
+    return None
+
+
+def _changed_tables(events: Iterable[TraceEvent], diff: Mapping[str, Any] | None) -> list[str]:
+    tables = {t for e in events if isinstance(e, ToolCallEvent) for t in e.changed_tables}
+    return sorted(tables | set((diff or {}).get("tables", {})))
+
+
+def _diff_view(diff: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "added": _row_table(table.get("added", [])),
+            "removed": _row_table(table.get("removed", [])),
+            "changed": [_row_change(c) for c in table.get("changed", [])],
+        }
+        for name, table in sorted(diff.get("tables", {}).items())
+    ]
+
+
+def _row_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    columns = list(dict.fromkeys(column for row in rows for column in row))
+    return {"columns": columns, "rows": [[row.get(c) for c in columns] for row in rows]}
+
+
+def _row_change(change: Mapping[str, Any]) -> dict[str, Any]:
+    before, after = change.get("before", {}), change.get("after", {})
+    columns = [c for c in dict.fromkeys([*before, *after]) if before.get(c) != after.get(c)]
+    return {"key": change.get("key"), "cells": [(c, before.get(c), after.get(c)) for c in columns]}
+
+
+def _check_view(check: CheckResult) -> dict[str, Any]:
+    """Split evidence into the parts a reader looks for first; the rest is shown as JSON."""
+    other = dict(check.evidence)
+    other.pop("diff", None)  # shown once, as the run's state diff
+    view: dict[str, Any] = {"check": check, "problems": other.pop("problems", None)}
+    view["offending"] = _offending(other)
+    view["tables"] = _rows_and_expected(other)
+    view["other"] = other
+    return view
+
+
+def _rows_and_expected(evidence: dict[str, Any]) -> dict[str, Any] | None:
+    """An SQL assertion's rows beside the expected rows, each row marked if the other lacks it."""
+    rows, expected = evidence.get("rows"), evidence.get("expected")
+    if not (_is_table(rows) and _is_table(expected)):
+        return None
+    del evidence["rows"], evidence["expected"]
+    return {
+        "rows": [(row, row in expected) for row in rows],
+        "expected": [(row, row in rows) for row in expected],
+    }
+
+
+def _is_table(value: Any) -> TypeGuard[list[list[Any]]]:
+    return isinstance(value, list) and all(isinstance(row, list) for row in value)
+
+
+def _offending(evidence: dict[str, Any]) -> TraceEvent | None:
+    if "offending_step" not in evidence:
+        return None
+    try:
+        event = _EVENT.validate_python(evidence["offending_step"])
+    except ValidationError:
+        return None  # an unfamiliar shape stays in the generic evidence
+    del evidence["offending_step"]
+    return event
+
+
+# --- comparison --------------------------------------------------------------------------------
+
+
+def _difference_bar(difference: Estimate) -> dict[str, float]:
+    """Positions of a difference and its interval on a -1 .. 1 axis."""
+
+    def x(value: float) -> float:
+        clipped = min(1.0, max(-1.0, value))
+        return round(DIFF_FRAME.left + (clipped + 1) / 2 * DIFF_FRAME.plot_width, 2)
+
+    return {
+        "zero": x(0.0),
+        "low": x(difference.ci_low),
+        "high": x(difference.ci_high),
+        "mid": x(difference.estimate),
+    }
