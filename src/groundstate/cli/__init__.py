@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
 from groundstate.errors import GroundstateError
 from groundstate.store import DEFAULT_STORE
@@ -22,6 +23,11 @@ STORE_OPTION = click.option(
     show_default=True,
     help="Run store database (artifacts go beside it).",
 )
+
+
+def console() -> Console:
+    """A console for tables: the terminal's width, or a roomy fixed width when piped."""
+    return Console() if sys.stdout.isatty() else Console(width=140)
 
 
 class _Group(click.Group):
@@ -43,4 +49,4 @@ def main() -> None:
 
 from groundstate.cli import runs, systems, tasks  # noqa: E402  (commands register on main)
 
-__all__ = ["STORE_OPTION", "main", "runs", "systems", "tasks"]
+__all__ = ["STORE_OPTION", "console", "main", "runs", "systems", "tasks"]

@@ -21,7 +21,7 @@ from groundstate.analysis import (
     summarize_batch,
     tries,
 )
-from groundstate.cli import STORE_OPTION, main
+from groundstate.cli import STORE_OPTION, console, main
 from groundstate.imports import import_results
 from groundstate.records import AgentRun
 from groundstate.report.html import render_batch, render_comparison
@@ -110,12 +110,12 @@ def run(
     if as_json:
         click.echo(json.dumps(_batch_json(result), indent=2))
         return
-    console = Console()
-    console.print(batch_table(result.batch, result.runs))
-    _print_report(console, batch_report(result.batch, result.runs))
-    console.print(f"stored in {store} · batch {result.batch.batch_id}")
+    out = console()
+    out.print(batch_table(result.batch, result.runs))
+    _print_report(out, batch_report(result.batch, result.runs))
+    out.print(f"stored in {store} · batch {result.batch.batch_id}")
     if html is not None:
-        console.print(f"HTML report: {html}")
+        out.print(f"HTML report: {html}")
 
 
 @main.command()
@@ -136,9 +136,9 @@ def report(batch_id: str | None, as_json: bool, seed: int, html: Path | None, st
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return
-    console = Console()
-    console.print(batch_table(batch, runs))
-    _print_report(console, data)
+    out = console()
+    out.print(batch_table(batch, runs))
+    _print_report(out, data)
 
 
 @main.command()
@@ -152,7 +152,7 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
     if as_json:
         click.echo(record.model_dump_json(indent=2))
     else:
-        print_run(Console(), record)
+        print_run(console(), record)
 
 
 def _write_batch_html(path: Path, batch: BatchInfo, runs: list[AgentRun], seed: int = 0) -> None:
@@ -250,7 +250,7 @@ def compare_command(
     if as_json:
         click.echo(json.dumps(data, indent=2))
     else:
-        comparison_tables(Console(), data)
+        comparison_tables(console(), data)
 
 
 @main.command("import-results")
