@@ -237,6 +237,10 @@ class AgentTask(Strict):
     time_limit: float = Field(default=60.0, gt=0)
     """Seconds of wall time."""
     outcome_assertions: list[OutcomeAssertion] = Field(min_length=1)
+    expect_no_change: bool = False
+    """The correct outcome is no change (e.g. a request the policy refuses). A do-nothing agent
+    passes such a task, so validation asks instead for a known-bad solution that changes the
+    state and fails."""
     partial_credit_rubric: list[RubricNode] = Field(default_factory=list)
     grader_revision: str = ""
     """Derived when the suite loads: hash of assertions, constraints, rubric and grader code."""
