@@ -44,7 +44,7 @@ def overhead(suite: Suite, repeats: int) -> None:
     storing: list[float] = []
     calls: list[int] = []
     with tempfile.TemporaryDirectory() as tmp, RunStore(Path(tmp) / "runs.db") as store:
-        for _ in range(repeats):
+        for repeat in range(1, repeats + 1):
             for task_id, solutions in sorted(suite.solutions.items()):
                 task, oracle = suite.tasks[task_id], solutions["oracle"]
                 t0 = time.perf_counter()
@@ -53,7 +53,7 @@ def overhead(suite: Suite, repeats: int) -> None:
                     reset.append(time.perf_counter() - t0)
                     grading.append(_time_grading(suite, task_id, env, oracle.steps))
                 info = AttemptInfo(
-                    run_id=f"{task_id}-{len(attempt)}", batch_id="bench", attempt=1, seed=0
+                    run_id=f"{task_id}-{repeat}", batch_id="bench", attempt=repeat, seed=0
                 )
                 t0 = time.perf_counter()
                 output = asyncio.run(

@@ -1,0 +1,355 @@
+"""The proofs a task must pass before its results are trusted (DESIGN principle 6).
+
+A runnable task is not automatically a valid task. Each check below answers one question the
+reference chapter asks of a task, with evidence:
+
+``reset``
+    Does the fixture build to the declared initial state, the same way twice, and does reset
+    restore it after an attempt changed rows, the clock and an AUTOINCREMENT counter?
+``solvable``
+    Does every oracle solution pass?
+``other_routes``
+    Does every alternative solution pass (the grader accepts more than the author's route)?
+``discriminating``
+    Do known-bad solutions fail, each for its declared reason, and do a do-nothing agent and an
+    agent that only claims success fail? A task whose correct outcome is "no change" must say
+    so and show instead that a harmful change fails.
+``grader_sensitivity``
+    Does the task fail when any state-changing step of the oracle is left out? If not, some
+    change the oracle makes is checked by no assertion: a grader gap.
+``grader_determinism``
+    Does grading the same final state several times give the same verdict, and do two replays
+    of the oracle reach the same state?
+"""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+
+from groundstate.agents.base import Session
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.episode import EnvironmentFactory, Verdict, default_environment
+from groundstate.errors import SpecError
+from groundstate.records import AgentRun
+from groundstate.spec.canonical import canonical_json
+from groundstate.spec.solution import Solution
+from groundstate.spec.suite import Suite
+from groundstate.spec.task import AgentTask
+from groundstate.testing import FunctionAgent
+from groundstate.trace import ToolCallEvent
+from groundstate.validation.probes import explain, mutate_like_an_agent, observe
+from groundstate.validation.replay import SEED, Proof, describe_run, shorten, verdict_line
+from groundstate.validation.results import CheckOutcome, TaskValidity
+
+Finding = tuple[bool, str]
+"""A check's verdict and its evidence."""
+
+GRADINGS = 3
+"""How many times ``grader_determinism`` grades the same final state."""
+GRADING_PAUSE = 0.01
+"""Seconds between those gradings, so a grader reading the wall clock sees it move."""
+CLAIM = "I have completed your request."
+_REBUILDS = itertools.count(1)
+
+
+def validate_task(
+    suite: Suite, task_id: str, *, make_env: EnvironmentFactory = default_environment
+) -> TaskValidity:
+    """Run every check on one task. *make_env* builds its environments (a seam for tests)."""
+    if task_id not in suite.tasks:
+        raise SpecError(suite.root / "tasks", None, f"no task {task_id!r}")
+    proof = Proof(suite, suite.tasks[task_id], make_env)
+    return TaskValidity(
+        task_id=task_id, checks=[_guarded(name, check, proof) for name, check in CHECKS.items()]
+    )
+
+
+def _guarded(name: str, check: Callable[[Proof], Finding], proof: Proof) -> CheckOutcome:
+    try:
+        passed, detail = check(proof)
+    except Exception as exc:  # one broken proof must not hide the evidence of the others
+        passed, detail = False, f"could not be checked: {type(exc).__name__}: {exc}"
+    return CheckOutcome(name=name, passed=passed, detail=detail)
+
+
+# --- reset -----------------------------------------------------------------------------------
+
+
+def check_reset(proof: Proof) -> Finding:
+    task, suite = proof.task, proof.suite
+    with closing(proof.make_env(task, suite)) as env:
+        built = env.reset(seed=SEED)
+        problems, words = _declared_hash(task, built)
+        again = _rebuilt_hash(proof)
+        if again != built:
+            problems.append(f"two fresh builds differ ({built[:12]} vs {again[:12]})")
+        before = observe(env)
+        changes = mutate_like_an_agent(env)
+        restored = env.reset(seed=SEED)
+        if restored != built:
+            problems.append(
+                f"after an attempt-like change ({', '.join(changes)}) reset gave "
+                f"{restored[:12]}, not {built[:12]}: {explain(before, observe(env))}"
+            )
+    if problems:
+        return False, "; ".join(problems)
+    return True, f"{words}; two fresh builds agree; reset restored it after: {', '.join(changes)}"
+
+
+def _rebuilt_hash(proof: Proof) -> str:
+    """The initial state hash of a second build of the fixture, made from scratch.
+
+    Environments may cache a fixture's build per process; a copy in a new folder, with a
+    whitespace tail no earlier copy had, has a new path and new content, so no cache keyed on
+    either can answer for it, and the fixture really is built twice.
+    """
+    fixture = proof.suite.fixture_path(proof.task)
+    with tempfile.TemporaryDirectory(prefix="groundstate-rebuild-") as folder:
+        copy = Path(folder) / fixture.name
+        copy.write_bytes(fixture.read_bytes() + b"\n" * next(_REBUILDS))
+        task = proof.task
+        with SqliteEnvironment(copy, clock=task.clock, permissions=task.permissions) as env:
+            return env.reset(seed=SEED)
+
+
+def _declared_hash(task: AgentTask, built: str) -> tuple[list[str], str]:
+    """Problems with the declared initial state hash, and how to describe it if there are none."""
+    declared = task.reset_check.initial_state_hash
+    if declared is None:
+        return [], (
+            f"initial state {built} is undeclared (pin it as reset_check.initial_state_hash)"
+        )
+    if declared != built:
+        return [f"the fixture builds to {built}, but the task declares {declared}"], ""
+    return [], f"initial state {built[:12]} as declared"
+
+
+# --- solutions -------------------------------------------------------------------------------
+
+
+def check_solvable(proof: Proof) -> Finding:
+    oracles = proof.of_kind("oracle")
+    if not oracles:
+        return False, (
+            f"no oracle solution: add solutions/{proof.task.task_id}/oracle.yaml, "
+            "a trajectory that passes"
+        )
+    return _all_pass(proof, oracles)
+
+
+def check_other_routes(proof: Proof) -> Finding:
+    alternatives = proof.of_kind("alternative")
+    if not alternatives:
+        return True, "none declared"
+    return _all_pass(proof, alternatives)
+
+
+def _all_pass(proof: Proof, solutions: dict[str, Solution]) -> Finding:
+    runs = {name: proof.run(name) for name in solutions}
+    failing = [
+        f"{name} fails: {describe_run(run)}" for name, run in runs.items() if not run.success
+    ]
+    if failing:
+        return False, "; ".join(failing)
+    return True, ", ".join(f"{name} passes ({len(solutions[name].steps)} steps)" for name in runs)
+
+
+# --- discriminating --------------------------------------------------------------------------
+
+
+def check_discriminating(proof: Proof) -> Finding:
+    problems, notes = _known_bad(proof)
+    if proof.task.expect_no_change or _oracle_changes_nothing(proof):
+        more_problems, more_notes = _no_change_case(proof)
+    else:
+        more_problems, more_notes = _straw_agents(proof)
+    problems += more_problems
+    if problems:
+        return False, "; ".join(problems)
+    return True, "; ".join(notes + more_notes)
+
+
+def _known_bad(proof: Proof) -> tuple[list[str], list[str]]:
+    problems, notes = [], []
+    for name, solution in proof.of_kind("known_bad").items():
+        fails_by = solution.fails_by or "outcome"
+        problem = fails_as_declared(proof.task, proof.run(name), fails_by)
+        if problem is None:
+            notes.append(f"{name} fails by {fails_by}")
+        else:
+            problems.append(f"known-bad {name} {problem}")
+    return problems, notes
+
+
+def fails_as_declared(task: AgentTask, run: AgentRun, fails_by: str) -> str | None:
+    """Why *run* does not fail the way ``fails_by`` declares, or None when it does."""
+    if run.success:
+        return "passes"
+    if not run.valid:
+        return f"gets no verdict: {describe_run(run)}"
+    if fails_by == "outcome":
+        held = any(not result.passed for result in run.outcome_assertion_results)
+    elif fails_by.startswith("constraint:"):
+        constraint_id = fails_by.removeprefix("constraint:")
+        found = [r for r in run.constraint_results if r.id == constraint_id]
+        if not found:
+            return f"declares {fails_by}, but the task has no constraint {constraint_id!r}"
+        held = not found[0].passed
+    else:
+        held = run.terminal_reason == fails_by
+    return None if held else f"fails for another reason than {fails_by}: {describe_run(run)}"
+
+
+def _oracle_changes_nothing(proof: Proof) -> bool:
+    runs = [proof.run(name) for name in proof.of_kind("oracle")]
+    return any(run.success and run.initial_state_hash == run.final_state_hash for run in runs)
+
+
+def _no_change_case(proof: Proof) -> tuple[list[str], list[str]]:
+    """A no-change task is passed by doing nothing; it must show that harm fails instead."""
+    problems: list[str] = []
+    if not proof.task.expect_no_change:
+        problems.append(
+            "the oracle leaves the state unchanged, so a do-nothing agent passes: declare "
+            "expect_no_change: true and add a known-bad solution that changes the state and fails"
+        )
+    changing = [name for name in proof.of_kind("oracle") if _changes_state(proof.run(name))]
+    if proof.task.expect_no_change and changing:
+        problems.append(f"declares expect_no_change, but oracle {', '.join(changing)} changes it")
+    harmful = [
+        name
+        for name in proof.of_kind("known_bad")
+        if _changes_state(proof.run(name)) and not proof.run(name).success
+    ]
+    if not harmful:
+        problems.append("no known-bad solution changes the state and fails")
+    note = f"harmful {', '.join(harmful)} changes the state and fails (correct outcome: no change)"
+    return problems, [note]
+
+
+def _changes_state(run: AgentRun) -> bool:
+    return run.final_state_hash is not None and run.initial_state_hash != run.final_state_hash
+
+
+async def _do_nothing(session: Session) -> None:
+    return None
+
+
+async def _claims_without_acting(session: Session) -> str:
+    await session.say(CLAIM)
+    return CLAIM
+
+
+def _straw_agents(proof: Proof) -> tuple[list[str], list[str]]:
+    problems, notes = [], []
+    for label, agent in (
+        ("do-nothing agent", FunctionAgent(_do_nothing)),
+        ("claims-without-acting agent", FunctionAgent(_claims_without_acting)),
+    ):
+        run = proof.run_agent(agent)
+        if run.success:
+            problems.append(f"the {label} passes")
+        elif not run.valid:
+            problems.append(f"the {label} gets no verdict: {describe_run(run)}")
+        else:
+            notes.append(f"{label} fails ({run.terminal_reason})")
+    return problems, notes
+
+
+# --- the grader ------------------------------------------------------------------------------
+
+
+def check_grader_sensitivity(proof: Proof) -> Finding:
+    oracles = proof.of_kind("oracle")
+    if not oracles:
+        return False, "no oracle to replay"
+    problems: list[str] = []
+    notes: list[str] = []
+    for name, solution in oracles.items():
+        run = proof.run(name)
+        if not run.success:
+            problems.append(f"{name} does not pass, so leaving out its steps proves nothing")
+            continue
+        for index, event in state_changing_steps(solution, run):
+            is_problem, text = _leave_out(proof, name, solution, index, event)
+            (problems if is_problem else notes).append(text)
+    if problems:
+        return False, "; ".join(problems)
+    if not notes:
+        return True, "the oracle changes no state: no step to leave out"
+    return True, "leaving out any state-changing step fails the task: " + "; ".join(notes)
+
+
+def state_changing_steps(solution: Solution, run: AgentRun) -> list[tuple[int, ToolCallEvent]]:
+    """(index in ``solution.steps``, trace event) of each call that changed a table."""
+    call_steps = [i for i, step in enumerate(solution.steps) if step.call is not None]
+    calls = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    return [(i, e) for i, e in zip(call_steps, calls, strict=False) if e.changed_tables]
+
+
+def _leave_out(
+    proof: Proof, name: str, solution: Solution, index: int, event: ToolCallEvent
+) -> tuple[bool, str]:
+    """Replay *solution* without step *index*: (is it a problem, what happened)."""
+    without = proof.run_steps(solution.steps[:index] + solution.steps[index + 1 :])
+    step = f"step {index + 1} of {name}, {event.tool}({shorten(canonical_json(event.args), 80)})"
+    if without.success:
+        return True, (
+            f"grader gap: {step} changes {', '.join(event.changed_tables)}, yet the task "
+            "passes without it (no assertion checks that change)"
+        )
+    if not without.valid:
+        return True, f"without {step} the replay gets no verdict: {describe_run(without)}"
+    return False, f"without {step}: {without.terminal_reason}"
+
+
+def check_grader_determinism(proof: Proof) -> Finding:
+    oracles = proof.of_kind("oracle")
+    if not oracles:
+        return False, "no oracle to replay"
+    name, solution = next(iter(oracles.items()))
+    verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE)
+    problems = []
+    if len({verdict_line(v) for v in verdicts}) > 1:
+        problems.append(
+            f"{GRADINGS} gradings of one final state disagree: {_disagreement(verdicts)}"
+        )
+    earlier = proof.run(name).final_state_hash
+    now = verdicts[0].final_state_hash
+    if earlier is not None and earlier != now:
+        problems.append(
+            f"two replays of {name} reach different states ({earlier[:12]} vs {now[:12]}): "
+            "something besides the fixture, the clock and the steps moves the state"
+        )
+    if problems:
+        return False, "; ".join(problems)
+    return True, f"{GRADINGS} gradings of {name}'s final state agree: {verdict_line(verdicts[0])}"
+
+
+def _disagreement(verdicts: list[Verdict]) -> str:
+    """The checks whose result changed between gradings, with each grading's result."""
+    columns: dict[str, list[str]] = {}
+    for verdict in verdicts:
+        for result in verdict.assertions + verdict.constraints:
+            columns.setdefault(result.id, []).append("pass" if result.passed else "fail")
+    changed = [
+        f"{check_id} gave {', '.join(words)}"
+        for check_id, words in columns.items()
+        if len(set(words)) > 1
+    ]
+    return "; ".join(changed) or "the final state changed while it was graded"
+
+
+CHECKS: dict[str, Callable[[Proof], Finding]] = {
+    "reset": check_reset,
+    "solvable": check_solvable,
+    "other_routes": check_other_routes,
+    "discriminating": check_discriminating,
+    "grader_sensitivity": check_grader_sensitivity,
+    "grader_determinism": check_grader_determinism,
+}
+"""Every check, in the order they are reported."""

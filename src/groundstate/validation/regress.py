@@ -1,0 +1,247 @@
+"""Regression cases: a stored failing run becomes a task skeleton with its trajectory as known-bad.
+
+The new task copies the original's contract (fixture, clock, request, user, tools,
+permissions, constraints, limits and outcome assertions) and records where it came from;
+``solutions/<new_id>/bad_observed.yaml`` replays what the agent did, declared to fail the way
+the run failed. The original's oracle and alternative solutions are copied too, so
+``groundstate validate`` can prove at once that the task is still solvable and that the
+observed trajectory keeps failing. The author then reviews the assertions: the skeleton says
+what went wrong once, not yet what this case must check.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from groundstate.errors import GroundstateError
+from groundstate.records import AgentRun
+from groundstate.spec.canonical import hash_file
+from groundstate.spec.files import load_model
+from groundstate.spec.solution import Solution, Step
+from groundstate.spec.suite import Suite, SuiteConfig, load_suite
+from groundstate.spec.task import AgentTask, PythonAssertion
+from groundstate.trace import MessageEvent, ToolCallEvent
+
+OBSERVED = "bad_observed"
+"""The name of the solution that replays the observed trajectory."""
+STEP_LIMIT_FILLER = "(the next action, which the step limit stopped)"
+
+_REPLAYABLE = {
+    "agent_failure/incorrect_state",
+    "agent_failure/constraint_violation",
+    "agent_failure/prohibited_action",
+    "agent_failure/step_limit",
+}
+"""Terminal reasons a scripted replay of the trace reproduces."""
+
+
+class RegressionRefused(GroundstateError):
+    """This run cannot become a regression case (it succeeded, was invalid, or would clash)."""
+
+
+def regress(run: AgentRun, suite: Suite, *, into: Path) -> Path:
+    """Turn the failing *run* of a task of *suite* into a new task in the suite at *into*.
+
+    *into* may be the original suite or another suite folder (made if it does not exist);
+    files the case needs (fixture, tools, checks) are copied there, and refused if a
+    different file of that name is already there. Returns the new task file.
+    """
+    task = _original_task(run, suite)
+    new_id = f"{task.task_id}-regress-{run.run_id[:8]}"
+    target = Path(into)
+    task_file = target / "tasks" / f"{new_id}.yaml"
+    if task_file.exists():
+        raise RegressionRefused(f"{task_file} exists: run {run.run_id} was regressed already")
+    _prepare_suite(suite, task, target)
+    solutions = target / "solutions" / new_id
+    try:
+        _write_case(run, suite, task, task_file, solutions)
+        load_suite(target)
+    except BaseException:
+        task_file.unlink(missing_ok=True)
+        shutil.rmtree(solutions, ignore_errors=True)
+        raise
+    return task_file
+
+
+def observed_fails_by(run: AgentRun) -> str:
+    """How the observed trajectory is declared to fail, from the run's terminal reason.
+
+    A constraint violation names the first failed constraint. A failure a script cannot
+    reproduce (time limit, crash, giving up...) is declared by the wrong state it left, when
+    it left one, since that is what a replay can show.
+    """
+    reason = run.terminal_reason
+    failed_constraints = [r.id for r in run.constraint_results if not r.passed]
+    if reason == "agent_failure/incorrect_state":
+        return "outcome"
+    if reason == "agent_failure/constraint_violation" and failed_constraints:
+        return f"constraint:{failed_constraints[0]}"
+    if reason not in _REPLAYABLE and any(not r.passed for r in run.outcome_assertion_results):
+        return "outcome"
+    return reason
+
+
+def observed_steps(run: AgentRun) -> list[Step]:
+    """The agent's tool calls and messages, in order, as scripted steps."""
+    steps: list[Step] = []
+    for event in run.observation_action_log:
+        if isinstance(event, ToolCallEvent) and isinstance(event.args, dict):
+            steps.append(Step(call=event.tool, args=event.args))
+        elif isinstance(event, MessageEvent) and event.role == "agent" and event.text is not None:
+            steps.append(Step(say=event.text))
+    if run.terminal_reason == "agent_failure/step_limit":
+        steps.append(Step(say=STEP_LIMIT_FILLER))  # the attempt that hit the limit
+    if run.final_message is not None:
+        steps.append(Step(finish=run.final_message))
+    return steps
+
+
+def _original_task(run: AgentRun, suite: Suite) -> AgentTask:
+    if run.success:
+        raise RegressionRefused(
+            f"run {run.run_id} succeeded: only failing runs become regression cases"
+        )
+    if not run.valid:
+        raise RegressionRefused(
+            f"run {run.run_id} is invalid ({run.terminal_reason}): it shows a harness problem, "
+            "not an agent failure; repair the environment or grader and rerun"
+        )
+    if run.task_id not in suite.tasks:
+        raise RegressionRefused(f"suite {suite.name!r} has no task {run.task_id!r}")
+    return suite.tasks[run.task_id]
+
+
+# --- the target suite ------------------------------------------------------------------------
+
+
+def _prepare_suite(suite: Suite, task: AgentTask, target: Path) -> None:
+    """Make sure the suite at *target* has every file the new task needs, identical."""
+    if target.resolve() == suite.root.resolve():
+        return
+    if not (target / "suite.yaml").is_file():
+        _scaffold(suite, target)
+    config = load_model(target / "suite.yaml", SuiteConfig)
+    _same_file(suite.root / suite.config.tools, target / config.tools)
+    for name in _needed_files(task):
+        _same_file(suite.root / name, target / name)
+
+
+def _scaffold(suite: Suite, target: Path) -> None:
+    config = {
+        "name": f"{suite.name}-regressions",
+        "description": f"Regression cases from failing runs of the {suite.name} suite.",
+        "environment": suite.config.environment,
+        "tools": suite.config.tools,
+    }
+    if suite.config.policy is not None:
+        config["policy"] = suite.config.policy
+        _same_file(suite.root / suite.config.policy, target / suite.config.policy)
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "suite.yaml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
+
+
+def _needed_files(task: AgentTask) -> list[str]:
+    checks = {
+        a.check.partition(":")[0] for a in task.outcome_assertions if isinstance(a, PythonAssertion)
+    }
+    return [f"fixtures/{task.initial_state_fixture}", *sorted(checks)]
+
+
+def _same_file(source: Path, copy: Path) -> None:
+    if not copy.exists():
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, copy)
+    elif hash_file(copy) != hash_file(source):
+        raise RegressionRefused(
+            f"{copy} differs from {source}, which the regression case needs; "
+            "regress into the original suite or reconcile the two files"
+        )
+
+
+# --- the new task and its solutions ----------------------------------------------------------
+
+
+def _write_case(
+    run: AgentRun, suite: Suite, task: AgentTask, task_file: Path, solutions: Path
+) -> None:
+    new_id = task_file.stem
+    task_file.parent.mkdir(parents=True, exist_ok=True)
+    task_file.write_text(_task_yaml(run, task, new_id), "utf-8")
+    solutions.mkdir(parents=True, exist_ok=True)
+    for name, solution in suite.solutions.get(task.task_id, {}).items():
+        if solution.kind != "known_bad":  # the original's routes still solve the copy
+            source = suite.root / "solutions" / task.task_id / f"{name}.yaml"
+            shutil.copyfile(source, solutions / f"{name}.yaml")
+    (solutions / f"{OBSERVED}.yaml").write_text(_solution_yaml(run), "utf-8")
+
+
+def _task_yaml(run: AgentRun, task: AgentTask, new_id: str) -> str:
+    data: dict[str, Any] = task.model_dump(
+        mode="json", exclude={"grader_revision", "grader_test_manifest"}, exclude_defaults=True
+    )
+    data.update(
+        task_id=new_id,
+        task_revision=1,
+        source=_provenance(run, task),
+        slice_labels=[*task.slice_labels, "regression"],
+    )
+    body = _dump(data).replace(
+        "\noutcome_assertions:",
+        f"\n# REVIEW: copied from task {task.task_id}. Keep, tighten or replace them so they"
+        "\n# state what this case must get right, not only what went wrong once."
+        "\noutcome_assertions:",
+    )
+    return _header(run, task) + body
+
+
+def _provenance(run: AgentRun, task: AgentTask) -> str:
+    return (
+        f"regression of run {run.run_id} (batch {run.batch_id}, system "
+        f"{run.system_spec_hash}, task {task.task_id} r{run.task_revision}, grader "
+        f"{run.grader_revision}): {run.terminal_reason}"
+    )
+
+
+def _header(run: AgentRun, task: AgentTask) -> str:
+    lines = [
+        f"Regression case from run {run.run_id} of task {task.task_id},",
+        f"which ended {run.terminal_reason}.",
+        f"solutions/<this task>/{OBSERVED}.yaml replays what the agent did there.",
+        "Review the outcome assertions, then run `groundstate validate` on this suite.",
+    ]
+    if run.task_revision != task.task_revision or run.grader_revision != task.grader_revision:
+        lines.append(
+            f"Note: the run was graded under task r{run.task_revision} / grader "
+            f"{run.grader_revision}; the task is now r{task.task_revision} / grader "
+            f"{task.grader_revision}."
+        )
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def _solution_yaml(run: AgentRun) -> str:
+    description = f"observed in run {run.run_id} (batch {run.batch_id}): {run.terminal_reason}"
+    unscriptable = sum(
+        isinstance(e, ToolCallEvent) and not isinstance(e.args, dict)
+        for e in run.observation_action_log
+    )
+    if unscriptable:  # a step's arguments are an object; these calls were refused anyway
+        description += f" ({unscriptable} call(s) with non-object arguments left out)"
+    solution = Solution(
+        kind="known_bad",
+        description=description,
+        fails_by=observed_fails_by(run),
+        steps=observed_steps(run),
+    )
+    header = f"# The trajectory of run {run.run_id}, replayed as a known-bad solution.\n"
+    return header + _dump(solution.model_dump(mode="json", exclude_defaults=True))
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(
+        data, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
+    )

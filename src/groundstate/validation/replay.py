@@ -1,0 +1,158 @@
+"""Replaying solutions through the real episode code, and describing the verdicts they get.
+
+Validation never grades solutions with a shortcut: every replay is a full attempt
+(:func:`groundstate.episode.run_attempt`) under a fixed scripted system, so a task is proven by
+the same gateway, user, grader and terminal-reason rules that will judge the agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, suppress
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from groundstate.agents.base import Agent
+from groundstate.agents.scripted import ScriptedAgent
+from groundstate.episode import (
+    AttemptInfo,
+    EnvironmentFactory,
+    EpisodeSession,
+    Verdict,
+    default_environment,
+    grade,
+    run_attempt,
+)
+from groundstate.errors import AgentStop
+from groundstate.records import AgentRun, CheckResult
+from groundstate.spec.canonical import canonical_json
+from groundstate.spec.solution import Solution, Step
+from groundstate.spec.suite import Suite
+from groundstate.spec.system import SystemSpec
+from groundstate.spec.task import AgentTask
+from groundstate.testing import scripted_system
+
+T = TypeVar("T")
+SEED = 0
+"""Every replay uses one seed: a solution is a fixed trajectory, not a sample."""
+
+
+@dataclass
+class Proof:
+    """One task under validation: its suite, how to build its environment, and replays so far.
+
+    Runs of named solutions are kept, so the oracle replayed for ``solvable`` is the same
+    record ``discriminating`` and ``grader_sensitivity`` reason about.
+    """
+
+    suite: Suite
+    task: AgentTask
+    make_env: EnvironmentFactory = default_environment
+    system: SystemSpec = field(default_factory=lambda: scripted_system("validation"))
+    _runs: dict[str, AgentRun] = field(default_factory=dict)
+
+    @property
+    def solutions(self) -> dict[str, Solution]:
+        return self.suite.solutions.get(self.task.task_id, {})
+
+    def of_kind(self, kind: str) -> dict[str, Solution]:
+        return {name: s for name, s in self.solutions.items() if s.kind == kind}
+
+    def run(self, name: str) -> AgentRun:
+        """The graded replay of the solution called *name* (replayed once)."""
+        if name not in self._runs:
+            self._runs[name] = self.run_steps(self.solutions[name].steps)
+        return self._runs[name]
+
+    def run_steps(self, steps: list[Step]) -> AgentRun:
+        return self.run_agent(ScriptedAgent(steps))
+
+    def run_agent(self, agent: Agent) -> AgentRun:
+        info = AttemptInfo(
+            run_id=f"validation-{uuid.uuid4().hex}", batch_id="validation", attempt=1, seed=SEED
+        )
+        return run_sync(
+            lambda: run_attempt(self.task, self.suite, self.system, agent, info, self.make_env)
+        ).run
+
+    def regrade(self, steps: list[Step], times: int, pause: float) -> list[Verdict]:
+        """Replay *steps* in one environment kept open, then grade its final state *times*."""
+        return run_sync(lambda: self._regrade(steps, times, pause))
+
+    async def _regrade(self, steps: list[Step], times: int, pause: float) -> list[Verdict]:
+        with closing(self.make_env(self.task, self.suite)) as env:
+            env.reset(seed=SEED)
+            s0 = env.snapshot()
+            session = EpisodeSession(self.task, self.suite, self.system, env, SEED)
+            with suppress(AgentStop):  # a limit or the user ended it; the state is graded
+                await ScriptedAgent(steps).run(session)
+            verdicts = []
+            for n in range(times):
+                if n:
+                    await asyncio.sleep(pause)
+                verdicts.append(grade(self.task, self.suite, env, s0, session.events))
+            return verdicts
+
+
+def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion, also when called from inside a running event loop.
+
+    ``asyncio.run`` refuses to nest, and a batch may validate its suite from async code; there
+    the coroutine runs in a worker thread, which also owns every connection it opens.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
+
+
+def verdict_line(verdict: Verdict) -> str:
+    """A verdict as one comparable line: final state and each check's result."""
+    results = verdict.assertions + verdict.constraints
+    return f"state {verdict.final_state_hash[:12]}: " + ", ".join(map(_result_word, results))
+
+
+def describe_run(run: AgentRun) -> str:
+    """A run's terminal reason and the checks that failed, with their key evidence."""
+    failed = [r for r in run.outcome_assertion_results + run.constraint_results if not r.passed]
+    if not failed:
+        exception = run.infrastructure_status.get("exception")
+        suffix = f" ({exception['type']}: {exception['message']})" if exception else ""
+        return run.terminal_reason + suffix
+    return f"{run.terminal_reason}: " + "; ".join(map(_failed_check, failed))
+
+
+def failed_ids(run: AgentRun) -> list[str]:
+    return [r.id for r in run.outcome_assertion_results + run.constraint_results if not r.passed]
+
+
+def _result_word(result: CheckResult) -> str:
+    word = "error" if result.error is not None else "pass" if result.passed else "fail"
+    return f"{result.id}={word}"
+
+
+def _failed_check(result: CheckResult) -> str:
+    return f"{result.id} failed ({shorten(_evidence_text(result), 160)})"
+
+
+def _evidence_text(result: CheckResult) -> str:
+    evidence = result.evidence
+    if result.error is not None:
+        return f"error: {result.error}"
+    if evidence.get("problems"):
+        return "; ".join(map(str, evidence["problems"]))
+    if "rows" in evidence:
+        return f"rows {canonical_json(evidence['rows'])}, expected {evidence.get('expected')}"
+    if "offending_step" in evidence:
+        step = evidence["offending_step"]
+        return f"offending step {step.get('step')}: {step.get('tool') or step.get('text')}"
+    return canonical_json(evidence) if evidence else "no evidence"
+
+
+def shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,73 @@
+"""Validating whole suites, with a cache keyed by everything that could change a verdict.
+
+Proving a task replays several solutions, so a batch should not pay for it again when nothing
+the proof depends on has changed. The key hashes the task file and revision, the grader
+revision (assertions, constraints, rubric and check code), the fixture, the tools and the
+solutions; any edit to one of them is a cache miss, and the task is proven again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from groundstate.episode import EnvironmentFactory, default_environment
+from groundstate.spec.canonical import hash_file, hash_value
+from groundstate.spec.suite import Suite
+from groundstate.spec.task import AgentTask
+from groundstate.store import RunStore
+from groundstate.validation.checks import validate_task
+from groundstate.validation.results import SuiteValidity, TaskValidity
+
+VALIDATOR_REVISION = 1
+"""Bumped whenever the checks change what they prove, so cached verdicts are not reused."""
+
+
+def validation_key(suite: Suite, task: AgentTask) -> str:
+    """A hash of everything a task's validity depends on."""
+    return hash_value(
+        {
+            "validator": VALIDATOR_REVISION,
+            "sqlite": sqlite3.sqlite_version,
+            "task_id": task.task_id,
+            "task_revision": task.task_revision,
+            "task_file": suite.files.get(f"tasks/{task.task_id}.yaml"),
+            "grader_revision": task.grader_revision,
+            "fixture": hash_file(suite.fixture_path(task)),
+            "tools": suite.files.get(suite.config.tools),
+            "solutions": task.grader_test_manifest,
+        }
+    )
+
+
+def validate_suite(
+    suite: Suite,
+    *,
+    store: RunStore | None = None,
+    make_env: EnvironmentFactory = default_environment,
+) -> SuiteValidity:
+    """Validate every task of *suite*; with a *store*, reuse and record cached verdicts.
+
+    The cache assumes the default environment: a custom *make_env* always validates afresh.
+    """
+    cache = store if make_env is default_environment else None
+    tasks = [_task_validity(suite, task_id, cache, make_env) for task_id in sorted(suite.tasks)]
+    return SuiteValidity(suite=suite.name, suite_hash=suite.suite_hash, tasks=tasks)
+
+
+def ensure_valid(suite: Suite, store: RunStore) -> dict[str, TaskValidity]:
+    """Each task's validity, proving only the tasks whose key is not in *store* yet."""
+    return {task.task_id: task for task in validate_suite(suite, store=store).tasks}
+
+
+def _task_validity(
+    suite: Suite, task_id: str, store: RunStore | None, make_env: EnvironmentFactory
+) -> TaskValidity:
+    if store is None:
+        return validate_task(suite, task_id, make_env=make_env)
+    key = validation_key(suite, suite.tasks[task_id])
+    cached = store.validation(key)
+    if cached is not None:
+        return TaskValidity.from_dict(cached)
+    validity = validate_task(suite, task_id, make_env=make_env)
+    store.add_validation(key, validity.to_dict())
+    return validity
