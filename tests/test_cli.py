@@ -133,3 +133,36 @@ def test_malformed_task_file_from_the_command_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"error: {suite / 'tasks' / 'transfer.yaml'}: ")
     assert "Traceback" not in proc.stderr
+
+
+def test_run_refuses_invalid_tasks_unless_allowed(tmp_path: Path) -> None:
+    import shutil
+
+    suite = tmp_path / "bank"
+    shutil.copytree(BANK, suite)
+    bad = suite / "solutions" / "transfer" / "bad_no_pin.yaml"
+    bad.write_text(bad.read_text().replace("constraint:pin-first", "outcome"))
+    store = str(tmp_path / "runs.db")
+    args = ["run", str(suite), "--system", str(SYSTEM), "--store", store]
+    code, out, err = _invoke(*args)
+    assert code == 2
+    assert "1 task(s) of suite 'bank' are not valid" in err
+    assert "transfer: discriminating: " in err and "bad_no_pin" in err
+    with RunStore(Path(store)) as runs:
+        assert runs.batches() == []
+    code, out, _ = _invoke(*args, "--allow-invalid")
+    assert code == 0 and "pass^1 = " in out
+
+
+def test_locked_run_refuses_a_changed_suite(tmp_path: Path) -> None:
+    import shutil
+
+    suite = tmp_path / "bank"
+    shutil.copytree(BANK, suite)
+    assert _invoke("lock", str(suite))[0] == 0
+    store = str(tmp_path / "runs.db")
+    args = ["run", str(suite), "--system", str(SYSTEM), "--store", store, "--locked"]
+    assert _invoke(*args)[0] == 0
+    (suite / "policy.md").write_text("A looser policy.\n")
+    code, _, err = _invoke(*args)
+    assert code == 2 and "policy.md" in err

@@ -30,6 +30,7 @@ from pydantic import BaseModel, create_model
 
 from groundstate.environments.base import Environment
 from groundstate.errors import SpecError
+from groundstate.spec.canonical import hash_file
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,8 @@ def load_module(path: Path, name_hint: str) -> Any:
     """Import a Python file of a suite or system (tools, checks, agents)."""
     if not path.is_file():
         raise SpecError(path, None, "file not found")
-    name = f"groundstate_user.{name_hint}_{abs(hash(path.resolve()))}"
+    # Keyed by content too: an edited checks.py (a new grader revision) is imported afresh.
+    name = f"groundstate_user.{name_hint}_{hash_file(path)[:16]}_{abs(hash(path.resolve()))}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)

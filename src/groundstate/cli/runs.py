@@ -36,6 +36,7 @@ from groundstate.runner import BatchConfig, BatchResult, BatchRunner
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
 from groundstate.store import BatchInfo, RunStore
+from groundstate.validation import require_lock, require_valid
 
 HTML_OPTION = click.option(
     "--html",
@@ -81,6 +82,12 @@ HTML_OPTION = click.option(
     default=None,
     help="Complete the missing attempts of this interrupted batch.",
 )
+@click.option(
+    "--allow-invalid", is_flag=True, help="Run tasks that fail validation (they are named)."
+)
+@click.option(
+    "--locked", is_flag=True, help="Refuse to run if the suite differs from its suite.lock."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the batch as JSON.")
 @HTML_OPTION
 @STORE_OPTION
@@ -91,20 +98,29 @@ def run(
     seed: int,
     concurrency: int,
     resume_id: str | None,
+    allow_invalid: bool,
+    locked: bool,
     as_json: bool,
     html: Path | None,
     store: Path,
 ) -> None:
-    """Run every task of SUITE --attempts times with the system in --system."""
+    """Run every task of SUITE --attempts times with the system in --system.
+
+    Tasks are validated first (results are cached in the store) and invalid tasks refused.
+    """
     loaded_suite, system = load_suite(suite), load_system(system_file)
+    if locked:
+        require_lock(loaded_suite)
     total = len(loaded_suite.tasks) * attempts
-    with RunStore(store) as run_store, _progress(total, quiet=as_json) as on_run:
-        runner = BatchRunner(loaded_suite, system, run_store, on_run=on_run)
-        if resume_id is None:
-            job = runner.start(BatchConfig(attempts=attempts, seed=seed, concurrency=concurrency))
-        else:
-            job = runner.resume(resume_id, concurrency)
-        result = asyncio.run(job)
+    with RunStore(store) as run_store:
+        if not allow_invalid:
+            require_valid(loaded_suite, run_store)
+        result = _run_batch(
+            BatchRunner(loaded_suite, system, run_store),
+            BatchConfig(attempts=attempts, seed=seed, concurrency=concurrency),
+            resume_id,
+            _progress(total, quiet=as_json),
+        )
     if html is not None:
         _write_batch_html(html, result.batch, result.runs)
     if as_json:
@@ -153,6 +169,16 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         click.echo(record.model_dump_json(indent=2))
     else:
         print_run(console(), record)
+
+
+def _run_batch(
+    runner: BatchRunner, config: BatchConfig, resume_id: str | None, progress: _progress
+) -> BatchResult:
+    with progress as on_run:
+        runner.on_run = on_run
+        if resume_id is None:
+            return asyncio.run(runner.start(config))
+        return asyncio.run(runner.resume(resume_id, config.concurrency))
 
 
 def _write_batch_html(path: Path, batch: BatchInfo, runs: list[AgentRun], seed: int = 0) -> None:

@@ -82,7 +82,9 @@ def load_suite(path: Path) -> Suite:
     if not (root / "suite.yaml").is_file():
         raise SpecError(root, None, "not a suite folder (no suite.yaml)")
     config = load_model(root / "suite.yaml", SuiteConfig)
-    files = {str(p.relative_to(root)): hash_file(p) for p in sorted(root.rglob("*")) if _counts(p)}
+    files = {
+        str(p.relative_to(root)): hash_file(p) for p in sorted(root.rglob("*")) if _counts(p, root)
+    }
     suite = Suite(root=root, config=config, tasks={}, solutions={}, files=files)
     for task_file in sorted((root / "tasks").glob("*.yaml")):
         task = load_model(task_file, AgentTask)
@@ -97,8 +99,15 @@ def load_suite(path: Path) -> Suite:
     return suite
 
 
-def _counts(path: Path) -> bool:
-    return path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+def _counts(path: Path, root: Path) -> bool:
+    """Whether a file is part of the suite: not caches, hidden folders (a run store) or the lock."""
+    parts = path.relative_to(root).parts
+    return (
+        path.is_file()
+        and not any(p.startswith(".") or p == "__pycache__" for p in parts)
+        and parts != ("suite.lock",)
+        and path.suffix != ".pyc"
+    )
 
 
 def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:

@@ -19,13 +19,20 @@ from groundstate.validation.lock import (
 )
 from groundstate.validation.regress import RegressionRefused, regress
 from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
-from groundstate.validation.suite import ensure_valid, validate_suite, validation_key
+from groundstate.validation.suite import (
+    InvalidTasks,
+    ensure_valid,
+    require_valid,
+    validate_suite,
+    validation_key,
+)
 
 __all__ = [
     "CHECKS",
     "LOCK_FILE",
     "CheckOutcome",
     "EnvironmentMaker",
+    "InvalidTasks",
     "RegressionRefused",
     "SuiteLockMismatch",
     "SuiteValidity",
@@ -36,6 +43,7 @@ __all__ = [
     "lock_suite",
     "regress",
     "require_lock",
+    "require_valid",
     "validate_suite",
     "validate_task",
     "validation_key",

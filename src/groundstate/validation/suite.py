@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 from groundstate.episode import EnvironmentFactory, default_environment
+from groundstate.errors import GroundstateError
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
@@ -57,6 +58,24 @@ def validate_suite(
 def ensure_valid(suite: Suite, store: RunStore) -> dict[str, TaskValidity]:
     """Each task's validity, proving only the tasks whose key is not in *store* yet."""
     return {task.task_id: task for task in validate_suite(suite, store=store).tasks}
+
+
+class InvalidTasks(GroundstateError):
+    """A batch was refused because some of its tasks are not proven valid."""
+
+
+def require_valid(suite: Suite, store: RunStore) -> None:
+    """Refuse a suite with an invalid task, naming each task and the checks it failed."""
+    invalid = [v for v in ensure_valid(suite, store).values() if not v.valid]
+    if invalid:
+        lines = [
+            f"  {v.task_id}: " + "; ".join(f"{c.name}: {c.detail}" for c in v.failures)
+            for v in invalid
+        ]
+        raise InvalidTasks(
+            f"{len(invalid)} task(s) of suite {suite.name!r} are not valid "
+            "(see `groundstate validate`; --allow-invalid runs them anyway):\n" + "\n".join(lines)
+        )
 
 
 def _task_validity(
