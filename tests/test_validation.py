@@ -44,7 +44,6 @@ from groundstate.validation import (
     lock_suite,
     regress,
     require_lock,
-    validate_suite,
     validate_task,
     validation_key,
 )
@@ -146,21 +145,6 @@ def test_declared_initial_hash_is_checked_and_reported(bank: Suite, edited_bank:
     declared = edited_bank(lambda t: t.update(reset_check={"initial_state_hash": digest}))
     reset = validate_task(declared, "transfer").check("reset")
     assert reset.passed and f"initial state {digest[:12]} as declared" in reset.detail
-
-
-def test_retail_example_is_checked_task_by_task() -> None:
-    """Structure only: the example suite is being written; its content is reported, not gated."""
-    if not (RETAIL / "suite.yaml").is_file():
-        pytest.skip("examples/retail is not there yet")
-    try:
-        suite = load_suite(RETAIL)
-    except Exception as exc:  # the suite is work in progress elsewhere
-        pytest.skip(f"examples/retail does not load yet: {exc}")
-    result = validate_suite(suite)
-    assert [t.task_id for t in result.tasks] == sorted(suite.tasks)
-    for task in result.tasks:
-        assert [c.name for c in task.checks] == list(CHECKS)
-        assert all(c.detail for c in task.checks)
 
 
 def test_validation_works_inside_a_running_event_loop(bank: Suite) -> None:
