@@ -227,3 +227,16 @@ def _stored(store: Path) -> int:
             return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
     except sqlite3.OperationalError:
         return 0
+
+
+def test_a_coroutine_function_can_be_the_system_entry(bank: Suite, tmp_path: Path) -> None:
+    system_file = tmp_path / "fn_system.yaml"
+    system_file.write_text(
+        "harness:\n  orchestration_loop:\n"
+        f"    entry: {BANK.parent / 'bank_function_agent.py'}:transfer_agent\n"
+        "    params: {amount: 30}\n"
+    )
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(bank, load_system(system_file), store)
+        result = asyncio.run(runner.start(BatchConfig(attempts=2)))
+    assert [r.terminal_reason for r in result.runs] == ["success", "success"]

@@ -1,8 +1,9 @@
 """Public test doubles for the system under test, and helpers to run one attempt offline.
 
 Agents here stand in for models so that suites, graders and pipelines can be tested without
-a network: :class:`ScriptedAgent` replays fixed steps; :class:`FunctionAgent` wraps an
-``async def agent(session)``; :func:`run_solution` proves one solution of one task.
+a network: :class:`ScriptedAgent` replays fixed steps; :class:`FunctionAgent` (also usable
+from a system file) wraps an ``async def agent(session)``; :func:`run_solution` proves one
+solution of one task; :class:`FaultyEnvironments` injects environment failures.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
-from groundstate.agents.base import Agent, Session
+from groundstate.agents.base import Agent
+from groundstate.agents.python import FunctionAgent
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.environments.base import CallEffects
 from groundstate.environments.sqlite import SqliteEnvironment
@@ -32,16 +34,6 @@ __all__ = [
     "run_solution",
     "scripted_system",
 ]
-
-
-class FunctionAgent:
-    """An agent from a coroutine function ``async def agent(session) -> str | None``."""
-
-    def __init__(self, fn: Callable[[Session], Awaitable[str | None]]) -> None:
-        self.fn = fn
-
-    async def run(self, session: Session) -> str | None:
-        return await self.fn(session)
 
 
 def scripted_system(name: str = "scripted") -> SystemSpec:

@@ -1,18 +1,35 @@
-"""Load an agent from a system file's ``harness.orchestration_loop`` entry."""
+"""Python agents: wrap a coroutine function, or load one from a system file's entry."""
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from groundstate.agents.base import Agent
+from groundstate.agents.base import Agent, Session
 from groundstate.errors import SpecError
 from groundstate.spec.system import SystemSpec, resolve_entry
 from groundstate.tools import load_module
 
 
+class FunctionAgent:
+    """An agent from a coroutine function ``async def agent(session) -> str | None``."""
+
+    def __init__(self, fn: Callable[[Session], Awaitable[str | None]]) -> None:
+        self.fn = fn
+
+    async def run(self, session: Session) -> str | None:
+        return await self.fn(session)
+
+
 def load_agent(system: SystemSpec) -> Agent:
-    """Call the entry's factory with its params; the result must have ``async run(session)``."""
+    """Build the agent named by ``harness.orchestration_loop``.
+
+    The entry is either a coroutine function ``async def agent(session, **params)``, or a
+    factory called with the params that returns an object with ``async run(session)``.
+    """
     loop = system.harness.orchestration_loop
     field = "harness.orchestration_loop.entry"
     code_file, module_name, name = resolve_entry(loop.entry, system.base_dir)
@@ -20,6 +37,8 @@ def load_agent(system: SystemSpec) -> Agent:
     factory = getattr(module, name, None)
     if not callable(factory):
         raise SpecError(system.base_dir, field, f"{loop.entry!r} names no callable")
+    if inspect.iscoroutinefunction(factory):
+        return FunctionAgent(functools.partial(factory, **loop.params))
     try:
         agent = factory(**loop.params)
     except TypeError as exc:

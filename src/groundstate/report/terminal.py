@@ -106,7 +106,7 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
                 name,
                 f"{rate['estimate']:.3f}",
                 _ci(rate),
-                _se(rate["se"]),
+                _maybe(rate["se"]),
                 str(rate["n_tasks"]),
                 str(rate["attempts"]),
             )
@@ -133,6 +133,13 @@ def report_footer(report: dict[str, Any]) -> str:
         f"{report['valid_attempts']} valid and {report['invalid_attempts']} invalid attempts; "
         f"{tries['tries']} tries in all, invalid by reason: {rates}"
     )
+    summary = report["summary"]
+    cost, latency, per_success = summary["cost"], summary["latency"], summary["cost_per_success"]
+    line += (
+        f"\ncost per attempt: mean {cost['mean']:.4f}, median {cost['median']:.4f}, "
+        f"p90 {cost['p90']:.4f}; per success {_maybe(per_success)} · latency per attempt: "
+        f"mean {latency['mean']:.3f}s, median {latency['median']:.3f}s, p90 {latency['p90']:.3f}s"
+    )
     if report["invalid_rate_flagged"]:
         line += "\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold[/]"
     return line
@@ -142,7 +149,7 @@ def _ci(estimate: dict[str, Any]) -> str:
     return f"[{estimate['ci_low']:.3f}, {estimate['ci_high']:.3f}]"
 
 
-def _se(value: float | None) -> str:
+def _maybe(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
