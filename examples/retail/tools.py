@@ -75,6 +75,10 @@ def _days_since(iso_day: str | None, today: date) -> int | None:
     return None if iso_day is None else (today - date.fromisoformat(iso_day[:10])).days
 
 
+def _address_dict(fields: tuple[str, ...]) -> dict[str, str]:
+    return dict(zip(("line1", "line2", "city", "state", "zip_code"), fields, strict=True))
+
+
 def _address(line1: str, line2: str, city: str, state: str, zip_code: str) -> tuple[str, ...]:
     fields = (line1.strip(), line2.strip(), city.strip(), state.strip().upper(), zip_code.strip())
     if not all(fields[i] for i in (0, 2, 3, 4)):
@@ -332,9 +336,7 @@ def update_order_address(
     )
     return {
         "order_id": order_id,
-        "shipping_address": dict(
-            zip(("line1", "line2", "city", "state", "zip_code"), fields, strict=True)
-        ),
+        "shipping_address": _address_dict(fields),
     }
 
 
@@ -358,9 +360,7 @@ def update_default_address(
     )
     return {
         "customer_id": customer_id,
-        "default_address": dict(
-            zip(("line1", "line2", "city", "state", "zip_code"), fields, strict=True)
-        ),
+        "default_address": _address_dict(fields),
     }
 
 
