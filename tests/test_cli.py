@@ -87,6 +87,10 @@ def test_run_table_and_show(tmp_path: Path) -> None:
     assert "transfer" in out and "pass^1 = " in out
     with RunStore(Path(store)) as runs:
         record = runs.runs(runs.batch().batch_id)[0]
+    code, out, _ = _invoke("report", "--store", store)
+    assert code == 0
+    for part in ("slices (valid attempts)", "payments", "terminal reasons", "pass^1 = "):
+        assert part in out
     code, out, _ = _invoke("show", record.run_id[:10], "--store", store)
     assert code == 0
     assert record.terminal_reason in out and "trace" in out and "transfer(" in out

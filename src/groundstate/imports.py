@@ -9,6 +9,7 @@ An imported batch has no traces or states: only statistics and comparisons apply
 from __future__ import annotations
 
 import csv
+import io
 import json
 import uuid
 from datetime import UTC, datetime
@@ -93,9 +94,11 @@ def _raw_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
     if path.suffix.lower() == ".csv":
-        return [(i + 2, row) for i, row in enumerate(csv.DictReader(text.splitlines()))]
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        return [(reader.line_num, row) for row in reader]
     rows = []
-    for i, line in enumerate(text.splitlines(), start=1):
+    # "\n" only: str.splitlines() would also split inside strings at U+0085 or U+2028.
+    for i, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             try:
                 rows.append((i, json.loads(line)))

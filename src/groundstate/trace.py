@@ -46,4 +46,7 @@ def dump_jsonl(events: list[TraceEvent]) -> str:
 
 
 def load_jsonl(text: str) -> list[TraceEvent]:
-    return _EVENTS.validate_json("[" + ",".join(text.splitlines()) + "]")
+    # Split on "\n" only: str.splitlines() also splits on U+0085 and U+2028, which JSON
+    # leaves unescaped inside strings.
+    lines = [line for line in text.split("\n") if line]
+    return _EVENTS.validate_json("[" + ",".join(lines) + "]")

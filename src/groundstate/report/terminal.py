@@ -118,7 +118,40 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
         curves.add_row(
             str(k), f"{at_k['estimate']:.3f}", _ci(at_k), f"{hat_k['estimate']:.3f}", _ci(hat_k)
         )
-    return [headline, curves]
+    return [headline, curves, _slice_table(report), _reason_table(report)]
+
+
+def _slice_table(report: dict[str, Any]) -> Table:
+    table = Table(title="slices (valid attempts)")
+    for column in ("by", "slice", "tasks", "success rate", "interval", "attempts"):
+        table.add_column(column)
+    view = report["summary"]["views"]["valid"]
+    for by, key in (("label", "by_label"), ("horizon", "by_horizon")):
+        for name, part in view[key].items():
+            rate = part["success_rate"]
+            if rate is None:
+                table.add_row(by, name, str(part["n_tasks"]), "no valid attempts", "", "0")
+            else:
+                table.add_row(
+                    by,
+                    name,
+                    str(part["n_tasks"]),
+                    f"{rate['estimate']:.3f}",
+                    _ci(rate),
+                    str(rate["attempts"]),
+                )
+    return table
+
+
+def _reason_table(report: dict[str, Any]) -> Table:
+    table = Table(title="terminal reasons (the counted try of each attempt)")
+    for column in ("terminal reason", "attempts", "share"):
+        table.add_column(column)
+    reasons = report["terminal_reasons"]
+    total = sum(reasons.values()) or 1
+    for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+        table.add_row(reason, str(count), f"{count / total:.1%}")
+    return table
 
 
 def report_footer(report: dict[str, Any]) -> str:
