@@ -47,7 +47,9 @@ class Batch:
 
     def render(self, runs: list[AgentRun] | None = None) -> str:
         runs = self.runs if runs is None else runs
-        return render_batch(self.info, runs, summarize_batch(self.info, runs), tries(runs))
+        return render_batch(
+            self.info, runs, summarize_batch(self.info, runs), tries(self.info, runs)
+        )
 
     def run_with(self, reason: str) -> AgentRun:
         return next(r for r in self.runs if r.terminal_reason == reason)

@@ -9,6 +9,9 @@ from groundstate.records import AgentRun
 from groundstate.stats import Comparison, Outcome, Summary, compare, summarize
 from groundstate.store import BatchInfo
 
+DEFAULT_MAX_INVALID_RATE = 0.1
+"""Used for batches stored without a declared policy (e.g. imported results)."""
+
 
 def final_runs(runs: list[AgentRun]) -> list[AgentRun]:
     """The last try of each (task, attempt): invalid tries that were rerun do not count twice."""
@@ -42,12 +45,19 @@ def summarize_batch(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) ->
     return summarize(outcomes(batch, runs), seed=seed)
 
 
-def tries(runs: list[AgentRun]) -> dict[str, Any]:
-    """Every try, reruns included: how often attempts came out invalid, by reason."""
+def tries(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
+    """Every try, reruns included: how often attempts came out invalid, by reason, and
+    whether that exceeds the batch's declared ``max_invalid_rate`` (flagged in every report)."""
     invalid = Counter(r.terminal_reason.split("/")[0] for r in runs if not r.valid)
     total = len(runs)
-    rates = {k: v / total for k, v in sorted(invalid.items())}
-    return {"tries": total, "invalid_tries": sum(invalid.values()), "invalid_rate_by_reason": rates}
+    threshold = float(batch.invalid_run_policy.get("max_invalid_rate", DEFAULT_MAX_INVALID_RATE))
+    return {
+        "tries": total,
+        "invalid_tries": sum(invalid.values()),
+        "invalid_rate_by_reason": {k: v / total for k, v in sorted(invalid.items())},
+        "max_invalid_rate": threshold,
+        "flagged": total > 0 and sum(invalid.values()) / total > threshold,
+    }
 
 
 def batch_report(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> dict[str, Any]:
@@ -55,9 +65,7 @@ def batch_report(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> di
     summary = summarize_batch(batch, runs, seed=seed)
     valid, strict = summary.views["valid"], summary.views["strict"]
     counted = final_runs(runs)
-    attempt_tries = tries(runs)
-    threshold = float(batch.invalid_run_policy.get("max_invalid_rate", 0.1))
-    invalid_rate = attempt_tries["invalid_tries"] / max(attempt_tries["tries"], 1)
+    attempt_tries = tries(batch, runs)
     return {
         "batch_id": batch.batch_id,
         "suite": batch.suite,
@@ -76,7 +84,7 @@ def batch_report(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> di
             "pass_hat_k": {k: _interval(e) for k, e in strict.pass_hat_k.items()},
         },
         "tries": attempt_tries,
-        "invalid_rate_flagged": invalid_rate > threshold,
+        "invalid_rate_flagged": attempt_tries["flagged"],
         "summary": summary.to_dict(),
     }
 

@@ -182,7 +182,9 @@ def _run_batch(
 
 
 def _write_batch_html(path: Path, batch: BatchInfo, runs: list[AgentRun], seed: int = 0) -> None:
-    _write(path, render_batch(batch, runs, summarize_batch(batch, runs, seed=seed), tries(runs)))
+    _write(
+        path, render_batch(batch, runs, summarize_batch(batch, runs, seed=seed), tries(batch, runs))
+    )
 
 
 def _write(path: Path, text: str) -> None:

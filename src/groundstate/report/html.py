@@ -24,8 +24,6 @@ from groundstate.stats import Comparison, Estimate, Summary, ViewSummary
 from groundstate.store import BatchInfo
 from groundstate.trace import ToolCallEvent, TraceEvent
 
-INVALID_TRIES_ALERT = 0.10
-"""Share of invalid tries above which the header warns that exclusions may shape the score."""
 TEXT_LIMIT = 20_000
 """Characters of one shown value (a tool output, an evidence blob) before it is cut."""
 COMPACT_LIMIT = 100
@@ -188,8 +186,8 @@ def _header(summary: Summary, tries: Mapping[str, Any]) -> dict[str, Any]:
         "tries": total,
         "invalid_tries": invalid,
         "invalid_share": share,
-        "alert": share > INVALID_TRIES_ALERT,
-        "threshold": INVALID_TRIES_ALERT,
+        "alert": bool(tries.get("flagged", False)),
+        "threshold": float(tries.get("max_invalid_rate", 0.1)),
     }
 
 
