@@ -225,3 +225,28 @@ def test_trace_records_each_call_with_its_effects(edited_bank: EditTask) -> None
     assert calls[-2].changed_tables == []
     assert all(c.duration_ms >= 0 for c in calls)
     assert run.terminal_reason == "success"  # mistakes the agent recovered from cost nothing
+
+
+def test_values_that_are_not_json_never_break_the_record(bank: Suite) -> None:
+    async def odd(session: Session) -> Any:
+        bad = await session.call("balance", {"account": {1, 2}})  # a set is not JSON
+        assert bad.error_class == "invalid_arguments"
+        await session.call("opaque", {})
+        return {"not": "a string"}
+
+    run = _run(bank, odd)
+    assert run.terminal_reason == "environment_failure/tool_crash"  # the tool is broken
+    message = run.infrastructure_status["exception"]["message"]
+    assert "opaque returned 'object', which is not JSON" in message
+    assert run.model_dump_json()  # the record stays storable
+    assert run.initial_state_hash is not None
+
+
+def test_a_final_message_that_is_not_text_is_kept_as_text(bank: Suite) -> None:
+    async def returns_dict(session: Session) -> Any:
+        await _verified_transfer(session)
+        return {"status": "done"}
+
+    run = _run(bank, returns_dict)
+    assert run.terminal_reason == "success"
+    assert run.final_message == "{'status': 'done'}"

@@ -252,7 +252,8 @@ def _reset(env: SqliteEnvironment, task: AgentTask, seed: int) -> str:
 
 async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> None:
     try:
-        progress.final_message = await asyncio.wait_for(agent.run(session), session.time_limit)
+        final = await asyncio.wait_for(agent.run(session), session.time_limit)
+        progress.final_message = final if final is None or isinstance(final, str) else repr(final)
     except ConversationOver:
         pass  # the user left: a normal end, graded like any other
     except (TimeoutError, AgentStop, EnvironmentFailure) as exc:

@@ -10,6 +10,7 @@ is recorded.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -38,6 +39,8 @@ class ToolGateway:
 
     def call(self, step: int, name: str, args: Any) -> ToolResult:
         started = time.perf_counter()
+        if not _is_json(args):  # keep the trace storable; the call then fails validation
+            args = repr(args)
         effects = CallEffects()
         crash: Exception | None = None
         try:
@@ -82,6 +85,8 @@ class ToolGateway:
         try:
             with self._env.tool_transaction() as tx:
                 output = self._tools[name].fn(ToolContext(self._env), **args)
+                if not _is_json(output):  # a broken tool: its writes are rolled back
+                    raise TypeError(f"{name} returned {type(output).__name__!r}, which is not JSON")
         except PermissionDenied as exc:
             return _denied(str(exc))
         except ToolError as exc:
@@ -109,6 +114,14 @@ def _invalid(message: str) -> ToolResult:
 
 def _denied(what: str) -> ToolResult:
     return ToolResult(ok=False, error=f"permission denied: {what}", error_class="permission_denied")
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _describe(exc: BaseException) -> str:

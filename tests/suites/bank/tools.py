@@ -50,3 +50,10 @@ def read_audit(ctx: ToolContext) -> list[Any]:
 def explode(ctx: ToolContext) -> None:
     """A tool whose implementation is broken."""
     raise RuntimeError("the tool backend is down")
+
+
+@tool
+def opaque(ctx: ToolContext) -> object:
+    """A tool that returns something that is not JSON (a bug in the tool)."""
+    ctx.db.execute("UPDATE accounts SET balance = 0 WHERE id = 'A'")
+    return object()
