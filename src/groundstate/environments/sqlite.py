@@ -97,7 +97,7 @@ class SqliteEnvironment:
         try:
             _build_template(Path(fixture), self._template, clock)
             self._initial = _read_only(self._template)
-            self.reset()
+            self._restore()  # usable at once; reset() also hashes, which callers ask for
         except BaseException:
             self.close()
             raise
@@ -109,13 +109,16 @@ class SqliteEnvironment:
 
         ``seed`` is accepted for the protocol; a SQLite fixture has no randomness to seed.
         """
+        self._restore()
+        return self.state_hash()
+
+    def _restore(self) -> None:
         self._close_live()
         with _environment_errors("reset"):
             for suffix in ("-journal", "-wal", "-shm"):  # a stale journal would be replayed
                 Path(f"{self._live}{suffix}").unlink(missing_ok=True)
             shutil.copyfile(self._template, self._live)
             self._open_live()
-        return self.state_hash()
 
     def close(self) -> None:
         """Close every connection and remove the working directory if this object made it."""
