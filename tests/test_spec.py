@@ -185,3 +185,18 @@ def test_system_spec_round_trips_through_json() -> None:
     spec = load_system(SYSTEM)
     again = SystemSpec.model_validate_json(spec.model_dump_json())
     assert again.system_spec_hash == spec.system_spec_hash
+
+
+def test_a_module_entry_is_hashed_by_its_source(tmp_path: Path) -> None:
+    path = tmp_path / "system.yaml"
+    path.write_text(
+        "harness: {orchestration_loop: {entry: groundstate.agents.scripted:ScriptedAgent}}"
+    )
+    import groundstate.agents.scripted as scripted
+    from groundstate.spec.canonical import hash_file
+
+    expected = hash_file(Path(scripted.__file__))
+    assert load_system(path).resolved["code"]["orchestration_loop"] == expected
+    path.write_text("harness: {orchestration_loop: {entry: nosuch.module:agent}}")
+    with pytest.raises(SpecError, match="cannot import: No module named 'nosuch'"):
+        load_system(path)

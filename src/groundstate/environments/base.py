@@ -8,7 +8,6 @@ state, clock and counters included.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -148,10 +147,3 @@ def _diff_table(before: TableState | None, after: TableState | None) -> TableDif
 def _key_value(row: Row, key_columns: list[str]) -> Any:
     values = [row.get(c) for c in key_columns]
     return values[0] if len(values) == 1 else values
-
-
-def iter_rows(diff: TableDiff) -> Iterator[Row]:
-    yield from diff.added
-    yield from diff.removed
-    for change in diff.changed:
-        yield change.after

@@ -12,7 +12,7 @@ from groundstate.spec.task import (
     Match,
     NeverConstraint,
 )
-from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent
+from groundstate.trace import MessageEvent, TraceEvent
 
 
 def matches(match: Match, event: TraceEvent) -> bool:
@@ -66,9 +66,3 @@ def _at_most(constraint: AtMostConstraint, events: list[TraceEvent]) -> CheckRes
 def _result(constraint_id: str, kind: str, offending: list[TraceEvent]) -> CheckResult:
     evidence = {"offending_step": offending[0].model_dump(mode="json")} if offending else {}
     return CheckResult(id=constraint_id, kind=kind, passed=not offending, evidence=evidence)
-
-
-def describe_step(event: TraceEvent) -> str:
-    if isinstance(event, ToolCallEvent):
-        return f"step {event.step}: {event.tool}({event.args})"
-    return f"step {event.step}: {event.role} says {event.text!r}"

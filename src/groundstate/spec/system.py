@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import platform
 import sqlite3
 from importlib import metadata
@@ -144,7 +145,20 @@ def load_system(path: Path) -> SystemSpec:
         raise SpecError(path, "harness.orchestration_loop.entry", str(exc)) from None
     if code_file is not None and not code_file.is_file():
         raise SpecError(path, "harness.orchestration_loop.entry", f"no file {code_file}")
-    code = {"orchestration_loop": hash_file(code_file) if code_file else "module"}
+    try:
+        code = {"orchestration_loop": _code_hash(code_file, spec.harness.orchestration_loop.entry)}
+    except ImportError as exc:
+        raise SpecError(path, "harness.orchestration_loop.entry", f"cannot import: {exc}") from None
     resolved = spec.model_copy(update={"resolved": {"code": code, "versions": runtime_versions()}})
     resolved._base_dir = path.parent
     return resolved
+
+
+def _code_hash(code_file: Path | None, entry: str) -> str:
+    """The hash of the agent's source file (for a module entry, the module's file)."""
+    if code_file is None:
+        found = importlib.util.find_spec(entry.partition(":")[0])
+        if found is None or found.origin is None or not Path(found.origin).is_file():
+            return "unknown"
+        code_file = Path(found.origin)
+    return hash_file(code_file)
