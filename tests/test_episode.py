@@ -9,9 +9,12 @@ from typing import Any
 import pytest
 
 from groundstate.agents.base import Session
-from groundstate.errors import HarnessCompatibilityError
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.episode import AttemptInfo, run_attempt
+from groundstate.errors import EnvironmentFailure, HarnessCompatibilityError
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import BudgetsSection
+from groundstate.spec.task import AgentTask
 from groundstate.testing import FunctionAgent, attempt, run_solution, scripted_system
 from groundstate.trace import ToolCallEvent
 
@@ -250,3 +253,41 @@ def test_a_final_message_that_is_not_text_is_kept_as_text(bank: Suite) -> None:
     run = _run(bank, returns_dict)
     assert run.terminal_reason == "success"
     assert run.final_message == "{'status': 'done'}"
+
+
+class _ResetFails(SqliteEnvironment):
+    def reset(self, *, seed: int | None = None) -> str:
+        raise EnvironmentFailure("the database server refused the connection")
+
+
+class _FinalStateUnreadable(SqliteEnvironment):
+    """Resets and serves the agent normally; reading the final state fails."""
+
+    hashes = 0
+
+    def state_hash(self) -> str:
+        self.hashes += 1
+        if self.hashes > 1:
+            raise EnvironmentFailure("the disk went away")
+        return super().state_hash()
+
+
+@pytest.mark.parametrize(
+    ("environment", "reason"),
+    [
+        (_ResetFails, "environment_failure/reset"),
+        (_FinalStateUnreadable, "environment_failure/final_state"),
+    ],
+)
+def test_environment_failures_at_reset_and_at_the_end(
+    bank: Suite, environment: type[SqliteEnvironment], reason: str
+) -> None:
+    def make_env(task: AgentTask, suite: Suite) -> SqliteEnvironment:
+        return environment(suite.fixture_path(task), clock=task.clock, permissions=task.permissions)
+
+    info = AttemptInfo(run_id="r", batch_id="b", attempt=1, seed=0)
+    task = bank.tasks["transfer"]
+    agent = FunctionAgent(_verified_transfer)
+    run = asyncio.run(run_attempt(task, bank, scripted_system(), agent, info, make_env)).run
+    assert run.terminal_reason == reason
+    assert not run.valid and "exception" in run.infrastructure_status
