@@ -154,8 +154,12 @@ def test_run_refuses_invalid_tasks_unless_allowed(tmp_path: Path) -> None:
     assert "transfer: discriminating: " in err and "bad_no_pin" in err
     with RunStore(Path(store)) as runs:
         assert runs.batches() == []
-    code, out, _ = _invoke(*args, "--allow-invalid")
+    code, out, err = _invoke(*args, "--allow-invalid")
     assert code == 0 and "pass^1 = " in out
+    assert "warning: running invalid tasks: transfer" in err
+    assert "RAN INVALID TASKS (--allow-invalid): transfer" in out
+    report = json.loads(_invoke("report", "--json", "--store", store)[1])
+    assert report["invalid_tasks_run"] == ["transfer"]
 
 
 def test_locked_run_refuses_a_changed_suite(tmp_path: Path) -> None:
@@ -170,3 +174,15 @@ def test_locked_run_refuses_a_changed_suite(tmp_path: Path) -> None:
     (suite / "policy.md").write_text("A looser policy.\n")
     code, _, err = _invoke(*args)
     assert code == 2 and "policy.md" in err
+
+
+def test_an_agent_that_cannot_be_built_stores_no_batch(tmp_path: Path) -> None:
+    system = tmp_path / "system.yaml"
+    system.write_text(SYSTEM.read_text().replace("{fault_rate: 0.5}", "{colour: red}"))
+    (tmp_path / "bank_agent.py").write_text((BANK.parent / "bank_agent.py").read_text())
+    store = tmp_path / "runs.db"
+    code, _, err = _invoke("run", str(BANK), "--system", str(system), "--store", str(store))
+    assert code == 2
+    assert "harness.orchestration_loop.params" in err and "colour" in err
+    with RunStore(store) as runs:
+        assert runs.batches() == []

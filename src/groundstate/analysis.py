@@ -85,6 +85,7 @@ def batch_report(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> di
         },
         "tries": attempt_tries,
         "invalid_rate_flagged": attempt_tries["flagged"],
+        "invalid_tasks_run": batch.invalid_tasks,
         "summary": summary.to_dict(),
     }
 

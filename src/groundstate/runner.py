@@ -44,6 +44,8 @@ class BatchConfig:
     attempts: int = 1
     seed: int = 0
     concurrency: int = 1
+    invalid_tasks: tuple[str, ...] = ()
+    """Tasks known to be invalid that run anyway (``--allow-invalid``); reports name them."""
 
 
 @dataclass
@@ -84,6 +86,7 @@ def plan_batch(suite: Suite, system: SystemSpec, config: BatchConfig) -> BatchIn
             if "oracle" in solutions
         },
         invalid_run_policy=system.invalid_run_policy.model_dump(),
+        invalid_tasks=list(config.invalid_tasks),
     )
 
 
@@ -112,6 +115,9 @@ class BatchRunner:
         return await self._complete(batch, concurrency)
 
     async def preflight(self) -> None:
+        """Fail before any batch is stored: the agent must load, every reset must check
+        out, and the canary's oracle must pass."""
+        self._agent()
         for task in self.suite.tasks.values():
             try:
                 with self.make_env(task, self.suite) as env:

@@ -71,6 +71,8 @@ class BatchInfo(BaseModel):
     """Steps of each task's oracle solution, for horizon slices."""
     invalid_run_policy: dict[str, Any] = {}
     """The retry policy and invalid-rate threshold, fixed before the batch starts."""
+    invalid_tasks: list[str] = []
+    """Tasks that failed validation and ran anyway (``run --allow-invalid``)."""
     source: str = "groundstate"
     """``groundstate`` for batches run here; ``imported`` for results from another harness."""
 

@@ -113,11 +113,13 @@ def run(
         require_lock(loaded_suite)
     total = len(loaded_suite.tasks) * attempts
     with RunStore(store) as run_store:
-        if not allow_invalid:
-            require_valid(loaded_suite, run_store)
+        invalid = require_valid(loaded_suite, run_store, allow_invalid=allow_invalid)
+        if invalid:
+            click.echo(f"warning: running invalid tasks: {', '.join(invalid)}", err=True)
+        config = BatchConfig(attempts, seed, concurrency, invalid_tasks=tuple(invalid))
         result = _run_batch(
             BatchRunner(loaded_suite, system, run_store),
-            BatchConfig(attempts=attempts, seed=seed, concurrency=concurrency),
+            config,
             resume_id,
             _progress(total, quiet=as_json),
         )

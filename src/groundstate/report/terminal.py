@@ -173,6 +173,9 @@ def report_footer(report: dict[str, Any]) -> str:
         f"p90 {cost['p90']:.4f}; per success {_maybe(per_success)} · latency per attempt: "
         f"mean {latency['mean']:.3f}s, median {latency['median']:.3f}s, p90 {latency['p90']:.3f}s"
     )
+    if report["invalid_tasks_run"]:
+        names = ", ".join(report["invalid_tasks_run"])
+        line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
     if report["invalid_rate_flagged"]:
         line += "\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold[/]"
     return line

@@ -64,10 +64,13 @@ class InvalidTasks(GroundstateError):
     """A batch was refused because some of its tasks are not proven valid."""
 
 
-def require_valid(suite: Suite, store: RunStore) -> None:
-    """Refuse a suite with an invalid task, naming each task and the checks it failed."""
+def require_valid(suite: Suite, store: RunStore, *, allow_invalid: bool = False) -> list[str]:
+    """The ids of the suite's invalid tasks; unless *allow_invalid*, refuse them instead.
+
+    The refusal names each task and the checks it failed.
+    """
     invalid = [v for v in ensure_valid(suite, store).values() if not v.valid]
-    if invalid:
+    if invalid and not allow_invalid:
         lines = [
             f"  {v.task_id}: " + "; ".join(f"{c.name}: {c.detail}" for c in v.failures)
             for v in invalid
@@ -76,6 +79,7 @@ def require_valid(suite: Suite, store: RunStore) -> None:
             f"{len(invalid)} task(s) of suite {suite.name!r} are not valid "
             "(see `groundstate validate`; --allow-invalid runs them anyway):\n" + "\n".join(lines)
         )
+    return [v.task_id for v in invalid]
 
 
 def _task_validity(
