@@ -357,3 +357,12 @@ def test_comparison_renders_in_chromium_without_errors(
     assert opened.page.locator("#metrics svg").count() == 2
     assert opened.problems == []
     opened.page.close()
+
+
+def test_a_batch_that_ran_invalid_tasks_says_so(bank_batch: Batch) -> None:
+    assert "invalid-tasks-alert" not in bank_batch.render()
+    flagged = Batch(
+        bank_batch.info.model_copy(update={"invalid_tasks": ["transfer"]}), bank_batch.runs
+    )
+    page = flagged.render()
+    assert 'id="invalid-tasks-alert"' in page and "Ran tasks that failed validation" in page
