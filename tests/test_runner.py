@@ -171,8 +171,12 @@ def test_sigkill_then_resume_gives_every_attempt_exactly_once(tmp_path: Path) ->
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    deadline = time.monotonic() + 120
     while _stored(store) < 8:
         assert proc.poll() is None, "the batch ended before it could be killed"
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail("the batch stored fewer than 8 runs in 120 s")
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
