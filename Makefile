@@ -20,11 +20,14 @@ demo: $(VENV)/.installed-demo
 	$(VENV)/bin/groundstate run examples/retail --system examples/systems/careful.yaml \
 		--attempts 4 --concurrency 4 --store .groundstate/demo.db --html .groundstate/demo-report.html
 
+# The HTML report's browser tests need Chromium; scripts/ensure-browser.sh installs it. If
+# that is impossible here, they are skipped with a warning rather than hiding every other test.
 test: $(VENV)/.installed-test
-	bash scripts/ensure-browser.sh
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/mypy
-	$(PY) -m pytest
+	@if bash scripts/ensure-browser.sh; then $(PY) -m pytest; else \
+		echo "WARNING: Chromium is unavailable; the browser tests are SKIPPED" >&2; \
+		GROUNDSTATE_SKIP_BROWSER=1 $(PY) -m pytest; fi
 
 bench: $(VENV)/.installed-test
 	$(PY) bench/overhead.py $(BENCH_ARGS)
