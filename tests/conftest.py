@@ -12,6 +12,7 @@ from groundstate.spec.suite import Suite, load_suite
 
 HERE = Path(__file__).parent
 BANK = HERE / "suites" / "bank"
+BANK_SYSTEM = HERE / "suites" / "bank_system.yaml"
 EXAMPLES = HERE.parent / "examples"
 
 

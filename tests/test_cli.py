@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from groundstate.cli import main
 from groundstate.store import RunStore
 
-from .conftest import BANK
+from .conftest import BANK, BANK_SYSTEM
 
-SYSTEM = BANK.parent / "bank_system.yaml"
+SYSTEM = BANK_SYSTEM
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:

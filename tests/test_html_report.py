@@ -24,9 +24,9 @@ from groundstate.stats import Outcome, compare
 from groundstate.store import BatchInfo, RunStore
 from groundstate.trace import MessageEvent, ToolCallEvent
 
-from .conftest import BANK
+from .conftest import BANK, BANK_SYSTEM
 
-SYSTEM = BANK.parent / "bank_system.yaml"
+SYSTEM = BANK_SYSTEM
 SECTIONS = ("header", "curves", "suite-numbers", "slices", "terminal-reasons", "tasks", "runs")
 BROWSER_FLAGS = [
     "--headless",

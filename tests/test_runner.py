@@ -24,9 +24,9 @@ from groundstate.spec.system import InvalidRunPolicy, load_system
 from groundstate.store import RunStore
 from groundstate.testing import FaultyEnvironments, FunctionAgent
 
-from .conftest import BANK, EditTask
+from .conftest import BANK, BANK_SYSTEM, EditTask
 
-SYSTEM = BANK.parent / "bank_system.yaml"
+SYSTEM = BANK_SYSTEM
 
 
 def _runner(suite: Suite, store: RunStore, **kwargs: Any) -> BatchRunner:

@@ -14,9 +14,9 @@ from groundstate.errors import SpecError
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import SystemSpec, load_system
 
-from .conftest import BANK, EditTask
+from .conftest import BANK, BANK_SYSTEM, EditTask
 
-SYSTEM = BANK.parent / "bank_system.yaml"
+SYSTEM = BANK_SYSTEM
 
 
 def _task_error(edited_bank: EditTask, change: Any) -> SpecError:

@@ -227,7 +227,7 @@ async def _episode(
 ) -> EpisodeSession | None:
     progress.evidence["health_before"] = env.health()
     try:
-        progress.initial_hash = _reset(env, task, seed)
+        progress.initial_hash = reset_checked(env, task, seed)
         s0 = env.snapshot()
     except EnvironmentFailure as exc:
         progress.interrupt(exc, "reset")
@@ -240,7 +240,8 @@ async def _episode(
     return session
 
 
-def _reset(env: SqliteEnvironment, task: AgentTask, seed: int) -> str:
+def reset_checked(env: Environment, task: AgentTask, seed: int | None = None) -> str:
+    """Reset *env* and check the task's declared initial state hash; return the hash."""
     initial_hash = env.reset(seed=seed)
     declared = task.reset_check.initial_state_hash
     if declared is not None and declared != initial_hash:

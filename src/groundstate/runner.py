@@ -19,8 +19,13 @@ from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.analysis import final_runs
-from groundstate.environments.sqlite import SqliteEnvironment
-from groundstate.episode import AttemptInfo, EnvironmentFactory, default_environment, run_attempt
+from groundstate.episode import (
+    AttemptInfo,
+    EnvironmentFactory,
+    default_environment,
+    reset_checked,
+    run_attempt,
+)
 from groundstate.errors import EnvironmentFailure, GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
@@ -121,7 +126,7 @@ class BatchRunner:
         for task in self.suite.tasks.values():
             try:
                 with self.make_env(task, self.suite) as env:
-                    _reset_checked(env, task.task_id, task.reset_check.initial_state_hash)
+                    reset_checked(env, task)
             except EnvironmentFailure as exc:
                 raise BatchAborted(f"reset check failed for task {task.task_id!r}: {exc}") from exc
         canary = self.suite.config.canary
@@ -197,12 +202,6 @@ class BatchRunner:
 
 def _unfinished(last: AgentRun | None, max_retries: int) -> bool:
     return last is None or (not last.valid and last.retry < max_retries)
-
-
-def _reset_checked(env: SqliteEnvironment, task_id: str, declared: str | None) -> None:
-    initial = env.reset()
-    if declared is not None and declared != initial:
-        raise EnvironmentFailure(f"state {initial[:12]} differs from the declared {declared[:12]}")
 
 
 def _check_resumable(batch: BatchInfo, suite: Suite, system: SystemSpec) -> None:
