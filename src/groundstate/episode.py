@@ -302,7 +302,7 @@ def grade(
         final_state_hash=final_hash,
         diff=diff,
         assertions=evaluate_assertions(task.outcome_assertions, states),
-        constraints=evaluate_constraints(task.hard_process_constraints, events),
+        constraints=evaluate_constraints(task.hard_process_constraints, events, states),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
 from groundstate.spec.task import (
     AtMostConstraint,
@@ -32,8 +33,9 @@ def matches(match: Match, event: TraceEvent) -> bool:
 
 
 def evaluate_constraints(
-    constraints: Sequence[HardConstraint], events: list[TraceEvent]
+    constraints: Sequence[HardConstraint], events: list[TraceEvent], states: States | None = None
 ) -> list[CheckResult]:
+    """Check each constraint on the trace; *states* gives Python constraints ``s0``."""
     return [_evaluate(c, events) for c in constraints]
 
 

@@ -214,6 +214,15 @@ class ResetCheck(Strict):
     """The state hash every reset must reproduce; unset means 'the hash of the first build'."""
 
 
+class EquivalentMutant(Strict):
+    """A generated near-miss that the task author declares correct behaviour after all."""
+
+    mutant: str
+    """The mutant's id, as ``validate`` lists it among the survivors."""
+    reason: str = Field(min_length=1)
+    """Why the mutant is not a mistake (e.g. "the tool refuses the repeated refund")."""
+
+
 class AgentTask(Strict):
     """One task: the executable contract of the reference chapter."""
 
@@ -242,6 +251,8 @@ class AgentTask(Strict):
     passes such a task, so validation asks instead for a known-bad solution that changes the
     state and fails."""
     partial_credit_rubric: list[RubricNode] = Field(default_factory=list)
+    equivalent_mutants: list[EquivalentMutant] = Field(default_factory=list)
+    """Mutants that validation's grader mutation testing may let survive, each with a reason."""
     grader_revision: str = ""
     """Derived when the suite loads: hash of assertions, constraints, rubric and grader code."""
     grader_test_manifest: dict[str, str] = Field(default_factory=dict)
