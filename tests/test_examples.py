@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+import yaml
 
 from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.suite import Suite, load_suite
@@ -59,3 +60,17 @@ def test_careful_beats_hasty_and_neither_is_perfect(retail: Suite, tmp_path: Pat
     hasty = _pass_hat_1(EXAMPLES / "systems" / "hasty.yaml", retail, tmp_path)
     assert 0.5 < careful < 1.0
     assert hasty < careful - 0.2
+
+
+def test_careful_agent_without_slips_follows_the_policy_literally(
+    retail: Suite, tmp_path: Path
+) -> None:
+    """With its seeded faults off, the careful agent passes every task: the suite's rules are
+    the policy's, and an agent that follows the policy to the letter meets all of them."""
+    spec = yaml.safe_load((EXAMPLES / "systems" / "careful.yaml").read_text())
+    loop = spec["harness"]["orchestration_loop"]
+    loop["entry"] = str(EXAMPLES / "agents" / "retail_agents.py") + ":careful"
+    loop["params"] = {"fault_rate": 0.0}
+    system_file = tmp_path / "careful-no-slips.yaml"
+    system_file.write_text(yaml.safe_dump(spec))
+    assert _pass_hat_1(system_file, retail, tmp_path) == 1.0

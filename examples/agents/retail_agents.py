@@ -1,9 +1,11 @@
 """Reference agents for the retail example suite: rule-based stand-ins for a model.
 
 No model is called: keyword rules recognise the intent, then the agent asks for the email
-and zip code, verifies, reads the orders, applies the policy, asks for confirmation, acts and
-closes. They let the whole instrument (episodes, grading, statistics, reports) run offline and
-reproducibly, with two systems of known, different reliability to compare.
+and zip code, verifies with what the customer said, reads the orders, applies the policy, asks
+for confirmation naming every value of every change (order, item, amount, payment method,
+address, size and colour), acts and closes. They let the whole instrument (episodes, grading,
+statistics, reports) run offline and reproducibly, with two systems of known, different
+reliability to compare.
 
 Mistakes are seeded through ``session.rng`` (never the global ``random``): at each decision
 point an agent errs with probability ``fault_rate``.
@@ -30,6 +32,7 @@ REFUND_WINDOW_DAYS = 30
 GOODWILL_CENTS = 1000
 LATE_AFTER_DAYS = 7
 OPEN = ("pending", "processing")
+METHOD_ID = "payment_method_id"
 THIRD_PARTY = re.compile(r"\b(husband|wife|spouse|partner|son|daughter|friend|mother|father)\b")
 # Checked in this order; the first intent with a keyword at the start of a word wins.
 INTENTS = {
@@ -97,6 +100,10 @@ def mentions(text: str, product_name: str) -> bool:
     return bool({w for w in _words(product_name) if len(w) > 3 and w != "pack"} & _words(text))
 
 
+def _money(cents: int) -> str:
+    return f"${cents / 100:.2f}"
+
+
 def parse_address(text: str) -> Record | None:
     found = ADDRESS.search(text)
     if found is None:
@@ -156,7 +163,7 @@ class _Conversation:
             )
         if jobs[0].kind == "card":  # the fault path: the database refuses this lookup
             for method in await self.payment_methods():
-                await self.call("lookup_card_on_file", payment_method_id=method)
+                await self.call("lookup_card_on_file", payment_method_id=method[METHOD_ID])
             return await self.close("I could not find the card details.")
         await self.load_orders(jobs)
         plan = Plan()
@@ -164,9 +171,10 @@ class _Conversation:
             await getattr(self, f"plan_{job.kind}")(job, plan)
         return await self.carry_out(plan)
 
-    async def payment_methods(self) -> list[str]:
+    async def payment_methods(self) -> list[Record]:
         profile = await self.call("get_customer", customer_id=self.customer_id) or {}
-        return [m["payment_method_id"] for m in profile.get("payment_methods", [])]
+        methods: list[Record] = profile.get("payment_methods", [])
+        return methods
 
     async def identify(self) -> bool:
         reply = await self.session.say(VERIFY) or ""
@@ -186,7 +194,8 @@ class _Conversation:
         """Read the orders that name a product of the request (and open ones, for a move)."""
         text = " ".join(job.text for job in jobs)
         moving = any(job.kind == "address" for job in jobs)
-        for summary in await self.call("list_orders", customer_id=self.customer_id) or []:
+        listing = await self.call("list_orders", customer_id=self.customer_id) or {}
+        for summary in listing.get("orders", []):
             named = any(mentions(text, name) for name in summary["products"])
             if named or (moving and summary["status"] in OPEN):
                 order = await self.call("get_order", order_id=summary["order_id"])
@@ -226,13 +235,16 @@ class _Conversation:
                 )
                 continue
             order, item = chosen
-            method = order["payment_method_id"]
+            method = {METHOD_ID: order[METHOD_ID], "label": order["payment_method_label"]}
             if self.slip():  # fault: another of the customer's payment methods
-                method = next((m for m in await self.payment_methods() if m != method), method)
+                others = await self.payment_methods()
+                method = next((m for m in others if m[METHOD_ID] != method[METHOD_ID]), method)
             ids = {"order_id": order["order_id"], "item_id": item["item_id"]}
-            price = f"${item['price_cents'] / 100:.2f}"
-            summary = f"refund the {item['product_name']} ({price}) to payment method {method}"
-            plan.add("refund_item", summary, **ids, payment_method_id=method)
+            summary = (
+                f"refund the {item['product_name']} from order {order['order_id']} "
+                f"({_money(item['price_cents'])}) to your {method['label']}"
+            )
+            plan.add("refund_item", summary, **ids, payment_method_id=method[METHOD_ID])
 
     async def plan_cancel(self, job: Job, plan: Plan) -> None:
         reasons = ("ordered_by_mistake", "no_longer_needed")
@@ -249,7 +261,8 @@ class _Conversation:
                 continue
             whole = len(items) == sum(i["status"] == "ordered" for i in order["items"])
             if whole and self.session.rng.random() < 0.5:  # two valid routes; take either
-                summary = f"cancel order {order_id}"
+                names = " and ".join(item["product_name"] for item in items)
+                summary = f"cancel order {order_id} ({names})"
                 plan.add("cancel_order", summary, order_id=order_id, reason=reason)
                 continue
             for item in items:
@@ -303,7 +316,11 @@ class _Conversation:
             plan.notes.append("I am sorry, that variant is out of stock.")
             return
         ids = {"order_id": order["order_id"], "item_id": item["item_id"]}
-        summary = f"exchange the {item['product_name']} for {target['size']}/{target['colour']}"
+        summary = (
+            f"exchange the {item['product_name']} from order {order['order_id']} "
+            f"(size {item['size']}, {item['colour']}) for size {target['size']} "
+            f"in {target['colour']}"
+        )
         plan.add("exchange_item", summary, **ids, new_variant_id=target["variant_id"])
 
     async def plan_credit(self, job: Job, plan: Plan) -> None:
@@ -319,7 +336,10 @@ class _Conversation:
             return
         amount = GOODWILL_CENTS * (2 if self.slip() else 1)  # fault: the wrong amount
         ids = {"customer_id": self.customer_id, "order_id": order["order_id"]}
-        summary = f"add a one-time goodwill store credit of ${amount / 100:.2f} for the delay"
+        summary = (
+            f"add a one-time goodwill store credit of {_money(amount)} for the delay of "
+            f"order {order['order_id']}"
+        )
         plan.add("add_store_credit", summary, **ids, amount_cents=amount, reason="late delivery")
 
     async def carry_out(self, plan: Plan) -> str:

@@ -1,8 +1,10 @@
 """Python outcome checks of the retail suite, for what a state diff cannot say exactly.
 
-Addresses are compared after normalisation (case, commas, spacing, and whether the unit
-went into ``line2`` or stayed in ``line1``): the task requires the right address, not one
-way of splitting it into fields. Each check returns ``(passed, evidence)``.
+Addresses are compared after normalisation: case, punctuation and spacing, whether the unit
+went into ``line2`` or stayed in ``line1``, and the usual postal abbreviations ("Lane" or
+"Ln", "Street" or "St.", "Apartment" or "Apt", "West" or "W"). The task requires the right
+address, not one way of spelling it or splitting it into fields; every word and number still
+has to be there. Each check returns ``(passed, evidence)``.
 """
 
 from __future__ import annotations
@@ -18,9 +20,36 @@ Evidence = tuple[bool, dict[str, Any]]
 Allowed = dict[str, set[Any] | None]
 
 
+# USPS abbreviations (Publication 28) for the words these addresses use, and a few more.
+_ABBREVIATIONS = {
+    "APARTMENT": "APT",
+    "AVENUE": "AVE",
+    "BOULEVARD": "BLVD",
+    "COURT": "CT",
+    "DRIVE": "DR",
+    "EAST": "E",
+    "HIGHWAY": "HWY",
+    "LANE": "LN",
+    "NORTH": "N",
+    "NORTHEAST": "NE",
+    "NORTHWEST": "NW",
+    "PLACE": "PL",
+    "ROAD": "RD",
+    "SOUTH": "S",
+    "SOUTHEAST": "SE",
+    "SOUTHWEST": "SW",
+    "STREET": "ST",
+    "SUITE": "STE",
+    "TERRACE": "TER",
+    "WEST": "W",
+}
+
+
 def _norm(*parts: Any) -> str:
-    text = " ".join(str(p) for p in parts if p)
-    return re.sub(r"\s+", " ", text.replace(",", " ")).strip().upper()
+    """One canonical spelling: upper case, no punctuation, single spaces, abbreviated words."""
+    text = " ".join(str(p) for p in parts if p).upper()
+    words = re.sub(r"[.,;]", " ", text).split()
+    return " ".join(_ABBREVIATIONS.get(word, word) for word in words)
 
 
 def _order_address(view: StateView, order_id: str) -> str:

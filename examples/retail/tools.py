@@ -9,6 +9,17 @@ constraints.
 
 Every tool acts through ``ctx.db``; the harness wraps each call in a transaction, so the
 tools never begin or commit. Dates come from ``ctx.now()``, the environment's clock.
+
+Two rules keep the tasks gradable:
+
+* every argument the policy cares about leaves a mark in the state (a cancellation stores its
+  reason on each item, a refund its payment method, an exchange its variant, store credit its
+  order), so the outcome assertions can see a wrong one;
+* every tool that reads or changes a customer's order, item, profile or payment method
+  returns the owning ``customer_id``, and every tool that changes something also returns the
+  human-readable values a confirmation question names (order id, product name, amount as
+  "$35.00", payment method label, address on one line, size and colour), so a constraint can
+  tie the call to the verified customer and to what the customer agreed to.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ CancelReason = Literal["no_longer_needed", "ordered_by_mistake"]
 
 _ITEM_SELECT = """
     SELECT i.item_id, i.order_id, p.product_id, p.name AS product_name, i.variant_id,
-           v.size, v.colour, i.price_cents, i.status, i.exchange_variant_id
+           v.size, v.colour, i.price_cents, i.status, i.exchange_variant_id, i.cancel_reason
     FROM order_items i
     JOIN variants v ON v.variant_id = i.variant_id
     JOIN products p ON p.product_id = v.product_id
@@ -71,12 +82,40 @@ def _item(ctx: ToolContext, order_id: str, item_id: str) -> dict[str, Any]:
     )
 
 
+def _money(cents: int) -> str:
+    return f"${cents / 100:.2f}"
+
+
+def _method_label(ctx: ToolContext, payment_method_id: str) -> str:
+    return str(
+        _one(
+            ctx,
+            "SELECT label FROM payment_methods WHERE payment_method_id = ?",
+            (payment_method_id,),
+            f"no payment method {payment_method_id!r}",
+        )["label"]
+    )
+
+
+def _order_products(ctx: ToolContext, order_id: str, status: str | None = None) -> list[str]:
+    where = " WHERE i.order_id = ?" + ("" if status is None else " AND i.status = ?")
+    params = (order_id,) if status is None else (order_id, status)
+    items = _rows(ctx, _ITEM_SELECT + where + " ORDER BY i.item_id", params)
+    return [item["product_name"] for item in items]
+
+
 def _days_since(iso_day: str | None, today: date) -> int | None:
     return None if iso_day is None else (today - date.fromisoformat(iso_day[:10])).days
 
 
 def _address_dict(fields: tuple[str, ...]) -> dict[str, str]:
     return dict(zip(("line1", "line2", "city", "state", "zip_code"), fields, strict=True))
+
+
+def _one_line(fields: tuple[str, ...]) -> str:
+    """The address as a person writes it, e.g. "48 Larch Lane, Apt 2, Decatur, GA 30030"."""
+    line1, line2, city, state, zip_code = fields
+    return ", ".join(part for part in (line1, line2, city) if part) + f", {state} {zip_code}"
 
 
 def _address(line1: str, line2: str, city: str, state: str, zip_code: str) -> tuple[str, ...]:
@@ -95,7 +134,7 @@ def _address(line1: str, line2: str, city: str, state: str, zip_code: str) -> tu
 def verify_identity(ctx: ToolContext, email: str, zip_code: str) -> dict[str, Any]:
     """Verify a customer's identity from their email address and the zip code on file.
 
-    Returns the customer's id and name when both match; fails otherwise.
+    Returns the verified customer's id and name when both match; fails otherwise.
     """
     rows = _rows(
         ctx,
@@ -145,7 +184,7 @@ def get_customer(ctx: ToolContext, customer_id: str) -> dict[str, Any]:
 
 
 @tool
-def list_orders(ctx: ToolContext, customer_id: str) -> list[dict[str, Any]]:
+def list_orders(ctx: ToolContext, customer_id: str) -> dict[str, Any]:
     """The customer's orders, oldest first, with the product names of their items."""
     _customer(ctx, customer_id)
     orders = _rows(
@@ -155,9 +194,8 @@ def list_orders(ctx: ToolContext, customer_id: str) -> list[dict[str, Any]]:
         (customer_id,),
     )
     for order in orders:
-        items = _rows(ctx, _ITEM_SELECT + " WHERE i.order_id = ?", (order["order_id"],))
-        order["products"] = [item["product_name"] for item in items]
-    return orders
+        order["products"] = _order_products(ctx, order["order_id"])
+    return {"customer_id": customer_id, "orders": orders}
 
 
 @tool
@@ -176,6 +214,7 @@ def get_order(ctx: ToolContext, order_id: str) -> dict[str, Any]:
         "delivered_at": order["delivered_at"],
         "days_since_delivery": _days_since(order["delivered_at"], today),
         "payment_method_id": order["payment_method_id"],
+        "payment_method_label": _method_label(ctx, order["payment_method_id"]),
         "shipping_address": {
             "line1": order["ship_line1"],
             "line2": order["ship_line2"],
@@ -217,8 +256,9 @@ def lookup_card_on_file(ctx: ToolContext, payment_method_id: str) -> dict[str, A
     """Full card number, expiry and cardholder of a card payment method."""
     return _one(
         ctx,
-        "SELECT payment_method_id, card_number, expiry, cardholder FROM payment_cards"
-        " WHERE payment_method_id = ?",
+        "SELECT m.customer_id, c.payment_method_id, c.card_number, c.expiry, c.cardholder"
+        " FROM payment_cards c JOIN payment_methods m USING (payment_method_id)"
+        " WHERE c.payment_method_id = ?",
         (payment_method_id,),
         f"no card details for {payment_method_id!r}",
     )
@@ -259,9 +299,14 @@ def refund_item(
         )
     return {
         "refund_id": cursor.lastrowid,
+        "customer_id": _order(ctx, order_id)["customer_id"],
+        "order_id": order_id,
         "item_id": item_id,
+        "product_name": item["product_name"],
         "amount_cents": amount,
+        "amount": _money(amount),
         "payment_method_id": payment_method_id,
+        "payment_method_label": _method_label(ctx, payment_method_id),
     }
 
 
@@ -274,15 +319,23 @@ def cancel_order(ctx: ToolContext, order_id: str, reason: CancelReason) -> dict[
     order = _order(ctx, order_id)
     if order["status"] in ("delivered", "cancelled"):
         raise ToolError(f"order {order_id} cannot be cancelled: it is {order['status']}")
+    products = _order_products(ctx, order_id, status="ordered")
     ctx.db.execute(
-        "UPDATE order_items SET status = 'cancelled' WHERE order_id = ? AND status = 'ordered'",
-        (order_id,),
+        "UPDATE order_items SET status = 'cancelled', cancel_reason = ?"
+        " WHERE order_id = ? AND status = 'ordered'",
+        (reason, order_id),
     )
     ctx.db.execute(
         "UPDATE orders SET status = 'cancelled', cancel_reason = ? WHERE order_id = ?",
         (reason, order_id),
     )
-    return {"order_id": order_id, "status": "cancelled"}
+    return {
+        "customer_id": order["customer_id"],
+        "order_id": order_id,
+        "status": "cancelled",
+        "reason": reason,
+        "cancelled_products": products,
+    }
 
 
 @tool
@@ -296,7 +349,10 @@ def cancel_item(
     item = _item(ctx, order_id, item_id)
     if item["status"] != "ordered":
         raise ToolError(f"item {item_id} cannot be cancelled: its status is {item['status']}")
-    ctx.db.execute("UPDATE order_items SET status = 'cancelled' WHERE item_id = ?", (item_id,))
+    ctx.db.execute(
+        "UPDATE order_items SET status = 'cancelled', cancel_reason = ? WHERE item_id = ?",
+        (reason, item_id),
+    )
     remaining = _rows(
         ctx,
         "SELECT item_id FROM order_items WHERE order_id = ? AND status = 'ordered'",
@@ -307,10 +363,14 @@ def cancel_item(
             "UPDATE orders SET status = 'cancelled', cancel_reason = ? WHERE order_id = ?",
             (reason, order_id),
         )
+    order = _order(ctx, order_id)
     return {
+        "customer_id": order["customer_id"],
         "order_id": order_id,
         "item_id": item_id,
-        "order_status": "cancelled" if not remaining else _order(ctx, order_id)["status"],
+        "product_name": item["product_name"],
+        "reason": reason,
+        "order_status": order["status"],
     }
 
 
@@ -335,8 +395,10 @@ def update_order_address(
         (*fields, order_id),
     )
     return {
+        "customer_id": order["customer_id"],
         "order_id": order_id,
         "shipping_address": _address_dict(fields),
+        "address": _one_line(fields),
     }
 
 
@@ -361,6 +423,7 @@ def update_default_address(
     return {
         "customer_id": customer_id,
         "default_address": _address_dict(fields),
+        "address": _one_line(fields),
     }
 
 
@@ -377,7 +440,7 @@ def exchange_item(
         raise ToolError(f"item {item_id} cannot be exchanged: its status is {item['status']}")
     variant = _one(
         ctx,
-        "SELECT product_id, stock FROM variants WHERE variant_id = ?",
+        "SELECT product_id, size, colour, stock FROM variants WHERE variant_id = ?",
         (new_variant_id,),
         f"no variant {new_variant_id!r}",
     )
@@ -391,7 +454,18 @@ def exchange_item(
         " WHERE item_id = ?",
         (new_variant_id, item_id),
     )
-    return {"item_id": item_id, "status": "exchange_requested", "new_variant_id": new_variant_id}
+    return {
+        "customer_id": _order(ctx, order_id)["customer_id"],
+        "order_id": order_id,
+        "item_id": item_id,
+        "product_name": item["product_name"],
+        "status": "exchange_requested",
+        "old_size": item["size"],
+        "old_colour": item["colour"],
+        "new_variant_id": new_variant_id,
+        "new_size": variant["size"],
+        "new_colour": variant["colour"],
+    }
 
 
 @tool
@@ -414,4 +488,10 @@ def add_store_credit(
         "UPDATE customers SET store_credit_cents = store_credit_cents + ? WHERE customer_id = ?",
         (amount_cents, customer_id),
     )
-    return {"credit_id": cursor.lastrowid, "customer_id": customer_id, "amount_cents": amount_cents}
+    return {
+        "credit_id": cursor.lastrowid,
+        "customer_id": customer_id,
+        "order_id": order_id,
+        "amount_cents": amount_cents,
+        "amount": _money(amount_cents),
+    }
