@@ -113,6 +113,7 @@ def test_exchange_names_old_and_new_size_and_colour(env: SqliteEnvironment) -> N
     assert output["product_name"] == "Trailhead Running Shoe"
     assert (output["old_size"], output["old_colour"]) == ("8", "grey")
     assert (output["new_size"], output["new_colour"]) == ("9", "grey")
+    assert output["new_size_label"] == "size 9"  # "9" alone is in "$119.00" too
 
 
 def test_store_credit_names_order_and_amount(env: SqliteEnvironment) -> None:
@@ -141,7 +142,7 @@ def test_cancel_item_stores_its_reason_while_the_order_stays_open(env: SqliteEnv
     output = call(
         env, "cancel_item", order_id="O-1020", item_id="I-1020-2", reason="no_longer_needed"
     )
-    assert output["order_status"] == "pending"
+    assert (output["order_status"], output["reason_text"]) == ("pending", "no longer needed")
     assert item_row(env, "I-1020-2") == ["cancelled", "no_longer_needed"]
     assert item_row(env, "I-1020-1") == ["ordered", None]
 

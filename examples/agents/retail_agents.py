@@ -104,6 +104,10 @@ def _money(cents: int) -> str:
     return f"${cents / 100:.2f}"
 
 
+def _size(size: str) -> str:
+    return size if size == "one size" else f"size {size}"
+
+
 def parse_address(text: str) -> Record | None:
     found = ADDRESS.search(text)
     if found is None:
@@ -249,6 +253,7 @@ class _Conversation:
     async def plan_cancel(self, job: Job, plan: Plan) -> None:
         reasons = ("ordered_by_mistake", "no_longer_needed")
         reason = reasons[("mistake" not in job.text.lower()) ^ self.slip()]  # fault: other one
+        why = f'with the reason "{reason.replace("_", " ")}"'
         by_order: dict[str, list[Record]] = {}
         for order, item in self.matching(job.text, ("ordered",)):
             by_order.setdefault(order["order_id"], []).append(item)
@@ -262,12 +267,12 @@ class _Conversation:
             whole = len(items) == sum(i["status"] == "ordered" for i in order["items"])
             if whole and self.session.rng.random() < 0.5:  # two valid routes; take either
                 names = " and ".join(item["product_name"] for item in items)
-                summary = f"cancel order {order_id} ({names})"
+                summary = f"cancel order {order_id} ({names}) {why}"
                 plan.add("cancel_order", summary, order_id=order_id, reason=reason)
                 continue
             for item in items:
                 ids = {"order_id": order_id, "item_id": item["item_id"]}
-                summary = f"cancel the {item['product_name']} from order {order_id}"
+                summary = f"cancel the {item['product_name']} from order {order_id} {why}"
                 plan.add("cancel_item", summary, **ids, reason=reason)
 
     async def plan_address(self, job: Job, plan: Plan) -> None:
@@ -318,7 +323,7 @@ class _Conversation:
         ids = {"order_id": order["order_id"], "item_id": item["item_id"]}
         summary = (
             f"exchange the {item['product_name']} from order {order['order_id']} "
-            f"(size {item['size']}, {item['colour']}) for size {target['size']} "
+            f"({_size(item['size'])}, {item['colour']}) for {_size(target['size'])} "
             f"in {target['colour']}"
         )
         plan.add("exchange_item", summary, **ids, new_variant_id=target["variant_id"])

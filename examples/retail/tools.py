@@ -104,6 +104,16 @@ def _order_products(ctx: ToolContext, order_id: str, status: str | None = None) 
     return [item["product_name"] for item in items]
 
 
+def _reason_text(reason: str) -> str:
+    """The reason as a person says it: ``ordered_by_mistake`` -> "ordered by mistake"."""
+    return reason.replace("_", " ")
+
+
+def _size_label(size: str) -> str:
+    """How a size is named: "size 9", "size L", or "one size"."""
+    return size if size == "one size" else f"size {size}"
+
+
 def _days_since(iso_day: str | None, today: date) -> int | None:
     return None if iso_day is None else (today - date.fromisoformat(iso_day[:10])).days
 
@@ -334,6 +344,7 @@ def cancel_order(ctx: ToolContext, order_id: str, reason: CancelReason) -> dict[
         "order_id": order_id,
         "status": "cancelled",
         "reason": reason,
+        "reason_text": _reason_text(reason),
         "cancelled_products": products,
     }
 
@@ -370,6 +381,7 @@ def cancel_item(
         "item_id": item_id,
         "product_name": item["product_name"],
         "reason": reason,
+        "reason_text": _reason_text(reason),
         "order_status": order["status"],
     }
 
@@ -458,12 +470,14 @@ def exchange_item(
         "customer_id": _order(ctx, order_id)["customer_id"],
         "order_id": order_id,
         "item_id": item_id,
+        "product_id": item["product_id"],
         "product_name": item["product_name"],
         "status": "exchange_requested",
         "old_size": item["size"],
         "old_colour": item["colour"],
         "new_variant_id": new_variant_id,
         "new_size": variant["size"],
+        "new_size_label": _size_label(variant["size"]),
         "new_colour": variant["colour"],
     }
 
