@@ -418,8 +418,12 @@ def _quote(identifier: str) -> str:
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
-    """A connection that cannot write: the database itself refuses, not a convention."""
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    """A connection that cannot write: the database itself refuses, not a convention.
+
+    Graders' Python checks run in a thread of their own (under a time limit), so the
+    connection may be used from another thread; sqlite3 serialises the calls.
+    """
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
 
 
 @contextmanager
