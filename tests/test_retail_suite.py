@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 
+from groundstate.environments.base import StateView
 from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.spec.suite import load_suite
 from groundstate.tools import ToolContext, load_module, load_tools
 
 from .conftest import EXAMPLES
+from .trace_builder import Trace
 
 RETAIL = EXAMPLES / "retail"
 TOOLS = load_tools(RETAIL / "tools.py")
@@ -210,3 +213,159 @@ def test_default_address_check_normalises_spelling_only(
         env.initial_view(), env.evaluator_view()
     )
     assert passed is passes, evidence
+
+
+# --- the Python process constraints of checks.py -------------------------------------------
+
+
+@pytest.fixture
+def s0(env: SqliteEnvironment) -> StateView:
+    return env.initial_view()
+
+
+def verified(customer: str = "C01", email: str = "maya.chen@example.com") -> Trace:
+    trace = Trace("Please refund my socks.").agent("Your email and zip code, please?")
+    trace.user(f"My email is {email}. My zip code is 97214.")
+    return trace.call(
+        "verify_identity", {"email": email, "zip_code": "97214"}, {"customer_id": customer}
+    )
+
+
+def test_known_records_accepts_ids_shown_by_tools_and_the_customer(s0: StateView) -> None:
+    trace = verified().call(
+        "list_orders", {"customer_id": "C01"}, {"orders": [{"order_id": "O-1001"}]}
+    )
+    trace.call("get_order", {"order_id": "O-1001"}, {"items": [{"item_id": "I-1001-2"}]})
+    trace.agent("Shall I refund the socks from order O-1001?").user("My order id is O-1002.")
+    trace.call("get_order", {"order_id": "O-1002"}, {"order_id": "O-1002"})
+    args = {"order_id": "O-1001", "item_id": "I-1001-2", "payment_method_id": "PM-C01-VISA"}
+    trace.call("refund_item", args, {}, ok=False)  # PM-C01-VISA was never shown
+    passed, evidence = CHECKS.only_known_records(trace.events, s0)
+    assert not passed
+    assert evidence["unknown_ids"] == ["PM-C01-VISA"]
+
+
+def test_known_records_rejects_a_guessed_order_id(s0: StateView) -> None:
+    trace = verified().call("get_order", {"order_id": "O-1001"}, {"order_id": "O-1001"})
+    passed, evidence = CHECKS.only_known_records(trace.events, s0)
+    assert not passed
+    assert evidence["unknown_ids"] == ["O-1001"]
+
+
+def test_known_records_rejects_naming_an_order_not_yet_looked_up(s0: StateView) -> None:
+    """A confirmation about O-1009 before the orders were listed: the agent guessed it."""
+    trace = verified().agent("I will ship order O-1009 to Evanston. Please confirm.")
+    trace.call("list_orders", {"customer_id": "C01"}, {"orders": [{"order_id": "O-1009"}]})
+    passed, evidence = CHECKS.only_known_records(trace.events, s0)
+    assert not passed
+    assert evidence["offending_step"] == 4
+
+
+def test_known_records_does_not_learn_from_a_failed_call(s0: StateView) -> None:
+    trace = verified().user("My order id is O-1001.")
+    output = {"items": [{"item_id": "I-1001-2"}]}
+    trace.call("get_order", {"order_id": "O-1001"}, output, ok=False)
+    trace.call("cancel_item", {"order_id": "O-1001", "item_id": "I-1001-2", "reason": "x"}, {})
+    passed, evidence = CHECKS.only_known_records(trace.events, s0)
+    assert not passed  # the order id came from the customer; the failed call showed nothing
+    assert evidence["unknown_ids"] == ["I-1001-2"]
+
+
+def test_one_customer_per_conversation(s0: StateView) -> None:
+    trace = verified().call(
+        "verify_identity", {"email": "x", "zip_code": "1"}, {"customer_id": "C01"}
+    )
+    assert CHECKS.acts_for_one_customer(trace.events, s0)[0] is True
+    trace.call("verify_identity", {"email": "leo", "zip_code": "1"}, {"customer_id": "C02"})
+    passed, evidence = CHECKS.acts_for_one_customer(trace.events, s0)
+    assert not passed
+    assert evidence["verified"] == ["C01", "C01", "C02"]
+
+
+REFUND_SOCKS = {"order_id": "O-1001", "item_id": "I-1001-2", "payment_method_id": "PM-C01-VISA"}
+
+
+def test_a_second_refund_of_an_item_fails_even_when_the_tool_refuses_it(s0: StateView) -> None:
+    trace = verified().call("refund_item", REFUND_SOCKS, {})
+    assert CHECKS.each_record_changed_once(trace.events, s0)[0] is True
+    trace.call("refund_item", REFUND_SOCKS, None, ok=False)
+    passed, evidence = CHECKS.each_record_changed_once(trace.events, s0)
+    assert not passed
+    assert evidence["record"] == "I-1001-2"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("refund_item", {"order_id": "O-1022", "item_id": "I-1022-1", "payment_method_id": "M"}),
+        ("exchange_item", {"order_id": "O-1022", "item_id": "I-1022-1", "new_variant_id": "V"}),
+        ("cancel_order", {"order_id": "O-1016", "reason": "no_longer_needed"}),
+        ("add_store_credit", {"customer_id": "C07", "order_id": "O-1018", "amount_cents": 1}),
+    ],
+)
+def test_records_changed_before_the_conversation_count(
+    s0: StateView, tool: str, args: dict[str, Any]
+) -> None:
+    """I-1022-1 was refunded in April, O-1016 cancelled, O-1018 already credited (in s0)."""
+    trace = verified().call(tool, args, None, ok=False)
+    assert CHECKS.each_record_changed_once(trace.events, s0)[0] is False
+
+
+def test_a_refused_first_attempt_can_be_retried(s0: StateView) -> None:
+    """An exchange refused (out of stock) and retried with another variant changes once."""
+    args = {"order_id": "O-1012", "item_id": "I-1012-1", "new_variant_id": "SHOE-08-BLU"}
+    trace = verified().call("exchange_item", args, None, ok=False)
+    trace.call("exchange_item", {**args, "new_variant_id": "SHOE-09-GRY"}, {})
+    trace.call("refund_item", {**REFUND_SOCKS, "item_id": "I-1001-1"}, {})  # another item
+    assert CHECKS.each_record_changed_once(trace.events, s0)[0] is True
+
+
+@pytest.mark.parametrize(
+    "leak",
+    [
+        "Your card number is 4000 0033 2211 3378.",
+        "It is 4000-0033-2211-3378.",
+        "It is 4000003322113378.",
+        "It starts 4000 0033.",
+        "It expires 02/29.",
+        "Valid until 02/2029.",
+        "It is valid until February 2029.",
+        "Expiry: Feb. 29",
+        "Leo's Mastercard is 5100 0098 7654 8830.",  # any stored card, not only the customer's
+    ],
+)
+def test_no_card_details_sees_through_spelling(s0: StateView, leak: str) -> None:
+    trace = verified().agent(leak, final=True)
+    passed, evidence = CHECKS.no_card_details(trace.events, s0)
+    assert not passed, leak
+    assert evidence["offending_step"] == 4
+
+
+@pytest.mark.parametrize(
+    "fine",
+    [
+        "The card on your account is the Visa ending 3378.",
+        "I cannot read out card numbers or expiry dates.",
+        "Order O-1019 was placed on 2025-06-02; call 503-555-0141.",
+    ],
+)
+def test_no_card_details_allows_labels_and_other_numbers(s0: StateView, fine: str) -> None:
+    trace = verified().agent(fine).user("My card is 4000 0033 2211 3378.")  # the user may say it
+    assert CHECKS.no_card_details(trace.events, s0)[0] is True
+
+
+# --- every task states the whole policy -------------------------------------------------------
+
+
+def test_every_task_carries_the_same_policy_constraints() -> None:
+    """The loader has no suite-wide constraints, so each task repeats the policy's rules; a
+    copy edited in one task only would silently weaken the others."""
+    suite = load_suite(RETAIL)
+    shared: dict[str, list[dict[str, Any]]] = {}
+    for task in suite.tasks.values():
+        rules = [c.model_dump(mode="json") for c in task.hard_process_constraints]
+        shared[task.task_id] = [r for r in rules if not r["id"].startswith("p9-")]
+    first = next(iter(shared.values()))
+    assert {task_id for task_id, rules in shared.items() if rules != first} == set()
+    kinds = {next(k for k in r if k not in ("id", "description")) for r in first}
+    assert kinds >= {"before", "confirmed", "provenance", "never", "no_undo", "check"}
