@@ -40,6 +40,10 @@ class SuiteConfig(Strict):
     """A task whose oracle runs before every batch."""
     weights: dict[str, float] = Field(default_factory=dict)
     """Task weights for suite averages (default 1 each)."""
+    mutation_testing: Literal["required", "report", "off"] = "required"
+    """Grader mutation testing in ``validate``: ``required`` fails a task with a surviving
+    mutant it does not declare equivalent; ``report`` lists survivors without failing; ``off``
+    generates no mutants."""
 
 
 @dataclass
