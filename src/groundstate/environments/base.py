@@ -92,6 +92,7 @@ class CallEffects:
     """What one tool call did to the environment, filled in when its transaction ends."""
 
     changed_tables: list[str] = field(default_factory=list)
+    """Tables the call wrote, even where it left the rows as they were."""
     denied: list[str] = field(default_factory=list)
     """Actions the environment refused (e.g. ``read payment_cards``)."""
     writes: list[RowWrite] = field(default_factory=list)
