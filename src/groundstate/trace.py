@@ -20,6 +20,8 @@ class MessageEvent(BaseModel):
     """None: the user has left the conversation."""
     at: float
     """Seconds since the attempt started."""
+    final: bool = False
+    """The agent's final reply (what it returned at the end of the attempt)."""
 
 
 class ToolCallEvent(BaseModel):

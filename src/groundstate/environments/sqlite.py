@@ -62,6 +62,10 @@ class SqliteView:
         with _environment_errors("snapshot"):
             return read_snapshot(self._connection)
 
+    def interrupt(self) -> None:
+        """Abort a query running on this view (from any thread)."""
+        self._connection.interrupt()
+
 
 class SqliteEnvironment:
     """The :class:`~groundstate.environments.base.Environment` for SQLite fixtures.
@@ -419,7 +423,8 @@ def _quote(identifier: str) -> str:
 
 def _read_only(path: Path) -> sqlite3.Connection:
     """A connection that cannot write: the database itself refuses, not a convention."""
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    # Any thread may read: Python checks run in a thread of their own under a time limit.
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
 
 
 @contextmanager
