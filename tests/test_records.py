@@ -8,33 +8,45 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from groundstate.environments.base import RowWrite
 from groundstate.records import FORMAT_VERSION, AgentRun
 from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent, dump_jsonl, load_jsonl
 
-GOLDEN = Path(__file__).parent / "golden" / "agent_run_v1.json"
+GOLDEN_V1 = Path(__file__).parent / "golden" / "agent_run_v1.json"
+GOLDEN_V2 = Path(__file__).parent / "golden" / "agent_run_v2.json"
 
 
 def test_golden_record_of_format_1_still_loads() -> None:
-    data = json.loads(GOLDEN.read_text())
+    data = json.loads(GOLDEN_V1.read_text())
     run = AgentRun.model_validate(data)
-    assert run.format_version == FORMAT_VERSION == 1
+    assert run.format_version == 1 < FORMAT_VERSION
     assert run.terminal_reason == "agent_failure/constraint_violation" and not run.success
     assert run.valid
     assert [e.kind for e in run.observation_action_log] == ["message", "tool_call"]
-    # Nothing lost; fields added since format 1 carry their defaults.
-    assert _subset(data, json.loads(run.model_dump_json()))
-    assert run.observation_action_log[0].final is False  # type: ignore[union-attr]
+    dumped = json.loads(run.model_dump_json())
+    # Format 2 added one defaulted field per trace event; nothing else is lost or added.
+    for event in dumped["observation_action_log"]:
+        added = "final" if event["kind"] == "message" else "writes"
+        assert event.pop(added) in (False, [])
+    assert dumped == data
 
 
-def _subset(old: object, new: object) -> bool:
-    """Every value of *old* is in *new* (dicts may have gained keys)."""
-    if isinstance(old, dict):
-        return isinstance(new, dict) and all(
-            k in new and _subset(v, new[k]) for k, v in old.items()
-        )
-    if isinstance(old, list):
-        return isinstance(new, list) and len(old) == len(new) and all(map(_subset, old, new))
-    return old == new
+def test_golden_record_of_format_2_round_trips_with_writes_and_the_final_reply() -> None:
+    """The format-1 record's attempt as format 2 stores it (writes from a real run)."""
+    data = json.loads(GOLDEN_V2.read_text())
+    run = AgentRun.model_validate(data)
+    assert run.format_version == FORMAT_VERSION == 2
+    user, call, reply = run.observation_action_log
+    assert isinstance(user, MessageEvent) and not user.final
+    assert isinstance(reply, MessageEvent) and reply.final and reply.text == run.final_message
+    assert isinstance(call, ToolCallEvent)
+    assert [(w.table, w.key, w.columns) for w in call.writes] == [
+        ("accounts", "A", ["balance"]),
+        ("accounts", "B", ["balance"]),
+        ("transfers", 1, ["id", "source", "target", "amount", "at"]),
+    ]
+    assert call.writes[2].before is None
+    assert json.loads(run.model_dump_json()) == data  # nothing lost, nothing added
 
 
 json_values = st.recursive(
@@ -49,7 +61,16 @@ messages = st.builds(
     step=st.integers(0, 100),
     role=st.sampled_from(["user", "agent"]),
     text=st.none() | st.text(),
+    final=st.booleans(),
     at=st.floats(0, 1e6),
+)
+rows = st.none() | st.dictionaries(st.text(max_size=8), json_values, max_size=3)
+writes = st.builds(
+    RowWrite,
+    table=st.text(max_size=10),
+    key=json_values,
+    before=rows,
+    after=rows,
 )
 calls = st.builds(
     ToolCallEvent,
@@ -62,6 +83,7 @@ calls = st.builds(
     error_class=st.none() | st.sampled_from(["invalid_arguments", "tool_error"]),
     duration_ms=st.floats(0, 1e6),
     changed_tables=st.lists(st.text(max_size=10), max_size=3),
+    writes=st.lists(writes, max_size=3),
     at=st.floats(0, 1e6),
 )
 

@@ -337,7 +337,7 @@ def test_a_swallowed_denial_still_denies_the_whole_call(restricted: SqliteEnviro
         ("ATTACH ':memory:' AS other", "attach :memory:"),
         ("PRAGMA foreign_keys = OFF", "pragma foreign_keys"),
         ("COMMIT", "transaction COMMIT"),
-        ("DELETE FROM temp._gs_changed", "write _gs_changed"),
+        ("DELETE FROM temp._gs_writes", "write _gs_writes"),
     ],
 )
 def test_the_agent_cannot_touch_the_harness_schema_or_transaction(

@@ -1,7 +1,8 @@
 """The tool gateway: the one seam every agent tool call passes through.
 
 ``call`` runs a small pipeline: look the tool up, validate the arguments against its JSON
-schema, execute it atomically in the environment, and append the call to the trace. The
+schema, execute it atomically in the environment, and append the call to the trace, with the
+rows it changed (before and after) as the environment reports them. The
 error class of a failed call says whose doing it was: invalid arguments, unknown tools,
 permission denials and tool refusals are the agent's; an exception inside a tool
 implementation is the environment's, and is raised as :class:`EnvironmentFailure` after it
@@ -60,6 +61,7 @@ class ToolGateway:
                 duration_ms=(time.perf_counter() - started) * 1000,
                 changed_tables=effects.changed_tables,
                 denied=effects.denied,
+                writes=effects.writes,
                 at=self._clock(),
             )
         )
@@ -95,6 +97,7 @@ class ToolGateway:
             raise _ToolCrashed(exc) from exc
         finally:  # the environment fills in the effects when the transaction ends
             effects.denied, effects.changed_tables = tx.denied, tx.changed_tables
+            effects.writes = tx.writes
         return ToolResult(ok=True, output=output)
 
 

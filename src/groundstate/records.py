@@ -9,7 +9,9 @@ from pydantic import BaseModel, Field
 
 from groundstate.trace import TraceEvent
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""1: the first format. 2: trace messages carry ``final`` and tool calls their row-level
+``writes`` (both defaulted when a format-1 record is read)."""
 INVALID_REASONS = ("environment_failure", "grader_failure")
 """Terminal reasons that make an attempt invalid: rerun under the batch's policy, never scored."""
 

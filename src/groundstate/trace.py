@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from groundstate.environments.base import RowWrite
+
 ErrorClass = Literal[
     "invalid_arguments", "unknown_tool", "permission_denied", "tool_error", "environment_error"
 ]
@@ -18,10 +20,10 @@ class MessageEvent(BaseModel):
     role: Literal["user", "agent"]
     text: str | None
     """None: the user has left the conversation."""
+    final: bool = False
+    """The agent's final reply (the message it returned when it finished)."""
     at: float
     """Seconds since the attempt started."""
-    final: bool = False
-    """The agent's final reply (what it returned at the end of the attempt)."""
 
 
 class ToolCallEvent(BaseModel):
@@ -36,6 +38,9 @@ class ToolCallEvent(BaseModel):
     duration_ms: float
     changed_tables: list[str] = Field(default_factory=list)
     denied: list[str] = Field(default_factory=list)
+    writes: list[RowWrite] = Field(default_factory=list)
+    """The rows the call changed, before and after (empty if it changed nothing, was denied or
+    was rolled back). Traces stored before format 2 have none."""
     at: float
 
 

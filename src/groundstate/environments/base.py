@@ -42,6 +42,25 @@ class RowChange(BaseModel):
         return [c for c in self.after if self.before.get(c) != self.after.get(c)]
 
 
+class RowWrite(BaseModel):
+    """One row as a single tool call changed it: its value before and after the call."""
+
+    table: str
+    key: Any
+    """Primary-key value (a list for a composite key; ``rowid`` for a table without one)."""
+    before: Row | None
+    """None: the call inserted the row."""
+    after: Row | None
+    """None: the call deleted the row."""
+
+    @property
+    def columns(self) -> list[str]:
+        """The columns the call changed; an inserted or deleted row changes all of them."""
+        if self.before is None or self.after is None:
+            return list(self.after or self.before or {})
+        return [c for c in self.after if self.before.get(c) != self.after.get(c)]
+
+
 class TableDiff(BaseModel):
     added: list[Row] = Field(default_factory=list)
     removed: list[Row] = Field(default_factory=list)
@@ -73,8 +92,12 @@ class CallEffects:
     """What one tool call did to the environment, filled in when its transaction ends."""
 
     changed_tables: list[str] = field(default_factory=list)
+    """Tables the call wrote, even where it left the rows as they were."""
     denied: list[str] = field(default_factory=list)
     """Actions the environment refused (e.g. ``read payment_cards``)."""
+    writes: list[RowWrite] = field(default_factory=list)
+    """Row-level changes of a committed call, in the order the rows were first written;
+    empty for a call that was denied or rolled back."""
 
 
 class Environment(Protocol):

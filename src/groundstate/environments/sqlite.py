@@ -24,12 +24,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundstate.environments.base import CallEffects, Row, Snapshot, TableState
+from groundstate.environments.sqlite_writes import LOG, WriteLog
 from groundstate.errors import EnvironmentFailure, PermissionDenied
 from groundstate.spec.canonical import canonical_json, hash_file, hash_value
 from groundstate.spec.task import Permissions
 
 META_TABLE = "_groundstate_meta"
-_CHANGED = "_gs_changed"
 _PROTECTED = {META_TABLE, "sqlite_sequence"}
 _WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
 _HARMLESS = {  # savepoints are harmless: they nest inside the call's own transaction
@@ -79,6 +79,7 @@ class SqliteEnvironment:
     _control: sqlite3.Connection
     _agent: sqlite3.Connection
     _evaluator: sqlite3.Connection
+    _writes: WriteLog
 
     def __init__(
         self,
@@ -154,7 +155,7 @@ class SqliteEnvironment:
         # authorizer, which refuses the agent any pragma write.
         self._agent.execute("PRAGMA foreign_keys = ON")
         self._agent.execute("PRAGMA synchronous = OFF")
-        _install_change_triggers(self._agent)
+        self._writes = WriteLog(self._agent, _user_tables(self._agent))
         self._agent.set_authorizer(self._authorize)
 
     def _close_live(self) -> None:
@@ -228,21 +229,22 @@ class SqliteEnvironment:
 
     @contextmanager
     def tool_transaction(self) -> Iterator[CallEffects]:
-        """Run one tool call atomically and report the tables it changed and what was denied.
+        """Run one tool call atomically and report the rows it changed and what was denied.
 
         A call during which anything was denied is rolled back and raises
         :class:`PermissionDenied`, even when the tool swallowed the database's error: a denied
-        call changes nothing.
+        call changes nothing. A call that commits reports its row-level writes (see
+        :mod:`groundstate.environments.sqlite_writes`) and the tables it wrote.
         """
         effects = CallEffects()
         self._denied = []
         self._harness("BEGIN")
-        self._harness(f"DELETE FROM temp.{_CHANGED}")
+        self._writes.clear(self._harness)
         try:
             yield effects
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
-            changed = [row[0] for row in self._harness(f"SELECT name FROM temp.{_CHANGED}")]
+            writes, written = self._writes.read(self._harness)
             self._harness("COMMIT")
         except BaseException as exc:
             if self._agent.in_transaction:
@@ -252,13 +254,13 @@ class SqliteEnvironment:
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
             raise
         effects.denied = list(dict.fromkeys(self._denied))
-        effects.changed_tables = sorted(changed)
+        effects.writes, effects.changed_tables = writes, written
 
-    def _harness(self, sql: str) -> list[tuple[Any, ...]]:
+    def _harness(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one of the harness's own statements on the agent connection, past the authorizer."""
         self._trusted = True
         try:
-            return self._agent.execute(sql).fetchall()
+            return self._agent.execute(sql, params).fetchall()
         finally:
             self._trusted = False
 
@@ -266,14 +268,16 @@ class SqliteEnvironment:
         self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None
     ) -> int:
         """The agent connection's authorizer: allow, or deny and record why."""
-        if self._trusted or action in _HARMLESS:
+        # The write log's triggers act for the harness: they read the rows the agent writes
+        # (a table's trigger may write a table the agent cannot read) and write the log.
+        if self._trusted or action in _HARMLESS or (source or "").startswith(LOG):
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_READ:
-            allowed = db == "temp" or self._permissions.get(arg1 or "") != "none"
+            allowed = db != "temp" and self._permissions.get(arg1 or "") != "none"
             return self._verdict(allowed, f"read {arg1}")
         if action in _WRITES:
-            if db == "temp":  # only the change-tracking triggers may write temp tables
-                return self._verdict(bool(source and source.startswith(_CHANGED)), f"write {arg1}")
+            if db == "temp":  # the write log is the harness's, not the agent's
+                return self._verdict(False, f"write {arg1}")
             writable = self._permissions.get(arg1 or "", "write") == "write"
             return self._verdict(writable and arg1 not in _PROTECTED, f"write {arg1}")
         if action == sqlite3.SQLITE_PRAGMA and (arg2 is None or arg1 in _INTROSPECTION_PRAGMAS):
@@ -398,19 +402,6 @@ def _row_key(row: Row, key: list[str]) -> str:
     return canonical_json(values[0] if len(values) == 1 else values)
 
 
-def _install_change_triggers(connection: sqlite3.Connection) -> None:
-    """TEMP triggers that log each written table; temp objects never touch the main file."""
-    connection.execute(f"CREATE TEMP TABLE {_CHANGED}(name TEXT PRIMARY KEY)")
-    for index, table in enumerate(_user_tables(connection)):
-        literal = "'" + table.replace("'", "''") + "'"
-        for event in ("INSERT", "UPDATE", "DELETE"):
-            connection.execute(
-                f"CREATE TEMP TRIGGER {_CHANGED}_{index}_{event.lower()} AFTER {event} "
-                f"ON main.{_quote(table)} BEGIN "
-                f"INSERT OR IGNORE INTO {_CHANGED} VALUES ({literal}); END"
-            )
-
-
 def _user_tables(connection: sqlite3.Connection) -> list[str]:
     """The fixture's own tables: neither SQLite internals nor the harness's clock."""
     tables = connection.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")
@@ -422,8 +413,11 @@ def _quote(identifier: str) -> str:
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
-    """A connection that cannot write: the database itself refuses, not a convention."""
-    # Any thread may read: Python checks run in a thread of their own under a time limit.
+    """A connection that cannot write: the database itself refuses, not a convention.
+
+    Graders' Python checks run in a thread of their own (under a time limit), so the
+    connection may be used from another thread; sqlite3 serialises the calls.
+    """
     return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
 
 

@@ -9,6 +9,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from groundstate.errors import SpecError
+from groundstate.spec.task import CONSTRAINT_KINDS
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -55,7 +56,7 @@ def _spec_error(path: Path, exc: ValidationError) -> SpecError:
     return SpecError(path, field or None, reason)
 
 
-_TAGS = frozenset({"before", "never", "at_most", "sql", "state_diff", "check"})
+_TAGS = frozenset({*CONSTRAINT_KINDS, "sql", "state_diff", "check"})
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
@@ -63,7 +64,7 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
     for i, part in enumerate(loc):
         if isinstance(part, int):
             text += f"[{part}]"
-        elif part in _TAGS and text.endswith("]") and i + 1 < len(loc):
+        elif part in _TAGS and i > 0 and isinstance(loc[i - 1], int) and i + 1 < len(loc):
             continue  # a union tag repeats the field that follows; keep the path readable
         else:
             text += f".{part}" if text else str(part)

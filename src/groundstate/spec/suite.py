@@ -25,7 +25,7 @@ from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.files import load_model
 from groundstate.spec.solution import Solution
-from groundstate.spec.task import AgentTask, PythonAssertion, Strict
+from groundstate.spec.task import AgentTask, PythonAssertion, PythonConstraint, Strict
 from groundstate.tools import Tool, load_tools
 
 
@@ -125,6 +125,11 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
             _check_python_ref(
                 suite.root, assertion.check, task_file, f"outcome_assertions[{i}].check"
             )
+    for i, constraint in enumerate(task.hard_process_constraints):
+        if isinstance(constraint, PythonConstraint):
+            _check_python_ref(
+                suite.root, constraint.check, task_file, f"hard_process_constraints[{i}].check"
+            )
 
 
 def _check_python_ref(root: Path, ref: str, task_file: Path, field_name: str) -> None:
@@ -145,9 +150,9 @@ def _with_grader_versions(
     """The grader is software: its revision hashes everything that decides a verdict."""
     code_files = sorted(
         {
-            a.check.partition(":")[0]
-            for a in task.outcome_assertions
-            if isinstance(a, PythonAssertion)
+            check.check.partition(":")[0]
+            for check in [*task.outcome_assertions, *task.hard_process_constraints]
+            if isinstance(check, PythonAssertion | PythonConstraint)
         }
     )
     grader = {

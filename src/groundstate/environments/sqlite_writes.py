@@ -1,0 +1,224 @@
+"""Row-level write history of a SQLite database, one tool call at a time.
+
+TEMP triggers on every fixture table log the old and new image of each written row into a
+TEMP table (``temp`` objects live outside the main file, so the state hash never sees them).
+At the end of a call the log is read, netted out per row (a row written twice in one call is
+one write: its value before the call and after it) and cleared; a rolled-back call leaves no
+log, because TEMP tables are transactional too. The work is one trigger step per written
+row: it scales with the rows written, never with the size of a table.
+
+``INSERT OR REPLACE`` deletes conflicting rows without firing delete triggers (unless
+recursive triggers are on, which would change a fixture's own triggers). So ``BEFORE`` triggers
+also log the rows a new row would conflict with (same primary key or unique columns); such a
+row that nothing else touched and that is gone at the end of the call was deleted.
+
+Cells are logged with their storage class, so values come back exactly: REAL through
+``quote()`` (SQLite's JSON would round to 15 digits), BLOB as hex text.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from groundstate.environments.base import Row, RowWrite
+from groundstate.spec.canonical import canonical_json
+
+LOG = "_gs_writes"
+"""The TEMP table the triggers write; trigger names start with it too."""
+_CHUNK = 50  # columns per json_array() call: SQLite allows at most 127 arguments
+
+Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
+"""Runs one of the harness's own statements (past the agent's authorizer)."""
+
+
+@dataclass(frozen=True)
+class _Table:
+    name: str
+    columns: list[str]
+    """As in snapshots: ``rowid`` first for a table without a primary key."""
+    key: list[str]
+    unique: list[list[str]]
+    """Column sets a new row may conflict on: the key and every unique index."""
+
+    def key_of(self, row: Row) -> Any:
+        values = [row[c] for c in self.key]
+        return values[0] if len(values) == 1 else values
+
+
+class WriteLog:
+    """The triggers and the log of one connection (valid until the connection closes)."""
+
+    def __init__(self, connection: sqlite3.Connection, tables: list[str]) -> None:
+        self._tables = [_describe(connection, name) for name in tables]
+        connection.execute(
+            f"CREATE TEMP TABLE {LOG}"
+            "(seq INTEGER PRIMARY KEY, tbl INTEGER, op TEXT, old TEXT, new TEXT)"
+        )
+        for index, table in enumerate(self._tables):
+            for sql in _triggers(index, table):
+                connection.execute(sql)
+
+    def clear(self, run: Run) -> None:
+        run(f"DELETE FROM temp.{LOG}", ())
+
+    def read(self, run: Run) -> tuple[list[RowWrite], list[str]]:
+        """The call's writes, netted per row, in the order rows were first written; and the
+        tables it wrote at all (a row written and restored in the same call has no write, but
+        its table was written, as a counter bumped by an insert that was deleted again)."""
+        entries = run(f"SELECT tbl, op, old, new FROM temp.{LOG} ORDER BY seq", ())
+        self.clear(run)
+        net = _Netting(self._tables)
+        for tbl, op, old, new in entries:
+            net.add(tbl, op, _decode(old), _decode(new))
+        written = sorted({self._tables[tbl].name for tbl, op, _, _ in entries if op != "pre"})
+        return net.writes(lambda table, row: _exists(run, table, row)), written
+
+
+class _Netting:
+    """Folds logged row images into one write per row."""
+
+    def __init__(self, tables: list[_Table]) -> None:
+        self._tables = tables
+        self._rows: dict[tuple[int, str], list[Any]] = {}  # -> [table, key, before, after]
+        self._conflicts: dict[tuple[int, str], Row] = {}
+
+    def add(self, tbl: int, op: str, old: list[Any] | None, new: list[Any] | None) -> None:
+        table = self._tables[tbl]
+        before = _row(table, old)
+        after = _row(table, new)
+        if op == "pre":
+            assert before is not None
+            self._conflicts.setdefault(self._slot(tbl, table.key_of(before)), before)
+            return
+        moved = before is not None and after is not None and _moved(table, before, after)
+        if moved:  # an update of the key: the old row goes, a new one comes
+            self._write(tbl, before, None)
+            self._write(tbl, None, after)
+        else:
+            self._write(tbl, before, after)
+
+    def _write(self, tbl: int, before: Row | None, after: Row | None) -> None:
+        table = self._tables[tbl]
+        key = table.key_of(before if before is not None else after or {})
+        slot = self._slot(tbl, key)
+        if slot in self._rows:
+            self._rows[slot][3] = after
+            return
+        if before is None:  # an insert that replaced a conflicting row: that row was here
+            before = self._conflicts.get(slot)
+        self._rows[slot] = [table.name, key, before, after]
+
+    def writes(self, exists: Callable[[_Table, Row], bool]) -> list[RowWrite]:
+        for slot, row in self._conflicts.items():
+            table = self._tables[slot[0]]
+            if slot not in self._rows and not exists(table, row):  # deleted by a REPLACE
+                self._rows[slot] = [table.name, table.key_of(row), row, None]
+        return [
+            RowWrite(table=name, key=key, before=before, after=after)
+            for name, key, before, after in self._rows.values()
+            if before != after
+        ]
+
+    @staticmethod
+    def _slot(tbl: int, key: Any) -> tuple[int, str]:
+        return tbl, canonical_json(key)
+
+
+def _moved(table: _Table, before: Row, after: Row) -> bool:
+    return canonical_json(table.key_of(before)) != canonical_json(table.key_of(after))
+
+
+def _exists(run: Run, table: _Table, row: Row) -> bool:
+    match = " AND ".join(f"{_column(c)} IS ?" for c in table.key)
+    sql = f"SELECT 1 FROM main.{_quote(table.name)} WHERE {match}"
+    return bool(run(sql, tuple(row[c] for c in table.key)))
+
+
+# --- schema and triggers ----------------------------------------------------------------------
+
+
+def _describe(connection: sqlite3.Connection, name: str) -> _Table:
+    info = connection.execute(f"PRAGMA main.table_info({_quote(name)})").fetchall()
+    columns = [column[1] for column in info]
+    key = [column[1] for column in sorted(info, key=lambda column: column[5]) if column[5] > 0]
+    if not key:
+        key, columns = ["rowid"], ["rowid", *columns]
+    return _Table(name, columns, key, [key, *_unique_indexes(connection, name)])
+
+
+def _unique_indexes(connection: sqlite3.Connection, table: str) -> list[list[str]]:
+    found = []
+    for index in connection.execute(f"PRAGMA main.index_list({_quote(table)})").fetchall():
+        if index[2]:  # unique
+            info = connection.execute(f"PRAGMA main.index_info({_quote(index[1])})").fetchall()
+            if all(column[2] is not None for column in info):  # skip expression indexes
+                found.append([column[2] for column in info])
+    return found
+
+
+def _triggers(index: int, table: _Table) -> list[str]:
+    name, on = f"{LOG}_{index}", f"ON main.{_quote(table.name)}"
+    log = f"INSERT INTO {LOG}(tbl, op, old, new)"
+    conflicts = " OR ".join(
+        "(" + " AND ".join(f"{_column(c)} = NEW.{_column(c)}" for c in columns) + ")"
+        for columns in table.unique
+    )
+    pre = (
+        f"{log} SELECT {index}, 'pre', {_image(table, None)}, NULL "
+        f"FROM main.{_quote(table.name)} WHERE {conflicts}"
+    )
+    old, new = _image(table, "OLD"), _image(table, "NEW")
+    return [
+        f"CREATE TEMP TRIGGER {name}_pre_insert BEFORE INSERT {on} BEGIN {pre}; END",
+        f"CREATE TEMP TRIGGER {name}_pre_update BEFORE UPDATE {on} BEGIN {pre}; END",
+        f"CREATE TEMP TRIGGER {name}_insert AFTER INSERT {on} "
+        f"BEGIN {log} VALUES ({index}, 'insert', NULL, {new}); END",
+        f"CREATE TEMP TRIGGER {name}_update AFTER UPDATE {on} "
+        f"BEGIN {log} VALUES ({index}, 'update', {old}, {new}); END",
+        f"CREATE TEMP TRIGGER {name}_delete AFTER DELETE {on} "
+        f"BEGIN {log} VALUES ({index}, 'delete', {old}, NULL); END",
+    ]
+
+
+def _image(table: _Table, ref: str | None) -> str:
+    """SQL for a row image: a JSON array of [storage class, value] pairs, column by column."""
+    cells = [_cell(f"{ref}.{_column(c)}" if ref else _column(c)) for c in table.columns]
+    chunks = [cells[i : i + _CHUNK] for i in range(0, len(cells), _CHUNK)]
+    arrays = [f"json_array({', '.join(chunk)})" for chunk in chunks]
+    return "'[' || " + " || ',' || ".join(arrays) + " || ']'"
+
+
+def _cell(value: str) -> str:
+    exact = (
+        f"CASE typeof({value}) WHEN 'real' THEN quote({value}) "
+        f"WHEN 'blob' THEN hex({value}) ELSE {value} END"
+    )
+    return f"typeof({value}), {exact}"
+
+
+def _decode(image: str | None) -> list[Any] | None:
+    if image is None:
+        return None
+    flat = [item for chunk in json.loads(image) for item in chunk]
+    return [_value(kind, value) for kind, value in zip(flat[::2], flat[1::2], strict=True)]
+
+
+def _value(kind: str, value: Any) -> Any:
+    return float(value) if kind == "real" else value
+
+
+def _row(table: _Table, values: list[Any] | None) -> Row | None:
+    return None if values is None else dict(zip(table.columns, values, strict=True))
+
+
+def _column(name: str) -> str:
+    # rowid must stay bare: a quoted "rowid" that names no column is read as a string literal.
+    return name if name == "rowid" else _quote(name)
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'

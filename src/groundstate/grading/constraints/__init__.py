@@ -1,0 +1,79 @@
+"""Hard process constraints, checked on the trace: ``C_j(trace)``.
+
+Each constraint gives one :class:`~groundstate.records.CheckResult`. A failure's evidence has
+``problems`` (one line saying what went wrong), ``offending_step`` (the step that broke it,
+as recorded; absent for ``at_least``, which fails on the trace as a whole) and detail of its
+kind. A constraint that cannot be evaluated (a Python check that raises or runs past
+:data:`groundstate.grading.outcome.GRADER_TIME_LIMIT`) has ``error`` set: the attempt is
+then a grader failure. The language is documented in ``docs/constraints.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from groundstate.grading import outcome
+from groundstate.grading.constraints._dialogue import confirmed, provenance
+from groundstate.grading.constraints._history import no_undo
+from groundstate.grading.constraints._match import matches
+from groundstate.grading.constraints._order import at_least, at_most, before, never
+from groundstate.grading.constraints._python import python_check
+from groundstate.grading.constraints._text import normalise
+from groundstate.grading.outcome import States
+from groundstate.records import CheckResult
+from groundstate.spec.task import (
+    CONSTRAINT_KINDS,
+    AtLeastConstraint,
+    AtMostConstraint,
+    BeforeConstraint,
+    ConfirmedConstraint,
+    HardConstraint,
+    NeverConstraint,
+    NoUndoConstraint,
+    ProvenanceConstraint,
+    PythonConstraint,
+)
+from groundstate.trace import TraceEvent
+
+__all__ = ["evaluate_constraints", "matches", "normalise"]
+
+
+
+def evaluate_constraints(
+    constraints: Sequence[HardConstraint], events: list[TraceEvent], states: States | None = None
+) -> list[CheckResult]:
+    """Check each constraint on the trace; *states* gives Python constraints ``s0``."""
+    return [_evaluate(c, events, states) for c in constraints]
+
+
+def _evaluate(
+    constraint: HardConstraint, events: list[TraceEvent], states: States | None
+) -> CheckResult:
+    if isinstance(constraint, PythonConstraint):
+        # Read at call time: one limit for every grader (set in grading.outcome).
+        return python_check(constraint, events, states, outcome.GRADER_TIME_LIMIT)
+    try:
+        return _declarative(constraint, events)
+    except Exception as exc:  # a grader bug is a grader failure, not the agent's
+        kind = next(k for k in CONSTRAINT_KINDS if k in type(constraint).model_fields)
+        error = f"{type(exc).__name__}: {exc}"
+        return CheckResult(id=constraint.id, kind=kind, passed=False, error=error)
+
+
+def _declarative(constraint: HardConstraint, events: list[TraceEvent]) -> CheckResult:
+    match constraint:
+        case BeforeConstraint():
+            return before(constraint, events)
+        case NeverConstraint():
+            return never(constraint, events)
+        case AtMostConstraint():
+            return at_most(constraint, events)
+        case AtLeastConstraint():
+            return at_least(constraint, events)
+        case ConfirmedConstraint():
+            return confirmed(constraint, events)
+        case ProvenanceConstraint():
+            return provenance(constraint, events)
+        case NoUndoConstraint():
+            return no_undo(constraint, events)
+    raise TypeError(f"unknown constraint kind {type(constraint).__name__}")

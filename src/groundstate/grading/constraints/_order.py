@@ -1,0 +1,97 @@
+"""Counting and ordering constraints: ``never``, ``at_most``, ``at_least``, ``before``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groundstate.grading.constraints._match import matches
+from groundstate.grading.constraints._paths import Bindings, capture, holds, values_at
+from groundstate.grading.constraints._result import failed, label, passed
+from groundstate.records import CheckResult
+from groundstate.spec.task import (
+    AtLeastConstraint,
+    AtMostConstraint,
+    BeforeConstraint,
+    BeforeRule,
+    NeverConstraint,
+)
+from groundstate.trace import TraceEvent
+
+
+def never(constraint: NeverConstraint, events: list[TraceEvent]) -> CheckResult:
+    hits = [e for e in events if matches(constraint.never, e)]
+    if not hits:
+        return passed(constraint.id, "never")
+    problem = f"{label(hits[0])} matches a step that must never happen"
+    steps = [e.step for e in hits]
+    return failed(constraint.id, "never", hits[0], problem, count=len(hits), steps=steps)
+
+
+def at_most(constraint: AtMostConstraint, events: list[TraceEvent]) -> CheckResult:
+    rule = constraint.at_most
+    hits = [e for e in events if matches(rule.match, e)]
+    if len(hits) <= rule.n:
+        return passed(constraint.id, "at_most", count=len(hits))
+    first_extra = hits[rule.n]
+    problem = f"{label(first_extra)} is match {rule.n + 1} of {len(hits)}; at most {rule.n} allowed"
+    return failed(constraint.id, "at_most", first_extra, problem, count=len(hits))
+
+
+def at_least(constraint: AtLeastConstraint, events: list[TraceEvent]) -> CheckResult:
+    """Fails on the trace as a whole: there is no offending step, only a count."""
+    rule = constraint.at_least
+    count = sum(matches(rule.match, e) for e in events)
+    if count >= rule.n:
+        return passed(constraint.id, "at_least", count=count)
+    problem = f"{count} matching step(s), at least {rule.n} required"
+    return failed(constraint.id, "at_least", None, problem, count=count, needed=rule.n)
+
+
+def before(constraint: BeforeConstraint, events: list[TraceEvent]) -> CheckResult:
+    """Every ``then`` step has an earlier ``first`` step (whose captures satisfy ``where``)."""
+    rule = constraint.before
+    firsts: list[tuple[TraceEvent, Bindings | None]] = []
+    for event in events:
+        if matches(rule.then, event) and not _licensed(rule, event, firsts):
+            return _unlicensed(constraint, event, firsts)
+        if matches(rule.first, event):
+            firsts.append((event, capture(event, rule.first.capture)))
+    return passed(constraint.id, "before")
+
+
+def _licensed(
+    rule: BeforeRule, event: TraceEvent, firsts: list[tuple[TraceEvent, Bindings | None]]
+) -> bool:
+    if not rule.where:
+        return bool(firsts)
+    return any(b is not None and holds(event, rule.where, b) for _, b in firsts)
+
+
+def _unlicensed(
+    constraint: BeforeConstraint,
+    event: TraceEvent,
+    firsts: list[tuple[TraceEvent, Bindings | None]],
+) -> CheckResult:
+    rule = constraint.before
+    if not firsts:
+        problem = f"{label(event)} has no earlier step matching 'first'"
+        return failed(constraint.id, "before", event, problem)
+    earlier: list[dict[str, Any]] = [
+        {"step": e.step, "captured": None if b is None else {k: v.values for k, v in b.items()}}
+        for e, b in firsts
+    ]
+    steps = ", ".join(str(e.step) for e, _ in firsts)
+    problem = f"{label(event)}: no earlier 'first' step ({steps}) makes {_conditions(rule)} true"
+    return failed(
+        constraint.id,
+        "before",
+        event,
+        problem,
+        where=rule.where,
+        values=values_at(event, list(rule.where)),
+        earlier=earlier,
+    )
+
+
+def _conditions(rule: BeforeRule) -> str:
+    return ", ".join(f"{path} = {value}" for path, value in rule.where.items())

@@ -1,0 +1,107 @@
+"""Paths into trace steps (``args.order_id``, ``output.items.*.item_id``) and conditions on them.
+
+A path starts at a field of the step (``args``, ``output``, ``error``, ``tool``, ``ok`` of a tool
+call; ``text``, ``role`` of a message) and walks dictionary keys; a number indexes a list and
+``*`` maps over one. Resolving gives the values reached, or None when the path is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from groundstate.spec.canonical import canonical_json
+from groundstate.spec.task import JsonScalar, literal, variable
+from groundstate.trace import TraceEvent
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A captured value; through a ``*`` path, the set of values reached (``many``)."""
+
+    values: list[Any]
+    many: bool
+
+    def admits(self, value: Any) -> bool:
+        return any(same(value, bound) for bound in self.values)
+
+
+Bindings = dict[str, Bound]
+
+
+def resolve(event: TraceEvent, path: str) -> list[Any] | None:
+    """The values at *path* in *event*: one without ``*``; None when any step is missing."""
+    root, *rest = path.split(".")
+    if root not in type(event).model_fields:
+        return None
+    values = [getattr(event, root)]
+    for segment in rest:
+        reached: list[Any] = []
+        for value in values:
+            found = _step(value, segment)
+            if found is None:
+                return None
+            reached.extend(found)
+        values = reached
+    return values
+
+
+def _step(value: Any, segment: str) -> list[Any] | None:
+    if segment == "*":
+        return list(value) if isinstance(value, list) else None
+    if isinstance(value, dict):
+        return [value[segment]] if segment in value else None
+    if isinstance(value, list) and _is_index(segment) and -len(value) <= int(segment) < len(value):
+        return [value[int(segment)]]
+    return None
+
+
+def _is_index(segment: str) -> bool:
+    return segment.removeprefix("-").isdigit()
+
+
+def capture(event: TraceEvent, paths: dict[str, str]) -> Bindings | None:
+    """Bind each name to the value at its path; None when a path is missing."""
+    bindings: Bindings = {}
+    for name, path in paths.items():
+        values = resolve(event, path)
+        if values is None:
+            return None
+        many = "*" in path.split(".")
+        bindings[name] = Bound(values, many) if many else Bound(values[:1], False)
+    return bindings
+
+
+def holds(event: TraceEvent, where: dict[str, JsonScalar], bindings: Bindings) -> bool:
+    """Every condition holds: at each path, every value reached equals the expected value.
+
+    ``"$name"`` expects the captured value (with ``*`` in the capture: one of the values).
+    A missing path fails; an empty list under ``*`` has no value that could fail.
+    """
+    return all(_condition(event, path, expected, bindings) for path, expected in where.items())
+
+
+def _condition(event: TraceEvent, path: str, expected: JsonScalar, bindings: Bindings) -> bool:
+    values = resolve(event, path)
+    if values is None:
+        return False
+    name = variable(expected)
+    if name is not None:
+        bound = bindings.get(name)
+        return bound is not None and all(bound.admits(value) for value in values)
+    wanted = literal(expected)
+    return all(same(value, wanted) for value in values)
+
+
+def same(a: Any, b: Any) -> bool:
+    """Exact equality: 1 and "1" differ, True and 1 differ; 1 and 1.0 are the same number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and canonical_json(a) == canonical_json(b)
+
+
+def values_at(event: TraceEvent, paths: list[str]) -> dict[str, list[Any] | None]:
+    """Evidence: what each path reached in *event*."""
+    return {path: resolve(event, path) for path in paths}

@@ -1,0 +1,52 @@
+"""Python constraints: ``fn(trace, s0) -> bool | (bool, evidence)``, run under a time limit."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from groundstate.deadline import call_with_time_limit
+from groundstate.grading.outcome import States
+from groundstate.records import CheckResult
+from groundstate.spec.task import PythonConstraint
+from groundstate.tools import load_module
+from groundstate.trace import TraceEvent
+
+
+def python_check(
+    constraint: PythonConstraint, events: list[TraceEvent], states: States | None, limit: float
+) -> CheckResult:
+    """Run the function; an exception or a timeout is an error (a grader failure), not a fail."""
+    try:
+        if states is None:
+            raise ValueError("a Python constraint needs the grader's states (s0)")
+        grader_states = states
+        passed, evidence = call_with_time_limit(
+            lambda: _run(constraint, events, grader_states),
+            limit,
+            name=f"groundstate-check-{constraint.id}",
+        )
+    except Exception as exc:  # the grader is software too: record, don't crash the batch
+        return CheckResult(
+            id=constraint.id,
+            kind="check",
+            passed=False,
+            error=f"{type(exc).__name__}: {exc}",
+            evidence={"exception": {"type": type(exc).__name__, "message": str(exc)}},
+        )
+    return CheckResult(id=constraint.id, kind="check", passed=passed, evidence=evidence)
+
+
+def _run(
+    constraint: PythonConstraint, events: list[TraceEvent], states: States
+) -> tuple[bool, dict[str, Any]]:
+    file_name, _, function = constraint.check.partition(":")
+    check = getattr(load_module(states.suite_root / file_name, "checks"), function)
+    # A copy: the function may not edit the trace the record keeps.
+    trace = [event.model_copy(deep=True) for event in events]
+    verdict = check(trace, states.s0)
+    passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
+    if not isinstance(passed, bool):
+        raise TypeError(f"{constraint.check} returned {type(passed).__name__}, expected bool")
+    # Evidence goes into the run record, which is JSON: make it so now, not at storing time.
+    return passed, json.loads(json.dumps(dict(evidence), default=repr))

@@ -1,0 +1,159 @@
+"""Python constraints ``check: file.py:fn(trace, s0)``: verdicts, evidence, errors, time limit."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundstate.agents.base import Session
+from groundstate.errors import SpecError
+from groundstate.grading.constraints import evaluate_constraints
+from groundstate.records import AgentRun
+from groundstate.spec.suite import Suite
+from groundstate.testing import FunctionAgent, attempt
+
+from .conftest import BANK, EditTask
+from .trace_builder import Trace, constraint
+
+CHECKS = """
+import time
+
+
+def few_calls(trace, s0):
+    calls = [e for e in trace if e.kind == "tool_call"]
+    balance = s0.query("SELECT balance FROM accounts WHERE id = 'A'")[0][0]
+    return len(calls) <= 1, {"calls": len(calls), "balance_a": balance}
+
+
+def transfers_once(trace, s0):
+    return sum(e.kind == "tool_call" and e.tool == "transfer" for e in trace) == 1
+
+
+def raises(trace, s0):
+    raise KeyError("no such step")
+
+
+def sleeps(trace, s0):
+    time.sleep(3)
+    return True
+
+
+def says_maybe(trace, s0):
+    return "maybe"
+
+
+def edits_the_trace(trace, s0):
+    trace[0].text = "edited"
+    trace.clear()
+    return True
+
+
+def odd_evidence(trace, s0):
+    return False, {"steps": {1, 2}, "object": object}
+"""
+
+
+async def _transfer(session: Session) -> str:
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "done"
+
+
+@pytest.fixture
+def with_check(tmp_path: Path, edited_bank: EditTask) -> Any:
+    """The bank suite with ``trace_checks.py`` and one more constraint calling *function*."""
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root)
+    (root / "trace_checks.py").write_text(CHECKS)
+
+    def add(task: dict[str, Any], function: str) -> None:
+        rules = [r for r in task["hard_process_constraints"] if r["id"] != "py"]
+        task["hard_process_constraints"] = [
+            *rules,
+            {"id": "py", "check": f"trace_checks.py:{function}"},
+        ]
+
+    def load(function: str) -> Suite:
+        return edited_bank(lambda task: add(task, function))
+
+    return load
+
+
+def _run(suite: Suite) -> tuple[AgentRun, Any]:
+    run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
+    return run, next(r for r in run.constraint_results if r.id == "py")
+
+
+def test_a_python_constraint_reads_the_trace_and_s0(with_check: Any) -> None:
+    run, result = _run(with_check("few_calls"))
+    assert run.terminal_reason == "agent_failure/constraint_violation"
+    assert result.kind == "check" and not result.passed and result.error is None
+    assert result.evidence == {"calls": 2, "balance_a": 100}  # s0: before the transfer
+    run, result = _run(with_check("transfers_once"))
+    assert run.terminal_reason == "success" and result.passed and result.evidence == {}
+
+
+@pytest.mark.parametrize(
+    ("function", "error"),
+    [
+        ("raises", "KeyError: 'no such step'"),
+        ("says_maybe", "TypeError: trace_checks.py:says_maybe returned str, expected bool"),
+        ("no_such_function", "AttributeError"),
+    ],
+)
+def test_a_python_constraint_that_fails_to_run_is_a_grader_failure(
+    with_check: Any, function: str, error: str
+) -> None:
+    run, result = _run(with_check(function))
+    assert run.terminal_reason == "grader_failure"
+    assert result.error is not None and result.error.startswith(error)
+    assert result.evidence["exception"]["type"] == error.split(":")[0]
+
+
+def test_a_python_constraint_past_the_time_limit_is_a_grader_failure(
+    with_check: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("groundstate.grading.outcome.GRADER_TIME_LIMIT", 0.3)
+    started = time.perf_counter()
+    run, result = _run(with_check("sleeps"))
+    assert time.perf_counter() - started < 2.5
+    assert run.terminal_reason == "grader_failure"
+    assert result.error is not None and result.error.startswith("DeadlineExceeded")
+    assert result.evidence["exception"]["type"] == "DeadlineExceeded"
+
+
+def test_a_python_constraint_cannot_edit_the_recorded_trace(with_check: Any) -> None:
+    run, result = _run(with_check("edits_the_trace"))
+    assert result.passed
+    assert run.observation_action_log[0].text == "Please move 30 from my account A to account B."
+    assert len(run.observation_action_log) >= 3
+
+
+def test_evidence_is_made_json_at_once(with_check: Any) -> None:
+    run, result = _run(with_check("odd_evidence"))
+    assert result.error is None and not result.passed
+    assert isinstance(result.evidence["steps"], str) and "object" in result.evidence["object"]
+    AgentRun.model_validate_json(run.model_dump_json())  # storable
+
+
+def test_without_states_a_python_constraint_is_an_error() -> None:
+    result = evaluate_constraints([constraint(id="py", check="x.py:f")], Trace("hi").events)[0]
+    assert result.error is not None and "needs the grader's states" in result.error
+
+
+def test_a_missing_check_file_is_a_spec_error(edited_bank: EditTask) -> None:
+    rule = {"id": "py", "check": "nowhere.py:fn"}
+    with pytest.raises(SpecError) as caught:
+        edited_bank(lambda t: t["hard_process_constraints"].append(rule))
+    assert caught.value.field == "hard_process_constraints[2].check"
+
+
+def test_the_check_file_is_part_of_the_grader_revision(with_check: Any, tmp_path: Path) -> None:
+    before = with_check("few_calls").tasks["transfer"].grader_revision
+    (tmp_path / "bank" / "trace_checks.py").write_text(CHECKS + "\n# edited\n")
+    assert with_check("few_calls").tasks["transfer"].grader_revision != before

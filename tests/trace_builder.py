@@ -1,0 +1,75 @@
+"""Hand-built traces for constraint tests: steps are numbered as an episode numbers them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from groundstate.environments.base import RowWrite
+from groundstate.grading.constraints import evaluate_constraints
+from groundstate.records import CheckResult
+from groundstate.spec.task import HardConstraint
+from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent
+
+_CONSTRAINT: TypeAdapter[HardConstraint] = TypeAdapter(HardConstraint)
+
+
+def constraint(**fields: Any) -> HardConstraint:
+    """A constraint from its YAML form, e.g. ``constraint(id="x", never={"tool": "t"})``."""
+    return _CONSTRAINT.validate_python(fields)
+
+
+class Trace:
+    """``Trace().user("hi").call("get_order", {"order_id": "O-1"}, {...}).agent("done")``."""
+
+    def __init__(self, request: str | None = None) -> None:
+        self.events: list[TraceEvent] = []
+        if request is not None:
+            self.user(request)
+
+    def _step(self) -> int:
+        return len(self.events)
+
+    def user(self, text: str | None) -> Trace:
+        self.events.append(MessageEvent(step=self._step(), role="user", text=text, at=0.0))
+        return self
+
+    def agent(self, text: str, *, final: bool = False) -> Trace:
+        event = MessageEvent(step=self._step(), role="agent", text=text, final=final, at=0.0)
+        self.events.append(event)
+        return self
+
+    def call(
+        self,
+        tool: str,
+        args: dict[str, Any] | None = None,
+        output: Any = None,
+        *,
+        ok: bool = True,
+        writes: list[RowWrite] | None = None,
+    ) -> Trace:
+        event = ToolCallEvent(
+            step=self._step(),
+            tool=tool,
+            args=args or {},
+            ok=ok,
+            output=output,
+            error=None if ok else "refused",
+            error_class=None if ok else "tool_error",
+            duration_ms=1.0,
+            writes=writes or [],
+            changed_tables=sorted({w.table for w in writes or []}),
+            at=0.0,
+        )
+        self.events.append(event)
+        return self
+
+    def check(self, rule: HardConstraint) -> CheckResult:
+        return evaluate_constraints([rule], self.events)[0]
+
+
+def write(
+    table: str, key: Any, before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> RowWrite:
+    return RowWrite(table=table, key=key, before=before, after=after)
