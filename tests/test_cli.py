@@ -46,6 +46,7 @@ def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
         "attempts",
         "runs",
         "terminal_reasons",
+        "invalid_attempts",
     }
     assert (data["suite"], data["tasks"], data["attempts"]) == ("bank", 1, 4)
     assert [r["attempt"] for r in data["runs"]] == [1, 2, 3, 4]

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-import groundstate.grading.constraints as constraints
 from groundstate.agents.base import Session
 from groundstate.errors import SpecError
 from groundstate.grading.constraints import evaluate_constraints
@@ -119,7 +118,7 @@ def test_a_python_constraint_that_fails_to_run_is_a_grader_failure(
 def test_a_python_constraint_past_the_time_limit_is_a_grader_failure(
     with_check: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(constraints, "GRADER_TIME_LIMIT", 0.3)
+    monkeypatch.setattr("groundstate.grading.outcome.GRADER_TIME_LIMIT", 0.3)
     started = time.perf_counter()
     run, result = _run(with_check("sleeps"))
     assert time.perf_counter() - started < 2.5

@@ -22,6 +22,10 @@ class DeadlineExceeded(TimeoutError):
     """The code did not finish within its time limit."""
 
 
+class CalledCodeExited(RuntimeError):
+    """The code raised ``SystemExit``, ``KeyboardInterrupt`` or another ``BaseException``."""
+
+
 class _Outcome(Generic[T]):
     def __init__(self) -> None:
         self.done = threading.Event()
@@ -32,16 +36,20 @@ class _Outcome(Generic[T]):
 def call_with_time_limit(fn: Callable[[], T], limit: float, name: str = "groundstate-call") -> T:
     """Return ``fn()``, or raise :class:`DeadlineExceeded` after *limit* seconds.
 
-    Exceptions raised by *fn* (any :class:`BaseException`, ``SystemExit`` included) are
-    re-raised here, in the caller's thread.
+    Exceptions raised by *fn* are re-raised here, in the caller's thread. ``SystemExit``,
+    ``KeyboardInterrupt`` and other non-``Exception`` errors raised by *fn* are *fn*'s faults,
+    not requests to stop this process: they come back as :class:`CalledCodeExited`.
     """
     outcome: _Outcome[T] = _Outcome()
 
     def target() -> None:
         try:
             outcome.value = fn()
-        except BaseException as exc:  # handed to the caller, whatever it is
+        except Exception as exc:
             outcome.error = exc
+        except BaseException as exc:  # handed to the caller as an ordinary error
+            outcome.error = CalledCodeExited(f"raised {type(exc).__name__}: {exc}")
+            outcome.error.__cause__ = exc
         finally:
             outcome.done.set()
 

@@ -3,26 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import inspect
 import random
+import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
 from groundstate.environments.base import Environment, Snapshot, StateDiff, diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import (
     AgentGaveUp,
-    AgentStop,
     BudgetExceeded,
     ConversationOver,
     EnvironmentFailure,
+    HarnessCompatibilityError,
     ProhibitedAction,
     ResetCheckFailed,
     StepLimitReached,
+    TimeLimitReached,
 )
 from groundstate.gateway import ToolGateway
 from groundstate.grading.constraints import evaluate_constraints
@@ -35,6 +40,8 @@ from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask
 from groundstate.trace import MessageEvent, TraceEvent, dump_jsonl
 from groundstate.users import ScriptedUser
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -67,8 +74,44 @@ class AttemptOutput:
     artifacts: dict[str, str]
 
 
+@dataclass(frozen=True)
+class Stop:
+    """The first stop of an attempt, latched by the session: it decides the terminal reason."""
+
+    error: BaseException
+    """The stop (an :class:`AgentStop` or an :class:`EnvironmentFailure`)."""
+    stage: str
+    """Where it happened: ``tool_call``, ``message``, ``usage``, ``give_up`` or ``time_limit``."""
+    step: int
+    at: float
+
+    @property
+    def kind(self) -> str:
+        """The stop as a short name (``step_limit``, ``tool_crash``...)."""
+        if isinstance(self.error, EnvironmentFailure):
+            return "tool_crash"
+        return interruption_reason(self.error, self.stage).rpartition("/")[2]
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "stage": self.stage,
+            "step": self.step,
+            "at": round(self.at, 3),
+            "type": type(self.error).__name__,
+            "message": str(self.error),
+        }
+
+
 class EpisodeSession:
-    """The agent's side of one attempt (implements :class:`groundstate.agents.base.Session`)."""
+    """The agent's side of one attempt (implements :class:`groundstate.agents.base.Session`).
+
+    Stops are data. The first stop (a limit, a budget, a prohibited action or a departed user
+    under ``end``, a crashed tool, the time limit) is latched in :attr:`stop`; every later call
+    raises it again and changes nothing, so an agent that catches the exception cannot turn a
+    stop into a success. The agent may run in a thread of its own (see :func:`run_agent`);
+    its calls are then carried out on the episode's thread, which owns the environment.
+    """
 
     def __init__(
         self, task: AgentTask, suite: Suite, system: SystemSpec, env: Environment, seed: int
@@ -78,7 +121,10 @@ class EpisodeSession:
         self.events: list[TraceEvent] = []
         self.usage = Usage()
         self.cost = 0.0
+        self.stop: Stop | None = None
         self._steps = 0
+        self._lock = threading.Lock()
+        self._owner: asyncio.AbstractEventLoop | None = None
         self._rng = random.Random(seed)
         self._user = ScriptedUser(system.user_simulator, task.user)
         tools = {name: suite.tools[name] for name in task.available_tools}
@@ -113,35 +159,32 @@ class EpisodeSession:
     def rng(self) -> random.Random:
         return self._rng
 
+    @property
+    def steps(self) -> int:
+        return self._steps
+
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
-        step = self._next_step()
-        result = self._gateway.call(step, tool, {} if args is None else args)
-        if result.error_class == "permission_denied" and self._ends_on("on_prohibited_action"):
-            raise ProhibitedAction(result.error or "")
-        return result
+        return await self._on_owner(self._call, tool, {} if args is None else args)
 
     async def say(self, text: str) -> str | None:
-        step = self._next_step()
-        self._record_message("agent", text, step)
-        reply = self._user.reply(text)
-        self._record_message("user", reply, step)
-        return reply
+        return await self._on_owner(self._say, text)
 
     def record_usage(
         self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
     ) -> None:
-        self.usage.input_tokens += input_tokens
-        self.usage.output_tokens += output_tokens
-        self.cost += cost
-        budgets = self._system.budgets
-        if budgets.max_cost is not None and self.cost > budgets.max_cost:
-            raise BudgetExceeded(f"cost {self.cost:.4f} exceeds the budget {budgets.max_cost}")
-        tokens = self.usage.input_tokens + self.usage.output_tokens
-        if budgets.max_tokens is not None and tokens > budgets.max_tokens:
-            raise BudgetExceeded(f"{tokens} tokens exceed the budget {budgets.max_tokens}")
+        with self._lock:
+            self._raise_if_stopped()
+            self.usage.input_tokens += input_tokens
+            self.usage.output_tokens += output_tokens
+            self.cost += cost
+            over = self._over_budget()
+            if over is not None:
+                self._latch(BudgetExceeded(over), "usage")
 
     def give_up(self, reason: str) -> NoReturn:
-        raise AgentGaveUp(reason)
+        with self._lock:
+            self._raise_if_stopped()
+            self._latch(AgentGaveUp(reason), "give_up")
 
     @property
     def step_limit(self) -> int:
@@ -153,13 +196,92 @@ class EpisodeSession:
         budget = self._system.budgets.time_limit
         return min(self._task.time_limit, budget) if budget else self._task.time_limit
 
-    def _next_step(self) -> int:
+    def latch(self, error: BaseException, stage: str) -> Stop:
+        """Record *error* as the attempt's stop unless one is latched already; return the stop."""
+        with self._lock:
+            if self.stop is None:
+                self.stop = Stop(error, stage, self._steps, self._elapsed())
+            return self.stop
+
+    def record_final(self, text: str) -> None:
+        """Put the agent's final reply in the trace, where constraints on messages see it."""
+        self.events.append(
+            MessageEvent(
+                step=self._steps + 1, role="agent", text=text, at=self._elapsed(), final=True
+            )
+        )
+
+    # --- the pipeline behind call and say -------------------------------------------------
+
+    async def _on_owner(self, action: Callable[..., _T], *args: Any) -> _T:
+        """Run *action* on the episode's thread; the agent may be calling from its own."""
+        self._raise_if_stopped()
+        owner = self._owner
+        if owner is None or _running_loop() is owner:
+            return self._locked(action, *args)
+        done: concurrent.futures.Future[_T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                done.set_result(self._locked(action, *args))
+            except BaseException as exc:  # handed to the agent's thread
+                done.set_exception(exc)
+
+        try:
+            owner.call_soon_threadsafe(run)
+        except RuntimeError:  # the episode is over and its loop closed
+            self._raise_if_stopped()
+            raise
+        return await asyncio.wrap_future(done)
+
+    def _locked(self, action: Callable[..., _T], *args: Any) -> _T:
+        with self._lock:
+            self._raise_if_stopped()
+            return action(*args)
+
+    def _call(self, tool: str, args: Any) -> ToolResult:
+        step = self._next_step("tool_call")
+        try:
+            result = self._gateway.call(step, tool, args)
+        except EnvironmentFailure as exc:
+            self._latch(exc, "tool_call")
+        if result.error_class == "permission_denied" and self._ends_on("on_prohibited_action"):
+            self._latch(ProhibitedAction(result.error or ""), "tool_call")
+        return result
+
+    def _say(self, text: str) -> str | None:
+        step = self._next_step("message")
+        self._record_message("agent", text, step)
+        reply = self._user.reply(text)
+        self._record_message("user", reply, step)
+        return reply
+
+    def _next_step(self, stage: str) -> int:
         if self._user.left and self._ends_on("on_user_stop"):
-            raise ConversationOver("the user has left")
+            self._latch(ConversationOver("the user has left"), stage)
         if self._steps >= self.step_limit:
-            raise StepLimitReached(f"step limit {self.step_limit} reached")
+            self._latch(StepLimitReached(f"step limit {self.step_limit} reached"), stage)
         self._steps += 1
         return self._steps
+
+    def _over_budget(self) -> str | None:
+        budgets = self._system.budgets
+        if budgets.max_cost is not None and self.cost > budgets.max_cost:
+            return f"cost {self.cost:.4f} exceeds the budget {budgets.max_cost}"
+        tokens = self.usage.input_tokens + self.usage.output_tokens
+        if budgets.max_tokens is not None and tokens > budgets.max_tokens:
+            return f"{tokens} tokens exceed the budget {budgets.max_tokens}"
+        return None
+
+    def _latch(self, error: BaseException, stage: str) -> NoReturn:
+        """Latch *error* (the caller holds the lock) and raise it."""
+        if self.stop is None:
+            self.stop = Stop(error, stage, self._steps, self._elapsed())
+        raise error
+
+    def _raise_if_stopped(self) -> None:
+        if self.stop is not None:
+            raise _again(self.stop.error)
 
     def _ends_on(self, condition: str) -> bool:
         return bool(getattr(self._task.terminal_conditions, condition) == "end")
@@ -169,6 +291,21 @@ class EpisodeSession:
 
     def _elapsed(self) -> float:
         return time.perf_counter() - self._started
+
+
+def _again(error: BaseException) -> BaseException:
+    """A fresh exception of the latched kind (re-raising one object grows its traceback)."""
+    try:
+        return type(error)(*error.args)
+    except Exception:  # an exception class with an unusual constructor
+        return error
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 @dataclass
@@ -252,15 +389,83 @@ def reset_checked(env: Environment, task: AgentTask, seed: int | None = None) ->
 
 
 async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> None:
+    """Run the agent to its end or its time limit; the latched stop, if any, decides."""
     try:
-        final = await asyncio.wait_for(agent.run(session), session.time_limit)
-        progress.final_message = final if final is None or isinstance(final, str) else repr(final)
-    except ConversationOver:
-        pass  # the user left: a normal end, graded like any other
-    except (TimeoutError, AgentStop, EnvironmentFailure) as exc:
-        progress.interrupt(exc, "tool_crash")
-    except Exception as exc:  # the system under test crashed; that counts against it
+        final = await run_agent(agent, session)
+    except TimeLimitReached as exc:
+        session.latch(exc, "time_limit")
+    except HarnessCompatibilityError as exc:
         progress.interrupt(exc, "agent")
+    except Exception as exc:  # the system under test crashed
+        if session.stop is None:
+            progress.interrupt(exc, "agent")
+    else:
+        if final is not None:
+            progress.final_message = final if isinstance(final, str) else repr(final)
+            session.record_final(progress.final_message)
+    stop = session.stop
+    if stop is not None and not isinstance(stop.error, ConversationOver):
+        # The latch outranks whatever the agent did afterwards, a crash included.
+        progress.interrupt(stop.error, "tool_crash" if stop.kind == "tool_crash" else stop.stage)
+        progress.evidence["stop"] = stop.evidence()
+
+
+async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
+    """Run ``agent.run(session)`` in a thread of its own, under the session's time limit.
+
+    The episode waits on the thread, not on the agent's coroutine, so an agent that blocks
+    (``time.sleep``, a synchronous client) or spins cannot hold the attempt, or any other
+    attempt, past the limit. At the limit the session is stopped, so whatever the abandoned
+    thread does next is refused. Raises :class:`TimeLimitReached` at the limit and
+    :class:`HarnessCompatibilityError` when ``run`` is not a coroutine function.
+    """
+    loop = asyncio.get_running_loop()
+    session._owner = loop  # the episode owns the session
+    finished: asyncio.Future[Any] = loop.create_future()
+
+    def deliver(setter: Callable[[Any], None], value: Any) -> None:
+        if not finished.done():
+            setter(value)
+
+    def target() -> None:
+        outcome: tuple[Callable[[Any], None], Any]
+        try:
+            outcome = (finished.set_result, _run_to_end(agent, session))
+        except BaseException as exc:  # SystemExit included: it is the agent's doing
+            outcome = (finished.set_exception, _as_exception(exc))
+        with suppress(RuntimeError):  # the episode gave up waiting and its loop has closed
+            loop.call_soon_threadsafe(deliver, *outcome)
+
+    threading.Thread(target=target, name=f"agent-{id(session):x}", daemon=True).start()
+    try:
+        return await asyncio.wait_for(asyncio.shield(finished), session.time_limit)
+    except TimeoutError:
+        raise TimeLimitReached(f"time limit {session.time_limit:g}s reached") from None
+
+
+def _run_to_end(agent: Agent, session: EpisodeSession) -> Any:
+    run = getattr(agent, "run", None)
+    if not callable(run):
+        raise HarnessCompatibilityError(f"{type(agent).__name__} has no run(session) method")
+    pending = run(session)
+    if not inspect.isawaitable(pending):
+        raise HarnessCompatibilityError(
+            f"{type(agent).__name__}.run(session) must be a coroutine function (async def)"
+        )
+    return asyncio.run(_awaited(pending))
+
+
+async def _awaited(pending: Awaitable[Any]) -> Any:
+    return await pending
+
+
+def _as_exception(exc: BaseException) -> Exception:
+    """Agents may raise ``SystemExit``, ``KeyboardInterrupt`` or ``CancelledError``: crashes."""
+    if isinstance(exc, Exception):
+        return exc
+    crash = RuntimeError(f"the agent raised {type(exc).__name__}: {exc}")
+    crash.__cause__ = exc
+    return crash
 
 
 def _grade(

@@ -11,6 +11,7 @@
     ├── HarnessCompatibilityError the agent cannot use the harness or tool protocol as configured
     ├── AgentStop                 raised inside an episode to end the agent's loop
     │   ├── StepLimitReached
+    │   ├── TimeLimitReached      also a TimeoutError
     │   ├── BudgetExceeded
     │   ├── ProhibitedAction
     │   ├── AgentGaveUp
@@ -63,6 +64,10 @@ class AgentStop(GroundstateError):
 
 class StepLimitReached(AgentStop):
     """The agent used more steps than its budget allows."""
+
+
+class TimeLimitReached(AgentStop, TimeoutError):
+    """The attempt ran past its time limit (whatever the agent was doing)."""
 
 
 class BudgetExceeded(AgentStop):

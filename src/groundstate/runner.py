@@ -1,7 +1,11 @@
 """Batches: every task of a suite, attempted N times by one system, each attempt stored.
 
-Before any agent attempt, every task's environment is built and reset-checked and the suite's
-canary task runs its oracle solution; if either fails, the batch aborts. Invalid attempts
+Before any agent attempt, the system is built, every task's environment is built and
+reset-checked, the suite's canary task runs its oracle solution, and the system under test is
+smoke-run once on the canary (or the first task); if any of these fails, the batch aborts
+before anything is stored. The smoke run is not stored; it only proves that the system can be
+built and can start: it aborts the batch when it ends as ``harness_compatibility_failure`` or
+when the agent crashes before its first action. Invalid attempts
 (environment or grader failures) are rerun up to the system's ``invalid_run_policy.
 max_retries``; every try is stored, each rerun linked to the try it replaces.
 """
@@ -121,8 +125,8 @@ class BatchRunner:
 
     async def preflight(self) -> None:
         """Fail before any batch is stored: the agent must load, every reset must check
-        out, and the canary's oracle must pass."""
-        self._agent()
+        out, the canary's oracle must pass, and the system must start on the canary."""
+        self._build_agent()
         for task in self.suite.tasks.values():
             try:
                 with self.make_env(task, self.suite) as env:
@@ -132,6 +136,32 @@ class BatchRunner:
         canary = self.suite.config.canary
         if canary is not None:
             await self._run_canary(canary)
+        await self._smoke_run(canary or min(self.suite.tasks))
+
+    def _build_agent(self) -> Agent:
+        try:
+            return self._agent()
+        except (GroundstateError, ImportError, TypeError) as exc:
+            raise BatchAborted(
+                f"harness_compatibility_failure: the system {self.system.name!r} cannot be "
+                f"built: {exc}"
+            ) from exc
+
+    async def _smoke_run(self, task_id: str) -> None:
+        """Run the system once on *task_id*; abort if it cannot use the harness at all."""
+        info = AttemptInfo(run_id="smoke", batch_id="smoke", attempt=1, seed=0)
+        task = self.suite.tasks[task_id]
+        output = await run_attempt(
+            task, self.suite, self.system, self._build_agent(), info, self.make_env
+        )
+        run = output.run
+        if run.terminal_reason == "harness_compatibility_failure" or _crashed_at_start(run):
+            exception = run.infrastructure_status.get("exception", {})
+            raise BatchAborted(
+                f"harness_compatibility_failure: the system {self.system.name!r} failed its "
+                f"smoke run on task {task_id!r} ({run.terminal_reason}: "
+                f"{exception.get('type')}: {exception.get('message')}); no batch was stored"
+            )
 
     async def _run_canary(self, task_id: str) -> None:
         oracle = self.suite.solutions[task_id].get("oracle")
@@ -198,6 +228,15 @@ class BatchRunner:
 
     def _agent(self) -> Agent:
         return self.make_agent() if self.make_agent else load_agent(self.system)
+
+
+def _crashed_at_start(run: AgentRun) -> bool:
+    """The agent crashed before it called a tool or said anything: it cannot start."""
+    acted = any(
+        getattr(event, "kind", "") == "tool_call" or getattr(event, "role", "") == "agent"
+        for event in run.observation_action_log
+    )
+    return run.terminal_reason == "agent_failure/crashed" and not acted
 
 
 def _unfinished(last: AgentRun | None, max_retries: int) -> bool:

@@ -38,6 +38,7 @@ def load_agent(system: SystemSpec) -> Agent:
     if not callable(factory):
         raise SpecError(system.base_dir, field, f"{loop.entry!r} names no callable")
     if inspect.iscoroutinefunction(factory):
+        _check_params(factory, loop.params, system)
         return FunctionAgent(functools.partial(factory, **loop.params))
     try:
         agent = factory(**loop.params)
@@ -46,6 +47,14 @@ def load_agent(system: SystemSpec) -> Agent:
     if not callable(getattr(agent, "run", None)):
         raise SpecError(system.base_dir, field, f"{loop.entry!r} returned an object without run()")
     return agent  # type: ignore[no-any-return]
+
+
+def _check_params(fn: Callable[..., Any], params: dict[str, Any], system: SystemSpec) -> None:
+    """Refuse parameters the agent function does not take, before any attempt runs."""
+    try:
+        inspect.signature(fn).bind(None, **params)
+    except TypeError as exc:
+        raise SpecError(system.base_dir, "harness.orchestration_loop.params", str(exc)) from None
 
 
 def _import(module_name: str, field: str) -> Any:

@@ -38,6 +38,10 @@ from groundstate.spec.system import load_system
 from groundstate.store import BatchInfo, RunStore
 from groundstate.validation import require_lock, require_valid
 
+EXIT_TOO_MANY_INVALID = 3
+"""``run`` exits 3 when invalid tries exceed the system's ``invalid_run_policy.max_invalid_rate``
+(2 is a user error, 1 is reserved for other refusals)."""
+
 HTML_OPTION = click.option(
     "--html",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -125,15 +129,23 @@ def run(
         )
     if html is not None:
         _write_batch_html(html, result.batch, result.runs)
+    data = batch_report(result.batch, result.runs)
     if as_json:
         click.echo(json.dumps(_batch_json(result), indent=2))
-        return
-    out = console()
-    out.print(batch_table(result.batch, result.runs))
-    _print_report(out, batch_report(result.batch, result.runs))
-    out.print(f"stored in {store} · batch {result.batch.batch_id}")
-    if html is not None:
-        out.print(f"HTML report: {html}")
+    else:
+        out = console()
+        out.print(batch_table(result.batch, result.runs))
+        _print_report(out, data)
+        out.print(f"stored in {store} · batch {result.batch.batch_id}")
+        if html is not None:
+            out.print(f"HTML report: {html}")
+    if data["invalid_rate_flagged"]:
+        click.echo(
+            "error: invalid tries exceed the batch's max_invalid_rate; the numbers above "
+            f"are not a verdict (exit {EXIT_TOO_MANY_INVALID})",
+            err=True,
+        )
+        sys.exit(EXIT_TOO_MANY_INVALID)
 
 
 @main.command()
@@ -245,6 +257,7 @@ def _batch_json(result: BatchResult) -> dict[str, Any]:
         "attempts": result.batch.attempts,
         "runs": [_run_json(r) for r in counted],
         "terminal_reasons": dict(Counter(r.terminal_reason for r in counted)),
+        "invalid_attempts": sum(not r.valid for r in counted),
     }
 
 

@@ -62,6 +62,10 @@ class SqliteView:
         with _environment_errors("snapshot"):
             return read_snapshot(self._connection)
 
+    def interrupt(self) -> None:
+        """Abort a query running on this view (from any thread)."""
+        self._connection.interrupt()
+
 
 class SqliteEnvironment:
     """The :class:`~groundstate.environments.base.Environment` for SQLite fixtures.

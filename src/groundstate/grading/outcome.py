@@ -11,11 +11,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groundstate.deadline import DeadlineExceeded, call_with_time_limit
 from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.task import DiffAssertion, OutcomeAssertion, PythonAssertion, SqlAssertion
 from groundstate.tools import load_module
+
+GRADER_TIME_LIMIT = 10.0
+"""Seconds one outcome assertion or Python constraint may take; past it, ``grader_failure``.
+
+Checks run in a thread of their own, so a check that blocks or spins is abandoned at the limit
+(see :mod:`groundstate.deadline`)."""
 
 
 @dataclass(frozen=True)
@@ -35,13 +42,28 @@ def evaluate_assertions(assertions: list[OutcomeAssertion], states: States) -> l
 
 def _guarded(assertion: OutcomeAssertion, states: States) -> CheckResult:
     kind = _KIND[type(assertion)]
+    evaluate = _EVALUATE[type(assertion)]
     try:
-        passed, evidence = _EVALUATE[type(assertion)](assertion, states)
-    except Exception as exc:  # the grader is software too: record, don't crash the batch
-        return CheckResult(
-            id=assertion.id, kind=kind, passed=False, error=f"{type(exc).__name__}: {exc}"
+        passed, evidence = call_with_time_limit(
+            lambda: evaluate(assertion, states), GRADER_TIME_LIMIT, f"grader-{assertion.id}"
         )
+    except DeadlineExceeded as exc:
+        _interrupt(states.sT)
+        return _grader_error(assertion.id, kind, f"timed out: {exc}")
+    except Exception as exc:  # the grader is software too: record, don't crash the batch
+        return _grader_error(assertion.id, kind, f"{type(exc).__name__}: {exc}")
     return CheckResult(id=assertion.id, kind=kind, passed=passed, evidence=evidence)
+
+
+def _grader_error(check_id: str, kind: str, error: str) -> CheckResult:
+    return CheckResult(id=check_id, kind=kind, passed=False, error=error)
+
+
+def _interrupt(view: StateView) -> None:
+    """Stop a runaway query of an abandoned check, where the view can."""
+    interrupt = getattr(view, "interrupt", None)
+    if callable(interrupt):
+        interrupt()
 
 
 def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:

@@ -25,6 +25,7 @@ from groundstate.errors import (
     ProhibitedAction,
     ResetCheckFailed,
     StepLimitReached,
+    TimeLimitReached,
 )
 from groundstate.records import CheckResult
 
@@ -32,7 +33,7 @@ SUCCESS = "success"
 
 _AGENT_STOPS: dict[type[BaseException], str] = {
     StepLimitReached: "agent_failure/step_limit",
-    TimeoutError: "agent_failure/time_limit",
+    TimeLimitReached: "agent_failure/time_limit",
     BudgetExceeded: "agent_failure/budget",
     ProhibitedAction: "agent_failure/prohibited_action",
     AgentGaveUp: "agent_failure/gave_up",

@@ -157,11 +157,7 @@ def _reason_table(report: dict[str, Any]) -> Table:
 def report_footer(report: dict[str, Any]) -> str:
     tries = report["tries"]
     rates = ", ".join(f"{k} {v:.1%}" for k, v in tries["invalid_rate_by_reason"].items()) or "none"
-    headline = report["pass_hat_k"].get(1)
-    line = "pass^1: no valid attempts\n"
-    if headline is not None:
-        value, tasks = headline["estimate"], headline["n_tasks"]
-        line = f"pass^1 = {value:.3f} {_ci(headline)} over {tasks} tasks\n"
+    line = _headline(report) + "\n"
     line += (
         f"{report['valid_attempts']} valid and {report['invalid_attempts']} invalid attempts; "
         f"{tries['tries']} tries in all, invalid by reason: {rates}"
@@ -178,6 +174,21 @@ def report_footer(report: dict[str, Any]) -> str:
         line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
     if report["invalid_rate_flagged"]:
         line += "\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold[/]"
+    return line
+
+
+def _headline(report: dict[str, Any]) -> str:
+    """pass^1 on valid attempts, and, when any attempt is invalid, counting invalid as failed."""
+    valid = report["pass_hat_k"].get(1)
+    line = "pass^1: no valid attempts"
+    if valid is not None:
+        line = f"pass^1 = {valid['estimate']:.3f} {_ci(valid)} over {valid['n_tasks']} tasks"
+    strict = report["invalid_as_failure"]["success_rate"]
+    if report["invalid_attempts"] and strict is not None:
+        line += (
+            f" (valid attempts only) · {strict['estimate']:.3f} {_ci(strict)} counting "
+            f"{report['invalid_attempts']} invalid attempts as failures"
+        )
     return line
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import yaml
 
@@ -92,13 +92,23 @@ def observed_steps(run: AgentRun) -> list[Step]:
     for event in run.observation_action_log:
         if isinstance(event, ToolCallEvent) and isinstance(event.args, dict):
             steps.append(Step(call=event.tool, args=event.args))
-        elif isinstance(event, MessageEvent) and event.role == "agent" and event.text is not None:
+        elif _spoken(event):
             steps.append(Step(say=event.text))
     if run.terminal_reason == "agent_failure/step_limit":
         steps.append(Step(say=STEP_LIMIT_FILLER))  # the attempt that hit the limit
     if run.final_message is not None:
         steps.append(Step(finish=run.final_message))
     return steps
+
+
+def _spoken(event: object) -> TypeGuard[MessageEvent]:
+    """An agent message during the conversation (the final reply is a ``finish`` step)."""
+    return (
+        isinstance(event, MessageEvent)
+        and event.role == "agent"
+        and event.text is not None
+        and not event.final
+    )
 
 
 def _original_task(run: AgentRun, suite: Suite) -> AgentTask:

@@ -4,14 +4,15 @@ Each constraint gives one :class:`~groundstate.records.CheckResult`. A failure's
 ``problems`` (one line saying what went wrong), ``offending_step`` (the step that broke it,
 as recorded; absent for ``at_least``, which fails on the trace as a whole) and detail of its
 kind. A constraint that cannot be evaluated (a Python check that raises or runs past
-:data:`GRADER_TIME_LIMIT`) has ``error`` set: the attempt is then a grader failure. The
-language is documented in ``docs/constraints.md``.
+:data:`groundstate.grading.outcome.GRADER_TIME_LIMIT`) has ``error`` set: the attempt is
+then a grader failure. The language is documented in ``docs/constraints.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from groundstate.grading import outcome
 from groundstate.grading.constraints._dialogue import confirmed, provenance
 from groundstate.grading.constraints._history import no_undo
 from groundstate.grading.constraints._match import matches
@@ -34,10 +35,8 @@ from groundstate.spec.task import (
 )
 from groundstate.trace import TraceEvent
 
-__all__ = ["GRADER_TIME_LIMIT", "evaluate_constraints", "matches", "normalise"]
+__all__ = ["evaluate_constraints", "matches", "normalise"]
 
-GRADER_TIME_LIMIT = 10.0
-"""Seconds a Python constraint may run before it counts as a grader failure."""
 
 
 def evaluate_constraints(
@@ -51,7 +50,8 @@ def _evaluate(
     constraint: HardConstraint, events: list[TraceEvent], states: States | None
 ) -> CheckResult:
     if isinstance(constraint, PythonConstraint):
-        return python_check(constraint, events, states, GRADER_TIME_LIMIT)
+        # Read at call time: one limit for every grader (set in grading.outcome).
+        return python_check(constraint, events, states, outcome.GRADER_TIME_LIMIT)
     try:
         return _declarative(constraint, events)
     except Exception as exc:  # a grader bug is a grader failure, not the agent's
