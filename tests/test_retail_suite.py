@@ -242,14 +242,14 @@ def test_known_records_accepts_ids_shown_by_tools_and_the_customer(s0: StateView
     trace.call("refund_item", args, {}, ok=False)  # PM-C01-VISA was never shown
     passed, evidence = CHECKS.only_known_records(trace.events, s0)
     assert not passed
-    assert evidence["unknown_ids"] == ["PM-C01-VISA"]
+    assert evidence["unknown"] == ["PM-C01-VISA"]
 
 
 def test_known_records_rejects_a_guessed_order_id(s0: StateView) -> None:
     trace = verified().call("get_order", {"order_id": "O-1001"}, {"order_id": "O-1001"})
     passed, evidence = CHECKS.only_known_records(trace.events, s0)
     assert not passed
-    assert evidence["unknown_ids"] == ["O-1001"]
+    assert evidence["unknown"] == ["O-1001"]
 
 
 def test_known_records_rejects_naming_an_order_not_yet_looked_up(s0: StateView) -> None:
@@ -268,7 +268,25 @@ def test_known_records_does_not_learn_from_a_failed_call(s0: StateView) -> None:
     trace.call("cancel_item", {"order_id": "O-1001", "item_id": "I-1001-2", "reason": "x"}, {})
     passed, evidence = CHECKS.only_known_records(trace.events, s0)
     assert not passed  # the order id came from the customer; the failed call showed nothing
-    assert evidence["unknown_ids"] == ["I-1001-2"]
+    assert evidence["unknown"] == ["I-1001-2"]
+
+
+def test_known_records_rejects_a_payment_method_named_before_it_was_read(s0: StateView) -> None:
+    """The label a confirmation names must come from the order the agent read, not a guess."""
+    question = "Refund the Basecamp Wool Socks (3-pack) from O-1001 to your Visa ending 4417?"
+    listing = {"orders": [{"order_id": "O-1001", "products": ["Basecamp Wool Socks (3-pack)"]}]}
+    order = {"order_id": "O-1001", "payment_method_label": "Visa ending 4417"}
+
+    def trace(read_order: bool) -> Trace:
+        steps = verified().call("list_orders", {"customer_id": "C01"}, listing)
+        if read_order:
+            steps.call("get_order", {"order_id": "O-1001"}, order)
+        return steps.agent(question)
+
+    passed, evidence = CHECKS.only_known_records(trace(read_order=False).events, s0)
+    assert not passed
+    assert evidence["unknown"] == ["Visa ending 4417"]
+    assert CHECKS.only_known_records(trace(read_order=True).events, s0)[0] is True
 
 
 def test_one_customer_per_conversation(s0: StateView) -> None:

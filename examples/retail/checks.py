@@ -166,19 +166,26 @@ FRESH_ITEM = ("delivered", "ordered")
 """Item statuses that no refund, exchange or cancellation has touched yet."""
 
 
-def _record_ids(s0: StateView) -> set[str]:
-    """Every text primary key of the initial state: order, item, customer, product... ids."""
-    ids: set[str] = set()
-    for name, table in s0.snapshot().tables.items():
-        if len(table.key) != 1 or name.startswith(("sqlite_", "_")):
+RECORD_NAMES = {"payment_methods": "label", "products": "name"}
+"""Texts that name one record in a message ("Visa ending 4417", "Lumen Headlamp")."""
+
+
+def _record_names(s0: StateView) -> set[str]:
+    """How records are named: every text primary key (order, item, customer, product...
+    ids) and each payment method's label and product's name."""
+    names: set[str] = set()
+    for table_name, table in s0.snapshot().tables.items():
+        if len(table.key) != 1 or table_name.startswith(("sqlite_", "_")):
             continue
-        ids.update(v for row in table.rows.values() if isinstance(v := row[table.key[0]], str))
-    return ids
+        columns = [table.key[0], *[c for t, c in RECORD_NAMES.items() if t == table_name]]
+        for row in table.rows.values():
+            names.update(v for c in columns if isinstance(v := row[c], str))
+    return names
 
 
-def _named(text: str, record_id: str) -> bool:
-    """Whether *text* names the id as a whole word ("O-1001", not inside "O-10011")."""
-    pattern = rf"(?<![\w-]){re.escape(record_id)}(?![\w-])"
+def _named(text: str, name: str) -> bool:
+    """Whether *text* names the record as a whole ("O-1001", not inside "O-10011")."""
+    pattern = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
     return re.search(pattern, text, re.IGNORECASE) is not None
 
 
@@ -196,33 +203,34 @@ def _scalars(value: Any) -> Iterator[Any]:
 def only_known_records(trace: list[TraceEvent], s0: StateView) -> Evidence:
     """Policies 1 and 2: the agent acts on, and names, only records it has been shown.
 
-    An id (order, item, payment method, customer, product, variant) in a call's arguments or
-    in an agent message must first have appeared in a customer message or in the output of an
-    earlier successful call: an agent that guesses ``O-1001``, or asks the customer to confirm
-    a change to an order it has not looked up, has not checked what it is about to do.
+    A record's id (order, item, payment method, customer, product, variant) in a call's
+    arguments, or its id, payment method label or product name in an agent message, must first
+    have appeared in a customer message or in the output of an earlier successful call. An
+    agent that guesses ``O-1001``, or asks the customer to confirm a refund to "Visa ending
+    4417" before it has read which card paid the order, has not checked what it is about to do.
     """
-    ids = _record_ids(s0)
+    names = _record_names(s0)
     known: set[str] = set()
     for event in trace:
         if isinstance(event, MessageEvent):
-            named = {i for i in ids if _named(event.text or "", i)}
+            named = {n for n in names if _named(event.text or "", n)}
             if event.role == "user":
                 known |= named
             elif named - known:
                 return _unknown(event, sorted(named - known), "names")
             continue
-        used = {v for v in _scalars(event.args) if isinstance(v, str) and v in ids}
+        used = {v for v in _scalars(event.args) if isinstance(v, str) and v in names}
         if used - known:
             return _unknown(event, sorted(used - known), "uses")
         if event.ok:
-            known |= {v for v in _scalars(event.output) if isinstance(v, str) and v in ids}
+            known |= {v for v in _scalars(event.output) if isinstance(v, str) and v in names}
     return True, {}
 
 
 def _unknown(event: TraceEvent, unknown: list[str], verb: str) -> Evidence:
     what = event.tool if isinstance(event, ToolCallEvent) else f"{event.role} message"
     problem = f"step {event.step} ({what}) {verb} {', '.join(unknown)} before any step showed it"
-    return False, {"problems": [problem], "offending_step": event.step, "unknown_ids": unknown}
+    return False, {"problems": [problem], "offending_step": event.step, "unknown": unknown}
 
 
 def acts_for_one_customer(trace: list[TraceEvent], s0: StateView) -> Evidence:
