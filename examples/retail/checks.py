@@ -183,10 +183,10 @@ def _record_names(s0: StateView) -> set[str]:
     return names
 
 
-def _named(text: str, name: str) -> bool:
-    """Whether *text* names the record as a whole ("O-1001", not inside "O-10011")."""
-    pattern = rf"(?<![\w-]){re.escape(name)}(?![\w-])"
-    return re.search(pattern, text, re.IGNORECASE) is not None
+def _naming(names: set[str]) -> re.Pattern[str]:
+    """One pattern finding every name as a whole ("O-1001", not inside "O-10011")."""
+    options = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w-])(?:{options})(?![\w-])", re.IGNORECASE)
 
 
 def _scalars(value: Any) -> Iterator[Any]:
@@ -210,10 +210,12 @@ def only_known_records(trace: list[TraceEvent], s0: StateView) -> Evidence:
     4417" before it has read which card paid the order, has not checked what it is about to do.
     """
     names = _record_names(s0)
+    by_lower = {n.lower(): n for n in names}
+    naming = _naming(names)
     known: set[str] = set()
     for event in trace:
         if isinstance(event, MessageEvent):
-            named = {n for n in names if _named(event.text or "", n)}
+            named = {by_lower[m.lower()] for m in naming.findall(event.text or "")}
             if event.role == "user":
                 known |= named
             elif named - known:
