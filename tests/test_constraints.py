@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from groundstate.errors import SpecError
 from groundstate.grading.constraints import matches, normalise
-from groundstate.spec.task import CONSTRAINT_KINDS, Match
+from groundstate.spec.constraints import CONSTRAINT_KINDS, Match
 
 from .conftest import EditTask
 from .trace_builder import Trace, constraint

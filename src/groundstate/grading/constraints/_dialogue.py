@@ -11,7 +11,7 @@ from groundstate.grading.constraints._paths import resolve
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.grading.constraints._text import mentions, normalise, rendered
 from groundstate.records import CheckResult
-from groundstate.spec.task import ConfirmedConstraint, ConfirmedRule, ProvenanceConstraint
+from groundstate.spec.constraints import ConfirmedConstraint, ConfirmedRule, ProvenanceConstraint
 from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent
 
 # --- confirmed --------------------------------------------------------------------------------
