@@ -510,6 +510,19 @@ def test_the_suite_switch(tmp_path: Path) -> None:
     assert len(keys) == 3
 
 
+def test_the_switch_reads_a_bare_off_and_names_the_field_of_a_wrong_value(tmp_path: Path) -> None:
+    root = bank_copy(tmp_path)
+    config = (root / "suite.yaml").read_text().replace("mutation_testing: report", "")
+    (root / "suite.yaml").write_text(config + "mutation_testing: off\n")  # YAML 1.1: false
+    assert load_suite(root).config.mutation_testing == "off"
+    (root / "suite.yaml").write_text(config + "mutation_testing: strict\n")
+    result = CliRunner().invoke(main, ["validate", str(root), "--no-cache"])
+    assert result.exit_code == 2
+    assert "suite.yaml: mutation_testing: Input should be 'required', 'report' or 'off'" in (
+        result.stderr
+    )
+
+
 def test_an_oracle_that_fails_has_no_mutants_to_prove_anything(tmp_path: Path) -> None:
     root = bank_copy(tmp_path)
     wrong = [

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
@@ -45,6 +45,12 @@ class SuiteConfig(Strict):
     """Grader mutation testing in ``validate``: ``required`` fails a task with a surviving
     mutant it does not declare equivalent; ``report`` lists survivors without failing; ``off``
     generates no mutants."""
+
+    @field_validator("mutation_testing", mode="before")
+    @classmethod
+    def _unquoted_off(cls, value: object) -> object:
+        """YAML reads a bare ``off`` as false; it means the word here."""
+        return "off" if value is False else value
 
 
 @dataclass
