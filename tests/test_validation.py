@@ -269,7 +269,7 @@ def test_task_without_oracle_is_not_solvable(tmp_path: Path) -> None:
     write_solution(root, "oracle", None)
     validity = validate_task(load_suite(root), "transfer")
     assert "no oracle solution" in validity.check("solvable").detail
-    checked(validity, {"solvable", "grader_sensitivity", "grader_determinism"})
+    checked(validity, {"solvable", "grader_sensitivity", "grader_determinism", "mutation"})
 
 
 def test_alternative_routes_must_pass(tmp_path: Path) -> None:
@@ -775,10 +775,10 @@ def test_validate_json_has_the_documented_shape(tmp_path: Path) -> None:
     code, out, _ = _invoke("validate", str(BANK), "--json", "--store", str(store))
     assert code == 0
     data = json.loads(out)
-    assert set(data) == {"suite", "suite_hash", "tasks"}
+    assert set(data) == {"suite", "suite_hash", "tasks", "mutation"}
     assert data["suite"] == "bank" and data["suite_hash"] == load_suite(BANK).suite_hash
     [task] = data["tasks"]
-    assert set(task) == {"task_id", "valid", "checks"} and task["valid"] is True
+    assert set(task) == {"task_id", "valid", "checks", "mutation"} and task["valid"] is True
     assert [c["name"] for c in task["checks"]] == list(CHECKS)
     assert all(set(c) == {"name", "passed", "detail"} for c in task["checks"])
     assert all(isinstance(c["detail"], str) for c in task["checks"])

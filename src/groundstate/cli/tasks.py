@@ -17,12 +17,15 @@ from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore
 from groundstate.validation import (
     CHECKS,
+    CheckOutcome,
     SuiteValidity,
+    TaskValidity,
     check_lock,
     lock_suite,
     regress,
     validate_suite,
 )
+from groundstate.validation.mutation import summary
 
 
 @main.command()
@@ -37,8 +40,9 @@ def validate(suite: Path, as_json: bool, no_cache: bool, store: Path) -> None:
 
     Each task is checked for a checked reset, a passing oracle, passing alternatives,
     failing known-bad solutions and straw agents, a grader that notices every state-changing
-    oracle step, and a deterministic verdict. Results are cached in the run store, keyed by
-    everything they depend on.
+    oracle step, a deterministic verdict, and near misses of the oracle that all fail (grader
+    mutation testing: the score per task, survivors listed). Results are cached in the run
+    store, keyed by everything they depend on.
     """
     loaded = load_suite(suite)
     if no_cache:
@@ -100,10 +104,12 @@ def regress_command(run_id: str, into: Path, suite_path: Path | None, store: Pat
 
 
 _HEADERS = {
+    "solvable": "solv-\nable",
     "other_routes": "other\nroutes",
     "discriminating": "discri-\nminating",
     "grader_sensitivity": "grader\nsensi-\ntivity",
     "grader_determinism": "grader\ndeter-\nminism",
+    "mutation": "muta-\ntion",
 }
 """Column headers narrow enough for a task id to fit beside them in 80 columns."""
 
@@ -112,19 +118,64 @@ def _print_validity(console: Console, result: SuiteValidity) -> None:
     table = Table(
         title=f"suite {result.suite} · {result.suite_hash[:12]}",
         box=box.SIMPLE_HEAD,
+        padding=(0, 1),
         collapse_padding=True,
+        pad_edge=False,
         show_edge=False,
     )
     table.add_column("task", no_wrap=True)
     for name in CHECKS:
-        table.add_column(_HEADERS.get(name, name))
+        table.add_column(_HEADERS.get(name, name), no_wrap=True)
     for task in result.tasks:
-        cells = ["pass" if c.passed else "[bold red]FAIL[/]" for c in task.checks]
-        table.add_row(task.task_id, *cells)
+        table.add_row(task.task_id, *(_cell(task, check) for check in task.checks))
     console.print(table)
     for task in result.tasks:
         for check in task.failures:
+            if check.name == "mutation" and task.mutation is not None:
+                continue  # listed below, one survivor a line
             line = Text.assemble((task.task_id, "bold"), f" · {check.name}: {check.detail}")
             console.print(line, highlight=False)
+    _print_mutation(console, result)
     valid = sum(task.valid for task in result.tasks)
     console.print(f"{valid} of {len(result.tasks)} tasks valid")
+
+
+def _cell(task: TaskValidity, check: CheckOutcome) -> str:
+    """A check's cell; a passed mutation check shows the task's mutation score instead."""
+    figures = task.mutation
+    if not check.passed:
+        return "[bold red]FAIL[/]"
+    if check.name == "mutation" and figures is not None and figures.score is not None:
+        return f"{figures.score:.0%}"
+    return "pass"
+
+
+def _print_mutation(console: Console, result: SuiteValidity) -> None:
+    """Each task's survivors with their difference from the oracle, then the suite's score."""
+    for task in result.tasks:
+        figures = task.mutation
+        if figures is None or not (figures.survivors or figures.errored):
+            continue
+        verdict = "FAIL" if not task.check("mutation").passed else "report"
+        console.print(
+            Text.assemble((task.task_id, "bold"), f" · mutation ({verdict}): {summary(figures)}"),
+            highlight=False,
+        )
+        lines = [
+            f"  survives {r.id}: {r.description}"
+            + (f" (declared equivalent: {r.equivalent})" if r.equivalent else "")
+            for r in figures.survivors
+        ]
+        lines += [f"  no verdict {r.id}: {r.reason}" for r in figures.errored]
+        for line in lines:  # one a line, unwrapped, so that they can be searched
+            console.print(Text(line), highlight=False, soft_wrap=True)
+    for task in result.tasks:
+        if task.mutation is not None and task.mutation.stale_equivalents:
+            stale = ", ".join(task.mutation.stale_equivalents)
+            console.print(
+                Text(f"{task.task_id} · warning: declared equivalent but killed: {stale}"),
+                highlight=False,
+            )
+    total = result.mutation
+    if total is not None:
+        console.print(Text(f"suite mutation {summary(total)}"), highlight=False)

@@ -19,7 +19,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
@@ -40,6 +40,16 @@ class SuiteConfig(Strict):
     """A task whose oracle runs before every batch."""
     weights: dict[str, float] = Field(default_factory=dict)
     """Task weights for suite averages (default 1 each)."""
+    mutation_testing: Literal["required", "report", "off"] = "required"
+    """Grader mutation testing in ``validate``: ``required`` fails a task with a surviving
+    mutant it does not declare equivalent; ``report`` lists survivors without failing; ``off``
+    generates no mutants."""
+
+    @field_validator("mutation_testing", mode="before")
+    @classmethod
+    def _unquoted_off(cls, value: object) -> object:
+        """YAML reads a bare ``off`` as false; it means the word here."""
+        return "off" if value is False else value
 
 
 @dataclass

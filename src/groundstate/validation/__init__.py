@@ -1,8 +1,9 @@
 """Task validity: prove every task before trusting its results (DESIGN principle 6).
 
 - :func:`validate_task` / :func:`validate_suite`: reset, solvable, other routes,
-  discriminating, grader sensitivity and grader determinism, each with evidence;
-  :func:`ensure_valid` proves only what changed since the last proof (cached in the run store).
+  discriminating, grader sensitivity, grader determinism and grader mutation testing
+  (:class:`MutationFigures`), each with evidence; :func:`ensure_valid` proves only what
+  changed since the last proof (cached in the run store).
 - :func:`lock_suite` / :func:`check_lock` / :func:`require_lock`: pin the suite that was proven.
 - :func:`regress`: turn a failing run into a regression task with its trajectory as known-bad.
 - :func:`check_environment`: the environment conformance checker.
@@ -18,7 +19,14 @@ from groundstate.validation.lock import (
     require_lock,
 )
 from groundstate.validation.regress import RegressionRefused, regress
-from groundstate.validation.results import CheckOutcome, SuiteValidity, TaskValidity
+from groundstate.validation.results import (
+    CheckOutcome,
+    ClassCounts,
+    MutantRecord,
+    MutationFigures,
+    SuiteValidity,
+    TaskValidity,
+)
 from groundstate.validation.suite import (
     InvalidTasks,
     ensure_valid,
@@ -31,8 +39,11 @@ __all__ = [
     "CHECKS",
     "LOCK_FILE",
     "CheckOutcome",
+    "ClassCounts",
     "EnvironmentMaker",
     "InvalidTasks",
+    "MutantRecord",
+    "MutationFigures",
     "RegressionRefused",
     "SuiteLockMismatch",
     "SuiteValidity",

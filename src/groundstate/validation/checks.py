@@ -20,6 +20,12 @@ reference chapter asks of a task, with evidence:
 ``grader_determinism``
     Does grading the same final state several times give the same verdict, and do two replays
     of the oracle reach the same state?
+``mutation``
+    Does every near miss of the oracle fail (grader mutation testing,
+    :mod:`~groundstate.validation.mutation`): a wrong argument, a dropped or late check, a
+    confirmation naming other values, a user-only value taken from a tool, a forbidden write
+    undone, a repeated write, a false final reply? Survivors fail the task unless it declares
+    them in ``equivalent_mutants``, or the suite sets ``mutation_testing: report`` (or ``off``).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.testing import FunctionAgent
 from groundstate.trace import ToolCallEvent
+from groundstate.validation.mutation import NothingToMutate, judge, mutation_test
 from groundstate.validation.probes import explain, mutate_like_an_agent, observe
 from groundstate.validation.replay import SEED, Proof, describe_run, shorten, verdict_line
 from groundstate.validation.results import CheckOutcome, TaskValidity
@@ -63,9 +70,8 @@ def validate_task(
     if task_id not in suite.tasks:
         raise SpecError(suite.root / "tasks", None, f"no task {task_id!r}")
     proof = Proof(suite, suite.tasks[task_id], make_env)
-    return TaskValidity(
-        task_id=task_id, checks=[_guarded(name, check, proof) for name, check in CHECKS.items()]
-    )
+    checks = [_guarded(name, check, proof) for name, check in CHECKS.items()]
+    return TaskValidity(task_id=task_id, checks=checks, mutation=proof.mutation)
 
 
 def _guarded(name: str, check: Callable[[Proof], Finding], proof: Proof) -> CheckOutcome:
@@ -344,6 +350,20 @@ def _disagreement(verdicts: list[Verdict]) -> str:
     return "; ".join(changed) or "the final state changed while it was graded"
 
 
+# --- grader mutation testing ----------------------------------------------------------------
+
+
+def check_mutation(proof: Proof) -> Finding:
+    mode = proof.suite.config.mutation_testing
+    if mode == "off":
+        return True, "off (the suite sets mutation_testing: off)"
+    try:
+        proof.mutation = mutation_test(proof)
+    except NothingToMutate as exc:
+        return False, str(exc)
+    return judge(proof.mutation, mode)
+
+
 CHECKS: dict[str, Callable[[Proof], Finding]] = {
     "reset": check_reset,
     "solvable": check_solvable,
@@ -351,5 +371,6 @@ CHECKS: dict[str, Callable[[Proof], Finding]] = {
     "discriminating": check_discriminating,
     "grader_sensitivity": check_grader_sensitivity,
     "grader_determinism": check_grader_determinism,
+    "mutation": check_mutation,
 }
 """Every check, in the order they are reported."""

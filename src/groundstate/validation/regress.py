@@ -148,6 +148,8 @@ def _scaffold(suite: Suite, target: Path) -> None:
         "environment": suite.config.environment,
         "tools": suite.config.tools,
     }
+    if suite.config.mutation_testing != "required":  # the same grader lets the same mutants by
+        config["mutation_testing"] = suite.config.mutation_testing
     if suite.config.policy is not None:
         config["policy"] = suite.config.policy
         _same_file(suite.root / suite.config.policy, target / suite.config.policy)

@@ -34,6 +34,7 @@ from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask
 from groundstate.testing import scripted_system
+from groundstate.validation.results import MutationFigures
 
 T = TypeVar("T")
 SEED = 0
@@ -53,6 +54,8 @@ class Proof:
     make_env: EnvironmentFactory = default_environment
     system: SystemSpec = field(default_factory=lambda: scripted_system("validation"))
     _runs: dict[str, AgentRun] = field(default_factory=dict)
+    mutation: MutationFigures | None = None
+    """Set by the ``mutation`` check, for the task's validity record."""
 
     @property
     def solutions(self) -> dict[str, Solution]:

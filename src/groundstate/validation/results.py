@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class CheckOutcome(BaseModel):
@@ -18,6 +18,77 @@ class CheckOutcome(BaseModel):
     """Evidence a reader can act on: hashes, run verdicts, the steps or checks at fault."""
 
 
+class MutantRecord(BaseModel):
+    """A generated mutant that was not killed: a survivor, or one whose replay got no verdict."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    id: str
+    mutant_class: str = Field(alias="class")
+    """The operator that made it (``arg``, ``drop``, ``move``, ...)."""
+    description: str
+    """What differs from the oracle, in one line."""
+    equivalent: str | None = None
+    """A survivor the task declares equivalent: the declared reason."""
+    reason: str | None = None
+    """A mutant that got no verdict: its terminal reason and evidence."""
+
+
+class ClassCounts(BaseModel):
+    """How the mutants of one operator fared."""
+
+    model_config = ConfigDict(frozen=True)
+
+    generated: int = 0
+    killed: int = 0
+    errors: int = 0
+    survived: int = 0
+
+    def __add__(self, other: ClassCounts) -> ClassCounts:
+        return ClassCounts(
+            generated=self.generated + other.generated,
+            killed=self.killed + other.killed,
+            errors=self.errors + other.errors,
+            survived=self.survived + other.survived,
+        )
+
+
+class MutationFigures(BaseModel):
+    """The result of grader mutation testing on one task (or summed over a suite)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    generated: int
+    """Distinct mutants replayed (after the cap)."""
+    killed: int
+    """Mutants that failed as an agent would (``agent_failure/...``)."""
+    errors: int
+    """Mutants whose replay got no verdict (``environment_failure``, ``grader_failure``)."""
+    per_class: dict[str, ClassCounts]
+    """Counts per operator, every operator listed (zero when it generated nothing)."""
+    survivors: list[MutantRecord] = Field(default_factory=list)
+    """Mutants that passed, declared equivalents included (with their reason)."""
+    errored: list[MutantRecord] = Field(default_factory=list)
+    stale_equivalents: list[str] = Field(default_factory=list)
+    """Declared equivalent mutants that no longer survive (killed, or not generated)."""
+    candidates: int | None = None
+    """Set when the cap cut the mutants: how many distinct ones there were."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def score(self) -> float | None:
+        """Killed / generated (None when nothing was generated)."""
+        return self.killed / self.generated if self.generated else None
+
+    @property
+    def undeclared(self) -> list[MutantRecord]:
+        """Survivors the task does not declare equivalent."""
+        return [s for s in self.survivors if s.equivalent is None]
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True)
+
+
 class TaskValidity(BaseModel):
     """Every check of one task; the task is valid only when each of them passed."""
 
@@ -25,6 +96,8 @@ class TaskValidity(BaseModel):
 
     task_id: str
     checks: list[CheckOutcome]
+    mutation: MutationFigures | None = None
+    """Grader mutation testing's figures (None when it is off or could not run)."""
 
     @property
     def valid(self) -> bool:
@@ -46,12 +119,15 @@ class TaskValidity(BaseModel):
             "task_id": self.task_id,
             "valid": self.valid,
             "checks": [check.model_dump() for check in self.checks],
+            "mutation": self.mutation.to_dict() if self.mutation is not None else None,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskValidity:
-        """Read back :meth:`to_dict` (``valid`` is derived, so it is not read)."""
-        return cls(task_id=data["task_id"], checks=data["checks"])
+        """Read back :meth:`to_dict` (``valid`` and ``score`` are derived, so not read)."""
+        return cls.model_validate(
+            {"task_id": data["task_id"], "checks": data["checks"], "mutation": data.get("mutation")}
+        )
 
 
 class SuiteValidity(BaseModel):
@@ -70,9 +146,29 @@ class SuiteValidity(BaseModel):
     def task(self, task_id: str) -> TaskValidity:
         return next(task for task in self.tasks if task.task_id == task_id)
 
+    @property
+    def mutation(self) -> MutationFigures | None:
+        """Mutation figures summed over the tasks that have them (None if none has)."""
+        figures = [task.mutation for task in self.tasks if task.mutation is not None]
+        if not figures:
+            return None
+        classes = list(figures[0].per_class)
+        return MutationFigures(
+            generated=sum(f.generated for f in figures),
+            killed=sum(f.killed for f in figures),
+            errors=sum(f.errors for f in figures),
+            per_class={
+                name: sum((f.per_class.get(name, ClassCounts()) for f in figures), ClassCounts())
+                for name in classes
+            },
+        )
+
     def to_dict(self) -> dict[str, Any]:
+        mutation = self.mutation
+        totals = {"generated", "killed", "errors", "score", "per_class"}
         return {
             "suite": self.suite,
             "suite_hash": self.suite_hash,
             "tasks": [task.to_dict() for task in self.tasks],
+            "mutation": None if mutation is None else mutation.model_dump(include=totals),
         }

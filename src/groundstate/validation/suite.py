@@ -2,8 +2,9 @@
 
 Proving a task replays several solutions, so a batch should not pay for it again when nothing
 the proof depends on has changed. The key hashes the task file and revision, the grader
-revision (assertions, constraints, rubric and check code), the fixture, the tools and the
-solutions; any edit to one of them is a cache miss, and the task is proven again.
+revision (assertions, constraints, rubric and check code), the fixture, the tools, the
+solutions and the suite's ``mutation_testing`` switch; any edit to one of them is a cache miss,
+and the task is proven again. (Declared equivalent mutants are part of the task file.)
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 1
-"""Bumped whenever the checks change what they prove, so cached verdicts are not reused."""
+VALIDATOR_REVISION = 2
+"""Bumped whenever the checks change what they prove, or what a cached validity holds, so
+older cached verdicts are never read back (2: the ``mutation`` check and its figures)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
@@ -36,6 +38,7 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
             "fixture": hash_file(suite.fixture_path(task)),
             "tools": suite.files.get(suite.config.tools),
             "solutions": task.grader_test_manifest,
+            "mutation_testing": suite.config.mutation_testing,
         }
     )
 

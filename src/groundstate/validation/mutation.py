@@ -1,0 +1,161 @@
+"""Grader mutation testing: near misses of every oracle must fail.
+
+The probes of ``grader_sensitivity`` only leave whole oracle steps out. Mutation testing asks
+more of a grader: from each passing oracle, :mod:`~groundstate.validation.mutants` generates
+near-miss trajectories (a wrong argument, a missing or late check, a confirmation that names
+other values, a value taken from a tool instead of the user, a forbidden write undone, a
+repeated write, a false final reply), and each is replayed as a full attempt. A mutant is
+
+- **killed** when its attempt fails as an agent's would (``agent_failure/...`` or
+  ``harness_compatibility_failure``);
+- an **error** when its attempt gets no verdict (``environment_failure/...``,
+  ``grader_failure``): reported, neither killed nor surviving;
+- a **survivor** when it passes: the grader accepts a trajectory that differs from the oracle
+  in a way that is usually a mistake. A task declares the survivors that are correct after all
+  in ``equivalent_mutants``, each with a reason.
+
+Identical mutants are replayed once. At most :data:`MAX_MUTANTS` are replayed per task, taken
+from the operators in turn so that every operator is represented when the cap bites.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from contextlib import closing
+
+from groundstate.spec.canonical import canonical_json
+from groundstate.spec.solution import Step
+from groundstate.validation.fixture_values import FixtureValues
+from groundstate.validation.mutants import OPERATORS, Context, Mutant, oracle_of
+from groundstate.validation.replay import SEED, Proof, describe_run
+from groundstate.validation.results import ClassCounts, MutantRecord, MutationFigures
+
+MAX_MUTANTS = 200
+"""The most mutants replayed per task (a replay takes some 5-20 ms)."""
+KILLING_REASONS = ("agent_failure", "harness_compatibility_failure")
+"""Terminal reasons that kill a mutant: the attempt failed as an agent's would."""
+
+
+class NothingToMutate(Exception):
+    """No oracle passes, so no near miss of one proves anything."""
+
+
+def generate(proof: Proof) -> tuple[list[Mutant], int]:
+    """The distinct mutants of every passing oracle of the task, capped; and how many there were.
+
+    Raises :class:`NothingToMutate` when the task has no oracle or one of them fails.
+    """
+    oracles = proof.of_kind("oracle")
+    if not oracles:
+        raise NothingToMutate("no oracle to mutate")
+    with closing(proof.make_env(proof.task, proof.suite)) as env:
+        env.reset(seed=SEED)
+        fixture = FixtureValues(env.snapshot())
+    per_class: dict[str, list[Mutant]] = {name: [] for name in OPERATORS}
+    known = {_key(s.steps) for s in proof.solutions.values() if s.kind != "known_bad"}
+    ids: set[str] = set()
+    for name, solution in oracles.items():
+        run = proof.run(name)
+        if not run.success:
+            raise NothingToMutate(f"{name} does not pass, so its mutants prove nothing")
+        ctx = Context(oracle_of(name, solution.steps, run), proof.task, proof.suite.tools, fixture)
+        for cls, operator in OPERATORS.items():
+            for mutant in operator(ctx):
+                key = _key(mutant.steps)
+                if key not in known and mutant.id not in ids:  # a correct route is no near miss
+                    known.add(key)
+                    ids.add(mutant.id)
+                    per_class[cls].append(mutant)
+    distinct = sum(len(mutants) for mutants in per_class.values())
+    return _take_in_turn(list(per_class.values()), MAX_MUTANTS), distinct
+
+
+def _key(steps: Iterable[Step]) -> str:
+    return canonical_json([step.model_dump(exclude_defaults=True) for step in steps])
+
+
+def _take_in_turn(groups: Sequence[list[Mutant]], limit: int) -> list[Mutant]:
+    """Up to *limit* mutants, one of each group in turn, kept in generation order."""
+    rounds = itertools.zip_longest(*groups)
+    chosen = {id(m) for m in itertools.islice((m for r in rounds for m in r if m), limit)}
+    return [m for group in groups for m in group if id(m) in chosen]
+
+
+def mutation_test(proof: Proof) -> MutationFigures:
+    """Generate the task's mutants, replay each, and count them."""
+    mutants, distinct = generate(proof)
+    declared = {e.mutant: e.reason for e in proof.task.equivalent_mutants}
+    counts = {name: ClassCounts() for name in OPERATORS}
+    survivors: list[MutantRecord] = []
+    errored: list[MutantRecord] = []
+    for mutant in mutants:
+        run = proof.run_steps(list(mutant.steps))
+        record = MutantRecord(
+            id=mutant.id, mutant_class=mutant.mutant_class, description=mutant.description
+        )
+        if run.success:
+            outcome = ClassCounts(generated=1, survived=1)
+            survivors.append(record.model_copy(update={"equivalent": declared.get(mutant.id)}))
+        elif run.terminal_reason.split("/")[0] in KILLING_REASONS:
+            outcome = ClassCounts(generated=1, killed=1)
+        else:
+            outcome = ClassCounts(generated=1, errors=1)
+            errored.append(record.model_copy(update={"reason": describe_run(run)}))
+        counts[mutant.mutant_class] += outcome
+    surviving = {s.id for s in survivors}
+    return MutationFigures(
+        generated=len(mutants),
+        killed=sum(c.killed for c in counts.values()),
+        errors=len(errored),
+        per_class=counts,
+        survivors=survivors,
+        errored=errored,
+        stale_equivalents=[m for m in declared if m not in surviving],
+        candidates=distinct if distinct > len(mutants) else None,
+    )
+
+
+def judge(figures: MutationFigures, mode: str) -> tuple[bool, str]:
+    """The ``mutation`` check's verdict and detail under the suite's ``mutation_testing``.
+
+    ``required`` fails on any survivor not declared equivalent; ``report`` lists them and
+    passes. Errors and stale declarations are reported, never failed on.
+    """
+    parts = [summary(figures)]
+    undeclared = figures.undeclared
+    if undeclared:
+        listed = "; ".join(f"{s.id} ({s.description})" for s in undeclared)
+        parts.append(f"{len(undeclared)} surviving mutant(s): {listed}")
+    equivalent = [s for s in figures.survivors if s.equivalent is not None]
+    if equivalent:
+        listed = "; ".join(f"{s.id} ({s.equivalent})" for s in equivalent)
+        parts.append(f"declared equivalent: {listed}")
+    if figures.errored:
+        listed = "; ".join(f"{s.id}: {s.reason}" for s in figures.errored)
+        parts.append(f"no verdict (neither killed nor surviving): {listed}")
+    if figures.stale_equivalents:
+        parts.append(
+            "warning: declared equivalent but no longer surviving (remove from "
+            f"equivalent_mutants): {', '.join(figures.stale_equivalents)}"
+        )
+    if undeclared and mode == "report":
+        parts.append("not failed: the suite sets mutation_testing: report")
+    return not (undeclared and mode == "required"), "; ".join(parts)
+
+
+def summary(figures: MutationFigures) -> str:
+    """One line: the score, what was killed of what, and each operator's share."""
+    score = "n/a" if figures.score is None else f"{figures.score:.2f}"
+    classes = ", ".join(
+        f"{name} {counts.killed}/{counts.generated}" for name, counts in figures.per_class.items()
+    )
+    capped = (
+        f" (capped: {figures.generated} of {figures.candidates} distinct mutants replayed)"
+        if figures.candidates is not None
+        else ""
+    )
+    return (
+        f"score {score}: {figures.killed} of {figures.generated} mutants killed, "
+        f"{figures.errors} without a verdict{capped} (killed/generated by class: {classes})"
+    )
