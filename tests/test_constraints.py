@@ -6,14 +6,17 @@ pass. Traces are built by hand (see ``trace_builder``).
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from groundstate.errors import SpecError
 from groundstate.grading.constraints import matches, normalise
-from groundstate.spec.task import CONSTRAINT_KINDS, Match
+from groundstate.spec.constraints import CONSTRAINT_KINDS, Match
 
 from .conftest import EditTask
 from .trace_builder import Trace, constraint
@@ -315,3 +318,22 @@ def test_never_reports_every_offending_step() -> None:
     result = Trace("hi").call("lookup_card").call("x").call("lookup_card").check(rule)
     assert result.evidence["steps"] == [1, 3] and result.evidence["count"] == 2
     assert result.evidence["offending_step"]["step"] == 1
+
+
+# --- the reference page -------------------------------------------------------------------
+
+
+def test_every_yaml_example_in_the_reference_is_valid() -> None:
+    page = (Path(__file__).parent.parent / "docs" / "constraints.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", page, re.DOTALL)
+    checked = 0
+    for block in blocks:
+        data = yaml.safe_load(block)
+        if isinstance(data, dict) and "hard_process_constraints" in data:
+            data = data["hard_process_constraints"]
+        elif isinstance(data, dict) and "writes" in data:
+            data = {"never": data}
+        for item in data if isinstance(data, list) else [data]:
+            constraint(**({"id": "example"} | item))
+            checked += 1
+    assert checked >= 19

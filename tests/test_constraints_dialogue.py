@@ -50,7 +50,7 @@ def test_one_yes_does_not_cover_a_change_it_never_listed() -> None:
     trace = _asked("I'll refund I-1019-2 (3500 cents) to PM-C08-MC. Shall I go ahead?")
     result = trace.call("refund_item", HEADLAMP).call("refund_item", BOTTLE).check(REFUND)
     assert not result.passed and result.evidence["offending_step"]["step"] == 4
-    assert result.evidence["not_named"] == ["i-10193", "2900"]
+    assert result.evidence["not_named"] == ["I-1019-3", "2900"]
 
 
 def test_a_blanket_yes_before_the_details_does_not_confirm() -> None:

@@ -116,6 +116,11 @@ def test_values_are_recorded_exactly(env: SqliteEnvironment) -> None:
     assert after is not None
     assert after["total"] == 0.1 + 0.2 and after["total"] != 0.3  # not rounded to 15 digits
     assert after["customer_id"] is None
+    texts = _call(
+        env, "UPDATE orders SET line1 = 'O''Brien''s', status = '007' WHERE order_id = 'O-2'"
+    )
+    assert texts.writes[0].after is not None
+    assert (texts.writes[0].after["line1"], texts.writes[0].after["status"]) == ("O'Brien's", "007")
     assert env.snapshot().tables["orders"].rows['"O-1"'] == after  # as snapshots read it
     numbers = _call(env, "UPDATE wide SET c0 = 9007199254740993, c1 = '1'")
     assert numbers.writes[0].after is not None

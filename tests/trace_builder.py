@@ -9,7 +9,7 @@ from pydantic import TypeAdapter
 from groundstate.environments.base import RowWrite
 from groundstate.grading.constraints import evaluate_constraints
 from groundstate.records import CheckResult
-from groundstate.spec.task import HardConstraint
+from groundstate.spec.constraints import HardConstraint
 from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent
 
 _CONSTRAINT: TypeAdapter[HardConstraint] = TypeAdapter(HardConstraint)

@@ -155,7 +155,7 @@ class SqliteEnvironment:
         # authorizer, which refuses the agent any pragma write.
         self._agent.execute("PRAGMA foreign_keys = ON")
         self._agent.execute("PRAGMA synchronous = OFF")
-        self._writes = WriteLog(self._agent, _user_tables(self._agent))
+        self._writes = WriteLog(_user_tables(self._agent))
         self._agent.set_authorizer(self._authorize)
 
     def _close_live(self) -> None:
@@ -238,8 +238,8 @@ class SqliteEnvironment:
         """
         effects = CallEffects()
         self._denied = []
+        self._writes.start(self._harness)
         self._harness("BEGIN")
-        self._writes.clear(self._harness)
         try:
             yield effects
             if self._denied:

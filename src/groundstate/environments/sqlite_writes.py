@@ -12,14 +12,13 @@ recursive triggers are on, which would change a fixture's own triggers). So ``BE
 also log the rows a new row would conflict with (same primary key or unique columns); such a
 row that nothing else touched and that is gone at the end of the call was deleted.
 
-Cells are logged with their storage class, so values come back exactly: REAL through
-``quote()`` (SQLite's JSON would round to 15 digits), BLOB as hex text.
+Cells are logged as SQL literals (``quote()``), so values come back exactly, with their storage
+class: SQLite's JSON would round a REAL to 15 digits. A BLOB is recorded as hex text.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,7 @@ from groundstate.spec.canonical import canonical_json
 
 LOG = "_gs_writes"
 """The TEMP table the triggers write; trigger names start with it too."""
-_CHUNK = 50  # columns per json_array() call: SQLite allows at most 127 arguments
+_CHUNK = 100  # columns per json_array() call: SQLite allows at most 127 arguments
 
 Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 """Runs one of the harness's own statements (past the agent's authorizer)."""
@@ -50,27 +49,46 @@ class _Table:
 
 
 class WriteLog:
-    """The triggers and the log of one connection (valid until the connection closes)."""
+    """The triggers and the log of one connection (valid until the connection closes).
 
-    def __init__(self, connection: sqlite3.Connection, tables: list[str]) -> None:
-        self._tables = [_describe(connection, name) for name in tables]
-        connection.execute(
-            f"CREATE TEMP TABLE {LOG}"
-            "(seq INTEGER PRIMARY KEY, tbl INTEGER, op TEXT, old TEXT, new TEXT)"
-        )
-        for index, table in enumerate(self._tables):
-            for sql in _triggers(index, table):
-                connection.execute(sql)
+    They are installed at the first call, not at reset: a reset that no call follows (a reset
+    check, a probe) costs nothing, and one that does pays a few milliseconds once.
+    """
 
-    def clear(self, run: Run) -> None:
+    def __init__(self, tables: list[str]) -> None:
+        self._names = tables
+        self._tables: list[_Table] = []
+
+    def start(self, run: Run) -> None:
+        """Prepare for a call: install the triggers if needed, empty the log.
+
+        Call it before the call's transaction begins, so that a rolled-back call cannot take
+        the triggers with it.
+        """
+        if not self._tables:
+            self._install(run)
         run(f"DELETE FROM temp.{LOG}", ())
+
+    def _install(self, run: Run) -> None:
+        tables = [_describe(run, name) for name in self._names]
+        run("BEGIN", ())  # one transaction for the whole TEMP schema
+        run(
+            f"CREATE TEMP TABLE {LOG}"
+            "(seq INTEGER PRIMARY KEY, tbl INTEGER, op TEXT, old TEXT, new TEXT)",
+            (),
+        )
+        for index, table in enumerate(tables):
+            for sql in _triggers(index, table):
+                run(sql, ())
+        run("COMMIT", ())
+        self._tables = tables
 
     def read(self, run: Run) -> tuple[list[RowWrite], list[str]]:
         """The call's writes, netted per row, in the order rows were first written; and the
         tables it wrote at all (a row written and restored in the same call has no write, but
         its table was written, as a counter bumped by an insert that was deleted again)."""
         entries = run(f"SELECT tbl, op, old, new FROM temp.{LOG} ORDER BY seq", ())
-        self.clear(run)
+        run(f"DELETE FROM temp.{LOG}", ())
         net = _Netting(self._tables)
         for tbl, op, old, new in entries:
             net.add(tbl, op, _decode(old), _decode(new))
@@ -141,20 +159,21 @@ def _exists(run: Run, table: _Table, row: Row) -> bool:
 # --- schema and triggers ----------------------------------------------------------------------
 
 
-def _describe(connection: sqlite3.Connection, name: str) -> _Table:
-    info = connection.execute(f"PRAGMA main.table_info({_quote(name)})").fetchall()
+def _describe(run: Run, name: str) -> _Table:
+    info = run(f"PRAGMA main.table_info({_quote(name)})", ())
     columns = [column[1] for column in info]
     key = [column[1] for column in sorted(info, key=lambda column: column[5]) if column[5] > 0]
     if not key:
         key, columns = ["rowid"], ["rowid", *columns]
-    return _Table(name, columns, key, [key, *_unique_indexes(connection, name)])
+    return _Table(name, columns, key, [key, *_unique_indexes(run, name)])
 
 
-def _unique_indexes(connection: sqlite3.Connection, table: str) -> list[list[str]]:
+def _unique_indexes(run: Run, table: str) -> list[list[str]]:
+    """Column sets of the unique indexes, the primary key's own index left out."""
     found = []
-    for index in connection.execute(f"PRAGMA main.index_list({_quote(table)})").fetchall():
-        if index[2]:  # unique
-            info = connection.execute(f"PRAGMA main.index_info({_quote(index[1])})").fetchall()
+    for index in run(f"PRAGMA main.index_list({_quote(table)})", ()):
+        if index[2] and index[3] != "pk":  # unique, and not the primary key again
+            info = run(f"PRAGMA main.index_info({_quote(index[1])})", ())
             if all(column[2] is not None for column in info):  # skip expression indexes
                 found.append([column[2] for column in info])
     return found
@@ -185,30 +204,31 @@ def _triggers(index: int, table: _Table) -> list[str]:
 
 
 def _image(table: _Table, ref: str | None) -> str:
-    """SQL for a row image: a JSON array of [storage class, value] pairs, column by column."""
-    cells = [_cell(f"{ref}.{_column(c)}" if ref else _column(c)) for c in table.columns]
+    """SQL for a row image: JSON arrays of the columns' SQL literals, chunk by chunk."""
+    cells = [f"quote({ref}.{_column(c)})" if ref else f"quote({_column(c)})" for c in table.columns]
     chunks = [cells[i : i + _CHUNK] for i in range(0, len(cells), _CHUNK)]
     arrays = [f"json_array({', '.join(chunk)})" for chunk in chunks]
     return "'[' || " + " || ',' || ".join(arrays) + " || ']'"
 
 
-def _cell(value: str) -> str:
-    exact = (
-        f"CASE typeof({value}) WHEN 'real' THEN quote({value}) "
-        f"WHEN 'blob' THEN hex({value}) ELSE {value} END"
-    )
-    return f"typeof({value}), {exact}"
-
-
 def _decode(image: str | None) -> list[Any] | None:
     if image is None:
         return None
-    flat = [item for chunk in json.loads(image) for item in chunk]
-    return [_value(kind, value) for kind, value in zip(flat[::2], flat[1::2], strict=True)]
+    return [_literal(item) for chunk in json.loads(image) for item in chunk]
 
 
-def _value(kind: str, value: Any) -> Any:
-    return float(value) if kind == "real" else value
+def _literal(sql: str) -> Any:
+    """The value of a literal ``quote()`` wrote: NULL, 'text', X'blob' or a number."""
+    if sql == "NULL":
+        return None
+    if sql.startswith("'"):
+        return sql[1:-1].replace("''", "'")
+    if sql.startswith("X'"):
+        return sql[2:-1]
+    try:
+        return int(sql)
+    except ValueError:
+        return float(sql)  # quote() writes a REAL with enough digits to read it back exactly
 
 
 def _row(table: _Table, values: list[Any] | None) -> Row | None:

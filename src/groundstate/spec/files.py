@@ -9,7 +9,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from groundstate.errors import SpecError
-from groundstate.spec.task import CONSTRAINT_KINDS
+from groundstate.spec.constraints import CONSTRAINT_KINDS
 
 M = TypeVar("M", bound=BaseModel)
 

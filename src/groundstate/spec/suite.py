@@ -23,9 +23,10 @@ from pydantic import Field, field_validator
 
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
+from groundstate.spec.constraints import PythonConstraint
 from groundstate.spec.files import load_model
 from groundstate.spec.solution import Solution
-from groundstate.spec.task import AgentTask, PythonAssertion, PythonConstraint, Strict
+from groundstate.spec.task import AgentTask, PythonAssertion, Strict
 from groundstate.tools import Tool, load_tools
 
 

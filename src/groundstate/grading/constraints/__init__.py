@@ -21,7 +21,7 @@ from groundstate.grading.constraints._python import python_check
 from groundstate.grading.constraints._text import normalise
 from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
-from groundstate.spec.task import (
+from groundstate.spec.constraints import (
     CONSTRAINT_KINDS,
     AtLeastConstraint,
     AtMostConstraint,

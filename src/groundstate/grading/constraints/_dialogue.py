@@ -9,9 +9,9 @@ from typing import Any
 from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._paths import resolve
 from groundstate.grading.constraints._result import failed, label, passed
-from groundstate.grading.constraints._text import normalise, rendered
+from groundstate.grading.constraints._text import mentions, normalise, rendered
 from groundstate.records import CheckResult
-from groundstate.spec.task import ConfirmedConstraint, ConfirmedRule, ProvenanceConstraint
+from groundstate.spec.constraints import ConfirmedConstraint, ConfirmedRule, ProvenanceConstraint
 from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent
 
 # --- confirmed --------------------------------------------------------------------------------
@@ -26,7 +26,7 @@ class _Confirmation:
 
     def unnamed(self, values: list[str]) -> list[str]:
         text = normalise(self.question.text or "")
-        return [value for value in values if value not in text]
+        return [value for value in values if not mentions(text, value)]
 
 
 def confirmed(constraint: ConfirmedConstraint, events: list[TraceEvent]) -> CheckResult:
@@ -79,7 +79,7 @@ def _check_change(
     not_named = [v for v in values if all(v in c.unnamed(values) for c in confirmations)]
     problem = (
         f"{label(change)} was not confirmed: no user yes answers a question naming all of "
-        f"{values}" + (f" ({not_named} named in no confirmed question)" if not_named else "")
+        f"{', '.join(values)}" + (f"; never named: {', '.join(not_named)}" if not_named else "")
     )
     return failed(
         constraint.id,
@@ -116,7 +116,7 @@ def provenance(constraint: ProvenanceConstraint, events: list[TraceEvent]) -> Ch
             continue
         for name in rule.args:
             for value in rendered(event.args.get(name)):
-                if not any(value in text for text in said):
+                if not any(mentions(text, value) for text in said):
                     return _unsourced(constraint, event, name, value, events[:index])
     return passed(constraint.id, "provenance")
 
@@ -132,7 +132,7 @@ def _unsourced(
         e.step
         for e in earlier
         if isinstance(e, ToolCallEvent)
-        and value in normalise(json.dumps(e.output, ensure_ascii=False, default=str))
+        and mentions(normalise(json.dumps(e.output, ensure_ascii=False, default=str)), value)
     ]
     seen = f"; it appeared earlier in tool output at step(s) {outputs}" if outputs else ""
     problem = f"{label(call)}: argument {name} = {value!r} was not said by the user before{seen}"

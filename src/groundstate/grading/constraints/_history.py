@@ -9,7 +9,7 @@ from groundstate.environments.base import RowWrite
 from groundstate.grading.constraints._result import failed, label, passed, step_of
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import canonical_json
-from groundstate.spec.task import NoUndoConstraint
+from groundstate.spec.constraints import NoUndoConstraint
 from groundstate.trace import ToolCallEvent, TraceEvent
 
 ROW = None

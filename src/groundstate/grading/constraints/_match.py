@@ -6,7 +6,7 @@ from groundstate.environments.base import RowWrite
 from groundstate.grading.constraints._paths import holds
 from groundstate.grading.constraints._text import normalise, search
 from groundstate.spec.canonical import canonical_json
-from groundstate.spec.task import Match, WriteMatch
+from groundstate.spec.constraints import Match, WriteMatch
 from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent
 
 

@@ -8,7 +8,7 @@ from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._paths import Bindings, capture, holds, values_at
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.records import CheckResult
-from groundstate.spec.task import (
+from groundstate.spec.constraints import (
     AtLeastConstraint,
     AtMostConstraint,
     BeforeConstraint,

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundstate.spec.canonical import canonical_json
-from groundstate.spec.task import JsonScalar, literal, variable
+from groundstate.spec.constraints import literal, variable
+from groundstate.spec.strict import JsonScalar
 from groundstate.trace import TraceEvent
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from groundstate.deadline import call_with_time_limit
 from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
-from groundstate.spec.task import PythonConstraint
+from groundstate.spec.constraints import PythonConstraint
 from groundstate.tools import load_module
 from groundstate.trace import TraceEvent
 

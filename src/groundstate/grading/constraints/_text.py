@@ -31,15 +31,21 @@ def normalise(text: str) -> str:
 
 
 def rendered(value: Any) -> list[str]:
-    """The normalised strings a value is named by: a scalar by ``str()``, a list by each element.
+    """The strings a value is named by: a scalar by ``str()``, a list by each element.
 
-    ``None`` names nothing (an absent optional value has nothing to mention).
+    ``None`` names nothing (an absent optional value has nothing to mention). Compare them
+    with :func:`mentions`, which normalises both sides.
     """
     if isinstance(value, list):
         return [text for element in value for text in rendered(element)]
     if value is None:
         return []
-    return [normalise(str(value))]
+    return [str(value)]
+
+
+def mentions(normalised_text: str, value: str) -> bool:
+    """Whether already normalised text names *value* (a normalised substring)."""
+    return normalise(value) in normalised_text
 
 
 def search(pattern: str, text: str) -> bool:

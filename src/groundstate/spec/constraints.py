@@ -1,0 +1,333 @@
+"""Hard process constraints and the matches they use: the language of ``C_j(trace)``.
+
+The reference is ``docs/constraints.md``; ``groundstate.grading.constraints`` evaluates them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+from groundstate.spec.strict import JsonScalar, Strict, one_key_of
+
+TOOL_ROOTS = ("args", "output", "error", "tool", "ok")
+"""Where a path into a tool call starts (``args.order_id``, ``output.items.*.item_id``)."""
+MESSAGE_ROOTS = ("text", "role")
+"""Where a path into a message starts."""
+YES_PATTERN = r"\b(yes|go ahead)\b"
+"""The default ``confirmed.yes``: the scripted user's yes, on normalised text."""
+NO_PATTERN = r"\b(no|do not|don't)\b"
+"""The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes."""
+_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def variable(value: Any) -> str | None:
+    """The variable a condition value refers to (``"$name"``), or None for a literal."""
+    if isinstance(value, str) and value.startswith("$") and not value.startswith("$$"):
+        return value[1:]
+    return None
+
+
+def literal(value: JsonScalar) -> JsonScalar:
+    """A literal condition value: ``"$$x"`` stands for the string ``"$x"``."""
+    return value[1:] if isinstance(value, str) and value.startswith("$$") else value
+
+
+def _check_path(path: str, roots: tuple[str, ...], what: str) -> None:
+    segments = path.split(".")
+    if not all(segment.strip() for segment in segments):
+        raise ValueError(f"{what} path {path!r} has an empty segment")
+    if segments[0] not in roots:
+        raise ValueError(f"{what} path {path!r} must start with one of: {', '.join(roots)}")
+
+
+class WriteMatch(Strict):
+    """Selects tool calls by the rows they wrote (the call's recorded write history)."""
+
+    table: str
+    key: JsonScalar | list[JsonScalar] = None
+    """Primary key of the row (a list for a composite key), compared exactly; unset: any row."""
+    columns: list[str] = Field(default_factory=list)
+    """Columns of which at least one changed; empty: any write. An inserted or deleted row
+    changes all its columns."""
+
+
+class Match(Strict):
+    """Selects trace steps: tool calls (by name, arguments, outcome, writes) or messages.
+
+    Text conditions (``contains``, ``matches``) apply to normalised text (see
+    ``groundstate.grading.constraints.normalise``).
+    """
+
+    tool: str | None = None
+    """Tool name; ``"*"`` matches every tool call (as does leaving it unset with ``writes``)."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Arguments that must be equal (a subset of the call's arguments)."""
+    ok: bool | None = None
+    """``True``: only calls that succeeded; ``False``: only calls that failed; unset: both."""
+    writes: WriteMatch | None = None
+    """Only calls whose recorded row-level writes include such a write."""
+    message: Literal["agent", "user"] | None = None
+    """Match messages from this role instead of tool calls."""
+    contains: str | None = None
+    """With ``message``: the normalised text contains the normalised value."""
+    matches: str | None = None
+    """With ``message``: a regular expression searched (case-insensitively) in the normalised
+    text. The pattern itself is not normalised: write digits without separators."""
+    final: bool | None = None
+    """With ``message: agent``: ``True`` selects only the agent's final reply, ``False`` only
+    the other messages; unset: both."""
+    where: dict[str, JsonScalar] = Field(default_factory=dict)
+    """Conditions ``path: value`` on the step; every one must hold (see the paths reference)."""
+    capture: dict[str, str] = Field(default_factory=dict)
+    """``name: path``: values to bind from the step (only in ``before.first``)."""
+
+    @field_validator("matches")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        if pattern is not None:
+            try:
+                re.compile(pattern, re.IGNORECASE)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        return pattern
+
+    @field_validator("where")
+    @classmethod
+    def _no_variables(cls, where: dict[str, JsonScalar]) -> dict[str, JsonScalar]:
+        for path, value in where.items():
+            if variable(value) is not None:
+                raise ValueError(
+                    f"{path}: {value!r} refers to a variable, and variables are only read in "
+                    "before.where (write '$$...' for a literal string starting with '$')"
+                )
+        return where
+
+    @field_validator("capture")
+    @classmethod
+    def _names(cls, capture: dict[str, str]) -> dict[str, str]:
+        bad = [name for name in capture if not _VARIABLE.match(name)]
+        if bad:
+            raise ValueError(f"capture names must be identifiers, got {', '.join(bad)}")
+        return capture
+
+    @property
+    def is_message(self) -> bool:
+        return self.message is not None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Match:
+        is_call = self.tool is not None or self.writes is not None
+        if is_call == self.is_message:
+            raise ValueError("a match needs exactly one of: tool (or writes), message")
+        wrong = _set_fields(self, ("contains", "matches", "final") if is_call else ("args", "ok"))
+        if wrong:
+            kind, other = ("tool", "message") if is_call else ("message", "tool")
+            raise ValueError(f"{', '.join(wrong)}: for {other} matches only, not {kind} matches")
+        if self.final is not None and self.message != "agent":
+            raise ValueError("'final' applies to agent messages only")
+        roots = MESSAGE_ROOTS if self.is_message else TOOL_ROOTS
+        for path in [*self.where, *self.capture.values()]:
+            _check_path(path, roots, "a message" if self.is_message else "a tool call")
+        return self
+
+
+def _set_fields(model: BaseModel, names: tuple[str, ...]) -> list[str]:
+    return [f"'{name}'" for name in names if getattr(model, name) not in (None, {})]
+
+
+def _check_no_capture(*matches: tuple[str, Match]) -> None:
+    for where, match in matches:
+        if match.capture:
+            raise ValueError(f"{where}: 'capture' binds variables only in before.first")
+
+
+class _Constraint(Strict):
+    id: str
+    description: str = ""
+
+
+class BeforeRule(Strict):
+    first: Match
+    then: Match
+    where: dict[str, JsonScalar] = Field(default_factory=dict)
+    """Conditions on the ``then`` step that one earlier ``first`` step must make true;
+    ``"$name"`` is the value that step captured as ``name``."""
+
+    @model_validator(mode="after")
+    def _bindings(self) -> BeforeRule:
+        _check_no_capture(("then", self.then))
+        roots = MESSAGE_ROOTS if self.then.is_message else TOOL_ROOTS
+        for path, value in self.where.items():
+            _check_path(path, roots, "a 'then'")
+            name = variable(value)
+            if name is not None and name not in self.first.capture:
+                raise ValueError(f"where {path}: ${name} is not captured by 'first'")
+        return self
+
+
+class BeforeConstraint(_Constraint):
+    """Every step matching ``then`` is preceded by a step matching ``first`` (bound by
+    ``where`` to its captures, if given)."""
+
+    before: BeforeRule
+
+
+class NeverConstraint(_Constraint):
+    """No step matches."""
+
+    never: Match
+
+    @model_validator(mode="after")
+    def _plain(self) -> NeverConstraint:
+        _check_no_capture(("never", self.never))
+        return self
+
+
+class AtMostRule(Strict):
+    n: int = Field(ge=0)
+    match: Match
+
+    @model_validator(mode="after")
+    def _plain(self) -> AtMostRule:
+        _check_no_capture(("match", self.match))
+        return self
+
+
+class AtMostConstraint(_Constraint):
+    """At most ``n`` steps match."""
+
+    at_most: AtMostRule
+
+
+class AtLeastRule(Strict):
+    n: int = Field(ge=1)
+    match: Match
+
+    @model_validator(mode="after")
+    def _plain(self) -> AtLeastRule:
+        _check_no_capture(("match", self.match))
+        return self
+
+
+class AtLeastConstraint(_Constraint):
+    """At least ``n`` steps match (e.g. the final reply mentions the refund)."""
+
+    at_least: AtLeastRule
+
+
+class ConfirmedRule(Strict):
+    change: Match
+    """The changes that need a confirmation (a tool match)."""
+    names: list[str] = Field(default_factory=list)
+    """Paths into the change (``args.order_id``) whose values the confirmed question names."""
+    yes: Match = Match(message="user", matches=YES_PATTERN)
+    """What counts as the user's yes (a user-message match)."""
+    no: Match | None = Match(message="user", matches=NO_PATTERN)
+    """A reply that also matches this confirms nothing; ``null``: no such check."""
+
+    @model_validator(mode="after")
+    def _kinds(self) -> ConfirmedRule:
+        if self.change.is_message:
+            raise ValueError("change: must be a tool match")
+        for field_name, reply in (("yes", self.yes), ("no", self.no)):
+            if reply is not None and reply.message != "user":
+                raise ValueError(f"{field_name}: must be a match on 'message: user'")
+        _check_no_capture(("change", self.change), ("yes", self.yes))
+        for path in self.names:
+            _check_path(path, TOOL_ROOTS, "a 'names'")
+        return self
+
+
+class ConfirmedConstraint(_Constraint):
+    """Every change answers a user's yes to an agent question that named its values."""
+
+    confirmed: ConfirmedRule
+
+
+class ProvenanceRule(Strict):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_by_name=True, serialize_by_alias=True
+    )
+
+    match: Match
+    """The calls to check (a tool match)."""
+    args: list[str] = Field(min_length=1)
+    """Argument names whose values must come from the user."""
+    source: Literal["user"] = Field(default="user", alias="from")
+    """Where the values must have appeared first: ``user`` (a user message)."""
+
+    @model_validator(mode="after")
+    def _tool(self) -> ProvenanceRule:
+        if self.match.is_message:
+            raise ValueError("match: must be a tool match")
+        _check_no_capture(("match", self.match))
+        return self
+
+
+class ProvenanceConstraint(_Constraint):
+    """Listed argument values of matching calls appeared in an earlier user message."""
+
+    provenance: ProvenanceRule
+
+
+class NoUndoRule(Strict):
+    tables: list[str] = Field(default_factory=list)
+    """Tables to watch; empty: all."""
+
+
+class NoUndoConstraint(_Constraint):
+    """No call restores a value (or a row's presence) that an earlier call changed."""
+
+    no_undo: NoUndoRule
+
+    @field_validator("no_undo", mode="before")
+    @classmethod
+    def _bare(cls, value: Any) -> Any:
+        return {} if value is None else value  # ``no_undo:`` alone watches every table
+
+
+class PythonConstraint(_Constraint):
+    """A Python function ``fn(trace, s0) -> bool | (bool, evidence)`` from the suite."""
+
+    check: str
+    """``file.py:function``, relative to the suite folder."""
+
+
+CONSTRAINT_KINDS = (
+    "before",
+    "never",
+    "at_most",
+    "at_least",
+    "confirmed",
+    "provenance",
+    "no_undo",
+    "check",
+)
+
+
+HardConstraint = Annotated[
+    Annotated[BeforeConstraint, Tag("before")]
+    | Annotated[NeverConstraint, Tag("never")]
+    | Annotated[AtMostConstraint, Tag("at_most")]
+    | Annotated[AtLeastConstraint, Tag("at_least")]
+    | Annotated[ConfirmedConstraint, Tag("confirmed")]
+    | Annotated[ProvenanceConstraint, Tag("provenance")]
+    | Annotated[NoUndoConstraint, Tag("no_undo")]
+    | Annotated[PythonConstraint, Tag("check")],
+    Discriminator(
+        one_key_of(CONSTRAINT_KINDS),
+        custom_error_type="constraint_kind",
+        custom_error_message="a constraint needs exactly one of: " + ", ".join(CONSTRAINT_KINDS),
+    ),
+]
