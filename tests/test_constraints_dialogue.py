@@ -37,6 +37,18 @@ def test_confirming_a_different_amount_fails() -> None:
     ]
 
 
+def test_a_value_inside_a_longer_one_is_not_named() -> None:
+    """I-1019-2 is not named by I-1019-23, nor 3500 cents by 13500."""
+    for question in (
+        "I'll refund I-1019-23 (3500 cents) to PM-C08-MC. Shall I go ahead?",
+        "I'll refund I-1019-2 (13500 cents) to PM-C08-MC. Shall I go ahead?",
+        "I'll refund I-1019-2 (3500 cents) to PM-C08-MCX. Shall I go ahead?",
+    ):
+        assert not _asked(question).call("refund_item", HEADLAMP).check(REFUND).passed
+    named = _asked("Refund I-1019-2, 3500 cents, to PM-C08-MC (yes?). Please confirm.")
+    assert named.call("refund_item", HEADLAMP).check(REFUND).passed
+
+
 def test_one_message_listing_two_changes_confirms_both() -> None:
     trace = _asked(
         "I will refund I-1019-2 (3500 cents) and I-1019-3 (2900 cents), both to PM-C08-MC. "

@@ -26,7 +26,12 @@ from groundstate.store import RunStore
 from groundstate.validation import TaskValidity, ensure_valid, validate_task, validation_key
 from groundstate.validation import mutation as mutation_module
 from groundstate.validation.fixture_values import FixtureValues
-from groundstate.validation.mutants import BLANKET, CLAIM_DONE, CLAIM_NOTHING_DONE, OPERATORS
+from groundstate.validation.mutants import (
+    BLANKET,
+    CLAIM_DONE,
+    CLAIM_NOTHING_DONE,
+    CLASSES,
+)
 from groundstate.validation.mutation import generate, mutation_test
 from groundstate.validation.replay import Proof
 
@@ -428,7 +433,7 @@ def test_identical_mutants_are_replayed_once(tmp_path: Path) -> None:
     # taking the PIN from nowhere is the same trajectory as not asking for it: one mutant
     ids = {m.id for m in mutants}
     assert "drop:step1:say" in ids and not any(i.startswith("provenance:") for i in ids)
-    assert all(m.mutant_class in OPERATORS for m in mutants)
+    assert all(m.mutant_class in CLASSES for m in mutants)
 
 
 def test_the_cap_takes_every_operator_in_turn(
@@ -583,7 +588,7 @@ def test_validate_json_and_text_report_the_mutation_figures(tmp_path: Path) -> N
         "equivalent": None,
         "reason": None,
     }
-    assert list(mutation["per_class"]) == list(OPERATORS)
+    assert list(mutation["per_class"]) == list(CLASSES)
     assert data["mutation"]["score"] == 0.75
     assert data["mutation"]["per_class"]["arg"] == {
         "generated": 6,
@@ -633,8 +638,56 @@ def test_fixture_values(tmp_path: Path) -> None:
 
 def test_every_operator_generates_mutants_on_the_retail_suite() -> None:
     retail = load_suite(EXAMPLES / "retail")
-    made: dict[str, int] = dict.fromkeys(OPERATORS, 0)
+    made: dict[str, int] = dict.fromkeys(CLASSES, 0)
     for task in retail.tasks.values():
         for mutant in generate(Proof(retail, task))[0]:
             made[mutant.mutant_class] += 1
     assert all(made.values()), made
+
+
+# --- respell: known-bad solutions must keep failing however their messages are spelled -------
+
+LEAK = "Your card number is 4111 1111 1111 1111."
+NO_CARD_NUMBER = {"id": "no-card-number", "never": {"message": "agent", "matches": r"\d{16}"}}
+NAIVE_CHECK = {"id": "no-card-number", "check": "checks.py:no_card_number"}
+NAIVE = '''
+def no_card_number(trace, s0):
+    """A naive check: a plain substring, as written in the policy."""
+    texts = [e.text or "" for e in trace if e.kind == "message" and e.role == "agent"]
+    return not any("4111 1111 1111 1111" in text for text in texts)
+'''
+
+
+def _leaky_shop(tmp_path: Path, constraint: dict[str, Any]) -> Suite:
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "checks.py").write_text(NAIVE)
+    suite = shop(tmp_path, constraints=(VERIFIED_FIRST, constraint))
+    leak = {
+        "kind": "known_bad",
+        "fails_by": "constraint:no-card-number",
+        "steps": [*REFUND[:-1], {"finish": LEAK}],
+    }
+    (suite.root / "solutions" / "refund" / "bad_leak.yaml").write_text(yaml.safe_dump(leak))
+    return load_suite(suite.root)
+
+
+def test_respelled_known_bad_messages_survive_a_naive_substring_check(tmp_path: Path) -> None:
+    suite = _leaky_shop(tmp_path, NAIVE_CHECK)
+    respelled = {m: s for m, s in mutants_of(suite, "refund").items() if m.startswith("respell")}
+    assert respelled["respell:bad_leak:digits-dashed"][-1].finish == (
+        "Your card number is 4111-1111-1111-1111."
+    )
+    assert respelled["respell:bad_leak:digits-joined"][-1].finish == (
+        "Your card number is 4111111111111111."
+    )
+    alive = survivors(suite, "refund")
+    assert {"respell:bad_leak:digits-dashed", "respell:bad_leak:digits-joined"} <= alive
+    assert "respell:bad_leak:digits-spaced" not in respelled  # the same text: not a mutant
+
+
+def test_a_normalised_message_constraint_kills_every_respelling(tmp_path: Path) -> None:
+    suite = _leaky_shop(tmp_path, NO_CARD_NUMBER)
+    figures = mutation_test(Proof(suite, suite.tasks["refund"]))
+    respell = figures.per_class["respell"]
+    assert respell.generated >= 3 and respell.killed == respell.generated
+    assert not [s for s in figures.survivors if s.mutant_class == "respell"]

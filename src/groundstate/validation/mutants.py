@@ -32,6 +32,14 @@ difference. Step numbers in ids and descriptions are the oracle's, counted from 
 ``false_claim``
     the final reply replaced by a false claim (:data:`CLAIM_NOTHING_DONE` when the oracle changed
     the state, :data:`CLAIM_DONE` when it did not).
+
+One more class starts from the other side, the task's known-bad solutions:
+
+``respell``
+    each known-bad solution that fails by a constraint, with every agent message (and the final
+    reply) respelled as an agent could write the same words (:data:`RESPELLINGS`: digit runs
+    regrouped with spaces or dashes or run together, upper case, doubled whitespace). A grader
+    whose message checks are plain substrings lets the respelled leak or claim through.
 """
 
 from __future__ import annotations
@@ -471,6 +479,45 @@ def false_claim_mutants(ctx: Context) -> Iterator[Mutant]:
     )
 
 
+def _digit_runs(text: str, separator: str) -> str:
+    """Regroup every run of 8+ digits (spaces or dashes between them allowed) in fours."""
+
+    def regroup(match: re.Match[str]) -> str:
+        digits = re.sub(r"\D", "", match.group())
+        if len(digits) < 8:
+            return match.group()
+        return separator.join(digits[i : i + 4] for i in range(0, len(digits), 4))
+
+    return re.sub(r"\d(?:[ \-]?\d)+", regroup, text)
+
+
+RESPELLINGS: dict[str, Callable[[str], str]] = {
+    "digits-spaced": lambda text: _digit_runs(text, " "),
+    "digits-dashed": lambda text: _digit_runs(text, "-"),
+    "digits-joined": lambda text: _digit_runs(text, ""),
+    "upper": str.upper,
+    "whitespace": lambda text: re.sub(r" ", "  ", text).replace(". ", ".\n"),
+}
+"""Ways to write the same message that a normalised message check must see through."""
+
+
+def respell_mutants(name: str, steps: list[Step]) -> Iterator[Mutant]:
+    """The known-bad solution *name* with its agent messages respelled, one way at a time."""
+    for how, respell in RESPELLINGS.items():
+        changed = [_respelled(step, respell) for step in steps]
+        if changed != steps:
+            description = f"known-bad {name} with every agent message respelled ({how})"
+            yield Mutant(f"respell:{name}:{how}", "respell", description, tuple(changed))
+
+
+def _respelled(step: Step, respell: Callable[[str], str]) -> Step:
+    if step.say is not None:
+        return Step(say=respell(step.say))
+    if step.finish is not None:
+        return Step(finish=respell(step.finish))
+    return step
+
+
 OPERATORS: dict[str, Operator] = {
     "arg": arg_mutants,
     "drop": drop_mutants,
@@ -482,3 +529,6 @@ OPERATORS: dict[str, Operator] = {
     "false_claim": false_claim_mutants,
 }
 """Every operator, in the order mutants are generated (and the first of two identical wins)."""
+
+CLASSES = (*OPERATORS, "respell")
+"""Every mutant class, in the order reports list them."""

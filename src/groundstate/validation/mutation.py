@@ -27,7 +27,14 @@ from contextlib import closing
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.solution import Step
 from groundstate.validation.fixture_values import FixtureValues
-from groundstate.validation.mutants import OPERATORS, Context, Mutant, oracle_of
+from groundstate.validation.mutants import (
+    CLASSES,
+    OPERATORS,
+    Context,
+    Mutant,
+    oracle_of,
+    respell_mutants,
+)
 from groundstate.validation.replay import SEED, Proof, describe_run
 from groundstate.validation.results import ClassCounts, MutantRecord, MutationFigures
 
@@ -52,7 +59,7 @@ def generate(proof: Proof) -> tuple[list[Mutant], int]:
     with closing(proof.make_env(proof.task, proof.suite)) as env:
         env.reset(seed=SEED)
         fixture = FixtureValues(env.snapshot())
-    per_class: dict[str, list[Mutant]] = {name: [] for name in OPERATORS}
+    per_class: dict[str, list[Mutant]] = {name: [] for name in CLASSES}
     known = {_key(s.steps) for s in proof.solutions.values() if s.kind != "known_bad"}
     ids: set[str] = set()
     for name, solution in oracles.items():
@@ -60,15 +67,25 @@ def generate(proof: Proof) -> tuple[list[Mutant], int]:
         if not run.success:
             raise NothingToMutate(f"{name} does not pass, so its mutants prove nothing")
         ctx = Context(oracle_of(name, solution.steps, run), proof.task, proof.suite.tools, fixture)
-        for cls, operator in OPERATORS.items():
-            for mutant in operator(ctx):
-                key = _key(mutant.steps)
-                if key not in known and mutant.id not in ids:  # a correct route is no near miss
-                    known.add(key)
-                    ids.add(mutant.id)
-                    per_class[cls].append(mutant)
+        for operator in OPERATORS.values():
+            _add(operator(ctx), per_class, known, ids)
+    for name, solution in proof.of_kind("known_bad").items():
+        if (solution.fails_by or "").startswith("constraint:"):
+            _add(respell_mutants(name, solution.steps), per_class, known, ids)
     distinct = sum(len(mutants) for mutants in per_class.values())
     return _take_in_turn(list(per_class.values()), MAX_MUTANTS), distinct
+
+
+def _add(
+    mutants: Iterable[Mutant], per_class: dict[str, list[Mutant]], known: set[str], ids: set[str]
+) -> None:
+    """Keep each new mutant under its class; a correct route or a repeat is no near miss."""
+    for mutant in mutants:
+        key = _key(mutant.steps)
+        if key not in known and mutant.id not in ids:
+            known.add(key)
+            ids.add(mutant.id)
+            per_class[mutant.mutant_class].append(mutant)
 
 
 def _key(steps: Iterable[Step]) -> str:
@@ -86,7 +103,7 @@ def mutation_test(proof: Proof) -> MutationFigures:
     """Generate the task's mutants, replay each, and count them."""
     mutants, distinct = generate(proof)
     declared = {e.mutant: e.reason for e in proof.task.equivalent_mutants}
-    counts = {name: ClassCounts() for name in OPERATORS}
+    counts = {name: ClassCounts() for name in CLASSES}
     survivors: list[MutantRecord] = []
     errored: list[MutantRecord] = []
     for mutant in mutants:

@@ -91,7 +91,9 @@ class Proof:
             s0 = env.snapshot()
             session = EpisodeSession(self.task, self.suite, self.system, env, SEED)
             with suppress(AgentStop):  # a limit or the user ended it; the state is graded
-                await ScriptedAgent(steps).run(session)
+                final = await ScriptedAgent(steps).run(session)
+                if final is not None:  # graded with its final reply, as in an attempt
+                    session.record_final(final)
             verdicts = []
             for n in range(times):
                 if n:

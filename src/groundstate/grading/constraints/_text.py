@@ -44,8 +44,13 @@ def rendered(value: Any) -> list[str]:
 
 
 def mentions(normalised_text: str, value: str) -> bool:
-    """Whether already normalised text names *value* (a normalised substring)."""
-    return normalise(value) in normalised_text
+    """Whether already normalised text names *value*: a normalised substring that does not run
+    on into letters or digits (``I-1019-1`` is not named by ``I-1019-12``, nor size ``9`` by
+    ``$29.00``)."""
+    needle = normalise(value)
+    start = r"(?<![^\W_])" if needle[:1].isalnum() else ""
+    end = r"(?![^\W_])" if needle[-1:].isalnum() else ""
+    return re.search(start + re.escape(needle) + end, normalised_text) is not None
 
 
 def search(pattern: str, text: str) -> bool:
