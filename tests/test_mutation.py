@@ -485,6 +485,9 @@ def test_survivors_fail_the_task_unless_declared_equivalent(tmp_path: Path) -> N
     assert equivalent.check("mutation").passed
     assert f"declared equivalent: drop:step1:say ({reason})" in equivalent.check("mutation").detail
     assert equivalent.mutation is not None and equivalent.mutation.undeclared == []
+    # The score leaves declared equivalents out of the denominator: 9 of 12 - 3.
+    assert (equivalent.mutation.equivalent, equivalent.mutation.score) == (3, 1.0)
+    assert "9 of 12 mutants killed, 3 declared equivalent" in equivalent.check("mutation").detail
 
 
 def test_a_declared_equivalent_that_no_longer_survives_is_stale(tmp_path: Path) -> None:

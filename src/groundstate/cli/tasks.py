@@ -156,7 +156,13 @@ def _print_mutation(console: Console, result: SuiteValidity) -> None:
         figures = task.mutation
         if figures is None or not (figures.survivors or figures.errored):
             continue
-        verdict = "FAIL" if not task.check("mutation").passed else "report"
+        verdict = (
+            "FAIL"
+            if not task.check("mutation").passed
+            else "reported"
+            if figures.undeclared
+            else "all survivors declared equivalent"
+        )
         console.print(
             Text.assemble((task.task_id, "bold"), f" · mutation ({verdict}): {summary(figures)}"),
             highlight=False,

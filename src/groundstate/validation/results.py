@@ -76,9 +76,18 @@ class MutationFigures(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
+    def equivalent(self) -> int:
+        """Survivors the task declares equivalent (correct behaviour, not grader gaps)."""
+        return sum(s.equivalent is not None for s in self.survivors)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
     def score(self) -> float | None:
-        """Killed / generated (None when nothing was generated)."""
-        return self.killed / self.generated if self.generated else None
+        """The mutation score: killed / (generated - declared equivalents), as mutation testing
+        defines it; 1.0 means every mutant is killed or declared equivalent. None when there is
+        nothing to kill."""
+        counted = self.generated - self.equivalent
+        return self.killed / counted if counted else None
 
     @property
     def undeclared(self) -> list[MutantRecord]:
@@ -161,11 +170,12 @@ class SuiteValidity(BaseModel):
                 name: sum((f.per_class.get(name, ClassCounts()) for f in figures), ClassCounts())
                 for name in classes
             },
+            survivors=[s for f in figures for s in f.survivors],
         )
 
     def to_dict(self) -> dict[str, Any]:
         mutation = self.mutation
-        totals = {"generated", "killed", "errors", "score", "per_class"}
+        totals = {"generated", "killed", "errors", "equivalent", "score", "per_class"}
         return {
             "suite": self.suite,
             "suite_hash": self.suite_hash,
