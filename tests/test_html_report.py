@@ -170,6 +170,9 @@ def test_run_view_shows_trajectory_state_diff_and_evidence(bank_batch: Batch) ->
     assert "balance</td><td>100" in section and "70</td>" in section  # accounts A: 100 -> 70
     assert "transfers" in section and "no state diff recorded" not in section
     assert f"seed {run.seed}" in section and run.terminal_reason in section
+    # The final reply is marked, and each call's row-level writes are shown.
+    assert '<span class="who">final reply</span>' in section
+    assert '<span class="write">balance: 100 → 70</span>' in section
 
 
 def test_run_without_a_state_diff_assertion_says_so(bank_batch: Batch) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent
@@ -76,13 +77,30 @@ def _evidence(evidence: dict[str, Any]) -> str:
 def _event_line(event: Any) -> str:
     if isinstance(event, MessageEvent):
         text = "(left the conversation)" if event.text is None else event.text
-        return f"  [{event.step:>2}] {event.role:5} {text}"
+        role = "final" if event.final else event.role
+        return f"  [{event.step:>2}] {role:5} {text}"
     outcome = (
         json.dumps(event.output, default=str) if event.ok else f"{event.error_class}: {event.error}"
     )
     changed = f"  changed {','.join(event.changed_tables)}" if event.changed_tables else ""
+    changed += "".join(f"\n         {_write_line(w)}" for w in event.writes)
     call = f"{event.tool}({json.dumps(event.args)})"
     return f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}"
+
+
+def _write_line(write: RowWrite) -> str:
+    where = f"{write.table} {json.dumps(write.key, default=str)}"
+    if write.before is None:
+        return f"wrote {where}: inserted"
+    if write.after is None:
+        return f"wrote {where}: deleted"
+    before, after = write.before, write.after
+    values = ", ".join(f"{c} {_json(before.get(c))} → {_json(after.get(c))}" for c in write.columns)
+    return f"wrote {where}: {values}"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str)
 
 
 def _score(value: float | None) -> str:
