@@ -245,14 +245,16 @@ def test_values_that_are_not_json_never_break_the_record(bank: Suite) -> None:
     assert run.initial_state_hash is not None
 
 
-def test_a_final_message_that_is_not_text_is_kept_as_text(bank: Suite) -> None:
+def test_a_final_message_that_is_not_text_is_a_protocol_mismatch(bank: Suite) -> None:
     async def returns_dict(session: Session) -> Any:
         await _verified_transfer(session)
         return {"status": "done"}
 
     run = _run(bank, returns_dict)
-    assert run.terminal_reason == "success"
-    assert run.final_message == "{'status': 'done'}"
+    assert run.terminal_reason == "harness_compatibility_failure"  # not str or None
+    assert run.valid  # the system's fault, counted against it
+    assert run.final_message == "{'status': 'done'}"  # kept as evidence
+    assert "run() returned dict" in run.infrastructure_status["exception"]["message"]
 
 
 class _ResetFails(SqliteEnvironment):

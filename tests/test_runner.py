@@ -116,7 +116,10 @@ def test_concurrent_attempts_never_share_state(bank: Suite, tmp_path: Path) -> N
         peak[0] = max(peak[0], len(in_flight))
         await session.say("What is your PIN?")
         await session.call("check_pin", {"account": "A", "pin": "1234"})
-        await asyncio.sleep(0.02)
+        waited = 0
+        while peak[0] < 8 and waited < 400:  # agents run in threads: wait for the others
+            await asyncio.sleep(0.005)
+            waited += 1
         await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
         in_flight.pop()
         return "done"

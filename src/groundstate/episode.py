@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
 import random
 import threading
@@ -20,6 +19,7 @@ from groundstate.environments.base import Environment, Snapshot, StateDiff, diff
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import (
     AgentGaveUp,
+    AgentStop,
     BudgetExceeded,
     ConversationOver,
     EnvironmentFailure,
@@ -42,6 +42,9 @@ from groundstate.trace import MessageEvent, TraceEvent, dump_jsonl
 from groundstate.users import ScriptedUser
 
 _T = TypeVar("_T")
+
+USER_SIMULATOR = "user_simulator"
+"""The stage (and terminal sub-reason) of a failing user simulator: the instrument's fault."""
 
 
 @dataclass(frozen=True)
@@ -87,9 +90,9 @@ class Stop:
 
     @property
     def kind(self) -> str:
-        """The stop as a short name (``step_limit``, ``tool_crash``...)."""
+        """The stop as a short name (``step_limit``, ``tool_crash``, ``user_simulator``...)."""
         if isinstance(self.error, EnvironmentFailure):
-            return "tool_crash"
+            return "user_simulator" if self.stage == USER_SIMULATOR else "tool_crash"
         return interruption_reason(self.error, self.stage).rpartition("/")[2]
 
     def evidence(self) -> dict[str, Any]:
@@ -122,6 +125,7 @@ class EpisodeSession:
         self.usage = Usage()
         self.cost = 0.0
         self.stop: Stop | None = None
+        self._ended = False
         self._steps = 0
         self._lock = threading.Lock()
         self._owner: asyncio.AbstractEventLoop | None = None
@@ -130,6 +134,9 @@ class EpisodeSession:
         tools = {name: suite.tools[name] for name in task.available_tools}
         self._tools = tools
         self._gateway = ToolGateway(tools, env, self.events.append, self._elapsed)
+        set_deadline = getattr(env, "set_deadline", None)
+        if set_deadline is not None:  # SQL in tools stops at the time limit (see the gateway)
+            set_deadline(time.monotonic() + self.time_limit)
         self._instructions = "\n\n".join(
             p for p in (system.harness.system_prompt, suite.policy) if p
         )
@@ -203,6 +210,12 @@ class EpisodeSession:
                 self.stop = Stop(error, stage, self._steps, self._elapsed())
             return self.stop
 
+    def end(self) -> None:
+        """Refuse every later call: the attempt is over (or cancelled) and its environment
+        is about to close. Waits for a call in progress, which the deadline bounds."""
+        with self._lock:
+            self._ended = True
+
     def record_final(self, text: str) -> None:
         """Put the agent's final reply in the trace, where constraints on messages see it."""
         self.events.append(
@@ -214,25 +227,15 @@ class EpisodeSession:
     # --- the pipeline behind call and say -------------------------------------------------
 
     async def _on_owner(self, action: Callable[..., _T], *args: Any) -> _T:
-        """Run *action* on the episode's thread; the agent may be calling from its own."""
+        """Run *action* in the caller's thread (the agent's own), under the session's lock.
+
+        Not on the episode's thread: that thread runs every attempt of the batch, so a slow
+        tool call there (a query running to the time limit) would hold up all the others.
+        The lock serialises calls with the episode's own use of the session (latching a stop,
+        reading the trace), and the environment's connections accept any thread.
+        """
         self._raise_if_stopped()
-        owner = self._owner
-        if owner is None or _running_loop() is owner:
-            return self._locked(action, *args)
-        done: concurrent.futures.Future[_T] = concurrent.futures.Future()
-
-        def run() -> None:
-            try:
-                done.set_result(self._locked(action, *args))
-            except BaseException as exc:  # handed to the agent's thread
-                done.set_exception(exc)
-
-        try:
-            owner.call_soon_threadsafe(run)
-        except RuntimeError:  # the episode is over and its loop closed
-            self._raise_if_stopped()
-            raise
-        return await asyncio.wrap_future(done)
+        return self._locked(action, *args)
 
     def _locked(self, action: Callable[..., _T], *args: Any) -> _T:
         with self._lock:
@@ -240,19 +243,30 @@ class EpisodeSession:
             return action(*args)
 
     def _call(self, tool: str, args: Any) -> ToolResult:
+        if not isinstance(tool, str):
+            self._latch(_mismatch(f"a tool name must be a str, got {_kind(tool)}"), "tool_call")
         step = self._next_step("tool_call")
         try:
             result = self._gateway.call(step, tool, args)
         except EnvironmentFailure as exc:
             self._latch(exc, "tool_call")
+        except TimeLimitReached as exc:  # the call's SQL was interrupted at the deadline
+            self._latch(exc, "time_limit")
         if result.error_class == "permission_denied" and self._ends_on("on_prohibited_action"):
             self._latch(ProhibitedAction(result.error or ""), "tool_call")
         return result
 
     def _say(self, text: str) -> str | None:
+        if not isinstance(text, str):
+            self._latch(_mismatch(f"a message must be a str, got {_kind(text)}"), "message")
         step = self._next_step("message")
         self._record_message("agent", text, step)
-        reply = self._user.reply(text)
+        try:
+            reply = self._user.reply(text)
+        except Exception as exc:  # the simulated user is part of the instrument
+            failure = EnvironmentFailure(f"the user simulator failed: {type(exc).__name__}: {exc}")
+            failure.__cause__ = exc
+            self._latch(failure, USER_SIMULATOR)
         self._record_message("user", reply, step)
         return reply
 
@@ -282,6 +296,8 @@ class EpisodeSession:
     def _raise_if_stopped(self) -> None:
         if self.stop is not None:
             raise _again(self.stop.error)
+        if self._ended:
+            raise AgentStop("the attempt is over")
 
     def _ends_on(self, condition: str) -> bool:
         return bool(getattr(self._task.terminal_conditions, condition) == "end")
@@ -293,19 +309,20 @@ class EpisodeSession:
         return time.perf_counter() - self._started
 
 
+def _mismatch(message: str) -> HarnessCompatibilityError:
+    return HarnessCompatibilityError(f"protocol mismatch: {message}")
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__
+
+
 def _again(error: BaseException) -> BaseException:
     """A fresh exception of the latched kind (re-raising one object grows its traceback)."""
     try:
         return type(error)(*error.args)
     except Exception:  # an exception class with an unusual constructor
         return error
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 @dataclass
@@ -345,8 +362,8 @@ async def run_attempt(
     session: EpisodeSession | None = None
     try:
         env = make_env(task, suite)
-    except EnvironmentFailure as exc:
-        progress.interrupt(exc, "setup")
+    except Exception as exc:  # whatever breaks while building it, the environment is at fault
+        progress.interrupt(_as_environment_failure(exc, "setup"), "setup")
     else:
         with env:
             session = await _episode(task, suite, system, agent, env, info.seed, progress)
@@ -366,15 +383,27 @@ async def _episode(
     try:
         progress.initial_hash = reset_checked(env, task, seed)
         s0 = env.snapshot()
-    except EnvironmentFailure as exc:
-        progress.interrupt(exc, "reset")
+    except Exception as exc:  # an environment that cannot reset is at fault, not the agent
+        progress.interrupt(_as_environment_failure(exc, "reset"), "reset")
         return None
     session = EpisodeSession(task, suite, system, env, seed)
-    await _drive(agent, session, progress)
+    try:
+        await _drive(agent, session, progress)
+    finally:  # cancelled too: an agent thread still running must not touch a closed environment
+        session.end()
     if not (progress.interruption or "").startswith("environment_failure"):
         _grade(task, suite, env, s0, session, progress)
     progress.evidence["health_after"] = env.health()
     return session
+
+
+def _as_environment_failure(exc: Exception, stage: str) -> EnvironmentFailure:
+    """*exc* as an :class:`EnvironmentFailure` (an ``OSError`` in setup, a buggy factory...)."""
+    if isinstance(exc, EnvironmentFailure):
+        return exc
+    failure = EnvironmentFailure(f"environment {stage} failed: {type(exc).__name__}: {exc}")
+    failure.__cause__ = exc
+    return failure
 
 
 def reset_checked(env: Environment, task: AgentTask, seed: int | None = None) -> str:
@@ -400,14 +429,26 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
         if session.stop is None:
             progress.interrupt(exc, "agent")
     else:
-        if final is not None:
-            progress.final_message = final if isinstance(final, str) else repr(final)
-            session.record_final(progress.final_message)
+        _take_final(final, session, progress)
     stop = session.stop
     if stop is not None and not isinstance(stop.error, ConversationOver):
         # The latch outranks whatever the agent did afterwards, a crash included.
         progress.interrupt(stop.error, "tool_crash" if stop.kind == "tool_crash" else stop.stage)
         progress.evidence["stop"] = stop.evidence()
+
+
+def _take_final(final: Any, session: EpisodeSession, progress: _Progress) -> None:
+    """Record the agent's final reply: a ``str``, or ``None`` for none.
+
+    Anything else is a protocol mismatch (``harness_compatibility_failure``); its ``repr`` is
+    kept as the final message, so the evidence shows what the agent returned.
+    """
+    if final is None:
+        return
+    progress.final_message = final if isinstance(final, str) else repr(final)
+    session.record_final(progress.final_message)
+    if not isinstance(final, str):
+        session.latch(_mismatch(f"run() returned {_kind(final)}, not a str or None"), "final")
 
 
 async def run_agent(agent: Agent, session: EpisodeSession) -> Any:

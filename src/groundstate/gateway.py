@@ -7,6 +7,12 @@ error class of a failed call says whose doing it was: invalid arguments, unknown
 permission denials and tool refusals are the agent's; an exception inside a tool
 implementation is the environment's, and is raised as :class:`EnvironmentFailure` after it
 is recorded.
+
+Schema-valid arguments the tools cannot represent are refused as ``invalid_arguments`` before
+the tool runs, so an agent cannot turn its own odd input into an environment failure (an
+invalid attempt): integers outside SQLite's int64 and strings that are not encodable text
+(a lone surrogate such as ``"\\ud800"``). A call that runs past the attempt's time limit
+is interrupted by the environment and raises :class:`TimeLimitReached` (the agent's doing).
 """
 
 from __future__ import annotations
@@ -20,9 +26,12 @@ import jsonschema
 
 from groundstate.agents.base import ToolResult
 from groundstate.environments.base import CallEffects, Environment
-from groundstate.errors import EnvironmentFailure, PermissionDenied, ToolError
+from groundstate.errors import EnvironmentFailure, PermissionDenied, TimeLimitReached, ToolError
 from groundstate.tools import Tool, ToolContext
 from groundstate.trace import ToolCallEvent
+
+INT64 = (-(2**63), 2**63 - 1)
+"""The integers a tool can store (SQLite's INTEGER); others are refused as invalid arguments."""
 
 
 class ToolGateway:
@@ -49,6 +58,9 @@ class ToolGateway:
         except _ToolCrashed as exc:
             crash = exc.cause
             result = ToolResult(ok=False, error=_describe(crash), error_class="environment_error")
+        except TimeLimitReached as exc:  # interrupted at the attempt's deadline
+            crash = exc
+            result = ToolResult(ok=False, error=str(exc), error_class="tool_error")
         self._record(
             ToolCallEvent(
                 step=step,
@@ -65,6 +77,8 @@ class ToolGateway:
                 at=self._clock(),
             )
         )
+        if isinstance(crash, TimeLimitReached):
+            raise crash
         if crash is not None:
             raise EnvironmentFailure(f"tool {name!r} crashed: {_describe(crash)}") from crash
         return result
@@ -79,7 +93,8 @@ class ToolGateway:
         if errors:
             where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
             return _invalid(f"{where}: {errors[0].message}")
-        return None
+        problem = unrepresentable(args)
+        return None if problem is None else _invalid(problem)
 
     def _execute(self, name: str, args: dict[str, Any], effects: CallEffects) -> ToolResult:
         """Run the tool in one transaction; fill *effects* with what it changed or was denied."""
@@ -93,6 +108,8 @@ class ToolGateway:
             return _denied(str(exc))
         except ToolError as exc:
             return ToolResult(ok=False, error=str(exc), error_class="tool_error")
+        except TimeLimitReached:
+            raise
         except Exception as exc:
             raise _ToolCrashed(exc) from exc
         finally:  # the environment fills in the effects when the transaction ends
@@ -117,6 +134,36 @@ def _invalid(message: str) -> ToolResult:
 
 def _denied(what: str) -> ToolResult:
     return ToolResult(ok=False, error=f"permission denied: {what}", error_class="permission_denied")
+
+
+def unrepresentable(value: Any, where: str = "arguments") -> str | None:
+    """Why a tool cannot represent *value* (a JSON value), or None when it can."""
+    if isinstance(value, bool) or value is None or isinstance(value, float):
+        return None
+    if isinstance(value, int):
+        low, high = INT64
+        return None if low <= value <= high else f"{where}: {value} is outside the 64-bit range"
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"{where}: not encodable text ({exc.reason} at index {exc.start})"
+        return None
+    if isinstance(value, dict):
+        items: list[tuple[str, Any]] = [(f"{where}/{key}", item) for key, item in value.items()]
+        keys = [unrepresentable(key, f"{where} (a key)") for key in value]
+        return next((k for k in keys if k), None) or _first(items)
+    if isinstance(value, list | tuple):
+        return _first([(f"{where}/{i}", item) for i, item in enumerate(value)])
+    return None
+
+
+def _first(items: list[tuple[str, Any]]) -> str | None:
+    for path, item in items:
+        problem = unrepresentable(item, path)
+        if problem is not None:
+            return problem
+    return None
 
 
 def _is_json(value: Any) -> bool:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
-from groundstate.trace import TraceEvent
+from groundstate.trace import TraceEvent, recordable
 
 FORMAT_VERSION = 2
 """1: the first format. 2: trace messages carry ``final`` and tool calls their row-level
@@ -25,6 +25,11 @@ class CheckResult(BaseModel):
     evidence: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
     """Set when the check itself could not be evaluated (a grader failure)."""
+
+    @field_validator("evidence", "error")
+    @classmethod
+    def _recordable(cls, value: Any) -> Any:
+        return recordable(value)  # evidence may quote the agent's text
 
 
 class Usage(BaseModel):
@@ -71,6 +76,11 @@ class AgentRun(BaseModel):
     """Health probes before and after, and the exception behind any invalid attempt."""
     artifact_locations: dict[str, str]
     """Artifact name -> ``sha256:<digest>`` in the run store."""
+
+    @field_validator("final_message", "infrastructure_status")
+    @classmethod
+    def _recordable(cls, value: Any) -> Any:
+        return recordable(value)  # the agent's text, and exception messages quoting it
 
     @property
     def valid(self) -> bool:

@@ -13,6 +13,7 @@ import json
 import shutil
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
@@ -25,7 +26,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from groundstate.environments.base import CallEffects, Row, Snapshot, TableState
 from groundstate.environments.sqlite_writes import LOG, WriteLog
-from groundstate.errors import EnvironmentFailure, PermissionDenied
+from groundstate.errors import (
+    EnvironmentFailure,
+    PermissionDenied,
+    ResetCheckFailed,
+    TimeLimitReached,
+)
 from groundstate.spec.canonical import canonical_json, hash_file, hash_value
 from groundstate.spec.task import Permissions
 
@@ -46,6 +52,8 @@ _ACTION_NAMES = {
     if name.startswith(("SQLITE_CREATE_", "SQLITE_DROP_"))
     or name.removeprefix("SQLITE_") in _OTHER_ACTIONS
 }
+PROGRESS_STEPS = 1000
+"""SQLite virtual-machine steps between two deadline checks on the agent connection."""
 _STORAGE_CLASS = {type(None): "null", int: "integer", float: "real", str: "text"}
 
 
@@ -91,16 +99,19 @@ class SqliteEnvironment:
     ) -> None:
         self._permissions = (permissions or Permissions()).tables
         self._owns_workdir = workdir is None
-        self._workdir = workdir or Path(tempfile.mkdtemp(prefix="groundstate-"))
-        self._workdir.mkdir(parents=True, exist_ok=True)
-        self._template = self._workdir / "template.db"
-        self._live = self._workdir / "live.db"
         self._denied: list[str] = []
         self._trusted = False
         self._initial: sqlite3.Connection | None = None
         self._opened = False
+        self._deadline: float | None = None
+        with _environment_errors("setup (working directory)"):
+            self._workdir = workdir or Path(tempfile.mkdtemp(prefix="groundstate-"))
+        self._template = self._workdir / "template.db"
+        self._live = self._workdir / "live.db"
         try:
-            _build_template(Path(fixture), self._template, clock)
+            with _environment_errors("setup"):
+                self._workdir.mkdir(parents=True, exist_ok=True)
+            self._built_hash = _build_template(Path(fixture), self._template, clock)
             self._initial = _read_only(self._template)
             self._restore()  # usable at once; reset() also hashes, which callers ask for
         except BaseException:
@@ -112,10 +123,26 @@ class SqliteEnvironment:
     def reset(self, *, seed: int | None = None) -> str:
         """Restore the template (rows, clock, counters) and return its state hash.
 
+        The restored state is checked against the hash of the fixture's first build in this
+        process, whether or not the task declares an ``initial_state_hash``: a reset that did
+        not restore the template raises :class:`ResetCheckFailed`, the environment's fault.
         ``seed`` is accepted for the protocol; a SQLite fixture has no randomness to seed.
         """
         self._restore()
-        return self.state_hash()
+        restored = self.state_hash()
+        if restored != self._built_hash:
+            raise ResetCheckFailed(
+                f"reset gave state {restored[:12]}, the fixture built {self._built_hash[:12]}"
+            )
+        return restored
+
+    def set_deadline(self, deadline: float | None) -> None:
+        """Interrupt the agent connection's SQL once ``time.monotonic()`` passes *deadline*.
+
+        A tool's query (an unbounded ``WITH RECURSIVE``, say) then stops at the attempt's time
+        limit with an "interrupted" error, and the call raises :class:`TimeLimitReached`.
+        """
+        self._deadline = deadline
 
     def _restore(self) -> None:
         self._close_live()
@@ -143,13 +170,17 @@ class SqliteEnvironment:
         self.close()
 
     def _open_live(self) -> None:
-        self._control = sqlite3.connect(self._live, isolation_level=None)
+        # Tool calls run in the agent's thread (one at a time, see EpisodeSession), the rest in
+        # the episode's: the connections must accept both.
+        self._control = sqlite3.connect(self._live, isolation_level=None, check_same_thread=False)
         # The live file is scratch, rebuilt on every reset: durability would only cost fsyncs.
         self._control.execute("PRAGMA synchronous = OFF")
         self._evaluator = _read_only(self._live)
         # No statement cache: a cached statement skips the authorizer when reused, so the
         # agent could replay one of the harness's own trusted statements (e.g. COMMIT).
-        self._agent = sqlite3.connect(self._live, isolation_level=None, cached_statements=0)
+        self._agent = sqlite3.connect(
+            self._live, isolation_level=None, cached_statements=0, check_same_thread=False
+        )
         self._opened = True
         # Declared foreign keys bind the agent as they would the application; set before the
         # authorizer, which refuses the agent any pragma write.
@@ -157,6 +188,7 @@ class SqliteEnvironment:
         self._agent.execute("PRAGMA synchronous = OFF")
         self._writes = WriteLog(_user_tables(self._agent))
         self._agent.set_authorizer(self._authorize)
+        self._agent.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
 
     def _close_live(self) -> None:
         if self._opened:
@@ -242,6 +274,7 @@ class SqliteEnvironment:
         self._harness("BEGIN")
         try:
             yield effects
+            self._raise_if_past_deadline(None)
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
             writes, written = self._writes.read(self._harness)
@@ -252,6 +285,7 @@ class SqliteEnvironment:
             effects.denied = list(dict.fromkeys(self._denied))
             if effects.denied and isinstance(exc, sqlite3.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
+            self._raise_if_past_deadline(exc)
             raise
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written
@@ -263,6 +297,16 @@ class SqliteEnvironment:
             return self._agent.execute(sql, params).fetchall()
         finally:
             self._trusted = False
+
+    def _past_deadline(self) -> int:
+        """The progress handler: non-zero interrupts the agent's statement (never the harness's)."""
+        deadline = self._deadline
+        return int(deadline is not None and not self._trusted and time.monotonic() > deadline)
+
+    def _raise_if_past_deadline(self, cause: BaseException | None) -> None:
+        """A call that ran past the deadline ends the attempt, whatever the tool made of it."""
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise TimeLimitReached("a tool call ran past the attempt's time limit") from cause
 
     def _authorize(
         self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None
@@ -304,19 +348,32 @@ class _DataFixture(BaseModel):
     rows: dict[str, list[Row]] = Field(default_factory=dict)
 
 
-_TEMPLATES: dict[tuple[str, str, str], bytes] = {}
-"""Database images by (fixture path, fixture content hash, clock): one build per process."""
+_TEMPLATES: dict[tuple[str, str, str], tuple[bytes, str]] = {}
+"""Database images and their state hashes by (fixture path, fixture content hash, clock): one
+build per process. The hash of that first build is what every later reset must restore."""
 
 
-def _build_template(fixture: Path, target: Path, clock: datetime) -> None:
-    """Write the template database built from a ``.sql`` or ``.yaml``/``.json`` fixture."""
+def _build_template(fixture: Path, target: Path, clock: datetime) -> str:
+    """Write the template database built from a fixture; return its first build's state hash."""
     try:
         key = (str(fixture.resolve()), hash_file(fixture), clock.isoformat())
         if key not in _TEMPLATES:
-            _TEMPLATES[key] = _template_image(fixture, clock)
-        target.write_bytes(_TEMPLATES[key])
+            image = _template_image(fixture, clock)
+            _TEMPLATES[key] = (image, _image_hash(image))
+        image, built_hash = _TEMPLATES[key]
+        target.write_bytes(image)
     except (OSError, ValueError, sqlite3.Error, yaml.YAMLError) as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
+    return built_hash
+
+
+def _image_hash(image: bytes) -> str:
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.deserialize(image)
+        return hash_value(read_table_hashes(connection))
+    finally:
+        connection.close()
 
 
 def _template_image(fixture: Path, clock: datetime) -> bytes:
