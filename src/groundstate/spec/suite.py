@@ -45,8 +45,11 @@ class SuiteConfig(Strict):
     """Grader mutation testing in ``validate``: ``required`` fails a task with a surviving
     mutant it does not declare equivalent; ``report`` lists survivors without failing; ``off``
     generates no mutants."""
+    tool_robustness: Literal["required", "report", "off"] = "required"
+    """Property-based tool calls in ``validate``: ``required`` fails a task whose tools crash
+    on a schema-valid call; ``report`` lists the crashes without failing; ``off`` skips it."""
 
-    @field_validator("mutation_testing", mode="before")
+    @field_validator("mutation_testing", "tool_robustness", mode="before")
     @classmethod
     def _unquoted_off(cls, value: object) -> object:
         """YAML reads a bare ``off`` as false; it means the word here."""

@@ -26,6 +26,13 @@ reference chapter asks of a task, with evidence:
     confirmation naming other values, a user-only value taken from a tool, a forbidden write
     undone, a repeated write, a false final reply? Survivors fail the task unless it declares
     them in ``equivalent_mutants``, or the suite sets ``mutation_testing: report`` (or ``off``).
+``tool_robustness``
+    Do the task's tools hold under any call their JSON Schemas allow
+    (:mod:`~groundstate.validation.robustness`)? Hypothesis generates up to 50 seeded calls
+    per tool, each on a freshly reset environment; a tool that raises anything but a
+    ``ToolError`` or ``PermissionDenied`` (an invalid attempt an agent could cause at will)
+    fails the task, reported with the minimal failing call, unless the suite sets
+    ``tool_robustness: report`` (or ``off``).
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.episode import EnvironmentFactory, Verdict, default_environment
 from groundstate.errors import SpecError
 from groundstate.records import AgentRun
-from groundstate.spec.canonical import canonical_json
+from groundstate.spec.canonical import canonical_json, hash_file
 from groundstate.spec.solution import Solution
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
@@ -51,6 +58,7 @@ from groundstate.validation.mutation import NothingToMutate, judge, mutation_tes
 from groundstate.validation.probes import explain, mutate_like_an_agent, observe
 from groundstate.validation.replay import SEED, Proof, describe_run, shorten, verdict_line
 from groundstate.validation.results import CheckOutcome, TaskValidity
+from groundstate.validation.robustness import CALLS_PER_TOOL, ToolCrash, find_crash
 
 Finding = tuple[bool, str]
 """A check's verdict and its evidence."""
@@ -364,6 +372,48 @@ def check_mutation(proof: Proof) -> Finding:
     return judge(proof.mutation, mode)
 
 
+_ROBUSTNESS: dict[str, ToolCrash | None] = {}
+"""Robustness verdicts by tool, fixture, clock and permissions: tasks sharing them share one."""
+
+
+def check_tool_robustness(proof: Proof) -> Finding:
+    mode = proof.suite.config.tool_robustness
+    if mode == "off":
+        return True, "off (the suite sets tool_robustness: off)"
+    task = proof.task
+    crashes = [
+        crash
+        for name in dict.fromkeys(task.available_tools)
+        if (crash := _robustness(proof, name)) is not None
+    ]
+    tried = f"{len(set(task.available_tools))} tools, up to {CALLS_PER_TOOL} calls each"
+    if not crashes:
+        return True, f"no crash in {tried}"
+    found = "; ".join(crash.describe() for crash in crashes)
+    if mode == "report":
+        return True, f"crashes reported, not failed (tool_robustness: report): {found}"
+    return False, f"{len(crashes)} tools crash on schema-valid calls ({tried}): {found}"
+
+
+def _robustness(proof: Proof, name: str) -> ToolCrash | None:
+    task, suite = proof.task, proof.suite
+    fixture = suite.fixture_path(task)
+    key = canonical_json(
+        [
+            str(fixture.resolve()),
+            hash_file(fixture),
+            hash_file(suite.root / suite.config.tools),
+            name,
+            task.clock.isoformat(),
+            task.permissions.model_dump(mode="json"),
+            proof.make_env is default_environment,
+        ]
+    )
+    if key not in _ROBUSTNESS or proof.make_env is not default_environment:
+        _ROBUSTNESS[key] = find_crash(suite.tools[name], lambda: proof.make_env(task, suite))
+    return _ROBUSTNESS[key]
+
+
 CHECKS: dict[str, Callable[[Proof], Finding]] = {
     "reset": check_reset,
     "solvable": check_solvable,
@@ -372,5 +422,6 @@ CHECKS: dict[str, Callable[[Proof], Finding]] = {
     "grader_sensitivity": check_grader_sensitivity,
     "grader_determinism": check_grader_determinism,
     "mutation": check_mutation,
+    "tool_robustness": check_tool_robustness,
 }
 """Every check, in the order they are reported."""

@@ -150,6 +150,8 @@ def _scaffold(suite: Suite, target: Path) -> None:
     }
     if suite.config.mutation_testing != "required":  # the same grader lets the same mutants by
         config["mutation_testing"] = suite.config.mutation_testing
+    if suite.config.tool_robustness != "required":  # the same tools crash the same way
+        config["tool_robustness"] = suite.config.tool_robustness
     if suite.config.policy is not None:
         config["policy"] = suite.config.policy
         _same_file(suite.root / suite.config.policy, target / suite.config.policy)
