@@ -40,11 +40,46 @@ _PROTECTED = {META_TABLE, "sqlite_sequence"}
 _WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
 _HARMLESS = {  # savepoints are harmless: they nest inside the call's own transaction
     sqlite3.SQLITE_SELECT,
-    sqlite3.SQLITE_FUNCTION,
     sqlite3.SQLITE_RECURSIVE,
     sqlite3.SQLITE_SAVEPOINT,
 }
-_INTROSPECTION_PRAGMAS = {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo"}
+_INTROSPECTION_PRAGMAS = {
+    "table_info",
+    "table_xinfo",
+    "index_list",
+    "index_info",
+    "index_xinfo",
+    "foreign_key_list",
+}
+_READABLE_PRAGMAS = {"foreign_keys", "user_version", "encoding"}
+"""Pragmas the agent may read (not set); others (``database_list`` reveals the work
+directory's path, ``function_list``, ``compile_options``...) are denied."""
+_HIDDEN_TABLES = {"dbstat", "sqlite_dbpage", "sqlite_stmt"}
+"""Virtual tables that reveal the database's pages, sizes or the harness's statements."""
+_FUNCTION_GROUPS = {
+    "core": "abs char coalesce concat concat_ws format glob hex ifnull iif instr "
+    "last_insert_rowid changes total_changes length octet_length like likelihood likely lower "
+    "ltrim max min nullif printf quote random randomblob replace round rtrim sign soundex "
+    "substr substring trim typeof unhex unicode unlikely upper zeroblob -> ->>",
+    "aggregate and window": "avg count group_concat string_agg sum total row_number rank "
+    "dense_rank percent_rank cume_dist ntile lag lead first_value last_value nth_value",
+    "date and time": "date time datetime julianday unixepoch strftime timediff current_date "
+    "current_time current_timestamp",
+    "math": "acos acosh asin asinh atan atan2 atanh ceil ceiling cos cosh degrees exp floor ln "
+    "log log10 log2 mod pi pow power radians sin sinh sqrt tan tanh trunc",
+    "json": "json json_array json_array_length json_extract json_insert json_object json_patch "
+    "json_remove json_replace json_set json_type json_valid json_quote json_group_array "
+    "json_group_object json_each json_tree jsonb jsonb_array jsonb_extract jsonb_insert "
+    "jsonb_object jsonb_patch jsonb_remove jsonb_replace jsonb_set jsonb_group_array "
+    "jsonb_group_object",
+}
+AGENT_FUNCTIONS = frozenset(" ".join(_FUNCTION_GROUPS.values()).split())
+"""The SQL functions the agent's connection may call. Everything else is denied, notably
+``load_extension``, ``fts3_tokenizer`` (reads and writes process memory), the ``sqlite_*``
+introspection functions and full-text/R-tree internals."""
+AGENT_MAX_LENGTH = 16 * 1024 * 1024
+"""The longest string or blob the agent's SQL may make (``randomblob(3e8)`` fails instead of
+allocating 300 MB): SQLite's ``SQLITE_LIMIT_LENGTH`` on the agent connection."""
 _OTHER_ACTIONS = {"ALTER_TABLE", "ATTACH", "DETACH", "ANALYZE", "REINDEX", "PRAGMA", "TRANSACTION"}
 _ACTION_NAMES = {
     getattr(sqlite3, name): name.removeprefix("SQLITE_").lower().replace("_", " ")
@@ -188,6 +223,7 @@ class SqliteEnvironment:
         self._agent.execute("PRAGMA synchronous = OFF")
         self._writes = WriteLog(_user_tables(self._agent))
         self._agent.set_authorizer(self._authorize)
+        self._agent.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, AGENT_MAX_LENGTH)
         self._agent.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
 
     def _close_live(self) -> None:
@@ -317,18 +353,34 @@ class SqliteEnvironment:
         if self._trusted or action in _HARMLESS or (source or "").startswith(LOG):
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_READ:
-            allowed = db != "temp" and self._permissions.get(arg1 or "") != "none"
-            return self._verdict(allowed, f"read {arg1}")
+            return self._verdict(self._readable(arg1 or "", arg2, db), f"read {arg1}")
+        if action == sqlite3.SQLITE_FUNCTION:
+            return self._verdict((arg2 or "").lower() in AGENT_FUNCTIONS, f"function {arg2}")
         if action in _WRITES:
             if db == "temp":  # the write log is the harness's, not the agent's
                 return self._verdict(False, f"write {arg1}")
             writable = self._permissions.get(arg1 or "", "write") == "write"
             return self._verdict(writable and arg1 not in _PROTECTED, f"write {arg1}")
-        if action == sqlite3.SQLITE_PRAGMA and (arg2 is None or arg1 in _INTROSPECTION_PRAGMAS):
-            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_PRAGMA:
+            pragma = (arg1 or "").lower()
+            readable = arg2 is None and pragma in _READABLE_PRAGMAS
+            return self._verdict(readable or pragma in _INTROSPECTION_PRAGMAS, f"pragma {arg1}")
         name = _ACTION_NAMES.get(action, f"action {action}")
         target = arg2 if action == sqlite3.SQLITE_ALTER_TABLE else arg1  # ALTER names db, table
         return self._verdict(False, f"{name} {target or ''}".strip())
+
+    def _readable(self, table: str, column: str | None, db: str | None) -> bool:
+        """Whether the agent may read *column* of *table*.
+
+        The schema table is hidden (SQLite itself reads its ``ROWID`` when a table-valued
+        function such as ``json_each`` is first used, which stays allowed), and so are the
+        virtual tables that reveal pages and sizes of tables the agent may not read.
+        """
+        if db == "temp" or self._permissions.get(table) == "none":
+            return False
+        if table.lower() in _HIDDEN_TABLES:
+            return False
+        return table.lower() != "sqlite_master" or column == "ROWID"
 
     def _verdict(self, allowed: bool, action: str) -> int:
         if allowed:
