@@ -1,9 +1,9 @@
 """Task validity: prove every task before trusting its results (DESIGN principle 6).
 
 - :func:`validate_task` / :func:`validate_suite`: reset, solvable, other routes,
-  discriminating, grader sensitivity, grader determinism and grader mutation testing
-  (:class:`MutationFigures`), each with evidence; :func:`ensure_valid` proves only what
-  changed since the last proof (cached in the run store).
+  discriminating, grader sensitivity, grader determinism, grader mutation testing
+  (:class:`MutationFigures`) and tool robustness, each with evidence; :func:`ensure_valid`
+  proves only what changed since the last proof (cached in the run store).
 - :func:`lock_suite` / :func:`check_lock` / :func:`require_lock`: pin the suite that was proven.
 - :func:`regress`: turn a failing run into a regression task with its trajectory as known-bad.
 - :func:`check_environment`: the environment conformance checker.

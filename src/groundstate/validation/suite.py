@@ -40,6 +40,7 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
             "tools": suite.files.get(suite.config.tools),
             "solutions": task.grader_test_manifest,
             "mutation_testing": suite.config.mutation_testing,
+            "tool_robustness": suite.config.tool_robustness,
         }
     )
 
