@@ -47,7 +47,7 @@ from .conftest import BANK
 
 AgentFn = Callable[[Session], Awaitable[Any]]
 ATTEMPTS = 3
-TIME_LIMIT = 1.0
+TIME_LIMIT = 1.5
 
 EXTRA_TOOLS = '''
 

@@ -84,7 +84,8 @@ class Stop:
     error: BaseException
     """The stop (an :class:`AgentStop` or an :class:`EnvironmentFailure`)."""
     stage: str
-    """Where it happened: ``tool_call``, ``message``, ``usage``, ``give_up`` or ``time_limit``."""
+    """Where it happened: ``tool_call``, ``message``, ``usage``, ``give_up``, ``time_limit``,
+    ``user_simulator`` or ``final`` (the final reply broke the protocol)."""
     step: int
     at: float
 
@@ -113,7 +114,7 @@ class EpisodeSession:
     under ``end``, a crashed tool, the time limit) is latched in :attr:`stop`; every later call
     raises it again and changes nothing, so an agent that catches the exception cannot turn a
     stop into a success. The agent may run in a thread of its own (see :func:`run_agent`);
-    its calls are then carried out on the episode's thread, which owns the environment.
+    its calls then run in that thread, one at a time under the session's lock.
     """
 
     def __init__(

@@ -3,10 +3,11 @@
 The rules, applied in order (the first that holds decides):
 
 1. The environment could not be built, reset to its checked initial state, or read at the
-   end, or a tool implementation crashed: ``environment_failure/<setup|reset_check|tool_crash|
-   final_state>``. Invalid: rerun under the batch's policy.
-2. The agent signalled that it cannot use the harness or tool protocol as configured:
-   ``harness_compatibility_failure``. Counts against the system.
+   end, a tool implementation crashed, or the simulated user failed: ``environment_failure/
+   <setup|reset|reset_check|tool_crash|final_state|user_simulator>``. Invalid: rerun under
+   the batch's policy.
+2. The agent signalled that it cannot use the harness or tool protocol as configured, or broke
+   the protocol: ``harness_compatibility_failure``. Counts against the system.
 3. The agent's loop ended abnormally: ``agent_failure/<step_limit|time_limit|budget|
    prohibited_action|gave_up|crashed>``.
 4. An outcome assertion or constraint could not be evaluated: ``grader_failure``. Invalid.
