@@ -465,7 +465,8 @@ def test_a_lone_surrogate_survives_the_store_and_a_resume(
         store.add_batch(batch)
         with pytest.raises(_Killed):
             asyncio.run(runner.resume(batch.batch_id, concurrency=1))
-        assert len(store.runs(batch.batch_id)) == 1
+        # the first attempt is stored; one already under way when the batch died may be too
+        assert 1 <= len(store.runs(batch.batch_id)) < ATTEMPTS
         result = asyncio.run(runner.resume(batch.batch_id, concurrency=1))
         runs = store.runs(batch.batch_id)
     assert len(result.runs) == len(runs) == ATTEMPTS
