@@ -12,7 +12,8 @@ The generator covers the schema subset :func:`groundstate.tools.tool` derives fr
 ``type`` (string, integer, number, boolean, null, array, object), ``enum``, ``const``,
 ``anyOf``/``oneOf``, ``items``, ``properties``/``required``/``additionalProperties`` and
 ``$ref`` into ``$defs``. Runs are seeded (Hypothesis's ``derandomize``) and bounded: at most
-:data:`CALLS_PER_TOOL` calls per tool, each stopped at :data:`CALL_TIME_LIMIT` seconds.
+:data:`CALLS_PER_TOOL` calls per tool, whose SQL is stopped at :data:`CALL_TIME_LIMIT` seconds
+(Python code in a tool that never returns cannot be stopped from here).
 """
 
 from __future__ import annotations
