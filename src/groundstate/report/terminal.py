@@ -12,7 +12,7 @@ from rich.table import Table
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
 from groundstate.store import BatchInfo
-from groundstate.trace import MessageEvent
+from groundstate.trace import MessageEvent, ModelCallEvent
 
 
 def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
@@ -75,6 +75,8 @@ def _evidence(evidence: dict[str, Any]) -> str:
 
 
 def _event_line(event: Any) -> str:
+    if isinstance(event, ModelCallEvent):
+        return _model_call_line(event)
     if isinstance(event, MessageEvent):
         text = "(left the conversation)" if event.text is None else event.text
         role = "final" if event.final else event.role
@@ -86,6 +88,26 @@ def _event_line(event: Any) -> str:
     changed += "".join(f"\n         {_write_line(w)}" for w in event.writes)
     call = f"{event.tool}({json.dumps(event.args)})"
     return f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}"
+
+
+def _model_call_line(event: ModelCallEvent) -> str:
+    """One model request: what came back (or the error), tokens, cost and latency."""
+    head = f"  [{event.step:>2}] model {event.model} (try {event.try_number})"
+    timing = f"{event.latency_ms:.0f} ms"
+    if event.error is not None:
+        error = event.error
+        status = f" HTTP {error.status_code}" if error.status_code is not None else ""
+        request = f" [{error.request_id}]" if error.request_id else ""
+        return f"{head} → {error.kind}{status}{request}: {error.message[:200]} ({timing})"
+    answer = event.response
+    parts = [f"{c.name}({c.arguments[:120]})" for c in (answer.tool_calls if answer else [])]
+    if answer is not None and answer.text:
+        parts.append(json.dumps(answer.text[:200]))
+    usage = event.usage
+    tokens = f"{usage.input_tokens} in / {usage.output_tokens} out"
+    if usage.cost:
+        tokens += f", cost {usage.cost:.6f}"
+    return f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})"
 
 
 def _write_line(write: RowWrite) -> str:
