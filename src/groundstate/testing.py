@@ -35,6 +35,7 @@ from groundstate.testing_models import (
     Reply,
     ScriptedModelServer,
     ToolCall,
+    by_turn,
     script_from_steps,
 )
 
@@ -50,6 +51,7 @@ __all__ = [
     "ScriptedModelServer",
     "ToolCall",
     "attempt",
+    "by_turn",
     "run_solution",
     "script_from_steps",
     "scripted_system",

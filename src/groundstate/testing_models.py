@@ -10,9 +10,10 @@ adapters ``openai-chat`` and ``anthropic-messages``) run end to end without a ne
     server.requests   # the JSON bodies received, in order
 
 A script is a list of answers, taken in order, or a function given each request's JSON body
-that returns one. An answer is a :class:`Reply` (text and tool calls, with usage), a
-:class:`Fail` (an HTTP error with the API's error body) or a :class:`Raw` body (for malformed
-output); each may wait ``delay`` seconds first (to make the client time out). A request past
+that returns one (:func:`by_turn` makes one that replays a list in every attempt). An answer
+is a :class:`Reply` (text and tool calls, with usage), a :class:`Fail` (an HTTP error with the
+API's error body) or a :class:`Raw` body (for malformed output); each may wait ``delay``
+seconds first (to make the client time out). A request past
 the end of a list gets HTTP 500 and sets :attr:`ScriptedModelServer.exhausted`.
 """
 
@@ -37,6 +38,7 @@ __all__ = [
     "Reply",
     "ScriptedModelServer",
     "ToolCall",
+    "by_turn",
     "script_from_steps",
 ]
 
@@ -111,6 +113,18 @@ def script_from_steps(steps: Solution | Sequence[Step]) -> list[Answer]:
         else:
             answers.append(Reply(text=step.finish))
     return answers
+
+
+def by_turn(answers: Sequence[Answer]) -> Callable[[dict[str, Any]], Answer]:
+    """A script that answers each request by its turn in the conversation (the number of
+    assistant messages the request carries), so that every attempt, the batch runner's smoke
+    run included, gets the same answers. Past the end it answers with a 500."""
+
+    def answer(request: dict[str, Any]) -> Answer:
+        turn = sum(m.get("role") == "assistant" for m in request.get("messages", []))
+        return answers[turn] if turn < len(answers) else Fail(500, "script exhausted")
+
+    return answer
 
 
 class ScriptedModelServer:

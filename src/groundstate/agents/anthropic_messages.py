@@ -16,6 +16,7 @@ from groundstate.agents.model_loop import (
     ServingError,
     Settings,
     Turn,
+    api_message,
     kind_of_status,
     retry_after_seconds,
     sdk_keywords,
@@ -103,7 +104,7 @@ class AnthropicMessagesAgent(ModelAgent):
         except anthropic.APIStatusError as exc:
             raise ServingError(
                 kind_of_status(exc.status_code),
-                exc.message,
+                api_message(exc),
                 status_code=exc.status_code,
                 request_id=exc.request_id,
                 retry_after=retry_after_seconds(exc.response.headers),
@@ -113,6 +114,8 @@ class AnthropicMessagesAgent(ModelAgent):
         except anthropic.APIConnectionError as exc:
             raise ServingError("connection", str(exc)) from None
         except anthropic.APIError as exc:  # e.g. a body that is not a message
+            raise ServingError("server_error", f"malformed response: {exc}") from None
+        except ValueError as exc:  # a body that is not JSON at all
             raise ServingError("server_error", f"malformed response: {exc}") from None
         try:
             return _turn(message)

@@ -95,6 +95,15 @@ def kind_of_status(status: int) -> ErrorKind:
     return "rejected"
 
 
+def api_message(exc: Any) -> str:
+    """The API's own error message from an SDK status error (its body), else the SDK's text."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return str(getattr(exc, "message", exc))
+
+
 def retry_after_seconds(headers: Any) -> float | None:
     """The ``Retry-After`` header in seconds, when it is a number."""
     try:

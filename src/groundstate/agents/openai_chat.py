@@ -15,6 +15,7 @@ from groundstate.agents.model_loop import (
     ServingError,
     Settings,
     Turn,
+    api_message,
     kind_of_status,
     retry_after_seconds,
     sdk_keywords,
@@ -97,7 +98,7 @@ class OpenAIChatAgent(ModelAgent):
         except openai.APIStatusError as exc:
             raise ServingError(
                 kind_of_status(exc.status_code),
-                exc.message,
+                api_message(exc),
                 status_code=exc.status_code,
                 request_id=exc.request_id,
                 retry_after=retry_after_seconds(exc.response.headers),
@@ -107,6 +108,8 @@ class OpenAIChatAgent(ModelAgent):
         except openai.APIConnectionError as exc:
             raise ServingError("connection", str(exc)) from None
         except openai.APIError as exc:  # e.g. a body that is not a completion
+            raise ServingError("server_error", f"malformed response: {exc}") from None
+        except ValueError as exc:  # a body that is not JSON at all
             raise ServingError("server_error", f"malformed response: {exc}") from None
         try:
             return _turn(completion)
