@@ -3,6 +3,7 @@ loopback model servers of ``groundstate.testing``."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -14,7 +15,7 @@ from rich.console import Console
 from groundstate.agents.python import load_agent
 from groundstate.analysis import summarize_batch, tries
 from groundstate.episode import AttemptOutput
-from groundstate.errors import SpecError
+from groundstate.errors import AgentGaveUp, EnvironmentFailure, ModelServingFailure, SpecError
 from groundstate.records import AgentRun
 from groundstate.report.html import render_batch
 from groundstate.report.terminal import print_run
@@ -25,6 +26,7 @@ from groundstate.store import RunStore
 from groundstate.testing import (
     AnthropicCompatibleServer,
     Fail,
+    FunctionAgent,
     OpenAICompatibleServer,
     Raw,
     Reply,
@@ -35,7 +37,7 @@ from groundstate.testing import (
     run_solution,
     script_from_steps,
 )
-from groundstate.trace import ModelCallEvent, ToolCallEvent, dump_jsonl, load_jsonl
+from groundstate.trace import ModelCall, ModelCallEvent, ToolCallEvent, dump_jsonl, load_jsonl
 from groundstate.validation.regress import observed_steps
 
 from .conftest import EXAMPLES
@@ -566,3 +568,49 @@ def test_model_calls_survive_the_store_and_show_in_reports(
     )
     assert html.count('class="ev model ') == 8
     assert "rate_limited" in html and "req_9" in html
+
+
+# --- the episode's rule for serving failures ---------------------------------------------------
+
+
+def test_a_serving_failure_escaping_an_agent_is_an_invalid_attempt(retail: Suite) -> None:
+    async def agent(session: Any) -> str:
+        await session.call("find_customer_by_email", {"email": "maya.chen@example.com"})
+        raise ModelServingFailure("the API kept failing", {"kind": "server_error", "tries": 3})
+
+    run = attempt(retail, TASK, FunctionAgent(agent)).run
+    assert run.terminal_reason == "environment_failure/model_serving"
+    assert run.infrastructure_status["model_serving"] == {"kind": "server_error", "tries": 3}
+    assert run.infrastructure_status["exception"]["stage"] == "model_serving"
+    assert not run.valid and not run.outcome_assertion_results
+
+
+def test_a_latched_stop_outranks_a_later_serving_failure(retail: Suite) -> None:
+    async def agent(session: Any) -> str:
+        with contextlib.suppress(AgentGaveUp):
+            session.give_up("cannot do it")
+        raise ModelServingFailure("the API failed afterwards")
+
+    run = attempt(retail, TASK, FunctionAgent(agent)).run
+    assert run.terminal_reason == "agent_failure/gave_up"
+
+
+def test_other_environment_failures_from_an_agent_keep_their_reason(retail: Suite) -> None:
+    async def agent(session: Any) -> str:
+        raise EnvironmentFailure("the agent's own dependency broke")
+
+    run = attempt(retail, TASK, FunctionAgent(agent)).run
+    assert run.terminal_reason == "environment_failure/agent"
+
+
+def test_model_calls_after_a_stop_are_refused_like_any_session_call(retail: Suite) -> None:
+    async def agent(session: Any) -> str:
+        with contextlib.suppress(AgentGaveUp):
+            session.give_up("done")
+        call = ModelCall(provider="x", model="m", request_digest="d", latency_ms=1.0)
+        session.record_model_call(call)
+        return "unreachable"
+
+    run = attempt(retail, TASK, FunctionAgent(agent)).run
+    assert run.terminal_reason == "agent_failure/gave_up"
+    assert not model_calls(run)
