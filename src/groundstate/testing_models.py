@@ -145,7 +145,7 @@ class ScriptedModelServer:
         self.exhausted = False
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
 
     @property
     def port(self) -> int:
@@ -167,6 +167,10 @@ class ScriptedModelServer:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _serve(self) -> None:
+        # A short poll: shutdown() waits for the next one (0.5 s by default).
+        self._server.serve_forever(poll_interval=0.02)
 
     def close(self) -> None:
         self._closing.set()  # wakes delayed answers
