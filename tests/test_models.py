@@ -36,6 +36,7 @@ from groundstate.testing import (
     by_turn,
     run_solution,
     script_from_steps,
+    solving_model,
 )
 from groundstate.trace import ModelCall, ModelCallEvent, ToolCallEvent, dump_jsonl, load_jsonl
 from groundstate.validation.regress import observed_steps
@@ -614,3 +615,31 @@ def test_model_calls_after_a_stop_are_refused_like_any_session_call(retail: Suit
     run = attempt(retail, TASK, FunctionAgent(agent)).run
     assert run.terminal_reason == "agent_failure/gave_up"
     assert not model_calls(run)
+
+
+def test_every_retail_task_succeeds_with_a_model_playing_its_oracle(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """The whole suite through the adapter: smoke run, canary and every task, with the
+    rate-limited requests retried."""
+    play = solving_model(harness.suite)
+    received: list[int] = []
+
+    def flaky(request: dict[str, Any]) -> Any:
+        received.append(1)
+        return Fail(429, "slow down") if len(received) % 5 == 0 else play(request)
+
+    with harness.provider.server(flaky) as server:
+        system = harness.system(server)
+        with RunStore(tmp_path / "runs.db") as store:
+            result = run_batch(harness.suite, system, BatchConfig(attempts=1), store)
+    reasons = {r.task_id: r.terminal_reason for r in result.final}
+    assert set(reasons) == set(harness.suite.tasks)
+    assert set(reasons.values()) == {"success"}
+    retried = [c for r in result.final for c in model_calls(r) if c.try_number > 1]
+    assert retried and all(r.usage.input_tokens > 0 and r.cost > 0 for r in result.final)
+
+
+def test_the_solving_model_refuses_a_request_for_no_task(retail: Suite) -> None:
+    answer = solving_model(retail)({"messages": [{"role": "user", "content": "Hello?"}]})
+    assert isinstance(answer, Fail) and answer.status == 400

@@ -37,6 +37,7 @@ from groundstate.testing_models import (
     ToolCall,
     by_turn,
     script_from_steps,
+    solving_model,
 )
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
     "run_solution",
     "script_from_steps",
     "scripted_system",
+    "solving_model",
 ]
 
 

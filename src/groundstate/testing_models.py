@@ -29,6 +29,7 @@ from types import TracebackType
 from typing import Any, ClassVar
 
 from groundstate.spec.solution import Solution, Step
+from groundstate.spec.suite import Suite
 
 __all__ = [
     "AnthropicCompatibleServer",
@@ -40,6 +41,7 @@ __all__ = [
     "ToolCall",
     "by_turn",
     "script_from_steps",
+    "solving_model",
 ]
 
 TALK_TO_USER = "talk_to_user"  # the adapters' built-in tool (groundstate.agents.model_loop)
@@ -123,6 +125,25 @@ def by_turn(answers: Sequence[Answer]) -> Callable[[dict[str, Any]], Answer]:
     def answer(request: dict[str, Any]) -> Answer:
         turn = sum(m.get("role") == "assistant" for m in request.get("messages", []))
         return answers[turn] if turn < len(answers) else Fail(500, "script exhausted")
+
+    return answer
+
+
+def solving_model(suite: Suite, solution: str = "oracle") -> Callable[[dict[str, Any]], Answer]:
+    """A script that plays each task's *solution* (by default its oracle): the task is found
+    by the user's request in the conversation, the step by the turn (see :func:`by_turn`).
+    A request for no known task gets a 400."""
+    scripts = {
+        task.user_request: by_turn(script_from_steps(suite.solutions[task_id][solution]))
+        for task_id, task in suite.tasks.items()
+        if solution in suite.solutions.get(task_id, {})
+    }
+
+    def answer(request: dict[str, Any]) -> Answer:
+        users = [m for m in request.get("messages", []) if m.get("role") == "user"]
+        opening = users[0].get("content") if users else None
+        script = scripts.get(opening) if isinstance(opening, str) else None
+        return Fail(400, "no task has this request") if script is None else script(request)
 
     return answer
 
