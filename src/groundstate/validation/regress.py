@@ -193,9 +193,10 @@ def _write_case(
 
 
 def _task_yaml(run: AgentRun, task: AgentTask, new_id: str) -> str:
-    data: dict[str, Any] = task.model_dump(
-        mode="json", exclude={"grader_revision", "grader_test_manifest"}, exclude_defaults=True
-    )
+    # The constraints are written out expanded, so the case is complete in any suite it goes
+    # into; listing the constraint sets as well would include their constraints twice.
+    derived = {"grader_revision", "grader_test_manifest", "constraint_sets"}
+    data: dict[str, Any] = task.model_dump(mode="json", exclude=derived, exclude_defaults=True)
     data.update(
         task_id=new_id,
         task_revision=1,
