@@ -20,6 +20,7 @@ import yaml
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import hash_file
+from groundstate.spec.constraints import PythonConstraint
 from groundstate.spec.files import load_model
 from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import Suite, SuiteConfig, load_suite
@@ -158,8 +159,11 @@ def _scaffold(suite: Suite, target: Path) -> None:
 
 
 def _needed_files(task: AgentTask) -> list[str]:
+    python = [*task.outcome_assertions, *task.hard_process_constraints]
     checks = {
-        a.check.partition(":")[0] for a in task.outcome_assertions if isinstance(a, PythonAssertion)
+        c.check.partition(":")[0]
+        for c in python
+        if isinstance(c, PythonAssertion | PythonConstraint)
     }
     return [f"fixtures/{task.initial_state_fixture}", *sorted(checks)]
 
