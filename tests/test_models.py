@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from groundstate.agents.model_loop import ModelAgent, cost_of, kind_of_status
 from groundstate.agents.python import load_agent
 from groundstate.analysis import summarize_batch, tries
 from groundstate.episode import AttemptOutput
@@ -21,7 +22,7 @@ from groundstate.report.html import render_batch
 from groundstate.report.terminal import print_run
 from groundstate.runner import BatchConfig, run_batch
 from groundstate.spec.suite import Suite, load_suite
-from groundstate.spec.system import SystemSpec, load_system
+from groundstate.spec.system import Prices, SystemSpec, load_system
 from groundstate.store import RunStore
 from groundstate.testing import (
     AnthropicCompatibleServer,
@@ -38,7 +39,14 @@ from groundstate.testing import (
     script_from_steps,
     solving_model,
 )
-from groundstate.trace import ModelCall, ModelCallEvent, ToolCallEvent, dump_jsonl, load_jsonl
+from groundstate.trace import (
+    ModelCall,
+    ModelCallEvent,
+    ModelUsage,
+    ToolCallEvent,
+    dump_jsonl,
+    load_jsonl,
+)
 from groundstate.validation.regress import observed_steps
 
 from .conftest import EXAMPLES
@@ -643,3 +651,49 @@ def test_every_retail_task_succeeds_with_a_model_playing_its_oracle(
 def test_the_solving_model_refuses_a_request_for_no_task(retail: Suite) -> None:
     answer = solving_model(retail)({"messages": [{"role": "user", "content": "Hello?"}]})
     assert isinstance(answer, Fail) and answer.status == 400
+
+
+# --- the pieces ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (400, "rejected"),
+        (404, "rejected"),
+        (413, "rejected"),
+        (422, "rejected"),
+        (499, "rejected"),
+        (401, "auth"),
+        (403, "auth"),
+        (408, "server_error"),
+        (409, "server_error"),
+        (429, "rate_limited"),
+        (500, "server_error"),
+        (529, "server_error"),
+    ],
+)
+def test_each_status_has_its_treatment(status: int, kind: str) -> None:
+    assert kind_of_status(status) == kind
+
+
+def test_backoff_doubles_honours_retry_after_and_is_capped(provider: Provider) -> None:
+    system = with_model(
+        load_system(provider.system_file), retries={"backoff": 1, "max_backoff": 20}
+    )
+    agent = load_agent(system)
+    assert isinstance(agent, ModelAgent)
+    waits = [agent._backoff(n, None) for n in (1, 2, 3, 4, 5, 6)]
+    assert waits == [1, 2, 4, 8, 16, 20]
+    assert agent._backoff(1, 5.0) == 5.0
+    assert agent._backoff(3, 0.0) == 4  # a shorter Retry-After does not shorten the wait
+    assert agent._backoff(1, 600.0) == 20
+
+
+def test_cost_prices_cached_tokens_apart_and_defaults_to_the_input_price() -> None:
+    usage = ModelUsage(input_tokens=1_000_000, cached_input_tokens=250_000, output_tokens=10)
+    with_cache = Prices(input_per_mtok=4.0, cached_input_per_mtok=1.0, output_per_mtok=100.0)
+    assert cost_of(usage, with_cache) == pytest.approx(0.75 * 4 + 0.25 * 1 + 10 * 100 / 1e6)
+    plain = Prices(input_per_mtok=4.0, output_per_mtok=100.0)
+    assert cost_of(usage, plain) == pytest.approx(4 + 10 * 100 / 1e6)
+    assert cost_of(usage, None) == 0.0

@@ -167,7 +167,7 @@ def _turn(message: Any) -> Turn:
         text="".join(texts) or None, tool_calls=calls, stop_reason=message.stop_reason
     )
     assistant = {"role": "assistant", "content": sent_back}
-    return Turn(response, _usage(message.usage), message._request_id, assistant)
+    return Turn(response, _usage(message.usage), getattr(message, "_request_id", None), assistant)
 
 
 def _usage(usage: Any) -> ModelUsage:

@@ -144,7 +144,9 @@ def _turn(completion: Any) -> Turn:
     response = ModelResponse(
         text=message.content, tool_calls=calls, stop_reason=completion.choices[0].finish_reason
     )
-    return Turn(response, _usage(completion.usage), completion._request_id, assistant)
+    return Turn(
+        response, _usage(completion.usage), getattr(completion, "_request_id", None), assistant
+    )
 
 
 def _usage(usage: Any) -> ModelUsage:
