@@ -394,13 +394,17 @@ def test_tool_description_overrides_reach_the_model(harness: Harness) -> None:
     with harness.provider.server([Reply(text="Hi.")]) as server:
         system = harness.system(server)
         data = system.model_dump(mode="json")
-        data["harness"]["tool_descriptions"] = {"get_order": "OVERRIDDEN DESCRIPTION"}
+        data["harness"]["tool_descriptions"] = {
+            "get_order": "OVERRIDDEN DESCRIPTION",
+            "talk_to_user": "SAY IT TO THE CUSTOMER",
+        }
         data["harness"]["context_policy"] = "full"
         changed = SystemSpec.model_validate(data)
         changed._base_dir = system.base_dir
         attempt(harness.suite, TASK, load_agent(changed), system=changed)
         servers.append(server)
-    assert "OVERRIDDEN DESCRIPTION" in json.dumps(servers[0].requests[0]["tools"])
+    tools = json.dumps(servers[0].requests[0]["tools"])
+    assert "OVERRIDDEN DESCRIPTION" in tools and "SAY IT TO THE CUSTOMER" in tools
 
 
 def test_last_turns_context_policy_trims_the_history(

@@ -138,6 +138,8 @@ class Settings:
     reasoning_budget: int | str | None
     context_turns: int | None
     """Tool-using turns kept in the history (None: all of them)."""
+    talk_description: str = TALK_TO_USER_DESCRIPTION
+    """The description of :data:`TALK_TO_USER` (``harness.tool_descriptions`` may override it)."""
 
     @classmethod
     def from_system(cls, system: SystemSpec) -> Settings:
@@ -155,6 +157,9 @@ class Settings:
             decoding=dict(model.decoding),
             reasoning_budget=model.reasoning_budget,
             context_turns=_context_turns(system),
+            talk_description=system.harness.tool_descriptions.get(
+                TALK_TO_USER, TALK_TO_USER_DESCRIPTION
+            ),
         )
 
 
@@ -303,7 +308,7 @@ class ModelAgent(ABC):
             )
         talk = ToolSpec(
             TALK_TO_USER,
-            TALK_TO_USER_DESCRIPTION,
+            self.settings.talk_description,
             {
                 "type": "object",
                 "properties": {"message": {"type": "string", "description": "What to say."}},
