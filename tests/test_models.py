@@ -3,6 +3,7 @@ loopback model servers of ``groundstate.testing``."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from groundstate.agents.base import ToolResult, ToolSpec
 from groundstate.agents.model_loop import ModelAgent, cost_of, kind_of_status
 from groundstate.agents.python import load_agent
 from groundstate.analysis import summarize_batch, tries
@@ -701,3 +703,61 @@ def test_cost_prices_cached_tokens_apart_and_defaults_to_the_input_price() -> No
     plain = Prices(input_per_mtok=4.0, output_per_mtok=100.0)
     assert cost_of(usage, plain) == pytest.approx(4 + 10 * 100 / 1e6)
     assert cost_of(usage, None) == 0.0
+
+
+def test_a_model_slower_than_the_attempt_hits_the_time_limit(harness: Harness) -> None:
+    """The attempt's own time limit outranks the request timeout: it is the system's budget."""
+    with harness.provider.server([Reply(text="late", delay=3.0)]) as server:
+        system = harness.system(server, request_timeout=30)
+        data = system.model_dump(mode="json")
+        data["budgets"]["time_limit"] = 0.5
+        limited = SystemSpec.model_validate(data)
+        limited._base_dir = system.base_dir
+        run = attempt(harness.suite, TASK, load_agent(limited), system=limited).run
+    assert run.terminal_reason == "agent_failure/time_limit"
+
+
+class BareSession:
+    """A session with only the protocol's methods (no ``record_model_call``)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+        self.said: list[str] = []
+        self.tokens = 0
+
+    instructions = "Be brief."
+    user_request = "Where is my order O-1?"
+    seed = 0
+    rng = None
+    tools = [ToolSpec("get_order", "Read an order.", {"type": "object"})]
+
+    async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
+        self.calls.append((tool, args))
+        return ToolResult(ok=True, output={"status": "shipped"})
+
+    async def say(self, text: str) -> str | None:
+        self.said.append(text)
+        return "thanks"
+
+    def record_usage(
+        self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
+    ) -> None:
+        self.tokens += input_tokens + output_tokens
+
+    def give_up(self, reason: str) -> Any:
+        raise AgentGaveUp(reason)
+
+
+def test_an_adapter_runs_on_a_session_without_record_model_call(harness: Harness) -> None:
+    script = [
+        Reply(tool_calls=[ToolCall("get_order", {"order_id": "O-1"})]),
+        Reply(tool_calls=[ToolCall("talk_to_user", {"message": "It has shipped."})]),
+        Reply(text="Your order has shipped."),
+    ]
+    session = BareSession()
+    with harness.provider.server(script) as server:
+        agent = load_agent(harness.system(server))
+        final = asyncio.run(agent.run(session))  # type: ignore[arg-type]
+    assert final == "Your order has shipped."
+    assert session.calls == [("get_order", {"order_id": "O-1"})]
+    assert session.said == ["It has shipped."] and session.tokens == 3 * 120
