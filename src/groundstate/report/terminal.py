@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Control characters (C0 but tab and newline, DEL, C1) and bidirectional overrides: in agent
+text they could move the cursor, recolour or rewrite the screen, or reorder what is shown."""
+
+
+def printable(text: str) -> str:
+    """*text* with every control character shown as an escape (``\\x1b``), never sent raw."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
@@ -36,9 +47,13 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
 
 
 def print_run(console: Console, run: AgentRun) -> None:
-    verdict = "[green]success[/]" if run.success else f"[red]{run.terminal_reason}[/]"
+    reason = escape(printable(run.terminal_reason))
+    verdict = "[green]success[/]" if run.success else f"[red]{reason}[/]"
     console.print(
-        f"run {run.run_id} · task {run.task_id} r{run.task_revision} · attempt {run.attempt}"
+        printable(
+            f"run {run.run_id} · task {run.task_id} r{run.task_revision} · attempt {run.attempt}"
+        ),
+        markup=False,
     )
     console.print(f"verdict: {verdict}   partial score: {_score(run.partial_score)}")
     console.print(
@@ -50,23 +65,21 @@ def print_run(console: Console, run: AgentRun) -> None:
     _print_checks(console, "hard constraints", run.constraint_results)
     exception = run.infrastructure_status.get("exception")
     if exception:
-        console.print(
-            f"[bold]exception[/] at {exception['stage']}: "
-            f"{exception['type']}: {exception['message']}"
-        )
+        detail = f"{exception.get('stage')}: {exception.get('type')}: {exception.get('message')}"
+        console.print(f"[bold]exception[/] at {escape(printable(detail))}")
     console.print("[bold]trace[/]")
     for event in run.observation_action_log:
-        console.print(_event_line(event), markup=False, highlight=False)
+        console.print(printable(_event_line(event)), markup=False, highlight=False)
 
 
 def _print_checks(console: Console, title: str, results: list[CheckResult]) -> None:
     console.print(f"[bold]{title}[/]" + ("" if results else ": none"))
     for result in results:
         mark = "error" if result.error else ("pass" if result.passed else "FAIL")
-        console.print(f"  {mark:5} {result.id} ({result.kind})", markup=False)
+        console.print(printable(f"  {mark:5} {result.id} ({result.kind})"), markup=False)
         detail = result.error or _evidence(result.evidence)
         if detail and not result.passed:
-            console.print(f"        {detail}", markup=False, highlight=False)
+            console.print(printable(f"        {detail}"), markup=False, highlight=False)
 
 
 def _evidence(evidence: dict[str, Any]) -> str:
