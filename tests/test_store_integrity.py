@@ -326,3 +326,25 @@ def test_show_neutralises_control_characters_and_markup(tmp_path: Path) -> None:
         assert raw not in out
     assert "\\x1b[2J\\x1b[31mRED [bold]x[/bold]" in out  # shown, escaped, markup left literal
     assert "\\u202egnp.exe" in out and "\\x07done" in out
+
+
+def test_the_terminal_report_shows_imported_text_as_written(tmp_path: Path) -> None:
+    rows = tmp_path / "results.jsonl"
+    hostile = "t\x1b[2J[bold red]x[/bold red]"
+    lines = [
+        {
+            "task_id": hostile,
+            "attempt": 1,
+            "success": False,
+            "slice_labels": ["s\x1b]0;t\x07"],
+        },
+        {"task_id": "plain", "attempt": 1, "success": True},
+    ]
+    rows.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    store = str(tmp_path / "runs.db")
+    code, _, err = _invoke("import-results", str(rows), "--name", "other", "--store", store)
+    assert code == 0, err
+    code, out, err = _invoke("report", "--store", store)
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out
+    assert "[bold red]x[/bold red]" in out  # markup shown literally, not interpreted

@@ -22,6 +22,7 @@ import hashlib
 import signal
 import uuid
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -36,7 +37,7 @@ from groundstate.episode import (
     reset_checked,
     run_attempt,
 )
-from groundstate.errors import EnvironmentFailure, GroundstateError
+from groundstate.errors import EnvironmentFailure, GroundstateError, StoreError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
@@ -248,7 +249,8 @@ class BatchRunner:
         """Keep the lease live while long attempts run (attempts also beat as they end)."""
         while True:
             await asyncio.sleep(LEASE_HEARTBEAT)
-            self.store.heartbeat(batch_id)
+            with suppress(StoreError):  # a busy store: the next beat, or the next attempt's
+                self.store.heartbeat(batch_id)
 
     async def _run_missing(self, batch: BatchInfo, concurrency: int) -> BatchResult:
         done = final_runs(self.store.runs(batch.batch_id))

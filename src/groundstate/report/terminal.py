@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
@@ -28,7 +29,12 @@ def printable(text: str) -> str:
 
 def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
     table = Table(
-        title=f"batch {batch.batch_id} · suite {batch.suite} · system {batch.system_spec_hash[:12]}"
+        title=escape(
+            printable(
+                f"batch {batch.batch_id} · suite {batch.suite} · "
+                f"system {batch.system_spec_hash[:12]}"
+            )
+        )
     )
     for column in ("task", "slices", "successes / valid", "invalid", "terminal reasons"):
         table.add_column(column)
@@ -37,13 +43,18 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
         valid = [r for r in task_runs if r.valid]
         reasons = Counter(r.terminal_reason for r in task_runs)
         table.add_row(
-            task_id,
-            ", ".join(batch.task_slices.get(task_id, [])),
+            _plain(task_id),
+            _plain(", ".join(batch.task_slices.get(task_id, []))),
             f"{sum(r.success for r in valid)} / {len(valid)}",
             str(len(task_runs) - len(valid)),
-            ", ".join(f"{reason} x{n}" for reason, n in sorted(reasons.items())),
+            _plain(", ".join(f"{reason} x{n}" for reason, n in sorted(reasons.items()))),
         )
     return table
+
+
+def _plain(text: str) -> Text:
+    """A cell shown as written: imported batches carry task ids and reasons from any file."""
+    return Text(printable(text))
 
 
 def print_run(console: Console, run: AgentRun) -> None:
@@ -161,11 +172,11 @@ def _slice_table(report: dict[str, Any]) -> Table:
         for name, part in view[key].items():
             rate = part["success_rate"]
             if rate is None:
-                table.add_row(by, name, str(part["n_tasks"]), "no valid attempts", "", "0")
+                table.add_row(by, _plain(name), str(part["n_tasks"]), "no valid attempts", "", "0")
             else:
                 table.add_row(
                     by,
-                    name,
+                    _plain(name),
                     str(part["n_tasks"]),
                     f"{rate['estimate']:.3f}",
                     _ci(rate),
@@ -181,7 +192,7 @@ def _reason_table(report: dict[str, Any]) -> Table:
     reasons = report["terminal_reasons"]
     total = sum(reasons.values()) or 1
     for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
-        table.add_row(reason, str(count), f"{count / total:.1%}")
+        table.add_row(_plain(reason), str(count), f"{count / total:.1%}")
     return table
 
 
@@ -201,7 +212,7 @@ def report_footer(report: dict[str, Any]) -> str:
         f"mean {latency['mean']:.3f}s, median {latency['median']:.3f}s, p90 {latency['p90']:.3f}s"
     )
     if report["invalid_tasks_run"]:
-        names = ", ".join(report["invalid_tasks_run"])
+        names = escape(printable(", ".join(report["invalid_tasks_run"])))
         line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
     if report["invalid_rate_flagged"]:
         line += "\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold[/]"
@@ -247,7 +258,7 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     for task in data["per_task"]:
         if task["changed"]:
             changed.add_row(
-                task["task_id"],
+                _plain(task["task_id"]),
                 f"{task['a_rate']:.2f}",
                 f"{task['b_rate']:.2f}",
                 f"{task['difference']:+.2f}",
@@ -255,4 +266,5 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     console.print(changed)
     for side in ("only_in_a", "only_in_b"):
         if data[side]:
-            console.print(f"{side.replace('_', ' ')}: {', '.join(data[side])}")
+            names = printable(", ".join(data[side]))
+            console.print(f"{side.replace('_', ' ')}: {names}", markup=False, highlight=False)
