@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 from groundstate.errors import GroundstateError, StoreError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import sha256_text
+from groundstate.workdirs import pid_alive
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -204,19 +205,6 @@ class BatchLeased(GroundstateError):
             f"or stop it (a lease is taken over once its process is gone or its heartbeat is "
             f"older than {int(LEASE_TIMEOUT.total_seconds())} s)"
         )
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this id exists on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, owned by someone else
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def record_hash(text: str) -> str:
@@ -478,9 +466,13 @@ class RunStore:
 
     # --- verifying ------------------------------------------------------------------------
 
-    def verify(self, batch_id: str) -> Verification:
+    def verify(self, batch_id: str, artifacts_of: str | None = None) -> Verification:
         """Recompute every hash of a batch: its record, each run's record and artifacts
-        (read back from disk), and the chain; name whatever is altered or missing."""
+        (read back from disk), and the chain; name whatever is altered or missing.
+
+        With *artifacts_of* (a run id), only that run's artifacts are read back; every record
+        and chain link is still checked (they are in the database: cheap).
+        """
         found: list[Problem] = []
         rows = self._query(
             "SELECT record, record_hash FROM batches WHERE batch_id = ?", (batch_id,)
@@ -518,9 +510,10 @@ class RunStore:
                 continue
             found += checker.row(run_id, seq, content, hashes, chain)
             found += _record_problems(batch_id, run_id, text, content, hashes)
-            problems, read = self._artifact_problems(batch_id, run_id, hashes)
-            found += problems
-            artifacts += read
+            if artifacts_of in (None, run_id):
+                problems, read = self._artifact_problems(batch_id, run_id, hashes)
+                found += problems
+                artifacts += read
         head = self._query("SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,))
         found += checker.end(head[0] if head else None)
         return Verification(

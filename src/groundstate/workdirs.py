@@ -46,13 +46,24 @@ def remove_own() -> None:
     shutil.rmtree(temp_root() / f"pid-{os.getpid()}", ignore_errors=True)
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host (a zombie counts as existing)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, owned by someone else
+        return True
+    except OSError:
+        return False
+    return True
+
+
 def sweep_stale() -> list[Path]:
     """Remove the folders of processes that are gone (killed runs); return what was removed.
 
     Only folders named for a process id that no longer exists on this host are touched.
     """
-    from groundstate.store import pid_alive  # the one place that knows how to ask
-
     root = temp_root()
     if not root.is_dir():
         return []

@@ -125,6 +125,7 @@ def run(
     resume_args = [str(suite), "--system", str(system_file)]
     if concurrency > 1:
         resume_args += ["--concurrency", str(concurrency)]
+    resume_args += ["--allow-invalid"] * allow_invalid + ["--locked"] * locked
     try:
         with interruptible(flag):
             loaded_suite, system = load_suite(suite), load_system(system_file)
@@ -211,8 +212,8 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
     """
     with RunStore(store) as run_store:
         owner = run_store.run_batch_id(run_id)
-        check = run_store.verify(owner) if owner else None
         record = run_store.run(run_id)
+        check = run_store.verify(owner, artifacts_of=record.run_id) if owner else None
     altered = check is not None and warn(check, record.run_id)
     if as_json:
         click.echo(record.model_dump_json(indent=2))

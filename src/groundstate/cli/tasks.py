@@ -102,7 +102,7 @@ def regress_command(run_id: str, into: Path, suite_path: Path | None, store: Pat
         owner = run_store.run_batch_id(run_id)
         run = run_store.run(run_id)
         if owner is not None:  # a regression made from an altered run says so
-            warn(run_store.verify(owner), run.run_id)
+            warn(run_store.verify(owner, artifacts_of=run.run_id), run.run_id)
         origin = suite_path or Path(run_store.batch(run.batch_id).suite_path)
     click.echo(regress(run, load_suite(origin), into=into))
 
