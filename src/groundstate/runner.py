@@ -21,10 +21,11 @@ import asyncio
 import hashlib
 import signal
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
@@ -79,10 +80,24 @@ class InterruptFlag:
     that some code swallowed still stops the batch before another try is stored."""
 
     signum: int | None = None
+    task: asyncio.Task[Any] | None = None
+    """The task running the batch, while it runs: a signal cancels it (see :meth:`cancel`)."""
 
     def check(self) -> None:
         if self.signum is not None:
             raise Interrupted(self.signum)
+
+    def cancel(self) -> bool:
+        """Cancel the running batch from a signal handler in its loop's thread, as
+        ``asyncio.run`` does for Ctrl-C: the batch then unwinds at its next ``await``
+        instead of wherever the signal landed (inside the loop's own bookkeeping, say).
+        False when no batch is running (the handler raises :class:`Interrupted` instead)."""
+        task = self.task
+        if task is None or task.done():
+            return False
+        task.cancel()
+        task.get_loop().call_soon_threadsafe(lambda: None)  # wake a loop blocked in select
+        return True
 
 
 @dataclass(frozen=True)
@@ -154,14 +169,33 @@ class BatchRunner:
 
     async def start(self, config: BatchConfig) -> BatchResult:
         """Check the suite, store a new batch, and run it."""
+        return await self._interruptible(self._start(config))
+
+    async def resume(self, batch_id: str, concurrency: int = 1) -> BatchResult:
+        """Run only the attempts an interrupted batch is missing."""
+        return await self._interruptible(self._resume(batch_id, concurrency))
+
+    async def _interruptible(self, work: Awaitable[BatchResult]) -> BatchResult:
+        """Run *work* as the task a signal cancels; a cancellation that a signal caused
+        leaves as :class:`Interrupted`."""
+        self.interrupt.task = asyncio.current_task()
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if self.interrupt.signum is None:
+                raise
+            raise Interrupted(self.interrupt.signum) from None
+        finally:
+            self.interrupt.task = None
+
+    async def _start(self, config: BatchConfig) -> BatchResult:
         await self.preflight()
         batch = plan_batch(self.suite, self.system, config)
         self.store.add_batch(batch)
         self.batch_id = batch.batch_id
         return await self._complete(batch, config.concurrency)
 
-    async def resume(self, batch_id: str, concurrency: int = 1) -> BatchResult:
-        """Run only the attempts an interrupted batch is missing."""
+    async def _resume(self, batch_id: str, concurrency: int) -> BatchResult:
         batch = self.store.batch(batch_id)
         self.batch_id = batch.batch_id
         _check_resumable(batch, self.suite, self.system)

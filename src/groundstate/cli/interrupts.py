@@ -1,15 +1,17 @@
 """SIGINT and SIGTERM during ``run``: stop cleanly, name the batch and how to resume it.
 
-The first signal sets the runner's :class:`InterruptFlag` and raises :class:`Interrupted` in
-the main thread, wherever it is (loading, validation, preflight, the canary, attempts); the
-runner also checks the flag before storing each try, so code that swallowed the exception
-cannot store a try the signal cut short. A second signal stops the process at once (after
-removing its temporary folder). Every stored record stays whole either way: each is one
-transaction.
+The first signal sets the runner's :class:`InterruptFlag`. While the batch's event loop runs
+(preflight, the canary, attempts), it cancels the batch's task, which leaves ``asyncio.run``
+as :class:`Interrupted`; before that (loading, validation) the handler raises
+:class:`Interrupted` where the main thread is. The runner also checks the flag before storing
+each try, so code that swallowed the cancellation cannot store a try the signal cut short.
+A second signal stops the process at once (after removing its temporary folder). Every stored
+record stays whole either way: each is one transaction.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import shlex
 import signal
@@ -38,7 +40,10 @@ def interruptible(flag: InterruptFlag) -> Iterator[None]:
             remove_own()
             os._exit(128 + signum)
         flag.signum = signum
-        raise Interrupted(signum)
+        # attempts abandoned mid-call are expected now, not worth asyncio's error reports
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        if not flag.cancel():  # no batch loop runs: unwind from wherever we are
+            raise Interrupted(signum)
 
     previous = {s: signal.signal(s, handler) for s in SIGNALS}
     try:
