@@ -91,7 +91,7 @@ def test_a_signal_mid_batch_stops_cleanly_and_the_resume_completes_it(
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == code, err
-        assert "Traceback" not in err
+        assert len(err.splitlines()) == 2, err  # what stopped and how to resume; no noise
         with RunStore(store) as runs:
             batch_id = runs.batch().batch_id
             stopped = runs.runs(batch_id)
