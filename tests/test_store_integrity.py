@@ -108,6 +108,8 @@ def test_flipping_success_is_named_by_verify_report_and_show(
     assert code == 1 and f"run {victim.run_id}: record altered" in err and "ALTERED" in out
     code, _, err = _invoke("show", runs[0].run_id, "--store", str(store))
     assert code == 0 and err == ""  # an untouched run of the same batch shows clean
+    code, _, err = _invoke("compare", batch.batch_id, batch.batch_id, "--store", str(store))
+    assert code == 1 and f"warning: run {victim.run_id}: record altered" in err
 
 
 def test_reformatting_a_record_without_changing_it_still_verifies(
