@@ -3,6 +3,7 @@ are taken over."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,13 +15,15 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from groundstate.cli import main
-from groundstate.runner import BatchConfig, plan_batch
+from groundstate.records import AgentRun
+from groundstate.runner import BatchConfig, BatchRunner, plan_batch
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
-from groundstate.store import LEASE_TIMEOUT, RunStore
+from groundstate.store import LEASE_TIMEOUT, BatchLeased, RunStore
 
 from .conftest import BANK, BANK_SYSTEM
 
@@ -148,3 +151,23 @@ def test_two_processes_resuming_one_batch(tmp_path: Path) -> None:
         stored = runs.runs(batch_id)
         assert runs.verify(batch_id).ok
     assert sorted(r.attempt for r in stored) == list(range(1, attempts + 1))
+
+
+def test_a_runner_whose_lease_was_taken_over_stores_nothing_more(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    stored: list[AgentRun] = []
+    with RunStore(store) as runs:
+        runner = BatchRunner(load_suite(BANK), load_system(BANK_SYSTEM), runs)
+
+        def taken_over(run: AgentRun) -> None:  # as if this process stalled past the timeout
+            stored.append(run)
+            if len(stored) == 2:
+                _hold(store, run.batch_id, 1, "elsewhere.example", datetime.now(UTC))
+
+        runner.on_run = taken_over
+        with pytest.raises(BatchLeased, match=r"being run by pid 1 on elsewhere\.example"):
+            asyncio.run(runner.start(BatchConfig(attempts=5)))
+        assert runner.batch_id is not None
+        assert len(runs.runs(runner.batch_id)) == 2
+        lease = runs.lease(runner.batch_id)
+        assert lease is not None and lease.host == "elsewhere.example"  # theirs, left alone

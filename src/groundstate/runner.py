@@ -22,7 +22,6 @@ import hashlib
 import signal
 import uuid
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -42,7 +41,7 @@ from groundstate.errors import EnvironmentFailure, GroundstateError, StoreError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
-from groundstate.store import LEASE_HEARTBEAT, BatchInfo, Problem, RunStore
+from groundstate.store import LEASE_HEARTBEAT, BatchInfo, BatchLeased, Problem, RunStore
 
 AgentFactory = Callable[[], Agent]
 RunCallback = Callable[[AgentRun], None]
@@ -283,8 +282,12 @@ class BatchRunner:
         """Keep the lease live while long attempts run (attempts also beat as they end)."""
         while True:
             await asyncio.sleep(LEASE_HEARTBEAT)
-            with suppress(StoreError):  # a busy store: the next beat, or the next attempt's
+            try:
                 self.store.heartbeat(batch_id)
+            except BatchLeased:
+                return  # taken over: the next attempt to store says so
+            except StoreError:
+                continue  # a busy store: the next beat, or the next attempt's
 
     async def _run_missing(self, batch: BatchInfo, concurrency: int) -> BatchResult:
         done = final_runs(self.store.runs(batch.batch_id))
@@ -333,8 +336,8 @@ class BatchRunner:
                     self.make_env,
                 )
             self.interrupt.check()  # a try the signal cut short is not stored
+            self.store.heartbeat(batch.batch_id)  # and none after another process took over
             previous = self.store.add_run(output.run, output.artifacts)
-            self.store.heartbeat(batch.batch_id)
             if self.on_run is not None:
                 self.on_run(previous)
 

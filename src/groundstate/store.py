@@ -380,10 +380,22 @@ class RunStore:
         return mine
 
     def heartbeat(self, batch_id: str) -> None:
+        """Renew this process's lease; raise :class:`BatchLeased` if another process took it
+        over (this one stalled past the timeout), so it stores nothing more in the batch."""
+        now = datetime.now(UTC).isoformat()
         with self._transaction() as db:
-            db.execute(
+            renewed = db.execute(
                 "UPDATE leases SET heartbeat = ? WHERE batch_id = ? AND pid = ? AND host = ?",
-                (datetime.now(UTC).isoformat(), batch_id, os.getpid(), socket.gethostname()),
+                (now, batch_id, os.getpid(), socket.gethostname()),
+            ).rowcount
+            if renewed:
+                return
+            held = self._lease(db, batch_id)
+            if held is not None:
+                raise BatchLeased(held)
+            db.execute(  # the row was removed by hand: this process still runs the batch
+                "INSERT INTO leases VALUES (?, ?, ?, ?, ?)",
+                (batch_id, os.getpid(), socket.gethostname(), now, now),
             )
 
     def release_lease(self, batch_id: str) -> None:
