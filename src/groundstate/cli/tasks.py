@@ -27,6 +27,7 @@ from groundstate.validation import (
     validate_suite,
 )
 from groundstate.validation.mutation import summary
+from groundstate.workdirs import sweep_stale
 
 
 @main.command()
@@ -45,6 +46,7 @@ def validate(suite: Path, as_json: bool, no_cache: bool, store: Path) -> None:
     mutation testing: the score per task, survivors listed). Results are cached in the run
     store, keyed by everything they depend on.
     """
+    sweep_stale()  # work folders of runs and validations killed outright
     loaded = load_suite(suite)
     if no_cache:
         result = validate_suite(loaded)
