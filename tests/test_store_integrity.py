@@ -98,6 +98,12 @@ def test_flipping_success_is_named_by_verify_report_and_show(
     assert code == 1
     assert f"record_altered: run {victim.run_id}: record altered" in out
     assert out.count("record_altered") == 1  # the neighbours still verify
+    code, out, _ = _invoke("verify", "--json", "--store", str(store))
+    (checked,) = json.loads(out)
+    assert code == 1 and checked["verified"] is False
+    assert [(p["kind"], p["run_id"]) for p in checked["problems"]] == [
+        ("record_altered", victim.run_id)
+    ]
     code, out, err = _invoke("report", "--store", str(store))
     assert code == 1
     assert f"warning: run {victim.run_id}: record altered" in err

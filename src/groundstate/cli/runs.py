@@ -122,10 +122,6 @@ def run(
     sweep_stale()  # work folders of runs killed outright
     flag = InterruptFlag()
     runner: BatchRunner | None = None
-    resume_args = [str(suite), "--system", str(system_file)]
-    if concurrency > 1:
-        resume_args += ["--concurrency", str(concurrency)]
-    resume_args += ["--allow-invalid"] * allow_invalid + ["--locked"] * locked
     try:
         with interruptible(flag):
             loaded_suite, system = load_suite(suite), load_system(system_file)
@@ -143,7 +139,8 @@ def run(
                 result = _run_batch(runner, config, resume_id, _progress(total, quiet=as_json))
     except Interrupted as exc:
         batch_id = runner.batch_id if runner is not None else resume_id
-        report_interrupted(exc, batch_id, store, resume_args)
+        again = _resume_args(suite, system_file, concurrency, allow_invalid, locked)
+        report_interrupted(exc, batch_id, store, again)
         sys.exit(exc.exit_code)
     if html is not None:
         _write_batch_html(html, result.batch, result.runs)
@@ -220,10 +217,20 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
     else:
         out = console()
         if altered:
-            out.print(_altered_mark(record.batch_id))
+            out.print(_altered_mark(owner or record.batch_id))
         print_run(out, record)
     if altered:
         sys.exit(EXIT_ALTERED)
+
+
+def _resume_args(
+    suite: Path, system_file: Path, concurrency: int, allow_invalid: bool, locked: bool
+) -> list[str]:
+    """The options of this ``run`` that a ``--resume`` of its batch needs again."""
+    args = [str(suite), "--system", str(system_file)]
+    if concurrency > 1:
+        args += ["--concurrency", str(concurrency)]
+    return args + ["--allow-invalid"] * allow_invalid + ["--locked"] * locked
 
 
 def _warn_problem(problem: Problem) -> None:
