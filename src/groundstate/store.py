@@ -243,7 +243,11 @@ class RunStore:
             have = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
             for column in columns:
                 if column.split()[0] not in have:
-                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+                    try:
+                        self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+                    except sqlite3.OperationalError as exc:  # another process migrated first
+                        if "duplicate column" not in str(exc):
+                            raise
 
     def close(self) -> None:
         self._db.close()
