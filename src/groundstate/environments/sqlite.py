@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
@@ -28,6 +27,7 @@ from groundstate.environments.sqlite_writes import LOG, WriteLog
 from groundstate.errors import EnvironmentFailure, PermissionDenied
 from groundstate.spec.canonical import canonical_json, hash_file, hash_value
 from groundstate.spec.task import Permissions
+from groundstate.workdirs import make_workdir
 
 META_TABLE = "_groundstate_meta"
 _PROTECTED = {META_TABLE, "sqlite_sequence"}
@@ -91,7 +91,7 @@ class SqliteEnvironment:
     ) -> None:
         self._permissions = (permissions or Permissions()).tables
         self._owns_workdir = workdir is None
-        self._workdir = workdir or Path(tempfile.mkdtemp(prefix="groundstate-"))
+        self._workdir = workdir or make_workdir()  # removed at exit, swept if killed
         self._workdir.mkdir(parents=True, exist_ok=True)
         self._template = self._workdir / "template.db"
         self._live = self._workdir / "live.db"
