@@ -2,7 +2,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PYTHON ?= python3
 
-.PHONY: demo test bench clean
+.PHONY: demo demo-model test bench clean
 
 $(VENV)/.installed-demo: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,12 @@ $(VENV)/.installed-test: pyproject.toml
 demo: $(VENV)/.installed-demo
 	$(VENV)/bin/groundstate run examples/retail --system examples/systems/careful.yaml \
 		--attempts 4 --concurrency 4 --store .groundstate/demo.db --html .groundstate/demo-report.html
+
+# The retail suite through the openai-chat adapter and the real openai SDK, against a loopback
+# model server that plays each task's oracle (no network, no key).
+demo-model: $(VENV)/.installed-test
+	$(PY) examples/model_demo.py --attempts 2 --concurrency 4 \
+		--store .groundstate/demo-model.db --html .groundstate/demo-model-report.html
 
 # The HTML report's browser tests need Chromium; scripts/ensure-browser.sh installs it. If
 # that is impossible here, they are skipped with a warning rather than hiding every other test.

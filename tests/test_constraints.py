@@ -331,6 +331,8 @@ def test_every_yaml_example_in_the_reference_is_valid() -> None:
         data = yaml.safe_load(block)
         if isinstance(data, dict) and "hard_process_constraints" in data:
             data = data["hard_process_constraints"]
+        elif isinstance(data, dict) and "constraint_sets" in data:  # suite.yaml
+            data = [item for rules in data["constraint_sets"].values() for item in rules]
         elif isinstance(data, dict) and "writes" in data:
             data = {"never": data}
         for item in data if isinstance(data, list) else [data]:

@@ -372,18 +372,16 @@ def test_no_card_details_allows_labels_and_other_numbers(s0: StateView, fine: st
     assert CHECKS.no_card_details(trace.events, s0)[0] is True
 
 
-# --- every task states the whole policy -------------------------------------------------------
+# --- every task is held to the whole policy ---------------------------------------------------
 
 
-def test_every_task_carries_the_same_policy_constraints() -> None:
-    """The loader has no suite-wide constraints, so each task repeats the policy's rules; a
-    copy edited in one task only would silently weaken the others."""
+def test_every_task_includes_the_policy_and_the_reply_rule_its_outcome_needs() -> None:
+    """A refused request must not be graded by the rule that the reply tells what was done,
+    nor a change by the rule that it claims none."""
     suite = load_suite(RETAIL)
-    shared: dict[str, list[dict[str, Any]]] = {}
     for task in suite.tasks.values():
-        rules = [c.model_dump(mode="json") for c in task.hard_process_constraints]
-        shared[task.task_id] = [r for r in rules if not r["id"].startswith("p9-")]
-    first = next(iter(shared.values()))
-    assert {task_id for task_id, rules in shared.items() if rules != first} == set()
-    kinds = {next(k for k in r if k not in ("id", "description")) for r in first}
+        reply = "refusal-reply" if task.expect_no_change else "change-reply"
+        assert task.constraint_sets == ["policy", reply], task.task_id
+    policy = suite.config.constraint_sets["policy"]
+    kinds = {next(k for k in c.model_dump() if k not in ("id", "description")) for c in policy}
     assert kinds >= {"before", "confirmed", "provenance", "never", "no_undo", "check"}

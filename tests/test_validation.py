@@ -693,6 +693,23 @@ def test_regress_into_a_new_suite_copies_what_the_task_needs(tmp_path: Path) -> 
     assert validate_task(regressed, path.stem).valid
 
 
+def test_regress_into_a_new_suite_copies_python_constraint_files(tmp_path: Path) -> None:
+    root = bank_copy(tmp_path)
+    (root / "process_checks.py").write_text("def pin_asked(trace, s0):\n    return True\n")
+    task_file = root / "tasks" / "transfer.yaml"
+    task = yaml.safe_load(task_file.read_text())
+    task["hard_process_constraints"].append(
+        {"id": "pin-asked", "check": "process_checks.py:pin_asked"}
+    )
+    task_file.write_text(yaml.safe_dump(task))
+    suite = load_suite(root)
+    run = _stored_run(tmp_path, suite, verified_transfer_to_c)
+    target = tmp_path / "regressions"
+    regress(run, suite, into=target)
+    assert (target / "process_checks.py").is_file()
+    assert load_suite(target).tasks  # loads: the constraint's file came along
+
+
 def test_regress_refuses_a_different_file_of_the_same_name(tmp_path: Path) -> None:
     suite = load_suite(bank_copy(tmp_path))
     run = _stored_run(tmp_path, suite, verified_transfer_to_c)

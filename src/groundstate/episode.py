@@ -24,6 +24,7 @@ from groundstate.errors import (
     ConversationOver,
     EnvironmentFailure,
     HarnessCompatibilityError,
+    ModelServingFailure,
     ProhibitedAction,
     ResetCheckFailed,
     StepLimitReached,
@@ -38,7 +39,7 @@ from groundstate.records import AgentRun, CheckResult, Usage
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask
-from groundstate.trace import MessageEvent, TraceEvent, dump_jsonl
+from groundstate.trace import MessageEvent, ModelCall, ModelCallEvent, TraceEvent, dump_jsonl
 from groundstate.users import ScriptedUser
 
 _T = TypeVar("_T")
@@ -188,6 +189,13 @@ class EpisodeSession:
             over = self._over_budget()
             if over is not None:
                 self._latch(BudgetExceeded(over), "usage")
+
+    def record_model_call(self, call: ModelCall) -> None:
+        """Keep one model request in the trace (it takes no step and changes nothing)."""
+        with self._lock:
+            self._raise_if_stopped()
+            event = ModelCallEvent(step=self._steps, at=self._elapsed(), **dict(call))
+            self.events.append(event)
 
     def give_up(self, reason: str) -> NoReturn:
         with self._lock:
@@ -426,6 +434,10 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
         session.latch(exc, "time_limit")
     except HarnessCompatibilityError as exc:
         progress.interrupt(exc, "agent")
+    except ModelServingFailure as exc:  # the model's API, not the agent: an invalid attempt
+        if session.stop is None:
+            progress.interrupt(exc, "model_serving")
+            progress.evidence["model_serving"] = exc.evidence
     except Exception as exc:  # the system under test crashed
         if session.stop is None:
             progress.interrupt(exc, "agent")

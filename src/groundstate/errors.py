@@ -5,7 +5,8 @@
     GroundstateError
     ├── SpecError                 a task, suite or system file is malformed
     ├── EnvironmentFailure        an environment could not be built, reset or read
-    │   └── ResetCheckFailed      reset did not restore the declared initial state hash
+    │   ├── ResetCheckFailed      reset did not restore the declared initial state hash
+    │   └── ModelServingFailure   the model's API kept failing (rate limits, 5xx, timeouts)
     ├── ToolError                 a tool refuses a request; the agent gets it as a normal result
     ├── PermissionDenied          the environment refused an action the agent lacks rights for
     ├── HarnessCompatibilityError the agent cannot use the harness or tool protocol as configured
@@ -44,6 +45,18 @@ class EnvironmentFailure(GroundstateError):
 
 class ResetCheckFailed(EnvironmentFailure):
     """Reset did not restore the declared initial state."""
+
+
+class ModelServingFailure(EnvironmentFailure):
+    """The serving infrastructure of the model failed past its retries: not the agent's doing.
+
+    Raised by a model adapter; the attempt ends as ``environment_failure/model_serving``.
+    """
+
+    def __init__(self, message: str, evidence: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.evidence = evidence or {}
+        """Status code, request id, message and tries of the last failure."""
 
 
 class ToolError(GroundstateError):

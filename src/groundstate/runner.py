@@ -8,16 +8,23 @@ built and can start: it aborts the batch when it ends as ``harness_compatibility
 when the agent crashes before its first action. Invalid attempts
 (environment or grader failures) are rerun up to the system's ``invalid_run_policy.
 max_retries``; every try is stored, each rerun linked to the try it replaces.
+
+A batch is leased to the process running it (see :meth:`RunStore.acquire_lease`): a second
+process resuming it while the first is alive is refused. A resume verifies the records it
+reads first and reports what is altered. When the process is interrupted (SIGINT, SIGTERM),
+:class:`Interrupted` unwinds the batch: no try started after the signal is stored.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import signal
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
@@ -30,14 +37,15 @@ from groundstate.episode import (
     reset_checked,
     run_attempt,
 )
-from groundstate.errors import EnvironmentFailure, GroundstateError
+from groundstate.errors import EnvironmentFailure, GroundstateError, StoreError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
-from groundstate.store import BatchInfo, RunStore
+from groundstate.store import LEASE_HEARTBEAT, BatchInfo, BatchLeased, Problem, RunStore
 
 AgentFactory = Callable[[], Agent]
 RunCallback = Callable[[AgentRun], None]
+ProblemCallback = Callable[[Problem], None]
 
 
 class BatchAborted(GroundstateError):
@@ -46,6 +54,49 @@ class BatchAborted(GroundstateError):
 
 class ResumeMismatch(GroundstateError):
     """A batch cannot be resumed because its suite or system changed."""
+
+
+class Interrupted(BaseException):
+    """The process got SIGINT or SIGTERM while running a batch.
+
+    A ``BaseException``, like ``KeyboardInterrupt``, so that code catching ``Exception``
+    (graders, tools, environments) cannot swallow it and record the interruption as a fault.
+    """
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal number, as a shell reports it: 130 for SIGINT, 143 for SIGTERM."""
+        return 128 + self.signum
+
+
+@dataclass
+class InterruptFlag:
+    """Set by a signal handler; checked between the steps of a batch, so an interruption
+    that some code swallowed still stops the batch before another try is stored."""
+
+    signum: int | None = None
+    task: asyncio.Task[Any] | None = None
+    """The task running the batch, while it runs: a signal cancels it (see :meth:`cancel`)."""
+
+    def check(self) -> None:
+        if self.signum is not None:
+            raise Interrupted(self.signum)
+
+    def cancel(self) -> bool:
+        """Cancel the running batch from a signal handler in its loop's thread, as
+        ``asyncio.run`` does for Ctrl-C: the batch then unwinds at its next ``await``
+        instead of wherever the signal landed (inside the loop's own bookkeeping, say).
+        False when no batch is running (the handler raises :class:`Interrupted` instead)."""
+        task = self.task
+        if task is None or task.done():
+            return False
+        task.cancel()
+        task.get_loop().call_soon_threadsafe(lambda: None)  # wake a loop blocked in select
+        return True
 
 
 @dataclass(frozen=True)
@@ -109,34 +160,64 @@ class BatchRunner:
     make_agent: AgentFactory | None = None
     make_env: EnvironmentFactory = default_environment
     on_run: RunCallback | None = None
+    on_problem: ProblemCallback | None = None
+    """Told of each altered or missing record a resume finds in the batch it reads."""
+    interrupt: InterruptFlag = field(default_factory=InterruptFlag)
+    batch_id: str | None = None
+    """The batch being run, once it is stored (for the resume hint after an interruption)."""
 
     async def start(self, config: BatchConfig) -> BatchResult:
         """Check the suite, store a new batch, and run it."""
-        await self.preflight()
-        batch = plan_batch(self.suite, self.system, config)
-        self.store.add_batch(batch)
-        return await self._complete(batch, config.concurrency)
+        return await self._interruptible(self._start(config))
 
     async def resume(self, batch_id: str, concurrency: int = 1) -> BatchResult:
         """Run only the attempts an interrupted batch is missing."""
+        return await self._interruptible(self._resume(batch_id, concurrency))
+
+    async def _interruptible(self, work: Awaitable[BatchResult]) -> BatchResult:
+        """Run *work* as the task a signal cancels; a cancellation that a signal caused
+        leaves as :class:`Interrupted`."""
+        self.interrupt.task = asyncio.current_task()
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if self.interrupt.signum is None:
+                raise
+            raise Interrupted(self.interrupt.signum) from None
+        finally:
+            self.interrupt.task = None
+
+    async def _start(self, config: BatchConfig) -> BatchResult:
+        await self.preflight()
+        batch = plan_batch(self.suite, self.system, config)
+        self.store.add_batch(batch)
+        self.batch_id = batch.batch_id
+        return await self._complete(batch, config.concurrency)
+
+    async def _resume(self, batch_id: str, concurrency: int) -> BatchResult:
         batch = self.store.batch(batch_id)
+        self.batch_id = batch.batch_id
         _check_resumable(batch, self.suite, self.system)
-        return await self._complete(batch, concurrency)
+        return await self._complete(batch, concurrency, verify=True)
 
     async def preflight(self) -> None:
         """Fail before any batch is stored: the agent must load, every reset must check
         out, the canary's oracle must pass, and the system must start on the canary."""
         self._build_agent()
         for task in self.suite.tasks.values():
+            self.interrupt.check()
             try:
                 with self.make_env(task, self.suite) as env:
                     reset_checked(env, task)
             except EnvironmentFailure as exc:
                 raise BatchAborted(f"reset check failed for task {task.task_id!r}: {exc}") from exc
         canary = self.suite.config.canary
+        self.interrupt.check()
         if canary is not None:
             await self._run_canary(canary)
+            self.interrupt.check()
         await self._smoke_run(canary or min(self.suite.tasks))
+        self.interrupt.check()
 
     def _build_agent(self) -> Agent:
         try:
@@ -177,7 +258,38 @@ class BatchRunner:
                 f"({output.run.terminal_reason}); no agent attempt was made"
             )
 
-    async def _complete(self, batch: BatchInfo, concurrency: int) -> BatchResult:
+    async def _complete(
+        self, batch: BatchInfo, concurrency: int, *, verify: bool = False
+    ) -> BatchResult:
+        """Lease the batch, then run its missing attempts (the lease is released at the end,
+        interrupted or not)."""
+        self.store.acquire_lease(batch.batch_id)
+        beat = asyncio.ensure_future(self._heartbeat(batch.batch_id))
+        try:
+            if verify:
+                self._verify(batch.batch_id)
+            return await self._run_missing(batch, concurrency)
+        finally:
+            beat.cancel()
+            self.store.release_lease(batch.batch_id)
+
+    def _verify(self, batch_id: str) -> None:
+        for problem in self.store.verify(batch_id).altered:
+            if self.on_problem is not None:
+                self.on_problem(problem)
+
+    async def _heartbeat(self, batch_id: str) -> None:
+        """Keep the lease live while long attempts run (attempts also beat as they end)."""
+        while True:
+            await asyncio.sleep(LEASE_HEARTBEAT)
+            try:
+                self.store.heartbeat(batch_id)
+            except BatchLeased:
+                return  # taken over: the next attempt to store says so
+            except StoreError:
+                continue  # a busy store: the next beat, or the next attempt's
+
+    async def _run_missing(self, batch: BatchInfo, concurrency: int) -> BatchResult:
         done = final_runs(self.store.runs(batch.batch_id))
         last = {(r.task_id, r.attempt): r for r in done}
         max_retries = int(batch.invalid_run_policy.get("max_retries", 0))
@@ -214,6 +326,7 @@ class BatchRunner:
                 retry_of=None if previous is None else previous.run_id,
             )
             async with limit:
+                self.interrupt.check()
                 output = await run_attempt(
                     self.suite.tasks[task_id],
                     self.suite,
@@ -222,6 +335,8 @@ class BatchRunner:
                     info,
                     self.make_env,
                 )
+            self.interrupt.check()  # a try the signal cut short is not stored
+            self.store.heartbeat(batch.batch_id)  # and none after another process took over
             previous = self.store.add_run(output.run, output.artifacts)
             if self.on_run is not None:
                 self.on_run(previous)

@@ -3,27 +3,48 @@
 Records are append-only. Each attempt is committed in one transaction after its artifacts are
 written (each to a temporary file, then renamed into place), so a batch killed at any moment
 leaves only complete records. Artifacts are named by their sha256 and verified when read.
+
+Records are tamper-evident (store format 2): each row keeps the sha256 of its canonical JSON,
+the hashes of its artifacts, its place in its batch (``seq``) and a chain hash covering the
+previous row's chain hash; each batch keeps the length and head of its chain. :meth:`RunStore.
+verify` recomputes all of it. There is no secret key: this catches corruption, hand edits and
+deletions, not a forger who recomputes every hash (see docs/reliability.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import socket
 import sqlite3
 import tempfile
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from groundstate.errors import StoreError
+from groundstate.errors import GroundstateError, StoreError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import sha256_text
+from groundstate.workdirs import pid_alive
 
 M = TypeVar("M", bound=BaseModel)
 
 DEFAULT_STORE = Path(".groundstate/runs.db")
+
+STORE_FORMAT = 2
+"""1: rows without hashes. 2: every batch and run row carries its content hash, and runs their
+artifacts' hashes and a per-batch chain hash. Rows written before format 2 are *unverifiable*,
+never reported as tampered."""
+
+LEASE_TIMEOUT = timedelta(minutes=5)
+"""A lease whose heartbeat is older than this is stale and may be taken over, whatever its
+host. The holder beats every :data:`LEASE_HEARTBEAT` seconds and after every stored attempt."""
+LEASE_HEARTBEAT = 30.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS batches (
@@ -49,7 +70,27 @@ CREATE TABLE IF NOT EXISTS validations (
     created_at TEXT NOT NULL,
     record TEXT NOT NULL
 );
+-- the length and last chain hash of each batch's chain: deleting its last runs shows here
+CREATE TABLE IF NOT EXISTS chains (
+    batch_id TEXT PRIMARY KEY,
+    length INTEGER NOT NULL,
+    head TEXT NOT NULL
+);
+-- the process running a batch; a second runner is refused while it is live
+CREATE TABLE IF NOT EXISTS leases (
+    batch_id TEXT PRIMARY KEY,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    started_at TEXT NOT NULL,
+    heartbeat TEXT NOT NULL
+);
 """
+
+# Format 2 columns, added to stores made before it (old rows keep NULL: unverifiable).
+_MIGRATIONS = {
+    "batches": ("record_hash TEXT",),
+    "runs": ("seq INTEGER", "record_hash TEXT", "artifact_hashes TEXT", "chain_hash TEXT"),
+}
 
 
 class BatchInfo(BaseModel):
@@ -77,17 +118,136 @@ class BatchInfo(BaseModel):
     """``groundstate`` for batches run here; ``imported`` for results from another harness."""
 
 
+ProblemKind = Literal[
+    "batch_altered",
+    "record_altered",
+    "record_unreadable",
+    "record_missing",
+    "chain_broken",
+    "artifact_missing",
+    "artifact_altered",
+    "unverifiable",
+]
+
+
+class Problem(BaseModel):
+    """One thing :meth:`RunStore.verify` found wrong (or could not check) in a batch."""
+
+    batch_id: str
+    run_id: str | None = None
+    """The run concerned; ``None`` for the batch record or its chain as a whole."""
+    kind: ProblemKind
+    detail: str
+    """One line for a person: what is wrong and where."""
+
+    @property
+    def altered(self) -> bool:
+        """Tampered with or missing; ``unverifiable`` (old rows without hashes) is not."""
+        return self.kind != "unverifiable"
+
+    def line(self) -> str:
+        subject = f"run {self.run_id}" if self.run_id else f"batch {self.batch_id}"
+        return f"{subject}: {self.detail}"
+
+
+class Verification(BaseModel):
+    """What :meth:`RunStore.verify` checked in one batch and what it found."""
+
+    batch_id: str
+    records: int
+    """Run rows read (tampered ones included)."""
+    artifacts: int
+    """Artifact files read back and hashed."""
+    problems: list[Problem] = []
+
+    @property
+    def altered(self) -> list[Problem]:
+        return [p for p in self.problems if p.altered]
+
+    @property
+    def ok(self) -> bool:
+        return not self.altered
+
+    def for_run(self, run_id: str) -> list[Problem]:
+        """Problems of this run and of the batch as a whole (a missing record, say)."""
+        return [p for p in self.problems if p.run_id in (run_id, None)]
+
+
+class Lease(BaseModel):
+    """The process running a batch: refused to others while live."""
+
+    batch_id: str
+    pid: int
+    host: str
+    started_at: datetime
+    heartbeat: datetime
+
+    def holder(self) -> str:
+        return (
+            f"pid {self.pid} on {self.host} since {self.started_at:%Y-%m-%d %H:%M:%S} UTC "
+            f"(last heartbeat {self.heartbeat:%H:%M:%S} UTC)"
+        )
+
+    def stale(self, now: datetime) -> bool:
+        """Stale when its heartbeat is too old, or its process is gone from this host."""
+        if now - self.heartbeat > LEASE_TIMEOUT:
+            return True
+        return self.host == socket.gethostname() and not pid_alive(self.pid)
+
+
+class BatchLeased(GroundstateError):
+    """Another live process is running the batch."""
+
+    def __init__(self, lease: Lease) -> None:
+        self.lease = lease
+        super().__init__(
+            f"batch {lease.batch_id} is being run by {lease.holder()}; wait for it to finish "
+            f"or stop it (a lease is taken over once its process is gone or its heartbeat is "
+            f"older than {int(LEASE_TIMEOUT.total_seconds())} s)"
+        )
+
+
+def record_hash(text: str) -> str:
+    """sha256 of a record's canonical JSON (sorted keys, ASCII: any string hashes)."""
+    canonical = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def chain_link(previous: str, run_id: str, content: str, artifacts: str) -> str:
+    """The chain hash of a run row: covers the previous row's, its record's and artifacts'."""
+    return hashlib.sha256(
+        json.dumps([previous, run_id, content, artifacts]).encode("ascii")
+    ).hexdigest()
+
+
+def chain_genesis(batch_id: str, batch_hash: str | None) -> str:
+    return hashlib.sha256(f"batch:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
+
+
 class RunStore:
     def __init__(self, path: Path = DEFAULT_STORE) -> None:
         self.path = Path(path)
         self.artifacts = self.path.parent / "artifacts"
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None)
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
+            self._migrate()
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+
+    def _migrate(self) -> None:
+        """Add the format-2 columns to a store made before them; old rows stay as they are."""
+        for table, columns in _MIGRATIONS.items():
+            have = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            for column in columns:
+                if column.split()[0] not in have:
+                    try:
+                        self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+                    except sqlite3.OperationalError as exc:  # another process migrated first
+                        if "duplicate column" not in str(exc):
+                            raise
 
     def close(self) -> None:
         self._db.close()
@@ -101,37 +261,79 @@ class RunStore:
     # --- writing --------------------------------------------------------------------------
 
     def add_batch(self, batch: BatchInfo) -> None:
-        self._write(
-            "INSERT INTO batches VALUES (?, ?, ?)",
-            (batch.batch_id, batch.created_at.isoformat(), batch.model_dump_json()),
-        )
+        text = batch.model_dump_json()
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO batches (batch_id, created_at, record, record_hash) "
+                "VALUES (?, ?, ?, ?)",
+                (batch.batch_id, batch.created_at.isoformat(), text, record_hash(text)),
+            )
 
     def add_run(self, run: AgentRun, artifacts: dict[str, str]) -> AgentRun:
-        """Store the artifacts, then commit the record naming them, in one transaction."""
+        """Store the artifacts, then commit the record naming them, chained, in one
+        transaction."""
         locations = {name: self.put_artifact(text) for name, text in artifacts.items()}
         run = run.model_copy(update={"artifact_locations": locations})
-        self._write(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                run.run_id,
-                run.batch_id,
-                run.task_id,
-                run.attempt,
-                run.retry,
-                run.terminal_reason,
-                int(run.success),
-                datetime.now(UTC).isoformat(),
-                run.model_dump_json(),
-            ),
+        text = run.model_dump_json()
+        content = record_hash(text)
+        hashes = json.dumps(
+            {name: loc.removeprefix("sha256:") for name, loc in sorted(locations.items())}
         )
+        try:
+            with self._transaction() as db:
+                length, head = self._chain_head(db, run.batch_id)
+                chain = chain_link(head, run.run_id, content, hashes)
+                db.execute(
+                    "INSERT INTO runs (run_id, batch_id, task_id, attempt, retry, "
+                    "terminal_reason, success, created_at, record, seq, record_hash, "
+                    "artifact_hashes, chain_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run.run_id,
+                        run.batch_id,
+                        run.task_id,
+                        run.attempt,
+                        run.retry,
+                        run.terminal_reason,
+                        int(run.success),
+                        datetime.now(UTC).isoformat(),
+                        text,
+                        length + 1,
+                        content,
+                        hashes,
+                        chain,
+                    ),
+                )
+                db.execute(
+                    "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
+                    (run.batch_id, length + 1, chain),
+                )
+        except StoreError as exc:
+            if "UNIQUE constraint" in str(exc.__cause__):
+                raise StoreError(
+                    f"batch {run.batch_id} already holds task {run.task_id!r} attempt "
+                    f"{run.attempt} try {run.retry}: another process is running this batch"
+                ) from exc
+            raise
         return run
+
+    def _chain_head(self, db: sqlite3.Connection, batch_id: str) -> tuple[int, str]:
+        row = db.execute(
+            "SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,)
+        ).fetchone()
+        if row is not None:
+            return int(row[0]), str(row[1])
+        batch = db.execute(
+            "SELECT record_hash FROM batches WHERE batch_id = ?", (batch_id,)
+        ).fetchone()
+        return 0, chain_genesis(batch_id, batch[0] if batch else None)
 
     def add_validation(self, key: str, record: dict[str, Any]) -> None:
         """Cache a task's validity, keyed by everything that could change it."""
-        self._write(
-            "INSERT OR REPLACE INTO validations VALUES (?, ?, ?)",
-            (key, datetime.now(UTC).isoformat(), json.dumps(record)),
-        )
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO validations VALUES (?, ?, ?)",
+                (key, datetime.now(UTC).isoformat(), json.dumps(record)),
+            )
 
     def validation(self, key: str) -> dict[str, Any] | None:
         rows = self._query("SELECT record FROM validations WHERE key = ?", (key,))
@@ -148,13 +350,77 @@ class RunStore:
             os.replace(tmp, target)
         return f"sha256:{digest}"
 
-    def _write(self, sql: str, params: tuple[Any, ...]) -> None:
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
         try:
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.execute(sql, params)
+                yield self._db
         except sqlite3.Error as exc:
             raise StoreError(f"cannot write to the run store {self.path}: {exc}") from exc
+
+    # --- leases ---------------------------------------------------------------------------
+
+    def acquire_lease(self, batch_id: str) -> Lease:
+        """Lease *batch_id* to this process, or raise :class:`BatchLeased` naming the live
+        holder. A stale lease (process gone, or heartbeat too old) is taken over."""
+        now = datetime.now(UTC)
+        mine = Lease(
+            batch_id=batch_id,
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            started_at=now,
+            heartbeat=now,
+        )
+        with self._transaction() as db:
+            held = self._lease(db, batch_id)
+            theirs = held is not None and (held.pid, held.host) != (mine.pid, mine.host)
+            if held is not None and theirs and not held.stale(now):
+                raise BatchLeased(held)
+            db.execute(
+                "INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?)",
+                (batch_id, mine.pid, mine.host, now.isoformat(), now.isoformat()),
+            )
+        return mine
+
+    def heartbeat(self, batch_id: str) -> None:
+        """Renew this process's lease; raise :class:`BatchLeased` if another process took it
+        over (this one stalled past the timeout), so it stores nothing more in the batch."""
+        now = datetime.now(UTC).isoformat()
+        with self._transaction() as db:
+            renewed = db.execute(
+                "UPDATE leases SET heartbeat = ? WHERE batch_id = ? AND pid = ? AND host = ?",
+                (now, batch_id, os.getpid(), socket.gethostname()),
+            ).rowcount
+            if renewed:
+                return
+            held = self._lease(db, batch_id)
+            if held is not None:
+                raise BatchLeased(held)
+            db.execute(  # the row was removed by hand: this process still runs the batch
+                "INSERT INTO leases VALUES (?, ?, ?, ?, ?)",
+                (batch_id, os.getpid(), socket.gethostname(), now, now),
+            )
+
+    def release_lease(self, batch_id: str) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "DELETE FROM leases WHERE batch_id = ? AND pid = ? AND host = ?",
+                (batch_id, os.getpid(), socket.gethostname()),
+            )
+
+    def lease(self, batch_id: str) -> Lease | None:
+        return self._lease(self._db, batch_id)
+
+    def _lease(self, db: sqlite3.Connection, batch_id: str) -> Lease | None:
+        row = db.execute(
+            "SELECT batch_id, pid, host, started_at, heartbeat FROM leases WHERE batch_id = ?",
+            (batch_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        keys = ("batch_id", "pid", "host", "started_at", "heartbeat")
+        return Lease.model_validate(dict(zip(keys, row, strict=True)))
 
     # --- reading --------------------------------------------------------------------------
 
@@ -162,7 +428,7 @@ class RunStore:
         digest = location.removeprefix("sha256:")
         try:
             text = self._artifact_path(digest).read_text(encoding="utf-8")
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
             raise StoreError(f"artifact {location} is missing: {exc}") from exc
         if sha256_text(text) != digest:
             raise StoreError(
@@ -181,20 +447,29 @@ class RunStore:
         return _one(rows, BatchInfo, f"batch {batch_id or '(latest)'}")
 
     def batches(self) -> list[BatchInfo]:
-        rows = self._query("SELECT record FROM batches ORDER BY created_at", ())
-        return [BatchInfo.model_validate_json(r[0]) for r in rows]
+        rows = self._query("SELECT record, batch_id FROM batches ORDER BY created_at", ())
+        return [_parse(r[0], BatchInfo, f"batch {r[1]}") for r in rows]
+
+    def batch_ids(self) -> list[str]:
+        """Every batch id, oldest first (readable or not)."""
+        return [r[0] for r in self._query("SELECT batch_id FROM batches ORDER BY created_at", ())]
 
     def run(self, run_id: str) -> AgentRun:
         """The run with this id (a unique prefix is enough)."""
         rows = self._query("SELECT record FROM runs WHERE run_id LIKE ?", (run_id + "%",))
         return _one(rows, AgentRun, f"run {run_id}")
 
+    def run_batch_id(self, run_id: str) -> str | None:
+        """The batch of the run with this id (prefix), read from its row, not its record."""
+        rows = self._query("SELECT batch_id FROM runs WHERE run_id LIKE ?", (run_id + "%",))
+        return str(rows[0][0]) if len(rows) == 1 else None
+
     def runs(self, batch_id: str) -> list[AgentRun]:
         rows = self._query(
-            "SELECT record FROM runs WHERE batch_id = ? ORDER BY task_id, attempt, retry",
+            "SELECT record, run_id FROM runs WHERE batch_id = ? ORDER BY task_id, attempt, retry",
             (batch_id,),
         )
-        return [AgentRun.model_validate_json(r[0]) for r in rows]
+        return [_parse(r[0], AgentRun, f"run {r[1]} of batch {batch_id}", batch_id) for r in rows]
 
     def _query(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
@@ -205,13 +480,194 @@ class RunStore:
     def _artifact_path(self, digest: str) -> Path:
         return self.artifacts / digest[:2] / digest[2:]
 
+    # --- verifying ------------------------------------------------------------------------
+
+    def verify(self, batch_id: str, artifacts_of: str | None = None) -> Verification:
+        """Recompute every hash of a batch: its record, each run's record and artifacts
+        (read back from disk), and the chain; name whatever is altered or missing.
+
+        With *artifacts_of* (a run id), only that run's artifacts are read back; every record
+        and chain link is still checked (they are in the database: cheap).
+        """
+        found: list[Problem] = []
+        rows = self._query(
+            "SELECT record, record_hash FROM batches WHERE batch_id = ?", (batch_id,)
+        )
+        if not rows:
+            raise StoreError(f"no batch {batch_id} in the store")
+        batch_text, batch_hash = rows[0]
+        if batch_hash is not None and _content_hash(batch_text) != batch_hash:
+            found.append(
+                Problem(
+                    batch_id=batch_id,
+                    kind="batch_altered",
+                    detail="batch record altered (its JSON no longer matches its hash)",
+                )
+            )
+        runs = self._query(
+            "SELECT run_id, seq, record, record_hash, artifact_hashes, chain_hash FROM runs "
+            "WHERE batch_id = ? ORDER BY seq, rowid",
+            (batch_id,),
+        )
+        legacy = [r for r in runs if r[3] is None]
+        if legacy:
+            found.append(
+                Problem(
+                    batch_id=batch_id,
+                    kind="unverifiable",
+                    detail=f"{len(legacy)} records unverifiable (written before store format "
+                    f"{STORE_FORMAT})",
+                )
+            )
+        checker = _ChainCheck(batch_id, chain_genesis(batch_id, batch_hash))
+        artifacts = 0
+        for run_id, seq, text, content, hashes, chain in runs:
+            if content is None:
+                continue
+            found += checker.row(run_id, seq, content, hashes, chain)
+            found += _record_problems(batch_id, run_id, text, content, hashes)
+            if artifacts_of in (None, run_id):
+                problems, read = self._artifact_problems(batch_id, run_id, hashes)
+                found += problems
+                artifacts += read
+        head = self._query("SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,))
+        found += checker.end(head[0] if head else None)
+        return Verification(
+            batch_id=batch_id, records=len(runs), artifacts=artifacts, problems=found
+        )
+
+    def _artifact_problems(
+        self, batch_id: str, run_id: str, hashes: str | None
+    ) -> tuple[list[Problem], int]:
+        try:
+            named = json.loads(hashes or "{}")
+        except ValueError:
+            return [], 0  # the chain check already names the altered column
+        found = []
+        for name, digest in sorted(named.items()):
+            try:
+                self.read_artifact(f"sha256:{digest}")
+            except StoreError as exc:
+                edited = "corrupt" in str(exc)
+                kind: ProblemKind = "artifact_altered" if edited else "artifact_missing"
+                what = "edited" if edited else "missing"
+                found.append(
+                    Problem(
+                        batch_id=batch_id,
+                        run_id=run_id,
+                        kind=kind,
+                        detail=f"artifact {name} (sha256:{digest[:12]}) {what}",
+                    )
+                )
+        return found, len(named)
+
+
+class _ChainCheck:
+    """Walks a batch's hashed rows in insertion order, relinking the chain as it goes."""
+
+    def __init__(self, batch_id: str, genesis: str) -> None:
+        self.batch_id = batch_id
+        self.previous = genesis
+        self.seq = 0
+
+    def row(
+        self, run_id: str, seq: int | None, content: str, hashes: str | None, chain: str | None
+    ) -> list[Problem]:
+        found = []
+        expected = (seq or 0) - self.seq - 1
+        if expected > 0:
+            found.append(self._missing(run_id, f"{expected} record(s) deleted before this one"))
+        elif chain != chain_link(self.previous, run_id, content, hashes or ""):
+            found.append(
+                Problem(
+                    batch_id=self.batch_id,
+                    run_id=run_id,
+                    kind="chain_broken",
+                    detail="chain broken (its hashes or the row before it were altered)",
+                )
+            )
+        self.previous, self.seq = chain or "", seq or self.seq + 1
+        return found
+
+    def end(self, head: tuple[Any, ...] | None) -> list[Problem]:
+        if head is None:
+            if self.seq == 0:
+                return []
+            return [self._missing(None, "chain head missing (the chains row was deleted)")]
+        length, last = int(head[0]), str(head[1])
+        if length > self.seq:
+            return [self._missing(None, f"{length - self.seq} record(s) deleted at the end")]
+        if length < self.seq or last != self.previous:
+            return [
+                Problem(
+                    batch_id=self.batch_id,
+                    kind="chain_broken",
+                    detail="chain head does not match its last record",
+                )
+            ]
+        return []
+
+    def _missing(self, run_id: str | None, detail: str) -> Problem:
+        return Problem(batch_id=self.batch_id, run_id=run_id, kind="record_missing", detail=detail)
+
+
+def _content_hash(text: str) -> str | None:
+    try:
+        return record_hash(text)
+    except ValueError:
+        return None
+
+
+def _record_problems(
+    batch_id: str, run_id: str, text: str, content: str, hashes: str | None
+) -> list[Problem]:
+    recomputed = _content_hash(text)
+    if recomputed is None:
+        return [
+            Problem(
+                batch_id=batch_id,
+                run_id=run_id,
+                kind="record_unreadable",
+                detail="record unreadable (its JSON does not parse)",
+            )
+        ]
+    if recomputed != content:
+        return [
+            Problem(
+                batch_id=batch_id,
+                run_id=run_id,
+                kind="record_altered",
+                detail="record altered (its JSON no longer matches its hash)",
+            )
+        ]
+    data = json.loads(text)
+    locations = (data.get("artifact_locations") if isinstance(data, dict) else None) or {}
+    named = {k: str(v).removeprefix("sha256:") for k, v in sorted(locations.items())}
+    if hashes is not None and json.dumps(named) != hashes:
+        return [
+            Problem(
+                batch_id=batch_id,
+                run_id=run_id,
+                kind="record_altered",
+                detail="record names other artifacts than its stored artifact hashes",
+            )
+        ]
+    return []
+
+
+def _parse(text: str, model: type[M], what: str, batch_id: str | None = None) -> M:
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as exc:
+        hint = f"; `groundstate verify {batch_id}` checks the whole batch" if batch_id else ""
+        raise StoreError(
+            f"{what} is unreadable (corrupt record: {exc.errors()[0]['msg']}){hint}"
+        ) from exc
+
 
 def _one(rows: list[tuple[Any, ...]], model: type[M], what: str) -> M:
     if not rows:
         raise StoreError(f"no {what} in the store")
     if len(rows) > 1:
         raise StoreError(f"{what} is ambiguous: {len(rows)} records match; give more characters")
-    try:
-        return model.model_validate_json(rows[0][0])
-    except ValidationError as exc:
-        raise StoreError(f"{what} is unreadable: {exc.errors()[0]['msg']}") from exc
+    return _parse(rows[0][0], model, what)

@@ -3,7 +3,9 @@
 Agents here stand in for models so that suites, graders and pipelines can be tested without
 a network: :class:`ScriptedAgent` replays fixed steps; :class:`FunctionAgent` (also usable
 from a system file) wraps an ``async def agent(session)``; :func:`run_solution` proves one
-solution of one task; :class:`FaultyEnvironments` injects environment failures.
+solution of one task; :class:`FaultyEnvironments` injects environment failures;
+:class:`OpenAICompatibleServer` and :class:`AnthropicCompatibleServer` are loopback model APIs
+answering from a script, for the built-in model adapters (see :mod:`groundstate.testing_models`).
 """
 
 from __future__ import annotations
@@ -25,14 +27,36 @@ from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import AgentEntry, HarnessSection, SystemSpec
 from groundstate.spec.task import AgentTask
+from groundstate.testing_models import (
+    AnthropicCompatibleServer,
+    Fail,
+    OpenAICompatibleServer,
+    Raw,
+    Reply,
+    ScriptedModelServer,
+    ToolCall,
+    by_turn,
+    script_from_steps,
+    solving_model,
+)
 
 __all__ = [
+    "AnthropicCompatibleServer",
+    "Fail",
     "FaultyEnvironments",
     "FunctionAgent",
+    "OpenAICompatibleServer",
+    "Raw",
+    "Reply",
     "ScriptedAgent",
+    "ScriptedModelServer",
+    "ToolCall",
     "attempt",
+    "by_turn",
     "run_solution",
+    "script_from_steps",
     "scripted_system",
+    "solving_model",
 ]
 
 

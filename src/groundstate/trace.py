@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter, field_validator
@@ -84,7 +85,99 @@ class ToolCallEvent(BaseModel):
         return recordable(value)
 
 
-TraceEvent = Annotated[MessageEvent | ToolCallEvent, Field(discriminator="kind")]
+class ModelToolCall(BaseModel):
+    """A tool call as the model wrote it (arguments as raw text, possibly malformed JSON)."""
+
+    id: str
+    name: str
+    arguments: str
+
+    @field_validator("id", "name", "arguments")
+    @classmethod
+    def _recordable(cls, value: str) -> str:
+        return recordable(value)  # type: ignore[no-any-return]  # a model may write anything
+
+
+class ModelResponse(BaseModel):
+    text: str | None = None
+    """The model's text (None when it wrote none)."""
+    tool_calls: list[ModelToolCall] = Field(default_factory=list)
+    stop_reason: str | None = None
+    """As the API reported it (``tool_calls``, ``end_turn``...)."""
+
+    @field_validator("text")
+    @classmethod
+    def _recordable(cls, value: str | None) -> str | None:
+        return recordable(value)  # type: ignore[no-any-return]
+
+
+class ModelUsage(BaseModel):
+    """Tokens of one model call, as the API reported them (0 when it did not)."""
+
+    input_tokens: int = 0
+    """All prompt tokens, cached ones included."""
+    cached_input_tokens: int = 0
+    """Prompt tokens read from the provider's cache."""
+    output_tokens: int = 0
+    """All generated tokens, reasoning ones included."""
+    reasoning_tokens: int = 0
+    cost: float = 0.0
+    """From the price table in the system's ``model.prices`` (0 without one)."""
+
+
+class ModelCallError(BaseModel):
+    """Why a model call failed: the evidence for the terminal reason."""
+
+    kind: Literal["rate_limited", "server_error", "timeout", "connection", "rejected", "auth"]
+    status_code: int | None = None
+    request_id: str | None = None
+    message: str
+
+    @field_validator("message")
+    @classmethod
+    def _recordable(cls, value: str) -> str:
+        return recordable(value)  # type: ignore[no-any-return]
+
+
+class ModelCall(BaseModel):
+    """One request to the model, as a model adapter reports it (see ``record_model_call``)."""
+
+    provider: str
+    """The adapter's API: ``openai-chat`` or ``anthropic-messages``."""
+    model: str
+    try_number: int = 1
+    """1 for the first request of a turn, 2 for its first retry..."""
+    request_digest: str
+    """sha256 of the canonical JSON of what was sent (messages, tools, settings)."""
+    request_id: str | None = None
+    response: ModelResponse | None = None
+    """None when the call failed."""
+    usage: ModelUsage = Field(default_factory=ModelUsage)
+    latency_ms: float
+    error: ModelCallError | None = None
+
+
+class ModelCallEvent(ModelCall):
+    """A model call in the trace (every retry is its own event). Not an action of the agent:
+    constraints, step counts and regression scripts ignore it."""
+
+    kind: Literal["model_call"] = "model_call"
+    step: int
+    """Steps the agent had taken when the call returned."""
+    at: float
+    """Seconds since the attempt started."""
+
+
+TraceEvent = Annotated[
+    MessageEvent | ToolCallEvent | ModelCallEvent, Field(discriminator="kind")
+]
+AgentEvent = Annotated[MessageEvent | ToolCallEvent, Field(discriminator="kind")]
+"""The agent's actions and the user's answers: the trace without its model calls."""
+
+
+def agent_events(events: Iterable[TraceEvent]) -> list[AgentEvent]:
+    """The trace without its model calls: what constraints and replays look at."""
+    return [e for e in events if not isinstance(e, ModelCallEvent)]
 _EVENTS: TypeAdapter[list[TraceEvent]] = TypeAdapter(list[TraceEvent])
 
 

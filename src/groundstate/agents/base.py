@@ -70,6 +70,10 @@ class Session(Protocol):
         """End the attempt as ``agent_failure/gave_up``."""
         ...
 
+    # Optional: ``record_model_call(call: groundstate.trace.ModelCall) -> None`` keeps one
+    # model request in the trace (the episode's session has it; model adapters use it when
+    # present). It is not part of the protocol so that simpler sessions stay valid.
+
 
 class Agent(Protocol):
     async def run(self, session: Session) -> str | None:

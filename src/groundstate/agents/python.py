@@ -28,7 +28,10 @@ def load_agent(system: SystemSpec) -> Agent:
     """Build the agent named by ``harness.orchestration_loop``.
 
     The entry is either a coroutine function ``async def agent(session, **params)``, or a
-    factory called with the params that returns an object with ``async run(session)``.
+    factory called with the params that returns an object with ``async run(session)``. A
+    factory with a ``from_system`` class method (the built-in model adapters, named by their
+    short names ``openai-chat`` and ``anthropic-messages``) is given the whole system spec:
+    ``factory.from_system(system, **params)``, so what is hashed is what is called.
     """
     loop = system.harness.orchestration_loop
     field = "harness.orchestration_loop.entry"
@@ -40,8 +43,9 @@ def load_agent(system: SystemSpec) -> Agent:
     if inspect.iscoroutinefunction(factory):
         _check_params(factory, loop.params, system)
         return FunctionAgent(functools.partial(factory, **loop.params))
+    build = getattr(factory, "from_system", None)
     try:
-        agent = factory(**loop.params)
+        agent = build(system, **loop.params) if callable(build) else factory(**loop.params)
     except TypeError as exc:
         raise SpecError(system.base_dir, "harness.orchestration_loop.params", str(exc)) from None
     if not callable(getattr(agent, "run", None)):

@@ -22,6 +22,9 @@ from groundstate.analysis import (
     tries,
 )
 from groundstate.cli import STORE_OPTION, console, main
+from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
+from groundstate.cli.interrupts import interruptible, report_interrupted
+from groundstate.errors import GroundstateError
 from groundstate.imports import import_results
 from groundstate.records import AgentRun
 from groundstate.report.html import render_batch, render_comparison
@@ -32,11 +35,12 @@ from groundstate.report.terminal import (
     report_footer,
     summary_tables,
 )
-from groundstate.runner import BatchConfig, BatchResult, BatchRunner
+from groundstate.runner import BatchConfig, BatchResult, BatchRunner, Interrupted, InterruptFlag
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
-from groundstate.store import BatchInfo, RunStore
+from groundstate.store import BatchInfo, Problem, RunStore
 from groundstate.validation import require_lock, require_valid
+from groundstate.workdirs import sweep_stale
 
 EXIT_TOO_MANY_INVALID = 3
 """``run`` exits 3 when invalid tries exceed the system's ``invalid_run_policy.max_invalid_rate``
@@ -111,22 +115,33 @@ def run(
     """Run every task of SUITE --attempts times with the system in --system.
 
     Tasks are validated first (results are cached in the store) and invalid tasks refused.
+    Ctrl-C (or SIGTERM) stops the batch, prints the command that resumes it, and exits 130
+    (143). A batch is leased to the process running it: a second --resume of a batch another
+    live process is running is refused (exit 2).
     """
-    loaded_suite, system = load_suite(suite), load_system(system_file)
-    if locked:
-        require_lock(loaded_suite)
-    total = len(loaded_suite.tasks) * attempts
-    with RunStore(store) as run_store:
-        invalid = require_valid(loaded_suite, run_store, allow_invalid=allow_invalid)
-        if invalid:
-            click.echo(f"warning: running invalid tasks: {', '.join(invalid)}", err=True)
-        config = BatchConfig(attempts, seed, concurrency, invalid_tasks=tuple(invalid))
-        result = _run_batch(
-            BatchRunner(loaded_suite, system, run_store),
-            config,
-            resume_id,
-            _progress(total, quiet=as_json),
-        )
+    sweep_stale()  # work folders of runs killed outright
+    flag = InterruptFlag()
+    runner: BatchRunner | None = None
+    try:
+        with interruptible(flag):
+            loaded_suite, system = load_suite(suite), load_system(system_file)
+            if locked:
+                require_lock(loaded_suite)
+            total = len(loaded_suite.tasks) * attempts
+            with RunStore(store) as run_store:
+                invalid = require_valid(loaded_suite, run_store, allow_invalid=allow_invalid)
+                if invalid:
+                    click.echo(f"warning: running invalid tasks: {', '.join(invalid)}", err=True)
+                config = BatchConfig(attempts, seed, concurrency, invalid_tasks=tuple(invalid))
+                runner = BatchRunner(
+                    loaded_suite, system, run_store, interrupt=flag, on_problem=_warn_problem
+                )
+                result = _run_batch(runner, config, resume_id, _progress(total, quiet=as_json))
+    except Interrupted as exc:
+        batch_id = runner.batch_id if runner is not None else resume_id
+        again = _resume_args(suite, system_file, concurrency, allow_invalid, locked)
+        report_interrupted(exc, batch_id, store, again)
+        sys.exit(exc.exit_code)
     if html is not None:
         _write_batch_html(html, result.batch, result.runs)
     data = batch_report(result.batch, result.runs)
@@ -155,20 +170,31 @@ def run(
 @HTML_OPTION
 @STORE_OPTION
 def report(batch_id: str | None, as_json: bool, seed: int, html: Path | None, store: Path) -> None:
-    """Report a stored batch (default: the latest): suite numbers, pass@k, pass^k, reasons."""
+    """Report a stored batch (default: the latest): suite numbers, pass@k, pass^k, reasons.
+
+    The batch is verified first (records, artifacts, chain): each altered or missing record
+    is named on stderr, the report is marked, and the exit status is 1.
+    """
     with RunStore(store) as run_store:
         batch = run_store.batch(batch_id)
-        runs = run_store.runs(batch.batch_id)
+        check = run_store.verify(batch.batch_id)
+        altered = warn(check)
+        runs = _nonempty(batch, run_store.runs(batch.batch_id))
     data = batch_report(batch, runs, seed=seed)
+    data["integrity"] = integrity_json(check)
     if html is not None:
         _write_batch_html(html, batch, runs, seed=seed)
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
         click.echo(json.dumps(data, indent=2))
-        return
-    out = console()
-    out.print(batch_table(batch, runs))
-    _print_report(out, data)
+    else:
+        out = console()
+        out.print(batch_table(batch, runs))
+        _print_report(out, data)
+        if altered:
+            out.print(_altered_mark(batch.batch_id))
+    if altered:
+        sys.exit(EXIT_ALTERED)
 
 
 @main.command()
@@ -176,13 +202,56 @@ def report(batch_id: str | None, as_json: bool, seed: int, html: Path | None, st
 @click.option("--json", "as_json", is_flag=True, help="Print the whole AgentRun record.")
 @STORE_OPTION
 def show(run_id: str, as_json: bool, store: Path) -> None:
-    """Show one run's verdict, evidence and trace."""
+    """Show one run's verdict, evidence and trace.
+
+    The run's record, its artifacts and its place in its batch's chain are verified first;
+    anything altered is named on stderr, marked above the run, and the exit status is 1.
+    """
     with RunStore(store) as run_store:
+        owner = run_store.run_batch_id(run_id)
         record = run_store.run(run_id)
+        check = run_store.verify(owner, artifacts_of=record.run_id) if owner else None
+    altered = check is not None and warn(check, record.run_id)
     if as_json:
         click.echo(record.model_dump_json(indent=2))
     else:
-        print_run(console(), record)
+        out = console()
+        if altered:
+            out.print(_altered_mark(owner or record.batch_id))
+        print_run(out, record)
+    if altered:
+        sys.exit(EXIT_ALTERED)
+
+
+def _resume_args(
+    suite: Path, system_file: Path, concurrency: int, allow_invalid: bool, locked: bool
+) -> list[str]:
+    """The options of this ``run`` that a ``--resume`` of its batch needs again."""
+    args = [str(suite), "--system", str(system_file)]
+    if concurrency > 1:
+        args += ["--concurrency", str(concurrency)]
+    return args + ["--allow-invalid"] * allow_invalid + ["--locked"] * locked
+
+
+def _warn_problem(problem: Problem) -> None:
+    click.echo(f"warning: {problem.line()}", err=True)
+
+
+def _altered_mark(batch_id: str) -> str:
+    return (
+        "[bold red]ALTERED: records of this batch do not match their hashes (see the warnings "
+        f"above and `groundstate verify {batch_id}`)[/]"
+    )
+
+
+def _nonempty(batch: BatchInfo, runs: list[AgentRun]) -> list[AgentRun]:
+    if not runs:
+        raise GroundstateError(
+            f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
+            f"was stored; complete it with `groundstate run {batch.suite_path} --system FILE "
+            f"--resume {batch.batch_id}`"
+        )
+    return runs
 
 
 def _run_batch(
@@ -284,7 +353,9 @@ def compare_command(
     """Paired comparison of BATCH_B against BATCH_A on the tasks both ran."""
     with RunStore(store) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
-        a_runs, b_runs = run_store.runs(a.batch_id), run_store.runs(b.batch_id)
+        altered = [warn(run_store.verify(x.batch_id)) for x in (a, b)]
+        a_runs = _nonempty(a, run_store.runs(a.batch_id))
+        b_runs = _nonempty(b, run_store.runs(b.batch_id))
     comparison = compare_batches(a, a_runs, b, b_runs, seed=seed)
     data = comparison_report(a, b, comparison)
     if html is not None:
@@ -294,6 +365,9 @@ def compare_command(
         click.echo(json.dumps(data, indent=2))
     else:
         comparison_tables(console(), data)
+    if any(altered):
+        click.echo("error: records of a compared batch are altered (see the warnings)", err=True)
+        sys.exit(EXIT_ALTERED)
 
 
 @main.command("import-results")

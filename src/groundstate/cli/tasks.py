@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from groundstate.cli import STORE_OPTION, main
+from groundstate.cli.integrity import warn
 from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore
 from groundstate.validation import (
@@ -26,6 +27,7 @@ from groundstate.validation import (
     validate_suite,
 )
 from groundstate.validation.mutation import summary
+from groundstate.workdirs import sweep_stale
 
 
 @main.command()
@@ -44,6 +46,7 @@ def validate(suite: Path, as_json: bool, no_cache: bool, store: Path) -> None:
     mutation testing: the score per task, survivors listed). Results are cached in the run
     store, keyed by everything they depend on.
     """
+    sweep_stale()  # work folders of runs and validations killed outright
     loaded = load_suite(suite)
     if no_cache:
         result = validate_suite(loaded)
@@ -98,7 +101,10 @@ def lock(suite: Path, check: bool) -> None:
 def regress_command(run_id: str, into: Path, suite_path: Path | None, store: Path) -> None:
     """Turn the failing run RUN_ID into a regression task; print the new task file."""
     with RunStore(store) as run_store:
+        owner = run_store.run_batch_id(run_id)
         run = run_store.run(run_id)
+        if owner is not None:  # a regression made from an altered run says so
+            warn(run_store.verify(owner, artifacts_of=run.run_id), run.run_id)
         origin = suite_path or Path(run_store.batch(run.batch_id).suite_path)
     click.echo(regress(run, load_suite(origin), into=into))
 

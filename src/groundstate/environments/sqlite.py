@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +33,7 @@ from groundstate.errors import (
 )
 from groundstate.spec.canonical import canonical_json, hash_file, hash_value
 from groundstate.spec.task import Permissions
+from groundstate.workdirs import make_workdir
 
 META_TABLE = "_groundstate_meta"
 _PROTECTED = {META_TABLE, "sqlite_sequence"}
@@ -140,7 +140,7 @@ class SqliteEnvironment:
         self._opened = False
         self._deadline: float | None = None
         with _environment_errors("setup (working directory)"):
-            self._workdir = workdir or Path(tempfile.mkdtemp(prefix="groundstate-"))
+            self._workdir = workdir or make_workdir()  # removed at exit, swept if killed
         self._template = self._workdir / "template.db"
         self._live = self._workdir / "live.db"
         try:

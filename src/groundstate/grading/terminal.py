@@ -3,8 +3,9 @@
 The rules, applied in order (the first that holds decides):
 
 1. The environment could not be built, reset to its checked initial state, or read at the
-   end, a tool implementation crashed, or the simulated user failed: ``environment_failure/
-   <setup|reset|reset_check|tool_crash|final_state|user_simulator>``. Invalid: rerun under
+   end, a tool implementation crashed, the simulated user failed, or the model's serving
+   infrastructure kept failing past its retries: ``environment_failure/<setup|reset|
+   reset_check|tool_crash|final_state|user_simulator|model_serving>``. Invalid: rerun under
    the batch's policy.
 2. The agent signalled that it cannot use the harness or tool protocol as configured, or broke
    the protocol: ``harness_compatibility_failure``. Counts against the system.
@@ -23,6 +24,7 @@ from groundstate.errors import (
     BudgetExceeded,
     EnvironmentFailure,
     HarnessCompatibilityError,
+    ModelServingFailure,
     ProhibitedAction,
     ResetCheckFailed,
     StepLimitReached,
@@ -46,6 +48,8 @@ def interruption_reason(exc: BaseException, stage: str) -> str:
     """The terminal reason for an exception that ended the episode at *stage*."""
     if isinstance(exc, ResetCheckFailed):
         return "environment_failure/reset_check"
+    if isinstance(exc, ModelServingFailure):
+        return "environment_failure/model_serving"
     if isinstance(exc, EnvironmentFailure):
         return f"environment_failure/{stage}"
     for kind, reason in _AGENT_STOPS.items():

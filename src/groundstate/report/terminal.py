@@ -3,21 +3,38 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
 from groundstate.store import BatchInfo
-from groundstate.trace import MessageEvent
+from groundstate.trace import MessageEvent, ModelCallEvent
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Control characters (C0 but tab and newline, DEL, C1) and bidirectional overrides: in agent
+text they could move the cursor, recolour or rewrite the screen, or reorder what is shown."""
+
+
+def printable(text: str) -> str:
+    """*text* with every control character shown as an escape (``\\x1b``), never sent raw."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
     table = Table(
-        title=f"batch {batch.batch_id} · suite {batch.suite} · system {batch.system_spec_hash[:12]}"
+        title=escape(
+            printable(
+                f"batch {batch.batch_id} · suite {batch.suite} · "
+                f"system {batch.system_spec_hash[:12]}"
+            )
+        )
     )
     for column in ("task", "slices", "successes / valid", "invalid", "terminal reasons"):
         table.add_column(column)
@@ -26,19 +43,28 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
         valid = [r for r in task_runs if r.valid]
         reasons = Counter(r.terminal_reason for r in task_runs)
         table.add_row(
-            task_id,
-            ", ".join(batch.task_slices.get(task_id, [])),
+            _plain(task_id),
+            _plain(", ".join(batch.task_slices.get(task_id, []))),
             f"{sum(r.success for r in valid)} / {len(valid)}",
             str(len(task_runs) - len(valid)),
-            ", ".join(f"{reason} x{n}" for reason, n in sorted(reasons.items())),
+            _plain(", ".join(f"{reason} x{n}" for reason, n in sorted(reasons.items()))),
         )
     return table
 
 
+def _plain(text: str) -> Text:
+    """A cell shown as written: imported batches carry task ids and reasons from any file."""
+    return Text(printable(text))
+
+
 def print_run(console: Console, run: AgentRun) -> None:
-    verdict = "[green]success[/]" if run.success else f"[red]{run.terminal_reason}[/]"
+    reason = escape(printable(run.terminal_reason))
+    verdict = "[green]success[/]" if run.success else f"[red]{reason}[/]"
     console.print(
-        f"run {run.run_id} · task {run.task_id} r{run.task_revision} · attempt {run.attempt}"
+        printable(
+            f"run {run.run_id} · task {run.task_id} r{run.task_revision} · attempt {run.attempt}"
+        ),
+        markup=False,
     )
     console.print(f"verdict: {verdict}   partial score: {_score(run.partial_score)}")
     console.print(
@@ -50,23 +76,21 @@ def print_run(console: Console, run: AgentRun) -> None:
     _print_checks(console, "hard constraints", run.constraint_results)
     exception = run.infrastructure_status.get("exception")
     if exception:
-        console.print(
-            f"[bold]exception[/] at {exception['stage']}: "
-            f"{exception['type']}: {exception['message']}"
-        )
+        detail = f"{exception.get('stage')}: {exception.get('type')}: {exception.get('message')}"
+        console.print(f"[bold]exception[/] at {escape(printable(detail))}")
     console.print("[bold]trace[/]")
     for event in run.observation_action_log:
-        console.print(_event_line(event), markup=False, highlight=False)
+        console.print(printable(_event_line(event)), markup=False, highlight=False)
 
 
 def _print_checks(console: Console, title: str, results: list[CheckResult]) -> None:
     console.print(f"[bold]{title}[/]" + ("" if results else ": none"))
     for result in results:
         mark = "error" if result.error else ("pass" if result.passed else "FAIL")
-        console.print(f"  {mark:5} {result.id} ({result.kind})", markup=False)
+        console.print(printable(f"  {mark:5} {result.id} ({result.kind})"), markup=False)
         detail = result.error or _evidence(result.evidence)
         if detail and not result.passed:
-            console.print(f"        {detail}", markup=False, highlight=False)
+            console.print(printable(f"        {detail}"), markup=False, highlight=False)
 
 
 def _evidence(evidence: dict[str, Any]) -> str:
@@ -75,6 +99,8 @@ def _evidence(evidence: dict[str, Any]) -> str:
 
 
 def _event_line(event: Any) -> str:
+    if isinstance(event, ModelCallEvent):
+        return _model_call_line(event)
     if isinstance(event, MessageEvent):
         text = "(left the conversation)" if event.text is None else event.text
         role = "final" if event.final else event.role
@@ -86,6 +112,26 @@ def _event_line(event: Any) -> str:
     changed += "".join(f"\n         {_write_line(w)}" for w in event.writes)
     call = f"{event.tool}({json.dumps(event.args)})"
     return f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}"
+
+
+def _model_call_line(event: ModelCallEvent) -> str:
+    """One model request: what came back (or the error), tokens, cost and latency."""
+    head = f"  [{event.step:>2}] model {event.model} (try {event.try_number})"
+    timing = f"{event.latency_ms:.0f} ms"
+    if event.error is not None:
+        error = event.error
+        status = f" HTTP {error.status_code}" if error.status_code is not None else ""
+        request = f" [{error.request_id}]" if error.request_id else ""
+        return f"{head} → {error.kind}{status}{request}: {error.message[:200]} ({timing})"
+    answer = event.response
+    parts = [f"{c.name}({c.arguments[:120]})" for c in (answer.tool_calls if answer else [])]
+    if answer is not None and answer.text:
+        parts.append(json.dumps(answer.text[:200]))
+    usage = event.usage
+    tokens = f"{usage.input_tokens} in / {usage.output_tokens} out"
+    if usage.cost:
+        tokens += f", cost {usage.cost:.6f}"
+    return f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})"
 
 
 def _write_line(write: RowWrite) -> str:
@@ -148,11 +194,11 @@ def _slice_table(report: dict[str, Any]) -> Table:
         for name, part in view[key].items():
             rate = part["success_rate"]
             if rate is None:
-                table.add_row(by, name, str(part["n_tasks"]), "no valid attempts", "", "0")
+                table.add_row(by, _plain(name), str(part["n_tasks"]), "no valid attempts", "", "0")
             else:
                 table.add_row(
                     by,
-                    name,
+                    _plain(name),
                     str(part["n_tasks"]),
                     f"{rate['estimate']:.3f}",
                     _ci(rate),
@@ -168,7 +214,7 @@ def _reason_table(report: dict[str, Any]) -> Table:
     reasons = report["terminal_reasons"]
     total = sum(reasons.values()) or 1
     for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
-        table.add_row(reason, str(count), f"{count / total:.1%}")
+        table.add_row(_plain(reason), str(count), f"{count / total:.1%}")
     return table
 
 
@@ -188,7 +234,7 @@ def report_footer(report: dict[str, Any]) -> str:
         f"mean {latency['mean']:.3f}s, median {latency['median']:.3f}s, p90 {latency['p90']:.3f}s"
     )
     if report["invalid_tasks_run"]:
-        names = ", ".join(report["invalid_tasks_run"])
+        names = escape(printable(", ".join(report["invalid_tasks_run"])))
         line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
     if report["invalid_rate_flagged"]:
         line += "\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold[/]"
@@ -234,7 +280,7 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     for task in data["per_task"]:
         if task["changed"]:
             changed.add_row(
-                task["task_id"],
+                _plain(task["task_id"]),
                 f"{task['a_rate']:.2f}",
                 f"{task['b_rate']:.2f}",
                 f"{task['difference']:+.2f}",
@@ -242,4 +288,5 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     console.print(changed)
     for side in ("only_in_a", "only_in_b"):
         if data[side]:
-            console.print(f"{side.replace('_', ' ')}: {', '.join(data[side])}")
+            names = printable(", ".join(data[side]))
+            console.print(f"{side.replace('_', ' ')}: {names}", markup=False, highlight=False)

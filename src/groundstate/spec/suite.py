@@ -3,7 +3,8 @@
 ::
 
     suite/
-      suite.yaml              name, description, environment, policy, tools, canary
+      suite.yaml              name, description, environment, policy, tools, canary,
+                              constraint sets shared by tasks
       policy.md               the written policy the agent is given
       fixtures/*.sql|yaml     initial states
       tools.py                the agent's tools
@@ -23,8 +24,15 @@ from pydantic import Field, field_validator
 
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
+from groundstate.spec.constraint_sets import (
+    SUITE_FILE,
+    ConstraintSets,
+    include_sets,
+    own_constraints,
+    sets_first,
+)
 from groundstate.spec.constraints import PythonConstraint
-from groundstate.spec.files import load_model
+from groundstate.spec.files import load_model, read_yaml
 from groundstate.spec.solution import Solution
 from groundstate.spec.task import AgentTask, PythonAssertion, Strict
 from groundstate.tools import Tool, load_tools
@@ -48,6 +56,9 @@ class SuiteConfig(Strict):
     tool_robustness: Literal["required", "report", "off"] = "required"
     """Property-based tool calls in ``validate``: ``required`` fails a task whose tools crash
     on a schema-valid call; ``report`` lists the crashes without failing; ``off`` skips it."""
+    constraint_sets: ConstraintSets = Field(default_factory=dict)
+    """Named lists of hard constraints, stated once: a task file that lists a set's name under
+    ``constraint_sets`` gets its constraints before its own ``hard_process_constraints``."""
 
     @field_validator("mutation_testing", "tool_robustness", mode="before")
     @classmethod
@@ -93,15 +104,16 @@ class Suite:
 def load_suite(path: Path) -> Suite:
     """Load and check a suite folder; derive each task's grader revision and test manifest."""
     root = Path(path)
-    if not (root / "suite.yaml").is_file():
+    if not (root / SUITE_FILE).is_file():
         raise SpecError(root, None, "not a suite folder (no suite.yaml)")
-    config = load_model(root / "suite.yaml", SuiteConfig)
+    config = load_model(root / SUITE_FILE, SuiteConfig)
+    _check_constraint_sets(root, config.constraint_sets)
     files = {
         str(p.relative_to(root)): hash_file(p) for p in sorted(root.rglob("*")) if _counts(p, root)
     }
     suite = Suite(root=root, config=config, tasks={}, solutions={}, files=files)
     for task_file in sorted((root / "tasks").glob("*.yaml")):
-        task = load_model(task_file, AgentTask)
+        task = _load_task(task_file, config.constraint_sets)
         _check_task_file(suite, task, task_file)
         solutions = _load_solutions(root / "solutions" / task.task_id)
         suite.tasks[task.task_id] = _with_grader_versions(suite, task, solutions)
@@ -124,6 +136,23 @@ def _counts(path: Path, root: Path) -> bool:
     )
 
 
+def _check_constraint_sets(root: Path, sets: ConstraintSets) -> None:
+    for name, constraints in sets.items():
+        for i, constraint in enumerate(constraints):
+            if isinstance(constraint, PythonConstraint):
+                field_name = f"constraint_sets.{name}[{i}].check"
+                _check_python_ref(root, constraint.check, root / SUITE_FILE, field_name)
+
+
+def _load_task(task_file: Path, sets: ConstraintSets) -> AgentTask:
+    """A task file, its constraint sets expanded in front of its own constraints."""
+    data = read_yaml(task_file)
+    if not isinstance(data, dict):
+        return load_model(task_file, AgentTask, data=data)  # reports what the file holds
+    task = load_model(task_file, AgentTask, data=include_sets(data, sets, task_file))
+    return sets_first(task, sets)
+
+
 def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
     if task_file.stem != task.task_id:
         raise SpecError(task_file, "task_id", f"must match the file name {task_file.stem!r}")
@@ -139,7 +168,8 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
             _check_python_ref(
                 suite.root, assertion.check, task_file, f"outcome_assertions[{i}].check"
             )
-    for i, constraint in enumerate(task.hard_process_constraints):
+    # A set's Python checks were checked with suite.yaml; index the task's own as in its file.
+    for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
         if isinstance(constraint, PythonConstraint):
             _check_python_ref(
                 suite.root, constraint.check, task_file, f"hard_process_constraints[{i}].check"

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import platform
 import sqlite3
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
@@ -23,16 +31,96 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+class Prices(Section):
+    """What the model costs, per million tokens, to turn reported usage into ``cost``."""
+
+    input_per_mtok: float = Field(ge=0)
+    """Prompt tokens not read from the cache."""
+    output_per_mtok: float = Field(ge=0)
+    """Generated tokens, reasoning tokens included."""
+    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+    """Prompt tokens read from the provider's cache (default: the input price)."""
+
+
+class RetryPolicy(Section):
+    """Retries of a model call after a rate limit, a 5xx answer, a timeout or a lost connection.
+
+    Waits grow exponentially (``backoff``, then twice that...), capped at ``max_backoff``; a
+    ``Retry-After`` header is honoured up to the cap. When retries run out the attempt ends as
+    ``environment_failure/model_serving`` (invalid, rerun under the batch's policy).
+    """
+
+    max_retries: int = Field(default=2, ge=0)
+    backoff: float = Field(default=1.0, ge=0)
+    """Seconds before the first retry."""
+    max_backoff: float = Field(default=20.0, ge=0)
+
+
+_ADDED_MODEL_FIELDS = frozenset(
+    {"provider", "base_url", "base_url_env", "api_key_env", "request_timeout", "retries", "prices"}
+)
+"""Model settings added after the first format: omitted from the hash while unset, so the
+systems written before them keep their hash."""
+
+
 class ModelSection(Section):
+    """The model and how it is served. The built-in adapters (``openai-chat``,
+    ``anthropic-messages``) send exactly what is declared here; see docs/models.md."""
+
     revision: str = "none"
+    """The pinned model identifier sent to the API (e.g. ``gpt-4.1-2025-04-14``)."""
     serving_route: str = "none"
+    """Free text describing how the model is served (kept for the record)."""
     decoding: dict[str, Any] = Field(default_factory=dict)
+    """``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``stop``; other keys are sent to the
+    API as they are (e.g. ``top_k`` for a vLLM server)."""
     reasoning_budget: int | str | None = None
+    """Anthropic: thinking budget in tokens (an int). OpenAI: ``reasoning_effort`` (a string
+    such as ``low``)."""
+    provider: str | None = None
+    """Who serves the model (e.g. ``openai``, ``vllm``, ``anthropic``); kept for the record."""
+    base_url: str | None = None
+    """The API's base URL (the SDK's default when unset), e.g. ``http://localhost:8000/v1``."""
+    base_url_env: str | None = None
+    """An environment variable whose value, when set, replaces ``base_url``; the URL in use is
+    recorded in ``resolved.serving`` and so hashed."""
+    api_key_env: str | None = None
+    """The environment variable holding the API key. Only the name is stored or hashed; the
+    key itself is never recorded, logged or shown."""
+    request_timeout: float | None = Field(default=None, gt=0)
+    """Seconds one model request may take before it counts as timed out (default 60)."""
+    retries: RetryPolicy | None = None
+    """Retries on rate limits, 5xx answers and timeouts (default: 2 retries, 1 s backoff)."""
+    prices: Prices | None = None
+    """Per-million-token prices; without them the cost of a call is 0."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_additions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if not (k in _ADDED_MODEL_FIELDS and v is None)}
+
+    def effective_base_url(self) -> str | None:
+        """The base URL to call: ``base_url_env``'s value when set, else ``base_url``."""
+        if self.base_url_env and os.environ.get(self.base_url_env):
+            return os.environ[self.base_url_env]
+        return self.base_url
+
+
+BUILTIN_AGENTS: dict[str, tuple[str, str]] = {
+    "openai-chat": ("groundstate.agents.openai_chat:OpenAIChatAgent", "openai"),
+    "anthropic-messages": (
+        "groundstate.agents.anthropic_messages:AnthropicMessagesAgent",
+        "anthropic",
+    ),
+}
+"""Short names of the built-in model adapters -> (entry, the SDK package they call)."""
 
 
 class AgentEntry(Section):
     entry: str
-    """``file.py:factory`` (relative to the system file) or ``package.module:factory``."""
+    """``file.py:factory`` (relative to the system file), ``package.module:factory``, or a
+    built-in adapter: ``openai-chat`` or ``anthropic-messages``. A factory with a
+    ``from_system`` class method is given the whole system spec."""
     params: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -112,10 +200,10 @@ class SystemSpec(BaseModel):
         return hash_value(self.model_dump(mode="json"))
 
 
-def runtime_versions() -> dict[str, str]:
-    """The versions actually in use: Python, SQLite and key packages."""
+def runtime_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """The versions actually in use: Python, SQLite, key packages and the *extra* ones."""
     versions = {"python": platform.python_version(), "sqlite": sqlite3.sqlite_version}
-    for name in KEY_PACKAGES:
+    for name in KEY_PACKAGES + extra:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -124,7 +212,9 @@ def runtime_versions() -> dict[str, str]:
 
 
 def resolve_entry(entry: str, base_dir: Path) -> tuple[Path | None, str, str]:
-    """Split ``file.py:name`` or ``package.module:name`` into (file or None, module, name)."""
+    """Split ``file.py:name`` or ``package.module:name`` (or a built-in adapter's short name)
+    into (file or None, module, name)."""
+    entry = BUILTIN_AGENTS.get(entry, (entry, ""))[0]
     target, _, name = entry.partition(":")
     if not name:
         raise ValueError(f"expected 'file.py:name' or 'module:name', got {entry!r}")
@@ -149,13 +239,19 @@ def load_system(path: Path) -> SystemSpec:
         code = {"orchestration_loop": _code_hash(code_file, spec.harness.orchestration_loop.entry)}
     except ImportError as exc:
         raise SpecError(path, "harness.orchestration_loop.entry", f"cannot import: {exc}") from None
-    resolved = spec.model_copy(update={"resolved": {"code": code, "versions": runtime_versions()}})
+    loop_entry = spec.harness.orchestration_loop.entry
+    sdk = (BUILTIN_AGENTS[loop_entry][1],) if loop_entry in BUILTIN_AGENTS else ()
+    found: dict[str, Any] = {"code": code, "versions": runtime_versions(sdk)}
+    if spec.model.base_url_env:  # the URL in use comes from the environment: hash it
+        found["serving"] = {"base_url": spec.model.effective_base_url()}
+    resolved = spec.model_copy(update={"resolved": found})
     resolved._base_dir = path.parent
     return resolved
 
 
 def _code_hash(code_file: Path | None, entry: str) -> str:
     """The hash of the agent's source file (for a module entry, the module's file)."""
+    entry = BUILTIN_AGENTS.get(entry, (entry, ""))[0]
     if code_file is None:
         found = importlib.util.find_spec(entry.partition(":")[0])
         if found is None or found.origin is None or not Path(found.origin).is_file():

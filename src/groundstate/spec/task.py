@@ -160,7 +160,11 @@ class AgentTask(Strict):
     user: UserScenario = UserScenario()
     available_tools: list[str]
     permissions: Permissions = Permissions()
+    constraint_sets: list[str] = Field(default_factory=list)
+    """The suite's constraint sets this task includes, by name (provenance): the loader puts
+    their constraints, in this order, before the task's own in ``hard_process_constraints``."""
     hard_process_constraints: list[HardConstraint] = Field(default_factory=list)
+    """Every constraint of the task: its sets' first, then its own (as loaded from a suite)."""
     terminal_conditions: TerminalConditions = TerminalConditions()
     step_limit: int = Field(default=30, ge=1)
     time_limit: float = Field(default=60.0, gt=0)

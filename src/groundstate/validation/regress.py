@@ -20,6 +20,7 @@ import yaml
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import hash_file
+from groundstate.spec.constraints import PythonConstraint
 from groundstate.spec.files import load_model
 from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import Suite, SuiteConfig, load_suite
@@ -160,8 +161,11 @@ def _scaffold(suite: Suite, target: Path) -> None:
 
 
 def _needed_files(task: AgentTask) -> list[str]:
+    python = [*task.outcome_assertions, *task.hard_process_constraints]
     checks = {
-        a.check.partition(":")[0] for a in task.outcome_assertions if isinstance(a, PythonAssertion)
+        c.check.partition(":")[0]
+        for c in python
+        if isinstance(c, PythonAssertion | PythonConstraint)
     }
     return [f"fixtures/{task.initial_state_fixture}", *sorted(checks)]
 
@@ -195,9 +199,10 @@ def _write_case(
 
 
 def _task_yaml(run: AgentRun, task: AgentTask, new_id: str) -> str:
-    data: dict[str, Any] = task.model_dump(
-        mode="json", exclude={"grader_revision", "grader_test_manifest"}, exclude_defaults=True
-    )
+    # The constraints are written out expanded, so the case is complete in any suite it goes
+    # into; listing the constraint sets as well would include their constraints twice.
+    derived = {"grader_revision", "grader_test_manifest", "constraint_sets"}
+    data: dict[str, Any] = task.model_dump(mode="json", exclude=derived, exclude_defaults=True)
     data.update(
         task_id=new_id,
         task_revision=1,

@@ -33,7 +33,7 @@ from groundstate.spec.constraints import (
     ProvenanceConstraint,
     PythonConstraint,
 )
-from groundstate.trace import TraceEvent
+from groundstate.trace import AgentEvent, TraceEvent, agent_events
 
 __all__ = ["evaluate_constraints", "matches", "normalise"]
 
@@ -42,12 +42,16 @@ __all__ = ["evaluate_constraints", "matches", "normalise"]
 def evaluate_constraints(
     constraints: Sequence[HardConstraint], events: list[TraceEvent], states: States | None = None
 ) -> list[CheckResult]:
-    """Check each constraint on the trace; *states* gives Python constraints ``s0``."""
-    return [_evaluate(c, events, states) for c in constraints]
+    """Check each constraint on the trace; *states* gives Python constraints ``s0``.
+
+    Model calls are left out: constraints are about what the agent did and was told.
+    """
+    actions = agent_events(events)
+    return [_evaluate(c, actions, states) for c in constraints]
 
 
 def _evaluate(
-    constraint: HardConstraint, events: list[TraceEvent], states: States | None
+    constraint: HardConstraint, events: list[AgentEvent], states: States | None
 ) -> CheckResult:
     if isinstance(constraint, PythonConstraint):
         # Read at call time: one limit for every grader (set in grading.outcome).
@@ -60,7 +64,7 @@ def _evaluate(
         return CheckResult(id=constraint.id, kind=kind, passed=False, error=error)
 
 
-def _declarative(constraint: HardConstraint, events: list[TraceEvent]) -> CheckResult:
+def _declarative(constraint: HardConstraint, events: list[AgentEvent]) -> CheckResult:
     match constraint:
         case BeforeConstraint():
             return before(constraint, events)

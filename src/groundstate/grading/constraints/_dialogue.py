@@ -12,7 +12,7 @@ from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.grading.constraints._text import mentions, normalise, rendered
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import ConfirmedConstraint, ConfirmedRule, ProvenanceConstraint
-from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent
+from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 # --- confirmed --------------------------------------------------------------------------------
 
@@ -29,7 +29,7 @@ class _Confirmation:
         return [value for value in values if not mentions(text, value)]
 
 
-def confirmed(constraint: ConfirmedConstraint, events: list[TraceEvent]) -> CheckResult:
+def confirmed(constraint: ConfirmedConstraint, events: list[AgentEvent]) -> CheckResult:
     """Every change follows a yes that answered a question naming all the change's values."""
     rule = constraint.confirmed
     confirmations: list[_Confirmation] = []
@@ -45,7 +45,7 @@ def confirmed(constraint: ConfirmedConstraint, events: list[TraceEvent]) -> Chec
 
 def _track(
     rule: ConfirmedRule,
-    event: TraceEvent,
+    event: AgentEvent,
     question: MessageEvent | None,
     confirmations: list[_Confirmation],
 ) -> MessageEvent | None:
@@ -64,7 +64,7 @@ def _says_yes(rule: ConfirmedRule, reply: MessageEvent) -> bool:
 
 
 def _check_change(
-    constraint: ConfirmedConstraint, change: TraceEvent, confirmations: list[_Confirmation]
+    constraint: ConfirmedConstraint, change: AgentEvent, confirmations: list[_Confirmation]
 ) -> CheckResult | None:
     """None when a confirmation covers *change*; else the failure."""
     rule = constraint.confirmed
@@ -103,7 +103,7 @@ def _describe(confirmation: _Confirmation, values: list[str]) -> dict[str, Any]:
 # --- provenance -------------------------------------------------------------------------------
 
 
-def provenance(constraint: ProvenanceConstraint, events: list[TraceEvent]) -> CheckResult:
+def provenance(constraint: ProvenanceConstraint, events: list[AgentEvent]) -> CheckResult:
     """Listed arguments of matching calls were said by the user before the call."""
     rule = constraint.provenance
     said: list[str] = []
@@ -126,7 +126,7 @@ def _unsourced(
     call: ToolCallEvent,
     name: str,
     value: str,
-    earlier: list[TraceEvent],
+    earlier: list[AgentEvent],
 ) -> CheckResult:
     outputs = [
         e.step

@@ -10,7 +10,7 @@ from groundstate.grading.constraints._result import failed, label, passed, step_
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import NoUndoConstraint
-from groundstate.trace import ToolCallEvent, TraceEvent
+from groundstate.trace import AgentEvent, ToolCallEvent
 
 ROW = None
 """The column name of a row's presence: an insert changes it from absent to present."""
@@ -19,7 +19,7 @@ Cell = tuple[str, str, str | None]
 """(table, canonical key, column or ROW)"""
 
 
-def no_undo(constraint: NoUndoConstraint, events: list[TraceEvent]) -> CheckResult:
+def no_undo(constraint: NoUndoConstraint, events: list[AgentEvent]) -> CheckResult:
     """No call sets a cell back to a value an earlier call changed it away from.
 
     A cell is a column of a row, or the row's presence: a row inserted then deleted, or deleted

@@ -7,10 +7,10 @@ from groundstate.grading.constraints._paths import holds
 from groundstate.grading.constraints._text import normalise, search
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import Match, WriteMatch
-from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent
+from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 
-def matches(match: Match, event: TraceEvent) -> bool:
+def matches(match: Match, event: AgentEvent) -> bool:
     """Whether *event* is one of the steps *match* selects (its ``where`` literals included)."""
     if isinstance(event, MessageEvent):
         selected = match.message == event.role and _text_matches(match, event)

@@ -15,10 +15,10 @@ from groundstate.spec.constraints import (
     BeforeRule,
     NeverConstraint,
 )
-from groundstate.trace import TraceEvent
+from groundstate.trace import AgentEvent
 
 
-def never(constraint: NeverConstraint, events: list[TraceEvent]) -> CheckResult:
+def never(constraint: NeverConstraint, events: list[AgentEvent]) -> CheckResult:
     hits = [e for e in events if matches(constraint.never, e)]
     if not hits:
         return passed(constraint.id, "never")
@@ -27,7 +27,7 @@ def never(constraint: NeverConstraint, events: list[TraceEvent]) -> CheckResult:
     return failed(constraint.id, "never", hits[0], problem, count=len(hits), steps=steps)
 
 
-def at_most(constraint: AtMostConstraint, events: list[TraceEvent]) -> CheckResult:
+def at_most(constraint: AtMostConstraint, events: list[AgentEvent]) -> CheckResult:
     rule = constraint.at_most
     hits = [e for e in events if matches(rule.match, e)]
     if len(hits) <= rule.n:
@@ -37,7 +37,7 @@ def at_most(constraint: AtMostConstraint, events: list[TraceEvent]) -> CheckResu
     return failed(constraint.id, "at_most", first_extra, problem, count=len(hits))
 
 
-def at_least(constraint: AtLeastConstraint, events: list[TraceEvent]) -> CheckResult:
+def at_least(constraint: AtLeastConstraint, events: list[AgentEvent]) -> CheckResult:
     """Fails on the trace as a whole: there is no offending step, only a count."""
     rule = constraint.at_least
     count = sum(matches(rule.match, e) for e in events)
@@ -47,10 +47,10 @@ def at_least(constraint: AtLeastConstraint, events: list[TraceEvent]) -> CheckRe
     return failed(constraint.id, "at_least", None, problem, count=count, needed=rule.n)
 
 
-def before(constraint: BeforeConstraint, events: list[TraceEvent]) -> CheckResult:
+def before(constraint: BeforeConstraint, events: list[AgentEvent]) -> CheckResult:
     """Every ``then`` step has an earlier ``first`` step (whose captures satisfy ``where``)."""
     rule = constraint.before
-    firsts: list[tuple[TraceEvent, Bindings | None]] = []
+    firsts: list[tuple[AgentEvent, Bindings | None]] = []
     for event in events:
         if matches(rule.then, event) and not _licensed(rule, event, firsts):
             return _unlicensed(constraint, event, firsts)
@@ -60,7 +60,7 @@ def before(constraint: BeforeConstraint, events: list[TraceEvent]) -> CheckResul
 
 
 def _licensed(
-    rule: BeforeRule, event: TraceEvent, firsts: list[tuple[TraceEvent, Bindings | None]]
+    rule: BeforeRule, event: AgentEvent, firsts: list[tuple[AgentEvent, Bindings | None]]
 ) -> bool:
     if not rule.where:
         return bool(firsts)
@@ -69,8 +69,8 @@ def _licensed(
 
 def _unlicensed(
     constraint: BeforeConstraint,
-    event: TraceEvent,
-    firsts: list[tuple[TraceEvent, Bindings | None]],
+    event: AgentEvent,
+    firsts: list[tuple[AgentEvent, Bindings | None]],
 ) -> CheckResult:
     rule = constraint.before
     if not firsts:

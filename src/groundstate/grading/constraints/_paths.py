@@ -13,7 +13,7 @@ from typing import Any
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import literal, variable
 from groundstate.spec.strict import JsonScalar
-from groundstate.trace import TraceEvent
+from groundstate.trace import AgentEvent
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Bound:
 Bindings = dict[str, Bound]
 
 
-def resolve(event: TraceEvent, path: str) -> list[Any] | None:
+def resolve(event: AgentEvent, path: str) -> list[Any] | None:
     """The values at *path* in *event*: one without ``*``; None when any step is missing."""
     root, *rest = path.split(".")
     if root not in type(event).model_fields:
@@ -61,7 +61,7 @@ def _is_index(segment: str) -> bool:
     return segment.removeprefix("-").isdigit()
 
 
-def capture(event: TraceEvent, paths: dict[str, str]) -> Bindings | None:
+def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
     """Bind each name to the value at its path; None when a path is missing."""
     bindings: Bindings = {}
     for name, path in paths.items():
@@ -73,7 +73,7 @@ def capture(event: TraceEvent, paths: dict[str, str]) -> Bindings | None:
     return bindings
 
 
-def holds(event: TraceEvent, where: dict[str, JsonScalar], bindings: Bindings) -> bool:
+def holds(event: AgentEvent, where: dict[str, JsonScalar], bindings: Bindings) -> bool:
     """Every condition holds: at each path, every value reached equals the expected value.
 
     ``"$name"`` expects the captured value (with ``*`` in the capture: one of the values).
@@ -82,7 +82,7 @@ def holds(event: TraceEvent, where: dict[str, JsonScalar], bindings: Bindings) -
     return all(_condition(event, path, expected, bindings) for path, expected in where.items())
 
 
-def _condition(event: TraceEvent, path: str, expected: JsonScalar, bindings: Bindings) -> bool:
+def _condition(event: AgentEvent, path: str, expected: JsonScalar, bindings: Bindings) -> bool:
     values = resolve(event, path)
     if values is None:
         return False
@@ -103,6 +103,6 @@ def same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and canonical_json(a) == canonical_json(b)
 
 
-def values_at(event: TraceEvent, paths: list[str]) -> dict[str, list[Any] | None]:
+def values_at(event: AgentEvent, paths: list[str]) -> dict[str, list[Any] | None]:
     """Evidence: what each path reached in *event*."""
     return {path: resolve(event, path) for path in paths}

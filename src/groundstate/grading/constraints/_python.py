@@ -10,11 +10,11 @@ from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import PythonConstraint
 from groundstate.tools import load_module
-from groundstate.trace import TraceEvent
+from groundstate.trace import AgentEvent
 
 
 def python_check(
-    constraint: PythonConstraint, events: list[TraceEvent], states: States | None, limit: float
+    constraint: PythonConstraint, events: list[AgentEvent], states: States | None, limit: float
 ) -> CheckResult:
     """Run the function; an exception or a timeout is an error (a grader failure), not a fail."""
     try:
@@ -38,7 +38,7 @@ def python_check(
 
 
 def _run(
-    constraint: PythonConstraint, events: list[TraceEvent], states: States
+    constraint: PythonConstraint, events: list[AgentEvent], states: States
 ) -> tuple[bool, dict[str, Any]]:
     file_name, _, function = constraint.check.partition(":")
     check = getattr(load_module(states.suite_root / file_name, "checks"), function)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from groundstate.records import CheckResult
-from groundstate.trace import TraceEvent
+from groundstate.trace import AgentEvent
 
 
 def passed(constraint_id: str, kind: str, **evidence: Any) -> CheckResult:
@@ -13,7 +13,7 @@ def passed(constraint_id: str, kind: str, **evidence: Any) -> CheckResult:
 
 
 def failed(
-    constraint_id: str, kind: str, event: TraceEvent | None, problem: str, **evidence: Any
+    constraint_id: str, kind: str, event: AgentEvent | None, problem: str, **evidence: Any
 ) -> CheckResult:
     """A failure: *problem* in one line, the offending step (when there is one) and detail."""
     found: dict[str, Any] = {"problems": [problem]}
@@ -22,11 +22,11 @@ def failed(
     return CheckResult(id=constraint_id, kind=kind, passed=False, evidence=found | evidence)
 
 
-def step_of(event: TraceEvent) -> dict[str, Any]:
+def step_of(event: AgentEvent) -> dict[str, Any]:
     return event.model_dump(mode="json")
 
 
-def label(event: TraceEvent) -> str:
+def label(event: AgentEvent) -> str:
     """``step 4 (get_order)`` or ``step 5 (agent message)``, for one-line problems."""
     what = getattr(event, "tool", None) or f"{getattr(event, 'role', '?')} message"
     return f"step {event.step} ({what})"

@@ -1,0 +1,182 @@
+"""``anthropic-messages``: the tool-use loop on the official ``anthropic`` SDK (Messages API).
+
+Install with ``pip install 'groundstate[anthropic]'``. ``model.base_url`` is the API root
+without ``/v1`` (the SDK adds ``/v1/messages``). The loop itself is
+:mod:`groundstate.agents.model_loop`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from groundstate.agents.base import Session, ToolSpec
+from groundstate.agents.model_loop import (
+    ModelAgent,
+    ServingError,
+    Settings,
+    Turn,
+    api_message,
+    kind_of_status,
+    retry_after_seconds,
+    sdk_keywords,
+    split_decoding,
+)
+from groundstate.errors import SpecError
+from groundstate.spec.system import SystemSpec
+from groundstate.trace import ModelResponse, ModelToolCall, ModelUsage
+
+try:
+    import anthropic
+except ImportError as exc:  # an optional extra
+    raise ImportError(
+        "the anthropic-messages adapter needs the official SDK: "
+        "pip install 'groundstate[anthropic]'"
+    ) from exc
+
+DEFAULT_MAX_TOKENS = 4096
+"""The Messages API requires ``max_tokens``; this (plus the thinking budget) is sent when
+``decoding`` has none."""
+
+SDK_ARGUMENTS = sdk_keywords(anthropic.resources.messages.AsyncMessages.create)
+"""Decoding keys the SDK takes as arguments (``stop`` is sent as ``stop_sequences``); any other
+key (``temperature``, ``top_p``... in SDKs that no longer name them) goes in the request body
+as it is, where the API accepts or rejects it (``seed``, for one, it rejects)."""
+
+
+class AnthropicMessagesAgent(ModelAgent):
+    """A model behind the Anthropic Messages API."""
+
+    api = "anthropic-messages"
+
+    @classmethod
+    def check_settings(cls, settings: Settings, system: SystemSpec) -> None:
+        budget = settings.reasoning_budget
+        if budget is not None and (isinstance(budget, str) or budget < 1024):
+            raise SpecError(
+                system.base_dir,
+                "model.reasoning_budget",
+                "anthropic-messages sends it as the thinking budget: give tokens (>= 1024)",
+            )
+
+    def open_client(self) -> anthropic.AsyncAnthropic:
+        # The SDK's own retries are off: the loop retries, and records every try.
+        return anthropic.AsyncAnthropic(
+            api_key=self.settings.api_key,
+            base_url=self.settings.base_url,
+            timeout=self.settings.timeout,
+            max_retries=0,
+        )
+
+    def opening(self, session: Session) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": session.user_request}]
+
+    def request(
+        self, session: Session, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.settings.model,
+            "max_tokens": DEFAULT_MAX_TOKENS + _thinking_budget(self.settings),
+            "messages": messages,
+            "tools": [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in tools
+            ],
+        }
+        if session.instructions:
+            request["system"] = session.instructions
+        decoding = dict(self.settings.decoding)
+        if "stop" in decoding:
+            stop = decoding.pop("stop")
+            decoding["stop_sequences"] = [stop] if isinstance(stop, str) else stop
+        known, extra = split_decoding(decoding, SDK_ARGUMENTS)
+        request.update(known)
+        budget = self.settings.reasoning_budget
+        if budget is not None:
+            request["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        if extra:
+            request["extra_body"] = extra
+        return request
+
+    async def send(self, client: Any, request: dict[str, Any]) -> Turn:
+        try:
+            message = await client.messages.create(**request)
+        except anthropic.APIStatusError as exc:
+            raise ServingError(
+                kind_of_status(exc.status_code),
+                api_message(exc),
+                status_code=exc.status_code,
+                request_id=exc.request_id,
+                retry_after=retry_after_seconds(exc.response.headers),
+            ) from None
+        except anthropic.APITimeoutError:
+            raise ServingError("timeout", f"no answer within {self.settings.timeout:g}s") from None
+        except anthropic.APIConnectionError as exc:
+            raise ServingError("connection", str(exc)) from None
+        except anthropic.APIError as exc:  # e.g. a body that is not a message
+            raise ServingError("server_error", f"malformed response: {exc}") from None
+        except ValueError as exc:  # a body that is not JSON at all
+            raise ServingError("server_error", f"malformed response: {exc}") from None
+        try:
+            return _turn(message)
+        except (AttributeError, TypeError) as exc:
+            raise ServingError(
+                "server_error",
+                f"malformed response: {type(exc).__name__}: {exc}",
+                request_id=getattr(message, "_request_id", None),
+            ) from None
+
+    def results(
+        self, turn: Turn, outputs: list[tuple[ModelToolCall, str, bool]]
+    ) -> list[dict[str, Any]]:
+        blocks = [
+            {"type": "tool_result", "tool_use_id": call.id, "content": content, "is_error": error}
+            for call, content, error in outputs
+        ]
+        return [{"role": "user", "content": blocks}]
+
+
+def _thinking_budget(settings: Settings) -> int:
+    budget = settings.reasoning_budget
+    return budget if isinstance(budget, int) else 0
+
+
+def _turn(message: Any) -> Turn:
+    texts: list[str] = []
+    calls: list[ModelToolCall] = []
+    sent_back: list[dict[str, Any]] = []
+    for block in message.content:
+        kind = block.type
+        if kind == "text":
+            texts.append(block.text)
+            sent_back.append({"type": "text", "text": block.text})
+        elif kind == "tool_use":
+            # The API parses the arguments; a non-object input is still the model's mistake.
+            arguments = json.dumps(block.input, ensure_ascii=False)
+            calls.append(ModelToolCall(id=block.id, name=block.name, arguments=arguments))
+            sent_back.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+            )
+        elif kind == "thinking":  # sent back unchanged, as extended thinking requires
+            sent_back.append(
+                {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+            )
+        elif kind == "redacted_thinking":
+            sent_back.append({"type": "redacted_thinking", "data": block.data})
+    response = ModelResponse(
+        text="".join(texts) or None, tool_calls=calls, stop_reason=message.stop_reason
+    )
+    assistant = {"role": "assistant", "content": sent_back}
+    return Turn(response, _usage(message.usage), getattr(message, "_request_id", None), assistant)
+
+
+def _usage(usage: Any) -> ModelUsage:
+    if usage is None:
+        return ModelUsage()
+    cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
+    cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
+    return ModelUsage(
+        input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
+        cached_input_tokens=cache_read,
+        output_tokens=usage.output_tokens or 0,
+    )

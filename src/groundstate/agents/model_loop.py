@@ -1,0 +1,453 @@
+"""The tool-calling loop shared by the model adapters (``openai-chat``, ``anthropic-messages``).
+
+One attempt is a conversation with the model. Each turn sends the instructions, the user's
+request, the tools and the history so far; the model answers with tool calls or with text:
+
+- a call of a task tool goes through ``session.call``; its output (or its error, as text) goes
+  back to the model as the tool's result. Arguments that are not valid JSON, or a tool the
+  task does not have, reach the gateway too (the trace shows them, and they take a step), and
+  the model gets the error;
+- a call of the built-in :data:`TALK_TO_USER` tool sends its ``message`` to the user through
+  ``session.say``; the user's reply is the tool's result;
+- text with no tool call is the final reply: the attempt ends with it.
+
+Every request is kept in the trace (``session.record_model_call``) and its usage reported
+(``session.record_usage``), so token and cost budgets stop the loop. Failures of the API are
+classified (docs/models.md): a request the API rejects (400, 404, 422...) raises
+:class:`HarnessCompatibilityError`; rate limits, 5xx answers, timeouts and lost connections are
+retried with backoff and, when retries run out, raise :class:`ModelServingFailure` (an invalid
+attempt), as do rejected credentials.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import os
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Self
+
+from groundstate.agents.base import Session, ToolResult, ToolSpec
+from groundstate.errors import HarnessCompatibilityError, ModelServingFailure, SpecError
+from groundstate.spec.canonical import hash_value
+from groundstate.spec.system import Prices, RetryPolicy, SystemSpec
+from groundstate.trace import ModelCall, ModelCallError, ModelResponse, ModelToolCall, ModelUsage
+
+TALK_TO_USER = "talk_to_user"
+"""The built-in tool the model calls to send a message to the user and read the reply."""
+
+TALK_TO_USER_DESCRIPTION = (
+    "Send a message to the user and wait for the reply (to ask a question or for a"
+    " confirmation). When the task is done, answer with plain text and no tool call: that"
+    " text is your final reply to the user and ends the conversation."
+)
+
+MAX_IDLE_TURNS = 3
+"""Turns in a row in which the model took no action (only malformed ``talk_to_user`` calls)
+before the adapter gives up; every other turn takes a step, which the step limit bounds."""
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds a model request may take when ``model.request_timeout`` is unset."""
+
+ErrorKind = Literal["rate_limited", "server_error", "timeout", "connection", "rejected", "auth"]
+_RETRIED: frozenset[str] = frozenset({"rate_limited", "server_error", "timeout", "connection"})
+
+
+class ServingError(Exception):
+    """A failed model request, as an adapter reports it (status code, request id, message)."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        status_code: int | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+        self.message = message
+        self.status_code = status_code
+        self.request_id = request_id
+        self.retry_after = retry_after
+
+    def evidence(self) -> ModelCallError:
+        return ModelCallError(
+            kind=self.kind,
+            status_code=self.status_code,
+            request_id=self.request_id,
+            message=self.message[:2000],
+        )
+
+
+def kind_of_status(status: int) -> ErrorKind:
+    """How an HTTP error status is treated: retried, an environment failure, or a rejection."""
+    if status == 429:
+        return "rate_limited"
+    if status in (408, 409) or status >= 500:
+        return "server_error"
+    if status in (401, 403):
+        return "auth"
+    return "rejected"
+
+
+def api_message(exc: Any) -> str:
+    """The API's own error message from an SDK status error (its body), else the SDK's text."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return str(getattr(exc, "message", exc))
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """The ``Retry-After`` header in seconds, when it is a number."""
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One answer of the model, normalised across APIs."""
+
+    response: ModelResponse
+    usage: ModelUsage
+    request_id: str | None
+    assistant: dict[str, Any]
+    """The answer as a message of the API's own format, to send back in the history."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the adapter sends, all from the system spec (the API key's value aside)."""
+
+    model: str
+    base_url: str | None
+    api_key: str = field(repr=False)
+    timeout: float
+    retries: RetryPolicy
+    prices: Prices | None
+    decoding: dict[str, Any]
+    reasoning_budget: int | str | None
+    context_turns: int | None
+    """Tool-using turns kept in the history (None: all of them)."""
+    talk_description: str = TALK_TO_USER_DESCRIPTION
+    """The description of :data:`TALK_TO_USER` (``harness.tool_descriptions`` may override it)."""
+
+    @classmethod
+    def from_system(cls, system: SystemSpec) -> Settings:
+        model = system.model
+        if model.revision in ("", "none"):
+            raise SpecError(system.base_dir, "model.revision", "name the model to call")
+        served = system.resolved.get("serving", {}).get("base_url")
+        return cls(
+            model=model.revision,
+            base_url=served or model.effective_base_url(),
+            api_key=_api_key(system),
+            timeout=model.request_timeout or DEFAULT_TIMEOUT,
+            retries=model.retries or RetryPolicy(),
+            prices=model.prices,
+            decoding=dict(model.decoding),
+            reasoning_budget=model.reasoning_budget,
+            context_turns=_context_turns(system),
+            talk_description=system.harness.tool_descriptions.get(
+                TALK_TO_USER, TALK_TO_USER_DESCRIPTION
+            ),
+        )
+
+
+def _api_key(system: SystemSpec) -> str:
+    """The key's value, read from the environment variable the spec names (never stored)."""
+    name = system.model.api_key_env
+    if name is None:
+        return "unused"  # local servers need none; a real API then answers 401
+    value = os.environ.get(name)
+    if not value:
+        raise SpecError(
+            system.base_dir, "model.api_key_env", f"environment variable {name} is unset"
+        )
+    return value
+
+
+def _context_turns(system: SystemSpec) -> int | None:
+    """``full`` keeps every turn; ``last_turns:N`` keeps the request and the last N turns."""
+    policy = system.harness.context_policy.strip()
+    if policy == "full":
+        return None
+    prefix, _, count = policy.partition(":")
+    if prefix == "last_turns" and count.isdigit() and int(count) >= 1:
+        return int(count)
+    raise SpecError(
+        system.base_dir,
+        "harness.context_policy",
+        f"expected 'full' or 'last_turns:N', got {policy!r}",
+    )
+
+
+def cost_of(usage: ModelUsage, prices: Prices | None) -> float:
+    """The cost of one call from the spec's price table (0 without one)."""
+    if prices is None:
+        return 0.0
+    cached_price = (
+        prices.input_per_mtok
+        if prices.cached_input_per_mtok is None
+        else prices.cached_input_per_mtok
+    )
+    fresh = max(usage.input_tokens - usage.cached_input_tokens, 0)
+    total = (
+        fresh * prices.input_per_mtok
+        + usage.cached_input_tokens * cached_price
+        + usage.output_tokens * prices.output_per_mtok
+    )
+    return total / 1_000_000
+
+
+class History:
+    """The messages of the conversation, trimmed by the context policy."""
+
+    def __init__(self, opening: list[dict[str, Any]], keep_turns: int | None) -> None:
+        self._opening = opening
+        self._turns: list[list[dict[str, Any]]] = []
+        self._keep = keep_turns
+
+    def add_turn(self, messages: list[dict[str, Any]]) -> None:
+        """One turn: the model's answer and the results of its tool calls."""
+        self._turns.append(messages)
+
+    def messages(self) -> list[dict[str, Any]]:
+        turns = self._turns if self._keep is None else self._turns[-self._keep :]
+        return self._opening + [m for turn in turns for m in turn]
+
+
+class ModelAgent(ABC):
+    """A model adapter: the loop above, on one API. Subclasses speak the API."""
+
+    api: ClassVar[str]
+    """The adapter's short name, recorded with every model call."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    @classmethod
+    def from_system(cls, system: SystemSpec) -> Self:
+        """Build the adapter from the whole system spec (what is hashed is what is called)."""
+        settings = Settings.from_system(system)
+        reserved = sorted(RESERVED_KEYS & set(settings.decoding))
+        if reserved:
+            raise SpecError(
+                system.base_dir, "model.decoding", f"{', '.join(reserved)}: set by the adapter"
+            )
+        cls.check_settings(settings, system)
+        return cls(settings)
+
+    @classmethod
+    def check_settings(cls, settings: Settings, system: SystemSpec) -> None:
+        """Refuse settings the API cannot take, before any attempt runs (none by default)."""
+        return None
+
+    # --- what a subclass provides ----------------------------------------------------------
+
+    @abstractmethod
+    def open_client(self) -> Any:
+        """A new SDK client (an async context manager) for one attempt's event loop."""
+
+    @abstractmethod
+    def opening(self, session: Session) -> list[dict[str, Any]]:
+        """The first messages: the user's request."""
+
+    @abstractmethod
+    def request(
+        self, session: Session, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> dict[str, Any]:
+        """The keyword arguments of one API call."""
+
+    @abstractmethod
+    async def send(self, client: Any, request: dict[str, Any]) -> Turn:
+        """Make the call; raise :class:`ServingError` when it fails."""
+
+    @abstractmethod
+    def results(
+        self, turn: Turn, outputs: list[tuple[ModelToolCall, str, bool]]
+    ) -> list[dict[str, Any]]:
+        """Messages giving the tool results back: (call, content, is_error) each."""
+
+    # --- the loop -------------------------------------------------------------------------
+
+    async def run(self, session: Session) -> str | None:
+        tools = self._tools(session)
+        history = History(self.opening(session), self.settings.context_turns)
+        idle = 0
+        async with self.open_client() as client:
+            while True:
+                turn = await self._ask(client, session, history, tools)
+                if not turn.response.tool_calls:
+                    text = (turn.response.text or "").strip()
+                    return text or None
+                outputs, acted = [], False
+                for call in turn.response.tool_calls:
+                    content, is_error, took_step = await self._execute(session, call)
+                    outputs.append((call, content, is_error))
+                    acted = acted or took_step
+                history.add_turn([turn.assistant, *self.results(turn, outputs)])
+                idle = 0 if acted else idle + 1
+                if idle >= MAX_IDLE_TURNS:
+                    session.give_up(f"the model took no valid action in {idle} turns in a row")
+
+    def _tools(self, session: Session) -> list[ToolSpec]:
+        tools = list(session.tools)
+        if any(tool.name == TALK_TO_USER for tool in tools):
+            raise HarnessCompatibilityError(
+                f"the task has a tool named {TALK_TO_USER!r}, the adapter's built-in tool"
+            )
+        talk = ToolSpec(
+            TALK_TO_USER,
+            self.settings.talk_description,
+            {
+                "type": "object",
+                "properties": {"message": {"type": "string", "description": "What to say."}},
+                "required": ["message"],
+                "additionalProperties": False,
+            },
+        )
+        return [*tools, talk]
+
+    async def _ask(
+        self, client: Any, session: Session, history: History, tools: list[ToolSpec]
+    ) -> Turn:
+        """One model turn, retried on serving failures; every try goes in the trace."""
+        request = self.request(session, history.messages(), tools)
+        digest = hash_value(request)
+        retries = self.settings.retries
+        for try_number in range(1, retries.max_retries + 2):
+            started = time.perf_counter()
+            try:
+                turn = await self.send(client, request)
+            except ServingError as exc:
+                self._record(session, try_number, digest, started, error=exc)
+                if exc.kind not in _RETRIED or try_number > retries.max_retries:
+                    raise self._failure(exc, try_number) from None
+                await asyncio.sleep(self._backoff(try_number, exc.retry_after))
+                continue
+            usage = turn.usage.model_copy(
+                update={"cost": cost_of(turn.usage, self.settings.prices)}
+            )
+            self._record(session, try_number, digest, started, turn=turn, usage=usage)
+            session.record_usage(
+                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=usage.cost
+            )
+            return Turn(turn.response, usage, turn.request_id, turn.assistant)
+        raise AssertionError("unreachable: the last try raises")
+
+    def _backoff(self, try_number: int, retry_after: float | None) -> float:
+        retries = self.settings.retries
+        wait: float = retries.backoff * 2.0 ** (try_number - 1)
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        return min(wait, retries.max_backoff)
+
+    def _failure(self, exc: ServingError, tries: int) -> Exception:
+        where = f"HTTP {exc.status_code}" if exc.status_code is not None else exc.kind
+        request_id = f" (request id {exc.request_id})" if exc.request_id else ""
+        message = f"{self.api}: {where}{request_id}: {exc.message}"
+        if exc.kind == "rejected":
+            return HarnessCompatibilityError(f"the API rejected the request: {message}")
+        evidence = exc.evidence().model_dump() | {"tries": tries}
+        if exc.kind == "auth":
+            return ModelServingFailure(f"the API refused the credentials: {message}", evidence)
+        return ModelServingFailure(f"model serving failed after {tries} tries: {message}", evidence)
+
+    def _record(
+        self,
+        session: Session,
+        try_number: int,
+        digest: str,
+        started: float,
+        *,
+        turn: Turn | None = None,
+        usage: ModelUsage | None = None,
+        error: ServingError | None = None,
+    ) -> None:
+        recorder = getattr(session, "record_model_call", None)
+        if not callable(recorder):
+            return
+        request_id = turn.request_id if turn else (error.request_id if error else None)
+        recorder(
+            ModelCall(
+                provider=self.api,
+                model=self.settings.model,
+                try_number=try_number,
+                request_digest=digest,
+                request_id=request_id,
+                response=turn.response if turn else None,
+                usage=usage or ModelUsage(),
+                latency_ms=(time.perf_counter() - started) * 1000,
+                error=error.evidence() if error else None,
+            )
+        )
+
+    async def _execute(self, session: Session, call: ModelToolCall) -> tuple[str, bool, bool]:
+        """Carry out one tool call: (content for the model, is it an error, took a step)."""
+        args, problem = parse_arguments(call.arguments)
+        if call.name == TALK_TO_USER:
+            message = args.get("message") if isinstance(args, dict) else None
+            if not isinstance(message, str) or not message.strip():
+                why = problem or 'it takes {"message": "..."}'
+                return f"error: {TALK_TO_USER} was not called correctly: {why}", True, False
+            reply = await session.say(message)
+            return (
+                (reply if reply is not None else "(the user has left the conversation)"),
+                False,
+                True,
+            )
+        result = await session.call(call.name, args)
+        if problem is not None and result.error_class != "unknown_tool":
+            return f"error (invalid_arguments): {problem}", True, True
+        return render_result(result), not result.ok, True
+
+
+RESERVED_KEYS = frozenset(
+    {"model", "messages", "tools", "system", "stream", "timeout", "extra_body", "extra_headers"}
+)
+"""Request keys the adapter sets itself; ``decoding`` may not name them."""
+
+
+def sdk_keywords(method: Any) -> frozenset[str]:
+    """The keyword arguments an SDK method takes (it changes between SDK versions)."""
+    return frozenset(inspect.signature(method).parameters) - {"self"} - RESERVED_KEYS
+
+
+def split_decoding(
+    decoding: dict[str, Any], keywords: frozenset[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Decoding settings as SDK keyword arguments and, for keys the SDK does not name, extra
+    request-body fields (the API itself then accepts or rejects them)."""
+    known = {k: v for k, v in decoding.items() if k in keywords}
+    extra = {k: v for k, v in decoding.items() if k not in keywords}
+    return known, extra
+
+
+def parse_arguments(raw: str) -> tuple[Any, str | None]:
+    """The call's arguments, or the raw text and why it is not a JSON object."""
+    if not raw.strip():
+        return {}, None  # some servers send "" for a tool without parameters
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return raw, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+    if not isinstance(value, dict):
+        return value, f"the arguments must be a JSON object, got {type(value).__name__}"
+    return value, None
+
+
+def render_result(result: ToolResult) -> str:
+    """A tool result as the text the model reads."""
+    if result.ok:
+        return json.dumps(result.output, ensure_ascii=False, default=str)
+    return f"error ({result.error_class or 'tool_error'}): {result.error}"

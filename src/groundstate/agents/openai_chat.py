@@ -1,0 +1,162 @@
+"""``openai-chat``: the tool-calling loop on the official ``openai`` SDK (Chat Completions).
+
+Any server that speaks ``/v1/chat/completions`` works (OpenAI, vLLM, Ollama, LiteLLM...):
+set ``model.base_url`` (or ``model.base_url_env``). Install with ``pip install
+'groundstate[openai]'``. The loop itself is :mod:`groundstate.agents.model_loop`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from groundstate.agents.base import Session, ToolSpec
+from groundstate.agents.model_loop import (
+    ModelAgent,
+    ServingError,
+    Settings,
+    Turn,
+    api_message,
+    kind_of_status,
+    retry_after_seconds,
+    sdk_keywords,
+    split_decoding,
+)
+from groundstate.errors import SpecError
+from groundstate.spec.system import SystemSpec
+from groundstate.trace import ModelResponse, ModelToolCall, ModelUsage
+
+try:
+    import openai
+except ImportError as exc:  # an optional extra
+    raise ImportError(
+        "the openai-chat adapter needs the official SDK: pip install 'groundstate[openai]'"
+    ) from exc
+
+SDK_ARGUMENTS = sdk_keywords(openai.resources.chat.completions.AsyncCompletions.create)
+"""Decoding keys the SDK takes as arguments; any other key goes in the request body as it is."""
+
+
+class OpenAIChatAgent(ModelAgent):
+    """A model behind an OpenAI-compatible Chat Completions endpoint."""
+
+    api = "openai-chat"
+
+    @classmethod
+    def check_settings(cls, settings: Settings, system: SystemSpec) -> None:
+        budget = settings.reasoning_budget
+        if budget is not None and not isinstance(budget, str):
+            raise SpecError(
+                system.base_dir,
+                "model.reasoning_budget",
+                "openai-chat sends it as reasoning_effort: give a string such as 'low'",
+            )
+
+    def open_client(self) -> openai.AsyncOpenAI:
+        # The SDK's own retries are off: the loop retries, and records every try.
+        return openai.AsyncOpenAI(
+            api_key=self.settings.api_key,
+            base_url=self.settings.base_url,
+            timeout=self.settings.timeout,
+            max_retries=0,
+        )
+
+    def opening(self, session: Session) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": session.user_request}]
+
+    def request(
+        self, session: Session, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> dict[str, Any]:
+        system = (
+            [{"role": "system", "content": session.instructions}] if session.instructions else []
+        )
+        request: dict[str, Any] = {
+            "model": self.settings.model,
+            "messages": system + messages,
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in tools
+            ],
+        }
+        known, extra = split_decoding(self.settings.decoding, SDK_ARGUMENTS)
+        request.update(known)
+        if self.settings.reasoning_budget is not None:
+            request["reasoning_effort"] = self.settings.reasoning_budget
+        if extra:
+            request["extra_body"] = extra
+        return request
+
+    async def send(self, client: Any, request: dict[str, Any]) -> Turn:
+        try:
+            completion = await client.chat.completions.create(**request)
+        except openai.APIStatusError as exc:
+            raise ServingError(
+                kind_of_status(exc.status_code),
+                api_message(exc),
+                status_code=exc.status_code,
+                request_id=exc.request_id,
+                retry_after=retry_after_seconds(exc.response.headers),
+            ) from None
+        except openai.APITimeoutError:
+            raise ServingError("timeout", f"no answer within {self.settings.timeout:g}s") from None
+        except openai.APIConnectionError as exc:
+            raise ServingError("connection", str(exc)) from None
+        except openai.APIError as exc:  # e.g. a body that is not a completion
+            raise ServingError("server_error", f"malformed response: {exc}") from None
+        except ValueError as exc:  # a body that is not JSON at all
+            raise ServingError("server_error", f"malformed response: {exc}") from None
+        try:
+            return _turn(completion)
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise ServingError(
+                "server_error",
+                f"malformed response: {type(exc).__name__}: {exc}",
+                request_id=getattr(completion, "_request_id", None),
+            ) from None
+
+    def results(
+        self, turn: Turn, outputs: list[tuple[ModelToolCall, str, bool]]
+    ) -> list[dict[str, Any]]:
+        return [
+            {"role": "tool", "tool_call_id": call.id, "content": content}
+            for call, content, _ in outputs
+        ]
+
+
+def _turn(completion: Any) -> Turn:
+    message = completion.choices[0].message
+    calls = [
+        ModelToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+        for call in message.tool_calls or []
+    ]
+    assistant: dict[str, Any] = {"role": "assistant", "content": message.content}
+    if calls:
+        assistant["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ]
+    response = ModelResponse(
+        text=message.content, tool_calls=calls, stop_reason=completion.choices[0].finish_reason
+    )
+    return Turn(
+        response, _usage(completion.usage), getattr(completion, "_request_id", None), assistant
+    )
+
+
+def _usage(usage: Any) -> ModelUsage:
+    if usage is None:
+        return ModelUsage()
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    output_details = getattr(usage, "completion_tokens_details", None)
+    return ModelUsage(
+        input_tokens=usage.prompt_tokens or 0,
+        cached_input_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
+        output_tokens=usage.completion_tokens or 0,
+        reasoning_tokens=getattr(output_details, "reasoning_tokens", None) or 0,
+    )

@@ -1,0 +1,96 @@
+"""``verify``, and the checks ``report``, ``show`` and ``compare`` make on what they read.
+
+Reading commands verify the batch they show (records, artifacts read back, chain) and print one
+warning line per altered or missing record on stderr; they still render, mark the output as
+altered, and exit 1, so a script cannot take tampered numbers for a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from groundstate.cli import STORE_OPTION, main
+from groundstate.errors import StoreError
+from groundstate.store import RunStore, Verification
+
+EXIT_ALTERED = 1
+"""Exit status when anything read is altered or missing (2 stays a user error)."""
+
+
+@main.command()
+@click.argument("batch_id", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print what was checked as JSON.")
+@STORE_OPTION
+def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
+    """Check every record and artifact of BATCH_ID (default: every batch) against its hashes.
+
+    Names each record altered, unreadable or missing, each artifact deleted or edited, and
+    each break in a batch's chain; exit 0 when everything verifies, 1 otherwise. Records
+    written before store format 2 have no hashes: they are listed as unverifiable, not altered.
+    """
+    with RunStore(store) as run_store:
+        ids = [resolve_batch(run_store, batch_id)] if batch_id else run_store.batch_ids()
+        checks = [run_store.verify(b) for b in ids]
+    if as_json:
+        click.echo(json.dumps([_check_json(c) for c in checks], indent=2))
+    else:
+        for check in checks:
+            _print_check(check)
+        broken = sum(not c.ok for c in checks)
+        click.echo(
+            f"{len(checks)} batch(es) checked: "
+            + (f"{broken} altered or incomplete" if broken else "all verify")
+        )
+    if any(not c.ok for c in checks):
+        sys.exit(EXIT_ALTERED)
+
+
+def resolve_batch(run_store: RunStore, prefix: str) -> str:
+    """The one batch id starting with *prefix*, read from the table, not the record."""
+    ids = [b for b in run_store.batch_ids() if b.startswith(prefix)]
+    if not ids:
+        raise StoreError(f"no batch {prefix} in the store")
+    if len(ids) > 1:
+        raise StoreError(f"batch {prefix} is ambiguous: {len(ids)} batches match")
+    return ids[0]
+
+
+def _print_check(check: Verification) -> None:
+    status = "ok" if check.ok else "ALTERED"
+    click.echo(
+        f"batch {check.batch_id}: {check.records} records, {check.artifacts} artifacts: {status}"
+    )
+    for problem in check.problems:
+        click.echo(f"  {problem.kind}: {problem.line()}")
+
+
+def _check_json(check: Verification) -> dict[str, object]:
+    return {
+        "batch_id": check.batch_id,
+        "records": check.records,
+        "artifacts": check.artifacts,
+        "verified": check.ok,
+        "problems": [p.model_dump() for p in check.problems],
+    }
+
+
+def warn(check: Verification, run_id: str | None = None) -> bool:
+    """Print one line per problem (of *run_id* and its batch, if given) on stderr; return
+    whether anything is altered or missing."""
+    problems = check.for_run(run_id) if run_id else check.problems
+    for problem in problems:
+        label = "warning" if problem.altered else "note"
+        click.echo(f"{label}: {problem.line()}", err=True)
+    return any(p.altered for p in problems)
+
+
+def integrity_json(check: Verification, run_id: str | None = None) -> dict[str, object]:
+    problems = check.for_run(run_id) if run_id else check.problems
+    return {
+        "verified": not any(p.altered for p in problems),
+        "problems": [p.line() for p in problems],
+    }
