@@ -26,7 +26,7 @@ import yaml
 from groundstate.agents.base import Agent, Session
 from groundstate.environments.sqlite import META_TABLE, SqliteEnvironment
 from groundstate.episode import EnvironmentFactory, default_environment
-from groundstate.errors import EnvironmentFailure
+from groundstate.errors import EnvironmentFailure, ModelServingFailure
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, BatchRunner, plan_batch
 from groundstate.spec.suite import Suite, load_suite
@@ -361,6 +361,11 @@ FAULTS: dict[str, Fault] = {
     ),
     "user_simulator": Fault("environment_failure/user_simulator", "KeyError", _crashes_the_user),
     "grader_failure": Fault("grader_failure", "grader bug", _to_c),
+    "model_serving": Fault(
+        "environment_failure/model_serving",
+        "503 after 3 tries",
+        _raises(ModelServingFailure("503 after 3 tries", {"status_code": 503})),
+    ),
 }
 INVALID = {"environment_failure", "grader_failure"}
 
@@ -436,6 +441,7 @@ def test_the_matrix_covers_every_terminal_reason() -> None:
                 "tool_crash",
                 "final_state",
                 "user_simulator",
+                "model_serving",
             )
         ),
     }
