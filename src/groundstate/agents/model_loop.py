@@ -258,9 +258,9 @@ class ModelAgent(ABC):
     def open_client(self) -> Any:
         """A new SDK client (an async context manager) for one attempt's event loop."""
 
-    @abstractmethod
     def opening(self, session: Session) -> list[dict[str, Any]]:
-        """The first messages: the user's request."""
+        """The first messages: the user's request (both APIs take it as one user message)."""
+        return [{"role": "user", "content": session.user_request}]
 
     @abstractmethod
     def request(

@@ -60,9 +60,6 @@ class OpenAIChatAgent(ModelAgent):
             max_retries=0,
         )
 
-    def opening(self, session: Session) -> list[dict[str, Any]]:
-        return [{"role": "user", "content": session.user_request}]
-
     def request(
         self, session: Session, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> dict[str, Any]:
