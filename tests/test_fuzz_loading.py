@@ -491,3 +491,37 @@ def test_the_cli_refuses_a_bad_task_in_one_line(workspace: Path) -> None:
     assert result.output.strip().splitlines() == [
         f"error: {path}: task_revision: Input should be a valid integer"
     ]
+
+
+@pytest.mark.parametrize("pattern", ["(" * 5000 + ")" * 5000, "a{99999999999999}", "(unclosed"])
+def test_a_regular_expression_python_cannot_compile_is_refused(
+    workspace: Path, pattern: str
+) -> None:
+    def edit(task: dict[str, Any]) -> None:
+        rule = {"n": 1, "match": {"message": "agent", "matches": pattern}}
+        task["hard_process_constraints"].append({"id": "x", "at_least": rule})
+
+    message = _edited_bank(workspace, TARGETS["task"][0], edit)
+    assert "hard_process_constraints[2].at_least.match.matches: " in message
+    assert "invalid regular expression" in message
+
+
+@pytest.mark.parametrize("entry", [":factory", "x" * 5000 + ".py:factory", ".:factory"])
+def test_an_entry_the_os_or_importlib_refuses_is_a_spec_error(workspace: Path, entry: str) -> None:
+    path = workspace / "system.yaml"
+    data = yaml.safe_load(_original("system"))
+    data["harness"]["orchestration_loop"]["entry"] = entry
+    try:
+        message = _refusal(path, yaml.safe_dump(data).encode(), load_system)
+    finally:
+        path.write_bytes(_original("system"))
+    assert "system.yaml: harness.orchestration_loop.entry: " in message
+
+
+def test_a_file_name_too_long_for_the_os_is_a_spec_error(workspace: Path) -> None:
+    message = _edited_bank(
+        workspace,
+        TARGETS["task"][0],
+        lambda task: task.update(initial_state_fixture="x" * 5000 + ".sql"),
+    )
+    assert "transfer.yaml: initial_state_fixture: no file fixtures/xxx" in message

@@ -98,8 +98,9 @@ class Match(Strict):
         if pattern is not None:
             try:
                 re.compile(pattern, re.IGNORECASE)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+            except (re.error, OverflowError, RecursionError) as exc:  # e.g. a{99999999999}
+                reason = str(exc) if isinstance(exc, re.error) else "too large or too deeply nested"
+                raise ValueError(f"invalid regular expression {pattern!r}: {reason}") from None
         return pattern
 
     @field_validator("where")

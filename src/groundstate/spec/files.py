@@ -208,3 +208,11 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
             name = _one_line(str(part))
             text += f".{name}" if text else name
     return text
+
+
+def is_file(path: Path) -> bool:
+    """Whether *path* is a file; a name the OS refuses (too long, a NUL byte) is not one."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False

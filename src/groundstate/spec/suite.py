@@ -32,7 +32,7 @@ from groundstate.spec.constraint_sets import (
     sets_first,
 )
 from groundstate.spec.constraints import HardConstraint, PythonConstraint, named_tools
-from groundstate.spec.files import load_model, read_yaml
+from groundstate.spec.files import is_file, load_model, read_yaml
 from groundstate.spec.solution import Solution
 from groundstate.spec.strict import Weight
 from groundstate.spec.task import AgentTask, PythonAssertion, Strict
@@ -105,7 +105,7 @@ class Suite:
 def load_suite(path: Path) -> Suite:
     """Load and check a suite folder; derive each task's grader revision and test manifest."""
     root = Path(path)
-    if not (root / SUITE_FILE).is_file():
+    if not is_file(root / SUITE_FILE):
         raise SpecError(root, None, "not a suite folder (no suite.yaml)")
     config = load_model(root / SUITE_FILE, SuiteConfig)
     _check_constraint_sets(root, config.constraint_sets)
@@ -158,7 +158,7 @@ def _load_task(task_file: Path, sets: ConstraintSets) -> AgentTask:
 def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
     if task_file.stem != task.task_id:
         raise SpecError(task_file, "task_id", f"must match the file name {task_file.stem!r}")
-    if not suite.fixture_path(task).is_file():
+    if not is_file(suite.fixture_path(task)):
         raise SpecError(
             task_file, "initial_state_fixture", f"no file fixtures/{task.initial_state_fixture}"
         )
@@ -188,7 +188,7 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
 
 def _check_python_ref(root: Path, ref: str, task_file: Path, field_name: str) -> None:
     file_name, _, function = ref.partition(":")
-    if not function or not (root / file_name).is_file():
+    if not function or not is_file(root / file_name):
         raise SpecError(
             task_file, field_name, f"expected 'file.py:function' in the suite, got {ref!r}"
         )

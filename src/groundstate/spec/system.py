@@ -21,7 +21,7 @@ from pydantic import (
 
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
-from groundstate.spec.files import load_model
+from groundstate.spec.files import is_file, load_model
 from groundstate.spec.strict import MAX_SECONDS, Count, Number, Seconds, Steps
 
 Retries = Annotated[Count, Field(ge=0, le=100)]
@@ -236,13 +236,13 @@ def load_system(path: Path) -> SystemSpec:
         raise SpecError(path, "resolved", "is filled in by groundstate; remove it")
     try:
         code_file, _, _ = resolve_entry(spec.harness.orchestration_loop.entry, path.parent)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         raise SpecError(path, "harness.orchestration_loop.entry", str(exc)) from None
-    if code_file is not None and not code_file.is_file():
+    if code_file is not None and not is_file(code_file):
         raise SpecError(path, "harness.orchestration_loop.entry", f"no file {code_file}")
     try:
         code = {"orchestration_loop": _code_hash(code_file, spec.harness.orchestration_loop.entry)}
-    except ImportError as exc:
+    except (ImportError, ValueError) as exc:  # ValueError: an empty module name
         raise SpecError(path, "harness.orchestration_loop.entry", f"cannot import: {exc}") from None
     loop_entry = spec.harness.orchestration_loop.entry
     sdk = (BUILTIN_AGENTS[loop_entry][1],) if loop_entry in BUILTIN_AGENTS else ()
