@@ -525,3 +525,15 @@ def test_a_file_name_too_long_for_the_os_is_a_spec_error(workspace: Path) -> Non
         lambda task: task.update(initial_state_fixture="x" * 5000 + ".sql"),
     )
     assert "transfer.yaml: initial_state_fixture: no file fixtures/xxx" in message
+
+
+def test_a_chain_of_aliases_cannot_nest_past_the_depth_limit(tmp_path: Path) -> None:
+    def chain(n: int) -> bytes:
+        lines = ["l0: &l0 [1]"] + [f"l{i}: &l{i} [*l{i - 1}]" for i in range(1, n)]
+        return ("\n".join(lines) + "\n").encode()
+
+    assert "aliases nest the document deeper than 100 levels" in _refusal(
+        tmp_path / "t.yaml", chain(1_400)
+    )
+    (tmp_path / "ok.yaml").write_bytes(chain(MAX_DEPTH - 5))
+    assert read_yaml(tmp_path / "ok.yaml")["l3"] == [[[[1]]]]

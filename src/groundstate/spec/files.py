@@ -133,34 +133,49 @@ def _read_text(path: Path) -> str:
 
 
 def _check_expansion(root: yaml.Node) -> None:
-    """Count the nodes of the document with its aliases expanded, without expanding them.
+    """Count the nodes and levels of the document with its aliases expanded, without expanding.
 
-    An alias is the same node object as its anchor, so each node's expanded size is computed
-    once (memoised by identity); a node met again while its own size is being computed is an
-    alias inside itself, which no finite document can expand.
+    An alias is the same node object as its anchor, so each node's expanded size and height
+    are computed once (memoised by identity); a chain of aliases can nest deeper than the text
+    does, so the depth limit is checked again here. A node met again while its own size is
+    being computed is an alias inside itself, which no finite document can expand.
     """
-    sizes: dict[int, int] = {}
+    measured: dict[int, tuple[int, int]] = {}  # id -> (expanded size, expanded height)
     in_progress: set[int] = set()
 
-    def size(node: yaml.Node) -> int:
+    def measure(node: yaml.Node, level: int) -> tuple[int, int]:
         key = id(node)
-        if key in sizes:
-            return sizes[key]
+        if level > MAX_DEPTH:
+            raise _Refused(
+                f"aliases nest the document deeper than {MAX_DEPTH} levels", node.start_mark
+            )
         if key in in_progress:
             raise _Refused("an alias refers to a node that contains it", node.start_mark)
-        in_progress.add(key)
-        total = 1
-        if isinstance(node, yaml.SequenceNode):
-            total += sum(size(child) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            total += sum(size(k) + size(v) for k, v in node.value)
-        if total > MAX_NODES:
-            raise _Refused(f"aliases expand the document past {MAX_NODES:,} nodes", node.start_mark)
-        in_progress.discard(key)
-        sizes[key] = total
-        return total
+        if key not in measured:
+            in_progress.add(key)
+            children: list[yaml.Node] = []
+            if isinstance(node, yaml.SequenceNode):
+                children = list(node.value)
+            elif isinstance(node, yaml.MappingNode):
+                children = [part for pair in node.value for part in pair]
+            size, height = 1, 1
+            for child in children:
+                child_size, child_height = measure(child, level + 1)
+                size += child_size
+                height = max(height, child_height + 1)
+                if size > MAX_NODES:
+                    raise _Refused(
+                        f"aliases expand the document past {MAX_NODES:,} nodes", node.start_mark
+                    )
+            in_progress.discard(key)
+            measured[key] = (size, height)
+        if level + measured[key][1] - 1 > MAX_DEPTH:
+            raise _Refused(
+                f"aliases nest the document deeper than {MAX_DEPTH} levels", node.start_mark
+            )
+        return measured[key]
 
-    size(root)
+    measure(root, 1)
 
 
 def load_model(path: Path, model: type[M], *, data: Any = None) -> M:
