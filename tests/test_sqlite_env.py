@@ -120,6 +120,8 @@ def test_yaml_dates_are_stored_as_iso_text(tmp_path: Path) -> None:
         ("broken.sql", "CREATE TABLE t (", "incomplete input"),
         ("unknown.yaml", "schema: CREATE TABLE t (a);\nrows: {ghost: [{a: 1}]}", "no such table"),
         ("shape.yaml", "rows: {}", "schema"),
+        ("twice.yaml", "schema: CREATE TABLE t (a);\nschema: CREATE TABLE u (a);", "duplicate"),
+        ("loop.yaml", "schema: CREATE TABLE t (a);\nrows: &r {t: [*r]}", "contains it"),
         ("fixture.csv", "a,b", "expected a .sql"),
     ],
 )

@@ -513,7 +513,7 @@ def test_ensure_valid_proves_each_task_once(
         ("tools.py", "# edited\n"),
         ("checks.py", "# edited\n"),
         ("tasks/transfer.yaml", "# edited\n"),
-        ("solutions/transfer/bad_claims.yaml", "description: edited\n"),  # hashed by content
+        ("solutions/transfer/bad_claims.yaml", "  - say: edited\n"),  # hashed by content
     ],
 )
 def test_validation_key_follows_what_validity_depends_on(

@@ -20,7 +20,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundstate.environments.base import CallEffects, Row, Snapshot, TableState
@@ -29,9 +28,11 @@ from groundstate.errors import (
     EnvironmentFailure,
     PermissionDenied,
     ResetCheckFailed,
+    SpecError,
     TimeLimitReached,
 )
 from groundstate.spec.canonical import canonical_json, hash_file, hash_value
+from groundstate.spec.files import read_yaml
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import make_workdir
 
@@ -414,7 +415,7 @@ def _build_template(fixture: Path, target: Path, clock: datetime) -> str:
             _TEMPLATES[key] = (image, _image_hash(image))
         image, built_hash = _TEMPLATES[key]
         target.write_bytes(image)
-    except (OSError, ValueError, sqlite3.Error, yaml.YAMLError) as exc:
+    except (OSError, ValueError, sqlite3.Error, SpecError) as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
     return built_hash
 
@@ -445,10 +446,10 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
         return
     if fixture.suffix not in {".yaml", ".yml", ".json"}:
         raise ValueError("expected a .sql, .yaml or .json fixture")
-    text = fixture.read_text(encoding="utf-8")
-    data = _DataFixture.model_validate(
-        json.loads(text) if fixture.suffix == ".json" else yaml.safe_load(text)
-    )
+    if fixture.suffix == ".json":
+        data = _DataFixture.model_validate(json.loads(fixture.read_text(encoding="utf-8")))
+    else:  # the hardened loader every YAML file of groundstate goes through
+        data = _DataFixture.model_validate(read_yaml(fixture))
     connection.executescript(data.schema_sql)
     connection.execute("BEGIN")
     for table, rows in data.rows.items():

@@ -18,7 +18,7 @@ from pydantic import (
     model_validator,
 )
 
-from groundstate.spec.strict import JsonScalar, Strict, one_key_of
+from groundstate.spec.strict import MAX_STEPS, Count, JsonScalar, Strict, StrictBool, one_key_of
 
 TOOL_ROOTS = ("args", "output", "error", "tool", "ok")
 """Where a path into a tool call starts (``args.order_id``, ``output.items.*.item_id``)."""
@@ -73,7 +73,7 @@ class Match(Strict):
     """Tool name; ``"*"`` matches every tool call (as does leaving it unset with ``writes``)."""
     args: dict[str, Any] = Field(default_factory=dict)
     """Arguments that must be equal (a subset of the call's arguments)."""
-    ok: bool | None = None
+    ok: StrictBool | None = None
     """``True``: only calls that succeeded; ``False``: only calls that failed; unset: both."""
     writes: WriteMatch | None = None
     """Only calls whose recorded row-level writes include such a write."""
@@ -84,7 +84,7 @@ class Match(Strict):
     matches: str | None = None
     """With ``message``: a regular expression searched (case-insensitively) in the normalised
     text. The pattern itself is not normalised: write digits without separators."""
-    final: bool | None = None
+    final: StrictBool | None = None
     """With ``message: agent``: ``True`` selects only the agent's final reply, ``False`` only
     the other messages; unset: both."""
     where: dict[str, JsonScalar] = Field(default_factory=dict)
@@ -98,8 +98,9 @@ class Match(Strict):
         if pattern is not None:
             try:
                 re.compile(pattern, re.IGNORECASE)
-            except re.error as exc:
-                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+            except (re.error, OverflowError, RecursionError) as exc:  # e.g. a{99999999999}
+                reason = str(exc) if isinstance(exc, re.error) else "too large or too deeply nested"
+                raise ValueError(f"invalid regular expression {pattern!r}: {reason}") from None
         return pattern
 
     @field_validator("where")
@@ -195,7 +196,7 @@ class NeverConstraint(_Constraint):
 
 
 class AtMostRule(Strict):
-    n: int = Field(ge=0)
+    n: Annotated[Count, Field(ge=0, le=MAX_STEPS)]
     match: Match
 
     @model_validator(mode="after")
@@ -211,7 +212,7 @@ class AtMostConstraint(_Constraint):
 
 
 class AtLeastRule(Strict):
-    n: int = Field(ge=1)
+    n: Annotated[Count, Field(ge=1, le=MAX_STEPS)]
     match: Match
 
     @model_validator(mode="after")
@@ -331,3 +332,18 @@ HardConstraint = Annotated[
         custom_error_message="a constraint needs exactly one of: " + ", ".join(CONSTRAINT_KINDS),
     ),
 ]
+
+
+def named_tools(model: BaseModel, field: str = "") -> list[tuple[str, str]]:
+    """``(field path, tool name)`` of every match in *model* that names a tool (not ``*``).
+
+    A constraint naming a tool the task cannot call would hold vacuously; the loader refuses it.
+    """
+    found: list[tuple[str, str]] = []
+    if isinstance(model, Match) and model.tool not in (None, "*"):
+        found.append((f"{field}.tool", str(model.tool)))
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            found.extend(named_tools(value, f"{field}.{name}"))
+    return found

@@ -1,4 +1,17 @@
-"""Reading YAML files into models, with errors that name the file, the field and the reason."""
+"""Reading YAML files into models, with errors that name the file, the field and the reason.
+
+Every YAML file groundstate reads goes through :func:`read_yaml`, a hardened loader: a file it
+cannot read safely is a :class:`SpecError` (one line), never a traceback or a hang.
+
+- the file is at most :data:`MAX_FILE_BYTES` and is UTF-8 (an error names the byte offset);
+- a mapping states each key once (an error names the key and its line): YAML itself lets the
+  last one win silently, so a typo'd copy-paste would change a task without a word;
+- nesting is at most :data:`MAX_DEPTH` levels (deeper documents overflow the parser's stack);
+- aliases may expand the document to at most :data:`MAX_NODES` nodes, counted with every
+  alias expanded as the models and the hashes will see it (a "billion laughs" file is a few
+  hundred bytes and would otherwise hang hashing); an alias that contains itself is refused;
+- ``.inf``, ``.nan`` and numbers too large for a float are refused wherever they appear.
+"""
 
 from __future__ import annotations
 
@@ -13,21 +26,156 @@ from groundstate.spec.constraints import CONSTRAINT_KINDS
 
 M = TypeVar("M", bound=BaseModel)
 
+MAX_FILE_BYTES = 10 * 1024 * 1024
+"""A task, suite, solution, system or fixture file larger than 10 MiB is refused."""
+MAX_DEPTH = 100
+"""Deepest nesting of mappings and sequences a file may have."""
+MAX_NODES = 1_000_000
+"""Most nodes (scalars, mappings, sequences) a file may hold once its aliases are expanded."""
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _Refused(Exception):
+    """A document the loader will not build; carries the reason and where."""
+
+    def __init__(self, reason: str, mark: yaml.Mark | None = None) -> None:
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        super().__init__(f"{reason}{where}")
+
+
+class _SafeLoader(yaml.SafeLoader):
+    """PyYAML's safe loader with bounded depth and expansion, unique keys and finite floats."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _Refused(
+                    f"nested deeper than {MAX_DEPTH} levels",
+                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == _MERGE_TAG:
+                continue  # merged keys may be overridden: that is what a merge is for
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                continue  # an unhashable key: the constructor below reports it
+            if duplicate:
+                raise _Refused(f"duplicate key {key!r}", key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        value = super().construct_yaml_float(node)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise _Refused(f"{node.value!r} is not a finite number", node.start_mark)
+        return value
+
+
+_SafeLoader.add_constructor("tag:yaml.org,2002:float", _SafeLoader.construct_yaml_float)
+
 
 def read_yaml(path: Path) -> Any:
+    """The YAML document of *path*, read under the limits above."""
+    text = _read_text(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(path, None, "file not found") from None
-    except OSError as exc:
-        raise SpecError(path, None, f"cannot read: {exc.strerror}") from exc
-    try:
-        return yaml.safe_load(text)
+        loader = _SafeLoader(text)
+        try:
+            root = loader.get_single_node()
+            if root is None:
+                return None
+            _check_expansion(root)
+            return loader.construct_document(root)
+        finally:
+            loader.dispose()
+    except _Refused as exc:
+        raise SpecError(path, None, str(exc)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "not valid YAML"
         raise SpecError(path, None, f"invalid YAML{where}: {problem}") from None
+    except (ValueError, OverflowError) as exc:  # e.g. a timestamp with month 13
+        raise SpecError(path, None, f"invalid YAML value: {exc}") from None
+
+
+def _read_text(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise SpecError(path, None, "file not found") from None
+    except IsADirectoryError:
+        raise SpecError(path, None, "is a folder, not a file") from None
+    except OSError as exc:
+        raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError(path, None, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            path, None, f"not UTF-8 text (invalid byte at offset {exc.start})"
+        ) from None
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Count the nodes and levels of the document with its aliases expanded, without expanding.
+
+    An alias is the same node object as its anchor, so each node's expanded size and height
+    are computed once (memoised by identity); a chain of aliases can nest deeper than the text
+    does, so the depth limit is checked again here. A node met again while its own size is
+    being computed is an alias inside itself, which no finite document can expand.
+    """
+    measured: dict[int, tuple[int, int]] = {}  # id -> (expanded size, expanded height)
+    in_progress: set[int] = set()
+
+    def measure(node: yaml.Node, level: int) -> tuple[int, int]:
+        key = id(node)
+        if level > MAX_DEPTH:
+            raise _Refused(
+                f"aliases nest the document deeper than {MAX_DEPTH} levels", node.start_mark
+            )
+        if key in in_progress:
+            raise _Refused("an alias refers to a node that contains it", node.start_mark)
+        if key not in measured:
+            in_progress.add(key)
+            children: list[yaml.Node] = []
+            if isinstance(node, yaml.SequenceNode):
+                children = list(node.value)
+            elif isinstance(node, yaml.MappingNode):
+                children = [part for pair in node.value for part in pair]
+            size, height = 1, 1
+            for child in children:
+                child_size, child_height = measure(child, level + 1)
+                size += child_size
+                height = max(height, child_height + 1)
+                if size > MAX_NODES:
+                    raise _Refused(
+                        f"aliases expand the document past {MAX_NODES:,} nodes", node.start_mark
+                    )
+            in_progress.discard(key)
+            measured[key] = (size, height)
+        if level + measured[key][1] - 1 > MAX_DEPTH:
+            raise _Refused(
+                f"aliases nest the document deeper than {MAX_DEPTH} levels", node.start_mark
+            )
+        return measured[key]
+
+    measure(root, 1)
 
 
 def load_model(path: Path, model: type[M], *, data: Any = None) -> M:
@@ -45,7 +193,7 @@ def load_model(path: Path, model: type[M], *, data: Any = None) -> M:
 def _spec_error(path: Path, exc: ValidationError) -> SpecError:
     first = exc.errors()[0]
     field = _field_path(first["loc"])
-    reason = first["msg"]
+    reason = _one_line(first["msg"])
     if first["type"] == "extra_forbidden":
         reason = "unknown field"
     elif first["type"] == "missing":
@@ -54,6 +202,11 @@ def _spec_error(path: Path, exc: ValidationError) -> SpecError:
     if more:
         reason += f" (and {more} more problem{'s' if more > 1 else ''})"
     return SpecError(path, field or None, reason)
+
+
+def _one_line(text: str) -> str:
+    """Errors print as one line: control characters in user text are shown escaped."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 _TAGS = frozenset({*CONSTRAINT_KINDS, "sql", "state_diff", "check"})
@@ -67,5 +220,14 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
         elif part in _TAGS and i > 0 and isinstance(loc[i - 1], int) and i + 1 < len(loc):
             continue  # a union tag repeats the field that follows; keep the path readable
         else:
-            text += f".{part}" if text else str(part)
+            name = _one_line(str(part))
+            text += f".{name}" if text else name
     return text
+
+
+def is_file(path: Path) -> bool:
+    """Whether *path* is a file; a name the OS refuses (too long, a NUL byte) is not one."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False

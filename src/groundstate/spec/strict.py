@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Strict as PydanticStrict
 
 JsonScalar = str | int | float | bool | None
 
@@ -27,3 +28,29 @@ def one_key_of(options: tuple[str, ...]) -> Any:
         return found[0] if len(found) == 1 else None
 
     return pick
+
+
+# Numbers and flags as the file states them: YAML's ``true`` is not the number 1, ``"2"`` is
+# not a weight and ``1.5`` is not a step count (pydantic's lax mode would coerce all three).
+# Bounds keep values in a range where they mean something: ``time_limit: 1e-320`` is not a
+# time limit, and a float that overflows is refused by the YAML loader already.
+
+StrictBool = Annotated[bool, PydanticStrict()]
+"""``true`` or ``false``; not ``1``, not ``"yes"``."""
+Count = Annotated[int, PydanticStrict()]
+"""An integer; not ``true``, not ``2.0``, not ``"2"``. Bounded per field."""
+Number = Annotated[float, PydanticStrict(), Field(allow_inf_nan=False)]
+"""A finite number (an integer is accepted); not ``true``, not ``"2"``. Bounded per field."""
+
+MAX_SECONDS = 86_400.0
+"""Longest time limit or timeout: one day."""
+MIN_SECONDS = 0.001
+"""Shortest time limit or timeout: one millisecond."""
+MAX_STEPS = 10_000
+"""Largest step limit (and count in a constraint)."""
+MAX_WEIGHT = 1e6
+"""Largest weight of a task or rubric node."""
+
+Seconds = Annotated[Number, Field(ge=MIN_SECONDS, le=MAX_SECONDS)]
+Steps = Annotated[Count, Field(ge=1, le=MAX_STEPS)]
+Weight = Annotated[Number, Field(gt=0, le=MAX_WEIGHT)]

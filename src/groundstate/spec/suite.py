@@ -31,9 +31,10 @@ from groundstate.spec.constraint_sets import (
     own_constraints,
     sets_first,
 )
-from groundstate.spec.constraints import PythonConstraint
-from groundstate.spec.files import load_model, read_yaml
+from groundstate.spec.constraints import HardConstraint, PythonConstraint, named_tools
+from groundstate.spec.files import is_file, load_model, read_yaml
 from groundstate.spec.solution import Solution
+from groundstate.spec.strict import Weight
 from groundstate.spec.task import AgentTask, PythonAssertion, Strict
 from groundstate.tools import Tool, load_tools
 
@@ -47,7 +48,7 @@ class SuiteConfig(Strict):
     tools: str = "tools.py"
     canary: str | None = None
     """A task whose oracle runs before every batch."""
-    weights: dict[str, float] = Field(default_factory=dict)
+    weights: dict[str, Weight] = Field(default_factory=dict)
     """Task weights for suite averages (default 1 each)."""
     mutation_testing: Literal["required", "report", "off"] = "required"
     """Grader mutation testing in ``validate``: ``required`` fails a task with a surviving
@@ -104,7 +105,7 @@ class Suite:
 def load_suite(path: Path) -> Suite:
     """Load and check a suite folder; derive each task's grader revision and test manifest."""
     root = Path(path)
-    if not (root / SUITE_FILE).is_file():
+    if not is_file(root / SUITE_FILE):
         raise SpecError(root, None, "not a suite folder (no suite.yaml)")
     config = load_model(root / SUITE_FILE, SuiteConfig)
     _check_constraint_sets(root, config.constraint_sets)
@@ -112,10 +113,11 @@ def load_suite(path: Path) -> Suite:
         str(p.relative_to(root)): hash_file(p) for p in sorted(root.rglob("*")) if _counts(p, root)
     }
     suite = Suite(root=root, config=config, tasks={}, solutions={}, files=files)
+    _check_set_tools(suite)
     for task_file in sorted((root / "tasks").glob("*.yaml")):
         task = _load_task(task_file, config.constraint_sets)
         _check_task_file(suite, task, task_file)
-        solutions = _load_solutions(root / "solutions" / task.task_id)
+        solutions = _load_solutions(root / "solutions" / task.task_id, task)
         suite.tasks[task.task_id] = _with_grader_versions(suite, task, solutions)
         suite.solutions[task.task_id] = solutions
     if not suite.tasks:
@@ -156,13 +158,21 @@ def _load_task(task_file: Path, sets: ConstraintSets) -> AgentTask:
 def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
     if task_file.stem != task.task_id:
         raise SpecError(task_file, "task_id", f"must match the file name {task_file.stem!r}")
-    if not suite.fixture_path(task).is_file():
+    if not is_file(suite.fixture_path(task)):
         raise SpecError(
             task_file, "initial_state_fixture", f"no file fixtures/{task.initial_state_fixture}"
         )
     unknown = sorted(set(task.available_tools) - set(suite.tools))
     if unknown:
         raise SpecError(task_file, "available_tools", f"unknown tools: {', '.join(unknown)}")
+    for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
+        _check_tools_named(
+            constraint,
+            task.available_tools,
+            task_file,
+            f"hard_process_constraints[{i}]",
+            "not in the task's available_tools",
+        )
     for i, assertion in enumerate(task.outcome_assertions):
         if isinstance(assertion, PythonAssertion):
             _check_python_ref(
@@ -178,14 +188,45 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
 
 def _check_python_ref(root: Path, ref: str, task_file: Path, field_name: str) -> None:
     file_name, _, function = ref.partition(":")
-    if not function or not (root / file_name).is_file():
+    if not function or not is_file(root / file_name):
         raise SpecError(
             task_file, field_name, f"expected 'file.py:function' in the suite, got {ref!r}"
         )
 
 
-def _load_solutions(folder: Path) -> dict[str, Solution]:
-    return {p.stem: load_model(p, Solution) for p in sorted(folder.glob("*.yaml"))}
+def _load_solutions(folder: Path, task: AgentTask) -> dict[str, Solution]:
+    solutions = {}
+    for path in sorted(folder.glob("*.yaml")):
+        solution = load_model(path, Solution)
+        for i, step in enumerate(solution.steps):
+            if step.call is not None and step.call not in task.available_tools:
+                raise SpecError(
+                    path, f"steps[{i}].call", f"{step.call!r} is not in the task's available_tools"
+                )
+        solutions[path.stem] = solution
+    return solutions
+
+
+def _check_set_tools(suite: Suite) -> None:
+    """A set's constraints may name any tool of the suite (tasks differ in what they offer)."""
+    for name, constraints in suite.config.constraint_sets.items():
+        for i, constraint in enumerate(constraints):
+            _check_tools_named(
+                constraint,
+                list(suite.tools),
+                suite.root / SUITE_FILE,
+                f"constraint_sets.{name}[{i}]",
+                "not a tool of the suite",
+            )
+
+
+def _check_tools_named(
+    constraint: HardConstraint, tools: list[str], file: Path, field_name: str, why: str
+) -> None:
+    """A match naming a tool that cannot be called would hold vacuously: refuse it."""
+    for where, tool in named_tools(constraint):
+        if tool not in tools:
+            raise SpecError(file, f"{field_name}{where}", f"{tool!r} is {why}")
 
 
 def _with_grader_versions(

@@ -8,7 +8,7 @@ import platform
 import sqlite3
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -21,7 +21,12 @@ from pydantic import (
 
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
-from groundstate.spec.files import load_model
+from groundstate.spec.files import is_file, load_model
+from groundstate.spec.strict import MAX_SECONDS, Count, Number, Seconds, Steps
+
+Retries = Annotated[Count, Field(ge=0, le=100)]
+Price = Annotated[Number, Field(ge=0)]
+Wait = Annotated[Number, Field(ge=0, le=MAX_SECONDS)]
 
 KEY_PACKAGES = ("groundstate", "pydantic", "PyYAML", "jsonschema", "numpy", "click")
 
@@ -34,11 +39,11 @@ class Section(BaseModel):
 class Prices(Section):
     """What the model costs, per million tokens, to turn reported usage into ``cost``."""
 
-    input_per_mtok: float = Field(ge=0)
+    input_per_mtok: Price
     """Prompt tokens not read from the cache."""
-    output_per_mtok: float = Field(ge=0)
+    output_per_mtok: Price
     """Generated tokens, reasoning tokens included."""
-    cached_input_per_mtok: float | None = Field(default=None, ge=0)
+    cached_input_per_mtok: Price | None = None
     """Prompt tokens read from the provider's cache (default: the input price)."""
 
 
@@ -50,10 +55,10 @@ class RetryPolicy(Section):
     ``environment_failure/model_serving`` (invalid, rerun under the batch's policy).
     """
 
-    max_retries: int = Field(default=2, ge=0)
-    backoff: float = Field(default=1.0, ge=0)
+    max_retries: Retries = 2
+    backoff: Wait = 1.0
     """Seconds before the first retry."""
-    max_backoff: float = Field(default=20.0, ge=0)
+    max_backoff: Wait = 20.0
 
 
 _ADDED_MODEL_FIELDS = frozenset(
@@ -74,7 +79,7 @@ class ModelSection(Section):
     decoding: dict[str, Any] = Field(default_factory=dict)
     """``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``stop``; other keys are sent to the
     API as they are (e.g. ``top_k`` for a vLLM server)."""
-    reasoning_budget: int | str | None = None
+    reasoning_budget: Count | str | None = None
     """Anthropic: thinking budget in tokens (an int). OpenAI: ``reasoning_effort`` (a string
     such as ``low``)."""
     provider: str | None = None
@@ -87,7 +92,7 @@ class ModelSection(Section):
     api_key_env: str | None = None
     """The environment variable holding the API key. Only the name is stored or hashed; the
     key itself is never recorded, logged or shown."""
-    request_timeout: float | None = Field(default=None, gt=0)
+    request_timeout: Seconds | None = None
     """Seconds one model request may take before it counts as timed out (default 60)."""
     retries: RetryPolicy | None = None
     """Retries on rate limits, 5xx answers and timeouts (default: 2 retries, 1 s backoff)."""
@@ -147,24 +152,24 @@ class EnvironmentSection(Section):
 class UserSimulatorSection(Section):
     kind: Literal["scripted"] = "scripted"
     persona: str = "a polite customer who answers only what is asked"
-    max_turns: int = Field(default=20, ge=1)
+    max_turns: Steps = 20
     """The user leaves after this many agent messages."""
 
 
 class BudgetsSection(Section):
-    step_limit: int | None = Field(default=None, ge=1)
-    time_limit: float | None = Field(default=None, gt=0)
-    max_cost: float | None = Field(default=None, ge=0)
-    max_tokens: int | None = Field(default=None, ge=0)
+    step_limit: Steps | None = None
+    time_limit: Seconds | None = None
+    max_cost: Price | None = None
+    max_tokens: Annotated[Count, Field(ge=0)] | None = None
     """Input plus output tokens the agent may report per attempt."""
 
 
 class InvalidRunPolicy(Section):
     """Predeclared handling of environment and grader failures (invalid attempts)."""
 
-    max_retries: int = Field(default=2, ge=0)
+    max_retries: Retries = 2
     """Reruns of an invalid attempt; every try is kept."""
-    max_invalid_rate: float = Field(default=0.1, ge=0, le=1)
+    max_invalid_rate: Annotated[Number, Field(ge=0, le=1)] = 0.1
     """A batch whose tries are invalid more often than this is flagged in every report."""
 
 
@@ -231,13 +236,13 @@ def load_system(path: Path) -> SystemSpec:
         raise SpecError(path, "resolved", "is filled in by groundstate; remove it")
     try:
         code_file, _, _ = resolve_entry(spec.harness.orchestration_loop.entry, path.parent)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         raise SpecError(path, "harness.orchestration_loop.entry", str(exc)) from None
-    if code_file is not None and not code_file.is_file():
+    if code_file is not None and not is_file(code_file):
         raise SpecError(path, "harness.orchestration_loop.entry", f"no file {code_file}")
     try:
         code = {"orchestration_loop": _code_hash(code_file, spec.harness.orchestration_loop.entry)}
-    except ImportError as exc:
+    except (ImportError, ValueError) as exc:  # ValueError: an empty module name
         raise SpecError(path, "harness.orchestration_loop.entry", f"cannot import: {exc}") from None
     loop_entry = spec.harness.orchestration_loop.entry
     sdk = (BUILTIN_AGENTS[loop_entry][1],) if loop_entry in BUILTIN_AGENTS else ()

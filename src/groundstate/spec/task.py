@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 # The constraint language lives in spec.constraints; the names defined here before stay
 # importable from here (re-exported).
@@ -16,9 +16,9 @@ from groundstate.spec.constraints import BeforeRule as BeforeRule
 from groundstate.spec.constraints import HardConstraint as HardConstraint
 from groundstate.spec.constraints import Match as Match
 from groundstate.spec.constraints import NeverConstraint as NeverConstraint
+from groundstate.spec.strict import Count, Seconds, Steps, StrictBool, Weight, one_key_of
 from groundstate.spec.strict import JsonScalar as JsonScalar
 from groundstate.spec.strict import Strict as Strict
-from groundstate.spec.strict import one_key_of
 
 # --- outcome assertions -------------------------------------------------------------------
 
@@ -30,7 +30,7 @@ class SqlAssertion(Strict):
     description: str = ""
     sql: str
     expect_rows: list[list[JsonScalar]]
-    ordered: bool = False
+    ordered: StrictBool = False
 
 
 class AddedRow(Strict):
@@ -60,7 +60,7 @@ class DiffAssertion(Strict):
     id: str
     description: str = ""
     state_diff: dict[str, TableChange]
-    nothing_else_changed: bool = True
+    nothing_else_changed: StrictBool = True
     """Fail on any change not listed (collateral damage)."""
 
 
@@ -95,7 +95,7 @@ class RubricNode(Strict):
     """
 
     id: str
-    weight: float = Field(default=1.0, gt=0)
+    weight: Weight = 1.0
     assertion: str | None = None
     constraint: str | None = None
     children: list[RubricNode] = Field(default_factory=list)
@@ -113,7 +113,7 @@ class UserScenario(Strict):
 
     knowledge: dict[str, str] = Field(default_factory=dict)
     """Private facts, revealed only when the agent asks for them by name."""
-    confirms: bool = True
+    confirms: StrictBool = True
     """Answer yes when the agent asks for confirmation."""
 
 
@@ -147,10 +147,10 @@ class AgentTask(Strict):
     """One task: the executable contract of the reference chapter."""
 
     task_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-    task_revision: int = Field(ge=1)
+    task_revision: Annotated[Count, Field(ge=1)]
     source: str
     slice_labels: list[str] = Field(default_factory=list)
-    weight: float = Field(default=1.0, gt=0)
+    weight: Weight = 1.0
     initial_state_fixture: str
     """Fixture file, relative to the suite's ``fixtures/`` folder."""
     clock: datetime
@@ -166,11 +166,11 @@ class AgentTask(Strict):
     hard_process_constraints: list[HardConstraint] = Field(default_factory=list)
     """Every constraint of the task: its sets' first, then its own (as loaded from a suite)."""
     terminal_conditions: TerminalConditions = TerminalConditions()
-    step_limit: int = Field(default=30, ge=1)
-    time_limit: float = Field(default=60.0, gt=0)
+    step_limit: Steps = 30
+    time_limit: Seconds = 60.0
     """Seconds of wall time."""
     outcome_assertions: list[OutcomeAssertion] = Field(min_length=1)
-    expect_no_change: bool = False
+    expect_no_change: StrictBool = False
     """The correct outcome is no change (e.g. a request the policy refuses). A do-nothing agent
     passes such a task, so validation asks instead for a known-bad solution that changes the
     state and fails."""
@@ -181,6 +181,14 @@ class AgentTask(Strict):
     """Derived when the suite loads: hash of assertions, constraints, rubric and grader code."""
     grader_test_manifest: dict[str, str] = Field(default_factory=dict)
     """Derived when the suite loads: solution name -> solution hash."""
+
+    @field_validator("available_tools")
+    @classmethod
+    def _tools_once(cls, tools: list[str]) -> list[str]:
+        twice = sorted({tool for i, tool in enumerate(tools) if tool in tools[:i]})
+        if twice:
+            raise ValueError(f"listed twice: {', '.join(twice)}")
+        return tools
 
     @model_validator(mode="after")
     def _ids_unique_and_referenced(self) -> AgentTask:
