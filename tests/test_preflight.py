@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner
 
@@ -95,3 +96,20 @@ def _seed_is_odd(attempt: int) -> bool:
     from groundstate.runner import derive_seed
 
     return derive_seed(0, "transfer", attempt) % 2 == 1
+
+
+def test_a_package_that_raises_on_import_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "brokenpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise RuntimeError('needs a GPU')\n")
+    (package / "agent.py").write_text("async def agent(session):\n    return 'x'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = yaml.safe_load(BANK_SYSTEM.read_text())
+    data["harness"]["orchestration_loop"] = {"entry": "brokenpkg.agent:agent", "params": {}}
+    system = tmp_path / "system.yaml"
+    system.write_text(yaml.safe_dump(data))
+    code, _, err = _run(tmp_path, system)
+    assert code == 2
+    assert err.count("\n") == 1 and "RuntimeError: needs a GPU" in err

@@ -64,5 +64,6 @@ def _check_params(fn: Callable[..., Any], params: dict[str, Any], system: System
 def _import(module_name: str, field: str) -> Any:
     try:
         return importlib.import_module(module_name)
-    except ImportError as exc:
-        raise SpecError(module_name, field, f"cannot import: {exc}") from None
+    except Exception as exc:  # the user's package may raise anything while it is imported
+        reason = f"cannot import: {type(exc).__name__}: {exc}"
+        raise SpecError(module_name, field, reason) from None

@@ -242,8 +242,9 @@ def load_system(path: Path) -> SystemSpec:
         raise SpecError(path, "harness.orchestration_loop.entry", f"no file {code_file}")
     try:
         code = {"orchestration_loop": _code_hash(code_file, spec.harness.orchestration_loop.entry)}
-    except (ImportError, ValueError) as exc:  # ValueError: an empty module name
-        raise SpecError(path, "harness.orchestration_loop.entry", f"cannot import: {exc}") from None
+    except Exception as exc:  # the user's package may raise anything while it is imported
+        reason = f"cannot import: {type(exc).__name__}: {exc}"
+        raise SpecError(path, "harness.orchestration_loop.entry", reason) from None
     loop_entry = spec.harness.orchestration_loop.entry
     sdk = (BUILTIN_AGENTS[loop_entry][1],) if loop_entry in BUILTIN_AGENTS else ()
     found: dict[str, Any] = {"code": code, "versions": runtime_versions(sdk)}
