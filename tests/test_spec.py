@@ -198,5 +198,7 @@ def test_a_module_entry_is_hashed_by_its_source(tmp_path: Path) -> None:
     expected = hash_file(Path(scripted.__file__))
     assert load_system(path).resolved["code"]["orchestration_loop"] == expected
     path.write_text("harness: {orchestration_loop: {entry: nosuch.module:agent}}")
-    with pytest.raises(SpecError, match="cannot import: No module named 'nosuch'"):
+    with pytest.raises(
+        SpecError, match="cannot import: ModuleNotFoundError: No module named 'nosuch'"
+    ):
         load_system(path)
