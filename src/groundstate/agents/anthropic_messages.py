@@ -13,12 +13,10 @@ from typing import Any
 from groundstate.agents.base import Session, ToolSpec
 from groundstate.agents.model_loop import (
     ModelAgent,
-    ServingError,
     Settings,
     Turn,
-    api_message,
-    kind_of_status,
-    retry_after_seconds,
+    call_sdk,
+    sdk_client,
     sdk_keywords,
     split_decoding,
 )
@@ -60,13 +58,7 @@ class AnthropicMessagesAgent(ModelAgent):
             )
 
     def open_client(self) -> anthropic.AsyncAnthropic:
-        # The SDK's own retries are off: the loop retries, and records every try.
-        return anthropic.AsyncAnthropic(
-            api_key=self.settings.api_key,
-            base_url=self.settings.base_url,
-            timeout=self.settings.timeout,
-            max_retries=0,
-        )
+        return sdk_client(anthropic.AsyncAnthropic, self.settings)
 
     def request(
         self, session: Session, messages: list[dict[str, Any]], tools: list[ToolSpec]
@@ -96,32 +88,9 @@ class AnthropicMessagesAgent(ModelAgent):
         return request
 
     async def send(self, client: Any, request: dict[str, Any]) -> Turn:
-        try:
-            message = await client.messages.create(**request)
-        except anthropic.APIStatusError as exc:
-            raise ServingError(
-                kind_of_status(exc.status_code),
-                api_message(exc),
-                status_code=exc.status_code,
-                request_id=exc.request_id,
-                retry_after=retry_after_seconds(exc.response.headers),
-            ) from None
-        except anthropic.APITimeoutError:
-            raise ServingError("timeout", f"no answer within {self.settings.timeout:g}s") from None
-        except anthropic.APIConnectionError as exc:
-            raise ServingError("connection", str(exc)) from None
-        except anthropic.APIError as exc:  # e.g. a body that is not a message
-            raise ServingError("server_error", f"malformed response: {exc}") from None
-        except ValueError as exc:  # a body that is not JSON at all
-            raise ServingError("server_error", f"malformed response: {exc}") from None
-        try:
-            return _turn(message)
-        except (AttributeError, TypeError) as exc:
-            raise ServingError(
-                "server_error",
-                f"malformed response: {type(exc).__name__}: {exc}",
-                request_id=getattr(message, "_request_id", None),
-            ) from None
+        return await call_sdk(
+            anthropic, client.messages.create, request, self.settings.timeout, _turn
+        )
 
     def results(
         self, turn: Turn, outputs: list[tuple[ModelToolCall, str, bool]]

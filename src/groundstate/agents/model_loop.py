@@ -27,14 +27,17 @@ import json
 import os
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self, TypeVar
 
 from groundstate.agents.base import Session, ToolResult, ToolSpec
 from groundstate.errors import HarnessCompatibilityError, ModelServingFailure, SpecError
 from groundstate.spec.canonical import hash_value
 from groundstate.spec.system import Prices, RetryPolicy, SystemSpec
 from groundstate.trace import ModelCall, ModelCallError, ModelResponse, ModelToolCall, ModelUsage
+
+_Client = TypeVar("_Client")
 
 TALK_TO_USER = "talk_to_user"
 """The built-in tool the model calls to send a message to the user and read the reply."""
@@ -111,6 +114,56 @@ def retry_after_seconds(headers: Any) -> float | None:
         return float(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+
+
+async def call_sdk(
+    sdk: Any,
+    create: Callable[..., Awaitable[Any]],
+    request: dict[str, Any],
+    timeout: float,
+    to_turn: Callable[[Any], Turn],
+) -> Turn:
+    """Send *request* through an official SDK and read its answer as a :class:`Turn`.
+
+    The ``openai`` and ``anthropic`` SDKs share one error hierarchy (``APIStatusError``,
+    ``APITimeoutError``, ``APIConnectionError``, ``APIError``); each failure, and an answer
+    *to_turn* cannot read, becomes a :class:`ServingError` with its evidence.
+    """
+    try:
+        answer = await create(**request)
+    except sdk.APIStatusError as exc:
+        raise ServingError(
+            kind_of_status(exc.status_code),
+            api_message(exc),
+            status_code=exc.status_code,
+            request_id=exc.request_id,
+            retry_after=retry_after_seconds(exc.response.headers),
+        ) from None
+    except sdk.APITimeoutError:
+        raise ServingError("timeout", f"no answer within {timeout:g}s") from None
+    except sdk.APIConnectionError as exc:
+        raise ServingError("connection", str(exc)) from None
+    except (sdk.APIError, ValueError) as exc:  # a body that is not an answer, or not JSON
+        raise ServingError("server_error", f"malformed response: {exc}") from None
+    try:
+        return to_turn(answer)
+    except (AttributeError, IndexError, TypeError) as exc:
+        raise ServingError(
+            "server_error",
+            f"malformed response: {type(exc).__name__}: {exc}",
+            request_id=getattr(answer, "_request_id", None),
+        ) from None
+
+
+def sdk_client(client_class: Callable[..., _Client], settings: Settings) -> _Client:
+    """An SDK client for *settings*, with the SDK's own retries off: the loop retries, and
+    records every try."""
+    return client_class(
+        api_key=settings.api_key,
+        base_url=settings.base_url,
+        timeout=settings.timeout,
+        max_retries=0,
+    )
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,10 @@ from typing import Any
 from groundstate.agents.base import Session, ToolSpec
 from groundstate.agents.model_loop import (
     ModelAgent,
-    ServingError,
     Settings,
     Turn,
-    api_message,
-    kind_of_status,
-    retry_after_seconds,
+    call_sdk,
+    sdk_client,
     sdk_keywords,
     split_decoding,
 )
@@ -52,13 +50,7 @@ class OpenAIChatAgent(ModelAgent):
             )
 
     def open_client(self) -> openai.AsyncOpenAI:
-        # The SDK's own retries are off: the loop retries, and records every try.
-        return openai.AsyncOpenAI(
-            api_key=self.settings.api_key,
-            base_url=self.settings.base_url,
-            timeout=self.settings.timeout,
-            max_retries=0,
-        )
+        return sdk_client(openai.AsyncOpenAI, self.settings)
 
     def request(
         self, session: Session, messages: list[dict[str, Any]], tools: list[ToolSpec]
@@ -90,32 +82,9 @@ class OpenAIChatAgent(ModelAgent):
         return request
 
     async def send(self, client: Any, request: dict[str, Any]) -> Turn:
-        try:
-            completion = await client.chat.completions.create(**request)
-        except openai.APIStatusError as exc:
-            raise ServingError(
-                kind_of_status(exc.status_code),
-                api_message(exc),
-                status_code=exc.status_code,
-                request_id=exc.request_id,
-                retry_after=retry_after_seconds(exc.response.headers),
-            ) from None
-        except openai.APITimeoutError:
-            raise ServingError("timeout", f"no answer within {self.settings.timeout:g}s") from None
-        except openai.APIConnectionError as exc:
-            raise ServingError("connection", str(exc)) from None
-        except openai.APIError as exc:  # e.g. a body that is not a completion
-            raise ServingError("server_error", f"malformed response: {exc}") from None
-        except ValueError as exc:  # a body that is not JSON at all
-            raise ServingError("server_error", f"malformed response: {exc}") from None
-        try:
-            return _turn(completion)
-        except (AttributeError, IndexError, TypeError) as exc:
-            raise ServingError(
-                "server_error",
-                f"malformed response: {type(exc).__name__}: {exc}",
-                request_id=getattr(completion, "_request_id", None),
-            ) from None
+        return await call_sdk(
+            openai, client.chat.completions.create, request, self.settings.timeout, _turn
+        )
 
     def results(
         self, turn: Turn, outputs: list[tuple[ModelToolCall, str, bool]]
