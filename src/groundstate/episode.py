@@ -130,7 +130,6 @@ class EpisodeSession:
         self._ended = False
         self._steps = 0
         self._lock = threading.Lock()
-        self._owner: asyncio.AbstractEventLoop | None = None
         self._rng = random.Random(seed)
         self._user = ScriptedUser(system.user_simulator, task.user)
         tools = {name: suite.tools[name] for name in task.available_tools}
@@ -173,10 +172,10 @@ class EpisodeSession:
         return self._steps
 
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
-        return await self._on_owner(self._call, tool, {} if args is None else args)
+        return self._locked(self._call, tool, {} if args is None else args)
 
     async def say(self, text: str) -> str | None:
-        return await self._on_owner(self._say, text)
+        return self._locked(self._say, text)
 
     def record_usage(
         self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
@@ -235,7 +234,7 @@ class EpisodeSession:
 
     # --- the pipeline behind call and say -------------------------------------------------
 
-    async def _on_owner(self, action: Callable[..., _T], *args: Any) -> _T:
+    def _locked(self, action: Callable[..., _T], *args: Any) -> _T:
         """Run *action* in the caller's thread (the agent's own), under the session's lock.
 
         Not on the episode's thread: that thread runs every attempt of the batch, so a slow
@@ -243,10 +242,6 @@ class EpisodeSession:
         The lock serialises calls with the episode's own use of the session (latching a stop,
         reading the trace), and the environment's connections accept any thread.
         """
-        self._raise_if_stopped()
-        return self._locked(action, *args)
-
-    def _locked(self, action: Callable[..., _T], *args: Any) -> _T:
         with self._lock:
             self._raise_if_stopped()
             return action(*args)
@@ -474,7 +469,6 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
     :class:`HarnessCompatibilityError` when ``run`` is not a coroutine function.
     """
     loop = asyncio.get_running_loop()
-    session._owner = loop  # the episode owns the session
     finished: asyncio.Future[Any] = loop.create_future()
 
     def deliver(setter: Callable[[Any], None], value: Any) -> None:
