@@ -77,12 +77,18 @@ def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
 
 def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     assert isinstance(assertion, PythonAssertion)
-    file_name, _, function = assertion.check.partition(":")
-    check = getattr(load_module(states.suite_root / file_name, "checks"), function)
-    verdict = check(states.s0, states.sT)
+    return call_check(assertion.check, states.suite_root, states.s0, states.sT)
+
+
+def call_check(ref: str, suite_root: Path, *args: Any) -> tuple[bool, dict[str, Any]]:
+    """Call the suite's Python check ``file.py:function`` (an assertion or a constraint) and
+    read its verdict, ``bool`` or ``(bool, evidence)``; anything else is a grader bug."""
+    file_name, _, function = ref.partition(":")
+    check = getattr(load_module(suite_root / file_name, "checks"), function)
+    verdict = check(*args)
     passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
     if not isinstance(passed, bool):
-        raise TypeError(f"{assertion.check} returned {type(passed).__name__}, expected bool")
+        raise TypeError(f"{ref} returned {type(passed).__name__}, expected bool")
     return passed, dict(evidence)
 
 

@@ -6,10 +6,9 @@ import json
 from typing import Any
 
 from groundstate.deadline import call_with_time_limit
-from groundstate.grading.outcome import States
+from groundstate.grading.outcome import States, call_check
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import PythonConstraint
-from groundstate.tools import load_module
 from groundstate.trace import AgentEvent
 
 
@@ -40,13 +39,8 @@ def python_check(
 def _run(
     constraint: PythonConstraint, events: list[AgentEvent], states: States
 ) -> tuple[bool, dict[str, Any]]:
-    file_name, _, function = constraint.check.partition(":")
-    check = getattr(load_module(states.suite_root / file_name, "checks"), function)
     # A copy: the function may not edit the trace the record keeps.
     trace = [event.model_copy(deep=True) for event in events]
-    verdict = check(trace, states.s0)
-    passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
-    if not isinstance(passed, bool):
-        raise TypeError(f"{constraint.check} returned {type(passed).__name__}, expected bool")
+    passed, evidence = call_check(constraint.check, states.suite_root, trace, states.s0)
     # Evidence goes into the run record, which is JSON: make it so now, not at storing time.
-    return passed, json.loads(json.dumps(dict(evidence), default=repr))
+    return passed, json.loads(json.dumps(evidence, default=repr))
