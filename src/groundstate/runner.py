@@ -203,7 +203,7 @@ class BatchRunner:
     async def preflight(self) -> None:
         """Fail before any batch is stored: the agent must load, every reset must check
         out, the canary's oracle must pass, and the system must start on the canary."""
-        self._build_agent()
+        agent = self._build_agent()  # first: a system that cannot be built wastes no resets
         for task in self.suite.tasks.values():
             self.interrupt.check()
             try:
@@ -216,7 +216,7 @@ class BatchRunner:
         if canary is not None:
             await self._run_canary(canary)
             self.interrupt.check()
-        await self._smoke_run(canary or min(self.suite.tasks))
+        await self._smoke_run(agent, canary or min(self.suite.tasks))
         self.interrupt.check()
 
     def _build_agent(self) -> Agent:
@@ -228,13 +228,11 @@ class BatchRunner:
                 f"built: {exc}"
             ) from exc
 
-    async def _smoke_run(self, task_id: str) -> None:
+    async def _smoke_run(self, agent: Agent, task_id: str) -> None:
         """Run the system once on *task_id*; abort if it cannot use the harness at all."""
         info = AttemptInfo(run_id="smoke", batch_id="smoke", attempt=1, seed=0)
         task = self.suite.tasks[task_id]
-        output = await run_attempt(
-            task, self.suite, self.system, self._build_agent(), info, self.make_env
-        )
+        output = await run_attempt(task, self.suite, self.system, agent, info, self.make_env)
         run = output.run
         if run.terminal_reason == "harness_compatibility_failure" or _crashed_at_start(run):
             exception = run.infrastructure_status.get("exception", {})
