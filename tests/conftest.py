@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from click.testing import CliRunner, Result
 
 from groundstate.spec.suite import Suite, load_suite
 
@@ -39,3 +41,23 @@ def edited_bank(tmp_path: Path) -> EditTask:
         return load_suite(root)
 
     return edit
+
+
+def stored_runs(store: Path) -> int:
+    """Rows in a run store's runs table (0 while it is not there yet), read without the store
+    class so that a test can watch a store another process is writing."""
+    if not store.exists():
+        return 0
+    try:
+        with sqlite3.connect(store) as db:
+            return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def resume_bank(store: Path, batch_id: str, system: Path = BANK_SYSTEM) -> Result:
+    """``groundstate run BANK --resume BATCH_ID --json`` through the CLI."""
+    from groundstate.cli import main
+
+    args = ["run", str(BANK), "--system", str(system), "--resume", batch_id, "--json"]
+    return CliRunner().invoke(main, [*args, "--store", str(store)])

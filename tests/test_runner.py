@@ -13,18 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from groundstate.agents.base import Session
 from groundstate.analysis import batch_report, final_runs
-from groundstate.cli import main
 from groundstate.runner import BatchAborted, BatchConfig, BatchRunner, derive_seed
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import InvalidRunPolicy, load_system
 from groundstate.store import RunStore
 from groundstate.testing import FaultyEnvironments, FunctionAgent
 
-from .conftest import BANK, BANK_SYSTEM, EditTask
+from .conftest import BANK, BANK_SYSTEM, EditTask, resume_bank, stored_runs
 
 SYSTEM = BANK_SYSTEM
 
@@ -175,7 +173,7 @@ def test_sigkill_then_resume_gives_every_attempt_exactly_once(tmp_path: Path) ->
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 120
-    while _stored(store) < 8:
+    while stored_runs(store) < 8:
         assert proc.poll() is None, "the batch ended before it could be killed"
         if time.monotonic() > deadline:
             proc.kill()
@@ -190,20 +188,7 @@ def test_sigkill_then_resume_gives_every_attempt_exactly_once(tmp_path: Path) ->
             trace = runs.read_artifact(record.artifact_locations["trace.jsonl"])
             assert trace.count("\n") == len(record.observation_action_log)
     assert 8 <= len(killed) < attempts
-    result = CliRunner().invoke(
-        main,
-        [
-            "run",
-            str(BANK),
-            "--system",
-            str(system),
-            "--resume",
-            batch_id,
-            "--json",
-            "--store",
-            str(store),
-        ],
-    )
+    result = resume_bank(store, batch_id, system)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["batch_id"] == batch_id
@@ -223,17 +208,6 @@ def test_resume_refuses_a_changed_system(bank: Suite, tmp_path: Path) -> None:
         with pytest.raises(Exception, match="system spec hash differs"):
             asyncio.run(runner.resume(result.batch.batch_id))
 
-
-def _stored(store: Path) -> int:
-    if not store.exists():
-        return 0
-    import sqlite3
-
-    try:
-        with sqlite3.connect(store) as db:
-            return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
 
 
 def test_a_coroutine_function_can_be_the_system_entry(bank: Suite, tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ import asyncio
 import os
 import shlex
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -25,17 +24,7 @@ from groundstate.spec.system import load_system
 from groundstate.store import RunStore
 from groundstate.workdirs import TMPDIR_ENV
 
-from .conftest import BANK, BANK_SYSTEM
-
-
-def _count(store: Path) -> int:
-    if not store.exists():
-        return 0
-    try:
-        with sqlite3.connect(store) as db:
-            return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
+from .conftest import BANK, BANK_SYSTEM, stored_runs
 
 
 def _dead_pid() -> int:
@@ -83,7 +72,7 @@ def test_a_signal_mid_batch_stops_cleanly_and_the_resume_completes_it(
             command + options, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         deadline = time.monotonic() + 120
-        while _count(store) < 6:
+        while stored_runs(store) < 6:
             assert proc.poll() is None, proc.communicate()[1]
             assert time.monotonic() < deadline, "the batch stored fewer than 6 runs in 120 s"
             time.sleep(0.02)

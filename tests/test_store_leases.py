@@ -16,16 +16,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from groundstate.cli import main
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, BatchRunner, plan_batch
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
 from groundstate.store import LEASE_TIMEOUT, BatchLeased, RunStore
 
-from .conftest import BANK, BANK_SYSTEM
+from .conftest import BANK, BANK_SYSTEM, resume_bank, stored_runs
 
 _CLI = (sys.executable, "-m", "groundstate.cli")
 
@@ -46,27 +44,10 @@ def _hold(store: Path, batch_id: str, pid: int, host: str, heartbeat: datetime) 
 
 
 def _resume(store: Path, batch_id: str, system: Path = BANK_SYSTEM) -> tuple[int, str, str]:
-    result = CliRunner().invoke(
-        main,
-        [
-            "run",
-            str(BANK),
-            "--system",
-            str(system),
-            "--resume",
-            batch_id,
-            "--json",
-            "--store",
-            *[str(store)],
-        ],
-    )
+    result = resume_bank(store, batch_id, system)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     return result.exit_code, result.stdout, result.stderr
 
-
-def _count(store: Path) -> int:
-    with sqlite3.connect(store) as db:
-        return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
 
 def test_a_live_holder_on_this_host_refuses_a_second_resume(tmp_path: Path) -> None:
@@ -83,7 +64,7 @@ def test_a_live_holder_on_this_host_refuses_a_second_resume(tmp_path: Path) -> N
     assert code == 2
     assert f"batch {batch_id} is being run by pid {holder.pid} on {socket.gethostname()}" in err
     assert f"since {old:%Y-%m-%d %H:%M:%S}" in err
-    assert "UNIQUE" not in err and _count(store) == 0
+    assert "UNIQUE" not in err and stored_runs(store) == 0
     # the holder is gone now: its lease is stale and the next resume takes it over
     code, out, err = _resume(store, batch_id)
     assert code == 0, err
@@ -104,7 +85,7 @@ def test_another_hosts_lease_is_live_until_its_heartbeat_times_out(tmp_path: Pat
     _hold(store, batch_id, os.getpid(), "elsewhere.example", stale)
     code, _, err = _resume(store, batch_id)
     assert code == 0, err
-    assert _count(store) == 1
+    assert stored_runs(store) == 1
 
 
 def test_two_processes_resuming_one_batch(tmp_path: Path) -> None:
@@ -134,7 +115,7 @@ def test_two_processes_resuming_one_batch(tmp_path: Path) -> None:
     )
     deadline = time.monotonic() + 60
     try:
-        while _count(store) < 2:
+        while stored_runs(store) < 2:
             assert first.poll() is None, first.stderr.read() if first.stderr else ""
             assert time.monotonic() < deadline, "the first resume stored nothing in 60 s"
             time.sleep(0.02)
