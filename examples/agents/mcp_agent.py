@@ -16,6 +16,7 @@ import json
 import os
 import random
 import sys
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from mcp.client.session import ClientSession
 from mcp.server.stdio import stdio_server  # the transport is symmetric: our own stdio
 
 sys.path.insert(0, str(Path(__file__).parent))
-import retail_agents  # noqa: E402  (a sibling file)
+import retail_agents
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,20 @@ class McpSession:
 
 
 async def main(kind: str, fault_rate: float) -> None:
-    async with stdio_server() as (read, write), ClientSession(read, write) as client:
+    async with stdio_server() as (read, write):
+        try:
+            await solve(kind, fault_rate, read, write)
+        except BaseException:
+            # The SDK's stdio transport waits for the end of its input before it lets the
+            # program exit, and groundstate closes that input only after ``finish``: on an
+            # error, report it and leave at once (or the attempt runs into its time limit).
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(1)
+
+
+async def solve(kind: str, fault_rate: float, read: Any, write: Any) -> None:
+    async with ClientSession(read, write) as client:
         hello = await client.initialize()
         session = McpSession(client, hello.instructions or "")
         agent = getattr(retail_agents, kind)(fault_rate=fault_rate)

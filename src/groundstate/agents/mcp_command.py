@@ -38,7 +38,9 @@ from groundstate.errors import HarnessCompatibilityError, SpecError, TimeLimitRe
 from groundstate.sandbox import (
     SandboxPolicy,
     find_bwrap,
+    kill_cgroup,
     limits,
+    pids_cgroup,
     resolve_command,
     wrap_command,
 )
@@ -150,8 +152,9 @@ class McpCommandAgent:
         """Build from ``harness.orchestration_loop.params`` (see docs/agents.md)."""
         field_ = "harness.orchestration_loop.params"
         argv = command.split() if isinstance(command, str) else list(command)
-        if not argv or not all(isinstance(a, str) and a for a in argv):
-            raise SpecError(system.base_dir, f"{field_}.command", "must be a non-empty command")
+        if not argv or not argv[0] or not all(isinstance(a, str) for a in argv):
+            reason = "mcp-command needs a command: a list of strings"
+            raise SpecError(system.base_dir, f"{field_}.command", reason)
         if sandbox not in ("bwrap", "none") or network not in ("none", "host"):
             reason = "sandbox must be bwrap or none; network must be none or host"
             raise SpecError(system.base_dir, field_, reason)
@@ -171,14 +174,23 @@ class McpCommandAgent:
         # artifacts land in this attempt's record.
         limit = float(getattr(session, "time_limit", 600.0))
         deadline = time.monotonic() + limit - min(KILL_MARGIN, limit / 10)
+        clash = sorted({t.name for t in session.tools} & BRIDGE_TOOLS.keys())
+        if clash:
+            names = ", ".join(clash)
+            raise HarnessCompatibilityError(f"the suite's tools {names} clash with mcp-command's")
         bridge = _Bridge(session)
+        cgroup = pids_cgroup(self.policy.max_processes)
         with tempfile.TemporaryFile() as stderr:
-            proc = self._start(session, stderr)
             try:
-                await _serve(proc, bridge, session, deadline)
+                proc = self._start(session, stderr, cgroup)
+                try:
+                    await _serve(proc, bridge, session, deadline)
+                finally:
+                    _kill(proc)
+                    _keep_artifacts(session, self.command, proc, stderr)
             finally:
-                _kill(proc)
-                _keep_artifacts(session, self.command, proc, stderr)
+                if cgroup is not None:
+                    kill_cgroup(cgroup)
         if bridge.stop is not None:
             raise bridge.stop
         if time.monotonic() >= deadline and not bridge.finished:
@@ -187,7 +199,9 @@ class McpCommandAgent:
             raise RuntimeError(f"the agent program exited with code {proc.returncode}")
         return bridge.final
 
-    def _start(self, session: Session, stderr: IO[bytes]) -> subprocess.Popen[str]:
+    def _start(
+        self, session: Session, stderr: IO[bytes], cgroup: Path | None
+    ) -> subprocess.Popen[str]:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
         env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
         env |= self.env
@@ -212,7 +226,7 @@ class McpCommandAgent:
                 encoding="utf-8",
                 errors="replace",
                 start_new_session=True,  # one process group to kill, children included
-                preexec_fn=limits(self.policy),
+                preexec_fn=limits(self.policy, cgroup),
             )
         except OSError as exc:
             raise HarnessCompatibilityError(f"cannot start {self.command[0]!r}: {exc}") from None

@@ -243,7 +243,8 @@ def load_system(path: Path) -> SystemSpec:
     if code_file is not None and not is_file(code_file):
         raise SpecError(path, "harness.orchestration_loop.entry", f"no file {code_file}")
     try:
-        code = {"orchestration_loop": _code_hash(code_file, spec.harness.orchestration_loop.entry)}
+        loop_hash = _code_hash(code_file, spec.harness.orchestration_loop.entry)
+        code: dict[str, Any] = {"orchestration_loop": loop_hash}
     except Exception as exc:  # the user's package may raise anything while it is imported
         reason = f"cannot import: {type(exc).__name__}: {exc}"
         raise SpecError(path, "harness.orchestration_loop.entry", reason) from None
@@ -264,7 +265,7 @@ def _command_digests(spec: SystemSpec, path: Path) -> dict[str, str]:
     command, cwd = params.get("command"), params.get("cwd")
     if isinstance(command, str):
         command = command.split()
-    if not command or not all(isinstance(a, str) for a in command):
+    if not command or not command[0] or not all(isinstance(a, str) for a in command):
         field = "harness.orchestration_loop.params.command"
         raise SpecError(path, field, "mcp-command needs a command: a list of strings")
     return command_digests(command, path.parent / cwd if isinstance(cwd, str) else path.parent)
