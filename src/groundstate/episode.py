@@ -47,7 +47,7 @@ from groundstate.trace import (
     dump_jsonl,
     recordable,
 )
-from groundstate.users import ScriptedUser
+from groundstate.users import make_user
 from groundstate.workdirs import temp_root
 
 _T = TypeVar("_T")
@@ -139,7 +139,7 @@ class EpisodeSession:
         self._steps = 0
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
-        self._user = ScriptedUser(system.user_simulator, task.user)
+        self._user = make_user(system.user_simulator, task, seed)
         tools = {name: suite.tools[name] for name in task.available_tools}
         self._tools = tools
         self.artifacts: dict[str, str] = {}
