@@ -62,6 +62,10 @@ def make_user(spec: UserSimulatorSection, task: AgentTask, seed: int) -> User:
     """The user the system file declares, for one attempt of *task*."""
     if spec.kind == "model":
         return ModelUser(spec, task, seed)
+    if spec.kind == "person":
+        from groundstate.play import PersonUser  # the terminal side lives with `play`
+
+        return PersonUser(spec)
     return ScriptedUser(spec, task.user)
 
 

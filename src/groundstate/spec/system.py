@@ -180,8 +180,9 @@ _ADDED_USER_FIELDS = frozenset({"model", "prompt", "seed", "stop_token"})
 
 
 class UserSimulatorSection(Section):
-    kind: Literal["scripted", "model"] = "scripted"
-    """``scripted`` (offline rules, see groundstate.users) or ``model`` (needs ``model``)."""
+    kind: Literal["scripted", "model", "person"] = "scripted"
+    """``scripted`` (offline rules, see groundstate.users), ``model`` (needs ``model``) or
+    ``person`` (someone at the terminal: ``groundstate play --as user``)."""
     persona: str = "a polite customer who answers only what is asked"
     max_turns: Steps = 20
     """The user leaves after this many agent messages."""
