@@ -213,3 +213,26 @@ def test_a_command_that_cannot_start_is_a_harness_compatibility_failure(
     system: SystemSpec = load_system(system_file(tmp_path, ["./no-such-program"], sandbox="none"))
     out = attempt(retail, TASK, load_agent(system), system=system)
     assert out.run.terminal_reason == "harness_compatibility_failure"
+
+
+def test_a_python_agent_runs_unchanged_as_an_external_program(
+    edited_bank: Any, tmp_path: Path
+) -> None:
+    """``python -m groundstate.mcp_client`` runs the bank agent sandboxed; with the same seeds
+    it makes the same seeded choices, so every verdict matches the in-process run."""
+    bank = edited_bank(lambda task: task.update(time_limit=60))  # room for a cold start
+    agent_file = Path(__file__).parent / "suites" / "bank_agent.py"
+    command = ["{python}", "-m", "groundstate.mcp_client", f"{agent_file}:bank_agent",
+               '{"fault_rate": 0.5}']
+    external = load_system(system_file(tmp_path, command))
+    assert str(agent_file) + ":bank_agent" in external.resolved["code"]["command"]
+    inside = load_agent(external.model_copy(update={"harness": external.harness.model_copy(
+        update={"orchestration_loop": external.harness.orchestration_loop.model_copy(
+            update={"entry": f"{agent_file}:bank_agent", "params": {"fault_rate": 0.5}})})}))
+    verdicts = {}
+    for seed in range(3):
+        outside = attempt(bank, "transfer", load_agent(external), system=external, seed=seed)
+        same = attempt(bank, "transfer", inside, system=external, seed=seed)
+        verdicts[seed] = (outside.run.terminal_reason, same.run.terminal_reason)
+    assert all(a == b for a, b in verdicts.values()), verdicts
+    assert len({a for a, _ in verdicts.values()}) == 2  # both routes: a PIN check or not

@@ -198,20 +198,38 @@ def resolve_command(argv: list[str], cwd: Path) -> list[str]:
     """Make file arguments absolute (the sandbox starts elsewhere) and find the program.
 
     ``{python}`` as the program stands for the Python running groundstate (with its packages).
+    An argument naming a file, or a ``file.py:name`` entry, is made absolute.
     """
     program = sys.executable if argv[0] == PYTHON else argv[0]
     if os.sep not in program:
         program = shutil.which(program) or program
     resolved = [os.path.abspath(cwd / program) if os.sep in program else program]
     for arg in argv[1:]:
-        candidate = cwd / arg
-        resolved.append(os.path.abspath(candidate) if candidate.is_file() else arg)
+        path, entry = _file_of(arg, cwd)
+        resolved.append(arg if path is None else os.path.abspath(path) + entry)
     return resolved
+
+
+def command_files(command: list[str]) -> list[Path]:
+    """The files a resolved command names (the program, scripts, ``file.py:name`` entries)."""
+    found = [_file_of(arg, Path("/"))[0] for arg in command]
+    return [path for path in found if path is not None]
 
 
 def command_digests(argv: list[str], cwd: Path) -> dict[str, str]:
     """The digest of every file the command names (the program and, e.g., its script), keyed
     by the argument as written, so the hash does not depend on where the files are."""
-    resolved = resolve_command(argv, cwd)
-    return {arg: hash_file(Path(path)) for arg, path in zip(argv, resolved, strict=True)
-            if Path(path).is_file()}
+    digests = {}
+    for arg, resolved in zip(argv, resolve_command(argv, cwd), strict=True):
+        path = _file_of(resolved, cwd)[0]
+        if path is not None:
+            digests[arg] = hash_file(path)
+    return digests
+
+
+def _file_of(arg: str, cwd: Path) -> tuple[Path | None, str]:
+    """(the file *arg* names, relative to *cwd*, and its ``:name`` suffix) or (None, "")."""
+    head, colon, name = arg.rpartition(":")
+    if colon and head.endswith(".py") and name.isidentifier() and (cwd / head).is_file():
+        return cwd / head, f":{name}"
+    return ((cwd / arg), "") if arg and (cwd / arg).is_file() else (None, "")

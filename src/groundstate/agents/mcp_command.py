@@ -37,6 +37,7 @@ from groundstate.agents.base import Session, ToolResult
 from groundstate.errors import HarnessCompatibilityError, SpecError, TimeLimitReached
 from groundstate.sandbox import (
     SandboxPolicy,
+    command_files,
     find_bwrap,
     kill_cgroup,
     limits,
@@ -63,6 +64,7 @@ BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
         {"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]},
     ),
 }
+GROUNDSTATE_PACKAGE = Path(__file__).resolve().parent.parent
 STDERR_KEPT = 64 * 1024
 """Bytes of the program's stderr kept as an artifact (the end, where errors are)."""
 KILL_MARGIN = 0.5
@@ -187,6 +189,7 @@ class McpCommandAgent:
                     await _serve(proc, bridge, session, deadline)
                 finally:
                     _kill(proc)
+                    _close(proc.stdout)
                     _keep_artifacts(session, self.command, proc, stderr)
             finally:
                 if cgroup is not None:
@@ -205,13 +208,17 @@ class McpCommandAgent:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
         env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
         env |= self.env
+        # `-m groundstate.mcp_client` imports the very groundstate running the attempt.
+        paths = [str(GROUNDSTATE_PACKAGE.parent), *filter(None, [env.get("PYTHONPATH")])]
         env |= {
+            "PYTHONPATH": os.pathsep.join(paths),
             "GROUNDSTATE_USER_REQUEST": session.user_request,
             "GROUNDSTATE_INSTRUCTIONS": session.instructions,
             "GROUNDSTATE_SEED": str(session.seed),
         }
         hidden = [Path(p) for p in getattr(session, "hidden_paths", ())]
-        visible = [self.cwd, *(Path(a).parent for a in self.command if Path(a).is_absolute())]
+        # The command's own files, and groundstate itself (for `-m groundstate.mcp_client`).
+        visible = [self.cwd, GROUNDSTATE_PACKAGE, *(f.parent for f in command_files(self.command))]
         argv = wrap_command(self.command, self.policy, visible=visible, hidden=hidden)
         cwd = "/" if self.policy.sandbox == "bwrap" else str(self.cwd)
         try:
@@ -262,8 +269,9 @@ async def _serve(
             await _exit_of(proc, min(time.monotonic() + FINISH_ANSWER, deadline))
             _close(proc.stdin)
             await _exit_of(proc, min(time.monotonic() + EXIT_GRACE, deadline))
-        _kill(proc)  # before cancelling: the pipe reader returns once the pipes close
+        _kill(proc)  # before cancelling: the pipe reader returns at the end of its output
         group.cancel_scope.cancel()
+    _close(proc.stdout)
 
 
 async def _exit_of(proc: subprocess.Popen[str], until: float) -> None:
@@ -289,13 +297,14 @@ async def _pipe_streams(proc: subprocess.Popen[str]) -> AsyncIterator[tuple[Any,
 
     async def read() -> None:
         async with to_server:
-            async for line in stdout:
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except Exception as exc:  # the program wrote something that is not MCP
-                    await to_server.send(exc)
-                    continue
-                await to_server.send(SessionMessage(message))
+            with suppress(OSError, ValueError):  # the pipe closed under a read: the end
+                async for line in stdout:
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    except Exception as exc:  # the program wrote something that is not MCP
+                        await to_server.send(exc)
+                        continue
+                    await to_server.send(SessionMessage(message))
 
     async def write() -> None:
         async with from_server:
@@ -332,7 +341,6 @@ def _kill(proc: subprocess.Popen[str]) -> None:
         with suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
     _close(proc.stdin)
-    _close(proc.stdout)
 
 
 def _keep_artifacts(
