@@ -8,8 +8,8 @@ import random
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
@@ -53,6 +53,9 @@ from groundstate.workdirs import temp_root
 _T = TypeVar("_T")
 
 USER_SIMULATOR = "user_simulator"
+END_WAIT = 1.0
+"""Seconds the episode waits for a session call in progress before it ends the attempt
+without it (a tool blocked in Python cannot be interrupted)."""
 """The stage (and terminal sub-reason) of a failing user simulator: the instrument's fault."""
 
 
@@ -136,6 +139,10 @@ class EpisodeSession:
         self.cost = 0.0
         self.stop: Stop | None = None
         self._ended = False
+        self._in_call: str | None = None
+        self.blocked_call: str | None = None
+        """A tool still running when the attempt ended (left behind: threads cannot be
+        killed); kept in the evidence."""
         self._steps = 0
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
@@ -229,16 +236,31 @@ class EpisodeSession:
 
     def latch(self, error: BaseException, stage: str) -> Stop:
         """Record *error* as the attempt's stop unless one is latched already; return the stop."""
-        with self._lock:
+        with self._briefly_locked():
             if self.stop is None:
                 self.stop = Stop(error, stage, self._steps, self._elapsed())
             return self.stop
 
     def end(self) -> None:
         """Refuse every later call: the attempt is over (or cancelled) and its environment
-        is about to close. Waits for a call in progress, which the deadline bounds."""
-        with self._lock:
+        is about to close. Waits briefly for a call in progress: the deadline bounds SQL, but
+        not a tool blocked in Python (a sleep, a loop, a socket), which is left behind and
+        named in :attr:`blocked_call`."""
+        with self._briefly_locked() as locked:
             self._ended = True
+            if not locked:
+                self.blocked_call = self._in_call
+
+    @contextmanager
+    def _briefly_locked(self) -> Iterator[bool]:
+        """The session's lock if it can be had within :data:`END_WAIT` seconds. The episode
+        must not wait on a call that never returns: it would hold up every attempt."""
+        locked = self._lock.acquire(timeout=END_WAIT)
+        try:
+            yield locked
+        finally:
+            if locked:
+                self._lock.release()
 
     def record_final(self, text: str) -> None:
         """Put the agent's final reply in the trace, where constraints on messages see it."""
@@ -266,12 +288,15 @@ class EpisodeSession:
         if not isinstance(tool, str):
             self._latch(_mismatch(f"a tool name must be a str, got {_kind(tool)}"), "tool_call")
         step = self._next_step("tool_call")
+        self._in_call = tool
         try:
             result = self._gateway.call(step, tool, args)
         except EnvironmentFailure as exc:
             self._latch(exc, "tool_call")
         except TimeLimitReached as exc:  # the call's SQL was interrupted at the deadline
             self._latch(exc, "time_limit")
+        finally:
+            self._in_call = None
         if result.error_class == "permission_denied" and self._ends_on("on_prohibited_action"):
             self._latch(ProhibitedAction(result.error or ""), "tool_call")
         return result
@@ -411,6 +436,8 @@ async def _episode(
         await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         session.end()
+    if session.blocked_call is not None:
+        progress.evidence["blocked_in_tool"] = session.blocked_call
     if not (progress.interruption or "").startswith("environment_failure"):
         _grade(task, suite, env, s0, session, progress)
     progress.evidence["health_after"] = env.health()
