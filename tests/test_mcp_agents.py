@@ -236,3 +236,27 @@ def test_a_python_agent_runs_unchanged_as_an_external_program(
         verdicts[seed] = (outside.run.terminal_reason, same.run.terminal_reason)
     assert all(a == b for a, b in verdicts.values()), verdicts
     assert len({a for a, _ in verdicts.values()}) == 2  # both routes: a PIN check or not
+
+
+SPENDER = '''
+async def spender(session):
+    session.record_usage(input_tokens=600, output_tokens=500, cost=0.25)
+    await session.call("balance", {"account": "A"})
+    return "done"
+'''
+
+
+def test_an_external_programs_usage_counts_against_the_budgets(
+    edited_bank: Any, tmp_path: Path
+) -> None:
+    bank = edited_bank(lambda task: task.update(time_limit=60))
+    (tmp_path / "spender.py").write_text(SPENDER)
+    command = ["{python}", "-m", "groundstate.mcp_client", "spender.py:spender"]
+    system = load_system(system_file(tmp_path, command))
+    budgets = system.budgets.model_copy(update={"max_tokens": 1000})
+    system = system.model_copy(update={"budgets": budgets})
+    out = attempt(bank, "transfer", load_agent(system), system=system)
+    assert out.run.terminal_reason == "agent_failure/budget"
+    assert (out.run.usage.input_tokens, out.run.usage.output_tokens) == (600, 500)
+    assert out.run.cost == 0.25
+    assert not [e for e in out.run.observation_action_log if e.kind == "tool_call"]

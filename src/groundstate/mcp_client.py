@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 from groundstate.agents.base import ToolResult, ToolSpec
 
 LEFT = "(the user has left the conversation)"
+BRIDGE_NAMES = frozenset({"send_message_to_user", "finish", "give_up", "report_usage"})
 ERROR_CLASSES = ("invalid_arguments", "unknown_tool", "permission_denied", "tool_error")
 
 
@@ -37,6 +38,7 @@ class McpSession:
         self._instructions = instructions
         self._tools = tools
         self._seed = int(os.environ.get("GROUNDSTATE_SEED", "0"))
+        self._usage: dict[str, float] = {}
         self._rng = random.Random(self._seed)
 
     @classmethod
@@ -47,7 +49,7 @@ class McpSession:
         tools = [
             ToolSpec(t.name, t.description or "", dict(t.input_schema))
             for t in listed.tools
-            if t.name not in ("send_message_to_user", "finish", "give_up")
+            if t.name not in BRIDGE_NAMES
         ]
         return cls(client, hello.instructions or "", tools)
 
@@ -90,12 +92,25 @@ class McpSession:
     def record_usage(
         self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
     ) -> None:
-        """Not carried over MCP yet: an external program's usage is not recorded."""
+        """Kept until the next call, which reports it first (``report_usage``)."""
+        for key, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            self._usage[key] = self._usage.get(key, 0) + value
+        self._usage["cost"] = self._usage.get("cost", 0.0) + cost
+
+    async def flush_usage(self) -> None:
+        """Report the usage recorded since the last call."""
+        if any(self._usage.values()):
+            usage, self._usage = self._usage, {}
+            await self._send("report_usage", usage)
 
     def give_up(self, reason: str) -> NoReturn:
         raise _GiveUp(reason)
 
     async def _call(self, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+        await self.flush_usage()
+        return await self._send(name, args)
+
+    async def _send(self, name: str, args: dict[str, Any]) -> tuple[bool, str]:
         result = await self._client.call_tool(name, args)
         if result.is_error and str(result_text(result)).startswith("the attempt has stopped"):
             raise _Stopped(result_text(result))
@@ -125,6 +140,7 @@ async def serve_agent(agent: Any) -> None:
                 session = await McpSession.open(client)
                 try:
                     final = await agent.run(session)
+                    await session.flush_usage()
                 except _GiveUp as exc:
                     await client.call_tool("give_up", {"reason": str(exc)})
                     return

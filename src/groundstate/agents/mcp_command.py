@@ -4,11 +4,13 @@ A system names the built-in entry ``mcp-command`` with the program's command lin
 attempt groundstate starts the program in a sandbox (see :mod:`groundstate.sandbox`) and serves
 it an MCP server (the official ``mcp`` SDK) on the program's stdin and stdout: the program is
 the MCP *client*. The server lists the task's tools (the same gateway, validation and
-permissions as any agent) and three more:
+permissions as any agent) and four more:
 
 * ``send_message_to_user(text)``: the user's reply, or a note that the user has left;
 * ``finish(final_reply)``: the final reply to the user; the program should then exit;
-* ``give_up(reason)``: ends the attempt as ``agent_failure/gave_up``.
+* ``give_up(reason)``: ends the attempt as ``agent_failure/gave_up``;
+* ``report_usage(input_tokens, output_tokens, cost)``: the program's model usage, counted
+  against the system's budgets like an in-process agent's ``session.record_usage``.
 
 The instructions (system prompt and policy) are the server's MCP ``instructions``; the user's
 request and the attempt's seed are in the environment variables ``GROUNDSTATE_USER_REQUEST``
@@ -63,6 +65,18 @@ BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
         "Stop without completing the task, giving a reason.",
         {"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]},
     ),
+    "report_usage": (
+        "Report the tokens and cost of your model calls so far (not yet reported); the "
+        "system's budgets apply to them.",
+        {
+            "type": "object",
+            "properties": {
+                "input_tokens": {"type": "integer", "minimum": 0},
+                "output_tokens": {"type": "integer", "minimum": 0},
+                "cost": {"type": "number", "minimum": 0},
+            },
+        },
+    ),
 }
 GROUNDSTATE_PACKAGE = Path(__file__).resolve().parent.parent
 STDERR_KEPT = 64 * 1024
@@ -114,6 +128,13 @@ class _Bridge:
             return "(the user has left the conversation)" if reply is None else reply
         if name == "give_up":
             self.session.give_up(str(args.get("reason", "")))
+        if name == "report_usage":
+            self.session.record_usage(
+                input_tokens=_count(args.get("input_tokens")),
+                output_tokens=_count(args.get("output_tokens")),
+                cost=max(0.0, float(args.get("cost") or 0.0)),
+            )
+            return "recorded"
         self.final = str(args.get("final_reply", ""))
         self.finished = True
         self.done.set()
@@ -354,6 +375,10 @@ def _keep_artifacts(
     stderr.seek(max(0, size - STDERR_KEPT))
     add("agent_stderr.txt", stderr.read().decode("utf-8", "replace"))
     add("agent_process.json", json.dumps({"command": command, "exit_code": proc.returncode}))
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
 
 
 def _tool_result(result: ToolResult) -> Any:
