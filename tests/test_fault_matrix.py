@@ -56,6 +56,15 @@ def count_to(ctx: ToolContext, n: int) -> int:
     """Count from 1 to n in SQL (unbounded for a large n)."""
     sql = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < ?) "
     return int(ctx.db.execute(sql + "SELECT count(*) FROM c", (n,)).fetchone()[0])
+
+
+@tool
+def nap(ctx: ToolContext, seconds: float) -> str:
+    """Block in Python (a stand-in for a hung socket or a loop): no deadline reaches it."""
+    import time
+
+    time.sleep(seconds)
+    return "rested"
 '''
 
 EXTRA_CHECK = '''
@@ -80,7 +89,7 @@ def matrix_bank(tmp_path_factory: pytest.TempPathFactory) -> Suite:
     task_file = root / "tasks" / "transfer.yaml"
     task = yaml.safe_load(task_file.read_text())
     task["time_limit"] = TIME_LIMIT
-    task["available_tools"].append("count_to")
+    task["available_tools"] += ["count_to", "nap"]
     task["outcome_assertions"].append({"id": "fragile", "check": "checks.py:no_transfer_to_c"})
     task_file.write_text(yaml.safe_dump(task))
     return load_suite(root)
@@ -162,6 +171,10 @@ async def _explodes(session: Session) -> None:
 
 async def _unbounded_sql(session: Session) -> None:
     await session.call("count_to", {"n": 2**62})
+
+
+async def _blocking_tool(session: Session) -> None:
+    await session.call("nap", {"seconds": 6 * TIME_LIMIT})  # past the bound below
 
 
 async def _bad_tool_name(session: Session) -> None:
@@ -319,6 +332,9 @@ FAULTS: dict[str, Fault] = {
     "unbounded_sql": Fault(
         "agent_failure/time_limit", "ran past the attempt's time limit", _unbounded_sql
     ),
+    # a tool blocked in Python cannot be interrupted: it is left behind, named, and the
+    # batch goes on (it used to wait for the tool, holding up every attempt)
+    "tool_blocks": Fault("agent_failure/time_limit", '"blocked_in_tool": "nap"', _blocking_tool),
     # protocol mismatches
     "sync_run": Fault("harness_compatibility_failure", "async def", _SyncRun),
     "missing_run": Fault("harness_compatibility_failure", "no run(session)", _NoRun),

@@ -21,9 +21,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from groundstate.agents.base import Session
+if TYPE_CHECKING:  # the module runs without groundstate too (in examples/agents/mcp_agent.py)
+    from groundstate.agents.base import Session
 
 Record = dict[str, Any]
 Candidate = tuple[Record, Record]  # (order, item)

@@ -8,8 +8,8 @@ import random
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
@@ -39,12 +39,23 @@ from groundstate.records import AgentRun, CheckResult, Usage
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask
-from groundstate.trace import MessageEvent, ModelCall, ModelCallEvent, TraceEvent, dump_jsonl
-from groundstate.users import ScriptedUser
+from groundstate.trace import (
+    MessageEvent,
+    ModelCall,
+    ModelCallEvent,
+    TraceEvent,
+    dump_jsonl,
+    recordable,
+)
+from groundstate.users import make_user
+from groundstate.workdirs import temp_root
 
 _T = TypeVar("_T")
 
 USER_SIMULATOR = "user_simulator"
+END_WAIT = 1.0
+"""Seconds the episode waits for a session call in progress before it ends the attempt
+without it (a tool blocked in Python cannot be interrupted)."""
 """The stage (and terminal sub-reason) of a failing user simulator: the instrument's fault."""
 
 
@@ -128,12 +139,20 @@ class EpisodeSession:
         self.cost = 0.0
         self.stop: Stop | None = None
         self._ended = False
+        self._in_call: str | None = None
+        self.blocked_call: str | None = None
+        """A tool still running when the attempt ended (left behind: threads cannot be
+        killed); kept in the evidence."""
         self._steps = 0
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
-        self._user = ScriptedUser(system.user_simulator, task.user)
+        self._user = make_user(system.user_simulator, task, seed)
         tools = {name: suite.tools[name] for name in task.available_tools}
         self._tools = tools
+        self.artifacts: dict[str, str] = {}
+        self.hidden_paths = (suite.root, temp_root())
+        """What a sandboxed agent program must not see: the suite (solutions, checks,
+        fixtures) and every attempt's work directory."""
         self._gateway = ToolGateway(tools, env, self.events.append, self._elapsed)
         set_deadline = getattr(env, "set_deadline", None)
         if set_deadline is not None:  # SQL in tools stops at the time limit (see the gateway)
@@ -196,6 +215,10 @@ class EpisodeSession:
             event = ModelCallEvent(step=self._steps, at=self._elapsed(), **dict(call))
             self.events.append(event)
 
+    def add_artifact(self, name: str, text: str) -> None:
+        """Keep *text* as the artifact *name* of this run (e.g. an agent program's stderr)."""
+        self.artifacts[name] = recordable(text)
+
     def give_up(self, reason: str) -> NoReturn:
         with self._lock:
             self._raise_if_stopped()
@@ -213,16 +236,31 @@ class EpisodeSession:
 
     def latch(self, error: BaseException, stage: str) -> Stop:
         """Record *error* as the attempt's stop unless one is latched already; return the stop."""
-        with self._lock:
+        with self._briefly_locked():
             if self.stop is None:
                 self.stop = Stop(error, stage, self._steps, self._elapsed())
             return self.stop
 
     def end(self) -> None:
         """Refuse every later call: the attempt is over (or cancelled) and its environment
-        is about to close. Waits for a call in progress, which the deadline bounds."""
-        with self._lock:
+        is about to close. Waits briefly for a call in progress: the deadline bounds SQL, but
+        not a tool blocked in Python (a sleep, a loop, a socket), which is left behind and
+        named in :attr:`blocked_call`."""
+        with self._briefly_locked() as locked:
             self._ended = True
+            if not locked:
+                self.blocked_call = self._in_call
+
+    @contextmanager
+    def _briefly_locked(self) -> Iterator[bool]:
+        """The session's lock if it can be had within :data:`END_WAIT` seconds. The episode
+        must not wait on a call that never returns: it would hold up every attempt."""
+        locked = self._lock.acquire(timeout=END_WAIT)
+        try:
+            yield locked
+        finally:
+            if locked:
+                self._lock.release()
 
     def record_final(self, text: str) -> None:
         """Put the agent's final reply in the trace, where constraints on messages see it."""
@@ -250,12 +288,15 @@ class EpisodeSession:
         if not isinstance(tool, str):
             self._latch(_mismatch(f"a tool name must be a str, got {_kind(tool)}"), "tool_call")
         step = self._next_step("tool_call")
+        self._in_call = tool
         try:
             result = self._gateway.call(step, tool, args)
         except EnvironmentFailure as exc:
             self._latch(exc, "tool_call")
         except TimeLimitReached as exc:  # the call's SQL was interrupted at the deadline
             self._latch(exc, "time_limit")
+        finally:
+            self._in_call = None
         if result.error_class == "permission_denied" and self._ends_on("on_prohibited_action"):
             self._latch(ProhibitedAction(result.error or ""), "tool_call")
         return result
@@ -395,6 +436,8 @@ async def _episode(
         await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         session.end()
+    if session.blocked_call is not None:
+        progress.evidence["blocked_in_tool"] = session.blocked_call
     if not (progress.interruption or "").startswith("environment_failure"):
         _grade(task, suite, env, s0, session, progress)
     progress.evidence["health_after"] = env.health()
@@ -599,7 +642,7 @@ def _record(
         infrastructure_status=progress.evidence,
         artifact_locations={},
     )
-    artifacts = {"trace.jsonl": dump_jsonl(events)}
+    artifacts = {**(session.artifacts if session else {}), "trace.jsonl": dump_jsonl(events)}
     if progress.diff is not None:
         artifacts["state_diff.json"] = progress.diff.model_dump_json(indent=1)
     return AttemptOutput(run=run, artifacts=artifacts)

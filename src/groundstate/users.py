@@ -8,19 +8,65 @@ The scripted user answers each agent message by fixed rules, in order:
 3. a message asking to "confirm", "go ahead" or "proceed" gets "Yes, please go ahead." when the
    task's user confirms, else "No, please do not do that.";
 4. a message containing "anything else" gets "No, that's all. Thank you!" and the user leaves;
-5. anything else gets "Sorry, I'm not sure what you mean."
+5. a question ("?", or "tell me", "provide", "share"...) that names a private fact by one of its
+   distinctive words, as a whole word, reveals it: "What's your PIN?" and "Which zip?" are
+   answered (a fact named ``zip_code`` or ``account_pin``); generic words ("code", "number",
+   "id", "name", "account", "address") do not count alone;
+6. anything else gets "Sorry, I'm not sure what you mean."
+
+A model-driven user (``kind: model``, :class:`ModelUser`) plays the user with a pinned model.
 """
 
 from __future__ import annotations
 
-from groundstate.spec.system import UserSimulatorSection
-from groundstate.spec.task import UserScenario
+import os
+import re
+from typing import Any, Protocol
+
+from groundstate.errors import EnvironmentFailure
+from groundstate.spec.system import UserModel, UserSimulatorSection
+from groundstate.spec.task import AgentTask, UserScenario
 
 CONFIRM_WORDS = ("confirm", "go ahead", "proceed")
 YES = "Yes, please go ahead."
 NO = "No, please do not do that."
 GOODBYE = "No, that's all. Thank you!"
 UNSURE = "Sorry, I'm not sure what you mean."
+ASKING = re.compile(r"\?|\b(tell me|provide|share|give me|send me|what is|what's|which)\b")
+GENERIC_WORDS = frozenset({"code", "number", "id", "name", "account", "address", "the", "my"})
+STOP_TOKEN = "###STOP###"
+DEFAULT_USER_PROMPT = """\
+You are playing a customer talking to a customer service agent, to test the agent. Stay in
+character: you are {persona}. Write only what the customer says, one short message at a time.
+
+Your situation and what you want:
+{scenario}
+
+Facts you know. Share a fact only when the agent asks for it; never volunteer the others:
+{knowledge}
+
+{confirmation}
+When your request has been handled, or the agent cannot help, say goodbye and end your message
+with {stop_token}."""
+
+
+class User(Protocol):
+    """A simulated user: answers each agent message, or None once it has left."""
+
+    left: bool
+
+    def reply(self, message: str) -> str | None: ...
+
+
+def make_user(spec: UserSimulatorSection, task: AgentTask, seed: int) -> User:
+    """The user the system file declares, for one attempt of *task*."""
+    if spec.kind == "model":
+        return ModelUser(spec, task, seed)
+    if spec.kind == "person":
+        from groundstate.play import PersonUser  # the terminal side lives with `play`
+
+        return PersonUser(spec)
+    return ScriptedUser(spec, task.user)
 
 
 class ScriptedUser:
@@ -39,7 +85,7 @@ class ScriptedUser:
         revealed = [
             f"My {key.replace('_', ' ')} is {value}."
             for key, value in self._scenario.knowledge.items()
-            if key.replace("_", " ").lower() in text
+            if re.search(rf"\b{re.escape(key.replace('_', ' ').lower())}\b", text)
         ]
         if revealed:
             return " ".join(revealed)
@@ -48,4 +94,113 @@ class ScriptedUser:
         if "anything else" in text:
             self.left = True
             return GOODBYE
+        if ASKING.search(text):
+            asked = [fact for fact in self._scenario.knowledge if _names(fact, text)]
+            if asked:
+                return " ".join(self._fact(key) for key in asked)
         return UNSURE
+
+    def _fact(self, key: str) -> str:
+        return f"My {key.replace('_', ' ')} is {self._scenario.knowledge[key]}."
+
+
+def _names(fact: str, text: str) -> bool:
+    """Whether *text* names *fact* by one of its distinctive words, as a whole word."""
+    words = [w for w in re.split(r"[_\W]+", fact.lower()) if w and w not in GENERIC_WORDS]
+    return any(re.search(rf"\b{re.escape(word)}\b", text) for word in words)
+
+
+class ModelUser:
+    """A simulated user played by a model, pinned in the system spec.
+
+    The model gets :data:`DEFAULT_USER_PROMPT` (or the spec's ``prompt``) filled with the
+    persona, the task's scenario (``user.instructions``, else the request), its private facts
+    and whether it confirms; its own opening message is the task's request. It leaves when
+    its reply carries the stop token, or after ``max_turns`` agent messages. A failing model
+    call raises :class:`EnvironmentFailure`: the attempt is invalid
+    (``environment_failure/user_simulator``), never held against the agent.
+    """
+
+    def __init__(self, spec: UserSimulatorSection, task: AgentTask, seed: int) -> None:
+        assert spec.model is not None  # the spec's validator requires it for kind: model
+        self._spec, self._model = spec, spec.model
+        self._stop = spec.stop_token or STOP_TOKEN
+        self._seed = spec.seed if spec.seed is not None else seed
+        self._turns = 0
+        self.left = False
+        scenario = task.user
+        facts = "\n".join(f"- {k.replace('_', ' ')}: {v}" for k, v in scenario.knowledge.items())
+        confirmation = (
+            "When the agent asks you to confirm an action you asked for, agree."
+            if scenario.confirms
+            else "When the agent asks you to confirm an action, refuse: do not let it go ahead."
+        )
+        prompt = (spec.prompt or DEFAULT_USER_PROMPT).format(
+            persona=spec.persona,
+            scenario=scenario.instructions or task.user_request,
+            knowledge=facts or "- (none)",
+            confirmation=confirmation,
+            stop_token=self._stop,
+        )
+        self.messages: list[dict[str, str]] = [
+            {"role": "system", "content": prompt},
+            {"role": "assistant", "content": task.user_request},
+        ]
+        self._client: Any = None
+
+    def reply(self, message: str) -> str | None:
+        self._turns += 1
+        if self.left or self._turns > self._spec.max_turns:
+            self.left = True
+            return None
+        self.messages.append({"role": "user", "content": message})
+        text = self._ask()
+        self.messages.append({"role": "assistant", "content": text})
+        if self._stop in text:
+            self.left = True
+            text = text.replace(self._stop, "").strip()
+        return text or None
+
+    def _ask(self) -> str:
+        client = self._sdk()  # first: it explains a missing SDK
+        import openai
+
+        try:
+            answer = client.chat.completions.create(
+                model=self._model.revision,
+                messages=self.messages,
+                **{"seed": self._seed, **self._model.decoding},
+            )
+            text = answer.choices[0].message.content
+        except openai.APIStatusError as exc:
+            reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
+            raise EnvironmentFailure(f"the user model failed: {reason}") from None
+        except (openai.APIError, AttributeError, IndexError, TypeError) as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            raise EnvironmentFailure(f"the user model failed: {reason}") from None
+        if not isinstance(text, str):
+            raise EnvironmentFailure("the user model failed: its answer has no text")
+        return text
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            self._client = _openai_client(self._model)
+        return self._client
+
+
+def _openai_client(model: UserModel) -> Any:
+    try:
+        import openai
+    except ImportError:
+        raise EnvironmentFailure(
+            "a model-driven user needs the openai SDK: pip install 'groundstate[openai]'"
+        ) from None
+    key = os.environ.get(model.api_key_env, "") if model.api_key_env else "unused"
+    if not key:
+        raise EnvironmentFailure(f"the user model's key: {model.api_key_env} is unset")
+    return openai.OpenAI(
+        api_key=key,
+        base_url=model.effective_base_url(),
+        timeout=model.request_timeout,
+        max_retries=model.max_retries,
+    )

@@ -17,9 +17,11 @@ from pydantic import (
     PrivateAttr,
     SerializerFunctionWrapHandler,
     model_serializer,
+    model_validator,
 )
 
 from groundstate.errors import SpecError
+from groundstate.sandbox import command_digests
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.files import is_file, load_model
 from groundstate.spec.strict import MAX_SECONDS, Count, Number, Seconds, Steps
@@ -117,6 +119,7 @@ BUILTIN_AGENTS: dict[str, tuple[str, str]] = {
         "groundstate.agents.anthropic_messages:AnthropicMessagesAgent",
         "anthropic",
     ),
+    "mcp-command": ("groundstate.agents.mcp_command:McpCommandAgent", "mcp"),
 }
 """Short names of the built-in model adapters -> (entry, the SDK package they call)."""
 
@@ -149,11 +152,62 @@ class EnvironmentSection(Section):
     reset_procedure: str = "rebuild from fixture"
 
 
+class UserModel(Section):
+    """The model behind a model-driven simulated user (an OpenAI-compatible Chat Completions
+    endpoint, on the official ``openai`` SDK)."""
+
+    revision: str
+    """The pinned model identifier."""
+    base_url: str | None = None
+    base_url_env: str | None = None
+    """An environment variable whose value, when set, replaces ``base_url`` (hashed as used)."""
+    api_key_env: str | None = None
+    """The environment variable holding the API key (only the name is stored)."""
+    decoding: dict[str, Any] = Field(default_factory=dict)
+    """Sent as they are (``temperature``, ``max_tokens``...)."""
+    request_timeout: Seconds = 60
+    max_retries: Annotated[Count, Field(ge=0, le=10)] = 2
+    """The SDK's own retries of rate limits, 5xx answers and timeouts."""
+
+    def effective_base_url(self) -> str | None:
+        if self.base_url_env and os.environ.get(self.base_url_env):
+            return os.environ[self.base_url_env]
+        return self.base_url
+
+
+_ADDED_USER_FIELDS = frozenset({"model", "prompt", "seed", "stop_token"})
+"""User-simulator settings added after the first format: omitted from the hash while unset."""
+
+
 class UserSimulatorSection(Section):
-    kind: Literal["scripted"] = "scripted"
+    kind: Literal["scripted", "model", "person"] = "scripted"
+    """``scripted`` (offline rules, see groundstate.users), ``model`` (needs ``model``) or
+    ``person`` (someone at the terminal: ``groundstate play --as user``)."""
     persona: str = "a polite customer who answers only what is asked"
     max_turns: Steps = 20
     """The user leaves after this many agent messages."""
+    model: UserModel | None = None
+    """For ``kind: model``: the model that plays the user."""
+    prompt: str | None = None
+    """For ``kind: model``: the instructions template (default
+    :data:`groundstate.users.DEFAULT_USER_PROMPT`); fields ``{persona}``, ``{scenario}``,
+    ``{knowledge}``, ``{confirmation}``, ``{stop_token}``."""
+    seed: int | None = None
+    """For ``kind: model``: the decoding seed sent with every request (default: the attempt's)."""
+    stop_token: str | None = None
+    """For ``kind: model``: the text by which the user ends the conversation (default
+    ``###STOP###``)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_additions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        return {k: v for k, v in data.items() if not (k in _ADDED_USER_FIELDS and v is None)}
+
+    @model_validator(mode="after")
+    def _model_for_model_users(self) -> UserSimulatorSection:
+        if self.kind == "model" and self.model is None:
+            raise ValueError("kind: model needs `model` (at least its `revision`)")
+        return self
 
 
 class BudgetsSection(Section):
@@ -241,18 +295,37 @@ def load_system(path: Path) -> SystemSpec:
     if code_file is not None and not is_file(code_file):
         raise SpecError(path, "harness.orchestration_loop.entry", f"no file {code_file}")
     try:
-        code = {"orchestration_loop": _code_hash(code_file, spec.harness.orchestration_loop.entry)}
+        loop_hash = _code_hash(code_file, spec.harness.orchestration_loop.entry)
+        code: dict[str, Any] = {"orchestration_loop": loop_hash}
     except Exception as exc:  # the user's package may raise anything while it is imported
         reason = f"cannot import: {type(exc).__name__}: {exc}"
         raise SpecError(path, "harness.orchestration_loop.entry", reason) from None
     loop_entry = spec.harness.orchestration_loop.entry
+    if loop_entry == "mcp-command":  # what runs is the program: its files' digests are hashed
+        code["command"] = _command_digests(spec, path)
     sdk = (BUILTIN_AGENTS[loop_entry][1],) if loop_entry in BUILTIN_AGENTS else ()
     found: dict[str, Any] = {"code": code, "versions": runtime_versions(sdk)}
     if spec.model.base_url_env:  # the URL in use comes from the environment: hash it
         found["serving"] = {"base_url": spec.model.effective_base_url()}
+    user_model = spec.user_simulator.model
+    if user_model is not None and user_model.base_url_env:
+        found["user_serving"] = {"base_url": user_model.effective_base_url()}
+    if spec.user_simulator.kind == "model":
+        found["versions"] |= runtime_versions(("openai",))
     resolved = spec.model_copy(update={"resolved": found})
     resolved._base_dir = path.parent
     return resolved
+
+
+def _command_digests(spec: SystemSpec, path: Path) -> dict[str, str]:
+    params = spec.harness.orchestration_loop.params
+    command, cwd = params.get("command"), params.get("cwd")
+    if isinstance(command, str):
+        command = command.split()
+    if not command or not command[0] or not all(isinstance(a, str) for a in command):
+        field = "harness.orchestration_loop.params.command"
+        raise SpecError(path, field, "mcp-command needs a command: a list of strings")
+    return command_digests(command, path.parent / cwd if isinstance(cwd, str) else path.parent)
 
 
 def _code_hash(code_file: Path | None, entry: str) -> str:

