@@ -179,9 +179,7 @@ def paired_difference(a: Sequence[TaskCounts], b: Sequence[TaskCounts]) -> Diffe
     pairs = [(t, by_id[t.task_id]) for t in a if t.n > 0 and t.task_id in by_id]
     revised = [x.task_id for x, y in pairs if x.revision != y.revision]
     if revised:
-        raise PlanningError(
-            "task_revision differs between the pilots for: " + ", ".join(revised)
-        )
+        raise PlanningError("task_revision differs between the pilots for: " + ", ".join(revised))
     if len(pairs) < 2:
         raise PlanningError(
             f"the two pilots share {len(pairs)} task(s) with valid attempts; pairing needs 2"

@@ -8,15 +8,44 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from groundstate.agreement import Agreement
 from groundstate.analysis import outcomes
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, warn
+from groundstate.diagnosis import (
+    EVALUATOR_DEFECT,
+    TAXONOMY_FILE,
+    FailureTaxonomy,
+    default_taxonomy,
+    failed_runs,
+    label_agreement,
+    label_records,
+    load_taxonomy,
+    read_label_file,
+    sample_failures,
+    suite_taxonomy,
+    verdict_agreement,
+    write_sheet,
+)
+from groundstate.diagnosis.verdicts import FIELDS, Field
+from groundstate.errors import GroundstateError
 from groundstate.planning import Plan, plan
 from groundstate.records import AgentRun
+from groundstate.spec.suite import load_suite
 from groundstate.stats import TaskCounts, task_counts
-from groundstate.store import BatchInfo, RunStore
+from groundstate.store import BatchInfo, RunLabels, RunStore
+from groundstate.validation.regress import RegressionRefused, regress
+
+TAXONOMY_OPTION = click.option(
+    "--taxonomy",
+    "taxonomy_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Failure taxonomy file (default: see the command's description).",
+)
 
 
 def _read_batches(
@@ -109,3 +138,267 @@ def _print_plan(out: Console, result: Plan) -> None:
     )
     for line in result.warnings:
         out.print(f"[yellow]warning:[/] {line}")
+
+
+# --- grader agreement -------------------------------------------------------------------------
+
+
+@main.command("agreement")
+@click.argument("batch_a")
+@click.argument("batch_b")
+@click.option(
+    "--on",
+    type=click.Choice(FIELDS),
+    default="success",
+    show_default=True,
+    help="Compare verdicts, terminal reasons, or reason classes (before the '/').",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
+@STORE_OPTION
+def agreement_command(batch_a: str, batch_b: str, on: Field, as_json: bool, store: Path) -> None:
+    """Agreement of two graders: BATCH_A and BATCH_B paired by (task, attempt).
+
+    For a grader revision against the previous one, run the same system and seed under each
+    (or import both graders' verdicts). Prints Cohen's kappa, Krippendorff's alpha, the
+    confusion table and each attempt they disagree on.
+    """
+    (_, a_runs), (_, b_runs) = _read_batches(store, (batch_a, batch_b))
+    result = verdict_agreement(a_runs, b_runs, on)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    out = console()
+    out.print(
+        f"{result.paired} attempts paired on {on} ({result.only_in_a} only in A, "
+        f"{result.only_in_b} only in B)"
+    )
+    out.print(_agreement_table("A against B", [("all", None, result.agreement)]))
+    confusion = Table(title="confusion (rows: A, columns: B)")
+    values = sorted({*result.confusion, *(y for row in result.confusion.values() for y in row)})
+    confusion.add_column("A \\ B")
+    for value in values:
+        confusion.add_column(escape(value))
+    for x in values:
+        row = result.confusion.get(x, {})
+        confusion.add_row(escape(x), *(str(row.get(y, 0)) for y in values))
+    out.print(confusion)
+    for d in result.disagreements:
+        out.print(
+            escape(f"disagree: {d['task_id']} attempt {d['attempt']}: A {d['a']} ({d['a_run']}), "
+                   f"B {d['b']} ({d['b_run']})")
+        )  # fmt: skip
+
+
+def _agreement_table(title: str, rows: list[tuple[str, int | None, Agreement]]) -> Table:
+    table = Table(title=title)
+    columns = (
+        "label",
+        "positives",
+        "units",
+        "% agree",
+        "Cohen kappa",
+        "Fleiss kappa",
+        "Kripp. alpha",
+    )
+    for column in columns:
+        table.add_column(column)
+    for name, positives, a in rows:
+        table.add_row(
+            escape(name),
+            "" if positives is None else str(positives),
+            str(a.units),
+            _number(a.percent_agreement),
+            _number(a.cohen_kappa, a.cohen_units),
+            _number(a.fleiss_kappa, a.fleiss_units),
+            _number(a.krippendorff_alpha, a.alpha_units),
+        )
+    return table
+
+
+def _number(value: float | None, units: int | None = None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" + ("" if units is None else f" ({units})")
+
+
+# --- sampling failures ------------------------------------------------------------------------
+
+
+@main.command("sample-failures")
+@click.argument("batch_id")
+@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Runs to sample.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="Folder for sheet.csv, sheet.jsonl, sheet.html and taxonomy.yaml.",
+)
+@TAXONOMY_OPTION
+@STORE_OPTION
+def sample_failures_command(
+    batch_id: str, n: int, seed: int, out: Path, taxonomy_file: Path | None, store: Path
+) -> None:
+    """Draw N failed runs of BATCH_ID, stratified by terminal reason and slice, into a
+    labelling sheet (CSV, JSONL, and an HTML page with each trajectory and its evidence)."""
+    ((batch, runs),) = _read_batches(store, (batch_id,))
+    taxonomy = _taxonomy(batch, taxonomy_file)
+    sample = sample_failures(batch, runs, n, seed)
+    paths = write_sheet(out, batch, sample, taxonomy)
+    failed = len(failed_runs(runs))
+    click.echo(f"sampled {len(sample)} of {failed} valid failed runs (seed {seed})")
+    click.echo(f"taxonomy {taxonomy.ref}: {', '.join(taxonomy.ids)}")
+    for path in paths:
+        click.echo(f"wrote {path}")
+
+
+def _taxonomy(batch: BatchInfo, taxonomy_file: Path | None) -> FailureTaxonomy:
+    """--taxonomy if given, else the batch's suite's taxonomy.yaml, else the default."""
+    if taxonomy_file is not None:
+        return load_taxonomy(taxonomy_file)
+    suite = Path(batch.suite_path)
+    if not suite.is_dir():
+        click.echo(
+            f"warning: suite folder {suite} of batch {batch.batch_id} is not here; using the "
+            "default taxonomy (pass --taxonomy to choose)",
+            err=True,
+        )
+        return default_taxonomy()
+    return suite_taxonomy(suite)
+
+
+# --- labels -----------------------------------------------------------------------------------
+
+
+@main.group("labels")
+def labels_group() -> None:
+    """Import failure labels, measure their agreement, record the adjudication."""
+
+
+@labels_group.command("import")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--annotator", required=True, help="Who gave these labels.")
+@TAXONOMY_OPTION
+@STORE_OPTION
+def labels_import(file: Path, annotator: str, taxonomy_file: Path | None, store: Path) -> None:
+    """Store one annotator's labels from a filled-in sheet (sheet.csv or sheet.jsonl)."""
+    stored = _store_labels(file, annotator, taxonomy_file, store, adjudicated=False)
+    click.echo(f"stored labels of {len(stored)} runs by {annotator!r}")
+
+
+@labels_group.command("adjudicate")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--adjudicator", default="adjudicated", show_default=True, help="Who decided.")
+@TAXONOMY_OPTION
+@STORE_OPTION
+def labels_adjudicate(
+    file: Path, adjudicator: str, taxonomy_file: Path | None, store: Path
+) -> None:
+    """Record the adjudicated labels (the final set) from a sheet; a later adjudication of a
+    run supersedes an earlier one. Runs adjudicated evaluator_defect feed `labels regress`."""
+    stored = _store_labels(file, adjudicator, taxonomy_file, store, adjudicated=True)
+    defects = sum(EVALUATOR_DEFECT in x.labels for x in stored)
+    click.echo(f"recorded the adjudicated labels of {len(stored)} runs")
+    if defects:
+        batches = " ".join(sorted({x.batch_id for x in stored if EVALUATOR_DEFECT in x.labels}))
+        click.echo(
+            f"{defects} evaluator defect(s): `groundstate labels regress {batches} --into DIR` "
+            "turns them into regression cases"
+        )
+
+
+def _store_labels(
+    file: Path, annotator: str, taxonomy_file: Path | None, store: Path, *, adjudicated: bool
+) -> list[RunLabels]:
+    beside = file.parent / TAXONOMY_FILE
+    if taxonomy_file is None and not beside.is_file():
+        raise GroundstateError(
+            f"no {TAXONOMY_FILE} beside {file}: pass --taxonomy (sample-failures writes one "
+            "into the sheet folder)"
+        )
+    taxonomy = load_taxonomy(taxonomy_file or beside)
+    rows = read_label_file(file, taxonomy)
+    with RunStore(store) as run_store:
+        batches = {}
+        for row in rows:
+            owner = run_store.run_batch_id(row.run_id)
+            if owner is not None and run_store.run(row.run_id).run_id == row.run_id:
+                batches[row.run_id] = owner
+        records = label_records(
+            file, rows, batches, annotator=annotator, taxonomy=taxonomy, adjudicated=adjudicated
+        )
+        run_store.add_labels(records)
+    return records
+
+
+@labels_group.command("agreement")
+@click.argument("batch_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
+@TAXONOMY_OPTION
+@STORE_OPTION
+def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, store: Path) -> None:
+    """Agreement of the annotators' labels on BATCH_ID's runs, per label and overall.
+
+    Each label is scored present/absent per run; "overall" pools those decisions over labels;
+    "exact set" compares whole label sets. Cohen's kappa needs exactly two annotators.
+    """
+    with RunStore(store) as run_store:
+        batch = run_store.batch(batch_id)
+        labelled = run_store.labels(batch.batch_id)
+    if not labelled:
+        raise GroundstateError(f"no labels stored for batch {batch.batch_id}")
+    result = label_agreement(labelled, _taxonomy(batch, taxonomy_file))
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    rows: list[tuple[str, int | None, Agreement]] = [
+        (x.label, x.positives, x.agreement) for x in result.per_label
+    ]
+    rows += [("overall (pooled)", None, result.overall), ("exact set", None, result.exact_set)]
+    title = (
+        f"label agreement · batch {batch.batch_id} · {result.units} runs · annotators "
+        f"{', '.join(result.annotators)}"
+    )
+    console().print(_agreement_table(title, rows))
+
+
+@labels_group.command("regress")
+@click.argument("batch_id")
+@click.option(
+    "--into",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Suite folder to add the regression tasks to (made if missing).",
+)
+@click.option(
+    "--suite",
+    "suite_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The batch's suite (default: the folder the batch recorded).",
+)
+@STORE_OPTION
+def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Path) -> None:
+    """Turn each run of BATCH_ID adjudicated evaluator_defect into a regression case: a copy
+    of its task whose observed trajectory is an alternative the repaired grader must pass."""
+    with RunStore(store) as run_store:
+        batch = run_store.batch(batch_id)
+        defects = [
+            run_store.run(x.run_id)
+            for x in run_store.labels(batch.batch_id, adjudicated=True)
+            if EVALUATOR_DEFECT in x.labels
+        ]
+    if not defects:
+        raise GroundstateError(
+            f"no run of batch {batch.batch_id} is adjudicated {EVALUATOR_DEFECT}"
+        )
+    suite = load_suite(suite_path or Path(batch.suite_path))
+    refused = 0
+    for run in defects:
+        try:
+            click.echo(regress(run, suite, into=into, evaluator_defect=True))
+        except RegressionRefused as exc:
+            refused += 1
+            click.echo(f"skipped run {run.run_id}: {exc}", err=True)
+    if refused:
+        sys.exit(1)
