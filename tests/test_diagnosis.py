@@ -170,6 +170,7 @@ def test_sheet_files_and_escaped_html(graded: dict[str, AgentRun], tmp_path: Pat
     html = paths[2].read_text()
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "pin-first" in html and "transfer" in html  # the failed check and the trajectory
+    assert html.index("pin-first") < html.index("passed checks</summary>")  # failed first
     (row,) = csv.DictReader(paths[0].read_text().splitlines())
     assert (row["run_id"], row["failed_checks"], row["labels"]) == (hostile.run_id, "pin-first", "")
     assert (
