@@ -344,6 +344,11 @@ def test_sample_label_twice_agree_adjudicate_and_regress(
     )
     assert code == 0, err
     assert "1 evaluator defect(s)" in out
+    code, out, _ = _invoke("labels", "agreement", batch.batch_id, "--json", "--store", store)
+    versus = json.loads(out)["against_adjudication"]
+    assert versus["bob"]["percent_agreement"] == 1.0  # bob's sheet was adopted as final
+    # ann differs from the final labels on 5 of 8 labels x 4 runs present/absent decisions
+    assert versus["ann"]["percent_agreement"] == pytest.approx(27 / 32)
     into = tmp_path / "regressions"
     code, out, err = _invoke(
         "labels", "regress", batch.batch_id, "--into", str(into), "--store", store

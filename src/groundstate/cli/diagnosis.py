@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -19,6 +20,7 @@ from groundstate.diagnosis import (
     EVALUATOR_DEFECT,
     TAXONOMY_FILE,
     FailureTaxonomy,
+    against_adjudication,
     default_taxonomy,
     failed_runs,
     label_agreement,
@@ -172,7 +174,7 @@ def agreement_command(batch_a: str, batch_b: str, on: Field, as_json: bool, stor
         f"{result.paired} attempts paired on {on} ({result.only_in_a} only in A, "
         f"{result.only_in_b} only in B)"
     )
-    out.print(_agreement_table("A against B", [("all", None, result.agreement)]))
+    out.print(_agreement_table("A against B", [(on, None, result.agreement)], "compared on"))
     confusion = Table(title="confusion (rows: A, columns: B)")
     values = sorted({*result.confusion, *(y for row in result.confusion.values() for y in row)})
     confusion.add_column("A \\ B")
@@ -189,10 +191,12 @@ def agreement_command(batch_a: str, batch_b: str, on: Field, as_json: bool, stor
         )  # fmt: skip
 
 
-def _agreement_table(title: str, rows: list[tuple[str, int | None, Agreement]]) -> Table:
+def _agreement_table(
+    title: str, rows: Sequence[tuple[str, int | None, Agreement]], first: str = "label"
+) -> Table:
     table = Table(title=title)
     columns = (
-        "label",
+        first,
         "positives",
         "units",
         "% agree",
@@ -345,11 +349,16 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
     with RunStore(store) as run_store:
         batch = run_store.batch(batch_id)
         labelled = run_store.labels(batch.batch_id)
+        adjudicated = run_store.labels(batch.batch_id, adjudicated=True)
     if not labelled:
         raise GroundstateError(f"no labels stored for batch {batch.batch_id}")
-    result = label_agreement(labelled, _taxonomy(batch, taxonomy_file))
+    taxonomy = _taxonomy(batch, taxonomy_file)
+    result = label_agreement(labelled, taxonomy)
+    versus = against_adjudication(labelled, adjudicated, taxonomy)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        data = result.to_dict()
+        data["against_adjudication"] = {k: v.to_dict() for k, v in versus.items()}
+        click.echo(json.dumps(data, indent=2))
         return
     rows: list[tuple[str, int | None, Agreement]] = [
         (x.label, x.positives, x.agreement) for x in result.per_label
@@ -359,7 +368,13 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
         f"label agreement · batch {batch.batch_id} · {result.units} runs · annotators "
         f"{', '.join(result.annotators)}"
     )
-    console().print(_agreement_table(title, rows))
+    out = console()
+    out.print(_agreement_table(title, rows))
+    if versus:
+        against = [(name, None, a) for name, a in versus.items()]
+        out.print(
+            _agreement_table("each annotator against the adjudicated labels", against, "annotator")
+        )
 
 
 @labels_group.command("regress")

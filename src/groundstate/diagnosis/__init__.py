@@ -4,6 +4,7 @@ agreement, the adjudicated set, and grader-versus-grader agreement (see docs/dia
 from groundstate.diagnosis.labels import (
     LabelFileError,
     LabelRow,
+    against_adjudication,
     label_agreement,
     label_records,
     read_label_file,
@@ -35,6 +36,7 @@ __all__ = [
     "LabelRow",
     "SheetRow",
     "VerdictAgreement",
+    "against_adjudication",
     "default_taxonomy",
     "failed_runs",
     "label_agreement",

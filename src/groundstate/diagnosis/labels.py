@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from groundstate.agreement import MultiLabelAgreement, multilabel_agreement
+from groundstate.agreement import Agreement, MultiLabelAgreement, multilabel_agreement
 from groundstate.diagnosis.taxonomy import FailureTaxonomy
 from groundstate.errors import GroundstateError
 from groundstate.store import RunLabels
@@ -166,3 +166,21 @@ def label_agreement(labelled: list[RunLabels], taxonomy: FailureTaxonomy) -> Mul
             "sheet with `groundstate labels import FILE --annotator ID`"
         )
     return multilabel_agreement(by_run, taxonomy.ids)
+
+
+def against_adjudication(
+    labelled: list[RunLabels], adjudicated: list[RunLabels], taxonomy: FailureTaxonomy
+) -> dict[str, Agreement]:
+    """Each annotator against the adjudicated labels, pooled over labels (present/absent), on
+    the runs both labelled: how often an annotator's call survived adjudication."""
+    final = {x.run_id: frozenset(x.labels) for x in adjudicated if x.taxonomy == taxonomy.ref}
+    found: dict[str, Agreement] = {}
+    for annotator in sorted({x.annotator for x in labelled}):
+        pairs = {
+            x.run_id: {"annotator": frozenset(x.labels), "adjudicated": final[x.run_id]}
+            for x in labelled
+            if x.annotator == annotator and x.run_id in final
+        }
+        if pairs:
+            found[annotator] = multilabel_agreement(pairs, taxonomy.ids).overall
+    return found
