@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from groundstate.agreement import (
     agreement,
@@ -159,3 +163,54 @@ def test_random_raters_agree_about_chance() -> None:
     rows = rng.integers(0, 3, size=(2000, 2)).tolist()
     assert abs(cohen_kappa(rows) or 0) < 0.05
     assert abs(krippendorff_alpha(rows) or 0) < 0.05
+
+
+# --- properties -------------------------------------------------------------------------------
+
+_unit = st.lists(st.sampled_from("abc"), min_size=3, max_size=3)
+_table = st.lists(_unit, min_size=2, max_size=15)
+
+
+def _scotts_pi(rows: list[list[str]]) -> float | None:
+    """Scott's pi, computed independently: pooled marginals for chance agreement."""
+    values = [v for row in rows for v in row]
+    chance = sum((values.count(c) / len(values)) ** 2 for c in set(values))
+    observed = sum(a == b for a, b in rows) / len(rows)
+    return None if chance == 1 else (observed - chance) / (1 - chance)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_table)
+def test_alpha_is_scotts_pi_corrected_for_sample_size(table: list[list[str]]) -> None:
+    rows = [row[:2] for row in table]
+    pi, alpha = _scotts_pi(rows), krippendorff_alpha(rows)
+    if pi is None:
+        assert alpha is None
+    else:
+        n = 2 * len(rows)
+        assert alpha == pytest.approx(1 - (1 - pi) * (n - 1) / n)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_table, st.permutations(range(3)), st.randoms(use_true_random=False))
+def test_statistics_ignore_rater_order_unit_order_and_category_names(
+    table: list[list[str]], raters: list[int], rnd: Any
+) -> None:
+    renamed = {"a": "x", "b": "a", "c": "q"}
+    shuffled = [[renamed[row[i]] for i in raters] for row in table]
+    rnd.shuffle(shuffled)
+    for statistic in (fleiss_kappa, krippendorff_alpha, percent_agreement):
+        before, after = statistic(table), statistic(shuffled)
+        assert (before is None) == (after is None)
+        if before is not None:
+            assert after == pytest.approx(before)
+    pairs = [row[:2] for row in table]
+    swapped = [[b, a] for a, b in pairs]
+    kappa = cohen_kappa(pairs)
+    assert cohen_kappa(swapped) == (None if kappa is None else pytest.approx(kappa))
+
+
+def test_fleiss_drops_a_partly_rated_unit_rather_than_miscounting_it() -> None:
+    complete = [["a", "a", "b"], ["b", "b", "b"], ["a", "b", "a"]]
+    assert fleiss_kappa([*complete, ["a", None, "a"]]) == fleiss_kappa(complete)
+    assert krippendorff_alpha([*complete, ["a", None, "a"]]) != krippendorff_alpha(complete)
