@@ -145,3 +145,19 @@ def test_pilot_refusals_name_the_reason() -> None:
         variance_components(counts(np.array([1, 0, 1]), 1))
     with pytest.raises(PlanningError, match="--delta"):
         plan([counts(np.array([1, 2]), 3)], delta=0)
+
+
+def test_paired_pilots_refuse_different_task_revisions() -> None:
+    a = [TaskCounts(f"t{i}", 4, 2, 0, 1.0, (), None, "1") for i in range(3)]
+    b = [TaskCounts(f"t{i}", 4, 3, 0, 1.0, (), None, "2" if i == 1 else "1") for i in range(3)]
+    with pytest.raises(PlanningError, match="task_revision differs between the pilots for: t1"):
+        paired_difference(a, b)
+
+
+def test_paired_pilots_use_only_shared_tasks() -> None:
+    a = [TaskCounts(f"t{i}", 4, i % 5, 0, 1.0, (), None, "") for i in range(6)]
+    b = [TaskCounts(f"t{i}", 4, (i + 1) % 5, 0, 1.0, (), None, "") for i in range(3, 9)]
+    # t3..t5 are shared: differences +1/4, -1, +1/4 attempts' worth
+    shared = paired_difference(a, b)
+    alone = paired_difference(a[3:], b[:3])
+    assert shared == alone
