@@ -373,13 +373,22 @@ def test_label_import_errors_exit_2_with_one_line(
     graded: dict[str, AgentRun], tmp_path: Path
 ) -> None:
     store = str(tmp_path / "runs.db")
-    _stored_batch(tmp_path / "runs.db", graded, ["bad_no_pin"])
+    _, stored = _stored_batch(tmp_path / "runs.db", graded, ["bad_no_pin"])
     lone = _csv(tmp_path / "lone.csv", [("r1", "planning")])
     code, _, err = _invoke("labels", "import", str(lone), "--annotator", "ann", "--store", store)
     assert code == 2 and "no taxonomy.yaml beside" in err
     (tmp_path / "taxonomy.yaml").write_text(yaml.safe_dump(TAXONOMY.model_dump()))
     code, _, err = _invoke("labels", "import", str(lone), "--annotator", "ann", "--store", store)
     assert (code, err.strip()) == (2, f"error: {lone}:2: no run r1 in the store")
+    prefix = _csv(tmp_path / "prefix.csv", [(stored[0].run_id[:8], "planning")])
+    code, _, err = _invoke("labels", "import", str(prefix), "--annotator", "ann", "--store", store)
+    assert code == 2 and f"no run {stored[0].run_id[:8]} in the store" in err  # full ids only
+    with RunStore(tmp_path / "runs.db") as runs:
+        assert runs.labels(stored[0].batch_id) == []  # nothing stored from a failed import
+    code, _, err = _invoke(
+        "labels", "regress", stored[0].batch_id, "--into", str(tmp_path / "r"), "--store", store
+    )
+    assert code == 2 and "is adjudicated evaluator_defect" in err
     assert "Traceback" not in err
 
 

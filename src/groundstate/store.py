@@ -521,6 +521,18 @@ class RunStore:
         rows = self._query("SELECT batch_id FROM runs WHERE run_id LIKE ?", (run_id + "%",))
         return str(rows[0][0]) if len(rows) == 1 else None
 
+    def batches_of_runs(self, run_ids: list[str]) -> dict[str, str]:
+        """Run id -> batch id for the given full run ids that are stored (exact match)."""
+        found: dict[str, str] = {}
+        for start in range(0, len(run_ids), 500):  # SQLite caps the parameters of one query
+            chunk = run_ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows = self._query(
+                f"SELECT run_id, batch_id FROM runs WHERE run_id IN ({marks})", tuple(chunk)
+            )
+            found.update({str(r[0]): str(r[1]) for r in rows})
+        return found
+
     def runs(self, batch_id: str) -> list[AgentRun]:
         rows = self._query(
             "SELECT record, run_id FROM runs WHERE batch_id = ? ORDER BY task_id, attempt, retry",

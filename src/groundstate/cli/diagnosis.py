@@ -18,16 +18,16 @@ from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, warn
 from groundstate.diagnosis import (
     EVALUATOR_DEFECT,
-    TAXONOMY_FILE,
     FailureTaxonomy,
+    adjudicated_defects,
     against_adjudication,
     default_taxonomy,
     failed_runs,
+    import_labels,
     label_agreement,
-    label_records,
     load_taxonomy,
-    read_label_file,
     sample_failures,
+    sheet_taxonomy,
     suite_taxonomy,
     verdict_agreement,
     write_sheet,
@@ -314,25 +314,11 @@ def labels_adjudicate(
 def _store_labels(
     file: Path, annotator: str, taxonomy_file: Path | None, store: Path, *, adjudicated: bool
 ) -> list[RunLabels]:
-    beside = file.parent / TAXONOMY_FILE
-    if taxonomy_file is None and not beside.is_file():
-        raise GroundstateError(
-            f"no {TAXONOMY_FILE} beside {file}: pass --taxonomy (sample-failures writes one "
-            "into the sheet folder)"
-        )
-    taxonomy = load_taxonomy(taxonomy_file or beside)
-    rows = read_label_file(file, taxonomy)
+    taxonomy = sheet_taxonomy(file, taxonomy_file)
     with RunStore(store) as run_store:
-        batches = {}
-        for row in rows:
-            owner = run_store.run_batch_id(row.run_id)
-            if owner is not None and run_store.run(row.run_id).run_id == row.run_id:
-                batches[row.run_id] = owner
-        records = label_records(
-            file, rows, batches, annotator=annotator, taxonomy=taxonomy, adjudicated=adjudicated
+        return import_labels(
+            file, run_store, annotator=annotator, taxonomy=taxonomy, adjudicated=adjudicated
         )
-        run_store.add_labels(records)
-    return records
 
 
 @labels_group.command("agreement")
@@ -398,15 +384,7 @@ def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Pa
     of its task whose observed trajectory is an alternative the repaired grader must pass."""
     with RunStore(store) as run_store:
         batch = run_store.batch(batch_id)
-        defects = [
-            run_store.run(x.run_id)
-            for x in run_store.labels(batch.batch_id, adjudicated=True)
-            if EVALUATOR_DEFECT in x.labels
-        ]
-    if not defects:
-        raise GroundstateError(
-            f"no run of batch {batch.batch_id} is adjudicated {EVALUATOR_DEFECT}"
-        )
+        defects = adjudicated_defects(run_store, batch.batch_id)
     suite = load_suite(suite_path or Path(batch.suite_path))
     refused = 0
     for run in defects:

@@ -17,9 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.agreement import Agreement, MultiLabelAgreement, multilabel_agreement
-from groundstate.diagnosis.taxonomy import FailureTaxonomy
+from groundstate.diagnosis.taxonomy import (
+    EVALUATOR_DEFECT,
+    TAXONOMY_FILE,
+    FailureTaxonomy,
+    load_taxonomy,
+)
 from groundstate.errors import GroundstateError
-from groundstate.store import RunLabels
+from groundstate.records import AgentRun
+from groundstate.store import RunLabels, RunStore
 
 
 class LabelFileError(GroundstateError):
@@ -114,6 +120,49 @@ def _row(path: Path, line: int, raw: Mapping[str, Any], taxonomy: FailureTaxonom
     if not isinstance(note, str):
         raise LabelFileError(path, line, "note must be text")
     return LabelRow(run_id.strip(), tuple(sorted(labels)), note, line)
+
+
+def sheet_taxonomy(path: Path, override: Path | None = None) -> FailureTaxonomy:
+    """*override* if given, else the ``taxonomy.yaml`` that ``sample-failures`` wrote beside
+    the sheet: labels are validated against what the annotators were shown."""
+    beside = Path(path).parent / TAXONOMY_FILE
+    if override is None and not beside.is_file():
+        raise GroundstateError(
+            f"no {TAXONOMY_FILE} beside {path}: pass --taxonomy (sample-failures writes one "
+            "into the sheet folder)"
+        )
+    return load_taxonomy(override or beside)
+
+
+def import_labels(
+    path: Path,
+    store: RunStore,
+    *,
+    annotator: str,
+    taxonomy: FailureTaxonomy,
+    adjudicated: bool = False,
+) -> list[RunLabels]:
+    """Read, validate and store a label file in one transaction; nothing is stored from a
+    file with any error. Returns what was stored."""
+    rows = read_label_file(path, taxonomy)
+    batches = store.batches_of_runs([row.run_id for row in rows])
+    records = label_records(
+        path, rows, batches, annotator=annotator, taxonomy=taxonomy, adjudicated=adjudicated
+    )
+    store.add_labels(records)
+    return records
+
+
+def adjudicated_defects(store: RunStore, batch_id: str) -> list[AgentRun]:
+    """The runs of a batch whose adjudicated labels include ``evaluator_defect``."""
+    defects = [
+        store.run(x.run_id)
+        for x in store.labels(batch_id, adjudicated=True)
+        if EVALUATOR_DEFECT in x.labels
+    ]
+    if not defects:
+        raise GroundstateError(f"no run of batch {batch_id} is adjudicated {EVALUATOR_DEFECT}")
+    return defects
 
 
 def label_records(
