@@ -20,6 +20,7 @@ from groundstate.diagnosis import (
     label_agreement,
     load_taxonomy,
     read_label_file,
+    regrade,
     sample_failures,
     suite_taxonomy,
     verdict_agreement,
@@ -34,7 +35,7 @@ from groundstate.store import BatchInfo, RunLabels, RunStore
 from groundstate.testing import run_solution, scripted_system
 from groundstate.validation.regress import OBSERVED_ACCEPTABLE, regress
 
-from .conftest import BANK
+from .conftest import BANK, EditTask
 
 TAXONOMY = default_taxonomy()
 
@@ -468,3 +469,44 @@ def test_plan_command_on_imported_pilots(tmp_path: Path) -> None:
     assert code == 0 and "tasks needed to detect 0.05" in out and "add tasks" in out
     code, _, err = _invoke("plan", ids[0], "--delta", "0", "--store", store)
     assert code == 2 and "--delta must lie in (0, 1]" in err
+
+
+def test_regrading_replays_the_same_behaviour_under_a_revised_grader(
+    graded: dict[str, AgentRun], edited_bank: EditTask, tmp_path: Path
+) -> None:
+    suite = load_suite(BANK)
+    batch = _batch(suite, 3)
+    kinds = ["oracle", "bad_no_pin", "bad_wrong_target"]
+    runs = [_copy(graded[k], batch, i + 1) for i, k in enumerate(kinds)]
+    same = verdict_agreement(runs, regrade(runs, suite), "terminal_reason")
+    assert same.agreement.percent_agreement == 1.0 and same.paired == 3
+
+    def drop_pin_rule(task: dict[str, Any]) -> None:
+        task["hard_process_constraints"] = [
+            c for c in task["hard_process_constraints"] if c["id"] != "pin-first"
+        ]
+        task["partial_credit_rubric"] = [
+            n for n in task["partial_credit_rubric"] if n.get("constraint") != "pin-first"
+        ]
+
+    revised = edited_bank(drop_pin_rule)
+    regraded = regrade(runs, revised)
+    assert regraded[0].grader_revision != runs[0].grader_revision
+    changed = verdict_agreement(runs, regraded, "success")
+    assert [(d["attempt"], d["a"], d["b"]) for d in changed.disagreements] == [
+        (2, "false", "true")  # moving money without the PIN no longer fails
+    ]
+
+
+def test_agreement_command_regrades_or_compares_but_not_both(
+    graded: dict[str, AgentRun], tmp_path: Path
+) -> None:
+    store = str(tmp_path / "runs.db")
+    a, _ = _stored_batch(tmp_path / "runs.db", graded, ["oracle", "bad_no_pin"])
+    code, out, err = _invoke(
+        "agreement", a.batch_id, "--regrade", str(BANK), "--json", "--store", store
+    )
+    assert code == 0, err
+    assert json.loads(out)["agreement"]["percent_agreement"] == 1.0
+    code, _, err = _invoke("agreement", a.batch_id, "--store", store)
+    assert code == 2 and "give BATCH_B or --regrade SUITE" in err

@@ -26,6 +26,7 @@ from groundstate.diagnosis import (
     import_labels,
     label_agreement,
     load_taxonomy,
+    regrade,
     sample_failures,
     sheet_taxonomy,
     suite_taxonomy,
@@ -147,7 +148,14 @@ def _print_plan(out: Console, result: Plan) -> None:
 
 @main.command("agreement")
 @click.argument("batch_a")
-@click.argument("batch_b")
+@click.argument("batch_b", required=False)
+@click.option(
+    "--regrade",
+    "regrade_suite",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Instead of BATCH_B: replay BATCH_A's trajectories under this suite's current grader.",
+)
 @click.option(
     "--on",
     type=click.Choice(FIELDS),
@@ -157,14 +165,29 @@ def _print_plan(out: Console, result: Plan) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
 @STORE_OPTION
-def agreement_command(batch_a: str, batch_b: str, on: Field, as_json: bool, store: Path) -> None:
-    """Agreement of two graders: BATCH_A and BATCH_B paired by (task, attempt).
+def agreement_command(
+    batch_a: str,
+    batch_b: str | None,
+    regrade_suite: Path | None,
+    on: Field,
+    as_json: bool,
+    store: Path,
+) -> None:
+    """Agreement of two graders on the same attempts, paired by (task, attempt): BATCH_A
+    against BATCH_B, or BATCH_A's stored verdicts against a replay of its recorded
+    trajectories under the current grader of --regrade SUITE (a grader revision against
+    the one that graded the batch).
 
-    For a grader revision against the previous one, run the same system and seed under each
-    (or import both graders' verdicts). Prints Cohen's kappa, Krippendorff's alpha, the
-    confusion table and each attempt they disagree on.
+    Prints Cohen's kappa, Krippendorff's alpha, the confusion table and each attempt the
+    two disagree on.
     """
-    (_, a_runs), (_, b_runs) = _read_batches(store, (batch_a, batch_b))
+    if (batch_b is None) == (regrade_suite is None):
+        raise click.UsageError("give BATCH_B or --regrade SUITE (one of them)")
+    if batch_b is not None:
+        (_, a_runs), (_, b_runs) = _read_batches(store, (batch_a, batch_b))
+    else:
+        ((_, a_runs),) = _read_batches(store, (batch_a,))
+        b_runs = regrade(a_runs, load_suite(regrade_suite or Path()))
     result = verdict_agreement(a_runs, b_runs, on)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))

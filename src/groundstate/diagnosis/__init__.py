@@ -28,7 +28,7 @@ from groundstate.diagnosis.taxonomy import (
     load_taxonomy,
     suite_taxonomy,
 )
-from groundstate.diagnosis.verdicts import VerdictAgreement, verdict_agreement
+from groundstate.diagnosis.verdicts import VerdictAgreement, regrade, verdict_agreement
 
 __all__ = [
     "EVALUATOR_DEFECT",
@@ -48,6 +48,7 @@ __all__ = [
     "label_records",
     "load_taxonomy",
     "read_label_file",
+    "regrade",
     "sample_failures",
     "sheet_rows",
     "sheet_taxonomy",

@@ -1,9 +1,10 @@
 """Agreement between two graders (or grader revisions) on the same attempts.
 
 Two batches are paired attempt by attempt, (task, attempt number), over the counted try of
-each: for a grader revision checked against the previous one, run the same system with the
-same seed under each, or import both graders' verdicts on one set of runs. The comparison is
-on the verdict (``success``), the terminal reason, or its class (the part before ``/``).
+each: for a grader revision checked against the previous one, :func:`regrade` replays a
+batch's recorded trajectories under the suite's current grader, or run the same system with
+the same seed under each revision, or import both graders' verdicts on one set of runs. The
+comparison is on the verdict (``success``), the terminal reason, or its class (before ``/``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ from groundstate.agreement import Agreement, agreement
 from groundstate.analysis import final_runs
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
+from groundstate.spec.suite import Suite
+from groundstate.testing import run_solution
+from groundstate.validation.regress import observed_steps
 
 Field = Literal["success", "terminal_reason", "reason_class"]
 FIELDS: tuple[Field, ...] = ("success", "terminal_reason", "reason_class")
@@ -81,3 +85,22 @@ def verdict_agreement(
             if x != y
         ],
     )
+
+
+def regrade(runs: Sequence[AgentRun], suite: Suite) -> list[AgentRun]:
+    """Replay each valid counted attempt's recorded trajectory on *suite* as it is now and
+    grade it with the suite's current grader: the same behaviour under another grader.
+
+    The replay is scripted (the recorded tool calls and messages, like ``validate`` replays
+    solutions), so a failure a script cannot reproduce (a time limit, a crash) may come out
+    differently for that reason; invalid attempts and tasks the suite no longer has are left
+    out. Replayed records keep the task and attempt number of the run they replay.
+    """
+    replayed = []
+    for run in final_runs(list(runs)):
+        if run.valid and run.task_id in suite.tasks:
+            again = run_solution(suite, run.task_id, observed_steps(run))
+            replayed.append(again.model_copy(update={"attempt": run.attempt}))
+    if not replayed:
+        raise GroundstateError(f"no valid attempt of a task of suite {suite.name!r} to regrade")
+    return replayed
