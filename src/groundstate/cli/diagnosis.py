@@ -47,7 +47,7 @@ TAXONOMY_OPTION = click.option(
     "taxonomy_file",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Failure taxonomy file (default: see the command's description).",
+    help="Failure taxonomy file (default: see the command's help).",
 )
 
 
@@ -267,7 +267,10 @@ def sample_failures_command(
     batch_id: str, n: int, seed: int, out: Path, taxonomy_file: Path | None, store: Path
 ) -> None:
     """Draw N failed runs of BATCH_ID, stratified by terminal reason and slice, into a
-    labelling sheet (CSV, JSONL, and an HTML page with each trajectory and its evidence)."""
+    labelling sheet (CSV, JSONL, and an HTML page with each trajectory and its evidence).
+
+    The taxonomy is --taxonomy, else the suite's taxonomy.yaml, else the shipped default; a
+    copy is written beside the sheet."""
     ((batch, runs),) = _read_batches(store, (batch_id,))
     taxonomy = _taxonomy(batch, taxonomy_file)
     sample = sample_failures(batch, runs, n, seed)
@@ -308,7 +311,8 @@ def labels_group() -> None:
 @TAXONOMY_OPTION
 @STORE_OPTION
 def labels_import(file: Path, annotator: str, taxonomy_file: Path | None, store: Path) -> None:
-    """Store one annotator's labels from a filled-in sheet (sheet.csv or sheet.jsonl)."""
+    """Store one annotator's labels from a filled-in sheet (sheet.csv or sheet.jsonl),
+    validated against --taxonomy or the taxonomy.yaml beside FILE."""
     stored = _store_labels(file, annotator, taxonomy_file, store, adjudicated=False)
     click.echo(f"stored labels of {len(stored)} runs by {annotator!r}")
 
@@ -322,7 +326,8 @@ def labels_adjudicate(
     file: Path, adjudicator: str, taxonomy_file: Path | None, store: Path
 ) -> None:
     """Record the adjudicated labels (the final set) from a sheet; a later adjudication of a
-    run supersedes an earlier one. Runs adjudicated evaluator_defect feed `labels regress`."""
+    run supersedes an earlier one. Runs adjudicated evaluator_defect feed `labels regress`.
+    The taxonomy is --taxonomy or the taxonomy.yaml beside FILE."""
     stored = _store_labels(file, adjudicator, taxonomy_file, store, adjudicated=True)
     defects = sum(EVALUATOR_DEFECT in x.labels for x in stored)
     click.echo(f"recorded the adjudicated labels of {len(stored)} runs")
@@ -353,7 +358,9 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
     """Agreement of the annotators' labels on BATCH_ID's runs, per label and overall.
 
     Each label is scored present/absent per run; "overall" pools those decisions over labels;
-    "exact set" compares whole label sets. Cohen's kappa needs exactly two annotators.
+    "exact set" compares whole label sets. Cohen's kappa needs exactly two annotators. With
+    an adjudication recorded, each annotator is also scored against it. The taxonomy is
+    --taxonomy, else the suite's taxonomy.yaml, else the shipped default.
     """
     with RunStore(store) as run_store:
         batch = run_store.batch(batch_id)
