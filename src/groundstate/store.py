@@ -84,6 +84,17 @@ CREATE TABLE IF NOT EXISTS leases (
     started_at TEXT NOT NULL,
     heartbeat TEXT NOT NULL
 );
+-- failure labels given to runs (append-only: the latest row per run and annotator counts)
+CREATE TABLE IF NOT EXISTS labels (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    batch_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    annotator TEXT NOT NULL,
+    adjudicated INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    record TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS labels_by_batch ON labels(batch_id, adjudicated, run_id);
 """
 
 # Format 2 columns, added to stores made before it (old rows keep NULL: unverifiable).
@@ -171,6 +182,25 @@ class Verification(BaseModel):
     def for_run(self, run_id: str) -> list[Problem]:
         """Problems of this run and of the batch as a whole (a missing record, say)."""
         return [p for p in self.problems if p.run_id in (run_id, None)]
+
+
+class RunLabels(BaseModel):
+    """The failure labels one annotator (or the adjudication) gave one run."""
+
+    batch_id: str
+    run_id: str
+    annotator: str
+    """Who labelled: an annotator id, or the adjudicator's id for an adjudicated set."""
+    adjudicated: bool = False
+    """True for the adjudicated (final) labels of the run."""
+    taxonomy: str
+    """``name@version`` of the taxonomy the labels belong to."""
+    labels: list[str]
+    """One or more contributing failure labels."""
+    note: str = ""
+    source: str = ""
+    """Where the labels came from (``file:line``)."""
+    created_at: datetime
 
 
 class Lease(BaseModel):
@@ -339,6 +369,33 @@ class RunStore:
         rows = self._query("SELECT record FROM validations WHERE key = ?", (key,))
         return json.loads(rows[0][0]) if rows else None
 
+    def add_labels(self, labelled: list[RunLabels]) -> None:
+        """Store labels in one transaction. Rows are never replaced: a later row for the same
+        run and annotator supersedes the earlier one when read, and both stay on record."""
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT INTO labels (batch_id, run_id, annotator, adjudicated, created_at, "
+                "record) VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (x.batch_id, x.run_id, x.annotator, int(x.adjudicated),
+                     x.created_at.isoformat(), x.model_dump_json())
+                    for x in labelled
+                ],
+            )  # fmt: skip
+
+    def labels(self, batch_id: str, *, adjudicated: bool = False) -> list[RunLabels]:
+        """The current labels of a batch's runs: the latest per run and annotator (for the
+        adjudicated set, the latest per run), ordered by run then annotator."""
+        rows = self._query(
+            "SELECT record FROM labels WHERE batch_id = ? AND adjudicated = ? ORDER BY id",
+            (batch_id, int(adjudicated)),
+        )
+        latest: dict[tuple[str, str], RunLabels] = {}
+        for (text,) in rows:
+            entry = _parse(text, RunLabels, f"labels of batch {batch_id}")
+            latest[(entry.run_id, "" if adjudicated else entry.annotator)] = entry
+        return sorted(latest.values(), key=lambda x: (x.run_id, x.annotator))
+
     def put_artifact(self, text: str) -> str:
         digest = sha256_text(text)
         target = self._artifact_path(digest)
@@ -463,6 +520,18 @@ class RunStore:
         """The batch of the run with this id (prefix), read from its row, not its record."""
         rows = self._query("SELECT batch_id FROM runs WHERE run_id LIKE ?", (run_id + "%",))
         return str(rows[0][0]) if len(rows) == 1 else None
+
+    def batches_of_runs(self, run_ids: list[str]) -> dict[str, str]:
+        """Run id -> batch id for the given full run ids that are stored (exact match)."""
+        found: dict[str, str] = {}
+        for start in range(0, len(run_ids), 500):  # SQLite caps the parameters of one query
+            chunk = run_ids[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows = self._query(
+                f"SELECT run_id, batch_id FROM runs WHERE run_id IN ({marks})", tuple(chunk)
+            )
+            found.update({str(r[0]): str(r[1]) for r in rows})
+        return found
 
     def runs(self, batch_id: str) -> list[AgentRun]:
         rows = self._query(

@@ -47,6 +47,23 @@ def main() -> None:
     """Evaluate tool-using agents by the state they leave behind."""
 
 
-from groundstate.cli import integrity, play, runs, systems, tasks  # noqa: E402  (commands register)
+from groundstate.cli import (  # noqa: E402  (commands register)
+    diagnosis,
+    integrity,
+    play,
+    runs,
+    systems,
+    tasks,
+)
 
-__all__ = ["STORE_OPTION", "console", "integrity", "main", "play", "runs", "systems", "tasks"]
+__all__ = [
+    "STORE_OPTION",
+    "console",
+    "diagnosis",
+    "integrity",
+    "main",
+    "play",
+    "runs",
+    "systems",
+    "tasks",
+]

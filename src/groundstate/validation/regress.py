@@ -7,6 +7,11 @@ the run failed. The original's oracle and alternative solutions are copied too, 
 ``groundstate validate`` can prove at once that the task is still solvable and that the
 observed trajectory keeps failing. The author then reviews the assertions: the skeleton says
 what went wrong once, not yet what this case must check.
+
+A run adjudicated as an *evaluator defect* (the agent did acceptably, the grader failed it
+wrongly) becomes the opposite case: ``solutions/<new_id>/alt_observed.yaml`` replays the
+trajectory as an alternative solution that must pass, so ``groundstate validate`` fails until
+the grader is repaired to accept it (see docs/diagnosis.md).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from groundstate.trace import MessageEvent, ToolCallEvent
 
 OBSERVED = "bad_observed"
 """The name of the solution that replays the observed trajectory."""
+OBSERVED_ACCEPTABLE = "alt_observed"
+"""The name of the solution that replays a trajectory a grader wrongly failed."""
 STEP_LIMIT_FILLER = "(the next action, which the step limit stopped)"
 
 _REPLAYABLE = {
@@ -44,15 +51,19 @@ class RegressionRefused(GroundstateError):
     """This run cannot become a regression case (it succeeded, was invalid, or would clash)."""
 
 
-def regress(run: AgentRun, suite: Suite, *, into: Path) -> Path:
+def regress(run: AgentRun, suite: Suite, *, into: Path, evaluator_defect: bool = False) -> Path:
     """Turn the failing *run* of a task of *suite* into a new task in the suite at *into*.
 
     *into* may be the original suite or another suite folder (made if it does not exist);
     files the case needs (fixture, tools, checks) are copied there, and refused if a
     different file of that name is already there. Returns the new task file.
+
+    With *evaluator_defect* (the run was adjudicated a grader defect), the observed
+    trajectory is an alternative solution the repaired grader must pass, not a known-bad one.
     """
     task = _original_task(run, suite)
-    new_id = f"{task.task_id}-regress-{run.run_id[:8]}"
+    kind = "defect" if evaluator_defect else "regress"
+    new_id = f"{task.task_id}-{kind}-{run.run_id[:8]}"
     target = Path(into)
     task_file = target / "tasks" / f"{new_id}.yaml"
     if task_file.exists():
@@ -60,7 +71,7 @@ def regress(run: AgentRun, suite: Suite, *, into: Path) -> Path:
     _prepare_suite(suite, task, target)
     solutions = target / "solutions" / new_id
     try:
-        _write_case(run, suite, task, task_file, solutions)
+        _write_case(run, suite, task, task_file, solutions, evaluator_defect)
         load_suite(target)
     except BaseException:
         task_file.unlink(missing_ok=True)
@@ -185,54 +196,76 @@ def _same_file(source: Path, copy: Path) -> None:
 
 
 def _write_case(
-    run: AgentRun, suite: Suite, task: AgentTask, task_file: Path, solutions: Path
+    run: AgentRun,
+    suite: Suite,
+    task: AgentTask,
+    task_file: Path,
+    solutions: Path,
+    evaluator_defect: bool,
 ) -> None:
     new_id = task_file.stem
     task_file.parent.mkdir(parents=True, exist_ok=True)
-    task_file.write_text(_task_yaml(run, task, new_id), "utf-8")
+    task_file.write_text(_task_yaml(run, task, new_id, evaluator_defect), "utf-8")
     solutions.mkdir(parents=True, exist_ok=True)
     for name, solution in suite.solutions.get(task.task_id, {}).items():
         if solution.kind != "known_bad":  # the original's routes still solve the copy
             source = suite.root / "solutions" / task.task_id / f"{name}.yaml"
             shutil.copyfile(source, solutions / f"{name}.yaml")
-    (solutions / f"{OBSERVED}.yaml").write_text(_solution_yaml(run), "utf-8")
+    if evaluator_defect:
+        observed = solutions / f"{OBSERVED_ACCEPTABLE}.yaml"
+        observed.write_text(_acceptable_yaml(run), "utf-8")
+    else:
+        (solutions / f"{OBSERVED}.yaml").write_text(_solution_yaml(run), "utf-8")
 
 
-def _task_yaml(run: AgentRun, task: AgentTask, new_id: str) -> str:
+def _task_yaml(run: AgentRun, task: AgentTask, new_id: str, evaluator_defect: bool) -> str:
     # The constraints are written out expanded, so the case is complete in any suite it goes
     # into; listing the constraint sets as well would include their constraints twice.
     derived = {"grader_revision", "grader_test_manifest", "constraint_sets"}
     data: dict[str, Any] = task.model_dump(mode="json", exclude=derived, exclude_defaults=True)
+    extra = ["regression", "evaluator-defect"] if evaluator_defect else ["regression"]
     data.update(
         task_id=new_id,
         task_revision=1,
-        source=_provenance(run, task),
-        slice_labels=[*task.slice_labels, "regression"],
+        source=_provenance(run, task, evaluator_defect),
+        slice_labels=[*task.slice_labels, *extra],
+    )
+    review = (
+        "\n# REVIEW: copied from task {task}, whose grader wrongly failed the observed run."
+        "\n# Repair them (here and in {task}) until validate passes alt_observed."
+        if evaluator_defect
+        else "\n# REVIEW: copied from task {task}. Keep, tighten or replace them so they"
+        "\n# state what this case must get right, not only what went wrong once."
     )
     body = _dump(data).replace(
         "\noutcome_assertions:",
-        f"\n# REVIEW: copied from task {task.task_id}. Keep, tighten or replace them so they"
-        "\n# state what this case must get right, not only what went wrong once."
-        "\noutcome_assertions:",
+        review.format(task=task.task_id) + "\noutcome_assertions:",
     )
-    return _header(run, task) + body
+    return _header(run, task, evaluator_defect) + body
 
 
-def _provenance(run: AgentRun, task: AgentTask) -> str:
+def _provenance(run: AgentRun, task: AgentTask, evaluator_defect: bool = False) -> str:
+    what = "evaluator defect adjudicated on" if evaluator_defect else "regression of"
     return (
-        f"regression of run {run.run_id} (batch {run.batch_id}, system "
+        f"{what} run {run.run_id} (batch {run.batch_id}, system "
         f"{run.system_spec_hash}, task {task.task_id} r{run.task_revision}, grader "
         f"{run.grader_revision}): {run.terminal_reason}"
     )
 
 
-def _header(run: AgentRun, task: AgentTask) -> str:
+def _header(run: AgentRun, task: AgentTask, evaluator_defect: bool = False) -> str:
     lines = [
         f"Regression case from run {run.run_id} of task {task.task_id},",
         f"which ended {run.terminal_reason}.",
         f"solutions/<this task>/{OBSERVED}.yaml replays what the agent did there.",
         "Review the outcome assertions, then run `groundstate validate` on this suite.",
     ]
+    if evaluator_defect:
+        lines[2:] = [
+            "Adjudicated as an evaluator defect: the agent's route was acceptable.",
+            f"solutions/<this task>/{OBSERVED_ACCEPTABLE}.yaml replays it as an alternative that",
+            "must pass: `groundstate validate` fails on this task until the grader is repaired.",
+        ]
     if run.task_revision != task.task_revision or run.grader_revision != task.grader_revision:
         lines.append(
             f"Note: the run was graded under task r{run.task_revision} / grader "
@@ -257,6 +290,19 @@ def _solution_yaml(run: AgentRun) -> str:
         steps=observed_steps(run),
     )
     header = f"# The trajectory of run {run.run_id}, replayed as a known-bad solution.\n"
+    return header + _dump(solution.model_dump(mode="json", exclude_defaults=True))
+
+
+def _acceptable_yaml(run: AgentRun) -> str:
+    solution = Solution(
+        kind="alternative",
+        description=f"observed in run {run.run_id} (batch {run.batch_id}), which the grader "
+        f"failed as {run.terminal_reason}; adjudicated an evaluator defect",
+        steps=observed_steps(run),
+    )
+    header = (
+        f"# The trajectory of run {run.run_id}, adjudicated acceptable: the grader must pass it.\n"
+    )
     return header + _dump(solution.model_dump(mode="json", exclude_defaults=True))
 
 

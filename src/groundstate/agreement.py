@@ -1,0 +1,248 @@
+"""Agreement between annotators (or graders): Cohen's kappa, Fleiss' kappa, Krippendorff's alpha.
+
+Ratings come as a matrix: one row per unit (a run), one column per rater (an annotator, a
+grader revision), ``None`` where a rater gave no rating. Each statistic says which units it
+could use: Cohen's kappa needs exactly two raters and drops units either left blank; Fleiss'
+kappa needs the same number of ratings on every unit and drops units missing any; only
+Krippendorff's alpha (nominal) uses every unit with at least two ratings, whoever gave them.
+
+A statistic is ``None`` where it is undefined (every rating in one category: chance agreement
+is 1 and there is nothing to correct for), never a made-up 0 or 1.
+
+Multi-label annotation (several failure labels per run) is scored label by label, each label as
+present/absent, and overall by pooling those binary decisions over labels; the exact-set
+agreement treats each run's whole label set as one nominal category. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+Rating = Hashable | None
+Ratings = Sequence[Sequence[Rating]]
+"""Rows are units, columns raters; ``None`` is a missing rating."""
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Every statistic the ratings support, with the units each one used."""
+
+    raters: int
+    units: int
+    """Units with at least one rating."""
+    percent_agreement: float | None
+    """Share of agreeing pairs of ratings within units (no chance correction)."""
+    cohen_kappa: float | None
+    """Two raters only; over units both rated."""
+    cohen_units: int
+    fleiss_kappa: float | None
+    """Over units every rater rated."""
+    fleiss_units: int
+    krippendorff_alpha: float | None
+    """Nominal; over every unit with two or more ratings (missing ratings allowed)."""
+    alpha_units: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --- the three statistics ------------------------------------------------------------------
+
+
+def cohen_kappa(ratings: Ratings) -> float | None:
+    """Cohen's kappa of two raters: (p_o - p_e) / (1 - p_e), over units both rated."""
+    pairs = [(row[0], row[1]) for row in _rows(ratings, width=2) if None not in row]
+    if not pairs:
+        return None
+    categories = _categories([v for pair in pairs for v in pair])
+    table = np.zeros((len(categories), len(categories)))
+    for first, second in pairs:
+        table[categories[first], categories[second]] += 1
+    table /= table.sum()
+    observed = float(np.trace(table))
+    chance = float(table.sum(axis=1) @ table.sum(axis=0))
+    return _chance_corrected(observed, chance)
+
+
+def fleiss_kappa(ratings: Ratings) -> float | None:
+    """Fleiss' kappa over the units every rater rated (a fixed number of raters per unit)."""
+    complete = [row for row in _rows(ratings) if None not in row]
+    if not complete or len(complete[0]) < 2:
+        return None
+    categories = _categories([v for row in complete for v in row])
+    counts = np.zeros((len(complete), len(categories)))
+    for i, row in enumerate(complete):
+        for value in row:
+            counts[i, categories[value]] += 1
+    return fleiss_kappa_counts(counts)
+
+
+def fleiss_kappa_counts(counts: npt.ArrayLike) -> float | None:
+    """Fleiss' kappa from a units x categories table of how many raters chose each category.
+
+    Every row must sum to the same number of raters n >= 2 (Fleiss 1971).
+    """
+    table = np.asarray(counts, dtype=float)
+    if table.ndim != 2 or table.shape[0] == 0:
+        raise ValueError("counts must be a non-empty units x categories table")
+    per_unit = table.sum(axis=1)
+    n = per_unit[0]
+    if n < 2 or not np.all(per_unit == n):
+        raise ValueError("every unit needs the same number of ratings, at least two")
+    observed = float(np.mean(((table**2).sum(axis=1) - n) / (n * (n - 1))))
+    shares = table.sum(axis=0) / table.sum()
+    return _chance_corrected(observed, float(shares @ shares))
+
+
+def krippendorff_alpha(ratings: Ratings) -> float | None:
+    """Krippendorff's alpha for nominal data; missing ratings allowed (Krippendorff 2011).
+
+    alpha = 1 - (n - 1) * sum_{c != k} o_ck / sum_{c != k} n_c n_k, from the coincidence
+    matrix o of the pairable units (two or more ratings).
+    """
+    coincidences = _coincidences(ratings)
+    if coincidences is None:
+        return None
+    totals = coincidences.sum(axis=1)
+    n = totals.sum()
+    disagreeing = coincidences.sum() - np.trace(coincidences)
+    expected = n**2 - float(totals @ totals)
+    if expected == 0:
+        return None  # one category only: no variation to agree about
+    return float(1 - (n - 1) * disagreeing / expected)
+
+
+def percent_agreement(ratings: Ratings) -> float | None:
+    """Share of agreeing pairs of ratings within units (pairwise, missing ratings skipped)."""
+    coincidences = _coincidences(ratings)
+    if coincidences is None:
+        return None
+    return float(np.trace(coincidences) / coincidences.sum())
+
+
+def agreement(ratings: Ratings) -> Agreement:
+    """All the statistics the ratings support, with how many units each used."""
+    rows = _rows(ratings)
+    raters = len(rows[0]) if rows else 0
+    rated = [row for row in rows if any(v is not None for v in row)]
+    both = [row for row in rows if None not in row]
+    return Agreement(
+        raters=raters,
+        units=len(rated),
+        percent_agreement=percent_agreement(rows),
+        cohen_kappa=cohen_kappa(rows) if raters == 2 else None,
+        cohen_units=len(both) if raters == 2 else 0,
+        fleiss_kappa=fleiss_kappa(rows),
+        fleiss_units=len(both),
+        krippendorff_alpha=krippendorff_alpha(rows),
+        alpha_units=sum(sum(v is not None for v in row) >= 2 for row in rows),
+    )
+
+
+# --- multi-label annotation ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LabelAgreement:
+    """Agreement on one failure label, taken as present/absent on each run."""
+
+    label: str
+    positives: int
+    """Ratings that gave the label (over all raters and units)."""
+    agreement: Agreement
+
+
+@dataclass(frozen=True)
+class MultiLabelAgreement:
+    """Per label, pooled over labels, and on whole label sets."""
+
+    annotators: tuple[str, ...]
+    units: int
+    per_label: tuple[LabelAgreement, ...]
+    overall: Agreement
+    """Every (run, label) present/absent decision pooled into one binary rating task."""
+    exact_set: Agreement
+    """Each run's whole label set as one nominal category."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def multilabel_agreement(
+    labelled: Mapping[str, Mapping[str, frozenset[str]]], labels: Sequence[str]
+) -> MultiLabelAgreement:
+    """Agreement of annotators who gave each unit a set of labels.
+
+    *labelled* maps unit -> annotator -> the labels that annotator gave; an annotator absent
+    from a unit's mapping did not rate it (a missing rating, not an empty set).
+    """
+    annotators = tuple(sorted({a for sets in labelled.values() for a in sets}))
+    units = sorted(labelled)
+
+    def binary(label: str) -> list[list[Rating]]:
+        return [
+            [label in labelled[u][a] if a in labelled[u] else None for a in annotators]
+            for u in units
+        ]
+
+    per_label = tuple(
+        LabelAgreement(
+            label=label,
+            positives=sum(label in s for u in units for s in labelled[u].values()),
+            agreement=agreement(binary(label)),
+        )
+        for label in labels
+    )
+    pooled = [row for label in labels for row in binary(label)]
+    sets = [[labelled[u].get(a) for a in annotators] for u in units]
+    return MultiLabelAgreement(
+        annotators=annotators,
+        units=len(units),
+        per_label=per_label,
+        overall=agreement(pooled),
+        exact_set=agreement(sets),
+    )
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _rows(ratings: Ratings, width: int | None = None) -> list[tuple[Rating, ...]]:
+    rows = [tuple(row) for row in ratings]
+    widths = {len(row) for row in rows}
+    if len(widths) > 1:
+        raise ValueError(f"every unit needs one entry per rater; got widths {sorted(widths)}")
+    if width is not None and rows and len(rows[0]) != width:
+        raise ValueError(f"this statistic needs exactly {width} raters, got {len(rows[0])}")
+    return rows
+
+
+def _categories(values: Sequence[Hashable]) -> dict[Hashable, int]:
+    return {value: i for i, value in enumerate(dict.fromkeys(values))}
+
+
+def _coincidences(ratings: Ratings) -> npt.NDArray[np.float64] | None:
+    """Krippendorff's coincidence matrix over pairable units, or None if there are none."""
+    pairable = [[v for v in row if v is not None] for row in _rows(ratings)]
+    pairable = [values for values in pairable if len(values) >= 2]
+    if not pairable:
+        return None
+    categories = _categories([v for values in pairable for v in values])
+    matrix = np.zeros((len(categories), len(categories)))
+    for values in pairable:
+        counts = np.zeros(len(categories))
+        for value in values:
+            counts[categories[value]] += 1
+        matrix += (np.outer(counts, counts) - np.diag(counts)) / (len(values) - 1)
+    return matrix
+
+
+def _chance_corrected(observed: float, chance: float) -> float | None:
+    if np.isclose(chance, 1.0):
+        return None  # every rating in one category: kappa is undefined
+    return (observed - chance) / (1 - chance)

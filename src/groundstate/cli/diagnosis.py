@@ -1,0 +1,427 @@
+"""Commands that plan batches and diagnose failures (plan, agreement, sample-failures, labels)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from groundstate.agreement import Agreement
+from groundstate.analysis import outcomes
+from groundstate.cli import STORE_OPTION, console, main
+from groundstate.cli.integrity import EXIT_ALTERED, warn
+from groundstate.diagnosis import (
+    EVALUATOR_DEFECT,
+    FailureTaxonomy,
+    adjudicated_defects,
+    against_adjudication,
+    default_taxonomy,
+    failed_runs,
+    import_labels,
+    label_agreement,
+    load_taxonomy,
+    regrade,
+    sample_failures,
+    sheet_taxonomy,
+    suite_taxonomy,
+    verdict_agreement,
+    write_sheet,
+)
+from groundstate.diagnosis.verdicts import FIELDS, Field
+from groundstate.errors import GroundstateError
+from groundstate.planning import Plan, plan
+from groundstate.records import AgentRun
+from groundstate.spec.suite import load_suite
+from groundstate.stats import TaskCounts, task_counts
+from groundstate.store import BatchInfo, RunLabels, RunStore
+from groundstate.validation.regress import RegressionRefused, regress
+
+TAXONOMY_OPTION = click.option(
+    "--taxonomy",
+    "taxonomy_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Failure taxonomy file (default: see the command's help).",
+)
+
+
+def _read_batches(
+    store: Path, batch_ids: tuple[str, ...]
+) -> list[tuple[BatchInfo, list[AgentRun]]]:
+    """Each batch and its runs, verified first (altered records are named on stderr)."""
+    read = []
+    with RunStore(store) as run_store:
+        for batch_id in batch_ids:
+            batch = run_store.batch(batch_id)
+            if warn(run_store.verify(batch.batch_id)):
+                click.echo(f"error: records of batch {batch.batch_id} are altered", err=True)
+                sys.exit(EXIT_ALTERED)
+            read.append((batch, run_store.runs(batch.batch_id)))
+    return read
+
+
+# --- plan -------------------------------------------------------------------------------------
+
+
+@main.command("plan")
+@click.argument("batch_ids", nargs=-1, required=True, metavar="BATCH [BATCH_B]")
+@click.option("--delta", type=float, default=0.05, show_default=True, help="Difference to detect.")
+@click.option("--power", type=float, default=0.8, show_default=True, help="Power wanted.")
+@click.option("--alpha", type=float, default=0.05, show_default=True, help="Two-sided level.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@STORE_OPTION
+def plan_command(
+    batch_ids: tuple[str, ...], delta: float, power: float, alpha: float, as_json: bool, store: Path
+) -> None:
+    """Plan the next batch from a pilot BATCH (or a pair: paired differences).
+
+    Prints the between- and within-task variance, the intra-class correlation and design
+    effect, the tasks needed per number of attempts to detect --delta with --power, a power
+    grid, and what one more attempt per task buys against one more task.
+    """
+    if len(batch_ids) > 2:
+        raise click.UsageError("plan takes one pilot batch or two")
+    pilots: list[list[TaskCounts]] = [
+        task_counts(outcomes(batch, runs), "valid")
+        for batch, runs in _read_batches(store, batch_ids)
+    ]
+    result = plan(pilots, delta=delta, power=power, alpha=alpha)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        _print_plan(console(), result)
+
+
+def _print_plan(out: Console, result: Plan) -> None:
+    parts = Table(title="variance components (per attempt, valid attempts)")
+    for column in ("pilot", "tasks", "attempts/task", "mean", "between", "within", "ICC", "deff"):
+        parts.add_column(column)
+    for i, c in enumerate(result.components):
+        icc = "n/a" if c.icc is None else f"{c.icc:.3f}"
+        parts.add_row(
+            "AB"[i], str(c.n_tasks), f"{c.attempts:.1f}", f"{c.mean:.3f}",
+            f"{c.between:.4f}", f"{c.within:.4f}", icc, f"{c.design_effect:.2f}",
+        )  # fmt: skip
+    out.print(parts)
+    d = result.difference
+    kind = "paired differences of the two pilots" if d.paired_pilot else "assumed (one pilot)"
+    out.print(
+        f"difference variance ({kind}): between {d.between:.4f}, within {d.within:.4f}; "
+        f"Var(mean diff) = {d.weight_inflation:.2f} x (between/T + within/(T K))"
+    )
+    needed = Table(
+        title=f"tasks needed to detect {result.delta:g} with power {result.power:g} "
+        f"(two-sided alpha {result.alpha:g})"
+    )
+    needed.add_column("attempts per task (K)")
+    needed.add_column("tasks (T)")
+    needed.add_column("runs per system (T x K)")
+    for k, t in result.tasks_needed.items():
+        needed.add_row(str(k), str(t), str(t * k))
+    out.print(needed)
+    grid = Table(title="power by tasks (rows) and attempts per task (columns)")
+    ks = sorted(next(iter(result.power_grid.values())))
+    grid.add_column("T")
+    for k in ks:
+        grid.add_column(f"K={k}")
+    for t, row in result.power_grid.items():
+        grid.add_row(str(t), *(f"{row[k]:.2f}" for k in ks))
+    out.print(grid)
+    m = result.marginal
+    out.print(
+        f"at the pilot's design (T={m.tasks}, K={m.attempts}): one more attempt per task cuts "
+        f"the variance by {m.one_more_attempt:.2e} ({m.per_run_attempt:.2e} per run), one more "
+        f"task by {m.one_more_task:.2e} ({m.per_run_task:.2e} per run): add {m.better}s"
+    )
+    for line in result.warnings:
+        out.print(f"[yellow]warning:[/] {line}")
+
+
+# --- grader agreement -------------------------------------------------------------------------
+
+
+@main.command("agreement")
+@click.argument("batch_a")
+@click.argument("batch_b", required=False)
+@click.option(
+    "--regrade",
+    "regrade_suite",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Instead of BATCH_B: replay BATCH_A's trajectories under this suite's current grader.",
+)
+@click.option(
+    "--on",
+    type=click.Choice(FIELDS),
+    default="success",
+    show_default=True,
+    help="Compare verdicts, terminal reasons, or reason classes (before the '/').",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
+@STORE_OPTION
+def agreement_command(
+    batch_a: str,
+    batch_b: str | None,
+    regrade_suite: Path | None,
+    on: Field,
+    as_json: bool,
+    store: Path,
+) -> None:
+    """Agreement of two graders on the same attempts, paired by (task, attempt): BATCH_A
+    against BATCH_B, or BATCH_A's stored verdicts against a replay of its recorded
+    trajectories under the current grader of --regrade SUITE (a grader revision against
+    the one that graded the batch).
+
+    Prints Cohen's kappa, Krippendorff's alpha, the confusion table and each attempt the
+    two disagree on.
+    """
+    if (batch_b is None) == (regrade_suite is None):
+        raise click.UsageError("give BATCH_B or --regrade SUITE (one of them)")
+    if batch_b is not None:
+        (_, a_runs), (_, b_runs) = _read_batches(store, (batch_a, batch_b))
+    else:
+        ((_, a_runs),) = _read_batches(store, (batch_a,))
+        b_runs = regrade(a_runs, load_suite(regrade_suite or Path()))
+    result = verdict_agreement(a_runs, b_runs, on)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2))
+        return
+    out = console()
+    out.print(
+        f"{result.paired} attempts paired on {on} ({result.only_in_a} only in A, "
+        f"{result.only_in_b} only in B)"
+    )
+    out.print(_agreement_table("A against B", [(on, None, result.agreement)], "compared on"))
+    confusion = Table(title="confusion (rows: A, columns: B)")
+    values = sorted({*result.confusion, *(y for row in result.confusion.values() for y in row)})
+    confusion.add_column("A \\ B")
+    for value in values:
+        confusion.add_column(escape(value))
+    for x in values:
+        row = result.confusion.get(x, {})
+        confusion.add_row(escape(x), *(str(row.get(y, 0)) for y in values))
+    out.print(confusion)
+    for d in result.disagreements:
+        out.print(
+            escape(f"disagree: {d['task_id']} attempt {d['attempt']}: A {d['a']} ({d['a_run']}), "
+                   f"B {d['b']} ({d['b_run']})")
+        )  # fmt: skip
+
+
+def _agreement_table(
+    title: str, rows: Sequence[tuple[str, int | None, Agreement]], first: str = "label"
+) -> Table:
+    table = Table(title=title)
+    columns = (
+        first,
+        "positives",
+        "units",
+        "% agree",
+        "Cohen kappa",
+        "Fleiss kappa",
+        "Kripp. alpha",
+    )
+    for column in columns:
+        table.add_column(column)
+    for name, positives, a in rows:
+        table.add_row(
+            escape(name),
+            "" if positives is None else str(positives),
+            str(a.units),
+            _number(a.percent_agreement),
+            _number(a.cohen_kappa, a.cohen_units),
+            _number(a.fleiss_kappa, a.fleiss_units),
+            _number(a.krippendorff_alpha, a.alpha_units),
+        )
+    return table
+
+
+def _number(value: float | None, units: int | None = None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" + ("" if units is None else f" ({units})")
+
+
+# --- sampling failures ------------------------------------------------------------------------
+
+
+@main.command("sample-failures")
+@click.argument("batch_id")
+@click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Runs to sample.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path, file_okay=False),
+    required=True,
+    help="Folder for sheet.csv, sheet.jsonl, sheet.html and taxonomy.yaml.",
+)
+@TAXONOMY_OPTION
+@STORE_OPTION
+def sample_failures_command(
+    batch_id: str, n: int, seed: int, out: Path, taxonomy_file: Path | None, store: Path
+) -> None:
+    """Draw N failed runs of BATCH_ID, stratified by terminal reason and slice, into a
+    labelling sheet (CSV, JSONL, and an HTML page with each trajectory and its evidence).
+
+    The taxonomy is --taxonomy, else the suite's taxonomy.yaml, else the shipped default; a
+    copy is written beside the sheet."""
+    ((batch, runs),) = _read_batches(store, (batch_id,))
+    taxonomy = _taxonomy(batch, taxonomy_file)
+    sample = sample_failures(batch, runs, n, seed)
+    paths = write_sheet(out, batch, sample, taxonomy)
+    failed = len(failed_runs(runs))
+    click.echo(f"sampled {len(sample)} of {failed} valid failed runs (seed {seed})")
+    click.echo(f"taxonomy {taxonomy.ref}: {', '.join(taxonomy.ids)}")
+    for path in paths:
+        click.echo(f"wrote {path}")
+
+
+def _taxonomy(batch: BatchInfo, taxonomy_file: Path | None) -> FailureTaxonomy:
+    """--taxonomy if given, else the batch's suite's taxonomy.yaml, else the default."""
+    if taxonomy_file is not None:
+        return load_taxonomy(taxonomy_file)
+    suite = Path(batch.suite_path)
+    if not suite.is_dir():
+        click.echo(
+            f"warning: suite folder {suite} of batch {batch.batch_id} is not here; using the "
+            "default taxonomy (pass --taxonomy to choose)",
+            err=True,
+        )
+        return default_taxonomy()
+    return suite_taxonomy(suite)
+
+
+# --- labels -----------------------------------------------------------------------------------
+
+
+@main.group("labels")
+def labels_group() -> None:
+    """Import failure labels, measure their agreement, record the adjudication."""
+
+
+@labels_group.command("import")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--annotator", required=True, help="Who gave these labels.")
+@TAXONOMY_OPTION
+@STORE_OPTION
+def labels_import(file: Path, annotator: str, taxonomy_file: Path | None, store: Path) -> None:
+    """Store one annotator's labels from a filled-in sheet (sheet.csv or sheet.jsonl),
+    validated against --taxonomy or the taxonomy.yaml beside FILE."""
+    stored = _store_labels(file, annotator, taxonomy_file, store, adjudicated=False)
+    click.echo(f"stored labels of {len(stored)} runs by {annotator!r}")
+
+
+@labels_group.command("adjudicate")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--adjudicator", default="adjudicated", show_default=True, help="Who decided.")
+@TAXONOMY_OPTION
+@STORE_OPTION
+def labels_adjudicate(
+    file: Path, adjudicator: str, taxonomy_file: Path | None, store: Path
+) -> None:
+    """Record the adjudicated labels (the final set) from a sheet; a later adjudication of a
+    run supersedes an earlier one. Runs adjudicated evaluator_defect feed `labels regress`.
+    The taxonomy is --taxonomy or the taxonomy.yaml beside FILE."""
+    stored = _store_labels(file, adjudicator, taxonomy_file, store, adjudicated=True)
+    defects = sum(EVALUATOR_DEFECT in x.labels for x in stored)
+    click.echo(f"recorded the adjudicated labels of {len(stored)} runs")
+    if defects:
+        batches = " ".join(sorted({x.batch_id for x in stored if EVALUATOR_DEFECT in x.labels}))
+        click.echo(
+            f"{defects} evaluator defect(s): `groundstate labels regress {batches} --into DIR` "
+            "turns them into regression cases"
+        )
+
+
+def _store_labels(
+    file: Path, annotator: str, taxonomy_file: Path | None, store: Path, *, adjudicated: bool
+) -> list[RunLabels]:
+    taxonomy = sheet_taxonomy(file, taxonomy_file)
+    with RunStore(store) as run_store:
+        return import_labels(
+            file, run_store, annotator=annotator, taxonomy=taxonomy, adjudicated=adjudicated
+        )
+
+
+@labels_group.command("agreement")
+@click.argument("batch_id")
+@click.option("--json", "as_json", is_flag=True, help="Print the agreement as JSON.")
+@TAXONOMY_OPTION
+@STORE_OPTION
+def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, store: Path) -> None:
+    """Agreement of the annotators' labels on BATCH_ID's runs, per label and overall.
+
+    Each label is scored present/absent per run; "overall" pools those decisions over labels;
+    "exact set" compares whole label sets. Cohen's kappa needs exactly two annotators. With
+    an adjudication recorded, each annotator is also scored against it. The taxonomy is
+    --taxonomy, else the suite's taxonomy.yaml, else the shipped default.
+    """
+    with RunStore(store) as run_store:
+        batch = run_store.batch(batch_id)
+        labelled = run_store.labels(batch.batch_id)
+        adjudicated = run_store.labels(batch.batch_id, adjudicated=True)
+    if not labelled:
+        raise GroundstateError(f"no labels stored for batch {batch.batch_id}")
+    taxonomy = _taxonomy(batch, taxonomy_file)
+    result = label_agreement(labelled, taxonomy)
+    versus = against_adjudication(labelled, adjudicated, taxonomy)
+    if as_json:
+        data = result.to_dict()
+        data["against_adjudication"] = {k: v.to_dict() for k, v in versus.items()}
+        click.echo(json.dumps(data, indent=2))
+        return
+    rows: list[tuple[str, int | None, Agreement]] = [
+        (x.label, x.positives, x.agreement) for x in result.per_label
+    ]
+    rows += [("overall (pooled)", None, result.overall), ("exact set", None, result.exact_set)]
+    title = (
+        f"label agreement · batch {batch.batch_id} · {result.units} runs · annotators "
+        f"{', '.join(result.annotators)}"
+    )
+    out = console()
+    out.print(_agreement_table(title, rows))
+    if versus:
+        against = [(name, None, a) for name, a in versus.items()]
+        out.print(
+            _agreement_table("each annotator against the adjudicated labels", against, "annotator")
+        )
+
+
+@labels_group.command("regress")
+@click.argument("batch_id")
+@click.option(
+    "--into",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Suite folder to add the regression tasks to (made if missing).",
+)
+@click.option(
+    "--suite",
+    "suite_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The batch's suite (default: the folder the batch recorded).",
+)
+@STORE_OPTION
+def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Path) -> None:
+    """Turn each run of BATCH_ID adjudicated evaluator_defect into a regression case: a copy
+    of its task whose observed trajectory is an alternative the repaired grader must pass."""
+    with RunStore(store) as run_store:
+        batch = run_store.batch(batch_id)
+        defects = adjudicated_defects(run_store, batch.batch_id)
+    suite = load_suite(suite_path or Path(batch.suite_path))
+    refused = 0
+    for run in defects:
+        try:
+            click.echo(regress(run, suite, into=into, evaluator_defect=True))
+        except RegressionRefused as exc:
+            refused += 1
+            click.echo(f"skipped run {run.run_id}: {exc}", err=True)
+    if refused:
+        sys.exit(1)

@@ -1,0 +1,228 @@
+"""Sampling failed runs for independent adjudication, and the labelling sheet they go into.
+
+Only valid failed attempts are sampled (the counted try of each attempt, ``success`` false,
+terminal reason neither ``environment_failure`` nor ``grader_failure``): invalid attempts are
+harness problems with their own evidence, not failures of the agent to diagnose.
+
+The sample is stratified by terminal reason and slice (the task's slice labels together), so
+rare kinds of failure are seen: every stratum gets one run when the sample has room for all of
+them, and the rest is shared in proportion to stratum size. With fewer places than strata,
+the largest strata get one each. Everything is drawn from a seeded generator: the same batch,
+``n`` and seed give the same sheet.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Sequence
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from jinja2 import Environment
+from pydantic import BaseModel
+
+from groundstate.analysis import final_runs
+from groundstate.diagnosis.taxonomy import TAXONOMY_FILE, FailureTaxonomy
+from groundstate.errors import GroundstateError
+from groundstate.records import AgentRun
+from groundstate.store import BatchInfo
+
+SHEET_FIELDS = (
+    "run_id",
+    "batch_id",
+    "task_id",
+    "attempt",
+    "terminal_reason",
+    "slices",
+    "failed_checks",
+    "labels",
+    "note",
+)
+"""Columns of ``sheet.csv``; annotators fill ``labels`` (separated by ``;``) and ``note``."""
+
+
+class SheetRow(BaseModel):
+    """One sampled run in the labelling sheet."""
+
+    run_id: str
+    batch_id: str
+    task_id: str
+    attempt: int
+    terminal_reason: str
+    slices: list[str]
+    stratum: str
+    failed_checks: list[str]
+    """Ids of the outcome assertions and constraints the run failed."""
+    labels: list[str] = []
+    """Left empty for the annotator."""
+    note: str = ""
+
+
+def failed_runs(runs: Sequence[AgentRun]) -> list[AgentRun]:
+    """The valid failed attempts (the counted try of each), ordered by task and attempt."""
+    return [r for r in final_runs(list(runs)) if r.valid and not r.success]
+
+
+def stratum(batch: BatchInfo, run: AgentRun) -> str:
+    """``terminal_reason | slice labels`` of a run (``-`` for a task without slices)."""
+    slices = ",".join(sorted(batch.task_slices.get(run.task_id, []))) or "-"
+    return f"{run.terminal_reason} | {slices}"
+
+
+def allocate(sizes: dict[str, int], n: int, order: Sequence[str]) -> dict[str, int]:
+    """Places per stratum: one each if they fit, the rest by largest proportional deficit.
+
+    *order* breaks ties (a seeded shuffle of the strata). Never more than a stratum holds.
+    """
+    total = sum(sizes.values())
+    n = min(n, total)
+    ranked = sorted(order, key=lambda s: -sizes[s])  # stable: ties keep the seeded order
+    places = {s: 0 for s in sizes}
+    for s in ranked[:n]:
+        places[s] = 1
+    for _ in range(n - sum(places.values())):
+        open_strata = [s for s in ranked if places[s] < sizes[s]]
+        best = max(open_strata, key=lambda s: sizes[s] * n / total - places[s])
+        places[best] += 1
+    return places
+
+
+def sample_failures(
+    batch: BatchInfo, runs: Sequence[AgentRun], n: int, seed: int
+) -> list[AgentRun]:
+    """Draw up to *n* valid failed runs, stratified by terminal reason and slice."""
+    if n < 1:
+        raise GroundstateError(f"--n must be at least 1, got {n}")
+    groups: dict[str, list[AgentRun]] = {}
+    for run in failed_runs(runs):
+        groups.setdefault(stratum(batch, run), []).append(run)
+    if not groups:
+        raise GroundstateError(f"batch {batch.batch_id} has no valid failed runs to sample")
+    rng = np.random.default_rng(seed)
+    keys = sorted(groups)
+    order = [keys[i] for i in rng.permutation(len(keys))]
+    places = allocate({k: len(v) for k, v in groups.items()}, n, order)
+    chosen: list[AgentRun] = []
+    for key in keys:
+        picks = rng.choice(len(groups[key]), size=places[key], replace=False)
+        chosen += [groups[key][i] for i in sorted(picks)]
+    return sorted(chosen, key=lambda r: (r.task_id, r.attempt))
+
+
+def sheet_rows(batch: BatchInfo, sample: Sequence[AgentRun]) -> list[SheetRow]:
+    return [
+        SheetRow(
+            run_id=run.run_id,
+            batch_id=run.batch_id,
+            task_id=run.task_id,
+            attempt=run.attempt,
+            terminal_reason=run.terminal_reason,
+            slices=sorted(batch.task_slices.get(run.task_id, [])),
+            stratum=stratum(batch, run),
+            failed_checks=[
+                c.id
+                for c in [*run.outcome_assertion_results, *run.constraint_results]
+                if not c.passed
+            ],
+        )
+        for run in sample
+    ]
+
+
+# --- writing the sheet ------------------------------------------------------------------------
+
+
+def write_sheet(
+    out: Path, batch: BatchInfo, sample: Sequence[AgentRun], taxonomy: FailureTaxonomy
+) -> list[Path]:
+    """Write ``sheet.csv``, ``sheet.jsonl``, ``sheet.html`` and the taxonomy into *out*.
+
+    Refuses to write over an existing sheet: annotators may already be filling it in.
+    """
+    out = Path(out)
+    paths = [out / "sheet.csv", out / "sheet.jsonl", out / "sheet.html", out / TAXONOMY_FILE]
+    existing = [p for p in paths[:3] if p.exists()]
+    if existing:
+        raise GroundstateError(f"{existing[0]} exists: choose another --out folder")
+    rows = sheet_rows(batch, sample)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        _write_csv(paths[0], rows)
+        paths[1].write_text("".join(r.model_dump_json() + "\n" for r in rows), "utf-8")
+        paths[2].write_text(render_sheet(batch, sample, rows, taxonomy), "utf-8")
+        taxonomy_yaml = yaml.safe_dump(taxonomy.model_dump(mode="json"), sort_keys=False)
+        paths[3].write_text(taxonomy_yaml, "utf-8")
+    except OSError as exc:
+        raise GroundstateError(f"cannot write the sheet into {out}: {exc.strerror}") from None
+    return paths
+
+
+def _write_csv(path: Path, rows: list[SheetRow]) -> None:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=SHEET_FIELDS)
+        writer.writeheader()
+        for row in rows:
+            data = row.model_dump()
+            data["slices"] = ";".join(row.slices)
+            data["failed_checks"] = ";".join(row.failed_checks)
+            data["labels"] = ""
+            writer.writerow({k: data[k] for k in SHEET_FIELDS})
+
+
+def render_sheet(
+    batch: BatchInfo,
+    sample: Sequence[AgentRun],
+    rows: Sequence[SheetRow],
+    taxonomy: FailureTaxonomy,
+) -> str:
+    """The labelling page: the taxonomy, then each run's trajectory and grader evidence.
+
+    Every value from a run is escaped (autoescape): agent text can hold markup.
+    """
+    template = Environment(autoescape=True).from_string(
+        files("groundstate.diagnosis").joinpath("sheet.html.j2").read_text("utf-8")
+    )
+    return template.render(
+        batch=batch,
+        taxonomy=taxonomy,
+        runs=[_run_view(run, row) for run, row in zip(sample, rows, strict=True)],
+    )
+
+
+def _run_view(run: AgentRun, row: SheetRow) -> dict[str, Any]:
+    return {
+        "row": row,
+        "checks": [
+            {
+                "id": c.id,
+                "kind": c.kind,
+                "passed": c.passed,
+                "error": c.error,
+                "evidence": _pretty(c.evidence),
+            }
+            for c in [*run.outcome_assertion_results, *run.constraint_results]
+        ],
+        "events": [_event_view(e.model_dump(mode="json")) for e in run.observation_action_log],
+        "final_message": run.final_message,
+    }
+
+
+def _event_view(event: dict[str, Any]) -> dict[str, Any]:
+    kind = event.get("kind", "event")
+    if kind == "message":
+        return {"step": event["step"], "kind": f"{event['role']} says", "body": event["text"]}
+    if kind == "tool_call":
+        outcome = "ok" if event["ok"] else f"error ({event.get('error_class')})"
+        body = f"{event['tool']}({_pretty(event['args'])}) -> {outcome}\n" + _pretty(
+            event["output"] if event["ok"] else event["error"]
+        )
+        return {"step": event["step"], "kind": "tool call", "body": body}
+    return {"step": event.get("step"), "kind": kind, "body": _pretty(event)}
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)

@@ -1,0 +1,106 @@
+"""Agreement between two graders (or grader revisions) on the same attempts.
+
+Two batches are paired attempt by attempt, (task, attempt number), over the counted try of
+each: for a grader revision checked against the previous one, :func:`regrade` replays a
+batch's recorded trajectories under the suite's current grader, or run the same system with
+the same seed under each revision, or import both graders' verdicts on one set of runs. The
+comparison is on the verdict (``success``), the terminal reason, or its class (before ``/``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from groundstate.agreement import Agreement, agreement
+from groundstate.analysis import final_runs
+from groundstate.errors import GroundstateError
+from groundstate.records import AgentRun
+from groundstate.spec.suite import Suite
+from groundstate.testing import run_solution
+from groundstate.validation.regress import observed_steps
+
+Field = Literal["success", "terminal_reason", "reason_class"]
+FIELDS: tuple[Field, ...] = ("success", "terminal_reason", "reason_class")
+
+
+@dataclass(frozen=True)
+class VerdictAgreement:
+    """How often two graders agree on the same attempts, chance-corrected."""
+
+    on: str
+    paired: int
+    only_in_a: int
+    only_in_b: int
+    agreement: Agreement
+    confusion: dict[str, dict[str, int]]
+    """A's value -> B's value -> attempts."""
+    disagreements: list[dict[str, Any]]
+    """Each attempt the two graders disagree on: task, attempt, both values, both run ids."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def verdict(run: AgentRun, on: Field) -> str:
+    if on == "success":
+        return str(run.success).lower()
+    if on == "terminal_reason":
+        return run.terminal_reason
+    return run.terminal_reason.split("/")[0]
+
+
+def verdict_agreement(
+    a_runs: Sequence[AgentRun], b_runs: Sequence[AgentRun], on: Field = "success"
+) -> VerdictAgreement:
+    """Pair *a_runs* and *b_runs* by (task, attempt) and measure agreement on *on*."""
+    a = {(r.task_id, r.attempt): r for r in final_runs(list(a_runs))}
+    b = {(r.task_id, r.attempt): r for r in final_runs(list(b_runs))}
+    shared = sorted(a.keys() & b.keys())
+    if not shared:
+        raise GroundstateError("the two batches share no (task, attempt): nothing to pair")
+    pairs = [(verdict(a[k], on), verdict(b[k], on)) for k in shared]
+    confusion: dict[str, dict[str, int]] = {}
+    for (x, y), count in sorted(Counter(pairs).items()):
+        confusion.setdefault(x, {})[y] = count
+    return VerdictAgreement(
+        on=on,
+        paired=len(shared),
+        only_in_a=len(a.keys() - b.keys()),
+        only_in_b=len(b.keys() - a.keys()),
+        agreement=agreement([list(p) for p in pairs]),
+        confusion=confusion,
+        disagreements=[
+            {
+                "task_id": k[0],
+                "attempt": k[1],
+                "a": x,
+                "b": y,
+                "a_run": a[k].run_id,
+                "b_run": b[k].run_id,
+            }
+            for k, (x, y) in zip(shared, pairs, strict=True)
+            if x != y
+        ],
+    )
+
+
+def regrade(runs: Sequence[AgentRun], suite: Suite) -> list[AgentRun]:
+    """Replay each valid counted attempt's recorded trajectory on *suite* as it is now and
+    grade it with the suite's current grader: the same behaviour under another grader.
+
+    The replay is scripted (the recorded tool calls and messages, like ``validate`` replays
+    solutions), so a failure a script cannot reproduce (a time limit, a crash) may come out
+    differently for that reason; invalid attempts and tasks the suite no longer has are left
+    out. Replayed records keep the task and attempt number of the run they replay.
+    """
+    replayed = []
+    for run in final_runs(list(runs)):
+        if run.valid and run.task_id in suite.tasks:
+            again = run_solution(suite, run.task_id, observed_steps(run))
+            replayed.append(again.model_copy(update={"attempt": run.attempt}))
+    if not replayed:
+        raise GroundstateError(f"no valid attempt of a task of suite {suite.name!r} to regrade")
+    return replayed
