@@ -22,6 +22,7 @@ from groundstate.analysis import (
     tries,
 )
 from groundstate.cli import STORE_OPTION, console, main
+from groundstate.cli.check import checked_suite
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
 from groundstate.errors import GroundstateError
@@ -36,7 +37,6 @@ from groundstate.report.terminal import (
     summary_tables,
 )
 from groundstate.runner import BatchConfig, BatchResult, BatchRunner, Interrupted, InterruptFlag
-from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
 from groundstate.store import BatchInfo, Problem, RunStore
 from groundstate.validation import require_lock, require_valid
@@ -124,7 +124,7 @@ def run(
     runner: BatchRunner | None = None
     try:
         with interruptible(flag):
-            loaded_suite, system = load_suite(suite), load_system(system_file)
+            loaded_suite, system = checked_suite(suite), load_system(system_file)
             if locked:
                 require_lock(loaded_suite)
             total = len(loaded_suite.tasks) * attempts

@@ -194,11 +194,17 @@ class SystemSpec(BaseModel):
     resolved: dict[str, Any] = Field(default_factory=dict)
     """Filled when loaded: hashes of referenced code and the versions in use."""
     _base_dir: Path = PrivateAttr(default=Path("."))
+    _file: Path | None = PrivateAttr(default=None)
 
     @property
     def base_dir(self) -> Path:
         """The folder of the system file; relative code references start here."""
         return self._base_dir
+
+    @property
+    def source(self) -> Path:
+        """The system file, for error messages (its folder when built without one)."""
+        return self._file or self._base_dir
 
     @property
     def system_spec_hash(self) -> str:
@@ -252,6 +258,7 @@ def load_system(path: Path) -> SystemSpec:
         found["serving"] = {"base_url": spec.model.effective_base_url()}
     resolved = spec.model_copy(update={"resolved": found})
     resolved._base_dir = path.parent
+    resolved._file = path
     return resolved
 
 
