@@ -33,7 +33,7 @@ KEY_PACKAGES = ("groundstate", "pydantic", "PyYAML", "jsonschema", "numpy", "cli
 
 class Section(BaseModel):
     # Sections accept extra keys: anything a team declares is versioned with the rest.
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
 
 
 class Prices(Section):
@@ -180,7 +180,7 @@ class GraderSection(Section):
 class SystemSpec(BaseModel):
     """Everything that can move a score, as declared in ``system.yaml``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     name: str = "system"
     model: ModelSection = ModelSection()
