@@ -141,6 +141,17 @@ def test_available_tools_naming_a_missing_tool(bank: Path) -> None:
     )
 
 
+def test_fails_by_naming_a_missing_constraint(bank: Path) -> None:
+    edit(bank, "solutions/transfer/bad_no_pin.yaml", "constraint:pin-first", "constraint:pin-frist")
+    bad = "solutions/transfer/bad_no_pin.yaml"
+    code, errors = check(str(bank))
+    at = line(bank, bad, "fails_by")
+    assert (code, errors) == (
+        2,
+        [f"{bank / bad}:{at}: fails_by: tasks/transfer.yaml has no constraint 'pin-frist'"],
+    )
+
+
 # --- tool declarations -----------------------------------------------------------------------
 
 

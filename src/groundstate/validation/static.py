@@ -202,6 +202,7 @@ def _solution_argument_problems(suite: Suite) -> Iterator[SuiteProblem]:
     for task_id, solutions in sorted(suite.solutions.items()):
         for name, solution in solutions.items():
             path = suite.root / "solutions" / task_id / f"{name}.yaml"
+            yield from _fails_by_problems(suite, task_id, solution.fails_by, path)
             for i, step in enumerate(solution.steps):
                 declared = suite.tools.get(step.call or "")
                 if declared is None:
@@ -216,6 +217,24 @@ def _solution_argument_problems(suite: Suite) -> Iterator[SuiteProblem]:
                         field=field_name,
                         reason=f"{error.message} (schema of tool {step.call!r})",
                     )
+
+
+def _fails_by_problems(
+    suite: Suite, task_id: str, fails_by: str | None, path: Path
+) -> Iterator[SuiteProblem]:
+    """``constraint:<id>`` must name a constraint of the task, or the known-bad proves nothing."""
+    task = suite.tasks.get(task_id)
+    if task is None or not fails_by or not fails_by.startswith("constraint:"):
+        return
+    wanted = fails_by.removeprefix("constraint:")
+    ids = [c.id for c in task.hard_process_constraints]
+    if wanted not in ids:
+        yield SuiteProblem(
+            file=str(path),
+            line=line_of(path, "fails_by"),
+            field="fails_by",
+            reason=f"tasks/{task_id}.yaml has no constraint {wanted!r}",
+        )
 
 
 # --- fixtures --------------------------------------------------------------------------------
