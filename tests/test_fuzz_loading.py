@@ -427,7 +427,7 @@ def test_a_solution_calling_a_tool_the_task_lacks_is_refused(workspace: Path) ->
 
     message = _edited_bank(workspace, TARGETS["solution"][0], edit)
     assert message.endswith(
-        "oracle.yaml: steps[0].call: 'launch_rockets' is not in the task's available_tools"
+        "oracle.yaml: steps[0].call: 'launch_rockets' is not a tool of tools.py"
     )
 
 

@@ -66,10 +66,12 @@ def _print(result: SuiteCheck) -> None:
         click.echo(f"{warnings} warning{'s' if warnings != 1 else ''}", err=True)
 
 
-def checked_suite(path: Path) -> Suite:
-    """The suite at *path* once its static checks pass (else exit 2), its warnings on stderr."""
+def checked_suite(path: Path, *, warn: bool = True) -> Suite:
+    """The suite at *path* once its static checks pass (else exit 2); with *warn*, its
+    warnings on stderr (``run`` leaves them to ``check`` and ``validate``, so that a batch's
+    stderr stays its progress and its problems)."""
     result = require_checked(path)
-    for problem in result.warnings:
+    for problem in result.warnings if warn else []:
         click.echo(str(problem), err=True)
     assert result.suite is not None  # no errors: the suite loaded
     return result.suite

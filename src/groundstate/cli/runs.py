@@ -124,7 +124,7 @@ def run(
     runner: BatchRunner | None = None
     try:
         with interruptible(flag):
-            loaded_suite, system = checked_suite(suite), load_system(system_file)
+            loaded_suite, system = checked_suite(suite, warn=False), load_system(system_file)
             if locked:
                 require_lock(loaded_suite)
             total = len(loaded_suite.tasks) * attempts
