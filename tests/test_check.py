@@ -491,6 +491,19 @@ def test_every_problem_is_reported_not_only_the_first(bank: Path) -> None:
     assert files == ["bad_no_pin.yaml", "oracle.yaml", "tools.py", "transfer.yaml"]
 
 
+def test_every_field_problem_of_a_file_is_reported(bank: Path) -> None:
+    edit(bank, TASK, "task_revision: 1", "task_revision: 0")
+    edit(bank, TASK, "step_limit: 6", "step_limit: 1.5\nstep_limmit: 6")
+    code, errors = check(str(bank))
+    task = bank / TASK
+    assert code == 2
+    assert errors == [
+        f"{task}:2: task_revision: Input should be greater than or equal to 1",
+        f"{task}:{line(bank, TASK, 'step_limit:')}: step_limit: Input should be a valid integer",
+        f"{task}:{line(bank, TASK, 'step_limmit')}: step_limmit: unknown field",
+    ]
+
+
 def test_decision_and_population_are_warnings(bank: Path) -> None:
     result = CliRunner().invoke(main, ["check", str(bank)])
     assert result.exit_code == 0

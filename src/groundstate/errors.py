@@ -39,6 +39,9 @@ class SpecError(GroundstateError):
         self.reason = reason
         self.line = line
         """1-based line of the file the problem is on, where known."""
+        self.every: tuple[SpecError, ...] = ()
+        """Each problem of the file on its own, when this error summarises several (a model's
+        validation errors); ``groundstate check`` reports them one by one."""
         where = f"{self.path}:{line}" if line is not None else self.path
         where = f"{where}: {field}" if field else where
         super().__init__(f"{where}: {reason}")

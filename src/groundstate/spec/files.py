@@ -192,17 +192,23 @@ def load_model(path: Path, model: type[M], *, data: Any = None) -> M:
 
 
 def _spec_error(path: Path, exc: ValidationError) -> SpecError:
-    first = exc.errors()[0]
-    field = _field_path(first["loc"])
-    reason = _one_line(first["msg"])
-    if first["type"] == "extra_forbidden":
+    """The first problem, saying how many more there are; each one is in ``every``."""
+    each = [_one_error(path, error) for error in exc.errors()]
+    first = each[0]
+    more = len(each) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    summary = SpecError(path, first.field, first.reason + suffix)
+    summary.every = tuple(each)
+    return summary
+
+
+def _one_error(path: Path, error: Any) -> SpecError:
+    reason = _one_line(error["msg"])
+    if error["type"] == "extra_forbidden":
         reason = "unknown field"
-    elif first["type"] == "missing":
+    elif error["type"] == "missing":
         reason = "required field is missing"
-    more = exc.error_count() - 1
-    if more:
-        reason += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return SpecError(path, field or None, reason)
+    return SpecError(path, _field_path(error["loc"]) or None, reason)
 
 
 def _one_line(text: str) -> str:

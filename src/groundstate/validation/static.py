@@ -112,7 +112,7 @@ def check_suite(path: Path) -> SuiteCheck:
     """Every problem of the suite at *path* that can be found without running an agent."""
     suite, errors = scan_suite(Path(path))
     check = SuiteCheck(path=str(path))
-    _add(check, map(_from_spec_error, errors))
+    _add(check, map(_from_spec_error, [e for error in errors for e in error.every or [error]]))
     if suite is not None:
         _add(check, _suite_problems(suite))
     if check.ok:
