@@ -419,6 +419,25 @@ def test_yaml_fixtures(bank: Path, broken: str, where: int | None, reason: str |
     assert check(str(bank)) == (2 if expected else 0, expected)
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "marker", "field", "reason"),
+    [
+        ("{id: B, owner: bo,", "{id: B, ownr: bo,", "ownr", "rows.accounts[1]",
+         "table accounts has no column named ownr"),
+        ("rows:\n", "rows:\n  extra: 5\n", "extra", "rows.extra", "Input should be a valid list"),
+        ("rows:\n", "colums: []\nrows:\n", "colums", "colums", "unknown field"),
+    ],
+)  # fmt: skip
+def test_yaml_fixture_rows_and_fields_are_named_with_their_line(
+    bank: Path, old: str, new: str, marker: str, field: str, reason: str
+) -> None:
+    path = bank / "fixtures" / "bank.yaml"
+    path.write_text(YAML_FIXTURE.format(broken="").replace(old, new))
+    edit(bank, TASK, "bank.sql", "bank.yaml")
+    at = line(bank, "fixtures/bank.yaml", marker)
+    assert check(str(bank)) == (2, [f"{path}:{at}: {field}: {reason}"])
+
+
 def test_a_yaml_fixture_that_is_not_yaml(bank: Path) -> None:
     (bank / "fixtures" / "bank.yaml").write_text("schema: [unclosed\nrows: {}\n")
     edit(bank, TASK, "bank.sql", "bank.yaml")
