@@ -385,19 +385,21 @@ def _key_problems(
     if isinstance(key, list) != (len(columns) > 1) or len(values) != len(columns):
         yield where, f"{name}'s primary key is ({', '.join(columns)}): give {len(columns)} value(s)"
         return
+    if canonical_json(key) in table.state.rows:
+        return  # names a row, whatever the declared type says
     wrong = [
         reason
         for column, value in zip(columns, values, strict=True)
         if (reason := _type_mismatch(value, table.types.get(column, ""), f"{name}.{column}"))
     ]
-    if wrong:
+    if wrong:  # the likeliest reason it names no row: say that, not only "no row"
         yield where, "; ".join(wrong)
-    elif canonical_json(key) not in table.state.rows:
+    else:
         yield where, f"no row of {name} in fixture {fixture} has key {canonical_json(key)}"
 
 
 def _type_mismatch(value: JsonScalar, declared: str, column: str) -> str | None:
-    """Why *value* can never equal a key stored in a column of type *declared* (None: it can)."""
+    """Why *value* is unlikely to equal a key stored in a column of type *declared*."""
     affinity = _affinity(declared)
     if isinstance(value, bool) or value is None:
         return f"{value!r} is not a key value of {column}"
