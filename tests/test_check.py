@@ -482,6 +482,18 @@ def test_an_async_agent_and_a_factory_are_accepted(tmp_path: Path, bank: Path) -
     assert check(str(bank), "--system", str(system)) == (0, [])
 
 
+def test_an_agent_factory_that_raises_is_one_problem(tmp_path: Path, bank: Path) -> None:
+    system = _system(tmp_path, "def agent():\n    raise RuntimeError('needs a GPU')\n")
+    code, errors = check(str(bank), "--system", str(system))
+    assert (code, errors) == (
+        2,
+        [
+            f"{system}:2: harness.orchestration_loop: building the agent failed: "
+            "RuntimeError: needs a GPU"
+        ],
+    )
+
+
 def test_a_wrong_param_is_blamed_on_the_system_file(tmp_path: Path, bank: Path) -> None:
     system = _system(tmp_path, "async def agent(session):\n    return 'done'\n")
     system.write_text(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,7 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict
 
+from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError
@@ -122,16 +123,22 @@ def check_suite(path: Path) -> SuiteCheck:
 
 def check_system(path: Path) -> list[SuiteProblem]:
     """The problems of a system file: its fields, and building the agent it names."""
-    from groundstate.agents.python import load_agent  # agents import the spec, not the reverse
-
     try:
         load_agent(load_system(Path(path)))
     except SpecError as exc:
         return [_from_spec_error(exc)]
+    except Exception as exc:  # the agent's factory is user code and may raise anything
+        field = "harness.orchestration_loop"
+        reason = f"building the agent failed: {type(exc).__name__}: {exc}"
+        return [
+            SuiteProblem(
+                file=str(path), line=line_of(Path(path), field), field=field, reason=reason
+            )
+        ]
     return []
 
 
-def _add(check: SuiteCheck, problems: Iterator[SuiteProblem] | Any) -> None:
+def _add(check: SuiteCheck, problems: Iterable[SuiteProblem]) -> None:
     """Add each problem once: a file's error met through several references is one problem."""
     for problem in problems:
         if problem not in check.problems:
@@ -149,7 +156,7 @@ def _from_spec_error(error: SpecError) -> SuiteProblem:
 def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
     yield from _decision_warnings(suite)
     yield from _tool_problems(suite)
-    yield from _solution_argument_problems(suite)
+    yield from _solution_problems(suite)
     by_fixture: dict[Path, list[AgentTask]] = {}
     for task_id in sorted(suite.tasks):
         task = suite.tasks[task_id]
@@ -197,8 +204,9 @@ def _source_line(declared: Tool) -> int | None:
         return None
 
 
-def _solution_argument_problems(suite: Suite) -> Iterator[SuiteProblem]:
-    """Arguments the gateway would refuse make a solution prove nothing: name them now."""
+def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
+    """Arguments the gateway would refuse, or a ``fails_by`` naming no constraint, make a
+    solution prove nothing: name them now."""
     for task_id, solutions in sorted(suite.solutions.items()):
         for name, solution in solutions.items():
             path = suite.root / "solutions" / task_id / f"{name}.yaml"
