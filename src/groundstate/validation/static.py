@@ -20,7 +20,7 @@ from __future__ import annotations
 import inspect
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +43,8 @@ from groundstate.spec.task import AgentTask, DiffAssertion, SqlAssertion, TableC
 from groundstate.tools import Tool, declaration_problems
 
 Severity = Literal["error", "warning"]
+Query = Callable[[str], list[tuple[Any, ...]]]
+"""A read-only view's ``query``: SQL on the fixture's initial state."""
 
 
 class SuiteProblem(BaseModel):
@@ -277,7 +279,7 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
         return [_fixture_problem(fixture, exc)]
 
 
-def _declared_types(query: Any, table: str) -> dict[str, str]:
+def _declared_types(query: Query, table: str) -> dict[str, str]:
     quoted = '"' + table.replace('"', '""') + '"'
     types = {row[1]: str(row[2]).upper() for row in query(f"PRAGMA table_info({quoted})")}
     return {"rowid": "INTEGER", **types}
@@ -337,7 +339,7 @@ def _first_failing_statement(script: str, first_line: int) -> tuple[int, str] | 
 
 
 def _assertion_problems(
-    task: AgentTask, task_file: Path, tables: dict[str, _Table], query: Any
+    task: AgentTask, task_file: Path, tables: dict[str, _Table], query: Query
 ) -> Iterator[SuiteProblem]:
     fixture = task.initial_state_fixture
     for i, assertion in enumerate(task.outcome_assertions):
@@ -440,7 +442,7 @@ def _is_number(text: str) -> bool:
     return True
 
 
-def _sql_problem(sql: str, query: Any, fixture: str) -> str | None:
+def _sql_problem(sql: str, query: Query, fixture: str) -> str | None:
     """Whether SQLite can prepare *sql* on the fixture's initial state (None: it can)."""
     try:
         query(f"EXPLAIN {sql}")
