@@ -18,6 +18,7 @@ from groundstate.analysis import (
     compare_batches,
     comparison_report,
     final_runs,
+    suite_decision,
     summarize_batch,
     tries,
 )
@@ -322,6 +323,7 @@ def _batch_json(result: BatchResult) -> dict[str, Any]:
         "batch_id": result.batch.batch_id,
         "system_spec_hash": result.batch.system_spec_hash,
         "suite": result.batch.suite,
+        **suite_decision(result.batch),
         "tasks": len(result.batch.task_revisions),
         "attempts": result.batch.attempts,
         "runs": [_run_json(r) for r in counted],
