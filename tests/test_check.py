@@ -552,6 +552,29 @@ def test_decision_and_population_are_warnings(bank: Path) -> None:
     assert (result.exit_code, result.stdout) == (0, "")
 
 
+@pytest.mark.parametrize(
+    ("added", "field", "reason"),
+    [
+        ("weights: {transfr: 2}\n", "weights.transfr", "no task 'transfr'"),
+        ("canary: transfr\n", "canary", "no task 'transfr'"),
+    ],
+)
+def test_suite_references_name_tasks(bank: Path, added: str, field: str, reason: str) -> None:
+    edit(bank, "suite.yaml", "canary: transfer\n", "")
+    (bank / "suite.yaml").write_text((bank / "suite.yaml").read_text() + added)
+    at = line(bank, "suite.yaml", added.split(":")[0] + ":")
+    assert check(str(bank)) == (2, [f"{bank / 'suite.yaml'}:{at}: {field}: {reason}"])
+
+
+def test_a_missing_policy_file(bank: Path) -> None:
+    (bank / "policy.md").unlink()
+    at = line(bank, "suite.yaml", "policy:")
+    assert check(str(bank)) == (
+        2,
+        [f"{bank / 'suite.yaml'}:{at}: policy: no file policy.md"],
+    )
+
+
 def test_an_empty_decision_is_an_error(bank: Path) -> None:
     edit(bank, "suite.yaml", "name: bank\n", "name: bank\ndecision: ''\n")
     code, errors = check(str(bank))

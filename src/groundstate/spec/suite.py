@@ -173,7 +173,17 @@ def _walk(root: Path, report: Report) -> Suite | None:
         report(SpecError(root / "tasks", None, "the suite has no task files (tasks/*.yaml)"))
     if config.canary is not None and not is_file(root / "tasks" / f"{config.canary}.yaml"):
         report(SpecError(root / SUITE_FILE, "canary", f"no task {config.canary!r}"))
+    _each(_check_references(root, config), report)
     return suite
+
+
+def _check_references(root: Path, config: SuiteConfig) -> Iterator[SpecError]:
+    """A weight for a misspelt task would be ignored, a missing policy file found mid-batch."""
+    for task_id in config.weights:
+        if not is_file(root / "tasks" / f"{task_id}.yaml"):
+            yield SpecError(root / SUITE_FILE, f"weights.{task_id}", f"no task {task_id!r}")
+    if config.policy is not None and not is_file(root / config.policy):
+        yield SpecError(root / SUITE_FILE, "policy", f"no file {config.policy}")
 
 
 def _add_task(suite: Suite, task_file: Path, report: Report) -> None:
