@@ -42,6 +42,8 @@ def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
         "batch_id",
         "system_spec_hash",
         "suite",
+        "decision",
+        "population",
         "tasks",
         "attempts",
         "runs",
@@ -49,6 +51,7 @@ def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
         "invalid_attempts",
     }
     assert (data["suite"], data["tasks"], data["attempts"]) == ("bank", 1, 4)
+    assert (data["decision"], data["population"]) == (None, None)  # the bank declares neither
     assert [r["attempt"] for r in data["runs"]] == [1, 2, 3, 4]
     assert sum(data["terminal_reasons"].values()) == 4
     reasons = {r["terminal_reason"] for r in data["runs"]}

@@ -103,7 +103,6 @@ def test_a_python_constraint_reads_the_trace_and_s0(with_check: Any) -> None:
     [
         ("raises", "KeyError: 'no such step'"),
         ("says_maybe", "TypeError: trace_checks.py:says_maybe returned str, expected bool"),
-        ("no_such_function", "AttributeError"),
     ],
 )
 def test_a_python_constraint_that_fails_to_run_is_a_grader_failure(
@@ -113,6 +112,11 @@ def test_a_python_constraint_that_fails_to_run_is_a_grader_failure(
     assert run.terminal_reason == "grader_failure"
     assert result.error is not None and result.error.startswith(error)
     assert result.evidence["exception"]["type"] == error.split(":")[0]
+
+
+def test_a_python_constraint_naming_no_function_is_refused_at_load(with_check: Any) -> None:
+    with pytest.raises(SpecError, match=r"trace_checks\.py has no function 'no_such_function'"):
+        with_check("no_such_function")
 
 
 def test_a_python_constraint_past_the_time_limit_is_a_grader_failure(

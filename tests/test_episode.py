@@ -195,12 +195,12 @@ def test_evaluator_view_cannot_be_written_by_a_check(edited_bank: EditTask, tmp_
     def writing_check(task: dict[str, Any]) -> None:
         task["outcome_assertions"].append({"id": "writes", "check": "checks.py:writes"})
 
-    suite = edited_bank(writing_check)
-    with (suite.root / "checks.py").open("a") as handle:
+    root = edited_bank(lambda task: None).root  # the copy, before a check names the function
+    with (root / "checks.py").open("a") as handle:
         handle.write(
             "\n\ndef writes(s0, sT):\n    sT.query('DELETE FROM accounts')\n    return True\n"
         )
-    run = _run(suite, _verified_transfer)
+    run = _run(edited_bank(writing_check), _verified_transfer)
     writes = next(r for r in run.outcome_assertion_results if r.id == "writes")
     assert writes.error is not None and "readonly" in writes.error.replace(" ", "").lower()
 

@@ -43,8 +43,8 @@ def _task_error(edited_bank: EditTask, change: Any) -> SpecError:
         ),
         (
             lambda t: t.update(available_tools=["teleport"]),
-            "available_tools",
-            "unknown tools: teleport",
+            "available_tools[0]",
+            "'teleport' is not a tool of tools.py",
         ),
         (lambda t: t.update(initial_state_fixture="nope.sql"), "initial_state_fixture", "no file"),
         (lambda t: t.update(task_id="other"), "task_id", "must match the file name"),
@@ -68,7 +68,7 @@ def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
     root = tmp_path / "bank"
     shutil.copytree(BANK, root)
     (root / "tasks" / "transfer.yaml").write_text("task_id: [unclosed\n")
-    with pytest.raises(SpecError, match=r"transfer.yaml: invalid YAML at line 2"):
+    with pytest.raises(SpecError, match=r"transfer.yaml:2: invalid YAML"):
         load_suite(root)
 
 

@@ -261,10 +261,10 @@ def _with_check(edited_bank: EditTask, body: str) -> Suite:
     def add(task: dict[str, Any]) -> None:
         task["outcome_assertions"].append({"id": "slow", "check": "checks.py:slow"})
 
-    suite = edited_bank(add)
-    with (suite.root / "checks.py").open("a") as handle:
+    root = edited_bank(lambda task: None).root  # the copy, before a check names the function
+    with (root / "checks.py").open("a") as handle:
         handle.write(f"\n\ndef slow(s0, sT):\n{body}\n")
-    return suite
+    return edited_bank(add)
 
 
 def test_a_hanging_check_is_a_grader_failure(

@@ -69,6 +69,7 @@ def batch_report(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> di
     return {
         "batch_id": batch.batch_id,
         "suite": batch.suite,
+        **suite_decision(batch),
         "system_spec_hash": batch.system_spec_hash,
         "n_tasks": valid.n_tasks,
         "attempts_per_task": batch.attempts,
@@ -88,6 +89,11 @@ def batch_report(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> di
         "invalid_tasks_run": batch.invalid_tasks,
         "summary": summary.to_dict(),
     }
+
+
+def suite_decision(batch: BatchInfo) -> dict[str, Any]:
+    """The decision the batch's suite serves and its task population (None: not declared)."""
+    return {"decision": batch.decision, "population": batch.population}
 
 
 def _interval(estimate: Any) -> dict[str, Any] | None:
@@ -120,6 +126,8 @@ def comparison_report(a: BatchInfo, b: BatchInfo, comparison: Comparison) -> dic
     return {
         "batch_a": a.batch_id,
         "batch_b": b.batch_id,
+        "decision_a": suite_decision(a),
+        "decision_b": suite_decision(b),
         "paired_tasks": list(comparison.paired_tasks),
         "only_in_a": list(comparison.only_in_a),
         "only_in_b": list(comparison.only_in_b),

@@ -31,11 +31,19 @@ class GroundstateError(Exception):
 class SpecError(GroundstateError):
     """A task, suite or system file is malformed."""
 
-    def __init__(self, path: object, field: str | None, reason: str) -> None:
+    def __init__(
+        self, path: object, field: str | None, reason: str, *, line: int | None = None
+    ) -> None:
         self.path = str(path)
         self.field = field
         self.reason = reason
-        where = f"{self.path}: {field}" if field else self.path
+        self.line = line
+        """1-based line of the file the problem is on, where known."""
+        self.every: tuple[SpecError, ...] = ()
+        """Each problem of the file on its own, when this error summarises several (a model's
+        validation errors); ``groundstate check`` reports them one by one."""
+        where = f"{self.path}:{line}" if line is not None else self.path
+        where = f"{where}: {field}" if field else where
         super().__init__(f"{where}: {reason}")
 
 

@@ -133,6 +133,8 @@ def plan_batch(suite: Suite, system: SystemSpec, config: BatchConfig) -> BatchIn
         suite=suite.name,
         suite_path=str(suite.root),
         suite_hash=suite.suite_hash,
+        decision=suite.config.decision,
+        population=suite.config.population and suite.config.population.model_dump(),
         system_spec_hash=system.system_spec_hash,
         system_spec=system.model_dump(mode="json"),
         attempts=config.attempts,

@@ -127,6 +127,11 @@ class BatchInfo(BaseModel):
     """Tasks that failed validation and ran anyway (``run --allow-invalid``)."""
     source: str = "groundstate"
     """``groundstate`` for batches run here; ``imported`` for results from another harness."""
+    decision: str | None = None
+    """The deployment decision the suite serves (its ``suite.yaml`` ``decision``)."""
+    population: dict[str, str] | None = None
+    """The target task population and how the tasks were sampled (``description``,
+    ``sampling``), as the suite declared them."""
 
 
 ProblemKind = Literal[

@@ -89,6 +89,49 @@ def _schema_of(fn: Callable[..., Any]) -> dict[str, Any]:
     return schema
 
 
+def declaration_problems(declared: Tool) -> list[str]:
+    """What is wrong with a tool's declaration, worded for its author (empty: nothing).
+
+    ``@tool`` accepts any function, but a tool without its ``ctx`` parameter loses its first
+    real parameter (every call is then refused), a parameter without a type hint accepts
+    anything, and a tool without a docstring is shown to the agent with no description.
+    """
+    params = list(inspect.signature(declared.fn).parameters.values())
+    problems = []
+    if params and _is_context(declared.fn, params[0]):
+        params = params[1:]
+    else:
+        got = f"'{_spelled(params[0])}'" if params else "no parameters"
+        problems.append(
+            f"the first parameter must be 'ctx: ToolContext' (got {got}); without it the "
+            "tool's first argument is dropped from its schema and calls are refused"
+        )
+    for param in params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            problems.append(
+                f"parameter '{_spelled(param)}' cannot be given by name: list each argument"
+            )
+        elif param.annotation is param.empty:
+            problems.append(f"parameter {param.name!r} has no type hint, so its schema is empty")
+    if not declared.description:
+        problems.append("no docstring: the agent would see the tool with no description")
+    return problems
+
+
+def _spelled(param: inspect.Parameter) -> str:
+    """A parameter as written (annotations stay text under ``from __future__ import ...``)."""
+    hint = param.annotation
+    if hint is param.empty:
+        return str(param)
+    written = hint if isinstance(hint, str) else getattr(hint, "__name__", str(hint))
+    return f"{param.replace(annotation=param.empty)}: {written}"
+
+
+def _is_context(fn: Callable[..., Any], first: inspect.Parameter) -> bool:
+    hint = get_type_hints(fn).get(first.name)
+    return hint is ToolContext or (hint is None and first.name == "ctx")
+
+
 def load_module(path: Path, name_hint: str) -> Any:
     """Import a Python file of a suite or system (tools, checks, agents)."""
     if not path.is_file():

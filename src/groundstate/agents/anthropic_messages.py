@@ -52,7 +52,7 @@ class AnthropicMessagesAgent(ModelAgent):
         budget = settings.reasoning_budget
         if budget is not None and (isinstance(budget, str) or budget < 1024):
             raise SpecError(
-                system.base_dir,
+                system.source,
                 "model.reasoning_budget",
                 "anthropic-messages sends it as the thinking budget: give tokens (>= 1024)",
             )

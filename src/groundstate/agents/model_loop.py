@@ -198,7 +198,7 @@ class Settings:
     def from_system(cls, system: SystemSpec) -> Settings:
         model = system.model
         if model.revision in ("", "none"):
-            raise SpecError(system.base_dir, "model.revision", "name the model to call")
+            raise SpecError(system.source, "model.revision", "name the model to call")
         served = system.resolved.get("serving", {}).get("base_url")
         return cls(
             model=model.revision,
@@ -224,7 +224,7 @@ def _api_key(system: SystemSpec) -> str:
     value = os.environ.get(name)
     if not value:
         raise SpecError(
-            system.base_dir, "model.api_key_env", f"environment variable {name} is unset"
+            system.source, "model.api_key_env", f"environment variable {name} is unset"
         )
     return value
 
@@ -238,7 +238,7 @@ def _context_turns(system: SystemSpec) -> int | None:
     if prefix == "last_turns" and count.isdigit() and int(count) >= 1:
         return int(count)
     raise SpecError(
-        system.base_dir,
+        system.source,
         "harness.context_policy",
         f"expected 'full' or 'last_turns:N', got {policy!r}",
     )
@@ -295,7 +295,7 @@ class ModelAgent(ABC):
         reserved = sorted(RESERVED_KEYS & set(settings.decoding))
         if reserved:
             raise SpecError(
-                system.base_dir, "model.decoding", f"{', '.join(reserved)}: set by the adapter"
+                system.source, "model.decoding", f"{', '.join(reserved)}: set by the adapter"
             )
         cls.check_settings(settings, system)
         return cls(settings)

@@ -44,7 +44,7 @@ class OpenAIChatAgent(ModelAgent):
         budget = settings.reasoning_budget
         if budget is not None and not isinstance(budget, str):
             raise SpecError(
-                system.base_dir,
+                system.source,
                 "model.reasoning_budget",
                 "openai-chat sends it as reasoning_effort: give a string such as 'low'",
             )

@@ -39,18 +39,41 @@ def load_agent(system: SystemSpec) -> Agent:
     module: Any = load_module(code_file, "agent") if code_file else _import(module_name, field)
     factory = getattr(module, name, None)
     if not callable(factory):
-        raise SpecError(system.base_dir, field, f"{loop.entry!r} names no callable")
+        raise SpecError(system.source, field, f"{loop.entry!r} names no callable")
     if inspect.iscoroutinefunction(factory):
         _check_params(factory, loop.params, system)
         return FunctionAgent(functools.partial(factory, **loop.params))
+    if _takes_session(factory):
+        raise SpecError(
+            code_file or module_name,
+            name,
+            f"is a plain 'def'; an agent entry is 'async def {name}(session, ...)' (or a "
+            "factory returning an object with 'async def run(self, session)')",
+            line=_def_line(factory),
+        )
     build = getattr(factory, "from_system", None)
     try:
         agent = build(system, **loop.params) if callable(build) else factory(**loop.params)
     except TypeError as exc:
-        raise SpecError(system.base_dir, "harness.orchestration_loop.params", str(exc)) from None
+        raise SpecError(system.source, "harness.orchestration_loop.params", str(exc)) from None
     if not callable(getattr(agent, "run", None)):
-        raise SpecError(system.base_dir, field, f"{loop.entry!r} returned an object without run()")
+        raise SpecError(system.source, field, f"{loop.entry!r} returned an object without run()")
     return agent  # type: ignore[no-any-return]
+
+
+def _takes_session(factory: Callable[..., Any]) -> bool:
+    """A plain function whose first parameter is ``session``: an agent written without async."""
+    if not inspect.isfunction(factory):
+        return False
+    params = list(inspect.signature(factory).parameters)
+    return bool(params) and params[0] == "session"
+
+
+def _def_line(fn: Callable[..., Any]) -> int | None:
+    try:
+        return inspect.getsourcelines(fn)[1]
+    except (OSError, TypeError):
+        return None
 
 
 def _check_params(fn: Callable[..., Any], params: dict[str, Any], system: SystemSpec) -> None:
@@ -58,7 +81,7 @@ def _check_params(fn: Callable[..., Any], params: dict[str, Any], system: System
     try:
         inspect.signature(fn).bind(None, **params)
     except TypeError as exc:
-        raise SpecError(system.base_dir, "harness.orchestration_loop.params", str(exc)) from None
+        raise SpecError(system.source, "harness.orchestration_loop.params", str(exc)) from None
 
 
 def _import(module_name: str, field: str) -> Any:

@@ -48,6 +48,7 @@ def main() -> None:
 
 
 from groundstate.cli import (  # noqa: E402  (commands register)
+    check,
     diagnosis,
     integrity,
     play,
@@ -58,6 +59,7 @@ from groundstate.cli import (  # noqa: E402  (commands register)
 
 __all__ = [
     "STORE_OPTION",
+    "check",
     "console",
     "diagnosis",
     "integrity",

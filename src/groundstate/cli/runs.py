@@ -18,10 +18,12 @@ from groundstate.analysis import (
     compare_batches,
     comparison_report,
     final_runs,
+    suite_decision,
     summarize_batch,
     tries,
 )
 from groundstate.cli import STORE_OPTION, console, main
+from groundstate.cli.check import checked_suite
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
 from groundstate.errors import GroundstateError
@@ -36,7 +38,6 @@ from groundstate.report.terminal import (
     summary_tables,
 )
 from groundstate.runner import BatchConfig, BatchResult, BatchRunner, Interrupted, InterruptFlag
-from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
 from groundstate.store import BatchInfo, Problem, RunStore
 from groundstate.validation import require_lock, require_valid
@@ -124,7 +125,7 @@ def run(
     runner: BatchRunner | None = None
     try:
         with interruptible(flag):
-            loaded_suite, system = load_suite(suite), load_system(system_file)
+            loaded_suite, system = checked_suite(suite, warn=False), load_system(system_file)
             if locked:
                 require_lock(loaded_suite)
             total = len(loaded_suite.tasks) * attempts
@@ -322,6 +323,7 @@ def _batch_json(result: BatchResult) -> dict[str, Any]:
         "batch_id": result.batch.batch_id,
         "system_spec_hash": result.batch.system_spec_hash,
         "suite": result.batch.suite,
+        **suite_decision(result.batch),
         "tasks": len(result.batch.task_revisions),
         "attempts": result.batch.attempts,
         "runs": [_run_json(r) for r in counted],

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from groundstate.cli import STORE_OPTION, main
+from groundstate.cli.check import checked_suite
 from groundstate.cli.integrity import warn
 from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore
@@ -47,7 +48,7 @@ def validate(suite: Path, as_json: bool, no_cache: bool, store: Path) -> None:
     store, keyed by everything they depend on.
     """
     sweep_stale()  # work folders of runs and validations killed outright
-    loaded = load_suite(suite)
+    loaded = checked_suite(suite)
     if no_cache:
         result = validate_suite(loaded)
     else:

@@ -32,7 +32,7 @@ from groundstate.errors import (
     TimeLimitReached,
 )
 from groundstate.spec.canonical import canonical_json, hash_file, hash_value
-from groundstate.spec.files import read_yaml
+from groundstate.spec.files import load_model
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import make_workdir
 
@@ -447,14 +447,18 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
     if fixture.suffix not in {".yaml", ".yml", ".json"}:
         raise ValueError("expected a .sql, .yaml or .json fixture")
     if fixture.suffix == ".json":
-        data = _DataFixture.model_validate(json.loads(fixture.read_text(encoding="utf-8")))
+        text = fixture.read_text(encoding="utf-8")
+        data = load_model(fixture, _DataFixture, data=json.loads(text))
     else:  # the hardened loader every YAML file of groundstate goes through
-        data = _DataFixture.model_validate(read_yaml(fixture))
+        data = load_model(fixture, _DataFixture)
     connection.executescript(data.schema_sql)
     connection.execute("BEGIN")
     for table, rows in data.rows.items():
-        for row in rows:
-            _insert(connection, table, row)
+        for i, row in enumerate(rows):
+            try:
+                _insert(connection, table, row)
+            except sqlite3.Error as exc:  # named by its place in the file, as other errors are
+                raise SpecError(fixture, f"rows.{table}[{i}]", str(exc)) from exc
     connection.execute("COMMIT")
 
 

@@ -36,6 +36,8 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
             )
         )
     )
+    table.caption = escape(printable("\n".join(decision_lines(batch.decision, batch.population))))
+    table.caption_justify = "left"
     for column in ("task", "slices", "successes / valid", "invalid", "terminal reasons"):
         table.add_column(column)
     for task_id in sorted(batch.task_revisions):
@@ -50,6 +52,20 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
             _plain(", ".join(f"{reason} x{n}" for reason, n in sorted(reasons.items()))),
         )
     return table
+
+
+def decision_lines(decision: str | None, population: dict[str, str] | None) -> list[str]:
+    """What the numbers are for: the suite's deployment decision and task population."""
+    if decision is None and population is None:
+        return ["decision: not declared (add decision: and population: to suite.yaml)"]
+    lines = [f"decision: {decision or 'not declared'}"]
+    if population is None:
+        return [*lines, "population: not declared"]
+    return [
+        *lines,
+        f"population: {population.get('description', '')}",
+        f"sampled: {population.get('sampling', '')}",
+    ]
 
 
 def _plain(text: str) -> Text:
@@ -268,6 +284,10 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     console.print(
         f"batch {data['batch_b']} against batch {data['batch_a']} (b - a), paired by task"
     )
+    for side in ("a", "b"):
+        stated = data.get(f"decision_{side}") or {}
+        lines = decision_lines(stated.get("decision"), stated.get("population"))
+        console.print(printable(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
     metrics = Table(title="mean difference with paired cluster-bootstrap interval")
     for column in ("metric", "difference", "interval", "tasks"):
         metrics.add_column(column)

@@ -15,6 +15,7 @@ cannot read safely is a :class:`SpecError` (one line), never a traceback or a ha
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,8 +41,8 @@ class _Refused(Exception):
     """A document the loader will not build; carries the reason and where."""
 
     def __init__(self, reason: str, mark: yaml.Mark | None = None) -> None:
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        super().__init__(f"{reason}{where}")
+        super().__init__(reason)
+        self.line = mark.line + 1 if mark is not None else None
 
 
 class _SafeLoader(yaml.SafeLoader):
@@ -102,12 +103,12 @@ def read_yaml(path: Path) -> Any:
         finally:
             loader.dispose()
     except _Refused as exc:
-        raise SpecError(path, None, str(exc)) from None
+        raise SpecError(path, None, str(exc), line=exc.line) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
+        line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise SpecError(path, None, f"invalid YAML{where}: {problem}") from None
+        raise SpecError(path, None, f"invalid YAML: {problem}", line=line) from None
     except (ValueError, OverflowError) as exc:  # e.g. a timestamp with month 13
         raise SpecError(path, None, f"invalid YAML value: {exc}") from None
 
@@ -191,17 +192,23 @@ def load_model(path: Path, model: type[M], *, data: Any = None) -> M:
 
 
 def _spec_error(path: Path, exc: ValidationError) -> SpecError:
-    first = exc.errors()[0]
-    field = _field_path(first["loc"])
-    reason = _one_line(first["msg"])
-    if first["type"] == "extra_forbidden":
+    """The first problem, saying how many more there are; each one is in ``every``."""
+    each = [_one_error(path, error) for error in exc.errors()]
+    first = each[0]
+    more = len(each) - 1
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+    summary = SpecError(path, first.field, first.reason + suffix)
+    summary.every = tuple(each)
+    return summary
+
+
+def _one_error(path: Path, error: Any) -> SpecError:
+    reason = _one_line(error["msg"])
+    if error["type"] == "extra_forbidden":
         reason = "unknown field"
-    elif first["type"] == "missing":
+    elif error["type"] == "missing":
         reason = "required field is missing"
-    more = exc.error_count() - 1
-    if more:
-        reason += f" (and {more} more problem{'s' if more > 1 else ''})"
-    return SpecError(path, field or None, reason)
+    return SpecError(path, _field_path(error["loc"]) or None, reason)
 
 
 def _one_line(text: str) -> str:
@@ -231,3 +238,41 @@ def is_file(path: Path) -> bool:
         return path.is_file()
     except (OSError, ValueError):
         return False
+
+
+_FIELD_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
+
+
+def line_of(path: Path, field: str | None) -> int | None:
+    """The 1-based line where *field* (``steps[2].call``) is written in the YAML file *path*.
+
+    Follows the path as far as the file has it, so a nested field that is missing points at
+    its parent; None for a missing top-level field, or a file that cannot be parsed (its own
+    error says where).
+    """
+    try:
+        node = yaml.compose(_read_text(path), Loader=yaml.SafeLoader)
+    except (SpecError, yaml.YAMLError, ValueError, RecursionError):
+        return None
+    if node is None:
+        return None
+    line = None
+    for index, name in _FIELD_PART.findall(field or ""):
+        found = _child(node, int(index) if index else name)
+        if found is None:
+            break
+        line, node = found
+    return line
+
+
+def _child(node: yaml.Node, part: int | str) -> tuple[int, yaml.Node] | None:
+    """A child node and the line that names it (a mapping key's line, a list item's line)."""
+    if isinstance(part, int) and isinstance(node, yaml.SequenceNode):
+        if part < len(node.value):
+            item: yaml.Node = node.value[part]
+            return item.start_mark.line + 1, item
+    elif isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                return key.start_mark.line + 1, value
+    return None

@@ -13,7 +13,8 @@ JsonScalar = str | int | float | bool | None
 class Strict(BaseModel):
     """Unknown fields are errors (a misspelt field must not be ignored); models are frozen."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Field docstrings become the descriptions of the published JSON Schemas (spec.schemas).
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 def one_key_of(options: tuple[str, ...]) -> Any:

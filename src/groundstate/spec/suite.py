@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -36,7 +37,18 @@ from groundstate.spec.files import is_file, load_model, read_yaml
 from groundstate.spec.solution import Solution
 from groundstate.spec.strict import Weight
 from groundstate.spec.task import AgentTask, PythonAssertion, Strict
-from groundstate.tools import Tool, load_tools
+from groundstate.tools import Tool, load_module, load_tools
+
+
+class Population(Strict):
+    """The tasks a decision is about, and how this suite's tasks were drawn from them."""
+
+    description: str = Field(min_length=1)
+    """The target population (e.g. "English refund and exchange chats of retail customers")."""
+    sampling: str = Field(min_length=1)
+    """How the tasks were chosen from it: a random sample, stratified by intent, hand-written
+    to cover each policy rule... Read beside the numbers: a hand-picked suite is not an
+    estimate of the population's success rate."""
 
 
 class SuiteConfig(Strict):
@@ -48,6 +60,12 @@ class SuiteConfig(Strict):
     tools: str = "tools.py"
     canary: str | None = None
     """A task whose oracle runs before every batch."""
+    decision: str | None = Field(default=None, min_length=1)
+    """The deployment decision the suite's numbers inform (e.g. "may the new prompt replace
+    the current one for refund chats?"). ``check`` and ``validate`` warn when it is missing;
+    reports show it beside the numbers."""
+    population: Population | None = None
+    """The target task population and how the suite's tasks were sampled from it."""
     weights: dict[str, Weight] = Field(default_factory=dict)
     """Task weights for suite averages (default 1 each)."""
     mutation_testing: Literal["required", "report", "off"] = "required"
@@ -102,29 +120,90 @@ class Suite:
         return self.config.weights.get(task_id, self.tasks[task_id].weight)
 
 
+Report = Callable[[SpecError], None]
+"""Where the loader sends each problem it finds: raised (load) or collected (scan)."""
+
+
 def load_suite(path: Path) -> Suite:
-    """Load and check a suite folder; derive each task's grader revision and test manifest."""
-    root = Path(path)
-    if not is_file(root / SUITE_FILE):
-        raise SpecError(root, None, "not a suite folder (no suite.yaml)")
-    config = load_model(root / SUITE_FILE, SuiteConfig)
-    _check_constraint_sets(root, config.constraint_sets)
-    files = {
-        str(p.relative_to(root)): hash_file(p) for p in sorted(root.rglob("*")) if _counts(p, root)
-    }
-    suite = Suite(root=root, config=config, tasks={}, solutions={}, files=files)
-    _check_set_tools(suite)
-    for task_file in sorted((root / "tasks").glob("*.yaml")):
-        task = _load_task(task_file, config.constraint_sets)
-        _check_task_file(suite, task, task_file)
-        solutions = _load_solutions(root / "solutions" / task.task_id, task)
-        suite.tasks[task.task_id] = _with_grader_versions(suite, task, solutions)
-        suite.solutions[task.task_id] = solutions
-    if not suite.tasks:
-        raise SpecError(root / "tasks", None, "the suite has no task files (tasks/*.yaml)")
-    if config.canary is not None and config.canary not in suite.tasks:
-        raise SpecError(root / "suite.yaml", "canary", f"no task {config.canary!r}")
+    """Load and check a suite folder; derive each task's grader revision and test manifest.
+
+    Raises the first problem found as a :class:`SpecError`; :func:`scan_suite` collects them all.
+    """
+    suite = _walk(Path(path), _raise)
+    assert suite is not None  # every problem raised above
     return suite
+
+
+def scan_suite(path: Path) -> tuple[Suite | None, list[SpecError]]:
+    """Every problem of the suite at *path*, and the suite made of the files that loaded.
+
+    A file with a problem is left out (a task without its file, a task without that
+    solution) and checking goes on with the rest, so one pass names every problem; the suite
+    is None only when ``suite.yaml`` or the tools cannot be read.
+    """
+    found: list[SpecError] = []
+    return _walk(Path(path), found.append), found
+
+
+def _raise(error: SpecError) -> None:
+    raise error
+
+
+def _walk(root: Path, report: Report) -> Suite | None:
+    if not is_file(root / SUITE_FILE):
+        report(SpecError(root, None, "not a suite folder (no suite.yaml)"))
+        return None
+    try:
+        config = load_model(root / SUITE_FILE, SuiteConfig)
+        files = {
+            str(p.relative_to(root)): hash_file(p)
+            for p in sorted(root.rglob("*"))
+            if _counts(p, root)
+        }
+        suite = Suite(root=root, config=config, tasks={}, solutions={}, files=files)
+        suite.tools  # noqa: B018  (imported now: a broken tools.py is a problem of the suite)
+    except SpecError as exc:
+        report(exc)
+        return None
+    _each(_check_constraint_sets(root, config.constraint_sets), report)
+    _each(_check_set_tools(suite), report)
+    for task_file in sorted((root / "tasks").glob("*.yaml")):
+        _add_task(suite, task_file, report)
+    if not suite.tasks and not any((root / "tasks").glob("*.yaml")):
+        report(SpecError(root / "tasks", None, "the suite has no task files (tasks/*.yaml)"))
+    if config.canary is not None and not is_file(root / "tasks" / f"{config.canary}.yaml"):
+        report(SpecError(root / SUITE_FILE, "canary", f"no task {config.canary!r}"))
+    _each(_check_references(root, config), report)
+    return suite
+
+
+def _check_references(root: Path, config: SuiteConfig) -> Iterator[SpecError]:
+    """A weight for a misspelt task would be ignored, a missing policy file found mid-batch."""
+    for task_id in config.weights:
+        if not is_file(root / "tasks" / f"{task_id}.yaml"):
+            yield SpecError(root / SUITE_FILE, f"weights.{task_id}", f"no task {task_id!r}")
+    if config.policy is not None and not is_file(root / config.policy):
+        yield SpecError(root / SUITE_FILE, "policy", f"no file {config.policy}")
+
+
+def _add_task(suite: Suite, task_file: Path, report: Report) -> None:
+    """Load one task and its solutions into *suite*; a task with a problem is left out."""
+    try:
+        task = _load_task(task_file, suite.config.constraint_sets)
+    except SpecError as exc:
+        report(exc)
+        return
+    problems = list(_check_task_file(suite, task, task_file))
+    _each(problems, report)
+    solutions = _load_solutions(suite, task, report)
+    suite.solutions[task.task_id] = solutions  # scanned even for a task left out
+    if not problems:
+        suite.tasks[task.task_id] = _with_grader_versions(suite, task, solutions)
+
+
+def _each(problems: Iterable[SpecError], report: Report) -> None:
+    for problem in problems:
+        report(problem)
 
 
 def _counts(path: Path, root: Path) -> bool:
@@ -138,12 +217,12 @@ def _counts(path: Path, root: Path) -> bool:
     )
 
 
-def _check_constraint_sets(root: Path, sets: ConstraintSets) -> None:
+def _check_constraint_sets(root: Path, sets: ConstraintSets) -> Iterator[SpecError]:
     for name, constraints in sets.items():
         for i, constraint in enumerate(constraints):
             if isinstance(constraint, PythonConstraint):
                 field_name = f"constraint_sets.{name}[{i}].check"
-                _check_python_ref(root, constraint.check, root / SUITE_FILE, field_name)
+                yield from _check_python_ref(root, constraint.check, root / SUITE_FILE, field_name)
 
 
 def _load_task(task_file: Path, sets: ConstraintSets) -> AgentTask:
@@ -155,18 +234,22 @@ def _load_task(task_file: Path, sets: ConstraintSets) -> AgentTask:
     return sets_first(task, sets)
 
 
-def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
+def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator[SpecError]:
     if task_file.stem != task.task_id:
-        raise SpecError(task_file, "task_id", f"must match the file name {task_file.stem!r}")
+        yield SpecError(task_file, "task_id", f"must match the file name {task_file.stem!r}")
     if not is_file(suite.fixture_path(task)):
-        raise SpecError(
+        yield SpecError(
             task_file, "initial_state_fixture", f"no file fixtures/{task.initial_state_fixture}"
         )
-    unknown = sorted(set(task.available_tools) - set(suite.tools))
-    if unknown:
-        raise SpecError(task_file, "available_tools", f"unknown tools: {', '.join(unknown)}")
+    for i, name in enumerate(task.available_tools):
+        if name not in suite.tools:
+            yield SpecError(
+                task_file,
+                f"available_tools[{i}]",
+                f"{name!r} is not a tool of {suite.config.tools}",
+            )
     for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
-        _check_tools_named(
+        yield from _check_tools_named(
             constraint,
             task.available_tools,
             task_file,
@@ -175,43 +258,62 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> None:
         )
     for i, assertion in enumerate(task.outcome_assertions):
         if isinstance(assertion, PythonAssertion):
-            _check_python_ref(
+            yield from _check_python_ref(
                 suite.root, assertion.check, task_file, f"outcome_assertions[{i}].check"
             )
     # A set's Python checks were checked with suite.yaml; index the task's own as in its file.
     for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
         if isinstance(constraint, PythonConstraint):
-            _check_python_ref(
+            yield from _check_python_ref(
                 suite.root, constraint.check, task_file, f"hard_process_constraints[{i}].check"
             )
 
 
-def _check_python_ref(root: Path, ref: str, task_file: Path, field_name: str) -> None:
+def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iterator[SpecError]:
+    """A check must name a function of a Python file of the suite, which must import."""
     file_name, _, function = ref.partition(":")
-    if not function or not is_file(root / file_name):
-        raise SpecError(
-            task_file, field_name, f"expected 'file.py:function' in the suite, got {ref!r}"
-        )
+    if not function or not file_name.endswith(".py") or not is_file(root / file_name):
+        yield SpecError(file, field_name, f"expected 'file.py:function' in the suite, got {ref!r}")
+        return
+    try:
+        module = load_module(root / file_name, "checks")
+    except SpecError as exc:
+        yield exc  # the file's own error, named once however many checks it holds
+        return
+    if not callable(getattr(module, function, None)):
+        yield SpecError(file, field_name, f"{file_name} has no function {function!r}")
 
 
-def _load_solutions(folder: Path, task: AgentTask) -> dict[str, Solution]:
+def _load_solutions(suite: Suite, task: AgentTask, report: Report) -> dict[str, Solution]:
     solutions = {}
-    for path in sorted(folder.glob("*.yaml")):
-        solution = load_model(path, Solution)
-        for i, step in enumerate(solution.steps):
-            if step.call is not None and step.call not in task.available_tools:
-                raise SpecError(
-                    path, f"steps[{i}].call", f"{step.call!r} is not in the task's available_tools"
-                )
-        solutions[path.stem] = solution
+    for path in sorted((suite.root / "solutions" / task.task_id).glob("*.yaml")):
+        try:
+            solution = load_model(path, Solution)
+        except SpecError as exc:
+            report(exc)
+            continue
+        problems = [
+            SpecError(path, f"steps[{i}].call", _not_callable(suite, task, step.call))
+            for i, step in enumerate(solution.steps)
+            if step.call is not None and step.call not in task.available_tools
+        ]
+        _each(problems, report)
+        if not problems:
+            solutions[path.stem] = solution
     return solutions
 
 
-def _check_set_tools(suite: Suite) -> None:
+def _not_callable(suite: Suite, task: AgentTask, name: str) -> str:
+    if name not in suite.tools:
+        return f"{name!r} is not a tool of {suite.config.tools}"
+    return f"{name!r} is not in available_tools of tasks/{task.task_id}.yaml"
+
+
+def _check_set_tools(suite: Suite) -> Iterator[SpecError]:
     """A set's constraints may name any tool of the suite (tasks differ in what they offer)."""
     for name, constraints in suite.config.constraint_sets.items():
         for i, constraint in enumerate(constraints):
-            _check_tools_named(
+            yield from _check_tools_named(
                 constraint,
                 list(suite.tools),
                 suite.root / SUITE_FILE,
@@ -222,11 +324,11 @@ def _check_set_tools(suite: Suite) -> None:
 
 def _check_tools_named(
     constraint: HardConstraint, tools: list[str], file: Path, field_name: str, why: str
-) -> None:
+) -> Iterator[SpecError]:
     """A match naming a tool that cannot be called would hold vacuously: refuse it."""
     for where, tool in named_tools(constraint):
         if tool not in tools:
-            raise SpecError(file, f"{field_name}{where}", f"{tool!r} is {why}")
+            yield SpecError(file, f"{field_name}{where}", f"{tool!r} is {why}")
 
 
 def _with_grader_versions(

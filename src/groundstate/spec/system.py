@@ -35,7 +35,7 @@ KEY_PACKAGES = ("groundstate", "pydantic", "PyYAML", "jsonschema", "numpy", "cli
 
 class Section(BaseModel):
     # Sections accept extra keys: anything a team declares is versioned with the rest.
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
 
 
 class Prices(Section):
@@ -234,7 +234,7 @@ class GraderSection(Section):
 class SystemSpec(BaseModel):
     """Everything that can move a score, as declared in ``system.yaml``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     name: str = "system"
     model: ModelSection = ModelSection()
@@ -248,11 +248,17 @@ class SystemSpec(BaseModel):
     resolved: dict[str, Any] = Field(default_factory=dict)
     """Filled when loaded: hashes of referenced code and the versions in use."""
     _base_dir: Path = PrivateAttr(default=Path("."))
+    _file: Path | None = PrivateAttr(default=None)
 
     @property
     def base_dir(self) -> Path:
         """The folder of the system file; relative code references start here."""
         return self._base_dir
+
+    @property
+    def source(self) -> Path:
+        """The system file, for error messages (its folder when built without one)."""
+        return self._file or self._base_dir
 
     @property
     def system_spec_hash(self) -> str:
@@ -314,6 +320,7 @@ def load_system(path: Path) -> SystemSpec:
         found["versions"] |= runtime_versions(("openai",))
     resolved = spec.model_copy(update={"resolved": found})
     resolved._base_dir = path.parent
+    resolved._file = path
     return resolved
 
 

@@ -56,7 +56,14 @@ from groundstate.testing import FunctionAgent
 from groundstate.trace import ToolCallEvent
 from groundstate.validation.mutation import NothingToMutate, judge, mutation_test
 from groundstate.validation.probes import explain, mutate_like_an_agent, observe
-from groundstate.validation.replay import SEED, Proof, describe_run, shorten, verdict_line
+from groundstate.validation.replay import (
+    SEED,
+    Proof,
+    describe_run,
+    shorten,
+    trace_line,
+    verdict_line,
+)
 from groundstate.validation.results import CheckOutcome, TaskValidity
 from groundstate.validation.robustness import CALLS_PER_TOOL, ToolCrash, find_crash
 
@@ -165,7 +172,9 @@ def check_other_routes(proof: Proof) -> Finding:
 def _all_pass(proof: Proof, solutions: dict[str, Solution]) -> Finding:
     runs = {name: proof.run(name) for name in solutions}
     failing = [
-        f"{name} fails: {describe_run(run)}" for name, run in runs.items() if not run.success
+        f"{name} fails: {describe_run(run)} [trace: {trace_line(run)}]"
+        for name, run in runs.items()
+        if not run.success
     ]
     if failing:
         return False, "; ".join(failing)

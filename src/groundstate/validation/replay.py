@@ -34,6 +34,7 @@ from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask
 from groundstate.testing import scripted_system
+from groundstate.trace import ToolCallEvent, agent_events
 from groundstate.validation.results import MutationFigures
 
 T = TypeVar("T")
@@ -130,6 +131,24 @@ def describe_run(run: AgentRun) -> str:
         suffix = f" ({exception['type']}: {exception['message']})" if exception else ""
         return run.terminal_reason + suffix
     return f"{run.terminal_reason}: " + "; ".join(map(_failed_check, failed))
+
+
+def trace_line(run: AgentRun) -> str:
+    """The run's steps on one line, each refused or failed call with its error class and error.
+
+    A solution that should pass and does not is most often explained by a call the gateway
+    refused (an argument its schema rejects, a tool the task does not offer) or a tool refusal.
+    """
+    steps = []
+    for event in agent_events(run.observation_action_log):
+        if isinstance(event, ToolCallEvent):
+            call = f"{event.tool} {shorten(canonical_json(event.args), 60)}"
+            if not event.ok:
+                call += f" FAILED {event.error_class}: {shorten(event.error or '', 120)}"
+            steps.append(f"{event.step} {call}")
+        elif event.role == "agent":
+            steps.append(f"{event.step} {'finish' if event.final else 'say'}")
+    return "; ".join(steps)
 
 
 def failed_ids(run: AgentRun) -> list[str]:

@@ -1,0 +1,451 @@
+"""Static checks of a whole suite: every mistake that can be found without running an agent.
+
+:func:`check_suite` reads every file of a suite and reports each problem once, as
+``file:line: field: reason``, collecting all of them rather than stopping at the first:
+
+- the loader's own checks (:func:`groundstate.spec.suite.scan_suite`): each file's fields,
+  tool names in tasks, constraints and solutions, Python checks that resolve to a function;
+- tool declarations: a ``ctx`` first parameter, type hints, a docstring;
+- solution arguments valid under the tool's JSON Schema (the gateway would refuse them);
+- fixtures that build (with the failing statement's line) and, against the schema they
+  build, ``state_diff`` tables, columns and key types, and SQL assertions that compile;
+- the decision the suite serves (``decision:`` and ``population:``): warnings when missing.
+
+``validate`` and ``run`` call :func:`require_checked` first, so a suite with a problem is
+refused once, with exit code 2, before any task is replayed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+from pydantic import BaseModel, ConfigDict
+
+from groundstate.agents.python import load_agent
+from groundstate.environments.base import TableState
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError
+from groundstate.spec.canonical import canonical_json
+from groundstate.spec.constraint_sets import SUITE_FILE
+from groundstate.spec.files import line_of, read_yaml
+from groundstate.spec.strict import JsonScalar
+from groundstate.spec.suite import Suite, scan_suite
+from groundstate.spec.system import load_system
+from groundstate.spec.task import AgentTask, DiffAssertion, SqlAssertion, TableChange
+from groundstate.tools import Tool, declaration_problems
+
+Severity = Literal["error", "warning"]
+Query = Callable[[str], list[tuple[Any, ...]]]
+"""A read-only view's ``query``: SQL on the fixture's initial state."""
+
+
+class SuiteProblem(BaseModel):
+    """One problem of a suite, located as precisely as the file allows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file: str
+    line: int | None = None
+    """1-based line in ``file``; None when the problem has no one place (a missing file)."""
+    field: str | None = None
+    """Dotted path of the field (``steps[2].args.amount``), or the tool's name in tools.py."""
+    reason: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line is not None else self.file
+        text = f"{where}: {self.field}: {self.reason}" if self.field else f"{where}: {self.reason}"
+        return f"warning: {text}" if self.severity == "warning" else text
+
+
+@dataclass
+class SuiteCheck:
+    """What :func:`check_suite` found, and the loaded suite when nothing is in error."""
+
+    path: str
+    problems: list[SuiteProblem] = field(default_factory=list)
+    suite: Suite | None = None
+
+    @property
+    def errors(self) -> list[SuiteProblem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[SuiteProblem]:
+        return [p for p in self.problems if p.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "suite": self.path,
+            "ok": self.ok,
+            "problems": [p.model_dump() | {"text": str(p)} for p in self.problems],
+        }
+
+
+class SuiteCheckFailed(GroundstateError):
+    """The suite has problems a run would only have found as failing attempts."""
+
+    def __init__(self, check: SuiteCheck) -> None:
+        self.check = check
+        # One problem a line; the CLI puts "error: " before the first, and here before the rest.
+        super().__init__("\nerror: ".join(map(str, check.errors)))
+
+
+def require_checked(path: Path) -> SuiteCheck:
+    """The check of the suite at *path*, with its loaded suite; raise if any problem is an error."""
+    check = check_suite(path)
+    if not check.ok:
+        raise SuiteCheckFailed(check)
+    return check
+
+
+def check_suite(path: Path) -> SuiteCheck:
+    """Every problem of the suite at *path* that can be found without running an agent."""
+    suite, errors = scan_suite(Path(path))
+    check = SuiteCheck(path=str(path))
+    _add(check, map(_from_spec_error, [e for error in errors for e in error.every or [error]]))
+    if suite is not None:
+        _add(check, _suite_problems(suite))
+    if check.ok:
+        check.suite = suite
+    return check
+
+
+def check_system(path: Path) -> list[SuiteProblem]:
+    """The problems of a system file: its fields, and building the agent it names."""
+    try:
+        load_agent(load_system(Path(path)))
+    except SpecError as exc:
+        return [_from_spec_error(exc)]
+    except Exception as exc:  # the agent's factory is user code and may raise anything
+        field = "harness.orchestration_loop"
+        reason = f"building the agent failed: {type(exc).__name__}: {exc}"
+        return [
+            SuiteProblem(
+                file=str(path), line=line_of(Path(path), field), field=field, reason=reason
+            )
+        ]
+    return []
+
+
+def _add(check: SuiteCheck, problems: Iterable[SuiteProblem]) -> None:
+    """Add each problem once: a file's error met through several references is one problem."""
+    for problem in problems:
+        if problem not in check.problems:
+            check.problems.append(problem)
+
+
+def _from_spec_error(error: SpecError) -> SuiteProblem:
+    path = Path(error.path)
+    line = error.line
+    if line is None and error.field and path.suffix in {".yaml", ".yml"}:
+        line = line_of(path, error.field)
+    return SuiteProblem(file=error.path, line=line, field=error.field, reason=error.reason)
+
+
+def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
+    yield from _decision_warnings(suite)
+    yield from _tool_problems(suite)
+    yield from _solution_problems(suite)
+    by_fixture: dict[Path, list[AgentTask]] = {}
+    for task_id in sorted(suite.tasks):
+        task = suite.tasks[task_id]
+        by_fixture.setdefault(suite.fixture_path(task), []).append(task)
+    for fixture, tasks in by_fixture.items():
+        yield from _fixture_problems(suite, fixture, tasks)
+
+
+# --- the decision the suite serves ------------------------------------------------------------
+
+
+def _decision_warnings(suite: Suite) -> Iterator[SuiteProblem]:
+    file = str(suite.root / SUITE_FILE)
+    if suite.config.decision is None:
+        yield SuiteProblem(
+            file=file,
+            field="decision",
+            reason="not declared: name the deployment decision this suite's numbers inform",
+            severity="warning",
+        )
+    if suite.config.population is None:
+        yield SuiteProblem(
+            file=file,
+            field="population",
+            reason="not declared: describe the target task population and how the tasks "
+            "were sampled from it ({description, sampling})",
+            severity="warning",
+        )
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+
+def _tool_problems(suite: Suite) -> Iterator[SuiteProblem]:
+    file = str(suite.root / suite.config.tools)
+    for name, declared in sorted(suite.tools.items()):
+        for reason in declaration_problems(declared):
+            yield SuiteProblem(file=file, line=_source_line(declared), field=name, reason=reason)
+
+
+def _source_line(declared: Tool) -> int | None:
+    try:
+        return inspect.getsourcelines(declared.fn)[1]
+    except (OSError, TypeError):
+        return None
+
+
+def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
+    """Arguments the gateway would refuse, or a ``fails_by`` naming no constraint, make a
+    solution prove nothing: name them now."""
+    for task_id, solutions in sorted(suite.solutions.items()):
+        for name, solution in solutions.items():
+            path = suite.root / "solutions" / task_id / f"{name}.yaml"
+            yield from _fails_by_problems(suite, task_id, solution.fails_by, path)
+            for i, step in enumerate(solution.steps):
+                declared = suite.tools.get(step.call or "")
+                if declared is None:
+                    continue
+                validator = jsonschema.Draft202012Validator(declared.parameters)
+                for error in sorted(validator.iter_errors(step.args), key=str):
+                    where = "".join(f".{part}" for part in error.absolute_path)
+                    field_name = f"steps[{i}].args{where}"
+                    yield SuiteProblem(
+                        file=str(path),
+                        line=line_of(path, field_name),
+                        field=field_name,
+                        reason=f"{error.message} (schema of tool {step.call!r})",
+                    )
+
+
+def _fails_by_problems(
+    suite: Suite, task_id: str, fails_by: str | None, path: Path
+) -> Iterator[SuiteProblem]:
+    """``constraint:<id>`` must name a constraint of the task, or the known-bad proves nothing."""
+    task = suite.tasks.get(task_id)
+    if task is None or not fails_by or not fails_by.startswith("constraint:"):
+        return
+    wanted = fails_by.removeprefix("constraint:")
+    ids = [c.id for c in task.hard_process_constraints]
+    if wanted not in ids:
+        yield SuiteProblem(
+            file=str(path),
+            line=line_of(path, "fails_by"),
+            field="fails_by",
+            reason=f"tasks/{task_id}.yaml has no constraint {wanted!r}",
+        )
+
+
+# --- fixtures --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Table:
+    """What assertions may name in one table of a fixture."""
+
+    state: TableState
+    types: dict[str, str]
+    """Declared type of each column (``""`` when none; ``INTEGER`` for the implicit rowid)."""
+
+
+def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> list[SuiteProblem]:
+    """Build the fixture as a run would, then check the tasks' assertions against it."""
+    try:
+        with SqliteEnvironment(fixture, clock=tasks[0].clock) as env:
+            view = env.initial_view()
+            tables = {
+                name: _Table(state, _declared_types(view.query, name))
+                for name, state in env.snapshot().tables.items()
+            }
+            return [
+                problem
+                for task in tasks
+                for problem in _assertion_problems(
+                    task, suite.root / "tasks" / f"{task.task_id}.yaml", tables, view.query
+                )
+            ]
+    except EnvironmentFailure as exc:
+        return [_fixture_problem(fixture, exc)]
+
+
+def _declared_types(query: Query, table: str) -> dict[str, str]:
+    quoted = '"' + table.replace('"', '""') + '"'
+    types = {row[1]: str(row[2]).upper() for row in query(f"PRAGMA table_info({quoted})")}
+    return {"rowid": "INTEGER", **types}
+
+
+def _fixture_problem(fixture: Path, exc: EnvironmentFailure) -> SuiteProblem:
+    cause = exc.__cause__
+    if isinstance(cause, SpecError):  # the YAML itself: the loader says where
+        return _from_spec_error(cause)
+    line, reason = _locate_fixture_error(fixture) or (None, str(cause or exc))
+    return SuiteProblem(file=str(fixture), line=line, reason=f"does not build: {reason}")
+
+
+def _locate_fixture_error(fixture: Path) -> tuple[int | None, str] | None:
+    """The line and message of the first statement or row of *fixture* SQLite refuses."""
+    try:
+        if fixture.suffix == ".sql":
+            return _first_failing_statement(fixture.read_text(encoding="utf-8"), 1)
+        data = read_yaml(fixture)
+    except (OSError, UnicodeDecodeError, SpecError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("schema"), str):
+        return None
+    schema_line = line_of(fixture, "schema") or 1
+    block = re.search(r"schema:\s*[|>]", _line_text(fixture, schema_line)) is not None
+    return _first_failing_statement(data["schema"], schema_line + int(block))
+
+
+def _line_text(path: Path, line: int) -> str:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def _first_failing_statement(script: str, first_line: int) -> tuple[int, str] | None:
+    """Run *script* one complete statement at a time; the first that fails, with its line."""
+    pending, start = "", first_line
+    with closing(sqlite3.connect(":memory:", isolation_level=None)) as db:
+        for number, text in enumerate(script.splitlines(keepends=True), first_line):
+            if not pending.strip():
+                pending, start = "", number
+            pending += text
+            if sqlite3.complete_statement(pending):
+                try:
+                    db.execute(pending)
+                except sqlite3.Error as exc:
+                    return start, str(exc)
+                pending = ""
+        if pending.strip():
+            try:
+                db.executescript(pending)
+            except sqlite3.Error as exc:
+                return start, str(exc)
+    return None
+
+
+# --- assertions against the fixture ----------------------------------------------------------
+
+
+def _assertion_problems(
+    task: AgentTask, task_file: Path, tables: dict[str, _Table], query: Query
+) -> Iterator[SuiteProblem]:
+    fixture = task.initial_state_fixture
+    for i, assertion in enumerate(task.outcome_assertions):
+        base = f"outcome_assertions[{i}]"
+        if isinstance(assertion, DiffAssertion):
+            for table, change in assertion.state_diff.items():
+                where = f"{base}.state_diff.{table}"
+                if table not in tables:
+                    known = ", ".join(sorted(tables))
+                    yield _at(
+                        task_file,
+                        where,
+                        f"fixture {fixture} has no table {table!r} (it has: {known})",
+                    )
+                    continue
+                for field_name, reason in _change_problems(change, tables[table], table, fixture):
+                    yield _at(task_file, f"{where}.{field_name}", reason)
+        elif isinstance(assertion, SqlAssertion):
+            refused = _sql_problem(assertion.sql, query, fixture)
+            if refused is not None:
+                yield _at(task_file, f"{base}.sql", refused)
+
+
+def _at(file: Path, field_name: str, reason: str) -> SuiteProblem:
+    return SuiteProblem(
+        file=str(file), line=line_of(file, field_name), field=field_name, reason=reason
+    )
+
+
+def _change_problems(
+    change: TableChange, table: _Table, name: str, fixture: str
+) -> Iterator[tuple[str, str]]:
+    columns = set(table.state.columns)
+    for i, row in enumerate(change.added):
+        for column in row:
+            if column not in columns:
+                yield f"added[{i}].{column}", f"{name} has no column {column!r}"
+    for i, key in enumerate(change.removed):
+        yield from _key_problems(f"removed[{i}]", key, table, name, fixture)
+    for i, changed in enumerate(change.changed):
+        yield from _key_problems(f"changed[{i}].key", changed.key, table, name, fixture)
+        for column in changed.set:
+            if column not in columns:
+                yield f"changed[{i}].set.{column}", f"{name} has no column {column!r}"
+
+
+def _key_problems(
+    where: str, key: JsonScalar | list[JsonScalar], table: _Table, name: str, fixture: str
+) -> Iterator[tuple[str, str]]:
+    """A key that cannot name a row of s0 makes the expected change impossible to see."""
+    columns = table.state.key
+    values = key if isinstance(key, list) else [key]
+    if isinstance(key, list) != (len(columns) > 1) or len(values) != len(columns):
+        yield where, f"{name}'s primary key is ({', '.join(columns)}): give {len(columns)} value(s)"
+        return
+    if canonical_json(key) in table.state.rows:
+        return  # names a row, whatever the declared type says
+    wrong = [
+        reason
+        for column, value in zip(columns, values, strict=True)
+        if (reason := _type_mismatch(value, table.types.get(column, ""), f"{name}.{column}"))
+    ]
+    if wrong:  # the likeliest reason it names no row: say that, not only "no row"
+        yield where, "; ".join(wrong)
+    else:
+        yield where, f"no row of {name} in fixture {fixture} has key {canonical_json(key)}"
+
+
+def _type_mismatch(value: JsonScalar, declared: str, column: str) -> str | None:
+    """Why *value* is unlikely to equal a key stored in a column of type *declared*."""
+    affinity = _affinity(declared)
+    if isinstance(value, bool) or value is None:
+        return f"{value!r} is not a key value of {column}"
+    if isinstance(value, str) and affinity in {"INTEGER", "REAL", "NUMERIC"}:
+        unquoted = f" (write {value} without quotes)" if _is_number(value) else ""
+        return f"{value!r} is text but {column} is {declared}{unquoted}"
+    if isinstance(value, int | float) and affinity == "TEXT":
+        return f"{value} is a number but {column} is {declared} (write '{value}' in quotes)"
+    return None
+
+
+def _affinity(declared: str) -> str:
+    """SQLite's type affinity rules (https://sqlite.org/datatype3.html, section 3.1)."""
+    if "INT" in declared:
+        return "INTEGER"
+    if any(word in declared for word in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if "BLOB" in declared or not declared:
+        return "BLOB"
+    if any(word in declared for word in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return "NUMERIC"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _sql_problem(sql: str, query: Query, fixture: str) -> str | None:
+    """Whether SQLite can prepare *sql* on the fixture's initial state (None: it can)."""
+    try:
+        query(f"EXPLAIN {sql}")
+    except sqlite3.Error as exc:
+        return f"does not run on fixture {fixture}: {exc}"
+    return None
