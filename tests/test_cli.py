@@ -112,7 +112,7 @@ def test_system_hash_prints_a_sha256() -> None:
     [
         (["system", "hash", "missing.yaml"], "missing.yaml: file not found"),
         (["run", "nowhere", "--system", str(SYSTEM)], "nowhere: not a suite folder"),
-        (["show", "ffff", "--store", "{store}"], "no run ffff in the store"),
+        (["show", "ffff", "--store", "{store}"], "no run store at"),
     ],
 )
 def test_user_errors_are_one_line_with_exit_code_2(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -38,7 +39,7 @@ from groundstate.report.terminal import (
 from groundstate.runner import BatchConfig, BatchResult, BatchRunner, Interrupted, InterruptFlag
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
-from groundstate.store import BatchInfo, Problem, RunStore
+from groundstate.store import DEFAULT_STORE, BatchInfo, Problem, RunStore
 from groundstate.validation import require_lock, require_valid
 from groundstate.workdirs import sweep_stale
 
@@ -175,11 +176,11 @@ def report(batch_id: str | None, as_json: bool, seed: int, html: Path | None, st
     The batch is verified first (records, artifacts, chain): each altered or missing record
     is named on stderr, the report is marked, and the exit status is 1.
     """
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         batch = run_store.batch(batch_id)
         check = run_store.verify(batch.batch_id)
         altered = warn(check)
-        runs = _nonempty(batch, run_store.runs(batch.batch_id))
+        runs = _nonempty(batch, run_store.runs(batch.batch_id), store)
     data = batch_report(batch, runs, seed=seed)
     data["integrity"] = integrity_json(check)
     if html is not None:
@@ -207,7 +208,7 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
     The run's record, its artifacts and its place in its batch's chain are verified first;
     anything altered is named on stderr, marked above the run, and the exit status is 1.
     """
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         owner = run_store.run_batch_id(run_id)
         record = run_store.run(run_id)
         check = run_store.verify(owner, artifacts_of=record.run_id) if owner else None
@@ -244,14 +245,21 @@ def _altered_mark(batch_id: str) -> str:
     )
 
 
-def _nonempty(batch: BatchInfo, runs: list[AgentRun]) -> list[AgentRun]:
+def _nonempty(batch: BatchInfo, runs: list[AgentRun], store: Path) -> list[AgentRun]:
     if not runs:
         raise GroundstateError(
             f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
-            f"was stored; complete it with `groundstate run {batch.suite_path} --system FILE "
-            f"--resume {batch.batch_id}`"
+            f"was stored; complete it with `{resume_command(batch, store)}`"
         )
     return runs
+
+
+def resume_command(batch: BatchInfo, store: Path) -> str:
+    """The command completing *batch* (the system file is not recorded: FILE stands for it)."""
+    args = ["groundstate", "run", batch.suite_path, "--system", "FILE", "--resume", batch.batch_id]
+    if Path(store) != DEFAULT_STORE:
+        args += ["--store", str(store)]
+    return shlex.join(args)
 
 
 def _run_batch(
@@ -351,11 +359,11 @@ def compare_command(
     batch_a: str, batch_b: str, as_json: bool, seed: int, html: Path | None, store: Path
 ) -> None:
     """Paired comparison of BATCH_B against BATCH_A on the tasks both ran."""
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         altered = [warn(run_store.verify(x.batch_id)) for x in (a, b)]
-        a_runs = _nonempty(a, run_store.runs(a.batch_id))
-        b_runs = _nonempty(b, run_store.runs(b.batch_id))
+        a_runs = _nonempty(a, run_store.runs(a.batch_id), store)
+        b_runs = _nonempty(b, run_store.runs(b.batch_id), store)
     comparison = compare_batches(a, a_runs, b, b_runs, seed=seed)
     data = comparison_report(a, b, comparison)
     if html is not None:

@@ -100,7 +100,7 @@ def lock(suite: Path, check: bool) -> None:
 @STORE_OPTION
 def regress_command(run_id: str, into: Path, suite_path: Path | None, store: Path) -> None:
     """Turn the failing run RUN_ID into a regression task; print the new task file."""
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         owner = run_store.run_batch_id(run_id)
         run = run_store.run(run_id)
         if owner is not None:  # a regression made from an altered run says so

@@ -1,0 +1,143 @@
+"""Commands that find one's way around a store and start a suite: batches, runs, init."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from groundstate.analysis import final_runs
+from groundstate.cli import STORE_OPTION, console, main
+from groundstate.cli.runs import resume_command
+from groundstate.records import AgentRun
+from groundstate.report.terminal import printable
+from groundstate.store import BatchSummary, RunStore
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the batches as JSON.")
+@STORE_OPTION
+def batches(as_json: bool, store: Path) -> None:
+    """List the stored batches, oldest first: suite, system, attempts stored of expected, status.
+
+    Status is ``complete``, ``incomplete`` (resume it with ``run --resume ID``), ``empty``
+    (stopped before its first attempt was stored) or ``running`` (a live process holds it).
+    """
+    with RunStore(store, create=False) as run_store:
+        found = run_store.batch_summaries()
+    if as_json:
+        click.echo(json.dumps([b.model_dump(mode="json") for b in found], indent=2))
+        return
+    if not found:
+        click.echo(f"the run store {store} holds no batch yet")
+        return
+    console().print(_batches_table(found))
+
+
+def _batches_table(found: list[BatchSummary]) -> Table:
+    table = Table(title="batches (oldest first)")
+    table.add_column("batch", no_wrap=True)
+    table.add_column("created (UTC)", no_wrap=True)
+    table.add_column("suite", overflow="fold")
+    table.add_column("system", no_wrap=True)
+    table.add_column("attempts", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for b in found:
+        table.add_row(
+            b.batch_id,
+            f"{b.created_at:%Y-%m-%d %H:%M}",
+            Text(printable(b.suite)),
+            b.system_spec_hash[:12],
+            f"{b.attempts_stored}/{b.attempts_expected}",
+            b.status if b.source == "groundstate" else f"{b.status} ({b.source})",
+        )
+    return table
+
+
+@main.command("runs")
+@click.argument("batch_id")
+@click.option(
+    "--task",
+    "task_pattern",
+    default=None,
+    help="Only tasks with this id (shell-style wildcards allowed: 'refund_*').",
+)
+@click.option(
+    "--reason",
+    default=None,
+    help="Only runs ending so: a terminal reason, or its class ('agent_failure').",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@STORE_OPTION
+def runs_command(
+    batch_id: str, task_pattern: str | None, reason: str | None, as_json: bool, store: Path
+) -> None:
+    """List the runs of BATCH_ID (a unique prefix is enough), every try, with their ids.
+
+    ``counted`` is false for an invalid try that a rerun replaced. Give a run id to
+    ``groundstate show`` for its verdict, evidence and trace.
+    """
+    with RunStore(store, create=False) as run_store:
+        batch = run_store.batch(batch_id)
+        stored = run_store.runs(batch.batch_id)
+    counted = {r.run_id for r in final_runs(stored)}
+    chosen = [r for r in stored if _matches(r, task_pattern, reason)]
+    rows = [_run_row(r, r.run_id in counted) for r in chosen]
+    if as_json:
+        click.echo(json.dumps({"batch_id": batch.batch_id, "runs": rows}, indent=2))
+        return
+    if not stored:
+        click.echo(
+            f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
+            f"was stored; complete it with `{resume_command(batch, store)}`"
+        )
+        return
+    if not rows:
+        click.echo(f"batch {batch.batch_id}: no run matches ({len(stored)} stored)")
+        return
+    console().print(_runs_table(batch.batch_id, rows))
+
+
+def _matches(run: AgentRun, task_pattern: str | None, reason: str | None) -> bool:
+    if task_pattern is not None and not fnmatch.fnmatchcase(run.task_id, task_pattern):
+        return False
+    return reason is None or reason in (run.terminal_reason, run.terminal_reason.split("/")[0])
+
+
+def _run_row(run: AgentRun, counted: bool) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "task_id": run.task_id,
+        "attempt": run.attempt,
+        "retry": run.retry,
+        "success": run.success,
+        "terminal_reason": run.terminal_reason,
+        "counted": counted,
+    }
+
+
+def _runs_table(batch_id: str, rows: list[dict[str, Any]]) -> Table:
+    table = Table(
+        title=f"runs of batch {batch_id}",
+        caption="run ids are shortened: a unique prefix is enough for `groundstate show`",
+    )
+    table.add_column("run", no_wrap=True)
+    table.add_column("task", overflow="fold")
+    table.add_column("att.", justify="right", no_wrap=True)
+    table.add_column("success", no_wrap=True)
+    table.add_column("terminal reason", overflow="fold")
+    for row in rows:
+        attempt = str(row["attempt"]) + (f" r{row['retry']}" if row["retry"] else "")
+        table.add_row(
+            row["run_id"][:12],
+            Text(printable(row["task_id"])),
+            attempt,
+            "yes" if row["success"] else "no",
+            Text(printable(row["terminal_reason"] + ("" if row["counted"] else " (replaced)"))),
+        )
+    return table
