@@ -47,6 +47,12 @@ def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
         "runs",
         "terminal_reasons",
         "invalid_attempts",
+        "success_rate",
+        "pass_at_k",
+        "pass_hat_k",
+        "invalid_rate_flagged",
+        "max_invalid_rate",
+        "fail_under",
     }
     assert (data["suite"], data["tasks"], data["attempts"]) == ("bank", 1, 4)
     assert [r["attempt"] for r in data["runs"]] == [1, 2, 3, 4]

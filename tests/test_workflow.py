@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,48 @@ def test_an_empty_batch_reports_how_to_resume_it(stored: tuple[Path, str]) -> No
         assert "Traceback" not in out + err
     code, out, _ = _invoke("runs", "ctrlc0000001", "--store", str(store))
     assert code == 0 and "has no stored runs" in out and resume in out
+
+
+def test_lock_check_json(tmp_path: Path) -> None:
+    suite = tmp_path / "bank"
+    shutil.copytree(BANK, suite)
+    code, out, _ = _invoke("lock", str(suite), "--json")
+    assert code == 0
+    assert json.loads(out) == {"suite": "bank", "lock": str(suite / "suite.lock"), "tasks": 1}
+    code, out, _ = _invoke("lock", str(suite), "--check", "--json")
+    assert (code, json.loads(out)) == (0, {"suite": "bank", "matches": True, "differences": []})
+    policy = suite / "policy.md"
+    policy.write_text(policy.read_text() + "\nOne more rule.\n")
+    code, out, _ = _invoke("lock", str(suite), "--check", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["matches"] is False
+    assert len(data["differences"]) == 1 and "policy.md" in data["differences"][0]
+
+
+def test_regress_json(stored: tuple[Path, str], tmp_path: Path) -> None:
+    store, batch_id = stored
+    with RunStore(store) as run_store:
+        failed = next(r for r in run_store.runs(batch_id) if not r.success)
+    into = tmp_path / "regressions"
+    code, out, err = _invoke(
+        "regress", failed.run_id, "--into", str(into), "--json", "--store", str(store)
+    )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["run_id"] == failed.run_id
+    assert data["task_id"] == f"transfer-regress-{failed.run_id[:8]}"
+    assert Path(data["task_file"]) == into / "tasks" / f"{data['task_id']}.yaml"
+    assert Path(data["task_file"]).is_file()
+
+
+def test_import_results_json(tmp_path: Path) -> None:
+    rows = tmp_path / "results.csv"
+    rows.write_text("task_id,attempt,success\na,1,1\na,2,0\nb,1,1\nb,2,1\n")
+    store = tmp_path / "runs.db"
+    code, out, err = _invoke("import-results", str(rows), "--name", "other", "--json",
+                             "--store", str(store))  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    assert (data["name"], data["attempts"], data["tasks"]) == ("other", 4, 2)
+    code, out, _ = _invoke("runs", data["batch_id"], "--json", "--store", str(store))
+    assert [r["success"] for r in json.loads(out)["runs"]] == [True, False, True, True]
