@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from rich.text import Text
 from groundstate.analysis import final_runs
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.runs import resume_command
+from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.report.terminal import printable
 from groundstate.store import BatchSummary, RunStore
@@ -141,3 +144,41 @@ def _runs_table(batch_id: str, rows: list[dict[str, Any]]) -> Table:
             Text(printable(row["terminal_reason"] + ("" if row["counted"] else " (replaced)"))),
         )
     return table
+
+
+TEMPLATE = "templates/init"
+"""The starter suite, shipped inside the package so that ``init`` works from a wheel."""
+
+
+@main.command()
+@click.argument("name", type=click.Path(path_type=Path))
+def init(name: Path) -> None:
+    """Make a working starter suite in the new folder NAME.
+
+    It holds a task, its tools, a fixture, an oracle, an alternative and two known-bad
+    solutions, a Python check, a policy, a system file and a small agent, so that
+    ``groundstate validate NAME`` and ``groundstate run NAME --system NAME/system.yaml``
+    work at once. Edit from there.
+    """
+    if name.exists() and (not name.is_dir() or any(name.iterdir())):
+        raise GroundstateError(f"{name} exists and is not an empty folder: choose a new name")
+    written = _copy_template(files("groundstate").joinpath(TEMPLATE), name, name.resolve().name)
+    click.echo(f"made suite {name.resolve().name!r} in {name} ({written} files). Next:")
+    for command in (f"validate {name}", f"run {name} --system {name / 'system.yaml'}"):
+        click.echo(f"  groundstate {command}")
+
+
+def _copy_template(source: Traversable, target: Path, suite_name: str) -> int:
+    """Copy the template tree, naming the suite; return the number of files written."""
+    target.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for item in sorted(source.iterdir(), key=lambda i: i.name):
+        if item.name == "__pycache__" or item.name.endswith(".pyc"):
+            continue
+        if item.is_dir():
+            written += _copy_template(item, target / item.name, suite_name)
+            continue
+        text = item.read_text(encoding="utf-8").replace("{{name}}", suite_name)
+        (target / item.name).write_text(text, encoding="utf-8")
+        written += 1
+    return written
