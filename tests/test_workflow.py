@@ -147,7 +147,7 @@ def test_runs_lists_ids_that_show_accepts(stored: tuple[Path, str]) -> None:
         code, shown, _ = _invoke("show", row["run_id"], "--json", "--store", str(store))
         assert code == 0 and json.loads(shown)["terminal_reason"] == row["terminal_reason"]
     code, text, _ = _invoke("runs", batch_id, "--store", str(store))
-    assert data["runs"][0]["run_id"][:12] in text
+    assert data["runs"][0]["run_id"][:8] in text
 
 
 @pytest.mark.parametrize(

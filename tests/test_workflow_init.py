@@ -86,8 +86,10 @@ def _init_validate_run(site: Path, work: Path) -> None:
     assert report["tasks"][0]["mutation"]["score"] == 1.0  # a starter that shows the bar
     ran = _groundstate(site, work, "run", "demo", "--system", "demo/system.yaml", "--json")
     assert ran.returncode == 0, ran.stderr
-    batch = json.loads(ran.stdout)
+    batch = json.loads(ran.stdout)  # the agent's print() went to the run, not to stdout
     assert batch["terminal_reasons"] == {"success": 1}
+    shown = _groundstate(site, work, "show", batch["runs"][0]["run_id"])
+    assert "renewing 'Dune' for card C-100" in shown.stdout
 
 
 def test_init_validate_run_from_the_installed_layout(tmp_path: Path) -> None:

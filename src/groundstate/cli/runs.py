@@ -23,10 +23,11 @@ from groundstate.analysis import (
     summarize_batch,
     tries,
 )
+from groundstate.capture import ARTIFACTS
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
-from groundstate.errors import GroundstateError
+from groundstate.errors import GroundstateError, StoreError
 from groundstate.gates import (
     EXIT_BELOW_GATE,
     check_attempts,
@@ -41,6 +42,7 @@ from groundstate.report.terminal import (
     batch_table,
     comparison_tables,
     print_run,
+    printable,
     report_footer,
     summary_tables,
 )
@@ -293,6 +295,7 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         owner = run_store.run_batch_id(run_id)
         record = run_store.run(run_id)
         check = run_store.verify(owner, artifacts_of=record.run_id) if owner else None
+        printed = _printed(run_store, record)
     altered = check is not None and warn(check, record.run_id)
     if as_json:
         click.echo(record.model_dump_json(indent=2))
@@ -301,8 +304,24 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         if altered:
             out.print(_altered_mark(owner or record.batch_id))
         print_run(out, record)
+        for name, text in printed.items():
+            out.print(f"[bold]{name}[/] (printed by the agent and checks)")
+            out.print(printable(text.rstrip("\n")), markup=False, highlight=False)
     if altered:
         sys.exit(EXIT_ALTERED)
+
+
+def _printed(run_store: RunStore, record: AgentRun) -> dict[str, str]:
+    """The output the run's code printed (a missing artifact is named, and warned of above)."""
+    found = {}
+    for name in ARTIFACTS.values():
+        location = record.artifact_locations.get(name)
+        if location is not None:
+            try:
+                found[name] = run_store.read_artifact(location)
+            except StoreError as exc:
+                found[name] = f"({exc})"
+    return found
 
 
 def _resume_args(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -18,7 +19,7 @@ from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.runs import resume_command
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
-from groundstate.report.terminal import printable
+from groundstate.report.terminal import Fitted, printable
 from groundstate.store import BatchSummary, RunStore
 
 
@@ -43,7 +44,9 @@ def batches(as_json: bool, store: Path) -> None:
 
 
 def _batches_table(found: list[BatchSummary]) -> Table:
-    table = Table(title="batches (oldest first)")
+    table = Table(
+        title="batches (oldest first)", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
     table.add_column("batch", no_wrap=True)
     table.add_column("created (UTC)", no_wrap=True)
     table.add_column("suite", overflow="fold")
@@ -103,7 +106,7 @@ def runs_command(
     if not rows:
         click.echo(f"batch {batch.batch_id}: no run matches ({len(stored)} stored)")
         return
-    console().print(_runs_table(batch.batch_id, rows))
+    console().print(Fitted(lambda width: _runs_table(batch.batch_id, rows, width)))
 
 
 def _matches(run: AgentRun, task_pattern: str | None, reason: str | None) -> bool:
@@ -124,27 +127,46 @@ def _run_row(run: AgentRun, counted: bool) -> dict[str, Any]:
     }
 
 
-def _runs_table(batch_id: str, rows: list[dict[str, Any]]) -> Table:
+def _runs_table(batch_id: str, rows: list[dict[str, Any]], width: int) -> Table:
+    """Task ids and terminal reasons on one line whenever the width allows; else folded,
+    never cut off. (Success is the reason ``success``: no column of its own.)"""
+    cells = [
+        (
+            row["run_id"][:RUN_ID_SHOWN],
+            printable(row["task_id"]),
+            str(row["attempt"])
+            + (f" r{row['retry']}" if row["retry"] else "")
+            + ("" if row["counted"] else "*"),
+            printable(row["terminal_reason"]),
+        )
+        for row in rows
+    ]
+    task = max(len("task"), *(len(c[1]) for c in cells))
+    reason = max(len("terminal reason"), *(len(c[3]) for c in cells))
+    att_width = max(len("att."), *(len(c[2]) for c in cells))
+    fits = RUN_ID_SHOWN + task + att_width + reason + 3 * 2 <= width
     table = Table(
         title=f"runs of batch {batch_id}",
-        caption="run ids are shortened: a unique prefix is enough for `groundstate show`",
+        caption="a unique prefix of a run id is enough for `groundstate show`"
+        + ("; * an invalid try replaced by a rerun" if any(not r["counted"] for r in rows) else ""),
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        show_edge=False,
     )
     table.add_column("run", no_wrap=True)
-    table.add_column("task", overflow="fold")
+    table.add_column("task", no_wrap=fits, overflow="fold", min_width=task if fits else None)
     table.add_column("att.", justify="right", no_wrap=True)
-    table.add_column("success", no_wrap=True)
-    table.add_column("terminal reason", overflow="fold")
-    for row in rows:
-        attempt = str(row["attempt"]) + (f" r{row['retry']}" if row["retry"] else "")
-        table.add_row(
-            row["run_id"][:12],
-            Text(printable(row["task_id"])),
-            attempt,
-            "yes" if row["success"] else "no",
-            Text(printable(row["terminal_reason"] + ("" if row["counted"] else " (replaced)"))),
-        )
+    table.add_column(
+        "terminal reason", no_wrap=fits, overflow="fold", min_width=reason if fits else None
+    )
+    for run_id, task_id, attempt, terminal in cells:
+        table.add_row(run_id, Text(task_id), attempt, Text(terminal))
     return table
 
+
+RUN_ID_SHOWN = 8
+"""Characters of a run id in the text table (``--json`` has them whole)."""
 
 TEMPLATE = "templates/init"
 """The starter suite, shipped inside the package so that ``init`` works from a wheel."""

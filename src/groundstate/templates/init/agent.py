@@ -18,6 +18,7 @@ async def agent(session: Session) -> str:
     if not wanted:
         return "I could not find that loan on your card."
     title = wanted[0]["title"]
+    print(f"renewing {title!r} for card {card}")  # kept with the run: `groundstate show RUN_ID`
     renewed = await session.call("renew_loan", {"card": card, "title": title})
     if not renewed.ok:
         return f"Sorry, {title} could not be renewed: {renewed.error}"
