@@ -20,6 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from groundstate.cli import main
+from groundstate.episode import default_environment, reset_checked
+from groundstate.spec.suite import load_suite
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "src"
@@ -148,3 +150,22 @@ def test_init_fills_an_empty_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     Path("demo").mkdir()
     assert CliRunner().invoke(main, ["init", "demo"]).exit_code == 0
     assert Path("demo/suite.yaml").is_file()
+
+
+def test_validate_text_prints_the_hash_to_pin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(main, ["init", "demo"]).exit_code == 0
+    result = CliRunner().invoke(main, ["validate", "demo", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    (line,) = [x for x in result.stdout.splitlines() if "pin its initial state" in x]
+    pin = line.split(": ", 1)[1]
+    assert pin.startswith("reset_check: {initial_state_hash: ")
+    task = Path("demo/tasks/renew-dune.yaml")
+    task.write_text(task.read_text() + pin + "\n")  # pasted as printed, it is the right hash
+    suite = load_suite(Path("demo"))
+    declared = suite.tasks["renew-dune"]
+    assert declared.reset_check.initial_state_hash == pin.rstrip("}").rsplit(" ", 1)[1]
+    with default_environment(declared, suite) as env:
+        reset_checked(env, declared)  # raises ResetCheckFailed for any other hash

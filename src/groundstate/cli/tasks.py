@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -161,8 +162,22 @@ def _print_validity(console: Console, result: SuiteValidity) -> None:
             line = Text.assemble((task.task_id, "bold"), f" · {check.name}: {check.detail}")
             console.print(line, highlight=False)
     _print_mutation(console, result)
+    _print_pins(console, result)
     valid = sum(task.valid for task in result.tasks)
     console.print(f"{valid} of {len(result.tasks)} tasks valid")
+
+
+_UNDECLARED = re.compile(r"initial state ([0-9a-f]{64}) is undeclared")
+
+
+def _print_pins(console: Console, result: SuiteValidity) -> None:
+    """The initial state hash of each task that does not declare one, ready to paste: then
+    every reset of the task is checked against it."""
+    for task in result.tasks:
+        found = _UNDECLARED.search(task.check("reset").detail)
+        if found is not None:
+            pin = f"reset_check: {{initial_state_hash: {found.group(1)}}}"
+            console.print(Text(f"{task.task_id} · pin its initial state: {pin}"), soft_wrap=True)
 
 
 def _cell(task: TaskValidity, check: CheckOutcome) -> str:
