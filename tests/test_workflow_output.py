@@ -72,6 +72,11 @@ def _printing_bank(root: Path) -> Path:
         '    print(f"check sees {before} before")\n',
     )
     (suite / "checks.py").write_text(checks)
+    tools = (suite / "tools.py").read_text().replace(
+        '    """Check an account\'s PIN."""\n',
+        '    """Check an account\'s PIN."""\n    print(f"tool checks {account}")\n',
+    )
+    (suite / "tools.py").write_text(tools)
     return suite
 
 
@@ -91,7 +96,11 @@ def test_printed_output_goes_to_the_run_not_stdout(tmp_path: Path) -> None:
             run = run_store.run(row["run_id"])
             printed = run_store.read_artifact(run.artifact_locations["stdout.txt"])
             # each attempt keeps its own lines, though three ran at once
-            assert printed.splitlines() == [f"attempt seed {run.seed}", "check sees 150 before"]
+            assert printed.splitlines() == [
+                f"attempt seed {run.seed}",
+                "tool checks A",
+                "check sees 150 before",
+            ]
             errors = run_store.read_artifact(run.artifact_locations["stderr.txt"])
             assert errors == "{not json\n"
     code, shown, _ = _invoke("show", data["runs"][0]["run_id"], "--store", str(store))
@@ -135,7 +144,7 @@ def test_validation_replays_keep_checks_quiet(
     suite = load_suite(_printing_bank(tmp_path))
     run = run_solution(suite, "transfer", "oracle")
     assert run.success
-    assert "check sees" not in capsys.readouterr().out
+    assert capsys.readouterr().out == ""  # the tool's print and the check's included
 
 
 # --- sibling imports -------------------------------------------------------------------------
