@@ -21,6 +21,7 @@ from groundstate.cli.workflow import _runs_table
 from groundstate.report.terminal import Fitted, batch_table
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import hash_code, imported_siblings
+from groundstate.spec.suite import Suite
 from groundstate.spec.system import load_system
 from groundstate.store import BatchInfo, RunStore
 from groundstate.testing import run_solution
@@ -255,3 +256,14 @@ def test_too_narrow_a_terminal_folds_and_loses_nothing(tmp_path: Path) -> None:
     assert all(len(line) <= 40 for line in lines) and "…" not in text
     for whole in (LONG_TASK, *REASONS):  # folded: its start and its end are both shown
         assert whole[:4] in text and whole[-4:] in text, whole
+
+
+def test_the_reset_probe_names_the_tables_it_could_not_change(bank: Suite) -> None:
+    from groundstate.validation import validate_task
+
+    reset = validate_task(bank, "transfer").check("reset").detail
+    assert "deleted a row of accounts" in reset
+    assert "could not delete a row of audit (the task's permissions or the schema refuse it)" in (
+        reset
+    )
+    assert "could not delete a row of transfers" not in reset  # empty: nothing to delete
