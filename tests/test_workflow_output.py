@@ -267,3 +267,30 @@ def test_the_reset_probe_names_the_tables_it_could_not_change(bank: Suite) -> No
         reset
     )
     assert "could not delete a row of transfers" not in reset  # empty: nothing to delete
+
+
+def test_a_checks_sibling_is_part_of_the_grader_revision(tmp_path: Path) -> None:
+    from groundstate.spec.suite import load_suite
+
+    plain = tmp_path / "plain"
+    shutil.copytree(BANK, plain)
+    (plain / "notes.py").write_text("X = 1\n")  # a module no check imports
+    revision = load_suite(BANK).tasks["transfer"].grader_revision
+    assert load_suite(plain).tasks["transfer"].grader_revision == revision
+    suite = _printing_bank(tmp_path)
+    before = load_suite(suite).tasks["transfer"].grader_revision
+    helper = suite / "arithmetic.py"
+    helper.write_text(helper.read_text().replace("for r in rows)", "for r in rows) + 1"))
+    assert load_suite(suite).tasks["transfer"].grader_revision != before
+
+
+def test_a_sibling_package_is_hashed_whole(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text("from prompts import SYSTEM\n")
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "__init__.py").write_text("from prompts.text import SYSTEM\n")
+    (tmp_path / "prompts" / "text.py").write_text("SYSTEM = 'be kind'\n")
+    before = hash_code(tmp_path / "agent.py")
+    assert load_module(tmp_path / "agent.py", "agent").SYSTEM == "be kind"
+    (tmp_path / "prompts" / "text.py").write_text("SYSTEM = 'be brief'\n")
+    assert hash_code(tmp_path / "agent.py") != before
+    assert "prompts" not in sys.modules and "prompts.text" not in sys.modules

@@ -70,13 +70,23 @@ def _imported_names(path: Path) -> set[str]:
     return names
 
 
+def code_files(path: Path) -> list[Path]:
+    """*path* and the files of the siblings it imports (a package: every module in it)."""
+    files = [path]
+    for sibling in imported_siblings(path):
+        if sibling.name == "__init__.py":
+            files += sorted(p for p in sibling.parent.rglob("*.py") if "__pycache__" not in p.parts)
+        else:
+            files.append(sibling)
+    return files
+
+
 def hash_code(path: Path) -> str:
     """The file's sha256 when it imports no sibling (as before siblings were supported);
     otherwise the hash of the file's and each imported sibling's sha256, by relative name."""
-    siblings = imported_siblings(path)
-    if not siblings:
+    files = code_files(path)
+    if len(files) == 1:
         return hash_file(path)
-    files = [path, *siblings]
     return hash_value({str(f.relative_to(path.parent)): hash_file(f) for f in files})
 
 
