@@ -58,7 +58,8 @@ def _run(world: tuple[Path, Path, Path], *more: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def _successes(task_id: str, attempts: int) -> int:
+def _odd_seeds(task_id: str, attempts: int) -> int:
+    """Attempts whose seed is odd: HALF_AGENT succeeds on them."""
     return sum(derive_seed(0, task_id, n) % 2 == 1 for n in range(1, attempts + 1))
 
 
@@ -166,7 +167,7 @@ def test_a_gate_on_an_unestimated_metric_fails() -> None:
 
 def test_fail_under_sets_the_exit_code(world: tuple[Path, Path, Path]) -> None:
     attempts = 4
-    wins = _successes("transfer", attempts)
+    wins = _odd_seeds("transfer", attempts)
     assert 0 < wins < attempts  # the seeds give a partly successful task
     rate, hat2 = wins / attempts, comb(wins, 2) / comb(attempts, 2)
     args = ["--task", "transfer", "--attempts", str(attempts), "--json"]
@@ -195,7 +196,7 @@ def test_a_gate_needing_more_attempts_is_refused_before_running(
 def test_report_applies_the_same_gates(world: tuple[Path, Path, Path]) -> None:
     code, out, err = _run(world, "--task", "transfer", "--attempts", "4", "--json")
     assert code == 0, err
-    batch_id, rate = json.loads(out)["batch_id"], _successes("transfer", 4) / 4
+    batch_id, rate = json.loads(out)["batch_id"], _odd_seeds("transfer", 4) / 4
     store = str(world[2])
     for threshold, expected in ((rate, 0), (rate + 0.01, 4)):
         args = ["report", batch_id, "--fail-under", f"success_rate={threshold}", "--json"]
@@ -204,3 +205,27 @@ def test_report_applies_the_same_gates(world: tuple[Path, Path, Path]) -> None:
         assert json.loads(result.stdout)["fail_under"][0]["passed"] is (expected == 0)
     result = CliRunner().invoke(main, ["report", batch_id, "--json", "--store", store])
     assert result.exit_code == 0 and "fail_under" not in json.loads(result.stdout)
+
+
+def test_too_many_invalid_tries_exit_3_before_any_gate(
+    world: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """Invalid tries over max_invalid_rate make the numbers no verdict: exit 3, not 4."""
+    (tmp_path / "agent.py").write_text(
+        "async def agent(session):\n"
+        "    if session.seed % 2:\n"
+        "        await session.call('explode', {})\n"  # a broken tool: an invalid try
+        "    return 'nothing done'\n"
+    )
+    system = yaml.safe_load(world[1].read_text())
+    system["invalid_run_policy"] = {"max_retries": 0, "max_invalid_rate": 0.1}
+    (tmp_path / "system.yaml").write_text(yaml.safe_dump(system))
+    suite, store = world[0], world[2]
+    args = ["run", str(suite), "--system", str(tmp_path / "system.yaml"), "--task", "transfer",
+            "--attempts", "4", "--fail-under", "success_rate=0.9", "--json", "--store", str(store)]
+    result = CliRunner().invoke(main, args)  # fmt: skip
+    assert _odd_seeds("transfer", 4) > 0  # some tries are invalid
+    assert result.exit_code == 3
+    data = json.loads(result.stdout)
+    assert data["invalid_rate_flagged"] is True and data["fail_under"][0]["passed"] is False
+    assert "max_invalid_rate" in result.stderr and "--fail-under" not in result.stderr
