@@ -118,7 +118,7 @@ class BatchInfo(BaseModel):
     """``groundstate`` for batches run here; ``imported`` for results from another harness."""
 
 
-BatchStatus = Literal["complete", "incomplete", "empty", "running"]
+BatchStatus = Literal["complete", "incomplete", "empty", "running", "imported"]
 
 
 class BatchSummary(BaseModel):
@@ -136,7 +136,8 @@ class BatchSummary(BaseModel):
     """Tasks x attempts, as planned when the batch started."""
     status: BatchStatus
     """``running`` while a live process holds its lease; otherwise ``empty`` (stopped before
-    its first attempt was stored), ``incomplete`` (resumable) or ``complete``."""
+    its first attempt was stored), ``incomplete`` (resumable) or ``complete``; ``imported``
+    for results from another harness (never resumed, whatever their attempts)."""
 
 
 ProblemKind = Literal[
@@ -659,7 +660,9 @@ class _ChainCheck:
 def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) -> BatchSummary:
     expected = batch.attempts * len(batch.task_revisions)
     status: BatchStatus = (
-        "running"
+        "imported"
+        if batch.source != "groundstate"
+        else "running"
         if lease is not None and not lease.stale(now)
         else "empty"
         if stored == 0

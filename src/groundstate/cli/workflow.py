@@ -30,7 +30,8 @@ def batches(as_json: bool, store: Path) -> None:
     """List the stored batches, oldest first: suite, system, attempts stored of expected, status.
 
     Status is ``complete``, ``incomplete`` (resume it with ``run --resume ID``), ``empty``
-    (stopped before its first attempt was stored) or ``running`` (a live process holds it).
+    (stopped before its first attempt was stored), ``running`` (a live process holds it) or
+    ``imported`` (results from another harness).
     """
     with RunStore(store, create=False) as run_store:
         found = run_store.batch_summaries()
@@ -60,7 +61,7 @@ def _batches_table(found: list[BatchSummary]) -> Table:
             Text(printable(b.suite)),
             b.system_spec_hash[:12],
             f"{b.attempts_stored}/{b.attempts_expected}",
-            b.status if b.source == "groundstate" else f"{b.status} ({b.source})",
+            b.status,
         )
     return table
 
