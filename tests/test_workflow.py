@@ -229,7 +229,9 @@ def test_import_results_json(tmp_path: Path) -> None:
     code, out, _ = _invoke("batches", "--json", "--store", str(store))
     (listed,) = json.loads(out)
     assert (listed["status"], listed["source"], listed["attempts_stored"]) == (
-        "imported", "imported", 4
+        "imported",
+        "imported",
+        4,
     )
     code, out, _ = _invoke("runs", data["batch_id"], "--json", "--store", str(store))
     assert [r["success"] for r in json.loads(out)["runs"]] == [True, False, True, True]

@@ -166,4 +166,3 @@ def test_init_fills_an_empty_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     Path("demo").mkdir()
     assert CliRunner().invoke(main, ["init", "demo"]).exit_code == 0
     assert Path("demo/suite.yaml").is_file()
-

@@ -73,9 +73,13 @@ def _printing_bank(root: Path) -> Path:
         '    print(f"check sees {before} before")\n',
     )
     (suite / "checks.py").write_text(checks)
-    tools = (suite / "tools.py").read_text().replace(
-        '    """Check an account\'s PIN."""\n',
-        '    """Check an account\'s PIN."""\n    print(f"tool checks {account}")\n',
+    tools = (
+        (suite / "tools.py")
+        .read_text()
+        .replace(
+            '    """Check an account\'s PIN."""\n',
+            '    """Check an account\'s PIN."""\n    print(f"tool checks {account}")\n',
+        )
     )
     (suite / "tools.py").write_text(tools)
     return suite

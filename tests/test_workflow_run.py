@@ -221,8 +221,21 @@ def test_too_many_invalid_tries_exit_3_before_any_gate(
     system["invalid_run_policy"] = {"max_retries": 0, "max_invalid_rate": 0.1}
     (tmp_path / "system.yaml").write_text(yaml.safe_dump(system))
     suite, store = world[0], world[2]
-    args = ["run", str(suite), "--system", str(tmp_path / "system.yaml"), "--task", "transfer",
-            "--attempts", "4", "--fail-under", "success_rate=0.9", "--json", "--store", str(store)]
+    args = [
+        "run",
+        str(suite),
+        "--system",
+        str(tmp_path / "system.yaml"),
+        "--task",
+        "transfer",
+        "--attempts",
+        "4",
+        "--fail-under",
+        "success_rate=0.9",
+        "--json",
+        "--store",
+        str(store),
+    ]
     result = CliRunner().invoke(main, args)  # fmt: skip
     assert _odd_seeds("transfer", 4) > 0  # some tries are invalid
     assert result.exit_code == 3
