@@ -49,6 +49,12 @@ def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
         "runs",
         "terminal_reasons",
         "invalid_attempts",
+        "success_rate",
+        "pass_at_k",
+        "pass_hat_k",
+        "invalid_rate_flagged",
+        "max_invalid_rate",
+        "fail_under",
     }
     assert (data["suite"], data["tasks"], data["attempts"]) == ("bank", 1, 4)
     assert (data["decision"], data["population"]) == (None, None)  # the bank declares neither
@@ -115,7 +121,7 @@ def test_system_hash_prints_a_sha256() -> None:
     [
         (["system", "hash", "missing.yaml"], "missing.yaml: file not found"),
         (["run", "nowhere", "--system", str(SYSTEM)], "nowhere: not a suite folder"),
-        (["show", "ffff", "--store", "{store}"], "no run ffff in the store"),
+        (["show", "ffff", "--store", "{store}"], "no run store at"),
     ],
 )
 def test_user_errors_are_one_line_with_exit_code_2(

@@ -64,6 +64,7 @@ def test_a_corrupt_artifact_is_detected(tmp_path: Path) -> None:
 
 
 def test_an_empty_store_says_so(tmp_path: Path) -> None:
+    RunStore(tmp_path / "runs.db").close()
     result = CliRunner().invoke(main, ["report", "--store", str(tmp_path / "runs.db")])
     assert result.exit_code == 2
-    assert "no batch (latest) in the store" in result.stderr
+    assert f"the run store {tmp_path / 'runs.db'} holds no batch yet" in result.stderr

@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from groundstate.capture import in_context
+
 T = TypeVar("T")
 
 
@@ -53,7 +55,7 @@ def call_with_time_limit(fn: Callable[[], T], limit: float, name: str = "grounds
         finally:
             outcome.done.set()
 
-    threading.Thread(target=target, name=name, daemon=True).start()
+    threading.Thread(target=in_context(target), name=name, daemon=True).start()
     if not outcome.done.wait(limit):
         raise DeadlineExceeded(f"did not finish within {limit:g}s")
     if outcome.error is not None:

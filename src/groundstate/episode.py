@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
+from groundstate.capture import captured, in_context
 from groundstate.environments.base import Environment, Snapshot, StateDiff, diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import (
@@ -405,14 +406,17 @@ async def run_attempt(
     started_at, t0 = datetime.now(UTC), time.perf_counter()
     progress = _Progress()
     session: EpisodeSession | None = None
-    try:
-        env = make_env(task, suite)
-    except Exception as exc:  # whatever breaks while building it, the environment is at fault
-        progress.interrupt(_as_environment_failure(exc, "setup"), "setup")
-    else:
-        with env:
-            session = await _episode(task, suite, system, agent, env, info.seed, progress)
-    return _record(task, system, info, progress, session, started_at, time.perf_counter() - t0)
+    with captured() as printed:  # by the agent and the checks: kept as artifacts
+        try:
+            env = make_env(task, suite)
+        except Exception as exc:  # whatever breaks while building it is the environment's fault
+            progress.interrupt(_as_environment_failure(exc, "setup"), "setup")
+        else:
+            with env:
+                session = await _episode(task, suite, system, agent, env, info.seed, progress)
+    output = _record(task, system, info, progress, session, started_at, time.perf_counter() - t0)
+    output.artifacts.update(printed.artifacts())
+    return output
 
 
 async def _episode(
@@ -527,7 +531,8 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
         with suppress(RuntimeError):  # the episode gave up waiting and its loop has closed
             loop.call_soon_threadsafe(deliver, *outcome)
 
-    threading.Thread(target=target, name=f"agent-{id(session):x}", daemon=True).start()
+    agent_thread = in_context(target)  # what the agent prints stays with its attempt
+    threading.Thread(target=agent_thread, name=f"agent-{id(session):x}", daemon=True).start()
     try:
         return await asyncio.wait_for(asyncio.shield(finished), session.time_limit)
     except TimeoutError:

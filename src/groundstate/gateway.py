@@ -25,6 +25,7 @@ from typing import Any
 import jsonschema
 
 from groundstate.agents.base import ToolResult
+from groundstate.capture import held
 from groundstate.environments.base import CallEffects, Environment
 from groundstate.errors import EnvironmentFailure, PermissionDenied, TimeLimitReached, ToolError
 from groundstate.tools import Tool, ToolContext
@@ -100,7 +101,7 @@ class ToolGateway:
         """Run the tool in one transaction; fill *effects* with what it changed or was denied."""
         tx = CallEffects()
         try:
-            with self._env.tool_transaction() as tx:
+            with self._env.tool_transaction() as tx, held():  # prints stay with the attempt
                 output = self._tools[name].fn(ToolContext(self._env), **args)
                 if not _is_json(output):  # a broken tool: its writes are rolled back
                     raise TypeError(f"{name} returned {type(output).__name__!r}, which is not JSON")

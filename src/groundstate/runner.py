@@ -106,6 +106,8 @@ class BatchConfig:
     concurrency: int = 1
     invalid_tasks: tuple[str, ...] = ()
     """Tasks known to be invalid that run anyway (``--allow-invalid``); reports name them."""
+    tasks: tuple[str, ...] | None = None
+    """The tasks the batch runs (``run --task/--slice/-k``); ``None`` runs every task."""
 
 
 @dataclass
@@ -127,6 +129,8 @@ def derive_seed(batch_seed: int, task_id: str, attempt: int) -> int:
 
 
 def plan_batch(suite: Suite, system: SystemSpec, config: BatchConfig) -> BatchInfo:
+    chosen = config.tasks if config.tasks is not None else tuple(suite.tasks)
+    tasks = {task_id: suite.tasks[task_id] for task_id in chosen}
     return BatchInfo(
         batch_id=uuid.uuid4().hex[:12],
         created_at=datetime.now(UTC),
@@ -139,13 +143,13 @@ def plan_batch(suite: Suite, system: SystemSpec, config: BatchConfig) -> BatchIn
         system_spec=system.model_dump(mode="json"),
         attempts=config.attempts,
         seed=config.seed,
-        task_revisions={t.task_id: t.task_revision for t in suite.tasks.values()},
-        task_weights={task_id: suite.weight(task_id) for task_id in suite.tasks},
-        task_slices={t.task_id: list(t.slice_labels) for t in suite.tasks.values()},
+        task_revisions={t.task_id: t.task_revision for t in tasks.values()},
+        task_weights={task_id: suite.weight(task_id) for task_id in tasks},
+        task_slices={t.task_id: list(t.slice_labels) for t in tasks.values()},
         task_horizons={
-            task_id: len(solutions["oracle"].steps)
-            for task_id, solutions in suite.solutions.items()
-            if "oracle" in solutions
+            task_id: len(suite.solutions[task_id]["oracle"].steps)
+            for task_id in tasks
+            if "oracle" in suite.solutions.get(task_id, {})
         },
         invalid_run_policy=system.invalid_run_policy.model_dump(),
         invalid_tasks=list(config.invalid_tasks),

@@ -134,6 +134,28 @@ class BatchInfo(BaseModel):
     ``sampling``), as the suite declared them."""
 
 
+BatchStatus = Literal["complete", "incomplete", "empty", "running", "imported"]
+
+
+class BatchSummary(BaseModel):
+    """One stored batch and how far it got (a line of ``groundstate batches``)."""
+
+    batch_id: str
+    created_at: datetime
+    suite: str
+    suite_path: str
+    system_spec_hash: str
+    source: str
+    attempts_stored: int
+    """Attempts with at least one stored try (an attempt and its reruns count once)."""
+    attempts_expected: int
+    """Tasks x attempts, as planned when the batch started."""
+    status: BatchStatus
+    """``running`` while a live process holds its lease; otherwise ``empty`` (stopped before
+    its first attempt was stored), ``incomplete`` (resumable) or ``complete``; ``imported``
+    for results from another harness (never resumed, whatever their attempts)."""
+
+
 ProblemKind = Literal[
     "batch_altered",
     "record_altered",
@@ -260,9 +282,16 @@ def chain_genesis(batch_id: str, batch_hash: str | None) -> str:
 
 
 class RunStore:
-    def __init__(self, path: Path = DEFAULT_STORE) -> None:
+    def __init__(self, path: Path = DEFAULT_STORE, *, create: bool = True) -> None:
+        """Open the store at *path*; with ``create=False`` (reading commands) a missing store
+        is an error naming *path*, and no folder or database is made."""
         self.path = Path(path)
         self.artifacts = self.path.parent / "artifacts"
+        if not create and not self.path.is_file():
+            raise StoreError(
+                f"no run store at {self.path}: nothing has been run here yet (`groundstate run` "
+                "makes it), or give the store with --store"
+            )
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -506,11 +535,28 @@ class RunStore:
             rows = self._query(
                 "SELECT record FROM batches WHERE batch_id LIKE ?", (batch_id + "%",)
             )
-        return _one(rows, BatchInfo, f"batch {batch_id or '(latest)'}")
+        if batch_id is None and not rows:
+            raise StoreError(f"the run store {self.path} holds no batch yet")
+        return _one(rows, BatchInfo, f"batch {batch_id}", self.path)
 
     def batches(self) -> list[BatchInfo]:
         rows = self._query("SELECT record, batch_id FROM batches ORDER BY created_at", ())
         return [_parse(r[0], BatchInfo, f"batch {r[1]}") for r in rows]
+
+    def batch_summaries(self) -> list[BatchSummary]:
+        """Every batch, oldest first, with its stored and expected attempts and its status."""
+        counts = dict(
+            self._query(
+                "SELECT batch_id, COUNT(DISTINCT task_id || char(0) || attempt) FROM runs "
+                "GROUP BY batch_id",
+                (),
+            )
+        )
+        now = datetime.now(UTC)
+        return [
+            _summary(b, int(counts.get(b.batch_id, 0)), self.lease(b.batch_id), now)
+            for b in self.batches()
+        ]
 
     def batch_ids(self) -> list[str]:
         """Every batch id, oldest first (readable or not)."""
@@ -519,7 +565,7 @@ class RunStore:
     def run(self, run_id: str) -> AgentRun:
         """The run with this id (a unique prefix is enough)."""
         rows = self._query("SELECT record FROM runs WHERE run_id LIKE ?", (run_id + "%",))
-        return _one(rows, AgentRun, f"run {run_id}")
+        return _one(rows, AgentRun, f"run {run_id}", self.path)
 
     def run_batch_id(self, run_id: str) -> str | None:
         """The batch of the run with this id (prefix), read from its row, not its record."""
@@ -568,7 +614,7 @@ class RunStore:
             "SELECT record, record_hash FROM batches WHERE batch_id = ?", (batch_id,)
         )
         if not rows:
-            raise StoreError(f"no batch {batch_id} in the store")
+            raise StoreError(f"no batch {batch_id} in the run store {self.path}")
         batch_text, batch_hash = rows[0]
         if batch_hash is not None and _content_hash(batch_text) != batch_hash:
             found.append(
@@ -685,6 +731,32 @@ class _ChainCheck:
         return Problem(batch_id=self.batch_id, run_id=run_id, kind="record_missing", detail=detail)
 
 
+def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) -> BatchSummary:
+    expected = batch.attempts * len(batch.task_revisions)
+    status: BatchStatus = (
+        "imported"
+        if batch.source != "groundstate"
+        else "running"
+        if lease is not None and not lease.stale(now)
+        else "empty"
+        if stored == 0
+        else "complete"
+        if stored >= expected
+        else "incomplete"
+    )
+    return BatchSummary(
+        batch_id=batch.batch_id,
+        created_at=batch.created_at,
+        suite=batch.suite,
+        suite_path=batch.suite_path,
+        system_spec_hash=batch.system_spec_hash,
+        source=batch.source,
+        attempts_stored=stored,
+        attempts_expected=expected,
+        status=status,
+    )
+
+
 def _content_hash(text: str) -> str | None:
     try:
         return record_hash(text)
@@ -739,9 +811,9 @@ def _parse(text: str, model: type[M], what: str, batch_id: str | None = None) ->
         ) from exc
 
 
-def _one(rows: list[tuple[Any, ...]], model: type[M], what: str) -> M:
+def _one(rows: list[tuple[Any, ...]], model: type[M], what: str, store: Path) -> M:
     if not rows:
-        raise StoreError(f"no {what} in the store")
+        raise StoreError(f"no {what} in the run store {store}")
     if len(rows) > 1:
         raise StoreError(f"{what} is ambiguous: {len(rows)} records match; give more characters")
     return _parse(rows[0][0], model, what)

@@ -31,6 +31,7 @@ from pydantic import BaseModel, create_model
 from groundstate.environments.base import Environment
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file
+from groundstate.spec.code import siblings_importable
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,8 @@ def load_module(path: Path, name_hint: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        with siblings_importable(path.parent):
+            spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
         raise SpecError(path, None, f"importing failed: {type(exc).__name__}: {exc}") from exc

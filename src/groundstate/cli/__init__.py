@@ -55,6 +55,7 @@ from groundstate.cli import (  # noqa: E402  (commands register)
     runs,
     systems,
     tasks,
+    workflow,
 )
 
 __all__ = [
@@ -68,4 +69,5 @@ __all__ = [
     "runs",
     "systems",
     "tasks",
+    "workflow",
 ]

@@ -32,7 +32,7 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
     each break in a batch's chain; exit 0 when everything verifies, 1 otherwise. Records
     written before store format 2 have no hashes: they are listed as unverifiable, not altered.
     """
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         ids = [resolve_batch(run_store, batch_id)] if batch_id else run_store.batch_ids()
         checks = [run_store.verify(b) for b in ids]
     if as_json:
@@ -53,7 +53,7 @@ def resolve_batch(run_store: RunStore, prefix: str) -> str:
     """The one batch id starting with *prefix*, read from the table, not the record."""
     ids = [b for b in run_store.batch_ids() if b.startswith(prefix)]
     if not ids:
-        raise StoreError(f"no batch {prefix} in the store")
+        raise StoreError(f"no batch {prefix} in the run store {run_store.path}")
     if len(ids) > 1:
         raise StoreError(f"batch {prefix} is ambiguous: {len(ids)} batches match")
     return ids[0]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -22,11 +24,19 @@ from groundstate.analysis import (
     summarize_batch,
     tries,
 )
+from groundstate.capture import ARTIFACTS
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.check import checked_suite
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
-from groundstate.errors import GroundstateError
+from groundstate.errors import GroundstateError, StoreError
+from groundstate.gates import (
+    EXIT_BELOW_GATE,
+    check_attempts,
+    failure_line,
+    gate_results,
+    parse_gate,
+)
 from groundstate.imports import import_results
 from groundstate.records import AgentRun
 from groundstate.report.html import render_batch, render_comparison
@@ -34,18 +44,28 @@ from groundstate.report.terminal import (
     batch_table,
     comparison_tables,
     print_run,
+    printable,
     report_footer,
     summary_tables,
 )
 from groundstate.runner import BatchConfig, BatchResult, BatchRunner, Interrupted, InterruptFlag
+from groundstate.selection import select_tasks
+from groundstate.spec.suite import Suite
 from groundstate.spec.system import load_system
-from groundstate.store import BatchInfo, Problem, RunStore
+from groundstate.store import DEFAULT_STORE, BatchInfo, Problem, RunStore
 from groundstate.validation import require_lock, require_valid
 from groundstate.workdirs import sweep_stale
 
 EXIT_TOO_MANY_INVALID = 3
 """``run`` exits 3 when invalid tries exceed the system's ``invalid_run_policy.max_invalid_rate``
 (2 is a user error, 1 is reserved for other refusals)."""
+
+FAIL_UNDER_OPTION = click.option(
+    "--fail-under",
+    multiple=True,
+    metavar="METRIC=VALUE",
+    help="Exit 4 if METRIC (success_rate, pass@K, pass^K) is below VALUE (repeatable).",
+)
 
 HTML_OPTION = click.option(
     "--html",
@@ -97,6 +117,17 @@ HTML_OPTION = click.option(
 @click.option(
     "--locked", is_flag=True, help="Refuse to run if the suite differs from its suite.lock."
 )
+@click.option("--task", "task_ids", multiple=True, help="Run only this task (repeat for more).")
+@click.option(
+    "--slice", "slices", multiple=True, help="Run only tasks with this slice label (repeatable)."
+)
+@click.option(
+    "-k",
+    "patterns",
+    multiple=True,
+    help="Run only tasks whose id contains this text, or matches it as a wildcard ('ref*').",
+)
+@FAIL_UNDER_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the batch as JSON.")
 @HTML_OPTION
 @STORE_OPTION
@@ -109,6 +140,10 @@ def run(
     resume_id: str | None,
     allow_invalid: bool,
     locked: bool,
+    task_ids: tuple[str, ...],
+    slices: tuple[str, ...],
+    patterns: tuple[str, ...],
+    fail_under: tuple[str, ...],
     as_json: bool,
     html: Path | None,
     store: Path,
@@ -119,8 +154,18 @@ def run(
     Ctrl-C (or SIGTERM) stops the batch, prints the command that resumes it, and exits 130
     (143). A batch is leased to the process running it: a second --resume of a batch another
     live process is running is refused (exit 2).
+
+    --task, --slice and -k run a subset (each kind narrows; within a kind any match is
+    enough); the batch records the tasks it ran. Exit status: 0; 2 for a user error; 3 when
+    invalid tries exceed the system's max_invalid_rate; 4 when a --fail-under metric is below
+    its threshold (3 takes precedence); 130/143 when interrupted.
     """
     sweep_stale()  # work folders of runs killed outright
+    gates = [parse_gate(text) for text in fail_under]
+    if resume_id is not None and (task_ids or slices or patterns):
+        raise click.UsageError("--resume runs the tasks its batch chose; drop --task/--slice/-k")
+    if resume_id is None:
+        check_attempts(gates, attempts)
     flag = InterruptFlag()
     runner: BatchRunner | None = None
     try:
@@ -128,12 +173,17 @@ def run(
             loaded_suite, system = checked_suite(suite, warn=False), load_system(system_file)
             if locked:
                 require_lock(loaded_suite)
-            total = len(loaded_suite.tasks) * attempts
+            chosen = select_tasks(loaded_suite, task_ids=task_ids, slices=slices, patterns=patterns)
+            total = len(chosen or loaded_suite.tasks) * attempts
             with RunStore(store) as run_store:
-                invalid = require_valid(loaded_suite, run_store, allow_invalid=allow_invalid)
+                invalid = require_valid(
+                    _only(loaded_suite, chosen), run_store, allow_invalid=allow_invalid
+                )
                 if invalid:
                     click.echo(f"warning: running invalid tasks: {', '.join(invalid)}", err=True)
-                config = BatchConfig(attempts, seed, concurrency, invalid_tasks=tuple(invalid))
+                config = BatchConfig(
+                    attempts, seed, concurrency, invalid_tasks=tuple(invalid), tasks=chosen
+                )
                 runner = BatchRunner(
                     loaded_suite, system, run_store, interrupt=flag, on_problem=_warn_problem
                 )
@@ -146,15 +196,29 @@ def run(
     if html is not None:
         _write_batch_html(html, result.batch, result.runs)
     data = batch_report(result.batch, result.runs)
+    verdicts = gate_results(gates, data)
     if as_json:
-        click.echo(json.dumps(_batch_json(result), indent=2))
+        click.echo(json.dumps(_batch_json(result, data, verdicts), indent=2))
     else:
         out = console()
         out.print(batch_table(result.batch, result.runs))
         _print_report(out, data)
-        out.print(f"stored in {store} · batch {result.batch.batch_id}")
+        batch_id = result.batch.batch_id
+        out.print(f"stored in {store} · batch {batch_id} · run ids: groundstate runs {batch_id}")
         if html is not None:
             out.print(f"HTML report: {html}")
+    _exit_on_verdict(data, verdicts)
+
+
+def _only(suite: Suite, chosen: tuple[str, ...] | None) -> Suite:
+    """*suite* narrowed to the chosen tasks: tasks that will not run are not refused."""
+    if chosen is None:
+        return suite
+    return dataclasses.replace(suite, tasks={t: suite.tasks[t] for t in chosen})
+
+
+def _exit_on_verdict(data: dict[str, Any], verdicts: list[dict[str, Any]]) -> None:
+    """Exit 3 when the invalid-run flag trips, else 4 when a gate fails (one line each)."""
     if data["invalid_rate_flagged"]:
         click.echo(
             "error: invalid tries exceed the batch's max_invalid_rate; the numbers above "
@@ -162,27 +226,46 @@ def run(
             err=True,
         )
         sys.exit(EXIT_TOO_MANY_INVALID)
+    failed = [v for v in verdicts if not v["passed"]]
+    for verdict in failed:
+        click.echo(f"error: --fail-under: {failure_line(verdict)}", err=True)
+    if failed:
+        sys.exit(EXIT_BELOW_GATE)
 
 
 @main.command()
 @click.argument("batch_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@FAIL_UNDER_OPTION
 @HTML_OPTION
 @STORE_OPTION
-def report(batch_id: str | None, as_json: bool, seed: int, html: Path | None, store: Path) -> None:
+def report(
+    batch_id: str | None,
+    as_json: bool,
+    seed: int,
+    fail_under: tuple[str, ...],
+    html: Path | None,
+    store: Path,
+) -> None:
     """Report a stored batch (default: the latest): suite numbers, pass@k, pass^k, reasons.
 
     The batch is verified first (records, artifacts, chain): each altered or missing record
-    is named on stderr, the report is marked, and the exit status is 1.
+    is named on stderr, the report is marked, and the exit status is 1. With --fail-under,
+    the exit status is then that of ``run``: 3 when invalid tries exceed the batch's
+    max_invalid_rate, 4 when a metric is below its threshold.
     """
-    with RunStore(store) as run_store:
+    gates = [parse_gate(text) for text in fail_under]
+    with RunStore(store, create=False) as run_store:
         batch = run_store.batch(batch_id)
         check = run_store.verify(batch.batch_id)
         altered = warn(check)
-        runs = _nonempty(batch, run_store.runs(batch.batch_id))
+        runs = _nonempty(batch, run_store.runs(batch.batch_id), store)
     data = batch_report(batch, runs, seed=seed)
     data["integrity"] = integrity_json(check)
+    verdicts = gate_results(gates, data)
+    if gates:
+        data["fail_under"] = verdicts
     if html is not None:
         _write_batch_html(html, batch, runs, seed=seed)
         click.echo(f"HTML report: {html}", err=as_json)
@@ -196,6 +279,8 @@ def report(batch_id: str | None, as_json: bool, seed: int, html: Path | None, st
             out.print(_altered_mark(batch.batch_id))
     if altered:
         sys.exit(EXIT_ALTERED)
+    if gates:
+        _exit_on_verdict(data, verdicts)
 
 
 @main.command()
@@ -208,10 +293,11 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
     The run's record, its artifacts and its place in its batch's chain are verified first;
     anything altered is named on stderr, marked above the run, and the exit status is 1.
     """
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         owner = run_store.run_batch_id(run_id)
         record = run_store.run(run_id)
         check = run_store.verify(owner, artifacts_of=record.run_id) if owner else None
+        printed = _printed(run_store, record)
     altered = check is not None and warn(check, record.run_id)
     if as_json:
         click.echo(record.model_dump_json(indent=2))
@@ -220,8 +306,24 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         if altered:
             out.print(_altered_mark(owner or record.batch_id))
         print_run(out, record)
+        for name, text in printed.items():
+            out.print(f"[bold]{name}[/] (printed by the agent and checks)")
+            out.print(printable(text.rstrip("\n")), markup=False, highlight=False)
     if altered:
         sys.exit(EXIT_ALTERED)
+
+
+def _printed(run_store: RunStore, record: AgentRun) -> dict[str, str]:
+    """The output the run's code printed (a missing artifact is named, and warned of above)."""
+    found = {}
+    for name in ARTIFACTS.values():
+        location = record.artifact_locations.get(name)
+        if location is not None:
+            try:
+                found[name] = run_store.read_artifact(location)
+            except StoreError as exc:
+                found[name] = f"({exc})"
+    return found
 
 
 def _resume_args(
@@ -245,14 +347,21 @@ def _altered_mark(batch_id: str) -> str:
     )
 
 
-def _nonempty(batch: BatchInfo, runs: list[AgentRun]) -> list[AgentRun]:
+def _nonempty(batch: BatchInfo, runs: list[AgentRun], store: Path) -> list[AgentRun]:
     if not runs:
         raise GroundstateError(
             f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
-            f"was stored; complete it with `groundstate run {batch.suite_path} --system FILE "
-            f"--resume {batch.batch_id}`"
+            f"was stored; complete it with `{resume_command(batch, store)}`"
         )
     return runs
+
+
+def resume_command(batch: BatchInfo, store: Path) -> str:
+    """The command completing *batch* (the system file is not recorded: FILE stands for it)."""
+    args = ["groundstate", "run", batch.suite_path, "--system", "FILE", "--resume", batch.batch_id]
+    if Path(store) != DEFAULT_STORE:
+        args += ["--store", str(store)]
+    return shlex.join(args)
 
 
 def _run_batch(
@@ -317,7 +426,9 @@ class _progress:
             self._bar.update(self._task, advance=1 if run.valid else 0, description=counts)
 
 
-def _batch_json(result: BatchResult) -> dict[str, Any]:
+def _batch_json(
+    result: BatchResult, data: dict[str, Any], verdicts: list[dict[str, Any]]
+) -> dict[str, Any]:
     counted = final_runs(result.runs)
     return {
         "batch_id": result.batch.batch_id,
@@ -329,6 +440,12 @@ def _batch_json(result: BatchResult) -> dict[str, Any]:
         "runs": [_run_json(r) for r in counted],
         "terminal_reasons": dict(Counter(r.terminal_reason for r in counted)),
         "invalid_attempts": sum(not r.valid for r in counted),
+        "success_rate": data["success_rate"],
+        "pass_at_k": data["pass_at_k"],
+        "pass_hat_k": data["pass_hat_k"],
+        "invalid_rate_flagged": data["invalid_rate_flagged"],
+        "max_invalid_rate": data["tries"]["max_invalid_rate"],
+        "fail_under": verdicts,
     }
 
 
@@ -353,11 +470,11 @@ def compare_command(
     batch_a: str, batch_b: str, as_json: bool, seed: int, html: Path | None, store: Path
 ) -> None:
     """Paired comparison of BATCH_B against BATCH_A on the tasks both ran."""
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         altered = [warn(run_store.verify(x.batch_id)) for x in (a, b)]
-        a_runs = _nonempty(a, run_store.runs(a.batch_id))
-        b_runs = _nonempty(b, run_store.runs(b.batch_id))
+        a_runs = _nonempty(a, run_store.runs(a.batch_id), store)
+        b_runs = _nonempty(b, run_store.runs(b.batch_id), store)
     comparison = compare_batches(a, a_runs, b, b_runs, seed=seed)
     data = comparison_report(a, b, comparison)
     if html is not None:
@@ -375,11 +492,16 @@ def compare_command(
 @main.command("import-results")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--name", required=True, help="A name for the imported batch (e.g. the system).")
+@click.option("--json", "as_json", is_flag=True, help="Print the imported batch as JSON.")
 @STORE_OPTION
-def import_results_command(file: Path, name: str, store: Path) -> None:
+def import_results_command(file: Path, name: str, as_json: bool, store: Path) -> None:
     """Store results made by another harness (CSV or JSONL rows) as a batch."""
     with RunStore(store) as run_store:
         batch = import_results(file, name, run_store)
         count = len(run_store.runs(batch.batch_id))
+    if as_json:
+        data = {"batch_id": batch.batch_id, "name": name, "attempts": count}
+        click.echo(json.dumps({**data, "tasks": len(batch.task_revisions)}, indent=2))
+        return
     click.echo(f"imported {count} attempts of {len(batch.task_revisions)} tasks as {name!r}")
     click.echo(f"batch {batch.batch_id}")

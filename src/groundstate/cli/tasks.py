@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -67,20 +68,32 @@ def validate(suite: Path, as_json: bool, no_cache: bool, store: Path) -> None:
 @click.option(
     "--check", is_flag=True, help="Compare SUITE with its lock instead; exit 1 if it differs."
 )
-def lock(suite: Path, check: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print what was locked or checked as JSON.")
+def lock(suite: Path, check: bool, as_json: bool) -> None:
     """Write SUITE/suite.lock: the hashes of its files, tasks, solutions and graders."""
     loaded = load_suite(suite)
     if not check:
         path = lock_suite(loaded)
         count = len(loaded.tasks)
-        click.echo(f"locked {count} task{'s' if count != 1 else ''} in {path}")
+        if as_json:
+            _echo_json({"suite": loaded.name, "lock": str(path), "tasks": count})
+        else:
+            click.echo(f"locked {count} task{'s' if count != 1 else ''} in {path}")
         return
     lines = check_lock(loaded)
-    for line in lines:
-        click.echo(line)
+    if as_json:
+        _echo_json({"suite": loaded.name, "matches": not lines, "differences": lines})
+    else:
+        for line in lines:
+            click.echo(line)
+        if not lines:
+            click.echo(f"{suite} matches its lock")
     if lines:
         sys.exit(1)
-    click.echo(f"{suite} matches its lock")
+
+
+def _echo_json(data: dict[str, object]) -> None:
+    click.echo(json.dumps(data, indent=2))
 
 
 @main.command("regress")
@@ -98,16 +111,23 @@ def lock(suite: Path, check: bool) -> None:
     default=None,
     help="The run's suite (default: the folder its batch recorded).",
 )
+@click.option("--json", "as_json", is_flag=True, help="Print the new task as JSON.")
 @STORE_OPTION
-def regress_command(run_id: str, into: Path, suite_path: Path | None, store: Path) -> None:
+def regress_command(
+    run_id: str, into: Path, suite_path: Path | None, as_json: bool, store: Path
+) -> None:
     """Turn the failing run RUN_ID into a regression task; print the new task file."""
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         owner = run_store.run_batch_id(run_id)
         run = run_store.run(run_id)
         if owner is not None:  # a regression made from an altered run says so
             warn(run_store.verify(owner, artifacts_of=run.run_id), run.run_id)
         origin = suite_path or Path(run_store.batch(run.batch_id).suite_path)
-    click.echo(regress(run, load_suite(origin), into=into))
+    task_file = regress(run, load_suite(origin), into=into)
+    if as_json:
+        _echo_json({"run_id": run.run_id, "task_id": task_file.stem, "task_file": str(task_file)})
+    else:
+        click.echo(task_file)
 
 
 _HEADERS = {
@@ -143,8 +163,22 @@ def _print_validity(console: Console, result: SuiteValidity) -> None:
             line = Text.assemble((task.task_id, "bold"), f" · {check.name}: {check.detail}")
             console.print(line, highlight=False)
     _print_mutation(console, result)
+    _print_pins(console, result)
     valid = sum(task.valid for task in result.tasks)
     console.print(f"{valid} of {len(result.tasks)} tasks valid")
+
+
+_UNDECLARED = re.compile(r"initial state ([0-9a-f]{64}) is undeclared")
+
+
+def _print_pins(console: Console, result: SuiteValidity) -> None:
+    """The initial state hash of each task that does not declare one, ready to paste: then
+    every reset of the task is checked against it."""
+    for task in result.tasks:
+        found = _UNDECLARED.search(task.check("reset").detail)
+        if found is not None:
+            pin = f"reset_check: {{initial_state_hash: {found.group(1)}}}"
+            console.print(Text(f"{task.task_id} · pin its initial state: {pin}"), soft_wrap=True)
 
 
 def _cell(task: TaskValidity, check: CheckOutcome) -> str:

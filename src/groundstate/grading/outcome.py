@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groundstate.capture import held
 from groundstate.deadline import DeadlineExceeded, call_with_time_limit
 from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
 from groundstate.records import CheckResult
@@ -85,7 +86,8 @@ def call_check(ref: str, suite_root: Path, *args: Any) -> tuple[bool, dict[str, 
     read its verdict, ``bool`` or ``(bool, evidence)``; anything else is a grader bug."""
     file_name, _, function = ref.partition(":")
     check = getattr(load_module(suite_root / file_name, "checks"), function)
-    verdict = check(*args)
+    with held():  # what the check prints stays with the attempt, off our output
+        verdict = check(*args)
     passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
     if not isinstance(passed, bool):
         raise TypeError(f"{ref} returned {type(passed).__name__}, expected bool")

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
-from rich.console import Console
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -27,31 +29,82 @@ def printable(text: str) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
-def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
-    table = Table(
-        title=escape(
-            printable(
-                f"batch {batch.batch_id} · suite {batch.suite} · "
-                f"system {batch.system_spec_hash[:12]}"
-            )
+def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
+    """The per-task table, laid out for the width it is printed at (see :class:`Fitted`)."""
+    rows = [_task_row(batch, task_id, runs) for task_id in sorted(batch.task_revisions)]
+    title = escape(
+        printable(
+            f"batch {batch.batch_id} · suite {batch.suite} · system {batch.system_spec_hash[:12]}"
         )
     )
-    table.caption = escape(printable("\n".join(decision_lines(batch.decision, batch.population))))
-    table.caption_justify = "left"
-    for column in ("task", "slices", "successes / valid", "invalid", "terminal reasons"):
-        table.add_column(column)
-    for task_id in sorted(batch.task_revisions):
-        task_runs = [r for r in runs if r.task_id == task_id]
-        valid = [r for r in task_runs if r.valid]
-        reasons = Counter(r.terminal_reason for r in task_runs)
-        table.add_row(
-            _plain(task_id),
-            _plain(", ".join(batch.task_slices.get(task_id, []))),
-            f"{sum(r.success for r in valid)} / {len(valid)}",
-            str(len(task_runs) - len(valid)),
-            _plain(", ".join(f"{reason} x{n}" for reason, n in sorted(reasons.items()))),
-        )
+    caption = escape(printable("\n".join(decision_lines(batch.decision, batch.population))))
+    return Fitted(lambda width: _batch_table(title, caption, rows, width))
+
+
+_Row = tuple[str, str, str, str, list[str]]
+"""A task's id, slices, successes / valid, invalid, and one line per terminal reason."""
+
+
+def _task_row(batch: BatchInfo, task_id: str, runs: list[AgentRun]) -> _Row:
+    task_runs = [r for r in runs if r.task_id == task_id]
+    valid = [r for r in task_runs if r.valid]
+    reasons = Counter(r.terminal_reason for r in task_runs)
+    return (
+        printable(task_id),
+        printable(", ".join(batch.task_slices.get(task_id, []))),
+        f"{sum(r.success for r in valid)} / {len(valid)}",
+        str(len(task_runs) - len(valid)),
+        [printable(f"{reason} x{n}") for reason, n in sorted(reasons.items())],
+    )
+
+
+_GAP = 2
+"""Columns between two columns of the compact table."""
+_SLICES_MIN = 8
+
+
+def _batch_table(title: str, caption: str, rows: list[_Row], width: int) -> Table:
+    """The task id and each terminal reason on one line whenever they fit the width: the
+    slices column folds first and is left out (the slices table has them) before either of
+    them would fold. Nothing is ever cut off: a column that cannot fit folds."""
+    task = max([len("task"), *(len(r[0]) for r in rows)])
+    reason = max([len("terminal reasons"), *(len(line) for r in rows for line in r[4])])
+    counts = max(len("ok /"), *(len(r[2]) for r in rows)) + len("valid") + 3 * _GAP
+    fits = task + reason + counts <= width
+    with_slices = task + reason + counts + _SLICES_MIN + _GAP <= width
+    table = Table(
+        title=title,
+        caption=caption,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        show_edge=False,
+    )
+    table.add_column("task", no_wrap=fits, overflow="fold", min_width=task if fits else None)
+    if with_slices:
+        table.add_column("slices", overflow="fold")
+    table.add_column("ok /\nvalid", no_wrap=True)  # successes / valid attempts
+    table.add_column("in-\nvalid", no_wrap=True)
+    table.add_column(
+        "terminal reasons", no_wrap=fits, overflow="fold", min_width=reason if fits else None
+    )
+    for task_id, slices, ratio, invalid, reasons in rows:
+        cells: list[RenderableType] = [Text(task_id)]
+        cells += [Text(slices)] if with_slices else []
+        cells += [ratio, invalid]
+        table.add_row(*cells, Text("\n".join(reasons)))
     return table
+
+
+class Fitted:
+    """A table built when it is drawn, for the width it is drawn at."""
+
+    def __init__(self, build: Callable[[int], Table]) -> None:
+        self._build = build
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self._build(options.max_width)
 
 
 def decision_lines(decision: str | None, population: dict[str, str] | None) -> list[str]:

@@ -25,6 +25,7 @@ from pydantic import Field, field_validator
 
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
+from groundstate.spec.code import code_files
 from groundstate.spec.constraint_sets import (
     SUITE_FILE,
     ConstraintSets,
@@ -331,6 +332,17 @@ def _check_tools_named(
             yield SpecError(file, f"{field_name}{where}", f"{tool!r} is {why}")
 
 
+def _sibling_files(suite: Suite, check_files: list[str]) -> dict[str, str]:
+    """The suite files (name -> sha256) of the sibling modules the check files import."""
+    names = {
+        str(path.relative_to(suite.root))
+        for name in check_files
+        if is_file(suite.root / name)
+        for path in code_files(suite.root / name)[1:]
+    }
+    return {name: suite.files[name] for name in sorted(names) if name in suite.files}
+
+
 def _with_grader_versions(
     suite: Suite, task: AgentTask, solutions: dict[str, Solution]
 ) -> AgentTask:
@@ -350,6 +362,9 @@ def _with_grader_versions(
         "partial_credit_rubric": [n.model_dump(mode="json") for n in task.partial_credit_rubric],
         "code": {name: suite.files[name] for name in code_files},
     }
+    siblings = _sibling_files(suite, code_files)
+    if siblings:  # only then: a grader without sibling modules keeps its revision
+        grader["sibling_code"] = siblings
     manifest = {
         name: hash_value(solution.model_dump(mode="json")) for name, solution in solutions.items()
     }

@@ -23,6 +23,7 @@ from pydantic import (
 from groundstate.errors import SpecError
 from groundstate.sandbox import command_digests
 from groundstate.spec.canonical import hash_file, hash_value
+from groundstate.spec.code import hash_code
 from groundstate.spec.files import is_file, load_model
 from groundstate.spec.strict import MAX_SECONDS, Count, Number, Seconds, Steps
 
@@ -336,11 +337,12 @@ def _command_digests(spec: SystemSpec, path: Path) -> dict[str, str]:
 
 
 def _code_hash(code_file: Path | None, entry: str) -> str:
-    """The hash of the agent's source file (for a module entry, the module's file)."""
+    """The hash of the agent's source file with the sibling modules it imports (for a module
+    entry, the module's file)."""
     entry = BUILTIN_AGENTS.get(entry, (entry, ""))[0]
     if code_file is None:
         found = importlib.util.find_spec(entry.partition(":")[0])
         if found is None or found.origin is None or not Path(found.origin).is_file():
             return "unknown"
-        code_file = Path(found.origin)
-    return hash_file(code_file)
+        return hash_file(Path(found.origin))
+    return hash_code(code_file)

@@ -84,9 +84,14 @@ def mutate_like_an_agent(env: Environment) -> list[str]:
         else f"could not bump the AUTOINCREMENT counter of {table} (no row could be inserted)"
         for table in _autoincrement(env)
     ]
-    done += [
-        f"deleted a row of {table}" for table in env.snapshot().tables if _delete_one(env, table)
-    ]
+    for table, state in env.snapshot().tables.items():
+        if _delete_one(env, table):
+            done.append(f"deleted a row of {table}")
+        elif state.rows:  # said, not skipped: this table's reset goes unprobed by a deletion
+            done.append(
+                f"could not delete a row of {table} (the task's permissions or the schema "
+                "refuse it)"
+            )
     env.advance_clock(CLOCK_STEP)
     done.append(f"advanced the clock {CLOCK_STEP:g}s")
     return done

@@ -1,0 +1,123 @@
+"""What the code under evaluation prints is kept with its attempt, never mixed into ours.
+
+An agent or a Python check that calls ``print()`` (or writes to ``sys.stderr``) during an
+attempt would otherwise write into groundstate's own output and corrupt ``run --json``. While
+an attempt runs, ``sys.stdout`` and ``sys.stderr`` are routers: a write made in the attempt's
+context (its task, the agent's thread, a check's thread: :func:`in_context` carries it over)
+goes to that attempt's :class:`Output`, which is stored as the run's ``stdout.txt`` and
+``stderr.txt`` artifacts; any other write goes to the real stream, as before. Concurrent
+attempts each keep their own output.
+
+Not captured: writes to file descriptors 1 and 2 directly (``os.write``, subprocesses, C
+extensions), ``sys.__stdout__``, and threads the agent starts itself without copying its
+context (``contextvars.copy_context``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar, copy_context
+from typing import Any, TextIO
+
+MAX_CHARS = 1_000_000
+"""Characters kept per stream and attempt; the rest is counted, not stored."""
+
+ARTIFACTS = {"stdout": "stdout.txt", "stderr": "stderr.txt"}
+
+
+class Output:
+    """What one attempt's code printed, per stream."""
+
+    def __init__(self) -> None:
+        self._parts: dict[str, list[str]] = {name: [] for name in ARTIFACTS}
+        self._kept = dict.fromkeys(ARTIFACTS, 0)
+        self._dropped = dict.fromkeys(ARTIFACTS, 0)
+        self._lock = threading.Lock()  # the agent's thread and a check's may both write
+
+    def write(self, stream: str, text: str) -> None:
+        with self._lock:
+            room = MAX_CHARS - self._kept[stream]
+            self._parts[stream].append(text[: max(room, 0)])
+            self._kept[stream] += min(len(text), max(room, 0))
+            self._dropped[stream] += max(len(text) - max(room, 0), 0)
+
+    def text(self, stream: str) -> str:
+        with self._lock:
+            text = "".join(self._parts[stream])
+            dropped = self._dropped[stream]
+        return text + (f"\n[{dropped} more characters not kept]\n" if dropped else "")
+
+    def artifacts(self) -> dict[str, str]:
+        """``stdout.txt`` and ``stderr.txt``, each only if something was written to it."""
+        texts = {name: self.text(stream) for stream, name in ARTIFACTS.items()}
+        return {name: text for name, text in texts.items() if text}
+
+
+_CURRENT: ContextVar[Output | None] = ContextVar("groundstate_output", default=None)
+
+
+class _Router:
+    """Stands in for ``sys.stdout``/``sys.stderr``: routes each write by the writer's context."""
+
+    def __init__(self, stream: TextIO, name: str) -> None:
+        self._stream = stream
+        self._name = name
+
+    def write(self, text: str) -> int:
+        output = _CURRENT.get()
+        if output is None:
+            return self._stream.write(text)
+        output.write(self._name, text)
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if _CURRENT.get() is None:
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno...: the real stream's
+        return getattr(self._stream, name)
+
+
+def _install() -> None:
+    """Put routers in front of the current streams (again, if something swapped them since)."""
+    for name in ARTIFACTS:
+        stream = getattr(sys, name)
+        if not isinstance(stream, _Router):
+            setattr(sys, name, _Router(stream, name))
+
+
+@contextmanager
+def captured() -> Iterator[Output]:
+    """Route what the code of this context prints to a new :class:`Output`."""
+    _install()
+    output = Output()
+    token = _CURRENT.set(output)
+    try:
+        yield output
+    finally:
+        _CURRENT.reset(token)
+
+
+@contextmanager
+def held() -> Iterator[Output]:
+    """Within an attempt, its :class:`Output`; elsewhere (a check graded while validating a
+    suite, say) a new one that nobody reads: either way, nothing reaches our streams."""
+    current = _CURRENT.get()
+    if current is not None:
+        yield current
+        return
+    with captured() as output:
+        yield output
+
+
+def in_context(target: Callable[[], None]) -> Callable[[], None]:
+    """*target* bound to the caller's context, for a new thread (threads start without it)."""
+    context = copy_context()
+    return lambda: context.run(target)

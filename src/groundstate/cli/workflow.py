@@ -1,0 +1,207 @@
+"""Commands that find one's way around a store and start a suite: batches, runs, init."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from importlib.resources import files
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from groundstate.analysis import final_runs
+from groundstate.cli import STORE_OPTION, console, main
+from groundstate.cli.runs import resume_command
+from groundstate.errors import GroundstateError
+from groundstate.records import AgentRun
+from groundstate.report.terminal import Fitted, printable
+from groundstate.store import BatchSummary, RunStore
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the batches as JSON.")
+@STORE_OPTION
+def batches(as_json: bool, store: Path) -> None:
+    """List the stored batches, oldest first: suite, system, attempts stored of expected, status.
+
+    Status is ``complete``, ``incomplete`` (resume it with ``run --resume ID``), ``empty``
+    (stopped before its first attempt was stored), ``running`` (a live process holds it) or
+    ``imported`` (results from another harness).
+    """
+    with RunStore(store, create=False) as run_store:
+        found = run_store.batch_summaries()
+    if as_json:
+        click.echo(json.dumps([b.model_dump(mode="json") for b in found], indent=2))
+        return
+    if not found:
+        click.echo(f"the run store {store} holds no batch yet")
+        return
+    console().print(_batches_table(found))
+
+
+def _batches_table(found: list[BatchSummary]) -> Table:
+    table = Table(
+        title="batches (oldest first)", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    table.add_column("batch", no_wrap=True)
+    table.add_column("created (UTC)", no_wrap=True)
+    table.add_column("suite", overflow="fold")
+    table.add_column("system", no_wrap=True)
+    table.add_column("attempts", justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    for b in found:
+        table.add_row(
+            b.batch_id,
+            f"{b.created_at:%Y-%m-%d %H:%M}",
+            Text(printable(b.suite)),
+            b.system_spec_hash[:12],
+            f"{b.attempts_stored}/{b.attempts_expected}",
+            b.status,
+        )
+    return table
+
+
+@main.command("runs")
+@click.argument("batch_id")
+@click.option(
+    "--task",
+    "task_pattern",
+    default=None,
+    help="Only tasks with this id (shell-style wildcards allowed: 'refund_*').",
+)
+@click.option(
+    "--reason",
+    default=None,
+    help="Only runs ending so: a terminal reason, or its class ('agent_failure').",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as JSON.")
+@STORE_OPTION
+def runs_command(
+    batch_id: str, task_pattern: str | None, reason: str | None, as_json: bool, store: Path
+) -> None:
+    """List the runs of BATCH_ID (a unique prefix is enough), every try, with their ids.
+
+    ``counted`` is false for an invalid try that a rerun replaced. Give a run id to
+    ``groundstate show`` for its verdict, evidence and trace.
+    """
+    with RunStore(store, create=False) as run_store:
+        batch = run_store.batch(batch_id)
+        stored = run_store.runs(batch.batch_id)
+    counted = {r.run_id for r in final_runs(stored)}
+    chosen = [r for r in stored if _matches(r, task_pattern, reason)]
+    rows = [_run_row(r, r.run_id in counted) for r in chosen]
+    if as_json:
+        click.echo(json.dumps({"batch_id": batch.batch_id, "runs": rows}, indent=2))
+        return
+    if not stored:
+        click.echo(
+            f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
+            f"was stored; complete it with `{resume_command(batch, store)}`"
+        )
+        return
+    if not rows:
+        click.echo(f"batch {batch.batch_id}: no run matches ({len(stored)} stored)")
+        return
+    console().print(Fitted(lambda width: _runs_table(batch.batch_id, rows, width)))
+
+
+def _matches(run: AgentRun, task_pattern: str | None, reason: str | None) -> bool:
+    if task_pattern is not None and not fnmatch.fnmatchcase(run.task_id, task_pattern):
+        return False
+    return reason is None or reason in (run.terminal_reason, run.terminal_reason.split("/")[0])
+
+
+def _run_row(run: AgentRun, counted: bool) -> dict[str, Any]:
+    return {
+        "run_id": run.run_id,
+        "task_id": run.task_id,
+        "attempt": run.attempt,
+        "retry": run.retry,
+        "success": run.success,
+        "terminal_reason": run.terminal_reason,
+        "counted": counted,
+    }
+
+
+def _runs_table(batch_id: str, rows: list[dict[str, Any]], width: int) -> Table:
+    """Task ids and terminal reasons on one line whenever the width allows; else folded,
+    never cut off. (Success is the reason ``success``: no column of its own.)"""
+    cells = [
+        (
+            row["run_id"][:RUN_ID_SHOWN],
+            printable(row["task_id"]),
+            str(row["attempt"])
+            + (f" r{row['retry']}" if row["retry"] else "")
+            + ("" if row["counted"] else "*"),
+            printable(row["terminal_reason"]),
+        )
+        for row in rows
+    ]
+    task = max(len("task"), *(len(c[1]) for c in cells))
+    reason = max(len("terminal reason"), *(len(c[3]) for c in cells))
+    att_width = max(len("att."), *(len(c[2]) for c in cells))
+    fits = RUN_ID_SHOWN + task + att_width + reason + 3 * 2 <= width
+    table = Table(
+        title=f"runs of batch {batch_id}",
+        caption="a unique prefix of a run id is enough for `groundstate show`"
+        + ("; * an invalid try replaced by a rerun" if any(not r["counted"] for r in rows) else ""),
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        show_edge=False,
+    )
+    table.add_column("run", no_wrap=True)
+    table.add_column("task", no_wrap=fits, overflow="fold", min_width=task if fits else None)
+    table.add_column("att.", justify="right", no_wrap=True)
+    table.add_column(
+        "terminal reason", no_wrap=fits, overflow="fold", min_width=reason if fits else None
+    )
+    for run_id, task_id, attempt, terminal in cells:
+        table.add_row(run_id, Text(task_id), attempt, Text(terminal))
+    return table
+
+
+RUN_ID_SHOWN = 8
+"""Characters of a run id in the text table (``--json`` has them whole)."""
+
+TEMPLATE = "templates/init"
+"""The starter suite, shipped inside the package so that ``init`` works from a wheel."""
+
+
+@main.command()
+@click.argument("name", type=click.Path(path_type=Path))
+def init(name: Path) -> None:
+    """Make a working starter suite in the new folder NAME.
+
+    It holds a task, its tools, a fixture, an oracle, an alternative and two known-bad
+    solutions, a Python check, a policy, a system file and a small agent, so that
+    ``groundstate validate NAME`` and ``groundstate run NAME --system NAME/system.yaml``
+    work at once. Edit from there.
+    """
+    if name.exists() and (not name.is_dir() or any(name.iterdir())):
+        raise GroundstateError(f"{name} exists and is not an empty folder: choose a new name")
+    written = _copy_template(files("groundstate").joinpath(TEMPLATE), name, name.resolve().name)
+    click.echo(f"made suite {name.resolve().name!r} in {name} ({written} files). Next:")
+    for command in (f"validate {name}", f"run {name} --system {name / 'system.yaml'}"):
+        click.echo(f"  groundstate {command}")
+
+
+def _copy_template(source: Traversable, target: Path, suite_name: str) -> int:
+    """Copy the template tree, naming the suite; return the number of files written."""
+    target.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for item in sorted(source.iterdir(), key=lambda i: i.name):
+        if item.name == "__pycache__" or item.name.endswith(".pyc"):
+            continue
+        if item.is_dir():
+            written += _copy_template(item, target / item.name, suite_name)
+            continue
+        text = item.read_text(encoding="utf-8").replace("{{name}}", suite_name)
+        (target / item.name).write_text(text, encoding="utf-8")
+        written += 1
+    return written

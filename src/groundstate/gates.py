@@ -1,0 +1,111 @@
+"""Release gates for CI: ``--fail-under METRIC=VALUE`` checked against a batch's report.
+
+A gate reads the headline estimate (valid attempts, as the report shows it first), never an
+interval bound: a gate on ``ci_low`` would punish small suites for their size, and that is a
+choice the user should make with a larger threshold, not one made for them. A metric the
+batch cannot estimate (``pass^3`` from two attempts) fails its gate: a CI gate that passes
+because nothing was measured would be worse than none.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel
+
+from groundstate.errors import GroundstateError
+
+EXIT_BELOW_GATE = 4
+"""``run`` and ``report`` exit 4 when a ``--fail-under`` metric is below its threshold
+(3 is reserved for too many invalid tries, which takes precedence: those numbers are not a
+verdict at all)."""
+
+_METRIC = re.compile(r"^(success_rate|pass@(\d+)|pass\^(\d+))$")
+
+
+_ROUNDING = 1e-9
+"""An estimate equal to its threshold passes even when averaging left it a hair below."""
+
+
+class BadGate(GroundstateError):
+    """A ``--fail-under`` option that cannot be read."""
+
+
+class Gate(BaseModel):
+    """One threshold: the batch fails when *metric* is below *threshold*."""
+
+    metric: str
+    """``success_rate``, ``pass@K`` or ``pass^K`` (K a whole number of attempts)."""
+    threshold: float
+    """Between 0 and 1."""
+
+    @property
+    def k(self) -> int | None:
+        match = _METRIC.match(self.metric)
+        assert match is not None
+        found = match.group(2) or match.group(3)
+        return int(found) if found else None
+
+    def value(self, report: dict[str, Any]) -> float | None:
+        """The metric's estimate in a :func:`~groundstate.analysis.batch_report`, if any."""
+        if self.metric == "success_rate":
+            estimate = report["success_rate"]
+        else:
+            table = report["pass_at_k" if self.metric.startswith("pass@") else "pass_hat_k"]
+            estimate = table.get(self.k) or table.get(str(self.k))
+        return None if estimate is None else float(estimate["estimate"])
+
+
+def parse_gate(text: str) -> Gate:
+    """``pass^2=0.5`` as a :class:`Gate`; anything else is a :class:`BadGate` naming it."""
+    metric, sep, value = text.partition("=")
+    metric = metric.strip()
+    match = _METRIC.match(metric)
+    if not sep or match is None:
+        raise BadGate(
+            f"--fail-under {text!r}: expected METRIC=VALUE with METRIC one of success_rate, "
+            "pass@K, pass^K (e.g. success_rate=0.8, pass^2=0.5)"
+        )
+    if (match.group(2) or match.group(3) or "1") == "0":
+        raise BadGate(f"--fail-under {text!r}: k must be 1 or more")
+    try:
+        threshold = float(value)
+    except ValueError:
+        raise BadGate(f"--fail-under {text!r}: {value.strip()!r} is not a number") from None
+    if not 0.0 <= threshold <= 1.0:
+        raise BadGate(f"--fail-under {text!r}: the threshold must be between 0 and 1")
+    return Gate(metric=metric, threshold=threshold)
+
+
+def check_attempts(gates: list[Gate], attempts: int) -> None:
+    """Refuse, before a batch runs, a gate on pass@k or pass^k with k above the attempts."""
+    for gate in gates:
+        if gate.k is not None and gate.k > attempts:
+            raise BadGate(
+                f"--fail-under {gate.metric}: k = {gate.k} needs at least {gate.k} attempts "
+                f"per task (--attempts is {attempts})"
+            )
+
+
+def gate_results(gates: list[Gate], report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each gate with the batch's value and whether it passed (an unestimated metric fails)."""
+    results = []
+    for gate in gates:
+        value = gate.value(report)
+        results.append(
+            {
+                "metric": gate.metric,
+                "threshold": gate.threshold,
+                "value": value,
+                "passed": value is not None and value >= gate.threshold - _ROUNDING,
+            }
+        )
+    return results
+
+
+def failure_line(result: dict[str, Any]) -> str:
+    """One line for a failed gate."""
+    if result["value"] is None:
+        return f"{result['metric']} could not be estimated (gate {result['threshold']:g})"
+    return f"{result['metric']} = {result['value']:.3f} is below {result['threshold']:g}"

@@ -1,0 +1,110 @@
+"""A suite's or system's Python file and the sibling modules it imports.
+
+An agent file, ``tools.py`` or ``checks.py`` may import a module beside it (``import helpers``,
+``from prompts import SYSTEM``). Such a file is imported with its folder first on ``sys.path``
+(:func:`siblings_importable`), and the siblings it loaded are then taken out of
+``sys.modules``, so another folder's ``helpers.py`` is never mistaken for this one. Import
+siblings at the top of the file: a function that imports one when it is called runs after the
+folder has left ``sys.path``. A sibling named like a standard-library module (or
+``groundstate``) is not imported from the folder: it would shadow the real one.
+
+What a file imports from its folder is part of its code: :func:`hash_code` hashes the file
+with every sibling module it imports, directly or through another sibling.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from groundstate.spec.canonical import hash_file, hash_value
+
+
+def sibling_modules(folder: Path) -> dict[str, Path]:
+    """The modules a file in *folder* can import from it, by name: ``x.py`` files and
+    ``x/__init__.py`` packages, standard-library names left out."""
+    found: dict[str, Path] = {}
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path.suffix == ".py" and path.stem.isidentifier():
+            found[path.stem] = path
+        elif path.is_dir() and (path / "__init__.py").is_file() and path.name.isidentifier():
+            found[path.name] = path / "__init__.py"
+    return {n: p for n, p in found.items() if n not in _NEVER_SIBLINGS}
+
+
+_NEVER_SIBLINGS = sys.stdlib_module_names | {"groundstate", "groundstate_user"}
+"""Names a folder's module may not take over while it is imported: the standard library's and
+ours (the file being imported needs the real ones)."""
+
+
+def imported_siblings(path: Path) -> list[Path]:
+    """The sibling module files *path* imports, directly or through one another, sorted."""
+    siblings = sibling_modules(path.parent)
+    seen: set[Path] = set()
+    pending = [path]
+    while pending:
+        for name in _imported_names(pending.pop()):
+            found = siblings.get(name)
+            if found is not None and found != path and found not in seen:
+                seen.add(found)
+                pending.append(found)
+    return sorted(seen)
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Top-level names in the file's ``import`` statements (a file that does not parse: none;
+    importing it will say why)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.partition(".")[0])
+    return names
+
+
+def code_files(path: Path) -> list[Path]:
+    """*path* and the files of the siblings it imports (a package: every module in it)."""
+    files = [path]
+    for sibling in imported_siblings(path):
+        if sibling.name == "__init__.py":
+            files += sorted(p for p in sibling.parent.rglob("*.py") if "__pycache__" not in p.parts)
+        else:
+            files.append(sibling)
+    return files
+
+
+def hash_code(path: Path) -> str:
+    """The file's sha256 when it imports no sibling (as before siblings were supported);
+    otherwise the hash of the file's and each imported sibling's sha256, by relative name."""
+    files = code_files(path)
+    if len(files) == 1:
+        return hash_file(path)
+    return hash_value({str(f.relative_to(path.parent)): hash_file(f) for f in files})
+
+
+@contextmanager
+def siblings_importable(folder: Path) -> Iterator[None]:
+    """While a file of *folder* is imported: its siblings, and not another folder's modules
+    of the same names, answer its imports; afterwards ``sys.modules`` is as it was."""
+    names = set(sibling_modules(folder))
+    hidden = {n: m for n, m in sys.modules.items() if n.partition(".")[0] in names}
+    for name in hidden:
+        del sys.modules[name]
+    entry = str(folder)
+    sys.path.insert(0, entry)
+    try:
+        yield
+    finally:
+        if entry in sys.path:
+            sys.path.remove(entry)
+        for name in [n for n in sys.modules if n.partition(".")[0] in names]:
+            del sys.modules[name]
+        sys.modules.update(hidden)
