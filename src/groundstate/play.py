@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import sys
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-import click
 import yaml
 
 from groundstate.agents.base import Agent, Session
@@ -44,14 +43,24 @@ Commands:
 
 @dataclass
 class Terminal:
-    """How a person is asked and shown things (a test passes its own)."""
+    """The person's terminal: the streams in place when it is made. While an attempt runs,
+    ``sys.stdout`` keeps what the code under evaluation prints; the person must still see."""
 
-    ask: Callable[[str], str] = field(
-        default=lambda prompt: click.prompt(
-            prompt, default="", show_default=False, prompt_suffix=""
-        )
-    )
-    show: Callable[[str], None] = click.echo
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    inp: TextIO = field(default_factory=lambda: sys.stdin)
+
+    def show(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def ask(self, prompt: str) -> str:
+        """One line typed by the person; ``EOFError`` when the input has ended."""
+        self.out.write(prompt)
+        self.out.flush()
+        line = self.inp.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
 
 
 @dataclass
@@ -69,7 +78,7 @@ class PersonAgent:
         while True:
             try:
                 line = self.terminal.ask("agent> ").strip()
-            except (EOFError, click.Abort):
+            except EOFError:
                 session.give_up("the person left the terminal")
             command, _, rest = line.partition(" ")
             if command == "finish":
@@ -129,7 +138,7 @@ class PersonUser:
         self._terminal.show(f"agent: {message}")
         try:
             text = self._terminal.ask("you> ").strip()
-        except (EOFError, click.Abort):
+        except EOFError:
             text = ""
         if text in ("", "/bye"):
             self.left = True
@@ -138,7 +147,8 @@ class PersonUser:
 
 
 PERSON_TERMINAL = Terminal()
-"""The terminal a ``kind: person`` user talks through (``play`` sets it)."""
+"""The terminal a ``kind: person`` user talks through (``play`` replaces it with one made on
+the streams in place when it starts)."""
 
 
 def person_system(name: str = "person") -> SystemSpec:

@@ -25,6 +25,7 @@ def play(
     store: Path,
 ) -> None:
     """Play TASK_ID of SUITE in the terminal; the attempt is graded and stored."""
+    import groundstate.play
     from groundstate.agents.base import Agent
     from groundstate.agents.python import load_agent
     from groundstate.errors import SpecError
@@ -40,7 +41,9 @@ def play(
     from groundstate.store import RunStore
 
     loaded = load_suite(suite)
-    person = PersonAgent()
+    terminal = groundstate.play.Terminal()  # this command's streams, before any capture
+    groundstate.play.PERSON_TERMINAL = terminal
+    person = PersonAgent(terminal)
     agent: Agent
     if role == "agent":
         spec, agent = person_system(), person

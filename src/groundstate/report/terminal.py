@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rich import box
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -37,8 +37,9 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
             f"batch {batch.batch_id} · suite {batch.suite} · system {batch.system_spec_hash[:12]}"
         )
     )
-    caption = escape(printable("\n".join(decision_lines(batch.decision, batch.population))))
-    return Fitted(lambda width: _batch_table(title, caption, rows, width))
+    # Under the table, not its caption: a caption wraps to the (compact) table's width.
+    caption = Text(printable("\n".join(decision_lines(batch.decision, batch.population))))
+    return Fitted(lambda width: Group(_batch_table(title, rows, width), caption))
 
 
 _Row = tuple[str, str, str, str, list[str]]
@@ -63,7 +64,7 @@ _GAP = 2
 _SLICES_MIN = 8
 
 
-def _batch_table(title: str, caption: str, rows: list[_Row], width: int) -> Table:
+def _batch_table(title: str, rows: list[_Row], width: int) -> Table:
     """The task id and each terminal reason on one line whenever they fit the width: the
     slices column folds first and is left out (the slices table has them) before either of
     them would fold. Nothing is ever cut off: a column that cannot fit folds."""
@@ -74,8 +75,6 @@ def _batch_table(title: str, caption: str, rows: list[_Row], width: int) -> Tabl
     with_slices = task + reason + counts + _SLICES_MIN + _GAP <= width
     table = Table(
         title=title,
-        caption=caption,
-        caption_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,
@@ -100,7 +99,7 @@ def _batch_table(title: str, caption: str, rows: list[_Row], width: int) -> Tabl
 class Fitted:
     """A table built when it is drawn, for the width it is drawn at."""
 
-    def __init__(self, build: Callable[[int], Table]) -> None:
+    def __init__(self, build: Callable[[int], RenderableType]) -> None:
         self._build = build
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
