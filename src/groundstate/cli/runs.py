@@ -25,7 +25,6 @@ from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
 from groundstate.errors import GroundstateError
-from groundstate.imports import import_results
 from groundstate.records import AgentRun
 from groundstate.report.html import render_batch, render_comparison
 from groundstate.report.terminal import (
@@ -368,16 +367,3 @@ def compare_command(
     if any(altered):
         click.echo("error: records of a compared batch are altered (see the warnings)", err=True)
         sys.exit(EXIT_ALTERED)
-
-
-@main.command("import-results")
-@click.argument("file", type=click.Path(path_type=Path))
-@click.option("--name", required=True, help="A name for the imported batch (e.g. the system).")
-@STORE_OPTION
-def import_results_command(file: Path, name: str, store: Path) -> None:
-    """Store results made by another harness (CSV or JSONL rows) as a batch."""
-    with RunStore(store) as run_store:
-        batch = import_results(file, name, run_store)
-        count = len(run_store.runs(batch.batch_id))
-    click.echo(f"imported {count} attempts of {len(batch.task_revisions)} tasks as {name!r}")
-    click.echo(f"batch {batch.batch_id}")
