@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
 
 import click
 
 from groundstate.cli import STORE_OPTION, main
+from groundstate.exports import ExportFormat, export_batch
 from groundstate.importers import FORMATS, ImportOptions, ImportReport, import_file
 from groundstate.store import RunStore
 
@@ -71,3 +73,30 @@ def import_results_command(
 def _import_json(report: ImportReport) -> dict[str, object]:
     data = report.model_dump(mode="json", exclude={"batch"})
     return {"batch_id": report.batch.batch_id, "name": report.batch.suite, **data}
+
+
+@main.command("export")
+@click.argument("batch_id", required=False)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(get_args(ExportFormat)),
+    required=True,
+    help="jsonl/csv: every try in the row format import-results reads; inspect: an "
+    "Inspect AI .eval log for `inspect view`.",
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="File to write."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+@STORE_OPTION
+def export_command(
+    batch_id: str | None, fmt: ExportFormat, out: Path, as_json: bool, store: Path
+) -> None:
+    """Write a stored batch (default: the latest) for other tools."""
+    with RunStore(store) as run_store:
+        report = export_batch(run_store, batch_id, fmt, out)
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        click.echo(f"wrote {report.records} records of batch {report.batch_id} to {out}")
