@@ -202,6 +202,7 @@ def test_inspect_errors_as_invalid_and_system_from_the_header(tmp_path: Path) ->
         "ctf_lite",
         "inspect_ai",
     )
+    assert spec["errors"] == "environment"  # the policy is kept with the batch
 
 
 def test_inspect_json_log_reads_like_the_archive(tmp_path: Path) -> None:
@@ -280,3 +281,14 @@ def test_format_flag_overrides_detection(tmp_path: Path) -> None:
         "tau2-bench", "--store", str(tmp_path / "r.db"),
     )  # fmt: skip
     assert code == 2 and "simulations: a τ²-bench results file has a list here" in err
+
+
+def test_every_mapping_is_documented() -> None:
+    from groundstate.importers.inspect_log import LIMITS
+    from groundstate.importers.tau import TAU2_ENDS
+
+    doc = (Path(__file__).parent.parent / "docs" / "interop.md").read_text()
+    for end, reason in TAU2_ENDS.items():
+        assert f"`{end}`" in doc and (reason is None or f"`{reason}`" in doc), end
+    for limit, reason in LIMITS.items():
+        assert f"`{limit}`" in doc and f"`{reason}`" in doc, limit

@@ -75,6 +75,8 @@ class InspectSource:
             "model": spec.get("model"),
             "eval_id": spec.get("eval_id"),
             "created": spec.get("created"),
+            "errors": self.errors,
+            "scorer": self.scorer,
         }
 
     def _header(self) -> dict[str, Any]:

@@ -78,7 +78,7 @@ class TauSource:
             yield self._row(f"{self.path}:{index}", index, item)
 
     def system(self) -> dict[str, Any]:
-        return {"harness": "tau-bench"}
+        return {"harness": "tau-bench", "errors": self.errors}
 
     def _row(self, where: str, index: int, item: Any) -> ImportedRow:
         item = mapping(where, "result", item)
