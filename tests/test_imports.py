@@ -258,3 +258,29 @@ def test_bulk_insert_hands_producer_errors_over_and_stops_its_thread() -> None:
             break
     assert len(produced) < 10  # the producer stopped soon after the consumer did
     assert not [t for t in threading.enumerate() if t.name == "groundstate-bulk-insert"]
+
+
+def test_spreadsheet_csv_with_a_byte_order_mark_and_an_explicit_format(tmp_path: Path) -> None:
+    path = tmp_path / "export.txt"
+    path.write_bytes(b"\xef\xbb\xbftask_id,attempt,success\r\nt1,0,1\r\nt1,1,0\r\n")
+    code, out, err = _invoke(
+        "import-results",
+        str(path),
+        "--name",
+        "x",
+        "--format",
+        "csv",
+        "--store",
+        str(tmp_path / "r.db"),
+    )
+    assert code == 0 and err == "", err
+    assert "imported 2 attempts of 1 tasks" in out
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "results.csv"
+    path.write_bytes(b"task_id,attempt,success\nt\xe9,0,1\n")
+    code, _, err = _invoke(
+        "import-results", str(path), "--name", "x", "--store", str(tmp_path / "r.db")
+    )
+    assert code == 2 and "results.csv: not UTF-8 text" in err

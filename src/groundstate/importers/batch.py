@@ -1,9 +1,10 @@
-"""From imported rows to a stored batch, in two passes over the file and one transaction.
+"""From imported rows to a stored batch: the file read once, the store written in one transaction.
 
-Pass 1 checks every row and gathers what the batch record needs (each task's revision,
-weight, horizon and slices, the attempt labels in use); pass 2 builds each run record and
-streams it into the store. Memory grows with the number of tasks, not rows (text attempt
-labels excepted: their numbering is kept per task). Nothing is stored unless every row is.
+Pass 1 checks every row, gathers what the batch record needs (each task's revision, weight,
+horizon and slices, the attempt labels in use) and spools what pass 2 needs of each row to a
+temporary file; pass 2 builds each run record from the spool and streams it into the store.
+Memory grows with the number of tasks, not rows (text attempt labels excepted: their
+numbering is kept per task). Nothing is stored unless every row is.
 """
 
 from __future__ import annotations

@@ -73,8 +73,7 @@ class ImportedRow:
 
 
 class ResultSource(Protocol):
-    """A results file in one format; :meth:`rows` may be called more than once (the import
-    reads it twice: once to plan the batch, once to store it)."""
+    """A results file in one format, read row by row."""
 
     @property
     def path(self) -> Path: ...

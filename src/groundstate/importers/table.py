@@ -47,7 +47,7 @@ class TableSource:
     """``csv`` or ``jsonl``."""
 
     def rows(self) -> Iterator[ImportedRow]:
-        with _open(self.path) as handle:
+        with _open(self.path, self.format) as handle:
             read = _csv_rows if self.format == "csv" else _json_rows
             try:
                 yield from read(self.path, handle)
@@ -58,10 +58,13 @@ class TableSource:
         return {}
 
 
-def _open(path: Path) -> TextIO:
+def _open(path: Path, format: str) -> TextIO:
     try:
-        # "\n" only: other line breaks (U+2028, a lone "\r") may sit inside JSON strings.
-        return path.open(encoding="utf-8", newline="" if path.suffix.lower() == ".csv" else "\n")
+        # CSV: a byte-order mark (spreadsheets write one) is not part of the first column's
+        # name. JSON Lines: "\n" only, as other breaks (U+2028, "\r") may sit inside strings.
+        if format == "csv":
+            return path.open(encoding="utf-8-sig", newline="")
+        return path.open(encoding="utf-8", newline="\n")
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
 
