@@ -292,3 +292,19 @@ def test_every_mapping_is_documented() -> None:
         assert f"`{end}`" in doc and (reason is None or f"`{reason}`" in doc), end
     for limit, reason in LIMITS.items():
         assert f"`{limit}`" in doc and f"`{reason}`" in doc, limit
+
+
+def test_inspect_mapping_counts_are_printed(tmp_path: Path) -> None:
+    code, out, err = _invoke(
+        "import-results", str(_eval_log(tmp_path)), "--name", "x", "--store", str(tmp_path / "r.db")
+    )
+    assert code == 0 and err == ""
+    lines = {line.split(maxsplit=1)[1]: int(line.split()[0]) for line in out.splitlines()[2:-1]}
+    assert lines == {
+        "error -> agent_failure/crashed": 1,
+        "limit message -> agent_failure/step_limit": 1,
+        "no score -> grader_failure": 1,
+        "score C -> success": 1,
+        "score I -> agent_failure/incorrect": 1,
+        "score partial -> agent_failure/incorrect": 1,
+    }

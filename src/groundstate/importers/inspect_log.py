@@ -28,6 +28,7 @@ from groundstate.importers.rows import (
     mapping,
     number,
     read_json,
+    reward_kind,
     reward_verdict,
     task_key,
 )
@@ -157,14 +158,16 @@ class InspectSource:
                 mapped="no score -> grader_failure",
                 unmapped=f"limit {limit!r} has no mapping" if limit is not None else None,
             )  # fmt: skip
-        verdict = reward_verdict(_reward(where, name, value), "agent_failure/incorrect")
+        reward = _reward(where, name, value)
+        verdict = reward_verdict(reward, "agent_failure/incorrect")
+        grade = value if isinstance(value, str) else reward_kind(reward)  # few distinct keys
         return ImportedRow(
             **common,
             success=verdict.success,
             terminal_reason=verdict.terminal_reason,
             partial_score=verdict.partial_score,
             origin=origin,
-            mapped=f"score {value!r} -> {verdict.terminal_reason}",
+            mapped=f"score {grade} -> {verdict.terminal_reason}",
             unmapped=f"limit {limit!r} has no mapping; decided by its score" if limit else None,
         )
 

@@ -108,6 +108,13 @@ def reward_verdict(reward: float, failure: str = "agent_failure/incorrect_state"
     return Verdict(False, failure, partial)
 
 
+def reward_kind(reward: float) -> str:
+    """``1``, ``0`` or ``partial``: a reward as the import report counts it."""
+    if reward_verdict(reward).success:
+        return "1"
+    return "0" if reward == 0 else "partial"
+
+
 def check_reason(where: str, reason: str, success: bool) -> str:
     """*reason* if it is in the taxonomy and agrees with *success*; else a named error."""
     if reason.split("/")[0] not in TERMINAL_PREFIXES:

@@ -25,6 +25,7 @@ from groundstate.importers.rows import (
     mapping,
     number,
     read_json,
+    reward_kind,
     reward_verdict,
     task_key,
 )
@@ -105,7 +106,7 @@ class TauSource:
             terminal_reason=verdict.terminal_reason,
             partial_score=verdict.partial_score,
             origin={"reward": reward},
-            mapped=f"reward {_reward_kind(reward)} -> {verdict.terminal_reason}",
+            mapped=f"reward {reward_kind(reward)} -> {verdict.terminal_reason}",
         )
 
 
@@ -119,12 +120,6 @@ def _tau_failure(info: dict[str, Any]) -> str:
     if isinstance(detail, dict) and "r_actions" in detail:
         return "agent_failure/incorrect_state"
     return "agent_failure/incorrect"
-
-
-def _reward_kind(reward: float) -> str:
-    if reward_verdict(reward).success:
-        return "1"
-    return "0" if reward == 0 else "partial"
 
 
 @dataclass
@@ -183,7 +178,7 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         cost=0.0 if cost is None else number(where, "agent_cost", cost),
         latency=0.0 if duration is None else number(where, "duration", duration),
         origin={"simulation_id": item.get("id"), "termination_reason": end, "reward": reward},
-        mapped=f"{end} (reward {'none' if reward is None else _reward_kind(reward)}) -> {reason}",
+        mapped=f"{end} (reward {'none' if reward is None else reward_kind(reward)}) -> {reason}",
         unmapped=unmapped,
     )
 
