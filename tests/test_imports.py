@@ -4,7 +4,6 @@ problems, warnings, --json, and one all-or-nothing transaction."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -233,31 +232,6 @@ def test_stored_records_verify_and_read_back_exactly(tmp_path: Path) -> None:
 
 def test_an_empty_file_is_refused(tmp_path: Path) -> None:
     assert "no result rows" in _refused(tmp_path, "task_id,attempt,success\n")
-
-
-def test_bulk_insert_hands_producer_errors_over_and_stops_its_thread() -> None:
-    import threading
-
-    from groundstate.store import _prefetched
-
-    def failing() -> Iterator[int]:
-        yield 1
-        raise ValueError("row 2 is bad")
-
-    with pytest.raises(ValueError, match="row 2 is bad"):
-        list(_prefetched(failing()))
-    produced: list[int] = []
-
-    def endless() -> Iterator[int]:
-        for n in range(10**9):
-            produced.append(n)
-            yield n
-
-    for n in _prefetched(endless()):
-        if n == 3:
-            break
-    assert len(produced) < 10  # the producer stopped soon after the consumer did
-    assert not [t for t in threading.enumerate() if t.name == "groundstate-bulk-insert"]
 
 
 def test_spreadsheet_csv_with_a_byte_order_mark_and_an_explicit_format(tmp_path: Path) -> None:

@@ -19,12 +19,10 @@ import os
 import socket
 import sqlite3
 import tempfile
-import threading
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from queue import Empty, Full, Queue
 from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -35,7 +33,6 @@ from groundstate.spec.canonical import sha256_text
 from groundstate.workdirs import pid_alive
 
 M = TypeVar("M", bound=BaseModel)
-T = TypeVar("T")
 
 DEFAULT_STORE = Path(".groundstate/runs.db")
 
@@ -141,45 +138,6 @@ class _Chained:
                 yield rows
                 rows = []
         yield rows
-
-
-def _prefetched(chunks: Iterator[T], depth: int = 2) -> Iterator[T]:
-    """*chunks*, produced by a thread up to *depth* ahead of the consumer; an exception in
-    the producer is raised here, and a consumer that stops early stops the producer."""
-    queue: Queue[tuple[bool, Any]] = Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            for item in chunks:
-                while not stop.is_set():
-                    try:
-                        queue.put((True, item), timeout=0.1)
-                        break
-                    except Full:
-                        continue
-                if stop.is_set():
-                    return
-            queue.put((False, None))
-        except BaseException as exc:  # handed to the consumer, which raises it
-            queue.put((False, exc))
-
-    producer = threading.Thread(target=produce, name="groundstate-bulk-insert", daemon=True)
-    producer.start()
-    try:
-        while True:
-            more, item = queue.get()
-            if not more:
-                if item is not None:
-                    raise item
-                return
-            yield item
-    finally:
-        stop.set()
-        while producer.is_alive():
-            with suppress(Empty):
-                queue.get(timeout=0.1)  # unblock a producer waiting to put
-        producer.join()
 
 
 class StoredRun(NamedTuple):
@@ -432,8 +390,7 @@ class RunStore:
         For bulk imports, where a commit per run costs a sync each: rows go in with
         ``executemany`` *chunk* at a time, chained as :meth:`add_run` chains them. Each run's
         ``text`` must already be canonical (:func:`record_json`), so it is hashed as is.
-        The next chunk is prepared in a thread while SQLite writes this one (SQLite releases
-        the GIL). Returns the number of runs stored; a duplicate (task, attempt, retry) raises
+        Returns the number of runs stored; a duplicate (task, attempt, retry) raises
         :class:`StoreError` and stores nothing.
         """
         batch_text = batch.model_dump_json()
@@ -445,7 +402,7 @@ class RunStore:
                 "VALUES (?, ?, ?, ?)",
                 (batch.batch_id, batch.created_at.isoformat(), batch_text, batch_hash),
             )
-            for rows in _prefetched(chained.chunks(runs, chunk)):
+            for rows in chained.chunks(runs, chunk):
                 db.executemany(_INSERT_RUN, rows)
             if chained.length:
                 db.execute(
