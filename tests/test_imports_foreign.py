@@ -247,8 +247,23 @@ def test_inspect_score_that_is_not_a_verdict_is_refused(tmp_path: Path) -> None:
         "--store", str(tmp_path / "r.db"),
     )  # fmt: skip
     assert code == 2
-    assert "ctf.eval!samples/3_epoch_1.json: scores.match.value:" in err
-    assert "choose another --scorer" in err
+    assert (
+        "ctf.eval!samples/3_epoch_1.json: scores.match.value: a value per key (accuracy, f1): "
+        "choose one with --scorer match.KEY" in err
+    )
+    runs = _runs(tmp_path, tmp_path / "ctf.eval", scorer="match.f1")
+    assert (runs["3", 1].partial_score, runs["1", 1].terminal_reason) == (0.5, "success")
+
+
+def test_inspect_score_outside_zero_one_is_refused(tmp_path: Path) -> None:
+    def out_of_range(root: Path) -> None:
+        member = root / "samples" / "3_epoch_1.json"
+        sample = json.loads(member.read_text())
+        sample["scores"]["match"]["value"] = 7
+        member.write_text(json.dumps(sample))
+
+    with pytest.raises(SpecError, match=r"scores.match.value: 7 is not a verdict .* --scorer"):
+        _runs(tmp_path, _eval_log(tmp_path, out_of_range))
 
 
 def test_not_an_inspect_archive(tmp_path: Path) -> None:

@@ -33,7 +33,12 @@ from groundstate.store import RunStore
     "info.error, Inspect sample errors): count against the system (agent_failure/crashed) "
     "or as invalid (environment_failure/harness_error).",
 )
-@click.option("--scorer", default=None, help="Inspect logs: the score that decides a verdict.")
+@click.option(
+    "--scorer",
+    default=None,
+    help="Inspect logs: the score that decides a verdict (NAME, or NAME.KEY for one entry of "
+    "a score whose value is a dict).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
 @STORE_OPTION
 def import_results_command(

@@ -60,7 +60,8 @@ class InspectSource:
     path: Path
     errors: ErrorPolicy = "agent"
     scorer: str | None = None
-    """The score that decides the verdict; needed when samples carry several."""
+    """The score that decides the verdict (``NAME``, or ``NAME.KEY`` for one entry of a score
+    whose value is a dict); needed when samples carry several."""
     format: str = "inspect"
 
     def rows(self) -> Iterator[ImportedRow]:
@@ -143,7 +144,7 @@ class InspectSource:
     ) -> ImportedRow:
         limit = mapping(where, "limit", sample.get("limit")).get("type")
         name, score = self._score(where, mapping(where, "scores", sample.get("scores")))
-        value = None if score is None else score.get("value")
+        value = None if score is None else self._value(where, name, score.get("value"))
         origin = {"limit": limit, "score": {name: value}} if name else {"limit": limit}
         if limit is not None:
             reason = LIMITS.get(str(limit))
@@ -175,14 +176,35 @@ class InspectSource:
         self, where: str, scores: dict[str, Any]
     ) -> tuple[str | None, dict[str, Any] | None]:
         if self.scorer is not None:
-            found = scores.get(self.scorer)
-            return self.scorer, None if found is None else mapping(where, "scores", found)
+            name = _scorer_name(self.scorer, scores)
+            found = scores.get(name)
+            return name, None if found is None else mapping(where, f"scores.{name}", found)
         if len(scores) > 1:
             names = ", ".join(sorted(scores))
             raise SpecError(where, "scores", f"several scorers ({names}): choose one with --scorer")
         for name, score in scores.items():
             return name, mapping(where, f"scores.{name}", score)
         return None, None
+
+    def _value(self, where: str, name: str | None, value: Any) -> Any:
+        """The score's value, or the ``--scorer NAME.KEY`` entry of a dict value."""
+        if not isinstance(value, dict):
+            return value
+        key = self.scorer[len(f"{name}.") :] if self.scorer and self.scorer != name else None
+        if key is None or key not in value:
+            keys = ", ".join(sorted(map(str, value)))
+            raise SpecError(
+                where,
+                f"scores.{name}.value",
+                f"a value per key ({keys}): choose one with --scorer {name}.KEY",
+            )
+        return value[key]
+
+
+def _scorer_name(scorer: str, scores: dict[str, Any]) -> str:
+    """The scorer *scorer* names: ``NAME``, or ``NAME.KEY`` for a key of a dict value."""
+    name, dot, _ = scorer.rpartition(".")
+    return name if dot and scorer not in scores and name in scores else scorer
 
 
 def _own_row(where: str, common: dict[str, Any], own: dict[str, Any]) -> ImportedRow:
