@@ -82,7 +82,7 @@ def test_jsonl_with_invalid_attempts(tmp_path: Path) -> None:
             "task_id,attempt,success\nt1,1,maybe\n",
             "results.csv:2: success: Input should be a valid boolean",
         ),
-        ("task_id,attempt,success\nt1,zero,1\n", "results.csv:2: attempt:"),
+        ("task_id,attempt,success\nt1,,1\n", "results.csv:2: attempt:"),
         ("task_id,attempt,success\nt1,1,1\nt1,1,0\n", "attempt 1 appears twice"),
         ("task_id,attempt,success,terminal_reason\nt1,1,1,agent_failure\n", "contradicts"),
         (

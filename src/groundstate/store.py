@@ -19,11 +19,11 @@ import os
 import socket
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -102,6 +102,66 @@ _MIGRATIONS = {
     "batches": ("record_hash TEXT",),
     "runs": ("seq INTEGER", "record_hash TEXT", "artifact_hashes TEXT", "chain_hash TEXT"),
 }
+
+
+_INSERT_RUN = (
+    "INSERT INTO runs (run_id, batch_id, task_id, attempt, retry, terminal_reason, success, "
+    "created_at, record, seq, record_hash, artifact_hashes, chain_hash) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+_BULK_CACHE_KIB = 65536
+"""SQLite page cache while a bulk insert runs: random run ids touch index pages all over."""
+
+
+@contextmanager
+def _page_cache(db: sqlite3.Connection, kib: int) -> Iterator[None]:
+    before = db.execute("PRAGMA cache_size").fetchone()[0]
+    db.execute(f"PRAGMA cache_size = -{int(kib)}")
+    try:
+        yield
+    finally:
+        db.execute(f"PRAGMA cache_size = {int(before)}")
+
+
+class _Chained:
+    """Run rows of one batch as the ``runs`` table holds them: hashed and chained in order."""
+
+    def __init__(self, batch_id: str, genesis: str) -> None:
+        self.batch_id, self.head, self.length = batch_id, genesis, 0
+        self.now = datetime.now(UTC).isoformat()
+
+    def chunks(self, runs: Iterable[StoredRun], size: int) -> Iterator[list[tuple[Any, ...]]]:
+        rows: list[tuple[Any, ...]] = []
+        for run in runs:
+            content = hashlib.sha256(run.text.encode("ascii")).hexdigest()
+            self.head = chain_link(self.head, run.run_id, content, "{}")
+            self.length += 1
+            rows.append(
+                (
+                    run.run_id, self.batch_id, run.task_id, run.attempt, run.retry,
+                    run.terminal_reason, int(run.success), self.now, run.text, self.length,
+                    content, "{}", self.head,
+                )
+            )  # fmt: skip
+            if len(rows) >= size:
+                yield rows
+                rows = []
+        yield rows
+
+
+class StoredRun(NamedTuple):
+    """A run for :meth:`RunStore.add_batch_with_runs`: its indexed columns and canonical
+    record text (an ``AgentRun`` as :func:`record_json`, no artifacts)."""
+
+    run_id: str
+    task_id: str
+    attempt: int
+    retry: int
+    terminal_reason: str
+    success: bool
+    text: str
 
 
 class BatchInfo(BaseModel):
@@ -264,10 +324,16 @@ class BatchLeased(GroundstateError):
         )
 
 
+def record_json(data: Any) -> str:
+    """A record's canonical JSON as the store hashes it: sorted keys, no spaces, ASCII (unlike
+    :func:`groundstate.spec.canonical.canonical_json`, any string survives, lone surrogates
+    included)."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"))
+
+
 def record_hash(text: str) -> str:
     """sha256 of a record's canonical JSON (sorted keys, ASCII: any string hashes)."""
-    canonical = json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+    return hashlib.sha256(record_json(json.loads(text)).encode("ascii")).hexdigest()
 
 
 def chain_link(previous: str, run_id: str, content: str, artifacts: str) -> str:
@@ -379,6 +445,35 @@ class RunStore:
                 ) from exc
             raise
         return run
+
+    def add_batch_with_runs(
+        self, batch: BatchInfo, runs: Iterable[StoredRun], chunk: int = 10_000
+    ) -> int:
+        """Store a batch and all its runs (no artifacts) in one transaction: all or nothing.
+
+        For bulk imports, where a commit per run costs a sync each: rows go in with
+        ``executemany`` *chunk* at a time, chained as :meth:`add_run` chains them. Each run's
+        ``text`` must already be canonical (:func:`record_json`), so it is hashed as is.
+        Returns the number of runs stored; a duplicate (task, attempt, retry) raises
+        :class:`StoreError` and stores nothing.
+        """
+        batch_text = batch.model_dump_json()
+        batch_hash = record_hash(batch_text)
+        chained = _Chained(batch.batch_id, chain_genesis(batch.batch_id, batch_hash))
+        with self._transaction() as db, _page_cache(db, _BULK_CACHE_KIB):
+            db.execute(
+                "INSERT INTO batches (batch_id, created_at, record, record_hash) "
+                "VALUES (?, ?, ?, ?)",
+                (batch.batch_id, batch.created_at.isoformat(), batch_text, batch_hash),
+            )
+            for rows in chained.chunks(runs, chunk):
+                db.executemany(_INSERT_RUN, rows)
+            if chained.length:
+                db.execute(
+                    "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
+                    (batch.batch_id, chained.length, chained.head),
+                )
+        return chained.length
 
     def _chain_head(self, db: sqlite3.Connection, batch_id: str) -> tuple[int, str]:
         row = db.execute(

@@ -37,7 +37,6 @@ from groundstate.gates import (
     gate_results,
     parse_gate,
 )
-from groundstate.imports import import_results
 from groundstate.records import AgentRun
 from groundstate.report.html import render_batch, render_comparison
 from groundstate.report.terminal import (
@@ -487,21 +486,3 @@ def compare_command(
     if any(altered):
         click.echo("error: records of a compared batch are altered (see the warnings)", err=True)
         sys.exit(EXIT_ALTERED)
-
-
-@main.command("import-results")
-@click.argument("file", type=click.Path(path_type=Path))
-@click.option("--name", required=True, help="A name for the imported batch (e.g. the system).")
-@click.option("--json", "as_json", is_flag=True, help="Print the imported batch as JSON.")
-@STORE_OPTION
-def import_results_command(file: Path, name: str, as_json: bool, store: Path) -> None:
-    """Store results made by another harness (CSV or JSONL rows) as a batch."""
-    with RunStore(store) as run_store:
-        batch = import_results(file, name, run_store)
-        count = len(run_store.runs(batch.batch_id))
-    if as_json:
-        data = {"batch_id": batch.batch_id, "name": name, "attempts": count}
-        click.echo(json.dumps({**data, "tasks": len(batch.task_revisions)}, indent=2))
-        return
-    click.echo(f"imported {count} attempts of {len(batch.task_revisions)} tasks as {name!r}")
-    click.echo(f"batch {batch.batch_id}")

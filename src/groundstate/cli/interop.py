@@ -1,0 +1,107 @@
+"""Commands that bring results in from other harnesses and take batches out to other tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import get_args
+
+import click
+
+from groundstate.cli import STORE_OPTION, main
+from groundstate.exports import ExportFormat, export_batch
+from groundstate.importers import FORMATS, ImportOptions, ImportReport, import_file
+from groundstate.store import RunStore
+
+
+@main.command("import-results")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--name", required=True, help="A name for the imported batch (e.g. the system).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default=None,
+    help="The file's format (default: detected from the file).",
+)
+@click.option(
+    "--errors",
+    type=click.Choice(["agent", "environment"]),
+    default="agent",
+    show_default=True,
+    help="Attempts that ended in an exception the file does not attribute (τ-bench "
+    "info.error, Inspect sample errors): count against the system (agent_failure/crashed) "
+    "or as invalid (environment_failure/harness_error).",
+)
+@click.option(
+    "--scorer",
+    default=None,
+    help="Inspect logs: the score that decides a verdict (NAME, or NAME.KEY for one entry of "
+    "a score whose value is a dict).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
+@STORE_OPTION
+def import_results_command(
+    file: Path,
+    name: str,
+    fmt: str | None,
+    errors: str,
+    scorer: str | None,
+    as_json: bool,
+    store: Path,
+) -> None:
+    """Store results made by another harness as a batch: our CSV/JSONL rows, τ-bench or
+    τ²-bench results, or an Inspect AI log (.eval or .json).
+
+    Every row is checked before anything is stored (a problem is named as file:line: field:
+    reason, exit 2); warnings (ignored columns, values that could not be mapped) go to
+    stderr, one line each.
+    """
+    options = ImportOptions.model_validate({"format": fmt, "errors": errors, "scorer": scorer})
+    with RunStore(store) as run_store:
+        report = import_file(file, name, run_store, options)
+    for line in report.warnings:
+        click.echo(f"warning: {line}", err=True)
+    if as_json:
+        click.echo(json.dumps(_import_json(report), indent=2))
+        return
+    click.echo(
+        f"imported {report.runs} attempts of {report.tasks} tasks as {name!r} "
+        f"({report.format}, {report.seconds:.1f} s)"
+    )
+    click.echo(f"attempt labels: {report.attempt_labels}")
+    for mapping, count in report.mapped.items():
+        click.echo(f"  {count:>8}  {mapping}")
+    click.echo(f"batch {report.batch.batch_id}")
+
+
+def _import_json(report: ImportReport) -> dict[str, object]:
+    data = report.model_dump(mode="json", exclude={"batch"})
+    return {"batch_id": report.batch.batch_id, "name": report.batch.suite, **data}
+
+
+@main.command("export")
+@click.argument("batch_id", required=False)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(get_args(ExportFormat)),
+    required=True,
+    help="jsonl/csv: every try in the row format import-results reads; inspect: an "
+    "Inspect AI .eval log for `inspect view`.",
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path, dir_okay=False), required=True, help="File to write."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+@STORE_OPTION
+def export_command(
+    batch_id: str | None, fmt: ExportFormat, out: Path, as_json: bool, store: Path
+) -> None:
+    """Write a stored batch (default: the latest) for other tools."""
+    with RunStore(store) as run_store:
+        report = export_batch(run_store, batch_id, fmt, out)
+    if as_json:
+        click.echo(report.model_dump_json(indent=2))
+    else:
+        click.echo(f"wrote {report.records} records of batch {report.batch_id} to {out}")

@@ -1,0 +1,305 @@
+"""A stored batch written out for other tools: JSON Lines, CSV, or an Inspect AI ``.eval`` log.
+
+``jsonl`` and ``csv`` write every try in the row format ``import-results`` reads
+(:data:`groundstate.importers.COLUMNS`), so an export imported again gives the same
+statistics. ``inspect`` writes a ``.eval`` archive for ``inspect view``: one sample per counted
+attempt (task id as sample id, attempt as epoch), the trace as chat messages, a ``groundstate``
+score (``C``/``I``) and the run's own verdict in the sample metadata, which ``import-results``
+reads back exactly. What each format leaves out is listed in docs/interop.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import zipfile
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from groundstate.analysis import final_runs
+from groundstate.errors import GroundstateError
+from groundstate.importers.inspect_log import OWN_METADATA
+from groundstate.importers.table import COLUMNS
+from groundstate.records import AgentRun
+from groundstate.store import BatchInfo, RunStore
+from groundstate.trace import MessageEvent, ToolCallEvent
+
+ExportFormat = Literal["jsonl", "csv", "inspect"]
+INSPECT_LOG_VERSION = 2
+"""The Inspect ``EvalLog`` format version written (Inspect's ``LOG_SCHEMA_VERSION``)."""
+SCORER = "groundstate"
+
+
+class ExportReport(BaseModel):
+    """What an export wrote."""
+
+    batch_id: str
+    format: ExportFormat
+    path: str
+    records: int
+    """Rows (``jsonl``, ``csv``: every try) or samples (``inspect``: counted attempts)."""
+
+
+def export_batch(
+    store: RunStore, batch_id: str | None, format: ExportFormat, out: Path
+) -> ExportReport:
+    """Write the batch *batch_id* (default: the latest) to *out* in *format*."""
+    batch = store.batch(batch_id)
+    runs = store.runs(batch.batch_id)
+    if not runs:
+        raise GroundstateError(f"batch {batch.batch_id} in {store.path} has no stored runs")
+    writer = {"jsonl": _write_jsonl, "csv": _write_csv, "inspect": _write_inspect}[format]
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        count = writer(batch, runs, out)
+    except OSError as exc:
+        raise GroundstateError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return ExportReport(batch_id=batch.batch_id, format=format, path=str(out), records=count)
+
+
+def export_row(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
+    """One try in the row format, keyed by :data:`COLUMNS` in order (``None``: not known)."""
+    row = {
+        "task_id": run.task_id,
+        "attempt": run.attempt,
+        "success": run.success,
+        "terminal_reason": run.terminal_reason,
+        "cost": run.cost,
+        "latency": run.latency,
+        "partial_score": run.partial_score,
+        "retry": run.retry,
+        "slice_labels": batch.task_slices.get(run.task_id, []),
+        "task_revision": batch.task_revisions.get(run.task_id, run.task_revision),
+        "weight": batch.task_weights.get(run.task_id, 1.0),
+        "horizon": batch.task_horizons.get(run.task_id),
+    }
+    return row
+
+
+def _write_jsonl(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
+    with out.open("w", encoding="utf-8") as handle:
+        for run in runs:
+            handle.write(json.dumps(export_row(batch, run)) + "\n")
+    return len(runs)
+
+
+def _write_csv(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
+    with out.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        for run in runs:
+            writer.writerow({k: _cell(v) for k, v in export_row(batch, run).items()})
+    return len(runs)
+
+
+def _cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return json.dumps(value)  # slice labels may hold ";", the short form's separator
+    return value
+
+
+# --- Inspect AI ------------------------------------------------------------------------------
+
+
+def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
+    counted = final_runs(runs)
+    retries = {(r.task_id, r.attempt): r.retry for r in counted}
+    samples = [_sample(batch, run, retries[run.task_id, run.attempt]) for run in counted]
+    spec, plan = _eval_spec(batch, counted), _plan()
+    summaries = [_summary(sample) for sample in samples]
+    header = {
+        "version": INSPECT_LOG_VERSION,
+        "status": "success",
+        "eval": spec,
+        "plan": plan,
+        "results": _results(counted),
+        "stats": _stats(batch, counted),
+    }
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        _put(
+            archive,
+            "_journal/start.json",
+            {"version": INSPECT_LOG_VERSION, "eval": spec, "plan": plan},
+        )
+        for sample in samples:
+            _put(archive, f"samples/{sample['id']}_epoch_{sample['epoch']}.json", sample)
+        _put(archive, "_journal/summaries/1.json", summaries)
+        _put(archive, "summaries.json", summaries)
+        _put(archive, "reductions.json", _reductions(counted))
+        _put(archive, "header.json", header)
+    return len(samples)
+
+
+def _put(archive: zipfile.ZipFile, name: str, data: Any) -> None:
+    archive.writestr(name, json.dumps(data, indent=2))
+
+
+def _eval_spec(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
+    tasks = sorted({run.task_id for run in runs})
+    return {
+        "eval_id": batch.batch_id,
+        "run_id": batch.batch_id,
+        "created": _iso(batch.created_at),
+        "task": batch.suite,
+        "task_id": batch.suite_hash[:22],
+        "task_version": 0,
+        "task_args": {},
+        "dataset": {"name": batch.suite, "location": batch.suite_path, "samples": len(tasks),
+                    "sample_ids": tasks, "shuffled": False},
+        "model": _model(batch),
+        "model_args": {},
+        "config": {"epochs": batch.attempts},
+        "packages": {"groundstate": _version()},
+        "metadata": {OWN_METADATA: {
+            "batch_id": batch.batch_id,
+            "suite_hash": batch.suite_hash,
+            "system_spec_hash": batch.system_spec_hash,
+            "source": batch.source,
+        }},
+        "scorers": [
+            {"name": SCORER, "options": {}, "metrics": [{"name": "accuracy", "options": {}}]}
+        ],
+    }  # fmt: skip
+
+
+def _model(batch: BatchInfo) -> str:
+    model = batch.system_spec.get("model")
+    revision = model.get("revision") if isinstance(model, dict) else None
+    if isinstance(revision, str) and revision != "none":
+        return revision if "/" in revision else f"groundstate/{revision}"
+    return f"groundstate/{batch.system_spec.get('name', 'system')}"
+
+
+def _plan() -> dict[str, Any]:
+    return {"name": "plan", "steps": [{"solver": "groundstate", "params": {}}], "config": {}}
+
+
+def _sample(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
+    messages = _messages(run)
+    sample: dict[str, Any] = {
+        "id": run.task_id,
+        "epoch": run.attempt,
+        "input": next((m["content"] for m in messages if m["role"] == "user"), run.task_id),
+        "target": "",
+        "messages": messages,
+        "scores": {SCORER: _score(run)},
+        "metadata": {OWN_METADATA: _own(batch, run, retries)},
+        "store": {},
+        "events": [],
+        "model_usage": {},
+        "started_at": _iso(run.started_at),
+        "total_time": run.latency,
+        "working_time": run.latency,
+        "uuid": run.run_id,
+        "attachments": {},
+    }
+    if not run.valid:
+        message = f"{run.terminal_reason}: {json.dumps(run.infrastructure_status, default=str)}"
+        sample["error"] = {"message": message, "traceback": "", "traceback_ansi": ""}
+    return sample
+
+
+def _own(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
+    """The run's verdict as groundstate keeps it (read back as is by ``import-results``)."""
+    row = export_row(batch, run)
+    row.pop("task_id")
+    row["retry"] = retries
+    return {**row, "run_id": run.run_id, "system_spec_hash": run.system_spec_hash}
+
+
+def _score(run: AgentRun) -> dict[str, Any]:
+    failed = [c.id for c in run.outcome_assertion_results + run.constraint_results if not c.passed]
+    return {
+        "value": "C" if run.success else "I",
+        "answer": run.final_message,
+        "explanation": run.terminal_reason + (f" (failed: {', '.join(failed)})" if failed else ""),
+        "metadata": {"terminal_reason": run.terminal_reason, "partial_score": run.partial_score},
+    }
+
+
+def _messages(run: AgentRun) -> list[dict[str, Any]]:
+    """The trace as Inspect chat messages: user and agent messages, and each tool call as an
+    assistant tool call followed by its tool result."""
+    messages: list[dict[str, Any]] = []
+    for event in run.observation_action_log:
+        if isinstance(event, MessageEvent):
+            role = "user" if event.role == "user" else "assistant"
+            messages.append({"role": role, "content": event.text or "", "source": "generate"})
+        elif isinstance(event, ToolCallEvent):
+            messages.extend(_tool_messages(event, f"call_{len(messages)}"))
+    return messages
+
+
+def _tool_messages(event: ToolCallEvent, call_id: str) -> list[dict[str, Any]]:
+    arguments = event.args if isinstance(event.args, dict) else {"args": event.args}
+    call = {"id": call_id, "function": event.tool, "arguments": arguments, "type": "function"}
+    result: dict[str, Any] = {
+        "role": "tool",
+        "content": event.error if not event.ok else json.dumps(event.output, default=str),
+        "tool_call_id": call_id,
+        "function": event.tool,
+    }
+    if not event.ok:
+        result["error"] = {"type": "unknown", "message": event.error or "failed"}
+    return [{"role": "assistant", "content": "", "tool_calls": [call]}, result]
+
+
+def _summary(sample: dict[str, Any]) -> dict[str, Any]:
+    keys = ("id", "epoch", "input", "target", "scores", "metadata", "model_usage", "started_at",
+            "total_time", "working_time", "uuid")  # fmt: skip
+    summary = {key: sample[key] for key in keys}
+    summary.update(completed=True, message_count=len(sample["messages"]))
+    if "error" in sample:
+        summary["error"] = sample["error"]["message"]
+    return summary
+
+
+def _results(runs: list[AgentRun]) -> dict[str, Any]:
+    valid = [run for run in runs if run.valid]
+    accuracy = sum(run.success for run in valid) / len(valid) if valid else 0.0
+    return {
+        "total_samples": len(runs),
+        "completed_samples": len(valid),
+        "scores": [{
+            "name": SCORER,
+            "scorer": SCORER,
+            "scored_samples": len(valid),
+            "unscored_samples": len(runs) - len(valid),
+            "params": {},
+            "metrics": {"accuracy": {"name": "accuracy", "value": accuracy, "params": {}}},
+        }],
+    }  # fmt: skip
+
+
+def _reductions(runs: list[AgentRun]) -> list[dict[str, Any]]:
+    """Per sample (task), the mean over its valid epochs: Inspect's default reducer."""
+    by_task: dict[str, list[float]] = {}
+    for run in runs:
+        if run.valid:
+            by_task.setdefault(run.task_id, []).append(float(run.success))
+    samples = [{"value": sum(v) / len(v), "sample_id": task} for task, v in sorted(by_task.items())]
+    return [{"scorer": SCORER, "reducer": "mean", "samples": samples}]
+
+
+def _stats(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
+    last = max(run.started_at for run in runs)
+    return {"started_at": _iso(batch.created_at), "completed_at": _iso(last), "model_usage": {}}
+
+
+def _iso(moment: datetime) -> str:
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).isoformat()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("groundstate")
+    except metadata.PackageNotFoundError:
+        return "unknown"

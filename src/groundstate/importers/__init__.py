@@ -1,0 +1,146 @@
+"""Results from other harnesses, stored as batches that report and compare like any other.
+
+Formats (``--format``, or detected from the file):
+
+- ``csv`` / ``jsonl``: our row format, one attempt per row (:mod:`.table`);
+- ``tau-bench``: τ-bench (v1) results, a JSON list of ``{task_id, reward, info, traj, trial}``;
+- ``tau2-bench``: τ²-bench results, ``{info, tasks, simulations: [...]}``;
+- ``inspect``: Inspect AI logs, ``.eval`` archives or ``.json`` logs.
+
+An imported batch has no traces or states: statistics and comparisons apply to it, state
+checks do not. How each format's verdicts and ends map onto our terminal reasons, and what is
+lost, is in ``docs/interop.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from groundstate.errors import SpecError
+from groundstate.importers.batch import ImportReport, store_import
+from groundstate.importers.inspect_log import InspectSource
+from groundstate.importers.rows import (
+    TERMINAL_PREFIXES,
+    ErrorPolicy,
+    ImportedRow,
+    ResultSource,
+    read_json,
+)
+from groundstate.importers.table import COLUMNS, TableSource
+from groundstate.importers.tau import Tau2Source, TauSource
+from groundstate.store import BatchInfo, RunStore
+
+Format = Literal["csv", "jsonl", "tau-bench", "tau2-bench", "inspect"]
+FORMATS: tuple[Format, ...] = ("csv", "jsonl", "tau-bench", "tau2-bench", "inspect")
+
+
+class ImportOptions(BaseModel):
+    """How to read a results file."""
+
+    format: Format | None = None
+    """``None``: detect it from the file."""
+    errors: ErrorPolicy = "agent"
+    """Attempts that ended in an unattributed exception: ``agent`` counts them against the
+    system (``agent_failure/crashed``), ``environment`` makes them invalid."""
+    scorer: str | None = None
+    """Inspect logs: the score that decides each sample's verdict (required when several)."""
+
+
+def open_source(path: Path, options: ImportOptions | None = None) -> ResultSource:
+    """The reader for *path* in its given or detected format."""
+    options = options or ImportOptions()
+    kind = options.format or detect_format(path)
+    if kind in ("csv", "jsonl"):
+        return TableSource(path, kind)
+    if kind == "tau-bench":
+        return TauSource(path, options.errors)
+    if kind == "tau2-bench":
+        return Tau2Source(path)
+    return InspectSource(path, options.errors, options.scorer)
+
+
+def detect_format(path: Path) -> Format:
+    """The format of *path*: by suffix for row files and archives, else by its first bytes
+    (``[``: τ-bench; an object with ``simulations``: τ²-bench; with ``eval`` and ``samples``:
+    an Inspect log; one object per line: JSON Lines)."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if not path.is_file():
+        raise SpecError(path, None, "no such file")
+    if zipfile.is_zipfile(path):
+        return "inspect"
+    return _sniff(path)
+
+
+def _sniff(path: Path) -> Format:
+    with path.open("rb") as handle:
+        head = handle.read(1 << 16).lstrip()
+    if head.startswith(b"["):
+        return "tau-bench"
+    if not head.startswith(b"{"):
+        raise SpecError(
+            path, None, "cannot tell its format: give --format (" + ", ".join(FORMATS) + ")"
+        )
+    first = head.split(b"\n", 1)[0]
+    try:
+        row = json.loads(first)
+    except ValueError:
+        row = None  # a JSON document over several lines: look inside it
+    if isinstance(row, dict) and "simulations" not in row and "samples" not in row:
+        return "jsonl"
+    return _document_format(path)
+
+
+def _document_format(path: Path) -> Format:
+    data = read_json(path)
+    if isinstance(data, dict) and "simulations" in data:
+        return "tau2-bench"
+    if isinstance(data, dict) and "eval" in data and "samples" in data:
+        return "inspect"
+    raise SpecError(
+        path, None, "cannot tell its format: give --format (" + ", ".join(FORMATS) + ")"
+    )
+
+
+def import_file(
+    path: Path, name: str, store: RunStore, options: ImportOptions | None = None
+) -> ImportReport:
+    """Store every attempt of *path* as one batch named *name* (all or nothing)."""
+    return store_import(open_source(path, options), name, store)
+
+
+def import_results(path: Path, name: str, store: RunStore) -> BatchInfo:
+    """Store the rows of *path* as a batch named *name*; returns the batch."""
+    return import_file(path, name, store).batch
+
+
+def read_rows(path: Path, options: ImportOptions | None = None) -> list[ImportedRow]:
+    """Every row of *path*, checked (for small files and tests; imports stream instead)."""
+    rows = list(open_source(path, options).rows())
+    if not rows:
+        raise SpecError(path, None, "no result rows")
+    return rows
+
+
+__all__ = [
+    "COLUMNS",
+    "FORMATS",
+    "TERMINAL_PREFIXES",
+    "Format",
+    "ImportOptions",
+    "ImportReport",
+    "ImportedRow",
+    "detect_format",
+    "import_file",
+    "import_results",
+    "open_source",
+    "read_rows",
+]

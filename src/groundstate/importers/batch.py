@@ -1,0 +1,406 @@
+"""From imported rows to a stored batch: the file read once, the store written in one transaction.
+
+Pass 1 checks every row, gathers what the batch record needs (each task's revision, weight,
+horizon and slices, the attempt labels in use) and spools what pass 2 needs of each row to a
+temporary file; pass 2 builds each run record from the spool and streams it into the store.
+Memory grows with the number of tasks, not rows (text attempt labels excepted: their
+numbering is kept per task). Nothing is stored unless every row is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import re
+import secrets
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from json.encoder import encode_basestring_ascii
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel
+
+from groundstate.errors import SpecError, StoreError
+from groundstate.importers.rows import ImportedRow, ResultSource
+from groundstate.records import AgentRun
+from groundstate.store import BatchInfo, RunStore, StoredRun, record_json
+from groundstate.trace import recordable
+
+
+class ImportReport(BaseModel):
+    """What an import stored and what it had to map, keep or leave out."""
+
+    batch: BatchInfo
+    format: str
+    """``csv``, ``jsonl``, ``tau-bench``, ``tau2-bench`` or ``inspect``."""
+    runs: int
+    """Run records stored (retries included)."""
+    tasks: int
+    attempt_labels: str
+    """How the file's attempt labels became attempt numbers."""
+    mapped: dict[str, int]
+    """Foreign verdicts and ends and what they became (``"max_steps -> agent_failure/
+    step_limit"``), with their counts."""
+    unmapped: dict[str, int]
+    """Values no rule maps, with their counts (each also a warning)."""
+    ignored_columns: list[str]
+    warnings: list[str]
+    """One line each, for stderr."""
+    seconds: float
+
+
+@dataclass(slots=True)
+class _Task:
+    """What the rows of one task declare about it; blanks inherit from the other rows."""
+
+    revision: int | None = None
+    weight: float | None = None
+    horizon: int | None = None
+    slices: tuple[str, ...] | None = None
+    attempts: int = 0
+    """Rows that are first tries (``retry`` 0)."""
+    last: tuple[Any, ...] = ()
+    """The declarations of the task's previous row."""
+    lines: dict[str, int] = field(default_factory=dict)
+    """The line that first declared each attribute, for a conflict's message."""
+
+    def declare(self, where: str, name: str, value: Any, line: int) -> None:
+        if value is None:
+            return
+        held = getattr(self, name)
+        if held is None:
+            setattr(self, name, value)
+            self.lines[name] = line
+        elif held != value:
+            column = {"revision": "task_revision", "slices": "slice_labels"}.get(name, name)
+            raise SpecError(
+                where,
+                column,
+                f"{value!r} contradicts {held!r} given for the same task on line "
+                f"{self.lines[name]} (a task has one {column})",
+            )
+
+
+@dataclass
+class _Plan:
+    """Pass 1: everything the batch record and the attempt numbering need."""
+
+    tasks: dict[str, _Task] = field(default_factory=dict)
+    rows: int = 0
+    text_labels: bool = False
+    lowest: int | None = None
+    highest: int | None = None
+    ignored: set[str] = field(default_factory=set)
+    mapped: Counter[str] = field(default_factory=Counter)
+    unmapped: Counter[str] = field(default_factory=Counter)
+
+    def add(self, path: Path, row: ImportedRow) -> None:
+        self.rows += 1
+        task = self.tasks.get(row.task_id)
+        if task is None:
+            task = self.tasks[row.task_id] = _Task()
+        declared = (row.task_revision, row.weight, row.horizon, row.slice_labels)
+        if declared != task.last:  # the usual row repeats its task's last: nothing to check
+            where = f"{path}:{row.line}"
+            task.declare(where, "revision", row.task_revision, row.line)
+            task.declare(where, "weight", row.weight, row.line)
+            task.declare(where, "horizon", row.horizon, row.line)
+            task.declare(where, "slices", row.slice_labels, row.line)
+            task.last = declared
+        task.attempts += row.retry == 0
+        if isinstance(row.label, int):
+            self.lowest = row.label if self.lowest is None else min(self.lowest, row.label)
+            self.highest = row.label if self.highest is None else max(self.highest, row.label)
+        else:
+            self.text_labels = True
+        if row.ignored:
+            self.ignored.update(row.ignored)
+        if row.mapped:
+            self.mapped[row.mapped] += 1
+        if row.unmapped:
+            self.unmapped[row.unmapped] += 1
+
+
+class _Attempts:
+    """Attempt numbers from labels, one rule for the whole file.
+
+    All labels integers: ``attempt = label - lowest + 1`` (0-based trials become 1..n, 1-based
+    epochs stay as they are, gaps are kept). Any text label: every label is text, numbered per
+    task in the order the file first gives it.
+    """
+
+    def __init__(self, path: Path, plan: _Plan) -> None:
+        self.path = path
+        self.offset = None if plan.text_labels else 1 - (plan.lowest or 0)
+        self.numbers: dict[str, dict[str, int]] = {}
+        self.seen: dict[str, dict[tuple[str, int], int]] = {}
+        if self.offset is None:
+            self.rule = "text labels: numbered 1, 2, ... per task in the order first given"
+        elif self.offset == 0:
+            self.rule = f"integers {plan.lowest}..{plan.highest}: attempt = label"
+        else:
+            sign = "+" if self.offset > 0 else "-"
+            self.rule = (
+                f"integers {plan.lowest}..{plan.highest}: attempt = label {sign} {abs(self.offset)}"
+            )
+
+    def number(self, line: int, task_id: str, label: int | str, retry: int) -> int:
+        if self.offset is not None:
+            return int(label) + self.offset
+        text = str(label)
+        numbers = self.numbers.setdefault(task_id, {})
+        attempt = numbers.setdefault(text, len(numbers) + 1)
+        seen = self.seen.setdefault(task_id, {})
+        if (text, retry) in seen:
+            raise _duplicate(self.path, line, task_id, label, retry, seen[text, retry])
+        seen[text, retry] = line
+        return attempt
+
+
+def _duplicate(
+    path: Path, line: int, task_id: str, label: int | str, retry: int, first: int
+) -> SpecError:
+    again = f" retry {retry}" if retry else ""
+    return SpecError(
+        f"{path}:{line}",
+        "attempt",
+        f"task {task_id!r} attempt {label}{again} appears twice (also on line {first})",
+    )
+
+
+def store_import(source: ResultSource, name: str, store: RunStore) -> ImportReport:
+    """Check every row of *source*, then store them all as one batch named *name*.
+
+    Pass 1 reads the file once, checking each row and keeping what pass 2 needs of it in a
+    temporary spool (so the file is parsed once); pass 2 streams the spool into the store.
+    """
+    started = time.perf_counter()
+    plan = _Plan()
+    with tempfile.TemporaryFile() as spool:
+        chunk: list[_Kept] = []
+        for row in source.rows():
+            plan.add(source.path, row)
+            chunk.append(_kept(row))
+            if len(chunk) == _SPOOL_CHUNK:
+                _spool(spool, chunk)
+        _spool(spool, chunk)
+        if not plan.rows:
+            raise SpecError(source.path, None, "no result rows")
+        attempts = _Attempts(source.path, plan)
+        batch = _batch(source, name, plan)
+        try:
+            stored = store.add_batch_with_runs(batch, _records(_unspool(spool), batch, attempts))
+        except StoreError as exc:
+            if "UNIQUE constraint" in str(exc.__cause__):
+                raise _first_duplicate(source.path, _unspool(spool), attempts) from None
+            raise
+    return _report(source, plan, batch, attempts, stored, time.perf_counter() - started)
+
+
+_SPOOL_CHUNK = 4096
+"""Rows per ``marshal`` record in the spool (one call per row costs more than the row)."""
+_Kept = tuple[
+    int, str, int | str, int, str, bool, float | None, float, float, dict[str, Any] | None
+]
+"""What pass 2 needs of a row: line, task id, label, retry, terminal reason, success,
+partial score, cost, latency, origin (a plain tuple: ``marshal`` writes it fast)."""
+
+
+def _kept(row: ImportedRow) -> _Kept:
+    origin = None if row.origin is None else recordable(row.origin)
+    return (
+        row.line, row.task_id, row.label, row.retry, row.terminal_reason, row.success,
+        row.partial_score, row.cost, row.latency, origin,
+    )  # fmt: skip
+
+
+def _spool(spool: IO[bytes], chunk: list[_Kept]) -> None:
+    data = marshal.dumps(chunk)
+    spool.write(len(data).to_bytes(8, "little"))
+    spool.write(data)
+    chunk.clear()
+
+
+def _unspool(spool: IO[bytes]) -> Iterator[_Kept]:
+    """The spooled rows in order (``marshal.load`` on a file reads in small pieces: slow)."""
+    spool.seek(0)
+    while size := int.from_bytes(spool.read(8), "little"):
+        yield from marshal.loads(spool.read(size))
+
+
+def _batch(source: ResultSource, name: str, plan: _Plan) -> BatchInfo:
+    digest = _file_hash(source.path)
+    tasks = plan.tasks
+    return BatchInfo(
+        batch_id=secrets.token_hex(6),
+        created_at=datetime.now(UTC),
+        suite=name,
+        suite_path=str(source.path),
+        suite_hash=digest,
+        system_spec_hash=f"imported:{digest[:16]}",
+        system_spec={
+            "name": name,
+            "imported_from": str(source.path),
+            "format": source.format,
+            **source.system(),
+        },
+        attempts=_most_attempts(plan),
+        seed=0,
+        task_revisions={t: p.revision or 0 for t, p in tasks.items()},
+        task_weights={t: p.weight or 1.0 for t, p in tasks.items()},
+        task_slices={t: list(p.slices or ()) for t, p in tasks.items()},
+        task_horizons={t: p.horizon for t, p in tasks.items() if p.horizon is not None},
+        source="imported",
+    )
+
+
+def _most_attempts(plan: _Plan) -> int:
+    """The largest attempt number: from the integer labels' range, or for text labels the
+    most first tries any task has."""
+    if plan.text_labels or plan.lowest is None or plan.highest is None:
+        return max(task.attempts for task in plan.tasks.values())
+    return plan.highest - plan.lowest + 1
+
+
+def _file_hash(path: Path) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def _records(kept: Iterator[_Kept], batch: BatchInfo, attempts: _Attempts) -> Iterator[StoredRun]:
+    text = _RecordText(_template(batch))
+    revisions = batch.task_revisions
+    for line, task_id, label, retry, reason, success, partial, cost, latency, origin in kept:
+        attempt = attempts.number(line, task_id, label, retry)
+        run_id = secrets.token_hex(16)
+        if origin is None:
+            status = f'{{"attempt_label":{_scalar(label)},"imported":true}}'
+        else:
+            status = _ENCODER.encode({"attempt_label": label, "imported": True, "origin": origin})
+        values = (  # encoded, in _VARYING's order
+            str(attempt),
+            repr(cost),
+            status,
+            repr(latency),
+            "null" if partial is None else repr(partial),
+            str(retry),
+            f'"{run_id}"',  # hex: nothing to escape
+            "true" if success else "false",
+            encode_basestring_ascii(task_id),
+            str(revisions[task_id]),
+            encode_basestring_ascii(reason),
+        )
+        yield StoredRun(run_id, task_id, attempt, retry, reason, success, text.render(values))
+
+
+_VARYING = (
+    "attempt", "cost", "infrastructure_status", "latency", "partial_score", "retry", "run_id",
+    "success", "task_id", "task_revision", "terminal_reason",
+)  # fmt: skip
+"""The fields of an imported record that vary by row, in sorted order: the order in which
+the canonical text holds them."""
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+"""Encodes as :func:`groundstate.store.record_json` does."""
+
+
+class _RecordText:
+    """A record's canonical text, row after row, without encoding the whole record each time.
+
+    The template is encoded once with a marker in each varying field; the text between the
+    markers is constant, so a row only fills in its own encoded values. The result is exactly
+    ``record_json(record)`` (tested; the store's ``verify`` recomputes it and would name any
+    difference).
+    """
+
+    _MARK = re.compile(r'"\\u0000(\d+)\\u0000"')
+
+    def __init__(self, template: dict[str, Any]) -> None:
+        marked = {**template, **{name: f"\0{i}\0" for i, name in enumerate(_VARYING)}}
+        text = record_json(marked)
+        order = [int(found.group(1)) for found in self._MARK.finditer(text)]
+        if order != list(range(len(_VARYING))):
+            raise AssertionError(f"record fields out of order: {order}")
+        self._format = "%s".join(piece.replace("%", "%%") for piece in self._MARK.split(text)[::2])
+
+    def render(self, values: tuple[str, ...]) -> str:
+        return self._format % values
+
+
+def _scalar(value: int | str) -> str:
+    """An attempt label as JSON: an integer, or text (ASCII-escaped, as the store writes)."""
+    return encode_basestring_ascii(value) if isinstance(value, str) else str(value)
+
+
+def _template(batch: BatchInfo) -> dict[str, Any]:
+    """An imported ``AgentRun`` as JSON, built once through the model so every field and
+    default is the model's own; each row then replaces only what it says."""
+    run = AgentRun(
+        run_id="",
+        batch_id=batch.batch_id,
+        task_id="",
+        task_revision=0,
+        grader_revision="imported",
+        system_spec_hash=batch.system_spec_hash,
+        attempt=1,
+        seed=0,
+        started_at=batch.created_at,
+        initial_state_hash=None,
+        observation_action_log=[],
+        final_state_hash=None,
+        terminal_reason="success",
+        success=True,
+        outcome_assertion_results=[],
+        constraint_results=[],
+        partial_score=None,
+        cost=0.0,
+        latency=0.0,
+        infrastructure_status={},
+        artifact_locations={},
+    )
+    return run.model_dump(mode="json")
+
+
+def _first_duplicate(path: Path, kept: Iterator[_Kept], attempts: _Attempts) -> SpecError:
+    """The store refused a repeated (task, attempt, retry): find its lines (error path only,
+    so holding every key here is fine)."""
+    seen: dict[tuple[str, int, int], int] = {}
+    for line, task_id, label, retry, *_ in kept:
+        key = (task_id, attempts.number(line, task_id, label, retry), retry)
+        if key in seen:
+            return _duplicate(path, line, task_id, label, retry, seen[key])
+        seen[key] = line
+    return SpecError(path, "attempt", "an attempt appears twice")
+
+
+def _report(
+    source: ResultSource,
+    plan: _Plan,
+    batch: BatchInfo,
+    attempts: _Attempts,
+    stored: int,
+    seconds: float,
+) -> ImportReport:
+    warnings = []
+    if plan.ignored:
+        names = ", ".join(sorted(plan.ignored))
+        warnings.append(f"{source.path}: ignored columns no field reads: {names}")
+    for what, count in sorted(plan.unmapped.items()):
+        warnings.append(f"{source.path}: {count} attempt(s): {what}")
+    return ImportReport(
+        batch=batch,
+        format=source.format,
+        runs=stored,
+        tasks=len(plan.tasks),
+        attempt_labels=attempts.rule,
+        mapped=dict(sorted(plan.mapped.items())),
+        unmapped=dict(sorted(plan.unmapped.items())),
+        ignored_columns=sorted(plan.ignored),
+        warnings=warnings,
+        seconds=round(seconds, 3),
+    )

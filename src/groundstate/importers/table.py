@@ -1,0 +1,218 @@
+"""Our own row format: CSV (with a header) or JSON Lines, one attempt per row.
+
+Columns: ``task_id``, ``attempt`` (the label as given: ``0``, ``1``, ``"trial-a"``) and
+``success`` are required; ``terminal_reason``, ``cost``, ``latency``, ``partial_score``,
+``retry``, ``slice_labels`` (a JSON list or ``a;b`` text), ``task_revision``, ``weight`` and
+``horizon`` are optional. A blank cell (or JSON ``null``) is "not given". Rows are read one at
+a time, so a file of any length is imported in bounded memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from groundstate.errors import SpecError
+from groundstate.importers.rows import ImportedRow, as_integer, as_label, as_number, check_reason
+
+COLUMNS = (
+    "task_id",
+    "attempt",
+    "success",
+    "terminal_reason",
+    "cost",
+    "latency",
+    "partial_score",
+    "retry",
+    "slice_labels",
+    "task_revision",
+    "weight",
+    "horizon",
+)
+"""Every column the row format reads, in the order ``export`` writes them."""
+_TRUE = frozenset({"true", "1", "yes"})
+_FALSE = frozenset({"false", "0", "no"})
+
+
+@dataclass(frozen=True)
+class TableSource:
+    """A CSV or JSON Lines results file in the row format."""
+
+    path: Path
+    format: str
+    """``csv`` or ``jsonl``."""
+
+    def rows(self) -> Iterator[ImportedRow]:
+        with _open(self.path, self.format) as handle:
+            read = _csv_rows if self.format == "csv" else _json_rows
+            try:
+                yield from read(self.path, handle)
+            except UnicodeDecodeError:
+                raise SpecError(self.path, None, "not UTF-8 text") from None
+
+    def system(self) -> dict[str, Any]:
+        return {}
+
+
+def _open(path: Path, format: str) -> TextIO:
+    try:
+        # CSV: a byte-order mark (spreadsheets write one) is not part of the first column's
+        # name. JSON Lines: "\n" only, as other breaks (U+2028, "\r") may sit inside strings.
+        if format == "csv":
+            return path.open(encoding="utf-8-sig", newline="")
+        return path.open(encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+
+
+def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
+    reader = csv.reader(handle)
+    try:
+        header = next(reader, [])
+        columns = [(name, _FIELDS.get(name)) for name in header]
+        for cells in reader:
+            if len(cells) > len(columns):
+                raise SpecError(
+                    f"{path}:{reader.line_num}", None, "more cells than the header has columns"
+                )
+            if cells:
+                yield _row(path, reader.line_num, zip(columns, cells, strict=False))
+    except csv.Error as exc:
+        raise SpecError(f"{path}:{reader.line_num}", None, f"not valid CSV: {exc}") from None
+
+
+def _json_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
+    for line, text in enumerate(handle, start=1):
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SpecError(f"{path}:{line}", None, f"not valid JSON: {exc.msg}") from None
+        if not isinstance(data, dict):
+            raise SpecError(f"{path}:{line}", None, "each line must be a JSON object")
+        yield parse_row(path, line, data)
+
+
+def parse_row(path: Path, line: int, data: dict[str, Any]) -> ImportedRow:
+    """One row of the row format; an error names ``file:line``, the field and the reason."""
+    return _row(path, line, (((key, _FIELDS.get(key)), value) for key, value in data.items()))
+
+
+_Cell = tuple[tuple[str, Callable[[Any], Any] | None], Any]
+"""A column's name, its parser (``None``: no field reads it) and the row's value."""
+
+
+def _row(path: Path, line: int, cells: Iterable[_Cell]) -> ImportedRow:
+    fields: dict[str, Any] = {}
+    ignored = []
+    for (key, parse), value in cells:
+        if parse is None:
+            ignored.append(key)
+        elif value is not None and value != "":
+            try:
+                fields[key] = parse(value)
+            except ValueError as exc:
+                raise SpecError(f"{path}:{line}", key, str(exc)) from None
+    for name in ("task_id", "attempt", "success"):
+        if name not in fields:
+            raise SpecError(f"{path}:{line}", name, "required, and missing or blank")
+    success = fields["success"]
+    reason = fields.get("terminal_reason") or ("success" if success else "agent_failure")
+    return ImportedRow(
+        line=line,
+        task_id=fields["task_id"],
+        label=fields["attempt"],
+        success=success,
+        terminal_reason=check_reason(f"{path}:{line}", reason, success),
+        cost=fields.get("cost", 0.0),
+        latency=fields.get("latency", 0.0),
+        partial_score=fields.get("partial_score"),
+        retry=fields.get("retry", 0),
+        task_revision=fields.get("task_revision"),
+        weight=fields.get("weight"),
+        horizon=fields.get("horizon"),
+        slice_labels=fields.get("slice_labels"),
+        ignored=tuple(ignored),
+    )
+
+
+def _task_id(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(f"must be text, got {value!r}")
+    return str(value)
+
+
+def _boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"Input should be a valid boolean (true/false, 1/0), got {value!r}")
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"must be text, got {value!r}")
+    return value
+
+
+def _unit(value: Any) -> float:
+    score = as_number(value)
+    if not 0.0 <= score <= 1.0:
+        raise ValueError(f"must be in [0, 1], got {score}")
+    return score
+
+
+def _positive(value: Any) -> float:
+    weight = as_number(value)
+    if weight <= 0:
+        raise ValueError(f"must be positive, got {weight}")
+    return weight
+
+
+def _at_least(least: int) -> Callable[[Any], int]:
+    def parse(value: Any) -> int:
+        count = as_integer(value)
+        if count < least:
+            raise ValueError(f"must be at least {least}, got {count}")
+        return count
+
+    return parse
+
+
+def _labels(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.startswith("["):
+            return tuple(v for v in text.split(";") if v)
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a JSON list: {exc.msg}") from None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"must be a list of text labels, got {value!r}")
+    return tuple(value)
+
+
+_FIELDS: dict[str, Callable[[Any], Any]] = {
+    "task_id": _task_id,
+    "attempt": as_label,
+    "success": _boolean,
+    "terminal_reason": _text,
+    "cost": as_number,
+    "latency": as_number,
+    "partial_score": _unit,
+    "retry": _at_least(0),
+    "slice_labels": _labels,
+    "task_revision": _at_least(0),
+    "weight": _positive,
+    "horizon": _at_least(1),
+}
+"""How each column is read; its ``ValueError`` becomes ``file:line: column: reason``."""

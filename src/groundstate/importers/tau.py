@@ -1,0 +1,214 @@
+"""τ-bench (v1) and τ²-bench results files.
+
+τ-bench writes a JSON list of ``{task_id, reward, info, traj, trial}`` (``trial`` 0-based;
+``info.error`` when the attempt raised). τ²-bench writes ``{timestamp, info, tasks,
+simulations}``, each simulation ``{id, task_id, trial, termination_reason, reward_info:
+{reward, reward_breakdown, ...}, agent_cost, duration, messages, ...}``. Both are read whole
+(they hold full conversations, so they are small next to a row file); the conversations
+themselves are not imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from groundstate.errors import SpecError
+from groundstate.importers.rows import (
+    ERROR_REASONS,
+    ErrorPolicy,
+    ImportedRow,
+    integer,
+    mapping,
+    number,
+    read_json,
+    reward_kind,
+    reward_verdict,
+    task_key,
+)
+
+TAU2_ENDS: dict[str, str | None] = {
+    "user_stop": None,
+    "agent_stop": None,
+    "max_steps": "agent_failure/step_limit",
+    "timeout": "agent_failure/time_limit",
+    "too_many_errors": "agent_failure/too_many_errors",
+    "agent_error": "harness_compatibility_failure/agent_error",
+    "user_error": "environment_failure/user_simulator",
+    "infrastructure_error": "environment_failure/infrastructure",
+    "context_window_exceeded": "harness_compatibility_failure/context_window",
+    "unexpected_error": "environment_failure/unexpected_error",
+}
+"""τ²'s ``termination_reason`` -> ours. ``None``: a normal end, decided by the reward.
+``agent_error`` is τ²'s verdict on a malformed agent message (empty, or text and tool calls
+together): the model broke the protocol. ``user_error`` is the simulated user failing: an
+instrument failure, invalid here (τ² scores it 0). ``context_window_exceeded`` counts against
+the system here (τ² leaves it out of its denominators)."""
+
+_TAU2_STATE_CHECKS = ("DB", "ENV_ASSERTION")
+_TAU2_FAILURES = {
+    "DB": "agent_failure/incorrect_state",
+    "ENV_ASSERTION": "agent_failure/incorrect_state",
+    "ACTION": "agent_failure/expected_actions",
+    "COMMUNICATE": "agent_failure/communication",
+    "NL_ASSERTION": "agent_failure/communication",
+}
+"""A failed reward's first failing component (state checks first) names the sub-reason."""
+
+
+@dataclass
+class TauSource:
+    """A τ-bench (v1) results file."""
+
+    path: Path
+    errors: ErrorPolicy = "agent"
+    format: str = "tau-bench"
+
+    @cached_property
+    def _results(self) -> list[Any]:
+        data = read_json(self.path)
+        if not isinstance(data, list):
+            raise SpecError(self.path, None, "a τ-bench results file is a JSON list")
+        return data
+
+    def rows(self) -> Iterator[ImportedRow]:
+        for index, item in enumerate(self._results, start=1):
+            yield self._row(f"{self.path}:{index}", index, item)
+
+    def system(self) -> dict[str, Any]:
+        return {"harness": "tau-bench", "errors": self.errors}
+
+    def _row(self, where: str, index: int, item: Any) -> ImportedRow:
+        item = mapping(where, "result", item)
+        info = mapping(where, "info", item.get("info"))
+        reward = number(where, "reward", item.get("reward"))
+        common: dict[str, Any] = {
+            "line": index,
+            "task_id": task_key(where, "task_id", item.get("task_id")),
+            "label": integer(where, "trial", item.get("trial")),
+        }
+        if info.get("error"):
+            reason = ERROR_REASONS[self.errors]
+            return ImportedRow(
+                **common,
+                success=False,
+                terminal_reason=reason,
+                origin={"reward": reward, "error": str(info["error"])},
+                mapped=f"info.error -> {reason}",
+            )
+        verdict = reward_verdict(reward, _tau_failure(info))
+        return ImportedRow(
+            **common,
+            success=verdict.success,
+            terminal_reason=verdict.terminal_reason,
+            partial_score=verdict.partial_score,
+            origin={"reward": reward},
+            mapped=f"reward {reward_kind(reward)} -> {verdict.terminal_reason}",
+        )
+
+
+def _tau_failure(info: dict[str, Any]) -> str:
+    """τ-bench checks the final database hash first (``r_actions``), then the outputs the
+    agent had to tell the user (``r_outputs``)."""
+    checked = info.get("reward_info")
+    detail = checked.get("info") if isinstance(checked, dict) else None
+    if isinstance(detail, dict) and "r_outputs" in detail:
+        return "agent_failure/communication"
+    if isinstance(detail, dict) and "r_actions" in detail:
+        return "agent_failure/incorrect_state"
+    return "agent_failure/incorrect"
+
+
+@dataclass
+class Tau2Source:
+    """A τ²-bench results file (the monolithic JSON form)."""
+
+    path: Path
+    format: str = "tau2-bench"
+
+    @cached_property
+    def _results(self) -> dict[str, Any]:
+        data = read_json(self.path)
+        if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
+            raise SpecError(self.path, "simulations", "a τ²-bench results file has a list here")
+        return data
+
+    def rows(self) -> Iterator[ImportedRow]:
+        for index, item in enumerate(self._results["simulations"], start=1):
+            yield _tau2_row(f"{self.path}:simulations[{index - 1}]", index, item)
+
+    def system(self) -> dict[str, Any]:
+        info = self._results.get("info")
+        if not isinstance(info, dict):
+            return {"harness": "tau2-bench"}
+        agent, user = info.get("agent_info") or {}, info.get("user_info") or {}
+        environment = info.get("environment_info") or {}
+        return {
+            "harness": "tau2-bench",
+            "git_commit": info.get("git_commit"),
+            "agent": {"implementation": agent.get("implementation"), "llm": agent.get("llm")},
+            "user": {"implementation": user.get("implementation"), "llm": user.get("llm")},
+            "domain": environment.get("domain_name"),
+            "max_steps": info.get("max_steps"),
+            "max_errors": info.get("max_errors"),
+        }
+
+
+def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
+    item = mapping(where, "simulation", item)
+    end = item.get("termination_reason")
+    if not isinstance(end, str):
+        raise SpecError(where, "termination_reason", f"required: text, got {end!r}")
+    scored = mapping(where, "reward_info", item.get("reward_info"))
+    reward = (
+        None if "reward" not in scored else number(where, "reward_info.reward", scored["reward"])
+    )
+    success, reason, partial, unmapped = _tau2_verdict(end, reward, scored)
+    cost, duration = item.get("agent_cost"), item.get("duration")
+    return ImportedRow(
+        line=index,
+        task_id=task_key(where, "task_id", item.get("task_id")),
+        label=integer(where, "trial", item.get("trial")),
+        success=success,
+        terminal_reason=reason,
+        partial_score=partial,
+        cost=0.0 if cost is None else number(where, "agent_cost", cost),
+        latency=0.0 if duration is None else number(where, "duration", duration),
+        origin={"simulation_id": item.get("id"), "termination_reason": end, "reward": reward},
+        mapped=f"{end} (reward {'none' if reward is None else reward_kind(reward)}) -> {reason}",
+        unmapped=unmapped,
+    )
+
+
+def _tau2_verdict(
+    end: str, reward: float | None, scored: dict[str, Any]
+) -> tuple[bool, str, float | None, str | None]:
+    """(success, terminal reason, partial score, what could not be mapped). An abnormal end
+    decides first, as our own rules do; a normal end is decided by the reward."""
+    unmapped = None
+    if end not in TAU2_ENDS:
+        unmapped = f"τ² termination_reason {end!r} has no mapping; decided by its reward"
+    stop = TAU2_ENDS.get(end)
+    if stop is not None:
+        return False, stop, _partial(reward), None
+    if reward is None:
+        return False, "grader_failure", None, unmapped  # ended normally but never scored
+    verdict = reward_verdict(reward, _tau2_failure(scored))
+    return verdict.success, verdict.terminal_reason, verdict.partial_score, unmapped
+
+
+def _partial(reward: float | None) -> float | None:
+    return reward if reward is not None and 0.0 < reward < 1.0 else None
+
+
+def _tau2_failure(scored: dict[str, Any]) -> str:
+    breakdown = scored.get("reward_breakdown")
+    if isinstance(breakdown, dict):
+        failed = [k for k, v in breakdown.items() if isinstance(v, int | float) and v < 1]
+        for component in (*_TAU2_STATE_CHECKS, *_TAU2_FAILURES):
+            if component in failed:
+                return _TAU2_FAILURES[component]
+    return "agent_failure/incorrect"
