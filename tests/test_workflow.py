@@ -225,7 +225,7 @@ def test_import_results_json(tmp_path: Path) -> None:
                              "--store", str(store))  # fmt: skip
     assert code == 0, err
     data = json.loads(out)
-    assert (data["name"], data["attempts"], data["tasks"]) == ("other", 4, 2)
+    assert (data["name"], data["runs"], data["tasks"]) == ("other", 4, 2)
     code, out, _ = _invoke("batches", "--json", "--store", str(store))
     (listed,) = json.loads(out)
     assert (listed["status"], listed["source"], listed["attempts_stored"]) == (
