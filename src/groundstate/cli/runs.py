@@ -38,6 +38,7 @@ from groundstate.report.terminal import (
 from groundstate.runner import BatchConfig, BatchResult, BatchRunner, Interrupted, InterruptFlag
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
+from groundstate.stats import DEFAULT_FDR
 from groundstate.store import BatchInfo, Problem, RunStore
 from groundstate.validation import require_lock, require_valid
 from groundstate.workdirs import sweep_stale
@@ -167,11 +168,26 @@ def run(
 @click.argument("batch_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option(
+    "--k-over-supporting",
+    is_flag=True,
+    help="Also report pass@k and pass^k above the common k, each over the tasks with at "
+    "least k counted attempts (the others are listed).",
+)
 @HTML_OPTION
 @STORE_OPTION
-def report(batch_id: str | None, as_json: bool, seed: int, html: Path | None, store: Path) -> None:
+def report(
+    batch_id: str | None,
+    as_json: bool,
+    seed: int,
+    k_over_supporting: bool,
+    html: Path | None,
+    store: Path,
+) -> None:
     """Report a stored batch (default: the latest): suite numbers, pass@k, pass^k, reasons.
 
+    Intervals are 95% t intervals on the task-clustered SE, "n/a" (with the reason) below
+    5 tasks; the JSON carries the per-task table and the methods (docs/statistics.md).
     The batch is verified first (records, artifacts, chain): each altered or missing record
     is named on stderr, the report is marked, and the exit status is 1.
     """
@@ -180,10 +196,10 @@ def report(batch_id: str | None, as_json: bool, seed: int, html: Path | None, st
         check = run_store.verify(batch.batch_id)
         altered = warn(check)
         runs = _nonempty(batch, run_store.runs(batch.batch_id))
-    data = batch_report(batch, runs, seed=seed)
+    data = batch_report(batch, runs, seed=seed, k_over_supporting=k_over_supporting)
     data["integrity"] = integrity_json(check)
     if html is not None:
-        _write_batch_html(html, batch, runs, seed=seed)
+        _write_batch_html(html, batch, runs, seed=seed, k_over_supporting=k_over_supporting)
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -264,10 +280,15 @@ def _run_batch(
         return asyncio.run(runner.resume(resume_id, config.concurrency))
 
 
-def _write_batch_html(path: Path, batch: BatchInfo, runs: list[AgentRun], seed: int = 0) -> None:
-    _write(
-        path, render_batch(batch, runs, summarize_batch(batch, runs, seed=seed), tries(batch, runs))
-    )
+def _write_batch_html(
+    path: Path,
+    batch: BatchInfo,
+    runs: list[AgentRun],
+    seed: int = 0,
+    k_over_supporting: bool = False,
+) -> None:
+    summary = summarize_batch(batch, runs, seed=seed, k_over_supporting=k_over_supporting)
+    _write(path, render_batch(batch, runs, summary, tries(batch, runs)))
 
 
 def _write(path: Path, text: str) -> None:
@@ -345,18 +366,48 @@ def _run_json(run: AgentRun) -> dict[str, Any]:
 @click.argument("batch_b")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option(
+    "--fdr",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_FDR,
+    show_default=True,
+    help="False discovery rate of the per-task tests (Benjamini-Hochberg).",
+)
+@click.option(
+    "--allow-mismatch",
+    is_flag=True,
+    help="Compare batches whose task revisions, suite hash or versioning differ (warned).",
+)
 @HTML_OPTION
 @STORE_OPTION
 def compare_command(
-    batch_a: str, batch_b: str, as_json: bool, seed: int, html: Path | None, store: Path
+    batch_a: str,
+    batch_b: str,
+    as_json: bool,
+    seed: int,
+    fdr: float,
+    allow_mismatch: bool,
+    html: Path | None,
+    store: Path,
 ) -> None:
-    """Paired comparison of BATCH_B against BATCH_A on the tasks both ran."""
+    """Compare BATCH_B against BATCH_A: b - a of every metric, in both views.
+
+    Paired over the tasks both ran (task-clustered SE, t interval, p-value); unpaired and
+    labelled so when they share fewer than 5 tasks. Per-task changes are listed only when
+    Fisher's exact test survives Benjamini-Hochberg at --fdr. Batches of different task
+    revisions or suites, or an unversioned import against a versioned batch, are refused
+    (exit 2) unless --allow-mismatch.
+    """
     with RunStore(store) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         altered = [warn(run_store.verify(x.batch_id)) for x in (a, b)]
         a_runs = _nonempty(a, run_store.runs(a.batch_id))
         b_runs = _nonempty(b, run_store.runs(b.batch_id))
-    comparison = compare_batches(a, a_runs, b, b_runs, seed=seed)
+    comparison = compare_batches(
+        a, a_runs, b, b_runs, seed=seed, fdr=fdr, allow_mismatch=allow_mismatch
+    )
+    for mismatch in comparison.mismatches:
+        click.secho(f"WARNING: not the same evaluation: {mismatch}", err=True, fg="red", bold=True)
     data = comparison_report(a, b, comparison)
     if html is not None:
         _write(html, render_comparison(a, b, comparison))
