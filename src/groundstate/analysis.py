@@ -7,20 +7,30 @@ documented in docs/statistics.md.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from typing import Any
 
-from groundstate.records import AgentRun
+import numpy as np
+import numpy.typing as npt
+
+from groundstate.records import INVALID_REASONS, AgentRun
 from groundstate.stats import (
     DEFAULT_FDR,
     VIEWS,
+    AttemptColumns,
     Comparison,
     Difference,
     Estimate,
     Outcome,
     Summary,
+    TaskCounts,
+    TaskInfo,
+    View,
+    ViewSummary,
     compare,
-    summarize,
-    task_counts,
+    count_columns,
+    summary_of,
 )
 from groundstate.store import BatchInfo
 
@@ -61,17 +71,154 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
     ]
 
 
+@dataclass(frozen=True)
+class OutcomeTable:
+    """Every try of a batch as columns: read from the records by
+    :meth:`RunStore.outcome_rows`, or taken from ``AgentRun`` objects. Statistics over a
+    million attempts never build a Python object per attempt."""
+
+    task_id: npt.NDArray[np.str_]
+    attempt: npt.NDArray[np.int64]
+    retry: npt.NDArray[np.int64]
+    reason: npt.NDArray[np.str_]
+    success: npt.NDArray[np.bool_]
+    cost: npt.NDArray[np.float64]
+    latency: npt.NDArray[np.float64]
+    partial: npt.NDArray[np.float64]
+    """NaN where a run has no partial score."""
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Sequence[Any]]) -> OutcomeTable:
+        """From ``(task_id, attempt, retry, terminal_reason, success, cost, latency,
+        partial_score)`` rows."""
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 8
+        task, attempt, retry, reason, success, cost, latency, partial = columns
+        return cls(
+            np.array(task, dtype=np.str_),
+            np.array(attempt, dtype=np.int64),
+            np.array(retry, dtype=np.int64),
+            np.array(reason, dtype=np.str_),
+            np.array(success, dtype=np.bool_),
+            np.array(cost, dtype=np.float64),
+            np.array(latency, dtype=np.float64),
+            np.array([np.nan if p is None else p for p in partial], dtype=np.float64),
+        )
+
+    @classmethod
+    def from_runs(cls, runs: Sequence[AgentRun]) -> OutcomeTable:
+        return cls.from_rows(
+            [
+                (
+                    r.task_id,
+                    r.attempt,
+                    r.retry,
+                    r.terminal_reason,
+                    r.success,
+                    r.cost,
+                    r.latency,
+                    r.partial_score,
+                )
+                for r in runs
+            ]
+        )
+
+    def __len__(self) -> int:
+        return len(self.task_id)
+
+    def valid(self) -> npt.NDArray[np.bool_]:
+        """Same rule as ``AgentRun.valid``, decided once per distinct reason."""
+        reasons, index = np.unique(self.reason, return_inverse=True)
+        ok = [str(r).split("/")[0] not in INVALID_REASONS for r in reasons]
+        return np.array(ok, dtype=np.bool_)[index.reshape(-1)] if len(self) else np.zeros(0, bool)
+
+    def final(self) -> OutcomeTable:
+        """The last try of each (task, attempt), as :func:`final_runs` picks it."""
+        order = np.lexsort((self.retry, self.attempt, self.task_id))
+        task, attempt = self.task_id[order], self.attempt[order]
+        last = np.r_[(task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1]), True]
+        keep = order[last] if len(self) else order
+        return OutcomeTable(*(column[keep] for column in astuple_columns(self)))
+
+
+def astuple_columns(table: OutcomeTable) -> tuple[npt.NDArray[Any], ...]:
+    return tuple(getattr(table, f.name) for f in fields(table))
+
+
+def task_infos(batch: BatchInfo) -> dict[str, TaskInfo]:
+    """What each task of *batch* declares; revision 0 (an unversioned import) becomes ""."""
+    ids = set(batch.task_revisions) | set(batch.task_weights) | set(batch.task_slices)
+    return {
+        task_id: TaskInfo(
+            weight=batch.task_weights.get(task_id, 1.0),
+            labels=tuple(batch.task_slices.get(task_id, ())),
+            horizon=batch.task_horizons.get(task_id),
+            revision=str(batch.task_revisions.get(task_id) or ""),
+        )
+        for task_id in ids
+    }
+
+
+def _table(runs: Sequence[AgentRun] | OutcomeTable) -> OutcomeTable:
+    return runs if isinstance(runs, OutcomeTable) else OutcomeTable.from_runs(runs)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A batch's counted attempts: the summary and the per-task counts it was built from."""
+
+    summary: Summary
+    counts: dict[View, list[TaskCounts]]
+    valid_attempts: int
+    invalid_attempts: int
+
+
+def count_batch(
+    batch: BatchInfo,
+    runs: Sequence[AgentRun] | OutcomeTable,
+    *,
+    seed: int = 0,
+    k_over_supporting: bool = False,
+) -> Counted:
+    """Statistics of the final try of each attempt, computed on columns."""
+    final = _table(runs).final()
+    valid = final.valid()
+    columns = AttemptColumns(final.task_id, valid, final.success, final.partial)
+    counts = count_columns(columns, task_infos(batch))
+    reasons, tally = np.unique(final.reason, return_counts=True)
+    by_reason = {str(r): int(n) for r, n in zip(reasons, tally, strict=True)}
+    summary = summary_of(
+        counts,
+        reasons=by_reason,
+        invalid_reasons={r: n for r, n in by_reason.items() if r.split("/")[0] in INVALID_REASONS},
+        cost=final.cost,
+        latency=final.latency,
+        successes=int(np.sum(final.success & valid)),
+        seed=seed,
+        k_over_supporting=k_over_supporting,
+    )
+    return Counted(summary, counts, int(valid.sum()), int((~valid).sum()))
+
+
 def summarize_batch(
-    batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0, k_over_supporting: bool = False
+    batch: BatchInfo,
+    runs: Sequence[AgentRun] | OutcomeTable,
+    *,
+    seed: int = 0,
+    k_over_supporting: bool = False,
 ) -> Summary:
-    return summarize(outcomes(batch, runs), seed=seed, k_over_supporting=k_over_supporting)
+    return count_batch(batch, runs, seed=seed, k_over_supporting=k_over_supporting).summary
 
 
-def tries(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
+def tries(batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable) -> dict[str, Any]:
     """Every try, reruns included: how often attempts came out invalid, by reason, and
     whether that exceeds the batch's declared ``max_invalid_rate`` (flagged in every report)."""
-    invalid = Counter(r.terminal_reason.split("/")[0] for r in runs if not r.valid)
-    total = len(runs)
+    table = _table(runs)
+    invalid: Counter[str] = Counter()
+    reasons, tally = np.unique(table.reason, return_counts=True)
+    for reason, n in zip(reasons.tolist(), tally.tolist(), strict=True):
+        if reason.split("/")[0] in INVALID_REASONS:
+            invalid[reason.split("/")[0]] += n
+    total = len(table)
     threshold = float(batch.invalid_run_policy.get("max_invalid_rate", DEFAULT_MAX_INVALID_RATE))
     return {
         "tries": total,
@@ -84,26 +231,26 @@ def tries(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
 
 def batch_report(
     batch: BatchInfo,
-    runs: list[AgentRun],
+    runs: Sequence[AgentRun] | OutcomeTable,
     *,
     seed: int = 0,
     k_over_supporting: bool = False,
 ) -> dict[str, Any]:
     """The machine-readable report of a batch: headline numbers of both views with their
     denominators and intervals, the k limits, and the per-task table it was computed from."""
-    counted_outcomes = outcomes(batch, runs)
-    summary = summarize(counted_outcomes, seed=seed, k_over_supporting=k_over_supporting)
+    table = _table(runs)
+    counted = count_batch(batch, table, seed=seed, k_over_supporting=k_over_supporting)
+    summary = counted.summary
     valid, strict = summary.views["valid"], summary.views["strict"]
-    attempt_tries = tries(batch, runs)
-    invalid = sum(not o.valid for o in counted_outcomes)
+    attempt_tries = tries(batch, table)
     return {
         "batch_id": batch.batch_id,
         "suite": batch.suite,
         "system_spec_hash": batch.system_spec_hash,
         "n_tasks": valid.n_tasks,
         "attempts_per_task": batch.attempts,
-        "valid_attempts": len(counted_outcomes) - invalid,
-        "invalid_attempts": invalid,
+        "valid_attempts": counted.valid_attempts,
+        "invalid_attempts": counted.invalid_attempts,
         "terminal_reasons": summary.terminal_reasons,
         "success_rate": _interval(valid.success_rate),
         "pass_at_k": {k: _interval(e) for k, e in valid.pass_at_k.items()},
@@ -117,7 +264,7 @@ def batch_report(
         },
         "k_limits": {name: _k_limits(view) for name, view in summary.views.items()},
         "methods": summary.methods,
-        "tasks": task_table(counted_outcomes),
+        "tasks": task_table(counted.counts),
         "tries": attempt_tries,
         "invalid_rate_flagged": attempt_tries["flagged"],
         "invalid_tasks_run": batch.invalid_tasks,
@@ -129,7 +276,7 @@ def _interval(estimate: Estimate | None) -> dict[str, Any] | None:
     return None if estimate is None else estimate.to_dict()
 
 
-def _k_limits(view: Any) -> dict[str, Any]:
+def _k_limits(view: ViewSummary) -> dict[str, Any]:
     return {
         "kmax": view.kmax,
         "limited_by": [{"task_id": task, "n": n} for task, n in view.k_limited_by],
@@ -137,26 +284,23 @@ def _k_limits(view: Any) -> dict[str, Any]:
     }
 
 
-def task_table(counted: list[Outcome]) -> list[dict[str, Any]]:
+def task_table(counts: dict[View, list[TaskCounts]]) -> list[dict[str, Any]]:
     """One row per task with the denominators of both views: enough to recompute every
     suite value of the report without the store."""
-    views = {view: task_counts(counted, view) for view in VIEWS}
-    rows = []
-    for valid, strict in zip(views["valid"], views["strict"], strict=True):
-        rows.append(
-            {
-                "task_id": valid.task_id,
-                "revision": valid.revision or None,
-                "weight": valid.weight,
-                "labels": list(valid.labels),
-                "horizon": valid.horizon,
-                "attempts": strict.n,
-                "invalid": valid.invalid,
-                "valid": {"n": valid.n, "c": valid.c, "partial": valid.partial},
-                "strict": {"n": strict.n, "c": strict.c, "partial": strict.partial},
-            }
-        )
-    return rows
+    return [
+        {
+            "task_id": valid.task_id,
+            "revision": valid.revision or None,
+            "weight": valid.weight,
+            "labels": list(valid.labels),
+            "horizon": valid.horizon,
+            "attempts": strict.n,
+            "invalid": valid.invalid,
+            "valid": {"n": valid.n, "c": valid.c, "partial": valid.partial},
+            "strict": {"n": strict.n, "c": strict.c, "partial": strict.partial},
+        }
+        for valid, strict in zip(counts["valid"], counts["strict"], strict=True)
+    ]
 
 
 # --- comparison ------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from groundstate.stats.intervals import (
     WELCH_CR1,
     Estimate,
     bootstrap_blocks,
+    bootstrap_ks,
     make_estimate,
     t_quantile,
     two_sided_p,
@@ -341,15 +342,20 @@ class _PairedBlock:
     rows: list[np.ndarray[Any, np.dtype[np.bool_]]]
     """Which tasks count for each column (partial score: those scored on both sides)."""
 
+    def boot_columns(self) -> list[int]:
+        """Columns that get a bootstrap second opinion (every k of :func:`bootstrap_ks`)."""
+        ks = set(bootstrap_ks(self.k))
+        return [j for j, (_, k) in enumerate(self.columns) if k is None or k in ks]
+
     def boot_input(self) -> tuple[FloatArray, FloatArray]:
-        weights = (
-            np.column_stack([np.where(r, self.w, 0.0) for r in self.rows])
-            if self.rows
-            else np.zeros((len(self.w), 0))
-        )
-        return np.nan_to_num(self.b_values - self.a_values), weights
+        picked = self.boot_columns()
+        weights = np.zeros((len(self.w), len(picked)))
+        for out, j in enumerate(picked):
+            weights[:, out] = np.where(self.rows[j], self.w, 0.0)
+        return np.nan_to_num(self.b_values[:, picked] - self.a_values[:, picked]), weights
 
     def differences(self, boot: list[tuple[float, float]] | None) -> list[Difference]:
+        drawn = dict(zip(self.boot_columns(), boot or [], strict=False))
         found = []
         for j, ((metric, k), rows) in enumerate(zip(self.columns, self.rows, strict=True)):
             if not rows.any():
@@ -358,7 +364,7 @@ class _PairedBlock:
             b = make_estimate(self.b_values[rows, j], self.w[rows], self.b_n[rows])
             diff = make_estimate(
                 self.b_values[rows, j] - self.a_values[rows, j], self.w[rows],
-                self.a_n[rows] + self.b_n[rows], (-1.0, 1.0), None if boot is None else boot[j],
+                self.a_n[rows] + self.b_n[rows], (-1.0, 1.0), drawn.get(j),
             )  # fmt: skip
             found.append(Difference(metric, k, self.view, a, b, diff, *_test(diff)))
         return found

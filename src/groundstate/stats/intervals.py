@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import numpy.typing as npt
@@ -111,6 +112,7 @@ def clustered_se(
     return spread / float(np.sum(w)) * math.sqrt(tasks / (tasks - 1))
 
 
+@cache
 def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
     return float(scipy_stats.t.ppf(1 - (1 - confidence) / 2, df))
 
@@ -246,6 +248,17 @@ def _percentiles(means: FloatArray) -> tuple[FloatArray, FloatArray]:
     if partly.any():
         low[partly], high[partly] = np.nanpercentile(means[:, partly], [tail, 100 - tail], axis=0)
     return low, high
+
+
+def bootstrap_ks(kmax: int) -> list[int]:
+    """The k whose pass@k and pass^k get a bootstrap second opinion: 1, 2, 3, 5, 10, 20,
+    50, 100, ... and kmax. A handful per curve keeps the shared draw's cost growing with
+    log(kmax), not kmax; the t interval covers every k."""
+    marks, scale = {3, kmax}, 1
+    while scale <= kmax:
+        marks |= {scale, 2 * scale, 5 * scale}
+        scale *= 10
+    return sorted(k for k in marks if 1 <= k <= kmax)
 
 
 def bootstrap_blocks(

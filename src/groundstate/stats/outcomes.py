@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from typing import Any, Literal
@@ -121,6 +121,28 @@ def pass_curves(n: npt.ArrayLike, c: npt.ArrayLike, kmax: int) -> tuple[FloatArr
 # --- counting -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TaskInfo:
+    """What a task declares that statistics read."""
+
+    weight: float = 1.0
+    labels: tuple[str, ...] = ()
+    horizon: int | None = None
+    revision: str = ""
+    """Empty when the task is unversioned."""
+
+
+@dataclass(frozen=True)
+class AttemptColumns:
+    """The counted try of every attempt as columns: the form large batches are counted in."""
+
+    task_id: npt.NDArray[np.str_]
+    valid: npt.NDArray[np.bool_]
+    success: npt.NDArray[np.bool_]
+    partial: FloatArray
+    """NaN where the attempt has no partial score."""
+
+
 def task_counts(outcomes: Iterable[Outcome], view: View = "valid") -> list[TaskCounts]:
     """Count attempts and successes per task under one view, sorted by task id.
 
@@ -130,41 +152,79 @@ def task_counts(outcomes: Iterable[Outcome], view: View = "valid") -> list[TaskC
     """
     if view not in VIEWS:
         raise ValueError(f"unknown view {view!r}; expected one of {VIEWS}")
-    grouped: dict[str, list[Outcome]] = {}
-    for outcome in outcomes:
-        grouped.setdefault(outcome.task_id, []).append(outcome)
-    return [_count_task(grouped[task_id], view) for task_id in sorted(grouped)]
+    records = list(outcomes)
+    columns = AttemptColumns(
+        task_id=np.array([o.task_id for o in records], dtype=np.str_),
+        valid=np.array([o.valid for o in records], dtype=np.bool_),
+        success=np.array([o.success for o in records], dtype=np.bool_),
+        partial=np.array(
+            [np.nan if o.partial_score is None else o.partial_score for o in records],
+            dtype=np.float64,
+        ),
+    )
+    return count_columns(columns, _declared(records))[view]
 
 
-def _count_task(attempts: list[Outcome], view: View) -> TaskCounts:
-    # Attributes declared by the task must agree across its attempts; disagreement
-    # means records of different task definitions were mixed into one batch.
-    first = attempts[0]
-    if not (math.isfinite(first.weight) and first.weight > 0):
-        raise ValueError(f"task {first.task_id!r}: weight must be positive, got {first.weight}")
-    declared = {(o.weight, o.slice_labels, o.horizon, o.task_revision) for o in attempts}
-    if len(declared) > 1:
-        raise ValueError(
-            f"task {first.task_id!r}: attempts disagree on weight, labels, horizon or revision"
-        )
-    invalid = sum(not o.valid for o in attempts)
-    successes = sum(o.success and o.valid for o in attempts)
-    n = len(attempts) - invalid if view == "valid" else len(attempts)
-    return TaskCounts(
-        first.task_id, n, successes, invalid, first.weight,
-        first.slice_labels, first.horizon, first.task_revision, _partial(attempts, view),
-    )  # fmt: skip
+def _declared(records: list[Outcome]) -> dict[str, TaskInfo]:
+    """Each task's declared attributes, which must agree across its attempts: disagreement
+    means records of different task definitions were mixed into one batch."""
+    declared: dict[str, TaskInfo] = {}
+    for o in records:
+        info = TaskInfo(o.weight, o.slice_labels, o.horizon, o.task_revision)
+        if declared.setdefault(o.task_id, info) != info:
+            raise ValueError(
+                f"task {o.task_id!r}: attempts disagree on weight, labels, horizon or revision"
+            )
+    return declared
 
 
-def _partial(attempts: list[Outcome], view: View) -> float | None:
-    scores = [
-        o.partial_score if o.valid else 0.0
-        for o in attempts
-        if (o.valid and o.partial_score is not None) or (not o.valid and view == "strict")
-    ]
-    if not any(o.valid and o.partial_score is not None for o in attempts):
-        return None
-    return math.fsum(s for s in scores if s is not None) / len(scores)
+def count_columns(
+    columns: AttemptColumns, tasks: Mapping[str, TaskInfo]
+) -> dict[View, list[TaskCounts]]:
+    """Per-task counts of both views, sorted by task id, from one row per counted attempt.
+
+    Sums run per task over the sorted columns (``np.add.reduceat``), so a million attempts
+    cost a sort at most, never a Python loop over attempts.
+    """
+    ids = columns.task_id
+    if len(ids) == 0:
+        return {view: [] for view in VIEWS}
+    valid, success, partial = columns.valid, columns.success, columns.partial
+    if not bool(np.all(ids[1:] >= ids[:-1])):
+        order = np.argsort(ids, kind="stable")
+        ids, valid, success, partial = ids[order], valid[order], success[order], partial[order]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    total = np.diff(np.r_[starts, len(ids)])
+    invalid = np.add.reduceat((~valid).astype(np.int64), starts)
+    c = np.add.reduceat((success & valid).astype(np.int64), starts)
+    scored = valid & ~np.isnan(partial)
+    n_scored = np.add.reduceat(scored.astype(np.int64), starts)
+    score_sum = np.add.reduceat(np.where(scored, partial, 0.0), starts)
+    counts: dict[View, list[TaskCounts]] = {"valid": [], "strict": []}
+    for row, task_id in enumerate(ids[starts].tolist()):
+        info = tasks.get(task_id, TaskInfo())
+        if not (math.isfinite(info.weight) and info.weight > 0):
+            raise ValueError(f"task {task_id!r}: weight must be positive, got {info.weight}")
+        bad, scored_here = int(invalid[row]), int(n_scored[row])
+        for view, n, denominator in (
+            ("valid", int(total[row]) - bad, scored_here),
+            ("strict", int(total[row]), scored_here + bad),
+        ):
+            partial_mean = float(score_sum[row]) / denominator if scored_here else None
+            counts[view].append(  # type: ignore[index]
+                TaskCounts(
+                    task_id,
+                    n,
+                    int(c[row]),
+                    bad,
+                    info.weight,
+                    info.labels,
+                    info.horizon,
+                    info.revision,
+                    partial_mean,
+                )
+            )
+    return counts
 
 
 def supported_k(counts: Iterable[TaskCounts]) -> int:

@@ -18,6 +18,7 @@ from groundstate.stats.intervals import (
     T_CR1,
     Estimate,
     bootstrap_blocks,
+    bootstrap_ks,
     make_estimate,
 )
 from groundstate.stats.outcomes import (
@@ -225,21 +226,44 @@ def summarize(
     records = list(outcomes)
     if not records:
         raise ValueError("summarize needs at least one outcome")
-    views = summarize_views(
+    return summary_of(
         {v: task_counts(records, v) for v in VIEWS},
+        reasons=Counter(o.terminal_reason for o in records),
+        invalid_reasons=Counter(o.terminal_reason for o in records if not o.valid),
+        cost=np.array([o.cost for o in records], dtype=np.float64),
+        latency=np.array([o.latency for o in records], dtype=np.float64),
+        successes=sum(o.success and o.valid for o in records),
         seed=seed, n_boot=n_boot, max_k=max_k, k_over_supporting=k_over_supporting,
     )  # fmt: skip
+
+
+def summary_of(
+    counts: Mapping[View, list[TaskCounts]],
+    *,
+    reasons: Mapping[str, int],
+    invalid_reasons: Mapping[str, int],
+    cost: FloatArray,
+    latency: FloatArray,
+    successes: int,
+    seed: int = 0,
+    n_boot: int = 2000,
+    max_k: int | None = None,
+    k_over_supporting: bool = False,
+) -> Summary:
+    """A :class:`Summary` from per-task counts and per-attempt columns (one entry per
+    counted attempt): the shared end of :func:`summarize` and of columnar callers."""
+    attempts = len(cost)
     return Summary(
-        n_tasks=len({o.task_id for o in records}),
-        attempts=len(records),
-        views=views,
-        terminal_reasons=dict(sorted(Counter(o.terminal_reason for o in records).items())),
-        invalid=invalid_stats(
-            Counter(o.terminal_reason for o in records if not o.valid), len(records)
+        n_tasks=len(counts["strict"]),
+        attempts=attempts,
+        views=summarize_views(
+            counts, seed=seed, n_boot=n_boot, max_k=max_k, k_over_supporting=k_over_supporting
         ),
-        cost=distribution(np.array([o.cost for o in records], dtype=np.float64)),
-        latency=distribution(np.array([o.latency for o in records], dtype=np.float64)),
-        cost_per_success=_cost_per_success(records),
+        terminal_reasons=dict(sorted(reasons.items())),
+        invalid=invalid_stats(invalid_reasons, attempts),
+        cost=distribution(cost),
+        latency=distribution(latency),
+        cost_per_success=math.fsum(cost.tolist()) / successes if successes else None,
         seed=seed,
         n_boot=n_boot,
         methods=methods(seed, n_boot),
@@ -274,26 +298,34 @@ def _kmax(cols: _Columns, max_k: int | None) -> int:
     return kmax if max_k is None else min(kmax, max_k)
 
 
-def _suite_columns(cols: _Columns, kmax: int) -> FloatArray:
-    """Success rate, pass@1..kmax and pass^1..kmax of every task, as columns."""
-    return np.column_stack([cols.rate(), cols.at[:, :kmax], cols.hat[:, :kmax]])
+_BootKey = tuple[str, int]
+_Boot = dict[_BootKey, tuple[float, float]]
+
+
+def _suite_columns(cols: _Columns, kmax: int) -> tuple[FloatArray, list[_BootKey]]:
+    """Success rate, and pass@k and pass^k at the bootstrapped k, of every task, as columns."""
+    ks = bootstrap_ks(kmax)
+    index = [k - 1 for k in ks]
+    keys = [("rate", 0)] + [("at", k) for k in ks] + [("hat", k) for k in ks]
+    return np.column_stack([cols.rate(), cols.at[:, index], cols.hat[:, index]]), keys
 
 
 def _shared_bootstrap(
     columns: Mapping[View, _Columns], kmaxes: Mapping[View, int], seed: int, n_boot: int
-) -> dict[View, list[tuple[float, float]] | None]:
-    """Percentile intervals of every suite value of every view from one set of task draws
+) -> dict[View, _Boot]:
+    """Percentile intervals of the suite values of every view from one set of task draws
     (views count the same tasks in the same order, so one draw fits all)."""
     live = [v for v in columns if kmaxes[v] > 0]
-    blocks = []
+    blocks, keys = [], []
     for view in live:
-        values = _suite_columns(columns[view], kmaxes[view])
+        values, view_keys = _suite_columns(columns[view], kmaxes[view])
         used = np.where(columns[view].used, columns[view].w, 0.0)
         blocks.append((values, np.repeat(used[:, None], values.shape[1], axis=1)))
+        keys.append(view_keys)
     found = bootstrap_blocks(blocks, seed=seed, n_boot=n_boot) if live else None
-    out: dict[View, list[tuple[float, float]] | None] = dict.fromkeys(columns)
-    for view, intervals in zip(live, found or [], strict=False):
-        out[view] = intervals
+    out: dict[View, _Boot] = {view: {} for view in columns}
+    for view, view_keys, intervals in zip(live, keys, found or [], strict=False):
+        out[view] = dict(zip(view_keys, intervals, strict=True))
     return out
 
 
@@ -301,11 +333,10 @@ def _view_summary(
     view: View,
     cols: _Columns,
     kmax: int,
-    boot: list[tuple[float, float]] | None,
+    boot: _Boot,
     k_over_supporting: bool,
 ) -> ViewSummary:
     used = cols.used
-    b = boot or [None] * (1 + 2 * kmax)  # type: ignore[list-item]
     ks = range(1, kmax + 1)
     return ViewSummary(
         view=view,
@@ -313,9 +344,9 @@ def _view_summary(
         excluded_tasks=cols.names(~used),
         kmax=kmax,
         k_limited_by=_limited_by(cols),
-        success_rate=cols.estimate(cols.rate(), used, b[0]) if kmax else None,
-        pass_at_k={k: cols.estimate(cols.at[:, k - 1], used, b[k]) for k in ks},
-        pass_hat_k={k: cols.estimate(cols.hat[:, k - 1], used, b[kmax + k]) for k in ks},
+        success_rate=cols.estimate(cols.rate(), used, boot.get(("rate", 0))) if kmax else None,
+        pass_at_k={k: cols.estimate(cols.at[:, k - 1], used, boot.get(("at", k))) for k in ks},
+        pass_hat_k={k: cols.estimate(cols.hat[:, k - 1], used, boot.get(("hat", k))) for k in ks},
         beyond_k=_beyond(cols, kmax) if k_over_supporting else {},
         partial_score=_partial(cols),
         by_label=_slices(cols, lambda t: t.labels, str),
@@ -400,9 +431,3 @@ def distribution(values: FloatArray) -> Distribution:
         np.percentile(values, 90),
     )
     return Distribution(float(total), float(mean), float(median), float(p90))
-
-
-def _cost_per_success(records: list[Outcome]) -> float | None:
-    """Total cost, invalid attempts included (they were paid for), per valid success."""
-    successes = sum(o.success and o.valid for o in records)
-    return math.fsum(o.cost for o in records) / successes if successes else None
