@@ -64,12 +64,13 @@ def test_compare_json_carries_every_metric_both_views_and_the_methods(tmp_path: 
     # Only t3 (FFFF -> SFFF) changes: +0.25 on one task of six.
     assert rate["difference"]["estimate"] == pytest.approx(0.25 / 6)
     assert rate["difference"]["method"] == "t_cr1" and rate["difference"]["df"] == 5
+    assert rate["a"]["method"] == "agresti_coull_t_cr1"
     assert 0 < rate["p_value"] < 1 and rate["statistic"] > 0
     assert rate["difference"]["boot_low"] is not None
     assert data["methods"] == {
-        "interval": "t_cr1", "confidence": 0.95, "min_tasks": 5,
+        "interval": "agresti_coull_t_cr1", "confidence": 0.95, "min_tasks": 5,
         "bootstrap": "cluster_bootstrap_percentile", "seed": 5, "n_boot": 2000,
-        "difference": "t_cr1", "per_task_test": "fisher_exact_two_sided",
+        "test": "t_cr1", "per_task_test": "fisher_exact_two_sided",
         "multiple_comparisons": "benjamini_hochberg", "fdr": 0.05,
     }  # fmt: skip
     assert data["per_task_test"] == {

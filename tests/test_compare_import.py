@@ -115,7 +115,7 @@ def test_paired_comparison_with_a_known_answer(tmp_path: Path) -> None:
     assert metric["difference"]["note"] == "n/a: 4 tasks, intervals need at least 5"
     assert data["metrics"]["valid"]["pass_hat_4"]["difference"]["estimate"] == pytest.approx(1 / 4)
     assert data["changed_tasks"] == []  # 0/4 -> 2/4 and 1/4 -> 4/4 are not significant
-    assert data["methods"]["seed"] == 0 and data["methods"]["interval"] == "t_cr1"
+    assert data["methods"]["seed"] == 0 and data["methods"]["test"] == "t_cr1"
     again = json.loads(_invoke("compare", a, b, "--json", "--store", str(tmp_path / "runs.db"))[1])
     assert again == data  # seeded: the same records give the same numbers
     code, out, _ = _invoke("compare", a, b, "--store", str(tmp_path / "runs.db"))

@@ -12,6 +12,7 @@ from scipy import special
 from scipy import stats as scipy_stats
 
 from groundstate.stats import (
+    AC_T_CR1,
     EXACT_BOUND,
     MIN_TASKS,
     NO_INTERVAL,
@@ -26,6 +27,21 @@ from groundstate.stats import (
     pass_curves,
     summarize,
 )
+
+
+def agresti_coull(
+    mean: float, se: float, df: int, lo: float = 0.0, hi: float = 1.0
+) -> tuple[float, float]:
+    """The textbook Agresti-Coull interval for x successes in n trials, with n the number of
+    trials whose binomial SE equals *se* on the unit scale and a t quantile instead of z."""
+    u, s = (mean - lo) / (hi - lo), se / (hi - lo)
+    n = u * (1 - u) / s**2
+    x = u * n
+    q = scipy_stats.t.ppf(0.975, df)
+    n_tilde = n + q**2
+    p_tilde = (x + q**2 / 2) / n_tilde
+    half = q * math.sqrt(p_tilde * (1 - p_tilde) / n_tilde)
+    return lo + (hi - lo) * max(0, p_tilde - half), lo + (hi - lo) * min(1, p_tilde + half)
 
 
 def task(task_id: str, successes: int, n: int, **fields: object) -> list[Outcome]:
@@ -50,6 +66,7 @@ def test_paired_se_interval_and_p_value_match_hand_and_scipy() -> None:
     # By hand: mean 0.3; squared deviations sum to 0.925; CR1 SE = sqrt(0.925 / 4 / 5).
     assert d.difference.estimate == pytest.approx(0.3)
     assert d.difference.se == pytest.approx(math.sqrt(0.925 / 4 / 5), rel=1e-12)
+    # A difference keeps the symmetric t interval, consistent with the t test's p-value.
     assert (d.difference.method, d.difference.df) == (T_CR1, 4)
     low, high = scipy_stats.t.interval(0.95, 4, loc=0.3, scale=math.sqrt(0.925 / 20))
     assert (d.difference.ci_low, d.difference.ci_high) == (pytest.approx(low), pytest.approx(high))
@@ -230,13 +247,25 @@ def test_one_bootstrap_draw_serves_every_metric() -> None:
 # --- the interval rule ----------------------------------------------------------------------
 
 
-def test_the_rule_matches_scipy_t_intervals_and_clips_to_the_range() -> None:
+def test_the_rule_is_agresti_coull_on_the_clustered_effective_n_with_t_quantiles() -> None:
     values = np.array([0.0, 0.25, 0.5, 1.0, 1.0, 0.75, 0.0, 0.5])
     rule = interval_rule(values, np.ones(8))
-    low, high = scipy_stats.t.interval(0.95, 7, loc=values.mean(), scale=scipy_stats.sem(values))
-    assert (rule.low, rule.high, rule.df) == (pytest.approx(low), pytest.approx(high), 7)
-    near_top = interval_rule(np.array([1.0] * 7 + [0.5]), np.ones(8))
-    assert near_top.high == 1.0 and near_top.low is not None and near_top.low < 1.0
+    expected = agresti_coull(values.mean(), scipy_stats.sem(values), 7)
+    assert (rule.low, rule.high, rule.df, rule.method) == (
+        pytest.approx(expected[0]), pytest.approx(expected[1]), 7, AC_T_CR1,
+    )  # fmt: skip
+    assert rule.se == pytest.approx(scipy_stats.sem(values))
+    # Tasks close together mid-range: many effective trials, and the t interval is matched.
+    tight = np.array([0.49, 0.5, 0.51, 0.5, 0.52, 0.48, 0.5, 0.5])
+    low, high = scipy_stats.t.interval(0.95, 7, loc=tight.mean(), scale=scipy_stats.sem(tight))
+    close = interval_rule(tight, np.ones(8))
+    assert (close.low, close.high) == (pytest.approx(low, abs=2e-4), pytest.approx(high, abs=2e-4))
+    # Near the top the interval reaches further down than the plain t interval, which
+    # missed true values just below it (29 of 30 tasks at 1; see docs/statistics.md).
+    near_top = interval_rule(np.array([1.0] * 29 + [0.0]), np.ones(30))
+    assert near_top.low is not None and near_top.high == 1.0
+    t_low = 29 / 30 - scipy_stats.t.ppf(0.975, 29) * scipy_stats.sem([1.0] * 29 + [0.0])
+    assert near_top.low < t_low
 
 
 def test_agreeing_tasks_get_an_exact_bound_or_a_stated_na_never_zero_width() -> None:
@@ -267,7 +296,7 @@ def test_a_report_never_prints_a_zero_width_interval() -> None:
     at_4, hat_4 = view.pass_at_k[4], view.pass_hat_k[4]
     assert (at_4.estimate, at_4.method, at_4.ci_high) == (1.0, EXACT_BOUND, 1.0)
     assert at_4.ci_low == pytest.approx(0.025 ** (1 / 8))
-    assert (hat_4.estimate, hat_4.method) == (0.75, T_CR1)
+    assert (hat_4.estimate, hat_4.method) == (0.75, AC_T_CR1)
 
 
 # --- coverage ----------------------------------------------------------------------------------
@@ -276,13 +305,15 @@ def test_a_report_never_prints_a_zero_width_interval() -> None:
 def _coverage(tasks: int, reps: int, seed: int) -> dict[str, float]:
     """Share of simulated suites whose 95% interval holds the true value.
 
-    Task success probabilities ~ Beta(2, 1.5), four attempts per task. True values:
-    E[p] for the success rate, E[p^2] for pass^2; for the paired difference, b's task
-    probability is p^0.7, so the true difference is E[p^0.7] - E[p] (Beta moments).
+    Task success probabilities ~ Beta(2, 1.5), four attempts per task. True values (Beta
+    moments): E[p] for the success rate, E[p^2] for pass^2, 1 - E[(1-p)^4] for pass@4 (near
+    1: the symmetric t interval covered 86% at 30 tasks); for the paired difference, b's
+    task probability is p^0.7, so the true difference is E[p^0.7] - E[p].
     """
     a_, b_ = 2.0, 1.5
     moment = lambda s: special.beta(a_ + s, b_) / special.beta(a_, b_)  # noqa: E731
-    truth = {"rate": moment(1), "hat2": moment(2), "diff": moment(0.7) - moment(1)}
+    at_4 = 1 - special.beta(a_, b_ + 4) / special.beta(a_, b_)
+    truth = {"rate": moment(1), "hat2": moment(2), "at4": at_4, "diff": moment(0.7) - moment(1)}
     rng = np.random.default_rng(seed)
     hits = dict.fromkeys(truth, 0)
     ones = np.ones(tasks)
@@ -293,11 +324,11 @@ def _coverage(tasks: int, reps: int, seed: int) -> dict[str, float]:
         checks = {
             "rate": c / 4,
             "hat2": c * (c - 1) / 12,
+            "at4": (c > 0) * 1.0,
             "diff": (cb - c) / 4,
         }
         for name, values in checks.items():
-            bounds = (-1.0, 1.0) if name == "diff" else (0.0, 1.0)
-            rule = interval_rule(values.astype(np.float64), ones, bounds)
+            rule = interval_rule(values.astype(np.float64), ones, difference=name == "diff")
             low = -math.inf if rule.low is None else rule.low
             high = math.inf if rule.high is None else rule.high
             hits[name] += low <= truth[name] <= high

@@ -190,7 +190,7 @@ def report(
 ) -> None:
     """Report a stored batch (default: the latest): suite numbers, pass@k, pass^k, reasons.
 
-    Intervals are 95% t intervals on the task-clustered SE, "n/a" (with the reason) below
+    Intervals come from the task-clustered SE with t quantiles, "n/a" (with the reason) below
     5 tasks; the JSON carries the per-task table and the methods (docs/statistics.md).
     The batch is verified first (records, artifacts, chain): each altered or missing record
     is named on stderr, the report is marked, and the exit status is 1.
@@ -399,7 +399,7 @@ def compare_command(
 ) -> None:
     """Compare BATCH_B against BATCH_A: b - a of every metric, in both views.
 
-    Paired over the tasks both ran (task-clustered SE, t interval, p-value); unpaired and
+    Paired over the tasks both ran (task-clustered SE, interval, t-test p-value); unpaired and
     labelled so when they share fewer than 5 tasks. Per-task changes are listed only when
     Fisher's exact test survives Benjamini-Hochberg at --fdr. Batches of different task
     revisions or suites, or an unversioned import against a versioned batch, are refused

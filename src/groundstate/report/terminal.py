@@ -196,7 +196,7 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
 def _rule(report: dict[str, Any]) -> str:
     methods = report["methods"]
     return (
-        f"{methods['confidence']:.0%} intervals: t on T-1 df with the task-clustered SE; "
+        f"{methods['confidence']:.0%} intervals: task-clustered SE, t quantile on T-1 df; "
         f"n/a below {methods['min_tasks']} tasks"
     )
 
@@ -369,10 +369,10 @@ def _comparison_head(data: dict[str, Any]) -> str:
 
 def _difference_table(data: dict[str, Any], view: str, title: str) -> Table:
     methods = data["methods"]
-    table = Table(
-        title=f"{title}: b - a, {methods['confidence']:.0%} interval "
-        f"({'paired t, task-clustered SE' if data['mode'] == 'paired' else 'Welch t, unpaired'})"
-    )
+    how = "paired, task-clustered SE; p from the paired t test"
+    if data["mode"] != "paired":
+        how = "UNPAIRED, Welch t"
+    table = Table(title=f"{title}: b - a, {methods['confidence']:.0%} interval ({how})")
     for column in ("metric", "a", "b", "b - a", "interval", "SE", "t", "p", "tasks", "note"):
         table.add_column(column)
     for name, m in _shown(data["metrics"][view], data["common_k"][view]):

@@ -29,9 +29,12 @@ from groundstate.stats.compare import (
     welch,
 )
 from groundstate.stats.intervals import (
+    AC_T_CR1,
     BOOTSTRAP_METHOD,
     CONFIDENCE,
+    DIFFERENCE,
     EXACT_BOUND,
+    LEVEL,
     MIN_TASKS,
     NO_INTERVAL,
     T_CR1,
@@ -84,11 +87,14 @@ from groundstate.stats.summary import (
 )
 
 __all__ = [
+    "AC_T_CR1",
     "BOOTSTRAP_METHOD",
     "CONFIDENCE",
     "DEFAULT_FDR",
+    "DIFFERENCE",
     "EXACT_BOUND",
     "HORIZON_BUCKETS",
+    "LEVEL",
     "MIN_TASKS",
     "MULTIPLE_COMPARISONS",
     "NO_INTERVAL",

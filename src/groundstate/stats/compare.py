@@ -2,7 +2,7 @@
 
 Pairing on tasks removes between-task difficulty from the difference: each task
 contributes b's value minus a's, and the uncertainty is that of the mean of those
-differences (task-clustered SE, t on T-1 degrees of freedom). When the batches share too
+differences (task-clustered SE, t quantile on T-1 degrees of freedom). When the batches share too
 few tasks, both sides are summarised separately and their difference gets a Welch-type
 interval, labelled ``unpaired``. Per-task changes are tested one by one (Fisher's exact
 test on successes / valid attempts) and listed only when they survive Benjamini-Hochberg
@@ -298,7 +298,7 @@ def compare(
         n_boot=n_boot,
         methods={
             **methods(seed, n_boot),
-            "difference": T_CR1 if mode == "paired" else WELCH_CR1,
+            "test": T_CR1 if mode == "paired" else WELCH_CR1,
             "per_task_test": PER_TASK_TEST,
             "multiple_comparisons": MULTIPLE_COMPARISONS,
             "fdr": fdr,
@@ -364,7 +364,7 @@ class _PairedBlock:
             b = make_estimate(self.b_values[rows, j], self.w[rows], self.b_n[rows])
             diff = make_estimate(
                 self.b_values[rows, j] - self.a_values[rows, j], self.w[rows],
-                self.a_n[rows] + self.b_n[rows], (-1.0, 1.0), drawn.get(j),
+                self.a_n[rows] + self.b_n[rows], drawn.get(j), difference=True,
             )  # fmt: skip
             found.append(Difference(metric, k, self.view, a, b, diff, *_test(diff)))
         return found

@@ -12,10 +12,10 @@ import numpy as np
 import numpy.typing as npt
 
 from groundstate.stats.intervals import (
+    AC_T_CR1,
     BOOTSTRAP_METHOD,
     CONFIDENCE,
     MIN_TASKS,
-    T_CR1,
     Estimate,
     bootstrap_blocks,
     bootstrap_ks,
@@ -118,7 +118,7 @@ class Summary(_Record):
 def methods(seed: int, n_boot: int) -> dict[str, Any]:
     """How the intervals of a summary or comparison were made, for its JSON."""
     return {
-        "interval": T_CR1,
+        "interval": AC_T_CR1,
         "confidence": CONFIDENCE,
         "min_tasks": MIN_TASKS,
         "bootstrap": BOOTSTRAP_METHOD,
