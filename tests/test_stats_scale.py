@@ -65,7 +65,8 @@ def test_final_keeps_the_last_try_of_each_attempt_in_any_row_order() -> None:
         ("a", 1, 1, "success", True, 2.0, 1.0, None),
     ]
     final = OutcomeTable.from_rows(rows).final()
-    kept = zip(final.task_id.tolist(), final.attempt.tolist(), final.retry.tolist(), strict=True)
+    names = [final.task_ids[i] for i in final.task.tolist()]
+    kept = zip(names, final.attempt.tolist(), final.retry.tolist(), strict=True)
     assert list(kept) == [("a", 1, 1), ("a", 2, 1), ("b", 1, 0)]
     assert final.valid().tolist() == [True, True, True]
     assert final.cost.tolist() == [2.0, 1.0, 1.0]

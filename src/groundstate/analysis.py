@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from groundstate.stats import (
     ViewSummary,
     compare,
     count_columns,
+    encode,
     summary_of,
 )
 from groundstate.store import BatchInfo
@@ -74,13 +75,16 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
 @dataclass(frozen=True)
 class OutcomeTable:
     """Every try of a batch as columns: read from the records by
-    :meth:`RunStore.outcome_rows`, or taken from ``AgentRun`` objects. Statistics over a
-    million attempts never build a Python object per attempt."""
+    :meth:`RunStore.outcome_rows`, or taken from ``AgentRun`` objects. Task ids and terminal
+    reasons are integer codes into their distinct values, so statistics over a million
+    attempts never sort strings or build a Python object per attempt."""
 
-    task_id: npt.NDArray[np.str_]
+    task_ids: tuple[str, ...]
+    task: npt.NDArray[np.int64]
     attempt: npt.NDArray[np.int64]
     retry: npt.NDArray[np.int64]
-    reason: npt.NDArray[np.str_]
+    reasons: tuple[str, ...]
+    reason: npt.NDArray[np.int64]
     success: npt.NDArray[np.bool_]
     cost: npt.NDArray[np.float64]
     latency: npt.NDArray[np.float64]
@@ -93,11 +97,15 @@ class OutcomeTable:
         partial_score)`` rows."""
         columns = list(zip(*rows, strict=True)) if rows else [()] * 8
         task, attempt, retry, reason, success, cost, latency, partial = columns
+        task_ids, task_codes = encode(task)
+        reasons, reason_codes = encode(reason)
         return cls(
-            np.array(task, dtype=np.str_),
+            task_ids,
+            task_codes,
             np.array(attempt, dtype=np.int64),
             np.array(retry, dtype=np.int64),
-            np.array(reason, dtype=np.str_),
+            reasons,
+            reason_codes,
             np.array(success, dtype=np.bool_),
             np.array(cost, dtype=np.float64),
             np.array(latency, dtype=np.float64),
@@ -123,25 +131,47 @@ class OutcomeTable:
         )
 
     def __len__(self) -> int:
-        return len(self.task_id)
+        return len(self.task)
 
     def valid(self) -> npt.NDArray[np.bool_]:
         """Same rule as ``AgentRun.valid``, decided once per distinct reason."""
-        reasons, index = np.unique(self.reason, return_inverse=True)
-        ok = [str(r).split("/")[0] not in INVALID_REASONS for r in reasons]
-        return np.array(ok, dtype=np.bool_)[index.reshape(-1)] if len(self) else np.zeros(0, bool)
+        ok = np.array([r.split("/")[0] not in INVALID_REASONS for r in self.reasons], bool)
+        return ok[self.reason] if len(self) else np.zeros(0, dtype=np.bool_)
+
+    def reason_counts(self) -> dict[str, int]:
+        tally = np.bincount(self.reason, minlength=len(self.reasons))
+        return {r: int(n) for r, n in zip(self.reasons, tally.tolist(), strict=True) if n}
 
     def final(self) -> OutcomeTable:
         """The last try of each (task, attempt), as :func:`final_runs` picks it."""
-        order = np.lexsort((self.retry, self.attempt, self.task_id))
-        task, attempt = self.task_id[order], self.attempt[order]
+        if len(self) == 0:
+            return self
+        if _sorted(self.task, self.attempt, self.retry):
+            order = np.arange(len(self))
+        else:
+            order = np.lexsort((self.retry, self.attempt, self.task))
+        task, attempt = self.task[order], self.attempt[order]
         last = np.r_[(task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1]), True]
-        keep = order[last] if len(self) else order
-        return OutcomeTable(*(column[keep] for column in astuple_columns(self)))
+        if bool(last.all()) and order[0] == 0 and bool(np.all(np.diff(order) == 1)):
+            return self  # no reruns, already in order
+        keep = order[last]
+        return replace(self, **{name: getattr(self, name)[keep] for name in _ROW_COLUMNS})
 
 
-def astuple_columns(table: OutcomeTable) -> tuple[npt.NDArray[Any], ...]:
-    return tuple(getattr(table, f.name) for f in fields(table))
+_ROW_COLUMNS = ("task", "attempt", "retry", "reason", "success", "cost", "latency", "partial")
+
+
+def _sorted(
+    task: npt.NDArray[np.int64], attempt: npt.NDArray[np.int64], retry: npt.NDArray[np.int64]
+) -> bool:
+    """Whether rows are already in (task, attempt, retry) order, as the store returns them."""
+    same_task = task[1:] == task[:-1]
+    same_attempt = same_task & (attempt[1:] == attempt[:-1])
+    return bool(
+        np.all(task[1:] >= task[:-1])
+        and np.all(~same_task | (attempt[1:] >= attempt[:-1]))
+        and np.all(~same_attempt | (retry[1:] >= retry[:-1]))
+    )
 
 
 def task_infos(batch: BatchInfo) -> dict[str, TaskInfo]:
@@ -182,10 +212,9 @@ def count_batch(
     """Statistics of the final try of each attempt, computed on columns."""
     final = _table(runs).final()
     valid = final.valid()
-    columns = AttemptColumns(final.task_id, valid, final.success, final.partial)
+    columns = AttemptColumns(final.task_ids, final.task, valid, final.success, final.partial)
     counts = count_columns(columns, task_infos(batch))
-    reasons, tally = np.unique(final.reason, return_counts=True)
-    by_reason = {str(r): int(n) for r, n in zip(reasons, tally, strict=True)}
+    by_reason = final.reason_counts()
     summary = summary_of(
         counts,
         reasons=by_reason,
@@ -214,8 +243,7 @@ def tries(batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable) -> dict[str
     whether that exceeds the batch's declared ``max_invalid_rate`` (flagged in every report)."""
     table = _table(runs)
     invalid: Counter[str] = Counter()
-    reasons, tally = np.unique(table.reason, return_counts=True)
-    for reason, n in zip(reasons.tolist(), tally.tolist(), strict=True):
+    for reason, n in table.reason_counts().items():
         if reason.split("/")[0] in INVALID_REASONS:
             invalid[reason.split("/")[0]] += n
     total = len(table)

@@ -264,13 +264,17 @@ def _resampled_means(
     rng = np.random.default_rng(seed)
     rows = max(1, min(n_boot, CHUNK_ELEMENTS // tasks))
     means = np.empty((n_boot, weighted.shape[1]))
+    weighted32, weights32 = weighted.astype(np.float32), weights.astype(np.float32)
     for start in range(0, n_boot, rows):
         size = min(rows, n_boot - start)
         draws = rng.integers(0, tasks, size=(size, tasks))
         flat = (draws + tasks * np.arange(size)[:, None]).ravel()
-        counts = np.bincount(flat, minlength=size * tasks).reshape(size, tasks).astype(np.float64)
+        counts = np.bincount(flat, minlength=size * tasks).reshape(size, tasks)
+        # Single precision halves the cost of the products; a resampled mean is then good
+        # to about 1e-5, far below the three decimals a percentile is shown with.
+        counts32 = counts.astype(np.float32)
         with np.errstate(invalid="ignore", divide="ignore"):
-            means[start : start + size] = (counts @ weighted) / (counts @ weights)
+            means[start : start + size] = (counts32 @ weighted32) / (counts32 @ weights32)
     return means
 
 

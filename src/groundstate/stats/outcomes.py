@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -50,8 +50,29 @@ class _Record:
 
     def to_dict(self) -> dict[str, Any]:
         """Nested plain dicts; mapping keys stay Python values (``k`` is an int here,
-        a string once passed through JSON)."""
-        return asdict(self)
+        a string once passed through JSON). What ``dataclasses.asdict`` gives, without its
+        deep copies (a report holds thousands of estimates)."""
+        plain: dict[str, Any] = _plain(self)
+        return plain
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, _Record):
+        return {name: _plain(getattr(value, name)) for name in _field_names(type(value))}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...]:
+    if kind not in _FIELD_NAMES:
+        _FIELD_NAMES[kind] = tuple(f.name for f in fields(kind))
+    return _FIELD_NAMES[kind]
 
 
 @dataclass(frozen=True)
@@ -136,7 +157,10 @@ class TaskInfo:
 class AttemptColumns:
     """The counted try of every attempt as columns: the form large batches are counted in."""
 
-    task_id: npt.NDArray[np.str_]
+    task_ids: tuple[str, ...]
+    """Distinct task ids, sorted."""
+    task: npt.NDArray[np.int64]
+    """Each attempt's task, as an index into ``task_ids``."""
     valid: npt.NDArray[np.bool_]
     success: npt.NDArray[np.bool_]
     partial: FloatArray
@@ -153,8 +177,10 @@ def task_counts(outcomes: Iterable[Outcome], view: View = "valid") -> list[TaskC
     if view not in VIEWS:
         raise ValueError(f"unknown view {view!r}; expected one of {VIEWS}")
     records = list(outcomes)
+    task_ids, task = encode([o.task_id for o in records])
     columns = AttemptColumns(
-        task_id=np.array([o.task_id for o in records], dtype=np.str_),
+        task_ids=task_ids,
+        task=task,
         valid=np.array([o.valid for o in records], dtype=np.bool_),
         success=np.array([o.success for o in records], dtype=np.bool_),
         partial=np.array(
@@ -178,30 +204,37 @@ def _declared(records: list[Outcome]) -> dict[str, TaskInfo]:
     return declared
 
 
+def encode(values: Sequence[str]) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
+    """Distinct *values* sorted, and each value's index among them: strings become integer
+    codes once (a dict lookup each), so grouping and sorting never compare strings."""
+    distinct = tuple(sorted(set(values)))
+    index = {value: i for i, value in enumerate(distinct)}
+    return distinct, np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
+
+
 def count_columns(
     columns: AttemptColumns, tasks: Mapping[str, TaskInfo]
 ) -> dict[View, list[TaskCounts]]:
     """Per-task counts of both views, sorted by task id, from one row per counted attempt.
 
-    Sums run per task over the sorted columns (``np.add.reduceat``), so a million attempts
-    cost a sort at most, never a Python loop over attempts.
+    Each count is one ``np.bincount`` over the task codes: a million attempts cost no sort
+    and no Python loop over attempts.
     """
-    ids = columns.task_id
-    if len(ids) == 0:
-        return {view: [] for view in VIEWS}
+    size = len(columns.task_ids)
     valid, success, partial = columns.valid, columns.success, columns.partial
-    if not bool(np.all(ids[1:] >= ids[:-1])):
-        order = np.argsort(ids, kind="stable")
-        ids, valid, success, partial = ids[order], valid[order], success[order], partial[order]
-    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    total = np.diff(np.r_[starts, len(ids)])
-    invalid = np.add.reduceat((~valid).astype(np.int64), starts)
-    c = np.add.reduceat((success & valid).astype(np.int64), starts)
+
+    def per_task(weights: npt.NDArray[Any]) -> FloatArray:
+        return np.bincount(columns.task, weights=weights, minlength=size).astype(np.float64)
+
+    total = np.bincount(columns.task, minlength=size)
+    invalid = per_task(~valid)
+    c = per_task(success & valid)
     scored = valid & ~np.isnan(partial)
-    n_scored = np.add.reduceat(scored.astype(np.int64), starts)
-    score_sum = np.add.reduceat(np.where(scored, partial, 0.0), starts)
+    n_scored = per_task(scored)
+    score_sum = per_task(np.where(scored, partial, 0.0))
+    ids = [(row, task_id) for row, task_id in enumerate(columns.task_ids) if total[row]]
     counts: dict[View, list[TaskCounts]] = {"valid": [], "strict": []}
-    for row, task_id in enumerate(ids[starts].tolist()):
+    for row, task_id in ids:
         info = tasks.get(task_id, TaskInfo())
         if not (math.isfinite(info.weight) and info.weight > 0):
             raise ValueError(f"task {task_id!r}: weight must be positive, got {info.weight}")
