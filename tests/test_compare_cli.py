@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from groundstate.analysis import batch_mismatches, compare_batches
 from groundstate.cli import main
+from groundstate.records import AgentRun
+from groundstate.stats import RevisionMismatch
+from groundstate.store import RunStore
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:
@@ -151,3 +155,25 @@ def test_k_limits_are_named_and_higher_k_reported_over_supporting_tasks(tmp_path
     assert beyond["4"]["pass_hat_k"]["estimate"] == pytest.approx(1 / 6)
     code, out, _ = _invoke("report", batch, "--k-over-supporting", "--store", _store(tmp_path))
     assert code == 0 and "k stops at 2" in out and "t6 (2)" in out and "4*" in out
+
+
+def test_batches_run_on_different_suites_are_not_the_same_evaluation(tmp_path: Path) -> None:
+    a = _import(tmp_path, "a", SIX)
+    with RunStore(Path(_store(tmp_path))) as store:
+        imported = store.batch(a)
+    ran = imported.model_copy(update={"source": "groundstate", "suite_hash": "1" * 64})
+    other = ran.model_copy(update={"suite_hash": "2" * 64})
+    assert batch_mismatches(ran, other) == ["suite_hash differs (111111111111 vs 222222222222)"]
+    assert batch_mismatches(ran, ran) == []
+    # An import's suite hash is its results file's: two imports are not held to it.
+    assert batch_mismatches(imported, imported.model_copy(update={"suite_hash": "3" * 64})) == []
+    runs = store_runs(tmp_path, a)
+    with pytest.raises(RevisionMismatch, match="suite_hash differs"):
+        compare_batches(ran, runs, other, runs)
+    allowed = compare_batches(ran, runs, other, runs, allow_mismatch=True)
+    assert allowed.mismatches == ("suite_hash differs (111111111111 vs 222222222222)",)
+
+
+def store_runs(tmp_path: Path, batch_id: str) -> list[AgentRun]:
+    with RunStore(Path(_store(tmp_path))) as store:
+        return store.runs(batch_id)
