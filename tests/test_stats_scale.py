@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from groundstate.analysis import OutcomeTable, batch_report
+from groundstate.analysis import OutcomeTable, batch_report, outcomes
 from groundstate.cli import main
 from groundstate.stats import Outcome, bootstrap_ks, summarize, task_counts
 from groundstate.store import RunStore
@@ -88,11 +88,15 @@ def test_report_from_record_fields_equals_report_from_whole_records(tmp_path: Pa
     assert result.exit_code == 0, result.stderr
     with RunStore(store) as run_store:
         batch = run_store.batch()
-        from_records = batch_report(batch, run_store.runs(batch.batch_id), seed=4)
+        runs = run_store.runs(batch.batch_id)
+        from_records = batch_report(batch, runs, seed=4)
         from_fields = batch_report(
             batch, OutcomeTable.from_rows(run_store.outcome_rows(batch.batch_id)), seed=4
         )
     assert from_fields == from_records
+    # The record-by-record path of the library (Outcome objects) agrees with the columns.
+    by_outcome = summarize(outcomes(batch, runs), seed=4)
+    assert by_outcome.to_dict() == from_records["summary"]
     assert from_fields["invalid_attempts"] > 0 and from_fields["summary"]["cost"]["total"] > 0
 
 

@@ -28,7 +28,7 @@ from groundstate.stats import (
     TaskInfo,
     View,
     ViewSummary,
-    compare,
+    compare_counts,
     count_columns,
     encode,
     summary_of,
@@ -202,6 +202,16 @@ class Counted:
     invalid_attempts: int
 
 
+def _final_counts(
+    batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable
+) -> tuple[OutcomeTable, npt.NDArray[np.bool_], dict[View, list[TaskCounts]]]:
+    """The final try of each attempt, which of them are valid, and the per-task counts."""
+    final = _table(runs).final()
+    valid = final.valid()
+    columns = AttemptColumns(final.task_ids, final.task, valid, final.success, final.partial)
+    return final, valid, count_columns(columns, task_infos(batch))
+
+
 def count_batch(
     batch: BatchInfo,
     runs: Sequence[AgentRun] | OutcomeTable,
@@ -210,10 +220,7 @@ def count_batch(
     k_over_supporting: bool = False,
 ) -> Counted:
     """Statistics of the final try of each attempt, computed on columns."""
-    final = _table(runs).final()
-    valid = final.valid()
-    columns = AttemptColumns(final.task_ids, final.task, valid, final.success, final.partial)
-    counts = count_columns(columns, task_infos(batch))
+    final, valid, counts = _final_counts(batch, runs)
     by_reason = final.reason_counts()
     summary = summary_of(
         counts,
@@ -345,9 +352,9 @@ def batch_mismatches(a: BatchInfo, b: BatchInfo) -> list[str]:
 
 def compare_batches(
     a: BatchInfo,
-    a_runs: list[AgentRun],
+    a_runs: Sequence[AgentRun] | OutcomeTable,
     b: BatchInfo,
-    b_runs: list[AgentRun],
+    b_runs: Sequence[AgentRun] | OutcomeTable,
     *,
     seed: int = 0,
     fdr: float = DEFAULT_FDR,
@@ -355,9 +362,9 @@ def compare_batches(
 ) -> Comparison:
     """Comparison of two batches on their shared tasks; refuses different revisions, suites
     or versioning unless *allow_mismatch* (then the comparison lists them)."""
-    return compare(
-        outcomes(a, a_runs),
-        outcomes(b, b_runs),
+    return compare_counts(
+        _final_counts(a, a_runs)[2],
+        _final_counts(b, b_runs)[2],
         seed=seed,
         fdr=fdr,
         allow_mismatch=allow_mismatch,

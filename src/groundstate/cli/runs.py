@@ -408,8 +408,8 @@ def compare_command(
     with RunStore(store) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         altered = [warn(run_store.verify(x.batch_id)) for x in (a, b)]
-        a_runs = _nonempty(a, run_store.runs(a.batch_id))
-        b_runs = _nonempty(b, run_store.runs(b.batch_id))
+        a_runs = _nonempty(a, OutcomeTable.from_rows(run_store.outcome_rows(a.batch_id)))
+        b_runs = _nonempty(b, OutcomeTable.from_rows(run_store.outcome_rows(b.batch_id)))
     comparison = compare_batches(
         a, a_runs, b, b_runs, seed=seed, fdr=fdr, allow_mismatch=allow_mismatch
     )

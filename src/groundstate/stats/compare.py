@@ -12,7 +12,7 @@ at the stated false discovery rate; everything else about a single task is noise
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
@@ -253,10 +253,30 @@ def compare(
     Raises :class:`RevisionMismatch` when task revisions, versioning or weights differ, or
     *batch_mismatches* (e.g. different suite hashes) is not empty, unless *allow_mismatch*.
     """
+    a_list, b_list = list(a_outcomes), list(b_outcomes)
+    return compare_counts(
+        {v: task_counts(a_list, v) for v in VIEWS},
+        {v: task_counts(b_list, v) for v in VIEWS},
+        seed=seed, n_boot=n_boot, fdr=fdr, allow_mismatch=allow_mismatch,
+        batch_mismatches=batch_mismatches,
+    )  # fmt: skip
+
+
+def compare_counts(
+    a_counts: Mapping[View, list[TaskCounts]],
+    b_counts: Mapping[View, list[TaskCounts]],
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    fdr: float = DEFAULT_FDR,
+    allow_mismatch: bool = False,
+    batch_mismatches: Sequence[str] = (),
+) -> Comparison:
+    """:func:`compare` from per-task counts of both views (what large batches are counted
+    into without an object per attempt)."""
     if not 0 < fdr < 1:
         raise ValueError(f"fdr must lie strictly between 0 and 1, got {fdr}")
-    a_list, b_list = list(a_outcomes), list(b_outcomes)
-    counts = {v: (_by_id(task_counts(a_list, v)), _by_id(task_counts(b_list, v))) for v in VIEWS}
+    counts = {v: (_by_id(a_counts[v]), _by_id(b_counts[v])) for v in VIEWS}
     a, b = counts["valid"]
     shared = sorted(a.keys() & b.keys())
     mismatches = [*batch_mismatches, *task_mismatches(a, b, shared)]
