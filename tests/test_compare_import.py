@@ -107,23 +107,27 @@ def test_paired_comparison_with_a_known_answer(tmp_path: Path) -> None:
     code, out, _ = _invoke("compare", a, b, "--json", "--store", str(tmp_path / "runs.db"))
     assert code == 0
     data = json.loads(out)
-    metric = data["metrics"]["success_rate"]
-    assert metric["mean_difference"] == pytest.approx((0.5 + 0.75) / 4)
-    assert metric["ci_low"] <= metric["mean_difference"] <= metric["ci_high"]
-    assert metric["ci_low"] >= 0  # no task got worse, so no resample can show a loss
-    assert sorted(metric["changed_tasks"]) == ["t2", "t4"]
+    assert data["mode"] == "paired" and data["common_k"] == {"valid": 4, "strict": 4}
+    metric = data["metrics"]["valid"]["success_rate"]
+    assert metric["difference"]["estimate"] == pytest.approx((0.5 + 0.75) / 4)
+    # Four tasks are too few for an interval: said, not printed as a number.
+    assert metric["difference"]["ci_low"] is None and metric["p_value"] is None
+    assert metric["difference"]["note"] == "n/a: 4 tasks, intervals need at least 5"
+    assert data["metrics"]["valid"]["pass_hat_4"]["difference"]["estimate"] == pytest.approx(1 / 4)
+    assert data["changed_tasks"] == []  # 0/4 -> 2/4 and 1/4 -> 4/4 are not significant
+    assert data["methods"]["seed"] == 0 and data["methods"]["test"] == "t_cr1"
     again = json.loads(_invoke("compare", a, b, "--json", "--store", str(tmp_path / "runs.db"))[1])
-    assert again == data  # seeded: the same records give the same interval
+    assert again == data  # seeded: the same records give the same numbers
     code, out, _ = _invoke("compare", a, b, "--store", str(tmp_path / "runs.db"))
-    assert code == 0 and "t2" in out and "+0.312" in out
+    assert code == 0 and "+0.312" in out and "0 of 4 tasks changed" in out
 
 
 def test_comparing_a_batch_with_itself_is_exactly_zero(tmp_path: Path) -> None:
     a = _import(tmp_path, "a", _csv(A))
     data = json.loads(_invoke("compare", a, a, "--json", "--store", str(tmp_path / "runs.db"))[1])
-    metric = data["metrics"]["pass_hat_1"]
-    assert (metric["mean_difference"], metric["ci_low"], metric["ci_high"]) == (0, 0, 0)
-    assert metric["changed_tasks"] == []
+    metric = data["metrics"]["valid"]["pass_hat_1"]["difference"]
+    assert (metric["estimate"], metric["se"]) == (0, 0)
+    assert data["changed_tasks"] == []
 
 
 def test_compare_refuses_different_task_revisions(tmp_path: Path) -> None:

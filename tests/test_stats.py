@@ -201,13 +201,17 @@ def spread_batch() -> list[Outcome]:
 
 def test_interval_is_reproducible_and_contains_the_estimate() -> None:
     records = spread_batch()
-    first = suite_success_rate(task_counts(records), seed=3)
+    first = summarize(records, seed=3, n_boot=200).views["valid"].success_rate
     shuffled = random.Random(1).sample(records, len(records))
-    assert suite_success_rate(task_counts(shuffled), seed=3) == first
-    others = [suite_success_rate(task_counts(records), seed=seed) for seed in range(4, 9)]
-    # Another seed draws other resamples: the estimate stays, the interval may move.
-    assert {o.estimate for o in others} == {first.estimate}
-    assert len({(o.ci_low, o.ci_high) for o in [first, *others]}) > 1
+    assert summarize(shuffled, seed=3, n_boot=200).views["valid"].success_rate == first
+    others = [
+        summarize(records, seed=s, n_boot=200).views["valid"].success_rate for s in range(4, 9)
+    ]
+    # The t interval does not depend on the seed; the bootstrap second opinion does.
+    assert {(o.estimate, o.ci_low, o.ci_high) for o in others} == {
+        (first.estimate, first.ci_low, first.ci_high)
+    }  # fmt: skip
+    assert len({(o.boot_low, o.boot_high) for o in [first, *others]}) > 1
     for estimate in (first, *others):
         assert estimate.ci_low < estimate.estimate < estimate.ci_high
 
@@ -264,15 +268,18 @@ def test_slices_by_label_and_horizon() -> None:
     assert list(view.by_horizon) == ["1-3", "4-7", "13+", "unknown"]
     long = view.by_horizon["13+"]
     assert long.success_rate is not None
-    assert (long.success_rate.estimate, long.success_rate.ci_low) == (0.0, 0.0)
+    # One task: an estimate, but no interval (and never a zero-width one), with the reason.
+    assert (long.success_rate.estimate, long.success_rate.ci_low) == (0.0, None)
+    assert long.success_rate.note == "n/a: 1 task, intervals need at least 5"
     assert view.by_horizon["unknown"].success_rate is None
     assert view.by_horizon["unknown"].excluded_tasks == ("vague",)
     auth = view.by_label["auth"]
     assert (auth.n_tasks, auth.excluded_tasks) == (3, ("vague",))
     assert auth.success_rate is not None
-    assert auth.pass_hat_1 is not None
+    assert auth.kmax == 4 and sorted(auth.pass_hat_k) == [1, 2, 3, 4]
     assert auth.success_rate.estimate == pytest.approx(0.25)  # (1/2 + 0) / 2
-    assert auth.pass_hat_1.estimate == pytest.approx(0.25)
+    assert auth.pass_hat_k[1].estimate == pytest.approx(0.25)
+    assert auth.pass_hat_k[2].estimate == pytest.approx((1 / 6 + 0) / 2)  # C(2,2)/C(4,2) = 1/6
     assert (auth.success_rate.n_tasks, auth.success_rate.attempts) == (2, 8)
     assert view.by_label["refund"].success_rate is not None
     assert view.by_label["refund"].success_rate.estimate == pytest.approx(0.75)
@@ -321,27 +328,39 @@ def test_summary_becomes_json() -> None:
 
 
 def test_comparison_finds_exactly_the_tasks_that_improved() -> None:
-    a = batch(t1="FFFF", t2="FFFF", t3="SSSS", t4="SSFF", t5="SSSS", gone="SS")
-    b = batch(t1="SSSS", t2="SSSS", t3="SSSS", t4="FFSS", t5="SSSS", new="SS")
+    # Eight attempts: 0/8 -> 8/8 gives Fisher p = 2 / C(16, 8) = 1.55e-4, which survives BH
+    # over six tasks; 4/8 -> 6/8 (p = 0.61) and no change do not.
+    a = batch(t1="F" * 8, t2="F" * 8, t3="S" * 8, t4="SSSSFFFF", t5="S" * 8, t6="SF" * 4, gone="SS")
+    b = batch(t1="S" * 8, t2="S" * 8, t3="S" * 8, t4="SSSSSSFF", t5="S" * 8, t6="FS" * 4, new="SS")
     result = compare(a, b, n_boot=500)
-    assert result.paired_tasks == ("t1", "t2", "t3", "t4", "t5")
+    assert result.mode == "paired"
+    assert result.paired_tasks == ("t1", "t2", "t3", "t4", "t5", "t6")
     assert (result.only_in_a, result.only_in_b) == (("gone",), ("new",))
-    assert result.success_rate_difference.estimate == 2 / 5
-    assert result.pass_hat_1_difference.estimate == 2 / 5
+    assert result.success_rate_difference.estimate == pytest.approx(2.25 / 6)
+    assert result.find("pass_hat_k", k=1).difference.estimate == pytest.approx(2.25 / 6)
     assert [(c.task_id, c.a_rate, c.b_rate) for c in result.changed] == [
         ("t1", 0.0, 1.0),
         ("t2", 0.0, 1.0),
     ]
+    assert result.changed[0].p_value == pytest.approx(2 / math.comb(16, 8))
     diff = result.success_rate_difference
-    assert 0 <= diff.ci_low <= 0.4 <= diff.ci_high <= 1
-    assert result.b_success_rate.estimate - result.a_success_rate.estimate == pytest.approx(0.4)
+    assert diff.ci_low is not None and diff.ci_high is not None
+    assert diff.ci_low <= 2.25 / 6 <= diff.ci_high <= 1
+    assert result.b_success_rate.estimate - result.a_success_rate.estimate == pytest.approx(
+        2.25 / 6
+    )
 
 
-def test_identical_batches_differ_by_exactly_zero() -> None:
+def test_identical_batches_differ_by_exactly_zero_and_say_there_is_no_interval() -> None:
     records = spread_batch()
     result = compare(records, records)
     diff = result.success_rate_difference
-    assert (diff.estimate, diff.ci_low, diff.ci_high, diff.se) == (0.0, 0.0, 0.0, 0.0)
+    assert (diff.estimate, diff.ci_low, diff.ci_high, diff.se) == (0.0, None, None, 0.0)
+    assert (
+        diff.note
+        == "n/a: all 12 tasks have the value 0.000, no spread between tasks to build an interval on"
+    )
+    assert result.find("success_rate").p_value is None
     assert result.changed == ()
 
 
@@ -349,14 +368,19 @@ def test_comparison_uses_exact_rates_and_reports_unpaired_tasks() -> None:
     # 1/2 vs 2/4 is no change; task "x" has no valid attempt in b.
     result = compare(batch(t="SF", x="SS"), batch(t="SSFF", x="EE"), n_boot=10)
     assert result.changed == ()
+    assert result.per_task[0].p_value == 1.0
     assert result.excluded_tasks == ("x",)
     assert result.success_rate_difference.attempts == 6
 
 
-def test_comparison_refuses_different_task_revisions() -> None:
+def test_comparison_refuses_different_task_revisions_and_unversioned_tasks() -> None:
     a = attempts("t1", "S", task_revision="r1") + attempts("t2", "S", task_revision="r1")
     b = attempts("t1", "S", task_revision="r2") + attempts("t2", "S", task_revision="")
     with pytest.raises(RevisionMismatch) as raised:
         compare(a, b)
-    assert raised.value.task_ids == ("t1",)
+    assert raised.value.task_ids == ("t1", "t2")
     assert isinstance(raised.value, ValueError)
+    assert "task_revision differs for t1 (r1 vs r2)" in str(raised.value)
+    assert "batch b does not version 1 tasks" in str(raised.value)
+    allowed = compare(a, b, allow_mismatch=True)
+    assert len(allowed.mismatches) == 2

@@ -1,12 +1,38 @@
-"""From stored runs to statistics: which records count, and as what."""
+"""From stored runs to statistics: which records count, and as what.
+
+The JSON of ``report --json`` and ``compare --json`` is built here; its schema is
+documented in docs/statistics.md.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
-from groundstate.records import AgentRun
-from groundstate.stats import Comparison, Outcome, Summary, compare, summarize
+import numpy as np
+import numpy.typing as npt
+
+from groundstate.records import INVALID_REASONS, AgentRun
+from groundstate.stats import (
+    DEFAULT_FDR,
+    VIEWS,
+    AttemptColumns,
+    Comparison,
+    Difference,
+    Estimate,
+    Outcome,
+    Summary,
+    TaskCounts,
+    TaskInfo,
+    View,
+    ViewSummary,
+    compare_counts,
+    count_columns,
+    encode,
+    summary_of,
+)
 from groundstate.store import BatchInfo
 
 DEFAULT_MAX_INVALID_RATE = 0.1
@@ -22,7 +48,11 @@ def final_runs(runs: list[AgentRun]) -> list[AgentRun]:
 
 
 def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
-    """One statistical outcome per attempt slot of the batch."""
+    """One statistical outcome per attempt slot of the batch.
+
+    A task revision of 0 (how an import without revisions stores its tasks) becomes ""
+    (unversioned), so pairing it with a versioned batch is caught by the comparison.
+    """
     return [
         Outcome(
             task_id=run.task_id,
@@ -36,20 +66,194 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
             cost=run.cost,
             latency=run.latency,
             task_revision=str(batch.task_revisions.get(run.task_id) or ""),
+            partial_score=run.partial_score,
         )
         for run in final_runs(runs)
     ]
 
 
-def summarize_batch(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> Summary:
-    return summarize(outcomes(batch, runs), seed=seed)
+@dataclass(frozen=True)
+class OutcomeTable:
+    """Every try of a batch as columns: read from the records by
+    :meth:`RunStore.outcome_rows`, or taken from ``AgentRun`` objects. Task ids and terminal
+    reasons are integer codes into their distinct values, so statistics over a million
+    attempts never sort strings or build a Python object per attempt."""
+
+    task_ids: tuple[str, ...]
+    task: npt.NDArray[np.int64]
+    attempt: npt.NDArray[np.int64]
+    retry: npt.NDArray[np.int64]
+    reasons: tuple[str, ...]
+    reason: npt.NDArray[np.int64]
+    success: npt.NDArray[np.bool_]
+    cost: npt.NDArray[np.float64]
+    latency: npt.NDArray[np.float64]
+    partial: npt.NDArray[np.float64]
+    """NaN where a run has no partial score."""
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[Sequence[Any]]) -> OutcomeTable:
+        """From ``(task_id, attempt, retry, terminal_reason, success, cost, latency,
+        partial_score)`` rows."""
+        columns = list(zip(*rows, strict=True)) if rows else [()] * 8
+        task, attempt, retry, reason, success, cost, latency, partial = columns
+        task_ids, task_codes = encode(task)
+        reasons, reason_codes = encode(reason)
+        return cls(
+            task_ids,
+            task_codes,
+            np.array(attempt, dtype=np.int64),
+            np.array(retry, dtype=np.int64),
+            reasons,
+            reason_codes,
+            np.array(success, dtype=np.bool_),
+            np.array(cost, dtype=np.float64),
+            np.array(latency, dtype=np.float64),
+            np.array([np.nan if p is None else p for p in partial], dtype=np.float64),
+        )
+
+    @classmethod
+    def from_runs(cls, runs: Sequence[AgentRun]) -> OutcomeTable:
+        return cls.from_rows(
+            [
+                (
+                    r.task_id,
+                    r.attempt,
+                    r.retry,
+                    r.terminal_reason,
+                    r.success,
+                    r.cost,
+                    r.latency,
+                    r.partial_score,
+                )
+                for r in runs
+            ]
+        )
+
+    def __len__(self) -> int:
+        return len(self.task)
+
+    def valid(self) -> npt.NDArray[np.bool_]:
+        """Same rule as ``AgentRun.valid``, decided once per distinct reason."""
+        ok = np.array([r.split("/")[0] not in INVALID_REASONS for r in self.reasons], bool)
+        return ok[self.reason] if len(self) else np.zeros(0, dtype=np.bool_)
+
+    def reason_counts(self) -> dict[str, int]:
+        tally = np.bincount(self.reason, minlength=len(self.reasons))
+        return {r: int(n) for r, n in zip(self.reasons, tally.tolist(), strict=True) if n}
+
+    def final(self) -> OutcomeTable:
+        """The last try of each (task, attempt), as :func:`final_runs` picks it."""
+        if len(self) == 0:
+            return self
+        if _sorted(self.task, self.attempt, self.retry):
+            order = np.arange(len(self))
+        else:
+            order = np.lexsort((self.retry, self.attempt, self.task))
+        task, attempt = self.task[order], self.attempt[order]
+        last = np.r_[(task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1]), True]
+        if bool(last.all()) and order[0] == 0 and bool(np.all(np.diff(order) == 1)):
+            return self  # no reruns, already in order
+        keep = order[last]
+        return replace(self, **{name: getattr(self, name)[keep] for name in _ROW_COLUMNS})
 
 
-def tries(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
+_ROW_COLUMNS = ("task", "attempt", "retry", "reason", "success", "cost", "latency", "partial")
+
+
+def _sorted(
+    task: npt.NDArray[np.int64], attempt: npt.NDArray[np.int64], retry: npt.NDArray[np.int64]
+) -> bool:
+    """Whether rows are already in (task, attempt, retry) order, as the store returns them."""
+    same_task = task[1:] == task[:-1]
+    same_attempt = same_task & (attempt[1:] == attempt[:-1])
+    return bool(
+        np.all(task[1:] >= task[:-1])
+        and np.all(~same_task | (attempt[1:] >= attempt[:-1]))
+        and np.all(~same_attempt | (retry[1:] >= retry[:-1]))
+    )
+
+
+def task_infos(batch: BatchInfo) -> dict[str, TaskInfo]:
+    """What each task of *batch* declares; revision 0 (an unversioned import) becomes ""."""
+    ids = set(batch.task_revisions) | set(batch.task_weights) | set(batch.task_slices)
+    return {
+        task_id: TaskInfo(
+            weight=batch.task_weights.get(task_id, 1.0),
+            labels=tuple(batch.task_slices.get(task_id, ())),
+            horizon=batch.task_horizons.get(task_id),
+            revision=str(batch.task_revisions.get(task_id) or ""),
+        )
+        for task_id in ids
+    }
+
+
+def _table(runs: Sequence[AgentRun] | OutcomeTable) -> OutcomeTable:
+    return runs if isinstance(runs, OutcomeTable) else OutcomeTable.from_runs(runs)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """A batch's counted attempts: the summary and the per-task counts it was built from."""
+
+    summary: Summary
+    counts: dict[View, list[TaskCounts]]
+    valid_attempts: int
+    invalid_attempts: int
+
+
+def _final_counts(
+    batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable
+) -> tuple[OutcomeTable, npt.NDArray[np.bool_], dict[View, list[TaskCounts]]]:
+    """The final try of each attempt, which of them are valid, and the per-task counts."""
+    final = _table(runs).final()
+    valid = final.valid()
+    columns = AttemptColumns(final.task_ids, final.task, valid, final.success, final.partial)
+    return final, valid, count_columns(columns, task_infos(batch))
+
+
+def count_batch(
+    batch: BatchInfo,
+    runs: Sequence[AgentRun] | OutcomeTable,
+    *,
+    seed: int = 0,
+    k_over_supporting: bool = False,
+) -> Counted:
+    """Statistics of the final try of each attempt, computed on columns."""
+    final, valid, counts = _final_counts(batch, runs)
+    by_reason = final.reason_counts()
+    summary = summary_of(
+        counts,
+        reasons=by_reason,
+        invalid_reasons={r: n for r, n in by_reason.items() if r.split("/")[0] in INVALID_REASONS},
+        cost=final.cost,
+        latency=final.latency,
+        successes=int(np.sum(final.success & valid)),
+        seed=seed,
+        k_over_supporting=k_over_supporting,
+    )
+    return Counted(summary, counts, int(valid.sum()), int((~valid).sum()))
+
+
+def summarize_batch(
+    batch: BatchInfo,
+    runs: Sequence[AgentRun] | OutcomeTable,
+    *,
+    seed: int = 0,
+    k_over_supporting: bool = False,
+) -> Summary:
+    return count_batch(batch, runs, seed=seed, k_over_supporting=k_over_supporting).summary
+
+
+def tries(batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable) -> dict[str, Any]:
     """Every try, reruns included: how often attempts came out invalid, by reason, and
     whether that exceeds the batch's declared ``max_invalid_rate`` (flagged in every report)."""
-    invalid = Counter(r.terminal_reason.split("/")[0] for r in runs if not r.valid)
-    total = len(runs)
+    table = _table(runs)
+    invalid: Counter[str] = Counter()
+    for reason, n in table.reason_counts().items():
+        if reason.split("/")[0] in INVALID_REASONS:
+            invalid[reason.split("/")[0]] += n
+    total = len(table)
     threshold = float(batch.invalid_run_policy.get("max_invalid_rate", DEFAULT_MAX_INVALID_RATE))
     return {
         "tries": total,
@@ -60,12 +264,20 @@ def tries(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
     }
 
 
-def batch_report(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> dict[str, Any]:
-    """The machine-readable report of a batch: headline numbers of both views, with denominators."""
-    summary = summarize_batch(batch, runs, seed=seed)
+def batch_report(
+    batch: BatchInfo,
+    runs: Sequence[AgentRun] | OutcomeTable,
+    *,
+    seed: int = 0,
+    k_over_supporting: bool = False,
+) -> dict[str, Any]:
+    """The machine-readable report of a batch: headline numbers of both views with their
+    denominators and intervals, the k limits, and the per-task table it was computed from."""
+    table = _table(runs)
+    counted = count_batch(batch, table, seed=seed, k_over_supporting=k_over_supporting)
+    summary = counted.summary
     valid, strict = summary.views["valid"], summary.views["strict"]
-    counted = final_runs(runs)
-    attempt_tries = tries(batch, runs)
+    attempt_tries = tries(batch, table)
     return {
         "batch_id": batch.batch_id,
         "suite": batch.suite,
@@ -73,17 +285,22 @@ def batch_report(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> di
         "system_spec_hash": batch.system_spec_hash,
         "n_tasks": valid.n_tasks,
         "attempts_per_task": batch.attempts,
-        "valid_attempts": sum(r.valid for r in counted),
-        "invalid_attempts": sum(not r.valid for r in counted),
+        "valid_attempts": counted.valid_attempts,
+        "invalid_attempts": counted.invalid_attempts,
         "terminal_reasons": summary.terminal_reasons,
         "success_rate": _interval(valid.success_rate),
         "pass_at_k": {k: _interval(e) for k, e in valid.pass_at_k.items()},
         "pass_hat_k": {k: _interval(e) for k, e in valid.pass_hat_k.items()},
+        "partial_score": _interval(valid.partial_score),
         "invalid_as_failure": {
             "success_rate": _interval(strict.success_rate),
             "pass_at_k": {k: _interval(e) for k, e in strict.pass_at_k.items()},
             "pass_hat_k": {k: _interval(e) for k, e in strict.pass_hat_k.items()},
+            "partial_score": _interval(strict.partial_score),
         },
+        "k_limits": {name: _k_limits(view) for name, view in summary.views.items()},
+        "methods": summary.methods,
+        "tasks": task_table(counted.counts),
         "tries": attempt_tries,
         "invalid_rate_flagged": attempt_tries["flagged"],
         "invalid_tasks_run": batch.invalid_tasks,
@@ -96,50 +313,112 @@ def suite_decision(batch: BatchInfo) -> dict[str, Any]:
     return {"decision": batch.decision, "population": batch.population}
 
 
-def _interval(estimate: Any) -> dict[str, Any] | None:
-    if estimate is None:
-        return None
+def _interval(estimate: Estimate | None) -> dict[str, Any] | None:
+    return None if estimate is None else estimate.to_dict()
+
+
+def _k_limits(view: ViewSummary) -> dict[str, Any]:
     return {
-        "estimate": estimate.estimate,
-        "ci_low": estimate.ci_low,
-        "ci_high": estimate.ci_high,
-        "se": estimate.se,
-        "n_tasks": estimate.n_tasks,
-        "attempts": estimate.attempts,
+        "kmax": view.kmax,
+        "limited_by": [{"task_id": task, "n": n} for task, n in view.k_limited_by],
+        "beyond": {k: beyond.to_dict() for k, beyond in view.beyond_k.items()},
     }
+
+
+def task_table(counts: dict[View, list[TaskCounts]]) -> list[dict[str, Any]]:
+    """One row per task with the denominators of both views: enough to recompute every
+    suite value of the report without the store."""
+    return [
+        {
+            "task_id": valid.task_id,
+            "revision": valid.revision or None,
+            "weight": valid.weight,
+            "labels": list(valid.labels),
+            "horizon": valid.horizon,
+            "attempts": strict.n,
+            "invalid": valid.invalid,
+            "valid": {"n": valid.n, "c": valid.c, "partial": valid.partial},
+            "strict": {"n": strict.n, "c": strict.c, "partial": strict.partial},
+        }
+        for valid, strict in zip(counts["valid"], counts["strict"], strict=True)
+    ]
+
+
+# --- comparison ------------------------------------------------------------------------------
+
+
+def batch_mismatches(a: BatchInfo, b: BatchInfo) -> list[str]:
+    """Batch-level reasons two batches are not the same evaluation (task-level ones are
+    found by :func:`groundstate.stats.compare`). An imported batch's suite hash is the hash
+    of its results file, so only batches run here are held to the same suite hash."""
+    if a.source == b.source == "groundstate" and a.suite_hash != b.suite_hash:
+        return [f"suite_hash differs ({a.suite_hash[:12]} vs {b.suite_hash[:12]})"]
+    return []
 
 
 def compare_batches(
-    a: BatchInfo, a_runs: list[AgentRun], b: BatchInfo, b_runs: list[AgentRun], *, seed: int = 0
+    a: BatchInfo,
+    a_runs: Sequence[AgentRun] | OutcomeTable,
+    b: BatchInfo,
+    b_runs: Sequence[AgentRun] | OutcomeTable,
+    *,
+    seed: int = 0,
+    fdr: float = DEFAULT_FDR,
+    allow_mismatch: bool = False,
 ) -> Comparison:
-    """Paired comparison of two batches on their shared tasks (refuses different revisions)."""
-    return compare(outcomes(a, a_runs), outcomes(b, b_runs), seed=seed)
+    """Comparison of two batches on their shared tasks; refuses different revisions, suites
+    or versioning unless *allow_mismatch* (then the comparison lists them)."""
+    return compare_counts(
+        _final_counts(a, a_runs)[2],
+        _final_counts(b, b_runs)[2],
+        seed=seed,
+        fdr=fdr,
+        allow_mismatch=allow_mismatch,
+        batch_mismatches=batch_mismatches(a, b),
+    )
 
 
 def comparison_report(a: BatchInfo, b: BatchInfo, comparison: Comparison) -> dict[str, Any]:
-    """The machine-readable paired comparison: per metric, the difference b - a and its interval."""
-    changed = [change.task_id for change in comparison.changed]
-    metrics = {
-        "success_rate": comparison.success_rate_difference,
-        "pass_hat_1": comparison.pass_hat_1_difference,
-    }
+    """The machine-readable comparison: per view and metric, both sides, b - a with its
+    interval and test, and the per-task exact tests."""
+    metrics: dict[str, dict[str, Any]] = {view: {} for view in VIEWS}
+    for d in comparison.differences:
+        metrics[d.view][d.name] = _difference(d)
     return {
         "batch_a": a.batch_id,
         "batch_b": b.batch_id,
         "decision_a": suite_decision(a),
         "decision_b": suite_decision(b),
+        "mode": comparison.mode,
         "paired_tasks": list(comparison.paired_tasks),
         "only_in_a": list(comparison.only_in_a),
         "only_in_b": list(comparison.only_in_b),
-        "metrics": {
-            name: {
-                "mean_difference": e.estimate,
-                "ci_low": e.ci_low,
-                "ci_high": e.ci_high,
-                "n_tasks": e.n_tasks,
-                "changed_tasks": changed,
-            }
-            for name, e in metrics.items()
+        "excluded_tasks": list(comparison.excluded_tasks),
+        "dropped_tasks": comparison.dropped_tasks,
+        "common_k": comparison.common_k,
+        "metrics": metrics,
+        "per_task_test": {
+            "method": comparison.methods["per_task_test"],
+            "multiple_comparisons": comparison.methods["multiple_comparisons"],
+            "fdr": comparison.fdr,
+            "tested": len(comparison.per_task),
+            "changed": len(comparison.changed),
         },
+        "changed_tasks": [change.task_id for change in comparison.changed],
         "per_task": [change.to_dict() for change in comparison.per_task],
+        "mismatches": list(comparison.mismatches),
+        "notes": list(comparison.notes),
+        "methods": comparison.methods,
+    }
+
+
+def _difference(d: Difference) -> dict[str, Any]:
+    return {
+        "metric": d.metric,
+        "k": d.k,
+        "a": d.a.to_dict(),
+        "b": d.b.to_dict(),
+        "difference": d.difference.to_dict(),
+        "statistic": d.statistic,
+        "p_value": d.p_value,
     }

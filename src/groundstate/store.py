@@ -46,6 +46,12 @@ LEASE_TIMEOUT = timedelta(minutes=5)
 host. The holder beats every :data:`LEASE_HEARTBEAT` seconds and after every stored attempt."""
 LEASE_HEARTBEAT = 30.0
 
+_OUTCOME_FIELDS = (
+    "task_id", "attempt", "retry", "terminal_reason", "success", "cost", "latency",
+    "partial_score",
+)  # fmt: skip
+"""The fields :meth:`RunStore.outcome_rows` reads from each record, in order."""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS batches (
     batch_id TEXT PRIMARY KEY,
@@ -685,6 +691,20 @@ class RunStore:
             (batch_id,),
         )
         return [_parse(r[0], AgentRun, f"run {r[1]} of batch {batch_id}", batch_id) for r in rows]
+
+    def outcome_rows(self, batch_id: str) -> list[list[Any]]:
+        """Every try of a batch as ``[task_id, attempt, retry, terminal_reason, success, cost,
+        latency, partial_score]``, in (task, attempt, retry) order: what statistics read,
+        taken from the hashed records themselves (not the unhashed index columns) without
+        validating whole ``AgentRun`` models, so a million attempts stay cheap."""
+        fields = ", ".join(f"'$.{name}'" for name in _OUTCOME_FIELDS)
+        rows = self._query(
+            f"SELECT json_extract(record, {fields}) FROM runs WHERE batch_id = ? "
+            "ORDER BY task_id, attempt, retry",
+            (batch_id,),
+        )
+        found: list[list[Any]] = json.loads("[" + ",".join(r[0] for r in rows) + "]")
+        return found
 
     def _query(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:

@@ -9,13 +9,14 @@ import shlex
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from groundstate.analysis import (
+    OutcomeTable,
     batch_report,
     compare_batches,
     comparison_report,
@@ -51,9 +52,13 @@ from groundstate.runner import BatchConfig, BatchResult, BatchRunner, Interrupte
 from groundstate.selection import select_tasks
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import load_system
+from groundstate.stats import DEFAULT_FDR
 from groundstate.store import DEFAULT_STORE, BatchInfo, Problem, RunStore
 from groundstate.validation import require_lock, require_valid
 from groundstate.workdirs import sweep_stale
+
+_Stored = TypeVar("_Stored", list[AgentRun], OutcomeTable)
+"""Runs of a batch, as records or as outcome columns."""
 
 EXIT_TOO_MANY_INVALID = 3
 """``run`` exits 3 when invalid tries exceed the system's ``invalid_run_policy.max_invalid_rate``
@@ -237,6 +242,12 @@ def _exit_on_verdict(data: dict[str, Any], verdicts: list[dict[str, Any]]) -> No
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @FAIL_UNDER_OPTION
+@click.option(
+    "--k-over-supporting",
+    is_flag=True,
+    help="Also report pass@k and pass^k above the common k, each over the tasks with at "
+    "least k counted attempts (the others are listed).",
+)
 @HTML_OPTION
 @STORE_OPTION
 def report(
@@ -244,11 +255,14 @@ def report(
     as_json: bool,
     seed: int,
     fail_under: tuple[str, ...],
+    k_over_supporting: bool,
     html: Path | None,
     store: Path,
 ) -> None:
     """Report a stored batch (default: the latest): suite numbers, pass@k, pass^k, reasons.
 
+    Intervals come from the task-clustered SE with t quantiles, "n/a" (with the reason) below
+    5 tasks; the JSON carries the per-task table and the methods (docs/statistics.md).
     The batch is verified first (records, artifacts, chain): each altered or missing record
     is named on stderr, the report is marked, and the exit status is 1. With --fail-under,
     the exit status is then that of ``run``: 3 when invalid tries exceed the batch's
@@ -259,14 +273,18 @@ def report(
         batch = run_store.batch(batch_id)
         check = run_store.verify(batch.batch_id)
         altered = warn(check)
-        runs = _nonempty(batch, run_store.runs(batch.batch_id), store)
-    data = batch_report(batch, runs, seed=seed)
+        # The numbers come from the records' outcome fields alone (fast for large batches);
+        # whole records are parsed only for what shows runs (the task table, the HTML).
+        outcomes = OutcomeTable.from_rows(run_store.outcome_rows(batch.batch_id))
+        table = _nonempty(batch, outcomes, store)
+        runs = run_store.runs(batch.batch_id) if html is not None or not as_json else []
+    data = batch_report(batch, table, seed=seed, k_over_supporting=k_over_supporting)
     data["integrity"] = integrity_json(check)
     verdicts = gate_results(gates, data)
     if gates:
         data["fail_under"] = verdicts
     if html is not None:
-        _write_batch_html(html, batch, runs, seed=seed)
+        _write_batch_html(html, batch, runs, seed=seed, k_over_supporting=k_over_supporting)
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -346,7 +364,7 @@ def _altered_mark(batch_id: str) -> str:
     )
 
 
-def _nonempty(batch: BatchInfo, runs: list[AgentRun], store: Path) -> list[AgentRun]:
+def _nonempty(batch: BatchInfo, runs: _Stored, store: Path) -> _Stored:
     if not runs:
         raise GroundstateError(
             f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
@@ -373,10 +391,15 @@ def _run_batch(
         return asyncio.run(runner.resume(resume_id, config.concurrency))
 
 
-def _write_batch_html(path: Path, batch: BatchInfo, runs: list[AgentRun], seed: int = 0) -> None:
-    _write(
-        path, render_batch(batch, runs, summarize_batch(batch, runs, seed=seed), tries(batch, runs))
-    )
+def _write_batch_html(
+    path: Path,
+    batch: BatchInfo,
+    runs: list[AgentRun],
+    seed: int = 0,
+    k_over_supporting: bool = False,
+) -> None:
+    summary = summarize_batch(batch, runs, seed=seed, k_over_supporting=k_over_supporting)
+    _write(path, render_batch(batch, runs, summary, tries(batch, runs)))
 
 
 def _write(path: Path, text: str) -> None:
@@ -463,18 +486,48 @@ def _run_json(run: AgentRun) -> dict[str, Any]:
 @click.argument("batch_b")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option(
+    "--fdr",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=DEFAULT_FDR,
+    show_default=True,
+    help="False discovery rate of the per-task tests (Benjamini-Hochberg).",
+)
+@click.option(
+    "--allow-mismatch",
+    is_flag=True,
+    help="Compare batches whose task revisions, suite hash or versioning differ (warned).",
+)
 @HTML_OPTION
 @STORE_OPTION
 def compare_command(
-    batch_a: str, batch_b: str, as_json: bool, seed: int, html: Path | None, store: Path
+    batch_a: str,
+    batch_b: str,
+    as_json: bool,
+    seed: int,
+    fdr: float,
+    allow_mismatch: bool,
+    html: Path | None,
+    store: Path,
 ) -> None:
-    """Paired comparison of BATCH_B against BATCH_A on the tasks both ran."""
+    """Compare BATCH_B against BATCH_A: b - a of every metric, in both views.
+
+    Paired over the tasks both ran (task-clustered SE, interval, t-test p-value); unpaired and
+    labelled so when they share fewer than 5 tasks. Per-task changes are listed only when
+    Fisher's exact test survives Benjamini-Hochberg at --fdr. Batches of different task
+    revisions or suites, or an unversioned import against a versioned batch, are refused
+    (exit 2) unless --allow-mismatch.
+    """
     with RunStore(store, create=False) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         altered = [warn(run_store.verify(x.batch_id)) for x in (a, b)]
-        a_runs = _nonempty(a, run_store.runs(a.batch_id), store)
-        b_runs = _nonempty(b, run_store.runs(b.batch_id), store)
-    comparison = compare_batches(a, a_runs, b, b_runs, seed=seed)
+        a_runs = _nonempty(a, OutcomeTable.from_rows(run_store.outcome_rows(a.batch_id)), store)
+        b_runs = _nonempty(b, OutcomeTable.from_rows(run_store.outcome_rows(b.batch_id)), store)
+    comparison = compare_batches(
+        a, a_runs, b, b_runs, seed=seed, fdr=fdr, allow_mismatch=allow_mismatch
+    )
+    for mismatch in comparison.mismatches:
+        click.secho(f"WARNING: not the same evaluation: {mismatch}", err=True, fg="red", bold=True)
     data = comparison_report(a, b, comparison)
     if html is not None:
         _write(html, render_comparison(a, b, comparison))

@@ -20,7 +20,7 @@ import jinja2
 from pydantic import TypeAdapter, ValidationError
 
 from groundstate.records import AgentRun, CheckResult
-from groundstate.stats import Comparison, Estimate, Summary, ViewSummary
+from groundstate.stats import VIEWS, Comparison, Difference, Estimate, Summary, ViewSummary
 from groundstate.store import BatchInfo
 from groundstate.trace import ToolCallEvent, TraceEvent
 
@@ -91,20 +91,40 @@ def render_batch(
 
 
 def render_comparison(a: BatchInfo, b: BatchInfo, comparison: Comparison) -> str:
-    """The paired comparison b - a: metric differences with intervals, and per-task changes."""
-    metrics = [
-        ("success rate", comparison.a_success_rate, comparison.b_success_rate,
-         comparison.success_rate_difference),
-        ("pass^1", comparison.a_success_rate, comparison.b_success_rate,
-         comparison.pass_hat_1_difference),
-    ]  # fmt: skip
+    """The comparison b - a: per view, every metric's difference with its interval and
+    test, the pass^k curves of both batches with their intervals, and the tested task
+    changes."""
+    views = [
+        {
+            "view": view,
+            "title": VIEW_TITLES[view],
+            "rows": [(d, _difference_bar(d.difference)) for d in found],
+            "chart": _pair_chart([d for d in found if d.metric == "pass_hat_k"]),
+        }
+        for view in VIEWS
+        if (found := [d for d in comparison.differences if d.view == view])
+    ]
     return _template("comparison.html.j2").render(
-        a=a,
-        b=b,
-        comparison=comparison,
-        metrics=[(name, ea, eb, diff, _difference_bar(diff)) for name, ea, eb, diff in metrics],
-        frame=DIFF_FRAME,
+        a=a, b=b, comparison=comparison, views=views, frame=DIFF_FRAME, chart_frame=FRAME
     )
+
+
+def _pair_chart(curve: list[Difference]) -> dict[str, Any] | None:
+    """pass^k against k for batch a and batch b, each with its interval band."""
+    if not curve:
+        return None
+    kmax = max(d.k or 1 for d in curve)
+    x = _x_scale(kmax)
+    step = max(1, round(kmax / 10))
+    return {
+        "kmax": kmax,
+        "series": [
+            _series("a", "sys-a", {d.k or 1: d.a for d in curve}, x),
+            _series("b", "sys-b", {d.k or 1: d.b for d in curve}, x),
+        ],
+        "x_ticks": [(x(k), k) for k in range(1, kmax + 1) if (k - 1) % step == 0 or k == kmax],
+        "y_ticks": [(FRAME.y(v), f"{v:.2f}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
+    }
 
 
 # --- templates -------------------------------------------------------------------------------
@@ -216,14 +236,16 @@ def _x_scale(kmax: int) -> Callable[[int], float]:
 def _series(
     name: str, css: str, values: Mapping[int, Estimate], x: Callable[[int], float]
 ) -> dict[str, Any]:
+    """A line with its interval band; where the rule gives no interval the band closes on
+    the line and no whisker is drawn."""
     ks = sorted(values)
     points = [
         {"k": k, "x": x(k), "y": FRAME.y(values[k].estimate), "estimate": values[k],
-         "low_y": FRAME.y(values[k].ci_low), "high_y": FRAME.y(values[k].ci_high)}
+         "low_y": _y_or_none(values[k].ci_low), "high_y": _y_or_none(values[k].ci_high)}
         for k in ks
     ]  # fmt: skip
-    upper = [f"{p['x']},{p['high_y']}" for p in points]
-    lower = [f"{p['x']},{p['low_y']}" for p in reversed(points)]
+    upper = [f"{p['x']},{p['y'] if p['high_y'] is None else p['high_y']}" for p in points]
+    lower = [f"{p['x']},{p['y'] if p['low_y'] is None else p['low_y']}" for p in reversed(points)]
     return {
         "name": name,
         "css": css,
@@ -231,6 +253,10 @@ def _series(
         "line": " ".join(f"{p['x']},{p['y']}" for p in points),
         "band": " ".join(upper + lower),
     }
+
+
+def _y_or_none(value: float | None) -> float | None:
+    return None if value is None else FRAME.y(value)
 
 
 def _slice_rows(summary: Summary) -> list[dict[str, Any]]:
@@ -388,16 +414,17 @@ def _offending(evidence: dict[str, Any]) -> TraceEvent | None:
 # --- comparison --------------------------------------------------------------------------------
 
 
-def _difference_bar(difference: Estimate) -> dict[str, float]:
-    """Positions of a difference and its interval on a -1 .. 1 axis."""
+def _difference_bar(difference: Estimate) -> dict[str, float | None]:
+    """Positions of a difference and its interval (None when there is none) on a -1 .. 1 axis."""
 
     def x(value: float) -> float:
         clipped = min(1.0, max(-1.0, value))
         return round(DIFF_FRAME.left + (clipped + 1) / 2 * DIFF_FRAME.plot_width, 2)
 
+    has = difference.ci_low is not None and difference.ci_high is not None
     return {
         "zero": x(0.0),
-        "low": x(difference.ci_low),
-        "high": x(difference.ci_high),
+        "low": x(difference.ci_low) if has and difference.ci_low is not None else None,
+        "high": x(difference.ci_high) if has and difference.ci_high is not None else None,
         "mid": x(difference.estimate),
     }

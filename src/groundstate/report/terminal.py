@@ -227,8 +227,8 @@ def _short(value: str | None) -> str:
 
 def summary_tables(report: dict[str, Any]) -> list[Table]:
     """Headline numbers (both views) and the pass@k / pass^k table with intervals."""
-    headline = Table(title="suite (95% cluster-bootstrap intervals over tasks)")
-    for column in ("view", "success rate", "interval", "SE", "tasks", "attempts counted"):
+    headline = Table(title=f"suite ({_rule(report)})")
+    for column in ("view", "success rate", "interval", "SE", "tasks", "attempts counted", "note"):
         headline.add_column(column)
     views = (("valid attempts", report), ("invalid = failure", report["invalid_as_failure"]))
     for name, view in views:
@@ -241,37 +241,88 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
                 _maybe(rate["se"]),
                 str(rate["n_tasks"]),
                 str(rate["attempts"]),
+                _plain(rate["note"]),
             )
     curves = Table(title="capability (pass@k) and reliability (pass^k), valid attempts")
-    for column in ("k", "pass@k", "interval", "pass^k", "interval"):
+    for column in ("k", "pass@k", "interval", "pass^k", "interval", "tasks"):
         curves.add_column(column)
     for k, at_k in report["pass_at_k"].items():
         hat_k = report["pass_hat_k"][k]
         curves.add_row(
-            str(k), f"{at_k['estimate']:.3f}", _ci(at_k), f"{hat_k['estimate']:.3f}", _ci(hat_k)
-        )
+            str(k), f"{at_k['estimate']:.3f}", _ci(at_k), f"{hat_k['estimate']:.3f}", _ci(hat_k),
+            str(at_k["n_tasks"]),
+        )  # fmt: skip
+    for k, beyond in report["k_limits"]["valid"]["beyond"].items():
+        at_k, hat_k = beyond["pass_at_k"], beyond["pass_hat_k"]
+        curves.add_row(
+            f"{k}*", f"{at_k['estimate']:.3f}", _ci(at_k), f"{hat_k['estimate']:.3f}", _ci(hat_k),
+            f"{at_k['n_tasks']} (without {len(beyond['excluded_tasks'])})",
+        )  # fmt: skip
     return [headline, curves, _slice_table(report), _reason_table(report)]
+
+
+def _rule(report: dict[str, Any]) -> str:
+    methods = report["methods"]
+    return (
+        f"{methods['confidence']:.0%} intervals: task-clustered SE, t quantile on T-1 df; "
+        f"n/a below {methods['min_tasks']} tasks"
+    )
+
+
+def k_limit_lines(report: dict[str, Any]) -> list[str]:
+    """Which tasks stop each view's pass@k / pass^k curve, and what --k-over-supporting left out."""
+    lines = []
+    for view, limits in report["k_limits"].items():
+        short = limits["limited_by"]
+        if short:
+            named = ", ".join(f"{t['task_id']} ({t['n']})" for t in short[:8])
+            more = f" and {len(short) - 8} more" if len(short) > 8 else ""
+            lines.append(
+                f"{view} view: k stops at {limits['kmax']}; tasks with fewer counted attempts "
+                f"than the most any task has: {named}{more}"
+            )
+        for k, beyond in limits["beyond"].items():
+            left = ", ".join(beyond["excluded_tasks"])
+            lines.append(
+                f"{view} view, k={k}*: over the tasks with at least {k} attempts; without {left}"
+            )
+    return lines
 
 
 def _slice_table(report: dict[str, Any]) -> Table:
     table = Table(title="slices (valid attempts)")
-    for column in ("by", "slice", "tasks", "success rate", "interval", "attempts"):
+    for column in (
+        "by",
+        "slice",
+        "tasks",
+        "success rate",
+        "interval",
+        "pass^k (k)",
+        "attempts",
+        "note",
+    ):
         table.add_column(column)
     view = report["summary"]["views"]["valid"]
     for by, key in (("label", "by_label"), ("horizon", "by_horizon")):
         for name, part in view[key].items():
             rate = part["success_rate"]
             if rate is None:
-                table.add_row(by, _plain(name), str(part["n_tasks"]), "no valid attempts", "", "0")
-            else:
                 table.add_row(
-                    by,
-                    _plain(name),
-                    str(part["n_tasks"]),
-                    f"{rate['estimate']:.3f}",
-                    _ci(rate),
-                    str(rate["attempts"]),
+                    by, _plain(name), str(part["n_tasks"]), "no valid attempts", "", "", "0", ""
                 )
+                continue
+            kmax = part["kmax"]
+            hat = part["pass_hat_k"][kmax]
+            table.add_row(
+                by,
+                _plain(name),
+                str(part["n_tasks"]),
+                f"{rate['estimate']:.3f}",
+                _ci(rate),
+                f"{hat['estimate']:.3f} {_ci(hat)} ({kmax})",
+                str(rate["attempts"]),
+                _plain(rate["note"]),
+            )
     return table
 
 
@@ -301,6 +352,8 @@ def report_footer(report: dict[str, Any]) -> str:
         f"p90 {cost['p90']:.4f}; per success {_maybe(per_success)} · latency per attempt: "
         f"mean {latency['mean']:.3f}s, median {latency['median']:.3f}s, p90 {latency['p90']:.3f}s"
     )
+    for limit in k_limit_lines(report):
+        line += "\n" + escape(printable(limit))
     if report["invalid_tasks_run"]:
         names = escape(printable(", ".join(report["invalid_tasks_run"])))
         line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
@@ -314,51 +367,125 @@ def _headline(report: dict[str, Any]) -> str:
     valid = report["pass_hat_k"].get(1)
     line = "pass^1: no valid attempts"
     if valid is not None:
-        line = f"pass^1 = {valid['estimate']:.3f} {_ci(valid)} over {valid['n_tasks']} tasks"
+        line = f"pass^1 = {valid['estimate']:.3f} {_said(valid)} over {valid['n_tasks']} tasks"
     strict = report["invalid_as_failure"]["success_rate"]
     if report["invalid_attempts"] and strict is not None:
         line += (
-            f" (valid attempts only) · {strict['estimate']:.3f} {_ci(strict)} counting "
+            f" (valid attempts only) · {strict['estimate']:.3f} {_said(strict)} counting "
             f"{report['invalid_attempts']} invalid attempts as failures"
         )
     return line
 
 
-def _ci(estimate: dict[str, Any]) -> str:
-    return f"[{estimate['ci_low']:.3f}, {estimate['ci_high']:.3f}]"
+def _ci(estimate: dict[str, Any], sign: str = "") -> str:
+    """The interval, "n/a" when the rule gives none, marked when it is an exact bound."""
+    if estimate["ci_low"] is None:
+        return "n/a"
+    text = f"[{estimate['ci_low']:{sign}.3f}, {estimate['ci_high']:{sign}.3f}]"
+    return text + (" bound" if estimate["method"] == "exact_bound" else "")
+
+
+def _said(estimate: dict[str, Any]) -> str:
+    """The interval, or why there is none."""
+    return _ci(estimate) if estimate["ci_low"] is not None else f"({estimate['note']})"
 
 
 def _maybe(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def _p(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
+
+
+SHOWN_K = 10
+"""Beyond this common k, the text shows a few k (every k is in --json)."""
+
+
 def comparison_tables(console: Console, data: dict[str, Any]) -> None:
-    console.print(
-        f"batch {data['batch_b']} against batch {data['batch_a']} (b - a), paired by task"
-    )
+    """Each view's differences b - a with interval, SE, t and p; then the tested task changes."""
+    console.print(_comparison_head(data), markup=False, highlight=False)
     for side in ("a", "b"):
         stated = data.get(f"decision_{side}") or {}
         lines = decision_lines(stated.get("decision"), stated.get("population"))
         console.print(printable(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
-    metrics = Table(title="mean difference with paired cluster-bootstrap interval")
-    for column in ("metric", "difference", "interval", "tasks"):
-        metrics.add_column(column)
-    for name, m in data["metrics"].items():
-        metrics.add_row(name, f"{m['mean_difference']:+.3f}", _ci(m), str(m["n_tasks"]))
-    console.print(metrics)
-    changed = Table(title="tasks that changed")
-    for column in ("task", "a", "b", "difference"):
+    for note in data["notes"]:
+        console.print(f"[bold yellow]{escape(printable(note))}[/]")
+    for view, title in (
+        ("valid", "valid attempts"),
+        ("strict", "invalid attempts count as failures"),
+    ):
+        if data["metrics"][view]:
+            console.print(_difference_table(data, view, title))
+    _print_changes(console, data)
+    for side in ("only_in_a", "only_in_b", "excluded_tasks"):
+        if data[side]:
+            names = printable(", ".join(data[side]))
+            console.print(f"{side.replace('_', ' ')}: {names}", markup=False, highlight=False)
+
+
+def _comparison_head(data: dict[str, Any]) -> str:
+    mode = "paired by task" if data["mode"] == "paired" else "UNPAIRED (too few shared tasks)"
+    line = f"batch {data['batch_b']} against batch {data['batch_a']} (b - a), {mode}: "
+    line += f"{len(data['paired_tasks'])} tasks in both with valid attempts"
+    if data["dropped_tasks"]:
+        line += (
+            f", {data['dropped_tasks']} dropped ({len(data['only_in_a'])} only in a, "
+            f"{len(data['only_in_b'])} only in b, {len(data['excluded_tasks'])} without valid "
+            "attempts on one side)"
+        )
+    return line
+
+
+def _difference_table(data: dict[str, Any], view: str, title: str) -> Table:
+    methods = data["methods"]
+    how = "paired, task-clustered SE; p from the paired t test"
+    if data["mode"] != "paired":
+        how = "UNPAIRED, Welch t"
+    table = Table(title=f"{title}: b - a, {methods['confidence']:.0%} interval ({how})")
+    for column in ("metric", "a", "b", "b - a", "interval", "SE", "t", "p", "tasks", "note"):
+        table.add_column(column)
+    for name, m in _shown(data["metrics"][view], data["common_k"][view]):
+        d = m["difference"]
+        table.add_row(
+            name, f"{m['a']['estimate']:.3f}", f"{m['b']['estimate']:.3f}", f"{d['estimate']:+.3f}",
+            _ci(d, "+"), _maybe(d["se"]), _maybe(m["statistic"]), _p(m["p_value"]),
+            str(d["n_tasks"]), _plain(d["note"]),
+        )  # fmt: skip
+    return table
+
+
+def _shown(metrics: dict[str, Any], common_k: int) -> list[tuple[str, Any]]:
+    """Every metric when the common k is small; otherwise k = 1, 2, 5, 10, ... and the last."""
+    keep = set(range(1, common_k + 1))
+    if common_k > SHOWN_K:
+        keep = {k for k in (1, 2, 3, 5, 10, 20, 50, 100) if k <= common_k} | {common_k}
+    return [(name, m) for name, m in metrics.items() if m["k"] is None or m["k"] in keep]
+
+
+def _print_changes(console: Console, data: dict[str, Any]) -> None:
+    test = data["per_task_test"]
+    head = (
+        f"per-task changes: Fisher's exact test on each task, Benjamini-Hochberg at FDR "
+        f"{test['fdr']:g}: {test['changed']} of {test['tested']} tasks changed"
+    )
+    console.print(head, markup=False, highlight=False)
+    if not test["changed"]:
+        console.print("(other per-task differences are within attempt noise: not findings)")
+        return
+    changed = Table(title="tasks that changed (surviving the FDR control)")
+    for column in ("task", "a", "b", "b - a", "p", "q"):
         changed.add_column(column)
     for task in data["per_task"]:
         if task["changed"]:
             changed.add_row(
                 _plain(task["task_id"]),
-                f"{task['a_rate']:.2f}",
-                f"{task['b_rate']:.2f}",
+                f"{task['a_c']}/{task['a_n']}",
+                f"{task['b_c']}/{task['b_n']}",
                 f"{task['difference']:+.2f}",
+                _p(task["p_value"]),
+                _p(task["q_value"]),
             )
     console.print(changed)
-    for side in ("only_in_a", "only_in_b"):
-        if data[side]:
-            names = printable(", ".join(data[side]))
-            console.print(f"{side.replace('_', ' ')}: {names}", markup=False, highlight=False)

@@ -1,0 +1,207 @@
+"""How long ``report --json`` takes on a large imported batch (prints figures; not a test).
+
+Builds a store holding one imported batch of ``--tasks`` x ``--attempts`` attempts (1,000,000
+by default) with direct batched inserts: each row is a valid ``AgentRun`` record of an import,
+with its record hash and chain link, so ``verify`` finds nothing wrong. Then times, in this
+process, the stages of the report (verify, reading the outcome columns, the statistics and
+the JSON), and the whole ``groundstate report BATCH --json`` command in a fresh process.
+
+Run: ``.venv/bin/python bench/report_scale.py [--tasks 10000 --attempts 100] [--keep DIR]
+[--stats-only]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from groundstate.analysis import OutcomeTable, batch_report
+from groundstate.store import BatchInfo, RunStore, chain_genesis, record_hash
+
+ROWS_PER_INSERT = 20_000
+
+
+def _batch(tasks: int, attempts: int) -> BatchInfo:
+    ids = [f"task-{i:06d}" for i in range(tasks)]
+    return BatchInfo(
+        batch_id=uuid.uuid4().hex[:12],
+        created_at=datetime.now(UTC),
+        suite="scale",
+        suite_path="scale.csv",
+        suite_hash="0" * 64,
+        system_spec_hash="imported:" + "0" * 16,
+        system_spec={"name": "scale"},
+        attempts=attempts,
+        seed=0,
+        task_revisions=dict.fromkeys(ids, 0),
+        task_weights=dict.fromkeys(ids, 1.0),
+        task_slices={i: [f"slice-{n % 7}"] for n, i in enumerate(ids)},
+        source="imported",
+    )
+
+
+def _template(batch: BatchInfo, started: str) -> str:
+    """A canonical record (sorted keys, no spaces) with %-slots for what varies by row."""
+    record: dict[str, object] = {
+        "artifact_locations": {}, "attempt": "@attempt", "batch_id": batch.batch_id,
+        "constraint_results": [], "cost": "@cost", "final_message": None,
+        "final_state_hash": None, "format_version": 2, "grader_revision": "imported",
+        "infrastructure_status": {"imported": True}, "initial_state_hash": None,
+        "latency": "@latency", "observation_action_log": [], "outcome_assertion_results": [],
+        "partial_score": None, "retry": 0, "retry_of": None, "run_id": "@run_id", "seed": 0,
+        "started_at": started, "success": "@success",
+        "system_spec_hash": batch.system_spec_hash, "task_id": "@task_id", "task_revision": 0,
+        "terminal_reason": "@reason", "usage": {"input_tokens": 0, "output_tokens": 0},
+    }  # fmt: skip
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+    for slot in ("attempt", "cost", "latency", "success"):
+        text = text.replace(f'"@{slot}"', f"%({slot})s")
+    for slot in ("run_id", "task_id", "reason"):
+        text = text.replace(f'"@{slot}"', f'"%({slot})s"')
+    return text
+
+
+def _rows(batch: BatchInfo, attempts: int, seed: int) -> Iterator[tuple[object, ...]]:
+    """Rows of the runs table in chain order. Records are canonical JSON, so a record's
+    hash is the sha256 of its text (what ``record_hash`` recomputes when verifying)."""
+    rng = np.random.default_rng(seed)
+    previous = chain_genesis(batch.batch_id, record_hash(batch.model_dump_json()))
+    started = batch.created_at.isoformat().replace("+00:00", "Z")
+    template = _template(batch, started)
+    seq = 0
+    for task_id in sorted(batch.task_revisions):
+        draws = rng.random(attempts).tolist()
+        p = float(rng.beta(2, 2))
+        for attempt, u in enumerate(draws, start=1):
+            seq += 1
+            reason = (
+                "environment_failure" if u > 0.995 else ("success" if u < p else "agent_failure")
+            )
+            run_id = f"{seq:032x}"
+            text = template % {
+                "attempt": attempt, "cost": repr(round(0.01 + u / 100, 6)),
+                "latency": repr(round(1 + 9 * u, 6)),
+                "success": "true" if reason == "success" else "false",
+                "run_id": run_id, "task_id": task_id, "reason": reason,
+            }  # fmt: skip
+            content = hashlib.sha256(text.encode("ascii")).hexdigest()
+            link = f'["{previous}", "{run_id}", "{content}", "{{}}"]'  # json.dumps of the list
+            previous = hashlib.sha256(link.encode("ascii")).hexdigest()
+            yield (
+                run_id, batch.batch_id, task_id, attempt, 0, reason, int(reason == "success"),
+                started, text, seq, content, "{}", previous,
+            )  # fmt: skip
+
+
+def build(path: Path, tasks: int, attempts: int, seed: int = 0) -> str:
+    """The store at *path* with one batch; returns its id."""
+    batch = _batch(tasks, attempts)
+    with RunStore(path) as store:
+        store.add_batch(batch)
+    db = __import__("sqlite3").connect(path)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=OFF")
+    rows = _rows(batch, attempts, seed)
+    last: tuple[object, ...] = ()
+    with db:
+        while chunk := [row for _, row in zip(range(ROWS_PER_INSERT), rows, strict=False)]:
+            db.executemany(
+                "INSERT INTO runs (run_id, batch_id, task_id, attempt, retry, terminal_reason, "
+                "success, created_at, record, seq, record_hash, artifact_hashes, chain_hash) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                chunk,
+            )
+            last = chunk[-1]
+        db.execute("INSERT INTO chains VALUES (?, ?, ?)", (batch.batch_id, last[9], last[12]))
+    db.close()
+    return batch.batch_id
+
+
+class _Clock:
+    """Wall and CPU seconds since it started: on a shared, loaded machine the CPU time of
+    this process is the better estimate of the wall time it would take alone."""
+
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def __str__(self) -> str:
+        wall, cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        return f"{wall:7.2f} s wall, {cpu:6.2f} s CPU"
+
+
+def _seconds(start: _Clock) -> str:
+    return str(start)
+
+
+def stages(path: Path, batch_id: str, verify: bool) -> None:
+    with RunStore(path) as store:
+        if verify:
+            start = _Clock()
+            found = len(store.verify(batch_id).problems)
+            print(f"  verify (every record and chain link)   {_seconds(start)}  problems: {found}")
+        start = _Clock()
+        batch = store.batch(batch_id)
+        rows = OutcomeTable.from_rows(store.outcome_rows(batch_id))
+        print(f"  read the outcome fields                {_seconds(start)}  tries: {len(rows)}")
+    start = _Clock()
+    data = batch_report(batch, rows)
+    print(f"  statistics (both views, all k, slices) {_seconds(start)}")
+    start = _Clock()
+    text = json.dumps(data)
+    print(f"  JSON                                   {_seconds(start)}  {len(text) / 1e6:.1f} MB")
+
+
+def command(path: Path, batch_id: str) -> str:
+    """Wall time and the child's CPU time of the whole command in a fresh process."""
+    wall, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    args = ["report", batch_id, "--json", "--store", str(path)]
+    subprocess.run(
+        [sys.executable, "-m", "groundstate.cli", *args],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env={**os.environ},
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return f"{time.perf_counter() - wall:.2f} s wall, {cpu:.2f} s CPU"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=10_000)
+    parser.add_argument("--attempts", type=int, default=100)
+    parser.add_argument("--keep", type=Path, help="Build the store here (reused if there).")
+    parser.add_argument("--stats-only", action="store_true", help="Skip verify and the command.")
+    args = parser.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="gs-scale-"))
+    path = folder / "runs.db"
+    if path.exists():
+        with RunStore(path) as store:
+            batch_id = store.batch().batch_id
+        print(f"reusing {path}")
+    else:
+        start = _Clock()
+        batch_id = build(path, args.tasks, args.attempts)
+        total = f"{args.tasks * args.attempts:,} attempts ({args.tasks:,} tasks x {args.attempts})"
+        print(f"built {total} in {_seconds(start)}")
+    print("report stages, in this process:")
+    stages(path, batch_id, verify=not args.stats_only)
+    if not args.stats_only:
+        print(f"`groundstate report {batch_id} --json`, a fresh process: {command(path, batch_id)}")
+
+
+if __name__ == "__main__":
+    main()

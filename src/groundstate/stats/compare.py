@@ -1,0 +1,511 @@
+"""Two batches compared: paired differences b - a of every metric in both views.
+
+Pairing on tasks removes between-task difficulty from the difference: each task
+contributes b's value minus a's, and the uncertainty is that of the mean of those
+differences (task-clustered SE, t quantile on T-1 degrees of freedom). When the batches share too
+few tasks, both sides are summarised separately and their difference gets a Welch-type
+interval, labelled ``unpaired``. Per-task changes are tested one by one (Fisher's exact
+test on successes / valid attempts) and listed only when they survive Benjamini-Hochberg
+at the stated false discovery rate; everything else about a single task is noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from groundstate.errors import GroundstateError
+from groundstate.stats.intervals import (
+    EXACT_BOUND,
+    MIN_TASKS,
+    NO_INTERVAL,
+    T_CR1,
+    WELCH_CR1,
+    Estimate,
+    bootstrap_blocks,
+    bootstrap_ks,
+    make_estimate,
+    t_quantile,
+    two_sided_p,
+)
+from groundstate.stats.outcomes import (
+    VIEWS,
+    FloatArray,
+    Outcome,
+    TaskCounts,
+    View,
+    _Record,
+    pass_curves,
+    task_counts,
+)
+from groundstate.stats.summary import methods
+
+DEFAULT_FDR = 0.05
+PER_TASK_TEST = "fisher_exact_two_sided"
+MULTIPLE_COMPARISONS = "benjamini_hochberg"
+Mode = Literal["paired", "unpaired"]
+
+
+class RevisionMismatch(GroundstateError, ValueError):
+    """The batches scored different versions of their tasks or suite: not comparable as is."""
+
+    def __init__(self, problems: Sequence[str], task_ids: Sequence[str] = ()) -> None:
+        self.problems = tuple(problems)
+        self.task_ids = tuple(task_ids)
+        """The tasks whose revision, versioning or weight differs."""
+        super().__init__(
+            "the batches are not comparable: " + "; ".join(self.problems)
+            + ". Compare anyway with --allow-mismatch (allow_mismatch=True)"
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Difference(_Record):
+    """One metric in one view: each side's value and the difference b - a."""
+
+    metric: str
+    """``success_rate``, ``pass_at_k``, ``pass_hat_k`` or ``partial_score``."""
+    k: int | None
+    view: str
+    a: Estimate
+    b: Estimate
+    difference: Estimate
+    """b - a; its interval is paired (t on the CR1 scale) or, in unpaired mode, Welch-type."""
+    statistic: float | None
+    """difference / SE (a t statistic); None when there is no test."""
+    p_value: float | None
+    """Two-sided; from t, or the exact sign test when every task moved by the full range."""
+
+    @property
+    def name(self) -> str:
+        return self.metric if self.k is None else f"{self.metric.removesuffix('_k')}_{self.k}"
+
+
+@dataclass(frozen=True)
+class TaskChange(_Record):
+    task_id: str
+    a_c: int
+    a_n: int
+    b_c: int
+    b_n: int
+    a_rate: float
+    b_rate: float
+    difference: float
+    """``b_rate - a_rate`` (valid attempts)."""
+    p_value: float
+    """Fisher's exact test, two-sided, on successes / valid attempts of the two batches."""
+    q_value: float
+    """Benjamini-Hochberg adjusted p-value over every paired task."""
+    changed: bool
+    """``q_value <= fdr``: a change that survives the multiple-comparison control."""
+
+
+@dataclass(frozen=True)
+class Comparison(_Record):
+    mode: Mode
+    paired_tasks: tuple[str, ...]
+    """In both batches with valid attempts on both sides."""
+    only_in_a: tuple[str, ...]
+    only_in_b: tuple[str, ...]
+    excluded_tasks: tuple[str, ...]
+    """In both batches but without a valid attempt on one side."""
+    common_k: dict[str, int]
+    """Per view: the largest k every compared task supports on both sides."""
+    differences: tuple[Difference, ...]
+    per_task: tuple[TaskChange, ...]
+    changed: tuple[TaskChange, ...]
+    fdr: float
+    mismatches: tuple[str, ...]
+    """Revision or suite differences that were allowed (``allow_mismatch``)."""
+    notes: tuple[str, ...]
+    seed: int
+    n_boot: int
+    methods: dict[str, Any]
+
+    @property
+    def dropped_tasks(self) -> int:
+        """Tasks of either batch left out of the pairing."""
+        return len(self.only_in_a) + len(self.only_in_b) + len(self.excluded_tasks)
+
+    def find(self, metric: str, view: str = "valid", k: int | None = None) -> Difference:
+        for d in self.differences:
+            if (d.metric, d.view, d.k) == (metric, view, k):
+                return d
+        raise KeyError(f"no {metric} (k={k}) in the {view} view")
+
+    @property
+    def success_rate_difference(self) -> Estimate:
+        return self.find("success_rate").difference
+
+    @property
+    def a_success_rate(self) -> Estimate:
+        return self.find("success_rate").a
+
+    @property
+    def b_success_rate(self) -> Estimate:
+        return self.find("success_rate").b
+
+
+# --- per-task tests ---------------------------------------------------------------------------
+
+
+@cache
+def fisher_p(a_c: int, a_n: int, b_c: int, b_n: int) -> float:
+    """Two-sided Fisher exact p-value of successes a_c / a_n against b_c / b_n."""
+    table = [[a_c, a_n - a_c], [b_c, b_n - b_c]]
+    return float(scipy_stats.fisher_exact(table, alternative="two-sided").pvalue)
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """BH adjusted p-values (q-values): q_(i) = min over j >= i of m p_(j) / j, at most 1.
+
+    Rejecting every hypothesis with q <= alpha controls the false discovery rate at alpha
+    for independent (or positively dependent) tests.
+    """
+    m = len(p_values)
+    if m == 0:
+        return []
+    order = np.argsort(p_values, kind="stable")
+    ranked = np.asarray(p_values, dtype=np.float64)[order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
+    out = np.empty(m)
+    out[order] = adjusted
+    return out.tolist()
+
+
+def _task_changes(pairs: list[tuple[TaskCounts, TaskCounts]], fdr: float) -> tuple[TaskChange, ...]:
+    p_values = [fisher_p(a.c, a.n, b.c, b.n) for a, b in pairs]
+    q_values = benjamini_hochberg(p_values)
+    return tuple(
+        TaskChange(
+            a.task_id,
+            a.c,
+            a.n,
+            b.c,
+            b.n,
+            a.c / a.n,
+            b.c / b.n,
+            b.c / b.n - a.c / a.n,
+            p,
+            q,
+            q <= fdr,
+        )
+        for (a, b), p, q in zip(pairs, p_values, q_values, strict=True)
+    )
+
+
+# --- pairing checks -------------------------------------------------------------------------
+
+
+def task_mismatches(
+    a: dict[str, TaskCounts], b: dict[str, TaskCounts], shared: list[str]
+) -> list[str]:
+    """Per-task reasons the two batches are not the same evaluation, one line each."""
+    problems = []
+    revised = [
+        i for i in shared if a[i].revision and b[i].revision and a[i].revision != b[i].revision
+    ]
+    if revised:
+        shown = ", ".join(f"{i} ({a[i].revision} vs {b[i].revision})" for i in revised)
+        problems.append(f"task_revision differs for {shown}")
+    for side, mine, other in (("a", a, b), ("b", b, a)):
+        bare = [i for i in shared if not mine[i].revision and other[i].revision]
+        if bare:
+            problems.append(
+                f"batch {side} does not version {len(bare)} tasks the other batch versions "
+                f"(an unversioned import?): {', '.join(bare)}"
+            )
+    reweighted = [i for i in shared if a[i].weight != b[i].weight]
+    if reweighted:
+        problems.append(
+            "task weight differs for " + ", ".join(reweighted) + " (a's weights are used)"
+        )
+    return problems
+
+
+def _mismatched_tasks(
+    a: dict[str, TaskCounts], b: dict[str, TaskCounts], shared: list[str]
+) -> list[str]:
+    return [i for i in shared if (a[i].revision, a[i].weight) != (b[i].revision, b[i].weight)]
+
+
+# --- the comparison ---------------------------------------------------------------------------
+
+
+def compare(
+    a_outcomes: Iterable[Outcome],
+    b_outcomes: Iterable[Outcome],
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    fdr: float = DEFAULT_FDR,
+    allow_mismatch: bool = False,
+    batch_mismatches: Sequence[str] = (),
+) -> Comparison:
+    """Differences b - a of every metric in both views (see the module docstring).
+
+    Raises :class:`RevisionMismatch` when task revisions, versioning or weights differ, or
+    *batch_mismatches* (e.g. different suite hashes) is not empty, unless *allow_mismatch*.
+    """
+    a_list, b_list = list(a_outcomes), list(b_outcomes)
+    return compare_counts(
+        {v: task_counts(a_list, v) for v in VIEWS},
+        {v: task_counts(b_list, v) for v in VIEWS},
+        seed=seed, n_boot=n_boot, fdr=fdr, allow_mismatch=allow_mismatch,
+        batch_mismatches=batch_mismatches,
+    )  # fmt: skip
+
+
+def compare_counts(
+    a_counts: Mapping[View, list[TaskCounts]],
+    b_counts: Mapping[View, list[TaskCounts]],
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    fdr: float = DEFAULT_FDR,
+    allow_mismatch: bool = False,
+    batch_mismatches: Sequence[str] = (),
+) -> Comparison:
+    """:func:`compare` from per-task counts of both views (what large batches are counted
+    into without an object per attempt)."""
+    if not 0 < fdr < 1:
+        raise ValueError(f"fdr must lie strictly between 0 and 1, got {fdr}")
+    counts = {v: (_by_id(a_counts[v]), _by_id(b_counts[v])) for v in VIEWS}
+    a, b = counts["valid"]
+    shared = sorted(a.keys() & b.keys())
+    mismatches = [*batch_mismatches, *task_mismatches(a, b, shared)]
+    if mismatches and not allow_mismatch:
+        raise RevisionMismatch(mismatches, _mismatched_tasks(a, b, shared))
+    paired = [i for i in shared if a[i].n > 0 and b[i].n > 0]
+    mode, notes = _mode(paired, a, b)
+    differences: list[Difference] = []
+    common_k: dict[str, int] = {}
+    sides = [(view, *counts[view]) for view in VIEWS]
+    if mode == "paired":
+        rows = sorted(i for i in shared if counts["strict"][0][i].n and counts["strict"][1][i].n)
+        blocks = [_paired_block(view, va, vb, rows) for view, va, vb in sides]
+        drawn = bootstrap_blocks([bl.boot_input() for bl in blocks], seed=seed, n_boot=n_boot)
+        boots: list[list[tuple[float, float]] | None] = list(drawn) if drawn else [None, None]
+        for bl, boot in zip(blocks, boots, strict=True):
+            common_k[bl.view] = bl.k
+            differences += bl.differences(boot)
+    else:
+        for view, va, vb in sides:
+            k, found = _unpaired(view, va, vb)
+            common_k[view] = k
+            differences += found
+    per_task = _task_changes([(a[i], b[i]) for i in paired], fdr)
+    return Comparison(
+        mode=mode,
+        paired_tasks=tuple(paired),
+        only_in_a=tuple(sorted(a.keys() - b.keys())),
+        only_in_b=tuple(sorted(b.keys() - a.keys())),
+        excluded_tasks=tuple(i for i in shared if a[i].n == 0 or b[i].n == 0),
+        common_k=common_k,
+        differences=tuple(differences),
+        per_task=per_task,
+        changed=tuple(c for c in per_task if c.changed),
+        fdr=fdr,
+        mismatches=tuple(mismatches),
+        notes=tuple(notes),
+        seed=seed,
+        n_boot=n_boot,
+        methods={
+            **methods(seed, n_boot),
+            "test": T_CR1 if mode == "paired" else WELCH_CR1,
+            "per_task_test": PER_TASK_TEST,
+            "multiple_comparisons": MULTIPLE_COMPARISONS,
+            "fdr": fdr,
+        },
+    )
+
+
+def _by_id(counts: list[TaskCounts]) -> dict[str, TaskCounts]:
+    return {t.task_id: t for t in counts}
+
+
+def _mode(
+    paired: list[str], a: dict[str, TaskCounts], b: dict[str, TaskCounts]
+) -> tuple[Mode, list[str]]:
+    """Paired on the shared tasks unless they are too few and each side alone has enough."""
+    if len(paired) >= MIN_TASKS:
+        return "paired", []
+    a_tasks, b_tasks = sum(t.n > 0 for t in a.values()), sum(t.n > 0 for t in b.values())
+    if paired and min(a_tasks, b_tasks) < MIN_TASKS:
+        return "paired", [f"only {len(paired)} paired tasks: intervals are n/a"]
+    return "unpaired", [
+        f"{len(paired)} tasks with valid attempts in both batches (fewer than {MIN_TASKS}): "
+        f"UNPAIRED comparison of {a_tasks} tasks of a with {b_tasks} tasks of b; "
+        "between-task differences are not removed"
+    ]
+
+
+@dataclass(frozen=True)
+class _PairedBlock:
+    """The paired tasks of one view as per-task value columns of both sides."""
+
+    view: View
+    k: int
+    names: list[str]
+    a_values: FloatArray
+    b_values: FloatArray
+    w: FloatArray
+    a_n: np.ndarray[Any, np.dtype[np.int64]]
+    b_n: np.ndarray[Any, np.dtype[np.int64]]
+    columns: list[tuple[str, int | None]]
+    rows: list[np.ndarray[Any, np.dtype[np.bool_]]]
+    """Which tasks count for each column (partial score: those scored on both sides)."""
+
+    def boot_columns(self) -> list[int]:
+        """Columns that get a bootstrap second opinion (every k of :func:`bootstrap_ks`)."""
+        ks = set(bootstrap_ks(self.k))
+        return [j for j, (_, k) in enumerate(self.columns) if k is None or k in ks]
+
+    def boot_input(self) -> tuple[FloatArray, FloatArray]:
+        picked = self.boot_columns()
+        weights = np.zeros((len(self.w), len(picked)))
+        for out, j in enumerate(picked):
+            weights[:, out] = np.where(self.rows[j], self.w, 0.0)
+        return np.nan_to_num(self.b_values[:, picked] - self.a_values[:, picked]), weights
+
+    def differences(self, boot: list[tuple[float, float]] | None) -> list[Difference]:
+        drawn = dict(zip(self.boot_columns(), boot or [], strict=False))
+        found = []
+        for j, ((metric, k), rows) in enumerate(zip(self.columns, self.rows, strict=True)):
+            if not rows.any():
+                continue
+            a = make_estimate(self.a_values[rows, j], self.w[rows], self.a_n[rows])
+            b = make_estimate(self.b_values[rows, j], self.w[rows], self.b_n[rows])
+            diff = make_estimate(
+                self.b_values[rows, j] - self.a_values[rows, j], self.w[rows],
+                self.a_n[rows] + self.b_n[rows], drawn.get(j), difference=True,
+            )  # fmt: skip
+            found.append(Difference(metric, k, self.view, a, b, diff, *_test(diff)))
+        return found
+
+
+def _paired_block(
+    view: View, a: dict[str, TaskCounts], b: dict[str, TaskCounts], names: list[str]
+) -> _PairedBlock:
+    """Rows are *names* in every view, so all views share one bootstrap draw; a task
+    without a counted attempt on a side in this view counts for none of its columns."""
+    a_side, b_side = [a[i] for i in names], [b[i] for i in names]
+    ok = np.array(
+        [x.n > 0 and y.n > 0 for x, y in zip(a_side, b_side, strict=True)], dtype=np.bool_
+    )
+    k = min((min(x.n, y.n) for x, y in zip(a_side, b_side, strict=True) if x.n and y.n), default=0)
+    a_values, columns = _value_columns(a_side, k)
+    b_values, _ = _value_columns(b_side, k)
+    scored = ok & np.array(
+        [
+            x.partial is not None and y.partial is not None
+            for x, y in zip(a_side, b_side, strict=True)
+        ],
+        dtype=np.bool_,
+    )
+    rows = [scored if metric == "partial_score" else ok for metric, _ in columns]
+    return _PairedBlock(
+        view, k, names, a_values, b_values,
+        np.array([t.weight for t in a_side], dtype=np.float64),
+        np.array([t.n for t in a_side], dtype=np.int64),
+        np.array([t.n for t in b_side], dtype=np.int64),
+        columns, rows,
+    )  # fmt: skip
+
+
+def _value_columns(
+    side: list[TaskCounts], k: int
+) -> tuple[FloatArray, list[tuple[str, int | None]]]:
+    """Per-task success rate, pass@1..k, pass^1..k and partial score, as columns."""
+    n = np.array([t.n for t in side], dtype=np.float64)
+    c = np.array([t.c for t in side], dtype=np.float64)
+    at, hat = pass_curves(n, c, k)
+    partial = np.array([np.nan if t.partial is None else t.partial for t in side], dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = c / n
+    values = np.column_stack([rate, at, hat, partial]) if len(side) else np.zeros((0, 2 + 2 * k))
+    columns: list[tuple[str, int | None]] = [("success_rate", None)]
+    columns += [("pass_at_k", j) for j in range(1, k + 1)] + [
+        ("pass_hat_k", j) for j in range(1, k + 1)
+    ]
+    return values, [*columns, ("partial_score", None)]
+
+
+def _test(diff: Estimate) -> tuple[float | None, float | None]:
+    """The paired t statistic and its two-sided p-value; the exact sign test when every
+    task moved by the whole range the same way (t would divide by a zero spread)."""
+    if diff.method == T_CR1 and diff.se:
+        statistic = diff.estimate / diff.se
+        return statistic, two_sided_p(statistic, diff.n_tasks - 1)
+    if diff.method == EXACT_BOUND and diff.estimate != 0:
+        return None, min(1.0, 2 * 0.5**diff.n_tasks)
+    return None, None
+
+
+# --- unpaired fallback -----------------------------------------------------------------------
+
+
+def _unpaired(
+    view: View, a: dict[str, TaskCounts], b: dict[str, TaskCounts]
+) -> tuple[int, list[Difference]]:
+    a_side = [t for t in a.values() if t.n > 0]
+    b_side = [t for t in b.values() if t.n > 0]
+    if not a_side or not b_side:
+        return 0, []
+    k = min(min(t.n for t in a_side), min(t.n for t in b_side))
+    a_values, columns = _value_columns(a_side, k)
+    b_values, _ = _value_columns(b_side, k)
+    found = []
+    for j, (metric, kk) in enumerate(columns):
+        a_rows, b_rows = ~np.isnan(a_values[:, j]), ~np.isnan(b_values[:, j])
+        if not (a_rows.any() and b_rows.any()):
+            continue
+        ea = make_estimate(a_values[a_rows, j], _weights(a_side)[a_rows], _ns(a_side)[a_rows])
+        eb = make_estimate(b_values[b_rows, j], _weights(b_side)[b_rows], _ns(b_side)[b_rows])
+        diff = welch(ea, eb)
+        found.append(Difference(metric, kk, view, ea, eb, diff, *_welch_test(diff)))
+    return k, found
+
+
+def _weights(side: list[TaskCounts]) -> FloatArray:
+    return np.array([t.weight for t in side], dtype=np.float64)
+
+
+def _ns(side: list[TaskCounts]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    return np.array([t.n for t in side], dtype=np.int64)
+
+
+def welch(a: Estimate, b: Estimate) -> Estimate:
+    """b - a of two independent task samples: SE from both CR1 SEs, Welch-Satterthwaite df."""
+    estimate = b.estimate - a.estimate
+    base = dict(
+        estimate=estimate, n_tasks=a.n_tasks + b.n_tasks, attempts=a.attempts + b.attempts,
+        min_n=min(a.min_n, b.min_n), max_n=max(a.max_n, b.max_n),
+    )  # fmt: skip
+    if min(a.n_tasks, b.n_tasks) < MIN_TASKS or a.se is None or b.se is None:
+        note = f"n/a: unpaired intervals need at least {MIN_TASKS} tasks on each side"
+        return Estimate(ci_low=None, ci_high=None, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
+    se = math.hypot(a.se, b.se)
+    if se == 0:
+        note = "n/a: no spread between tasks on either side"
+        return Estimate(ci_low=None, ci_high=None, se=0.0, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
+    va, vb = a.se**2, b.se**2
+    df = (va + vb) ** 2 / (va**2 / (a.n_tasks - 1) + vb**2 / (b.n_tasks - 1))
+    q = t_quantile(df)
+    return Estimate(
+        ci_low=max(-1.0, estimate - q * se), ci_high=min(1.0, estimate + q * se), se=se, df=df,
+        method=WELCH_CR1, note="unpaired", **base,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+def _welch_test(diff: Estimate) -> tuple[float | None, float | None]:
+    if diff.method != WELCH_CR1 or not diff.se or diff.df is None:
+        return None, None
+    statistic = diff.estimate / diff.se
+    return statistic, two_sided_p(statistic, diff.df)

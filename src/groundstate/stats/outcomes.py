@@ -1,0 +1,274 @@
+"""From attempts to per-task counts, and the per-task estimators of pass@k and pass^k."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from fractions import Fraction
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+View = Literal["valid", "strict"]
+VIEWS: tuple[View, ...] = ("valid", "strict")
+HORIZON_BUCKETS: tuple[str, ...] = ("1-3", "4-7", "8-12", "13+", "unknown")
+_BUCKET_UPPER_BOUNDS: tuple[tuple[int, str], ...] = ((3, "1-3"), (7, "4-7"), (12, "8-12"))
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What statistics need from one attempt's record."""
+
+    task_id: str
+    attempt: int
+    success: bool
+    valid: bool = True
+    """False for environment_failure / grader_failure attempts."""
+    terminal_reason: str = "success"
+    """E.g. ``"agent_failure/step_limit"``, ``"environment_failure"``."""
+    weight: float = 1.0
+    """Declared task weight."""
+    slice_labels: tuple[str, ...] = ()
+    horizon: int | None = None
+    """Steps of the task's oracle solution."""
+    cost: float = 0.0
+    latency: float = 0.0
+    """Seconds."""
+    task_revision: str = ""
+    """Empty when the task is unversioned (e.g. an import without revisions)."""
+    partial_score: float | None = None
+    """The rubric's partial credit in [0, 1], if the task has a rubric."""
+
+
+@dataclass(frozen=True)
+class _Record:
+    """Base of the result types: plain frozen dataclasses that become JSON-able dicts."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Nested plain dicts; mapping keys stay Python values (``k`` is an int here,
+        a string once passed through JSON). What ``dataclasses.asdict`` gives, without its
+        deep copies (a report holds thousands of estimates)."""
+        plain: dict[str, Any] = _plain(self)
+        return plain
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, _Record):
+        return {name: _plain(getattr(value, name)) for name in _field_names(type(value))}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_plain(v) for v in value)
+    return value
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(kind: type) -> tuple[str, ...]:
+    if kind not in _FIELD_NAMES:
+        _FIELD_NAMES[kind] = tuple(f.name for f in fields(kind))
+    return _FIELD_NAMES[kind]
+
+
+@dataclass(frozen=True)
+class TaskCounts(_Record):
+    """One task's denominators under one view."""
+
+    task_id: str
+    n: int
+    """Attempts counted under the view."""
+    c: int
+    """Successes among them (an invalid attempt never counts as a success)."""
+    invalid: int
+    weight: float
+    labels: tuple[str, ...]
+    horizon: int | None
+    revision: str
+    partial: float | None = None
+    """Mean partial score over the counted attempts that carry one (an invalid attempt
+    scores 0 in the strict view); None when none does."""
+
+
+# --- per-task estimators -------------------------------------------------------------------
+
+
+def _check_nck(n: int, c: int, k: int) -> None:
+    if not 0 <= c <= n:
+        raise ValueError(f"need 0 <= c <= n, got n={n}, c={c}")
+    if not 1 <= k <= n:
+        raise ValueError(f"k={k} must lie in 1..n={n}")
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate of P(at least one of k attempts succeeds): 1 - C(n-c,k)/C(n,k).
+
+    Binomials are exact integers and the ratio a Fraction, so n in the tens of
+    thousands neither overflows nor cancels; only the final value is rounded.
+    """
+    _check_nck(n, c, k)
+    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate of P(all k attempts succeed), tau-bench's pass^k: C(c,k)/C(n,k)."""
+    _check_nck(n, c, k)
+    return float(Fraction(math.comb(c, k), math.comb(n, k)))
+
+
+def pass_curves(n: npt.ArrayLike, c: npt.ArrayLike, kmax: int) -> tuple[FloatArray, FloatArray]:
+    """pass@k and pass^k of many tasks for k = 1..kmax at once, as (tasks, kmax) arrays.
+
+    C(c,k)/C(n,k) is the running product of (c-j)/(n-j) for j < k, so the whole curve
+    costs one cumulative product instead of a binomial pair per k; each value carries
+    at most about k rounding errors (checked against the exact rationals in the tests).
+    A task with fewer than k attempts has no value there: NaN.
+    """
+    ns = np.asarray(n, dtype=np.float64)[:, None]
+    cs = np.asarray(c, dtype=np.float64)[:, None]
+    j = np.arange(max(kmax, 0), dtype=np.float64)[None, :]
+    denominator = ns - j
+    supported = denominator > 0
+    safe = np.where(supported, denominator, 1.0)
+    hat = np.cumprod(np.clip(cs - j, 0.0, None) / safe, axis=1)
+    none = np.cumprod(np.clip(ns - cs - j, 0.0, None) / safe, axis=1)
+    return np.where(supported, 1.0 - none, np.nan), np.where(supported, hat, np.nan)
+
+
+# --- counting -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What a task declares that statistics read."""
+
+    weight: float = 1.0
+    labels: tuple[str, ...] = ()
+    horizon: int | None = None
+    revision: str = ""
+    """Empty when the task is unversioned."""
+
+
+@dataclass(frozen=True)
+class AttemptColumns:
+    """The counted try of every attempt as columns: the form large batches are counted in."""
+
+    task_ids: tuple[str, ...]
+    """Distinct task ids, sorted."""
+    task: npt.NDArray[np.int64]
+    """Each attempt's task, as an index into ``task_ids``."""
+    valid: npt.NDArray[np.bool_]
+    success: npt.NDArray[np.bool_]
+    partial: FloatArray
+    """NaN where the attempt has no partial score."""
+
+
+def task_counts(outcomes: Iterable[Outcome], view: View = "valid") -> list[TaskCounts]:
+    """Count attempts and successes per task under one view, sorted by task id.
+
+    Sorting makes every downstream resample independent of record order. In the
+    strict view n is every record of the task, so an invalid attempt and its retry
+    (if stored as a separate outcome) both count.
+    """
+    if view not in VIEWS:
+        raise ValueError(f"unknown view {view!r}; expected one of {VIEWS}")
+    records = list(outcomes)
+    task_ids, task = encode([o.task_id for o in records])
+    columns = AttemptColumns(
+        task_ids=task_ids,
+        task=task,
+        valid=np.array([o.valid for o in records], dtype=np.bool_),
+        success=np.array([o.success for o in records], dtype=np.bool_),
+        partial=np.array(
+            [np.nan if o.partial_score is None else o.partial_score for o in records],
+            dtype=np.float64,
+        ),
+    )
+    return count_columns(columns, _declared(records))[view]
+
+
+def _declared(records: list[Outcome]) -> dict[str, TaskInfo]:
+    """Each task's declared attributes, which must agree across its attempts: disagreement
+    means records of different task definitions were mixed into one batch."""
+    declared: dict[str, TaskInfo] = {}
+    for o in records:
+        info = TaskInfo(o.weight, o.slice_labels, o.horizon, o.task_revision)
+        if declared.setdefault(o.task_id, info) != info:
+            raise ValueError(
+                f"task {o.task_id!r}: attempts disagree on weight, labels, horizon or revision"
+            )
+    return declared
+
+
+def encode(values: Sequence[str]) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
+    """Distinct *values* sorted, and each value's index among them: strings become integer
+    codes once (a dict lookup each), so grouping and sorting never compare strings."""
+    distinct = tuple(sorted(set(values)))
+    index = {value: i for i, value in enumerate(distinct)}
+    return distinct, np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
+
+
+def count_columns(
+    columns: AttemptColumns, tasks: Mapping[str, TaskInfo]
+) -> dict[View, list[TaskCounts]]:
+    """Per-task counts of both views, sorted by task id, from one row per counted attempt.
+
+    Each count is one ``np.bincount`` over the task codes: a million attempts cost no sort
+    and no Python loop over attempts.
+    """
+    size = len(columns.task_ids)
+    valid, success, partial = columns.valid, columns.success, columns.partial
+
+    def per_task(weights: npt.NDArray[Any]) -> FloatArray:
+        return np.bincount(columns.task, weights=weights, minlength=size).astype(np.float64)
+
+    total = np.bincount(columns.task, minlength=size)
+    invalid = per_task(~valid)
+    c = per_task(success & valid)
+    scored = valid & ~np.isnan(partial)
+    n_scored = per_task(scored)
+    score_sum = per_task(np.where(scored, partial, 0.0))
+    ids = [(row, task_id) for row, task_id in enumerate(columns.task_ids) if total[row]]
+    counts: dict[View, list[TaskCounts]] = {"valid": [], "strict": []}
+    for row, task_id in ids:
+        info = tasks.get(task_id, TaskInfo())
+        if not (math.isfinite(info.weight) and info.weight > 0):
+            raise ValueError(f"task {task_id!r}: weight must be positive, got {info.weight}")
+        bad, scored_here = int(invalid[row]), int(n_scored[row])
+        for view, n, denominator in (
+            ("valid", int(total[row]) - bad, scored_here),
+            ("strict", int(total[row]), scored_here + bad),
+        ):
+            partial_mean = float(score_sum[row]) / denominator if scored_here else None
+            counts[view].append(  # type: ignore[index]
+                TaskCounts(
+                    task_id,
+                    n,
+                    int(c[row]),
+                    bad,
+                    info.weight,
+                    info.labels,
+                    info.horizon,
+                    info.revision,
+                    partial_mean,
+                )
+            )
+    return counts
+
+
+def supported_k(counts: Iterable[TaskCounts]) -> int:
+    """Largest k every counted task supports (min n over tasks with n > 0); 0 if none."""
+    return min((t.n for t in counts if t.n > 0), default=0)
+
+
+def horizon_bucket(horizon: int | None) -> str:
+    """Length slice of a task, by its oracle solution's step count."""
+    if horizon is None:
+        return "unknown"
+    if horizon < 1:
+        raise ValueError(f"horizon must be at least one step, got {horizon}")
+    return next((name for upper, name in _BUCKET_UPPER_BOUNDS if horizon <= upper), "13+")

@@ -1,0 +1,433 @@
+"""One batch's numbers: suite values of both views, k limits, slices, reasons, cost."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from groundstate.stats.intervals import (
+    AC_T_CR1,
+    BOOTSTRAP_METHOD,
+    CONFIDENCE,
+    MIN_TASKS,
+    Estimate,
+    bootstrap_blocks,
+    bootstrap_ks,
+    make_estimate,
+)
+from groundstate.stats.outcomes import (
+    HORIZON_BUCKETS,
+    VIEWS,
+    FloatArray,
+    Outcome,
+    TaskCounts,
+    View,
+    _Record,
+    horizon_bucket,
+    pass_curves,
+    supported_k,
+    task_counts,
+)
+
+
+@dataclass(frozen=True)
+class SliceSummary(_Record):
+    n_tasks: int
+    """Tasks in the slice, including those with no counted attempt."""
+    excluded_tasks: tuple[str, ...]
+    kmax: int
+    """Largest k every counted task of the slice supports."""
+    success_rate: Estimate | None
+    pass_hat_k: dict[int, Estimate]
+    """pass^k for k = 1..kmax over the slice's tasks."""
+
+
+@dataclass(frozen=True)
+class BeyondK(_Record):
+    """pass@k and pass^k at a k some tasks cannot support, over the tasks that can."""
+
+    pass_at_k: Estimate
+    pass_hat_k: Estimate
+    excluded_tasks: tuple[str, ...]
+    """Counted tasks with fewer than k attempts in this view, left out at this k."""
+
+
+@dataclass(frozen=True)
+class ViewSummary(_Record):
+    view: str
+    n_tasks: int
+    """Tasks with at least one counted attempt."""
+    excluded_tasks: tuple[str, ...]
+    """Tasks with no counted attempt: they carry no estimate and are left out."""
+    kmax: int
+    """Largest k every counted task supports (capped by ``max_k``)."""
+    k_limited_by: tuple[tuple[str, int], ...]
+    """(task, counted attempts) of the tasks with fewer attempts than the most any task
+    has: the ones that stop the common curve early, fewest first."""
+    success_rate: Estimate | None
+    pass_at_k: dict[int, Estimate]
+    pass_hat_k: dict[int, Estimate]
+    beyond_k: dict[int, BeyondK]
+    """With ``k_over_supporting``: k above ``kmax`` over the tasks that support it."""
+    partial_score: Estimate | None
+    """Mean partial score over tasks that have one; None when no task has a rubric."""
+    by_label: dict[str, SliceSummary]
+    by_horizon: dict[str, SliceSummary]
+
+
+@dataclass(frozen=True)
+class Distribution(_Record):
+    total: float
+    mean: float
+    median: float
+    p90: float
+
+
+@dataclass(frozen=True)
+class InvalidStats(_Record):
+    count: int
+    rate: float
+    """Invalid attempts over all attempts."""
+    by_reason: dict[str, int]
+    """Keyed by the part of the terminal reason before ``/``."""
+    rate_by_reason: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Summary(_Record):
+    n_tasks: int
+    attempts: int
+    views: dict[str, ViewSummary]
+    terminal_reasons: dict[str, int]
+    invalid: InvalidStats
+    cost: Distribution
+    latency: Distribution
+    cost_per_success: float | None
+    seed: int
+    n_boot: int
+    methods: dict[str, Any]
+    """The interval rule, its confidence and minimum tasks, and the bootstrap's name."""
+
+
+def methods(seed: int, n_boot: int) -> dict[str, Any]:
+    """How the intervals of a summary or comparison were made, for its JSON."""
+    return {
+        "interval": AC_T_CR1,
+        "confidence": CONFIDENCE,
+        "min_tasks": MIN_TASKS,
+        "bootstrap": BOOTSTRAP_METHOD,
+        "seed": seed,
+        "n_boot": n_boot,
+    }
+
+
+# --- suite values from task counts ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The tasks of one view as arrays, their curves, and the task-index of each array row."""
+
+    counts: list[TaskCounts]
+    used: npt.NDArray[np.bool_]
+    n: npt.NDArray[np.int64]
+    c: npt.NDArray[np.int64]
+    w: FloatArray
+    at: FloatArray
+    hat: FloatArray
+
+    @classmethod
+    def of(cls, counts: list[TaskCounts], k_top: int) -> _Columns:
+        n = np.array([t.n for t in counts], dtype=np.int64)
+        c = np.array([t.c for t in counts], dtype=np.int64)
+        w = np.array([t.weight for t in counts], dtype=np.float64)
+        at, hat = pass_curves(n, c, k_top)
+        return cls(counts, n > 0, n, c, w, at, hat)
+
+    def rate(self) -> FloatArray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.used, self.c / np.maximum(self.n, 1), np.nan)
+
+    def estimate(
+        self,
+        values: FloatArray,
+        rows: npt.NDArray[np.bool_],
+        boot: tuple[float, float] | None = None,
+    ) -> Estimate:
+        return make_estimate(values[rows], self.w[rows], self.n[rows], boot=boot)
+
+    def names(self, rows: npt.NDArray[np.bool_] | Sequence[bool]) -> tuple[str, ...]:
+        return tuple(t.task_id for t, keep in zip(self.counts, rows, strict=True) if keep)
+
+
+def _check_k(counts: Sequence[TaskCounts], k: int) -> None:
+    kmax = supported_k(counts)
+    if not 1 <= k <= kmax:
+        raise ValueError(f"k={k} outside 1..{kmax}: every task needs at least k counted attempts")
+
+
+def _single(
+    counts: Iterable[TaskCounts], column: Callable[[_Columns], FloatArray], k_top: int
+) -> Estimate:
+    used = [t for t in counts if t.n > 0]
+    if not used:
+        raise ValueError("no task has a counted attempt")
+    cols = _Columns.of(used, k_top)
+    return cols.estimate(column(cols), cols.used)
+
+
+def suite_success_rate(counts: Iterable[TaskCounts], *, seed: int = 0, n_boot: int = 0) -> Estimate:
+    """Weighted mean of per-task success rates c/n (not pooled attempts: a task with
+    more attempts must not weigh more). *seed* and *n_boot* are kept for callers of the
+    former API; single values carry no bootstrap."""
+    return _single(counts, _Columns.rate, 0)
+
+
+def suite_pass_at_k(
+    counts: Iterable[TaskCounts], k: int, *, seed: int = 0, n_boot: int = 0
+) -> Estimate:
+    """Weighted mean of per-task pass@k; k may not exceed any counted task's n."""
+    used = list(counts)
+    _check_k(used, k)
+    return _single(used, lambda cols: cols.at[:, k - 1], k)
+
+
+def suite_pass_hat_k(
+    counts: Iterable[TaskCounts], k: int, *, seed: int = 0, n_boot: int = 0
+) -> Estimate:
+    """Weighted mean of per-task pass^k; k may not exceed any counted task's n."""
+    used = list(counts)
+    _check_k(used, k)
+    return _single(used, lambda cols: cols.hat[:, k - 1], k)
+
+
+# --- summary --------------------------------------------------------------------------------
+
+
+def summarize(
+    outcomes: Iterable[Outcome],
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    max_k: int | None = None,
+    k_over_supporting: bool = False,
+) -> Summary:
+    """Everything a report shows about one batch, in both views.
+
+    pass@k and pass^k run for k = 1 .. min(max_k, smallest counted n) in each view; with
+    *k_over_supporting*, on up to the largest n over the tasks that support each k.
+    """
+    records = list(outcomes)
+    if not records:
+        raise ValueError("summarize needs at least one outcome")
+    return summary_of(
+        {v: task_counts(records, v) for v in VIEWS},
+        reasons=Counter(o.terminal_reason for o in records),
+        invalid_reasons=Counter(o.terminal_reason for o in records if not o.valid),
+        cost=np.array([o.cost for o in records], dtype=np.float64),
+        latency=np.array([o.latency for o in records], dtype=np.float64),
+        successes=sum(o.success and o.valid for o in records),
+        seed=seed, n_boot=n_boot, max_k=max_k, k_over_supporting=k_over_supporting,
+    )  # fmt: skip
+
+
+def summary_of(
+    counts: Mapping[View, list[TaskCounts]],
+    *,
+    reasons: Mapping[str, int],
+    invalid_reasons: Mapping[str, int],
+    cost: FloatArray,
+    latency: FloatArray,
+    successes: int,
+    seed: int = 0,
+    n_boot: int = 2000,
+    max_k: int | None = None,
+    k_over_supporting: bool = False,
+) -> Summary:
+    """A :class:`Summary` from per-task counts and per-attempt columns (one entry per
+    counted attempt): the shared end of :func:`summarize` and of columnar callers."""
+    attempts = len(cost)
+    return Summary(
+        n_tasks=len(counts["strict"]),
+        attempts=attempts,
+        views=summarize_views(
+            counts, seed=seed, n_boot=n_boot, max_k=max_k, k_over_supporting=k_over_supporting
+        ),
+        terminal_reasons=dict(sorted(reasons.items())),
+        invalid=invalid_stats(invalid_reasons, attempts),
+        cost=distribution(cost),
+        latency=distribution(latency),
+        cost_per_success=math.fsum(cost.tolist()) / successes if successes else None,
+        seed=seed,
+        n_boot=n_boot,
+        methods=methods(seed, n_boot),
+    )
+
+
+def summarize_views(
+    counts: Mapping[View, list[TaskCounts]],
+    *,
+    seed: int = 0,
+    n_boot: int = 2000,
+    max_k: int | None = None,
+    k_over_supporting: bool = False,
+) -> dict[str, ViewSummary]:
+    """Both views from per-task counts; suite values of both share one bootstrap draw."""
+    if max_k is not None and max_k < 1:
+        raise ValueError(f"max_k must be at least 1, got {max_k}")
+    columns = {}
+    for view, view_counts in counts.items():
+        top = max((t.n for t in view_counts), default=0)
+        columns[view] = _Columns.of(view_counts, top if max_k is None else min(top, max_k))
+    kmaxes = {v: _kmax(cols, max_k) for v, cols in columns.items()}
+    boots = _shared_bootstrap(columns, kmaxes, seed, n_boot)
+    return {
+        view: _view_summary(view, cols, kmaxes[view], boots[view], k_over_supporting)
+        for view, cols in columns.items()
+    }
+
+
+def _kmax(cols: _Columns, max_k: int | None) -> int:
+    kmax = int(cols.n[cols.used].min()) if cols.used.any() else 0
+    return kmax if max_k is None else min(kmax, max_k)
+
+
+_BootKey = tuple[str, int]
+_Boot = dict[_BootKey, tuple[float, float]]
+
+
+def _suite_columns(cols: _Columns, kmax: int) -> tuple[FloatArray, list[_BootKey]]:
+    """Success rate, and pass@k and pass^k at the bootstrapped k, of every task, as columns."""
+    ks = bootstrap_ks(kmax)
+    index = [k - 1 for k in ks]
+    keys = [("rate", 0)] + [("at", k) for k in ks] + [("hat", k) for k in ks]
+    return np.column_stack([cols.rate(), cols.at[:, index], cols.hat[:, index]]), keys
+
+
+def _shared_bootstrap(
+    columns: Mapping[View, _Columns], kmaxes: Mapping[View, int], seed: int, n_boot: int
+) -> dict[View, _Boot]:
+    """Percentile intervals of the suite values of every view from one set of task draws
+    (views count the same tasks in the same order, so one draw fits all)."""
+    live = [v for v in columns if kmaxes[v] > 0]
+    blocks, keys = [], []
+    for view in live:
+        values, view_keys = _suite_columns(columns[view], kmaxes[view])
+        used = np.where(columns[view].used, columns[view].w, 0.0)
+        blocks.append((values, np.repeat(used[:, None], values.shape[1], axis=1)))
+        keys.append(view_keys)
+    found = bootstrap_blocks(blocks, seed=seed, n_boot=n_boot) if live else None
+    out: dict[View, _Boot] = {view: {} for view in columns}
+    for view, view_keys, intervals in zip(live, keys, found or [], strict=False):
+        out[view] = dict(zip(view_keys, intervals, strict=True))
+    return out
+
+
+def _view_summary(
+    view: View,
+    cols: _Columns,
+    kmax: int,
+    boot: _Boot,
+    k_over_supporting: bool,
+) -> ViewSummary:
+    used = cols.used
+    ks = range(1, kmax + 1)
+    return ViewSummary(
+        view=view,
+        n_tasks=int(used.sum()),
+        excluded_tasks=cols.names(~used),
+        kmax=kmax,
+        k_limited_by=_limited_by(cols),
+        success_rate=cols.estimate(cols.rate(), used, boot.get(("rate", 0))) if kmax else None,
+        pass_at_k={k: cols.estimate(cols.at[:, k - 1], used, boot.get(("at", k))) for k in ks},
+        pass_hat_k={k: cols.estimate(cols.hat[:, k - 1], used, boot.get(("hat", k))) for k in ks},
+        beyond_k=_beyond(cols, kmax) if k_over_supporting else {},
+        partial_score=_partial(cols),
+        by_label=_slices(cols, lambda t: t.labels, str),
+        by_horizon=_slices(cols, lambda t: (horizon_bucket(t.horizon),), HORIZON_BUCKETS.index),
+    )
+
+
+def _limited_by(cols: _Columns) -> tuple[tuple[str, int], ...]:
+    if not cols.used.any():
+        return ()
+    top = int(cols.n.max())
+    short = [(t.task_id, t.n) for t in cols.counts if 0 < t.n < top]
+    return tuple(sorted(short, key=lambda item: (item[1], item[0])))
+
+
+def _beyond(cols: _Columns, kmax: int) -> dict[int, BeyondK]:
+    """Higher k over the tasks with at least k counted attempts, naming the rest."""
+    out = {}
+    for k in range(kmax + 1, cols.at.shape[1] + 1):
+        rows = cols.n >= k
+        out[k] = BeyondK(
+            pass_at_k=cols.estimate(cols.at[:, k - 1], rows),
+            pass_hat_k=cols.estimate(cols.hat[:, k - 1], rows),
+            excluded_tasks=cols.names(cols.used & ~rows),
+        )
+    return out
+
+
+def _partial(cols: _Columns) -> Estimate | None:
+    scored = np.array([t.partial is not None and t.n > 0 for t in cols.counts], dtype=np.bool_)
+    if not scored.any():
+        return None
+    values = np.array([np.nan if t.partial is None else t.partial for t in cols.counts])
+    return cols.estimate(values, scored)
+
+
+def _slices(
+    cols: _Columns, keys_of: Callable[[TaskCounts], Iterable[str]], order: Callable[[str], Any]
+) -> dict[str, SliceSummary]:
+    """Per-slice values, so many short easy tasks cannot hide collapse on long ones."""
+    members: dict[str, list[int]] = {}
+    for index, task in enumerate(cols.counts):
+        for key in keys_of(task):
+            members.setdefault(key, []).append(index)
+    return {key: _slice(cols, members[key]) for key in sorted(members, key=order)}
+
+
+def _slice(cols: _Columns, indices: list[int]) -> SliceSummary:
+    rows = np.zeros(len(cols.counts), dtype=np.bool_)
+    rows[indices] = True
+    counted = rows & cols.used
+    kmax = min(int(cols.n[counted].min()), cols.hat.shape[1]) if counted.any() else 0
+    return SliceSummary(
+        n_tasks=len(indices),
+        excluded_tasks=cols.names(rows & ~cols.used),
+        kmax=kmax,
+        success_rate=cols.estimate(cols.rate(), counted) if kmax else None,
+        pass_hat_k={k: cols.estimate(cols.hat[:, k - 1], counted) for k in range(1, kmax + 1)},
+    )
+
+
+# --- reasons, cost and latency -------------------------------------------------------------
+
+
+def invalid_stats(invalid_reasons: Mapping[str, int], total: int) -> InvalidStats:
+    """Invalid attempts by the part of their terminal reason before ``/``."""
+    reasons: Counter[str] = Counter()
+    for reason, count in invalid_reasons.items():
+        reasons[reason.split("/", 1)[0]] += count
+    by_reason = dict(sorted(reasons.items()))
+    count = sum(by_reason.values())
+    rates = {reason: c / total for reason, c in by_reason.items()}
+    return InvalidStats(count, count / total, by_reason, rates)
+
+
+def distribution(values: FloatArray) -> Distribution:
+    """Per-attempt spread; p90 uses numpy's linear interpolation between order statistics."""
+    total, mean, median, p90 = (
+        np.sum(values),
+        np.mean(values),
+        np.median(values),
+        np.percentile(values, 90),
+    )
+    return Distribution(float(total), float(mean), float(median), float(p90))
