@@ -97,7 +97,7 @@ def _assemble(
 ) -> Converted:
     fixture, fixture_name, initial_hash = world_files
     instructions = task.user_scenario.instructions
-    knowledge, notes = user_knowledge(replayed, instructions.known_info or "")
+    knowledge, notes = user_knowledge(replayed)
     communicate = task.evaluation_criteria.communicate_info or []
     steps = oracle_steps(replayed, knowledge, communicate)
     no_change = diff.is_empty()
@@ -173,7 +173,7 @@ def _repeat_equivalents(
     """
     found = {}
     for index, done in enumerate(replayed):
-        if not (done.wrote and done.action.name in WRITE_TOOLS):
+        if not (done.ok and done.action.name in WRITE_TOOLS):
             continue
         env.reset()
         for earlier in replayed[: index + 1]:

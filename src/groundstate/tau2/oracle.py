@@ -30,11 +30,12 @@ AUTH_FACTS = {
 ADDRESS = ("address1", "address2", "city", "state", "country", "zip")
 
 
-def user_knowledge(replayed: list[Replayed], known_info: str) -> tuple[dict[str, str], list[str]]:
+def user_knowledge(replayed: list[Replayed]) -> tuple[dict[str, str], list[str]]:
     """The facts the scripted user gives when asked, and notes on conflicting gold values.
 
     The facts are the arguments of the *successful* look-ups (failed ones are the gold
-    conversation's false starts). The user id is known too when the scenario states it.
+    conversation's false starts). A user id the scenario states is not among them: the policy
+    has the agent find it by a look-up "even when the user already provides the user id".
     """
     knowledge: dict[str, str] = {}
     notes: list[str] = []
@@ -45,9 +46,6 @@ def user_knowledge(replayed: list[Replayed], known_info: str) -> tuple[dict[str,
             value = str(call.action.arguments.get(fact, ""))
             if knowledge.setdefault(fact, value) != value:
                 notes.append(f"gold look-ups use two values of {fact}: kept {knowledge[fact]!r}")
-        user_id = call.output
-        if isinstance(user_id, str) and user_id in known_info:
-            knowledge["user_id"] = user_id
     return knowledge, notes
 
 
@@ -62,7 +60,7 @@ def oracle_steps(
         if name in AUTH_TOOLS and not asked and _auth_facts(knowledge):
             steps.append({"say": _identity_question(knowledge)})
             asked = True
-        if call.wrote and name in CONFIRMATIONS:
+        if call.ok and name in CONFIRMATIONS:  # a write that changes nothing is asked too
             steps.append({"say": CONFIRMATIONS[name](call.action.arguments)})
         steps.append({"call": name, "args": call.action.arguments})
     steps.append({"finish": final_reply(communicate)})
@@ -102,7 +100,7 @@ CONFIRMATIONS = {
         f"I can change the shipping address of order {a.get('order_id')} to {_one_line(a)}."
     ),
     "modify_pending_order_items": lambda a: _ask(
-        f"I can modify the items we discussed in pending order {a.get('order_id')}; this can "
+        f"I can modify the items we discussed in order {a.get('order_id')}; this can "
         "be done only once, so the list must be complete."
     ),
     "modify_pending_order_payment": lambda a: _ask(

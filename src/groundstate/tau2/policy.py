@@ -25,18 +25,24 @@ from groundstate.tau2.retail_checks import WRITE_TOOLS
 
 ORDER_WRITES = sorted(WRITE_TOOLS - {"modify_user_address"})
 
+ADDRESS_NAMES = [f"args.{part}" for part in ("address1", "address2", "city", "state", "zip")]
+"""A new address is named in full (an empty second line names nothing); the country is
+always USA in τ²'s data, and an agent need not say it."""
+
 CONFIRMED_NAMES: dict[str, list[str]] = {
     "cancel_pending_order": ["args.order_id", "args.reason"],
-    "modify_pending_order_address": ["args.order_id", "args.address1", "args.zip"],
+    "modify_pending_order_address": ["args.order_id", *ADDRESS_NAMES],
     "modify_pending_order_items": ["args.order_id"],
     "modify_pending_order_payment": ["args.order_id"],
-    "modify_user_address": ["args.address1", "args.zip"],
+    "modify_user_address": ADDRESS_NAMES,
     "return_delivered_order_items": ["args.order_id"],
     "exchange_delivered_order_items": ["args.order_id"],
 }
 """What each change's confirmation must name: the order (the policy: "the user needs to
 confirm the order id"), a cancellation's reason, a new address. Items and payment methods are
-left to the agent's wording (an item's id is rarely read out), and checked on the state."""
+left to the agent's wording (an item's id is rarely read out), and checked on the state. So
+a yes to an earlier question about the same order also covers a later change to it (the
+audit lists those survivors)."""
 
 
 def constraint_sets() -> dict[str, list[dict[str, Any]]]:
