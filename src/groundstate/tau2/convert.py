@@ -40,12 +40,12 @@ class Unconvertible(GroundstateError):
 
 @dataclass
 class Converted:
-    """A converted task: the files to write and what the conversion noticed."""
+    """A converted task: the files to write (its fixture is written already) and what the
+    conversion noticed."""
 
     task_id: str
     task: dict[str, Any]
     solutions: dict[str, dict[str, Any]]
-    fixture: dict[str, Any]
     header: list[str]
     """Comment lines for the top of the task file: the τ² scenario and judge statements."""
     notes: list[str] = field(default_factory=list)
@@ -83,8 +83,8 @@ def convert_task(
         )
         diff = diff_snapshots(s0, env.snapshot())
         equivalents = _repeat_equivalents(env, tools, replayed)
-    world_files = (fixture, fixture_path.name, initial_hash)
-    return _assemble(task, replayed, diff, equivalents, world_files, splits)
+    state = {"initial_state_fixture": fixture_path.name, "initial_state_hash": initial_hash}
+    return _assemble(task, replayed, diff, equivalents, state, splits)
 
 
 def _assemble(
@@ -92,10 +92,9 @@ def _assemble(
     replayed: list[Replayed],
     diff: StateDiff,
     equivalents: dict[int, str],
-    world_files: tuple[dict[str, Any], str, str],
+    state: dict[str, str],
     splits: dict[str, list[str]],
 ) -> Converted:
-    fixture, fixture_name, initial_hash = world_files
     instructions = task.user_scenario.instructions
     knowledge, notes = user_knowledge(replayed)
     communicate = task.evaluation_criteria.communicate_info or []
@@ -106,9 +105,9 @@ def _assemble(
         "task_revision": 1,
         "source": f"τ²-bench retail task {task.id} (sierra-research/tau2-bench, MIT)",
         "slice_labels": _slices(task, replayed, splits),
-        "initial_state_fixture": fixture_name,
+        "initial_state_fixture": state["initial_state_fixture"],
         "clock": CLOCK.isoformat(),
-        "reset_check": {"initial_state_hash": initial_hash},
+        "reset_check": {"initial_state_hash": state["initial_state_hash"]},
         "user_request": instructions.reason_for_call.strip(),
         "user": {"knowledge": knowledge, "confirms": True},
         "available_tools": [],  # filled by the suite writer: every tool of the suite
@@ -139,7 +138,6 @@ def _assemble(
         task_id=body["task_id"],
         task=body,
         solutions=solutions,
-        fixture=fixture,
         header=_header(task),
         notes=notes,
     )
