@@ -508,6 +508,12 @@ def test_a_folder_that_is_not_tau2_data_is_one_clear_error(tmp_path: Path) -> No
     assert result.exit_code == 2 and "db.json: missing" in result.output
 
 
+def test_an_unknown_task_id_is_one_clear_error(tau2_dir: Path, tmp_path: Path) -> None:
+    args = ["import-tau2", str(tau2_dir), "--into", str(tmp_path / "s"), "--task", "99"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "no τ² task 99" in result.output
+
+
 def test_import_refuses_to_write_into_a_folder_that_is_not_a_suite(
     tau2_dir: Path, tmp_path: Path
 ) -> None:

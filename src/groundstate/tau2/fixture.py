@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from groundstate.errors import SpecError
+from groundstate.tau2.retail_tools import ADDRESS_COLUMNS, LIST_EXTRAS, ORDER_EXTRAS
 
 SCHEMA = """
 CREATE TABLE users (
@@ -95,17 +96,6 @@ CREATE TABLE transfers (
 );
 """
 
-_ADDRESS = ("address1", "address2", "city", "country", "state", "zip")
-_ORDER_EXTRAS = (
-    "cancel_reason",
-    "exchange_items",
-    "exchange_new_items",
-    "exchange_payment_method_id",
-    "exchange_price_difference",
-    "return_items",
-    "return_payment_method_id",
-)
-_LIST_EXTRAS = {"exchange_items", "exchange_new_items", "return_items"}
 
 Rows = dict[str, list[dict[str, Any]]]
 
@@ -144,7 +134,7 @@ def _add_user(rows: Rows, user: dict[str, Any]) -> None:
             "first_name": user["name"]["first_name"],
             "last_name": user["name"]["last_name"],
             "email": user["email"],
-            **{field: user["address"][field] for field in _ADDRESS},
+            **{field: user["address"][field] for field in ADDRESS_COLUMNS},
         }
     )
     for method in user["payment_methods"].values():
@@ -177,16 +167,16 @@ def _add_product(rows: Rows, product: dict[str, Any], with_variants: bool) -> No
 def _add_order(rows: Rows, order: dict[str, Any]) -> None:
     order_id = order["order_id"]
     extras = {
-        field: (json.dumps(order.get(field)) if field in _LIST_EXTRAS else order.get(field))
+        field: (json.dumps(order.get(field)) if field in LIST_EXTRAS else order.get(field))
         if order.get(field) is not None
         else None
-        for field in _ORDER_EXTRAS
+        for field in ORDER_EXTRAS
     }
     rows["orders"].append(
         {
             "order_id": order_id,
             "user_id": order["user_id"],
-            **{field: order["address"][field] for field in _ADDRESS},
+            **{field: order["address"][field] for field in ADDRESS_COLUMNS},
             "status": order["status"],
             **extras,
         }

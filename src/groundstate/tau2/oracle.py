@@ -27,7 +27,8 @@ AUTH_FACTS = {
 }
 """The arguments of each authentication tool, which are facts only the user can give."""
 
-ADDRESS = ("address1", "address2", "city", "state", "country", "zip")
+SPOKEN_ADDRESS = ("address1", "address2", "city", "state", "country", "zip")
+"""An address as a person reads it out (the tools' parameter order)."""
 
 
 def user_knowledge(replayed: list[Replayed]) -> tuple[dict[str, str], list[str]]:
@@ -89,7 +90,7 @@ def _ask(what: str) -> str:
 
 
 def _one_line(args: dict[str, Any]) -> str:
-    return ", ".join(str(args.get(part, "")) for part in ADDRESS if args.get(part))
+    return ", ".join(str(args.get(part, "")) for part in SPOKEN_ADDRESS if args.get(part))
 
 
 CONFIRMATIONS = {

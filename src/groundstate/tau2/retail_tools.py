@@ -34,8 +34,8 @@ from typing import Any
 from groundstate.errors import ToolError
 from groundstate.tools import ToolContext, tool
 
-_ADDRESS = ("address1", "address2", "city", "country", "state", "zip")
-_ORDER_EXTRAS = (
+ADDRESS_COLUMNS = ("address1", "address2", "city", "country", "state", "zip")
+ORDER_EXTRAS = (
     "cancel_reason",
     "exchange_items",
     "exchange_new_items",
@@ -44,7 +44,8 @@ _ORDER_EXTRAS = (
     "return_items",
     "return_payment_method_id",
 )
-_JSON_EXTRAS = {"exchange_items", "exchange_new_items", "return_items"}
+LIST_EXTRAS = {"exchange_items", "exchange_new_items", "return_items"}
+"""The optional order attributes that hold a list of item ids (JSON text in the fixture)."""
 CANCEL_REASONS = ("no longer needed", "ordered by mistake")
 
 
@@ -69,7 +70,7 @@ def _money(value: float) -> float:
 
 
 def _address(row: dict[str, Any]) -> dict[str, Any]:
-    return {field: row[field] for field in _ADDRESS}
+    return {field: row[field] for field in ADDRESS_COLUMNS}
 
 
 def _user_row(ctx: ToolContext, user_id: str) -> dict[str, Any]:
@@ -154,9 +155,9 @@ def _order_view(ctx: ToolContext, order_id: str) -> dict[str, Any]:
             for p in _payments(ctx, order_id)
         ],
     }
-    for field in _ORDER_EXTRAS:
+    for field in ORDER_EXTRAS:
         if row[field] is not None:
-            view[field] = json.loads(row[field]) if field in _JSON_EXTRAS else row[field]
+            view[field] = json.loads(row[field]) if field in LIST_EXTRAS else row[field]
     return view
 
 
@@ -451,8 +452,8 @@ def modify_pending_order_address(
 
 
 def _address_columns(values: tuple[str, ...]) -> list[tuple[str, str]]:
-    """An address's six values, in the order of ``_ADDRESS``, paired with their columns."""
-    return list(zip(_ADDRESS, values, strict=True))
+    """An address's six values, in the order of ``ADDRESS_COLUMNS``, paired with their columns."""
+    return list(zip(ADDRESS_COLUMNS, values, strict=True))
 
 
 @tool
