@@ -56,6 +56,7 @@ from groundstate.cli import (  # noqa: E402  (commands register)
     runs,
     systems,
     tasks,
+    tau2,
     workflow,
 )
 
@@ -71,5 +72,6 @@ __all__ = [
     "runs",
     "systems",
     "tasks",
+    "tau2",
     "workflow",
 ]

@@ -1,0 +1,190 @@
+"""``import_tau2``: write a groundstate suite from τ²-bench's retail data folder.
+
+The suite it writes::
+
+    SUITE/
+      suite.yaml            name, description, policy, the ``policy`` constraint set, switches
+      policy.md             τ²'s policy, verbatim
+      tools.py              groundstate/tau2/retail_tools.py, verbatim
+      checks.py             groundstate/tau2/retail_checks.py, verbatim
+      LICENSE-tau2-bench    τ²-bench's MIT licence, when the data folder has it
+      fixtures/<task>.json  each task's world (see groundstate.tau2.world)
+      tasks/<task>.yaml     one task per τ² task
+      solutions/<task>/     oracle.yaml (the gold actions), bad_*.yaml where needed
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field
+
+from groundstate.errors import SpecError
+from groundstate.tau2 import retail_checks, retail_tools
+from groundstate.tau2.convert import Converted, Unconvertible, convert_task, task_id_of
+from groundstate.tau2.policy import constraint_sets
+from groundstate.tau2.source import Source, Tau2Task, load_source
+from groundstate.tau2.world import World
+from groundstate.tools import load_tools
+
+Switch = Literal["required", "report", "off"]
+
+
+class ImportOptions(BaseModel):
+    """What to convert and how the suite's validation switches are set."""
+
+    world: World = "task"
+    """``task``: each fixture holds the catalogue and the task's users and look-alikes;
+    ``full``: every fixture holds τ²'s whole database (slow to validate)."""
+    tasks: list[str] = Field(default_factory=list)
+    """τ² task ids to convert (empty: all)."""
+    sample: int | None = None
+    """Convert a seeded random sample of this many tasks (after ``tasks``)."""
+    seed: int = 0
+    mutation_testing: Switch = "report"
+    """The suite's ``mutation_testing``: ``report`` lists surviving mutants without failing
+    (an audit wants them listed); ``off`` makes validation several times faster."""
+    tool_robustness: Switch = "required"
+
+
+class TaskNote(BaseModel):
+    tau2_id: str
+    task_id: str | None
+    """The groundstate task id; ``None`` when the task could not be converted."""
+    notes: list[str] = Field(default_factory=list)
+
+
+class ImportReport(BaseModel):
+    """What an import wrote, and what it could not convert."""
+
+    suite: str
+    source_tasks: int
+    """Tasks in τ²'s ``tasks.json``."""
+    converted: list[str] = Field(default_factory=list)
+    unconverted: dict[str, str] = Field(default_factory=dict)
+    """τ² task id -> why it could not be converted."""
+    notes: list[TaskNote] = Field(default_factory=list)
+
+
+def import_tau2(data_dir: Path, into: Path, options: ImportOptions | None = None) -> ImportReport:
+    """Convert the τ² retail folder *data_dir* into a groundstate suite at *into*."""
+    options = options or ImportOptions()
+    source = load_source(Path(data_dir))
+    into = Path(into)
+    _prepare(into)
+    _write_shared_files(source, into, options)
+    tools = load_tools(into / "tools.py")
+    report = ImportReport(suite=str(into), source_tasks=len(source.tasks))
+    for task in _selected(source.tasks, options):
+        _import_one(source, task, into, tools, options, report)
+    if not report.converted:
+        raise SpecError(data_dir, "tasks.json", "no task could be converted")
+    _write_yaml(into / "suite.yaml", _suite_config(source, options, report.converted[0]))
+    return report
+
+
+def _prepare(into: Path) -> None:
+    if into.exists() and any(into.iterdir()):
+        if not (into / "suite.yaml").is_file():
+            raise SpecError(into, None, "exists and is not a suite: refusing to write into it")
+        for name in ("tasks", "solutions", "fixtures"):
+            shutil.rmtree(into / name, ignore_errors=True)
+    for name in ("tasks", "solutions", "fixtures"):
+        (into / name).mkdir(parents=True, exist_ok=True)
+
+
+def _write_shared_files(source: Source, into: Path, options: ImportOptions) -> None:
+    (into / "policy.md").write_text(source.policy, encoding="utf-8")
+    shutil.copyfile(_module_file(retail_tools), into / "tools.py")
+    shutil.copyfile(_module_file(retail_checks), into / "checks.py")
+    for licence in (source.root / "LICENSE", source.root.parent / "LICENSE"):
+        if licence.is_file():
+            shutil.copyfile(licence, into / "LICENSE-tau2-bench")
+            break
+
+
+def _module_file(module: Any) -> Path:
+    return Path(module.__file__)
+
+
+def _selected(tasks: list[Tau2Task], options: ImportOptions) -> list[Tau2Task]:
+    chosen = [t for t in tasks if not options.tasks or t.id in options.tasks]
+    unknown = sorted(set(options.tasks) - {t.id for t in tasks})
+    if unknown:
+        raise SpecError("tasks.json", "id", f"no τ² task {', '.join(unknown)}")
+    if options.sample is not None and options.sample < len(chosen):
+        picked = set(random.Random(options.seed).sample(range(len(chosen)), options.sample))
+        chosen = [t for i, t in enumerate(chosen) if i in picked]
+    return chosen
+
+
+def _import_one(
+    source: Source,
+    task: Tau2Task,
+    into: Path,
+    tools: dict[str, Any],
+    options: ImportOptions,
+    report: ImportReport,
+) -> None:
+    task_id = task_id_of(task)
+    fixture = into / "fixtures" / f"{task_id}.json"
+    try:
+        converted = convert_task(
+            source.db,
+            task,
+            tools,
+            fixture_path=fixture,
+            world=options.world,
+            splits=source.splits,
+        )
+    except Unconvertible as exc:
+        fixture.unlink(missing_ok=True)
+        report.unconverted[task.id] = str(exc)
+        report.notes.append(TaskNote(tau2_id=task.id, task_id=None, notes=[str(exc)]))
+        return
+    converted.task["available_tools"] = sorted(tools)
+    _write_task(into, converted)
+    report.converted.append(task_id)
+    if converted.notes:
+        report.notes.append(TaskNote(tau2_id=task.id, task_id=task_id, notes=converted.notes))
+
+
+def _write_task(into: Path, converted: Converted) -> None:
+    header = "".join(
+        f"# {part}\n" for line in converted.header for part in line.splitlines() or [""]
+    )
+    body = yaml.safe_dump(converted.task, sort_keys=False, allow_unicode=True, width=100)
+    (into / "tasks" / f"{converted.task_id}.yaml").write_text(header + body, encoding="utf-8")
+    folder = into / "solutions" / converted.task_id
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, solution in converted.solutions.items():
+        _write_yaml(folder / f"{name}.yaml", solution)
+
+
+def _write_yaml(path: Path, data: Any) -> None:
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    path.write_text(text, encoding="utf-8")
+
+
+def _suite_config(source: Source, options: ImportOptions, canary: str) -> dict[str, Any]:
+    return {
+        "name": "tau2-retail",
+        "description": (
+            "τ²-bench's retail domain (sierra-research/tau2-bench, MIT; see "
+            "LICENSE-tau2-bench), converted by `groundstate import-tau2` from "
+            f"{source.root}. Tools are groundstate's own implementation of τ²'s documented "
+            "interface; each task's expected state is its gold actions replayed with them; "
+            f"fixtures hold the {options.world} world."
+        ),
+        "environment": "sqlite",
+        "policy": "policy.md",
+        "tools": "tools.py",
+        "canary": canary,
+        "mutation_testing": options.mutation_testing,
+        "tool_robustness": options.tool_robustness,
+        "constraint_sets": constraint_sets(),
+    }

@@ -1,0 +1,146 @@
+"""τ²'s retail policy as the suite's constraint sets, and what each task adds of its own.
+
+Stated as hard constraints, from ``policy.md``:
+
+* authenticate before reaching any user's records, and only by facts the user gave
+  (``authenticate-first``, ``auth-from-user-*``);
+* one user per conversation (``one-user``);
+* check an order's status before changing it (``status-read-before-*``): "you should check
+  its status before taking the action";
+* explicit confirmation before each write, by a question that names what the policy says
+  the user confirms (``confirmed-*``);
+* make nothing up: the ids a change uses were shown by the user or a tool (``known-ids``).
+
+Not stated (a judge or a model-driven user would be needed): denying out-of-policy requests
+(the state shows it), "one tool call at a time", transferring "if and only if" needed, and
+the wording of the transfer message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from groundstate.tau2.retail_checks import WRITE_TOOLS
+
+ORDER_WRITES = sorted(WRITE_TOOLS - {"modify_user_address"})
+
+ADDRESS_NAMES = [f"args.{part}" for part in ("address1", "address2", "city", "state", "zip")]
+"""A new address is named in full (an empty second line names nothing); the country is
+always USA in τ²'s data, and an agent need not say it."""
+
+CONFIRMED_NAMES: dict[str, list[str]] = {
+    "cancel_pending_order": ["args.order_id", "args.reason"],
+    "modify_pending_order_address": ["args.order_id", *ADDRESS_NAMES],
+    "modify_pending_order_items": ["args.order_id"],
+    "modify_pending_order_payment": ["args.order_id"],
+    "modify_user_address": ADDRESS_NAMES,
+    "return_delivered_order_items": ["args.order_id"],
+    "exchange_delivered_order_items": ["args.order_id"],
+}
+"""What each change's confirmation must name: the order (the policy: "the user needs to
+confirm the order id"), a cancellation's reason, a new address. Items and payment methods are
+left to the agent's wording (an item's id is rarely read out), and checked on the state. So
+a yes to an earlier question about the same order also covers a later change to it (the
+audit lists those survivors)."""
+
+
+def constraint_sets() -> dict[str, list[dict[str, Any]]]:
+    """The suite's one constraint set, ``policy``, included by every task."""
+    return {
+        "policy": [
+            {
+                "id": "authenticate-first",
+                "description": "No profile, order or change is reached before the user is "
+                "authenticated by email or by name and zip code.",
+                "check": "checks.py:authenticated_first",
+            },
+            {
+                "id": "auth-from-user-email",
+                "description": "Authentication by email uses the email the user gave.",
+                "provenance": {
+                    "match": {"tool": "find_user_id_by_email", "ok": True},
+                    "args": ["email"],
+                    "from": "user",
+                },
+            },
+            {
+                "id": "auth-from-user-name-zip",
+                "description": "Authentication by name uses the name and zip the user gave.",
+                "provenance": {
+                    "match": {"tool": "find_user_id_by_name_zip", "ok": True},
+                    "args": ["first_name", "last_name", "zip"],
+                    "from": "user",
+                },
+            },
+            {
+                "id": "one-user",
+                "description": "One user per conversation: one authenticated user, whose "
+                "profile alone is read and whose records alone are changed.",
+                "check": "checks.py:one_user",
+            },
+            *[_status_read_before(tool) for tool in ORDER_WRITES],
+            *[_confirmed(tool, names) for tool, names in CONFIRMED_NAMES.items()],
+            {
+                "id": "known-ids",
+                "description": "Every id a change uses was shown before by the user or a "
+                "tool: nothing is made up.",
+                "check": "checks.py:known_ids",
+            },
+        ]
+    }
+
+
+def _status_read_before(tool: str) -> dict[str, Any]:
+    return {
+        "id": f"status-read-before-{tool}",
+        "description": f"{tool} comes after get_order_details of the same order "
+        "(the policy: check its status before taking the action).",
+        "before": {
+            "first": {
+                "tool": "get_order_details",
+                "ok": True,
+                "capture": {"order": "output.order_id"},
+            },
+            "then": {"tool": tool},
+            "where": {"args.order_id": "$order"},
+        },
+    }
+
+
+def _confirmed(tool: str, names: list[str]) -> dict[str, Any]:
+    return {
+        "id": f"confirmed-{tool}",
+        "description": f"Each {tool} answers the user's explicit yes to a question naming "
+        + ", ".join(name.removeprefix("args.") for name in names)
+        + ".",
+        "confirmed": {"change": {"tool": tool, "ok": True}, "names": names},
+    }
+
+
+def communicate_constraints(values: list[str]) -> list[dict[str, Any]]:
+    """τ²'s ``communicate_info``: each string appears in some agent message.
+
+    τ² lower-cases the message and drops its commas before looking for the string; the
+    pattern here allows a thousands comma between any two digits to the same effect (our
+    normalised text keeps commas, and drops spaces and dashes between digits).
+    """
+    return [
+        {
+            "id": f"communicates-{i + 1}",
+            "description": f"Some agent message tells the user {value!r} (τ² communicate_info).",
+            "at_least": {"n": 1, "match": {"message": "agent", "matches": info_pattern(value)}},
+        }
+        for i, value in enumerate(values)
+    ]
+
+
+def info_pattern(value: str) -> str:
+    """A pattern for *value* in normalised text, a comma allowed between two digits."""
+    text = " ".join(value.casefold().split())
+    parts = [re.escape(char) for char in text]
+    joined = "".join(
+        part + (",?" if char.isdigit() and nxt.isdigit() else "")
+        for char, nxt, part in zip(text, text[1:] + " ", parts, strict=True)
+    )
+    return joined
