@@ -30,6 +30,7 @@ from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import AgentEntry, HarnessSection, SystemSpec, UserSimulatorSection
 from groundstate.store import RunStore
+from groundstate.users import TurnLimit
 
 HELP = """\
 Commands:
@@ -120,20 +121,16 @@ def _arguments(raw: str) -> dict[str, Any] | None:
     return args if isinstance(args, dict) else None
 
 
-class PersonUser:
+class PersonUser(TurnLimit):
     """The simulated user played by a person: each agent message is shown, the reply typed.
     An empty reply or ``/bye`` leaves the conversation."""
 
     def __init__(self, spec: UserSimulatorSection, terminal: Terminal | None = None) -> None:
-        self._spec = spec
+        super().__init__(spec)
         self._terminal = terminal or PERSON_TERMINAL
-        self._turns = 0
-        self.left = False
 
     def reply(self, message: str) -> str | None:
-        self._turns += 1
-        if self.left or self._turns > self._spec.max_turns:
-            self.left = True
+        if self._gone():
             return None
         self._terminal.show(f"agent: {message}")
         try:

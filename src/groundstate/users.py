@@ -69,17 +69,30 @@ def make_user(spec: UserSimulatorSection, task: AgentTask, seed: int) -> User:
     return ScriptedUser(spec, task.user)
 
 
-class ScriptedUser:
-    def __init__(self, spec: UserSimulatorSection, scenario: UserScenario) -> None:
+class TurnLimit:
+    """What every simulated user shares: it leaves once the agent has sent ``max_turns``
+    messages (and stays gone)."""
+
+    def __init__(self, spec: UserSimulatorSection) -> None:
         self._spec = spec
-        self._scenario = scenario
         self._turns = 0
         self.left = False
 
-    def reply(self, message: str) -> str | None:
+    def _gone(self) -> bool:
+        """Count one agent message; whether the user has left by now."""
         self._turns += 1
-        if self.left or self._turns > self._spec.max_turns:
+        if self._turns > self._spec.max_turns:
             self.left = True
+        return self.left
+
+
+class ScriptedUser(TurnLimit):
+    def __init__(self, spec: UserSimulatorSection, scenario: UserScenario) -> None:
+        super().__init__(spec)
+        self._scenario = scenario
+
+    def reply(self, message: str) -> str | None:
+        if self._gone():
             return None
         text = message.lower()
         revealed = [
@@ -110,7 +123,7 @@ def _names(fact: str, text: str) -> bool:
     return any(re.search(rf"\b{re.escape(word)}\b", text) for word in words)
 
 
-class ModelUser:
+class ModelUser(TurnLimit):
     """A simulated user played by a model, pinned in the system spec.
 
     The model gets :data:`DEFAULT_USER_PROMPT` (or the spec's ``prompt``) filled with the
@@ -123,11 +136,10 @@ class ModelUser:
 
     def __init__(self, spec: UserSimulatorSection, task: AgentTask, seed: int) -> None:
         assert spec.model is not None  # the spec's validator requires it for kind: model
-        self._spec, self._model = spec, spec.model
+        super().__init__(spec)
+        self._model = spec.model
         self._stop = spec.stop_token or STOP_TOKEN
         self._seed = spec.seed if spec.seed is not None else seed
-        self._turns = 0
-        self.left = False
         scenario = task.user
         facts = "\n".join(f"- {k.replace('_', ' ')}: {v}" for k, v in scenario.knowledge.items())
         confirmation = (
@@ -149,9 +161,7 @@ class ModelUser:
         self._client: Any = None
 
     def reply(self, message: str) -> str | None:
-        self._turns += 1
-        if self.left or self._turns > self._spec.max_turns:
-            self.left = True
+        if self._gone():
             return None
         self.messages.append({"role": "user", "content": message})
         text = self._ask()
