@@ -18,11 +18,12 @@ from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundstate.environments.base import CallEffects, Row, Snapshot, TableState
+from groundstate.environments.sqlite_probes import SqliteProbes
 from groundstate.environments.sqlite_writes import LOG, WriteLog
 from groundstate.errors import (
     EnvironmentFailure,
@@ -120,6 +121,7 @@ class SqliteEnvironment:
     """
 
     name = "sqlite"
+    probes = SqliteProbes()
     _control: sqlite3.Connection
     _agent: sqlite3.Connection
     _evaluator: sqlite3.Connection
@@ -197,7 +199,7 @@ class SqliteEnvironment:
         if self._owns_workdir:
             shutil.rmtree(self._workdir, ignore_errors=True)
 
-    def __enter__(self) -> SqliteEnvironment:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

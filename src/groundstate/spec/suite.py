@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -42,7 +42,9 @@ from groundstate.tools import Tool, load_tools
 class SuiteConfig(Strict):
     name: str
     description: str = ""
-    environment: Literal["sqlite"] = "sqlite"
+    environment: str = "sqlite"
+    """The environment kind the tasks run in (``sqlite``, ``postgres`` or a registered
+    third-party kind, see :mod:`groundstate.environments.registry`)."""
     policy: str | None = None
     """Markdown file given to the agent with the system prompt."""
     tools: str = "tools.py"
@@ -108,6 +110,7 @@ def load_suite(path: Path) -> Suite:
     if not is_file(root / SUITE_FILE):
         raise SpecError(root, None, "not a suite folder (no suite.yaml)")
     config = load_model(root / SUITE_FILE, SuiteConfig)
+    _check_environment_kind(root / SUITE_FILE, config.environment)
     _check_constraint_sets(root, config.constraint_sets)
     files = {
         str(p.relative_to(root)): hash_file(p) for p in sorted(root.rglob("*")) if _counts(p, root)
@@ -125,6 +128,22 @@ def load_suite(path: Path) -> Suite:
     if config.canary is not None and config.canary not in suite.tasks:
         raise SpecError(root / "suite.yaml", "canary", f"no task {config.canary!r}")
     return suite
+
+
+def with_environment(suite: Suite, kind: str) -> Suite:
+    """*suite* with its tasks run in environment *kind* (a command line's ``--environment``)."""
+    _check_environment_kind(suite.root / SUITE_FILE, kind)
+    return replace(suite, config=suite.config.model_copy(update={"environment": kind}))
+
+
+def _check_environment_kind(file: Path, kind: str) -> None:
+    from groundstate.environments.registry import environment_kinds  # registry imports spec
+
+    known = environment_kinds()
+    if kind not in known:
+        raise SpecError(
+            file, "environment", f"unknown environment kind {kind!r} (known: {', '.join(known)})"
+        )
 
 
 def _counts(path: Path, root: Path) -> bool:
