@@ -47,6 +47,6 @@ def main() -> None:
     """Evaluate tool-using agents by the state they leave behind."""
 
 
-from groundstate.cli import integrity, runs, systems, tasks  # noqa: E402  (commands register)
+from groundstate.cli import envs, integrity, runs, systems, tasks  # noqa: E402  (commands register)
 
-__all__ = ["STORE_OPTION", "console", "integrity", "main", "runs", "systems", "tasks"]
+__all__ = ["STORE_OPTION", "console", "envs", "integrity", "main", "runs", "systems", "tasks"]

@@ -22,6 +22,7 @@ from groundstate.analysis import (
     tries,
 )
 from groundstate.cli import STORE_OPTION, console, main
+from groundstate.cli.envs import ENVIRONMENT_OPTION, load_suite_in
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
 from groundstate.errors import GroundstateError
@@ -36,7 +37,6 @@ from groundstate.report.terminal import (
     summary_tables,
 )
 from groundstate.runner import BatchConfig, BatchResult, BatchRunner, Interrupted, InterruptFlag
-from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
 from groundstate.store import BatchInfo, Problem, RunStore
 from groundstate.validation import require_lock, require_valid
@@ -97,6 +97,7 @@ HTML_OPTION = click.option(
     "--locked", is_flag=True, help="Refuse to run if the suite differs from its suite.lock."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the batch as JSON.")
+@ENVIRONMENT_OPTION
 @HTML_OPTION
 @STORE_OPTION
 def run(
@@ -109,6 +110,7 @@ def run(
     allow_invalid: bool,
     locked: bool,
     as_json: bool,
+    environment: str | None,
     html: Path | None,
     store: Path,
 ) -> None:
@@ -124,7 +126,8 @@ def run(
     runner: BatchRunner | None = None
     try:
         with interruptible(flag):
-            loaded_suite, system = load_suite(suite), load_system(system_file)
+            loaded_suite = load_suite_in(suite, environment)
+            system = load_system(system_file)
             if locked:
                 require_lock(loaded_suite)
             total = len(loaded_suite.tasks) * attempts
@@ -140,6 +143,7 @@ def run(
     except Interrupted as exc:
         batch_id = runner.batch_id if runner is not None else resume_id
         again = _resume_args(suite, system_file, concurrency, allow_invalid, locked)
+        again += ["--environment", environment] if environment else []
         report_interrupted(exc, batch_id, store, again)
         sys.exit(exc.exit_code)
     if html is not None:

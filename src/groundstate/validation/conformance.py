@@ -267,3 +267,5 @@ _CHECKS: tuple[tuple[str, Callable[[EnvironmentMaker], list[str]]], ...] = (
     ("isolation", _attempts_are_isolated),
     ("health", _healthy),
 )
+CHECK_NAMES = tuple(name for name, _ in _CHECKS)
+"""The promises :func:`check_environment` tests, in order (each problem line starts with one)."""
