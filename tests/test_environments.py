@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from datetime import datetime
@@ -20,12 +21,13 @@ from groundstate.environments.registry import (
     register_environment,
     unregister_environment,
 )
-from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.sqlite import SqliteEnvironment, SqliteView
 from groundstate.errors import SpecError
 from groundstate.spec.suite import load_suite, with_environment
 from groundstate.spec.task import Permissions
 from groundstate.testing import run_solution
 from groundstate.validation import check_environment
+from groundstate.validation.conformance import CHECK_NAMES
 
 from .conftest import BANK
 
@@ -136,3 +138,58 @@ def test_built_in_kinds_are_listed_without_importing_them() -> None:
     )
     with built as env:
         assert isinstance(env, SqliteEnvironment)
+
+
+def _cli(*args: str) -> Any:
+    from click.testing import CliRunner
+
+    from groundstate.cli import main
+
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_check_env_reports_each_promise_as_json(audited: str) -> None:
+    result = _cli("check-env", audited, "--json")
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)
+    assert report["kind"] == audited and report["conforms"] is True and report["problems"] == []
+    assert list(report["checks"]) == list(CHECK_NAMES) and all(report["checks"].values())
+
+
+class LeakyEvaluator(SqliteEnvironment):
+    """A kind whose graders' view is the harness's writable connection: it must not conform."""
+
+    name = "leaky"
+
+    def evaluator_view(self) -> SqliteView:
+        return SqliteView(self._control)
+
+
+def test_check_env_exits_1_and_names_the_broken_promise() -> None:
+    register_environment("leaky", LeakyEvaluator)
+    try:
+        result = _cli("check-env", "leaky")
+    finally:
+        unregister_environment("leaky")
+    assert result.exit_code == 1
+    assert "leaky: DOES NOT CONFORM" in result.stdout
+    assert "FAIL evaluator view" in result.stdout and "ok   determinism" in result.stdout
+
+
+def test_check_env_refuses_an_unknown_kind_or_fixture(tmp_path: Path) -> None:
+    result = _cli("check-env", "nosuchkind")
+    assert result.exit_code == 2 and "unknown environment kind" in result.stderr
+    result = _cli("check-env", "sqlite", "--fixture", str(tmp_path / "missing.sql"))
+    assert result.exit_code == 2 and "missing.sql" in result.stderr
+
+
+def test_run_takes_an_environment_override(tmp_path: Path, audited: str) -> None:
+    from .conftest import BANK_SYSTEM
+
+    store = tmp_path / "runs.db"
+    args = ["run", str(BANK), "--system", str(BANK_SYSTEM), "--store", str(store), "--json"]
+    result = _cli(*args, "--environment", audited)
+    assert result.exit_code == 0, result.output
+    assert BUILT  # the batch's attempts ran on the override's kind
+    result = _cli(*args, "--environment", "nope")
+    assert result.exit_code == 2 and "unknown environment kind 'nope'" in result.stderr

@@ -3,6 +3,7 @@ and the retail suite giving every solution the same verdict as on SQLite."""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -165,3 +166,14 @@ def test_every_retail_solution_gets_the_same_verdict(
             strict=True,
         ):
             assert (mine.id, mine.passed, mine.error) == (theirs.id, theirs.passed, theirs.error)
+
+
+def test_check_env_postgres_as_json() -> None:
+    from click.testing import CliRunner
+
+    from groundstate.cli import main
+
+    result = CliRunner().invoke(main, ["check-env", "postgres", "--json"])
+    assert result.exit_code == 0, result.output
+    [report] = json.loads(result.stdout)
+    assert report["kind"] == "postgres" and report["conforms"] is True
