@@ -177,3 +177,28 @@ def test_check_env_postgres_as_json() -> None:
     assert result.exit_code == 0, result.output
     [report] = json.loads(result.stdout)
     assert report["kind"] == "postgres" and report["conforms"] is True
+
+
+def test_reset_repairs_a_write_the_log_did_not_see(retail_env: PostgresEnvironment) -> None:
+    initial = retail_env.reset()
+    # The harness's own connection writes past the agent's write log: a reset that reloaded
+    # only the logged tables would miss it; the hash check catches it and reloads everything.
+    retail_env._db.execute("UPDATE public.products SET price_cents = 1")
+    retail_env._state = None
+    assert retail_env.state_hash() != initial
+    assert retail_env.reset() == initial
+    assert retail_env.snapshot().tables["products"].rows['"P-SOCKS"']["price_cents"] == 2200
+
+
+def test_a_pooled_database_comes_back_clean_with_new_permissions() -> None:
+    fixture = RETAIL / "fixtures" / "retail.sql"
+    with PostgresEnvironment(fixture, clock=CLOCK) as first:
+        initial = first.reset()
+        in_tool_call(first, lambda db: db.execute("DELETE FROM refunds"))
+        used = first._live
+    hidden = Permissions(tables={"refunds": "none"})
+    with PostgresEnvironment(fixture, clock=CLOCK, permissions=hidden) as second:
+        assert second._live == used  # the pool gave the same database back
+        assert second.reset() == initial
+        with pytest.raises(PermissionDenied), second.tool_transaction():
+            second.agent_db.execute("SELECT * FROM refunds")

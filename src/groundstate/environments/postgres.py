@@ -50,6 +50,7 @@ from groundstate.environments.postgres_schema import (
     PortableTable,
     harness_sql,
     read_fixture,
+    with_children,
 )
 from groundstate.environments.postgres_server import PostgresServer, shared_server
 from groundstate.environments.sqlite import META_TABLE, fixture_image, table_hash
@@ -101,20 +102,46 @@ class Template:
 class PostgresView:
     """Read-only access to one PostgreSQL state, for graders (the evaluator role)."""
 
-    def __init__(self, connection: psycopg.Connection[Any], tables: list[PortableTable]) -> None:
+    def __init__(self, connection: psycopg.Connection[Any], fixture: PortableFixture) -> None:
         self._connection = connection
-        self._tables = tables
+        self._fixture = fixture
+        self._tables = fixture.tables
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return [sqlite_row(row) for row in run(self._connection, sql, params).fetchall()]
 
     def snapshot(self) -> Snapshot:
         with _environment_errors("snapshot"):
-            return read_snapshot(self._connection, self._tables)
+            state = read_state(self._connection, self._fixture, harness=False)
+            return state_snapshot(state, self._tables)
 
     def interrupt(self) -> None:
         """Cancel a query running on this view (from any thread)."""
         self._connection.cancel()
+
+
+class PostgresProbes:
+    """Reset probes of the PostgreSQL kind: rows, AUTOINCREMENT counters (the clock is common)."""
+
+    def counters(self, env: Environment) -> dict[str, int]:
+        assert isinstance(env, PostgresEnvironment)
+        rows = env.harness_rows(f"SELECT name, seq FROM {INTERNAL}.sqlite_sequence")
+        return {f"AUTOINCREMENT counter of {name}": int(seq) for name, seq in rows}
+
+    def mutate(self, env: Environment) -> list[str]:
+        assert isinstance(env, PostgresEnvironment)
+        done = [
+            f"bumped the AUTOINCREMENT counter of {t.name}"
+            if in_tool_call(env, partial(_insert_and_delete, table=t))
+            else f"could not bump the AUTOINCREMENT counter of {t.name} (no row could be inserted)"
+            for t in env.tables
+            if t.autoincrement
+        ]
+        return done + [
+            f"deleted a row of {t.name}"
+            for t in env.tables
+            if in_tool_call(env, partial(_delete_one, table=t))
+        ]
 
 
 class PostgresEnvironment:
@@ -125,6 +152,7 @@ class PostgresEnvironment:
     """
 
     name = "postgres"
+    probes = PostgresProbes()
 
     def __init__(
         self,
@@ -143,6 +171,11 @@ class PostgresEnvironment:
         self._denied: list[str] = []
         self._deadline: float | None = None
         self._dirty = True
+        self._written: set[str] = set()
+        """Tables written since the database was last clean: a reset reloads only these
+        (and the tables referring to them)."""
+        self._state: _State | None = None
+        """The committed state as last read, until anything can have changed it."""
         self._connections: list[psycopg.Connection[Any]] = []
         self._initial = self._server.connect(
             self._template.initial,
@@ -156,8 +189,6 @@ class PostgresEnvironment:
             self.close()
             raise
 
-    probes: Any = None  # set below, once PostgresProbes is defined
-
     # --- lifecycle -------------------------------------------------------------------------
 
     def reset(self, *, seed: int | None = None) -> str:
@@ -166,6 +197,9 @@ class PostgresEnvironment:
         if self._dirty:
             self._restore()
         restored = self.state_hash()
+        if restored != self._template.built_hash:  # written past the log? reload everything
+            self._reload(everything=True)
+            restored = self.state_hash()
         if restored != self._template.built_hash:
             raise ResetCheckFailed(
                 f"reset gave state {restored[:12]}, the fixture built "
@@ -181,9 +215,7 @@ class PostgresEnvironment:
         """Connect to a clean database of the template: reloaded in place once this object has
         one, else taken from the template's pool of clean ones, else cloned."""
         if self._live:
-            with _environment_errors("reset"):
-                _reload(self._db, self._template)
-            self._dirty = False
+            self._reload()
             return
         with _environment_errors("setup"):
             self._live = self._template.take(self._server)
@@ -194,6 +226,12 @@ class PostgresEnvironment:
             self._agent_raw = self._open(self._server.agent_role)
             self._agent = AgentConnection(self._agent_raw, self._permissions, self._denied.append)
         self._dirty = False
+
+    def _reload(self, *, everything: bool = False) -> None:
+        written = {t.name for t in self._tables} if everything else self._written
+        with _environment_errors("reset"):
+            _reload(self._db, self._template, with_children(self._template.fixture, written))
+        self._written, self._state, self._dirty = set(), None, False
 
     @property
     def _db(self) -> psycopg.Connection[Any]:
@@ -216,10 +254,10 @@ class PostgresEnvironment:
         control = self._control
         if self._live and control is not None and not control.closed:
             try:
-                if self._dirty:
-                    _reload(control, self._template)
+                if self._dirty:  # the next reset() checks the hash (and repairs)
+                    self._reload()
                 clean = True
-            except psycopg.Error:
+            except (psycopg.Error, EnvironmentFailure):
                 clean = False
         for connection in [*self._connections, self._initial]:
             with suppress(psycopg.Error):
@@ -241,18 +279,23 @@ class PostgresEnvironment:
 
     def state_hash(self) -> str:
         """The SQLite kind's hash of the same state (see postgres_schema)."""
-        with _environment_errors("state hash"):
-            return hash_value(read_table_hashes(self._db, self._template.fixture))
+        return hash_value(table_hashes(self._read(), self._template.fixture))
 
     def snapshot(self) -> Snapshot:
-        with _environment_errors("snapshot"):
-            return read_snapshot(self._db, self._tables)
+        return state_snapshot(self._read(), self._tables)
+
+    def _read(self) -> _State:
+        """The committed state, read once (one round trip) until something may change it."""
+        if self._state is None:
+            with _environment_errors("read state"):
+                self._state = read_state(self._db, self._template.fixture)
+        return self._state
 
     def evaluator_view(self) -> PostgresView:
-        return PostgresView(self._evaluator, self._tables)
+        return PostgresView(self._evaluator, self._template.fixture)
 
     def initial_view(self) -> PostgresView:
-        return PostgresView(self._initial, self._tables)
+        return PostgresView(self._initial, self._template.fixture)
 
     def now(self) -> datetime:
         with _environment_errors("read clock"):
@@ -261,7 +304,7 @@ class PostgresEnvironment:
 
     def advance_clock(self, seconds: float) -> None:
         later = self.now() + timedelta(seconds=seconds)
-        self._dirty = True
+        self._dirty, self._state = True, None
         with _environment_errors("advance clock"):
             self._db.execute(
                 f"UPDATE {INTERNAL}.meta SET value = %s WHERE key = 'now'", (later.isoformat(),)
@@ -303,7 +346,7 @@ class PostgresEnvironment:
         raises :class:`PermissionDenied`)."""
         effects = CallEffects()
         self._denied.clear()
-        self._dirty = True
+        self._dirty, self._state = True, None
         self._agent_raw.execute("BEGIN")
         try:
             self._limit_statements()
@@ -312,6 +355,7 @@ class PostgresEnvironment:
             if self._denied:
                 raise errors.InsufficientPrivilege("the tool swallowed a denial")
             writes, written = self._take_writes()
+            self._written.update(written)
             self._agent_raw.execute("COMMIT")
         except BaseException as exc:
             with suppress(psycopg.Error):
@@ -348,33 +392,6 @@ class PostgresEnvironment:
             net.add(tbl, op, _logged(table, old), _logged(table, new))
         written = sorted({self._tables[tbl].name for tbl, _, _, _ in entries})
         return net.writes(lambda table, row: True), written
-
-
-class PostgresProbes:
-    """Reset probes of the PostgreSQL kind: rows, AUTOINCREMENT counters (the clock is common)."""
-
-    def counters(self, env: Environment) -> dict[str, int]:
-        assert isinstance(env, PostgresEnvironment)
-        rows = env.harness_rows(f"SELECT name, seq FROM {INTERNAL}.sqlite_sequence")
-        return {f"AUTOINCREMENT counter of {name}": int(seq) for name, seq in rows}
-
-    def mutate(self, env: Environment) -> list[str]:
-        assert isinstance(env, PostgresEnvironment)
-        done = [
-            f"bumped the AUTOINCREMENT counter of {t.name}"
-            if in_tool_call(env, partial(_insert_and_delete, table=t))
-            else f"could not bump the AUTOINCREMENT counter of {t.name} (no row could be inserted)"
-            for t in env.tables
-            if t.autoincrement
-        ]
-        return done + [
-            f"deleted a row of {t.name}"
-            for t in env.tables
-            if in_tool_call(env, partial(_delete_one, table=t))
-        ]
-
-
-PostgresEnvironment.probes = PostgresProbes()
 
 
 def _insert_and_delete(db: AgentConnection, table: PortableTable) -> None:
@@ -424,7 +441,7 @@ def _build(server: PostgresServer, fixture: Path, clock: datetime) -> Template:
     )
     with _environment_errors(f"building fixture {fixture.name}"), server.connect(database) as db:
         _load(db, portable, server, secret)
-        copied = hash_value(read_table_hashes(db, portable))
+        copied = hash_value(table_hashes(read_state(db, portable), portable))
     if copied != built_hash:
         raise EnvironmentFailure(
             f"postgres: fixture {fixture.name} did not carry over exactly "
@@ -450,29 +467,32 @@ def _load(
         _fill_internal(db, fixture)
 
 
-def _reload(db: psycopg.Connection[Any], template: Template) -> None:
-    """Put the fixture's rows, clock and counters back, in one transaction, as the admin.
+def _reload(db: psycopg.Connection[Any], template: Template, tables: list[PortableTable]) -> None:
+    """Put the rows of *tables* back as the fixture has them, and the clock and counters, in
+    one transaction, as the admin.
 
     The schema needs no restoring: only the harness can change it. Foreign keys are checked
     at commit (rows go back table by table); the triggers' traces (write log, counters, the
     last row id) are cleared or overwritten before the commit.
     """
-    fixture = template.fixture
-    internal = [f"{INTERNAL}.{name}" for name in ("meta", "sqlite_sequence", "writes")]
     with db.transaction():
         db.execute("SET CONSTRAINTS ALL DEFERRED")
-        db.execute(f"TRUNCATE {_names([t.name for t in fixture.tables])}, {', '.join(internal)}")
-        for table in fixture.tables:
+        db.execute(f"TRUNCATE {INTERNAL}.meta")
+        if tables:
+            db.execute(f"TRUNCATE {_names([t.name for t in tables])}")
+        for table in tables:
             _copy_rows(db, table)
-        _fill_internal(db, fixture)
+        _fill_internal(db, template.fixture)
 
 
 def _fill_internal(db: psycopg.Connection[Any], fixture: PortableFixture) -> None:
-    db.execute(f"TRUNCATE {INTERNAL}.writes, {INTERNAL}.sqlite_sequence")
-    for key, value in fixture.meta:
-        db.execute(f"INSERT INTO {INTERNAL}.meta VALUES (%s, %s)", (key, value))
-    for name, seq in fixture.sequence:
-        db.execute(f"INSERT INTO {INTERNAL}.sqlite_sequence VALUES (%s, %s)", (name, seq))
+    """The clock and the counters as the fixture has them, an empty write log (pipelined)."""
+    with db.pipeline(), db.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {INTERNAL}.writes, {INTERNAL}.sqlite_sequence")
+        cursor.executemany(f"INSERT INTO {INTERNAL}.meta VALUES (%s, %s)", fixture.meta)
+        cursor.executemany(
+            f"INSERT INTO {INTERNAL}.sqlite_sequence VALUES (%s, %s)", fixture.sequence
+        )
 
 
 def _copy_rows(db: psycopg.Connection[Any], table: PortableTable) -> None:
@@ -510,35 +530,63 @@ def _names(tables: list[str]) -> str:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def read_table_hashes(db: psycopg.Connection[Any], fixture: PortableFixture) -> dict[str, str]:
+@dataclass(frozen=True)
+class _State:
+    """Everything the hash and snapshots read: each table's rows, the clock, the counters."""
+
+    rows: dict[str, list[tuple[Any, ...]]]
+    meta: list[tuple[Any, ...]]
+    counters: list[tuple[Any, ...]]
+
+
+def read_state(
+    db: psycopg.Connection[Any], fixture: PortableFixture, *, harness: bool = True
+) -> _State:
+    """Every table's rows, and unless *harness* is false (a grader's view, which cannot
+    see them) the clock and the counters, in one round trip (a pipeline)."""
+    with db.pipeline():
+        cursors = {
+            table.name: db.execute(
+                f"SELECT {', '.join(quote(c) for c in table.columns)} "
+                f"FROM public.{quote(table.name)}".encode()
+            )
+            for table in fixture.tables
+        }
+        internal = (
+            [
+                db.execute(f"SELECT key, value FROM {INTERNAL}.meta"),
+                db.execute(f"SELECT name, seq FROM {INTERNAL}.sqlite_sequence"),
+            ]
+            if harness
+            else []
+        )
+    meta, counters = [c.fetchall() for c in internal] or [[], []]
+    return _State(
+        rows={name: [sqlite_row(r) for r in c.fetchall()] for name, c in cursors.items()},
+        meta=meta,
+        counters=counters,
+    )
+
+
+def table_hashes(state: _State, fixture: PortableFixture) -> dict[str, str]:
     """Per-table hashes as the SQLite kind computes them for the same state."""
-    hashes = {
-        table.name: table_hash(table.sqlite_sql, _rows(db, table)) for table in fixture.tables
-    }
-    meta = db.execute(f"SELECT key, value FROM {INTERNAL}.meta").fetchall()
-    hashes[META_TABLE] = table_hash(fixture.meta_sql, meta)
+    hashes = {t.name: table_hash(t.sqlite_sql, state.rows[t.name]) for t in fixture.tables}
+    hashes[META_TABLE] = table_hash(fixture.meta_sql, state.meta)
     if fixture.sequence_sql is not None:
-        counters = db.execute(f"SELECT name, seq FROM {INTERNAL}.sqlite_sequence").fetchall()
-        hashes["sqlite_sequence"] = table_hash(fixture.sequence_sql, counters)
+        hashes["sqlite_sequence"] = table_hash(fixture.sequence_sql, state.counters)
     return hashes
 
 
-def read_snapshot(db: psycopg.Connection[Any], tables: list[PortableTable]) -> Snapshot:
+def state_snapshot(state: _State, tables: list[PortableTable]) -> Snapshot:
     states = {}
     for table in tables:
-        rows = [dict(zip(table.columns, row, strict=True)) for row in _rows(db, table)]
+        rows = [dict(zip(table.columns, row, strict=True)) for row in state.rows[table.name]]
         states[table.name] = TableState(
             columns=table.columns,
             key=table.key,
             rows={_row_key(row, table.key): row for row in rows},
         )
     return Snapshot(tables=states)
-
-
-def _rows(db: psycopg.Connection[Any], table: PortableTable) -> list[tuple[Any, ...]]:
-    columns = ", ".join(quote(c) for c in table.columns)
-    rows = db.execute(f"SELECT {columns} FROM public.{quote(table.name)}".encode()).fetchall()
-    return [sqlite_row(row) for row in rows]
 
 
 def _row_key(row: Row, key: list[str]) -> str:

@@ -46,16 +46,32 @@ class PortableTable:
     rowid: str | None = None
     """The INTEGER PRIMARY KEY column (SQLite's rowid alias), if any."""
     autoincrement: bool = False
+    parents: list[str] = field(default_factory=list)
+    """The tables this one's foreign keys refer to."""
 
 
 @dataclass
 class PortableFixture:
+    """A built fixture: its tables, and the SQLite bookkeeping the state hash covers."""
+
     tables: list[PortableTable]
     sequence_sql: str | None
     """SQLite's ``sqlite_sequence`` definition, when the fixture has AUTOINCREMENT tables."""
     sequence: list[tuple[str, int]]
     meta_sql: str
     meta: list[tuple[str, str]] = field(default_factory=list)
+
+
+def with_children(fixture: PortableFixture, names: set[str]) -> list[PortableTable]:
+    """*names* and every table whose foreign keys lead to one of them, in fixture order: the
+    tables that must be emptied together (a referenced table cannot be emptied alone)."""
+    closure = set(names)
+    grown = True
+    while grown:
+        more = {t.name for t in fixture.tables if set(t.parents) & closure} - closure
+        closure |= more
+        grown = bool(more)
+    return [table for table in fixture.tables if table.name in closure]
 
 
 def read_fixture(image: bytes, meta_table: str) -> PortableFixture:
@@ -111,6 +127,9 @@ def _table(connection: sqlite3.Connection, name: str, sql: str) -> PortableTable
         key=key,
         ddl=f"CREATE TABLE public.{quote(name)} ({', '.join(definitions)})",
         foreign_keys=_foreign_keys(connection, name),
+        parents=sorted(
+            {str(fk[2]) for fk in connection.execute(f"PRAGMA foreign_key_list({quote(name)})")}
+        ),
         rows=rows,
         rowid=rowid,
         autoincrement="AUTOINCREMENT" in sql.upper(),

@@ -42,7 +42,7 @@ _SETTINGS = (
     "fsync=off",
     "full_page_writes=off",
     "synchronous_commit=off",
-    "max_connections=200",
+    "max_connections=500",  # four per environment in flight
 )
 
 
@@ -52,6 +52,8 @@ class PostgresServer:
     def __init__(self, conninfo: dict[str, Any], *, private_dir: Path | None = None) -> None:
         self._conninfo = conninfo
         self._private_dir = private_dir
+        self.pid = os.getpid()
+        """The process that made this object: only it may use or stop it (not a fork)."""
         self.token = secrets.token_hex(4)
         """Names of everything this process makes start with ``gs_<token>_``."""
         self.agent_role = f"gs_{self.token}_agent"
@@ -97,8 +99,16 @@ class PostgresServer:
         force = " WITH (FORCE)" if self.version >= 130000 else ""
         self.admin(f'DROP DATABASE IF EXISTS "{database}"{force}')
 
+    @property
+    def url(self) -> str:
+        """A connection string for this server (as the admin), for child processes."""
+        return psycopg.conninfo.make_conninfo(**self._conninfo)
+
     def close(self) -> None:
-        """Drop what this process made and stop a private server."""
+        """Drop what this process made and stop a private server (in the process that
+        started it: a forked child's copy of this object leaves the server alone)."""
+        if os.getpid() != self.pid:
+            return
         try:
             if self._private_dir is None:
                 self._drop_own()
@@ -125,11 +135,19 @@ def shared_server() -> PostgresServer:
     """The process's server: from ``GROUNDSTATE_POSTGRES_URL``, or a private one started now."""
     global _SHARED
     with _SHARED_LOCK:
-        if _SHARED is None:
+        if _SHARED is None or _SHARED.pid != os.getpid():  # a forked child makes its own
             _SHARED = _from_url(os.environ[URL_VARIABLE]) if os.environ.get(URL_VARIABLE) else None
-            _SHARED = _SHARED or start_private_server()
+            _SHARED = _SHARED or _private_for_children()
             atexit.register(_SHARED.close)
         return _SHARED
+
+
+def _private_for_children() -> PostgresServer:
+    """A private server whose URL child processes inherit (a process-pool or distributed
+    executor's workers then share it, each with its own roles and databases)."""
+    server = start_private_server()
+    os.environ[URL_VARIABLE] = server.url
+    return server
 
 
 def _from_url(url: str) -> PostgresServer:
