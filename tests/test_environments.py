@@ -179,6 +179,7 @@ def test_check_env_exits_1_and_names_the_broken_promise() -> None:
 def test_check_env_refuses_an_unknown_kind_or_fixture(tmp_path: Path) -> None:
     result = _cli("check-env", "nosuchkind")
     assert result.exit_code == 2 and "unknown environment kind" in result.stderr
+    assert "known: postgres, sqlite" in result.stderr  # the kinds that exist are listed
     result = _cli("check-env", "sqlite", "--fixture", str(tmp_path / "missing.sql"))
     assert result.exit_code == 2 and "missing.sql" in result.stderr
 

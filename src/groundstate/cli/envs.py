@@ -49,9 +49,10 @@ def check_env(kind: str | None, fixture: Path | None, as_json: bool) -> None:
     """
     if fixture is not None and not fixture.is_file():
         raise SpecError(fixture, None, "fixture file not found")
-    kinds = [kind] if kind else environment_kinds()
-    if kind is not None and kind not in environment_kinds():
-        raise SpecError(Path(kind), None, f"unknown environment kind (known: {', '.join(kinds)})")
+    known = environment_kinds()
+    if kind is not None and kind not in known:
+        raise SpecError(Path(kind), None, f"unknown environment kind (known: {', '.join(known)})")
+    kinds = [kind] if kind else known
     results = [_check(name, fixture) for name in kinds]
     if as_json:
         click.echo(json.dumps(results, indent=2))
