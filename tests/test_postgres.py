@@ -7,6 +7,7 @@ import json
 import os
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
@@ -155,8 +156,12 @@ def test_every_retail_solution_gets_the_same_verdict(
     retail: tuple[Suite, Suite], task_id: str
 ) -> None:
     sqlite, postgres = retail
-    for name in sorted(sqlite.solutions[task_id]):
-        one, other = run_solution(sqlite, task_id, name), run_solution(postgres, task_id, name)
+    names = sorted(sqlite.solutions[task_id])
+    # Attempts side by side, as a batch with concurrency runs them (each its own database).
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        others = list(pool.map(lambda name: run_solution(postgres, task_id, name), names))
+    for name, other in zip(names, others, strict=True):
+        one = run_solution(sqlite, task_id, name)
         assert other.infrastructure_status["environment"] == "postgres"
         assert (other.terminal_reason, other.success) == (one.terminal_reason, one.success), name
         assert other.final_state_hash == one.final_state_hash, name
