@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
+from groundstate.agents.base import Session
 from groundstate.environments.base import in_tool_call
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import EnvironmentFailure, PermissionDenied
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.task import Permissions
-from groundstate.testing import run_solution
+from groundstate.testing import FunctionAgent, attempt, run_solution
+from groundstate.trace import ToolCallEvent
 from groundstate.validation import check_environment
 
 from .conftest import BANK, EXAMPLES
@@ -207,3 +209,16 @@ def test_a_pooled_database_comes_back_clean_with_new_permissions() -> None:
         assert second.reset() == initial
         with pytest.raises(PermissionDenied), second.tool_transaction():
             second.agent_db.execute("SELECT * FROM refunds")
+
+
+def test_text_postgres_cannot_store_is_refused_not_crashed() -> None:
+    async def nul_email(session: Session) -> str:
+        result = await session.call("find_customer_by_email", {"email": "maya\x00@example.com"})
+        return str(result.error_class)
+
+    postgres = with_environment(load_suite(RETAIL), "postgres")
+    run = attempt(postgres, "refund-socks", FunctionAgent(nul_email)).run
+    assert run.terminal_reason.startswith("agent_failure")  # not an environment failure
+    assert run.final_message == "invalid_arguments"
+    [call] = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert call.error is not None and "NUL character" in call.error

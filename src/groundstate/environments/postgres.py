@@ -329,6 +329,21 @@ class PostgresEnvironment:
     def tables(self) -> list[PortableTable]:
         return self._tables
 
+    def unrepresentable(self, value: Any, where: str = "arguments") -> str | None:
+        """Why this kind cannot store *value* (a tool call's arguments), or None: PostgreSQL's
+        text holds no NUL character, which SQLite's does (the gateway then refuses the call as
+        ``invalid_arguments`` instead of letting the tool crash)."""
+        if isinstance(value, str):
+            return f"{where}: text with a NUL character" if "\x00" in value else None
+        if isinstance(value, dict):
+            items = [(f"{where} (a key)", key) for key in value]
+            items += [(f"{where}/{key}", item) for key, item in value.items()]
+        elif isinstance(value, list):
+            items = [(f"{where}/{i}", item) for i, item in enumerate(value)]
+        else:
+            return None
+        return next((p for w, v in items if (p := self.unrepresentable(v, w))), None)
+
     def harness_rows(self, sql: str) -> list[tuple[Any, ...]]:
         """Rows of one of the harness's own queries (its tables are hidden from the views)."""
         return self._db.execute(sql).fetchall()
