@@ -222,3 +222,37 @@ def test_text_postgres_cannot_store_is_refused_not_crashed() -> None:
     assert run.final_message == "invalid_arguments"
     [call] = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
     assert call.error is not None and "NUL character" in call.error
+
+
+@pytest.mark.parametrize(
+    ("sqlite", "postgres"),
+    [
+        ("SELECT * FROM t WHERE a = ? AND b = ?", "SELECT * FROM t WHERE a = %s AND b = %s"),
+        ("SELECT '?', a FROM t WHERE b LIKE 'x%' AND c = ?",
+         "SELECT '?', a FROM t WHERE b LIKE 'x%%' AND c = %s"),
+        ("SELECT 'it''s ?', \"odd?name\" FROM t WHERE d = ?",
+         "SELECT 'it''s ?', \"odd?name\" FROM t WHERE d = %s"),
+        ("SELECT 100 % 7", "SELECT 100 %% 7"),
+    ],
+)  # fmt: skip
+def test_placeholders_translate_outside_literals_only(sqlite: str, postgres: str) -> None:
+    from groundstate.environments.postgres_dialect import translate
+
+    assert translate(sqlite) == postgres
+
+
+@pytest.mark.parametrize(
+    ("sql", "verb"),
+    [
+        ("  -- a comment\n  COMMIT", "commit"),
+        ("/* x */ (SELECT 1)", "select"),
+        ("with x as (select 1) select * from x", "with"),
+        ("\tSeT statement_timeout = 0", "set"),
+        ("/* a */ /* b */\n-- c\n COMMIT", "commit"),
+        ("--only a comment", ""),
+    ],
+)
+def test_the_first_keyword_is_found_past_comments(sql: str, verb: str) -> None:
+    from groundstate.environments.postgres_dialect import keyword
+
+    assert keyword(sql) == verb

@@ -49,7 +49,7 @@ _REFUSED = {
     "do": "procedure",
     "call": "procedure",
 }
-_LEADING = re.compile(r"\s*(?:--[^\n]*\n?|/\*.*?\*/|\()*\s*([A-Za-z]*)", re.DOTALL)
+_LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*([A-Za-z]*)", re.DOTALL)
 _TABLE_DENIAL = re.compile(r"permission denied for (?:table|relation) (\S+)")
 
 
