@@ -175,15 +175,16 @@ def test_every_retail_solution_gets_the_same_verdict(
             assert (mine.id, mine.passed, mine.error) == (theirs.id, theirs.passed, theirs.error)
 
 
-def test_check_env_postgres_as_json() -> None:
+def test_check_env_runs_every_kind() -> None:
     from click.testing import CliRunner
 
     from groundstate.cli import main
 
-    result = CliRunner().invoke(main, ["check-env", "postgres", "--json"])
+    result = CliRunner().invoke(main, ["check-env", "--json"])  # every registered kind
     assert result.exit_code == 0, result.output
-    [report] = json.loads(result.stdout)
-    assert report["kind"] == "postgres" and report["conforms"] is True
+    reports = {report["kind"]: report for report in json.loads(result.stdout)}
+    assert {"sqlite", "postgres"} <= set(reports)
+    assert all(report["conforms"] and all(report["checks"].values()) for report in reports.values())
 
 
 def test_reset_repairs_a_write_the_log_did_not_see(retail_env: PostgresEnvironment) -> None:
