@@ -21,6 +21,7 @@ import pwd
 import secrets
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -54,6 +55,8 @@ class PostgresServer:
         self._private_dir = private_dir
         self.pid = os.getpid()
         """The process that made this object: only it may use or stop it (not a fork)."""
+        self.watchdog: subprocess.Popen[bytes] | None = None
+        """The process that stops a private server if this one dies without stopping it."""
         self.token = secrets.token_hex(4)
         """Names of everything this process makes start with ``gs_<token>_``."""
         self.agent_role = f"gs_{self.token}_agent"
@@ -116,6 +119,9 @@ class PostgresServer:
         finally:
             if self._private_dir is not None:
                 _stop(self._private_dir)
+            if self.watchdog is not None:  # its work is done
+                self.watchdog.kill()
+                self.watchdog.wait()
 
     def _drop_own(self) -> None:
         rows = self._admin.execute(
@@ -173,10 +179,39 @@ def start_private_server() -> PostgresServer:
                   "-w", "-o", options, "start"], "pg_ctl start")  # fmt: skip
     (folder / "pg_ctl").symlink_to(binaries / "pg_ctl")
     try:
-        return PostgresServer({"host": str(folder), "user": _SUPERUSER}, private_dir=folder)
+        server = PostgresServer({"host": str(folder), "user": _SUPERUSER}, private_dir=folder)
     except BaseException:
         _stop(folder)
         raise
+    server.watchdog = _watchdog(folder)
+    return server
+
+
+_WATCHDOG = """
+import os, shutil, subprocess, sys, time
+owner, folder, command = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+while True:
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        break
+    time.sleep(1)
+subprocess.run(command, capture_output=True, timeout=60)
+shutil.rmtree(folder, ignore_errors=True)
+"""
+"""Stops a private server whose owner died without its exit hooks (SIGKILL, an unhandled
+SIGTERM): a server cannot be told to die with its parent."""
+
+
+def _watchdog(folder: Path) -> subprocess.Popen[bytes]:
+    stop = [*_run_as(), str(folder / "pg_ctl"), "-D", str(folder / "data"), "-m", "immediate"]
+    return subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(folder), *stop, "stop"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # a Ctrl-C to the owner's process group must not kill it first
+    )
 
 
 def find_binaries() -> Path:
