@@ -26,14 +26,19 @@ demo-model: $(VENV)/.installed-test
 	$(PY) examples/model_demo.py --attempts 2 --concurrency 4 \
 		--store .groundstate/demo-model.db --html .groundstate/demo-model-report.html
 
-# The HTML report's browser tests need Chromium; scripts/ensure-browser.sh installs it. If
-# that is impossible here, they are skipped with a warning rather than hiding every other test.
+# The HTML report's browser tests need Chromium (scripts/ensure-browser.sh installs it) and the
+# postgres tests need PostgreSQL's server binaries (scripts/ensure-postgres.sh installs them;
+# groundstate starts its own private server). If either is impossible here, those tests are
+# skipped with a warning rather than hiding every other test.
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench examples
 	$(VENV)/bin/mypy
-	@if bash scripts/ensure-browser.sh; then $(PY) -m pytest; else \
-		echo "WARNING: Chromium is unavailable; the browser tests are SKIPPED" >&2; \
-		GROUNDSTATE_SKIP_BROWSER=1 $(PY) -m pytest; fi
+	@skip=""; \
+	if ! bash scripts/ensure-browser.sh; then skip="$$skip GROUNDSTATE_SKIP_BROWSER=1"; \
+		echo "WARNING: Chromium is unavailable; the browser tests are SKIPPED" >&2; fi; \
+	if ! bash scripts/ensure-postgres.sh; then skip="$$skip GROUNDSTATE_SKIP_POSTGRES=1"; \
+		echo "WARNING: PostgreSQL is unavailable; the postgres tests are SKIPPED" >&2; fi; \
+	env $$skip $(PY) -m pytest
 
 bench: $(VENV)/.installed-test
 	$(PY) bench/overhead.py $(BENCH_ARGS)

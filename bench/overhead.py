@@ -21,7 +21,7 @@ from pathlib import Path
 
 from groundstate.agents.base import Session
 from groundstate.agents.scripted import ScriptedAgent
-from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.base import Environment
 from groundstate.episode import AttemptInfo, EpisodeSession, default_environment, grade, run_attempt
 from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.solution import Step
@@ -78,7 +78,7 @@ def overhead(suite: Suite, repeats: int) -> None:
     )
 
 
-def _time_grading(suite: Suite, task_id: str, env: SqliteEnvironment, steps: list[Step]) -> float:
+def _time_grading(suite: Suite, task_id: str, env: Environment, steps: list[Step]) -> float:
     """Replay the oracle on *env*, then time grading its final state."""
     task = suite.tasks[task_id]
     session = EpisodeSession(task, suite, scripted_system(), env, seed=0)

@@ -17,7 +17,7 @@ from typing import Any, NoReturn, TypeVar
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
 from groundstate.capture import captured, in_context
 from groundstate.environments.base import Environment, Snapshot, StateDiff, diff_snapshots
-from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.registry import build_environment
 from groundstate.errors import (
     AgentGaveUp,
     AgentStop,
@@ -72,13 +72,17 @@ class AttemptInfo:
     retry_of: str | None = None
 
 
-EnvironmentFactory = Callable[[AgentTask, Suite], SqliteEnvironment]
+EnvironmentFactory = Callable[[AgentTask, Suite], Environment]
 """Builds a fresh environment for one attempt of a task (a seam for fault injection)."""
 
 
-def default_environment(task: AgentTask, suite: Suite) -> SqliteEnvironment:
-    return SqliteEnvironment(
-        suite.fixture_path(task), clock=task.clock, permissions=task.permissions
+def default_environment(task: AgentTask, suite: Suite) -> Environment:
+    """An environment of the suite's kind (``environment:`` in suite.yaml) for *task*."""
+    return build_environment(
+        suite.config.environment,
+        suite.fixture_path(task),
+        clock=task.clock,
+        permissions=task.permissions,
     )
 
 
@@ -424,10 +428,11 @@ async def _episode(
     suite: Suite,
     system: SystemSpec,
     agent: Agent,
-    env: SqliteEnvironment,
+    env: Environment,
     seed: int,
     progress: _Progress,
 ) -> EpisodeSession | None:
+    progress.evidence["environment"] = env.name
     progress.evidence["health_before"] = env.health()
     try:
         progress.initial_hash = reset_checked(env, task, seed)
@@ -567,7 +572,7 @@ def _as_exception(exc: BaseException) -> Exception:
 def _grade(
     task: AgentTask,
     suite: Suite,
-    env: SqliteEnvironment,
+    env: Environment,
     s0: Snapshot,
     session: EpisodeSession,
     progress: _Progress,

@@ -11,8 +11,10 @@ is recorded.
 Schema-valid arguments the tools cannot represent are refused as ``invalid_arguments`` before
 the tool runs, so an agent cannot turn its own odd input into an environment failure (an
 invalid attempt): integers outside SQLite's int64 and strings that are not encodable text
-(a lone surrogate such as ``"\\ud800"``). A call that runs past the attempt's time limit
-is interrupted by the environment and raises :class:`TimeLimitReached` (the agent's doing).
+(a lone surrogate such as ``"\\ud800"``), and whatever the environment's kind says it cannot
+store (its optional ``unrepresentable(args)``: a NUL character on PostgreSQL). A call that
+runs past the attempt's time limit is interrupted by the environment and raises
+:class:`TimeLimitReached` (the agent's doing).
 """
 
 from __future__ import annotations
@@ -94,8 +96,14 @@ class ToolGateway:
         if errors:
             where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
             return _invalid(f"{where}: {errors[0].message}")
-        problem = unrepresentable(args)
+        problem = unrepresentable(args) or self._kind_refuses(args)
         return None if problem is None else _invalid(problem)
+
+    def _kind_refuses(self, args: dict[str, Any]) -> str | None:
+        """What the environment's kind cannot store (its optional ``unrepresentable``, e.g.
+        PostgreSQL's text holds no NUL character), refused like the int64 range."""
+        check = getattr(self._env, "unrepresentable", None)
+        return None if check is None else check(args)
 
     def _execute(self, name: str, args: dict[str, Any], effects: CallEffects) -> ToolResult:
         """Run the tool in one transaction; fill *effects* with what it changed or was denied."""

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from groundstate.agents.base import Agent
 from groundstate.agents.python import FunctionAgent
 from groundstate.agents.scripted import ScriptedAgent
-from groundstate.environments.base import CallEffects
+from groundstate.environments.base import CallEffects, Environment
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.episode import AttemptInfo, AttemptOutput, default_environment, run_attempt
 from groundstate.records import AgentRun
@@ -102,7 +102,7 @@ class FaultyEnvironments:
         self.broken = 0
         self._rng = random.Random(seed)
 
-    def __call__(self, task: AgentTask, suite: Suite) -> SqliteEnvironment:
+    def __call__(self, task: AgentTask, suite: Suite) -> Environment:
         if self._rng.random() >= self.rate:
             return default_environment(task, suite)
         self.broken += 1

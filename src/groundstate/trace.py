@@ -168,9 +168,7 @@ class ModelCallEvent(ModelCall):
     """Seconds since the attempt started."""
 
 
-TraceEvent = Annotated[
-    MessageEvent | ToolCallEvent | ModelCallEvent, Field(discriminator="kind")
-]
+TraceEvent = Annotated[MessageEvent | ToolCallEvent | ModelCallEvent, Field(discriminator="kind")]
 AgentEvent = Annotated[MessageEvent | ToolCallEvent, Field(discriminator="kind")]
 """The agent's actions and the user's answers: the trace without its model calls."""
 
@@ -178,6 +176,8 @@ AgentEvent = Annotated[MessageEvent | ToolCallEvent, Field(discriminator="kind")
 def agent_events(events: Iterable[TraceEvent]) -> list[AgentEvent]:
     """The trace without its model calls: what constraints and replays look at."""
     return [e for e in events if not isinstance(e, ModelCallEvent)]
+
+
 _EVENTS: TypeAdapter[list[TraceEvent]] = TypeAdapter(list[TraceEvent])
 
 

@@ -50,6 +50,7 @@ def main() -> None:
 from groundstate.cli import (  # noqa: E402  (commands register)
     check,
     diagnosis,
+    envs,
     integrity,
     interop,
     play,
@@ -65,6 +66,7 @@ __all__ = [
     "check",
     "console",
     "diagnosis",
+    "envs",
     "integrity",
     "interop",
     "main",

@@ -28,6 +28,7 @@ from groundstate.analysis import (
 from groundstate.capture import ARTIFACTS
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.check import checked_suite
+from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
 from groundstate.errors import GroundstateError, StoreError
@@ -133,6 +134,7 @@ HTML_OPTION = click.option(
 )
 @FAIL_UNDER_OPTION
 @click.option("--json", "as_json", is_flag=True, help="Print the batch as JSON.")
+@ENVIRONMENT_OPTION
 @HTML_OPTION
 @STORE_OPTION
 def run(
@@ -149,6 +151,7 @@ def run(
     patterns: tuple[str, ...],
     fail_under: tuple[str, ...],
     as_json: bool,
+    environment: str | None,
     html: Path | None,
     store: Path,
 ) -> None:
@@ -174,7 +177,8 @@ def run(
     runner: BatchRunner | None = None
     try:
         with interruptible(flag):
-            loaded_suite, system = checked_suite(suite, warn=False), load_system(system_file)
+            loaded_suite = in_environment(checked_suite(suite, warn=False), environment)
+            system = load_system(system_file)
             if locked:
                 require_lock(loaded_suite)
             chosen = select_tasks(loaded_suite, task_ids=task_ids, slices=slices, patterns=patterns)
@@ -195,6 +199,7 @@ def run(
     except Interrupted as exc:
         batch_id = runner.batch_id if runner is not None else resume_id
         again = _resume_args(suite, system_file, concurrency, allow_invalid, locked)
+        again += ["--environment", environment] if environment else []
         report_interrupted(exc, batch_id, store, again)
         sys.exit(exc.exit_code)
     if html is not None:

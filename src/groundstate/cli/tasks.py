@@ -15,6 +15,7 @@ from rich.text import Text
 
 from groundstate.cli import STORE_OPTION, main
 from groundstate.cli.check import checked_suite
+from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import warn
 from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore
@@ -38,8 +39,11 @@ from groundstate.workdirs import sweep_stale
 @click.option(
     "--no-cache", is_flag=True, help="Prove every task again, ignoring (and not storing) results."
 )
+@ENVIRONMENT_OPTION
 @STORE_OPTION
-def validate(suite: Path, as_json: bool, no_cache: bool, store: Path) -> None:
+def validate(
+    suite: Path, as_json: bool, no_cache: bool, environment: str | None, store: Path
+) -> None:
     """Prove every task of SUITE; exit 1 unless every task is valid.
 
     Each task is checked for a checked reset, a passing oracle, passing alternatives,
@@ -49,7 +53,7 @@ def validate(suite: Path, as_json: bool, no_cache: bool, store: Path) -> None:
     store, keyed by everything they depend on.
     """
     sweep_stale()  # work folders of runs and validations killed outright
-    loaded = checked_suite(suite)
+    loaded = in_environment(checked_suite(suite), environment)
     if no_cache:
         result = validate_suite(loaded)
     else:

@@ -3,15 +3,24 @@
 An environment has state. The agent changes it through tools (the *agent view*); graders
 read it through a separate read-only *evaluator view*. ``reset`` restores a checked initial
 state, clock and counters included.
+
+The contract is a small core every kind implements (:class:`Environment`: reset to a checked
+hash, snapshot, evaluator views of s0 and sT, the agent's handle, tool transactions, clock,
+health, close) and optional capabilities tools and assertions rely on: a *relational* kind's
+agent handle takes SQL (``execute(sql, params)`` with ``?`` placeholders) and its views answer
+``query``. State is named collections of keyed records (a table's rows by primary key), so
+hashing, diffs, collateral checks and write history stay generic across kinds. Kinds are
+found through :mod:`groundstate.environments.registry`.
 """
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, Protocol, Self
 
 from pydantic import BaseModel, Field
 
@@ -19,7 +28,8 @@ Row = dict[str, Any]
 
 
 class TableState(BaseModel):
-    """All rows of one table, keyed by the canonical JSON of their primary key."""
+    """One named collection of keyed records: all rows of one table, keyed by the canonical
+    JSON of their primary key."""
 
     columns: list[str]
     key: list[str]
@@ -28,6 +38,8 @@ class TableState(BaseModel):
 
 
 class Snapshot(BaseModel):
+    """A whole state: its collections by name."""
+
     tables: dict[str, TableState]
 
 
@@ -122,8 +134,9 @@ class Environment(Protocol):
         ...
 
     @property
-    def agent_db(self) -> sqlite3.Connection:
-        """The agent's own connection, restricted by its permissions."""
+    def agent_db(self) -> Any:
+        """The agent's own handle, restricted by its permissions (a relational kind's
+        connection: ``execute(sql, params)``)."""
         ...
 
     def tool_transaction(self) -> AbstractContextManager[CallEffects]:
@@ -139,6 +152,49 @@ class Environment(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close the environment."""
+        ...
+
+
+class ResetProbes(Protocol):
+    """How to change a kind's state the way an attempt could, to prove that reset undoes it.
+
+    A kind offers them as its ``probes`` attribute; validation and conformance use them.
+    """
+
+    def counters(self, env: Environment) -> dict[str, int]:
+        """Counters that survive deleting rows, by a name saying what they are
+        (``AUTOINCREMENT counter of refunds``, ``sequence refunds_refund_id_seq``)."""
+        ...
+
+    def mutate(self, env: Environment) -> list[str]:
+        """Change rows and counters through the agent's own handle, in tool calls (so the
+        task's permissions apply); say what was changed."""
+        ...
+
+
+def in_tool_call(env: Environment, action: Callable[[Any], object]) -> list[str]:
+    """Run *action* on the agent's handle as one tool call; the tables it changed.
+
+    A refused or failing action rolls back and changes nothing, so it reports no table.
+    """
+    try:
+        with env.tool_transaction() as effects:
+            action(env.agent_db)
+    except Exception:  # a probe's failure is a finding (nothing changed), whatever its class
+        return []
+    return effects.changed_tables
+
+
+def quote(identifier: str) -> str:
+    """An SQL identifier in double quotes (SQLite and PostgreSQL alike)."""
+    return '"' + identifier.replace('"', '""') + '"'
 
 
 def diff_snapshots(before: Snapshot, after: Snapshot) -> StateDiff:

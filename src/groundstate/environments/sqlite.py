@@ -13,16 +13,17 @@ import json
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundstate.environments.base import CallEffects, Row, Snapshot, TableState
+from groundstate.environments.sqlite_probes import SqliteProbes
 from groundstate.environments.sqlite_writes import LOG, WriteLog
 from groundstate.errors import (
     EnvironmentFailure,
@@ -120,6 +121,7 @@ class SqliteEnvironment:
     """
 
     name = "sqlite"
+    probes = SqliteProbes()
     _control: sqlite3.Connection
     _agent: sqlite3.Connection
     _evaluator: sqlite3.Connection
@@ -197,7 +199,7 @@ class SqliteEnvironment:
         if self._owns_workdir:
             shutil.rmtree(self._workdir, ignore_errors=True)
 
-    def __enter__(self) -> SqliteEnvironment:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -408,16 +410,25 @@ build per process. The hash of that first build is what every later reset must r
 
 def _build_template(fixture: Path, target: Path, clock: datetime) -> str:
     """Write the template database built from a fixture; return its first build's state hash."""
+    image, built_hash = fixture_image(fixture, clock)
+    try:
+        target.write_bytes(image)
+    except OSError as exc:
+        raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
+    return built_hash
+
+
+def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
+    """The fixture built into a SQLite image with the clock, and its state hash: built once
+    per process (other kinds start from this build too)."""
     try:
         key = (str(fixture.resolve()), hash_file(fixture), clock.isoformat())
         if key not in _TEMPLATES:
             image = _template_image(fixture, clock)
             _TEMPLATES[key] = (image, _image_hash(image))
-        image, built_hash = _TEMPLATES[key]
-        target.write_bytes(image)
+        return _TEMPLATES[key]
     except (OSError, ValueError, sqlite3.Error, SpecError) as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
-    return built_hash
 
 
 def _image_hash(image: bytes) -> str:
@@ -474,15 +485,16 @@ def read_table_hashes(connection: sqlite3.Connection) -> dict[str, str]:
     """One hash per table of the main database, independent of row order and page layout."""
     tables = connection.execute("SELECT name, sql FROM main.sqlite_master WHERE type = 'table'")
     return {
-        name: hash_value({"schema": " ".join(sql.split()), "rows": _sorted_rows(connection, name)})
+        name: table_hash(sql, connection.execute(f"SELECT * FROM main.{_quote(name)}"))
         for name, sql in tables.fetchall()
         if not name.startswith("sqlite_stat")  # statistics depend on ANALYZE, not on state
     }
 
 
-def _sorted_rows(connection: sqlite3.Connection, table: str) -> list[str]:
-    rows = connection.execute(f"SELECT * FROM main.{_quote(table)}")
-    return sorted(canonical_json([_tagged(value) for value in row]) for row in rows)
+def table_hash(schema_sql: str, rows: Iterable[Sequence[Any]]) -> str:
+    """The hash of one table: its definition (whitespace folded) and its rows in any order."""
+    tagged = sorted(canonical_json([_tagged(value) for value in row]) for row in rows)
+    return hash_value({"schema": " ".join(schema_sql.split()), "rows": tagged})
 
 
 def _tagged(value: Any) -> list[Any]:

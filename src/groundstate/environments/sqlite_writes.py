@@ -35,7 +35,7 @@ Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 
 
 @dataclass(frozen=True)
-class _Table:
+class LoggedTable:
     name: str
     columns: list[str]
     """As in snapshots: ``rowid`` first for a table without a primary key."""
@@ -57,7 +57,7 @@ class WriteLog:
 
     def __init__(self, tables: list[str]) -> None:
         self._names = tables
-        self._tables: list[_Table] = []
+        self._tables: list[LoggedTable] = []
 
     def start(self, run: Run) -> None:
         """Prepare for a call: install the triggers if needed, empty the log.
@@ -89,17 +89,17 @@ class WriteLog:
         its table was written, as a counter bumped by an insert that was deleted again)."""
         entries = run(f"SELECT tbl, op, old, new FROM temp.{LOG} ORDER BY seq", ())
         run(f"DELETE FROM temp.{LOG}", ())
-        net = _Netting(self._tables)
+        net = Netting(self._tables)
         for tbl, op, old, new in entries:
             net.add(tbl, op, _decode(old), _decode(new))
         written = sorted({self._tables[tbl].name for tbl, op, _, _ in entries if op != "pre"})
         return net.writes(lambda table, row: _exists(run, table, row)), written
 
 
-class _Netting:
+class Netting:
     """Folds logged row images into one write per row."""
 
-    def __init__(self, tables: list[_Table]) -> None:
+    def __init__(self, tables: list[LoggedTable]) -> None:
         self._tables = tables
         self._rows: dict[tuple[int, str], list[Any]] = {}  # -> [table, key, before, after]
         self._conflicts: dict[tuple[int, str], Row] = {}
@@ -130,7 +130,7 @@ class _Netting:
             before = self._conflicts.get(slot)
         self._rows[slot] = [table.name, key, before, after]
 
-    def writes(self, exists: Callable[[_Table, Row], bool]) -> list[RowWrite]:
+    def writes(self, exists: Callable[[LoggedTable, Row], bool]) -> list[RowWrite]:
         for slot, row in self._conflicts.items():
             table = self._tables[slot[0]]
             if slot not in self._rows and not exists(table, row):  # deleted by a REPLACE
@@ -146,11 +146,11 @@ class _Netting:
         return tbl, canonical_json(key)
 
 
-def _moved(table: _Table, before: Row, after: Row) -> bool:
+def _moved(table: LoggedTable, before: Row, after: Row) -> bool:
     return canonical_json(table.key_of(before)) != canonical_json(table.key_of(after))
 
 
-def _exists(run: Run, table: _Table, row: Row) -> bool:
+def _exists(run: Run, table: LoggedTable, row: Row) -> bool:
     match = " AND ".join(f"{_column(c)} IS ?" for c in table.key)
     sql = f"SELECT 1 FROM main.{_quote(table.name)} WHERE {match}"
     return bool(run(sql, tuple(row[c] for c in table.key)))
@@ -159,13 +159,13 @@ def _exists(run: Run, table: _Table, row: Row) -> bool:
 # --- schema and triggers ----------------------------------------------------------------------
 
 
-def _describe(run: Run, name: str) -> _Table:
+def _describe(run: Run, name: str) -> LoggedTable:
     info = run(f"PRAGMA main.table_info({_quote(name)})", ())
     columns = [column[1] for column in info]
     key = [column[1] for column in sorted(info, key=lambda column: column[5]) if column[5] > 0]
     if not key:
         key, columns = ["rowid"], ["rowid", *columns]
-    return _Table(name, columns, key, [key, *_unique_indexes(run, name)])
+    return LoggedTable(name, columns, key, [key, *_unique_indexes(run, name)])
 
 
 def _unique_indexes(run: Run, table: str) -> list[list[str]]:
@@ -179,7 +179,7 @@ def _unique_indexes(run: Run, table: str) -> list[list[str]]:
     return found
 
 
-def _triggers(index: int, table: _Table) -> list[str]:
+def _triggers(index: int, table: LoggedTable) -> list[str]:
     name, on = f"{LOG}_{index}", f"ON main.{_quote(table.name)}"
     log = f"INSERT INTO {LOG}(tbl, op, old, new)"
     conflicts = " OR ".join(
@@ -203,7 +203,7 @@ def _triggers(index: int, table: _Table) -> list[str]:
     ]
 
 
-def _image(table: _Table, ref: str | None) -> str:
+def _image(table: LoggedTable, ref: str | None) -> str:
     """SQL for a row image: JSON arrays of the columns' SQL literals, chunk by chunk."""
     cells = [f"quote({ref}.{_column(c)})" if ref else f"quote({_column(c)})" for c in table.columns]
     chunks = [cells[i : i + _CHUNK] for i in range(0, len(cells), _CHUNK)]
@@ -231,7 +231,7 @@ def _literal(sql: str) -> Any:
         return float(sql)  # quote() writes a REAL with enough digits to read it back exactly
 
 
-def _row(table: _Table, values: list[Any] | None) -> Row | None:
+def _row(table: LoggedTable, values: list[Any] | None) -> Row | None:
     return None if values is None else dict(zip(table.columns, values, strict=True))
 
 

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
@@ -55,7 +55,9 @@ class Population(Strict):
 class SuiteConfig(Strict):
     name: str
     description: str = ""
-    environment: Literal["sqlite"] = "sqlite"
+    environment: str = "sqlite"
+    """The environment kind the tasks run in (``sqlite``, ``postgres`` or a registered
+    third-party kind, see :mod:`groundstate.environments.registry`)."""
     policy: str | None = None
     """Markdown file given to the agent with the system prompt."""
     tools: str = "tools.py"
@@ -156,6 +158,7 @@ def _walk(root: Path, report: Report) -> Suite | None:
         return None
     try:
         config = load_model(root / SUITE_FILE, SuiteConfig)
+        _check_environment_kind(root / SUITE_FILE, config.environment)
         files = {
             str(p.relative_to(root)): hash_file(p)
             for p in sorted(root.rglob("*"))
@@ -205,6 +208,22 @@ def _add_task(suite: Suite, task_file: Path, report: Report) -> None:
 def _each(problems: Iterable[SpecError], report: Report) -> None:
     for problem in problems:
         report(problem)
+
+
+def with_environment(suite: Suite, kind: str) -> Suite:
+    """*suite* with its tasks run in environment *kind* (a command line's ``--environment``)."""
+    _check_environment_kind(suite.root / SUITE_FILE, kind)
+    return replace(suite, config=suite.config.model_copy(update={"environment": kind}))
+
+
+def _check_environment_kind(file: Path, kind: str) -> None:
+    from groundstate.environments.registry import environment_kinds  # registry imports spec
+
+    known = environment_kinds()
+    if kind not in known:
+        raise SpecError(
+            file, "environment", f"unknown environment kind {kind!r} (known: {', '.join(known)})"
+        )
 
 
 def _counts(path: Path, root: Path) -> bool:

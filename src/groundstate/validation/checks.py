@@ -44,7 +44,7 @@ from contextlib import closing
 from pathlib import Path
 
 from groundstate.agents.base import Session
-from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.registry import build_environment
 from groundstate.episode import EnvironmentFactory, Verdict, default_environment
 from groundstate.errors import SpecError
 from groundstate.records import AgentRun
@@ -132,8 +132,8 @@ def _rebuilt_hash(proof: Proof) -> str:
     with tempfile.TemporaryDirectory(prefix="groundstate-rebuild-") as folder:
         copy = Path(folder) / fixture.name
         copy.write_bytes(fixture.read_bytes() + b"\n" * next(_REBUILDS))
-        task = proof.task
-        with SqliteEnvironment(copy, clock=task.clock, permissions=task.permissions) as env:
+        task, kind = proof.task, proof.suite.config.environment
+        with build_environment(kind, copy, clock=task.clock, permissions=task.permissions) as env:
             return env.reset(seed=SEED)
 
 

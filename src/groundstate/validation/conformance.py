@@ -1,21 +1,26 @@
 """An environment conformance checker, like Gymnasium's ``check_env``.
 
 Every score rests on a few promises an environment makes: the same seed builds the same state,
-reset restores it after anything an attempt could do, graders cannot write, and the agent's
-view enforces its permissions. :func:`check_environment` tests each promise on a fresh
-instance and returns what it found broken, so a new environment (or a new fixture) can be
-checked before any task relies on it.
+reset restores it after anything an attempt could do, graders cannot write, the agent's view
+enforces its permissions and records what it refused, and two attempts side by side never
+see each other's writes. :func:`check_environment` tests each promise on fresh instances and
+returns what it found broken, so a new kind (or a new fixture) can be checked before any task
+relies on it. The checks speak portable SQL (a relational kind's capability); what changes
+state like an agent is the kind's own :class:`~groundstate.environments.base.ResetProbes`.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
+from datetime import datetime
 from functools import partial
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
-from groundstate.environments.base import Environment
+from groundstate.environments.base import CallEffects, Environment
+from groundstate.environments.registry import build_environment
 from groundstate.errors import GroundstateError
 from groundstate.spec.task import Permissions
 from groundstate.validation.probes import (
@@ -38,8 +43,49 @@ class EnvironmentMaker(Protocol):
     def __call__(self, *, permissions: Permissions | None = None) -> Environment: ...
 
 
-def check_environment(make_env: EnvironmentMaker) -> list[str]:
-    """The promises *make_env*'s environments break, one line each; empty when they conform."""
+CONFORMANCE_FIXTURE = """
+CREATE TABLE accounts (
+  account_id TEXT PRIMARY KEY,
+  owner      TEXT NOT NULL,
+  balance    INTEGER NOT NULL
+);
+CREATE TABLE transfers (
+  transfer_id INTEGER PRIMARY KEY AUTOINCREMENT,
+  source      TEXT NOT NULL REFERENCES accounts(account_id),
+  target      TEXT NOT NULL REFERENCES accounts(account_id),
+  amount      REAL NOT NULL
+);
+INSERT INTO accounts VALUES ('A', 'Ada', 100), ('B', 'Ben', 50);
+INSERT INTO transfers (source, target, amount) VALUES ('A', 'B', 12.5);
+"""
+"""The fixture :func:`check_environment` builds a kind from when given only its name: keyed
+rows, a counter (AUTOINCREMENT) with history and a foreign key."""
+CONFORMANCE_CLOCK = datetime(2026, 1, 15, 9, 30)
+
+
+def check_environment(target: EnvironmentMaker | str, *, fixture: Path | None = None) -> list[str]:
+    """The promises an environment breaks, one line each; empty when it conforms.
+
+    *target* is a maker (``functools.partial(SqliteEnvironment, fixture, clock=...)``) or the
+    name of a registered kind, built from *fixture* or else :data:`CONFORMANCE_FIXTURE`.
+    """
+    if not isinstance(target, str):
+        return _run_checks(target)
+    with tempfile.TemporaryDirectory(prefix="groundstate-conformance-") as folder:
+        if fixture is None:
+            fixture = Path(folder) / "conformance.sql"
+            fixture.write_text(CONFORMANCE_FIXTURE, encoding="utf-8")
+        return _run_checks(_kind_maker(target, fixture))
+
+
+def _kind_maker(kind: str, fixture: Path) -> EnvironmentMaker:
+    def make(*, permissions: Permissions | None = None) -> Environment:
+        return build_environment(kind, fixture, clock=CONFORMANCE_CLOCK, permissions=permissions)
+
+    return make
+
+
+def _run_checks(make_env: EnvironmentMaker) -> list[str]:
     problems: list[str] = []
     for name, check in _CHECKS:
         try:
@@ -101,7 +147,7 @@ def _evaluator_cannot_write(make_env: EnvironmentMaker) -> list[str]:
             for sql in (
                 f"DELETE FROM {quote(table)}",
                 f"INSERT INTO {quote(table)} DEFAULT VALUES",
-                "CREATE TABLE _probe(x)",
+                "CREATE TABLE _probe(x INTEGER)",
             ):
                 if _succeeds(partial(view.query, sql)):
                     problems.append(f"the {label} ran {sql!r}")
@@ -124,7 +170,35 @@ def _agent_view_enforces_permissions(make_env: EnvironmentMaker) -> list[str]:
         initial = read_only.state_hash()
         if _in_call_succeeds(read_only, delete) or read_only.state_hash() != initial:
             problems.append(f"with {table}: read, the agent deleted rows of {table}")
+        if _in_call_succeeds(read_only, "CREATE TABLE _probe(x INTEGER)"):
+            problems.append("the agent created a table")
     return problems
+
+
+def _denials_are_recorded(make_env: EnvironmentMaker) -> list[str]:
+    with _fresh(make_env) as env:
+        table = _a_table(env)
+    with _fresh(make_env, Permissions(tables={table: "none"})) as hidden:
+        effects = _effects_of(hidden, f"SELECT * FROM {quote(table)}")
+    problems = []
+    if not any(table in action for action in effects.denied):
+        problems.append(f"a refused read of {table} recorded {effects.denied}, not the table")
+    return problems
+
+
+def _attempts_are_isolated(make_env: EnvironmentMaker) -> list[str]:
+    with _fresh(make_env) as one, _fresh(make_env) as two:
+        initial = two.reset(seed=SEED)
+        one.reset(seed=SEED)
+        s0 = one.initial_view().snapshot()
+        changes = mutate_like_an_agent(one)
+        if one.state_hash() == initial:
+            return [f"the state hash did not move after: {', '.join(changes)}"]
+        if two.state_hash() != initial or two.evaluator_view().snapshot() != s0:
+            return [f"changing one environment ({', '.join(changes)}) changed another"]
+        if one.initial_view().snapshot() != s0:
+            return ["the initial view moved with the live state"]
+    return []
 
 
 def _tool_calls_are_atomic(make_env: EnvironmentMaker) -> list[str]:
@@ -132,9 +206,9 @@ def _tool_calls_are_atomic(make_env: EnvironmentMaker) -> list[str]:
         table = _a_table(env)
         initial = env.reset(seed=SEED)
 
-        def write_then_fail(db: sqlite3.Connection) -> None:
+        def write_then_fail(db: Any) -> None:
             db.execute(f"DELETE FROM {quote(table)}")
-            raise sqlite3.OperationalError("the tool failed after writing")
+            raise RuntimeError("the tool failed after writing")
 
         in_tool_call(env, write_then_fail)
         if env.state_hash() != initial:
@@ -156,6 +230,17 @@ def _a_table(env: Environment) -> str:
     return next((name for name, state in tables.items() if state.rows), next(iter(tables)))
 
 
+def _effects_of(env: Environment, sql: str) -> CallEffects:
+    """What one tool call running *sql* did, succeeded or not."""
+    effects = CallEffects()
+    try:
+        with env.tool_transaction() as effects:
+            env.agent_db.execute(sql).fetchall()
+    except Exception:  # a refusal is expected here; the effects tell the rest
+        pass
+    return effects
+
+
 def _in_call_succeeds(env: Environment, sql: str) -> bool:
     def run() -> None:
         with env.tool_transaction():
@@ -167,7 +252,7 @@ def _in_call_succeeds(env: Environment, sql: str) -> bool:
 def _succeeds(action: Callable[[], object]) -> bool:
     try:
         action()
-    except (sqlite3.Error, GroundstateError):
+    except Exception:  # any refusal (a database error of any kind, a denial) is a failure
         return False
     return True
 
@@ -177,6 +262,10 @@ _CHECKS: tuple[tuple[str, Callable[[EnvironmentMaker], list[str]]], ...] = (
     ("reset", _reset_restores),
     ("evaluator view", _evaluator_cannot_write),
     ("agent view", _agent_view_enforces_permissions),
+    ("denials recorded", _denials_are_recorded),
     ("atomic tool calls", _tool_calls_are_atomic),
+    ("isolation", _attempts_are_isolated),
     ("health", _healthy),
 )
+CHECK_NAMES = tuple(name for name, _ in _CHECKS)
+"""The promises :func:`check_environment` tests, in order (each problem line starts with one)."""

@@ -24,7 +24,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
-from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.base import Environment
 from groundstate.errors import EnvironmentFailure, TimeLimitReached
 from groundstate.gateway import INT64, ToolGateway
 from groundstate.spec.canonical import canonical_json
@@ -51,7 +51,7 @@ class ToolCrash:
         return f"{self.tool}({canonical_json(self.args)}) -> {self.error}"
 
 
-def find_crash(tool: Tool, make_env: Callable[[], SqliteEnvironment]) -> ToolCrash | None:
+def find_crash(tool: Tool, make_env: Callable[[], Environment]) -> ToolCrash | None:
     """The minimal schema-valid call that crashes *tool*, or None if none was found."""
     from hypothesis import HealthCheck, find, settings
     from hypothesis.errors import NoSuchExample
@@ -87,7 +87,7 @@ class _Fresh:
     left it, so resetting after it would only cost time.
     """
 
-    def __init__(self, env: SqliteEnvironment) -> None:
+    def __init__(self, env: Environment) -> None:
         self._env = env
         self._dirty = True
 
@@ -97,7 +97,7 @@ class _Fresh:
             self._env.reset()
         self._dirty = False
         gateway = ToolGateway({tool.name: tool}, self._env, self._record, lambda: 0.0)
-        self._env.set_deadline(time.monotonic() + CALL_TIME_LIMIT)
+        self._set_deadline(time.monotonic() + CALL_TIME_LIMIT)
         try:
             gateway.call(1, tool.name, args)
         except EnvironmentFailure as exc:
@@ -108,8 +108,14 @@ class _Fresh:
             self._dirty = True
             return f"still running after {CALL_TIME_LIMIT:g}s"
         finally:
-            self._env.set_deadline(None)
+            self._set_deadline(None)
         return None
+
+    def _set_deadline(self, deadline: float | None) -> None:
+        """Bound the call's queries where the kind can (``set_deadline`` is optional)."""
+        set_deadline = getattr(self._env, "set_deadline", None)
+        if set_deadline is not None:
+            set_deadline(deadline)
 
     def _record(self, event: ToolCallEvent) -> None:
         self._dirty = self._dirty or bool(event.changed_tables or event.writes)

@@ -41,6 +41,8 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
             "solutions": task.grader_test_manifest,
             "mutation_testing": suite.config.mutation_testing,
             "tool_robustness": suite.config.tool_robustness,
+            # Keys of SQLite suites stay as they were; another kind proves its tasks anew.
+            **({} if suite.config.environment == "sqlite" else {"env": suite.config.environment}),
         }
     )
 

@@ -38,7 +38,6 @@ from groundstate.trace import AgentEvent, TraceEvent, agent_events
 __all__ = ["evaluate_constraints", "matches", "normalise"]
 
 
-
 def evaluate_constraints(
     constraints: Sequence[HardConstraint], events: list[TraceEvent], states: States | None = None
 ) -> list[CheckResult]:

@@ -1,0 +1,88 @@
+"""``check-env``, and the ``--environment`` override ``run`` and ``validate`` share."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from groundstate.cli import main
+from groundstate.environments.registry import environment_kind, environment_kinds
+from groundstate.errors import EnvironmentFailure, SpecError
+from groundstate.spec.suite import Suite, with_environment
+from groundstate.validation.conformance import CHECK_NAMES, check_environment
+
+ENVIRONMENT_OPTION = click.option(
+    "--environment",
+    "environment",
+    default=None,
+    metavar="KIND",
+    help="Run the suite's tasks in this environment kind instead of suite.yaml's (e.g. postgres).",
+)
+
+
+def in_environment(suite: Suite, environment: str | None) -> Suite:
+    """*suite*, in *environment* when one is given on the command line."""
+    return suite if environment is None else with_environment(suite, environment)
+
+
+@main.command("check-env")
+@click.argument("kind", required=False)
+@click.option(
+    "--fixture",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Build the environments from this fixture (default: a small built-in one).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def check_env(kind: str | None, fixture: Path | None, as_json: bool) -> None:
+    """Run the environment contract tests on KIND (default: every registered kind).
+
+    For each kind: two builds hash alike, reset restores rows, counters and the clock after
+    attempt-like changes, evaluator views cannot write, the agent's permissions deny and the
+    denials are recorded, a failing tool call changes nothing, concurrent environments are
+    isolated, and health() is ok. Exit 0 when every kind conforms, 1 otherwise.
+    """
+    if fixture is not None and not fixture.is_file():
+        raise SpecError(fixture, None, "fixture file not found")
+    known = environment_kinds()
+    if kind is not None and kind not in known:
+        raise SpecError(Path(kind), None, f"unknown environment kind (known: {', '.join(known)})")
+    kinds = [kind] if kind else known
+    results = [_check(name, fixture) for name in kinds]
+    if as_json:
+        click.echo(json.dumps(results, indent=2))
+    else:
+        for result in results:
+            _print(result)
+    if not all(result["conforms"] for result in results):
+        sys.exit(1)
+
+
+def _check(kind: str, fixture: Path | None) -> dict[str, Any]:
+    """One kind's findings; a kind that cannot be built at all says why."""
+    try:
+        environment_kind(kind)
+        problems = check_environment(kind, fixture=fixture)
+    except EnvironmentFailure as exc:
+        problems = [f"unavailable: {exc}"]
+    failed = {line.partition(":")[0] for line in problems}
+    built = "unavailable" not in failed
+    return {
+        "kind": kind,
+        "conforms": not problems,
+        "checks": {name: built and name not in failed for name in CHECK_NAMES},
+        "problems": problems,
+    }
+
+
+def _print(result: dict[str, Any]) -> None:
+    verdict = "conforms" if result["conforms"] else "DOES NOT CONFORM"
+    click.echo(f"{result['kind']}: {verdict}")
+    for name, passed in result["checks"].items():
+        click.echo(f"  {'ok  ' if passed else 'FAIL'} {name}")
+    for problem in result["problems"]:
+        click.echo(f"  - {problem}")

@@ -1,0 +1,178 @@
+"""The agent's PostgreSQL connection, speaking the SQLite dialect tools are written in.
+
+Tools call ``ctx.db.execute(sql, params)`` with ``?`` placeholders and read ``fetchone``,
+``fetchall``, ``description`` and ``lastrowid``, as on ``sqlite3``. :class:`AgentConnection`
+gives them that on psycopg: ``?`` becomes ``%s`` (``%`` is escaped), values come back as SQLite
+would give them (``Decimal`` sums as ``int``/``float``, booleans as 0/1, dates and times as ISO
+text), ``lastrowid`` is the key of the row an ``INSERT`` gave an INTEGER PRIMARY KEY, and every
+statement goes through the extended protocol, so one ``execute`` runs one statement.
+
+The connection refuses statements that would step outside the call's transaction or its
+settings (``BEGIN``, ``COMMIT``, ``SET``, ``COPY``...) and records them, with the server's own
+permission errors, as denials.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from datetime import date, datetime, time
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import psycopg
+from psycopg import errors
+
+LASTROWID = "groundstate.lastrowid"
+"""The transaction-local setting the insert triggers leave the new row's key in."""
+_REFUSED = {
+    "begin": "transaction",
+    "start": "transaction",
+    "commit": "transaction",
+    "end": "transaction",
+    "rollback": "transaction",
+    "abort": "transaction",
+    "savepoint": "transaction",
+    "release": "transaction",
+    "prepare": "transaction",
+    "set": "setting",
+    "reset": "setting",
+    "discard": "setting",
+    "copy": "copy",
+    "listen": "notification",
+    "notify": "notification",
+    "lock": "lock",
+    "vacuum": "maintenance",
+    "analyze": "maintenance",
+    "load": "extension",
+    "do": "procedure",
+    "call": "procedure",
+}
+_LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*([A-Za-z]*)", re.DOTALL)
+_TABLE_DENIAL = re.compile(r"permission denied for (?:table|relation) (\S+)")
+
+
+def keyword(sql: str) -> str:
+    """The statement's first keyword, lower case (comments and parentheses skipped)."""
+    match = _LEADING.match(sql)
+    return match.group(1).lower() if match else ""
+
+
+@lru_cache(maxsize=4096)
+def translate(sql: str) -> str:
+    """``?`` placeholders as ``%s`` and ``%`` as ``%%``, string literals and quoted names kept."""
+    out: list[str] = []
+    quote: str | None = None
+    for char in sql:
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "?":
+            out.append("%s")
+            continue
+        out.append("%%" if char == "%" else char)
+    return "".join(out)
+
+
+def sqlite_value(value: Any) -> Any:
+    """A PostgreSQL result value as SQLite would have returned it."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, datetime | date | time):
+        return value.isoformat()
+    if isinstance(value, memoryview):
+        return bytes(value)
+    return value
+
+
+def sqlite_row(row: Sequence[Any]) -> tuple[Any, ...]:
+    return tuple(sqlite_value(value) for value in row)
+
+
+class Cursor:
+    """The result of one statement, read as from ``sqlite3``."""
+
+    def __init__(self, cursor: psycopg.Cursor[Any], lastrowid: int | None) -> None:
+        self._cursor = cursor
+        self.lastrowid = lastrowid
+
+    @property
+    def description(self) -> list[tuple[Any, ...]] | None:
+        columns = self._cursor.description
+        return (
+            None
+            if columns is None
+            else [(c.name, None, None, None, None, None, None) for c in columns]
+        )
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        row = self._cursor.fetchone() if self._cursor.description else None
+        return None if row is None else sqlite_row(row)
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        if self._cursor.description is None:
+            return []
+        return [sqlite_row(row) for row in self._cursor.fetchall()]
+
+    def __iter__(self) -> Iterator[tuple[Any, ...]]:
+        return iter(self.fetchall())
+
+
+def run(
+    connection: psycopg.Connection[Any], sql: str, params: Sequence[Any] = ()
+) -> psycopg.Cursor[Any]:
+    """One statement in the SQLite dialect, on the extended protocol (one statement only)."""
+    cursor = connection.cursor()
+    cursor.execute(translate(sql).encode(), tuple(params), binary=True)
+    return cursor
+
+
+class AgentConnection:
+    """What ``ctx.db`` is in a PostgreSQL environment: the agent role's connection."""
+
+    def __init__(
+        self,
+        connection: psycopg.Connection[Any],
+        permissions: dict[str, str],
+        deny: Callable[[str], None],
+    ) -> None:
+        self._connection = connection
+        self._permissions = permissions
+        self._deny = deny
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        verb = keyword(sql)
+        if verb in _REFUSED:
+            self._deny(f"{_REFUSED[verb]} {verb}")
+            raise errors.InsufficientPrivilege(f"not authorized: {verb.upper()}")
+        try:
+            cursor = run(self._connection, sql, params)
+        except errors.InsufficientPrivilege as exc:
+            self._deny(self._denial(verb, str(exc)))
+            raise
+        return Cursor(cursor, self._lastrowid() if verb == "insert" else None)
+
+    def _lastrowid(self) -> int | None:
+        """The key the insert triggers recorded, cleared for the next insert."""
+        row = self._connection.execute(
+            "SELECT current_setting(%s, true), set_config(%s, '', true)", (LASTROWID, LASTROWID)
+        ).fetchone()
+        return int(row[0]) if row and row[0] else None
+
+    def _denial(self, verb: str, message: str) -> str:
+        """``read T`` for a table the agent may not read, ``write T`` for one it may only read
+        (as the SQLite kind records them); the server's message otherwise."""
+        match = _TABLE_DENIAL.search(message)
+        if match is None:
+            return f"{verb} ({message.splitlines()[0]})"
+        table = match.group(1).strip('"')
+        readable = self._permissions.get(table, "write") != "none"
+        return f"{'write' if readable else 'read'} {table}"

@@ -1,0 +1,344 @@
+"""A fixture carried from SQLite to PostgreSQL, with the SQLite behaviour tasks may rely on.
+
+Fixtures are written once, for SQLite: the ``postgres`` kind builds the fixture in SQLite (the
+same loader, so ``.sql``, ``.yaml`` and ``.json`` fixtures all work), then recreates each table
+in PostgreSQL: columns typed by their SQLite affinity (INTEGER -> ``bigint``, REAL -> ``double
+precision``, TEXT -> ``text``, BLOB -> ``bytea``; a NUMERIC-affinity column by the values it
+holds), NOT NULL, defaults, the primary key, UNIQUE constraints, CHECK constraints (copied
+verbatim) and foreign keys. Triggers reproduce what SQLite does on its own: an INTEGER PRIMARY
+KEY left out of an INSERT gets ``max + 1`` (with AUTOINCREMENT, never a key used before, kept in
+a ``sqlite_sequence`` table), and every written row is logged for the write history.
+
+The state hash is computed as the SQLite kind computes it, with each table's schema as the
+fixture's SQLite definition (the agent role has no DDL privilege, so it cannot change it): the
+same state hashes alike on both kinds, and a task's declared ``initial_state_hash`` holds on both.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any
+
+from groundstate.environments.base import quote
+from groundstate.errors import EnvironmentFailure
+
+INTERNAL = "_gs"
+"""The schema of the harness's own tables (clock, counters, write log): hidden from the agent."""
+API = "groundstate"
+"""The schema of the functions the agent's SQL may call: ``now()`` (the controlled clock) and
+the harness's write-log reader (guarded by a secret)."""
+_CLASS_TYPE = {int: "bigint", float: "double precision", str: "text", bytes: "bytea"}
+
+
+@dataclass
+class PortableTable:
+    """One fixture table as PostgreSQL gets it."""
+
+    name: str
+    sqlite_sql: str
+    columns: list[str]
+    types: list[str]
+    key: list[str]
+    ddl: str
+    foreign_keys: list[str]
+    rows: list[tuple[Any, ...]]
+    rowid: str | None = None
+    """The INTEGER PRIMARY KEY column (SQLite's rowid alias), if any."""
+    autoincrement: bool = False
+    parents: list[str] = field(default_factory=list)
+    """The tables this one's foreign keys refer to."""
+
+
+@dataclass
+class PortableFixture:
+    """A built fixture: its tables, and the SQLite bookkeeping the state hash covers."""
+
+    tables: list[PortableTable]
+    sequence_sql: str | None
+    """SQLite's ``sqlite_sequence`` definition, when the fixture has AUTOINCREMENT tables."""
+    sequence: list[tuple[str, int]]
+    meta_sql: str
+    meta: list[tuple[str, str]] = field(default_factory=list)
+
+
+def with_children(fixture: PortableFixture, names: set[str]) -> list[PortableTable]:
+    """*names* and every table whose foreign keys lead to one of them, in fixture order: the
+    tables that must be emptied together (a referenced table cannot be emptied alone)."""
+    closure = set(names)
+    grown = True
+    while grown:
+        more = {t.name for t in fixture.tables if set(t.parents) & closure} - closure
+        closure |= more
+        grown = bool(more)
+    return [table for table in fixture.tables if table.name in closure]
+
+
+def read_fixture(image: bytes, meta_table: str) -> PortableFixture:
+    """The tables of a built SQLite fixture (its serialized image), ready for PostgreSQL."""
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.deserialize(image)
+        master = dict(
+            connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
+        )
+        tables = [
+            _table(connection, name, sql)
+            for name, sql in master.items()
+            if not name.startswith("sqlite_") and name != meta_table
+        ]
+        sequence = connection.execute(
+            "SELECT name, seq FROM sqlite_sequence"
+            if "sqlite_sequence" in master
+            else "SELECT 1 WHERE 0"
+        ).fetchall()
+        meta = connection.execute(f"SELECT key, value FROM {meta_table}").fetchall()
+        return PortableFixture(
+            tables, master.get("sqlite_sequence"), sequence, master[meta_table], meta
+        )
+    finally:
+        connection.close()
+
+
+def _table(connection: sqlite3.Connection, name: str, sql: str) -> PortableTable:
+    info = connection.execute(f"PRAGMA table_info({quote(name)})").fetchall()
+    rows = connection.execute(f"SELECT * FROM {quote(name)}").fetchall()
+    columns = [str(column[1]) for column in info]
+    key = [str(c[1]) for c in sorted(info, key=lambda c: c[5]) if c[5] > 0]
+    if not key:
+        raise EnvironmentFailure(
+            f"postgres: table {name} has no primary key (the postgres kind keys rows by it)"
+        )
+    types = [_pg_type(name, column, rows, i) for i, column in enumerate(info)]
+    rowid = key[0] if len(key) == 1 and _declared(info, key[0]) == "INTEGER" else None
+    definitions = [
+        f"{quote(str(c[1]))} {types[i]}{' NOT NULL' if c[3] else ''}"
+        + (f" DEFAULT {c[4]}" if c[4] is not None else "")
+        for i, c in enumerate(info)
+    ]
+    definitions.append(f"PRIMARY KEY ({', '.join(quote(c) for c in key)})")
+    definitions += [f"UNIQUE ({', '.join(map(quote, u))})" for u in _uniques(connection, name)]
+    definitions += [f"CHECK {check}" for check in check_clauses(sql)]
+    return PortableTable(
+        name=name,
+        sqlite_sql=sql,
+        columns=columns,
+        types=types,
+        key=key,
+        ddl=f"CREATE TABLE public.{quote(name)} ({', '.join(definitions)})",
+        foreign_keys=_foreign_keys(connection, name),
+        parents=sorted(
+            {str(fk[2]) for fk in connection.execute(f"PRAGMA foreign_key_list({quote(name)})")}
+        ),
+        rows=rows,
+        rowid=rowid,
+        autoincrement="AUTOINCREMENT" in sql.upper(),
+    )
+
+
+def _declared(info: list[Any], column: str) -> str:
+    return next(str(c[2]).upper() for c in info if c[1] == column)
+
+
+def _pg_type(table: str, column: Any, rows: list[Any], index: int) -> str:
+    """The PostgreSQL type of a column, by SQLite's affinity rules; every value must fit it."""
+    declared = str(column[2]).upper()
+    classes = {type(row[index]) for row in rows} - {type(None)}
+    if "INT" in declared:
+        wanted: str | None = "bigint"
+    elif any(word in declared for word in ("CHAR", "CLOB", "TEXT")):
+        wanted = "text"
+    elif any(word in declared for word in ("REAL", "FLOA", "DOUB")):
+        wanted = "double precision"
+    elif "BLOB" in declared or not declared:
+        wanted = None  # no affinity: whatever the values are
+    else:  # NUMERIC affinity (DATE, BOOLEAN, DECIMAL...): by the values, text for dates
+        wanted = "text" if ("DATE" in declared or "TIME" in declared) and not classes else None
+    if wanted is None:
+        if len(classes) > 1:
+            raise _mixed(table, column[1], classes)
+        wanted = _CLASS_TYPE[classes.pop()] if classes else "bigint"
+    if any(_CLASS_TYPE[c] != wanted for c in classes):
+        raise _mixed(table, column[1], classes)
+    return wanted
+
+
+def _mixed(table: str, column: str, classes: set[type]) -> EnvironmentFailure:
+    names = ", ".join(sorted(c.__name__ for c in classes))
+    return EnvironmentFailure(
+        f"postgres: column {table}.{column} holds values of several types ({names}); "
+        "the postgres kind needs one type per column"
+    )
+
+
+def _uniques(connection: sqlite3.Connection, table: str) -> list[list[str]]:
+    found = []
+    for index in connection.execute(f"PRAGMA index_list({quote(table)})").fetchall():
+        if index[2] and index[3] != "pk":
+            info = connection.execute(f"PRAGMA index_info({quote(index[1])})").fetchall()
+            if all(column[2] is not None for column in info):
+                found.append([str(column[2]) for column in info])
+    return found
+
+
+def _foreign_keys(connection: sqlite3.Connection, table: str) -> list[str]:
+    groups: dict[int, list[Any]] = {}
+    for row in connection.execute(f"PRAGMA foreign_key_list({quote(table)})").fetchall():
+        groups.setdefault(row[0], []).append(row)
+    statements = []
+    for rows in groups.values():
+        parent, update, delete = rows[0][2], rows[0][5], rows[0][6]
+        source = ", ".join(quote(r[3]) for r in rows)
+        target = "" if rows[0][4] is None else f" ({', '.join(quote(r[4]) for r in rows)})"
+        statements.append(
+            f"ALTER TABLE public.{quote(table)} ADD FOREIGN KEY ({source}) REFERENCES "
+            f"public.{quote(parent)}{target} ON UPDATE {update} ON DELETE {delete} "
+            "DEFERRABLE INITIALLY IMMEDIATE"  # immediate, as in SQLite; deferred by reloads
+        )
+    return statements
+
+
+def check_clauses(sql: str) -> list[str]:
+    """The ``(...)`` of every CHECK in a CREATE TABLE statement, outside strings and names."""
+    clauses, i, quote_char = [], 0, None
+    upper = sql.upper()
+    while i < len(sql):
+        char = sql[i]
+        if quote_char is not None:
+            quote_char = None if char == quote_char else quote_char
+        elif char in "'\"`[":
+            quote_char = "]" if char == "[" else char
+        elif upper.startswith("CHECK", i) and _boundary(sql, i - 1) and _boundary(sql, i + 5):
+            start = sql.index("(", i)
+            end = _closing(sql, start)
+            clauses.append(sql[start : end + 1])
+            i = end
+        i += 1
+    return clauses
+
+
+def _boundary(sql: str, i: int) -> bool:
+    return i < 0 or i >= len(sql) or not (sql[i].isalnum() or sql[i] == "_")
+
+
+def _closing(sql: str, start: int) -> int:
+    depth, quote_char = 0, None
+    for i in range(start, len(sql)):
+        char = sql[i]
+        if quote_char is not None:
+            quote_char = None if char == quote_char else quote_char
+        elif char in "'\"":
+            quote_char = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise EnvironmentFailure(f"postgres: unbalanced CHECK in {sql[:80]!r}")
+
+
+# --- the SQL that sets a template database up --------------------------------------------------
+
+
+def harness_sql(fixture: PortableFixture, agent: str, evaluator: str) -> list[str]:
+    """The harness's schemas, tables, functions and triggers, and the role-wide grants."""
+    statements = [
+        f"CREATE SCHEMA {INTERNAL}",
+        f"CREATE SCHEMA {API}",
+        "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+        f"CREATE TABLE {INTERNAL}.meta (key text PRIMARY KEY, value text)",
+        f"CREATE TABLE {INTERNAL}.secret (value text)",
+        f"CREATE TABLE {INTERNAL}.sqlite_sequence (name text PRIMARY KEY, seq bigint)",
+        f"CREATE TABLE {INTERNAL}.writes "
+        "(seq bigint PRIMARY KEY, tbl int, op text, before_row jsonb, after_row jsonb)",
+        _function(
+            f"{API}.now()",
+            "timestamptz",
+            f"SELECT (SELECT value FROM {INTERNAL}.meta WHERE key = 'now')::timestamp "
+            "AT TIME ZONE 'UTC'",
+            language="sql",
+            volatility="STABLE",
+        ),
+        _function(
+            f"{API}.take_writes(secret text)",
+            "TABLE(seq bigint, tbl int, op text, before_row jsonb, after_row jsonb)",
+            f"BEGIN IF secret IS DISTINCT FROM (SELECT value FROM {INTERNAL}.secret) THEN "
+            "RAISE insufficient_privilege USING MESSAGE = 'permission denied for write log'; "
+            f"END IF; RETURN QUERY DELETE FROM {INTERNAL}.writes w "
+            "RETURNING w.seq, w.tbl, w.op, w.before_row, w.after_row; END",
+        ),
+        _function(
+            f"{INTERNAL}.log_write()",
+            "trigger",
+            f"BEGIN INSERT INTO {INTERNAL}.writes SELECT coalesce(max(seq), 0) + 1, "
+            "TG_ARGV[0]::int, lower(TG_OP), "
+            "CASE WHEN TG_OP <> 'INSERT' THEN to_jsonb(OLD) END, "
+            f"CASE WHEN TG_OP <> 'DELETE' THEN to_jsonb(NEW) END FROM {INTERNAL}.writes; "
+            "RETURN NULL; END",
+        ),
+        f"GRANT USAGE ON SCHEMA {API} TO {quote(agent)}, {quote(evaluator)}",
+    ]
+    for index, table in enumerate(fixture.tables):
+        statements += _table_triggers(index, table)
+        statements.append(f"GRANT SELECT ON public.{quote(table.name)} TO {quote(evaluator)}")
+    return statements
+
+
+def _table_triggers(index: int, table: PortableTable) -> list[str]:
+    on = f"ON public.{quote(table.name)} FOR EACH ROW EXECUTE FUNCTION"
+    statements = [
+        f"CREATE TRIGGER _gs_log AFTER INSERT OR UPDATE OR DELETE {on} "
+        f"{INTERNAL}.log_write('{index}')"
+    ]
+    if table.rowid is None:
+        return statements
+    column, name = quote(table.rowid), _literal(table.name)
+    counter = (
+        f"coalesce((SELECT seq FROM {INTERNAL}.sqlite_sequence WHERE name = {name}), 0)"
+        if table.autoincrement
+        else "0"
+    )
+    statements.append(
+        _function(
+            f"{INTERNAL}.rowid_{index}()",
+            "trigger",
+            f"BEGIN IF NEW.{column} IS NULL THEN NEW.{column} := greatest(coalesce("
+            f"(SELECT max({column}) FROM public.{quote(table.name)}), 0), {counter}) + 1; "
+            "END IF; RETURN NEW; END",
+        )
+    )
+    remember = (
+        f"INSERT INTO {INTERNAL}.sqlite_sequence VALUES ({name}, NEW.{column}) "
+        "ON CONFLICT (name) DO UPDATE SET seq = "
+        f"greatest({INTERNAL}.sqlite_sequence.seq, EXCLUDED.seq); "
+        if table.autoincrement
+        else ""
+    )
+    statements.append(
+        _function(
+            f"{INTERNAL}.inserted_{index}()",
+            "trigger",
+            f"BEGIN PERFORM set_config('groundstate.lastrowid', NEW.{column}::text, true); "
+            f"{remember}RETURN NULL; END",
+        )
+    )
+    statements.append(f"CREATE TRIGGER _gs_rowid BEFORE INSERT {on} {INTERNAL}.rowid_{index}()")
+    statements.append(
+        f"CREATE TRIGGER _gs_inserted AFTER INSERT {on} {INTERNAL}.inserted_{index}()"
+    )
+    return statements
+
+
+def _function(
+    signature: str, returns: str, body: str, *, language: str = "plpgsql", volatility: str = ""
+) -> str:
+    """A SECURITY DEFINER function: it acts for the harness whoever's statement fires it."""
+    return (
+        f"CREATE FUNCTION {signature} RETURNS {returns} LANGUAGE {language} {volatility} "
+        f"SECURITY DEFINER SET search_path = pg_catalog AS $gs${body}$gs$"
+    )
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
