@@ -81,11 +81,12 @@ def test_the_example_program_solves_a_task_through_the_sandbox(retail: Suite) ->
     assert json.loads(out.artifacts["agent_process.json"])["exit_code"] == 0
 
 
+@pytest.mark.parametrize("served", [{}, {"transport": "http", "network": "host"}])
 def test_a_program_that_hangs_is_killed_at_the_limit_with_its_children(
-    retail: Suite, tmp_path: Path
+    retail: Suite, tmp_path: Path, served: dict[str, str]
 ) -> None:
     marker = str(random.randint(10**6, 10**7))
-    out = run_program(retail, tmp_path, "sleep", marker, time_limit=4)
+    out = run_program(retail, tmp_path, "sleep", marker, time_limit=4, **served)
     assert out.run.terminal_reason == "agent_failure/time_limit"
     assert json.loads(out.artifacts["agent_process.json"])["exit_code"] == -9
     assert not process_running(marker.encode())
@@ -260,3 +261,27 @@ def test_an_external_programs_usage_counts_against_the_budgets(
     assert (out.run.usage.input_tokens, out.run.usage.output_tokens) == (600, 500)
     assert out.run.cost == 0.25
     assert not [e for e in out.run.observation_action_log if e.kind == "tool_call"]
+
+
+def test_over_streamable_http_the_same_agent_gets_the_same_verdicts(
+    edited_bank: Any, tmp_path: Path
+) -> None:
+    """``transport: http``: the program reaches the server at ``$GROUNDSTATE_MCP_URL``."""
+    bank = edited_bank(lambda task: task.update(time_limit=60))
+    agent_file = Path(__file__).parent / "suites" / "bank_agent.py"
+    command = ["{python}", "-m", "groundstate.mcp_client", f"{agent_file}:bank_agent",
+               '{"fault_rate": 0.5}']
+    verdicts = []
+    for served in ({}, {"transport": "http", "network": "host"}):
+        system = load_system(system_file(tmp_path, command, **served))
+        runs = [attempt(bank, "transfer", load_agent(system), system=system, seed=seed).run
+                for seed in range(2)]
+        verdicts.append([r.terminal_reason for r in runs])
+    stdio, http = verdicts
+    assert stdio == http and len(set(stdio)) == 2, verdicts  # seed 0 checks the PIN, 1 not
+
+
+def test_http_inside_a_sandbox_without_network_is_refused(tmp_path: Path) -> None:
+    path = system_file(tmp_path, ["{python}", str(PROGRAM), "env"], transport="http")
+    with pytest.raises(SpecError, match="set network: host, or use transport: stdio"):
+        load_agent(load_system(path))

