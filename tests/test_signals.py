@@ -151,7 +151,7 @@ def test_ctrl_c_during_the_canary_is_not_ignored(
             return "done"
 
     monkeypatch.setattr(
-        "groundstate.runner.ScriptedAgent.from_solution", lambda solution: Interrupting()
+        "groundstate.agents.scripted.ScriptedAgent.from_solution", lambda solution: Interrupting()
     )
     started = time.monotonic()
     result = _invoke_run(tmp_path / "runs.db")

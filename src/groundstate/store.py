@@ -116,6 +116,11 @@ class BatchInfo(BaseModel):
     """Tasks that failed validation and ran anyway (``run --allow-invalid``)."""
     source: str = "groundstate"
     """``groundstate`` for batches run here; ``imported`` for results from another harness."""
+    executor: str | None = None
+    """Where the attempts ran: ``in-process``, ``process`` or ``ray`` (``None``: stored before
+    executors were recorded, or imported). A resume may use another; records do not differ."""
+    concurrency: int | None = None
+    """Attempts in flight at once when the batch started (``None``: not recorded)."""
 
 
 ProblemKind = Literal[
