@@ -72,6 +72,8 @@ def batch_report(batch: BatchInfo, runs: list[AgentRun], *, seed: int = 0) -> di
         "system_spec_hash": batch.system_spec_hash,
         "n_tasks": valid.n_tasks,
         "attempts_per_task": batch.attempts,
+        "executor": batch.executor,
+        "concurrency": batch.concurrency,
         "valid_attempts": sum(r.valid for r in counted),
         "invalid_attempts": sum(not r.valid for r in counted),
         "terminal_reasons": summary.terminal_reasons,

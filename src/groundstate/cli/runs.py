@@ -25,6 +25,7 @@ from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
 from groundstate.errors import GroundstateError
+from groundstate.executors import make_executor
 from groundstate.imports import import_results
 from groundstate.records import AgentRun
 from groundstate.report.html import render_batch, render_comparison
@@ -85,6 +86,19 @@ HTML_OPTION = click.option(
     help="Attempts in flight at once (each in its own environment).",
 )
 @click.option(
+    "--executor",
+    type=click.Choice(["in-process", "process", "ray"]),
+    default="in-process",
+    show_default=True,
+    help="Where attempts run: threads of this process (attempts that wait on a model), a "
+    "process pool (CPU-bound attempts), or Ray (pip install 'groundstate[ray]').",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    help="Join this Ray cluster (e.g. ray://head:10001 or auto) instead of starting a local one.",
+)
+@click.option(
     "--resume",
     "resume_id",
     default=None,
@@ -105,6 +119,8 @@ def run(
     attempts: int,
     seed: int,
     concurrency: int,
+    executor: str,
+    ray_address: str | None,
     resume_id: str | None,
     allow_invalid: bool,
     locked: bool,
@@ -132,14 +148,20 @@ def run(
                 invalid = require_valid(loaded_suite, run_store, allow_invalid=allow_invalid)
                 if invalid:
                     click.echo(f"warning: running invalid tasks: {', '.join(invalid)}", err=True)
-                config = BatchConfig(attempts, seed, concurrency, invalid_tasks=tuple(invalid))
+                config = BatchConfig(attempts, seed, concurrency, tuple(invalid), executor=executor)
                 runner = BatchRunner(
-                    loaded_suite, system, run_store, interrupt=flag, on_problem=_warn_problem
+                    loaded_suite,
+                    system,
+                    run_store,
+                    interrupt=flag,
+                    on_problem=_warn_problem,
+                    executor=make_executor(executor, loaded_suite, ray_address=ray_address),
                 )
                 result = _run_batch(runner, config, resume_id, _progress(total, quiet=as_json))
     except Interrupted as exc:
         batch_id = runner.batch_id if runner is not None else resume_id
         again = _resume_args(suite, system_file, concurrency, allow_invalid, locked)
+        again += _executor_args(executor, ray_address)
         report_interrupted(exc, batch_id, store, again)
         sys.exit(exc.exit_code)
     if html is not None:
@@ -231,6 +253,11 @@ def _resume_args(
     if concurrency > 1:
         args += ["--concurrency", str(concurrency)]
     return args + ["--allow-invalid"] * allow_invalid + ["--locked"] * locked
+
+
+def _executor_args(executor: str, ray_address: str | None) -> list[str]:
+    args = [] if executor == "in-process" else ["--executor", executor]
+    return args + ([] if ray_address is None else ["--ray-address", ray_address])
 
 
 def _warn_problem(problem: Problem) -> None:

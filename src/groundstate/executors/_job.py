@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Callable
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from groundstate.agents.base import Agent
@@ -77,7 +80,17 @@ def execute(job: AttemptJob) -> AttemptOutput:
 
 def init_worker(workdir_root: str) -> None:
     """Set up a pool worker: the parent handles Ctrl-C (the terminal sends it to the whole
-    process group), and work folders live under the parent's, which removes them at exit
-    or, after a SIGKILL, the next ``run``'s sweep does."""
+    process group), work folders live under the parent's (removed with it at exit or, after
+    a SIGKILL, by the next ``run``'s sweep), and the worker leaves when the parent dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ[TMPDIR_ENV] = workdir_root
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def _exit_with(parent: BaseProcess) -> None:
+    """Exit once *parent* is gone: a pool worker waits for work on a queue whose writing end
+    it holds itself, so a parent killed outright would otherwise leave it waiting forever."""
+    parent.join()
+    os._exit(0)

@@ -32,7 +32,7 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
         title=escape(
             printable(
                 f"batch {batch.batch_id} · suite {batch.suite} · "
-                f"system {batch.system_spec_hash[:12]}"
+                f"system {batch.system_spec_hash[:12]}{_where(batch)}"
             )
         )
     )
@@ -50,6 +50,13 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> Table:
             _plain(", ".join(f"{reason} x{n}" for reason, n in sorted(reasons.items()))),
         )
     return table
+
+
+def _where(batch: BatchInfo) -> str:
+    """Where the attempts ran, when the batch recorded it."""
+    if batch.executor is None:
+        return ""
+    return f" · executor {batch.executor} · concurrency {batch.concurrency}"
 
 
 def _plain(text: str) -> Text:
