@@ -2,46 +2,26 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from groundstate.analysis import (
-    batch_report,
-    compare_batches,
-    comparison_report,
-    final_runs,
-    summarize_batch,
-    tries,
-)
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
 from groundstate.errors import GroundstateError
-from groundstate.executors import make_executor
-from groundstate.imports import import_results
-from groundstate.records import AgentRun
-from groundstate.report.html import render_batch, render_comparison
-from groundstate.report.terminal import (
-    batch_table,
-    comparison_tables,
-    print_run,
-    report_footer,
-    summary_tables,
-)
-from groundstate.runner import BatchConfig, BatchResult, BatchRunner, Interrupted, InterruptFlag
-from groundstate.spec.suite import load_suite
-from groundstate.spec.system import load_system
-from groundstate.store import BatchInfo, Problem, RunStore
-from groundstate.validation import require_lock, require_valid
-from groundstate.workdirs import sweep_stale
+
+if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from groundstate.records import AgentRun
+    from groundstate.runner import BatchConfig, BatchResult, BatchRunner
+    from groundstate.store import BatchInfo, Problem
 
 EXIT_TOO_MANY_INVALID = 3
 """``run`` exits 3 when invalid tries exceed the system's ``invalid_run_policy.max_invalid_rate``
@@ -135,6 +115,16 @@ def run(
     (143). A batch is leased to the process running it: a second --resume of a batch another
     live process is running is refused (exit 2).
     """
+    from groundstate.analysis import batch_report
+    from groundstate.executors import make_executor
+    from groundstate.report.terminal import batch_table
+    from groundstate.runner import BatchConfig, BatchRunner, Interrupted, InterruptFlag
+    from groundstate.spec.suite import load_suite
+    from groundstate.spec.system import load_system
+    from groundstate.store import RunStore
+    from groundstate.validation import require_lock, require_valid
+    from groundstate.workdirs import sweep_stale
+
     sweep_stale()  # work folders of runs killed outright
     flag = InterruptFlag()
     runner: BatchRunner | None = None
@@ -197,6 +187,10 @@ def report(batch_id: str | None, as_json: bool, seed: int, html: Path | None, st
     The batch is verified first (records, artifacts, chain): each altered or missing record
     is named on stderr, the report is marked, and the exit status is 1.
     """
+    from groundstate.analysis import batch_report
+    from groundstate.report.terminal import batch_table
+    from groundstate.store import RunStore
+
     with RunStore(store) as run_store:
         batch = run_store.batch(batch_id)
         check = run_store.verify(batch.batch_id)
@@ -229,6 +223,9 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
     The run's record, its artifacts and its place in its batch's chain are verified first;
     anything altered is named on stderr, marked above the run, and the exit status is 1.
     """
+    from groundstate.report.terminal import print_run
+    from groundstate.store import RunStore
+
     with RunStore(store) as run_store:
         owner = run_store.run_batch_id(run_id)
         record = run_store.run(run_id)
@@ -284,6 +281,8 @@ def _nonempty(batch: BatchInfo, runs: list[AgentRun]) -> list[AgentRun]:
 def _run_batch(
     runner: BatchRunner, config: BatchConfig, resume_id: str | None, progress: _progress
 ) -> BatchResult:
+    import asyncio
+
     with progress as on_run:
         runner.on_run = on_run
         if resume_id is None:
@@ -292,6 +291,9 @@ def _run_batch(
 
 
 def _write_batch_html(path: Path, batch: BatchInfo, runs: list[AgentRun], seed: int = 0) -> None:
+    from groundstate.analysis import summarize_batch, tries
+    from groundstate.report.html import render_batch
+
     _write(
         path, render_batch(batch, runs, summarize_batch(batch, runs, seed=seed), tries(batch, runs))
     )
@@ -306,6 +308,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def _print_report(console: Console, data: dict[str, Any]) -> None:
+    from groundstate.report.terminal import report_footer, summary_tables
+
     for table in summary_tables(data):
         console.print(table)
     console.print(report_footer(data))
@@ -318,6 +322,14 @@ class _progress:
         self._reasons: Counter[str] = Counter()
         self._bar: Progress | None = None
         if not quiet and sys.stdout.isatty():
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
             self._bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -344,6 +356,8 @@ class _progress:
 
 
 def _batch_json(result: BatchResult) -> dict[str, Any]:
+    from groundstate.analysis import final_runs
+
     counted = final_runs(result.runs)
     return {
         "batch_id": result.batch.batch_id,
@@ -378,6 +392,11 @@ def compare_command(
     batch_a: str, batch_b: str, as_json: bool, seed: int, html: Path | None, store: Path
 ) -> None:
     """Paired comparison of BATCH_B against BATCH_A on the tasks both ran."""
+    from groundstate.analysis import compare_batches, comparison_report
+    from groundstate.report.html import render_comparison
+    from groundstate.report.terminal import comparison_tables
+    from groundstate.store import RunStore
+
     with RunStore(store) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         altered = [warn(run_store.verify(x.batch_id)) for x in (a, b)]
@@ -403,6 +422,9 @@ def compare_command(
 @STORE_OPTION
 def import_results_command(file: Path, name: str, store: Path) -> None:
     """Store results made by another harness (CSV or JSONL rows) as a batch."""
+    from groundstate.imports import import_results
+    from groundstate.store import RunStore
+
     with RunStore(store) as run_store:
         batch = import_results(file, name, run_store)
         count = len(run_store.runs(batch.batch_id))

@@ -5,29 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from groundstate.cli import STORE_OPTION, main
 from groundstate.cli.integrity import warn
-from groundstate.spec.suite import load_suite
-from groundstate.store import RunStore
-from groundstate.validation import (
-    CHECKS,
-    CheckOutcome,
-    SuiteValidity,
-    TaskValidity,
-    check_lock,
-    lock_suite,
-    regress,
-    validate_suite,
-)
-from groundstate.validation.mutation import summary
-from groundstate.workdirs import sweep_stale
+
+if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
+    from rich.console import Console
+
+    from groundstate.validation import CheckOutcome, SuiteValidity, TaskValidity
 
 
 @main.command()
@@ -46,6 +34,13 @@ def validate(suite: Path, as_json: bool, no_cache: bool, store: Path) -> None:
     mutation testing: the score per task, survivors listed). Results are cached in the run
     store, keyed by everything they depend on.
     """
+    from rich.console import Console
+
+    from groundstate.spec.suite import load_suite
+    from groundstate.store import RunStore
+    from groundstate.validation import validate_suite
+    from groundstate.workdirs import sweep_stale
+
     sweep_stale()  # work folders of runs and validations killed outright
     loaded = load_suite(suite)
     if no_cache:
@@ -68,6 +63,9 @@ def validate(suite: Path, as_json: bool, no_cache: bool, store: Path) -> None:
 )
 def lock(suite: Path, check: bool) -> None:
     """Write SUITE/suite.lock: the hashes of its files, tasks, solutions and graders."""
+    from groundstate.spec.suite import load_suite
+    from groundstate.validation import check_lock, lock_suite
+
     loaded = load_suite(suite)
     if not check:
         path = lock_suite(loaded)
@@ -100,6 +98,10 @@ def lock(suite: Path, check: bool) -> None:
 @STORE_OPTION
 def regress_command(run_id: str, into: Path, suite_path: Path | None, store: Path) -> None:
     """Turn the failing run RUN_ID into a regression task; print the new task file."""
+    from groundstate.spec.suite import load_suite
+    from groundstate.store import RunStore
+    from groundstate.validation import regress
+
     with RunStore(store) as run_store:
         owner = run_store.run_batch_id(run_id)
         run = run_store.run(run_id)
@@ -121,6 +123,12 @@ _HEADERS = {
 
 
 def _print_validity(console: Console, result: SuiteValidity) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from groundstate.validation import CHECKS
+
     table = Table(
         title=f"suite {result.suite} · {result.suite_hash[:12]}",
         box=box.SIMPLE_HEAD,
@@ -158,6 +166,10 @@ def _cell(task: TaskValidity, check: CheckOutcome) -> str:
 
 def _print_mutation(console: Console, result: SuiteValidity) -> None:
     """Each task's survivors with their difference from the oracle, then the suite's score."""
+    from rich.text import Text
+
+    from groundstate.validation.mutation import summary
+
     for task in result.tasks:
         figures = task.mutation
         if figures is None or not (figures.survivors or figures.errored):
