@@ -5,6 +5,8 @@ on first use (PEP 562), so that ``groundstate --help`` does not pay for numpy, p
 rest.
 """
 
+__version__ = "0.1.0"
+
 from importlib import import_module as _import_module
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from groundstate import __version__
 from groundstate.errors import GroundstateError
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
-@click.version_option(package_name="groundstate")
+@click.version_option(__version__, prog_name="groundstate")
 def main() -> None:
     """Evaluate tool-using agents by the state they leave behind."""
 
