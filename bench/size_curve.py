@@ -2,7 +2,9 @@
 
 A generated suite with one table of N accounts and one task whose oracle credits one account:
 the agent changes one row whatever N is. An attempt's cost should follow what the agent did,
-not the size of the state; the issue's target is at most 2x from 100 to 100,000 rows.
+not the size of the state; the issue's target is at most 2x from 100 to 100,000 rows. Then
+the environment's per-attempt stages, timed alone at each size (build, reset, state hash,
+snapshot, diff, health probe), to show which of them grow with the rows.
 
 Run: ``make bench`` (or ``.venv/bin/python bench/size_curve.py [--quick]``).
 """
@@ -17,7 +19,8 @@ import time
 from pathlib import Path
 
 from groundstate.agents.scripted import ScriptedAgent
-from groundstate.episode import AttemptInfo, run_attempt
+from groundstate.environments.base import diff_snapshots
+from groundstate.episode import AttemptInfo, default_environment, run_attempt
 from groundstate.spec.suite import load_suite
 from groundstate.testing import scripted_system
 
@@ -91,6 +94,31 @@ def attempt_cost(rows: int, repeats: int) -> list[float]:
     return samples
 
 
+def stage_costs(rows: int) -> dict[str, float]:
+    """Seconds of each environment stage of one attempt at *rows* rows (one sample each)."""
+    costs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        suite = load_suite(make_suite(Path(tmp), rows))
+        task = suite.tasks["credit"]
+        t0 = time.perf_counter()
+        with default_environment(task, suite) as env:
+            costs["build"] = time.perf_counter() - t0
+            for stage, work in (
+                ("reset", env.reset),
+                ("state hash", env.state_hash),
+                ("snapshot", env.snapshot),
+                ("health probe", env.health),
+            ):
+                t0 = time.perf_counter()
+                work()
+                costs[stage] = time.perf_counter() - t0
+            before, after = env.snapshot(), env.snapshot()
+            t0 = time.perf_counter()
+            diff_snapshots(before, after)
+            costs["diff"] = time.perf_counter() - t0
+    return costs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, for a smoke run")
@@ -103,6 +131,13 @@ def main() -> None:
         cost = statistics.median(attempt_cost(rows, repeats))
         base = base or cost
         print(f"  {rows:>8} {cost * 1000:>9.1f} ms {cost / base:>9.1f}x")
+    print("  environment stages, ms (one sample each):")
+    sizes = (100, 10_000, 100_000)
+    table = {rows: stage_costs(rows) for rows in sizes}
+    print("  " + f"{'stage':<14}" + "".join(f"{rows:>10}" for rows in sizes))
+    for stage in table[100]:
+        cells = "".join(f"{table[rows][stage] * 1000:>10.1f}" for rows in sizes)
+        print(f"  {stage:<14}{cells}")
 
 
 if __name__ == "__main__":
