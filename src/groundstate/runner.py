@@ -320,7 +320,7 @@ class BatchRunner:
                 self.on_problem(problem)
 
     async def _heartbeat(self, batch_id: str) -> None:
-        """Keep the lease live while long attempts run (attempts also beat as they end)."""
+        """Keep the lease live while the batch runs."""
         while True:
             await asyncio.sleep(LEASE_HEARTBEAT)
             try:
@@ -370,10 +370,20 @@ class BatchRunner:
                 self.interrupt.check()
                 output = await self._executor.run(self._job(task_id, info))
             self.interrupt.check()  # a try the signal cut short is not stored
-            self.store.heartbeat(batch.batch_id)  # and none after another process took over
+            self._check_lease(batch.batch_id)  # and none after another process took over
             previous = self.store.add_run(output.run, output.artifacts)
             if self.on_run is not None:
                 self.on_run(previous)
+
+    def _check_lease(self, batch_id: str) -> None:
+        """Refuse to store once another process holds the batch. A read, not a heartbeat: a
+        write would cost a synced commit per try, and the background heartbeat keeps the
+        lease far from stale (a lease is only taken over once stale or its process gone)."""
+        lease = self.store.lease(batch_id)
+        if lease is None:  # the row was removed by hand: this process still runs the batch
+            self.store.heartbeat(batch_id)
+        elif not lease.mine():
+            raise BatchLeased(lease)
 
     def _agent(self) -> Agent:
         return self.make_agent() if self.make_agent else load_agent(self.system)
