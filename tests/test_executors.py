@@ -110,7 +110,7 @@ def _run(flaky: Flaky, name: str, store_path: Path, concurrency: int = 2) -> Bat
     suite = load_suite(BANK)
     with RunStore(store_path) as store:
         runner = BatchRunner(suite, flaky.fresh(), store, executor=make_executor(name, suite))
-        config = BatchConfig(attempts=ATTEMPTS, concurrency=concurrency, executor=name)
+        config = BatchConfig(attempts=ATTEMPTS, concurrency=concurrency)
         return asyncio.run(runner.start(config))
 
 
@@ -188,7 +188,7 @@ def test_a_suite_changed_on_disk_is_refused_by_a_worker(tmp_path: Path) -> None:
             suite, load_system(BANK_SYSTEM), store, executor=make_executor("process", suite)
         )
         with pytest.raises(BatchAborted, match=r"hashes to .* the batch ran"):
-            asyncio.run(runner.start(BatchConfig(attempts=1, executor="process")))
+            asyncio.run(runner.start(BatchConfig(attempts=1)))
         assert store.batches() == []
 
 

@@ -107,8 +107,6 @@ class BatchConfig:
     concurrency: int = 1
     invalid_tasks: tuple[str, ...] = ()
     """Tasks known to be invalid that run anyway (``--allow-invalid``); reports name them."""
-    executor: str = "in-process"
-    """Where attempts run (stored with the batch); the runner's executor must be this one."""
 
 
 @dataclass
@@ -129,7 +127,9 @@ def derive_seed(batch_seed: int, task_id: str, attempt: int) -> int:
     return int(digest[:8], 16)
 
 
-def plan_batch(suite: Suite, system: SystemSpec, config: BatchConfig) -> BatchInfo:
+def plan_batch(
+    suite: Suite, system: SystemSpec, config: BatchConfig, executor: str = "in-process"
+) -> BatchInfo:
     return BatchInfo(
         batch_id=uuid.uuid4().hex[:12],
         created_at=datetime.now(UTC),
@@ -150,7 +150,7 @@ def plan_batch(suite: Suite, system: SystemSpec, config: BatchConfig) -> BatchIn
         },
         invalid_run_policy=system.invalid_run_policy.model_dump(),
         invalid_tasks=list(config.invalid_tasks),
-        executor=config.executor,
+        executor=executor,
         concurrency=config.concurrency,
     )
 
@@ -185,11 +185,6 @@ class BatchRunner:
 
     async def start(self, config: BatchConfig) -> BatchResult:
         """Check the suite, store a new batch, and run it."""
-        if config.executor != self._executor.name:
-            raise ExecutorError(
-                f"the batch config names executor {config.executor!r}, the runner has "
-                f"{self._executor.name!r}"
-            )
         return await self._interruptible(self._start(config), config.concurrency)
 
     async def resume(self, batch_id: str, concurrency: int = 1) -> BatchResult:
@@ -214,7 +209,7 @@ class BatchRunner:
 
     async def _start(self, config: BatchConfig) -> BatchResult:
         await self.preflight()
-        batch = plan_batch(self.suite, self.system, config)
+        batch = plan_batch(self.suite, self.system, config, self._executor.name)
         self.store.add_batch(batch)
         self.batch_id = batch.batch_id
         return await self._complete(batch, config.concurrency)

@@ -138,7 +138,7 @@ def run(
                 invalid = require_valid(loaded_suite, run_store, allow_invalid=allow_invalid)
                 if invalid:
                     click.echo(f"warning: running invalid tasks: {', '.join(invalid)}", err=True)
-                config = BatchConfig(attempts, seed, concurrency, tuple(invalid), executor=executor)
+                config = BatchConfig(attempts, seed, concurrency, tuple(invalid))
                 runner = BatchRunner(
                     loaded_suite,
                     system,
