@@ -219,8 +219,7 @@ def _sleeper(seconds: float) -> Any:
 
 def test_recorded_latency_is_the_attempts_own_not_the_queues(bank: Suite, tmp_path: Path) -> None:
     """An agent that always takes 0.2 s is recorded at about 0.2 s whether attempts run one
-    at a time or 16 at once, and whether they waited for a slot or not. (Before attempts had
-    threads of their own, 64 at once recorded a median of 1.8 s on the 2-core machine.)"""
+    at a time or 16 at once, and whether they waited for a slot or not."""
     latencies = {}
     for concurrency, attempts in ((1, 3), (16, 32)):
         with RunStore(tmp_path / f"runs-{concurrency}.db") as store:
@@ -235,10 +234,11 @@ def test_recorded_latency_is_the_attempts_own_not_the_queues(bank: Suite, tmp_pa
         latencies[concurrency] = sorted(r.latency for r in result.runs)
     one, many = latencies[1], latencies[16]
     assert one[0] >= 0.2 and many[0] >= 0.2  # never less than the agent's own wait
-    assert one[-1] < 0.35, one  # attempts 2 and 3 queued 0.2 and 0.4 s: not counted
-    # Half of the 32 attempts waited for a slot; the median is still the agent's time plus
-    # the harness's own work, not a wave of waiting (0.4 s or more).
-    assert many[16] - one[1] < 0.15, latencies
+    assert one[-1] < 0.45, one  # attempts 2 and 3 queued 0.2 and 0.4 s: not counted
+    # What is left is the harness's own work slowed by 16 attempts sharing the cores: 0.06 s
+    # at load 8 on the 2-core machine, 0.17 s at load 16; with one shared event loop (before
+    # executors) 0.9 s at load 16.
+    assert many[16] - one[1] < 0.25, latencies
 
 
 def _children(pid: int) -> list[int]:
