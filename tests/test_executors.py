@@ -152,6 +152,8 @@ def test_the_reference_batch_exercises_retries_and_both_verdicts(reference: Batc
     verdicts = {r.terminal_reason for r in final_runs(reference.runs)}
     assert verdicts == {"success", "agent_failure/constraint_violation"}
     assert (reference.batch.executor, reference.batch.concurrency) == ("in-process", 2)
+    report = batch_report(reference.batch, reference.runs)
+    assert (report["executor"], report["concurrency"]) == ("in-process", 2)
 
 
 def test_a_process_pool_gives_the_same_records_and_statistics(
@@ -199,6 +201,18 @@ def test_live_factories_need_the_in_process_executor(bank: Suite) -> None:
         make_executor("process", bank, ray_address="auto")
     with pytest.raises(ExecutorError, match="unknown executor 'threads'"):
         make_executor("threads", bank)
+
+
+def test_ray_missing_is_one_clear_error(
+    bank: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if groundstate[ray] were not installed
+    args = ["run", str(BANK), "--system", str(BANK_SYSTEM), "--executor", "ray"]
+    result = CliRunner().invoke(main, [*args, "--store", str(tmp_path / "runs.db")])
+    assert result.exit_code == 2, result.output
+    assert "--executor ray needs Ray: pip install 'groundstate[ray]'" in result.stderr
+    with RunStore(tmp_path / "runs.db") as store:
+        assert store.batches() == []
 
 
 def test_the_cli_names_an_unknown_executor(tmp_path: Path) -> None:

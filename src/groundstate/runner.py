@@ -185,20 +185,22 @@ class BatchRunner:
 
     async def start(self, config: BatchConfig) -> BatchResult:
         """Check the suite, store a new batch, and run it."""
-        return await self._interruptible(self._start(config), config.concurrency)
+        return await self._interruptible(lambda: self._start(config), config.concurrency)
 
     async def resume(self, batch_id: str, concurrency: int = 1) -> BatchResult:
         """Run only the attempts an interrupted batch is missing (on this runner's executor,
         whichever the batch started on: records do not depend on it)."""
-        return await self._interruptible(self._resume(batch_id, concurrency), concurrency)
+        return await self._interruptible(lambda: self._resume(batch_id, concurrency), concurrency)
 
-    async def _interruptible(self, work: Awaitable[BatchResult], concurrency: int) -> BatchResult:
-        """Run *work* as the task a signal cancels, with the executor open; a cancellation
+    async def _interruptible(
+        self, work: Callable[[], Awaitable[BatchResult]], concurrency: int
+    ) -> BatchResult:
+        """Open the executor, then run *work* as the task a signal cancels; a cancellation
         that a signal caused leaves as :class:`Interrupted`."""
         self.interrupt.task = asyncio.current_task()
         try:
             self._executor.open(concurrency)
-            return await work
+            return await work()
         except asyncio.CancelledError:
             if self.interrupt.signum is None:
                 raise
