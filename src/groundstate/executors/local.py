@@ -9,6 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 from dataclasses import dataclass, field
+from multiprocessing.context import BaseContext
 
 from groundstate.episode import (
     AttemptJob,
@@ -102,8 +103,10 @@ class ProcessExecutor:
         if self._pool is not None:
             return
         size = self.workers or max(1, min(concurrency, os.cpu_count() or 1))
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["groundstate.executors._job"])
+        context: BaseContext = multiprocessing.get_context("spawn")  # Windows: no fork server
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            context = multiprocessing.get_context("forkserver")
+            multiprocessing.set_forkserver_preload(["groundstate.executors._job"])
         self._pool = ProcessPoolExecutor(
             size,
             mp_context=context,
