@@ -233,9 +233,16 @@ def _sleeper(seconds: float) -> Any:
 
 def test_recorded_latency_is_the_attempts_own_not_the_queues(bank: Suite, tmp_path: Path) -> None:
     """An agent that always takes 0.2 s is recorded at about 0.2 s whether attempts run one
-    at a time or 16 at once, and whether they waited for a slot or not."""
+    at a time or 32 at once, and whether they waited for a slot or not.
+
+    What an attempt adds to its agent's 0.2 s is its own harness work (reset, hashing,
+    grading): *h* alone, more when other attempts compete for the cores. The bound allows six
+    attempts' worth of it, whatever the machine's load. Measured on the 2-core machine at
+    load 12: one shared event loop (before executors) added 0.70 s at concurrency 32 with
+    h = 0.04 s (bound 0.45 s: it fails); a thread per attempt adds 0.17 s with h = 0.02 s.
+    """
     latencies = {}
-    for concurrency, attempts in ((1, 3), (16, 32)):
+    for concurrency, attempts in ((1, 3), (32, 64)):
         with RunStore(tmp_path / f"runs-{concurrency}.db") as store:
             runner = BatchRunner(
                 bank,
@@ -246,13 +253,11 @@ def test_recorded_latency_is_the_attempts_own_not_the_queues(bank: Suite, tmp_pa
             config = BatchConfig(attempts=attempts, concurrency=concurrency)
             result = asyncio.run(runner.start(config))
         latencies[concurrency] = sorted(r.latency for r in result.runs)
-    one, many = latencies[1], latencies[16]
+    one, many = latencies[1], latencies[32]
     assert one[0] >= 0.2 and many[0] >= 0.2  # never less than the agent's own wait
-    assert one[-1] < 0.45, one  # attempts 2 and 3 queued 0.2 and 0.4 s: not counted
-    # What is left is the harness's own work slowed by 16 attempts sharing the cores: 0.06 s
-    # at load 8 on the 2-core machine, 0.17 s at load 16; with one shared event loop (before
-    # executors) 0.9 s at load 16.
-    assert many[16] - one[1] < 0.25, latencies
+    harness = one[1] - 0.2
+    assert one[-1] < 0.4 + 2 * harness, one  # attempts 2 and 3 queued 0.2 and 0.4 s: not counted
+    assert many[32] - one[1] < 0.2 + 6 * harness, latencies
 
 
 def _children(pid: int) -> list[int]:
