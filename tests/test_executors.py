@@ -194,9 +194,20 @@ def test_a_suite_changed_on_disk_is_refused_by_a_worker(tmp_path: Path) -> None:
         assert store.batches() == []
 
 
-def test_live_factories_need_the_in_process_executor(bank: Suite) -> None:
+def test_live_factories_need_the_in_process_executor(bank: Suite, tmp_path: Path) -> None:
     with pytest.raises(ExecutorError, match="needs --executor in-process"):
         make_executor("process", bank, make_agent=lambda: FunctionAgent(_sleeper(0.0)))
+    with (
+        RunStore(tmp_path / "runs.db") as store,
+        pytest.raises(ExecutorError, match="cannot use an agent or environment factory"),
+    ):
+        BatchRunner(
+            bank,
+            load_system(BANK_SYSTEM),
+            store,
+            make_agent=lambda: FunctionAgent(_sleeper(0.0)),
+            executor=make_executor("process", bank),
+        )
     with pytest.raises(ExecutorError, match="--ray-address is for --executor ray"):
         make_executor("process", bank, ray_address="auto")
     with pytest.raises(ExecutorError, match="unknown executor 'threads'"):

@@ -175,8 +175,14 @@ class BatchRunner:
     :attr:`make_env` (see :mod:`groundstate.executors`)."""
 
     def __post_init__(self) -> None:
+        live = self.make_agent is not None or self.make_env is not default_environment
         if self.executor is None:
             self.executor = InProcessExecutor(self.suite, self.make_agent, self.make_env)
+        elif live and not isinstance(self.executor, InProcessExecutor):
+            raise ExecutorError(  # it would build agents and environments from the spec
+                f"the {self.executor.name} executor cannot use an agent or environment "
+                "factory; run it in-process"
+            )
 
     @property
     def _executor(self) -> Executor:
