@@ -495,10 +495,12 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
         raise TimeLimitReached(f"time limit {session.time_limit:g}s reached") from None
 
 
-def in_thread(work: Callable[[], _T], name: str) -> asyncio.Future[_T]:
+def in_thread(work: Callable[[], _T], name: str, *, crashes: bool = True) -> asyncio.Future[_T]:
     """Start *work* in a daemon thread of its own; its result or exception arrives on the
     returned future of the running loop. A daemon thread, so one the caller stopped waiting
-    for (an agent past its limit) never holds the process open at exit."""
+    for (an agent past its limit) never holds the process open at exit. With *crashes*,
+    ``SystemExit``, ``KeyboardInterrupt`` and the like arrive as crashes (``RuntimeError``),
+    as suits an agent; without, they arrive as raised."""
     loop = asyncio.get_running_loop()
     finished: asyncio.Future[_T] = loop.create_future()
 
@@ -511,7 +513,7 @@ def in_thread(work: Callable[[], _T], name: str) -> asyncio.Future[_T]:
         try:
             outcome = (finished.set_result, work())
         except BaseException as exc:  # SystemExit included: it is the worker's doing
-            outcome = (finished.set_exception, _as_exception(exc))
+            outcome = (finished.set_exception, _as_exception(exc) if crashes else exc)
         with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
             loop.call_soon_threadsafe(deliver, *outcome)
 

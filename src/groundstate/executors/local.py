@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
 
+from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.episode import (
     AttemptJob,
     AttemptOutput,
@@ -21,6 +23,7 @@ from groundstate.episode import (
 from groundstate.errors import ExecutorError
 from groundstate.executors._job import AgentFactory, execute, init_worker, run_job
 from groundstate.spec.suite import Suite
+from groundstate.spec.task import AgentTask
 from groundstate.workdirs import process_dir
 
 _Started = asyncio.Future[asyncio.Task[AttemptOutput]]
@@ -31,18 +34,50 @@ UNWIND_TIMEOUT = 10.0
 
 
 @dataclass
+class _Turnstile:
+    """Turns in the order attempts were submitted, for calling live factories in that order."""
+
+    _next: int = 0
+    _serving: int = 0
+    _cond: threading.Condition = field(default_factory=threading.Condition)
+
+    def ticket(self) -> int:
+        ticket, self._next = self._next, self._next + 1
+        return ticket
+
+    def wait(self, ticket: int) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._serving == ticket)
+
+    def done(self, ticket: int) -> None:
+        """End *ticket*'s turn (again is harmless)."""
+        with self._cond:
+            if self._serving == ticket:
+                self._serving += 1
+                self._cond.notify_all()
+
+
+@dataclass
 class InProcessExecutor:
     """Each attempt in a thread of this process with an event loop of its own.
 
     An attempt's own work (reset, hashing, grading) then never waits behind another's on a
     shared loop, so its recorded latency is its own, not the queue's. The live suite and
     factories are used as given (test doubles, fault injection), so nothing is pickled.
+    Live factories are called one attempt at a time in the order the attempts were
+    submitted, as when attempts shared one loop: test doubles count on it ("the first
+    environment built fails"), and a seeded fault injector stays reproducible.
     """
 
     suite: Suite
     make_agent: AgentFactory | None = None
     make_env: EnvironmentFactory = default_environment
     name: str = "in-process"
+    _turns: _Turnstile | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.make_agent is not None or self.make_env is not default_environment:
+            self._turns = _Turnstile()
 
     def open(self, concurrency: int) -> None:
         """Nothing to start: a thread per attempt, at most *concurrency* at once."""
@@ -53,13 +88,29 @@ class InProcessExecutor:
     async def run(self, job: AttemptJob) -> AttemptOutput:
         outer = asyncio.get_running_loop()
         started: _Started = outer.create_future()
+        turns = self._turns
+        ticket = turns.ticket() if turns is not None else 0
+
+        def make_env(task: AgentTask, suite: Suite) -> SqliteEnvironment:
+            try:
+                return self.make_env(task, suite)
+            finally:  # the agent was built before it: the factories are done
+                if turns is not None:
+                    turns.done(ticket)
 
         async def attempt() -> AttemptOutput:
             current: asyncio.Task[AttemptOutput] = asyncio.current_task()  # type: ignore[assignment]
             outer.call_soon_threadsafe(_settle, started, current)
-            return await run_job(job, self.suite, self.make_agent, self.make_env)
+            if turns is not None:
+                turns.wait(ticket)  # blocks this attempt's own thread only
+            try:
+                return await run_job(job, self.suite, self.make_agent, make_env)
+            finally:
+                if turns is not None:
+                    turns.done(ticket)
 
-        finished = in_thread(lambda: asyncio.run(attempt()), f"attempt-{job.info.run_id[:8]}")
+        name = f"attempt-{job.info.run_id[:8]}"
+        finished = in_thread(lambda: asyncio.run(attempt()), name, crashes=False)
         try:
             return await asyncio.shield(finished)
         except asyncio.CancelledError:
