@@ -92,6 +92,8 @@ class InProcessExecutor:
         ticket = turns.ticket() if turns is not None else 0
 
         def make_env(task: AgentTask, suite: Suite) -> SqliteEnvironment:
+            if turns is not None and self.make_env is default_environment:
+                turns.done(ticket)  # only the agent factory is live: builds run in parallel
             try:
                 return self.make_env(task, suite)
             finally:  # the agent was built before it: the factories are done
