@@ -131,6 +131,7 @@ def run(
     try:
         with interruptible(flag):
             loaded_suite, system = load_suite(suite), load_system(system_file)
+            where = make_executor(executor, loaded_suite, ray_address=ray_address)
             if locked:
                 require_lock(loaded_suite)
             total = len(loaded_suite.tasks) * attempts
@@ -145,7 +146,7 @@ def run(
                     run_store,
                     interrupt=flag,
                     on_problem=_warn_problem,
-                    executor=make_executor(executor, loaded_suite, ray_address=ray_address),
+                    executor=where,
                 )
                 result = _run_batch(runner, config, resume_id, _progress(total, quiet=as_json))
     except Interrupted as exc:

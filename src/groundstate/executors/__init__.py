@@ -66,8 +66,9 @@ def make_executor(
         )
     if name == "process":
         return ProcessExecutor()
-    from groundstate.executors.ray import RayExecutor  # Ray is optional and slow to import
+    from groundstate.executors.ray import RayExecutor, require_ray
 
+    require_ray()  # before validation and preflight, not after
     return RayExecutor(address=ray_address)
 
 

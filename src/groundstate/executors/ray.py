@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,8 @@ from groundstate.episode import AttemptJob, AttemptOutput
 from groundstate.errors import ExecutorError
 from groundstate.executors._job import execute
 from groundstate.workdirs import TMPDIR_ENV, process_dir
+
+MISSING = "--executor ray needs Ray: pip install 'groundstate[ray]'"
 
 LOCAL_CPUS = 2
 """CPUs a local Ray instance started for a batch may use."""
@@ -76,6 +79,16 @@ class RayExecutor:
         except ray.exceptions.RayError as exc:
             raise ExecutorError(f"Ray could not run task {job.task_id!r}: {exc}") from None
         return output
+
+
+def require_ray() -> None:
+    """Refuse early, without importing Ray (slow), when it is not installed."""
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except ValueError:  # sys.modules["ray"] is None: imports of it are blocked
+        found = False
+    if not found:
+        raise ExecutorError(MISSING)
 
 
 def _import_ray() -> Any:
