@@ -40,8 +40,13 @@ test: $(VENV)/.installed-test
 		echo "WARNING: PostgreSQL is unavailable; the postgres tests are SKIPPED" >&2; fi; \
 	env $$skip $(PY) -m pytest
 
+# Overhead against the plain-sqlite floor, concurrency efficiency, the size curve, startup time,
+# and the side-by-side with Inspect AI (skipped unless inspect_ai is installed). See docs/scale.md.
 bench: $(VENV)/.installed-test
 	$(PY) bench/overhead.py $(BENCH_ARGS)
+	$(PY) bench/size_curve.py $(BENCH_ARGS)
+	$(PY) bench/startup.py
+	$(PY) bench/inspect_compare.py
 
 clean:
 	rm -rf $(VENV) .groundstate .pytest_cache .mypy_cache .ruff_cache

@@ -2,10 +2,14 @@
 
 1. Overhead per attempt: a zero-latency scripted agent replays each example task's oracle
    (several tool calls each); we time building and resetting the environment, the whole
-   attempt (reset, episode, grading), grading alone, and storing the record.
+   attempt (reset, episode, grading), grading alone, and storing the record. Beside it, the
+   plain-sqlite floor measured in the same run: copy a built fixture file, connect, run the
+   oracle's tool functions in one transaction each, close, delete. The ratio of the two is
+   what the harness costs over doing the agent's work on a fresh database by hand.
 2. Concurrency: an agent that waits a fixed simulated model latency before each step;
    attempts per second at several concurrency levels, against the ideal
-   ``concurrency / attempt duration``.
+   ``concurrency / attempt duration``, and the median recorded latency beside the agent's
+   own (queueing is not counted in it).
 
 Run: ``make bench`` (or ``.venv/bin/python bench/overhead.py [--quick]``).
 """
@@ -14,15 +18,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shutil
+import sqlite3
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from groundstate.agents.base import Session
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.environments.base import Environment
 from groundstate.episode import AttemptInfo, EpisodeSession, default_environment, grade, run_attempt
+from groundstate.errors import ToolError
 from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.solution import Step
 from groundstate.spec.suite import Suite, load_suite
@@ -76,6 +86,68 @@ def overhead(suite: Suite, repeats: int) -> None:
     print(
         f"  => about {total * 1000:.1f} ms of harness time per attempt, {1 / total:.0f} attempts/s"
     )
+    floor = plain_sqlite_floor(suite, repeats)
+    print(f"  plain-sqlite floor           {_ms(floor)}")
+    print(
+        f"  => overhead {(total - statistics.median(floor)) * 1000:.2f} ms per attempt over the "
+        f"floor; ratio {total / statistics.median(floor):.1f}x"
+    )
+
+
+@dataclass
+class _FloorContext:
+    """What a tool function needs, and nothing else: a connection and the task's clock."""
+
+    db: sqlite3.Connection
+    clock: datetime
+
+    def now(self) -> datetime:
+        return self.clock
+
+
+def plain_sqlite_floor(suite: Suite, repeats: int) -> list[float]:
+    """Per attempt: copy a built fixture, connect, run the oracle's tool calls, close, delete."""
+    samples = []
+    with tempfile.TemporaryDirectory() as tmp:
+        built = _built_fixtures(suite, Path(tmp))
+        for repeat in range(repeats):
+            for task_id, solutions in sorted(suite.solutions.items()):
+                task = suite.tasks[task_id]
+                live = Path(tmp) / f"live-{repeat}-{task_id}.db"
+                t0 = time.perf_counter()
+                shutil.copyfile(built[task.initial_state_fixture], live)
+                db = sqlite3.connect(live, isolation_level=None)
+                ctx = _FloorContext(db, task.clock)
+                for step in solutions["oracle"].steps:
+                    if step.call is not None:
+                        _floor_call(ctx, suite.tools[step.call].fn, dict(step.args))
+                db.close()
+                live.unlink()
+                samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def _floor_call(ctx: _FloorContext, fn: Any, args: dict[str, Any]) -> None:
+    ctx.db.execute("BEGIN")
+    try:
+        fn(ctx, **args)
+    except ToolError:
+        ctx.db.execute("ROLLBACK")
+    else:
+        ctx.db.execute("COMMIT")
+
+
+def _built_fixtures(suite: Suite, folder: Path) -> dict[str, Path]:
+    """Each ``.sql`` fixture executed once into a database file (built outside the timing)."""
+    built = {}
+    for task in suite.tasks.values():
+        name = task.initial_state_fixture
+        if name not in built:
+            built[name] = folder / f"{Path(name).stem}.db"
+            with sqlite3.connect(built[name]) as db:
+                db.executescript(suite.fixture_path(task).read_text())
+            db.close()
+    return built
 
 
 def _time_grading(suite: Suite, task_id: str, env: Environment, steps: list[Step]) -> float:
@@ -117,6 +189,7 @@ def concurrency(suite: Suite, latency: float, levels: list[int], attempts_per_le
     )
     print(
         f"  {'concurrency':>11} {'attempts':>8} {'attempts/s':>10} {'ideal':>8} {'efficiency':>10}"
+        f" {'median latency':>15}"
     )
     for level in levels:
         n = max(attempts_per_level, level * 2)
@@ -125,10 +198,14 @@ def concurrency(suite: Suite, latency: float, levels: list[int], attempts_per_le
                 one, scripted_system(), store, make_agent=lambda: FunctionAgent(slow_oracle)
             )
             t0 = time.perf_counter()
-            asyncio.run(runner.start(BatchConfig(attempts=n, concurrency=level)))
+            result = asyncio.run(runner.start(BatchConfig(attempts=n, concurrency=level)))
             rate = n / (time.perf_counter() - t0)
         ideal = level / duration
-        print(f"  {level:>11} {n:>8} {rate:>10.1f} {ideal:>8.1f} {rate / ideal:>9.0%}")
+        recorded = statistics.median(r.latency for r in result.runs)
+        print(
+            f"  {level:>11} {n:>8} {rate:>10.1f} {ideal:>8.1f} {rate / ideal:>9.0%}"
+            f" {recorded:>13.3f} s"
+        )
 
 
 def main() -> None:
@@ -138,7 +215,8 @@ def main() -> None:
     suite = load_suite(SUITE)
     overhead(suite, repeats=1 if args.quick else 5)
     levels = [1, 8] if args.quick else [1, 8, 64, 256]
-    concurrency(suite, latency=0.05, levels=levels, attempts_per_level=8 if args.quick else 32)
+    attempts = 8 if args.quick else 32
+    concurrency(suite, 0.05, levels, attempts)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,10 @@ README = Path(__file__).parent.parent / "README.md"
 
 
 def test_all_is_complete_and_importable() -> None:
-    public = {
+    public = {  # dir(): names are imported on first use, so vars() lists only those used
         name
-        for name, value in vars(groundstate).items()
-        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+        for name in dir(groundstate)
+        if not name.startswith("_") and not isinstance(getattr(groundstate, name), types.ModuleType)
     }
     assert set(groundstate.__all__) == public
     assert all(getattr(groundstate, name) is not None for name in groundstate.__all__)

@@ -130,7 +130,7 @@ def test_ctrl_c_during_validation_stops_before_any_batch(
         time.sleep(5)  # the handler interrupts this
         raise AssertionError("SIGINT was ignored during validation")
 
-    monkeypatch.setattr("groundstate.cli.runs.require_valid", interrupted_validation)
+    monkeypatch.setattr("groundstate.validation.require_valid", interrupted_validation)
     started = time.monotonic()
     result = _invoke_run(tmp_path / "runs.db")
     assert result.exit_code == 130, result.output
@@ -151,7 +151,7 @@ def test_ctrl_c_during_the_canary_is_not_ignored(
             return "done"
 
     monkeypatch.setattr(
-        "groundstate.runner.ScriptedAgent.from_solution", lambda solution: Interrupting()
+        "groundstate.agents.scripted.ScriptedAgent.from_solution", lambda solution: Interrupting()
     )
     started = time.monotonic()
     result = _invoke_run(tmp_path / "runs.db")

@@ -285,6 +285,8 @@ def batch_report(
         "system_spec_hash": batch.system_spec_hash,
         "n_tasks": valid.n_tasks,
         "attempts_per_task": batch.attempts,
+        "executor": batch.executor,
+        "concurrency": batch.concurrency,
         "valid_attempts": counted.valid_attempts,
         "invalid_attempts": counted.invalid_attempts,
         "terminal_reasons": summary.terminal_reasons,

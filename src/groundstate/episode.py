@@ -72,6 +72,28 @@ class AttemptInfo:
     retry_of: str | None = None
 
 
+@dataclass(frozen=True)
+class AttemptJob:
+    """One attempt as data: all an executor needs to run it in another process or machine.
+
+    Picklable (no live objects): the executor loads the suite from :attr:`suite_path`, checks
+    it still hashes to :attr:`suite_hash`, builds the agent from :attr:`system`, runs the
+    attempt and hands back its :class:`AttemptOutput`; only the parent writes to the store.
+    """
+
+    suite_path: str
+    suite_hash: str
+    system: SystemSpec
+    """The resolved system under test (its hash and base folder travel with it)."""
+    task_id: str
+    info: AttemptInfo
+    solution: str | None = None
+    """Play this scripted solution of the task (``oracle`` for the canary) instead of the
+    system's agent."""
+    environment: str | None = None
+    """The environment kind to run in when it is not the suite's own (``--environment``)."""
+
+
 EnvironmentFactory = Callable[[AgentTask, Suite], Environment]
 """Builds a fresh environment for one attempt of a task (a seam for fault injection)."""
 
@@ -520,8 +542,21 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
     thread does next is refused. Raises :class:`TimeLimitReached` at the limit and
     :class:`HarnessCompatibilityError` when ``run`` is not a coroutine function.
     """
+    finished = in_thread(lambda: _run_to_end(agent, session), f"agent-{id(session):x}")
+    try:
+        return await asyncio.wait_for(asyncio.shield(finished), session.time_limit)
+    except TimeoutError:
+        raise TimeLimitReached(f"time limit {session.time_limit:g}s reached") from None
+
+
+def in_thread(work: Callable[[], _T], name: str, *, crashes: bool = True) -> asyncio.Future[_T]:
+    """Start *work* in a daemon thread of its own; its result or exception arrives on the
+    returned future of the running loop. A daemon thread, so one the caller stopped waiting
+    for (an agent past its limit) never holds the process open at exit. With *crashes*,
+    ``SystemExit``, ``KeyboardInterrupt`` and the like arrive as crashes (``RuntimeError``),
+    as suits an agent; without, they arrive as raised."""
     loop = asyncio.get_running_loop()
-    finished: asyncio.Future[Any] = loop.create_future()
+    finished: asyncio.Future[_T] = loop.create_future()
 
     def deliver(setter: Callable[[Any], None], value: Any) -> None:
         if not finished.done():
@@ -530,18 +565,15 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
     def target() -> None:
         outcome: tuple[Callable[[Any], None], Any]
         try:
-            outcome = (finished.set_result, _run_to_end(agent, session))
-        except BaseException as exc:  # SystemExit included: it is the agent's doing
-            outcome = (finished.set_exception, _as_exception(exc))
-        with suppress(RuntimeError):  # the episode gave up waiting and its loop has closed
+            outcome = (finished.set_result, work())
+        except BaseException as exc:  # SystemExit included: it is the worker's doing
+            outcome = (finished.set_exception, _as_exception(exc) if crashes else exc)
+        with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
             loop.call_soon_threadsafe(deliver, *outcome)
 
-    agent_thread = in_context(target)  # what the agent prints stays with its attempt
-    threading.Thread(target=agent_thread, name=f"agent-{id(session):x}", daemon=True).start()
-    try:
-        return await asyncio.wait_for(asyncio.shield(finished), session.time_limit)
-    except TimeoutError:
-        raise TimeLimitReached(f"time limit {session.time_limit:g}s reached") from None
+    # In the caller's context: what the agent prints stays with its attempt.
+    threading.Thread(target=in_context(target), name=name, daemon=True).start()
+    return finished
 
 
 def _run_to_end(agent: Agent, session: EpisodeSession) -> Any:

@@ -18,7 +18,9 @@
     │   ├── AgentGaveUp
     │   └── ConversationOver      the user has left; the agent's next action ends the episode
     ├── GraderError               an outcome assertion or constraint could not be evaluated
-    └── StoreError                the run store is missing, corrupt or refuses a write
+    ├── StoreError                the run store is missing, corrupt or refuses a write
+    └── ExecutorError             an executor cannot run attempts (a worker died, a suite
+                                  differs on a worker, Ray is not installed)
 """
 
 from __future__ import annotations
@@ -117,3 +119,8 @@ class StoreError(GroundstateError):
 
 class PermissionDenied(GroundstateError):
     """The agent's permissions forbid this action; the denial is the agent's doing."""
+
+
+class ExecutorError(GroundstateError):
+    """An executor cannot run attempts: a worker died, the suite a worker loads differs from
+    the batch's, an agent cannot be built in a worker, or the executor is not installed."""

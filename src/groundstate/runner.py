@@ -28,16 +28,17 @@ from typing import Any
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
-from groundstate.agents.scripted import ScriptedAgent
 from groundstate.analysis import final_runs
 from groundstate.episode import (
     AttemptInfo,
+    AttemptJob,
+    AttemptOutput,
     EnvironmentFactory,
     default_environment,
     reset_checked,
-    run_attempt,
 )
-from groundstate.errors import EnvironmentFailure, GroundstateError, StoreError
+from groundstate.errors import EnvironmentFailure, ExecutorError, GroundstateError, StoreError
+from groundstate.executors import Executor, InProcessExecutor
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
@@ -128,7 +129,9 @@ def derive_seed(batch_seed: int, task_id: str, attempt: int) -> int:
     return int(digest[:8], 16)
 
 
-def plan_batch(suite: Suite, system: SystemSpec, config: BatchConfig) -> BatchInfo:
+def plan_batch(
+    suite: Suite, system: SystemSpec, config: BatchConfig, executor: str = "in-process"
+) -> BatchInfo:
     chosen = config.tasks if config.tasks is not None else tuple(suite.tasks)
     tasks = {task_id: suite.tasks[task_id] for task_id in chosen}
     return BatchInfo(
@@ -153,6 +156,8 @@ def plan_batch(suite: Suite, system: SystemSpec, config: BatchConfig) -> BatchIn
         },
         invalid_run_policy=system.invalid_run_policy.model_dump(),
         invalid_tasks=list(config.invalid_tasks),
+        executor=executor,
+        concurrency=config.concurrency,
     )
 
 
@@ -171,31 +176,54 @@ class BatchRunner:
     interrupt: InterruptFlag = field(default_factory=InterruptFlag)
     batch_id: str | None = None
     """The batch being run, once it is stored (for the resume hint after an interruption)."""
+    executor: Executor | None = None
+    """Where attempts run; default: in this process, with :attr:`make_agent` and
+    :attr:`make_env` (see :mod:`groundstate.executors`)."""
+
+    def __post_init__(self) -> None:
+        live = self.make_agent is not None or self.make_env is not default_environment
+        if self.executor is None:
+            self.executor = InProcessExecutor(self.suite, self.make_agent, self.make_env)
+        elif live and not isinstance(self.executor, InProcessExecutor):
+            raise ExecutorError(  # it would build agents and environments from the spec
+                f"the {self.executor.name} executor cannot use an agent or environment "
+                "factory; run it in-process"
+            )
+
+    @property
+    def _executor(self) -> Executor:
+        assert self.executor is not None  # set in __post_init__
+        return self.executor
 
     async def start(self, config: BatchConfig) -> BatchResult:
         """Check the suite, store a new batch, and run it."""
-        return await self._interruptible(self._start(config))
+        return await self._interruptible(lambda: self._start(config), config.concurrency)
 
     async def resume(self, batch_id: str, concurrency: int = 1) -> BatchResult:
-        """Run only the attempts an interrupted batch is missing."""
-        return await self._interruptible(self._resume(batch_id, concurrency))
+        """Run only the attempts an interrupted batch is missing (on this runner's executor,
+        whichever the batch started on: records do not depend on it)."""
+        return await self._interruptible(lambda: self._resume(batch_id, concurrency), concurrency)
 
-    async def _interruptible(self, work: Awaitable[BatchResult]) -> BatchResult:
-        """Run *work* as the task a signal cancels; a cancellation that a signal caused
-        leaves as :class:`Interrupted`."""
+    async def _interruptible(
+        self, work: Callable[[], Awaitable[BatchResult]], concurrency: int
+    ) -> BatchResult:
+        """Open the executor, then run *work* as the task a signal cancels; a cancellation
+        that a signal caused leaves as :class:`Interrupted`."""
         self.interrupt.task = asyncio.current_task()
         try:
-            return await work
+            self._executor.open(concurrency)
+            return await work()
         except asyncio.CancelledError:
             if self.interrupt.signum is None:
                 raise
             raise Interrupted(self.interrupt.signum) from None
         finally:
             self.interrupt.task = None
+            self._executor.close()
 
     async def _start(self, config: BatchConfig) -> BatchResult:
         await self.preflight()
-        batch = plan_batch(self.suite, self.system, config)
+        batch = plan_batch(self.suite, self.system, config, self._executor.name)
         self.store.add_batch(batch)
         self.batch_id = batch.batch_id
         return await self._complete(batch, config.concurrency)
@@ -208,8 +236,11 @@ class BatchRunner:
 
     async def preflight(self) -> None:
         """Fail before any batch is stored: the agent must load, every reset must check
-        out, the canary's oracle must pass, and the system must start on the canary."""
-        agent = self._build_agent()  # first: a system that cannot be built wastes no resets
+        out, the canary's oracle must pass, and the system must start on the canary.
+
+        The canary and the smoke run go through the executor, so a system that cannot be
+        built or run where the attempts will run (a worker, a cluster node) stops here too."""
+        self._build_agent()  # first: a system that cannot be built wastes no resets
         for task in self.suite.tasks.values():
             self.interrupt.check()
             try:
@@ -222,7 +253,7 @@ class BatchRunner:
         if canary is not None:
             await self._run_canary(canary)
             self.interrupt.check()
-        await self._smoke_run(agent, canary or min(self.suite.tasks))
+        await self._smoke_run(canary or min(self.suite.tasks))
         self.interrupt.check()
 
     def _build_agent(self) -> Agent:
@@ -234,12 +265,10 @@ class BatchRunner:
                 f"built: {exc}"
             ) from exc
 
-    async def _smoke_run(self, agent: Agent, task_id: str) -> None:
+    async def _smoke_run(self, task_id: str) -> None:
         """Run the system once on *task_id*; abort if it cannot use the harness at all."""
         info = AttemptInfo(run_id="smoke", batch_id="smoke", attempt=1, seed=0)
-        task = self.suite.tasks[task_id]
-        output = await run_attempt(task, self.suite, self.system, agent, info, self.make_env)
-        run = output.run
+        run = (await self._preflight_attempt(self._job(task_id, info))).run
         if run.terminal_reason == "harness_compatibility_failure" or _crashed_at_start(run):
             exception = run.infrastructure_status.get("exception", {})
             raise BatchAborted(
@@ -253,14 +282,32 @@ class BatchRunner:
         if oracle is None:
             raise BatchAborted(f"canary task {task_id!r} has no oracle solution")
         info = AttemptInfo(run_id="canary", batch_id="canary", attempt=1, seed=0)
-        task = self.suite.tasks[task_id]
-        agent = ScriptedAgent.from_solution(oracle)
-        output = await run_attempt(task, self.suite, self.system, agent, info, self.make_env)
+        output = await self._preflight_attempt(self._job(task_id, info, solution="oracle"))
         if not output.run.success:
             raise BatchAborted(
                 f"canary task {task_id!r} failed with its oracle solution "
                 f"({output.run.terminal_reason}); no agent attempt was made"
             )
+
+    async def _preflight_attempt(self, job: AttemptJob) -> AttemptOutput:
+        try:
+            return await self._executor.run(job)
+        except ExecutorError as exc:
+            raise BatchAborted(
+                f"the {self._executor.name} executor cannot run task {job.task_id!r} "
+                f"({job.info.run_id}): {exc}; no batch was stored"
+            ) from exc
+
+    def _job(self, task_id: str, info: AttemptInfo, solution: str | None = None) -> AttemptJob:
+        return AttemptJob(
+            suite_path=str(self.suite.root),
+            suite_hash=self.suite.suite_hash,
+            system=self.system,
+            task_id=task_id,
+            info=info,
+            solution=solution,
+            environment=self.suite.config.environment,
+        )
 
     async def _complete(
         self, batch: BatchInfo, concurrency: int, *, verify: bool = False
@@ -283,7 +330,7 @@ class BatchRunner:
                 self.on_problem(problem)
 
     async def _heartbeat(self, batch_id: str) -> None:
-        """Keep the lease live while long attempts run (attempts also beat as they end)."""
+        """Keep the lease live while the batch runs."""
         while True:
             await asyncio.sleep(LEASE_HEARTBEAT)
             try:
@@ -331,19 +378,22 @@ class BatchRunner:
             )
             async with limit:
                 self.interrupt.check()
-                output = await run_attempt(
-                    self.suite.tasks[task_id],
-                    self.suite,
-                    self.system,
-                    self._agent(),
-                    info,
-                    self.make_env,
-                )
+                output = await self._executor.run(self._job(task_id, info))
             self.interrupt.check()  # a try the signal cut short is not stored
-            self.store.heartbeat(batch.batch_id)  # and none after another process took over
+            self._check_lease(batch.batch_id)  # and none after another process took over
             previous = self.store.add_run(output.run, output.artifacts)
             if self.on_run is not None:
                 self.on_run(previous)
+
+    def _check_lease(self, batch_id: str) -> None:
+        """Refuse to store once another process holds the batch. A read, not a heartbeat: a
+        write would cost a synced commit per try, and the background heartbeat keeps the
+        lease far from stale (a lease is only taken over once stale or its process gone)."""
+        lease = self.store.lease(batch_id)
+        if lease is None:  # the row was removed by hand: this process still runs the batch
+            self.store.heartbeat(batch_id)
+        elif not lease.mine():
+            raise BatchLeased(lease)
 
     def _agent(self) -> Agent:
         return self.make_agent() if self.make_agent else load_agent(self.system)

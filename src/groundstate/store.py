@@ -43,7 +43,8 @@ never reported as tampered."""
 
 LEASE_TIMEOUT = timedelta(minutes=5)
 """A lease whose heartbeat is older than this is stale and may be taken over, whatever its
-host. The holder beats every :data:`LEASE_HEARTBEAT` seconds and after every stored attempt."""
+host. The holder beats every :data:`LEASE_HEARTBEAT` seconds and checks it still holds the lease
+before it stores each attempt."""
 LEASE_HEARTBEAT = 30.0
 
 _OUTCOME_FIELDS = (
@@ -198,6 +199,11 @@ class BatchInfo(BaseModel):
     population: dict[str, str] | None = None
     """The target task population and how the tasks were sampled (``description``,
     ``sampling``), as the suite declared them."""
+    executor: str | None = None
+    """Where the attempts ran: ``in-process``, ``process`` or ``ray`` (``None``: stored before
+    executors were recorded, or imported). A resume may use another; records do not differ."""
+    concurrency: int | None = None
+    """Attempts in flight at once when the batch started (``None``: not recorded)."""
 
 
 BatchStatus = Literal["complete", "incomplete", "empty", "running", "imported"]
@@ -310,6 +316,10 @@ class Lease(BaseModel):
             f"pid {self.pid} on {self.host} since {self.started_at:%Y-%m-%d %H:%M:%S} UTC "
             f"(last heartbeat {self.heartbeat:%H:%M:%S} UTC)"
         )
+
+    def mine(self) -> bool:
+        """Held by this process."""
+        return (self.pid, self.host) == (os.getpid(), socket.gethostname())
 
     def stale(self, now: datetime) -> bool:
         """Stale when its heartbeat is too old, or its process is gone from this host."""

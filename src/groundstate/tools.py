@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -133,8 +134,19 @@ def _is_context(fn: Callable[..., Any], first: inspect.Parameter) -> bool:
     return hint is ToolContext or (hint is None and first.name == "ctx")
 
 
+_IMPORTING = threading.RLock()
+"""Held while a user file is imported: attempts run in threads, and a module is in
+``sys.modules`` before its code has run, so a second thread would get it half-made (a check
+or agent function not defined yet). Re-entrant: a user file may import another."""
+
+
 def load_module(path: Path, name_hint: str) -> Any:
-    """Import a Python file of a suite or system (tools, checks, agents)."""
+    """Import a Python file of a suite or system (tools, checks, agents); thread-safe."""
+    with _IMPORTING:
+        return _load_module(path, name_hint)
+
+
+def _load_module(path: Path, name_hint: str) -> Any:
     if not path.is_file():
         raise SpecError(path, None, "file not found")
     # Keyed by content too: an edited checks.py (a new grader revision) is imported afresh.

@@ -2,19 +2,29 @@
 
 Commands live in modules by concern (``runs``: running and reading batches; ``tasks``:
 validating and locking suites; ``systems``: system files) and register on :data:`main`.
+
+Startup is kept short: a command module imports only ``click`` at the top and the library
+inside each command, so ``groundstate --help`` and ``--version`` load no numpy, pydantic, rich
+or jinja2 (``tests/test_startup.py`` holds every command module to this).
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
+from groundstate import __version__
 from groundstate.errors import GroundstateError
-from groundstate.store import DEFAULT_STORE
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+DEFAULT_STORE = ".groundstate/runs.db"
+"""``groundstate.store.DEFAULT_STORE``, spelled here so that ``--help`` need not import the
+store (a test holds the two equal)."""
 
 STORE_OPTION = click.option(
     "--store",
@@ -27,6 +37,8 @@ STORE_OPTION = click.option(
 
 def console() -> Console:
     """A console for tables: the terminal's width, or a roomy fixed width when piped."""
+    from rich.console import Console
+
     return Console() if sys.stdout.isatty() else Console(width=140)
 
 
@@ -42,7 +54,7 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group)
-@click.version_option(package_name="groundstate")
+@click.version_option(__version__, prog_name="groundstate")
 def main() -> None:
     """Evaluate tool-using agents by the state they leave behind."""
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from groundstate.cli import STORE_OPTION, main
 from groundstate.errors import StoreError
-from groundstate.store import RunStore, Verification
+
+if TYPE_CHECKING:
+    from groundstate.store import RunStore, Verification
 
 EXIT_ALTERED = 1
 """Exit status when anything read is altered or missing (2 stays a user error)."""
@@ -32,6 +35,8 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
     each break in a batch's chain; exit 0 when everything verifies, 1 otherwise. Records
     written before store format 2 have no hashes: they are listed as unverifiable, not altered.
     """
+    from groundstate.store import RunStore
+
     with RunStore(store, create=False) as run_store:
         ids = [resolve_batch(run_store, batch_id)] if batch_id else run_store.batch_ids()
         checks = [run_store.verify(b) for b in ids]

@@ -19,14 +19,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import click
 
-from groundstate.analysis import final_runs
 from groundstate.errors import GroundstateError
-from groundstate.runner import Interrupted, InterruptFlag
-from groundstate.store import RunStore
 from groundstate.workdirs import remove_own
+
+if TYPE_CHECKING:
+    from groundstate.runner import Interrupted, InterruptFlag
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -34,6 +35,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 @contextmanager
 def interruptible(flag: InterruptFlag) -> Iterator[None]:
     """Turn SIGINT and SIGTERM into :class:`Interrupted` inside the block."""
+    from groundstate.runner import Interrupted  # imported now, not in the handler
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if flag.signum is not None:  # the second signal: no more unwinding
@@ -75,6 +77,9 @@ def report_interrupted(
 
 
 def _stored_attempts(store: Path, batch_id: str) -> str:
+    from groundstate.analysis import final_runs
+    from groundstate.store import RunStore
+
     try:
         with RunStore(store) as run_store:
             batch = run_store.batch(batch_id)

@@ -32,6 +32,7 @@ from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
 from groundstate.errors import GroundstateError, StoreError
+from groundstate.executors import make_executor
 from groundstate.gates import (
     EXIT_BELOW_GATE,
     check_attempts,
@@ -111,6 +112,19 @@ HTML_OPTION = click.option(
     help="Attempts in flight at once (each in its own environment).",
 )
 @click.option(
+    "--executor",
+    type=click.Choice(["in-process", "process", "ray"]),
+    default="in-process",
+    show_default=True,
+    help="Where attempts run: threads of this process (attempts that wait on a model), a "
+    "process pool (CPU-bound attempts), or Ray (pip install 'groundstate[ray]').",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    help="Join this Ray cluster (e.g. ray://head:10001 or auto) instead of starting a local one.",
+)
+@click.option(
     "--resume",
     "resume_id",
     default=None,
@@ -143,6 +157,8 @@ def run(
     attempts: int,
     seed: int,
     concurrency: int,
+    executor: str,
+    ray_address: str | None,
     resume_id: str | None,
     allow_invalid: bool,
     locked: bool,
@@ -179,6 +195,7 @@ def run(
         with interruptible(flag):
             loaded_suite = in_environment(checked_suite(suite, warn=False), environment)
             system = load_system(system_file)
+            where = make_executor(executor, loaded_suite, ray_address=ray_address)
             if locked:
                 require_lock(loaded_suite)
             chosen = select_tasks(loaded_suite, task_ids=task_ids, slices=slices, patterns=patterns)
@@ -193,13 +210,19 @@ def run(
                     attempts, seed, concurrency, invalid_tasks=tuple(invalid), tasks=chosen
                 )
                 runner = BatchRunner(
-                    loaded_suite, system, run_store, interrupt=flag, on_problem=_warn_problem
+                    loaded_suite,
+                    system,
+                    run_store,
+                    interrupt=flag,
+                    on_problem=_warn_problem,
+                    executor=where,
                 )
                 result = _run_batch(runner, config, resume_id, _progress(total, quiet=as_json))
     except Interrupted as exc:
         batch_id = runner.batch_id if runner is not None else resume_id
         again = _resume_args(suite, system_file, concurrency, allow_invalid, locked)
         again += ["--environment", environment] if environment else []
+        again += _executor_args(executor, ray_address)
         report_interrupted(exc, batch_id, store, again)
         sys.exit(exc.exit_code)
     if html is not None:
@@ -356,6 +379,11 @@ def _resume_args(
     if concurrency > 1:
         args += ["--concurrency", str(concurrency)]
     return args + ["--allow-invalid"] * allow_invalid + ["--locked"] * locked
+
+
+def _executor_args(executor: str, ray_address: str | None) -> list[str]:
+    args = [] if executor == "in-process" else ["--executor", executor]
+    return args + ([] if ray_address is None else ["--ray-address", ray_address])
 
 
 def _warn_problem(problem: Problem) -> None:

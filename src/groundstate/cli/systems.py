@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from groundstate.cli import main
-from groundstate.spec.system import load_system
 
 
 @main.group()
@@ -19,4 +18,6 @@ def system() -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 def system_hash(file: Path) -> None:
     """Print the canonical sha256 of the system in FILE."""
+    from groundstate.spec.system import load_system
+
     click.echo(load_system(file).system_spec_hash)

@@ -6,31 +6,19 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from groundstate.cli import STORE_OPTION, main
 from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import warn
-from groundstate.spec.suite import load_suite
-from groundstate.store import RunStore
-from groundstate.validation import (
-    CHECKS,
-    CheckOutcome,
-    SuiteValidity,
-    TaskValidity,
-    check_lock,
-    lock_suite,
-    regress,
-    validate_suite,
-)
-from groundstate.validation.mutation import summary
-from groundstate.workdirs import sweep_stale
+
+if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
+    from rich.console import Console
+
+    from groundstate.validation import CheckOutcome, SuiteValidity, TaskValidity
 
 
 @main.command()
@@ -52,6 +40,12 @@ def validate(
     mutation testing: the score per task, survivors listed). Results are cached in the run
     store, keyed by everything they depend on.
     """
+    from rich.console import Console
+
+    from groundstate.store import RunStore
+    from groundstate.validation import validate_suite
+    from groundstate.workdirs import sweep_stale
+
     sweep_stale()  # work folders of runs and validations killed outright
     loaded = in_environment(checked_suite(suite), environment)
     if no_cache:
@@ -75,6 +69,9 @@ def validate(
 @click.option("--json", "as_json", is_flag=True, help="Print what was locked or checked as JSON.")
 def lock(suite: Path, check: bool, as_json: bool) -> None:
     """Write SUITE/suite.lock: the hashes of its files, tasks, solutions and graders."""
+    from groundstate.spec.suite import load_suite
+    from groundstate.validation import check_lock, lock_suite
+
     loaded = load_suite(suite)
     if not check:
         path = lock_suite(loaded)
@@ -121,6 +118,10 @@ def regress_command(
     run_id: str, into: Path, suite_path: Path | None, as_json: bool, store: Path
 ) -> None:
     """Turn the failing run RUN_ID into a regression task; print the new task file."""
+    from groundstate.spec.suite import load_suite
+    from groundstate.store import RunStore
+    from groundstate.validation import regress
+
     with RunStore(store, create=False) as run_store:
         owner = run_store.run_batch_id(run_id)
         run = run_store.run(run_id)
@@ -146,6 +147,12 @@ _HEADERS = {
 
 
 def _print_validity(console: Console, result: SuiteValidity) -> None:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from groundstate.validation import CHECKS
+
     table = Table(
         title=f"suite {result.suite} · {result.suite_hash[:12]}",
         box=box.SIMPLE_HEAD,
@@ -182,6 +189,8 @@ def _print_pins(console: Console, result: SuiteValidity) -> None:
         found = _UNDECLARED.search(task.check("reset").detail)
         if found is not None:
             pin = f"reset_check: {{initial_state_hash: {found.group(1)}}}"
+            from rich.text import Text
+
             console.print(Text(f"{task.task_id} · pin its initial state: {pin}"), soft_wrap=True)
 
 
@@ -197,6 +206,10 @@ def _cell(task: TaskValidity, check: CheckOutcome) -> str:
 
 def _print_mutation(console: Console, result: SuiteValidity) -> None:
     """Each task's survivors with their difference from the oracle, then the suite's score."""
+    from rich.text import Text
+
+    from groundstate.validation.mutation import summary
+
     for task in result.tasks:
         figures = task.mutation
         if figures is None or not (figures.survivors or figures.errored):

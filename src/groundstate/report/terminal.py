@@ -34,7 +34,8 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
     rows = [_task_row(batch, task_id, runs) for task_id in sorted(batch.task_revisions)]
     title = escape(
         printable(
-            f"batch {batch.batch_id} · suite {batch.suite} · system {batch.system_spec_hash[:12]}"
+            f"batch {batch.batch_id} · suite {batch.suite} · "
+            f"system {batch.system_spec_hash[:12]}{_where(batch)}"
         )
     )
     # Under the table, not its caption: a caption wraps to the (compact) table's width.
@@ -118,6 +119,13 @@ def decision_lines(decision: str | None, population: dict[str, str] | None) -> l
         f"population: {population.get('description', '')}",
         f"sampled: {population.get('sampling', '')}",
     ]
+
+
+def _where(batch: BatchInfo) -> str:
+    """Where the attempts ran, when the batch recorded it."""
+    if batch.executor is None:
+        return ""
+    return f" · executor {batch.executor} · concurrency {batch.concurrency}"
 
 
 def _plain(text: str) -> Text:

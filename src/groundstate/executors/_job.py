@@ -1,0 +1,98 @@
+"""Running one :class:`AttemptJob` wherever an executor puts it (this process or a worker)."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import os
+import signal
+import threading
+from collections.abc import Callable
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+from groundstate.agents.base import Agent
+from groundstate.agents.python import load_agent
+from groundstate.agents.scripted import ScriptedAgent
+from groundstate.episode import (
+    AttemptJob,
+    AttemptOutput,
+    EnvironmentFactory,
+    default_environment,
+    run_attempt,
+)
+from groundstate.errors import ExecutorError
+from groundstate.spec.suite import Suite, load_suite, with_environment
+from groundstate.workdirs import TMPDIR_ENV
+
+AgentFactory = Callable[[], Agent]
+
+_suites: dict[tuple[str, str, str | None], Suite] = {}
+"""Suites a worker has loaded, by (path, hash): loaded and hashed once per process."""
+
+
+async def run_job(
+    job: AttemptJob,
+    suite: Suite,
+    make_agent: AgentFactory | None = None,
+    make_env: EnvironmentFactory = default_environment,
+) -> AttemptOutput:
+    """Build the job's agent (its solution, the factory, or the system spec) and run it."""
+    task = suite.tasks[job.task_id]
+    agent = _agent(job, suite, make_agent)
+    return await run_attempt(task, suite, job.system, agent, job.info, make_env)
+
+
+def _agent(job: AttemptJob, suite: Suite, make_agent: AgentFactory | None) -> Agent:
+    if job.solution is not None:
+        return ScriptedAgent.from_solution(suite.solutions[job.task_id][job.solution])
+    return make_agent() if make_agent is not None else load_agent(job.system)
+
+
+def job_suite(job: AttemptJob) -> Suite:
+    """The job's suite, loaded from its path and checked against the hash the batch holds."""
+    key = (job.suite_path, job.suite_hash, job.environment)
+    if key not in _suites:
+        suite = load_suite(Path(job.suite_path))
+        if job.environment is not None:  # the batch's --environment override
+            suite = with_environment(suite, job.environment)
+        if suite.suite_hash != job.suite_hash:
+            raise ExecutorError(
+                f"the suite {job.suite_path} on this worker hashes to {suite.suite_hash[:12]}, "
+                f"the batch ran {job.suite_hash[:12]}: it changed, or the worker sees another copy"
+            )
+        _suites[key] = suite
+    return _suites[key]
+
+
+def execute(job: AttemptJob) -> AttemptOutput:
+    """Run *job* in a worker (a pool process or a Ray task) and return its record.
+
+    Failures outside the attempt (the suite cannot be loaded, the agent cannot be built)
+    come back as :class:`ExecutorError` with a plain message: an exception class with its own
+    constructor arguments may not survive pickling back to the parent.
+    """
+    try:
+        return asyncio.run(run_job(job, job_suite(job)))
+    except ExecutorError:
+        raise
+    except Exception as exc:
+        raise ExecutorError(f"{type(exc).__name__}: {exc}") from None
+
+
+def init_worker(workdir_root: str) -> None:
+    """Set up a pool worker: the parent handles Ctrl-C (the terminal sends it to the whole
+    process group), work folders live under the parent's (removed with it at exit or, after
+    a SIGKILL, by the next ``run``'s sweep), and the worker leaves when the parent dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ[TMPDIR_ENV] = workdir_root
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def _exit_with(parent: BaseProcess) -> None:
+    """Exit once *parent* is gone: a pool worker waits for work on a queue whose writing end
+    it holds itself, so a parent killed outright would otherwise leave it waiting forever."""
+    parent.join()
+    os._exit(0)

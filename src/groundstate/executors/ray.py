@@ -1,0 +1,99 @@
+"""Attempts as Ray tasks, on a local Ray instance or an existing cluster (``groundstate[ray]``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groundstate.episode import AttemptJob, AttemptOutput
+from groundstate.errors import ExecutorError
+from groundstate.executors._job import execute
+from groundstate.workdirs import TMPDIR_ENV, process_dir
+
+MISSING = "--executor ray needs Ray: pip install 'groundstate[ray]'"
+
+LOCAL_CPUS = 2
+"""CPUs a local Ray instance started for a batch may use."""
+
+
+@dataclass
+class RayExecutor:
+    """Each attempt a Ray task that returns its finished record; this process stores it.
+
+    Without an address, a local Ray instance is started for the batch and stopped after it;
+    with one (``ray://host:10001`` or ``auto``), the batch joins that cluster, whose nodes must
+    see the suite at the same path and be able to import the system's agent.
+    """
+
+    address: str | None = None
+    cpus_per_attempt: float = 1.0
+    """Ray CPUs each attempt reserves; lower it for attempts that mostly wait on a model."""
+    name: str = "ray"
+    _remote: Any = field(default=None, init=False, repr=False)
+    _started: bool = field(default=False, init=False, repr=False)
+
+    def open(self, concurrency: int) -> None:
+        if self._remote is not None:
+            return
+        ray = _import_ray()
+        if not ray.is_initialized():
+            ray.init(**self._init_options())
+            self._started = True
+        self._remote = ray.remote(num_cpus=self.cpus_per_attempt, max_retries=0)(execute)
+
+    def _init_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "configure_logging": False,
+        }
+        if self.address is not None:
+            return {**options, "address": self.address}
+        # A local instance: workers see this interpreter's import path and keep their work
+        # folders under this process's, which is removed at exit (or swept after a kill).
+        here = str(Path(__file__).resolve().parents[2])
+        path = os.pathsep.join([here, *filter(None, [os.environ.get("PYTHONPATH")])])
+        env = {"PYTHONPATH": path, TMPDIR_ENV: str(process_dir() / "workers")}
+        return {**options, "num_cpus": LOCAL_CPUS, "runtime_env": {"env_vars": env}}
+
+    def close(self) -> None:
+        self._remote = None
+        if self._started:
+            _import_ray().shutdown()
+            self._started = False
+
+    async def run(self, job: AttemptJob) -> AttemptOutput:
+        if self._remote is None:
+            raise ExecutorError("the Ray executor is not open")
+        ray = _import_ray()
+        try:
+            output: AttemptOutput = await self._remote.remote(job)
+        except ray.exceptions.RayTaskError as exc:
+            cause = exc.as_instanceof_cause()
+            if isinstance(cause, ExecutorError):
+                raise ExecutorError(str(cause).splitlines()[-1]) from None
+            raise ExecutorError(f"a Ray task failed: {exc}") from None
+        except ray.exceptions.RayError as exc:
+            raise ExecutorError(f"Ray could not run task {job.task_id!r}: {exc}") from None
+        return output
+
+
+def require_ray() -> None:
+    """Refuse early, without importing Ray (slow), when it is not installed."""
+    try:
+        found = importlib.util.find_spec("ray") is not None
+    except ValueError:  # sys.modules["ray"] is None: imports of it are blocked
+        found = False
+    if not found:
+        raise ExecutorError(MISSING)
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise ExecutorError("--executor ray needs Ray: pip install 'groundstate[ray]'") from None
+    return ray
