@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from groundstate.agents.base import Session
 from groundstate.analysis import batch_report, final_runs
@@ -165,7 +166,9 @@ def test_a_process_pool_gives_the_same_records_and_statistics(
         stored = store.batch(result.batch.batch_id)
         assert store.verify(stored.batch_id).ok
     assert (stored.executor, stored.concurrency) == ("process", 2)
-    assert "executor process · concurrency 2" in str(batch_table(stored, result.runs).title)
+    shown = Console(width=200, record=True)
+    shown.print(batch_table(stored, result.runs))
+    assert "executor process · concurrency 2" in " ".join(shown.export_text().split())
 
 
 @pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
