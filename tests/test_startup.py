@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from groundstate.cli import DEFAULT_STORE
+from groundstate.cli import DEFAULT_STORE, diagnosis, interop, runs
+from groundstate.diagnosis.verdicts import FIELDS
+from groundstate.exports import ExportFormat
+from groundstate.importers import FORMATS
+from groundstate.stats import DEFAULT_FDR
 from groundstate.store import DEFAULT_STORE as STORE_DEFAULT
 
 HEAVY = ("numpy", "pydantic", "rich", "jinja2", "jsonschema", "yaml", "hypothesis", "asyncio")
@@ -41,4 +45,12 @@ def test_help_and_version_import_no_heavy_library(args: list[str]) -> None:
 
 
 def test_the_default_store_in_the_help_is_the_stores() -> None:
-    assert Path(DEFAULT_STORE) == STORE_DEFAULT
+    assert DEFAULT_STORE is STORE_DEFAULT  # one constant, in groundstate.paths
+
+
+def test_the_choices_and_defaults_the_cli_spells_are_the_librarys() -> None:
+    """Spelled in the command modules so that --help imports nothing heavy; kept in step here."""
+    assert interop.IMPORT_FORMATS == FORMATS
+    assert get_args(ExportFormat) == interop.EXPORT_FORMATS
+    assert diagnosis.VERDICT_FIELDS == FIELDS
+    assert runs.DEFAULT_FDR == DEFAULT_FDR

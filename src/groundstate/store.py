@@ -28,13 +28,12 @@ from typing import Any, Literal, NamedTuple, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from groundstate.errors import GroundstateError, StoreError
+from groundstate.paths import DEFAULT_STORE
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import sha256_text
 from groundstate.workdirs import pid_alive
 
 M = TypeVar("M", bound=BaseModel)
-
-DEFAULT_STORE = Path(".groundstate/runs.db")
 
 STORE_FORMAT = 2
 """1: rows without hashes. 2: every batch and run row carries its content hash, and runs their

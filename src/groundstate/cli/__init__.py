@@ -18,13 +18,10 @@ import click
 
 from groundstate import __version__
 from groundstate.errors import GroundstateError
+from groundstate.paths import DEFAULT_STORE
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-DEFAULT_STORE = ".groundstate/runs.db"
-"""``groundstate.store.DEFAULT_STORE``, spelled here so that ``--help`` need not import the
-store (a test holds the two equal)."""
 
 STORE_OPTION = click.option(
     "--store",
@@ -74,6 +71,7 @@ from groundstate.cli import (  # noqa: E402  (commands register)
 )
 
 __all__ = [
+    "DEFAULT_STORE",
     "STORE_OPTION",
     "check",
     "console",

@@ -5,18 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from groundstate.cli import main
-from groundstate.spec.suite import Suite
-from groundstate.validation.static import (
-    SuiteCheck,
-    SuiteProblem,
-    check_suite,
-    check_system,
-    require_checked,
-)
+
+if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
+    from groundstate.spec.suite import Suite
+    from groundstate.validation.static import SuiteCheck
 
 EXIT_PROBLEMS = 2
 """A suite (or system file) with an error: the user's mistake, as for every other one."""
@@ -42,6 +39,8 @@ def check(suite: Path, system_file: Path | None, as_json: bool) -> None:
     fixture; Python checks that resolve. A missing decision: or population: is a warning.
     `validate` and `run` make the same checks first.
     """
+    from groundstate.validation.static import check_suite, check_system
+
     result = check_suite(suite)
     if system_file is not None:
         result.problems += check_system(system_file)
@@ -70,6 +69,8 @@ def checked_suite(path: Path, *, warn: bool = True) -> Suite:
     """The suite at *path* once its static checks pass (else exit 2); with *warn*, its
     warnings on stderr (``run`` leaves them to ``check`` and ``validate``, so that a batch's
     stderr stays its progress and its problems)."""
+    from groundstate.validation.static import require_checked
+
     result = require_checked(path)
     for problem in result.warnings if warn else []:
         click.echo(str(problem), err=True)
@@ -77,4 +78,4 @@ def checked_suite(path: Path, *, warn: bool = True) -> Suite:
     return result.suite
 
 
-__all__ = ["EXIT_PROBLEMS", "SuiteProblem", "check", "checked_suite"]
+__all__ = ["EXIT_PROBLEMS", "check", "checked_suite"]

@@ -6,41 +6,28 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
-from groundstate.agreement import Agreement
-from groundstate.analysis import outcomes
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, warn
-from groundstate.diagnosis import (
-    EVALUATOR_DEFECT,
-    FailureTaxonomy,
-    adjudicated_defects,
-    against_adjudication,
-    default_taxonomy,
-    failed_runs,
-    import_labels,
-    label_agreement,
-    load_taxonomy,
-    regrade,
-    sample_failures,
-    sheet_taxonomy,
-    suite_taxonomy,
-    verdict_agreement,
-    write_sheet,
-)
-from groundstate.diagnosis.verdicts import FIELDS, Field
 from groundstate.errors import GroundstateError
-from groundstate.planning import Plan, plan
-from groundstate.records import AgentRun
-from groundstate.spec.suite import load_suite
-from groundstate.stats import TaskCounts, task_counts
-from groundstate.store import BatchInfo, RunLabels, RunStore
-from groundstate.validation.regress import RegressionRefused, regress
+
+if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
+    from rich.console import Console
+    from rich.table import Table
+
+    from groundstate.agreement import Agreement
+    from groundstate.diagnosis import FailureTaxonomy
+    from groundstate.diagnosis.verdicts import Field
+    from groundstate.planning import Plan
+    from groundstate.records import AgentRun
+    from groundstate.store import BatchInfo, RunLabels
+
+VERDICT_FIELDS = ("success", "terminal_reason", "reason_class")
+"""``groundstate.diagnosis.verdicts.FIELDS``, spelled here so that ``agreement --help`` need not
+import the diagnosis (tests/test_startup.py holds the two equal)."""
 
 TAXONOMY_OPTION = click.option(
     "--taxonomy",
@@ -55,6 +42,8 @@ def _read_batches(
     store: Path, batch_ids: tuple[str, ...]
 ) -> list[tuple[BatchInfo, list[AgentRun]]]:
     """Each batch and its runs, verified first (altered records are named on stderr)."""
+    from groundstate.store import RunStore
+
     read = []
     with RunStore(store) as run_store:
         for batch_id in batch_ids:
@@ -85,6 +74,10 @@ def plan_command(
     effect, the tasks needed per number of attempts to detect --delta with --power, a power
     grid, and what one more attempt per task buys against one more task.
     """
+    from groundstate.analysis import outcomes
+    from groundstate.planning import plan
+    from groundstate.stats import TaskCounts, task_counts
+
     if len(batch_ids) > 2:
         raise click.UsageError("plan takes one pilot batch or two")
     pilots: list[list[TaskCounts]] = [
@@ -99,6 +92,8 @@ def plan_command(
 
 
 def _print_plan(out: Console, result: Plan) -> None:
+    from rich.table import Table
+
     parts = Table(title="variance components (per attempt, valid attempts)")
     for column in ("pilot", "tasks", "attempts/task", "mean", "between", "within", "ICC", "deff"):
         parts.add_column(column)
@@ -158,7 +153,7 @@ def _print_plan(out: Console, result: Plan) -> None:
 )
 @click.option(
     "--on",
-    type=click.Choice(FIELDS),
+    type=click.Choice(VERDICT_FIELDS),
     default="success",
     show_default=True,
     help="Compare verdicts, terminal reasons, or reason classes (before the '/').",
@@ -181,6 +176,12 @@ def agreement_command(
     Prints Cohen's kappa, Krippendorff's alpha, the confusion table and each attempt the
     two disagree on.
     """
+    from rich.markup import escape
+    from rich.table import Table
+
+    from groundstate.diagnosis import regrade, verdict_agreement
+    from groundstate.spec.suite import load_suite
+
     if (batch_b is None) == (regrade_suite is None):
         raise click.UsageError("give BATCH_B or --regrade SUITE (one of them)")
     if batch_b is not None:
@@ -217,6 +218,9 @@ def agreement_command(
 def _agreement_table(
     title: str, rows: Sequence[tuple[str, int | None, Agreement]], first: str = "label"
 ) -> Table:
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title=title)
     columns = (
         first,
@@ -271,6 +275,8 @@ def sample_failures_command(
 
     The taxonomy is --taxonomy, else the suite's taxonomy.yaml, else the shipped default; a
     copy is written beside the sheet."""
+    from groundstate.diagnosis import failed_runs, sample_failures, write_sheet
+
     ((batch, runs),) = _read_batches(store, (batch_id,))
     taxonomy = _taxonomy(batch, taxonomy_file)
     sample = sample_failures(batch, runs, n, seed)
@@ -284,6 +290,8 @@ def sample_failures_command(
 
 def _taxonomy(batch: BatchInfo, taxonomy_file: Path | None) -> FailureTaxonomy:
     """--taxonomy if given, else the batch's suite's taxonomy.yaml, else the default."""
+    from groundstate.diagnosis import default_taxonomy, load_taxonomy, suite_taxonomy
+
     if taxonomy_file is not None:
         return load_taxonomy(taxonomy_file)
     suite = Path(batch.suite_path)
@@ -328,6 +336,8 @@ def labels_adjudicate(
     """Record the adjudicated labels (the final set) from a sheet; a later adjudication of a
     run supersedes an earlier one. Runs adjudicated evaluator_defect feed `labels regress`.
     The taxonomy is --taxonomy or the taxonomy.yaml beside FILE."""
+    from groundstate.diagnosis import EVALUATOR_DEFECT
+
     stored = _store_labels(file, adjudicator, taxonomy_file, store, adjudicated=True)
     defects = sum(EVALUATOR_DEFECT in x.labels for x in stored)
     click.echo(f"recorded the adjudicated labels of {len(stored)} runs")
@@ -342,6 +352,9 @@ def labels_adjudicate(
 def _store_labels(
     file: Path, annotator: str, taxonomy_file: Path | None, store: Path, *, adjudicated: bool
 ) -> list[RunLabels]:
+    from groundstate.diagnosis import import_labels, sheet_taxonomy
+    from groundstate.store import RunStore
+
     taxonomy = sheet_taxonomy(file, taxonomy_file)
     with RunStore(store) as run_store:
         return import_labels(
@@ -362,6 +375,9 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
     an adjudication recorded, each annotator is also scored against it. The taxonomy is
     --taxonomy, else the suite's taxonomy.yaml, else the shipped default.
     """
+    from groundstate.diagnosis import against_adjudication, label_agreement
+    from groundstate.store import RunStore
+
     with RunStore(store) as run_store:
         batch = run_store.batch(batch_id)
         labelled = run_store.labels(batch.batch_id)
@@ -412,6 +428,11 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
 def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Path) -> None:
     """Turn each run of BATCH_ID adjudicated evaluator_defect into a regression case: a copy
     of its task whose observed trajectory is an alternative the repaired grader must pass."""
+    from groundstate.diagnosis import adjudicated_defects
+    from groundstate.spec.suite import load_suite
+    from groundstate.store import RunStore
+    from groundstate.validation.regress import RegressionRefused, regress
+
     with RunStore(store) as run_store:
         batch = run_store.batch(batch_id)
         defects = adjudicated_defects(run_store, batch.batch_id)

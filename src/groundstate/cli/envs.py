@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from groundstate.cli import main
-from groundstate.environments.registry import environment_kind, environment_kinds
 from groundstate.errors import EnvironmentFailure, SpecError
-from groundstate.spec.suite import Suite, with_environment
-from groundstate.validation.conformance import CHECK_NAMES, check_environment
+
+if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
+    from groundstate.spec.suite import Suite
 
 ENVIRONMENT_OPTION = click.option(
     "--environment",
@@ -26,6 +26,8 @@ ENVIRONMENT_OPTION = click.option(
 
 def in_environment(suite: Suite, environment: str | None) -> Suite:
     """*suite*, in *environment* when one is given on the command line."""
+    from groundstate.spec.suite import with_environment
+
     return suite if environment is None else with_environment(suite, environment)
 
 
@@ -46,6 +48,8 @@ def check_env(kind: str | None, fixture: Path | None, as_json: bool) -> None:
     denials are recorded, a failing tool call changes nothing, concurrent environments are
     isolated, and health() is ok. Exit 0 when every kind conforms, 1 otherwise.
     """
+    from groundstate.environments.registry import environment_kinds
+
     if fixture is not None and not fixture.is_file():
         raise SpecError(fixture, None, "fixture file not found")
     known = environment_kinds()
@@ -64,6 +68,9 @@ def check_env(kind: str | None, fixture: Path | None, as_json: bool) -> None:
 
 def _check(kind: str, fixture: Path | None) -> dict[str, Any]:
     """One kind's findings; a kind that cannot be built at all says why."""
+    from groundstate.environments.registry import environment_kind
+    from groundstate.validation.conformance import CHECK_NAMES, check_environment
+
     try:
         environment_kind(kind)
         problems = check_environment(kind, fixture=fixture)

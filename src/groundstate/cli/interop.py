@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import get_args
+from typing import TYPE_CHECKING
 
 import click
 
 from groundstate.cli import STORE_OPTION, main
-from groundstate.exports import ExportFormat, export_batch
-from groundstate.importers import FORMATS, ImportOptions, ImportReport, import_file
-from groundstate.store import RunStore
+
+if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
+    from groundstate.exports import ExportFormat
+    from groundstate.importers import ImportReport
+
+IMPORT_FORMATS = ("csv", "jsonl", "tau-bench", "tau2-bench", "inspect")
+"""``groundstate.importers.FORMATS``, spelled here so that ``--help`` need not import the
+importers (tests/test_startup.py holds the two equal)."""
+
+EXPORT_FORMATS = ("jsonl", "csv", "inspect")
+"""The values of ``groundstate.exports.ExportFormat``, spelled here for the same reason."""
 
 
 @main.command("import-results")
@@ -20,7 +28,7 @@ from groundstate.store import RunStore
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(FORMATS),
+    type=click.Choice(IMPORT_FORMATS),
     default=None,
     help="The file's format (default: detected from the file).",
 )
@@ -57,6 +65,9 @@ def import_results_command(
     reason, exit 2); warnings (ignored columns, values that could not be mapped) go to
     stderr, one line each.
     """
+    from groundstate.importers import ImportOptions, import_file
+    from groundstate.store import RunStore
+
     options = ImportOptions.model_validate({"format": fmt, "errors": errors, "scorer": scorer})
     with RunStore(store) as run_store:
         report = import_file(file, name, run_store, options)
@@ -85,7 +96,7 @@ def _import_json(report: ImportReport) -> dict[str, object]:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(get_args(ExportFormat)),
+    type=click.Choice(EXPORT_FORMATS),
     required=True,
     help="jsonl/csv: every try in the row format import-results reads; inspect: an "
     "Inspect AI .eval log for `inspect view`.",
@@ -99,6 +110,9 @@ def export_command(
     batch_id: str | None, fmt: ExportFormat, out: Path, as_json: bool, store: Path
 ) -> None:
     """Write a stored batch (default: the latest) for other tools."""
+    from groundstate.exports import export_batch
+    from groundstate.store import RunStore
+
     with RunStore(store) as run_store:
         report = export_batch(run_store, batch_id, fmt, out)
     if as_json:

@@ -2,69 +2,42 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import shlex
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from groundstate.analysis import (
-    OutcomeTable,
-    batch_report,
-    compare_batches,
-    comparison_report,
-    final_runs,
-    suite_decision,
-    summarize_batch,
-    tries,
-)
-from groundstate.capture import ARTIFACTS
-from groundstate.cli import STORE_OPTION, console, main
+from groundstate.cli import DEFAULT_STORE, STORE_OPTION, console, main
 from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import interruptible, report_interrupted
-from groundstate.errors import GroundstateError, StoreError
-from groundstate.executors import make_executor
-from groundstate.gates import (
-    EXIT_BELOW_GATE,
-    check_attempts,
-    failure_line,
-    gate_results,
-    parse_gate,
-)
-from groundstate.records import AgentRun
-from groundstate.report.html import render_batch, render_comparison
-from groundstate.report.terminal import (
-    batch_table,
-    comparison_tables,
-    print_run,
-    printable,
-    report_footer,
-    summary_tables,
-)
-from groundstate.runner import BatchConfig, BatchResult, BatchRunner, Interrupted, InterruptFlag
-from groundstate.selection import select_tasks
-from groundstate.spec.suite import Suite
-from groundstate.spec.system import load_system
-from groundstate.stats import DEFAULT_FDR
-from groundstate.store import DEFAULT_STORE, BatchInfo, Problem, RunStore
-from groundstate.validation import require_lock, require_valid
-from groundstate.workdirs import sweep_stale
 
-_Stored = TypeVar("_Stored", list[AgentRun], OutcomeTable)
-"""Runs of a batch, as records or as outcome columns."""
+if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from groundstate.analysis import OutcomeTable
+    from groundstate.records import AgentRun
+    from groundstate.runner import BatchConfig, BatchResult, BatchRunner
+    from groundstate.spec.suite import Suite
+    from groundstate.store import BatchInfo, Problem, RunStore
+
+    _Stored = TypeVar("_Stored", list[AgentRun], OutcomeTable)
+    """Runs of a batch, as records or as outcome columns."""
 
 EXIT_TOO_MANY_INVALID = 3
 """``run`` exits 3 when invalid tries exceed the system's ``invalid_run_policy.max_invalid_rate``
 (2 is a user error, 1 is reserved for other refusals)."""
+
+DEFAULT_FDR = 0.05
+"""``groundstate.stats.DEFAULT_FDR``, spelled here so that ``compare --help`` need not import the
+statistics (tests/test_startup.py holds the two equal)."""
 
 FAIL_UNDER_OPTION = click.option(
     "--fail-under",
@@ -183,6 +156,17 @@ def run(
     invalid tries exceed the system's max_invalid_rate; 4 when a --fail-under metric is below
     its threshold (3 takes precedence); 130/143 when interrupted.
     """
+    from groundstate.analysis import batch_report
+    from groundstate.executors import make_executor
+    from groundstate.gates import check_attempts, gate_results, parse_gate
+    from groundstate.report.terminal import batch_table
+    from groundstate.runner import BatchConfig, BatchRunner, Interrupted, InterruptFlag
+    from groundstate.selection import select_tasks
+    from groundstate.spec.system import load_system
+    from groundstate.store import RunStore
+    from groundstate.validation import require_lock, require_valid
+    from groundstate.workdirs import sweep_stale
+
     sweep_stale()  # work folders of runs killed outright
     gates = [parse_gate(text) for text in fail_under]
     if resume_id is not None and (task_ids or slices or patterns):
@@ -251,6 +235,8 @@ def _only(suite: Suite, chosen: tuple[str, ...] | None) -> Suite:
 
 def _exit_on_verdict(data: dict[str, Any], verdicts: list[dict[str, Any]]) -> None:
     """Exit 3 when the invalid-run flag trips, else 4 when a gate fails (one line each)."""
+    from groundstate.gates import EXIT_BELOW_GATE, failure_line
+
     if data["invalid_rate_flagged"]:
         click.echo(
             "error: invalid tries exceed the batch's max_invalid_rate; the numbers above "
@@ -296,6 +282,11 @@ def report(
     the exit status is then that of ``run``: 3 when invalid tries exceed the batch's
     max_invalid_rate, 4 when a metric is below its threshold.
     """
+    from groundstate.analysis import OutcomeTable, batch_report
+    from groundstate.gates import gate_results, parse_gate
+    from groundstate.report.terminal import batch_table
+    from groundstate.store import RunStore
+
     gates = [parse_gate(text) for text in fail_under]
     with RunStore(store, create=False) as run_store:
         batch = run_store.batch(batch_id)
@@ -338,6 +329,9 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
     The run's record, its artifacts and its place in its batch's chain are verified first;
     anything altered is named on stderr, marked above the run, and the exit status is 1.
     """
+    from groundstate.report.terminal import print_run, printable
+    from groundstate.store import RunStore
+
     with RunStore(store, create=False) as run_store:
         owner = run_store.run_batch_id(run_id)
         record = run_store.run(run_id)
@@ -360,6 +354,9 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
 
 def _printed(run_store: RunStore, record: AgentRun) -> dict[str, str]:
     """The output the run's code printed (a missing artifact is named, and warned of above)."""
+    from groundstate.capture import ARTIFACTS
+    from groundstate.errors import StoreError
+
     found = {}
     for name in ARTIFACTS.values():
         location = record.artifact_locations.get(name)
@@ -398,6 +395,8 @@ def _altered_mark(batch_id: str) -> str:
 
 
 def _nonempty(batch: BatchInfo, runs: _Stored, store: Path) -> _Stored:
+    from groundstate.errors import GroundstateError
+
     if not runs:
         raise GroundstateError(
             f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
@@ -417,6 +416,8 @@ def resume_command(batch: BatchInfo, store: Path) -> str:
 def _run_batch(
     runner: BatchRunner, config: BatchConfig, resume_id: str | None, progress: _progress
 ) -> BatchResult:
+    import asyncio
+
     with progress as on_run:
         runner.on_run = on_run
         if resume_id is None:
@@ -431,6 +432,9 @@ def _write_batch_html(
     seed: int = 0,
     k_over_supporting: bool = False,
 ) -> None:
+    from groundstate.analysis import summarize_batch, tries
+    from groundstate.report.html import render_batch
+
     summary = summarize_batch(batch, runs, seed=seed, k_over_supporting=k_over_supporting)
     _write(path, render_batch(batch, runs, summary, tries(batch, runs)))
 
@@ -444,6 +448,8 @@ def _write(path: Path, text: str) -> None:
 
 
 def _print_report(console: Console, data: dict[str, Any]) -> None:
+    from groundstate.report.terminal import report_footer, summary_tables
+
     for table in summary_tables(data):
         console.print(table)
     console.print(report_footer(data))
@@ -456,6 +462,14 @@ class _progress:
         self._reasons: Counter[str] = Counter()
         self._bar: Progress | None = None
         if not quiet and sys.stdout.isatty():
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
             self._bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -484,6 +498,8 @@ class _progress:
 def _batch_json(
     result: BatchResult, data: dict[str, Any], verdicts: list[dict[str, Any]]
 ) -> dict[str, Any]:
+    from groundstate.analysis import final_runs, suite_decision
+
     counted = final_runs(result.runs)
     return {
         "batch_id": result.batch.batch_id,
@@ -551,6 +567,11 @@ def compare_command(
     revisions or suites, or an unversioned import against a versioned batch, are refused
     (exit 2) unless --allow-mismatch.
     """
+    from groundstate.analysis import OutcomeTable, compare_batches, comparison_report
+    from groundstate.report.html import render_comparison
+    from groundstate.report.terminal import comparison_tables
+    from groundstate.store import RunStore
+
     with RunStore(store, create=False) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         altered = [warn(run_store.verify(x.batch_id)) for x in (a, b)]

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import click
 
 from groundstate.cli import main
-from groundstate.spec.suite import load_suite
-from groundstate.tau2 import ImportOptions, ImportReport, import_tau2
-from groundstate.tau2.audit import audit_suite, summary_lines, to_dict
-from groundstate.tau2.importer import Switch
-from groundstate.tau2.world import World
-from groundstate.validation import validate_suite
+
+if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
+    from groundstate.tau2 import ImportReport
 
 SWITCH = click.Choice(["required", "report", "off"])
 
@@ -68,6 +65,13 @@ def import_tau2_command(
     its communicate_info required agent messages; the policy becomes constraints. With
     --audit, the suite is validated and the audit printed (docs/tau2-audit.md).
     """
+    from groundstate.spec.suite import load_suite
+    from groundstate.tau2 import ImportOptions, import_tau2
+    from groundstate.tau2.audit import audit_suite, summary_lines, to_dict
+    from groundstate.tau2.importer import Switch
+    from groundstate.tau2.world import World
+    from groundstate.validation import validate_suite
+
     options = ImportOptions(
         world=cast(World, world),
         tasks=list(tasks),

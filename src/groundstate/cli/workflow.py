@@ -7,20 +7,19 @@ import json
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
-from groundstate.analysis import final_runs
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.runs import resume_command
 from groundstate.errors import GroundstateError
-from groundstate.records import AgentRun
-from groundstate.report.terminal import Fitted, printable
-from groundstate.store import BatchSummary, RunStore
+
+if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
+    from rich.table import Table
+
+    from groundstate.records import AgentRun
+    from groundstate.store import BatchSummary
 
 
 @main.command()
@@ -33,6 +32,8 @@ def batches(as_json: bool, store: Path) -> None:
     (stopped before its first attempt was stored), ``running`` (a live process holds it) or
     ``imported`` (results from another harness).
     """
+    from groundstate.store import RunStore
+
     with RunStore(store, create=False) as run_store:
         found = run_store.batch_summaries()
     if as_json:
@@ -45,6 +46,12 @@ def batches(as_json: bool, store: Path) -> None:
 
 
 def _batches_table(found: list[BatchSummary]) -> Table:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from groundstate.report.terminal import printable
+
     table = Table(
         title="batches (oldest first)", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
     )
@@ -89,6 +96,10 @@ def runs_command(
     ``counted`` is false for an invalid try that a rerun replaced. Give a run id to
     ``groundstate show`` for its verdict, evidence and trace.
     """
+    from groundstate.analysis import final_runs
+    from groundstate.report.terminal import Fitted
+    from groundstate.store import RunStore
+
     with RunStore(store, create=False) as run_store:
         batch = run_store.batch(batch_id)
         stored = run_store.runs(batch.batch_id)
@@ -131,6 +142,12 @@ def _run_row(run: AgentRun, counted: bool) -> dict[str, Any]:
 def _runs_table(batch_id: str, rows: list[dict[str, Any]], width: int) -> Table:
     """Task ids and terminal reasons on one line whenever the width allows; else folded,
     never cut off. (Success is the reason ``success``: no column of its own.)"""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from groundstate.report.terminal import printable
+
     cells = [
         (
             row["run_id"][:RUN_ID_SHOWN],
