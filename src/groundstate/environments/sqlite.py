@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from groundstate.environments.base import CallEffects, Row, Snapshot, TableState
 from groundstate.environments.sqlite_probes import SqliteProbes
-from groundstate.environments.sqlite_writes import LOG, WriteLog
+from groundstate.environments.sqlite_writes import LOG, WriteLog, state_writes
 from groundstate.errors import (
     EnvironmentFailure,
     PermissionDenied,
@@ -74,11 +74,14 @@ _FUNCTION_GROUPS = {
     "json_group_object json_each json_tree jsonb jsonb_array jsonb_extract jsonb_insert "
     "jsonb_object jsonb_patch jsonb_remove jsonb_replace jsonb_set jsonb_group_array "
     "jsonb_group_object",
+    "full-text search": "match bm25 highlight snippet",
 }
 AGENT_FUNCTIONS = frozenset(" ".join(_FUNCTION_GROUPS.values()).split())
 """The SQL functions the agent's connection may call. Everything else is denied, notably
 ``load_extension``, ``fts3_tokenizer`` (reads and writes process memory), the ``sqlite_*``
-introspection functions and full-text/R-tree internals."""
+introspection functions and R-tree internals (``rtreenode``, ``rtreecheck``...). FTS5's
+auxiliary functions ``bm25``, ``highlight`` and ``snippet`` are allowed, and ``match`` (the built-in
+only raises; a full-text table overloads it)."""
 AGENT_MAX_LENGTH = 16 * 1024 * 1024
 """The longest string or blob the agent's SQL may make (``randomblob(3e8)`` fails instead of
 allocating 300 MB): SQLite's ``SQLITE_LIMIT_LENGTH`` on the agent connection."""
@@ -224,7 +227,10 @@ class SqliteEnvironment:
         # authorizer, which refuses the agent any pragma write.
         self._agent.execute("PRAGMA foreign_keys = ON")
         self._agent.execute("PRAGMA synchronous = OFF")
-        self._writes = WriteLog(_user_tables(self._agent))
+        kinds = _table_kinds(self._agent)
+        self._writes = WriteLog([name for name, kind in kinds.items() if kind == "table"])
+        self._virtual = [name for name, kind in kinds.items() if kind == "virtual"]
+        self._shadow_of = _shadow_parents(kinds)
         self._agent.set_authorizer(self._authorize)
         self._agent.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, AGENT_MAX_LENGTH)
         self._agent.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
@@ -312,11 +318,15 @@ class SqliteEnvironment:
         self._writes.start(self._harness)
         self._harness("BEGIN")
         try:
+            virtual_before = self._virtual_states()
             yield effects
             self._raise_if_past_deadline(None)
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
             writes, written = self._writes.read(self._harness)
+            virtual_writes = state_writes(virtual_before, self._virtual_states())
+            writes += virtual_writes
+            written = sorted({*written, *(write.table for write in virtual_writes)})
             self._harness("COMMIT")
         except BaseException as exc:
             if self._agent.in_transaction:
@@ -328,6 +338,16 @@ class SqliteEnvironment:
             raise
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written
+
+    def _virtual_states(self) -> dict[str, TableState]:
+        """The virtual tables' rows, read past the authorizer. Triggers cannot log a virtual
+        table's writes, so a call's are its rows before and after compared: this costs a read
+        of each virtual table per call (fine for the small search tables of fixtures)."""
+        self._trusted = True
+        try:
+            return {name: _table_state(self._agent, name) for name in self._virtual}
+        finally:
+            self._trusted = False
 
     def _harness(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one of the harness's own statements on the agent connection, past the authorizer."""
@@ -355,14 +375,17 @@ class SqliteEnvironment:
         # (a table's trigger may write a table the agent cannot read) and write the log.
         if self._trusted or action in _HARMLESS or (source or "").startswith(LOG):
             return sqlite3.SQLITE_OK
+        # A shadow table (``docs_data`` of FTS5 table ``docs``) has its virtual table's
+        # permissions: SQLite's own statements for the virtual table pass this authorizer too.
+        table = self._shadow_of.get(arg1 or "", arg1 or "")
         if action == sqlite3.SQLITE_READ:
-            return self._verdict(self._readable(arg1 or "", arg2, db), f"read {arg1}")
+            return self._verdict(self._readable(table, arg2, db), f"read {arg1}")
         if action == sqlite3.SQLITE_FUNCTION:
             return self._verdict((arg2 or "").lower() in AGENT_FUNCTIONS, f"function {arg2}")
         if action in _WRITES:
             if db == "temp":  # the write log is the harness's, not the agent's
                 return self._verdict(False, f"write {arg1}")
-            writable = self._permissions.get(arg1 or "", "write") == "write"
+            writable = self._permissions.get(table, "write") == "write"
             return self._verdict(writable and arg1 not in _PROTECTED, f"write {arg1}")
         if action == sqlite3.SQLITE_PRAGMA:
             pragma = (arg1 or "").lower()
@@ -482,12 +505,19 @@ def _insert(connection: sqlite3.Connection, table: str, row: Row) -> None:
 
 
 def read_table_hashes(connection: sqlite3.Connection) -> dict[str, str]:
-    """One hash per table of the main database, independent of row order and page layout."""
+    """One hash per table of the main database, independent of row order and page layout.
+
+    A virtual table is hashed by its rows (an FTS5 table's documents, an R-tree's boxes); its
+    shadow tables are left out: they hold the same content again, in an index whose layout
+    depends on the order of writes and merges, not on the state.
+    """
+    shadows = {name for name, kind in _table_kinds(connection).items() if kind == "shadow"}
     tables = connection.execute("SELECT name, sql FROM main.sqlite_master WHERE type = 'table'")
     return {
         name: table_hash(sql, connection.execute(f"SELECT * FROM main.{_quote(name)}"))
         for name, sql in tables.fetchall()
-        if not name.startswith("sqlite_stat")  # statistics depend on ANALYZE, not on state
+        # statistics depend on ANALYZE, not on state
+        if not name.startswith("sqlite_stat") and name not in shadows
     }
 
 
@@ -529,9 +559,35 @@ def _row_key(row: Row, key: list[str]) -> str:
 
 
 def _user_tables(connection: sqlite3.Connection) -> list[str]:
-    """The fixture's own tables: neither SQLite internals nor the harness's clock."""
+    """The fixture's own tables, virtual ones included: neither SQLite internals, shadow
+    tables nor the harness's clock."""
+    return [name for name, kind in _table_kinds(connection).items() if kind != "shadow"]
+
+
+def _table_kinds(connection: sqlite3.Connection) -> dict[str, str]:
+    """The fixture's tables by kind: ``table``, ``virtual`` or ``shadow`` (the tables an FTS5
+    or R-tree table keeps its content and index in), in schema order."""
+    kinds = dict(
+        connection.execute("SELECT name, type FROM pragma_table_list WHERE schema = 'main'")
+    )
     tables = connection.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")
-    return [name for (name,) in tables if not name.startswith("sqlite_") and name != META_TABLE]
+    return {
+        name: kinds.get(name, "table")
+        for (name,) in tables
+        if not name.startswith("sqlite_") and name != META_TABLE
+    }
+
+
+def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
+    """Each shadow table's virtual table (``docs_data`` -> ``docs``: the longest match)."""
+    virtual = sorted((name for name, kind in kinds.items() if kind == "virtual"), key=len)
+    return {
+        shadow: parent
+        for shadow, kind in kinds.items()
+        if kind == "shadow"
+        for parent in virtual
+        if shadow.startswith(f"{parent}_")
+    }
 
 
 def _quote(identifier: str) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from groundstate.environments.base import Row, RowWrite
+from groundstate.environments.base import Row, RowWrite, TableState
 from groundstate.spec.canonical import canonical_json
 
 LOG = "_gs_writes"
@@ -144,6 +144,20 @@ class Netting:
     @staticmethod
     def _slot(tbl: int, key: Any) -> tuple[int, str]:
         return tbl, canonical_json(key)
+
+
+def state_writes(before: dict[str, TableState], after: dict[str, TableState]) -> list[RowWrite]:
+    """The row writes between two states of the same tables (for tables triggers cannot log)."""
+    writes = []
+    for name, old in before.items():
+        new = after[name].rows
+        for slot in dict.fromkeys([*old.rows, *new]):
+            if old.rows.get(slot) != new.get(slot):
+                key = json.loads(slot)
+                writes.append(
+                    RowWrite(table=name, key=key, before=old.rows.get(slot), after=new.get(slot))
+                )
+    return writes
 
 
 def _moved(table: LoggedTable, before: Row, after: Row) -> bool:
