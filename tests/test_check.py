@@ -344,7 +344,8 @@ def test_a_checks_file_that_cannot_import_is_reported_once(bank: Path) -> None:
     code, errors = check(str(bank))
     assert code == 2
     assert len(errors) == 1
-    assert errors[0].startswith(f"{bank / 'checks.py'}: importing failed: ZeroDivisionError")
+    at = line(bank, "checks.py", "1 / 0")
+    assert errors[0].startswith(f"{bank / 'checks.py'}:{at}: importing failed: ZeroDivisionError")
 
 
 @pytest.mark.parametrize("ref", ["checks.py", "nope.py:money_conserved", "checks.txt:f"])

@@ -21,6 +21,7 @@ import importlib.util
 import inspect
 import sys
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,6 +34,7 @@ from groundstate.environments.base import Environment
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import siblings_importable
+from groundstate.spec.files import one_line
 
 
 @dataclass(frozen=True)
@@ -149,8 +151,12 @@ def load_module(path: Path, name_hint: str) -> Any:
 def _load_module(path: Path, name_hint: str) -> Any:
     if not path.is_file():
         raise SpecError(path, None, "file not found")
+    try:
+        digest = hash_file(path)
+    except OSError as exc:
+        raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
     # Keyed by content too: an edited checks.py (a new grader revision) is imported afresh.
-    name = f"groundstate_user.{name_hint}_{hash_file(path)[:16]}_{abs(hash(path.resolve()))}"
+    name = f"groundstate_user.{name_hint}_{digest[:16]}_{abs(hash(path.resolve()))}"
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -161,10 +167,34 @@ def _load_module(path: Path, name_hint: str) -> Any:
     try:
         with siblings_importable(path.parent):
             spec.loader.exec_module(module)
-    except Exception as exc:
+    except BaseException as exc:  # SystemExit too: a file calling exit() must not end the run
         del sys.modules[name]
-        raise SpecError(path, None, f"importing failed: {type(exc).__name__}: {exc}") from exc
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise _import_error(path, exc) from exc
     return module
+
+
+def _import_error(path: Path, exc: BaseException) -> SpecError:
+    """One line naming the file and the line of it that failed: a syntax error's own line, or
+    the statement that raised (an ``import`` of a broken sibling names the sibling's line too)."""
+    kind = type(exc).__name__
+    if isinstance(exc, SyntaxError) and _same_file(exc.filename, path):
+        return SpecError(path, None, f"{kind}: {one_line(str(exc.msg))}", line=exc.lineno)
+    lines = [
+        frame.lineno
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if _same_file(frame.filename, path)
+    ]
+    reason = f"importing failed: {kind}: {one_line(str(exc))}"
+    return SpecError(path, None, reason, line=lines[-1] if lines else None)
+
+
+def _same_file(name: str | None, path: Path) -> bool:
+    try:
+        return name is not None and Path(name).resolve() == path.resolve()
+    except (OSError, ValueError):
+        return False
 
 
 def load_tools(path: Path) -> dict[str, Tool]:

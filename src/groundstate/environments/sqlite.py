@@ -9,16 +9,18 @@ connection graders use.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -146,7 +148,7 @@ class SqliteEnvironment:
         self._opened = False
         self._deadline: float | None = None
         with _environment_errors("setup (working directory)"):
-            self._workdir = workdir or make_workdir()  # removed at exit, swept if killed
+            self._workdir = workdir or _opening(make_workdir)  # removed at exit, swept if killed
         self._template = self._workdir / "template.db"
         self._live = self._workdir / "live.db"
         try:
@@ -190,7 +192,7 @@ class SqliteEnvironment:
         with _environment_errors("reset"):
             for suffix in ("-journal", "-wal", "-shm"):  # a stale journal would be replayed
                 Path(f"{self._live}{suffix}").unlink(missing_ok=True)
-            shutil.copyfile(self._template, self._live)
+            _opening(lambda: shutil.copyfile(self._template, self._live))
             self._open_live()
 
     def close(self) -> None:
@@ -213,14 +215,18 @@ class SqliteEnvironment:
     def _open_live(self) -> None:
         # Tool calls run in the agent's thread (one at a time, see EpisodeSession), the rest in
         # the episode's: the connections must accept both.
-        self._control = sqlite3.connect(self._live, isolation_level=None, check_same_thread=False)
+        self._control = _opening(
+            lambda: sqlite3.connect(self._live, isolation_level=None, check_same_thread=False)
+        )
         # The live file is scratch, rebuilt on every reset: durability would only cost fsyncs.
         self._control.execute("PRAGMA synchronous = OFF")
         self._evaluator = _read_only(self._live)
         # No statement cache: a cached statement skips the authorizer when reused, so the
         # agent could replay one of the harness's own trusted statements (e.g. COMMIT).
-        self._agent = sqlite3.connect(
-            self._live, isolation_level=None, cached_statements=0, check_same_thread=False
+        self._agent = _opening(
+            lambda: sqlite3.connect(
+                self._live, isolation_level=None, cached_statements=0, check_same_thread=False
+            )
         )
         self._opened = True
         # Declared foreign keys bind the agent as they would the application; set before the
@@ -435,7 +441,7 @@ def _build_template(fixture: Path, target: Path, clock: datetime) -> str:
     """Write the template database built from a fixture; return its first build's state hash."""
     image, built_hash = fixture_image(fixture, clock)
     try:
-        target.write_bytes(image)
+        _opening(lambda: target.write_bytes(image))
     except OSError as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
     return built_hash
@@ -600,7 +606,59 @@ def _read_only(path: Path) -> sqlite3.Connection:
     Graders' Python checks run in a thread of their own (under a time limit), so the
     connection may be used from another thread; sqlite3 serialises the calls.
     """
-    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    return _opening(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False))
+
+
+T = TypeVar("T")
+
+OPEN_TRIES = 5
+"""Tries of an open that fails for want of file descriptors (EMFILE: the process's, ENFILE:
+the system's) before the environment fails: attempts running alongside may close theirs."""
+OPEN_BACKOFF = 0.05
+"""Seconds before the second try; doubled before each next one, up to OPEN_BACKOFF_MAX."""
+OPEN_BACKOFF_MAX = 1.0
+
+
+def _opening(open_: Callable[[], T]) -> T:
+    """``open_()`` (a connection, the work directory), tried again with exponential backoff
+    while the process is out of file descriptors; then an :class:`EnvironmentFailure` naming
+    the errno. Any other failure is raised at once, as before."""
+    tries, delay = 1, OPEN_BACKOFF
+    while True:
+        try:
+            return open_()
+        except (OSError, sqlite3.Error) as exc:
+            code = _out_of_files(exc)
+            if code is None:
+                raise
+            if tries == OPEN_TRIES:
+                raise EnvironmentFailure(
+                    f"sqlite environment: out of file descriptors ([Errno {code}] "
+                    f"{errno.errorcode[code]}: {os.strerror(code)}) after {tries} tries: {exc}"
+                ) from exc
+        time.sleep(delay)
+        tries, delay = tries + 1, min(2 * delay, OPEN_BACKOFF_MAX)
+
+
+_OUT_OF_FILES = frozenset({errno.EMFILE, errno.ENFILE})
+
+
+def _out_of_files(exc: OSError | sqlite3.Error) -> int | None:
+    """EMFILE or ENFILE when *exc* is for want of file descriptors, else None.
+
+    SQLite says only "unable to open database file" (``SQLITE_CANTOPEN``), whatever the cause:
+    opening ``/dev/null`` tells whether it is the descriptors.
+    """
+    if isinstance(exc, OSError):
+        return exc.errno if exc.errno in _OUT_OF_FILES else None
+    if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_CANTOPEN:
+        return None
+    try:
+        os.close(os.open(os.devnull, os.O_RDONLY))
+    except OSError as probe:
+        return probe.errno if probe.errno in _OUT_OF_FILES else None
+    return None
 
 
 @contextmanager

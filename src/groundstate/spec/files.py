@@ -11,6 +11,9 @@ cannot read safely is a :class:`SpecError` (one line), never a traceback or a ha
   alias expanded as the models and the hashes will see it (a "billion laughs" file is a few
   hundred bytes and would otherwise hang hashing); an alias that contains itself is refused;
 - ``.inf``, ``.nan`` and numbers too large for a float are refused wherever they appear.
+
+Other text a suite gives the agent (its policy) goes through :func:`read_text`: bounded, and
+UTF-8 or a one-line error naming the byte offset.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ MAX_DEPTH = 100
 """Deepest nesting of mappings and sequences a file may have."""
 MAX_NODES = 1_000_000
 """Most nodes (scalars, mappings, sequences) a file may hold once its aliases are expanded."""
+MAX_POLICY_BYTES = 1024 * 1024
+"""A suite's policy larger than 1 MiB is refused: it is sent to the agent on every attempt."""
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
@@ -91,7 +96,7 @@ _SafeLoader.add_constructor("tag:yaml.org,2002:float", _SafeLoader.construct_yam
 
 def read_yaml(path: Path) -> Any:
     """The YAML document of *path*, read under the limits above."""
-    text = _read_text(path)
+    text = read_text(path)
     try:
         loader = _SafeLoader(text)
         try:
@@ -113,24 +118,30 @@ def read_yaml(path: Path) -> Any:
         raise SpecError(path, None, f"invalid YAML value: {exc}") from None
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of *path*, at most *max_bytes* long; any other is a :class:`SpecError`."""
     try:
         with path.open("rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+            data = handle.read(max_bytes + 1)
     except FileNotFoundError:
         raise SpecError(path, None, "file not found") from None
     except IsADirectoryError:
         raise SpecError(path, None, "is a folder, not a file") from None
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise SpecError(path, None, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    if len(data) > max_bytes:
+        raise SpecError(path, None, f"larger than {_size(max_bytes)}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(
             path, None, f"not UTF-8 text (invalid byte at offset {exc.start})"
         ) from None
+
+
+def _size(n_bytes: int) -> str:
+    mib = n_bytes / (1024 * 1024)
+    return f"{mib:g} MiB" if mib >= 1 else f"{n_bytes:,} bytes"
 
 
 def _check_expansion(root: yaml.Node) -> None:
@@ -203,7 +214,7 @@ def _spec_error(path: Path, exc: ValidationError) -> SpecError:
 
 
 def _one_error(path: Path, error: Any) -> SpecError:
-    reason = _one_line(error["msg"])
+    reason = one_line(error["msg"])
     if error["type"] == "extra_forbidden":
         reason = "unknown field"
     elif error["type"] == "missing":
@@ -211,7 +222,7 @@ def _one_error(path: Path, error: Any) -> SpecError:
     return SpecError(path, _field_path(error["loc"]) or None, reason)
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """Errors print as one line: control characters in user text are shown escaped."""
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
@@ -227,7 +238,7 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
         elif part in _TAGS and i > 0 and isinstance(loc[i - 1], int) and i + 1 < len(loc):
             continue  # a union tag repeats the field that follows; keep the path readable
         else:
-            name = _one_line(str(part))
+            name = one_line(str(part))
             text += f".{name}" if text else name
     return text
 
@@ -251,7 +262,7 @@ def line_of(path: Path, field: str | None) -> int | None:
     error says where).
     """
     try:
-        node = yaml.compose(_read_text(path), Loader=yaml.SafeLoader)
+        node = yaml.compose(read_text(path), Loader=yaml.SafeLoader)
     except (SpecError, yaml.YAMLError, ValueError, RecursionError):
         return None
     if node is None:

@@ -34,7 +34,7 @@ from groundstate.spec.constraint_sets import (
     sets_first,
 )
 from groundstate.spec.constraints import HardConstraint, PythonConstraint, named_tools
-from groundstate.spec.files import is_file, load_model, read_yaml
+from groundstate.spec.files import MAX_POLICY_BYTES, is_file, load_model, read_text, read_yaml
 from groundstate.spec.solution import Solution
 from groundstate.spec.strict import Weight
 from groundstate.spec.task import AgentTask, PythonAssertion, Strict
@@ -110,7 +110,7 @@ class Suite:
     def policy(self) -> str:
         if self.config.policy is None:
             return ""
-        return (self.root / self.config.policy).read_text(encoding="utf-8")
+        return read_text(self.root / self.config.policy, max_bytes=MAX_POLICY_BYTES)
 
     @cached_property
     def tools(self) -> dict[str, Tool]:
@@ -182,12 +182,20 @@ def _walk(root: Path, report: Report) -> Suite | None:
 
 
 def _check_references(root: Path, config: SuiteConfig) -> Iterator[SpecError]:
-    """A weight for a misspelt task would be ignored, a missing policy file found mid-batch."""
+    """A weight for a misspelt task would be ignored, a missing or unreadable policy file found
+    mid-batch."""
     for task_id in config.weights:
         if not is_file(root / "tasks" / f"{task_id}.yaml"):
             yield SpecError(root / SUITE_FILE, f"weights.{task_id}", f"no task {task_id!r}")
-    if config.policy is not None and not is_file(root / config.policy):
+    if config.policy is None:
+        return
+    if not is_file(root / config.policy):
         yield SpecError(root / SUITE_FILE, "policy", f"no file {config.policy}")
+        return
+    try:  # read as every attempt will: not UTF-8 or too large is found now, not mid-batch
+        read_text(root / config.policy, max_bytes=MAX_POLICY_BYTES)
+    except SpecError as exc:
+        yield exc
 
 
 def _add_task(suite: Suite, task_file: Path, report: Report) -> None:
