@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 
 from groundstate.agents.base import Session
+from groundstate.deadline import DeadlineExceeded
+from groundstate.environments.base import Snapshot, StateDiff
+from groundstate.grading.outcome import States, within_limit
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
@@ -132,3 +135,35 @@ def test_an_outcome_check_spinning_in_sql_is_a_grader_failure(
 def test_checks_within_the_limit_still_read_s0(suite_with: Any) -> None:
     run, _ = _timed(suite_with(outcome=("reads_s0",)))
     assert run.terminal_reason == "success" and _result(run, "reads_s0").passed
+
+
+class _DeafView:
+    """A view whose query ignores the first interrupt (it came before the query's first step),
+    as SQLite does when nothing is running yet."""
+
+    def __init__(self) -> None:
+        self.interrupts = 0
+        self.stopped = threading.Event()
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        self.stopped.wait(30)
+        raise RuntimeError("interrupted")
+
+    def snapshot(self) -> Any:
+        raise NotImplementedError
+
+    def interrupt(self) -> None:
+        self.interrupts += 1
+        if self.interrupts >= 2:
+            self.stopped.set()
+
+
+def test_a_lost_interrupt_is_repeated_until_the_query_stops() -> None:
+    s0, sT = _DeafView(), _DeafView()
+    states = States(s0, sT, Snapshot(tables={}), StateDiff(tables={}), Path("."))
+    started = time.perf_counter()
+    with pytest.raises(DeadlineExceeded):
+        within_limit(lambda bounded: bounded.s0.query("SELECT 1"), states, 0.2, "grader-deaf")
+    assert s0.stopped.is_set() and s0.interrupts >= 2
+    assert sT.interrupts == 0  # nothing was running there: nothing to interrupt
+    assert time.perf_counter() - started < 1.5

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +30,9 @@ GRADER_TIME_LIMIT = 10.0
 Checks run in a thread of their own, so a check that blocks or spins is abandoned at the limit
 (see :mod:`groundstate.deadline`); a query it is running on s0 or sT is then interrupted, and
 any later query of the abandoned check is refused."""
+
+INTERRUPT_GRACE = 1.0
+"""Seconds an abandoned check's running query is interrupted again until it returns."""
 
 T = TypeVar("T")
 
@@ -91,27 +96,45 @@ class _BoundedView:
 
     def __init__(self, view: StateView) -> None:
         self._view = view
-        self._expired = threading.Event()
+        self._lock = threading.Lock()
+        self._expired = False
+        self._running = 0
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        self._refuse_if_expired()
-        return self._view.query(sql, params)
+        with self._started():
+            return self._view.query(sql, params)
 
     def snapshot(self) -> Snapshot:
-        self._refuse_if_expired()
-        return self._view.snapshot()
+        with self._started():
+            return self._view.snapshot()
 
     def expire(self) -> None:
-        """Refuse further queries, then abort the one running (where the view can): in that
-        order, so the check cannot start a new runaway query once the interrupt is spent."""
-        self._expired.set()
-        interrupt = getattr(self._view, "interrupt", None)
-        if callable(interrupt):
-            interrupt()
+        """Refuse further queries, then abort the one running, where the view can.
 
-    def _refuse_if_expired(self) -> None:
-        if self._expired.is_set():
-            raise DeadlineExceeded("the grader's time limit has passed")
+        An interrupt landing just before the query's first step is lost (SQLite ignores it
+        when nothing runs), so it is repeated until the query returns, for a moment at most.
+        """
+        with self._lock:
+            self._expired = True
+        interrupt = getattr(self._view, "interrupt", None)
+        if not callable(interrupt):
+            return
+        end = time.monotonic() + INTERRUPT_GRACE
+        while self._running and time.monotonic() < end:
+            interrupt()
+            time.sleep(0.01)
+
+    @contextmanager
+    def _started(self) -> Iterator[None]:
+        with self._lock:
+            if self._expired:
+                raise DeadlineExceeded("the grader's time limit has passed")
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running -= 1
 
 
 def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
