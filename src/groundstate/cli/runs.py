@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.records import AgentRun
     from groundstate.runner import BatchConfig, BatchResult, BatchRunner
     from groundstate.spec.suite import Suite
-    from groundstate.store import BatchInfo, Problem, RunStore
+    from groundstate.store import BatchInfo, Problem, RunStore, Verification
 
     _Stored = TypeVar("_Stored", list[AgentRun], OutcomeTable)
     """Runs of a batch, as records or as outcome columns."""
@@ -202,6 +202,8 @@ def run(
                     executor=where,
                 )
                 result = _run_batch(runner, config, resume_id, _progress(total, quiet=as_json))
+                # A resumed batch may hold altered records: the page marks them, as report does.
+                check = run_store.verify(result.batch.batch_id) if html is not None else None
     except Interrupted as exc:
         batch_id = runner.batch_id if runner is not None else resume_id
         again = _resume_args(suite, system_file, concurrency, allow_invalid, locked)
@@ -210,7 +212,7 @@ def run(
         report_interrupted(exc, batch_id, store, again)
         sys.exit(exc.exit_code)
     if html is not None:
-        _write_batch_html(html, result.batch, result.runs)
+        _write_batch_html(html, result.batch, result.runs, check)
     data = batch_report(result.batch, result.runs)
     verdicts = gate_results(gates, data)
     if as_json:
@@ -303,7 +305,7 @@ def report(
     if gates:
         data["fail_under"] = verdicts
     if html is not None:
-        _write_batch_html(html, batch, runs, seed=seed, k_over_supporting=k_over_supporting)
+        _write_batch_html(html, batch, runs, check, seed=seed, k_over_supporting=k_over_supporting)
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -429,6 +431,7 @@ def _write_batch_html(
     path: Path,
     batch: BatchInfo,
     runs: list[AgentRun],
+    check: Verification | None,
     seed: int = 0,
     k_over_supporting: bool = False,
 ) -> None:
@@ -436,7 +439,7 @@ def _write_batch_html(
     from groundstate.report.html import render_batch
 
     summary = summarize_batch(batch, runs, seed=seed, k_over_supporting=k_over_supporting)
-    _write(path, render_batch(batch, runs, summary, tries(batch, runs)))
+    _write(path, render_batch(batch, runs, summary, tries(batch, runs), check))
 
 
 def _write(path: Path, text: str) -> None:
@@ -574,7 +577,8 @@ def compare_command(
 
     with RunStore(store, create=False) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
-        altered = [warn(run_store.verify(x.batch_id)) for x in (a, b)]
+        checks = [run_store.verify(x.batch_id) for x in (a, b)]
+        altered = [warn(check) for check in checks]
         a_runs = _nonempty(a, OutcomeTable.from_rows(run_store.outcome_rows(a.batch_id)), store)
         b_runs = _nonempty(b, OutcomeTable.from_rows(run_store.outcome_rows(b.batch_id)), store)
     comparison = compare_batches(
@@ -584,7 +588,7 @@ def compare_command(
         click.secho(f"WARNING: not the same evaluation: {mismatch}", err=True, fg="red", bold=True)
     data = comparison_report(a, b, comparison)
     if html is not None:
-        _write(html, render_comparison(a, b, comparison))
+        _write(html, render_comparison(a, b, comparison, checks))
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
         click.echo(json.dumps(data, indent=2))

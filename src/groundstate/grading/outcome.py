@@ -7,9 +7,14 @@ the attempt a grader failure rather than an agent failure.
 
 from __future__ import annotations
 
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from groundstate.capture import held
 from groundstate.deadline import DeadlineExceeded, call_with_time_limit
@@ -23,7 +28,13 @@ GRADER_TIME_LIMIT = 10.0
 """Seconds one outcome assertion or Python constraint may take; past it, ``grader_failure``.
 
 Checks run in a thread of their own, so a check that blocks or spins is abandoned at the limit
-(see :mod:`groundstate.deadline`)."""
+(see :mod:`groundstate.deadline`); a query it is running on s0 or sT is then interrupted, and
+any later query of the abandoned check is refused."""
+
+INTERRUPT_GRACE = 1.0
+"""Seconds an abandoned check's running query is interrupted again until it returns."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -45,11 +56,13 @@ def _guarded(assertion: OutcomeAssertion, states: States) -> CheckResult:
     kind = _KIND[type(assertion)]
     evaluate = _EVALUATE[type(assertion)]
     try:
-        passed, evidence = call_with_time_limit(
-            lambda: evaluate(assertion, states), GRADER_TIME_LIMIT, f"grader-{assertion.id}"
+        passed, evidence = within_limit(
+            lambda bounded: evaluate(assertion, bounded),
+            states,
+            GRADER_TIME_LIMIT,
+            f"grader-{assertion.id}",
         )
     except DeadlineExceeded as exc:
-        _interrupt(states.sT)
         return _grader_error(assertion.id, kind, f"timed out: {exc}")
     except Exception as exc:  # the grader is software too: record, don't crash the batch
         return _grader_error(assertion.id, kind, f"{type(exc).__name__}: {exc}")
@@ -60,11 +73,68 @@ def _grader_error(check_id: str, kind: str, error: str) -> CheckResult:
     return CheckResult(id=check_id, kind=kind, passed=False, error=error)
 
 
-def _interrupt(view: StateView) -> None:
-    """Stop a runaway query of an abandoned check, where the view can."""
-    interrupt = getattr(view, "interrupt", None)
-    if callable(interrupt):
-        interrupt()
+def within_limit(fn: Callable[[States], T], states: States, limit: float, name: str) -> T:
+    """``fn(states)`` in a thread of its own, or :class:`DeadlineExceeded` after *limit*
+    seconds; then both views are closed to the abandoned call and its running query stopped.
+
+    Without this, a check spinning in SQL on s0 (say an unbounded ``WITH RECURSIVE``) would
+    keep the initial-state connection busy after the attempt gave up on it.
+    """
+    s0, sT = _BoundedView(states.s0), _BoundedView(states.sT)
+    try:
+        return call_with_time_limit(
+            lambda: fn(dataclasses.replace(states, s0=s0, sT=sT)), limit, name
+        )
+    except DeadlineExceeded:
+        s0.expire()
+        sT.expire()
+        raise
+
+
+class _BoundedView:
+    """A grader's view of one state that stops serving queries once its check's time is up."""
+
+    def __init__(self, view: StateView) -> None:
+        self._view = view
+        self._lock = threading.Lock()
+        self._expired = False
+        self._running = 0
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._started():
+            return self._view.query(sql, params)
+
+    def snapshot(self) -> Snapshot:
+        with self._started():
+            return self._view.snapshot()
+
+    def expire(self) -> None:
+        """Refuse further queries, then abort the one running, where the view can.
+
+        An interrupt landing just before the query's first step is lost (SQLite ignores it
+        when nothing runs), so it is repeated until the query returns, for a moment at most.
+        """
+        with self._lock:
+            self._expired = True
+        interrupt = getattr(self._view, "interrupt", None)
+        if not callable(interrupt):
+            return
+        end = time.monotonic() + INTERRUPT_GRACE
+        while self._running and time.monotonic() < end:
+            interrupt()
+            time.sleep(0.01)
+
+    @contextmanager
+    def _started(self) -> Iterator[None]:
+        with self._lock:
+            if self._expired:
+                raise DeadlineExceeded("the grader's time limit has passed")
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._running -= 1
 
 
 def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, TypeGuard
@@ -21,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from groundstate.records import AgentRun, CheckResult
 from groundstate.stats import VIEWS, Comparison, Difference, Estimate, Summary, ViewSummary
-from groundstate.store import BatchInfo
+from groundstate.store import BatchInfo, Verification
 from groundstate.trace import ToolCallEvent, TraceEvent
 
 TEXT_LIMIT = 20_000
@@ -67,15 +67,23 @@ DIFF_FRAME = Frame(width=240, height=40, left=14, right=14, top=4, bottom=16)
 
 
 def render_batch(
-    batch: BatchInfo, runs: list[AgentRun], summary: Summary, tries: Mapping[str, Any]
+    batch: BatchInfo,
+    runs: list[AgentRun],
+    summary: Summary,
+    tries: Mapping[str, Any],
+    integrity: Verification | None = None,
 ) -> str:
     """The report of one batch: header, curves, suite numbers, slices, reasons, tasks, runs.
 
     ``runs`` is every stored try (reruns of invalid tries included), ``summary`` the
     statistics over the final tries (:func:`groundstate.analysis.summarize_batch`) and
     ``tries`` the invalid-try counts over all of them (:func:`groundstate.analysis.tries`).
+    ``integrity`` is the store's check of the batch (:meth:`groundstate.store.RunStore.verify`):
+    when it did not verify, the page opens with an alert naming each problem and marks each
+    altered run.
     """
     ordered = sorted(runs, key=lambda r: (r.task_id, r.attempt, r.retry))
+    altered = _altered_runs(integrity)
     return _template("report.html.j2").render(
         batch=batch,
         summary=summary,
@@ -85,15 +93,23 @@ def render_batch(
         reasons=_reason_rows(summary),
         invalid=_invalid_rows(summary, tries),
         tasks=_task_rows(batch, ordered),
-        runs=[_run_view(run) for run in ordered],
+        runs=[_run_view(run, altered.get(run.run_id, [])) for run in ordered],
+        integrity=_integrity_view("this batch", integrity),
+        altered_runs=altered,
         frame=FRAME,
     )
 
 
-def render_comparison(a: BatchInfo, b: BatchInfo, comparison: Comparison) -> str:
+def render_comparison(
+    a: BatchInfo,
+    b: BatchInfo,
+    comparison: Comparison,
+    integrity: Sequence[Verification | None] = (None, None),
+) -> str:
     """The comparison b - a: per view, every metric's difference with its interval and
     test, the pass^k curves of both batches with their intervals, and the tested task
-    changes."""
+    changes. ``integrity`` holds the store's checks of a and b; a batch that did not verify
+    is named, with its problems, in an alert at the top."""
     views = [
         {
             "view": view,
@@ -104,8 +120,19 @@ def render_comparison(a: BatchInfo, b: BatchInfo, comparison: Comparison) -> str
         for view in VIEWS
         if (found := [d for d in comparison.differences if d.view == view])
     ]
+    altered = [
+        alert
+        for name, check in zip(("a", "b"), integrity, strict=True)
+        if (alert := _integrity_view(f"batch {name}", check))
+    ]
     return _template("comparison.html.j2").render(
-        a=a, b=b, comparison=comparison, views=views, frame=DIFF_FRAME, chart_frame=FRAME
+        a=a,
+        b=b,
+        comparison=comparison,
+        views=views,
+        altered=altered,
+        frame=DIFF_FRAME,
+        chart_frame=FRAME,
     )
 
 
@@ -125,6 +152,31 @@ def _pair_chart(curve: list[Difference]) -> dict[str, Any] | None:
         "x_ticks": [(x(k), k) for k in range(1, kmax + 1) if (k - 1) % step == 0 or k == kmax],
         "y_ticks": [(FRAME.y(v), f"{v:.2f}") for v in (0.0, 0.25, 0.5, 0.75, 1.0)],
     }
+
+
+# --- integrity -------------------------------------------------------------------------------
+
+
+def _integrity_view(subject: str, check: Verification | None) -> dict[str, Any] | None:
+    """What the alert of a batch that did not verify shows; ``None`` when it verified (or was
+    not checked). Every problem is listed, notes on unverifiable old rows included, as in
+    ``report --json``."""
+    if check is None or check.ok:
+        return None
+    return {
+        "subject": subject,
+        "batch_id": check.batch_id,
+        "problems": [p.line() for p in check.problems],
+    }
+
+
+def _altered_runs(check: Verification | None) -> dict[str, list[str]]:
+    """Each altered run's problems, by run id."""
+    found: dict[str, list[str]] = {}
+    for problem in check.altered if check else []:
+        if problem.run_id:
+            found.setdefault(problem.run_id, []).append(problem.detail)
+    return found
 
 
 # --- templates -------------------------------------------------------------------------------
@@ -317,7 +369,8 @@ def _task_row(batch: BatchInfo, task_id: str, runs: list[AgentRun]) -> dict[str,
 # --- one run ---------------------------------------------------------------------------------
 
 
-def _run_view(run: AgentRun) -> dict[str, Any]:
+def _run_view(run: AgentRun, altered: list[str]) -> dict[str, Any]:
+    """One run's section; *altered* lists what the store found wrong with its record."""
     outcomes = [_check_view(c) for c in run.outcome_assertion_results]
     constraints = [_check_view(c) for c in run.constraint_results]
     checks = outcomes + constraints
@@ -333,6 +386,7 @@ def _run_view(run: AgentRun) -> dict[str, Any]:
         "checks_passed": sum(c["check"].passed for c in checks),
         "checks": len(checks),
         "exception": run.infrastructure_status.get("exception"),
+        "altered": altered,
     }
 
 

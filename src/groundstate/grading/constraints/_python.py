@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from groundstate.deadline import call_with_time_limit
-from groundstate.grading.outcome import States, call_check
+from groundstate.grading.outcome import States, call_check, within_limit
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import PythonConstraint
 from groundstate.trace import AgentEvent
@@ -19,11 +18,11 @@ def python_check(
     try:
         if states is None:
             raise ValueError("a Python constraint needs the grader's states (s0)")
-        grader_states = states
-        passed, evidence = call_with_time_limit(
-            lambda: _run(constraint, events, grader_states),
+        passed, evidence = within_limit(
+            lambda bounded: _run(constraint, events, bounded),
+            states,
             limit,
-            name=f"groundstate-check-{constraint.id}",
+            f"groundstate-check-{constraint.id}",
         )
     except Exception as exc:  # the grader is software too: record, don't crash the batch
         return CheckResult(
