@@ -20,6 +20,7 @@ from groundstate.validation import checks
 from groundstate.validation.checks import validate_task
 from groundstate.validation.judges import check_judge_agreement, load_labels, measure
 from groundstate.validation.replay import Proof
+from groundstate.validation.suite import validation_key
 
 from .conftest import EditTask
 
@@ -268,3 +269,12 @@ def test_a_bad_labelled_line_is_named(tmp_path: Path) -> None:
     path.write_text("\n")
     with pytest.raises(SpecError, match="empty"):
         load_labels(path)
+
+
+def test_new_labels_prove_the_task_again(with_judge: Any, tmp_path: Path) -> None:
+    """The labels are evidence about the judge, not part of it: the grader revision stays."""
+    old = with_judge()
+    (tmp_path / "bank" / "judges" / "reply.jsonl").write_text(_lines(LABELLED[:6]))
+    new = with_judge()
+    assert new.tasks["transfer"].grader_revision == old.tasks["transfer"].grader_revision
+    assert validation_key(new, new.tasks["transfer"]) != validation_key(old, old.tasks["transfer"])
