@@ -203,8 +203,9 @@ def test_a_judge_naming_nothing_is_refused_at_load(
 
 
 def test_a_judge_needs_a_declared_threshold(with_judge: Any) -> None:
-    with pytest.raises(SpecError, match="min_agreement"):
+    with pytest.raises(SpecError) as caught:
         with_judge(min_agreement=1.5)
+    assert caught.value.field == "outcome_assertions[3].min_agreement"
 
 
 # --- validation: agreement with the human labels ------------------------------------------------
