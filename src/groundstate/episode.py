@@ -635,7 +635,7 @@ def grade(
     """
     final_hash = env.state_hash()
     diff = diff_snapshots(s0, env.snapshot())
-    states = States(env.initial_view(), env.evaluator_view(), s0, diff, suite.root)
+    states = States(env.initial_view(), env.evaluator_view(), s0, diff, suite.root, events)
     return Verdict(
         final_state_hash=final_hash,
         diff=diff,

@@ -142,6 +142,8 @@ _HEADERS = {
     "grader_sensitivity": "grader\nsensi-\ntivity",
     "grader_determinism": "grader\ndeter-\nminism",
     "mutation": "muta-\ntion",
+    "tool_robustness": "tool\nrobust-\nness",
+    "judge_agreement": "judge\nagree-\nment",
 }
 """Column headers narrow enough for a task id to fit beside them in 80 columns."""
 

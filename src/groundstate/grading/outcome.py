@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +21,15 @@ from groundstate.deadline import DeadlineExceeded, call_with_time_limit
 from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import canonical_json
-from groundstate.spec.task import DiffAssertion, OutcomeAssertion, PythonAssertion, SqlAssertion
+from groundstate.spec.task import (
+    DiffAssertion,
+    JudgeAssertion,
+    OutcomeAssertion,
+    PythonAssertion,
+    SqlAssertion,
+)
 from groundstate.tools import load_module
+from groundstate.trace import MessageEvent, TraceEvent
 
 GRADER_TIME_LIMIT = 10.0
 """Seconds one outcome assertion or Python constraint may take; past it, ``grader_failure``.
@@ -46,6 +53,8 @@ class States:
     initial: Snapshot
     diff: StateDiff
     suite_root: Path
+    trace: Sequence[TraceEvent] = ()
+    """The attempt's trace, for judges (which also read the final reply from it)."""
 
 
 def evaluate_assertions(assertions: list[OutcomeAssertion], states: States) -> list[CheckResult]:
@@ -164,6 +173,37 @@ def call_check(ref: str, suite_root: Path, *args: Any) -> tuple[bool, dict[str, 
     return passed, dict(evidence)
 
 
+def _judge(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
+    assert isinstance(assertion, JudgeAssertion)
+    return call_judge(assertion.judge, states.suite_root, states.s0, states.sT, states.trace)
+
+
+def call_judge(
+    ref: str, suite_root: Path, s0: StateView, sT: StateView, trace: Sequence[TraceEvent]
+) -> tuple[bool, dict[str, Any]]:
+    """Call the suite's judge ``file.py:function`` as ``judge(s0, sT, final_message, trace)``
+    and read its verdict, ``(bool, reason)``; anything else is a grader bug."""
+    file_name, _, function = ref.partition(":")
+    judge = getattr(load_module(suite_root / file_name, "checks"), function)
+    copy = [event.model_copy(deep=True) for event in trace]  # the record's trace stays as is
+    with held():
+        verdict = judge(s0, sT, final_message(trace), copy)
+    if not (
+        isinstance(verdict, tuple)
+        and len(verdict) == 2
+        and isinstance(verdict[0], bool)
+        and isinstance(verdict[1], str)
+    ):
+        raise TypeError(f"{ref} returned {verdict!r:.80}, expected (bool, reason)")
+    return verdict[0], {"reason": verdict[1]}
+
+
+def final_message(trace: Sequence[TraceEvent]) -> str | None:
+    """The agent's final reply in *trace*, or None when it gave none."""
+    finals = [e.text for e in trace if isinstance(e, MessageEvent) and e.final]
+    return finals[-1] if finals else None
+
+
 def _diff(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     assert isinstance(assertion, DiffAssertion)
     problems: list[str] = []
@@ -247,5 +287,15 @@ def _key(row: dict[str, Any], key_columns: list[str]) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-_EVALUATE = {SqlAssertion: _sql, PythonAssertion: _python, DiffAssertion: _diff}
-_KIND = {SqlAssertion: "sql", PythonAssertion: "check", DiffAssertion: "state_diff"}
+_EVALUATE = {
+    SqlAssertion: _sql,
+    PythonAssertion: _python,
+    DiffAssertion: _diff,
+    JudgeAssertion: _judge,
+}
+_KIND = {
+    SqlAssertion: "sql",
+    PythonAssertion: "check",
+    DiffAssertion: "state_diff",
+    JudgeAssertion: "judge",
+}

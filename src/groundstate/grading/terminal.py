@@ -58,6 +58,10 @@ def interruption_reason(exc: BaseException, stage: str) -> str:
     return "agent_failure/crashed"
 
 
+JUDGED = "judge"
+"""The kind of an outcome assertion judged rather than read from state."""
+
+
 def classify(
     interruption: str | None, assertions: list[CheckResult], constraints: list[CheckResult]
 ) -> str:
@@ -65,7 +69,9 @@ def classify(
         return interruption
     if any(result.error is not None for result in assertions + constraints):
         return "grader_failure"
-    if not all(result.passed for result in assertions):
+    # The binary result rests on state and process alone: a judged verdict (kind ``judge``)
+    # is reported beside it and counts in the partial score, never in ``success``.
+    if not all(result.passed for result in assertions if result.kind != JUDGED):
         return "agent_failure/incorrect_state"
     if not all(result.passed for result in constraints):
         return "agent_failure/constraint_violation"

@@ -227,7 +227,7 @@ def one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
-_TAGS = frozenset({*CONSTRAINT_KINDS, "sql", "state_diff", "check"})
+_TAGS = frozenset({*CONSTRAINT_KINDS, "sql", "state_diff", "check", "judge"})
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:

@@ -37,7 +37,7 @@ from groundstate.spec.constraints import HardConstraint, PythonConstraint, named
 from groundstate.spec.files import MAX_POLICY_BYTES, is_file, load_model, read_text, read_yaml
 from groundstate.spec.solution import Solution
 from groundstate.spec.strict import Weight
-from groundstate.spec.task import AgentTask, PythonAssertion, Strict
+from groundstate.spec.task import AgentTask, JudgeAssertion, PythonAssertion, Strict
 from groundstate.tools import Tool, load_module, load_tools
 
 
@@ -289,6 +289,16 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
             yield from _check_python_ref(
                 suite.root, assertion.check, task_file, f"outcome_assertions[{i}].check"
             )
+        if isinstance(assertion, JudgeAssertion):
+            yield from _check_python_ref(
+                suite.root, assertion.judge, task_file, f"outcome_assertions[{i}].judge"
+            )
+            if not is_file(suite.root / assertion.labels):
+                yield SpecError(
+                    task_file,
+                    f"outcome_assertions[{i}].labels",
+                    f"no labelled set {assertion.labels!r} in the suite",
+                )
     # A set's Python checks were checked with suite.yaml; index the task's own as in its file.
     for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
         if isinstance(constraint, PythonConstraint):
@@ -370,17 +380,21 @@ def _sibling_files(suite: Suite, check_files: list[str]) -> dict[str, str]:
     return {name: suite.files[name] for name in sorted(names) if name in suite.files}
 
 
+def grader_code_files(task: AgentTask) -> set[str]:
+    """The suite's Python files the task's grader calls: checks and judges."""
+    checks = [*task.outcome_assertions, *task.hard_process_constraints]
+    return {
+        check.check.partition(":")[0]
+        for check in checks
+        if isinstance(check, PythonAssertion | PythonConstraint)
+    } | {a.judge.partition(":")[0] for a in checks if isinstance(a, JudgeAssertion)}
+
+
 def _with_grader_versions(
     suite: Suite, task: AgentTask, solutions: dict[str, Solution]
 ) -> AgentTask:
     """The grader is software: its revision hashes everything that decides a verdict."""
-    code_files = sorted(
-        {
-            check.check.partition(":")[0]
-            for check in [*task.outcome_assertions, *task.hard_process_constraints]
-            if isinstance(check, PythonAssertion | PythonConstraint)
-        }
-    )
+    code_files = sorted(grader_code_files(task))
     grader = {
         "outcome_assertions": [a.model_dump(mode="json") for a in task.outcome_assertions],
         "hard_process_constraints": [

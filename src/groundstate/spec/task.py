@@ -73,14 +73,37 @@ class PythonAssertion(Strict):
     """``file.py:function``, relative to the suite folder."""
 
 
+class JudgeAssertion(Strict):
+    """A judge of what state cannot show (the wording of the final reply, say): a Python
+    function ``judge(s0, sT, final_message, trace) -> (bool, reason)`` from the suite.
+
+    The judge must earn its place: ``validate`` runs it on the human-labelled set in
+    ``labels`` and the task is invalid while its Cohen's kappa with the human labels is below
+    ``min_agreement``. Model judges (through the model adapters) are not built yet.
+    """
+
+    id: str
+    description: str = ""
+    judge: str
+    """``file.py:function``, relative to the suite folder."""
+    labels: str
+    """The human-labelled set, a JSONL file relative to the suite folder (``judges/<id>.jsonl``):
+    one ``{"id": ..., "final_message": ..., "label": true|false}`` per line."""
+    min_agreement: float = Field(ge=-1.0, le=1.0)
+    """The lowest Cohen's kappa, judge against the human labels, at which the task is valid."""
+
+
 OutcomeAssertion = Annotated[
     Annotated[SqlAssertion, Tag("sql")]
     | Annotated[DiffAssertion, Tag("state_diff")]
-    | Annotated[PythonAssertion, Tag("check")],
+    | Annotated[PythonAssertion, Tag("check")]
+    | Annotated[JudgeAssertion, Tag("judge")],
     Discriminator(
-        one_key_of(("sql", "state_diff", "check")),
+        one_key_of(("sql", "state_diff", "check", "judge")),
         custom_error_type="assertion_kind",
-        custom_error_message="an outcome assertion needs exactly one of: sql, state_diff, check",
+        custom_error_message=(
+            "an outcome assertion needs exactly one of: sql, state_diff, check, judge"
+        ),
     ),
 ]
 

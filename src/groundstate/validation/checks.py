@@ -33,6 +33,10 @@ reference chapter asks of a task, with evidence:
     ``ToolError`` or ``PermissionDenied`` (an invalid attempt an agent could cause at will)
     fails the task, reported with the minimal failing call, unless the suite sets
     ``tool_robustness: report`` (or ``off``).
+``judge_agreement``
+    Does every judged assertion (``judge:``) agree with the suite's human-labelled set for it,
+    Cohen's kappa at least the assertion's ``min_agreement``
+    (:mod:`~groundstate.validation.judges`)? Passes trivially for a task without judges.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.testing import FunctionAgent
 from groundstate.trace import ToolCallEvent
+from groundstate.validation.judges import check_judge_agreement
 from groundstate.validation.mutation import NothingToMutate, judge, mutation_test
 from groundstate.validation.probes import explain, mutate_like_an_agent, observe
 from groundstate.validation.replay import (
@@ -432,5 +437,6 @@ CHECKS: dict[str, Callable[[Proof], Finding]] = {
     "grader_determinism": check_grader_determinism,
     "mutation": check_mutation,
     "tool_robustness": check_tool_robustness,
+    "judge_agreement": check_judge_agreement,
 }
 """Every check, in the order they are reported."""

@@ -25,11 +25,10 @@ import yaml
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import hash_file
-from groundstate.spec.constraints import PythonConstraint
 from groundstate.spec.files import load_model
 from groundstate.spec.solution import Solution, Step
-from groundstate.spec.suite import Suite, SuiteConfig, load_suite
-from groundstate.spec.task import AgentTask, PythonAssertion
+from groundstate.spec.suite import Suite, SuiteConfig, grader_code_files, load_suite
+from groundstate.spec.task import AgentTask, JudgeAssertion
 from groundstate.trace import MessageEvent, ToolCallEvent
 
 OBSERVED = "bad_observed"
@@ -172,13 +171,11 @@ def _scaffold(suite: Suite, target: Path) -> None:
 
 
 def _needed_files(task: AgentTask) -> list[str]:
-    python = [*task.outcome_assertions, *task.hard_process_constraints]
-    checks = {
-        c.check.partition(":")[0]
-        for c in python
-        if isinstance(c, PythonAssertion | PythonConstraint)
-    }
-    return [f"fixtures/{task.initial_state_fixture}", *sorted(checks)]
+    labels = {a.labels for a in task.outcome_assertions if isinstance(a, JudgeAssertion)}
+    return [
+        f"fixtures/{task.initial_state_fixture}",
+        *sorted(grader_code_files(task) | labels),
+    ]
 
 
 def _same_file(source: Path, copy: Path) -> None:

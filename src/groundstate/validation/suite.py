@@ -15,15 +15,16 @@ from groundstate.episode import EnvironmentFactory, default_environment
 from groundstate.errors import GroundstateError
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.suite import Suite
-from groundstate.spec.task import AgentTask
+from groundstate.spec.task import AgentTask, JudgeAssertion
 from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 3
+VALIDATOR_REVISION = 4
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
-``tool_robustness`` check, and reset checked against the fixture's first build)."""
+``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
+``judge_agreement`` check)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
@@ -41,6 +42,12 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
             "solutions": task.grader_test_manifest,
             "mutation_testing": suite.config.mutation_testing,
             "tool_robustness": suite.config.tool_robustness,
+            # The human labels judge_agreement measures against (not part of the grader).
+            "judge_labels": {
+                a.labels: suite.files.get(a.labels)
+                for a in task.outcome_assertions
+                if isinstance(a, JudgeAssertion)
+            },
             # Keys of SQLite suites stay as they were; another kind proves its tasks anew.
             **({} if suite.config.environment == "sqlite" else {"env": suite.config.environment}),
         }

@@ -1,0 +1,122 @@
+"""``judge_agreement``: is each judge of a task as good as its author says?
+
+A judged assertion (``judge:``) decides something state cannot show, so nothing else checks
+it. Its evidence of fitness is agreement with people: the suite ships a human-labelled set
+per judge, the judge is run on every labelled item, and Cohen's kappa (judge against the human
+label) must reach the assertion's ``min_agreement``. Raw agreement is reported beside it.
+
+During validation the judge sees the task's initial state as both ``s0`` and ``sT``: a
+labelled item is a final reply (and optionally a trace), not a recorded state.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field, ValidationError
+
+from groundstate.agreement import cohen_kappa, percent_agreement
+from groundstate.errors import SpecError
+from groundstate.grading.outcome import call_judge
+from groundstate.spec.strict import Strict, StrictBool
+from groundstate.spec.task import JudgeAssertion
+from groundstate.trace import MessageEvent, TraceEvent
+from groundstate.validation.replay import SEED, Proof
+
+
+class LabelledItem(Strict):
+    """One line of a judge's human-labelled set."""
+
+    id: str
+    final_message: str | None
+    """The agent's final reply the judge reads (None: it gave none)."""
+    trace: list[TraceEvent] = Field(default_factory=list)
+    """The trace before the final reply, when the judgement needs it."""
+    label: StrictBool
+    """The human's verdict."""
+
+
+@dataclass(frozen=True)
+class JudgeAgreement:
+    """One judge against its human labels."""
+
+    assertion_id: str
+    items: int
+    kappa: float | None
+    """Cohen's kappa; None when it is undefined (every label and verdict the same)."""
+    raw: float | None
+    """Share of items where judge and human agree."""
+    errors: list[str]
+    """Items the judge could not judge (an exception, a wrong return)."""
+
+
+def load_labels(path: Path) -> list[LabelledItem]:
+    """The labelled set at *path*, one JSON object a line; a bad line is a SpecError."""
+    items = []
+    for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(LabelledItem.model_validate(json.loads(line)))
+        except (ValueError, ValidationError) as exc:
+            raise SpecError(path, f"line {number}", str(exc).splitlines()[0]) from exc
+    if not items:
+        raise SpecError(path, None, "the labelled set is empty")
+    return items
+
+
+def measure(proof: Proof, assertion: JudgeAssertion) -> JudgeAgreement:
+    """Run the judge on every labelled item and measure its agreement with the labels."""
+    items = load_labels(proof.suite.root / assertion.labels)
+    pairs: list[tuple[bool, bool]] = []
+    errors = []
+    with closing(proof.make_env(proof.task, proof.suite)) as env:
+        env.reset(seed=SEED)
+        s0, sT = env.initial_view(), env.evaluator_view()
+        for item in items:
+            try:
+                verdict, _ = call_judge(assertion.judge, proof.suite.root, s0, sT, _trace_of(item))
+            except Exception as exc:  # a judge that cannot judge an item is reported, not fatal
+                errors.append(f"{item.id}: {type(exc).__name__}: {exc}")
+                continue
+            pairs.append((verdict, item.label))
+    return JudgeAgreement(
+        assertion_id=assertion.id,
+        items=len(items),
+        kappa=cohen_kappa(pairs) if pairs else None,
+        raw=percent_agreement(pairs) if pairs else None,
+        errors=errors,
+    )
+
+
+def _trace_of(item: LabelledItem) -> list[TraceEvent]:
+    if item.final_message is None:
+        return list(item.trace)
+    step = len(item.trace) + 1
+    final = MessageEvent(step=step, role="agent", text=item.final_message, final=True, at=0.0)
+    return [*item.trace, final]
+
+
+def check_judge_agreement(proof: Proof) -> tuple[bool, str]:
+    judges = [a for a in proof.task.outcome_assertions if isinstance(a, JudgeAssertion)]
+    if not judges:
+        return True, "no judged assertions"
+    verdicts = [_verdict(a, measure(proof, a)) for a in judges]
+    return all(ok for ok, _ in verdicts), "; ".join(line for _, line in verdicts)
+
+
+def _verdict(assertion: JudgeAssertion, found: JudgeAgreement) -> tuple[bool, str]:
+    kappa = "undefined" if found.kappa is None else f"{found.kappa:.3f}"
+    raw = "n/a" if found.raw is None else f"{found.raw:.3f}"
+    line = (
+        f"{assertion.id}: kappa {kappa} (min {assertion.min_agreement:g}), raw agreement {raw}"
+        f" on {found.items} labelled items"
+    )
+    if found.errors:
+        return False, f"{line}; the judge failed on {len(found.errors)}: {found.errors[0]}"
+    if found.kappa is None or found.kappa < assertion.min_agreement:
+        return False, f"{line}: below the declared agreement"
+    return True, line
