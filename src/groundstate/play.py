@@ -15,6 +15,7 @@ import dataclasses
 import json
 import sys
 import uuid
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -127,7 +128,7 @@ class PersonUser(TurnLimit):
 
     def __init__(self, spec: UserSimulatorSection, terminal: Terminal | None = None) -> None:
         super().__init__(spec)
-        self._terminal = terminal or PERSON_TERMINAL
+        self._terminal = terminal or _PERSON_TERMINAL.get() or Terminal()
 
     def reply(self, message: str) -> str | None:
         if self._gone():
@@ -143,9 +144,9 @@ class PersonUser(TurnLimit):
         return text
 
 
-PERSON_TERMINAL = Terminal()
-"""The terminal a ``kind: person`` user talks through (``play`` replaces it with one made on
-the streams in place when it starts)."""
+_PERSON_TERMINAL: ContextVar[Terminal | None] = ContextVar("person_terminal", default=None)
+"""The terminal a ``kind: person`` user talks through in the attempt :func:`play_attempt`
+runs (the attempt's threads inherit the context)."""
 
 
 def person_system(name: str = "person") -> SystemSpec:
@@ -178,9 +179,16 @@ def save_solution(suite_root: Path, task_id: str, name: str, steps: list[Step]) 
 
 
 def play_attempt(
-    suite: Suite, task_id: str, system: SystemSpec, agent: Agent, store: RunStore, seed: int = 0
+    suite: Suite,
+    task_id: str,
+    system: SystemSpec,
+    agent: Agent,
+    store: RunStore,
+    seed: int = 0,
+    terminal: Terminal | None = None,
 ) -> AgentRun:
-    """Run one attempt of *task_id* with a person in it and store it as a batch of one.
+    """Run one attempt of *task_id* with a person in it and store it as a batch of one; a
+    ``kind: person`` user talks through *terminal* (default: the streams in place now).
 
     Not through the batch runner: its preflight and canary would ask the person to play
     twice more. The batch names only this task, so its report counts one attempt of one task.
@@ -201,5 +209,9 @@ def play_attempt(
         attempt=1,
         seed=derive_seed(seed, task_id, 1),
     )
-    output = asyncio.run(run_attempt(one.tasks[task_id], one, system, agent, info))
+    token = _PERSON_TERMINAL.set(terminal or Terminal())
+    try:
+        output = asyncio.run(run_attempt(one.tasks[task_id], one, system, agent, info))
+    finally:
+        _PERSON_TERMINAL.reset(token)
     return store.add_run(output.run, output.artifacts)

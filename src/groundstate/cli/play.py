@@ -25,12 +25,12 @@ def play(
     store: Path,
 ) -> None:
     """Play TASK_ID of SUITE in the terminal; the attempt is graded and stored."""
-    import groundstate.play
     from groundstate.agents.base import Agent
     from groundstate.agents.python import load_agent
     from groundstate.errors import SpecError
     from groundstate.play import (
         PersonAgent,
+        Terminal,
         person_system,
         play_attempt,
         save_solution,
@@ -41,8 +41,7 @@ def play(
     from groundstate.store import RunStore
 
     loaded = load_suite(suite)
-    terminal = groundstate.play.Terminal()  # this command's streams, before any capture
-    groundstate.play.PERSON_TERMINAL = terminal
+    terminal = Terminal()  # this command's streams, before the attempt captures output
     person = PersonAgent(terminal)
     agent: Agent
     if role == "agent":
@@ -53,7 +52,7 @@ def play(
         spec = with_person_user(load_system(system))
         agent = load_agent(spec)
     with RunStore(store) as run_store:
-        run = play_attempt(loaded, task_id, spec, agent, run_store, seed)
+        run = play_attempt(loaded, task_id, spec, agent, run_store, seed, terminal)
     verdict = "success" if run.success else run.terminal_reason
     click.echo(f"\n{verdict} · run {run.run_id[:12]} · batch {run.batch_id} · stored in {store}")
     if role == "agent" and save:
