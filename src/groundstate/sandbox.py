@@ -114,13 +114,15 @@ def limits(policy: SandboxPolicy, cgroup: Path | None = None) -> Callable[[], No
     ``RLIMIT_NPROC`` fallback counts every process of the user, so it is set above the number
     the user runs already; the kernel does not apply it to root at all.
     """
-    processes = _processes_of(os.geteuid()) + policy.max_processes
+    # Counting the user's processes reads all of /proc: only for the fallback.
+    processes = None if cgroup else _processes_of(os.geteuid()) + policy.max_processes
 
     def apply() -> None:
         memory = policy.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CPU, (policy.cpu_seconds, policy.cpu_seconds))
-        resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+        if processes is not None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
         if cgroup is not None:
             (cgroup / "cgroup.procs").write_text(str(os.getpid()))
 
