@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError
 
 from groundstate.agreement import cohen_kappa, percent_agreement
 from groundstate.errors import SpecError
-from groundstate.grading.outcome import call_judge
+from groundstate.grading.outcome import judge_verdict
 from groundstate.spec.strict import Strict, StrictBool
 from groundstate.spec.task import JudgeAssertion
 from groundstate.trace import MessageEvent, TraceEvent
@@ -78,7 +78,7 @@ def measure(proof: Proof, assertion: JudgeAssertion) -> JudgeAgreement:
         s0, sT = env.initial_view(), env.evaluator_view()
         for item in items:
             try:
-                verdict, _ = call_judge(assertion.judge, proof.suite.root, s0, sT, _trace_of(item))
+                verdict, _ = judge_verdict(assertion, proof.suite.root, s0, sT, _trace_of(item))
             except Exception as exc:  # a judge that cannot judge an item is reported, not fatal
                 errors.append(f"{item.id}: {type(exc).__name__}: {exc}")
                 continue
