@@ -106,7 +106,13 @@ class Suite:
 
     @property
     def suite_hash(self) -> str:
-        return hash_value(self.files)
+        """The hash of every file of the suite and of the environment kind it runs in (its
+        ``environment:``, or a ``--environment`` override): a batch run on PostgreSQL and one
+        run on SQLite of the same files are not the same evaluation. A suite run on SQLite,
+        the default kind, keeps the hash of its files alone, as before kinds were hashed."""
+        if self.config.environment == "sqlite":
+            return hash_value(self.files)
+        return hash_value({"files": self.files, "environment": self.config.environment})
 
     @property
     def policy(self) -> str:
