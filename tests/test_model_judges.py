@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from groundstate.agents.base import Session
 from groundstate.errors import SpecError
@@ -461,3 +462,26 @@ def test_check_runs_a_judges_state_queries_on_the_fixture(judged: Judged) -> Non
     judge = judged.judge({"state": {"balance": "SELECT balance FROM accounts"}})
     judged.load(judge, prompt=prompt)
     assert check_suite(judged.root).errors == []
+
+
+def test_the_documented_example_loads_and_asks_what_it_says(judged: Judged) -> None:
+    """The YAML and template of docs/diagnosis.md#a-model-as-the-judge, as written."""
+    docs = (Path(__file__).parent.parent / "docs" / "diagnosis.md").read_text()
+    section = docs.split("### A model as the judge", 1)[1]
+    assertion = yaml.safe_load(section.split("```yaml\n", 1)[1].split("```", 1)[0])[
+        "outcome_assertions"
+    ][0]
+    template = section.split("```markdown\n", 1)[1].split("```", 1)[0]
+    server = judged.serve(always(Reply(text="It says 30.\nVERDICT: PASS")))
+    judge = assertion["judge"]
+    assert judge["prompt"] == "judges/reply-names-amount.md"
+    judge["prompt"] = "judges/reply_prompt.md"  # where the fixture writes the template
+    judge["model"] |= {"base_url": server.base_url, "api_key_env": None}
+    run, result = _run(judged.load(judge, prompt=template))
+    assert run.success and result.passed
+    sent = server.requests[0]
+    assert sent["model"] == "gpt-4.1-mini-2025-04-14" and sent["seed"] == 7
+    assert (
+        "Reply: Moved 30 to B.\nBalance of account A afterwards: [[70]]"
+        in (sent["messages"][0]["content"])
+    )
