@@ -323,6 +323,13 @@ def test_the_verdict_format_is_parsed_exactly() -> None:
     assert parse_verdict("Reasons here.\n\nVERDICT: FAIL\n\n") == (False, "Reasons here.")
     assert parse_verdict("VERDICT: PASS") == (True, "")
     assert parse_verdict("  VERDICT:PASS  ") == (True, "")
+    assert parse_verdict("Verdict aside, it names 30.\nVERDICT: PASS") == (
+        True,
+        "Verdict aside, it names 30.",
+    )
+    for two in ["**Verdict**: fail\nVERDICT: PASS", "verdict: FAIL\nVERDICT: PASS"]:
+        with pytest.raises(ValueError, match="more than one verdict"):
+            parse_verdict(two)
     for malformed in ["", "  \n", "VERDICT: PASS.", "The VERDICT: PASS", "VERDICT: PASS FAIL"]:
         with pytest.raises(ValueError):
             parse_verdict(malformed)

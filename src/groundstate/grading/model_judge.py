@@ -20,7 +20,7 @@ import importlib
 import json
 import re
 import string
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -54,7 +54,8 @@ author's; its digest is part of the grader revision of every task with a model j
 FORMAT_REVISION = hash_value(VERDICT_FORMAT)[:16]
 
 _VERDICT = re.compile(r"^\s*VERDICT:\s*(PASS|FAIL)\s*$")
-_VERDICT_LINE = re.compile(r"^\s*\**\s*VERDICT\b", re.IGNORECASE)
+_VERDICT_LINE = re.compile(r"^\W*VERDICT\W*:", re.IGNORECASE)
+"""Any line that reads as a verdict (``**Verdict**: pass`` too): only the last may be one."""
 
 MAX_PROMPT_BYTES = 256 * 1024
 """A judge's prompt template larger than this is refused at load."""
@@ -223,14 +224,10 @@ async def _ask(adapter: ModelAgent, prompt: str) -> tuple[bool, dict[str, Any]]:
     return passed, evidence | {"reason": reasons, "verdict": "pass" if passed else "fail"}
 
 
-def _run(make: Callable[[], Awaitable[T]], limit: float) -> T:
+def _run(make: Callable[[], Coroutine[Any, Any, T]], limit: float) -> T:
     """Run a coroutine to its end from synchronous code, in a thread of its own (the caller
     may be running an event loop), waiting at most *limit* seconds."""
-
-    async def main() -> T:
-        return await make()
-
-    return call_with_time_limit(lambda: asyncio.run(main()), limit, "groundstate-judge")
+    return call_with_time_limit(lambda: asyncio.run(make()), limit, "groundstate-judge")
 
 
 def call_model_judge(
