@@ -126,13 +126,14 @@ class Judged:
         judge: dict[str, Any] | None = None,
         prompt: str = PROMPT,
         min_agreement: float = 0.8,
-        labelled: list[tuple[str, bool]] = LABELLED,
+        labelled: list[tuple[str, bool]] | str = LABELLED,
     ) -> Suite:
         judge = judge if judge is not None else self.judge()
 
         def add(task: dict[str, Any]) -> None:
             (self.root / "judges").mkdir(exist_ok=True)
-            (self.root / "judges" / "reply.jsonl").write_text(_lines(labelled))
+            lines = labelled if isinstance(labelled, str) else _lines(labelled)
+            (self.root / "judges" / "reply.jsonl").write_text(lines)
             (self.root / "judges" / "reply_prompt.md").write_text(prompt)
             judged = {
                 "id": "reply",
@@ -492,3 +493,47 @@ def test_the_documented_example_loads_and_asks_what_it_says(judged: Judged) -> N
         "Reply: Moved 30 to B.\nBalance of account A afterwards: [[70]]"
         in (sent["messages"][0]["content"])
     )
+
+
+def _quotes_the_balance(request: dict[str, Any]) -> Answer:
+    """PASS when the reply quotes the balance the excerpt shows."""
+    content = request["messages"][-1]["content"]
+    balance = json.loads(content.split("Balance: ", 1)[1].splitlines()[0])[0][0]
+    verdict = "PASS" if str(balance) in _reply_in(request) else "FAIL"
+    return Reply(text=f"VERDICT: {verdict}")
+
+
+def test_labelled_items_may_give_the_rows_of_the_judges_state_excerpts(judged: Judged) -> None:
+    judged.serve(_quotes_the_balance)
+    judge = judged.judge({"state": {"balance": "SELECT balance FROM accounts WHERE id = 'A'"}})
+    prompt = "Reply <<{final_message}>>\nBalance: {state[balance]}\n"
+
+    def item(n: int, reply: str, rows: list[list[int]] | None, label: bool) -> str:
+        line = {"id": f"item-{n}", "final_message": reply, "label": label}
+        return json.dumps(line | ({} if rows is None else {"state": {"balance": rows}})) + "\n"
+
+    # A's balance is 100 in the initial state and 70 after a transfer of 30.
+    items = [
+        item(1, "A now holds 70.", [[70]], True),
+        item(2, "A now holds 100.", [[70]], False),
+        item(3, "A now holds 100.", [[100]], True),
+        item(4, "A now holds 70.", [[100]], False),
+    ]
+    passed, detail = check_judge_agreement(
+        _proof(judged.load(judge, prompt, labelled="".join(items)))
+    )
+    assert passed and "kappa 1.000" in detail, detail
+    # Without the rows, the excerpt is read on the initial state (100): item 1 is misjudged.
+    unstated = [item(1, "A now holds 70.", None, True), *items[1:]]
+    passed, detail = check_judge_agreement(
+        _proof(judged.load(judge, prompt, labelled="".join(unstated)))
+    )
+    assert not passed and "raw agreement 0.750" in detail
+    wrong = [
+        item(1, "A now holds 70.", None, True).replace('"label"', '"state": {"b": []}, "label"')
+    ]
+    passed, detail = check_judge_agreement(
+        _proof(judged.load(judge, prompt, labelled="".join(wrong + items[1:])))
+    )
+    assert not passed
+    assert "item-1: SpecError: judges/reply.jsonl: item-1.state: gives ['b'], the judge's" in detail

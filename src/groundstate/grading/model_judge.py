@@ -92,7 +92,7 @@ def template_problem(template: str, judge: ModelJudge) -> str | None:
             " brace is written {{ or }})"
         )
     try:
-        render(template, judge, "x", [], {name: "[]" for name in judge.state})
+        render(template, judge, "x", [], {name: [] for name in judge.state})
     except (KeyError, IndexError, ValueError, AttributeError) as exc:
         return f"the template cannot be filled: {type(exc).__name__}: {exc}"
     return None
@@ -107,7 +107,7 @@ def render(
     judge: ModelJudge,
     final_message: str | None,
     trace: Sequence[TraceEvent],
-    state: dict[str, str],
+    state: dict[str, list[list[Any]]],
 ) -> str:
     """The prompt: *template* filled with what *judge* reads, then :data:`VERDICT_FORMAT`."""
     values: dict[str, Any] = {}
@@ -116,7 +116,7 @@ def render(
     if "trace" in judge.reads:
         values["trace"] = render_trace(trace)
     if judge.state:
-        values["state"] = state
+        values["state"] = {name: json.dumps(rows, default=str) for name, rows in state.items()}
     return template.format_map(values) + VERDICT_FORMAT
 
 
@@ -135,12 +135,9 @@ def render_trace(trace: Sequence[TraceEvent]) -> str:
     return "\n".join(lines) or "(empty)"
 
 
-def state_excerpts(judge: ModelJudge, view: StateView) -> dict[str, str]:
-    """Each declared query's rows on *view*, as JSON."""
-    return {
-        name: json.dumps([list(row) for row in view.query(sql)], default=str)
-        for name, sql in judge.state.items()
-    }
+def state_rows(judge: ModelJudge, view: StateView) -> dict[str, list[list[Any]]]:
+    """Each declared excerpt's rows on *view* (shown to the model as JSON)."""
+    return {name: [list(row) for row in view.query(sql)] for name, sql in judge.state.items()}
 
 
 # --- the answer --------------------------------------------------------------------------
@@ -233,18 +230,13 @@ def _run(make: Callable[[], Coroutine[Any, Any, T]], limit: float) -> T:
 def call_model_judge(
     judge: ModelJudge,
     suite_root: Path,
-    sT: StateView,
     final_message: str | None,
     trace: Sequence[TraceEvent],
+    state: dict[str, list[list[Any]]],
 ) -> tuple[bool, dict[str, Any]]:
-    """Fill the judge's template from the attempt and ask its model for the verdict."""
-    prompt = render(
-        load_template(suite_root, judge),
-        judge,
-        final_message,
-        trace,
-        state_excerpts(judge, sT),
-    )
+    """Fill the judge's template from the attempt (*state*: the excerpts' rows) and ask its
+    model for the verdict."""
+    prompt = render(load_template(suite_root, judge), judge, final_message, trace, state)
     return ask(judge.model, prompt)
 
 

@@ -198,13 +198,15 @@ def judge_verdict(
     s0: StateView,
     sT: StateView,
     trace: Sequence[TraceEvent],
+    excerpts: dict[str, list[list[Any]]] | None = None,
 ) -> tuple[bool, dict[str, Any]]:
-    """The judged assertion's verdict and evidence, from its Python judge or its model."""
-    if isinstance(assertion.judge, str):
-        return call_judge(assertion.judge, suite_root, s0, sT, trace)
-    return model_judge.call_model_judge(
-        assertion.judge, suite_root, sT, final_message(trace), trace
-    )
+    """The judged assertion's verdict and evidence, from its Python judge or its model (which
+    reads its state excerpts on *sT*, unless given their rows as *excerpts*)."""
+    judge = assertion.judge
+    if isinstance(judge, str):
+        return call_judge(judge, suite_root, s0, sT, trace)
+    rows = excerpts if excerpts is not None else model_judge.state_rows(judge, sT)
+    return model_judge.call_model_judge(judge, suite_root, final_message(trace), trace, rows)
 
 
 def call_judge(
