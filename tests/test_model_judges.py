@@ -349,6 +349,9 @@ def test_the_verdict_format_is_parsed_exactly() -> None:
         ({}, "Answer as {", "prompt", "not a format string (Single '{' encountered"),
         ({"state": {"a": "SELECT 1"}}, "{state[b]}", "prompt", "cannot be filled: KeyError"),
         ({"model.decoding": {"messages": []}}, PROMPT, "model.decoding", "set by the adapter"),
+        ({"reads": []}, "{state[a]}", "reads", "must read the final_message or the trace"),
+        ({"model.adapter": "gemini"}, PROMPT, "model.adapter", "'openai-chat' or 'anthropic-"),
+        ({"model.tempreature": 0}, PROMPT, "model.tempreature", "unknown field"),
     ],
 )
 def test_a_judge_that_cannot_be_asked_is_refused_at_load(
@@ -537,3 +540,10 @@ def test_labelled_items_may_give_the_rows_of_the_judges_state_excerpts(judged: J
     )
     assert not passed
     assert "item-1: SpecError: judges/reply.jsonl: item-1.state: gives ['b'], the judge's" in detail
+
+
+def test_a_judge_that_is_neither_a_function_nor_a_model_is_named(judged: Judged) -> None:
+    with pytest.raises(SpecError) as caught:
+        judged.load(42)  # type: ignore[arg-type]
+    assert caught.value.field == "outcome_assertions[3].judge"
+    assert "expected 'file.py:function' or a model judge" in str(caught.value)

@@ -129,6 +129,36 @@ class ModelJudge(Strict):
     """State excerpts: name -> a read-only SQL query on the final state, shown as JSON rows
     in ``{state[name]}`` (during validation, on the task's initial state)."""
 
+    @field_validator("reads")
+    @classmethod
+    def _reads_the_attempt(cls, reads: list[JudgeRead]) -> list[JudgeRead]:
+        """A judge of state alone would judge what state shows: that is an assertion's job."""
+        if not reads:
+            raise ValueError(
+                "a model judge must read the final_message or the trace; what the state alone"
+                " shows is asserted with sql, state_diff or check"
+            )
+        return reads
+
+
+def _judge_kind(value: object) -> str | None:
+    if isinstance(value, str):
+        return "python-judge"
+    return "model-judge" if isinstance(value, dict | ModelJudge) else None
+
+
+JudgeSpec = Annotated[
+    Annotated[str, Tag("python-judge")] | Annotated[ModelJudge, Tag("model-judge")],
+    Discriminator(
+        _judge_kind,
+        custom_error_type="judge_kind",
+        custom_error_message="expected 'file.py:function' or a model judge ({model: ..., prompt:"
+        " ..., revision: ...})",
+    ),
+]
+"""A judge: a Python function of the suite or a model (tags ``python-judge``, ``model-judge``
+keep error paths short, see :mod:`groundstate.spec.files`)."""
+
 
 class JudgeAssertion(Strict):
     """A judge of what state cannot show (the wording of the final reply, say): a Python
@@ -142,7 +172,7 @@ class JudgeAssertion(Strict):
 
     id: str
     description: str = ""
-    judge: str | ModelJudge
+    judge: JudgeSpec
     """``file.py:function``, relative to the suite folder, or a model judge."""
     labels: str
     """The human-labelled set, a JSONL file relative to the suite folder (``judges/<id>.jsonl``):
