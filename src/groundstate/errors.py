@@ -18,6 +18,7 @@
     │   ├── AgentGaveUp
     │   └── ConversationOver      the user has left; the agent's next action ends the episode
     ├── GraderError               an outcome assertion or constraint could not be evaluated
+    │   └── JudgeFailure          a model judge's request failed or its answer was malformed
     ├── StoreError                the run store is missing, corrupt or refuses a write
     └── ExecutorError             an executor cannot run attempts (a worker died, a suite
                                   differs on a worker, Ray is not installed)
@@ -111,6 +112,16 @@ class ConversationOver(AgentStop):
 
 class GraderError(GroundstateError):
     """An outcome assertion, constraint or rubric could not be evaluated."""
+
+
+class JudgeFailure(GraderError):
+    """A model judge gave no verdict: its request failed past its retries, or its answer was
+    not in the fixed format. The judged assertion is a grader failure."""
+
+    def __init__(self, message: str, evidence: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.evidence = evidence or {}
+        """Status code, request id, tries; the answer when it was malformed."""
 
 
 class StoreError(GroundstateError):

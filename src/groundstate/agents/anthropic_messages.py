@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from groundstate.agents.base import Session, ToolSpec
+from groundstate.agents.base import ToolSpec
 from groundstate.agents.model_loop import (
     ModelAgent,
     Settings,
@@ -61,19 +61,20 @@ class AnthropicMessagesAgent(ModelAgent):
         return sdk_client(anthropic.AsyncAnthropic, self.settings)
 
     def request(
-        self, session: Session, messages: list[dict[str, Any]], tools: list[ToolSpec]
+        self, instructions: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.settings.model,
             "max_tokens": DEFAULT_MAX_TOKENS + _thinking_budget(self.settings),
             "messages": messages,
-            "tools": [
+        }
+        if tools:
+            request["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters}
                 for t in tools
-            ],
-        }
-        if session.instructions:
-            request["system"] = session.instructions
+            ]
+        if instructions:
+            request["system"] = instructions
         decoding = dict(self.settings.decoding)
         if "stop" in decoding:
             stop = decoding.pop("stop")

@@ -87,6 +87,22 @@ class ServingError(Exception):
         )
 
 
+class Exhausted(Exception):
+    """A model request that failed for good: the last :class:`ServingError` and the tries."""
+
+    def __init__(self, error: ServingError, tries: int) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.tries = tries
+
+
+def describe_failure(api: str, exc: ServingError) -> str:
+    """``api: HTTP 500 (request id req_1): message``: what failed, as a report names it."""
+    where = f"HTTP {exc.status_code}" if exc.status_code is not None else exc.kind
+    request_id = f" (request id {exc.request_id})" if exc.request_id else ""
+    return f"{api}: {where}{request_id}: {exc.message}"
+
+
 def kind_of_status(status: int) -> ErrorKind:
     """How an HTTP error status is treated: retried, an environment failure, or a rejection."""
     if status == 429:
@@ -217,15 +233,17 @@ class Settings:
 
 
 def _api_key(system: SystemSpec) -> str:
-    """The key's value, read from the environment variable the spec names (never stored)."""
-    name = system.model.api_key_env
+    return api_key_from_env(system.model.api_key_env, system.source, "model.api_key_env")
+
+
+def api_key_from_env(name: str | None, source: object, field_name: str) -> str:
+    """The key's value, read from the environment variable *name* (never stored); an unset
+    variable is a :class:`SpecError` naming *source* and *field_name*."""
     if name is None:
         return "unused"  # local servers need none; a real API then answers 401
     value = os.environ.get(name)
     if not value:
-        raise SpecError(
-            system.source, "model.api_key_env", f"environment variable {name} is unset"
-        )
+        raise SpecError(source, field_name, f"environment variable {name} is unset")
     return value
 
 
@@ -317,9 +335,10 @@ class ModelAgent(ABC):
 
     @abstractmethod
     def request(
-        self, session: Session, messages: list[dict[str, Any]], tools: list[ToolSpec]
+        self, instructions: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> dict[str, Any]:
-        """The keyword arguments of one API call."""
+        """The keyword arguments of one API call (no tools: a plain completion, as a model
+        judge asks for)."""
 
     @abstractmethod
     async def send(self, client: Any, request: dict[str, Any]) -> Turn:
@@ -375,27 +394,42 @@ class ModelAgent(ABC):
         self, client: Any, session: Session, history: History, tools: list[ToolSpec]
     ) -> Turn:
         """One model turn, retried on serving failures; every try goes in the trace."""
-        request = self.request(session, history.messages(), tools)
+        request = self.request(session.instructions, history.messages(), tools)
         digest = hash_value(request)
+
+        def record(try_number: int, started: float, error: ServingError) -> None:
+            self._record(session, try_number, digest, started, error=error)
+
+        try:
+            turn, try_number, started = await self.ask_with_retries(client, request, record)
+        except Exhausted as exc:
+            raise self._failure(exc.error, exc.tries) from None
+        usage = turn.usage.model_copy(update={"cost": cost_of(turn.usage, self.settings.prices)})
+        self._record(session, try_number, digest, started, turn=turn, usage=usage)
+        session.record_usage(
+            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=usage.cost
+        )
+        return Turn(turn.response, usage, turn.request_id, turn.assistant)
+
+    async def ask_with_retries(
+        self,
+        client: Any,
+        request: dict[str, Any],
+        on_error: Callable[[int, float, ServingError], None] = lambda *_: None,
+    ) -> tuple[Turn, int, float]:
+        """Send *request*, retrying serving failures under the spec's policy: the answer, the
+        try that got it and when that try started; :class:`Exhausted` when a failure is not
+        retried or retries run out. *on_error* sees every failed try."""
         retries = self.settings.retries
         for try_number in range(1, retries.max_retries + 2):
             started = time.perf_counter()
             try:
-                turn = await self.send(client, request)
+                return await self.send(client, request), try_number, started
             except ServingError as exc:
-                self._record(session, try_number, digest, started, error=exc)
+                on_error(try_number, started, exc)
                 if exc.kind not in _RETRIED or try_number > retries.max_retries:
-                    raise self._failure(exc, try_number) from None
+                    raise Exhausted(exc, try_number) from None
                 await asyncio.sleep(self._backoff(try_number, exc.retry_after))
-                continue
-            usage = turn.usage.model_copy(
-                update={"cost": cost_of(turn.usage, self.settings.prices)}
-            )
-            self._record(session, try_number, digest, started, turn=turn, usage=usage)
-            session.record_usage(
-                input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=usage.cost
-            )
-            return Turn(turn.response, usage, turn.request_id, turn.assistant)
         raise AssertionError("unreachable: the last try raises")
 
     def _backoff(self, try_number: int, retry_after: float | None) -> float:
@@ -406,9 +440,7 @@ class ModelAgent(ABC):
         return min(wait, retries.max_backoff)
 
     def _failure(self, exc: ServingError, tries: int) -> Exception:
-        where = f"HTTP {exc.status_code}" if exc.status_code is not None else exc.kind
-        request_id = f" (request id {exc.request_id})" if exc.request_id else ""
-        message = f"{self.api}: {where}{request_id}: {exc.message}"
+        message = describe_failure(self.api, exc)
         if exc.kind == "rejected":
             return HarnessCompatibilityError(f"the API rejected the request: {message}")
         evidence = exc.evidence().model_dump() | {"tries": tries}

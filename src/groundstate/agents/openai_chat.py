@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundstate.agents.base import Session, ToolSpec
+from groundstate.agents.base import ToolSpec
 from groundstate.agents.model_loop import (
     ModelAgent,
     Settings,
@@ -53,15 +53,12 @@ class OpenAIChatAgent(ModelAgent):
         return sdk_client(openai.AsyncOpenAI, self.settings)
 
     def request(
-        self, session: Session, messages: list[dict[str, Any]], tools: list[ToolSpec]
+        self, instructions: str, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> dict[str, Any]:
-        system = (
-            [{"role": "system", "content": session.instructions}] if session.instructions else []
-        )
-        request: dict[str, Any] = {
-            "model": self.settings.model,
-            "messages": system + messages,
-            "tools": [
+        system = [{"role": "system", "content": instructions}] if instructions else []
+        request: dict[str, Any] = {"model": self.settings.model, "messages": system + messages}
+        if tools:  # the API refuses an empty list
+            request["tools"] = [
                 {
                     "type": "function",
                     "function": {
@@ -71,8 +68,7 @@ class OpenAIChatAgent(ModelAgent):
                     },
                 }
                 for t in tools
-            ],
-        }
+            ]
         known, extra = split_decoding(self.settings.decoding, SDK_ARGUMENTS)
         request.update(known)
         if self.settings.reasoning_budget is not None:

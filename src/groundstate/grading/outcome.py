@@ -19,11 +19,14 @@ from typing import Any, TypeVar
 from groundstate.capture import held
 from groundstate.deadline import DeadlineExceeded, call_with_time_limit
 from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
+from groundstate.errors import JudgeFailure
+from groundstate.grading import model_judge
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.task import (
     DiffAssertion,
     JudgeAssertion,
+    ModelJudge,
     OutcomeAssertion,
     PythonAssertion,
     SqlAssertion,
@@ -68,18 +71,29 @@ def _guarded(assertion: OutcomeAssertion, states: States) -> CheckResult:
         passed, evidence = within_limit(
             lambda bounded: evaluate(assertion, bounded),
             states,
-            GRADER_TIME_LIMIT,
+            _time_limit(assertion),
             f"grader-{assertion.id}",
         )
     except DeadlineExceeded as exc:
         return _grader_error(assertion.id, kind, f"timed out: {exc}")
+    except JudgeFailure as exc:  # a model judge's failure keeps its status and request id
+        return _grader_error(assertion.id, kind, f"{type(exc).__name__}: {exc}", exc.evidence)
     except Exception as exc:  # the grader is software too: record, don't crash the batch
         return _grader_error(assertion.id, kind, f"{type(exc).__name__}: {exc}")
     return CheckResult(id=assertion.id, kind=kind, passed=passed, evidence=evidence)
 
 
-def _grader_error(check_id: str, kind: str, error: str) -> CheckResult:
-    return CheckResult(id=check_id, kind=kind, passed=False, error=error)
+def _time_limit(assertion: OutcomeAssertion) -> float:
+    """A model judge waits for its model too, under its own request timeout and retries."""
+    if isinstance(assertion, JudgeAssertion) and isinstance(assertion.judge, ModelJudge):
+        return GRADER_TIME_LIMIT + model_judge.time_limit(assertion.judge.model)
+    return GRADER_TIME_LIMIT
+
+
+def _grader_error(
+    check_id: str, kind: str, error: str, evidence: dict[str, Any] | None = None
+) -> CheckResult:
+    return CheckResult(id=check_id, kind=kind, passed=False, error=error, evidence=evidence or {})
 
 
 def within_limit(fn: Callable[[States], T], states: States, limit: float, name: str) -> T:
@@ -175,7 +189,24 @@ def call_check(ref: str, suite_root: Path, *args: Any) -> tuple[bool, dict[str, 
 
 def _judge(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     assert isinstance(assertion, JudgeAssertion)
-    return call_judge(assertion.judge, states.suite_root, states.s0, states.sT, states.trace)
+    return judge_verdict(assertion, states.suite_root, states.s0, states.sT, states.trace)
+
+
+def judge_verdict(
+    assertion: JudgeAssertion,
+    suite_root: Path,
+    s0: StateView,
+    sT: StateView,
+    trace: Sequence[TraceEvent],
+    excerpts: dict[str, list[list[Any]]] | None = None,
+) -> tuple[bool, dict[str, Any]]:
+    """The judged assertion's verdict and evidence, from its Python judge or its model (which
+    reads its state excerpts on *sT*, unless given their rows as *excerpts*)."""
+    judge = assertion.judge
+    if isinstance(judge, str):
+        return call_judge(judge, suite_root, s0, sT, trace)
+    rows = excerpts if excerpts is not None else model_judge.state_rows(judge, sT)
+    return model_judge.call_model_judge(judge, suite_root, final_message(trace), trace, rows)
 
 
 def call_judge(

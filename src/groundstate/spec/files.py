@@ -228,6 +228,8 @@ def one_line(text: str) -> str:
 
 
 _TAGS = frozenset({*CONSTRAINT_KINDS, "sql", "state_diff", "check", "judge"})
+_JUDGE_TAGS = frozenset({"python-judge", "model-judge"})
+"""Tags of the judge union; no field has these names, so they are left out wherever found."""
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
@@ -237,6 +239,8 @@ def _field_path(loc: tuple[int | str, ...]) -> str:
             text += f"[{part}]"
         elif part in _TAGS and i > 0 and isinstance(loc[i - 1], int) and i + 1 < len(loc):
             continue  # a union tag repeats the field that follows; keep the path readable
+        elif part in _JUDGE_TAGS and i + 1 < len(loc):
+            continue
         else:
             name = one_line(str(part))
             text += f".{name}" if text else name

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -37,7 +38,8 @@ from groundstate.spec.constraints import HardConstraint, PythonConstraint, named
 from groundstate.spec.files import MAX_POLICY_BYTES, is_file, load_model, read_text, read_yaml
 from groundstate.spec.solution import Solution
 from groundstate.spec.strict import Weight
-from groundstate.spec.task import AgentTask, JudgeAssertion, PythonAssertion, Strict
+from groundstate.spec.system import BUILTIN_AGENTS
+from groundstate.spec.task import AgentTask, JudgeAssertion, ModelJudge, PythonAssertion, Strict
 from groundstate.tools import Tool, load_module, load_tools
 
 
@@ -104,7 +106,13 @@ class Suite:
 
     @property
     def suite_hash(self) -> str:
-        return hash_value(self.files)
+        """The hash of every file of the suite and of the environment kind it runs in (its
+        ``environment:``, or a ``--environment`` override): a batch run on PostgreSQL and one
+        run on SQLite of the same files are not the same evaluation. A suite run on SQLite,
+        the default kind, keeps the hash of its files alone, as before kinds were hashed."""
+        if self.config.environment == "sqlite":
+            return hash_value(self.files)
+        return hash_value({"files": self.files, "environment": self.config.environment})
 
     @property
     def policy(self) -> str:
@@ -290,9 +298,11 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
                 suite.root, assertion.check, task_file, f"outcome_assertions[{i}].check"
             )
         if isinstance(assertion, JudgeAssertion):
-            yield from _check_python_ref(
-                suite.root, assertion.judge, task_file, f"outcome_assertions[{i}].judge"
-            )
+            where = f"outcome_assertions[{i}].judge"
+            if isinstance(assertion.judge, str):
+                yield from _check_python_ref(suite.root, assertion.judge, task_file, where)
+            else:
+                yield from _check_model_judge(suite.root, assertion.judge, task_file, where)
             if not is_file(suite.root / assertion.labels):
                 yield SpecError(
                     task_file,
@@ -305,6 +315,31 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
             yield from _check_python_ref(
                 suite.root, constraint.check, task_file, f"hard_process_constraints[{i}].check"
             )
+
+
+def _check_model_judge(
+    root: Path, judge: ModelJudge, file: Path, field_name: str
+) -> Iterator[SpecError]:
+    """A model judge's prompt must fill, its SDK import and its decoding leave the adapter's
+    own keys alone, all before a batch meets them."""
+    from groundstate.grading import model_judge  # grading imports spec
+
+    problem = model_judge.decoding_problem(judge.model)
+    if problem is not None:
+        yield SpecError(file, f"{field_name}.model.decoding", problem)
+    sdk = BUILTIN_AGENTS[judge.model.adapter][1]
+    if importlib.util.find_spec(sdk) is None:
+        reason = f"{judge.model.adapter} needs the {sdk} SDK: pip install 'groundstate[{sdk}]'"
+        yield SpecError(file, f"{field_name}.model.adapter", reason)
+    if not is_file(root / judge.prompt):
+        yield SpecError(file, f"{field_name}.prompt", f"no file {judge.prompt!r} in the suite")
+        return
+    try:
+        problem = model_judge.template_problem(model_judge.load_template(root, judge), judge)
+    except SpecError as exc:  # not UTF-8, or too large
+        problem = exc.reason
+    if problem is not None:
+        yield SpecError(file, f"{field_name}.prompt", f"{judge.prompt}: {problem}")
 
 
 def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iterator[SpecError]:
@@ -387,7 +422,20 @@ def grader_code_files(task: AgentTask) -> set[str]:
         check.check.partition(":")[0]
         for check in checks
         if isinstance(check, PythonAssertion | PythonConstraint)
-    } | {a.judge.partition(":")[0] for a in checks if isinstance(a, JudgeAssertion)}
+    } | {
+        a.judge.partition(":")[0]
+        for a in checks
+        if isinstance(a, JudgeAssertion) and isinstance(a.judge, str)
+    }
+
+
+def judge_prompt_files(task: AgentTask) -> set[str]:
+    """The prompt templates of the task's model judges."""
+    return {
+        a.judge.prompt
+        for a in task.outcome_assertions
+        if isinstance(a, JudgeAssertion) and isinstance(a.judge, ModelJudge)
+    }
 
 
 def _with_grader_versions(
@@ -406,6 +454,12 @@ def _with_grader_versions(
     siblings = _sibling_files(suite, code_files)
     if siblings:  # only then: a grader without sibling modules keeps its revision
         grader["sibling_code"] = siblings
+    prompts = sorted(judge_prompt_files(task))
+    if prompts:  # likewise: what a model judge is asked, in the library's fixed format
+        from groundstate.grading.model_judge import FORMAT_REVISION
+
+        grader["judge_prompts"] = {name: hash_file(suite.root / name) for name in prompts}
+        grader["judge_format"] = FORMAT_REVISION
     manifest = {
         name: hash_value(solution.model_dump(mode="json")) for name, solution in solutions.items()
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -19,6 +20,7 @@ from groundstate.spec.constraints import NeverConstraint as NeverConstraint
 from groundstate.spec.strict import Count, Seconds, Steps, StrictBool, Weight, one_key_of
 from groundstate.spec.strict import JsonScalar as JsonScalar
 from groundstate.spec.strict import Strict as Strict
+from groundstate.spec.system import RetryPolicy
 
 # --- outcome assertions -------------------------------------------------------------------
 
@@ -73,19 +75,105 @@ class PythonAssertion(Strict):
     """``file.py:function``, relative to the suite folder."""
 
 
+class JudgeModel(Strict):
+    """The model behind a model judge, called through a built-in adapter's SDK client. Its
+    fields are named as in ``system.yaml``'s ``model`` section (docs/models.md)."""
+
+    adapter: Literal["openai-chat", "anthropic-messages"]
+    """The API to call: an OpenAI-compatible Chat Completions endpoint or the Messages API."""
+    revision: str = Field(min_length=1)
+    """The pinned model identifier sent to the API (e.g. ``gpt-4.1-2025-04-14``)."""
+    base_url: str | None = None
+    """The API's base URL (the SDK's default when unset)."""
+    base_url_env: str | None = None
+    """An environment variable whose value, when set, replaces ``base_url``. Only its name is
+    part of the grader revision: the route to the model, not the model."""
+    api_key_env: str | None = None
+    """The environment variable holding the API key; only its name is stored or hashed."""
+    decoding: dict[str, JsonScalar | list[JsonScalar]] = Field(default_factory=dict)
+    """``temperature``, ``seed``, ``max_tokens``, ``stop``..., sent as the adapters send a
+    system's (pin ``temperature: 0`` and, where the API takes one, a ``seed``)."""
+    request_timeout: Seconds = 60
+    """Seconds one request may take before it counts as timed out."""
+    retries: RetryPolicy = Field(default_factory=RetryPolicy)
+    """Retries after a rate limit, a 5xx answer, a timeout or a lost connection; past them
+    the judged assertion is a grader failure."""
+
+    def effective_base_url(self) -> str | None:
+        """The base URL to call: ``base_url_env``'s value when set, else ``base_url``."""
+        if self.base_url_env and os.environ.get(self.base_url_env):
+            return os.environ[self.base_url_env]
+        return self.base_url
+
+
+JudgeRead = Literal["final_message", "trace"]
+DEFAULT_READS: tuple[JudgeRead, ...] = ("final_message",)
+
+
+class ModelJudge(Strict):
+    """A model asked, through a prompt template of the suite, whether the assertion holds.
+
+    The template is filled with what the assertion declares it reads (``{final_message}``,
+    ``{trace}``, and ``{state[name]}`` for each query in ``state``); the library appends the
+    fixed answer format (:data:`groundstate.grading.model_judge.VERDICT_FORMAT`)."""
+
+    model: JudgeModel
+    prompt: str
+    """The prompt template, a file relative to the suite folder (``judges/<id>.md``). Its
+    digest is part of the grader revision."""
+    revision: str = Field(min_length=1)
+    """The judge's own revision, bumped by the author when its meaning changes."""
+    reads: list[JudgeRead] = Field(default_factory=lambda: list(DEFAULT_READS))
+    """What of the attempt the template may show the model."""
+    state: dict[str, str] = Field(default_factory=dict)
+    """State excerpts: name -> a read-only SQL query on the final state, shown as JSON rows
+    in ``{state[name]}`` (during validation, on the task's initial state)."""
+
+    @field_validator("reads")
+    @classmethod
+    def _reads_the_attempt(cls, reads: list[JudgeRead]) -> list[JudgeRead]:
+        """A judge of state alone would judge what state shows: that is an assertion's job."""
+        if not reads:
+            raise ValueError(
+                "a model judge must read the final_message or the trace; what the state alone"
+                " shows is asserted with sql, state_diff or check"
+            )
+        return reads
+
+
+def _judge_kind(value: object) -> str | None:
+    if isinstance(value, str):
+        return "python-judge"
+    return "model-judge" if isinstance(value, dict | ModelJudge) else None
+
+
+JudgeSpec = Annotated[
+    Annotated[str, Tag("python-judge")] | Annotated[ModelJudge, Tag("model-judge")],
+    Discriminator(
+        _judge_kind,
+        custom_error_type="judge_kind",
+        custom_error_message="expected 'file.py:function' or a model judge ({model: ..., prompt:"
+        " ..., revision: ...})",
+    ),
+]
+"""A judge: a Python function of the suite or a model (tags ``python-judge``, ``model-judge``
+keep error paths short, see :mod:`groundstate.spec.files`)."""
+
+
 class JudgeAssertion(Strict):
     """A judge of what state cannot show (the wording of the final reply, say): a Python
-    function ``judge(s0, sT, final_message, trace) -> (bool, reason)`` from the suite.
+    function ``judge(s0, sT, final_message, trace) -> (bool, reason)`` from the suite, or a
+    model (:class:`ModelJudge`).
 
     The judge must earn its place: ``validate`` runs it on the human-labelled set in
     ``labels`` and the task is invalid while its Cohen's kappa with the human labels is below
-    ``min_agreement``. Model judges (through the model adapters) are not built yet.
+    ``min_agreement``. Its verdict is reported beside ``success``, never part of it.
     """
 
     id: str
     description: str = ""
-    judge: str
-    """``file.py:function``, relative to the suite folder."""
+    judge: JudgeSpec
+    """``file.py:function``, relative to the suite folder, or a model judge."""
     labels: str
     """The human-labelled set, a JSONL file relative to the suite folder (``judges/<id>.jsonl``):
     one ``{"id": ..., "final_message": ..., "label": true|false}`` per line."""

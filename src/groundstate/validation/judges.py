@@ -20,9 +20,9 @@ from pydantic import Field, ValidationError
 
 from groundstate.agreement import cohen_kappa, percent_agreement
 from groundstate.errors import SpecError
-from groundstate.grading.outcome import call_judge
+from groundstate.grading.outcome import judge_verdict
 from groundstate.spec.strict import Strict, StrictBool
-from groundstate.spec.task import JudgeAssertion
+from groundstate.spec.task import JsonScalar, JudgeAssertion, ModelJudge
 from groundstate.trace import MessageEvent, TraceEvent
 from groundstate.validation.replay import SEED, Proof
 
@@ -37,6 +37,9 @@ class LabelledItem(Strict):
     """The trace before the final reply, when the judgement needs it."""
     label: StrictBool
     """The human's verdict."""
+    state: dict[str, list[list[JsonScalar]]] | None = None
+    """For a model judge with state excerpts: each excerpt's rows as the item's final state
+    gave them (by default the excerpts are read on the task's initial state)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,10 @@ def measure(proof: Proof, assertion: JudgeAssertion) -> JudgeAgreement:
         s0, sT = env.initial_view(), env.evaluator_view()
         for item in items:
             try:
-                verdict, _ = call_judge(assertion.judge, proof.suite.root, s0, sT, _trace_of(item))
+                _check_excerpts(assertion, item)
+                verdict, _ = judge_verdict(
+                    assertion, proof.suite.root, s0, sT, _trace_of(item), item.state
+                )
             except Exception as exc:  # a judge that cannot judge an item is reported, not fatal
                 errors.append(f"{item.id}: {type(exc).__name__}: {exc}")
                 continue
@@ -90,6 +96,20 @@ def measure(proof: Proof, assertion: JudgeAssertion) -> JudgeAgreement:
         raw=percent_agreement(pairs) if pairs else None,
         errors=errors,
     )
+
+
+def _check_excerpts(assertion: JudgeAssertion, item: LabelledItem) -> None:
+    """An item's ``state`` must give the rows of exactly the model judge's excerpts."""
+    if item.state is None:
+        return
+    judge = assertion.judge
+    declared = set(judge.state) if isinstance(judge, ModelJudge) else set()
+    if set(item.state) != declared:
+        raise SpecError(
+            assertion.labels,
+            f"{item.id}.state",
+            f"gives {sorted(item.state)}, the judge's excerpts are {sorted(declared)}",
+        )
 
 
 def _trace_of(item: LabelledItem) -> list[TraceEvent]:

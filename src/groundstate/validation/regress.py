@@ -27,7 +27,13 @@ from groundstate.records import AgentRun
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.files import load_model
 from groundstate.spec.solution import Solution, Step
-from groundstate.spec.suite import Suite, SuiteConfig, grader_code_files, load_suite
+from groundstate.spec.suite import (
+    Suite,
+    SuiteConfig,
+    grader_code_files,
+    judge_prompt_files,
+    load_suite,
+)
 from groundstate.spec.task import AgentTask, JudgeAssertion
 from groundstate.trace import MessageEvent, ToolCallEvent
 
@@ -174,7 +180,7 @@ def _needed_files(task: AgentTask) -> list[str]:
     labels = {a.labels for a in task.outcome_assertions if isinstance(a, JudgeAssertion)}
     return [
         f"fixtures/{task.initial_state_fixture}",
-        *sorted(grader_code_files(task) | labels),
+        *sorted(grader_code_files(task) | judge_prompt_files(task) | labels),
     ]
 
 

@@ -39,7 +39,14 @@ from groundstate.spec.files import line_of, read_yaml
 from groundstate.spec.strict import JsonScalar
 from groundstate.spec.suite import Suite, scan_suite
 from groundstate.spec.system import load_system
-from groundstate.spec.task import AgentTask, DiffAssertion, SqlAssertion, TableChange
+from groundstate.spec.task import (
+    AgentTask,
+    DiffAssertion,
+    JudgeAssertion,
+    ModelJudge,
+    SqlAssertion,
+    TableChange,
+)
 from groundstate.tools import Tool, declaration_problems
 
 Severity = Literal["error", "warning"]
@@ -361,6 +368,11 @@ def _assertion_problems(
             refused = _sql_problem(assertion.sql, query, fixture)
             if refused is not None:
                 yield _at(task_file, f"{base}.sql", refused)
+        elif isinstance(assertion, JudgeAssertion) and isinstance(assertion.judge, ModelJudge):
+            for name, sql in assertion.judge.state.items():  # a model judge's state excerpts
+                refused = _sql_problem(sql, query, fixture)
+                if refused is not None:
+                    yield _at(task_file, f"{base}.judge.state.{name}", refused)
 
 
 def _at(file: Path, field_name: str, reason: str) -> SuiteProblem:

@@ -1,0 +1,248 @@
+"""Model judges: an outcome assertion decided by a model, for what state cannot show.
+
+A judged assertion (``judge: {model: ..., prompt: ..., revision: ...}``) fills the suite's
+prompt template with what it declares it reads (the final reply, the trace, named state
+excerpts), appends the fixed answer format :data:`VERDICT_FORMAT`, and asks the model once
+through a built-in adapter's SDK client: the same request building, credentials (by
+environment-variable name), retries and error mapping as the system's own model calls.
+
+The answer must end with ``VERDICT: PASS`` or ``VERDICT: FAIL``. A request that fails past
+its retries, or an answer without exactly that last line, raises :class:`JudgeFailure`: the
+assertion is a grader failure (the attempt is invalid), never a silent pass or fail. The
+verdict is reported beside ``success``, which rests on state alone
+(:func:`groundstate.grading.terminal.classify`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import re
+import string
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from groundstate.agents.model_loop import (
+    RESERVED_KEYS,
+    Exhausted,
+    ModelAgent,
+    Settings,
+    api_key_from_env,
+    describe_failure,
+)
+from groundstate.deadline import call_with_time_limit
+from groundstate.environments.base import StateView
+from groundstate.errors import JudgeFailure, SpecError
+from groundstate.spec.canonical import hash_value
+from groundstate.spec.files import read_text
+from groundstate.spec.system import BUILTIN_AGENTS
+from groundstate.spec.task import JudgeModel, ModelJudge
+from groundstate.trace import ModelCallEvent, TraceEvent
+
+T = TypeVar("T")
+
+VERDICT_FORMAT = """
+
+---
+Give your reasons in a few sentences. Then end your answer with one line that is exactly
+`VERDICT: PASS` or `VERDICT: FAIL`, with nothing after it."""
+"""Appended to every judge prompt, so the answer's format is the library's, not each
+author's; its digest is part of the grader revision of every task with a model judge."""
+
+FORMAT_REVISION = hash_value(VERDICT_FORMAT)[:16]
+
+_VERDICT = re.compile(r"^\s*VERDICT:\s*(PASS|FAIL)\s*$")
+_VERDICT_LINE = re.compile(r"^\W*VERDICT\W*:", re.IGNORECASE)
+"""Any line that reads as a verdict (``**Verdict**: pass`` too): only the last may be one."""
+
+MAX_PROMPT_BYTES = 256 * 1024
+"""A judge's prompt template larger than this is refused at load."""
+
+SETUP_SECONDS = 10.0
+"""Time allowed beyond the requests themselves (a client to open, a template to fill)."""
+
+ANSWER_EXCERPT = 2000
+"""Characters of a malformed answer kept as the grader failure's evidence."""
+
+
+# --- the template ------------------------------------------------------------------------
+
+
+def template_problem(template: str, judge: ModelJudge) -> str | None:
+    """Why *template* cannot be filled for *judge* (a field it does not declare, a stray
+    brace), or None. Checked at load so that a batch never meets it."""
+    try:
+        fields = {
+            re.split(r"[.\[]", name, maxsplit=1)[0]
+            for _, name, _, _ in string.Formatter().parse(template)
+            if name is not None
+        }
+    except ValueError as exc:
+        return (
+            f"the template is not a format string ({exc}; a literal brace is written {{{{ or }}}})"
+        )
+    declared = {*judge.reads, *(["state"] if judge.state else [])}
+    unknown = sorted(fields - declared)
+    if unknown:
+        return (
+            f"the template names {', '.join('{' + f + '}' for f in unknown)}, which the judge"
+            f" does not read (reads: {', '.join(sorted(declared)) or 'nothing'}; a literal"
+            " brace is written {{ or }})"
+        )
+    try:
+        render(template, judge, "x", [], {name: [] for name in judge.state})
+    except (KeyError, IndexError, ValueError, AttributeError) as exc:
+        return f"the template cannot be filled: {type(exc).__name__}: {exc}"
+    return None
+
+
+def load_template(suite_root: Path, judge: ModelJudge) -> str:
+    return read_text(suite_root / judge.prompt, max_bytes=MAX_PROMPT_BYTES)
+
+
+def render(
+    template: str,
+    judge: ModelJudge,
+    final_message: str | None,
+    trace: Sequence[TraceEvent],
+    state: dict[str, list[list[Any]]],
+) -> str:
+    """The prompt: *template* filled with what *judge* reads, then :data:`VERDICT_FORMAT`."""
+    values: dict[str, Any] = {}
+    if "final_message" in judge.reads:
+        values["final_message"] = final_message if final_message is not None else "(no reply)"
+    if "trace" in judge.reads:
+        values["trace"] = render_trace(trace)
+    if judge.state:
+        values["state"] = {name: json.dumps(rows, default=str) for name, rows in state.items()}
+    return template.format_map(values) + VERDICT_FORMAT
+
+
+def render_trace(trace: Sequence[TraceEvent]) -> str:
+    """The agent's actions and messages, one JSON object a line (model plumbing and clock
+    readings left out: they are not what the judge is asked about)."""
+    lines = [
+        json.dumps(
+            event.model_dump(mode="json", exclude={"at", "duration_ms"}),
+            ensure_ascii=False,
+            sort_keys=True,
+        )
+        for event in trace
+        if not isinstance(event, ModelCallEvent)
+    ]
+    return "\n".join(lines) or "(empty)"
+
+
+def state_rows(judge: ModelJudge, view: StateView) -> dict[str, list[list[Any]]]:
+    """Each declared excerpt's rows on *view* (shown to the model as JSON)."""
+    return {name: [list(row) for row in view.query(sql)] for name, sql in judge.state.items()}
+
+
+# --- the answer --------------------------------------------------------------------------
+
+
+def parse_verdict(text: str | None) -> tuple[bool, str]:
+    """(passed, reasons) from an answer whose last non-empty line is ``VERDICT: PASS`` or
+    ``VERDICT: FAIL`` and that has no other verdict line; anything else is malformed."""
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        raise ValueError("the answer is empty")
+    found = _VERDICT.match(lines[-1])
+    if found is None:
+        raise ValueError("its last line is not 'VERDICT: PASS' or 'VERDICT: FAIL'")
+    if any(_VERDICT_LINE.match(line) for line in lines[:-1]):
+        raise ValueError("it has more than one verdict line")
+    return found.group(1) == "PASS", "\n".join(lines[:-1]).strip()
+
+
+# --- the call ----------------------------------------------------------------------------
+
+
+def adapter_for(model: JudgeModel) -> ModelAgent:
+    """The built-in adapter *model* names, set up from the judge's own settings."""
+    module, _, name = BUILTIN_AGENTS[model.adapter][0].partition(":")
+    adapter: type[ModelAgent] = getattr(importlib.import_module(module), name)
+    settings = Settings(
+        model=model.revision,
+        base_url=model.effective_base_url(),
+        api_key=api_key_from_env(model.api_key_env, "judge", "model.api_key_env"),
+        timeout=model.request_timeout,
+        retries=model.retries,
+        prices=None,
+        decoding=dict(model.decoding),
+        reasoning_budget=None,
+        context_turns=None,
+    )
+    return adapter(settings)
+
+
+def decoding_problem(model: JudgeModel) -> str | None:
+    reserved = sorted(RESERVED_KEYS & set(model.decoding))
+    return f"{', '.join(reserved)}: set by the adapter" if reserved else None
+
+
+def ask(model: JudgeModel, prompt: str) -> tuple[bool, dict[str, Any]]:
+    """Ask the judge's model about *prompt*: its verdict and the evidence (reasons, request
+    id, tries, usage); :class:`JudgeFailure` when it cannot be had."""
+    try:
+        adapter = adapter_for(model)
+    except SpecError as exc:
+        raise JudgeFailure(f"the judge cannot call its model: {exc.reason}") from None
+    return _run(lambda: _ask(adapter, prompt), time_limit(model))
+
+
+async def _ask(adapter: ModelAgent, prompt: str) -> tuple[bool, dict[str, Any]]:
+    request = adapter.request("", [{"role": "user", "content": prompt}], [])
+    async with adapter.open_client() as client:
+        try:
+            turn, tries, _ = await adapter.ask_with_retries(client, request)
+        except Exhausted as exc:
+            message = describe_failure(adapter.api, exc.error)
+            raise JudgeFailure(
+                f"the judge's model failed after {exc.tries} tries: {message}",
+                exc.error.evidence().model_dump() | {"tries": exc.tries},
+            ) from None
+    evidence: dict[str, Any] = {
+        "model": adapter.settings.model,
+        "request_id": turn.request_id,
+        "tries": tries,
+        "usage": turn.usage.model_dump(),
+    }
+    try:
+        passed, reasons = parse_verdict(turn.response.text)
+    except ValueError as exc:
+        answer = (turn.response.text or "")[:ANSWER_EXCERPT]
+        request_id = f" (request id {turn.request_id})" if turn.request_id else ""
+        raise JudgeFailure(
+            f"the judge's answer is malformed{request_id}: {exc}", evidence | {"answer": answer}
+        ) from None
+    return passed, evidence | {"reason": reasons, "verdict": "pass" if passed else "fail"}
+
+
+def _run(make: Callable[[], Coroutine[Any, Any, T]], limit: float) -> T:
+    """Run a coroutine to its end from synchronous code, in a thread of its own (the caller
+    may be running an event loop), waiting at most *limit* seconds."""
+    return call_with_time_limit(lambda: asyncio.run(make()), limit, "groundstate-judge")
+
+
+def call_model_judge(
+    judge: ModelJudge,
+    suite_root: Path,
+    final_message: str | None,
+    trace: Sequence[TraceEvent],
+    state: dict[str, list[list[Any]]],
+) -> tuple[bool, dict[str, Any]]:
+    """Fill the judge's template from the attempt (*state*: the excerpts' rows) and ask its
+    model for the verdict."""
+    prompt = render(load_template(suite_root, judge), judge, final_message, trace, state)
+    return ask(judge.model, prompt)
+
+
+def time_limit(model: JudgeModel) -> float:
+    """How long to wait for a judge's answer: every try may take the request timeout, the
+    waits between tries are capped by the retry policy, and a little is left for the rest."""
+    retries = model.retries
+    tries = retries.max_retries + 1
+    return SETUP_SECONDS + tries * model.request_timeout + retries.max_retries * retries.max_backoff
