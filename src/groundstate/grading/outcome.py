@@ -19,14 +19,17 @@ from typing import Any, TypeVar
 from groundstate.capture import held
 from groundstate.deadline import DeadlineExceeded, call_with_time_limit
 from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
+from groundstate.grading.workspace import GRACE_S, evaluate_changed_paths, evaluate_tests
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.task import (
+    ChangedPathsAssertion,
     DiffAssertion,
     JudgeAssertion,
     OutcomeAssertion,
     PythonAssertion,
     SqlAssertion,
+    TestsAssertion,
 )
 from groundstate.tools import load_module
 from groundstate.trace import MessageEvent, TraceEvent
@@ -68,7 +71,7 @@ def _guarded(assertion: OutcomeAssertion, states: States) -> CheckResult:
         passed, evidence = within_limit(
             lambda bounded: evaluate(assertion, bounded),
             states,
-            GRADER_TIME_LIMIT,
+            _time_limit(assertion),
             f"grader-{assertion.id}",
         )
     except DeadlineExceeded as exc:
@@ -76,6 +79,13 @@ def _guarded(assertion: OutcomeAssertion, states: States) -> CheckResult:
     except Exception as exc:  # the grader is software too: record, don't crash the batch
         return _grader_error(assertion.id, kind, f"{type(exc).__name__}: {exc}")
     return CheckResult(id=assertion.id, kind=kind, passed=passed, evidence=evidence)
+
+
+def _time_limit(assertion: OutcomeAssertion) -> float:
+    """Hidden tests run a command of their own, with its own declared limit."""
+    if isinstance(assertion, TestsAssertion):
+        return max(GRADER_TIME_LIMIT, assertion.tests.timeout_s + GRACE_S)
+    return GRADER_TIME_LIMIT
 
 
 def _grader_error(check_id: str, kind: str, error: str) -> CheckResult:
@@ -116,6 +126,21 @@ class _BoundedView:
     def snapshot(self) -> Snapshot:
         with self._started():
             return self._view.snapshot()
+
+    def __getattr__(self, name: str) -> Any:
+        """A kind's other capabilities (a workspace's ``read``, ``files``, ``diff``...), under
+        the same time limit; plain attributes as they are."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        found = getattr(self._view, name)
+        if not callable(found):
+            return found
+
+        def bounded(*args: Any, **kwargs: Any) -> Any:
+            with self._started():
+                return found(*args, **kwargs)
+
+        return bounded
 
     def expire(self) -> None:
         """Refuse further queries, then abort the one running, where the view can.
@@ -292,10 +317,14 @@ _EVALUATE = {
     PythonAssertion: _python,
     DiffAssertion: _diff,
     JudgeAssertion: _judge,
+    TestsAssertion: evaluate_tests,
+    ChangedPathsAssertion: evaluate_changed_paths,
 }
 _KIND = {
     SqlAssertion: "sql",
     PythonAssertion: "check",
     DiffAssertion: "state_diff",
     JudgeAssertion: "judge",
+    TestsAssertion: "tests",
+    ChangedPathsAssertion: "changed_paths",
 }

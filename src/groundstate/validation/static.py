@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
+from groundstate.environments.registry import environment_capabilities
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError
 from groundstate.spec.canonical import canonical_json
@@ -159,6 +160,8 @@ def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
     yield from _decision_warnings(suite)
     yield from _tool_problems(suite)
     yield from _solution_problems(suite)
+    if "sql" not in environment_capabilities(suite.config.environment):
+        return  # the static checks of fixtures and assertions read SQL tables
     by_fixture: dict[Path, list[AgentTask]] = {}
     for task_id in sorted(suite.tasks):
         task = suite.tasks[task_id]
