@@ -293,9 +293,7 @@ def run_sandboxed(
     pids cgroup where one can be made, a process group, and (under bwrap) a PID namespace.
     """
     cgroup = pids_cgroup(policy.max_processes)
-    argv = wrap_command(
-        command, policy, visible=visible, hidden=hidden, writable=writable, cwd=cwd
-    )
+    argv = wrap_command(command, policy, visible=visible, hidden=hidden, writable=writable, cwd=cwd)
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:

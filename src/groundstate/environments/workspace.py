@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -107,6 +107,39 @@ class WorkspaceProbes:
         return done
 
 
+class WorkspaceConformance:
+    """How :func:`~groundstate.validation.check_environment` acts on a workspace."""
+
+    def fixture(self, folder: Path) -> Path:
+        repo = folder / "repo"
+        (repo / "src").mkdir(parents=True)
+        (repo / "README.md").write_text("A conformance fixture.\n")
+        (repo / "src" / "lib.py").write_text("def answer():\n    return 42\n")
+        (repo / "run.sh").write_text("#!/bin/sh\necho run\n")
+        (repo / "run.sh").chmod(0o755)
+        return repo
+
+    def read(self, handle: Any, collection: str) -> object:
+        return [handle.read(path) for path in handle.listing()]
+
+    def delete_all(self, handle: Any, collection: str) -> object:
+        for path in handle.listing():
+            handle.remove(path)
+        return None
+
+    def create(self, handle: Any) -> object:
+        return handle.write("conformance-probe.txt", "new\n")
+
+    def view_writes(self, collection: str) -> list[tuple[str, Callable[[Any], object]]]:
+        return [
+            (
+                f"query('DELETE FROM {collection}')",
+                lambda view: view.query(f"DELETE FROM {collection}"),
+            ),
+            ("write('README.md', ...)", lambda view: view.write("README.md", "changed")),
+        ]
+
+
 class WorkspaceView:
     """Read-only access to one workspace state, for graders: files, not SQL."""
 
@@ -172,6 +205,7 @@ class WorkspaceEnvironment:
     name = "workspace"
     options_model = WorkspaceOptions
     probes = WorkspaceProbes()
+    conformance = WorkspaceConformance()
     capabilities = frozenset({"files", "commands"})
 
     def __init__(

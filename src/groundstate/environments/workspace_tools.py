@@ -108,6 +108,14 @@ class WorkspaceHandle:
         target.write_bytes(data)
         return len(data)
 
+    def remove(self, path: str) -> None:
+        """Delete one file (the tools delete through ``apply_patch`` or ``run_command``)."""
+        self._allow("remove", write=True)
+        target = self.resolve(path, must_exist=True)
+        if target.is_dir() and not target.is_symlink():
+            raise ToolError(f"{path!r} is a folder")
+        target.unlink()
+
     def restore(self, row: Row, content: bytes | None) -> None:
         """Put one file back as *row* records it (the harness undoing a failed call)."""
         target = self.root / str(row["path"])

@@ -42,8 +42,9 @@ def evaluate_tests(assertion: Any, states: States) -> tuple[bool, dict[str, Any]
     try:
         checkout = folder / "checkout"
         states.sT.checkout(checkout)  # type: ignore[attr-defined]
-        hidden = (states.suite_root / spec.path).resolve()
-        shutil.copytree(hidden, checkout / spec.into, dirs_exist_ok=True)
+        if spec.path is not None:
+            hidden = (states.suite_root / spec.path).resolve()
+            shutil.copytree(hidden, checkout / spec.into, dirs_exist_ok=True)
         result = run_sandboxed(
             ["/bin/sh", "-c", spec.command],
             states.sT.policy,  # type: ignore[attr-defined]
@@ -99,10 +100,17 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
-def hidden_tests_problem(suite_root: Path, fixture: Path, spec_path: str, into: str) -> str | None:
+def hidden_tests_problem(
+    suite_root: Path, fixture: Path, spec_path: str | None, into: str
+) -> str | None:
     """Why a ``tests`` assertion's folders are unusable, or None: the hidden tests must be a
     folder of the suite outside the fixture (never in the agent's workspace), and ``into``
     must stay inside the checkout."""
+    target = PurePosixPath(into)
+    if target.is_absolute() or ".." in target.parts:
+        return f"into: {into!r} must be a folder inside the checkout (no '..', not absolute)"
+    if spec_path is None:
+        return None
     root = suite_root.resolve()
     hidden = (root / spec_path).resolve()
     if not hidden.is_relative_to(root):
@@ -111,7 +119,4 @@ def hidden_tests_problem(suite_root: Path, fixture: Path, spec_path: str, into: 
         return f"no folder {spec_path!r} in the suite"
     if hidden.is_relative_to(fixture.resolve()) or fixture.resolve().is_relative_to(hidden):
         return f"{spec_path!r} is inside the fixture: the agent would see the hidden tests"
-    target = PurePosixPath(into)
-    if target.is_absolute() or ".." in target.parts:
-        return f"into: {into!r} must be a folder inside the checkout (no '..', not absolute)"
     return None

@@ -373,8 +373,7 @@ def _check_assertion_kinds(suite: Suite, task: AgentTask, task_file: Path) -> It
             reason = f"a {need} assertion, which the {kind!r} environment cannot evaluate"
             yield SpecError(task_file, where, reason)
         if isinstance(assertion, TestsAssertion):
-            spec = assertion.tests
-            fixture = suite.fixture_path(task)
+            spec, fixture = assertion.tests, suite.fixture_path(task)
             problem = hidden_tests_problem(suite.root, fixture, spec.path, spec.into)
             if problem is not None:
                 yield SpecError(task_file, f"{where}.tests", problem)
@@ -455,7 +454,11 @@ def _sibling_files(suite: Suite, check_files: list[str]) -> dict[str, str]:
 
 def _hidden_test_files(suite: Suite, task: AgentTask) -> dict[str, str]:
     """The suite files (name -> sha256) of the task's hidden tests: part of its grader."""
-    folders = [a.tests.path for a in task.outcome_assertions if isinstance(a, TestsAssertion)]
+    folders = [
+        a.tests.path
+        for a in task.outcome_assertions
+        if isinstance(a, TestsAssertion) and a.tests.path is not None
+    ]
     prefixes = [Path(folder).as_posix().rstrip("/") + "/" for folder in folders]
     return {
         name: digest

@@ -94,11 +94,13 @@ class JudgeAssertion(Strict):
 
 
 class HiddenTests(Strict):
-    """Tests the agent never sees, run on the evaluator side against the agent's change."""
+    """Tests run on the evaluator side against the agent's change: the suite's hidden tests,
+    or (without ``path``) the repository's own."""
 
-    path: str = Field(min_length=1)
+    path: str | None = Field(default=None, min_length=1)
     """A folder of the suite (outside the fixture), e.g. ``hidden/<task_id>``: its files are
-    copied into a clean checkout of the fixture with the agent's diff applied."""
+    copied into a clean checkout of the fixture with the agent's diff applied. Unset: only
+    the checkout's own files (the visible tests, as the agent left them)."""
     command: str = Field(min_length=1)
     """The shell command that runs them in the checkout's root (sandboxed); exit 0 passes."""
     into: str = "."
