@@ -188,6 +188,8 @@ class WorkspaceHandle:
     def run(self, command: str, timeout_s: float) -> dict[str, Any]:
         """Run *command* with ``sh -c`` in the work tree, in the sandbox, to its end."""
         self._allow("run_command", write=False)
+        if "\0" in command:
+            raise ToolError("a command cannot hold a NUL character")
         options = self._env.options
         limit = min(max(timeout_s, 0.1), options.command_timeout_s)
         deadline = self._env.deadline

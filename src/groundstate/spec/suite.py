@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -133,6 +134,15 @@ class Suite:
         if self.config.tools.startswith(BUILTIN):
             return builtin_tools(self.config.tools, self.root / SUITE_FILE)
         return load_tools(self.root / self.config.tools)
+
+    @property
+    def tools_digest(self) -> str | None:
+        """The hash of the tools' code: the suite's file, or a built-in set's module."""
+        if not self.config.tools.startswith(BUILTIN):
+            return self.files.get(self.config.tools)
+        module = _BUILTIN_TOOLS.get(self.config.tools.removeprefix(BUILTIN))
+        found = importlib.util.find_spec(module) if module else None
+        return hash_file(Path(found.origin)) if found and found.origin else None
 
     def fixture_path(self, task: AgentTask) -> Path:
         return self.root / self.config.fixtures / task.initial_state_fixture

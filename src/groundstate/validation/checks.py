@@ -432,7 +432,7 @@ def _robustness(proof: Proof, name: str) -> ToolCrash | None:
         [
             str(fixture.resolve()),
             hash_path(fixture),
-            suite.files.get(suite.config.tools, suite.config.tools),  # builtin: by name
+            suite.tools_digest,
             name,
             task.clock.isoformat(),
             task.permissions.model_dump(mode="json"),

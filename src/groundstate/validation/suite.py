@@ -38,7 +38,7 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
             "task_file": suite.files.get(f"tasks/{task.task_id}.yaml"),
             "grader_revision": task.grader_revision,
             "fixture": hash_path(suite.fixture_path(task)),
-            "tools": suite.files.get(suite.config.tools),
+            "tools": suite.tools_digest,
             "solutions": task.grader_test_manifest,
             "mutation_testing": suite.config.mutation_testing,
             "tool_robustness": suite.config.tool_robustness,
