@@ -64,6 +64,8 @@ class TaskDoc:
     allowed: list[str]
     caught_by: dict[str, frozenset[str]] = field(default_factory=dict)
     """Patch file name -> the checks it must fail (empty for an oracle or alternative)."""
+    issue: str = ""
+    """The issue text the agent gets (the ``>`` quoted block, unquoted)."""
 
 
 @dataclass
@@ -82,7 +84,7 @@ class PatchResult:
 
 
 def read_tasks_md(path: Path) -> dict[str, TaskDoc]:
-    """Allowed paths and expected catches per task, from TASKS.md's fixed layout."""
+    """Allowed paths, expected catches and issue text per task, from TASKS.md's layout."""
     docs: dict[str, TaskDoc] = {}
     current: TaskDoc | None = None
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -90,6 +92,8 @@ def read_tasks_md(path: Path) -> dict[str, TaskDoc]:
             current = docs[heading.group(1)] = TaskDoc(allowed=[])
         elif current is not None and (allowed := _ALLOWED.match(line)):
             current.allowed = re.findall(r"`([^`]+)`", allowed.group(1))
+        elif current is not None and line.startswith(">"):
+            current.issue += line[2:] + "\n" if line.startswith("> ") else "\n"
         elif current is not None and (row := _ROW.match(line)):
             words = {w.strip() for w in row.group(2).split(",")} - {"—", "-", "none", ""}
             unknown = words - set(CHECKS)
