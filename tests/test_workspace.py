@@ -21,6 +21,7 @@ from groundstate.spec.suite import load_suite
 from groundstate.spec.task import Permissions
 from groundstate.testing import run_solution
 from groundstate.trace import ToolCallEvent
+from groundstate.validation.robustness import find_crash
 
 MINI = Path(__file__).parent / "suites" / "workspace_mini"
 CLOCK = datetime(2026, 1, 15, 9, 30)
@@ -328,3 +329,15 @@ def test_hidden_tests_are_part_of_the_grader_revision(tmp_path: Path) -> None:
     (root / "hidden" / "fix-add" / "test_hidden.py").write_text("# edited\n", encoding="utf-8")
     assert load_suite(root).tasks["fix-add"].grader_revision != before
     assert os.path.exists(root / "hidden")
+
+
+@pytest.mark.parametrize("name", ["list_files", "read_file", "write_file", "search", "apply_patch"])
+def test_the_file_tools_hold_under_any_schema_valid_call(repo: Path, name: str) -> None:
+    """Property-based calls (validate's tool_robustness, which workspace suites may turn off
+    to save a sandboxed command per call): only ToolErrors, never a crash."""
+    assert find_crash(TOOLS[name], lambda: WorkspaceEnvironment(repo, clock=CLOCK)) is None
+
+
+def test_run_command_refuses_what_it_cannot_run(env: WorkspaceEnvironment) -> None:
+    event = _call(env, "run_command", command="echo \0")
+    assert event.error_class == "tool_error" and "NUL" in (event.error or "")

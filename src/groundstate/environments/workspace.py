@@ -49,6 +49,7 @@ from groundstate.environments.workspace_git import (
     file_record,
     git,
     listed_files,
+    tracked_paths,
 )
 from groundstate.errors import EnvironmentFailure, ResetCheckFailed, ToolError
 from groundstate.sandbox import SandboxPolicy, find_bwrap
@@ -240,6 +241,9 @@ class WorkspaceEnvironment:
             self.root = self._workdir / "work"
             self.index = self._workdir / "index"
             self.handle = WorkspaceHandle(self)
+            self._tracked = tracked_paths(self.git_dir, self.base_commit)
+            self._pristine = self._workdir / "pristine"  # reset copies it: no git call
+            self.checkout_base(self._pristine)
             self._initial_snapshot = self._checked_out_snapshot()
             self._built_hash = hash_value(_records(self._initial_snapshot))
             self._restore()
@@ -262,7 +266,7 @@ class WorkspaceEnvironment:
     def _restore(self) -> None:
         with self._lock, _environment_errors("reset"):
             shutil.rmtree(self.root, ignore_errors=True)
-            checkout(self.git_dir, self.base_commit, self.root, self.index)
+            shutil.copytree(self._pristine, self.root, symlinks=True)
             self._now = self._clock0
 
     def set_deadline(self, deadline: float | None) -> None:
@@ -305,7 +309,7 @@ class WorkspaceEnvironment:
     def snapshot(self) -> Snapshot:
         with self._lock, _environment_errors("snapshot"):
             rows: dict[str, Row] = {}
-            for name in listed_files(self.git_dir, self.root, self.index):
+            for name in listed_files(self.git_dir, self.root, self._tracked):
                 path = self.root / name
                 if path.is_symlink() or path.is_file():
                     rows[canonical_json(name)] = {"path": name, **file_record(path)}

@@ -163,19 +163,53 @@ def checkout(git_dir: Path, commit: str, work_tree: Path, index: Path) -> None:
     git(git_dir, "checkout-index", "--all", "--force", work_tree=work_tree, index=index)
 
 
-def listed_files(git_dir: Path, work_tree: Path, index: Path) -> list[str]:
-    """The work tree's files as git sees them: in the index or untracked, not ignored."""
-    out = git(
-        git_dir,
-        "ls-files",
-        "-z",
-        "--cached",
-        "--others",
-        "--exclude-standard",
-        work_tree=work_tree,
-        index=index,
+def tracked_paths(git_dir: Path, commit: str) -> frozenset[str]:
+    """Every file path of *commit*."""
+    out = git(git_dir, "ls-tree", "-r", "-z", "--name-only", commit)
+    return frozenset(name for name in out.split("\0") if name)
+
+
+def listed_files(git_dir: Path, work_tree: Path, tracked: frozenset[str]) -> list[str]:
+    """The work tree's files as git sees them: the base's own, and new ones git would not
+    ignore. Walked in Python; git is asked only about new files (rarely: a call per listing
+    that finds some), which keeps a listing, and so every tool call's snapshot, cheap."""
+    found: list[str] = []
+    for folder, dirs, files in os.walk(work_tree):
+        here = Path(folder)
+        links = [d for d in dirs if (here / d).is_symlink()]  # a link to a folder is a file
+        dirs[:] = sorted(d for d in dirs if d != ".git" and d not in links)
+        for name in [*files, *links]:
+            found.append((here / name).relative_to(work_tree).as_posix())
+    new = [name for name in found if name not in tracked and not _cache_file(name)]
+    ignored = _ignored(git_dir, work_tree, new) if new else set()
+    return sorted(
+        name for name in found if name in tracked or (name in new and name not in ignored)
     )
-    return sorted({name for name in out.split("\0") if name})
+
+
+def _cache_file(name: str) -> bool:
+    parts = name.split("/")
+    return name.endswith(".pyc") or any(
+        part in {"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"} for part in parts
+    )
+
+
+def _ignored(git_dir: Path, work_tree: Path, names: list[str]) -> set[str]:
+    """The *names* git's ignore rules (the tree's ``.gitignore`` files, the excludes) match."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_GIT_ENV, "GIT_DIR": str(git_dir)}
+    env["GIT_WORK_TREE"] = str(work_tree)
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", "--stdin", "-z"],
+        input="\0".join(names) + "\0",
+        cwd=work_tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="surrogateescape",
+    )
+    if done.returncode not in (0, 1):  # 1: nothing is ignored
+        raise GitFailed(["check-ignore"], done.stderr)
+    return {name for name in done.stdout.split("\0") if name}
 
 
 def diff_against(git_dir: Path, commit: str, work_tree: Path, index: Path) -> str:
