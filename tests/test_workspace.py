@@ -75,7 +75,7 @@ def test_state_is_files_by_path_and_two_builds_hash_alike(repo: Path) -> None:
         assert one.reset() == two.reset()
         rows = one.snapshot().tables[FILES].rows
         paths = sorted(row["path"] for row in rows.values())
-        assert paths == ["escape", "inside", "src/calc.py", "tests/test_calc.py"]
+        assert paths == ["escape", "inside", "src/calc.py", "tests/check_calc.py"]
         link = next(row for row in rows.values() if row["path"] == "escape")
         assert link["mode"] == "120000"
         assert one.root != two.root
@@ -86,7 +86,7 @@ def test_reset_restores_files_and_clock_and_ignores_caches(env: WorkspaceEnviron
     with env.tool_transaction():
         env.handle.write("src/calc.py", "broken\n")
         env.handle.write("new/file.txt", "x")
-        env.handle.remove("tests/test_calc.py")
+        env.handle.remove("tests/check_calc.py")
     env.advance_clock(60)
     assert env.state_hash() != initial
     (env.root / "__pycache__").mkdir()
@@ -149,7 +149,7 @@ def test_apply_patch_applies_or_changes_nothing(env: WorkspaceEnvironment) -> No
     assert "a + b" in env.handle.read("src/calc.py")
     before = env.state_hash()
     two_files = FIX.replace("a + b", "a * b") + (
-        "--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n@@ -1 +1 @@\n-nothing\n+x\n"
+        "--- a/tests/check_calc.py\n+++ b/tests/check_calc.py\n@@ -1 +1 @@\n-nothing\n+x\n"
     )
     rejected = _call(env, "apply_patch", patch=two_files)  # the first hunk alone would apply
     assert rejected.error_class == "tool_error" and "does not apply" in (rejected.error or "")
@@ -194,7 +194,7 @@ def test_a_failing_tool_call_is_undone(env: WorkspaceEnvironment) -> None:
     initial = env.state_hash()
     with pytest.raises(RuntimeError), env.tool_transaction():
         env.handle.write("src/calc.py", "half-written")
-        env.handle.remove("tests/test_calc.py")
+        env.handle.remove("tests/check_calc.py")
         env.handle.write("added.txt", "x")
         raise RuntimeError("the tool failed")
     assert env.state_hash() == initial
@@ -243,7 +243,7 @@ def test_a_view_reads_files_but_has_no_sql(env: WorkspaceEnvironment) -> None:
         ("src/calc.py", "src/**", True),
         ("src/a/b/c.py", "src/**", True),
         ("src", "src/**", True),
-        ("tests/test_calc.py", "src/**", False),
+        ("tests/check_calc.py", "src/**", False),
         ("src/a/b.py", "src/*.py", False),
         ("src/b.py", "src/*.py", True),
         ("x/src/b.py", "**/src/*.py", True),
@@ -326,7 +326,7 @@ def test_unknown_builtin_tools_are_named(tmp_path: Path) -> None:
 def test_hidden_tests_are_part_of_the_grader_revision(tmp_path: Path) -> None:
     root = _suite_copy(tmp_path)
     before = load_suite(root).tasks["fix-add"].grader_revision
-    (root / "hidden" / "fix-add" / "test_hidden.py").write_text("# edited\n", encoding="utf-8")
+    (root / "hidden" / "fix-add" / "check_hidden.py").write_text("# edited\n", encoding="utf-8")
     assert load_suite(root).tasks["fix-add"].grader_revision != before
     assert os.path.exists(root / "hidden")
 

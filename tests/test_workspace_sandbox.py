@@ -34,7 +34,7 @@ def suite_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(MINI, root)
     repo = root / "repo"
     (repo / "peek").symlink_to(root / "hidden")
-    (repo / "peek-relative").symlink_to("../hidden/fix-add/test_hidden.py")
+    (repo / "peek-relative").symlink_to("../hidden/fix-add/check_hidden.py")
     return root
 
 
@@ -55,7 +55,7 @@ def _run(env: WorkspaceEnvironment, command: str, timeout_s: float = 10) -> dict
 
 
 def test_commands_run_python_in_the_work_tree(env: WorkspaceEnvironment) -> None:
-    ran = _run(env, "python -m unittest discover -s tests; pwd")
+    ran = _run(env, "python -m unittest discover -s tests -p 'check_*.py'; pwd")
     assert ran["exit_code"] == 0 and "Ran 1 test" in ran["stderr"]
     assert ran["stdout"].strip() == str(env.root)
 
@@ -104,20 +104,20 @@ def test_writes_outside_the_work_tree_fail(env: WorkspaceEnvironment, suite_copy
 
 
 def test_the_hidden_tests_cannot_be_read(env: WorkspaceEnvironment, suite_copy: Path) -> None:
-    secret = suite_copy / "hidden" / "fix-add" / "test_hidden.py"
+    secret = suite_copy / "hidden" / "fix-add" / "check_hidden.py"
     ran = _run(
         env,
-        f"cat {secret}; ls {suite_copy}; cat peek/fix-add/test_hidden.py; cat peek-relative; "
+        f"cat {secret}; ls {suite_copy}; cat peek/fix-add/check_hidden.py; cat peek-relative; "
         f"grep -rl 'add(2, 3)' /tmp {suite_copy.parent} 2>/dev/null; true",
     )
     assert "add(2, 3)" not in ran["stdout"]
     events: list[ToolCallEvent] = []
     gateway = ToolGateway(TOOLS, env, events.append, lambda: 0.0)
     for tool, args in (
-        ("read_file", {"path": "peek/fix-add/test_hidden.py"}),
+        ("read_file", {"path": "peek/fix-add/check_hidden.py"}),
         ("read_file", {"path": "peek-relative"}),
         ("read_file", {"path": str(secret)}),
-        ("read_file", {"path": "../hidden/fix-add/test_hidden.py"}),
+        ("read_file", {"path": "../hidden/fix-add/check_hidden.py"}),
         ("list_files", {"path": "peek"}),
         ("search", {"pattern": "add\\(2, 3\\)", "path": "."}),
     ):

@@ -162,7 +162,10 @@ class WorkspaceView:
                 return self._env.base_blob(path)
             except GitFailed:
                 raise FileNotFoundError(path) from None
-        return self._env.handle.resolve(path, must_exist=True).read_bytes()
+        try:
+            return self._env.handle.resolve(path, must_exist=True).read_bytes()
+        except ToolError:  # not there, or not inside the tree
+            raise FileNotFoundError(path) from None
 
     def snapshot(self) -> Snapshot:
         return self._env.initial_snapshot() if self._initial else self._env.snapshot()
