@@ -51,6 +51,7 @@ from groundstate.environments.workspace_git import (
     listed_files,
     tracked_paths,
 )
+from groundstate.environments.workspace_tools import WorkspaceHandle, confined
 from groundstate.errors import EnvironmentFailure, ResetCheckFailed, ToolError
 from groundstate.sandbox import SandboxPolicy, find_bwrap
 from groundstate.spec.canonical import canonical_json, hash_value
@@ -158,10 +159,7 @@ class WorkspaceView:
 
     def read_bytes(self, path: str) -> bytes:
         if self._initial:
-            try:
-                return self._env.base_blob(path)
-            except GitFailed:
-                raise FileNotFoundError(path) from None
+            return self._env.base_file(path)
         try:
             return self._env.handle.resolve(path, must_exist=True).read_bytes()
         except ToolError:  # not there, or not inside the tree
@@ -220,8 +218,6 @@ class WorkspaceEnvironment:
         permissions: Permissions | None = None,
         options: dict[str, Any] | WorkspaceOptions | None = None,
     ) -> None:
-        from groundstate.environments.workspace_tools import WorkspaceHandle  # imports us
-
         self.options = WorkspaceOptions.model_validate(options or {})
         if self.options.sandbox == "bwrap" and find_bwrap() is None:
             raise EnvironmentFailure(
@@ -344,19 +340,13 @@ class WorkspaceEnvironment:
             finally:
                 index.unlink(missing_ok=True)
 
-    def base_blob(self, path: str) -> bytes:
-        """A file of the base commit (raises :class:`GitFailed` when there is none)."""
-        import subprocess
-
-        name = git(self.git_dir, "rev-parse", "--verify", f"{self.base_commit}:{path}").strip()
-        done = subprocess.run(
-            ["git", "--git-dir", str(self.git_dir), "cat-file", "blob", name],
-            capture_output=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise GitFailed(["cat-file", name], done.stderr.decode("utf-8", "replace"))
-        return done.stdout
+    def base_file(self, path: str) -> bytes:
+        """A file of the base commit; :class:`FileNotFoundError` when there is none."""
+        try:
+            found = confined(self._pristine, path, must_exist=True)
+        except ToolError:
+            raise FileNotFoundError(path) from None
+        return found.read_bytes()
 
     def now(self) -> datetime:
         return self._now

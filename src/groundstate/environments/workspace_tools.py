@@ -36,6 +36,24 @@ MAX_LINE = 300
 """Characters of a matching line ``search`` shows."""
 
 
+def confined(root: Path, path: str, *, must_exist: bool = False) -> Path:
+    """*path* inside *root*, or a :class:`ToolError` saying why not: absolute paths, ``..``
+    and symbolic links that lead out of *root* are refused."""
+    pure = PurePosixPath(path)
+    if not path or "\0" in path:
+        raise ToolError("a path is needed (relative to the workspace)")
+    if pure.is_absolute():
+        raise ToolError(f"{path!r}: absolute paths are refused; give one relative to the root")
+    if ".." in pure.parts:
+        raise ToolError(f"{path!r}: '..' is refused; paths stay inside the workspace")
+    target = root.joinpath(*pure.parts) if pure.parts else root
+    if not Path(os.path.realpath(target)).is_relative_to(root.resolve()):
+        raise ToolError(f"{path!r}: a symbolic link leads outside the workspace")
+    if must_exist and not target.exists():
+        raise ToolError(f"{path!r}: no such file or folder")
+    return target
+
+
 class WorkspaceHandle:
     """Files and commands, confined to one work tree and checked against the permissions."""
 
@@ -50,20 +68,7 @@ class WorkspaceHandle:
 
     def resolve(self, path: str, *, must_exist: bool = False) -> Path:
         """*path* inside the work tree, or a :class:`ToolError` saying why not."""
-        pure = PurePosixPath(path)
-        if not path or "\0" in path:
-            raise ToolError("a path is needed (relative to the workspace)")
-        if pure.is_absolute():
-            raise ToolError(f"{path!r}: absolute paths are refused; give one relative to the root")
-        if ".." in pure.parts:
-            raise ToolError(f"{path!r}: '..' is refused; paths stay inside the workspace")
-        target = self.root.joinpath(*pure.parts) if pure.parts else self.root
-        real_root = self.root.resolve()
-        if not Path(os.path.realpath(target)).is_relative_to(real_root):
-            raise ToolError(f"{path!r}: a symbolic link leads outside the workspace")
-        if must_exist and not target.exists():
-            raise ToolError(f"{path!r}: no such file or folder")
-        return target
+        return confined(self.root, path, must_exist=must_exist)
 
     def _allow(self, action: str, write: bool) -> None:
         access = self._env.access
