@@ -23,6 +23,7 @@ from groundstate.environments.base import TableDiff
 from groundstate.environments.workspace import FILES
 from groundstate.environments.workspace_tools import command_environment
 from groundstate.sandbox import run_sandboxed
+from groundstate.spec.files import is_dir
 from groundstate.spec.task import ChangedPathsAssertion, TestsAssertion
 from groundstate.workdirs import make_workdir
 
@@ -112,10 +113,13 @@ def hidden_tests_problem(
     if spec_path is None:
         return None
     root = suite_root.resolve()
-    hidden = (root / spec_path).resolve()
+    try:
+        hidden = (root / spec_path).resolve()
+    except (OSError, ValueError) as exc:  # a name the OS refuses
+        return f"{spec_path!r}: {exc}"
     if not hidden.is_relative_to(root):
         return f"{spec_path!r} is outside the suite folder"
-    if not hidden.is_dir():
+    if not is_dir(hidden):
         return f"no folder {spec_path!r} in the suite"
     if hidden.is_relative_to(fixture.resolve()) or fixture.resolve().is_relative_to(hidden):
         return f"{spec_path!r} is inside the fixture: the agent would see the hidden tests"

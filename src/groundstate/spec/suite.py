@@ -36,7 +36,14 @@ from groundstate.spec.constraint_sets import (
     sets_first,
 )
 from groundstate.spec.constraints import HardConstraint, PythonConstraint, named_tools
-from groundstate.spec.files import MAX_POLICY_BYTES, is_file, load_model, read_text, read_yaml
+from groundstate.spec.files import (
+    MAX_POLICY_BYTES,
+    is_dir,
+    is_file,
+    load_model,
+    read_text,
+    read_yaml,
+)
 from groundstate.spec.solution import Solution
 from groundstate.spec.strict import Weight
 from groundstate.spec.task import (
@@ -319,7 +326,8 @@ def _load_task(task_file: Path, sets: ConstraintSets) -> AgentTask:
 def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator[SpecError]:
     if task_file.stem != task.task_id:
         yield SpecError(task_file, "task_id", f"must match the file name {task_file.stem!r}")
-    if not suite.fixture_path(task).exists():
+    fixture = suite.fixture_path(task)
+    if not (is_file(fixture) or is_dir(fixture)):
         yield SpecError(
             task_file,
             "initial_state_fixture",
