@@ -17,6 +17,7 @@ from groundstate.errors import EnvironmentFailure, PermissionDenied, SpecError
 from groundstate.gateway import ToolGateway
 from groundstate.grading.workspace import matches
 from groundstate.sandbox import find_bwrap
+from groundstate.spec.solution import Step
 from groundstate.spec.suite import load_suite
 from groundstate.spec.task import Permissions
 from groundstate.testing import run_solution
@@ -341,3 +342,18 @@ def test_the_file_tools_hold_under_any_schema_valid_call(repo: Path, name: str) 
 def test_run_command_refuses_what_it_cannot_run(env: WorkspaceEnvironment) -> None:
     event = _call(env, "run_command", command="echo \0")
     assert event.error_class == "tool_error" and "NUL" in (event.error or "")
+
+
+@needs_bwrap
+def test_code_that_hangs_fails_the_tests_at_their_time_limit(tmp_path: Path) -> None:
+    root = _suite_copy(tmp_path)
+    _edit(root / "tasks" / "fix-add.yaml", "timeout_s: 30", "timeout_s: 1")
+    suite = load_suite(root)
+    hang = Step(call="write_file", args={"path": "src/calc.py", "content": HANG})
+    run = run_solution(suite, "fix-add", [hang, Step(finish="Fixed.")])
+    assert run.valid and run.terminal_reason == "agent_failure/incorrect_state"
+    tests = run.outcome_assertion_results[0]
+    assert tests.error is None and tests.evidence["timed_out"] is True
+
+
+HANG = "def add(a, b):\n    while True:\n        pass\n"
