@@ -22,6 +22,8 @@ from groundstate.spec.suite import load_suite
 from groundstate.spec.task import Permissions
 from groundstate.testing import run_solution
 from groundstate.trace import ToolCallEvent
+from groundstate.validation.checks import fails_as_declared
+from groundstate.validation.regress import regress
 from groundstate.validation.robustness import find_crash
 
 MINI = Path(__file__).parent / "suites" / "workspace_mini"
@@ -357,3 +359,22 @@ def test_code_that_hangs_fails_the_tests_at_their_time_limit(tmp_path: Path) -> 
 
 
 HANG = "def add(a, b):\n    while True:\n        pass\n"
+
+
+@needs_bwrap
+def test_a_failing_run_regresses_into_a_new_workspace_suite(tmp_path: Path) -> None:
+    suite = load_suite(MINI)
+    run = run_solution(suite, "fix-add", "bad_hardcode")
+    task_file = regress(run, suite, into=tmp_path / "regressions")
+    copy = load_suite(tmp_path / "regressions")  # fixture folder and hidden tests came along
+    assert copy.config.tools == "builtin:workspace" and copy.config.fixtures == "."
+    assert (tmp_path / "regressions" / "hidden" / "fix-add" / "check_hidden.py").is_file()
+    observed = copy.solutions[task_file.stem]["bad_observed"]
+    assert (
+        fails_as_declared(
+            copy.tasks[task_file.stem],
+            run_solution(copy, task_file.stem, observed),
+            observed.fails_by or "outcome",
+        )
+        is None
+    )
