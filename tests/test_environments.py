@@ -83,6 +83,11 @@ def test_registered_kinds_pass_conformance_by_name(audited: str) -> None:
     assert BUILT  # conformance built the registered kind, not SQLite
 
 
+def test_the_workspace_kind_passes_conformance_on_its_own_fixture() -> None:
+    """Files, not SQL: the kind's conformance probes write, delete and read files."""
+    assert check_environment("workspace") == []
+
+
 def test_an_unknown_kind_names_the_file_and_field(tmp_path: Path) -> None:
     with pytest.raises(SpecError) as caught:
         load_suite(_suite_with_kind(tmp_path, "mongodb"))
@@ -132,7 +137,7 @@ def test_entry_points_declare_kinds(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_built_in_kinds_are_listed_without_importing_them() -> None:
-    assert {"sqlite", "postgres"} <= set(environment_kinds())
+    assert {"sqlite", "postgres", "workspace"} <= set(environment_kinds())
     built: Environment = registry.build_environment(
         "sqlite", BANK / "fixtures" / "bank.sql", clock=datetime(2026, 1, 15)
     )

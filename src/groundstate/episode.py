@@ -105,6 +105,7 @@ def default_environment(task: AgentTask, suite: Suite) -> Environment:
         suite.fixture_path(task),
         clock=task.clock,
         permissions=task.permissions,
+        options=suite.config.environment_options,
     )
 
 

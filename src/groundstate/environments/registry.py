@@ -1,25 +1,31 @@
 """Environment kinds by name: what ``environment:`` in ``suite.yaml`` selects.
 
-Two kinds are built in: ``sqlite`` (the default) and ``postgres`` (needs the ``postgres`` extra,
-``psycopg``). Third parties add kinds either by calling :func:`register_environment` or by
-declaring an entry point in the ``groundstate.environments`` group whose object is a builder
-(or an :class:`EnvironmentKind`)::
+Three kinds are built in: ``sqlite`` (the default), ``postgres`` (needs the ``postgres`` extra,
+``psycopg``) and ``workspace`` (a repository folder with file tools and sandboxed commands).
+Third parties add kinds either by calling :func:`register_environment` or by declaring an entry
+point in the ``groundstate.environments`` group whose object is a builder (or an
+:class:`EnvironmentKind`)::
 
     [project.entry-points."groundstate.environments"]
     mykind = "mypackage.envs:MyEnvironment"
 
 A builder takes the fixture path, the clock and the task's permissions and returns an object
-implementing :class:`~groundstate.environments.base.Environment`.
+implementing :class:`~groundstate.environments.base.Environment`. A builder that declares an
+``options_model`` (a pydantic model) also takes ``options=``: suite.yaml's
+``environment_options``, checked against that model when the suite loads.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
+
+from pydantic import BaseModel, ValidationError
 
 from groundstate.environments.base import Environment
 from groundstate.errors import EnvironmentFailure
@@ -55,6 +61,10 @@ _BUILT_IN = {
     "postgres": (
         "groundstate.environments.postgres:PostgresEnvironment",
         "PostgreSQL database per attempt (extra: postgres)",
+    ),
+    "workspace": (
+        "groundstate.environments.workspace:WorkspaceEnvironment",
+        "repository work tree per attempt, sandboxed commands (needs git, bubblewrap)",
     ),
 }
 _KINDS: dict[str, EnvironmentKind] = {}
@@ -106,10 +116,41 @@ def environment_kind(kind: str) -> EnvironmentKind:
 
 
 def build_environment(
-    kind: str, fixture: Path, *, clock: datetime, permissions: Permissions | None = None
+    kind: str,
+    fixture: Path,
+    *,
+    clock: datetime,
+    permissions: Permissions | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Environment:
-    """A fresh environment of *kind* built from *fixture*."""
-    return environment_kind(kind).build(fixture, clock=clock, permissions=permissions)
+    """A fresh environment of *kind* built from *fixture*, with the suite's *options* for a
+    kind that takes them (see :func:`options_problem`)."""
+    build = environment_kind(kind).build
+    if options and getattr(build, "options_model", None) is not None:
+        made = cast(Any, build)(fixture, clock=clock, permissions=permissions, options=options)
+        return cast(Environment, made)
+    return build(fixture, clock=clock, permissions=permissions)
+
+
+def options_problem(kind: str, options: Mapping[str, Any]) -> str | None:
+    """Why *options* do not suit *kind* (one line), or None when they do."""
+    model = getattr(environment_kind(kind).build, "options_model", None)
+    if model is None:
+        return f"environment kind {kind!r} takes no options" if options else None
+    try:
+        cast(type[BaseModel], model).model_validate(dict(options))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        return f"{where}: {first['msg']}" if where else str(first["msg"])
+    return None
+
+
+def environment_capabilities(kind: str) -> frozenset[str]:
+    """What a kind's views and handles offer: ``sql`` (relational kinds, the default for a
+    kind that does not say), ``files`` and ``commands`` (repository workspaces)."""
+    declared = getattr(environment_kind(kind).build, "capabilities", None)
+    return frozenset(declared) if declared is not None else frozenset({"sql"})
 
 
 def _from_entry_point(kind: str) -> EnvironmentKind:

@@ -21,15 +21,18 @@ from groundstate.deadline import DeadlineExceeded, call_with_time_limit
 from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
 from groundstate.errors import JudgeFailure
 from groundstate.grading import model_judge
+from groundstate.grading.workspace import GRACE_S, evaluate_changed_paths, evaluate_tests
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.task import (
+    ChangedPathsAssertion,
     DiffAssertion,
     JudgeAssertion,
     ModelJudge,
     OutcomeAssertion,
     PythonAssertion,
     SqlAssertion,
+    TestsAssertion,
 )
 from groundstate.tools import load_module
 from groundstate.trace import MessageEvent, TraceEvent
@@ -84,9 +87,12 @@ def _guarded(assertion: OutcomeAssertion, states: States) -> CheckResult:
 
 
 def _time_limit(assertion: OutcomeAssertion) -> float:
-    """A model judge waits for its model too, under its own request timeout and retries."""
+    """A model judge waits for its model too, under its own request timeout and retries;
+    hidden tests run a command of their own, with its own declared limit."""
     if isinstance(assertion, JudgeAssertion) and isinstance(assertion.judge, ModelJudge):
         return GRADER_TIME_LIMIT + model_judge.time_limit(assertion.judge.model)
+    if isinstance(assertion, TestsAssertion):
+        return max(GRADER_TIME_LIMIT, assertion.tests.timeout_s + GRACE_S)
     return GRADER_TIME_LIMIT
 
 
@@ -130,6 +136,21 @@ class _BoundedView:
     def snapshot(self) -> Snapshot:
         with self._started():
             return self._view.snapshot()
+
+    def __getattr__(self, name: str) -> Any:
+        """A kind's other capabilities (a workspace's ``read``, ``files``, ``diff``...), under
+        the same time limit; plain attributes as they are."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        found = getattr(self._view, name)
+        if not callable(found):
+            return found
+
+        def bounded(*args: Any, **kwargs: Any) -> Any:
+            with self._started():
+                return found(*args, **kwargs)
+
+        return bounded
 
     def expire(self) -> None:
         """Refuse further queries, then abort the one running, where the view can.
@@ -323,10 +344,14 @@ _EVALUATE = {
     PythonAssertion: _python,
     DiffAssertion: _diff,
     JudgeAssertion: _judge,
+    TestsAssertion: evaluate_tests,
+    ChangedPathsAssertion: evaluate_changed_paths,
 }
 _KIND = {
     SqlAssertion: "sql",
     PythonAssertion: "check",
     DiffAssertion: "state_diff",
     JudgeAssertion: "judge",
+    TestsAssertion: "tests",
+    ChangedPathsAssertion: "changed_paths",
 }

@@ -28,3 +28,21 @@ def hash_value(value: Any) -> str:
 
 def hash_file(path: Path) -> str:
     return sha256_bytes(path.read_bytes())
+
+
+_NOT_CONTENT = {".git", "__pycache__"}
+
+
+def hash_path(path: Path) -> str:
+    """A fixture's hash: a file's content, or a folder's files (relative path -> content
+    hash, ``.git`` and caches left out)."""
+    if not path.is_dir():
+        return hash_file(path)
+    files = {
+        str(file.relative_to(path)): hash_file(file)
+        for file in sorted(path.rglob("*"))
+        if file.is_file()
+        and not _NOT_CONTENT & set(file.relative_to(path).parts)
+        and file.suffix != ".pyc"
+    }
+    return hash_value(files)

@@ -255,6 +255,14 @@ def is_file(path: Path) -> bool:
         return False
 
 
+def is_dir(path: Path) -> bool:
+    """Whether *path* is a folder; a name the OS refuses is not one."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
 _FIELD_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 

@@ -32,7 +32,8 @@ class Solution(Strict):
     kind: Literal["oracle", "alternative", "known_bad"]
     description: str = ""
     fails_by: str | None = None
-    """Known-bad only: ``outcome``, ``constraint:<id>`` or a terminal reason such as
+    """Known-bad only: ``outcome`` (some outcome assertion fails), ``outcome:<id>`` (that
+    one fails), ``constraint:<id>`` or a terminal reason such as
     ``agent_failure/prohibited_action``."""
     steps: list[Step]
 

@@ -6,8 +6,8 @@
       suite.yaml              name, description, environment, policy, tools, canary,
                               constraint sets shared by tasks
       policy.md               the written policy the agent is given
-      fixtures/*.sql|yaml     initial states
-      tools.py                the agent's tools
+      fixtures/*.sql|yaml     initial states (a workspace's: a folder)
+      tools.py                the agent's tools (or ``tools: builtin:workspace``)
       checks.py               Python outcome checks (optional)
       tasks/<task_id>.yaml    one AgentTask per file
       solutions/<task_id>/<name>.yaml   oracle, alt_*, bad_* trajectories
@@ -15,12 +15,13 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
@@ -35,11 +36,27 @@ from groundstate.spec.constraint_sets import (
     sets_first,
 )
 from groundstate.spec.constraints import HardConstraint, PythonConstraint, named_tools
-from groundstate.spec.files import MAX_POLICY_BYTES, is_file, load_model, read_text, read_yaml
+from groundstate.spec.files import (
+    MAX_POLICY_BYTES,
+    is_dir,
+    is_file,
+    load_model,
+    read_text,
+    read_yaml,
+)
 from groundstate.spec.solution import Solution
 from groundstate.spec.strict import Weight
 from groundstate.spec.system import BUILTIN_AGENTS
-from groundstate.spec.task import AgentTask, JudgeAssertion, ModelJudge, PythonAssertion, Strict
+from groundstate.spec.task import (
+    AgentTask,
+    ChangedPathsAssertion,
+    JudgeAssertion,
+    ModelJudge,
+    PythonAssertion,
+    SqlAssertion,
+    Strict,
+    TestsAssertion,
+)
 from groundstate.tools import Tool, load_module, load_tools
 
 
@@ -60,9 +77,16 @@ class SuiteConfig(Strict):
     environment: str = "sqlite"
     """The environment kind the tasks run in (``sqlite``, ``postgres`` or a registered
     third-party kind, see :mod:`groundstate.environments.registry`)."""
+    environment_options: dict[str, Any] = Field(default_factory=dict)
+    """Settings of the environment kind, checked by the kind when the suite loads (the
+    ``workspace`` kind's sandbox and limits, see docs/environments.md)."""
+    fixtures: str = "fixtures"
+    """The folder ``initial_state_fixture`` is relative to (``.``: the suite folder)."""
     policy: str | None = None
     """Markdown file given to the agent with the system prompt."""
     tools: str = "tools.py"
+    """The Python file declaring the agent's tools, or ``builtin:workspace`` for a repository
+    workspace's file and command tools."""
     canary: str | None = None
     """A task whose oracle runs before every batch."""
     decision: str | None = Field(default=None, min_length=1)
@@ -122,13 +146,39 @@ class Suite:
 
     @cached_property
     def tools(self) -> dict[str, Tool]:
+        if self.config.tools.startswith(BUILTIN):
+            return builtin_tools(self.config.tools, self.root / SUITE_FILE)
         return load_tools(self.root / self.config.tools)
 
+    @property
+    def tools_digest(self) -> str | None:
+        """The hash of the tools' code: the suite's file, or a built-in set's module."""
+        if not self.config.tools.startswith(BUILTIN):
+            return self.files.get(self.config.tools)
+        module = _BUILTIN_TOOLS.get(self.config.tools.removeprefix(BUILTIN))
+        found = importlib.util.find_spec(module) if module else None
+        return hash_file(Path(found.origin)) if found and found.origin else None
+
     def fixture_path(self, task: AgentTask) -> Path:
-        return self.root / "fixtures" / task.initial_state_fixture
+        return self.root / self.config.fixtures / task.initial_state_fixture
 
     def weight(self, task_id: str) -> float:
         return self.config.weights.get(task_id, self.tasks[task_id].weight)
+
+
+BUILTIN = "builtin:"
+_BUILTIN_TOOLS = {"workspace": "groundstate.environments.workspace_tools"}
+"""Tool sets shipped with groundstate, by the name ``tools: builtin:<name>`` gives."""
+
+
+def builtin_tools(name: str, file: Path) -> dict[str, Tool]:
+    """The tools of ``builtin:<name>``; an unknown name is the suite file's error."""
+    module = _BUILTIN_TOOLS.get(name.removeprefix(BUILTIN))
+    if module is None:
+        known = ", ".join(BUILTIN + key for key in _BUILTIN_TOOLS)
+        raise SpecError(file, "tools", f"no built-in tools {name!r} (known: {known})")
+    tools: dict[str, Tool] = importlib.import_module(module).TOOLS
+    return dict(tools)
 
 
 Report = Callable[[SpecError], None]
@@ -167,6 +217,7 @@ def _walk(root: Path, report: Report) -> Suite | None:
     try:
         config = load_model(root / SUITE_FILE, SuiteConfig)
         _check_environment_kind(root / SUITE_FILE, config.environment)
+        _check_environment_options(root / SUITE_FILE, config)
         files = {
             str(p.relative_to(root)): hash_file(p)
             for p in sorted(root.rglob("*"))
@@ -229,7 +280,17 @@ def _each(problems: Iterable[SpecError], report: Report) -> None:
 def with_environment(suite: Suite, kind: str) -> Suite:
     """*suite* with its tasks run in environment *kind* (a command line's ``--environment``)."""
     _check_environment_kind(suite.root / SUITE_FILE, kind)
-    return replace(suite, config=suite.config.model_copy(update={"environment": kind}))
+    config = suite.config.model_copy(update={"environment": kind})
+    _check_environment_options(suite.root / SUITE_FILE, config)
+    return replace(suite, config=config)
+
+
+def _check_environment_options(file: Path, config: SuiteConfig) -> None:
+    from groundstate.environments.registry import options_problem
+
+    problem = options_problem(config.environment, config.environment_options)
+    if problem is not None:
+        raise SpecError(file, "environment_options", problem)
 
 
 def _check_environment_kind(file: Path, kind: str) -> None:
@@ -273,10 +334,14 @@ def _load_task(task_file: Path, sets: ConstraintSets) -> AgentTask:
 def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator[SpecError]:
     if task_file.stem != task.task_id:
         yield SpecError(task_file, "task_id", f"must match the file name {task_file.stem!r}")
-    if not is_file(suite.fixture_path(task)):
+    fixture = suite.fixture_path(task)
+    if not (is_file(fixture) or is_dir(fixture)):
         yield SpecError(
-            task_file, "initial_state_fixture", f"no file fixtures/{task.initial_state_fixture}"
+            task_file,
+            "initial_state_fixture",
+            f"no file {suite.config.fixtures}/{task.initial_state_fixture}",
         )
+    yield from _check_assertion_kinds(suite, task, task_file)
     for i, name in enumerate(task.available_tools):
         if name not in suite.tools:
             yield SpecError(
@@ -340,6 +405,31 @@ def _check_model_judge(
         problem = exc.reason
     if problem is not None:
         yield SpecError(file, f"{field_name}.prompt", f"{judge.prompt}: {problem}")
+
+
+_NEEDS = {SqlAssertion: "sql", TestsAssertion: "commands", ChangedPathsAssertion: "files"}
+"""The environment capability each assertion kind reads states through."""
+
+
+def _check_assertion_kinds(suite: Suite, task: AgentTask, task_file: Path) -> Iterator[SpecError]:
+    """An assertion the suite's kind cannot evaluate (SQL on a workspace, hidden tests on a
+    database) is refused now, not found as a grader failure mid-batch."""
+    from groundstate.environments.registry import environment_capabilities
+    from groundstate.grading.workspace import hidden_tests_problem
+
+    kind = suite.config.environment
+    offers = environment_capabilities(kind)
+    for i, assertion in enumerate(task.outcome_assertions):
+        need = _NEEDS.get(type(assertion))
+        where = f"outcome_assertions[{i}]"
+        if need is not None and need not in offers:
+            reason = f"a {need} assertion, which the {kind!r} environment cannot evaluate"
+            yield SpecError(task_file, where, reason)
+        if isinstance(assertion, TestsAssertion):
+            spec, fixture = assertion.tests, suite.fixture_path(task)
+            problem = hidden_tests_problem(suite.root, fixture, spec.path, spec.into)
+            if problem is not None:
+                yield SpecError(task_file, f"{where}.tests", problem)
 
 
 def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iterator[SpecError]:
@@ -415,6 +505,21 @@ def _sibling_files(suite: Suite, check_files: list[str]) -> dict[str, str]:
     return {name: suite.files[name] for name in sorted(names) if name in suite.files}
 
 
+def _hidden_test_files(suite: Suite, task: AgentTask) -> dict[str, str]:
+    """The suite files (name -> sha256) of the task's hidden tests: part of its grader."""
+    folders = [
+        a.tests.path
+        for a in task.outcome_assertions
+        if isinstance(a, TestsAssertion) and a.tests.path is not None
+    ]
+    prefixes = [Path(folder).as_posix().rstrip("/") + "/" for folder in folders]
+    return {
+        name: digest
+        for name, digest in suite.files.items()
+        if any(name.startswith(prefix) for prefix in prefixes)
+    }
+
+
 def grader_code_files(task: AgentTask) -> set[str]:
     """The suite's Python files the task's grader calls: checks and judges."""
     checks = [*task.outcome_assertions, *task.hard_process_constraints]
@@ -451,6 +556,9 @@ def _with_grader_versions(
         "partial_credit_rubric": [n.model_dump(mode="json") for n in task.partial_credit_rubric],
         "code": {name: suite.files[name] for name in code_files},
     }
+    hidden = _hidden_test_files(suite, task)
+    if hidden:  # only then: other graders keep their revision
+        grader["hidden_tests"] = hidden
     siblings = _sibling_files(suite, code_files)
     if siblings:  # only then: a grader without sibling modules keeps its revision
         grader["sibling_code"] = siblings

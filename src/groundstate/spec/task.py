@@ -181,16 +181,60 @@ class JudgeAssertion(Strict):
     """The lowest Cohen's kappa, judge against the human labels, at which the task is valid."""
 
 
+class HiddenTests(Strict):
+    """Tests run on the evaluator side against the agent's change: the suite's hidden tests,
+    or (without ``path``) the repository's own."""
+
+    path: str | None = Field(default=None, min_length=1)
+    """A folder of the suite (outside the fixture), e.g. ``hidden/<task_id>``: its files are
+    copied into a clean checkout of the fixture with the agent's diff applied. Unset: only
+    the checkout's own files (the visible tests, as the agent left them)."""
+    command: str = Field(min_length=1)
+    """The shell command that runs them in the checkout's root (sandboxed); exit 0 passes."""
+    into: str = "."
+    """Where in the checkout the hidden files go; they replace files of the same name."""
+    timeout_s: Seconds = 120.0
+    """Wall time for the command; past it the tests fail (the agent's code hung)."""
+
+
+class TestsAssertion(Strict):
+    """A repository workspace's hidden tests pass on the agent's diff (kind ``workspace``)."""
+
+    __test__ = False  # not a pytest class, whatever its name
+
+    id: str
+    description: str = ""
+    tests: HiddenTests
+
+
+class ChangedPaths(Strict):
+    allowed: list[str] = Field(min_length=1)
+    """Glob patterns of the paths the agent may add, change or delete (``src/**``,
+    ``docs/*.md``); ``**`` spans folders, ``*`` does not."""
+
+
+class ChangedPathsAssertion(Strict):
+    """No collateral damage in a workspace: every changed path matches an allowed pattern (so
+    deleting or editing the tests, or the build files, fails)."""
+
+    id: str
+    description: str = ""
+    changed_paths: ChangedPaths
+
+
 OutcomeAssertion = Annotated[
     Annotated[SqlAssertion, Tag("sql")]
     | Annotated[DiffAssertion, Tag("state_diff")]
     | Annotated[PythonAssertion, Tag("check")]
-    | Annotated[JudgeAssertion, Tag("judge")],
+    | Annotated[JudgeAssertion, Tag("judge")]
+    | Annotated[TestsAssertion, Tag("tests")]
+    | Annotated[ChangedPathsAssertion, Tag("changed_paths")],
     Discriminator(
-        one_key_of(("sql", "state_diff", "check", "judge")),
+        one_key_of(("sql", "state_diff", "check", "judge", "tests", "changed_paths")),
         custom_error_type="assertion_kind",
         custom_error_message=(
-            "an outcome assertion needs exactly one of: sql, state_diff, check, judge"
+            "an outcome assertion needs exactly one of: sql, state_diff, check, judge, tests, "
+            "changed_paths"
         ),
     ),
 ]

@@ -42,6 +42,7 @@ reference chapter asks of a task, with evidence:
 from __future__ import annotations
 
 import itertools
+import shutil
 import tempfile
 from collections.abc import Callable
 from contextlib import closing
@@ -52,7 +53,7 @@ from groundstate.environments.registry import build_environment
 from groundstate.episode import EnvironmentFactory, Verdict, default_environment
 from groundstate.errors import SpecError
 from groundstate.records import AgentRun
-from groundstate.spec.canonical import canonical_json, hash_file
+from groundstate.spec.canonical import canonical_json, hash_path
 from groundstate.spec.solution import Solution
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
@@ -136,9 +137,18 @@ def _rebuilt_hash(proof: Proof) -> str:
     fixture = proof.suite.fixture_path(proof.task)
     with tempfile.TemporaryDirectory(prefix="groundstate-rebuild-") as folder:
         copy = Path(folder) / fixture.name
-        copy.write_bytes(fixture.read_bytes() + b"\n" * next(_REBUILDS))
-        task, kind = proof.task, proof.suite.config.environment
-        with build_environment(kind, copy, clock=task.clock, permissions=task.permissions) as env:
+        if fixture.is_dir():  # a new path is enough: a folder's cache is keyed by path too
+            shutil.copytree(fixture, copy, symlinks=True)
+        else:
+            copy.write_bytes(fixture.read_bytes() + b"\n" * next(_REBUILDS))
+        task, config = proof.task, proof.suite.config
+        with build_environment(
+            config.environment,
+            copy,
+            clock=task.clock,
+            permissions=task.permissions,
+            options=config.environment_options,
+        ) as env:
             return env.reset(seed=SEED)
 
 
@@ -221,6 +231,12 @@ def fails_as_declared(task: AgentTask, run: AgentRun, fails_by: str) -> str | No
         return f"gets no verdict: {describe_run(run)}"
     if fails_by == "outcome":
         held = any(not result.passed for result in run.outcome_assertion_results)
+    elif fails_by.startswith("outcome:"):
+        assertion_id = fails_by.removeprefix("outcome:")
+        found = [r for r in run.outcome_assertion_results if r.id == assertion_id]
+        if not found:
+            return f"declares {fails_by}, but the task has no outcome assertion {assertion_id!r}"
+        held = not found[0].passed
     elif fails_by.startswith("constraint:"):
         constraint_id = fails_by.removeprefix("constraint:")
         found = [r for r in run.constraint_results if r.id == constraint_id]
@@ -415,8 +431,8 @@ def _robustness(proof: Proof, name: str) -> ToolCrash | None:
     key = canonical_json(
         [
             str(fixture.resolve()),
-            hash_file(fixture),
-            hash_file(suite.root / suite.config.tools),
+            hash_path(fixture),
+            suite.tools_digest,
             name,
             task.clock.isoformat(),
             task.permissions.model_dump(mode="json"),

@@ -5,8 +5,10 @@ reset restores it after anything an attempt could do, graders cannot write, the 
 enforces its permissions and records what it refused, and two attempts side by side never
 see each other's writes. :func:`check_environment` tests each promise on fresh instances and
 returns what it found broken, so a new kind (or a new fixture) can be checked before any task
-relies on it. The checks speak portable SQL (a relational kind's capability); what changes
-state like an agent is the kind's own :class:`~groundstate.environments.base.ResetProbes`.
+relies on it. The checks act through the kind's
+:class:`~groundstate.environments.base.ConformanceProbes` (its builder's ``conformance``), or
+portable SQL for a kind without them (a relational kind); what changes state like an agent is
+the kind's own :class:`~groundstate.environments.base.ResetProbes`.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ from contextlib import closing, contextmanager
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from groundstate.environments.base import CallEffects, Environment
-from groundstate.environments.registry import build_environment
+from groundstate.environments.base import CallEffects, ConformanceProbes, Environment, StateView
+from groundstate.environments.registry import build_environment, environment_kind
 from groundstate.errors import GroundstateError
 from groundstate.spec.task import Permissions
 from groundstate.validation.probes import (
@@ -73,9 +75,48 @@ def check_environment(target: EnvironmentMaker | str, *, fixture: Path | None = 
         return _run_checks(target)
     with tempfile.TemporaryDirectory(prefix="groundstate-conformance-") as folder:
         if fixture is None:
-            fixture = Path(folder) / "conformance.sql"
-            fixture.write_text(CONFORMANCE_FIXTURE, encoding="utf-8")
+            probes = getattr(environment_kind(target).build, "conformance", SQL)
+            fixture = cast(ConformanceProbes, probes).fixture(Path(folder))
         return _run_checks(_kind_maker(target, fixture))
+
+
+class SqlConformance:
+    """The conformance actions of a relational kind: portable SQL on the agent's connection."""
+
+    def fixture(self, folder: Path) -> Path:
+        path = folder / "conformance.sql"
+        path.write_text(CONFORMANCE_FIXTURE, encoding="utf-8")
+        return path
+
+    def read(self, handle: Any, collection: str) -> object:
+        return handle.execute(f"SELECT * FROM {quote(collection)}").fetchall()
+
+    def delete_all(self, handle: Any, collection: str) -> object:
+        return handle.execute(f"DELETE FROM {quote(collection)}").fetchall()
+
+    def create(self, handle: Any) -> object:
+        return handle.execute("CREATE TABLE _probe(x INTEGER)").fetchall()
+
+    def view_writes(self, collection: str) -> list[tuple[str, Callable[[StateView], object]]]:
+        return [
+            (sql, partial(_query, sql=sql))
+            for sql in (
+                f"DELETE FROM {quote(collection)}",
+                f"INSERT INTO {quote(collection)} DEFAULT VALUES",
+                "CREATE TABLE _probe(x INTEGER)",
+            )
+        ]
+
+
+def _query(view: StateView, sql: str) -> object:
+    return view.query(sql)
+
+
+SQL = SqlConformance()
+
+
+def _probes(env: Environment) -> ConformanceProbes:
+    return cast(ConformanceProbes, getattr(env, "conformance", SQL))
 
 
 def _kind_maker(kind: str, fixture: Path) -> EnvironmentMaker:
@@ -144,13 +185,9 @@ def _evaluator_cannot_write(make_env: EnvironmentMaker) -> list[str]:
             ("evaluator view", env.evaluator_view()),
             ("initial view", env.initial_view()),
         ):
-            for sql in (
-                f"DELETE FROM {quote(table)}",
-                f"INSERT INTO {quote(table)} DEFAULT VALUES",
-                "CREATE TABLE _probe(x INTEGER)",
-            ):
-                if _succeeds(partial(view.query, sql)):
-                    problems.append(f"the {label} ran {sql!r}")
+            for attempt, write in _probes(env).view_writes(table):
+                if _succeeds(partial(write, view)):
+                    problems.append(f"the {label} ran {attempt!r}")
         if env.state_hash() != initial:
             problems.append("the state changed through a read-only view")
         return problems
@@ -159,7 +196,9 @@ def _evaluator_cannot_write(make_env: EnvironmentMaker) -> list[str]:
 def _agent_view_enforces_permissions(make_env: EnvironmentMaker) -> list[str]:
     with _fresh(make_env) as env:
         table = _a_table(env)
-    select, delete = f"SELECT * FROM {quote(table)}", f"DELETE FROM {quote(table)}"
+        probes = _probes(env)
+    select = partial(probes.read, collection=table)
+    delete = partial(probes.delete_all, collection=table)
     problems = []
     with _fresh(make_env, Permissions(tables={table: "none"})) as hidden:
         if _in_call_succeeds(hidden, select):
@@ -170,7 +209,7 @@ def _agent_view_enforces_permissions(make_env: EnvironmentMaker) -> list[str]:
         initial = read_only.state_hash()
         if _in_call_succeeds(read_only, delete) or read_only.state_hash() != initial:
             problems.append(f"with {table}: read, the agent deleted rows of {table}")
-        if _in_call_succeeds(read_only, "CREATE TABLE _probe(x INTEGER)"):
+        if _in_call_succeeds(read_only, probes.create):
             problems.append("the agent created a table")
     return problems
 
@@ -178,8 +217,9 @@ def _agent_view_enforces_permissions(make_env: EnvironmentMaker) -> list[str]:
 def _denials_are_recorded(make_env: EnvironmentMaker) -> list[str]:
     with _fresh(make_env) as env:
         table = _a_table(env)
+        probes = _probes(env)
     with _fresh(make_env, Permissions(tables={table: "none"})) as hidden:
-        effects = _effects_of(hidden, f"SELECT * FROM {quote(table)}")
+        effects = _effects_of(hidden, partial(probes.read, collection=table))
     problems = []
     if not any(table in action for action in effects.denied):
         problems.append(f"a refused read of {table} recorded {effects.denied}, not the table")
@@ -206,8 +246,10 @@ def _tool_calls_are_atomic(make_env: EnvironmentMaker) -> list[str]:
         table = _a_table(env)
         initial = env.reset(seed=SEED)
 
+        probes = _probes(env)
+
         def write_then_fail(db: Any) -> None:
-            db.execute(f"DELETE FROM {quote(table)}")
+            probes.delete_all(db, table)
             raise RuntimeError("the tool failed after writing")
 
         in_tool_call(env, write_then_fail)
@@ -230,21 +272,21 @@ def _a_table(env: Environment) -> str:
     return next((name for name, state in tables.items() if state.rows), next(iter(tables)))
 
 
-def _effects_of(env: Environment, sql: str) -> CallEffects:
-    """What one tool call running *sql* did, succeeded or not."""
+def _effects_of(env: Environment, action: Callable[[Any], object]) -> CallEffects:
+    """What one tool call doing *action* on the agent's handle did, succeeded or not."""
     effects = CallEffects()
     try:
         with env.tool_transaction() as effects:
-            env.agent_db.execute(sql).fetchall()
+            action(env.agent_db)
     except Exception:  # a refusal is expected here; the effects tell the rest
         pass
     return effects
 
 
-def _in_call_succeeds(env: Environment, sql: str) -> bool:
+def _in_call_succeeds(env: Environment, action: Callable[[Any], object]) -> bool:
     def run() -> None:
         with env.tool_transaction():
-            env.agent_db.execute(sql).fetchall()
+            action(env.agent_db)
 
     return _succeeds(run)
 

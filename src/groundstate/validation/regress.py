@@ -24,17 +24,18 @@ import yaml
 
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
-from groundstate.spec.canonical import hash_file
+from groundstate.spec.canonical import hash_path
 from groundstate.spec.files import load_model
 from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import (
+    BUILTIN,
     Suite,
     SuiteConfig,
     grader_code_files,
     judge_prompt_files,
     load_suite,
 )
-from groundstate.spec.task import AgentTask, JudgeAssertion
+from groundstate.spec.task import AgentTask, JudgeAssertion, TestsAssertion
 from groundstate.trace import MessageEvent, ToolCallEvent
 
 OBSERVED = "bad_observed"
@@ -153,8 +154,9 @@ def _prepare_suite(suite: Suite, task: AgentTask, target: Path) -> None:
     if not (target / "suite.yaml").is_file():
         _scaffold(suite, target)
     config = load_model(target / "suite.yaml", SuiteConfig)
-    _same_file(suite.root / suite.config.tools, target / config.tools)
-    for name in _needed_files(task):
+    if suite.config.tools != config.tools or not config.tools.startswith(BUILTIN):
+        _same_file(suite.root / suite.config.tools, target / config.tools)
+    for name in _needed_files(suite, task):
         _same_file(suite.root / name, target / name)
 
 
@@ -169,6 +171,9 @@ def _scaffold(suite: Suite, target: Path) -> None:
         config["mutation_testing"] = suite.config.mutation_testing
     if suite.config.tool_robustness != "required":  # the same tools crash the same way
         config["tool_robustness"] = suite.config.tool_robustness
+    for key in ("fixtures", "environment_options"):  # a workspace suite's (non-default)
+        if key in suite.config.model_fields_set:
+            config[key] = getattr(suite.config, key)
     if suite.config.policy is not None:
         config["policy"] = suite.config.policy
         _same_file(suite.root / suite.config.policy, target / suite.config.policy)
@@ -176,19 +181,28 @@ def _scaffold(suite: Suite, target: Path) -> None:
     (target / "suite.yaml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
 
 
-def _needed_files(task: AgentTask) -> list[str]:
+def _needed_files(suite: Suite, task: AgentTask) -> list[str]:
+    """The files (or folders: a workspace's fixture, hidden tests) the task needs."""
     labels = {a.labels for a in task.outcome_assertions if isinstance(a, JudgeAssertion)}
+    hidden = {
+        a.tests.path
+        for a in task.outcome_assertions
+        if isinstance(a, TestsAssertion) and a.tests.path is not None
+    }
     return [
-        f"fixtures/{task.initial_state_fixture}",
-        *sorted(grader_code_files(task) | judge_prompt_files(task) | labels),
+        str(Path(suite.config.fixtures) / task.initial_state_fixture),
+        *sorted(grader_code_files(task) | judge_prompt_files(task) | labels | hidden),
     ]
 
 
 def _same_file(source: Path, copy: Path) -> None:
     if not copy.exists():
         copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, copy)
-    elif hash_file(copy) != hash_file(source):
+        if source.is_dir():
+            shutil.copytree(source, copy, symlinks=True)
+        else:
+            shutil.copyfile(source, copy)
+    elif hash_path(copy) != hash_path(source):
         raise RegressionRefused(
             f"{copy} differs from {source}, which the regression case needs; "
             "regress into the original suite or reconcile the two files"

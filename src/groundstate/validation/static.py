@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
+from groundstate.environments.registry import environment_capabilities
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError
 from groundstate.spec.canonical import canonical_json
@@ -166,6 +167,8 @@ def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
     yield from _decision_warnings(suite)
     yield from _tool_problems(suite)
     yield from _solution_problems(suite)
+    if "sql" not in environment_capabilities(suite.config.environment):
+        return  # the static checks of fixtures and assertions read SQL tables
     by_fixture: dict[Path, list[AgentTask]] = {}
     for task_id in sorted(suite.tasks):
         task = suite.tasks[task_id]
@@ -239,18 +242,20 @@ def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
 def _fails_by_problems(
     suite: Suite, task_id: str, fails_by: str | None, path: Path
 ) -> Iterator[SuiteProblem]:
-    """``constraint:<id>`` must name a constraint of the task, or the known-bad proves nothing."""
+    """``constraint:<id>`` (``outcome:<id>``) must name a constraint (an outcome assertion) of
+    the task, or the known-bad proves nothing."""
     task = suite.tasks.get(task_id)
-    if task is None or not fails_by or not fails_by.startswith("constraint:"):
+    prefix, _, wanted = (fails_by or "").partition(":")
+    if task is None or not wanted or prefix not in ("constraint", "outcome"):
         return
-    wanted = fails_by.removeprefix("constraint:")
-    ids = [c.id for c in task.hard_process_constraints]
-    if wanted not in ids:
+    checks = task.hard_process_constraints if prefix == "constraint" else task.outcome_assertions
+    what = "constraint" if prefix == "constraint" else "outcome assertion"
+    if wanted not in [c.id for c in checks]:
         yield SuiteProblem(
             file=str(path),
             line=line_of(path, "fails_by"),
             field="fails_by",
-            reason=f"tasks/{task_id}.yaml has no constraint {wanted!r}",
+            reason=f"tasks/{task_id}.yaml has no {what} {wanted!r}",
         )
 
 

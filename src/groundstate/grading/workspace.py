@@ -1,0 +1,126 @@
+"""Outcome assertions on repository workspaces: hidden tests and the paths a change may touch.
+
+``tests`` grades the agent's change the way a reviewer would: the state's diff against the
+fixture's base commit is applied to a clean checkout (a fresh folder on the evaluator side,
+never the agent's work tree), the suite's hidden tests are copied in, and the command runs in
+the sandbox with no network and a wall-time limit; exit 0 passes. The hidden tests live in the
+suite folder, which no agent tool can reach and no sandbox binds.
+
+``changed_paths`` is the collateral-damage check: every path the attempt added, changed or
+deleted must match one of the task's allowed patterns, so an agent that deletes or edits the
+tests (or anything else outside ``src/**``, say) fails, whatever the tests then say.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from functools import lru_cache
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from groundstate.environments.base import TableDiff
+from groundstate.environments.workspace import FILES
+from groundstate.environments.workspace_tools import command_environment
+from groundstate.sandbox import run_sandboxed
+from groundstate.spec.files import is_dir
+from groundstate.spec.task import ChangedPathsAssertion, TestsAssertion
+from groundstate.workdirs import make_workdir
+
+if TYPE_CHECKING:
+    from groundstate.grading.outcome import States
+
+GRACE_S = 30.0
+"""Seconds a ``tests`` assertion may take beyond its command's ``timeout_s`` (checkout,
+copying) before the grader's own limit calls it a grader failure."""
+
+
+def evaluate_tests(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
+    """Run the hidden tests on a clean checkout of the final state (see the module)."""
+    assert isinstance(assertion, TestsAssertion)
+    spec = assertion.tests
+    folder = make_workdir("grading-")
+    try:
+        checkout = folder / "checkout"
+        states.sT.checkout(checkout)  # type: ignore[attr-defined]
+        if spec.path is not None:
+            hidden = (states.suite_root / spec.path).resolve()
+            shutil.copytree(hidden, checkout / spec.into, dirs_exist_ok=True)
+        result = run_sandboxed(
+            ["/bin/sh", "-c", spec.command],
+            states.sT.policy,  # type: ignore[attr-defined]
+            cwd=checkout,
+            timeout_s=spec.timeout_s,
+            writable=[checkout],
+            hidden=[states.suite_root.resolve()],
+            env=command_environment(),
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    evidence = {"command": spec.command, "changed_files": changed(states), **result.to_json()}
+    return result.exit_code == 0, evidence
+
+
+def evaluate_changed_paths(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
+    """Every changed path matches an allowed pattern."""
+    assert isinstance(assertion, ChangedPathsAssertion)
+    allowed = assertion.changed_paths.allowed
+    paths = changed(states)
+    outside = [path for path in paths if not any(matches(path, p) for p in allowed)]
+    return not outside, {"changed": paths, "outside_allowed": outside, "allowed": allowed}
+
+
+def changed(states: States) -> list[str]:
+    """The paths the attempt added, changed or deleted."""
+    diff = states.diff.tables.get(FILES, TableDiff())
+    rows = [*diff.added, *diff.removed, *(c.after for c in diff.changed)]
+    return sorted({str(row["path"]) for row in rows})
+
+
+def matches(path: str, pattern: str) -> bool:
+    """Whether *path* matches the glob *pattern*: ``**`` spans folders, ``*`` and ``?`` do not."""
+    return _compiled(pattern).fullmatch(path) is not None
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    parts = []
+    for piece in re.split(r"(\*\*/|/\*\*$|\*\*|\*|\?)", pattern):
+        if piece == "**/":
+            parts.append(r"(?:.*/)?")
+        elif piece == "/**":
+            parts.append(r"(?:/.*)?")
+        elif piece == "**":
+            parts.append(r".*")
+        elif piece == "*":
+            parts.append(r"[^/]*")
+        elif piece == "?":
+            parts.append(r"[^/]")
+        else:
+            parts.append(re.escape(piece))
+    return re.compile("".join(parts))
+
+
+def hidden_tests_problem(
+    suite_root: Path, fixture: Path, spec_path: str | None, into: str
+) -> str | None:
+    """Why a ``tests`` assertion's folders are unusable, or None: the hidden tests must be a
+    folder of the suite outside the fixture (never in the agent's workspace), and ``into``
+    must stay inside the checkout."""
+    target = PurePosixPath(into)
+    if target.is_absolute() or ".." in target.parts:
+        return f"into: {into!r} must be a folder inside the checkout (no '..', not absolute)"
+    if spec_path is None:
+        return None
+    root = suite_root.resolve()
+    try:
+        hidden = (root / spec_path).resolve()
+    except (OSError, ValueError) as exc:  # a name the OS refuses
+        return f"{spec_path!r}: {exc}"
+    if not hidden.is_relative_to(root):
+        return f"{spec_path!r} is outside the suite folder"
+    if not is_dir(hidden):
+        return f"no folder {spec_path!r} in the suite"
+    if hidden.is_relative_to(fixture.resolve()) or fixture.resolve().is_relative_to(hidden):
+        return f"{spec_path!r} is inside the fixture: the agent would see the hidden tests"
+    return None
