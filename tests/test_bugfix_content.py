@@ -102,14 +102,14 @@ def test_judge_flags_patches_that_do_not_behave_as_documented(checker: ModuleTyp
     assert "not listed" in checker.judge(result("bad_other.diff", {"hidden"}), doc)
 
 
-def test_allowed_paths_are_globs_over_whole_paths(checker: ModuleType) -> None:
+def test_allowed_paths_are_folders_or_exact_paths(checker: ModuleType) -> None:
     allowed = ["src/**", "tests/test_money.py"]
     paths = ["src/tally/money.py", "tests/test_money.py", "tests/test_text.py", "repro.py"]
     assert checker.outside_allowed(paths, allowed) == ["tests/test_text.py", "repro.py"]
-    assert checker.outside_allowed(["srcx/a.py", "a/src/b.py"], ["src/**"]) == [
-        "srcx/a.py",
-        "a/src/b.py",
-    ]
+    near = ["srcx/a.py", "a/src/b.py", "src", "tests/test_money.pyc"]
+    assert checker.outside_allowed(near, allowed) == near
+    with pytest.raises(checker.SuiteError, match="only 'folder/"):
+        checker.outside_allowed(paths, ["src/*.py"])
 
 
 def test_tasks_md_without_allowed_paths_is_refused(checker: ModuleType, tmp_path: Path) -> None:
