@@ -316,3 +316,12 @@ def test_the_agent_recognises_every_issue_and_only_those(
     recipes = [bugfix_agents.recognise(doc.issue) for doc in docs.values()]
     assert None not in recipes and len({r.name for r in recipes}) == len(docs)
     assert bugfix_agents.recognise("The report page is slow to load.") is None
+
+
+def test_the_issues_read_like_bug_reports_not_like_the_tests(checker: ModuleType) -> None:
+    docs = checker.read_tasks_md(BUGFIX / "TASKS.md")
+    for task_id, doc in docs.items():
+        assert len(doc.issue.split()) > 40, task_id
+        hidden = (BUGFIX / "hidden" / task_id).glob("test_*.py")
+        names = {n for f in hidden for n in re.findall(r"def (test_\w+)", f.read_text())}
+        assert "hidden" not in doc.issue.lower() and not {n for n in names if n in doc.issue}
