@@ -102,14 +102,14 @@ def test_judge_flags_patches_that_do_not_behave_as_documented(checker: ModuleTyp
     assert "not listed" in checker.judge(result("bad_other.diff", {"hidden"}), doc)
 
 
-def test_allowed_paths_are_globs_over_whole_paths(checker: ModuleType) -> None:
+def test_allowed_paths_are_folders_or_exact_paths(checker: ModuleType) -> None:
     allowed = ["src/**", "tests/test_money.py"]
     paths = ["src/tally/money.py", "tests/test_money.py", "tests/test_text.py", "repro.py"]
     assert checker.outside_allowed(paths, allowed) == ["tests/test_text.py", "repro.py"]
-    assert checker.outside_allowed(["srcx/a.py", "a/src/b.py"], ["src/**"]) == [
-        "srcx/a.py",
-        "a/src/b.py",
-    ]
+    near = ["srcx/a.py", "a/src/b.py", "src", "tests/test_money.pyc"]
+    assert checker.outside_allowed(near, allowed) == near
+    with pytest.raises(checker.SuiteError, match="only 'folder/"):
+        checker.outside_allowed(paths, ["src/*.py"])
 
 
 def test_tasks_md_without_allowed_paths_is_refused(checker: ModuleType, tmp_path: Path) -> None:
@@ -316,3 +316,12 @@ def test_the_agent_recognises_every_issue_and_only_those(
     recipes = [bugfix_agents.recognise(doc.issue) for doc in docs.values()]
     assert None not in recipes and len({r.name for r in recipes}) == len(docs)
     assert bugfix_agents.recognise("The report page is slow to load.") is None
+
+
+def test_the_issues_read_like_bug_reports_not_like_the_tests(checker: ModuleType) -> None:
+    docs = checker.read_tasks_md(BUGFIX / "TASKS.md")
+    for task_id, doc in docs.items():
+        assert len(doc.issue.split()) > 40, task_id
+        hidden = (BUGFIX / "hidden" / task_id).glob("test_*.py")
+        names = {n for f in hidden for n in re.findall(r"def (test_\w+)", f.read_text())}
+        assert "hidden" not in doc.issue.lower() and not {n for n in names if n in doc.issue}

@@ -8,7 +8,8 @@ visible tests pass. Then each patch is applied with ``git apply`` and three chec
 * ``visible``: ``python -m unittest discover -s tests -t .`` in the patched checkout;
 * ``hidden``: the task's file in ``hidden/<task_id>/``, discovered from that folder (never
   copied into the checkout) with the checkout as the working directory;
-* ``paths``: every changed, added or deleted path matches one of the task's allowed paths.
+* ``paths``: every changed, added or deleted path matches one of the task's allowed paths
+  (``folder/**`` for anything under a folder, or an exact path).
 
 A patch passes when it applies and all three checks pass. A test run passes only when it
 ran at least one test: unittest reports "OK" for a folder it could not import anything from.
@@ -23,7 +24,6 @@ two suites of a checkout run in forked processes).
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import os
 import re
 import shutil
@@ -178,8 +178,17 @@ def changed_paths(checkout: Path) -> list[str]:
 
 
 def outside_allowed(paths: list[str], allowed: list[str]) -> list[str]:
-    """Paths matching none of the globs (fnmatch: ``*`` also matches ``/``)."""
-    return [p for p in paths if not any(fnmatch.fnmatchcase(p, glob) for glob in allowed)]
+    """Paths matching none of the allowed patterns: ``folder/**`` (anything under it) or
+    an exact path. Other glob forms are refused, so that every glob dialect agrees."""
+    for pattern in allowed:
+        if any(c in pattern.removesuffix("/**") for c in "*?[]"):
+            raise SuiteError(f"allowed path {pattern!r}: only 'folder/**' or exact paths")
+
+    def allows(pattern: str, path: str) -> bool:
+        folder = pattern.removesuffix("/**")
+        return path.startswith(folder + "/") if folder != pattern else path == pattern
+
+    return [p for p in paths if not any(allows(pattern, p) for pattern in allowed)]
 
 
 @contextmanager

@@ -17,8 +17,6 @@ CASES = {
     "naïve façade": "naive-facade",
     "São Paulo / Brasil": "sao-paulo-brasil",
     "Straße 5": "strasse-5",
-    "ﬁnance Q3": "finance-q3",
-    "Invoice １２": "invoice-12",
     "ACME Corp. (EU)": "acme-corp-eu",
     "  --Ünïcödé--  ": "unicode",
 }
