@@ -31,15 +31,18 @@ EXIT_ALTERED = 1
 def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
     """Check every record and artifact of BATCH_ID (default: every batch) against its hashes.
 
-    Names each record altered, unreadable or missing, each artifact deleted or edited, and
-    each break in a batch's chain; exit 0 when everything verifies, 1 otherwise. Records
-    written before store format 2 have no hashes: they are listed as unverifiable, not altered.
+    Names each record or label altered, unreadable or missing, each artifact deleted or
+    edited, and each break in a batch's chain or labels chain; exit 0 when everything
+    verifies, 1 otherwise. Records written before store format 2 have no hashes: they are
+    listed as unverifiable, not altered. Always a full check (never the seal ``report``
+    re-checks); a batch with nothing wrong is sealed anew.
     """
+    from groundstate.seal import full_check
     from groundstate.store import RunStore
 
     with RunStore(store, create=False) as run_store:
         ids = [resolve_batch(run_store, batch_id)] if batch_id else run_store.batch_ids()
-        checks = [run_store.verify(b) for b in ids]
+        checks = [full_check(run_store, b)[0] for b in ids]
     if as_json:
         click.echo(json.dumps([_check_json(c) for c in checks], indent=2))
     else:
@@ -79,6 +82,7 @@ def _check_json(check: Verification) -> dict[str, object]:
         "records": check.records,
         "artifacts": check.artifacts,
         "verified": check.ok,
+        "check": check.check,
         "problems": [p.model_dump() for p in check.problems],
     }
 
@@ -98,4 +102,6 @@ def integrity_json(check: Verification, run_id: str | None = None) -> dict[str, 
     return {
         "verified": not any(p.altered for p in problems),
         "problems": [p.line() for p in problems],
+        "check": check.check,
+        "sealed_at": check.sealed_at.isoformat() if check.sealed_at else None,
     }
