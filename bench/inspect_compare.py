@@ -20,8 +20,11 @@ import argparse
 import asyncio
 import importlib
 import importlib.util
+import os
+import platform
 import shutil
 import sqlite3
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -212,10 +215,16 @@ def inspect_cost(root: Path, attempts: int) -> float:
         done = sum(getattr(m, "role", "") == "tool" for m in messages)
         if done < len(CALLS):
             name, args = CALLS[done]
-            return model_mod.ModelOutput.for_tool_call(
+            output = model_mod.ModelOutput.for_tool_call(
                 model="mockllm/model", tool_name=name, tool_arguments=args
             )
-        return model_mod.ModelOutput.from_content(model="mockllm/model", content=FINAL)
+        else:
+            output = model_mod.ModelOutput.from_content(model="mockllm/model", content=FINAL)
+        # Usage given, as groundstate's scripted agent gives none to count: without it
+        # mockllm counts tokens with tiktoken, which downloads its encoding (no network here,
+        # and work groundstate's side does not do).
+        output.usage = model_mod.ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
+        return output
 
     task = inspect_ai.Task(
         dataset=[
@@ -235,28 +244,72 @@ def inspect_cost(root: Path, attempts: int) -> float:
         task, model=model, max_samples=1, log_dir=str(root / "inspect-logs"), display="none"
     )
     elapsed = time.perf_counter() - t0
+    if logs[0].status != "success":
+        error = logs[0].error
+        raise SystemExit(f"Inspect's eval ended {logs[0].status}: {error and error.message}")
     accuracy = logs[0].results.scores[0].metrics["accuracy"].value
     if accuracy != 1.0:
         raise SystemExit(f"Inspect's side of the comparison scored {accuracy}, not 1.0")
     return elapsed / attempts
 
 
+def machine() -> str:
+    """CPU model, cores, Python and the load average: what the figures were measured on."""
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor() or "unknown CPU",
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}, load average {load}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--attempts", type=int, default=200, help="attempts per harness")
+    parser.add_argument("--attempts", type=int, default=200, help="attempts per harness a round")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per harness")
     args = parser.parse_args()
-    print(f"\nside by side with Inspect AI ({args.attempts} attempts each, one at a time):")
+    have_inspect = importlib.util.find_spec("inspect_ai") is not None
+    print(f"\nside by side with Inspect AI ({args.attempts} attempts a round, one at a time):")
+    print(f"  machine: {machine()}")
+    ours: list[float] = []
+    theirs: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        root = write_suite(Path(tmp) / "mini-bank")
-        ours = groundstate_cost(root, args.attempts)
-        print(f"  groundstate  {ours * 1000:7.2f} ms per attempt")
-        if importlib.util.find_spec("inspect_ai") is None:
-            print("  Inspect AI   skipped: inspect_ai is not installed (pip install inspect-ai)")
-            return
-        theirs = inspect_cost(root, args.attempts)
-        version = importlib.import_module("inspect_ai").__version__
-        print(f"  Inspect AI   {theirs * 1000:7.2f} ms per attempt (inspect_ai {version})")
-        print(f"  => groundstate costs {ours / theirs:.2f}x what Inspect costs per attempt")
+        for n in range(args.rounds + 1):
+            # Round 0 warms both up (imports done on first use, caches) and is not counted.
+            attempts = 5 if n == 0 else args.attempts
+            root = write_suite(Path(tmp) / f"round-{n}")
+            cost = groundstate_cost(root, attempts)
+            if n:
+                ours.append(cost)
+            if have_inspect:
+                cost = inspect_cost(root, attempts)
+                if n:
+                    theirs.append(cost)
+    ms = statistics.median(ours) * 1000
+    spread = ", ".join(f"{x * 1000:.2f}" for x in ours)
+    print(f"  groundstate  {ms:7.2f} ms per attempt (median of {len(ours)} rounds: {spread})")
+    if not have_inspect:
+        print("  Inspect AI   skipped: inspect_ai is not installed (pip install inspect-ai)")
+        return
+    version = importlib.import_module("inspect_ai").__version__
+    theirs_ms = statistics.median(theirs) * 1000
+    spread = ", ".join(f"{x * 1000:.2f}" for x in theirs)
+    print(
+        f"  Inspect AI   {theirs_ms:7.2f} ms per attempt (median of {len(theirs)} rounds: "
+        f"{spread}; inspect_ai {version})"
+    )
+    print(f"  => groundstate costs {ms / theirs_ms:.2f}x what Inspect costs per attempt")
 
 
 if __name__ == "__main__":
