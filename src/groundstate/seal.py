@@ -8,7 +8,9 @@ old row), the reading commands store a **seal** for the batch, in the same read 
 - the batch's chain length and head (its ``chains`` row) and its number of run rows;
 - the batch record's hash;
 - the high-water mark of the ``edits`` log (triggers log every UPDATE and DELETE of a run or
-  batch row, and every INSERT that replaces one: nothing in groundstate does either);
+  batch row: nothing in groundstate does either), and the highest rowid among the batch's
+  runs (an INSERT OR REPLACE deletes without firing a trigger, but its new row gets a higher
+  rowid);
 - SQLite's schema cookie (dropping or changing a trigger, or any schema edit, changes it);
 - the batch's outcome columns (task, attempt, retry, terminal reason, success, cost, latency,
   partial score of every try, about 45 bytes a try) and their sha256.
@@ -26,8 +28,9 @@ triggers are in the file), no row was added to the batch, its chain head is the 
 the schema (triggers included) is unchanged, and the numbers are those of the records as they
 were verified. What it does not show: bytes changed in the file outside SQLite (a disk fault,
 an editor working on the file), artifact files deleted or edited since (the full check reads
-them back), and a deliberate forger who also rewrites the ``edits`` log, the schema cookie
-(``PRAGMA schema_version``) or the seal itself; there is no secret key here, as for the
+them back), an INSERT OR REPLACE that names the replaced row's own rowid, and a deliberate
+forger who also rewrites the ``edits`` log, the schema cookie (``PRAGMA schema_version``) or
+the seal itself; there is no secret key here, as for the
 hashes (docs/reliability.md). ``groundstate verify`` never uses the seal: it always checks in
 full, and reseals a batch that verifies.
 """

@@ -107,8 +107,9 @@ CREATE TABLE IF NOT EXISTS label_chains (
     length INTEGER NOT NULL,
     head TEXT NOT NULL
 );
--- every UPDATE or DELETE of a hashed row, logged by the triggers below: nothing in groundstate
--- updates or deletes those rows, so a new entry here means a hand edit since a batch's seal
+-- every UPDATE or DELETE of a run or batch row, logged by the triggers below: nothing in
+-- groundstate updates or deletes those rows, so a new entry means a hand edit since a seal.
+-- (An INSERT OR REPLACE deletes without firing them; the new row's rowid shows it instead.)
 CREATE TABLE IF NOT EXISTS edits (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     table_name TEXT NOT NULL,
@@ -120,13 +121,6 @@ CREATE TRIGGER IF NOT EXISTS runs_updated AFTER UPDATE ON runs BEGIN
 END;
 CREATE TRIGGER IF NOT EXISTS runs_deleted AFTER DELETE ON runs BEGIN
     INSERT INTO edits (table_name, change, at) VALUES ('runs', 'delete', datetime('now'));
-END;
--- INSERT OR REPLACE deletes the row it replaces without firing the delete trigger
-CREATE TRIGGER IF NOT EXISTS runs_replaced BEFORE INSERT ON runs
-WHEN EXISTS (SELECT 1 FROM runs WHERE run_id = NEW.run_id)
-  OR EXISTS (SELECT 1 FROM runs WHERE batch_id = NEW.batch_id AND task_id = NEW.task_id
-             AND attempt = NEW.attempt AND retry = NEW.retry) BEGIN
-    INSERT INTO edits (table_name, change, at) VALUES ('runs', 'replace', datetime('now'));
 END;
 CREATE TRIGGER IF NOT EXISTS batches_updated AFTER UPDATE ON batches BEGIN
     INSERT INTO edits (table_name, change, at) VALUES ('batches', 'update', datetime('now'));
@@ -345,10 +339,13 @@ class SealState(BaseModel):
     """Head of the chain (``None`` without a ``chains`` row)."""
     runs: int
     """Run rows of the batch."""
+    last_rowid: int
+    """The highest rowid among them: an INSERT OR REPLACE gives the new row a higher one (it
+    deletes the old row without firing a delete trigger, so the edits log does not see it)."""
     batch_hash: str | None
     """The batch record's hash, recomputed."""
     edits: int
-    """High-water mark of the ``edits`` log: UPDATEs, DELETEs and REPLACEs of stored rows."""
+    """High-water mark of the ``edits`` log: UPDATEs and DELETEs of run and batch rows."""
     schema_version: int
     """SQLite's schema cookie: changes when a trigger is dropped or the schema edited."""
 
@@ -827,11 +824,14 @@ class RunStore:
         ).fetchone()
         batch = db.execute("SELECT record FROM batches WHERE batch_id = ?", (batch_id,)).fetchone()
         edits = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'edits'").fetchone()
-        (runs,) = db.execute("SELECT COUNT(*) FROM runs WHERE batch_id = ?", (batch_id,)).fetchone()
+        runs, last = db.execute(
+            "SELECT COUNT(*), MAX(rowid) FROM runs WHERE batch_id = ?", (batch_id,)
+        ).fetchone()
         return SealState(
             length=int(chain[0]) if chain else 0,
             head=str(chain[1]) if chain else None,
             runs=int(runs),
+            last_rowid=int(last or 0),
             batch_hash=_content_hash(batch[0]) if batch else None,
             edits=int(edits[0]) if edits else 0,
             schema_version=db.execute("PRAGMA schema_version").fetchone()[0],

@@ -2,7 +2,9 @@
 
 Reading commands verify the batch they show (records, artifacts read back, chain) and print one
 warning line per altered or missing record on stderr; they still render, mark the output as
-altered, and exit 1, so a script cannot take tampered numbers for a verdict.
+altered, and exit 1, so a script cannot take tampered numbers for a verdict. ``report`` and
+``compare`` rely on a batch's seal while it holds (:mod:`groundstate.seal`); ``verify``
+always checks in full.
 """
 
 from __future__ import annotations
