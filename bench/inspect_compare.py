@@ -28,7 +28,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.runner import BatchConfig, BatchRunner
@@ -106,7 +106,24 @@ def write_suite(root: Path) -> Path:
     return root
 
 
-def groundstate_cost(root: Path, attempts: int) -> float:
+class Cost(NamedTuple):
+    """Seconds per attempt: wall, and this process's CPU (every thread), the better estimate
+    on a loaded machine of what the attempt costs alone."""
+
+    wall: float
+    cpu: float
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def per(self, attempts: int) -> Cost:
+        wall, cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        return Cost(wall / attempts, cpu / attempts)
+
+
+def groundstate_cost(root: Path, attempts: int) -> Cost:
     """Seconds per attempt of a stored batch (its preflight, one more attempt, included)."""
     suite = load_suite(root)
     steps = suite.solutions["transfer"]["oracle"].steps
@@ -114,15 +131,15 @@ def groundstate_cost(root: Path, attempts: int) -> float:
         runner = BatchRunner(
             suite, scripted_system(), store, make_agent=lambda: ScriptedAgent(steps)
         )
-        t0 = time.perf_counter()
+        timer = Timer()
         result = asyncio.run(runner.start(BatchConfig(attempts=attempts)))
-        elapsed = time.perf_counter() - t0
+        cost = timer.per(attempts)
     if not all(r.success for r in result.runs):
         raise SystemExit("groundstate's oracle failed the comparison task")
-    return elapsed / attempts
+    return cost
 
 
-def inspect_cost(root: Path, attempts: int) -> float:
+def inspect_cost(root: Path, attempts: int) -> Cost:
     """Seconds per sample of an Inspect eval doing the same work."""
     inspect_ai: Any = importlib.import_module("inspect_ai")
     dataset: Any = importlib.import_module("inspect_ai.dataset")
@@ -239,18 +256,18 @@ def inspect_cost(root: Path, attempts: int) -> float:
         scorer=make_scorer(),
     )
     model = model_mod.get_model("mockllm/model", custom_outputs=next_output, memoize=False)
-    t0 = time.perf_counter()
+    timer = Timer()
     logs = inspect_ai.eval(
         task, model=model, max_samples=1, log_dir=str(root / "inspect-logs"), display="none"
     )
-    elapsed = time.perf_counter() - t0
+    cost = timer.per(attempts)
     if logs[0].status != "success":
         error = logs[0].error
         raise SystemExit(f"Inspect's eval ended {logs[0].status}: {error and error.message}")
     accuracy = logs[0].results.scores[0].metrics["accuracy"].value
     if accuracy != 1.0:
         raise SystemExit(f"Inspect's side of the comparison scored {accuracy}, not 1.0")
-    return elapsed / attempts
+    return cost
 
 
 def machine() -> str:
@@ -282,8 +299,8 @@ def main() -> None:
     have_inspect = importlib.util.find_spec("inspect_ai") is not None
     print(f"\nside by side with Inspect AI ({args.attempts} attempts a round, one at a time):")
     print(f"  machine: {machine()}")
-    ours: list[float] = []
-    theirs: list[float] = []
+    ours: list[Cost] = []
+    theirs: list[Cost] = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in range(args.rounds + 1):
             # Round 0 warms both up (imports done on first use, caches) and is not counted.
@@ -296,20 +313,27 @@ def main() -> None:
                 cost = inspect_cost(root, attempts)
                 if n:
                     theirs.append(cost)
-    ms = statistics.median(ours) * 1000
-    spread = ", ".join(f"{x * 1000:.2f}" for x in ours)
-    print(f"  groundstate  {ms:7.2f} ms per attempt (median of {len(ours)} rounds: {spread})")
+    mine = _line("groundstate", ours)
     if not have_inspect:
         print("  Inspect AI   skipped: inspect_ai is not installed (pip install inspect-ai)")
         return
     version = importlib.import_module("inspect_ai").__version__
-    theirs_ms = statistics.median(theirs) * 1000
-    spread = ", ".join(f"{x * 1000:.2f}" for x in theirs)
+    other = _line(f"Inspect AI {version}", theirs)
     print(
-        f"  Inspect AI   {theirs_ms:7.2f} ms per attempt (median of {len(theirs)} rounds: "
-        f"{spread}; inspect_ai {version})"
+        f"  => groundstate costs {mine.wall / other.wall:.2f}x what Inspect costs per attempt "
+        f"in wall time, {mine.cpu / other.cpu:.2f}x in CPU time"
     )
-    print(f"  => groundstate costs {ms / theirs_ms:.2f}x what Inspect costs per attempt")
+
+
+def _line(name: str, costs: list[Cost]) -> Cost:
+    """Print the median wall and CPU ms per attempt over the rounds (and each round's wall)."""
+    wall = statistics.median(c.wall for c in costs) * 1000
+    cpu = statistics.median(c.cpu for c in costs) * 1000
+    rounds = ", ".join(f"{c.wall * 1000:.1f}" for c in costs)
+    print(
+        f"  {name:<20} {wall:7.2f} ms wall, {cpu:7.2f} ms CPU per attempt (wall by round: {rounds})"
+    )
+    return Cost(wall, cpu)
 
 
 if __name__ == "__main__":
