@@ -193,14 +193,13 @@ class OutcomeTable:
         if len(self) == 0:
             return self
         if _sorted(self.task, self.attempt, self.retry):
-            order = np.arange(len(self))
+            last = _last_tries(self.task, self.attempt)
+            if bool(last.all()):
+                return self  # no reruns, already in order: nothing to copy
+            keep = np.flatnonzero(last)
         else:
             order = np.lexsort((self.retry, self.attempt, self.task))
-        task, attempt = self.task[order], self.attempt[order]
-        last = np.r_[(task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1]), True]
-        if bool(last.all()) and order[0] == 0 and bool(np.all(np.diff(order) == 1)):
-            return self  # no reruns, already in order
-        keep = order[last]
+            keep = order[_last_tries(self.task[order], self.attempt[order])]
         return replace(self, **{name: getattr(self, name)[keep] for name in _ROW_COLUMNS})
 
 
@@ -234,6 +233,16 @@ def _sorted_codes(index: dict[str, int]) -> tuple[tuple[str, ...], npt.NDArray[n
 
 def _joined(parts: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _last_tries(
+    task: npt.NDArray[np.int64], attempt: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Rows in (task, attempt, retry) order that are the last try of their attempt."""
+    last: npt.NDArray[np.bool_] = np.r_[
+        (task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1]), True
+    ]
+    return last
 
 
 def _sorted(

@@ -286,7 +286,6 @@ def report(
     """
     from groundstate.analysis import batch_report
     from groundstate.gates import gate_results, parse_gate
-    from groundstate.report.terminal import batch_table
     from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
@@ -311,6 +310,8 @@ def report(
     if as_json:
         click.echo(json.dumps(data, indent=2))
     else:
+        from groundstate.report.terminal import batch_table
+
         out = console()
         out.print(batch_table(batch, runs))
         _print_report(out, data)
