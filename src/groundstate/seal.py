@@ -30,9 +30,8 @@ were verified. What it does not show: bytes changed in the file outside SQLite (
 an editor working on the file), artifact files deleted or edited since (the full check reads
 them back), an INSERT OR REPLACE that names the replaced row's own rowid, and a deliberate
 forger who also rewrites the ``edits`` log, the schema cookie (``PRAGMA schema_version``) or
-the seal itself; there is no secret key here, as for the
-hashes (docs/reliability.md). ``groundstate verify`` never uses the seal: it always checks in
-full, and reseals a batch that verifies.
+the seal itself; there is no secret key here, as for the hashes (docs/reliability.md).
+``groundstate verify`` never uses the seal, nor writes it: it always checks in full.
 """
 
 from __future__ import annotations

@@ -36,15 +36,14 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
     Names each record or label altered, unreadable or missing, each artifact deleted or
     edited, and each break in a batch's chain or labels chain; exit 0 when everything
     verifies, 1 otherwise. Records written before store format 2 have no hashes: they are
-    listed as unverifiable, not altered. Always a full check (never the seal ``report``
-    re-checks); a batch with nothing wrong is sealed anew.
+    listed as unverifiable, not altered. Always a full check: it neither trusts nor writes
+    the seal ``report`` and ``compare`` use.
     """
-    from groundstate.seal import full_check
     from groundstate.store import RunStore
 
     with RunStore(store, create=False) as run_store:
         ids = [resolve_batch(run_store, batch_id)] if batch_id else run_store.batch_ids()
-        checks = [full_check(run_store, b)[0] for b in ids]
+        checks = [run_store.verify(b) for b in ids]
     if as_json:
         click.echo(json.dumps([_check_json(c) for c in checks], indent=2))
     else:
