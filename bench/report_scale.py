@@ -171,13 +171,16 @@ def stages(path: Path, batch_id: str, verify: bool) -> None:
     print(f"  JSON                                   {start}  {len(text) / 1e6:.1f} MB")
 
 
+# The child's peak from VmHWM (its own address space since exec): ru_maxrss would start from
+# this process's size at fork, which is kept across exec.
 _CHILD = """
-import resource, runpy, sys
+import runpy, sys
 sys.argv = ["groundstate", *sys.argv[1:]]
 try:
     runpy.run_module("groundstate.cli", run_name="__main__")
 finally:
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+    status = open("/proc/self/status").read().split("VmHWM:")[1].split()[0]
+    print(status, file=sys.stderr)
 """
 
 
