@@ -47,6 +47,7 @@ bench: $(VENV)/.installed-test
 	$(PY) bench/size_curve.py $(BENCH_ARGS)
 	$(PY) bench/startup.py
 	$(PY) bench/inspect_compare.py
+	$(PY) bench/report_scale.py
 
 clean:
 	rm -rf $(VENV) .groundstate .pytest_cache .mypy_cache .ruff_cache

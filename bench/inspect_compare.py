@@ -20,12 +20,15 @@ import argparse
 import asyncio
 import importlib
 import importlib.util
+import os
+import platform
 import shutil
 import sqlite3
+import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.runner import BatchConfig, BatchRunner
@@ -103,7 +106,24 @@ def write_suite(root: Path) -> Path:
     return root
 
 
-def groundstate_cost(root: Path, attempts: int) -> float:
+class Cost(NamedTuple):
+    """Seconds per attempt: wall, and this process's CPU (every thread), the better estimate
+    on a loaded machine of what the attempt costs alone."""
+
+    wall: float
+    cpu: float
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def per(self, attempts: int) -> Cost:
+        wall, cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+        return Cost(wall / attempts, cpu / attempts)
+
+
+def groundstate_cost(root: Path, attempts: int) -> Cost:
     """Seconds per attempt of a stored batch (its preflight, one more attempt, included)."""
     suite = load_suite(root)
     steps = suite.solutions["transfer"]["oracle"].steps
@@ -111,15 +131,15 @@ def groundstate_cost(root: Path, attempts: int) -> float:
         runner = BatchRunner(
             suite, scripted_system(), store, make_agent=lambda: ScriptedAgent(steps)
         )
-        t0 = time.perf_counter()
+        timer = Timer()
         result = asyncio.run(runner.start(BatchConfig(attempts=attempts)))
-        elapsed = time.perf_counter() - t0
+        cost = timer.per(attempts)
     if not all(r.success for r in result.runs):
         raise SystemExit("groundstate's oracle failed the comparison task")
-    return elapsed / attempts
+    return cost
 
 
-def inspect_cost(root: Path, attempts: int) -> float:
+def inspect_cost(root: Path, attempts: int) -> Cost:
     """Seconds per sample of an Inspect eval doing the same work."""
     inspect_ai: Any = importlib.import_module("inspect_ai")
     dataset: Any = importlib.import_module("inspect_ai.dataset")
@@ -212,10 +232,16 @@ def inspect_cost(root: Path, attempts: int) -> float:
         done = sum(getattr(m, "role", "") == "tool" for m in messages)
         if done < len(CALLS):
             name, args = CALLS[done]
-            return model_mod.ModelOutput.for_tool_call(
+            output = model_mod.ModelOutput.for_tool_call(
                 model="mockllm/model", tool_name=name, tool_arguments=args
             )
-        return model_mod.ModelOutput.from_content(model="mockllm/model", content=FINAL)
+        else:
+            output = model_mod.ModelOutput.from_content(model="mockllm/model", content=FINAL)
+        # Usage given, as groundstate's scripted agent gives none to count: without it
+        # mockllm counts tokens with tiktoken, which downloads its encoding (no network here,
+        # and work groundstate's side does not do).
+        output.usage = model_mod.ModelUsage(input_tokens=0, output_tokens=0, total_tokens=0)
+        return output
 
     task = inspect_ai.Task(
         dataset=[
@@ -230,33 +256,84 @@ def inspect_cost(root: Path, attempts: int) -> float:
         scorer=make_scorer(),
     )
     model = model_mod.get_model("mockllm/model", custom_outputs=next_output, memoize=False)
-    t0 = time.perf_counter()
+    timer = Timer()
     logs = inspect_ai.eval(
         task, model=model, max_samples=1, log_dir=str(root / "inspect-logs"), display="none"
     )
-    elapsed = time.perf_counter() - t0
+    cost = timer.per(attempts)
+    if logs[0].status != "success":
+        error = logs[0].error
+        raise SystemExit(f"Inspect's eval ended {logs[0].status}: {error and error.message}")
     accuracy = logs[0].results.scores[0].metrics["accuracy"].value
     if accuracy != 1.0:
         raise SystemExit(f"Inspect's side of the comparison scored {accuracy}, not 1.0")
-    return elapsed / attempts
+    return cost
+
+
+def machine() -> str:
+    """CPU model, cores, Python and the load average: what the figures were measured on."""
+    cpu = (
+        next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor() or "unknown CPU",
+        )
+        if Path("/proc/cpuinfo").exists()
+        else platform.processor()
+    )
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}, load average {load}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--attempts", type=int, default=200, help="attempts per harness")
+    parser.add_argument("--attempts", type=int, default=200, help="attempts per harness a round")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per harness")
     args = parser.parse_args()
-    print(f"\nside by side with Inspect AI ({args.attempts} attempts each, one at a time):")
+    have_inspect = importlib.util.find_spec("inspect_ai") is not None
+    print(f"\nside by side with Inspect AI ({args.attempts} attempts a round, one at a time):")
+    print(f"  machine: {machine()}")
+    ours: list[Cost] = []
+    theirs: list[Cost] = []
     with tempfile.TemporaryDirectory() as tmp:
-        root = write_suite(Path(tmp) / "mini-bank")
-        ours = groundstate_cost(root, args.attempts)
-        print(f"  groundstate  {ours * 1000:7.2f} ms per attempt")
-        if importlib.util.find_spec("inspect_ai") is None:
-            print("  Inspect AI   skipped: inspect_ai is not installed (pip install inspect-ai)")
-            return
-        theirs = inspect_cost(root, args.attempts)
-        version = importlib.import_module("inspect_ai").__version__
-        print(f"  Inspect AI   {theirs * 1000:7.2f} ms per attempt (inspect_ai {version})")
-        print(f"  => groundstate costs {ours / theirs:.2f}x what Inspect costs per attempt")
+        for n in range(args.rounds + 1):
+            # Round 0 warms both up (imports done on first use, caches) and is not counted.
+            attempts = 5 if n == 0 else args.attempts
+            root = write_suite(Path(tmp) / f"round-{n}")
+            cost = groundstate_cost(root, attempts)
+            if n:
+                ours.append(cost)
+            if have_inspect:
+                cost = inspect_cost(root, attempts)
+                if n:
+                    theirs.append(cost)
+    mine = _line("groundstate", ours)
+    if not have_inspect:
+        print("  Inspect AI   skipped: inspect_ai is not installed (pip install inspect-ai)")
+        return
+    version = importlib.import_module("inspect_ai").__version__
+    other = _line(f"Inspect AI {version}", theirs)
+    print(
+        f"  => groundstate costs {mine.wall / other.wall:.2f}x what Inspect costs per attempt "
+        f"in wall time, {mine.cpu / other.cpu:.2f}x in CPU time"
+    )
+
+
+def _line(name: str, costs: list[Cost]) -> Cost:
+    """Print the median wall and CPU ms per attempt over the rounds (and each round's wall)."""
+    wall = statistics.median(c.wall for c in costs) * 1000
+    cpu = statistics.median(c.cpu for c in costs) * 1000
+    rounds = ", ".join(f"{c.wall * 1000:.1f}" for c in costs)
+    print(
+        f"  {name:<20} {wall:7.2f} ms wall, {cpu:7.2f} ms CPU per attempt (wall by round: {rounds})"
+    )
+    return Cost(wall, cpu)
 
 
 if __name__ == "__main__":

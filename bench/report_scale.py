@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import resource
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from groundstate.analysis import OutcomeTable, batch_report
+from groundstate.seal import full_check, holding_seal
 from groundstate.store import BatchInfo, RunStore, chain_genesis, record_hash
 
 ROWS_PER_INSERT = 20_000
@@ -111,7 +113,7 @@ def build(path: Path, tasks: int, attempts: int, seed: int = 0) -> str:
     batch = _batch(tasks, attempts)
     with RunStore(path) as store:
         store.add_batch(batch)
-    db = __import__("sqlite3").connect(path)
+    db = sqlite3.connect(path)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=OFF")
     rows = _rows(batch, attempts, seed)
@@ -142,41 +144,68 @@ class _Clock:
         return f"{wall:7.2f} s wall, {cpu:6.2f} s CPU"
 
 
-def _seconds(start: _Clock) -> str:
-    return str(start)
-
-
 def stages(path: Path, batch_id: str, verify: bool) -> None:
     with RunStore(path) as store:
         if verify:
             start = _Clock()
             found = len(store.verify(batch_id).problems)
-            print(f"  verify (every record and chain link)   {_seconds(start)}  problems: {found}")
+            print(f"  verify (every record and chain link)   {start}  problems: {found}")
         start = _Clock()
         batch = store.batch(batch_id)
-        rows = OutcomeTable.from_rows(store.outcome_rows(batch_id))
-        print(f"  read the outcome fields                {_seconds(start)}  tries: {len(rows)}")
+        rows = OutcomeTable.from_chunks(store.outcome_chunks(batch_id))
+        print(f"  read the outcome fields (streamed)     {start}  tries: {len(rows)}")
+        if verify:
+            start = _Clock()
+            check, _ = full_check(store, batch_id)
+            print(
+                f"  full check + seal (first report)       {start}  problems: {len(check.problems)}"
+            )
+        start = _Clock()
+        held = holding_seal(store, batch_id)
+        print(f"  seal re-checked, sealed columns read   {start}  holds: {held is not None}")
     start = _Clock()
-    data = batch_report(batch, rows)
-    print(f"  statistics (both views, all k, slices) {_seconds(start)}")
+    data = batch_report(batch, held[1] if held else rows)
+    print(f"  statistics (both views, all k, slices) {start}")
     start = _Clock()
     text = json.dumps(data)
-    print(f"  JSON                                   {_seconds(start)}  {len(text) / 1e6:.1f} MB")
+    print(f"  JSON                                   {start}  {len(text) / 1e6:.1f} MB")
+
+
+# The child's peak from VmHWM (its own address space since exec): ru_maxrss would start from
+# this process's size at fork, which is kept across exec.
+_CHILD = """
+import runpy, sys
+sys.argv = ["groundstate", *sys.argv[1:]]
+try:
+    runpy.run_module("groundstate.cli", run_name="__main__")
+finally:
+    status = open("/proc/self/status").read().split("VmHWM:")[1].split()[0]
+    print(status, file=sys.stderr)
+"""
 
 
 def command(path: Path, batch_id: str) -> str:
-    """Wall time and the child's CPU time of the whole command in a fresh process."""
+    """Wall time, CPU time and peak memory of the whole command in a fresh process."""
     wall, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     args = ["report", batch_id, "--json", "--store", str(path)]
-    subprocess.run(
-        [sys.executable, "-m", "groundstate.cli", *args],
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, *args],
         check=True,
         stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
         env={**os.environ},
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return f"{time.perf_counter() - wall:.2f} s wall, {cpu:.2f} s CPU"
+    peak = int(done.stderr.split()[-1]) / 1024
+    return f"{time.perf_counter() - wall:.2f} s wall, {cpu:.2f} s CPU, peak {peak:.0f} MB"
+
+
+def unseal(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM seals")
+    db.close()
 
 
 def main() -> None:
@@ -196,11 +225,14 @@ def main() -> None:
         start = _Clock()
         batch_id = build(path, args.tasks, args.attempts)
         total = f"{args.tasks * args.attempts:,} attempts ({args.tasks:,} tasks x {args.attempts})"
-        print(f"built {total} in {_seconds(start)}")
+        print(f"built {total} in {start}")
     print("report stages, in this process:")
     stages(path, batch_id, verify=not args.stats_only)
     if not args.stats_only:
-        print(f"`groundstate report {batch_id} --json`, a fresh process: {command(path, batch_id)}")
+        print(f"`groundstate report {batch_id} --json`, each in a fresh process:")
+        unseal(path)
+        print(f"  first, no seal (full check, then seals)  {command(path, batch_id)}")
+        print(f"  again, the seal holds                    {command(path, batch_id)}")
 
 
 if __name__ == "__main__":

@@ -275,66 +275,104 @@ def test_recorded_latency_is_the_attempts_own_not_the_queues(bank: Suite, tmp_pa
 
 
 def _children(pid: int) -> list[int]:
-    """Every descendant of *pid* (the pool's fork server and its workers)."""
+    """Every descendant of *pid* (the pool's fork server and its workers; Ray's processes)."""
     found = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
-        children = (task / "children").read_text().split() if (task / "children").exists() else []
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:  # the thread or process ended meanwhile
+            continue
         for child in map(int, children):
             found += [child, *_children(child)]
     return found
+
+
+class Killed:
+    """A ``run`` subprocess SIGKILLed once it had stored some attempts."""
+
+    def __init__(self, tmp_path: Path, executor: str, attempts: int, after: int) -> None:
+        system = tmp_path / "bank_system.yaml"
+        system.write_text(
+            BANK_SYSTEM.read_text().replace("{fault_rate: 0.5}", "{fault_rate: 0.5, delay: 0.05}")
+        )
+        (tmp_path / "bank_agent.py").write_text((BANK.parent / "bank_agent.py").read_text())
+        self.store, self.attempts, self.tmp = tmp_path / "runs.db", attempts, tmp_path / "tmp"
+        env = {**os.environ, TMPDIR_ENV: str(self.tmp)}
+        self.run = [sys.executable, "-m", "groundstate.cli", "run", str(BANK), "--system",
+                    str(system), "--attempts", str(attempts)]  # fmt: skip
+        options = ["--concurrency", "2", "--executor", executor]
+        proc = subprocess.Popen(
+            [*self.run, *options, "--store", str(self.store)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 180
+        while stored_runs(self.store) < after:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"the batch stored fewer than {after} runs before ending or 180 s")
+            time.sleep(0.02)
+        self.pid, self.workers = proc.pid, _children(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        with RunStore(self.store) as runs:
+            self.batch_id = runs.batch().batch_id
+            assert after <= len(runs.runs(self.batch_id)) < attempts
+
+    def resume(self, executor: str) -> list[AgentRun]:
+        """``run --resume`` in this process; the batch's stored runs after it, verified."""
+        resume = [*self.run[3:], "--resume", self.batch_id, "--executor", executor, "--json"]
+        result = CliRunner(env={TMPDIR_ENV: str(self.tmp)}).invoke(
+            main, [*resume, "--store", str(self.store)]
+        )
+        assert result.exit_code == 0, result.output
+        with RunStore(self.store) as runs:
+            assert runs.verify(self.batch_id).ok
+            return runs.runs(self.batch_id)
+
+    def assert_each_attempt_once(self, stored: list[AgentRun]) -> None:
+        assert sorted((r.task_id, r.attempt) for r in stored) == [
+            ("transfer", n) for n in range(1, self.attempts + 1)
+        ]
+        assert all(r.valid for r in stored)
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
 def test_sigkill_during_a_process_pool_batch_then_resume_stores_each_attempt_once(
     tmp_path: Path,
 ) -> None:
-    system = tmp_path / "bank_system.yaml"
-    system.write_text(
-        BANK_SYSTEM.read_text().replace("{fault_rate: 0.5}", "{fault_rate: 0.5, delay: 0.05}")
-    )
-    (tmp_path / "bank_agent.py").write_text((BANK.parent / "bank_agent.py").read_text())
-    store, attempts = tmp_path / "runs.db", 20
-    env = {**os.environ, TMPDIR_ENV: str(tmp_path / "tmp")}
-    run = [sys.executable, "-m", "groundstate.cli", "run", str(BANK), "--system", str(system)]
-    options = ["--attempts", str(attempts), "--concurrency", "2", "--executor", "process"]
-    proc = subprocess.Popen(
-        [*run, *options, "--store", str(store)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 120
-    while stored_runs(store) < 4:
-        assert proc.poll() is None, "the batch ended before it could be killed"
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail("the batch stored fewer than 4 runs in 120 s")
-        time.sleep(0.02)
-    workers = _children(proc.pid)
-    assert workers, "no worker processes: the batch did not run in a pool"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    with RunStore(store) as runs:
-        batch_id = runs.batch().batch_id
-        assert 4 <= len(runs.runs(batch_id)) < attempts
-    resume = [*run[3:], "--resume", batch_id, "--executor", "process", "--json"]
-    result = CliRunner(env={TMPDIR_ENV: str(tmp_path / "tmp")}).invoke(
-        main, [*resume, "--store", str(store)]
-    )
-    assert result.exit_code == 0, result.output
-    with RunStore(store) as runs:
-        stored = runs.runs(batch_id)
-        assert runs.verify(batch_id).ok
-    assert sorted((r.task_id, r.attempt) for r in stored) == [
-        ("transfer", n) for n in range(1, attempts + 1)
-    ]
-    assert all(r.valid for r in stored)
+    killed = Killed(tmp_path, "process", attempts=20, after=4)
+    assert killed.workers, "no worker processes: the batch did not run in a pool"
+    killed.assert_each_attempt_once(killed.resume("process"))
     # The orphaned workers saw their parent go and left; the resume swept their folders.
+    workers = killed.workers
     deadline = time.monotonic() + 20
     while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not [pid for pid in workers if _alive(pid)], "workers outlived their batch"
-    assert not (tmp_path / "tmp" / "groundstate" / f"pid-{proc.pid}").exists()
+    assert not (tmp_path / "tmp" / "groundstate" / f"pid-{killed.pid}").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc")
+def test_sigkill_during_a_ray_batch_then_resume_stores_each_attempt_once(
+    tmp_path: Path,
+) -> None:
+    """A resume, here in-process to spare a second Ray start (the records do not depend on
+    the executor), stores exactly the missing attempts. Ray's own processes mostly go with
+    the killed driver; its dashboard and runtime-env agents can linger, so the test ends what
+    it started."""
+    killed = Killed(tmp_path, "ray", attempts=8, after=2)
+    try:
+        assert killed.workers, "no Ray processes: the batch did not run on Ray"
+        killed.assert_each_attempt_once(killed.resume("in-process"))
+    finally:
+        deadline = time.monotonic() + 3
+        while [p for p in killed.workers if _alive(p)] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        for pid in (p for p in killed.workers if _alive(p)):  # what this test started
+            os.kill(pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:
@@ -356,6 +394,7 @@ def test_user_files_imported_from_many_attempt_threads_are_whole(tmp_path: Path)
 
     slow = tmp_path / "slow_checks.py"
     slow.write_text("import time\ntime.sleep(0.3)\n\n\ndef check():\n    return True\n")
+
     def whole(_: int) -> tuple[int, bool]:  # looked at as soon as it is returned
         module = load_module(slow, "checks")
         return id(module), callable(getattr(module, "check", None))

@@ -6,8 +6,9 @@ documented in docs/statistics.md.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,7 +31,6 @@ from groundstate.stats import (
     ViewSummary,
     compare_counts,
     count_columns,
-    encode,
     summary_of,
 )
 from groundstate.store import BatchInfo
@@ -95,22 +95,68 @@ class OutcomeTable:
     def from_rows(cls, rows: Sequence[Sequence[Any]]) -> OutcomeTable:
         """From ``(task_id, attempt, retry, terminal_reason, success, cost, latency,
         partial_score)`` rows."""
-        columns = list(zip(*rows, strict=True)) if rows else [()] * 8
-        task, attempt, retry, reason, success, cost, latency, partial = columns
-        task_ids, task_codes = encode(task)
-        reasons, reason_codes = encode(reason)
+        return cls.from_chunks([rows])
+
+    @classmethod
+    def from_chunks(cls, chunks: Iterable[Sequence[Sequence[Any]]]) -> OutcomeTable:
+        """From rows arriving in chunks (:meth:`RunStore.outcome_chunks`): each chunk becomes
+        arrays before the next is read, so memory holds columns, not a million row lists."""
+        tasks: dict[str, int] = {}
+        reasons: dict[str, int] = {}
+        parts: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in _ROW_COLUMNS}
+        for rows in chunks:
+            if not rows:
+                continue
+            task, attempt, retry, reason, success, cost, latency, partial = zip(*rows, strict=True)
+            parts["task"].append(_codes(task, tasks))
+            parts["reason"].append(_codes(reason, reasons))
+            parts["attempt"].append(np.array(attempt, dtype=np.int64))
+            parts["retry"].append(np.array(retry, dtype=np.int64))
+            parts["success"].append(np.array(success, dtype=np.bool_))
+            parts["cost"].append(np.array(cost, dtype=np.float64))
+            parts["latency"].append(np.array(latency, dtype=np.float64))
+            parts["partial"].append(
+                np.array([np.nan if p is None else p for p in partial], dtype=np.float64)
+            )
+        task_ids, task_order = _sorted_codes(tasks)
+        reason_ids, reason_order = _sorted_codes(reasons)
+        column = {name: _joined(parts[name], _DTYPES[name]) for name in _ROW_COLUMNS}
         return cls(
             task_ids,
-            task_codes,
-            np.array(attempt, dtype=np.int64),
-            np.array(retry, dtype=np.int64),
-            reasons,
-            reason_codes,
-            np.array(success, dtype=np.bool_),
-            np.array(cost, dtype=np.float64),
-            np.array(latency, dtype=np.float64),
-            np.array([np.nan if p is None else p for p in partial], dtype=np.float64),
+            task_order[column["task"]],
+            column["attempt"],
+            column["retry"],
+            reason_ids,
+            reason_order[column["reason"]],
+            column["success"],
+            column["cost"],
+            column["latency"],
+            column["partial"],
         )
+
+    def to_bytes(self) -> bytes:
+        """The table as bytes (a JSON header with the distinct task ids and reasons, then each
+        column's little-endian values): what a batch's seal keeps, about 45 bytes a try."""
+        header = json.dumps(
+            {"rows": len(self), "task_ids": self.task_ids, "reasons": self.reasons}
+        ).encode()
+        columns = [getattr(self, name).astype(_PACKED[name]) for name in _ROW_COLUMNS]
+        return len(header).to_bytes(8, "little") + header + b"".join(c.tobytes() for c in columns)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> OutcomeTable:
+        """The table :meth:`to_bytes` wrote (``ValueError`` if *data* is not one)."""
+        size = int.from_bytes(data[:8], "little")
+        header = json.loads(data[8 : 8 + size])
+        rows, offset = int(header["rows"]), 8 + size
+        column: dict[str, npt.NDArray[Any]] = {}
+        for name in _ROW_COLUMNS:
+            packed = np.dtype(_PACKED[name])
+            column[name] = np.frombuffer(data, packed, rows, offset).astype(_DTYPES[name])
+            offset += rows * packed.itemsize
+        if offset != len(data):
+            raise ValueError(f"outcome table of {rows} rows is {len(data)} bytes, not {offset}")
+        return cls(tuple(header["task_ids"]), reasons=tuple(header["reasons"]), **column)
 
     @classmethod
     def from_runs(cls, runs: Sequence[AgentRun]) -> OutcomeTable:
@@ -147,18 +193,56 @@ class OutcomeTable:
         if len(self) == 0:
             return self
         if _sorted(self.task, self.attempt, self.retry):
-            order = np.arange(len(self))
+            last = _last_tries(self.task, self.attempt)
+            if bool(last.all()):
+                return self  # no reruns, already in order: nothing to copy
+            keep = np.flatnonzero(last)
         else:
             order = np.lexsort((self.retry, self.attempt, self.task))
-        task, attempt = self.task[order], self.attempt[order]
-        last = np.r_[(task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1]), True]
-        if bool(last.all()) and order[0] == 0 and bool(np.all(np.diff(order) == 1)):
-            return self  # no reruns, already in order
-        keep = order[last]
+            keep = order[_last_tries(self.task[order], self.attempt[order])]
         return replace(self, **{name: getattr(self, name)[keep] for name in _ROW_COLUMNS})
 
 
 _ROW_COLUMNS = ("task", "attempt", "retry", "reason", "success", "cost", "latency", "partial")
+_DTYPES: dict[str, type[np.generic]] = {
+    "task": np.int64, "attempt": np.int64, "retry": np.int64, "reason": np.int64,
+    "success": np.bool_, "cost": np.float64, "latency": np.float64, "partial": np.float64,
+}  # fmt: skip
+_PACKED = {
+    "task": "<i4", "attempt": "<i8", "retry": "<i4", "reason": "<i4",
+    "success": "|b1", "cost": "<f8", "latency": "<f8", "partial": "<f8",
+}  # fmt: skip
+"""How :meth:`OutcomeTable.to_bytes` stores each column (codes fit 32 bits: at most 2**31
+distinct tasks or reasons)."""
+
+
+def _codes(values: Sequence[str], index: dict[str, int]) -> npt.NDArray[np.int64]:
+    """Each value's code in order of first appearance (*index* grows as new values come)."""
+    return np.fromiter(
+        (index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values)
+    )
+
+
+def _sorted_codes(index: dict[str, int]) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
+    """The distinct values sorted, and a map from first-appearance code to sorted code."""
+    names = tuple(sorted(index))
+    order = np.empty(len(names), dtype=np.int64)
+    order[[index[name] for name in names]] = np.arange(len(names))
+    return names, order
+
+
+def _joined(parts: list[npt.NDArray[Any]], dtype: type[np.generic]) -> npt.NDArray[Any]:
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+
+
+def _last_tries(
+    task: npt.NDArray[np.int64], attempt: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """Rows in (task, attempt, retry) order that are the last try of their attempt."""
+    last: npt.NDArray[np.bool_] = np.r_[
+        (task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1]), True
+    ]
+    return last
 
 
 def _sorted(

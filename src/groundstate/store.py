@@ -101,12 +101,53 @@ CREATE TABLE IF NOT EXISTS labels (
     record TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS labels_by_batch ON labels(batch_id, adjudicated, run_id);
+-- the length and last chain hash of each batch's labels chain (as ``chains`` for runs)
+CREATE TABLE IF NOT EXISTS label_chains (
+    batch_id TEXT PRIMARY KEY,
+    length INTEGER NOT NULL,
+    head TEXT NOT NULL
+);
+-- every UPDATE or DELETE of a run or batch row, logged by the triggers below: nothing in
+-- groundstate updates or deletes those rows, so a new entry means a hand edit since a seal.
+-- (An INSERT OR REPLACE deletes without firing them; the new row's rowid shows it instead.)
+CREATE TABLE IF NOT EXISTS edits (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    table_name TEXT NOT NULL,
+    change TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS runs_updated AFTER UPDATE ON runs BEGIN
+    INSERT INTO edits (table_name, change, at) VALUES ('runs', 'update', datetime('now'));
+END;
+CREATE TRIGGER IF NOT EXISTS runs_deleted AFTER DELETE ON runs BEGIN
+    INSERT INTO edits (table_name, change, at) VALUES ('runs', 'delete', datetime('now'));
+END;
+CREATE TRIGGER IF NOT EXISTS batches_updated AFTER UPDATE ON batches BEGIN
+    INSERT INTO edits (table_name, change, at) VALUES ('batches', 'update', datetime('now'));
+END;
+CREATE TRIGGER IF NOT EXISTS batches_deleted AFTER DELETE ON batches BEGIN
+    INSERT INTO edits (table_name, change, at) VALUES ('batches', 'delete', datetime('now'));
+END;
+-- a batch verified in full: what ``report`` re-checks cheaply instead (groundstate/integrity.py)
+CREATE TABLE IF NOT EXISTS seals (
+    batch_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    record TEXT NOT NULL,
+    outcomes BLOB NOT NULL
+);
+"""
+
+# Run after the migrations: they index or read columns an old store gains only then.
+_SCHEMA_AFTER_MIGRATION = """
+-- verify walks each batch's chain in order
+CREATE INDEX IF NOT EXISTS runs_by_seq ON runs(batch_id, seq);
 """
 
 # Format 2 columns, added to stores made before it (old rows keep NULL: unverifiable).
 _MIGRATIONS = {
     "batches": ("record_hash TEXT",),
     "runs": ("seq INTEGER", "record_hash TEXT", "artifact_hashes TEXT", "chain_hash TEXT"),
+    "labels": ("seq INTEGER", "record_hash TEXT", "chain_hash TEXT"),
 }
 
 
@@ -236,6 +277,8 @@ ProblemKind = Literal[
     "artifact_missing",
     "artifact_altered",
     "unverifiable",
+    "labels_altered",
+    "labels_missing",
 ]
 
 
@@ -268,6 +311,11 @@ class Verification(BaseModel):
     artifacts: int
     """Artifact files read back and hashed."""
     problems: list[Problem] = []
+    check: Literal["full", "seal"] = "full"
+    """``full``: every hash recomputed just now (:meth:`RunStore.verify`). ``seal``: the batch
+    was verified in full at ``sealed_at`` and its seal still holds (what that does and does not
+    show: :mod:`groundstate.seal`)."""
+    sealed_at: datetime | None = None
 
     @property
     def altered(self) -> list[Problem]:
@@ -280,6 +328,26 @@ class Verification(BaseModel):
     def for_run(self, run_id: str) -> list[Problem]:
         """Problems of this run and of the batch as a whole (a missing record, say)."""
         return [p for p in self.problems if p.run_id in (run_id, None)]
+
+
+class SealState(BaseModel):
+    """The cheap facts about a batch that its seal pins (see :mod:`groundstate.seal`)."""
+
+    length: int
+    """Length of the batch's chain (its ``chains`` row; 0 without one)."""
+    head: str | None
+    """Head of the chain (``None`` without a ``chains`` row)."""
+    runs: int
+    """Run rows of the batch."""
+    last_rowid: int
+    """The highest rowid among them: an INSERT OR REPLACE gives the new row a higher one (it
+    deletes the old row without firing a delete trigger, so the edits log does not see it)."""
+    batch_hash: str | None
+    """The batch record's hash, recomputed."""
+    edits: int
+    """High-water mark of the ``edits`` log: UPDATEs and DELETEs of run and batch rows."""
+    schema_version: int
+    """SQLite's schema cookie: changes when a trigger is dropped or the schema edited."""
 
 
 class RunLabels(BaseModel):
@@ -362,6 +430,11 @@ def chain_genesis(batch_id: str, batch_hash: str | None) -> str:
     return hashlib.sha256(f"batch:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
 
 
+def labels_genesis(batch_id: str, batch_hash: str | None) -> str:
+    """Where a batch's labels chain starts: its own, so labels never link into the runs'."""
+    return hashlib.sha256(f"labels:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
+
+
 class RunStore:
     def __init__(self, path: Path = DEFAULT_STORE, *, create: bool = True) -> None:
         """Open the store at *path*; with ``create=False`` (reading commands) a missing store
@@ -379,6 +452,7 @@ class RunStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
             self._migrate()
+            self._db.executescript(_SCHEMA_AFTER_MIGRATION)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
 
@@ -515,17 +589,43 @@ class RunStore:
 
     def add_labels(self, labelled: list[RunLabels]) -> None:
         """Store labels in one transaction. Rows are never replaced: a later row for the same
-        run and annotator supersedes the earlier one when read, and both stay on record."""
+        run and annotator supersedes the earlier one when read, and both stay on record.
+
+        Each batch's labels are hashed and chained like its runs (``seq``, ``record_hash``,
+        ``chain_hash``; head and length in ``label_chains``), so :meth:`verify` names a label
+        altered or deleted by hand."""
         with self._transaction() as db:
-            db.executemany(
-                "INSERT INTO labels (batch_id, run_id, annotator, adjudicated, created_at, "
-                "record) VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (x.batch_id, x.run_id, x.annotator, int(x.adjudicated),
-                     x.created_at.isoformat(), x.model_dump_json())
-                    for x in labelled
-                ],
-            )  # fmt: skip
+            for batch_id in dict.fromkeys(x.batch_id for x in labelled):
+                length, head = self._labels_head(db, batch_id)
+                rows = []
+                for x in (x for x in labelled if x.batch_id == batch_id):
+                    text = x.model_dump_json()
+                    content = record_hash(text)
+                    length += 1
+                    head = chain_link(head, x.run_id, content, "")
+                    rows.append(
+                        (x.batch_id, x.run_id, x.annotator, int(x.adjudicated),
+                         x.created_at.isoformat(), text, length, content, head)
+                    )  # fmt: skip
+                db.executemany(
+                    "INSERT INTO labels (batch_id, run_id, annotator, adjudicated, created_at, "
+                    "record, seq, record_hash, chain_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                db.execute(
+                    "INSERT OR REPLACE INTO label_chains VALUES (?, ?, ?)", (batch_id, length, head)
+                )
+
+    def _labels_head(self, db: sqlite3.Connection, batch_id: str) -> tuple[int, str]:
+        row = db.execute(
+            "SELECT length, head FROM label_chains WHERE batch_id = ?", (batch_id,)
+        ).fetchone()
+        if row is not None:
+            return int(row[0]), str(row[1])
+        batch = db.execute(
+            "SELECT record_hash FROM batches WHERE batch_id = ?", (batch_id,)
+        ).fetchone()
+        return 0, labels_genesis(batch_id, batch[0] if batch else None)
 
     def labels(self, batch_id: str, *, adjudicated: bool = False) -> list[RunLabels]:
         """The current labels of a batch's runs: the latest per run and annotator (for the
@@ -701,19 +801,80 @@ class RunStore:
         )
         return [_parse(r[0], AgentRun, f"run {r[1]} of batch {batch_id}", batch_id) for r in rows]
 
+    def outcome_chunks(self, batch_id: str, size: int = 50_000) -> Iterator[list[list[Any]]]:
+        """:meth:`outcome_rows` *size* rows at a time, so a million tries never sit in memory
+        as Python lists at once."""
+        fields = ", ".join(f"'$.{name}'" for name in _OUTCOME_FIELDS)
+        try:
+            cursor = self._db.execute(
+                f"SELECT json_extract(record, {fields}) FROM runs WHERE batch_id = ? "
+                "ORDER BY task_id, attempt, retry",
+                (batch_id,),
+            )
+            while rows := cursor.fetchmany(size):
+                yield json.loads("[" + ",".join(r[0] for r in rows) + "]")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+
+    def seal_state(self, batch_id: str) -> SealState:
+        """What a batch's seal pins, read again: a few indexed lookups and one record hashed."""
+        db = self._db
+        chain = db.execute(
+            "SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,)
+        ).fetchone()
+        batch = db.execute("SELECT record FROM batches WHERE batch_id = ?", (batch_id,)).fetchone()
+        edits = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'edits'").fetchone()
+        runs, last = db.execute(
+            "SELECT COUNT(*), MAX(rowid) FROM runs WHERE batch_id = ?", (batch_id,)
+        ).fetchone()
+        return SealState(
+            length=int(chain[0]) if chain else 0,
+            head=str(chain[1]) if chain else None,
+            runs=int(runs),
+            last_rowid=int(last or 0),
+            batch_hash=_content_hash(batch[0]) if batch else None,
+            edits=int(edits[0]) if edits else 0,
+            schema_version=db.execute("PRAGMA schema_version").fetchone()[0],
+        )
+
+    def read_seal(self, batch_id: str) -> tuple[str, bytes] | None:
+        """The seal's record (JSON) and its outcome columns, as stored; None if unsealed."""
+        rows = self._query("SELECT record, outcomes FROM seals WHERE batch_id = ?", (batch_id,))
+        return (str(rows[0][0]), bytes(rows[0][1])) if rows else None
+
+    def write_seal(self, batch_id: str, record: str, outcomes: bytes) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO seals VALUES (?, ?, ?, ?)",
+                (batch_id, datetime.now(UTC).isoformat(), record, outcomes),
+            )
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one state of the store (a read transaction: WAL snapshot
+        isolation), whatever other processes commit meanwhile."""
+        try:
+            self._db.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
+
     def outcome_rows(self, batch_id: str) -> list[list[Any]]:
         """Every try of a batch as ``[task_id, attempt, retry, terminal_reason, success, cost,
         latency, partial_score]``, in (task, attempt, retry) order: what statistics read,
         taken from the hashed records themselves (not the unhashed index columns) without
         validating whole ``AgentRun`` models, so a million attempts stay cheap."""
-        fields = ", ".join(f"'$.{name}'" for name in _OUTCOME_FIELDS)
-        rows = self._query(
-            f"SELECT json_extract(record, {fields}) FROM runs WHERE batch_id = ? "
-            "ORDER BY task_id, attempt, retry",
-            (batch_id,),
-        )
-        found: list[list[Any]] = json.loads("[" + ",".join(r[0] for r in rows) + "]")
-        return found
+        return [row for rows in self.outcome_chunks(batch_id) for row in rows]
+
+    def _stream(self, sql: str, params: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+        """Rows one at a time (the cursor fetches as it goes): memory stays flat."""
+        try:
+            yield from self._db.execute(sql, params)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
 
     def _query(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:
@@ -728,18 +889,24 @@ class RunStore:
 
     def verify(self, batch_id: str, artifacts_of: str | None = None) -> Verification:
         """Recompute every hash of a batch: its record, each run's record and artifacts
-        (read back from disk), and the chain; name whatever is altered or missing.
+        (read back from disk), the chain, and the chain of its labels; name whatever is
+        altered or missing.
 
         With *artifacts_of* (a run id), only that run's artifacts are read back; every record
         and chain link is still checked (they are in the database: cheap).
+
+        Rows are streamed in chain order (the ``runs_by_seq`` index), so memory stays flat
+        whatever the batch's size. A record whose stored bytes hash to its record hash is
+        unaltered (its text is the canonical JSON that was hashed); only a record stored in
+        another form (pydantic's field order, say) is parsed and re-serialised.
         """
-        found: list[Problem] = []
         rows = self._query(
             "SELECT record, record_hash FROM batches WHERE batch_id = ?", (batch_id,)
         )
         if not rows:
             raise StoreError(f"no batch {batch_id} in the run store {self.path}")
         batch_text, batch_hash = rows[0]
+        found: list[Problem] = []
         if batch_hash is not None and _content_hash(batch_text) != batch_hash:
             found.append(
                 Problem(
@@ -748,37 +915,60 @@ class RunStore:
                     detail="batch record altered (its JSON no longer matches its hash)",
                 )
             )
-        runs = self._query(
-            "SELECT run_id, seq, record, record_hash, artifact_hashes, chain_hash FROM runs "
-            "WHERE batch_id = ? ORDER BY seq, rowid",
-            (batch_id,),
-        )
-        legacy = [r for r in runs if r[3] is None]
-        if legacy:
-            found.append(
-                Problem(
-                    batch_id=batch_id,
-                    kind="unverifiable",
-                    detail=f"{len(legacy)} records unverifiable (written before store format "
-                    f"{STORE_FORMAT})",
-                )
-            )
         checker = _ChainCheck(batch_id, chain_genesis(batch_id, batch_hash))
-        artifacts = 0
-        for run_id, seq, text, content, hashes, chain in runs:
+        in_rows: list[Problem] = []
+        records = legacy = artifacts = 0
+        for run_id, seq, record, content, hashes, chain in self._stream(
+            "SELECT run_id, seq, CAST(record AS BLOB), record_hash, artifact_hashes, chain_hash "
+            "FROM runs WHERE batch_id = ? ORDER BY seq, rowid",
+            (batch_id,),
+        ):
+            records += 1
             if content is None:
+                legacy += 1
                 continue
-            found += checker.row(run_id, seq, content, hashes, chain)
-            found += _record_problems(batch_id, run_id, text, content, hashes)
-            if artifacts_of in (None, run_id):
+            if not checker.fast(run_id, seq, content, hashes, chain):
+                in_rows += checker.row(run_id, seq, content, hashes, chain)
+            if hashlib.sha256(record).hexdigest() != content or hashes not in ("{}", None):
+                in_rows += _record_problems(batch_id, run_id, record, content, hashes)
+            if artifacts_of in (None, run_id) and hashes not in ("{}", None):
                 problems, read = self._artifact_problems(batch_id, run_id, hashes)
-                found += problems
+                in_rows += problems
                 artifacts += read
+        if legacy:
+            found.append(_unverifiable(batch_id, legacy, "records"))
         head = self._query("SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,))
-        found += checker.end(head[0] if head else None)
-        return Verification(
-            batch_id=batch_id, records=len(runs), artifacts=artifacts, problems=found
+        found += in_rows + checker.end(head[0] if head else None)
+        found += self._label_problems(batch_id, batch_hash)
+        return Verification(batch_id=batch_id, records=records, artifacts=artifacts, problems=found)
+
+    def _label_problems(self, batch_id: str, batch_hash: str | None) -> list[Problem]:
+        """The labels chain of a batch: each labels row against its hash, its indexed columns
+        against its record, the links, and the head (labels are few: each is parsed)."""
+        checker = _ChainCheck(
+            batch_id,
+            labels_genesis(batch_id, batch_hash),
+            noun="labels row",
+            missing="labels_missing",
+            broken="labels_altered",
         )
+        found: list[Problem] = []
+        legacy = 0
+        for run_id, annotator, adjudicated, seq, text, content, chain in self._stream(
+            "SELECT run_id, annotator, adjudicated, seq, record, record_hash, chain_hash "
+            "FROM labels WHERE batch_id = ? ORDER BY seq, id",
+            (batch_id,),
+        ):
+            if content is None:
+                legacy += 1
+                continue
+            found += checker.row(run_id, seq, content, "", chain)
+            columns = {"batch_id": batch_id, "run_id": run_id, "annotator": annotator}
+            found += _labels_row_problems(columns, bool(adjudicated), text, content)
+        head = self._query("SELECT length, head FROM label_chains WHERE batch_id = ?", (batch_id,))
+        if legacy:
+            found.append(_unverifiable(batch_id, legacy, "labels rows"))
+        return found + checker.end(head[0] if head else None)
 
     def _artifact_problems(
         self, batch_id: str, run_id: str, hashes: str | None
@@ -807,12 +997,36 @@ class RunStore:
 
 
 class _ChainCheck:
-    """Walks a batch's hashed rows in insertion order, relinking the chain as it goes."""
+    """Walks a batch's hashed rows (runs, or labels) in insertion order, relinking the chain
+    as it goes."""
 
-    def __init__(self, batch_id: str, genesis: str) -> None:
+    def __init__(
+        self,
+        batch_id: str,
+        genesis: str,
+        *,
+        noun: str = "record",
+        missing: ProblemKind = "record_missing",
+        broken: ProblemKind = "chain_broken",
+    ) -> None:
         self.batch_id = batch_id
         self.previous = genesis
         self.seq = 0
+        self.noun, self.missing, self.broken = noun, missing, broken
+        self.prefix = "" if noun == "record" else f"{noun} "
+
+    def fast(
+        self, run_id: str, seq: int | None, content: str, hashes: str | None, chain: str | None
+    ) -> bool:
+        """Whether the row is the next link, unaltered, by the quick route (the link's JSON
+        spelled by hand): True moves on; False means :meth:`row` must look (it is exact)."""
+        if seq != self.seq + 1:
+            return False
+        spelled = f'["{self.previous}", "{run_id}", "{content}", "{hashes}"]'
+        if hashlib.sha256(spelled.encode("utf-8", "replace")).hexdigest() != chain:
+            return False  # altered, or characters json.dumps would escape: row() decides
+        self.previous, self.seq = chain, seq
+        return True
 
     def row(
         self, run_id: str, seq: int | None, content: str, hashes: str | None, chain: str | None
@@ -820,14 +1034,17 @@ class _ChainCheck:
         found = []
         expected = (seq or 0) - self.seq - 1
         if expected > 0:
-            found.append(self._missing(run_id, f"{expected} record(s) deleted before this one"))
+            found.append(
+                self._missing(run_id, f"{expected} {self.noun}(s) deleted before this one")
+            )
         elif chain != chain_link(self.previous, run_id, content, hashes or ""):
             found.append(
                 Problem(
                     batch_id=self.batch_id,
                     run_id=run_id,
-                    kind="chain_broken",
-                    detail="chain broken (its hashes or the row before it were altered)",
+                    kind=self.broken,
+                    detail=f"{self.prefix}chain broken (its hashes or the row before it were "
+                    "altered)",
                 )
             )
         self.previous, self.seq = chain or "", seq or self.seq + 1
@@ -837,22 +1054,31 @@ class _ChainCheck:
         if head is None:
             if self.seq == 0:
                 return []
-            return [self._missing(None, "chain head missing (the chains row was deleted)")]
+            table = "chains" if self.noun == "record" else "label_chains"
+            return [self._missing(None, f"chain head missing (the {table} row was deleted)")]
         length, last = int(head[0]), str(head[1])
         if length > self.seq:
-            return [self._missing(None, f"{length - self.seq} record(s) deleted at the end")]
+            return [self._missing(None, f"{length - self.seq} {self.noun}(s) deleted at the end")]
         if length < self.seq or last != self.previous:
             return [
                 Problem(
                     batch_id=self.batch_id,
-                    kind="chain_broken",
-                    detail="chain head does not match its last record",
+                    kind=self.broken,
+                    detail=f"{self.prefix}chain head does not match its last {self.noun}",
                 )
             ]
         return []
 
     def _missing(self, run_id: str | None, detail: str) -> Problem:
-        return Problem(batch_id=self.batch_id, run_id=run_id, kind="record_missing", detail=detail)
+        return Problem(batch_id=self.batch_id, run_id=run_id, kind=self.missing, detail=detail)
+
+
+def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
+    return Problem(
+        batch_id=batch_id,
+        kind="unverifiable",
+        detail=f"{count} {what} unverifiable (written before store format {STORE_FORMAT})",
+    )
 
 
 def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) -> BatchSummary:
@@ -889,8 +1115,14 @@ def _content_hash(text: str) -> str | None:
 
 
 def _record_problems(
-    batch_id: str, run_id: str, text: str, content: str, hashes: str | None
+    batch_id: str, run_id: str, record: bytes, content: str, hashes: str | None
 ) -> list[Problem]:
+    """A record that is not canonical text matching its hash, or that names artifacts: parse
+    it, hash its canonical form, and hold its artifact names to the stored artifact hashes."""
+    try:
+        text = record.decode("utf-8")
+    except UnicodeDecodeError:
+        text = ""
     recomputed = _content_hash(text)
     if recomputed is None:
         return [
@@ -922,6 +1154,28 @@ def _record_problems(
                 detail="record names other artifacts than its stored artifact hashes",
             )
         ]
+    return []
+
+
+def _labels_row_problems(
+    columns: dict[str, str], adjudicated: bool, text: str, content: str
+) -> list[Problem]:
+    """A labels row against its hash, and its indexed columns (what ``labels()`` filters on)
+    against its record."""
+    where = f"labels by {columns['annotator']}"
+    problem = Problem(
+        batch_id=columns["batch_id"],
+        run_id=columns["run_id"],
+        kind="labels_altered",
+        detail=f"{where} altered (its JSON no longer matches its hash)",
+    )
+    if _content_hash(text) != content:
+        return [problem]
+    data = json.loads(text)
+    stored = {name: data.get(name) for name in columns} | {"adjudicated": data.get("adjudicated")}
+    if stored != columns | {"adjudicated": adjudicated}:
+        detail = f"{where}: its batch, run, annotator or adjudicated columns were changed"
+        return [problem.model_copy(update={"detail": detail})]
     return []
 
 

@@ -2,7 +2,9 @@
 
 Reading commands verify the batch they show (records, artifacts read back, chain) and print one
 warning line per altered or missing record on stderr; they still render, mark the output as
-altered, and exit 1, so a script cannot take tampered numbers for a verdict.
+altered, and exit 1, so a script cannot take tampered numbers for a verdict. ``report`` and
+``compare`` rely on a batch's seal while it holds (:mod:`groundstate.seal`); ``verify``
+always checks in full.
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ EXIT_ALTERED = 1
 def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
     """Check every record and artifact of BATCH_ID (default: every batch) against its hashes.
 
-    Names each record altered, unreadable or missing, each artifact deleted or edited, and
-    each break in a batch's chain; exit 0 when everything verifies, 1 otherwise. Records
-    written before store format 2 have no hashes: they are listed as unverifiable, not altered.
+    Names each record or label altered, unreadable or missing, each artifact deleted or
+    edited, and each break in a batch's chain or labels chain; exit 0 when everything
+    verifies, 1 otherwise. Records written before store format 2 have no hashes: they are
+    listed as unverifiable, not altered. Always a full check: it neither trusts nor writes
+    the seal ``report`` and ``compare`` use.
     """
     from groundstate.store import RunStore
 
@@ -79,6 +83,7 @@ def _check_json(check: Verification) -> dict[str, object]:
         "records": check.records,
         "artifacts": check.artifacts,
         "verified": check.ok,
+        "check": check.check,
         "problems": [p.model_dump() for p in check.problems],
     }
 
@@ -98,4 +103,6 @@ def integrity_json(check: Verification, run_id: str | None = None) -> dict[str, 
     return {
         "verified": not any(p.altered for p in problems),
         "problems": [p.line() for p in problems],
+        "check": check.check,
+        "sealed_at": check.sealed_at.isoformat() if check.sealed_at else None,
     }

@@ -284,19 +284,19 @@ def report(
     the exit status is then that of ``run``: 3 when invalid tries exceed the batch's
     max_invalid_rate, 4 when a metric is below its threshold.
     """
-    from groundstate.analysis import OutcomeTable, batch_report
+    from groundstate.analysis import batch_report
     from groundstate.gates import gate_results, parse_gate
-    from groundstate.report.terminal import batch_table
+    from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
     gates = [parse_gate(text) for text in fail_under]
     with RunStore(store, create=False) as run_store:
         batch = run_store.batch(batch_id)
-        check = run_store.verify(batch.batch_id)
+        # The numbers come from the records' outcome fields alone (sealed after a full check
+        # that found nothing: groundstate/seal.py); whole records are parsed only for what
+        # shows runs (the task table, the HTML).
+        check, outcomes = verified_outcomes(run_store, batch.batch_id)
         altered = warn(check)
-        # The numbers come from the records' outcome fields alone (fast for large batches);
-        # whole records are parsed only for what shows runs (the task table, the HTML).
-        outcomes = OutcomeTable.from_rows(run_store.outcome_rows(batch.batch_id))
         table = _nonempty(batch, outcomes, store)
         runs = run_store.runs(batch.batch_id) if html is not None or not as_json else []
     data = batch_report(batch, table, seed=seed, k_over_supporting=k_over_supporting)
@@ -310,6 +310,8 @@ def report(
     if as_json:
         click.echo(json.dumps(data, indent=2))
     else:
+        from groundstate.report.terminal import batch_table
+
         out = console()
         out.print(batch_table(batch, runs))
         _print_report(out, data)
@@ -570,17 +572,20 @@ def compare_command(
     revisions or suites, or an unversioned import against a versioned batch, are refused
     (exit 2) unless --allow-mismatch.
     """
-    from groundstate.analysis import OutcomeTable, compare_batches, comparison_report
+    from groundstate.analysis import compare_batches, comparison_report
     from groundstate.report.html import render_comparison
     from groundstate.report.terminal import comparison_tables
+    from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
     with RunStore(store, create=False) as run_store:
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
-        checks = [run_store.verify(x.batch_id) for x in (a, b)]
+        (check_a, a_table), (check_b, b_table) = (
+            verified_outcomes(run_store, x.batch_id) for x in (a, b)
+        )
+        checks = [check_a, check_b]
         altered = [warn(check) for check in checks]
-        a_runs = _nonempty(a, OutcomeTable.from_rows(run_store.outcome_rows(a.batch_id)), store)
-        b_runs = _nonempty(b, OutcomeTable.from_rows(run_store.outcome_rows(b.batch_id)), store)
+        a_runs, b_runs = _nonempty(a, a_table, store), _nonempty(b, b_table, store)
     comparison = compare_batches(
         a, a_runs, b, b_runs, seed=seed, fdr=fdr, allow_mismatch=allow_mismatch
     )

@@ -1,0 +1,139 @@
+"""The verification seal: what lets ``report`` and ``compare`` skip re-hashing a large batch.
+
+A full check (:meth:`RunStore.verify`: every record hash, chain link and artifact) of a batch
+of a million attempts takes seconds, and reading its outcome fields out of the JSON records
+takes more. So when a full check finds *nothing* wrong (no problem, not even an unverifiable
+old row), the reading commands store a **seal** for the batch, in the same read snapshot:
+
+- the batch's chain length and head (its ``chains`` row) and its number of run rows;
+- the batch record's hash;
+- the high-water mark of the ``edits`` log (triggers log every UPDATE and DELETE of a run or
+  batch row: nothing in groundstate does either), and the highest rowid among the batch's
+  runs (an INSERT OR REPLACE deletes without firing a trigger, but its new row gets a higher
+  rowid);
+- SQLite's schema cookie (dropping or changing a trigger, or any schema edit, changes it);
+- the batch's outcome columns (task, attempt, retry, terminal reason, success, cost, latency,
+  partial score of every try, about 45 bytes a try) and their sha256.
+
+The next ``report`` or ``compare`` re-reads those facts (a few indexed lookups, one record
+hashed) and the columns' hash; if all match, the statistics are computed from the sealed
+columns, the output says ``"check": "seal"`` with the time of the full check, and nothing is
+re-hashed. If anything differs (new runs, a hand edit, a schema change, a damaged seal), the
+seal is ignored, never reported as tampering: the command runs the full check, names what it
+finds, and seals again only if it finds nothing.
+
+What a holding seal shows: since the full check, no run or batch row of the store was
+updated, deleted or replaced through SQLite (the ``sqlite3`` shell, Python, any client: the
+triggers are in the file), no row was added to the batch, its chain head is the one checked,
+the schema (triggers included) is unchanged, and the numbers are those of the records as they
+were verified. What it does not show: bytes changed in the file outside SQLite (a disk fault,
+an editor working on the file), artifact files deleted or edited since (the full check reads
+them back), an INSERT OR REPLACE that names the replaced row's own rowid, and a deliberate
+forger who also rewrites the ``edits`` log, the schema cookie (``PRAGMA schema_version``) or
+the seal itself; there is no secret key here, as for the hashes (docs/reliability.md).
+``groundstate verify`` never uses the seal, nor writes it: it always checks in full.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ValidationError
+
+from groundstate.analysis import OutcomeTable
+from groundstate.errors import StoreError
+from groundstate.store import RunStore, SealState, Verification
+
+SEAL_FORMAT = 1
+"""Bumped when what a seal pins changes: seals of another format are ignored (a full check)."""
+
+
+class Seal(BaseModel):
+    """A batch verified in full, and what to re-check cheaply instead (stored in ``seals``)."""
+
+    format: int = SEAL_FORMAT
+    batch_id: str
+    sealed_at: datetime
+    """When the full check that found nothing wrong ran."""
+    state: SealState
+    """The batch's cheap facts at that check."""
+    records: int
+    """Run rows the full check read."""
+    outcomes_sha256: str
+    """sha256 of the sealed outcome columns (:meth:`OutcomeTable.to_bytes`)."""
+
+
+def holding_seal(store: RunStore, batch_id: str) -> tuple[Seal, OutcomeTable] | None:
+    """The batch's seal and sealed outcome columns, if it still holds; otherwise None."""
+    stored = store.read_seal(batch_id)
+    if stored is None:
+        return None
+    record, outcomes = stored
+    try:
+        seal = Seal.model_validate_json(record)
+    except ValidationError:
+        return None
+    if seal.format != SEAL_FORMAT or seal.batch_id != batch_id:
+        return None
+    if store.seal_state(batch_id) != seal.state:
+        return None
+    if hashlib.sha256(outcomes).hexdigest() != seal.outcomes_sha256:
+        return None
+    try:
+        return seal, OutcomeTable.from_bytes(outcomes)
+    except ValueError:
+        return None
+
+
+def verified_outcomes(
+    store: RunStore, batch_id: str, *, use_seal: bool = True
+) -> tuple[Verification, OutcomeTable]:
+    """The integrity check of a batch and its outcome columns: from a holding seal, or from a
+    full check and the records (then sealed if the check found nothing at all)."""
+    if use_seal and (held := holding_seal(store, batch_id)) is not None:
+        seal, table = held
+        check = Verification(
+            batch_id=batch_id,
+            records=seal.records,
+            artifacts=0,
+            check="seal",
+            sealed_at=seal.sealed_at,
+        )
+        return check, table
+    check, sealed = full_check(store, batch_id)
+    if sealed is not None:
+        return check, sealed
+    # Something is wrong or unverifiable: the numbers still come from the records as they
+    # are now, and the caller marks them with the problems; a record that cannot be read at
+    # all stops the command, naming what the check found.
+    try:
+        return check, OutcomeTable.from_chunks(store.outcome_chunks(batch_id))
+    except StoreError as exc:
+        found = "; ".join(problem.line() for problem in check.altered)
+        raise StoreError(f"{exc} ({found})" if found else str(exc)) from exc
+
+
+def full_check(store: RunStore, batch_id: str) -> tuple[Verification, OutcomeTable | None]:
+    """:meth:`RunStore.verify` in full, sealing the batch if it found nothing at all: the
+    facts, the check and the outcome columns are read in one snapshot, so a row edited while
+    the check runs is never sealed as verified. The columns are None if not sealed."""
+    with store.snapshot():
+        state = store.seal_state(batch_id)
+        check = store.verify(batch_id)
+        table = None if check.problems else OutcomeTable.from_chunks(store.outcome_chunks(batch_id))
+    if table is not None:
+        write_seal(store, check, state, table)
+    return check, table
+
+
+def write_seal(store: RunStore, check: Verification, state: SealState, table: OutcomeTable) -> None:
+    outcomes = table.to_bytes()
+    seal = Seal(
+        batch_id=check.batch_id,
+        sealed_at=datetime.now(UTC),
+        state=state,
+        records=check.records,
+        outcomes_sha256=hashlib.sha256(outcomes).hexdigest(),
+    )
+    store.write_seal(check.batch_id, seal.model_dump_json(), outcomes)
