@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -162,6 +162,32 @@ class Environment(Protocol):
         ...
 
 
+@runtime_checkable
+class TracksChanges(Protocol):
+    """A kind that knows its initial state and which rows changed since reset, so an attempt
+    pays for what the agent did rather than for the size of the state."""
+
+    def initial_snapshot(self) -> Snapshot:
+        """The state reset restores (shared between attempts: do not change it)."""
+        ...
+
+    def diff_from_initial(self) -> StateDiff:
+        """The diff from the initial state to the current one."""
+        ...
+
+
+def initial_snapshot(env: Environment) -> Snapshot:
+    """The state *env* was just reset to: known already where the kind tracks changes."""
+    return env.initial_snapshot() if isinstance(env, TracksChanges) else env.snapshot()
+
+
+def diff_from_initial(env: Environment, s0: Snapshot) -> StateDiff:
+    """The diff from *s0* (the state after reset) to *env*'s current state."""
+    if isinstance(env, TracksChanges):
+        return env.diff_from_initial()
+    return diff_snapshots(s0, env.snapshot())
+
+
 class ResetProbes(Protocol):
     """How to change a kind's state the way an attempt could, to prove that reset undoes it.
 
@@ -201,13 +227,14 @@ def diff_snapshots(before: Snapshot, after: Snapshot) -> StateDiff:
     """Rows added, removed and changed per table, matched by primary key."""
     diff = StateDiff()
     for name in sorted(set(before.tables) | set(after.tables)):
-        table = _diff_table(before.tables.get(name), after.tables.get(name))
+        table = diff_table(before.tables.get(name), after.tables.get(name))
         if not table.is_empty():
             diff.tables[name] = table
     return diff
 
 
-def _diff_table(before: TableState | None, after: TableState | None) -> TableDiff:
+def diff_table(before: TableState | None, after: TableState | None) -> TableDiff:
+    """Rows added, removed and changed in one table, matched by key and listed in key order."""
     old = before.rows if before else {}
     new = after.rows if after else {}
     either = after or before
