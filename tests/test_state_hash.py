@@ -284,3 +284,30 @@ def test_a_fresh_environments_file_is_checked_and_rewritten_when_it_differs(
 def test_a_reset_whose_bytes_differ_from_the_build_fails(fixture_path: Path) -> None:
     with _AlwaysTampered(fixture_path, clock=CLOCK) as env, pytest.raises(ResetCheckFailed):
         env.reset()
+
+
+# --- health --------------------------------------------------------------------------------
+
+
+def test_health_trusts_the_builds_check_only_while_every_write_was_seen(
+    fixture_path: Path,
+) -> None:
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        env.reset()
+        _call(env, "UPDATE items SET qty = 5 WHERE id = 1", ())
+        report = env.health()
+        assert report["ok"] and report["integrity_of"].startswith("fixture build")
+        other = sqlite3.connect(env.health()["database"])
+        other.execute("DELETE FROM codes")
+        other.commit()
+        other.close()
+        report = env.health()
+        assert report["ok"] and "quick_check" in report["integrity_of"]
+
+
+def test_health_checks_the_whole_file_when_its_header_does_not_add_up(fixture_path: Path) -> None:
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        env.reset()
+        with Path(env.health()["database"]).open("ab") as handle:
+            handle.write(b"\0" * 10)  # a page count that no longer fits the file
+        assert "quick_check" in env.health()["integrity_of"]

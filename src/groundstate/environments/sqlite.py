@@ -367,7 +367,7 @@ class SqliteEnvironment:
         report: dict[str, Any] = {"ok": False, "database": str(self._live)}
         report["evaluator_readable"] = False
         try:
-            report["integrity"] = self._integrity()
+            report["integrity"] = self._integrity(report)
             self._evaluator.execute("SELECT count(*) FROM sqlite_master").fetchone()
             report["evaluator_readable"] = True
         except Exception as exc:  # a probe reports every failure as evidence
@@ -376,10 +376,12 @@ class SqliteEnvironment:
         report["ok"] = report["integrity"] == "ok"
         return report
 
-    def _integrity(self) -> str:
+    def _integrity(self, report: dict[str, Any]) -> str:
         self._check_tracking()
         if self._tracker.complete and _header_sound(self._live):
+            report["integrity_of"] = "fixture build (once per process); this file's header"
             return self._baseline.integrity
+        report["integrity_of"] = "this file (PRAGMA quick_check)"
         checks = self._control.execute("PRAGMA quick_check").fetchall()
         return "; ".join(str(check[0]) for check in checks)
 
