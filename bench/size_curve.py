@@ -24,7 +24,7 @@ from typing import Any
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.environments.base import diff_from_initial, in_tool_call, initial_snapshot
 from groundstate.episode import AttemptInfo, default_environment, run_attempt
-from groundstate.spec.suite import load_suite
+from groundstate.spec.suite import Suite, load_suite
 from groundstate.testing import scripted_system
 
 SUITE = "name: size\ntools: tools.py\nmutation_testing: off\ntool_robustness: off\n"
@@ -81,22 +81,29 @@ def make_suite(root: Path, rows: int) -> Path:
     return root
 
 
-def attempt_costs(rows: int, repeats: int) -> tuple[float, list[float]]:
-    """Seconds of the first attempt (which builds the fixture and reads its initial state, once
-    per process) and of *repeats* attempts after it."""
+def attempt_costs(sizes: tuple[int, ...], repeats: int) -> dict[int, tuple[float, list[float]]]:
+    """Per size: seconds of the first attempt (which builds the fixture and reads its initial
+    state, once per process) and of *repeats* attempts after it. The sizes take turns, so a
+    busy machine slows them alike and their ratio holds."""
     with tempfile.TemporaryDirectory() as tmp:
-        suite = load_suite(make_suite(Path(tmp), rows))
-        task, oracle = suite.tasks["credit"], suite.solutions["credit"]["oracle"]
-        samples = []
+        suites = {rows: load_suite(make_suite(Path(tmp) / str(rows), rows)) for rows in sizes}
+        times: dict[int, list[float]] = {rows: [] for rows in sizes}
         for n in range(repeats + 1):
-            info = AttemptInfo(run_id=f"size-{n}", batch_id="bench", attempt=n + 1, seed=0)
-            agent = ScriptedAgent(oracle.steps)
-            t0 = time.perf_counter()
-            output = asyncio.run(run_attempt(task, suite, scripted_system(), agent, info))
-            samples.append(time.perf_counter() - t0)
-            if not output.run.success:
-                raise SystemExit(f"the size bench's oracle failed at {rows} rows")
-    return samples[0], samples[1:]
+            for rows, suite in suites.items():
+                times[rows].append(_attempt(suite, n, rows))
+    return {rows: (samples[0], samples[1:]) for rows, samples in times.items()}
+
+
+def _attempt(suite: Suite, n: int, rows: int) -> float:
+    task, oracle = suite.tasks["credit"], suite.solutions["credit"]["oracle"]
+    info = AttemptInfo(run_id=f"size-{rows}-{n}", batch_id="bench", attempt=n + 1, seed=0)
+    agent = ScriptedAgent(oracle.steps)
+    t0 = time.perf_counter()
+    output = asyncio.run(run_attempt(task, suite, scripted_system(), agent, info))
+    elapsed = time.perf_counter() - t0
+    if not output.run.success:
+        raise SystemExit(f"the size bench's oracle failed at {rows} rows")
+    return elapsed
 
 
 def stage_costs(rows: int) -> dict[str, float]:
@@ -140,14 +147,13 @@ def main() -> None:
     print("\nsize curve: one attempt changing one row of an N-row table")
     print(f"  {'rows':>8} {'per attempt':>12} {'x 100 rows':>10} {'first attempt':>14}")
     base = None
-    for rows in (100, 10_000, 100_000):
-        first, samples = attempt_costs(rows, 3 if args.quick else 20)
+    sizes = (100, 10_000, 100_000)
+    for rows, (first, samples) in attempt_costs(sizes, 5 if args.quick else 40).items():
         cost = statistics.median(samples)
         base = base or cost
         print(f"  {rows:>8} {cost * 1000:>9.1f} ms {cost / base:>9.1f}x {first * 1000:>11.1f} ms")
     print("  (the first attempt builds the fixture and reads its initial state: once per process)")
     print("  environment stages, ms (one sample each):")
-    sizes = (100, 10_000, 100_000)
     table = {rows: stage_costs(rows) for rows in sizes}
     print("  " + f"{'stage':<14}" + "".join(f"{rows:>10}" for rows in sizes))
     for stage in table[100]:

@@ -46,7 +46,7 @@ from groundstate.errors import (
     SpecError,
     TimeLimitReached,
 )
-from groundstate.spec.canonical import hash_file, hash_value, sha256_bytes
+from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.files import load_model
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import make_workdir, process_dir
@@ -535,7 +535,7 @@ content hash, clock): one build per process. That first build is what every rese
 def _template_file(fixture: Path, baseline: Baseline) -> Path:
     """The build's file, which the evaluator's view of s0 opens read-only: written once per
     process and fixture build, in the process's own folder, and shared by its environments."""
-    path = process_dir() / "templates" / f"{sha256_bytes(baseline.image)[:32]}.db"
+    path = process_dir() / "templates" / f"{baseline.image_digest[:32]}.db"
     try:
         if not path.exists():  # written whole under another name, then renamed: never partial
             path.parent.mkdir(exist_ok=True)

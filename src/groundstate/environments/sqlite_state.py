@@ -318,6 +318,10 @@ class Baseline:
             connection.close()
 
     @cached_property
+    def image_digest(self) -> str:
+        return sha256(self.image).hexdigest()
+
+    @cached_property
     def integrity(self) -> str:
         """``PRAGMA quick_check`` of the build, run on first use."""
         connection = _deserialized(self.image)
