@@ -311,3 +311,19 @@ def test_health_checks_the_whole_file_when_its_header_does_not_add_up(fixture_pa
         with Path(env.health()["database"]).open("ab") as handle:
             handle.write(b"\0" * 10)  # a page count that no longer fits the file
         assert "quick_check" in env.health()["integrity_of"]
+
+
+CELLS = st.one_of(
+    st.none(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False),
+    st.text(alphabet="ab|:t1n", max_size=6),
+    st.binary(max_size=3),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(CELLS, max_size=4), st.lists(CELLS, max_size=4))
+def test_different_rows_have_different_digests(one: list[Any], two: list[Any]) -> None:
+    same = [(type(a), repr(a)) for a in one] == [(type(b), repr(b)) for b in two]  # -0.0
+    assert (row_digest(one) == row_digest(two)) == same

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from hashlib import sha256
@@ -41,7 +41,7 @@ from groundstate.environments.base import (
     diff_table,
     quote,
 )
-from groundstate.spec.canonical import canonical_json, hash_value
+from groundstate.spec.canonical import hash_value
 
 META_TABLE = "_groundstate_meta"
 STATE_HASH_REVISION = 2
@@ -51,9 +51,17 @@ declared ``initial_state_hash`` values and cached validity must be computed anew
 BUCKETS = 256
 _EMPTY_BUCKET = sha256(b"").digest()
 _TABLE_PREFIX = b"groundstate table 2\0"
-_STORAGE_CLASS = {type(None): "null", int: "integer", float: "real", str: "text"}
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode
-"""canonical_json without building an encoder per row (the tagged cells have no dict keys)."""
+_CELL: dict[type, Callable[[Any], str]] = {  # a cell's storage class, then its value
+    type(None): lambda value: "n",
+    int: lambda value: f"i{value}",
+    float: lambda value: f"r{value!r}",  # the shortest text that reads back as the same float
+    str: lambda value: f"t{len(value)}:{value}",  # its length: a text may hold the separator
+    bytes: lambda value: f"b{value.hex()}",
+}
+_SNAPSHOT_KEY = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str
+).encode
+"""canonical_json, without building an encoder per row."""
 WHOLE_TABLE_SHARE = 4
 """A table whose touched keys number more than 1/WHOLE_TABLE_SHARE of its rows is read whole:
 one scan is cheaper than that many lookups."""
@@ -63,15 +71,15 @@ one scan is cheaper than that many lookups."""
 
 
 def row_digest(row: Sequence[Any]) -> bytes:
-    """sha256 of one row's cells, each tagged with its storage class (1, 1.0, '1' and NULL
-    differ)."""
-    return sha256(_ENCODE([_tagged(value) for value in row]).encode()).digest()
+    """sha256 of one row's cells, each tagged with its storage class (1, 1.0, '1', b'1' and
+    NULL differ)."""
+    return sha256(_encoded(row).encode()).digest()
 
 
-def _tagged(value: Any) -> list[Any]:
-    if isinstance(value, bytes):
-        return ["blob", value.hex()]
-    return [_STORAGE_CLASS[type(value)], value]
+def _encoded(cells: Sequence[Any]) -> str:
+    """Cells as one text that tells them apart: each cell's storage class and value, a text
+    cell with its length, so no two different rows give the same text."""
+    return "|".join([_CELL[type(value)](value) for value in cells])
 
 
 @dataclass(frozen=True)
@@ -196,13 +204,13 @@ def _row_key(row: Row, key: list[str]) -> str:
 
 def snapshot_key(values: Sequence[Any]) -> str:
     """The key of a row in a snapshot, from its key columns' values."""
-    return canonical_json(values[0] if len(values) == 1 else list(values))
+    return _SNAPSHOT_KEY(values[0] if len(values) == 1 else list(values))
 
 
 def tracking_key(values: Sequence[Any]) -> str:
     """The key of a row for the change tracking: exact, storage classes included (a blob
     key and its hex text differ)."""
-    return _ENCODE([_tagged(value) for value in values])
+    return _encoded(values)
 
 
 def user_tables(connection: sqlite3.Connection) -> list[str]:
