@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from groundstate.environments.base import diff_snapshots
+from groundstate.environments import sqlite_state
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.sqlite_state import (
     RowDigests,
@@ -80,6 +81,7 @@ STATEMENTS: list[tuple[str, tuple[st.SearchStrategy[Any], ...]]] = [
         (SMALL, TEXT, VALUES),
     ),
     ("INSERT OR REPLACE INTO codes VALUES (?, ?)", (TEXT, VALUES)),
+    ("INSERT OR REPLACE INTO codes VALUES (?, ?)", (VALUES, VALUES)),  # blob and number keys
     ("UPDATE codes SET code = ? WHERE code = ?", (TEXT, TEXT)),
     ("DELETE FROM codes WHERE code = ?", (TEXT,)),
     ("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", (SMALL, TEXT, VALUES)),
@@ -174,12 +176,17 @@ def test_removing_a_digest_that_is_not_there_is_refused() -> None:
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(st.lists(STATEMENT, min_size=1, max_size=8))
 def test_the_tracked_final_state_is_the_state_read_from_scratch(
-    fixture_path: Path, statements: list[tuple[str, tuple[Any, ...]]]
+    fixture_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    statements: list[tuple[str, tuple[Any, ...]]],
 ) -> None:
+    # Row by row however many rows were touched: the fixture's tables are small enough that
+    # the default would read most of them whole.
+    monkeypatch.setattr(sqlite_state, "WHOLE_TABLE_SHARE", 0)
     with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
         initial = env.reset()
         for sql, params in statements:
@@ -206,9 +213,11 @@ def test_the_tracked_final_state_is_the_state_read_from_scratch(
         ("DELETE FROM plain", {"plain"}),
     ],
 )
+@pytest.mark.parametrize("share", [0, sqlite_state.WHOLE_TABLE_SHARE])  # row by row; whole
 def test_every_kind_of_write_changes_the_hash_of_exactly_its_tables(
-    fixture_path: Path, sql: str, changed: set[str]
+    fixture_path: Path, monkeypatch: pytest.MonkeyPatch, sql: str, changed: set[str], share: int
 ) -> None:
+    monkeypatch.setattr(sqlite_state, "WHOLE_TABLE_SHARE", share)
     with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
         before = env.table_hashes()
         _call(env, sql, ())
