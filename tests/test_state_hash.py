@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from groundstate.environments.base import diff_snapshots
 from groundstate.environments import sqlite_state
+from groundstate.environments.base import diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.sqlite_state import (
     RowDigests,
