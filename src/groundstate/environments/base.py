@@ -227,14 +227,13 @@ def diff_snapshots(before: Snapshot, after: Snapshot) -> StateDiff:
     """Rows added, removed and changed per table, matched by primary key."""
     diff = StateDiff()
     for name in sorted(set(before.tables) | set(after.tables)):
-        table = diff_table(before.tables.get(name), after.tables.get(name))
+        table = _diff_table(before.tables.get(name), after.tables.get(name))
         if not table.is_empty():
             diff.tables[name] = table
     return diff
 
 
-def diff_table(before: TableState | None, after: TableState | None) -> TableDiff:
-    """Rows added, removed and changed in one table, matched by key and listed in key order."""
+def _diff_table(before: TableState | None, after: TableState | None) -> TableDiff:
     old = before.rows if before else {}
     new = after.rows if after else {}
     either = after or before

@@ -38,7 +38,6 @@ from groundstate.environments.base import (
     StateDiff,
     TableState,
     diff_snapshots,
-    diff_table,
     quote,
 )
 from groundstate.spec.canonical import hash_value
@@ -421,7 +420,7 @@ class ChangeTracker:
                 before[name], after[name] = _touched_rows(
                     connection, name, s0.tables[name], self._keys[name]
                 )
-        return _diff(before, after)
+        return diff_snapshots(Snapshot(tables=before), Snapshot(tables=after))
 
 
 def _touched_rows(
@@ -438,12 +437,3 @@ def _touched_rows(
         row = dict(zip(columns, values[len(key) :], strict=True))
         new[_row_key(row, key)] = row
     return initial.model_copy(update={"rows": old}), initial.model_copy(update={"rows": new})
-
-
-def _diff(before: dict[str, TableState], after: dict[str, TableState]) -> StateDiff:
-    diff = StateDiff()
-    for name in sorted(set(before) | set(after)):
-        table = diff_table(before.get(name), after.get(name))
-        if not table.is_empty():
-            diff.tables[name] = table
-    return diff
