@@ -9,6 +9,7 @@ log cannot follow, writes outside a tool call and writes by another connection.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -336,3 +337,18 @@ CELLS = st.one_of(
 def test_different_rows_have_different_digests(one: list[Any], two: list[Any]) -> None:
     same = [(type(a), repr(a)) for a in one] == [(type(b), repr(b)) for b in two]  # -0.0
     assert (row_digest(one) == row_digest(two)) == same
+
+
+# --- the build's cache key -----------------------------------------------------------------
+
+
+def test_a_fixture_rewritten_in_place_is_built_again(tmp_path: Path) -> None:
+    fixture = tmp_path / "f.sql"
+    hashes = []
+    for n, value in enumerate((1, 2, 3)):  # the same size every time
+        fixture.write_text(f"CREATE TABLE t(x); INSERT INTO t VALUES ({value});")
+        if n:  # settled: long enough ago that its stat may stand for its content
+            os.utime(fixture, ns=(n * 10**9, n * 10**9))
+        with SqliteEnvironment(fixture, clock=CLOCK) as env:
+            hashes.append(env.reset())
+    assert len(set(hashes)) == 3

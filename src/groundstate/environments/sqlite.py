@@ -558,12 +558,32 @@ def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
 def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
     """The fixture's first build in this process, read once (see :class:`Baseline`)."""
     try:
-        key = (str(fixture.resolve()), hash_file(fixture), clock.isoformat())
+        key = (str(fixture.resolve()), _content_hash(fixture), clock.isoformat())
         if key not in _TEMPLATES:
             _TEMPLATES[key] = Baseline.read(_template_image(fixture, clock))
         return _TEMPLATES[key]
     except (OSError, ValueError, sqlite3.Error, SpecError) as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
+
+
+_CONTENT_HASHES: dict[tuple[str, int, int, int], str] = {}
+SETTLED_NS = 2_000_000_000
+"""A file last modified longer ago than this (ns) keeps the content hash read at that stat."""
+
+
+def _content_hash(path: Path) -> str:
+    """sha256 of a file, read again only when its stat changed: a large data fixture is not
+    hashed for every attempt. A file modified in the last SETTLED_NS is always read, since
+    two writes inside the clock's granularity could leave the same size and mtime (git's
+    "racily clean" entries)."""
+    stat = path.stat()
+    ident = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if ident in _CONTENT_HASHES:
+        return _CONTENT_HASHES[ident]
+    digest = hash_file(path)
+    if time.time_ns() - stat.st_mtime_ns > SETTLED_NS:
+        _CONTENT_HASHES[ident] = digest
+    return digest
 
 
 def _template_image(fixture: Path, clock: datetime) -> bytes:
