@@ -16,7 +16,13 @@ from typing import Any, NoReturn, TypeVar
 
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
 from groundstate.capture import captured, in_context
-from groundstate.environments.base import Environment, Snapshot, StateDiff, diff_snapshots
+from groundstate.environments.base import (
+    Environment,
+    Snapshot,
+    StateDiff,
+    diff_from_initial,
+    initial_snapshot,
+)
 from groundstate.environments.registry import build_environment
 from groundstate.errors import (
     AgentGaveUp,
@@ -459,7 +465,7 @@ async def _episode(
     progress.evidence["health_before"] = env.health()
     try:
         progress.initial_hash = reset_checked(env, task, seed)
-        s0 = env.snapshot()
+        s0 = initial_snapshot(env)
     except Exception as exc:  # an environment that cannot reset is at fault, not the agent
         progress.interrupt(_as_environment_failure(exc, "reset"), "reset")
         return None
@@ -630,12 +636,13 @@ class Verdict:
 def grade(
     task: AgentTask, suite: Suite, env: Environment, s0: Snapshot, events: list[TraceEvent]
 ) -> Verdict:
-    """Grade the environment's current state against *s0* and the trace *events*.
+    """Grade the environment's current state against *s0* (the state it was reset to, which a
+    kind that tracks changes knows already) and the trace *events*.
 
     Raises :class:`EnvironmentFailure` when the final state cannot be read.
     """
     final_hash = env.state_hash()
-    diff = diff_snapshots(s0, env.snapshot())
+    diff = diff_from_initial(env, s0)
     states = States(env.initial_view(), env.evaluator_view(), s0, diff, suite.root, events)
     return Verdict(
         final_state_hash=final_hash,

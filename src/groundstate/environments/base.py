@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -161,6 +161,32 @@ class Environment(Protocol):
     ) -> None:
         """Close the environment."""
         ...
+
+
+@runtime_checkable
+class TracksChanges(Protocol):
+    """A kind that knows its initial state and which rows changed since reset, so an attempt
+    pays for what the agent did rather than for the size of the state."""
+
+    def initial_snapshot(self) -> Snapshot:
+        """The state reset restores (shared between attempts: do not change it)."""
+        ...
+
+    def diff_from_initial(self) -> StateDiff:
+        """The diff from the initial state to the current one."""
+        ...
+
+
+def initial_snapshot(env: Environment) -> Snapshot:
+    """The state *env* was just reset to: known already where the kind tracks changes."""
+    return env.initial_snapshot() if isinstance(env, TracksChanges) else env.snapshot()
+
+
+def diff_from_initial(env: Environment, s0: Snapshot) -> StateDiff:
+    """The diff from *s0* (the state after reset) to *env*'s current state."""
+    if isinstance(env, TracksChanges):
+        return env.diff_from_initial()
+    return diff_snapshots(s0, env.snapshot())
 
 
 class ResetProbes(Protocol):

@@ -53,7 +53,8 @@ from groundstate.environments.postgres_schema import (
     with_children,
 )
 from groundstate.environments.postgres_server import PostgresServer, shared_server
-from groundstate.environments.sqlite import META_TABLE, fixture_image, table_hash
+from groundstate.environments.sqlite import fixture_image
+from groundstate.environments.sqlite_state import META_TABLE, table_hash
 from groundstate.environments.sqlite_writes import LoggedTable, Netting
 from groundstate.errors import (
     EnvironmentFailure,

@@ -1,7 +1,8 @@
 """A SQLite environment: a fixture database the agent changes and graders read.
 
-One *template* file is built from the fixture; every ``reset`` copies it to the live file, so
-rows, the clock and AUTOINCREMENT counters all come back byte for byte. The live file has three
+One *template* is built from the fixture, once per process; every ``reset`` writes it to the
+live file and checks the bytes, so rows, the clock and AUTOINCREMENT counters all come back
+byte for byte. The live file has three
 connections: the harness's *control* connection (clock writes), the *agent* connection
 (restricted by an authorizer that enforces the task's permissions) and the read-only *evaluator*
 connection graders use.
@@ -15,7 +16,7 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -24,8 +25,19 @@ from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from groundstate.environments.base import CallEffects, Row, Snapshot, TableState
+from groundstate.environments.base import CallEffects, Row, Snapshot, StateDiff, TableState, quote
 from groundstate.environments.sqlite_probes import SqliteProbes
+from groundstate.environments.sqlite_state import (
+    META_TABLE as META_TABLE,  # the names other modules and tests import from here
+)
+from groundstate.environments.sqlite_state import (
+    Baseline,
+    ChangeTracker,
+    read_snapshot,
+    table_kinds,
+    table_state,
+)
+from groundstate.environments.sqlite_state import read_table_hashes as read_table_hashes
 from groundstate.environments.sqlite_writes import LOG, WriteLog, state_writes
 from groundstate.errors import (
     EnvironmentFailure,
@@ -34,12 +46,11 @@ from groundstate.errors import (
     SpecError,
     TimeLimitReached,
 )
-from groundstate.spec.canonical import canonical_json, hash_file, hash_value
+from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.files import load_model
 from groundstate.spec.task import Permissions
-from groundstate.workdirs import make_workdir
+from groundstate.workdirs import make_workdir, process_dir
 
-META_TABLE = "_groundstate_meta"
 _PROTECTED = {META_TABLE, "sqlite_sequence"}
 _WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
 _HARMLESS = {  # savepoints are harmless: they nest inside the call's own transaction
@@ -96,7 +107,6 @@ _ACTION_NAMES = {
 }
 PROGRESS_STEPS = 1000
 """SQLite virtual-machine steps between two deadline checks on the agent connection."""
-_STORAGE_CLASS = {type(None): "null", int: "integer", float: "real", str: "text"}
 
 
 class SqliteView:
@@ -131,6 +141,11 @@ class SqliteEnvironment:
     _agent: sqlite3.Connection
     _evaluator: sqlite3.Connection
     _writes: WriteLog
+    _tracker: ChangeTracker
+    _version: int
+    """The live file's change counter after the last commit the harness saw."""
+    _changes: int
+    """The agent connection's change count after the last tool call."""
 
     def __init__(
         self,
@@ -146,17 +161,18 @@ class SqliteEnvironment:
         self._trusted = False
         self._initial: sqlite3.Connection | None = None
         self._opened = False
+        self._fresh = False
+        """Whether the live file is as setup wrote it, so the first reset need only check it."""
         self._deadline: float | None = None
         with _environment_errors("setup (working directory)"):
             self._workdir = workdir or _opening(make_workdir)  # removed at exit, swept if killed
-        self._template = self._workdir / "template.db"
         self._live = self._workdir / "live.db"
         try:
             with _environment_errors("setup"):
                 self._workdir.mkdir(parents=True, exist_ok=True)
-            self._built_hash = _build_template(Path(fixture), self._template, clock)
-            self._initial = _read_only(self._template)
-            self._restore()  # usable at once; reset() also hashes, which callers ask for
+            self._baseline = fixture_baseline(Path(fixture), clock)
+            self._initial = _read_only(_template_file(Path(fixture), self._baseline))
+            self._restore()  # usable at once; reset() also checks, which callers ask for
         except BaseException:
             self.close()
             raise
@@ -166,18 +182,30 @@ class SqliteEnvironment:
     def reset(self, *, seed: int | None = None) -> str:
         """Restore the template (rows, clock, counters) and return its state hash.
 
-        The restored state is checked against the hash of the fixture's first build in this
-        process, whether or not the task declares an ``initial_state_hash``: a reset that did
-        not restore the template raises :class:`ResetCheckFailed`, the environment's fault.
-        ``seed`` is accepted for the protocol; a SQLite fixture has no randomness to seed.
+        The restored file is checked byte for byte against the fixture's first build in this
+        process, whether or not the task declares an ``initial_state_hash``: equal bytes are
+        the same state, so the hash of that build (computed once) is the restored state's. A
+        reset that did not restore the template raises :class:`ResetCheckFailed`, the
+        environment's fault. The first reset of a new environment checks the file its setup
+        wrote rather than writing it again. ``seed`` is accepted for the protocol; a SQLite
+        fixture has no randomness to seed.
         """
-        self._restore()
-        restored = self.state_hash()
-        if restored != self._built_hash:
-            raise ResetCheckFailed(
-                f"reset gave state {restored[:12]}, the fixture built {self._built_hash[:12]}"
-            )
-        return restored
+        fresh = self._fresh and not self._agent.in_transaction
+        if not (fresh and self._restored()):
+            self._restore()
+            if not self._restored():
+                raise ResetCheckFailed(
+                    "reset gave state other than the one the fixture built "
+                    f"({self._baseline.state_hash[:12]}): the restored file's bytes differ"
+                )
+        self._fresh = False
+        self._tracker = ChangeTracker(self._baseline)
+        self._synced()
+        return self._baseline.state_hash
+
+    def _restored(self) -> bool:
+        with _environment_errors("reset check"):
+            return self._live.read_bytes() == self._baseline.image
 
     def set_deadline(self, deadline: float | None) -> None:
         """Interrupt the agent connection's SQL once ``time.monotonic()`` passes *deadline*.
@@ -192,8 +220,11 @@ class SqliteEnvironment:
         with _environment_errors("reset"):
             for suffix in ("-journal", "-wal", "-shm"):  # a stale journal would be replayed
                 Path(f"{self._live}{suffix}").unlink(missing_ok=True)
-            _opening(lambda: shutil.copyfile(self._template, self._live))
+            _opening(lambda: self._live.write_bytes(self._baseline.image))
             self._open_live()
+            self._tracker = ChangeTracker(self._baseline)
+            self._synced()
+            self._fresh = True
 
     def close(self) -> None:
         """Close every connection and remove the working directory if this object made it."""
@@ -233,7 +264,7 @@ class SqliteEnvironment:
         # authorizer, which refuses the agent any pragma write.
         self._agent.execute("PRAGMA foreign_keys = ON")
         self._agent.execute("PRAGMA synchronous = OFF")
-        kinds = _table_kinds(self._agent)
+        kinds = table_kinds(self._agent)
         self._writes = WriteLog([name for name, kind in kinds.items() if kind == "table"])
         self._virtual = [name for name, kind in kinds.items() if kind == "virtual"]
         self._shadow_of = _shadow_parents(kinds)
@@ -250,16 +281,56 @@ class SqliteEnvironment:
     # --- state -----------------------------------------------------------------------------
 
     def state_hash(self) -> str:
-        """sha256 over every table's schema and rows (clock and counters included)."""
+        """sha256 over every table's schema and rows (clock and counters included), see
+        :mod:`~groundstate.environments.sqlite_state`: the initial state's hashes with only
+        the rows the write log saw read again."""
         return hash_value(self.table_hashes())
 
     def table_hashes(self) -> dict[str, str]:
         with _environment_errors("state hash"):
-            return read_table_hashes(self._control)
+            self._check_tracking()
+            return self._tracker.hashes(self._control)
 
     def snapshot(self) -> Snapshot:
         with _environment_errors("snapshot"):
             return read_snapshot(self._control)
+
+    @property
+    def tracking_complete(self) -> bool:
+        """Whether the final state comes from the initial one and the rows the write log saw
+        (False after a write it did not see: then every table is read whole)."""
+        self._check_tracking()
+        return self._tracker.complete
+
+    def initial_snapshot(self) -> Snapshot:
+        """The state every reset restores, read once per process (do not change it)."""
+        with _environment_errors("snapshot"):
+            return self._baseline.snapshot
+
+    def diff_from_initial(self) -> StateDiff:
+        """The diff from the initial state, from the rows the write log saw (the same diff
+        as two whole snapshots would give)."""
+        with _environment_errors("diff"):
+            self._check_tracking()
+            return self._tracker.diff(self._control)
+
+    def _check_tracking(self) -> None:
+        """Give up the tracking (read every table whole) after a write it did not see: one
+        on the agent's connection outside a tool call, or one by another connection (the
+        file's change counter moved since the last commit the harness saw)."""
+        if (
+            self._agent.total_changes != self._changes
+            or _change_counter(self._live) != self._version
+        ):
+            self._tracker.complete = False
+
+    def _synced(self, allowed: range | None = None) -> None:
+        """Note the file's change counter and the agent's change count after a commit of the
+        harness's (*allowed*: the counter moves it may have made; None: no check)."""
+        version = _change_counter(self._live)
+        if allowed is not None and version - self._version not in allowed:
+            self._tracker.complete = False
+        self._version, self._changes = version, self._agent.total_changes
 
     def evaluator_view(self) -> SqliteView:
         return SqliteView(self._evaluator)
@@ -275,18 +346,28 @@ class SqliteEnvironment:
 
     def advance_clock(self, seconds: float) -> None:
         later = self.now() + timedelta(seconds=seconds)
+        self._fresh = False
         with _environment_errors("advance clock"):
+            self._check_tracking()
             self._control.execute(
                 f"UPDATE {META_TABLE} SET value = ? WHERE key = 'now'", (later.isoformat(),)
             )
+            self._synced(range(1, 2))  # the clock's table is read whole: only the count matters
 
     def health(self) -> dict[str, Any]:
-        """Probe integrity and evaluator access; reports failures, never raises."""
+        """Probe integrity and evaluator access; reports failures, never raises.
+
+        The full check (``PRAGMA quick_check`` reads every page) runs once per process, on the
+        fixture's build; a reset is checked byte for byte against that build, and after it only
+        commits the harness saw changed the file. So a probe reads the file's header (the
+        magic string, and page size times page count against the file's size) and checks that
+        no write went unseen; only then is the build's verdict this file's. A header that does
+        not add up, or a write the tracking did not see, brings back the full check.
+        """
         report: dict[str, Any] = {"ok": False, "database": str(self._live)}
         report["evaluator_readable"] = False
         try:
-            checks = self._control.execute("PRAGMA quick_check").fetchall()
-            report["integrity"] = "; ".join(str(check[0]) for check in checks)
+            report["integrity"] = self._integrity(report)
             self._evaluator.execute("SELECT count(*) FROM sqlite_master").fetchone()
             report["evaluator_readable"] = True
         except Exception as exc:  # a probe reports every failure as evidence
@@ -294,6 +375,15 @@ class SqliteEnvironment:
             return report
         report["ok"] = report["integrity"] == "ok"
         return report
+
+    def _integrity(self, report: dict[str, Any]) -> str:
+        self._check_tracking()
+        if self._tracker.complete and _header_sound(self._live):
+            report["integrity_of"] = "fixture build (once per process); this file's header"
+            return self._baseline.integrity
+        report["integrity_of"] = "this file (PRAGMA quick_check)"
+        checks = self._control.execute("PRAGMA quick_check").fetchall()
+        return "; ".join(str(check[0]) for check in checks)
 
     def break_database(self) -> None:
         """Test hook: overwrite the live file's header, as a failing disk would.
@@ -321,6 +411,8 @@ class SqliteEnvironment:
         """
         effects = CallEffects()
         self._denied = []
+        self._fresh = False
+        self._check_tracking()
         self._writes.start(self._harness)
         self._harness("BEGIN")
         try:
@@ -329,14 +421,17 @@ class SqliteEnvironment:
             self._raise_if_past_deadline(None)
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
-            writes, written = self._writes.read(self._harness)
+            writes, written, touched = self._writes.read(self._harness)
             virtual_writes = state_writes(virtual_before, self._virtual_states())
             writes += virtual_writes
             written = sorted({*written, *(write.table for write in virtual_writes)})
             self._harness("COMMIT")
+            self._tracker.add(touched)
+            self._synced(range(2) if touched or written else range(1))
         except BaseException as exc:
             if self._agent.in_transaction:
                 self._harness("ROLLBACK")
+            self._synced(range(1))
             effects.denied = list(dict.fromkeys(self._denied))
             if effects.denied and isinstance(exc, sqlite3.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
@@ -351,7 +446,7 @@ class SqliteEnvironment:
         of each virtual table per call (fine for the small search tables of fixtures)."""
         self._trusted = True
         try:
-            return {name: _table_state(self._agent, name) for name in self._virtual}
+            return {name: table_state(self._agent, name) for name in self._virtual}
         finally:
             self._trusted = False
 
@@ -432,41 +527,63 @@ class _DataFixture(BaseModel):
     rows: dict[str, list[Row]] = Field(default_factory=dict)
 
 
-_TEMPLATES: dict[tuple[str, str, str], tuple[bytes, str]] = {}
-"""Database images and their state hashes by (fixture path, fixture content hash, clock): one
-build per process. The hash of that first build is what every later reset must restore."""
+_TEMPLATES: dict[tuple[str, str, str], Baseline] = {}
+"""Database images and their initial state (hashes, row digests) by (fixture path, fixture
+content hash, clock): one build per process. That first build is what every reset restores."""
 
 
-def _build_template(fixture: Path, target: Path, clock: datetime) -> str:
-    """Write the template database built from a fixture; return its first build's state hash."""
-    image, built_hash = fixture_image(fixture, clock)
+def _template_file(fixture: Path, baseline: Baseline) -> Path:
+    """The build's file, which the evaluator's view of s0 opens read-only: written once per
+    process and fixture build, in the process's own folder, and shared by its environments."""
+    path = process_dir() / "templates" / f"{baseline.image_digest[:32]}.db"
     try:
-        _opening(lambda: target.write_bytes(image))
+        if not path.exists():  # written whole under another name, then renamed: never partial
+            path.parent.mkdir(exist_ok=True)
+            partial = make_workdir("template-") / path.name
+            _opening(lambda: partial.write_bytes(baseline.image))
+            partial.replace(path)
+            partial.parent.rmdir()
     except OSError as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
-    return built_hash
+    return path
 
 
 def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
     """The fixture built into a SQLite image with the clock, and its state hash: built once
     per process (other kinds start from this build too)."""
+    baseline = fixture_baseline(fixture, clock)
+    return baseline.image, baseline.state_hash
+
+
+def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
+    """The fixture's first build in this process, read once (see :class:`Baseline`)."""
     try:
-        key = (str(fixture.resolve()), hash_file(fixture), clock.isoformat())
+        key = (str(fixture.resolve()), _content_hash(fixture), clock.isoformat())
         if key not in _TEMPLATES:
-            image = _template_image(fixture, clock)
-            _TEMPLATES[key] = (image, _image_hash(image))
+            _TEMPLATES[key] = Baseline.read(_template_image(fixture, clock))
         return _TEMPLATES[key]
     except (OSError, ValueError, sqlite3.Error, SpecError) as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
 
 
-def _image_hash(image: bytes) -> str:
-    connection = sqlite3.connect(":memory:")
-    try:
-        connection.deserialize(image)
-        return hash_value(read_table_hashes(connection))
-    finally:
-        connection.close()
+_CONTENT_HASHES: dict[tuple[str, int, int, int], str] = {}
+SETTLED_NS = 2_000_000_000
+"""A file last modified longer ago than this (ns) keeps the content hash read at that stat."""
+
+
+def _content_hash(path: Path) -> str:
+    """sha256 of a file, read again only when its stat changed: a large data fixture is not
+    hashed for every attempt. A file modified in the last SETTLED_NS is always read, since
+    two writes inside the clock's granularity could leave the same size and mtime (git's
+    "racily clean" entries)."""
+    stat = path.stat()
+    ident = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    if ident in _CONTENT_HASHES:
+        return _CONTENT_HASHES[ident]
+    digest = hash_file(path)
+    if time.time_ns() - stat.st_mtime_ns > SETTLED_NS:
+        _CONTENT_HASHES[ident] = digest
+    return digest
 
 
 def _template_image(fixture: Path, clock: datetime) -> bytes:
@@ -503,85 +620,14 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
 
 
 def _insert(connection: sqlite3.Connection, table: str, row: Row) -> None:
-    columns = ", ".join(_quote(column) for column in row)
+    columns = ", ".join(quote(column) for column in row)
     marks = ", ".join("?" for _ in row)
     # YAML reads bare dates as date objects; store them as ISO text, as SQL fixtures would.
     values = [v.isoformat() if isinstance(v, date) else v for v in row.values()]
-    connection.execute(f"INSERT INTO {_quote(table)} ({columns}) VALUES ({marks})", values)
+    connection.execute(f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})", values)
 
 
-def read_table_hashes(connection: sqlite3.Connection) -> dict[str, str]:
-    """One hash per table of the main database, independent of row order and page layout.
-
-    A virtual table is hashed by its rows (an FTS5 table's documents, an R-tree's boxes); its
-    shadow tables are left out: they hold the same content again, in an index whose layout
-    depends on the order of writes and merges, not on the state.
-    """
-    shadows = {name for name, kind in _table_kinds(connection).items() if kind == "shadow"}
-    tables = connection.execute("SELECT name, sql FROM main.sqlite_master WHERE type = 'table'")
-    return {
-        name: table_hash(sql, connection.execute(f"SELECT * FROM main.{_quote(name)}"))
-        for name, sql in tables.fetchall()
-        # statistics depend on ANALYZE, not on state
-        if not name.startswith("sqlite_stat") and name not in shadows
-    }
-
-
-def table_hash(schema_sql: str, rows: Iterable[Sequence[Any]]) -> str:
-    """The hash of one table: its definition (whitespace folded) and its rows in any order."""
-    tagged = sorted(canonical_json([_tagged(value) for value in row]) for row in rows)
-    return hash_value({"schema": " ".join(schema_sql.split()), "rows": tagged})
-
-
-def _tagged(value: Any) -> list[Any]:
-    """Tag a cell with its storage class so that 1, 1.0, '1' and NULL hash differently."""
-    if isinstance(value, bytes):
-        return ["blob", value.hex()]
-    return [_STORAGE_CLASS[type(value)], value]
-
-
-def read_snapshot(connection: sqlite3.Connection) -> Snapshot:
-    """Every user table keyed by primary key; the clock and SQLite internals are left out."""
-    return Snapshot(
-        tables={name: _table_state(connection, name) for name in _user_tables(connection)}
-    )
-
-
-def _table_state(connection: sqlite3.Connection, table: str) -> TableState:
-    info = connection.execute(f"PRAGMA main.table_info({_quote(table)})").fetchall()
-    columns = [column[1] for column in info]
-    key = [column[1] for column in sorted(info, key=lambda column: column[5]) if column[5] > 0]
-    if not key:
-        key, columns = ["rowid"], ["rowid", *columns]
-    selected = ", ".join(_quote(column) for column in columns)
-    cursor = connection.execute(f"SELECT {selected} FROM main.{_quote(table)}")
-    rows = [dict(zip(columns, values, strict=True)) for values in cursor]
-    return TableState(columns=columns, key=key, rows={_row_key(row, key): row for row in rows})
-
-
-def _row_key(row: Row, key: list[str]) -> str:
-    values = [row[column] for column in key]
-    return canonical_json(values[0] if len(values) == 1 else values)
-
-
-def _user_tables(connection: sqlite3.Connection) -> list[str]:
-    """The fixture's own tables, virtual ones included: neither SQLite internals, shadow
-    tables nor the harness's clock."""
-    return [name for name, kind in _table_kinds(connection).items() if kind != "shadow"]
-
-
-def _table_kinds(connection: sqlite3.Connection) -> dict[str, str]:
-    """The fixture's tables by kind: ``table``, ``virtual`` or ``shadow`` (the tables an FTS5
-    or R-tree table keeps its content and index in), in schema order."""
-    kinds = dict(
-        connection.execute("SELECT name, type FROM pragma_table_list WHERE schema = 'main'")
-    )
-    tables = connection.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")
-    return {
-        name: kinds.get(name, "table")
-        for (name,) in tables
-        if not name.startswith("sqlite_") and name != META_TABLE
-    }
+_MAGIC = b"SQLite format 3\0"
 
 
 def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
@@ -596,8 +642,25 @@ def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
+def _change_counter(path: Path) -> int:
+    """The file change counter of a database's header: every commit by any connection moves
+    it (in the rollback-journal mode the live file always has); -1 for an unreadable file."""
+    try:
+        with path.open("rb") as handle:
+            return int.from_bytes(handle.read(28)[24:28], "big")
+    except OSError:
+        return -1
+
+
+def _header_sound(path: Path) -> bool:
+    """Whether a database file's header is SQLite's and its page count fits the file."""
+    with path.open("rb") as handle:
+        header = handle.read(100)
+        size = os.fstat(handle.fileno()).st_size
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    return header.startswith(_MAGIC) and page_size * pages == size
 
 
 def _read_only(path: Path) -> sqlite3.Connection:

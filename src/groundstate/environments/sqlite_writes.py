@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundstate.environments.base import Row, RowWrite, TableState
+from groundstate.environments.sqlite_state import tracking_key
 from groundstate.spec.canonical import canonical_json
 
 LOG = "_gs_writes"
@@ -32,6 +33,8 @@ _CHUNK = 100  # columns per json_array() call: SQLite allows at most 127 argumen
 
 Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 """Runs one of the harness's own statements (past the agent's authorizer)."""
+Touched = dict[str, dict[str, tuple[Any, ...]]]
+"""Table -> tracking key -> key values of every row a call's log names."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,11 @@ class LoggedTable:
     def key_of(self, row: Row) -> Any:
         values = [row[c] for c in self.key]
         return values[0] if len(values) == 1 else values
+
+    def exact_key(self, image: str) -> tuple[Any, ...]:
+        """The key values of a logged row image, blobs as bytes (not as their hex text)."""
+        cells = [cell for chunk in json.loads(image) for cell in chunk]
+        return tuple(_exact(cells[self.columns.index(column)]) for column in self.key)
 
 
 class WriteLog:
@@ -83,17 +91,30 @@ class WriteLog:
         run("COMMIT", ())
         self._tables = tables
 
-    def read(self, run: Run) -> tuple[list[RowWrite], list[str]]:
-        """The call's writes, netted per row, in the order rows were first written; and the
+    def read(self, run: Run) -> tuple[list[RowWrite], list[str], Touched]:
+        """The call's writes, netted per row, in the order rows were first written; the
         tables it wrote at all (a row written and restored in the same call has no write, but
-        its table was written, as a counter bumped by an insert that was deleted again)."""
+        its table was written, as a counter bumped by an insert that was deleted again); and
+        the keys of every row the log names, for the change tracking. Those are not netted:
+        netting compares decoded values, in which 1 and 1.0, or a blob and its hex text, are
+        equal while the state hash tells them apart."""
         entries = run(f"SELECT tbl, op, old, new FROM temp.{LOG} ORDER BY seq", ())
         run(f"DELETE FROM temp.{LOG}", ())
         net = Netting(self._tables)
         for tbl, op, old, new in entries:
             net.add(tbl, op, _decode(old), _decode(new))
         written = sorted({self._tables[tbl].name for tbl, op, _, _ in entries if op != "pre"})
-        return net.writes(lambda table, row: _exists(run, table, row)), written
+        return net.writes(lambda table, row: _exists(run, table, row)), written, self._keys(entries)
+
+    def _keys(self, entries: list[tuple[Any, ...]]) -> Touched:
+        touched: Touched = {}
+        for tbl, _, old, new in entries:
+            table = self._tables[tbl]
+            for image in (old, new):
+                if image is not None:
+                    values = table.exact_key(image)
+                    touched.setdefault(table.name, {})[tracking_key(values)] = values
+        return touched
 
 
 class Netting:
@@ -243,6 +264,11 @@ def _literal(sql: str) -> Any:
         return int(sql)
     except ValueError:
         return float(sql)  # quote() writes a REAL with enough digits to read it back exactly
+
+
+def _exact(sql: str) -> Any:
+    """The value of a literal ``quote()`` wrote, a blob as bytes."""
+    return bytes.fromhex(sql[2:-1]) if sql.startswith("X'") else _literal(sql)
 
 
 def _row(table: LoggedTable, values: list[Any] | None) -> Row | None:

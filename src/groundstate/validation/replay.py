@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from groundstate.agents.base import Agent
 from groundstate.agents.scripted import ScriptedAgent
+from groundstate.environments.base import initial_snapshot
 from groundstate.episode import (
     AttemptInfo,
     EnvironmentFactory,
@@ -89,7 +90,7 @@ class Proof:
     async def _regrade(self, steps: list[Step], times: int, pause: float) -> list[Verdict]:
         with closing(self.make_env(self.task, self.suite)) as env:
             env.reset(seed=SEED)
-            s0 = env.snapshot()
+            s0 = initial_snapshot(env)
             session = EpisodeSession(self.task, self.suite, self.system, env, SEED)
             with suppress(AgentStop):  # a limit or the user ended it; the state is graded
                 final = await ScriptedAgent(steps).run(session)

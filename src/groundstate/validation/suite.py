@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from groundstate.environments.sqlite_state import STATE_HASH_REVISION
 from groundstate.episode import EnvironmentFactory, default_environment
 from groundstate.errors import GroundstateError
 from groundstate.spec.canonical import hash_path, hash_value
@@ -33,6 +34,8 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
         {
             "validator": VALIDATOR_REVISION,
             "sqlite": sqlite3.sqlite_version,
+            # A cached validity holds state hashes, which mean something else once it changes.
+            "state_hash": STATE_HASH_REVISION,
             "task_id": task.task_id,
             "task_revision": task.task_revision,
             "task_file": suite.files.get(f"tasks/{task.task_id}.yaml"),

@@ -1,0 +1,439 @@
+"""The state of a SQLite database as groundstate hashes, snapshots and diffs it, and an
+attempt's final state derived from its initial one and the rows the change tracking saw.
+
+**The state hash** (revision :data:`STATE_HASH_REVISION`) is the hash of ``{table: table
+hash}``. A table's hash covers its definition (whitespace folded) and the multiset of its rows:
+each row's digest is the sha256 of its cells tagged with their storage class; the digests fall
+into :data:`BUCKETS` buckets by their first byte, each bucket is hashed over its digests in
+sorted order, and the table hash is the sha256 of the definition and the bucket hashes. Row
+order and page layout do not count; any change of one row changes one bucket's hash. Finding
+two states with the same hash means finding a sha256 collision (unlike a sum of row digests,
+which a generalised birthday search can collide), and a change of a few rows rehashes a few
+buckets of ``rows / 256`` digests, not the table.
+
+**The final state** of an attempt is its initial state, read once per process from the
+fixture's build (:class:`Baseline`), with only the rows the write log saw replaced
+(:class:`ChangeTracker`): those are read back by key and hashed, and their before and after
+values make the diff. A table the write log cannot follow completely (a virtual table,
+``sqlite_sequence``, the clock, a table with a unique index on an expression or with a
+collation other than BINARY, whose ``REPLACE`` conflicts the log would miss) is read whole
+every time, and any write the tracking did not see (outside a tool call, or by another
+connection) makes the tracker fall back to reading every table.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from bisect import bisect_left, insort
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from hashlib import sha256
+from typing import Any
+
+from groundstate.environments.base import (
+    Row,
+    Snapshot,
+    StateDiff,
+    TableState,
+    diff_snapshots,
+    quote,
+)
+from groundstate.spec.canonical import hash_value
+
+META_TABLE = "_groundstate_meta"
+STATE_HASH_REVISION = 2
+"""Bumped whenever the state hash's definition changes (2: row digests in sorted buckets, so
+that a final state's hash can be updated row by row). Hashes of older records stay as stored;
+declared ``initial_state_hash`` values and cached validity must be computed anew."""
+BUCKETS = 256
+_EMPTY_BUCKET = sha256(b"").digest()
+_TABLE_PREFIX = b"groundstate table 2\0"
+_CELL: dict[type, Callable[[Any], str]] = {  # a cell's storage class, then its value
+    type(None): lambda value: "n",
+    int: lambda value: f"i{value}",
+    float: lambda value: f"r{value!r}",  # the shortest text that reads back as the same float
+    str: lambda value: f"t{len(value)}:{value}",  # its length: a text may hold the separator
+    bytes: lambda value: f"b{value.hex()}",
+}
+_SNAPSHOT_KEY = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str
+).encode
+"""canonical_json, without building an encoder per row."""
+WHOLE_TABLE_SHARE = 4
+"""A table whose touched keys number more than 1/WHOLE_TABLE_SHARE of its rows is read whole:
+one scan is cheaper than that many lookups."""
+
+
+# --- the hash --------------------------------------------------------------------------------
+
+
+def row_digest(row: Sequence[Any]) -> bytes:
+    """sha256 of one row's cells, each tagged with its storage class (1, 1.0, '1', b'1' and
+    NULL differ)."""
+    return sha256(_encoded(row).encode()).digest()
+
+
+def _encoded(cells: Sequence[Any]) -> str:
+    """Cells as one text that tells them apart: each cell's storage class and value, a text
+    cell with its length, so no two different rows give the same text."""
+    return "|".join([_CELL[type(value)](value) for value in cells])
+
+
+@dataclass(frozen=True)
+class RowDigests:
+    """A multiset of row digests in buckets by first byte, each bucket sorted, and each
+    bucket's hash. Treated as immutable: :meth:`replaced` copies the buckets it changes."""
+
+    buckets: list[list[bytes]]
+    hashes: list[bytes]
+
+    @classmethod
+    def of(cls, digests: Iterable[bytes]) -> RowDigests:
+        buckets: list[list[bytes]] = [[] for _ in range(BUCKETS)]
+        for digest in digests:
+            buckets[digest[0]].append(digest)
+        for bucket in buckets:
+            bucket.sort()
+        return cls(buckets, [_bucket_hash(bucket) for bucket in buckets])
+
+    def replaced(self, removed: Iterable[bytes], added: Iterable[bytes]) -> RowDigests:
+        """A copy with one occurrence of each *removed* digest taken out and *added* put in.
+
+        Raises KeyError for a removed digest that is not here (the tracking was wrong)."""
+        buckets, hashes = list(self.buckets), list(self.hashes)
+        copied: set[int] = set()
+
+        def bucket(digest: bytes) -> list[bytes]:
+            if digest[0] not in copied:
+                buckets[digest[0]] = list(buckets[digest[0]])
+                copied.add(digest[0])
+            return buckets[digest[0]]
+
+        for digest in removed:
+            items = bucket(digest)
+            at = bisect_left(items, digest)
+            if at == len(items) or items[at] != digest:
+                raise KeyError(digest.hex())
+            del items[at]
+        for digest in added:
+            insort(bucket(digest), digest)
+        for index in copied:
+            hashes[index] = _bucket_hash(buckets[index])
+        return RowDigests(buckets, hashes)
+
+    def table_hash(self, schema_sql: str) -> str:
+        definition = " ".join(schema_sql.split()).encode()
+        return sha256(_TABLE_PREFIX + definition + b"\0" + b"".join(self.hashes)).hexdigest()
+
+
+def _bucket_hash(bucket: list[bytes]) -> bytes:
+    return sha256(b"".join(bucket)).digest() if bucket else _EMPTY_BUCKET
+
+
+def table_hash(schema_sql: str, rows: Iterable[Sequence[Any]]) -> str:
+    """The hash of one table: its definition (whitespace folded) and its rows in any order
+    (the PostgreSQL kind hashes its tables with this too)."""
+    return RowDigests.of(row_digest(row) for row in rows).table_hash(schema_sql)
+
+
+def read_table_hashes(connection: sqlite3.Connection) -> dict[str, str]:
+    """One hash per table of the main database, every table read whole.
+
+    A virtual table is hashed by its rows (an FTS5 table's documents, an R-tree's boxes); its
+    shadow tables are left out: they hold the same content again, in an index whose layout
+    depends on the order of writes and merges, not on the state.
+    """
+    return {
+        name: _read_table_hash(connection, name, sql)
+        for name, sql in hashed_tables(connection).items()
+    }
+
+
+def hashed_tables(connection: sqlite3.Connection) -> dict[str, str]:
+    """The tables the state hash covers, with their definitions."""
+    shadows = {name for name, kind in table_kinds(connection).items() if kind == "shadow"}
+    tables = connection.execute("SELECT name, sql FROM main.sqlite_master WHERE type = 'table'")
+    return {
+        name: sql
+        for name, sql in tables.fetchall()
+        # statistics depend on ANALYZE, not on state
+        if not name.startswith("sqlite_stat") and name not in shadows
+    }
+
+
+def _read_table_hash(connection: sqlite3.Connection, name: str, sql: str) -> str:
+    return table_hash(sql, connection.execute(f"SELECT * FROM main.{quote(name)}"))
+
+
+# --- snapshots -------------------------------------------------------------------------------
+
+
+def read_snapshot(connection: sqlite3.Connection) -> Snapshot:
+    """Every user table keyed by primary key; the clock and SQLite internals are left out."""
+    return Snapshot(
+        tables={name: table_state(connection, name) for name in user_tables(connection)}
+    )
+
+
+def table_state(connection: sqlite3.Connection, table: str) -> TableState:
+    """One table's rows keyed by the canonical JSON of their primary key."""
+    columns, key = _columns(connection, table)
+    selected = ", ".join(_column(column) for column in columns)
+    cursor = connection.execute(f"SELECT {selected} FROM main.{quote(table)}")
+    rows = [dict(zip(columns, values, strict=True)) for values in cursor]
+    return TableState(columns=columns, key=key, rows={_row_key(row, key): row for row in rows})
+
+
+def _columns(connection: sqlite3.Connection, table: str) -> tuple[list[str], list[str]]:
+    """A table's columns as snapshots show them, and its key (``rowid`` first in both for a
+    table without a primary key)."""
+    info = connection.execute(f"PRAGMA main.table_info({quote(table)})").fetchall()
+    columns = [column[1] for column in info]
+    key = [column[1] for column in sorted(info, key=lambda column: column[5]) if column[5] > 0]
+    if not key:
+        key, columns = ["rowid"], ["rowid", *columns]
+    return columns, key
+
+
+def _row_key(row: Row, key: list[str]) -> str:
+    return snapshot_key([row[column] for column in key])
+
+
+def snapshot_key(values: Sequence[Any]) -> str:
+    """The key of a row in a snapshot, from its key columns' values."""
+    return _SNAPSHOT_KEY(values[0] if len(values) == 1 else list(values))
+
+
+def tracking_key(values: Sequence[Any]) -> str:
+    """The key of a row for the change tracking: exact, storage classes included (a blob
+    key and its hex text differ)."""
+    return _encoded(values)
+
+
+def user_tables(connection: sqlite3.Connection) -> list[str]:
+    """The fixture's own tables, virtual ones included: neither SQLite internals, shadow
+    tables nor the harness's clock."""
+    return [name for name, kind in table_kinds(connection).items() if kind != "shadow"]
+
+
+def table_kinds(connection: sqlite3.Connection) -> dict[str, str]:
+    """The fixture's tables by kind: ``table``, ``virtual`` or ``shadow`` (the tables an FTS5
+    or R-tree table keeps its content and index in), in schema order."""
+    kinds = dict(
+        connection.execute("SELECT name, type FROM pragma_table_list WHERE schema = 'main'")
+    )
+    tables = connection.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")
+    return {
+        name: kinds.get(name, "table")
+        for (name,) in tables
+        if not name.startswith("sqlite_") and name != META_TABLE
+    }
+
+
+def _column(name: str) -> str:
+    # rowid must stay bare: a quoted "rowid" that names no column is read as a string literal.
+    return name if name == "rowid" else quote(name)
+
+
+# --- the initial state, read once per process --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableBaseline:
+    """One table of the initial state the write log follows: its rows' digests, by key."""
+
+    name: str
+    sql: str
+    key: list[str]
+    digests: RowDigests
+    by_key: dict[str, list[bytes]]
+    """Tracking key -> digests of the rows with that key (several where a primary key of a
+    rowid table holds NULLs)."""
+    rows: int
+
+    def hash_after(self, connection: sqlite3.Connection, keys: dict[str, tuple[Any, ...]]) -> str:
+        """The table's hash once the rows of *keys* are as they are now on *connection*."""
+        if len(keys) * WHOLE_TABLE_SHARE > self.rows:
+            return _read_table_hash(connection, self.name, self.sql)
+        removed = [digest for key in keys for digest in self.by_key.get(key, [])]
+        select = f"SELECT {', '.join(map(_column, self.key))}, * FROM main.{quote(self.name)}"
+        added = [
+            row_digest(row[len(self.key) :])
+            for key, row in _rows_by_key(connection, select, self.key, keys)
+        ]
+        try:
+            return self.digests.replaced(removed, added).table_hash(self.sql)
+        except KeyError:  # the tracking and the baseline disagree: trust neither, read it all
+            return _read_table_hash(connection, self.name, self.sql)
+
+
+def _rows_by_key(
+    connection: sqlite3.Connection, select: str, key: list[str], keys: dict[str, tuple[Any, ...]]
+) -> Iterable[tuple[str, tuple[Any, ...]]]:
+    """The rows whose leading key columns are exactly one of *keys* (the SQL match, which
+    follows the column's collation, is only a filter: the tracking key decides)."""
+    where = " AND ".join(f"{_column(column)} IS ?" for column in key)
+    for wanted, values in keys.items():
+        for row in connection.execute(f"{select} WHERE {where}", values):
+            if tracking_key(row[: len(key)]) == wanted:
+                yield wanted, tuple(row)
+
+
+@dataclass
+class Baseline:
+    """A fixture's built image read once: its hashes, and the row digests of the tables the
+    write log follows completely (the others are read whole for every final state)."""
+
+    image: bytes
+    hashes: dict[str, str]
+    sql: dict[str, str]
+    tracked: dict[str, TableBaseline]
+
+    @classmethod
+    def read(cls, image: bytes) -> Baseline:
+        connection = _deserialized(image)
+        try:
+            sql = hashed_tables(connection)
+            kinds = table_kinds(connection)
+            followed = [
+                n for n, kind in kinds.items() if kind == "table" and _followed(connection, n)
+            ]
+            tracked = {name: _table_baseline(connection, name, sql[name]) for name in followed}
+            hashes = {
+                name: tracked[name].digests.table_hash(text)
+                if name in tracked
+                else _read_table_hash(connection, name, text)
+                for name, text in sql.items()
+            }
+            return cls(image, hashes, sql, tracked)
+        finally:
+            connection.close()
+
+    @property
+    def state_hash(self) -> str:
+        return hash_value(self.hashes)
+
+    @cached_property
+    def snapshot(self) -> Snapshot:
+        """The initial snapshot, read on first use (shared: callers must not change it)."""
+        connection = _deserialized(self.image)
+        try:
+            return read_snapshot(connection)
+        finally:
+            connection.close()
+
+    @cached_property
+    def image_digest(self) -> str:
+        return sha256(self.image).hexdigest()
+
+    @cached_property
+    def integrity(self) -> str:
+        """``PRAGMA quick_check`` of the build, run on first use."""
+        connection = _deserialized(self.image)
+        try:
+            checks = connection.execute("PRAGMA quick_check").fetchall()
+            return "; ".join(str(check[0]) for check in checks)
+        finally:
+            connection.close()
+
+    @property
+    def whole(self) -> list[str]:
+        """The tables read whole for every final state."""
+        return [name for name in self.sql if name not in self.tracked]
+
+
+def _deserialized(image: bytes) -> sqlite3.Connection:
+    connection = sqlite3.connect(":memory:")
+    connection.deserialize(image)
+    return connection
+
+
+def _followed(connection: sqlite3.Connection, table: str) -> bool:
+    """Whether the write log sees every row a statement can change in *table*: its triggers
+    log ``REPLACE`` conflicts by comparing the columns of each unique index with the column's
+    own collation, which misses conflicts on an expression or under another collation."""
+    for index in connection.execute(f"PRAGMA main.index_list({quote(table)})").fetchall():
+        if not index[2]:
+            continue
+        info = connection.execute(f"PRAGMA main.index_xinfo({quote(index[1])})").fetchall()
+        for column in info:
+            if column[5] and (column[1] < 0 or str(column[4]).upper() != "BINARY"):
+                return False
+    return True
+
+
+def _table_baseline(connection: sqlite3.Connection, name: str, sql: str) -> TableBaseline:
+    _, key = _columns(connection, name)
+    select = f"SELECT {', '.join(map(_column, key))}, * FROM main.{quote(name)}"
+    by_key: dict[str, list[bytes]] = {}
+    digests = []
+    for row in connection.execute(select):
+        digest = row_digest(row[len(key) :])
+        by_key.setdefault(tracking_key(row[: len(key)]), []).append(digest)
+        digests.append(digest)
+    return TableBaseline(name, sql, key, RowDigests.of(digests), by_key, len(digests))
+
+
+# --- the final state ---------------------------------------------------------------------------
+
+
+class ChangeTracker:
+    """The rows an attempt may have changed since its reset, by table and tracking key; and
+    the final state's hashes and diff derived from them and the :class:`Baseline`."""
+
+    def __init__(self, baseline: Baseline) -> None:
+        self._baseline = baseline
+        self._keys: dict[str, dict[str, tuple[Any, ...]]] = {}
+        self.complete = True
+        """False once a write happened that the tracking did not see: then every table is
+        read whole."""
+
+    def add(self, touched: dict[str, dict[str, tuple[Any, ...]]]) -> None:
+        """Record the rows one committed tool call wrote (a superset is harmless)."""
+        for table, keys in touched.items():
+            self._keys.setdefault(table, {}).update(keys)
+
+    def hashes(self, connection: sqlite3.Connection) -> dict[str, str]:
+        if not self.complete:
+            return read_table_hashes(connection)
+        hashes = dict(self._baseline.hashes)
+        for name in self._baseline.whole:
+            hashes[name] = _read_table_hash(connection, name, self._baseline.sql[name])
+        for name, keys in self._keys.items():
+            if name in self._baseline.tracked:  # the others were read whole just above
+                hashes[name] = self._baseline.tracked[name].hash_after(connection, keys)
+        return hashes
+
+    def diff(self, connection: sqlite3.Connection) -> StateDiff:
+        """The diff from the initial state, the same as a whole snapshot's diff would be."""
+        s0 = self._baseline.snapshot
+        if not self.complete:
+            return diff_snapshots(s0, read_snapshot(connection))
+        before: dict[str, TableState] = {}
+        after: dict[str, TableState] = {}
+        for name in user_tables(connection):
+            if name not in self._baseline.tracked:
+                before[name], after[name] = s0.tables[name], table_state(connection, name)
+            elif name in self._keys:
+                before[name], after[name] = _touched_rows(
+                    connection, name, s0.tables[name], self._keys[name]
+                )
+        return diff_snapshots(Snapshot(tables=before), Snapshot(tables=after))
+
+
+def _touched_rows(
+    connection: sqlite3.Connection, name: str, initial: TableState, keys: dict[str, tuple[Any, ...]]
+) -> tuple[TableState, TableState]:
+    """The touched rows of one table, as they were and as they are (keyed as snapshots are)."""
+    slots = [snapshot_key(values) for values in keys.values()]
+    old = {slot: initial.rows[slot] for slot in slots if slot in initial.rows}
+    columns, key = initial.columns, initial.key
+    selected = ", ".join(_column(column) for column in [*key, *columns])
+    select = f"SELECT {selected} FROM main.{quote(name)}"
+    new = {}
+    for _, values in _rows_by_key(connection, select, key, keys):
+        row = dict(zip(columns, values[len(key) :], strict=True))
+        new[_row_key(row, key)] = row
+    return initial.model_copy(update={"rows": old}), initial.model_copy(update={"rows": new})

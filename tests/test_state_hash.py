@@ -1,0 +1,354 @@
+"""The state hash and the final state derived from the change tracking.
+
+An attempt's final hash and diff are its initial state's with only the rows the write log saw
+read again. Every way to change the state must show in them exactly as a from-scratch read
+would: REPLACE conflicts, key updates, foreign-key cascades, a fixture's own triggers, tables
+without rowid, NULL keys, storage-class changes (1 to 1.0, text to blob), unique indexes the
+log cannot follow, writes outside a tool call and writes by another connection.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from groundstate.environments import sqlite_state
+from groundstate.environments.base import diff_snapshots
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.sqlite_state import (
+    RowDigests,
+    read_table_hashes,
+    row_digest,
+    table_hash,
+)
+from groundstate.errors import ResetCheckFailed
+from groundstate.spec.canonical import hash_value
+
+CLOCK = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
+FIXTURE = """
+CREATE TABLE plain (a, b);
+CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT UNIQUE, qty);
+CREATE TABLE codes (code TEXT PRIMARY KEY, label) WITHOUT ROWID;
+CREATE TABLE pairs (x INTEGER, y TEXT, v, PRIMARY KEY (x, y));
+CREATE TABLE nullable (k TEXT PRIMARY KEY, v);
+CREATE TABLE parent (id INTEGER PRIMARY KEY, n TEXT);
+CREATE TABLE child (
+    id INTEGER PRIMARY KEY,
+    parent_id INTEGER REFERENCES parent(id) ON DELETE CASCADE ON UPDATE CASCADE,
+    note
+);
+CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, what TEXT);
+CREATE TRIGGER items_audit AFTER UPDATE ON items
+BEGIN INSERT INTO audit (what) VALUES ('items ' || NEW.id); END;
+CREATE TABLE lowered (id INTEGER PRIMARY KEY, email TEXT);
+CREATE UNIQUE INDEX lowered_email ON lowered (lower(email));
+CREATE TABLE folded (id INTEGER PRIMARY KEY, tag TEXT);
+CREATE UNIQUE INDEX folded_tag ON folded (tag COLLATE NOCASE);
+CREATE TABLE priced (id INTEGER PRIMARY KEY, price, doubled GENERATED ALWAYS AS (price * 2));
+INSERT INTO plain VALUES (1, 'one'), (1, 'one'), (2, x'02');
+INSERT INTO items VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3.5);
+INSERT INTO codes VALUES ('a', 1), ('b', 2);
+INSERT INTO pairs VALUES (1, 'a', 1), (1, 'b', 2), (2, 'a', NULL);
+INSERT INTO nullable VALUES (NULL, 1), (NULL, 2), ('a', 3);
+INSERT INTO parent VALUES (1, 'p1'), (2, 'p2');
+INSERT INTO child (parent_id, note) VALUES (1, 'c1'), (1, 'c2'), (2, 'c3');
+INSERT INTO audit (what) VALUES ('start');
+INSERT INTO lowered VALUES (1, 'Ann@x'), (2, 'bob@x');
+INSERT INTO folded VALUES (1, 'Red'), (2, 'blue');
+INSERT INTO priced VALUES (1, 10), (2, 2.5);
+"""
+VALUES = st.sampled_from([None, 0, 1, 1.0, 2, 3, "1", "a", "A", "b", b"\x01", b"a"])
+SMALL = st.sampled_from([1, 2, 3, 4])
+TEXT = st.sampled_from(["a", "A", "b", "c", "ann@x", "ANN@X", "red", "RED"])
+STATEMENTS: list[tuple[str, tuple[st.SearchStrategy[Any], ...]]] = [
+    ("INSERT INTO plain VALUES (?, ?)", (VALUES, VALUES)),
+    ("DELETE FROM plain WHERE a IS ?", (VALUES,)),
+    ("UPDATE plain SET b = ? WHERE a IS ?", (VALUES, VALUES)),
+    ("DELETE FROM plain", ()),
+    ("INSERT OR REPLACE INTO items (id, name, qty) VALUES (?, ?, ?)", (SMALL, TEXT, VALUES)),
+    ("UPDATE OR REPLACE items SET name = ? WHERE id = ?", (TEXT, SMALL)),
+    ("UPDATE items SET id = ? WHERE id = ?", (SMALL, SMALL)),
+    ("UPDATE items SET qty = ? WHERE id = ?", (VALUES, SMALL)),
+    (
+        "INSERT INTO items (id, name, qty) VALUES (?, ?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET qty = excluded.qty",
+        (SMALL, TEXT, VALUES),
+    ),
+    ("INSERT OR REPLACE INTO codes VALUES (?, ?)", (TEXT, VALUES)),
+    ("INSERT OR REPLACE INTO codes VALUES (?, ?)", (VALUES, VALUES)),  # blob and number keys
+    ("UPDATE codes SET code = ? WHERE code = ?", (TEXT, TEXT)),
+    ("DELETE FROM codes WHERE code = ?", (TEXT,)),
+    ("INSERT OR REPLACE INTO pairs VALUES (?, ?, ?)", (SMALL, TEXT, VALUES)),
+    ("UPDATE pairs SET v = ? WHERE x = ?", (VALUES, SMALL)),
+    ("INSERT INTO nullable VALUES (?, ?)", (st.sampled_from([None, "a", "b"]), VALUES)),
+    ("UPDATE nullable SET v = ? WHERE k IS ?", (VALUES, st.sampled_from([None, "a"]))),
+    ("DELETE FROM nullable WHERE k IS ?", (st.sampled_from([None, "a", "b"]),)),
+    ("DELETE FROM parent WHERE id = ?", (SMALL,)),
+    ("UPDATE parent SET id = ? WHERE id = ?", (SMALL, SMALL)),
+    ("INSERT INTO child (parent_id, note) VALUES (?, ?)", (SMALL, VALUES)),
+    ("INSERT OR REPLACE INTO lowered (id, email) VALUES (?, ?)", (SMALL, TEXT)),
+    ("INSERT OR REPLACE INTO folded (id, tag) VALUES (?, ?)", (SMALL, TEXT)),
+    ("UPDATE priced SET price = ? WHERE id = ?", (VALUES, SMALL)),
+]
+STATEMENT = st.sampled_from(STATEMENTS).flatmap(
+    lambda pair: st.tuples(st.just(pair[0]), st.tuples(*pair[1]))
+)
+
+
+@pytest.fixture(scope="module")
+def fixture_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("state") / "mixed.sql"
+    path.write_text(FIXTURE)
+    return path
+
+
+def _from_scratch(env: SqliteEnvironment) -> str:
+    connection = sqlite3.connect(env.health()["database"])
+    try:
+        return hash_value(read_table_hashes(connection))
+    finally:
+        connection.close()
+
+
+def _call(env: SqliteEnvironment, sql: str, params: tuple[Any, ...]) -> None:
+    try:
+        with env.tool_transaction():
+            env.agent_db.execute(sql, params)
+    except sqlite3.Error:  # a constraint refused it: rolled back, nothing changed
+        pass
+
+
+def _assert_tracked(env: SqliteEnvironment) -> None:
+    assert env.state_hash() == _from_scratch(env)
+    assert env.diff_from_initial() == diff_snapshots(env.initial_snapshot(), env.snapshot())
+
+
+# --- the hash itself -----------------------------------------------------------------------
+
+
+def test_a_table_hash_ignores_row_order_and_counts_duplicates() -> None:
+    rows = [(1, "a"), (2, "b"), (2, "b")]
+    sql = "CREATE TABLE t(x, y)"
+    assert table_hash(sql, rows) == table_hash(sql, rows[::-1])
+    assert table_hash(sql, rows) != table_hash(sql, rows[:2])
+    assert table_hash(sql, rows) != table_hash("CREATE TABLE t(x, z)", rows)
+    assert table_hash("CREATE TABLE t(x,  y)", rows) == table_hash(sql, rows)
+
+
+def test_a_table_hash_tells_storage_classes_apart() -> None:
+    cells: list[Any] = [1, 1.0, "1", None, b"1", b"\x01", "01"]
+    hashes = {table_hash("CREATE TABLE t(x)", [(cell,)]) for cell in cells}
+    assert len(hashes) == len(cells)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.binary(min_size=1, max_size=3), max_size=12),
+    st.lists(st.binary(min_size=1, max_size=3), max_size=6),
+    st.data(),
+)
+def test_replacing_digests_equals_building_the_multiset_again(
+    start: list[bytes], added: list[bytes], data: st.DataObject
+) -> None:
+    digests = [row_digest((value,)) for value in start]
+    removed = data.draw(st.lists(st.sampled_from(digests), unique=True)) if digests else []
+    new = [row_digest((value,)) for value in added]
+    kept = list(digests)
+    for digest in removed:
+        kept.remove(digest)
+    replaced = RowDigests.of(digests).replaced(removed, new)
+    assert replaced.table_hash("t") == RowDigests.of(kept + new).table_hash("t")
+    assert RowDigests.of(digests).table_hash("t") == table_hash("t", [(v,) for v in start])
+
+
+def test_removing_a_digest_that_is_not_there_is_refused() -> None:
+    with pytest.raises(KeyError):
+        RowDigests.of([row_digest((1,))]).replaced([row_digest((2,))], [])
+
+
+# --- the tracked final state equals a from-scratch read --------------------------------------
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(STATEMENT, min_size=1, max_size=8))
+def test_the_tracked_final_state_is_the_state_read_from_scratch(
+    fixture_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    statements: list[tuple[str, tuple[Any, ...]]],
+) -> None:
+    # Row by row however many rows were touched: the fixture's tables are small enough that
+    # the default would read most of them whole.
+    monkeypatch.setattr(sqlite_state, "WHOLE_TABLE_SHARE", 0)
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        initial = env.reset()
+        for sql, params in statements:
+            _call(env, sql, params)
+        assert env.tracking_complete  # derived from the tracked rows, not read whole
+        _assert_tracked(env)
+        assert env.reset() == initial == _from_scratch(env)
+        assert env.diff_from_initial().is_empty()
+
+
+@pytest.mark.parametrize(
+    ("sql", "changed"),
+    [
+        ("INSERT OR REPLACE INTO items (id, name, qty) VALUES (9, 'a', 0)", {"items"}),
+        ("UPDATE items SET qty = 1.0 WHERE id = 1", {"items", "audit", "sqlite_sequence"}),
+        ("UPDATE plain SET b = CAST(b AS TEXT) WHERE a = 2", {"plain"}),
+        ("DELETE FROM parent WHERE id = 1", {"parent", "child"}),
+        ("UPDATE parent SET id = 7 WHERE id = 2", {"parent", "child"}),
+        ("INSERT OR REPLACE INTO lowered (id, email) VALUES (5, 'ANN@X')", {"lowered"}),
+        ("INSERT OR REPLACE INTO folded (id, tag) VALUES (5, 'RED')", {"folded"}),
+        ("UPDATE codes SET code = 'z' WHERE code = 'a'", {"codes"}),
+        ("DELETE FROM nullable WHERE k IS NULL", {"nullable"}),
+        ("UPDATE priced SET price = 3 WHERE id = 1", {"priced"}),
+        ("DELETE FROM plain", {"plain"}),
+    ],
+)
+@pytest.mark.parametrize("share", [0, sqlite_state.WHOLE_TABLE_SHARE])  # row by row; whole
+def test_every_kind_of_write_changes_the_hash_of_exactly_its_tables(
+    fixture_path: Path, monkeypatch: pytest.MonkeyPatch, sql: str, changed: set[str], share: int
+) -> None:
+    monkeypatch.setattr(sqlite_state, "WHOLE_TABLE_SHARE", share)
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        before = env.table_hashes()
+        _call(env, sql, ())
+        assert env.tracking_complete
+        after = env.table_hashes()
+        assert {name for name in after if after[name] != before[name]} == changed
+        _assert_tracked(env)
+
+
+def test_a_write_outside_a_tool_call_is_not_missed(fixture_path: Path) -> None:
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        initial = env.reset()
+        env.agent_db.execute("UPDATE codes SET label = 'outside' WHERE code = 'a'")  # autocommit
+        assert not env.tracking_complete
+        assert env.state_hash() != initial
+        _assert_tracked(env)
+
+
+def test_a_write_by_another_connection_is_not_missed(fixture_path: Path) -> None:
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        initial = env.reset()
+        _call(env, "UPDATE items SET qty = 5 WHERE id = 1", ())
+        other = sqlite3.connect(env.health()["database"])
+        other.execute("UPDATE codes SET label = 'elsewhere' WHERE code = 'b'")
+        other.commit()
+        other.close()
+        assert not env.tracking_complete
+        assert env.state_hash() != initial
+        _assert_tracked(env)
+        assert "codes" in env.diff_from_initial().tables
+
+
+def test_the_clock_is_in_the_hash(fixture_path: Path) -> None:
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        initial = env.reset()
+        env.advance_clock(60)
+        assert env.state_hash() != initial
+        _assert_tracked(env)
+
+
+# --- reset ---------------------------------------------------------------------------------
+
+
+class _TamperedAfterSetup(SqliteEnvironment):
+    """Its setup's file is changed by another connection before the first reset."""
+
+    def _restore(self) -> None:
+        super()._restore()
+        if not hasattr(self, "tampered"):
+            self.tampered = True
+            other = sqlite3.connect(self._live)
+            other.execute("DELETE FROM codes")
+            other.commit()
+            other.close()
+
+
+class _AlwaysTampered(SqliteEnvironment):
+    def _restore(self) -> None:
+        super()._restore()
+        with self._live.open("r+b") as handle:  # a raw write SQLite's counter would not show
+            handle.seek(len(self._baseline.image) - 1)
+            handle.write(b"\x7f")
+
+
+def test_a_fresh_environments_file_is_checked_and_rewritten_when_it_differs(
+    fixture_path: Path,
+) -> None:
+    with _TamperedAfterSetup(fixture_path, clock=CLOCK) as env:
+        assert env.reset() == _from_scratch(env)
+        assert env.snapshot().tables["codes"].rows
+
+
+def test_a_reset_whose_bytes_differ_from_the_build_fails(fixture_path: Path) -> None:
+    with _AlwaysTampered(fixture_path, clock=CLOCK) as env, pytest.raises(ResetCheckFailed):
+        env.reset()
+
+
+# --- health --------------------------------------------------------------------------------
+
+
+def test_health_trusts_the_builds_check_only_while_every_write_was_seen(
+    fixture_path: Path,
+) -> None:
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        env.reset()
+        _call(env, "UPDATE items SET qty = 5 WHERE id = 1", ())
+        report = env.health()
+        assert report["ok"] and report["integrity_of"].startswith("fixture build")
+        other = sqlite3.connect(env.health()["database"])
+        other.execute("DELETE FROM codes")
+        other.commit()
+        other.close()
+        report = env.health()
+        assert report["ok"] and "quick_check" in report["integrity_of"]
+
+
+def test_health_checks_the_whole_file_when_its_header_does_not_add_up(fixture_path: Path) -> None:
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        env.reset()
+        with Path(env.health()["database"]).open("ab") as handle:
+            handle.write(b"\0" * 10)  # a page count that no longer fits the file
+        assert "quick_check" in env.health()["integrity_of"]
+
+
+CELLS = st.one_of(
+    st.none(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False),
+    st.text(alphabet="ab|:t1n", max_size=6),
+    st.binary(max_size=3),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(CELLS, max_size=4), st.lists(CELLS, max_size=4))
+def test_different_rows_have_different_digests(one: list[Any], two: list[Any]) -> None:
+    same = [(type(a), repr(a)) for a in one] == [(type(b), repr(b)) for b in two]  # -0.0
+    assert (row_digest(one) == row_digest(two)) == same
+
+
+# --- the build's cache key -----------------------------------------------------------------
+
+
+def test_a_fixture_rewritten_in_place_is_built_again(tmp_path: Path) -> None:
+    fixture = tmp_path / "f.sql"
+    hashes = []
+    for n, value in enumerate((1, 2, 3)):  # the same size every time
+        fixture.write_text(f"CREATE TABLE t(x); INSERT INTO t VALUES ({value});")
+        if n:  # settled: long enough ago that its stat may stand for its content
+            os.utime(fixture, ns=(n * 10**9, n * 10**9))
+        with SqliteEnvironment(fixture, clock=CLOCK) as env:
+            hashes.append(env.reset())
+    assert len(set(hashes)) == 3
