@@ -35,26 +35,43 @@ UNWIND_TIMEOUT = 10.0
 
 @dataclass
 class _Turnstile:
-    """Turns in the order attempts were submitted, for calling live factories in that order."""
+    """Turns in the order attempts were submitted, for calling live factories in that order.
+
+    Each ticket waits on an event of its own, set when the ticket before it is done: one
+    wake-up per turn. (One condition shared by every waiting attempt woke all of them at each
+    turn: with 256 attempts waiting, tens of thousands of wake-ups per batch.)"""
 
     _next: int = 0
     _serving: int = 0
-    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _turns: dict[int, threading.Event] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ticket(self) -> int:
-        ticket, self._next = self._next, self._next + 1
+        with self._lock:
+            ticket, self._next = self._next, self._next + 1
+            self._turn(ticket)
+            if ticket == self._serving:
+                self._turns[ticket].set()
         return ticket
 
     def wait(self, ticket: int) -> None:
-        with self._cond:
-            self._cond.wait_for(lambda: self._serving == ticket)
+        with self._lock:
+            turn = self._turn(ticket)
+        turn.wait()
 
     def done(self, ticket: int) -> None:
         """End *ticket*'s turn (again is harmless)."""
-        with self._cond:
-            if self._serving == ticket:
-                self._serving += 1
-                self._cond.notify_all()
+        with self._lock:
+            if self._serving != ticket:
+                return
+            self._turns.pop(ticket, None)
+            self._serving += 1
+            if self._serving < self._next:
+                self._turn(self._serving).set()
+
+    def _turn(self, ticket: int) -> threading.Event:
+        """The event *ticket* waits on (the caller holds the lock)."""
+        return self._turns.setdefault(ticket, threading.Event())
 
 
 @dataclass
