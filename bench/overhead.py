@@ -25,16 +25,24 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.environments.base import Environment
-from groundstate.episode import AttemptInfo, EpisodeSession, default_environment, grade, run_attempt
+from groundstate.episode import (
+    AttemptInfo,
+    AttemptJob,
+    AttemptOutput,
+    EpisodeSession,
+    default_environment,
+    grade,
+    run_attempt,
+)
 from groundstate.errors import ToolError
-from groundstate.executors import make_executor
+from groundstate.executors import Executor, make_executor
 from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.solution import Step
 from groundstate.spec.suite import Suite, load_suite
@@ -95,6 +103,45 @@ def overhead(suite: Suite, repeats: int) -> None:
         f"  => overhead {(total - statistics.median(floor)) * 1000:.2f} ms per attempt over the "
         f"floor; ratio {total / statistics.median(floor):.1f}x"
     )
+    for level in (1, 8):
+        per = _through_runner(suite, repeats, level)
+        print(
+            f"  whole batch through the runner, concurrency {level}: {per * 1000:.2f} ms per "
+            f"attempt (ratio {per / statistics.median(floor):.1f}x the floor)"
+        )
+
+
+@dataclass
+class _Oracles:
+    """The in-process executor, replaying each task's oracle instead of the system's agent
+    (as the canary does): the oracle replays above, run as a batch."""
+
+    inner: Executor
+    name: str = "in-process"
+
+    def open(self, concurrency: int) -> None:
+        self.inner.open(concurrency)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    async def run(self, job: AttemptJob) -> AttemptOutput:
+        return await self.inner.run(replace(job, solution=job.solution or "oracle"))
+
+
+def _through_runner(suite: Suite, repeats: int, level: int) -> float:
+    """Seconds per attempt of a batch of every task's oracle x *repeats*, from the end of
+    preflight to the last record stored: executor threads, lease checks, grouped commits
+    and all."""
+    with tempfile.TemporaryDirectory() as tmp, RunStore(Path(tmp) / "runs.db") as store:
+        system = _slow_oracle_system(Path(tmp), [], 0.0)  # buildable; never run (oracles are)
+        executor = _Oracles(make_executor("in-process", suite))
+        runner = BatchRunner(suite, system, store, executor=executor)
+        config = BatchConfig(attempts=repeats, concurrency=level)
+        result = asyncio.run(runner.start(config))
+        elapsed = (datetime.now(UTC) - result.batch.created_at).total_seconds()
+        assert all(run.success for run in result.runs), "an oracle replay failed"
+    return elapsed / len(result.runs)
 
 
 @dataclass

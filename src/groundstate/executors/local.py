@@ -258,6 +258,8 @@ class _WorkerPool:
             process.terminate()
         for process in self._processes:
             process.join(UNWIND_TIMEOUT)
+        for channel in (self._jobs, self._results):
+            channel.close()
 
     def _read(self) -> None:
         while not self._closed.is_set():
