@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from rich.console import Console
 from groundstate.agents.base import Session
 from groundstate.analysis import batch_report, final_runs
 from groundstate.cli import main
+from groundstate.episode import ENVIRONMENT_TURNS, default_environment
 from groundstate.errors import ExecutorError
 from groundstate.executors import make_executor
 from groundstate.records import AgentRun
@@ -272,6 +274,49 @@ def test_recorded_latency_is_the_attempts_own_not_the_queues(bank: Suite, tmp_pa
     harness = one[1] - 0.2
     assert one[-1] < 0.4 + 2 * harness, one  # attempts 2 and 3 queued 0.2 and 0.4 s: not counted
     assert many[16] - one[1] < 0.15 + 16 * harness, latencies
+
+
+class _SlowProbes:
+    """An environment whose health probe takes 0.3 s: environment work held in its turn."""
+
+    def __init__(self, env: Any) -> None:
+        self._env = env
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+    def __enter__(self) -> _SlowProbes:
+        self._env.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._env.__exit__(*exc)
+
+    def health(self) -> Any:
+        time.sleep(0.3)
+        return self._env.health()
+
+
+def test_waiting_for_a_turn_at_the_environment_is_not_in_the_latency(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """Six attempts at once, each with 0.6 s of environment work (two probes), and two turns
+    at the environment (ENVIRONMENT_TURNS): the batch takes at least three rounds of it, but
+    no attempt is recorded as taking longer than its own work."""
+    assert ENVIRONMENT_TURNS == 2
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(
+            bank,
+            load_system(BANK_SYSTEM),
+            store,
+            make_agent=lambda: FunctionAgent(_sleeper(0.0)),
+            make_env=lambda task, suite: _SlowProbes(default_environment(task, suite)),
+        )
+        result = asyncio.run(runner.start(BatchConfig(attempts=6, concurrency=6)))
+    runs = result.runs
+    wall = (datetime.now(UTC) - result.batch.created_at).total_seconds()  # after preflight
+    assert wall >= 1.7  # 6 x 0.6 s of probes, two at a time: they queued
+    assert max(r.latency for r in runs) < 0.6 + 0.5, sorted(r.latency for r in runs)
 
 
 def _children(pid: int) -> list[int]:
