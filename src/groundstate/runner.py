@@ -22,7 +22,6 @@ import hashlib
 import signal
 import uuid
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -454,11 +453,10 @@ class _GroupWriter:
 
     def close(self) -> None:
         """Store what is queued (tries that finished and passed their checks before the
-        batch stopped), then accept no more. Errors here are secondary to whatever stopped
-        the batch; the tries they concern are simply rerun by a resume."""
+        batch stopped), then accept no more. A group that fails here fails only its own
+        tries (whatever stopped the batch is what the batch raises); a resume reruns them."""
         self._closed = True
-        with suppress(GroundstateError):
-            self.flush()
+        self.flush()
         if self._flushing is not None:
             self._flushing.cancel()
 
