@@ -18,26 +18,37 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import resource
 import shutil
 import sqlite3
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from groundstate.agents.base import Session
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.environments.base import Environment
-from groundstate.episode import AttemptInfo, EpisodeSession, default_environment, grade, run_attempt
+from groundstate.episode import (
+    AttemptInfo,
+    AttemptJob,
+    AttemptOutput,
+    EpisodeSession,
+    default_environment,
+    grade,
+    run_attempt,
+)
 from groundstate.errors import ToolError
+from groundstate.executors import Executor, make_executor
 from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.solution import Step
 from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.system import SystemSpec, load_system
 from groundstate.store import RunStore
-from groundstate.testing import FunctionAgent, scripted_system
+from groundstate.testing import scripted_system
 
 SUITE = Path(__file__).resolve().parent.parent / "examples" / "retail"
 
@@ -92,6 +103,45 @@ def overhead(suite: Suite, repeats: int) -> None:
         f"  => overhead {(total - statistics.median(floor)) * 1000:.2f} ms per attempt over the "
         f"floor; ratio {total / statistics.median(floor):.1f}x"
     )
+    for level in (1, 8):
+        per = _through_runner(suite, repeats, level)
+        print(
+            f"  whole batch through the runner, concurrency {level}: {per * 1000:.2f} ms per "
+            f"attempt (ratio {per / statistics.median(floor):.1f}x the floor)"
+        )
+
+
+@dataclass
+class _Oracles:
+    """The in-process executor, replaying each task's oracle instead of the system's agent
+    (as the canary does): the oracle replays above, run as a batch."""
+
+    inner: Executor
+    name: str = "in-process"
+
+    def open(self, concurrency: int) -> None:
+        self.inner.open(concurrency)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    async def run(self, job: AttemptJob) -> AttemptOutput:
+        return await self.inner.run(replace(job, solution=job.solution or "oracle"))
+
+
+def _through_runner(suite: Suite, repeats: int, level: int) -> float:
+    """Seconds per attempt of a batch of every task's oracle x *repeats*, from the end of
+    preflight to the last record stored: executor threads, lease checks, grouped commits
+    and all."""
+    with tempfile.TemporaryDirectory() as tmp, RunStore(Path(tmp) / "runs.db") as store:
+        system = _slow_oracle_system(Path(tmp), [], 0.0)  # buildable; never run (oracles are)
+        executor = _Oracles(make_executor("in-process", suite))
+        runner = BatchRunner(suite, system, store, executor=executor)
+        config = BatchConfig(attempts=repeats, concurrency=level)
+        result = asyncio.run(runner.start(config))
+        elapsed = (datetime.now(UTC) - result.batch.created_at).total_seconds()
+        assert all(run.success for run in result.runs), "an oracle replay failed"
+    return elapsed / len(result.runs)
 
 
 @dataclass
@@ -161,19 +211,51 @@ def _time_grading(suite: Suite, task_id: str, env: Environment, steps: list[Step
     return time.perf_counter() - t0
 
 
-def concurrency(suite: Suite, latency: float, levels: list[int], attempts_per_level: int) -> None:
+SLOW_ORACLE = """
+import asyncio
+
+
+async def slow_oracle(session, latency: float, steps: list) -> str | None:
+    \"\"\"Replays an oracle, waiting *latency* seconds (a model's turn) before each step.\"\"\"
+    for step in steps:
+        await asyncio.sleep(latency)
+        if step["call"] is not None:
+            await session.call(step["call"], step["args"])
+        elif step["say"] is not None:
+            await session.say(step["say"])
+        else:
+            return step["finish"]
+    return None
+"""
+
+
+def _slow_oracle_system(folder: Path, steps: list[Step], latency: float) -> SystemSpec:
+    """A system file whose agent replays *steps* slowly: loadable by pool workers too, and
+    run without live factories, as ``groundstate run`` runs a system."""
+    (folder / "slow_oracle.py").write_text(SLOW_ORACLE)
+    params = {
+        "latency": latency,
+        "steps": [s.model_dump() for s in steps],
+    }
+    system = folder / "system.yaml"
+    system.write_text(
+        json.dumps(
+            {
+                "name": "slow-oracle",
+                "harness": {
+                    "orchestration_loop": {"entry": "slow_oracle.py:slow_oracle", "params": params}
+                },
+            }
+        )
+    )
+    return load_system(system)
+
+
+def concurrency(
+    suite: Suite, latency: float, levels: list[int], attempts_per_level: int, executor: str
+) -> None:
     task_id = sorted(suite.tasks)[0]
     steps = suite.solutions[task_id]["oracle"].steps
-
-    async def slow_oracle(session: Session) -> str | None:
-        for step in steps:
-            await asyncio.sleep(latency)
-            if step.call is not None:
-                await session.call(step.call, dict(step.args))
-            elif step.say is not None:
-                await session.say(step.say)
-        return None
-
     one = suite.__class__(
         suite.root,
         suite.config,
@@ -184,39 +266,70 @@ def concurrency(suite: Suite, latency: float, levels: list[int], attempts_per_le
     one.config = one.config.model_copy(update={"canary": None})
     duration = latency * len(steps)
     print(
-        f"\nconcurrency: {len(steps)} steps x {latency * 1000:.0f} ms simulated model latency "
-        f"= {duration:.2f} s per attempt"
+        f"\nconcurrency ({executor}): {len(steps)} steps x {latency * 1000:.0f} ms simulated "
+        f"model latency = {duration:.2f} s per attempt; timed from the end of preflight"
     )
     print(
         f"  {'concurrency':>11} {'attempts':>8} {'attempts/s':>10} {'ideal':>8} {'efficiency':>10}"
-        f" {'median latency':>15}"
+        f" {'median latency':>15} {'CPU/attempt':>12} {'CPU ceiling':>12}"
     )
-    for level in levels:
-        n = max(attempts_per_level, level * 2)
-        with tempfile.TemporaryDirectory() as tmp, RunStore(Path(tmp) / "runs.db") as store:
-            runner = BatchRunner(
-                one, scripted_system(), store, make_agent=lambda: FunctionAgent(slow_oracle)
+    with tempfile.TemporaryDirectory() as folder:
+        system = _slow_oracle_system(Path(folder), steps, latency)
+        for level in levels:
+            n = max(attempts_per_level, level * 2)
+            rate, cpu, recorded = _batch_rate(one, system, level, n, executor)
+            ideal = level / duration
+            used = (
+                f" {cpu * 1000:>9.1f} ms {1 / cpu:>10.1f}/s"
+                if executor == "in-process"
+                else f" {'-':>12} {'-':>12}"  # workers are the fork server's children, not ours
             )
-            t0 = time.perf_counter()
-            result = asyncio.run(runner.start(BatchConfig(attempts=n, concurrency=level)))
-            rate = n / (time.perf_counter() - t0)
-        ideal = level / duration
-        recorded = statistics.median(r.latency for r in result.runs)
-        print(
-            f"  {level:>11} {n:>8} {rate:>10.1f} {ideal:>8.1f} {rate / ideal:>9.0%}"
-            f" {recorded:>13.3f} s"
-        )
+            print(
+                f"  {level:>11} {n:>8} {rate:>10.1f} {ideal:>8.1f} {rate / ideal:>9.0%}"
+                f" {recorded:>13.3f} s{used}"
+            )
+
+
+def _batch_rate(
+    suite: Suite, system: SystemSpec, level: int, n: int, executor: str
+) -> tuple[float, float, float]:
+    """Attempts per second of one batch (from the end of preflight, which is a fixed cost per
+    batch, to the last record stored), CPU seconds per attempt over the whole batch (worker
+    processes included), and the median recorded latency."""
+    with tempfile.TemporaryDirectory() as tmp, RunStore(Path(tmp) / "runs.db") as store:
+        runner = BatchRunner(suite, system, store, executor=make_executor(executor, suite))
+        cpu0 = _cpu_seconds()
+        result = asyncio.run(runner.start(BatchConfig(attempts=n, concurrency=level)))
+        elapsed = (datetime.now(UTC) - result.batch.created_at).total_seconds()
+        cpu = (_cpu_seconds() - cpu0) / n
+    return n / elapsed, cpu, statistics.median(r.latency for r in result.runs)
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU of this process. In-process, every attempt runs in one interpreter
+    (one GIL), so ``1 / CPU per attempt`` is the most attempts per second it can run, however
+    they are scheduled: efficiency cannot pass ``ceiling / ideal``."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, for a smoke run")
+    parser.add_argument(
+        "--levels", help="comma-separated concurrency levels (default 1,8,64,256; quick 1,8)"
+    )
+    parser.add_argument("--executor", default="in-process", choices=["in-process", "process"])
+    parser.add_argument("--no-overhead", action="store_true", help="only the concurrency part")
     args = parser.parse_args()
     suite = load_suite(SUITE)
-    overhead(suite, repeats=1 if args.quick else 5)
+    if not args.no_overhead:
+        overhead(suite, repeats=1 if args.quick else 5)
     levels = [1, 8] if args.quick else [1, 8, 64, 256]
+    if args.levels:
+        levels = [int(level) for level in args.levels.split(",")]
     attempts = 8 if args.quick else 32
-    concurrency(suite, 0.05, levels, attempts)
+    concurrency(suite, 0.05, levels, attempts, args.executor)
 
 
 if __name__ == "__main__":

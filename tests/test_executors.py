@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from rich.console import Console
 from groundstate.agents.base import Session
 from groundstate.analysis import batch_report, final_runs
 from groundstate.cli import main
+from groundstate.episode import ENVIRONMENT_TURNS, default_environment
 from groundstate.errors import ExecutorError
 from groundstate.executors import make_executor
 from groundstate.records import AgentRun
@@ -274,6 +276,49 @@ def test_recorded_latency_is_the_attempts_own_not_the_queues(bank: Suite, tmp_pa
     assert many[16] - one[1] < 0.15 + 16 * harness, latencies
 
 
+class _SlowProbes:
+    """An environment whose health probe takes 0.3 s: environment work held in its turn."""
+
+    def __init__(self, env: Any) -> None:
+        self._env = env
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+    def __enter__(self) -> _SlowProbes:
+        self._env.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._env.__exit__(*exc)
+
+    def health(self) -> Any:
+        time.sleep(0.3)
+        return self._env.health()
+
+
+def test_waiting_for_a_turn_at_the_environment_is_not_in_the_latency(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """Six attempts at once, each with 0.6 s of environment work (two probes), and two turns
+    at the environment (ENVIRONMENT_TURNS): the batch takes at least three rounds of it, but
+    no attempt is recorded as taking longer than its own work."""
+    assert ENVIRONMENT_TURNS == 2
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(
+            bank,
+            load_system(BANK_SYSTEM),
+            store,
+            make_agent=lambda: FunctionAgent(_sleeper(0.0)),
+            make_env=lambda task, suite: _SlowProbes(default_environment(task, suite)),
+        )
+        result = asyncio.run(runner.start(BatchConfig(attempts=6, concurrency=6)))
+    runs = result.runs
+    wall = (datetime.now(UTC) - result.batch.created_at).total_seconds()  # after preflight
+    assert wall >= 1.7  # 6 x 0.6 s of probes, two at a time: they queued
+    assert max(r.latency for r in runs) < 0.6 + 0.5, sorted(r.latency for r in runs)
+
+
 def _children(pid: int) -> list[int]:
     """Every descendant of *pid* (the pool's fork server and its workers; Ray's processes)."""
     found = []
@@ -403,3 +448,62 @@ def test_user_files_imported_from_many_attempt_threads_are_whole(tmp_path: Path)
         seen = list(pool.map(whole, range(8)))
     assert all(defined for _, defined in seen), seen
     assert len({module for module, _ in seen}) == 1  # imported once
+
+
+WAITER = '''
+import asyncio
+import os
+import signal
+
+
+async def waiter(session, wait: float, die: bool = False) -> str:
+    """Waits as a model would, then moves money; with *die*, kills its own process."""
+    if die and session.seed != 0:  # not in the smoke run (seed 0): mid-batch
+        os.kill(os.getpid(), signal.SIGKILL)
+    await asyncio.sleep(wait)
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."
+'''
+
+
+def _waiter_system(root: Path, params: str) -> SystemSpec:
+    (root / "waiter.py").write_text(WAITER)
+    file = root / "waiter_system.yaml"
+    file.write_text(
+        BANK_SYSTEM.read_text()
+        .replace("bank_agent.py:bank_agent", "waiter.py:waiter")
+        .replace("{fault_rate: 0.5}", params)
+    )
+    return load_system(file)
+
+
+def test_a_process_worker_runs_several_waiting_attempts_at_once(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """Six attempts at concurrency 6 on at most two workers: each worker runs three at a
+    time, so all six wait on their 'model' together (one at a time per worker, they would
+    take three waits in a row)."""
+    system = _waiter_system(tmp_path, "{wait: 0.6}")
+    executor = make_executor("process", bank)
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(bank, system, store, executor=executor)
+        result = asyncio.run(runner.start(BatchConfig(attempts=6, concurrency=6)))
+    runs = result.final
+    assert [r.terminal_reason for r in runs] == ["success"] * 6
+    starts = [r.started_at.timestamp() for r in runs]
+    ends = [start + r.latency for start, r in zip(starts, runs, strict=True)]
+    assert max(starts) < min(ends), "some attempt started only after another had finished"
+
+
+def test_a_worker_that_dies_stops_the_batch_with_a_clear_error(
+    bank: Suite, tmp_path: Path
+) -> None:
+    system = _waiter_system(tmp_path, "{wait: 0.0, die: true}")
+    started = time.monotonic()
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(bank, system, store, executor=make_executor("process", bank))
+        with pytest.raises(ExecutorError, match="a worker process died while running task "):
+            asyncio.run(runner.start(BatchConfig(attempts=2)))
+        assert runner.batch_id is not None and store.runs(runner.batch_id) == []
+    assert time.monotonic() - started < 30

@@ -165,7 +165,7 @@ def test_sigkill_then_resume_gives_every_attempt_exactly_once(tmp_path: Path) ->
             "--attempts",
             str(attempts),
             "--concurrency",
-            "4",
+            "12",  # tries finish together: stored in groups, one transaction each
             "--store",
             str(store),
         ],
@@ -187,6 +187,7 @@ def test_sigkill_then_resume_gives_every_attempt_exactly_once(tmp_path: Path) ->
         for record in killed:  # only whole records, whose artifacts verify
             trace = runs.read_artifact(record.artifact_locations["trace.jsonl"])
             assert trace.count("\n") == len(record.observation_action_log)
+        assert runs.verify(batch_id).ok  # no group was stored in part: the chain is whole
     assert 8 <= len(killed) < attempts
     result = resume_bank(store, batch_id, system)
     assert result.exit_code == 0, result.output
@@ -198,6 +199,8 @@ def test_sigkill_then_resume_gives_every_attempt_exactly_once(tmp_path: Path) ->
         ("transfer", n) for n in range(1, attempts + 1)
     ]
     assert all(r.valid for r in stored)
+    with RunStore(store) as runs:
+        assert runs.verify(batch_id).ok
 
 
 def test_resume_refuses_a_changed_system(bank: Suite, tmp_path: Path) -> None:

@@ -352,9 +352,13 @@ class BatchRunner:
             for task_id in sorted(batch.task_revisions)
             if _unfinished(last.get((task_id, n)), max_retries)
         ]
-        await asyncio.gather(
-            *(self._slot(batch, s, last.get(s), max_retries, limit) for s in slots)
-        )
+        writer = _GroupWriter(self.store, lambda: self._check_lease(batch.batch_id))
+        try:
+            await asyncio.gather(
+                *(self._slot(batch, s, last.get(s), max_retries, limit, writer) for s in slots)
+            )
+        finally:
+            writer.close()  # tries that finished before an interruption are kept
         return BatchResult(batch=batch, runs=self.store.runs(batch.batch_id))
 
     async def _slot(
@@ -364,6 +368,7 @@ class BatchRunner:
         previous: AgentRun | None,
         max_retries: int,
         limit: asyncio.Semaphore,
+        writer: _GroupWriter,
     ) -> None:
         """One attempt: tried, and rerun while invalid and retries remain."""
         task_id, attempt = slot
@@ -380,15 +385,15 @@ class BatchRunner:
                 self.interrupt.check()
                 output = await self._executor.run(self._job(task_id, info))
             self.interrupt.check()  # a try the signal cut short is not stored
-            self._check_lease(batch.batch_id)  # and none after another process took over
-            previous = self.store.add_run(output.run, output.artifacts)
+            previous = await writer.store(output)
             if self.on_run is not None:
                 self.on_run(previous)
 
     def _check_lease(self, batch_id: str) -> None:
-        """Refuse to store once another process holds the batch. A read, not a heartbeat: a
-        write would cost a synced commit per try, and the background heartbeat keeps the
-        lease far from stale (a lease is only taken over once stale or its process gone)."""
+        """Refuse to store once another process holds the batch (checked before each group of
+        tries is stored). A read, not a heartbeat: a write would cost a commit per group, and
+        the background heartbeat keeps the lease far from stale (a lease is only taken over
+        once stale or its process gone)."""
         lease = self.store.lease(batch_id)
         if lease is None:  # the row was removed by hand: this process still runs the batch
             self.store.heartbeat(batch_id)
@@ -397,6 +402,63 @@ class BatchRunner:
 
     def _agent(self) -> Agent:
         return self.make_agent() if self.make_agent else load_agent(self.system)
+
+
+class _GroupWriter:
+    """Stores the tries of a batch as they finish, those that finish together in one
+    transaction (group commit): one commit for every try that arrives while the previous
+    group is being written, instead of one each. Nothing waits to fill a group, so a try
+    alone (concurrency 1) is stored as soon as it arrives, as before; the gain comes when
+    many finish at once. Each try is still wholly stored or not at all, in the order it
+    arrived, chained (see :meth:`RunStore.add_runs`); a try is reported stored (its
+    ``store`` returns) only once its group has committed."""
+
+    def __init__(self, store: RunStore, before_commit: Callable[[], None]) -> None:
+        self._store = store
+        self._before_commit = before_commit
+        """Checked before each group is written (the lease); what it raises fails the group."""
+        self._pending: list[tuple[AttemptOutput, asyncio.Future[AgentRun]]] = []
+        self._flushing: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def store(self, output: AttemptOutput) -> AgentRun:
+        """Queue *output* for the next group and wait until it is stored."""
+        if self._closed:  # the batch is unwinding: a try finished late is not stored
+            raise asyncio.CancelledError
+        stored: asyncio.Future[AgentRun] = asyncio.get_running_loop().create_future()
+        self._pending.append((output, stored))
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.ensure_future(self._flush_soon())
+        return await stored
+
+    async def _flush_soon(self) -> None:
+        await asyncio.sleep(0)  # tries finishing in this turn of the loop join the group
+        self.flush()
+
+    def flush(self) -> None:
+        """Write every queued try, one group per transaction, and settle their futures."""
+        while self._pending:
+            group, self._pending = self._pending, []
+            try:
+                self._before_commit()
+                stored = self._store.add_runs([(o.run, o.artifacts) for o, _ in group])
+            except Exception as exc:
+                for _, waiting in group:
+                    if not waiting.done():
+                        waiting.set_exception(exc)
+                continue
+            for (_, waiting), run in zip(group, stored, strict=True):
+                if not waiting.done():
+                    waiting.set_result(run)
+
+    def close(self) -> None:
+        """Store what is queued (tries that finished and passed their checks before the
+        batch stopped), then accept no more. A group that fails here fails only its own
+        tries (whatever stopped the batch is what the batch raises); a resume reruns them."""
+        self._closed = True
+        self.flush()
+        if self._flushing is not None:
+            self._flushing.cancel()
 
 
 def _crashed_at_start(run: AgentRun) -> bool:

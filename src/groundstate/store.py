@@ -1,7 +1,8 @@
 """The run store: a SQLite database of batches and runs, plus content-addressed artifacts.
 
-Records are append-only. Each attempt is committed in one transaction after its artifacts are
-written (each to a temporary file, then renamed into place), so a batch killed at any moment
+Records are append-only. Each attempt is committed in a transaction after its artifacts are
+written (each to a temporary file, then renamed into place), alone or with the other tries
+that finished at the same time (:meth:`RunStore.add_runs`), so a batch killed at any moment
 leaves only complete records. Artifacts are named by their sha256 and verified when read.
 
 Records are tamper-evident (store format 2): each row keeps the sha256 of its canonical JSON,
@@ -19,7 +20,7 @@ import os
 import socket
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -209,6 +210,24 @@ class StoredRun(NamedTuple):
     terminal_reason: str
     success: bool
     text: str
+
+
+class _Prepared(NamedTuple):
+    """A try ready to insert: the record naming its stored artifacts, its text and hashes."""
+
+    run: AgentRun
+    text: str
+    content: str
+    hashes: str
+
+    @classmethod
+    def of(cls, run: AgentRun, locations: dict[str, str]) -> _Prepared:
+        run = run.model_copy(update={"artifact_locations": locations})
+        text = run.model_dump_json()
+        hashes = json.dumps(
+            {name: loc.removeprefix("sha256:") for name, loc in sorted(locations.items())}
+        )
+        return cls(run, text, record_hash(text), hashes)
 
 
 class BatchInfo(BaseModel):
@@ -450,6 +469,10 @@ class RunStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode, NORMAL syncs at checkpoints, not at every commit: a commit
+            # survives the process being killed, and an OS crash or power loss may roll back
+            # the last commits whole (never part of one). A batch's lost tries rerun on resume.
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             self._migrate()
             self._db.executescript(_SCHEMA_AFTER_MIGRATION)
@@ -491,49 +514,59 @@ class RunStore:
     def add_run(self, run: AgentRun, artifacts: dict[str, str]) -> AgentRun:
         """Store the artifacts, then commit the record naming them, chained, in one
         transaction."""
-        locations = {name: self.put_artifact(text) for name, text in artifacts.items()}
-        run = run.model_copy(update={"artifact_locations": locations})
-        text = run.model_dump_json()
-        content = record_hash(text)
-        hashes = json.dumps(
-            {name: loc.removeprefix("sha256:") for name, loc in sorted(locations.items())}
-        )
+        return self.add_runs([(run, artifacts)])[0]
+
+    def add_runs(self, tries: Sequence[tuple[AgentRun, dict[str, str]]]) -> list[AgentRun]:
+        """Store several tries with one commit (one sync instead of one per try): all their
+        artifacts first, then every record, chained in order, in one transaction. Each try
+        is wholly stored or not at all: a crash leaves the group out, never part of a record.
+        A duplicate try stores none of the group. Returns the records as stored (with their
+        artifact locations)."""
+        prepared = [_Prepared.of(run, {n: self.put_artifact(t) for n, t in artifacts.items()})
+                    for run, artifacts in tries]  # fmt: skip
+        heads: dict[str, tuple[int, str]] = {}
+        with self._transaction() as db:
+            for row in prepared:
+                batch_id = row.run.batch_id
+                length, head = heads.get(batch_id) or self._chain_head(db, batch_id)
+                heads[batch_id] = (length + 1, self._insert_run(db, row, length + 1, head))
+            db.executemany(
+                "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
+                [(batch_id, length, head) for batch_id, (length, head) in heads.items()],
+            )
+        return [row.run for row in prepared]
+
+    def _insert_run(self, db: sqlite3.Connection, row: _Prepared, seq: int, head: str) -> str:
+        """Insert one prepared record as link *seq* after *head*; return its chain hash."""
+        run = row.run
+        chain = chain_link(head, run.run_id, row.content, row.hashes)
         try:
-            with self._transaction() as db:
-                length, head = self._chain_head(db, run.batch_id)
-                chain = chain_link(head, run.run_id, content, hashes)
-                db.execute(
-                    "INSERT INTO runs (run_id, batch_id, task_id, attempt, retry, "
-                    "terminal_reason, success, created_at, record, seq, record_hash, "
-                    "artifact_hashes, chain_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        run.run_id,
-                        run.batch_id,
-                        run.task_id,
-                        run.attempt,
-                        run.retry,
-                        run.terminal_reason,
-                        int(run.success),
-                        datetime.now(UTC).isoformat(),
-                        text,
-                        length + 1,
-                        content,
-                        hashes,
-                        chain,
-                    ),
-                )
-                db.execute(
-                    "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
-                    (run.batch_id, length + 1, chain),
-                )
-        except StoreError as exc:
-            if "UNIQUE constraint" in str(exc.__cause__):
-                raise StoreError(
-                    f"batch {run.batch_id} already holds task {run.task_id!r} attempt "
-                    f"{run.attempt} try {run.retry}: another process is running this batch"
-                ) from exc
-            raise
-        return run
+            db.execute(
+                _INSERT_RUN,
+                (
+                    run.run_id,
+                    run.batch_id,
+                    run.task_id,
+                    run.attempt,
+                    run.retry,
+                    run.terminal_reason,
+                    int(run.success),
+                    datetime.now(UTC).isoformat(),
+                    row.text,
+                    seq,
+                    row.content,
+                    row.hashes,
+                    chain,
+                ),
+            )
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE constraint" not in str(exc):
+                raise
+            raise StoreError(
+                f"batch {run.batch_id} already holds task {run.task_id!r} attempt "
+                f"{run.attempt} try {run.retry}: another process is running this batch"
+            ) from exc
+        return chain
 
     def add_batch_with_runs(
         self, batch: BatchInfo, runs: Iterable[StoredRun], chunk: int = 10_000

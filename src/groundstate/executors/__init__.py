@@ -65,7 +65,9 @@ def make_executor(
             "other processes; an agent or environment factory needs --executor in-process"
         )
     if name == "process":
-        return ProcessExecutor()
+        return ProcessExecutor(
+            preload=(str(suite.root), suite.suite_hash, suite.config.environment)
+        )
     from groundstate.executors.ray import RayExecutor, require_ray
 
     require_ray()  # before validation and preflight, not after

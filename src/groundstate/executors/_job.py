@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import pickle
 import signal
 import threading
 from collections.abc import Callable
+from contextlib import suppress
 from multiprocessing.process import BaseProcess
+from multiprocessing.queues import Queue
 from pathlib import Path
+from typing import Any
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
@@ -49,20 +53,34 @@ def _agent(job: AttemptJob, suite: Suite, make_agent: AgentFactory | None) -> Ag
     return make_agent() if make_agent is not None else load_agent(job.system)
 
 
+SuiteKey = tuple[str, str, str | None]
+"""A suite as a job names it: its path, the hash the batch ran, the environment override."""
+
+_loading = threading.Lock()
+
+
 def job_suite(job: AttemptJob) -> Suite:
     """The job's suite, loaded from its path and checked against the hash the batch holds."""
-    key = (job.suite_path, job.suite_hash, job.environment)
-    if key not in _suites:
-        suite = load_suite(Path(job.suite_path))
-        if job.environment is not None:  # the batch's --environment override
-            suite = with_environment(suite, job.environment)
-        if suite.suite_hash != job.suite_hash:
-            raise ExecutorError(
-                f"the suite {job.suite_path} on this worker hashes to {suite.suite_hash[:12]}, "
-                f"the batch ran {job.suite_hash[:12]}: it changed, or the worker sees another copy"
-            )
-        _suites[key] = suite
-    return _suites[key]
+    return suite_at((job.suite_path, job.suite_hash, job.environment))
+
+
+def suite_at(key: SuiteKey) -> Suite:
+    """The suite *key* names, loaded once per process. Under a lock: the first attempts of a
+    worker start together, and each loading it would multiply the worker's warm-up."""
+    path, suite_hash, environment = key
+    with _loading:
+        if key not in _suites:
+            suite = load_suite(Path(path))
+            if environment is not None:  # the batch's --environment override
+                suite = with_environment(suite, environment)
+            if suite.suite_hash != suite_hash:
+                raise ExecutorError(
+                    f"the suite {path} on this worker hashes to {suite.suite_hash[:12]}, "
+                    f"the batch ran {suite_hash[:12]}: it changed, or the worker sees another "
+                    "copy"
+                )
+            _suites[key] = suite
+        return _suites[key]
 
 
 def execute(job: AttemptJob) -> AttemptOutput:
@@ -96,3 +114,49 @@ def _exit_with(parent: BaseProcess) -> None:
     it holds itself, so a parent killed outright would otherwise leave it waiting forever."""
     parent.join()
     os._exit(0)
+
+
+Message = tuple[str, int, Any]
+"""From a worker to the parent: ``("started", key, pid)``, then ``("done", key, pickled
+AttemptOutput)`` or ``("failed", key, message)``."""
+
+
+def serve(
+    jobs: Queue[Any],
+    results: Queue[Message],
+    workdir_root: str,
+    slots: int,
+    preload: SuiteKey | None = None,
+) -> None:
+    """A worker process's main: take ``(key, job)`` from *jobs* while fewer than *slots* of
+    its attempts run, each in a thread of its own, and put what becomes of each on *results*.
+    Several attempts per worker, so attempts that wait (on a model) overlap in a worker as
+    they do in-process, while the CPU work of the pool spreads over every core. ``None`` on
+    *jobs* stops it. The suite *preload* names is loaded first, while the parent's
+    preflight runs (if it fails to load, the first job says why)."""
+    init_worker(workdir_root)
+    if preload is not None:
+        with suppress(Exception):
+            suite_at(preload)
+    free = threading.Semaphore(slots)
+    while True:
+        free.acquire()
+        item = jobs.get()
+        if item is None:
+            return
+        key, job = item
+        results.put(("started", key, os.getpid()))
+        threading.Thread(target=_serve_one, args=(key, job, results, free), daemon=True).start()
+
+
+def _serve_one(
+    key: int, job: AttemptJob, results: Queue[Message], free: threading.Semaphore
+) -> None:
+    try:
+        # Pickled here, not in the queue's feeder thread, where a failure would be lost.
+        message: Message = ("done", key, pickle.dumps(execute(job)))
+    except BaseException as exc:  # execute gives ExecutorError with a plain message
+        message = ("failed", key, str(exc) or type(exc).__name__)
+    finally:
+        free.release()
+    results.put(message)

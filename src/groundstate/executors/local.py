@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import multiprocessing
 import os
+import pickle
+import queue
 import threading
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
+from multiprocessing.process import BaseProcess
+from typing import Any
 
 from groundstate.environments.base import Environment
 from groundstate.episode import (
@@ -21,7 +24,7 @@ from groundstate.episode import (
     in_thread,
 )
 from groundstate.errors import ExecutorError
-from groundstate.executors._job import AgentFactory, execute, init_worker, run_job
+from groundstate.executors._job import AgentFactory, SuiteKey, run_job, serve
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.workdirs import process_dir
@@ -35,26 +38,43 @@ UNWIND_TIMEOUT = 10.0
 
 @dataclass
 class _Turnstile:
-    """Turns in the order attempts were submitted, for calling live factories in that order."""
+    """Turns in the order attempts were submitted, for calling live factories in that order.
+
+    Each ticket waits on an event of its own, set when the ticket before it is done: one
+    wake-up per turn. (One condition shared by every waiting attempt woke all of them at each
+    turn: with 256 attempts waiting, tens of thousands of wake-ups per batch.)"""
 
     _next: int = 0
     _serving: int = 0
-    _cond: threading.Condition = field(default_factory=threading.Condition)
+    _turns: dict[int, threading.Event] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ticket(self) -> int:
-        ticket, self._next = self._next, self._next + 1
+        with self._lock:
+            ticket, self._next = self._next, self._next + 1
+            self._turn(ticket)
+            if ticket == self._serving:
+                self._turns[ticket].set()
         return ticket
 
     def wait(self, ticket: int) -> None:
-        with self._cond:
-            self._cond.wait_for(lambda: self._serving == ticket)
+        with self._lock:
+            turn = self._turn(ticket)
+        turn.wait()
 
     def done(self, ticket: int) -> None:
         """End *ticket*'s turn (again is harmless)."""
-        with self._cond:
-            if self._serving == ticket:
-                self._serving += 1
-                self._cond.notify_all()
+        with self._lock:
+            if self._serving != ticket:
+                return
+            self._turns.pop(ticket, None)
+            self._serving += 1
+            if self._serving < self._next:
+                self._turn(self._serving).set()
+
+    def _turn(self, ticket: int) -> threading.Event:
+        """The event *ticket* waits on (the caller holds the lock)."""
+        return self._turns.setdefault(ticket, threading.Event())
 
 
 @dataclass
@@ -138,19 +158,23 @@ async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput]) ->
 
 @dataclass
 class ProcessExecutor:
-    """Attempts in a pool of worker processes, one attempt per worker at a time.
+    """Attempts in a pool of worker processes, several attempts per worker at once.
 
     For CPU-bound attempts (large fixtures, heavy grading, agents that compute): the work of
-    concurrent attempts runs on all cores instead of sharing one interpreter. Workers load
-    the suite from its path (checked against the batch's hash) and build the agent from the
-    system spec; only this process writes to the store. Workers start through a fork server
-    (not a fork of this threaded process) and ignore Ctrl-C, which the batch handles.
+    concurrent attempts runs on all cores instead of sharing one interpreter. Each worker
+    runs up to ``ceil(concurrency / workers)`` attempts at a time, each in a thread of its
+    own, so attempts that wait on a model still overlap. Workers load the suite from its
+    path (checked against the batch's hash) and build the agent from the system spec; only
+    this process writes to the store. Workers start through a fork server (not a fork of
+    this threaded process) and ignore Ctrl-C, which the batch handles.
     """
 
     workers: int | None = None
     """Worker processes; default: the concurrency, at most the machine's cores."""
+    preload: SuiteKey | None = None
+    """The suite workers load as they start (path, hash, environment), before any job."""
     name: str = "process"
-    _pool: ProcessPoolExecutor | None = field(default=None, init=False, repr=False)
+    _pool: _WorkerPool | None = field(default=None, init=False, repr=False)
 
     def open(self, concurrency: int) -> None:
         if self._pool is not None:
@@ -160,33 +184,133 @@ class ProcessExecutor:
         if "forkserver" in multiprocessing.get_all_start_methods():
             context = multiprocessing.get_context("forkserver")
             multiprocessing.set_forkserver_preload(["groundstate.executors._job"])
-        self._pool = ProcessPoolExecutor(
-            size,
-            mp_context=context,
-            initializer=init_worker,
-            initargs=(str(process_dir() / "workers"),),
-        )
+        slots = -(-max(concurrency, 1) // size)
+        workdirs = str(process_dir() / "workers")
+        self._pool = _WorkerPool(context, size, (workdirs, slots, self.preload))
 
     def close(self) -> None:
         """Stop the workers; an attempt still running (the batch was interrupted) is killed:
         it would not be stored anyway."""
         pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        processes = list((pool._processes or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.join(UNWIND_TIMEOUT)
+        if pool is not None:
+            pool.close()
 
     async def run(self, job: AttemptJob) -> AttemptOutput:
         if self._pool is None:
             raise ExecutorError("the process executor is not open")
+        return await self._pool.run(job)
+
+
+@dataclass
+class _Waiting:
+    """A job handed to the pool, until its output comes back."""
+
+    job: AttemptJob
+    future: asyncio.Future[AttemptOutput]
+    worker: int | None = None
+    """The pid of the worker running it, once one has taken it."""
+
+
+class _WorkerPool:
+    """Worker processes fed from one job queue; a reader thread settles each job's future
+    from the results queue, and fails every job still out when a worker dies (the batch then
+    stops; a resume completes it)."""
+
+    def __init__(
+        self, context: BaseContext, size: int, setup: tuple[str, int, SuiteKey | None]
+    ) -> None:
+        """*setup*: each worker's work-folder root, attempt slots and suite to preload."""
+        self._jobs: Any = context.Queue()
+        self._results: Any = context.Queue()
+        self._waiting: dict[int, _Waiting] = {}
+        self._keys = itertools.count()
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self._processes: list[BaseProcess] = [
+            context.Process(  # type: ignore[attr-defined]
+                target=serve,
+                args=(self._jobs, self._results, *setup),
+                name=f"groundstate-worker-{n}",
+            )
+            for n in range(size)
+        ]
+        for process in self._processes:
+            process.start()
+        threading.Thread(target=self._read, name="groundstate-pool-reader", daemon=True).start()
+
+    async def run(self, job: AttemptJob) -> AttemptOutput:
+        future: asyncio.Future[AttemptOutput] = asyncio.get_running_loop().create_future()
+        key = next(self._keys)
+        with self._lock:
+            self._waiting[key] = _Waiting(job, future)
+        self._jobs.put((key, job))
         try:
-            return await asyncio.wrap_future(self._pool.submit(execute, job))
-        except BrokenProcessPool as exc:
-            raise ExecutorError(
-                f"a worker process died while running task {job.task_id!r} attempt "
-                f"{job.info.attempt} ({exc}); the stored attempts are kept: resume the batch"
-            ) from None
+            return await future
+        finally:
+            with self._lock:
+                self._waiting.pop(key, None)
+
+    def close(self) -> None:
+        self._closed.set()
+        for channel in (self._jobs, self._results):
+            channel.cancel_join_thread()  # exiting must not wait to flush what nobody reads
+        for process in self._processes:
+            process.terminate()
+        for process in self._processes:
+            process.join(UNWIND_TIMEOUT)
+        for channel in (self._jobs, self._results):
+            channel.close()
+
+    def _read(self) -> None:
+        while not self._closed.is_set():
+            try:
+                kind, key, value = self._results.get(timeout=0.2)
+            except queue.Empty:
+                self._check_workers()
+                continue
+            except (OSError, EOFError, ValueError):  # closed under us: the pool is stopping
+                return
+            with self._lock:
+                waiting = self._waiting.get(key)
+            if waiting is None:
+                continue
+            if kind == "started":
+                waiting.worker = value
+            elif kind == "done":
+                _deliver(waiting.future, pickle.loads(value))
+            else:
+                _deliver(waiting.future, ExecutorError(value))
+
+    def _check_workers(self) -> None:
+        """A dead worker breaks the pool, as a broken process pool does: every job still out
+        fails, naming the one it was running."""
+        dead = {p.pid for p in self._processes if not p.is_alive()}
+        if not dead or self._closed.is_set():
+            return
+        with self._lock:
+            out = list(self._waiting.values())
+        for waiting in out:
+            job = waiting.job
+            where = "while running" if waiting.worker in dead else "before it could run"
+            _deliver(
+                waiting.future,
+                ExecutorError(
+                    f"a worker process died {where} task {job.task_id!r} attempt "
+                    f"{job.info.attempt}; the stored attempts are kept: resume the batch"
+                ),
+            )
+
+
+def _deliver(future: asyncio.Future[AttemptOutput], value: AttemptOutput | Exception) -> None:
+    """Settle *future* from the reader thread, in its loop's thread."""
+
+    def settle() -> None:
+        if future.done():
+            return
+        if isinstance(value, Exception):
+            future.set_exception(value)
+        else:
+            future.set_result(value)
+
+    with suppress(RuntimeError):  # its loop has closed: nobody waits any more
+        future.get_loop().call_soon_threadsafe(settle)

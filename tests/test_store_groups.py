@@ -1,0 +1,127 @@
+"""Group commits: tries that finish together are stored in one transaction, each whole or not
+at all, chained in order; a failing group leaves the store as it was."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundstate.episode import AttemptJob, AttemptOutput
+from groundstate.errors import StoreError
+from groundstate.executors import InProcessExecutor
+from groundstate.records import AgentRun
+from groundstate.runner import BatchConfig, BatchRunner
+from groundstate.spec.suite import load_suite
+from groundstate.spec.system import load_system
+from groundstate.store import RunStore
+
+from .conftest import BANK, BANK_SYSTEM
+
+
+def _first_batch(store: RunStore, attempts: int = 2) -> tuple[str, list[AgentRun]]:
+    runner = BatchRunner(load_suite(BANK), load_system(BANK_SYSTEM), store)
+    result = asyncio.run(runner.start(BatchConfig(attempts=attempts)))
+    return result.batch.batch_id, result.runs
+
+
+def _another_try(run: AgentRun, attempt: int) -> tuple[AgentRun, dict[str, str]]:
+    copy = run.model_copy(update={"run_id": f"extra-{attempt}", "attempt": attempt, "retry": 0})
+    return copy, {"trace.jsonl": f"trace of attempt {attempt}\n"}
+
+
+def _seqs(path: Path, batch_id: str) -> list[tuple[str, int]]:
+    with sqlite3.connect(path) as db:
+        rows = db.execute(
+            "SELECT run_id, seq FROM runs WHERE batch_id = ? ORDER BY seq", (batch_id,)
+        ).fetchall()
+    return [(str(run_id), int(seq)) for run_id, seq in rows]
+
+
+def test_a_group_is_chained_in_order_and_verifies(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.db") as store:
+        batch_id, runs = _first_batch(store)
+        before = len(_seqs(store.path, batch_id))
+        stored = store.add_runs([_another_try(runs[0], n) for n in (10, 11, 12)])
+        assert [r.run_id for r in stored] == ["extra-10", "extra-11", "extra-12"]
+        assert all(store.read_artifact(r.artifact_locations["trace.jsonl"]) for r in stored)
+        seqs = _seqs(store.path, batch_id)
+        assert seqs[before:] == [(f"extra-{n}", before + i + 1) for i, n in enumerate((10, 11, 12))]
+        assert store.verify(batch_id).ok
+
+
+def test_a_duplicate_in_a_group_stores_none_of_it(tmp_path: Path) -> None:
+    with RunStore(tmp_path / "runs.db") as store:
+        batch_id, runs = _first_batch(store)
+        kept = _seqs(store.path, batch_id)
+        duplicate = (runs[-1].model_copy(update={"run_id": "again"}), {})
+        group = [_another_try(runs[0], 10), duplicate, _another_try(runs[0], 11)]
+        with pytest.raises(StoreError, match=f"attempt {runs[-1].attempt} try"):
+            store.add_runs(group)
+        assert _seqs(store.path, batch_id) == kept  # the first try of the group is gone too
+        assert store.verify(batch_id).ok
+        # The chain's head did not move: the next group links to the last stored record.
+        store.add_runs([group[0], group[2]])
+        assert store.verify(batch_id).ok
+        assert len(_seqs(store.path, batch_id)) == len(kept) + 2
+
+
+class _Together:
+    """Runs each attempt in-process, then hands back the first *n* agent attempts at once,
+    as when many attempts of a batch finish in the same moment."""
+
+    name = "in-process"
+
+    def __init__(self, n: int) -> None:
+        self._inner = InProcessExecutor(load_suite(BANK))
+        self._n = n
+        self._held: list[asyncio.Future[None]] = []
+
+    def open(self, concurrency: int) -> None:
+        self._inner.open(concurrency)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def run(self, job: AttemptJob) -> AttemptOutput:
+        output = await self._inner.run(job)
+        if job.info.batch_id in ("canary", "smoke") or len(self._held) >= self._n:
+            return output
+        held = asyncio.get_running_loop().create_future()
+        self._held.append(held)
+        if len(self._held) == self._n:
+            for waiting in self._held:
+                waiting.set_result(None)
+        await held
+        return output
+
+
+def test_tries_finishing_together_are_stored_in_one_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    groups: list[int] = []
+    add_runs = RunStore.add_runs
+
+    def counted(self: RunStore, tries: Any) -> list[AgentRun]:
+        groups.append(len(tries))
+        return add_runs(self, tries)
+
+    monkeypatch.setattr(RunStore, "add_runs", counted)
+    stored: list[AgentRun] = []
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(
+            load_suite(BANK),
+            load_system(BANK_SYSTEM),
+            store,
+            executor=_Together(6),
+            on_run=stored.append,
+        )
+        result = asyncio.run(runner.start(BatchConfig(attempts=6, concurrency=6)))
+        assert groups[0] == 6  # one transaction for the six that finished together
+        assert sum(groups) == len(result.runs) == len(stored)
+        assert sorted(r.run_id for r in stored) == sorted(r.run_id for r in result.runs)
+        assert sorted(r.attempt for r in result.final) == list(range(1, 7))
+        assert store.verify(result.batch.batch_id).ok
