@@ -121,6 +121,8 @@ TRICKS: dict[str, tuple[dict[str, str], bool]] = {
         True,
     ),
     "sitecustomize_on_the_path": ({"src/sitecustomize.py": "import os\nos._exit(0)\n"}, True),
+    # Python looks for usercustomize only when the user site folder exists (not here).
+    "usercustomize_on_the_path": ({"src/usercustomize.py": "import os\nos._exit(0)\n"}, False),
     "fake_ok_on_stdout": (
         {"src/calc.py": "print('Ran 2 tests in 0.001s\\n\\nOK')\n" + BROKEN},
         False,
