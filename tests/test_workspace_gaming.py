@@ -111,6 +111,13 @@ TRICKS: dict[str, tuple[dict[str, str], bool]] = {
         {"src/calc.py": "import unittest\nunittest.TestCase.assertEqual = print\n" + BROKEN},
         True,
     ),
+    "testcase_replaced": (
+        {
+            "src/calc.py": "import unittest\nclass Lenient(unittest.TestCase):\n"
+            "    def assertEqual(self, *a): pass\nunittest.TestCase = Lenient\n" + BROKEN
+        },
+        True,
+    ),
     "unittest_module_shadowed": ({"unittest.py": "raise SystemExit(0)\n"}, True),
     "unittest_package_shadowed": (
         {"unittest/__init__.py": "", "unittest/__main__.py": "raise SystemExit(0)\n"},

@@ -105,11 +105,16 @@ class RecordingResult(unittest.TestResult):
 
 
 def _fingerprint() -> dict[str, int]:
-    """The identity of every attribute of the watched classes (and of this result class)."""
+    """The identity of every attribute of the watched classes (and of this result class), and
+    of what ``unittest`` and ``unittest.case`` name (``unittest.TestCase = Lenient``)."""
     marks: dict[str, int] = {}
     for cls in (*WATCHED, RecordingResult):
         for name, value in vars(cls).items():
             marks[f"{cls.__module__}.{cls.__qualname__}.{name}"] = id(value)
+    for module in (unittest, unittest.case):
+        for name, value in vars(module).items():
+            if not name.startswith("__"):
+                marks[f"{module.__name__}.{name}"] = id(value)
     marks["sys.modules['unittest']"] = id(sys.modules.get("unittest"))
     return marks
 
@@ -192,10 +197,16 @@ def main(argv: list[str] | None = None) -> int:
     files = [f.absolute() for f in args.files]
     sys.path.extend(os.path.abspath(p) for p in args.path)
     data = run(files)
-    encoded = json.dumps(data, sort_keys=True)
-    with open(results_file, "w", encoding="utf-8") as out:
+    encoded = _DUMPS(data, sort_keys=True)
+    with _OPEN(results_file, "w", encoding="utf-8") as out:
         out.write(encoded)
     return 0
+
+
+# Taken before any test (or code under test) is imported: a module that replaces
+# ``json.dumps`` or ``open`` does not change what the runner writes.
+_DUMPS = json.dumps
+_OPEN = open
 
 
 if __name__ == "__main__":
