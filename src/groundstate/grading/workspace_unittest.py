@@ -38,7 +38,7 @@ def run_unittest(
     if spec.path is not None:
         base = folder / "hidden"
         shutil.copytree((suite_root / spec.path).resolve(), base)
-    files = test_files(base, spec.files)
+    files = find_test_files(base, spec.files)
     outbox = folder / "results"
     outbox.mkdir()
     results_file = outbox / "results.json"
@@ -72,7 +72,7 @@ def run_unittest(
     return not problems, evidence
 
 
-def test_files(base: Path, patterns: list[str]) -> list[Path]:
+def find_test_files(base: Path, patterns: list[str]) -> list[Path]:
     """The regular files under *base* matching any of the glob *patterns*, sorted."""
     found = {p for pattern in patterns for p in base.glob(pattern) if p.is_file()}
     return sorted(p for p in found if p.resolve().is_relative_to(base.resolve()))
