@@ -238,6 +238,10 @@ def test_the_results_pass_only_when_everything_collected_ran_clean(
         ({"runner": "unittest", "files": ["../t.py"]}, "without '..'"),
         ({"runner": "unittest", "files": ["t.py"], "into": "x"}, "`into` is for `command`"),
         ({"runner": "unittest", "files": ["t.py"], "expect_tests": 0}, "expect_tests"),
+        (
+            {"runner": "unittest", "path": "hidden/fix-add", "files": ["test_*.py"]},
+            "match no file in 'hidden/fix-add'",
+        ),
     ],
 )
 def test_a_bad_tests_form_is_a_spec_error(

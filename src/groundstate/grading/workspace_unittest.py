@@ -78,6 +78,16 @@ def find_test_files(base: Path, patterns: list[str]) -> list[Path]:
     return sorted(p for p in found if p.resolve().is_relative_to(base.resolve()))
 
 
+def runner_files_problem(suite_root: Path, spec: HiddenTests) -> str | None:
+    """Why a runner's hidden ``files`` are unusable (they match no file of ``path``), or None.
+    Checked when the suite loads; files of the checkout can only be checked at grading."""
+    if spec.runner is None or spec.path is None:
+        return None
+    if not find_test_files((suite_root / spec.path).resolve(), spec.files):
+        return f"files: {spec.files} match no file in {spec.path!r}"
+    return None
+
+
 def read_results(path: Path) -> tuple[dict[str, Any] | None, list[str]]:
     """The runner's results, or None and why there are none."""
     try:
