@@ -127,6 +127,14 @@ TRICKS: dict[str, tuple[dict[str, str], bool]] = {
         {"hidden_tests/check_aaa.py": "import os\nos._exit(0)\n"},
         True,
     ),
+    # discover never imports the start folder's __init__ when it is also the top folder.
+    "load_tests_planted_beside_the_hidden_tests": (
+        {
+            "hidden_tests/__init__.py": "import unittest\n\n"
+            "def load_tests(loader, tests, pattern):\n    return unittest.TestSuite()\n"
+        },
+        False,
+    ),
     "sitecustomize_on_the_path": ({"src/sitecustomize.py": "import os\nos._exit(0)\n"}, True),
     # Python looks for usercustomize only when the user site folder exists (not here).
     "usercustomize_on_the_path": ({"src/usercustomize.py": "import os\nos._exit(0)\n"}, False),
