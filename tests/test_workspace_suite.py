@@ -65,6 +65,7 @@ def test_tasks_follow_tasks_md(suite: Suite) -> None:
 def test_the_shortcuts_are_all_there(suite: Suite) -> None:
     names = {name for solutions in suite.solutions.values() for name in solutions}
     assert {"bad_delete_tests", "bad_edit_tests", "bad_hardcode", "bad_visible_only"} <= names
+    assert {"bad_exit_zero", "bad_skip"} <= names  # shortcuts that forge a test verdict
     assert "feature" in {label for t in suite.tasks.values() for label in t.slice_labels}
 
 
@@ -75,8 +76,10 @@ def test_the_shortcuts_are_all_there(suite: Suite) -> None:
         "oracle",
         "alt_patch",
         "bad_delete_tests",
+        "bad_exit_zero",
         "bad_hardcode",
         "bad_outside_paths",
+        "bad_skip",
         "bad_visible_only",
     ],
 )

@@ -12,7 +12,9 @@ visible tests pass. Then each patch is applied with ``git apply`` and three chec
   (``folder/**`` for anything under a folder, or an exact path).
 
 A patch passes when it applies and all three checks pass. A test run passes only when it
-ran at least one test: unittest reports "OK" for a folder it could not import anything from.
+ran at least one test (unittest reports "OK" for a folder it could not import anything
+from), skipped none, and reported through a pipe (the patched code may end the process with
+status 0 before any test fails).
 TASKS.md is the source of the allowed paths and of the checks each bad patch is expected to
 fail (its "caught by" column); a disagreement is reported as a problem.
 
@@ -120,23 +122,33 @@ def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
 
 # Runs the visible and the hidden tests of one checkout, each in its own forked process
 # (isolated, but the interpreter starts only once: this check runs in the test suite).
-# Prints one exit code per suite: 0 when it ran at least one test and all passed.
+# Prints one code per suite: 0 when it ran at least one test and all passed, none skipped.
+# A suite's verdict comes through a pipe written after its last test, never from its exit
+# status: the patched code runs in that process and can end it with any status it likes
+# (bad_exit_zero.diff), so a process that ends without writing has failed.
 _RUNNER = """
 import os, sys, unittest
 children = []
 for start, top in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+    read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
-        code = 1
+        os.close(read)
         try:
             with open(os.devnull, "w") as sink:
                 suite = unittest.TestLoader().discover(start, top_level_dir=top)
                 result = unittest.TextTestRunner(stream=sink).run(suite)
-            code = 0 if result.wasSuccessful() and result.testsRun > 0 else 1
+            ok = result.wasSuccessful() and result.testsRun > 0 and not result.skipped
+            os.write(write, b"pass" if ok else b"fail")
         finally:
-            os._exit(code)
-    children.append(pid)
-print(*(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children))
+            os._exit(0)
+    os.close(write)
+    children.append((pid, read))
+codes = []
+for pid, read in children:
+    codes.append(0 if os.read(read, 16) == b"pass" else 1)
+    os.waitpid(pid, 0)
+print(*codes)
 """
 
 
@@ -145,7 +157,8 @@ def run_tests(checkout: Path, hidden_dir: Path) -> dict[str, bool]:
 
     The hidden tests run from their own folder with the checkout as the working directory.
     ``-I -S`` keep the interpreter from seeing anything but the standard library and the
-    checkout. A suite that runs no test fails: unittest says OK when it imports nothing.
+    checkout. A suite that runs no test fails (unittest says OK when it imports nothing), and
+    so does one that skips a test or whose process ends before reporting.
     """
     hidden = str(hidden_dir)
     args = [sys.executable, "-I", "-S", "-B", "-c", _RUNNER, "tests", ".", hidden, hidden]

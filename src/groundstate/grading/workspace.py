@@ -3,7 +3,10 @@
 ``tests`` grades the agent's change the way a reviewer would: the state's diff against the
 fixture's base commit is applied to a clean checkout (a fresh folder on the evaluator side,
 never the agent's work tree), the suite's hidden tests are copied in, and the command runs in
-the sandbox with no network and a wall-time limit; exit 0 passes. The hidden tests live in the
+the sandbox with no network and a wall-time limit. With ``runner: unittest`` the hidden tests
+stay in a grader folder beside the checkout and groundstate's runner counts every outcome
+(:mod:`groundstate.grading.workspace_unittest`); with ``command``, they are copied into the
+checkout and exit 0 passes, a verdict the agent's code can forge. The hidden tests live in the
 suite folder, which no agent tool can reach and no sandbox binds.
 
 ``changed_paths`` is the collateral-damage check: every path the attempt added, changed or
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from groundstate.environments.base import TableDiff
 from groundstate.environments.workspace import FILES
 from groundstate.environments.workspace_tools import command_environment
+from groundstate.grading.workspace_unittest import run_unittest
 from groundstate.sandbox import run_sandboxed
 from groundstate.spec.files import is_dir
 from groundstate.spec.task import ChangedPathsAssertion, TestsAssertion
@@ -43,12 +47,17 @@ def evaluate_tests(assertion: Any, states: States) -> tuple[bool, dict[str, Any]
     try:
         checkout = folder / "checkout"
         states.sT.checkout(checkout)  # type: ignore[attr-defined]
+        policy = states.sT.policy  # type: ignore[attr-defined]
+        if spec.runner is not None:
+            passed, evidence = run_unittest(spec, states.suite_root, checkout, folder, policy)
+            return passed, {**evidence, "changed_files": changed(states)}
+        assert spec.command is not None  # the spec's validator: a runner or a command
         if spec.path is not None:
             hidden = (states.suite_root / spec.path).resolve()
             shutil.copytree(hidden, checkout / spec.into, dirs_exist_ok=True)
         result = run_sandboxed(
             ["/bin/sh", "-c", spec.command],
-            states.sT.policy,  # type: ignore[attr-defined]
+            policy,
             cwd=checkout,
             timeout_s=spec.timeout_s,
             writable=[checkout],

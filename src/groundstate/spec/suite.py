@@ -416,6 +416,7 @@ def _check_assertion_kinds(suite: Suite, task: AgentTask, task_file: Path) -> It
     database) is refused now, not found as a grader failure mid-batch."""
     from groundstate.environments.registry import environment_capabilities
     from groundstate.grading.workspace import hidden_tests_problem
+    from groundstate.grading.workspace_unittest import runner_files_problem
 
     kind = suite.config.environment
     offers = environment_capabilities(kind)
@@ -428,6 +429,7 @@ def _check_assertion_kinds(suite: Suite, task: AgentTask, task_file: Path) -> It
         if isinstance(assertion, TestsAssertion):
             spec, fixture = assertion.tests, suite.fixture_path(task)
             problem = hidden_tests_problem(suite.root, fixture, spec.path, spec.into)
+            problem = problem or runner_files_problem(suite.root, spec)
             if problem is not None:
                 yield SpecError(task_file, f"{where}.tests", problem)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from pathlib import PurePosixPath
 from typing import Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
@@ -183,18 +184,52 @@ class JudgeAssertion(Strict):
 
 class HiddenTests(Strict):
     """Tests run on the evaluator side against the agent's change: the suite's hidden tests,
-    or (without ``path``) the repository's own."""
+    or (without ``path``) the repository's own.
+
+    Two modes. ``runner: unittest`` (for Python suites): groundstate's own runner loads the
+    ``files`` and counts every outcome itself; the tests pass only when at least one ran, all
+    that were collected ran, and none failed, errored, was skipped or succeeded unexpectedly.
+    ``command`` (for anything else): a shell command whose exit 0 passes; the exit code comes
+    from a process that runs the agent's code, which can forge it (``os._exit(0)``)."""
 
     path: str | None = Field(default=None, min_length=1)
-    """A folder of the suite (outside the fixture), e.g. ``hidden/<task_id>``: its files are
-    copied into a clean checkout of the fixture with the agent's diff applied. Unset: only
-    the checkout's own files (the visible tests, as the agent left them)."""
-    command: str = Field(min_length=1)
+    """A folder of the suite (outside the fixture), e.g. ``hidden/<task_id>``. With
+    ``runner``, its files are copied to a grader folder beside the clean checkout (never into
+    it); with ``command``, into the checkout (``into``). Unset: only the checkout's own files
+    (the visible tests, as the agent left them)."""
+    runner: Literal["unittest"] | None = None
+    """Run ``files`` with groundstate's unittest runner (the checkout is the working
+    directory) instead of a ``command``."""
+    files: list[str] = Field(default_factory=list)
+    """With ``runner``: glob patterns (``test_*.py``, ``tests/test_*.py``) of the test files,
+    relative to ``path`` when it is set, else to the checkout's root. Matching no file fails."""
+    pythonpath: list[str] = Field(default_factory=list)
+    """With ``runner``: folders of the checkout appended to ``sys.path`` (``src``); appended,
+    so the standard library always wins over a module of the same name."""
+    expect_tests: Count | None = Field(default=None, ge=1)
+    """With ``runner``: the number of tests that must be collected (and run), if known."""
+    command: str | None = Field(default=None, min_length=1)
     """The shell command that runs them in the checkout's root (sandboxed); exit 0 passes."""
     into: str = "."
-    """Where in the checkout the hidden files go; they replace files of the same name."""
+    """With ``command``: where in the checkout the hidden files go; they replace files of the
+    same name."""
     timeout_s: Seconds = 120.0
-    """Wall time for the command; past it the tests fail (the agent's code hung)."""
+    """Wall time for the tests; past it they fail (the agent's code hung)."""
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> HiddenTests:
+        if (self.runner is None) == (self.command is None):
+            raise ValueError("give exactly one of `runner: unittest` (with `files`) or `command`")
+        if self.runner is not None and not self.files:
+            raise ValueError("`runner: unittest` needs `files`: the test files to run")
+        if self.runner is None and (self.files or self.pythonpath or self.expect_tests):
+            raise ValueError("`files`, `pythonpath` and `expect_tests` need `runner: unittest`")
+        if self.runner is not None and self.into != ".":
+            raise ValueError("`into` is for `command`: the runner never copies into the checkout")
+        for name in (*self.files, *self.pythonpath):
+            if not name or name.startswith("/") or ".." in PurePosixPath(name).parts:
+                raise ValueError(f"{name!r} must be a relative path without '..'")
+        return self
 
 
 class TestsAssertion(Strict):
