@@ -20,7 +20,7 @@ import os
 import socket
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -454,6 +454,18 @@ def labels_genesis(batch_id: str, batch_hash: str | None) -> str:
     return hashlib.sha256(f"labels:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
 
 
+def _head(
+    db: sqlite3.Connection, table: str, batch_id: str, genesis: Callable[[str, str | None], str]
+) -> tuple[int, str]:
+    """A batch's chain in *table* (``chains`` or ``label_chains``): its length and head, or
+    ``(0, genesis)`` before its first link."""
+    row = db.execute(f"SELECT length, head FROM {table} WHERE batch_id = ?", (batch_id,)).fetchone()
+    if row is not None:
+        return int(row[0]), str(row[1])
+    batch = db.execute("SELECT record_hash FROM batches WHERE batch_id = ?", (batch_id,)).fetchone()
+    return 0, genesis(batch_id, batch[0] if batch else None)
+
+
 class RunStore:
     def __init__(self, path: Path = DEFAULT_STORE, *, create: bool = True) -> None:
         """Open the store at *path*; with ``create=False`` (reading commands) a missing store
@@ -598,15 +610,7 @@ class RunStore:
         return chained.length
 
     def _chain_head(self, db: sqlite3.Connection, batch_id: str) -> tuple[int, str]:
-        row = db.execute(
-            "SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,)
-        ).fetchone()
-        if row is not None:
-            return int(row[0]), str(row[1])
-        batch = db.execute(
-            "SELECT record_hash FROM batches WHERE batch_id = ?", (batch_id,)
-        ).fetchone()
-        return 0, chain_genesis(batch_id, batch[0] if batch else None)
+        return _head(db, "chains", batch_id, chain_genesis)
 
     def add_validation(self, key: str, record: dict[str, Any]) -> None:
         """Cache a task's validity, keyed by everything that could change it."""
@@ -650,15 +654,7 @@ class RunStore:
                 )
 
     def _labels_head(self, db: sqlite3.Connection, batch_id: str) -> tuple[int, str]:
-        row = db.execute(
-            "SELECT length, head FROM label_chains WHERE batch_id = ?", (batch_id,)
-        ).fetchone()
-        if row is not None:
-            return int(row[0]), str(row[1])
-        batch = db.execute(
-            "SELECT record_hash FROM batches WHERE batch_id = ?", (batch_id,)
-        ).fetchone()
-        return 0, labels_genesis(batch_id, batch[0] if batch else None)
+        return _head(db, "label_chains", batch_id, labels_genesis)
 
     def labels(self, batch_id: str, *, adjudicated: bool = False) -> list[RunLabels]:
         """The current labels of a batch's runs: the latest per run and annotator (for the
