@@ -10,12 +10,9 @@ from typing import Any
 
 import pytest
 
-from groundstate.agents.base import Session
 from groundstate.errors import SpecError
-from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import JudgeAssertion
-from groundstate.testing import FunctionAgent, attempt
 from groundstate.validation import checks
 from groundstate.validation.checks import validate_task
 from groundstate.validation.judges import check_judge_agreement, load_labels, measure
@@ -23,6 +20,7 @@ from groundstate.validation.replay import Proof
 from groundstate.validation.suite import validation_key
 
 from .conftest import EditTask
+from .judged_bank import judged_run
 
 JUDGES = """
 import time
@@ -105,32 +103,17 @@ def with_judge(edited_bank: EditTask, tmp_path: Path) -> Any:
     return load
 
 
-def _agent(reply: str) -> FunctionAgent:
-    async def transfer(session: Session) -> str:
-        await session.say("What is your PIN?")
-        await session.call("check_pin", {"account": "A", "pin": "1234"})
-        await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
-        return reply
-
-    return FunctionAgent(transfer)
-
-
-def _run(suite: Suite, reply: str = "Moved 30 to B.") -> tuple[AgentRun, Any]:
-    run = attempt(suite, "transfer", _agent(reply)).run
-    return run, next(r for r in run.outcome_assertion_results if r.id == "reply")
-
-
 # --- in an attempt ---------------------------------------------------------------------------
 
 
 def test_a_judge_reads_the_final_reply_and_its_verdict_stays_beside_success(
     with_judge: Any,
 ) -> None:
-    run, result = _run(with_judge())
+    run, result = judged_run(with_judge())
     assert run.terminal_reason == "success" and run.success
     assert result.kind == "judge" and result.passed
     assert result.evidence == {"reason": "the reply names 30"}
-    run, result = _run(with_judge(), reply="Done.")  # the state is right, the reply is not
+    run, result = judged_run(with_judge(), reply="Done.")  # the state is right, the reply is not
     assert run.terminal_reason == "success" and run.success  # success rests on state alone
     assert result.kind == "judge" and not result.passed and result.error is None
     assert result.evidence == {"reason": "the reply does not name 30"}
@@ -139,13 +122,13 @@ def test_a_judge_reads_the_final_reply_and_its_verdict_stays_beside_success(
 
 
 def test_a_judge_sees_the_final_state_and_the_trace(with_judge: Any) -> None:
-    _, result = _run(with_judge("reads_state"), reply="A now holds 70.")
+    _, result = judged_run(with_judge("reads_state"), reply="A now holds 70.")
     assert result.passed and result.evidence["reason"].startswith("balance 70, ")
     assert int(result.evidence["reason"].split(", ")[1].split()[0]) >= 4
 
 
 def test_a_judge_cannot_edit_the_recorded_trace(with_judge: Any) -> None:
-    run, result = _run(with_judge("edits_the_trace"))
+    run, result = judged_run(with_judge("edits_the_trace"))
     assert result.passed and len(run.observation_action_log) >= 4
 
 
@@ -159,7 +142,7 @@ def test_a_judge_cannot_edit_the_recorded_trace(with_judge: Any) -> None:
 def test_a_judge_that_fails_to_judge_is_a_grader_failure(
     with_judge: Any, function: str, error: str
 ) -> None:
-    run, result = _run(with_judge(function))
+    run, result = judged_run(with_judge(function))
     assert run.terminal_reason == "grader_failure" and not run.valid
     assert result.error is not None and result.error.startswith(error)
 
@@ -169,7 +152,7 @@ def test_a_judge_past_the_time_limit_is_a_grader_failure(
 ) -> None:
     monkeypatch.setattr("groundstate.grading.outcome.GRADER_TIME_LIMIT", 0.3)
     started = time.perf_counter()
-    run, result = _run(with_judge("sleeps"))
+    run, result = judged_run(with_judge("sleeps"))
     assert time.perf_counter() - started < 2.5
     assert run.terminal_reason == "grader_failure"
     assert result.error == "timed out: did not finish within 0.3s"

@@ -13,14 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
-from groundstate.agents.base import Session
 from groundstate.errors import SpecError
 from groundstate.grading import model_judge
 from groundstate.grading.model_judge import VERDICT_FORMAT, parse_verdict
-from groundstate.records import AgentRun, CheckResult
 from groundstate.spec.suite import Suite
 from groundstate.store import RunStore
-from groundstate.testing import FunctionAgent, attempt
 from groundstate.testing_models import (
     Answer,
     AnthropicCompatibleServer,
@@ -38,6 +35,7 @@ from groundstate.validation.static import check_suite
 from groundstate.validation.suite import validate_suite
 
 from .conftest import EditTask
+from .judged_bank import judged_run
 
 PROMPT = (
     "Does the agent's reply tell the customer the amount moved?\n\nReply: <<{final_message}>>\n"
@@ -165,21 +163,6 @@ def judged(edited_bank: EditTask, tmp_path: Path) -> Any:
     made.close()
 
 
-def _agent(reply: str) -> FunctionAgent:
-    async def transfer(session: Session) -> str:
-        await session.say("What is your PIN?")
-        await session.call("check_pin", {"account": "A", "pin": "1234"})
-        await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
-        return reply
-
-    return FunctionAgent(transfer)
-
-
-def _run(suite: Suite, reply: str = "Moved 30 to B.") -> tuple[AgentRun, CheckResult]:
-    run = attempt(suite, "transfer", _agent(reply)).run
-    return run, next(r for r in run.outcome_assertion_results if r.id == "reply")
-
-
 # --- in an attempt ---------------------------------------------------------------------------
 
 
@@ -189,14 +172,14 @@ def test_a_model_judge_reads_the_reply_and_its_verdict_stays_beside_success(
 ) -> None:
     server = judged.serve(agreeing, adapter)
     suite = judged.load(judged.judge(adapter=adapter))
-    run, result = _run(suite)
+    run, result = judged_run(suite)
     assert run.terminal_reason == "success" and result.kind == "judge" and result.passed
     assert (
         result.evidence["verdict"] == "pass" and result.evidence["reason"] == "The reply names 30."
     )
     assert result.evidence["request_id"] == "req_1" and result.evidence["tries"] == 1
     assert result.evidence["model"] == "judge-model-1"
-    run, result = _run(suite, reply="Done.")  # the state is right, the reply is not
+    run, result = judged_run(suite, reply="Done.")  # the state is right, the reply is not
     assert run.terminal_reason == "success" and run.success  # success rests on state alone
     assert not result.passed and result.error is None and result.evidence["verdict"] == "fail"
     # What was sent: one user message, the filled template and the fixed format, the pinned
@@ -223,7 +206,7 @@ def test_a_judge_sees_only_what_it_declares_it_reads(judged: Judged) -> None:
         }
     )
     prompt = "Reply <<{final_message}>>\nBalance: {state[balance]}\nTrace:\n{trace}\n"
-    run, result = _run(judged.load(judge, prompt=prompt))
+    run, result = judged_run(judged.load(judge, prompt=prompt))
     assert result.passed and run.success
     sent = server.requests[0]["messages"][0]["content"]
     assert "Balance: [[70]]" in sent  # the excerpt is read on the final state
@@ -248,7 +231,7 @@ def test_a_malformed_answer_is_a_grader_failure_with_the_answer(
     judged: Judged, answer: str
 ) -> None:
     judged.serve(always(Reply(text=answer)))
-    run, result = _run(judged.load())
+    run, result = judged_run(judged.load())
     assert run.terminal_reason == "grader_failure" and not run.valid and not result.passed
     assert result.error is not None
     assert result.error.startswith(
@@ -259,7 +242,7 @@ def test_a_malformed_answer_is_a_grader_failure_with_the_answer(
 
 def test_an_answer_without_text_is_malformed(judged: Judged) -> None:
     judged.serve(always(Reply(text=None)))
-    run, result = _run(judged.load())
+    run, result = judged_run(judged.load())
     assert run.terminal_reason == "grader_failure"
     assert result.error is not None and "the answer is empty" in result.error
 
@@ -269,7 +252,7 @@ def test_a_failing_model_is_a_grader_failure_with_status_and_request_id(
     judged: Judged, adapter: str
 ) -> None:
     judged.serve(always(Fail(500, "the judge's server broke")), adapter)
-    run, result = _run(judged.load(judged.judge(adapter=adapter)))
+    run, result = judged_run(judged.load(judged.judge(adapter=adapter)))
     assert run.terminal_reason == "grader_failure" and not run.valid
     assert result.error == (
         f"JudgeFailure: the judge's model failed after 1 tries: {adapter}: HTTP 500"
@@ -283,7 +266,7 @@ def test_serving_failures_are_retried_under_the_judges_policy(judged: Judged) ->
     answers: list[Answer] = [Fail(503), Reply(text="VERDICT: PASS")]
     judged.serve(lambda request: answers.pop(0))  # a 503, then an answer
     judge = judged.judge({"model.retries": {"max_retries": 1, "backoff": 0}})
-    run, result = _run(judged.load(judge))
+    run, result = judged_run(judged.load(judge))
     assert run.terminal_reason == "success" and result.passed
     assert result.evidence["tries"] == 2 and result.evidence["request_id"] == "req_2"
 
@@ -291,14 +274,14 @@ def test_serving_failures_are_retried_under_the_judges_policy(judged: Judged) ->
 def test_a_rejected_request_is_not_retried(judged: Judged) -> None:
     server = judged.serve(always(Fail(400, "unknown model")))
     judge = judged.judge({"model.retries": {"max_retries": 3, "backoff": 0}})
-    run, result = _run(judged.load(judge))
+    run, result = judged_run(judged.load(judge))
     assert run.terminal_reason == "grader_failure" and len(server.requests) == 1
     assert result.error is not None and "HTTP 400 (request id req_1): unknown model" in result.error
 
 
 def test_a_body_that_is_not_an_answer_is_a_grader_failure(judged: Judged) -> None:
     judged.serve(always(Raw('{"choices": []}')))
-    run, result = _run(judged.load())
+    run, result = judged_run(judged.load())
     assert run.terminal_reason == "grader_failure"
     assert result.error is not None and "malformed response" in result.error
 
@@ -309,13 +292,13 @@ def test_the_key_is_read_from_the_named_variable(
     server = judged.serve(always(Reply(text="VERDICT: PASS")))
     suite = judged.load(judged.judge({"model.api_key_env": "JUDGE_TEST_KEY"}))
     monkeypatch.delenv("JUDGE_TEST_KEY", raising=False)
-    run, result = _run(suite)
+    run, result = judged_run(suite)
     assert run.terminal_reason == "grader_failure" and server.requests == []
     assert (
         result.error is not None and "environment variable JUDGE_TEST_KEY is unset" in result.error
     )
     monkeypatch.setenv("JUDGE_TEST_KEY", "sk-judge-secret")
-    run, result = _run(suite)
+    run, result = judged_run(suite)
     assert result.passed and server.headers[-1]["authorization"] == "Bearer sk-judge-secret"
     assert "sk-judge-secret" not in run.model_dump_json()
 
@@ -488,7 +471,7 @@ def test_the_documented_example_loads_and_asks_what_it_says(judged: Judged) -> N
     assert judge["prompt"] == "judges/reply-names-amount.md"
     judge["prompt"] = "judges/reply_prompt.md"  # where the fixture writes the template
     judge["model"] |= {"base_url": server.base_url, "api_key_env": None}
-    run, result = _run(judged.load(judge, prompt=template))
+    run, result = judged_run(judged.load(judge, prompt=template))
     assert run.success and result.passed
     sent = server.requests[0]
     assert sent["model"] == "gpt-4.1-mini-2025-04-14" and sent["seed"] == 7
