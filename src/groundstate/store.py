@@ -19,7 +19,7 @@ import os
 import socket
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -156,6 +156,9 @@ _INSERT_RUN = (
     "created_at, record, seq, record_hash, artifact_hashes, chain_hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+_INSERT_SEAL = "INSERT OR REPLACE INTO seals VALUES (?, ?, ?, ?)"
 
 
 _BULK_CACHE_KIB = 65536
@@ -316,6 +319,9 @@ class Verification(BaseModel):
     was verified in full at ``sealed_at`` and its seal still holds (what that does and does not
     show: :mod:`groundstate.seal`)."""
     sealed_at: datetime | None = None
+    sealed_by: Literal["full_check", "import"] | None = None
+    """What wrote the seal relied on: a full check that found nothing, or the import that
+    stored the batch (its records, hashes and chain written with the seal)."""
 
     @property
     def altered(self) -> list[Problem]:
@@ -348,6 +354,11 @@ class SealState(BaseModel):
     """High-water mark of the ``edits`` log: UPDATEs and DELETEs of run and batch rows."""
     schema_version: int
     """SQLite's schema cookie: changes when a trigger is dropped or the schema edited."""
+
+
+SealMaker = Callable[[SealState, int], tuple[str, bytes] | None]
+"""Makes a batch's seal record and outcome columns from its state and the runs just stored
+(None: no seal); see :meth:`RunStore.add_batch_with_runs`."""
 
 
 class RunLabels(BaseModel):
@@ -536,7 +547,12 @@ class RunStore:
         return run
 
     def add_batch_with_runs(
-        self, batch: BatchInfo, runs: Iterable[StoredRun], chunk: int = 10_000
+        self,
+        batch: BatchInfo,
+        runs: Iterable[StoredRun],
+        chunk: int = 10_000,
+        *,
+        seal: SealMaker | None = None,
     ) -> int:
         """Store a batch and all its runs (no artifacts) in one transaction: all or nothing.
 
@@ -544,7 +560,9 @@ class RunStore:
         ``executemany`` *chunk* at a time, chained as :meth:`add_run` chains them. Each run's
         ``text`` must already be canonical (:func:`record_json`), so it is hashed as is.
         Returns the number of runs stored; a duplicate (task, attempt, retry) raises
-        :class:`StoreError` and stores nothing.
+        :class:`StoreError` and stores nothing. With *seal*, the batch's seal (its record and
+        outcome columns, made from the batch's state and the number of runs stored) is written
+        in the same transaction (:mod:`groundstate.seal`).
         """
         batch_text = batch.model_dump_json()
         batch_hash = record_hash(batch_text)
@@ -562,6 +580,8 @@ class RunStore:
                     "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
                     (batch.batch_id, chained.length, chained.head),
                 )
+            if seal is not None and (made := seal(self.seal_state(batch.batch_id), chained.length)):
+                db.execute(_INSERT_SEAL, (batch.batch_id, datetime.now(UTC).isoformat(), *made))
         return chained.length
 
     def _chain_head(self, db: sqlite3.Connection, batch_id: str) -> tuple[int, str]:
@@ -844,10 +864,7 @@ class RunStore:
 
     def write_seal(self, batch_id: str, record: str, outcomes: bytes) -> None:
         with self._transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO seals VALUES (?, ?, ?, ?)",
-                (batch_id, datetime.now(UTC).isoformat(), record, outcomes),
-            )
+            db.execute(_INSERT_SEAL, (batch_id, datetime.now(UTC).isoformat(), record, outcomes))
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
