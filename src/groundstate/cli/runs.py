@@ -308,7 +308,9 @@ def report(
         _write_batch_html(html, batch, runs, check, seed=seed, k_over_supporting=k_over_supporting)
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        from groundstate.report.json_text import json_text
+
+        click.echo(json_text(data))
     else:
         from groundstate.report.terminal import batch_table
 
@@ -596,7 +598,9 @@ def compare_command(
         _write(html, render_comparison(a, b, comparison, checks))
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        from groundstate.report.json_text import json_text
+
+        click.echo(json_text(data))
     else:
         comparison_tables(console(), data)
     if any(altered):
