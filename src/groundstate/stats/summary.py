@@ -135,7 +135,6 @@ _Boot = dict[_BootKey, tuple[float, float]]
 """Bootstrap intervals of a view's suite values: ("rate", 0), ("at", k) and ("hat", k)."""
 
 
-
 @dataclass(frozen=True)
 class _Columns:
     """The tasks of one view as arrays, their curves, and the task-index of each array row."""
