@@ -112,6 +112,7 @@ class OutcomeTable:
         header = json.dumps(
             {"rows": len(self), "task_ids": self.task_ids, "reasons": self.reasons}
         ).encode()
+        header += b" " * (-len(header) % 8)  # columns start 8-byte aligned: read in place
         columns = [getattr(self, name).astype(_PACKED[name]) for name in _ROW_COLUMNS]
         return len(header).to_bytes(8, "little") + header + b"".join(c.tobytes() for c in columns)
 
@@ -124,7 +125,9 @@ class OutcomeTable:
         column: dict[str, npt.NDArray[Any]] = {}
         for name in _ROW_COLUMNS:
             packed = np.dtype(_PACKED[name])
-            column[name] = np.frombuffer(data, packed, rows, offset).astype(_DTYPES[name])
+            # A column stored in its own type, aligned, stays a view of *data* (read-only).
+            stored = np.frombuffer(data, packed, rows, offset)
+            column[name] = np.require(stored, _DTYPES[name], ["ALIGNED"])
             offset += rows * packed.itemsize
         if offset != len(data):
             raise ValueError(f"outcome table of {rows} rows is {len(data)} bytes, not {offset}")

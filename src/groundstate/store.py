@@ -859,8 +859,14 @@ class RunStore:
 
     def read_seal(self, batch_id: str) -> tuple[str, bytes] | None:
         """The seal's record (JSON) and its outcome columns, as stored; None if unsealed."""
-        rows = self._query("SELECT record, outcomes FROM seals WHERE batch_id = ?", (batch_id,))
-        return (str(rows[0][0]), bytes(rows[0][1])) if rows else None
+        rows = self._query("SELECT rowid, record FROM seals WHERE batch_id = ?", (batch_id,))
+        if not rows:
+            return None
+        try:  # read straight into one buffer: a plain SELECT copies tens of MB twice
+            with self._db.blobopen("seals", "outcomes", rows[0][0], readonly=True) as blob:
+                return str(rows[0][1]), blob.read()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
 
     def write_seal(self, batch_id: str, record: str, outcomes: bytes) -> None:
         with self._transaction() as db:
