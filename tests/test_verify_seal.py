@@ -275,6 +275,21 @@ def test_an_import_seals_the_columns_a_full_check_would_seal(tmp_path: Path) -> 
     assert _without_integrity(again) == _without_integrity(first)
 
 
+def test_each_import_into_one_store_seals_its_own_batch(tmp_path: Path) -> None:
+    """The second import's rows follow the first's: its seal pins its own count and rowid,
+    and the first batch's seal still holds."""
+    store, first = import_batch(tmp_path)
+    code, _, err = _invoke("import-results", str(tmp_path / "r.csv"), "--name", "y",
+                           "--store", str(store))  # fmt: skip
+    assert code == 0, err
+    with RunStore(store) as opened:
+        ids = opened.batch_ids()
+    assert len(ids) == 2 and first in ids
+    for batch_id in ids:
+        code, out, _ = _invoke("report", batch_id, "--json", "--store", str(store))
+        assert code == 0 and json.loads(out)["integrity"]["sealed_by"] == "import"
+
+
 def test_an_import_seal_is_checked_like_any_other(tmp_path: Path) -> None:
     """The first report after an import takes its seal; a row edited after the import is
     still found by the next report (a full check), named, and marks the report altered."""

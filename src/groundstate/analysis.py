@@ -215,10 +215,16 @@ class OutcomeColumns:
 
     def table(self) -> OutcomeTable:
         """The rows added so far, in the order added; task ids and reasons coded in sorted
-        order (what the store's read gives, whatever order the rows came in)."""
+        order (what the store's read gives, whatever order the rows came in). The rows are
+        handed over: each column's chunks are released once joined, and the builder is
+        empty afterwards (a million rows are never held twice)."""
         task_ids, task_order = _sorted_codes(self._tasks)
         reason_ids, reason_order = _sorted_codes(self._reasons)
-        column = {name: _joined(self._parts[name], _DTYPES[name]) for name in _ROW_COLUMNS}
+        column = {}
+        for name in _ROW_COLUMNS:
+            column[name] = _joined(self._parts[name], _DTYPES[name])
+            self._parts[name] = []
+        self._tasks, self._reasons = {}, {}
         return OutcomeTable(
             task_ids,
             task_order[column["task"]],

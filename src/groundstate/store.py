@@ -580,8 +580,11 @@ class RunStore:
                     "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
                     (batch.batch_id, chained.length, chained.head),
                 )
-            if seal is not None and (made := seal(self.seal_state(batch.batch_id), chained.length)):
-                db.execute(_INSERT_SEAL, (batch.batch_id, datetime.now(UTC).isoformat(), *made))
+            if seal is not None:
+                state = self.seal_state(batch.batch_id, stored=chained.length)
+                if made := seal(state, chained.length):
+                    now = datetime.now(UTC).isoformat()
+                    db.execute(_INSERT_SEAL, (batch.batch_id, now, *made))
         return chained.length
 
     def _chain_head(self, db: sqlite3.Connection, batch_id: str) -> tuple[int, str]:
@@ -836,17 +839,25 @@ class RunStore:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
 
-    def seal_state(self, batch_id: str) -> SealState:
-        """What a batch's seal pins, read again: a few indexed lookups and one record hashed."""
+    def seal_state(self, batch_id: str, *, stored: int | None = None) -> SealState:
+        """What a batch's seal pins, read again: a few indexed lookups and one record hashed.
+
+        *stored*: the batch was just made and its *stored* runs inserted by this connection's
+        open write transaction, so they are the table's last rows: the count and highest rowid
+        are taken as that, not scanned. (Any other row of the batch would make every later
+        re-read differ: the seal would never hold, never hold falsely.)"""
         db = self._db
         chain = db.execute(
             "SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,)
         ).fetchone()
         batch = db.execute("SELECT record FROM batches WHERE batch_id = ?", (batch_id,)).fetchone()
         edits = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'edits'").fetchone()
-        runs, last = db.execute(
-            "SELECT COUNT(*), MAX(rowid) FROM runs WHERE batch_id = ?", (batch_id,)
-        ).fetchone()
+        if stored is None:
+            runs, last = db.execute(
+                "SELECT COUNT(*), MAX(rowid) FROM runs WHERE batch_id = ?", (batch_id,)
+            ).fetchone()
+        else:
+            runs, last = stored, db.execute("SELECT MAX(rowid) FROM runs").fetchone()[0]
         return SealState(
             length=int(chain[0]) if chain else 0,
             head=str(chain[1]) if chain else None,
