@@ -590,8 +590,6 @@ def compare_command(
     """
     _one_blas_thread()
     from groundstate.analysis import compare_batches, comparison_report
-    from groundstate.report.html import render_comparison
-    from groundstate.report.terminal import comparison_tables
     from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
@@ -610,6 +608,8 @@ def compare_command(
         click.secho(f"WARNING: not the same evaluation: {mismatch}", err=True, fg="red", bold=True)
     data = comparison_report(a, b, comparison)
     if html is not None:
+        from groundstate.report.html import render_comparison  # jinja2: only for HTML
+
         _write(html, render_comparison(a, b, comparison, checks))
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
@@ -617,6 +617,8 @@ def compare_command(
 
         click.echo(json_text(data))
     else:
+        from groundstate.report.terminal import comparison_tables  # rich: only for tables
+
         comparison_tables(console(), data)
     if any(altered):
         click.echo("error: records of a compared batch are altered (see the warnings)", err=True)
