@@ -113,8 +113,12 @@ class OutcomeTable:
             {"rows": len(self), "task_ids": self.task_ids, "reasons": self.reasons}
         ).encode()
         header += b" " * (-len(header) % 8)  # columns start 8-byte aligned: read in place
-        columns = [getattr(self, name).astype(_PACKED[name]) for name in _ROW_COLUMNS]
-        return len(header).to_bytes(8, "little") + header + b"".join(c.tobytes() for c in columns)
+        # Joined from the arrays' own buffers: a column already in its stored type is not
+        # copied before the one copy into the result (tens of MB for a million tries).
+        columns = [
+            np.ascontiguousarray(getattr(self, name), _PACKED[name]).data for name in _ROW_COLUMNS
+        ]
+        return b"".join([len(header).to_bytes(8, "little"), header, *columns])
 
     @classmethod
     def from_bytes(cls, data: bytes) -> OutcomeTable:
