@@ -67,7 +67,7 @@ class Seal(BaseModel):
     state: SealState
     """The batch's cheap facts at that check."""
     records: int
-    """Run rows the full check read."""
+    """Run rows the full check read (or the import stored)."""
     outcomes_sha256: str
     """sha256 of the sealed outcome columns (:meth:`OutcomeTable.to_bytes`)."""
     by: Literal["full_check", "import"] = "full_check"
