@@ -6,8 +6,12 @@ with its record hash and chain link, so ``verify`` finds nothing wrong. Then tim
 process, the stages of the report (verify, reading the outcome columns, the statistics and
 the JSON), and the whole ``groundstate report BATCH --json`` command in a fresh process.
 
+With ``--via-import``, the batch is instead written as a CSV and stored by ``groundstate
+import-results`` (which seals it), and the reports that follow are timed: the first one
+after the import takes the import's seal.
+
 Run: ``.venv/bin/python bench/report_scale.py [--tasks 10000 --attempts 100] [--keep DIR]
-[--stats-only]``.
+[--stats-only | --via-import]``.
 """
 
 from __future__ import annotations
@@ -139,6 +143,9 @@ class _Clock:
     def __init__(self) -> None:
         self.wall, self.cpu = time.perf_counter(), time.process_time()
 
+    def wall_seconds(self) -> float:
+        return time.perf_counter() - self.wall
+
     def __str__(self) -> str:
         wall, cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
         return f"{wall:7.2f} s wall, {cpu:6.2f} s CPU"
@@ -185,21 +192,50 @@ finally:
 
 
 def command(path: Path, batch_id: str) -> str:
-    """Wall time, CPU time and peak memory of the whole command in a fresh process."""
+    """Wall time, CPU time and peak memory of the whole command in a fresh process, and the
+    integrity check it made (``full`` or ``seal``, and who sealed)."""
     wall, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     args = ["report", batch_id, "--json", "--store", str(path)]
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, *args],
         check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         text=True,
         env={**os.environ},
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     peak = int(done.stderr.split()[-1]) / 1024
-    return f"{time.perf_counter() - wall:.2f} s wall, {cpu:.2f} s CPU, peak {peak:.0f} MB"
+    check = json.loads(done.stdout)["integrity"]
+    how = check["check"] + (f" by {check['sealed_by']}" if check.get("sealed_by") else "")
+    return f"{time.perf_counter() - wall:.2f} s wall, {cpu:.2f} s CPU, peak {peak:.0f} MB ({how})"
+
+
+def via_import(folder: Path, tasks: int, attempts: int) -> tuple[Path, str]:
+    """The same shape of batch, written as a CSV and stored by ``import-results``."""
+    source, path = folder / "results.csv", folder / "runs.db"
+    rng = np.random.default_rng(0)
+    with source.open("w", encoding="ascii") as out:
+        out.write("task_id,attempt,success,terminal_reason,cost,latency,slice_labels\n")
+        for task in range(tasks):
+            p = float(rng.beta(2, 2))
+            for attempt, u in enumerate(rng.random(attempts).tolist(), start=1):
+                reason = "success" if u < p else "agent_failure"
+                reason = "environment_failure" if u > 0.995 else reason
+                out.write(
+                    f"task-{task:06d},{attempt},{int(reason == 'success')},{reason},"
+                    f"{round(0.01 + u / 100, 6)},{round(1 + 9 * u, 6)},slice-{task % 7}\n"
+                )
+    wall, before = _Clock(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        [sys.executable, "-m", "groundstate.cli", "import-results", str(source), "--name",
+         "scale", "--store", str(path), "--json"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    print(f"import-results (a fresh process)   {wall.wall_seconds():.2f} s wall, {cpu:.2f} s CPU")
+    return path, json.loads(done.stdout)["batch_id"]
 
 
 def unseal(path: Path) -> None:
@@ -214,8 +250,18 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=100)
     parser.add_argument("--keep", type=Path, help="Build the store here (reused if there).")
     parser.add_argument("--stats-only", action="store_true", help="Skip verify and the command.")
+    parser.add_argument(
+        "--via-import", action="store_true", help="Store the batch with import-results."
+    )
     args = parser.parse_args()
     folder = args.keep or Path(tempfile.mkdtemp(prefix="gs-scale-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    if args.via_import:
+        path, batch_id = via_import(folder, args.tasks, args.attempts)
+        print(f"`groundstate report {batch_id} --json`, each in a fresh process:")
+        print(f"  first after the import                   {command(path, batch_id)}")
+        print(f"  again                                    {command(path, batch_id)}")
+        return
     path = folder / "runs.db"
     if path.exists():
         with RunStore(path) as store:

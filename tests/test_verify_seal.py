@@ -50,11 +50,16 @@ def _report(store: Path) -> tuple[int, dict[str, Any], str]:
     return code, json.loads(out), err
 
 
-@pytest.fixture
-def sealed(tmp_path: Path) -> tuple[Path, str, dict[str, Any]]:
+@pytest.fixture(params=["import", "full_check"])
+def sealed(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Path, str, dict[str, Any]]:
+    """A sealed batch: by its import (the first report already takes the seal), or, with the
+    import's seal deleted, by the first report's full check."""
     store, batch_id = import_batch(tmp_path)
+    if request.param == "full_check":
+        _sql(store, "DELETE FROM seals")
     code, first, _ = _report(store)
-    assert code == 0 and first["integrity"]["check"] == "full"
+    expected = ("seal", "import") if request.param == "import" else ("full", None)
+    assert code == 0 and (first["integrity"]["check"], first["integrity"]["sealed_by"]) == expected
     return store, batch_id, first
 
 
@@ -70,6 +75,7 @@ def test_the_second_report_reads_the_seal_and_gives_the_same_numbers(
     assert code == 0 and err == ""
     assert second["integrity"]["check"] == "seal" and second["integrity"]["verified"] is True
     assert second["integrity"]["sealed_at"] is not None
+    assert second["integrity"]["sealed_by"] in ("import", "full_check")
     assert _without_integrity(second) == _without_integrity(first)
     # verify never takes the seal's word for it
     code, out, _ = _invoke("verify", "--json", "--store", str(store))
@@ -228,3 +234,73 @@ def test_outcome_columns_survive_bytes_and_chunks_in_any_order() -> None:
     for damaged in (whole.to_bytes()[:-3], whole.to_bytes() + b"\0"):
         with pytest.raises(ValueError):
             OutcomeTable.from_bytes(damaged)
+
+
+def _sealed_bytes(store: Path, batch_id: str) -> bytes:
+    return bytes(_sql(store, "SELECT outcomes FROM seals WHERE batch_id = ?", (batch_id,))[0][0])
+
+
+def test_an_import_seals_the_columns_a_full_check_would_seal(tmp_path: Path) -> None:
+    """Rows out of order, retries, text labels, odd task ids, missing partial scores: the
+    columns the import gathered are those the records give when read back."""
+    rows = [
+        {"task_id": "zeta", "attempt": "b", "success": True, "cost": 0.1, "latency": 1e-9},
+        {"task_id": "naïve ✓ \u2028", "attempt": "a", "success": False, "cost": 1 / 3,
+         "latency": 2.5, "partial_score": 0.25, "terminal_reason": "agent_failure/step_limit"},
+        {"task_id": "zeta", "attempt": "a", "success": False, "retry": 1, "latency": 3,
+         "terminal_reason": "agent_failure"},
+        {"task_id": "zeta", "attempt": "a", "success": False, "latency": 3,
+         "terminal_reason": "environment_failure/setup"},
+        {"task_id": "Zeta", "attempt": "a", "success": True, "latency": 0.1},
+    ]  # fmt: skip
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    store = tmp_path / "runs.db"
+    code, _, err = _invoke("import-results", str(path), "--name", "x", "--store", str(store))
+    assert code == 0, err
+    with RunStore(store) as opened:
+        batch_id = opened.batch().batch_id
+    at_import = _sealed_bytes(store, batch_id)
+    table = OutcomeTable.from_bytes(at_import)
+    assert [table.task_ids[i] for i in table.task] == ["Zeta", "naïve ✓ \u2028", "zeta", "zeta",
+                                                       "zeta"]  # fmt: skip
+    assert table.attempt.tolist() == [1, 1, 1, 2, 2]  # zeta: "b" came first in the file
+    assert table.retry.tolist() == [0, 0, 0, 0, 1]
+    code, first, _ = _report(store)
+    assert code == 0 and first["integrity"]["sealed_by"] == "import"
+    _sql(store, "DELETE FROM seals")
+    code, again, _ = _report(store)
+    assert code == 0 and again["integrity"]["check"] == "full"
+    assert _sealed_bytes(store, batch_id) == at_import
+    assert _without_integrity(again) == _without_integrity(first)
+
+
+def test_each_import_into_one_store_seals_its_own_batch(tmp_path: Path) -> None:
+    """The second import's rows follow the first's: its seal pins its own count and rowid,
+    and the first batch's seal still holds."""
+    store, first = import_batch(tmp_path)
+    code, _, err = _invoke("import-results", str(tmp_path / "r.csv"), "--name", "y",
+                           "--store", str(store))  # fmt: skip
+    assert code == 0, err
+    with RunStore(store) as opened:
+        ids = opened.batch_ids()
+    assert len(ids) == 2 and first in ids
+    for batch_id in ids:
+        code, out, _ = _invoke("report", batch_id, "--json", "--store", str(store))
+        assert code == 0 and json.loads(out)["integrity"]["sealed_by"] == "import"
+
+
+def test_an_import_seal_is_checked_like_any_other(tmp_path: Path) -> None:
+    """The first report after an import takes its seal; a row edited after the import is
+    still found by the next report (a full check), named, and marks the report altered."""
+    store, batch_id = import_batch(tmp_path)
+    code, data, err = _report(store)
+    assert (code, err) == (0, "")
+    assert data["integrity"] == {
+        "verified": True, "problems": [], "check": "seal",
+        "sealed_at": data["integrity"]["sealed_at"], "sealed_by": "import",
+    }  # fmt: skip
+    run_id, _ = _update(store, batch_id)
+    code, data, err = _report(store)
+    assert code == 1 and data["integrity"]["check"] == "full"
+    assert f"run {run_id}" in err and data["integrity"]["verified"] is False

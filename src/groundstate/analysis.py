@@ -101,38 +101,10 @@ class OutcomeTable:
     def from_chunks(cls, chunks: Iterable[Sequence[Sequence[Any]]]) -> OutcomeTable:
         """From rows arriving in chunks (:meth:`RunStore.outcome_chunks`): each chunk becomes
         arrays before the next is read, so memory holds columns, not a million row lists."""
-        tasks: dict[str, int] = {}
-        reasons: dict[str, int] = {}
-        parts: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in _ROW_COLUMNS}
+        columns = OutcomeColumns()
         for rows in chunks:
-            if not rows:
-                continue
-            task, attempt, retry, reason, success, cost, latency, partial = zip(*rows, strict=True)
-            parts["task"].append(_codes(task, tasks))
-            parts["reason"].append(_codes(reason, reasons))
-            parts["attempt"].append(np.array(attempt, dtype=np.int64))
-            parts["retry"].append(np.array(retry, dtype=np.int64))
-            parts["success"].append(np.array(success, dtype=np.bool_))
-            parts["cost"].append(np.array(cost, dtype=np.float64))
-            parts["latency"].append(np.array(latency, dtype=np.float64))
-            parts["partial"].append(
-                np.array([np.nan if p is None else p for p in partial], dtype=np.float64)
-            )
-        task_ids, task_order = _sorted_codes(tasks)
-        reason_ids, reason_order = _sorted_codes(reasons)
-        column = {name: _joined(parts[name], _DTYPES[name]) for name in _ROW_COLUMNS}
-        return cls(
-            task_ids,
-            task_order[column["task"]],
-            column["attempt"],
-            column["retry"],
-            reason_ids,
-            reason_order[column["reason"]],
-            column["success"],
-            column["cost"],
-            column["latency"],
-            column["partial"],
-        )
+            columns.add(rows)
+        return columns.table()
 
     def to_bytes(self) -> bytes:
         """The table as bytes (a JSON header with the distinct task ids and reasons, then each
@@ -140,8 +112,13 @@ class OutcomeTable:
         header = json.dumps(
             {"rows": len(self), "task_ids": self.task_ids, "reasons": self.reasons}
         ).encode()
-        columns = [getattr(self, name).astype(_PACKED[name]) for name in _ROW_COLUMNS]
-        return len(header).to_bytes(8, "little") + header + b"".join(c.tobytes() for c in columns)
+        header += b" " * (-len(header) % 8)  # columns start 8-byte aligned: read in place
+        # Joined from the arrays' own buffers: a column already in its stored type is not
+        # copied before the one copy into the result (tens of MB for a million tries).
+        columns = [
+            np.ascontiguousarray(getattr(self, name), _PACKED[name]).data for name in _ROW_COLUMNS
+        ]
+        return b"".join([len(header).to_bytes(8, "little"), header, *columns])
 
     @classmethod
     def from_bytes(cls, data: bytes) -> OutcomeTable:
@@ -152,7 +129,9 @@ class OutcomeTable:
         column: dict[str, npt.NDArray[Any]] = {}
         for name in _ROW_COLUMNS:
             packed = np.dtype(_PACKED[name])
-            column[name] = np.frombuffer(data, packed, rows, offset).astype(_DTYPES[name])
+            # A column stored in its own type, aligned, stays a view of *data* (read-only).
+            stored = np.frombuffer(data, packed, rows, offset)
+            column[name] = np.require(stored, _DTYPES[name], ["ALIGNED"])
             offset += rows * packed.itemsize
         if offset != len(data):
             raise ValueError(f"outcome table of {rows} rows is {len(data)} bytes, not {offset}")
@@ -188,6 +167,14 @@ class OutcomeTable:
         tally = np.bincount(self.reason, minlength=len(self.reasons))
         return {r: int(n) for r, n in zip(self.reasons, tally.tolist(), strict=True) if n}
 
+    def in_store_order(self) -> OutcomeTable:
+        """The rows in (task, attempt, retry) order, as :meth:`RunStore.outcome_chunks` reads
+        them (task codes follow sorted task ids, so sorting codes sorts ids)."""
+        if len(self) == 0 or _sorted(self.task, self.attempt, self.retry):
+            return self
+        order = np.lexsort((self.retry, self.attempt, self.task))
+        return replace(self, **{name: getattr(self, name)[order] for name in _ROW_COLUMNS})
+
     def final(self) -> OutcomeTable:
         """The last try of each (task, attempt), as :func:`final_runs` picks it."""
         if len(self) == 0:
@@ -201,6 +188,59 @@ class OutcomeTable:
             order = np.lexsort((self.retry, self.attempt, self.task))
             keep = order[_last_tries(self.task[order], self.attempt[order])]
         return replace(self, **{name: getattr(self, name)[keep] for name in _ROW_COLUMNS})
+
+
+class OutcomeColumns:
+    """Rows of ``(task_id, attempt, retry, terminal_reason, success, cost, latency,
+    partial_score)`` gathered chunk by chunk into the columns of an :class:`OutcomeTable`:
+    what :meth:`OutcomeTable.from_chunks` reads from the store, and what an import gathers
+    from the rows it stores (for the batch's seal)."""
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, int] = {}
+        self._reasons: dict[str, int] = {}
+        self._parts: dict[str, list[npt.NDArray[Any]]] = {name: [] for name in _ROW_COLUMNS}
+
+    def add(self, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        task, attempt, retry, reason, success, cost, latency, partial = zip(*rows, strict=True)
+        parts = self._parts
+        parts["task"].append(_codes(task, self._tasks))
+        parts["reason"].append(_codes(reason, self._reasons))
+        parts["attempt"].append(np.array(attempt, dtype=np.int64))
+        parts["retry"].append(np.array(retry, dtype=np.int64))
+        parts["success"].append(np.array(success, dtype=np.bool_))
+        parts["cost"].append(np.array(cost, dtype=np.float64))
+        parts["latency"].append(np.array(latency, dtype=np.float64))
+        parts["partial"].append(
+            np.array([np.nan if p is None else p for p in partial], dtype=np.float64)
+        )
+
+    def table(self) -> OutcomeTable:
+        """The rows added so far, in the order added; task ids and reasons coded in sorted
+        order (what the store's read gives, whatever order the rows came in). The rows are
+        handed over: each column's chunks are released once joined, and the builder is
+        empty afterwards (a million rows are never held twice)."""
+        task_ids, task_order = _sorted_codes(self._tasks)
+        reason_ids, reason_order = _sorted_codes(self._reasons)
+        column = {}
+        for name in _ROW_COLUMNS:
+            column[name] = _joined(self._parts[name], _DTYPES[name])
+            self._parts[name] = []
+        self._tasks, self._reasons = {}, {}
+        return OutcomeTable(
+            task_ids,
+            task_order[column["task"]],
+            column["attempt"],
+            column["retry"],
+            reason_ids,
+            reason_order[column["reason"]],
+            column["success"],
+            column["cost"],
+            column["latency"],
+            column["partial"],
+        )
 
 
 _ROW_COLUMNS = ("task", "attempt", "retry", "reason", "success", "cost", "latency", "partial")

@@ -32,18 +32,26 @@ them back), an INSERT OR REPLACE that names the replaced row's own rowid, and a 
 forger who also rewrites the ``edits`` log, the schema cookie (``PRAGMA schema_version``) or
 the seal itself; there is no secret key here, as for the hashes (docs/reliability.md).
 ``groundstate verify`` never uses the seal, nor writes it: it always checks in full.
+
+An import seals its batch itself (:func:`import_seal`), in the transaction that stores the
+runs: it computed every record's text, hash and chain link from the values it gathers into
+the outcome columns, so the first ``report`` after ``import-results`` needs no full check.
+Such a seal says ``"sealed_by": "import"``: the records were written, hashed and sealed
+together, not read back; from then on it pins and re-checks exactly what a full check's seal
+does, and anything that breaks it means a full check.
 """
 
 from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from groundstate.analysis import OutcomeTable
+from groundstate.analysis import OutcomeColumns, OutcomeTable
 from groundstate.errors import StoreError
-from groundstate.store import RunStore, SealState, Verification
+from groundstate.store import RunStore, SealMaker, SealState, Verification
 
 SEAL_FORMAT = 1
 """Bumped when what a seal pins changes: seals of another format are ignored (a full check)."""
@@ -59,9 +67,13 @@ class Seal(BaseModel):
     state: SealState
     """The batch's cheap facts at that check."""
     records: int
-    """Run rows the full check read."""
+    """Run rows the full check read (or the import stored)."""
     outcomes_sha256: str
     """sha256 of the sealed outcome columns (:meth:`OutcomeTable.to_bytes`)."""
+    by: Literal["full_check", "import"] = "full_check"
+    """``full_check``: a full check of the stored records found nothing wrong. ``import``:
+    the import wrote the seal with the records, in one transaction, from the values it
+    hashed and chained into them (no full check has read the records back yet)."""
 
 
 def holding_seal(store: RunStore, batch_id: str) -> tuple[Seal, OutcomeTable] | None:
@@ -99,6 +111,7 @@ def verified_outcomes(
             artifacts=0,
             check="seal",
             sealed_at=seal.sealed_at,
+            sealed_by=seal.by,
         )
         return check, table
     check, sealed = full_check(store, batch_id)
@@ -128,12 +141,39 @@ def full_check(store: RunStore, batch_id: str) -> tuple[Verification, OutcomeTab
 
 
 def write_seal(store: RunStore, check: Verification, state: SealState, table: OutcomeTable) -> None:
+    store.write_seal(check.batch_id, *sealed(check.batch_id, state, check.records, table))
+
+
+def sealed(
+    batch_id: str,
+    state: SealState,
+    records: int,
+    table: OutcomeTable,
+    by: Literal["full_check", "import"] = "full_check",
+) -> tuple[str, bytes]:
+    """A seal's record (JSON) and outcome columns, as :meth:`RunStore.write_seal` keeps them."""
     outcomes = table.to_bytes()
     seal = Seal(
-        batch_id=check.batch_id,
+        batch_id=batch_id,
         sealed_at=datetime.now(UTC),
         state=state,
-        records=check.records,
+        records=records,
         outcomes_sha256=hashlib.sha256(outcomes).hexdigest(),
+        by=by,
     )
-    store.write_seal(check.batch_id, seal.model_dump_json(), outcomes)
+    return seal.model_dump_json(), outcomes
+
+
+def import_seal(batch_id: str, columns: OutcomeColumns) -> SealMaker:
+    """The seal an import writes with its runs (:meth:`RunStore.add_batch_with_runs`): the
+    outcome columns it gathered from the rows it stored, in the store's order. None (no
+    seal; the first report checks in full) unless the batch holds exactly the rows stored,
+    chained."""
+
+    def make(state: SealState, stored: int) -> tuple[str, bytes] | None:
+        table = columns.table().in_store_order()
+        if not stored or state.runs != stored or state.length != stored or len(table) != stored:
+            return None
+        return sealed(batch_id, state, stored, table, by="import")
+
+    return make

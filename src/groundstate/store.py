@@ -159,6 +159,9 @@ _INSERT_RUN = (
 )
 
 
+_INSERT_SEAL = "INSERT OR REPLACE INTO seals VALUES (?, ?, ?, ?)"
+
+
 _BULK_CACHE_KIB = 65536
 """SQLite page cache while a bulk insert runs: random run ids touch index pages all over."""
 
@@ -335,6 +338,9 @@ class Verification(BaseModel):
     was verified in full at ``sealed_at`` and its seal still holds (what that does and does not
     show: :mod:`groundstate.seal`)."""
     sealed_at: datetime | None = None
+    sealed_by: Literal["full_check", "import"] | None = None
+    """What wrote the seal relied on: a full check that found nothing, or the import that
+    stored the batch (its records, hashes and chain written with the seal)."""
 
     @property
     def altered(self) -> list[Problem]:
@@ -367,6 +373,11 @@ class SealState(BaseModel):
     """High-water mark of the ``edits`` log: UPDATEs and DELETEs of run and batch rows."""
     schema_version: int
     """SQLite's schema cookie: changes when a trigger is dropped or the schema edited."""
+
+
+SealMaker = Callable[[SealState, int], tuple[str, bytes] | None]
+"""Makes a batch's seal record and outcome columns from its state and the runs just stored
+(None: no seal); see :meth:`RunStore.add_batch_with_runs`."""
 
 
 class RunLabels(BaseModel):
@@ -581,7 +592,12 @@ class RunStore:
         return chain
 
     def add_batch_with_runs(
-        self, batch: BatchInfo, runs: Iterable[StoredRun], chunk: int = 10_000
+        self,
+        batch: BatchInfo,
+        runs: Iterable[StoredRun],
+        chunk: int = 10_000,
+        *,
+        seal: SealMaker | None = None,
     ) -> int:
         """Store a batch and all its runs (no artifacts) in one transaction: all or nothing.
 
@@ -589,7 +605,9 @@ class RunStore:
         ``executemany`` *chunk* at a time, chained as :meth:`add_run` chains them. Each run's
         ``text`` must already be canonical (:func:`record_json`), so it is hashed as is.
         Returns the number of runs stored; a duplicate (task, attempt, retry) raises
-        :class:`StoreError` and stores nothing.
+        :class:`StoreError` and stores nothing. With *seal*, the batch's seal (its record and
+        outcome columns, made from the batch's state and the number of runs stored) is written
+        in the same transaction (:mod:`groundstate.seal`).
         """
         batch_text = batch.model_dump_json()
         batch_hash = record_hash(batch_text)
@@ -607,6 +625,11 @@ class RunStore:
                     "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
                     (batch.batch_id, chained.length, chained.head),
                 )
+            if seal is not None:
+                state = self.seal_state(batch.batch_id, stored=chained.length)
+                if made := seal(state, chained.length):
+                    now = datetime.now(UTC).isoformat()
+                    db.execute(_INSERT_SEAL, (batch.batch_id, now, *made))
         return chained.length
 
     def _chain_head(self, db: sqlite3.Connection, batch_id: str) -> tuple[int, str]:
@@ -845,17 +868,25 @@ class RunStore:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
 
-    def seal_state(self, batch_id: str) -> SealState:
-        """What a batch's seal pins, read again: a few indexed lookups and one record hashed."""
+    def seal_state(self, batch_id: str, *, stored: int | None = None) -> SealState:
+        """What a batch's seal pins, read again: a few indexed lookups and one record hashed.
+
+        *stored*: the batch was just made and its *stored* runs inserted by this connection's
+        open write transaction, so they are the table's last rows: the count and highest rowid
+        are taken as that, not scanned. (Any other row of the batch would make every later
+        re-read differ: the seal would never hold, never hold falsely.)"""
         db = self._db
         chain = db.execute(
             "SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,)
         ).fetchone()
         batch = db.execute("SELECT record FROM batches WHERE batch_id = ?", (batch_id,)).fetchone()
         edits = db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'edits'").fetchone()
-        runs, last = db.execute(
-            "SELECT COUNT(*), MAX(rowid) FROM runs WHERE batch_id = ?", (batch_id,)
-        ).fetchone()
+        if stored is None:
+            runs, last = db.execute(
+                "SELECT COUNT(*), MAX(rowid) FROM runs WHERE batch_id = ?", (batch_id,)
+            ).fetchone()
+        else:
+            runs, last = stored, db.execute("SELECT MAX(rowid) FROM runs").fetchone()[0]
         return SealState(
             length=int(chain[0]) if chain else 0,
             head=str(chain[1]) if chain else None,
@@ -868,15 +899,18 @@ class RunStore:
 
     def read_seal(self, batch_id: str) -> tuple[str, bytes] | None:
         """The seal's record (JSON) and its outcome columns, as stored; None if unsealed."""
-        rows = self._query("SELECT record, outcomes FROM seals WHERE batch_id = ?", (batch_id,))
-        return (str(rows[0][0]), bytes(rows[0][1])) if rows else None
+        rows = self._query("SELECT rowid, record FROM seals WHERE batch_id = ?", (batch_id,))
+        if not rows:
+            return None
+        try:  # read straight into one buffer: a plain SELECT copies tens of MB twice
+            with self._db.blobopen("seals", "outcomes", rows[0][0], readonly=True) as blob:
+                return str(rows[0][1]), blob.read()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
 
     def write_seal(self, batch_id: str, record: str, outcomes: bytes) -> None:
         with self._transaction() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO seals VALUES (?, ?, ?, ?)",
-                (batch_id, datetime.now(UTC).isoformat(), record, outcomes),
-            )
+            db.execute(_INSERT_SEAL, (batch_id, datetime.now(UTC).isoformat(), record, outcomes))
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:

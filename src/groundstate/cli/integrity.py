@@ -105,4 +105,5 @@ def integrity_json(check: Verification, run_id: str | None = None) -> dict[str, 
         "problems": [p.line() for p in problems],
         "check": check.check,
         "sealed_at": check.sealed_at.isoformat() if check.sealed_at else None,
+        "sealed_by": check.sealed_by,
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shlex
 import sys
 from collections import Counter
@@ -284,6 +285,7 @@ def report(
     the exit status is then that of ``run``: 3 when invalid tries exceed the batch's
     max_invalid_rate, 4 when a metric is below its threshold.
     """
+    _one_blas_thread()
     from groundstate.analysis import batch_report
     from groundstate.gates import gate_results, parse_gate
     from groundstate.seal import verified_outcomes
@@ -308,7 +310,9 @@ def report(
         _write_batch_html(html, batch, runs, check, seed=seed, k_over_supporting=k_over_supporting)
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        from groundstate.report.json_text import json_text
+
+        click.echo(json_text(data))
     else:
         from groundstate.report.terminal import batch_table
 
@@ -321,6 +325,18 @@ def report(
         sys.exit(EXIT_ALTERED)
     if gates:
         _exit_on_verdict(data, verdicts)
+
+
+def _one_blas_thread() -> None:
+    """Run OpenBLAS on one thread in this process, unless numpy is loaded already or the user
+    chose (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``). The bootstrap's matrix products
+    are small (2,000 x tasks by a few dozen metrics): OpenBLAS's threads spin while they
+    wait, which cost a report of a million attempts about half a second of CPU on a busy
+    machine, and the float32 sums then depend on the thread count (by about 1e-7); on one
+    thread they are the same on any number of cores."""
+    chosen = {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"} & os.environ.keys()
+    if "numpy" not in sys.modules and not chosen:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
 @main.command()
@@ -572,9 +588,8 @@ def compare_command(
     revisions or suites, or an unversioned import against a versioned batch, are refused
     (exit 2) unless --allow-mismatch.
     """
+    _one_blas_thread()
     from groundstate.analysis import compare_batches, comparison_report
-    from groundstate.report.html import render_comparison
-    from groundstate.report.terminal import comparison_tables
     from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
@@ -593,11 +608,17 @@ def compare_command(
         click.secho(f"WARNING: not the same evaluation: {mismatch}", err=True, fg="red", bold=True)
     data = comparison_report(a, b, comparison)
     if html is not None:
+        from groundstate.report.html import render_comparison  # jinja2: only for HTML
+
         _write(html, render_comparison(a, b, comparison, checks))
         click.echo(f"HTML report: {html}", err=as_json)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        from groundstate.report.json_text import json_text
+
+        click.echo(json_text(data))
     else:
+        from groundstate.report.terminal import comparison_tables  # rich: only for tables
+
         comparison_tables(console(), data)
     if any(altered):
         click.echo("error: records of a compared batch are altered (see the warnings)", err=True)

@@ -26,9 +26,11 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
+from groundstate.analysis import OutcomeColumns
 from groundstate.errors import SpecError, StoreError
 from groundstate.importers.rows import ImportedRow, ResultSource
 from groundstate.records import AgentRun
+from groundstate.seal import import_seal
 from groundstate.store import BatchInfo, RunStore, StoredRun, record_json
 from groundstate.trace import recordable
 
@@ -194,8 +196,12 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
             raise SpecError(source.path, None, "no result rows")
         attempts = _Attempts(source.path, plan)
         batch = _batch(source, name, plan)
+        columns = OutcomeColumns()
+        runs = _records(_unspool(spool), batch, attempts, columns)
         try:
-            stored = store.add_batch_with_runs(batch, _records(_unspool(spool), batch, attempts))
+            stored = store.add_batch_with_runs(
+                batch, runs, seal=import_seal(batch.batch_id, columns)
+            )
         except StoreError as exc:
             if "UNIQUE constraint" in str(exc.__cause__):
                 raise _first_duplicate(source.path, _unspool(spool), attempts) from None
@@ -273,11 +279,20 @@ def _file_hash(path: Path) -> str:
         return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
-def _records(kept: Iterator[_Kept], batch: BatchInfo, attempts: _Attempts) -> Iterator[StoredRun]:
+def _records(
+    kept: Iterator[_Kept], batch: BatchInfo, attempts: _Attempts, columns: OutcomeColumns
+) -> Iterator[StoredRun]:
+    """Each row's run record, its outcome fields gathered into *columns* on the way (the
+    values the record text is made of: the batch's seal keeps them)."""
     text = _RecordText(_template(batch))
     revisions = batch.task_revisions
+    outcomes: list[tuple[Any, ...]] = []
     for line, task_id, label, retry, reason, success, partial, cost, latency, origin in kept:
         attempt = attempts.number(line, task_id, label, retry)
+        outcomes.append((task_id, attempt, retry, reason, success, cost, latency, partial))
+        if len(outcomes) == _COLUMN_CHUNK:
+            columns.add(outcomes)
+            outcomes = []
         run_id = secrets.token_hex(16)
         if origin is None:
             status = f'{{"attempt_label":{_scalar(label)},"imported":true}}'
@@ -297,6 +312,11 @@ def _records(kept: Iterator[_Kept], batch: BatchInfo, attempts: _Attempts) -> It
             encode_basestring_ascii(reason),
         )
         yield StoredRun(run_id, task_id, attempt, retry, reason, success, text.render(values))
+    columns.add(outcomes)
+
+
+_COLUMN_CHUNK = 50_000
+"""Rows gathered as Python tuples before they become column arrays."""
 
 
 _VARYING = (

@@ -98,7 +98,7 @@ class Interval:
 
 def weighted_mean(values: npt.ArrayLike, weights: npt.ArrayLike) -> float:
     v, w = np.asarray(values, dtype=np.float64), np.asarray(weights, dtype=np.float64)
-    return float(np.sum(w * v) / np.sum(w))
+    return float(_weighted_means(v[None, :], w)[0])
 
 
 def clustered_se(
@@ -115,13 +115,31 @@ def clustered_se(
     difficulty, so treating them as independent would understate the error.
     None when T < 2: one task says nothing about spread between tasks.
     """
-    p, w = np.asarray(values, dtype=np.float64), np.asarray(weights, dtype=np.float64)
-    tasks = len(p)
+    p = np.asarray(values, dtype=np.float64)[None, :]
+    w = np.asarray(weights, dtype=np.float64)
+    return _clustered_ses(p, w, _weighted_means(p, w))[0]
+
+
+# Many metrics over the same tasks (pass@k for every k, say) are computed together: one row
+# of a (metrics, tasks) array each. A row of a C-ordered array is summed exactly as the same
+# values in a 1-D array are (numpy's pairwise sum over a contiguous run), so every value is
+# bit for bit what one metric alone gives.
+
+
+def _weighted_means(columns: FloatArray, w: FloatArray) -> FloatArray:
+    """The weighted mean of each row of *columns* (metrics, tasks; C-ordered)."""
+    means: FloatArray = np.sum(w * columns, axis=1) / np.sum(w)
+    return means
+
+
+def _clustered_ses(columns: FloatArray, w: FloatArray, means: FloatArray) -> list[float | None]:
+    """:func:`clustered_se` of each row of *columns*, given their weighted *means*."""
+    metrics, tasks = columns.shape
     if tasks < 2:
-        return None
-    pbar = weighted_mean(p, w)
-    spread = math.sqrt(float(np.sum(w**2 * (p - pbar) ** 2)))
-    return spread / float(np.sum(w)) * math.sqrt(tasks / (tasks - 1))
+        return [None] * metrics
+    sums = np.sum(w**2 * (columns - means[:, None]) ** 2, axis=1)
+    total, small = float(np.sum(w)), math.sqrt(tasks / (tasks - 1))
+    return [math.sqrt(spread) / total * small for spread in sums.tolist()]
 
 
 # Student's t through scipy.special, the functions scipy.stats.t calls (same values, NaN for
@@ -139,22 +157,37 @@ def two_sided_p(statistic: float, df: float) -> float:
 def interval_rule(values: FloatArray, weights: FloatArray, *, difference: bool = False) -> Interval:
     """The interval of the weighted mean of *values* (module docstring): of a level in
     [0, 1], or with *difference* of a difference in [-1, 1]."""
+    columns = np.asarray(values, dtype=np.float64)[None, :]
+    return _rules(columns, np.asarray(weights, dtype=np.float64), difference)[1][0]
+
+
+def _rules(
+    columns: FloatArray, weights: FloatArray, difference: bool
+) -> tuple[list[float], list[Interval]]:
+    """The weighted mean and :func:`interval_rule` of each row of *columns* (metrics, tasks)."""
     bounds = DIFFERENCE if difference else LEVEL
-    tasks = len(values)
-    se = clustered_se(values, weights)
+    tasks = columns.shape[1]
+    means = _weighted_means(columns, weights)
+    ses = _clustered_ses(columns, weights, means)
+    estimates = means.tolist()
     if tasks < MIN_TASKS:
         note = f"n/a: {tasks} task{'s' * (tasks != 1)}, intervals need at least {MIN_TASKS}"
-        return Interval(None, None, se, None, NO_INTERVAL, note)
-    assert se is not None  # tasks >= MIN_TASKS >= 2
-    if float(np.ptp(values)) <= _TIE:
-        return _agreeing(float(values[0]), weights, bounds, se)
-    estimate = weighted_mean(values, weights)
-    if difference:  # symmetric, so the interval excludes 0 exactly when the t test rejects
-        q = t_quantile(tasks - 1)
-        low, high = max(-1.0, estimate - q * se), min(1.0, estimate + q * se)
-        return Interval(low, high, se, tasks - 1, T_CR1, "")
-    low, high = _agresti_coull(estimate, se, tasks - 1, bounds)
-    return Interval(low, high, se, tasks - 1, AC_T_CR1, "")
+        return estimates, [Interval(None, None, se, None, NO_INTERVAL, note) for se in ses]
+    agreeing = (np.max(columns, axis=1) - np.min(columns, axis=1) <= _TIE).tolist()
+    effective = float(np.sum(weights)) ** 2 / float(np.sum(weights**2))
+    q = t_quantile(tasks - 1)
+    rules = []
+    for row, (estimate, se, agree) in enumerate(zip(estimates, ses, agreeing, strict=True)):
+        assert se is not None  # tasks >= MIN_TASKS >= 2
+        if agree:
+            rules.append(_agreeing(float(columns[row, 0]), tasks, effective, bounds, se))
+        elif difference:  # symmetric: excludes 0 exactly when the t test rejects
+            low, high = max(-1.0, estimate - q * se), min(1.0, estimate + q * se)
+            rules.append(Interval(low, high, se, tasks - 1, T_CR1, ""))
+        else:
+            low, high = _agresti_coull(estimate, se, tasks - 1, bounds)
+            rules.append(Interval(low, high, se, tasks - 1, AC_T_CR1, ""))
+    return estimates, rules
 
 
 def _agresti_coull(
@@ -181,12 +214,11 @@ def _agresti_coull(
 
 
 def _agreeing(
-    value: float, weights: FloatArray, bounds: tuple[float, float], se: float
+    value: float, tasks: int, effective: float, bounds: tuple[float, float], se: float
 ) -> Interval:
-    """Every task has the same value: an exact bound at the range's ends, else none."""
+    """Every task has the same value: an exact bound at the range's ends, else none
+    (*effective*: Kish's effective number of tasks)."""
     lo, hi = bounds
-    tasks = len(weights)
-    effective = float(np.sum(weights)) ** 2 / float(np.sum(weights**2))
     reach = (hi - lo) * ((1 - CONFIDENCE) / 2) ** (1 / effective)
     said = f"all {tasks} tasks have the value {value:.3f}"
     if abs(value - hi) <= _TIE:
@@ -206,23 +238,45 @@ def make_estimate(
     difference: bool = False,
 ) -> Estimate:
     """The weighted mean of per-task *values* with the rule's interval and its denominators."""
-    rule = interval_rule(values, weights, difference=difference)
+    column = np.asarray(values, dtype=np.float64)[:, None]
+    return make_estimates(column, weights, ns, [boot], difference=difference)[0]
+
+
+def make_estimates(
+    values: FloatArray,
+    weights: FloatArray,
+    ns: Sequence[int] | npt.NDArray[np.int64],
+    boots: Sequence[tuple[float, float] | None],
+    *,
+    difference: bool = False,
+) -> list[Estimate]:
+    """:func:`make_estimate` of each column of *values* (tasks, metrics) over the same tasks,
+    weights and denominators, with its bootstrap interval from *boots*: computed together,
+    each equal to what the column alone gives."""
+    columns = np.ascontiguousarray(np.asarray(values, dtype=np.float64).T)
+    if columns.shape[0] == 0:
+        return []
+    estimates, rules = _rules(columns, np.asarray(weights, dtype=np.float64), difference)
     counts = np.asarray(ns)
-    return Estimate(
-        estimate=weighted_mean(values, weights),
-        ci_low=rule.low,
-        ci_high=rule.high,
-        n_tasks=len(values),
-        attempts=int(np.sum(counts)),
-        min_n=int(np.min(counts)),
-        max_n=int(np.max(counts)),
-        se=rule.se,
-        df=rule.df,
-        method=rule.method,
-        note=rule.note,
-        boot_low=_finite(boot[0]) if boot else None,
-        boot_high=_finite(boot[1]) if boot else None,
-    )
+    attempts, low_n, high_n = int(np.sum(counts)), int(np.min(counts)), int(np.max(counts))
+    return [
+        Estimate(
+            estimate=estimate,
+            ci_low=rule.low,
+            ci_high=rule.high,
+            n_tasks=columns.shape[1],
+            attempts=attempts,
+            min_n=low_n,
+            max_n=high_n,
+            se=rule.se,
+            df=rule.df,
+            method=rule.method,
+            note=rule.note,
+            boot_low=_finite(boot[0]) if boot else None,
+            boot_high=_finite(boot[1]) if boot else None,
+        )
+        for estimate, rule, boot in zip(estimates, rules, boots, strict=True)
+    ]
 
 
 def _finite(value: float) -> float | None:

@@ -20,6 +20,7 @@ from groundstate.stats.intervals import (
     bootstrap_blocks,
     bootstrap_ks,
     make_estimate,
+    make_estimates,
 )
 from groundstate.stats.outcomes import (
     HORIZON_BUCKETS,
@@ -129,6 +130,10 @@ def methods(seed: int, n_boot: int) -> dict[str, Any]:
 
 # --- suite values from task counts ---------------------------------------------------------
 
+_BootKey = tuple[str, int]
+_Boot = dict[_BootKey, tuple[float, float]]
+"""Bootstrap intervals of a view's suite values: ("rate", 0), ("at", k) and ("hat", k)."""
+
 
 @dataclass(frozen=True)
 class _Columns:
@@ -161,6 +166,14 @@ class _Columns:
         boot: tuple[float, float] | None = None,
     ) -> Estimate:
         return make_estimate(values[rows], self.w[rows], self.n[rows], boot=boot)
+
+    def curve(
+        self, values: FloatArray, kmax: int, rows: npt.NDArray[np.bool_], boot: _Boot, name: str
+    ) -> dict[int, Estimate]:
+        """The estimates of k = 1..kmax of a (tasks, k) curve over *rows*, computed together."""
+        boots = [boot.get((name, k)) for k in range(1, kmax + 1)]
+        found = make_estimates(values[rows, :kmax], self.w[rows], self.n[rows], boots)
+        return dict(zip(range(1, kmax + 1), found, strict=True))
 
     def names(self, rows: npt.NDArray[np.bool_] | Sequence[bool]) -> tuple[str, ...]:
         return tuple(t.task_id for t, keep in zip(self.counts, rows, strict=True) if keep)
@@ -298,10 +311,6 @@ def _kmax(cols: _Columns, max_k: int | None) -> int:
     return kmax if max_k is None else min(kmax, max_k)
 
 
-_BootKey = tuple[str, int]
-_Boot = dict[_BootKey, tuple[float, float]]
-
-
 def _suite_columns(cols: _Columns, kmax: int) -> tuple[FloatArray, list[_BootKey]]:
     """Success rate, and pass@k and pass^k at the bootstrapped k, of every task, as columns."""
     ks = bootstrap_ks(kmax)
@@ -337,7 +346,6 @@ def _view_summary(
     k_over_supporting: bool,
 ) -> ViewSummary:
     used = cols.used
-    ks = range(1, kmax + 1)
     return ViewSummary(
         view=view,
         n_tasks=int(used.sum()),
@@ -345,8 +353,8 @@ def _view_summary(
         kmax=kmax,
         k_limited_by=_limited_by(cols),
         success_rate=cols.estimate(cols.rate(), used, boot.get(("rate", 0))) if kmax else None,
-        pass_at_k={k: cols.estimate(cols.at[:, k - 1], used, boot.get(("at", k))) for k in ks},
-        pass_hat_k={k: cols.estimate(cols.hat[:, k - 1], used, boot.get(("hat", k))) for k in ks},
+        pass_at_k=cols.curve(cols.at, kmax, used, boot, "at"),
+        pass_hat_k=cols.curve(cols.hat, kmax, used, boot, "hat"),
         beyond_k=_beyond(cols, kmax) if k_over_supporting else {},
         partial_score=_partial(cols),
         by_label=_slices(cols, lambda t: t.labels, str),
@@ -404,7 +412,7 @@ def _slice(cols: _Columns, indices: list[int]) -> SliceSummary:
         excluded_tasks=cols.names(rows & ~cols.used),
         kmax=kmax,
         success_rate=cols.estimate(cols.rate(), counted) if kmax else None,
-        pass_hat_k={k: cols.estimate(cols.hat[:, k - 1], counted) for k in range(1, kmax + 1)},
+        pass_hat_k=cols.curve(cols.hat, kmax, counted, {}, "hat"),
     )
 
 
