@@ -35,7 +35,7 @@ from groundstate.spec.task import (
     TestsAssertion,
 )
 from groundstate.tools import load_module
-from groundstate.trace import MessageEvent, TraceEvent
+from groundstate.trace import MessageEvent, TraceCopies, TraceEvent
 
 GRADER_TIME_LIMIT = 10.0
 """Seconds one outcome assertion or Python constraint may take; past it, ``grader_failure``.
@@ -237,7 +237,7 @@ def call_judge(
     and read its verdict, ``(bool, reason)``; anything else is a grader bug."""
     file_name, _, function = ref.partition(":")
     judge = getattr(load_module(suite_root / file_name, "checks"), function)
-    copy = [event.model_copy(deep=True) for event in trace]  # the record's trace stays as is
+    copy = TraceCopies(trace).fresh()  # the record's trace stays as is
     with held():
         verdict = judge(s0, sT, final_message(trace), copy)
     if not (
