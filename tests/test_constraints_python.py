@@ -12,6 +12,7 @@ import pytest
 from groundstate.agents.base import Session
 from groundstate.errors import SpecError
 from groundstate.grading.constraints import evaluate_constraints
+from groundstate.grading.outcome import suite_function
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
@@ -202,3 +203,15 @@ def test_the_check_file_is_part_of_the_grader_revision(with_check: Any, tmp_path
     before = with_check("few_calls").tasks["transfer"].grader_revision
     (tmp_path / "bank" / "trace_checks.py").write_text(CHECKS + "\n# edited\n")
     assert with_check("few_calls").tasks["transfer"].grader_revision != before
+
+
+def test_a_check_file_is_imported_once_and_again_when_it_changes(tmp_path: Path) -> None:
+    checks = tmp_path / "checks.py"
+    checks.write_text("CALLS = []\ndef f():\n    return True\n")
+    first = suite_function("checks.py:f", tmp_path)
+    assert suite_function("checks.py:f", tmp_path) is first  # not imported again
+    checks.write_text("def f():\n    return False\n")
+    assert suite_function("checks.py:f", tmp_path)() is False
+    checks.unlink()
+    with pytest.raises(SpecError, match="file not found"):
+        suite_function("checks.py:f", tmp_path)

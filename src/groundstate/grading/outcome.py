@@ -198,14 +198,37 @@ def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
 def call_check(ref: str, suite_root: Path, *args: Any) -> tuple[bool, dict[str, Any]]:
     """Call the suite's Python check ``file.py:function`` (an assertion or a constraint) and
     read its verdict, ``bool`` or ``(bool, evidence)``; anything else is a grader bug."""
-    file_name, _, function = ref.partition(":")
-    check = getattr(load_module(suite_root / file_name, "checks"), function)
+    check = suite_function(ref, suite_root)
     with held():  # what the check prints stays with the attempt, off our output
         verdict = check(*args)
     passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
     if not isinstance(passed, bool):
         raise TypeError(f"{ref} returned {type(passed).__name__}, expected bool")
     return passed, dict(evidence)
+
+
+_LOADED: dict[Path, tuple[tuple[int, int, int], Any]] = {}
+"""Each check file's module, by path, with the file's identity when it was imported."""
+
+
+def suite_function(ref: str, suite_root: Path) -> Any:
+    """The function ``file.py:function`` of the suite's Python checks.
+
+    Importing is keyed by the file's content (:func:`groundstate.tools.load_module`), but
+    hashing the file for each call of each attempt is most of a small check's cost: while the
+    file's inode, size and modification time stay the same, the module imported last is used.
+    """
+    file_name, _, function = ref.partition(":")
+    path = suite_root / file_name
+    try:
+        stat = path.stat()
+    except OSError:
+        return getattr(load_module(path, "checks"), function)  # which says what is wrong
+    identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    known = _LOADED.get(path)
+    if known is None or known[0] != identity:
+        known = _LOADED[path] = (identity, load_module(path, "checks"))
+    return getattr(known[1], function)
 
 
 def _judge(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
@@ -235,8 +258,7 @@ def call_judge(
 ) -> tuple[bool, dict[str, Any]]:
     """Call the suite's judge ``file.py:function`` as ``judge(s0, sT, final_message, trace)``
     and read its verdict, ``(bool, reason)``; anything else is a grader bug."""
-    file_name, _, function = ref.partition(":")
-    judge = getattr(load_module(suite_root / file_name, "checks"), function)
+    judge = suite_function(ref, suite_root)
     copy = TraceCopies(trace).fresh()  # the record's trace stays as is
     with held():
         verdict = judge(s0, sT, final_message(trace), copy)
