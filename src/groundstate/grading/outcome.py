@@ -40,7 +40,7 @@ from groundstate.trace import MessageEvent, TraceCopies, TraceEvent
 GRADER_TIME_LIMIT = 10.0
 """Seconds one outcome assertion or Python constraint may take; past it, ``grader_failure``.
 
-Checks run in a thread of their own, so a check that blocks or spins is abandoned at the limit
+Checks run in a thread apart, so a check that blocks or spins is abandoned at the limit
 (see :mod:`groundstate.deadline`); a query it is running on s0 or sT is then interrupted, and
 any later query of the abandoned check is refused."""
 
@@ -103,7 +103,7 @@ def _grader_error(
 
 
 def within_limit(fn: Callable[[States], T], states: States, limit: float, name: str) -> T:
-    """``fn(states)`` in a thread of its own, or :class:`DeadlineExceeded` after *limit*
+    """``fn(states)`` in a thread apart, or :class:`DeadlineExceeded` after *limit*
     seconds; then both views are closed to the abandoned call and its running query stopped.
 
     Without this, a check spinning in SQL on s0 (say an unbounded ``WITH RECURSIVE``) would
