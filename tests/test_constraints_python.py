@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -207,11 +208,22 @@ def test_the_check_file_is_part_of_the_grader_revision(with_check: Any, tmp_path
 
 def test_a_check_file_is_imported_once_and_again_when_it_changes(tmp_path: Path) -> None:
     checks = tmp_path / "checks.py"
-    checks.write_text("CALLS = []\ndef f():\n    return True\n")
+    checks.write_text("def f():\n    return True\n")
+    os.utime(checks, ns=(time.time_ns() - 10**10,) * 2)  # settled: looked up by its stat
     first = suite_function("checks.py:f", tmp_path)
     assert suite_function("checks.py:f", tmp_path) is first  # not imported again
     checks.write_text("def f():\n    return False\n")
     assert suite_function("checks.py:f", tmp_path)() is False
+
+
+def test_a_check_file_just_written_is_read_again_even_with_the_same_stat(tmp_path: Path) -> None:
+    checks = tmp_path / "checks.py"
+    checks.write_text("def f():\n    return True\n")
+    assert suite_function("checks.py:f", tmp_path)() is True
+    stat = checks.stat()
+    checks.write_text("def f():\n    return 1234\n")  # same size
+    os.utime(checks, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same time
+    assert suite_function("checks.py:f", tmp_path)() == 1234
     checks.unlink()
     with pytest.raises(SpecError, match="file not found"):
         suite_function("checks.py:f", tmp_path)
