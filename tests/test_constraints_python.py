@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -12,9 +13,11 @@ import pytest
 from groundstate.agents.base import Session
 from groundstate.errors import SpecError
 from groundstate.grading.constraints import evaluate_constraints
+from groundstate.grading.outcome import suite_function
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
+from groundstate.trace import TraceCopies
 
 from .conftest import BANK, EditTask
 from .trace_builder import Trace, constraint
@@ -50,6 +53,10 @@ def edits_the_trace(trace, s0):
     trace[0].text = "edited"
     trace.clear()
     return True
+
+
+def sees_the_original(trace, s0):
+    return len(trace) >= 3 and trace[0].text.startswith("Please move 30"), {"n": len(trace)}
 
 
 def odd_evidence(trace, s0):
@@ -138,6 +145,42 @@ def test_a_python_constraint_cannot_edit_the_recorded_trace(with_check: Any) -> 
     assert len(run.observation_action_log) >= 3
 
 
+def test_a_check_editing_its_trace_leaves_the_next_checks_copy_whole(
+    with_check: Any, edited_bank: EditTask
+) -> None:
+    def both(task: dict[str, Any]) -> None:
+        task["hard_process_constraints"] += [
+            {"id": "edits", "check": "trace_checks.py:edits_the_trace"},
+            {"id": "reads", "check": "trace_checks.py:sees_the_original"},
+            {"id": "edits-again", "check": "trace_checks.py:edits_the_trace"},
+            {"id": "reads-again", "check": "trace_checks.py:sees_the_original"},
+        ]
+
+    with_check("transfers_once")  # writes trace_checks.py beside the suite
+    run = attempt(edited_bank(both), "transfer", FunctionAgent(_transfer)).run
+    results = {r.id: r for r in run.constraint_results}
+    assert results["reads"].passed and results["reads-again"].passed
+    assert results["reads"].evidence == {"n": len(run.observation_action_log)}
+
+
+def test_a_trace_that_cannot_be_pickled_is_still_copied_deeply() -> None:
+    local = lambda: 1  # noqa: E731  # deepcopy keeps a function; pickle refuses a lambda
+    events = Trace("hi").call("t", {"a": [1]}, output={"x": local}).events
+    copies = TraceCopies(events)
+    first, second = copies.fresh(), copies.fresh()
+    first[1].args["a"].append(2)
+    assert second[1].args == {"a": [1]} and events[1].args == {"a": [1]}
+
+
+def test_copies_are_equal_to_the_trace_and_independent() -> None:
+    events = Trace("hi").call("t", {"a": [1]}, output={"rows": [[1, "x"]]}).events
+    copies = TraceCopies(events)
+    first = copies.fresh()
+    assert first == events and first[1] is not events[1]
+    first[1].output["rows"][0][1] = "edited"
+    assert copies.fresh() == events and events[1].output == {"rows": [[1, "x"]]}
+
+
 def test_evidence_is_made_json_at_once(with_check: Any) -> None:
     run, result = _run(with_check("odd_evidence"))
     assert result.error is None and not result.passed
@@ -161,3 +204,26 @@ def test_the_check_file_is_part_of_the_grader_revision(with_check: Any, tmp_path
     before = with_check("few_calls").tasks["transfer"].grader_revision
     (tmp_path / "bank" / "trace_checks.py").write_text(CHECKS + "\n# edited\n")
     assert with_check("few_calls").tasks["transfer"].grader_revision != before
+
+
+def test_a_check_file_is_imported_once_and_again_when_it_changes(tmp_path: Path) -> None:
+    checks = tmp_path / "checks.py"
+    checks.write_text("def f():\n    return True\n")
+    os.utime(checks, ns=(time.time_ns() - 10**10,) * 2)  # settled: looked up by its stat
+    first = suite_function("checks.py:f", tmp_path)
+    assert suite_function("checks.py:f", tmp_path) is first  # not imported again
+    checks.write_text("def f():\n    return False\n")
+    assert suite_function("checks.py:f", tmp_path)() is False
+
+
+def test_a_check_file_just_written_is_read_again_even_with_the_same_stat(tmp_path: Path) -> None:
+    checks = tmp_path / "checks.py"
+    checks.write_text("def f():\n    return True\n")
+    assert suite_function("checks.py:f", tmp_path)() is True
+    stat = checks.stat()
+    checks.write_text("def f():\n    return 1234\n")  # same size
+    os.utime(checks, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # and the same time
+    assert suite_function("checks.py:f", tmp_path)() == 1234
+    checks.unlink()
+    with pytest.raises(SpecError, match="file not found"):
+        suite_function("checks.py:f", tmp_path)

@@ -238,6 +238,22 @@ def test_initial_view_keeps_s0_while_the_evaluator_sees_changes(env: SqliteEnvir
     assert env.evaluator_view().query(sql) == [("refunded",)]
 
 
+def test_initial_snapshot_is_what_the_initial_file_holds_and_a_copy_each_time(
+    env: SqliteEnvironment,
+) -> None:
+    s0 = env.snapshot()  # the live file, just reset: read from the database
+    with env.tool_transaction():
+        env.agent_db.execute("UPDATE orders SET status = 'refunded' WHERE order_id = 'o1'")
+    first = env.initial_view().snapshot()
+    assert first == s0 and first != env.snapshot()
+    key = next(iter(first.tables["orders"].rows))
+    first.tables["orders"].rows[key]["status"] = "edited by a check"
+    first.tables.pop("customers")
+    again = env.initial_view().snapshot()
+    assert "customers" in again.tables
+    assert again.tables["orders"].rows[key]["status"] != "edited by a check"
+
+
 def test_diff_matches_rows_by_primary_key(env: SqliteEnvironment) -> None:
     with env.tool_transaction():
         db = env.agent_db

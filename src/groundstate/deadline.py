@@ -7,10 +7,16 @@ thread of its own, and the caller stops *waiting* for it at the deadline: the at
 refuses its calls) and does not keep the process alive at exit. CPU time it still burns is
 shared with the rest of the process until it returns; code that must be killed outright
 belongs in a separate process.
+
+The threads are kept for the next call: starting one costs more than most checks take. A
+thread whose call returned (in time or not) waits for the next call; one still stuck in an
+abandoned call is simply not available, and a new thread is started when none is idle.
 """
 
 from __future__ import annotations
 
+import os
+import queue
 import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
@@ -35,6 +41,70 @@ class _Outcome(Generic[T]):
         self.error: BaseException | None = None
 
 
+IDLE_THREADS = 8
+"""Idle threads kept for later calls, at most; a thread finishing a call past this exits."""
+
+IDLE_NAME = "groundstate-idle"
+"""An idle thread's name; while it runs a call, it bears the call's *name*."""
+
+
+_Job = tuple[Callable[[], None], str, threading.Event]
+"""What to run (catching everything itself), the thread's name meanwhile, and the event
+signalling that it returned."""
+
+
+class _Worker:
+    """A daemon thread running the calls handed to it, one at a time."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._serve, name=IDLE_NAME, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            job, name, done = self.jobs.get()
+            self.thread.name = name
+            job()  # catches everything itself
+            self.thread.name = IDLE_NAME
+            parked = _park(self)  # before *done*: the caller's next call finds this thread idle
+            done.set()
+            if not parked:
+                return
+
+
+_IDLE: list[_Worker] = []
+_IDLE_LOCK = threading.Lock()
+
+
+def _take() -> _Worker:
+    with _IDLE_LOCK:
+        while _IDLE:
+            worker = _IDLE.pop()
+            if worker.thread.is_alive():
+                return worker
+    return _Worker()
+
+
+def _forget_idle() -> None:
+    """In a forked child: the parent's threads do not exist there (a pool worker process)."""
+    global _IDLE_LOCK
+    _IDLE_LOCK = threading.Lock()
+    _IDLE.clear()
+
+
+os.register_at_fork(after_in_child=_forget_idle)
+
+
+def _park(worker: _Worker) -> bool:
+    """Offer *worker* for the next call; False when enough threads are idle already."""
+    with _IDLE_LOCK:
+        if len(_IDLE) >= IDLE_THREADS:
+            return False
+        _IDLE.append(worker)
+        return True
+
+
 def call_with_time_limit(fn: Callable[[], T], limit: float, name: str = "groundstate-call") -> T:
     """Return ``fn()``, or raise :class:`DeadlineExceeded` after *limit* seconds.
 
@@ -52,10 +122,8 @@ def call_with_time_limit(fn: Callable[[], T], limit: float, name: str = "grounds
         except BaseException as exc:  # handed to the caller as an ordinary error
             outcome.error = CalledCodeExited(f"raised {type(exc).__name__}: {exc}")
             outcome.error.__cause__ = exc
-        finally:
-            outcome.done.set()
 
-    threading.Thread(target=in_context(target), name=name, daemon=True).start()
+    _take().jobs.put((in_context(target), name, outcome.done))
     if not outcome.done.wait(limit):
         raise DeadlineExceeded(f"did not finish within {limit:g}s")
     if outcome.error is not None:

@@ -35,12 +35,12 @@ from groundstate.spec.task import (
     TestsAssertion,
 )
 from groundstate.tools import load_module
-from groundstate.trace import MessageEvent, TraceEvent
+from groundstate.trace import MessageEvent, TraceCopies, TraceEvent
 
 GRADER_TIME_LIMIT = 10.0
 """Seconds one outcome assertion or Python constraint may take; past it, ``grader_failure``.
 
-Checks run in a thread of their own, so a check that blocks or spins is abandoned at the limit
+Checks run in a thread apart, so a check that blocks or spins is abandoned at the limit
 (see :mod:`groundstate.deadline`); a query it is running on s0 or sT is then interrupted, and
 any later query of the abandoned check is refused."""
 
@@ -103,7 +103,7 @@ def _grader_error(
 
 
 def within_limit(fn: Callable[[States], T], states: States, limit: float, name: str) -> T:
-    """``fn(states)`` in a thread of its own, or :class:`DeadlineExceeded` after *limit*
+    """``fn(states)`` in a thread apart, or :class:`DeadlineExceeded` after *limit*
     seconds; then both views are closed to the abandoned call and its running query stopped.
 
     Without this, a check spinning in SQL on s0 (say an unbounded ``WITH RECURSIVE``) would
@@ -198,14 +198,49 @@ def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
 def call_check(ref: str, suite_root: Path, *args: Any) -> tuple[bool, dict[str, Any]]:
     """Call the suite's Python check ``file.py:function`` (an assertion or a constraint) and
     read its verdict, ``bool`` or ``(bool, evidence)``; anything else is a grader bug."""
-    file_name, _, function = ref.partition(":")
-    check = getattr(load_module(suite_root / file_name, "checks"), function)
+    check = suite_function(ref, suite_root)
     with held():  # what the check prints stays with the attempt, off our output
         verdict = check(*args)
     passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
     if not isinstance(passed, bool):
         raise TypeError(f"{ref} returned {type(passed).__name__}, expected bool")
     return passed, dict(evidence)
+
+
+SETTLED_NS = 2_000_000_000
+"""A check file last modified longer ago than this (ns) is not hashed again while its stat
+stays the same."""
+
+_wall_ns = time.time_ns
+"""Bound at import: code under test (a check reading the clock, a test patching it) must not
+see the grader read it, nor make the grader read its clock."""
+
+_LOADED: dict[Path, tuple[tuple[int, int, int], Any]] = {}
+"""Each check file's module, by path, with the file's identity when it was imported."""
+
+
+def suite_function(ref: str, suite_root: Path) -> Any:
+    """The function ``file.py:function`` of the suite's Python checks.
+
+    Importing is keyed by the file's content (:func:`groundstate.tools.load_module`), but
+    hashing the file for each call of each attempt is most of a small check's cost: while the
+    file's inode, size and modification time stay the same, the module imported last is used.
+    A file modified in the last :data:`SETTLED_NS` is hashed on every call, since two writes
+    inside the clock's granularity could leave the same size and time.
+    """
+    file_name, _, function = ref.partition(":")
+    path = suite_root / file_name
+    try:
+        stat = path.stat()
+    except OSError:
+        return getattr(load_module(path, "checks"), function)  # which says what is wrong
+    identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    known = _LOADED.get(path)
+    if known is None or known[0] != identity:
+        known = (identity, load_module(path, "checks"))
+        if _wall_ns() - stat.st_mtime_ns > SETTLED_NS:
+            _LOADED[path] = known
+    return getattr(known[1], function)
 
 
 def _judge(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
@@ -235,9 +270,8 @@ def call_judge(
 ) -> tuple[bool, dict[str, Any]]:
     """Call the suite's judge ``file.py:function`` as ``judge(s0, sT, final_message, trace)``
     and read its verdict, ``(bool, reason)``; anything else is a grader bug."""
-    file_name, _, function = ref.partition(":")
-    judge = getattr(load_module(suite_root / file_name, "checks"), function)
-    copy = [event.model_copy(deep=True) for event in trace]  # the record's trace stays as is
+    judge = suite_function(ref, suite_root)
+    copy = TraceCopies(trace).fresh()  # the record's trace stays as is
     with held():
         verdict = judge(s0, sT, final_message(trace), copy)
     if not (

@@ -33,7 +33,7 @@ from groundstate.spec.constraints import (
     ProvenanceConstraint,
     PythonConstraint,
 )
-from groundstate.trace import AgentEvent, TraceEvent, agent_events
+from groundstate.trace import AgentEvent, TraceCopies, TraceEvent, agent_events
 
 __all__ = ["evaluate_constraints", "matches", "normalise"]
 
@@ -46,15 +46,19 @@ def evaluate_constraints(
     Model calls are left out: constraints are about what the agent did and was told.
     """
     actions = agent_events(events)
-    return [_evaluate(c, actions, states) for c in constraints]
+    copies = TraceCopies(actions)  # one image of the trace for all the Python constraints
+    return [_evaluate(c, actions, copies, states) for c in constraints]
 
 
 def _evaluate(
-    constraint: HardConstraint, events: list[AgentEvent], states: States | None
+    constraint: HardConstraint,
+    events: list[AgentEvent],
+    copies: TraceCopies[AgentEvent],
+    states: States | None,
 ) -> CheckResult:
     if isinstance(constraint, PythonConstraint):
         # Read at call time: one limit for every grader (set in grading.outcome).
-        return python_check(constraint, events, states, outcome.GRADER_TIME_LIMIT)
+        return python_check(constraint, copies, states, outcome.GRADER_TIME_LIMIT)
     try:
         return _declarative(constraint, events)
     except Exception as exc:  # a grader bug is a grader failure, not the agent's

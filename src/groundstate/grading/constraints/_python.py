@@ -8,13 +8,17 @@ from typing import Any
 from groundstate.grading.outcome import States, call_check, within_limit
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import PythonConstraint
-from groundstate.trace import AgentEvent
+from groundstate.trace import AgentEvent, TraceCopies
 
 
 def python_check(
-    constraint: PythonConstraint, events: list[AgentEvent], states: States | None, limit: float
+    constraint: PythonConstraint,
+    events: TraceCopies[AgentEvent],
+    states: States | None,
+    limit: float,
 ) -> CheckResult:
-    """Run the function; an exception or a timeout is an error (a grader failure), not a fail."""
+    """Run the function on a copy of the trace from *events*; an exception or a timeout is an
+    error (a grader failure), not a fail."""
     try:
         if states is None:
             raise ValueError("a Python constraint needs the grader's states (s0)")
@@ -36,10 +40,10 @@ def python_check(
 
 
 def _run(
-    constraint: PythonConstraint, events: list[AgentEvent], states: States
+    constraint: PythonConstraint, events: TraceCopies[AgentEvent], states: States
 ) -> tuple[bool, dict[str, Any]]:
-    # A copy: the function may not edit the trace the record keeps.
-    trace = [event.model_copy(deep=True) for event in events]
+    # A copy: the function may not edit the trace the record keeps, nor another check's.
+    trace = events.fresh()
     passed, evidence = call_check(constraint.check, states.suite_root, trace, states.s0)
     # Evidence goes into the run record, which is JSON: make it so now, not at storing time.
     return passed, json.loads(json.dumps(evidence, default=repr))

@@ -1,0 +1,116 @@
+"""Time limits on code groundstate does not control, run on reused threads."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+from groundstate.deadline import (
+    IDLE_NAME,
+    CalledCodeExited,
+    DeadlineExceeded,
+    call_with_time_limit,
+)
+
+VAR: contextvars.ContextVar[str] = contextvars.ContextVar("VAR", default="unset")
+
+
+def _ident() -> int:
+    return threading.get_ident()
+
+
+def test_a_call_returns_its_value_on_another_thread_named_for_it() -> None:
+    assert call_with_time_limit(lambda: threading.current_thread().name, 5, "grader-x") == (
+        "grader-x"
+    )
+    assert call_with_time_limit(_ident, 5) != threading.get_ident()
+
+
+def test_calls_one_after_another_reuse_one_thread() -> None:
+    first = call_with_time_limit(_ident, 5)
+    assert all(call_with_time_limit(_ident, 5) == first for _ in range(20))
+
+
+def test_errors_and_exits_come_back_to_the_caller_and_the_thread_serves_on() -> None:
+    def fails() -> None:
+        raise KeyError("k")
+
+    def exits() -> None:
+        sys.exit(3)
+
+    with pytest.raises(KeyError):
+        call_with_time_limit(fails, 5)
+    with pytest.raises(CalledCodeExited, match="raised SystemExit: 3"):
+        call_with_time_limit(exits, 5)
+    assert call_with_time_limit(lambda: 7, 5) == 7
+
+
+def test_a_call_sees_the_callers_context_and_leaves_no_trace_in_the_next() -> None:
+    def set_and_read() -> str:
+        seen = VAR.get()
+        VAR.set("changed in the call")
+        return seen
+
+    token = VAR.set("caller's")
+    try:
+        assert call_with_time_limit(set_and_read, 5) == "caller's"
+        assert VAR.get() == "caller's"
+    finally:
+        VAR.reset(token)
+    assert call_with_time_limit(VAR.get, 5) == "unset"
+
+
+def test_a_hanging_call_is_abandoned_and_the_next_call_runs_at_once() -> None:
+    release = threading.Event()
+    stuck: list[int] = []
+
+    def hangs() -> None:
+        stuck.append(threading.get_ident())
+        release.wait(10)
+
+    started = time.perf_counter()
+    with pytest.raises(DeadlineExceeded, match=r"within 0\.2s"):
+        call_with_time_limit(hangs, 0.2, "grader-hangs")
+    assert call_with_time_limit(_ident, 5) != stuck[0]  # not queued behind the stuck one
+    assert time.perf_counter() - started < 2
+    assert any(t.name == "grader-hangs" for t in threading.enumerate())
+    release.set()
+    end = time.monotonic() + 2  # once it returns, it is idle again (and renamed)
+    while any(t.name == "grader-hangs" for t in threading.enumerate()):
+        assert time.monotonic() < end
+        time.sleep(0.01)
+    assert any(t.name == IDLE_NAME for t in threading.enumerate())
+
+
+def test_concurrent_callers_each_get_a_thread() -> None:
+    barrier = threading.Barrier(3, timeout=5)
+    results: list[int] = []
+
+    def caller() -> None:
+        results.append(call_with_time_limit(lambda: barrier.wait() + 1, 5))
+
+    callers = [threading.Thread(target=caller) for _ in range(3)]
+    for thread in callers:
+        thread.start()
+    for thread in callers:
+        thread.join(5)
+    assert sorted(results) == [1, 2, 3]  # all three waited at the barrier together
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork only")
+def test_a_forked_child_does_not_wait_on_its_parents_threads() -> None:
+    call_with_time_limit(_ident, 5)  # leaves an idle thread in this process
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's idle thread does not exist here
+        try:
+            ok = call_with_time_limit(lambda: 1, 2) == 1
+        except BaseException:
+            ok = False
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
