@@ -189,6 +189,21 @@ def diff_from_initial(env: Environment, s0: Snapshot) -> StateDiff:
     return diff_snapshots(s0, env.snapshot())
 
 
+class ClosesOnExit:
+    """``with`` support for an environment kind: leaving the block closes it."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
 class ResetProbes(Protocol):
     """How to change a kind's state the way an attempt could, to prove that reset undoes it.
 

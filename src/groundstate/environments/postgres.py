@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import psycopg
 from psycopg import errors
 
 from groundstate.environments.base import (
     CallEffects,
+    ClosesOnExit,
     Environment,
     Row,
     RowWrite,
@@ -145,7 +145,7 @@ class PostgresProbes:
         ]
 
 
-class PostgresEnvironment:
+class PostgresEnvironment(ClosesOnExit):
     """The :class:`~groundstate.environments.base.Environment` on PostgreSQL.
 
     *fixture* is any fixture the SQLite kind accepts; *server* defaults to the process's
@@ -267,14 +267,6 @@ class PostgresEnvironment:
         if self._live:
             self._template.give_back(self._server, self._live, clean=clean)
             self._live = ""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # --- state -----------------------------------------------------------------------------
 

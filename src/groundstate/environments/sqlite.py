@@ -21,12 +21,19 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from groundstate.environments.base import CallEffects, Row, Snapshot, StateDiff, TableState, quote
+from groundstate.environments.base import (
+    CallEffects,
+    ClosesOnExit,
+    Row,
+    Snapshot,
+    StateDiff,
+    TableState,
+    quote,
+)
 from groundstate.environments.sqlite_probes import SqliteProbes
 from groundstate.environments.sqlite_state import (
     META_TABLE as META_TABLE,  # the names other modules and tests import from here
@@ -136,7 +143,7 @@ class SqliteView:
         self._connection.interrupt()
 
 
-class SqliteEnvironment:
+class SqliteEnvironment(ClosesOnExit):
     """The :class:`~groundstate.environments.base.Environment` for SQLite fixtures.
 
     *fixture* is a ``.sql`` script or a ``.yaml``/``.json`` file ``{schema: SQL, rows: {table:
@@ -243,14 +250,6 @@ class SqliteEnvironment:
             self._initial = None
         if self._owns_workdir:
             shutil.rmtree(self._workdir, ignore_errors=True)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def _open_live(self) -> None:
         # Tool calls run in the agent's thread (one at a time, see EpisodeSession), the rest in

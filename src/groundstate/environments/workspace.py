@@ -27,13 +27,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from pydantic import Field
 
 from groundstate.environments.base import (
     CallEffects,
+    ClosesOnExit,
     Environment,
     Row,
     RowWrite,
@@ -197,7 +197,7 @@ class WorkspaceView:
         )
 
 
-class WorkspaceEnvironment:
+class WorkspaceEnvironment(ClosesOnExit):
     """The :class:`~groundstate.environments.base.Environment` for repository workspaces.
 
     ``permissions.tables["files"]`` may be ``read`` (the agent may read and run commands on a
@@ -290,14 +290,6 @@ class WorkspaceEnvironment:
 
     def close(self) -> None:
         shutil.rmtree(self._workdir, ignore_errors=True)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     # --- state -----------------------------------------------------------------------------
 
