@@ -54,7 +54,7 @@ from groundstate.errors import (
     SpecError,
     TimeLimitReached,
 )
-from groundstate.spec.canonical import hash_file, hash_value
+from groundstate.spec.canonical import SettledFileCache, hash_file, hash_value
 from groundstate.spec.files import load_model
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import make_workdir, process_dir
@@ -580,7 +580,7 @@ def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
 def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
     """The fixture's first build in this process, read once (see :class:`Baseline`)."""
     try:
-        key = (str(fixture.resolve()), _content_hash(fixture), clock.isoformat())
+        key = (str(fixture.resolve()), _CONTENT_HASHES.get(fixture), clock.isoformat())
         if key not in _TEMPLATES:
             _TEMPLATES[key] = Baseline.read(_template_image(fixture, clock))
         return _TEMPLATES[key]
@@ -588,24 +588,8 @@ def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
 
 
-_CONTENT_HASHES: dict[tuple[str, int, int, int], str] = {}
-SETTLED_NS = 2_000_000_000
-"""A file last modified longer ago than this (ns) keeps the content hash read at that stat."""
-
-
-def _content_hash(path: Path) -> str:
-    """sha256 of a file, read again only when its stat changed: a large data fixture is not
-    hashed for every attempt. A file modified in the last SETTLED_NS is always read, since
-    two writes inside the clock's granularity could leave the same size and mtime (git's
-    "racily clean" entries)."""
-    stat = path.stat()
-    ident = (str(path), stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    if ident in _CONTENT_HASHES:
-        return _CONTENT_HASHES[ident]
-    digest = hash_file(path)
-    if time.time_ns() - stat.st_mtime_ns > SETTLED_NS:
-        _CONTENT_HASHES[ident] = digest
-    return digest
+_CONTENT_HASHES = SettledFileCache(hash_file)
+"""Fixture digests, read again only when a fixture's stat changed."""
 
 
 def _template_image(fixture: Path, clock: datetime) -> bytes:

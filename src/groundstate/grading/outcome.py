@@ -23,7 +23,7 @@ from groundstate.errors import JudgeFailure
 from groundstate.grading import model_judge
 from groundstate.grading.workspace import GRACE_S, evaluate_changed_paths, evaluate_tests
 from groundstate.records import CheckResult
-from groundstate.spec.canonical import canonical_json
+from groundstate.spec.canonical import SettledFileCache, canonical_json
 from groundstate.spec.task import (
     ChangedPathsAssertion,
     DiffAssertion,
@@ -207,16 +207,8 @@ def call_check(ref: str, suite_root: Path, *args: Any) -> tuple[bool, dict[str, 
     return passed, dict(evidence)
 
 
-SETTLED_NS = 2_000_000_000
-"""A check file last modified longer ago than this (ns) is not hashed again while its stat
-stays the same."""
-
-_wall_ns = time.time_ns
-"""Bound at import: code under test (a check reading the clock, a test patching it) must not
-see the grader read it, nor make the grader read its clock."""
-
-_LOADED: dict[Path, tuple[tuple[int, int, int], Any]] = {}
-"""Each check file's module, by path, with the file's identity when it was imported."""
+_MODULES = SettledFileCache(lambda path: load_module(path, "checks"))
+"""Each check file's module, imported again only when the file's stat changed."""
 
 
 def suite_function(ref: str, suite_root: Path) -> Any:
@@ -224,23 +216,16 @@ def suite_function(ref: str, suite_root: Path) -> Any:
 
     Importing is keyed by the file's content (:func:`groundstate.tools.load_module`), but
     hashing the file for each call of each attempt is most of a small check's cost: while the
-    file's inode, size and modification time stay the same, the module imported last is used.
-    A file modified in the last :data:`SETTLED_NS` is hashed on every call, since two writes
-    inside the clock's granularity could leave the same size and time.
+    file's stat stays the same, the module imported last is used
+    (:class:`~groundstate.spec.canonical.SettledFileCache`).
     """
     file_name, _, function = ref.partition(":")
     path = suite_root / file_name
     try:
-        stat = path.stat()
+        module = _MODULES.get(path)
     except OSError:
-        return getattr(load_module(path, "checks"), function)  # which says what is wrong
-    identity = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-    known = _LOADED.get(path)
-    if known is None or known[0] != identity:
-        known = (identity, load_module(path, "checks"))
-        if _wall_ns() - stat.st_mtime_ns > SETTLED_NS:
-            _LOADED[path] = known
-    return getattr(known[1], function)
+        module = load_module(path, "checks")  # which says what is wrong
+    return getattr(module, function)
 
 
 def _judge(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
