@@ -104,7 +104,7 @@ def test_run_table_and_show(tmp_path: Path) -> None:
     code, out, _ = _invoke("show", record.run_id[:10], "--store", store)
     assert code == 0
     assert record.terminal_reason in out and "trace" in out and "transfer(" in out
-    assert "wrote accounts \"A\": balance 100 → 70" in out  # the call's row-level writes
+    assert 'wrote accounts "A": balance 100 → 70' in out  # the call's row-level writes
     assert "final" in out
     code, out, _ = _invoke("show", record.run_id, "--json", "--store", store)
     assert json.loads(out)["run_id"] == record.run_id

@@ -69,8 +69,9 @@ def process_running(marker: str) -> bool:
 def test_the_example_program_solves_a_task_through_the_sandbox(retail: Suite) -> None:
     system = load_system(EXAMPLES / "systems" / "mcp-careful.yaml")
     loop = system.harness.orchestration_loop
-    exact = loop.model_copy(update={"params": {**loop.params, "command": [
-        *loop.params["command"][:3], "0"]}})  # no seeded slips: the verdict is deterministic
+    exact = loop.model_copy(
+        update={"params": {**loop.params, "command": [*loop.params["command"][:3], "0"]}}
+    )  # no seeded slips: the verdict is deterministic
     harness = system.harness.model_copy(update={"orchestration_loop": exact})
     system = system.model_copy(update={"harness": harness})
     out = attempt(retail, TASK, load_agent(system), system=system)
@@ -223,13 +224,31 @@ def test_a_python_agent_runs_unchanged_as_an_external_program(
     it makes the same seeded choices, so every verdict matches the in-process run."""
     bank = edited_bank(lambda task: task.update(time_limit=60))  # room for a cold start
     agent_file = Path(__file__).parent / "suites" / "bank_agent.py"
-    command = ["{python}", "-m", "groundstate.mcp_client", f"{agent_file}:bank_agent",
-               '{"fault_rate": 0.5}']
+    command = [
+        "{python}",
+        "-m",
+        "groundstate.mcp_client",
+        f"{agent_file}:bank_agent",
+        '{"fault_rate": 0.5}',
+    ]
     external = load_system(system_file(tmp_path, command))
     assert str(agent_file) + ":bank_agent" in external.resolved["code"]["command"]
-    inside = load_agent(external.model_copy(update={"harness": external.harness.model_copy(
-        update={"orchestration_loop": external.harness.orchestration_loop.model_copy(
-            update={"entry": f"{agent_file}:bank_agent", "params": {"fault_rate": 0.5}})})}))
+    inside = load_agent(
+        external.model_copy(
+            update={
+                "harness": external.harness.model_copy(
+                    update={
+                        "orchestration_loop": external.harness.orchestration_loop.model_copy(
+                            update={
+                                "entry": f"{agent_file}:bank_agent",
+                                "params": {"fault_rate": 0.5},
+                            }
+                        )
+                    }
+                )
+            }
+        )
+    )
     verdicts = {}
     for seed in range(3):
         outside = attempt(bank, "transfer", load_agent(external), system=external, seed=seed)
@@ -239,12 +258,12 @@ def test_a_python_agent_runs_unchanged_as_an_external_program(
     assert len({a for a, _ in verdicts.values()}) == 2  # both routes: a PIN check or not
 
 
-SPENDER = '''
+SPENDER = """
 async def spender(session):
     session.record_usage(input_tokens=600, output_tokens=500, cost=0.25)
     await session.call("balance", {"account": "A"})
     return "done"
-'''
+"""
 
 
 def test_an_external_programs_usage_counts_against_the_budgets(
@@ -269,13 +288,20 @@ def test_over_streamable_http_the_same_agent_gets_the_same_verdicts(
     """``transport: http``: the program reaches the server at ``$GROUNDSTATE_MCP_URL``."""
     bank = edited_bank(lambda task: task.update(time_limit=60))
     agent_file = Path(__file__).parent / "suites" / "bank_agent.py"
-    command = ["{python}", "-m", "groundstate.mcp_client", f"{agent_file}:bank_agent",
-               '{"fault_rate": 0.5}']
+    command = [
+        "{python}",
+        "-m",
+        "groundstate.mcp_client",
+        f"{agent_file}:bank_agent",
+        '{"fault_rate": 0.5}',
+    ]
     verdicts = []
     for served in ({}, {"transport": "http", "network": "host"}):
         system = load_system(system_file(tmp_path, command, **served))
-        runs = [attempt(bank, "transfer", load_agent(system), system=system, seed=seed).run
-                for seed in range(2)]
+        runs = [
+            attempt(bank, "transfer", load_agent(system), system=system, seed=seed).run
+            for seed in range(2)
+        ]
         verdicts.append([r.terminal_reason for r in runs])
     stdio, http = verdicts
     assert stdio == http and len(set(stdio)) == 2, verdicts  # seed 0 checks the PIN, 1 not

@@ -99,9 +99,13 @@ def test_a_failing_user_model_makes_the_attempt_invalid(bank: Suite) -> None:
     with OpenAICompatibleServer([Fail(500, "overloaded")] * 3) as server:
         system = bank_agent_system(model_user(server))
         system = system.model_copy(
-            update={"user_simulator": model_user(server).model_copy(
-                update={"model": UserModel(revision="u", base_url=server.base_url, max_retries=0)}
-            )}
+            update={
+                "user_simulator": model_user(server).model_copy(
+                    update={
+                        "model": UserModel(revision="u", base_url=server.base_url, max_retries=0)
+                    }
+                )
+            }
         )
         out = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system)
     assert out.run.terminal_reason == "environment_failure/user_simulator"

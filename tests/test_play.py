@@ -71,7 +71,7 @@ def test_a_failed_attempt_is_stored_but_not_saved_as_a_solution(tmp_path: Path) 
 
 def test_bad_input_is_explained_and_refused_calls_are_shown(tmp_path: Path) -> None:
     given = "\n".join(
-        ["dance", "call transfer {not json", 'call read_audit {}', "give up too hard"]
+        ["dance", "call transfer {not json", "call read_audit {}", "give up too hard"]
     )
     result = play(tmp_path, str(BANK), "transfer", given=given)
     assert "Commands:" in result.output  # an unknown command gets the help
@@ -99,8 +99,16 @@ def test_a_person_plays_the_user_against_a_system(tmp_path: Path) -> None:
     )
     data["harness"]["orchestration_loop"]["params"] = {"fault_rate": 0.0}
     system.write_text(yaml.safe_dump(data))
-    result = play(tmp_path, str(BANK), "transfer", "--as", "user", "--system", str(system),
-                  given="It is 1234.")
+    result = play(
+        tmp_path,
+        str(BANK),
+        "transfer",
+        "--as",
+        "user",
+        "--system",
+        str(system),
+        given="It is 1234.",
+    )
     assert result.exit_code == 0, result.output
     assert "agent: What is your PIN?" in result.output
     assert "\nsuccess · run " in result.output

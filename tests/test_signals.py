@@ -147,7 +147,7 @@ def test_ctrl_c_during_the_canary_is_not_ignored(
     class Interrupting:
         async def run(self, session: Any) -> str:
             os.kill(os.getpid(), signal.SIGINT)  # from the agent's thread, as a user would
-            await asyncio.sleep(3)
+            await asyncio.sleep(60)
             return "done"
 
     monkeypatch.setattr(
@@ -156,7 +156,9 @@ def test_ctrl_c_during_the_canary_is_not_ignored(
     started = time.monotonic()
     result = _invoke_run(tmp_path / "runs.db")
     assert result.exit_code == 130, result.output
-    assert time.monotonic() - started < 3
+    # Far below the agent's 60 s: the interrupt did not wait for the canary to finish (a
+    # loose bound, so a crowded machine does not fail it).
+    assert time.monotonic() - started < 20
     assert "nothing was stored" in result.stderr
     with RunStore(tmp_path / "runs.db") as runs:
         assert runs.batches() == []

@@ -152,9 +152,7 @@ def test_the_final_reply_is_in_the_trace(bank: Suite) -> None:
     last = run.observation_action_log[-1]
     assert isinstance(last, MessageEvent)
     assert (last.role, last.text, last.final) == ("agent", "Moved 30 from A to B.", True)
-    assert not any(
-        e.final for e in run.observation_action_log[:-1] if isinstance(e, MessageEvent)
-    )
+    assert not any(e.final for e in run.observation_action_log[:-1] if isinstance(e, MessageEvent))
 
 
 # --- time limits ------------------------------------------------------------------------
@@ -284,9 +282,7 @@ def test_a_runaway_query_in_a_check_is_a_grader_failure(
     edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("groundstate.grading.outcome.GRADER_TIME_LIMIT", 0.3)
-    forever = (
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
-    )
+    forever = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
     suite = _with_check(edited_bank, f"    return bool(sT.query({forever!r}))")
     run = _run(suite, _transfer_anyway)
     assert run.terminal_reason == "grader_failure"

@@ -49,7 +49,6 @@ def _resume(store: Path, batch_id: str, system: Path = BANK_SYSTEM) -> tuple[int
     return result.exit_code, result.stdout, result.stderr
 
 
-
 def test_a_live_holder_on_this_host_refuses_a_second_resume(tmp_path: Path) -> None:
     store = tmp_path / "runs.db"
     batch_id = _empty_batch(store, BANK_SYSTEM, attempts=2)

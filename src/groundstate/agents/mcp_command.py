@@ -105,10 +105,14 @@ class _Bridge:
     async def list_tools(self, ctx: Any, params: Any) -> Any:
         import mcp_types as types
 
-        tools = [types.Tool(name=t.name, description=t.description, input_schema=t.parameters)
-                 for t in self.session.tools]
-        tools += [types.Tool(name=name, description=text, input_schema=schema)
-                  for name, (text, schema) in BRIDGE_TOOLS.items()]
+        tools = [
+            types.Tool(name=t.name, description=t.description, input_schema=t.parameters)
+            for t in self.session.tools
+        ]
+        tools += [
+            types.Tool(name=name, description=text, input_schema=schema)
+            for name, (text, schema) in BRIDGE_TOOLS.items()
+        ]
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(self, ctx: Any, params: Any) -> Any:
@@ -318,9 +322,7 @@ async def _until_done(proc: subprocess.Popen[str], bridge: _Bridge, deadline: fl
         group.cancel_scope.cancel()
 
 
-async def _serve_stdio(
-    launch: _Launch, bridge: _Bridge, session: Session, deadline: float
-) -> None:
+async def _serve_stdio(launch: _Launch, bridge: _Bridge, session: Session, deadline: float) -> None:
     """Serve MCP on the program's pipes until it finishes, stops, exits or runs out of time."""
     import anyio
 
@@ -340,9 +342,7 @@ async def _serve_stdio(
     _close(proc.stdout)
 
 
-async def _serve_http(
-    launch: _Launch, bridge: _Bridge, session: Session, deadline: float
-) -> None:
+async def _serve_http(launch: _Launch, bridge: _Bridge, session: Session, deadline: float) -> None:
     """Serve MCP over streamable HTTP on a loopback port; the program gets its URL in
     ``$GROUNDSTATE_MCP_URL``."""
     import anyio

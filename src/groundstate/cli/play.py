@@ -13,7 +13,11 @@ from groundstate.cli import STORE_OPTION, main
 @click.argument("suite", type=click.Path(path_type=Path))
 @click.argument("task_id")
 @click.option(
-    "--as", "role", type=click.Choice(["agent", "user"]), default="agent", show_default=True,
+    "--as",
+    "role",
+    type=click.Choice(["agent", "user"]),
+    default="agent",
+    show_default=True,
     help="Play the agent (through the task's tools) or the simulated user.",
 )
 @click.option("--system", type=click.Path(path_type=Path), help="The system (for --as user).")
@@ -21,7 +25,12 @@ from groundstate.cli import STORE_OPTION, main
 @click.option("--seed", type=int, default=0, show_default=True, help="The attempt's seed.")
 @STORE_OPTION
 def play(
-    suite: Path, task_id: str, role: str, system: Path | None, save: str | None, seed: int,
+    suite: Path,
+    task_id: str,
+    role: str,
+    system: Path | None,
+    save: str | None,
+    seed: int,
     store: Path,
 ) -> None:
     """Play TASK_ID of SUITE in the terminal; the attempt is graded and stored."""
