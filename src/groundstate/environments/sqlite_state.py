@@ -290,6 +290,9 @@ class Baseline:
     hashes: dict[str, str]
     sql: dict[str, str]
     tracked: dict[str, TableBaseline]
+    kinds: dict[str, str]
+    """The fixture's tables by kind (see :func:`table_kinds`): the live file's schema is the
+    build's, so environments read it here rather than from their connections."""
 
     @classmethod
     def read(cls, image: bytes) -> Baseline:
@@ -307,7 +310,7 @@ class Baseline:
                 else _read_table_hash(connection, name, text)
                 for name, text in sql.items()
             }
-            return cls(image, hashes, sql, tracked)
+            return cls(image, hashes, sql, tracked, kinds)
         finally:
             connection.close()
 
@@ -337,6 +340,11 @@ class Baseline:
             return "; ".join(str(check[0]) for check in checks)
         finally:
             connection.close()
+
+    @cached_property
+    def user_tables(self) -> list[str]:
+        """As :func:`user_tables` reads them from a connection."""
+        return [name for name, kind in self.kinds.items() if kind != "shadow"]
 
     @property
     def whole(self) -> list[str]:
@@ -413,7 +421,7 @@ class ChangeTracker:
             return diff_snapshots(s0, read_snapshot(connection))
         before: dict[str, TableState] = {}
         after: dict[str, TableState] = {}
-        for name in user_tables(connection):
+        for name in self._baseline.user_tables:
             if name not in self._baseline.tracked:
                 before[name], after[name] = s0.tables[name], table_state(connection, name)
             elif name in self._keys:
