@@ -39,6 +39,7 @@ from groundstate.environments.base import (
 from groundstate.environments.sqlite_live import (
     NO_FILE,
     POOL,
+    AgentConnection,
     HeldDatabase,
     LiveFile,
     TotalChanges,
@@ -176,12 +177,12 @@ class SqliteEnvironment(ClosesOnExit):
     name = "sqlite"
     probes = SqliteProbes()
     _control: sqlite3.Connection
-    _agent: sqlite3.Connection
+    _agent: AgentConnection
     _evaluator: sqlite3.Connection
     _file: LiveFile
     _writes: WriteLog
     _total_changes: TotalChanges
-    _fingerprint0: tuple[int, ...]
+    _fingerprint0: tuple[object, ...]
     """What the agent connection held once the harness had set it up."""
     _tracker: ChangeTracker
     _version: int
@@ -203,7 +204,8 @@ class SqliteEnvironment(ClosesOnExit):
         self._denied: list[str] = []
         self._trusted = False
         self._initial: sqlite3.Connection | None = None
-        self._control = self._agent = self._evaluator = _CLOSED
+        self._control = self._evaluator = _CLOSED
+        self._agent = _CLOSED_AGENT
         self._file = NO_FILE
         self._opened = False
         self._fresh = False
@@ -359,11 +361,10 @@ class SqliteEnvironment(ClosesOnExit):
             return False
         try:
             self._evaluator.close()
-            _plain(self._agent)
+            self._agent.harness_plain(_AGENT_LIMITS)
             if self._fingerprint() != self._fingerprint0 or not self._rewrite():
                 return False
-            self._agent.set_authorizer(_deny_everything)  # nothing runs on it while pooled
-            self._agent.set_progress_handler(None, 0)
+            self._agent.harness_settings(_deny_everything, None)  # nothing runs while pooled
         except (OSError, sqlite3.Error):
             return False
         assert self._workdir is not None
@@ -380,7 +381,7 @@ class SqliteEnvironment(ClosesOnExit):
         if not POOL.give(held):
             return False
         # This object lets go: a late caller meets closed connections, as it would have.
-        self._control = self._agent = self._evaluator = _CLOSED
+        self._control, self._agent, self._evaluator = _CLOSED, _CLOSED_AGENT, _CLOSED
         self._file, self._opened, self._workdir = NO_FILE, False, None
         return True
 
@@ -410,7 +411,11 @@ class SqliteEnvironment(ClosesOnExit):
         # agent could replay one of the harness's own trusted statements (e.g. COMMIT).
         self._agent = _opening(
             lambda: sqlite3.connect(
-                self._live, isolation_level=None, cached_statements=0, check_same_thread=False
+                self._live,
+                isolation_level=None,
+                cached_statements=0,
+                check_same_thread=False,
+                factory=AgentConnection,
             )
         )
         self._opened = True
@@ -422,7 +427,7 @@ class SqliteEnvironment(ClosesOnExit):
         tables = [name for name, kind in kinds.items() if kind == "table"]
         self._writes = WriteLog(tables, build=self._baseline.image_digest)
         self._total_changes = TotalChanges(self._agent)
-        self._agent.create_function("total_changes", 0, self._total_changes)
+        self._agent.harness_function("total_changes", 0, self._total_changes)
         self._fingerprint0 = self._fingerprint()
         self._restrict_agent()
 
@@ -430,27 +435,24 @@ class SqliteEnvironment(ClosesOnExit):
         kinds = self._baseline.kinds
         self._virtual = [name for name, kind in kinds.items() if kind == "virtual"]
         self._shadow_of = _shadow_parents(kinds)
-        self._agent.set_authorizer(self._authorize)
-        self._agent.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, AGENT_MAX_LENGTH)
-        self._agent.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
+        self._agent.harness_settings(self._authorize, (self._past_deadline, PROGRESS_STEPS))
+        self._agent.harness_plain(_AGENT_LIMITS)
 
-    def _fingerprint(self) -> tuple[int, ...]:
-        """What the agent connection holds besides the fixture: application-defined functions
-        and collations, databases, and TEMP objects other than the write log's."""
-        row = self._harness(
-            "SELECT (SELECT count(*) FROM pragma_function_list WHERE builtin = 0),"
-            " (SELECT count(*) FROM pragma_collation_list),"
-            " (SELECT count(*) FROM pragma_database_list),"
-            " (SELECT count(*) FROM temp.sqlite_master)"
-        )[0]
-        return (*row[:3], row[3] - self._writes.objects)
+    def _fingerprint(self) -> tuple[object, ...]:
+        """What the agent connection holds besides the fixture: TEMP objects other than the
+        write log's, attached databases, and ``LIKE``'s case rule. The agent's SQL can change
+        none of them (the authorizer allows reads and row writes only, which tests show): this
+        checks it cheaply. What Python code may have done to the connection object, the object
+        notes itself (:class:`~groundstate.environments.sqlite_live.AgentConnection`)."""
+        row = self._harness(_FINGERPRINT)[0]
+        return (row[0] - self._writes.objects, *row[1:], self._agent.meddled)
 
     def _close_live(self) -> None:
         """Close what is open (setup may have failed half way)."""
         for connection in (self._agent, self._evaluator, self._control):
             connection.close()
         self._file.close()
-        self._control = self._agent = self._evaluator = _CLOSED
+        self._control, self._agent, self._evaluator = _CLOSED, _CLOSED_AGENT, _CLOSED
         self._file, self._opened = NO_FILE, False
 
     @contextmanager
@@ -858,17 +860,26 @@ def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
     }
 
 
+_FINGERPRINT = (
+    "SELECT (SELECT count(*) FROM temp.sqlite_master),"
+    " (SELECT group_concat(name) FROM pragma_database_list),"
+    " 'a' LIKE 'A'"  # case_sensitive_like, the one setting that has no pragma to read it
+)
+"""What a connection holds besides the fixture (see ``_fingerprint``)."""
+
 _BUSY_TIMEOUT_MS = 5000
 """How long the control connection waits for a lock (``sqlite3.connect``'s default)."""
 
 
-def _closed_connection() -> sqlite3.Connection:
-    connection = sqlite3.connect(":memory:", check_same_thread=False)  # closed from any thread
+def _closed_connection(factory: type[C]) -> C:
+    # closed from any thread
+    connection = sqlite3.connect(":memory:", check_same_thread=False, factory=factory)
     connection.close()
     return connection
 
 
-_CLOSED = _closed_connection()
+_CLOSED = _closed_connection(sqlite3.Connection)
+_CLOSED_AGENT = _closed_connection(AgentConnection)
 """What an environment that handed its live database to the pool keeps in its place: a late
 caller (a thread its attempt left behind) gets "cannot operate on a closed database"."""
 
@@ -894,18 +905,6 @@ _AGENT_LIMITS = _default_limits()
 """The agent connection's limits: SQLite's defaults, and AGENT_MAX_LENGTH."""
 
 
-def _plain(connection: sqlite3.Connection) -> None:
-    """Undo what a tool's Python may have set on the agent's connection object."""
-    connection.row_factory = None
-    connection.text_factory = str
-    connection.isolation_level = None
-    connection.set_trace_callback(None)
-    for category, value in _AGENT_LIMITS.items():
-        connection.setlimit(category, value)
-    if hasattr(connection, "enable_load_extension"):  # absent where SQLite was built without
-        connection.enable_load_extension(False)
-
-
 def _read_only(path: Path) -> sqlite3.Connection:
     """A connection that cannot write: the database itself refuses, not a convention.
 
@@ -917,6 +916,7 @@ def _read_only(path: Path) -> sqlite3.Connection:
 
 
 T = TypeVar("T")
+C = TypeVar("C", bound=sqlite3.Connection)
 
 OPEN_TRIES = 5
 """Tries of an open that fails for want of file descriptors (EMFILE: the process's, ENFILE:

@@ -30,8 +30,10 @@ import os
 import shutil
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from groundstate.environments.sqlite_writes import WriteLog
 
@@ -90,6 +92,77 @@ class LiveFile:
             self._fd = -1
 
 
+class AgentConnection(sqlite3.Connection):
+    """The agent's connection, which notes when Python code (a tool's) changes it in a way
+    the pool could not undo: a function, collation or callback of its own, a limit, an
+    extension, another database deserialized into it. Such a connection is not reused. The
+    harness sets its own through the ``harness_`` methods."""
+
+    meddled = False
+
+    def _meddle(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.meddled = True
+        return method(self, *args, **kwargs)
+
+    def create_function(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_function, *args, **kwargs)
+
+    def create_aggregate(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_aggregate, *args, **kwargs)
+
+    def create_window_function(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_window_function, *args, **kwargs)
+
+    def create_collation(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_collation, *args, **kwargs)
+
+    def set_authorizer(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.set_authorizer, *args, **kwargs)
+
+    def set_progress_handler(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.set_progress_handler, *args, **kwargs)
+
+    def set_trace_callback(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.set_trace_callback, *args, **kwargs)
+
+    def setlimit(self, *args: Any, **kwargs: Any) -> int:
+        return int(self._meddle(sqlite3.Connection.setlimit, *args, **kwargs))
+
+    def enable_load_extension(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.enable_load_extension, *args, **kwargs)
+
+    def load_extension(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.load_extension, *args, **kwargs)
+
+    def deserialize(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.deserialize, *args, **kwargs)
+
+    # --- the harness's own -----------------------------------------------------------------
+
+    def harness_function(self, name: str, arguments: int, function: Callable[..., Any]) -> None:
+        sqlite3.Connection.create_function(self, name, arguments, function)
+
+    def harness_settings(
+        self,
+        authorizer: Callable[..., int],
+        progress: tuple[Callable[[], int], int] | None,
+    ) -> None:
+        """The authorizer and the progress handler (None: none)."""
+        sqlite3.Connection.set_authorizer(self, authorizer)
+        handler, steps = progress or (None, 0)
+        sqlite3.Connection.set_progress_handler(self, handler, steps)
+
+    def harness_plain(self, limits: dict[int, int]) -> None:
+        """Undo what Python code may have set on this object: factories, transaction
+        handling, the trace callback, *limits*."""
+        self.row_factory = None
+        self.text_factory = str
+        self.isolation_level = None
+        sqlite3.Connection.set_trace_callback(self, None)
+        for category, value in limits.items():
+            sqlite3.Connection.setlimit(self, category, value)
+
+
 @dataclass
 class TotalChanges:
     """``total_changes()`` for the agent's SQL, counted from the last reset rather than from
@@ -115,10 +188,10 @@ class HeldDatabase:
     workdir: Path
     file: LiveFile
     control: sqlite3.Connection
-    agent: sqlite3.Connection
+    agent: AgentConnection
     writes: WriteLog
     total_changes: TotalChanges
-    fingerprint: tuple[int, ...]
+    fingerprint: tuple[object, ...]
     """What the agent connection held after the harness set it up (see
     ``SqliteEnvironment._fingerprint``)."""
 
