@@ -526,12 +526,13 @@ class SqliteEnvironment(ClosesOnExit):
         return SqliteView(self._initial_connection, self._baseline)
 
     def _initial_connection(self) -> sqlite3.Connection:
-        """The build's file, read-only, opened on first use."""
-        if self._initial is None:
-            if self._closed:
-                raise EnvironmentFailure("sqlite environment: closed")
-            self._initial = _read_only(self._template)
-        return self._initial
+        """The build's file, read-only, opened on first use (checks may run in threads)."""
+        with self._lock:
+            if self._initial is None:
+                if self._closed:
+                    raise EnvironmentFailure("sqlite environment: closed")
+                self._initial = _read_only(self._template)
+            return self._initial
 
     def now(self) -> datetime:
         with self._failing(), _environment_errors("read clock"):
