@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -303,17 +304,18 @@ class SqliteEnvironment(ClosesOnExit):
             return False
         if self._agent.in_transaction or self._control.in_transaction or not self._unlocked():
             return False
-        for suffix in ("-journal", "-wal", "-shm"):
-            Path(f"{self._live}{suffix}").unlink(missing_ok=True)
+        for name in os.listdir(self._live.parent):  # a stale journal would be replayed
+            if name.startswith(f"{self._live.name}-"):
+                (self._live.parent / name).unlink(missing_ok=True)
         self._file.write(self._baseline.image)
         # Drop every cached page, not only those a changed counter would: a write that
         # bypassed SQLite and left the counter alone must not survive in a cache.
         self._control.execute("PRAGMA shrink_memory")
         self._harness("PRAGMA shrink_memory")
         if self._writes.installed:  # else the agent's SQL never ran: nothing to clear
-            # last_insert_rowid() and changes() as on a new connection: 0.
+            # last_insert_rowid() 0 as on a new connection; changes() is 0 again once the next
+            # call's WriteLog.start() has emptied the (then empty) log, before any tool's SQL.
             self._harness(f"INSERT INTO temp.{LOG}(seq) VALUES (0)")
-            self._harness(f"DELETE FROM temp.{LOG}")
             self._harness(f"DELETE FROM temp.{LOG}")
         self._total_changes.restart()
         return True
@@ -444,8 +446,9 @@ class SqliteEnvironment(ClosesOnExit):
         none of them (the authorizer allows reads and row writes only, which tests show): this
         checks it cheaply. What Python code may have done to the connection object, the object
         notes itself (:class:`~groundstate.environments.sqlite_live.AgentConnection`)."""
-        row = self._harness(_FINGERPRINT)[0]
-        return (row[0] - self._writes.objects, *row[1:], self._agent.meddled)
+        temp, like = self._harness(_FINGERPRINT)[0]
+        databases = [row[1] for row in self._harness("PRAGMA database_list")]
+        return temp - self._writes.objects, like, *databases, self._agent.meddled
 
     def _close_live(self) -> None:
         """Close what is open (setup may have failed half way)."""
@@ -863,7 +866,6 @@ def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
 
 _FINGERPRINT = (
     "SELECT (SELECT count(*) FROM temp.sqlite_master),"
-    " (SELECT group_concat(name) FROM pragma_database_list),"
     " 'a' LIKE 'A'"  # case_sensitive_like, the one setting that has no pragma to read it
 )
 """What a connection holds besides the fixture (see ``_fingerprint``)."""
@@ -912,8 +914,14 @@ def _read_only(path: Path) -> sqlite3.Connection:
     Graders' Python checks run in a thread of their own (under a time limit), so the
     connection may be used from another thread; sqlite3 serialises the calls.
     """
-    uri = f"{path.resolve().as_uri()}?mode=ro"
+    uri = _read_only_uri(path)
     return _opening(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False))
+
+
+@lru_cache(maxsize=64)
+def _read_only_uri(path: Path) -> str:
+    """(Resolving a path costs a system call per folder: a pooled live file's is reused.)"""
+    return f"{path.resolve().as_uri()}?mode=ro"
 
 
 T = TypeVar("T")

@@ -49,6 +49,7 @@ that a final state's hash can be updated row by row). Hashes of older records st
 declared ``initial_state_hash`` values and cached validity must be computed anew."""
 BUCKETS = 256
 _EMPTY_BUCKET = sha256(b"").digest()
+_NO_DIGESTS: list[bytes] = []
 _TABLE_PREFIX = b"groundstate table 2\0"
 _CELL: dict[type, Callable[[Any], str]] = {  # a cell's storage class, then its value
     type(None): lambda value: "n",
@@ -91,12 +92,16 @@ class RowDigests:
 
     @classmethod
     def of(cls, digests: Iterable[bytes]) -> RowDigests:
-        buckets: list[list[bytes]] = [[] for _ in range(BUCKETS)]
+        grouped: dict[int, list[bytes]] = {}
         for digest in digests:
-            buckets[digest[0]].append(digest)
-        for bucket in buckets:
+            grouped.setdefault(digest[0], []).append(digest)
+        # Empty buckets share one list and one hash (a small table fills few of the 256):
+        # replaced() copies a bucket before it changes it.
+        buckets, hashes = [_NO_DIGESTS] * BUCKETS, [_EMPTY_BUCKET] * BUCKETS
+        for index, bucket in grouped.items():
             bucket.sort()
-        return cls(buckets, [_bucket_hash(bucket) for bucket in buckets])
+            buckets[index], hashes[index] = bucket, _bucket_hash(bucket)
+        return cls(buckets, hashes)
 
     def replaced(self, removed: Iterable[bytes], added: Iterable[bytes]) -> RowDigests:
         """A copy with one occurrence of each *removed* digest taken out and *added* put in.
