@@ -168,6 +168,46 @@ def test_tool_errors_denials_and_undone_python_settings_do_not_stop_reuse(fixtur
         assert _call(second, "SELECT id FROM accounts ORDER BY id") == [("a",), ("b",)]
 
 
+AGENT_TRIES = [
+    "PRAGMA case_sensitive_like = ON",
+    "PRAGMA reverse_unordered_selects = ON",
+    "PRAGMA foreign_keys = OFF",
+    "PRAGMA recursive_triggers = ON",
+    "PRAGMA query_only = ON",
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA locking_mode = EXCLUSIVE",
+    "ATTACH ':memory:' AS other",
+    "CREATE TEMP TABLE leftover (x)",
+    "CREATE TEMP VIEW leftover AS SELECT 1",
+    "CREATE TEMP TRIGGER leftover AFTER INSERT ON accounts BEGIN SELECT 1; END",
+    "COMMIT",
+    "BEGIN",
+]
+
+
+def test_what_the_agents_sql_tries_to_leave_behind_never_reaches_the_next_attempt(
+    fixture: Path, tmp_path: Path
+) -> None:
+    """Each try is denied and its call rolled back (a clean attempt: the database is reused);
+    a savepoint left open ends with the call. The next attempt's connection is as new."""
+    with _env(fixture) as first:
+        agent = first.agent_db
+        for sql in AGENT_TRIES:
+            with pytest.raises(PermissionDenied):
+                _call(first, sql)
+        with first.tool_transaction():
+            first.agent_db.execute("SAVEPOINT left_open")
+            first.agent_db.execute("UPDATE accounts SET balance = 1 WHERE id = 'a'")
+    with _env(fixture) as second, _fresh(fixture, tmp_path) as fresh:
+        assert second.agent_db is agent
+        assert second.reset() == fresh.reset()
+        assert _settings(second) == _settings(fresh)
+        assert second._fingerprint() == fresh._fingerprint()
+        assert not second.agent_db.in_transaction
+        like = "SELECT count(*) FROM accounts WHERE id LIKE 'A'"
+        assert _call(second, like) == _call(fresh, like) == [(1,)]
+
+
 def _crash(env: SqliteEnvironment) -> None:
     with pytest.raises(RuntimeError), env.tool_transaction():
         env.agent_db.execute("UPDATE accounts SET balance = 1")
