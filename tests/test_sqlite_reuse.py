@@ -5,6 +5,7 @@ a database whose attempt went wrong, or that anything could still touch, is neve
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import threading
 import time
@@ -383,6 +384,16 @@ def test_a_forked_child_never_reuses_the_parents_databases(fixture: Path) -> Non
     with _env(fixture) as env:  # the parent's pooled database is intact and still its own
         assert env.agent_db is parents and env.reset()
         assert _call(env, "SELECT count(*) FROM accounts") == [(2,)]
+
+
+def test_a_pooled_database_whose_folder_was_removed_is_not_taken(fixture: Path) -> None:
+    first = _env(fixture)
+    folder = Path(first.health()["database"]).parent
+    first.close()
+    shutil.rmtree(folder)  # as remove_own() does to the process's folder at a signal
+    with _env(fixture) as env:
+        assert POOL.reused == 0 and len(POOL) == 0
+        assert env.reset() and env.initial_view().query("SELECT count(*) FROM accounts")
 
 
 def test_the_pool_is_bounded(fixture: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -68,7 +68,7 @@ from groundstate.errors import (
 from groundstate.spec.canonical import SettledFileCache, hash_file, hash_value
 from groundstate.spec.files import load_model
 from groundstate.spec.task import Permissions
-from groundstate.workdirs import make_workdir, process_dir
+from groundstate.workdirs import make_workdir, process_dir, temp_root
 
 _PROTECTED = {META_TABLE, "sqlite_sequence"}
 _WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
@@ -769,8 +769,9 @@ def _template_file(fixture: Path, baseline: Baseline) -> Path:
     """The build's file, which the evaluator's view of s0 opens read-only: written once per
     process and fixture build, in the process's own folder, and shared by its environments."""
     known = _TEMPLATE_FILES.get(baseline.image_digest)
-    if known is not None and known.parent.parent.name == f"pid-{os.getpid()}":
-        return known  # written already (by this process: a forked child writes its own)
+    own = temp_root() / f"pid-{os.getpid()}"  # a forked child writes its own
+    if known is not None and known.parent.parent == own and known.exists():
+        return known  # written already, and still there
     path = process_dir() / "templates" / f"{baseline.image_digest[:32]}.db"
     try:
         if not path.exists():  # written whole under another name, then renamed: never partial

@@ -213,11 +213,20 @@ class LivePool:
     _forsaken: list[HeldDatabase] = field(default_factory=list)
 
     def take(self, build: str) -> HeldDatabase | None:
-        """The most recently pooled database of *build*, or None."""
+        """The most recently pooled database of *build* whose file is still there (the
+        process's folder may have been removed meanwhile), or None."""
+        while (held := self._pop(build)) is not None:
+            if held.file.path.exists():
+                with self._lock:
+                    self.reused += 1
+                return held
+            held.close()
+        return None
+
+    def _pop(self, build: str) -> HeldDatabase | None:
         with self._lock:
             for index in range(len(self._held) - 1, -1, -1):
                 if self._held[index].build == build:
-                    self.reused += 1
                     return self._held.pop(index)
         return None
 
