@@ -4,6 +4,7 @@ a database whose attempt went wrong, or that anything could still touch, is neve
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import sqlite3
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from groundstate.environments import sqlite as sqlite_env
 from groundstate.environments import sqlite_live
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.sqlite_live import POOL
@@ -394,6 +396,22 @@ def test_a_pooled_database_whose_folder_was_removed_is_not_taken(fixture: Path) 
     with _env(fixture) as env:
         assert POOL.reused == 0 and len(POOL) == 0
         assert env.reset() and env.initial_view().query("SELECT count(*) FROM accounts")
+
+
+def test_running_out_of_descriptors_closes_the_pooled_databases(
+    fixture: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _env(fixture).close()
+    monkeypatch.setattr(sqlite_env.time, "sleep", lambda seconds: None)
+    refusals = [OSError(errno.EMFILE, "Too many open files")]
+
+    def open_once() -> str:
+        if refusals:
+            raise refusals.pop()
+        return "opened"
+
+    assert len(POOL) == 1 and sqlite_env._opening(open_once) == "opened"
+    assert len(POOL) == 0
 
 
 def test_the_pool_is_bounded(fixture: Path, monkeypatch: pytest.MonkeyPatch) -> None:

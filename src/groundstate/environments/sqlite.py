@@ -938,8 +938,9 @@ OPEN_BACKOFF_MAX = 1.0
 
 def _opening(open_: Callable[[], T]) -> T:
     """``open_()`` (a connection, the work directory), tried again with exponential backoff
-    while the process is out of file descriptors; then an :class:`EnvironmentFailure` naming
-    the errno. Any other failure is raised at once, as before."""
+    while the process is out of file descriptors (the pooled live databases are closed
+    first: their descriptors are idle); then an :class:`EnvironmentFailure` naming the errno.
+    Any other failure is raised at once, as before."""
     tries, delay = 1, OPEN_BACKOFF
     while True:
         try:
@@ -953,6 +954,7 @@ def _opening(open_: Callable[[], T]) -> T:
                     f"sqlite environment: out of file descriptors ([Errno {code}] "
                     f"{errno.errorcode[code]}: {os.strerror(code)}) after {tries} tries: {exc}"
                 ) from exc
+        POOL.drain()
         time.sleep(delay)
         tries, delay = tries + 1, min(2 * delay, OPEN_BACKOFF_MAX)
 
