@@ -13,7 +13,10 @@ connection that starts a read compares the file's change counter with the one it
 drops its page cache when they differ. The write is made only while no connection holds a lock
 on the file (a probe takes an exclusive lock first), and every page cache is dropped after it
 as well, so that not even a write that left the counter alone can leave a stale page behind.
-The schema is the build's before and after, so the TEMP triggers stay as they are.
+The schema is the build's before and after, so the TEMP triggers stay as they are. (SQLite's
+backup API into the live connection would not do: it bumps the destination's change counter
+and schema cookie, so the file's bytes are no longer the build's, and the schema change makes
+every connection parse its TEMP triggers again.)
 
 What the pool never reuses: an environment whose attempt raised through its ``with`` block, hit
 an environment failure, a tool crash or the time limit, failed a reset check or a health
