@@ -14,6 +14,7 @@ import yaml
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from groundstate.environments import sqlite_live
 from groundstate.environments.base import Environment, diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment, read_table_hashes
 from groundstate.errors import EnvironmentFailure, PermissionDenied
@@ -136,10 +137,25 @@ def test_bad_fixture_is_an_environment_failure_naming_the_file(
     assert str(path) in str(failure.value)
 
 
-def test_close_removes_the_working_directory_it_created(fixture_file: Path) -> None:
+def test_close_removes_the_working_directory_it_created(
+    fixture_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_live, "POOL_SIZE", 0)  # nothing is kept for the next one
     environment = SqliteEnvironment(fixture_file, clock=CLOCK)
     workdir = Path(environment.health()["database"]).parent
     environment.close()
+    assert not workdir.exists()
+
+
+def test_a_pooled_working_directory_is_removed_when_the_pool_lets_it_go(
+    fixture_file: Path,
+) -> None:
+    sqlite_live.POOL.drain()
+    environment = SqliteEnvironment(fixture_file, clock=CLOCK)
+    workdir = Path(environment.health()["database"]).parent
+    environment.close()
+    assert workdir.exists() and len(sqlite_live.POOL) == 1
+    sqlite_live.POOL.drain()
     assert not workdir.exists()
 
 

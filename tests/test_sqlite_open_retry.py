@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from groundstate.environments import sqlite as sqlite_env
+from groundstate.environments import sqlite_live
 from groundstate.environments.sqlite import OPEN_BACKOFF, OPEN_TRIES, SqliteEnvironment
 from groundstate.errors import EnvironmentFailure
 from groundstate.spec.suite import Suite
@@ -28,6 +29,12 @@ from groundstate.testing import FunctionAgent, attempt
 FIXTURE = Path(__file__).parent / "suites" / "bank" / "fixtures" / "bank.sql"
 CLOCK = datetime(2026, 1, 15, 10, 0)
 REAL_CONNECT = sqlite3.connect
+
+
+@pytest.fixture(autouse=True)
+def no_pooled_databases() -> None:
+    """Every environment here opens its files: none takes a pooled live database."""
+    sqlite_live.POOL.drain()
 
 
 @pytest.fixture

@@ -16,11 +16,14 @@ import os
 import pickle
 import shutil
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,6 +37,14 @@ from groundstate.environments.base import (
     TableState,
     quote,
 )
+from groundstate.environments.sqlite_live import (
+    NO_FILE,
+    POOL,
+    AgentConnection,
+    HeldDatabase,
+    LiveFile,
+    TotalChanges,
+)
 from groundstate.environments.sqlite_probes import SqliteProbes
 from groundstate.environments.sqlite_state import (
     META_TABLE as META_TABLE,  # the names other modules and tests import from here
@@ -42,7 +53,6 @@ from groundstate.environments.sqlite_state import (
     Baseline,
     ChangeTracker,
     read_snapshot,
-    table_kinds,
     table_state,
 )
 from groundstate.environments.sqlite_state import read_table_hashes as read_table_hashes
@@ -53,11 +63,12 @@ from groundstate.errors import (
     ResetCheckFailed,
     SpecError,
     TimeLimitReached,
+    ToolError,
 )
 from groundstate.spec.canonical import SettledFileCache, hash_file, hash_value
 from groundstate.spec.files import load_model
 from groundstate.spec.task import Permissions
-from groundstate.workdirs import make_workdir, process_dir
+from groundstate.workdirs import make_workdir, process_dir, temp_root
 
 _PROTECTED = {META_TABLE, "sqlite_sequence"}
 _WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
@@ -122,25 +133,36 @@ class SqliteView:
 
     The view of the initial state (*baseline* given) takes its snapshot from the fixture's
     build, read once per process, instead of reading the whole database again: each call
-    still returns a copy of its own, which the caller may change.
+    still returns a copy of its own, which the caller may change. *connection* may be a
+    function that opens it, called on the first query (most attempts never query s0).
     """
 
-    def __init__(self, connection: sqlite3.Connection, baseline: Baseline | None = None) -> None:
+    def __init__(
+        self,
+        connection: sqlite3.Connection | Callable[[], sqlite3.Connection],
+        baseline: Baseline | None = None,
+    ) -> None:
         self._connection = connection
         self._baseline = baseline
 
+    def _connected(self) -> sqlite3.Connection:
+        if not isinstance(self._connection, sqlite3.Connection):
+            self._connection = self._connection()
+        return self._connection
+
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return self._connection.execute(sql, params).fetchall()
+        return self._connected().execute(sql, params).fetchall()
 
     def snapshot(self) -> Snapshot:
         with _environment_errors("snapshot"):
             if self._baseline is not None:
                 return _initial_snapshot(self._baseline)
-            return read_snapshot(self._connection)
+            return read_snapshot(self._connected())
 
     def interrupt(self) -> None:
         """Abort a query running on this view (from any thread)."""
-        self._connection.interrupt()
+        if isinstance(self._connection, sqlite3.Connection):  # else none has run
+            self._connection.interrupt()
 
 
 class SqliteEnvironment(ClosesOnExit):
@@ -148,15 +170,21 @@ class SqliteEnvironment(ClosesOnExit):
 
     *fixture* is a ``.sql`` script or a ``.yaml``/``.json`` file ``{schema: SQL, rows: {table:
     [row, ...]}}``; *clock* is "now" after every reset. The template and live files go in
-    *workdir* (one environment per folder), by default a temporary folder ``close`` removes.
+    *workdir* (one environment per folder), by default a temporary folder ``close`` removes,
+    or hands with the live file and its connections to the next environment of the same
+    fixture (see :mod:`~groundstate.environments.sqlite_live`).
     """
 
     name = "sqlite"
     probes = SqliteProbes()
     _control: sqlite3.Connection
-    _agent: sqlite3.Connection
+    _agent: AgentConnection
     _evaluator: sqlite3.Connection
+    _file: LiveFile
     _writes: WriteLog
+    _total_changes: TotalChanges
+    _fingerprint0: tuple[object, ...]
+    """What the agent connection held once the harness had set it up."""
     _tracker: ChangeTracker
     _version: int
     """The live file's change counter after the last commit the harness saw."""
@@ -173,25 +201,44 @@ class SqliteEnvironment(ClosesOnExit):
     ) -> None:
         self._permissions = (permissions or Permissions()).tables
         self._owns_workdir = workdir is None
+        self._workdir: Path | None = workdir
         self._denied: list[str] = []
         self._trusted = False
         self._initial: sqlite3.Connection | None = None
+        self._control = self._evaluator = _CLOSED
+        self._agent = _CLOSED_AGENT
+        self._file = NO_FILE
         self._opened = False
         self._fresh = False
         """Whether the live file is as setup wrote it, so the first reset need only check it."""
         self._deadline: float | None = None
-        with _environment_errors("setup (working directory)"):
-            self._workdir = workdir or _opening(make_workdir)  # removed at exit, swept if killed
-        self._live = self._workdir / "live.db"
+        self._tainted = False
+        """Whether anything went wrong that the pool must not inherit (see ``_hand_over``)."""
+        self._calls = 0
+        """Tool calls running now (one at most, unless a thread outlived its attempt)."""
+        self._closed = False
+        self._lock = threading.Lock()
         try:
-            with _environment_errors("setup"):
-                self._workdir.mkdir(parents=True, exist_ok=True)
             self._baseline = fixture_baseline(Path(fixture), clock)
-            self._initial = _read_only(_template_file(Path(fixture), self._baseline))
+            self._template = _template_file(Path(fixture), self._baseline)
+            held = POOL.take(self._baseline.image_digest) if self._reuses() else None
+            if held is not None:
+                self._adopt(held)
+                return
+            with _environment_errors("setup (working directory)"):
+                self._workdir = self._workdir or _opening(make_workdir)  # swept if killed
+                self._workdir.mkdir(parents=True, exist_ok=True)
+            self._live = self._workdir / "live.db"
             self._restore()  # usable at once; reset() also checks, which callers ask for
         except BaseException:
+            self._tainted = True
             self.close()
             raise
+
+    def _reuses(self) -> bool:
+        """Whether this environment takes and gives pooled live databases: only the kind
+        itself in a folder of its own (a subclass may change what its connections hold)."""
+        return self._owns_workdir and type(self) is SqliteEnvironment
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -203,25 +250,26 @@ class SqliteEnvironment(ClosesOnExit):
         the same state, so the hash of that build (computed once) is the restored state's. A
         reset that did not restore the template raises :class:`ResetCheckFailed`, the
         environment's fault. The first reset of a new environment checks the file its setup
-        wrote rather than writing it again. ``seed`` is accepted for the protocol; a SQLite
-        fixture has no randomness to seed.
+        wrote (or the pool's, restored when it was pooled) rather than writing it again.
+        ``seed`` is accepted for the protocol; a SQLite fixture has no randomness to seed.
         """
-        fresh = self._fresh and not self._agent.in_transaction
-        if not (fresh and self._restored()):
-            self._restore()
-            if not self._restored():
-                raise ResetCheckFailed(
-                    "reset gave state other than the one the fixture built "
-                    f"({self._baseline.state_hash[:12]}): the restored file's bytes differ"
-                )
-        self._fresh = False
-        self._tracker = ChangeTracker(self._baseline)
-        self._synced()
-        return self._baseline.state_hash
+        with self._failing():
+            fresh = self._fresh and not self._agent.in_transaction
+            if not (fresh and self._restored()):
+                self._restore()
+                if not self._restored():
+                    raise ResetCheckFailed(
+                        "reset gave state other than the one the fixture built "
+                        f"({self._baseline.state_hash[:12]}): the restored file's bytes differ"
+                    )
+            self._fresh = False
+            self._tracker = ChangeTracker(self._baseline)
+            self._synced()
+            return self._baseline.state_hash
 
     def _restored(self) -> bool:
         with _environment_errors("reset check"):
-            return self._live.read_bytes() == self._baseline.image
+            return self._file.holds(self._baseline.image)
 
     def set_deadline(self, deadline: float | None) -> None:
         """Interrupt the agent connection's SQL once ``time.monotonic()`` passes *deadline*.
@@ -232,24 +280,124 @@ class SqliteEnvironment(ClosesOnExit):
         self._deadline = deadline
 
     def _restore(self) -> None:
-        self._close_live()
+        """Write the build into the live file: under the open connections where that is
+        safe (see :meth:`_rewrite`), else into a new file with new connections."""
         with _environment_errors("reset"):
-            for suffix in ("-journal", "-wal", "-shm"):  # a stale journal would be replayed
-                Path(f"{self._live}{suffix}").unlink(missing_ok=True)
-            _opening(lambda: self._live.write_bytes(self._baseline.image))
-            self._open_live()
+            if self._opened:
+                self._evaluator.close()  # graders' connection: new after every reset
+            if self._rewrite():
+                self._evaluator = _read_only(self._live)
+            else:
+                self._close_live()
+                for suffix in ("-journal", "-wal", "-shm"):  # a stale journal would be replayed
+                    Path(f"{self._live}{suffix}").unlink(missing_ok=True)
+                _opening(lambda: self._live.write_bytes(self._baseline.image))
+                self._open_live()
             self._tracker = ChangeTracker(self._baseline)
             self._synced()
             self._fresh = True
 
+    def _rewrite(self) -> bool:
+        """Write the build's bytes into the live file under the open control and agent
+        connections, and leave both as new ones would be; False where that is not safe."""
+        if not self._opened or self._tainted or self._calls:
+            return False
+        if self._agent.in_transaction or self._control.in_transaction or not self._unlocked():
+            return False
+        for name in os.listdir(self._live.parent):  # a stale journal would be replayed
+            if name.startswith(f"{self._live.name}-"):
+                (self._live.parent / name).unlink(missing_ok=True)
+        self._file.write(self._baseline.image)
+        # Drop every cached page, not only those a changed counter would: a write that
+        # bypassed SQLite and left the counter alone must not survive in a cache.
+        self._control.execute("PRAGMA shrink_memory")
+        self._harness("PRAGMA shrink_memory")
+        if self._writes.installed:  # else the agent's SQL never ran: nothing to clear
+            # last_insert_rowid() 0 as on a new connection; changes() is 0 again once the next
+            # call's WriteLog.start() has emptied the (then empty) log, before any tool's SQL.
+            self._harness(f"INSERT INTO temp.{LOG}(seq) VALUES (0)")
+            self._harness(f"DELETE FROM temp.{LOG}")
+        self._total_changes.restart()
+        return True
+
+    def _unlocked(self) -> bool:
+        """Whether no connection (a statement left running, another process) holds a lock on
+        the live file: the control connection can take an exclusive lock at once."""
+        self._control.execute("PRAGMA busy_timeout = 0")
+        try:
+            self._control.execute("BEGIN EXCLUSIVE")
+        except sqlite3.OperationalError:
+            return False
+        else:
+            self._control.execute("ROLLBACK")
+            return True
+        finally:
+            self._control.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+
     def close(self) -> None:
-        """Close every connection and remove the working directory if this object made it."""
-        self._close_live()
+        """Close every connection and remove the working directory if this object made it;
+        or, after an attempt that went cleanly, hand the live database to the pool."""
+        self._close(reuse=True)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._close(reuse=kind is None)  # whatever raised through the block may linger
+
+    def _close(self, *, reuse: bool) -> None:
+        with self._lock:
+            self._closed = True
+            busy = self._calls > 0  # a tool still running in a thread the attempt left behind
+        if not (reuse and not busy and self._hand_over()):
+            self._close_live()
+            if self._owns_workdir and self._workdir is not None:
+                shutil.rmtree(self._workdir, ignore_errors=True)
         if self._initial is not None:
             self._initial.close()
             self._initial = None
-        if self._owns_workdir:
-            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def _hand_over(self) -> bool:
+        """Give the live database to the pool, restored and with the agent's connection as a
+        new one would be; False (nothing given) where it may carry anything of this attempt."""
+        if not (self._reuses() and self._opened and not self._tainted):
+            return False
+        try:
+            self._evaluator.close()
+            self._agent.harness_plain(_AGENT_LIMITS)
+            if self._fingerprint() != self._fingerprint0 or not self._rewrite():
+                return False
+            self._agent.harness_settings(_deny_everything, None)  # nothing runs while pooled
+        except (OSError, sqlite3.Error):
+            return False
+        assert self._workdir is not None
+        held = HeldDatabase(
+            build=self._baseline.image_digest,
+            workdir=self._workdir,
+            file=self._file,
+            control=self._control,
+            agent=self._agent,
+            writes=self._writes,
+            total_changes=self._total_changes,
+            fingerprint=self._fingerprint0,
+        )
+        if not POOL.give(held):
+            return False
+        # This object lets go: a late caller meets closed connections, as it would have.
+        self._control, self._agent, self._evaluator = _CLOSED, _CLOSED_AGENT, _CLOSED
+        self._file, self._opened, self._workdir = NO_FILE, False, None
+        return True
+
+    def _adopt(self, held: HeldDatabase) -> None:
+        """Take over a pooled live database (its file holds the build again)."""
+        self._workdir, self._file, self._live = held.workdir, held.file, held.file.path
+        self._control, self._agent, self._writes = held.control, held.agent, held.writes
+        self._total_changes, self._fingerprint0 = held.total_changes, held.fingerprint
+        self._opened = True
+        self._restrict_agent()
+        self._evaluator = _read_only(self._live)
+        self._tracker = ChangeTracker(self._baseline)
+        self._synced()
+        self._fresh = True
 
     def _open_live(self) -> None:
         # Tool calls run in the agent's thread (one at a time, see EpisodeSession), the rest in
@@ -257,6 +405,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._control = _opening(
             lambda: sqlite3.connect(self._live, isolation_level=None, check_same_thread=False)
         )
+        self._file = _opening(lambda: LiveFile.open(self._live))
         # The live file is scratch, rebuilt on every reset: durability would only cost fsyncs.
         self._control.execute("PRAGMA synchronous = OFF")
         self._evaluator = _read_only(self._live)
@@ -264,7 +413,11 @@ class SqliteEnvironment(ClosesOnExit):
         # agent could replay one of the harness's own trusted statements (e.g. COMMIT).
         self._agent = _opening(
             lambda: sqlite3.connect(
-                self._live, isolation_level=None, cached_statements=0, check_same_thread=False
+                self._live,
+                isolation_level=None,
+                cached_statements=0,
+                check_same_thread=False,
+                factory=AgentConnection,
             )
         )
         self._opened = True
@@ -272,19 +425,47 @@ class SqliteEnvironment(ClosesOnExit):
         # authorizer, which refuses the agent any pragma write.
         self._agent.execute("PRAGMA foreign_keys = ON")
         self._agent.execute("PRAGMA synchronous = OFF")
-        kinds = table_kinds(self._agent)
-        self._writes = WriteLog([name for name, kind in kinds.items() if kind == "table"])
+        kinds = self._baseline.kinds
+        tables = [name for name, kind in kinds.items() if kind == "table"]
+        self._writes = WriteLog(tables, build=self._baseline.image_digest)
+        self._total_changes = TotalChanges(self._agent)
+        self._agent.harness_function("total_changes", 0, self._total_changes)
+        self._fingerprint0 = self._fingerprint()
+        self._restrict_agent()
+
+    def _restrict_agent(self) -> None:
+        kinds = self._baseline.kinds
         self._virtual = [name for name, kind in kinds.items() if kind == "virtual"]
         self._shadow_of = _shadow_parents(kinds)
-        self._agent.set_authorizer(self._authorize)
-        self._agent.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, AGENT_MAX_LENGTH)
-        self._agent.set_progress_handler(self._past_deadline, PROGRESS_STEPS)
+        self._agent.harness_settings(self._authorize, (self._past_deadline, PROGRESS_STEPS))
+        self._agent.harness_plain(_AGENT_LIMITS)
+
+    def _fingerprint(self) -> tuple[object, ...]:
+        """What the agent connection holds besides the fixture: TEMP objects other than the
+        write log's, attached databases, and ``LIKE``'s case rule. The agent's SQL can change
+        none of them (the authorizer allows reads and row writes only, which tests show): this
+        checks it cheaply. What Python code may have done to the connection object, the object
+        notes itself (:class:`~groundstate.environments.sqlite_live.AgentConnection`)."""
+        temp, like = self._harness(_FINGERPRINT)[0]
+        databases = [row[1] for row in self._harness("PRAGMA database_list")]
+        return temp - self._writes.objects, like, *databases, self._agent.meddled
 
     def _close_live(self) -> None:
-        if self._opened:
-            for connection in (self._agent, self._evaluator, self._control):
-                connection.close()
-            self._opened = False
+        """Close what is open (setup may have failed half way)."""
+        for connection in (self._agent, self._evaluator, self._control):
+            connection.close()
+        self._file.close()
+        self._control, self._agent, self._evaluator = _CLOSED, _CLOSED_AGENT, _CLOSED
+        self._file, self._opened = NO_FILE, False
+
+    @contextmanager
+    def _failing(self) -> Iterator[None]:
+        """Whatever raises here leaves this environment's database out of the pool."""
+        try:
+            yield
+        except BaseException:
+            self._tainted = True
+            raise
 
     # --- state -----------------------------------------------------------------------------
 
@@ -295,12 +476,12 @@ class SqliteEnvironment(ClosesOnExit):
         return hash_value(self.table_hashes())
 
     def table_hashes(self) -> dict[str, str]:
-        with _environment_errors("state hash"):
+        with self._failing(), _environment_errors("state hash"):
             self._check_tracking()
             return self._tracker.hashes(self._control)
 
     def snapshot(self) -> Snapshot:
-        with _environment_errors("snapshot"):
+        with self._failing(), _environment_errors("snapshot"):
             return read_snapshot(self._control)
 
     @property
@@ -312,13 +493,13 @@ class SqliteEnvironment(ClosesOnExit):
 
     def initial_snapshot(self) -> Snapshot:
         """The state every reset restores, read once per process (do not change it)."""
-        with _environment_errors("snapshot"):
+        with self._failing(), _environment_errors("snapshot"):
             return self._baseline.snapshot
 
     def diff_from_initial(self) -> StateDiff:
         """The diff from the initial state, from the rows the write log saw (the same diff
         as two whole snapshots would give)."""
-        with _environment_errors("diff"):
+        with self._failing(), _environment_errors("diff"):
             self._check_tracking()
             return self._tracker.diff(self._control)
 
@@ -328,14 +509,14 @@ class SqliteEnvironment(ClosesOnExit):
         file's change counter moved since the last commit the harness saw)."""
         if (
             self._agent.total_changes != self._changes
-            or _change_counter(self._live) != self._version
+            or self._file.change_counter() != self._version
         ):
             self._tracker.complete = False
 
     def _synced(self, allowed: range | None = None) -> None:
         """Note the file's change counter and the agent's change count after a commit of the
         harness's (*allowed*: the counter moves it may have made; None: no check)."""
-        version = _change_counter(self._live)
+        version = self._file.change_counter()
         if allowed is not None and version - self._version not in allowed:
             self._tracker.complete = False
         self._version, self._changes = version, self._agent.total_changes
@@ -344,18 +525,27 @@ class SqliteEnvironment(ClosesOnExit):
         return SqliteView(self._evaluator)
 
     def initial_view(self) -> SqliteView:
-        assert self._initial is not None, "environment is closed"
-        return SqliteView(self._initial, self._baseline)
+        assert not self._closed, "environment is closed"
+        return SqliteView(self._initial_connection, self._baseline)
+
+    def _initial_connection(self) -> sqlite3.Connection:
+        """The build's file, read-only, opened on first use (checks may run in threads)."""
+        with self._lock:
+            if self._initial is None:
+                if self._closed:
+                    raise EnvironmentFailure("sqlite environment: closed")
+                self._initial = _read_only(self._template)
+            return self._initial
 
     def now(self) -> datetime:
-        with _environment_errors("read clock"):
+        with self._failing(), _environment_errors("read clock"):
             row = self._control.execute(f"SELECT value FROM {META_TABLE} WHERE key = 'now'")
             return datetime.fromisoformat(row.fetchone()[0])
 
     def advance_clock(self, seconds: float) -> None:
         later = self.now() + timedelta(seconds=seconds)
         self._fresh = False
-        with _environment_errors("advance clock"):
+        with self._failing(), _environment_errors("advance clock"):
             self._check_tracking()
             self._control.execute(
                 f"UPDATE {META_TABLE} SET value = ? WHERE key = 'now'", (later.isoformat(),)
@@ -370,7 +560,8 @@ class SqliteEnvironment(ClosesOnExit):
         commits the harness saw changed the file. So a probe reads the file's header (the
         magic string, and page size times page count against the file's size) and checks that
         no write went unseen; only then is the build's verdict this file's. A header that does
-        not add up, or a write the tracking did not see, brings back the full check.
+        not add up, or a write the tracking did not see, brings back the full check. A probe
+        that is not ok keeps this database out of the pool.
         """
         report: dict[str, Any] = {"ok": False, "database": str(self._live)}
         report["evaluator_readable"] = False
@@ -380,13 +571,15 @@ class SqliteEnvironment(ClosesOnExit):
             report["evaluator_readable"] = True
         except Exception as exc:  # a probe reports every failure as evidence
             report["error"] = f"{type(exc).__name__}: {exc}"
+            self._tainted = True
             return report
         report["ok"] = report["integrity"] == "ok"
+        self._tainted = self._tainted or not report["ok"]
         return report
 
     def _integrity(self, report: dict[str, Any]) -> str:
         self._check_tracking()
-        if self._tracker.complete and _header_sound(self._live):
+        if self._tracker.complete and self._file.header_sound():
             report["integrity_of"] = "fixture build (once per process); this file's header"
             return self._baseline.integrity
         report["integrity_of"] = "this file (PRAGMA quick_check)"
@@ -399,6 +592,7 @@ class SqliteEnvironment(ClosesOnExit):
         Later queries raise and ``health()`` reports not ok, so tests can exercise the
         environment-failure paths; ``reset()`` repairs the file.
         """
+        self._tainted = True
         with self._live.open("r+b") as handle:
             handle.write(b"\0" * 100)
 
@@ -415,8 +609,23 @@ class SqliteEnvironment(ClosesOnExit):
         A call during which anything was denied is rolled back and raises
         :class:`PermissionDenied`, even when the tool swallowed the database's error: a denied
         call changes nothing. A call that commits reports its row-level writes (see
-        :mod:`groundstate.environments.sqlite_writes`) and the tables it wrote.
+        :mod:`groundstate.environments.sqlite_writes`) and the tables it wrote. A call that
+        ends otherwise than by committing, a :class:`ToolError` or a denial (a crash, the time
+        limit) keeps this database out of the pool.
         """
+        with self._lock:
+            if self._closed:  # a thread its attempt left behind: the connections are gone
+                raise EnvironmentFailure("sqlite environment: closed")
+            self._calls += 1
+        try:
+            with self._call() as effects:
+                yield effects
+        finally:
+            with self._lock:
+                self._calls -= 1
+
+    @contextmanager
+    def _call(self) -> Iterator[CallEffects]:
         effects = CallEffects()
         self._denied = []
         self._fresh = False
@@ -437,6 +646,8 @@ class SqliteEnvironment(ClosesOnExit):
             self._tracker.add(touched)
             self._synced(range(2) if touched or written else range(1))
         except BaseException as exc:
+            denial = bool(self._denied) and isinstance(exc, sqlite3.Error)
+            self._tainted = self._tainted or not (denial or isinstance(exc, ToolError))
             if self._agent.in_transaction:
                 self._harness("ROLLBACK")
             self._synced(range(1))
@@ -557,6 +768,10 @@ def _initial_snapshot(baseline: Baseline) -> Snapshot:
 def _template_file(fixture: Path, baseline: Baseline) -> Path:
     """The build's file, which the evaluator's view of s0 opens read-only: written once per
     process and fixture build, in the process's own folder, and shared by its environments."""
+    known = _TEMPLATE_FILES.get(baseline.image_digest)
+    own = temp_root() / f"pid-{os.getpid()}"  # a forked child writes its own
+    if known is not None and known.parent.parent == own and known.exists():
+        return known  # written already, and still there
     path = process_dir() / "templates" / f"{baseline.image_digest[:32]}.db"
     try:
         if not path.exists():  # written whole under another name, then renamed: never partial
@@ -567,7 +782,12 @@ def _template_file(fixture: Path, baseline: Baseline) -> Path:
             partial.parent.rmdir()
     except OSError as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
+    _TEMPLATE_FILES[baseline.image_digest] = path
     return path
+
+
+_TEMPLATE_FILES: dict[str, Path] = {}
+"""The build files written by this process, by image digest."""
 
 
 def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
@@ -633,9 +853,6 @@ def _insert(connection: sqlite3.Connection, table: str, row: Row) -> None:
     connection.execute(f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})", values)
 
 
-_MAGIC = b"SQLite format 3\0"
-
-
 def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
     """Each shadow table's virtual table (``docs_data`` -> ``docs``: the longest match)."""
     virtual = sorted((name for name, kind in kinds.items() if kind == "virtual"), key=len)
@@ -648,25 +865,48 @@ def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _change_counter(path: Path) -> int:
-    """The file change counter of a database's header: every commit by any connection moves
-    it (in the rollback-journal mode the live file always has); -1 for an unreadable file."""
+_FINGERPRINT = (
+    "SELECT (SELECT count(*) FROM temp.sqlite_master),"
+    " 'a' LIKE 'A'"  # case_sensitive_like, the one setting that has no pragma to read it
+)
+"""What a connection holds besides the fixture (see ``_fingerprint``)."""
+
+_BUSY_TIMEOUT_MS = 5000
+"""How long the control connection waits for a lock (``sqlite3.connect``'s default)."""
+
+
+def _closed_connection(factory: type[C]) -> C:
+    # closed from any thread
+    connection = sqlite3.connect(":memory:", check_same_thread=False, factory=factory)
+    connection.close()
+    return connection
+
+
+_CLOSED = _closed_connection(sqlite3.Connection)
+_CLOSED_AGENT = _closed_connection(AgentConnection)
+"""What an environment that handed its live database to the pool keeps in its place: a late
+caller (a thread its attempt left behind) gets "cannot operate on a closed database"."""
+
+
+def _deny_everything(*_: object) -> int:
+    """The authorizer of a pooled agent connection, on which nothing may run."""
+    return sqlite3.SQLITE_DENY
+
+
+_LIMITS = [getattr(sqlite3, name) for name in dir(sqlite3) if name.startswith("SQLITE_LIMIT_")]
+
+
+def _default_limits() -> dict[int, int]:
+    connection = sqlite3.connect(":memory:")
     try:
-        with path.open("rb") as handle:
-            return int.from_bytes(handle.read(28)[24:28], "big")
-    except OSError:
-        return -1
+        limits = {category: connection.getlimit(category) for category in _LIMITS}
+    finally:
+        connection.close()
+    return {**limits, sqlite3.SQLITE_LIMIT_LENGTH: AGENT_MAX_LENGTH}
 
 
-def _header_sound(path: Path) -> bool:
-    """Whether a database file's header is SQLite's and its page count fits the file."""
-    with path.open("rb") as handle:
-        header = handle.read(100)
-        size = os.fstat(handle.fileno()).st_size
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    return header.startswith(_MAGIC) and page_size * pages == size
+_AGENT_LIMITS = _default_limits()
+"""The agent connection's limits: SQLite's defaults, and AGENT_MAX_LENGTH."""
 
 
 def _read_only(path: Path) -> sqlite3.Connection:
@@ -675,11 +915,18 @@ def _read_only(path: Path) -> sqlite3.Connection:
     Graders' Python checks run in a thread of their own (under a time limit), so the
     connection may be used from another thread; sqlite3 serialises the calls.
     """
-    uri = f"{path.resolve().as_uri()}?mode=ro"
+    uri = _read_only_uri(path)
     return _opening(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False))
 
 
+@lru_cache(maxsize=64)
+def _read_only_uri(path: Path) -> str:
+    """(Resolving a path costs a system call per folder: a pooled live file's is reused.)"""
+    return f"{path.resolve().as_uri()}?mode=ro"
+
+
 T = TypeVar("T")
+C = TypeVar("C", bound=sqlite3.Connection)
 
 OPEN_TRIES = 5
 """Tries of an open that fails for want of file descriptors (EMFILE: the process's, ENFILE:
@@ -691,8 +938,9 @@ OPEN_BACKOFF_MAX = 1.0
 
 def _opening(open_: Callable[[], T]) -> T:
     """``open_()`` (a connection, the work directory), tried again with exponential backoff
-    while the process is out of file descriptors; then an :class:`EnvironmentFailure` naming
-    the errno. Any other failure is raised at once, as before."""
+    while the process is out of file descriptors (the pooled live databases are closed
+    first: their descriptors are idle); then an :class:`EnvironmentFailure` naming the errno.
+    Any other failure is raised at once, as before."""
     tries, delay = 1, OPEN_BACKOFF
     while True:
         try:
@@ -706,6 +954,7 @@ def _opening(open_: Callable[[], T]) -> T:
                     f"sqlite environment: out of file descriptors ([Errno {code}] "
                     f"{errno.errorcode[code]}: {os.strerror(code)}) after {tries} tries: {exc}"
                 ) from exc
+        POOL.drain()
         time.sleep(delay)
         tries, delay = tries + 1, min(2 * delay, OPEN_BACKOFF_MAX)
 

@@ -49,6 +49,7 @@ that a final state's hash can be updated row by row). Hashes of older records st
 declared ``initial_state_hash`` values and cached validity must be computed anew."""
 BUCKETS = 256
 _EMPTY_BUCKET = sha256(b"").digest()
+_NO_DIGESTS: list[bytes] = []
 _TABLE_PREFIX = b"groundstate table 2\0"
 _CELL: dict[type, Callable[[Any], str]] = {  # a cell's storage class, then its value
     type(None): lambda value: "n",
@@ -91,12 +92,16 @@ class RowDigests:
 
     @classmethod
     def of(cls, digests: Iterable[bytes]) -> RowDigests:
-        buckets: list[list[bytes]] = [[] for _ in range(BUCKETS)]
+        grouped: dict[int, list[bytes]] = {}
         for digest in digests:
-            buckets[digest[0]].append(digest)
-        for bucket in buckets:
+            grouped.setdefault(digest[0], []).append(digest)
+        # Empty buckets share one list and one hash (a small table fills few of the 256):
+        # replaced() copies a bucket before it changes it.
+        buckets, hashes = [_NO_DIGESTS] * BUCKETS, [_EMPTY_BUCKET] * BUCKETS
+        for index, bucket in grouped.items():
             bucket.sort()
-        return cls(buckets, [_bucket_hash(bucket) for bucket in buckets])
+            buckets[index], hashes[index] = bucket, _bucket_hash(bucket)
+        return cls(buckets, hashes)
 
     def replaced(self, removed: Iterable[bytes], added: Iterable[bytes]) -> RowDigests:
         """A copy with one occurrence of each *removed* digest taken out and *added* put in.
@@ -290,6 +295,9 @@ class Baseline:
     hashes: dict[str, str]
     sql: dict[str, str]
     tracked: dict[str, TableBaseline]
+    kinds: dict[str, str]
+    """The fixture's tables by kind (see :func:`table_kinds`): the live file's schema is the
+    build's, so environments read it here rather than from their connections."""
 
     @classmethod
     def read(cls, image: bytes) -> Baseline:
@@ -307,7 +315,7 @@ class Baseline:
                 else _read_table_hash(connection, name, text)
                 for name, text in sql.items()
             }
-            return cls(image, hashes, sql, tracked)
+            return cls(image, hashes, sql, tracked, kinds)
         finally:
             connection.close()
 
@@ -337,6 +345,11 @@ class Baseline:
             return "; ".join(str(check[0]) for check in checks)
         finally:
             connection.close()
+
+    @cached_property
+    def user_tables(self) -> list[str]:
+        """As :func:`user_tables` reads them from a connection."""
+        return [name for name, kind in self.kinds.items() if kind != "shadow"]
 
     @property
     def whole(self) -> list[str]:
@@ -413,7 +426,7 @@ class ChangeTracker:
             return diff_snapshots(s0, read_snapshot(connection))
         before: dict[str, TableState] = {}
         after: dict[str, TableState] = {}
-        for name in user_tables(connection):
+        for name in self._baseline.user_tables:
             if name not in self._baseline.tracked:
                 before[name], after[name] = s0.tables[name], table_state(connection, name)
             elif name in self._keys:

@@ -63,9 +63,18 @@ class WriteLog:
     check, a probe) costs nothing, and one that does pays a few milliseconds once.
     """
 
-    def __init__(self, tables: list[str]) -> None:
+    def __init__(self, tables: list[str], *, build: str | None = None) -> None:
         self._names = tables
+        self._build = build
+        """The fixture build's digest, under which the tables' descriptions are kept: every
+        connection to a file of that build describes them the same."""
         self._tables: list[LoggedTable] = []
+        self.installed = False
+
+    @property
+    def objects(self) -> int:
+        """The TEMP objects it made: the log and five triggers per table."""
+        return 1 + 5 * len(self._tables) if self.installed else 0
 
     def start(self, run: Run) -> None:
         """Prepare for a call: install the triggers if needed, empty the log.
@@ -73,12 +82,14 @@ class WriteLog:
         Call it before the call's transaction begins, so that a rolled-back call cannot take
         the triggers with it.
         """
-        if not self._tables:
+        if not self.installed:
             self._install(run)
         run(f"DELETE FROM temp.{LOG}", ())
 
     def _install(self, run: Run) -> None:
-        tables = [_describe(run, name) for name in self._names]
+        tables = _DESCRIBED.get(self._build or "") or [_describe(run, n) for n in self._names]
+        if self._build is not None:
+            _DESCRIBED[self._build] = tables
         run("BEGIN", ())  # one transaction for the whole TEMP schema
         run(
             f"CREATE TEMP TABLE {LOG}"
@@ -89,7 +100,7 @@ class WriteLog:
             for sql in _triggers(index, table):
                 run(sql, ())
         run("COMMIT", ())
-        self._tables = tables
+        self._tables, self.installed = tables, True
 
     def read(self, run: Run) -> tuple[list[RowWrite], list[str], Touched]:
         """The call's writes, netted per row, in the order rows were first written; the
@@ -115,6 +126,10 @@ class WriteLog:
                     values = table.exact_key(image)
                     touched.setdefault(table.name, {})[tracking_key(values)] = values
         return touched
+
+
+_DESCRIBED: dict[str, list[LoggedTable]] = {}
+"""The logged tables of each fixture build (by image digest), described once per process."""
 
 
 class Netting:

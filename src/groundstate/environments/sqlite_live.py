@@ -1,0 +1,271 @@
+"""The live file of a SQLite environment, and a per-process pool that reuses it.
+
+Opening the live file's connections and installing the write log's TEMP triggers on the agent's
+connection cost more than the rest of an environment's work in an attempt together. So when an
+environment closes after an attempt that ended cleanly, it writes the fixture's build back into
+its live file under the connections still open and hands the file, its work directory and the
+harness's two connections to it (the control connection, and the agent's with its triggers) to
+:data:`POOL`, keyed by the build; the next environment of that build takes them instead of
+opening new ones, and its first reset checks the file byte for byte as always.
+
+Writing the file under open connections is how SQLite sees another process's commit: a
+connection that starts a read compares the file's change counter with the one it last saw and
+drops its page cache when they differ. The write is made only while no connection holds a lock
+on the file (a probe takes an exclusive lock first), and every page cache is dropped after it
+as well, so that not even a write that left the counter alone can leave a stale page behind.
+The schema is the build's before and after, so the TEMP triggers stay as they are. (SQLite's
+backup API into the live connection would not do: it bumps the destination's change counter
+and schema cookie, so the file's bytes are no longer the build's, and the schema change makes
+every connection parse its TEMP triggers again.)
+
+What the pool never reuses: an environment whose attempt raised through its ``with`` block, hit
+an environment failure, a tool crash or the time limit, failed a reset check or a health
+probe, was closed while a tool call was still running, or whose agent connection holds objects
+the harness did not make (functions, collations, attached or TEMP objects). Those close as
+before. Subclasses never pool: they may change what the connections hold in ways no check here
+sees. A forked child forgets the parent's pool without touching it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from groundstate.environments.sqlite_writes import WriteLog
+
+POOL_SIZE = 16
+"""Live databases a process keeps for reuse, over every fixture build (the least recently
+pooled is closed first): each holds three file descriptors and about 0.6 MB (the retail
+example's), its connections' page caches emptied when it is pooled. An open that fails for
+want of descriptors closes them all before it tries again."""
+
+_MAGIC = b"SQLite format 3\0"
+
+
+class LiveFile:
+    """The live database file, with a descriptor kept open for reading its header and
+    restoring its bytes without opening it again (nothing else in the process writes it)."""
+
+    def __init__(self, path: Path, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+
+    @classmethod
+    def open(cls, path: Path) -> LiveFile:
+        return cls(path, os.open(path, os.O_RDWR | os.O_CLOEXEC))
+
+    def change_counter(self) -> int:
+        """The file change counter of the header: every commit by any connection moves it (in
+        the rollback-journal mode the live file always has); -1 for an unreadable file."""
+        try:
+            return int.from_bytes(os.pread(self._fd, 4, 24), "big")
+        except OSError:
+            return -1
+
+    def header_sound(self) -> bool:
+        """Whether the header is SQLite's and its page count fits the file's size."""
+        header = os.pread(self._fd, 100, 0)
+        size = os.fstat(self._fd).st_size
+        page_size = int.from_bytes(header[16:18], "big")
+        page_size = 65536 if page_size == 1 else page_size
+        pages = int.from_bytes(header[28:32], "big")
+        return header.startswith(_MAGIC) and page_size * pages == size
+
+    def holds(self, image: bytes) -> bool:
+        """Whether the file's bytes are exactly *image* (one byte more is read: a longer
+        file differs)."""
+        return os.pread(self._fd, len(image) + 1, 0) == image
+
+    def write(self, image: bytes) -> None:
+        """Make the file's bytes *image* (call only while no connection holds a lock)."""
+        done = 0
+        while done < len(image):
+            done += os.pwrite(self._fd, memoryview(image)[done:], done)
+        os.ftruncate(self._fd, len(image))
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class AgentConnection(sqlite3.Connection):
+    """The agent's connection, which notes when Python code (a tool's) changes it in a way
+    the pool could not undo: a function, collation or callback of its own, a limit, an
+    extension, another database deserialized into it. Such a connection is not reused. The
+    harness sets its own through the ``harness_`` methods."""
+
+    meddled = False
+
+    def _meddle(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.meddled = True
+        return method(self, *args, **kwargs)
+
+    def create_function(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_function, *args, **kwargs)
+
+    def create_aggregate(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_aggregate, *args, **kwargs)
+
+    def create_window_function(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_window_function, *args, **kwargs)
+
+    def create_collation(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_collation, *args, **kwargs)
+
+    def set_authorizer(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.set_authorizer, *args, **kwargs)
+
+    def set_progress_handler(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.set_progress_handler, *args, **kwargs)
+
+    def set_trace_callback(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.set_trace_callback, *args, **kwargs)
+
+    def setlimit(self, *args: Any, **kwargs: Any) -> int:
+        return int(self._meddle(sqlite3.Connection.setlimit, *args, **kwargs))
+
+    def enable_load_extension(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.enable_load_extension, *args, **kwargs)
+
+    def load_extension(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.load_extension, *args, **kwargs)
+
+    def deserialize(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.deserialize, *args, **kwargs)
+
+    # --- the harness's own -----------------------------------------------------------------
+
+    def harness_function(self, name: str, arguments: int, function: Callable[..., Any]) -> None:
+        sqlite3.Connection.create_function(self, name, arguments, function)
+
+    def harness_settings(
+        self,
+        authorizer: Callable[..., int],
+        progress: tuple[Callable[[], int], int] | None,
+    ) -> None:
+        """The authorizer and the progress handler (None: none)."""
+        sqlite3.Connection.set_authorizer(self, authorizer)
+        handler, steps = progress or (None, 0)
+        sqlite3.Connection.set_progress_handler(self, handler, steps)
+
+    def harness_plain(self, limits: dict[int, int]) -> None:
+        """Undo what Python code may have set on this object: factories, transaction
+        handling, the trace callback, *limits*."""
+        self.row_factory = None
+        self.text_factory = str
+        self.isolation_level = None
+        sqlite3.Connection.set_trace_callback(self, None)
+        for category, value in limits.items():
+            sqlite3.Connection.setlimit(self, category, value)
+
+
+@dataclass
+class TotalChanges:
+    """``total_changes()`` for the agent's SQL, counted from the last reset rather than from
+    when the connection opened, so a reused connection answers what a new one would."""
+
+    connection: sqlite3.Connection
+    base: int = 0
+
+    def __call__(self) -> int:
+        return self.connection.total_changes - self.base
+
+    def restart(self) -> None:
+        self.base = self.connection.total_changes
+
+
+@dataclass
+class HeldDatabase:
+    """A closed environment's live database as the pool keeps it, its file holding the
+    build's bytes again."""
+
+    build: str
+    """The fixture build's image digest."""
+    workdir: Path
+    file: LiveFile
+    control: sqlite3.Connection
+    agent: AgentConnection
+    writes: WriteLog
+    total_changes: TotalChanges
+    fingerprint: tuple[object, ...]
+    """What the agent connection held after the harness set it up (see
+    ``SqliteEnvironment._fingerprint``)."""
+
+    def close(self) -> None:
+        for connection in (self.agent, self.control):
+            connection.close()
+        self.file.close()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@dataclass
+class LivePool:
+    """Closed environments' live databases, for the next environment of the same build."""
+
+    reused: int = 0
+    """How many environments took a database from the pool (a count for tests and benches)."""
+    _held: list[HeldDatabase] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _forsaken: list[HeldDatabase] = field(default_factory=list)
+
+    def take(self, build: str) -> HeldDatabase | None:
+        """The most recently pooled database of *build* whose file is still there (the
+        process's folder may have been removed meanwhile), or None."""
+        while (held := self._pop(build)) is not None:
+            if held.file.path.exists():
+                with self._lock:
+                    self.reused += 1
+                return held
+            held.close()
+        return None
+
+    def _pop(self, build: str) -> HeldDatabase | None:
+        with self._lock:
+            for index in range(len(self._held) - 1, -1, -1):
+                if self._held[index].build == build:
+                    return self._held.pop(index)
+        return None
+
+    def give(self, held: HeldDatabase) -> bool:
+        """Keep *held* for reuse; False (nothing kept) when the pool is switched off."""
+        if POOL_SIZE <= 0:
+            return False
+        with self._lock:
+            self._held.append(held)
+            evicted, self._held = self._held[:-POOL_SIZE], self._held[-POOL_SIZE:]
+        for old in evicted:
+            old.close()
+        return True
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def drain(self) -> None:
+        """Close every pooled database (at exit; tests that count opens)."""
+        with self._lock:
+            held, self._held = self._held, []
+        for old in held:
+            old.close()
+
+    def forget(self) -> None:
+        """In a forked child: the parent's connections must not be used, nor even closed
+        (SQLite forbids carrying a connection across ``fork``), nor its folders removed. They
+        stay referenced, untouched, so that garbage collection does not close them either."""
+        self._lock = threading.Lock()
+        self._forsaken.extend(self._held)
+        self._held = []
+
+
+NO_FILE = LiveFile(Path(os.devnull), -1)
+"""An environment's file before it opens one and after it closes it (closing it does nothing)."""
+POOL = LivePool()
+os.register_at_fork(after_in_child=POOL.forget)
+atexit.register(POOL.drain)
