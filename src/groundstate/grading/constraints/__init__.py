@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from groundstate.grading import outcome
 from groundstate.grading.constraints._dialogue import confirmed, provenance
 from groundstate.grading.constraints._history import no_undo
+from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._order import at_least, at_most, before, never
 from groundstate.grading.constraints._python import python_check
@@ -47,12 +48,13 @@ def evaluate_constraints(
     """
     actions = agent_events(events)
     copies = TraceCopies(actions)  # one image of the trace for all the Python constraints
-    return [_evaluate(c, actions, copies, states) for c in constraints]
+    index = TraceIndex(actions)  # one index of the trace for all the declarative ones
+    return [_evaluate(c, index, copies, states) for c in constraints]
 
 
 def _evaluate(
     constraint: HardConstraint,
-    events: list[AgentEvent],
+    index: TraceIndex,
     copies: TraceCopies[AgentEvent],
     states: States | None,
 ) -> CheckResult:
@@ -60,27 +62,27 @@ def _evaluate(
         # Read at call time: one limit for every grader (set in grading.outcome).
         return python_check(constraint, copies, states, outcome.GRADER_TIME_LIMIT)
     try:
-        return _declarative(constraint, events)
+        return _declarative(constraint, index)
     except Exception as exc:  # a grader bug is a grader failure, not the agent's
         kind = next(k for k in CONSTRAINT_KINDS if k in type(constraint).model_fields)
         error = f"{type(exc).__name__}: {exc}"
         return CheckResult(id=constraint.id, kind=kind, passed=False, error=error)
 
 
-def _declarative(constraint: HardConstraint, events: list[AgentEvent]) -> CheckResult:
+def _declarative(constraint: HardConstraint, index: TraceIndex) -> CheckResult:
     match constraint:
         case BeforeConstraint():
-            return before(constraint, events)
+            return before(constraint, index)
         case NeverConstraint():
-            return never(constraint, events)
+            return never(constraint, index)
         case AtMostConstraint():
-            return at_most(constraint, events)
+            return at_most(constraint, index)
         case AtLeastConstraint():
-            return at_least(constraint, events)
+            return at_least(constraint, index)
         case ConfirmedConstraint():
-            return confirmed(constraint, events)
+            return confirmed(constraint, index)
         case ProvenanceConstraint():
-            return provenance(constraint, events)
+            return provenance(constraint, index)
         case NoUndoConstraint():
-            return no_undo(constraint, events)
+            return no_undo(constraint, index.events)
     raise TypeError(f"unknown constraint kind {type(constraint).__name__}")
