@@ -59,6 +59,10 @@ def sees_the_original(trace, s0):
     return len(trace) >= 3 and trace[0].text.startswith("Please move 30"), {"n": len(trace)}
 
 
+def exits(trace, s0):
+    raise SystemExit(2)
+
+
 def odd_evidence(trace, s0):
     return False, {"steps": {1, 2}, "object": object}
 """
@@ -161,6 +165,36 @@ def test_a_check_editing_its_trace_leaves_the_next_checks_copy_whole(
     results = {r.id: r for r in run.constraint_results}
     assert results["reads"].passed and results["reads-again"].passed
     assert results["reads"].evidence == {"n": len(run.observation_action_log)}
+
+
+def test_a_check_that_blocks_or_exits_among_others_fails_alone_and_in_its_own_time(
+    with_check: Any, edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The checks of an attempt go to one thread together: the one past its limit is given
+    # up at its own limit, and those after it still run, whole, on another thread.
+    monkeypatch.setattr("groundstate.grading.outcome.GRADER_TIME_LIMIT", 0.5)
+
+    def mixed(task: dict[str, Any]) -> None:
+        task["hard_process_constraints"] += [
+            {"id": "edits", "check": "trace_checks.py:edits_the_trace"},
+            {"id": "sleeps", "check": "trace_checks.py:sleeps"},
+            {"id": "reads", "check": "trace_checks.py:sees_the_original"},
+            {"id": "exits", "check": "trace_checks.py:exits"},
+            {"id": "counts", "check": "trace_checks.py:few_calls"},
+        ]
+
+    with_check("transfers_once")
+    started = time.perf_counter()
+    run = attempt(edited_bank(mixed), "transfer", FunctionAgent(_transfer)).run
+    assert time.perf_counter() - started < 2.5  # not the 3 s the sleeper wanted
+    results = {r.id: r for r in run.constraint_results}
+    assert run.terminal_reason == "grader_failure"
+    assert (results["sleeps"].error or "").startswith("DeadlineExceeded: did not finish within")
+    assert results["exits"].error == "CalledCodeExited: raised SystemExit: 2"
+    assert results["edits"].passed and results["reads"].passed
+    assert results["reads"].evidence == {"n": len(run.observation_action_log)}
+    assert not results["counts"].passed and results["counts"].error is None
+    assert results["counts"].evidence["balance_a"] == 100  # s0 still served after the timeout
 
 
 def test_a_trace_that_cannot_be_pickled_is_still_copied_deeply() -> None:
