@@ -12,6 +12,7 @@ import pytest
 
 from groundstate.agents.base import Session
 from groundstate.errors import SpecError
+from groundstate.grading import outcome
 from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import suite_function
 from groundstate.records import AgentRun
@@ -261,3 +262,40 @@ def test_a_check_file_just_written_is_read_again_even_with_the_same_stat(tmp_pat
     checks.unlink()
     with pytest.raises(SpecError, match="file not found"):
         suite_function("checks.py:f", tmp_path)
+
+
+def test_one_grading_pass_looks_each_check_up_once(
+    with_check: Any, edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked_up: list[str] = []
+    real = outcome.suite_function
+
+    def counted(ref: str, suite_root: Path) -> Any:
+        looked_up.append(ref)
+        return real(ref, suite_root)
+
+    def twice(task: dict[str, Any]) -> None:
+        task["hard_process_constraints"] += [
+            {"id": "once", "check": "trace_checks.py:transfers_once"},
+            {"id": "again", "check": "trace_checks.py:transfers_once"},
+        ]
+
+    with_check("transfers_once")
+    suite = edited_bank(twice)
+    monkeypatch.setattr(outcome, "suite_function", counted)
+    run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
+    assert run.terminal_reason == "success"
+    # Three constraints call transfers_once (``py`` too); each function is looked up once.
+    assert looked_up.count("trace_checks.py:transfers_once") == 1
+    assert len(looked_up) == len(set(looked_up))
+    attempt(suite, "transfer", FunctionAgent(_transfer))  # the next attempt looks again
+    assert looked_up.count("trace_checks.py:transfers_once") == 2
+
+
+def test_a_check_whose_function_went_away_is_a_grader_failure(with_check: Any) -> None:
+    suite = with_check("transfers_once")
+    (suite.root / "trace_checks.py").write_text("def other(trace, s0):\n    return True\n")
+    os.utime(suite.root / "trace_checks.py", (1, 1))  # settled: the stat cache may keep it
+    run, result = _run(suite)
+    assert run.terminal_reason == "grader_failure"
+    assert result.error is not None and "transfers_once" in result.error

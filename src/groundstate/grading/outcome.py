@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -69,6 +69,9 @@ class States:
     suite_root: Path
     trace: Sequence[TraceEvent] = ()
     """The attempt's trace, for judges (which also read the final reply from it)."""
+    functions: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The suite's check functions looked up so far, by reference (``checks.py:f``): one
+    grading pass looks each up once, however many of the file's checks it runs."""
 
 
 def evaluate_assertions(assertions: list[OutcomeAssertion], states: States) -> list[CheckResult]:
@@ -207,13 +210,15 @@ def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
 
 def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     assert isinstance(assertion, PythonAssertion)
-    return call_check(assertion.check, states.suite_root, states.s0, states.sT)
+    return call_check(assertion.check, states, states.s0, states.sT)
 
 
-def call_check(ref: str, suite_root: Path, *args: Any) -> tuple[bool, dict[str, Any]]:
+def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, Any]]:
     """Call the suite's Python check ``file.py:function`` (an assertion or a constraint) and
     read its verdict, ``bool`` or ``(bool, evidence)``; anything else is a grader bug."""
-    check = suite_function(ref, suite_root)
+    check = states.functions.get(ref)
+    if check is None:  # a lookup that fails is not kept: each check using it fails alike
+        check = states.functions[ref] = suite_function(ref, states.suite_root)
     with held():  # what the check prints stays with the attempt, off our output
         verdict = check(*args)
     passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})

@@ -58,6 +58,6 @@ def _run(
 ) -> Evaluated:
     # A copy: the function may not edit the trace the record keeps, nor another check's.
     trace = events.fresh()
-    passed, evidence = call_check(constraint.check, states.suite_root, trace, states.s0)
+    passed, evidence = call_check(constraint.check, states, trace, states.s0)
     # Evidence goes into the run record, which is JSON: make it so now, not at storing time.
     return passed, json.loads(json.dumps(evidence, default=repr))
