@@ -55,7 +55,7 @@ INTERRUPT_GRACE = 1.0
 
 T = TypeVar("T")
 Evaluated = tuple[bool, dict[str, Any]]
-"""An assertion's verdict and evidence."""
+"""A check's verdict and evidence."""
 
 
 @dataclass(frozen=True)

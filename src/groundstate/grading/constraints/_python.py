@@ -5,15 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
 
 from groundstate.deadline import Returned
-from groundstate.grading.outcome import States, call_check, within_limits
+from groundstate.grading.outcome import Evaluated, States, call_check, within_limits
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import PythonConstraint
 from groundstate.trace import AgentEvent, TraceCopies
-
-Evaluated = tuple[bool, dict[str, Any]]
 
 
 def python_checks(
