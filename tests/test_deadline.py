@@ -190,3 +190,21 @@ def test_calls_together_do_not_share_context_nor_errors() -> None:
     with pytest.raises(CalledCodeExited, match="raised SystemExit: 4"):
         results[1].result()
     assert call_each_with_time_limit([]) == []
+
+
+def test_a_failing_abandon_hook_is_that_calls_error_only() -> None:
+    release = threading.Event()
+
+    def cleanup_fails() -> None:
+        raise OSError("connection already closed")
+
+    calls = [
+        TimedCall(lambda: release.wait(10), 0.1, "grader-hook", cleanup_fails),
+        TimedCall(lambda: "after", 5),
+    ]
+    stuck, after = call_each_with_time_limit(calls)
+    release.set()
+    with pytest.raises(OSError, match="already closed") as raised:
+        stuck.result()
+    assert isinstance(raised.value.__context__, DeadlineExceeded)
+    assert after.result() == "after"

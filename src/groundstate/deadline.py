@@ -64,7 +64,8 @@ class TimedCall(Generic[T]):
     """The thread's name while it runs the call."""
     abandoned: Callable[[], None] | None = None
     """Run in the caller's thread as soon as the call is given up at its limit, before the
-    next call starts (to stop what the abandoned call is still doing)."""
+    next call starts (to stop what the abandoned call is still doing). An error it raises
+    becomes the call's error."""
 
 
 IDLE_THREADS = 8
@@ -194,9 +195,14 @@ class _Batch(Generic[T]):
 
     def _abandon(self, index: int) -> int:
         call = self.calls[index]
-        self.returned[index].error = DeadlineExceeded(f"did not finish within {call.limit:g}s")
-        if call.abandoned is not None:
-            call.abandoned()
+        timed_out = DeadlineExceeded(f"did not finish within {call.limit:g}s")
+        self.returned[index].error = timed_out
+        try:
+            if call.abandoned is not None:
+                call.abandoned()
+        except Exception as exc:  # this call's failure, not the other calls'
+            exc.__context__ = timed_out
+            self.returned[index].error = exc
         return index + 1
 
     def _serve(self) -> None:
