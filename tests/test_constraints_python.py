@@ -12,6 +12,7 @@ import pytest
 
 from groundstate.agents.base import Session
 from groundstate.errors import SpecError
+from groundstate.grading import outcome
 from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import suite_function
 from groundstate.records import AgentRun
@@ -57,6 +58,10 @@ def edits_the_trace(trace, s0):
 
 def sees_the_original(trace, s0):
     return len(trace) >= 3 and trace[0].text.startswith("Please move 30"), {"n": len(trace)}
+
+
+def exits(trace, s0):
+    raise SystemExit(2)
 
 
 def odd_evidence(trace, s0):
@@ -163,6 +168,36 @@ def test_a_check_editing_its_trace_leaves_the_next_checks_copy_whole(
     assert results["reads"].evidence == {"n": len(run.observation_action_log)}
 
 
+def test_a_check_that_blocks_or_exits_among_others_fails_alone_and_in_its_own_time(
+    with_check: Any, edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The checks of an attempt go to one thread together: the one past its limit is given
+    # up at its own limit, and those after it still run, whole, on another thread.
+    monkeypatch.setattr("groundstate.grading.outcome.GRADER_TIME_LIMIT", 0.5)
+
+    def mixed(task: dict[str, Any]) -> None:
+        task["hard_process_constraints"] += [
+            {"id": "edits", "check": "trace_checks.py:edits_the_trace"},
+            {"id": "sleeps", "check": "trace_checks.py:sleeps"},
+            {"id": "reads", "check": "trace_checks.py:sees_the_original"},
+            {"id": "exits", "check": "trace_checks.py:exits"},
+            {"id": "counts", "check": "trace_checks.py:few_calls"},
+        ]
+
+    with_check("transfers_once")
+    started = time.perf_counter()
+    run = attempt(edited_bank(mixed), "transfer", FunctionAgent(_transfer)).run
+    assert time.perf_counter() - started < 2.5  # not the 3 s the sleeper wanted
+    results = {r.id: r for r in run.constraint_results}
+    assert run.terminal_reason == "grader_failure"
+    assert (results["sleeps"].error or "").startswith("DeadlineExceeded: did not finish within")
+    assert results["exits"].error == "CalledCodeExited: raised SystemExit: 2"
+    assert results["edits"].passed and results["reads"].passed
+    assert results["reads"].evidence == {"n": len(run.observation_action_log)}
+    assert not results["counts"].passed and results["counts"].error is None
+    assert results["counts"].evidence["balance_a"] == 100  # s0 still served after the timeout
+
+
 def test_a_trace_that_cannot_be_pickled_is_still_copied_deeply() -> None:
     local = lambda: 1  # noqa: E731  # deepcopy keeps a function; pickle refuses a lambda
     events = Trace("hi").call("t", {"a": [1]}, output={"x": local}).events
@@ -227,3 +262,40 @@ def test_a_check_file_just_written_is_read_again_even_with_the_same_stat(tmp_pat
     checks.unlink()
     with pytest.raises(SpecError, match="file not found"):
         suite_function("checks.py:f", tmp_path)
+
+
+def test_one_grading_pass_looks_each_check_up_once(
+    with_check: Any, edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked_up: list[str] = []
+    real = outcome.suite_function
+
+    def counted(ref: str, suite_root: Path) -> Any:
+        looked_up.append(ref)
+        return real(ref, suite_root)
+
+    def twice(task: dict[str, Any]) -> None:
+        task["hard_process_constraints"] += [
+            {"id": "once", "check": "trace_checks.py:transfers_once"},
+            {"id": "again", "check": "trace_checks.py:transfers_once"},
+        ]
+
+    with_check("transfers_once")
+    suite = edited_bank(twice)
+    monkeypatch.setattr(outcome, "suite_function", counted)
+    run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
+    assert run.terminal_reason == "success"
+    # Three constraints call transfers_once (``py`` too); each function is looked up once.
+    assert looked_up.count("trace_checks.py:transfers_once") == 1
+    assert len(looked_up) == len(set(looked_up))
+    attempt(suite, "transfer", FunctionAgent(_transfer))  # the next attempt looks again
+    assert looked_up.count("trace_checks.py:transfers_once") == 2
+
+
+def test_a_check_whose_function_went_away_is_a_grader_failure(with_check: Any) -> None:
+    suite = with_check("transfers_once")
+    (suite.root / "trace_checks.py").write_text("def other(trace, s0):\n    return True\n")
+    os.utime(suite.root / "trace_checks.py", (1, 1))  # settled: the stat cache may keep it
+    run, result = _run(suite)
+    assert run.terminal_reason == "grader_failure"
+    assert result.error is not None and "transfers_once" in result.error

@@ -14,6 +14,8 @@ from groundstate.deadline import (
     IDLE_NAME,
     CalledCodeExited,
     DeadlineExceeded,
+    TimedCall,
+    call_each_with_time_limit,
     call_with_time_limit,
 )
 
@@ -114,3 +116,95 @@ def test_a_forked_child_does_not_wait_on_its_parents_threads() -> None:
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+# --- several calls handed over together --------------------------------------------------
+
+
+def test_calls_handed_over_together_run_in_turn_on_one_thread_each_named() -> None:
+    seen = call_each_with_time_limit(
+        [
+            TimedCall(lambda: (threading.current_thread().name, _ident()), 5, f"c{n}")
+            for n in range(4)
+        ]
+    )
+    names = [r.result()[0] for r in seen]
+    assert names == ["c0", "c1", "c2", "c3"]
+    assert len({r.result()[1] for r in seen}) == 1 != threading.get_ident()
+
+
+def test_each_call_has_its_own_limit_from_its_own_start() -> None:
+    # Together they take longer than one limit; each alone is within it.
+    calls = [TimedCall(lambda: time.sleep(0.3) or "ok", 0.5) for _ in range(3)]
+    assert [r.result() for r in call_each_with_time_limit(calls)] == ["ok"] * 3
+
+
+def test_a_call_past_its_limit_is_abandoned_and_the_rest_run_elsewhere_in_order() -> None:
+    release = threading.Event()
+    ran: list[str] = []
+    order: list[str] = []
+
+    def hangs() -> str:
+        ran.append("hangs")
+        release.wait(10)
+        return "late"
+
+    def after(n: int) -> int:
+        ran.append(f"after{n}")
+        return _ident()
+
+    calls = [
+        TimedCall(lambda: _ident(), 5, "first"),
+        TimedCall(hangs, 0.2, "grader-hangs-together", lambda: order.append("abandoned")),
+        TimedCall(lambda: order.append("next") or after(1), 5),
+        TimedCall(lambda: after(2), 5),
+    ]
+    started = time.perf_counter()
+    first, stuck, one, two = call_each_with_time_limit(calls)
+    assert time.perf_counter() - started < 2
+    assert isinstance(stuck.error, DeadlineExceeded) and "within 0.2s" in str(stuck.error)
+    assert order == ["abandoned", "next"]  # the hook ran before the next call started
+    assert one.result() == two.result() != first.result()  # on another thread
+    release.set()  # the stuck call returns late: it changes nothing and runs nothing more
+    end = time.monotonic() + 2
+    while any(t.name == "grader-hangs-together" for t in threading.enumerate()):
+        assert time.monotonic() < end
+        time.sleep(0.01)
+    assert isinstance(stuck.error, DeadlineExceeded) and stuck.value is None
+    assert ran == ["hangs", "after1", "after2"]
+
+
+def test_calls_together_do_not_share_context_nor_errors() -> None:
+    def set_and_read() -> str:
+        seen = VAR.get()
+        VAR.set("changed in the call")
+        return seen
+
+    def exits() -> None:
+        raise SystemExit(4)
+
+    results = call_each_with_time_limit(
+        [TimedCall(set_and_read, 5), TimedCall(exits, 5), TimedCall(set_and_read, 5)]
+    )
+    assert results[0].result() == results[2].result() == "unset"
+    with pytest.raises(CalledCodeExited, match="raised SystemExit: 4"):
+        results[1].result()
+    assert call_each_with_time_limit([]) == []
+
+
+def test_a_failing_abandon_hook_is_that_calls_error_only() -> None:
+    release = threading.Event()
+
+    def cleanup_fails() -> None:
+        raise OSError("connection already closed")
+
+    calls = [
+        TimedCall(lambda: release.wait(10), 0.1, "grader-hook", cleanup_fails),
+        TimedCall(lambda: "after", 5),
+    ]
+    stuck, after = call_each_with_time_limit(calls)
+    release.set()
+    with pytest.raises(OSError, match="already closed") as raised:
+        stuck.result()
+    assert isinstance(raised.value.__context__, DeadlineExceeded)
+    assert after.result() == "after"

@@ -12,12 +12,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
 from groundstate.capture import held
-from groundstate.deadline import DeadlineExceeded, call_with_time_limit
+from groundstate.deadline import (
+    DeadlineExceeded,
+    Returned,
+    TimedCall,
+    call_each_with_time_limit,
+)
 from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
 from groundstate.errors import JudgeFailure
 from groundstate.grading import model_judge
@@ -48,6 +54,8 @@ INTERRUPT_GRACE = 1.0
 """Seconds an abandoned check's running query is interrupted again until it returns."""
 
 T = TypeVar("T")
+Evaluated = tuple[bool, dict[str, Any]]
+"""A check's verdict and evidence."""
 
 
 @dataclass(frozen=True)
@@ -61,22 +69,20 @@ class States:
     suite_root: Path
     trace: Sequence[TraceEvent] = ()
     """The attempt's trace, for judges (which also read the final reply from it)."""
+    functions: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The suite's check functions looked up so far, by reference (``checks.py:f``): one
+    grading pass looks each up once, however many of the file's checks it runs."""
 
 
 def evaluate_assertions(assertions: list[OutcomeAssertion], states: States) -> list[CheckResult]:
-    return [_guarded(a, states) for a in assertions]
+    calls = [(partial(_EVALUATE[type(a)], a), _time_limit(a), f"grader-{a.id}") for a in assertions]
+    return [_verdict(a, r) for a, r in zip(assertions, within_limits(calls, states), strict=True)]
 
 
-def _guarded(assertion: OutcomeAssertion, states: States) -> CheckResult:
+def _verdict(assertion: OutcomeAssertion, returned: Returned[Evaluated]) -> CheckResult:
     kind = _KIND[type(assertion)]
-    evaluate = _EVALUATE[type(assertion)]
     try:
-        passed, evidence = within_limit(
-            lambda bounded: evaluate(assertion, bounded),
-            states,
-            _time_limit(assertion),
-            f"grader-{assertion.id}",
-        )
+        passed, evidence = returned.result()
     except DeadlineExceeded as exc:
         return _grader_error(assertion.id, kind, f"timed out: {exc}")
     except JudgeFailure as exc:  # a model judge's failure keeps its status and request id
@@ -103,21 +109,33 @@ def _grader_error(
 
 
 def within_limit(fn: Callable[[States], T], states: States, limit: float, name: str) -> T:
-    """``fn(states)`` in a thread apart, or :class:`DeadlineExceeded` after *limit*
-    seconds; then both views are closed to the abandoned call and its running query stopped.
+    """``fn(states)`` in a thread apart, or :class:`DeadlineExceeded` after *limit* seconds;
+    then both views are closed to the abandoned call and its running query stopped.
 
     Without this, a check spinning in SQL on s0 (say an unbounded ``WITH RECURSIVE``) would
     keep the initial-state connection busy after the attempt gave up on it.
     """
-    s0, sT = _BoundedView(states.s0), _BoundedView(states.sT)
-    try:
-        return call_with_time_limit(
-            lambda: fn(dataclasses.replace(states, s0=s0, sT=sT)), limit, name
-        )
-    except DeadlineExceeded:
-        s0.expire()
-        sT.expire()
-        raise
+    return within_limits([(fn, limit, name)], states)[0].result()
+
+
+def within_limits(
+    calls: Sequence[tuple[Callable[[States], T], float, str]], states: States
+) -> list[Returned[T]]:
+    """Each ``fn(states)`` of *calls* (with its limit and thread name) in turn, as
+    :func:`within_limit` runs one, handed to one thread together
+    (:func:`~groundstate.deadline.call_each_with_time_limit`). Each call gets views of its
+    own: closing an abandoned call's views leaves the next call's open."""
+    timed: list[TimedCall[T]] = []
+    for fn, limit, name in calls:
+        s0, sT = _BoundedView(states.s0), _BoundedView(states.sT)
+        bounded = dataclasses.replace(states, s0=s0, sT=sT)
+        timed.append(TimedCall(partial(fn, bounded), limit, name, partial(_expire, s0, sT)))
+    return call_each_with_time_limit(timed)
+
+
+def _expire(*views: _BoundedView) -> None:
+    for view in views:
+        view.expire()
 
 
 class _BoundedView:
@@ -192,13 +210,15 @@ def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
 
 def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     assert isinstance(assertion, PythonAssertion)
-    return call_check(assertion.check, states.suite_root, states.s0, states.sT)
+    return call_check(assertion.check, states, states.s0, states.sT)
 
 
-def call_check(ref: str, suite_root: Path, *args: Any) -> tuple[bool, dict[str, Any]]:
+def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, Any]]:
     """Call the suite's Python check ``file.py:function`` (an assertion or a constraint) and
     read its verdict, ``bool`` or ``(bool, evidence)``; anything else is a grader bug."""
-    check = suite_function(ref, suite_root)
+    check = states.functions.get(ref)
+    if check is None:  # a lookup that fails is not kept: each check using it fails alike
+        check = states.functions[ref] = suite_function(ref, states.suite_root)
     with held():  # what the check prints stays with the attempt, off our output
         verdict = check(*args)
     passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from groundstate.grading import outcome
 from groundstate.grading.constraints._dialogue import confirmed, provenance
 from groundstate.grading.constraints._history import no_undo
+from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._order import at_least, at_most, before, never
-from groundstate.grading.constraints._python import python_check
+from groundstate.grading.constraints._python import python_checks
 from groundstate.grading.constraints._text import normalise
 from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
@@ -33,7 +34,7 @@ from groundstate.spec.constraints import (
     ProvenanceConstraint,
     PythonConstraint,
 )
-from groundstate.trace import AgentEvent, TraceCopies, TraceEvent, agent_events
+from groundstate.trace import TraceCopies, TraceEvent, agent_events
 
 __all__ = ["evaluate_constraints", "matches", "normalise"]
 
@@ -46,41 +47,40 @@ def evaluate_constraints(
     Model calls are left out: constraints are about what the agent did and was told.
     """
     actions = agent_events(events)
-    copies = TraceCopies(actions)  # one image of the trace for all the Python constraints
-    return [_evaluate(c, actions, copies, states) for c in constraints]
+    index = TraceIndex(actions)  # one index of the trace for all the declarative ones
+    python = [c for c in constraints if isinstance(c, PythonConstraint)]
+    # The Python ones go to a thread together, each on its copy of one image of the trace;
+    # the limit is read at call time: one for every grader (set in grading.outcome).
+    checked = iter(python_checks(python, TraceCopies(actions), states, outcome.GRADER_TIME_LIMIT))
+    return [
+        next(checked) if isinstance(c, PythonConstraint) else _evaluate(c, index)
+        for c in constraints
+    ]
 
 
-def _evaluate(
-    constraint: HardConstraint,
-    events: list[AgentEvent],
-    copies: TraceCopies[AgentEvent],
-    states: States | None,
-) -> CheckResult:
-    if isinstance(constraint, PythonConstraint):
-        # Read at call time: one limit for every grader (set in grading.outcome).
-        return python_check(constraint, copies, states, outcome.GRADER_TIME_LIMIT)
+def _evaluate(constraint: HardConstraint, index: TraceIndex) -> CheckResult:
     try:
-        return _declarative(constraint, events)
+        return _declarative(constraint, index)
     except Exception as exc:  # a grader bug is a grader failure, not the agent's
         kind = next(k for k in CONSTRAINT_KINDS if k in type(constraint).model_fields)
         error = f"{type(exc).__name__}: {exc}"
         return CheckResult(id=constraint.id, kind=kind, passed=False, error=error)
 
 
-def _declarative(constraint: HardConstraint, events: list[AgentEvent]) -> CheckResult:
+def _declarative(constraint: HardConstraint, index: TraceIndex) -> CheckResult:
     match constraint:
         case BeforeConstraint():
-            return before(constraint, events)
+            return before(constraint, index)
         case NeverConstraint():
-            return never(constraint, events)
+            return never(constraint, index)
         case AtMostConstraint():
-            return at_most(constraint, events)
+            return at_most(constraint, index)
         case AtLeastConstraint():
-            return at_least(constraint, events)
+            return at_least(constraint, index)
         case ConfirmedConstraint():
-            return confirmed(constraint, events)
+            return confirmed(constraint, index)
         case ProvenanceConstraint():
-            return provenance(constraint, events)
+            return provenance(constraint, index)
         case NoUndoConstraint():
-            return no_undo(constraint, events)
+            return no_undo(constraint, index.events)
     raise TypeError(f"unknown constraint kind {type(constraint).__name__}")

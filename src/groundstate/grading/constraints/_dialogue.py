@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from groundstate.grading.constraints._match import matches
+from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._paths import resolve
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.grading.constraints._text import mentions, normalise, rendered
@@ -29,23 +29,26 @@ class _Confirmation:
         return [value for value in values if not mentions(text, value)]
 
 
-def confirmed(constraint: ConfirmedConstraint, events: list[AgentEvent]) -> CheckResult:
+def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult:
     """Every change follows a yes that answered a question naming all the change's values."""
     rule = constraint.confirmed
+    changes = index.hit_set(rule.change)
+    yes = _yes_steps(rule, index)
     confirmations: list[_Confirmation] = []
     question: MessageEvent | None = None
-    for event in events:
-        if matches(rule.change, event):
+    # The dialogue after the last change cannot confirm anything: the walk stops there.
+    for i, event in enumerate(index.events[: max(changes) + 1] if changes else []):
+        if i in changes:
             verdict = _check_change(constraint, event, confirmations)
             if verdict is not None:
                 return verdict
-        question = _track(rule, event, question, confirmations)
+        question = _track(event, i in yes, question, confirmations)
     return passed(constraint.id, "confirmed")
 
 
 def _track(
-    rule: ConfirmedRule,
     event: AgentEvent,
+    says_yes: bool,
     question: MessageEvent | None,
     confirmations: list[_Confirmation],
 ) -> MessageEvent | None:
@@ -54,13 +57,15 @@ def _track(
         return None
     if event.role == "agent":
         return None if event.final else event
-    if question is not None and _says_yes(rule, event):
+    if question is not None and says_yes:
         confirmations.append(_Confirmation(question, event))
     return None  # only the next user message answers a question
 
 
-def _says_yes(rule: ConfirmedRule, reply: MessageEvent) -> bool:
-    return matches(rule.yes, reply) and (rule.no is None or not matches(rule.no, reply))
+def _yes_steps(rule: ConfirmedRule, index: TraceIndex) -> frozenset[int]:
+    """The user's replies that say yes (and not no)."""
+    yes = index.hit_set(rule.yes)
+    return yes if rule.no is None else yes - index.hit_set(rule.no)
 
 
 def _check_change(
@@ -103,21 +108,24 @@ def _describe(confirmation: _Confirmation, values: list[str]) -> dict[str, Any]:
 # --- provenance -------------------------------------------------------------------------------
 
 
-def provenance(constraint: ProvenanceConstraint, events: list[AgentEvent]) -> CheckResult:
+def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResult:
     """Listed arguments of matching calls were said by the user before the call."""
     rule = constraint.provenance
+    calls = index.hit_set(rule.match)
+    events = index.events
     said: list[str] = []
-    for index, event in enumerate(events):
+    # What the user says after the last matching call sources nothing: the walk stops there.
+    for i, event in enumerate(events[: max(calls) + 1] if calls else []):
         if isinstance(event, MessageEvent):
             if event.role == "user" and event.text is not None:
                 said.append(normalise(event.text))
             continue
-        if not matches(rule.match, event) or not isinstance(event.args, dict):
+        if i not in calls or not isinstance(event.args, dict):
             continue
         for name in rule.args:
             for value in rendered(event.args.get(name)):
                 if not any(mentions(text, value) for text in said):
-                    return _unsourced(constraint, event, name, value, events[:index])
+                    return _unsourced(constraint, event, name, value, events[:i])
     return passed(constraint.id, "provenance")
 
 

@@ -1,10 +1,18 @@
-"""Which trace steps a :class:`~groundstate.spec.task.Match` selects."""
+"""Which trace steps a :class:`~groundstate.spec.task.Match` selects.
+
+A match is compiled once (its text normalised, its pattern compiled, its write key made
+canonical) and the compiled form is kept for as long as the match itself: a suite's matches
+are compiled on their first attempt, not once per step of every attempt.
+"""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from groundstate.environments.base import RowWrite
 from groundstate.grading.constraints._paths import holds
-from groundstate.grading.constraints._text import normalise, search
+from groundstate.grading.constraints._text import normalise
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import Match, WriteMatch
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
@@ -12,35 +20,85 @@ from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 def matches(match: Match, event: AgentEvent) -> bool:
     """Whether *event* is one of the steps *match* selects (its ``where`` literals included)."""
-    if isinstance(event, MessageEvent):
-        selected = match.message == event.role and _text_matches(match, event)
-    else:
-        selected = not match.is_message and _call_matches(match, event)
-    return selected and holds(event, match.where, {})
+    return compiled(match).selects(event)
 
 
-def _text_matches(match: Match, event: MessageEvent) -> bool:
-    if event.text is None or (match.final is not None and match.final != event.final):
-        return False
-    text = normalise(event.text)
-    return (match.contains is None or normalise(match.contains) in text) and (
-        match.matches is None or search(match.matches, text)
-    )
+@dataclass(frozen=True)
+class CompiledMatch:
+    """A match with its text normalised, its pattern compiled and its write key canonical."""
+
+    match: Match
+    key: str
+    """What the match selects, as text: equal for equal matches (``capture`` left out, it
+    selects nothing), so one attempt works out the steps of equal matches once."""
+    contains: str | None
+    pattern: re.Pattern[str] | None
+    write_key: str | None
+    """The canonical JSON of ``writes.key`` (None: any row)."""
+
+    def selects(self, event: AgentEvent) -> bool:
+        match = self.match
+        if isinstance(event, MessageEvent):
+            selected = match.message == event.role and self._text_matches(event)
+        else:
+            selected = not match.is_message and self.call_matches(event)
+        return selected and holds(event, match.where, {})
+
+    def _text_matches(self, event: MessageEvent) -> bool:
+        match = self.match
+        if event.text is None or (match.final is not None and match.final != event.final):
+            return False
+        text = normalise(event.text)
+        return (self.contains is None or self.contains in text) and (
+            self.pattern is None or self.pattern.search(text) is not None
+        )
+
+    def call_matches(self, event: ToolCallEvent) -> bool:
+        match = self.match
+        return (
+            match.tool in (None, "*", event.tool)
+            and (match.ok is None or match.ok == event.ok)
+            and isinstance(event.args, dict)
+            and all(event.args.get(k) == v for k, v in match.args.items())
+            and (match.writes is None or any(self._wrote(match.writes, w) for w in event.writes))
+        )
+
+    def _wrote(self, wanted: WriteMatch, write: RowWrite) -> bool:
+        return (
+            write.table == wanted.table
+            and (self.write_key is None or canonical_json(write.key) == self.write_key)
+            and (not wanted.columns or not set(wanted.columns).isdisjoint(write.columns))
+        )
 
 
-def _call_matches(match: Match, event: ToolCallEvent) -> bool:
-    return (
-        match.tool in (None, "*", event.tool)
-        and (match.ok is None or match.ok == event.ok)
-        and isinstance(event.args, dict)
-        and all(event.args.get(k) == v for k, v in match.args.items())
-        and (match.writes is None or any(_wrote(match.writes, w) for w in event.writes))
-    )
+_COMPILED: dict[int, CompiledMatch] = {}
+"""Compiled matches by the identity of their match (which each entry keeps alive, so the
+identity is not reused while the entry exists). Matches are frozen models."""
+COMPILED_KEPT = 4096
+"""Compiled matches kept at most; past it the cache starts again (a process loading suites
+without end must not grow without end)."""
 
 
-def _wrote(wanted: WriteMatch, write: RowWrite) -> bool:
-    return (
-        write.table == wanted.table
-        and (wanted.key is None or canonical_json(write.key) == canonical_json(wanted.key))
-        and (not wanted.columns or not set(wanted.columns).isdisjoint(write.columns))
+def compiled(match: Match) -> CompiledMatch:
+    """The compiled form of *match*, made on first use."""
+    found = _COMPILED.get(id(match))
+    if found is not None and found.match is match:
+        return found
+    if len(_COMPILED) >= COMPILED_KEPT:
+        _COMPILED.clear()
+    made = _compile(match)
+    _COMPILED[id(match)] = made
+    return made
+
+
+def _compile(match: Match) -> CompiledMatch:
+    # The same flags as a search with re.IGNORECASE: the pattern was checked when loaded.
+    pattern = None if match.matches is None else re.compile(match.matches, re.IGNORECASE)
+    wanted = match.writes
+    return CompiledMatch(
+        match=match,
+        key=match.model_dump_json(exclude={"capture"}),
+        contains=None if match.contains is None else normalise(match.contains),
+        pattern=pattern,
+        write_key=None if wanted is None or wanted.key is None else canonical_json(wanted.key),
     )

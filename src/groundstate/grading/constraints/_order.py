@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundstate.grading.constraints._match import matches
+from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._paths import Bindings, capture, holds, values_at
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.records import CheckResult
@@ -18,8 +18,8 @@ from groundstate.spec.constraints import (
 from groundstate.trace import AgentEvent
 
 
-def never(constraint: NeverConstraint, events: list[AgentEvent]) -> CheckResult:
-    hits = [e for e in events if matches(constraint.never, e)]
+def never(constraint: NeverConstraint, index: TraceIndex) -> CheckResult:
+    hits = [index.events[i] for i in index.hits(constraint.never)]
     if not hits:
         return passed(constraint.id, "never")
     problem = f"{label(hits[0])} matches a step that must never happen"
@@ -27,9 +27,9 @@ def never(constraint: NeverConstraint, events: list[AgentEvent]) -> CheckResult:
     return failed(constraint.id, "never", hits[0], problem, count=len(hits), steps=steps)
 
 
-def at_most(constraint: AtMostConstraint, events: list[AgentEvent]) -> CheckResult:
+def at_most(constraint: AtMostConstraint, index: TraceIndex) -> CheckResult:
     rule = constraint.at_most
-    hits = [e for e in events if matches(rule.match, e)]
+    hits = [index.events[i] for i in index.hits(rule.match)]
     if len(hits) <= rule.n:
         return passed(constraint.id, "at_most", count=len(hits))
     first_extra = hits[rule.n]
@@ -37,24 +37,28 @@ def at_most(constraint: AtMostConstraint, events: list[AgentEvent]) -> CheckResu
     return failed(constraint.id, "at_most", first_extra, problem, count=len(hits))
 
 
-def at_least(constraint: AtLeastConstraint, events: list[AgentEvent]) -> CheckResult:
+def at_least(constraint: AtLeastConstraint, index: TraceIndex) -> CheckResult:
     """Fails on the trace as a whole: there is no offending step, only a count."""
     rule = constraint.at_least
-    count = sum(matches(rule.match, e) for e in events)
+    count = len(index.hits(rule.match))
     if count >= rule.n:
         return passed(constraint.id, "at_least", count=count)
     problem = f"{count} matching step(s), at least {rule.n} required"
     return failed(constraint.id, "at_least", None, problem, count=count, needed=rule.n)
 
 
-def before(constraint: BeforeConstraint, events: list[AgentEvent]) -> CheckResult:
+def before(constraint: BeforeConstraint, index: TraceIndex) -> CheckResult:
     """Every ``then`` step has an earlier ``first`` step (whose captures satisfy ``where``)."""
     rule = constraint.before
+    thens, first_steps = index.hit_set(rule.then), index.hit_set(rule.first)
     firsts: list[tuple[AgentEvent, Bindings | None]] = []
-    for event in events:
-        if matches(rule.then, event) and not _licensed(rule, event, firsts):
+    # Only the steps either side selects, in trace order; at a step both select, ``then``
+    # is judged before the step counts as a ``first``.
+    for i in sorted(thens | first_steps):
+        event = index.events[i]
+        if i in thens and not _licensed(rule, event, firsts):
             return _unlicensed(constraint, event, firsts)
-        if matches(rule.first, event):
+        if i in first_steps:
             firsts.append((event, capture(event, rule.first.capture)))
     return passed(constraint.id, "before")
 

@@ -3,47 +3,58 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Sequence
+from functools import partial
 
-from groundstate.grading.outcome import States, call_check, within_limit
+from groundstate.deadline import Returned
+from groundstate.grading.outcome import Evaluated, States, call_check, within_limits
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import PythonConstraint
 from groundstate.trace import AgentEvent, TraceCopies
 
 
-def python_check(
-    constraint: PythonConstraint,
+def python_checks(
+    constraints: Sequence[PythonConstraint],
     events: TraceCopies[AgentEvent],
     states: States | None,
     limit: float,
-) -> CheckResult:
-    """Run the function on a copy of the trace from *events*; an exception or a timeout is an
-    error (a grader failure), not a fail."""
+) -> list[CheckResult]:
+    """Run each function on a copy of its own of the trace from *events*, each under *limit*
+    (handed to one thread together); an exception or a timeout is an error (a grader
+    failure), not a fail."""
+    if not constraints:
+        return []
+    if states is None:
+        error = ValueError("a Python constraint needs the grader's states (s0)")
+        return [_error(c, error) for c in constraints]
+    calls = [(partial(_run, c, events), limit, f"groundstate-check-{c.id}") for c in constraints]
+    returned = within_limits(calls, states)
+    return [_result(c, r) for c, r in zip(constraints, returned, strict=True)]
+
+
+def _result(constraint: PythonConstraint, returned: Returned[Evaluated]) -> CheckResult:
     try:
-        if states is None:
-            raise ValueError("a Python constraint needs the grader's states (s0)")
-        passed, evidence = within_limit(
-            lambda bounded: _run(constraint, events, bounded),
-            states,
-            limit,
-            f"groundstate-check-{constraint.id}",
-        )
+        passed, evidence = returned.result()
     except Exception as exc:  # the grader is software too: record, don't crash the batch
-        return CheckResult(
-            id=constraint.id,
-            kind="check",
-            passed=False,
-            error=f"{type(exc).__name__}: {exc}",
-            evidence={"exception": {"type": type(exc).__name__, "message": str(exc)}},
-        )
+        return _error(constraint, exc)
     return CheckResult(id=constraint.id, kind="check", passed=passed, evidence=evidence)
+
+
+def _error(constraint: PythonConstraint, exc: Exception) -> CheckResult:
+    return CheckResult(
+        id=constraint.id,
+        kind="check",
+        passed=False,
+        error=f"{type(exc).__name__}: {exc}",
+        evidence={"exception": {"type": type(exc).__name__, "message": str(exc)}},
+    )
 
 
 def _run(
     constraint: PythonConstraint, events: TraceCopies[AgentEvent], states: States
-) -> tuple[bool, dict[str, Any]]:
+) -> Evaluated:
     # A copy: the function may not edit the trace the record keeps, nor another check's.
     trace = events.fresh()
-    passed, evidence = call_check(constraint.check, states.suite_root, trace, states.s0)
+    passed, evidence = call_check(constraint.check, states, trace, states.s0)
     # Evidence goes into the run record, which is JSON: make it so now, not at storing time.
     return passed, json.loads(json.dumps(evidence, default=repr))

@@ -1,0 +1,56 @@
+"""One attempt's trace, indexed once for all its declarative constraints.
+
+A task has dozens of constraints and most name one tool or one role: looking each one's
+steps up among the calls of that tool (or the messages of that role), and working out the
+steps of equal matches once (a ``first`` shared by every ``before``, the default ``yes``
+and ``no`` of every ``confirmed``), costs a fraction of testing every match on every step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from groundstate.grading.constraints._match import compiled
+from groundstate.spec.constraints import Match
+from groundstate.trace import AgentEvent, MessageEvent
+
+
+class TraceIndex:
+    """The steps of one trace by tool and by role, and the steps each match selects."""
+
+    def __init__(self, events: Sequence[AgentEvent]) -> None:
+        self.events = list(events)
+        self._calls: list[int] = []
+        self._by_tool: dict[str, list[int]] = {}
+        self._by_role: dict[str, list[int]] = {}
+        for index, event in enumerate(self.events):
+            if isinstance(event, MessageEvent):
+                self._by_role.setdefault(event.role, []).append(index)
+            else:
+                self._calls.append(index)
+                self._by_tool.setdefault(event.tool, []).append(index)
+        self._hits: dict[str, tuple[list[int], frozenset[int]]] = {}
+
+    def hits(self, match: Match) -> list[int]:
+        """The indexes of the steps *match* selects, in trace order."""
+        return self._selected(match)[0]
+
+    def hit_set(self, match: Match) -> frozenset[int]:
+        """The same indexes as a set, to ask of a step whether *match* selects it."""
+        return self._selected(match)[1]
+
+    def _selected(self, match: Match) -> tuple[list[int], frozenset[int]]:
+        found = compiled(match)
+        known = self._hits.get(found.key)
+        if known is None:
+            hits = [i for i in self._candidates(match) if found.selects(self.events[i])]
+            known = self._hits[found.key] = (hits, frozenset(hits))
+        return known
+
+    def _candidates(self, match: Match) -> list[int]:
+        """The steps that can match at all: the messages of its role, the calls of its tool."""
+        if match.message is not None:
+            return self._by_role.get(match.message, [])
+        if match.tool in (None, "*"):
+            return self._calls
+        return self._by_tool.get(match.tool, [])
