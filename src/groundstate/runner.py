@@ -23,6 +23,7 @@ import signal
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import UTC, datetime
 from typing import Any
 
@@ -195,6 +196,12 @@ class BatchRunner:
                 "factory; run it in-process"
             )
 
+    @cached_property
+    def _suite_hash(self) -> str:
+        """The suite's hash for every job of the batch, computed once (hashing every file's
+        digest again for each attempt cost more than the job's other fields together)."""
+        return self.suite.suite_hash
+
     @property
     def _executor(self) -> Executor:
         assert self.executor is not None  # set in __post_init__
@@ -306,7 +313,7 @@ class BatchRunner:
     def _job(self, task_id: str, info: AttemptInfo, solution: str | None = None) -> AttemptJob:
         return AttemptJob(
             suite_path=str(self.suite.root),
-            suite_hash=self.suite.suite_hash,
+            suite_hash=self._suite_hash,
             system=self.system,
             task_id=task_id,
             info=info,
