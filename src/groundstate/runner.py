@@ -23,8 +23,8 @@ import signal
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from groundstate.agents.base import Agent

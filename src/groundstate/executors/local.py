@@ -196,6 +196,12 @@ class ProcessExecutor:
         if pool is not None:
             pool.close()
 
+    @property
+    def worker_pids(self) -> list[int]:
+        """The worker processes' ids while open (to measure their CPU: they are the fork
+        server's children, not this process's)."""
+        return [] if self._pool is None else self._pool.pids
+
     async def run(self, job: AttemptJob) -> AttemptOutput:
         if self._pool is None:
             raise ExecutorError("the process executor is not open")
@@ -238,6 +244,10 @@ class _WorkerPool:
         for process in self._processes:
             process.start()
         threading.Thread(target=self._read, name="groundstate-pool-reader", daemon=True).start()
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._processes if p.pid is not None]
 
     async def run(self, job: AttemptJob) -> AttemptOutput:
         future: asyncio.Future[AttemptOutput] = asyncio.get_running_loop().create_future()
