@@ -305,7 +305,8 @@ def concurrency(
             )
     print(
         "  CPU/attempt: this process's CPU (and its pool workers') over the batch, per attempt;"
-        " sys: the kernel's share of it; switches: context switches per attempt (this process)."
+        " sys: the kernel's share of it; switches: voluntary context switches per attempt"
+        " (this process: waits for the GIL, locks, I/O)."
         f"\n  CPU ceiling: {_CEILINGS[executor]}"
         " divided by CPU/attempt: no schedule runs faster. At the ideal rate of the top level an"
         f" attempt could use at most {duration / max(levels) * 1000:.2f} ms of CPU"
@@ -341,7 +342,8 @@ class _Batch:
     """CPU seconds per attempt: this process, and its pool workers from their first job."""
     sys_share: float
     switches: float
-    """Context switches (voluntary and forced) of this process per attempt."""
+    """Voluntary context switches of this process per attempt (a thread waiting for the GIL,
+    a lock or I/O); preemptions by other processes are left out."""
     latency: float
     """The median recorded latency."""
     cores: int
@@ -395,7 +397,7 @@ def _batch_rate(suite: Suite, system: SystemSpec, level: int, n: int, executor: 
         elapsed = (datetime.now(UTC) - result.batch.created_at).total_seconds()
         after = resource.getrusage(resource.RUSAGE_SELF)
     user, sys = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
-    switches = (after.ru_nvcsw - before.ru_nvcsw) + (after.ru_nivcsw - before.ru_nivcsw)
+    switches = after.ru_nvcsw - before.ru_nvcsw  # waits (the GIL, I/O); not preemptions
     pool = getattr(metered.inner, "worker_pids", None) is not None
     cores = min(level, os.cpu_count() or 1) if pool else 1
     return _Batch(

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from groundstate import loopthreads
 from groundstate.agents.base import Session
 from groundstate.loopthreads import IDLE_NAME, Work, in_loop_thread
 from groundstate.spec.suite import Suite
@@ -213,3 +214,24 @@ def test_an_agent_leaving_a_task_that_refuses_to_stop_ends_at_the_time_limit(
     suite = edited_bank(lambda t: t.update(time_limit=0.3))
     run = attempt(suite, "transfer", FunctionAgent(stubborn)).run
     assert run.terminal_reason == "agent_failure/time_limit"
+
+
+def test_a_thread_whose_delivery_fails_leaves_instead_of_taking_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the expected error
+    failed = threading.Event()
+    threads: list[threading.Thread] = []
+
+    async def work() -> None:
+        threads.append(threading.current_thread())
+
+    def broken(outcome: Any) -> None:
+        failed.set()
+        raise RuntimeError("the results queue is closed")
+
+    loopthreads.submit(work, "broken", broken)
+    assert failed.wait(5)
+    threads[0].join(5)
+    assert not threads[0].is_alive()  # gone, not left idle for the next piece of work
+    assert threads[0] not in [t.thread for t in loopthreads._IDLE]

@@ -84,7 +84,12 @@ class _LoopThread:
                 sys.settrace(hooks[0])
                 sys.setprofile(hooks[1])
             _park(self)  # before *done*: the submitter's next piece finds this thread idle
-            done(outcome)
+            try:
+                done(outcome)
+            except BaseException:
+                if _unpark(self):  # leave (the error is reported); else serve what was given
+                    self._shut()
+                    raise
 
     def _wait(self) -> tuple[Work[Any], str, Context, Done] | None:
         """The next piece of work; None when none came in time and this thread has left."""
