@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import resource
 import shutil
 import sqlite3
@@ -285,46 +287,127 @@ def concurrency(
     )
     print(
         f"  {'concurrency':>11} {'attempts':>8} {'attempts/s':>10} {'ideal':>8} {'efficiency':>10}"
-        f" {'median latency':>15} {'CPU/attempt':>12} {'CPU ceiling':>12}"
+        f" {'median latency':>15} {'CPU/attempt':>12} {'sys':>4} {'switches':>8}"
+        f" {'CPU ceiling':>12}  bound by"
     )
     with tempfile.TemporaryDirectory() as folder:
         system = _slow_oracle_system(Path(folder), steps, latency)
         for level in levels:
             n = max(attempts_per_level, level * 2)
-            rate, cpu, recorded = _batch_rate(one, system, level, n, executor)
+            batch = _batch_rate(one, system, level, n, executor)
             ideal = level / duration
-            used = (
-                f" {cpu * 1000:>9.1f} ms {1 / cpu:>10.1f}/s"
-                if executor == "in-process"
-                else f" {'-':>12} {'-':>12}"  # workers are the fork server's children, not ours
-            )
+            ceiling = batch.cores / batch.cpu
+            bound = _bound(level, batch, ideal, ceiling)
             print(
-                f"  {level:>11} {n:>8} {rate:>10.1f} {ideal:>8.1f} {rate / ideal:>9.0%}"
-                f" {recorded:>13.3f} s{used}"
+                f"  {level:>11} {n:>8} {batch.rate:>10.1f} {ideal:>8.1f} {batch.rate / ideal:>9.0%}"
+                f" {batch.latency:>13.3f} s {batch.cpu * 1000:>9.1f} ms {batch.sys_share:>4.0%}"
+                f" {batch.switches:>8.0f} {ceiling:>10.1f}/s  {bound}"
             )
+    print(
+        "  CPU/attempt: this process's CPU (and its pool workers') over the batch, per attempt;"
+        " sys: the kernel's share of it; switches: voluntary context switches per attempt"
+        " (this process: waits for the GIL, locks, I/O)."
+        f"\n  CPU ceiling: {_CEILINGS[executor]}"
+        " divided by CPU/attempt: no schedule runs faster. At the ideal rate of the top level an"
+        f" attempt could use at most {duration / max(levels) * 1000:.2f} ms of CPU"
+        " (per core of the ceiling). Load average at the end:"
+        f" {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores."
+    )
 
 
-def _batch_rate(
-    suite: Suite, system: SystemSpec, level: int, n: int, executor: str
-) -> tuple[float, float, float]:
-    """Attempts per second of one batch (from the end of preflight, which is a fixed cost per
-    batch, to the last record stored), CPU seconds per attempt over the whole batch (worker
-    processes included), and the median recorded latency."""
+_CEILINGS = {
+    "in-process": "one interpreter (one GIL)",
+    "process": "the workers (at most one core each, as many as the machine has)",
+}
+
+
+def _bound(level: int, batch: _Batch, ideal: float, ceiling: float) -> str:
+    """What holds the rate back: the agent's own latency (near ideal), each attempt's own
+    time with the harness's work in it (near ``level / recorded latency``), the CPU (near the
+    ceiling), or none of them (waiting: turns, locks, the store, scheduling)."""
+    if batch.rate >= 0.85 * ideal:
+        return "the agent's own latency"
+    if batch.rate >= 0.85 * level / batch.latency:
+        return "each attempt's latency (the agent's + the harness's work in it)"
+    if batch.rate >= 0.75 * ceiling:
+        return "CPU per attempt"
+    return "waiting (other load on the machine, turns, locks, store, scheduling)"
+
+
+@dataclass
+class _Batch:
+    rate: float
+    """Attempts per second, from the end of preflight to the last record stored."""
+    cpu: float
+    """CPU seconds per attempt: this process, and its pool workers from their first job."""
+    sys_share: float
+    switches: float
+    """Voluntary context switches of this process per attempt (a thread waiting for the GIL,
+    a lock or I/O); preemptions by other processes are left out."""
+    latency: float
+    """The median recorded latency."""
+    cores: int
+    """Cores the CPU can use at once: one interpreter in-process, the workers otherwise."""
+
+
+@dataclass
+class _Metered:
+    """An executor whose pool workers' CPU is read from their first batch job until it closes
+    (workers are the fork server's children: not in this process's own usage)."""
+
+    inner: Executor
+    name: str = ""
+    start: float | None = None
+    workers: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.name = self.inner.name
+
+    def open(self, concurrency: int) -> None:
+        self.inner.open(concurrency)
+
+    def close(self) -> None:
+        if self.start is not None:
+            self.workers = _workers_cpu(self.inner) - self.start
+        self.inner.close()
+
+    async def run(self, job: AttemptJob) -> AttemptOutput:
+        if self.start is None and job.info.batch_id not in ("canary", "smoke"):
+            self.start = _workers_cpu(self.inner)
+        return await self.inner.run(job)
+
+
+def _workers_cpu(executor: Executor) -> float:
+    """User + system CPU seconds of *executor*'s worker processes so far (Linux /proc)."""
+    total = 0.0
+    for pid in getattr(executor, "worker_pids", []):
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _batch_rate(suite: Suite, system: SystemSpec, level: int, n: int, executor: str) -> _Batch:
+    """One batch of *n* attempts at concurrency *level*, measured (see :class:`_Batch`)."""
     with tempfile.TemporaryDirectory() as tmp, RunStore(Path(tmp) / "runs.db") as store:
-        runner = BatchRunner(suite, system, store, executor=make_executor(executor, suite))
-        cpu0 = _cpu_seconds()
+        metered = _Metered(make_executor(executor, suite))
+        runner = BatchRunner(suite, system, store, executor=metered)
+        before = resource.getrusage(resource.RUSAGE_SELF)
         result = asyncio.run(runner.start(BatchConfig(attempts=n, concurrency=level)))
         elapsed = (datetime.now(UTC) - result.batch.created_at).total_seconds()
-        cpu = (_cpu_seconds() - cpu0) / n
-    return n / elapsed, cpu, statistics.median(r.latency for r in result.runs)
-
-
-def _cpu_seconds() -> float:
-    """User + system CPU of this process. In-process, every attempt runs in one interpreter
-    (one GIL), so ``1 / CPU per attempt`` is the most attempts per second it can run, however
-    they are scheduled: efficiency cannot pass ``ceiling / ideal``."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    return own.ru_utime + own.ru_stime
+        after = resource.getrusage(resource.RUSAGE_SELF)
+    user, sys = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    switches = after.ru_nvcsw - before.ru_nvcsw  # waits (the GIL, I/O); not preemptions
+    pool = getattr(metered.inner, "worker_pids", None) is not None
+    cores = min(level, os.cpu_count() or 1) if pool else 1
+    return _Batch(
+        rate=n / elapsed,
+        cpu=(user + sys + metered.workers) / n,
+        sys_share=sys / max(user + sys, 1e-9),
+        switches=switches / n,
+        latency=statistics.median(r.latency for r in result.runs),
+        cores=cores,
+    )
 
 
 def main() -> None:

@@ -8,14 +8,14 @@ import random
 import threading
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
-from groundstate.capture import captured, in_context
+from groundstate.capture import captured
 from groundstate.environments.base import (
     Environment,
     Snapshot,
@@ -42,6 +42,7 @@ from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import States, evaluate_assertions
 from groundstate.grading.rubric import partial_score
 from groundstate.grading.terminal import classify, interruption_reason
+from groundstate.loopthreads import in_loop_thread
 from groundstate.records import AgentRun, CheckResult, Usage
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
@@ -581,44 +582,21 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
     The episode waits on the thread, not on the agent's coroutine, so an agent that blocks
     (``time.sleep``, a synchronous client) or spins cannot hold the attempt, or any other
     attempt, past the limit. At the limit the session is stopped, so whatever the abandoned
-    thread does next is refused. Raises :class:`TimeLimitReached` at the limit and
-    :class:`HarnessCompatibilityError` when ``run`` is not a coroutine function.
+    thread does next is refused. The thread and its event loop are reused from attempt to
+    attempt (see :mod:`groundstate.loopthreads`: nothing of one agent reaches the next, and a
+    thread still running an abandoned agent is never reused). Raises
+    :class:`TimeLimitReached` at the limit and :class:`HarnessCompatibilityError` when ``run``
+    is not a coroutine function.
     """
-    finished = in_thread(lambda: _run_to_end(agent, session), f"agent-{id(session):x}")
+    finished = in_loop_thread(lambda: _run_to_end(agent, session), f"agent-{id(session):x}")
     try:
         return await asyncio.wait_for(asyncio.shield(finished), session.time_limit)
     except TimeoutError:
         raise TimeLimitReached(f"time limit {session.time_limit:g}s reached") from None
 
 
-def in_thread(work: Callable[[], _T], name: str, *, crashes: bool = True) -> asyncio.Future[_T]:
-    """Start *work* in a daemon thread of its own; its result or exception arrives on the
-    returned future of the running loop. A daemon thread, so one the caller stopped waiting
-    for (an agent past its limit) never holds the process open at exit. With *crashes*,
-    ``SystemExit``, ``KeyboardInterrupt`` and the like arrive as crashes (``RuntimeError``),
-    as suits an agent; without, they arrive as raised."""
-    loop = asyncio.get_running_loop()
-    finished: asyncio.Future[_T] = loop.create_future()
-
-    def deliver(setter: Callable[[Any], None], value: Any) -> None:
-        if not finished.done():
-            setter(value)
-
-    def target() -> None:
-        outcome: tuple[Callable[[Any], None], Any]
-        try:
-            outcome = (finished.set_result, work())
-        except BaseException as exc:  # SystemExit included: it is the worker's doing
-            outcome = (finished.set_exception, _as_exception(exc) if crashes else exc)
-        with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
-            loop.call_soon_threadsafe(deliver, *outcome)
-
-    # In the caller's context: what the agent prints stays with its attempt.
-    threading.Thread(target=in_context(target), name=name, daemon=True).start()
-    return finished
-
-
-def _run_to_end(agent: Agent, session: EpisodeSession) -> Any:
+def _run_to_end(agent: Agent, session: EpisodeSession) -> Coroutine[Any, Any, Any]:
+    """The agent's run as a coroutine for its thread's loop (what ``run`` returns awaited)."""
     run = getattr(agent, "run", None)
     if not callable(run):
         raise HarnessCompatibilityError(f"{type(agent).__name__} has no run(session) method")
@@ -627,20 +605,11 @@ def _run_to_end(agent: Agent, session: EpisodeSession) -> Any:
         raise HarnessCompatibilityError(
             f"{type(agent).__name__}.run(session) must be a coroutine function (async def)"
         )
-    return asyncio.run(_awaited(pending))
+    return _awaited(pending)
 
 
 async def _awaited(pending: Awaitable[Any]) -> Any:
     return await pending
-
-
-def _as_exception(exc: BaseException) -> Exception:
-    """Agents may raise ``SystemExit``, ``KeyboardInterrupt`` or ``CancelledError``: crashes."""
-    if isinstance(exc, Exception):
-        return exc
-    crash = RuntimeError(f"the agent raised {type(exc).__name__}: {exc}")
-    crash.__cause__ = exc
-    return crash
 
 
 def _grade(

@@ -92,7 +92,8 @@ class ToolGateway:
             return ToolResult(ok=False, error=f"unknown tool {name!r}", error_class="unknown_tool")
         if not isinstance(args, dict):
             return _invalid(f"arguments must be an object, got {type(args).__name__}")
-        errors = sorted(jsonschema.Draft202012Validator(tool.parameters).iter_errors(args), key=str)
+        check = _argument_check(tool.parameters)
+        errors = [] if check.plainly_valid(args) else check.errors(args)
         if errors:
             where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
             return _invalid(f"{where}: {errors[0].message}")
@@ -125,6 +126,133 @@ class ToolGateway:
             effects.denied, effects.changed_tables = tx.denied, tx.changed_tables
             effects.writes = tx.writes
         return ToolResult(ok=True, output=output)
+
+
+Predicate = Callable[[Any], bool]
+
+_TYPES: dict[str, Predicate] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+}
+"""JSON Schema types, each accepting only values ``jsonschema`` accepts too (an integral
+float such as ``3.0`` is left to it)."""
+
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples"})
+"""Keywords that validate nothing."""
+
+
+class _ArgumentCheck:
+    """A tool's argument schema, checked two ways. ``jsonschema`` walks even a small schema
+    in tens of microseconds per call; most tool schemas (what ``@tool`` derives from type
+    hints: an object of typed, optional or listed properties) are checked directly instead,
+    conservatively: :meth:`plainly_valid` says True only for arguments ``jsonschema`` accepts,
+    and anything else (a schema beyond that subset, arguments it doubts) goes to
+    ``jsonschema``, whose errors are the ones reported."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self._schema = schema
+        self._validator: jsonschema.Draft202012Validator | None = None
+        self._direct = _object_check(schema)
+
+    def plainly_valid(self, args: dict[str, Any]) -> bool:
+        return self._direct is not None and self._direct(args)
+
+    def errors(self, args: Any) -> list[jsonschema.ValidationError]:
+        if self._validator is None:
+            self._validator = jsonschema.Draft202012Validator(self._schema)
+        return sorted(self._validator.iter_errors(args), key=str)
+
+
+def _object_check(schema: dict[str, Any]) -> Predicate | None:
+    """A direct check of *schema* (a tool's arguments), or None when it is not one we know."""
+    known = {"type", "properties", "required", "additionalProperties"} | _ANNOTATIONS
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    extra = schema.get("additionalProperties", True)
+    if set(schema) - known or schema.get("type") != "object" or extra not in (True, False):
+        return None
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        return None
+    checks = _all_checks(properties.values())
+    if checks is None:
+        return None
+    by_name = dict(zip(properties, checks, strict=True))
+    names = frozenset(properties)
+    needed = tuple(required)
+
+    def check(args: Any) -> bool:
+        return (
+            isinstance(args, dict)
+            and all(name in args for name in needed)
+            and (extra or names.issuperset(args))
+            and all(by_name[k](v) for k, v in args.items() if k in by_name)
+        )
+
+    return check
+
+
+def _value_check(schema: Any) -> Predicate | None:
+    """A direct check of a property's *schema*: ``type``, ``items`` and ``anyOf`` of such, and
+    ``enum`` of strings (a ``Literal``)."""
+    if (
+        not isinstance(schema, dict)
+        or set(schema) - {"type", "items", "anyOf", "enum"} - _ANNOTATIONS
+    ):
+        return None
+    parts: list[Predicate] = []
+    if "enum" in schema:
+        values = schema["enum"]
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            return None
+        allowed = frozenset(values)
+        parts.append(lambda v: isinstance(v, str) and v in allowed)
+    if "type" in schema:
+        kind = _TYPES.get(schema["type"]) if isinstance(schema["type"], str) else None
+        if kind is None:
+            return None
+        parts.append(kind)
+    if "items" in schema:
+        item = _value_check(schema["items"])
+        if item is None:
+            return None
+        parts.append(lambda v: not isinstance(v, list) or all(item(x) for x in v))
+    if "anyOf" in schema:
+        options = _all_checks(schema["anyOf"]) if schema["anyOf"] else None
+        if options is None:
+            return None
+        parts.append(lambda v: any(option(v) for option in options))
+    return lambda v: all(part(v) for part in parts)
+
+
+def _all_checks(schemas: Any) -> list[Predicate] | None:
+    """A direct check of each of *schemas*, or None when one has none."""
+    checks = []
+    for schema in schemas:
+        check = _value_check(schema)
+        if check is None:
+            return None
+        checks.append(check)
+    return checks
+
+
+_CHECKS: dict[int, tuple[dict[str, Any], _ArgumentCheck]] = {}
+"""Argument checks by schema (its identity: a suite's tools keep theirs), built once."""
+
+
+def _argument_check(schema: dict[str, Any]) -> _ArgumentCheck:
+    known = _CHECKS.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    if len(_CHECKS) > 4096:  # suites loaded again and again: forget the old ones
+        _CHECKS.clear()
+    check = _ArgumentCheck(schema)
+    _CHECKS[id(schema)] = (schema, check)
+    return check
 
 
 class _ToolCrashed(Exception):

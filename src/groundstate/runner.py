@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from groundstate.agents.base import Agent
@@ -122,6 +123,11 @@ class BatchResult:
         """The try that counts for each attempt."""
         return final_runs(self.runs)
 
+    def __repr__(self) -> str:
+        # Short: Python 3.11's asyncio.run formats the main task's result when it restores the
+        # Ctrl-C handler; a repr of every record took 0.6 s per 512 tries (run_batch).
+        return f"BatchResult(batch={self.batch.batch_id!r}, runs=<{len(self.runs)} tries>)"
+
 
 def derive_seed(batch_seed: int, task_id: str, attempt: int) -> int:
     """A stable 32-bit seed per (batch seed, task, attempt), independent of run order."""
@@ -189,6 +195,12 @@ class BatchRunner:
                 f"the {self.executor.name} executor cannot use an agent or environment "
                 "factory; run it in-process"
             )
+
+    @cached_property
+    def _suite_hash(self) -> str:
+        """The suite's hash for every job of the batch, computed once (hashing every file's
+        digest again for each attempt cost more than the job's other fields together)."""
+        return self.suite.suite_hash
 
     @property
     def _executor(self) -> Executor:
@@ -301,7 +313,7 @@ class BatchRunner:
     def _job(self, task_id: str, info: AttemptInfo, solution: str | None = None) -> AttemptJob:
         return AttemptJob(
             suite_path=str(self.suite.root),
-            suite_hash=self.suite.suite_hash,
+            suite_hash=self._suite_hash,
             system=self.system,
             task_id=task_id,
             info=info,

@@ -10,6 +10,7 @@ import signal
 import threading
 from collections.abc import Callable
 from contextlib import suppress
+from functools import partial
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from pathlib import Path
@@ -26,6 +27,7 @@ from groundstate.episode import (
     run_attempt,
 )
 from groundstate.errors import ExecutorError
+from groundstate.loopthreads import Done, Outcome, submit
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.workdirs import TMPDIR_ENV
 
@@ -84,18 +86,27 @@ def suite_at(key: SuiteKey) -> Suite:
 
 
 def execute(job: AttemptJob) -> AttemptOutput:
-    """Run *job* in a worker (a pool process or a Ray task) and return its record.
+    """Run *job* in a worker (a Ray task) and return its record.
 
     Failures outside the attempt (the suite cannot be loaded, the agent cannot be built)
     come back as :class:`ExecutorError` with a plain message: an exception class with its own
     constructor arguments may not survive pickling back to the parent.
     """
     try:
-        return asyncio.run(run_job(job, job_suite(job)))
-    except ExecutorError:
-        raise
+        return asyncio.run(_job_attempt(job))
     except Exception as exc:
-        raise ExecutorError(f"{type(exc).__name__}: {exc}") from None
+        raise _plain(exc) from None
+
+
+async def _job_attempt(job: AttemptJob) -> AttemptOutput:
+    return await run_job(job, job_suite(job))
+
+
+def _plain(exc: BaseException) -> ExecutorError:
+    """*exc* as an :class:`ExecutorError` whose message says it all (see :func:`execute`)."""
+    if isinstance(exc, ExecutorError):
+        return exc
+    return ExecutorError(f"{type(exc).__name__}: {exc}")
 
 
 def init_worker(workdir_root: str) -> None:
@@ -146,17 +157,25 @@ def serve(
             return
         key, job = item
         results.put(("started", key, os.getpid()))
-        threading.Thread(target=_serve_one, args=(key, job, results, free), daemon=True).start()
+        submit(partial(_job_attempt, job), f"attempt-{key}", _reporter(key, results, free))
 
 
-def _serve_one(
-    key: int, job: AttemptJob, results: Queue[Message], free: threading.Semaphore
-) -> None:
-    try:
-        # Pickled here, not in the queue's feeder thread, where a failure would be lost.
-        message: Message = ("done", key, pickle.dumps(execute(job)))
-    except BaseException as exc:  # execute gives ExecutorError with a plain message
-        message = ("failed", key, str(exc) or type(exc).__name__)
-    finally:
-        free.release()
-    results.put(message)
+def _reporter(key: int, results: Queue[Message], free: threading.Semaphore) -> Done:
+    """What becomes of job *key*, put on *results* from the thread that ran it."""
+
+    def done(outcome: Outcome) -> None:
+        error, output = outcome
+        message: Message
+        try:
+            if error is not None:
+                raise error
+            # Pickled here, not in the queue's feeder thread, where a failure would be lost.
+            message = ("done", key, pickle.dumps(output))
+        except BaseException as exc:  # with a plain message (see execute)
+            plain = _plain(exc) if isinstance(exc, Exception) else exc
+            message = ("failed", key, str(plain) or type(plain).__name__)
+        finally:
+            free.release()
+        results.put(message)
+
+    return done

@@ -21,10 +21,10 @@ from groundstate.episode import (
     AttemptOutput,
     EnvironmentFactory,
     default_environment,
-    in_thread,
 )
 from groundstate.errors import ExecutorError
 from groundstate.executors._job import AgentFactory, SuiteKey, run_job, serve
+from groundstate.loopthreads import in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.workdirs import process_dir
@@ -79,7 +79,8 @@ class _Turnstile:
 
 @dataclass
 class InProcessExecutor:
-    """Each attempt in a thread of this process with an event loop of its own.
+    """Each attempt in a thread of this process with an event loop of its own (threads and
+    loops reused from attempt to attempt: see :mod:`groundstate.loopthreads`).
 
     An attempt's own work (reset, hashing, grading) then never waits behind another's on a
     shared loop, so its recorded latency is its own, not the queue's. The live suite and
@@ -100,7 +101,7 @@ class InProcessExecutor:
             self._turns = _Turnstile()
 
     def open(self, concurrency: int) -> None:
-        """Nothing to start: a thread per attempt, at most *concurrency* at once."""
+        """Nothing to start: a thread per running attempt, at most *concurrency* at once."""
 
     def close(self) -> None:
         """Nothing to stop: a cancelled attempt unwinds in :meth:`run`."""
@@ -132,7 +133,7 @@ class InProcessExecutor:
                     turns.done(ticket)
 
         name = f"attempt-{job.info.run_id[:8]}"
-        finished = in_thread(lambda: asyncio.run(attempt()), name, crashes=False)
+        finished = in_loop_thread(attempt, name, crashes=False)
         try:
             return await asyncio.shield(finished)
         except asyncio.CancelledError:
@@ -195,6 +196,12 @@ class ProcessExecutor:
         if pool is not None:
             pool.close()
 
+    @property
+    def worker_pids(self) -> list[int]:
+        """The worker processes' ids while open (to measure their CPU: they are the fork
+        server's children, not this process's)."""
+        return [] if self._pool is None else self._pool.pids
+
     async def run(self, job: AttemptJob) -> AttemptOutput:
         if self._pool is None:
             raise ExecutorError("the process executor is not open")
@@ -237,6 +244,10 @@ class _WorkerPool:
         for process in self._processes:
             process.start()
         threading.Thread(target=self._read, name="groundstate-pool-reader", daemon=True).start()
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._processes if p.pid is not None]
 
     async def run(self, job: AttemptJob) -> AttemptOutput:
         future: asyncio.Future[AttemptOutput] = asyncio.get_running_loop().create_future()
