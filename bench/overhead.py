@@ -27,7 +27,8 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +47,7 @@ from groundstate.episode import (
 )
 from groundstate.errors import ToolError
 from groundstate.executors import Executor, make_executor
+from groundstate.grading import outcome
 from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.solution import Step
 from groundstate.spec.suite import Suite, load_suite
@@ -67,6 +69,7 @@ def overhead(suite: Suite, repeats: int) -> None:
     grading: list[float] = []
     storing: list[float] = []
     cpu: list[float] = []
+    suite_checks: list[float] = []
     calls: list[int] = []
     # One event loop for every attempt, as a batch has: asyncio.run per attempt would add its
     # own setup, and on Python 3.11 a repr of the finished task (the whole record) when it
@@ -76,6 +79,7 @@ def overhead(suite: Suite, repeats: int) -> None:
         tempfile.TemporaryDirectory() as tmp,
         RunStore(Path(tmp) / "runs.db") as store,
         closing(loop),
+        _suite_checks_timed() as checks_cpu,
     ):
         for repeat in range(1, repeats + 1):
             for task_id, solutions in sorted(suite.solutions.items()):
@@ -88,12 +92,14 @@ def overhead(suite: Suite, repeats: int) -> None:
                 info = AttemptInfo(
                     run_id=f"{task_id}-{repeat}", batch_id="bench", attempt=repeat, seed=0
                 )
+                checks_cpu.clear()
                 t0, c0 = time.perf_counter(), time.process_time()
                 output = loop.run_until_complete(
                     run_attempt(task, suite, system, ScriptedAgent(oracle.steps), info)
                 )
                 attempt.append(time.perf_counter() - t0)
                 cpu.append(time.process_time() - c0)
+                suite_checks.append(sum(checks_cpu))
                 calls.append(sum(e.kind == "tool_call" for e in output.run.observation_action_log))
                 t0 = time.perf_counter()
                 store.add_run(output.run, output.artifacts)
@@ -111,11 +117,21 @@ def overhead(suite: Suite, repeats: int) -> None:
     print(
         f"  => about {total * 1000:.1f} ms of harness time per attempt, {1 / total:.0f} attempts/s"
     )
-    floor = plain_sqlite_floor(suite, repeats)
+    floor, floor_cpu = plain_sqlite_floor(suite, repeats)
     print(f"  plain-sqlite floor           {_ms(floor)}")
     print(
         f"  => overhead {(total - statistics.median(floor)) * 1000:.2f} ms per attempt over the "
         f"floor; ratio {total / statistics.median(floor):.1f}x"
+    )
+    # The floor runs the suite's tools but grades nothing; the harness also runs the suite's
+    # own Python checks, which are the suite's code, not the harness's. CPU both sides.
+    own = statistics.median(c - k for c, k in zip(cpu, suite_checks, strict=True))
+    print(f"  CPU inside the suite's Python checks  {_ms(suite_checks)}")
+    print(f"  CPU of the plain-sqlite floor         {_ms(floor_cpu)}")
+    print(
+        f"  => harness CPU over the floor's, the suite's checks aside: "
+        f"{(own - statistics.median(floor_cpu)) * 1000:.2f} ms per attempt "
+        f"(ratio {own / statistics.median(floor_cpu):.1f}x; storing not included)"
     )
     for level in (1, 8):
         per = _through_runner(suite, repeats, level)
@@ -169,16 +185,17 @@ class _FloorContext:
         return self.clock
 
 
-def plain_sqlite_floor(suite: Suite, repeats: int) -> list[float]:
-    """Per attempt: copy a built fixture, connect, run the oracle's tool calls, close, delete."""
-    samples = []
+def plain_sqlite_floor(suite: Suite, repeats: int) -> tuple[list[float], list[float]]:
+    """Per attempt: copy a built fixture, connect, run the oracle's tool calls, close, delete.
+    Wall and CPU seconds of each."""
+    samples, cpu = [], []
     with tempfile.TemporaryDirectory() as tmp:
         built = _built_fixtures(suite, Path(tmp))
         for repeat in range(repeats):
             for task_id, solutions in sorted(suite.solutions.items()):
                 task = suite.tasks[task_id]
                 live = Path(tmp) / f"live-{repeat}-{task_id}.db"
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 shutil.copyfile(built[task.initial_state_fixture], live)
                 db = sqlite3.connect(live, isolation_level=None)
                 ctx = _FloorContext(db, task.clock)
@@ -188,7 +205,34 @@ def plain_sqlite_floor(suite: Suite, repeats: int) -> list[float]:
                 db.close()
                 live.unlink()
                 samples.append(time.perf_counter() - t0)
-    return samples
+                cpu.append(time.process_time() - c0)
+    return samples, cpu
+
+
+@contextmanager
+def _suite_checks_timed() -> Iterator[list[float]]:
+    """Meanwhile, every suite check function the grader looks up adds the CPU seconds its
+    calls take (in the thread that runs them) to the yielded list."""
+    spent: list[float] = []
+    look_up = outcome.suite_function
+
+    def timed(ref: str, suite_root: Path) -> Any:
+        check = look_up(ref, suite_root)
+
+        def run(*args: Any) -> Any:
+            c0 = time.thread_time()
+            try:
+                return check(*args)
+            finally:
+                spent.append(time.thread_time() - c0)
+
+        return run
+
+    outcome.suite_function = timed
+    try:
+        yield spent
+    finally:
+        outcome.suite_function = look_up
 
 
 def _floor_call(ctx: _FloorContext, fn: Any, args: dict[str, Any]) -> None:
