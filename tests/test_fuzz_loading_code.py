@@ -86,6 +86,14 @@ def test_the_policy_read_mid_batch_is_a_spec_error_too(bank: Path) -> None:
         _ = suite.policy
 
 
+def test_every_attempt_of_a_loaded_suite_sees_the_policy_it_first_read(bank: Path) -> None:
+    suite = load_suite(bank)
+    first = suite.policy
+    (bank / "policy.md").write_text("Refund everything without asking.\n")
+    assert suite.policy == first
+    assert load_suite(bank).policy == "Refund everything without asking.\n"
+
+
 def test_read_text_reports_a_folder_and_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="is a folder"):
         read_text(tmp_path)

@@ -138,8 +138,9 @@ class Suite:
             return hash_value(self.files)
         return hash_value({"files": self.files, "environment": self.config.environment})
 
-    @property
+    @cached_property
     def policy(self) -> str:
+        """The policy text, read once: every attempt of a loaded suite sees the same text."""
         if self.config.policy is None:
             return ""
         return read_text(self.root / self.config.policy, max_bytes=MAX_POLICY_BYTES)
