@@ -54,11 +54,30 @@ def imported_siblings(path: Path) -> list[Path]:
     return sorted(seen)
 
 
+_MISMATCH = "AST constructor recursion depth mismatch"
+_PARSE_TRIES = 5
+
+
+def parse_python(source: str) -> ast.Module:
+    """``ast.parse``, immune to a CPython 3.11 race (python/cpython#106905): the AST builder's
+    recursion counter is shared by every thread, so another thread's ``ast.parse`` (the
+    standard ``traceback`` module's, formatting a crash while an attempt runs) can make a
+    sound parse fail with a ``SystemError``. That error says nothing about *source*: parse
+    again."""
+    for _ in range(_PARSE_TRIES - 1):
+        try:
+            return ast.parse(source)
+        except SystemError as exc:
+            if _MISMATCH not in str(exc):
+                raise
+    return ast.parse(source)
+
+
 def _imported_names(path: Path) -> set[str]:
     """Top-level names in the file's ``import`` statements (a file that does not parse: none;
     importing it will say why)."""
     try:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = parse_python(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return set()
     names: set[str] = set()
