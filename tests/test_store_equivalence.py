@@ -171,3 +171,14 @@ def test_a_record_round_trips_to_the_same_text(tmp_path: Path) -> None:
         stored = store.add_runs([(o.run, o.artifacts) for o in outputs])
         again = [store.run(r.run_id) for r in stored]
     assert [AgentRun.model_dump_json(r) for r in again] == [r.model_dump_json() for r in stored]
+
+
+def test_artifact_files_are_private_to_their_owner_as_before(tmp_path: Path) -> None:
+    # mkstemp made every artifact 0600 before it was renamed into place; direct writes too.
+    with RunStore(tmp_path / "runs.db") as store:
+        new = _file(store, store.put_artifact("new"))
+        replaced = _file(store, "sha256:" + _sha(b"again"))
+        replaced.parent.mkdir(parents=True, exist_ok=True)
+        replaced.write_bytes(b"ag")
+        store.put_artifact("again")
+        assert [f.stat().st_mode & 0o777 for f in (new, replaced)] == [0o600, 0o600]

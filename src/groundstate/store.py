@@ -1164,15 +1164,19 @@ def _size(path: Path) -> int | None:
         return None
 
 
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+
+
 def _create(target: Path, data: bytes) -> None:
-    """Write *data* to a new file *target* (its folder made if needed); FileExistsError when
+    """Write *data* to a new file *target* (its folder made if needed), readable by this user
+    only, as the temporary files artifacts were once renamed from; FileExistsError when
     *target* exists."""
     try:
-        handle = open(target, "xb")  # noqa: SIM115  # closed below, or retried after mkdir
+        fd = os.open(target, _NEW_FILE, 0o600)
     except FileNotFoundError:
         target.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(target, "xb")  # noqa: SIM115
-    with handle:
+        fd = os.open(target, _NEW_FILE, 0o600)
+    with os.fdopen(fd, "wb") as handle:
         handle.write(data)
 
 
