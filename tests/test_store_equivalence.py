@@ -182,3 +182,13 @@ def test_artifact_files_are_private_to_their_owner_as_before(tmp_path: Path) -> 
         replaced.write_bytes(b"ag")
         store.put_artifact("again")
         assert [f.stat().st_mode & 0o777 for f in (new, replaced)] == [0o600, 0o600]
+
+
+def test_a_batch_whose_captured_output_holds_carriage_returns_verifies(tmp_path: Path) -> None:
+    # Before, verify named such an artifact altered: a false report of tampering.
+    output = _oracle_outputs(BANK, "b")[0]
+    with RunStore(tmp_path / "runs.db") as store:
+        _batch(store, "b")
+        store.add_run(output.run, {**output.artifacts, "stdout.txt": "10%\r100%\r\n"})
+        check = store.verify("b")
+    assert check.ok and check.problems == []
