@@ -6,8 +6,10 @@ artifact is never left partial, whatever was at its name before."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
+import multiprocessing
 import os
 import sqlite3
 from datetime import UTC, datetime
@@ -29,6 +31,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@functools.cache  # the tests read these, never change them
 def _oracle_outputs(root: Path, batch_id: str) -> list[AttemptOutput]:
     suite, system = load_suite(root), scripted_system()
     loop = asyncio.new_event_loop()
@@ -166,7 +169,7 @@ def test_artifacts_with_carriage_returns_read_back_unchanged(tmp_path: Path, tex
 def test_a_record_round_trips_to_the_same_text(tmp_path: Path) -> None:
     # The reference above rebuilds records from AttemptOutput; stored text parsed back gives
     # the same text again, so resume and export read what was written.
-    outputs = _oracle_outputs(EXAMPLES / "retail", "r")[:3]
+    outputs = _oracle_outputs(EXAMPLES / "retail", "b")[:3]
     with RunStore(tmp_path / "runs.db") as store:
         stored = store.add_runs([(o.run, o.artifacts) for o in outputs])
         again = [store.run(r.run_id) for r in stored]
@@ -192,3 +195,30 @@ def test_a_batch_whose_captured_output_holds_carriage_returns_verifies(tmp_path:
         store.add_run(output.run, {**output.artifacts, "stdout.txt": "10%\r100%\r\n"})
         check = store.verify("b")
     assert check.ok and check.problems == []
+
+
+def _put_all(root: str, texts: list[str]) -> None:
+    with RunStore(Path(root) / "runs.db") as store:
+        for text in texts:  # whole once put_artifact returns: what a commit relies on
+            assert store.read_artifact(store.put_artifact(text)) == text
+
+
+def test_two_processes_storing_the_same_artifacts_leave_every_file_whole(tmp_path: Path) -> None:
+    # Each text is stored by both processes at about the same moment: whichever finds the
+    # other's file half written replaces it whole before it returns; none is left partial.
+    texts = [f"{i}:" + "x" * (20_000 + i) for i in range(60)]
+    RunStore(tmp_path / "runs.db").close()
+    context = multiprocessing.get_context("fork")
+    workers = [
+        context.Process(target=_put_all, args=(str(tmp_path), order))
+        for order in (texts, texts[::-1])
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=30)
+        assert worker.exitcode == 0
+    for text in texts:
+        data = text.encode()
+        assert (tmp_path / "artifacts" / _sha(data)[:2] / _sha(data)[2:]).read_bytes() == data
+    assert not list((tmp_path / "artifacts").rglob(".tmp-*"))
