@@ -1,9 +1,9 @@
 """The run store: a SQLite database of batches and runs, plus content-addressed artifacts.
 
 Records are append-only. Each attempt is committed in a transaction after its artifacts are
-written (each to a temporary file, then renamed into place), alone or with the other tries
-that finished at the same time (:meth:`RunStore.add_runs`), so a batch killed at any moment
-leaves only complete records. Artifacts are named by their sha256 and verified when read.
+written (each once, under its content's name: :meth:`RunStore.put_artifact`), alone or with the
+other tries that finished at the same time (:meth:`RunStore.add_runs`), so a batch killed at any
+moment leaves only complete records. Artifacts are named by their sha256 and verified when read.
 
 Records are tamper-evident (store format 2): each row keeps the sha256 of its canonical JSON,
 the hashes of its artifacts, its place in its batch (``seq``) and a chain hash covering the
@@ -31,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 from groundstate.errors import GroundstateError, StoreError
 from groundstate.paths import DEFAULT_STORE
 from groundstate.records import AgentRun
-from groundstate.spec.canonical import sha256_text
+from groundstate.spec.canonical import sha256_bytes, sha256_text
 from groundstate.workdirs import pid_alive
 
 M = TypeVar("M", bound=BaseModel)
@@ -693,14 +693,24 @@ class RunStore:
         return sorted(latest.values(), key=lambda x: (x.run_id, x.annotator))
 
     def put_artifact(self, text: str) -> str:
-        digest = sha256_text(text)
+        """Store *text* under its sha256, once, and return its location ``sha256:<digest>``.
+
+        The text is written straight to its content-addressed name, created exclusively (no
+        temporary file and rename per artifact: they cost more than the write). A name that
+        already holds as many bytes as the text holds this text (the name is its hash), so
+        nothing is written. Anything else there is a write cut short (a killed process) or one
+        still under way in another process; it is replaced whole through a temporary file and
+        a rename. Records are committed only after their artifacts are stored, so a committed
+        record never names a partial file.
+        """
+        data = text.encode("utf-8")
+        digest = sha256_bytes(data)
         target = self._artifact_path(digest)
-        if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            os.replace(tmp, target)
+        if _size(target) != len(data):
+            try:
+                _create(target, data)
+            except FileExistsError:  # partial, or being written by another process
+                _replace(target, data)
         return f"sha256:{digest}"
 
     @contextmanager
@@ -780,7 +790,9 @@ class RunStore:
     def read_artifact(self, location: str) -> str:
         digest = location.removeprefix("sha256:")
         try:
-            text = self._artifact_path(digest).read_text(encoding="utf-8")
+            # Bytes, decoded: a text-mode read would turn "\r\n" into "\n" and the
+            # artifact (captured output may hold both) would no longer match its hash.
+            text = self._artifact_path(digest).read_bytes().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise StoreError(f"artifact {location} is missing: {exc}") from exc
         if sha256_text(text) != digest:
@@ -1142,6 +1154,39 @@ def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
         kind="unverifiable",
         detail=f"{count} {what} unverifiable (written before store format {STORE_FORMAT})",
     )
+
+
+def _size(path: Path) -> int | None:
+    """The size of the file at *path*, or None when there is none."""
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return None
+
+
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+
+
+def _create(target: Path, data: bytes) -> None:
+    """Write *data* to a new file *target* (its folder made if needed), readable by this user
+    only, as the temporary files artifacts were once renamed from; FileExistsError when
+    *target* exists."""
+    try:
+        fd = os.open(target, _NEW_FILE, 0o600)
+    except FileNotFoundError:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, _NEW_FILE, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _replace(target: Path, data: bytes) -> None:
+    """Replace whatever is at *target* with *data* at once: readers see the old file or the
+    whole new one."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.replace(tmp, target)
 
 
 def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) -> BatchSummary:
