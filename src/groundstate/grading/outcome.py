@@ -10,8 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -127,7 +126,7 @@ def within_limits(
     own: closing an abandoned call's views leaves the next call's open."""
     timed: list[TimedCall[T]] = []
     for fn, limit, name in calls:
-        s0, sT = _BoundedView(states.s0), _BoundedView(states.sT)
+        s0, sT = _BoundedView(states.s0), _FinalView(states.sT, states.diff)
         bounded = dataclasses.replace(states, s0=s0, sT=sT)
         timed.append(TimedCall(partial(fn, bounded), limit, name, partial(_expire, s0, sT)))
     return call_each_with_time_limit(timed)
@@ -147,13 +146,21 @@ class _BoundedView:
         self._expired = False
         self._running = 0
 
+    # query and snapshot are written out (not through a context manager): a check may query
+    # a few times, and every layer is paid on each call.
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._started():
+        self._start()
+        try:
             return self._view.query(sql, params)
+        finally:
+            self._stop()
 
     def snapshot(self) -> Snapshot:
-        with self._started():
+        self._start()
+        try:
             return self._view.snapshot()
+        finally:
+            self._stop()
 
     def __getattr__(self, name: str) -> Any:
         """A kind's other capabilities (a workspace's ``read``, ``files``, ``diff``...), under
@@ -165,8 +172,11 @@ class _BoundedView:
             return found
 
         def bounded(*args: Any, **kwargs: Any) -> Any:
-            with self._started():
+            self._start()
+            try:
                 return found(*args, **kwargs)
+            finally:
+                self._stop()
 
         return bounded
 
@@ -186,17 +196,33 @@ class _BoundedView:
             interrupt()
             time.sleep(0.01)
 
-    @contextmanager
-    def _started(self) -> Iterator[None]:
+    def _start(self) -> None:
         with self._lock:
             if self._expired:
                 raise DeadlineExceeded("the grader's time limit has passed")
             self._running += 1
+
+    def _stop(self) -> None:
+        with self._lock:
+            self._running -= 1
+
+
+class _FinalView(_BoundedView):
+    """The view of sT a check gets: also the attempt's diff from s0, which the harness has
+    computed already (for the record), so a check need not read both states to find it."""
+
+    def __init__(self, view: StateView, diff: StateDiff) -> None:
+        super().__init__(view)
+        self._diff = diff
+
+    def changes(self) -> StateDiff:
+        """The rows added, removed and changed since s0, per table: the diff a
+        ``diff_snapshots(s0.snapshot(), sT.snapshot())`` gives, as a copy of the check's own."""
+        self._start()
         try:
-            yield
+            return self._diff.model_copy(deep=True)
         finally:
-            with self._lock:
-                self._running -= 1
+            self._stop()
 
 
 def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
