@@ -202,9 +202,29 @@ def _record_names(s0: StateView) -> set[str]:
 @lru_cache(maxsize=8)
 def _naming(names: frozenset[str]) -> re.Pattern[str]:
     """One pattern finding every name as a whole ("O-1001", not inside "O-10011"); built once
-    per fixture (every attempt of a suite names the same records)."""
-    options = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    per fixture (every attempt of a suite names the same records).
+
+    Where several names fit at one place, the longest whole one is found. ASCII names go into
+    a tree of their shared prefixes, longer branches tried first: the same matches as trying
+    every name longest first (ASCII letters differ in case only), several times faster."""
+    if all(name.isascii() for name in names):
+        options = _prefix_tree({name.lower() for name in names})
+    else:
+        options = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
     return re.compile(rf"(?<![\w-])(?:{options})(?![\w-])", re.IGNORECASE)
+
+
+def _prefix_tree(names: set[str]) -> str:
+    """A pattern matching exactly *names*, longest first: each shared prefix once, the names
+    going on after it before the one ending there (an empty last alternative)."""
+    ends = "" in names
+    after: dict[str, set[str]] = {}
+    for name in names - {""}:
+        after.setdefault(name[0], set()).add(name[1:])
+    options = [re.escape(first) + _prefix_tree(rest) for first, rest in sorted(after.items())]
+    if len(options) == 1 and not ends:
+        return options[0]
+    return "(?:" + "|".join(options + [""] * ends) + ")" if options else ""
 
 
 def _scalars(value: Any) -> Iterator[Any]:
