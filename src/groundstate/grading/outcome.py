@@ -208,8 +208,9 @@ class _BoundedView:
 
 
 class _FinalView(_BoundedView):
-    """The view of sT a check gets: also the attempt's diff from s0, which the harness has
-    computed already (for the record), so a check need not read both states to find it."""
+    """The view of sT a check gets (a :class:`~groundstate.environments.base.FinalStateView`):
+    also the attempt's diff from s0, which the harness has computed already (for the record),
+    so a check need not read both states to find it."""
 
     def __init__(self, view: StateView, diff: StateDiff) -> None:
         super().__init__(view)
