@@ -146,21 +146,11 @@ class _BoundedView:
         self._expired = False
         self._running = 0
 
-    # query and snapshot are written out (not through a context manager): a check may query
-    # a few times, and every layer is paid on each call.
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        self._start()
-        try:
-            return self._view.query(sql, params)
-        finally:
-            self._stop()
+        return self._bounded(self._view.query, sql, params)
 
     def snapshot(self) -> Snapshot:
-        self._start()
-        try:
-            return self._view.snapshot()
-        finally:
-            self._stop()
+        return self._bounded(self._view.snapshot)
 
     def __getattr__(self, name: str) -> Any:
         """A kind's other capabilities (a workspace's ``read``, ``files``, ``diff``...), under
@@ -171,14 +161,7 @@ class _BoundedView:
         if not callable(found):
             return found
 
-        def bounded(*args: Any, **kwargs: Any) -> Any:
-            self._start()
-            try:
-                return found(*args, **kwargs)
-            finally:
-                self._stop()
-
-        return bounded
+        return partial(self._bounded, found)
 
     def expire(self) -> None:
         """Refuse further queries, then abort the one running, where the view can.
@@ -196,15 +179,19 @@ class _BoundedView:
             interrupt()
             time.sleep(0.01)
 
-    def _start(self) -> None:
+    def _bounded(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call(*args, **kwargs)``, unless the time is up; counted as running meanwhile
+        (a plain call, not a context manager: a check may query often, and each layer is paid
+        on every query)."""
         with self._lock:
             if self._expired:
                 raise DeadlineExceeded("the grader's time limit has passed")
             self._running += 1
-
-    def _stop(self) -> None:
-        with self._lock:
-            self._running -= 1
+        try:
+            return call(*args, **kwargs)
+        finally:
+            with self._lock:
+                self._running -= 1
 
 
 class _FinalView(_BoundedView):
@@ -219,11 +206,7 @@ class _FinalView(_BoundedView):
     def changes(self) -> StateDiff:
         """The rows added, removed and changed since s0, per table: the diff a
         ``diff_snapshots(s0.snapshot(), sT.snapshot())`` gives, as a copy of the check's own."""
-        self._start()
-        try:
-            return self._diff.model_copy(deep=True)
-        finally:
-            self._stop()
+        return self._bounded(self._diff.model_copy, deep=True)
 
 
 def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
