@@ -100,6 +100,16 @@ class StateView(Protocol):
     def snapshot(self) -> Snapshot: ...
 
 
+class FinalStateView(StateView, Protocol):
+    """What a grader's Python check gets as sT: the view of the final state, and the
+    attempt's diff from s0, which the harness computed for the record already."""
+
+    def changes(self) -> StateDiff:
+        """The diff from s0 to sT (a copy of the caller's own): what
+        ``diff_snapshots(s0.snapshot(), sT.snapshot())`` gives, without reading either."""
+        ...
+
+
 @dataclass
 class CallEffects:
     """What one tool call did to the environment, filled in when its transaction ends."""

@@ -132,9 +132,12 @@ class SqliteView:
     """Read-only access to one SQLite state, for graders (valid until the next reset).
 
     The view of the initial state (*baseline* given) takes its snapshot from the fixture's
-    build, read once per process, instead of reading the whole database again: each call
-    still returns a copy of its own, which the caller may change. *connection* may be a
-    function that opens it, called on the first query (most attempts never query s0).
+    build, read once per process, instead of reading the whole database again. The view of
+    the final state reads it once, and again only after a commit on another connection
+    (``PRAGMA data_version`` moved): the several checks of one attempt share one read. Each
+    call still returns a copy of its own, which the caller may change: a copy of a pickled
+    image, with the same row order and storage classes. *connection* may be a function that
+    opens it, called on the first query (most attempts never query s0).
     """
 
     def __init__(
@@ -144,6 +147,8 @@ class SqliteView:
     ) -> None:
         self._connection = connection
         self._baseline = baseline
+        self._image: tuple[int, bytes] | None = None
+        """The data version a snapshot was read at, and its pickled image."""
 
     def _connected(self) -> sqlite3.Connection:
         if not isinstance(self._connection, sqlite3.Connection):
@@ -157,7 +162,20 @@ class SqliteView:
         with _environment_errors("snapshot"):
             if self._baseline is not None:
                 return _initial_snapshot(self._baseline)
-            return read_snapshot(self._connected())
+            return self._final_snapshot(self._connected())
+
+    def _final_snapshot(self, connection: sqlite3.Connection) -> Snapshot:
+        # No lock: a check abandoned at its time limit may still be reading here when the
+        # next check calls; both read, and either's image is the same state's.
+        version = connection.execute("PRAGMA data_version").fetchone()[0]
+        image = self._image
+        if image is not None and image[0] == version:
+            copy: Snapshot = pickle.loads(image[1])
+            return copy
+        snapshot = read_snapshot(connection)
+        # The image is taken before the caller gets the snapshot, which it may then change.
+        self._image = (version, pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL))
+        return snapshot
 
     def interrupt(self) -> None:
         """Abort a query running on this view (from any thread)."""

@@ -177,18 +177,52 @@ def _read_table_hash(connection: sqlite3.Connection, name: str, sql: str) -> str
 
 def read_snapshot(connection: sqlite3.Connection) -> Snapshot:
     """Every user table keyed by primary key; the clock and SQLite internals are left out."""
-    return Snapshot(
-        tables={name: table_state(connection, name) for name in user_tables(connection)}
-    )
+    tables = {
+        name: _read_rows(connection, name, columns, key)
+        for name, columns, key in _layouts(connection)
+    }
+    return Snapshot.model_construct(tables=tables)
 
 
 def table_state(connection: sqlite3.Connection, table: str) -> TableState:
     """One table's rows keyed by the canonical JSON of their primary key."""
-    columns, key = _columns(connection, table)
+    return _read_rows(connection, table, *_columns(connection, table))
+
+
+def _read_rows(
+    connection: sqlite3.Connection, table: str, columns: list[str], key: list[str]
+) -> TableState:
     selected = ", ".join(_column(column) for column in columns)
     cursor = connection.execute(f"SELECT {selected} FROM main.{quote(table)}")
     rows = [dict(zip(columns, values, strict=True)) for values in cursor]
-    return TableState(columns=columns, key=key, rows={_row_key(row, key): row for row in rows})
+    # Built here from the database's own values: validating would only copy every row.
+    return TableState.model_construct(
+        columns=list(columns), key=list(key), rows={_row_key(row, key): row for row in rows}
+    )
+
+
+Layout = tuple[tuple[str, list[str], list[str]], ...]
+"""Each user table's name, columns and key, as a snapshot reads them."""
+_LAYOUTS: dict[tuple[tuple[Any, ...], ...], Layout] = {}
+LAYOUTS_KEPT = 64
+"""Schemas whose table layouts are kept (a process grades few fixtures; a bound all the same,
+for schemas an agent's DDL made)."""
+
+
+def _layouts(connection: sqlite3.Connection) -> Layout:
+    """The user tables' layouts, read with ``PRAGMA table_info`` once per schema: a table's
+    columns, key and kind follow from the schema's text, which one query reads whole (the
+    pragmas cost a query per table on every snapshot)."""
+    schema = tuple(
+        connection.execute("SELECT type, name, tbl_name, sql FROM main.sqlite_master").fetchall()
+    )
+    layout = _LAYOUTS.get(schema)
+    if layout is None:
+        layout = tuple((name, *_columns(connection, name)) for name in user_tables(connection))
+        if len(_LAYOUTS) >= LAYOUTS_KEPT:
+            _LAYOUTS.clear()
+        _LAYOUTS[schema] = layout
+    return layout
 
 
 def _columns(connection: sqlite3.Connection, table: str) -> tuple[list[str], list[str]]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -127,7 +126,7 @@ def within_limits(
     own: closing an abandoned call's views leaves the next call's open."""
     timed: list[TimedCall[T]] = []
     for fn, limit, name in calls:
-        s0, sT = _BoundedView(states.s0), _BoundedView(states.sT)
+        s0, sT = _BoundedView(states.s0), _FinalView(states.sT, states.diff)
         bounded = dataclasses.replace(states, s0=s0, sT=sT)
         timed.append(TimedCall(partial(fn, bounded), limit, name, partial(_expire, s0, sT)))
     return call_each_with_time_limit(timed)
@@ -148,12 +147,10 @@ class _BoundedView:
         self._running = 0
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._started():
-            return self._view.query(sql, params)
+        return self._bounded(self._view.query, sql, params)
 
     def snapshot(self) -> Snapshot:
-        with self._started():
-            return self._view.snapshot()
+        return self._bounded(self._view.snapshot)
 
     def __getattr__(self, name: str) -> Any:
         """A kind's other capabilities (a workspace's ``read``, ``files``, ``diff``...), under
@@ -164,11 +161,7 @@ class _BoundedView:
         if not callable(found):
             return found
 
-        def bounded(*args: Any, **kwargs: Any) -> Any:
-            with self._started():
-                return found(*args, **kwargs)
-
-        return bounded
+        return partial(self._bounded, found)
 
     def expire(self) -> None:
         """Refuse further queries, then abort the one running, where the view can.
@@ -186,17 +179,34 @@ class _BoundedView:
             interrupt()
             time.sleep(0.01)
 
-    @contextmanager
-    def _started(self) -> Iterator[None]:
+    def _bounded(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``call(*args, **kwargs)``, unless the time is up; counted as running meanwhile
+        (a plain call, not a context manager: a check may query often, and each layer is paid
+        on every query)."""
         with self._lock:
             if self._expired:
                 raise DeadlineExceeded("the grader's time limit has passed")
             self._running += 1
         try:
-            yield
+            return call(*args, **kwargs)
         finally:
             with self._lock:
                 self._running -= 1
+
+
+class _FinalView(_BoundedView):
+    """The view of sT a check gets (a :class:`~groundstate.environments.base.FinalStateView`):
+    also the attempt's diff from s0, which the harness has computed already (for the record),
+    so a check need not read both states to find it."""
+
+    def __init__(self, view: StateView, diff: StateDiff) -> None:
+        super().__init__(view)
+        self._diff = diff
+
+    def changes(self) -> StateDiff:
+        """The rows added, removed and changed since s0, per table: the diff a
+        ``diff_snapshots(s0.snapshot(), sT.snapshot())`` gives, as a copy of the check's own."""
+        return self._bounded(self._diff.model_copy, deep=True)
 
 
 def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
