@@ -26,7 +26,7 @@ from rich.console import Console
 from groundstate.agents.base import Session
 from groundstate.analysis import batch_report, final_runs
 from groundstate.cli import main
-from groundstate.episode import ENVIRONMENT_TURNS, default_environment
+from groundstate.episode import default_environment
 from groundstate.errors import ExecutorError
 from groundstate.executors import make_executor
 from groundstate.records import AgentRun
@@ -36,6 +36,7 @@ from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import SystemSpec, load_system
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent
+from groundstate.turns import HARNESS_TURNS, TURN_LEASE
 from groundstate.workdirs import TMPDIR_ENV
 
 from .conftest import BANK, BANK_SYSTEM, stored_runs
@@ -277,7 +278,7 @@ def test_recorded_latency_is_the_attempts_own_not_the_queues(bank: Suite, tmp_pa
 
 
 class _SlowProbes:
-    """An environment whose health probe takes 0.3 s: environment work held in its turn."""
+    """An environment whose health probe takes 0.04 s: harness work, held in its turn."""
 
     def __init__(self, env: Any) -> None:
         self._env = env
@@ -293,17 +294,18 @@ class _SlowProbes:
         self._env.__exit__(*exc)
 
     def health(self) -> Any:
-        time.sleep(0.3)
+        time.sleep(PROBE)
         return self._env.health()
 
 
-def test_waiting_for_a_turn_at_the_environment_is_not_in_the_latency(
-    bank: Suite, tmp_path: Path
-) -> None:
-    """Six attempts at once, each with 0.6 s of environment work (two probes), and two turns
-    at the environment (ENVIRONMENT_TURNS): the batch takes at least three rounds of it, but
-    no attempt is recorded as taking longer than its own work."""
-    assert ENVIRONMENT_TURNS == 2
+PROBE = 0.04
+
+
+def test_waiting_for_a_turn_is_not_in_the_latency(bank: Suite, tmp_path: Path) -> None:
+    """Eight attempts at once, each with two 0.04 s health probes (under the lease), and two
+    turns at the harness's work (HARNESS_TURNS): the batch takes at least four rounds of
+    probes, but no attempt is recorded as taking much longer than its own work."""
+    assert HARNESS_TURNS == 2 and PROBE < TURN_LEASE / 2
     with RunStore(tmp_path / "runs.db") as store:
         runner = BatchRunner(
             bank,
@@ -312,11 +314,11 @@ def test_waiting_for_a_turn_at_the_environment_is_not_in_the_latency(
             make_agent=lambda: FunctionAgent(_sleeper(0.0)),
             make_env=lambda task, suite: _SlowProbes(default_environment(task, suite)),
         )
-        result = asyncio.run(runner.start(BatchConfig(attempts=6, concurrency=6)))
+        result = asyncio.run(runner.start(BatchConfig(attempts=8, concurrency=8)))
     runs = result.runs
     wall = (datetime.now(UTC) - result.batch.created_at).total_seconds()  # after preflight
-    assert wall >= 1.7  # 6 x 0.6 s of probes, two at a time: they queued
-    assert max(r.latency for r in runs) < 0.6 + 0.5, sorted(r.latency for r in runs)
+    assert wall >= 8 * 2 * PROBE / HARNESS_TURNS * 0.8  # they queued for turns
+    assert max(r.latency for r in runs) < 2 * PROBE + 0.4, sorted(r.latency for r in runs)
 
 
 def _children(pid: int) -> list[int]:
@@ -496,9 +498,7 @@ def test_a_process_worker_runs_several_waiting_attempts_at_once(
     assert max(starts) < min(ends), "some attempt started only after another had finished"
 
 
-def test_a_worker_that_dies_stops_the_batch_with_a_clear_error(
-    bank: Suite, tmp_path: Path
-) -> None:
+def test_a_worker_that_dies_stops_the_batch_with_a_clear_error(bank: Suite, tmp_path: Path) -> None:
     system = _waiter_system(tmp_path, "{wait: 0.0, die: true}")
     started = time.monotonic()
     with RunStore(tmp_path / "runs.db") as store:

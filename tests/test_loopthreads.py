@@ -103,7 +103,7 @@ def test_a_timer_left_behind_never_fires_in_later_work() -> None:
 
 @pytest.mark.parametrize("change", ["exception_handler", "debug", "executor", "current_loop"])
 def test_a_loop_changed_by_its_work_is_not_reused(change: str) -> None:
-    async def changes() -> int:
+    async def changes() -> asyncio.AbstractEventLoop:
         loop = asyncio.get_running_loop()
         if change == "exception_handler":
             loop.set_exception_handler(lambda loop, context: None)
@@ -115,9 +115,9 @@ def test_a_loop_changed_by_its_work_is_not_reused(change: str) -> None:
             other = asyncio.new_event_loop()
             other.close()
             asyncio.set_event_loop(other)
-        return id(loop)
+        return loop  # kept alive: a new loop cannot take its id
 
-    loop_id = _run(changes)
+    loop_id = id(_run(changes))
 
     def current() -> Coroutine[Any, Any, object]:
         async def no_loop_outside() -> object:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NoReturn, TypeVar
 
+from groundstate import turns
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
 from groundstate.capture import captured
 from groundstate.environments.base import (
@@ -46,7 +47,7 @@ from groundstate.loopthreads import in_loop_thread
 from groundstate.records import AgentRun, CheckResult, Usage
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
-from groundstate.spec.task import AgentTask
+from groundstate.spec.task import AgentTask, JudgeAssertion, TestsAssertion
 from groundstate.trace import (
     MessageEvent,
     ModelCall,
@@ -55,18 +56,17 @@ from groundstate.trace import (
     dump_jsonl,
     recordable,
 )
+from groundstate.turns import Turn
 from groundstate.users import make_user
 from groundstate.workdirs import temp_root
 
 _T = TypeVar("_T")
 
-ENVIRONMENT_TURNS = 2
-"""How many attempts of one process may do their environment's CPU-bound work at once
-(health probes, reset, state hashes, snapshots, the diff). Many attempts doing it together in
-one interpreter only take turns on its GIL, and the switching costs CPU of its own: at 256
-concurrent attempts, about 40% more per attempt than one at a time. Checks (which may wait
-on a model) and the agent's turns are not limited. Time spent waiting for a turn is queueing,
-not the attempt's work: it is left out of the recorded latency."""
+_WAITING_CHECKS = (JudgeAssertion, TestsAssertion)
+
+_WAITING_TOOLS: set[tuple[str, Any]] = set()
+"""Tools (suite folder, name) a call of which outlasted a turn's lease in this process: they
+wait on something (a server, a command), so their calls take no turn."""
 
 USER_SIMULATOR = "user_simulator"
 END_WAIT = 1.0
@@ -192,6 +192,9 @@ class EpisodeSession:
         self._user = make_user(system.user_simulator, task, seed)
         tools = {name: suite.tools[name] for name in task.available_tools}
         self._tools = tools
+        self._suite_root = str(suite.root)
+        self.queued = 0.0
+        """Seconds the agent's tool calls waited for a turn (queueing: not in the latency)."""
         self.artifacts: dict[str, str] = {}
         self.hidden_paths = (suite.root, temp_root())
         """What a sandboxed agent program must not see: the suite (solutions, checks,
@@ -234,7 +237,8 @@ class EpisodeSession:
         return self._steps
 
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
-        return self._locked(self._call, tool, {} if args is None else args)
+        with self._turn(tool):
+            return self._locked(self._call, tool, {} if args is None else args)
 
     async def say(self, text: str) -> str | None:
         return self._locked(self._say, text)
@@ -314,6 +318,23 @@ class EpisodeSession:
         )
 
     # --- the pipeline behind call and say -------------------------------------------------
+
+    @contextmanager
+    def _turn(self, tool: Any) -> Iterator[None]:
+        """A turn at the harness's work for one call of *tool* (see :mod:`groundstate.turns`),
+        unless a call of it outlasted the lease before: that tool waits on something. Taken
+        before the session's lock, which the episode takes while it holds a turn."""
+        key = (self._suite_root, tool)
+        if key in _WAITING_TOOLS:
+            yield
+            return
+        with turns.HARNESS.held() as turn:
+            try:
+                yield
+            finally:
+                self.queued += turn.waited
+        if turn.forfeited:
+            _WAITING_TOOLS.add(key)
 
     def _locked(self, action: Callable[..., _T], *args: Any) -> _T:
         """Run *action* in the caller's thread (the agent's own), under the session's lock.
@@ -413,34 +434,10 @@ def _again(error: BaseException) -> BaseException:
         return error
 
 
-class _Turns:
-    """Turns for the environment work of the attempts of this process (see
-    :data:`ENVIRONMENT_TURNS`)."""
-
-    def __init__(self, slots: int) -> None:
-        self._slots = threading.BoundedSemaphore(slots)
-
-    @contextmanager
-    def turn(self, progress: _Progress) -> Iterator[None]:
-        """Hold a turn; the time waited for it is added to ``progress.queued``."""
-        waited = time.perf_counter()
-        self._slots.acquire()
-        progress.queued += time.perf_counter() - waited
-        try:
-            yield
-        finally:
-            self._slots.release()
-
-
-_ENVIRONMENT = _Turns(ENVIRONMENT_TURNS)
-
-
 @dataclass
 class _Progress:
     """What an attempt has established so far; whatever stage fails, the record is built from it."""
 
-    queued: float = 0.0
-    """Seconds spent waiting for a turn at the environment (not in the recorded latency)."""
     interruption: str | None = None
     evidence: dict[str, Any] = field(default_factory=dict)
     initial_hash: str | None = None
@@ -468,20 +465,24 @@ async def run_attempt(
     info: AttemptInfo,
     make_env: EnvironmentFactory = default_environment,
 ) -> AttemptOutput:
-    """Run one attempt of *agent* on *task* in a fresh environment and grade it."""
+    """Run one attempt of *agent* on *task* in a fresh environment and grade it.
+
+    The harness's own work runs in turns (:mod:`groundstate.turns`), given back while the
+    agent runs and while checks that wait (judges, tests) run; the time spent waiting for
+    turns is queueing, left out of the recorded latency."""
     started_at, t0 = datetime.now(UTC), time.perf_counter()
     progress = _Progress()
     session: EpisodeSession | None = None
-    with captured() as printed:  # by the agent and the checks: kept as artifacts
+    with turns.HARNESS.held() as turn, captured() as printed:  # printed: kept as artifacts
         try:
             env = make_env(task, suite)
         except Exception as exc:  # whatever breaks while building it is the environment's fault
             progress.interrupt(_as_environment_failure(exc, "setup"), "setup")
         else:
             with env:
-                session = await _episode(task, suite, system, agent, env, info.seed, progress)
-    latency = time.perf_counter() - t0 - progress.queued
-    output = _record(task, system, info, progress, session, started_at, latency)
+                session = await _episode(task, suite, system, agent, env, info.seed, progress, turn)
+        latency = time.perf_counter() - t0 - turn.waited - (session.queued if session else 0.0)
+        output = _record(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
     return output
 
@@ -494,27 +495,27 @@ async def _episode(
     env: Environment,
     seed: int,
     progress: _Progress,
+    turn: Turn,
 ) -> EpisodeSession | None:
     progress.evidence["environment"] = env.name
-    with _ENVIRONMENT.turn(progress):
-        progress.evidence["health_before"] = env.health()
-        try:
-            progress.initial_hash = reset_checked(env, task, seed)
-            s0 = initial_snapshot(env)
-        except Exception as exc:  # an environment that cannot reset is at fault, not the agent
-            progress.interrupt(_as_environment_failure(exc, "reset"), "reset")
-            return None
+    progress.evidence["health_before"] = env.health()
+    try:
+        progress.initial_hash = reset_checked(env, task, seed)
+        s0 = initial_snapshot(env)
+    except Exception as exc:  # an environment that cannot reset is at fault, not the agent
+        progress.interrupt(_as_environment_failure(exc, "reset"), "reset")
+        return None
     session = EpisodeSession(task, suite, system, env, seed)
     try:
-        await _drive(agent, session, progress)
+        with turn.paused():  # the agent holds no turn: it may block, spin or wait
+            await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         session.end()
     if session.blocked_call is not None:
         progress.evidence["blocked_in_tool"] = session.blocked_call
     if not (progress.interruption or "").startswith("environment_failure"):
-        _grade(task, suite, env, s0, session, progress)
-    with _ENVIRONMENT.turn(progress):
-        progress.evidence["health_after"] = env.health()
+        _grade(task, suite, env, s0, session, progress, turn)
+    progress.evidence["health_after"] = env.health()
     return session
 
 
@@ -619,16 +620,24 @@ def _grade(
     s0: Snapshot,
     session: EpisodeSession,
     progress: _Progress,
+    turn: Turn,
 ) -> None:
     try:
-        with _ENVIRONMENT.turn(progress):
-            final_hash, diff = final_state(env, s0)
-        verdict = run_checks(task, suite, env, s0, session.events, final_hash, diff)
+        final_hash, diff = final_state(env, s0)
+        with turn.paused(_checks_wait(task)):
+            verdict = run_checks(task, suite, env, s0, session.events, final_hash, diff)
     except EnvironmentFailure as exc:
         progress.interrupt(exc, "final_state")
         return
     progress.final_hash, progress.diff = verdict.final_state_hash, verdict.diff
     progress.assertions, progress.constraints = verdict.assertions, verdict.constraints
+
+
+def _checks_wait(task: AgentTask) -> bool:
+    """Whether the task's checks wait on something by nature (a model judge, a test run):
+    they run without a turn. Other checks (SQL, diffs, Python, declarative constraints) use
+    the CPU and run in the attempt's turn."""
+    return any(isinstance(a, _WAITING_CHECKS) for a in task.outcome_assertions)
 
 
 @dataclass(frozen=True)
@@ -652,7 +661,7 @@ def grade(
 
 def final_state(env: Environment, s0: Snapshot) -> tuple[str, StateDiff]:
     """The environment's state hash and its diff from *s0*: the environment's share of
-    grading (CPU-bound, taken in turns by :func:`run_attempt`)."""
+    grading."""
     return env.state_hash(), diff_from_initial(env, s0)
 
 

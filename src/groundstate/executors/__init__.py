@@ -7,8 +7,11 @@ invalid-run policy are the runner's, the same on every executor.
 
 - ``in-process`` (default): each attempt in a thread of this process with its own event loop.
   Best when attempts mostly wait (on a model, a user, a sleep); accepts live test doubles.
-- ``process``: a pool of worker processes, one attempt per worker at a time, for CPU-bound
-  attempts (big fixtures, heavy graders, agents that compute).
+- ``process``: a pool of worker processes, several attempts per worker at once (a thread
+  each), for CPU-bound attempts (big fixtures, heavy graders, agents that compute).
+
+In every process, the harness's own work of its attempts runs in turns
+(:mod:`groundstate.turns`).
 - ``ray``: each attempt a Ray task, on a local Ray instance or a cluster (``--ray-address``).
 """
 
