@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +86,48 @@ def test_time_limit(edited_bank: EditTask) -> None:
         await asyncio.sleep(5)
 
     assert _run(suite, slow).terminal_reason == "agent_failure/time_limit"
+
+
+def test_an_abandoned_agent_that_fails_later_is_not_logged_as_unread(
+    edited_bank: EditTask,
+) -> None:
+    """Its error is nobody's to read; left unread, asyncio logs it (with a traceback) whenever
+    the garbage collector meets the future, in whatever code is running then."""
+    suite = edited_bank(lambda t: t.update(time_limit=0.05))
+    released = threading.Event()
+
+    async def blocks_then_fails(session: Session) -> None:
+        time.sleep(0.3)  # holds its thread past the limit
+        released.set()
+        raise RuntimeError("too late")
+
+    loop = asyncio.new_event_loop()  # kept open, as a batch's loop is
+    try:
+        info = AttemptInfo(run_id="r", batch_id="b", attempt=1, seed=0)
+        output = loop.run_until_complete(
+            run_attempt(
+                suite.tasks["transfer"],
+                suite,
+                scripted_system(),
+                FunctionAgent(blocks_then_fails),
+                info,
+            )
+        )
+        assert output.run.terminal_reason == "agent_failure/time_limit"
+        assert released.wait(5)
+        loop.run_until_complete(asyncio.sleep(0.2))  # the late outcome is delivered
+    finally:
+        loop.close()
+    # Found by its exception without reading it (exception() marks a future read).
+    late = [
+        future
+        for future in gc.get_objects()
+        if isinstance(future, asyncio.Future)
+        and not isinstance(future, asyncio.Task)
+        and str(getattr(future, "_exception", None)) == "too late"
+    ]
+    assert late
+    assert not any(future._log_traceback for future in late)  # type: ignore[attr-defined]
 
 
 def test_prohibited_read_is_denied_recorded_and_changes_nothing(bank: Suite) -> None:

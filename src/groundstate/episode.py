@@ -593,7 +593,15 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
     try:
         return await asyncio.wait_for(asyncio.shield(finished), session.time_limit)
     except TimeoutError:
+        # What the abandoned agent ends with, nobody reads: read it here, so asyncio does not
+        # log it ("exception was never retrieved") whenever the garbage collector gets to it.
+        finished.add_done_callback(_ignore_outcome)
         raise TimeLimitReached(f"time limit {session.time_limit:g}s reached") from None
+
+
+def _ignore_outcome(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _run_to_end(agent: Agent, session: EpisodeSession) -> Coroutine[Any, Any, Any]:
