@@ -43,6 +43,16 @@ def edited_bank(tmp_path: Path) -> EditTask:
     return edit
 
 
+def without_keys(value: Any, keys: set[str]) -> Any:
+    """*value* (JSON-like) with every dict entry named in *keys* dropped, at any depth: a
+    record's fields that vary from run to run (times, ids, paths) left out of a comparison."""
+    if isinstance(value, dict):
+        return {k: without_keys(v, keys) for k, v in value.items() if k not in keys}
+    if isinstance(value, list):
+        return [without_keys(v, keys) for v in value]
+    return value
+
+
 def stored_runs(store: Path) -> int:
     """Rows in a run store's runs table (0 while it is not there yet), read without the store
     class so that a test can watch a store another process is writing."""

@@ -39,7 +39,7 @@ from groundstate.testing import FunctionAgent
 from groundstate.turns import HARNESS_TURNS, TURN_LEASE
 from groundstate.workdirs import TMPDIR_ENV
 
-from .conftest import BANK, BANK_SYSTEM, stored_runs
+from .conftest import BANK, BANK_SYSTEM, stored_runs, without_keys
 
 FLAKY_AGENT = '''
 import os
@@ -118,22 +118,15 @@ def _run(flaky: Flaky, name: str, store_path: Path, concurrency: int = 2) -> Bat
         return asyncio.run(runner.start(config))
 
 
-def _stable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _stable(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [_stable(v) for v in value]
-    return value
-
-
 def _records(runs: list[AgentRun]) -> list[Any]:
     ordered = sorted(runs, key=lambda r: (r.task_id, r.attempt, r.retry))
-    return [_stable(r.model_dump(mode="json")) for r in ordered]
+    return [without_keys(r.model_dump(mode="json"), VOLATILE) for r in ordered]
 
 
 def _report(result: BatchResult) -> Any:
     data = batch_report(result.batch, result.runs)
-    return _stable({k: v for k, v in data.items() if k not in ("executor", "concurrency")})
+    batch_facts = {k: v for k, v in data.items() if k not in ("executor", "concurrency")}
+    return without_keys(batch_facts, VOLATILE)
 
 
 def _assert_same_batch(result: BatchResult, reference: BatchResult) -> None:

@@ -19,17 +19,11 @@ from groundstate.spec.suite import Suite, load_suite
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, scripted_system
 
+from .conftest import without_keys
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 VOLATILE = {"at", "duration_ms", "latency", "started_at", "database", "traceback"}
 """Times, and the attempt's own work folder."""
-
-
-def _comparable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _comparable(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [_comparable(v) for v in value]
-    return value
 
 
 def _oracle_records(suite: Suite) -> list[Any]:
@@ -43,7 +37,7 @@ def _oracle_records(suite: Suite) -> list[Any]:
             assert stored == output.run  # the record is what the store will read back
             trace = [json.loads(line) for line in output.artifacts.pop("trace.jsonl").splitlines()]
             record = output.run.model_dump(mode="json")
-            records.append(_comparable({**record, **output.artifacts, "trace": trace}))
+            records.append(without_keys({**record, **output.artifacts, "trace": trace}, VOLATILE))
         return records
 
     return asyncio.run(replay_all())

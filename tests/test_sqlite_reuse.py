@@ -26,6 +26,8 @@ from groundstate.spec.suite import Suite
 from groundstate.spec.task import Permissions
 from groundstate.testing import run_solution
 
+from .conftest import without_keys
+
 CLOCK = datetime(2026, 1, 15, 10, 0)
 FIXTURE = """
 CREATE TABLE accounts (id TEXT PRIMARY KEY, balance INTEGER NOT NULL CHECK (balance >= 0));
@@ -428,20 +430,12 @@ VARYING = {"run_id", "started_at", "latency", "at", "duration_ms", "database"}
 """Record fields that differ from one attempt to the next whatever the environment."""
 
 
-def _steady(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _steady(v) for k, v in value.items() if k not in VARYING}
-    if isinstance(value, list):
-        return [_steady(item) for item in value]
-    return value
-
-
 def test_records_are_the_same_with_and_without_reuse(
     bank: Suite, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def records() -> list[Any]:
         return [
-            _steady(run_solution(bank, "transfer", solution).model_dump(mode="json"))
+            without_keys(run_solution(bank, "transfer", solution).model_dump(mode="json"), VARYING)
             for solution in ("oracle", "bad_no_pin", "bad_wrong_target")
         ]
 
