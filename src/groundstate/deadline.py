@@ -18,7 +18,6 @@ each still under its own limit (:func:`call_each_with_time_limit`).
 from __future__ import annotations
 
 import math
-import os
 import queue
 import threading
 import time
@@ -27,6 +26,8 @@ from contextvars import copy_context
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Generic, TypeVar
+
+from groundstate.parked import Parked
 
 T = TypeVar("T")
 
@@ -93,42 +94,21 @@ class _Worker:
             job, done = self.jobs.get()
             job()  # catches everything itself
             self.thread.name = IDLE_NAME
-            parked = _park(self)  # before *done*: the caller's next call finds this thread idle
+            # Parked before *done*: the caller's next call finds this thread idle.
+            parked = _IDLE.park(self)
             done.set()
             if not parked:
                 return
 
 
-_IDLE: list[_Worker] = []
-_IDLE_LOCK = threading.Lock()
+_IDLE: Parked[_Worker] = Parked(limit=IDLE_THREADS)
 
 
 def _take() -> _Worker:
-    with _IDLE_LOCK:
-        while _IDLE:
-            worker = _IDLE.pop()
-            if worker.thread.is_alive():
-                return worker
+    while (worker := _IDLE.take()) is not None:
+        if worker.thread.is_alive():
+            return worker
     return _Worker()
-
-
-def _forget_idle() -> None:
-    """In a forked child: the parent's threads do not exist there (a pool worker process)."""
-    global _IDLE_LOCK
-    _IDLE_LOCK = threading.Lock()
-    _IDLE.clear()
-
-
-os.register_at_fork(after_in_child=_forget_idle)
-
-
-def _park(worker: _Worker) -> bool:
-    """Offer *worker* for the next call; False when enough threads are idle already."""
-    with _IDLE_LOCK:
-        if len(_IDLE) >= IDLE_THREADS:
-            return False
-        _IDLE.append(worker)
-        return True
 
 
 def call_with_time_limit(fn: Callable[[], T], limit: float, name: str = "groundstate-call") -> T:

@@ -26,7 +26,6 @@ shares with the next attempt whichever thread that runs on. Idle threads exit af
 from __future__ import annotations
 
 import asyncio
-import os
 import queue
 import sys
 import threading
@@ -34,6 +33,8 @@ from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from contextvars import Context, copy_context
 from typing import Any, TypeVar
+
+from groundstate.parked import Parked
 
 T = TypeVar("T")
 
@@ -83,11 +84,11 @@ class _LoopThread:
                 asyncio.set_event_loop(None)
                 sys.settrace(hooks[0])
                 sys.setprofile(hooks[1])
-            _park(self)  # before *done*: the submitter's next piece finds this thread idle
+            _IDLE.park(self)  # before *done*: the submitter's next piece finds this thread idle
             try:
                 done(outcome)
             except BaseException:
-                if _unpark(self):  # leave (the error is reported); else serve what was given
+                if _IDLE.unpark(self):  # leave (the error is reported); else serve what was given
                     self._shut()
                     raise
 
@@ -96,7 +97,7 @@ class _LoopThread:
         try:
             return self._jobs.get(timeout=IDLE_SECONDS)
         except queue.Empty:
-            if _unpark(self):
+            if _IDLE.unpark(self):
                 return None
             return self._jobs.get()  # taken just now: its work is on the way
 
@@ -161,39 +162,12 @@ def _live(handles: Any) -> int:
     return sum(not handle.cancelled() for handle in handles)
 
 
-_IDLE: list[_LoopThread] = []
-_IDLE_LOCK = threading.Lock()
+_IDLE: Parked[_LoopThread] = Parked()
 
 
 def _take() -> _LoopThread:
-    with _IDLE_LOCK:
-        if _IDLE:
-            return _IDLE.pop()
-    return _LoopThread()
-
-
-def _park(worker: _LoopThread) -> None:
-    with _IDLE_LOCK:
-        _IDLE.append(worker)
-
-
-def _unpark(worker: _LoopThread) -> bool:
-    """Take *worker* off the idle list; False when a submitter took it first."""
-    with _IDLE_LOCK:
-        if worker in _IDLE:
-            _IDLE.remove(worker)
-            return True
-        return False
-
-
-def _forget_idle() -> None:
-    """In a forked child: the parent's threads do not exist there."""
-    global _IDLE_LOCK
-    _IDLE_LOCK = threading.Lock()
-    _IDLE.clear()
-
-
-os.register_at_fork(after_in_child=_forget_idle)
+    idle = _IDLE.take()
+    return _LoopThread() if idle is None else idle
 
 
 def submit(work: Work[T], name: str, done: Done) -> None:
@@ -239,5 +213,4 @@ def as_exception(exc: BaseException) -> Exception:
 
 def idle_threads() -> int:
     """How many threads wait for work (for tests and the bench)."""
-    with _IDLE_LOCK:
-        return len(_IDLE)
+    return len(_IDLE)
