@@ -40,6 +40,7 @@ from groundstate.trace import MessageEvent, TraceCopies, TraceEvent
 
 GRADER_TIME_LIMIT = 10.0
 """Seconds one outcome assertion or Python constraint may take; past it, ``grader_failure``.
+(Diff and changed-paths assertions run none of the suite's code or SQL: they have no limit.)
 
 Checks run in a thread apart, so a check that blocks or spins is abandoned at the limit
 (see :mod:`groundstate.deadline`); a query it is running on s0 or sT is then interrupted, and
