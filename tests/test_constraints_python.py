@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from groundstate import deadline
 from groundstate.agents.base import Session
 from groundstate.errors import SpecError
 from groundstate.grading import outcome
@@ -17,6 +19,7 @@ from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import suite_function
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
+from groundstate.spec.task import DiffAssertion
 from groundstate.testing import FunctionAgent, attempt
 from groundstate.trace import TraceCopies
 
@@ -24,6 +27,7 @@ from .conftest import BANK, EditTask
 from .trace_builder import Trace, constraint
 
 CHECKS = """
+import threading
 import time
 
 
@@ -66,6 +70,19 @@ def exits(trace, s0):
 
 def odd_evidence(trace, s0):
     return False, {"steps": {1, 2}, "object": object}
+
+
+def on_its_thread(trace, s0):
+    return True, {"thread": threading.get_ident()}
+
+
+def states_on_its_thread(s0, sT):
+    return True, {"thread": threading.get_ident()}
+
+
+def sleeps_on_states(s0, sT):
+    time.sleep(3)
+    return True
 """
 
 
@@ -299,3 +316,82 @@ def test_a_check_whose_function_went_away_is_a_grader_failure(with_check: Any) -
     run, result = _run(suite)
     assert run.terminal_reason == "grader_failure"
     assert result.error is not None and "transfers_once" in result.error
+
+
+# --- one grading pass, one hand-off --------------------------------------------------------
+
+
+@pytest.fixture
+def hand_offs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the times checks are handed to a thread (each batch takes one)."""
+    taken: list[int] = []
+    real = deadline._take
+
+    def counted() -> Any:
+        taken.append(1)
+        return real()
+
+    monkeypatch.setattr(deadline, "_take", counted)
+    return taken
+
+
+def _with_outcome_check(function: str) -> Any:
+    def edit(task: dict[str, Any]) -> None:
+        task["outcome_assertions"].append({"id": "pyo", "check": f"trace_checks.py:{function}"})
+
+    return edit
+
+
+def test_outcome_checks_and_python_constraints_go_to_one_thread_together(
+    with_check: Any, edited_bank: EditTask, hand_offs: list[int]
+) -> None:
+    with_check("on_its_thread")  # the ``py`` constraint
+    suite = edited_bank(_with_outcome_check("states_on_its_thread"))
+    hand_offs.clear()
+    run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
+    assert run.terminal_reason == "success"
+    # The SQL assertion, the two Python assertions and the Python constraint: one hand-off.
+    assert len(hand_offs) == 1
+    results = {r.id: r for r in [*run.outcome_assertion_results, *run.constraint_results]}
+    assert results["pyo"].evidence["thread"] == results["py"].evidence["thread"]
+    assert results["pyo"].evidence["thread"] != threading.get_ident()
+
+
+def test_an_outcome_check_that_blocks_is_abandoned_and_the_constraints_after_it_still_run(
+    with_check: Any, edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("groundstate.grading.outcome.GRADER_TIME_LIMIT", 0.4)
+    with_check("few_calls")
+    suite = edited_bank(_with_outcome_check("sleeps_on_states"))
+    started = time.perf_counter()
+    run, result = _run(suite)
+    assert time.perf_counter() - started < 2.5  # not the 3 s the sleeper wanted
+    assertions = {r.id: r for r in run.outcome_assertion_results}
+    assert assertions["pyo"].error == "timed out: did not finish within 0.4s"
+    assert assertions["conserved"].passed and assertions["balances"].passed
+    assert result.error is None and result.evidence["balance_a"] == 100  # s0 still served
+
+
+def test_diff_assertions_alone_need_no_thread_and_their_errors_are_grader_failures(
+    edited_bank: EditTask, hand_offs: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def diff_only(task: dict[str, Any]) -> None:
+        task["outcome_assertions"] = [
+            a for a in task["outcome_assertions"] if a["id"] == "exactly-one-transfer"
+        ]
+        task["partial_credit_rubric"] = [{"id": "state", "assertion": "exactly-one-transfer"}]
+
+    suite = edited_bank(diff_only)
+    hand_offs.clear()
+    run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
+    assert run.terminal_reason == "success" and hand_offs == []
+    [result] = run.outcome_assertion_results
+    assert result.passed and result.evidence["diff"]["tables"]["transfers"]["added"]
+
+    def broken(assertion: Any, states: Any) -> Any:
+        raise RuntimeError("grader bug")
+
+    monkeypatch.setitem(outcome._EVALUATE, DiffAssertion, broken)
+    run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
+    assert run.terminal_reason == "grader_failure"
+    assert run.outcome_assertion_results[0].error == "RuntimeError: grader bug"

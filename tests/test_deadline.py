@@ -14,6 +14,7 @@ from groundstate.deadline import (
     IDLE_NAME,
     CalledCodeExited,
     DeadlineExceeded,
+    PendingCalls,
     TimedCall,
     call_each_with_time_limit,
     call_with_time_limit,
@@ -208,3 +209,40 @@ def test_a_failing_abandon_hook_is_that_calls_error_only() -> None:
         stuck.result()
     assert isinstance(raised.value.__context__, DeadlineExceeded)
     assert after.result() == "after"
+
+
+# --- calls added apart, run together ----------------------------------------------------
+
+
+def test_pending_calls_added_apart_run_together_when_one_result_is_read() -> None:
+    pending = PendingCalls()
+    ran: list[str] = []
+
+    def call(name: str) -> TimedCall[tuple[str, int]]:
+        return TimedCall(lambda: ran.append(name) or (name, _ident()), 5, f"pending-{name}")
+
+    first = pending.add([call("a1"), call("a2")])
+    second = pending.add([call("b1")])
+    assert ran == []  # nothing runs until a result is read
+    assert second[0].result()[0] == "b1"  # reading the last runs the earlier ones too
+    assert ran == ["a1", "a2", "b1"]
+    threads = {r.result()[1] for r in [*first, *second]}
+    assert len(threads) == 1 and threads != {threading.get_ident()}  # one hand-off
+    later = pending.add([call("c1")])
+    assert ran == ["a1", "a2", "b1"]  # added after the run: waits for its own read
+    assert later[0].result()[0] == "c1" and ran[-1] == "c1"
+    assert first[1].result()[0] == "a2"  # read again: no call runs twice
+    assert ran == ["a1", "a2", "b1", "c1"]
+
+
+def test_pending_calls_a_blocking_one_is_abandoned_and_those_added_after_still_run() -> None:
+    pending = PendingCalls()
+    release = threading.Event()
+    stuck = pending.add([TimedCall(lambda: release.wait(10), 0.2, "grader-pending-hangs")])
+    after = pending.add([TimedCall(lambda: "after", 5), TimedCall(lambda: None, 5)])
+    started = time.perf_counter()
+    assert after[0].result() == "after" and after[1].result() is None
+    assert time.perf_counter() - started < 2
+    with pytest.raises(DeadlineExceeded, match=r"within 0\.2s"):
+        stuck[0].result()
+    release.set()

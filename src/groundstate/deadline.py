@@ -12,7 +12,8 @@ The threads are kept for the next call: starting one costs more than most checks
 thread whose call returned (in time or not) waits for the next call; one still stuck in an
 abandoned call is simply not available, and a new thread is started when none is idle. Calls
 that run one after another anyway (an attempt's checks) are handed to a thread together,
-each still under its own limit (:func:`call_each_with_time_limit`).
+each still under its own limit (:func:`call_each_with_time_limit`), also when separate parts
+of the caller add them (:class:`PendingCalls`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from contextvars import copy_context
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from groundstate.parked import Parked
 
@@ -133,16 +134,63 @@ def call_each_with_time_limit(calls: Sequence[TimedCall[T]]) -> list[Returned[T]
     call runs in its own copy of the caller's context.
     """
     returned: list[Returned[T]] = [Returned() for _ in calls]
+    _run_each(calls, returned)
+    return returned
+
+
+def _run_each(calls: Sequence[TimedCall[T]], returned: Sequence[Returned[T]]) -> None:
     start = 0
     while start < len(calls):
         start = _Batch(calls[start:], returned[start:]).run() + start
-    return returned
+
+
+class PendingCalls:
+    """Time-limited calls added now and run when the first of their results is read, all
+    the calls added by then together (:func:`call_each_with_time_limit`, in the order added):
+    one hand-off to a thread for the calls that separate parts of one caller add (an
+    attempt's outcome assertions and its Python constraints), instead of one each.
+
+    For one caller thread: a grading pass's, which adds its calls and reads their results.
+    """
+
+    def __init__(self) -> None:
+        self._calls: list[TimedCall[Any]] = []
+        self._returned: list[_Pending[Any]] = []
+
+    def add(self, calls: Sequence[TimedCall[T]]) -> list[Returned[T]]:
+        """What each of *calls* will give; reading any of them runs every call not run yet."""
+        pending: list[_Pending[T]] = [_Pending(self) for _ in calls]
+        self._calls += calls
+        self._returned += pending
+        return list(pending)
+
+    def run(self) -> None:
+        """Run the calls added since the last run, each under its own limit."""
+        calls, returned = self._calls, self._returned
+        self._calls, self._returned = [], []
+        for each in returned:
+            each.pending = None
+        _run_each(calls, returned)
+
+
+class _Pending(Returned[T]):
+    """A result of :class:`PendingCalls`: read before its call ran, it runs the calls
+    pending."""
+
+    def __init__(self, pending: PendingCalls) -> None:
+        super().__init__()
+        self.pending: PendingCalls | None = pending
+
+    def result(self) -> T:
+        if self.pending is not None:
+            self.pending.run()
+        return super().result()
 
 
 class _Batch(Generic[T]):
     """Calls handed to one thread together, and how far that thread has got."""
 
-    def __init__(self, calls: Sequence[TimedCall[T]], returned: list[Returned[T]]) -> None:
+    def __init__(self, calls: Sequence[TimedCall[T]], returned: Sequence[Returned[T]]) -> None:
         self.calls = calls
         self.returned = returned
         self.contexts = [copy_context() for _ in calls]

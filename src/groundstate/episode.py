@@ -40,7 +40,7 @@ from groundstate.errors import (
 )
 from groundstate.gateway import ToolGateway
 from groundstate.grading.constraints import evaluate_constraints
-from groundstate.grading.outcome import States, evaluate_assertions
+from groundstate.grading.outcome import States, assertions_later
 from groundstate.grading.rubric import partial_score
 from groundstate.grading.terminal import classify, interruption_reason
 from groundstate.loopthreads import in_loop_thread
@@ -682,13 +682,15 @@ def run_checks(
     final_hash: str,
     diff: StateDiff,
 ) -> Verdict:
-    """Run the task's assertions and constraints on the final state *diff* describes."""
+    """Run the task's assertions and constraints on the final state *diff* describes.
+
+    The assertions' checks wait until the Python constraints' are added: both go to one
+    thread together (see :func:`~groundstate.grading.outcome.within_limits`)."""
     states = States(env.initial_view(), env.evaluator_view(), s0, diff, suite.root, events)
+    assertions = assertions_later(task.outcome_assertions, states)
+    constraints = evaluate_constraints(task.hard_process_constraints, events, states)
     return Verdict(
-        final_state_hash=final_hash,
-        diff=diff,
-        assertions=evaluate_assertions(task.outcome_assertions, states),
-        constraints=evaluate_constraints(task.hard_process_constraints, events, states),
+        final_state_hash=final_hash, diff=diff, assertions=assertions(), constraints=constraints
     )
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, TypeAdapter, field_validator
 
+from groundstate.copies import Copies
 from groundstate.environments.base import RowWrite
 
 ErrorClass = Literal[
@@ -182,32 +182,17 @@ def agent_events(events: Iterable[TraceEvent]) -> list[AgentEvent]:
 E = TypeVar("E", bound=BaseModel)
 
 
-class TraceCopies(Generic[E]):
+class TraceCopies(Copies[list[E]]):
     """Deep copies of one trace for user code (Python checks, judges), one per call: what a
     check edits in its copy reaches neither the record nor the next check.
 
-    The trace is pickled once, on the first copy, and each copy is unpickled from that image,
-    several times cheaper than ``model_copy(deep=True)`` event by event; a trace that cannot be
-    pickled (an exotic tool output) is deep-copied instead. The events must not change after
-    the first copy (grading runs after the episode has ended).
+    One pickled image of the trace, unpickled for each copy (:class:`~groundstate.copies.
+    Copies`); the events must not change after the first copy (grading runs after the
+    episode has ended).
     """
 
     def __init__(self, events: Sequence[E]) -> None:
-        self._events = list(events)
-        self._image: bytes | None = None
-        self._picklable = True
-
-    def fresh(self) -> list[E]:
-        """A new deep copy of the trace."""
-        if self._image is None and self._picklable:
-            try:
-                self._image = pickle.dumps(self._events, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # an output pickle refuses: copy it the slow way from now on
-                self._picklable = False
-        if self._image is None:
-            return [event.model_copy(deep=True) for event in self._events]
-        copies: list[E] = pickle.loads(self._image)
-        return copies
+        super().__init__(list(events))
 
 
 _EVENTS: TypeAdapter[list[TraceEvent]] = TypeAdapter(list[TraceEvent])

@@ -17,12 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from groundstate.capture import held
-from groundstate.deadline import (
-    DeadlineExceeded,
-    Returned,
-    TimedCall,
-    call_each_with_time_limit,
-)
+from groundstate.copies import Copies
+from groundstate.deadline import DeadlineExceeded, PendingCalls, Returned, TimedCall
 from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
 from groundstate.errors import JudgeFailure
 from groundstate.grading import model_judge
@@ -44,6 +40,7 @@ from groundstate.trace import MessageEvent, TraceCopies, TraceEvent
 
 GRADER_TIME_LIMIT = 10.0
 """Seconds one outcome assertion or Python constraint may take; past it, ``grader_failure``.
+(Diff and changed-paths assertions run none of the suite's code or SQL: they have no limit.)
 
 Checks run in a thread apart, so a check that blocks or spins is abandoned at the limit
 (see :mod:`groundstate.deadline`); a query it is running on s0 or sT is then interrupted, and
@@ -71,11 +68,39 @@ class States:
     functions: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The suite's check functions looked up so far, by reference (``checks.py:f``): one
     grading pass looks each up once, however many of the file's checks it runs."""
+    pending: PendingCalls = field(default_factory=PendingCalls, compare=False, repr=False)
+    """The grading pass's checks not run yet (see :func:`within_limits`)."""
 
 
 def evaluate_assertions(assertions: list[OutcomeAssertion], states: States) -> list[CheckResult]:
-    calls = [(partial(_EVALUATE[type(a)], a), _time_limit(a), f"grader-{a.id}") for a in assertions]
-    return [_verdict(a, r) for a, r in zip(assertions, within_limits(calls, states), strict=True)]
+    return assertions_later(assertions, states)()
+
+
+def assertions_later(
+    assertions: list[OutcomeAssertion], states: States
+) -> Callable[[], list[CheckResult]]:
+    """The assertions' results, to be read later: their checks join the grading pass's
+    pending ones (see :func:`within_limits`), so that the Python constraints' checks added
+    next go to the same thread with them.
+
+    A diff or changed-paths assertion runs no code but ours, on the diff computed already: it
+    is evaluated here, without a thread or a time limit."""
+    timed = [a for a in assertions if type(a) not in _UNTIMED]
+    calls = [(partial(_EVALUATE[type(a)], a), _time_limit(a), f"grader-{a.id}") for a in timed]
+    later = iter(within_limits(calls, states))
+    returned = [
+        next(later) if type(a) not in _UNTIMED else _evaluated_now(a, states) for a in assertions
+    ]
+    return lambda: [_verdict(a, r) for a, r in zip(assertions, returned, strict=True)]
+
+
+def _evaluated_now(assertion: OutcomeAssertion, states: States) -> Returned[Evaluated]:
+    returned: Returned[Evaluated] = Returned()
+    try:
+        returned.value = _EVALUATE[type(assertion)](assertion, states)
+    except Exception as exc:  # as a check's error in a thread would be
+        returned.error = exc
+    return returned
 
 
 def _verdict(assertion: OutcomeAssertion, returned: Returned[Evaluated]) -> CheckResult:
@@ -121,15 +146,20 @@ def within_limits(
     calls: Sequence[tuple[Callable[[States], T], float, str]], states: States
 ) -> list[Returned[T]]:
     """Each ``fn(states)`` of *calls* (with its limit and thread name) in turn, as
-    :func:`within_limit` runs one, handed to one thread together
-    (:func:`~groundstate.deadline.call_each_with_time_limit`). Each call gets views of its
-    own: closing an abandoned call's views leaves the next call's open."""
+    :func:`within_limit` runs one. Each call gets views of its own: closing an abandoned
+    call's views leaves the next call's open.
+
+    The calls join the grading pass's pending ones (``states.pending``): reading any result
+    runs them all, handed to one thread together
+    (:class:`~groundstate.deadline.PendingCalls`), so that the pass's assertions and Python
+    constraints cost one hand-off between threads, not one each."""
     timed: list[TimedCall[T]] = []
+    changes = Copies(states.diff)  # one image of the diff for the calls' copies
     for fn, limit, name in calls:
-        s0, sT = _BoundedView(states.s0), _FinalView(states.sT, states.diff)
+        s0, sT = _BoundedView(states.s0), _FinalView(states.sT, changes)
         bounded = dataclasses.replace(states, s0=s0, sT=sT)
         timed.append(TimedCall(partial(fn, bounded), limit, name, partial(_expire, s0, sT)))
-    return call_each_with_time_limit(timed)
+    return states.pending.add(timed)
 
 
 def _expire(*views: _BoundedView) -> None:
@@ -199,14 +229,14 @@ class _FinalView(_BoundedView):
     also the attempt's diff from s0, which the harness has computed already (for the record),
     so a check need not read both states to find it."""
 
-    def __init__(self, view: StateView, diff: StateDiff) -> None:
+    def __init__(self, view: StateView, diff: Copies[StateDiff]) -> None:
         super().__init__(view)
         self._diff = diff
 
     def changes(self) -> StateDiff:
         """The rows added, removed and changed since s0, per table: the diff a
         ``diff_snapshots(s0.snapshot(), sT.snapshot())`` gives, as a copy of the check's own."""
-        return self._bounded(self._diff.model_copy, deep=True)
+        return self._bounded(self._diff.fresh)
 
 
 def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
@@ -396,6 +426,8 @@ _EVALUATE = {
     TestsAssertion: evaluate_tests,
     ChangedPathsAssertion: evaluate_changed_paths,
 }
+_UNTIMED = {DiffAssertion, ChangedPathsAssertion}
+"""Assertions evaluated by our code alone, on the diff: they need no thread."""
 _KIND = {
     SqlAssertion: "sql",
     PythonAssertion: "check",
