@@ -19,6 +19,7 @@ from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._order import at_least, at_most, before, never
 from groundstate.grading.constraints._python import python_checks
+from groundstate.grading.constraints._result import passed
 from groundstate.grading.constraints._text import normalise
 from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
@@ -60,14 +61,43 @@ def evaluate_constraints(
 
 def _evaluate(constraint: HardConstraint, index: TraceIndex) -> CheckResult:
     try:
-        return _declarative(constraint, index)
+        idle = _idle(constraint, index)
+        return idle if idle is not None else _declarative(constraint, index)
     except Exception as exc:  # a grader bug is a grader failure, not the agent's
-        kind = next(k for k in CONSTRAINT_KINDS if k in type(constraint).model_fields)
         error = f"{type(exc).__name__}: {exc}"
+        kind = next(k for k in CONSTRAINT_KINDS if k in type(constraint).model_fields)
         return CheckResult(id=constraint.id, kind=kind, passed=False, error=error)
 
 
+def _idle(constraint: HardConstraint, index: TraceIndex) -> CheckResult | None:
+    """The result of a constraint that the trace gives nothing to judge, without evaluating it.
+
+    Most of a task's constraints guard tools its conversation never calls: when no step could
+    be what a constraint guards (no call of the tool, no message of the role, no write), it
+    passes with the evidence :func:`_declarative` gives an empty selection. None: evaluate it.
+    """
+    match constraint:
+        case BeforeConstraint():
+            guarded, kind = constraint.before.then, "before"
+        case NeverConstraint():
+            guarded, kind = constraint.never, "never"
+        case AtMostConstraint():
+            if index.may_select(constraint.at_most.match):
+                return None
+            return passed(constraint.id, "at_most", count=0)
+        case ConfirmedConstraint():
+            guarded, kind = constraint.confirmed.change, "confirmed"
+        case ProvenanceConstraint():
+            guarded, kind = constraint.provenance.match, "provenance"
+        case NoUndoConstraint():
+            return None if index.written else passed(constraint.id, "no_undo")
+        case _:  # at_least fails on an empty selection: it is always evaluated
+            return None
+    return None if index.may_select(guarded) else passed(constraint.id, kind)
+
+
 def _declarative(constraint: HardConstraint, index: TraceIndex) -> CheckResult:
+    """The full evaluation of a declarative constraint on the indexed trace."""
     match constraint:
         case BeforeConstraint():
             return before(constraint, index)
