@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 
 from groundstate.grading.constraints import _declarative, _evaluate, _idle
 from groundstate.grading.constraints._index import TraceIndex
+from groundstate.grading.constraints._paths import same
 from groundstate.records import CheckResult
+from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import HardConstraint, Match, PythonConstraint
 from groundstate.spec.suite import load_suite
 from groundstate.trace import agent_events
@@ -221,3 +223,24 @@ def test_a_trusted_result_leaves_unset_what_the_constructor_leaves_unset() -> No
     built = CheckResult.trusted("c", "before", False, evidence)
     assert built.evidence == {"values": ["a", ["\\ud800"]]}
     assert evidence == {"values": ("a", ["\ud800"])}  # the caller's evidence is not edited
+
+
+# --- equality of condition values -------------------------------------------------------------
+
+
+def _same_by_definition(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return bool(a == b)
+    return type(a) is type(b) and canonical_json(a) == canonical_json(b)
+
+
+_scalar = st.sampled_from(["1", "a", "A", "", "\ud800", "1.0", "true"]) | _json
+
+
+@settings(max_examples=300, deadline=None)
+@given(_scalar, _scalar)
+def test_text_compared_directly_is_the_same_as_compared_by_canonical_json(a: Any, b: Any) -> None:
+    assert same(a, b) == _same_by_definition(a, b)
+    assert same(a, a) == _same_by_definition(a, a)
