@@ -244,3 +244,21 @@ _scalar = st.sampled_from(["1", "a", "A", "", "\ud800", "1.0", "true"]) | _json
 def test_text_compared_directly_is_the_same_as_compared_by_canonical_json(a: Any, b: Any) -> None:
     assert same(a, b) == _same_by_definition(a, b)
     assert same(a, a) == _same_by_definition(a, a)
+
+
+def _captures_at(path: str) -> HardConstraint:
+    return constraint(
+        id="index",
+        before={
+            "first": {"tool": "a", "capture": {"v": path}},
+            "then": {"tool": "b"},
+            "where": {"args.x": "$v"},
+        },
+    )
+
+
+def test_a_path_segment_int_refuses_is_a_missing_key_not_a_grader_failure() -> None:
+    result = Trace().call("a", {}, [1, 2]).call("b", {"x": 1}).check(_captures_at("output.\u00b2"))
+    assert result.error is None and not result.passed  # "²" reaches nothing in a list
+    arabic = _captures_at("output.\u0661")  # an Arabic-Indic 1 is an index, as int() reads it
+    assert Trace().call("a", {}, [1, 2]).call("b", {"x": 2}).check(arabic).passed

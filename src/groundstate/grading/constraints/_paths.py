@@ -71,7 +71,8 @@ def _step(value: Any, segment: str) -> list[Any] | None:
 
 
 def _is_index(segment: str) -> bool:
-    return segment.removeprefix("-").isdigit()
+    # isdecimal, not isdigit: "²" is a digit that int() refuses (it is a key, not an index).
+    return segment.removeprefix("-").isdecimal()
 
 
 def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
