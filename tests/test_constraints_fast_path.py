@@ -21,7 +21,7 @@ from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._paths import same
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import canonical_json
-from groundstate.spec.constraints import HardConstraint, Match, PythonConstraint
+from groundstate.spec.constraints import HardConstraint, Match, NeverConstraint, PythonConstraint
 from groundstate.spec.suite import load_suite
 from groundstate.trace import agent_events
 
@@ -262,3 +262,13 @@ def test_a_path_segment_int_refuses_is_a_missing_key_not_a_grader_failure() -> N
     assert result.error is None and not result.passed  # "²" reaches nothing in a list
     arabic = _captures_at("output.\u0661")  # an Arabic-Indic 1 is an index, as int() reads it
     assert Trace().call("a", {}, [1, 2]).call("b", {"x": 2}).check(arabic).passed
+
+
+class _OwnNever(NeverConstraint):
+    """A subclass: looked up by its base class, as ``isinstance`` would find it."""
+
+
+def test_a_subclass_is_evaluated_as_its_kind() -> None:
+    own = _OwnNever.model_validate({"id": "own", "never": {"tool": "t"}})
+    assert Trace().call("t").check(own).evidence["count"] == 1
+    assert Trace().call("u").check(own).passed
