@@ -102,8 +102,9 @@ _KINDS: dict[type[HardConstraint], _Kind] = {
         "no_undo", lambda c, i: no_undo(c, i.events), lambda c, i: not i.written
     ),
 }
-"""By the constraint's class: looked up, not matched class by class (pydantic models make
-each ``isinstance`` a Python-level call, and a task has dozens of constraints)."""
+"""By the constraint's class: looked up, not matched class by class (pydantic models are
+ABCs, so each ``isinstance`` that misses costs several dict lookups, and a task has dozens of
+constraints)."""
 
 
 def _kind(constraint: HardConstraint) -> _Kind:
