@@ -112,7 +112,7 @@ def _same(index: TraceIndex, rule: HardConstraint) -> bool:
     return _idle(rule, index) is not None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(_user, _agent, _call), max_size=10))
 def test_the_shortcuts_give_the_full_evaluation_on_generated_traces(
     steps: list[tuple[Any, ...]],
@@ -239,7 +239,7 @@ def _same_by_definition(a: Any, b: Any) -> bool:
 _scalar = st.sampled_from(["1", "a", "A", "", "\ud800", "1.0", "true"]) | _json
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_scalar, _scalar)
 def test_text_compared_directly_is_the_same_as_compared_by_canonical_json(a: Any, b: Any) -> None:
     assert same(a, b) == _same_by_definition(a, b)
