@@ -16,6 +16,9 @@ INVALID_REASONS = ("environment_failure", "grader_failure")
 """Terminal reasons that make an attempt invalid: rerun under the batch's policy, never scored."""
 
 
+_new, _set = object.__new__, object.__setattr__  # bound once: CheckResult.trusted is hot
+
+
 class CheckResult(BaseModel):
     """The verdict of one outcome assertion or hard constraint, with its evidence."""
 
@@ -30,6 +33,42 @@ class CheckResult(BaseModel):
     @classmethod
     def _recordable(cls, value: Any) -> Any:
         return recordable(value)  # evidence may quote the agent's text
+
+    @classmethod
+    def trusted(
+        cls,
+        id: str,
+        kind: str,
+        passed: bool,
+        evidence: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> CheckResult:
+        """The model ``CheckResult(...)`` gives, built without validating: for the grader's own
+        results, whose values already have the fields' types (a few times cheaper, and a task
+        makes dozens per attempt). Evidence and error still go through :func:`recordable`;
+        omitted ones are unset, as in the constructor."""
+        given = {"id", "kind", "passed"}
+        if evidence is not None:
+            given.add("evidence")
+        if error is not None:
+            given.add("error")
+        # What BaseModel.model_construct sets, without its per-field alias lookups.
+        result = _new(cls)
+        _set(
+            result,
+            "__dict__",
+            {
+                "id": id,
+                "kind": kind,
+                "passed": passed,
+                "evidence": recordable(evidence) if evidence else {},
+                "error": None if error is None else recordable(error),
+            },
+        )
+        _set(result, "__pydantic_fields_set__", given)
+        _set(result, "__pydantic_extra__", None)
+        _set(result, "__pydantic_private__", None)
+        return result
 
 
 class Usage(BaseModel):

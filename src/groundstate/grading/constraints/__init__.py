@@ -10,7 +10,9 @@ then a grader failure. The language is documented in ``docs/constraints.md``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from groundstate.grading import outcome
 from groundstate.grading.constraints._dialogue import confirmed, provenance
@@ -19,6 +21,7 @@ from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._order import at_least, at_most, before, never
 from groundstate.grading.constraints._python import python_checks
+from groundstate.grading.constraints._result import passed
 from groundstate.grading.constraints._text import normalise
 from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
@@ -60,27 +63,72 @@ def evaluate_constraints(
 
 def _evaluate(constraint: HardConstraint, index: TraceIndex) -> CheckResult:
     try:
-        return _declarative(constraint, index)
+        idle = _idle(constraint, index)
+        return idle if idle is not None else _declarative(constraint, index)
     except Exception as exc:  # a grader bug is a grader failure, not the agent's
         kind = next(k for k in CONSTRAINT_KINDS if k in type(constraint).model_fields)
         error = f"{type(exc).__name__}: {exc}"
         return CheckResult(id=constraint.id, kind=kind, passed=False, error=error)
 
 
+@dataclass(frozen=True)
+class _Kind:
+    """How constraints of one declarative kind are evaluated, and when they can be skipped."""
+
+    name: str
+    evaluate: Callable[[Any, TraceIndex], CheckResult]
+    """The full evaluation."""
+    idle: Callable[[Any, TraceIndex], bool] | None
+    """True when the trace has no step the constraint guards (no call of the tool, no
+    message of the role, no write): it passes without evaluation. None: always evaluated."""
+    idle_evidence: dict[str, Any] = field(default_factory=dict)
+    """The evidence the full evaluation gives a pass on an empty selection."""
+
+
+_KINDS: dict[type[HardConstraint], _Kind] = {
+    BeforeConstraint: _Kind("before", before, lambda c, i: not i.may_select(c.before.then)),
+    NeverConstraint: _Kind("never", never, lambda c, i: not i.may_select(c.never)),
+    AtMostConstraint: _Kind(
+        "at_most", at_most, lambda c, i: not i.may_select(c.at_most.match), {"count": 0}
+    ),
+    AtLeastConstraint: _Kind("at_least", at_least, None),  # fails on an empty selection
+    ConfirmedConstraint: _Kind(
+        "confirmed", confirmed, lambda c, i: not i.may_select(c.confirmed.change)
+    ),
+    ProvenanceConstraint: _Kind(
+        "provenance", provenance, lambda c, i: not i.may_select(c.provenance.match)
+    ),
+    NoUndoConstraint: _Kind(
+        "no_undo", lambda c, i: no_undo(c, i.events), lambda c, i: not i.written
+    ),
+}
+"""By the constraint's class: looked up, not matched class by class (pydantic models are
+ABCs, so each ``isinstance`` that misses costs several dict lookups, and a task has dozens of
+constraints)."""
+
+
+def _kind(constraint: HardConstraint) -> _Kind:
+    found = _KINDS.get(type(constraint))
+    if found is None:  # a subclass
+        found = next((k for t, k in _KINDS.items() if isinstance(constraint, t)), None)
+    if found is None:
+        raise TypeError(f"unknown constraint kind {type(constraint).__name__}")
+    return found
+
+
+def _idle(constraint: HardConstraint, index: TraceIndex) -> CheckResult | None:
+    """The result of a constraint that the trace gives nothing to judge, without evaluating it.
+
+    Most of a task's constraints guard tools its conversation never calls: when no step could
+    be what a constraint guards, it passes with the evidence :func:`_declarative` gives an
+    empty selection. None: evaluate it.
+    """
+    kind = _kind(constraint)
+    if kind.idle is None or not kind.idle(constraint, index):
+        return None
+    return passed(constraint.id, kind.name, **kind.idle_evidence)
+
+
 def _declarative(constraint: HardConstraint, index: TraceIndex) -> CheckResult:
-    match constraint:
-        case BeforeConstraint():
-            return before(constraint, index)
-        case NeverConstraint():
-            return never(constraint, index)
-        case AtMostConstraint():
-            return at_most(constraint, index)
-        case AtLeastConstraint():
-            return at_least(constraint, index)
-        case ConfirmedConstraint():
-            return confirmed(constraint, index)
-        case ProvenanceConstraint():
-            return provenance(constraint, index)
-        case NoUndoConstraint():
-            return no_undo(constraint, index.events)
-    raise TypeError(f"unknown constraint kind {type(constraint).__name__}")
+    """The full evaluation of a declarative constraint on the indexed trace."""
+    return _kind(constraint).evaluate(constraint, index)

@@ -33,11 +33,13 @@ def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult
     """Every change follows a yes that answered a question naming all the change's values."""
     rule = constraint.confirmed
     changes = index.hit_set(rule.change)
+    if not changes:
+        return passed(constraint.id, "confirmed")
     yes = _yes_steps(rule, index)
     confirmations: list[_Confirmation] = []
     question: MessageEvent | None = None
     # The dialogue after the last change cannot confirm anything: the walk stops there.
-    for i, event in enumerate(index.events[: max(changes) + 1] if changes else []):
+    for i, event in enumerate(index.events[: max(changes) + 1]):
         if i in changes:
             verdict = _check_change(constraint, event, confirmations)
             if verdict is not None:
@@ -112,10 +114,12 @@ def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResu
     """Listed arguments of matching calls were said by the user before the call."""
     rule = constraint.provenance
     calls = index.hit_set(rule.match)
+    if not calls:
+        return passed(constraint.id, "provenance")
     events = index.events
     said: list[str] = []
     # What the user says after the last matching call sources nothing: the walk stops there.
-    for i, event in enumerate(events[: max(calls) + 1] if calls else []):
+    for i, event in enumerate(events[: max(calls) + 1]):
         if isinstance(event, MessageEvent):
             if event.role == "user" and event.text is not None:
                 said.append(normalise(event.text))

@@ -23,12 +23,15 @@ class TraceIndex:
         self._calls: list[int] = []
         self._by_tool: dict[str, list[int]] = {}
         self._by_role: dict[str, list[int]] = {}
+        self.written = False
+        """Whether any call recorded a row-level write."""
         for index, event in enumerate(self.events):
             if isinstance(event, MessageEvent):
                 self._by_role.setdefault(event.role, []).append(index)
             else:
                 self._calls.append(index)
                 self._by_tool.setdefault(event.tool, []).append(index)
+                self.written = self.written or bool(event.writes)
         self._hits: dict[str, tuple[list[int], frozenset[int]]] = {}
 
     def hits(self, match: Match) -> list[int]:
@@ -38,6 +41,11 @@ class TraceIndex:
     def hit_set(self, match: Match) -> frozenset[int]:
         """The same indexes as a set, to ask of a step whether *match* selects it."""
         return self._selected(match)[1]
+
+    def may_select(self, match: Match) -> bool:
+        """False when no step could match: the trace has no call of its tool (no call at all,
+        for any tool) or no message of its role. Costs a lookup, not a test of every step."""
+        return bool(self._candidates(match))
 
     def _selected(self, match: Match) -> tuple[list[int], frozenset[int]]:
         found = compiled(match)

@@ -42,7 +42,7 @@ class CompiledMatch:
             selected = match.message == event.role and self._text_matches(event)
         else:
             selected = not match.is_message and self.call_matches(event)
-        return selected and holds(event, match.where, {})
+        return selected and (not match.where or holds(event, match.where, {}))
 
     def _text_matches(self, event: MessageEvent) -> bool:
         match = self.match
@@ -59,7 +59,7 @@ class CompiledMatch:
             match.tool in (None, "*", event.tool)
             and (match.ok is None or match.ok == event.ok)
             and isinstance(event.args, dict)
-            and all(event.args.get(k) == v for k, v in match.args.items())
+            and (not match.args or all(event.args.get(k) == v for k, v in match.args.items()))
             and (match.writes is None or any(self._wrote(match.writes, w) for w in event.writes))
         )
 

@@ -50,7 +50,11 @@ def at_least(constraint: AtLeastConstraint, index: TraceIndex) -> CheckResult:
 def before(constraint: BeforeConstraint, index: TraceIndex) -> CheckResult:
     """Every ``then`` step has an earlier ``first`` step (whose captures satisfy ``where``)."""
     rule = constraint.before
-    thens, first_steps = index.hit_set(rule.then), index.hit_set(rule.first)
+    thens = index.hit_set(rule.then)
+    if not thens:
+        return passed(constraint.id, "before")
+    first_steps = index.hit_set(rule.first)
+    last = max(thens)
     firsts: list[tuple[AgentEvent, Bindings | None]] = []
     # Only the steps either side selects, in trace order; at a step both select, ``then``
     # is judged before the step counts as a ``first``.
@@ -58,6 +62,8 @@ def before(constraint: BeforeConstraint, index: TraceIndex) -> CheckResult:
         event = index.events[i]
         if i in thens and not _licensed(rule, event, firsts):
             return _unlicensed(constraint, event, firsts)
+        if i == last:  # a ``first`` from here on licenses nothing: not even captured
+            break
         if i in first_steps:
             firsts.append((event, capture(event, rule.first.capture)))
     return passed(constraint.id, "before")

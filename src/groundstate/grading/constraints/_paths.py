@@ -8,6 +8,7 @@ call; ``text``, ``role`` of a message) and walks dictionary keys; a number index
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache, lru_cache
 from typing import Any
 
 from groundstate.spec.canonical import canonical_json
@@ -32,8 +33,8 @@ Bindings = dict[str, Bound]
 
 def resolve(event: AgentEvent, path: str) -> list[Any] | None:
     """The values at *path* in *event*: one without ``*``; None when any step is missing."""
-    root, *rest = path.split(".")
-    if root not in type(event).model_fields:
+    root, *rest = _segments(path)
+    if root not in _fields(type(event)):
         return None
     values = [getattr(event, root)]
     for segment in rest:
@@ -47,6 +48,18 @@ def resolve(event: AgentEvent, path: str) -> list[Any] | None:
     return values
 
 
+@lru_cache(maxsize=4096)
+def _segments(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
+
+
+@cache
+def _fields(kind: type[AgentEvent]) -> frozenset[str]:
+    """A step class's field names (read through pydantic's ``model_fields`` descriptor, a
+    lookup costs several times more than in a set)."""
+    return frozenset(kind.model_fields)
+
+
 def _step(value: Any, segment: str) -> list[Any] | None:
     if segment == "*":
         return list(value) if isinstance(value, list) else None
@@ -58,7 +71,8 @@ def _step(value: Any, segment: str) -> list[Any] | None:
 
 
 def _is_index(segment: str) -> bool:
-    return segment.removeprefix("-").isdigit()
+    # isdecimal, not isdigit: "²" is a digit that int() refuses (it is a key, not an index).
+    return segment.removeprefix("-").isdecimal()
 
 
 def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
@@ -68,7 +82,7 @@ def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
         values = resolve(event, path)
         if values is None:
             return None
-        many = "*" in path.split(".")
+        many = "*" in _segments(path)
         bindings[name] = Bound(values, many) if many else Bound(values[:1], False)
     return bindings
 
@@ -96,6 +110,8 @@ def _condition(event: AgentEvent, path: str, expected: JsonScalar, bindings: Bin
 
 def same(a: Any, b: Any) -> bool:
     """Exact equality: 1 and "1" differ, True and 1 differ; 1 and 1.0 are the same number."""
+    if type(a) is str:  # the common case: equal text is equal canonical JSON, and cheaper
+        return type(b) is str and a == b
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     if isinstance(a, int | float) and isinstance(b, int | float):

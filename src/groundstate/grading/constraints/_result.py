@@ -9,7 +9,7 @@ from groundstate.trace import AgentEvent
 
 
 def passed(constraint_id: str, kind: str, **evidence: Any) -> CheckResult:
-    return CheckResult(id=constraint_id, kind=kind, passed=True, evidence=evidence)
+    return CheckResult.trusted(constraint_id, kind, True, evidence)
 
 
 def failed(
@@ -19,7 +19,7 @@ def failed(
     found: dict[str, Any] = {"problems": [problem]}
     if event is not None:
         found["offending_step"] = step_of(event)
-    return CheckResult(id=constraint_id, kind=kind, passed=False, evidence=found | evidence)
+    return CheckResult.trusted(constraint_id, kind, False, found | evidence)
 
 
 def step_of(event: AgentEvent) -> dict[str, Any]:

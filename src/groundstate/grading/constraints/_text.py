@@ -47,10 +47,17 @@ def mentions(normalised_text: str, value: str) -> bool:
     """Whether already normalised text names *value*: a normalised substring that does not run
     on into letters or digits (``I-1019-1`` is not named by ``I-1019-12``, nor size ``9`` by
     ``$29.00``)."""
+    return _named_by(value).search(normalised_text) is not None
+
+
+@lru_cache(maxsize=4096)
+def _named_by(value: str) -> re.Pattern[str]:
+    """The pattern :func:`mentions` searches for *value*, made once per value (a confirmation
+    tests each value of a change against every question before it)."""
     needle = normalise(value)
     start = r"(?<![^\W_])" if needle[:1].isalnum() else ""
     end = r"(?![^\W_])" if needle[-1:].isalnum() else ""
-    return re.search(start + re.escape(needle) + end, normalised_text) is not None
+    return re.compile(start + re.escape(needle) + end)
 
 
 def search(pattern: str, text: str) -> bool:
