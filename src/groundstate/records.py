@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from groundstate.trace import TraceEvent, recordable
+from groundstate.trace import TraceEvent, recordable_input
 
 FORMAT_VERSION = 2
 """1: the first format. 2: trace messages carry ``final`` and tool calls their row-level
@@ -28,8 +28,8 @@ class CheckResult(BaseModel):
 
     @field_validator("evidence", "error")
     @classmethod
-    def _recordable(cls, value: Any) -> Any:
-        return recordable(value)  # evidence may quote the agent's text
+    def _recordable(cls, value: Any, info: ValidationInfo) -> Any:
+        return recordable_input(value, info)  # evidence may quote the agent's text
 
 
 class Usage(BaseModel):
@@ -79,8 +79,8 @@ class AgentRun(BaseModel):
 
     @field_validator("final_message", "infrastructure_status")
     @classmethod
-    def _recordable(cls, value: Any) -> Any:
-        return recordable(value)  # the agent's text, and exception messages quoting it
+    def _recordable(cls, value: Any, info: ValidationInfo) -> Any:
+        return recordable_input(value, info)  # the agent's text, and exception messages quoting it
 
     @property
     def valid(self) -> bool:

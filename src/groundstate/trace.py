@@ -6,7 +6,7 @@ import pickle
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, Field, TypeAdapter, ValidationInfo, field_validator
 
 from groundstate.environments.base import RowWrite
 
@@ -26,12 +26,21 @@ def recordable(value: Any) -> Any:
     Dictionary keys, lists and tuples are walked; other values are returned unchanged.
     """
     if isinstance(value, str):
-        return value if _encodable(value) else _escaped(value)
+        return value if value.isascii() or _encodable(value) else _escaped(value)
     if isinstance(value, dict):
         return {recordable(key): recordable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [recordable(item) for item in value]
     return value
+
+
+def recordable_input(value: Any, info: ValidationInfo) -> Any:
+    """What a model's validator keeps of *value*: :func:`recordable` of a Python value, and a
+    value parsed from JSON as it is. Pydantic's JSON parser refuses a lone surrogate, escaped
+    (``"\\ud800"``) or raw, so every string it yields is encodable already; reading a stored
+    record back skips the walk, which was half the cost of parsing it (tests pin the refusal:
+    ``tests/test_records.py``)."""
+    return value if info.mode == "json" else recordable(value)
 
 
 def _encodable(text: str) -> bool:
@@ -59,8 +68,8 @@ class MessageEvent(BaseModel):
 
     @field_validator("text")
     @classmethod
-    def _recordable_text(cls, value: str | None) -> str | None:
-        return recordable(value)  # type: ignore[no-any-return]
+    def _recordable_text(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return recordable_input(value, info)  # type: ignore[no-any-return]
 
 
 class ToolCallEvent(BaseModel):
@@ -82,8 +91,8 @@ class ToolCallEvent(BaseModel):
 
     @field_validator("tool", "args", "output", "error")
     @classmethod
-    def _recordable(cls, value: Any) -> Any:
-        return recordable(value)
+    def _recordable(cls, value: Any, info: ValidationInfo) -> Any:
+        return recordable_input(value, info)
 
 
 class ModelToolCall(BaseModel):
@@ -95,8 +104,8 @@ class ModelToolCall(BaseModel):
 
     @field_validator("id", "name", "arguments")
     @classmethod
-    def _recordable(cls, value: str) -> str:
-        return recordable(value)  # type: ignore[no-any-return]  # a model may write anything
+    def _recordable(cls, value: str, info: ValidationInfo) -> str:
+        return recordable_input(value, info)  # type: ignore[no-any-return]  # a model may write anything
 
 
 class ModelResponse(BaseModel):
@@ -108,8 +117,8 @@ class ModelResponse(BaseModel):
 
     @field_validator("text")
     @classmethod
-    def _recordable(cls, value: str | None) -> str | None:
-        return recordable(value)  # type: ignore[no-any-return]
+    def _recordable(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return recordable_input(value, info)  # type: ignore[no-any-return]
 
 
 class ModelUsage(BaseModel):
@@ -136,8 +145,8 @@ class ModelCallError(BaseModel):
 
     @field_validator("message")
     @classmethod
-    def _recordable(cls, value: str) -> str:
-        return recordable(value)  # type: ignore[no-any-return]
+    def _recordable(cls, value: str, info: ValidationInfo) -> str:
+        return recordable_input(value, info)  # type: ignore[no-any-return]
 
 
 class ModelCall(BaseModel):
