@@ -250,6 +250,9 @@ class SystemSpec(BaseModel):
     """Filled when loaded: hashes of referenced code and the versions in use."""
     _base_dir: Path = PrivateAttr(default=Path("."))
     _file: Path | None = PrivateAttr(default=None)
+    _hashed: tuple[str, str] | None = PrivateAttr(default=None)
+    """The last hash computed, with the spec's JSON it was computed from (see
+    :attr:`system_spec_hash`)."""
 
     @property
     def base_dir(self) -> Path:
@@ -263,7 +266,19 @@ class SystemSpec(BaseModel):
 
     @property
     def system_spec_hash(self) -> str:
-        return hash_value(self.model_dump(mode="json"))
+        """sha256 of the spec's canonical JSON. Every attempt's record names it, so it is kept
+        with the spec's JSON (pydantic's, several times cheaper than the canonical form) and
+        recomputed only when that JSON differs: the spec is frozen, but its dicts (``decoding``,
+        ``params``, ``resolved``...) can still be changed in place, and ``model_copy`` carries
+        the kept pair to copies made with other values."""
+        text = self.model_dump_json()
+        if self._hashed is not None and self._hashed[0] == text:
+            return self._hashed[1]
+        # The JSON determines the hash: both are serialisations of the same JSON-mode values
+        # (pydantic writes non-finite floats as null in either).
+        digest = hash_value(self.model_dump(mode="json"))
+        self._hashed = (text, digest)
+        return digest
 
 
 def runtime_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
