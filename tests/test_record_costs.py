@@ -1,16 +1,30 @@
 """The record's cheaper paths give what the longhand ones gave: a kept system spec hash is never
-stale, whatever is changed in the spec and however."""
+stale, whatever is changed in the spec and however; a batch's result holds the records as a
+read-back of the store gives them, without the read-back."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
+import shutil
+from datetime import date
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from groundstate.agents.base import Session
+from groundstate.records import AgentRun
+from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.canonical import hash_value
-from groundstate.spec.system import SystemSpec, UserSimulatorSection
-from groundstate.testing import scripted_system
+from groundstate.spec.suite import load_suite
+from groundstate.spec.system import SystemSpec, UserSimulatorSection, load_system
+from groundstate.store import RunStore
+from groundstate.testing import FaultyEnvironments, FunctionAgent, scripted_system
+
+from .conftest import BANK, BANK_SYSTEM
 
 
 def _longhand(spec: SystemSpec) -> str:
@@ -76,3 +90,96 @@ def test_non_finite_floats_hash_as_pydantic_writes_them() -> None:
     for value in (float("nan"), float("inf"), None, 0.0, -0.0):
         spec.model.decoding["t"] = value
         assert spec.system_spec_hash == _longhand(spec)
+
+
+# --- the batch result: the records as stored, without reading them back ----------------------
+
+
+class _Killed(BaseException):
+    """Stands in for the process being killed between two attempts."""
+
+
+ODD_CHECK = """
+
+def odd_evidence(s0: Any, sT: Any) -> tuple[bool, dict[Any, Any]]:
+    \"\"\"Evidence JSON cannot hold exactly: stored as null and a string.\"\"\"
+    import datetime
+
+    return True, {"ratio": float("nan"), "when": datetime.date(2026, 1, 2)}
+"""
+
+
+@pytest.fixture(scope="module")
+def odd_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bank with a check whose evidence changes when stored as JSON."""
+    root = tmp_path_factory.mktemp("odd") / "bank"
+    shutil.copytree(BANK, root)
+    with (root / "checks.py").open("a") as handle:
+        handle.write(ODD_CHECK)
+    task_file = root / "tasks" / "transfer.yaml"
+    task = yaml.safe_load(task_file.read_text())
+    task["outcome_assertions"].append({"id": "odd", "check": "checks.py:odd_evidence"})
+    task_file.write_text(yaml.safe_dump(task))
+    return root
+
+
+async def _honest(session: Session) -> str:
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."
+
+
+def _odd_evidence(runs: list[AgentRun]) -> Any:
+    first = next(r for r in runs if r.valid)
+    return next(c.evidence for c in first.outcome_assertion_results if c.id == "odd")
+
+
+def test_a_batch_result_holds_the_records_as_stored_not_as_built(
+    odd_bank: Path, tmp_path: Path
+) -> None:
+    suite = load_suite(odd_bank)
+    suite.config = suite.config.model_copy(update={"canary": None})
+    built: list[AgentRun] = []
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(
+            suite,
+            load_system(BANK_SYSTEM),
+            store,
+            make_agent=lambda: FunctionAgent(_honest),
+            make_env=FaultyEnvironments(rate=0.4, seed=3),
+            on_run=built.append,
+        )
+        result = asyncio.run(runner.start(BatchConfig(attempts=6, concurrency=3)))
+        stored = store.runs(result.batch.batch_id)
+    assert len(stored) > 6 and any(not r.valid for r in stored)  # reruns happened
+    assert len(built) == len(stored)
+    odd = _odd_evidence(built)  # in memory: as the check returned it
+    assert math.isnan(odd["ratio"]) and odd["when"] == date(2026, 1, 2)
+    assert result.runs == stored  # as stored, in task, attempt, retry order
+    assert _odd_evidence(result.runs) == {"ratio": None, "when": "2026-01-02"}
+    assert [r.model_dump_json() for r in result.runs] == [r.model_dump_json() for r in stored]
+
+
+def test_a_resumed_batch_result_holds_the_earlier_tries_and_the_new_ones(
+    odd_bank: Path, tmp_path: Path
+) -> None:
+    suite = load_suite(odd_bank)
+    agents = iter(range(100))
+
+    def make_agent() -> FunctionAgent:
+        if next(agents) == 3:  # preflight builds one; the batch dies at its third attempt
+            raise _Killed
+        return FunctionAgent(_honest)
+
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(suite, load_system(BANK_SYSTEM), store, make_agent=make_agent)
+        with pytest.raises(_Killed):
+            asyncio.run(runner.start(BatchConfig(attempts=5)))
+        assert runner.batch_id is not None
+        earlier = store.runs(runner.batch_id)
+        result = asyncio.run(runner.resume(runner.batch_id))
+        stored = store.runs(runner.batch_id)
+    assert 1 <= len(earlier) < 5 and len(stored) == 5
+    assert result.runs == stored
+    assert {r.run_id for r in earlier} < {r.run_id for r in result.runs}

@@ -545,6 +545,13 @@ class RunStore:
         is wholly stored or not at all: a crash leaves the group out, never part of a record.
         A duplicate try stores none of the group. Returns the records as stored (with their
         artifact locations)."""
+        return [run for run, _ in self.add_runs_as_stored(tries)]
+
+    def add_runs_as_stored(
+        self, tries: Sequence[tuple[AgentRun, dict[str, str]]]
+    ) -> list[tuple[AgentRun, str]]:
+        """:meth:`add_runs`, returning each record with its stored JSON text: what reading
+        the row back would parse, without reading it."""
         prepared = [_Prepared.of(run, {n: self.put_artifact(t) for n, t in artifacts.items()})
                     for run, artifacts in tries]  # fmt: skip
         heads: dict[str, tuple[int, str]] = {}
@@ -557,7 +564,7 @@ class RunStore:
                 "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
                 [(batch_id, length, head) for batch_id, (length, head) in heads.items()],
             )
-        return [row.run for row in prepared]
+        return [(row.run, row.text) for row in prepared]
 
     def _insert_run(self, db: sqlite3.Connection, row: _Prepared, seq: int, head: str) -> str:
         """Insert one prepared record as link *seq* after *head*; return its chain hash."""
