@@ -5,6 +5,7 @@ read-back of the store gives them, without the read-back."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
 import shutil
@@ -16,13 +17,14 @@ import pytest
 import yaml
 
 from groundstate.agents.base import Session
+from groundstate.errors import StoreError
 from groundstate.records import AgentRun
-from groundstate.runner import BatchConfig, BatchRunner
+from groundstate.runner import BatchConfig, BatchRunner, plan_batch
 from groundstate.spec.canonical import hash_value
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import SystemSpec, UserSimulatorSection, load_system
-from groundstate.store import RunStore
-from groundstate.testing import FaultyEnvironments, FunctionAgent, scripted_system
+from groundstate.store import RunStore, parse_stored
+from groundstate.testing import FaultyEnvironments, FunctionAgent, attempt, scripted_system
 
 from .conftest import BANK, BANK_SYSTEM
 
@@ -183,3 +185,37 @@ def test_a_resumed_batch_result_holds_the_earlier_tries_and_the_new_ones(
     assert 1 <= len(earlier) < 5 and len(stored) == 5
     assert result.runs == stored
     assert {r.run_id for r in earlier} < {r.run_id for r in result.runs}
+
+
+def _stored_batch(store: RunStore) -> list[str]:
+    """A batch of one bank record stored twice; the JSON texts stored."""
+    output = attempt(load_suite(BANK), "transfer", FunctionAgent(_honest))
+    store.add_batch(plan_batch(load_suite(BANK), scripted_system(), BatchConfig()))
+    batch_id = store.batch_ids()[0]
+    tries = [
+        (output.run.model_copy(update={"batch_id": batch_id, "run_id": f"r{n}", "attempt": n}), {})
+        for n in (1, 2)
+    ]
+    return [text for _, text in store.add_runs_as_stored(tries)]
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["collector-on", "collector-off"])
+def test_reading_records_leaves_the_garbage_collector_as_it_found_it(
+    enabled: bool, tmp_path: Path
+) -> None:
+    with RunStore(tmp_path / "runs.db") as store:
+        texts = _stored_batch(store)
+        batch_id = store.batch_ids()[0]
+        was = gc.isenabled()
+        try:
+            gc.enable() if enabled else gc.disable()
+            assert parse_stored(texts) == store.runs(batch_id)
+            assert gc.isenabled() is enabled
+            with store._db:  # a corrupt record: the error leaves the collector as it was
+                store._db.execute("DROP TRIGGER runs_updated")
+                store._db.execute("UPDATE runs SET record = '{}' WHERE run_id = 'r1'")
+            with pytest.raises(StoreError, match=r"run r1 .* is unreadable"):
+                store.runs(batch_id)
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable() if was else gc.disable()

@@ -43,7 +43,14 @@ from groundstate.executors import Executor, InProcessExecutor
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
-from groundstate.store import LEASE_HEARTBEAT, BatchInfo, BatchLeased, Problem, RunStore
+from groundstate.store import (
+    LEASE_HEARTBEAT,
+    BatchInfo,
+    BatchLeased,
+    Problem,
+    RunStore,
+    parse_stored,
+)
 
 AgentFactory = Callable[[], Agent]
 RunCallback = Callable[[AgentRun], None]
@@ -474,7 +481,7 @@ class _GroupWriter:
         """Every try this writer committed, parsed from the JSON stored (the same records
         :meth:`RunStore.runs` would read back, not the in-memory ones: a value JSON cannot
         hold exactly, a tuple or a non-finite float, say, reads back as JSON has it)."""
-        return [AgentRun.model_validate_json(text) for text in self._texts]
+        return parse_stored(self._texts)
 
     def close(self) -> None:
         """Store what is queued (tries that finished and passed their checks before the

@@ -14,6 +14,7 @@ deletions, not a forger who recomputes every hash (see docs/reliability.md).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -870,7 +871,10 @@ class RunStore:
             "SELECT record, run_id FROM runs WHERE batch_id = ? ORDER BY task_id, attempt, retry",
             (batch_id,),
         )
-        return [_parse(r[0], AgentRun, f"run {r[1]} of batch {batch_id}", batch_id) for r in rows]
+        with _collector_paused():
+            return [
+                _parse(r[0], AgentRun, f"run {r[1]} of batch {batch_id}", batch_id) for r in rows
+            ]
 
     def outcome_chunks(self, batch_id: str, size: int = 50_000) -> Iterator[list[list[Any]]]:
         """:meth:`outcome_rows` *size* rows at a time, so a million tries never sit in memory
@@ -1292,6 +1296,28 @@ def _labels_row_problems(
         detail = f"{where}: its batch, run, annotator or adjudicated columns were changed"
         return [problem.model_copy(update={"detail": detail})]
     return []
+
+
+def parse_stored(texts: Iterable[str]) -> list[AgentRun]:
+    """The records stored as *texts* (as :meth:`RunStore.add_runs_as_stored` returns them):
+    what :meth:`RunStore.runs` would read back, without reading it."""
+    with _collector_paused():
+        return [AgentRun.model_validate_json(text) for text in texts]
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while many records are parsed. Parsing makes
+    no reference cycles, yet its allocations set off collection after collection, each scanning
+    the live objects again: with a loaded suite and a batch in memory they doubled the cost of
+    reading records back. Process-wide (the collector is); a collector already off stays off."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _parse(text: str, model: type[M], what: str, batch_id: str | None = None) -> M:
