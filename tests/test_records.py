@@ -98,8 +98,8 @@ def test_trace_jsonl_round_trips(events: list[TraceEvent]) -> None:
 
 
 # --- recordable strings: Python input escaped, JSON input refused ------------------------------
-# Validators skip the recordable walk for JSON input (reading a record back), relying on
-# pydantic's JSON parser refusing every lone surrogate: these pin that reliance.
+# Fields marked RECORDABLE skip the recordable walk for JSON input (reading a record back),
+# relying on pydantic's JSON parser refusing every lone surrogate: these pin that reliance.
 
 _CHECK = '{"id":"c","kind":"sql","passed":true,"evidence":%s}'
 _MESSAGE = '{"kind":"message","step":0,"role":"agent","text":%s,"at":0}'
