@@ -12,7 +12,16 @@ from pydantic import ValidationError
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import FORMAT_VERSION, AgentRun, CheckResult
-from groundstate.trace import MessageEvent, ToolCallEvent, TraceEvent, dump_jsonl, load_jsonl
+from groundstate.trace import (
+    MessageEvent,
+    ModelCallError,
+    ModelResponse,
+    ModelToolCall,
+    ToolCallEvent,
+    TraceEvent,
+    dump_jsonl,
+    load_jsonl,
+)
 
 GOLDEN_V1 = Path(__file__).parent / "golden" / "agent_run_v1.json"
 GOLDEN_V2 = Path(__file__).parent / "golden" / "agent_run_v2.json"
@@ -138,3 +147,26 @@ def test_python_input_is_still_escaped_and_json_keeps_a_valid_pair() -> None:
     event = MessageEvent(step=0, role="agent", text="\udc00 ok", at=0.0)
     assert event.text == "\\udc00 ok"
     assert load_jsonl(dump_jsonl([event])) == [event]
+
+
+def test_every_recordable_field_escapes_python_input() -> None:
+    lone = "\ud800"
+    call = ToolCallEvent(
+        step=1, tool=f"t{lone}", args={f"k{lone}": [lone]}, ok=False, output=(lone, 1),
+        error=lone, duration_ms=0.0, at=0.0,
+    )  # fmt: skip
+    assert (call.tool, call.args, call.output, call.error) == (
+        "t\\ud800", {"k\\ud800": ["\\ud800"]}, ["\\ud800", 1], "\\ud800",
+    )  # fmt: skip
+    written = ModelToolCall(id=lone, name=lone, arguments=lone)
+    assert (written.id, written.name, written.arguments) == ("\\ud800",) * 3
+    assert ModelResponse(text=lone, tool_calls=[written]).text == "\\ud800"
+    assert ModelCallError(kind="timeout", message=lone).message == "\\ud800"
+    golden = json.loads(GOLDEN_V2.read_text())
+    run = AgentRun.model_validate(
+        golden | {"final_message": lone, "infrastructure_status": {lone: {"why": lone}}}
+    )
+    assert run.final_message == "\\ud800"
+    assert run.infrastructure_status == {"\\ud800": {"why": "\\ud800"}}
+    for model in (call, written, run):
+        assert type(model).model_validate_json(model.model_dump_json()) == model
