@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
-from groundstate.trace import TraceEvent, recordable
+from groundstate.trace import RECORDABLE, TraceEvent, recordable
 
 FORMAT_VERSION = 2
 """1: the first format. 2: trace messages carry ``final`` and tool calls their row-level
@@ -25,14 +25,10 @@ class CheckResult(BaseModel):
     id: str
     kind: str
     passed: bool
-    evidence: dict[str, Any] = Field(default_factory=dict)
-    error: str | None = None
+    evidence: Annotated[dict[str, Any], RECORDABLE] = Field(default_factory=dict)
+    """May quote the agent's text."""
+    error: Annotated[str | None, RECORDABLE] = None
     """Set when the check itself could not be evaluated (a grader failure)."""
-
-    @field_validator("evidence", "error")
-    @classmethod
-    def _recordable(cls, value: Any) -> Any:
-        return recordable(value)  # evidence may quote the agent's text
 
     @classmethod
     def trusted(
@@ -110,16 +106,11 @@ class AgentRun(BaseModel):
     usage: Usage = Usage()
     latency: float
     """Wall-clock seconds of the attempt, reset to grading."""
-    final_message: str | None = None
-    infrastructure_status: dict[str, Any]
+    final_message: Annotated[str | None, RECORDABLE] = None
+    infrastructure_status: Annotated[dict[str, Any], RECORDABLE]
     """Health probes before and after, and the exception behind any invalid attempt."""
     artifact_locations: dict[str, str]
     """Artifact name -> ``sha256:<digest>`` in the run store."""
-
-    @field_validator("final_message", "infrastructure_status")
-    @classmethod
-    def _recordable(cls, value: Any) -> Any:
-        return recordable(value)  # the agent's text, and exception messages quoting it
 
     @property
     def valid(self) -> bool:

@@ -43,7 +43,14 @@ from groundstate.executors import Executor, InProcessExecutor
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
-from groundstate.store import LEASE_HEARTBEAT, BatchInfo, BatchLeased, Problem, RunStore
+from groundstate.store import (
+    LEASE_HEARTBEAT,
+    BatchInfo,
+    BatchLeased,
+    Problem,
+    RunStore,
+    parse_stored,
+)
 
 AgentFactory = Callable[[], Agent]
 RunCallback = Callable[[AgentRun], None]
@@ -353,7 +360,8 @@ class BatchRunner:
                 continue  # a busy store: the next beat, or the next attempt's
 
     async def _run_missing(self, batch: BatchInfo, concurrency: int) -> BatchResult:
-        done = final_runs(self.store.runs(batch.batch_id))
+        before = self.store.runs(batch.batch_id)
+        done = final_runs(before)
         last = {(r.task_id, r.attempt): r for r in done}
         max_retries = int(batch.invalid_run_policy.get("max_retries", 0))
         limit = asyncio.Semaphore(concurrency)
@@ -371,7 +379,10 @@ class BatchRunner:
             )
         finally:
             writer.close()  # tries that finished before an interruption are kept
-        return BatchResult(batch=batch, runs=self.store.runs(batch.batch_id))
+        # Every try of the batch, as reading them all back would give, without reading back
+        # the rows this process just wrote (the lease kept other writers out meanwhile).
+        runs = sorted(before + writer.stored(), key=lambda r: (r.task_id, r.attempt, r.retry))
+        return BatchResult(batch=batch, runs=runs)
 
     async def _slot(
         self,
@@ -432,6 +443,8 @@ class _GroupWriter:
         self._pending: list[tuple[AttemptOutput, asyncio.Future[AgentRun]]] = []
         self._flushing: asyncio.Task[None] | None = None
         self._closed = False
+        self._texts: list[str] = []
+        """The stored JSON of every try committed, in the order stored."""
 
     async def store(self, output: AttemptOutput) -> AgentRun:
         """Queue *output* for the next group and wait until it is stored."""
@@ -453,15 +466,22 @@ class _GroupWriter:
             group, self._pending = self._pending, []
             try:
                 self._before_commit()
-                stored = self._store.add_runs([(o.run, o.artifacts) for o, _ in group])
+                stored = self._store.add_runs_as_stored([(o.run, o.artifacts) for o, _ in group])
             except Exception as exc:
                 for _, waiting in group:
                     if not waiting.done():
                         waiting.set_exception(exc)
                 continue
-            for (_, waiting), run in zip(group, stored, strict=True):
+            self._texts += [text for _, text in stored]
+            for (_, waiting), (run, _) in zip(group, stored, strict=True):
                 if not waiting.done():
                     waiting.set_result(run)
+
+    def stored(self) -> list[AgentRun]:
+        """Every try this writer committed, parsed from the JSON stored (the same records
+        :meth:`RunStore.runs` would read back, not the in-memory ones: a value JSON cannot
+        hold exactly, a tuple or a non-finite float, say, reads back as JSON has it)."""
+        return parse_stored(self._texts)
 
     def close(self) -> None:
         """Store what is queued (tries that finished and passed their checks before the

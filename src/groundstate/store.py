@@ -14,6 +14,7 @@ deletions, not a forger who recomputes every hash (see docs/reliability.md).
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
@@ -545,6 +546,13 @@ class RunStore:
         is wholly stored or not at all: a crash leaves the group out, never part of a record.
         A duplicate try stores none of the group. Returns the records as stored (with their
         artifact locations)."""
+        return [run for run, _ in self.add_runs_as_stored(tries)]
+
+    def add_runs_as_stored(
+        self, tries: Sequence[tuple[AgentRun, dict[str, str]]]
+    ) -> list[tuple[AgentRun, str]]:
+        """:meth:`add_runs`, returning each record with its stored JSON text: what reading
+        the row back would parse, without reading it."""
         prepared = [_Prepared.of(run, {n: self.put_artifact(t) for n, t in artifacts.items()})
                     for run, artifacts in tries]  # fmt: skip
         heads: dict[str, tuple[int, str]] = {}
@@ -557,7 +565,7 @@ class RunStore:
                 "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
                 [(batch_id, length, head) for batch_id, (length, head) in heads.items()],
             )
-        return [row.run for row in prepared]
+        return [(row.run, row.text) for row in prepared]
 
     def _insert_run(self, db: sqlite3.Connection, row: _Prepared, seq: int, head: str) -> str:
         """Insert one prepared record as link *seq* after *head*; return its chain hash."""
@@ -863,7 +871,10 @@ class RunStore:
             "SELECT record, run_id FROM runs WHERE batch_id = ? ORDER BY task_id, attempt, retry",
             (batch_id,),
         )
-        return [_parse(r[0], AgentRun, f"run {r[1]} of batch {batch_id}", batch_id) for r in rows]
+        with _collector_paused():
+            return [
+                _parse(r[0], AgentRun, f"run {r[1]} of batch {batch_id}", batch_id) for r in rows
+            ]
 
     def outcome_chunks(self, batch_id: str, size: int = 50_000) -> Iterator[list[list[Any]]]:
         """:meth:`outcome_rows` *size* rows at a time, so a million tries never sit in memory
@@ -1285,6 +1296,28 @@ def _labels_row_problems(
         detail = f"{where}: its batch, run, annotator or adjudicated columns were changed"
         return [problem.model_copy(update={"detail": detail})]
     return []
+
+
+def parse_stored(texts: Iterable[str]) -> list[AgentRun]:
+    """The records stored as *texts* (as :meth:`RunStore.add_runs_as_stored` returns them):
+    what :meth:`RunStore.runs` would read back, without reading it."""
+    with _collector_paused():
+        return [AgentRun.model_validate_json(text) for text in texts]
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while many records are parsed. Parsing makes
+    no reference cycles, yet its allocations set off collection after collection, each scanning
+    the live objects again: with a loaded suite and a batch in memory they doubled the cost of
+    reading records back. Process-wide (the collector is); a collector already off stays off."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _parse(text: str, model: type[M], what: str, batch_id: str | None = None) -> M:

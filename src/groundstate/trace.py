@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, Field, GetCoreSchemaHandler, TypeAdapter
+from pydantic_core import CoreSchema, core_schema
 
 from groundstate.copies import Copies
 from groundstate.environments.base import RowWrite
@@ -26,12 +27,33 @@ def recordable(value: Any) -> Any:
     Dictionary keys, lists and tuples are walked; other values are returned unchanged.
     """
     if isinstance(value, str):
-        return value if _encodable(value) else _escaped(value)
+        return value if value.isascii() or _encodable(value) else _escaped(value)
     if isinstance(value, dict):
         return {recordable(key): recordable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [recordable(item) for item in value]
     return value
+
+
+class _MadeRecordable:
+    """Marks a field (``Annotated[str, RECORDABLE]``) whose Python input is passed through
+    :func:`recordable` once its type is checked. Input parsed from JSON is kept as it is, with
+    no call into Python: pydantic's JSON parser refuses a lone surrogate, escaped
+    (``"\\ud800"``) or raw, so every string it yields is encodable already (tests pin the
+    refusal: ``tests/test_records.py``). Reading a stored record back skipped this walk and
+    these calls: they were most of the cost of parsing it."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        checked = handler(source)
+        return core_schema.json_or_python_schema(
+            json_schema=checked,
+            python_schema=core_schema.no_info_after_validator_function(recordable, checked),
+        )
+
+
+RECORDABLE = _MadeRecordable()
 
 
 def _encodable(text: str) -> bool:
@@ -50,27 +72,22 @@ class MessageEvent(BaseModel):
     kind: Literal["message"] = "message"
     step: int
     role: Literal["user", "agent"]
-    text: str | None
+    text: Annotated[str | None, RECORDABLE]
     """None: the user has left the conversation."""
     final: bool = False
     """The agent's final reply (the message it returned when it finished)."""
     at: float
     """Seconds since the attempt started."""
 
-    @field_validator("text")
-    @classmethod
-    def _recordable_text(cls, value: str | None) -> str | None:
-        return recordable(value)  # type: ignore[no-any-return]
-
 
 class ToolCallEvent(BaseModel):
     kind: Literal["tool_call"] = "tool_call"
     step: int
-    tool: str
-    args: Any
+    tool: Annotated[str, RECORDABLE]
+    args: Annotated[Any, RECORDABLE]
     ok: bool
-    output: Any = None
-    error: str | None = None
+    output: Annotated[Any, RECORDABLE] = None
+    error: Annotated[str | None, RECORDABLE] = None
     error_class: ErrorClass | None = None
     duration_ms: float
     changed_tables: list[str] = Field(default_factory=list)
@@ -80,36 +97,21 @@ class ToolCallEvent(BaseModel):
     was rolled back). Traces stored before format 2 have none."""
     at: float
 
-    @field_validator("tool", "args", "output", "error")
-    @classmethod
-    def _recordable(cls, value: Any) -> Any:
-        return recordable(value)
-
 
 class ModelToolCall(BaseModel):
     """A tool call as the model wrote it (arguments as raw text, possibly malformed JSON)."""
 
-    id: str
-    name: str
-    arguments: str
-
-    @field_validator("id", "name", "arguments")
-    @classmethod
-    def _recordable(cls, value: str) -> str:
-        return recordable(value)  # type: ignore[no-any-return]  # a model may write anything
+    id: Annotated[str, RECORDABLE]  # a model may write anything
+    name: Annotated[str, RECORDABLE]
+    arguments: Annotated[str, RECORDABLE]
 
 
 class ModelResponse(BaseModel):
-    text: str | None = None
+    text: Annotated[str | None, RECORDABLE] = None
     """The model's text (None when it wrote none)."""
     tool_calls: list[ModelToolCall] = Field(default_factory=list)
     stop_reason: str | None = None
     """As the API reported it (``tool_calls``, ``end_turn``...)."""
-
-    @field_validator("text")
-    @classmethod
-    def _recordable(cls, value: str | None) -> str | None:
-        return recordable(value)  # type: ignore[no-any-return]
 
 
 class ModelUsage(BaseModel):
@@ -132,12 +134,7 @@ class ModelCallError(BaseModel):
     kind: Literal["rate_limited", "server_error", "timeout", "connection", "rejected", "auth"]
     status_code: int | None = None
     request_id: str | None = None
-    message: str
-
-    @field_validator("message")
-    @classmethod
-    def _recordable(cls, value: str) -> str:
-        return recordable(value)  # type: ignore[no-any-return]
+    message: Annotated[str, RECORDABLE]
 
 
 class ModelCall(BaseModel):

@@ -263,7 +263,25 @@ class SystemSpec(BaseModel):
 
     @property
     def system_spec_hash(self) -> str:
-        return hash_value(self.model_dump(mode="json"))
+        """sha256 of the spec's canonical JSON. Every attempt's record names it, so it is looked
+        up by the spec's JSON (pydantic's, several times cheaper than the canonical form) and
+        computed only for JSON not seen before: the spec is frozen, but its dicts
+        (``decoding``, ``params``, ``resolved``...) can still be changed in place. Kept outside
+        the spec, so that reading it changes neither the spec's equality nor its copies."""
+        text = self.model_dump_json()
+        digest = _SPEC_HASHES.get(text)
+        if digest is None:
+            digest = hash_value(self.model_dump(mode="json"))
+            if len(_SPEC_HASHES) >= _SPEC_HASHES_KEPT:
+                _SPEC_HASHES.clear()
+            _SPEC_HASHES[text] = digest
+        return digest
+
+
+_SPEC_HASHES: dict[str, str] = {}
+"""System spec JSON -> its hash. The JSON determines the hash: both are serialisations of the
+same JSON-mode values (pydantic writes a non-finite float as null in either)."""
+_SPEC_HASHES_KEPT = 64
 
 
 def runtime_versions(extra: tuple[str, ...] = ()) -> dict[str, str]:
