@@ -83,6 +83,14 @@ def states_on_its_thread(s0, sT):
 def sleeps_on_states(s0, sT):
     time.sleep(3)
     return True
+
+
+def odd_outcome_evidence(s0, sT):
+    return False, {1: "number key", "steps": {1, 2}, "object": object}
+
+
+def tuple_keyed_evidence(s0, sT):
+    return True, {(1, 2): "no JSON key"}
 """
 
 
@@ -395,3 +403,32 @@ def test_diff_assertions_alone_need_no_thread_and_their_errors_are_grader_failur
     run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
     assert run.terminal_reason == "grader_failure"
     assert run.outcome_assertion_results[0].error == "RuntimeError: grader bug"
+
+
+# --- evidence a Python outcome check returns is made JSON where the check runs --------------
+
+
+def test_an_outcome_checks_odd_evidence_is_made_json_at_once(
+    with_check: Any, edited_bank: EditTask
+) -> None:
+    with_check("few_calls")
+    suite = edited_bank(_with_outcome_check("odd_outcome_evidence"))
+    run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
+    [result] = [r for r in run.outcome_assertion_results if r.id == "pyo"]
+    assert result.error is None and not result.passed
+    assert result.evidence["1"] == "number key" and isinstance(result.evidence["steps"], str)
+    assert run.terminal_reason == "agent_failure/incorrect_state"
+    AgentRun.model_validate_json(run.model_dump_json())  # storable, the batch goes on
+
+
+def test_outcome_evidence_json_cannot_key_is_that_checks_grader_failure(
+    with_check: Any, edited_bank: EditTask
+) -> None:
+    with_check("few_calls")
+    suite = edited_bank(_with_outcome_check("tuple_keyed_evidence"))
+    run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
+    results = {r.id: r for r in run.outcome_assertion_results}
+    assert run.terminal_reason == "grader_failure"
+    assert results["pyo"].error is not None and "keys must be" in results["pyo"].error
+    assert results["conserved"].error is None  # the other assertions keep their verdicts
+    AgentRun.model_validate_json(run.model_dump_json())

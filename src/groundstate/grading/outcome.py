@@ -8,6 +8,7 @@ the attempt a grader failure rather than an agent failure.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -264,7 +265,11 @@ def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, An
     passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
     if not isinstance(passed, bool):
         raise TypeError(f"{ref} returned {type(passed).__name__}, expected bool")
-    return passed, dict(evidence)
+    # Evidence goes into the run record, which is JSON: make it so now, where a failure is
+    # this check's grader failure, not at storing time where it would stop the batch (keys
+    # become text, values JSON cannot hold their repr; nothing to make of none, the usual
+    # evidence of a pass).
+    return passed, json.loads(json.dumps(dict(evidence), default=repr)) if evidence else {}
 
 
 _MODULES = SettledFileCache(lambda path: load_module(path, "checks"))
