@@ -212,7 +212,6 @@ def test_resume_refuses_a_changed_system(bank: Suite, tmp_path: Path) -> None:
             asyncio.run(runner.resume(result.batch.batch_id))
 
 
-
 def test_a_coroutine_function_can_be_the_system_entry(bank: Suite, tmp_path: Path) -> None:
     system_file = tmp_path / "fn_system.yaml"
     system_file.write_text(
