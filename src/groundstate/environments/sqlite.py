@@ -65,7 +65,7 @@ from groundstate.errors import (
     TimeLimitReached,
     ToolError,
 )
-from groundstate.spec.canonical import SettledFileCache, hash_file, hash_value
+from groundstate.spec.canonical import SettledFileCache, hash_file
 from groundstate.spec.files import load_model
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import make_workdir, process_dir, temp_root
@@ -330,9 +330,10 @@ class SqliteEnvironment(ClosesOnExit):
         # bypassed SQLite and left the counter alone must not survive in a cache.
         self._control.execute("PRAGMA shrink_memory")
         self._harness("PRAGMA shrink_memory")
-        if self._writes.installed:  # else the agent's SQL never ran: nothing to clear
-            # last_insert_rowid() 0 as on a new connection; changes() is 0 again once the next
-            # call's WriteLog.start() has emptied the (then empty) log, before any tool's SQL.
+        # last_insert_rowid() 0 as on a new connection (an attempt that inserted nothing left
+        # it so); changes() is 0 again once the next call's WriteLog.start() has emptied the
+        # (then empty) log, before any tool's SQL.
+        if self._writes.installed and self._harness("SELECT last_insert_rowid()")[0][0] != 0:
             self._harness(f"INSERT INTO temp.{LOG}(seq) VALUES (0)")
             self._harness(f"DELETE FROM temp.{LOG}")
         self._total_changes.restart()
@@ -453,6 +454,7 @@ class SqliteEnvironment(ClosesOnExit):
 
     def _restrict_agent(self) -> None:
         kinds = self._baseline.kinds
+        self._autoincrement = self._baseline.autoincrement
         self._virtual = [name for name, kind in kinds.items() if kind == "virtual"]
         self._shadow_of = _shadow_parents(kinds)
         self._agent.harness_settings(self._authorize, (self._past_deadline, PROGRESS_STEPS))
@@ -464,9 +466,8 @@ class SqliteEnvironment(ClosesOnExit):
         none of them (the authorizer allows reads and row writes only, which tests show): this
         checks it cheaply. What Python code may have done to the connection object, the object
         notes itself (:class:`~groundstate.environments.sqlite_live.AgentConnection`)."""
-        temp, like = self._harness(_FINGERPRINT)[0]
-        databases = [row[1] for row in self._harness("PRAGMA database_list")]
-        return temp - self._writes.objects, like, *databases, self._agent.meddled
+        temp, like, databases = self._harness(_FINGERPRINT)[0]
+        return temp - self._writes.objects, like, *json.loads(databases), self._agent.meddled
 
     def _close_live(self) -> None:
         """Close what is open (setup may have failed half way)."""
@@ -491,12 +492,11 @@ class SqliteEnvironment(ClosesOnExit):
         """sha256 over every table's schema and rows (clock and counters included), see
         :mod:`~groundstate.environments.sqlite_state`: the initial state's hashes with only
         the rows the write log saw read again."""
-        return hash_value(self.table_hashes())
+        return self._baseline.state_hash_of(self.table_hashes())
 
     def table_hashes(self) -> dict[str, str]:
         with self._failing(), _environment_errors("state hash"):
-            self._check_tracking()
-            return self._tracker.hashes(self._control)
+            return self._tracker.hashes(self._control, self._check_tracking())
 
     def snapshot(self) -> Snapshot:
         with self._failing(), _environment_errors("snapshot"):
@@ -518,18 +518,17 @@ class SqliteEnvironment(ClosesOnExit):
         """The diff from the initial state, from the rows the write log saw (the same diff
         as two whole snapshots would give)."""
         with self._failing(), _environment_errors("diff"):
-            self._check_tracking()
-            return self._tracker.diff(self._control)
+            return self._tracker.diff(self._control, self._check_tracking())
 
-    def _check_tracking(self) -> None:
+    def _check_tracking(self) -> int:
         """Give up the tracking (read every table whole) after a write it did not see: one
         on the agent's connection outside a tool call, or one by another connection (the
-        file's change counter moved since the last commit the harness saw)."""
-        if (
-            self._agent.total_changes != self._changes
-            or self._file.change_counter() != self._version
-        ):
+        file's change counter moved since the last commit the harness saw). Returns the
+        file's change counter."""
+        version = self._file.change_counter()
+        if version < 0 or version != self._version or self._agent.total_changes != self._changes:
             self._tracker.complete = False
+        return version
 
     def _synced(self, allowed: range | None = None) -> None:
         """Note the file's change counter and the agent's change count after a commit of the
@@ -568,7 +567,8 @@ class SqliteEnvironment(ClosesOnExit):
             self._control.execute(
                 f"UPDATE {META_TABLE} SET value = ? WHERE key = 'now'", (later.isoformat(),)
             )
-            self._synced(range(1, 2))  # the clock's table is read whole: only the count matters
+            self._tracker.clock_moved = True
+            self._synced(range(1, 2))
 
     def health(self) -> dict[str, Any]:
         """Probe integrity and evaluator access; reports failures, never raises.
@@ -721,6 +721,8 @@ class SqliteEnvironment(ClosesOnExit):
         if action == sqlite3.SQLITE_FUNCTION:
             return self._verdict((arg2 or "").lower() in AGENT_FUNCTIONS, f"function {arg2}")
         if action in _WRITES:
+            if action == sqlite3.SQLITE_INSERT and (arg1 or "").lower() in self._autoincrement:
+                self._tracker.sequence_moved = True  # even an insert of no rows may move it
             if db == "temp":  # the write log is the harness's, not the agent's
                 return self._verdict(False, f"write {arg1}")
             writable = self._permissions.get(table, "write") == "write"
@@ -818,7 +820,7 @@ def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
 def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
     """The fixture's first build in this process, read once (see :class:`Baseline`)."""
     try:
-        key = (str(fixture.resolve()), _CONTENT_HASHES.get(fixture), clock.isoformat())
+        key = (_resolved(fixture), _CONTENT_HASHES.get(fixture), clock.isoformat())
         if key not in _TEMPLATES:
             _TEMPLATES[key] = Baseline.read(_template_image(fixture, clock))
         return _TEMPLATES[key]
@@ -828,6 +830,18 @@ def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
 
 _CONTENT_HASHES = SettledFileCache(hash_file)
 """Fixture digests, read again only when a fixture's stat changed."""
+
+
+def _resolved(fixture: Path) -> str:
+    """The fixture's resolved path, which names its builds: resolved once per path and
+    working directory (a system call per folder otherwise, on every environment). The
+    content hash beside it in the key is what notices a changed file."""
+    return _resolve(str(fixture), "" if fixture.is_absolute() else os.getcwd())
+
+
+@lru_cache(maxsize=256)
+def _resolve(fixture: str, cwd: str) -> str:
+    return str(Path(cwd, fixture).resolve())
 
 
 def _template_image(fixture: Path, clock: datetime) -> bytes:
@@ -885,7 +899,8 @@ def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
 
 _FINGERPRINT = (
     "SELECT (SELECT count(*) FROM temp.sqlite_master),"
-    " 'a' LIKE 'A'"  # case_sensitive_like, the one setting that has no pragma to read it
+    " 'a' LIKE 'A',"  # case_sensitive_like, the one setting that has no pragma to read it
+    " (SELECT json_group_array(name) FROM pragma_database_list)"
 )
 """What a connection holds besides the fixture (see ``_fingerprint``)."""
 

@@ -49,6 +49,15 @@ want of descriptors closes them all before it tries again."""
 _MAGIC = b"SQLite format 3\0"
 
 
+def _sound(header: bytes, size: int) -> bool:
+    """Whether *header* (the file's first 32 bytes at least) is SQLite's and its page size
+    times its page count is the file's *size*."""
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    return header.startswith(_MAGIC) and page_size * pages == size
+
+
 class LiveFile:
     """The live database file, with a descriptor kept open for reading its header and
     restoring its bytes without opening it again (nothing else in the process writes it)."""
@@ -63,20 +72,19 @@ class LiveFile:
 
     def change_counter(self) -> int:
         """The file change counter of the header: every commit by any connection moves it (in
-        the rollback-journal mode the live file always has); -1 for an unreadable file."""
+        the rollback-journal mode the live file always has); -1 for an unreadable file or one
+        whose header is not sound (see :meth:`header_sound`): a write that bypassed SQLite
+        and left the counter alone is still seen when it broke the header."""
         try:
-            return int.from_bytes(os.pread(self._fd, 4, 24), "big")
+            header = os.pread(self._fd, 32, 0)
+            size = os.fstat(self._fd).st_size
         except OSError:
             return -1
+        return int.from_bytes(header[24:28], "big") if _sound(header, size) else -1
 
     def header_sound(self) -> bool:
         """Whether the header is SQLite's and its page count fits the file's size."""
-        header = os.pread(self._fd, 100, 0)
-        size = os.fstat(self._fd).st_size
-        page_size = int.from_bytes(header[16:18], "big")
-        page_size = 65536 if page_size == 1 else page_size
-        pages = int.from_bytes(header[28:32], "big")
-        return header.startswith(_MAGIC) and page_size * pages == size
+        return _sound(os.pread(self._fd, 32, 0), os.fstat(self._fd).st_size)
 
     def holds(self, image: bytes) -> bool:
         """Whether the file's bytes are exactly *image* (one byte more is read: a longer
