@@ -208,6 +208,8 @@ class SqliteEnvironment(ClosesOnExit):
     """The live file's change counter after the last commit the harness saw."""
     _changes: int
     """The agent connection's change count after the last tool call."""
+    _blobs = 0
+    """The agent connection's count of opened blobs when the tracking last looked."""
 
     def __init__(
         self,
@@ -325,11 +327,14 @@ class SqliteEnvironment(ClosesOnExit):
         for name in os.listdir(self._live.parent):  # a stale journal would be replayed
             if name.startswith(f"{self._live.name}-"):
                 (self._live.parent / name).unlink(missing_ok=True)
+        unseen = self._file.change_counter() != self._version or not self._tracker.complete
         self._file.write(self._baseline.image)
         # Drop every cached page, not only those a changed counter would: a write that
         # bypassed SQLite and left the counter alone must not survive in a cache.
         self._control.execute("PRAGMA shrink_memory")
         self._harness("PRAGMA shrink_memory")
+        if unseen:  # maybe DDL by another connection: each connection reads the schema again
+            self._reread_schema()
         # last_insert_rowid() 0 as on a new connection (an attempt that inserted nothing left
         # it so); changes() is 0 again once the next call's WriteLog.start() has emptied the
         # (then empty) log, before any tool's SQL.
@@ -338,6 +343,18 @@ class SqliteEnvironment(ClosesOnExit):
             self._harness(f"DELETE FROM temp.{LOG}")
         self._total_changes.restart()
         return True
+
+    def _reread_schema(self) -> None:
+        """Make the control and agent connections read the restored file's schema now.
+
+        A connection reads the schema again when the file's schema cookie differs from the
+        one it read. Another connection's DDL moves the cookie; the restore moves it back. A
+        connection that read the changed schema and runs nothing before the next DDL (which
+        moves the cookie to the same value again) would keep the first change's schema, and
+        ``SELECT *`` would give another table's columns. A statement now settles it.
+        """
+        self._control.execute("SELECT count(*) FROM main.sqlite_master").fetchall()
+        self._harness("SELECT count(*) FROM main.sqlite_master")
 
     def _unlocked(self) -> bool:
         """Whether no connection (a statement left running, another process) holds a lock on
@@ -528,15 +545,20 @@ class SqliteEnvironment(ClosesOnExit):
         version = self._file.change_counter()
         if version < 0 or version != self._version or self._agent.total_changes != self._changes:
             self._tracker.complete = False
+        if self._agent.blobs != self._blobs:  # a blob write fires no trigger: the log missed it
+            self._tracker.complete = False
         return version
 
     def _synced(self, allowed: range | None = None) -> None:
         """Note the file's change counter and the agent's change count after a commit of the
         harness's (*allowed*: the counter moves it may have made; None: no check)."""
         version = self._file.change_counter()
-        if allowed is not None and version - self._version not in allowed:
+        if allowed is not None and (
+            version - self._version not in allowed or self._agent.blobs != self._blobs
+        ):
             self._tracker.complete = False
         self._version, self._changes = version, self._agent.total_changes
+        self._blobs = self._agent.blobs
 
     def evaluator_view(self) -> SqliteView:
         return SqliteView(self._evaluator)

@@ -111,6 +111,9 @@ class AgentConnection(sqlite3.Connection):
     harness sets its own through the ``harness_`` methods."""
 
     meddled = False
+    blobs = 0
+    """Blobs opened (``blobopen``): a blob write fires no trigger, so the write log cannot
+    see it and the environment gives up the change tracking when this count moves."""
 
     def _meddle(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         self.meddled = True
@@ -145,6 +148,10 @@ class AgentConnection(sqlite3.Connection):
 
     def load_extension(self, *args: Any, **kwargs: Any) -> None:
         self._meddle(sqlite3.Connection.load_extension, *args, **kwargs)
+
+    def blobopen(self, *args: Any, **kwargs: Any) -> sqlite3.Blob:
+        self.blobs += 1
+        return sqlite3.Connection.blobopen(self, *args, **kwargs)
 
     def deserialize(self, *args: Any, **kwargs: Any) -> None:
         self._meddle(sqlite3.Connection.deserialize, *args, **kwargs)
