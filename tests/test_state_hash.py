@@ -256,7 +256,7 @@ ACTION = st.one_of(CALL, st.sampled_from(["check", "clock"]))
 
 
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     st.lists(ACTION, min_size=1, max_size=10),
