@@ -483,8 +483,9 @@ class SqliteEnvironment(ClosesOnExit):
         none of them (the authorizer allows reads and row writes only, which tests show): this
         checks it cheaply. What Python code may have done to the connection object, the object
         notes itself (:class:`~groundstate.environments.sqlite_live.AgentConnection`)."""
-        temp, like, databases = self._harness(_FINGERPRINT)[0]
-        return temp - self._writes.objects, like, *json.loads(databases), self._agent.meddled
+        temp, like = self._harness(_FINGERPRINT)[0]
+        databases = [row[1] for row in self._harness("PRAGMA database_list")]
+        return temp - self._writes.objects, like, *databases, self._agent.meddled
 
     def _close_live(self) -> None:
         """Close what is open (setup may have failed half way)."""
@@ -921,8 +922,7 @@ def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
 
 _FINGERPRINT = (
     "SELECT (SELECT count(*) FROM temp.sqlite_master),"
-    " 'a' LIKE 'A',"  # case_sensitive_like, the one setting that has no pragma to read it
-    " (SELECT json_group_array(name) FROM pragma_database_list)"
+    " 'a' LIKE 'A'"  # case_sensitive_like, the one setting that has no pragma to read it
 )
 """What a connection holds besides the fixture (see ``_fingerprint``)."""
 
