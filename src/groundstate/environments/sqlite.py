@@ -41,6 +41,8 @@ from groundstate.environments.sqlite_live import (
     NO_FILE,
     POOL,
     AgentConnection,
+    EvaluatorConnection,
+    EvaluatorLease,
     HeldDatabase,
     LiveFile,
     TotalChanges,
@@ -137,12 +139,13 @@ class SqliteView:
     (``PRAGMA data_version`` moved): the several checks of one attempt share one read. Each
     call still returns a copy of its own, which the caller may change: a copy of a pickled
     image, with the same row order and storage classes. *connection* may be a function that
-    opens it, called on the first query (most attempts never query s0).
+    opens it, called on the first query (most attempts never query s0), or an environment's
+    lease on it, which stops serving once the environment lets the connection go.
     """
 
     def __init__(
         self,
-        connection: sqlite3.Connection | Callable[[], sqlite3.Connection],
+        connection: sqlite3.Connection | Callable[[], sqlite3.Connection] | EvaluatorLease,
         baseline: Baseline | None = None,
     ) -> None:
         self._connection = connection
@@ -150,19 +153,21 @@ class SqliteView:
         self._image: tuple[int, bytes] | None = None
         """The data version a snapshot was read at, and its pickled image."""
 
-    def _connected(self) -> sqlite3.Connection:
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if isinstance(self._connection, EvaluatorLease):
+            return self._connection.query(work)
         if not isinstance(self._connection, sqlite3.Connection):
             self._connection = self._connection()
-        return self._connection
+        return work(self._connection)
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return self._connected().execute(sql, params).fetchall()
+        return self._run(lambda connection: connection.execute(sql, params).fetchall())
 
     def snapshot(self) -> Snapshot:
         with _environment_errors("snapshot"):
             if self._baseline is not None:
                 return _initial_snapshot(self._baseline)
-            return self._final_snapshot(self._connected())
+            return self._run(self._final_snapshot)
 
     def _final_snapshot(self, connection: sqlite3.Connection) -> Snapshot:
         # No lock: a check abandoned at its time limit may still be reading here when the
@@ -179,7 +184,7 @@ class SqliteView:
 
     def interrupt(self) -> None:
         """Abort a query running on this view (from any thread)."""
-        if isinstance(self._connection, sqlite3.Connection):  # else none has run
+        if isinstance(self._connection, (sqlite3.Connection, EvaluatorLease)):  # else none ran
             self._connection.interrupt()
 
 
@@ -198,6 +203,8 @@ class SqliteEnvironment(ClosesOnExit):
     _control: sqlite3.Connection
     _agent: AgentConnection
     _evaluator: sqlite3.Connection
+    _lease: EvaluatorLease
+    """This environment's hold on ``_evaluator``, which its graders' views query through."""
     _file: LiveFile
     _writes: WriteLog
     _total_changes: TotalChanges
@@ -226,6 +233,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._trusted = False
         self._initial: sqlite3.Connection | None = None
         self._control = self._evaluator = _CLOSED
+        self._lease = EvaluatorLease(_CLOSED)
         self._agent = _CLOSED_AGENT
         self._file = NO_FILE
         self._opened = False
@@ -304,9 +312,10 @@ class SqliteEnvironment(ClosesOnExit):
         safe (see :meth:`_rewrite`), else into a new file with new connections."""
         with _environment_errors("reset"):
             if self._opened:
+                self._lease.revoke()
                 self._evaluator.close()  # graders' connection: new after every reset
             if self._rewrite():
-                self._evaluator = _read_only(self._live)
+                self._set_evaluator(_evaluator_for(self._live))
             else:
                 self._close_live()
                 for suffix in ("-journal", "-wal", "-shm"):  # a stale journal would be replayed
@@ -317,9 +326,10 @@ class SqliteEnvironment(ClosesOnExit):
             self._synced()
             self._fresh = True
 
-    def _rewrite(self) -> bool:
+    def _rewrite(self, evaluator: sqlite3.Connection | None = None) -> bool:
         """Write the build's bytes into the live file under the open control and agent
-        connections, and leave both as new ones would be; False where that is not safe."""
+        connections (and *evaluator*, kept for the pool), and leave them as new ones would
+        be; False where that is not safe."""
         if not self._opened or self._tainted or self._calls:
             return False
         if self._agent.in_transaction or self._control.in_transaction or not self._unlocked():
@@ -333,8 +343,10 @@ class SqliteEnvironment(ClosesOnExit):
         # bypassed SQLite and left the counter alone must not survive in a cache.
         self._control.execute("PRAGMA shrink_memory")
         self._harness("PRAGMA shrink_memory")
+        if evaluator is not None:
+            evaluator.execute("PRAGMA shrink_memory")
         if unseen:  # maybe DDL by another connection: each connection reads the schema again
-            self._reread_schema()
+            self._reread_schema(evaluator)
         # last_insert_rowid() 0 as on a new connection (an attempt that inserted nothing left
         # it so); changes() is 0 again once the next call's WriteLog.start() has emptied the
         # (then empty) log, before any tool's SQL.
@@ -344,7 +356,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._total_changes.restart()
         return True
 
-    def _reread_schema(self) -> None:
+    def _reread_schema(self, evaluator: sqlite3.Connection | None) -> None:
         """Make the control and agent connections read the restored file's schema now.
 
         A connection reads the schema again when the file's schema cookie differs from the
@@ -355,6 +367,8 @@ class SqliteEnvironment(ClosesOnExit):
         """
         self._control.execute("SELECT count(*) FROM main.sqlite_master").fetchall()
         self._harness("SELECT count(*) FROM main.sqlite_master")
+        if evaluator is not None:
+            evaluator.execute("SELECT count(*) FROM main.sqlite_master").fetchall()
 
     def _unlocked(self) -> bool:
         """Whether no connection (a statement left running, another process) holds a lock on
@@ -398,9 +412,9 @@ class SqliteEnvironment(ClosesOnExit):
         if not (self._reuses() and self._opened and not self._tainted):
             return False
         try:
-            self._evaluator.close()
+            evaluator = self._kept_evaluator()
             self._agent.harness_plain(_AGENT_LIMITS)
-            if self._fingerprint() != self._fingerprint0 or not self._rewrite():
+            if self._fingerprint() != self._fingerprint0 or not self._rewrite(evaluator):
                 return False
             self._agent.harness_settings(_deny_everything, None)  # nothing runs while pooled
         except (OSError, sqlite3.Error):
@@ -415,6 +429,7 @@ class SqliteEnvironment(ClosesOnExit):
             writes=self._writes,
             total_changes=self._total_changes,
             fingerprint=self._fingerprint0,
+            evaluator=evaluator,
         )
         if not POOL.give(held):
             return False
@@ -423,6 +438,19 @@ class SqliteEnvironment(ClosesOnExit):
         self._file, self._opened, self._workdir = NO_FILE, False, None
         return True
 
+    def _kept_evaluator(self) -> EvaluatorConnection | None:
+        """The graders' connection, to go to the pool with the rest where no view is using it
+        and nothing of this attempt can stay in it; else closed (None)."""
+        idle = self._lease.revoke()
+        evaluator = self._evaluator
+        if idle and isinstance(evaluator, EvaluatorConnection) and evaluator.reusable:
+            return evaluator
+        evaluator.close()
+        return None
+
+    def _set_evaluator(self, evaluator: sqlite3.Connection) -> None:
+        self._evaluator, self._lease = evaluator, EvaluatorLease(evaluator)
+
     def _adopt(self, held: HeldDatabase) -> None:
         """Take over a pooled live database (its file holds the build again)."""
         self._workdir, self._file, self._live = held.workdir, held.file, held.file.path
@@ -430,7 +458,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._total_changes, self._fingerprint0 = held.total_changes, held.fingerprint
         self._opened = True
         self._restrict_agent()
-        self._evaluator = _read_only(self._live)
+        self._set_evaluator(held.evaluator or _evaluator_for(self._live))
         self._tracker = ChangeTracker(self._baseline)
         self._synced()
         self._fresh = True
@@ -444,7 +472,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._file = _opening(lambda: LiveFile.open(self._live))
         # The live file is scratch, rebuilt on every reset: durability would only cost fsyncs.
         self._control.execute("PRAGMA synchronous = OFF")
-        self._evaluator = _read_only(self._live)
+        self._set_evaluator(_evaluator_for(self._live))
         # No statement cache: a cached statement skips the authorizer when reused, so the
         # agent could replay one of the harness's own trusted statements (e.g. COMMIT).
         self._agent = _opening(
@@ -489,6 +517,7 @@ class SqliteEnvironment(ClosesOnExit):
 
     def _close_live(self) -> None:
         """Close what is open (setup may have failed half way)."""
+        self._lease.revoke()
         for connection in (self._agent, self._evaluator, self._control):
             connection.close()
         self._file.close()
@@ -562,7 +591,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._blobs = self._agent.blobs
 
     def evaluator_view(self) -> SqliteView:
-        return SqliteView(self._evaluator)
+        return SqliteView(self._lease)
 
     def initial_view(self) -> SqliteView:
         assert not self._closed, "environment is closed"
@@ -972,6 +1001,17 @@ def _read_only(path: Path) -> sqlite3.Connection:
     """
     uri = _read_only_uri(path)
     return _opening(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False))
+
+
+def _evaluator_for(path: Path) -> EvaluatorConnection:
+    """The graders' read-only connection to the live file, watching for SQL that would keep
+    it from the pool."""
+    uri = _read_only_uri(path)
+    connection = _opening(
+        lambda: sqlite3.connect(uri, uri=True, check_same_thread=False, factory=EvaluatorConnection)
+    )
+    connection.watch()
+    return connection
 
 
 @lru_cache(maxsize=64)
