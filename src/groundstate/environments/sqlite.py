@@ -16,6 +16,7 @@ import os
 import pickle
 import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -70,7 +71,7 @@ from groundstate.errors import (
 from groundstate.spec.canonical import SettledFileCache, hash_file
 from groundstate.spec.files import load_model
 from groundstate.spec.task import Permissions
-from groundstate.workdirs import make_workdir, process_dir, temp_root
+from groundstate.workdirs import TMPDIR_ENV, make_workdir, process_dir, temp_root
 
 _PROTECTED = {META_TABLE, "sqlite_sequence"}
 _WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
@@ -498,10 +499,10 @@ class SqliteEnvironment(ClosesOnExit):
         self._restrict_agent()
 
     def _restrict_agent(self) -> None:
-        kinds = self._baseline.kinds
         self._autoincrement = self._baseline.autoincrement
-        self._virtual = [name for name, kind in kinds.items() if kind == "virtual"]
-        self._shadow_of = _shadow_parents(kinds)
+        self._virtual, self._shadow_of = _virtual_tables(
+            self._baseline.image_digest, self._baseline.kinds
+        )
         self._agent.harness_settings(self._authorize, (self._past_deadline, PROGRESS_STEPS))
         self._agent.harness_plain(_AGENT_LIMITS)
 
@@ -648,8 +649,8 @@ class SqliteEnvironment(ClosesOnExit):
         return report
 
     def _integrity(self, report: dict[str, Any]) -> str:
-        self._check_tracking()
-        if self._tracker.complete and self._file.header_sound():
+        # A header that is not sound gives no change counter and turns the tracking off.
+        if self._check_tracking() >= 0 and self._tracker.complete:
             report["integrity_of"] = "fixture build (once per process); this file's header"
             return self._baseline.integrity
         report["integrity_of"] = "this file (PRAGMA quick_check)"
@@ -841,9 +842,9 @@ def _template_file(fixture: Path, baseline: Baseline) -> Path:
     """The build's file, which the evaluator's view of s0 opens read-only: written once per
     process and fixture build, in the process's own folder, and shared by its environments."""
     known = _TEMPLATE_FILES.get(baseline.image_digest)
-    own = temp_root() / f"pid-{os.getpid()}"  # a forked child writes its own
+    own = _own_folder(os.getpid(), os.environ.get(TMPDIR_ENV), tempfile.tempdir)
     if known is not None and known.parent.parent == own and known.exists():
-        return known  # written already, and still there
+        return known  # written already, and still there (a forked child writes its own)
     path = process_dir() / "templates" / f"{baseline.image_digest[:32]}.db"
     try:
         if not path.exists():  # written whole under another name, then renamed: never partial
@@ -860,6 +861,13 @@ def _template_file(fixture: Path, baseline: Baseline) -> Path:
 
 _TEMPLATE_FILES: dict[str, Path] = {}
 """The build files written by this process, by image digest."""
+
+
+@lru_cache(maxsize=8)
+def _own_folder(pid: int, root: str | None, tempdir: str | None) -> Path:
+    """This process's folder under :func:`temp_root`, by what that depends on (building the
+    path costs more than the rest of finding the template)."""
+    return temp_root() / f"pid-{pid}"
 
 
 def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
@@ -935,6 +943,18 @@ def _insert(connection: sqlite3.Connection, table: str, row: Row) -> None:
     # YAML reads bare dates as date objects; store them as ISO text, as SQL fixtures would.
     values = [v.isoformat() if isinstance(v, date) else v for v in row.values()]
     connection.execute(f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})", values)
+
+
+def _virtual_tables(build: str, kinds: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The build's virtual tables, and each shadow table's virtual table: once per build."""
+    known = _VIRTUAL.get(build)
+    if known is None:
+        virtual = [name for name, kind in kinds.items() if kind == "virtual"]
+        known = _VIRTUAL[build] = (virtual, _shadow_parents(kinds))
+    return known
+
+
+_VIRTUAL: dict[str, tuple[list[str], dict[str, str]]] = {}
 
 
 def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:

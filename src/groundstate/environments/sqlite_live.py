@@ -80,18 +80,15 @@ class LiveFile:
     def change_counter(self) -> int:
         """The file change counter of the header: every commit by any connection moves it (in
         the rollback-journal mode the live file always has); -1 for an unreadable file or one
-        whose header is not sound (see :meth:`header_sound`): a write that bypassed SQLite
-        and left the counter alone is still seen when it broke the header."""
+        whose header is not sound (not SQLite's magic string, or a page count that does not
+        fit the file's size): a write that bypassed SQLite and left the counter alone is
+        still seen when it broke the header."""
         try:
             header = os.pread(self._fd, 32, 0)
             size = os.fstat(self._fd).st_size
         except OSError:
             return -1
         return int.from_bytes(header[24:28], "big") if _sound(header, size) else -1
-
-    def header_sound(self) -> bool:
-        """Whether the header is SQLite's and its page count fits the file's size."""
-        return _sound(os.pread(self._fd, 32, 0), os.fstat(self._fd).st_size)
 
     def holds(self, image: bytes) -> bool:
         """Whether the file's bytes are exactly *image* (one byte more is read: a longer
