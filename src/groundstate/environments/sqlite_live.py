@@ -49,9 +49,10 @@ T = TypeVar("T")
 
 POOL_SIZE = 16
 """Live databases a process keeps for reuse, over every fixture build (the least recently
-pooled is closed first): each holds three file descriptors and about 0.6 MB (the retail
-example's), its connections' page caches emptied when it is pooled. An open that fails for
-want of descriptors closes them all before it tries again."""
+pooled is closed first): each holds four file descriptors (three connections and the file's
+own) and about 0.6 MB (the retail example's), its connections' page caches emptied when it
+is pooled. An open that fails for want of descriptors closes them all before it tries
+again."""
 
 _MAGIC = b"SQLite format 3\0"
 
