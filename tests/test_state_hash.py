@@ -320,6 +320,42 @@ def test_an_insert_of_no_rows_into_an_autoincrement_table_is_in_the_hash(
         _assert_tracked(env)
 
 
+CASCADES = """
+CREATE TABLE parent (id INTEGER PRIMARY KEY, n TEXT UNIQUE);
+CREATE TABLE child (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES parent(id) ON DELETE CASCADE,
+                    tag TEXT);
+CREATE UNIQUE INDEX child_tag ON child (lower(tag));
+CREATE TABLE nulled (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES parent(id) ON DELETE SET NULL);
+INSERT INTO parent VALUES (1, 'a'), (2, 'b');
+INSERT INTO child VALUES (1, 1, 'x'), (2, 2, 'y');
+INSERT INTO nulled VALUES (1, 1), (2, 2);
+"""
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT OR REPLACE INTO parent VALUES (1, 'z')",  # a REPLACE whose delete cascades
+        "INSERT OR REPLACE INTO parent VALUES (3, 'a')",  # the same through a unique column
+        "DELETE FROM parent WHERE id = 2",
+        "INSERT OR REPLACE INTO child VALUES (3, 1, 'X')",  # a conflict the log cannot follow
+    ],
+)
+def test_cascades_into_a_table_read_whole_only_when_written_are_not_missed(
+    tmp_path: Path, sql: str
+) -> None:
+    # `child` has a unique index on an expression: it is read whole, and only once the log
+    # saw a write to it; cascades and REPLACE conflicts all reach it as logged writes.
+    fixture = tmp_path / "cascades.sql"
+    fixture.write_text(CASCADES)
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        initial = env.reset()
+        _call(env, sql, ())
+        assert env.tracking_complete
+        assert env.state_hash() != initial
+        _assert_tracked(env)
+
+
 def test_a_blob_written_in_place_is_not_missed(fixture_path: Path) -> None:
     # A blob write fires no trigger: the write log cannot see it, so the tracking gives up.
     with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
