@@ -444,3 +444,117 @@ def test_records_are_the_same_with_and_without_reuse(
     monkeypatch.setattr(sqlite_live, "POOL_SIZE", 0)
     POOL.drain()
     assert reused == [records()] * 2
+
+
+# --- the graders' connection ---------------------------------------------------------------
+
+EVALUATOR_SETTINGS = ["reverse_unordered_selects", "case_sensitive_like", "busy_timeout"]
+
+
+def _evaluator(env: SqliteEnvironment) -> sqlite3.Connection:
+    return env._evaluator
+
+
+def test_a_clean_attempts_graders_connection_is_reused_and_reads_the_restored_state(
+    fixture: Path, tmp_path: Path
+) -> None:
+    first = _env(fixture)
+    _a_busy_attempt(first)
+    view = first.evaluator_view()
+    assert view.query("SELECT balance FROM accounts WHERE id = 'a'") == [(0,)]
+    view.snapshot()  # its pages cached
+    evaluator = _evaluator(first)
+    first.close()
+    with _env(fixture) as second, _fresh(fixture, tmp_path) as fresh:
+        assert _evaluator(second) is evaluator
+        second.reset()
+        fresh.reset()
+        assert second.evaluator_view().snapshot() == fresh.evaluator_view().snapshot()
+        assert second.evaluator_view().query("SELECT balance FROM accounts WHERE id = 'a'") == [
+            (10,)
+        ]
+        assert second.health()["ok"]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "PRAGMA reverse_unordered_selects = 1",  # would reorder a later check's rows
+        "PRAGMA case_sensitive_like = 1",
+        "PRAGMA busy_timeout = 1",
+        "CREATE TEMP TABLE scratch (x)",
+        "CREATE TEMP VIEW accounts AS SELECT 'forged' AS id, 0 AS balance",
+        "ATTACH DATABASE ':memory:' AS other",
+        "BEGIN",
+    ],
+)
+def test_a_graders_connection_a_check_changed_is_not_reused(fixture: Path, sql: str) -> None:
+    first = _env(fixture)
+    first.reset()
+    first.evaluator_view().query(sql)
+    evaluator = _evaluator(first)
+    first.close()
+    with _env(fixture) as second:
+        assert _evaluator(second) is not evaluator
+        assert POOL.reused == 1  # the rest of the database was reused all the same
+        view = second.evaluator_view()
+        assert view.query("SELECT id FROM accounts ORDER BY id") == [("a",), ("b",)]
+        assert view.query("SELECT count(*) FROM temp.sqlite_master") == [(0,)]
+        assert "other" not in [row[1] for row in view.query("PRAGMA database_list")]
+        assert view.query("SELECT 'a' LIKE 'A'") == [(1,)]
+
+
+def test_what_checks_read_does_not_keep_the_graders_connection_from_reuse(fixture: Path) -> None:
+    first = _env(fixture)
+    first.reset()
+    view = first.evaluator_view()
+    view.query("PRAGMA table_info(accounts)")
+    view.query("SELECT json_extract('{\"a\": 1}', '$.a'), lower(id) FROM accounts")
+    view.query(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3) "
+        "SELECT count(*) FROM n"
+    )
+    view.snapshot()
+    evaluator = _evaluator(first)
+    first.close()
+    with _env(fixture) as second:
+        assert _evaluator(second) is evaluator
+
+
+def test_a_view_left_behind_can_neither_query_nor_interrupt_the_next_attempt(
+    fixture: Path,
+) -> None:
+    first = _env(fixture)
+    first.reset()
+    stale = first.evaluator_view()
+    stale.query("SELECT 1")
+    first.close()
+    with _env(fixture) as second:
+        second.reset()
+        with pytest.raises(sqlite3.ProgrammingError):
+            stale.query("SELECT id FROM accounts")
+        stale.interrupt()  # a no-op now
+        assert second.evaluator_view().query("SELECT count(*) FROM accounts") == [(2,)]
+        with pytest.raises(EnvironmentFailure):
+            stale.snapshot()
+
+
+def test_a_graders_connection_in_use_at_close_is_not_reused(fixture: Path) -> None:
+    first = _env(fixture)
+    first.reset()
+    lease = first._lease
+    started, release = threading.Event(), threading.Event()
+
+    def slow(connection: sqlite3.Connection) -> None:
+        started.set()
+        release.wait(5)
+
+    worker = threading.Thread(target=lease.query, args=(slow,))
+    worker.start()
+    started.wait(5)
+    evaluator = _evaluator(first)
+    first.close()
+    release.set()
+    worker.join()
+    with _env(fixture) as second:
+        assert _evaluator(second) is not evaluator

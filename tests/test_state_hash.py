@@ -28,7 +28,7 @@ from groundstate.environments.sqlite_state import (
     row_digest,
     table_hash,
 )
-from groundstate.errors import ResetCheckFailed
+from groundstate.errors import EnvironmentFailure, ResetCheckFailed
 from groundstate.spec.canonical import hash_value
 
 CLOCK = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
@@ -52,6 +52,7 @@ CREATE UNIQUE INDEX lowered_email ON lowered (lower(email));
 CREATE TABLE folded (id INTEGER PRIMARY KEY, tag TEXT);
 CREATE UNIQUE INDEX folded_tag ON folded (tag COLLATE NOCASE);
 CREATE TABLE priced (id INTEGER PRIMARY KEY, price, doubled GENERATED ALWAYS AS (price * 2));
+CREATE TABLE tickets (id INTEGER PRIMARY KEY AUTOINCREMENT, v);
 INSERT INTO plain VALUES (1, 'one'), (1, 'one'), (2, x'02');
 INSERT INTO items VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3.5);
 INSERT INTO codes VALUES ('a', 1), ('b', 2);
@@ -64,7 +65,9 @@ INSERT INTO lowered VALUES (1, 'Ann@x'), (2, 'bob@x');
 INSERT INTO folded VALUES (1, 'Red'), (2, 'blue');
 INSERT INTO priced VALUES (1, 10), (2, 2.5);
 """
-VALUES = st.sampled_from([None, 0, 1, 1.0, 2, 3, "1", "a", "A", "b", b"\x01", b"a"])
+VALUES = st.sampled_from(
+    [None, 0, 1, 1.0, 2, 2.5, 0.1, 1e300, 3, "1", "a", "A", "b", b"\x01", b"a", b""]
+)
 SMALL = st.sampled_from([1, 2, 3, 4])
 TEXT = st.sampled_from(["a", "A", "b", "c", "ann@x", "ANN@X", "red", "RED"])
 STATEMENTS: list[tuple[str, tuple[st.SearchStrategy[Any], ...]]] = [
@@ -96,6 +99,10 @@ STATEMENTS: list[tuple[str, tuple[st.SearchStrategy[Any], ...]]] = [
     ("INSERT OR REPLACE INTO lowered (id, email) VALUES (?, ?)", (SMALL, TEXT)),
     ("INSERT OR REPLACE INTO folded (id, tag) VALUES (?, ?)", (SMALL, TEXT)),
     ("UPDATE priced SET price = ? WHERE id = ?", (VALUES, SMALL)),
+    ("UPDATE items SET qty = qty + 1 WHERE id = ?", (SMALL,)),  # and back again:
+    ("UPDATE items SET qty = qty - 1 WHERE id = ?", (SMALL,)),
+    ("INSERT INTO tickets (v) VALUES (?)", (VALUES,)),
+    ("DELETE FROM tickets", ()),
 ]
 STATEMENT = st.sampled_from(STATEMENTS).flatmap(
     lambda pair: st.tuples(st.just(pair[0]), st.tuples(*pair[1]))
@@ -228,35 +235,202 @@ def test_every_kind_of_write_changes_the_hash_of_exactly_its_tables(
         _assert_tracked(env)
 
 
-def test_a_write_outside_a_tool_call_is_not_missed(fixture_path: Path) -> None:
+UNLOGGED = st.sampled_from(
+    [
+        "INSERT INTO tickets (v) SELECT 1 WHERE 0",  # records tickets in sqlite_sequence
+        "INSERT OR IGNORE INTO audit (id, what) VALUES (1, 'again')",
+        "INSERT OR IGNORE INTO tickets (id, v) VALUES (1, 'x')",
+    ]
+)
+"""Statements that may change the file while writing no row the log sees: alone in a call,
+they make the tracking give up (the file's counter moved with nothing logged); beside a
+logged write they must still show in the final state."""
+CALL = st.one_of(
+    STATEMENT.map(lambda statement: [statement]),
+    st.lists(STATEMENT, min_size=2, max_size=3),  # several statements in one tool call
+    st.tuples(UNLOGGED, VALUES).map(
+        lambda pair: [("INSERT INTO plain VALUES (?, 'logged')", (pair[1],)), (pair[0], ())]
+    ),
+)
+ACTION = st.one_of(CALL, st.sampled_from(["check", "clock"]))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(ACTION, min_size=1, max_size=10),
+    st.sampled_from([0, sqlite_state.WHOLE_TABLE_SHARE]),
+)
+def test_the_final_state_read_between_calls_is_the_state_read_from_scratch(
+    fixture_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    actions: list[Any],
+    share: int,
+) -> None:
+    # The hash and the diff share one read of the touched rows, kept until the file changes;
+    # whole tables are read only when they can have changed. Reading between calls, moving
+    # the clock and several statements per call must all leave them exact.
+    monkeypatch.setattr(sqlite_state, "WHOLE_TABLE_SHARE", share)
     with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
         initial = env.reset()
-        env.agent_db.execute("UPDATE codes SET label = 'outside' WHERE code = 'a'")  # autocommit
-        assert not env.tracking_complete
+        for action in actions:
+            if action == "check":
+                _assert_tracked(env)
+            elif action == "clock":
+                env.advance_clock(1)
+            else:
+                _calls(env, action)
+        assert env.tracking_complete
+        _assert_tracked(env)
+        assert env.table_hashes() == env.table_hashes()  # the kept read, the same answer
+        assert env.reset() == initial == _from_scratch(env)
+
+
+def _calls(env: SqliteEnvironment, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    try:
+        with env.tool_transaction():
+            for sql, params in statements:
+                env.agent_db.execute(sql, params)
+    except sqlite3.Error:
+        pass
+
+
+def test_an_insert_of_no_rows_into_an_autoincrement_table_is_in_the_hash(
+    fixture_path: Path,
+) -> None:
+    # It writes no row (no trigger fires) but records the table in sqlite_sequence; with a
+    # logged write in the same call the file's counter moves as the tracking expects.
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        initial = env.reset()
+        _calls(env, [("UPDATE items SET qty = 7 WHERE id = 1", ())])
+        after_update = env.state_hash()
+        _calls(
+            env,
+            [
+                ("UPDATE items SET qty = 8 WHERE id = 1", ()),
+                ("INSERT INTO tickets (v) SELECT 1 WHERE 0", ()),
+            ],
+        )
+        assert env.tracking_complete
+        assert "sqlite_sequence" not in {
+            name for name, value in env.table_hashes().items() if value == initial
+        }
+        assert env.state_hash() not in {initial, after_update}
+        _assert_tracked(env)
+
+
+CASCADES = """
+CREATE TABLE parent (id INTEGER PRIMARY KEY, n TEXT UNIQUE);
+CREATE TABLE child (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES parent(id) ON DELETE CASCADE,
+                    tag TEXT);
+CREATE UNIQUE INDEX child_tag ON child (lower(tag));
+CREATE TABLE nulled (id INTEGER PRIMARY KEY, pid INTEGER REFERENCES parent(id) ON DELETE SET NULL);
+INSERT INTO parent VALUES (1, 'a'), (2, 'b');
+INSERT INTO child VALUES (1, 1, 'x'), (2, 2, 'y');
+INSERT INTO nulled VALUES (1, 1), (2, 2);
+"""
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT OR REPLACE INTO parent VALUES (1, 'z')",  # a REPLACE whose delete cascades
+        "INSERT OR REPLACE INTO parent VALUES (3, 'a')",  # the same through a unique column
+        "DELETE FROM parent WHERE id = 2",
+        "INSERT OR REPLACE INTO child VALUES (3, 1, 'X')",  # a conflict the log cannot follow
+    ],
+)
+def test_cascades_into_a_table_read_whole_only_when_written_are_not_missed(
+    tmp_path: Path, sql: str
+) -> None:
+    # `child` has a unique index on an expression: it is read whole, and only once the log
+    # saw a write to it; cascades and REPLACE conflicts all reach it as logged writes.
+    fixture = tmp_path / "cascades.sql"
+    fixture.write_text(CASCADES)
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        initial = env.reset()
+        _call(env, sql, ())
+        assert env.tracking_complete
         assert env.state_hash() != initial
         _assert_tracked(env)
 
 
-def test_a_write_by_another_connection_is_not_missed(fixture_path: Path) -> None:
+def test_a_blob_written_in_place_is_not_missed(fixture_path: Path) -> None:
+    # A blob write fires no trigger: the write log cannot see it, so the tracking gives up.
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        env.reset()
+        with env.tool_transaction():
+            env.agent_db.execute("UPDATE items SET qty = 9 WHERE id = 1")
+            with env.agent_db.blobopen("plain", "b", 3) as blob:
+                blob.write(b"\x07")
+        assert not env.tracking_complete
+        _assert_tracked(env)
+        assert "plain" in env.diff_from_initial().tables
+        env.reset()
+        assert env.tracking_complete  # a new attempt tracks again
+
+
+@pytest.mark.parametrize(
+    "ddl",
+    [
+        "CREATE TRIGGER sneaky AFTER UPDATE ON codes BEGIN UPDATE plain SET b = 'x'; END",
+        "ALTER TABLE codes ADD COLUMN extra DEFAULT 1",
+        "CREATE TABLE extra (x); INSERT INTO extra VALUES (1)",
+    ],
+)
+def test_a_schema_changed_by_another_connection_is_read_whole(fixture_path: Path, ddl: str) -> None:
     with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
         initial = env.reset()
         _call(env, "UPDATE items SET qty = 5 WHERE id = 1", ())
         other = sqlite3.connect(env.health()["database"])
-        other.execute("UPDATE codes SET label = 'elsewhere' WHERE code = 'b'")
-        other.commit()
+        other.executescript(ddl)
         other.close()
+        _call(env, "UPDATE codes SET label = 'y' WHERE code = 'a'", ())
         assert not env.tracking_complete
         assert env.state_hash() != initial
         _assert_tracked(env)
-        assert "codes" in env.diff_from_initial().tables
+        assert env.reset() == initial
 
 
-def test_the_clock_is_in_the_hash(fixture_path: Path) -> None:
-    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+@pytest.mark.parametrize("pooled", [True, False])
+def test_a_schema_restored_and_changed_again_is_read_anew(fixture_path: Path, pooled: bool) -> None:
+    # Two schema changes by another connection, one per attempt, give the file the same
+    # schema cookie: a connection that read the first must not take the second for it.
+    def attempt(env: SqliteEnvironment, ddl: str) -> None:
         initial = env.reset()
-        env.advance_clock(60)
+        _call(env, "UPDATE items SET qty = 5 WHERE id = 1", ())
+        other = sqlite3.connect(env.health()["database"])
+        other.executescript(ddl)
+        other.close()
+        _call(env, "UPDATE codes SET label = 'y' WHERE code = 'a'", ())
         assert env.state_hash() != initial
         _assert_tracked(env)
+
+    first = "CREATE TRIGGER sneaky AFTER UPDATE ON codes BEGIN UPDATE plain SET b = 'x'; END"
+    second = "ALTER TABLE codes ADD COLUMN extra DEFAULT 1"
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        attempt(env, first)
+        if not pooled:
+            attempt(env, second)
+    if pooled:
+        with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+            attempt(env, second)
+
+
+def test_a_header_broken_behind_sqlites_back_fails_the_final_state(fixture_path: Path) -> None:
+    # A raw write that keeps the change counter: the header's soundness tells, and the final
+    # state is not derived from a file that is no longer a database.
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        initial = env.reset()
+        with Path(env.health()["database"]).open("r+b") as handle:
+            counter = handle.read(28)[24:]
+            handle.seek(0)
+            handle.write(b"\0" * 24 + counter + b"\0" * 72)
+        assert not env.tracking_complete
+        with pytest.raises(EnvironmentFailure):
+            env.state_hash()
+        assert env.reset() == initial
 
 
 # --- reset ---------------------------------------------------------------------------------

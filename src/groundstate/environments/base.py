@@ -15,7 +15,7 @@ found through :mod:`groundstate.environments.registry`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -279,19 +279,39 @@ def quote(identifier: str) -> str:
 
 def diff_snapshots(before: Snapshot, after: Snapshot) -> StateDiff:
     """Rows added, removed and changed per table, matched by primary key."""
+    names = set(before.tables) | set(after.tables)
+    return diff_rows(
+        (
+            name,
+            _rows(before.tables.get(name)),
+            _rows(after.tables.get(name)),
+            _key(before, after, name),
+        )
+        for name in names
+    )
+
+
+def diff_rows(tables: Iterable[tuple[str, dict[str, Row], dict[str, Row], list[str]]]) -> StateDiff:
+    """:func:`diff_snapshots` of tables given as (name, rows before, rows after, key
+    columns), for a kind that knows the few rows it must compare."""
     diff = StateDiff()
-    for name in sorted(set(before.tables) | set(after.tables)):
-        table = _diff_table(before.tables.get(name), after.tables.get(name))
+    for name, old, new, key in sorted(tables, key=lambda table: table[0]):
+        table = _diff_table(old, new, key)
         if not table.is_empty():
             diff.tables[name] = table
     return diff
 
 
-def _diff_table(before: TableState | None, after: TableState | None) -> TableDiff:
-    old = before.rows if before else {}
-    new = after.rows if after else {}
-    either = after or before
-    key_columns = either.key if either is not None else []
+def _rows(table: TableState | None) -> dict[str, Row]:
+    return table.rows if table else {}
+
+
+def _key(before: Snapshot, after: Snapshot, name: str) -> list[str]:
+    either = after.tables.get(name) or before.tables.get(name)
+    return either.key if either is not None else []
+
+
+def _diff_table(old: dict[str, Row], new: dict[str, Row], key_columns: list[str]) -> TableDiff:
     return TableDiff(
         added=[new[k] for k in sorted(new.keys() - old.keys())],
         removed=[old[k] for k in sorted(old.keys() - new.keys())],

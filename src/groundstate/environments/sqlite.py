@@ -16,6 +16,7 @@ import os
 import pickle
 import shutil
 import sqlite3
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +42,8 @@ from groundstate.environments.sqlite_live import (
     NO_FILE,
     POOL,
     AgentConnection,
+    EvaluatorConnection,
+    EvaluatorLease,
     HeldDatabase,
     LiveFile,
     TotalChanges,
@@ -65,10 +68,10 @@ from groundstate.errors import (
     TimeLimitReached,
     ToolError,
 )
-from groundstate.spec.canonical import SettledFileCache, hash_file, hash_value
+from groundstate.spec.canonical import SettledFileCache, hash_file
 from groundstate.spec.files import load_model
 from groundstate.spec.task import Permissions
-from groundstate.workdirs import make_workdir, process_dir, temp_root
+from groundstate.workdirs import TMPDIR_ENV, make_workdir, process_dir, temp_root
 
 _PROTECTED = {META_TABLE, "sqlite_sequence"}
 _WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
@@ -137,12 +140,13 @@ class SqliteView:
     (``PRAGMA data_version`` moved): the several checks of one attempt share one read. Each
     call still returns a copy of its own, which the caller may change: a copy of a pickled
     image, with the same row order and storage classes. *connection* may be a function that
-    opens it, called on the first query (most attempts never query s0).
+    opens it, called on the first query (most attempts never query s0), or an environment's
+    lease on it, which stops serving once the environment lets the connection go.
     """
 
     def __init__(
         self,
-        connection: sqlite3.Connection | Callable[[], sqlite3.Connection],
+        connection: sqlite3.Connection | Callable[[], sqlite3.Connection] | EvaluatorLease,
         baseline: Baseline | None = None,
     ) -> None:
         self._connection = connection
@@ -150,19 +154,21 @@ class SqliteView:
         self._image: tuple[int, bytes] | None = None
         """The data version a snapshot was read at, and its pickled image."""
 
-    def _connected(self) -> sqlite3.Connection:
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        if isinstance(self._connection, EvaluatorLease):
+            return self._connection.query(work)
         if not isinstance(self._connection, sqlite3.Connection):
             self._connection = self._connection()
-        return self._connection
+        return work(self._connection)
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        return self._connected().execute(sql, params).fetchall()
+        return self._run(lambda connection: connection.execute(sql, params).fetchall())
 
     def snapshot(self) -> Snapshot:
         with _environment_errors("snapshot"):
             if self._baseline is not None:
                 return _initial_snapshot(self._baseline)
-            return self._final_snapshot(self._connected())
+            return self._run(self._final_snapshot)
 
     def _final_snapshot(self, connection: sqlite3.Connection) -> Snapshot:
         # No lock: a check abandoned at its time limit may still be reading here when the
@@ -179,7 +185,7 @@ class SqliteView:
 
     def interrupt(self) -> None:
         """Abort a query running on this view (from any thread)."""
-        if isinstance(self._connection, sqlite3.Connection):  # else none has run
+        if isinstance(self._connection, (sqlite3.Connection, EvaluatorLease)):  # else none ran
             self._connection.interrupt()
 
 
@@ -198,6 +204,8 @@ class SqliteEnvironment(ClosesOnExit):
     _control: sqlite3.Connection
     _agent: AgentConnection
     _evaluator: sqlite3.Connection
+    _lease: EvaluatorLease
+    """This environment's hold on ``_evaluator``, which its graders' views query through."""
     _file: LiveFile
     _writes: WriteLog
     _total_changes: TotalChanges
@@ -208,6 +216,8 @@ class SqliteEnvironment(ClosesOnExit):
     """The live file's change counter after the last commit the harness saw."""
     _changes: int
     """The agent connection's change count after the last tool call."""
+    _blobs = 0
+    """The agent connection's count of opened blobs when the tracking last looked."""
 
     def __init__(
         self,
@@ -224,6 +234,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._trusted = False
         self._initial: sqlite3.Connection | None = None
         self._control = self._evaluator = _CLOSED
+        self._lease = EvaluatorLease(_CLOSED)
         self._agent = _CLOSED_AGENT
         self._file = NO_FILE
         self._opened = False
@@ -302,9 +313,10 @@ class SqliteEnvironment(ClosesOnExit):
         safe (see :meth:`_rewrite`), else into a new file with new connections."""
         with _environment_errors("reset"):
             if self._opened:
+                self._lease.revoke()
                 self._evaluator.close()  # graders' connection: new after every reset
             if self._rewrite():
-                self._evaluator = _read_only(self._live)
+                self._set_evaluator(_evaluator_for(self._live))
             else:
                 self._close_live()
                 for suffix in ("-journal", "-wal", "-shm"):  # a stale journal would be replayed
@@ -315,9 +327,10 @@ class SqliteEnvironment(ClosesOnExit):
             self._synced()
             self._fresh = True
 
-    def _rewrite(self) -> bool:
+    def _rewrite(self, evaluator: sqlite3.Connection | None = None) -> bool:
         """Write the build's bytes into the live file under the open control and agent
-        connections, and leave both as new ones would be; False where that is not safe."""
+        connections (and *evaluator*, kept for the pool), and leave them as new ones would
+        be; False where that is not safe."""
         if not self._opened or self._tainted or self._calls:
             return False
         if self._agent.in_transaction or self._control.in_transaction or not self._unlocked():
@@ -325,18 +338,38 @@ class SqliteEnvironment(ClosesOnExit):
         for name in os.listdir(self._live.parent):  # a stale journal would be replayed
             if name.startswith(f"{self._live.name}-"):
                 (self._live.parent / name).unlink(missing_ok=True)
+        unseen = self._file.change_counter() != self._version or not self._tracker.complete
         self._file.write(self._baseline.image)
         # Drop every cached page, not only those a changed counter would: a write that
         # bypassed SQLite and left the counter alone must not survive in a cache.
         self._control.execute("PRAGMA shrink_memory")
         self._harness("PRAGMA shrink_memory")
-        if self._writes.installed:  # else the agent's SQL never ran: nothing to clear
-            # last_insert_rowid() 0 as on a new connection; changes() is 0 again once the next
-            # call's WriteLog.start() has emptied the (then empty) log, before any tool's SQL.
+        if evaluator is not None:
+            evaluator.execute("PRAGMA shrink_memory")
+        if unseen:  # maybe DDL by another connection: each connection reads the schema again
+            self._reread_schema(evaluator)
+        # last_insert_rowid() 0 as on a new connection (an attempt that inserted nothing left
+        # it so); changes() is 0 again once the next call's WriteLog.start() has emptied the
+        # (then empty) log, before any tool's SQL.
+        if self._writes.installed and self._harness("SELECT last_insert_rowid()")[0][0] != 0:
             self._harness(f"INSERT INTO temp.{LOG}(seq) VALUES (0)")
             self._harness(f"DELETE FROM temp.{LOG}")
         self._total_changes.restart()
         return True
+
+    def _reread_schema(self, evaluator: sqlite3.Connection | None) -> None:
+        """Make the control and agent connections read the restored file's schema now.
+
+        A connection reads the schema again when the file's schema cookie differs from the
+        one it read. Another connection's DDL moves the cookie; the restore moves it back. A
+        connection that read the changed schema and runs nothing before the next DDL (which
+        moves the cookie to the same value again) would keep the first change's schema, and
+        ``SELECT *`` would give another table's columns. A statement now settles it.
+        """
+        self._control.execute("SELECT count(*) FROM main.sqlite_master").fetchall()
+        self._harness("SELECT count(*) FROM main.sqlite_master")
+        if evaluator is not None:
+            evaluator.execute("SELECT count(*) FROM main.sqlite_master").fetchall()
 
     def _unlocked(self) -> bool:
         """Whether no connection (a statement left running, another process) holds a lock on
@@ -380,9 +413,9 @@ class SqliteEnvironment(ClosesOnExit):
         if not (self._reuses() and self._opened and not self._tainted):
             return False
         try:
-            self._evaluator.close()
+            evaluator = self._kept_evaluator()
             self._agent.harness_plain(_AGENT_LIMITS)
-            if self._fingerprint() != self._fingerprint0 or not self._rewrite():
+            if self._fingerprint() != self._fingerprint0 or not self._rewrite(evaluator):
                 return False
             self._agent.harness_settings(_deny_everything, None)  # nothing runs while pooled
         except (OSError, sqlite3.Error):
@@ -397,6 +430,7 @@ class SqliteEnvironment(ClosesOnExit):
             writes=self._writes,
             total_changes=self._total_changes,
             fingerprint=self._fingerprint0,
+            evaluator=evaluator,
         )
         if not POOL.give(held):
             return False
@@ -405,6 +439,19 @@ class SqliteEnvironment(ClosesOnExit):
         self._file, self._opened, self._workdir = NO_FILE, False, None
         return True
 
+    def _kept_evaluator(self) -> EvaluatorConnection | None:
+        """The graders' connection, to go to the pool with the rest where no view is using it
+        and nothing of this attempt can stay in it; else closed (None)."""
+        idle = self._lease.revoke()
+        evaluator = self._evaluator
+        if idle and isinstance(evaluator, EvaluatorConnection) and evaluator.reusable:
+            return evaluator
+        evaluator.close()
+        return None
+
+    def _set_evaluator(self, evaluator: sqlite3.Connection) -> None:
+        self._evaluator, self._lease = evaluator, EvaluatorLease(evaluator)
+
     def _adopt(self, held: HeldDatabase) -> None:
         """Take over a pooled live database (its file holds the build again)."""
         self._workdir, self._file, self._live = held.workdir, held.file, held.file.path
@@ -412,7 +459,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._total_changes, self._fingerprint0 = held.total_changes, held.fingerprint
         self._opened = True
         self._restrict_agent()
-        self._evaluator = _read_only(self._live)
+        self._set_evaluator(held.evaluator or _evaluator_for(self._live))
         self._tracker = ChangeTracker(self._baseline)
         self._synced()
         self._fresh = True
@@ -426,7 +473,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._file = _opening(lambda: LiveFile.open(self._live))
         # The live file is scratch, rebuilt on every reset: durability would only cost fsyncs.
         self._control.execute("PRAGMA synchronous = OFF")
-        self._evaluator = _read_only(self._live)
+        self._set_evaluator(_evaluator_for(self._live))
         # No statement cache: a cached statement skips the authorizer when reused, so the
         # agent could replay one of the harness's own trusted statements (e.g. COMMIT).
         self._agent = _opening(
@@ -452,9 +499,10 @@ class SqliteEnvironment(ClosesOnExit):
         self._restrict_agent()
 
     def _restrict_agent(self) -> None:
-        kinds = self._baseline.kinds
-        self._virtual = [name for name, kind in kinds.items() if kind == "virtual"]
-        self._shadow_of = _shadow_parents(kinds)
+        self._autoincrement = self._baseline.autoincrement
+        self._virtual, self._shadow_of = _virtual_tables(
+            self._baseline.image_digest, self._baseline.kinds
+        )
         self._agent.harness_settings(self._authorize, (self._past_deadline, PROGRESS_STEPS))
         self._agent.harness_plain(_AGENT_LIMITS)
 
@@ -470,6 +518,7 @@ class SqliteEnvironment(ClosesOnExit):
 
     def _close_live(self) -> None:
         """Close what is open (setup may have failed half way)."""
+        self._lease.revoke()
         for connection in (self._agent, self._evaluator, self._control):
             connection.close()
         self._file.close()
@@ -491,12 +540,11 @@ class SqliteEnvironment(ClosesOnExit):
         """sha256 over every table's schema and rows (clock and counters included), see
         :mod:`~groundstate.environments.sqlite_state`: the initial state's hashes with only
         the rows the write log saw read again."""
-        return hash_value(self.table_hashes())
+        return self._baseline.state_hash_of(self.table_hashes())
 
     def table_hashes(self) -> dict[str, str]:
         with self._failing(), _environment_errors("state hash"):
-            self._check_tracking()
-            return self._tracker.hashes(self._control)
+            return self._tracker.hashes(self._control, self._check_tracking())
 
     def snapshot(self) -> Snapshot:
         with self._failing(), _environment_errors("snapshot"):
@@ -518,29 +566,33 @@ class SqliteEnvironment(ClosesOnExit):
         """The diff from the initial state, from the rows the write log saw (the same diff
         as two whole snapshots would give)."""
         with self._failing(), _environment_errors("diff"):
-            self._check_tracking()
-            return self._tracker.diff(self._control)
+            return self._tracker.diff(self._control, self._check_tracking())
 
-    def _check_tracking(self) -> None:
+    def _check_tracking(self) -> int:
         """Give up the tracking (read every table whole) after a write it did not see: one
         on the agent's connection outside a tool call, or one by another connection (the
-        file's change counter moved since the last commit the harness saw)."""
-        if (
-            self._agent.total_changes != self._changes
-            or self._file.change_counter() != self._version
-        ):
+        file's change counter moved since the last commit the harness saw). Returns the
+        file's change counter."""
+        version = self._file.change_counter()
+        if version < 0 or version != self._version or self._agent.total_changes != self._changes:
             self._tracker.complete = False
+        if self._agent.blobs != self._blobs:  # a blob write fires no trigger: the log missed it
+            self._tracker.complete = False
+        return version
 
     def _synced(self, allowed: range | None = None) -> None:
         """Note the file's change counter and the agent's change count after a commit of the
         harness's (*allowed*: the counter moves it may have made; None: no check)."""
         version = self._file.change_counter()
-        if allowed is not None and version - self._version not in allowed:
+        if allowed is not None and (
+            version - self._version not in allowed or self._agent.blobs != self._blobs
+        ):
             self._tracker.complete = False
         self._version, self._changes = version, self._agent.total_changes
+        self._blobs = self._agent.blobs
 
     def evaluator_view(self) -> SqliteView:
-        return SqliteView(self._evaluator)
+        return SqliteView(self._lease)
 
     def initial_view(self) -> SqliteView:
         assert not self._closed, "environment is closed"
@@ -568,7 +620,8 @@ class SqliteEnvironment(ClosesOnExit):
             self._control.execute(
                 f"UPDATE {META_TABLE} SET value = ? WHERE key = 'now'", (later.isoformat(),)
             )
-            self._synced(range(1, 2))  # the clock's table is read whole: only the count matters
+            self._tracker.clock_moved = True
+            self._synced(range(1, 2))
 
     def health(self) -> dict[str, Any]:
         """Probe integrity and evaluator access; reports failures, never raises.
@@ -596,8 +649,8 @@ class SqliteEnvironment(ClosesOnExit):
         return report
 
     def _integrity(self, report: dict[str, Any]) -> str:
-        self._check_tracking()
-        if self._tracker.complete and self._file.header_sound():
+        # A header that is not sound gives no change counter and turns the tracking off.
+        if self._check_tracking() >= 0 and self._tracker.complete:
             report["integrity_of"] = "fixture build (once per process); this file's header"
             return self._baseline.integrity
         report["integrity_of"] = "this file (PRAGMA quick_check)"
@@ -721,6 +774,8 @@ class SqliteEnvironment(ClosesOnExit):
         if action == sqlite3.SQLITE_FUNCTION:
             return self._verdict((arg2 or "").lower() in AGENT_FUNCTIONS, f"function {arg2}")
         if action in _WRITES:
+            if action == sqlite3.SQLITE_INSERT and (arg1 or "").lower() in self._autoincrement:
+                self._tracker.sequence_moved = True  # even an insert of no rows may move it
             if db == "temp":  # the write log is the harness's, not the agent's
                 return self._verdict(False, f"write {arg1}")
             writable = self._permissions.get(table, "write") == "write"
@@ -787,9 +842,9 @@ def _template_file(fixture: Path, baseline: Baseline) -> Path:
     """The build's file, which the evaluator's view of s0 opens read-only: written once per
     process and fixture build, in the process's own folder, and shared by its environments."""
     known = _TEMPLATE_FILES.get(baseline.image_digest)
-    own = temp_root() / f"pid-{os.getpid()}"  # a forked child writes its own
+    own = _own_folder(os.getpid(), os.environ.get(TMPDIR_ENV), tempfile.tempdir)
     if known is not None and known.parent.parent == own and known.exists():
-        return known  # written already, and still there
+        return known  # written already, and still there (a forked child writes its own)
     path = process_dir() / "templates" / f"{baseline.image_digest[:32]}.db"
     try:
         if not path.exists():  # written whole under another name, then renamed: never partial
@@ -808,6 +863,13 @@ _TEMPLATE_FILES: dict[str, Path] = {}
 """The build files written by this process, by image digest."""
 
 
+@lru_cache(maxsize=8)
+def _own_folder(pid: int, root: str | None, tempdir: str | None) -> Path:
+    """This process's folder under :func:`temp_root`, by what that depends on (building the
+    path costs more than the rest of finding the template)."""
+    return temp_root() / f"pid-{pid}"
+
+
 def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
     """The fixture built into a SQLite image with the clock, and its state hash: built once
     per process (other kinds start from this build too)."""
@@ -818,7 +880,7 @@ def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
 def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
     """The fixture's first build in this process, read once (see :class:`Baseline`)."""
     try:
-        key = (str(fixture.resolve()), _CONTENT_HASHES.get(fixture), clock.isoformat())
+        key = (_resolved(fixture), _CONTENT_HASHES.get(fixture), clock.isoformat())
         if key not in _TEMPLATES:
             _TEMPLATES[key] = Baseline.read(_template_image(fixture, clock))
         return _TEMPLATES[key]
@@ -828,6 +890,18 @@ def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
 
 _CONTENT_HASHES = SettledFileCache(hash_file)
 """Fixture digests, read again only when a fixture's stat changed."""
+
+
+def _resolved(fixture: Path) -> str:
+    """The fixture's resolved path, which names its builds: resolved once per path and
+    working directory (a system call per folder otherwise, on every environment). The
+    content hash beside it in the key is what notices a changed file."""
+    return _resolve(str(fixture), "" if fixture.is_absolute() else os.getcwd())
+
+
+@lru_cache(maxsize=256)
+def _resolve(fixture: str, cwd: str) -> str:
+    return str(Path(cwd, fixture).resolve())
 
 
 def _template_image(fixture: Path, clock: datetime) -> bytes:
@@ -869,6 +943,18 @@ def _insert(connection: sqlite3.Connection, table: str, row: Row) -> None:
     # YAML reads bare dates as date objects; store them as ISO text, as SQL fixtures would.
     values = [v.isoformat() if isinstance(v, date) else v for v in row.values()]
     connection.execute(f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})", values)
+
+
+def _virtual_tables(build: str, kinds: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The build's virtual tables, and each shadow table's virtual table: once per build."""
+    known = _VIRTUAL.get(build)
+    if known is None:
+        virtual = [name for name, kind in kinds.items() if kind == "virtual"]
+        known = _VIRTUAL[build] = (virtual, _shadow_parents(kinds))
+    return known
+
+
+_VIRTUAL: dict[str, tuple[list[str], dict[str, str]]] = {}
 
 
 def _shadow_parents(kinds: dict[str, str]) -> dict[str, str]:
@@ -935,6 +1021,17 @@ def _read_only(path: Path) -> sqlite3.Connection:
     """
     uri = _read_only_uri(path)
     return _opening(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False))
+
+
+def _evaluator_for(path: Path) -> EvaluatorConnection:
+    """The graders' read-only connection to the live file, watching for SQL that would keep
+    it from the pool."""
+    uri = _read_only_uri(path)
+    connection = _opening(
+        lambda: sqlite3.connect(uri, uri=True, check_same_thread=False, factory=EvaluatorConnection)
+    )
+    connection.watch()
+    return connection
 
 
 @lru_cache(maxsize=64)

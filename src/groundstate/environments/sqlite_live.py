@@ -6,7 +6,9 @@ environment closes after an attempt that ended cleanly, it writes the fixture's 
 its live file under the connections still open and hands the file, its work directory and the
 harness's two connections to it (the control connection, and the agent's with its triggers) to
 :data:`POOL`, keyed by the build; the next environment of that build takes them instead of
-opening new ones, and its first reset checks the file byte for byte as always.
+opening new ones, and its first reset checks the file byte for byte as always. The graders'
+read-only connection goes with them where nothing of the attempt can stay in it
+(:class:`EvaluatorConnection`): its first query would otherwise read the schema again.
 
 Writing the file under open connections is how SQLite sees another process's commit: a
 connection that starts a read compares the file's change counter with the one it last saw and
@@ -22,8 +24,11 @@ What the pool never reuses: an environment whose attempt raised through its ``wi
 an environment failure, a tool crash or the time limit, failed a reset check or a health
 probe, was closed while a tool call was still running, or whose agent connection holds objects
 the harness did not make (functions, collations, attached or TEMP objects). Those close as
-before. Subclasses never pool: they may change what the connections hold in ways no check here
-sees. A forked child forgets the parent's pool without touching it.
+before. The graders' connection is closed instead of reused when a check's SQL did more than
+read (set a pragma, made a TEMP object, attached a database, opened a transaction) or a view
+was still querying it; a view left behind by an attempt can no longer reach it
+(:class:`EvaluatorLease`). Subclasses never pool: they may change what the connections hold
+in ways no check here sees. A forked child forgets the parent's pool without touching it.
 """
 
 from __future__ import annotations
@@ -36,17 +41,29 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from groundstate.environments.sqlite_writes import WriteLog
 
+T = TypeVar("T")
+
 POOL_SIZE = 16
 """Live databases a process keeps for reuse, over every fixture build (the least recently
-pooled is closed first): each holds three file descriptors and about 0.6 MB (the retail
-example's), its connections' page caches emptied when it is pooled. An open that fails for
-want of descriptors closes them all before it tries again."""
+pooled is closed first): each holds four file descriptors (three connections and the file's
+own) and about 0.6 MB (the retail example's), its connections' page caches emptied when it
+is pooled. An open that fails for want of descriptors closes them all before it tries
+again."""
 
 _MAGIC = b"SQLite format 3\0"
+
+
+def _sound(header: bytes, size: int) -> bool:
+    """Whether *header* (the file's first 32 bytes at least) is SQLite's and its page size
+    times its page count is the file's *size*."""
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(header[28:32], "big")
+    return header.startswith(_MAGIC) and page_size * pages == size
 
 
 class LiveFile:
@@ -63,20 +80,16 @@ class LiveFile:
 
     def change_counter(self) -> int:
         """The file change counter of the header: every commit by any connection moves it (in
-        the rollback-journal mode the live file always has); -1 for an unreadable file."""
+        the rollback-journal mode the live file always has); -1 for an unreadable file or one
+        whose header is not sound (not SQLite's magic string, or a page count that does not
+        fit the file's size): a write that bypassed SQLite and left the counter alone is
+        still seen when it broke the header."""
         try:
-            return int.from_bytes(os.pread(self._fd, 4, 24), "big")
+            header = os.pread(self._fd, 32, 0)
+            size = os.fstat(self._fd).st_size
         except OSError:
             return -1
-
-    def header_sound(self) -> bool:
-        """Whether the header is SQLite's and its page count fits the file's size."""
-        header = os.pread(self._fd, 100, 0)
-        size = os.fstat(self._fd).st_size
-        page_size = int.from_bytes(header[16:18], "big")
-        page_size = 65536 if page_size == 1 else page_size
-        pages = int.from_bytes(header[28:32], "big")
-        return header.startswith(_MAGIC) and page_size * pages == size
+        return int.from_bytes(header[24:28], "big") if _sound(header, size) else -1
 
     def holds(self, image: bytes) -> bool:
         """Whether the file's bytes are exactly *image* (one byte more is read: a longer
@@ -103,6 +116,9 @@ class AgentConnection(sqlite3.Connection):
     harness sets its own through the ``harness_`` methods."""
 
     meddled = False
+    blobs = 0
+    """Blobs opened (``blobopen``): a blob write fires no trigger, so the write log cannot
+    see it and the environment gives up the change tracking when this count moves."""
 
     def _meddle(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         self.meddled = True
@@ -138,6 +154,10 @@ class AgentConnection(sqlite3.Connection):
     def load_extension(self, *args: Any, **kwargs: Any) -> None:
         self._meddle(sqlite3.Connection.load_extension, *args, **kwargs)
 
+    def blobopen(self, *args: Any, **kwargs: Any) -> sqlite3.Blob:
+        self.blobs += 1
+        return sqlite3.Connection.blobopen(self, *args, **kwargs)
+
     def deserialize(self, *args: Any, **kwargs: Any) -> None:
         self._meddle(sqlite3.Connection.deserialize, *args, **kwargs)
 
@@ -165,6 +185,117 @@ class AgentConnection(sqlite3.Connection):
         sqlite3.Connection.set_trace_callback(self, None)
         for category, value in limits.items():
             sqlite3.Connection.setlimit(self, category, value)
+
+
+_PLAIN_READS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+)
+INTROSPECTION_PRAGMAS = frozenset(
+    {"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list"}
+)
+"""Pragmas that read a table's description (their argument names the table)."""
+
+
+class EvaluatorConnection(sqlite3.Connection):
+    """The graders' read-only connection, which notes any SQL that could change what a later
+    attempt's checks would see through it: a setting (a pragma given a value, such as
+    ``reverse_unordered_selects``), a TEMP object, an attached database, a transaction left
+    open. It allows everything, as a new connection would; a connection that noted anything,
+    or that Python code changed (a function, a collation, a callback), is not reused."""
+
+    noted = False
+
+    def watch(self) -> None:
+        sqlite3.Connection.set_authorizer(self, self._note)
+
+    def _note(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None
+    ) -> int:
+        if action not in _PLAIN_READS and not (
+            action == sqlite3.SQLITE_PRAGMA
+            and (arg2 is None or (arg1 or "").lower() in INTROSPECTION_PRAGMAS)
+        ):
+            self.noted = True
+        return sqlite3.SQLITE_OK
+
+    def _meddle(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self.noted = True
+        return method(self, *args, **kwargs)
+
+    def create_function(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_function, *args, **kwargs)
+
+    def create_aggregate(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_aggregate, *args, **kwargs)
+
+    def create_window_function(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_window_function, *args, **kwargs)
+
+    def create_collation(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.create_collation, *args, **kwargs)
+
+    def set_authorizer(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.set_authorizer, *args, **kwargs)
+
+    def set_progress_handler(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.set_progress_handler, *args, **kwargs)
+
+    def set_trace_callback(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.set_trace_callback, *args, **kwargs)
+
+    def setlimit(self, *args: Any, **kwargs: Any) -> int:
+        return int(self._meddle(sqlite3.Connection.setlimit, *args, **kwargs))
+
+    def enable_load_extension(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.enable_load_extension, *args, **kwargs)
+
+    def deserialize(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.deserialize, *args, **kwargs)
+
+    @property
+    def reusable(self) -> bool:
+        """Whether nothing was noted and the connection is as the harness set it up."""
+        return not (
+            self.noted
+            or self.in_transaction
+            or self.row_factory is not None
+            or self.text_factory is not str
+        )
+
+
+class EvaluatorLease:
+    """One environment's hold on the evaluator connection, which its graders' views query
+    through: once the environment lets the connection go (to the pool, or at a reset), a view
+    left behind can neither query it nor interrupt a query of the next holder's."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._connection: sqlite3.Connection | None = connection
+        self._querying = threading.Lock()
+        """Held while a view's query runs: the connection is let go only when none does."""
+        self._state = threading.Lock()
+
+    def query(self, run: Callable[[sqlite3.Connection], T]) -> T:
+        with self._querying:
+            connection = self._connection
+            if connection is None:
+                raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+            return run(connection)
+
+    def interrupt(self) -> None:
+        with self._state:
+            if self._connection is not None:
+                self._connection.interrupt()
+
+    def revoke(self) -> bool:
+        """Let the connection go; True when no query was running (it may be reused)."""
+        idle = self._querying.acquire(blocking=False)
+        try:
+            with self._state:
+                self._connection = None
+        finally:
+            if idle:
+                self._querying.release()
+        return idle
 
 
 @dataclass
@@ -198,10 +329,13 @@ class HeldDatabase:
     fingerprint: tuple[object, ...]
     """What the agent connection held after the harness set it up (see
     ``SqliteEnvironment._fingerprint``)."""
+    evaluator: EvaluatorConnection | None = None
+    """The graders' connection, where nothing of the attempt could stay in it."""
 
     def close(self) -> None:
-        for connection in (self.agent, self.control):
-            connection.close()
+        for connection in (self.agent, self.control, self.evaluator):
+            if connection is not None:
+                connection.close()
         self.file.close()
         shutil.rmtree(self.workdir, ignore_errors=True)
 

@@ -37,6 +37,7 @@ from groundstate.environments.base import (
     Snapshot,
     StateDiff,
     TableState,
+    diff_rows,
     diff_snapshots,
     quote,
 )
@@ -280,32 +281,87 @@ def _column(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class Touched:
+    """One tracked table's touched rows as they are now, read once for both the final hash
+    and the diff."""
+
+    hash: str
+    rows: dict[str, Row]
+    """The touched rows that exist now, keyed as snapshots key them, in the order of the
+    touched keys (the order the diff has always read them in)."""
+
+
+@dataclass(frozen=True)
 class TableBaseline:
     """One table of the initial state the write log follows: its rows' digests, by key."""
 
     name: str
     sql: str
     key: list[str]
+    columns: list[str]
+    """As snapshots show them (``rowid`` first for a table without a primary key)."""
+    stored: int
+    """How many columns ``SELECT *`` gives, which the row digest covers (generated columns
+    included, which ``table_info`` and so snapshots leave out)."""
     digests: RowDigests
     by_key: dict[str, list[bytes]]
     """Tracking key -> digests of the rows with that key (several where a primary key of a
     rowid table holds NULLs)."""
     rows: int
 
-    def hash_after(self, connection: sqlite3.Connection, keys: dict[str, tuple[Any, ...]]) -> str:
-        """The table's hash once the rows of *keys* are as they are now on *connection*."""
-        if len(keys) * WHOLE_TABLE_SHARE > self.rows:
-            return _read_table_hash(connection, self.name, self.sql)
-        removed = [digest for key in keys for digest in self.by_key.get(key, [])]
-        select = f"SELECT {', '.join(map(_column, self.key))}, * FROM main.{quote(self.name)}"
-        added = [
-            row_digest(row[len(self.key) :])
-            for key, row in _rows_by_key(connection, select, self.key, keys)
-        ]
-        try:
-            return self.digests.replaced(removed, added).table_hash(self.sql)
-        except KeyError:  # the tracking and the baseline disagree: trust neither, read it all
-            return _read_table_hash(connection, self.name, self.sql)
+    def touched(self, connection: sqlite3.Connection, keys: dict[str, tuple[Any, ...]]) -> Touched:
+        """The table's hash once the rows of *keys* are as they are now on *connection*, and
+        those rows: one read serves both (the rows by key, or the whole table where many
+        keys were touched or the tracking and the baseline disagree)."""
+        found: dict[str, list[tuple[Any, ...]]] | None = None
+        digests: RowDigests | None = None
+        if len(keys) * WHOLE_TABLE_SHARE <= self.rows:
+            found = {}
+            for wanted, row in _rows_by_key(connection, self._select, self.key, keys):
+                found.setdefault(wanted, []).append(row)
+            removed = [digest for key in keys for digest in self.by_key.get(key, [])]
+            added = [self._digest(row) for rows in found.values() for row in rows]
+            try:
+                digests = self.digests.replaced(removed, added)
+            except KeyError:  # the tracking and the baseline disagree: trust neither, read it all
+                digests = None
+        if digests is None or found is None:
+            found, digests = self._read_whole(connection, keys)
+        return Touched(digests.table_hash(self.sql), self._snapshot_rows(found, keys))
+
+    @cached_property
+    def _select(self) -> str:
+        """The key columns, the stored columns (hashed) and the snapshot's columns."""
+        listed = ", ".join(map(_column, self.key))
+        shown = ", ".join(map(_column, self.columns))
+        return f"SELECT {listed}, *, {shown} FROM main.{quote(self.name)}"
+
+    def _digest(self, row: tuple[Any, ...]) -> bytes:
+        return row_digest(row[len(self.key) : len(self.key) + self.stored])
+
+    def _read_whole(
+        self, connection: sqlite3.Connection, keys: dict[str, tuple[Any, ...]]
+    ) -> tuple[dict[str, list[tuple[Any, ...]]], RowDigests]:
+        found: dict[str, list[tuple[Any, ...]]] = {}
+        digests = []
+        width = len(self.key)
+        for row in connection.execute(self._select):
+            digests.append(self._digest(row))
+            wanted = tracking_key(row[:width])
+            if wanted in keys:
+                found.setdefault(wanted, []).append(row)
+        return found, RowDigests.of(digests)
+
+    def _snapshot_rows(
+        self, found: dict[str, list[tuple[Any, ...]]], keys: dict[str, tuple[Any, ...]]
+    ) -> dict[str, Row]:
+        start = len(self.key) + self.stored
+        rows: dict[str, Row] = {}
+        for wanted in keys:
+            for values in found.get(wanted, ()):
+                row = dict(zip(self.columns, values[start:], strict=True))
+                rows[_row_key(row, self.key)] = row
+        return rows
 
 
 def _rows_by_key(
@@ -332,6 +388,9 @@ class Baseline:
     kinds: dict[str, str]
     """The fixture's tables by kind (see :func:`table_kinds`): the live file's schema is the
     build's, so environments read it here rather than from their connections."""
+    autoincrement: frozenset[str] = frozenset()
+    """The tables (lower case) whose inserts may change ``sqlite_sequence``: those whose
+    definition says AUTOINCREMENT anywhere."""
 
     @classmethod
     def read(cls, image: bytes) -> Baseline:
@@ -349,13 +408,22 @@ class Baseline:
                 else _read_table_hash(connection, name, text)
                 for name, text in sql.items()
             }
-            return cls(image, hashes, sql, tracked, kinds)
+            autoincrement = frozenset(
+                name.lower() for name, text in sql.items() if "autoincrement" in text.lower()
+            )
+            return cls(image, hashes, sql, tracked, kinds, autoincrement)
         finally:
             connection.close()
 
-    @property
+    @cached_property
     def state_hash(self) -> str:
+        """The hash of :attr:`hashes` (every reset returns it: computed once)."""
         return hash_value(self.hashes)
+
+    def state_hash_of(self, hashes: dict[str, str]) -> str:
+        """The state hash of *hashes*: this build's own where they are its (most final
+        states of a read-only attempt), else ``hash_value`` of them."""
+        return self.state_hash if hashes == self.hashes else hash_value(hashes)
 
     @cached_property
     def snapshot(self) -> Snapshot:
@@ -412,7 +480,8 @@ def _followed(connection: sqlite3.Connection, table: str) -> bool:
 
 
 def _table_baseline(connection: sqlite3.Connection, name: str, sql: str) -> TableBaseline:
-    _, key = _columns(connection, name)
+    columns, key = _columns(connection, name)
+    stored = len(connection.execute(f"SELECT * FROM main.{quote(name)} LIMIT 0").description)
     select = f"SELECT {', '.join(map(_column, key))}, * FROM main.{quote(name)}"
     by_key: dict[str, list[bytes]] = {}
     digests = []
@@ -420,7 +489,9 @@ def _table_baseline(connection: sqlite3.Connection, name: str, sql: str) -> Tabl
         digest = row_digest(row[len(key) :])
         by_key.setdefault(tracking_key(row[: len(key)]), []).append(digest)
         digests.append(digest)
-    return TableBaseline(name, sql, key, RowDigests.of(digests), by_key, len(digests))
+    return TableBaseline(
+        name, sql, key, columns, stored, RowDigests.of(digests), by_key, len(digests)
+    )
 
 
 # --- the final state ---------------------------------------------------------------------------
@@ -428,7 +499,16 @@ def _table_baseline(connection: sqlite3.Connection, name: str, sql: str) -> Tabl
 
 class ChangeTracker:
     """The rows an attempt may have changed since its reset, by table and tracking key; and
-    the final state's hashes and diff derived from them and the :class:`Baseline`."""
+    the final state's hashes and diff derived from them and the :class:`Baseline`.
+
+    A table read whole is read only when it can have changed: a virtual table always (the
+    write log cannot follow it), the clock's table once the clock moved, ``sqlite_sequence``
+    once an INSERT into an AUTOINCREMENT table was prepared (such an insert may change it
+    without writing a row: ``INSERT ... SELECT`` of no rows still records the table), and any
+    other table once the write log saw a write to it (a REPLACE conflict the log cannot
+    follow is still an insert into that table, which it logs). The touched rows are read once
+    for the hash and the diff together, and again only after the file changed.
+    """
 
     def __init__(self, baseline: Baseline) -> None:
         self._baseline = baseline
@@ -436,51 +516,72 @@ class ChangeTracker:
         self.complete = True
         """False once a write happened that the tracking did not see: then every table is
         read whole."""
+        self.clock_moved = False
+        """Set by the harness when it writes the clock."""
+        self.sequence_moved = False
+        """Set when the agent's SQL prepared an INSERT into an AUTOINCREMENT table."""
+        self._read: tuple[int, dict[str, Touched]] | None = None
+        """The file's change counter when the touched rows were read, and what was read."""
 
     def add(self, touched: dict[str, dict[str, tuple[Any, ...]]]) -> None:
         """Record the rows one committed tool call wrote (a superset is harmless)."""
         for table, keys in touched.items():
             self._keys.setdefault(table, {}).update(keys)
+        self._read = None
 
-    def hashes(self, connection: sqlite3.Connection) -> dict[str, str]:
+    def hashes(self, connection: sqlite3.Connection, version: int) -> dict[str, str]:
+        """The final state's table hashes; *version* is the file's change counter now."""
         if not self.complete:
             return read_table_hashes(connection)
         hashes = dict(self._baseline.hashes)
-        for name in self._baseline.whole:
+        for name in self._whole():
             hashes[name] = _read_table_hash(connection, name, self._baseline.sql[name])
-        for name, keys in self._keys.items():
-            if name in self._baseline.tracked:  # the others were read whole just above
-                hashes[name] = self._baseline.tracked[name].hash_after(connection, keys)
+        for name, touched in self._touched(connection, version).items():
+            hashes[name] = touched.hash
         return hashes
 
-    def diff(self, connection: sqlite3.Connection) -> StateDiff:
+    def diff(self, connection: sqlite3.Connection, version: int) -> StateDiff:
         """The diff from the initial state, the same as a whole snapshot's diff would be."""
         s0 = self._baseline.snapshot
         if not self.complete:
             return diff_snapshots(s0, read_snapshot(connection))
-        before: dict[str, TableState] = {}
-        after: dict[str, TableState] = {}
+        tables: list[tuple[str, dict[str, Row], dict[str, Row], list[str]]] = []
+        whole = set(self._whole())
+        touched = self._touched(connection, version)
         for name in self._baseline.user_tables:
-            if name not in self._baseline.tracked:
-                before[name], after[name] = s0.tables[name], table_state(connection, name)
-            elif name in self._keys:
-                before[name], after[name] = _touched_rows(
-                    connection, name, s0.tables[name], self._keys[name]
-                )
-        return diff_snapshots(Snapshot(tables=before), Snapshot(tables=after))
+            initial = s0.tables[name]
+            if name in whole:
+                tables.append((name, initial.rows, table_state(connection, name).rows, initial.key))
+            elif name in touched:
+                slots = [snapshot_key(values) for values in self._keys[name].values()]
+                old = {slot: initial.rows[slot] for slot in slots if slot in initial.rows}
+                tables.append((name, old, touched[name].rows, initial.key))
+        return diff_rows(tables)
+
+    def _whole(self) -> list[str]:
+        """The tables to read whole for this final state (see the class's docstring)."""
+        baseline = self._baseline
+        return [
+            name
+            for name in baseline.whole
+            if baseline.kinds.get(name) == "virtual"
+            or (name == META_TABLE and self.clock_moved)
+            or (name == "sqlite_sequence" and self.sequence_moved)
+            or (name in baseline.kinds and name in self._keys)
+            or (name not in baseline.kinds and name not in _FOLLOWED_WHOLE)
+        ]
+
+    def _touched(self, connection: sqlite3.Connection, version: int) -> dict[str, Touched]:
+        if self._read is None or self._read[0] != version:
+            tracked = self._baseline.tracked
+            read = {
+                name: tracked[name].touched(connection, keys)
+                for name, keys in self._keys.items()
+                if name in tracked
+            }
+            self._read = (version, read)
+        return self._read[1]
 
 
-def _touched_rows(
-    connection: sqlite3.Connection, name: str, initial: TableState, keys: dict[str, tuple[Any, ...]]
-) -> tuple[TableState, TableState]:
-    """The touched rows of one table, as they were and as they are (keyed as snapshots are)."""
-    slots = [snapshot_key(values) for values in keys.values()]
-    old = {slot: initial.rows[slot] for slot in slots if slot in initial.rows}
-    columns, key = initial.columns, initial.key
-    selected = ", ".join(_column(column) for column in [*key, *columns])
-    select = f"SELECT {selected} FROM main.{quote(name)}"
-    new = {}
-    for _, values in _rows_by_key(connection, select, key, keys):
-        row = dict(zip(columns, values[len(key) :], strict=True))
-        new[_row_key(row, key)] = row
-    return initial.model_copy(update={"rows": old}), initial.model_copy(update={"rows": new})
+_FOLLOWED_WHOLE = frozenset({META_TABLE, "sqlite_sequence"})
+"""The tables outside the fixture's own whose changes the tracker follows by flags."""
