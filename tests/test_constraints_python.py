@@ -89,8 +89,13 @@ def odd_outcome_evidence(s0, sT):
     return False, {1: "number key", "steps": {1, 2}, "object": object}
 
 
-def tuple_keyed_evidence(s0, sT):
-    return True, {(1, 2): "no JSON key"}
+class Unrepresentable:
+    def __repr__(self):
+        raise ValueError("no text for this")
+
+
+def unrepresentable_evidence(s0, sT):
+    return True, {"value": Unrepresentable()}
 """
 
 
@@ -416,19 +421,20 @@ def test_an_outcome_checks_odd_evidence_is_made_json_at_once(
     run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
     [result] = [r for r in run.outcome_assertion_results if r.id == "pyo"]
     assert result.error is None and not result.passed
-    assert result.evidence["1"] == "number key" and isinstance(result.evidence["steps"], str)
+    # As pydantic stores them: keys as text, a set as a list, anything else its repr.
+    assert result.evidence == {"1": "number key", "steps": [1, 2], "object": "<class 'object'>"}
     assert run.terminal_reason == "agent_failure/incorrect_state"
     AgentRun.model_validate_json(run.model_dump_json())  # storable, the batch goes on
 
 
-def test_outcome_evidence_json_cannot_key_is_that_checks_grader_failure(
+def test_outcome_evidence_that_cannot_be_made_json_is_that_checks_grader_failure(
     with_check: Any, edited_bank: EditTask
 ) -> None:
     with_check("few_calls")
-    suite = edited_bank(_with_outcome_check("tuple_keyed_evidence"))
+    suite = edited_bank(_with_outcome_check("unrepresentable_evidence"))
     run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
     results = {r.id: r for r in run.outcome_assertion_results}
     assert run.terminal_reason == "grader_failure"
-    assert results["pyo"].error is not None and "keys must be" in results["pyo"].error
+    assert results["pyo"].error is not None and "no text for this" in results["pyo"].error
     assert results["conserved"].error is None  # the other assertions keep their verdicts
     AgentRun.model_validate_json(run.model_dump_json())

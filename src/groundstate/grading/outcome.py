@@ -8,7 +8,6 @@ the attempt a grader failure rather than an agent failure.
 from __future__ import annotations
 
 import dataclasses
-import json
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -16,6 +15,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
+
+from pydantic_core import to_jsonable_python
 
 from groundstate.capture import held
 from groundstate.copies import Copies
@@ -251,7 +252,12 @@ def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
 
 def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     assert isinstance(assertion, PythonAssertion)
-    return call_check(assertion.check, states, states.s0, states.sT)
+    passed, evidence = call_check(assertion.check, states, states.s0, states.sT)
+    # Evidence goes into the run record, which is JSON: make it so here, where a failure is
+    # this check's grader failure, not when the record is built or stored, which would stop
+    # the batch. Pydantic's own conversion, so that what stored before stores the same
+    # (a date as ISO text, a set as a list); keys become text, other values their repr.
+    return passed, to_jsonable_python(evidence, fallback=repr) if evidence else {}
 
 
 def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, Any]]:
@@ -265,11 +271,7 @@ def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, An
     passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
     if not isinstance(passed, bool):
         raise TypeError(f"{ref} returned {type(passed).__name__}, expected bool")
-    # Evidence goes into the run record, which is JSON: make it so now, where a failure is
-    # this check's grader failure, not at storing time where it would stop the batch (keys
-    # become text, values JSON cannot hold their repr; nothing to make of none, the usual
-    # evidence of a pass).
-    return passed, json.loads(json.dumps(dict(evidence), default=repr)) if evidence else {}
+    return passed, dict(evidence)
 
 
 _MODULES = SettledFileCache(lambda path: load_module(path, "checks"))

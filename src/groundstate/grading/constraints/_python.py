@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import partial
 
@@ -54,4 +55,7 @@ def _run(
 ) -> Evaluated:
     # A copy: the function may not edit the trace the record keeps, nor another check's.
     trace = events.fresh()
-    return call_check(constraint.check, states, trace, states.s0)
+    passed, evidence = call_check(constraint.check, states, trace, states.s0)
+    # Evidence goes into the run record, which is JSON: make it so now, not at storing time
+    # (nothing to make of none, the usual evidence of a pass).
+    return passed, json.loads(json.dumps(evidence, default=repr)) if evidence else {}
