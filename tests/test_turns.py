@@ -205,7 +205,6 @@ def _queue(t: Turns, count: int, then: Any) -> list[threading.Thread]:
 
 
 def test_turns_go_to_the_waiters_in_the_order_they_asked() -> None:
-    """A turn given back goes to the first waiter; one arriving meanwhile does not barge in."""
     t = Turns(slots=1, lease=10.0)
     held = t.take()
     taken: list[int] = []
@@ -217,11 +216,34 @@ def test_turns_go_to_the_waiters_in_the_order_they_asked() -> None:
 
     threads = _queue(t, 5, then)
     t.give_back(held)
-    late = t.take()  # asked after the five: served after them
-    assert taken == [0, 1, 2, 3, 4]
-    t.give_back(late)
     for thread in threads:
         thread.join(2.0)
+    assert taken == [0, 1, 2, 3, 4]
+
+
+def test_a_waiter_woken_after_a_newcomer_took_the_turn_waits_again_first_in_line() -> None:
+    """A thread asking while a slot is free takes it at once, even with a waiter woken for
+    it; that waiter waits again, ahead of those behind it, and none is lost."""
+    t = Turns(slots=1, lease=10.0)
+    held = t.take()
+    taken: list[int] = []
+
+    def then(n: int, token: object) -> None:
+        taken.append(n)
+        t.give_back(token)
+
+    threads = _queue(t, 3, then)
+    with t._lock:  # waiter 0 cannot look before the newcomer has the slot
+        t._held.clear()
+        t._wake_first()  # the turn given back: waiter 0 is woken...
+        newcomer = t._grant()  # ...and a running thread takes the slot first
+    time.sleep(0.05)
+    assert taken == [] and len(t._waiting) == 3  # waiter 0 is back, first
+    t.give_back(newcomer)
+    for thread in threads:
+        thread.join(2.0)
+    assert taken == [0, 1, 2]
+    assert t.give_back(held) is False  # cleared above: as if forfeited
 
 
 def test_a_waiter_sleeps_until_its_turn_comes() -> None:
@@ -266,15 +288,15 @@ def test_a_waiter_interrupted_keeps_no_turn_and_leaves_the_queue(
     granted_first: bool, monkeypatch: Any
 ) -> None:
     """Ctrl-C while a thread waits for a turn (an attempt in the main thread): it leaves the
-    queue; a turn handed to it just before is handed on, not lost."""
+    queue; a wake-up for a free turn it got just before is passed on, not lost."""
     t = Turns(slots=1, lease=10.0)
     held = t.take()
 
     def interrupted(self: Any) -> None:
         if granted_first:
-            t.give_back(held)  # the turn goes to this waiter...
-            assert self.token is not None
-        raise KeyboardInterrupt  # ...which is interrupted before it returns
+            t.give_back(held)  # the turn's wake-up goes to this waiter...
+            assert not t._waiting
+        raise KeyboardInterrupt  # ...which is interrupted before it takes the turn
 
     with monkeypatch.context() as patch:
         patch.setattr(turns._Waiter, "wait", interrupted)

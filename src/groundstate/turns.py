@@ -47,14 +47,17 @@ WATCHER_IDLE = 10.0
 class Turns:
     """A semaphore whose permits are forfeited when held past a lease.
 
-    Turns are given strictly in the order they are asked for: a turn given back goes to the
-    first waiter, whose own lock is released (one wake-up per turn, none for the others). The
-    waiters do not time their waits; one watcher thread, alive while there are waiters, wakes
-    when the oldest holder's lease runs out and forfeits that turn to the first waiter. (When
-    every waiter timed its wait to the lease, hundreds of attempts waiting for two turns woke
-    about ten times a second each, to find the turn still held: at 256 concurrent attempts,
-    some 80 wake-ups per attempt, each a context switch or three.) A forfeited turn's holder
-    carries on; giving it back later changes nothing.
+    Waiters are woken in the order they asked, each on a lock of its own: a turn given back
+    wakes the first waiter (one wake-up per turn, none for the others). A thread that asks
+    while a slot is free takes it at once, even if a woken waiter is on its way to it; that
+    waiter waits again, first in line (handing the turn to a thread still asleep would leave
+    the slot idle until it woke). The waiters do not time their waits: one watcher thread,
+    alive while there are waiters (and a while after), forfeits the oldest turn when its
+    lease runs out, looking every half lease while nobody waits. (When every waiter timed
+    its wait to the lease, hundreds of attempts waiting for two turns woke about ten times a
+    second each to find the turn still held: at 256 concurrent attempts, some 80 wake-ups per
+    attempt, each a context switch or three.) A forfeited turn's holder carries on; giving
+    it back later changes nothing.
     """
 
     def __init__(self, slots: int = HARNESS_TURNS, lease: float = TURN_LEASE) -> None:
@@ -63,9 +66,9 @@ class Turns:
         self._held: dict[object, float] = {}
         """Turns held, by token, with when each was taken (oldest first)."""
         self._waiting: deque[_Waiter] = deque()
-        """Who waits for a turn, first first. Empty whenever a slot is free."""
+        """Who waits for a turn, first first (a woken waiter has left it)."""
         self._watch = threading.Condition(self._lock)
-        """Wakes the watcher: a first waiter arrived."""
+        """What the watcher sleeps on (under the lock), between its rounds."""
         self._watcher: threading.Thread | None = None
         self.forfeited = 0
         """How many turns were forfeited so far (for tests and the bench)."""
@@ -78,27 +81,27 @@ class Turns:
             waiter = _Waiter()
             self._waiting.append(waiter)
             self._watch_lease()
-        try:
-            waiter.wait()
-        except BaseException:  # interrupted (Ctrl-C in the main thread): no turn kept
+        while True:
+            try:
+                waiter.wait()
+            except BaseException:  # interrupted (Ctrl-C in the main thread): no turn kept
+                with self._lock:
+                    if waiter in self._waiting:
+                        self._waiting.remove(waiter)
+                    else:  # woken for a free slot: the next waiter gets the wake-up
+                        self._wake_first()
+                raise
             with self._lock:
-                if waiter.token is None:
-                    self._waiting.remove(waiter)
-            if waiter.token is not None:
-                self.give_back(waiter.token)
-            raise
-        with self._lock:  # the lease runs from now: the wake-up was not the holder's doing
-            if self._held.pop(waiter.token, None) is not None:
-                self._held[waiter.token] = time.monotonic()  # the newest again
-        assert waiter.token is not None
-        return waiter.token
+                if len(self._held) < self._slots:
+                    return self._grant()  # the lease runs from now, as it runs
+                self._waiting.appendleft(waiter)  # a running thread took it first
 
     def give_back(self, token: object) -> bool:
         """End the turn *token* names; False when it had been forfeited."""
         with self._lock:
             if self._held.pop(token, None) is None:
                 return False
-            self._hand_on()
+            self._wake_first()
             return True
 
     @contextmanager
@@ -117,32 +120,37 @@ class Turns:
         self._held[token] = time.monotonic()
         return token
 
-    def _hand_on(self) -> None:
-        """Give free slots to the first waiters (the caller holds the lock)."""
-        while self._waiting and len(self._held) < self._slots:
-            waiter = self._waiting.popleft()
-            waiter.token = self._grant()
-            waiter.wake()
+    def _wake_first(self) -> None:
+        """A slot was freed: wake the first waiter to take it (the caller holds the lock)."""
+        if self._waiting and len(self._held) < self._slots:
+            self._waiting.popleft().wake()
 
     def _watch_lease(self) -> None:
-        """Make sure the watcher runs (the caller holds the lock and has just queued)."""
+        """Make sure the watcher runs (the caller holds the lock and has just queued). It is
+        not woken: with tens of attempts, a queue forms and empties hundreds of times a
+        second, and a wake-up each time cost more than the watcher's own rounds."""
         if self._watcher is None:
             self._watcher = threading.Thread(
                 target=self._watch_leases, name="groundstate-turn-lease", daemon=True
             )
             self._watcher.start()
-        elif len(self._waiting) == 1:
-            self._watch.notify()
 
     def _watch_leases(self) -> None:
-        """The watcher: while anyone waits, forfeit the oldest turn when its lease runs out.
-        Leaves after :data:`WATCHER_IDLE` seconds without waiters."""
+        """The watcher: while anyone waits, forfeit the oldest turn when its lease runs out;
+        with nobody waiting, look again every half lease. Leaves after :data:`WATCHER_IDLE`
+        seconds without waiters."""
+        idle_since = time.monotonic()
         with self._lock:
             while True:
                 if not self._waiting:
-                    if not self._watch.wait(WATCHER_IDLE) and not self._waiting:
+                    if time.monotonic() - idle_since >= WATCHER_IDLE:
                         self._watcher = None
                         return
+                    self._watch.wait(self._lease / 2)
+                    continue
+                idle_since = time.monotonic()
+                if len(self._held) < self._slots:  # a woken waiter is on its way to it
+                    self._watch.wait(self._lease / 2)
                     continue
                 since = next(iter(self._held.values()))
                 left = since + self._lease - time.monotonic()
@@ -151,21 +159,20 @@ class Turns:
                     continue
                 del self._held[next(iter(self._held))]
                 self.forfeited += 1
-                self._hand_on()
+                self._wake_first()
 
 
 class _Waiter:
     """One thread waiting for a turn, on a lock of its own (released to wake it)."""
 
-    __slots__ = ("_lock", "token")
+    __slots__ = ("_lock",)
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lock.acquire()
-        self.token: object | None = None
-        """The turn given to this waiter, once given (set before the wake-up)."""
 
     def wait(self) -> None:
+        """Until woken; then held again, for the next wait."""
         self._lock.acquire()
 
     def wake(self) -> None:
