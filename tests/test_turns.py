@@ -3,6 +3,7 @@ an agent or by checks that wait."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -120,32 +121,217 @@ def test_judged_tasks_grade_without_a_turn(bank: Suite, monkeypatch: Any) -> Non
     assert episode._checks_wait(judged)
 
 
-def test_a_tool_that_outlasts_the_lease_takes_no_turn_afterwards(
+def _slow_call(session: Any, tool: str) -> None:
+    """One call of *tool* that outlasts the lease while another thread waits for a turn."""
+    with session._turn(tool):
+        waiter = threading.Thread(target=lambda: turns.HARNESS.give_back(turns.HARNESS.take()))
+        waiter.start()
+        time.sleep(0.12)  # the call waits on something past the lease
+    waiter.join(2.0)
+
+
+def test_a_tool_that_outlasts_the_lease_call_after_call_takes_no_turn_afterwards(
     bank: Suite, monkeypatch: Any
 ) -> None:
-    """A tool call that waits (a server, a command) past the lease is forfeited once; later
-    calls of that tool in this process run without a turn, other tools' calls still take one."""
+    """A tool whose calls wait (a server, a command) past the lease, WAITING_AFTER calls in a
+    row, is forfeited each time; later calls of that tool in this process run without a
+    turn, other tools' calls still take one."""
     from groundstate import episode
-    from groundstate.episode import EpisodeSession, default_environment
+    from groundstate.episode import WAITING_AFTER, EpisodeSession, default_environment
     from groundstate.testing import scripted_system
 
     monkeypatch.setattr(turns, "HARNESS", Turns(slots=1, lease=0.05))
     monkeypatch.setattr(episode, "_WAITING_TOOLS", set())
+    monkeypatch.setattr(episode, "_OUTLASTED", {})
     task = bank.tasks["transfer"]
     with default_environment(task, bank) as env:
         session = EpisodeSession(task, bank, scripted_system(), env, 0)
-        with session._turn("slow"):
-            waiter = threading.Thread(target=lambda: turns.HARNESS.give_back(turns.HARNESS.take()))
-            waiter.start()
-            time.sleep(0.2)  # the call waits on something past the lease
-        waiter.join(2.0)
-        assert turns.HARNESS.forfeited == 1
+        for _ in range(WAITING_AFTER):
+            _slow_call(session, "slow")
+        assert turns.HARNESS.forfeited == WAITING_AFTER
         held = turns.HARNESS.take()  # another attempt's turn, held throughout
         with session._turn("slow"):
             pass  # no turn needed: it would otherwise wait out the lease
-        assert turns.HARNESS.forfeited == 1
+        assert turns.HARNESS.forfeited == WAITING_AFTER
         with session._turn("balance"):
             pass  # takes a turn: waits the holder's lease out
-        assert turns.HARNESS.forfeited == 2
+        assert turns.HARNESS.forfeited == WAITING_AFTER + 1
         turns.HARNESS.give_back(held)
         session.end()
+
+
+def test_a_tool_kept_past_the_lease_now_and_then_still_takes_turns(
+    bank: Suite, monkeypatch: Any
+) -> None:
+    """Near miss: a tool that outlasts the lease once in a while (kept from the CPU on a
+    loaded machine), but not WAITING_AFTER calls in a row, keeps taking turns: a quick call
+    in between starts the count again."""
+    from groundstate import episode
+    from groundstate.episode import WAITING_AFTER, EpisodeSession, default_environment
+    from groundstate.testing import scripted_system
+
+    monkeypatch.setattr(turns, "HARNESS", Turns(slots=1, lease=0.05))
+    monkeypatch.setattr(episode, "_WAITING_TOOLS", set())
+    monkeypatch.setattr(episode, "_OUTLASTED", {})
+    task = bank.tasks["transfer"]
+    with default_environment(task, bank) as env:
+        session = EpisodeSession(task, bank, scripted_system(), env, 0)
+        for _ in range(2):
+            for _ in range(WAITING_AFTER - 1):
+                _slow_call(session, "balance")
+            with session._turn("balance"):
+                pass  # quick
+        assert not episode._WAITING_TOOLS
+        held = turns.HARNESS.take()
+        started = time.monotonic()
+        with session._turn("balance"):
+            pass  # still takes a turn: waits the holder's lease out
+        assert time.monotonic() - started >= 0.04
+        turns.HARNESS.give_back(held)
+        session.end()
+
+
+def _queue(t: Turns, count: int, then: Any) -> list[threading.Thread]:
+    """*count* threads asking *t* for a turn one after another (each queued before the next
+    asks); each calls ``then(n, token)`` once it has its turn."""
+    threads = []
+    for n in range(count):
+        thread = threading.Thread(target=lambda n=n: then(n, t.take()), daemon=True)
+        threads.append(thread)
+        thread.start()
+        while len(t._waiting) < n + 1:
+            time.sleep(0.001)
+    return threads
+
+
+def test_turns_go_to_the_waiters_in_the_order_they_asked() -> None:
+    t = Turns(slots=1, lease=10.0)
+    held = t.take()
+    taken: list[int] = []
+
+    def then(n: int, token: object) -> None:
+        taken.append(n)
+        time.sleep(0.01)
+        t.give_back(token)
+
+    threads = _queue(t, 5, then)
+    t.give_back(held)
+    for thread in threads:
+        thread.join(2.0)
+    assert taken == [0, 1, 2, 3, 4]
+
+
+def test_a_waiter_woken_after_a_newcomer_took_the_turn_waits_again_first_in_line() -> None:
+    """A thread asking while a slot is free takes it at once, even with a waiter woken for
+    it; that waiter waits again, ahead of those behind it, and none is lost."""
+    t = Turns(slots=1, lease=10.0)
+    held = t.take()
+    taken: list[int] = []
+
+    def then(n: int, token: object) -> None:
+        taken.append(n)
+        t.give_back(token)
+
+    threads = _queue(t, 3, then)
+    with t._lock:  # waiter 0 cannot look before the newcomer has the slot
+        t._held.clear()
+        t._wake_first()  # the turn given back: waiter 0 is woken...
+        newcomer = t._grant()  # ...and a running thread takes the slot first
+    time.sleep(0.05)
+    assert taken == [] and len(t._waiting) == 3  # waiter 0 is back, first
+    t.give_back(newcomer)
+    for thread in threads:
+        thread.join(2.0)
+    assert taken == [0, 1, 2]
+    assert t.give_back(held) is False  # cleared above: as if forfeited
+
+
+def test_a_waiter_sleeps_until_its_turn_comes() -> None:
+    """Waiters queued behind turns that change hands within the lease run nothing until
+    their turn comes: they are not woken every time some holder's lease might have run out
+    (hundreds of attempts waiting that way cost a context switch or three per wake-up)."""
+    t = Turns(slots=1, lease=0.05)
+    calls: dict[int, int] = {}
+    queued = threading.Semaphore(0)
+
+    def waiter(n: int) -> None:
+        count = 0
+
+        def trace(frame: Any, event: str, arg: Any) -> None:
+            nonlocal count
+            count += event == "call"
+
+        queued.release()
+        sys.settrace(trace)  # counts the Python calls this thread makes while it waits
+        token = t.take()
+        sys.settrace(None)
+        calls[n] = count
+        time.sleep(0.02)  # within the lease; the last waiter waits for 16 of these
+        t.give_back(token)
+
+    held = t.take()
+    threads = [threading.Thread(target=waiter, args=(n,), daemon=True) for n in range(16)]
+    for thread in threads:
+        thread.start()
+        queued.acquire()
+    t.give_back(held)
+    for thread in threads:
+        thread.join(5.0)
+    assert len(calls) == 16
+    # Four calls each; one of them also starts the lease watcher. Woken on the lease, the
+    # later waiters made 4 more calls at each wake-up: 20-40 here.
+    assert sum(count > 8 for count in calls.values()) <= 1, calls
+
+
+@pytest.mark.parametrize("granted_first", [False, True])
+def test_a_waiter_interrupted_keeps_no_turn_and_leaves_the_queue(
+    granted_first: bool, monkeypatch: Any
+) -> None:
+    """Ctrl-C while a thread waits for a turn (an attempt in the main thread): it leaves the
+    queue; a wake-up for a free turn it got just before is passed on, not lost."""
+    t = Turns(slots=1, lease=10.0)
+    held = t.take()
+
+    def interrupted(self: Any) -> None:
+        if granted_first:
+            t.give_back(held)  # the turn's wake-up goes to this waiter...
+            assert not t._waiting
+        raise KeyboardInterrupt  # ...which is interrupted before it takes the turn
+
+    with monkeypatch.context() as patch:
+        patch.setattr(turns._Waiter, "wait", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            t.take()
+    assert not t._waiting
+    if not granted_first:
+        t.give_back(held)
+    assert _taken_within(t, 2.0)  # the only slot is free again
+    assert t.forfeited == 0
+
+
+def test_stuck_holders_hold_each_waiter_up_one_lease_at_most() -> None:
+    """Two waiters behind a holder that never gives back: the first gets in when its lease
+    runs out, the second when the first's does (it gives back late, too)."""
+    t = Turns(slots=1, lease=0.1)
+    t.take()  # stuck
+    started = time.monotonic()
+    t.take()  # stuck too, once it has its turn
+    first = time.monotonic() - started
+    t.take()
+    second = time.monotonic() - started
+    assert 0.08 <= first < 1.0 and 0.16 <= second < 2.0, (first, second)
+    assert t.forfeited == 2
+
+
+def test_the_lease_watcher_leaves_when_idle_and_returns_on_demand(monkeypatch: Any) -> None:
+    monkeypatch.setattr(turns, "WATCHER_IDLE", 0.05)
+    t = Turns(slots=1, lease=0.05)
+    for _ in range(2):
+        t.take()
+        t.take()  # waits out the first holder's lease: the watcher forfeits it
+        deadline = time.monotonic() + 2.0
+        while t._watcher is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert t._watcher is None  # gone after idling
+        t._held.clear()
+    assert t.forfeited == 2

@@ -65,8 +65,18 @@ _T = TypeVar("_T")
 _WAITING_CHECKS = (JudgeAssertion, TestsAssertion)
 
 _WAITING_TOOLS: set[tuple[str, Any]] = set()
-"""Tools (suite folder, name) a call of which outlasted a turn's lease in this process: they
-wait on something (a server, a command), so their calls take no turn."""
+"""Tools (suite folder, name) whose calls outlasted a turn's lease :data:`WAITING_AFTER` times
+in a row in this process: they wait on something (a server, a command), so their calls take
+no turn."""
+
+WAITING_AFTER = 3
+"""Calls in a row past the lease that mark a tool as waiting. Not one: on a loaded machine a
+call that only queries SQLite can be kept from the CPU (and the GIL) past the lease now and
+then; marked, every later call of that tool would run outside the turns, where each adds to
+the very contention the turns exist to avoid. A tool that waits outlasts it call after call."""
+
+_OUTLASTED: dict[tuple[str, Any], int] = {}
+"""For each tool, how many of its latest calls in a row outlasted the lease."""
 
 USER_SIMULATOR = "user_simulator"
 END_WAIT = 1.0
@@ -322,7 +332,8 @@ class EpisodeSession:
     @contextmanager
     def _turn(self, tool: Any) -> Iterator[None]:
         """A turn at the harness's work for one call of *tool* (see :mod:`groundstate.turns`),
-        unless a call of it outlasted the lease before: that tool waits on something. Taken
+        unless its calls outlasted the lease before (see :data:`WAITING_AFTER`): that tool
+        waits on something. Taken
         before the session's lock, which the episode takes while it holds a turn."""
         key = (self._suite_root, tool)
         if key in _WAITING_TOOLS:
@@ -333,7 +344,9 @@ class EpisodeSession:
                 yield
             finally:
                 self.queued += turn.waited
-        if turn.forfeited:
+        outlasted = _OUTLASTED.get(key, 0) + 1 if turn.forfeited else 0
+        _OUTLASTED[key] = outlasted
+        if outlasted >= WAITING_AFTER:
             _WAITING_TOOLS.add(key)
 
     def _locked(self, action: Callable[..., _T], *args: Any) -> _T:

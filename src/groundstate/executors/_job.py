@@ -12,7 +12,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from functools import partial
 from multiprocessing.process import BaseProcess
-from multiprocessing.queues import Queue
+from multiprocessing.queues import Queue, SimpleQueue
 from pathlib import Path
 from typing import Any
 
@@ -128,19 +128,23 @@ def _exit_with(parent: BaseProcess) -> None:
 
 
 Message = tuple[str, int, Any]
-"""From a worker to the parent: ``("started", key, pid)``, then ``("done", key, pickled
-AttemptOutput)`` or ``("failed", key, message)``."""
+"""From a worker to the parent: ``("done", key, pickled AttemptOutput)`` or ``("failed",
+key, message)``."""
 
 
 def serve(
     jobs: Queue[Any],
     results: Queue[Message],
+    started: SimpleQueue[tuple[int, int]],
     workdir_root: str,
     slots: int,
     preload: SuiteKey | None = None,
 ) -> None:
     """A worker process's main: take ``(key, job)`` from *jobs* while fewer than *slots* of
     its attempts run, each in a thread of its own, and put what becomes of each on *results*.
+    ``(key, pid)`` goes on *started* before the job runs, written at once (not by a queue's
+    feeder thread, which a worker killed mid-job may not have let write it): the parent
+    names the job a dead worker was running.
     Several attempts per worker, so attempts that wait (on a model) overlap in a worker as
     they do in-process, while the CPU work of the pool spreads over every core. ``None`` on
     *jobs* stops it. The suite *preload* names is loaded first, while the parent's
@@ -156,7 +160,7 @@ def serve(
         if item is None:
             return
         key, job = item
-        results.put(("started", key, os.getpid()))
+        started.put((key, os.getpid()))
         submit(partial(_job_attempt, job), f"attempt-{key}", _reporter(key, results, free))
 
 

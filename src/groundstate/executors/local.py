@@ -229,6 +229,7 @@ class _WorkerPool:
         """*setup*: each worker's work-folder root, attempt slots and suite to preload."""
         self._jobs: Any = context.Queue()
         self._results: Any = context.Queue()
+        self._started: Any = context.SimpleQueue()
         self._waiting: dict[int, _Waiting] = {}
         self._keys = itertools.count()
         self._lock = threading.Lock()
@@ -236,7 +237,7 @@ class _WorkerPool:
         self._processes: list[BaseProcess] = [
             context.Process(  # type: ignore[attr-defined]
                 target=serve,
-                args=(self._jobs, self._results, *setup),
+                args=(self._jobs, self._results, self._started, *setup),
                 name=f"groundstate-worker-{n}",
             )
             for n in range(size)
@@ -269,12 +270,13 @@ class _WorkerPool:
             process.terminate()
         for process in self._processes:
             process.join(UNWIND_TIMEOUT)
-        for channel in (self._jobs, self._results):
+        for channel in (self._jobs, self._results, self._started):
             channel.close()
 
     def _read(self) -> None:
         while not self._closed.is_set():
             try:
+                self._note_started()  # each turn: a pipe left unread fills, and blocks workers
                 kind, key, value = self._results.get(timeout=0.2)
             except queue.Empty:
                 self._check_workers()
@@ -285,12 +287,19 @@ class _WorkerPool:
                 waiting = self._waiting.get(key)
             if waiting is None:
                 continue
-            if kind == "started":
-                waiting.worker = value
-            elif kind == "done":
+            if kind == "done":
                 _deliver(waiting.future, pickle.loads(value))
             else:
                 _deliver(waiting.future, ExecutorError(value))
+
+    def _note_started(self) -> None:
+        """Which worker runs which job, from what the workers wrote on *started* so far."""
+        while not self._started.empty():
+            key, pid = self._started.get()
+            with self._lock:
+                waiting = self._waiting.get(key)
+            if waiting is not None:
+                waiting.worker = pid
 
     def _check_workers(self) -> None:
         """A dead worker breaks the pool, as a broken process pool does: every job still out
@@ -298,6 +307,7 @@ class _WorkerPool:
         dead = {p.pid for p in self._processes if not p.is_alive()}
         if not dead or self._closed.is_set():
             return
+        self._note_started()  # what a worker wrote before it died
         with self._lock:
             out = list(self._waiting.values())
         for waiting in out:
