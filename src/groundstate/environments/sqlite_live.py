@@ -109,16 +109,12 @@ class LiveFile:
             self._fd = -1
 
 
-class AgentConnection(sqlite3.Connection):
-    """The agent's connection, which notes when Python code (a tool's) changes it in a way
-    the pool could not undo: a function, collation or callback of its own, a limit, an
-    extension, another database deserialized into it. Such a connection is not reused. The
-    harness sets its own through the ``harness_`` methods."""
+class WatchedConnection(sqlite3.Connection):
+    """A connection that notes when Python code changes it in a way the pool could not undo:
+    a function, collation or callback of its own, a limit, an extension, another database
+    deserialized into it. Such a connection is not reused."""
 
     meddled = False
-    blobs = 0
-    """Blobs opened (``blobopen``): a blob write fires no trigger, so the write log cannot
-    see it and the environment gives up the change tracking when this count moves."""
 
     def _meddle(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         self.meddled = True
@@ -154,12 +150,21 @@ class AgentConnection(sqlite3.Connection):
     def load_extension(self, *args: Any, **kwargs: Any) -> None:
         self._meddle(sqlite3.Connection.load_extension, *args, **kwargs)
 
+    def deserialize(self, *args: Any, **kwargs: Any) -> None:
+        self._meddle(sqlite3.Connection.deserialize, *args, **kwargs)
+
+
+class AgentConnection(WatchedConnection):
+    """The agent's connection: what a tool's Python changes on it is noted (see
+    :class:`WatchedConnection`); the harness sets its own through the ``harness_`` methods."""
+
+    blobs = 0
+    """Blobs opened (``blobopen``): a blob write fires no trigger, so the write log cannot
+    see it and the environment gives up the change tracking when this count moves."""
+
     def blobopen(self, *args: Any, **kwargs: Any) -> sqlite3.Blob:
         self.blobs += 1
         return sqlite3.Connection.blobopen(self, *args, **kwargs)
-
-    def deserialize(self, *args: Any, **kwargs: Any) -> None:
-        self._meddle(sqlite3.Connection.deserialize, *args, **kwargs)
 
     # --- the harness's own -----------------------------------------------------------------
 
@@ -196,7 +201,7 @@ INTROSPECTION_PRAGMAS = frozenset(
 """Pragmas that read a table's description (their argument names the table)."""
 
 
-class EvaluatorConnection(sqlite3.Connection):
+class EvaluatorConnection(WatchedConnection):
     """The graders' read-only connection, which notes any SQL that could change what a later
     attempt's checks would see through it: a setting (a pragma given a value, such as
     ``reverse_unordered_selects``), a TEMP object, an attached database, a transaction left
@@ -218,45 +223,12 @@ class EvaluatorConnection(sqlite3.Connection):
             self.noted = True
         return sqlite3.SQLITE_OK
 
-    def _meddle(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        self.noted = True
-        return method(self, *args, **kwargs)
-
-    def create_function(self, *args: Any, **kwargs: Any) -> None:
-        self._meddle(sqlite3.Connection.create_function, *args, **kwargs)
-
-    def create_aggregate(self, *args: Any, **kwargs: Any) -> None:
-        self._meddle(sqlite3.Connection.create_aggregate, *args, **kwargs)
-
-    def create_window_function(self, *args: Any, **kwargs: Any) -> None:
-        self._meddle(sqlite3.Connection.create_window_function, *args, **kwargs)
-
-    def create_collation(self, *args: Any, **kwargs: Any) -> None:
-        self._meddle(sqlite3.Connection.create_collation, *args, **kwargs)
-
-    def set_authorizer(self, *args: Any, **kwargs: Any) -> None:
-        self._meddle(sqlite3.Connection.set_authorizer, *args, **kwargs)
-
-    def set_progress_handler(self, *args: Any, **kwargs: Any) -> None:
-        self._meddle(sqlite3.Connection.set_progress_handler, *args, **kwargs)
-
-    def set_trace_callback(self, *args: Any, **kwargs: Any) -> None:
-        self._meddle(sqlite3.Connection.set_trace_callback, *args, **kwargs)
-
-    def setlimit(self, *args: Any, **kwargs: Any) -> int:
-        return int(self._meddle(sqlite3.Connection.setlimit, *args, **kwargs))
-
-    def enable_load_extension(self, *args: Any, **kwargs: Any) -> None:
-        self._meddle(sqlite3.Connection.enable_load_extension, *args, **kwargs)
-
-    def deserialize(self, *args: Any, **kwargs: Any) -> None:
-        self._meddle(sqlite3.Connection.deserialize, *args, **kwargs)
-
     @property
     def reusable(self) -> bool:
         """Whether nothing was noted and the connection is as the harness set it up."""
         return not (
             self.noted
+            or self.meddled
             or self.in_transaction
             or self.row_factory is not None
             or self.text_factory is not str
