@@ -19,6 +19,7 @@ from groundstate.validation.robustness import arguments
 from .conftest import BANK, EXAMPLES
 
 FRAGILE_TOOLS = '''
+import time
 
 @tool
 def find_by_name(ctx: ToolContext, name: str) -> list[Any]:
@@ -32,6 +33,36 @@ def nth_transfer(ctx: ToolContext, n: int, note: str | None = None) -> int:
     if n > 1000:
         raise ValueError("n too large for the cache")
     return n
+
+
+_SLOW_CALLS: list[str] = []
+_FAILING_CALLS: list[str] = []
+
+
+@tool
+def slow_once(ctx: ToolContext, note: str) -> str:
+    """Stalls past the time limit on its first call only, as on a machine busy elsewhere."""
+    _SLOW_CALLS.append(note)
+    if len(_SLOW_CALLS) == 1:
+        time.sleep(0.6)
+    return note
+
+
+@tool
+def always_slow(ctx: ToolContext, note: str) -> str:
+    """Stalls past the time limit on every call with text: a real hang."""
+    if note:
+        time.sleep(0.6)
+    return note
+
+
+@tool
+def fails_once(ctx: ToolContext, note: str) -> str:
+    """Raises on its first call only: a crash of its own, even if it comes and goes."""
+    _FAILING_CALLS.append(note)
+    if len(_FAILING_CALLS) == 1:
+        raise RuntimeError("lost a race")
+    return note
 '''
 
 
@@ -156,3 +187,31 @@ def test_the_gateway_refuses_what_tools_cannot_represent(
         assert found is None
     else:
         assert found is not None and problem in found
+
+
+# --- a crash that does not happen again (Hypothesis reports it as flaky) ----------------------
+
+
+@pytest.fixture
+def short_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("groundstate.validation.robustness.CALL_TIME_LIMIT", 0.3)
+
+
+@pytest.mark.usefixtures("short_limit")
+def test_one_slow_call_that_does_not_repeat_is_not_a_crash(tmp_path: Path) -> None:
+    """The check must not depend on the machine's load: a call past the limit once (the
+    replay is quick) is not the tool's hang."""
+    passed, detail = _check(_suite(tmp_path, None, ["slow_once"]))
+    assert passed, detail
+
+
+@pytest.mark.usefixtures("short_limit")
+def test_a_hang_that_repeats_is_still_reported(tmp_path: Path) -> None:
+    passed, detail = _check(_suite(tmp_path, None, ["always_slow"]))
+    assert not passed and "always_slow(" in detail and "still running after 0.3s" in detail
+
+
+@pytest.mark.usefixtures("short_limit")
+def test_an_error_that_comes_and_goes_is_still_reported(tmp_path: Path) -> None:
+    passed, detail = _check(_suite(tmp_path, None, ["fails_once"]))
+    assert not passed and "fails_once(" in detail and "RuntimeError: lost a race" in detail
