@@ -217,22 +217,29 @@ def test_a_command_that_cannot_start_is_a_harness_compatibility_failure(
     assert out.run.terminal_reason == "harness_compatibility_failure"
 
 
+BANK_AGENT = Path(__file__).parent / "suites" / "bank_agent.py"
+
+
+def _bank_agent_command() -> list[str]:
+    """The bank agent run unchanged as an external program by ``groundstate.mcp_client``."""
+    return [
+        "{python}",
+        "-m",
+        "groundstate.mcp_client",
+        f"{BANK_AGENT}:bank_agent",
+        '{"fault_rate": 0.5}',
+    ]
+
+
 def test_a_python_agent_runs_unchanged_as_an_external_program(
     edited_bank: Any, tmp_path: Path
 ) -> None:
     """``python -m groundstate.mcp_client`` runs the bank agent sandboxed; with the same seeds
     it makes the same seeded choices, so every verdict matches the in-process run."""
     bank = edited_bank(lambda task: task.update(time_limit=60))  # room for a cold start
-    agent_file = Path(__file__).parent / "suites" / "bank_agent.py"
-    command = [
-        "{python}",
-        "-m",
-        "groundstate.mcp_client",
-        f"{agent_file}:bank_agent",
-        '{"fault_rate": 0.5}',
-    ]
+    command = _bank_agent_command()
     external = load_system(system_file(tmp_path, command))
-    assert str(agent_file) + ":bank_agent" in external.resolved["code"]["command"]
+    assert f"{BANK_AGENT}:bank_agent" in external.resolved["code"]["command"]
     inside = load_agent(
         external.model_copy(
             update={
@@ -240,7 +247,7 @@ def test_a_python_agent_runs_unchanged_as_an_external_program(
                     update={
                         "orchestration_loop": external.harness.orchestration_loop.model_copy(
                             update={
-                                "entry": f"{agent_file}:bank_agent",
+                                "entry": f"{BANK_AGENT}:bank_agent",
                                 "params": {"fault_rate": 0.5},
                             }
                         )
@@ -287,14 +294,7 @@ def test_over_streamable_http_the_same_agent_gets_the_same_verdicts(
 ) -> None:
     """``transport: http``: the program reaches the server at ``$GROUNDSTATE_MCP_URL``."""
     bank = edited_bank(lambda task: task.update(time_limit=60))
-    agent_file = Path(__file__).parent / "suites" / "bank_agent.py"
-    command = [
-        "{python}",
-        "-m",
-        "groundstate.mcp_client",
-        f"{agent_file}:bank_agent",
-        '{"fault_rate": 0.5}',
-    ]
+    command = _bank_agent_command()
     verdicts = []
     for served in ({}, {"transport": "http", "network": "host"}):
         system = load_system(system_file(tmp_path, command, **served))

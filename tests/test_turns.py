@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -121,6 +122,24 @@ def test_judged_tasks_grade_without_a_turn(bank: Suite, monkeypatch: Any) -> Non
     assert episode._checks_wait(judged)
 
 
+@pytest.fixture
+def bank_session(bank: Suite, monkeypatch: Any) -> Iterator[Any]:
+    """A session of the bank's transfer task, with one harness turn, a 0.05 s lease and no
+    tool known yet to wait."""
+    from groundstate import episode
+    from groundstate.episode import EpisodeSession, default_environment
+    from groundstate.testing import scripted_system
+
+    monkeypatch.setattr(turns, "HARNESS", Turns(slots=1, lease=0.05))
+    monkeypatch.setattr(episode, "_WAITING_TOOLS", set())
+    monkeypatch.setattr(episode, "_OUTLASTED", {})
+    task = bank.tasks["transfer"]
+    with default_environment(task, bank) as env:
+        session = EpisodeSession(task, bank, scripted_system(), env, 0)
+        yield session
+        session.end()
+
+
 def _slow_call(session: Any, tool: str) -> None:
     """One call of *tool* that outlasts the lease while another thread waits for a turn."""
     with session._turn(tool):
@@ -131,64 +150,49 @@ def _slow_call(session: Any, tool: str) -> None:
 
 
 def test_a_tool_that_outlasts_the_lease_call_after_call_takes_no_turn_afterwards(
-    bank: Suite, monkeypatch: Any
+    bank_session: Any,
 ) -> None:
     """A tool whose calls wait (a server, a command) past the lease, WAITING_AFTER calls in a
     row, is forfeited each time; later calls of that tool in this process run without a
     turn, other tools' calls still take one."""
-    from groundstate import episode
-    from groundstate.episode import WAITING_AFTER, EpisodeSession, default_environment
-    from groundstate.testing import scripted_system
+    from groundstate.episode import WAITING_AFTER
 
-    monkeypatch.setattr(turns, "HARNESS", Turns(slots=1, lease=0.05))
-    monkeypatch.setattr(episode, "_WAITING_TOOLS", set())
-    monkeypatch.setattr(episode, "_OUTLASTED", {})
-    task = bank.tasks["transfer"]
-    with default_environment(task, bank) as env:
-        session = EpisodeSession(task, bank, scripted_system(), env, 0)
-        for _ in range(WAITING_AFTER):
-            _slow_call(session, "slow")
-        assert turns.HARNESS.forfeited == WAITING_AFTER
-        held = turns.HARNESS.take()  # another attempt's turn, held throughout
-        with session._turn("slow"):
-            pass  # no turn needed: it would otherwise wait out the lease
-        assert turns.HARNESS.forfeited == WAITING_AFTER
-        with session._turn("balance"):
-            pass  # takes a turn: waits the holder's lease out
-        assert turns.HARNESS.forfeited == WAITING_AFTER + 1
-        turns.HARNESS.give_back(held)
-        session.end()
+    session = bank_session
+    for _ in range(WAITING_AFTER):
+        _slow_call(session, "slow")
+    assert turns.HARNESS.forfeited == WAITING_AFTER
+    held = turns.HARNESS.take()  # another attempt's turn, held throughout
+    with session._turn("slow"):
+        pass  # no turn needed: it would otherwise wait out the lease
+    assert turns.HARNESS.forfeited == WAITING_AFTER
+    with session._turn("balance"):
+        pass  # takes a turn: waits the holder's lease out
+    assert turns.HARNESS.forfeited == WAITING_AFTER + 1
+    turns.HARNESS.give_back(held)
 
 
 def test_a_tool_kept_past_the_lease_now_and_then_still_takes_turns(
-    bank: Suite, monkeypatch: Any
+    bank_session: Any,
 ) -> None:
     """Near miss: a tool that outlasts the lease once in a while (kept from the CPU on a
     loaded machine), but not WAITING_AFTER calls in a row, keeps taking turns: a quick call
     in between starts the count again."""
     from groundstate import episode
-    from groundstate.episode import WAITING_AFTER, EpisodeSession, default_environment
-    from groundstate.testing import scripted_system
+    from groundstate.episode import WAITING_AFTER
 
-    monkeypatch.setattr(turns, "HARNESS", Turns(slots=1, lease=0.05))
-    monkeypatch.setattr(episode, "_WAITING_TOOLS", set())
-    monkeypatch.setattr(episode, "_OUTLASTED", {})
-    task = bank.tasks["transfer"]
-    with default_environment(task, bank) as env:
-        session = EpisodeSession(task, bank, scripted_system(), env, 0)
-        for _ in range(2):
-            for _ in range(WAITING_AFTER - 1):
-                _slow_call(session, "balance")
-            with session._turn("balance"):
-                pass  # quick
-        assert not episode._WAITING_TOOLS
-        held = turns.HARNESS.take()
-        started = time.monotonic()
+    session = bank_session
+    for _ in range(2):
+        for _ in range(WAITING_AFTER - 1):
+            _slow_call(session, "balance")
         with session._turn("balance"):
-            pass  # still takes a turn: waits the holder's lease out
-        assert time.monotonic() - started >= 0.04
-        turns.HARNESS.give_back(held)
-        session.end()
+            pass  # quick
+    assert not episode._WAITING_TOOLS
+    held = turns.HARNESS.take()
+    started = time.monotonic()
+    with session._turn("balance"):
+        pass  # still takes a turn: waits the holder's lease out
+    assert time.monotonic() - started >= 0.04
+    turns.HARNESS.give_back(held)
 
 
 def _queue(t: Turns, count: int, then: Any) -> list[threading.Thread]:
