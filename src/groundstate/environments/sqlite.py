@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from groundstate.copies import Copies
 from groundstate.environments.base import (
     CallEffects,
     ClosesOnExit,
@@ -824,18 +825,17 @@ _TEMPLATES: dict[tuple[str, str, str], Baseline] = {}
 content hash, clock): one build per process. That first build is what every reset restores."""
 
 
-_SNAPSHOT_IMAGES: dict[str, bytes] = {}
-"""The pickled initial snapshot of each fixture build, by the build's image digest."""
+_SNAPSHOT_COPIES: dict[str, Copies[Snapshot]] = {}
+"""Copies of the initial snapshot of each fixture build, by the build's image digest."""
 
 
 def _initial_snapshot(baseline: Baseline) -> Snapshot:
     """A fresh copy of the build's initial snapshot: unpickling it is an order of magnitude
     cheaper than reading the database (and a check may change its copy)."""
     key = baseline.image_digest
-    if key not in _SNAPSHOT_IMAGES:
-        _SNAPSHOT_IMAGES[key] = pickle.dumps(baseline.snapshot, protocol=pickle.HIGHEST_PROTOCOL)
-    snapshot: Snapshot = pickle.loads(_SNAPSHOT_IMAGES[key])
-    return snapshot
+    if key not in _SNAPSHOT_COPIES:
+        _SNAPSHOT_COPIES[key] = Copies(baseline.snapshot)
+    return _SNAPSHOT_COPIES[key].fresh()
 
 
 def _template_file(fixture: Path, baseline: Baseline) -> Path:
