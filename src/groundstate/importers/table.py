@@ -60,11 +60,12 @@ class TableSource:
 
 def _open(path: Path, format: str) -> TextIO:
     try:
-        # CSV: a byte-order mark (spreadsheets write one) is not part of the first column's
-        # name. JSON Lines: "\n" only, as other breaks (U+2028, "\r") may sit inside strings.
+        # A byte-order mark (spreadsheets write one) is not part of the first column's name
+        # or the first object. JSON Lines: "\n" only, as other breaks (U+2028, "\r") may sit
+        # inside strings.
         if format == "csv":
             return path.open(encoding="utf-8-sig", newline="")
-        return path.open(encoding="utf-8", newline="\n")
+        return path.open(encoding="utf-8-sig", newline="\n")
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
 
