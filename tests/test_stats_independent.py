@@ -402,3 +402,54 @@ def test_paired_comparison_matches_the_reference(cells: list[tuple[int, int, int
             assert d.difference.ci_high == pytest.approx(high, abs=1e-9)
             assert d.p_value == pytest.approx(p, rel=1e-6, abs=1e-12)
             assert (d.difference.ci_low > 0 or d.difference.ci_high < 0) == (p < 0.05)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    tasks=batches(),
+    labels=st.lists(st.sets(st.sampled_from(["easy", "refund", "é;x"]), max_size=2), min_size=8),
+    horizons=st.lists(st.one_of(st.none(), st.integers(1, 20)), min_size=8),
+)
+def test_slices_match_the_reference(
+    tmp_path_factory: Any, tasks: list[RefTask], labels: list[set[str]], horizons: list[int | None]
+) -> None:
+    """Each label and horizon bucket: its own tasks, kmax, success rate and pass^k."""
+    tmp = tmp_path_factory.mktemp("s")
+    rows = list(csv.reader(io.StringIO(as_csv(tasks))))
+    index = {t.task_id: i for i, t in enumerate(tasks)}
+    rows[0] += ["slice_labels", "horizon"]
+    for row in rows[1:]:
+        i = index[row[0]]
+        row += [json.dumps(sorted(labels[i])), "" if horizons[i] is None else str(horizons[i])]
+    out = io.StringIO()
+    csv.writer(out).writerows(rows)
+    got = report(tmp, import_text(tmp, out.getvalue()))["summary"]["views"]
+
+    def bucket(h: int | None) -> str:
+        if h is None:
+            return "unknown"
+        return "1-3" if h <= 3 else "4-7" if h <= 7 else "8-12" if h <= 12 else "13+"
+
+    members: dict[tuple[str, str], list[RefTask]] = {}
+    for t in tasks:
+        for label in labels[index[t.task_id]]:
+            members.setdefault(("by_label", label), []).append(t)
+        members.setdefault(("by_horizon", bucket(horizons[index[t.task_id]])), []).append(t)
+    for view in ("valid", "strict"):
+        for kind in ("by_label", "by_horizon"):
+            assert set(got[view][kind]) == {name for k, name in members if k == kind}
+        for (kind, name), inside in members.items():
+            block = got[view][kind][name]
+            ref = ref_view(inside, view)
+            assert block["n_tasks"] == len(inside)
+            assert block["kmax"] == ref["kmax"]
+            if not ref["kmax"]:
+                assert block["success_rate"] is None
+                continue
+            check_estimate(block["success_rate"], ref["success_rate"], ref["weights"])
+            for k in range(1, ref["kmax"] + 1):
+                check_estimate(block["pass_hat_k"][str(k)], ref[f"hat{k}"], ref["weights"])
