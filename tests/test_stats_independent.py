@@ -453,3 +453,85 @@ def test_slices_match_the_reference(
             check_estimate(block["success_rate"], ref["success_rate"], ref["weights"])
             for k in range(1, ref["kmax"] + 1):
                 check_estimate(block["pass_hat_k"][str(k)], ref[f"hat{k}"], ref["weights"])
+
+
+# --- agreement -------------------------------------------------------------------------------
+
+
+def ref_cohen(pairs: list[tuple[str, str]]) -> float | None:
+    n = len(pairs)
+    cats = {v for p in pairs for v in p}
+    po = Fraction(sum(a == b for a, b in pairs), n)
+    pe = sum(
+        Fraction(sum(a == c for a, _ in pairs), n) * Fraction(sum(b == c for _, b in pairs), n)
+        for c in cats
+    )
+    return None if pe == 1 else float((po - pe) / (1 - pe))
+
+
+def ref_fleiss(rows: list[list[str]]) -> float | None:
+    m = len(rows[0])
+    cats = {v for r in rows for v in r}
+    agree = [Fraction(sum(r.count(c) * (r.count(c) - 1) for c in cats), m * (m - 1)) for r in rows]
+    po = sum(agree) / len(rows)
+    share = {c: Fraction(sum(r.count(c) for r in rows), m * len(rows)) for c in cats}
+    pe = sum(s * s for s in share.values())
+    return None if pe == 1 else float((po - pe) / (1 - pe))
+
+
+def ref_alpha(rows: list[list[str | None]]) -> float | None:
+    """Krippendorff's nominal alpha from ordered pairs of values within units, each pair of
+    a unit with m ratings weighted 1/(m-1) (Krippendorff 2011, section C)."""
+    units = [[v for v in r if v is not None] for r in rows]
+    units = [u for u in units if len(u) >= 2]
+    if not units:
+        return None
+    observed_disagree = Fraction(0)
+    values: list[str] = []
+    for u in units:
+        values += u
+        pairs = [(a, b) for i, a in enumerate(u) for j, b in enumerate(u) if i != j]
+        observed_disagree += Fraction(sum(a != b for a, b in pairs), len(u) - 1)
+    n = len(values)
+    expected = Fraction(sum(a != b for i, a in enumerate(values) for j, b in enumerate(values)
+                            if i != j))  # fmt: skip
+    if expected == 0:
+        return None
+    return float(1 - (n - 1) * observed_disagree / expected)
+
+
+ratings = st.lists(
+    st.lists(st.one_of(st.none(), st.sampled_from("abc")), min_size=3, max_size=3),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=ratings)
+def test_agreement_statistics_match_the_reference(rows: list[list[str | None]]) -> None:
+    from groundstate.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha
+
+    def same(got: float | None, want: float | None) -> bool:
+        return (got is None and want is None) or (
+            got is not None and want is not None and math.isclose(got, want, abs_tol=1e-9)
+        )
+
+    assert same(krippendorff_alpha(rows), ref_alpha(rows))
+    complete = [r for r in rows if None not in r]
+    assert same(fleiss_kappa(rows), ref_fleiss(complete) if complete else None)  # type: ignore[arg-type]
+    two = [r[:2] for r in rows]
+    pairs = [(a, b) for a, b in two if a is not None and b is not None]
+    assert same(cohen_kappa(two), ref_cohen(pairs) if pairs else None)
+
+
+def test_agreement_on_a_rare_category_is_not_called_undefined() -> None:
+    """200,000 runs, two raters, both give the rare label to the same one run: perfect
+    agreement (kappa 1), though chance agreement is within 1e-5 of 1."""
+    from groundstate.agreement import cohen_kappa, fleiss_kappa_counts, krippendorff_alpha
+
+    rows: list[list[str | None]] = [["ok", "ok"]] * 199_999 + [["bug", "bug"]]
+    assert cohen_kappa(rows) == pytest.approx(1.0)
+    assert krippendorff_alpha(rows) == pytest.approx(1.0)
+    counts = [[2, 0]] * 199_999 + [[0, 2]]
+    assert fleiss_kappa_counts(counts) == pytest.approx(1.0)
