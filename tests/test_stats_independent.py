@@ -81,6 +81,19 @@ class RefTask:
     def counted(self) -> list[str]:
         return [tries[-1] for tries in self.attempts]
 
+    def partial_score(self, view: str, batch_has_rubrics: bool) -> Fraction | None:
+        """Mean over counted valid attempts with a score; strict: invalid ones score 0, and
+        a task with only invalid attempts scores 0 when the batch has rubrics."""
+        ends = self.counted()
+        scores = [Fraction(p) for e, p in zip(ends, self.partial, strict=True)
+                  if e.split("/")[0] not in INVALID and p is not None]  # fmt: skip
+        bad = sum(e.split("/")[0] in INVALID for e in ends)
+        if view == "valid":
+            return sum(scores) / len(scores) if scores else None
+        if scores or (bad == len(ends) and batch_has_rubrics):
+            return sum(scores, Fraction(0)) / (len(scores) + bad)
+        return None
+
     def n_c(self, view: str) -> tuple[int, int]:
         ends = self.counted()
         valid = [e for e in ends if e.split("/")[0] not in INVALID]
@@ -264,6 +277,18 @@ def test_report_json_matches_the_reference(tmp_path_factory: Any, tasks: list[Re
         for k in range(1, ref["kmax"] + 1):
             check_estimate(block["pass_at_k"][str(k)], ref[f"at{k}"], ref["weights"])
             check_estimate(block["pass_hat_k"][str(k)], ref[f"hat{k}"], ref["weights"])
+        rubrics = any(
+            p is not None and e.split("/")[0] not in INVALID
+            for t in tasks
+            for e, p in zip(t.counted(), t.partial, strict=True)
+        )
+        scored = [(t.partial_score(view, rubrics), t.weight) for t in tasks]
+        scored = [(v, w) for v, w in scored if v is not None]
+        if not scored:
+            assert block["partial_score"] is None
+        else:
+            check_estimate(block["partial_score"], [v for v, _ in scored],
+                           [w for _, w in scored])  # fmt: skip
         # pass@1 and pass^1 are the success rate, task by task.
         assert block["pass_hat_k"]["1"]["estimate"] == pytest.approx(
             block["success_rate"]["estimate"], abs=1e-12
@@ -307,7 +332,7 @@ def test_estimators_equal_subset_enumeration(n: int) -> None:
             assert hat[0, k - 1] == pytest.approx(float(every), abs=1e-15)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     n=st.integers(1, 10**6),
     c_frac=st.floats(0, 1),
@@ -535,3 +560,23 @@ def test_agreement_on_a_rare_category_is_not_called_undefined() -> None:
     assert krippendorff_alpha(rows) == pytest.approx(1.0)
     counts = [[2, 0]] * 199_999 + [[0, 2]]
     assert fleiss_kappa_counts(counts) == pytest.approx(1.0)
+
+
+def test_a_task_whose_attempts_were_all_invalid_scores_0_partial_in_the_strict_view(
+    tmp_path: Path,
+) -> None:
+    """Five tasks with rubrics; t5 never had a valid attempt. Strict partial = (4 x 0.5 + 0)
+    / 5, not 0.5 over the four tasks that were scored."""
+    rows = ["task_id,attempt,success,terminal_reason,partial_score"]
+    for i in range(1, 5):
+        rows += [f"t{i},0,false,agent_failure/incorrect,0.5", f"t{i},1,false,agent_failure,0.5"]
+    rows += ["t5,0,false,environment_failure/setup,", "t5,1,false,grader_failure,"]
+    got = report(tmp_path, import_text(tmp_path, "\n".join(rows) + "\n"))
+    assert got["partial_score"]["estimate"] == pytest.approx(0.5)
+    assert got["partial_score"]["n_tasks"] == 4
+    assert got["invalid_as_failure"]["partial_score"]["estimate"] == pytest.approx(0.4)
+    assert got["invalid_as_failure"]["partial_score"]["n_tasks"] == 5
+    # Without rubrics anywhere, no partial score in either view.
+    plain = [r.rsplit(",", 1)[0] for r in rows]
+    got = report(tmp_path, import_text(tmp_path, "\n".join(plain) + "\n", name="y"))
+    assert got["partial_score"] is None and got["invalid_as_failure"]["partial_score"] is None

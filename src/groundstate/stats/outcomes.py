@@ -91,7 +91,8 @@ class TaskCounts(_Record):
     revision: str
     partial: float | None = None
     """Mean partial score over the counted attempts that carry one (an invalid attempt
-    scores 0 in the strict view); None when none does."""
+    scores 0 in the strict view, so does a task whose attempts were all invalid when other
+    tasks of the batch carry partial scores); None when none does."""
 
 
 # --- per-task estimators -------------------------------------------------------------------
@@ -255,6 +256,10 @@ def count_columns(
     c = per_task(success & valid).astype(np.int64).tolist()
     n_scored = per_task(scored).astype(np.int64).tolist()
     score_sum = per_task(np.where(scored, partial, 0.0)).tolist()
+    # A task whose every attempt was invalid shows no partial score, but in a batch that has
+    # rubrics it scores 0 in the strict view, as its attempts count as failures there:
+    # leaving it out would let invalid attempts flatter the strict partial score.
+    rubrics = any(n_scored)
     counts: dict[View, list[TaskCounts]] = {"valid": [], "strict": []}
     valid_counts, strict_counts = counts["valid"], counts["strict"]
     default = TaskInfo()
@@ -267,7 +272,11 @@ def count_columns(
         bad, scored_here, wins = invalid[row], n_scored[row], c[row]
         labels, horizon, revision = info.labels, info.horizon, info.revision
         mean_valid = score_sum[row] / scored_here if scored_here else None
-        mean_strict = score_sum[row] / (scored_here + bad) if scored_here else None
+        mean_strict = (
+            score_sum[row] / (scored_here + bad)
+            if scored_here or (bad == total[row] and rubrics)
+            else None
+        )
         valid_counts.append(
             TaskCounts(task_id, total[row] - bad, wins, bad, info.weight, labels, horizon,
                        revision, mean_valid)
