@@ -397,3 +397,41 @@ def test_tau_bench_damaged_or_odd_files(tmp_path: Path) -> None:
     latin = tmp_path / "latin.json"
     latin.write_bytes(json.dumps([tau("tâche", 0, 1.0)], ensure_ascii=False).encode("latin-1"))
     assert "not UTF-8" in store.refused(latin, "--format", "tau-bench")
+
+
+# --- reruns ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "tries",
+    [
+        ["agent_failure", "success"],  # a failure rerun until it passes
+        ["success", "agent_failure"],
+        ["environment_failure/setup", "agent_failure", "success"],
+        ["harness_compatibility_failure/tools", "success"],  # counts against the system
+    ],
+)
+def test_a_rerun_of_a_valid_try_is_refused(tmp_path: Path, tries: list[str]) -> None:
+    """The last try counts, so rerunning a valid try could replace a failure by a success:
+    only environment and grader failures are rerun (the predeclared policy)."""
+    store = Store(tmp_path)
+    rows = ["task_id,attempt,retry,success,terminal_reason", "b,0,0,true,success"]
+    rows += [f"a,0,{r},{str(e == 'success').lower()},{e}" for r, e in enumerate(tries)]
+    path = tmp_path / "r.csv"
+    path.write_text("\n".join(rows) + "\n")
+    assert "retry: task 'a' attempt 1: retry" in store.refused(path)
+    assert "reruns a valid try" in store.refused(path)
+
+
+def test_reruns_of_invalid_tries_and_missing_earlier_tries_are_kept(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    rows = ["task_id,attempt,retry,success,terminal_reason",
+            "a,0,1,true,success", "a,0,0,false,grader_failure",  # any row order
+            "a,1,2,false,agent_failure",  # an export keeps only the counted try
+            "a,2,0,false,environment_failure/setup",
+            "a,2,1,false,environment_failure/reset"]  # fmt: skip
+    path = tmp_path / "r.csv"
+    path.write_text("\n".join(rows) + "\n")
+    got = store.report(store.imported(path))
+    assert (got["valid_attempts"], got["invalid_attempts"]) == (2, 1)
+    assert (got["tries"]["tries"], got["tries"]["invalid_tries"]) == (5, 3)
