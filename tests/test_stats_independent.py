@@ -230,8 +230,8 @@ def import_text(tmp: Path, text: str, name: str = "x", suffix: str = ".csv") -> 
     return out.strip().splitlines()[-1].removeprefix("batch ")
 
 
-def report(tmp: Path, batch: str) -> dict[str, Any]:
-    code, out, err = cli("report", batch, "--json", "--store", str(tmp / "s.db"))
+def report(tmp: Path, batch: str, *extra: str) -> dict[str, Any]:
+    code, out, err = cli("report", batch, "--json", "--store", str(tmp / "s.db"), *extra)
     assert code == 0, err
     return json.loads(out)  # type: ignore[no-any-return]
 
@@ -244,7 +244,7 @@ def report(tmp: Path, batch: str) -> dict[str, Any]:
 @given(tasks=batches())
 def test_report_json_matches_the_reference(tmp_path_factory: Any, tasks: list[RefTask]) -> None:
     tmp = tmp_path_factory.mktemp("b")
-    got = report(tmp, import_text(tmp, as_csv(tasks)))
+    got = report(tmp, import_text(tmp, as_csv(tasks)), "--k-over-supporting")
 
     ends = [e for t in tasks for e in t.counted()]
     all_tries = [r for t in tasks for tries in t.attempts for r in tries]
@@ -289,6 +289,18 @@ def test_report_json_matches_the_reference(tmp_path_factory: Any, tasks: list[Re
         else:
             check_estimate(block["partial_score"], [v for v, _ in scored],
                            [w for _, w in scored])  # fmt: skip
+        # Above the common k, each k over the tasks with at least k counted attempts.
+        beyond = got["k_limits"][view]["beyond"]
+        top = max(t.n_c(view)[0] for t in tasks)
+        assert sorted(map(int, beyond)) == list(range(ref["kmax"] + 1, top + 1))
+        for k in range(ref["kmax"] + 1, top + 1):
+            over = [t for t in tasks if t.n_c(view)[0] >= k]
+            nc = [t.n_c(view) for t in over]
+            w = [t.weight for t in over]
+            check_estimate(beyond[str(k)]["pass_at_k"], [ref_pass_at(n, c, k) for n, c in nc], w)
+            check_estimate(beyond[str(k)]["pass_hat_k"], [ref_pass_hat(n, c, k) for n, c in nc], w)
+            left_out = {t.task_id for t in tasks if 0 < t.n_c(view)[0] < k}
+            assert set(beyond[str(k)]["excluded_tasks"]) == left_out
         # pass@1 and pass^1 are the success rate, task by task.
         assert block["pass_hat_k"]["1"]["estimate"] == pytest.approx(
             block["success_rate"]["estimate"], abs=1e-12
@@ -580,3 +592,58 @@ def test_a_task_whose_attempts_were_all_invalid_scores_0_partial_in_the_strict_v
     plain = [r.rsplit(",", 1)[0] for r in rows]
     got = report(tmp_path, import_text(tmp_path, "\n".join(plain) + "\n", name="y"))
     assert got["partial_score"] is None and got["invalid_as_failure"]["partial_score"] is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    cells=st.lists(
+        st.tuples(st.integers(1, 5), st.integers(0, 5), st.integers(1, 5), st.integers(0, 5)),
+        min_size=5,
+        max_size=8,
+    ),
+    weights=st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.0]), min_size=8, max_size=8),
+)
+def test_weighted_paired_and_unpaired_comparisons_match_the_reference(
+    cells: list[tuple[int, int, int, int]], weights: list[float]
+) -> None:
+    """Paired: the difference is weighted by a's task weights, its SE the weighted CR1 of
+    the per-task differences. Unpaired (disjoint task sets): Welch on the two CR1 SEs."""
+    a = {f"t{i}": (na, min(ca, na)) for i, (na, ca, _, _) in enumerate(cells)}
+    b = {f"t{i}": (nb, min(cb, nb)) for i, (_, _, nb, cb) in enumerate(cells)}
+    w = {f"t{i}": weights[i] for i in range(len(cells))}
+
+    def outcomes(side: dict[str, tuple[int, int]], prefix: str = "") -> list[Outcome]:
+        return [Outcome(prefix + t, j, j < c, weight=w[t]) for t, (n, c) in side.items()
+                for j in range(n)]  # fmt: skip
+
+    paired = compare(outcomes(a), outcomes(b), n_boot=0).find("success_rate")
+    diffs = [float(Fraction(b[t][1], b[t][0]) - Fraction(a[t][1], a[t][0])) for t in a]
+    ws = [w[t] for t in a]
+    assert paired.difference.estimate == pytest.approx(
+        ref_weighted([Fraction(d) for d in diffs], ws), abs=1e-12
+    )
+    if max(diffs) - min(diffs) > 1e-12:
+        se = ref_se(diffs, ws)
+        assert se is not None and paired.difference.se == pytest.approx(se, rel=1e-9)
+        p = 2 * scipy_stats.t.sf(abs(paired.difference.estimate / se), len(diffs) - 1)
+        assert paired.p_value == pytest.approx(p, rel=1e-6, abs=1e-12)
+
+    unpaired = compare(outcomes(a, "a-"), outcomes(b, "b-"), n_boot=0)
+    assert unpaired.mode == "unpaired"
+    d = unpaired.find("success_rate")
+    rates_a = [float(Fraction(c, n)) for n, c in a.values()]
+    rates_b = [float(Fraction(c, n)) for n, c in b.values()]
+    se_a, se_b = ref_se(rates_a, ws), ref_se(rates_b, ws)
+    assert se_a is not None and se_b is not None
+    assert d.difference.estimate == pytest.approx(
+        ref_weighted([Fraction(x) for x in rates_b], ws)
+        - ref_weighted([Fraction(x) for x in rates_a], ws),
+        abs=1e-12,
+    )
+    if se_a or se_b:
+        se = math.hypot(se_a, se_b)
+        df = (se_a**2 + se_b**2) ** 2 / (se_a**4 / (len(ws) - 1) + se_b**4 / (len(ws) - 1))
+        q = scipy_stats.t.ppf(0.975, df)
+        assert d.difference.se == pytest.approx(se, rel=1e-9)
+        assert d.difference.ci_low == pytest.approx(max(-1, d.difference.estimate - q * se))
+        assert d.difference.ci_high == pytest.approx(min(1, d.difference.estimate + q * se))
