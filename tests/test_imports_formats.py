@@ -435,3 +435,13 @@ def test_reruns_of_invalid_tries_and_missing_earlier_tries_are_kept(tmp_path: Pa
     got = store.report(store.imported(path))
     assert (got["valid_attempts"], got["invalid_attempts"]) == (2, 1)
     assert (got["tries"]["tries"], got["tries"]["invalid_tries"]) == (5, 3)
+
+
+def test_a_column_named_twice_is_refused(tmp_path: Path) -> None:
+    """Two ``success`` cells that disagree: neither may silently count."""
+    store = Store(tmp_path)
+    path = tmp_path / "r.csv"
+    path.write_text("task_id,attempt,success,cost,success\na,0,true,0.1,false\n")
+    assert "r.csv:1: success: the column appears twice in the header" in store.refused(path)
+    path.write_text("task_id,attempt,success,,\na,0,true,,\n")  # blank names: ignored columns
+    assert store.imported(path)

@@ -74,6 +74,9 @@ def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
     reader = csv.reader(handle)
     try:
         header = next(reader, [])
+        twice = sorted({name for name in header if name and header.count(name) > 1})
+        if twice:  # which of the two cells would count? neither silently
+            raise SpecError(f"{path}:1", twice[0], "the column appears twice in the header")
         columns = [(name, _FIELDS.get(name)) for name in header]
         for cells in reader:
             if len(cells) > len(columns):
