@@ -341,6 +341,7 @@ def test_estimators_equal_subset_enumeration(n: int) -> None:
             some, every = enumerated(n, c, k)
             assert pass_at_k(n, c, k) == float(some) and pass_hat_k(n, c, k) == float(every)
             assert at[0, k - 1] == pytest.approx(float(some), abs=1e-15)
+            assert math.copysign(1.0, at[0, k - 1]) == 1.0  # never a "-0.000" in a report
             assert hat[0, k - 1] == pytest.approx(float(every), abs=1e-15)
 
 
