@@ -648,3 +648,39 @@ def test_weighted_paired_and_unpaired_comparisons_match_the_reference(
         assert d.difference.se == pytest.approx(se, rel=1e-9)
         assert d.difference.ci_low == pytest.approx(max(-1, d.difference.estimate - q * se))
         assert d.difference.ci_high == pytest.approx(min(1, d.difference.estimate + q * se))
+
+
+# --- planning --------------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(2, 8), st.integers(0, 8)), min_size=2, max_size=12),
+    st.sampled_from([0.05, 0.1, 0.2]),
+)
+def test_planning_matches_the_method_of_moments_and_miller(
+    cells: list[tuple[int, int]], delta: float
+) -> None:
+    """sigma_w^2 = mean unbiased within-task variance; sigma_b^2 = var(task rates, ddof 1)
+    - mean(sigma_w^2 / n_i), at least 0; one pilot doubles both for the difference; T for
+    power 0.8 at alpha 0.05 with K attempts = ceil((z_.975 + z_.8)^2 (sb + sw/K) / delta^2)."""
+    from groundstate.planning import plan
+    from groundstate.stats import TaskCounts
+
+    counts = [
+        TaskCounts(f"t{i}", n, min(c, n), 0, 1.0, (), None, "") for i, (n, c) in enumerate(cells)
+    ]
+    rates = [Fraction(t.c, t.n) for t in counts]
+    within = [r * (1 - r) * t.n / (t.n - 1) for r, t in zip(rates, counts, strict=True)]
+    sw = sum(within) / len(within)
+    mean = sum(rates) / len(rates)
+    spread = sum((r - mean) ** 2 for r in rates) / (len(rates) - 1)
+    sb = max(Fraction(0), spread - sum(sw / t.n for t in counts) / len(counts))
+    got = plan([counts], delta=delta)
+    assert got.components[0].within == pytest.approx(float(sw), abs=1e-12)
+    assert got.components[0].between == pytest.approx(float(sb), abs=1e-12)
+    z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
+    for k, tasks in got.tasks_needed.items():
+        need = z**2 * float(2 * sb + 2 * sw / k) / delta**2
+        # ceil of a float: allow the one-off where the product lands on an integer
+        assert tasks in {max(2, math.ceil(need - 1e-9)), max(2, math.ceil(need + 1e-9))}
