@@ -237,7 +237,7 @@ def report(tmp: Path, batch: str, *extra: str) -> dict[str, Any]:
 
 
 @settings(
-    max_examples=30,
+    max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -443,7 +443,7 @@ def test_paired_comparison_matches_the_reference(cells: list[tuple[int, int, int
 
 
 @settings(
-    max_examples=15,
+    max_examples=10,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
