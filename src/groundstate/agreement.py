@@ -243,6 +243,9 @@ def _coincidences(ratings: Ratings) -> npt.NDArray[np.float64] | None:
 
 
 def _chance_corrected(observed: float, chance: float) -> float | None:
-    if np.isclose(chance, 1.0):
-        return None  # every rating in one category: kappa is undefined
+    # Chance agreement is 1 only when every rating is in one category (then kappa is
+    # undefined). A relative tolerance would also call a rare category undefined: one run
+    # both raters label "bug" among 200,000 "ok" ones has chance 1 - 1e-5 and kappa 1.
+    if chance >= 1.0 - 1e-12:
+        return None
     return (observed - chance) / (1 - chance)

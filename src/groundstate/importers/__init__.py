@@ -73,6 +73,8 @@ def detect_format(path: Path) -> Format:
         return "csv"
     if suffix in (".jsonl", ".ndjson"):
         return "jsonl"
+    if suffix == ".eval":  # even a truncated archive, so its error names what it is
+        return "inspect"
     if not path.is_file():
         raise SpecError(path, None, "no such file")
     if zipfile.is_zipfile(path):
@@ -82,7 +84,9 @@ def detect_format(path: Path) -> Format:
 
 def _sniff(path: Path) -> Format:
     with path.open("rb") as handle:
-        head = handle.read(1 << 16).lstrip()
+        head = handle.read(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip()
+    if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
+        return "inspect"
     if head.startswith(b"["):
         return "tau-bench"
     if not head.startswith(b"{"):

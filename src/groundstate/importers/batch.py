@@ -10,6 +10,7 @@ numbering is kept per task). Nothing is stored unless every row is.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import marshal
 import re
@@ -29,7 +30,7 @@ from pydantic import BaseModel
 from groundstate.analysis import OutcomeColumns
 from groundstate.errors import SpecError, StoreError
 from groundstate.importers.rows import ImportedRow, ResultSource
-from groundstate.records import AgentRun
+from groundstate.records import INVALID_REASONS, AgentRun
 from groundstate.seal import import_seal
 from groundstate.store import BatchInfo, RunStore, StoredRun, record_json
 from groundstate.trace import recordable
@@ -101,9 +102,13 @@ class _Plan:
     ignored: set[str] = field(default_factory=set)
     mapped: Counter[str] = field(default_factory=Counter)
     unmapped: Counter[str] = field(default_factory=Counter)
+    reruns: set[tuple[str, int | str]] = field(default_factory=set)
+    """(task, label) of the attempts with a rerun (``retry`` > 0), checked in pass 2."""
 
     def add(self, path: Path, row: ImportedRow) -> None:
         self.rows += 1
+        if row.retry > 0:
+            self.reruns.add((row.task_id, row.label))
         task = self.tasks.get(row.task_id)
         if task is None:
             task = self.tasks[row.task_id] = _Task()
@@ -197,7 +202,8 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
         attempts = _Attempts(source.path, plan)
         batch = _batch(source, name, plan)
         columns = OutcomeColumns()
-        runs = _records(_unspool(spool), batch, attempts, columns)
+        reruns = _Reruns(source.path, plan.reruns) if plan.reruns else None
+        runs = _records(_unspool(spool), batch, attempts, columns, reruns)
         try:
             stored = store.add_batch_with_runs(
                 batch, runs, seal=import_seal(batch.batch_id, columns)
@@ -280,15 +286,22 @@ def _file_hash(path: Path) -> str:
 
 
 def _records(
-    kept: Iterator[_Kept], batch: BatchInfo, attempts: _Attempts, columns: OutcomeColumns
+    kept: Iterator[_Kept],
+    batch: BatchInfo,
+    attempts: _Attempts,
+    columns: OutcomeColumns,
+    reruns: _Reruns | None = None,
 ) -> Iterator[StoredRun]:
     """Each row's run record, its outcome fields gathered into *columns* on the way (the
-    values the record text is made of: the batch's seal keeps them)."""
+    values the record text is made of: the batch's seal keeps them). *reruns* are checked
+    at the end, inside the store's transaction."""
     text = _RecordText(_template(batch))
     revisions = batch.task_revisions
     outcomes: list[tuple[Any, ...]] = []
     for line, task_id, label, retry, reason, success, partial, cost, latency, origin in kept:
         attempt = attempts.number(line, task_id, label, retry)
+        if reruns is not None and (task_id, label) in reruns.attempts:
+            reruns.note(task_id, attempt, retry, reason, line)
         outcomes.append((task_id, attempt, retry, reason, success, cost, latency, partial))
         if len(outcomes) == _COLUMN_CHUNK:
             columns.add(outcomes)
@@ -313,6 +326,37 @@ def _records(
         )
         yield StoredRun(run_id, task_id, attempt, retry, reason, success, text.render(values))
     columns.add(outcomes)
+    if reruns is not None:
+        reruns.check()
+
+
+class _Reruns:
+    """Only an invalid try may be rerun (the predeclared policy): the last try of an attempt
+    is the one that counts, so a rerun of a valid try could replace a failure by a success.
+    Earlier tries may be missing (an export keeps only the counted one). Only the attempts
+    with a rerun are held."""
+
+    def __init__(self, path: Path, attempts: set[tuple[str, int | str]]) -> None:
+        self.path = path
+        self.attempts = attempts
+        self.tries: dict[tuple[str, int], list[tuple[int, str, int]]] = {}
+
+    def note(self, task_id: str, attempt: int, retry: int, reason: str, line: int) -> None:
+        self.tries.setdefault((task_id, attempt), []).append((retry, reason, line))
+
+    def check(self) -> None:
+        for (task_id, attempt), tries in self.tries.items():
+            tries.sort()
+            for (retry, reason, line), (later, _, later_line) in itertools.pairwise(tries):
+                if reason.split("/")[0] not in INVALID_REASONS:
+                    raise SpecError(
+                        f"{self.path}:{later_line}",
+                        "retry",
+                        f"task {task_id!r} attempt {attempt}: retry {later} reruns a valid try "
+                        f"(retry {retry} on line {line} ended {reason}); only environment and "
+                        "grader failures are rerun, else a failure could be replaced by a "
+                        "success",
+                    )
 
 
 _COLUMN_CHUNK = 50_000

@@ -11,10 +11,11 @@ are read from the archive one at a time.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,12 @@ from groundstate.importers.rows import (
 
 SCORE_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 """Inspect's letter grades (correct, incorrect, partial, no answer) as rewards."""
+WORD_VALUES = {"yes": 1.0, "true": 1.0, "no": 0.0, "false": 0.0}
+"""Words Inspect's own ``value_to_float`` reads as rewards (any case), as do numbers in text."""
+RETRIED_ERROR = "environment_failure/harness_error"
+"""An error Inspect retried (``error_retries``, with ``--retry-on-error``): an invalid try
+before the sample's final one, whatever ``--errors`` says, since Inspect itself reran it and
+scored only the last try."""
 LIMITS = {
     "message": "agent_failure/step_limit",
     "time": "agent_failure/time_limit",
@@ -67,7 +74,16 @@ class InspectSource:
     def rows(self) -> Iterator[ImportedRow]:
         self._header()  # an archive without one is not an Inspect log, whatever else it holds
         for index, (where, sample) in enumerate(self._samples(), start=1):
-            yield self._row(where, index, mapping(where, "sample", sample))
+            sample = mapping(where, "sample", sample)
+            row = self._row(where, index, sample)
+            retried = _retried_errors(where, sample.get("error_retries"))
+            for retry, message in enumerate(retried):
+                yield ImportedRow(
+                    line=index, task_id=row.task_id, label=row.label, success=False,
+                    terminal_reason=RETRIED_ERROR, retry=retry, origin={"error": message},
+                    mapped=f"error_retries -> {RETRIED_ERROR}",
+                )  # fmt: skip
+            yield replace(row, retry=len(retried)) if retried else row
 
     def system(self) -> dict[str, Any]:
         spec = mapping(str(self.path), "eval", self._header().get("eval"))
@@ -82,7 +98,7 @@ class InspectSource:
         }
 
     def _header(self) -> dict[str, Any]:
-        if not zipfile.is_zipfile(self.path):
+        if not self._is_archive():
             return mapping(str(self.path), "log", read_json(self.path))
         with self._archive() as archive:
             names = set(archive.namelist())
@@ -93,11 +109,34 @@ class InspectSource:
             self.path, None, "no header.json or _journal/start.json: not an Inspect log"
         )
 
+    def _is_archive(self) -> bool:
+        """A zip archive; a damaged one (a ``.eval`` name, or a zip's first bytes) is named
+        as such, not read as broken JSON."""
+        if zipfile.is_zipfile(self.path):
+            return True
+        try:
+            with self.path.open("rb") as handle:
+                zipped = handle.read(2) == b"PK"
+        except OSError as exc:
+            raise SpecError(self.path, None, f"cannot read: {exc.strerror}") from None
+        if zipped or self.path.suffix.lower() == ".eval":
+            raise SpecError(
+                self.path, None, "not a readable .eval archive (a zip file): truncated or damaged?"
+            )
+        return False
+
     def _samples(self) -> Iterator[tuple[str, Any]]:
-        if not zipfile.is_zipfile(self.path):
-            samples = self._header().get("samples")
+        if not self._is_archive():
+            log = self._header()
+            samples = log.get("samples")
             if not isinstance(samples, list):
-                raise SpecError(self.path, "samples", "an Inspect .json log lists its samples here")
+                status = log.get("status")
+                raise SpecError(
+                    self.path,
+                    "samples",
+                    f"an Inspect .json log lists its samples here; this one (status {status!r}) "
+                    f"has {'none' if samples is None else type(samples).__name__}",
+                )
             for index, sample in enumerate(samples):
                 yield f"{self.path}:samples[{index}]", sample
             return
@@ -161,7 +200,8 @@ class InspectSource:
             )  # fmt: skip
         reward = _reward(where, name, value)
         verdict = reward_verdict(reward, "agent_failure/incorrect")
-        grade = value if isinstance(value, str) else reward_kind(reward)  # few distinct keys
+        named = isinstance(value, str) and (value in SCORE_VALUES or value.lower() in WORD_VALUES)
+        grade = value if named else reward_kind(reward)  # few distinct keys
         return ImportedRow(
             **common,
             success=verdict.success,
@@ -233,6 +273,11 @@ def _own_row(where: str, common: dict[str, Any], own: dict[str, Any]) -> Importe
 def _reward(where: str, name: str | None, value: Any) -> float:
     if isinstance(value, str) and value in SCORE_VALUES:
         return SCORE_VALUES[value]
+    if isinstance(value, str) and value.strip().lower() in WORD_VALUES:
+        return WORD_VALUES[value.strip().lower()]
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):  # a number in text, as Inspect reads it
+            value = float(value)
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, int | float) and 0.0 <= value <= 1.0:
@@ -240,7 +285,7 @@ def _reward(where: str, name: str | None, value: Any) -> float:
     raise SpecError(
         where,
         f"scores.{name}.value",
-        f"{value!r} is not a verdict (C, I, P, N, true/false or a number in [0, 1]); "
+        f"{value!r} is not a verdict (C, I, P, N, yes/no, true/false or a number in [0, 1]); "
         "choose another --scorer",
     )
 
@@ -256,3 +301,12 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
         raise SpecError(f"{path}!{name}", None, f"not valid JSON: {exc}") from None
     except (OSError, zipfile.BadZipFile) as exc:
         raise SpecError(f"{path}!{name}", None, f"cannot read from the archive: {exc}") from None
+
+
+def _retried_errors(where: str, value: Any) -> list[str]:
+    """The messages of the errors Inspect retried before the sample's final try."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise SpecError(where, "error_retries", f"must be a list, got {type(value).__name__}")
+    return [str(e.get("message") if isinstance(e, dict) else e) for e in value]

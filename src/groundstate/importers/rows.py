@@ -183,7 +183,7 @@ def integer(where: str, name: str, value: Any) -> int:
 def read_json(path: Path) -> Any:
     """A whole JSON file, or one named error (unreadable, not UTF-8, not JSON)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not JSON
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
     except UnicodeDecodeError:

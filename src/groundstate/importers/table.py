@@ -60,11 +60,12 @@ class TableSource:
 
 def _open(path: Path, format: str) -> TextIO:
     try:
-        # CSV: a byte-order mark (spreadsheets write one) is not part of the first column's
-        # name. JSON Lines: "\n" only, as other breaks (U+2028, "\r") may sit inside strings.
+        # A byte-order mark (spreadsheets write one) is not part of the first column's name
+        # or the first object. JSON Lines: "\n" only, as other breaks (U+2028, "\r") may sit
+        # inside strings.
         if format == "csv":
             return path.open(encoding="utf-8-sig", newline="")
-        return path.open(encoding="utf-8", newline="\n")
+        return path.open(encoding="utf-8-sig", newline="\n")
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
 
@@ -73,6 +74,9 @@ def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
     reader = csv.reader(handle)
     try:
         header = next(reader, [])
+        twice = sorted({name for name in header if name and header.count(name) > 1})
+        if twice:  # which of the two cells would count? neither silently
+            raise SpecError(f"{path}:1", twice[0], "the column appears twice in the header")
         columns = [(name, _FIELDS.get(name)) for name in header]
         for cells in reader:
             if len(cells) > len(columns):

@@ -111,15 +111,27 @@ class TauSource:
 
 
 def _tau_failure(info: dict[str, Any]) -> str:
-    """τ-bench checks the final database hash first (``r_actions``), then the outputs the
-    agent had to tell the user (``r_outputs``)."""
+    """τ-bench checks the final database hash (``r_actions``), then, for a task with outputs
+    the agent had to tell the user, replaces that detail with ``r_outputs``. So ``r_outputs``
+    of 1 on a failed attempt means every output was told and the database was wrong (older
+    τ-bench checked one or the other, which reads the same way)."""
     checked = info.get("reward_info")
     detail = checked.get("info") if isinstance(checked, dict) else None
-    if isinstance(detail, dict) and "r_outputs" in detail:
-        return "agent_failure/communication"
-    if isinstance(detail, dict) and "r_actions" in detail:
+    if not isinstance(detail, dict):
+        return "agent_failure/incorrect"
+    if "r_outputs" in detail:
+        told = _passed(detail["r_outputs"])
+        return "agent_failure/incorrect_state" if told else "agent_failure/communication"
+    if "r_actions" in detail:
         return "agent_failure/incorrect_state"
     return "agent_failure/incorrect"
+
+
+def _passed(check: Any) -> bool:
+    """A τ-bench check's value (a bool or a 0/1 float) says it passed."""
+    return check is True or (
+        isinstance(check, int | float) and not isinstance(check, bool) and check >= 1
+    )
 
 
 @dataclass

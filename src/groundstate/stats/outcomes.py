@@ -91,7 +91,8 @@ class TaskCounts(_Record):
     revision: str
     partial: float | None = None
     """Mean partial score over the counted attempts that carry one (an invalid attempt
-    scores 0 in the strict view); None when none does."""
+    scores 0 in the strict view, so does a task whose attempts were all invalid when other
+    tasks of the batch carry partial scores); None when none does."""
 
 
 # --- per-task estimators -------------------------------------------------------------------
@@ -125,7 +126,10 @@ def pass_curves(n: npt.ArrayLike, c: npt.ArrayLike, kmax: int) -> tuple[FloatArr
 
     C(c,k)/C(n,k) is the running product of (c-j)/(n-j) for j < k, so the whole curve
     costs one cumulative product instead of a binomial pair per k; each value carries
-    at most about k rounding errors (checked against the exact rationals in the tests).
+    at most about k rounding errors, relatively (checked against the exact rationals in
+    the tests). pass@k is 1 minus the product of 1 - c/(n-j), summed as logarithms
+    (``log1p``/``expm1``): 1 minus a product near 1 would cancel, leaving a pass@k of
+    2e-6 (one success in 500,000 attempts) with only five correct digits.
     A task with fewer than k attempts has no value there: NaN.
     """
     ns = np.asarray(n, dtype=np.float64)[:, None]
@@ -136,8 +140,14 @@ def pass_curves(n: npt.ArrayLike, c: npt.ArrayLike, kmax: int) -> tuple[FloatArr
     unsupported = safe <= 0
     safe[unsupported] = 1.0
     hat = _falling_ratio(cs - j, safe)
-    at = _falling_ratio(ns - cs - j, safe)
-    np.subtract(1.0, at, out=at)
+    at = np.divide(cs, safe)  # c/(n-j): the chance the (j+1)-th draw is a success
+    np.minimum(at, 1.0, out=at)  # past n-c draws a success is certain: a factor of 0
+    np.negative(at, out=at)
+    with np.errstate(divide="ignore"):  # log1p(-1) = -inf: the product is 0
+        np.log1p(at, out=at)
+    np.cumsum(at, axis=1, out=at)
+    np.expm1(at, out=at)
+    np.negative(at, out=at)
     at[unsupported] = np.nan
     hat[unsupported] = np.nan
     return at, hat
@@ -246,6 +256,10 @@ def count_columns(
     c = per_task(success & valid).astype(np.int64).tolist()
     n_scored = per_task(scored).astype(np.int64).tolist()
     score_sum = per_task(np.where(scored, partial, 0.0)).tolist()
+    # A task whose every attempt was invalid shows no partial score, but in a batch that has
+    # rubrics it scores 0 in the strict view, as its attempts count as failures there:
+    # leaving it out would let invalid attempts flatter the strict partial score.
+    rubrics = any(n_scored)
     counts: dict[View, list[TaskCounts]] = {"valid": [], "strict": []}
     valid_counts, strict_counts = counts["valid"], counts["strict"]
     default = TaskInfo()
@@ -258,7 +272,11 @@ def count_columns(
         bad, scored_here, wins = invalid[row], n_scored[row], c[row]
         labels, horizon, revision = info.labels, info.horizon, info.revision
         mean_valid = score_sum[row] / scored_here if scored_here else None
-        mean_strict = score_sum[row] / (scored_here + bad) if scored_here else None
+        mean_strict = (
+            score_sum[row] / (scored_here + bad)
+            if scored_here or (bad == total[row] and rubrics)
+            else None
+        )
         valid_counts.append(
             TaskCounts(task_id, total[row] - bad, wins, bad, info.weight, labels, horizon,
                        revision, mean_valid)
