@@ -26,8 +26,9 @@ MESSAGE_ROOTS = ("text", "role")
 """Where a path into a message starts."""
 YES_PATTERN = r"\b(yes|go ahead)\b"
 """The default ``confirmed.yes``: the scripted user's yes, on normalised text."""
-NO_PATTERN = r"\b(no|do not|don't)\b"
-"""The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes."""
+NO_PATTERN = r"\b(no|nope|nah|not yet|never|do not|don't|dont|hold on)\b|\b(yes|go ahead)\s*\?"
+"""The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes. A yes
+asked back ("yes?") is a question, not consent."""
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
