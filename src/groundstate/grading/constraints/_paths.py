@@ -109,13 +109,18 @@ def _condition(event: AgentEvent, path: str, expected: JsonScalar, bindings: Bin
 
 
 def same(a: Any, b: Any) -> bool:
-    """Exact equality: 1 and "1" differ, True and 1 differ; 1 and 1.0 are the same number."""
-    if type(a) is str:  # the common case: equal text is equal canonical JSON, and cheaper
+    """Exact equality: 1 and "1" differ, True and 1 differ; 1 and 1.0 are the same number; at
+    any depth of objects and lists (key order aside)."""
+    if type(a) is str:  # the common case
         return type(b) is str and a == b
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     if isinstance(a, int | float) and isinstance(b, int | float):
         return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and canonical_json(a) == canonical_json(b)
 
 
