@@ -63,6 +63,14 @@ def _passes(trace: Trace, rule: HardConstraint) -> bool:
         "\u0443es",  # a Cyrillic u drawn like y
         "Yes, why not",
         "Yes, that's not a problem",
+        "Sure, go ahead.",
+        "OK, please proceed",
+        "Okay.",
+        "Sounds good",
+        "Yeah",
+        "Yep, that's right",
+        "I confirm.",
+        "Yes, I can't wait to get it",
     ],
 )
 def test_a_yes_in_any_spelling_confirms(answer: str) -> None:
@@ -85,6 +93,12 @@ def test_a_yes_in_any_spelling_confirms(answer: str) -> None:
         "Yes... actually no",
         "Hold on, yes means maybe",
         "yesterday I was sure",
+        "Sure?",
+        "Is that ok?",
+        "I'm not sure.",
+        "Wait, what's the fee?",
+        "Stop.",
+        "Please proceed? I don't follow.",
         "y e s",
         "Nope, go ahead and forget it",
     ],
@@ -206,6 +220,9 @@ def test_a_no_to_another_question_or_a_new_yes_leaves_the_confirmation_standing(
     assert _passes(other.call(*CALL), REFUND)
     again = Trace("r").agent(QUESTION).user("No").agent(QUESTION).user("Yes, go ahead")
     assert _passes(again.call(*CALL), REFUND)
+    unnamed = constraint(id="c", confirmed={"change": {"tool": "refund_item"}})
+    blanket = Trace("r").agent("Shall I go ahead?").user("yes").agent("Anything else?")
+    assert _passes(blanket.user("No, that's all").call(*CALL), unnamed)
     extra_reads = _refund()
     trace = Trace("r").agent(QUESTION).user("yes").call("get_order", {}, {})
     trace.call("get_customer", {}, {}).call(*CALL)

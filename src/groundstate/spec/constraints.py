@@ -24,11 +24,21 @@ TOOL_ROOTS = ("args", "output", "error", "tool", "ok")
 """Where a path into a tool call starts (``args.order_id``, ``output.items.*.item_id``)."""
 MESSAGE_ROOTS = ("text", "role")
 """Where a path into a message starts."""
-YES_PATTERN = r"\b(yes|go ahead)\b"
-"""The default ``confirmed.yes``: the scripted user's yes, on normalised text."""
-NO_PATTERN = r"\b(no|nope|nah|not yet|never|do not|don't|dont|hold on)\b|\b(yes|go ahead)\s*\?"
+_YES_WORDS = (
+    r"yes|yeah|yep|yup|go ahead|please do|please proceed|sounds good|that's right|i confirm|"
+    r"confirmed"
+)
+_OPENING_YES = "sure|ok|okay|alright|all right"
+"""Words that agree only as the reply's first word ("Sure, go ahead", not "I was sure")."""
+YES_PATTERN = rf"\b({_YES_WORDS})\b|^({_OPENING_YES})\b"
+"""The default ``confirmed.yes``, on normalised text: the scripted user's "Yes, please go
+ahead." and the usual ways a person agrees ("Sure", "OK", "Please proceed", "Sounds good")."""
+NO_PATTERN = (
+    r"\b(no|nope|nah|not (yet|now|sure|ok|okay|right)|never|do not|don't|dont|hold on|stop)\b"
+    rf"|(?<!can't )\bwait\b|\b({_YES_WORDS}|{_OPENING_YES})\s*\?"
+)
 """The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes. A yes
-asked back ("yes?") is a question, not consent."""
+asked back ("yes?", "OK?") is a question, not consent."""
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

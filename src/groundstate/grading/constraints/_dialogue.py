@@ -90,7 +90,9 @@ def _check_change(
         problem = f"{label(change)} has no value at {', '.join(missing)} to confirm"
         return failed(constraint.id, "confirmed", change, problem, missing_paths=missing)
     values = list(dict.fromkeys(text for found in named.values() for text in rendered(found)))
-    covering = [a for a in answers if not a.unnamed(values)]
+    # Only a question that names something can be taken back by a no to it: with nothing to
+    # name, any direct yes confirms (a no to "Anything else?" is no refusal of the change).
+    covering = [a for a in answers if not a.unnamed(values) and (values or a.yes)]
     if covering and covering[-1].yes:
         return None
     if covering and any(a.yes for a in covering):
