@@ -450,3 +450,17 @@ def test_the_canary_fails_its_confirmation_on_a_near_miss(
 ) -> None:
     rules, events = canary
     assert _failed(rules, _reworded(events, question, answer)) == ["p2-confirmed-refund"]
+
+
+def test_provenance_reaches_into_an_argument_by_path() -> None:
+    rule = constraint(
+        id="p", provenance={"match": {"tool": "ship"}, "args": ["address.zip", "items.*.id"]}
+    )
+    args = {"address": {"zip": "30030", "city": "Decatur"}, "items": [{"id": "I-1"}, {"id": "I-2"}]}
+    assert _passes(Trace("zip 30030, items I-1 and I-2").call("ship", args), rule)
+    assert not _passes(Trace("zip 30030, item I-1").call("ship", args), rule)
+    result = Trace("items I-1 and I-2").call("ship", args).check(rule)
+    assert result.evidence["argument"] == "address.zip" and result.evidence["value"] == "30030"
+    assert _passes(Trace("nothing said").call("ship", {"other": 1}), rule)  # absent: unchecked
+    with pytest.raises(ValueError, match="empty segment"):
+        constraint(id="p", provenance={"match": {"tool": "ship"}, "args": ["address."]})

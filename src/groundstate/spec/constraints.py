@@ -275,7 +275,8 @@ class ProvenanceRule(Strict):
     match: Match
     """The calls to check (a tool match)."""
     args: list[str] = Field(min_length=1)
-    """Argument names whose values must come from the user."""
+    """Argument names whose values must come from the user; a dotted path (``address.zip``,
+    ``items.*.id``) reaches into an argument."""
     source: Literal["user"] = Field(default="user", alias="from")
     """Where the values must have appeared first: ``user`` (a user message)."""
 
@@ -284,6 +285,8 @@ class ProvenanceRule(Strict):
         if self.match.is_message:
             raise ValueError("match: must be a tool match")
         _check_no_capture(("match", self.match))
+        for name in self.args:
+            _check_path(f"args.{name}", TOOL_ROOTS, "an 'args'")
         return self
 
 

@@ -152,10 +152,19 @@ def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResu
         if i not in calls or not isinstance(event.args, dict):
             continue
         for name in rule.args:
-            for value in rendered(event.args.get(name)):
+            for value in rendered(_argument(event, name)):
                 if not any(mentions(text, value) for text in said):
                     return _unsourced(constraint, event, name, value, events[:i])
     return passed(constraint.id, "provenance")
+
+
+def _argument(call: ToolCallEvent, name: str) -> Any:
+    """The argument *name*, or the value at the path ``args.<name>`` (``address.zip``,
+    ``items.*.id``) when no argument has that name; None when absent (nothing to check)."""
+    if name in call.args:
+        return call.args[name]
+    found = resolve(call, f"args.{name}")
+    return found if found is None or "*" in name else found[0]
 
 
 def _unsourced(
