@@ -420,8 +420,8 @@ def _failed(rules: list[HardConstraint], events: list[Any]) -> list[str]:
         None,
         "Refund the **Basecamp Wool Socks (3-pack)** from O\u20111001 \u2014 $22 \u2014 to your"
         " Visa ending 4417? Please confirm.",
-        "To confirm: order o-1001, basecamp wool socks (3-pack), $22.00, visa ending 4417."
-        " Shall I proceed?",
+        "To confirm the refund: order o-1001, basecamp wool socks (3-pack), $22.00, visa"
+        " ending 4417. Shall I proceed?",
     ],
 )
 def test_the_canary_passes_with_its_confirmation_reworded(
@@ -464,3 +464,55 @@ def test_provenance_reaches_into_an_argument_by_path() -> None:
     assert _passes(Trace("nothing said").call("ship", {"other": 1}), rule)  # absent: unchecked
     with pytest.raises(ValueError, match="empty segment"):
         constraint(id="p", provenance={"match": {"tool": "ship"}, "args": ["address."]})
+
+
+# --- confirmed: the kind of change asked about ---------------------------------------------
+
+
+def test_a_yes_to_another_kind_of_change_naming_the_same_values_does_not_confirm() -> None:
+    rule = constraint(
+        id="c",
+        confirmed={
+            "change": {"tool": "refund_item"},
+            "names": ["args.item", "args.amount"],
+            "asks": r"\brefund",
+        },
+    )
+    exchange = _refund("Shall I exchange I-1019-1 ($22.00) for another size?").check(rule)
+    assert not exchange.passed and exchange.evidence["asks"] == r"\brefund"
+    assert exchange.evidence["confirmations"][0]["question_step"] == 1
+    assert "did not ask about this change" in exchange.evidence["problems"][0]
+    for question in ["REFUND I-1019-1, $22.00?", "Shall I process a refund of $22 for I-1019-1?"]:
+        assert _passes(_refund(question), rule), question
+    unnamed = _refund("Shall I refund I-1019-1 for $21.00?").check(rule)
+    assert unnamed.evidence["not_named"] == ["$22.00"]  # the usual failure when values differ
+    with pytest.raises(ValueError, match="invalid regular expression"):
+        constraint(id="c", confirmed={"change": {"tool": "t"}, "asks": "("})
+
+
+def test_the_canary_fails_when_the_yes_was_to_an_exchange(
+    canary: tuple[list[HardConstraint], list[AgentEvent]],
+) -> None:
+    rules, events = canary
+    question = (
+        "I can exchange the Basecamp Wool Socks (3-pack) from order O-1001, $22.00, paid with"
+        " your Visa ending 4417, for another size. Shall I go ahead?"
+    )
+    assert _failed(rules, _reworded(events, question, None)) == ["p2-confirmed-refund"]
+
+
+def test_an_order_address_yes_does_not_authorise_the_default_address() -> None:
+    suite = load_suite(EXAMPLES / "retail")
+    rules = [
+        c
+        for c in suite.tasks["change-order-address"].hard_process_constraints
+        if c.id == "p2-confirmed-default-address"
+    ]
+    address = "200 W Adams Street, Suite 1400, Chicago, IL 60606"
+    output = {"customer_id": "C04", "address": address}
+    order_only = Trace("ship my jacket to my office").agent(f"I will ship O-1009 to {address}?")
+    order_only.user("Yes, please go ahead.").call("update_default_address", {}, output)
+    assert _failed(rules, order_only.events) == ["p2-confirmed-default-address"]
+    default = Trace("x").agent(f"Shall I change your default address to {address}?")
+    default.user("Yes, please go ahead.").call("update_default_address", {}, output)
+    assert _failed(rules, default.events) == []

@@ -106,13 +106,7 @@ class Match(Strict):
     @field_validator("matches")
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
-        if pattern is not None:
-            try:
-                re.compile(pattern, re.IGNORECASE)
-            except (re.error, OverflowError, RecursionError) as exc:  # e.g. a{99999999999}
-                reason = str(exc) if isinstance(exc, re.error) else "too large or too deeply nested"
-                raise ValueError(f"invalid regular expression {pattern!r}: {reason}") from None
-        return pattern
+        return _valid_pattern(pattern)
 
     @field_validator("where")
     @classmethod
@@ -152,6 +146,17 @@ class Match(Strict):
         for path in [*self.where, *self.capture.values()]:
             _check_path(path, roots, "a message" if self.is_message else "a tool call")
         return self
+
+
+def _valid_pattern(pattern: str | None) -> str | None:
+    """*pattern*, once it compiles as the grader compiles it; else a clear error."""
+    if pattern is not None:
+        try:
+            re.compile(pattern, re.IGNORECASE)
+        except (re.error, OverflowError, RecursionError) as exc:  # e.g. a{99999999999}
+            reason = str(exc) if isinstance(exc, re.error) else "too large or too deeply nested"
+            raise ValueError(f"invalid regular expression {pattern!r}: {reason}") from None
+    return pattern
 
 
 def _set_fields(model: BaseModel, names: tuple[str, ...]) -> list[str]:
@@ -247,6 +252,16 @@ class ConfirmedRule(Strict):
     """What counts as the user's yes (a user-message match)."""
     no: Match | None = Match(message="user", matches=NO_PATTERN)
     """A reply that also matches this confirms nothing; ``null``: no such check."""
+    asks: str | None = None
+    """A regular expression the question must also contain (searched case-insensitively in
+    its normalised text, like ``matches``): what kind of change it asks about (``\\brefund``),
+    so that a yes to an exchange naming the same item and amount does not authorise a refund.
+    Unset: any question naming the values."""
+
+    @field_validator("asks")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        return _valid_pattern(pattern)
 
     @model_validator(mode="after")
     def _kinds(self) -> ConfirmedRule:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,10 @@ class _Confirmation:
     def unnamed(self, values: list[str]) -> list[str]:
         text = normalise(self.question.text or "")
         return [value for value in values if not mentions(text, value)]
+
+    def asks(self, pattern: re.Pattern[str] | None) -> bool:
+        """Whether the question asks about this kind of change (``confirmed.asks``)."""
+        return pattern is None or pattern.search(normalise(self.question.text or "")) is not None
 
 
 def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult:
@@ -92,12 +97,17 @@ def _check_change(
     values = list(dict.fromkeys(text for found in named.values() for text in rendered(found)))
     # Only a question that names something can be taken back by a no to it: with nothing to
     # name, any direct yes confirms (a no to "Anything else?" is no refusal of the change).
-    covering = [a for a in answers if not a.unnamed(values) and (values or a.yes)]
+    naming = [a for a in answers if not a.unnamed(values) and (values or a.yes)]
+    asks = _asks(rule)
+    covering = [a for a in naming if a.asks(asks)]
     if covering and covering[-1].yes:
         return None
     if covering and any(a.yes for a in covering):
         return _taken_back(constraint, change, values, covering[-1])
     confirmations = [a for a in answers if a.yes]
+    other = [a for a in naming if a.yes]
+    if other and rule.asks is not None:
+        return _asked_otherwise(constraint, change, rule.asks, other)
     not_named = [v for v in values if all(v in c.unnamed(values) for c in confirmations)]
     problem = (
         f"{label(change)} was not confirmed: no user yes answers a question naming all of "
@@ -112,6 +122,23 @@ def _check_change(
         not_named=not_named,
         confirmations=[_describe(c, values) for c in confirmations],
     )
+
+
+def _asks(rule: ConfirmedRule) -> re.Pattern[str] | None:
+    # The same flags as a ``matches`` (the pattern was checked when loaded); re caches it.
+    return None if rule.asks is None else re.compile(rule.asks, re.IGNORECASE)
+
+
+def _asked_otherwise(
+    constraint: ConfirmedConstraint, change: AgentEvent, asks: str, yes: list[_Confirmation]
+) -> CheckResult:
+    steps = ", ".join(str(a.question.step) for a in yes)
+    problem = (
+        f"{label(change)} was not confirmed: the question(s) at step {steps} named its values "
+        f"but did not ask about this change (no match for {asks!r})"
+    )
+    described = [_describe(a, []) for a in yes]
+    return failed(constraint.id, "confirmed", change, problem, asks=asks, confirmations=described)
 
 
 def _taken_back(
