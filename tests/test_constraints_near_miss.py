@@ -516,3 +516,36 @@ def test_an_order_address_yes_does_not_authorise_the_default_address() -> None:
     default = Trace("x").agent(f"Shall I change your default address to {address}?")
     default.user("Yes, please go ahead.").call("update_default_address", {}, output)
     assert _failed(rules, default.events) == []
+
+
+# --- before: bindings -------------------------------------------------------------------------
+
+
+def test_a_null_capture_licenses_nothing() -> None:
+    rule = constraint(
+        id="own",
+        before={
+            "first": {"tool": "verify", "capture": {"c": "output.customer_id"}},
+            "then": {"tool": "get_order"},
+            "where": {"output.customer_id": "$c"},
+        },
+    )
+    guest = {"order_id": "O-9", "customer_id": None}
+    failed_verify = Trace("x").call("verify", {}, {"verified": False, "customer_id": None})
+    assert not _passes(failed_verify.call("get_order", {}, guest), rule)
+    verified = Trace("x").call("verify", {}, {"customer_id": "C-1"})
+    assert not _passes(verified.call("get_order", {}, guest), rule)
+    own = Trace("x").call("verify", {}, {"customer_id": "C-1"})
+    assert _passes(own.call("get_order", {}, {"customer_id": "C-1"}), rule)
+    listed = constraint(
+        id="listed",
+        before={
+            "first": {"tool": "list", "capture": {"ids": "output.*.owner"}},
+            "then": {"tool": "get_order"},
+            "where": {"output.customer_id": "$ids"},
+        },
+    )
+    owners = Trace("x").call("list", {}, [{"owner": None}, {"owner": "C-1"}])
+    assert not _passes(owners.call("get_order", {}, guest), listed)
+    owners = Trace("x").call("list", {}, [{"owner": None}, {"owner": "C-1"}])
+    assert _passes(owners.call("get_order", {}, {"customer_id": "C-1"}), listed)

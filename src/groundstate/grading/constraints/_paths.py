@@ -76,14 +76,21 @@ def _is_index(segment: str) -> bool:
 
 
 def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
-    """Bind each name to the value at its path; None when a path is missing."""
+    """Bind each name to the value at its path; None when a path is missing or holds null.
+
+    A null binds nothing: a verification that returned ``customer_id: null`` must not license
+    reading every record whose owner is null too (``*`` leaves its null elements out)."""
     bindings: Bindings = {}
     for name, path in paths.items():
         values = resolve(event, path)
         if values is None:
             return None
         many = "*" in _segments(path)
-        bindings[name] = Bound(values, many) if many else Bound(values[:1], False)
+        if not many and values[0] is None:
+            return None
+        bindings[name] = (
+            Bound([v for v in values if v is not None], True) if many else Bound(values[:1], False)
+        )
     return bindings
 
 
