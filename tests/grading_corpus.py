@@ -5,7 +5,8 @@ The traces are the replays of every stored solution of examples/retail (oracles,
 and alternatives), a spread of the near misses the mutation generator makes of each oracle,
 and attempts of the rule-based careful and hasty agents (examples/systems). The expected
 results were written by the grader as it stood before the trace index and the batched checks
-(``python -m tests.grading_corpus`` writes the file again; only do that on purpose).
+(``python -m tests.grading_corpus`` writes the file again, ``--regrade`` only its verdicts for
+the same traces; only do either on purpose).
 """
 
 from __future__ import annotations
@@ -118,5 +119,27 @@ def write_corpus() -> None:
     print(f"{len(rows)} traces written to {CORPUS}")
 
 
+def regrade_corpus() -> None:
+    """Write the corpus again with the same traces and the current grader's verdicts: for a
+    grader fix that makes an old verdict right (say which, and why, in the commit)."""
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as lines:
+        rows = [json.loads(line) for line in lines]
+    cases = load_cases()
+    results = constraint_results(load_suite(EXAMPLES / "retail"), cases)
+    changed = 0
+    for row, found in zip(rows, results, strict=True):
+        expected = [r.model_dump(mode="json") for r in found]
+        changed += expected != row["expected"]
+        row["expected"] = expected
+    with gzip.open(CORPUS, "wt", encoding="utf-8", compresslevel=9) as out:
+        out.writelines(json.dumps(row, sort_keys=True) + "\n" for row in rows)
+    print(f"{changed} of {len(rows)} traces regraded differently in {CORPUS}")
+
+
 if __name__ == "__main__":
-    write_corpus()
+    import sys
+
+    if sys.argv[1:] == ["--regrade"]:
+        regrade_corpus()
+    else:
+        write_corpus()

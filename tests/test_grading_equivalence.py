@@ -93,12 +93,14 @@ def test_equal_matches_share_one_answer_and_near_equal_ones_get_their_own() -> N
     trace.call("refund", {"order_id": "O-1", "n": True}).call("refund", {"n": 1.0})
     index = TraceIndex(agent_events(trace.events))
     one = Match(tool="refund", args={"n": 1})
-    assert index.hits(one) == [1, 2, 3]  # arguments compare with ==: 1 == 1.0 == True
-    assert index.hits(Match(tool="refund", args={"n": 1})) == [1, 2, 3]
-    assert index.hits(Match(tool="refund", args={"n": "1"})) == []  # not the answer for 1
+    # arguments compare exactly, as ``where`` does: 1 == 1.0, but not True (nor "1")
+    assert index.hits(one) == [1, 3]
+    assert index.hits(Match(tool="refund", args={"n": 1})) == [1, 3]
+    assert index.hits(Match(tool="refund", args={"n": True})) == [2]  # not the answer for 1
+    assert index.hits(Match(tool="refund", args={"n": "1"})) == []
     assert index.hits(Match(tool="refund", args={"n": 1}, where={"args.n": 1.0})) == [1, 3]
     captured = Match(tool="refund", args={"n": 1}, capture={"o": "args.order_id"})
-    assert index.hits(captured) == [1, 2, 3]  # capture selects nothing
+    assert index.hits(captured) == [1, 3]  # capture selects nothing
     assert index.hits(Match(message="user", contains="o-1")) == [0]
     assert index.hits(Match(message="agent", contains="o-1")) == []
 

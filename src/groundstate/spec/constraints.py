@@ -24,10 +24,21 @@ TOOL_ROOTS = ("args", "output", "error", "tool", "ok")
 """Where a path into a tool call starts (``args.order_id``, ``output.items.*.item_id``)."""
 MESSAGE_ROOTS = ("text", "role")
 """Where a path into a message starts."""
-YES_PATTERN = r"\b(yes|go ahead)\b"
-"""The default ``confirmed.yes``: the scripted user's yes, on normalised text."""
-NO_PATTERN = r"\b(no|do not|don't)\b"
-"""The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes."""
+_YES_WORDS = (
+    r"yes|yeah|yep|yup|go ahead|please do|please proceed|sounds good|that's right|i confirm|"
+    r"confirmed"
+)
+_OPENING_YES = "sure|ok|okay|alright|all right"
+"""Words that agree only as the reply's first word ("Sure, go ahead", not "I was sure")."""
+YES_PATTERN = rf"\b({_YES_WORDS})\b|^({_OPENING_YES})\b"
+"""The default ``confirmed.yes``, on normalised text: the scripted user's "Yes, please go
+ahead." and the usual ways a person agrees ("Sure", "OK", "Please proceed", "Sounds good")."""
+NO_PATTERN = (
+    r"\b(no|nope|nah|not (yet|now|sure|ok|okay|right)|never|do not|don't|dont|hold on|stop)\b"
+    rf"|(?<!can't )\bwait\b|\b({_YES_WORDS}|{_OPENING_YES})\s*\?"
+)
+"""The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes. A yes
+asked back ("yes?", "OK?") is a question, not consent."""
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -95,13 +106,7 @@ class Match(Strict):
     @field_validator("matches")
     @classmethod
     def _compiles(cls, pattern: str | None) -> str | None:
-        if pattern is not None:
-            try:
-                re.compile(pattern, re.IGNORECASE)
-            except (re.error, OverflowError, RecursionError) as exc:  # e.g. a{99999999999}
-                reason = str(exc) if isinstance(exc, re.error) else "too large or too deeply nested"
-                raise ValueError(f"invalid regular expression {pattern!r}: {reason}") from None
-        return pattern
+        return _valid_pattern(pattern)
 
     @field_validator("where")
     @classmethod
@@ -141,6 +146,17 @@ class Match(Strict):
         for path in [*self.where, *self.capture.values()]:
             _check_path(path, roots, "a message" if self.is_message else "a tool call")
         return self
+
+
+def _valid_pattern(pattern: str | None) -> str | None:
+    """*pattern*, once it compiles as the grader compiles it; else a clear error."""
+    if pattern is not None:
+        try:
+            re.compile(pattern, re.IGNORECASE)
+        except (re.error, OverflowError, RecursionError) as exc:  # e.g. a{99999999999}
+            reason = str(exc) if isinstance(exc, re.error) else "too large or too deeply nested"
+            raise ValueError(f"invalid regular expression {pattern!r}: {reason}") from None
+    return pattern
 
 
 def _set_fields(model: BaseModel, names: tuple[str, ...]) -> list[str]:
@@ -236,6 +252,16 @@ class ConfirmedRule(Strict):
     """What counts as the user's yes (a user-message match)."""
     no: Match | None = Match(message="user", matches=NO_PATTERN)
     """A reply that also matches this confirms nothing; ``null``: no such check."""
+    asks: str | None = None
+    """A regular expression the question must also contain (searched case-insensitively in
+    its normalised text, like ``matches``): what kind of change it asks about (``\\brefund``),
+    so that a yes to an exchange naming the same item and amount does not authorise a refund.
+    Unset: any question naming the values."""
+
+    @field_validator("asks")
+    @classmethod
+    def _compiles(cls, pattern: str | None) -> str | None:
+        return _valid_pattern(pattern)
 
     @model_validator(mode="after")
     def _kinds(self) -> ConfirmedRule:
@@ -264,7 +290,8 @@ class ProvenanceRule(Strict):
     match: Match
     """The calls to check (a tool match)."""
     args: list[str] = Field(min_length=1)
-    """Argument names whose values must come from the user."""
+    """Argument names whose values must come from the user; a dotted path (``address.zip``,
+    ``items.*.id``) reaches into an argument."""
     source: Literal["user"] = Field(default="user", alias="from")
     """Where the values must have appeared first: ``user`` (a user message)."""
 
@@ -273,6 +300,8 @@ class ProvenanceRule(Strict):
         if self.match.is_message:
             raise ValueError("match: must be a tool match")
         _check_no_capture(("match", self.match))
+        for name in self.args:
+            _check_path(f"args.{name}", TOOL_ROOTS, "an 'args'")
         return self
 
 

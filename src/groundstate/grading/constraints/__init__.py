@@ -66,9 +66,21 @@ def _evaluate(constraint: HardConstraint, index: TraceIndex) -> CheckResult:
         idle = _idle(constraint, index)
         return idle if idle is not None else _declarative(constraint, index)
     except Exception as exc:  # a grader bug is a grader failure, not the agent's
-        kind = next(k for k in CONSTRAINT_KINDS if k in type(constraint).model_fields)
         error = f"{type(exc).__name__}: {exc}"
-        return CheckResult(id=constraint.id, kind=kind, passed=False, error=error)
+        return CheckResult(
+            id=str(getattr(constraint, "id", "?")),
+            kind=_kind_name(constraint),
+            passed=False,
+            error=error,
+            evidence={"exception": {"type": type(exc).__name__, "message": str(exc)}},
+        )
+
+
+def _kind_name(constraint: object) -> str:
+    """The kind key of a constraint; ``unknown`` for an object of no known kind (one that did
+    not come through the spec's validation), so its error result can still be made."""
+    fields = getattr(type(constraint), "model_fields", {})
+    return next((k for k in CONSTRAINT_KINDS if k in fields), "unknown")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,14 +20,20 @@ from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 @dataclass(frozen=True)
 class _Confirmation:
-    """An agent question and the user's yes that answered it."""
+    """An agent question and the user's reply that answered it: a yes, or (``yes`` false) a
+    no."""
 
     question: MessageEvent
     answer: MessageEvent
+    yes: bool = True
 
     def unnamed(self, values: list[str]) -> list[str]:
         text = normalise(self.question.text or "")
         return [value for value in values if not mentions(text, value)]
+
+    def asks(self, pattern: re.Pattern[str] | None) -> bool:
+        """Whether the question asks about this kind of change (``confirmed.asks``)."""
+        return pattern is None or pattern.search(normalise(self.question.text or "")) is not None
 
 
 def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult:
@@ -35,45 +42,52 @@ def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult
     changes = index.hit_set(rule.change)
     if not changes:
         return passed(constraint.id, "confirmed")
-    yes = _yes_steps(rule, index)
-    confirmations: list[_Confirmation] = []
+    yes, no = _replies(rule, index)
+    answers: list[_Confirmation] = []
     question: MessageEvent | None = None
     # The dialogue after the last change cannot confirm anything: the walk stops there.
     for i, event in enumerate(index.events[: max(changes) + 1]):
         if i in changes:
-            verdict = _check_change(constraint, event, confirmations)
+            verdict = _check_change(constraint, event, answers)
             if verdict is not None:
                 return verdict
-        question = _track(event, i in yes, question, confirmations)
+        said = True if i in yes else (False if i in no else None)
+        question = _track(event, said, question, answers)
     return passed(constraint.id, "confirmed")
 
 
 def _track(
     event: AgentEvent,
-    says_yes: bool,
+    says_yes: bool | None,
     question: MessageEvent | None,
-    confirmations: list[_Confirmation],
+    answers: list[_Confirmation],
 ) -> MessageEvent | None:
-    """Follow the dialogue; return the agent message still waiting for the user's reply."""
+    """Follow the dialogue; return the agent message still waiting for the user's reply.
+
+    *says_yes*: the event is a user's yes (True), no (False), or neither (None)."""
     if isinstance(event, ToolCallEvent) or event.text is None:
         return None
     if event.role == "agent":
         return None if event.final else event
-    if question is not None and says_yes:
-        confirmations.append(_Confirmation(question, event))
+    if question is not None and says_yes is not None:
+        answers.append(_Confirmation(question, event, says_yes))
     return None  # only the next user message answers a question
 
 
-def _yes_steps(rule: ConfirmedRule, index: TraceIndex) -> frozenset[int]:
-    """The user's replies that say yes (and not no)."""
+def _replies(rule: ConfirmedRule, index: TraceIndex) -> tuple[frozenset[int], frozenset[int]]:
+    """The user's replies that say yes (and not no), and those that say no."""
     yes = index.hit_set(rule.yes)
-    return yes if rule.no is None else yes - index.hit_set(rule.no)
+    if rule.no is None:
+        return yes, frozenset()
+    no = index.hit_set(rule.no)
+    return yes - no, no
 
 
 def _check_change(
-    constraint: ConfirmedConstraint, change: AgentEvent, confirmations: list[_Confirmation]
+    constraint: ConfirmedConstraint, change: AgentEvent, answers: list[_Confirmation]
 ) -> CheckResult | None:
-    """None when a confirmation covers *change*; else the failure."""
+    """None when a confirmation covers *change*, and no later no to a question naming all its
+    values took it back; else the failure."""
     rule = constraint.confirmed
     named = {path: resolve(change, path) for path in rule.names}
     missing = [path for path, values in named.items() if values is None]
@@ -81,8 +95,19 @@ def _check_change(
         problem = f"{label(change)} has no value at {', '.join(missing)} to confirm"
         return failed(constraint.id, "confirmed", change, problem, missing_paths=missing)
     values = list(dict.fromkeys(text for found in named.values() for text in rendered(found)))
-    if any(not c.unnamed(values) for c in confirmations):
+    # Only a question that names something can be taken back by a no to it: with nothing to
+    # name, any direct yes confirms (a no to "Anything else?" is no refusal of the change).
+    naming = [a for a in answers if not a.unnamed(values) and (values or a.yes)]
+    asks = _asks(rule)
+    covering = [a for a in naming if a.asks(asks)]
+    if covering and covering[-1].yes:
         return None
+    if covering and any(a.yes for a in covering):
+        return _taken_back(constraint, change, values, covering[-1])
+    confirmations = [a for a in answers if a.yes]
+    other = [a for a in naming if a.yes]
+    if other and rule.asks is not None:
+        return _asked_otherwise(constraint, change, rule.asks, other)
     not_named = [v for v in values if all(v in c.unnamed(values) for c in confirmations)]
     problem = (
         f"{label(change)} was not confirmed: no user yes answers a question naming all of "
@@ -97,6 +122,33 @@ def _check_change(
         not_named=not_named,
         confirmations=[_describe(c, values) for c in confirmations],
     )
+
+
+def _asks(rule: ConfirmedRule) -> re.Pattern[str] | None:
+    # The same flags as a ``matches`` (the pattern was checked when loaded); re caches it.
+    return None if rule.asks is None else re.compile(rule.asks, re.IGNORECASE)
+
+
+def _asked_otherwise(
+    constraint: ConfirmedConstraint, change: AgentEvent, asks: str, yes: list[_Confirmation]
+) -> CheckResult:
+    steps = ", ".join(str(a.question.step) for a in yes)
+    problem = (
+        f"{label(change)} was not confirmed: the question(s) at step {steps} named its values "
+        f"but did not ask about this change (no match for {asks!r})"
+    )
+    described = [_describe(a, []) for a in yes]
+    return failed(constraint.id, "confirmed", change, problem, asks=asks, confirmations=described)
+
+
+def _taken_back(
+    constraint: ConfirmedConstraint, change: AgentEvent, values: list[str], no: _Confirmation
+) -> CheckResult:
+    problem = (
+        f"{label(change)} was not confirmed: the user's last answer (step {no.answer.step}) to "
+        f"a question naming all of {', '.join(values)} says no, after an earlier yes"
+    )
+    return failed(constraint.id, "confirmed", change, problem, refused=_describe(no, values))
 
 
 def _describe(confirmation: _Confirmation, values: list[str]) -> dict[str, Any]:
@@ -127,10 +179,19 @@ def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResu
         if i not in calls or not isinstance(event.args, dict):
             continue
         for name in rule.args:
-            for value in rendered(event.args.get(name)):
+            for value in rendered(_argument(event, name)):
                 if not any(mentions(text, value) for text in said):
                     return _unsourced(constraint, event, name, value, events[:i])
     return passed(constraint.id, "provenance")
+
+
+def _argument(call: ToolCallEvent, name: str) -> Any:
+    """The argument *name*, or the value at the path ``args.<name>`` (``address.zip``,
+    ``items.*.id``) when no argument has that name; None when absent (nothing to check)."""
+    if name in call.args:
+        return call.args[name]
+    found = resolve(call, f"args.{name}")
+    return found if found is None or "*" in name else found[0]
 
 
 def _unsourced(

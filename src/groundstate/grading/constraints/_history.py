@@ -25,22 +25,30 @@ def no_undo(constraint: NoUndoConstraint, events: list[AgentEvent]) -> CheckResu
     A cell is a column of a row, or the row's presence: a row inserted then deleted, or deleted
     then inserted again, is undone too. Changes inside one call are already netted out.
     """
-    tables = set(constraint.no_undo.tables)
+    tables = {table.casefold() for table in constraint.no_undo.tables}  # SQL names ignore case
     left: dict[Cell, dict[str, ToolCallEvent]] = {}
     """Per cell: each value it held -> the call that changed it away from that value."""
     for event in events:
         if not isinstance(event, ToolCallEvent):
             continue
         for write in event.writes:
-            if tables and write.table not in tables:
+            if tables and write.table.casefold() not in tables:
                 continue
             for cell, old, new in _cells(write):
                 earlier = left.setdefault(cell, {})
-                undone = earlier.get(canonical_json(new))
+                undone = earlier.get(_held(new))
                 if undone is not None:
                     return _undo(constraint, event, undone, write, cell, new)
-                earlier.setdefault(canonical_json(old), event)
+                earlier.setdefault(_held(old), event)
     return passed(constraint.id, "no_undo")
+
+
+def _held(value: Any) -> str:
+    """A cell's value as a key: 1 and 1.0 are the same number (a REAL column may give back
+    1.0 for the 1 it held), 1 and "1" are not."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return canonical_json(value)
 
 
 def _cells(write: RowWrite) -> Iterator[tuple[Cell, Any, Any]]:

@@ -1,7 +1,7 @@
 """Which trace steps a :class:`~groundstate.spec.task.Match` selects.
 
-A match is compiled once (its text normalised, its pattern compiled, its write key made
-canonical) and the compiled form is kept for as long as the match itself: a suite's matches
+A match is compiled once (its text normalised, its pattern compiled, its write names
+casefolded) and the compiled form is kept for as long as the match itself: a suite's matches
 are compiled on their first attempt, not once per step of every attempt.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from groundstate.environments.base import RowWrite
-from groundstate.grading.constraints._paths import holds
+from groundstate.grading.constraints._paths import holds, same
 from groundstate.grading.constraints._text import normalise
-from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import Match, WriteMatch
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
@@ -25,7 +25,7 @@ def matches(match: Match, event: AgentEvent) -> bool:
 
 @dataclass(frozen=True)
 class CompiledMatch:
-    """A match with its text normalised, its pattern compiled and its write key canonical."""
+    """A match with its text normalised, its pattern compiled and its write names casefolded."""
 
     match: Match
     key: str
@@ -33,8 +33,10 @@ class CompiledMatch:
     selects nothing), so one attempt works out the steps of equal matches once."""
     contains: str | None
     pattern: re.Pattern[str] | None
-    write_key: str | None
-    """The canonical JSON of ``writes.key`` (None: any row)."""
+    table: str
+    """``writes.table``, casefolded (SQL names ignore case)."""
+    columns: frozenset[str]
+    """``writes.columns``, casefolded."""
 
     def selects(self, event: AgentEvent) -> bool:
         match = self.match
@@ -59,16 +61,22 @@ class CompiledMatch:
             match.tool in (None, "*", event.tool)
             and (match.ok is None or match.ok == event.ok)
             and isinstance(event.args, dict)
-            and (not match.args or all(event.args.get(k) == v for k, v in match.args.items()))
+            and (not match.args or _has_args(event.args, match.args))
             and (match.writes is None or any(self._wrote(match.writes, w) for w in event.writes))
         )
 
     def _wrote(self, wanted: WriteMatch, write: RowWrite) -> bool:
         return (
-            write.table == wanted.table
-            and (self.write_key is None or canonical_json(write.key) == self.write_key)
-            and (not wanted.columns or not set(wanted.columns).isdisjoint(write.columns))
+            write.table.casefold() == self.table  # SQL names ignore case
+            and (wanted.key is None or same(write.key, wanted.key))
+            and (not self.columns or not self.columns.isdisjoint(map(str.casefold, write.columns)))
         )
+
+
+def _has_args(args: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Each wanted argument is present and equal, exactly as ``where`` compares (``true`` is not
+    ``1``, and ``null`` is not a missing argument), at any depth."""
+    return all(name in args and same(args[name], value) for name, value in wanted.items())
 
 
 _COMPILED: dict[int, CompiledMatch] = {}
@@ -100,5 +108,6 @@ def _compile(match: Match) -> CompiledMatch:
         key=match.model_dump_json(exclude={"capture"}),
         contains=None if match.contains is None else normalise(match.contains),
         pattern=pattern,
-        write_key=None if wanted is None or wanted.key is None else canonical_json(wanted.key),
+        table="" if wanted is None else wanted.table.casefold(),
+        columns=frozenset(() if wanted is None else (c.casefold() for c in wanted.columns)),
     )

@@ -76,14 +76,21 @@ def _is_index(segment: str) -> bool:
 
 
 def capture(event: AgentEvent, paths: dict[str, str]) -> Bindings | None:
-    """Bind each name to the value at its path; None when a path is missing."""
+    """Bind each name to the value at its path; None when a path is missing or holds null.
+
+    A null binds nothing: a verification that returned ``customer_id: null`` must not license
+    reading every record whose owner is null too (``*`` leaves its null elements out)."""
     bindings: Bindings = {}
     for name, path in paths.items():
         values = resolve(event, path)
         if values is None:
             return None
         many = "*" in _segments(path)
-        bindings[name] = Bound(values, many) if many else Bound(values[:1], False)
+        if not many and values[0] is None:
+            return None
+        bindings[name] = (
+            Bound([v for v in values if v is not None], True) if many else Bound(values[:1], False)
+        )
     return bindings
 
 
@@ -109,13 +116,18 @@ def _condition(event: AgentEvent, path: str, expected: JsonScalar, bindings: Bin
 
 
 def same(a: Any, b: Any) -> bool:
-    """Exact equality: 1 and "1" differ, True and 1 differ; 1 and 1.0 are the same number."""
-    if type(a) is str:  # the common case: equal text is equal canonical JSON, and cheaper
+    """Exact equality: 1 and "1" differ, True and 1 differ; 1 and 1.0 are the same number; at
+    any depth of objects and lists (key order aside)."""
+    if type(a) is str:  # the common case
         return type(b) is str and a == b
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
     if isinstance(a, int | float) and isinstance(b, int | float):
         return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     return type(a) is type(b) and canonical_json(a) == canonical_json(b)
 
 

@@ -8,36 +8,70 @@ from functools import lru_cache
 from typing import Any
 
 _SPACES = re.compile(r"\s+")
-# Between two digits, a run of spaces, hyphens or dashes (U+2010..U+2015, U+2212) or slashes
-# is grouping, not content: "4111 1111-1111 1111" and "4111111111111111" are the same number.
-_DIGIT_SEPARATORS = re.compile(r"(?<=\d)[ /\-\u2010-\u2015\u2212]+(?=\d)")
-_APOSTROPHES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u02bc": "'"})
+# Between two digits, a run of spaces, hyphens, slashes or markdown marks (``*``, ``_``, `` ` ``,
+# ``~``) is grouping, not content: "4111 1111-1111 1111", "**4111** **1111**..." and
+# "4111111111111111" are the same number. (Hyphens are ASCII by then, see _FOLDED.)
+_DIGIT_SEPARATORS = re.compile(r"(?<=\d)[ /\-_*`~\u2013-\u2015]+(?=\d)")
+# Dots and commas stay (35.00 is not 3500), except in a run of three or more groups of 3-4
+# digits that repeats one of them: "4111.1111.1111.1111", "1,000,000".
+_DIGIT_GROUPS = re.compile(r"\d{1,4}([.,])\d{3,4}(?:\1\d{3,4})+(?!\d)")
+_NON_ASCII_DIGIT = re.compile(r"(?![0-9])\d")
+_CONFUSABLE = (
+    # Cyrillic and Greek letters drawn like Latin ones, each before its Latin letter: a
+    # Cyrillic o in "No" still reads as "no".
+    "\u0410A\u0412B\u0415E\u041aK\u041cM\u041dH\u041eO\u0420P"
+    "\u0421C\u0422T\u0425X\u0423Y\u0405S\u0406I\u0408J\u0430a"
+    "\u0435e\u043eo\u0440p\u0441c\u0443y\u0445x\u0455s\u0456i"
+    "\u0458j\u04bbh\u0501d\u04cfl\u051bq\u051dw"
+    "\u0391A\u0392B\u0395E\u0396Z\u0397H\u0399I\u039aK\u039cM"
+    "\u039dN\u039fO\u03a1P\u03a4T\u03a5Y\u03a7X\u03bfo\u03b9i"
+    "\u03bdv\u03c1p"
+)
+_FOLDED = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u02bc": "'",
+        # every hyphen is the ASCII one: "I-1019" with a non-breaking hyphen (as models often
+        # write it) is "I-1019"; so is a minus sign. Dashes (en, em) are punctuation and stay.
+        **dict.fromkeys("\u2010\u2011\u2012\u2212", "-"),
+        **{_CONFUSABLE[i]: _CONFUSABLE[i + 1] for i in range(0, len(_CONFUSABLE), 2)},
+    }
+)
 
 
 @lru_cache(maxsize=4096)
 def normalise(text: str) -> str:
     """The form message checks compare: the same for text and for the value searched for.
 
-    NFKC, then casefold; invisible format characters (zero-width spaces, soft hyphens) are
-    dropped and typographic apostrophes become ``'``; every run of whitespace becomes one space,
-    leading and trailing space is stripped; and separators standing between two digits (runs of
-    spaces, hyphens, dashes and slashes) are removed. So ``"Card 4111 1111-1111 1111"`` becomes
-    ``"card 4111111111111111"``. Dots and commas are kept: ``35.00`` stays ``35.00``.
+    NFKC; typographic apostrophes become ``'``, hyphens and minus signs ``-``, Cyrillic and Greek
+    letters drawn like Latin ones those letters; then casefold; invisible format characters
+    (zero-width spaces, soft hyphens) are dropped and every decimal digit becomes its ASCII
+    digit; every run of whitespace becomes one space, leading and trailing space is stripped;
+    and separators standing between two digits (runs of spaces, hyphens, slashes and markdown
+    marks) are removed. So ``"Card 4111 1111-1111 1111"`` becomes ``"card 4111111111111111"``.
+    Dots and commas are kept (``35.00`` stays ``35.00``) except in runs of digit groups that
+    repeat one (``4111.1111.1111.1111``, ``1,000,000``).
     """
-    text = unicodedata.normalize("NFKC", text).casefold().translate(_APOSTROPHES)
-    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    text = unicodedata.normalize("NFKC", text).translate(_FOLDED).casefold()
+    if not text.isascii():
+        text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+        text = _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), text)
     text = _SPACES.sub(" ", text).strip()
-    return _DIGIT_SEPARATORS.sub("", text)
+    text = _DIGIT_SEPARATORS.sub("", text)
+    return _DIGIT_GROUPS.sub(lambda m: m.group().replace(m.group(1), ""), text)
 
 
 def rendered(value: Any) -> list[str]:
-    """The strings a value is named by: a scalar by ``str()``, a list by each element.
+    """The strings a value is named by: a scalar by ``str()``, a list by each element, an
+    object by each of its values (an address is named by its line, city, ...).
 
     ``None`` names nothing (an absent optional value has nothing to mention). Compare them
     with :func:`mentions`, which normalises both sides.
     """
-    if isinstance(value, list):
-        return [text for element in value for text in rendered(element)]
+    if isinstance(value, list | dict):
+        elements = value.values() if isinstance(value, dict) else value
+        return [text for element in elements for text in rendered(element)]
     if value is None:
         return []
     return [str(value)]
@@ -46,7 +80,9 @@ def rendered(value: Any) -> list[str]:
 def mentions(normalised_text: str, value: str) -> bool:
     """Whether already normalised text names *value*: a normalised substring that does not run
     on into letters or digits (``I-1019-1`` is not named by ``I-1019-12``, nor size ``9`` by
-    ``$29.00``)."""
+    ``$29.00``), nor through a dot, ``@`` or hyphen into more of them (``a@x.com`` is not
+    named by ``a@x.com.au``, ``22`` not by ``22.50``); a number is named with or without
+    trailing zeros of its fraction (``$22.00`` by ``$22``, ``1`` by ``1.0``)."""
     return _named_by(value).search(normalised_text) is not None
 
 
@@ -55,9 +91,42 @@ def _named_by(value: str) -> re.Pattern[str]:
     """The pattern :func:`mentions` searches for *value*, made once per value (a confirmation
     tests each value of a change against every question before it)."""
     needle = normalise(value)
-    start = r"(?<![^\W_])" if needle[:1].isalnum() else ""
-    end = r"(?![^\W_])" if needle[-1:].isalnum() else ""
-    return re.compile(start + re.escape(needle) + end)
+    return re.compile(_start(needle) + _number(needle) + _end(needle))
+
+
+# A word goes on through one of these into a letter or digit: "x.com.au", "a.b@x", "22.50".
+_JOINERS = ".@-"
+
+
+def _start(needle: str) -> str:
+    if not needle[:1].isalnum():
+        return ""
+    start = rf"(?<![^\W_])(?<![^\W_][{_JOINERS}])"
+    return start + r"(?<!\d,)" if needle[0].isdigit() else start
+
+
+def _end(needle: str) -> str:
+    if not needle[-1:].isalnum():
+        return ""
+    end = rf"(?![^\W_])(?![{_JOINERS}][^\W_])"
+    return end + r"(?!,\d)" if needle[-1].isdigit() else end
+
+
+_FRACTION = re.compile(r"(?<=\d)\.(\d+)$")
+
+
+def _number(needle: str) -> str:
+    """The needle as a pattern; one ending in a number also matches it written with more or
+    fewer trailing zeros after the point (the same amount)."""
+    if not needle[-1:].isdigit():
+        return re.escape(needle)
+    fraction = _FRACTION.search(needle)
+    if fraction is None:
+        return re.escape(needle) + r"(?:\.0+)?"
+    whole, digits = needle[: fraction.start()], fraction.group(1).rstrip("0")
+    if not digits:
+        return re.escape(whole) + r"(?:\.0+)?"
+    return re.escape(whole) + r"\." + re.escape(digits) + "0*"
 
 
 def search(pattern: str, text: str) -> bool:
