@@ -235,3 +235,41 @@ def test_a_thread_whose_delivery_fails_leaves_instead_of_taking_work(
     threads[0].join(5)
     assert not threads[0].is_alive()  # gone, not left idle for the next piece of work
     assert threads[0] not in [t.thread for t in loopthreads._IDLE]
+
+
+def test_tasks_left_counts_what_all_tasks_lists() -> None:
+    """Pending, done, cancelled and other loops' tasks, one loop running in another thread."""
+    other = asyncio.new_event_loop()
+    sleeping = [other.create_task(asyncio.sleep(60)) for _ in range(3)]
+    beside = threading.Thread(target=other.run_forever)
+    beside.start()
+
+    def both(loop: asyncio.AbstractEventLoop) -> tuple[int, int]:
+        return loopthreads.tasks_left(loop), len(asyncio.all_tasks(loop))
+
+    async def main() -> list[tuple[int, int]]:
+        loop = asyncio.get_running_loop()
+        seen = [both(loop), both(other)]
+        waiting = asyncio.Event()
+        pending = [loop.create_task(waiting.wait()) for _ in range(4)]
+        await loop.create_task(asyncio.sleep(0))  # done
+        pending[0].cancel()
+        seen.append(both(loop))
+        await asyncio.sleep(0)  # the cancellation lands
+        seen.append(both(loop))
+        waiting.set()
+        await asyncio.gather(*pending, return_exceptions=True)
+        seen.append(both(loop))
+        return seen
+
+    try:
+        seen = asyncio.run(main())
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        beside.join(5)
+        for task in sleeping:
+            task.cancel()
+        other.run_until_complete(asyncio.sleep(0))
+        other.close()
+    assert [mine for mine, _ in seen] == [theirs for _, theirs in seen]
+    assert [mine for mine, _ in seen] == [1, 3, 5, 4, 1]

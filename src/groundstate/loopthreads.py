@@ -29,6 +29,7 @@ import asyncio
 import queue
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from contextvars import Context, copy_context
@@ -141,7 +142,7 @@ def _state(loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:
     selector = getattr(loop, "_selector", None)
     return (
         loop.is_closed(),
-        len(asyncio.all_tasks(loop)),
+        tasks_left(loop),
         _live(getattr(loop, "_ready", ())),
         _live(getattr(loop, "_scheduled", ())),
         None if selector is None else len(selector.get_map()),
@@ -155,6 +156,40 @@ def _state(loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:
         getattr(loop, "slow_callback_duration", None),
         tuple(sorted(vars(loop))),  # a method replaced on the instance, say
     )
+
+
+_REGISTRIES = {
+    (3, 11): ("_all_tasks",),
+    (3, 12): ("_scheduled_tasks", "_eager_tasks"),
+    (3, 13): ("_scheduled_tasks", "_eager_tasks"),
+}
+"""Where ``asyncio.all_tasks`` finds the tasks on the Pythons whose registries are known: a
+weak set (of every task of the process) and, from 3.12, a set of eager tasks."""
+
+
+def tasks_left(loop: asyncio.AbstractEventLoop) -> int:
+    """``len(asyncio.all_tasks(loop))``: the tasks of *loop* not done, counted without the
+    set ``all_tasks`` builds. ``all_tasks`` walks every task of the process through a Python
+    call each: with hundreds of attempts at once (a thousand tasks), 0.45 ms per piece of
+    work, some 7% of an attempt's CPU; this walk costs about half. The registries are read
+    as ``all_tasks`` reads them (a copy first: other threads add and drop tasks meanwhile);
+    on a Python whose registries are not known, or for a task without ``get_loop``,
+    ``all_tasks`` itself."""
+    names = _REGISTRIES.get(sys.version_info[:2])
+    if names is None:
+        return len(asyncio.all_tasks(loop))
+    left = 0
+    try:
+        for name in names:
+            registry = getattr(asyncio.tasks, name)
+            weak = isinstance(registry, weakref.WeakSet)
+            for entry in (registry.data if weak else registry).copy():
+                task = entry() if weak else entry
+                if task is not None and task.get_loop() is loop and not task.done():
+                    left += 1
+    except AttributeError:  # a task of another implementation: ask asyncio
+        return len(asyncio.all_tasks(loop))
+    return left
 
 
 def _live(handles: Any) -> int:

@@ -32,7 +32,29 @@ def load_agent(system: SystemSpec) -> Agent:
     factory with a ``from_system`` class method (the built-in model adapters, named by their
     short names ``openai-chat`` and ``anthropic-messages``) is given the whole system spec:
     ``factory.from_system(system, **params)``, so what is hashed is what is called.
+
+    The entry is resolved once per system spec (a batch builds an agent per attempt from the
+    same spec: resolving the file, hashing it and checking the parameters cost about 0.35 ms
+    each time); a factory is still called for every agent, so no agent's state reaches the
+    next.
     """
+    known = _BUILDERS.get(id(system))
+    if known is not None and known[0] is system:
+        return known[1]()
+    build = _builder(system)
+    if len(_BUILDERS) >= 256:  # systems loaded again and again: forget the old ones
+        _BUILDERS.clear()
+    _BUILDERS[id(system)] = (system, build)
+    return build()
+
+
+_BUILDERS: dict[int, tuple[SystemSpec, Callable[[], Agent]]] = {}
+"""How to build each system spec's agent (by the spec's identity: the spec is frozen, and the
+entry's file was hashed into it when it was loaded)."""
+
+
+def _builder(system: SystemSpec) -> Callable[[], Agent]:
+    """How to build *system*'s agent: the entry resolved and checked; raises what is wrong."""
     loop = system.harness.orchestration_loop
     field = "harness.orchestration_loop.entry"
     code_file, module_name, name = resolve_entry(loop.entry, system.base_dir)
@@ -42,7 +64,8 @@ def load_agent(system: SystemSpec) -> Agent:
         raise SpecError(system.source, field, f"{loop.entry!r} names no callable")
     if inspect.iscoroutinefunction(factory):
         _check_params(factory, loop.params, system)
-        return FunctionAgent(functools.partial(factory, **loop.params))
+        run = functools.partial(factory, **loop.params)
+        return lambda: FunctionAgent(run)
     if _takes_session(factory):
         raise SpecError(
             code_file or module_name,
@@ -51,12 +74,19 @@ def load_agent(system: SystemSpec) -> Agent:
             "factory returning an object with 'async def run(self, session)')",
             line=_def_line(factory),
         )
+    return functools.partial(_built, system, factory)
+
+
+def _built(system: SystemSpec, factory: Callable[..., Any]) -> Agent:
+    """A new agent from *factory* (see :func:`load_agent`)."""
+    loop = system.harness.orchestration_loop
     build = getattr(factory, "from_system", None)
     try:
         agent = build(system, **loop.params) if callable(build) else factory(**loop.params)
     except TypeError as exc:
         raise SpecError(system.source, "harness.orchestration_loop.params", str(exc)) from None
     if not callable(getattr(agent, "run", None)):
+        field = "harness.orchestration_loop.entry"
         raise SpecError(system.source, field, f"{loop.entry!r} returned an object without run()")
     return agent  # type: ignore[no-any-return]
 
