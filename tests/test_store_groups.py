@@ -103,13 +103,13 @@ def test_tries_finishing_together_are_stored_in_one_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     groups: list[int] = []
-    add_runs = RunStore.add_runs_as_stored  # what the runner stores each group with
+    add_prepared = RunStore.add_prepared  # what the runner stores each group with
 
-    def counted(self: RunStore, tries: Any) -> list[tuple[AgentRun, str]]:
-        groups.append(len(tries))
-        return add_runs(self, tries)
+    def counted(self: RunStore, rows: Any, **kwargs: Any) -> None:
+        groups.append(len(rows))
+        add_prepared(self, rows, **kwargs)
 
-    monkeypatch.setattr(RunStore, "add_runs_as_stored", counted)
+    monkeypatch.setattr(RunStore, "add_prepared", counted)
     stored: list[AgentRun] = []
     with RunStore(tmp_path / "runs.db") as store:
         runner = BatchRunner(

@@ -47,9 +47,10 @@ from groundstate.store import (
     LEASE_HEARTBEAT,
     BatchInfo,
     BatchLeased,
+    PreparedRun,
     Problem,
     RunStore,
-    parse_stored,
+    prepare_run,
 )
 
 AgentFactory = Callable[[], Agent]
@@ -372,7 +373,7 @@ class BatchRunner:
             for task_id in sorted(batch.task_revisions)
             if _unfinished(last.get((task_id, n)), max_retries)
         ]
-        writer = _GroupWriter(self.store, lambda: self._check_lease(batch.batch_id))
+        writer = _GroupWriter(self.store, batch.batch_id)
         try:
             await asyncio.gather(
                 *(self._slot(batch, s, last.get(s), max_retries, limit, writer) for s in slots)
@@ -412,17 +413,6 @@ class BatchRunner:
             if self.on_run is not None:
                 self.on_run(previous)
 
-    def _check_lease(self, batch_id: str) -> None:
-        """Refuse to store once another process holds the batch (checked before each group of
-        tries is stored). A read, not a heartbeat: a write would cost a commit per group, and
-        the background heartbeat keeps the lease far from stale (a lease is only taken over
-        once stale or its process gone)."""
-        lease = self.store.lease(batch_id)
-        if lease is None:  # the row was removed by hand: this process still runs the batch
-            self.store.heartbeat(batch_id)
-        elif not lease.mine():
-            raise BatchLeased(lease)
-
     def _agent(self) -> Agent:
         return self.make_agent() if self.make_agent else load_agent(self.system)
 
@@ -433,64 +423,65 @@ class _GroupWriter:
     group is being written, instead of one each. Nothing waits to fill a group, so a try
     alone (concurrency 1) is stored as soon as it arrives, as before; the gain comes when
     many finish at once. Each try is still wholly stored or not at all, in the order it
-    arrived, chained (see :meth:`RunStore.add_runs`); a try is reported stored (its
-    ``store`` returns) only once its group has committed."""
+    arrived, chained (see :meth:`RunStore.add_prepared`), and only while this process holds
+    the batch's lease (checked in each group's transaction); a try is reported stored (its
+    ``store`` returns) only once its group has committed.
 
-    def __init__(self, store: RunStore, before_commit: Callable[[], None]) -> None:
+    Tries come prepared by the executor (serialised and hashed where they ran); this writer
+    only writes them."""
+
+    def __init__(self, store: RunStore, batch_id: str) -> None:
         self._store = store
-        self._before_commit = before_commit
-        """Checked before each group is written (the lease); what it raises fails the group."""
-        self._pending: list[tuple[AttemptOutput, asyncio.Future[AgentRun]]] = []
-        self._flushing: asyncio.Task[None] | None = None
+        self._batch_id = batch_id
+        self._pending: list[tuple[PreparedRun, asyncio.Future[AgentRun]]] = []
+        self._scheduled: asyncio.Handle | None = None
         self._closed = False
-        self._texts: list[str] = []
-        """The stored JSON of every try committed, in the order stored."""
+        self._stored: list[AgentRun] = []
+        """Every try committed, in the order stored, as stored (parsed from its text)."""
 
     async def store(self, output: AttemptOutput) -> AgentRun:
         """Queue *output* for the next group and wait until it is stored."""
         if self._closed:  # the batch is unwinding: a try finished late is not stored
             raise asyncio.CancelledError
-        stored: asyncio.Future[AgentRun] = asyncio.get_running_loop().create_future()
-        self._pending.append((output, stored))
-        if self._flushing is None or self._flushing.done():
-            self._flushing = asyncio.ensure_future(self._flush_soon())
+        row = output.prepared or prepare_run(output.run, output.artifacts, as_stored=True)
+        loop = asyncio.get_running_loop()
+        stored: asyncio.Future[AgentRun] = loop.create_future()
+        self._pending.append((row, stored))
+        if self._scheduled is None:  # tries finishing in this turn of the loop join the group
+            self._scheduled = loop.call_soon(self.flush)
         return await stored
-
-    async def _flush_soon(self) -> None:
-        await asyncio.sleep(0)  # tries finishing in this turn of the loop join the group
-        self.flush()
 
     def flush(self) -> None:
         """Write every queued try, one group per transaction, and settle their futures."""
+        self._scheduled = None
         while self._pending:
             group, self._pending = self._pending, []
             try:
-                self._before_commit()
-                stored = self._store.add_runs_as_stored([(o.run, o.artifacts) for o, _ in group])
+                self._store.add_prepared([row for row, _ in group], leased=self._batch_id)
             except Exception as exc:
                 for _, waiting in group:
                     if not waiting.done():
                         waiting.set_exception(exc)
                 continue
-            self._texts += [text for _, text in stored]
-            for (_, waiting), (run, _) in zip(group, stored, strict=True):
+            for row, waiting in group:
+                self._stored.append(row.run)
                 if not waiting.done():
-                    waiting.set_result(run)
+                    waiting.set_result(row.run)
 
     def stored(self) -> list[AgentRun]:
-        """Every try this writer committed, parsed from the JSON stored (the same records
-        :meth:`RunStore.runs` would read back, not the in-memory ones: a value JSON cannot
-        hold exactly, a tuple or a non-finite float, say, reads back as JSON has it)."""
-        return parse_stored(self._texts)
+        """Every try this writer committed: the records :meth:`RunStore.runs` would read
+        back (parsed from the stored JSON, not the in-memory ones: a value JSON cannot hold
+        exactly, a tuple or a non-finite float, say, reads back as JSON has it)."""
+        return list(self._stored)
 
     def close(self) -> None:
         """Store what is queued (tries that finished and passed their checks before the
         batch stopped), then accept no more. A group that fails here fails only its own
         tries (whatever stopped the batch is what the batch raises); a resume reruns them."""
         self._closed = True
+        if self._scheduled is not None:
+            self._scheduled.cancel()
         self.flush()
-        if self._flushing is not None:
-            self._flushing.cancel()
 
 
 def _crashed_at_start(run: AgentRun) -> bool:

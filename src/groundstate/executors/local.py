@@ -23,7 +23,7 @@ from groundstate.episode import (
     default_environment,
 )
 from groundstate.errors import ExecutorError
-from groundstate.executors._job import AgentFactory, SuiteKey, run_job, serve
+from groundstate.executors._job import AgentFactory, SuiteKey, prepared, run_job, serve
 from groundstate.loopthreads import in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
@@ -288,7 +288,7 @@ class _WorkerPool:
             if waiting is None:
                 continue
             if kind == "done":
-                _deliver(waiting.future, pickle.loads(value))
+                _deliver(waiting.future, prepared(pickle.loads(value)))
             else:
                 _deliver(waiting.future, ExecutorError(value))
 
