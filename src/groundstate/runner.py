@@ -50,6 +50,7 @@ from groundstate.store import (
     PreparedRun,
     Problem,
     RunStore,
+    parse_stored,
     prepare_run,
 )
 
@@ -436,14 +437,16 @@ class _GroupWriter:
         self._pending: list[tuple[PreparedRun, asyncio.Future[AgentRun]]] = []
         self._scheduled: asyncio.Handle | None = None
         self._closed = False
-        self._stored: list[AgentRun] = []
-        """Every try committed, in the order stored, as stored (parsed from its text)."""
+        self._texts: list[str] = []
+        """The stored JSON of every try committed, in the order stored (text, which the
+        collector never scans: a batch's records kept as models made every collection of
+        the batch longer)."""
 
     async def store(self, output: AttemptOutput) -> AgentRun:
         """Queue *output* for the next group and wait until it is stored."""
         if self._closed:  # the batch is unwinding: a try finished late is not stored
             raise asyncio.CancelledError
-        row = output.prepared or prepare_run(output.run, output.artifacts, as_stored=True)
+        row = output.prepared or prepare_run(output.run, output.artifacts)
         loop = asyncio.get_running_loop()
         stored: asyncio.Future[AgentRun] = loop.create_future()
         self._pending.append((row, stored))
@@ -464,15 +467,15 @@ class _GroupWriter:
                         waiting.set_exception(exc)
                 continue
             for row, waiting in group:
-                self._stored.append(row.run)
+                self._texts.append(row.text)
                 if not waiting.done():
                     waiting.set_result(row.run)
 
     def stored(self) -> list[AgentRun]:
-        """Every try this writer committed: the records :meth:`RunStore.runs` would read
-        back (parsed from the stored JSON, not the in-memory ones: a value JSON cannot hold
-        exactly, a tuple or a non-finite float, say, reads back as JSON has it)."""
-        return list(self._stored)
+        """Every try this writer committed, parsed from the JSON stored (the same records
+        :meth:`RunStore.runs` would read back, not the in-memory ones: a value JSON cannot
+        hold exactly, a tuple or a non-finite float, say, reads back as JSON has it)."""
+        return parse_stored(self._texts)
 
     def close(self) -> None:
         """Store what is queued (tries that finished and passed their checks before the

@@ -246,24 +246,23 @@ class PreparedRun:
 def _read_prepared(
     text: str, content: str, hashes: str, files: tuple[tuple[str, str, bytes], ...]
 ) -> PreparedRun:
-    return PreparedRun(AgentRun.model_validate_json(text), text, content, hashes, files)
+    return PreparedRun(_as_stored(text), text, content, hashes, files)
 
 
-def prepare_run(
-    run: AgentRun, artifacts: dict[str, str], *, as_stored: bool = False
-) -> PreparedRun:
-    """*run* and its *artifacts* (name -> text) ready for :meth:`RunStore.add_prepared`. With
-    *as_stored*, the record is parsed back from its text (what :meth:`RunStore.runs` would
-    read: a value JSON cannot hold exactly, a tuple or a non-finite float, reads as JSON has
-    it); otherwise it is *run* naming its artifacts."""
+def _as_stored(text: str) -> AgentRun:
+    """The record stored as *text* (parsed with the collector held off: see
+    :func:`parse_stored`)."""
+    return parse_stored([text])[0]
+
+
+def prepare_run(run: AgentRun, artifacts: dict[str, str]) -> PreparedRun:
+    """*run* and its *artifacts* (name -> text) ready for :meth:`RunStore.add_prepared`."""
     encoded = {name: text.encode("utf-8") for name, text in artifacts.items()}
     files = tuple((name, sha256_bytes(data), data) for name, data in encoded.items())
     run = run.model_copy(
         update={"artifact_locations": {name: f"sha256:{digest}" for name, digest, _ in files}}
     )
     text = run.model_dump_json()
-    if as_stored:
-        run = AgentRun.model_validate_json(text)
     hashes = json.dumps({name: digest for name, digest, _ in sorted(files)})
     return PreparedRun(run, text, record_hash(text), hashes, files)
 
@@ -1367,6 +1366,13 @@ def _labels_row_problems(
         detail = f"{where}: its batch, run, annotator or adjudicated columns were changed"
         return [problem.model_copy(update={"detail": detail})]
     return []
+
+
+def parse_stored(texts: Iterable[str]) -> list[AgentRun]:
+    """The records stored as *texts* (the :attr:`PreparedRun.text` of each): what
+    :meth:`RunStore.runs` would read back, without reading it."""
+    with _collector_paused():
+        return [AgentRun.model_validate_json(text) for text in texts]
 
 
 @contextmanager

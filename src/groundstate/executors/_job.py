@@ -50,7 +50,7 @@ async def run_job(
     task = suite.tasks[job.task_id]
     agent = _agent(job, suite, make_agent)
     output = await run_attempt(task, suite, job.system, agent, job.info, make_env)
-    row = prepare_run(output.run, output.artifacts, as_stored=True)
+    row = prepare_run(output.run, output.artifacts)
     return AttemptOutput(run=row.run, artifacts=output.artifacts, prepared=row)
 
 
