@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import os
 import pickle
@@ -171,6 +172,7 @@ def serve(
     if preload is not None:
         with suppress(Exception):
             suite_at(preload)
+    gc.freeze()  # the worker's suite and modules live as long as it: out of every collection
     free = threading.Semaphore(slots)
     while True:
         free.acquire()
