@@ -156,15 +156,32 @@ class _Watching:
 def test_a_batch_leaves_the_collector_as_it_found_it(tmp_path: Path, failing: bool) -> None:
     # The heap alive before the attempts is frozen while they run (out of the collector's
     # passes), and unfrozen after, however the batch ends; the collector stays enabled.
+    executor = _run_watched(tmp_path, failing)
+    assert executor.frozen and all(count > 0 for count in executor.frozen)
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_a_batch_leaves_what_its_embedder_froze_frozen(tmp_path: Path) -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        executor = _run_watched(tmp_path, failing=False)
+        # Not frozen again (that would add the objects made since), nor unfrozen after; a
+        # frozen object freed meanwhile leaves the count.
+        assert executor.frozen and all(count <= frozen for count in executor.frozen)
+        assert frozen - 1000 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
+
+
+def _run_watched(tmp_path: Path, failing: bool) -> _Watching:
     executor = _Watching()
     with RunStore(tmp_path / "runs.db") as store:
         runner = BatchRunner(load_suite(BANK), load_system(BANK_SYSTEM), store, executor=executor)
-        assert gc.get_freeze_count() == 0 and gc.isenabled()
         config = BatchConfig(attempts=3 if failing else 2)
         if failing:
             with pytest.raises(ExecutorError):
                 asyncio.run(runner.start(config))
         else:
             asyncio.run(runner.start(config))
-    assert executor.frozen and all(count > 0 for count in executor.frozen)
-    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    return executor
