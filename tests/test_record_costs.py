@@ -23,7 +23,7 @@ from groundstate.spec import system as system_module
 from groundstate.spec.canonical import hash_value
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import SystemSpec, UserSimulatorSection, load_system
-from groundstate.store import RunStore, parse_stored
+from groundstate.store import RunStore, parse_stored, prepare_run
 from groundstate.testing import FaultyEnvironments, FunctionAgent, attempt, scripted_system
 
 from .conftest import BANK, BANK_SYSTEM
@@ -195,7 +195,9 @@ def _stored_batch(store: RunStore) -> list[str]:
         (output.run.model_copy(update={"batch_id": batch_id, "run_id": f"r{n}", "attempt": n}), {})
         for n in (1, 2)
     ]
-    return [text for _, text in store.add_runs_as_stored(tries)]
+    prepared = [prepare_run(run, artifacts) for run, artifacts in tries]
+    store.add_prepared(prepared)
+    return [row.text for row in prepared]
 
 
 @pytest.mark.parametrize("enabled", [True, False], ids=["collector-on", "collector-off"])

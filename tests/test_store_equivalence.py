@@ -11,6 +11,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import pickle
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,9 +20,17 @@ import pytest
 
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.episode import AttemptInfo, AttemptOutput, run_attempt
+from groundstate.executors._job import prepared
 from groundstate.records import AgentRun
 from groundstate.spec.suite import load_suite
-from groundstate.store import BatchInfo, RunStore, chain_genesis, record_hash
+from groundstate.store import (
+    BatchInfo,
+    PreparedRun,
+    RunStore,
+    chain_genesis,
+    prepare_run,
+    record_hash,
+)
 from groundstate.testing import scripted_system
 
 from .conftest import BANK, EXAMPLES
@@ -94,14 +103,8 @@ def test_stored_records_and_artifacts_match_the_reference_byte_for_byte(
         first = store.add_run(outputs[0].run, outputs[0].artifacts)  # alone, then as a group
         stored = [first, *store.add_runs([(o.run, o.artifacts) for o in outputs[1:]])]
         assert store.verify("b").ok
-    with sqlite3.connect(path) as db:
-        got = db.execute(
-            "SELECT run_id, record, record_hash, artifact_hashes, chain_hash FROM runs ORDER BY seq"
-        ).fetchall()
-        chain = db.execute("SELECT length, head FROM chains WHERE batch_id = 'b'").fetchone()
     want = _reference_rows(outputs, genesis)
-    assert got == want
-    assert chain == (len(want), want[-1][4])
+    assert _stored_rows(path) == (want, (len(want), want[-1][4]))
     assert [r.model_dump_json() for r in stored] == [row[1] for row in want]
     for output in outputs:
         for text in output.artifacts.values():
@@ -109,6 +112,76 @@ def test_stored_records_and_artifacts_match_the_reference_byte_for_byte(
             file = tmp_path / "artifacts" / _sha(data)[:2] / _sha(data)[2:]
             assert file.read_bytes() == data
     assert not list((tmp_path / "artifacts").rglob(".tmp-*"))  # nothing left behind
+
+
+def _stored_rows(path: Path) -> tuple[list[tuple[str, ...]], tuple[int, str]]:
+    """Batch ``b``'s rows (as :func:`_reference_rows` gives them) and its chain's length and
+    head, read straight from the database."""
+    with sqlite3.connect(path) as db:
+        rows = db.execute(
+            "SELECT run_id, record, record_hash, artifact_hashes, chain_hash FROM runs ORDER BY seq"
+        ).fetchall()
+        chain = db.execute("SELECT length, head FROM chains WHERE batch_id = 'b'").fetchone()
+    return rows, chain
+
+
+def _shipped(row: PreparedRun) -> PreparedRun:
+    """*row* as a pool worker or a Ray task sends it back: pickled, then loaded."""
+    return pickle.loads(pickle.dumps(row))
+
+
+@pytest.mark.parametrize("suite", [EXAMPLES / "retail", BANK], ids=["retail", "bank"])
+def test_tries_prepared_where_they_ran_are_stored_byte_for_byte_as_the_reference(
+    suite: Path, tmp_path: Path
+) -> None:
+    # The executors serialise and hash each try where it ran and send back only its stored
+    # form; the writer stores that as it is. Same rows, chain and files as the reference.
+    outputs = _oracle_outputs(suite, "b")
+    rows = [_shipped(prepare_run(o.run, o.artifacts)) for o in outputs]
+    path = tmp_path / "runs.db"
+    with RunStore(path) as store:
+        genesis = _batch(store, "b")
+        store.add_prepared(rows[:1])  # alone, then as a group
+        store.add_prepared(rows[1:])
+        assert store.verify("b").ok
+        assert [row.run for row in rows] == store.runs("b")  # the records as read back
+    want = _reference_rows(outputs, genesis)
+    assert _stored_rows(path) == (want, (len(want), want[-1][4]))
+    for output, row in zip(outputs, rows, strict=True):
+        assert prepared(row).artifacts == output.artifacts
+
+
+def test_a_shipped_try_carries_its_stored_form_only(tmp_path: Path) -> None:
+    # Pickled, a prepared try is its text, hashes and files: loading parses the record from
+    # the text (what reading the row back gives), not a pickle of the in-memory model.
+    output = _oracle_outputs(BANK, "b")[0]
+    row = prepare_run(output.run, output.artifacts)
+    data = pickle.dumps(row)
+    assert b"AgentRun" not in data and b"pydantic" not in data
+    again = pickle.loads(data)
+    assert (again.text, again.content, again.hashes, again.files) == (
+        row.text, row.content, row.hashes, row.files
+    )  # fmt: skip
+    assert again.run == AgentRun.model_validate_json(row.text)
+
+
+def test_artifacts_with_the_same_text_keep_every_name(tmp_path: Path) -> None:
+    # Two names, one digest: both are recorded, the file is written once, and the worker's
+    # shipped form gives both names back.
+    output = _oracle_outputs(BANK, "b")[0]
+    artifacts = {**output.artifacts, "stdout.txt": "same\n", "stderr.txt": "same\n", "e": ""}
+    row = _shipped(prepare_run(output.run, artifacts))
+    assert prepared(row).artifacts == artifacts
+    with RunStore(tmp_path / "runs.db") as store:
+        _batch(store, "b")
+        store.add_prepared([row])
+        run = store.run(output.run.run_id)
+        assert set(run.artifact_locations) == set(artifacts)
+        assert run.artifact_locations["stdout.txt"] == run.artifact_locations["stderr.txt"]
+        assert {n: store.read_artifact(loc) for n, loc in run.artifact_locations.items()} == (
+            artifacts
+        )
+        assert store.verify("b").ok
 
 
 def _file(store: RunStore, location: str) -> Path:

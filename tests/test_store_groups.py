@@ -4,6 +4,7 @@ at all, chained in order; a failing group leaves the store as it was."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from groundstate.episode import AttemptJob, AttemptOutput
-from groundstate.errors import StoreError
+from groundstate.errors import ExecutorError, StoreError
 from groundstate.executors import InProcessExecutor
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, BatchRunner
@@ -103,13 +104,13 @@ def test_tries_finishing_together_are_stored_in_one_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     groups: list[int] = []
-    add_runs = RunStore.add_runs_as_stored  # what the runner stores each group with
+    add_prepared = RunStore.add_prepared  # what the runner stores each group with
 
-    def counted(self: RunStore, tries: Any) -> list[tuple[AgentRun, str]]:
-        groups.append(len(tries))
-        return add_runs(self, tries)
+    def counted(self: RunStore, rows: Any, **kwargs: Any) -> None:
+        groups.append(len(rows))
+        add_prepared(self, rows, **kwargs)
 
-    monkeypatch.setattr(RunStore, "add_runs_as_stored", counted)
+    monkeypatch.setattr(RunStore, "add_prepared", counted)
     stored: list[AgentRun] = []
     with RunStore(tmp_path / "runs.db") as store:
         runner = BatchRunner(
@@ -125,3 +126,62 @@ def test_tries_finishing_together_are_stored_in_one_commit(
         assert sorted(r.run_id for r in stored) == sorted(r.run_id for r in result.runs)
         assert sorted(r.attempt for r in result.final) == list(range(1, 7))
         assert store.verify(result.batch.batch_id).ok
+
+
+class _Watching:
+    """Runs attempts in-process, noting whether the collector had the heap frozen while each
+    ran; the third agent attempt fails (as an executor whose worker died does)."""
+
+    name = "in-process"
+
+    def __init__(self) -> None:
+        self._inner = InProcessExecutor(load_suite(BANK))
+        self.frozen: list[int] = []
+
+    def open(self, concurrency: int) -> None:
+        self._inner.open(concurrency)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def run(self, job: AttemptJob) -> AttemptOutput:
+        if job.info.batch_id not in ("canary", "smoke"):
+            self.frozen.append(gc.get_freeze_count())
+            if len(self.frozen) == 3:
+                raise ExecutorError("the worker died")
+        return await self._inner.run(job)
+
+
+@pytest.mark.parametrize("failing", [False, True], ids=["completed", "failed"])
+def test_a_batch_leaves_the_collector_as_it_found_it(tmp_path: Path, failing: bool) -> None:
+    # The heap alive before the attempts is frozen while they run (out of the collector's
+    # passes), and unfrozen after, however the batch ends; the collector stays enabled.
+    executor = _run_watched(tmp_path, failing)
+    assert executor.frozen and all(count > 0 for count in executor.frozen)
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_a_batch_leaves_what_its_embedder_froze_frozen(tmp_path: Path) -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        executor = _run_watched(tmp_path, failing=False)
+        # Not frozen again (that would add the objects made since), nor unfrozen after; a
+        # frozen object freed meanwhile leaves the count.
+        assert executor.frozen and all(count <= frozen for count in executor.frozen)
+        assert frozen - 1000 < gc.get_freeze_count() <= frozen
+    finally:
+        gc.unfreeze()
+
+
+def _run_watched(tmp_path: Path, failing: bool) -> _Watching:
+    executor = _Watching()
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(load_suite(BANK), load_system(BANK_SYSTEM), store, executor=executor)
+        config = BatchConfig(attempts=3 if failing else 2)
+        if failing:
+            with pytest.raises(ExecutorError):
+                asyncio.run(runner.start(config))
+        else:
+            asyncio.run(runner.start(config))
+    return executor

@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from groundstate.agents.base import Session
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, BatchRunner, plan_batch
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
-from groundstate.store import LEASE_TIMEOUT, BatchLeased, RunStore
+from groundstate.store import LEASE_TIMEOUT, BatchLeased, PreparedRun, RunStore, prepare_run
+from groundstate.testing import FunctionAgent, attempt
 
 from .conftest import BANK, BANK_SYSTEM, resume_bank, stored_runs
 
@@ -151,3 +153,61 @@ def test_a_runner_whose_lease_was_taken_over_stores_nothing_more(tmp_path: Path)
         assert len(runs.runs(runner.batch_id)) == 2
         lease = runs.lease(runner.batch_id)
         assert lease is not None and lease.host == "elsewhere.example"  # theirs, left alone
+
+
+def _leased_group(tmp_path: Path) -> tuple[Path, str, list[PreparedRun]]:
+    """A store with an empty bank batch, and two of its tries prepared for storing."""
+    store = tmp_path / "runs.db"
+    batch_id = _empty_batch(store, BANK_SYSTEM, 2)
+    output = attempt(load_suite(BANK), "transfer", FunctionAgent(_transfer))
+    rows = [
+        prepare_run(
+            output.run.model_copy(update={"batch_id": batch_id, "run_id": f"r{n}", "attempt": n}),
+            output.artifacts,
+        )
+        for n in (1, 2)
+    ]
+    return store, batch_id, rows
+
+
+async def _transfer(session: Session) -> str:
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    return "done"
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [(1, socket.gethostname()), (os.getpid(), "elsewhere.example"), (os.getpid() + 1, None)],
+    ids=["other-pid", "other-host", "other-pid-same-host"],
+)
+def test_a_group_is_stored_only_while_its_lease_is_held(
+    tmp_path: Path, holder: tuple[int, str | None]
+) -> None:
+    # Checked in the group's own transaction: another holder (any pid or host but this
+    # process's), live or not, stops the whole group, and its lease is left alone.
+    store, batch_id, rows = _leased_group(tmp_path)
+    pid, host = holder
+    _hold(store, batch_id, pid, host or socket.gethostname(), datetime.now(UTC))
+    with RunStore(store) as runs:
+        with pytest.raises(BatchLeased):
+            runs.add_prepared(rows, leased=batch_id)
+        assert runs.runs(batch_id) == []
+        lease = runs.lease(batch_id)
+        assert lease is not None and (lease.pid, lease.host) == (pid, host or socket.gethostname())
+        assert runs.verify(batch_id).ok
+
+
+def test_a_group_is_stored_under_this_process_lease_or_one_removed_by_hand(
+    tmp_path: Path,
+) -> None:
+    store, batch_id, rows = _leased_group(tmp_path)
+    with RunStore(store) as runs:
+        runs.acquire_lease(batch_id)
+        runs.add_prepared(rows[:1], leased=batch_id)
+        with sqlite3.connect(store) as db:
+            db.execute("DELETE FROM leases")  # by hand: this process still runs the batch
+        runs.add_prepared(rows[1:], leased=batch_id)
+        assert [r.run_id for r in runs.runs(batch_id)] == ["r1", "r2"]
+        lease = runs.lease(batch_id)
+        assert lease is not None and lease.mine()
+        assert runs.verify(batch_id).ok

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from groundstate import turns
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
@@ -59,6 +59,9 @@ from groundstate.trace import (
 from groundstate.turns import Turn
 from groundstate.users import make_user
 from groundstate.workdirs import temp_root
+
+if TYPE_CHECKING:
+    from groundstate.store import PreparedRun
 
 _T = TypeVar("_T")
 
@@ -140,6 +143,9 @@ class AttemptOutput:
 
     run: AgentRun
     artifacts: dict[str, str]
+    prepared: PreparedRun | None = None
+    """The record as the store writes it, when the executor prepared it where the attempt
+    ran (see :func:`groundstate.store.prepare_run`); then :attr:`run` is the record as stored."""
 
 
 @dataclass(frozen=True)

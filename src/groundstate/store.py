@@ -14,6 +14,7 @@ deletions, not a forger who recomputes every hash (see docs/reliability.md).
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import json
@@ -23,6 +24,7 @@ import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar
@@ -216,22 +218,53 @@ class StoredRun(NamedTuple):
     text: str
 
 
-class _Prepared(NamedTuple):
-    """A try ready to insert: the record naming its stored artifacts, its text and hashes."""
+@dataclass(frozen=True, slots=True)
+class PreparedRun:
+    """A try in the form the store writes it: the record naming its stored artifacts, its
+    JSON text, the hashes of both, and the artifacts' bytes under their digests.
+
+    Made by :func:`prepare_run` wherever the attempt ran (its thread, a pool worker, a Ray
+    task), so that the batch's single writer only writes (:meth:`RunStore.add_prepared`):
+    serialising and hashing a record cost more than its commit. Pickled, it is its text,
+    hashes and files only; unpickled, its record is parsed from the text, which is what
+    reading the row back gives (and cheaper than unpickling the record itself)."""
 
     run: AgentRun
     text: str
+    """The record as stored: ``run.model_dump_json()``."""
     content: str
+    """:func:`record_hash` of :attr:`text`."""
     hashes: str
+    """The ``artifact_hashes`` column: artifact name -> digest, sorted, as JSON."""
+    files: tuple[tuple[str, str, bytes], ...]
+    """Each artifact's name, sha256 digest and UTF-8 bytes."""
 
-    @classmethod
-    def of(cls, run: AgentRun, locations: dict[str, str]) -> _Prepared:
-        run = run.model_copy(update={"artifact_locations": locations})
-        text = run.model_dump_json()
-        hashes = json.dumps(
-            {name: loc.removeprefix("sha256:") for name, loc in sorted(locations.items())}
-        )
-        return cls(run, text, record_hash(text), hashes)
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_read_prepared, (self.text, self.content, self.hashes, self.files))
+
+
+def _read_prepared(
+    text: str, content: str, hashes: str, files: tuple[tuple[str, str, bytes], ...]
+) -> PreparedRun:
+    return PreparedRun(_as_stored(text), text, content, hashes, files)
+
+
+def _as_stored(text: str) -> AgentRun:
+    """The record stored as *text* (parsed with the collector held off: see
+    :func:`parse_stored`)."""
+    return parse_stored([text])[0]
+
+
+def prepare_run(run: AgentRun, artifacts: dict[str, str]) -> PreparedRun:
+    """*run* and its *artifacts* (name -> text) ready for :meth:`RunStore.add_prepared`."""
+    encoded = {name: text.encode("utf-8") for name, text in artifacts.items()}
+    files = tuple((name, sha256_bytes(data), data) for name, data in encoded.items())
+    run = run.model_copy(
+        update={"artifact_locations": {name: f"sha256:{digest}" for name, digest, _ in files}}
+    )
+    text = run.model_dump_json()
+    hashes = json.dumps({name: digest for name, digest, _ in sorted(files)})
+    return PreparedRun(run, text, record_hash(text), hashes, files)
 
 
 class BatchInfo(BaseModel):
@@ -417,13 +450,13 @@ class Lease(BaseModel):
 
     def mine(self) -> bool:
         """Held by this process."""
-        return (self.pid, self.host) == (os.getpid(), socket.gethostname())
+        return (self.pid, self.host) == (os.getpid(), _hostname())
 
     def stale(self, now: datetime) -> bool:
         """Stale when its heartbeat is too old, or its process is gone from this host."""
         if now - self.heartbeat > LEASE_TIMEOUT:
             return True
-        return self.host == socket.gethostname() and not pid_alive(self.pid)
+        return self.host == _hostname() and not pid_alive(self.pid)
 
 
 class BatchLeased(GroundstateError):
@@ -484,6 +517,7 @@ class RunStore:
         is an error naming *path*, and no folder or database is made."""
         self.path = Path(path)
         self.artifacts = self.path.parent / "artifacts"
+        self._artifact_root = str(self.artifacts)
         if not create and not self.path.is_file():
             raise StoreError(
                 f"no run store at {self.path}: nothing has been run here yet (`groundstate run` "
@@ -546,18 +580,23 @@ class RunStore:
         is wholly stored or not at all: a crash leaves the group out, never part of a record.
         A duplicate try stores none of the group. Returns the records as stored (with their
         artifact locations)."""
-        return [run for run, _ in self.add_runs_as_stored(tries)]
+        prepared = [prepare_run(run, artifacts) for run, artifacts in tries]
+        self.add_prepared(prepared)
+        return [row.run for row in prepared]
 
-    def add_runs_as_stored(
-        self, tries: Sequence[tuple[AgentRun, dict[str, str]]]
-    ) -> list[tuple[AgentRun, str]]:
-        """:meth:`add_runs`, returning each record with its stored JSON text: what reading
-        the row back would parse, without reading it."""
-        prepared = [_Prepared.of(run, {n: self.put_artifact(t) for n, t in artifacts.items()})
-                    for run, artifacts in tries]  # fmt: skip
+    def add_prepared(self, rows: Sequence[PreparedRun], *, leased: str | None = None) -> None:
+        """:meth:`add_runs` for tries already prepared (:func:`prepare_run`). With *leased*,
+        the group is stored only while this process holds that batch's lease, checked in the
+        same transaction (:class:`BatchLeased` otherwise; a lease row removed by hand is
+        put back, as :meth:`heartbeat` does)."""
+        for row in rows:
+            for _, digest, data in row.files:
+                self._put(digest, data)
         heads: dict[str, tuple[int, str]] = {}
         with self._transaction() as db:
-            for row in prepared:
+            if leased is not None:
+                self._hold(db, leased, datetime.now(UTC).isoformat(), renew=False)
+            for row in rows:
                 batch_id = row.run.batch_id
                 length, head = heads.get(batch_id) or self._chain_head(db, batch_id)
                 heads[batch_id] = (length + 1, self._insert_run(db, row, length + 1, head))
@@ -565,9 +604,8 @@ class RunStore:
                 "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
                 [(batch_id, length, head) for batch_id, (length, head) in heads.items()],
             )
-        return [(row.run, row.text) for row in prepared]
 
-    def _insert_run(self, db: sqlite3.Connection, row: _Prepared, seq: int, head: str) -> str:
+    def _insert_run(self, db: sqlite3.Connection, row: PreparedRun, seq: int, head: str) -> str:
         """Insert one prepared record as link *seq* after *head*; return its chain hash."""
         run = row.run
         chain = chain_link(head, run.run_id, row.content, row.hashes)
@@ -713,13 +751,18 @@ class RunStore:
         """
         data = text.encode("utf-8")
         digest = sha256_bytes(data)
-        target = self._artifact_path(digest)
-        if _size(target) != len(data):
-            try:
-                _create(target, data)
-            except FileExistsError:  # partial, or being written by another process
-                _replace(target, data)
+        self._put(digest, data)
         return f"sha256:{digest}"
+
+    def _put(self, digest: str, data: bytes) -> None:
+        """Store *data* under *digest* (see :meth:`put_artifact`): created exclusively first,
+        since a new artifact is the common case (one system call fewer than looking first)."""
+        target = os.path.join(self._artifact_root, digest[:2], digest[2:])
+        try:
+            _create(target, data)
+        except FileExistsError:  # stored already, partial, or being written by another process
+            if _size(target) != len(data):
+                _replace(target, data)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -739,7 +782,7 @@ class RunStore:
         mine = Lease(
             batch_id=batch_id,
             pid=os.getpid(),
-            host=socket.gethostname(),
+            host=_hostname(),
             started_at=now,
             heartbeat=now,
         )
@@ -757,27 +800,38 @@ class RunStore:
     def heartbeat(self, batch_id: str) -> None:
         """Renew this process's lease; raise :class:`BatchLeased` if another process took it
         over (this one stalled past the timeout), so it stores nothing more in the batch."""
-        now = datetime.now(UTC).isoformat()
         with self._transaction() as db:
-            renewed = db.execute(
+            self._hold(db, batch_id, datetime.now(UTC).isoformat(), renew=True)
+
+    def _hold(self, db: sqlite3.Connection, batch_id: str, now: str, *, renew: bool) -> None:
+        """Check in transaction *db* that this process holds *batch_id*'s lease (its heartbeat
+        set to *now* when *renew*); raise :class:`BatchLeased` if another process holds it.
+        A lease row removed by hand is put back: this process still runs the batch."""
+        me = (batch_id, os.getpid(), _hostname())
+        if renew:
+            held = db.execute(
                 "UPDATE leases SET heartbeat = ? WHERE batch_id = ? AND pid = ? AND host = ?",
-                (now, batch_id, os.getpid(), socket.gethostname()),
+                (now, *me),
             ).rowcount
-            if renewed:
-                return
-            held = self._lease(db, batch_id)
-            if held is not None:
-                raise BatchLeased(held)
-            db.execute(  # the row was removed by hand: this process still runs the batch
-                "INSERT INTO leases VALUES (?, ?, ?, ?, ?)",
-                (batch_id, os.getpid(), socket.gethostname(), now, now),
+        else:
+            held = (
+                db.execute(
+                    "SELECT 1 FROM leases WHERE batch_id = ? AND pid = ? AND host = ?", me
+                ).fetchone()
+                is not None
             )
+        if held:
+            return
+        other = self._lease(db, batch_id)
+        if other is not None:
+            raise BatchLeased(other)
+        db.execute("INSERT INTO leases VALUES (?, ?, ?, ?, ?)", (*me, now, now))
 
     def release_lease(self, batch_id: str) -> None:
         with self._transaction() as db:
             db.execute(
                 "DELETE FROM leases WHERE batch_id = ? AND pid = ? AND host = ?",
-                (batch_id, os.getpid(), socket.gethostname()),
+                (batch_id, os.getpid(), _hostname()),
             )
 
     def lease(self, batch_id: str) -> Lease | None:
@@ -1167,7 +1221,7 @@ def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
     )
 
 
-def _size(path: Path) -> int | None:
+def _size(path: str | Path) -> int | None:
     """The size of the file at *path*, or None when there is none."""
     try:
         return os.stat(path).st_size
@@ -1178,26 +1232,42 @@ def _size(path: Path) -> int | None:
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
 
 
-def _create(target: Path, data: bytes) -> None:
+def _create(target: str, data: bytes) -> None:
     """Write *data* to a new file *target* (its folder made if needed), readable by this user
     only, as the temporary files artifacts were once renamed from; FileExistsError when
     *target* exists."""
     try:
         fd = os.open(target, _NEW_FILE, 0o600)
     except FileNotFoundError:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
         fd = os.open(target, _NEW_FILE, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
 
 
-def _replace(target: Path, data: bytes) -> None:
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _replace(target: str, data: bytes) -> None:
     """Replace whatever is at *target* with *data* at once: readers see the old file or the
     whole new one."""
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-")
+    try:
+        _write_all(fd, data)
+    finally:
+        os.close(fd)
     os.replace(tmp, target)
+
+
+@functools.cache
+def _hostname() -> str:
+    """This machine's name, as leases record it (asked once: it is a system call)."""
+    return socket.gethostname()
 
 
 def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) -> BatchSummary:
@@ -1299,8 +1369,8 @@ def _labels_row_problems(
 
 
 def parse_stored(texts: Iterable[str]) -> list[AgentRun]:
-    """The records stored as *texts* (as :meth:`RunStore.add_runs_as_stored` returns them):
-    what :meth:`RunStore.runs` would read back, without reading it."""
+    """The records stored as *texts* (the :attr:`PreparedRun.text` of each): what
+    :meth:`RunStore.runs` would read back, without reading it."""
     with _collector_paused():
         return [AgentRun.model_validate_json(text) for text in texts]
 

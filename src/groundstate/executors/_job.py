@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import multiprocessing
 import os
 import pickle
@@ -29,6 +30,7 @@ from groundstate.episode import (
 from groundstate.errors import ExecutorError
 from groundstate.loopthreads import Done, Outcome, submit
 from groundstate.spec.suite import Suite, load_suite, with_environment
+from groundstate.store import PreparedRun, prepare_run
 from groundstate.workdirs import TMPDIR_ENV
 
 AgentFactory = Callable[[], Agent]
@@ -43,10 +45,21 @@ async def run_job(
     make_agent: AgentFactory | None = None,
     make_env: EnvironmentFactory = default_environment,
 ) -> AttemptOutput:
-    """Build the job's agent (its solution, the factory, or the system spec) and run it."""
+    """Build the job's agent (its solution, the factory, or the system spec) and run it; the
+    output comes back prepared for the store (serialised and hashed here, where the attempt
+    ran, so the batch's single writer only writes it)."""
     task = suite.tasks[job.task_id]
     agent = _agent(job, suite, make_agent)
-    return await run_attempt(task, suite, job.system, agent, job.info, make_env)
+    output = await run_attempt(task, suite, job.system, agent, job.info, make_env)
+    row = prepare_run(output.run, output.artifacts)
+    return AttemptOutput(run=row.run, artifacts=output.artifacts, prepared=row)
+
+
+def prepared(row: PreparedRun) -> AttemptOutput:
+    """The output of an attempt prepared for the store: what a worker's :class:`PreparedRun`
+    (all it sends back) stands for."""
+    artifacts = {name: data.decode("utf-8") for name, _, data in row.files}
+    return AttemptOutput(run=row.run, artifacts=artifacts, prepared=row)
 
 
 def _agent(job: AttemptJob, suite: Suite, make_agent: AgentFactory | None) -> Agent:
@@ -85,21 +98,27 @@ def suite_at(key: SuiteKey) -> Suite:
         return _suites[key]
 
 
-def execute(job: AttemptJob) -> AttemptOutput:
-    """Run *job* in a worker (a Ray task) and return its record.
+def execute(job: AttemptJob) -> PreparedRun:
+    """Run *job* in a worker (a Ray task) and return its record, prepared for the store (it
+    travels back as its stored text: see :class:`PreparedRun`).
 
     Failures outside the attempt (the suite cannot be loaded, the agent cannot be built)
     come back as :class:`ExecutorError` with a plain message: an exception class with its own
     constructor arguments may not survive pickling back to the parent.
     """
     try:
-        return asyncio.run(_job_attempt(job))
+        return _prepared(asyncio.run(_job_attempt(job)))
     except Exception as exc:
         raise _plain(exc) from None
 
 
 async def _job_attempt(job: AttemptJob) -> AttemptOutput:
     return await run_job(job, job_suite(job))
+
+
+def _prepared(output: AttemptOutput | None) -> PreparedRun:
+    assert output is not None and output.prepared is not None  # run_job prepares it
+    return output.prepared
 
 
 def _plain(exc: BaseException) -> ExecutorError:
@@ -153,6 +172,7 @@ def serve(
     if preload is not None:
         with suppress(Exception):
             suite_at(preload)
+    gc.freeze()  # the worker's suite and modules live as long as it: out of every collection
     free = threading.Semaphore(slots)
     while True:
         free.acquire()
@@ -173,8 +193,9 @@ def _reporter(key: int, results: Queue[Message], free: threading.Semaphore) -> D
         try:
             if error is not None:
                 raise error
-            # Pickled here, not in the queue's feeder thread, where a failure would be lost.
-            message = ("done", key, pickle.dumps(output))
+            # Pickled here, not in the queue's feeder thread, where a failure would be lost;
+            # only the stored form travels (see PreparedRun).
+            message = ("done", key, pickle.dumps(_prepared(output)))
         except BaseException as exc:  # with a plain message (see execute)
             plain = _plain(exc) if isinstance(exc, Exception) else exc
             message = ("failed", key, str(plain) or type(plain).__name__)

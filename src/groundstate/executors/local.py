@@ -23,14 +23,16 @@ from groundstate.episode import (
     default_environment,
 )
 from groundstate.errors import ExecutorError
-from groundstate.executors._job import AgentFactory, SuiteKey, run_job, serve
+from groundstate.executors._job import AgentFactory, SuiteKey, prepared, run_job, serve
 from groundstate.loopthreads import in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.workdirs import process_dir
 
-_Started = asyncio.Future[asyncio.Task[AttemptOutput]]
-"""The attempt's task in its own loop, once it runs (to cancel it from the batch's loop)."""
+_Started = list[asyncio.Task[AttemptOutput]]
+"""The attempt's task in its own loop, once it runs (to cancel it from the batch's loop): set
+by the attempt's thread, read only when the batch cancels it. A plain list, not a future of
+the batch's loop, which the thread would have to wake once per attempt to settle."""
 
 UNWIND_TIMEOUT = 10.0
 """Seconds a cancelled attempt gets to close its environment before the batch stops anyway."""
@@ -107,8 +109,7 @@ class InProcessExecutor:
         """Nothing to stop: a cancelled attempt unwinds in :meth:`run`."""
 
     async def run(self, job: AttemptJob) -> AttemptOutput:
-        outer = asyncio.get_running_loop()
-        started: _Started = outer.create_future()
+        started: _Started = []
         turns = self._turns
         ticket = turns.ticket() if turns is not None else 0
 
@@ -123,7 +124,7 @@ class InProcessExecutor:
 
         async def attempt() -> AttemptOutput:
             current: asyncio.Task[AttemptOutput] = asyncio.current_task()  # type: ignore[assignment]
-            outer.call_soon_threadsafe(_settle, started, current)
+            started.append(current)
             if turns is not None:
                 turns.wait(ticket)  # blocks this attempt's own thread only
             try:
@@ -141,16 +142,11 @@ class InProcessExecutor:
             raise
 
 
-def _settle(future: _Started, task: asyncio.Task[AttemptOutput]) -> None:
-    if not future.done():
-        future.set_result(task)
-
-
 async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput]) -> None:
     """Cancel the attempt in its own loop and wait (bounded) until it has closed its
     environment, as it did when attempts shared the batch's loop."""
-    if started.done():
-        task = started.result()
+    if started:
+        task = started[0]
         with suppress(RuntimeError):  # its loop has just finished
             task.get_loop().call_soon_threadsafe(task.cancel)
     with suppress(BaseException):
@@ -288,7 +284,7 @@ class _WorkerPool:
             if waiting is None:
                 continue
             if kind == "done":
-                _deliver(waiting.future, pickle.loads(value))
+                _deliver(waiting.future, prepared(pickle.loads(value)))
             else:
                 _deliver(waiting.future, ExecutorError(value))
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from groundstate.episode import AttemptJob, AttemptOutput
 from groundstate.errors import ExecutorError
-from groundstate.executors._job import execute
+from groundstate.executors._job import execute, prepared
+from groundstate.store import PreparedRun
 from groundstate.workdirs import TMPDIR_ENV, process_dir
 
 MISSING = "--executor ray needs Ray: pip install 'groundstate[ray]'"
@@ -70,7 +71,7 @@ class RayExecutor:
             raise ExecutorError("the Ray executor is not open")
         ray = _import_ray()
         try:
-            output: AttemptOutput = await self._remote.remote(job)
+            row: PreparedRun = await self._remote.remote(job)
         except ray.exceptions.RayTaskError as exc:
             cause = exc.as_instanceof_cause()
             if isinstance(cause, ExecutorError):
@@ -78,7 +79,7 @@ class RayExecutor:
             raise ExecutorError(f"a Ray task failed: {exc}") from None
         except ray.exceptions.RayError as exc:
             raise ExecutorError(f"Ray could not run task {job.task_id!r}: {exc}") from None
-        return output
+        return prepared(row)
 
 
 def require_ray() -> None:
