@@ -14,6 +14,7 @@ import contextlib
 import math
 import os
 import shutil
+import sqlite3
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,7 @@ from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import BudgetsSection
 from groundstate.testing import FunctionAgent, attempt, scripted_system
 from groundstate.trace import MessageEvent, ToolCallEvent
+from groundstate.workdirs import temp_root
 
 from .conftest import BANK, EXAMPLES
 
@@ -473,3 +475,67 @@ def test_an_mcp_program_cannot_act_or_finish_again_after_finishing(tmp_path: Pat
     assert run.final_message == "I changed nothing."
     assert not _calls(run)  # the call after ``finish`` never reached the tools
     assert run.task_id == TASK
+
+
+# --- objects the agent is handed ----------------------------------------------------------
+
+
+def test_an_agent_that_edits_the_tool_schemas_it_is_shown_changes_no_tool(bank: Suite) -> None:
+    """An adapter that tidies schemas in place (drops ``required``, loosens a type) must not
+    change what the gateway checks, in this attempt or the next: with ``required`` gone, a
+    call without arguments would crash the tool (an invalid attempt of the agent's making)."""
+
+    async def tidies_schemas(session: Session) -> str:
+        for spec in session.tools:
+            spec.parameters.pop("required", None)
+            spec.parameters["additionalProperties"] = True
+            for prop in spec.parameters.get("properties", {}).values():
+                prop["type"] = "string"
+        result = await session.call("transfer", {})
+        assert result.error_class == "invalid_arguments", result
+        return "nothing done"
+
+    run = _run(bank, tidies_schemas)
+    assert run.terminal_reason == "agent_failure/incorrect_state"
+    assert run.valid
+    _then_honest(bank)
+    (schema,) = [t.parameters for t in bank.tools.values() if t.name == "transfer"]
+    assert schema["required"] == ["source", "target", "amount"]
+
+
+# --- around the gateway -------------------------------------------------------------------
+
+
+def _live_databases() -> list[Path]:
+    return sorted((temp_root() / f"pid-{os.getpid()}").glob("*/live.db"))
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_writing_the_database_behind_the_gateway_is_a_prohibited_action(
+    bank: Suite, journal: str
+) -> None:
+    """The agent finds its database file and does the transfer with its own connection: no
+    tool ran, no constraint saw it, the state is right. It must not pass."""
+
+    async def writes_directly(session: Session) -> str:
+        await session.say("What is your PIN?")
+        await session.call("check_pin", {"account": "A", "pin": "1234"})
+        for path in _live_databases():
+            with contextlib.suppress(sqlite3.Error):
+                db = sqlite3.connect(path, timeout=0.1)
+                if journal == "wal":
+                    db.execute("PRAGMA journal_mode=WAL")
+                with db:
+                    db.execute("UPDATE accounts SET balance = balance - 30 WHERE id = 'A'")
+                    db.execute("UPDATE accounts SET balance = balance + 30 WHERE id = 'B'")
+                    db.execute(
+                        "INSERT INTO transfers (source, target, amount, at) "
+                        "VALUES ('A', 'B', 30, '2026-01-15T10:00:00+00:00')"
+                    )
+                db.close()
+        return "Moved 30 from A to B."
+
+    run = _run(bank, writes_directly)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert run.infrastructure_status["stop"]["stage"] == "outside_gateway"
+    _then_honest(bank)

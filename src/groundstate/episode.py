@@ -84,6 +84,8 @@ _OUTLASTED: dict[tuple[str, Any], int] = {}
 """For each tool, how many of its latest calls in a row outlasted the lease."""
 
 USER_SIMULATOR = "user_simulator"
+OUTSIDE = "outside_gateway"
+"""The stage of a write the environment saw that no tool call made."""
 END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
 without it (a tool blocked in Python cannot be interrupted)."""
@@ -155,7 +157,8 @@ class Stop:
     """The stop (an :class:`AgentStop` or an :class:`EnvironmentFailure`)."""
     stage: str
     """Where it happened: ``tool_call``, ``message``, ``usage``, ``give_up``, ``time_limit``,
-    ``user_simulator`` or ``final`` (the final reply broke the protocol)."""
+    ``user_simulator``, ``final`` (the final reply broke the protocol) or ``outside_gateway``
+    (the environment was written behind the gateway)."""
     step: int
     at: float
 
@@ -234,8 +237,10 @@ class EpisodeSession:
     @property
     def tools(self) -> list[ToolSpec]:
         overrides = self._system.harness.tool_descriptions
+        # Each schema a copy: an adapter that tidies one in place (drops ``required``) must
+        # not change what the gateway checks, in this attempt or any later one.
         return [
-            ToolSpec(t.name, overrides.get(t.name, t.description), t.parameters)
+            ToolSpec(t.name, overrides.get(t.name, t.description), _plain_data(t.parameters))
             for t in self._tools.values()
         ]
 
@@ -640,6 +645,7 @@ async def _episode(
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         session.end()
         _back_to(cwd, progress)
+    _check_outside_writes(env, session)
     _take_stop(session, progress)  # after the end: a call still in flight may have latched one
     if session.blocked_call is not None:
         progress.evidence["blocked_in_tool"] = session.blocked_call
@@ -667,6 +673,22 @@ def reset_checked(env: Environment, task: AgentTask, seed: int | None = None) ->
             f"reset gave state {initial_hash[:12]}, the task declares {declared[:12]}"
         )
     return initial_hash
+
+
+def _check_outside_writes(env: Environment, session: EpisodeSession) -> None:
+    """Latch a prohibited action when the environment was written behind the gateway (an
+    in-process agent that opened the database file itself): the state it left is graded on
+    no tool call, so no constraint saw how it came about. Environments that cannot tell
+    (no ``written_outside_calls``) are not checked."""
+    written = getattr(env, "written_outside_calls", None)
+    if session.blocked_call is not None or written is None:
+        return  # a tool still running may be mid-write: no sound reading
+    try:
+        reason = written()
+    except Exception:  # unreadable: the final state read will say so
+        return
+    if reason is not None:
+        session.latch(ProhibitedAction(f"written behind the tool gateway: {reason}"), OUTSIDE)
 
 
 def _back_to(cwd: str, progress: _Progress) -> None:
