@@ -542,9 +542,25 @@ def _plain_data(args: Any) -> Any:
     and the agent's helper thread could change a nested list while the tool runs. What is
     not JSON is left for the gateway to refuse as invalid arguments."""
     try:
-        return json.loads(json.dumps(args, allow_nan=False))
+        return _copied(args)
     except (TypeError, ValueError, RecursionError):
         return args
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copied(value: Any) -> Any:
+    """A copy of *value*: plain dicts, lists and scalars directly (most arguments; a JSON
+    round trip costs several times more), anything else (a subclass, a tuple) through JSON."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list:
+        return [_copied(item) for item in value]
+    if kind is dict and all(type(key) is str for key in value):
+        return {key: _copied(item) for key, item in value.items()}
+    return json.loads(json.dumps(value, allow_nan=False))
 
 
 def _odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
