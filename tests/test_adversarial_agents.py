@@ -571,3 +571,41 @@ def test_a_helper_thread_writing_the_database_while_it_is_graded_cannot_pass(ban
         "agent_failure/prohibited_action",
         "agent_failure/incorrect_state",
     )
+
+
+# --- blocking without sleeping ----------------------------------------------------------------
+
+
+def _block_on_an_event() -> None:
+    threading.Event().wait(3)
+
+
+def _block_reading_a_pipe() -> None:
+    read, write = os.pipe()
+    threading.Timer(1.5, os.write, (write, b"x")).start()  # long after the limit
+    try:
+        os.read(read, 1)
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+@pytest.mark.parametrize("block", [_block_on_an_event, _block_reading_a_pipe])
+def test_an_agent_blocked_in_a_wait_ends_at_the_time_limit_and_its_late_calls_are_refused(
+    tmp_path: Path, block: Callable[[], None]
+) -> None:
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root)
+    task = root / "tasks" / "transfer.yaml"
+    task.write_text(task.read_text().replace("time_limit: 5", "time_limit: 0.3"))
+    suite = load_suite(root)
+
+    async def blocks_then_works(session: Session) -> str:
+        block()
+        return await _do_the_task(session)
+
+    started = time.perf_counter()
+    run = _run(suite, blocks_then_works)
+    assert run.terminal_reason == "agent_failure/time_limit"
+    assert time.perf_counter() - started < 2.5
+    assert run.initial_state_hash == run.final_state_hash
