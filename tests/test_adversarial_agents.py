@@ -38,7 +38,7 @@ from groundstate.testing import FunctionAgent, attempt, scripted_system
 from groundstate.trace import MessageEvent, ToolCallEvent
 from groundstate.workdirs import temp_root
 
-from .conftest import BANK, EXAMPLES
+from .conftest import BANK, EXAMPLES, EditTask
 
 AgentFn = Callable[[Session], Awaitable[Any]]
 
@@ -609,3 +609,30 @@ def test_an_agent_blocked_in_a_wait_ends_at_the_time_limit_and_its_late_calls_ar
     assert run.terminal_reason == "agent_failure/time_limit"
     assert time.perf_counter() - started < 2.5
     assert run.initial_state_hash == run.final_state_hash
+
+
+def test_the_final_reply_is_the_last_event_whatever_a_helper_thread_calls(
+    edited_bank: EditTask,
+) -> None:
+    """A helper thread calls tools in a tight loop while the agent returns: no call may land
+    after the final reply (the reply would then claim what had not happened yet)."""
+    stop = threading.Event()
+
+    async def keeps_calling(session: Session) -> str:
+        async def loop() -> None:
+            while not stop.is_set():
+                await session.call("balance", {"account": "A"})
+
+        _in_thread(loop())
+        time.sleep(0.01)
+        return "All done."
+
+    system = scripted_system().model_copy(update={"budgets": BudgetsSection(step_limit=5000)})
+    suite = edited_bank(lambda task: task.update(step_limit=5000))
+    try:
+        for _ in range(5):
+            run = _run(suite, keeps_calling, system=system)
+            last = run.observation_action_log[-1]
+            assert isinstance(last, MessageEvent) and last.final, last
+    finally:
+        stop.set()

@@ -318,7 +318,9 @@ class EpisodeSession:
         """Refuse every later call: the attempt is over (or cancelled) and its environment
         is about to close. Waits briefly for a call in progress: the deadline bounds SQL, but
         not a tool blocked in Python (a sleep, a loop, a socket), which is left behind and
-        named in :attr:`blocked_call`."""
+        named in :attr:`blocked_call`. Once ended, ending again waits for nothing."""
+        if self._ended:
+            return
         with self._briefly_locked() as locked:
             self._ended = True
             if not locked:
@@ -741,6 +743,7 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
         if session.stop is None:
             progress.interrupt(exc, "agent", _raised_by_agent(exc))
     else:
+        session.end()  # before the reply: no call of a thread of the agent's lands after it
         _take_final(final, session, progress)
 
 
