@@ -51,6 +51,21 @@ def slow_audit(ctx: ToolContext) -> list[Any]:
 
     time.sleep(0.4)
     return [list(r) for r in ctx.db.execute("SELECT * FROM audit").fetchall()]
+
+
+@tool
+def pay_slowly(ctx: ToolContext, seconds: float) -> str:
+    """Moves 30 from A to B after a pause in Python (a slow payment backend)."""
+    import time
+
+    time.sleep(seconds)
+    ctx.db.execute("UPDATE accounts SET balance = balance - 30 WHERE id = 'A'")
+    ctx.db.execute("UPDATE accounts SET balance = balance + 30 WHERE id = 'B'")
+    ctx.db.execute(
+        "INSERT INTO transfers (source, target, amount, at) VALUES ('A', 'B', 30, ?)",
+        (ctx.now().isoformat(),),
+    )
+    return "paid"
 '''
 
 
@@ -62,7 +77,7 @@ def slow_bank(tmp_path: Path) -> Suite:
     with (root / "tools.py").open("a") as tools:
         tools.write(SLOW_TOOLS)
     task = root / "tasks" / "transfer.yaml"
-    text = task.read_text().replace("explode, opaque]", "explode, opaque, slow_audit]")
+    text = task.read_text().replace("explode, opaque]", "explode, opaque, slow_audit, pay_slowly]")
     task.write_text(text)
     return load_suite(root)
 
@@ -130,6 +145,53 @@ def test_a_prohibited_call_in_flight_as_the_agent_returns_still_ends_the_attempt
     assert run.terminal_reason == "agent_failure/prohibited_action"
     assert run.infrastructure_status["stop"]["kind"] == "prohibited_action"
     _then_honest(slow_bank)
+
+
+def _pays_in_a_helper(seconds: float) -> AgentFn:
+    """Verifies the PIN, starts the payment in a helper thread and returns at once."""
+
+    async def agent(session: Session) -> str:
+        await session.say("What is your PIN?")
+        await session.call("check_pin", {"account": "A", "pin": "1234"})
+        started = threading.Event()
+
+        async def pay() -> None:
+            started.set()
+            await session.call("pay_slowly", {"seconds": seconds})
+
+        _in_thread(pay())
+        started.wait(2)
+        time.sleep(0.05)  # the payment is in the tool now
+        return "Moved 30 from A to B."
+
+    return agent
+
+
+def test_a_call_in_flight_as_the_agent_returns_is_waited_for_not_graded_half_way(
+    slow_bank: Suite,
+) -> None:
+    """The payment commits after the episode's usual wait for a call in flight (``END_WAIT``)
+    but within the time limit: it belongs to the attempt and is graded, before the reply."""
+    run = _run(slow_bank, _pays_in_a_helper(1.3))
+    assert run.terminal_reason == "success", run.infrastructure_status
+    assert "blocked_in_tool" not in run.infrastructure_status
+    *_, pay, final = run.observation_action_log
+    assert isinstance(pay, ToolCallEvent) and pay.tool == "pay_slowly" and pay.ok
+    assert isinstance(final, MessageEvent) and final.final
+
+
+def test_a_call_still_running_at_the_limit_after_the_agent_returned_ends_it_there(
+    slow_bank: Suite,
+) -> None:
+    task = slow_bank.root / "tasks" / "transfer.yaml"
+    task.write_text(task.read_text().replace("time_limit: 5", "time_limit: 0.3"))
+    suite = load_suite(slow_bank.root)
+    started = time.perf_counter()
+    run = _run(suite, _pays_in_a_helper(2.5))
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+    assert run.infrastructure_status["blocked_in_tool"] == "pay_slowly"
+    assert run.initial_state_hash == run.final_state_hash
+    assert time.perf_counter() - started < 3.0
 
 
 def test_calls_from_a_helper_thread_after_the_final_reply_are_refused(bank: Suite) -> None:

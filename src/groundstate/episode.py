@@ -307,6 +307,11 @@ class EpisodeSession:
         budget = self._system.budgets.time_limit
         return min(self._task.time_limit, budget) if budget else self._task.time_limit
 
+    @property
+    def remaining(self) -> float:
+        """Seconds left before the time limit (negative past it)."""
+        return self.time_limit - self._elapsed()
+
     def latch(self, error: BaseException, stage: str) -> Stop:
         """Record *error* as the attempt's stop unless one is latched already; return the stop."""
         with self._briefly_locked():
@@ -314,23 +319,24 @@ class EpisodeSession:
                 self.stop = Stop(error, stage, self._steps, self._elapsed())
             return self.stop
 
-    def end(self) -> None:
+    def end(self, wait: float = END_WAIT) -> None:
         """Refuse every later call: the attempt is over (or cancelled) and its environment
-        is about to close. Waits briefly for a call in progress: the deadline bounds SQL, but
-        not a tool blocked in Python (a sleep, a loop, a socket), which is left behind and
-        named in :attr:`blocked_call`. Once ended, ending again waits for nothing."""
+        is about to close. Waits up to *wait* seconds for a call in progress: the deadline
+        bounds SQL, but not a tool blocked in Python (a sleep, a loop, a socket), which is
+        left behind and named in :attr:`blocked_call`. Once ended, ending again waits for
+        nothing."""
         if self._ended:
             return
-        with self._briefly_locked() as locked:
+        with self._briefly_locked(wait) as locked:
             self._ended = True
             if not locked:
                 self.blocked_call = self._in_call
 
     @contextmanager
-    def _briefly_locked(self) -> Iterator[bool]:
-        """The session's lock if it can be had within :data:`END_WAIT` seconds. The episode
-        must not wait on a call that never returns: it would hold up every attempt."""
-        locked = self._lock.acquire(timeout=END_WAIT)
+    def _briefly_locked(self, wait: float = END_WAIT) -> Iterator[bool]:
+        """The session's lock if it can be had within *wait* seconds. The episode must not
+        wait on a call that never returns: it would hold up every attempt."""
+        locked = self._lock.acquire(timeout=wait)
         try:
             yield locked
         finally:
@@ -743,8 +749,19 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
         if session.stop is None:
             progress.interrupt(exc, "agent", _raised_by_agent(exc))
     else:
-        session.end()  # before the reply: no call of a thread of the agent's lands after it
+        _end_after_return(session)
         _take_final(final, session, progress)
+
+
+def _end_after_return(session: EpisodeSession) -> None:
+    """End the session once the agent has returned, before its final reply is recorded (no
+    call of a thread of the agent's lands after the reply). A call still in flight belongs
+    to the attempt: it is waited for up to the time limit (and :data:`END_WAIT`), not left to
+    write while the checks read; one still running then ends the attempt at its limit."""
+    session.end(wait=max(session.remaining, 0.0) + END_WAIT)
+    if session.blocked_call is not None:
+        limit = TimeLimitReached(f"time limit {session.time_limit:g}s reached with a call running")
+        session.latch(limit, "time_limit")
 
 
 def _raised_by_agent(exc: Exception) -> str:
