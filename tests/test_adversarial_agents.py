@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from groundstate.agents.base import Session
+from groundstate.episode import AttemptInfo, run_attempt
 from groundstate.errors import (
     AgentGaveUp,
     ProhibitedAction,
@@ -178,6 +179,29 @@ def test_a_call_in_flight_as_the_agent_returns_is_waited_for_not_graded_half_way
     *_, pay, final = run.observation_action_log
     assert isinstance(pay, ToolCallEvent) and pay.tool == "pay_slowly" and pay.ok
     assert isinstance(final, MessageEvent) and final.final
+
+
+def test_waiting_for_a_call_in_flight_holds_up_no_other_attempt(slow_bank: Suite) -> None:
+    """The episode's loop runs every attempt of a batch: the wait is in a thread of its own."""
+    finished: dict[str, float] = {}
+
+    async def timed(name: str, fn: AgentFn) -> None:
+        info = AttemptInfo(run_id=name, batch_id="adhoc", attempt=1, seed=0)
+        task = slow_bank.tasks["transfer"]
+        out = await run_attempt(task, slow_bank, scripted_system(), FunctionAgent(fn), info)
+        assert out.run.terminal_reason == "success", out.run.infrastructure_status
+        finished[name] = time.perf_counter()
+
+    async def both() -> None:
+        await asyncio.gather(timed("slow", _pays_in_a_helper(1.3)), timed("quick", _quick))
+
+    async def _quick(session: Session) -> str:
+        await asyncio.sleep(0.2)  # the slow one's agent has returned by now
+        return await _do_the_task(session)
+
+    started = time.perf_counter()
+    asyncio.run(both())
+    assert finished["quick"] - started < 1.0 < finished["slow"] - started
 
 
 def test_a_call_still_running_at_the_limit_after_the_agent_returned_ends_it_there(

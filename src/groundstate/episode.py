@@ -308,6 +308,11 @@ class EpisodeSession:
         return min(self._task.time_limit, budget) if budget else self._task.time_limit
 
     @property
+    def busy(self) -> bool:
+        """Whether a call (or the episode) holds the session now."""
+        return self._lock.locked()
+
+    @property
     def remaining(self) -> float:
         """Seconds left before the time limit (negative past it)."""
         return self.time_limit - self._elapsed()
@@ -749,15 +754,22 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
         if session.stop is None:
             progress.interrupt(exc, "agent", _raised_by_agent(exc))
     else:
-        _end_after_return(session)
+        await _end_after_return(session)
         _take_final(final, session, progress)
 
 
-def _end_after_return(session: EpisodeSession) -> None:
+async def _end_after_return(session: EpisodeSession) -> None:
     """End the session once the agent has returned, before its final reply is recorded (no
     call of a thread of the agent's lands after the reply). A call still in flight belongs
-    to the attempt: it is waited for up to the time limit (and :data:`END_WAIT`), not left to
-    write while the checks read; one still running then ends the attempt at its limit."""
+    to the attempt: it is waited for up to the time limit (and :data:`END_WAIT`), in a
+    thread (this loop runs the other attempts), not left to write while the checks read;
+    one still running then ends the attempt at its limit."""
+    if session.busy:
+        await asyncio.to_thread(_end_waiting, session)
+    session.end()
+
+
+def _end_waiting(session: EpisodeSession) -> None:
     session.end(wait=max(session.remaining, 0.0) + END_WAIT)
     if session.blocked_call is not None:
         limit = TimeLimitReached(f"time limit {session.time_limit:g}s reached with a call running")
