@@ -11,6 +11,7 @@ the valid/invalid counts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import sqlite3
@@ -26,7 +27,7 @@ import yaml
 from groundstate.agents.base import Agent, Session
 from groundstate.environments.sqlite import META_TABLE, SqliteEnvironment
 from groundstate.episode import EnvironmentFactory, default_environment
-from groundstate.errors import EnvironmentFailure, ModelServingFailure
+from groundstate.errors import EnvironmentFailure, ModelServingFailure, StepLimitReached
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, BatchRunner, plan_batch
 from groundstate.spec.suite import Suite, load_suite
@@ -219,6 +220,53 @@ async def _crashes_the_user(session: Session) -> None:
     await session.say("please crash the user")
 
 
+async def _unlatches(session: Session) -> str:
+    """Clears the step-limit stop on the session it was handed, then does the task."""
+    for _ in range(7):
+        with contextlib.suppress(Exception):
+            await session.call("balance", {"account": "A"})
+    for name, value in (("stop", None), ("_steps", 0), ("cost", 0.0)):
+        with contextlib.suppress(AttributeError):
+            setattr(session, name, value)
+    return await honest(session)
+
+
+async def _credits_itself(session: Session) -> str:
+    """Reports a negative cost to make room under ``max_cost``, then overspends."""
+    with contextlib.suppress(Exception):
+        session.record_usage(cost=-10.0)
+        session.record_usage(cost=5.0)
+    return await honest(session)
+
+
+class _TwoFacedArgs(dict):  # type: ignore[type-arg]
+    """Shows a validator walking ``items()`` ``amount: 30``; ``**args`` would give "lots"."""
+
+    def items(self) -> Any:
+        return {**dict(dict.items(self)), "amount": 30}.items()
+
+
+async def _two_faced_arguments(session: Session) -> str:
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", _TwoFacedArgs(source="A", target="B", amount="lots"))
+    return "Moved 30 from A to B."
+
+
+async def _writes_behind_the_gateway(session: Session) -> str:
+    """Does the transfer with a connection of its own to the attempt's database file (found
+    here through the harness's internals; an agent could search the temporary folder)."""
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    path = session._session._gateway._env._live  # type: ignore[attr-defined]
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE accounts SET balance = balance - 30 WHERE id = 'A'")
+        db.execute("UPDATE accounts SET balance = balance + 30 WHERE id = 'B'")
+        db.execute("INSERT INTO transfers (source, target, amount, at) VALUES ('A', 'B', 30, '')")
+    db.close()
+    return "Moved 30 from A to B."
+
+
 class _SyncRun:
     def run(self, session: Session) -> str:
         return "done"
@@ -330,6 +378,24 @@ FAULTS: dict[str, Fault] = {
     # a tool blocked in Python cannot be interrupted: it is left behind, named, and the
     # batch goes on (it used to wait for the tool, holding up every attempt)
     "tool_blocks": Fault("agent_failure/time_limit", '"blocked_in_tool": "nap"', _blocking_tool),
+    # adversarial agents (tests/test_adversarial_agents.py has more): a stop cannot be
+    # cleared, named by the agent or dodged, odd arguments cannot crash a tool, and a write
+    # behind the gateway is no tool call's
+    "stop_cleared_on_the_session": Fault(
+        "agent_failure/step_limit", "step limit 6 reached", _unlatches
+    ),
+    "stop_raised_by_the_agent": Fault(
+        "agent_failure/crashed", "StepLimitReached", _raises(StepLimitReached("fake"))
+    ),
+    "negative_usage": Fault(
+        "harness_compatibility_failure", "cost must be a non-negative", _credits_itself
+    ),
+    "two_faced_arguments": Fault("success", '"amount": 30', _two_faced_arguments),
+    "write_behind_the_gateway": Fault(
+        "agent_failure/prohibited_action",
+        "written behind the tool gateway",
+        _writes_behind_the_gateway,
+    ),
     # protocol mismatches
     "sync_run": Fault("harness_compatibility_failure", "async def", _SyncRun),
     "missing_run": Fault("harness_compatibility_failure", "no run(session)", _NoRun),

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import json
+import math
+import os
 import random
 import threading
 import time
@@ -37,6 +41,7 @@ from groundstate.errors import (
     ResetCheckFailed,
     StepLimitReached,
     TimeLimitReached,
+    exception_text,
 )
 from groundstate.gateway import ToolGateway
 from groundstate.grading.constraints import evaluate_constraints
@@ -82,6 +87,8 @@ _OUTLASTED: dict[tuple[str, Any], int] = {}
 """For each tool, how many of its latest calls in a row outlasted the lease."""
 
 USER_SIMULATOR = "user_simulator"
+OUTSIDE = "outside_gateway"
+"""The stage of a write the environment saw that no tool call made."""
 END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
 without it (a tool blocked in Python cannot be interrupted)."""
@@ -156,7 +163,8 @@ class Stop:
     """The stop (an :class:`AgentStop` or an :class:`EnvironmentFailure`)."""
     stage: str
     """Where it happened: ``tool_call``, ``message``, ``usage``, ``give_up``, ``time_limit``,
-    ``user_simulator`` or ``final`` (the final reply broke the protocol)."""
+    ``user_simulator``, ``final`` (the final reply broke the protocol) or ``outside_gateway``
+    (the environment was written behind the gateway)."""
     step: int
     at: float
 
@@ -174,7 +182,7 @@ class Stop:
             "step": self.step,
             "at": round(self.at, 3),
             "type": type(self.error).__name__,
-            "message": str(self.error),
+            "message": exception_text(self.error),
         }
 
 
@@ -235,8 +243,10 @@ class EpisodeSession:
     @property
     def tools(self) -> list[ToolSpec]:
         overrides = self._system.harness.tool_descriptions
+        # Each schema a copy: an adapter that tidies one in place (drops ``required``) must
+        # not change what the gateway checks, in this attempt or any later one.
         return [
-            ToolSpec(t.name, overrides.get(t.name, t.description), t.parameters)
+            ToolSpec(t.name, overrides.get(t.name, t.description), _plain_data(t.parameters))
             for t in self._tools.values()
         ]
 
@@ -264,6 +274,9 @@ class EpisodeSession:
     ) -> None:
         with self._lock:
             self._raise_if_stopped()
+            odd = _odd_usage(input_tokens, output_tokens, cost)
+            if odd is not None:  # a negative or NaN report would dodge the budget
+                self._latch(_mismatch(odd), "usage")
             self.usage.input_tokens += input_tokens
             self.usage.output_tokens += output_tokens
             self.cost += cost
@@ -285,7 +298,10 @@ class EpisodeSession:
     def give_up(self, reason: str) -> NoReturn:
         with self._lock:
             self._raise_if_stopped()
-            self._latch(AgentGaveUp(reason), "give_up")
+            self._latch(
+                AgentGaveUp(_plain_text(reason) if isinstance(reason, str) else _repr(reason)),
+                "give_up",
+            )
 
     @property
     def step_limit(self) -> int:
@@ -297,6 +313,16 @@ class EpisodeSession:
         budget = self._system.budgets.time_limit
         return min(self._task.time_limit, budget) if budget else self._task.time_limit
 
+    @property
+    def busy(self) -> bool:
+        """Whether a call (or the episode) holds the session now."""
+        return self._lock.locked()
+
+    @property
+    def remaining(self) -> float:
+        """Seconds left before the time limit (negative past it)."""
+        return self.time_limit - self._elapsed()
+
     def latch(self, error: BaseException, stage: str) -> Stop:
         """Record *error* as the attempt's stop unless one is latched already; return the stop."""
         with self._briefly_locked():
@@ -304,21 +330,24 @@ class EpisodeSession:
                 self.stop = Stop(error, stage, self._steps, self._elapsed())
             return self.stop
 
-    def end(self) -> None:
+    def end(self, wait: float = END_WAIT) -> None:
         """Refuse every later call: the attempt is over (or cancelled) and its environment
-        is about to close. Waits briefly for a call in progress: the deadline bounds SQL, but
-        not a tool blocked in Python (a sleep, a loop, a socket), which is left behind and
-        named in :attr:`blocked_call`."""
-        with self._briefly_locked() as locked:
+        is about to close. Waits up to *wait* seconds for a call in progress: the deadline
+        bounds SQL, but not a tool blocked in Python (a sleep, a loop, a socket), which is
+        left behind and named in :attr:`blocked_call`. Once ended, ending again waits for
+        nothing."""
+        if self._ended:
+            return
+        with self._briefly_locked(wait) as locked:
             self._ended = True
             if not locked:
                 self.blocked_call = self._in_call
 
     @contextmanager
-    def _briefly_locked(self) -> Iterator[bool]:
-        """The session's lock if it can be had within :data:`END_WAIT` seconds. The episode
-        must not wait on a call that never returns: it would hold up every attempt."""
-        locked = self._lock.acquire(timeout=END_WAIT)
+    def _briefly_locked(self, wait: float = END_WAIT) -> Iterator[bool]:
+        """The session's lock if it can be had within *wait* seconds. The episode must not
+        wait on a call that never returns: it would hold up every attempt."""
+        locked = self._lock.acquire(timeout=wait)
         try:
             yield locked
         finally:
@@ -370,6 +399,7 @@ class EpisodeSession:
     def _call(self, tool: str, args: Any) -> ToolResult:
         if not isinstance(tool, str):
             self._latch(_mismatch(f"a tool name must be a str, got {_kind(tool)}"), "tool_call")
+        tool, args = _plain_text(tool), _plain_data(args)
         step = self._next_step("tool_call")
         self._in_call = tool
         try:
@@ -387,6 +417,7 @@ class EpisodeSession:
     def _say(self, text: str) -> str | None:
         if not isinstance(text, str):
             self._latch(_mismatch(f"a message must be a str, got {_kind(text)}"), "message")
+        text = _plain_text(text)
         step = self._next_step("message")
         self._record_message("agent", text, step)
         try:
@@ -437,12 +468,129 @@ class EpisodeSession:
         return time.perf_counter() - self._started
 
 
+class AgentSession:
+    """What the agent is handed: the :class:`~groundstate.agents.base.Session` protocol (and
+    the optional extras the built-in adapters use) of an :class:`EpisodeSession`, and nothing
+    else. The episode's session keeps the latch, the trace and the usage in attributes of its
+    own; handed that object, an agent could clear a stop (``session.stop = None``), zero its
+    cost or rewrite its trace with one assignment. Here each attribute is read-only."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: EpisodeSession) -> None:
+        self._session = session
+
+    @property
+    def instructions(self) -> str:
+        return self._session.instructions
+
+    @property
+    def user_request(self) -> str:
+        return self._session.user_request
+
+    @property
+    def tools(self) -> list[ToolSpec]:
+        return self._session.tools
+
+    @property
+    def seed(self) -> int:
+        return self._session.seed
+
+    @property
+    def rng(self) -> random.Random:
+        return self._session.rng
+
+    @property
+    def steps(self) -> int:
+        return self._session.steps
+
+    @property
+    def step_limit(self) -> int:
+        return self._session.step_limit
+
+    @property
+    def time_limit(self) -> float:
+        return self._session.time_limit
+
+    @property
+    def hidden_paths(self) -> tuple[Any, ...]:
+        return self._session.hidden_paths
+
+    async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
+        return await self._session.call(tool, args)
+
+    async def say(self, text: str) -> str | None:
+        return await self._session.say(text)
+
+    def record_usage(
+        self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
+    ) -> None:
+        self._session.record_usage(
+            input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
+        )
+
+    def record_model_call(self, call: ModelCall) -> None:
+        self._session.record_model_call(call)
+
+    def add_artifact(self, name: str, text: str) -> None:
+        self._session.add_artifact(name, text)
+
+    def give_up(self, reason: str) -> NoReturn:
+        self._session.give_up(reason)
+
+
 def _mismatch(message: str) -> HarnessCompatibilityError:
     return HarnessCompatibilityError(f"protocol mismatch: {message}")
 
 
 def _kind(value: Any) -> str:
     return type(value).__name__
+
+
+def _plain_text(text: str) -> str:
+    """*text* as a plain ``str``: a subclass could hash, compare or lower-case as another
+    text than the one recorded (look up one tool and be traced as another, or hide a card
+    number from a message check)."""
+    return text if type(text) is str else str.__str__(text)
+
+
+def _plain_data(args: Any) -> Any:
+    """The agent's arguments as JSON data of their own (what the gateway validates, records
+    and hands the tool is then one object): a ``dict`` subclass could show the validator
+    other values than the tool gets (and crash it: an invalid attempt of the agent's making),
+    and the agent's helper thread could change a nested list while the tool runs. What is
+    not JSON is left for the gateway to refuse as invalid arguments."""
+    try:
+        return _copied(args)
+    except (TypeError, ValueError, RecursionError):
+        return args
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copied(value: Any) -> Any:
+    """A copy of *value*: plain dicts, lists and scalars directly (most arguments; a JSON
+    round trip costs several times more), anything else (a subclass, a tuple) through JSON."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list:
+        return [_copied(item) for item in value]
+    if kind is dict and all(type(key) is str for key in value):
+        return {key: _copied(item) for key, item in value.items()}
+    return json.loads(json.dumps(value, allow_nan=False))
+
+
+def _odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
+    """Why a usage report breaks the protocol (tokens are counts, cost a finite amount, none
+    negative), or None."""
+    for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+        if type(count) is not int or count < 0:
+            return f"{name} must be a non-negative int, got {count!r}"
+    if type(cost) not in (int, float) or not math.isfinite(cost) or cost < 0:
+        return f"cost must be a non-negative finite number, got {cost!r}"
+    return None
 
 
 def _again(error: BaseException) -> BaseException:
@@ -466,12 +614,12 @@ class _Progress:
     assertions: list[CheckResult] = field(default_factory=list)
     constraints: list[CheckResult] = field(default_factory=list)
 
-    def interrupt(self, exc: BaseException, stage: str) -> None:
-        self.interruption = interruption_reason(exc, stage)
+    def interrupt(self, exc: BaseException, stage: str, reason: str | None = None) -> None:
+        self.interruption = reason or interruption_reason(exc, stage)
         self.evidence["exception"] = {
             "stage": stage,
             "type": type(exc).__name__,
-            "message": str(exc),
+            "message": exception_text(exc),
             "traceback": traceback.format_exception(exc)[-3:],
         }
 
@@ -525,15 +673,21 @@ async def _episode(
         progress.interrupt(_as_environment_failure(exc, "reset"), "reset")
         return None
     session = EpisodeSession(task, suite, system, env, seed)
+    cwd = os.getcwd()
     try:
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         session.end()
+        _back_to(cwd, progress)
+    _take_stop(session, progress)  # after the end: a call still in flight may have latched one
     if session.blocked_call is not None:
         progress.evidence["blocked_in_tool"] = session.blocked_call
     if not (progress.interruption or "").startswith("environment_failure"):
         _grade(task, suite, env, s0, session, progress, turn)
+        # After grading: an agent's own thread may write the file while the checks read it.
+        if _written_outside(env, session):
+            _take_stop(session, progress)
     progress.evidence["health_after"] = env.health()
     return session
 
@@ -558,8 +712,40 @@ def reset_checked(env: Environment, task: AgentTask, seed: int | None = None) ->
     return initial_hash
 
 
+def _written_outside(env: Environment, session: EpisodeSession) -> bool:
+    """Latch a prohibited action when the environment was written behind the gateway (an
+    in-process agent, or a thread of its, that opened the database file itself): the state
+    it left is graded on no tool call, so no constraint saw how it came about. Environments
+    that cannot tell (no ``written_outside_calls``) are not checked."""
+    written = getattr(env, "written_outside_calls", None)
+    if session.blocked_call is not None or written is None:
+        return False  # a tool still running may be mid-write: no sound reading
+    try:
+        reason = written()
+    except Exception:  # unreadable: the final state's read has said so
+        return False
+    if reason is None:
+        return False
+    session.latch(ProhibitedAction(f"written behind the tool gateway: {reason}"), OUTSIDE)
+    return True
+
+
+def _back_to(cwd: str, progress: _Progress) -> None:
+    """Put the process's working directory back if the agent changed it: the harness's
+    relative paths (the suite's checks, the system's files, the store) must not follow it."""
+    try:
+        if os.getcwd() == cwd:
+            return
+    except OSError:  # the agent removed the directory it moved to
+        pass
+    with contextlib.suppress(OSError):  # the harness's own directory removed: nothing to do
+        os.chdir(cwd)
+    progress.evidence["cwd_restored"] = cwd
+
+
 async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> None:
-    """Run the agent to its end or its time limit; the latched stop, if any, decides."""
+    """Run the agent to its end or its time limit (an agent program's adapter may end at the
+    limit itself: a ``TimeLimitReached`` from the agent is the limit too)."""
     try:
         final = await run_agent(agent, session)
     except TimeLimitReached as exc:
@@ -572,12 +758,47 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
             progress.evidence["model_serving"] = exc.evidence
     except Exception as exc:  # the system under test crashed
         if session.stop is None:
-            progress.interrupt(exc, "agent")
+            progress.interrupt(exc, "agent", _raised_by_agent(exc))
     else:
+        await _end_after_return(session)
         _take_final(final, session, progress)
+
+
+async def _end_after_return(session: EpisodeSession) -> None:
+    """End the session once the agent has returned, before its final reply is recorded (no
+    call of a thread of the agent's lands after the reply). A call still in flight belongs
+    to the attempt: it is waited for up to the time limit (and :data:`END_WAIT`), in a
+    thread (this loop runs the other attempts), not left to write while the checks read;
+    one still running then ends the attempt at its limit."""
+    if session.busy:
+        await asyncio.to_thread(_end_waiting, session)
+    session.end()
+
+
+def _end_waiting(session: EpisodeSession) -> None:
+    session.end(wait=max(session.remaining, 0.0) + END_WAIT)
+    if session.blocked_call is not None:
+        limit = TimeLimitReached(f"time limit {session.time_limit:g}s reached with a call running")
+        session.latch(limit, "time_limit")
+
+
+def _raised_by_agent(exc: Exception) -> str:
+    """The terminal reason of *exc* escaping the agent with no stop latched: a stop the
+    session never latched (a ``StepLimitReached`` or ``BudgetExceeded`` the agent raised
+    itself) is a crash, not a stop the agent may name. An :class:`EnvironmentFailure` is
+    the agent's report that a dependency of its own broke (``environment_failure/agent``,
+    docs/models.md), whatever subclass it raises (its own ``ResetCheckFailed`` is no failed
+    reset)."""
+    if isinstance(exc, EnvironmentFailure):
+        return "environment_failure/agent"
+    return "agent_failure/crashed"
+
+
+def _take_stop(session: EpisodeSession, progress: _Progress) -> None:
+    """The latched stop, if any, decides: it outranks whatever the agent did afterwards, a
+    crash or a final reply included."""
     stop = session.stop
     if stop is not None and not isinstance(stop.error, ConversationOver):
-        # The latch outranks whatever the agent did afterwards, a crash included.
         progress.interrupt(stop.error, "tool_crash" if stop.kind == "tool_crash" else stop.stage)
         progress.evidence["stop"] = stop.evidence()
 
@@ -590,7 +811,7 @@ def _take_final(final: Any, session: EpisodeSession, progress: _Progress) -> Non
     """
     if final is None:
         return
-    progress.final_message = final if isinstance(final, str) else repr(final)
+    progress.final_message = _plain_text(final) if isinstance(final, str) else _repr(final)
     session.record_final(progress.final_message)
     if not isinstance(final, str):
         session.latch(_mismatch(f"run() returned {_kind(final)}, not a str or None"), "final")
@@ -606,9 +827,10 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
     attempt (see :mod:`groundstate.loopthreads`: nothing of one agent reaches the next, and a
     thread still running an abandoned agent is never reused). Raises
     :class:`TimeLimitReached` at the limit and :class:`HarnessCompatibilityError` when ``run``
-    is not a coroutine function.
+    is not a coroutine function. The agent is handed an :class:`AgentSession`.
     """
-    finished = in_loop_thread(lambda: _run_to_end(agent, session), f"agent-{id(session):x}")
+    facade = AgentSession(session)
+    finished = in_loop_thread(lambda: _run_to_end(agent, facade), f"agent-{id(session):x}")
     try:
         return await asyncio.wait_for(asyncio.shield(finished), session.time_limit)
     except TimeoutError:
@@ -618,12 +840,19 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
         raise TimeLimitReached(f"time limit {session.time_limit:g}s reached") from None
 
 
+def _repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:
+        return f"<{_kind(value)}: repr() failed>"
+
+
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:
     if not future.cancelled():
         future.exception()
 
 
-def _run_to_end(agent: Agent, session: EpisodeSession) -> Coroutine[Any, Any, Any]:
+def _run_to_end(agent: Agent, session: AgentSession) -> Coroutine[Any, Any, Any]:
     """The agent's run as a coroutine for its thread's loop (what ``run`` returns awaited)."""
     run = getattr(agent, "run", None)
     if not callable(run):

@@ -135,3 +135,13 @@ class PermissionDenied(GroundstateError):
 class ExecutorError(GroundstateError):
     """An executor cannot run attempts: a worker died, the suite a worker loads differs from
     the batch's, an agent cannot be built in a worker, or the executor is not installed."""
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``, or a placeholder when the exception cannot say it: an agent's exception
+    (or an object in its arguments) may raise from ``__str__``, which must not turn the
+    agent's crash into the harness's."""
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{type(exc).__name__}: str() failed>"

@@ -35,6 +35,7 @@ from contextlib import suppress
 from contextvars import Context, copy_context
 from typing import Any, TypeVar
 
+from groundstate.errors import exception_text
 from groundstate.parked import Parked
 
 T = TypeVar("T")
@@ -241,7 +242,7 @@ def as_exception(exc: BaseException) -> Exception:
     """Agents may raise ``SystemExit``, ``KeyboardInterrupt`` or ``CancelledError``: crashes."""
     if isinstance(exc, Exception):
         return exc
-    crash = RuntimeError(f"the agent raised {type(exc).__name__}: {exc}")
+    crash = RuntimeError(f"the agent raised {type(exc).__name__}: {exception_text(exc)}")
     crash.__cause__ = exc
     return crash
 

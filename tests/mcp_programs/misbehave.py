@@ -86,6 +86,11 @@ async def probe(mode: str, arg: str, read: object, write: object) -> None:
             keys = ",".join(sorted(k for k in os.environ if k.startswith("GROUNDSTATE_")))
             await client.call_tool("finish", {"final_reply": keys})
             return
+        if mode == "after_finish":  # finishes, then goes on calling tools and finishing
+            await client.call_tool("finish", {"final_reply": "I changed nothing."})
+            result = await client.call_tool("list_orders", {"customer_id": "C-100"})
+            await client.call_tool("finish", {"final_reply": "again: " + result.content[0].text})
+            return
         await client.call_tool("finish", {"final_reply": PROBES[mode](arg)})
 
 

@@ -118,6 +118,8 @@ class _Bridge:
     async def call_tool(self, ctx: Any, params: Any) -> Any:
         name, args = params.name, dict(params.arguments or {})
         self.calls.append(name)
+        if self.finished:  # the final reply is given: no call may change the state or it
+            return _text("the attempt has finished: no more calls", error=True)
         try:
             if name in BRIDGE_TOOLS:
                 return _text(await self._bridge_call(name, args))

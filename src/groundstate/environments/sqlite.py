@@ -581,6 +581,27 @@ class SqliteEnvironment(ClosesOnExit):
             self._tracker.complete = False
         return version
 
+    def written_outside_calls(self) -> str | None:
+        """What changed the database since the harness last saw a commit of its own (a tool
+        call's, a reset's), or None: another connection (the file's change counter moved, or
+        a write-ahead log appeared, which the live file never has) or the agent's connection
+        used outside a tool call. Asked once the agent has ended: a write behind the gateway
+        is one no constraint saw. A database so written never goes to the pool."""
+        reason = self._outside_write()
+        self._tainted = self._tainted or reason is not None
+        return reason
+
+    def _outside_write(self) -> str | None:
+        if Path(f"{self._live}-wal").exists():
+            return "a write-ahead log appeared beside the database (another connection)"
+        with self._failing():
+            version = self._file.change_counter()
+        if version != self._version:
+            return "the database file changed outside any tool call (another connection)"
+        if self._agent.total_changes != self._changes:
+            return "the agent's connection wrote outside any tool call"
+        return None
+
     def _synced(self, allowed: range | None = None) -> None:
         """Note the file's change counter and the agent's change count after a commit of the
         harness's (*allowed*: the counter moves it may have made; None: no check)."""
