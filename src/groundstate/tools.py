@@ -31,10 +31,9 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, create_model
 
 from groundstate.environments.base import Environment
-from groundstate.errors import SpecError
+from groundstate.errors import SpecError, one_line
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import siblings_importable
-from groundstate.spec.files import one_line
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,14 @@ UTF-8 or a one-line error naming the byte offset.
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from groundstate.errors import SpecError
+from groundstate.errors import SpecError, one_line
 from groundstate.spec.constraints import CONSTRAINT_KINDS
 
 M = TypeVar("M", bound=BaseModel)
@@ -121,6 +122,11 @@ def read_yaml(path: Path) -> Any:
 def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of *path*, at most *max_bytes* long; any other is a :class:`SpecError`."""
     try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer, a device not end
+            raise SpecError(path, None, "not a regular file")
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
     except FileNotFoundError:
@@ -129,6 +135,8 @@ def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
         raise SpecError(path, None, "is a folder, not a file") from None
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+    except ValueError:  # a NUL byte in the name
+        raise SpecError(path, None, "not a valid file name") from None
     if len(data) > max_bytes:
         raise SpecError(path, None, f"larger than {_size(max_bytes)}")
     try:
@@ -219,12 +227,12 @@ def _one_error(path: Path, error: Any) -> SpecError:
         reason = "unknown field"
     elif error["type"] == "missing":
         reason = "required field is missing"
+    elif error["type"] == "string_pattern_mismatch" and error["loc"][-1:] == ("task_id",):
+        reason = (
+            f"{error['input']!r} is not a task id: letters, digits, '_', '.' and '-',"
+            " starting with a letter or digit (it names the task's file and folders)"
+        )
     return SpecError(path, _field_path(error["loc"]) or None, reason)
-
-
-def one_line(text: str) -> str:
-    """Errors print as one line: control characters in user text are shown escaped."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 _TAGS = frozenset({*CONSTRAINT_KINDS, "sql", "state_diff", "check", "judge"})

@@ -33,7 +33,7 @@ from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
 from groundstate.environments.registry import environment_capabilities
 from groundstate.environments.sqlite import SqliteEnvironment
-from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError
+from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE
 from groundstate.spec.files import line_of, read_yaml
@@ -69,7 +69,7 @@ class SuiteProblem(BaseModel):
     severity: Severity = "error"
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line is not None else self.file
+        where = one_line(f"{self.file}:{self.line}" if self.line is not None else self.file)
         text = f"{where}: {self.field}: {self.reason}" if self.field else f"{where}: {self.reason}"
         return f"warning: {text}" if self.severity == "warning" else text
 

@@ -1,0 +1,213 @@
+"""Malformed suites and files as an outside team would feed them, through the real CLI.
+
+Each case breaks a copy of the bank suite in one way the other loading tests do not reach
+(files that are not regular files, references and links out of the suite, files the loader
+would pass over without a word, names that are not task ids...) and asserts what a user
+sees: exit code 2, one line naming the file (and the field) and the reason, no traceback, no
+hang. Near misses that must keep loading are next to each case.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundstate.cli import main
+from groundstate.spec.suite import load_suite
+
+from .conftest import BANK
+
+TASK = "tasks/transfer.yaml"
+ORACLE = "solutions/transfer/oracle.yaml"
+SRC = Path(__file__).parent.parent / "src"
+
+
+@pytest.fixture
+def bank(tmp_path: Path) -> Path:
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root)
+    return root
+
+
+def edit(root: Path, file: str, old: str, new: str) -> None:
+    path = root / file
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {file}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def errors(*args: str) -> tuple[int, list[str]]:
+    """Exit code and the lines a command prints, warnings and counts left out."""
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    lines = (result.stdout + result.stderr).splitlines()
+    return result.exit_code, [
+        text
+        for text in lines
+        if not text.startswith("warning: ") and not re.fullmatch(r"\d+ (error|warning)s?", text)
+    ]
+
+
+def cli(*args: str, cwd: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """The command in a process of its own (a load that blocks cannot block the tests)."""
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    return subprocess.run(
+        [sys.executable, "-m", "groundstate.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# --- files that are not regular files -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["tasks/extra.yaml", "solutions/transfer/alt_pipe.yaml"])
+def test_a_fifo_among_the_suite_files_is_refused_without_blocking(bank: Path, where: str) -> None:
+    os.mkfifo(bank / where)  # opening it for reading would wait for a writer forever
+    done = cli("check", "bank", cwd=bank.parent, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert f"bank/{where}: not a regular file" in done.stdout
+
+
+def test_a_fifo_as_the_system_file_is_refused_without_blocking(bank: Path) -> None:
+    os.mkfifo(bank.parent / "system.yaml")
+    done = cli("run", "bank", "--system", "system.yaml", cwd=bank.parent, timeout=60)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "error: system.yaml: not a regular file"
+
+
+def test_an_unreadable_file_anywhere_in_the_suite_is_named(bank: Path) -> None:
+    # As root every permission bit is ignored; /proc/self/mem refuses a plain read (EIO) even
+    # then. The link's target is outside the suite, but a notes file is no reference: the
+    # suite's hash reads it, and that read is what must not escape as a traceback.
+    (bank / "notes.txt").symlink_to("/proc/self/mem")
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert lines == [f"{bank}/notes.txt: cannot read: Input/output error"]
+
+
+# --- references and links that lead out of the suite ----------------------------------------------
+
+
+@pytest.fixture
+def outside(bank: Path) -> Path:
+    """Copies of the suite's files beside the suite folder, for references to reach."""
+    shutil.copy(bank / "fixtures" / "bank.sql", bank.parent / "bank.sql")
+    shutil.copy(bank / "checks.py", bank.parent / "checks.py")
+    shutil.copy(bank / "tools.py", bank.parent / "tools.py")
+    shutil.copy(bank / "policy.md", bank.parent / "policy.md")
+    shutil.copytree(bank / "fixtures", bank.parent / "fixtures")
+    return bank.parent
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "field"),
+    [
+        (TASK, "initial_state_fixture: bank.sql", "initial_state_fixture: ../../bank.sql", None),
+        (TASK, "checks.py:money_conserved", "../checks.py:money_conserved", None),
+        ("suite.yaml", "tools: tools.py", "tools: ../tools.py", "tools"),
+        ("suite.yaml", "policy: policy.md", "policy: ../policy.md", "policy"),
+        ("suite.yaml", "canary: transfer", "canary: transfer\nfixtures: ../fixtures", "fixtures"),
+    ],
+)
+def test_a_reference_out_of_the_suite_is_refused(
+    bank: Path, outside: Path, file: str, old: str, new: str, field: str | None
+) -> None:
+    """The file exists and loads, but it is not the suite's: its hash is in no suite hash and
+    no lock, so it could change under a locked confirmation suite (a check file out of the
+    suite used to crash the loader with a KeyError)."""
+    edit(bank, file, old, new)
+    code, lines = errors("check", str(bank))
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{bank}/{file}:")
+    assert "leads outside the suite folder (to " in lines[0]
+    if field is not None:
+        assert f": {field}: " in lines[0]
+
+
+def test_an_absolute_fixture_path_is_refused(bank: Path, outside: Path) -> None:
+    edit(
+        bank, TASK, "initial_state_fixture: bank.sql", f"initial_state_fixture: {outside}/bank.sql"
+    )
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert f"initial_state_fixture: '{outside}/bank.sql' leads outside the suite folder" in lines[0]
+
+
+@pytest.mark.parametrize("where", [TASK, ORACLE, "checks.py", "policy.md", "fixtures/bank.sql"])
+def test_a_suite_file_that_links_out_of_the_suite_is_refused(
+    bank: Path, outside: Path, where: str
+) -> None:
+    target = outside / f"copy-{Path(where).name}"
+    shutil.move(bank / where, target)
+    (bank / where).symlink_to(target)
+    code, lines = errors("check", str(bank))
+    assert code == 2 and len(lines) == 1, lines
+    assert "leads outside the suite folder" in lines[0] or "a link leading outside" in lines[0]
+    assert str(target) in lines[0]
+
+
+def test_links_and_dot_dots_that_stay_inside_the_suite_load(bank: Path) -> None:
+    (bank / "shared").mkdir()
+    shutil.move(bank / "checks.py", bank / "shared" / "checks.py")
+    (bank / "checks.py").symlink_to(Path("shared") / "checks.py")
+    edit(
+        bank, TASK, "initial_state_fixture: bank.sql", "initial_state_fixture: ../fixtures/bank.sql"
+    )
+    edit(bank, "suite.yaml", "policy: policy.md", "policy: fixtures/../policy.md")
+    assert list(load_suite(bank).tasks) == ["transfer"]
+
+
+# --- files the loader would pass over without a word ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["tasks/second.yml", "tasks/second.YAML", "solutions/transfer/alt.yml"]
+)
+def test_a_task_or_solution_spelt_yml_is_named_not_skipped(bank: Path, name: str) -> None:
+    shutil.copy(bank / TASK, bank / name)
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert lines == [f"{bank}/{name}: not read: task and solution files end in .yaml"]
+
+
+def test_solutions_of_a_misspelt_task_are_named(bank: Path) -> None:
+    (bank / "solutions" / "transfr").mkdir()
+    shutil.copy(bank / ORACLE, bank / "solutions" / "transfr" / "oracle.yaml")
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert lines == [
+        f"{bank}/solutions/transfr: solutions of no task: there is no tasks/transfr.yaml"
+    ]
+
+
+def test_other_files_beside_tasks_and_solutions_are_not_problems(bank: Path) -> None:
+    (bank / "tasks" / "README.md").write_text("notes\n")
+    (bank / "solutions" / "transfer" / "notes.txt").write_text("notes\n")
+    assert list(load_suite(bank).tasks) == ["transfer"]
+
+
+# --- names ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("task_id", ["tâche", "a\nb", "-x", "a b", "a/b"])
+def test_a_task_id_that_cannot_name_files_says_what_a_task_id_is(bank: Path, task_id: str) -> None:
+    name = task_id.replace("/", "_")
+    text = (bank / TASK).read_text().replace("task_id: transfer", f"task_id: {task_id!r}")
+    (bank / "tasks" / f"{name}.yaml").write_text(text.replace("'", '"'))
+    code, lines = errors("check", str(bank))
+    assert code == 2 and len(lines) == 1, lines
+    assert "is not a task id: letters, digits, '_', '.' and '-'" in lines[0]
+    assert "\n" not in lines[0]  # a newline in a file name is shown escaped: still one line
