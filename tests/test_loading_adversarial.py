@@ -183,6 +183,24 @@ def test_a_task_or_solution_spelt_yml_is_named_not_skipped(bank: Path, name: str
     assert lines == [f"{bank}/{name}: not read: task and solution files end in .yaml"]
 
 
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("tasks/more/second.yaml", "not read: a subfolder of tasks/"),
+        ("solutions/transfer/old/alt.yaml", "not read: a subfolder of transfer/"),
+        ("solutions/oracle.yaml", "not read: solutions go in solutions/<task_id>/"),
+    ],
+)
+def test_a_task_or_solution_in_the_wrong_folder_is_named(
+    bank: Path, name: str, reason: str
+) -> None:
+    (bank / name).parent.mkdir(exist_ok=True)
+    shutil.copy(bank / ORACLE, bank / name)
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert lines == [f"{bank}/{name}: {reason}"]
+
+
 def test_solutions_of_a_misspelt_task_are_named(bank: Path) -> None:
     (bank / "solutions" / "transfr").mkdir()
     shutil.copy(bank / ORACLE, bank / "solutions" / "transfr" / "oracle.yaml")
@@ -211,3 +229,48 @@ def test_a_task_id_that_cannot_name_files_says_what_a_task_id_is(bank: Path, tas
     assert code == 2 and len(lines) == 1, lines
     assert "is not a task id: letters, digits, '_', '.' and '-'" in lines[0]
     assert "\n" not in lines[0]  # a newline in a file name is shown escaped: still one line
+
+
+# --- ids a reference could not tell apart -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "  - id: conserved\n",
+            "  - id: balances\n",
+            "outcome_assertions: id 'balances' is defined twice, at [0] and [2]",
+        ),
+        (
+            "  - {id: process, weight: 1",
+            "  - {id: state, weight: 1",
+            "partial_credit_rubric: rubric node id 'state' is defined twice, at [0] and [1]",
+        ),
+        (
+            "assertion: balances}",
+            "assertion: balancez}",
+            "partial_credit_rubric: rubric node 'state' names unknown assertion 'balancez'",
+        ),
+    ],
+)
+def test_duplicate_and_unknown_ids_name_the_field_and_the_id(
+    bank: Path, old: str, new: str, message: str
+) -> None:
+    edit(bank, TASK, old, new)
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert len(lines) == 1 and lines[0].endswith(message), lines
+    assert "Value error" not in lines[0]  # pydantic's prefix says nothing to a task author
+    assert re.match(rf"{re.escape(str(bank))}/{TASK}:\d+: ", lines[0])  # the field's line
+
+
+def test_a_nested_rubric_id_repeated_is_refused(bank: Path) -> None:
+    edit(
+        bank,
+        TASK,
+        "  - {id: process, weight: 1, constraint: pin-first}",
+        "  - id: process\n    children:\n      - {id: state, constraint: pin-first}",
+    )
+    code, lines = errors("check", str(bank))
+    assert code == 2 and "rubric node id 'state' is defined twice" in lines[0]

@@ -227,6 +227,8 @@ def _one_error(path: Path, error: Any) -> SpecError:
         reason = "unknown field"
     elif error["type"] == "missing":
         reason = "required field is missing"
+    elif error["type"] == "value_error":  # a validator's own sentence, without pydantic's prefix
+        reason = one_line(str(error["ctx"]["error"]))
     elif error["type"] == "string_pattern_mismatch" and error["loc"][-1:] == ("task_id",):
         reason = (
             f"{error['input']!r} is not a task id: letters, digits, '_', '.' and '-',"

@@ -240,18 +240,24 @@ def _walk(root: Path, report: Report) -> Suite | None:
 
 
 def _unread_files(root: Path) -> Iterator[SpecError]:
-    """Files the loader would pass over without a word: a task or solution spelt ``.yml``
-    (only ``.yaml`` is read), solutions in a folder named after no task file (a misspelt id)."""
-    folders = [root / "tasks", *sorted(p for p in (root / "solutions").glob("*") if is_dir(p))]
-    for folder in folders:
-        for path in sorted(folder.glob("*")):
-            if path.suffix.lower() in {".yml", ".yaml"} and path.suffix != ".yaml":
+    """Files the loader would pass over without a word: a task or solution spelt ``.yml``, put
+    in a subfolder or straight in ``solutions/``, solutions of a misspelt task id."""
+    solutions = root / "solutions"
+    folders = [root / "tasks", *sorted(p for p in solutions.glob("*") if is_dir(p))]
+    for folder in [solutions, *folders]:
+        for path in sorted(folder.rglob("*") if folder != solutions else folder.glob("*")):
+            if path.suffix.lower() not in {".yml", ".yaml"} or is_dir(path):
+                continue
+            if folder == solutions:
+                yield SpecError(path, None, "not read: solutions go in solutions/<task_id>/")
+            elif path.parent != folder:
+                yield SpecError(path, None, f"not read: a subfolder of {folder.name}/")
+            elif path.suffix != ".yaml":
                 yield SpecError(path, None, "not read: task and solution files end in .yaml")
     for folder in folders[1:]:
         if not is_file(root / "tasks" / f"{folder.name}.yaml"):
-            yield SpecError(
-                folder, None, f"solutions of no task: there is no tasks/{folder.name}.yaml"
-            )
+            reason = f"solutions of no task: there is no tasks/{folder.name}.yaml"
+            yield SpecError(folder, None, reason)
 
 
 def outside(root: Path, path: Path) -> bool:
