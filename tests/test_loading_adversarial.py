@@ -14,12 +14,14 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from groundstate.cli import main
+from groundstate.environments import sqlite
 from groundstate.spec.suite import load_suite
 
 from .conftest import BANK
@@ -274,3 +276,43 @@ def test_a_nested_rubric_id_repeated_is_refused(bank: Path) -> None:
     )
     code, lines = errors("check", str(bank))
     assert code == 2 and "rubric node id 'state' is defined twice" in lines[0]
+
+
+# --- fixtures -----------------------------------------------------------------------------------
+
+
+def test_a_fixture_whose_sql_never_ends_is_an_error_not_a_hang(
+    bank: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite, "FIXTURE_BUILD_LIMIT", 0.5)
+    endless = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT x FROM n"
+    with (bank / "fixtures" / "bank.sql").open("a") as sql:
+        sql.write(f"\nCREATE TABLE numbers AS {endless};\n")
+    started = time.monotonic()
+    code, lines = errors("check", str(bank))
+    assert code == 2 and time.monotonic() - started < 30
+    assert lines == [f"{bank}/fixtures/bank.sql: does not build: did not build within 0.5s"]
+
+
+def test_a_fixture_that_builds_within_the_limit_is_untouched(
+    bank: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite, "FIXTURE_BUILD_LIMIT", 0.5)
+    bounded = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 50000)"
+    with (bank / "fixtures" / "bank.sql").open("a") as sql:
+        sql.write(f"\nCREATE TABLE numbers AS {bounded} SELECT x FROM n;\n")
+    assert errors("check", str(bank)) == (0, [f"{bank}: 1 task, no errors"])
+
+
+@pytest.mark.parametrize("suffix", ["sql", "yaml"])
+def test_a_fixture_that_is_not_utf8_names_the_byte_offset(bank: Path, suffix: str) -> None:
+    fixture = bank / "fixtures" / f"bank.{suffix}"
+    if suffix == "yaml":
+        fixture.write_text("schema: CREATE TABLE accounts(id TEXT PRIMARY KEY);\n")
+        edit(bank, TASK, "fixture: bank.sql", "fixture: bank.yaml")
+    comment = b"-- caf" if suffix == "sql" else b"# caf"
+    data = fixture.read_bytes() + comment
+    fixture.write_bytes(data + b"\xe9\n")
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert f"{fixture}: not UTF-8 text (invalid byte at offset {len(data)})" in lines

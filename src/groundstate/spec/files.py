@@ -139,6 +139,11 @@ def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
         raise SpecError(path, None, "not a valid file name") from None
     if len(data) > max_bytes:
         raise SpecError(path, None, f"larger than {_size(max_bytes)}")
+    return decode_utf8(path, data)
+
+
+def decode_utf8(path: Path, data: bytes) -> str:
+    """*data*, read from *path*, as text; bytes that are not UTF-8 are a :class:`SpecError`."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
 from groundstate.environments.registry import environment_capabilities
-from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.sqlite import FixtureTooSlow, SqliteEnvironment
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE
@@ -301,6 +301,8 @@ def _fixture_problem(fixture: Path, exc: EnvironmentFailure) -> SuiteProblem:
     cause = exc.__cause__
     if isinstance(cause, SpecError):  # the YAML itself: the loader says where
         return _from_spec_error(cause)
+    if isinstance(cause, FixtureTooSlow):  # running it again to find the line would be as slow
+        return SuiteProblem(file=str(fixture), reason=f"does not build: {cause}")
     line, reason = _locate_fixture_error(fixture) or (None, str(cause or exc))
     return SuiteProblem(file=str(fixture), line=line, reason=f"does not build: {reason}")
 
