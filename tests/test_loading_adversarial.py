@@ -9,6 +9,7 @@ hang. Near misses that must keep loading are next to each case.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -24,7 +25,7 @@ from groundstate.cli import main
 from groundstate.environments import sqlite
 from groundstate.spec.suite import load_suite
 
-from .conftest import BANK
+from .conftest import BANK, BANK_SYSTEM
 
 TASK = "tasks/transfer.yaml"
 ORACLE = "solutions/transfer/oracle.yaml"
@@ -316,3 +317,31 @@ def test_a_fixture_that_is_not_utf8_names_the_byte_offset(bank: Path, suffix: st
     code, lines = errors("check", str(bank))
     assert code == 2
     assert f"{fixture}: not UTF-8 text (invalid byte at offset {len(data)})" in lines
+
+
+# --- commands that write into a suite -----------------------------------------------------------
+
+
+def test_lock_over_a_folder_named_suite_lock_is_one_line(bank: Path) -> None:
+    (bank / "suite.lock").mkdir()
+    code, lines = errors("lock", str(bank))
+    assert code == 2
+    assert lines == [f"error: {bank}/suite.lock: cannot write: Is a directory"]
+
+
+def test_regress_into_a_file_is_refused_and_the_file_kept(bank: Path) -> None:
+    store, system = bank.parent / "runs.db", bank.parent / "system.yaml"
+    shutil.copy(BANK_SYSTEM, system)
+    shutil.copy(BANK_SYSTEM.parent / "bank_agent.py", bank.parent / "bank_agent.py")
+    args = ["--store", str(store)]
+    assert errors("run", str(bank), "--system", str(system), "--seed", "1", *args)[0] == 0
+    batch = json.loads(CliRunner().invoke(main, ["batches", "--json", *args]).stdout)
+    listed = CliRunner().invoke(main, ["runs", batch[0]["batch_id"], "--json", *args]).stdout
+    failing = [run for run in json.loads(listed)["runs"] if not run["success"]]
+    assert failing, "the bank agent (fault_rate 0.5) fails its first attempt with seed 1"
+    notes = bank.parent / "notes.txt"
+    notes.write_text("mine\n")
+    code, lines = errors("regress", failing[0]["run_id"], "--into", str(notes), *args)
+    assert code == 2
+    assert lines == [f"error: {notes} is a file, not a suite folder"]
+    assert notes.read_text() == "mine\n"
