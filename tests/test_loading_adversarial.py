@@ -345,3 +345,40 @@ def test_regress_into_a_file_is_refused_and_the_file_kept(bank: Path) -> None:
     assert code == 2
     assert lines == [f"error: {notes} is a file, not a suite folder"]
     assert notes.read_text() == "mine\n"
+
+
+# --- code the suite and the system name ---------------------------------------------------------
+
+
+def test_two_different_tools_with_one_name_are_refused(bank: Path) -> None:
+    """``functools.wraps`` copies the name: the agent would be offered one of the two, which
+    one an accident of the module's order."""
+    with (bank / "tools.py").open("a") as tools:
+        tools.write(
+            "\n\nimport functools\n\n\ndef _again(fn):\n    @functools.wraps(fn)\n"
+            "    def wrapper(ctx: ToolContext, account: str) -> str:\n"
+            '        """Balance, again."""\n        return "0"\n\n    return wrapper\n\n\n'
+            "balance_too = tool(_again(balance.fn))\n"
+        )
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert lines == [f"{bank}/tools.py: balance: two different tools have this name"]
+
+
+def test_one_tool_under_two_variables_is_one_tool(bank: Path) -> None:
+    with (bank / "tools.py").open("a") as tools:
+        tools.write("\n\nsame_balance = balance\n")
+    assert errors("check", str(bank))[0] == 0
+
+
+def test_a_module_entry_that_cannot_import_is_blamed_on_the_system_file(bank: Path) -> None:
+    system = bank.parent / "system.yaml"
+    system.write_text(
+        BANK_SYSTEM.read_text().replace("bank_agent.py:bank_agent", "no_such_pkg_xyz:agent")
+    )
+    code, lines = errors("run", str(bank), "--system", str(system), "--store", "runs.db")
+    assert code == 2
+    assert lines[-1].endswith(
+        f"{system}: harness.orchestration_loop.entry: cannot import no_such_pkg_xyz: "
+        "ModuleNotFoundError: No module named 'no_such_pkg_xyz'"
+    )

@@ -199,4 +199,13 @@ def _same_file(name: str | None, path: Path) -> bool:
 def load_tools(path: Path) -> dict[str, Tool]:
     """All tools declared in the Python file at *path*, by name."""
     module = load_module(path, "tools")
-    return {t.name: t for t in vars(module).values() if isinstance(t, Tool)}
+    tools: dict[str, Tool] = {}
+    for declared in vars(module).values():
+        if not isinstance(declared, Tool):
+            continue
+        known = tools.get(declared.name, declared)
+        if known.fn is not declared.fn:  # an alias of one tool is fine, two functions are not:
+            # the agent would be offered one of them, and which would be an accident of order
+            raise SpecError(path, declared.name, "two different tools have this name")
+        tools[declared.name] = declared
+    return tools
