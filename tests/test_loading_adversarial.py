@@ -382,3 +382,19 @@ def test_a_module_entry_that_cannot_import_is_blamed_on_the_system_file(bank: Pa
         f"{system}: harness.orchestration_loop.entry: cannot import no_such_pkg_xyz: "
         "ModuleNotFoundError: No module named 'no_such_pkg_xyz'"
     )
+
+
+@pytest.mark.parametrize("name", ["../../escape", "sub/alt", ".hidden", "oracle"])
+def test_play_refuses_a_save_name_before_anyone_plays(bank: Path, name: str) -> None:
+    """A path would write outside the solutions folder (or into a subfolder no one reads), a
+    taken name would overwrite: refused at once, not after a person played the whole task."""
+    store = bank.parent / "runs.db"
+    args = ["play", str(bank), "transfer", "--as", "agent", "--save", name, "--store", str(store)]
+    code, lines = errors(*args)
+    assert code == 2 and len(lines) == 1, lines
+    if name == "oracle":
+        assert lines[0].endswith("a solution of that name exists; choose another --save name")
+    else:
+        assert f"--save: {name!r} is not a solution name" in lines[0]
+    assert not store.exists()  # no attempt ran
+    assert not (bank.parent.parent / "escape.yaml").exists()
