@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -234,7 +235,7 @@ def test_a_task_id_that_cannot_name_files_says_what_a_task_id_is(bank: Path, tas
     assert "\n" not in lines[0]  # a newline in a file name is shown escaped: still one line
 
 
-# --- ids a reference could not tell apart -------------------------------------------------------
+# --- ids a reference could not tell apart ---------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -279,7 +280,7 @@ def test_a_nested_rubric_id_repeated_is_refused(bank: Path) -> None:
     assert code == 2 and "rubric node id 'state' is defined twice" in lines[0]
 
 
-# --- fixtures -----------------------------------------------------------------------------------
+# --- fixtures -------------------------------------------------------------------------------------
 
 
 def test_a_fixture_whose_sql_never_ends_is_an_error_not_a_hang(
@@ -319,7 +320,7 @@ def test_a_fixture_that_is_not_utf8_names_the_byte_offset(bank: Path, suffix: st
     assert f"{fixture}: not UTF-8 text (invalid byte at offset {len(data)})" in lines
 
 
-# --- commands that write into a suite -----------------------------------------------------------
+# --- commands that write into a suite -------------------------------------------------------------
 
 
 def test_lock_over_a_folder_named_suite_lock_is_one_line(bank: Path) -> None:
@@ -347,7 +348,7 @@ def test_regress_into_a_file_is_refused_and_the_file_kept(bank: Path) -> None:
     assert notes.read_text() == "mine\n"
 
 
-# --- code the suite and the system name ---------------------------------------------------------
+# --- code the suite and the system name -----------------------------------------------------------
 
 
 def test_two_different_tools_with_one_name_are_refused(bank: Path) -> None:
@@ -398,3 +399,32 @@ def test_play_refuses_a_save_name_before_anyone_plays(bank: Path, name: str) -> 
         assert f"--save: {name!r} is not a solution name" in lines[0]
     assert not store.exists()  # no attempt ran
     assert not (bank.parent.parent / "escape.yaml").exists()
+
+
+# --- a store that is not a run store --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["run", "report", "batches"])
+def test_another_programs_database_as_the_store_is_left_as_it_was(bank: Path, command: str) -> None:
+    store = bank.parent / "app.db"
+    with sqlite3.connect(store) as db:
+        db.execute("CREATE TABLE runs (id INTEGER PRIMARY KEY, who TEXT)")  # a name we use too
+        db.execute("INSERT INTO runs (who) VALUES ('alice')")
+    before = store.read_bytes()
+    system = ["--system", str(BANK_SYSTEM)] if command == "run" else []
+    suite = [str(bank)] if command == "run" else []
+    code, lines = errors(command, *suite, *system, "--store", str(store))
+    assert code == 2
+    assert lines[-1] == (
+        f"error: {store} is an SQLite database but not a run store (its tables: runs); "
+        "give another --store"
+    )
+    assert store.read_bytes() == before  # no table added or altered, no journal mode changed
+
+
+def test_a_text_file_as_the_store_is_refused_and_kept(bank: Path) -> None:
+    store = bank.parent / "notes.db"
+    store.write_text("precious\n")
+    code, lines = errors("run", str(bank), "--system", str(BANK_SYSTEM), "--store", str(store))
+    assert code == 2 and "file is not a database" in lines[-1]
+    assert store.read_text() == "precious\n"
