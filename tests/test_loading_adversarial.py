@@ -428,3 +428,24 @@ def test_a_text_file_as_the_store_is_refused_and_kept(bank: Path) -> None:
     code, lines = errors("run", str(bank), "--system", str(BANK_SYSTEM), "--store", str(store))
     assert code == 2 and "file is not a database" in lines[-1]
     assert store.read_text() == "precious\n"
+
+
+# --- YAML that would not load the same way twice --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "tag"),
+    [("!!set {payments, refunds}", "set"), ("!!omap [a: 1]", "omap"), ("!!pairs [a: 1]", "pairs")],
+)
+def test_a_set_or_ordered_map_tag_is_refused(bank: Path, value: str, tag: str) -> None:
+    """A set's order follows the process's string hashing: the tools an agent is offered, or
+    the rows an assertion expects, would come in another order (and hash) in the next run."""
+    edit(bank, TASK, "slice_labels: [payments]", f"slice_labels: {value}")
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert lines == [f"{bank}/{TASK}:4: !!{tag} is not allowed: write a list or a mapping"]
+
+
+def test_anchors_and_aliases_of_plain_lists_still_load(bank: Path) -> None:
+    edit(bank, TASK, "slice_labels: [payments]", "slice_labels: &labels [payments]")
+    assert load_suite(bank).tasks["transfer"].slice_labels == ["payments"]

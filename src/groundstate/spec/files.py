@@ -95,6 +95,17 @@ class _SafeLoader(yaml.SafeLoader):
 _SafeLoader.add_constructor("tag:yaml.org,2002:float", _SafeLoader.construct_yaml_float)
 
 
+def _refuse_tag(loader: _SafeLoader, node: yaml.Node) -> None:
+    """A set's order changes from one process to the next (so would every hash and the tool
+    order an agent sees); ordered maps and pairs build tuples no model reads."""
+    kind = node.tag.rpartition(":")[2]
+    raise _Refused(f"!!{kind} is not allowed: write a list or a mapping", node.start_mark)
+
+
+for _tag in ("set", "omap", "pairs"):
+    _SafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+
+
 def read_yaml(path: Path) -> Any:
     """The YAML document of *path*, read under the limits above."""
     text = read_text(path)
