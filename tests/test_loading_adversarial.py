@@ -449,3 +449,34 @@ def test_a_set_or_ordered_map_tag_is_refused(bank: Path, value: str, tag: str) -
 def test_anchors_and_aliases_of_plain_lists_still_load(bank: Path) -> None:
     edit(bank, TASK, "slice_labels: [payments]", "slice_labels: &labels [payments]")
     assert load_suite(bank).tasks["transfer"].slice_labels == ["payments"]
+
+
+# --- what a known-bad solution declares -----------------------------------------------------------
+
+BAD = "solutions/transfer/bad_no_pin.yaml"
+
+
+@pytest.mark.parametrize(
+    ("fails_by", "reason"),
+    [
+        ("assertion:balances", "'assertion:balances' is not outcome:<id> or constraint:<id>"),
+        ("constraint:", "'constraint:' is not outcome:<id> or constraint:<id>"),
+        ("agent_failure/prohibted_action", "'agent_failure/prohibted_action' is not outcome"),
+        ("whatever", "'whatever' is not outcome, outcome:<id>, constraint:<id> or one of "),
+    ],
+)
+def test_a_malformed_fails_by_is_found_by_check(bank: Path, fails_by: str, reason: str) -> None:
+    """Before, each of these loaded and surfaced only as "fails for another reason" in
+    ``validate``, which reads as a grader problem rather than a typo."""
+    edit(bank, BAD, "fails_by: constraint:pin-first", f'fails_by: "{fails_by}"')
+    code, lines = errors("check", str(bank))
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{bank}/{BAD}:3: fails_by: {reason}")
+
+
+@pytest.mark.parametrize(
+    "fails_by", ["outcome", "outcome:balances", "constraint:pin-first", "agent_failure/step_limit"]
+)
+def test_each_form_of_fails_by_passes_check(bank: Path, fails_by: str) -> None:
+    edit(bank, BAD, "fails_by: constraint:pin-first", f"fails_by: {fails_by}")
+    assert errors("check", str(bank))[0] == 0

@@ -34,6 +34,7 @@ from groundstate.environments.base import TableState
 from groundstate.environments.registry import environment_capabilities
 from groundstate.environments.sqlite import FixtureTooSlow, SqliteEnvironment
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
+from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE
 from groundstate.spec.files import line_of, read_yaml
@@ -242,11 +243,24 @@ def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
 def _fails_by_problems(
     suite: Suite, task_id: str, fails_by: str | None, path: Path
 ) -> Iterator[SuiteProblem]:
-    """``constraint:<id>`` (``outcome:<id>``) must name a constraint (an outcome assertion) of
-    the task, or the known-bad proves nothing."""
+    """``fails_by`` is ``outcome``, ``outcome:<id>`` or ``constraint:<id>`` naming an outcome
+    assertion or constraint of the task, or an agent failure's terminal reason; anything else
+    (a typo) would only surface as "fails for another reason" in ``validate``."""
+    if fails_by is None or fails_by == "outcome":
+        return
+    prefix, colon, wanted = fails_by.partition(":")
+    reason = None
+    if not colon and fails_by not in AGENT_FAILURES:  # a typo would surface as a failed validate
+        known = ", ".join(sorted(AGENT_FAILURES))
+        reason = f"{fails_by!r} is not outcome, outcome:<id>, constraint:<id> or one of {known}"
+    elif colon and (prefix not in ("constraint", "outcome") or not wanted):
+        reason = f"{fails_by!r} is not outcome:<id> or constraint:<id>"
+    if reason is not None:
+        yield SuiteProblem(
+            file=str(path), line=line_of(path, "fails_by"), field="fails_by", reason=reason
+        )
     task = suite.tasks.get(task_id)
-    prefix, _, wanted = (fails_by or "").partition(":")
-    if task is None or not wanted or prefix not in ("constraint", "outcome"):
+    if task is None or not colon or reason is not None:
         return
     checks = task.hard_process_constraints if prefix == "constraint" else task.outcome_assertions
     what = "constraint" if prefix == "constraint" else "outcome assertion"
