@@ -377,7 +377,8 @@ def test_a_module_entry_that_cannot_import_is_blamed_on_the_system_file(bank: Pa
     system.write_text(
         BANK_SYSTEM.read_text().replace("bank_agent.py:bank_agent", "no_such_pkg_xyz:agent")
     )
-    code, lines = errors("run", str(bank), "--system", str(system), "--store", "runs.db")
+    store = str(bank.parent / "runs.db")
+    code, lines = errors("run", str(bank), "--system", str(system), "--store", store)
     assert code == 2
     assert lines[-1].endswith(
         f"{system}: harness.orchestration_loop.entry: cannot import no_such_pkg_xyz: "
