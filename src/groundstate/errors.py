@@ -27,6 +27,11 @@
 from __future__ import annotations
 
 
+def one_line(text: str) -> str:
+    """Errors print as one line: control characters in user text are shown escaped."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 class GroundstateError(Exception):
     """Base class of every error groundstate raises on purpose."""
 
@@ -45,7 +50,7 @@ class SpecError(GroundstateError):
         self.every: tuple[SpecError, ...] = ()
         """Each problem of the file on its own, when this error summarises several (a model's
         validation errors); ``groundstate check`` reports them one by one."""
-        where = f"{self.path}:{line}" if line is not None else self.path
+        where = one_line(f"{self.path}:{line}" if line is not None else self.path)
         where = f"{where}: {field}" if field else where
         super().__init__(f"{where}: {reason}")
 

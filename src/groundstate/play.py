@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 import sys
 import uuid
 from contextvars import ContextVar
@@ -163,11 +164,25 @@ def with_person_user(system: SystemSpec) -> SystemSpec:
     return played
 
 
-def save_solution(suite_root: Path, task_id: str, name: str, steps: list[Step]) -> Path:
-    """Write *steps* as an ``alternative`` solution of the task; refuse to overwrite."""
+SOLUTION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
+"""A name ``--save`` may give: a file of the task's solutions folder, not a path."""
+
+
+def solution_path(suite_root: Path, task_id: str, name: str) -> Path:
+    """Where ``--save NAME`` writes; a name that is a path, or taken, is refused (checked
+    before the person plays, so that no played attempt is lost to a bad name)."""
+    if not SOLUTION_NAME.fullmatch(name):
+        reason = f"{name!r} is not a solution name: letters, digits, '_', '.' and '-'"
+        raise SpecError("play", "--save", reason)
     path = suite_root / "solutions" / task_id / f"{name}.yaml"
     if path.exists():
         raise SpecError(path, None, "a solution of that name exists; choose another --save name")
+    return path
+
+
+def save_solution(suite_root: Path, task_id: str, name: str, steps: list[Step]) -> Path:
+    """Write *steps* as an ``alternative`` solution of the task; refuse to overwrite."""
+    path = solution_path(suite_root, task_id, name)
     solution = Solution(
         kind="alternative", description="Played by a person (groundstate play).", steps=steps
     )

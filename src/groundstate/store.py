@@ -526,6 +526,7 @@ class RunStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self._refuse_foreign_database()
             self._db.execute("PRAGMA journal_mode=WAL")
             # In WAL mode, NORMAL syncs at checkpoints, not at every commit: a commit
             # survives the process being killed, and an OS crash or power loss may roll back
@@ -536,6 +537,18 @@ class RunStore:
             self._db.executescript(_SCHEMA_AFTER_MIGRATION)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+
+    def _refuse_foreign_database(self) -> None:
+        """Another program's SQLite database given as ``--store`` is left exactly as it was:
+        no tables added, no journal mode changed, no same-named table altered."""
+        tables = [row[0] for row in self._db.execute("SELECT name FROM sqlite_master")]
+        if tables and "batches" not in tables:
+            self._db.close()
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise StoreError(
+                f"{self.path} is an SQLite database but not a run store (its tables: {shown}); "
+                "give another --store"
+            )
 
     def _migrate(self) -> None:
         """Add the format-2 columns to a store made before them; old rows stay as they are."""

@@ -31,10 +31,9 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, create_model
 
 from groundstate.environments.base import Environment
-from groundstate.errors import SpecError
+from groundstate.errors import SpecError, one_line
 from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import siblings_importable
-from groundstate.spec.files import one_line
 
 
 @dataclass(frozen=True)
@@ -200,4 +199,13 @@ def _same_file(name: str | None, path: Path) -> bool:
 def load_tools(path: Path) -> dict[str, Tool]:
     """All tools declared in the Python file at *path*, by name."""
     module = load_module(path, "tools")
-    return {t.name: t for t in vars(module).values() if isinstance(t, Tool)}
+    tools: dict[str, Tool] = {}
+    for declared in vars(module).values():
+        if not isinstance(declared, Tool):
+            continue
+        known = tools.get(declared.name, declared)
+        if known.fn is not declared.fn:  # an alias of one tool is fine, two functions are not:
+            # the agent would be offered one of them, and which would be an accident of order
+            raise SpecError(path, declared.name, "two different tools have this name")
+        tools[declared.name] = declared
+    return tools

@@ -58,7 +58,7 @@ def _builder(system: SystemSpec) -> Callable[[], Agent]:
     loop = system.harness.orchestration_loop
     field = "harness.orchestration_loop.entry"
     code_file, module_name, name = resolve_entry(loop.entry, system.base_dir)
-    module: Any = load_module(code_file, "agent") if code_file else _import(module_name, field)
+    module: Any = load_module(code_file, "agent") if code_file else _import(module_name, system)
     factory = getattr(module, name, None)
     if not callable(factory):
         raise SpecError(system.source, field, f"{loop.entry!r} names no callable")
@@ -114,9 +114,9 @@ def _check_params(fn: Callable[..., Any], params: dict[str, Any], system: System
         raise SpecError(system.source, "harness.orchestration_loop.params", str(exc)) from None
 
 
-def _import(module_name: str, field: str) -> Any:
+def _import(module_name: str, system: SystemSpec) -> Any:
     try:
         return importlib.import_module(module_name)
     except Exception as exc:  # the user's package may raise anything while it is imported
-        reason = f"cannot import: {type(exc).__name__}: {exc}"
-        raise SpecError(module_name, field, reason) from None
+        reason = f"cannot import {module_name}: {type(exc).__name__}: {exc}"
+        raise SpecError(system.source, "harness.orchestration_loop.entry", reason) from None

@@ -43,6 +43,7 @@ def play(
         person_system,
         play_attempt,
         save_solution,
+        solution_path,
         with_person_user,
     )
     from groundstate.spec.suite import load_suite
@@ -50,6 +51,8 @@ def play(
     from groundstate.store import RunStore
 
     loaded = load_suite(suite)
+    if role == "agent" and save:
+        solution_path(loaded.root, task_id, save)  # a bad name is refused before anyone plays
     terminal = Terminal()  # this command's streams, before the attempt captures output
     person = PersonAgent(terminal)
     agent: Agent

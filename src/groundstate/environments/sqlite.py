@@ -70,7 +70,7 @@ from groundstate.errors import (
     ToolError,
 )
 from groundstate.spec.canonical import SettledFileCache, hash_file
-from groundstate.spec.files import load_model
+from groundstate.spec.files import decode_utf8, load_model
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import TMPDIR_ENV, make_workdir, process_dir, temp_root
 
@@ -925,10 +925,27 @@ def _resolve(fixture: str, cwd: str) -> str:
     return str(Path(cwd, fixture).resolve())
 
 
+FIXTURE_BUILD_LIMIT = 300.0
+"""Seconds a fixture may take to build: past them its SQL is interrupted (a recursive query
+that never ends would otherwise hang ``check``, ``validate`` and every batch)."""
+
+
+class FixtureTooSlow(ValueError):
+    """The fixture's SQL ran past :data:`FIXTURE_BUILD_LIMIT`."""
+
+
 def _template_image(fixture: Path, clock: datetime) -> bytes:
     connection = sqlite3.connect(":memory:", isolation_level=None)
+    deadline = time.monotonic() + FIXTURE_BUILD_LIMIT
+    connection.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
     try:
-        _load_fixture(fixture, connection)
+        try:
+            _load_fixture(fixture, connection)
+        except sqlite3.OperationalError as exc:
+            if time.monotonic() > deadline:
+                raise FixtureTooSlow(f"did not build within {FIXTURE_BUILD_LIMIT:g}s") from exc
+            raise
+        connection.set_progress_handler(None, 0)
         connection.execute(f"CREATE TABLE {META_TABLE}(key TEXT PRIMARY KEY, value TEXT)")
         connection.execute(f"INSERT INTO {META_TABLE} VALUES ('now', ?)", (clock.isoformat(),))
         return connection.serialize()
@@ -938,12 +955,12 @@ def _template_image(fixture: Path, clock: datetime) -> bytes:
 
 def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
     if fixture.suffix == ".sql":
-        connection.executescript(fixture.read_text(encoding="utf-8"))
+        connection.executescript(decode_utf8(fixture, fixture.read_bytes()))
         return
     if fixture.suffix not in {".yaml", ".yml", ".json"}:
         raise ValueError("expected a .sql, .yaml or .json fixture")
     if fixture.suffix == ".json":
-        text = fixture.read_text(encoding="utf-8")
+        text = decode_utf8(fixture, fixture.read_bytes())
         data = load_model(fixture, _DataFixture, data=json.loads(text))
     else:  # the hardened loader every YAML file of groundstate goes through
         data = load_model(fixture, _DataFixture)

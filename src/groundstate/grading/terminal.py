@@ -44,6 +44,17 @@ _AGENT_STOPS: dict[type[BaseException], str] = {
 }
 
 
+AGENT_FAILURES = frozenset(
+    {
+        *(reason for reason in _AGENT_STOPS.values() if reason.startswith("agent_failure/")),
+        "agent_failure/crashed",
+        "agent_failure/incorrect_state",
+        "agent_failure/constraint_violation",
+    }
+)
+"""Every ``agent_failure/...`` terminal reason an attempt can end with (rules 3, 5 and 6)."""
+
+
 def interruption_reason(exc: BaseException, stage: str) -> str:
     """The terminal reason for an exception that ended the episode at *stage*."""
     if isinstance(exc, ResetCheckFailed):

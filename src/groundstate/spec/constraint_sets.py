@@ -15,20 +15,14 @@ from pydantic import AfterValidator
 
 from groundstate.errors import SpecError
 from groundstate.spec.constraints import HardConstraint
+from groundstate.spec.strict import ids_defined_once
 from groundstate.spec.task import AgentTask
 
 SUITE_FILE = "suite.yaml"
 
 
 def _unique_ids(constraints: list[HardConstraint]) -> list[HardConstraint]:
-    first_at: dict[str, int] = {}
-    for i, constraint in enumerate(constraints):
-        if constraint.id in first_at:
-            raise ValueError(
-                f"constraint id {constraint.id!r} is defined twice, at [{first_at[constraint.id]}]"
-                f" and [{i}]"
-            )
-        first_at[constraint.id] = i
+    ids_defined_once(constraints, "constraint id")
     return constraints
 
 

@@ -19,13 +19,14 @@ UTF-8 or a one-line error naming the byte offset.
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from groundstate.errors import SpecError
+from groundstate.errors import SpecError, one_line
 from groundstate.spec.constraints import CONSTRAINT_KINDS
 
 M = TypeVar("M", bound=BaseModel)
@@ -94,6 +95,17 @@ class _SafeLoader(yaml.SafeLoader):
 _SafeLoader.add_constructor("tag:yaml.org,2002:float", _SafeLoader.construct_yaml_float)
 
 
+def _refuse_tag(loader: _SafeLoader, node: yaml.Node) -> None:
+    """A set's order changes from one process to the next (so would every hash and the tool
+    order an agent sees); ordered maps and pairs build tuples no model reads."""
+    kind = node.tag.rpartition(":")[2]
+    raise _Refused(f"!!{kind} is not allowed: write a list or a mapping", node.start_mark)
+
+
+for _tag in ("set", "omap", "pairs"):
+    _SafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
+
+
 def read_yaml(path: Path) -> Any:
     """The YAML document of *path*, read under the limits above."""
     text = read_text(path)
@@ -121,6 +133,11 @@ def read_yaml(path: Path) -> Any:
 def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of *path*, at most *max_bytes* long; any other is a :class:`SpecError`."""
     try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError
+        if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer, a device not end
+            raise SpecError(path, None, "not a regular file")
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
     except FileNotFoundError:
@@ -129,8 +146,15 @@ def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
         raise SpecError(path, None, "is a folder, not a file") from None
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+    except ValueError:  # a NUL byte in the name
+        raise SpecError(path, None, "not a valid file name") from None
     if len(data) > max_bytes:
         raise SpecError(path, None, f"larger than {_size(max_bytes)}")
+    return decode_utf8(path, data)
+
+
+def decode_utf8(path: Path, data: bytes) -> str:
+    """*data*, read from *path*, as text; bytes that are not UTF-8 are a :class:`SpecError`."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -219,12 +243,14 @@ def _one_error(path: Path, error: Any) -> SpecError:
         reason = "unknown field"
     elif error["type"] == "missing":
         reason = "required field is missing"
+    elif error["type"] == "value_error":  # a validator's own sentence, without pydantic's prefix
+        reason = one_line(str(error["ctx"]["error"]))
+    elif error["type"] == "string_pattern_mismatch" and error["loc"][-1:] == ("task_id",):
+        reason = (
+            f"{error['input']!r} is not a task id: letters, digits, '_', '.' and '-',"
+            " starting with a letter or digit (it names the task's file and folders)"
+        )
     return SpecError(path, _field_path(error["loc"]) or None, reason)
-
-
-def one_line(text: str) -> str:
-    """Errors print as one line: control characters in user text are shown escaped."""
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
 _TAGS = frozenset({*CONSTRAINT_KINDS, "sql", "state_diff", "check", "judge"})

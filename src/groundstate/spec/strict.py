@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import Strict as PydanticStrict
@@ -29,6 +30,22 @@ def one_key_of(options: tuple[str, ...]) -> Any:
         return found[0] if len(found) == 1 else None
 
     return pick
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+def ids_defined_once(items: Sequence[_HasId], what: str = "id") -> None:
+    """Refuse a list in which two items share an id (which one would a reference mean?)."""
+    first_at: dict[str, int] = {}
+    for i, item in enumerate(items):
+        if item.id in first_at:
+            raise ValueError(
+                f"{what} {item.id!r} is defined twice, at [{first_at[item.id]}] and [{i}]"
+            )
+        first_at[item.id] = i
 
 
 # Numbers and flags as the file states them: YAML's ``true`` is not the number 1, ``"2"`` is

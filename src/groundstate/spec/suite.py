@@ -219,11 +219,8 @@ def _walk(root: Path, report: Report) -> Suite | None:
         config = load_model(root / SUITE_FILE, SuiteConfig)
         _check_environment_kind(root / SUITE_FILE, config.environment)
         _check_environment_options(root / SUITE_FILE, config)
-        files = {
-            str(p.relative_to(root)): hash_file(p)
-            for p in sorted(root.rglob("*"))
-            if _counts(p, root)
-        }
+        _check_suite_paths(root, config)
+        files = _hash_files(root)
         suite = Suite(root=root, config=config, tasks={}, solutions={}, files=files)
         suite.tools  # noqa: B018  (imported now: a broken tools.py is a problem of the suite)
     except SpecError as exc:
@@ -238,7 +235,72 @@ def _walk(root: Path, report: Report) -> Suite | None:
     if config.canary is not None and not is_file(root / "tasks" / f"{config.canary}.yaml"):
         report(SpecError(root / SUITE_FILE, "canary", f"no task {config.canary!r}"))
     _each(_check_references(root, config), report)
+    _each(_unread_files(root), report)
     return suite
+
+
+def _unread_files(root: Path) -> Iterator[SpecError]:
+    """Files the loader would pass over without a word: a task or solution spelt ``.yml``, put
+    in a subfolder or straight in ``solutions/``, solutions of a misspelt task id."""
+    solutions = root / "solutions"
+    folders = [root / "tasks", *sorted(p for p in solutions.glob("*") if is_dir(p))]
+    for folder in [solutions, *folders]:
+        for path in sorted(folder.rglob("*") if folder != solutions else folder.glob("*")):
+            if path.suffix.lower() not in {".yml", ".yaml"} or is_dir(path):
+                continue
+            if folder == solutions:
+                yield SpecError(path, None, "not read: solutions go in solutions/<task_id>/")
+            elif path.parent != folder:
+                yield SpecError(path, None, f"not read: a subfolder of {folder.name}/")
+            elif path.suffix != ".yaml":
+                yield SpecError(path, None, "not read: task and solution files end in .yaml")
+    for folder in folders[1:]:
+        if not is_file(root / "tasks" / f"{folder.name}.yaml"):
+            reason = f"solutions of no task: there is no tasks/{folder.name}.yaml"
+            yield SpecError(folder, None, reason)
+
+
+def outside(root: Path, path: Path) -> bool:
+    """Whether *path* (a suite file, or a name a field joined to *root*) leads out of the suite
+    folder *root*, through ``..``, an absolute name or a link: its hash would not be the
+    suite's, nor its lock's."""
+    try:
+        return not path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):  # a loop of links, a name the OS refuses
+        return True
+
+
+def _outside_error(file: Path, field_name: str | None, path: Path, name: str = "") -> SpecError:
+    """*path*, which :func:`outside` found, named *name* by *field_name* of *file* (none: *file*
+    is itself a link out of the suite)."""
+    try:
+        to = str(path.resolve())
+    except (OSError, RuntimeError, ValueError):
+        to = "a loop of links"
+    what = f"{name!r} leads" if field_name else "a link leading"
+    return SpecError(file, field_name, f"{what} outside the suite folder (to {to})")
+
+
+def _check_suite_paths(root: Path, config: SuiteConfig) -> None:
+    """The folders and files suite.yaml names are the suite's own."""
+    named = {"fixtures": config.fixtures, "policy": config.policy, "tools": config.tools}
+    for field_name, relative in named.items():
+        if relative is None or relative.startswith(BUILTIN):
+            continue
+        if outside(root, root / relative):
+            raise _outside_error(root / SUITE_FILE, field_name, root / relative, relative)
+
+
+def _hash_files(root: Path) -> dict[str, str]:
+    """Every file of the suite (relative path -> sha256); one it cannot read is its error."""
+    files = {}
+    for path in sorted(root.rglob("*")):
+        if _counts(path, root):
+            try:
+                files[str(path.relative_to(root))] = hash_file(path)
+            except OSError as exc:
+                raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+    return files
 
 
 def _check_references(root: Path, config: SuiteConfig) -> Iterator[SpecError]:
@@ -260,6 +322,9 @@ def _check_references(root: Path, config: SuiteConfig) -> Iterator[SpecError]:
 
 def _add_task(suite: Suite, task_file: Path, report: Report) -> None:
     """Load one task and its solutions into *suite*; a task with a problem is left out."""
+    if outside(suite.root, task_file):
+        report(_outside_error(task_file, None, task_file))
+        return
     try:
         task = _load_task(task_file, suite.config.constraint_sets)
     except SpecError as exc:
@@ -336,7 +401,10 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
     if task_file.stem != task.task_id:
         yield SpecError(task_file, "task_id", f"must match the file name {task_file.stem!r}")
     fixture = suite.fixture_path(task)
-    if not (is_file(fixture) or is_dir(fixture)):
+    if outside(suite.root, fixture):
+        name = task.initial_state_fixture
+        yield _outside_error(task_file, "initial_state_fixture", fixture, name)
+    elif not (is_file(fixture) or is_dir(fixture)):
         yield SpecError(
             task_file,
             "initial_state_fixture",
@@ -369,7 +437,10 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
                 yield from _check_python_ref(suite.root, assertion.judge, task_file, where)
             else:
                 yield from _check_model_judge(suite.root, assertion.judge, task_file, where)
-            if not is_file(suite.root / assertion.labels):
+            if outside(suite.root, suite.root / assertion.labels):
+                where, labels = f"outcome_assertions[{i}].labels", assertion.labels
+                yield _outside_error(task_file, where, suite.root / labels, labels)
+            elif not is_file(suite.root / assertion.labels):
                 yield SpecError(
                     task_file,
                     f"outcome_assertions[{i}].labels",
@@ -397,6 +468,9 @@ def _check_model_judge(
     if importlib.util.find_spec(sdk) is None:
         reason = f"{judge.model.adapter} needs the {sdk} SDK: pip install 'groundstate[{sdk}]'"
         yield SpecError(file, f"{field_name}.model.adapter", reason)
+    if outside(root, root / judge.prompt):
+        yield _outside_error(file, f"{field_name}.prompt", root / judge.prompt, judge.prompt)
+        return
     if not is_file(root / judge.prompt):
         yield SpecError(file, f"{field_name}.prompt", f"no file {judge.prompt!r} in the suite")
         return
@@ -438,6 +512,9 @@ def _check_assertion_kinds(suite: Suite, task: AgentTask, task_file: Path) -> It
 def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iterator[SpecError]:
     """A check must name a function of a Python file of the suite, which must import."""
     file_name, _, function = ref.partition(":")
+    if function and outside(root, root / file_name):
+        yield _outside_error(file, field_name, root / file_name, file_name)
+        return
     if not function or not file_name.endswith(".py") or not is_file(root / file_name):
         yield SpecError(file, field_name, f"expected 'file.py:function' in the suite, got {ref!r}")
         return
@@ -453,6 +530,9 @@ def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iter
 def _load_solutions(suite: Suite, task: AgentTask, report: Report) -> dict[str, Solution]:
     solutions = {}
     for path in sorted((suite.root / "solutions" / task.task_id).glob("*.yaml")):
+        if outside(suite.root, path):
+            report(_outside_error(path, None, path))
+            continue
         try:
             solution = load_model(path, Solution)
         except SpecError as exc:

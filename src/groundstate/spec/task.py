@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from datetime import datetime
 from pathlib import PurePosixPath
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
 # The constraint language lives in spec.constraints; the names defined here before stay
 # importable from here (re-exported).
@@ -18,7 +18,15 @@ from groundstate.spec.constraints import BeforeRule as BeforeRule
 from groundstate.spec.constraints import HardConstraint as HardConstraint
 from groundstate.spec.constraints import Match as Match
 from groundstate.spec.constraints import NeverConstraint as NeverConstraint
-from groundstate.spec.strict import Count, Seconds, Steps, StrictBool, Weight, one_key_of
+from groundstate.spec.strict import (
+    Count,
+    Seconds,
+    Steps,
+    StrictBool,
+    Weight,
+    ids_defined_once,
+    one_key_of,
+)
 from groundstate.spec.strict import JsonScalar as JsonScalar
 from groundstate.spec.strict import Strict as Strict
 from groundstate.spec.system import RetryPolicy
@@ -383,23 +391,31 @@ class AgentTask(Strict):
             raise ValueError(f"listed twice: {', '.join(twice)}")
         return tools
 
-    @model_validator(mode="after")
-    def _ids_unique_and_referenced(self) -> AgentTask:
-        assertion_ids = [a.id for a in self.outcome_assertions]
-        constraint_ids = [c.id for c in self.hard_process_constraints]
-        for label, ids in (("outcome_assertions", assertion_ids), ("constraints", constraint_ids)):
-            if len(ids) != len(set(ids)):
-                raise ValueError(f"duplicate id in {label}")
-        for node in _walk(self.partial_credit_rubric):
-            if node.assertion is not None and node.assertion not in assertion_ids:
-                raise ValueError(
-                    f"rubric node {node.id!r} names unknown assertion {node.assertion!r}"
-                )
-            if node.constraint is not None and node.constraint not in constraint_ids:
-                raise ValueError(
-                    f"rubric node {node.id!r} names unknown constraint {node.constraint!r}"
-                )
-        return self
+    @field_validator("outcome_assertions", "hard_process_constraints")
+    @classmethod
+    def _ids_once(cls, items: list[OutcomeAssertion] | list[HardConstraint]) -> list[Any]:
+        ids_defined_once(items)
+        return items
+
+    @field_validator("partial_credit_rubric")
+    @classmethod
+    def _rubric_ids_known(cls, nodes: list[RubricNode], info: ValidationInfo) -> list[RubricNode]:
+        """Node ids are unique in the tree; a leaf names an assertion or constraint of the
+        task (checked when those fields are valid: otherwise their own errors say why)."""
+        every = _walk(nodes)
+        ids_defined_once(every, "rubric node id")
+        for kind, field_name in (
+            ("assertion", "outcome_assertions"),
+            ("constraint", "hard_process_constraints"),
+        ):
+            if field_name not in info.data:
+                continue
+            known = {item.id for item in info.data[field_name]}
+            for node in every:
+                named = getattr(node, kind)
+                if named is not None and named not in known:
+                    raise ValueError(f"rubric node {node.id!r} names unknown {kind} {named!r}")
+        return nodes
 
 
 def _walk(nodes: list[RubricNode]) -> list[RubricNode]:

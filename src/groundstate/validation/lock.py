@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from groundstate.errors import GroundstateError
+from groundstate.errors import GroundstateError, SpecError
 from groundstate.spec.suite import Suite
 
 LOCK_FILE = "suite.lock"
@@ -41,7 +41,10 @@ def lock_data(suite: Suite) -> dict[str, Any]:
 def lock_suite(suite: Suite) -> Path:
     """Write ``<suite>/suite.lock`` for the suite as loaded; return its path."""
     path = suite.root / LOCK_FILE
-    path.write_text(json.dumps(lock_data(suite), indent=2, sort_keys=True) + "\n", "utf-8")
+    try:
+        path.write_text(json.dumps(lock_data(suite), indent=2, sort_keys=True) + "\n", "utf-8")
+    except OSError as exc:  # a folder of that name, a read-only suite
+        raise SpecError(path, None, f"cannot write: {exc.strerror}") from None
     return path
 
 

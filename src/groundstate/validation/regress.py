@@ -151,6 +151,8 @@ def _prepare_suite(suite: Suite, task: AgentTask, target: Path) -> None:
     """Make sure the suite at *target* has every file the new task needs, identical."""
     if target.resolve() == suite.root.resolve():
         return
+    if target.exists() and not target.is_dir():
+        raise RegressionRefused(f"{target} is a file, not a suite folder")
     if not (target / "suite.yaml").is_file():
         _scaffold(suite, target)
     config = load_model(target / "suite.yaml", SuiteConfig)

@@ -32,8 +32,9 @@ from pydantic import BaseModel, ConfigDict
 from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
 from groundstate.environments.registry import environment_capabilities
-from groundstate.environments.sqlite import SqliteEnvironment
-from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError
+from groundstate.environments.sqlite import FixtureTooSlow, SqliteEnvironment
+from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
+from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE
 from groundstate.spec.files import line_of, read_yaml
@@ -69,7 +70,7 @@ class SuiteProblem(BaseModel):
     severity: Severity = "error"
 
     def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line is not None else self.file
+        where = one_line(f"{self.file}:{self.line}" if self.line is not None else self.file)
         text = f"{where}: {self.field}: {self.reason}" if self.field else f"{where}: {self.reason}"
         return f"warning: {text}" if self.severity == "warning" else text
 
@@ -242,11 +243,24 @@ def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
 def _fails_by_problems(
     suite: Suite, task_id: str, fails_by: str | None, path: Path
 ) -> Iterator[SuiteProblem]:
-    """``constraint:<id>`` (``outcome:<id>``) must name a constraint (an outcome assertion) of
-    the task, or the known-bad proves nothing."""
+    """``fails_by`` is ``outcome``, ``outcome:<id>`` or ``constraint:<id>`` naming an outcome
+    assertion or constraint of the task, or an agent failure's terminal reason; anything else
+    (a typo) would only surface as "fails for another reason" in ``validate``."""
+    if fails_by is None or fails_by == "outcome":
+        return
+    prefix, colon, wanted = fails_by.partition(":")
+    reason = None
+    if not colon and fails_by not in AGENT_FAILURES:  # a typo would surface as a failed validate
+        known = ", ".join(sorted(AGENT_FAILURES))
+        reason = f"{fails_by!r} is not outcome, outcome:<id>, constraint:<id> or one of {known}"
+    elif colon and (prefix not in ("constraint", "outcome") or not wanted):
+        reason = f"{fails_by!r} is not outcome:<id> or constraint:<id>"
+    if reason is not None:
+        yield SuiteProblem(
+            file=str(path), line=line_of(path, "fails_by"), field="fails_by", reason=reason
+        )
     task = suite.tasks.get(task_id)
-    prefix, _, wanted = (fails_by or "").partition(":")
-    if task is None or not wanted or prefix not in ("constraint", "outcome"):
+    if task is None or not colon or reason is not None:
         return
     checks = task.hard_process_constraints if prefix == "constraint" else task.outcome_assertions
     what = "constraint" if prefix == "constraint" else "outcome assertion"
@@ -301,6 +315,8 @@ def _fixture_problem(fixture: Path, exc: EnvironmentFailure) -> SuiteProblem:
     cause = exc.__cause__
     if isinstance(cause, SpecError):  # the YAML itself: the loader says where
         return _from_spec_error(cause)
+    if isinstance(cause, FixtureTooSlow):  # running it again to find the line would be as slow
+        return SuiteProblem(file=str(fixture), reason=f"does not build: {cause}")
     line, reason = _locate_fixture_error(fixture) or (None, str(cause or exc))
     return SuiteProblem(file=str(fixture), line=line, reason=f"does not build: {reason}")
 
