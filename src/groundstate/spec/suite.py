@@ -241,7 +241,9 @@ def _walk(root: Path, report: Report) -> Suite | None:
 
 def _unread_files(root: Path) -> Iterator[SpecError]:
     """Files the loader would pass over without a word: a task or solution spelt ``.yml``, put
-    in a subfolder or straight in ``solutions/``, solutions of a misspelt task id."""
+    in a subfolder or straight in ``solutions/``. (A ``solutions/<name>/`` with no task is left
+    alone: a suite copied with some tasks removed keeps their solutions, and a misspelt id
+    shows as a task without its oracle.)"""
     solutions = root / "solutions"
     folders = [root / "tasks", *sorted(p for p in solutions.glob("*") if is_dir(p))]
     for folder in [solutions, *folders]:
@@ -254,10 +256,6 @@ def _unread_files(root: Path) -> Iterator[SpecError]:
                 yield SpecError(path, None, f"not read: a subfolder of {folder.name}/")
             elif path.suffix != ".yaml":
                 yield SpecError(path, None, "not read: task and solution files end in .yaml")
-    for folder in folders[1:]:
-        if not is_file(root / "tasks" / f"{folder.name}.yaml"):
-            reason = f"solutions of no task: there is no tasks/{folder.name}.yaml"
-            yield SpecError(folder, None, reason)
 
 
 def outside(root: Path, path: Path) -> bool:
