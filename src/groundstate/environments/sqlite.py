@@ -493,7 +493,10 @@ class SqliteEnvironment(ClosesOnExit):
         self._agent.execute("PRAGMA synchronous = OFF")
         kinds = self._baseline.kinds
         tables = [name for name, kind in kinds.items() if kind == "table"]
-        self._writes = WriteLog(tables, build=self._baseline.image_digest)
+        agent = self._agent  # the log outlives this environment in the pool: not self
+        self._writes = WriteLog(
+            tables, lambda: agent.total_changes, build=self._baseline.image_digest
+        )
         self._total_changes = TotalChanges(self._agent)
         self._agent.harness_function("total_changes", 0, self._total_changes)
         self._fingerprint0 = self._fingerprint()
