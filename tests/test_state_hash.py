@@ -526,3 +526,49 @@ def test_a_fixture_rewritten_in_place_is_built_again(tmp_path: Path) -> None:
         with SqliteEnvironment(fixture, clock=CLOCK) as env:
             hashes.append(env.reset())
     assert len(set(hashes)) == 3
+
+
+def _write_behind(database: str) -> None:
+    other = sqlite3.connect(database)
+    other.execute("UPDATE codes SET label = 'behind' WHERE code = 'a'")
+    other.commit()
+    other.close()
+
+
+@pytest.mark.parametrize("when", ["during the call", "after the call"])
+@pytest.mark.parametrize("then", ["hash", "diff", "call", "clock", "health"])
+def test_a_write_behind_a_call_that_changed_nothing_is_not_missed(
+    fixture_path: Path, when: str, then: str
+) -> None:
+    """A call that changed nothing does not read the file's counter at its end: whatever
+    comes next reads it and must see another connection's write during or after that call."""
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        env.reset()
+        database = env.health()["database"]
+        _call(env, "UPDATE items SET qty = 5 WHERE id = 1", ())  # a logged write first
+        with env.tool_transaction():
+            if when == "during the call":  # before the call's read takes its shared lock
+                _write_behind(database)
+            env.agent_db.execute("SELECT * FROM items").fetchall()
+        if when == "after the call":
+            _write_behind(database)
+        if then == "call":
+            _call(env, "SELECT 1", ())
+        elif then == "clock":
+            env.advance_clock(1)
+        elif then == "health":
+            assert "quick_check" in env.health()["integrity_of"]
+        elif then == "diff":
+            assert "codes" in env.diff_from_initial().tables
+        assert not env.tracking_complete
+        _assert_tracked(env)
+
+
+@pytest.mark.parametrize("sql", ["INSERT INTO tickets (v) SELECT 1 WHERE 0", "SELECT 1"])
+def test_a_call_that_logged_nothing_leaves_the_tracking_exact(fixture_path: Path, sql: str) -> None:
+    with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
+        env.reset()
+        _call(env, sql, ())
+        _call(env, "UPDATE items SET qty = 5 WHERE id = 1", ())
+        assert env.tracking_complete == (sql == "SELECT 1")  # the sequence moved unlogged
+        _assert_tracked(env)

@@ -326,3 +326,75 @@ def test_a_refused_call_in_the_trace_has_no_writes(env: SqliteEnvironment) -> No
     assert refused.error_class in ("permission_denied", "tool_error")
     with pytest.raises(sqlite3.Error):  # the real database refused it too
         env.agent_db.execute("SELECT * FROM secrets").fetchall()
+
+
+# --- the harness's own statements per call ---------------------------------------------------
+
+
+def _traced(env: SqliteEnvironment, *statements: str) -> tuple[list[str], CallEffects]:
+    """The statements a call ran on the agent connection besides its tool's, and its effects."""
+    seen: list[str] = []
+    connection = env.agent_db
+    sqlite3.Connection.set_trace_callback(connection, seen.append)  # past the watch: a test's
+    try:
+        effects = _call(env, *statements)
+    finally:
+        sqlite3.Connection.set_trace_callback(connection, None)
+    tools = set(statements)
+    return [sql for sql in seen if sql not in tools and not sql.startswith("--")], effects
+
+
+def test_a_read_only_call_after_a_quiet_one_runs_three_statements_of_the_harness(
+    env: SqliteEnvironment,
+) -> None:
+    _call(env, "SELECT 1")  # installs the log
+    own, _ = _traced(env, "SELECT * FROM orders")
+    assert own[0] == "BEGIN" and own[-1] == "COMMIT" and len(own) == 3, own
+    assert own[1].startswith("DELETE FROM temp._gs_writes")  # read and cleared at once
+    # After a call that wrote, the next one empties the log first: changes() must read 0.
+    _call(env, "UPDATE orders SET status = 'x'")
+    own, _ = _traced(env, "SELECT * FROM orders")
+    assert len(own) == 4 and own[0].startswith("DELETE FROM temp._gs_writes"), own
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        ["UPDATE orders SET status = 'x'"],  # two rows
+        ["SELECT * FROM orders"],
+        ["INSERT OR IGNORE INTO customers VALUES ('C-1', 'x@example.com', 'X')"],  # 'pre' only
+        ["UPDATE orders SET status = status"],  # written, the same values
+        ["UPDATE orders SET status = 'x' WHERE order_id = 'none'"],  # no row
+    ],
+)
+def test_every_call_starts_with_changes_0_and_an_empty_log(
+    env: SqliteEnvironment, before: list[str]
+) -> None:
+    """Whatever the previous call did, the next sees changes() 0, as a new connection would,
+    and reports only its own writes."""
+    for _ in range(2):
+        _call(env, *before)
+        with env.tool_transaction() as effects:
+            assert env.agent_db.execute("SELECT changes()").fetchone() == (0,)
+            env.agent_db.execute("UPDATE customers SET name = 'B' WHERE id = 'C-2'")
+        assert [(w.table, w.key) for w in effects.writes] == [("customers", "C-2")]
+        _call(env, "UPDATE customers SET name = 'Bo' WHERE id = 'C-2'")
+
+
+@pytest.mark.parametrize("failure", ["tool error", "denied", "written outside a call"])
+def test_after_a_failed_call_or_a_write_outside_one_the_log_is_emptied(
+    env: SqliteEnvironment, failure: str
+) -> None:
+    _call(env, "SELECT 1")  # the log installed and known empty
+    if failure == "written outside a call":  # the log's triggers fire, outside any call
+        env.agent_db.execute("UPDATE orders SET status = 'x' WHERE order_id = 'O-2'")
+    else:
+        with pytest.raises((ToolError, PermissionDenied)), env.tool_transaction():
+            env.agent_db.execute("UPDATE orders SET status = 'x'")
+            if failure == "denied":
+                env.agent_db.execute("SELECT * FROM secrets")
+            raise ToolError("no such order")
+    effects = _call(env, "UPDATE customers SET name = 'B' WHERE id = 'C-2'")
+    assert [(w.table, w.key) for w in effects.writes] == [("customers", "C-2")]
+    with env.tool_transaction():
+        assert env.agent_db.execute("SELECT changes()").fetchone() == (0,)

@@ -493,7 +493,10 @@ class SqliteEnvironment(ClosesOnExit):
         self._agent.execute("PRAGMA synchronous = OFF")
         kinds = self._baseline.kinds
         tables = [name for name, kind in kinds.items() if kind == "table"]
-        self._writes = WriteLog(tables, build=self._baseline.image_digest)
+        agent = self._agent  # the log outlives this environment in the pool: not self
+        self._writes = WriteLog(
+            tables, lambda: agent.total_changes, build=self._baseline.image_digest
+        )
         self._total_changes = TotalChanges(self._agent)
         self._agent.harness_function("total_changes", 0, self._total_changes)
         self._fingerprint0 = self._fingerprint()
@@ -575,9 +578,8 @@ class SqliteEnvironment(ClosesOnExit):
         file's change counter moved since the last commit the harness saw). Returns the
         file's change counter."""
         version = self._file.change_counter()
-        if version < 0 or version != self._version or self._agent.total_changes != self._changes:
-            self._tracker.complete = False
-        if self._agent.blobs != self._blobs:  # a blob write fires no trigger: the log missed it
+        # (a blob opened counts: a blob write fires no trigger, so the log missed it)
+        if version < 0 or version != self._version or self._moved():
             self._tracker.complete = False
         return version
 
@@ -601,6 +603,10 @@ class SqliteEnvironment(ClosesOnExit):
         if self._agent.total_changes != self._changes:
             return "the agent's connection wrote outside any tool call"
         return None
+
+    def _moved(self) -> bool:
+        """Whether the agent's connection wrote a row or opened a blob since the last sync."""
+        return self._agent.total_changes != self._changes or self._agent.blobs != self._blobs
 
     def _synced(self, allowed: range | None = None) -> None:
         """Note the file's change counter and the agent's change count after a commit of the
@@ -737,7 +743,11 @@ class SqliteEnvironment(ClosesOnExit):
             written = sorted({*written, *(write.table for write in virtual_writes)})
             self._harness("COMMIT")
             self._tracker.add(touched)
-            self._synced(range(2) if touched or written else range(1))
+            if touched or written or self._moved():
+                self._synced(range(2) if touched or written else range(1))
+            # Otherwise the call changed nothing: the file's counter must not have moved, as
+            # the next _check_tracking (before any call, hash, diff or probe) checks. Reading
+            # it now too would only add two system calls (GIL releases) to most calls.
         except BaseException as exc:
             denial = bool(self._denied) and isinstance(exc, sqlite3.Error)
             self._tainted = self._tainted or not (denial or isinstance(exc, ToolError))

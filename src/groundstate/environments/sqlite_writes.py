@@ -2,10 +2,10 @@
 
 TEMP triggers on every fixture table log the old and new image of each written row into a
 TEMP table (``temp`` objects live outside the main file, so the state hash never sees them).
-At the end of a call the log is read, netted out per row (a row written twice in one call is
-one write: its value before the call and after it) and cleared; a rolled-back call leaves no
-log, because TEMP tables are transactional too. The work is one trigger step per written
-row: it scales with the rows written, never with the size of a table.
+At the end of a call the log is read and cleared in one statement and netted out per row (a
+row written twice in one call is one write: its value before the call and after it); a
+rolled-back call leaves no log, because TEMP tables are transactional too. The work is one
+trigger step per written row: it scales with the rows written, never with the size of a table.
 
 ``INSERT OR REPLACE`` deletes conflicting rows without firing delete triggers (unless
 recursive triggers are on, which would change a fixture's own triggers). So ``BEFORE`` triggers
@@ -19,6 +19,7 @@ class: SQLite's JSON would round a REAL to 15 digits. A BLOB is recorded as hex 
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,8 @@ from groundstate.spec.canonical import canonical_json
 LOG = "_gs_writes"
 """The TEMP table the triggers write; trigger names start with it too."""
 _CHUNK = 100  # columns per json_array() call: SQLite allows at most 127 arguments
+_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+"""Whether ``DELETE ... RETURNING`` can read and clear the log in one statement."""
 
 Run = Callable[[str, tuple[Any, ...]], list[tuple[Any, ...]]]
 """Runs one of the harness's own statements (past the agent's authorizer)."""
@@ -63,8 +66,16 @@ class WriteLog:
     check, a probe) costs nothing, and one that does pays a few milliseconds once.
     """
 
-    def __init__(self, tables: list[str], *, build: str | None = None) -> None:
+    def __init__(
+        self, tables: list[str], changes: Callable[[], int], *, build: str | None = None
+    ) -> None:
         self._names = tables
+        self._changes = changes
+        """The connection's ``total_changes``: every row any statement of it wrote moves it."""
+        self._quiet: int | None = None
+        """``total_changes`` when the harness last emptied the log by a statement that deleted
+        nothing: while it has not moved, nothing wrote the log and SQL's ``changes()`` is
+        still 0, so there is nothing for :meth:`start` to clear."""
         self._build = build
         """The fixture build's digest, under which the tables' descriptions are kept: every
         connection to a file of that build describes them the same."""
@@ -84,7 +95,16 @@ class WriteLog:
         """
         if not self.installed:
             self._install(run)
-        run(f"DELETE FROM temp.{LOG}", ())
+        # Each statement skipped is a GIL release saved: a context switch under load.
+        if self._changes() != self._quiet:
+            run(f"DELETE FROM temp.{LOG}", ())
+            self._note_cleared(self._changes())
+
+    def _note_cleared(self, before: int) -> None:
+        """After the harness emptied the log: whether its statement deleted nothing (the
+        count did not move since *before*), which left ``changes()`` 0."""
+        after = self._changes()
+        self._quiet = after if after == before else None
 
     def _install(self, run: Run) -> None:
         tables = _DESCRIBED.get(self._build or "") or [_describe(run, n) for n in self._names]
@@ -109,13 +129,24 @@ class WriteLog:
         the keys of every row the log names, for the change tracking. Those are not netted:
         netting compares decoded values, in which 1 and 1.0, or a blob and its hex text, are
         equal while the state hash tells them apart."""
-        entries = run(f"SELECT tbl, op, old, new FROM temp.{LOG} ORDER BY seq", ())
-        run(f"DELETE FROM temp.{LOG}", ())
+        entries = self._take(run)
         net = Netting(self._tables)
         for tbl, op, old, new in entries:
             net.add(tbl, op, _decode(old), _decode(new))
         written = sorted({self._tables[tbl].name for tbl, op, _, _ in entries if op != "pre"})
         return net.writes(lambda table, row: _exists(run, table, row)), written, self._keys(entries)
+
+    def _take(self, run: Run) -> list[tuple[Any, ...]]:
+        """The log's entries in the order they were written, the log emptied."""
+        before = self._changes()
+        if _RETURNING:  # RETURNING gives rows in no set order: sort them by seq
+            rows = sorted(run(f"DELETE FROM temp.{LOG} RETURNING seq, tbl, op, old, new", ()))
+            entries = [row[1:] for row in rows]
+        else:
+            entries = run(f"SELECT tbl, op, old, new FROM temp.{LOG} ORDER BY seq", ())
+            run(f"DELETE FROM temp.{LOG}", ())
+        self._note_cleared(before)
+        return entries
 
     def _keys(self, entries: list[tuple[Any, ...]]) -> Touched:
         touched: Touched = {}
