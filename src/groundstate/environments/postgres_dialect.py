@@ -48,6 +48,15 @@ _REFUSED = {
     "load": "extension",
     "do": "procedure",
     "call": "procedure",
+    # A role may ALTER ROLE itself SET ... (defaults every later connection of the shared
+    # agent role gets, in every attempt) and DROP OWNED BY itself (revoking its schema
+    # grants in a pooled database); a cursor WITH HOLD outlives the call.
+    "alter": "schema",
+    "drop": "schema",
+    "grant": "privilege",
+    "revoke": "privilege",
+    "reassign": "privilege",
+    "declare": "cursor",
 }
 _LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*([A-Za-z]*)", re.DOTALL)
 _TABLE_DENIAL = re.compile(r"permission denied for (?:table|relation) (\S+)")
@@ -162,10 +171,8 @@ class AgentConnection:
 
     def _lastrowid(self) -> int | None:
         """The key the insert triggers recorded, cleared for the next insert."""
-        row = self._connection.execute(
-            "SELECT current_setting(%s, true), set_config(%s, '', true)", (LASTROWID, LASTROWID)
-        ).fetchone()
-        return int(row[0]) if row and row[0] else None
+        row = self._connection.execute("SELECT groundstate.take_lastrowid()").fetchone()
+        return int(row[0]) if row and row[0] is not None else None
 
     def _denial(self, verb: str, message: str) -> str:
         """``read T`` for a table the agent may not read, ``write T`` for one it may only read

@@ -277,12 +277,34 @@ def harness_sql(fixture: PortableFixture, agent: str, evaluator: str) -> list[st
             f"CASE WHEN TG_OP <> 'DELETE' THEN to_jsonb(NEW) END FROM {INTERNAL}.writes; "
             "RETURN NULL; END",
         ),
+        _function(
+            f"{API}.take_lastrowid()",
+            "bigint",
+            "DECLARE v text := current_setting('groundstate.lastrowid', true); BEGIN "
+            "PERFORM set_config('groundstate.lastrowid', '', true); "
+            "RETURN nullif(v, '')::bigint; END",
+        ),
         f"GRANT USAGE ON SCHEMA {API} TO {quote(agent)}, {quote(evaluator)}",
+        # What a plain SELECT could otherwise leave behind, unseen by the state hash: session
+        # settings past the call (set_config(..., false): another search_path reads the
+        # server's clock) and large objects, which outlive a reset and a pooled database.
+        f"REVOKE EXECUTE ON FUNCTION {', '.join(_SIDE_DOORS)} FROM PUBLIC",
     ]
     for index, table in enumerate(fixture.tables):
         statements += _table_triggers(index, table)
         statements.append(f"GRANT SELECT ON public.{quote(table.name)} TO {quote(evaluator)}")
     return statements
+
+
+_SIDE_DOORS = [
+    "pg_catalog.set_config(text, text, boolean)",
+    "pg_catalog.lo_create(oid)",
+    "pg_catalog.lo_creat(integer)",
+    "pg_catalog.lo_from_bytea(oid, bytea)",
+    "pg_catalog.lo_import(text)",
+    "pg_catalog.lo_import(text, oid)",
+]
+"""Functions every role may call by default that change state outside the tables."""
 
 
 def _table_triggers(index: int, table: PortableTable) -> list[str]:
