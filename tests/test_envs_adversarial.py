@@ -5,14 +5,18 @@ removed by reset, and never reach the next attempt."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import suppress
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from groundstate.environments.base import in_tool_call
+from groundstate.environments.workspace import WorkspaceEnvironment
 from groundstate.errors import EnvironmentFailure, PermissionDenied
+from groundstate.sandbox import find_bwrap
 
 from .conftest import EXAMPLES
 
@@ -25,7 +29,7 @@ from groundstate.environments.postgres import PostgresEnvironment  # noqa: E402
 from groundstate.environments.postgres_server import shared_server  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def server() -> None:
     if os.environ.get("GROUNDSTATE_SKIP_POSTGRES") == "1":
         pytest.skip("GROUNDSTATE_SKIP_POSTGRES=1: PostgreSQL could not be installed here")
@@ -36,7 +40,7 @@ def server() -> None:
 
 
 @pytest.fixture
-def env() -> Iterator[PostgresEnvironment]:
+def env(server: None) -> Iterator[PostgresEnvironment]:
     with PostgresEnvironment(FIXTURE, clock=CLOCK) as environment:
         yield environment
 
@@ -93,7 +97,7 @@ def test_state_outside_the_tables_is_refused_and_recorded(
     assert (clock, zone, timeout, objects) == ("2025-06-16T00:00:00+00:00", "Etc/UTC", "0", 0)
 
 
-def test_role_defaults_cannot_reach_another_attempt() -> None:
+def test_role_defaults_cannot_reach_another_attempt(server: None) -> None:
     with PostgresEnvironment(FIXTURE, clock=CLOCK) as first:
         first.reset()
         with suppress(PermissionDenied):
@@ -139,3 +143,46 @@ def test_a_swallowed_error_mid_call_leaves_nothing(env: PostgresEnvironment) -> 
         write_then_fail(env.agent_db)
     assert env.state_hash() == initial
     assert _agent(env, "SELECT count(*) FROM refunds") == [(1,)]  # the next call works
+
+
+# --- repository workspaces -------------------------------------------------------------------
+
+MINI = Path(__file__).parent / "suites" / "workspace_mini"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[WorkspaceEnvironment]:
+    repo = tmp_path / "suite" / "repo"
+    shutil.copytree(MINI / "repo", repo)
+    (repo / ".gitignore").write_text("build/\n*.log\n")  # the fixture's own rules still hold
+    sandbox = "bwrap" if find_bwrap() is not None else "none"
+    with WorkspaceEnvironment(repo, clock=CLOCK, options={"sandbox": sandbox}) as env:
+        env.reset()
+        yield env
+
+
+@pytest.mark.parametrize(
+    "rules", [".gitignore", "src/.gitignore", "new/.gitignore"], ids=["root", "sub", "new-dir"]
+)
+def test_an_agents_ignore_rules_hide_nothing(workspace: WorkspaceEnvironment, rules: str) -> None:
+    initial = workspace.state_hash()
+    folder = rules.rpartition("/")[0]
+    planted = f"{folder}/planted.py" if folder else "planted.py"
+    with workspace.tool_transaction() as effects:
+        workspace.handle.write(rules, "*\n")  # ignores everything, itself included
+        workspace.handle.write(planted, "x = 1\n")
+    written = {write.key for write in effects.writes}
+    assert {rules, planted} <= written
+    assert workspace.state_hash() != initial
+    diff = workspace.diff()
+    assert f"b/{planted}" in diff and f"b/{rules}" in diff
+    assert workspace.reset() == initial
+
+
+def test_the_fixtures_own_ignore_rules_still_hold(workspace: WorkspaceEnvironment) -> None:
+    initial = workspace.state_hash()
+    with workspace.tool_transaction() as effects:
+        workspace.handle.write("build/out.txt", "artefact")
+        workspace.handle.write("run.log", "noise")
+    assert effects.writes == [] and workspace.state_hash() == initial
+    assert workspace.diff() == ""

@@ -300,11 +300,14 @@ class WorkspaceEnvironment(ClosesOnExit):
     def snapshot(self) -> Snapshot:
         with self._lock, _environment_errors("snapshot"):
             rows: dict[str, Row] = {}
-            for name in listed_files(self.git_dir, self.root, self._tracked):
+            for name in self._listed():
                 path = self.root / name
                 if path.is_symlink() or path.is_file():
                     rows[canonical_json(name)] = {"path": name, **file_record(path)}
             return Snapshot(tables={FILES: TableState(columns=COLUMNS, key=["path"], rows=rows)})
+
+    def _listed(self) -> list[str]:
+        return listed_files(self.git_dir, self.root, self._tracked, rules=self._pristine)
 
     def initial_snapshot(self) -> Snapshot:
         return self._initial_snapshot
@@ -322,7 +325,8 @@ class WorkspaceEnvironment(ClosesOnExit):
     def diff(self) -> str:
         """The work tree's change from the base commit (a unified diff)."""
         with self._lock, _environment_errors("diff"):
-            return diff_against(self.git_dir, self.base_commit, self.root, self.index)
+            new = [name for name in self._listed() if name not in self._tracked]
+            return diff_against(self.git_dir, self.base_commit, self.root, self.index, new)
 
     def checkout_base(self, folder: Path) -> None:
         with _environment_errors("checkout"):

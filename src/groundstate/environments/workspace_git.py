@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from groundstate.errors import EnvironmentFailure
@@ -169,10 +170,16 @@ def tracked_paths(git_dir: Path, commit: str) -> frozenset[str]:
     return frozenset(name for name in out.split("\0") if name)
 
 
-def listed_files(git_dir: Path, work_tree: Path, tracked: frozenset[str]) -> list[str]:
+def listed_files(
+    git_dir: Path, work_tree: Path, tracked: frozenset[str], rules: Path | None = None
+) -> list[str]:
     """The work tree's files as git sees them: the base's own, and new ones git would not
     ignore. Walked in Python; git is asked only about new files (rarely: a call per listing
-    that finds some), which keeps a listing, and so every tool call's snapshot, cheap."""
+    that finds some), which keeps a listing, and so every tool call's snapshot, cheap.
+
+    *rules* is the folder whose ``.gitignore`` files decide what is ignored (the base
+    commit's checkout): an agent that writes ``*`` into a ``.gitignore`` must not hide its
+    new files, the ``.gitignore`` among them, from the state hash and the diff."""
     found: list[str] = []
     for folder, dirs, files in os.walk(work_tree):
         here = Path(folder)
@@ -181,7 +188,7 @@ def listed_files(git_dir: Path, work_tree: Path, tracked: frozenset[str]) -> lis
         for name in [*files, *links]:
             found.append((here / name).relative_to(work_tree).as_posix())
     new = [name for name in found if name not in tracked and not _cache_file(name)]
-    ignored = _ignored(git_dir, work_tree, new) if new else set()
+    ignored = _ignored(git_dir, rules or work_tree, new) if new else set()
     return sorted(
         name for name in found if name in tracked or (name in new and name not in ignored)
     )
@@ -212,9 +219,15 @@ def _ignored(git_dir: Path, work_tree: Path, names: list[str]) -> set[str]:
     return {name for name in done.stdout.split("\0") if name}
 
 
-def diff_against(git_dir: Path, commit: str, work_tree: Path, index: Path) -> str:
-    """The work tree's change from *commit* as a binary-safe unified diff (empty: none)."""
+def diff_against(
+    git_dir: Path, commit: str, work_tree: Path, index: Path, new: Sequence[str] = ()
+) -> str:
+    """The work tree's change from *commit* as a binary-safe unified diff (empty: none);
+    the *new* files are added whatever the work tree's own ignore rules say."""
     git(git_dir, "add", "--all", ".", work_tree=work_tree, index=index)
+    for start in range(0, len(new), 500):
+        git(git_dir, "add", "--force", "--", *new[start : start + 500], work_tree=work_tree,
+            index=index)  # fmt: skip
     return git(git_dir, "diff", "--cached", "--binary", "--full-index", commit, index=index)
 
 
