@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import suppress
 from datetime import datetime
@@ -15,7 +16,7 @@ import pytest
 
 from groundstate.environments.base import in_tool_call
 from groundstate.environments.workspace import WorkspaceEnvironment
-from groundstate.errors import EnvironmentFailure, PermissionDenied
+from groundstate.errors import EnvironmentFailure, PermissionDenied, ToolError
 from groundstate.sandbox import find_bwrap
 
 from .conftest import EXAMPLES
@@ -186,3 +187,76 @@ def test_the_fixtures_own_ignore_rules_still_hold(workspace: WorkspaceEnvironmen
         workspace.handle.write("run.log", "noise")
     assert effects.writes == [] and workspace.state_hash() == initial
     assert workspace.diff() == ""
+
+
+def _run(env: WorkspaceEnvironment, command: str) -> dict[str, object]:
+    with env.tool_transaction():
+        return env.handle.run(command, 20)
+
+
+def test_a_huge_file_is_stopped_by_the_file_size_limit(tmp_path: Path) -> None:
+    repo = tmp_path / "suite" / "repo"
+    shutil.copytree(MINI / "repo", repo)
+    sandbox = "bwrap" if find_bwrap() is not None else "none"
+    options = {"sandbox": sandbox, "file_size_mb": 1}
+    with WorkspaceEnvironment(repo, clock=CLOCK, options=options) as env:
+        initial = env.reset()
+        result = _run(env, "head -c 3000000 /dev/zero > big.bin")
+        assert result["exit_code"] != 0
+        assert (env.root / "big.bin").stat().st_size <= 1024 * 1024
+        assert env.reset() == initial
+
+
+def test_a_fifo_or_a_left_running_process_cannot_hang_or_outlive_a_call(
+    workspace: WorkspaceEnvironment,
+) -> None:
+    initial = workspace.state_hash()
+    _run(workspace, "mkfifo pipe; (sleep 0.3; echo late > late.txt) &")
+    with pytest.raises(ToolError, match="not a regular file"):
+        workspace.handle.read("pipe")
+    assert workspace.handle.search("late")[0] == []  # the FIFO is skipped, not read
+    time.sleep(0.6)
+    assert not (workspace.root / "late.txt").exists()  # the sandbox ended with the command
+    assert workspace.reset() == initial
+
+
+def test_writes_outside_the_work_tree_go_nowhere(workspace: WorkspaceEnvironment) -> None:
+    if find_bwrap() is None:
+        pytest.skip("bubblewrap is not installed: commands are not confined")
+    outside = workspace.root.parent
+    before = sorted(p.name for p in outside.iterdir())
+    _run(workspace, "echo x > ../outside.txt; echo y > /tmp/t.txt; mkdir -p ../git/hooks")
+    assert sorted(p.name for p in outside.iterdir()) == before
+    assert not (outside / "git" / "hooks" / "pre-commit").exists()
+
+
+@pytest.mark.parametrize("path", [".git/config", "src/.GIT/hooks/pre-commit", "src/.git", ".Git. "])
+def test_the_tools_refuse_paths_git_cannot_hold(workspace: WorkspaceEnvironment, path: str) -> None:
+    with pytest.raises(ToolError, match="'\\.git' path"), workspace.tool_transaction():
+        workspace.handle.write(path, "[core]\n\thooksPath = /tmp\n")
+
+
+def test_git_state_made_by_a_command_neither_counts_nor_breaks_the_diff(
+    workspace: WorkspaceEnvironment,
+) -> None:
+    initial = workspace.state_hash()
+    _run(
+        workspace,
+        "git init -q . ; git config core.hooksPath /tmp; mkdir -p src/.GIT;"
+        " echo x > src/.GIT/config; echo 'gitdir: /tmp' > tests/.git",
+    )
+    assert workspace.state_hash() == initial
+    assert workspace.diff() == ""  # git could not carry these paths to the grader's checkout
+    assert workspace.reset() == initial
+
+
+def test_names_that_look_like_pathspecs_are_taken_literally(
+    workspace: WorkspaceEnvironment,
+) -> None:
+    with workspace.tool_transaction():
+        workspace.handle.write("*", "star\n")
+        workspace.handle.write(":(glob)x", "magic\n")
+        workspace.handle.remove("src/calc.py")
+    diff = workspace.diff()
+    assert "b/*" in diff and "b/:(glob)x" in diff and "deleted file" in diff
+    assert "tests/check_calc.py" not in diff  # a glob would have added unchanged files

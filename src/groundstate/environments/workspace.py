@@ -77,12 +77,20 @@ class WorkspaceOptions(Strict):
     """CPU time per process."""
     max_processes: Count = Field(default=64, ge=2, le=65_536)
     """Processes at once (a pids cgroup where one can be made)."""
+    file_size_mb: Count = Field(default=256, ge=1, le=1_048_576)
+    """Largest file a command may write: every later tool call snapshots the work tree, so an
+    unbounded file would make each of them read it."""
     command_timeout_s: Seconds = 60.0
     """Longest wall time of one ``run_command`` (the tool's own ``timeout_s`` is capped to it)."""
 
     def policy(self) -> SandboxPolicy:
         return SandboxPolicy(
-            self.sandbox, "none", self.memory_mb, self.cpu_seconds, self.max_processes
+            self.sandbox,
+            "none",
+            self.memory_mb,
+            self.cpu_seconds,
+            self.max_processes,
+            self.file_size_mb,
         )
 
 
@@ -325,8 +333,8 @@ class WorkspaceEnvironment(ClosesOnExit):
     def diff(self) -> str:
         """The work tree's change from the base commit (a unified diff)."""
         with self._lock, _environment_errors("diff"):
-            new = [name for name in self._listed() if name not in self._tracked]
-            return diff_against(self.git_dir, self.base_commit, self.root, self.index, new)
+            files = self._listed()
+            return diff_against(self.git_dir, self.base_commit, self.root, self.index, files)
 
     def checkout_base(self, folder: Path) -> None:
         with _environment_errors("checkout"):

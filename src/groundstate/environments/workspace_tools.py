@@ -19,7 +19,7 @@ import time
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from groundstate.environments.workspace_git import GitFailed, git
+from groundstate.environments.workspace_git import GitFailed, git, git_name
 from groundstate.errors import PermissionDenied, TimeLimitReached, ToolError
 from groundstate.sandbox import run_sandboxed
 from groundstate.tools import Tool, ToolContext, tool
@@ -46,6 +46,8 @@ def confined(root: Path, path: str, *, must_exist: bool = False) -> Path:
         raise ToolError(f"{path!r}: absolute paths are refused; give one relative to the root")
     if ".." in pure.parts:
         raise ToolError(f"{path!r}: '..' is refused; paths stay inside the workspace")
+    if any(git_name(part) for part in pure.parts):
+        raise ToolError(f"{path!r}: a '.git' path is refused (git cannot hold it)")
     target = root.joinpath(*pure.parts) if pure.parts else root
     if not Path(os.path.realpath(target)).is_relative_to(root.resolve()):
         raise ToolError(f"{path!r}: a symbolic link leads outside the workspace")
@@ -94,8 +96,10 @@ class WorkspaceHandle:
     def read(self, path: str) -> str:
         self._allow("read", write=False)
         target = self.resolve(path, must_exist=True)
-        if not target.is_file():
+        if target.is_dir():
             raise ToolError(f"{path!r} is a folder: list it with list_files")
+        if not target.is_file():  # a FIFO would block the harness, a device never end
+            raise ToolError(f"{path!r} is not a regular file")
         if target.stat().st_size > MAX_READ_BYTES:
             raise ToolError(f"{path!r} is larger than {MAX_READ_BYTES} bytes")
         return target.read_bytes().decode("utf-8", "replace")
