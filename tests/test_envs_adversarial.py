@@ -260,3 +260,26 @@ def test_names_that_look_like_pathspecs_are_taken_literally(
     diff = workspace.diff()
     assert "b/*" in diff and "b/:(glob)x" in diff and "deleted file" in diff
     assert "tests/check_calc.py" not in diff  # a glob would have added unchanged files
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "touch \"$(printf 'bad\\377name')\"",
+        "mkdir \"$(printf 'd\\376')\" && touch \"$(printf 'd\\376/x')\"",
+    ],
+    ids=["file", "folder"],
+)
+def test_a_name_that_is_not_utf8_fails_the_call_and_leaves_nothing(
+    workspace: WorkspaceEnvironment, command: str
+) -> None:
+    initial = workspace.state_hash()
+    with pytest.raises(ToolError, match="UTF-8"), workspace.tool_transaction():
+        workspace.handle.run(command + " && echo kept > src/also.py", 10)
+    assert workspace.state_hash() == initial  # the whole call was undone
+    assert workspace.diff() == ""
+    # a later call with a plain name goes through
+    with workspace.tool_transaction() as effects:
+        workspace.handle.run("touch 'caf\u00e9 \n.txt'", 10)
+    assert [write.key for write in effects.writes] == ["caf\u00e9 \n.txt"]
+    assert workspace.reset() == initial

@@ -385,6 +385,7 @@ class WorkspaceEnvironment(ClosesOnExit):
             before, contents = self._snapshot_with_contents()
             try:
                 yield effects
+                self._refuse_unnamed()
             except BaseException:
                 self._put_back(before, contents)
                 effects.denied = list(dict.fromkeys(self.denied))
@@ -392,6 +393,16 @@ class WorkspaceEnvironment(ClosesOnExit):
             effects.denied = list(dict.fromkeys(self.denied))
             effects.writes = _writes(before, self.snapshot())
             effects.changed_tables = [FILES] if effects.writes else []
+
+    def _refuse_unnamed(self) -> None:
+        """Remove the files a command named with bytes that are not UTF-8 and fail the call:
+        state, the trace and the diff hold text names only."""
+        bad = [name for name in self._listed() if not _text(name)]
+        for name in bad:
+            (self.root / name).unlink()
+        if bad:
+            shown = ", ".join(ascii(name) for name in bad[:3])
+            raise ToolError(f"file names must be UTF-8 text; removed {len(bad)}: {shown}")
 
     def _snapshot_with_contents(self) -> tuple[Snapshot, dict[str, bytes]]:
         """The snapshot and every file's bytes by path (to undo a failed call)."""
@@ -412,6 +423,14 @@ class WorkspaceEnvironment(ClosesOnExit):
             for key, row in old.items():
                 if new.get(key) != row:
                     self.handle.restore(row, contents.get(row["path"]))
+
+
+def _text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # the surrogates os.walk gives undecodable bytes
+        return False
+    return True
 
 
 def _records(snapshot: Snapshot) -> dict[str, Row]:
