@@ -283,3 +283,26 @@ def test_a_name_that_is_not_utf8_fails_the_call_and_leaves_nothing(
         workspace.handle.run("touch 'caf\u00e9 \n.txt'", 10)
     assert [write.key for write in effects.writes] == ["caf\u00e9 \n.txt"]
     assert workspace.reset() == initial
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid()",
+        "SELECT query FROM pg_stat_activity",
+        "SELECT pg_cancel_backend(pg_backend_pid() + 1)",
+        "SELECT pg_terminate_backend(pg_backend_pid() + 1, 0)",
+        "SELECT pg_stat_get_backend_activity(s) FROM pg_stat_get_backend_idset() s",
+        "SELECT * FROM pg_stat_get_activity(NULL)",
+    ],
+)
+def test_one_attempt_cannot_reach_another_on_the_server(server: None, sql: str) -> None:
+    with (
+        PostgresEnvironment(FIXTURE, clock=CLOCK) as mine,
+        PostgresEnvironment(FIXTURE, clock=CLOCK) as theirs,
+    ):
+        mine.reset(), theirs.reset()
+        with pytest.raises(PermissionDenied), mine.tool_transaction() as effects:
+            mine.agent_db.execute(sql).fetchall()
+        assert effects.denied
+        assert _agent(theirs, "SELECT count(*) FROM refunds") == [(1,)]  # still connected
