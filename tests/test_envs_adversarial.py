@@ -306,3 +306,15 @@ def test_one_attempt_cannot_reach_another_on_the_server(server: None, sql: str) 
             mine.agent_db.execute(sql).fetchall()
         assert effects.denied
         assert _agent(theirs, "SELECT count(*) FROM refunds") == [(1,)]  # still connected
+
+
+def test_sql_outside_a_tool_call_is_refused(env: PostgresEnvironment) -> None:
+    initial = env.reset()
+    kept = env.agent_db  # a tool keeps the handle, or leaves a thread writing after it returns
+    for sql in ["DELETE FROM refunds", "SELECT count(*) FROM refunds"]:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="outside a tool call"):
+            kept.execute(sql)
+    assert env.state_hash() == initial
+    with env.tool_transaction() as effects:
+        env.agent_db.execute("SELECT 1").fetchall()
+    assert effects.writes == [] and effects.changed_tables == []  # nothing carried into it

@@ -23,6 +23,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors
+from psycopg.pq import TransactionStatus
 
 LASTROWID = "groundstate.lastrowid"
 """The transaction-local setting the insert triggers leave the new row's key in."""
@@ -158,6 +159,10 @@ class AgentConnection:
         self._deny = deny
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        if self._connection.info.transaction_status == TransactionStatus.IDLE:
+            # No tool call is open (a thread the tool left behind, a handle kept for later):
+            # the statement would commit on its own, unlogged and past the state cache.
+            raise errors.InsufficientPrivilege("not authorized: SQL outside a tool call")
         verb = keyword(sql)
         if verb in _REFUSED:
             self._deny(f"{_REFUSED[verb]} {verb}")
