@@ -318,3 +318,16 @@ def test_sql_outside_a_tool_call_is_refused(env: PostgresEnvironment) -> None:
     with env.tool_transaction() as effects:
         env.agent_db.execute("SELECT 1").fetchall()
     assert effects.writes == [] and effects.changed_tables == []  # nothing carried into it
+
+
+def test_permissions_a_command_took_away_are_given_back(workspace: WorkspaceEnvironment) -> None:
+    initial = workspace.state_hash()
+    _run(workspace, "chmod 000 src/calc.py; chmod 000 tests; chmod 100 src")
+    for path in ["src", "tests", "src/calc.py", "tests/check_calc.py"]:
+        mode = (workspace.root / path).stat().st_mode
+        wanted = 0o700 if (workspace.root / path).is_dir() else 0o600
+        assert mode & wanted == wanted, path
+    assert workspace.state_hash() == initial  # the state keeps the executable bit only
+    _run(workspace, "chmod +x src/calc.py")
+    assert workspace.state_hash() != initial
+    assert workspace.reset() == initial

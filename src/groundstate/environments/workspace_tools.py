@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
@@ -207,17 +208,37 @@ class WorkspaceHandle:
             if left <= 0:
                 raise TimeLimitReached("the attempt's time limit has passed")
             limit = min(limit, left)
-        result = run_sandboxed(
-            ["/bin/sh", "-c", command],
-            options.policy(),
-            cwd=self.root,
-            timeout_s=limit,
-            writable=[self.root] if self._env.access == "write" else [],
-            visible=[] if self._env.access == "write" else [self.root],
-            hidden=self._env.hidden_paths,
-            env=command_environment(),
-        )
+        try:
+            result = run_sandboxed(
+                ["/bin/sh", "-c", command],
+                options.policy(),
+                cwd=self.root,
+                timeout_s=limit,
+                writable=[self.root] if self._env.access == "write" else [],
+                visible=[] if self._env.access == "write" else [self.root],
+                hidden=self._env.hidden_paths,
+                env=command_environment(),
+            )
+        finally:
+            owner_access(self.root)
         return result.to_json()
+
+
+def owner_access(root: Path) -> None:
+    """Give the owner back read and write access (and search on folders) a command took away
+    with ``chmod``: otherwise the harness, not running as root, could not read the state,
+    undo the call or remove the tree. The state keeps only the executable bit, which stays."""
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:  # before os.walk descends into it
+            _add_mode(Path(folder) / name, 0o700)
+        for name in files:
+            _add_mode(Path(folder) / name, 0o600)
+
+
+def _add_mode(path: Path, bits: int) -> None:
+    mode = path.lstat().st_mode
+    if not stat.S_ISLNK(mode) and mode & bits != bits:
+        path.chmod(stat.S_IMODE(mode) | bits)
 
 
 def command_environment() -> dict[str, str]:
