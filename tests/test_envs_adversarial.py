@@ -331,3 +331,13 @@ def test_permissions_a_command_took_away_are_given_back(workspace: WorkspaceEnvi
     _run(workspace, "chmod +x src/calc.py")
     assert workspace.state_hash() != initial
     assert workspace.reset() == initial
+
+
+def test_statements_prepared_before_a_reset_still_run_after_it(env: PostgresEnvironment) -> None:
+    initial = env.reset()
+    for _ in range(8):  # psycopg prepares a statement on the server after a few runs
+        _agent(env, "SELECT count(*) FROM refunds")
+    in_tool_call(env, lambda db: db.execute("DELETE FROM refunds"))
+    assert env.reset() == initial  # in place: DISCARD ALL drops the server's prepared plans
+    for _ in range(3):
+        assert _agent(env, "SELECT count(*) FROM refunds") == [(1,)]
