@@ -52,6 +52,8 @@ class SandboxPolicy:
     """CPU time per process."""
     max_processes: int = 64
     """Processes of the sandbox's user (enforced when not running as root, or as ``nobody``)."""
+    file_size_mb: int | None = None
+    """Largest file a process may write (``RLIMIT_FSIZE``; the writer gets ``SIGXFSZ``)."""
 
 
 _cgroups = itertools.count()
@@ -133,6 +135,9 @@ def limits(policy: SandboxPolicy, cgroup: Path | None = None) -> Callable[[], No
         memory = policy.memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CPU, (policy.cpu_seconds, policy.cpu_seconds))
+        if policy.file_size_mb is not None:
+            size = policy.file_size_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
         if processes is not None:
             resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
         if cgroup is not None:

@@ -232,6 +232,9 @@ class PostgresEnvironment(ClosesOnExit):
         written = {t.name for t in self._tables} if everything else self._written
         with _environment_errors("reset"):
             _reload(self._db, self._template, with_children(self._template.fixture, written))
+            # The agent's session outlives a reset in place: what it kept (advisory locks,
+            # LISTEN, prepared plans) must not reach the next attempt.
+            self._agent_raw.execute("DISCARD ALL")
         self._written, self._state, self._dirty = set(), None, False
 
     @property

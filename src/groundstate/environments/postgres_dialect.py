@@ -23,6 +23,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors
+from psycopg.pq import TransactionStatus
 
 LASTROWID = "groundstate.lastrowid"
 """The transaction-local setting the insert triggers leave the new row's key in."""
@@ -48,6 +49,15 @@ _REFUSED = {
     "load": "extension",
     "do": "procedure",
     "call": "procedure",
+    # A role may ALTER ROLE itself SET ... (defaults every later connection of the shared
+    # agent role gets, in every attempt) and DROP OWNED BY itself (revoking its schema
+    # grants in a pooled database); a cursor WITH HOLD outlives the call.
+    "alter": "schema",
+    "drop": "schema",
+    "grant": "privilege",
+    "revoke": "privilege",
+    "reassign": "privilege",
+    "declare": "cursor",
 }
 _LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*([A-Za-z]*)", re.DOTALL)
 _TABLE_DENIAL = re.compile(r"permission denied for (?:table|relation) (\S+)")
@@ -149,6 +159,10 @@ class AgentConnection:
         self._deny = deny
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Cursor:
+        if self._connection.info.transaction_status == TransactionStatus.IDLE:
+            # No tool call is open (a thread the tool left behind, a handle kept for later):
+            # the statement would commit on its own, unlogged and past the state cache.
+            raise errors.InsufficientPrivilege("not authorized: SQL outside a tool call")
         verb = keyword(sql)
         if verb in _REFUSED:
             self._deny(f"{_REFUSED[verb]} {verb}")
@@ -162,10 +176,8 @@ class AgentConnection:
 
     def _lastrowid(self) -> int | None:
         """The key the insert triggers recorded, cleared for the next insert."""
-        row = self._connection.execute(
-            "SELECT current_setting(%s, true), set_config(%s, '', true)", (LASTROWID, LASTROWID)
-        ).fetchone()
-        return int(row[0]) if row and row[0] else None
+        row = self._connection.execute("SELECT groundstate.take_lastrowid()").fetchone()
+        return int(row[0]) if row and row[0] is not None else None
 
     def _denial(self, verb: str, message: str) -> str:
         """``read T`` for a table the agent may not read, ``write T`` for one it may only read

@@ -277,12 +277,47 @@ def harness_sql(fixture: PortableFixture, agent: str, evaluator: str) -> list[st
             f"CASE WHEN TG_OP <> 'DELETE' THEN to_jsonb(NEW) END FROM {INTERNAL}.writes; "
             "RETURN NULL; END",
         ),
+        _function(
+            f"{API}.take_lastrowid()",
+            "bigint",
+            "DECLARE v text := current_setting('groundstate.lastrowid', true); BEGIN "
+            "PERFORM set_config('groundstate.lastrowid', '', true); "
+            "RETURN nullif(v, '')::bigint; END",
+        ),
         f"GRANT USAGE ON SCHEMA {API} TO {quote(agent)}, {quote(evaluator)}",
+        # What a plain SELECT could otherwise leave behind, unseen by the state hash: session
+        # settings past the call (set_config(..., false): another search_path reads the
+        # server's clock) and large objects, which outlive a reset and a pooled database.
+        _REVOKE_SIDE_DOORS,
+        "REVOKE SELECT ON pg_catalog.pg_stat_activity FROM PUBLIC",
     ]
     for index, table in enumerate(fixture.tables):
         statements += _table_triggers(index, table)
         statements.append(f"GRANT SELECT ON public.{quote(table.name)} TO {quote(evaluator)}")
     return statements
+
+
+_SIDE_DOORS = [
+    "set_config",
+    "lo_create",
+    "lo_creat",
+    "lo_from_bytea",
+    "lo_import",
+    # The agent role is shared by every attempt on the server: its sessions may signal and
+    # watch each other, so one attempt could end another's connection or read its SQL.
+    "pg_terminate_backend",
+    "pg_cancel_backend",
+    "pg_stat_get_activity",
+]
+"""Functions every role may call by default that change state outside the tables or reach
+other attempts (every overload, whatever the server version names them with)."""
+_REVOKE_SIDE_DOORS = (
+    "DO $gs$DECLARE f regprocedure; BEGIN FOR f IN SELECT p.oid::regprocedure FROM pg_proc p "
+    "WHERE p.pronamespace = 'pg_catalog'::regnamespace AND (p.proname = ANY(ARRAY["
+    + ", ".join(f"'{name}'" for name in _SIDE_DOORS)
+    + "]) OR p.proname LIKE 'pg\\_stat\\_get\\_backend\\_%') LOOP "
+    "EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f); END LOOP; END$gs$"
+)
 
 
 def _table_triggers(index: int, table: PortableTable) -> list[str]:

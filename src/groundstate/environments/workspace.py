@@ -77,12 +77,20 @@ class WorkspaceOptions(Strict):
     """CPU time per process."""
     max_processes: Count = Field(default=64, ge=2, le=65_536)
     """Processes at once (a pids cgroup where one can be made)."""
+    file_size_mb: Count = Field(default=256, ge=1, le=1_048_576)
+    """Largest file a command may write: every later tool call snapshots the work tree, so an
+    unbounded file would make each of them read it."""
     command_timeout_s: Seconds = 60.0
     """Longest wall time of one ``run_command`` (the tool's own ``timeout_s`` is capped to it)."""
 
     def policy(self) -> SandboxPolicy:
         return SandboxPolicy(
-            self.sandbox, "none", self.memory_mb, self.cpu_seconds, self.max_processes
+            self.sandbox,
+            "none",
+            self.memory_mb,
+            self.cpu_seconds,
+            self.max_processes,
+            self.file_size_mb,
         )
 
 
@@ -300,11 +308,14 @@ class WorkspaceEnvironment(ClosesOnExit):
     def snapshot(self) -> Snapshot:
         with self._lock, _environment_errors("snapshot"):
             rows: dict[str, Row] = {}
-            for name in listed_files(self.git_dir, self.root, self._tracked):
+            for name in self._listed():
                 path = self.root / name
                 if path.is_symlink() or path.is_file():
                     rows[canonical_json(name)] = {"path": name, **file_record(path)}
             return Snapshot(tables={FILES: TableState(columns=COLUMNS, key=["path"], rows=rows)})
+
+    def _listed(self) -> list[str]:
+        return listed_files(self.git_dir, self.root, self._tracked, rules=self._pristine)
 
     def initial_snapshot(self) -> Snapshot:
         return self._initial_snapshot
@@ -322,7 +333,8 @@ class WorkspaceEnvironment(ClosesOnExit):
     def diff(self) -> str:
         """The work tree's change from the base commit (a unified diff)."""
         with self._lock, _environment_errors("diff"):
-            return diff_against(self.git_dir, self.base_commit, self.root, self.index)
+            files = self._listed()
+            return diff_against(self.git_dir, self.base_commit, self.root, self.index, files)
 
     def checkout_base(self, folder: Path) -> None:
         with _environment_errors("checkout"):
@@ -373,6 +385,7 @@ class WorkspaceEnvironment(ClosesOnExit):
             before, contents = self._snapshot_with_contents()
             try:
                 yield effects
+                self._refuse_unnamed()
             except BaseException:
                 self._put_back(before, contents)
                 effects.denied = list(dict.fromkeys(self.denied))
@@ -380,6 +393,16 @@ class WorkspaceEnvironment(ClosesOnExit):
             effects.denied = list(dict.fromkeys(self.denied))
             effects.writes = _writes(before, self.snapshot())
             effects.changed_tables = [FILES] if effects.writes else []
+
+    def _refuse_unnamed(self) -> None:
+        """Remove the files a command named with bytes that are not UTF-8 and fail the call:
+        state, the trace and the diff hold text names only."""
+        bad = [name for name in self._listed() if not _text(name)]
+        for name in bad:
+            (self.root / name).unlink()
+        if bad:
+            shown = ", ".join(ascii(name) for name in bad[:3])
+            raise ToolError(f"file names must be UTF-8 text; removed {len(bad)}: {shown}")
 
     def _snapshot_with_contents(self) -> tuple[Snapshot, dict[str, bytes]]:
         """The snapshot and every file's bytes by path (to undo a failed call)."""
@@ -400,6 +423,14 @@ class WorkspaceEnvironment(ClosesOnExit):
             for key, row in old.items():
                 if new.get(key) != row:
                     self.handle.restore(row, contents.get(row["path"]))
+
+
+def _text(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # the surrogates os.walk gives undecodable bytes
+        return False
+    return True
 
 
 def _records(snapshot: Snapshot) -> dict[str, Row]:

@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from groundstate.errors import EnvironmentFailure
@@ -169,22 +170,37 @@ def tracked_paths(git_dir: Path, commit: str) -> frozenset[str]:
     return frozenset(name for name in out.split("\0") if name)
 
 
-def listed_files(git_dir: Path, work_tree: Path, tracked: frozenset[str]) -> list[str]:
+def listed_files(
+    git_dir: Path, work_tree: Path, tracked: frozenset[str], rules: Path | None = None
+) -> list[str]:
     """The work tree's files as git sees them: the base's own, and new ones git would not
     ignore. Walked in Python; git is asked only about new files (rarely: a call per listing
-    that finds some), which keeps a listing, and so every tool call's snapshot, cheap."""
+    that finds some), which keeps a listing, and so every tool call's snapshot, cheap.
+
+    *rules* is the folder whose ``.gitignore`` files decide what is ignored (the base
+    commit's checkout): an agent that writes ``*`` into a ``.gitignore`` must not hide its
+    new files, the ``.gitignore`` among them, from the state hash and the diff."""
     found: list[str] = []
     for folder, dirs, files in os.walk(work_tree):
         here = Path(folder)
         links = [d for d in dirs if (here / d).is_symlink()]  # a link to a folder is a file
-        dirs[:] = sorted(d for d in dirs if d != ".git" and d not in links)
+        dirs[:] = sorted(d for d in dirs if not git_name(d) and d not in links)
         for name in [*files, *links]:
+            if git_name(name):
+                continue  # git can hold no such path: not state, never in a diff
             found.append((here / name).relative_to(work_tree).as_posix())
     new = [name for name in found if name not in tracked and not _cache_file(name)]
-    ignored = _ignored(git_dir, work_tree, new) if new else set()
+    ignored = _ignored(git_dir, rules or work_tree, new) if new else set()
     return sorted(
         name for name in found if name in tracked or (name in new and name not in ignored)
     )
+
+
+def git_name(part: str) -> bool:
+    """Whether one path component is a name git refuses to track (``.git`` in any case, with
+    trailing dots or spaces, or its short name ``git~1``): adding one would fail the diff."""
+    lower = part.lower()
+    return lower.rstrip(". ") == ".git" or lower == "git~1"
 
 
 def _cache_file(name: str) -> bool:
@@ -200,7 +216,7 @@ def _ignored(git_dir: Path, work_tree: Path, names: list[str]) -> set[str]:
     env["GIT_WORK_TREE"] = str(work_tree)
     done = subprocess.run(
         ["git", "check-ignore", "--no-index", "--stdin", "-z"],
-        input="\0".join(names) + "\0",
+        input="".join(f"./{name}\0" for name in names),  # './': ':(glob)x' is no magic
         cwd=work_tree,
         env=env,
         capture_output=True,
@@ -209,12 +225,22 @@ def _ignored(git_dir: Path, work_tree: Path, names: list[str]) -> set[str]:
     )
     if done.returncode not in (0, 1):  # 1: nothing is ignored
         raise GitFailed(["check-ignore"], done.stderr)
-    return {name for name in done.stdout.split("\0") if name}
+    return {name.removeprefix("./") for name in done.stdout.split("\0") if name}
 
 
-def diff_against(git_dir: Path, commit: str, work_tree: Path, index: Path) -> str:
-    """The work tree's change from *commit* as a binary-safe unified diff (empty: none)."""
-    git(git_dir, "add", "--all", ".", work_tree=work_tree, index=index)
+def diff_against(
+    git_dir: Path, commit: str, work_tree: Path, index: Path, files: Sequence[str]
+) -> str:
+    """The work tree's change from *commit* as a binary-safe unified diff (empty: none).
+
+    *files* are the work tree's files as state counts them (:func:`listed_files`): exactly
+    these are staged, into a fresh index, so the diff is the state's change whatever the
+    work tree's own ignore rules say, and names git refuses never reach ``git add``."""
+    index.unlink(missing_ok=True)
+    for start in range(0, len(files), 500):
+        chunk = files[start : start + 500]
+        git(git_dir, "--literal-pathspecs", "add", "--force", "--", *chunk, work_tree=work_tree,
+            index=index)  # fmt: skip
     return git(git_dir, "diff", "--cached", "--binary", "--full-index", commit, index=index)
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import sys
 import tempfile
 import time
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from groundstate.environments.workspace_git import GitFailed, git
+from groundstate.environments.workspace_git import GitFailed, git, git_name
 from groundstate.errors import PermissionDenied, TimeLimitReached, ToolError
 from groundstate.sandbox import run_sandboxed
 from groundstate.tools import Tool, ToolContext, tool
@@ -46,6 +47,8 @@ def confined(root: Path, path: str, *, must_exist: bool = False) -> Path:
         raise ToolError(f"{path!r}: absolute paths are refused; give one relative to the root")
     if ".." in pure.parts:
         raise ToolError(f"{path!r}: '..' is refused; paths stay inside the workspace")
+    if any(git_name(part) for part in pure.parts):
+        raise ToolError(f"{path!r}: a '.git' path is refused (git cannot hold it)")
     target = root.joinpath(*pure.parts) if pure.parts else root
     if not Path(os.path.realpath(target)).is_relative_to(root.resolve()):
         raise ToolError(f"{path!r}: a symbolic link leads outside the workspace")
@@ -94,8 +97,10 @@ class WorkspaceHandle:
     def read(self, path: str) -> str:
         self._allow("read", write=False)
         target = self.resolve(path, must_exist=True)
-        if not target.is_file():
+        if target.is_dir():
             raise ToolError(f"{path!r} is a folder: list it with list_files")
+        if not target.is_file():  # a FIFO would block the harness, a device never end
+            raise ToolError(f"{path!r} is not a regular file")
         if target.stat().st_size > MAX_READ_BYTES:
             raise ToolError(f"{path!r} is larger than {MAX_READ_BYTES} bytes")
         return target.read_bytes().decode("utf-8", "replace")
@@ -203,17 +208,37 @@ class WorkspaceHandle:
             if left <= 0:
                 raise TimeLimitReached("the attempt's time limit has passed")
             limit = min(limit, left)
-        result = run_sandboxed(
-            ["/bin/sh", "-c", command],
-            options.policy(),
-            cwd=self.root,
-            timeout_s=limit,
-            writable=[self.root] if self._env.access == "write" else [],
-            visible=[] if self._env.access == "write" else [self.root],
-            hidden=self._env.hidden_paths,
-            env=command_environment(),
-        )
+        try:
+            result = run_sandboxed(
+                ["/bin/sh", "-c", command],
+                options.policy(),
+                cwd=self.root,
+                timeout_s=limit,
+                writable=[self.root] if self._env.access == "write" else [],
+                visible=[] if self._env.access == "write" else [self.root],
+                hidden=self._env.hidden_paths,
+                env=command_environment(),
+            )
+        finally:
+            owner_access(self.root)
         return result.to_json()
+
+
+def owner_access(root: Path) -> None:
+    """Give the owner back read and write access (and search on folders) a command took away
+    with ``chmod``: otherwise the harness, not running as root, could not read the state,
+    undo the call or remove the tree. The state keeps only the executable bit, which stays."""
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:  # before os.walk descends into it
+            _add_mode(Path(folder) / name, 0o700)
+        for name in files:
+            _add_mode(Path(folder) / name, 0o600)
+
+
+def _add_mode(path: Path, bits: int) -> None:
+    mode = path.lstat().st_mode
+    if not stat.S_ISLNK(mode) and mode & bits != bits:
+        path.chmod(stat.S_IMODE(mode) | bits)
 
 
 def command_environment() -> dict[str, str]:
