@@ -163,7 +163,8 @@ async def call_sdk(
         raise ServingError("server_error", f"malformed response: {exc}") from None
     try:
         return to_turn(answer)
-    except (AttributeError, IndexError, TypeError) as exc:
+    except (AttributeError, IndexError, TypeError, ValueError) as exc:
+        # ValueError: pydantic's ValidationError, e.g. a tool call whose id or name is null
         raise ServingError(
             "server_error",
             f"malformed response: {type(exc).__name__}: {exc}",

@@ -1,0 +1,219 @@
+"""Adversarial answers to the model adapters: what real providers and misbehaving servers send
+(malformed tool calls, odd bodies, filtered or truncated replies, missing usage, lone
+surrogates...). Each must give the taxonomy's terminal reason (a serving malformation is an
+invalid attempt, an agent's malformed call is the agent's) with honest usage."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from groundstate.spec.suite import Suite, load_suite
+from groundstate.testing import Raw, Reply, ScriptedModelServer
+from groundstate.trace import ToolCallEvent
+
+from .test_models import KEYS, PROVIDERS, RETAIL, Harness, Provider, model_calls, oracle_script
+
+
+@pytest.fixture(scope="module")
+def retail() -> Suite:
+    return load_suite(RETAIL)
+
+
+@pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
+def harness(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, retail: Suite
+) -> Harness:
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+    provider: Provider = request.param
+    return Harness(provider, monkeypatch, retail)
+
+
+OPENAI = [p for p in PROVIDERS if p.name == "openai"]
+
+
+def completion(message: dict[str, Any], **top: Any) -> str:
+    """An OpenAI chat completion body with *message* (and top-level fields overridden)."""
+    body: dict[str, Any] = {
+        "id": "chatcmpl-x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant"} | message, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
+    return json.dumps(body | top)
+
+
+def call(arguments: Any, *, name: Any = "get_order", id: Any = "call_1") -> dict[str, Any]:
+    return {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+@pytest.fixture
+def openai_harness(harness: Harness) -> Harness:
+    if harness.provider.name != "openai":
+        pytest.skip("raw Chat Completions bodies")
+    return harness
+
+
+# --- tool calls the model writes badly: the agent's problem, never a crash ----------------------
+
+
+@pytest.mark.parametrize("arguments", ["[1, 2]", "null", '"O-1001"', "42", "{", "\ud800"])
+def test_non_object_arguments_go_back_as_tool_errors(
+    openai_harness: Harness, arguments: str
+) -> None:
+    servers: list[ScriptedModelServer] = []
+    script = [
+        Raw(completion({"content": None, "tool_calls": [call(arguments)]})),
+        Reply(text="Sorry."),
+    ]
+    run = openai_harness.run(script, server_out=servers)
+    assert run.terminal_reason.startswith("agent_failure/")
+    (event,) = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert not event.ok
+    assert len(servers[0].requests) == 2  # the model heard of its mistake
+
+
+@pytest.mark.parametrize(
+    "bad_call",
+    [
+        call("{}", name=None),
+        call("{}", id=None),
+        {"id": "call_1", "type": "function"},  # no function at all
+        call(None),
+    ],
+    ids=["no-name", "no-id", "no-function", "null-arguments"],
+)
+def test_tool_calls_missing_their_parts_never_crash_the_adapter(
+    openai_harness: Harness, bad_call: dict[str, Any]
+) -> None:
+    script = [Raw(completion({"content": None, "tool_calls": [bad_call]}))] * 3
+    run = openai_harness.run(script)
+    # Either read as the model's malformed call or as a malformed answer from the server:
+    # never an agent crash (agent_failure/exception) nor a harness bug.
+    assert run.terminal_reason in (
+        "environment_failure/model_serving",
+        "agent_failure/incorrect_state",
+        "agent_failure/gave_up",
+    ), run.infrastructure_status
+
+
+def test_duplicate_tool_call_ids_run_each_call_once(openai_harness: Harness) -> None:
+    args = json.dumps({"order_id": "O-1001"})
+    script = [
+        Raw(completion({"content": None, "tool_calls": [call(args), call(args)]})),
+        Reply(text="Done."),
+    ]
+    run = openai_harness.run(script)
+    events = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert len(events) == 2  # both calls are the model's actions, recorded as such
+    assert run.terminal_reason.startswith("agent_failure/")
+
+
+def test_text_beside_tool_calls_runs_the_calls(harness: Harness) -> None:
+    script = oracle_script(harness.suite)
+    first = script[0]
+    assert isinstance(first, Reply)
+    run = harness.run([Reply(text="Let me check.", tool_calls=first.tool_calls), *script[1:]])
+    assert run.terminal_reason == "success"
+
+
+# --- answers the server gets wrong: invalid attempts, retried -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        json.dumps({"error": {"message": "upstream overloaded", "code": 503}}),
+        completion({"content": "hi"}, choices=[]),
+        completion({"content": "hi"}, choices=None),
+        "[]",
+        "null",
+        '{"choices": [{"message": null}]}',
+        "",
+    ],
+    ids=["error-body", "no-choices", "null-choices", "array", "null", "null-message", "empty"],
+)
+def test_a_200_that_is_not_an_answer_is_a_serving_failure(
+    openai_harness: Harness, body: str
+) -> None:
+    servers: list[ScriptedModelServer] = []
+    run = openai_harness.run([Raw(body)] * 3, server_out=servers)
+    assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
+    assert not run.valid
+    assert len(servers[0].requests) == 3  # retried
+
+
+# --- replies that end oddly: the system's answer, recorded with the provider's reason -----------
+
+
+@pytest.mark.parametrize("finish", ["length", "content_filter"])
+def test_a_truncated_or_filtered_reply_is_the_systems_answer_with_its_reason_kept(
+    openai_harness: Harness, finish: str
+) -> None:
+    body = completion({"content": None})
+    data = json.loads(body)
+    data["choices"][0]["finish_reason"] = finish
+    run = openai_harness.run([Raw(json.dumps(data))])
+    assert run.terminal_reason.startswith("agent_failure/")  # the model did not do the task
+    assert run.valid
+    (call,) = model_calls(run)
+    assert call.response is not None and call.response.stop_reason == finish
+
+
+def test_a_refusal_field_is_no_final_reply_and_no_crash(openai_harness: Harness) -> None:
+    run = openai_harness.run([Raw(completion({"content": None, "refusal": "I can't help."}))])
+    assert run.terminal_reason.startswith("agent_failure/")
+    assert run.valid
+
+
+def test_missing_usage_records_zero_tokens_without_crashing(openai_harness: Harness) -> None:
+    data = json.loads(completion({"content": "Done."}))
+    del data["usage"]
+    run = openai_harness.run([Raw(json.dumps(data))])
+    (call,) = model_calls(run)
+    assert call.usage.input_tokens == 0 and call.usage.cost == 0.0
+    assert run.valid
+
+
+@pytest.mark.parametrize("text", ["\ud800 lone", "emoji \U0001f600 and \u202e bidi", "\x00nul"])
+def test_odd_unicode_in_replies_is_stored_and_read_back(openai_harness: Harness, text: str) -> None:
+    from groundstate.records import AgentRun
+
+    body = completion({"content": None, "tool_calls": [call(json.dumps({"order_id": text}))]})
+    run = openai_harness.run([Raw(body), Raw(completion({"content": text}))])
+    stored = run.model_dump_json().encode("utf-8")  # what the store writes
+    back = AgentRun.model_validate_json(stored)
+    assert back.terminal_reason == run.terminal_reason
+    texts = [c.response.text for c in model_calls(back) if c.response and c.response.text]
+    assert texts == [text.replace("\ud800", "\\ud800")]  # escaped, evidence kept
+
+
+def test_a_huge_reply_is_handled(openai_harness: Harness) -> None:
+    huge = "x" * 3_000_000
+    run = openai_harness.run([Raw(completion({"content": huge}))])
+    assert run.valid and run.terminal_reason.startswith(("agent_failure/", "success"))
+
+
+# --- retries: Retry-After in every form, and a server that stalls mid-body ----------------------
+
+
+@pytest.mark.parametrize(
+    "retry_after", ["Wed, 21 Oct 2015 07:28:00 GMT", "-5", "nan", "inf", "1e308", "", "soon"]
+)
+def test_any_retry_after_value_keeps_the_backoff_bounded(
+    harness: Harness, retry_after: str
+) -> None:
+    from groundstate.testing import Fail
+
+    servers: list[ScriptedModelServer] = []
+    script = oracle_script(harness.suite)
+    flaky = [script[0], Fail(429, "slow down", {"retry-after": retry_after}), *script[1:]]
+    run = harness.run(flaky, server_out=servers)
+    assert run.terminal_reason == "success"
