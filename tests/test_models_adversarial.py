@@ -5,16 +5,29 @@ invalid attempt, an agent's malformed call is the agent's) with honest usage."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import time
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
+from groundstate.agents.python import load_agent
 from groundstate.spec.suite import Suite, load_suite
-from groundstate.testing import Raw, Reply, ScriptedModelServer
+from groundstate.testing import OpenAICompatibleServer, Raw, Reply, ScriptedModelServer, attempt
 from groundstate.trace import ToolCallEvent
 
-from .test_models import KEYS, PROVIDERS, RETAIL, Harness, Provider, model_calls, oracle_script
+from .test_models import (
+    KEYS,
+    PROVIDERS,
+    RETAIL,
+    TASK,
+    Harness,
+    Provider,
+    model_calls,
+    oracle_script,
+)
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +230,117 @@ def test_any_retry_after_value_keeps_the_backoff_bounded(
     flaky = [script[0], Fail(429, "slow down", {"retry-after": retry_after}), *script[1:]]
     run = harness.run(flaky, server_out=servers)
     assert run.terminal_reason == "success"
+
+
+class _Stalling(OpenAICompatibleServer):
+    """Sends the headers and half a body, then stalls until closed."""
+
+    def _handler(self) -> Any:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                server.requests.append({})
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", "1000")
+                self.end_headers()
+                with contextlib.suppress(OSError):
+                    self.wfile.write(b'{"id": "chatcmpl-x", "choi')
+                    self.wfile.flush()
+                server._closing.wait(5)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Quiet."""
+
+        return Handler
+
+
+def test_a_server_that_stalls_mid_body_is_a_timeout(harness: Harness) -> None:
+    if harness.provider.name != "openai":
+        pytest.skip("one wire format is enough for the transport")
+    with _Stalling([]) as server:
+        system = harness.system(
+            server, request_timeout=0.3, retries={"max_retries": 1, "backoff": 0}
+        )
+        started = time.monotonic()
+        output = attempt(harness.suite, TASK, load_agent(system), system=system)
+    run = output.run
+    assert time.monotonic() - started < 4
+    assert run.terminal_reason == "environment_failure/model_serving"
+    assert not run.valid
+    assert len(server.requests) == 2
+
+
+# --- the Messages API's own shapes ----------------------------------------------------------
+
+
+def message(content: Any, **top: Any) -> str:
+    body: dict[str, Any] = {
+        "id": "msg_x",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": content,
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 100, "output_tokens": 20},
+    }
+    return json.dumps(body | top)
+
+
+@pytest.fixture
+def anthropic_harness(harness: Harness) -> Harness:
+    if harness.provider.name != "anthropic":
+        pytest.skip("raw Messages bodies")
+    return harness
+
+
+def tool_use(input: Any, *, name: Any = "get_order", id: Any = "toolu_1") -> dict[str, Any]:
+    return {"type": "tool_use", "id": id, "name": name, "input": input}
+
+
+@pytest.mark.parametrize("input", [None, [1], "O-1001", 7])
+def test_non_object_tool_input_goes_back_as_a_tool_error(
+    anthropic_harness: Harness, input: Any
+) -> None:
+    servers: list[ScriptedModelServer] = []
+    script = [Raw(message([tool_use(input)], stop_reason="tool_use")), Reply(text="Sorry.")]
+    run = anthropic_harness.run(script, server_out=servers)
+    assert run.terminal_reason.startswith("agent_failure/"), run.infrastructure_status
+    assert len(servers[0].requests) == 2
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        [tool_use({}, name=None)],
+        [tool_use({}, id=None)],
+        None,
+        [{"type": "text"}],
+    ],
+    ids=["no-name", "no-id", "null-content", "text-without-text"],
+)
+def test_malformed_messages_are_serving_failures_not_crashes(
+    anthropic_harness: Harness, content: Any
+) -> None:
+    run = anthropic_harness.run([Raw(message(content, stop_reason="tool_use"))] * 3)
+    assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
+
+
+@pytest.mark.parametrize("stop", ["refusal", "max_tokens", "pause_turn"])
+def test_a_refusal_or_truncation_is_the_systems_answer(
+    anthropic_harness: Harness, stop: str
+) -> None:
+    run = anthropic_harness.run([Raw(message([], stop_reason=stop))])
+    assert run.terminal_reason.startswith("agent_failure/"), run.infrastructure_status
+    (call,) = model_calls(run)
+    assert call.response is not None and call.response.stop_reason == stop
+
+
+def test_unknown_block_types_are_skipped(anthropic_harness: Harness) -> None:
+    blocks = [{"type": "server_tool_use_v9", "id": "x"}, {"type": "text", "text": "Done."}]
+    run = anthropic_harness.run([Raw(message(blocks))])
+    (call,) = model_calls(run)
+    assert run.valid and call.response is not None and call.response.text == "Done."
