@@ -9,12 +9,15 @@ import contextlib
 import json
 import time
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from groundstate.agents.python import load_agent
+from groundstate.sandbox import find_bwrap
 from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.system import load_system
 from groundstate.testing import OpenAICompatibleServer, Raw, Reply, ScriptedModelServer, attempt
 from groundstate.trace import ToolCallEvent
 
@@ -344,3 +347,86 @@ def test_unknown_block_types_are_skipped(anthropic_harness: Harness) -> None:
     run = anthropic_harness.run([Raw(message(blocks))])
     (call,) = model_calls(run)
     assert run.valid and call.response is not None and call.response.text == "Done."
+
+
+# --- external programs over MCP that misbehave at the protocol level --------------------------
+
+RAW_RPC = Path(__file__).parent / "mcp_programs" / "raw_rpc.py"
+needs_bwrap = pytest.mark.skipif(find_bwrap() is None, reason="no bubblewrap (bwrap) found")
+
+
+def run_raw(retail: Suite, tmp_path: Path, mode: str, arg: str = "", limit: float = 20) -> Any:
+    from .test_mcp_agents import system_file
+
+    system = load_system(system_file(tmp_path, ["{python}", str(RAW_RPC), mode, arg]))
+    budgets = system.budgets.model_copy(update={"time_limit": limit})
+    system = system.model_copy(update={"budgets": budgets})
+    return attempt(retail, TASK, load_agent(system), system=system)
+
+
+@needs_bwrap
+@pytest.mark.parametrize(("mode", "reply"), [("garbage", "survived"), ("notify", "notified")])
+def test_garbage_and_notifications_from_a_program_do_not_end_its_attempt(
+    retail: Suite, tmp_path: Path, mode: str, reply: str
+) -> None:
+    out = run_raw(retail, tmp_path, mode)
+    assert out.run.final_message == reply, out.run.infrastructure_status
+    assert out.run.valid
+    assert out.run.terminal_reason == "agent_failure/incorrect_state"  # it did nothing
+
+
+@needs_bwrap
+def test_a_tool_call_before_initialize_runs_no_tool(retail: Suite, tmp_path: Path) -> None:
+    out = run_raw(retail, tmp_path, "call_before_initialize")
+    calls = [e for e in out.run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert out.run.valid, out.run.infrastructure_status
+    assert not calls or out.run.final_message, out.run.final_message
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("exit_after_initialize", "agent_failure/incorrect_state"),
+        ("exit_at_once", "agent_failure/incorrect_state"),
+        ("close_stdout", "agent_failure/time_limit"),
+    ],
+)
+def test_a_program_that_leaves_early_is_the_agents_failure(
+    retail: Suite, tmp_path: Path, mode: str, reason: str
+) -> None:
+    out = run_raw(retail, tmp_path, mode, limit=4)
+    assert out.run.terminal_reason == reason, out.run.infrastructure_status
+    assert out.run.final_message is None
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"input_tokens": "5000000"},
+        {"output_tokens": 2.5},
+        {"cost": "abc"},
+        {"cost": [1]},
+        {"cost": float("nan")},
+        {"input_tokens": True},
+        {"input_tokens": -5},
+        {"input_tokens": 10, "cost": -1},
+    ],
+    ids=["string", "fraction", "text-cost", "list-cost", "nan", "bool", "negative", "mixed"],
+)
+def test_a_malformed_usage_report_is_refused_not_dropped_nor_a_crash(
+    retail: Suite, tmp_path: Path, usage: dict[str, Any]
+) -> None:
+    run = run_raw(retail, tmp_path, "usage", json.dumps(usage)).run
+    assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
+    assert (run.final_message or "").startswith("error: invalid_arguments: report_usage")
+    assert run.usage.input_tokens == 0  # nothing of a refused report counts
+
+
+@needs_bwrap
+def test_a_whole_number_written_as_a_float_counts_against_the_budget(
+    retail: Suite, tmp_path: Path
+) -> None:
+    run = run_raw(retail, tmp_path, "usage", json.dumps({"input_tokens": 5e6, "cost": 0.5})).run
+    assert run.usage.input_tokens == 5_000_000, run.final_message  # not read as 0
