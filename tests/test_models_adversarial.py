@@ -18,7 +18,14 @@ from groundstate.agents.python import load_agent
 from groundstate.sandbox import find_bwrap
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import load_system
-from groundstate.testing import OpenAICompatibleServer, Raw, Reply, ScriptedModelServer, attempt
+from groundstate.testing import (
+    Fail,
+    OpenAICompatibleServer,
+    Raw,
+    Reply,
+    ScriptedModelServer,
+    attempt,
+)
 from groundstate.trace import ToolCallEvent
 
 from .test_models import (
@@ -430,3 +437,37 @@ def test_a_whole_number_written_as_a_float_counts_against_the_budget(
 ) -> None:
     run = run_raw(retail, tmp_path, "usage", json.dumps({"input_tokens": 5e6, "cost": 0.5})).run
     assert run.usage.input_tokens == 5_000_000, run.final_message  # not read as 0
+
+
+# --- a model-driven user whose server misbehaves: always an invalid attempt ---------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Raw("this is not json"),
+        Raw(""),
+        Raw(json.dumps({"error": {"message": "overloaded"}})),
+        Raw(completion({"content": "x"}, choices=[])),
+        Raw(completion({"content": None})),
+        Raw(completion({"content": None, "tool_calls": [call("{}")]})),
+        Raw(completion({"content": 42})),
+        Fail(429, "slow down", {"retry-after": "0"}),
+    ],
+    ids=["not-json", "empty", "error-body", "no-choices", "no-text", "tool-call", "number", "429"],
+)
+def test_a_user_model_answering_badly_makes_the_attempt_invalid(bank: Suite, answer: Any) -> None:
+    from groundstate.testing import FunctionAgent
+
+    from .test_model_users import bank_agent_system, model_user, polite_transfer
+
+    with OpenAICompatibleServer([answer] * 3) as server:
+        user = model_user(server)
+        assert user.model is not None
+        user = user.model_copy(update={"model": user.model.model_copy(update={"max_retries": 0})})
+        system = bank_agent_system(user)
+        out = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system)
+    assert out.run.terminal_reason == "environment_failure/user_simulator", (
+        out.run.infrastructure_status
+    )
+    assert not out.run.valid
