@@ -471,3 +471,33 @@ def test_a_user_model_answering_badly_makes_the_attempt_invalid(bank: Suite, ans
         out.run.infrastructure_status
     )
     assert not out.run.valid
+
+
+# --- the time limit and serving failures ---------------------------------------------------
+
+
+def limited(system: Any, seconds: float) -> Any:
+    from groundstate.spec.system import SystemSpec
+
+    data = system.model_dump(mode="json")
+    data["budgets"]["time_limit"] = seconds
+    changed = SystemSpec.model_validate(data)
+    changed._base_dir = system.base_dir
+    return changed
+
+
+@pytest.mark.parametrize(
+    "failure", [Fail(429, "slow down", {"retry-after": "30"}), Fail(503, "overloaded")]
+)
+def test_a_backoff_past_the_time_limit_is_a_serving_failure_not_the_agents(
+    harness: Harness, failure: Fail
+) -> None:
+    """Waiting out a rate limit is the provider's doing: a retry that cannot happen before the
+    attempt's time limit ends the attempt as invalid, not as the agent's time limit."""
+    with harness.provider.server([failure] * 5) as server:
+        retries = {"max_retries": 4, "backoff": 5, "max_backoff": 30}
+        system = limited(harness.system(server, retries=retries), 1.5)
+        run = attempt(harness.suite, TASK, load_agent(system), system=system).run
+    assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
+    assert not run.valid
+    assert len(server.requests) == 1

@@ -513,6 +513,11 @@ class AgentSession:
         return self._session.time_limit
 
     @property
+    def remaining(self) -> float:
+        """Seconds left before the time limit (an adapter will not wait out a retry past it)."""
+        return self._session.remaining
+
+    @property
     def hidden_paths(self) -> tuple[Any, ...]:
         return self._session.hidden_paths
 

@@ -401,8 +401,12 @@ class ModelAgent(ABC):
         def record(try_number: int, started: float, error: ServingError) -> None:
             self._record(session, try_number, digest, started, error=error)
 
+        remaining = getattr(session, "remaining", None)
+        deadline = time.monotonic() + remaining if isinstance(remaining, int | float) else None
         try:
-            turn, try_number, started = await self.ask_with_retries(client, request, record)
+            turn, try_number, started = await self.ask_with_retries(
+                client, request, record, deadline=deadline
+            )
         except Exhausted as exc:
             raise self._failure(exc.error, exc.tries) from None
         usage = turn.usage.model_copy(update={"cost": cost_of(turn.usage, self.settings.prices)})
@@ -417,10 +421,16 @@ class ModelAgent(ABC):
         client: Any,
         request: dict[str, Any],
         on_error: Callable[[int, float, ServingError], None] = lambda *_: None,
+        *,
+        deadline: float | None = None,
     ) -> tuple[Turn, int, float]:
         """Send *request*, retrying serving failures under the spec's policy: the answer, the
         try that got it and when that try started; :class:`Exhausted` when a failure is not
-        retried or retries run out. *on_error* sees every failed try."""
+        retried or retries run out. *on_error* sees every failed try.
+
+        A retry that could not start before *deadline* (the attempt's time limit, a monotonic
+        time) is not waited for: the failure stands, so waiting out a rate limit never turns
+        into the agent's time limit."""
         retries = self.settings.retries
         for try_number in range(1, retries.max_retries + 2):
             started = time.perf_counter()
@@ -428,9 +438,11 @@ class ModelAgent(ABC):
                 return await self.send(client, request), try_number, started
             except ServingError as exc:
                 on_error(try_number, started, exc)
-                if exc.kind not in _RETRIED or try_number > retries.max_retries:
+                wait = self._backoff(try_number, exc.retry_after)
+                too_late = deadline is not None and time.monotonic() + wait >= deadline
+                if exc.kind not in _RETRIED or try_number > retries.max_retries or too_late:
                     raise Exhausted(exc, try_number) from None
-                await asyncio.sleep(self._backoff(try_number, exc.retry_after))
+                await asyncio.sleep(wait)
         raise AssertionError("unreachable: the last try raises")
 
     def _backoff(self, try_number: int, retry_after: float | None) -> float:
