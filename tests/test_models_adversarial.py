@@ -501,3 +501,48 @@ def test_a_backoff_past_the_time_limit_is_a_serving_failure_not_the_agents(
     assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
     assert not run.valid
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": -5, "completion_tokens": 20},
+        {"prompt_tokens": 1.5, "completion_tokens": 20},
+        {"prompt_tokens": "many", "completion_tokens": 20},
+        {"prompt_tokens": 100, "completion_tokens": -1},
+        {
+            "prompt_tokens": 100,
+            "completion_tokens": 20,
+            "prompt_tokens_details": {"cached_tokens": -3},
+        },
+    ],
+    ids=["negative", "fraction", "text", "negative-output", "negative-cached"],
+)
+def test_impossible_usage_from_the_server_is_a_serving_failure(
+    openai_harness: Harness, usage: dict[str, Any]
+) -> None:
+    run = openai_harness.run([Raw(completion({"content": "Done."}, usage=usage))] * 3)
+    assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
+
+
+def test_content_given_as_parts_is_a_serving_failure_not_a_crash(openai_harness: Harness) -> None:
+    parts = [{"type": "text", "text": "Done."}]
+    run = openai_harness.run([Raw(completion({"content": parts}))] * 3)
+    assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"input_tokens": 10, "output_tokens": -1},
+        {"input_tokens": 10, "output_tokens": 5, "cache_read_input_tokens": -5},
+        {"input_tokens": -50, "output_tokens": 5, "cache_creation_input_tokens": 60},
+    ],
+    ids=["negative-output", "negative-cache-read", "negative-input"],
+)
+def test_impossible_messages_usage_is_a_serving_failure(
+    anthropic_harness: Harness, usage: dict[str, Any]
+) -> None:
+    body = message([{"type": "text", "text": "Done."}], usage=usage)
+    run = anthropic_harness.run([Raw(body)] * 3)
+    assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status

@@ -172,6 +172,28 @@ async def call_sdk(
         ) from None
 
 
+def reported_usage(
+    *,
+    input_tokens: Any,
+    output_tokens: Any,
+    cached_input_tokens: Any = 0,
+    reasoning_tokens: Any = 0,
+) -> ModelUsage:
+    """The usage an API reported (``None`` read as 0). A count no API can mean (negative, not a
+    whole number, more cached than input tokens) raises ``ValueError``: :func:`call_sdk` makes
+    it a malformed answer, rather than usage that lowers the attempt's totals."""
+    usage = ModelUsage(
+        input_tokens=input_tokens or 0,
+        cached_input_tokens=cached_input_tokens or 0,
+        output_tokens=output_tokens or 0,
+        reasoning_tokens=reasoning_tokens or 0,
+    )
+    counts = usage.model_dump(exclude={"cost"})
+    if min(counts.values()) < 0 or usage.cached_input_tokens > usage.input_tokens:
+        raise ValueError(f"impossible usage {counts}")
+    return usage
+
+
 def sdk_client(client_class: Callable[..., _Client], settings: Settings) -> _Client:
     """An SDK client for *settings*, with the SDK's own retries off: the loop retries, and
     records every try."""
