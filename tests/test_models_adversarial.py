@@ -546,3 +546,30 @@ def test_impossible_messages_usage_is_a_serving_failure(
     body = message([{"type": "text", "text": "Done."}], usage=usage)
     run = anthropic_harness.run([Raw(body)] * 3)
     assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        'Answer as JSON like {"a": 1}. You are {persona}.',
+        "{persona} {unknown}",
+        "{0}",
+        "{}",
+        "a { b",
+    ],
+)
+def test_a_user_prompt_template_that_cannot_be_filled_is_refused_at_load(prompt: str) -> None:
+    from pydantic import ValidationError
+
+    from groundstate.spec.system import UserModel, UserSimulatorSection
+
+    with pytest.raises(ValidationError, match=r"prompt: .*literal braces"):
+        UserSimulatorSection(kind="model", model=UserModel(revision="u"), prompt=prompt)
+
+
+def test_the_default_and_escaped_user_prompts_are_accepted() -> None:
+    from groundstate.spec.system import UserModel, UserSimulatorSection
+    from groundstate.users import DEFAULT_USER_PROMPT
+
+    for prompt in (DEFAULT_USER_PROMPT, 'Reply like {{"a": 1}} as {persona}.'):
+        UserSimulatorSection(kind="model", model=UserModel(revision="u"), prompt=prompt)
