@@ -573,3 +573,13 @@ def test_the_default_and_escaped_user_prompts_are_accepted() -> None:
 
     for prompt in (DEFAULT_USER_PROMPT, 'Reply like {{"a": 1}} as {persona}.'):
         UserSimulatorSection(kind="model", model=UserModel(revision="u"), prompt=prompt)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("arguments", [{"final_reply": None}, {}, {"final_reply": {"a": 1}}])
+def test_finish_without_a_text_reply_is_refused_and_the_program_may_try_again(
+    retail: Suite, tmp_path: Path, arguments: dict[str, Any]
+) -> None:
+    run = run_raw(retail, tmp_path, "finish_with", json.dumps(arguments)).run
+    assert (run.final_message or "").startswith("second: error: invalid_arguments: finish")
+    assert run.terminal_reason == "agent_failure/incorrect_state"

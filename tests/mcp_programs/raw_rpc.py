@@ -81,6 +81,10 @@ def main(mode: str, arg: str) -> None:
         initialize()
         answer = call("report_usage", json.loads(arg))
         call("finish", {"final_reply": text_of(answer)[:200]})
+    elif mode == "finish_with":  # finish called with these arguments, then a plain finish
+        initialize()
+        answer = call("finish", json.loads(arg))
+        call("finish", {"final_reply": "second: " + text_of(answer)[:200]})
     elif mode == "exit_after_initialize":
         initialize()
     elif mode == "exit_at_once":

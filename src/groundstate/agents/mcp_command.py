@@ -135,7 +135,7 @@ class _Bridge:
 
     async def _bridge_call(self, name: str, args: dict[str, Any]) -> str:
         if name == "send_message_to_user":
-            reply = await self.session.say(str(args.get("text", "")))
+            reply = await self.session.say(_string(args, "text", name))
             return "(the user has left the conversation)" if reply is None else reply
         if name == "give_up":
             self.session.give_up(str(args.get("reason", "")))
@@ -146,7 +146,7 @@ class _Bridge:
                 cost=_amount(args, "cost", whole=False),
             )
             return "recorded"
-        self.final = str(args.get("final_reply", ""))
+        self.final = _string(args, "final_reply", name)
         self.finished = True
         self.done.set()
         return "finished"
@@ -456,6 +456,15 @@ def _keep_artifacts(
 
 class _BadArguments(ValueError):
     """A bridge tool called with arguments it cannot take; nothing was done."""
+
+
+def _string(args: dict[str, Any], key: str, tool: str) -> str:
+    """A bridge tool's text argument; anything but a string is refused, so that ``null`` or
+    an object never becomes the text ``"None"`` said to the user or given as the reply."""
+    value = args.get(key)
+    if not isinstance(value, str):
+        raise _BadArguments(f"{tool}: {key} must be a string, got {value!r}")
+    return value
 
 
 def _amount(args: dict[str, Any], key: str, *, whole: bool) -> float:
