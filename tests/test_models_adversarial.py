@@ -5,6 +5,7 @@ invalid attempt, an agent's malformed call is the agent's) with honest usage."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -583,3 +584,41 @@ def test_finish_without_a_text_reply_is_refused_and_the_program_may_try_again(
     run = run_raw(retail, tmp_path, "finish_with", json.dumps(arguments)).run
     assert (run.final_message or "").startswith("second: error: invalid_arguments: finish")
     assert run.terminal_reason == "agent_failure/incorrect_state"
+
+
+@pytest.mark.parametrize(
+    "answer", [Fail(429, "slow down", {"retry-after": "30"}), Reply(text="late", delay=10)]
+)
+def test_a_user_model_that_outlasts_the_time_limit_is_the_instruments_failure(
+    bank: Suite, answer: Any
+) -> None:
+    """The agent waits on the simulated user: a user model that is rate-limited or slow past
+    the attempt's time limit makes the attempt invalid, not the agent's time limit."""
+    from groundstate.testing import FunctionAgent
+
+    from .test_model_users import bank_agent_system, model_user, polite_transfer
+
+    with OpenAICompatibleServer([answer] * 3) as server:
+        system = limited(bank_agent_system(model_user(server)), 1.0)
+        out = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system)
+    assert out.run.terminal_reason == "environment_failure/user_simulator", (
+        out.run.infrastructure_status
+    )
+    assert not out.run.valid
+
+
+def test_an_agent_slow_between_user_turns_still_hits_its_own_time_limit(bank: Suite) -> None:
+    """The near miss: the user answered; the agent then used the time up."""
+    from groundstate.testing import FunctionAgent
+
+    from .test_model_users import bank_agent_system, model_user
+
+    async def dawdles(session: Any) -> str:
+        await session.say("What is your PIN?")
+        await asyncio.sleep(10)
+        return "done"
+
+    with OpenAICompatibleServer([Reply(text="1234")]) as server:
+        system = limited(bank_agent_system(model_user(server)), 1.0)
+        out = attempt(bank, "transfer", FunctionAgent(dawdles), system=system)
+    assert out.run.terminal_reason == "agent_failure/time_limit"
