@@ -207,6 +207,9 @@ class EpisodeSession:
         self.stop: Stop | None = None
         self._ended = False
         self._in_call: str | None = None
+        self.asking_user = False
+        """Whether the simulated user is composing a reply now (the time limit may strike
+        while it does: then the instrument, not the agent, used the time up)."""
         self.blocked_call: str | None = None
         """A tool still running when the attempt ended (left behind: threads cannot be
         killed); kept in the evidence."""
@@ -420,12 +423,15 @@ class EpisodeSession:
         text = _plain_text(text)
         step = self._next_step("message")
         self._record_message("agent", text, step)
+        self.asking_user = True
         try:
             reply = self._user.reply(text)
         except Exception as exc:  # the simulated user is part of the instrument
             failure = EnvironmentFailure(f"the user simulator failed: {type(exc).__name__}: {exc}")
             failure.__cause__ = exc
             self._latch(failure, USER_SIMULATOR)
+        finally:
+            self.asking_user = False
         self._record_message("user", reply, step)
         return reply
 
@@ -511,6 +517,11 @@ class AgentSession:
     @property
     def time_limit(self) -> float:
         return self._session.time_limit
+
+    @property
+    def remaining(self) -> float:
+        """Seconds left before the time limit (an adapter will not wait out a retry past it)."""
+        return self._session.remaining
 
     @property
     def hidden_paths(self) -> tuple[Any, ...]:
@@ -749,7 +760,11 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
     try:
         final = await run_agent(agent, session)
     except TimeLimitReached as exc:
-        session.latch(exc, "time_limit")
+        if session.asking_user:  # a slow or rate-limited user model: an invalid attempt
+            why = f"the user simulator had not answered when the {exc}"
+            session.latch(EnvironmentFailure(why), USER_SIMULATOR)
+        else:
+            session.latch(exc, "time_limit")
     except HarnessCompatibilityError as exc:
         progress.interrupt(exc, "agent")
     except ModelServingFailure as exc:  # the model's API, not the agent: an invalid attempt

@@ -16,6 +16,7 @@ from groundstate.agents.model_loop import (
     Settings,
     Turn,
     call_sdk,
+    reported_usage,
     sdk_client,
     sdk_keywords,
     split_decoding,
@@ -142,8 +143,11 @@ def _usage(usage: Any) -> ModelUsage:
         return ModelUsage()
     cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
     cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
-    return ModelUsage(
-        input_tokens=(usage.input_tokens or 0) + cache_read + cache_write,
+    fresh = usage.input_tokens or 0
+    if min(fresh, cache_read, cache_write) < 0:  # the sum below would hide it
+        raise ValueError(f"impossible usage: input {fresh}, cache {cache_read}/{cache_write}")
+    return reported_usage(
+        input_tokens=fresh + cache_read + cache_write,
         cached_input_tokens=cache_read,
-        output_tokens=usage.output_tokens or 0,
+        output_tokens=usage.output_tokens,
     )

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import signal
 import socket
@@ -124,6 +125,8 @@ class _Bridge:
             if name in BRIDGE_TOOLS:
                 return _text(await self._bridge_call(name, args))
             result = await self.session.call(name, args)
+        except _BadArguments as exc:  # the program's malformed call: an error it can read
+            return _text(f"invalid_arguments: {exc}", error=True)
         except Exception as exc:  # a stop, latched in the session: the program is done
             self.stop = exc
             self.done.set()
@@ -132,18 +135,18 @@ class _Bridge:
 
     async def _bridge_call(self, name: str, args: dict[str, Any]) -> str:
         if name == "send_message_to_user":
-            reply = await self.session.say(str(args.get("text", "")))
+            reply = await self.session.say(_string(args, "text", name))
             return "(the user has left the conversation)" if reply is None else reply
         if name == "give_up":
             self.session.give_up(str(args.get("reason", "")))
         if name == "report_usage":
             self.session.record_usage(
-                input_tokens=_count(args.get("input_tokens")),
-                output_tokens=_count(args.get("output_tokens")),
-                cost=max(0.0, float(args.get("cost") or 0.0)),
+                input_tokens=int(_amount(args, "input_tokens", whole=True)),
+                output_tokens=int(_amount(args, "output_tokens", whole=True)),
+                cost=_amount(args, "cost", whole=False),
             )
             return "recorded"
-        self.final = str(args.get("final_reply", ""))
+        self.final = _string(args, "final_reply", name)
         self.finished = True
         self.done.set()
         return "finished"
@@ -451,8 +454,29 @@ def _keep_artifacts(
     add("agent_process.json", json.dumps({"command": command, "exit_code": proc.returncode}))
 
 
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
+class _BadArguments(ValueError):
+    """A bridge tool called with arguments it cannot take; nothing was done."""
+
+
+def _string(args: dict[str, Any], key: str, tool: str) -> str:
+    """A bridge tool's text argument; anything but a string is refused, so that ``null`` or
+    an object never becomes the text ``"None"`` said to the user or given as the reply."""
+    value = args.get(key)
+    if not isinstance(value, str):
+        raise _BadArguments(f"{tool}: {key} must be a string, got {value!r}")
+    return value
+
+
+def _amount(args: dict[str, Any], key: str, *, whole: bool) -> float:
+    """A ``report_usage`` figure (0 when absent). Anything else than a finite non-negative
+    number (a whole one for tokens; ``5e6`` is one, as JSON Schema counts) is refused rather
+    than read as 0, which would let a program report usage that never counts."""
+    value = args.get(key, 0)
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or value < 0 or (whole and value != int(value)):
+        kind = "a non-negative integer" if whole else "a non-negative number"
+        raise _BadArguments(f"report_usage: {key} must be {kind}, got {value!r}; nothing recorded")
+    return float(value)
 
 
 def _tool_result(result: ToolResult) -> Any:

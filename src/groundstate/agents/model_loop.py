@@ -163,12 +163,35 @@ async def call_sdk(
         raise ServingError("server_error", f"malformed response: {exc}") from None
     try:
         return to_turn(answer)
-    except (AttributeError, IndexError, TypeError) as exc:
+    except (AttributeError, IndexError, TypeError, ValueError) as exc:
+        # ValueError: pydantic's ValidationError, e.g. a tool call whose id or name is null
         raise ServingError(
             "server_error",
             f"malformed response: {type(exc).__name__}: {exc}",
             request_id=getattr(answer, "_request_id", None),
         ) from None
+
+
+def reported_usage(
+    *,
+    input_tokens: Any,
+    output_tokens: Any,
+    cached_input_tokens: Any = 0,
+    reasoning_tokens: Any = 0,
+) -> ModelUsage:
+    """The usage an API reported (``None`` read as 0). A count no API can mean (negative, not a
+    whole number, more cached than input tokens) raises ``ValueError``: :func:`call_sdk` makes
+    it a malformed answer, rather than usage that lowers the attempt's totals."""
+    usage = ModelUsage(
+        input_tokens=input_tokens or 0,
+        cached_input_tokens=cached_input_tokens or 0,
+        output_tokens=output_tokens or 0,
+        reasoning_tokens=reasoning_tokens or 0,
+    )
+    counts = usage.model_dump(exclude={"cost"})
+    if min(counts.values()) < 0 or usage.cached_input_tokens > usage.input_tokens:
+        raise ValueError(f"impossible usage {counts}")
+    return usage
 
 
 def sdk_client(client_class: Callable[..., _Client], settings: Settings) -> _Client:
@@ -400,8 +423,12 @@ class ModelAgent(ABC):
         def record(try_number: int, started: float, error: ServingError) -> None:
             self._record(session, try_number, digest, started, error=error)
 
+        remaining = getattr(session, "remaining", None)
+        deadline = time.monotonic() + remaining if isinstance(remaining, int | float) else None
         try:
-            turn, try_number, started = await self.ask_with_retries(client, request, record)
+            turn, try_number, started = await self.ask_with_retries(
+                client, request, record, deadline=deadline
+            )
         except Exhausted as exc:
             raise self._failure(exc.error, exc.tries) from None
         usage = turn.usage.model_copy(update={"cost": cost_of(turn.usage, self.settings.prices)})
@@ -416,10 +443,16 @@ class ModelAgent(ABC):
         client: Any,
         request: dict[str, Any],
         on_error: Callable[[int, float, ServingError], None] = lambda *_: None,
+        *,
+        deadline: float | None = None,
     ) -> tuple[Turn, int, float]:
         """Send *request*, retrying serving failures under the spec's policy: the answer, the
         try that got it and when that try started; :class:`Exhausted` when a failure is not
-        retried or retries run out. *on_error* sees every failed try."""
+        retried or retries run out. *on_error* sees every failed try.
+
+        A retry that could not start before *deadline* (the attempt's time limit, a monotonic
+        time) is not waited for: the failure stands, so waiting out a rate limit never turns
+        into the agent's time limit."""
         retries = self.settings.retries
         for try_number in range(1, retries.max_retries + 2):
             started = time.perf_counter()
@@ -427,9 +460,11 @@ class ModelAgent(ABC):
                 return await self.send(client, request), try_number, started
             except ServingError as exc:
                 on_error(try_number, started, exc)
-                if exc.kind not in _RETRIED or try_number > retries.max_retries:
+                wait = self._backoff(try_number, exc.retry_after)
+                too_late = deadline is not None and time.monotonic() + wait >= deadline
+                if exc.kind not in _RETRIED or try_number > retries.max_retries or too_late:
                     raise Exhausted(exc, try_number) from None
-                await asyncio.sleep(self._backoff(try_number, exc.retry_after))
+                await asyncio.sleep(wait)
         raise AssertionError("unreachable: the last try raises")
 
     def _backoff(self, try_number: int, retry_after: float | None) -> float:

@@ -15,6 +15,7 @@ from groundstate.agents.model_loop import (
     Settings,
     Turn,
     call_sdk,
+    reported_usage,
     sdk_client,
     sdk_keywords,
     split_decoding,
@@ -116,9 +117,9 @@ def _usage(usage: Any) -> ModelUsage:
         return ModelUsage()
     prompt_details = getattr(usage, "prompt_tokens_details", None)
     output_details = getattr(usage, "completion_tokens_details", None)
-    return ModelUsage(
-        input_tokens=usage.prompt_tokens or 0,
-        cached_input_tokens=getattr(prompt_details, "cached_tokens", None) or 0,
-        output_tokens=usage.completion_tokens or 0,
-        reasoning_tokens=getattr(output_details, "reasoning_tokens", None) or 0,
+    return reported_usage(
+        input_tokens=usage.prompt_tokens,
+        cached_input_tokens=getattr(prompt_details, "cached_tokens", None),
+        output_tokens=usage.completion_tokens,
+        reasoning_tokens=getattr(output_details, "reasoning_tokens", None),
     )

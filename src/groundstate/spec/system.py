@@ -6,6 +6,7 @@ import importlib.util
 import os
 import platform
 import sqlite3
+import string
 from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -208,7 +209,29 @@ class UserSimulatorSection(Section):
     def _model_for_model_users(self) -> UserSimulatorSection:
         if self.kind == "model" and self.model is None:
             raise ValueError("kind: model needs `model` (at least its `revision`)")
+        if self.prompt is not None:
+            _check_prompt_fields(self.prompt)
         return self
+
+
+USER_PROMPT_FIELDS = frozenset({"persona", "scenario", "knowledge", "confirmation", "stop_token"})
+"""The fields a model user's ``prompt`` template may name."""
+
+
+def _check_prompt_fields(prompt: str) -> None:
+    """Refuse a template that ``str.format`` cannot fill with :data:`USER_PROMPT_FIELDS`
+    (an unknown field, a positional one, a lone brace) when the system loads, not mid-attempt."""
+    try:
+        names = [name for _, name, _, _ in string.Formatter().parse(prompt) if name is not None]
+    except ValueError as exc:
+        raise ValueError(f"prompt: {exc}; write {{{{ and }}}} for literal braces") from None
+    unknown = sorted({n for n in names if n not in USER_PROMPT_FIELDS})
+    if unknown:
+        known = ", ".join(sorted(USER_PROMPT_FIELDS))
+        raise ValueError(
+            f"prompt: unknown field(s) {', '.join(map(repr, unknown))} (known: {known});"
+            " write {{ and }} for literal braces"
+        )
 
 
 class BudgetsSection(Section):
