@@ -400,6 +400,41 @@ def test_a_pooled_database_whose_folder_was_removed_is_not_taken(fixture: Path) 
         assert env.reset() and env.initial_view().query("SELECT count(*) FROM accounts")
 
 
+def _written_while_pooled(path: Path, how: str) -> sqlite3.Connection | None:
+    """A connection an earlier attempt's agent kept (a thread, a handle) acting on a pooled
+    database file: a committed write, a switch to WAL left open, or a journal left behind."""
+    db = sqlite3.connect(path, isolation_level=None)
+    if how == "commit":
+        db.execute("UPDATE accounts SET balance = 99 WHERE id = 'a'")
+    elif how == "wal":
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("SELECT count(*) FROM accounts").fetchall()
+        return db  # kept open: in WAL mode it holds the file against the next writer
+    else:
+        (path.parent / f"{path.name}-journal").write_bytes(b"")
+    db.close()
+    return None
+
+
+@pytest.mark.parametrize("how", ["commit", "wal", "journal"])
+def test_a_pooled_database_written_while_pooled_is_not_taken(fixture: Path, how: str) -> None:
+    first = _env(fixture)
+    path = Path(first.health()["database"])
+    first.close()
+    assert len(POOL) == 1
+    kept = _written_while_pooled(path, how)
+    try:
+        with _env(fixture) as env:
+            assert POOL.reused == 0 and len(POOL) == 0
+            assert env.reset() and env.health()["ok"]
+            assert _call(env, "SELECT balance FROM accounts WHERE id = 'a'") == [(10,)]
+            _call(env, "UPDATE accounts SET balance = 11 WHERE id = 'a'")  # not locked out
+            assert env.diff_from_initial() and env.tracking_complete
+    finally:
+        if kept is not None:
+            kept.close()
+
+
 def test_running_out_of_descriptors_closes_the_pooled_databases(
     fixture: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -96,7 +96,11 @@ def test_stored_records_and_artifacts_match_the_reference_byte_for_byte(
     suite: Path, tmp_path: Path
 ) -> None:
     outputs = _oracle_outputs(suite, "b")
-    assert outputs and all(o.run.success for o in outputs)  # the replays really ran
+    assert outputs and all(o.run.success for o in outputs), [
+        (o.run.task_id, o.run.terminal_reason, o.run.infrastructure_status)
+        for o in outputs
+        if not o.run.success
+    ]  # the replays really ran
     path = tmp_path / "runs.db"
     with RunStore(path) as store:
         genesis = _batch(store, "b")

@@ -432,6 +432,7 @@ class SqliteEnvironment(ClosesOnExit):
             total_changes=self._total_changes,
             fingerprint=self._fingerprint0,
             evaluator=evaluator,
+            header=self._file.header(),
         )
         if not POOL.give(held):
             return False

@@ -91,6 +91,14 @@ class LiveFile:
             return -1
         return int.from_bytes(header[24:28], "big") if _sound(header, size) else -1
 
+    def header(self) -> bytes:
+        """The file's 100-byte header (b"" when unreadable): its change counter, journal mode
+        (bytes 18-19) and page count move with any commit, mode switch or growth."""
+        try:
+            return os.pread(self._fd, 100, 0)
+        except OSError:
+            return b""
+
     def holds(self, image: bytes) -> bool:
         """Whether the file's bytes are exactly *image* (one byte more is read: a longer
         file differs)."""
@@ -303,6 +311,18 @@ class HeldDatabase:
     ``SqliteEnvironment._fingerprint``)."""
     evaluator: EvaluatorConnection | None = None
     """The graders' connection, where nothing of the attempt could stay in it."""
+    header: bytes = b""
+    """The file's header when it was pooled (see :meth:`untouched`)."""
+
+    def untouched(self) -> bool:
+        """Whether nothing wrote the file while it was pooled: a connection left open by an
+        attempt's agent (a thread, a handle it kept) could commit to it, switch it to WAL or
+        leave a journal, and the next attempt would inherit that state or its locks."""
+        path = self.file.path
+        sidecars = (path.with_name(f"{path.name}{end}") for end in ("-wal", "-journal", "-shm"))
+        return self.file.header() == self.header != b"" and not any(
+            side.exists() for side in sidecars
+        )
 
     def close(self) -> None:
         for connection in (self.agent, self.control, self.evaluator):
@@ -324,9 +344,9 @@ class LivePool:
 
     def take(self, build: str) -> HeldDatabase | None:
         """The most recently pooled database of *build* whose file is still there (the
-        process's folder may have been removed meanwhile), or None."""
+        process's folder may have been removed meanwhile) and untouched, or None."""
         while (held := self._pop(build)) is not None:
-            if held.file.path.exists():
+            if held.file.path.exists() and held.untouched():
                 with self._lock:
                     self.reused += 1
                 return held
