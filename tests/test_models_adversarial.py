@@ -46,17 +46,22 @@ def retail() -> Suite:
     return load_suite(RETAIL)
 
 
+def _harness(provider: Provider, monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
+    for name, value in KEYS.items():
+        monkeypatch.setenv(name, value)
+    return Harness(provider, monkeypatch, retail)
+
+
+def _one(name: str) -> Provider:
+    (provider,) = [p for p in PROVIDERS if p.name == name]
+    return provider
+
+
 @pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
 def harness(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, retail: Suite
 ) -> Harness:
-    for name, value in KEYS.items():
-        monkeypatch.setenv(name, value)
-    provider: Provider = request.param
-    return Harness(provider, monkeypatch, retail)
-
-
-OPENAI = [p for p in PROVIDERS if p.name == "openai"]
+    return _harness(request.param, monkeypatch, retail)
 
 
 def completion(message: dict[str, Any], **top: Any) -> str:
@@ -79,10 +84,9 @@ def call(arguments: Any, *, name: Any = "get_order", id: Any = "call_1") -> dict
 
 
 @pytest.fixture
-def openai_harness(harness: Harness) -> Harness:
-    if harness.provider.name != "openai":
-        pytest.skip("raw Chat Completions bodies")
-    return harness
+def openai_harness(monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
+    """Raw Chat Completions bodies: the OpenAI-compatible provider only."""
+    return _harness(_one("openai"), monkeypatch, retail)
 
 
 # --- tool calls the model writes badly: the agent's problem, never a crash ----------------------
@@ -268,9 +272,8 @@ class _Stalling(OpenAICompatibleServer):
         return Handler
 
 
-def test_a_server_that_stalls_mid_body_is_a_timeout(harness: Harness) -> None:
-    if harness.provider.name != "openai":
-        pytest.skip("one wire format is enough for the transport")
+def test_a_server_that_stalls_mid_body_is_a_timeout(openai_harness: Harness) -> None:
+    harness = openai_harness  # one wire format is enough for the transport
     with _Stalling([]) as server:
         system = harness.system(
             server, request_timeout=0.3, retries={"max_retries": 1, "backoff": 0}
@@ -302,10 +305,9 @@ def message(content: Any, **top: Any) -> str:
 
 
 @pytest.fixture
-def anthropic_harness(harness: Harness) -> Harness:
-    if harness.provider.name != "anthropic":
-        pytest.skip("raw Messages bodies")
-    return harness
+def anthropic_harness(monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
+    """Raw Messages bodies: the Anthropic-compatible provider only."""
+    return _harness(_one("anthropic"), monkeypatch, retail)
 
 
 def tool_use(input: Any, *, name: Any = "get_order", id: Any = "toolu_1") -> dict[str, Any]:
