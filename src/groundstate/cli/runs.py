@@ -17,7 +17,7 @@ from groundstate.cli import DEFAULT_STORE, STORE_OPTION, console, main
 from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
-from groundstate.cli.interrupts import interruptible, report_interrupted
+from groundstate.cli.interrupts import echo_resume, interruptible, report_interrupted
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -158,6 +158,7 @@ def run(
     its threshold (3 takes precedence); 130/143 when interrupted.
     """
     from groundstate.analysis import batch_report
+    from groundstate.errors import StoreError
     from groundstate.executors import make_executor
     from groundstate.gates import check_attempts, gate_results, parse_gate
     from groundstate.report.terminal import batch_table
@@ -205,11 +206,17 @@ def run(
                 result = _run_batch(runner, config, resume_id, _progress(total, quiet=as_json))
                 # A resumed batch may hold altered records: the page marks them, as report does.
                 check = run_store.verify(result.batch.batch_id) if html is not None else None
-    except Interrupted as exc:
+    except (Interrupted, StoreError) as exc:
         batch_id = runner.batch_id if runner is not None else resume_id
         again = _resume_args(suite, system_file, concurrency, allow_invalid, locked)
         again += ["--environment", environment] if environment else []
         again += _executor_args(executor, ray_address)
+        if isinstance(exc, StoreError):  # a full disk mid-batch: the stored tries are kept
+            if batch_id is None:
+                raise
+            click.echo(f"error: {exc}; batch {batch_id} stopped", err=True)
+            echo_resume(batch_id, store, again)
+            sys.exit(2)
         report_interrupted(exc, batch_id, store, again)
         sys.exit(exc.exit_code)
     if html is not None:

@@ -1,0 +1,174 @@
+"""The batch runner's guarantees under an outside team's attacks: a store that fails while a
+batch writes (full disk), a retry chain cut by an interruption, a store edited by hand (rows
+duplicated), resuming with a changed suite."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import shutil
+import signal
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from groundstate import store as store_module
+from groundstate.analysis import final_runs
+from groundstate.cli import main
+from groundstate.records import AgentRun
+from groundstate.runner import BatchConfig, BatchRunner, Interrupted
+from groundstate.spec.suite import load_suite
+from groundstate.spec.system import InvalidRunPolicy, load_system
+from groundstate.store import RunStore
+from groundstate.testing import FaultyEnvironments
+
+from .conftest import BANK, BANK_SYSTEM, resume_bank
+
+
+def _run_cli(store: Path, *extra: str) -> Any:
+    args = ["run", str(BANK), "--system", str(BANK_SYSTEM), "--json", "--store", str(store)]
+    return CliRunner().invoke(main, [*args, *extra])
+
+
+def _slots(runs: list[AgentRun]) -> list[tuple[str, int]]:
+    return sorted((r.task_id, r.attempt) for r in final_runs(runs))
+
+
+@pytest.mark.parametrize("where", ["artifact", "database"])
+def test_a_full_disk_while_storing_is_one_clear_error_and_a_resume_completes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """ENOSPC while an artifact or a record is written: one line naming the store and the
+    batch to resume, exit 2, no traceback; nothing half-stored; the resume completes."""
+    store = tmp_path / "runs.db"
+    writes = {"n": 0}
+    real_create = store_module._create
+    real_prepared = RunStore.add_prepared
+
+    def full_create(target: str, data: bytes) -> None:
+        writes["n"] += 1
+        if writes["n"] > 3:
+            raise OSError(errno.ENOSPC, "No space left on device", target)
+        real_create(target, data)
+
+    def full_database(self: RunStore, rows: Any, **kwargs: Any) -> None:
+        writes["n"] += 1
+        if writes["n"] > 1:
+            with self._transaction():
+                raise sqlite3.OperationalError("database or disk is full")
+        real_prepared(self, rows, **kwargs)
+
+    if where == "artifact":
+        monkeypatch.setattr(store_module, "_create", full_create)
+    else:
+        monkeypatch.setattr(RunStore, "add_prepared", full_database)
+    result = _run_cli(store, "--attempts", "6")
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Traceback" not in result.output
+    with RunStore(store) as runs:
+        batch_id = runs.batch().batch_id
+        assert runs.verify(batch_id).ok
+        assert runs.lease(batch_id) is None  # released: the resume needs no wait
+    assert f"--resume {batch_id}" in result.stderr
+    assert str(store) in result.stderr
+    monkeypatch.undo()
+    done = resume_bank(store, batch_id)
+    assert done.exit_code == 0, done.output
+    with RunStore(store) as runs:
+        assert _slots(runs.runs(batch_id)) == [("transfer", n) for n in range(1, 7)]
+        assert runs.verify(batch_id).ok
+
+
+def test_a_retry_chain_cut_by_an_interruption_continues_on_resume(
+    tmp_path: Path,
+) -> None:
+    """An attempt whose invalid try was stored just before the batch stopped is rerun on
+    resume as the next retry, linked to that try, and only as often as the policy allows."""
+    suite = load_suite(BANK)
+    suite.config = suite.config.model_copy(update={"canary": None})
+    system = load_system(BANK_SYSTEM).model_copy(
+        update={"invalid_run_policy": InvalidRunPolicy(max_retries=2)}
+    )
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(suite, system, store, make_env=FaultyEnvironments(rate=1.0))
+
+        def stop(run: AgentRun) -> None:
+            runner.interrupt.signum = signal.SIGINT  # the signal lands as the try is stored
+
+        runner.on_run = stop
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=2)))
+        batch_id = runner.batch_id
+        assert batch_id is not None
+        first = store.runs(batch_id)
+        assert [(r.attempt, r.retry, r.valid) for r in first] == [(1, 0, False)]
+        # Resume on a still-broken environment: the chain goes on from retry 1, up to 2.
+        again = BatchRunner(suite, system, store, make_env=FaultyEnvironments(rate=1.0))
+        asyncio.run(again.resume(batch_id))
+        stored = store.runs(batch_id)
+    tries = [(r.attempt, r.retry) for r in stored]
+    assert tries == [(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)]
+    by_id = {r.run_id: r for r in stored}
+    for run in stored:
+        if run.retry:
+            assert run.retry_of is not None
+            linked = by_id[run.retry_of]
+            assert (linked.attempt, linked.retry) == (run.attempt, run.retry - 1)
+
+
+def _copy_row(store: Path, *, drop_index: bool, new_retry: int) -> str:
+    """Duplicate a run row by hand, as an editor would (a new run id; the record's JSON and
+    hashes copied as they are)."""
+    with sqlite3.connect(store) as db:
+        if drop_index:
+            db.execute("DROP INDEX runs_by_batch")
+        columns = [row[1] for row in db.execute("PRAGMA table_info(runs)")]
+        row = dict(zip(columns, db.execute("SELECT * FROM runs LIMIT 1").fetchone(), strict=True))
+        row["run_id"] = "f" * 32
+        row["retry"] = new_retry
+        marks = ", ".join("?" for _ in columns)
+        db.execute(f"INSERT INTO runs VALUES ({marks})", [row[c] for c in columns])
+        return str(row["batch_id"])
+
+
+@pytest.mark.parametrize(("drop_index", "new_retry"), [(False, 7), (True, 0)])
+def test_a_row_duplicated_by_hand_is_named_by_verify(
+    tmp_path: Path, drop_index: bool, new_retry: int
+) -> None:
+    store = tmp_path / "runs.db"
+    assert _run_cli(store, "--attempts", "3").exit_code == 0
+    batch_id = _copy_row(store, drop_index=drop_index, new_retry=new_retry)
+    result = CliRunner().invoke(main, ["verify", batch_id, "--store", str(store)])
+    assert result.exit_code != 0, result.output
+    assert "f" * 12 in result.output  # the copy is named
+    report = CliRunner().invoke(main, ["report", batch_id, "--store", str(store)])
+    assert "Traceback" not in report.output and "f" * 12 in report.output, report.output
+    if drop_index:  # the store cannot keep one row per try: it refuses to store more
+        again = resume_bank(store, batch_id)
+        assert again.exit_code == 2, again.output
+        assert "transfer" in again.stderr and "more than once" in again.stderr
+        assert "Traceback" not in again.output
+
+
+def test_resuming_with_a_changed_suite_is_refused_clearly(tmp_path: Path) -> None:
+    suite = tmp_path / "bank"
+    shutil.copytree(BANK, suite)
+    store = tmp_path / "runs.db"
+    args = ["run", str(suite), "--system", str(BANK_SYSTEM), "--store", str(store)]
+    assert CliRunner().invoke(main, [*args, "--attempts", "2", "--json"]).exit_code == 0
+    with RunStore(store) as runs:
+        batch_id = runs.batch().batch_id
+        before = len(runs.runs(batch_id))
+    policy = suite / "policy.md"
+    policy.write_text(policy.read_text() + "\nOne more rule.\n")
+    result = CliRunner().invoke(main, [*args, "--resume", batch_id])
+    assert result.exit_code == 2, result.output
+    assert f"cannot resume batch {batch_id}" in result.stderr
+    assert "suite" in result.stderr and "changed" in result.stderr
+    assert "Traceback" not in result.output
+    with RunStore(store) as runs:
+        assert len(runs.runs(batch_id)) == before
