@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import json
 import shutil
 import signal
 import sqlite3
@@ -172,3 +173,54 @@ def test_resuming_with_a_changed_suite_is_refused_clearly(tmp_path: Path) -> Non
     assert "Traceback" not in result.output
     with RunStore(store) as runs:
         assert len(runs.runs(batch_id)) == before
+
+
+def test_an_unfinished_batch_says_so_in_every_report(tmp_path: Path) -> None:
+    """A batch stopped after 3 of its 10 attempts is not reported as if it were whole: the
+    JSON names the missing attempts and the terminal footer says INCOMPLETE with the resume."""
+    suite = load_suite(BANK)
+    store = tmp_path / "runs.db"
+    with RunStore(store) as runs:
+        runner = BatchRunner(suite, load_system(BANK_SYSTEM), runs)
+        seen: list[AgentRun] = []
+
+        def stop_after_three(run: AgentRun) -> None:
+            seen.append(run)
+            if len(seen) == 3:
+                runner.interrupt.signum = signal.SIGTERM
+
+        runner.on_run = stop_after_three
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=10)))
+        batch_id = runner.batch_id
+        assert batch_id is not None and len(final_runs(runs.runs(batch_id))) == 3
+    data = json.loads(
+        CliRunner().invoke(main, ["report", batch_id, "--json", "--store", str(store)]).stdout
+    )
+    assert data["missing_attempts"] == {"count": 7, "planned": 10, "tasks_without_any": []}
+    shown = CliRunner().invoke(main, ["report", batch_id, "--store", str(store)]).output
+    assert "INCOMPLETE: 7 of 10 planned attempts" in shown and f"--resume {batch_id}" in shown
+    assert resume_bank(store, batch_id).exit_code == 0
+    done = CliRunner().invoke(main, ["report", batch_id, "--json", "--store", str(store)])
+    assert json.loads(done.stdout)["missing_attempts"] is None
+    assert (
+        "INCOMPLETE"
+        not in CliRunner().invoke(main, ["report", batch_id, "--store", str(store)]).output
+    )
+
+
+def test_a_planned_task_with_no_attempt_is_named_not_dropped_silently(tmp_path: Path) -> None:
+    from groundstate.analysis import batch_report
+
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(load_suite(BANK), load_system(BANK_SYSTEM), store)
+        result = asyncio.run(runner.start(BatchConfig(attempts=2)))
+    planned = {**result.batch.task_revisions, "loan": 1}
+    batch = result.batch.model_copy(update={"task_revisions": planned})
+    assert batch_report(batch, result.runs)["missing_attempts"] == {
+        "count": 2,
+        "planned": 4,
+        "tasks_without_any": ["loan"],
+    }
+    imported = batch.model_copy(update={"source": "imported"})
+    assert batch_report(imported, result.runs)["missing_attempts"] is None
