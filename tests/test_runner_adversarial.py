@@ -10,6 +10,9 @@ import json
 import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +29,7 @@ from groundstate.spec.system import InvalidRunPolicy, load_system
 from groundstate.store import RunStore
 from groundstate.testing import FaultyEnvironments
 
-from .conftest import BANK, BANK_SYSTEM, resume_bank
+from .conftest import BANK, BANK_SYSTEM, resume_bank, stored_runs
 
 
 def _run_cli(store: Path, *extra: str) -> Any:
@@ -224,3 +227,62 @@ def test_a_planned_task_with_no_attempt_is_named_not_dropped_silently(tmp_path: 
     }
     imported = batch.model_copy(update={"source": "imported"})
     assert batch_report(imported, result.runs)["missing_attempts"] is None
+
+
+def _stop_when_stored(proc: subprocess.Popen[str], store: Path, rows: int, signum: int) -> str:
+    """Send *signum* once *store* holds *rows* rows; the process's stderr."""
+    deadline = time.monotonic() + 120
+    while stored_runs(store) < rows:
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, f"fewer than {rows} rows stored in 120 s"
+        time.sleep(0.02)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signum, err
+    return err
+
+
+def test_interrupting_a_pool_batch_and_then_its_resume_still_stores_each_attempt_once(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM to a process-pool batch, SIGINT to its in-process resume, then a last resume:
+    every attempt once, retries linked, the chain whole; each stop named the resume."""
+    system = tmp_path / "bank_system.yaml"
+    system.write_text(
+        BANK_SYSTEM.read_text().replace("{fault_rate: 0.5}", "{fault_rate: 0.5, delay: 0.03}")
+    )
+    (tmp_path / "bank_agent.py").write_text((BANK.parent / "bank_agent.py").read_text())
+    store = tmp_path / "runs.db"
+    attempts = 30
+    base = [sys.executable, "-m", "groundstate.cli", "run", str(BANK), "--system", str(system)]
+    pool = ["--executor", "process", "--concurrency", "4", "--store", str(store)]
+    first = subprocess.Popen(
+        [*base, "--attempts", str(attempts), *pool],
+        stderr=subprocess.PIPE,
+        text=True,
+        stdout=subprocess.DEVNULL,
+    )
+    err = _stop_when_stored(first, store, 5, signal.SIGTERM)
+    assert "--executor process" in err and "resume with:" in err
+    with RunStore(store) as runs:
+        batch_id = runs.batch().batch_id
+        assert runs.lease(batch_id) is None
+    resume = [*base, "--resume", batch_id, "--store", str(store)]
+    second = subprocess.Popen(resume, stderr=subprocess.PIPE, text=True, stdout=subprocess.DEVNULL)
+    err = _stop_when_stored(second, store, stored_runs(store) + 4, signal.SIGINT)
+    assert f"batch {batch_id}" in err and "resume with:" in err
+    done = CliRunner().invoke(main, [*resume[3:], "--json"])
+    assert done.exit_code == 0, done.output
+    with RunStore(store) as runs:
+        stored = runs.runs(batch_id)
+        assert runs.verify(batch_id).ok
+    assert _slots(stored) == [("transfer", n) for n in range(1, attempts + 1)]
+    keys = [(r.task_id, r.attempt, r.retry) for r in stored]
+    assert len(keys) == len(set(keys))  # no try stored twice
+    ids = {r.run_id: r for r in stored}
+    for run in stored:
+        assert (run.retry == 0) == (run.retry_of is None)
+        if run.retry_of is not None:
+            assert ids[run.retry_of].attempt == run.attempt
+            assert not ids[run.retry_of].valid
+    assert all(r.valid for r in final_runs(stored))
