@@ -286,3 +286,29 @@ def test_interrupting_a_pool_batch_and_then_its_resume_still_stores_each_attempt
             assert ids[run.retry_of].attempt == run.attempt
             assert not ids[run.retry_of].valid
     assert all(r.valid for r in final_runs(stored))
+
+
+def test_two_runners_on_one_new_store_each_store_their_own_batch_whole(tmp_path: Path) -> None:
+    """Two `run`s started together on a store neither has made yet: both create it, neither
+    fails on the other's lock, each batch holds exactly its attempts and verifies."""
+    store = tmp_path / "runs.db"
+    command = [sys.executable, "-m", "groundstate.cli", "run", str(BANK)]
+    command += ["--system", str(BANK_SYSTEM), "--attempts", "6", "--json", "--store", str(store)]
+    procs = [
+        subprocess.Popen(
+            [*command, "--seed", str(seed)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for seed in (1, 2)
+    ]
+    outputs = [proc.communicate(timeout=120) for proc in procs]
+    for proc, (_, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err
+    batch_ids = {json.loads(out)["batch_id"] for out, _ in outputs}
+    assert len(batch_ids) == 2
+    with RunStore(store) as runs:
+        for batch_id in batch_ids:
+            assert _slots(runs.runs(batch_id)) == [("transfer", n) for n in range(1, 7)]
+            assert runs.verify(batch_id).ok
