@@ -312,3 +312,17 @@ def test_two_runners_on_one_new_store_each_store_their_own_batch_whole(tmp_path:
         for batch_id in batch_ids:
             assert _slots(runs.runs(batch_id)) == [("transfer", n) for n in range(1, 7)]
             assert runs.verify(batch_id).ok
+
+
+def test_resuming_an_imported_batch_says_it_was_imported(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.csv"
+    rows.write_text("task_id,attempt,success\ntransfer,1,1\ntransfer,2,0\n")
+    store = tmp_path / "runs.db"
+    imported = CliRunner().invoke(
+        main, ["import-results", str(rows), "--name", "other", "--store", str(store)]
+    )
+    batch_id = imported.stdout.strip().splitlines()[-1].removeprefix("batch ")
+    result = resume_bank(store, batch_id)
+    assert result.exit_code == 2, result.output
+    assert f"cannot resume batch {batch_id}: it was imported" in result.stderr
+    assert str(rows) in result.stderr and "changed" not in result.stderr

@@ -523,6 +523,11 @@ def _unfinished(last: AgentRun | None, max_retries: int) -> bool:
 
 
 def _check_resumable(batch: BatchInfo, suite: Suite, system: SystemSpec) -> None:
+    if batch.source != "groundstate":  # its rows came from a file: there is nothing to rerun
+        raise ResumeMismatch(
+            f"cannot resume batch {batch.batch_id}: it was imported ({batch.source}, from "
+            f"{batch.suite_path}), not run; import the missing rows again instead"
+        )
     changed = []
     if batch.suite_hash != suite.suite_hash:
         changed.append(f"the suite {suite.root} changed since the batch started")
