@@ -23,7 +23,7 @@ from groundstate import store as store_module
 from groundstate.analysis import final_runs
 from groundstate.cli import main
 from groundstate.records import AgentRun
-from groundstate.runner import BatchConfig, BatchRunner, Interrupted
+from groundstate.runner import BatchAborted, BatchConfig, BatchRunner, Interrupted
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import InvalidRunPolicy, load_system
 from groundstate.store import RunStore
@@ -326,3 +326,26 @@ def test_resuming_an_imported_batch_says_it_was_imported(tmp_path: Path) -> None
     assert result.exit_code == 2, result.output
     assert f"cannot resume batch {batch_id}: it was imported" in result.stderr
     assert str(rows) in result.stderr and "changed" not in result.stderr
+
+
+def test_a_resume_on_a_broken_environment_stops_at_the_canary(tmp_path: Path) -> None:
+    """The canary guards a resume as it guards a start: an environment broken since the
+    batch stopped aborts the resume before any try, instead of spending every retry of
+    every missing attempt on stored invalid tries."""
+    suite = load_suite(BANK)
+    system = load_system(BANK_SYSTEM)
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(suite, system, store)
+        runner.on_run = lambda run: setattr(runner.interrupt, "signum", signal.SIGINT)
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=4)))
+        batch_id = runner.batch_id
+        assert batch_id is not None
+        before = store.runs(batch_id)
+        broken = BatchRunner(suite, system, store, make_env=FaultyEnvironments(rate=1.0))
+        with pytest.raises(BatchAborted, match="canary task 'transfer' failed"):
+            asyncio.run(broken.resume(batch_id))
+        assert [r.run_id for r in store.runs(batch_id)] == [r.run_id for r in before]
+        assert store.lease(batch_id) is None
+        asyncio.run(BatchRunner(suite, system, store).resume(batch_id))  # mended: completes
+        assert _slots(store.runs(batch_id)) == [("transfer", n) for n in range(1, 5)]
