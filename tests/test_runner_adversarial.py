@@ -349,3 +349,18 @@ def test_a_resume_on_a_broken_environment_stops_at_the_canary(tmp_path: Path) ->
         assert store.lease(batch_id) is None
         asyncio.run(BatchRunner(suite, system, store).resume(batch_id))  # mended: completes
         assert _slots(store.runs(batch_id)) == [("transfer", n) for n in range(1, 5)]
+
+
+def test_resume_refuses_another_plan_but_accepts_the_same_one(tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    assert _run_cli(store, "--attempts", "2", "--seed", "5").exit_code == 0
+    with RunStore(store) as runs:
+        batch_id = runs.batch().batch_id
+    for option, value in (("--attempts", "4"), ("--seed", "6")):
+        result = _run_cli(store, "--resume", batch_id, option, value)
+        assert result.exit_code == 2, result.output
+        assert f"{option} {value} cannot change it" in result.output
+    same = _run_cli(store, "--resume", batch_id, "--attempts", "2", "--seed", "5")
+    assert same.exit_code == 0, same.output
+    with RunStore(store) as runs:
+        assert len(runs.runs(batch_id)) == 2

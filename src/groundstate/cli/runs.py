@@ -187,6 +187,8 @@ def run(
             chosen = select_tasks(loaded_suite, task_ids=task_ids, slices=slices, patterns=patterns)
             total = len(chosen or loaded_suite.tasks) * attempts
             with RunStore(store) as run_store:
+                if resume_id is not None:
+                    _refuse_new_plan(run_store.batch(resume_id), attempts=attempts, seed=seed)
                 invalid = require_valid(
                     _only(loaded_suite, chosen), run_store, allow_invalid=allow_invalid
                 )
@@ -234,6 +236,20 @@ def run(
         if html is not None:
             out.print(f"HTML report: {html}")
     _exit_on_verdict(data, verdicts)
+
+
+def _refuse_new_plan(batch: BatchInfo, **given: int) -> None:
+    """A resume completes its batch's plan: --attempts or --seed given with another value
+    than the batch's would be silently ignored (a user extending a batch got nothing new)."""
+    context = click.get_current_context()
+    for name, value in given.items():
+        stored = getattr(batch, name)
+        explicit = context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        if explicit and value != stored:
+            raise click.UsageError(
+                f"--resume completes batch {batch.batch_id} as planned ({name} {stored}); "
+                f"--{name} {value} cannot change it: start a new batch instead"
+            )
 
 
 def _only(suite: Suite, chosen: tuple[str, ...] | None) -> Suite:
