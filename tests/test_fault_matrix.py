@@ -461,7 +461,7 @@ def _run_batch(suite: Suite, fault: Fault, store: RunStore) -> tuple[list[AgentR
     batch = plan_batch(suite, runner.system, BatchConfig(attempts=ATTEMPTS))
     store.add_batch(batch)  # no preflight: the fault is meant to reach the batch
     started = time.perf_counter()
-    asyncio.run(runner.resume(batch.batch_id, concurrency=ATTEMPTS))
+    asyncio.run(runner.resume(batch.batch_id, concurrency=ATTEMPTS, preflight=False))
     return store.runs(batch.batch_id), time.perf_counter() - started
 
 
@@ -547,10 +547,10 @@ def test_a_lone_surrogate_survives_the_store_and_a_resume(
         batch = plan_batch(matrix_bank, runner.system, BatchConfig(attempts=ATTEMPTS))
         store.add_batch(batch)
         with pytest.raises(_Killed):
-            asyncio.run(runner.resume(batch.batch_id, concurrency=1))
+            asyncio.run(runner.resume(batch.batch_id, concurrency=1, preflight=False))
         # the first attempt is stored; one already under way when the batch died may be too
         assert 1 <= len(store.runs(batch.batch_id)) < ATTEMPTS
-        result = asyncio.run(runner.resume(batch.batch_id, concurrency=1))
+        result = asyncio.run(runner.resume(batch.batch_id, concurrency=1, preflight=False))
         runs = store.runs(batch.batch_id)
     assert len(result.runs) == len(runs) == ATTEMPTS
     assert {r.terminal_reason for r in runs} == {"success"}

@@ -402,6 +402,7 @@ def batch_report(
     summary = counted.summary
     valid, strict = summary.views["valid"], summary.views["strict"]
     attempt_tries = tries(batch, table)
+    per_task = task_table(counted.counts)
     return {
         "batch_id": batch.batch_id,
         "suite": batch.suite,
@@ -426,11 +427,33 @@ def batch_report(
         },
         "k_limits": {name: _k_limits(view) for name, view in summary.views.items()},
         "methods": summary.methods,
-        "tasks": task_table(counted.counts),
+        "tasks": per_task,
         "tries": attempt_tries,
         "invalid_rate_flagged": attempt_tries["flagged"],
         "invalid_tasks_run": batch.invalid_tasks,
+        "missing_attempts": missing_attempts(batch, per_task, counted),
         "summary": summary.to_dict(),
+    }
+
+
+def missing_attempts(
+    batch: BatchInfo, tasks: list[dict[str, Any]], counted: Counted
+) -> dict[str, Any] | None:
+    """What an unfinished batch (interrupted, never resumed) lacks of its plan: the attempts
+    not stored and the planned tasks with none (absent from every denominator above, so the
+    numbers are not the suite's). None when complete, and for imported batches, whose plan
+    is only the rows they brought."""
+    if batch.source != "groundstate":
+        return None
+    planned = batch.attempts * len(batch.task_revisions)
+    missing = planned - counted.valid_attempts - counted.invalid_attempts
+    stored = {row["task_id"] for row in tasks if row["attempts"]}
+    if missing <= 0:
+        return None
+    return {
+        "count": missing,
+        "planned": planned,
+        "tasks_without_any": sorted(set(batch.task_revisions) - stored),
     }
 
 

@@ -11,8 +11,10 @@ max_retries``; every try is stored, each rerun linked to the try it replaces.
 
 A batch is leased to the process running it (see :meth:`RunStore.acquire_lease`): a second
 process resuming it while the first is alive is refused. A resume verifies the records it
-reads first and reports what is altered. When the process is interrupted (SIGINT, SIGTERM),
-:class:`Interrupted` unwinds the batch: no try started after the signal is stored.
+reads first and reports what is altered, then runs the same checks as a start (resets,
+canary, smoke run): an environment broken since the batch stopped aborts it before any try.
+When the process is interrupted (SIGINT, SIGTERM), :class:`Interrupted` unwinds the batch:
+no try started after the signal is stored.
 """
 
 from __future__ import annotations
@@ -222,10 +224,16 @@ class BatchRunner:
         """Check the suite, store a new batch, and run it."""
         return await self._interruptible(lambda: self._start(config), config.concurrency)
 
-    async def resume(self, batch_id: str, concurrency: int = 1) -> BatchResult:
+    async def resume(
+        self, batch_id: str, concurrency: int = 1, *, preflight: bool = True
+    ) -> BatchResult:
         """Run only the attempts an interrupted batch is missing (on this runner's executor,
-        whichever the batch started on: records do not depend on it)."""
-        return await self._interruptible(lambda: self._resume(batch_id, concurrency), concurrency)
+        whichever the batch started on: records do not depend on it), after the checks a
+        start makes (:meth:`preflight`; ``preflight=False`` skips them: for tests whose
+        faults must reach the batch)."""
+        return await self._interruptible(
+            lambda: self._resume(batch_id, concurrency, preflight), concurrency
+        )
 
     async def _interruptible(
         self, work: Callable[[], Awaitable[BatchResult]], concurrency: int
@@ -251,11 +259,11 @@ class BatchRunner:
         self.batch_id = batch.batch_id
         return await self._complete(batch, config.concurrency)
 
-    async def _resume(self, batch_id: str, concurrency: int) -> BatchResult:
+    async def _resume(self, batch_id: str, concurrency: int, preflight: bool) -> BatchResult:
         batch = self.store.batch(batch_id)
         self.batch_id = batch.batch_id
         _check_resumable(batch, self.suite, self.system)
-        return await self._complete(batch, concurrency, verify=True)
+        return await self._complete(batch, concurrency, verify=True, preflight=preflight)
 
     async def preflight(self) -> None:
         """Fail before any batch is stored: the agent must load, every reset must check
@@ -297,7 +305,7 @@ class BatchRunner:
             raise BatchAborted(
                 f"harness_compatibility_failure: the system {self.system.name!r} failed its "
                 f"smoke run on task {task_id!r} ({run.terminal_reason}: "
-                f"{exception.get('type')}: {exception.get('message')}); no batch was stored"
+                f"{exception.get('type')}: {exception.get('message')}); no try was stored"
             )
 
     async def _run_canary(self, task_id: str) -> None:
@@ -318,7 +326,7 @@ class BatchRunner:
         except ExecutorError as exc:
             raise BatchAborted(
                 f"the {self._executor.name} executor cannot run task {job.task_id!r} "
-                f"({job.info.run_id}): {exc}; no batch was stored"
+                f"({job.info.run_id}): {exc}; no try was stored"
             ) from exc
 
     def _job(self, task_id: str, info: AttemptInfo, solution: str | None = None) -> AttemptJob:
@@ -333,15 +341,18 @@ class BatchRunner:
         )
 
     async def _complete(
-        self, batch: BatchInfo, concurrency: int, *, verify: bool = False
+        self, batch: BatchInfo, concurrency: int, *, verify: bool = False, preflight: bool = False
     ) -> BatchResult:
         """Lease the batch, then run its missing attempts (the lease is released at the end,
-        interrupted or not)."""
+        interrupted or not). A resume verifies what is stored and, with *preflight*, checks
+        the environment again: it may have broken since the batch stopped."""
         self.store.acquire_lease(batch.batch_id)
         beat = asyncio.ensure_future(self._heartbeat(batch.batch_id))
         try:
             if verify:
                 self._verify(batch.batch_id)
+            if preflight:
+                await self.preflight()
             return await self._run_missing(batch, concurrency)
         finally:
             beat.cancel()
@@ -523,6 +534,11 @@ def _unfinished(last: AgentRun | None, max_retries: int) -> bool:
 
 
 def _check_resumable(batch: BatchInfo, suite: Suite, system: SystemSpec) -> None:
+    if batch.source != "groundstate":  # its rows came from a file: there is nothing to rerun
+        raise ResumeMismatch(
+            f"cannot resume batch {batch.batch_id}: it was imported ({batch.source}, from "
+            f"{batch.suite_path}), not run; import the missing rows again instead"
+        )
     changed = []
     if batch.suite_hash != suite.suite_hash:
         changed.append(f"the suite {suite.root} changed since the batch started")

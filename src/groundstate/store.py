@@ -73,8 +73,6 @@ CREATE TABLE IF NOT EXISTS runs (
     created_at TEXT NOT NULL,
     record TEXT NOT NULL
 );
--- one record per try: a resumed batch can never store an attempt twice
-CREATE UNIQUE INDEX IF NOT EXISTS runs_by_batch ON runs(batch_id, task_id, attempt, retry);
 CREATE TABLE IF NOT EXISTS validations (
     key TEXT PRIMARY KEY,
     created_at TEXT NOT NULL,
@@ -140,6 +138,13 @@ CREATE TABLE IF NOT EXISTS seals (
     outcomes BLOB NOT NULL
 );
 """
+
+# One record per try: a resumed batch can never store an attempt twice. Made apart from the
+# schema: a store whose index was dropped and a row duplicated by hand cannot rebuild it, and
+# must still open, for ``verify`` to name the copy (it is then refused writes).
+_ONE_ROW_PER_TRY = (
+    "CREATE UNIQUE INDEX IF NOT EXISTS runs_by_batch ON runs(batch_id, task_id, attempt, retry)"
+)
 
 # Run after the migrations: they index or read columns an old store gains only then.
 _SCHEMA_AFTER_MIGRATION = """
@@ -533,6 +538,7 @@ class RunStore:
             # the last commits whole (never part of one). A batch's lost tries rerun on resume.
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
+            self._duplicated = self._index_tries()
             self._migrate()
             self._db.executescript(_SCHEMA_AFTER_MIGRATION)
         except (OSError, sqlite3.Error) as exc:
@@ -549,6 +555,22 @@ class RunStore:
                 f"{self.path} is an SQLite database but not a run store (its tables: {shown}); "
                 "give another --store"
             )
+
+    def _index_tries(self) -> str | None:
+        """Keep one row per try (the unique index); when rows duplicated by hand stop it
+        being made, the first such try, for the message refusing writes."""
+        try:
+            self._db.execute(_ONE_ROW_PER_TRY)
+        except sqlite3.IntegrityError:
+            batch_id, task_id, attempt, retry = self._db.execute(
+                "SELECT batch_id, task_id, attempt, retry FROM runs "
+                "GROUP BY batch_id, task_id, attempt, retry HAVING COUNT(*) > 1 LIMIT 1"
+            ).fetchone()
+            return (
+                f"batch {batch_id} holds task {task_id!r} attempt {attempt} try {retry} more "
+                f"than once (a row duplicated by hand; `groundstate verify {batch_id}` names it)"
+            )
+        return None
 
     def _migrate(self) -> None:
         """Add the format-2 columns to a store made before them; old rows stay as they are."""
@@ -772,13 +794,20 @@ class RunStore:
         since a new artifact is the common case (one system call fewer than looking first)."""
         target = os.path.join(self._artifact_root, digest[:2], digest[2:])
         try:
-            _create(target, data)
-        except FileExistsError:  # stored already, partial, or being written by another process
-            if _size(target) != len(data):
-                _replace(target, data)
+            try:
+                _create(target, data)
+            except FileExistsError:  # stored already, partial, or being written by another
+                if _size(target) != len(data):
+                    _replace(target, data)
+        except OSError as exc:  # a full disk, a read-only folder: the user's to fix, no trace
+            raise StoreError(
+                f"cannot write an artifact to {self.artifacts}: {exc.strerror or exc}"
+            ) from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
+        if self._duplicated is not None:
+            raise StoreError(f"cannot write to the run store {self.path}: {self._duplicated}")
         try:
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -1271,10 +1300,14 @@ def _replace(target: str, data: bytes) -> None:
     whole new one."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-")
     try:
-        _write_all(fd, data)
-    finally:
-        os.close(fd)
-    os.replace(tmp, target)
+        try:
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, target)
+    except OSError:
+        os.unlink(tmp)  # a full disk: no temporary file left behind
+        raise
 
 
 @functools.cache

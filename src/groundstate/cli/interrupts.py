@@ -72,6 +72,11 @@ def report_interrupted(
         "every stored record is whole",
         err=True,
     )
+    echo_resume(batch_id, store, resume_args)
+
+
+def echo_resume(batch_id: str, store: Path, resume_args: list[str]) -> None:
+    """The exact command that completes *batch_id* (on stderr)."""
     command = ["groundstate", "run", *resume_args, "--resume", batch_id, "--store", str(store)]
     click.echo(f"resume with: {shlex.join(command)}", err=True)
 

@@ -17,7 +17,7 @@ from groundstate.cli import DEFAULT_STORE, STORE_OPTION, console, main
 from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
-from groundstate.cli.interrupts import interruptible, report_interrupted
+from groundstate.cli.interrupts import echo_resume, interruptible, report_interrupted
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -158,6 +158,7 @@ def run(
     its threshold (3 takes precedence); 130/143 when interrupted.
     """
     from groundstate.analysis import batch_report
+    from groundstate.errors import StoreError
     from groundstate.executors import make_executor
     from groundstate.gates import check_attempts, gate_results, parse_gate
     from groundstate.report.terminal import batch_table
@@ -186,6 +187,8 @@ def run(
             chosen = select_tasks(loaded_suite, task_ids=task_ids, slices=slices, patterns=patterns)
             total = len(chosen or loaded_suite.tasks) * attempts
             with RunStore(store) as run_store:
+                if resume_id is not None:
+                    _refuse_new_plan(run_store.batch(resume_id), attempts=attempts, seed=seed)
                 invalid = require_valid(
                     _only(loaded_suite, chosen), run_store, allow_invalid=allow_invalid
                 )
@@ -205,11 +208,17 @@ def run(
                 result = _run_batch(runner, config, resume_id, _progress(total, quiet=as_json))
                 # A resumed batch may hold altered records: the page marks them, as report does.
                 check = run_store.verify(result.batch.batch_id) if html is not None else None
-    except Interrupted as exc:
+    except (Interrupted, StoreError) as exc:
         batch_id = runner.batch_id if runner is not None else resume_id
         again = _resume_args(suite, system_file, concurrency, allow_invalid, locked)
         again += ["--environment", environment] if environment else []
         again += _executor_args(executor, ray_address)
+        if isinstance(exc, StoreError):  # a full disk mid-batch: the stored tries are kept
+            if batch_id is None:
+                raise
+            click.echo(f"error: {exc}; batch {batch_id} stopped", err=True)
+            echo_resume(batch_id, store, again)
+            sys.exit(2)
         report_interrupted(exc, batch_id, store, again)
         sys.exit(exc.exit_code)
     if html is not None:
@@ -227,6 +236,20 @@ def run(
         if html is not None:
             out.print(f"HTML report: {html}")
     _exit_on_verdict(data, verdicts)
+
+
+def _refuse_new_plan(batch: BatchInfo, **given: int) -> None:
+    """A resume completes its batch's plan: --attempts or --seed given with another value
+    than the batch's would be silently ignored (a user extending a batch got nothing new)."""
+    context = click.get_current_context()
+    for name, value in given.items():
+        stored = getattr(batch, name)
+        explicit = context.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        if explicit and value != stored:
+            raise click.UsageError(
+                f"--resume completes batch {batch.batch_id} as planned ({name} {stored}); "
+                f"--{name} {value} cannot change it: start a new batch instead"
+            )
 
 
 def _only(suite: Suite, chosen: tuple[str, ...] | None) -> Suite:

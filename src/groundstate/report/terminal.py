@@ -367,6 +367,18 @@ def report_footer(report: dict[str, Any]) -> str:
         line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
     if report["invalid_rate_flagged"]:
         line += "\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold[/]"
+    if missing := report.get("missing_attempts"):
+        absent = ", ".join(missing["tasks_without_any"])
+        line += (
+            f"\n[bold red]INCOMPLETE: {missing['count']} of {missing['planned']} planned "
+            "attempts are not stored"
+            + (
+                f" (tasks with none, left out of every number: {escape(printable(absent))})"
+                if absent
+                else ""
+            )
+            + f"; complete it with groundstate run ... --resume {report['batch_id']}[/]"
+        )
     return line
 
 
