@@ -356,9 +356,10 @@ def report_footer(report: dict[str, Any]) -> str:
     summary = report["summary"]
     cost, latency, per_success = summary["cost"], summary["latency"], summary["cost_per_success"]
     line += (
-        f"\ncost per attempt: mean {cost['mean']:.4f}, median {cost['median']:.4f}, "
-        f"p90 {cost['p90']:.4f}; per success {_maybe(per_success)} · latency per attempt: "
-        f"mean {latency['mean']:.3f}s, median {latency['median']:.3f}s, p90 {latency['p90']:.3f}s"
+        f"\ncost per attempt: mean {_amount(cost['mean'], 4)}, median "
+        f"{_amount(cost['median'], 4)}, p90 {_amount(cost['p90'], 4)}; per success "
+        f"{_maybe(per_success)} · latency per attempt: mean {_amount(latency['mean'], 3)}s, "
+        f"median {_amount(latency['median'], 3)}s, p90 {_amount(latency['p90'], 3)}s"
     )
     for limit in k_limit_lines(report):
         line += "\n" + escape(printable(limit))
@@ -399,7 +400,13 @@ def _said(estimate: dict[str, Any]) -> str:
 
 
 def _maybe(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+    return "n/a" if value is None else _amount(value, 3)
+
+
+def _amount(value: float, digits: int) -> str:
+    """Fixed decimals, but in exponent form past a trillion (a 1e308 cost would otherwise
+    print 309 digits)."""
+    return f"{value:.{digits}f}" if abs(value) < 1e12 else f"{value:.{digits}g}"
 
 
 def _p(value: float | None) -> str:
