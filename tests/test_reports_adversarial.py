@@ -219,3 +219,37 @@ def test_hostile_rows_export_and_import_back_exactly(tmp_path: Path, fmt: str) -
     assert sorted({r["task_id"] for r in exported}) == sorted(ROUND_TRIP_IDS)
     second = _import(store, tmp_path / f"one.{fmt}")
     assert _exported(store, second, fmt, tmp_path / f"two.{fmt}") == exported
+
+
+def test_labelling_sheet_keeps_hostile_text_inert_and_still_imports(tmp_path: Path) -> None:
+    ids = (*HOSTILE_IDS, '=HYPERLINK("http://x")', "+1+1", "@SUM(A1)", "-2")
+    rows = [
+        {"task_id": t, "attempt": 0, "success": False, "slice_labels": [t],
+         "terminal_reason": "agent_failure/incorrect_state"} for t in ids
+    ]  # fmt: skip
+    store, out = tmp_path / "r.db", tmp_path / "sheet"
+    batch = _import(store, _rows_file(tmp_path, rows))
+    code, _, err = _invoke(
+        "sample-failures", batch, "--n", str(len(ids)), "--out", str(out), "--store", str(store)
+    )
+    assert code == 0, err
+    _assert_inert((out / "sheet.html").read_text(), ids)
+    jsonl = [json.loads(line) for line in (out / "sheet.jsonl").read_text().splitlines()]
+    assert sorted(r["task_id"] for r in jsonl) == sorted(ids)  # kept exactly
+    with (out / "sheet.csv").open(newline="") as handle:
+        sheet = list(csv.DictReader(handle))
+    for row in sheet:
+        for key in ("task_id", "slices"):
+            assert not row[key].startswith(("=", "+", "-", "@")), row[key]
+        row["labels"] = "planning;recovery"
+    assert sorted(r["task_id"].removeprefix("'") for r in sheet) == sorted(ids)
+    filled = tmp_path / "filled.csv"
+    with filled.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(sheet[0]))
+        writer.writeheader()
+        writer.writerows(sheet)
+    code, _, err = _invoke(
+        "labels", "import", str(filled), "--annotator", "ann", "--taxonomy",
+        str(out / "taxonomy.yaml"), "--store", str(store),
+    )  # fmt: skip
+    assert code == 0, err
