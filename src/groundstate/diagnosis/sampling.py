@@ -44,6 +44,12 @@ SHEET_FIELDS = (
 )
 """Columns of ``sheet.csv``; annotators fill ``labels`` (separated by ``;``) and ``note``."""
 
+SHOWN_ONLY = ("task_id", "terminal_reason", "slices", "failed_checks")
+"""Columns of ``sheet.csv`` that annotators read and ``labels import`` ignores: text from the
+run (a task id, a slice label) that a spreadsheet would run as a formula is defused there."""
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet treat a cell as a formula (OWASP's CSV injection list)."""
+
 
 class SheetRow(BaseModel):
     """One sampled run in the labelling sheet."""
@@ -170,7 +176,15 @@ def _write_csv(path: Path, rows: list[SheetRow]) -> None:
             data["slices"] = ";".join(row.slices)
             data["failed_checks"] = ";".join(row.failed_checks)
             data["labels"] = ""
+            for key in SHOWN_ONLY:
+                data[key] = _defused(str(data[key]))
             writer.writerow({k: data[k] for k in SHEET_FIELDS})
+
+
+def _defused(text: str) -> str:
+    """*text* with a leading apostrophe when a spreadsheet would evaluate it as a formula
+    (``sheet.jsonl`` keeps the text as it is)."""
+    return "'" + text if text.startswith(FORMULA_START) else text
 
 
 def render_sheet(

@@ -84,7 +84,8 @@ class ViewSummary(_Record):
 
 @dataclass(frozen=True)
 class Distribution(_Record):
-    total: float
+    total: float | None
+    """None when the sum is beyond the largest float (each value finite, their sum not)."""
     mean: float
     median: float
     p90: float
@@ -276,7 +277,7 @@ def summary_of(
         invalid=invalid_stats(invalid_reasons, attempts),
         cost=distribution(cost),
         latency=distribution(latency),
-        cost_per_success=math.fsum(cost.tolist()) / successes if successes else None,
+        cost_per_success=_finite_sum(cost, successes) if successes else None,
         seed=seed,
         n_boot=n_boot,
         methods=methods(seed, n_boot),
@@ -431,11 +432,33 @@ def invalid_stats(invalid_reasons: Mapping[str, int], total: int) -> InvalidStat
 
 
 def distribution(values: FloatArray) -> Distribution:
-    """Per-attempt spread; p90 uses numpy's linear interpolation between order statistics."""
-    total, mean, median, p90 = (
-        np.sum(values),
-        np.mean(values),
-        np.median(values),
-        np.percentile(values, 90),
-    )
-    return Distribution(float(total), float(mean), float(median), float(p90))
+    """Per-attempt spread; p90 uses numpy's linear interpolation between order statistics.
+
+    Finite values near the float limit (a harness that writes 1e308 for "unknown") overflow
+    the plain mean and median to inf, which strict JSON cannot carry: then they are taken
+    over values divided by the largest one, which cannot overflow."""
+    with np.errstate(over="ignore"):
+        total = float(np.sum(values))
+        spread: tuple[Any, ...] = (np.mean(values), np.median(values), np.percentile(values, 90))
+        if not all(math.isfinite(v) for v in spread):
+            scale = _scale(values)
+            scaled = values / scale
+            spread = tuple(v * scale for v in (np.mean(scaled), np.median(scaled),
+                                              np.percentile(scaled, 90)))  # fmt: skip
+    mean, median, p90 = (float(v) for v in spread)
+    return Distribution(total if math.isfinite(total) else None, mean, median, p90)
+
+
+def _scale(values: FloatArray) -> float:
+    largest = float(np.max(np.abs(values))) if len(values) else 0.0
+    return largest if largest > 0.0 else 1.0
+
+
+def _finite_sum(values: FloatArray, divisor: int) -> float | None:
+    """``sum(values) / divisor``, or None when that is beyond the largest float."""
+    try:
+        total = math.fsum(values.tolist()) / divisor
+    except OverflowError:
+        scale = _scale(values)
+        total = math.fsum((values / scale).tolist()) / divisor * scale
+    return total if math.isfinite(total) else None
