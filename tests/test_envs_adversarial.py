@@ -4,7 +4,6 @@ removed by reset, and never reach the next attempt."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ import pytest
 
 from groundstate.environments.base import in_tool_call
 from groundstate.environments.workspace import WorkspaceEnvironment
-from groundstate.errors import EnvironmentFailure, PermissionDenied, ToolError
+from groundstate.errors import PermissionDenied, ToolError
 from groundstate.sandbox import find_bwrap
 
 from .conftest import EXAMPLES
@@ -27,17 +26,13 @@ CLOCK = datetime(2025, 6, 16)
 psycopg = pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
 
 from groundstate.environments.postgres import PostgresEnvironment  # noqa: E402
-from groundstate.environments.postgres_server import shared_server  # noqa: E402
+
+from .test_postgres import needs_postgres  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def server() -> None:
-    if os.environ.get("GROUNDSTATE_SKIP_POSTGRES") == "1":
-        pytest.skip("GROUNDSTATE_SKIP_POSTGRES=1: PostgreSQL could not be installed here")
-    try:
-        shared_server()
-    except EnvironmentFailure as exc:
-        pytest.skip(f"PostgreSQL is unavailable (scripts/ensure-postgres.sh installs it): {exc}")
+    needs_postgres()
 
 
 @pytest.fixture

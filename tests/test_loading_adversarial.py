@@ -26,25 +26,12 @@ from groundstate.cli import main
 from groundstate.environments import sqlite
 from groundstate.spec.suite import load_suite
 
-from .conftest import BANK, BANK_SYSTEM
+from . import test_check
+from .conftest import BANK_SYSTEM
+from .test_check import ORACLE, TASK, edit
 
-TASK = "tasks/transfer.yaml"
-ORACLE = "solutions/transfer/oracle.yaml"
 SRC = Path(__file__).parent.parent / "src"
-
-
-@pytest.fixture
-def bank(tmp_path: Path) -> Path:
-    root = tmp_path / "bank"
-    shutil.copytree(BANK, root)
-    return root
-
-
-def edit(root: Path, file: str, old: str, new: str) -> None:
-    path = root / file
-    text = path.read_text()
-    assert old in text, f"{old!r} not in {file}"
-    path.write_text(text.replace(old, new, 1))
+bank = test_check.bank  # the fixture: a copy of the bank suite to edit
 
 
 def errors(*args: str) -> tuple[int, list[str]]:

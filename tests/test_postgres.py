@@ -35,14 +35,19 @@ from groundstate.environments.postgres import PostgresEnvironment  # noqa: E402
 from groundstate.environments.postgres_server import shared_server  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def server() -> None:
+def needs_postgres() -> None:
+    """Start the shared server, or skip saying why (the project's script installs it)."""
     if os.environ.get("GROUNDSTATE_SKIP_POSTGRES") == "1":
         pytest.skip("GROUNDSTATE_SKIP_POSTGRES=1: PostgreSQL could not be installed here")
     try:
         shared_server()
     except EnvironmentFailure as exc:
         pytest.skip(f"PostgreSQL is unavailable (scripts/ensure-postgres.sh installs it): {exc}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def server() -> None:
+    needs_postgres()
 
 
 @pytest.fixture
