@@ -11,9 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from groundstate.spec.solution import Step
+from groundstate.spec.suite import load_suite
+from groundstate.validation import (
+    LOCK_FILE,
+    SuiteLockMismatch,
+    check_lock,
+    lock_suite,
+    require_lock,
+)
 
 from .test_mutation import CONFIRM, REFUND, VERIFIED_FIRST, mutants_of, shop, survivors
+from .test_validation import bank_copy
 
 
 def _confirmed_refund(asks: str | None) -> dict[str, Any]:
@@ -69,3 +80,71 @@ def test_a_confirmation_rule_with_asks_kills_it(tmp_path: Path) -> None:
     rule = _confirmed_refund(r"\brefund")
     left = survivors(shop(tmp_path, constraints=(VERIFIED_FIRST, rule)), "refund")
     assert not any(m.startswith("asks:") for m in left)
+
+
+# --- locks notice every edit that could change a verdict --------------------------------------
+
+
+def _locked_bank(tmp_path: Path) -> Path:
+    root = bank_copy(tmp_path)
+    lock_suite(load_suite(root))
+    assert check_lock(load_suite(root)) == []
+    return root
+
+
+@pytest.mark.parametrize(
+    ("edited", "line"),
+    [
+        ("checks.py", "file checks.py: changed"),
+        ("tools.py", "file tools.py: changed"),
+        ("policy.md", "file policy.md: changed"),
+        ("fixtures/bank.sql", "task transfer: fixture fixtures/bank.sql changed"),
+        ("solutions/transfer/oracle.yaml", "file solutions/transfer/oracle.yaml: changed"),
+    ],
+)
+def test_a_lock_notices_a_one_byte_edit_of_any_file(tmp_path: Path, edited: str, line: str) -> None:
+    root = _locked_bank(tmp_path)
+    path = root / edited
+    path.write_bytes(path.read_bytes() + b"\n")  # a harmless-looking trailing newline
+    lines = check_lock(load_suite(root))
+    assert line in lines, lines
+    with pytest.raises(SuiteLockMismatch):
+        require_lock(load_suite(root))
+
+
+def test_a_lock_notices_a_new_module_a_check_imports_and_a_deleted_file(tmp_path: Path) -> None:
+    root = _locked_bank(tmp_path)
+    (root / "helpers.py").write_text("LIMIT = 1\n")
+    (root / "policy.md").unlink()
+    (root / "suite.yaml").write_text(
+        (root / "suite.yaml").read_text().replace("policy: policy.md\n", "")
+    )
+    lines = check_lock(load_suite(root))
+    assert "file helpers.py: added" in lines and "file policy.md: removed" in lines, lines
+
+
+def test_a_lock_attributes_a_fixture_in_a_folder_suite_yaml_names(tmp_path: Path) -> None:
+    root = bank_copy(tmp_path)
+    (root / "fixtures").rename(root / "data")
+    config = (root / "suite.yaml").read_text()
+    (root / "suite.yaml").write_text(config + "fixtures: data\n")
+    lock_suite(load_suite(root))
+    sql = root / "data" / "bank.sql"
+    sql.write_text(sql.read_text() + "\n-- edited\n")
+    lines = check_lock(load_suite(root))
+    assert "task transfer: fixture data/bank.sql changed" in lines, lines
+
+
+def test_an_unreadable_or_foreign_lock_is_a_mismatch_not_a_crash(tmp_path: Path) -> None:
+    root = _locked_bank(tmp_path)
+    foreign = (
+        "[]",
+        "null",
+        '{"tasks": [], "files": {}}',
+        '{"tasks": {"transfer": 3}, "files": {}}',
+    )
+    for text in (*foreign, '{"tasks": {"transfer": {"solutions": []}}, "files": {}}'):
+        (root / LOCK_FILE).write_text(text)
+        lines = check_lock(load_suite(root))
+        assert len(lines) == 1 and f"{LOCK_FILE} is unreadable" in lines[0], text
+        assert lines[0].endswith("lock the suite again")
