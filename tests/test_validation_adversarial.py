@@ -8,6 +8,7 @@ survive one that does not.
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,13 @@ from groundstate.validation import (
     check_lock,
     lock_suite,
     require_lock,
+    validate_task,
 )
+from groundstate.validation.probes import SKEWED
 
+from .conftest import EditTask
 from .test_mutation import CONFIRM, REFUND, VERIFIED_FIRST, mutants_of, shop, survivors
-from .test_validation import bank_copy
+from .test_validation import add_checks, bank_copy, only_assertion
 
 
 def _confirmed_refund(asks: str | None) -> dict[str, Any]:
@@ -148,3 +152,47 @@ def test_an_unreadable_or_foreign_lock_is_a_mismatch_not_a_crash(tmp_path: Path)
         lines = check_lock(load_suite(root))
         assert len(lines) == 1 and f"{LOCK_FILE} is unreadable" in lines[0], text
         assert lines[0].endswith("lock the suite again")
+
+
+# --- an oracle that passes only by luck ------------------------------------------------------
+
+LUCKY = """
+import random
+from random import random as draw
+
+
+def lucky(s0, sT):
+    return random.random() < 0.99
+
+
+def lucky_choice(s0, sT):
+    return random.choice([True] * 99 + [False])
+
+
+def lucky_int(s0, sT):
+    return random.randint(1, 1000) <= 990
+
+
+def lucky_gauss(s0, sT):
+    return random.normalvariate(0, 1) < 10  # keeps the real stream: it loops until it varies
+"""
+
+
+@pytest.mark.parametrize("check", ["lucky", "lucky_choice", "lucky_int"])
+def test_a_verdict_left_to_chance_is_caught_every_time(
+    tmp_path: Path, edited_bank: EditTask, check: str
+) -> None:
+    add_checks(bank_copy(tmp_path), LUCKY)
+    suite = edited_bank(only_assertion({"id": "lucky", "check": f"checks.py:{check}"}))
+    for _ in range(3):  # passes 99% of the time: three gradings alone would all agree
+        determinism = validate_task(suite, "transfer").check("grader_determinism")
+        assert not determinism.passed, determinism.detail
+        assert "lucky gave pass, pass, fail" in determinism.detail
+
+
+def test_skewing_leaves_the_random_module_as_it_was(tmp_path: Path, edited_bank: EditTask) -> None:
+    before = {name: getattr(random, name) for name in SKEWED}
+    add_checks(bank_copy(tmp_path), LUCKY)
+    suite = edited_bank(only_assertion({"id": "gauss", "check": "checks.py:lucky_gauss"}))
+    assert validate_task(suite, "transfer").check("grader_determinism").passed
+    assert {name: getattr(random, name) for name in SKEWED} == before

@@ -18,8 +18,10 @@ reference chapter asks of a task, with evidence:
     Does the task fail when any state-changing step of the oracle is left out? If not, some
     change the oracle makes is checked by no assertion: a grader gap.
 ``grader_determinism``
-    Does grading the same final state several times give the same verdict, and do two replays
-    of the oracle reach the same state?
+    Does grading the same final state several times give the same verdict (the second and third
+    time with the ``random`` module drawing near its lowest, then its highest values, so a
+    verdict left to chance is caught every time), and do two replays of the oracle reach the
+    same state?
 ``mutation``
     Does every near miss of the oracle fail (grader mutation testing,
     :mod:`~groundstate.validation.mutation`): a wrong argument, a dropped or late check, a
@@ -45,7 +47,7 @@ import itertools
 import shutil
 import tempfile
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 
 from groundstate.agents.base import Session
@@ -61,7 +63,7 @@ from groundstate.testing import FunctionAgent
 from groundstate.trace import ToolCallEvent
 from groundstate.validation.judges import check_judge_agreement
 from groundstate.validation.mutation import NothingToMutate, judge, mutation_test
-from groundstate.validation.probes import explain, mutate_like_an_agent, observe
+from groundstate.validation.probes import explain, mutate_like_an_agent, observe, skewed_random
 from groundstate.validation.replay import (
     SEED,
     Proof,
@@ -356,7 +358,7 @@ def check_grader_determinism(proof: Proof) -> Finding:
     if not oracles:
         return False, "no oracle to replay"
     name, solution = next(iter(oracles.items()))
-    verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE)
+    verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE, _grading_setting)
     problems = []
     if len({verdict_line(v) for v in verdicts}) > 1:
         problems.append(
@@ -372,6 +374,12 @@ def check_grader_determinism(proof: Proof) -> Finding:
     if problems:
         return False, "; ".join(problems)
     return True, f"{GRADINGS} gradings of {name}'s final state agree: {verdict_line(verdicts[0])}"
+
+
+def _grading_setting(n: int) -> AbstractContextManager[object]:
+    """The first grading as an attempt's; then ``random`` skewed low, then high: a verdict
+    drawn by chance disagrees between those two every time (not only when unlucky)."""
+    return nullcontext() if n == 0 else skewed_random(high=n % 2 == 0)
 
 
 def _disagreement(verdicts: list[Verdict]) -> str:
