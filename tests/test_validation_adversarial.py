@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from groundstate.spec.solution import Step
-from groundstate.spec.suite import load_suite
+from groundstate.spec.suite import Suite, load_suite
 from groundstate.validation import (
     LOCK_FILE,
     SuiteLockMismatch,
@@ -196,3 +196,36 @@ def test_skewing_leaves_the_random_module_as_it_was(tmp_path: Path, edited_bank:
     suite = edited_bank(only_assertion({"id": "gauss", "check": "checks.py:lucky_gauss"}))
     assert validate_task(suite, "transfer").check("grader_determinism").passed
     assert {name: getattr(random, name) for name in SKEWED} == before
+
+
+# --- a grader that reads the reply, not the state --------------------------------------------
+
+
+def _reply_only(task: dict[str, Any]) -> None:
+    """The transfer task graded by its final reply: money conserved (true untouched too) and a
+    reply that says "Done"."""
+    task["outcome_assertions"] = [{"id": "conserved", "check": "checks.py:money_conserved"}]
+    task.pop("partial_credit_rubric", None)
+    task["hard_process_constraints"] = [
+        {
+            "id": "says-done",
+            "at_least": {"n": 1, "match": {"message": "agent", "final": True, "contains": "Done"}},
+        }
+    ]
+
+
+def test_a_grader_that_reads_only_the_reply_is_caught(edited_bank: EditTask) -> None:
+    validity = validate_task(edited_bank(_reply_only), "transfer")
+    discriminating = validity.check("discriminating")
+    # the do-nothing and claims agents fail (neither says "Done"); the oracle's words pass
+    assert not discriminating.passed, discriminating.detail
+    assert "oracle's-words agent" in discriminating.detail
+    assert "reads the reply, not the state" in discriminating.detail
+
+
+def test_the_oracles_words_fail_a_grader_that_reads_the_state(bank: Suite) -> None:
+    discriminating = validate_task(bank, "transfer").check("discriminating")
+    assert discriminating.passed
+    assert "oracle's-words agent (its messages and final reply, no tool calls) fails" in (
+        discriminating.detail
+    )

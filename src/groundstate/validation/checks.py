@@ -11,8 +11,9 @@ reference chapter asks of a task, with evidence:
 ``other_routes``
     Does every alternative solution pass (the grader accepts more than the author's route)?
 ``discriminating``
-    Do known-bad solutions fail, each for its declared reason, and do a do-nothing agent and an
-    agent that only claims success fail? A task whose correct outcome is "no change" must say
+    Do known-bad solutions fail, each for its declared reason, and do a do-nothing agent, an
+    agent that only claims success and one that says the oracle's words without its tool calls
+    fail? A task whose correct outcome is "no change" must say
     so and show instead that a harmful change fails.
 ``grader_sensitivity``
     Does the task fail when any state-changing step of the oracle is left out? If not, some
@@ -56,7 +57,7 @@ from groundstate.episode import EnvironmentFactory, Verdict, default_environment
 from groundstate.errors import SpecError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import canonical_json, hash_path
-from groundstate.spec.solution import Solution
+from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.testing import FunctionAgent
@@ -303,7 +304,26 @@ def _straw_agents(proof: Proof) -> tuple[list[str], list[str]]:
             problems.append(f"the {label} gets no verdict: {describe_run(run)}")
         else:
             notes.append(f"{label} fails ({run.terminal_reason})")
+    words = _oracle_words(proof)
+    if words:  # a grader that reads only what the agent said passes the oracle's words alone
+        run = proof.run_steps(words)
+        label = "oracle's-words agent (its messages and final reply, no tool calls)"
+        if run.success:
+            problems.append(f"the {label} passes: the grader reads the reply, not the state")
+        elif not run.valid:
+            problems.append(f"the {label} gets no verdict: {describe_run(run)}")
+        else:
+            notes.append(f"{label} fails ({run.terminal_reason})")
     return problems, notes
+
+
+def _oracle_words(proof: Proof) -> list[Step]:
+    """The first oracle's messages and final reply, without its tool calls."""
+    oracles = proof.of_kind("oracle")
+    if not oracles:
+        return []
+    steps = next(iter(oracles.values())).steps
+    return [step for step in steps if step.call is None]
 
 
 # --- the grader ------------------------------------------------------------------------------

@@ -25,7 +25,8 @@ VALIDATOR_REVISION = 5
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
-``judge_agreement`` check; 5: the ``asks`` mutants)."""
+``judge_agreement`` check; 5: the ``asks`` mutants, ``random`` skewed in
+``grader_determinism``, the oracle's-words agent in ``discriminating``)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
