@@ -24,6 +24,7 @@ from groundstate.validation import (
     require_lock,
     validate_task,
 )
+from groundstate.validation.mutants import _kind
 from groundstate.validation.probes import SKEWED
 
 from .conftest import EditTask
@@ -229,3 +230,18 @@ def test_the_oracles_words_fail_a_grader_that_reads_the_state(bank: Suite) -> No
     assert "oracle's-words agent (its messages and final reply, no tool calls) fails" in (
         discriminating.detail
     )
+
+
+@pytest.mark.parametrize(
+    ("tool", "kind"),
+    [
+        ("refund_item", "refund"),
+        ("refundItem", "refund"),
+        ("refund-item", "refund"),
+        ("cancel", "cancel"),
+    ],
+)
+def test_the_kind_of_change_is_the_first_word_of_a_tool_name_however_it_is_written(
+    tool: str, kind: str
+) -> None:
+    assert _kind(tool) == kind

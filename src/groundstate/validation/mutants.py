@@ -342,8 +342,9 @@ def confirm_mutants(ctx: Context) -> Iterator[Mutant]:
 
 
 def _kind(tool: str) -> str:
-    """The kind of change a tool makes, as its name says it: ``refund`` of ``refund_item``."""
-    return tool.split("_")[0].lower()
+    """The kind of change a tool makes, as its name says it: ``refund`` of ``refund_item``,
+    ``refund-item`` or ``refundItem``."""
+    return re.split(r"[_\-.]|(?<=[a-z])(?=[A-Z])", tool)[0].lower()
 
 
 def _change_kinds(ctx: Context) -> list[str]:
