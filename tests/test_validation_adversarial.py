@@ -245,3 +245,27 @@ def test_the_kind_of_change_is_the_first_word_of_a_tool_name_however_it_is_writt
     tool: str, kind: str
 ) -> None:
     assert _kind(tool) == kind
+
+
+# --- an outcome that holds on the untouched fixture ------------------------------------------
+
+
+def _vacuous_outcome(task: dict[str, Any]) -> None:
+    """Money conserved (true of the untouched state) and a constraint wanting one transfer:
+    every straw agent fails, but by the constraint alone."""
+    task["outcome_assertions"] = [{"id": "conserved", "check": "checks.py:money_conserved"}]
+    task.pop("partial_credit_rubric", None)
+    task["hard_process_constraints"].append(
+        {"id": "did-transfer", "at_least": {"n": 1, "match": {"tool": "transfer", "ok": True}}}
+    )
+
+
+def test_an_outcome_that_holds_on_the_untouched_fixture_is_caught(edited_bank: EditTask) -> None:
+    discriminating = validate_task(edited_bank(_vacuous_outcome), "transfer").check(
+        "discriminating"
+    )
+    assert not discriminating.passed
+    assert (
+        "every outcome assertion passes for the do-nothing agent "
+        "(agent_failure/constraint_violation only)" in discriminating.detail
+    ), discriminating.detail

@@ -302,6 +302,12 @@ def _straw_agents(proof: Proof) -> tuple[list[str], list[str]]:
             problems.append(f"the {label} passes")
         elif not run.valid:
             problems.append(f"the {label} gets no verdict: {describe_run(run)}")
+        elif all(r.passed for r in run.outcome_assertion_results):
+            # failed by a constraint alone: the outcome the task wants is not checked
+            problems.append(
+                f"every outcome assertion passes for the {label} ({run.terminal_reason} "
+                "only): none checks the change the oracle makes"
+            )
         else:
             notes.append(f"{label} fails ({run.terminal_reason})")
     words = _oracle_words(proof)
