@@ -26,7 +26,8 @@ VALIDATOR_REVISION = 5
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
 ``judge_agreement`` check; 5: the ``asks`` mutants, ``random`` skewed in
-``grader_determinism``, the oracle's-words agent in ``discriminating``)."""
+``grader_determinism``, the oracle's-words agent and outcomes that hold untouched in
+``discriminating``)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
