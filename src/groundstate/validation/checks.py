@@ -11,15 +11,18 @@ reference chapter asks of a task, with evidence:
 ``other_routes``
     Does every alternative solution pass (the grader accepts more than the author's route)?
 ``discriminating``
-    Do known-bad solutions fail, each for its declared reason, and do a do-nothing agent and an
-    agent that only claims success fail? A task whose correct outcome is "no change" must say
+    Do known-bad solutions fail, each for its declared reason, and do a do-nothing agent, an
+    agent that only claims success and one that says the oracle's words without its tool calls
+    fail? A task whose correct outcome is "no change" must say
     so and show instead that a harmful change fails.
 ``grader_sensitivity``
     Does the task fail when any state-changing step of the oracle is left out? If not, some
     change the oracle makes is checked by no assertion: a grader gap.
 ``grader_determinism``
-    Does grading the same final state several times give the same verdict, and do two replays
-    of the oracle reach the same state?
+    Does grading the same final state several times give the same verdict (the second and third
+    time with the ``random`` module drawing near its lowest, then its highest values, so a
+    verdict left to chance is caught every time), and do two replays of the oracle reach the
+    same state?
 ``mutation``
     Does every near miss of the oracle fail (grader mutation testing,
     :mod:`~groundstate.validation.mutation`): a wrong argument, a dropped or late check, a
@@ -45,7 +48,7 @@ import itertools
 import shutil
 import tempfile
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import AbstractContextManager, closing, nullcontext
 from pathlib import Path
 
 from groundstate.agents.base import Session
@@ -54,14 +57,14 @@ from groundstate.episode import EnvironmentFactory, Verdict, default_environment
 from groundstate.errors import SpecError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import canonical_json, hash_path
-from groundstate.spec.solution import Solution
+from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.testing import FunctionAgent
 from groundstate.trace import ToolCallEvent
 from groundstate.validation.judges import check_judge_agreement
 from groundstate.validation.mutation import NothingToMutate, judge, mutation_test
-from groundstate.validation.probes import explain, mutate_like_an_agent, observe
+from groundstate.validation.probes import explain, mutate_like_an_agent, observe, skewed_random
 from groundstate.validation.replay import (
     SEED,
     Proof,
@@ -299,9 +302,34 @@ def _straw_agents(proof: Proof) -> tuple[list[str], list[str]]:
             problems.append(f"the {label} passes")
         elif not run.valid:
             problems.append(f"the {label} gets no verdict: {describe_run(run)}")
+        elif all(r.passed for r in run.outcome_assertion_results):
+            # failed by a constraint alone: the outcome the task wants is not checked
+            problems.append(
+                f"every outcome assertion passes for the {label} ({run.terminal_reason} "
+                "only): none checks the change the oracle makes"
+            )
+        else:
+            notes.append(f"{label} fails ({run.terminal_reason})")
+    words = _oracle_words(proof)
+    if words:  # a grader that reads only what the agent said passes the oracle's words alone
+        run = proof.run_steps(words)
+        label = "oracle's-words agent (its messages and final reply, no tool calls)"
+        if run.success:
+            problems.append(f"the {label} passes: the grader reads the reply, not the state")
+        elif not run.valid:
+            problems.append(f"the {label} gets no verdict: {describe_run(run)}")
         else:
             notes.append(f"{label} fails ({run.terminal_reason})")
     return problems, notes
+
+
+def _oracle_words(proof: Proof) -> list[Step]:
+    """The first oracle's messages and final reply, without its tool calls."""
+    oracles = proof.of_kind("oracle")
+    if not oracles:
+        return []
+    steps = next(iter(oracles.values())).steps
+    return [step for step in steps if step.call is None]
 
 
 # --- the grader ------------------------------------------------------------------------------
@@ -356,7 +384,7 @@ def check_grader_determinism(proof: Proof) -> Finding:
     if not oracles:
         return False, "no oracle to replay"
     name, solution = next(iter(oracles.items()))
-    verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE)
+    verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE, _grading_setting)
     problems = []
     if len({verdict_line(v) for v in verdicts}) > 1:
         problems.append(
@@ -372,6 +400,12 @@ def check_grader_determinism(proof: Proof) -> Finding:
     if problems:
         return False, "; ".join(problems)
     return True, f"{GRADINGS} gradings of {name}'s final state agree: {verdict_line(verdicts[0])}"
+
+
+def _grading_setting(n: int) -> AbstractContextManager[object]:
+    """The first grading as an attempt's; then ``random`` skewed low, then high: a verdict
+    drawn by chance disagrees between those two every time (not only when unlucky)."""
+    return nullcontext() if n == 0 else skewed_random(high=n % 2 == 0)
 
 
 def _disagreement(verdicts: list[Verdict]) -> str:

@@ -58,6 +58,8 @@ def check_lock(suite: Suite) -> list[str]:
         locked_tasks, locked_files = locked["tasks"], locked["files"]
     except (ValueError, KeyError, TypeError) as exc:
         return [f"{LOCK_FILE} is unreadable ({type(exc).__name__}: {exc}); lock the suite again"]
+    if not _is_lock_shape(locked_tasks, locked_files):  # hand-edited, or another tool's file
+        return [f"{LOCK_FILE} is unreadable (not a suite lock); lock the suite again"]
     current = lock_data(suite)
     return _task_lines(locked_tasks, current["tasks"]) + _file_lines(locked_files, current["files"])
 
@@ -69,10 +71,23 @@ def require_lock(suite: Suite) -> None:
         raise SuiteLockMismatch(suite.name, lines)
 
 
+def _is_lock_shape(tasks: Any, files: Any) -> bool:
+    """Whether a lock's tables have the shapes :func:`lock_data` writes."""
+    return (
+        isinstance(tasks, dict)
+        and isinstance(files, dict)
+        and all(
+            isinstance(entry, dict) and isinstance(entry.get("solutions", {}), dict)
+            for entry in tasks.values()
+        )
+    )
+
+
 def _task_entry(suite: Suite, task_id: str) -> dict[str, Any]:
     task = suite.tasks[task_id]
     task_file = f"tasks/{task_id}.yaml"
-    fixture = f"fixtures/{task.initial_state_fixture}"
+    # where suite.yaml's ``fixtures`` puts it: a fixture outside fixtures/ is still its task's
+    fixture = suite.fixture_path(task).relative_to(suite.root).as_posix()
     return {
         "task_revision": task.task_revision,
         "task_file": suite.files.get(task_file),

@@ -17,6 +17,11 @@ difference. Step numbers in ids and descriptions are the oracle's, counted from 
     each value of those calls (arguments, outputs, texts that name their rows such as a card's
     label, amounts in cents written as dollars) replaced by another valid value, the calls
     unchanged; plus a ``blanket`` confirmation naming nothing (:data:`BLANKET`).
+``asks``
+    in each confirmation, the kind of change it asks about (the first word of a confirmed call's
+    tool name, e.g. ``refund`` of ``refund_item``) replaced by the kind of another tool of the
+    task that is not a read (:data:`READ_WORDS`), the values and the calls unchanged: a yes to
+    "Shall I exchange the socks, $22.00?" must not authorise a refund of them.
 ``provenance``
     a call argument the user alone knows (``user.knowledge``) taken from elsewhere: the messages
     that made the user reveal it are left out and, if a read call's output holds the value, that
@@ -67,6 +72,11 @@ CLAIM_NOTHING_DONE = "I'm sorry, I was not able to make any changes to your acco
 """The false final reply of an oracle that changed the state."""
 CLAIM_DONE = "All done: I have made the change you asked for."
 """The false final reply of an oracle that changed nothing."""
+READ_WORDS = frozenset(
+    {"get", "list", "find", "lookup", "search", "verify", "read", "show", "view", "check"}
+    | {"describe", "fetch", "query", "count", "is", "has", "can"}
+)
+"""First words of tool names that read: they name no kind of change for ``asks``."""
 
 
 @dataclass(frozen=True)
@@ -328,6 +338,48 @@ def confirm_mutants(ctx: Context) -> Iterator[Mutant]:
             )
 
 
+# --- asks ----------------------------------------------------------------------------------
+
+
+def _kind(tool: str) -> str:
+    """The kind of change a tool makes, as its name says it: ``refund`` of ``refund_item``,
+    ``refund-item`` or ``refundItem``."""
+    return re.split(r"[_\-.]|(?<=[a-z])(?=[A-Z])", tool)[0].lower()
+
+
+def _change_kinds(ctx: Context) -> list[str]:
+    """The kinds of change the task's tools make, sorted."""
+    return sorted({_kind(t) for t in ctx.task.available_tools} - READ_WORDS - {""})
+
+
+def _respell_kind(other: str) -> Callable[[re.Match[str]], str]:
+    """Write *other* where a kind word was matched, keeping a capital at a sentence start."""
+    return lambda match: other.capitalize() if match[0][:1].isupper() else other
+
+
+def asks_mutants(ctx: Context) -> Iterator[Mutant]:
+    steps = ctx.oracle.steps
+    kinds = _change_kinds(ctx)
+    for index, step in enumerate(steps):
+        if step.say is None:
+            continue
+        confirmed = {_kind(steps[i].call or "") for i in _confirmed(ctx, index)}
+        for kind in sorted(confirmed - {""}):
+            pattern = re.compile(rf"(?<!\w){re.escape(kind)}", re.IGNORECASE)
+            if not pattern.search(step.say):
+                continue
+            for other in [k for k in kinds if k != kind][:ALTERNATIVES]:
+                text = pattern.sub(_respell_kind(other), step.say)
+                yield _mutant(
+                    ctx,
+                    f"step{index + 1}:{kind}={other}",
+                    "asks",
+                    f"step {index + 1} asks to confirm {other!r} of the same values where the "
+                    f"oracle asked to {kind!r}; the calls are unchanged",
+                    [*steps[:index], Step(say=text), *steps[index + 1 :]],
+                )
+
+
 # --- provenance ------------------------------------------------------------------------------
 
 
@@ -523,6 +575,7 @@ OPERATORS: dict[str, Operator] = {
     "drop": drop_mutants,
     "move": move_mutants,
     "confirm": confirm_mutants,
+    "asks": asks_mutants,
     "provenance": provenance_mutants,
     "undo": undo_mutants,
     "repeat": repeat_mutants,

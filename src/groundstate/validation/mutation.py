@@ -3,8 +3,9 @@
 The probes of ``grader_sensitivity`` only leave whole oracle steps out. Mutation testing asks
 more of a grader: from each passing oracle, :mod:`~groundstate.validation.mutants` generates
 near-miss trajectories (a wrong argument, a missing or late check, a confirmation that names
-other values, a value taken from a tool instead of the user, a forbidden write undone, a
-repeated write, a false final reply), and each is replayed as a full attempt. A mutant is
+other values or asks about another kind of change, a value taken from a tool instead of the
+user, a forbidden write undone, a repeated write, a false final reply), and each is replayed
+as a full attempt. A mutant is
 
 - **killed** when its attempt fails as an agent's would (``agent_failure/...`` or
   ``harness_compatibility_failure``);

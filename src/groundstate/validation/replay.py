@@ -11,7 +11,7 @@ import asyncio
 import uuid
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import closing, suppress
+from contextlib import AbstractContextManager, closing, nullcontext, suppress
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -39,6 +39,8 @@ from groundstate.trace import ToolCallEvent, agent_events
 from groundstate.validation.results import MutationFigures
 
 T = TypeVar("T")
+Around = Callable[[int], AbstractContextManager[object]]
+"""What the n-th grading of :meth:`Proof.regrade` runs inside."""
 SEED = 0
 """Every replay uses one seed: a solution is a fixed trajectory, not a sample."""
 
@@ -83,11 +85,16 @@ class Proof:
             lambda: run_attempt(self.task, self.suite, self.system, agent, info, self.make_env)
         ).run
 
-    def regrade(self, steps: list[Step], times: int, pause: float) -> list[Verdict]:
-        """Replay *steps* in one environment kept open, then grade its final state *times*."""
-        return run_sync(lambda: self._regrade(steps, times, pause))
+    def regrade(
+        self, steps: list[Step], times: int, pause: float, around: Around = lambda _: nullcontext()
+    ) -> list[Verdict]:
+        """Replay *steps* in one environment kept open, then grade its final state *times*,
+        the n-th grading inside ``around(n)``."""
+        return run_sync(lambda: self._regrade(steps, times, pause, around))
 
-    async def _regrade(self, steps: list[Step], times: int, pause: float) -> list[Verdict]:
+    async def _regrade(
+        self, steps: list[Step], times: int, pause: float, around: Around
+    ) -> list[Verdict]:
         with closing(self.make_env(self.task, self.suite)) as env:
             env.reset(seed=SEED)
             s0 = initial_snapshot(env)
@@ -100,7 +107,8 @@ class Proof:
             for n in range(times):
                 if n:
                     await asyncio.sleep(pause)
-                verdicts.append(grade(self.task, self.suite, env, s0, session.events))
+                with around(n):
+                    verdicts.append(grade(self.task, self.suite, env, s0, session.events))
             return verdicts
 
 
