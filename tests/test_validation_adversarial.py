@@ -9,6 +9,7 @@ survive one that does not.
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -188,7 +189,9 @@ def test_a_verdict_left_to_chance_is_caught_every_time(
     for _ in range(3):  # passes 99% of the time: three gradings alone would all agree
         determinism = validate_task(suite, "transfer").check("grader_determinism")
         assert not determinism.passed, determinism.detail
-        assert "lucky gave pass, pass, fail" in determinism.detail
+        # the first grading draws real random numbers (a 1% fail); the low then high draws
+        # of the second and third decide every time
+        assert re.search(r"lucky gave (pass|fail), pass, fail$", determinism.detail)
 
 
 def test_skewing_leaves_the_random_module_as_it_was(tmp_path: Path, edited_bank: EditTask) -> None:
