@@ -48,6 +48,7 @@ from groundstate.environments.sqlite_live import (
     HeldDatabase,
     LiveFile,
     TotalChanges,
+    side_files,
 )
 from groundstate.environments.sqlite_probes import SqliteProbes
 from groundstate.environments.sqlite_state import (
@@ -320,8 +321,8 @@ class SqliteEnvironment(ClosesOnExit):
                 self._set_evaluator(_evaluator_for(self._live))
             else:
                 self._close_live()
-                for suffix in ("-journal", "-wal", "-shm"):  # a stale journal would be replayed
-                    Path(f"{self._live}{suffix}").unlink(missing_ok=True)
+                for side in side_files(self._live):  # a stale journal would be replayed
+                    side.unlink(missing_ok=True)
                 _opening(lambda: self._live.write_bytes(self._baseline.image))
                 self._open_live()
             self._tracker = ChangeTracker(self._baseline)

@@ -66,6 +66,12 @@ def _sound(header: bytes, size: int) -> bool:
     return header.startswith(_MAGIC) and page_size * pages == size
 
 
+def side_files(path: Path) -> list[Path]:
+    """The files SQLite keeps beside the database *path*: its rollback journal, write-ahead
+    log and shared-memory index (none of them while no connection is writing)."""
+    return [path.with_name(f"{path.name}{end}") for end in ("-journal", "-wal", "-shm")]
+
+
 class LiveFile:
     """The live database file, with a descriptor kept open for reading its header and
     restoring its bytes without opening it again (nothing else in the process writes it)."""
@@ -318,10 +324,8 @@ class HeldDatabase:
         """Whether nothing wrote the file while it was pooled: a connection left open by an
         attempt's agent (a thread, a handle it kept) could commit to it, switch it to WAL or
         leave a journal, and the next attempt would inherit that state or its locks."""
-        path = self.file.path
-        sidecars = (path.with_name(f"{path.name}{end}") for end in ("-wal", "-journal", "-shm"))
         return self.file.header() == self.header != b"" and not any(
-            side.exists() for side in sidecars
+            side.exists() for side in side_files(self.file.path)
         )
 
     def close(self) -> None:
