@@ -5,7 +5,9 @@ primary key by their content, not their ``rowid``."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import sqlite3
 import unicodedata
 from collections.abc import Iterator
 from datetime import datetime
@@ -16,7 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from groundstate.environments.base import StateDiff, TableDiff, diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.sqlite_state import read_snapshot
 from groundstate.grading.matching import pair_rows, same_row_multisets, same_value
 from groundstate.grading.outcome import States, evaluate_assertions
 from groundstate.records import CheckResult
@@ -302,3 +306,71 @@ def test_a_change_in_a_table_the_task_never_names_is_collateral_damage(
         _diff({"tr": {"added": [{"src": "A"}]}}),
     )
     assert result.evidence["problems"] == ["log: unexpected change"]
+
+
+# --- a primary key that names no row ------------------------------------------------------------
+
+KEYS = """
+CREATE TABLE c (code TEXT PRIMARY KEY, v TEXT);
+CREATE TABLE k (id PRIMARY KEY, v TEXT);
+INSERT INTO c VALUES ('a', 'one'), (NULL, 'old');
+INSERT INTO k VALUES (x'01', 'blob');
+"""
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> Iterator[SqliteEnvironment]:
+    fixture = tmp_path / "keys.sql"
+    fixture.write_text(KEYS, encoding="utf-8")
+    with SqliteEnvironment(fixture, clock=datetime(2024, 1, 1)) as environment:
+        environment.reset()
+        yield environment
+
+
+def _from_scratch(env: SqliteEnvironment) -> StateDiff:
+    with contextlib.closing(sqlite3.connect(env._live)) as connection:
+        return diff_snapshots(env.initial_view().snapshot(), read_snapshot(connection))
+
+
+@pytest.mark.parametrize(
+    ("writes", "added", "removed"),
+    [
+        # SQLite lets a TEXT PRIMARY KEY hold any number of NULLs: each row is one more
+        (["INSERT INTO c VALUES (NULL, 'x')", "INSERT INTO c VALUES (NULL, 'x')"], 2, 0),
+        (["INSERT INTO c VALUES (NULL, 'x')", "INSERT INTO c VALUES (NULL, 'junk')"], 2, 0),
+        (["INSERT INTO c VALUES (NULL, 'old')"], 1, 0),  # the same as the fixture's NULL row
+        (["UPDATE c SET v = 'new' WHERE code IS NULL"], 1, 1),  # no identity: content
+        (["UPDATE c SET code = 'b' WHERE code IS NULL"], 1, 1),
+        (["DELETE FROM c WHERE code IS NULL", "INSERT INTO c VALUES (NULL, 'old')"], 0, 0),
+    ],
+)
+def test_rows_whose_key_is_null_are_each_in_the_diff(
+    keys: SqliteEnvironment, writes: list[str], added: int, removed: int
+) -> None:
+    """Keyed by their NULL key alone, all but one such row were left out of the snapshot: a
+    duplicate row the agent added passed a nothing_else_changed expecting one."""
+    _graded(keys, writes)
+    diff = keys.diff_from_initial()
+    table = diff.tables.get("c", TableDiff())
+    assert (len(table.added), len(table.removed)) == (added, removed)
+    assert diff == _from_scratch(keys)  # the tracked diff is the whole snapshots' diff
+
+
+def test_a_duplicate_row_under_a_null_key_is_collateral_damage(keys: SqliteEnvironment) -> None:
+    writes = ["INSERT INTO c VALUES (NULL, 'x')", "INSERT INTO c VALUES (NULL, 'x')"]
+    [result] = _graded(keys, writes, _diff({"c": {"added": [{"v": "x"}]}}))
+    assert result.evidence["problems"] == ["c: unexpected added row {'code': None, 'v': 'x'}"]
+
+
+def test_a_text_key_spelling_a_blobs_repr_is_another_row(keys: SqliteEnvironment) -> None:
+    """The blob x'01' and the text "b'\\x01'" had the same snapshot key: the new text row
+    read as the blob row changed."""
+    [result] = _graded(
+        keys,
+        ["INSERT INTO k VALUES ('b''\\x01''', 'text')"],
+        _diff({"k": {"added": [{"v": "text"}]}}),
+    )
+    assert result.passed, result.evidence["problems"]
+    assert keys.initial_view().snapshot().tables["k"].rows == {
+        '{"blob":"01"}': {"id": b"\x01", "v": "blob"}
+    }
