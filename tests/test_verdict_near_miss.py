@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from groundstate.agents.base import Session
-from groundstate.grading.model_judge import VERDICT_FORMAT, parse_verdict
+from groundstate.grading.model_judge import MAX_SHOWN_CHARS, VERDICT_FORMAT, parse_verdict
 from groundstate.testing import FunctionAgent, attempt
-from groundstate.testing_models import Answer, Reply
+from groundstate.testing_models import Answer, Fail, Reply
 
 from .conftest import EditTask
 from .judged_bank import judged_run
@@ -160,3 +160,26 @@ def test_a_judge_whose_model_times_out_is_a_grader_failure(judged: Judged) -> No
     run, result = judged_run(judged.load(judged.judge({"model.request_timeout": 1})))
     assert run.terminal_reason == "grader_failure" and not run.valid and not run.success
     assert result.error is not None and not result.passed
+
+
+def _limited(request: dict[str, Any]) -> Answer:
+    """A judge whose model takes prompts of up to 300,000 characters, as a context does."""
+    if len(request["messages"][-1]["content"]) > 300_000:
+        return Fail(400, "the prompt is too long")
+    return Reply(text=f"The reply is {len(_reply_in(request))} characters.\nVERDICT: FAIL")
+
+
+def test_a_reply_too_long_for_the_judge_is_shown_shortened_not_made_invalid(
+    judged: Judged,  # noqa: F811
+) -> None:
+    """A 2 MB reply made the judge's request fail: a grader failure, an invalid attempt, at
+    the agent's choosing."""
+    server = judged.serve(_limited)
+    reply = "Moved 30 to B. " + "x" * 2_000_000 + " The end."
+    run, result = judged_run(judged.load(), reply)
+    assert result.error is None and result.passed is False
+    assert run.terminal_reason == "success"
+    shown = _reply_in(server.requests[-1])
+    assert shown.startswith("Moved 30 to B.") and shown.endswith("The end.")
+    assert f"[... {len(reply) - MAX_SHOWN_CHARS} characters left out ...]" in shown
+    assert len(shown) < MAX_SHOWN_CHARS + 100

@@ -71,6 +71,10 @@ MAX_PROMPT_BYTES = 256 * 1024
 SETUP_SECONDS = 10.0
 """Time allowed beyond the requests themselves (a client to open, a template to fill)."""
 
+MAX_SHOWN_CHARS = 100_000
+"""Characters of the reply, of the trace and of each state excerpt a judge is shown at most
+(about 25,000 tokens each)."""
+
 ANSWER_EXCERPT = 2000
 """Characters of a malformed answer kept as the grader failure's evidence."""
 
@@ -141,12 +145,26 @@ def _values(
 ) -> dict[str, Any]:
     values: dict[str, Any] = {}
     if "final_message" in judge.reads:
-        values["final_message"] = final_message if final_message is not None else "(no reply)"
+        reply = final_message if final_message is not None else "(no reply)"
+        values["final_message"] = shortened(reply)
     if "trace" in judge.reads:
-        values["trace"] = render_trace(trace)
+        values["trace"] = shortened(render_trace(trace))
     if judge.state:
-        values["state"] = {name: json.dumps(rows, default=str) for name, rows in state.items()}
+        values["state"] = {
+            name: shortened(json.dumps(rows, default=str)) for name, rows in state.items()
+        }
     return values
+
+
+def shortened(text: str) -> str:
+    """*text*, or its start and end around a note of what was left out when it is longer than
+    :data:`MAX_SHOWN_CHARS`: the agent writes it, and a reply too long for the judge's model
+    made the request fail, so the attempt a grader failure (invalid, rerun instead of
+    counted) at the agent's choosing."""
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    half = MAX_SHOWN_CHARS // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters left out ...]\n{text[-half:]}"
 
 
 def render_trace(trace: Sequence[TraceEvent]) -> str:
