@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from groundstate.environments.base import StateDiff, TableDiff, diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.sqlite_state import read_snapshot
+from groundstate.errors import PermissionDenied
 from groundstate.grading.matching import pair_rows, same_row_multisets, same_value
 from groundstate.grading.outcome import States, evaluate_assertions
 from groundstate.records import CheckResult
@@ -374,6 +375,45 @@ def test_a_text_key_spelling_a_blobs_repr_is_another_row(keys: SqliteEnvironment
     assert keys.initial_view().snapshot().tables["k"].rows == {
         '{"blob":"01"}': {"id": b"\x01", "v": "blob"}
     }
+
+
+def test_an_insert_taken_back_moves_only_the_counter_which_the_diff_leaves_out(
+    env: SqliteEnvironment,
+) -> None:
+    """As docs/reference/state-diff.md says: the hash sees the AUTOINCREMENT counter, the
+    diff does not (undoing is the no_undo constraint's to catch)."""
+    writes = ["INSERT INTO tr (src) VALUES ('A')", "DELETE FROM tr"]
+    assert _no_change(env, writes) == (True, "moved")
+
+
+@pytest.mark.parametrize(
+    "ddl",
+    [
+        "CREATE VIEW rich AS SELECT * FROM acc",
+        "CREATE INDEX by_bal ON acc (bal)",
+        "CREATE TRIGGER later AFTER UPDATE ON acc BEGIN DELETE FROM log; END",
+        "CREATE TEMP TABLE scratch (x)",
+        "CREATE TEMP TRIGGER t AFTER INSERT ON log BEGIN DELETE FROM acc; END",
+        "CREATE TABLE empty (x)",  # no rows: nothing a diff would show
+        "ALTER TABLE acc RENAME COLUMN note TO memo",
+        "DROP TABLE tr",
+    ],
+)
+def test_schema_the_hash_and_diff_would_not_see_cannot_be_made(
+    env: SqliteEnvironment, ddl: str
+) -> None:
+    """The state hash and the diff cover tables' definitions and rows only (not views,
+    indexes or triggers, and an empty new table adds no row): the agent can make none."""
+    initial, schema = env.state_hash(), _schema(env)
+    with pytest.raises(PermissionDenied), env.tool_transaction():
+        env.agent_db.execute(ddl)
+    assert env.state_hash() == initial and env.diff_from_initial().is_empty()
+    assert _schema(env) == schema
+
+
+def _schema(env: SqliteEnvironment) -> list[tuple[str, ...]]:
+    with contextlib.closing(sqlite3.connect(env._live)) as connection:
+        return connection.execute("SELECT type, name, sql FROM sqlite_master ORDER BY 2").fetchall()
 
 
 @pytest.mark.xfail(
