@@ -15,6 +15,7 @@ found through :mod:`groundstate.environments.registry`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -312,6 +313,8 @@ def _key(before: Snapshot, after: Snapshot, name: str) -> list[str]:
 
 
 def _diff_table(old: dict[str, Row], new: dict[str, Row], key_columns: list[str]) -> TableDiff:
+    if key_columns == ["rowid"]:
+        old, new = _moved_rows_left_out(old, new)
     return TableDiff(
         added=[new[k] for k in sorted(new.keys() - old.keys())],
         removed=[old[k] for k in sorted(old.keys() - new.keys())],
@@ -320,6 +323,43 @@ def _diff_table(old: dict[str, Row], new: dict[str, Row], key_columns: list[str]
             for k in sorted(old.keys() & new.keys())
             if old[k] != new[k]
         ],
+    )
+
+
+def _moved_rows_left_out(
+    old: dict[str, Row], new: dict[str, Row]
+) -> tuple[dict[str, Row], dict[str, Row]]:
+    """*old* and *new* without the rows that only moved to another ``rowid``.
+
+    A row of a table without a primary key has no identity but its content, and the state
+    hash leaves ``rowid`` out: a row deleted and inserted again as it was, or two rows that
+    swapped contents, are no change (they were a removed and an added row, "collateral
+    damage" to a ``nothing_else_changed`` whose state hash had not moved)."""
+    gone = [key for key, row in old.items() if new.get(key) != row]
+    came: dict[str, list[str]] = {}
+    for key, row in new.items():
+        if old.get(key) != row:
+            came.setdefault(_content(row), []).append(key)
+    if not gone or not came:
+        return old, new
+    old, new = dict(old), dict(new)
+    for key in gone:
+        same = came.get(_content(old[key]))
+        if same:
+            del old[key], new[same.pop(0)]
+    return old, new
+
+
+def _content(row: Row) -> str:
+    """A row's values but its ``rowid``, each with its type (as the state hash tells 1, 1.0
+    and '1' apart)."""
+    return json.dumps(
+        [
+            [column, type(value).__name__, value.hex() if isinstance(value, bytes) else value]
+            for column, value in row.items()
+            if column != "rowid"
+        ],
+        default=str,
     )
 
 

@@ -59,10 +59,18 @@ _CELL: dict[type, Callable[[Any], str]] = {  # a cell's storage class, then its 
     str: lambda value: f"t{len(value)}:{value}",  # its length: a text may hold the separator
     bytes: lambda value: f"b{value.hex()}",
 }
+
+
+def _blob(value: Any) -> Any:
+    """A BLOB in a snapshot key, as no text or number can be (its ``str`` was the text
+    ``"b'\\x01'"``: a text key of those characters named the same row)."""
+    return {"blob": value.hex()} if isinstance(value, bytes) else str(value)
+
+
 _SNAPSHOT_KEY = json.JSONEncoder(
-    ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str
+    ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=_blob
 ).encode
-"""canonical_json, without building an encoder per row."""
+"""canonical_json (BLOBs aside), without building an encoder per row."""
 WHOLE_TABLE_SHARE = 4
 """A table whose touched keys number more than 1/WHOLE_TABLE_SHARE of its rows is read whole:
 one scan is cheaper than that many lookups."""
@@ -195,10 +203,10 @@ def _read_rows(
 ) -> TableState:
     selected = ", ".join(_column(column) for column in columns)
     cursor = connection.execute(f"SELECT {selected} FROM main.{quote(table)}")
-    rows = [dict(zip(columns, values, strict=True)) for values in cursor]
+    rows = (dict(zip(columns, values, strict=True)) for values in cursor)
     # Built here from the database's own values: validating would only copy every row.
     return TableState.model_construct(
-        columns=list(columns), key=list(key), rows={_row_key(row, key): row for row in rows}
+        columns=list(columns), key=list(key), rows=keyed_rows(rows, key)
     )
 
 
@@ -237,8 +245,26 @@ def _columns(connection: sqlite3.Connection, table: str) -> tuple[list[str], lis
     return columns, key
 
 
-def _row_key(row: Row, key: list[str]) -> str:
-    return snapshot_key([row[column] for column in key])
+def keyed_rows(rows: Iterable[Row], key: list[str]) -> dict[str, Row]:
+    """*rows* by their snapshot keys.
+
+    A primary key of a rowid table may hold NULL (SQLite's old leniency: ``TEXT PRIMARY
+    KEY`` takes any number of NULL keys), and then it names no row: such a row is keyed by
+    its content, and identical ones by their order, as rows of a table without a key are
+    matched by content. Keyed by their key alone, all but one of them were left out of the
+    snapshot and so of the diff (a duplicate row an agent added went unseen)."""
+    keyed: dict[str, Row] = {}
+    for row in rows:
+        values = [row[column] for column in key]
+        if None in values:
+            content = _SNAPSHOT_KEY([values, list(row.items())])
+            slot, copies = content, 1
+            while slot in keyed:
+                slot, copies = f"{content}#{copies}", copies + 1
+        else:
+            slot = snapshot_key(values)
+        keyed[slot] = row
+    return keyed
 
 
 def snapshot_key(values: Sequence[Any]) -> str:
@@ -356,12 +382,14 @@ class TableBaseline:
         self, found: dict[str, list[tuple[Any, ...]]], keys: dict[str, tuple[Any, ...]]
     ) -> dict[str, Row]:
         start = len(self.key) + self.stored
-        rows: dict[str, Row] = {}
-        for wanted in keys:
-            for values in found.get(wanted, ()):
-                row = dict(zip(self.columns, values[start:], strict=True))
-                rows[_row_key(row, self.key)] = row
-        return rows
+        return keyed_rows(
+            (
+                dict(zip(self.columns, values[start:], strict=True))
+                for wanted in keys
+                for values in found.get(wanted, ())
+            ),
+            self.key,
+        )
 
 
 def _rows_by_key(
@@ -551,6 +579,9 @@ class ChangeTracker:
         for name in self._baseline.user_tables:
             initial = s0.tables[name]
             if name in whole:
+                tables.append((name, initial.rows, table_state(connection, name).rows, initial.key))
+            elif any(None in values for values in self._keys.get(name, {}).values()):
+                # rows keyed by content (see keyed_rows): which of s0's a key names is unknown
                 tables.append((name, initial.rows, table_state(connection, name).rows, initial.key))
             elif name in touched:
                 slots = [snapshot_key(values) for values in self._keys[name].values()]

@@ -24,6 +24,7 @@ from groundstate.deadline import DeadlineExceeded, PendingCalls, Returned, Timed
 from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
 from groundstate.errors import JudgeFailure
 from groundstate.grading import model_judge
+from groundstate.grading.matching import pair_rows, row_matches, same_row_multisets, same_rows
 from groundstate.grading.workspace import GRACE_S, evaluate_changed_paths, evaluate_tests
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import SettledFileCache, canonical_json
@@ -245,9 +246,11 @@ def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     assert isinstance(assertion, SqlAssertion)
     rows = [list(row) for row in states.sT.query(assertion.sql)]
     expected = [list(row) for row in assertion.expect_rows]
-    if not assertion.ordered:
-        rows, expected = sorted(rows, key=canonical_json), sorted(expected, key=canonical_json)
-    return rows == expected, {"rows": rows, "expected": expected}
+    if assertion.ordered:
+        return same_rows(rows, expected), {"rows": rows, "expected": expected}
+    passed = same_row_multisets(rows, expected)
+    rows, expected = sorted(rows, key=canonical_json), sorted(expected, key=canonical_json)
+    return passed, {"rows": rows, "expected": expected}
 
 
 def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
@@ -368,9 +371,7 @@ def _missing(
     expected: Any,
     key_columns: list[str],
 ) -> list[str]:
-    problems = [
-        f"{table}: no added row matches {row}" for row in _pair_rows(added, actual.added)[0]
-    ]
+    problems = [f"{table}: no added row matches {row}" for row in pair_rows(added, actual.added)[0]]
     removed_keys = [_key(row, key_columns) for row in actual.removed]
     problems += [
         f"{table}: row {key} was not removed" for key in expected.removed if key not in removed_keys
@@ -378,7 +379,11 @@ def _missing(
     changes = {canonical_json(c.key): c for c in actual.changed}
     for want in expected.changed:
         change = changes.get(canonical_json(want.key))
-        wrong = {c: v for c, v in want.set.items() if change is None or change.after.get(c) != v}
+        wrong = {
+            c: v
+            for c, v in want.set.items()
+            if change is None or not row_matches(change.after, {c: v})
+        }
         if wrong:
             problems.append(f"{table}: row {want.key} should have {wrong}")
     return problems
@@ -386,8 +391,7 @@ def _missing(
 
 def _unexpected(table: str, expected: Any, actual: TableDiff, key_columns: list[str]) -> list[str]:
     problems = [
-        f"{table}: unexpected added row {row}"
-        for row in _pair_rows(expected.added, actual.added)[1]
+        f"{table}: unexpected added row {row}" for row in pair_rows(expected.added, actual.added)[1]
     ]
     problems += [
         f"{table}: unexpected removed row {_key(row, key_columns)}"
@@ -400,24 +404,6 @@ def _unexpected(table: str, expected: Any, actual: TableDiff, key_columns: list[
         if extra:
             problems.append(f"{table}: row {change.key} unexpectedly changed {sorted(extra)}")
     return problems
-
-
-def _pair_rows(
-    wanted: list[dict[str, Any]], rows: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Give each expected row a distinct matching actual row.
-
-    Returns the expected rows left without a match and the actual rows left over.
-    """
-    pool = list(rows)
-    unmatched = []
-    for want in wanted:
-        hit = next((r for r in pool if all(r.get(c) == v for c, v in want.items())), None)
-        if hit is None:
-            unmatched.append(want)
-        else:
-            pool.remove(hit)
-    return unmatched, pool
 
 
 def _key(row: dict[str, Any], key_columns: list[str]) -> Any:
