@@ -211,6 +211,9 @@ class UserSimulatorSection(Section):
             raise ValueError("kind: model needs `model` (at least its `revision`)")
         if self.prompt is not None:
             _check_prompt_fields(self.prompt)
+        if self.stop_token is not None and not self.stop_token.strip():
+            # a blank token would be found in every answer: the user would leave at once
+            raise ValueError(f"stop_token {self.stop_token!r} is blank")
         return self
 
 
