@@ -25,7 +25,13 @@ from pydantic import BaseModel, Field
 
 from groundstate.errors import SpecError
 from groundstate.tau2 import retail_checks, retail_tools
-from groundstate.tau2.convert import Converted, Unconvertible, convert_task, task_id_of
+from groundstate.tau2.convert import (
+    Converted,
+    Unconvertible,
+    convert_task,
+    task_id_of,
+    unconvertible_because,
+)
 from groundstate.tau2.policy import constraint_sets
 from groundstate.tau2.source import Source, Tau2Task, load_source
 from groundstate.tau2.world import World
@@ -79,10 +85,17 @@ def import_tau2(data_dir: Path, into: Path, options: ImportOptions | None = None
     _write_shared_files(source, into, options)
     tools = load_tools(into / "tools.py")
     report = ImportReport(suite=str(into), source_tasks=len(source.tasks))
-    for task in _selected(source.tasks, options):
-        _import_one(source, task, into, tools, options, report)
+    selected = _selected(source.tasks, options)
+    refused = _clashes(selected)
+    for task in selected:
+        reason = refused.get(task.id) or unconvertible_because(task)
+        if reason is None:
+            _import_one(source, task, into, tools, options, report)
+        else:  # before any file is named after the task
+            _unconverted(report, task, reason)
     if not report.converted:
-        raise SpecError(data_dir, "tasks.json", "no task could be converted")
+        why = "; ".join(f"τ² task {tid!r}: {reason}" for tid, reason in report.unconverted.items())
+        raise SpecError(data_dir, "tasks.json", f"no task could be converted ({why or 'none'})")
     _write_yaml(into / "suite.yaml", _suite_config(source, options, report.converted[0]))
     return report
 
@@ -143,14 +156,33 @@ def _import_one(
         )
     except Unconvertible as exc:
         fixture.unlink(missing_ok=True)
-        report.unconverted[task.id] = str(exc)
-        report.notes.append(TaskNote(tau2_id=task.id, task_id=None, notes=[str(exc)]))
+        _unconverted(report, task, str(exc))
         return
     converted.task["available_tools"] = sorted(tools)
     _write_task(into, converted)
     report.converted.append(task_id)
     if converted.notes:
         report.notes.append(TaskNote(tau2_id=task.id, task_id=task_id, notes=converted.notes))
+
+
+def _clashes(tasks: list[Tau2Task]) -> dict[str, str]:
+    """τ² id -> why it is not converted: its task id (and file names) are an earlier task's,
+    as ``7`` and ``007`` both give ``retail-007``; case counts as no difference, since the
+    suite may be copied to a file system that ignores it."""
+    first: dict[str, str] = {}
+    clashes = {}
+    for task in tasks:
+        key = task_id_of(task).casefold()
+        if key in first:
+            clashes[task.id] = f"its task id {task_id_of(task)} is τ² task {first[key]!r}'s too"
+        else:
+            first[key] = task.id
+    return clashes
+
+
+def _unconverted(report: ImportReport, task: Tau2Task, reason: str) -> None:
+    report.unconverted[task.id] = reason
+    report.notes.append(TaskNote(tau2_id=task.id, task_id=None, notes=[reason]))
 
 
 def _write_task(into: Path, converted: Converted) -> None:
