@@ -8,16 +8,21 @@ failure (invalid), never the agent's failure; what the agent does is its own.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from pydantic import ValidationError
 
 from groundstate.agents.base import Session
+from groundstate.cli import main
+from groundstate.errors import SpecError
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import UserModel, UserSimulatorSection
 from groundstate.testing import FunctionAgent, OpenAICompatibleServer, Reply, attempt
 from groundstate.users import UNSURE
+from tests.conftest import EditTask
 from tests.test_model_users import bank_agent_system, polite_transfer, scripted
 
 
@@ -109,3 +114,15 @@ def test_the_agent_sending_empty_or_huge_messages_is_its_own_business() -> None:
     assert user.reply("") == UNSURE
     assert user.reply("x" * 2_000_000) == UNSURE
     assert user.reply("zip " * 200_000 + "?") == "My zip code is 94107."
+
+
+@pytest.mark.parametrize("name", ["", "_", " ", "-"])
+def test_a_fact_without_a_name_to_ask_by_is_refused_at_load(
+    edited_bank: EditTask, tmp_path: Path, name: str
+) -> None:
+    """It was found in every message: "Hello" got "My  is 1234." (told unasked)."""
+    with pytest.raises(SpecError, match="has no letter or digit to be asked by"):
+        edited_bank(lambda task: task["user"]["knowledge"].update({name: "1234"}))
+    result = CliRunner().invoke(main, ["check", str(tmp_path / "bank")])
+    assert result.exit_code == 2 and "knowledge" in result.output, result.output
+    assert "Traceback" not in result.output

@@ -317,6 +317,16 @@ class UserScenario(Strict):
     """The user's situation and goal in their own words, for a model-driven user (the
     scripted user ignores it; without it the model user is told only the request)."""
 
+    @field_validator("knowledge")
+    @classmethod
+    def _facts_have_names(cls, knowledge: dict[str, str]) -> dict[str, str]:
+        """A fact is revealed when asked for by its name: a name without a letter or digit
+        (``""``, ``"_"``) is found in every message, and the fact would be told unasked."""
+        for name in knowledge:
+            if not any(ch.isalnum() for ch in name):
+                raise ValueError(f"fact name {name!r} has no letter or digit to be asked by")
+        return knowledge
+
 
 class Permissions(Strict):
     tables: dict[str, Literal["none", "read", "write"]] = Field(default_factory=dict)
