@@ -368,3 +368,13 @@ def test_communication_is_required_only_where_tau2_grades_it(
         silent = run_solution(suite, task_id, gold_steps(tasks[tau2_id], say=False))
         failed = {c.id for c in silent.constraint_results if not c.passed}
         assert any(c.startswith("communicates-") for c in failed) is wanted, (tau2_id, failed)
+
+
+@pytest.mark.parametrize("sample", ["-1", "0"])
+def test_a_sample_of_no_tasks_is_a_usage_error(tmp_path: Path, sample: str) -> None:
+    """-1 was a ValueError traceback from ``random.sample``; 0 said no task converted."""
+    args = ["import-tau2", str(folder(tmp_path)), "--into", str(tmp_path / "s")]
+    result = CliRunner().invoke(main, [*args, "--sample", sample])
+    assert result.exit_code == 2 and "--sample" in result.output, result.output
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        ImportOptions(sample=int(sample))

@@ -48,7 +48,7 @@ class ImportOptions(BaseModel):
     ``full``: every fixture holds τ²'s whole database (slow to validate)."""
     tasks: list[str] = Field(default_factory=list)
     """τ² task ids to convert (empty: all)."""
-    sample: int | None = None
+    sample: int | None = Field(default=None, ge=1)
     """Convert a seeded random sample of this many tasks (after ``tasks``)."""
     seed: int = 0
     mutation_testing: Switch = "report"
