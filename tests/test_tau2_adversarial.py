@@ -378,3 +378,37 @@ def test_a_sample_of_no_tasks_is_a_usage_error(tmp_path: Path, sample: str) -> N
     assert result.exit_code == 2 and "--sample" in result.output, result.output
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         ImportOptions(sample=int(sample))
+
+
+@pytest.mark.parametrize(
+    ("splits", "where"),
+    [
+        ({"base": "0,1"}, "split_tasks.json: base"),  # "1" would match "10,11" by substring
+        ({"base": [0, 1]}, "split_tasks.json: base.0"),  # would match no string id
+        (["0", "1"], "split_tasks.json"),  # was ignored without a word
+    ],
+)
+def test_a_malformed_split_file_is_one_line_naming_it(
+    tmp_path: Path, splits: Any, where: str
+) -> None:
+    root = folder(tmp_path)
+    (root / "split_tasks.json").write_text(json.dumps(splits))
+    result = CliRunner().invoke(main, ["import-tau2", str(root), "--into", str(tmp_path / "s")])
+    assert result.exit_code == 2 and where in result.output, result.output
+
+
+def test_a_policy_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    root = folder(tmp_path)
+    (root / "policy.md").write_bytes(
+        "Politique de retour: 30 jours, détaillée.\n".encode("latin-1")
+    )
+    result = CliRunner().invoke(main, ["import-tau2", str(root), "--into", str(tmp_path / "s")])
+    assert result.exit_code == 2 and "policy.md: not UTF-8 text" in result.output, result.output
+
+
+def test_writing_into_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("mine")
+    args = ["import-tau2", str(folder(tmp_path)), "--into", str(tmp_path / "taken")]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and "is not a folder" in result.output, result.output
+    assert (tmp_path / "taken").read_text() == "mine"

@@ -101,6 +101,8 @@ def import_tau2(data_dir: Path, into: Path, options: ImportOptions | None = None
 
 
 def _prepare(into: Path) -> None:
+    if into.exists() and not into.is_dir():
+        raise SpecError(into, None, "exists and is not a folder: refusing to write into it")
     if into.exists() and any(into.iterdir()):
         if not (into / "suite.yaml").is_file():
             raise SpecError(into, None, "exists and is not a suite: refusing to write into it")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from groundstate.errors import SpecError
 
@@ -158,6 +158,8 @@ class _Db(_Record):
     products: dict[str, _Product]
 
 
+_SPLITS = TypeAdapter(dict[str, list[str]])
+
 _KEYED_BY = (
     ("users", "user_id"),
     ("orders", "order_id"),
@@ -190,14 +192,33 @@ def load_source(root: Path) -> Source:
     tasks = [_task(root / "tasks.json", i, raw) for i, raw in enumerate(raw_tasks)]
     _unique_ids(root / "tasks.json", tasks)
     splits_file = root / "split_tasks.json"
-    splits = _json(splits_file) if splits_file.is_file() else {}
     return Source(
         root=root,
         db=db,
         tasks=tasks,
-        policy=(root / "policy.md").read_text(encoding="utf-8"),
-        splits=splits if isinstance(splits, dict) else {},
+        policy=_text(root / "policy.md"),
+        splits=_splits(splits_file, _json(splits_file)) if splits_file.is_file() else {},
     )
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(path, None, f"not UTF-8 text (byte {exc.start})") from exc
+    except OSError as exc:
+        raise SpecError(path, None, f"cannot read: {exc.strerror}") from exc
+
+
+def _splits(path: Path, raw: Any) -> dict[str, list[str]]:
+    """Split name -> τ² task ids. A list given as one text (``"0,1"``) would match ids by
+    substring (``"1"`` in ``"10,11"``), and numbers would match none: both are refused."""
+    try:
+        return _SPLITS.validate_python(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise SpecError(path, where or None, error["msg"]) from exc
 
 
 def _db(path: Path, raw: Any) -> dict[str, Any]:
