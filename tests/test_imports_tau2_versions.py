@@ -160,3 +160,24 @@ def test_rewards_that_are_no_finite_number_are_refused(tmp_path: Path, reward: A
     path.write_text(text)
     with pytest.raises(SpecError, match=r"simulations\[0\]: reward_info.reward: must be a"):
         outcome(tmp_path, path)
+
+
+@pytest.mark.parametrize(
+    ("told", "reason"),
+    [
+        ("1.0", "agent_failure/incorrect_state"),  # every output told: the database was wrong
+        ("1", "agent_failure/incorrect_state"),
+        ("0.0", "agent_failure/communication"),
+        ("no", "agent_failure/communication"),
+    ],
+)
+def test_tau_bench_checks_written_as_text_are_read_as_their_numbers(
+    tmp_path: Path, told: str, reason: str
+) -> None:
+    """``r_outputs`` of ``"1.0"`` read as not passed: the failure was blamed on what the agent
+    said instead of the database it left."""
+    detail = {"r_outputs": told, "outputs": {"42": told == "1"}}
+    info = {"reward_info": {"reward": "0.0", "info": detail, "actions": []}}
+    path = tmp_path / "tau.json"
+    path.write_text(json.dumps([{"task_id": 3, "reward": "0.0", "info": info, "trial": "0"}]))
+    assert outcome(tmp_path, path) == {("3", 1): reason}

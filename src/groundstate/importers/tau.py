@@ -22,6 +22,7 @@ from groundstate.importers.rows import (
     ERROR_REASONS,
     ErrorPolicy,
     ImportedRow,
+    as_number,
     integer,
     mapping,
     number,
@@ -129,10 +130,14 @@ def _tau_failure(info: dict[str, Any]) -> str:
 
 
 def _passed(check: Any) -> bool:
-    """A τ-bench check's value (a bool or a 0/1 float) says it passed."""
-    return check is True or (
-        isinstance(check, int | float) and not isinstance(check, bool) and check >= 1
-    )
+    """A τ-bench check's value (a bool or a 0/1 float, which a file may write as text, as it
+    may the reward) says it passed."""
+    if isinstance(check, bool):
+        return check
+    try:
+        return as_number(check) >= 1
+    except ValueError:
+        return False
 
 
 @dataclass
