@@ -126,3 +126,12 @@ def test_a_fact_without_a_name_to_ask_by_is_refused_at_load(
     result = CliRunner().invoke(main, ["check", str(tmp_path / "bank")])
     assert result.exit_code == 2 and "knowledge" in result.output, result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("key", ["model", "messages", "stream", "tools", "extra_body"])
+def test_decoding_keys_the_request_sets_itself_are_refused_at_load(key: str) -> None:
+    """``model`` made every request a TypeError, ``stream`` an answer without choices: every
+    attempt an invalid run, found only by running."""
+    with pytest.raises(ValidationError, match=f"decoding: {key}: set by the user simulator"):
+        UserModel(revision="u", decoding={key: True, "temperature": 0})
+    assert UserModel(revision="u", decoding={"temperature": 0, "top_p": 1}).decoding

@@ -171,6 +171,18 @@ class UserModel(Section):
     max_retries: Annotated[Count, Field(ge=0, le=10)] = 2
     """The SDK's own retries of rate limits, 5xx answers and timeouts."""
 
+    @model_validator(mode="after")
+    def _decoding_leaves_the_request_alone(self) -> UserModel:
+        """``model`` or ``messages`` in ``decoding`` clash with the request's own (a TypeError
+        in every attempt), ``stream`` or ``tools`` change what comes back: each attempt would
+        be an invalid run. Refused when the system loads, as the agent adapters refuse them."""
+        from groundstate.agents.model_loop import RESERVED_KEYS  # it imports this module
+
+        reserved = sorted(RESERVED_KEYS & set(self.decoding))
+        if reserved:
+            raise ValueError(f"decoding: {', '.join(reserved)}: set by the user simulator")
+        return self
+
     def effective_base_url(self) -> str | None:
         if self.base_url_env and os.environ.get(self.base_url_env):
             return os.environ[self.base_url_env]
