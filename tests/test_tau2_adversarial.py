@@ -412,3 +412,24 @@ def test_writing_into_a_file_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and "is not a folder" in result.output, result.output
     assert (tmp_path / "taken").read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cancel\x07 order #W0000002\x00",  # control characters: the task file did not load
+        "line1\x85line2\u2028line3 #W0000002",  # read back as line breaks: the request changed
+        "\u202eRTL\u202c 😀 café, ünïcödé #W0000002",
+        "\ufeffhello #W0000002",
+    ],
+    ids=["control", "line-separators", "bidi-emoji", "bom"],
+)
+def test_unusual_text_in_a_scenario_reaches_the_task_unchanged(tmp_path: Path, text: str) -> None:
+    task = _task("1", [CANCEL], reason=text)
+    task["user_scenario"]["instructions"]["known_info"] = text
+    task["evaluation_criteria"]["nl_assertions"] = [text]
+    imported(tmp_path, [task])
+    loaded = load_suite(tmp_path / "suite").tasks["retail-001"]
+    assert loaded.user_request == text.strip()
+    header = (tmp_path / "suite" / "tasks" / "retail-001.yaml").read_text().split("task_id:")[0]
+    assert all(ch.isprintable() for line in header.splitlines() for ch in line)

@@ -189,9 +189,9 @@ def _unconverted(report: ImportReport, task: Tau2Task, reason: str) -> None:
 
 def _write_task(into: Path, converted: Converted) -> None:
     header = "".join(
-        f"# {part}\n" for line in converted.header for part in line.splitlines() or [""]
+        f"# {_visible(part)}\n" for line in converted.header for part in line.splitlines() or [""]
     )
-    body = yaml.safe_dump(converted.task, sort_keys=False, allow_unicode=True, width=100)
+    body = _dumped(converted.task)
     (into / "tasks" / f"{converted.task_id}.yaml").write_text(header + body, encoding="utf-8")
     folder = into / "solutions" / converted.task_id
     folder.mkdir(parents=True, exist_ok=True)
@@ -199,9 +199,25 @@ def _write_task(into: Path, converted: Converted) -> None:
         _write_yaml(folder / f"{name}.yaml", solution)
 
 
+def _visible(text: str) -> str:
+    """*text* for a YAML comment: control and format characters escaped (``\\x07``). YAML
+    allows none of the former anywhere, so one in τ²'s scenario made the task file unreadable;
+    the latter (bidi overrides) would reorder what a reader sees."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+
+
 def _write_yaml(path: Path, data: Any) -> None:
+    path.write_text(_dumped(data), encoding="utf-8")
+
+
+def _dumped(data: Any) -> str:
+    """YAML that reads back as *data*. PyYAML writes a few characters as they are (NEL, the
+    line and paragraph separators) that its reader then takes for line breaks: a request
+    holding one would change; such data is written with every non-ASCII character escaped."""
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-    path.write_text(text, encoding="utf-8")
+    if yaml.safe_load(text) != data:
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=False, width=100)
+    return text
 
 
 def _suite_config(source: Source, options: ImportOptions, canary: str) -> dict[str, Any]:
