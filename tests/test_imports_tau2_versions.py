@@ -80,6 +80,15 @@ def test_the_dir_format_imports_as_the_monolithic_file_does(
     )
 
 
+def test_a_dir_format_with_an_empty_simulations_placeholder_reads_the_files(
+    tmp_path: Path,
+) -> None:
+    path = dir_format(tmp_path, SIMULATIONS)
+    meta = json.loads(path.read_text())
+    path.write_text(json.dumps({**meta, "simulations": []}))
+    assert len(outcome(tmp_path, path)) == len(SIMULATIONS)
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [

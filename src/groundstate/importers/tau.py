@@ -158,11 +158,11 @@ class Tau2Source:
     def _simulations(self) -> list[tuple[str, Any]]:
         """Each simulation with where it was read."""
         listed = self._results.get("simulations")
+        index = self._results.get("simulation_index")
+        if isinstance(index, list) and index and not listed:  # [] as a placeholder too
+            return _dir_simulations(self.path, index)
         if isinstance(listed, list):
             return [(f"{self.path}:simulations[{i}]", item) for i, item in enumerate(listed)]
-        index = self._results.get("simulation_index")
-        if listed is None and isinstance(index, list):
-            return _dir_simulations(self.path, index)
         raise SpecError(self.path, "simulations", "a τ²-bench results file has a list here")
 
     def rows(self) -> Iterator[ImportedRow]:
