@@ -306,6 +306,10 @@ class RubricNode(Strict):
         return self
 
 
+TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+"""What a task id may be: it also names the task's files and folders."""
+
+
 class UserScenario(Strict):
     """What the simulated user knows and wants in this task (the persona is in the system)."""
 
@@ -357,7 +361,7 @@ class EquivalentMutant(Strict):
 class AgentTask(Strict):
     """One task: the executable contract of the reference chapter."""
 
-    task_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    task_id: str = Field(pattern=TASK_ID_PATTERN)
     task_revision: Annotated[Count, Field(ge=1)]
     source: str
     slice_labels: list[str] = Field(default_factory=list)

@@ -21,6 +21,7 @@ import jsonschema
 from groundstate.environments.base import StateDiff, TableDiff, diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import GroundstateError
+from groundstate.spec.task import TASK_ID_PATTERN
 from groundstate.tau2.fixture import fixture_from_db
 from groundstate.tau2.oracle import final_reply, oracle_steps, user_knowledge
 from groundstate.tau2.policy import communicate_constraints
@@ -54,8 +55,7 @@ class Converted:
     notes: list[str] = field(default_factory=list)
 
 
-TASK_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-"""A groundstate task id (the task file's ``task_id``): also the name of its files."""
+TASK_ID = re.compile(TASK_ID_PATTERN)
 GRADED_STATE = {"DB", "ENV_ASSERTION"}
 """τ²'s reward components that compare the final database, which the state diff restates."""
 GRADED_TALK = {"COMMUNICATE", "NL_ASSERTION"}
