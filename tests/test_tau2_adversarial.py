@@ -433,3 +433,8 @@ def test_unusual_text_in_a_scenario_reaches_the_task_unchanged(tmp_path: Path, t
     assert loaded.user_request == text.strip()
     header = (tmp_path / "suite" / "tasks" / "retail-001.yaml").read_text().split("task_id:")[0]
     assert all(ch.isprintable() for line in header.splitlines() for ch in line)
+
+
+def test_an_empty_task_list_says_so(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"no task could be converted \(it lists none\)"):
+        imported(tmp_path, [])

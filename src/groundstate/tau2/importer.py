@@ -95,7 +95,8 @@ def import_tau2(data_dir: Path, into: Path, options: ImportOptions | None = None
             _unconverted(report, task, reason)
     if not report.converted:
         why = "; ".join(f"τ² task {tid!r}: {reason}" for tid, reason in report.unconverted.items())
-        raise SpecError(data_dir, "tasks.json", f"no task could be converted ({why or 'none'})")
+        why = why or "it lists none"
+        raise SpecError(data_dir, "tasks.json", f"no task could be converted ({why})")
     _write_yaml(into / "suite.yaml", _suite_config(source, options, report.converted[0]))
     return report
 
