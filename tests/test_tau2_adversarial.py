@@ -438,3 +438,15 @@ def test_unusual_text_in_a_scenario_reaches_the_task_unchanged(tmp_path: Path, t
 def test_an_empty_task_list_says_so(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"no task could be converted \(it lists none\)"):
         imported(tmp_path, [])
+
+
+def test_instructions_given_as_one_text_convert(tmp_path: Path) -> None:
+    """τ²'s model takes a scenario's instructions as free text too; such a task was refused
+    ("Input should be a valid dictionary") and with it the whole import."""
+    task = _task("1", [CANCEL])
+    task["user_scenario"]["instructions"] = "You want to cancel order #W0000002. Be brief."
+    report = imported(tmp_path, [task, {**_task("2", [AUTH]), "user_scenario": {
+        "instructions": {"reason_for_call": "Hi", "task_instructions": "x"}}}])  # fmt: skip
+    assert report.converted == ["retail-001", "retail-002"]
+    loaded = load_suite(tmp_path / "suite").tasks["retail-001"]
+    assert loaded.user_request == "You want to cancel order #W0000002. Be brief."

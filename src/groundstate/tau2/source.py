@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from groundstate.errors import SpecError
 
@@ -54,6 +54,13 @@ class Instructions(_Loose):
 
 class UserScenario(_Loose):
     instructions: Instructions
+
+    @field_validator("instructions", mode="before")
+    @classmethod
+    def _free_text(cls, value: Any) -> Any:
+        """τ²'s model also takes the instructions as one free text (no separate reason for
+        the call): that text is then the user's reason for calling."""
+        return {"reason_for_call": value} if isinstance(value, str) else value
 
 
 class Issue(_Loose):
