@@ -151,9 +151,10 @@ def _task(tid: str, actions: list[tuple[str, dict[str, Any]]], **criteria: Any) 
                 {"action_id": f"{tid}_{i}", "name": name, "arguments": args}
                 for i, (name, args) in enumerate(actions)
             ],
-            "communicate_info": criteria.pop("communicate", []),
+            "communicate_info": criteria.get("communicate", []),
             "nl_assertions": criteria.pop("nl", None),
-            "reward_basis": ["DB"],
+            # τ² grades communicate_info only with COMMUNICATE in the basis
+            "reward_basis": ["DB", "COMMUNICATE"] if criteria.pop("communicate", []) else ["DB"],
         },
     }
 

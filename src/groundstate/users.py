@@ -166,10 +166,15 @@ class ModelUser(TurnLimit):
         self.messages.append({"role": "user", "content": message})
         text = self._ask()
         self.messages.append({"role": "assistant", "content": text})
-        if self._stop in text:
+        said, stopped = _without_stop(text, self._stop)
+        if stopped:
             self.left = True
-            text = text.replace(self._stop, "").strip()
-        return text or None
+        elif not said:
+            # Neither a message nor a goodbye: the instrument broke, not the agent's turn.
+            raise EnvironmentFailure(
+                f"the user model failed: its answer is empty ({text!r}), without the stop token"
+            )
+        return said or None
 
     def _ask(self) -> str:
         client = self._sdk()  # first: it explains a missing SDK
@@ -196,6 +201,16 @@ class ModelUser(TurnLimit):
         if self._client is None:
             self._client = _openai_client(self._model)
         return self._client
+
+
+def _without_stop(text: str, stop: str) -> tuple[str, bool]:
+    """*text* without its stop tokens, and whether it had one. Models do not keep a token's
+    case or spacing (``###stop###``, ``### STOP ###``), so neither counts; a token left in the
+    text would reach the agent as something the user said."""
+    parts = re.findall(r"\w+|[^\w\s]+", stop)
+    pattern = re.compile(r"\s*".join(re.escape(part) for part in parts), re.IGNORECASE)
+    said, count = pattern.subn("", text)
+    return said.strip(), count > 0
 
 
 def _openai_client(model: UserModel) -> Any:

@@ -29,7 +29,11 @@ SWITCH = click.Choice(["required", "report", "off"])
     help="Fixtures hold each task's users, look-alikes and products (task), or all of db.json.",
 )
 @click.option("--task", "tasks", multiple=True, help="Convert only this τ² task id (repeatable).")
-@click.option("--sample", type=int, help="Convert a seeded random sample of this many tasks.")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    help="Convert a seeded random sample of this many tasks.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
 @click.option(
     "--mutation-testing",

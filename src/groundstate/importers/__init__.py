@@ -98,15 +98,15 @@ def _sniff(path: Path) -> Format:
         row = json.loads(first)
     except ValueError:
         row = None  # a JSON document over several lines: look inside it
-    if isinstance(row, dict) and "simulations" not in row and "samples" not in row:
+    if isinstance(row, dict) and not {"simulations", "simulation_index", "samples"} & set(row):
         return "jsonl"
     return _document_format(path)
 
 
 def _document_format(path: Path) -> Format:
     data = read_json(path)
-    if isinstance(data, dict) and "simulations" in data:
-        return "tau2-bench"
+    if isinstance(data, dict) and ("simulations" in data or "simulation_index" in data):
+        return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
     if isinstance(data, dict) and "eval" in data and "samples" in data:
         return "inspect"
     raise SpecError(

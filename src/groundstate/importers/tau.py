@@ -3,9 +3,10 @@
 τ-bench writes a JSON list of ``{task_id, reward, info, traj, trial}`` (``trial`` 0-based;
 ``info.error`` when the attempt raised). τ²-bench writes ``{timestamp, info, tasks,
 simulations}``, each simulation ``{id, task_id, trial, termination_reason, reward_info:
-{reward, reward_breakdown, ...}, agent_cost, duration, messages, ...}``. Both are read whole
-(they hold full conversations, so they are small next to a row file); the conversations
-themselves are not imported.
+{reward, reward_breakdown, ...}, agent_cost, duration, messages, ...}``; its "dir" format
+writes ``results.json`` with a ``simulation_index`` instead, and each simulation to
+``simulations/<id>.json`` beside it. Both are read whole (they hold full conversations, so
+they are small next to a row file); the conversations themselves are not imported.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from groundstate.importers.rows import (
     ERROR_REASONS,
     ErrorPolicy,
     ImportedRow,
+    as_number,
     integer,
     mapping,
     number,
@@ -128,15 +130,19 @@ def _tau_failure(info: dict[str, Any]) -> str:
 
 
 def _passed(check: Any) -> bool:
-    """A τ-bench check's value (a bool or a 0/1 float) says it passed."""
-    return check is True or (
-        isinstance(check, int | float) and not isinstance(check, bool) and check >= 1
-    )
+    """A τ-bench check's value (a bool or a 0/1 float, which a file may write as text, as it
+    may the reward) says it passed."""
+    if isinstance(check, bool):
+        return check
+    try:
+        return as_number(check) >= 1
+    except ValueError:
+        return False
 
 
 @dataclass
 class Tau2Source:
-    """A τ²-bench results file (the monolithic JSON form)."""
+    """A τ²-bench results file: the monolithic JSON form, or the "dir" form's results.json."""
 
     path: Path
     format: str = "tau2-bench"
@@ -144,13 +150,24 @@ class Tau2Source:
     @cached_property
     def _results(self) -> dict[str, Any]:
         data = read_json(self.path)
-        if not isinstance(data, dict) or not isinstance(data.get("simulations"), list):
+        if not isinstance(data, dict):
             raise SpecError(self.path, "simulations", "a τ²-bench results file has a list here")
         return data
 
+    @cached_property
+    def _simulations(self) -> list[tuple[str, Any]]:
+        """Each simulation with where it was read."""
+        listed = self._results.get("simulations")
+        index = self._results.get("simulation_index")
+        if isinstance(index, list) and index and not listed:  # [] as a placeholder too
+            return _dir_simulations(self.path, index)
+        if isinstance(listed, list):
+            return [(f"{self.path}:simulations[{i}]", item) for i, item in enumerate(listed)]
+        raise SpecError(self.path, "simulations", "a τ²-bench results file has a list here")
+
     def rows(self) -> Iterator[ImportedRow]:
-        for index, item in enumerate(self._results["simulations"], start=1):
-            yield _tau2_row(f"{self.path}:simulations[{index - 1}]", index, item)
+        for index, (where, item) in enumerate(self._simulations, start=1):
+            yield _tau2_row(where, index, item)
 
     def system(self) -> dict[str, Any]:
         info = self._results.get("info")
@@ -169,6 +186,24 @@ class Tau2Source:
         }
 
 
+def _dir_simulations(path: Path, index: list[Any]) -> list[tuple[str, Any]]:
+    """τ²'s "dir" format: ``simulations/<id>.json`` beside results.json, one per index entry.
+    The index and the files must agree, as τ² requires when it loads them: a missing file
+    would otherwise leave an attempt out of every denominator without a word."""
+    folder = path.parent / "simulations"
+    ids = [entry.get("id") if isinstance(entry, dict) else None for entry in index]
+    on_disk = {file.stem for file in folder.glob("*.json")} if folder.is_dir() else set()
+    missing = [str(i) for i in ids if not isinstance(i, str) or i not in on_disk]
+    extra = sorted(on_disk - {i for i in ids if isinstance(i, str)})
+    if missing or extra:
+        problems = [f"no file for {', '.join(missing)}"] if missing else []
+        problems += [f"not in the index: {', '.join(extra)}"] if extra else []
+        raise SpecError(folder, None, "does not match simulation_index: " + "; ".join(problems))
+    if len(set(ids)) < len(ids):
+        raise SpecError(path, "simulation_index", "names a simulation twice")
+    return [(str(folder / f"{i}.json"), read_json(folder / f"{i}.json")) for i in ids]
+
+
 def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
     item = mapping(where, "simulation", item)
     end = item.get("termination_reason")
@@ -179,11 +214,12 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         None if "reward" not in scored else number(where, "reward_info.reward", scored["reward"])
     )
     success, reason, partial, unmapped = _tau2_verdict(end, reward, scored)
+    label, unlabelled = _tau2_label(where, index, item)
     cost, duration = item.get("agent_cost"), item.get("duration")
     return ImportedRow(
         line=index,
         task_id=task_key(where, "task_id", item.get("task_id")),
-        label=integer(where, "trial", item.get("trial")),
+        label=label,
         success=success,
         terminal_reason=reason,
         partial_score=partial,
@@ -191,8 +227,18 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         latency=0.0 if duration is None else number(where, "duration", duration),
         origin={"simulation_id": item.get("id"), "termination_reason": end, "reward": reward},
         mapped=f"{end} (reward {'none' if reward is None else reward_kind(reward)}) -> {reason}",
-        unmapped=unmapped,
+        unmapped="; ".join(note for note in (unmapped, unlabelled) if note) or None,
     )
+
+
+def _tau2_label(where: str, index: int, item: dict[str, Any]) -> tuple[int | str, str | None]:
+    """The attempt label, and a note when τ² gave none: its ``trial`` is optional, and a run
+    made outside its trial loop has none. The simulation's id (unique in a run) stands in."""
+    if item.get("trial") is not None:
+        return integer(where, "trial", item["trial"]), None
+    simulation = item.get("id")
+    label = f"simulation {simulation}" if simulation else f"simulation at {index}"
+    return label, "τ² trial missing: the attempt is labelled by its simulation id"
 
 
 def _tau2_verdict(
@@ -206,10 +252,20 @@ def _tau2_verdict(
     stop = TAU2_ENDS.get(end)
     if stop is not None:
         return False, stop, _partial(reward), None
+    if _evaluation_failed(scored):
+        return False, "grader_failure", None, unmapped  # τ² scored it 0 for its own error
     if reward is None:
         return False, "grader_failure", None, unmapped  # ended normally but never scored
     verdict = reward_verdict(reward, _tau2_failure(scored))
     return verdict.success, verdict.terminal_reason, verdict.partial_score, unmapped
+
+
+def _evaluation_failed(scored: dict[str, Any]) -> bool:
+    """τ²'s evaluator, when grading itself raises (a replay diverging, its issue #387), scores
+    the simulation 0 with ``info.error``: the grader failed, not the agent. A normal grade's
+    ``info`` holds the components' details (``env``, ``nl``, ...), never ``error``."""
+    info = scored.get("info")
+    return isinstance(info, dict) and bool(info.get("error"))
 
 
 def _partial(reward: float | None) -> float | None:

@@ -171,6 +171,18 @@ class UserModel(Section):
     max_retries: Annotated[Count, Field(ge=0, le=10)] = 2
     """The SDK's own retries of rate limits, 5xx answers and timeouts."""
 
+    @model_validator(mode="after")
+    def _decoding_leaves_the_request_alone(self) -> UserModel:
+        """``model`` or ``messages`` in ``decoding`` clash with the request's own (a TypeError
+        in every attempt), ``stream`` or ``tools`` change what comes back: each attempt would
+        be an invalid run. Refused when the system loads, as the agent adapters refuse them."""
+        from groundstate.agents.model_loop import RESERVED_KEYS  # it imports this module
+
+        reserved = sorted(RESERVED_KEYS & set(self.decoding))
+        if reserved:
+            raise ValueError(f"decoding: {', '.join(reserved)}: set by the user simulator")
+        return self
+
     def effective_base_url(self) -> str | None:
         if self.base_url_env and os.environ.get(self.base_url_env):
             return os.environ[self.base_url_env]
@@ -211,6 +223,9 @@ class UserSimulatorSection(Section):
             raise ValueError("kind: model needs `model` (at least its `revision`)")
         if self.prompt is not None:
             _check_prompt_fields(self.prompt)
+        if self.stop_token is not None and not self.stop_token.strip():
+            # a blank token would be found in every answer: the user would leave at once
+            raise ValueError(f"stop_token {self.stop_token!r} is blank")
         return self
 
 

@@ -306,6 +306,10 @@ class RubricNode(Strict):
         return self
 
 
+TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+"""What a task id may be: it also names the task's files and folders."""
+
+
 class UserScenario(Strict):
     """What the simulated user knows and wants in this task (the persona is in the system)."""
 
@@ -316,6 +320,16 @@ class UserScenario(Strict):
     instructions: str | None = None
     """The user's situation and goal in their own words, for a model-driven user (the
     scripted user ignores it; without it the model user is told only the request)."""
+
+    @field_validator("knowledge")
+    @classmethod
+    def _facts_have_names(cls, knowledge: dict[str, str]) -> dict[str, str]:
+        """A fact is revealed when asked for by its name: a name without a letter or digit
+        (``""``, ``"_"``) is found in every message, and the fact would be told unasked."""
+        for name in knowledge:
+            if not any(ch.isalnum() for ch in name):
+                raise ValueError(f"fact name {name!r} has no letter or digit to be asked by")
+        return knowledge
 
 
 class Permissions(Strict):
@@ -347,7 +361,7 @@ class EquivalentMutant(Strict):
 class AgentTask(Strict):
     """One task: the executable contract of the reference chapter."""
 
-    task_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    task_id: str = Field(pattern=TASK_ID_PATTERN)
     task_revision: Annotated[Count, Field(ge=1)]
     source: str
     slice_labels: list[str] = Field(default_factory=list)

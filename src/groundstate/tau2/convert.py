@@ -10,21 +10,25 @@ unconvertible, with the reason.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from groundstate.environments.base import StateDiff, TableDiff, diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import GroundstateError
+from groundstate.spec.task import TASK_ID_PATTERN
 from groundstate.tau2.fixture import fixture_from_db
 from groundstate.tau2.oracle import final_reply, oracle_steps, user_knowledge
 from groundstate.tau2.policy import communicate_constraints
 from groundstate.tau2.replay import Replayed, replay_completed
 from groundstate.tau2.replay import call as replay_call
 from groundstate.tau2.retail_checks import WRITE_TOOLS
-from groundstate.tau2.source import Action, Tau2Task
+from groundstate.tau2.source import Action, EvaluationCriteria, Tau2Task
 from groundstate.tau2.world import World, scenario_text, world_products, world_users
 from groundstate.tools import Tool
 
@@ -51,8 +55,47 @@ class Converted:
     notes: list[str] = field(default_factory=list)
 
 
+TASK_ID = re.compile(TASK_ID_PATTERN)
+GRADED_STATE = {"DB", "ENV_ASSERTION"}
+"""τ²'s reward components that compare the final database, which the state diff restates."""
+GRADED_TALK = {"COMMUNICATE", "NL_ASSERTION"}
+"""τ²'s components that grade what the agent says: ``communicate_info`` stands for both."""
+
+
 def task_id_of(task: Tau2Task) -> str:
-    return f"retail-{int(task.id):03d}" if task.id.isdigit() else f"retail-{task.id}"
+    """``retail-007`` for τ² task ``7`` (ASCII digits only: ``int`` reads other scripts'
+    digits too: Arabic-Indic seven would become task 7's id)."""
+    numbered = task.id.isascii() and task.id.isdigit()
+    return f"retail-{int(task.id):03d}" if numbered else f"retail-{task.id}"
+
+
+def unconvertible_because(task: Tau2Task) -> str | None:
+    """Why *task* cannot be stated faithfully as a groundstate task, before anything runs:
+    what τ² grades or sets up that the conversion would silently leave out or add."""
+    if not TASK_ID.match(task_id_of(task)):
+        return f"its id {task.id!r} cannot name a task (letters, digits, '_', '.', '-')"
+    if task.initial_state:
+        return "τ² changes its database before the conversation (initial_state)"
+    criteria = task.evaluation_criteria
+    basis = set(criteria.reward_basis)
+    unknown = sorted(basis - GRADED_STATE - GRADED_TALK)
+    if unknown:
+        return f"τ² grades it by {', '.join(unknown)}, which the conversion does not state"
+    if not basis & GRADED_STATE:
+        return f"τ² does not grade its database (reward_basis {sorted(basis)})"
+    if "ENV_ASSERTION" in basis and criteria.env_assertions:
+        return "τ² grades it by environment assertions, which the conversion does not state"
+    return None
+
+
+def graded_communication(criteria: EvaluationCriteria) -> list[str]:
+    """The ``communicate_info`` strings τ² grades: with ``COMMUNICATE`` in the reward basis;
+    with ``NL_ASSERTION`` when there are judge statements (retail's restate the strings, and
+    the strings are their deterministic part). Otherwise τ² never reads them, and an agent
+    that keeps them to itself passes (tasks 30-32 of the retail data)."""
+    basis = set(criteria.reward_basis)
+    judged = "NL_ASSERTION" in basis and bool(criteria.nl_assertions)
+    return list(criteria.communicate_info or []) if "COMMUNICATE" in basis or judged else []
 
 
 def convert_task(
@@ -65,6 +108,9 @@ def convert_task(
     splits: dict[str, list[str]],
 ) -> Converted:
     """Convert one task; *fixture_path* is where its fixture will be written (and replayed)."""
+    reason = unconvertible_because(task)
+    if reason is not None:
+        raise Unconvertible(reason)
     _check_actions(task.evaluation_criteria.actions, tools)
     users = world_users(db, task, world)
     products = None if world == "full" else world_products(db, task)
@@ -98,6 +144,7 @@ def _assemble(
     instructions = task.user_scenario.instructions
     knowledge, notes = user_knowledge(replayed)
     communicate = task.evaluation_criteria.communicate_info or []
+    graded = graded_communication(task.evaluation_criteria)
     steps = oracle_steps(replayed, knowledge, communicate)
     no_change = diff.is_empty()
     body: dict[str, Any] = {
@@ -112,7 +159,7 @@ def _assemble(
         "user": {"knowledge": knowledge, "confirms": True},
         "available_tools": [],  # filled by the suite writer: every tool of the suite
         "constraint_sets": ["policy"],
-        "hard_process_constraints": communicate_constraints(communicate),
+        "hard_process_constraints": communicate_constraints(graded),
         "step_limit": max(40, 3 * len(steps)),
         "time_limit": 300,
         "outcome_assertions": [_diff_assertion(diff)],
@@ -134,6 +181,8 @@ def _assemble(
         if not r.ok and not r.added
     ]
     notes += [f"added {_call_text(r)}" for r in replayed if r.added]
+    if len(graded) < len(communicate):
+        notes.append("communicate_info not graded: τ² does not grade it for this task")
     return Converted(
         task_id=body["task_id"],
         task=body,
@@ -147,16 +196,27 @@ def _assemble(
 
 
 def _check_actions(actions: list[Action], tools: dict[str, Tool]) -> None:
+    """Each gold action names a tool and fits its parameters' schema: an order id given as a
+    number or a list would fail the suite's own checks of the oracle (or crash the replay)."""
     for action in actions:
         if action.name not in tools:
             raise Unconvertible(f"gold action {action.name!r} is not a documented tool")
-        expected = set(tools[action.name].parameters.get("properties", {}))
+        schema = tools[action.name].parameters
+        expected = set(schema.get("properties", {}))
         extra = sorted(set(action.arguments) - expected)
         missing = sorted(expected - set(action.arguments))
         if extra or missing:
             raise Unconvertible(
                 f"gold action {action.name} does not fit its interface "
                 f"(unknown arguments {extra}, missing {missing})"
+            )
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(schema).iter_errors(action.arguments)
+        )
+        if error is not None:
+            where = ".".join(str(part) for part in error.absolute_path) or "arguments"
+            raise Unconvertible(
+                f"gold action {action.name} does not fit its interface ({where}: {error.message})"
             )
 
 
@@ -236,7 +296,7 @@ def _slices(task: Tau2Task, replayed: list[Replayed], splits: dict[str, list[str
     labels += writes or ["no-write"]
     if any(r.action.name == "transfer_to_human_agents" for r in replayed):
         labels.append("transfer")
-    if task.evaluation_criteria.communicate_info:
+    if graded_communication(task.evaluation_criteria):
         labels.append("communicate")
     return labels
 
@@ -268,5 +328,7 @@ def _header(task: Tau2Task) -> list[str]:
         f"  task_instructions: {i.task_instructions}",
     ]
     lines += [f"τ² judge statement (not graded here): {s}" for s in criteria.nl_assertions or []]
+    if criteria.communicate_info and not graded_communication(criteria):
+        lines.append(f"τ² communicate_info, which τ² does not grade: {criteria.communicate_info}")
     lines += [f"τ² issue ({issue.status}): {issue.title}" for issue in task.issues]
     return lines

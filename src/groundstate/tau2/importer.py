@@ -25,7 +25,13 @@ from pydantic import BaseModel, Field
 
 from groundstate.errors import SpecError
 from groundstate.tau2 import retail_checks, retail_tools
-from groundstate.tau2.convert import Converted, Unconvertible, convert_task, task_id_of
+from groundstate.tau2.convert import (
+    Converted,
+    Unconvertible,
+    convert_task,
+    task_id_of,
+    unconvertible_because,
+)
 from groundstate.tau2.policy import constraint_sets
 from groundstate.tau2.source import Source, Tau2Task, load_source
 from groundstate.tau2.world import World
@@ -42,7 +48,7 @@ class ImportOptions(BaseModel):
     ``full``: every fixture holds τ²'s whole database (slow to validate)."""
     tasks: list[str] = Field(default_factory=list)
     """τ² task ids to convert (empty: all)."""
-    sample: int | None = None
+    sample: int | None = Field(default=None, ge=1)
     """Convert a seeded random sample of this many tasks (after ``tasks``)."""
     seed: int = 0
     mutation_testing: Switch = "report"
@@ -79,15 +85,25 @@ def import_tau2(data_dir: Path, into: Path, options: ImportOptions | None = None
     _write_shared_files(source, into, options)
     tools = load_tools(into / "tools.py")
     report = ImportReport(suite=str(into), source_tasks=len(source.tasks))
-    for task in _selected(source.tasks, options):
-        _import_one(source, task, into, tools, options, report)
+    selected = _selected(source.tasks, options)
+    refused = _clashes(selected)
+    for task in selected:
+        reason = refused.get(task.id) or unconvertible_because(task)
+        if reason is None:
+            _import_one(source, task, into, tools, options, report)
+        else:  # before any file is named after the task
+            _unconverted(report, task, reason)
     if not report.converted:
-        raise SpecError(data_dir, "tasks.json", "no task could be converted")
+        why = "; ".join(f"τ² task {tid!r}: {reason}" for tid, reason in report.unconverted.items())
+        why = why or "it lists none"
+        raise SpecError(data_dir, "tasks.json", f"no task could be converted ({why})")
     _write_yaml(into / "suite.yaml", _suite_config(source, options, report.converted[0]))
     return report
 
 
 def _prepare(into: Path) -> None:
+    if into.exists() and not into.is_dir():
+        raise SpecError(into, None, "exists and is not a folder: refusing to write into it")
     if into.exists() and any(into.iterdir()):
         if not (into / "suite.yaml").is_file():
             raise SpecError(into, None, "exists and is not a suite: refusing to write into it")
@@ -143,8 +159,7 @@ def _import_one(
         )
     except Unconvertible as exc:
         fixture.unlink(missing_ok=True)
-        report.unconverted[task.id] = str(exc)
-        report.notes.append(TaskNote(tau2_id=task.id, task_id=None, notes=[str(exc)]))
+        _unconverted(report, task, str(exc))
         return
     converted.task["available_tools"] = sorted(tools)
     _write_task(into, converted)
@@ -153,11 +168,31 @@ def _import_one(
         report.notes.append(TaskNote(tau2_id=task.id, task_id=task_id, notes=converted.notes))
 
 
+def _clashes(tasks: list[Tau2Task]) -> dict[str, str]:
+    """τ² id -> why it is not converted: its task id (and file names) are an earlier task's,
+    as ``7`` and ``007`` both give ``retail-007``; case counts as no difference, since the
+    suite may be copied to a file system that ignores it."""
+    first: dict[str, str] = {}
+    clashes = {}
+    for task in tasks:
+        key = task_id_of(task).casefold()
+        if key in first:
+            clashes[task.id] = f"its task id {task_id_of(task)} is τ² task {first[key]!r}'s too"
+        else:
+            first[key] = task.id
+    return clashes
+
+
+def _unconverted(report: ImportReport, task: Tau2Task, reason: str) -> None:
+    report.unconverted[task.id] = reason
+    report.notes.append(TaskNote(tau2_id=task.id, task_id=None, notes=[reason]))
+
+
 def _write_task(into: Path, converted: Converted) -> None:
     header = "".join(
-        f"# {part}\n" for line in converted.header for part in line.splitlines() or [""]
+        f"# {_visible(part)}\n" for line in converted.header for part in line.splitlines() or [""]
     )
-    body = yaml.safe_dump(converted.task, sort_keys=False, allow_unicode=True, width=100)
+    body = _dumped(converted.task)
     (into / "tasks" / f"{converted.task_id}.yaml").write_text(header + body, encoding="utf-8")
     folder = into / "solutions" / converted.task_id
     folder.mkdir(parents=True, exist_ok=True)
@@ -165,9 +200,25 @@ def _write_task(into: Path, converted: Converted) -> None:
         _write_yaml(folder / f"{name}.yaml", solution)
 
 
+def _visible(text: str) -> str:
+    """*text* for a YAML comment: control and format characters escaped (``\\x07``). YAML
+    allows none of the former anywhere, so one in τ²'s scenario made the task file unreadable;
+    the latter (bidi overrides) would reorder what a reader sees."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode() for ch in text)
+
+
 def _write_yaml(path: Path, data: Any) -> None:
+    path.write_text(_dumped(data), encoding="utf-8")
+
+
+def _dumped(data: Any) -> str:
+    """YAML that reads back as *data*. PyYAML writes a few characters as they are (NEL, the
+    line and paragraph separators) that its reader then takes for line breaks: a request
+    holding one would change; such data is written with every non-ASCII character escaped."""
     text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-    path.write_text(text, encoding="utf-8")
+    if yaml.safe_load(text) != data:
+        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=False, width=100)
+    return text
 
 
 def _suite_config(source: Source, options: ImportOptions, canary: str) -> dict[str, Any]:

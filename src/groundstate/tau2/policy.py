@@ -138,9 +138,7 @@ def communicate_constraints(values: list[str]) -> list[dict[str, Any]]:
 def info_pattern(value: str) -> str:
     """A pattern for *value* in normalised text, a comma allowed between two digits."""
     text = " ".join(value.casefold().split())
-    parts = [re.escape(char) for char in text]
-    joined = "".join(
-        part + (",?" if char.isdigit() and nxt.isdigit() else "")
-        for char, nxt, part in zip(text, text[1:] + " ", parts, strict=True)
+    return "".join(
+        re.escape(char) + (",?" if char.isdigit() and text[i + 1 : i + 2].isdigit() else "")
+        for i, char in enumerate(text)
     )
-    return joined
