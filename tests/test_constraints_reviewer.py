@@ -12,6 +12,7 @@ the Python ones included.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -155,9 +156,12 @@ def _address(question: str) -> Trace:
         "Shall I ship O-1009 to:\n\n200 W Adams Street\nSuite 1400\nChicago, IL 60606\n\n?",
         "Ship O-1009 to 200 W Adams Street Suite 1400 Chicago IL 60606?",
         "Ship O-1009 to 200 W Adams Street, Suite 1400,\nChicago, IL, 60606?",
+        "Ship O-1009 to:\n- 200 W Adams Street\n- Suite 1400\n- Chicago, IL 60606\nOK?",
+        "Ship O-1009 to:\n* 200 W Adams Street\n* Suite 1400\n* Chicago\n* IL 60606\nOK?",
+        "Ship O-1009 to:\n\u2022 200 W Adams Street\n\u2022 Suite 1400, Chicago, IL 60606?",
     ],
 )
-def test_an_address_is_named_with_or_without_its_commas(question: str) -> None:
+def test_an_address_is_named_with_or_without_its_commas_and_bullets(question: str) -> None:
     assert _address(question).check(ADDRESS).passed
 
 
@@ -169,6 +173,8 @@ def test_an_address_is_named_with_or_without_its_commas(question: str) -> None:
         "Ship O-1009 to 200 W Adams Street\nChicago, IL 60606?",  # the suite left out
         "Ship O-1009 to 200 W Adams Street. Suite 1400. Chicago, IL 60606?",  # sentences
         "Ship O-1009 to 200 W Adams Street,, Suite 1400, Chicago, IL 60606?",
+        "Ship O-1009 to:\n- 200 W Adams Street\n- Suite 1400\n- Chicago, IL 60660\nOK?",
+        "Ship O-1009 to:\n- 200 W Adams Street\n- - Suite 1400\n- Chicago, IL 60606\nOK?",
     ],
 )
 def test_an_address_with_other_words_or_other_punctuation_is_not_named(question: str) -> None:
@@ -515,3 +521,39 @@ def test_a_yes_with_a_question_of_its_own_confirms_unless_the_yes_is_asked_back(
     answer: str, passes: bool
 ) -> None:
     assert _refund(answer).check(REFUND).passed is passes
+
+
+# --- every retail oracle, its confirmations rendered as models render them ------------------
+
+RENDERINGS = {
+    "a bulleted list": lambda t: t.replace(", ", "\n- "),
+    "paragraphs": lambda t: t.replace(". ", ".\n\n"),
+    "upper case": str.upper,
+    "non-breaking spaces": lambda t: t.replace(" ", "\u00a0"),
+    "amounts without zero cents": lambda t: re.sub(r"\$(\d+)\.00\b", r"$\1", t),
+    "ids in bold": lambda t: re.sub(r"\b([OI]-[\d-]+\d)\b", r"**\1**", t),
+    "ids as code": lambda t: re.sub(r"\b([OI]-[\d-]+\d)\b", r"`\1`", t),
+    "curly apostrophes": lambda t: t.replace("'", "\u2019"),
+}
+
+
+def test_every_oracle_passes_with_its_confirmations_rendered_otherwise(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    for task, events in sorted(oracles.items()):
+        asked = [
+            i
+            for i, e in enumerate(events[:-1])
+            if isinstance(e, MessageEvent)
+            and e.role == "agent"
+            and getattr(events[i + 1], "text", None) == "Yes, please go ahead."
+        ]
+        cases = []
+        for name, render in RENDERINGS.items():
+            out = list(events)
+            for i in asked:
+                out[i] = events[i].model_copy(update={"text": render(events[i].text or "")})
+            cases.append(Case(task, name, out, []))
+        for case, results in zip(cases, constraint_results(retail, cases), strict=True):
+            failed = [r.id for r in results if not r.passed or r.error]
+            assert failed == [], f"{task}, confirmations as {case.label}: {failed}"

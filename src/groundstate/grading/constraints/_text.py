@@ -104,8 +104,8 @@ def _named_by(value: str) -> re.Pattern[str]:
     """The pattern :func:`mentions` searches for *value*, made once per value (a confirmation
     tests each value of a change against every question before it)."""
     needle = normalise(value)
-    # A comma between two words of a value, and brackets around one, are punctuation, not
-    # content: an address on lines ("200 W Adams Street\nSuite 1400\nChicago IL 60606") names
+    # A comma or a list bullet between two words of a value, and brackets around one, are
+    # punctuation, not content: an address on lines ("200 W Adams Street\nSuite 1400\nChicago IL 60606") names
     # "200 W Adams Street, Suite 1400, Chicago, IL 60606" (and the value without its commas
     # the text with them), "Wool Socks 3-pack" names "Wool Socks (3-pack)".
     body = _number(needle.replace(", ", " "))
@@ -116,11 +116,12 @@ def _named_by(value: str) -> re.Pattern[str]:
 
 
 _OPTIONAL = (
-    (re.escape(" "), ",?" + re.escape(" ")),
+    (re.escape(" "), r"(?:,? (?:[-*\u2022] )?)"),
     (re.escape("("), re.escape("(") + "?"),
     (re.escape(")"), re.escape(")") + "?"),
 )
-"""In a value's pattern: each space may follow a comma, and each bracket may be left out."""
+"""In a value's pattern: each space may follow a comma and come before a list bullet (the
+value's words on the lines of a list), and each bracket may be left out."""
 
 
 # A word goes on through one of these into a letter or digit: "x.com.au", "a.b@x", "22.50".
