@@ -557,3 +557,56 @@ def test_every_oracle_passes_with_its_confirmations_rendered_otherwise(
         for case, results in zip(cases, constraint_results(retail, cases), strict=True):
             failed = [r.id for r in results if not r.passed or r.error]
             assert failed == [], f"{task}, confirmations as {case.label}: {failed}"
+
+
+# --- cancellations: the reason in any words, or not at all; never another one ------------------
+
+
+@pytest.mark.parametrize(
+    ("task", "contains", "question", "broken"),
+    [
+        (
+            "cancel-one-item",
+            "I can cancel",
+            "Shall I cancel the Alpine Merino Beanie from order O-1020, since you ordered it by"
+            " mistake? The hoodie stays.",
+            [],
+        ),
+        (
+            "cancel-one-item",
+            "I can cancel",
+            "Shall I cancel the Alpine Merino Beanie from order O-1020? The hoodie stays.",
+            [],
+        ),
+        (
+            "cancel-one-item",
+            "I can cancel",
+            "Shall I cancel the Alpine Merino Beanie from order O-1020, as you no longer need"
+            " it? The hoodie stays.",
+            ["p2-cancel-reason-as-said"],
+        ),
+        (
+            "cancel-pending-order",
+            "is still pending",
+            "Order O-1002 (Canopy Insulated Water Bottle and Lumen Headlamp) is still pending."
+            " Since you don't need them anymore, shall I cancel it?",
+            [],
+        ),
+        (
+            "cancel-pending-order",
+            "is still pending",
+            "Order O-1002 (Canopy Insulated Water Bottle and Lumen Headlamp) is still pending."
+            " Shall I cancel it as ordered by mistake?",
+            ["p2-cancel-reason-as-said"],
+        ),
+    ],
+)
+def test_a_cancellation_reason_may_be_worded_or_left_out_but_not_changed(
+    retail: Suite,
+    oracles: dict[str, list[AgentEvent]],
+    task: str,
+    contains: str,
+    question: str,
+    broken: list[str],
+) -> None:
+    assert _failed(retail, task, _with_text(oracles[task], contains, question)) == broken

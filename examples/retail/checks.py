@@ -328,6 +328,51 @@ def _target(event: ToolCallEvent) -> tuple[str | None, Any]:
     return None, None
 
 
+# Policies 2 and 4: the reason said is the reason recorded.
+
+REASON_WORDS = {
+    "no_longer_needed": re.compile(
+        r"\bno longer (need|want)|\b(do not|don't|dont) (need|want)|\bnot needed\b"
+        r"|\bunneeded\b|\b(need|want) (it|them|this|these) (any ?more|no more)"
+    ),
+    "ordered_by_mistake": re.compile(r"\bmistake|\bby accident|\baccidental|\bin error\b"),
+}
+"""How a person says each cancellation reason, on normalised text."""
+CANCELS = ("cancel_order", "cancel_item")
+
+
+def cancel_reason_as_said(trace: list[AgentEvent], s0: StateView) -> Evidence:
+    """Policies 2 and 4: a cancellation records the reason its confirmation said, if it said one.
+
+    The agent's last message before the call (the question the customer agreed to) may word
+    the reason any way ("since you ordered it by mistake") or leave it out, since policy 2
+    lists order, items, amount, payment method and address; it may not say one reason and
+    record the other."""
+    question: MessageEvent | None = None
+    for event in trace:
+        if isinstance(event, MessageEvent):
+            if event.role == "agent" and not event.final:
+                question = event
+            continue
+        if event.tool not in CANCELS or not event.ok or not isinstance(event.args, dict):
+            continue
+        said = _reasons_said(question)
+        recorded = event.args.get("reason")
+        if said and recorded not in said:
+            asked = "?" if question is None else question.step
+            problem = (
+                f"step {event.step} ({event.tool}) records the reason {recorded!r}; the question"
+                f" at step {asked} said {', '.join(sorted(said))}"
+            )
+            return False, {"problems": [problem], "offending_step": event.step}
+    return True, {}
+
+
+def _reasons_said(message: MessageEvent | None) -> set[str]:
+    text = normalise(message.text or "") if message is not None else ""
+    return {reason for reason, words in REASON_WORDS.items() if words.search(text)}
+
+
 # Policy 8. Card numbers are matched on digits alone (separators dropped by the same
 # normalisation as the message constraints); eight digits of a number are already more than
 # its label ("Visa ending 4417") shows. Expiry dates in the usual spellings: 09/27, 09-2027,

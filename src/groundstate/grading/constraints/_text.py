@@ -105,9 +105,9 @@ def _named_by(value: str) -> re.Pattern[str]:
     tests each value of a change against every question before it)."""
     needle = normalise(value)
     # A comma or a list bullet between two words of a value, and brackets around one, are
-    # punctuation, not content: an address on lines ("200 W Adams Street\nSuite 1400\nChicago IL 60606") names
-    # "200 W Adams Street, Suite 1400, Chicago, IL 60606" (and the value without its commas
-    # the text with them), "Wool Socks 3-pack" names "Wool Socks (3-pack)".
+    # punctuation, not content: an address on lines or in a list names "200 W Adams Street,
+    # Suite 1400, Chicago, IL 60606" (and the value without its commas the text with them),
+    # "Wool Socks 3-pack" names "Wool Socks (3-pack)".
     body = _number(needle.replace(", ", " "))
     for mark, optional in _OPTIONAL:
         body = body.replace(mark, optional)
