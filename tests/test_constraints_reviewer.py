@@ -610,3 +610,25 @@ def test_a_cancellation_reason_may_be_worded_or_left_out_but_not_changed(
     broken: list[str],
 ) -> None:
     assert _failed(retail, task, _with_text(oracles[task], contains, question)) == broken
+
+
+@pytest.mark.parametrize(
+    ("question", "passes"),
+    [
+        (
+            "I'm sorry about O-1010. As a goodwill gesture, can I give you $10.00 in store credit?",
+            True,
+        ),
+        ("Your order O-1010 was late. Can I add a $10.00 goodwill credit to your account?", True),
+        ("Shall I credit your account with $10.00 for the delay on order O-1010?", True),
+        ("O-1010 took 16 days to arrive. Would you like a one-time $10.00 store credit?", True),
+        ("Shall I cancel your $10.00 store credit for O-1010?", False),
+        ("Would you like me to cancel O-1010 for $10.00?", False),
+    ],
+)
+def test_a_goodwill_credit_asked_with_its_amount_inside_the_question(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], question: str, passes: bool
+) -> None:
+    events = _with_text(oracles["goodwill-late-delivery"], "goodwill store credit", question)
+    failed = _failed(retail, "goodwill-late-delivery", events)
+    assert failed == ([] if passes else ["p2-confirmed-credit"])
