@@ -387,6 +387,8 @@ def _then(*exchanges: tuple[str, str]) -> bool:
         ("I'll process it now.", "Actually no, I changed my mind."),
         ("Processing now.", "No!"),
         ("One moment.", "Hold on, I want to think about it."),
+        ("I'll go ahead and refund it now.", "No, stop!"),
+        ("I've confirmed the details; processing now.", "Wait, don't."),
     ],
 )
 def test_an_objection_to_what_the_agent_is_about_to_do_takes_the_yes_back(

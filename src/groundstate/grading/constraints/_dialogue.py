@@ -162,8 +162,9 @@ def _objection(answers: list[_Confirmation], yes: _Confirmation) -> _Confirmatio
 
 
 # A message that asks the user something: a question mark, or a request for a decision ("...
-# Please confirm.", "Let me know if I should go ahead.").
-_ASKING = re.compile(r"\?|\b(confirm|go ahead|proceed|let me know|shall i|should i)\b")
+# Please confirm.", "Let me know."). "I'll go ahead and refund it now." asks nothing, nor does
+# "I've confirmed the details": an objection to them takes the yes back.
+_ASKING = re.compile(r"\?|\b(confirm|let me know|shall i|should i)\b")
 
 
 def _asks_nothing(message: MessageEvent) -> bool:
