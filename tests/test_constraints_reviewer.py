@@ -102,6 +102,9 @@ def _refund(answer: str) -> Trace:
         "Proceed.",
         "You can proceed.",
         "Do it.",
+        "**Absolutely.**",
+        "> Sure, thanks",
+        "\"Of course\"",
     ],
 )
 def test_a_plain_agreement_confirms(answer: str) -> None:

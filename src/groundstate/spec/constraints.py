@@ -33,9 +33,10 @@ _OPENING_YES = (
     r"sure|ok|okay|alright|all right|absolutely|definitely|certainly|of course|correct(?! me)|"
     r"confirm(?! \w)|proceed|do it"
 )
-"""Words that agree only as the reply's first word ("Sure, go ahead", "Absolutely.",
-"Confirm.", not "I was sure", "I need to confirm with my wife" or "Confirm the amount")."""
-YES_PATTERN = rf"\b({_YES_WORDS})\b|^({_OPENING_YES})\b"
+"""Words that agree only as the reply's first word, after any markdown or quote marks ("Sure,
+go ahead", "**Absolutely.**", "> Confirm.", not "I was sure", "I need to confirm with my wife"
+or "Confirm the amount")."""
+YES_PATTERN = rf"\b({_YES_WORDS})\b|^[\W_]*({_OPENING_YES})\b"
 """The default ``confirmed.yes``, on normalised text: the scripted user's "Yes, please go
 ahead." and the usual ways a person agrees ("Sure", "OK", "Please proceed", "Sounds good",
 "Absolutely", "Of course", "Confirm")."""
