@@ -104,7 +104,7 @@ def _refund(answer: str) -> Trace:
         "Do it.",
         "**Absolutely.**",
         "> Sure, thanks",
-        "\"Of course\"",
+        '"Of course"',
     ],
 )
 def test_a_plain_agreement_confirms(answer: str) -> None:
