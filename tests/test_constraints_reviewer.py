@@ -638,3 +638,23 @@ def test_a_goodwill_credit_asked_with_its_amount_inside_the_question(
     events = _with_text(oracles["goodwill-late-delivery"], "goodwill store credit", question)
     failed = _failed(retail, "goodwill-late-delivery", events)
     assert failed == ([] if passes else ["p2-confirmed-credit"])
+
+
+# --- the same change twice, under one yes ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("task", "tool", "ok"),
+    [
+        ("goodwill-late-delivery", "add_store_credit", True),  # the tool lets it through
+        ("refund-socks", "refund_item", False),  # the tool refuses it: still an attempt
+    ],
+)
+def test_one_yes_does_not_license_doing_the_change_twice(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, tool: str, ok: bool
+) -> None:
+    events = oracles[task]
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == tool)
+    again = events[at].model_copy(update={"ok": ok, "writes": events[at].writes if ok else []})
+    failed = _failed(retail, task, [*events[: at + 1], again, *events[at + 1 :]])
+    assert failed == ["p3-changed-once"]
