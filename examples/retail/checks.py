@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from groundstate.environments.base import StateDiff, StateView, diff_snapshots
-from groundstate.grading.constraints import normalise
+from groundstate.grading.constraints import fold, normalise
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 Evidence = tuple[bool, dict[str, Any]]
@@ -201,17 +201,19 @@ def _record_names(s0: StateView) -> set[str]:
 
 @lru_cache(maxsize=8)
 def _naming(names: frozenset[str]) -> re.Pattern[str]:
-    """One pattern finding every name as a whole ("O-1001", not inside "O-10011"); built once
-    per fixture (every attempt of a suite names the same records).
+    """One pattern finding every name as a whole ("o-1001", not inside "o-10011") in folded
+    text; built once per fixture (every attempt of a suite names the same records).
 
-    Where several names fit at one place, the longest whole one is found. ASCII names go into
-    a tree of their shared prefixes, longer branches tried first: the same matches as trying
-    every name longest first (ASCII letters differ in case only), several times faster."""
+    Names and text are folded (casefolded among the rest), so the pattern matches exactly: with
+    ``re.IGNORECASE`` a dotless "\u0131" would match "i" and find a name the text does not
+    hold. Where several names fit at one place, the longest whole one is found. ASCII names
+    go into a tree of their shared prefixes, longer branches tried first: the same matches as
+    trying every name longest first, several times faster."""
     if all(name.isascii() for name in names):
-        options = _prefix_tree({name.lower() for name in names})
+        options = _prefix_tree(set(names))
     else:
         options = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(rf"(?<![\w-])(?:{options})(?![\w-])", re.IGNORECASE)
+    return re.compile(rf"(?<![\w-])(?:{options})(?![\w-])")
 
 
 def _prefix_tree(names: set[str]) -> str:
@@ -248,12 +250,14 @@ def only_known_records(trace: list[AgentEvent], s0: StateView) -> Evidence:
     4417" before it has read which card paid the order, has not checked what it is about to do.
     """
     names = _record_names(s0)
-    by_lower = {n.lower(): n for n in names}
-    naming = _naming(frozenset(names))
+    # Found in folded text ("O\u20111001" with a non-breaking hyphen, fullwidth digits, any
+    # case), each folded name standing for its record.
+    by_folded = {fold(n): n for n in names}
+    naming = _naming(frozenset(by_folded))
     known: set[str] = set()
     for event in trace:
         if isinstance(event, MessageEvent):
-            named = {by_lower[m.lower()] for m in naming.findall(event.text or "")}
+            named = {by_folded[m] for m in naming.findall(fold(event.text or ""))}
             if event.role == "user":
                 known |= named
             elif named - known:
@@ -322,6 +326,51 @@ def _target(event: ToolCallEvent) -> tuple[str | None, Any]:
     if event.tool == "add_store_credit":
         return "credited order", event.args.get("order_id")
     return None, None
+
+
+# Policies 2 and 4: the reason said is the reason recorded.
+
+REASON_WORDS = {
+    "no_longer_needed": re.compile(
+        r"\bno longer (need|want)|\b(do not|don't|dont) (need|want)|\bnot needed\b"
+        r"|\bunneeded\b|\b(need|want) (it|them|this|these) (any ?more|no more)"
+    ),
+    "ordered_by_mistake": re.compile(r"\bmistake|\bby accident|\baccidental|\bin error\b"),
+}
+"""How a person says each cancellation reason, on normalised text."""
+CANCELS = ("cancel_order", "cancel_item")
+
+
+def cancel_reason_as_said(trace: list[AgentEvent], s0: StateView) -> Evidence:
+    """Policies 2 and 4: a cancellation records the reason its confirmation said, if it said one.
+
+    The agent's last message before the call (the question the customer agreed to) may word
+    the reason any way ("since you ordered it by mistake") or leave it out, since policy 2
+    lists order, items, amount, payment method and address; it may not say one reason and
+    record the other."""
+    question: MessageEvent | None = None
+    for event in trace:
+        if isinstance(event, MessageEvent):
+            if event.role == "agent" and not event.final:
+                question = event
+            continue
+        if event.tool not in CANCELS or not event.ok or not isinstance(event.args, dict):
+            continue
+        said = _reasons_said(question)
+        recorded = event.args.get("reason")
+        if said and recorded not in said:
+            asked = "?" if question is None else question.step
+            problem = (
+                f"step {event.step} ({event.tool}) records the reason {recorded!r}; the question"
+                f" at step {asked} said {', '.join(sorted(said))}"
+            )
+            return False, {"problems": [problem], "offending_step": event.step}
+    return True, {}
+
+
+def _reasons_said(message: MessageEvent | None) -> set[str]:
+    text = normalise(message.text or "") if message is not None else ""
+    return {reason for reason, words in REASON_WORDS.items() if words.search(text)}
 
 
 # Policy 8. Card numbers are matched on digits alone (separators dropped by the same

@@ -25,20 +25,33 @@ TOOL_ROOTS = ("args", "output", "error", "tool", "ok")
 MESSAGE_ROOTS = ("text", "role")
 """Where a path into a message starts."""
 _YES_WORDS = (
-    r"yes|yeah|yep|yup|go ahead|please do|please proceed|sounds good|that's right|i confirm|"
-    r"confirmed"
+    r"yes|yeah|yep|yup|go ahead|go for it|please do|please proceed|(you can|you may) proceed|"
+    r"sounds good|that works|that's (right|correct)|that is (right|correct)|i confirm|confirmed|"
+    r"i agree|agreed"
 )
-_OPENING_YES = "sure|ok|okay|alright|all right"
-"""Words that agree only as the reply's first word ("Sure, go ahead", not "I was sure")."""
-YES_PATTERN = rf"\b({_YES_WORDS})\b|^({_OPENING_YES})\b"
+_OPENING_YES = (
+    r"sure|ok|okay|alright|all right|absolutely|definitely|certainly|of course|correct(?! me)|"
+    r"confirm(?! \w)|proceed|do it"
+)
+"""Words that agree only as the reply's first word, after any markdown or quote marks ("Sure,
+go ahead", "**Absolutely.**", "> Confirm.", not "I was sure", "I need to confirm with my wife"
+or "Confirm the amount")."""
+YES_PATTERN = rf"\b({_YES_WORDS})\b|^[\W_]*({_OPENING_YES})\b"
 """The default ``confirmed.yes``, on normalised text: the scripted user's "Yes, please go
-ahead." and the usual ways a person agrees ("Sure", "OK", "Please proceed", "Sounds good")."""
+ahead." and the usual ways a person agrees ("Sure", "OK", "Please proceed", "Sounds good",
+"Absolutely", "Of course", "Confirm")."""
+_IDIOMS = r"(?! (problem|problems|worries|rush|hurry)\b)"
+"""After "no": reassurance, not refusal ("Yes, no problem", "Yes please, no rush")."""
 NO_PATTERN = (
-    r"\b(no|nope|nah|not (yet|now|sure|ok|okay|right)|never|do not|don't|dont|hold on|stop)\b"
-    rf"|(?<!can't )\bwait\b|\b({_YES_WORDS}|{_OPENING_YES})\s*\?"
+    rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|sure|ok|okay|right|correct|agreed)|never|"
+    r"(do not|don't|dont)(?! (worry|mind))|hold on|stop|"
+    r"(absolutely|definitely|certainly|of course) not)\b"
+    rf"|(?<!can't )\bwait\b|^[^.!?]*\b({_YES_WORDS}|{_OPENING_YES})\s*\?"
 )
 """The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes. A yes
-asked back ("yes?", "OK?") is a question, not consent."""
+asked back in the reply's first sentence ("yes?", "OK?", "Go ahead? I don't follow") is a
+question, not consent; a later question is another matter ("Yes please. Will the shoes be
+ok?"). "No problem", "no rush", "don't worry" and "don't mind" are not a no."""
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

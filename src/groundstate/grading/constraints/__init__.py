@@ -22,7 +22,7 @@ from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._order import at_least, at_most, before, never
 from groundstate.grading.constraints._python import python_checks
 from groundstate.grading.constraints._result import passed
-from groundstate.grading.constraints._text import normalise
+from groundstate.grading.constraints._text import fold, normalise
 from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import (
@@ -39,7 +39,7 @@ from groundstate.spec.constraints import (
 )
 from groundstate.trace import TraceCopies, TraceEvent, agent_events
 
-__all__ = ["evaluate_constraints", "matches", "normalise"]
+__all__ = ["evaluate_constraints", "fold", "matches", "normalise"]
 
 
 def evaluate_constraints(

@@ -86,8 +86,8 @@ def _replies(rule: ConfirmedRule, index: TraceIndex) -> tuple[frozenset[int], fr
 def _check_change(
     constraint: ConfirmedConstraint, change: AgentEvent, answers: list[_Confirmation]
 ) -> CheckResult | None:
-    """None when a confirmation covers *change*, and no later no to a question naming all its
-    values took it back; else the failure."""
+    """None when a confirmation covers *change*, and no later no took it back (a no to a
+    question naming all its values, or to a message that asks nothing); else the failure."""
     rule = constraint.confirmed
     named = {path: resolve(change, path) for path in rule.names}
     missing = [path for path, values in named.items() if values is None]
@@ -101,7 +101,8 @@ def _check_change(
     asks = _asks(rule)
     covering = [a for a in naming if a.asks(asks)]
     if covering and covering[-1].yes:
-        return None
+        objection = _objection(answers, covering[-1])
+        return None if objection is None else _objected(constraint, change, objection)
     if covering and any(a.yes for a in covering):
         return _taken_back(constraint, change, values, covering[-1])
     confirmations = [a for a in answers if a.yes]
@@ -149,6 +150,36 @@ def _taken_back(
         f"a question naming all of {', '.join(values)} says no, after an earlier yes"
     )
     return failed(constraint.id, "confirmed", change, problem, refused=_describe(no, values))
+
+
+def _objection(answers: list[_Confirmation], yes: _Confirmation) -> _Confirmation | None:
+    """The user's no, after *yes*, to an agent message that asks nothing ("Great, processing it
+    now." "Wait, stop!"): an objection to what the agent is about to do, which takes the yes
+    back. A no to a question ("Anything else?" "No") or to another request for confirmation
+    ("Cancel the beanie too. Please confirm." "No, keep it") answers that one."""
+    at = next(i for i, a in enumerate(answers) if a is yes)
+    return next((a for a in answers[at + 1 :] if not a.yes and _asks_nothing(a.question)), None)
+
+
+# A message that asks the user something: a question mark, or a request for a decision ("...
+# Please confirm.", "Let me know."). "I'll go ahead and refund it now." asks nothing, nor does
+# "I've confirmed the details": an objection to them takes the yes back.
+_ASKING = re.compile(r"\?|\b(confirm|let me know|shall i|should i)\b")
+
+
+def _asks_nothing(message: MessageEvent) -> bool:
+    return _ASKING.search(normalise(message.text or "")) is None
+
+
+def _objected(
+    constraint: ConfirmedConstraint, change: AgentEvent, objection: _Confirmation
+) -> CheckResult:
+    problem = (
+        f"{label(change)} was not confirmed: after the yes, the user objected at step "
+        f"{objection.answer.step} to the agent's step {objection.question.step}, which asked "
+        "nothing"
+    )
+    return failed(constraint.id, "confirmed", change, problem, refused=_describe(objection, []))
 
 
 def _describe(confirmation: _Confirmation, values: list[str]) -> dict[str, Any]:

@@ -60,7 +60,8 @@ class CompiledMatch:
         return (
             match.tool in (None, "*", event.tool)
             and (match.ok is None or match.ok == event.ok)
-            and isinstance(event.args, dict)
+            # A call whose arguments are no object (refused by the gateway) is still a call
+            # of the tool: ``never: {tool: lookup_card_on_file}`` sees the attempt.
             and (not match.args or _has_args(event.args, match.args))
             and (match.writes is None or any(self._wrote(match.writes, w) for w in event.writes))
         )
@@ -73,10 +74,12 @@ class CompiledMatch:
         )
 
 
-def _has_args(args: dict[str, Any], wanted: dict[str, Any]) -> bool:
+def _has_args(args: Any, wanted: dict[str, Any]) -> bool:
     """Each wanted argument is present and equal, exactly as ``where`` compares (``true`` is not
     ``1``, and ``null`` is not a missing argument), at any depth."""
-    return all(name in args and same(args[name], value) for name, value in wanted.items())
+    return isinstance(args, dict) and all(
+        name in args and same(args[name], value) for name, value in wanted.items()
+    )
 
 
 _COMPILED: dict[int, CompiledMatch] = {}

@@ -26,6 +26,7 @@ _CONFUSABLE = (
     "\u0391A\u0392B\u0395E\u0396Z\u0397H\u0399I\u039aK\u039cM"
     "\u039dN\u039fO\u03a1P\u03a4T\u03a5Y\u03a7X\u03bfo\u03b9i"
     "\u03bdv\u03c1p"
+    "\u0131i\u0130I"  # a dotless i, a dotted capital I
 )
 _FOLDED = str.maketrans(
     {
@@ -53,13 +54,23 @@ def normalise(text: str) -> str:
     Dots and commas are kept (``35.00`` stays ``35.00``) except in runs of digit groups that
     repeat one (``4111.1111.1111.1111``, ``1,000,000``).
     """
+    text = _SPACES.sub(" ", fold(text)).strip()
+    text = _DIGIT_SEPARATORS.sub("", text)
+    return _DIGIT_GROUPS.sub(lambda m: m.group().replace(m.group(1), ""), text)
+
+
+@lru_cache(maxsize=4096)
+def fold(text: str) -> str:
+    """The character-level part of :func:`normalise`, with spacing and digit grouping kept:
+    NFKC, typographic apostrophes, hyphens and look-alike letters folded, casefolded,
+    invisible format characters dropped, decimal digits made ASCII (``"O\u20111001"`` is
+    ``"o-1001"``). For finding names that must keep their digit groups apart ("O-1001 3
+    weeks ago" names O-1001, where normalised text reads ``o-10013``)."""
     text = unicodedata.normalize("NFKC", text).translate(_FOLDED).casefold()
     if not text.isascii():
         text = "".join(c for c in text if unicodedata.category(c) != "Cf")
         text = _NON_ASCII_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group())), text)
-    text = _SPACES.sub(" ", text).strip()
-    text = _DIGIT_SEPARATORS.sub("", text)
-    return _DIGIT_GROUPS.sub(lambda m: m.group().replace(m.group(1), ""), text)
+    return text
 
 
 def rendered(value: Any) -> list[str]:
@@ -82,7 +93,9 @@ def mentions(normalised_text: str, value: str) -> bool:
     on into letters or digits (``I-1019-1`` is not named by ``I-1019-12``, nor size ``9`` by
     ``$29.00``), nor through a dot, ``@`` or hyphen into more of them (``a@x.com`` is not
     named by ``a@x.com.au``, ``22`` not by ``22.50``); a number is named with or without
-    trailing zeros of its fraction (``$22.00`` by ``$22``, ``1`` by ``1.0``)."""
+    trailing zeros of its fraction (``$22.00`` by ``$22``, ``1`` by ``1.0``); a comma between
+    two of its words, and brackets, may be there or not (an address written on lines, "Wool
+    Socks 3-pack" for "Wool Socks (3-pack)")."""
     return _named_by(value).search(normalised_text) is not None
 
 
@@ -91,7 +104,24 @@ def _named_by(value: str) -> re.Pattern[str]:
     """The pattern :func:`mentions` searches for *value*, made once per value (a confirmation
     tests each value of a change against every question before it)."""
     needle = normalise(value)
-    return re.compile(_start(needle) + _number(needle) + _end(needle))
+    # A comma or a list bullet between two words of a value, and brackets around one, are
+    # punctuation, not content: an address on lines or in a list names "200 W Adams Street,
+    # Suite 1400, Chicago, IL 60606" (and the value without its commas the text with them),
+    # "Wool Socks 3-pack" names "Wool Socks (3-pack)".
+    body = _number(needle.replace(", ", " "))
+    for mark, optional in _OPTIONAL:
+        body = body.replace(mark, optional)
+    # The guards look at the value's first and last word, whether or not its brackets are said.
+    return re.compile(_start(needle.lstrip("(")) + body + _end(needle.rstrip(")")))
+
+
+_OPTIONAL = (
+    (re.escape(" "), r"(?:,? (?:[-*\u2022] )?)"),
+    (re.escape("("), re.escape("(") + "?"),
+    (re.escape(")"), re.escape(")") + "?"),
+)
+"""In a value's pattern: each space may follow a comma and come before a list bullet (the
+value's words on the lines of a list), and each bracket may be left out."""
 
 
 # A word goes on through one of these into a letter or digit: "x.com.au", "a.b@x", "22.50".
