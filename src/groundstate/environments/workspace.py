@@ -169,9 +169,12 @@ class WorkspaceView:
         if self._initial:
             return self._env.base_file(path)
         try:
-            return self._env.handle.resolve(path, must_exist=True).read_bytes()
+            target = self._env.handle.resolve(path, must_exist=True)
         except ToolError:  # not there, or not inside the tree
             raise FileNotFoundError(path) from None
+        if not target.is_file():  # a FIFO (not state) would block the grader forever
+            raise FileNotFoundError(path)
+        return target.read_bytes()
 
     def snapshot(self) -> Snapshot:
         return self._env.initial_snapshot() if self._initial else self._env.snapshot()
