@@ -21,8 +21,9 @@ import pytest
 import yaml
 
 from groundstate.environments.workspace import WorkspaceEnvironment
+from groundstate.errors import ToolError
 from groundstate.grading.workspace_unittest import read_results
-from groundstate.sandbox import find_bwrap
+from groundstate.sandbox import bwrap_has_size, find_bwrap
 from groundstate.spec.solution import Step
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.testing import run_solution
@@ -182,3 +183,52 @@ def test_a_chmod_of_the_roots_own_folder_is_given_back(
     assert workspace.root.stat().st_mode & 0o700 == 0o700
     assert workspace.state_hash() == initial
     assert workspace.reset() == initial
+
+
+def _limited(tmp_path: Path, **options: Any) -> WorkspaceEnvironment:
+    repo = tmp_path / "suite" / "repo"
+    shutil.copytree(MINI / "repo", repo)
+    sandbox = "bwrap" if find_bwrap() is not None else "none"
+    return WorkspaceEnvironment(repo, clock=CLOCK, options={"sandbox": sandbox, **options})
+
+
+@pytest.mark.parametrize(
+    ("command", "limit"),
+    [
+        ("mkdir many && cd many && seq 1 300 | xargs touch", "max_files=100"),
+        ("mkdir -p __pycache__ && cd __pycache__ && seq 1 300 | xargs touch", "max_files=100"),
+        ("for d in $(seq 1 150); do mkdir -p deep/$d; done", "max_files=100"),
+        ("for i in 1 2 3; do head -c 600000 /dev/zero > big$i.bin; done", "max_tree_mb=1"),
+        ("head -c 1200000 /dev/zero >> src/calc.py", "max_tree_mb=1"),
+    ],
+    ids=["files", "ignored-files", "folders", "bytes", "grown-file"],
+)
+def test_a_call_that_floods_the_tree_fails_and_is_undone(
+    tmp_path: Path, command: str, limit: str
+) -> None:
+    with _limited(tmp_path, max_files=100, max_tree_mb=1) as env:
+        initial = env.reset()
+        with env.tool_transaction():
+            env.handle.write("kept.txt", "an earlier call's file\n")
+        kept = env.state_hash()
+        with pytest.raises(ToolError, match=limit), env.tool_transaction() as effects:
+            env.handle.run(command + " && echo x > src/also.py", 20)
+        assert effects.writes == []
+        assert env.state_hash() == kept and (env.root / "kept.txt").exists()
+        assert sum(1 for _ in env.root.rglob("*")) < 20  # the flood itself is gone
+        with env.tool_transaction():  # the next call works
+            env.handle.run("seq 1 20 | xargs -I{} touch f{}", 20)
+        assert env.reset() == initial
+
+
+@needs_bwrap
+def test_the_private_tmp_is_capped(tmp_path: Path) -> None:
+    bwrap = find_bwrap()
+    assert bwrap is not None
+    if not bwrap_has_size(bwrap):
+        pytest.skip("this bwrap has no --size (bubblewrap < 0.10): /tmp is not capped")
+    with _limited(tmp_path, tmp_mb=1) as env:
+        env.reset()
+        ran = _run(env, "head -c 3000000 /dev/zero > /tmp/fill; echo $?; du -k /tmp/fill")
+    assert ran["stdout"].split()[0] != "0" and "No space" in ran["stderr"]
+    assert int(ran["stdout"].split()[1]) <= 1024

@@ -16,6 +16,7 @@ runs the program as the current user with only the limits: for trusted code only
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import resource
@@ -54,6 +55,8 @@ class SandboxPolicy:
     """Processes of the sandbox's user (enforced when not running as root, or as ``nobody``)."""
     file_size_mb: int | None = None
     """Largest file a process may write (``RLIMIT_FSIZE``; the writer gets ``SIGXFSZ``)."""
+    tmp_mb: int | None = None
+    """Size of the private ``/tmp`` (a tmpfs: the host's memory), where bwrap has ``--size``."""
 
 
 _cgroups = itertools.count()
@@ -108,7 +111,10 @@ def wrap_command(
     if policy.network == "host":
         args.append("--share-net")
     # A private /tmp first: binds that follow may lie under it (a suite in a temp folder).
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    if policy.tmp_mb is not None and bwrap_has_size(bwrap):
+        args += ["--size", str(policy.tmp_mb * 1024 * 1024)]
+    args += ["--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
     for path in _outermost(binds):
         args += ["--ro-bind", str(path), str(path)]
     for link in links:
@@ -119,6 +125,16 @@ def wrap_command(
     for path in _existing(map(Path, writable)):  # after the hidden covers: a workspace under one
         args += ["--bind", str(path), str(path)]
     return [*args, "--chdir", str(cwd or "/tmp"), "--", *command]
+
+
+@functools.cache
+def bwrap_has_size(bwrap: str) -> bool:
+    """Whether this bwrap can cap a tmpfs (``--size``, bubblewrap 0.10 and later)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in done.stdout + done.stderr
 
 
 def limits(policy: SandboxPolicy, cgroup: Path | None = None) -> Callable[[], None]:
@@ -297,8 +313,8 @@ def run_sandboxed(
     Every process it starts (background ones included) is killed when it ends: they share a
     pids cgroup where one can be made, a process group, and (under bwrap) a PID namespace.
     """
-    cgroup = pids_cgroup(policy.max_processes)
     argv = wrap_command(command, policy, visible=visible, hidden=hidden, writable=writable, cwd=cwd)
+    cgroup = pids_cgroup(policy.max_processes)  # after: a refusal above would leave it behind
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:

@@ -21,6 +21,7 @@ confines every path to the work tree and runs commands in the bubblewrap sandbox
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -82,6 +83,14 @@ class WorkspaceOptions(Strict):
     unbounded file would make each of them read it."""
     command_timeout_s: Seconds = 60.0
     """Longest wall time of one ``run_command`` (the tool's own ``timeout_s`` is capped to it)."""
+    max_files: Count = Field(default=20_000, ge=10, le=10_000_000)
+    """Entries (files, folders, links) the work tree may hold after a tool call: every later
+    call lists and hashes them all. A call that leaves more fails and is undone."""
+    max_tree_mb: Count = Field(default=2048, ge=1, le=1_048_576)
+    """Bytes of regular files the work tree may hold after a tool call (as ``max_files``)."""
+    tmp_mb: Count = Field(default=512, ge=1, le=1_048_576)
+    """Size of a command's private ``/tmp``, which lives in the host's memory (a tmpfs);
+    enforced where bwrap supports ``--size`` (0.10 and later)."""
 
     def policy(self) -> SandboxPolicy:
         return SandboxPolicy(
@@ -91,6 +100,7 @@ class WorkspaceOptions(Strict):
             self.cpu_seconds,
             self.max_processes,
             self.file_size_mb,
+            self.tmp_mb,
         )
 
 
@@ -388,6 +398,7 @@ class WorkspaceEnvironment(ClosesOnExit):
             before, contents = self._snapshot_with_contents()
             try:
                 yield effects
+                self._refuse_oversized(before)
                 self._refuse_unnamed()
             except BaseException:
                 self._put_back(before, contents)
@@ -396,6 +407,26 @@ class WorkspaceEnvironment(ClosesOnExit):
             effects.denied = list(dict.fromkeys(self.denied))
             effects.writes = _writes(before, self.snapshot())
             effects.changed_tables = [FILES] if effects.writes else []
+
+    def _refuse_oversized(self, before: Snapshot) -> None:
+        """Fail the call when the tree holds more entries or bytes than the options allow,
+        first removing every path that is not a file of *before* (what the call added, and
+        ignored files, which are not state), so that undoing the call, which hashes the tree,
+        does not read them all."""
+        options = self.options
+        entries, size = tree_size(self.root, options.max_files + 1)
+        if entries <= options.max_files and size <= options.max_tree_mb * 1024 * 1024:
+            return
+        keep = {str(row["path"]) for row in before.tables[FILES].rows.values()}
+        with _environment_errors("remove what an oversized call added"):
+            remove_except(self.root, keep)
+        if entries > options.max_files:
+            what = f"over max_files={options.max_files} entries (files, folders, links)"
+        else:
+            what = f"{size // (1024 * 1024)} MB of files, over max_tree_mb={options.max_tree_mb}"
+        raise ToolError(
+            f"the call left {what} in the work tree (environment_options); it was undone"
+        )
 
     def _refuse_unnamed(self) -> None:
         """Remove the files a command named with bytes that are not UTF-8 and fail the call:
@@ -426,6 +457,40 @@ class WorkspaceEnvironment(ClosesOnExit):
             for key, row in old.items():
                 if new.get(key) != row:
                     self.handle.restore(row, contents.get(row["path"]))
+
+
+def tree_size(root: Path, stop_at: int) -> tuple[int, int]:
+    """(entries, bytes of regular files) under *root*, counting stopped at *stop_at* entries;
+    links are not followed."""
+    entries = size = 0
+    folders = [root]
+    while folders and entries < stop_at:
+        with os.scandir(folders.pop()) as listing:
+            for entry in listing:
+                entries += 1
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    size += entry.stat(follow_symlinks=False).st_size
+    return entries, size
+
+
+def remove_except(root: Path, keep: set[str]) -> None:
+    """Remove every file, link or special file under *root* whose path is not in *keep*, and
+    the folders left empty."""
+    for folder, dirs, files in os.walk(root, topdown=False):
+        here = Path(folder)
+        for name in files:
+            path = here / name
+            if path.relative_to(root).as_posix() not in keep:
+                path.unlink()
+        for name in dirs:
+            path = here / name
+            if path.is_symlink():
+                if path.relative_to(root).as_posix() not in keep:
+                    path.unlink()
+            elif not any(path.iterdir()):
+                path.rmdir()
 
 
 def _text(name: str) -> bool:
