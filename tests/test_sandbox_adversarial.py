@@ -232,3 +232,30 @@ def test_the_private_tmp_is_capped(tmp_path: Path) -> None:
         ran = _run(env, "head -c 3000000 /dev/zero > /tmp/fill; echo $?; du -k /tmp/fill")
     assert ran["stdout"].split()[0] != "0" and "No space" in ran["stderr"]
     assert int(ran["stdout"].split()[1]) <= 1024
+
+
+# --- the run store, for agent programs --------------------------------------------------------
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name", ["runs.db", "artifacts"])
+def test_an_agent_program_beside_the_store_cannot_read_it(
+    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The common layout: the system file, the agent program and ``.groundstate/`` (the
+    default store, past attempts' records) all in one project folder the program sees."""
+    from groundstate.store import RunStore
+
+    from .test_mcp_agents import run_program
+
+    monkeypatch.delenv("GROUNDSTATE_SANDBOX_HIDDEN", raising=False)
+    store = RunStore(tmp_path / ".groundstate" / "runs.db")
+    probe = store.path
+    if name == "artifacts":
+        store.artifacts.mkdir(exist_ok=True)
+        probe = store.artifacts / "probe.txt"
+        probe.write_text("a past attempt's trace\n")
+    retail = load_suite(Path(__file__).parent.parent / "examples" / "retail")
+    out = run_program(retail, tmp_path, "snoop", str(probe))
+    assert str(out.run.final_message).startswith("cannot read"), out.run.final_message
+    assert probe.read_bytes()  # it is there, outside the sandbox

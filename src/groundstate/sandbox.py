@@ -39,6 +39,11 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
 CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 """Where a pids cgroup can be made: cgroup v1's pids hierarchy, or the v2 unified one."""
 PYTHON = "{python}"
+HIDDEN_ENV = "GROUNDSTATE_SANDBOX_HIDDEN"
+"""Paths of the harness (the run store) that no sandbox shows, ``os.pathsep``-separated: an
+environment variable, so that executor processes started later inherit it."""
+MAX_HARNESS_HIDDEN = 16
+"""Paths kept in :data:`HIDDEN_ENV` (the latest; a process normally opens one store)."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,21 @@ def find_bwrap() -> str | None:
     return str(path)
 
 
+def hide_from_sandboxes(*paths: Path) -> None:
+    """Keep *paths* (files or folders, existing or not yet) out of every sandbox that this
+    process, and the processes it starts afterwards, make: the run store opens with this, so an
+    agent program whose own folder holds ``.groundstate/`` cannot read past attempts."""
+    known = harness_hidden()
+    added = [str(Path(p).absolute()) for p in paths]
+    kept = [p for p in known if p not in added] + added
+    os.environ[HIDDEN_ENV] = os.pathsep.join(kept[-MAX_HARNESS_HIDDEN:])
+
+
+def harness_hidden() -> list[str]:
+    """The paths :func:`hide_from_sandboxes` registered."""
+    return [p for p in os.environ.get(HIDDEN_ENV, "").split(os.pathsep) if p]
+
+
 def wrap_command(
     command: list[str],
     policy: SandboxPolicy,
@@ -90,9 +110,10 @@ def wrap_command(
     """The command line that runs *command* under *policy*.
 
     *visible* paths are bound read-only (with the system directories and the Python in use);
-    *writable* ones read-write (a repository workspace); *hidden* paths are covered with an
-    empty directory if they fall under a visible one. The command starts in *cwd* (default
-    the private ``/tmp``).
+    *writable* ones read-write (a repository workspace); *hidden* paths, and the harness's
+    own (:func:`hide_from_sandboxes`), are covered with an empty directory (a file: with an
+    empty one) if they fall under a visible one; a visible path inside one is not bound. The
+    command starts in *cwd* (default the private ``/tmp``).
     """
     if policy.sandbox == "none":
         return list(command)
@@ -104,7 +125,7 @@ def wrap_command(
             "the agent program unsandboxed (trusted code only)"
         )
     links = [Path(d) for d in SYSTEM_DIRS if Path(d).is_symlink()]  # /bin -> usr/bin...
-    secret = _existing(map(Path, hidden))
+    secret = _existing([*map(Path, hidden), *map(Path, harness_hidden())])
     wanted = _existing({*map(Path, SYSTEM_DIRS), *_python_dirs(), *map(Path, visible)})
     binds = [b for b in wanted if not any(b.is_relative_to(s) for s in secret)]
     args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
@@ -120,8 +141,9 @@ def wrap_command(
     for link in links:
         args += ["--symlink", os.readlink(link), str(link)]
     for path in secret:
-        if any(path.is_relative_to(b) for b in binds):
-            args += ["--tmpfs", str(path)]
+        if any(path.is_relative_to(b) for b in binds):  # covered: a folder by an empty one
+            cover = ["--tmpfs"] if path.is_dir() else ["--ro-bind", os.devnull]
+            args += [*cover, str(path)]
     for path in _existing(map(Path, writable)):  # after the hidden covers: a workspace under one
         args += ["--bind", str(path), str(path)]
     return [*args, "--chdir", str(cwd or "/tmp"), "--", *command]
