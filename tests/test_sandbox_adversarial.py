@@ -22,6 +22,7 @@ import yaml
 
 from groundstate.environments.workspace import WorkspaceEnvironment
 from groundstate.errors import ToolError
+from groundstate.grading.workspace import matches
 from groundstate.grading.workspace_unittest import read_results
 from groundstate.sandbox import bwrap_has_size, find_bwrap
 from groundstate.spec.solution import Step
@@ -259,3 +260,44 @@ def test_an_agent_program_beside_the_store_cannot_read_it(
     out = run_program(retail, tmp_path, "snoop", str(probe))
     assert str(out.run.final_message).startswith("cannot read"), out.run.final_message
     assert probe.read_bytes()  # it is there, outside the sandbox
+
+
+# --- names a shell allows ---------------------------------------------------------------------
+
+ODD_NAMES = [
+    "src/we\nird.py",
+    "src/a\rb.py",
+    "src/tab\there.py",
+    "src/back\\slash.py",
+    'src/"quoted".py',
+    "src/-rf",
+    "src/ space .py",
+    "src/\u00e9t\u00e9.py",
+]
+
+
+@needs_bwrap
+def test_odd_file_names_reach_the_graders_checkout_and_match_the_globs(mini: Suite) -> None:
+    steps = [Step(call="write_file", args={"path": "src/calc.py", "content": FIXED})]
+    steps += [Step(call="write_file", args={"path": n, "content": "x = 1\n"}) for n in ODD_NAMES]
+    steps += [Step(call="run_command", args={"command": "ln -s 'we\nird.py' src/link"})]
+    run = run_solution(mini, "fix-add", [*steps, Step(finish="Fixed.")])
+    verdicts = {r.id: r for r in run.outcome_assertion_results}
+    assert run.success, {k: (v.passed, v.error, v.evidence) for k, v in verdicts.items()}
+    assert set(verdicts["only-src"].evidence["changed"]) == {*ODD_NAMES, "src/calc.py", "src/link"}
+
+
+@pytest.mark.parametrize(
+    ("path", "pattern", "expected"),
+    [
+        ("src/we\nird.py", "src/**", True),
+        ("src/a\nb/c.py", "src/*", False),
+        ("x\n.md", "*.md", True),
+        ("docs/x\n.md", "*.md", False),
+        ("src\n/x.py", "src/**", False),
+    ],
+)
+def test_globs_treat_a_newline_as_any_other_character(
+    path: str, pattern: str, expected: bool
+) -> None:
+    assert matches(path, pattern) is expected

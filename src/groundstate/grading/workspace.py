@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from groundstate.environments.base import TableDiff
 from groundstate.environments.workspace import FILES
-from groundstate.environments.workspace_tools import command_environment
+from groundstate.environments.workspace_tools import command_environment, owner_access
 from groundstate.grading.workspace_unittest import run_unittest
 from groundstate.sandbox import run_sandboxed
 from groundstate.spec.files import is_dir
@@ -65,6 +65,7 @@ def evaluate_tests(assertion: Any, states: States) -> tuple[bool, dict[str, Any]
             env=command_environment(),
         )
     finally:
+        owner_access(folder)  # the code under test may have taken it away with chmod
         shutil.rmtree(folder, ignore_errors=True)
     evidence = {"command": spec.command, "changed_files": changed(states), **result.to_json()}
     return result.exit_code == 0, evidence
@@ -140,7 +141,7 @@ def _compiled(pattern: str) -> re.Pattern[str]:
             parts.append(r"[^/]")
         else:
             parts.append(re.escape(piece))
-    return re.compile("".join(parts))
+    return re.compile("".join(parts), re.DOTALL)  # a file name may hold a newline
 
 
 def hidden_tests_problem(
