@@ -148,6 +148,21 @@ RUNNER_TASK = {
     "id": "hidden-runner",
     "tests": {"path": "hidden/fix-add", "runner": "unittest", "files": ["check_*.py"]},
 }
+
+
+def _runner_suite(root: Path, hidden: dict[str, str] | None = None) -> Suite:
+    """The mini suite at *root*, graded by groundstate's runner on the hidden tests (and
+    *hidden* files added to them)."""
+    shutil.copytree(MINI, root)
+    for name, text in (hidden or {}).items():
+        (root / "hidden" / "fix-add" / name).write_text(text)
+    task_file = root / "tasks" / "fix-add.yaml"
+    task = yaml.safe_load(task_file.read_text())
+    task["outcome_assertions"] = [RUNNER_TASK]
+    task_file.write_text(yaml.safe_dump(task, sort_keys=False))
+    return load_suite(root)
+
+
 FIFO_AT_IMPORT = (
     "import os, sys\nos.mkfifo(sys.argv[sys.argv.index('--results') + 1])\nos._exit(0)\n"
 )
@@ -155,17 +170,12 @@ FIFO_AT_IMPORT = (
 
 @needs_bwrap
 def test_code_that_leaves_a_fifo_for_the_results_fails_without_hanging(tmp_path: Path) -> None:
-    root = tmp_path / "suite"
-    shutil.copytree(MINI, root)
-    task_file = root / "tasks" / "fix-add.yaml"
-    task = yaml.safe_load(task_file.read_text())
-    task["outcome_assertions"] = [RUNNER_TASK]
-    task_file.write_text(yaml.safe_dump(task, sort_keys=False))
+    suite = _runner_suite(tmp_path / "suite")
     steps = [
         Step(call="write_file", args={"path": "src/calc.py", "content": FIFO_AT_IMPORT}),
         Step(finish="Fixed."),
     ]
-    run = _prompt(lambda: run_solution(load_suite(root), "fix-add", steps), 60)
+    run = _prompt(lambda: run_solution(suite, "fix-add", steps), 60)
     result = run.outcome_assertion_results[0]
     assert result.error is None and not result.passed
     assert any("not a regular file" in p for p in result.evidence["problems"])
@@ -301,3 +311,79 @@ def test_globs_treat_a_newline_as_any_other_character(
     path: str, pattern: str, expected: bool
 ) -> None:
     assert matches(path, pattern) is expected
+
+
+# --- generic in-process tricks against groundstate's runner ------------------------------------
+
+BROKEN = "def add(a, b):\n    return a - b\n"
+SUITE_TRICKS = {
+    # Every unittest runner calls nested suites through BaseTestSuite.__call__: count each
+    # test as a success without running it.
+    "nested_suites_forged": (
+        "import unittest.suite\n"
+        "def forged(self, result):\n"
+        "    for test in self:\n"
+        "        result.testsRun += test.countTestCases()\n"
+        "        result.addSuccess(test)\n"
+        "unittest.suite.BaseTestSuite.__call__ = forged\n"
+    ),
+    "suite_helper_replaced": (
+        "import unittest.suite\n"
+        "unittest.suite._call_if_exists = lambda *a: None\n"
+        "unittest.suite.TestSuite._handleClassSetUp = lambda *a: None\n"
+    ),
+    "result_module_patched": (
+        "import unittest.result\nunittest.result.TestResult.addFailure = lambda *a: None\n"
+    ),
+    "subtest_class_patched": (
+        "import unittest.case\nunittest.case._SubTest.__init__ = lambda *a, **k: None\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def runner_suite(tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    return _runner_suite(tmp_path_factory.mktemp("tricks") / "suite")
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name", sorted(SUITE_TRICKS))
+def test_patching_unittests_suite_and_result_modules_fails(runner_suite: Suite, name: str) -> None:
+    content = SUITE_TRICKS[name] + BROKEN
+    steps = [Step(call="write_file", args={"path": "src/calc.py", "content": content})]
+    run = run_solution(runner_suite, "fix-add", [*steps, Step(finish="Fixed.")])
+    result = run.outcome_assertion_results[0]
+    assert result.error is None and not result.passed, result.evidence
+
+
+USES_THE_WHOLE_OF_UNITTEST = """import logging
+import sys
+import unittest
+from unittest import IsolatedAsyncioTestCase, mock
+
+sys.path.insert(0, "src")
+from calc import add
+
+
+class Whole(IsolatedAsyncioTestCase):
+    async def test_async(self) -> None:
+        self.assertEqual(add(2, 3), 5)
+
+    def test_mock_and_logs(self) -> None:
+        spy = mock.Mock(side_effect=add)
+        with self.assertLogs("calc") as logs:
+            logging.getLogger("calc").warning("%s", spy(1, 1))
+        self.assertEqual(logs.output, ["WARNING:calc:2"])
+"""
+
+
+@needs_bwrap
+def test_hidden_tests_may_load_any_part_of_unittest(tmp_path: Path) -> None:
+    """Loading ``unittest.mock`` (or ``_log``, or the async test case) adds a name to the
+    unittest package; that is no tampering, and a correct fix passes."""
+    suite = _runner_suite(tmp_path / "suite", {"check_whole.py": USES_THE_WHOLE_OF_UNITTEST})
+    steps = [Step(call="write_file", args={"path": "src/calc.py", "content": FIXED})]
+    run = run_solution(suite, "fix-add", [*steps, Step(finish="Fixed.")])
+    result = run.outcome_assertion_results[0]
+    assert result.passed, result.evidence["problems"]
+    assert result.evidence["results"]["run"] == 3

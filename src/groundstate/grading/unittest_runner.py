@@ -35,11 +35,15 @@ import importlib
 import importlib.util
 import json
 import os
+import pkgutil
 import sys
 import traceback
 import types
 import unittest
 import unittest.case
+import unittest.loader
+import unittest.result
+import unittest.suite
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +54,15 @@ WATCHED: tuple[type, ...] = (
     unittest.TestCase,
     unittest.TestLoader,
     unittest.TestSuite,
+    unittest.suite.BaseTestSuite,  # its __call__ runs every nested suite
     unittest.TestResult,
     unittest.case._Outcome,  # type: ignore[attr-defined]  # runs each test part
+    unittest.case._SubTest,  # type: ignore[attr-defined]
 )
 """Classes whose attributes the code under test must leave alone."""
+WATCHED_MODULES = (unittest, unittest.case, unittest.suite, unittest.result, unittest.loader)
+"""Modules whose names the code under test must leave alone (``unittest.TestCase = Lenient``,
+a helper the suites call)."""
 
 
 class RecordingResult(unittest.TestResult):
@@ -106,12 +115,12 @@ class RecordingResult(unittest.TestResult):
 
 def _fingerprint() -> dict[str, int]:
     """The identity of every attribute of the watched classes (and of this result class), and
-    of what ``unittest`` and ``unittest.case`` name (``unittest.TestCase = Lenient``)."""
+    of what the watched modules name."""
     marks: dict[str, int] = {}
     for cls in (*WATCHED, RecordingResult):
         for name, value in vars(cls).items():
             marks[f"{cls.__module__}.{cls.__qualname__}.{name}"] = id(value)
-    for module in (unittest, unittest.case):
+    for module in WATCHED_MODULES:
         for name, value in vars(module).items():
             if not name.startswith("__"):
                 marks[f"{module.__name__}.{name}"] = id(value)
@@ -150,8 +159,19 @@ def _import_from(name: str, file: Path, package: Path | None = None) -> types.Mo
     return module
 
 
+def _import_unittest_whole() -> None:
+    """Import every part of unittest a test may load on first use (``unittest.mock``,
+    ``_log`` for ``assertLogs``, ``IsolatedAsyncioTestCase``) before the fingerprint: loading
+    one adds a name to the package, which is no tampering."""
+    for info in pkgutil.iter_modules(unittest.__path__):
+        if info.name not in ("__main__", "test"):
+            importlib.import_module(f"unittest.{info.name}")
+    getattr(unittest, "IsolatedAsyncioTestCase", None)  # a lazy name of the package
+
+
 def run(files: list[Path]) -> dict[str, Any]:
     """Load and run the tests of *files*; the results as JSON-ready data."""
+    _import_unittest_whole()
     before = _fingerprint()
     loader = unittest.TestLoader()
     suite = unittest.TestSuite()
