@@ -335,6 +335,27 @@ SUITE_TRICKS = {
     "result_module_patched": (
         "import unittest.result\nunittest.result.TestResult.addFailure = lambda *a: None\n"
     ),
+    # A class built after this (the hidden test case) gets every test method emptied.
+    "classes_built_hollow": (
+        "import builtins\n"
+        "_build = builtins.__build_class__\n"
+        "def hollow(func, name, *bases, **kw):\n"
+        "    cls = _build(func, name, *bases, **kw)\n"
+        "    for key in [k for k in vars(cls) if k.startswith('test')]:\n"
+        "        setattr(cls, key, lambda self: None)\n"
+        "    return cls\n"
+        "builtins.__build_class__ = hollow\n"
+    ),
+    # A global trace function can rewrite a frame's locals: every assertEqual compares the
+    # first argument with itself.
+    "trace_function_rewrites_locals": (
+        "import ctypes, sys\n"
+        "def tracer(frame, event, arg):\n"
+        "    if event == 'call' and frame.f_code.co_name == 'assertEqual':\n"
+        "        frame.f_locals['second'] = frame.f_locals['first']\n"
+        "        ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))\n"
+        "sys.settrace(tracer)\n"
+    ),
     "subtest_class_patched": (
         "import unittest.case\nunittest.case._SubTest.__init__ = lambda *a, **k: None\n"
     ),
