@@ -9,6 +9,7 @@ judged correctly, promptly, and leave nothing for the next attempt.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -20,14 +21,20 @@ from typing import Any
 import pytest
 import yaml
 
+from groundstate.agents.python import load_agent
 from groundstate.environments.workspace import WorkspaceEnvironment
-from groundstate.errors import ToolError
+from groundstate.errors import SpecError, ToolError
 from groundstate.grading.workspace import matches
 from groundstate.grading.workspace_unittest import read_results
-from groundstate.sandbox import bwrap_has_size, find_bwrap
+from groundstate.sandbox import bwrap_has_size, find_bwrap, kill_cgroup, pids_cgroup
 from groundstate.spec.solution import Step
 from groundstate.spec.suite import Suite, load_suite
-from groundstate.testing import run_solution
+from groundstate.spec.system import load_system
+from groundstate.store import RunStore
+from groundstate.testing import attempt, run_solution
+
+from .conftest import EXAMPLES
+from .test_mcp_agents import run_program, system_file
 
 MINI = Path(__file__).parent / "suites" / "workspace_mini"
 CLOCK = datetime(2026, 1, 15, 9, 30)
@@ -245,19 +252,21 @@ def test_the_private_tmp_is_capped(tmp_path: Path) -> None:
     assert int(ran["stdout"].split()[1]) <= 1024
 
 
+@pytest.fixture(scope="module")
+def retail() -> Suite:
+    return load_suite(EXAMPLES / "retail")
+
+
 # --- the run store, for agent programs --------------------------------------------------------
 
 
 @needs_bwrap
 @pytest.mark.parametrize("name", ["runs.db", "artifacts"])
 def test_an_agent_program_beside_the_store_cannot_read_it(
-    tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
+    retail: Suite, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The common layout: the system file, the agent program and ``.groundstate/`` (the
     default store, past attempts' records) all in one project folder the program sees."""
-    from groundstate.store import RunStore
-
-    from .test_mcp_agents import run_program
 
     monkeypatch.delenv("GROUNDSTATE_SANDBOX_HIDDEN", raising=False)
     store = RunStore(tmp_path / ".groundstate" / "runs.db")
@@ -266,7 +275,6 @@ def test_an_agent_program_beside_the_store_cannot_read_it(
         store.artifacts.mkdir(exist_ok=True)
         probe = store.artifacts / "probe.txt"
         probe.write_text("a past attempt's trace\n")
-    retail = load_suite(Path(__file__).parent.parent / "examples" / "retail")
     out = run_program(retail, tmp_path, "snoop", str(probe))
     assert str(out.run.final_message).startswith("cannot read"), out.run.final_message
     assert probe.read_bytes()  # it is there, outside the sandbox
@@ -408,3 +416,69 @@ def test_hidden_tests_may_load_any_part_of_unittest(tmp_path: Path) -> None:
     result = run.outcome_assertion_results[0]
     assert result.passed, result.evidence["problems"]
     assert result.evidence["results"]["run"] == 3
+
+
+# --- processes that outlive or ignore their command --------------------------------------------
+
+ESCAPES = {
+    "setsid": "setsid sh -c 'sleep 0.4; echo late > late.txt' &",
+    "double-fork": "( ( sleep 0.4; echo late > late.txt ) & ) &",
+    "nohup-ignoring-signals": (
+        "nohup sh -c \"trap '' TERM HUP INT; sleep 0.4; echo late > late.txt\" >/dev/null 2>&1 &"
+    ),
+}
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+@pytest.mark.parametrize("how", sorted(ESCAPES))
+def test_a_process_left_running_cannot_change_the_tree_later(
+    tmp_path: Path, sandbox: str, how: str
+) -> None:
+    if sandbox == "bwrap" and find_bwrap() is None:
+        pytest.skip("bubblewrap is not installed")
+    if sandbox == "none":  # unsandboxed, only a pids cgroup reaches a process that left
+        probe = pids_cgroup(4)
+        if probe is None:
+            pytest.skip("no pids cgroup can be made here: `sandbox: none` cannot stop these")
+        kill_cgroup(probe)
+    repo = tmp_path / "suite" / "repo"
+    shutil.copytree(MINI / "repo", repo)
+    with WorkspaceEnvironment(repo, clock=CLOCK, options={"sandbox": sandbox}) as env:
+        initial = env.reset()
+        _run(env, ESCAPES[how])
+        assert env.state_hash() == initial
+        threading.Event().wait(0.8)
+        assert not (env.root / "late.txt").exists()
+        assert env.state_hash() == initial
+
+
+def test_a_command_that_ignores_sigterm_is_killed_at_its_time_limit(
+    workspace: WorkspaceEnvironment,
+) -> None:
+    with workspace.tool_transaction():
+        ran = _prompt(
+            lambda: workspace.handle.run("trap '' TERM INT HUP; sleep 30 & wait; sleep 30", 0.5)
+        )
+    assert ran["timed_out"] and ran["exit_code"] is None and ran["duration_s"] < 5
+
+
+@needs_bwrap
+def test_an_agent_programs_stderr_is_bounded_on_the_host(retail: Suite, tmp_path: Path) -> None:
+
+    program = tmp_path / "noisy.py"
+    program.write_text("import sys, time\nsys.stderr.write('x' * 3_000_000)\ntime.sleep(30)\n")
+    system = load_system(system_file(tmp_path, ["{python}", str(program)], file_size_mb=1))
+    out = _prompt(lambda: attempt(retail, "refund-socks", load_agent(system), system=system), 40)
+    # Python ignores SIGXFSZ: its write fails (EFBIG), and it exits non-zero at once
+    # instead of filling the host's disk for its whole time limit.
+    assert json.loads(out.artifacts["agent_process.json"])["exit_code"] not in (0, None)
+    assert out.run.terminal_reason == "agent_failure/crashed"
+
+
+@pytest.mark.parametrize("value", [0, "big", True, 1.5])
+def test_an_agent_programs_file_limits_must_be_whole_megabytes(tmp_path: Path, value: Any) -> None:
+
+    for name in ("file_size_mb", "tmp_mb"):
+        path = system_file(tmp_path, ["{python}", "x.py"], sandbox="none", **{name: value})
+        with pytest.raises(SpecError, match=name):
+            load_agent(load_system(path))
