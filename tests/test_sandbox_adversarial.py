@@ -26,7 +26,14 @@ from groundstate.environments.workspace import WorkspaceEnvironment
 from groundstate.errors import SpecError, ToolError
 from groundstate.grading.workspace import matches
 from groundstate.grading.workspace_unittest import read_results
-from groundstate.sandbox import bwrap_has_size, find_bwrap, kill_cgroup, pids_cgroup
+from groundstate.sandbox import (
+    SandboxPolicy,
+    bwrap_has_size,
+    find_bwrap,
+    kill_cgroup,
+    pids_cgroup,
+    run_sandboxed,
+)
 from groundstate.spec.solution import Step
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import load_system
@@ -482,3 +489,24 @@ def test_an_agent_programs_file_limits_must_be_whole_megabytes(tmp_path: Path, v
         path = system_file(tmp_path, ["{python}", "x.py"], sandbox="none", **{name: value})
         with pytest.raises(SpecError, match=name):
             load_agent(load_system(path))
+
+
+# --- privileges inside the sandbox --------------------------------------------------------------
+
+
+@needs_bwrap
+def test_a_sandboxed_command_has_no_capabilities_to_remount_or_mount(tmp_path: Path) -> None:
+    """Run as root (containers, CI), bwrap left the command every capability in its user
+    namespace: ``mount -o remount,rw`` made a read-only folder of the host writable."""
+    shown = tmp_path / "shown"
+    shown.mkdir()
+    (shown / "f.txt").write_text("original\n")
+    script = (
+        f"grep CapEff /proc/self/status; mount -o remount,bind,rw {shown}; "
+        f"echo changed >> {shown}/f.txt; mount -t tmpfs none /tmp; mknod /tmp/d c 1 3; true"
+    )
+    ran = run_sandboxed(
+        ["/bin/sh", "-c", script], SandboxPolicy(), cwd=shown, timeout_s=10, visible=[shown]
+    )
+    assert "CapEff:\t0000000000000000" in ran.stdout, ran
+    assert (shown / "f.txt").read_text() == "original\n"

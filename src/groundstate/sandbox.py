@@ -128,7 +128,9 @@ def wrap_command(
     secret = _existing([*map(Path, hidden), *map(Path, harness_hidden())])
     wanted = _existing({*map(Path, SYSTEM_DIRS), *_python_dirs(), *map(Path, visible)})
     binds = [b for b in wanted if not any(b.is_relative_to(s) for s in secret)]
-    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
+    # Run as root, bwrap leaves the program every capability in its user namespace, where
+    # root's files are root's: it could remount a read-only bind read-write and write the host.
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
     if policy.network == "host":
         args.append("--share-net")
     # A private /tmp first: binds that follow may lie under it (a suite in a temp folder).
