@@ -510,3 +510,13 @@ def test_a_sandboxed_command_has_no_capabilities_to_remount_or_mount(tmp_path: P
     )
     assert "CapEff:\t0000000000000000" in ran.stdout, ran
     assert (shown / "f.txt").read_text() == "original\n"
+
+
+@needs_bwrap
+def test_a_sandboxed_command_cannot_write_the_host_kernels_settings() -> None:
+    """As root, the command (uid 0) could write /proc/sys: host-wide kernel settings. The
+    value written is the one read, so the test changes nothing even where it would fail."""
+    setting = "/proc/sys/vm/swappiness"
+    script = f"v=$(cat {setting}); echo $v > {setting} && echo WROTE; echo read:$v"
+    ran = run_sandboxed(["/bin/sh", "-c", script], SandboxPolicy(), cwd=Path("/tmp"), timeout_s=10)
+    assert "read:" in ran.stdout and "WROTE" not in ran.stdout, ran

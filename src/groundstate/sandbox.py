@@ -134,7 +134,9 @@ def wrap_command(
     if policy.network == "host":
         args.append("--share-net")
     # A private /tmp first: binds that follow may lie under it (a suite in a temp folder).
-    args += ["--proc", "/proc", "--dev", "/dev"]
+    # /proc/sys holds the host kernel's settings: as root (uid 0, even without capabilities)
+    # a command could write them (kernel.core_pattern runs a program as the host's root).
+    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
     if policy.tmp_mb is not None and bwrap_has_size(bwrap):
         args += ["--size", str(policy.tmp_mb * 1024 * 1024)]
     args += ["--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
