@@ -520,3 +520,14 @@ def test_a_sandboxed_command_cannot_write_the_host_kernels_settings() -> None:
     script = f"v=$(cat {setting}); echo $v > {setting} && echo WROTE; echo read:$v"
     ran = run_sandboxed(["/bin/sh", "-c", script], SandboxPolicy(), cwd=Path("/tmp"), timeout_s=10)
     assert "read:" in ran.stdout and "WROTE" not in ran.stdout, ran
+
+
+def test_commands_never_see_the_suite_however_deep_its_fixture_lies(tmp_path: Path) -> None:
+    """A suite installed where the sandbox shows it (site-packages, under the Python in use)
+    is covered whole, not only the fixture's two nearest folders."""
+    suite = tmp_path / "suite"
+    shutil.copytree(MINI, suite)
+    repo = suite / "fixtures" / "repos" / "mini"
+    shutil.copytree(MINI / "repo", repo)
+    with WorkspaceEnvironment(repo, clock=CLOCK, options={"sandbox": "none"}) as env:
+        assert suite.resolve() in env.hidden_paths

@@ -56,6 +56,7 @@ from groundstate.environments.workspace_tools import WorkspaceHandle, confined
 from groundstate.errors import EnvironmentFailure, ResetCheckFailed, ToolError
 from groundstate.sandbox import SandboxPolicy, find_bwrap
 from groundstate.spec.canonical import canonical_json, hash_value
+from groundstate.spec.constraint_sets import SUITE_FILE
 from groundstate.spec.strict import Count, Seconds, Strict
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import make_workdir
@@ -299,10 +300,12 @@ class WorkspaceEnvironment(ClosesOnExit):
 
     @property
     def hidden_paths(self) -> list[Path]:
-        """What a command must never see even where a visible folder holds it: the folders
-        around the fixture (the suite, with its hidden tests and solutions)."""
+        """What a command must never see even where a visible folder holds it (a suite
+        installed in site-packages): the folders around the fixture and the suite's own, the
+        nearest holding ``suite.yaml``, however deep the fixture lies in it."""
         fixture = self._fixture.resolve()
-        return [fixture.parent, fixture.parent.parent]
+        suite = next((p for p in fixture.parents if (p / SUITE_FILE).is_file()), None)
+        return [fixture.parent, fixture.parent.parent, *([suite] if suite else [])]
 
     @property
     def access(self) -> str:
