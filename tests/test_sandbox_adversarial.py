@@ -247,16 +247,21 @@ def test_a_call_that_floods_the_tree_fails_and_is_undone(
 
 
 @needs_bwrap
-def test_the_private_tmp_is_capped(tmp_path: Path) -> None:
+def test_the_private_tmp_and_shm_are_capped_and_dev_is_read_only(tmp_path: Path) -> None:
     bwrap = find_bwrap()
     assert bwrap is not None
     if not bwrap_has_size(bwrap):
         pytest.skip("this bwrap has no --size (bubblewrap < 0.10): /tmp is not capped")
     with _limited(tmp_path, tmp_mb=1) as env:
         env.reset()
-        ran = _run(env, "head -c 3000000 /dev/zero > /tmp/fill; echo $?; du -k /tmp/fill")
-    assert ran["stdout"].split()[0] != "0" and "No space" in ran["stderr"]
-    assert int(ran["stdout"].split()[1]) <= 1024
+        ran = _run(
+            env,
+            "for d in /tmp /dev/shm; do head -c 3000000 /dev/zero > $d/fill; du -k $d/fill; done;"
+            " echo x > /dev/fill || echo dev-refused",
+        )
+    sizes = [int(line.split()[0]) for line in ran["stdout"].splitlines()[:2]]
+    assert len(sizes) == 2 and all(size <= 1024 for size in sizes), ran
+    assert "No space" in ran["stderr"] and "dev-refused" in ran["stdout"]
 
 
 @pytest.fixture(scope="module")

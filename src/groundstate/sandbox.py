@@ -61,7 +61,8 @@ class SandboxPolicy:
     file_size_mb: int | None = None
     """Largest file a process may write (``RLIMIT_FSIZE``; the writer gets ``SIGXFSZ``)."""
     tmp_mb: int | None = None
-    """Size of the private ``/tmp`` (a tmpfs: the host's memory), where bwrap has ``--size``."""
+    """Size of the private ``/tmp``, and of ``/dev/shm`` (tmpfs: the host's memory), where
+    bwrap has ``--size``."""
 
 
 _cgroups = itertools.count()
@@ -137,9 +138,12 @@ def wrap_command(
     # /proc/sys holds the host kernel's settings: as root (uid 0, even without capabilities)
     # a command could write them (kernel.core_pattern runs a program as the host's root).
     args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+    size = []
     if policy.tmp_mb is not None and bwrap_has_size(bwrap):
-        args += ["--size", str(policy.tmp_mb * 1024 * 1024)]
-    args += ["--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
+        size = ["--size", str(policy.tmp_mb * 1024 * 1024)]
+    # /dev is an uncapped tmpfs (the host's memory): only /dev/shm, capped, is writable.
+    args += [*size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    args += [*size, "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
     for path in _outermost(binds):
         args += ["--ro-bind", str(path), str(path)]
     for link in links:
