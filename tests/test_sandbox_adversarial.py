@@ -246,6 +246,23 @@ def test_a_call_that_floods_the_tree_fails_and_is_undone(
         assert env.reset() == initial
 
 
+def test_the_tree_limits_count_beyond_a_fixture_larger_than_them(tmp_path: Path) -> None:
+    repo = tmp_path / "suite" / "repo"
+    shutil.copytree(MINI / "repo", repo)
+    for i in range(150):
+        (repo / "src" / f"m{i}.py").write_text("x = 1\n")
+    with WorkspaceEnvironment(
+        repo, clock=CLOCK, options={"sandbox": "none", "max_files": 10}
+    ) as env:
+        initial = env.reset()
+        with env.tool_transaction():
+            env.handle.write("src/fixed.py", "y = 2\n")
+        with pytest.raises(ToolError, match="max_files=10"), env.tool_transaction():
+            env.handle.run("mkdir many && cd many && seq 1 20 | xargs touch", 20)
+        assert len(env.snapshot().tables["files"].rows) == 153
+        assert env.reset() == initial
+
+
 @needs_bwrap
 def test_the_private_tmp_and_shm_are_capped_and_dev_is_read_only(tmp_path: Path) -> None:
     bwrap = find_bwrap()

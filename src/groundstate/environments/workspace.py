@@ -85,10 +85,11 @@ class WorkspaceOptions(Strict):
     command_timeout_s: Seconds = 60.0
     """Longest wall time of one ``run_command`` (the tool's own ``timeout_s`` is capped to it)."""
     max_files: Count = Field(default=20_000, ge=10, le=10_000_000)
-    """Entries (files, folders, links) the work tree may hold after a tool call: every later
-    call lists and hashes them all. A call that leaves more fails and is undone."""
+    """Entries (files, folders, links) the work tree may hold after a tool call beyond the
+    fixture's own: every later call lists and hashes them all. A call that leaves more fails
+    and is undone."""
     max_tree_mb: Count = Field(default=2048, ge=1, le=1_048_576)
-    """Bytes of regular files the work tree may hold after a tool call (as ``max_files``)."""
+    """Megabytes of files the work tree may hold beyond the fixture's (as ``max_files``)."""
     tmp_mb: Count = Field(default=512, ge=1, le=1_048_576)
     """Size of a command's private ``/tmp``, which lives in the host's memory (a tmpfs);
     enforced where bwrap supports ``--size`` (0.10 and later)."""
@@ -265,6 +266,7 @@ class WorkspaceEnvironment(ClosesOnExit):
             self._tracked = tracked_paths(self.git_dir, self.base_commit)
             self._pristine = self._workdir / "pristine"  # reset copies it: no git call
             self.checkout_base(self._pristine)
+            self._fixture_size = tree_size(self._pristine, stop_at=None)  # the limits add to it
             self._initial_snapshot = self._checked_out_snapshot()
             self._built_hash = hash_value(_records(self._initial_snapshot))
             self._restore()
@@ -417,18 +419,21 @@ class WorkspaceEnvironment(ClosesOnExit):
         ignored files, which are not state), so that undoing the call, which hashes the tree,
         does not read them all."""
         options = self.options
-        entries, size = tree_size(self.root, options.max_files + 1)
-        if entries <= options.max_files and size <= options.max_tree_mb * 1024 * 1024:
+        base_entries, base_bytes = self._fixture_size
+        most = base_entries + options.max_files
+        entries, size = tree_size(self.root, stop_at=most + 1)
+        if entries <= most and size - base_bytes <= options.max_tree_mb * 1024 * 1024:
             return
         keep = {str(row["path"]) for row in before.tables[FILES].rows.values()}
         with _environment_errors("remove what an oversized call added"):
             remove_except(self.root, keep)
-        if entries > options.max_files:
+        if entries > most:
             what = f"over max_files={options.max_files} entries (files, folders, links)"
         else:
             what = f"{size // (1024 * 1024)} MB of files, over max_tree_mb={options.max_tree_mb}"
         raise ToolError(
-            f"the call left {what} in the work tree (environment_options); it was undone"
+            f"the call left {what} in the work tree beyond the fixture's own "
+            "(environment_options); it was undone"
         )
 
     def _refuse_unnamed(self) -> None:
@@ -462,12 +467,12 @@ class WorkspaceEnvironment(ClosesOnExit):
                     self.handle.restore(row, contents.get(row["path"]))
 
 
-def tree_size(root: Path, stop_at: int) -> tuple[int, int]:
-    """(entries, bytes of regular files) under *root*, counting stopped at *stop_at* entries;
-    links are not followed."""
+def tree_size(root: Path, *, stop_at: int | None) -> tuple[int, int]:
+    """(entries, bytes of regular files) under *root*, counting stopped at *stop_at* entries
+    (None: all); links are not followed."""
     entries = size = 0
     folders = [root]
-    while folders and entries < stop_at:
+    while folders and (stop_at is None or entries < stop_at):
         with os.scandir(folders.pop()) as listing:
             for entry in listing:
                 entries += 1
