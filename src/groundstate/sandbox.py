@@ -16,6 +16,7 @@ runs the program as the current user with only the limits: for trusted code only
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import resource
@@ -38,6 +39,11 @@ SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
 CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
 """Where a pids cgroup can be made: cgroup v1's pids hierarchy, or the v2 unified one."""
 PYTHON = "{python}"
+HIDDEN_ENV = "GROUNDSTATE_SANDBOX_HIDDEN"
+"""Paths of the harness (the run store) that no sandbox shows, ``os.pathsep``-separated: an
+environment variable, so that executor processes started later inherit it."""
+MAX_HARNESS_HIDDEN = 16
+"""Paths kept in :data:`HIDDEN_ENV` (the latest; a process normally opens one store)."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,9 @@ class SandboxPolicy:
     """Processes of the sandbox's user (enforced when not running as root, or as ``nobody``)."""
     file_size_mb: int | None = None
     """Largest file a process may write (``RLIMIT_FSIZE``; the writer gets ``SIGXFSZ``)."""
+    tmp_mb: int | None = None
+    """Size of the private ``/tmp``, and of ``/dev/shm`` (tmpfs: the host's memory), where
+    bwrap has ``--size``."""
 
 
 _cgroups = itertools.count()
@@ -75,6 +84,21 @@ def find_bwrap() -> str | None:
     return str(path)
 
 
+def hide_from_sandboxes(*paths: Path) -> None:
+    """Keep *paths* (files or folders, existing or not yet) out of every sandbox that this
+    process, and the processes it starts afterwards, make: the run store opens with this, so an
+    agent program whose own folder holds ``.groundstate/`` cannot read past attempts."""
+    known = harness_hidden()
+    added = [str(Path(p).absolute()) for p in paths]
+    kept = [p for p in known if p not in added] + added
+    os.environ[HIDDEN_ENV] = os.pathsep.join(kept[-MAX_HARNESS_HIDDEN:])
+
+
+def harness_hidden() -> list[str]:
+    """The paths :func:`hide_from_sandboxes` registered."""
+    return [p for p in os.environ.get(HIDDEN_ENV, "").split(os.pathsep) if p]
+
+
 def wrap_command(
     command: list[str],
     policy: SandboxPolicy,
@@ -87,9 +111,10 @@ def wrap_command(
     """The command line that runs *command* under *policy*.
 
     *visible* paths are bound read-only (with the system directories and the Python in use);
-    *writable* ones read-write (a repository workspace); *hidden* paths are covered with an
-    empty directory if they fall under a visible one. The command starts in *cwd* (default
-    the private ``/tmp``).
+    *writable* ones read-write (a repository workspace); *hidden* paths, and the harness's
+    own (:func:`hide_from_sandboxes`), are covered with an empty directory (a file: with an
+    empty one) if they fall under a visible one; a visible path inside one is not bound. The
+    command starts in *cwd* (default the private ``/tmp``).
     """
     if policy.sandbox == "none":
         return list(command)
@@ -101,24 +126,45 @@ def wrap_command(
             "the agent program unsandboxed (trusted code only)"
         )
     links = [Path(d) for d in SYSTEM_DIRS if Path(d).is_symlink()]  # /bin -> usr/bin...
-    secret = _existing(map(Path, hidden))
+    secret = _existing([*map(Path, hidden), *map(Path, harness_hidden())])
     wanted = _existing({*map(Path, SYSTEM_DIRS), *_python_dirs(), *map(Path, visible)})
     binds = [b for b in wanted if not any(b.is_relative_to(s) for s in secret)]
-    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all"]
+    # Run as root, bwrap leaves the program every capability in its user namespace, where
+    # root's files are root's: it could remount a read-only bind read-write and write the host.
+    args = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
     if policy.network == "host":
         args.append("--share-net")
     # A private /tmp first: binds that follow may lie under it (a suite in a temp folder).
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
+    # /proc/sys holds the host kernel's settings: as root (uid 0, even without capabilities)
+    # a command could write them (kernel.core_pattern runs a program as the host's root).
+    args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+    size = []
+    if policy.tmp_mb is not None and bwrap_has_size(bwrap):
+        size = ["--size", str(policy.tmp_mb * 1024 * 1024)]
+    # /dev is an uncapped tmpfs (the host's memory): only /dev/shm, capped, is writable.
+    args += [*size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+    args += [*size, "--tmpfs", "/tmp", "--setenv", "HOME", "/tmp"]
     for path in _outermost(binds):
         args += ["--ro-bind", str(path), str(path)]
     for link in links:
         args += ["--symlink", os.readlink(link), str(link)]
     for path in secret:
-        if any(path.is_relative_to(b) for b in binds):
-            args += ["--tmpfs", str(path)]
+        if any(path.is_relative_to(b) for b in binds):  # covered: a folder by an empty one
+            cover = ["--tmpfs"] if path.is_dir() else ["--ro-bind", os.devnull]
+            args += [*cover, str(path)]
     for path in _existing(map(Path, writable)):  # after the hidden covers: a workspace under one
         args += ["--bind", str(path), str(path)]
     return [*args, "--chdir", str(cwd or "/tmp"), "--", *command]
+
+
+@functools.cache
+def bwrap_has_size(bwrap: str) -> bool:
+    """Whether this bwrap can cap a tmpfs (``--size``, bubblewrap 0.10 and later)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--size" in done.stdout + done.stderr
 
 
 def limits(policy: SandboxPolicy, cgroup: Path | None = None) -> Callable[[], None]:
@@ -297,8 +343,8 @@ def run_sandboxed(
     Every process it starts (background ones included) is killed when it ends: they share a
     pids cgroup where one can be made, a process group, and (under bwrap) a PID namespace.
     """
-    cgroup = pids_cgroup(policy.max_processes)
     argv = wrap_command(command, policy, visible=visible, hidden=hidden, writable=writable, cwd=cwd)
+    cgroup = pids_cgroup(policy.max_processes)  # after: a refusal above would leave it behind
     started = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:

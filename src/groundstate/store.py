@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from groundstate.errors import GroundstateError, StoreError
 from groundstate.paths import DEFAULT_STORE
 from groundstate.records import AgentRun
+from groundstate.sandbox import hide_from_sandboxes
 from groundstate.spec.canonical import sha256_bytes, sha256_text
 from groundstate.workdirs import pid_alive
 
@@ -523,6 +524,8 @@ class RunStore:
         self.path = Path(path)
         self.artifacts = self.path.parent / "artifacts"
         self._artifact_root = str(self.artifacts)
+        journals = [self.path.with_name(self.path.name + end) for end in ("-wal", "-shm")]
+        hide_from_sandboxes(self.path, *journals, self.artifacts)  # past attempts' records
         if not create and not self.path.is_file():
             raise StoreError(
                 f"no run store at {self.path}: nothing has been run here yet (`groundstate run` "

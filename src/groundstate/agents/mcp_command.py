@@ -185,6 +185,8 @@ class McpCommandAgent:
         cpu_seconds: int = 300,
         max_processes: int = 64,
         transport: Literal["stdio", "http"] = "stdio",
+        file_size_mb: int = 1024,
+        tmp_mb: int = 1024,
     ) -> McpCommandAgent:
         """Build from ``harness.orchestration_loop.params`` (see docs/agents.md)."""
         field_ = "harness.orchestration_loop.params"
@@ -211,7 +213,15 @@ class McpCommandAgent:
             raise SpecError(system.base_dir, f"{field_}.sandbox", reason)
         base = Path(system.base_dir)
         workdir = (base / cwd).resolve() if cwd else base.resolve()
-        policy = SandboxPolicy(sandbox, network, memory_mb, cpu_seconds, max_processes)
+        limits = {"file_size_mb": file_size_mb, "tmp_mb": tmp_mb}
+        for name, value in limits.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                reason = "a whole number of megabytes, at least 1"
+                raise SpecError(system.base_dir, f"{field_}.{name}", reason)
+        # file_size_mb also bounds the program's stderr, kept in a file on the host.
+        policy = SandboxPolicy(
+            sandbox, network, memory_mb, cpu_seconds, max_processes, file_size_mb, tmp_mb
+        )
         command_line = resolve_command(argv, workdir)
         return cls(command_line, workdir, policy, env, pass_env, transport)
 

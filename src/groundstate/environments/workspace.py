@@ -21,6 +21,7 @@ confines every path to the work tree and runs commands in the bubblewrap sandbox
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from collections.abc import Callable, Iterator
@@ -55,6 +56,7 @@ from groundstate.environments.workspace_tools import WorkspaceHandle, confined
 from groundstate.errors import EnvironmentFailure, ResetCheckFailed, ToolError
 from groundstate.sandbox import SandboxPolicy, find_bwrap
 from groundstate.spec.canonical import canonical_json, hash_value
+from groundstate.spec.constraint_sets import SUITE_FILE
 from groundstate.spec.strict import Count, Seconds, Strict
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import make_workdir
@@ -82,6 +84,15 @@ class WorkspaceOptions(Strict):
     unbounded file would make each of them read it."""
     command_timeout_s: Seconds = 60.0
     """Longest wall time of one ``run_command`` (the tool's own ``timeout_s`` is capped to it)."""
+    max_files: Count = Field(default=20_000, ge=10, le=10_000_000)
+    """Entries (files, folders, links) the work tree may hold after a tool call beyond the
+    fixture's own: every later call lists and hashes them all. A call that leaves more fails
+    and is undone."""
+    max_tree_mb: Count = Field(default=2048, ge=1, le=1_048_576)
+    """Megabytes of files the work tree may hold beyond the fixture's (as ``max_files``)."""
+    tmp_mb: Count = Field(default=512, ge=1, le=1_048_576)
+    """Size of a command's private ``/tmp``, which lives in the host's memory (a tmpfs);
+    enforced where bwrap supports ``--size`` (0.10 and later)."""
 
     def policy(self) -> SandboxPolicy:
         return SandboxPolicy(
@@ -91,6 +102,7 @@ class WorkspaceOptions(Strict):
             self.cpu_seconds,
             self.max_processes,
             self.file_size_mb,
+            self.tmp_mb,
         )
 
 
@@ -169,9 +181,12 @@ class WorkspaceView:
         if self._initial:
             return self._env.base_file(path)
         try:
-            return self._env.handle.resolve(path, must_exist=True).read_bytes()
+            target = self._env.handle.resolve(path, must_exist=True)
         except ToolError:  # not there, or not inside the tree
             raise FileNotFoundError(path) from None
+        if not target.is_file():  # a FIFO (not state) would block the grader forever
+            raise FileNotFoundError(path)
+        return target.read_bytes()
 
     def snapshot(self) -> Snapshot:
         return self._env.initial_snapshot() if self._initial else self._env.snapshot()
@@ -251,6 +266,7 @@ class WorkspaceEnvironment(ClosesOnExit):
             self._tracked = tracked_paths(self.git_dir, self.base_commit)
             self._pristine = self._workdir / "pristine"  # reset copies it: no git call
             self.checkout_base(self._pristine)
+            self._fixture_size = tree_size(self._pristine, stop_at=None)  # the limits add to it
             self._initial_snapshot = self._checked_out_snapshot()
             self._built_hash = hash_value(_records(self._initial_snapshot))
             self._restore()
@@ -286,10 +302,12 @@ class WorkspaceEnvironment(ClosesOnExit):
 
     @property
     def hidden_paths(self) -> list[Path]:
-        """What a command must never see even where a visible folder holds it: the folders
-        around the fixture (the suite, with its hidden tests and solutions)."""
+        """What a command must never see even where a visible folder holds it (a suite
+        installed in site-packages): the folders around the fixture and the suite's own, the
+        nearest holding ``suite.yaml``, however deep the fixture lies in it."""
         fixture = self._fixture.resolve()
-        return [fixture.parent, fixture.parent.parent]
+        suite = next((p for p in fixture.parents if (p / SUITE_FILE).is_file()), None)
+        return [fixture.parent, fixture.parent.parent, *([suite] if suite else [])]
 
     @property
     def access(self) -> str:
@@ -385,6 +403,7 @@ class WorkspaceEnvironment(ClosesOnExit):
             before, contents = self._snapshot_with_contents()
             try:
                 yield effects
+                self._refuse_oversized(before)
                 self._refuse_unnamed()
             except BaseException:
                 self._put_back(before, contents)
@@ -393,6 +412,29 @@ class WorkspaceEnvironment(ClosesOnExit):
             effects.denied = list(dict.fromkeys(self.denied))
             effects.writes = _writes(before, self.snapshot())
             effects.changed_tables = [FILES] if effects.writes else []
+
+    def _refuse_oversized(self, before: Snapshot) -> None:
+        """Fail the call when the tree holds more entries or bytes than the options allow,
+        first removing every path that is not a file of *before* (what the call added, and
+        ignored files, which are not state), so that undoing the call, which hashes the tree,
+        does not read them all."""
+        options = self.options
+        base_entries, base_bytes = self._fixture_size
+        most = base_entries + options.max_files
+        entries, size = tree_size(self.root, stop_at=most + 1)
+        if entries <= most and size - base_bytes <= options.max_tree_mb * 1024 * 1024:
+            return
+        keep = {str(row["path"]) for row in before.tables[FILES].rows.values()}
+        with _environment_errors("remove what an oversized call added"):
+            remove_except(self.root, keep)
+        if entries > most:
+            what = f"over max_files={options.max_files} entries (files, folders, links)"
+        else:
+            what = f"{size // (1024 * 1024)} MB of files, over max_tree_mb={options.max_tree_mb}"
+        raise ToolError(
+            f"the call left {what} in the work tree beyond the fixture's own "
+            "(environment_options); it was undone"
+        )
 
     def _refuse_unnamed(self) -> None:
         """Remove the files a command named with bytes that are not UTF-8 and fail the call:
@@ -423,6 +465,40 @@ class WorkspaceEnvironment(ClosesOnExit):
             for key, row in old.items():
                 if new.get(key) != row:
                     self.handle.restore(row, contents.get(row["path"]))
+
+
+def tree_size(root: Path, *, stop_at: int | None) -> tuple[int, int]:
+    """(entries, bytes of regular files) under *root*, counting stopped at *stop_at* entries
+    (None: all); links are not followed."""
+    entries = size = 0
+    folders = [root]
+    while folders and (stop_at is None or entries < stop_at):
+        with os.scandir(folders.pop()) as listing:
+            for entry in listing:
+                entries += 1
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    size += entry.stat(follow_symlinks=False).st_size
+    return entries, size
+
+
+def remove_except(root: Path, keep: set[str]) -> None:
+    """Remove every file, link or special file under *root* whose path is not in *keep*, and
+    the folders left empty."""
+    for folder, dirs, files in os.walk(root, topdown=False):
+        here = Path(folder)
+        for name in files:
+            path = here / name
+            if path.relative_to(root).as_posix() not in keep:
+                path.unlink()
+        for name in dirs:
+            path = here / name
+            if path.is_symlink():
+                if path.relative_to(root).as_posix() not in keep:
+                    path.unlink()
+            elif not any(path.iterdir()):
+                path.rmdir()
 
 
 def _text(name: str) -> bool:

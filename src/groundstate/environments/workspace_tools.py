@@ -113,8 +113,8 @@ class WorkspaceHandle:
         data = content.encode("utf-8")
         target.parent.mkdir(parents=True, exist_ok=True)
         self.resolve(path)  # the folders just made cannot be links, but check again
-        if target.is_symlink():  # write the file, not through a link
-            target.unlink()
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            target.unlink()  # write the file, not through a link or into a FIFO (it blocks)
         target.write_bytes(data)
         return len(data)
 
@@ -228,6 +228,7 @@ def owner_access(root: Path) -> None:
     """Give the owner back read and write access (and search on folders) a command took away
     with ``chmod``: otherwise the harness, not running as root, could not read the state,
     undo the call or remove the tree. The state keeps only the executable bit, which stays."""
+    _add_mode(root, 0o700)  # `chmod 000 .` would hide the whole tree from the walk below
     for folder, dirs, files in os.walk(root):
         for name in dirs:  # before os.walk descends into it
             _add_mode(Path(folder) / name, 0o700)

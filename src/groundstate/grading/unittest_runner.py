@@ -20,8 +20,10 @@ Why each step is the way it is (the tricks it defeats):
   :class:`unittest.TestResult`: a process that exits early (``os._exit(0)`` at import), is
   killed or hangs leaves no results, which the grader reads as failed. Skips, errors, failures,
   unexpected successes and "no test ran" are all recorded, and the grader fails each.
-* The attributes of unittest's classes are compared before and after the run: code that
-  patches ``TestCase.assertEqual`` (or the result's methods) to pass everything is reported.
+* The attributes of unittest's classes and modules, the builtins, and the trace and profile
+  functions are compared before and after the run: code that patches ``TestCase.assertEqual``
+  (or the result's methods, or ``BaseTestSuite.__call__``), replaces ``__build_class__`` to
+  empty the test classes, or leaves a trace function rewriting the tests' frames is reported.
 
 What it cannot stop: the code under test runs in this process, so code written against this
 runner in particular (finding the results path, forging the file) could still lie. The
@@ -31,15 +33,20 @@ sandbox (no network, only the checkout and the results folder writable) bounds t
 from __future__ import annotations
 
 import argparse
+import builtins
 import importlib
 import importlib.util
 import json
 import os
+import pkgutil
 import sys
 import traceback
 import types
 import unittest
 import unittest.case
+import unittest.loader
+import unittest.result
+import unittest.suite
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +57,16 @@ WATCHED: tuple[type, ...] = (
     unittest.TestCase,
     unittest.TestLoader,
     unittest.TestSuite,
+    unittest.suite.BaseTestSuite,  # its __call__ runs every nested suite
     unittest.TestResult,
     unittest.case._Outcome,  # type: ignore[attr-defined]  # runs each test part
+    unittest.case._SubTest,  # type: ignore[attr-defined]
 )
 """Classes whose attributes the code under test must leave alone."""
+BUILTINS = "builtins."
+WATCHED_MODULES = (unittest, unittest.case, unittest.suite, unittest.result, unittest.loader)
+"""Modules whose names the code under test must leave alone (``unittest.TestCase = Lenient``,
+a helper the suites call)."""
 
 
 class RecordingResult(unittest.TestResult):
@@ -106,17 +119,29 @@ class RecordingResult(unittest.TestResult):
 
 def _fingerprint() -> dict[str, int]:
     """The identity of every attribute of the watched classes (and of this result class), and
-    of what ``unittest`` and ``unittest.case`` name (``unittest.TestCase = Lenient``)."""
+    of what the watched modules name."""
     marks: dict[str, int] = {}
     for cls in (*WATCHED, RecordingResult):
         for name, value in vars(cls).items():
             marks[f"{cls.__module__}.{cls.__qualname__}.{name}"] = id(value)
-    for module in (unittest, unittest.case):
+    for module in WATCHED_MODULES:
         for name, value in vars(module).items():
             if not name.startswith("__"):
                 marks[f"{module.__name__}.{name}"] = id(value)
+    for name, value in vars(builtins).items():  # __build_class__ makes the test classes
+        marks[f"{BUILTINS}{name}"] = id(value)
     marks["sys.modules['unittest']"] = id(sys.modules.get("unittest"))
+    # A trace or profile function left installed can rewrite the tests' frames.
+    marks["sys.gettrace()"] = id(sys.gettrace())
+    marks["sys.getprofile()"] = id(sys.getprofile())
     return marks
+
+
+def _tampered(before: dict[str, int], after: dict[str, int]) -> list[str]:
+    """The marks that differ; a builtin *added* (``gettext.install()``'s ``_``) is no
+    tampering, a builtin replaced or deleted is."""
+    names = before.keys() | {k for k in after if not k.startswith(BUILTINS)}
+    return sorted(name for name in names if before.get(name) != after.get(name))
 
 
 def _load(path: Path, loader: unittest.TestLoader) -> unittest.TestSuite:
@@ -150,8 +175,19 @@ def _import_from(name: str, file: Path, package: Path | None = None) -> types.Mo
     return module
 
 
+def _import_unittest_whole() -> None:
+    """Import every part of unittest a test may load on first use (``unittest.mock``,
+    ``_log`` for ``assertLogs``, ``IsolatedAsyncioTestCase``) before the fingerprint: loading
+    one adds a name to the package, which is no tampering."""
+    for info in pkgutil.iter_modules(unittest.__path__):
+        if info.name not in ("__main__", "test"):
+            importlib.import_module(f"unittest.{info.name}")
+    getattr(unittest, "IsolatedAsyncioTestCase", None)  # a lazy name of the package
+
+
 def run(files: list[Path]) -> dict[str, Any]:
     """Load and run the tests of *files*; the results as JSON-ready data."""
+    _import_unittest_whole()
     before = _fingerprint()
     loader = unittest.TestLoader()
     suite = unittest.TestSuite()
@@ -168,9 +204,7 @@ def run(files: list[Path]) -> dict[str, Any]:
     result = RecordingResult()
     suite.run(result)
     after = _fingerprint()
-    tampered = sorted(
-        name for name in before.keys() | after.keys() if before.get(name) != after.get(name)
-    )
+    tampered = _tampered(before, after)
     return {
         "version": RESULTS_VERSION,
         "collected": collected,

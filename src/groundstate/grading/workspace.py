@@ -16,6 +16,7 @@ tests (or anything else outside ``src/**``, say) fails, whatever the tests then 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from functools import lru_cache
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from groundstate.environments.base import TableDiff
 from groundstate.environments.workspace import FILES
-from groundstate.environments.workspace_tools import command_environment
+from groundstate.environments.workspace_tools import command_environment, owner_access
 from groundstate.grading.workspace_unittest import run_unittest
 from groundstate.sandbox import run_sandboxed
 from groundstate.spec.files import is_dir
@@ -53,8 +54,7 @@ def evaluate_tests(assertion: Any, states: States) -> tuple[bool, dict[str, Any]
             return passed, {**evidence, "changed_files": changed(states)}
         assert spec.command is not None  # the spec's validator: a runner or a command
         if spec.path is not None:
-            hidden = (states.suite_root / spec.path).resolve()
-            shutil.copytree(hidden, checkout / spec.into, dirs_exist_ok=True)
+            place_hidden_tests((states.suite_root / spec.path).resolve(), checkout, spec.into)
         result = run_sandboxed(
             ["/bin/sh", "-c", spec.command],
             policy,
@@ -65,9 +65,43 @@ def evaluate_tests(assertion: Any, states: States) -> tuple[bool, dict[str, Any]
             env=command_environment(),
         )
     finally:
+        owner_access(folder)  # the code under test may have taken it away with chmod
         shutil.rmtree(folder, ignore_errors=True)
     evidence = {"command": spec.command, "changed_files": changed(states), **result.to_json()}
     return result.exit_code == 0, evidence
+
+
+def place_hidden_tests(source: Path, checkout: Path, into: str) -> None:
+    """Copy the hidden tests into the checkout's *into* folder, replacing whatever the agent's
+    change put at their names. This runs on the host: a link the change made there (``tests
+    -> /etc``, ``tests/test_x.py -> ~/.bashrc``) is removed, never followed, so the hidden
+    tests are written only inside the checkout (and never where a later attempt could read
+    them)."""
+    target = checkout
+    for part in PurePosixPath(into).parts:
+        target = _plain_folder(target / part)
+    for folder, dirs, files in os.walk(source, followlinks=True):
+        here = target.joinpath(*Path(folder).relative_to(source).parts)
+        for name in dirs:
+            _plain_folder(here / name)
+        for name in files:
+            _remove(here / name)
+            shutil.copy2(Path(folder) / name, here / name)
+
+
+def _plain_folder(path: Path) -> Path:
+    """*path* as a real folder of its parent: a link or file there is replaced."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.is_symlink() or path.exists():
+        path.unlink()
 
 
 def evaluate_changed_paths(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
@@ -107,7 +141,7 @@ def _compiled(pattern: str) -> re.Pattern[str]:
             parts.append(r"[^/]")
         else:
             parts.append(re.escape(piece))
-    return re.compile("".join(parts))
+    return re.compile("".join(parts), re.DOTALL)  # a file name may hold a newline
 
 
 def hidden_tests_problem(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import stat
 import sys
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,10 @@ def runner_files_problem(suite_root: Path, spec: HiddenTests) -> str | None:
 def read_results(path: Path) -> tuple[dict[str, Any] | None, list[str]]:
     """The runner's results, or None and why there are none."""
     try:
-        if path.stat().st_size > MAX_RESULTS_BYTES:
+        info = path.lstat()  # the code under test may have put a link or a FIFO there
+        if not stat.S_ISREG(info.st_mode):
+            return None, ["unreadable results: the results file is not a regular file"]
+        if info.st_size > MAX_RESULTS_BYTES:
             return None, [f"the results file is over {MAX_RESULTS_BYTES} bytes"]
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
