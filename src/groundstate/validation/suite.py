@@ -21,13 +21,15 @@ from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 5
+VALIDATOR_REVISION = 6
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
 ``judge_agreement`` check; 5: the ``asks`` mutants, ``random`` skewed in
 ``grader_determinism``, the oracle's-words agent and outcomes that hold untouched in
-``discriminating``)."""
+``discriminating``; 6: the library's own grading changed what it proves, with no change to a
+task's files: numbers matched to 15 digits and expected rows by a maximum matching, the
+constraint language's yes and no, the unittest runner's tamper checks)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
