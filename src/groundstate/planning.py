@@ -257,6 +257,7 @@ def plan(
         raise ValueError("plan takes one or two pilot batches")
     components = tuple(variance_components(p) for p in pilots)
     difference = assumed_difference(pilots[0]) if len(pilots) == 1 else paired_difference(*pilots)
+    _check_variation(difference)
     pilot_tasks = components[0].n_tasks
     attempts = sorted({*ATTEMPTS_GRID, round(components[0].attempts)})
     needed = {k: tasks_needed(difference, k, delta, power, alpha) for k in attempts}
@@ -287,12 +288,27 @@ def _check_targets(delta: float, power: float, alpha: float) -> None:
         raise PlanningError(f"--alpha must lie in (0, 1), got {alpha}")
 
 
+def _check_variation(difference: DifferenceVariance) -> None:
+    """A variance of 0 sizes nothing: it would promise power 1 with two tasks."""
+    if difference.between + difference.within > 0:
+        return
+    if difference.paired_pilot:
+        seen = (
+            "in each pilot every attempt of a task ended the same way, and every task differs "
+            "between the pilots by the same amount"
+        )
+    else:
+        seen = "every attempt of every task ended the same way"
+    raise PlanningError(
+        f"the pilot shows no variation ({seen}): a variance of 0 cannot size a batch; pilot "
+        "on tasks the system sometimes fails (or passes)"
+    )
+
+
 def _warnings(
     difference: DifferenceVariance, needed: dict[int, int], pilot_tasks: int
 ) -> tuple[str, ...]:
     found = []
-    if difference.between + difference.within == 0:
-        found.append("the pilot shows no variation at all (every task always passes or fails)")
     if pilot_tasks < 10:
         found.append(
             f"the pilot has {pilot_tasks} tasks: the variance estimates are rough; "

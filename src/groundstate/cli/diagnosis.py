@@ -221,7 +221,7 @@ def _agreement_table(
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=escape(title))  # annotator ids are anyone's text, not markup
     columns = (
         first,
         "positives",

@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import yaml
@@ -73,13 +73,24 @@ def failed_runs(runs: Sequence[AgentRun]) -> list[AgentRun]:
     return [r for r in final_runs(list(runs)) if r.valid and not r.success]
 
 
+Stratum = tuple[str, tuple[str, ...]]
+"""A run's terminal reason and its task's sorted slice labels."""
+S = TypeVar("S")
+
+
+def stratum_of(batch: BatchInfo, run: AgentRun) -> Stratum:
+    """The stratum a run is drawn from. A tuple, not the text :func:`stratum` shows: slice
+    labels may hold ``,`` or be ``-``, and two strata must never be drawn as one."""
+    return run.terminal_reason, tuple(sorted(batch.task_slices.get(run.task_id, [])))
+
+
 def stratum(batch: BatchInfo, run: AgentRun) -> str:
     """``terminal_reason | slice labels`` of a run (``-`` for a task without slices)."""
-    slices = ",".join(sorted(batch.task_slices.get(run.task_id, []))) or "-"
-    return f"{run.terminal_reason} | {slices}"
+    reason, slices = stratum_of(batch, run)
+    return f"{reason} | {','.join(slices) or '-'}"
 
 
-def allocate(sizes: dict[str, int], n: int, order: Sequence[str]) -> dict[str, int]:
+def allocate(sizes: dict[S, int], n: int, order: Sequence[S]) -> dict[S, int]:
     """Places per stratum: one each if they fit, the rest by largest proportional deficit.
 
     *order* breaks ties (a seeded shuffle of the strata). Never more than a stratum holds.
@@ -103,9 +114,9 @@ def sample_failures(
     """Draw up to *n* valid failed runs, stratified by terminal reason and slice."""
     if n < 1:
         raise GroundstateError(f"--n must be at least 1, got {n}")
-    groups: dict[str, list[AgentRun]] = {}
+    groups: dict[Stratum, list[AgentRun]] = {}
     for run in failed_runs(runs):
-        groups.setdefault(stratum(batch, run), []).append(run)
+        groups.setdefault(stratum_of(batch, run), []).append(run)
     if not groups:
         raise GroundstateError(f"batch {batch.batch_id} has no valid failed runs to sample")
     rng = np.random.default_rng(seed)
@@ -177,11 +188,11 @@ def _write_csv(path: Path, rows: list[SheetRow]) -> None:
             data["failed_checks"] = ";".join(row.failed_checks)
             data["labels"] = ""
             for key in SHOWN_ONLY:
-                data[key] = _defused(str(data[key]))
+                data[key] = defused(str(data[key]))
             writer.writerow({k: data[k] for k in SHEET_FIELDS})
 
 
-def _defused(text: str) -> str:
+def defused(text: str) -> str:
     """*text* with a leading apostrophe when a spreadsheet would evaluate it as a formula
     (``sheet.jsonl`` keeps the text as it is)."""
     return "'" + text if text.startswith(FORMULA_START) else text
