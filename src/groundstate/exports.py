@@ -263,11 +263,15 @@ def _summary(sample: dict[str, Any]) -> dict[str, Any]:
 
 
 def _results(runs: list[AgentRun]) -> dict[str, Any]:
+    """Inspect's results block. With no valid attempt nothing was scored: no score is given
+    (``report`` says n/a), never an accuracy of 0."""
     valid = [run for run in runs if run.valid]
-    accuracy = sum(run.success for run in valid) / len(valid) if valid else 0.0
+    block: dict[str, Any] = {"total_samples": len(runs), "completed_samples": len(valid)}
+    if not valid:
+        return {**block, "scores": []}
+    accuracy = sum(run.success for run in valid) / len(valid)
     return {
-        "total_samples": len(runs),
-        "completed_samples": len(valid),
+        **block,
         "scores": [{
             "name": SCORER,
             "scorer": SCORER,
