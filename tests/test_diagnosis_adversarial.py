@@ -550,3 +550,64 @@ def test_a_pilot_of_one_task_or_one_attempt_each_is_refused() -> None:
     elsewhere = [TaskCounts(t, 4, 3, 0, 1.0, (), None, "") for t in ("t0", "x1")]
     with pytest.raises(GroundstateError, match="share 1 task"):
         plan([_counts([(4, 2), (4, 1)]), elsewhere])
+
+
+def test_a_negative_seed_is_refused_by_name(
+    slice_batch: tuple[BatchInfo, list[AgentRun]], tmp_path: Path
+) -> None:
+    batch, runs = slice_batch
+    with pytest.raises(GroundstateError, match="--seed must be 0 or more, got -1"):
+        sample_failures(batch, runs, 3, seed=-1)
+    code, _, err = _invoke(
+        "sample-failures", "x", "--n", "1", "--seed", "-1", "--out", str(tmp_path / "s")
+    )
+    assert code == 2 and "'--seed': -1 is not in the range" in err
+
+
+def test_an_imported_batch_says_why_it_has_no_suite(
+    sheet: tuple[Path, str, list[dict[str, str]]], tmp_path: Path
+) -> None:
+    store, batch, rows = sheet
+    copy = tmp_path / "copy.db"
+    shutil.copy(store, copy)
+    code, _, err = _invoke("sample-failures", batch, "--n", "1", "--out", str(tmp_path / "s"),
+                           "--store", str(copy))  # fmt: skip
+    assert code == 0 and f"batch {batch} was imported (it has no suite folder)" in err
+    final = tmp_path / "final.csv"
+    final.write_text(_csv_text([{**r, "labels": "evaluator_defect"} for r in rows]))
+    taxonomy = str(store.parent / "s" / "taxonomy.yaml")
+    code, _, err = _invoke(
+        "labels", "adjudicate", str(final), "--taxonomy", taxonomy, "--store", str(copy)
+    )
+    assert code == 0, err
+    code, _, err = _invoke("labels", "regress", batch, "--into", str(tmp_path / "r"),
+                           "--store", str(copy))  # fmt: skip
+    assert code == 2 and "was imported from another harness: its runs have no recorded" in err
+
+
+# --- choosing tasks ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "chosen"),
+    [
+        ("refund[v2]", ("refund[v2]",)),  # found as it is, though it reads as a wildcard
+        ("refund[v2", ("refund[v2]",)),
+        ("refund?v", ("refund?v",)),
+        ("refund[v]2", ("refundv2",)),  # a wildcard still matches the whole id
+        ("*]", ("refund[v2]",)),
+    ],
+)
+def test_a_pattern_found_as_it_is_in_a_task_id_selects_it(
+    pattern: str, chosen: tuple[str, ...]
+) -> None:
+    from types import SimpleNamespace
+    from typing import cast
+
+    from groundstate.selection import select_tasks
+    from groundstate.spec.suite import Suite
+
+    tasks = {t: SimpleNamespace(task_id=t, slice_labels=[]) for t in
+             ("refund[v2]", "refundv2", "refund?v", "refund")}  # fmt: skip
+    suite = cast(Suite, SimpleNamespace(name="s", tasks=tasks))
+    assert select_tasks(suite, patterns=[pattern]) == chosen

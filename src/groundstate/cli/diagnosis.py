@@ -258,7 +258,9 @@ def _number(value: float | None, units: int | None = None) -> str:
 @main.command("sample-failures")
 @click.argument("batch_id")
 @click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Runs to sample.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Sampling seed."
+)
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
@@ -295,10 +297,15 @@ def _taxonomy(batch: BatchInfo, taxonomy_file: Path | None) -> FailureTaxonomy:
     if taxonomy_file is not None:
         return load_taxonomy(taxonomy_file)
     suite = Path(batch.suite_path)
-    if not suite.is_dir():
+    if batch.source != "groundstate" or not suite.is_dir():
+        where = (
+            "was imported (it has no suite folder)"
+            if batch.source != "groundstate"
+            else f"has its suite folder {suite} elsewhere"
+        )
         click.echo(
-            f"warning: suite folder {suite} of batch {batch.batch_id} is not here; using the "
-            "default taxonomy (pass --taxonomy to choose)",
+            f"warning: batch {batch.batch_id} {where}; using the default taxonomy (pass "
+            "--taxonomy to choose)",
             err=True,
         )
         return default_taxonomy()
@@ -436,6 +443,11 @@ def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Pa
     with RunStore(store) as run_store:
         batch = run_store.batch(batch_id)
         defects = adjudicated_defects(run_store, batch.batch_id)
+    if batch.source != "groundstate":
+        raise GroundstateError(
+            f"batch {batch.batch_id} was imported from another harness: its runs have no "
+            "recorded trajectory to replay as a regression case"
+        )
     suite = load_suite(suite_path or Path(batch.suite_path))
     refused = 0
     for run in defects:

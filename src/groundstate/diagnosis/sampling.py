@@ -114,6 +114,8 @@ def sample_failures(
     """Draw up to *n* valid failed runs, stratified by terminal reason and slice."""
     if n < 1:
         raise GroundstateError(f"--n must be at least 1, got {n}")
+    if seed < 0:  # numpy's generators take no negative seed
+        raise GroundstateError(f"--seed must be 0 or more, got {seed}")
     groups: dict[Stratum, list[AgentRun]] = {}
     for run in failed_runs(runs):
         groups.setdefault(stratum_of(batch, run), []).append(run)
