@@ -611,3 +611,29 @@ def test_a_pattern_found_as_it_is_in_a_task_id_selects_it(
              ("refund[v2]", "refundv2", "refund?v", "refund")}  # fmt: skip
     suite = cast(Suite, SimpleNamespace(name="s", tasks=tasks))
     assert select_tasks(suite, patterns=[pattern]) == chosen
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ({"alpha": 1e-20}, "--alpha must lie in"),  # 1 - alpha/2 rounds to 1: no quantile
+        ({"delta": 1e-300}, "--delta must lie in"),  # delta^2 underflows to 0
+        ({"delta": float("nan")}, "--delta must lie in"),
+        ({"power": 1 - 1e-17}, "--power must lie in"),  # rounds to 1
+    ],
+)
+def test_targets_that_floats_cannot_carry_are_refused(
+    target: dict[str, float], message: str
+) -> None:
+    with pytest.raises(PlanningError, match=message):
+        plan([_counts([(3, 1), (3, 2), (3, 0)])], **target)
+
+
+def test_a_power_below_half_alpha_needs_the_fewest_tasks_not_more() -> None:
+    """(z_{1-alpha/2} + z_power) is negative there: squaring it asked for thousands of
+    tasks for a power any suite has."""
+    pilot = _counts([(3, 1), (3, 2), (3, 0)])
+    low = plan([pilot], power=0.01)
+    assert set(low.tasks_needed.values()) == {2}
+    assert all(p >= 0.05 - 1e-12 for row in low.power_grid.values() for p in row.values())
+    assert plan([pilot], power=0.1).tasks_needed[1] < plan([pilot], power=0.5).tasks_needed[1]

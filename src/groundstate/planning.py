@@ -222,6 +222,8 @@ def tasks_needed(
 ) -> int:
     """Smallest T (at least 2) with the power at *attempts* per task, from the normal formula."""
     z = float(_NORMAL.inv_cdf(1 - alpha / 2) + _NORMAL.inv_cdf(power))
+    if z <= 0:  # a power below alpha/2: any number of tasks has it (squaring z would not)
+        return 2
     per_task = difference.weight_inflation * (difference.between + difference.within / attempts)
     return max(2, math.ceil(z**2 * per_task / delta**2))
 
@@ -280,12 +282,14 @@ def plan(
 
 
 def _check_targets(delta: float, power: float, alpha: float) -> None:
-    if not 0 < delta <= 1:
-        raise PlanningError(f"--delta must lie in (0, 1], got {delta}")
+    # Inside the ranges, the sums must still be computable in floats: 1 - alpha/2 rounds to 1
+    # for alpha below about 1e-16 (no normal quantile), and delta^2 underflows to 0.
+    if not 0 < delta <= 1 or delta**2 == 0:
+        raise PlanningError(f"--delta must lie in (0, 1] (and not underflow), got {delta}")
     if not 0 < power < 1:
         raise PlanningError(f"--power must lie in (0, 1), got {power}")
-    if not 0 < alpha < 1:
-        raise PlanningError(f"--alpha must lie in (0, 1), got {alpha}")
+    if not 0 < alpha < 1 or 1 - alpha / 2 == 1:
+        raise PlanningError(f"--alpha must lie in (0, 1) (at least 1e-15), got {alpha}")
 
 
 def _check_variation(difference: DifferenceVariance) -> None:
