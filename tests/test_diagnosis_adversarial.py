@@ -452,7 +452,7 @@ def _kappa(pairs: list[tuple[str, str]]) -> float | None:
 def test_two_raters_on_degenerate_input(rows: list[list[str | None]]) -> None:
     got = agreement(rows)
     pairs = [(x, y) for x, y in rows if x is not None and y is not None]
-    want = _kappa(pairs) if pairs else None  # type: ignore[arg-type]
+    want = _kappa(pairs) if pairs else None
     assert (got.cohen_kappa is None) == (want is None)
     if want is not None:
         assert got.cohen_kappa == pytest.approx(want)
@@ -637,3 +637,62 @@ def test_a_power_below_half_alpha_needs_the_fewest_tasks_not_more() -> None:
     assert set(low.tasks_needed.values()) == {2}
     assert all(p >= 0.05 - 1e-12 for row in low.power_grid.values() for p in row.values())
     assert plan([pilot], power=0.1).tasks_needed[1] < plan([pilot], power=0.5).tasks_needed[1]
+
+
+# --- two labellers disagreeing, through the CLI, recomputed ---------------------------------
+
+
+def test_labels_agreement_json_equals_an_independent_count(
+    sheet: tuple[Path, str, list[dict[str, str]]], tmp_path: Path
+) -> None:
+    from tests.test_stats_independent import ref_alpha, ref_cohen
+
+    store, batch, rows = sheet
+    copy = tmp_path / "copy.db"
+    shutil.copy(store, copy)
+    given = {
+        "ann": ["planning;recovery", "planning", "perception", "", "tool_selection", "planning"],
+        "bob": ["planning", "recovery", "perception", "planning", "", "planning;recovery"],
+    }
+    taxonomy = str(store.parent / "s" / "taxonomy.yaml")
+    for name, labels in given.items():
+        path = tmp_path / f"{name}.csv"
+        path.write_text(
+            _csv_text([{**r, "labels": x} for r, x in zip(rows, labels, strict=True)], ";")
+        )
+        code, _, err = _invoke("labels", "import", str(path), "--annotator", name,
+                               "--taxonomy", taxonomy, "--store", str(copy))  # fmt: skip
+        assert code == 0, err
+    code, out, err = _invoke("labels", "agreement", batch, "--json", "--taxonomy", taxonomy,
+                             "--store", str(copy))  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    sets = {
+        name: [frozenset(x.split(";")) if x else None for x in labels]
+        for name, labels in given.items()
+    }
+    units = list(zip(sets["ann"], sets["bob"], strict=True))
+    both = [(a, b) for a, b in units if a is not None and b is not None]
+    assert data["units"] == 6 and data["annotators"] == ["ann", "bob"]
+    pooled: list[list[str | None]] = []
+    for entry in data["per_label"]:
+        label = entry["label"]
+        binary = [[None if s is None else "yes" if label in s else "no" for s in u]
+                  for u in units]  # fmt: skip
+        pooled += binary
+        pairs = [(str(label in a), str(label in b)) for a, b in both]
+        assert entry["positives"] == sum(label in s for u in units for s in u if s is not None)
+        got = entry["agreement"]
+        assert got["cohen_units"] == len(both) == 4
+        _same(got["cohen_kappa"], ref_cohen(pairs))
+        _same(got["krippendorff_alpha"], ref_alpha(binary))
+    _same(data["overall"]["krippendorff_alpha"], ref_alpha(pooled))
+    exact = [[",".join(sorted(s)) if s is not None else None for s in u] for u in units]
+    _same(data["exact_set"]["krippendorff_alpha"], ref_alpha(exact))
+    _same(data["exact_set"]["cohen_kappa"], ref_cohen([(x, y) for x, y in exact if x and y]))
+
+
+def _same(got: float | None, want: float | None) -> None:
+    assert (got is None) == (want is None), (got, want)
+    if want is not None:
+        assert got == pytest.approx(want, abs=1e-12)
