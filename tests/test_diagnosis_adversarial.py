@@ -696,3 +696,18 @@ def _same(got: float | None, want: float | None) -> None:
     assert (got is None) == (want is None), (got, want)
     if want is not None:
         assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_a_sheet_is_never_written_over_a_taxonomy_file(
+    sheet: tuple[Path, str, list[dict[str, str]]], tmp_path: Path
+) -> None:
+    store, batch, _ = sheet
+    suite_like = tmp_path / "suite"
+    suite_like.mkdir()
+    mine = "# our own, with comments\nname: mine\nversion: 3\n" + DEFECT
+    (suite_like / "taxonomy.yaml").write_text(mine)
+    code, _, err = _invoke("sample-failures", batch, "--n", "1", "--out", str(suite_like),
+                           "--store", str(store))  # fmt: skip
+    assert code == 2 and "taxonomy.yaml exists: choose another --out folder" in err
+    assert (suite_like / "taxonomy.yaml").read_text() == mine
+    assert not (suite_like / "sheet.csv").exists()

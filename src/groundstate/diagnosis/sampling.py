@@ -160,11 +160,12 @@ def write_sheet(
 ) -> list[Path]:
     """Write ``sheet.csv``, ``sheet.jsonl``, ``sheet.html`` and the taxonomy into *out*.
 
-    Refuses to write over an existing sheet: annotators may already be filling it in.
+    Refuses to write over an existing sheet (annotators may already be filling it in) or
+    taxonomy file (``--out`` a suite folder would rewrite the suite's own).
     """
     out = Path(out)
     paths = [out / "sheet.csv", out / "sheet.jsonl", out / "sheet.html", out / TAXONOMY_FILE]
-    existing = [p for p in paths[:3] if p.exists()]
+    existing = [p for p in paths if p.exists()]
     if existing:
         raise GroundstateError(f"{existing[0]} exists: choose another --out folder")
     rows = sheet_rows(batch, sample)
