@@ -170,3 +170,48 @@ def test_csv_export_reads_the_same_in_a_text_reader_that_splits_every_break(
     rows = list(csv.reader(io.StringIO(text, newline="")))
     assert len(rows) == len(_rows()) + 1
     assert any("line\nbreak" in row for row in rows)
+
+
+def test_an_altered_batch_is_not_exported(tmp_path: Path) -> None:
+    import sqlite3
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in _rows()))
+    store = tmp_path / "runs.db"
+    batch_id = _import(store, rows)
+    with sqlite3.connect(store) as db:  # a failure edited into a success by hand
+        db.execute(
+            "UPDATE runs SET record = replace(record, '\"success\":false', '\"success\":true') "
+            "WHERE rowid = (SELECT MIN(rowid) FROM runs WHERE success = 0)"
+        )
+    out = tmp_path / "altered.csv"
+    result = CliRunner().invoke(
+        main, ["export", batch_id, "--format", "csv", "--out", str(out), "--store", str(store)]
+    )
+    assert result.exit_code == 1 and "are altered: not exported" in result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["export", "--format", "csv", "--out", "x.csv"],
+        ["plan", "b"],
+        ["agreement", "a", "b"],
+        ["sample-failures", "b", "--n", "1", "--out", "s"],
+        ["labels", "agreement", "b"],
+        ["labels", "regress", "b", "--into", "r"],
+        ["labels", "import", "sheet.csv", "--annotator", "a", "--taxonomy", "t.yaml"],
+    ],
+    ids=lambda c: " ".join(c[:2]),
+)
+def test_reading_commands_create_no_store(tmp_path: Path, command: list[str]) -> None:
+    store = tmp_path / "nowhere" / "runs.db"
+    (tmp_path / "t.yaml").write_text(
+        "name: t\nversion: 1\nlabels: [{id: evaluator_defect, description: d}]\n"
+    )
+    (tmp_path / "sheet.csv").write_text("run_id,labels\nr1,evaluator_defect\n")
+    args = [a if a not in ("t.yaml", "sheet.csv") else str(tmp_path / a) for a in command]
+    result = CliRunner().invoke(main, [*args, "--store", str(store)])
+    assert result.exit_code == 2 and f"no run store at {store}" in result.stderr
+    assert not store.parent.exists()

@@ -45,7 +45,7 @@ def _read_batches(
     from groundstate.store import RunStore
 
     read = []
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         for batch_id in batch_ids:
             batch = run_store.batch(batch_id)
             if warn(run_store.verify(batch.batch_id)):
@@ -363,7 +363,7 @@ def _store_labels(
     from groundstate.store import RunStore
 
     taxonomy = sheet_taxonomy(file, taxonomy_file)
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         return import_labels(
             file, run_store, annotator=annotator, taxonomy=taxonomy, adjudicated=adjudicated
         )
@@ -385,7 +385,7 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
     from groundstate.diagnosis import against_adjudication, label_agreement
     from groundstate.store import RunStore
 
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         batch = run_store.batch(batch_id)
         labelled = run_store.labels(batch.batch_id)
         adjudicated = run_store.labels(batch.batch_id, adjudicated=True)
@@ -440,7 +440,7 @@ def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Pa
     from groundstate.store import RunStore
     from groundstate.validation.regress import RegressionRefused, regress
 
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         batch = run_store.batch(batch_id)
         defects = adjudicated_defects(run_store, batch.batch_id)
     if batch.source != "groundstate":

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from groundstate.cli import STORE_OPTION, main
+from groundstate.cli.integrity import EXIT_ALTERED, warn
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.exports import ExportFormat
@@ -109,12 +111,19 @@ def _import_json(report: ImportReport) -> dict[str, object]:
 def export_command(
     batch_id: str | None, fmt: ExportFormat, out: Path, as_json: bool, store: Path
 ) -> None:
-    """Write a stored batch (default: the latest) for other tools."""
+    """Write a stored batch (default: the latest) for other tools. A batch whose records do
+    not verify is not exported (exit 1): other tools would take its numbers as they are."""
     from groundstate.exports import export_batch
     from groundstate.store import RunStore
 
-    with RunStore(store) as run_store:
-        report = export_batch(run_store, batch_id, fmt, out)
+    with RunStore(store, create=False) as run_store:
+        batch = run_store.batch(batch_id)
+        if warn(run_store.verify(batch.batch_id)):
+            click.echo(
+                f"error: records of batch {batch.batch_id} are altered: not exported", err=True
+            )
+            sys.exit(EXIT_ALTERED)
+        report = export_batch(run_store, batch.batch_id, fmt, out)
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:
