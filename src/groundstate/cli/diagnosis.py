@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.diagnosis.verdicts import Field
     from groundstate.planning import Plan
     from groundstate.records import AgentRun
-    from groundstate.store import BatchInfo, RunLabels
+    from groundstate.store import BatchInfo, RunLabels, RunStore
 
 VERDICT_FIELDS = ("success", "terminal_reason", "reason_class")
 """``groundstate.diagnosis.verdicts.FIELDS``, spelled here so that ``agreement --help`` need not
@@ -47,12 +47,19 @@ def _read_batches(
     read = []
     with RunStore(store, create=False) as run_store:
         for batch_id in batch_ids:
-            batch = run_store.batch(batch_id)
-            if warn(run_store.verify(batch.batch_id)):
-                click.echo(f"error: records of batch {batch.batch_id} are altered", err=True)
-                sys.exit(EXIT_ALTERED)
+            batch = _verified_batch(run_store, batch_id)
             read.append((batch, run_store.runs(batch.batch_id)))
     return read
+
+
+def _verified_batch(run_store: RunStore, batch_id: str) -> BatchInfo:
+    """The batch, once its records and labels verify; altered ones are named on stderr and
+    end the command (exit 1): no number or regression case is made from them."""
+    batch = run_store.batch(batch_id)
+    if warn(run_store.verify(batch.batch_id)):
+        click.echo(f"error: records of batch {batch.batch_id} are altered", err=True)
+        sys.exit(EXIT_ALTERED)
+    return batch
 
 
 # --- plan -------------------------------------------------------------------------------------
@@ -386,7 +393,7 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
     from groundstate.store import RunStore
 
     with RunStore(store, create=False) as run_store:
-        batch = run_store.batch(batch_id)
+        batch = _verified_batch(run_store, batch_id)
         labelled = run_store.labels(batch.batch_id)
         adjudicated = run_store.labels(batch.batch_id, adjudicated=True)
     if not labelled:
@@ -441,7 +448,7 @@ def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Pa
     from groundstate.validation.regress import RegressionRefused, regress
 
     with RunStore(store, create=False) as run_store:
-        batch = run_store.batch(batch_id)
+        batch = _verified_batch(run_store, batch_id)
         defects = adjudicated_defects(run_store, batch.batch_id)
     if batch.source != "groundstate":
         raise GroundstateError(
