@@ -245,7 +245,7 @@ def test_rows_scrambled_apart_from_their_run_ids_are_refused(
     store, batch, rows = sheet
     labelled = [{**r, "labels": "planning"} for r in rows]
     code, err = _import_labels(tmp_path, store, "sorted.csv", _csv_text(_scramble(labelled)))
-    assert code == 2 and "were the rows reordered apart from their run ids?" in err, err
+    assert code == 2 and "were the rows reordered apart from their run ids" in err, err
     assert _stored(tmp_path / "copy.db", batch) == {}
     jsonl = "".join(
         json.dumps({**r, "labels": ["planning"], "attempt": int(r["attempt"]) + 1}) + "\n"
@@ -711,3 +711,15 @@ def test_a_sheet_is_never_written_over_a_taxonomy_file(
     assert code == 2 and "taxonomy.yaml exists: choose another --out folder" in err
     assert (suite_like / "taxonomy.yaml").read_text() == mine
     assert not (suite_like / "sheet.csv").exists()
+
+
+def test_a_sheet_against_a_store_whose_verdict_differs_is_refused(
+    sheet: tuple[Path, str, list[dict[str, str]]], tmp_path: Path
+) -> None:
+    """The sheet showed one verdict, the store now holds another (a copy of the store with
+    the same run ids, restored from elsewhere): the annotator labelled another failure."""
+    store, _, rows = sheet
+    shown = [{**rows[0], "labels": "planning", "terminal_reason": "agent_failure/step_limit"}]
+    code, err = _import_labels(tmp_path, store, "stale.csv", _csv_text(shown))
+    assert code == 2 and "terminal_reason 'agent_failure/step_limit' is not run" in err, err
+    assert "another store than the sheet's" in err

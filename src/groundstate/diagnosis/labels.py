@@ -9,8 +9,8 @@ Sheets come back from spreadsheets: a byte-order mark, UTF-16, CRLF, ``;`` or ta
 delimiter, header names in another case, trailing rows of empty cells and notes over several
 lines are read as meant. What would silently put a label on the wrong run is refused: more
 cells than the header has columns (an unquoted ``a,b``), a column named twice, a row whose
-``task_id`` or ``attempt`` is not its run's (rows scrambled), runs of several batches in one
-file, and labels for a run that succeeded.
+``task_id``, ``attempt`` or ``terminal_reason`` is not its run's (rows scrambled, or another
+store), runs of several batches in one file, and labels for a run that succeeded.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ from groundstate.store import RunKey, RunLabels, RunStore
 LABEL_SEPARATOR = re.compile(r"[;,\s]+")
 """Between labels in a ``labels`` cell: label ids are identifiers, so ``;``, ``,`` and spaces
 cannot be part of one."""
-SHOWN = ("task_id", "attempt")
-"""Sheet columns checked against the run a row names, when the file has them."""
+SHOWN = ("task_id", "attempt", "terminal_reason")
+"""Sheet columns checked against the run a row names, when the file has them: a mismatch is
+a row moved apart from its run id, or a store that changed since the sheet was made."""
 DELIMITERS = (",", ";", "\t")
 """CSV delimiters tried on the header (spreadsheets in many locales write ``;``)."""
 
@@ -64,7 +65,8 @@ class LabelRow:
     note: str
     line: int
     shown: Mapping[str, str] = field(default_factory=dict)
-    """The row's ``task_id`` and ``attempt`` cells as given (when not blank)."""
+    """The row's ``task_id``, ``attempt`` and ``terminal_reason`` cells as given (when not
+    blank)."""
 
 
 def read_label_file(path: Path, taxonomy: FailureTaxonomy) -> list[LabelRow]:
@@ -282,12 +284,17 @@ def _labelled_run(path: Path, row: LabelRow, runs: Mapping[str, RunKey]) -> RunK
         raise LabelFileError(
             path, row.line, f"run {row.run_id} succeeded: failure labels are for failed runs"
         )
-    actual = {"task_id": run.task_id, "attempt": str(run.attempt)}
+    actual = {
+        "task_id": run.task_id,
+        "attempt": str(run.attempt),
+        "terminal_reason": run.terminal_reason,
+    }
     for column, given in row.shown.items():
         if not _same_cell(given, actual[column]):
             raise LabelFileError(
                 path, row.line, f"{column} {given!r} is not run {row.run_id}'s "
-                f"({actual[column]!r}): were the rows reordered apart from their run ids?"
+                f"({actual[column]!r}): were the rows reordered apart from their run ids, or "
+                "is this another store than the sheet's?"
             )  # fmt: skip
     return run
 
