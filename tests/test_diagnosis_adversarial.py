@@ -137,6 +137,9 @@ SPREADSHEET_FORMS: dict[str, Callable[[list[dict[str, str]]], bytes | str]] = {
     "labels separated by commas and spaces": lambda rows: _csv_text(
         [{**r, "labels": r["labels"].replace(";", ", ")} for r in rows]
     ),
+    "labels capitalised": lambda rows: _csv_text(
+        [{**r, "labels": r["labels"].title()} for r in rows]
+    ),
     "task ids as a spreadsheet saves them": lambda rows: _csv_text(
         [{**r, "task_id": r["task_id"].lstrip("0'")} for r in rows]
     ),
@@ -188,6 +191,13 @@ def test_jsonl_null_labels_are_unlabelled_rows(tmp_path: Path) -> None:
     ]
 
 
+def test_a_jsonl_key_given_twice_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"run_id": "r1", "labels": ["planning"], "labels": []}\n')
+    with pytest.raises(GroundstateError, match=r"a\.jsonl:1: not JSON: key 'labels' appears twice"):
+        read_label_file(path, TAXONOMY)
+
+
 def _scramble(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     # one column moved on its own (a sort or paste of the run ids alone): each row now names
     # the next row's run, the rest of the row stays
@@ -217,8 +227,8 @@ REFUSED: dict[str, tuple[Callable[[list[dict[str, str]]], bytes | str], str]] = 
         r"bad\.csv: not UTF-8 text \(byte 0xe9 at offset \d+\)",
     ),
     "a label outside the taxonomy": (
-        lambda rows: _csv_text([{**_labelled(rows)[0], "labels": "planning;Planning"}]),
-        r"bad\.csv:2: label 'Planning' is not in taxonomy groundstate-default@1",
+        lambda rows: _csv_text([{**_labelled(rows)[0], "labels": "planning;plannning"}]),
+        r"bad\.csv:2: label 'plannning' is not in taxonomy groundstate-default@1",
     ),
     "a run id in another case": (
         lambda rows: _csv_text([{**_labelled(rows)[0], "run_id": rows[0]["run_id"].upper()}]),

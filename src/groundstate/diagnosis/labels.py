@@ -164,12 +164,21 @@ def _jsonl_rows(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
         if not content.strip():
             continue
         try:
-            raw = json.loads(content)
+            raw = json.loads(content, object_pairs_hook=_once)
         except ValueError as exc:
             raise LabelFileError(path, line, f"not JSON: {exc}") from None
         if not isinstance(raw, dict):
             raise LabelFileError(path, line, "expected a JSON object per line")
         yield line, {**raw, "labels": [] if raw.get("labels") is None else raw["labels"]}
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (of two ``labels``, which would count?)."""
+    keys = [key for key, _ in pairs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError(f"key {twice[0]!r} appears twice in the object")
+    return dict(pairs)
 
 
 def _row(path: Path, line: int, raw: Mapping[str, Any], taxonomy: FailureTaxonomy) -> LabelRow:
@@ -178,6 +187,8 @@ def _row(path: Path, line: int, raw: Mapping[str, Any], taxonomy: FailureTaxonom
         raise LabelFileError(path, line, "run_id is missing (or not text)")
     if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
         raise LabelFileError(path, line, "labels must be a list of label ids")
+    # ids are lower-case identifiers: "Planning " (a spreadsheet's capital) can only mean one
+    labels = [x.strip().lower() for x in labels]
     unknown = [x for x in labels if x not in taxonomy.ids]
     if unknown:
         raise LabelFileError(
