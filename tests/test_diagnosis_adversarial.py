@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
 from groundstate.agreement import agreement, multilabel_agreement
@@ -39,6 +41,8 @@ from groundstate.planning import PlanningError, plan
 from groundstate.records import AgentRun
 from groundstate.stats import TaskCounts
 from groundstate.store import BatchInfo, RunStore
+
+from .test_stats_independent import ref_alpha, ref_cohen, ref_fleiss
 
 TAXONOMY = default_taxonomy()
 
@@ -294,9 +298,9 @@ def test_annotator_ids_that_look_like_markup_are_printed_as_text(
     copy = tmp_path / "copy.db"
     shutil.copy(store, copy)
     taxonomy = str(store.parent / "s" / "taxonomy.yaml")
-    for name, given in (("[/bold]", "planning"), ("[red]bob", "recovery")):
+    for name, labels in (("[/bold]", "planning"), ("[red]bob", "recovery")):
         path = tmp_path / "l.csv"
-        path.write_text(_csv_text([{**r, "labels": given} for r in rows]))
+        path.write_text(_csv_text([{**r, "labels": labels} for r in rows]))
         code, _, err = _invoke("labels", "import", str(path), "--annotator", name,
                                "--taxonomy", taxonomy, "--store", str(copy))  # fmt: skip
         assert code == 0, err
@@ -317,9 +321,9 @@ def test_a_taxonomy_edited_without_a_new_version_is_named(
     folder = tmp_path / "annotator"
     folder.mkdir()
     (folder / "taxonomy.yaml").write_text(yaml.safe_dump(edited))  # same name@version
-    for name, given in (("ann", "hallucination"), ("bob", "planning")):
+    for name, labels in (("ann", "hallucination"), ("bob", "planning")):
         path = folder / f"{name}.csv"
-        path.write_text(_csv_text([{**r, "labels": given} for r in rows]))
+        path.write_text(_csv_text([{**r, "labels": labels} for r in rows]))
         code, _, err = _invoke("labels", "import", str(path), "--annotator", name,
                                "--store", str(copy))  # fmt: skip
         assert code == 0, err
@@ -655,8 +659,6 @@ def test_a_power_below_half_alpha_needs_the_fewest_tasks_not_more() -> None:
 def test_labels_agreement_json_equals_an_independent_count(
     sheet: tuple[Path, str, list[dict[str, str]]], tmp_path: Path
 ) -> None:
-    from tests.test_stats_independent import ref_alpha, ref_cohen
-
     store, batch, rows = sheet
     copy = tmp_path / "copy.db"
     shutil.copy(store, copy)
@@ -733,3 +735,38 @@ def test_a_sheet_against_a_store_whose_verdict_differs_is_refused(
     code, err = _import_labels(tmp_path, store, "stale.csv", _csv_text(shown))
     assert code == 2 and "terminal_reason 'agent_failure/step_limit' is not run" in err, err
     assert "another store than the sheet's" in err
+
+
+LABEL_IDS = ("planning", "recovery", "perception")
+label_sets = st.one_of(st.none(), st.frozensets(st.sampled_from(LABEL_IDS), min_size=1))
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.lists(label_sets, min_size=3, max_size=3), min_size=1, max_size=12))
+def test_multilabel_agreement_matches_an_independent_reference(
+    table: list[list[frozenset[str] | None]],
+) -> None:
+    """Three annotators, missing ratings, one unit or many, one label everywhere or none:
+    per label (present/absent), pooled over labels, and whole sets, against the reference."""
+    labelled = {
+        f"r{i}": {a: s for a, s in zip("abc", row, strict=True) if s is not None}
+        for i, row in enumerate(table)
+    }
+    labelled = {u: rated for u, rated in labelled.items() if rated}
+    if len({a for rated in labelled.values() for a in rated}) < 2:
+        return
+    got = multilabel_agreement(labelled, LABEL_IDS)
+    names = sorted({a for rated in labelled.values() for a in rated})
+    rows = [[labelled[u].get(a) for a in names] for u in sorted(labelled)]
+    pooled: list[list[str | None]] = []
+    for part in got.per_label:
+        binary = [[None if s is None else str(part.label in s) for s in row] for row in rows]
+        pooled += binary
+        _same(part.agreement.krippendorff_alpha, ref_alpha(binary))
+        complete = [r for r in binary if None not in r]
+        _same(part.agreement.fleiss_kappa, ref_fleiss(complete) if complete else None)  # type: ignore[arg-type]
+        assert part.positives == sum(part.label in s for r in rows for s in r if s is not None)
+    _same(got.overall.krippendorff_alpha, ref_alpha(pooled))
+    sets = [[None if s is None else ",".join(sorted(s)) for s in row] for row in rows]
+    _same(got.exact_set.krippendorff_alpha, ref_alpha(sets))
+    assert got.units == len(labelled)
