@@ -127,6 +127,7 @@ SPREADSHEET_FORMS: dict[str, Callable[[list[dict[str, str]]], bytes | str]] = {
     "semicolon locale": lambda rows: codecs.BOM_UTF8 + _csv_text(rows, ";").encode(),
     "unicode text (utf-16, tabs)": lambda rows: _csv_text(rows, "\t").encode("utf-16"),
     "unix newlines": lambda rows: _csv_text(rows, newline="\n"),
+    "old mac newlines, semicolons": lambda rows: _csv_text(rows, ";", newline="\r"),
     "trailing empty rows": lambda rows: _csv_text(rows) + ",,,,,,,,\r\n" * 3 + " ,\r\n",
     "header in title case": lambda rows: _csv_text(
         [{k.title(): v for k, v in r.items()} for r in rows]

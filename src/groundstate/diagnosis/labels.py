@@ -137,7 +137,7 @@ def _csv_rows(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _delimiter(text: str) -> str:
     """The delimiter whose split of the first line names both ``run_id`` and ``labels``."""
-    first = text.split("\n", 1)[0]
+    first = re.split(r"\r\n|\r|\n", text, maxsplit=1)[0]
     for delimiter in DELIMITERS:
         names = {name.strip().lower() for name in first.split(delimiter)}
         if {"run_id", "labels"} <= {name.strip('"') for name in names}:
