@@ -215,3 +215,19 @@ def test_reading_commands_create_no_store(tmp_path: Path, command: list[str]) ->
     result = CliRunner().invoke(main, [*args, "--store", str(store)])
     assert result.exit_code == 2 and f"no run store at {store}" in result.stderr
     assert not store.parent.exists()
+
+
+def test_an_export_never_writes_over_the_store_it_reads(tmp_path: Path) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in _rows()))
+    store = tmp_path / "runs.db"
+    batch_id = _import(store, rows)
+    before = store.read_bytes()
+    (tmp_path / "link.db").symlink_to(store)
+    for out in ("runs.db", "link.db", "runs.db-wal", "artifacts/ab/cd", "./runs.db"):
+        result = CliRunner().invoke(main, ["export", batch_id, "--format", "csv", "--out",
+                                           str(tmp_path / out), "--store", str(store)])  # fmt: skip
+        assert result.exit_code == 2, out
+        assert "is the run store's own file: choose another path" in result.stderr
+    assert store.read_bytes() == before
+    assert _report(store, batch_id)["valid_attempts"] > 0
