@@ -259,7 +259,7 @@ def label_records(
 ) -> list[RunLabels]:
     """Store records for *rows*; *runs* holds every stored run the rows may name."""
     if not annotator.strip():
-        raise GroundstateError("--annotator must not be empty")
+        raise GroundstateError("--annotator (or --adjudicator) must not be empty")
     first: tuple[str, int] | None = None  # the file's batch, and the line that set it
     for row in rows:
         run = _labelled_run(path, row, runs)
