@@ -771,3 +771,15 @@ def test_multilabel_agreement_matches_an_independent_reference(
     sets = [[None if s is None else ",".join(sorted(s)) for s in row] for row in rows]
     _same(got.exact_set.krippendorff_alpha, ref_alpha(sets))
     assert got.units == len(labelled)
+
+
+def test_an_imported_batch_is_not_regraded_from_trajectories_it_does_not_have(
+    tmp_path: Path,
+) -> None:
+    """Verdicts of the bank's own task, imported (say from an export): replaying their empty
+    trajectories would make every success a grader "disagreement"."""
+    store = tmp_path / "runs.db"
+    batch = _import(store, [{"task_id": "transfer", "attempt": a, "success": True} for a in (1, 2)])
+    bank = Path(__file__).parent / "suites" / "bank"
+    code, _, err = _invoke("agreement", batch, "--regrade", str(bank), "--store", str(store))
+    assert code == 2 and "was imported from another harness: it has no recorded trajectory" in err

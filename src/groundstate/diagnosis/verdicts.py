@@ -99,6 +99,12 @@ def regrade(runs: Sequence[AgentRun], suite: Suite) -> list[AgentRun]:
     differently for that reason; invalid attempts and tasks the suite no longer has are left
     out. Replayed records keep the task and attempt number of the run they replay.
     """
+    imported = next((r for r in runs if r.infrastructure_status.get("imported")), None)
+    if imported is not None:  # no trajectory: a replay of nothing would "disagree" everywhere
+        raise GroundstateError(
+            f"run {imported.run_id} was imported from another harness: it has no recorded "
+            "trajectory to regrade; compare two batches instead"
+        )
     replayed = []
     for run in final_runs(list(runs)):
         if run.valid and run.task_id in suite.tasks:
