@@ -588,6 +588,7 @@ def test_an_imported_batch_says_why_it_has_no_suite(
     code, _, err = _invoke("sample-failures", batch, "--n", "1", "--out", str(tmp_path / "s"),
                            "--store", str(copy))  # fmt: skip
     assert code == 0 and f"batch {batch} was imported (it has no suite folder)" in err
+    assert "have no trajectory or grader evidence, so the sheet shows their verdicts only" in err
     final = tmp_path / "final.csv"
     final.write_text(_csv_text([{**r, "labels": "evaluator_defect"} for r in rows]))
     taxonomy = str(store.parent / "s" / "taxonomy.yaml")

@@ -291,6 +291,12 @@ def sample_failures_command(
     sample = sample_failures(batch, runs, n, seed)
     paths = write_sheet(out, batch, sample, taxonomy)
     failed = len(failed_runs(runs))
+    if batch.source != "groundstate":
+        click.echo(
+            f"warning: batch {batch.batch_id} was imported: its runs have no trajectory or "
+            "grader evidence, so the sheet shows their verdicts only",
+            err=True,
+        )
     click.echo(f"sampled {len(sample)} of {failed} valid failed runs (seed {seed})")
     click.echo(f"taxonomy {taxonomy.ref}: {', '.join(taxonomy.ids)}")
     for path in paths:
