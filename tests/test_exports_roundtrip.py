@@ -231,3 +231,15 @@ def test_an_export_never_writes_over_the_store_it_reads(tmp_path: Path) -> None:
         assert "is the run store's own file: choose another path" in result.stderr
     assert store.read_bytes() == before
     assert _report(store, batch_id)["valid_attempts"] > 0
+
+
+@pytest.mark.parametrize("name", ["", "   ", "\t"])
+def test_an_import_needs_a_name_that_is_not_blank(tmp_path: Path, name: str) -> None:
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"task_id": "a", "attempt": 0, "success": True}) + "\n")
+    store = tmp_path / "runs.db"
+    result = CliRunner().invoke(
+        main, ["import-results", str(rows), "--name", name, "--store", str(store)]
+    )
+    assert result.exit_code == 2 and "'--name': must not be blank" in result.stderr
+    assert not store.exists()

@@ -26,7 +26,12 @@ EXPORT_FORMATS = ("jsonl", "csv", "inspect")
 
 @main.command("import-results")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--name", required=True, help="A name for the imported batch (e.g. the system).")
+@click.option(
+    "--name",
+    required=True,
+    callback=lambda _ctx, _param, value: _named(value),
+    help="A name for the imported batch (e.g. the system).",
+)
 @click.option(
     "--format",
     "fmt",
@@ -86,6 +91,13 @@ def import_results_command(
     for mapping, count in report.mapped.items():
         click.echo(f"  {count:>8}  {mapping}")
     click.echo(f"batch {report.batch.batch_id}")
+
+
+def _named(value: str) -> str:
+    """A batch name someone can read and type: not blank (``batches`` would show nothing)."""
+    if not value.strip():
+        raise click.BadParameter("must not be blank")
+    return value
 
 
 def _import_json(report: ImportReport) -> dict[str, object]:
