@@ -196,6 +196,13 @@ def test_jsonl_null_labels_are_unlabelled_rows(tmp_path: Path) -> None:
     ]
 
 
+def test_a_json_array_is_named_as_such(tmp_path: Path) -> None:
+    path = tmp_path / "a.json"
+    path.write_text('[\n  {"run_id": "r1", "labels": ["planning"]}\n]\n')
+    with pytest.raises(GroundstateError, match=r"a\.json: a JSON array: labels are read as JSON"):
+        read_label_file(path, TAXONOMY)
+
+
 def test_a_jsonl_key_given_twice_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "a.jsonl"
     path.write_text('{"run_id": "r1", "labels": ["planning"], "labels": []}\n')

@@ -159,6 +159,11 @@ def _split(cell: str) -> list[str]:
 
 
 def _jsonl_rows(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    if text.lstrip().startswith("["):  # a tool's "save as JSON": one array, not one per line
+        raise LabelFileError(
+            path, None, "a JSON array: labels are read as JSON Lines, one object per line "
+            "(`jq -c '.[]' FILE` converts it)"
+        )  # fmt: skip
     # "\n" only: U+2028 and other breaks str.splitlines knows may sit inside a JSON string
     for line, content in enumerate(text.split("\n"), start=1):
         if not content.strip():
