@@ -166,6 +166,17 @@ def test_a_sheet_saved_by_a_spreadsheet_stores_the_same_labels(
     assert _stored(tmp_path / "copy.db", batch) == want
 
 
+@pytest.mark.parametrize("name", ["unicode.txt", "tabs.tsv"])
+def test_a_spreadsheets_text_export_imports_under_its_own_suffix(
+    sheet: tuple[Path, str, list[dict[str, str]]], tmp_path: Path, name: str
+) -> None:
+    store, batch, rows = sheet
+    text = _csv_text(_labelled(rows), "\t")
+    code, err = _import_labels(tmp_path, store, name, text.encode("utf-16"))
+    assert code == 0, err
+    assert len(_stored(tmp_path / "copy.db", batch)) == 4
+
+
 def test_notes_keep_their_line_breaks_and_line_numbers_count_the_files_lines(
     sheet: tuple[Path, str, list[dict[str, str]]], tmp_path: Path
 ) -> None:

@@ -90,12 +90,14 @@ def read_label_file(path: Path, taxonomy: FailureTaxonomy) -> list[LabelRow]:
 
 def _raw_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     text = _text(path)
-    if path.suffix.lower() == ".csv":
+    if path.suffix.lower() in (".csv", ".tsv", ".txt"):  # .txt: a spreadsheet's "text"
         yield from _csv_rows(path, text)
     elif path.suffix.lower() in (".jsonl", ".json"):
         yield from _jsonl_rows(path, text)
+    elif path.suffix.lower() in (".xlsx", ".xls", ".ods"):
+        raise LabelFileError(path, None, "a spreadsheet workbook: save the sheet as CSV UTF-8")
     else:
-        raise LabelFileError(path, None, "expected a .csv or .jsonl file")
+        raise LabelFileError(path, None, "expected a .csv (or .tsv, .txt) or .jsonl file")
 
 
 def _text(path: Path) -> str:
@@ -193,7 +195,7 @@ def _row(path: Path, line: int, raw: Mapping[str, Any], taxonomy: FailureTaxonom
     if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
         raise LabelFileError(path, line, "labels must be a list of label ids")
     # ids are lower-case identifiers: "Planning " (a spreadsheet's capital) can only mean one
-    labels = [x.strip().lower() for x in labels]
+    labels = [x.strip().lower() for x in labels if x.strip()]
     unknown = [x for x in labels if x not in taxonomy.ids]
     if unknown:
         raise LabelFileError(
@@ -206,7 +208,7 @@ def _row(path: Path, line: int, raw: Mapping[str, Any], taxonomy: FailureTaxonom
         raise LabelFileError(path, line, "a label is given twice")
     if not isinstance(note, str):
         raise LabelFileError(path, line, "note must be text")
-    shown = {k: str(raw[k]) for k in SHOWN if str(raw.get(k) or "").strip()}
+    shown = {k: str(raw[k]) for k in SHOWN if raw.get(k) is not None and str(raw[k]).strip()}
     return LabelRow(run_id.strip(), tuple(sorted(labels)), note, line, shown)
 
 
