@@ -223,7 +223,8 @@ def test_label_files_csv_and_jsonl(tmp_path: Path) -> None:
         ),
         ('{"run_id": "r1", "labels": ["planning"]}\nnot json\n', ".jsonl", r"a\.jsonl:2: not JSON"),
         ("run_id,labels\nr1,planning;planning\n", ".csv", "a label is given twice"),
-        ("x", ".txt", "expected a .csv or .jsonl file"),
+        ("x", ".yaml", r"expected a \.csv \(or \.tsv, \.txt\) or \.jsonl file"),
+        ("PK", ".xlsx", "a spreadsheet workbook: save the sheet as CSV UTF-8"),
     ],
 )
 def test_malformed_label_files_name_file_and_line(

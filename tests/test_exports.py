@@ -190,13 +190,13 @@ def test_inspect_log_without_our_metadata_reads_by_its_scores(tmp_path: Path) ->
 
 def test_export_problems_are_one_line(tmp_path: Path) -> None:
     store = tmp_path / "r.db"
+    source = tmp_path / "varied.csv"
+    source.write_text(VARIED)
+    batch = _import(store, source)  # a store to look in (export creates none)
     code, _, err = _invoke(
         "export", "nope", "--format", "csv", "--out", str(tmp_path / "x.csv"), "--store", str(store)
     )
     assert code == 2 and "no batch nope" in err
-    source = tmp_path / "varied.csv"
-    source.write_text(VARIED)
-    batch = _import(store, source)
     (tmp_path / "blocker").write_text("a file, not a folder")
     code, _, err = _invoke(
         "export",

@@ -122,3 +122,22 @@ def test_labels_stored_before_the_chain_are_unverifiable_not_altered(
     with RunStore(store) as opened:  # labels added now start a chain after the old rows
         opened.add_labels([_labels(batch_id, "r", "dan", "planning")])
     assert [kind for kind, *_ in _problems(store)] == ["unverifiable"]
+
+
+def test_no_agreement_or_regression_case_is_made_from_altered_labels(
+    labelled: tuple[Path, str, list[str]],
+) -> None:
+    """The labels are the evidence of `labels agreement` and `labels regress`: edited by hand,
+    they are named and the command stops (exit 1), as a report of altered runs does."""
+    store, batch_id, _ = labelled
+    _sql(
+        store,
+        "UPDATE labels SET record = replace(record, '\"planning\"', '\"evaluator_defect\"') "
+        "WHERE annotator = 'carol'",
+    )
+    for command in (["labels", "agreement", batch_id], ["labels", "regress", batch_id, "--into",
+                                                        str(store.parent / "r")]):  # fmt: skip
+        code, _, err = _invoke(*command, "--store", str(store))
+        assert code == 1 and f"records of batch {batch_id} are altered" in err, err
+        assert "labels by carol altered" in err
+    assert not (store.parent / "r").exists()

@@ -663,7 +663,7 @@ def test_planning_matches_the_method_of_moments_and_miller(
     """sigma_w^2 = mean unbiased within-task variance; sigma_b^2 = var(task rates, ddof 1)
     - mean(sigma_w^2 / n_i), at least 0; one pilot doubles both for the difference; T for
     power 0.8 at alpha 0.05 with K attempts = ceil((z_.975 + z_.8)^2 (sb + sw/K) / delta^2)."""
-    from groundstate.planning import plan
+    from groundstate.planning import PlanningError, plan
     from groundstate.stats import TaskCounts
 
     counts = [
@@ -675,6 +675,10 @@ def test_planning_matches_the_method_of_moments_and_miller(
     mean = sum(rates) / len(rates)
     spread = sum((r - mean) ** 2 for r in rates) / (len(rates) - 1)
     sb = max(Fraction(0), spread - sum(sw / t.n for t in counts) / len(counts))
+    if sb == sw == 0:  # no variation: a variance of 0 sizes nothing (it would promise power 1)
+        with pytest.raises(PlanningError, match="shows no variation"):
+            plan([counts], delta=delta)
+        return
     got = plan([counts], delta=delta)
     assert got.components[0].within == pytest.approx(float(sw), abs=1e-12)
     assert got.components[0].between == pytest.approx(float(sb), abs=1e-12)

@@ -36,7 +36,9 @@ class Agreement:
     units: int
     """Units with at least one rating."""
     percent_agreement: float | None
-    """Share of agreeing pairs of ratings within units (no chance correction)."""
+    """Observed agreement, no chance correction: the share of agreeing pairs of ratings
+    within units, a unit's pairs weighted 1/(m - 1) for its m ratings (Krippendorff's
+    observed agreement; with two raters, the share of units they agree on)."""
     cohen_kappa: float | None
     """Two raters only; over units both rated."""
     cohen_units: int
@@ -118,7 +120,8 @@ def krippendorff_alpha(ratings: Ratings) -> float | None:
 
 
 def percent_agreement(ratings: Ratings) -> float | None:
-    """Share of agreeing pairs of ratings within units (pairwise, missing ratings skipped)."""
+    """Observed agreement: agreeing pairs of ratings within units, each unit's pairs weighted
+    1/(m - 1) for its m ratings (so a unit counts by its ratings), missing ratings skipped."""
     coincidences = _coincidences(ratings)
     if coincidences is None:
         return None
@@ -138,7 +141,7 @@ def agreement(ratings: Ratings) -> Agreement:
         cohen_kappa=cohen_kappa(rows) if raters == 2 else None,
         cohen_units=len(both) if raters == 2 else 0,
         fleiss_kappa=fleiss_kappa(rows),
-        fleiss_units=len(both),
+        fleiss_units=len(both) if raters >= 2 else 0,
         krippendorff_alpha=krippendorff_alpha(rows),
         alpha_units=sum(sum(v is not None for v in row) >= 2 for row in rows),
     )

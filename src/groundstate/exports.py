@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from groundstate.analysis import final_runs
+from groundstate.environments.sqlite_live import side_files
 from groundstate.errors import GroundstateError
 from groundstate.importers.inspect_log import OWN_METADATA
 from groundstate.importers.table import COLUMNS
@@ -48,6 +49,7 @@ def export_batch(
     store: RunStore, batch_id: str | None, format: ExportFormat, out: Path
 ) -> ExportReport:
     """Write the batch *batch_id* (default: the latest) to *out* in *format*."""
+    _check_destination(store, out)
     batch = store.batch(batch_id)
     runs = store.runs(batch.batch_id)
     if not runs:
@@ -59,6 +61,17 @@ def export_batch(
     except OSError as exc:
         raise GroundstateError(f"cannot write {out}: {exc.strerror or exc}") from None
     return ExportReport(batch_id=batch.batch_id, format=format, path=str(out), records=count)
+
+
+def _check_destination(store: RunStore, out: Path) -> None:
+    """Refuse to write over the store itself, its SQLite files or its artifacts: opening
+    ``--out`` for writing would truncate the evidence before a byte is exported."""
+    target = Path(out).resolve()
+    database = store.path.resolve()
+    if target in (database, *side_files(database)) or target.is_relative_to(
+        store.artifacts.resolve()
+    ):
+        raise GroundstateError(f"--out {out} is the run store's own file: choose another path")
 
 
 def export_row(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
@@ -263,11 +276,15 @@ def _summary(sample: dict[str, Any]) -> dict[str, Any]:
 
 
 def _results(runs: list[AgentRun]) -> dict[str, Any]:
+    """Inspect's results block. With no valid attempt nothing was scored: no score is given
+    (``report`` says n/a), never an accuracy of 0."""
     valid = [run for run in runs if run.valid]
-    accuracy = sum(run.success for run in valid) / len(valid) if valid else 0.0
+    block: dict[str, Any] = {"total_samples": len(runs), "completed_samples": len(valid)}
+    if not valid:
+        return {**block, "scores": []}
+    accuracy = sum(run.success for run in valid) / len(valid)
     return {
-        "total_samples": len(runs),
-        "completed_samples": len(valid),
+        **block,
         "scores": [{
             "name": SCORER,
             "scorer": SCORER,

@@ -222,6 +222,8 @@ def tasks_needed(
 ) -> int:
     """Smallest T (at least 2) with the power at *attempts* per task, from the normal formula."""
     z = float(_NORMAL.inv_cdf(1 - alpha / 2) + _NORMAL.inv_cdf(power))
+    if z <= 0:  # a power below alpha/2: any number of tasks has it (squaring z would not)
+        return 2
     per_task = difference.weight_inflation * (difference.between + difference.within / attempts)
     return max(2, math.ceil(z**2 * per_task / delta**2))
 
@@ -257,6 +259,7 @@ def plan(
         raise ValueError("plan takes one or two pilot batches")
     components = tuple(variance_components(p) for p in pilots)
     difference = assumed_difference(pilots[0]) if len(pilots) == 1 else paired_difference(*pilots)
+    _check_variation(difference)
     pilot_tasks = components[0].n_tasks
     attempts = sorted({*ATTEMPTS_GRID, round(components[0].attempts)})
     needed = {k: tasks_needed(difference, k, delta, power, alpha) for k in attempts}
@@ -279,20 +282,37 @@ def plan(
 
 
 def _check_targets(delta: float, power: float, alpha: float) -> None:
-    if not 0 < delta <= 1:
-        raise PlanningError(f"--delta must lie in (0, 1], got {delta}")
+    # Inside the ranges, the sums must still be computable in floats: 1 - alpha/2 rounds to 1
+    # for alpha below about 1e-16 (no normal quantile), and delta^2 underflows to 0.
+    if not 0 < delta <= 1 or delta**2 == 0:
+        raise PlanningError(f"--delta must lie in (0, 1] (and not underflow), got {delta}")
     if not 0 < power < 1:
         raise PlanningError(f"--power must lie in (0, 1), got {power}")
-    if not 0 < alpha < 1:
-        raise PlanningError(f"--alpha must lie in (0, 1), got {alpha}")
+    if not 0 < alpha < 1 or 1 - alpha / 2 == 1:
+        raise PlanningError(f"--alpha must lie in (0, 1) (at least 1e-15), got {alpha}")
+
+
+def _check_variation(difference: DifferenceVariance) -> None:
+    """A variance of 0 sizes nothing: it would promise power 1 with two tasks."""
+    if difference.between + difference.within > 0:
+        return
+    if difference.paired_pilot:
+        seen = (
+            "in each pilot every attempt of a task ended the same way, and every task differs "
+            "between the pilots by the same amount"
+        )
+    else:
+        seen = "every attempt of every task ended the same way"
+    raise PlanningError(
+        f"the pilot shows no variation ({seen}): a variance of 0 cannot size a batch; pilot "
+        "on tasks the system sometimes fails (or passes)"
+    )
 
 
 def _warnings(
     difference: DifferenceVariance, needed: dict[int, int], pilot_tasks: int
 ) -> tuple[str, ...]:
     found = []
-    if difference.between + difference.within == 0:
-        found.append("the pilot shows no variation at all (every task always passes or fails)")
     if pilot_tasks < 10:
         found.append(
             f"the pilot has {pilot_tasks} tasks: the variance estimates are rough; "

@@ -49,9 +49,11 @@ def select_tasks(
 
 
 def _matches(task_id: str, pattern: str) -> bool:
-    if _WILDCARDS & set(pattern):
-        return fnmatch.fnmatchcase(task_id, pattern)
-    return pattern in task_id
+    # A literal substring matches even when it holds wildcard characters: `-k 'refund[v2]'`
+    # names the task `refund[v2]` (as a wildcard it means `refundv` or `refund2`).
+    if pattern in task_id:
+        return True
+    return bool(_WILDCARDS & set(pattern)) and fnmatch.fnmatchcase(task_id, pattern)
 
 
 def _check_known(suite: Suite, task_ids: Sequence[str], slices: Sequence[str]) -> None:

@@ -224,6 +224,16 @@ class StoredRun(NamedTuple):
     text: str
 
 
+class RunKey(NamedTuple):
+    """Where a stored run sits, read from its indexed columns (:meth:`RunStore.run_keys`)."""
+
+    batch_id: str
+    task_id: str
+    attempt: int
+    terminal_reason: str
+    success: bool
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedRun:
     """A try in the form the store writes it: the record naming its stored artifacts, its
@@ -955,14 +965,24 @@ class RunStore:
 
     def batches_of_runs(self, run_ids: list[str]) -> dict[str, str]:
         """Run id -> batch id for the given full run ids that are stored (exact match)."""
-        found: dict[str, str] = {}
+        return {run_id: key.batch_id for run_id, key in self.run_keys(run_ids).items()}
+
+    def run_keys(self, run_ids: list[str]) -> dict[str, RunKey]:
+        """Run id -> batch, task, attempt and verdict of the given full run ids that are
+        stored (exact match), without reading the records."""
+        found: dict[str, RunKey] = {}
         for start in range(0, len(run_ids), 500):  # SQLite caps the parameters of one query
             chunk = run_ids[start : start + 500]
             marks = ", ".join("?" * len(chunk))
             rows = self._query(
-                f"SELECT run_id, batch_id FROM runs WHERE run_id IN ({marks})", tuple(chunk)
+                "SELECT run_id, batch_id, task_id, attempt, terminal_reason, success FROM runs "
+                f"WHERE run_id IN ({marks})",
+                tuple(chunk),
             )
-            found.update({str(r[0]): str(r[1]) for r in rows})
+            found.update(
+                {str(r[0]): RunKey(str(r[1]), str(r[2]), int(r[3]), str(r[4]), bool(r[5]))
+                 for r in rows}
+            )  # fmt: skip
         return found
 
     def runs(self, batch_id: str) -> list[AgentRun]:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.diagnosis.verdicts import Field
     from groundstate.planning import Plan
     from groundstate.records import AgentRun
-    from groundstate.store import BatchInfo, RunLabels
+    from groundstate.store import BatchInfo, RunLabels, RunStore
 
 VERDICT_FIELDS = ("success", "terminal_reason", "reason_class")
 """``groundstate.diagnosis.verdicts.FIELDS``, spelled here so that ``agreement --help`` need not
@@ -45,14 +45,21 @@ def _read_batches(
     from groundstate.store import RunStore
 
     read = []
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         for batch_id in batch_ids:
-            batch = run_store.batch(batch_id)
-            if warn(run_store.verify(batch.batch_id)):
-                click.echo(f"error: records of batch {batch.batch_id} are altered", err=True)
-                sys.exit(EXIT_ALTERED)
+            batch = _verified_batch(run_store, batch_id)
             read.append((batch, run_store.runs(batch.batch_id)))
     return read
+
+
+def _verified_batch(run_store: RunStore, batch_id: str) -> BatchInfo:
+    """The batch, once its records and labels verify; altered ones are named on stderr and
+    end the command (exit 1): no number or regression case is made from them."""
+    batch = run_store.batch(batch_id)
+    if warn(run_store.verify(batch.batch_id)):
+        click.echo(f"error: records of batch {batch.batch_id} are altered", err=True)
+        sys.exit(EXIT_ALTERED)
+    return batch
 
 
 # --- plan -------------------------------------------------------------------------------------
@@ -221,7 +228,7 @@ def _agreement_table(
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=title)
+    table = Table(title=escape(title))  # annotator ids are anyone's text, not markup
     columns = (
         first,
         "positives",
@@ -258,7 +265,9 @@ def _number(value: float | None, units: int | None = None) -> str:
 @main.command("sample-failures")
 @click.argument("batch_id")
 @click.option("--n", "n", type=click.IntRange(min=1), required=True, help="Runs to sample.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed.")
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Sampling seed."
+)
 @click.option(
     "--out",
     type=click.Path(path_type=Path, file_okay=False),
@@ -282,6 +291,12 @@ def sample_failures_command(
     sample = sample_failures(batch, runs, n, seed)
     paths = write_sheet(out, batch, sample, taxonomy)
     failed = len(failed_runs(runs))
+    if batch.source != "groundstate":
+        click.echo(
+            f"warning: batch {batch.batch_id} was imported: its runs have no trajectory or "
+            "grader evidence, so the sheet shows their verdicts only",
+            err=True,
+        )
     click.echo(f"sampled {len(sample)} of {failed} valid failed runs (seed {seed})")
     click.echo(f"taxonomy {taxonomy.ref}: {', '.join(taxonomy.ids)}")
     for path in paths:
@@ -295,10 +310,15 @@ def _taxonomy(batch: BatchInfo, taxonomy_file: Path | None) -> FailureTaxonomy:
     if taxonomy_file is not None:
         return load_taxonomy(taxonomy_file)
     suite = Path(batch.suite_path)
-    if not suite.is_dir():
+    if batch.source != "groundstate" or not suite.is_dir():
+        where = (
+            "was imported (it has no suite folder)"
+            if batch.source != "groundstate"
+            else f"has its suite folder {suite} elsewhere"
+        )
         click.echo(
-            f"warning: suite folder {suite} of batch {batch.batch_id} is not here; using the "
-            "default taxonomy (pass --taxonomy to choose)",
+            f"warning: batch {batch.batch_id} {where}; using the default taxonomy (pass "
+            "--taxonomy to choose)",
             err=True,
         )
         return default_taxonomy()
@@ -356,7 +376,7 @@ def _store_labels(
     from groundstate.store import RunStore
 
     taxonomy = sheet_taxonomy(file, taxonomy_file)
-    with RunStore(store) as run_store:
+    with RunStore(store, create=False) as run_store:
         return import_labels(
             file, run_store, annotator=annotator, taxonomy=taxonomy, adjudicated=adjudicated
         )
@@ -378,8 +398,8 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
     from groundstate.diagnosis import against_adjudication, label_agreement
     from groundstate.store import RunStore
 
-    with RunStore(store) as run_store:
-        batch = run_store.batch(batch_id)
+    with RunStore(store, create=False) as run_store:
+        batch = _verified_batch(run_store, batch_id)
         labelled = run_store.labels(batch.batch_id)
         adjudicated = run_store.labels(batch.batch_id, adjudicated=True)
     if not labelled:
@@ -433,9 +453,14 @@ def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Pa
     from groundstate.store import RunStore
     from groundstate.validation.regress import RegressionRefused, regress
 
-    with RunStore(store) as run_store:
-        batch = run_store.batch(batch_id)
+    with RunStore(store, create=False) as run_store:
+        batch = _verified_batch(run_store, batch_id)
         defects = adjudicated_defects(run_store, batch.batch_id)
+    if batch.source != "groundstate":
+        raise GroundstateError(
+            f"batch {batch.batch_id} was imported from another harness: its runs have no "
+            "recorded trajectory to replay as a regression case"
+        )
     suite = load_suite(suite_path or Path(batch.suite_path))
     refused = 0
     for run in defects:

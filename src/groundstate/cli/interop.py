@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
 from groundstate.cli import STORE_OPTION, main
+from groundstate.cli.integrity import EXIT_ALTERED, warn
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.exports import ExportFormat
@@ -24,7 +26,12 @@ EXPORT_FORMATS = ("jsonl", "csv", "inspect")
 
 @main.command("import-results")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--name", required=True, help="A name for the imported batch (e.g. the system).")
+@click.option(
+    "--name",
+    required=True,
+    callback=lambda _ctx, _param, value: _named(value),
+    help="A name for the imported batch (e.g. the system).",
+)
 @click.option(
     "--format",
     "fmt",
@@ -86,6 +93,13 @@ def import_results_command(
     click.echo(f"batch {report.batch.batch_id}")
 
 
+def _named(value: str) -> str:
+    """A batch name someone can read and type: not blank (``batches`` would show nothing)."""
+    if not value.strip():
+        raise click.BadParameter("must not be blank")
+    return value
+
+
 def _import_json(report: ImportReport) -> dict[str, object]:
     data = report.model_dump(mode="json", exclude={"batch"})
     return {"batch_id": report.batch.batch_id, "name": report.batch.suite, **data}
@@ -109,12 +123,19 @@ def _import_json(report: ImportReport) -> dict[str, object]:
 def export_command(
     batch_id: str | None, fmt: ExportFormat, out: Path, as_json: bool, store: Path
 ) -> None:
-    """Write a stored batch (default: the latest) for other tools."""
+    """Write a stored batch (default: the latest) for other tools. A batch whose records do
+    not verify is not exported (exit 1): other tools would take its numbers as they are."""
     from groundstate.exports import export_batch
     from groundstate.store import RunStore
 
-    with RunStore(store) as run_store:
-        report = export_batch(run_store, batch_id, fmt, out)
+    with RunStore(store, create=False) as run_store:
+        batch = run_store.batch(batch_id)
+        if warn(run_store.verify(batch.batch_id)):
+            click.echo(
+                f"error: records of batch {batch.batch_id} are altered: not exported", err=True
+            )
+            sys.exit(EXIT_ALTERED)
+        report = export_batch(run_store, batch.batch_id, fmt, out)
     if as_json:
         click.echo(report.model_dump_json(indent=2))
     else:

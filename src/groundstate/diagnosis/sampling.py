@@ -18,7 +18,7 @@ import json
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import yaml
@@ -73,13 +73,24 @@ def failed_runs(runs: Sequence[AgentRun]) -> list[AgentRun]:
     return [r for r in final_runs(list(runs)) if r.valid and not r.success]
 
 
+Stratum = tuple[str, tuple[str, ...]]
+"""A run's terminal reason and its task's sorted slice labels."""
+S = TypeVar("S")
+
+
+def stratum_of(batch: BatchInfo, run: AgentRun) -> Stratum:
+    """The stratum a run is drawn from. A tuple, not the text :func:`stratum` shows: slice
+    labels may hold ``,`` or be ``-``, and two strata must never be drawn as one."""
+    return run.terminal_reason, tuple(sorted(batch.task_slices.get(run.task_id, [])))
+
+
 def stratum(batch: BatchInfo, run: AgentRun) -> str:
     """``terminal_reason | slice labels`` of a run (``-`` for a task without slices)."""
-    slices = ",".join(sorted(batch.task_slices.get(run.task_id, []))) or "-"
-    return f"{run.terminal_reason} | {slices}"
+    reason, slices = stratum_of(batch, run)
+    return f"{reason} | {','.join(slices) or '-'}"
 
 
-def allocate(sizes: dict[str, int], n: int, order: Sequence[str]) -> dict[str, int]:
+def allocate(sizes: dict[S, int], n: int, order: Sequence[S]) -> dict[S, int]:
     """Places per stratum: one each if they fit, the rest by largest proportional deficit.
 
     *order* breaks ties (a seeded shuffle of the strata). Never more than a stratum holds.
@@ -103,9 +114,11 @@ def sample_failures(
     """Draw up to *n* valid failed runs, stratified by terminal reason and slice."""
     if n < 1:
         raise GroundstateError(f"--n must be at least 1, got {n}")
-    groups: dict[str, list[AgentRun]] = {}
+    if seed < 0:  # numpy's generators take no negative seed
+        raise GroundstateError(f"--seed must be 0 or more, got {seed}")
+    groups: dict[Stratum, list[AgentRun]] = {}
     for run in failed_runs(runs):
-        groups.setdefault(stratum(batch, run), []).append(run)
+        groups.setdefault(stratum_of(batch, run), []).append(run)
     if not groups:
         raise GroundstateError(f"batch {batch.batch_id} has no valid failed runs to sample")
     rng = np.random.default_rng(seed)
@@ -147,11 +160,12 @@ def write_sheet(
 ) -> list[Path]:
     """Write ``sheet.csv``, ``sheet.jsonl``, ``sheet.html`` and the taxonomy into *out*.
 
-    Refuses to write over an existing sheet: annotators may already be filling it in.
+    Refuses to write over an existing sheet (annotators may already be filling it in) or
+    taxonomy file (``--out`` a suite folder would rewrite the suite's own).
     """
     out = Path(out)
     paths = [out / "sheet.csv", out / "sheet.jsonl", out / "sheet.html", out / TAXONOMY_FILE]
-    existing = [p for p in paths[:3] if p.exists()]
+    existing = [p for p in paths if p.exists()]
     if existing:
         raise GroundstateError(f"{existing[0]} exists: choose another --out folder")
     rows = sheet_rows(batch, sample)
@@ -177,11 +191,11 @@ def _write_csv(path: Path, rows: list[SheetRow]) -> None:
             data["failed_checks"] = ";".join(row.failed_checks)
             data["labels"] = ""
             for key in SHOWN_ONLY:
-                data[key] = _defused(str(data[key]))
+                data[key] = defused(str(data[key]))
             writer.writerow({k: data[k] for k in SHEET_FIELDS})
 
 
-def _defused(text: str) -> str:
+def defused(text: str) -> str:
     """*text* with a leading apostrophe when a spreadsheet would evaluate it as a formula
     (``sheet.jsonl`` keeps the text as it is)."""
     return "'" + text if text.startswith(FORMULA_START) else text

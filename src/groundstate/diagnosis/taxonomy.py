@@ -12,7 +12,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import yaml
-from pydantic import Field, field_validator
+from pydantic import Field, StrictInt, field_validator
 
 from groundstate.spec.files import load_model
 from groundstate.spec.strict import Strict
@@ -32,14 +32,33 @@ class FailureLabel(Strict):
     description: str
     """What counts as this failure: shown to annotators on the labelling page."""
 
+    @field_validator("description")
+    @classmethod
+    def _said(cls, description: str) -> str:
+        if not description.strip():
+            raise ValueError("say what counts as this failure: annotators are shown it")
+        return description
+
 
 class FailureTaxonomy(Strict):
     """A named, versioned, fixed set of failure labels."""
 
-    name: str = Field(min_length=1)
-    version: int = Field(ge=1)
-    """Bump it whenever a label is added, removed or redefined."""
+    name: str
+    """Stored with its version as ``name@version``: so no ``@``, no surrounding spaces."""
+    version: StrictInt = Field(ge=1)
+    """Bump it whenever a label is added, removed or redefined (an integer: ``true`` or
+    ``"2"`` is a mistake, not a version)."""
     labels: list[FailureLabel] = Field(min_length=1)
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, name: str) -> str:
+        if not name.strip() or name != name.strip() or "@" in name or not name.isprintable():
+            raise ValueError(
+                "a name without '@', line breaks or surrounding spaces (labels store it as "
+                "name@version)"
+            )
+        return name
 
     @field_validator("labels")
     @classmethod

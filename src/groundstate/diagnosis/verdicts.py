@@ -4,7 +4,8 @@ Two batches are paired attempt by attempt, (task, attempt number), over the coun
 each: for a grader revision checked against the previous one, :func:`regrade` replays a
 batch's recorded trajectories under the suite's current grader, or run the same system with
 the same seed under each revision, or import both graders' verdicts on one set of runs. The
-comparison is on the verdict (``success``), the terminal reason, or its class (before ``/``).
+comparison is on the verdict (``success``: ``true``, ``false``, or ``invalid`` for an attempt
+without one), the terminal reason, or its class (before ``/``).
 """
 
 from __future__ import annotations
@@ -45,8 +46,10 @@ class VerdictAgreement:
 
 
 def verdict(run: AgentRun, on: Field) -> str:
+    """*run*'s value on *on*. An invalid attempt has no verdict: on ``success`` it is
+    ``invalid``, never ``false`` (a harness failure is no grader's call to agree with)."""
     if on == "success":
-        return str(run.success).lower()
+        return str(run.success).lower() if run.valid else "invalid"
     if on == "terminal_reason":
         return run.terminal_reason
     return run.terminal_reason.split("/")[0]
@@ -96,6 +99,12 @@ def regrade(runs: Sequence[AgentRun], suite: Suite) -> list[AgentRun]:
     differently for that reason; invalid attempts and tasks the suite no longer has are left
     out. Replayed records keep the task and attempt number of the run they replay.
     """
+    imported = next((r for r in runs if r.infrastructure_status.get("imported")), None)
+    if imported is not None:  # no trajectory: a replay of nothing would "disagree" everywhere
+        raise GroundstateError(
+            f"run {imported.run_id} was imported from another harness: it has no recorded "
+            "trajectory to regrade; compare two batches instead"
+        )
     replayed = []
     for run in final_runs(list(runs)):
         if run.valid and run.task_id in suite.tasks:
