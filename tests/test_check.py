@@ -532,7 +532,8 @@ def test_every_field_problem_of_a_file_is_reported(bank: Path) -> None:
     assert errors == [
         f"{task}:2: task_revision: Input should be greater than or equal to 1",
         f"{task}:{line(bank, TASK, 'step_limit:')}: step_limit: Input should be a valid integer",
-        f"{task}:{line(bank, TASK, 'step_limmit')}: step_limmit: unknown field",
+        f"{task}:{line(bank, TASK, 'step_limmit')}: step_limmit: unknown field"
+        " (did you mean 'step_limit'?)",
     ]
 
 

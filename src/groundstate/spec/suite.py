@@ -82,9 +82,9 @@ class SuiteConfig(Strict):
     ``workspace`` kind's sandbox and limits, see docs/environments.md)."""
     fixtures: str = "fixtures"
     """The folder ``initial_state_fixture`` is relative to (``.``: the suite folder)."""
-    policy: str | None = None
+    policy: str | None = Field(default=None, min_length=1)
     """Markdown file given to the agent with the system prompt."""
-    tools: str = "tools.py"
+    tools: str = Field(default="tools.py", min_length=1)
     """The Python file declaring the agent's tools, or ``builtin:workspace`` for a repository
     workspace's file and command tools."""
     canary: str | None = None

@@ -137,7 +137,7 @@ def check_system(path: Path) -> list[SuiteProblem]:
     try:
         load_agent(load_system(Path(path)))
     except SpecError as exc:
-        return [_from_spec_error(exc)]
+        return [_from_spec_error(each) for each in exc.every or [exc]]
     except Exception as exc:  # the agent's factory is user code and may raise anything
         field = "harness.orchestration_loop"
         reason = f"building the agent failed: {type(exc).__name__}: {exc}"
