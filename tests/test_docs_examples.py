@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import re
 import shlex
 import shutil
@@ -22,6 +23,7 @@ from typing import Any
 import click
 import pytest
 import yaml
+from click.testing import CliRunner
 from pydantic import BaseModel, TypeAdapter
 
 from groundstate.cli import main
@@ -36,7 +38,7 @@ from groundstate.spec.task import AgentTask
 from groundstate.testing import FunctionAgent, attempt
 from groundstate.tools import Tool, declaration_problems
 
-from .conftest import BANK
+from .conftest import BANK, BANK_SYSTEM
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [
@@ -343,3 +345,57 @@ def test_the_constraint_examples_of_constraints_md_are_constraints() -> None:
         data = yaml.safe_load(body)
         if at.startswith("docs/constraints.md") and isinstance(data, list):
             assert adapter.validate_python(data), at
+
+
+# --- documented JSON shapes ---------------------------------------------------------------
+
+
+def documented_keys(page: str, lead: str) -> dict[str, set[str]]:
+    """The keys of the `{"a", "b": [{"c"}]}` that follows *lead* on *page*, by the key whose
+    value holds them: {"": {"a", "b"}, "b": {"c"}}."""
+    text = (ROOT / page).read_text()
+    start = text.index(lead) + len(lead)
+    shape = text[start : text.index("`", start)]
+    found: dict[str, set[str]] = {}
+    opened_by: list[str] = []
+    last = ""
+    for token in re.finditer(r'[{}]|"(\w+)"', shape):
+        if token.group(0) == "{":
+            opened_by.append(last)
+        elif token.group(0) == "}":
+            opened_by.pop()
+        else:
+            found.setdefault(opened_by[-1], set()).add(token.group(1))
+            last = token.group(1)
+    return found
+
+
+def invoke_json(*args: str) -> Any:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_the_documented_json_shapes_are_what_the_commands_print(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    bank = tmp_path / "bank"  # without the slow proofs: only the shapes are under test here
+    shutil.copytree(BANK, bank)
+    suite = bank / "suite.yaml"
+    text = suite.read_text().replace(": report", ": 'off'")
+    suite.write_text(text)
+    args = ["--system", str(BANK_SYSTEM), "--attempts", "1", "--json", "--store", store]
+    run = invoke_json("run", str(bank), *args)
+    for page in ("README.md", "docs/workflow.md"):
+        shape = documented_keys(page, "`run --json` prints `")
+        assert shape[""] == set(run), page
+        assert shape["runs"] == set(run["runs"][0]), page
+    batches = invoke_json("batches", "--json", "--store", store)
+    assert documented_keys("docs/workflow.md", "`--json` gives\n`[")[""] == set(batches[0])
+    runs = invoke_json("runs", run["batch_id"], "--json", "--store", store)
+    shape = documented_keys("docs/workflow.md", "a rerun replaced; `--json` gives `")
+    assert shape == {"": set(runs), "runs": set(runs["runs"][0])}
+    validation = invoke_json("validate", str(bank), "--json", "--store", store)
+    shape = documented_keys("README.md", "valid; `--json` prints `")
+    assert shape[""] == set(validation)
+    assert shape["tasks"] == set(validation["tasks"][0])
+    assert shape["checks"] == set(validation["tasks"][0]["checks"][0])
