@@ -17,7 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from groundstate.cli import main
 from groundstate.spec.files import fields_at
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import SystemSpec, load_system
@@ -398,3 +400,39 @@ def test_a_merge_of_constraint_parts_loads_like_the_spelled_out_task(bank: Path)
     )
     after = load_suite(bank).tasks["transfer"]
     assert after == before
+
+
+@pytest.mark.parametrize(
+    ("header", "field", "column"),
+    [
+        ("task_id,atempt,success", "attempt", "atempt"),
+        ("task_id,attempt,sucess", "success", "sucess"),
+        ("taskid,attempt,success", "task_id", "taskid"),
+    ],
+)
+def test_a_misspelt_required_column_of_an_import_is_named(
+    tmp_path: Path, header: str, field: str, column: str
+) -> None:
+    results = tmp_path / "results.csv"
+    results.write_text(f"{header}\nt1,0,true\n")
+    code, lines = errors(
+        "import-results", str(results), "--name", "x", "--store", str(tmp_path / "r.db")
+    )
+    assert code == 2
+    assert lines == [
+        f"error: {results}:2: {field}: required, and missing or blank"
+        f" (the column {column!r} is no field)"
+    ]
+
+
+def test_a_misspelt_optional_column_is_a_warning_naming_the_column_meant(tmp_path: Path) -> None:
+    results = tmp_path / "results.csv"
+    results.write_text("task_id,attempt,success,weigth,notes\nt1,0,true,2,seen\n")
+    result = CliRunner().invoke(
+        main, ["import-results", str(results), "--name", "x", "--store", str(tmp_path / "r.db")]
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        f"warning: {results}: ignored columns no field reads: notes,"
+        " weigth (did you mean 'weight'?)" in result.stderr.splitlines()
+    )
