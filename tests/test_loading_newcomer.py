@@ -12,6 +12,7 @@ near misses that must keep loading sit beside them.
 from __future__ import annotations
 
 import codecs
+import shlex
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -436,3 +437,61 @@ def test_a_misspelt_optional_column_is_a_warning_naming_the_column_meant(tmp_pat
         f"warning: {results}: ignored columns no field reads: notes,"
         " weigth (did you mean 'weight'?)" in result.stderr.splitlines()
     )
+
+
+def test_a_missing_field_of_an_open_section_names_the_key_that_was_meant(
+    bank: Path, system: Path
+) -> None:
+    """The system's sections keep unknown keys, so `entri:` has no error of its own: the
+    missing `entry` names it. (In strict files the unknown key has its own line instead.)"""
+    edit(system.parent, system.name, "    entry:", "    entri:")
+    code, lines = errors("check", str(bank), "--system", str(system))
+    assert code == 2
+    assert lines == [
+        f"{system}:{line(system.parent, system.name, 'orchestration_loop:')}:"
+        " harness.orchestration_loop.entry: required field is missing;"
+        " 'entri' is not a field (did you mean 'entry'?)"
+    ]
+
+
+@pytest.mark.parametrize("name", ["my suite: x", "#x", "yes", "null", "[x]", "a'b\"c"])
+def test_init_makes_a_suite_that_loads_whatever_the_folder_is_called(
+    tmp_path: Path, name: str
+) -> None:
+    folder = tmp_path / name
+    result = CliRunner().invoke(main, ["init", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert load_suite(folder).config.name == name
+    assert load_system(folder / "system.yaml").name == f"{name}-rules"
+    assert f"  groundstate validate {shlex.quote(str(folder))}" in result.output.splitlines()
+
+
+def test_runs_refuses_a_reason_that_is_none(tmp_path: Path) -> None:
+    """A misspelt --reason matched nothing: "no run matches", read as "nothing failed so"."""
+    code, lines = errors(
+        "runs", "abc", "--reason", "agent_failur", "--store", str(tmp_path / "r.db")
+    )
+    assert code == 2
+    assert (
+        "Error: Invalid value for '--reason': 'agent_failur' is not a terminal reason (did you"
+        " mean 'agent_failure'?); the classes are success, agent_failure,"
+        " harness_compatibility_failure, environment_failure, grader_failure"
+    ) in lines
+
+
+def test_resuming_a_batch_that_does_not_exist_offers_no_resume(bank: Path, tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    CliRunner().invoke(
+        main, ["import-results", str(_results(tmp_path)), "--name", "x", "--store", str(store)]
+    )
+    code, lines = errors(
+        "run", str(bank), "--system", str(BANK_SYSTEM), "--resume", "nope", "--store", str(store)
+    )
+    assert code == 2
+    assert lines == [f"error: no batch nope in the run store {store}"]
+
+
+def _results(folder: Path) -> Path:
+    results = folder / "results.csv"
+    results.write_text("task_id,attempt,success\nt1,0,true\n")
+    return results

@@ -265,7 +265,9 @@ def load_model(path: Path, model: type[M], *, data: Any = None) -> M:
 
 def _spec_error(path: Path, exc: ValidationError, model: type[BaseModel]) -> SpecError:
     """The first problem, saying how many more there are; each one is in ``every``."""
-    each = [_one_error(path, error, model) for error in exc.errors()]
+    errors = exc.errors()
+    named = {tuple(e["loc"]) for e in errors if e["type"] == "extra_forbidden"}
+    each = [_one_error(path, error, model, named) for error in errors]
     first = each[0]
     more = len(each) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
@@ -274,7 +276,10 @@ def _spec_error(path: Path, exc: ValidationError, model: type[BaseModel]) -> Spe
     return summary
 
 
-def _one_error(path: Path, error: Any, model: type[BaseModel]) -> SpecError:
+def _one_error(
+    path: Path, error: Any, model: type[BaseModel], named: set[tuple[Any, ...]]
+) -> SpecError:
+    """One problem; *named* holds the unknown fields that have a problem of their own."""
     reason = one_line(error["msg"])
     if error["type"] == "extra_forbidden":
         known = fields_at(model, error["loc"][:-1])
@@ -291,11 +296,14 @@ def _one_error(path: Path, error: Any, model: type[BaseModel]) -> SpecError:
             " starting with a letter or digit (it names the task's file and folders)"
         )
     if isinstance(error["input"], dict) and "did you mean" not in reason:
-        reason += _misspelt_keys(error["input"], fields_at(model, error["loc"]))
+        # A missing field's input is the mapping that lacks it, one level up.
+        loc = error["loc"][:-1] if error["type"] == "missing" else error["loc"]
+        given = [key for key in error["input"] if (*loc, key) not in named]
+        reason += _misspelt_keys(given, fields_at(model, loc))
     return SpecError(path, _field_path(error["loc"]) or None, reason)
 
 
-def _misspelt_keys(given: dict[Any, Any], known: set[str]) -> str:
+def _misspelt_keys(given: list[Any], known: set[str]) -> str:
     """A hint for each key of *given* that is no field here but looks like one (``befor``, a
     constraint kind misspelt, is why the constraint "needs exactly one of" its kinds)."""
     hints = []

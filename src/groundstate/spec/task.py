@@ -390,7 +390,7 @@ class AgentTask(Strict):
         would be a moment of 1970 without a word."""
         if isinstance(value, int | float) or (isinstance(value, str) and _is_number(value)):
             raise ValueError(
-                f"{value} is a number: write a timestamp, such as \"2026-01-15T10:00:00+00:00\""
+                f'{value} is a number: write a timestamp, such as "2026-01-15T10:00:00+00:00"'
             )
         return value
 
