@@ -399,3 +399,12 @@ def test_the_documented_json_shapes_are_what_the_commands_print(tmp_path: Path) 
     assert shape[""] == set(validation)
     assert shape["tasks"] == set(validation["tasks"][0])
     assert shape["checks"] == set(validation["tasks"][0]["checks"][0])
+
+
+def test_every_session_member_the_session_reference_lists_exists() -> None:
+    from groundstate.episode import AgentSession
+
+    text = (ROOT / "docs" / "reference" / "session.md").read_text()
+    members = set(re.findall(r"`session\.(\w+)", text))
+    assert len(members) >= 8
+    assert {m for m in members if not hasattr(AgentSession, m)} == set()

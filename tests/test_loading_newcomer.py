@@ -495,3 +495,17 @@ def _results(folder: Path) -> Path:
     results = folder / "results.csv"
     results.write_text("task_id,attempt,success\nt1,0,true\n")
     return results
+
+
+@pytest.mark.parametrize(
+    ("section", "key"),
+    [("user_simulator", "persona_id"), ("budgets", "cost_limit"), ("model", "provider_name")],
+)
+def test_a_record_key_that_merely_resembles_a_field_is_kept(
+    system: Path, section: str, key: str
+) -> None:
+    """Refusing is for near-certain typos (similarity 0.85 or more); these read as names."""
+    text = system.read_text().replace(f"{section}:\n", f"{section}:\n  {key}: kept\n", 1)
+    system.write_text(text if f"{key}: kept" in text else text + f"{section}: {{{key}: kept}}\n")
+    spec = load_system(system)
+    assert (getattr(spec, section).model_extra or {})[key] == "kept"

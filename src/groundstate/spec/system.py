@@ -44,7 +44,8 @@ class Section(BaseModel):
         """An extra key that looks like a misspelt field is refused: kept, it would be hashed
         and never read (``budgets: {step_limt: 5}`` would leave the step limit unset)."""
         for key in self.model_extra or {}:
-            hint = did_you_mean(key, type(self).model_fields)
+            # Stricter than a hint: a key kept for the record (persona_id, cost_limit) loads.
+            hint = did_you_mean(key, type(self).model_fields, cutoff=0.85)
             if hint:
                 raise ValueError(
                     f"{key!r} is not a field{hint}: extra keys are kept for the record but never"
