@@ -348,18 +348,22 @@ def test_a_checks_file_that_cannot_import_is_reported_once(bank: Path) -> None:
     assert errors[0].startswith(f"{bank / 'checks.py'}:{at}: importing failed: ZeroDivisionError")
 
 
-@pytest.mark.parametrize("ref", ["checks.py", "nope.py:money_conserved", "checks.txt:f"])
-def test_malformed_check_references(bank: Path, ref: str) -> None:
+@pytest.mark.parametrize(
+    ("ref", "reason"),
+    [
+        ("checks.py", "expected 'file.py:function' in the suite, got 'checks.py'"),
+        ("checks.txt:f", "expected 'file.py:function' in the suite, got 'checks.txt:f'"),
+        (
+            "nope.py:money_conserved",
+            "no file nope.py in the suite (for 'nope.py:money_conserved')",
+        ),
+    ],
+)
+def test_malformed_check_references(bank: Path, ref: str, reason: str) -> None:
     edit(bank, TASK, "checks.py:money_conserved", ref)
     code, errors = check(str(bank))
     at = line(bank, TASK, ref)
-    assert (code, errors) == (
-        2,
-        [
-            f"{bank / TASK}:{at}: outcome_assertions[2].check: "
-            f"expected 'file.py:function' in the suite, got {ref!r}"
-        ],
-    )
+    assert (code, errors) == (2, [f"{bank / TASK}:{at}: outcome_assertions[2].check: {reason}"])
 
 
 # --- fixtures --------------------------------------------------------------------------------

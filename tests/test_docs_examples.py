@@ -408,3 +408,17 @@ def test_every_session_member_the_session_reference_lists_exists() -> None:
     members = set(re.findall(r"`session\.(\w+)", text))
     assert len(members) >= 8
     assert {m for m in members if not hasattr(AgentSession, m)} == set()
+
+
+def test_the_check_json_example_has_the_shape_check_prints(tmp_path: Path) -> None:
+    (example,) = [b for at, b in blocks("json") if at.startswith("docs/reference/check.md")]
+    documented = json.loads(example)
+    bank = tmp_path / "bank"
+    shutil.copytree(BANK, bank)
+    task = bank / "tasks" / "transfer.yaml"
+    task.write_text(task.read_text().replace("step_limit: 6", "step_limit: six"))
+    result = CliRunner().invoke(main, ["check", str(bank), "--json"])
+    assert result.exit_code == 2
+    printed = json.loads(result.stdout)
+    assert set(printed) == set(documented)
+    assert set(printed["problems"][0]) == set(documented["problems"][0])

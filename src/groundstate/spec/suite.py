@@ -513,8 +513,11 @@ def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iter
     if function and outside(root, root / file_name):
         yield _outside_error(file, field_name, root / file_name, file_name)
         return
-    if not function or not file_name.endswith(".py") or not is_file(root / file_name):
+    if not function or not file_name.endswith(".py"):
         yield SpecError(file, field_name, f"expected 'file.py:function' in the suite, got {ref!r}")
+        return
+    if not is_file(root / file_name):  # the form is right: say what is missing
+        yield SpecError(file, field_name, f"no file {file_name} in the suite (for {ref!r})")
         return
     try:
         module = load_module(root / file_name, "checks")
