@@ -509,3 +509,47 @@ def test_a_record_key_that_merely_resembles_a_field_is_kept(
     system.write_text(text if f"{key}: kept" in text else text + f"{section}: {{{key}: kept}}\n")
     spec = load_system(system)
     assert (getattr(spec, section).model_extra or {})[key] == "kept"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "reason"),
+    [
+        (
+            "bank_agent.py:bank_agent",
+            "bank_agent.py:bank_agnet",
+            "harness.orchestration_loop.entry",
+            "'bank_agent.py:bank_agnet' names no callable (did you mean 'bank_agent'?)",
+        ),
+        (
+            "bank_agent.py:bank_agent",
+            "openai-chta",
+            "harness.orchestration_loop.entry",
+            "expected 'file.py:name', 'module:name' or a built-in adapter (openai-chat,"
+            " anthropic-messages, mcp-command), got 'openai-chta' (did you mean 'openai-chat'?)",
+        ),
+    ],
+)
+def test_a_misspelt_agent_entry_or_parameter_names_what_was_meant(
+    bank: Path, system: Path, old: str, new: str, field: str, reason: str
+) -> None:
+    edit(system.parent, system.name, old, new)
+    code, lines = errors("check", str(bank), "--system", str(system))
+    assert code == 2
+    assert len(lines) == 1 and lines[0].endswith(f": {field}: {reason}"), lines
+
+
+def test_a_misspelt_parameter_of_an_async_agent_names_the_one_meant(
+    bank: Path, system: Path
+) -> None:
+    (system.parent / "agent.py").write_text(
+        "async def agent(session, fault_rate: float = 0.1) -> str:\n    return 'done'\n"
+    )
+    edit(system.parent, system.name, "bank_agent.py:bank_agent", "agent.py:agent")
+    edit(system.parent, system.name, "{fault_rate: 0.5}", "{fault_rat: 0.5}")
+    code, lines = errors("check", str(bank), "--system", str(system))
+    assert code == 2
+    assert lines == [
+        f"{system}:{line(system.parent, system.name, 'params:')}:"
+        " harness.orchestration_loop.params: got an unexpected keyword argument 'fault_rat'"
+        " (did you mean 'fault_rate'?)"
+    ]

@@ -338,7 +338,10 @@ def resolve_entry(entry: str, base_dir: Path) -> tuple[Path | None, str, str]:
     entry = BUILTIN_AGENTS.get(entry, (entry, ""))[0]
     target, _, name = entry.partition(":")
     if not name:
-        raise ValueError(f"expected 'file.py:name' or 'module:name', got {entry!r}")
+        raise ValueError(
+            f"expected 'file.py:name', 'module:name' or a built-in adapter"
+            f" ({', '.join(BUILTIN_AGENTS)}), got {entry!r}{did_you_mean(entry, BUILTIN_AGENTS)}"
+        )
     if target.endswith(".py"):
         return (base_dir / target).resolve(), target, name
     return None, target, name
