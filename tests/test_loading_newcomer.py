@@ -553,3 +553,42 @@ def test_a_misspelt_parameter_of_an_async_agent_names_the_one_meant(
         " harness.orchestration_loop.params: got an unexpected keyword argument 'fault_rat'"
         " (did you mean 'fault_rate'?)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("file", "old", "new", "reason"),
+    [
+        (
+            SUITE,
+            "canary: transfer",
+            "canary: transfr",
+            "no task 'transfr' (did you mean 'transfer'?)",
+        ),
+        (
+            TASK,
+            "checks.py:money_conserved",
+            "checks.py:money_conservd",
+            "checks.py has no function 'money_conservd' (did you mean 'money_conserved'?)",
+        ),
+        (
+            ORACLE,
+            "call: check_pin",
+            "call: check_ping",
+            "'check_ping' is not a tool of tools.py (did you mean 'check_pin'?)",
+        ),
+    ],
+)
+def test_a_misspelt_reference_names_what_exists(
+    bank: Path, file: str, old: str, new: str, reason: str
+) -> None:
+    edit(bank, file, old, new)
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert len(lines) == 1 and lines[0].endswith(reason), lines
+
+
+def test_a_misspelt_fails_by_reason_names_the_reason_meant(bank: Path) -> None:
+    edit(bank, "solutions/transfer/bad_no_pin.yaml", "constraint:pin-first", "agent_failure/gaveup")
+    code, lines = errors("check", str(bank))
+    assert code == 2
+    assert len(lines) == 1 and lines[0].endswith("(did you mean 'agent_failure/gave_up'?)"), lines

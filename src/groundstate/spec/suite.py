@@ -45,7 +45,7 @@ from groundstate.spec.files import (
     read_yaml,
 )
 from groundstate.spec.solution import Solution
-from groundstate.spec.strict import Weight
+from groundstate.spec.strict import Weight, did_you_mean
 from groundstate.spec.system import BUILTIN_AGENTS
 from groundstate.spec.task import (
     AgentTask,
@@ -233,7 +233,9 @@ def _walk(root: Path, report: Report) -> Suite | None:
     if not suite.tasks and not any((root / "tasks").glob("*.yaml")):
         report(SpecError(root / "tasks", None, "the suite has no task files (tasks/*.yaml)"))
     if config.canary is not None and not is_file(root / "tasks" / f"{config.canary}.yaml"):
-        report(SpecError(root / SUITE_FILE, "canary", f"no task {config.canary!r}"))
+        ids = [path.stem for path in (root / "tasks").glob("*.yaml")]
+        hint = did_you_mean(config.canary, ids)
+        report(SpecError(root / SUITE_FILE, "canary", f"no task {config.canary!r}{hint}"))
     _each(_check_references(root, config), report)
     _each(_unread_files(root), report)
     return suite
@@ -414,7 +416,7 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
             yield SpecError(
                 task_file,
                 f"available_tools[{i}]",
-                f"{name!r} is not a tool of {suite.config.tools}",
+                f"{name!r} is not a tool of {suite.config.tools}" + did_you_mean(name, suite.tools),
             )
     for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
         yield from _check_tools_named(
@@ -525,7 +527,9 @@ def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iter
         yield exc  # the file's own error, named once however many checks it holds
         return
     if not callable(getattr(module, function, None)):
-        yield SpecError(file, field_name, f"{file_name} has no function {function!r}")
+        defined = [key for key, value in vars(module).items() if callable(value)]
+        hint = did_you_mean(function, defined)
+        yield SpecError(file, field_name, f"{file_name} has no function {function!r}{hint}")
 
 
 def _load_solutions(suite: Suite, task: AgentTask, report: Report) -> dict[str, Solution]:
@@ -552,7 +556,7 @@ def _load_solutions(suite: Suite, task: AgentTask, report: Report) -> dict[str, 
 
 def _not_callable(suite: Suite, task: AgentTask, name: str) -> str:
     if name not in suite.tools:
-        return f"{name!r} is not a tool of {suite.config.tools}"
+        return f"{name!r} is not a tool of {suite.config.tools}" + did_you_mean(name, suite.tools)
     return f"{name!r} is not in available_tools of tasks/{task.task_id}.yaml"
 
 
