@@ -83,7 +83,10 @@ def test_a_solution_calling_a_tool_that_does_not_exist(bank: Path) -> None:
     at = line(bank, ORACLE, "call: transfr")
     assert (code, errors) == (
         2,
-        [f"{bank / ORACLE}:{at}: steps[2].call: 'transfr' is not a tool of tools.py"],
+        [
+            f"{bank / ORACLE}:{at}: steps[2].call: 'transfr' is not a tool of tools.py"
+            " (did you mean 'transfer'?)"
+        ],
     )
 
 
@@ -137,7 +140,10 @@ def test_available_tools_naming_a_missing_tool(bank: Path) -> None:
     at = line(bank, TASK, "available_tools")
     assert (code, errors) == (
         2,
-        [f"{bank / TASK}:{at}: available_tools[4]: 'explod' is not a tool of tools.py"],
+        [
+            f"{bank / TASK}:{at}: available_tools[4]: 'explod' is not a tool of tools.py"
+            " (did you mean 'explode'?)"
+        ],
     )
 
 
@@ -148,7 +154,10 @@ def test_fails_by_naming_a_missing_constraint(bank: Path) -> None:
     at = line(bank, bad, "fails_by")
     assert (code, errors) == (
         2,
-        [f"{bank / bad}:{at}: fails_by: tasks/transfer.yaml has no constraint 'pin-frist'"],
+        [
+            f"{bank / bad}:{at}: fails_by: tasks/transfer.yaml has no constraint 'pin-frist'"
+            " (did you mean 'pin-first'?)"
+        ],
     )
 
 
@@ -325,7 +334,7 @@ def test_a_check_naming_a_missing_function(bank: Path) -> None:
         2,
         [
             f"{bank / TASK}:{at}: outcome_assertions[2].check: "
-            "checks.py has no function 'money_conserve'"
+            "checks.py has no function 'money_conserve' (did you mean 'money_conserved'?)"
         ],
     )
 
@@ -348,18 +357,22 @@ def test_a_checks_file_that_cannot_import_is_reported_once(bank: Path) -> None:
     assert errors[0].startswith(f"{bank / 'checks.py'}:{at}: importing failed: ZeroDivisionError")
 
 
-@pytest.mark.parametrize("ref", ["checks.py", "nope.py:money_conserved", "checks.txt:f"])
-def test_malformed_check_references(bank: Path, ref: str) -> None:
+@pytest.mark.parametrize(
+    ("ref", "reason"),
+    [
+        ("checks.py", "expected 'file.py:function' in the suite, got 'checks.py'"),
+        ("checks.txt:f", "expected 'file.py:function' in the suite, got 'checks.txt:f'"),
+        (
+            "nope.py:money_conserved",
+            "no file nope.py in the suite (for 'nope.py:money_conserved')",
+        ),
+    ],
+)
+def test_malformed_check_references(bank: Path, ref: str, reason: str) -> None:
     edit(bank, TASK, "checks.py:money_conserved", ref)
     code, errors = check(str(bank))
     at = line(bank, TASK, ref)
-    assert (code, errors) == (
-        2,
-        [
-            f"{bank / TASK}:{at}: outcome_assertions[2].check: "
-            f"expected 'file.py:function' in the suite, got {ref!r}"
-        ],
-    )
+    assert (code, errors) == (2, [f"{bank / TASK}:{at}: outcome_assertions[2].check: {reason}"])
 
 
 # --- fixtures --------------------------------------------------------------------------------
@@ -532,7 +545,8 @@ def test_every_field_problem_of_a_file_is_reported(bank: Path) -> None:
     assert errors == [
         f"{task}:2: task_revision: Input should be greater than or equal to 1",
         f"{task}:{line(bank, TASK, 'step_limit:')}: step_limit: Input should be a valid integer",
-        f"{task}:{line(bank, TASK, 'step_limmit')}: step_limmit: unknown field",
+        f"{task}:{line(bank, TASK, 'step_limmit')}: step_limmit: unknown field"
+        " (did you mean 'step_limit'?)",
     ]
 
 
@@ -557,7 +571,7 @@ def test_decision_and_population_are_warnings(bank: Path) -> None:
     ("added", "field", "reason"),
     [
         ("weights: {transfr: 2}\n", "weights.transfr", "no task 'transfr'"),
-        ("canary: transfr\n", "canary", "no task 'transfr'"),
+        ("canary: transfr\n", "canary", "no task 'transfr' (did you mean 'transfer'?)"),
     ],
 )
 def test_suite_references_name_tasks(bank: Path, added: str, field: str, reason: str) -> None:
@@ -594,10 +608,10 @@ def test_json_lists_every_problem(bank: Path) -> None:
             "file": str(bank / ORACLE),
             "line": line(bank, ORACLE, "transfr"),
             "field": "steps[2].call",
-            "reason": "'transfr' is not a tool of tools.py",
+            "reason": "'transfr' is not a tool of tools.py (did you mean 'transfer'?)",
             "severity": "error",
             "text": f"{bank / ORACLE}:{line(bank, ORACLE, 'transfr')}: steps[2].call: "
-            "'transfr' is not a tool of tools.py",
+            "'transfr' is not a tool of tools.py (did you mean 'transfer'?)",
         }
     ]
 
@@ -625,7 +639,7 @@ def test_run_refuses_a_suite_with_problems_before_anything_runs(bank: Path, tmp_
     assert result.exit_code == 2
     assert result.stderr.splitlines()[0] == (
         f"error: {bank / ORACLE}:{line(bank, ORACLE, 'transfr')}: steps[2].call: "
-        "'transfr' is not a tool of tools.py"
+        "'transfr' is not a tool of tools.py (did you mean 'transfer'?)"
     )
     assert not store.exists()
 

@@ -159,7 +159,6 @@ def test_runs_lists_ids_that_show_accepts(stored: tuple[Path, str]) -> None:
         (["--task", "TRANSFER"], 0),
         (["--reason", "agent_failure"], 2),  # the class matches its sub-reasons
         (["--reason", "agent_failure/constraint_violation"], 2),
-        (["--reason", "agent"], 0),
         (["--reason", "success"], 0),
         (["--task", "transfer", "--reason", "success"], 0),
     ],
@@ -169,6 +168,15 @@ def test_runs_filters(stored: tuple[Path, str], options: list[str], count: int) 
     code, out, _ = _invoke("runs", batch_id, *options, "--json", "--store", str(store))
     assert code == 0
     assert len(json.loads(out)["runs"]) == count
+
+
+@pytest.mark.parametrize("reason", ["agent", "agent_failures", "sucess/x"])
+def test_runs_refuses_a_reason_that_is_no_class(stored: tuple[Path, str], reason: str) -> None:
+    """A prefix or misspelling is no class: it used to match nothing, exit 0, "no run"."""
+    store, batch_id = stored
+    code, out, err = _invoke("runs", batch_id, "--reason", reason, "--json", "--store", str(store))
+    assert (code, out) == (2, "")
+    assert f"'{reason}' is not a terminal reason" in err
 
 
 def test_an_empty_batch_reports_how_to_resume_it(stored: tuple[Path, str]) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from groundstate.agents.base import Agent, Session
 from groundstate.errors import SpecError
+from groundstate.spec.strict import did_you_mean
 from groundstate.spec.system import SystemSpec, resolve_entry
 from groundstate.tools import load_module
 
@@ -61,7 +62,9 @@ def _builder(system: SystemSpec) -> Callable[[], Agent]:
     module: Any = load_module(code_file, "agent") if code_file else _import(module_name, system)
     factory = getattr(module, name, None)
     if not callable(factory):
-        raise SpecError(system.source, field, f"{loop.entry!r} names no callable")
+        defined = [key for key, value in vars(module).items() if callable(value)]
+        hint = did_you_mean(name, defined)
+        raise SpecError(system.source, field, f"{loop.entry!r} names no callable{hint}")
     if inspect.iscoroutinefunction(factory):
         _check_params(factory, loop.params, system)
         run = functools.partial(factory, **loop.params)
@@ -108,10 +111,14 @@ def _def_line(fn: Callable[..., Any]) -> int | None:
 
 def _check_params(fn: Callable[..., Any], params: dict[str, Any], system: SystemSpec) -> None:
     """Refuse parameters the agent function does not take, before any attempt runs."""
+    signature = inspect.signature(fn)
     try:
-        inspect.signature(fn).bind(None, **params)
+        signature.bind(None, **params)
     except TypeError as exc:
-        raise SpecError(system.source, "harness.orchestration_loop.params", str(exc)) from None
+        taken = list(signature.parameters)[1:]
+        hints = "".join(did_you_mean(key, taken) for key in params if key not in taken)
+        field = "harness.orchestration_loop.params"
+        raise SpecError(system.source, field, f"{exc}{hints}") from None
 
 
 def _import(module_name: str, system: SystemSpec) -> Any:

@@ -214,10 +214,11 @@ def run(
         again += ["--environment", environment] if environment else []
         again += _executor_args(executor, ray_address)
         if isinstance(exc, StoreError):  # a full disk mid-batch: the stored tries are kept
-            if batch_id is None:
-                raise
-            click.echo(f"error: {exc}; batch {batch_id} stopped", err=True)
-            echo_resume(batch_id, store, again)
+            started = runner.batch_id if runner is not None else None
+            if started is None:
+                raise  # nothing started (an unknown --resume id): nothing to resume
+            click.echo(f"error: {exc}; batch {started} stopped", err=True)
+            echo_resume(started, store, again)
             sys.exit(2)
         report_interrupted(exc, batch_id, store, again)
         sys.exit(exc.exit_code)

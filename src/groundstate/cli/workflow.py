@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import shlex
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -100,6 +101,7 @@ def runs_command(
     from groundstate.report.terminal import Fitted
     from groundstate.store import RunStore
 
+    _check_reason(reason)
     with RunStore(store, create=False) as run_store:
         batch = run_store.batch(batch_id)
         stored = run_store.runs(batch.batch_id)
@@ -119,6 +121,20 @@ def runs_command(
         click.echo(f"batch {batch.batch_id}: no run matches ({len(stored)} stored)")
         return
     console().print(Fitted(lambda width: _runs_table(batch.batch_id, rows, width)))
+
+
+def _check_reason(reason: str | None) -> None:
+    """A misspelt reason would match nothing and read as "no run failed so"."""
+    from groundstate.importers.rows import TERMINAL_PREFIXES
+    from groundstate.spec.strict import did_you_mean
+
+    if reason is not None and reason.split("/")[0] not in TERMINAL_PREFIXES:
+        hint = did_you_mean(reason.split("/")[0], TERMINAL_PREFIXES)
+        raise click.BadParameter(
+            f"{reason!r} is not a terminal reason{hint}; the classes are"
+            f" {', '.join(TERMINAL_PREFIXES)}",
+            param_hint="'--reason'",
+        )
 
 
 def _matches(run: AgentRun, task_pattern: str | None, reason: str | None) -> bool:
@@ -202,23 +218,41 @@ def init(name: Path) -> None:
     """
     if name.exists() and (not name.is_dir() or any(name.iterdir())):
         raise GroundstateError(f"{name} exists and is not an empty folder: choose a new name")
-    written = _copy_template(files("groundstate").joinpath(TEMPLATE), name, name.resolve().name)
-    click.echo(f"made suite {name.resolve().name!r} in {name} ({written} files). Next:")
-    for command in (f"validate {name}", f"run {name} --system {name / 'system.yaml'}"):
+    suite_name = name.resolve().name
+    names = {"{{name}}": suite_name, "{{system_name}}": f"{suite_name}-rules"}
+    written = _copy_template(files("groundstate").joinpath(TEMPLATE), name, names)
+    click.echo(f"made suite {suite_name!r} in {name} ({written} files). Next:")
+    folder, system = shlex.quote(str(name)), shlex.quote(str(name / "system.yaml"))
+    for command in (f"validate {folder}", f"run {folder} --system {system}"):
         click.echo(f"  groundstate {command}")
 
 
-def _copy_template(source: Traversable, target: Path, suite_name: str) -> int:
-    """Copy the template tree, naming the suite; return the number of files written."""
+def _yaml_scalar(text: str) -> str:
+    """*text* as a YAML value: as it is when YAML reads it back so, else quoted (a folder
+    named ``a: b`` or ``#x`` must still make a suite.yaml that loads)."""
+    import yaml
+
+    try:
+        plain = yaml.safe_load(f"key: {text}") == {"key": text}
+    except yaml.YAMLError:
+        plain = False
+    return text if plain else json.dumps(text)
+
+
+def _copy_template(source: Traversable, target: Path, names: dict[str, str]) -> int:
+    """Copy the template tree, naming the suite and system (*names*: placeholder -> name);
+    return the number of files written."""
     target.mkdir(parents=True, exist_ok=True)
     written = 0
     for item in sorted(source.iterdir(), key=lambda i: i.name):
         if item.name == "__pycache__" or item.name.endswith(".pyc"):
             continue
         if item.is_dir():
-            written += _copy_template(item, target / item.name, suite_name)
+            written += _copy_template(item, target / item.name, names)
             continue
-        text = item.read_text(encoding="utf-8").replace("{{name}}", suite_name)
+        text = item.read_text(encoding="utf-8")
+        for placeholder, value in names.items():
+            text = text.replace(placeholder, _yaml_scalar(value))
         (target / item.name).write_text(text, encoding="utf-8")
         written += 1
     return written

@@ -30,8 +30,10 @@ from pydantic import BaseModel
 from groundstate.analysis import OutcomeColumns
 from groundstate.errors import SpecError, StoreError
 from groundstate.importers.rows import ImportedRow, ResultSource
+from groundstate.importers.table import COLUMNS
 from groundstate.records import INVALID_REASONS, AgentRun
 from groundstate.seal import import_seal
+from groundstate.spec.strict import did_you_mean
 from groundstate.store import BatchInfo, RunStore, StoredRun, record_json
 from groundstate.trace import recordable
 
@@ -452,7 +454,7 @@ def _report(
 ) -> ImportReport:
     warnings = []
     if plan.ignored:
-        names = ", ".join(sorted(plan.ignored))
+        names = ", ".join(name + did_you_mean(name, COLUMNS) for name in sorted(plan.ignored))
         warnings.append(f"{source.path}: ignored columns no field reads: {names}")
     for what, count in sorted(plan.unmapped.items()):
         warnings.append(f"{source.path}: {count} attempt(s): {what}")

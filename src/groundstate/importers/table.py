@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from groundstate.errors import SpecError
 from groundstate.importers.rows import ImportedRow, as_integer, as_label, as_number, check_reason
+from groundstate.spec.strict import did_you_mean
 
 COLUMNS = (
     "task_id",
@@ -124,7 +125,9 @@ def _row(path: Path, line: int, cells: Iterable[_Cell]) -> ImportedRow:
                 raise SpecError(f"{path}:{line}", key, str(exc)) from None
     for name in ("task_id", "attempt", "success"):
         if name not in fields:
-            raise SpecError(f"{path}:{line}", name, "required, and missing or blank")
+            misspelt = [key for key in ignored if did_you_mean(key, [name])]
+            hint = f" (the column {misspelt[0]!r} is no field)" if misspelt else ""
+            raise SpecError(f"{path}:{line}", name, f"required, and missing or blank{hint}")
     success = fields["success"]
     reason = fields.get("terminal_reason") or ("success" if success else "agent_failure")
     return ImportedRow(

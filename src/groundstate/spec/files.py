@@ -18,16 +18,19 @@ UTF-8 or a one-line error naming the byte offset.
 
 from __future__ import annotations
 
+import codecs
 import re
 import stat
 from pathlib import Path
-from typing import Any, TypeVar
+from types import UnionType
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Tag, ValidationError
 
 from groundstate.errors import SpecError, one_line
 from groundstate.spec.constraints import CONSTRAINT_KINDS
+from groundstate.spec.strict import did_you_mean
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -121,13 +124,33 @@ def read_yaml(path: Path) -> Any:
             loader.dispose()
     except _Refused as exc:
         raise SpecError(path, None, str(exc), line=exc.line) from None
+    except yaml.reader.ReaderError as exc:  # a control character: no mark, an offset
+        raise SpecError(
+            path,
+            None,
+            f"invalid YAML: character U+{_code_point(exc.character):04X} at offset"
+            f" {exc.position} is not allowed",
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or "not valid YAML"
+        problem = _plain_problem(getattr(exc, "problem", None) or "not valid YAML")
         raise SpecError(path, None, f"invalid YAML: {problem}", line=line) from None
     except (ValueError, OverflowError) as exc:  # e.g. a timestamp with month 13
         raise SpecError(path, None, f"invalid YAML value: {exc}") from None
+
+
+def _code_point(character: int | str) -> int:
+    return character if isinstance(character, int) else ord(character)
+
+
+def _plain_problem(problem: str) -> str:
+    """PyYAML's wording, with what to do where it is cryptic."""
+    if "'\\t'" in problem:
+        return f"{problem} (YAML indents with spaces: replace the tab)"
+    if problem == "but found another document":
+        return "a second YAML document (a '---' line) in the file; a file holds one"
+    return problem
 
 
 def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
@@ -155,12 +178,24 @@ def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
 
 def decode_utf8(path: Path, data: bytes) -> str:
     """*data*, read from *path*, as text; bytes that are not UTF-8 are a :class:`SpecError`."""
+    for bom, name in _OTHER_ENCODINGS:
+        if data.startswith(bom):
+            raise SpecError(path, None, f"{name} text, not UTF-8: save the file as UTF-8")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(
             path, None, f"not UTF-8 text (invalid byte at offset {exc.start})"
         ) from None
+
+
+_OTHER_ENCODINGS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),  # before UTF-16: its byte order mark starts the same way
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+"""Byte order marks of the encodings editors save in when asked for "Unicode"."""
 
 
 def _size(n_bytes: int) -> str:
@@ -218,17 +253,21 @@ def load_model(path: Path, model: type[M], *, data: Any = None) -> M:
     """Validate YAML (read from *path* unless *data* is given) as *model*."""
     if data is None:
         data = read_yaml(path)
+    if data is None:
+        raise SpecError(path, None, "the file is empty (or only comments): expected its fields")
     if not isinstance(data, dict):
         raise SpecError(path, None, f"expected a mapping of fields, found {type(data).__name__}")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise _spec_error(path, exc) from None
+        raise _spec_error(path, exc, model) from None
 
 
-def _spec_error(path: Path, exc: ValidationError) -> SpecError:
+def _spec_error(path: Path, exc: ValidationError, model: type[BaseModel]) -> SpecError:
     """The first problem, saying how many more there are; each one is in ``every``."""
-    each = [_one_error(path, error) for error in exc.errors()]
+    errors = exc.errors()
+    named = {tuple(e["loc"]) for e in errors if e["type"] == "extra_forbidden"}
+    each = [_one_error(path, error, model, named) for error in errors]
     first = each[0]
     more = len(each) - 1
     suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
@@ -237,10 +276,16 @@ def _spec_error(path: Path, exc: ValidationError) -> SpecError:
     return summary
 
 
-def _one_error(path: Path, error: Any) -> SpecError:
+def _one_error(
+    path: Path, error: Any, model: type[BaseModel], named: set[tuple[Any, ...]]
+) -> SpecError:
+    """One problem; *named* holds the unknown fields that have a problem of their own."""
     reason = one_line(error["msg"])
     if error["type"] == "extra_forbidden":
-        reason = "unknown field"
+        known = fields_at(model, error["loc"][:-1])
+        reason = "unknown field" + did_you_mean(error["loc"][-1], known)
+    elif error["type"] == "model_type":  # pydantic names the class, which no file mentions
+        reason = "Input should be a valid dictionary"
     elif error["type"] == "missing":
         reason = "required field is missing"
     elif error["type"] == "value_error":  # a validator's own sentence, without pydantic's prefix
@@ -250,7 +295,71 @@ def _one_error(path: Path, error: Any) -> SpecError:
             f"{error['input']!r} is not a task id: letters, digits, '_', '.' and '-',"
             " starting with a letter or digit (it names the task's file and folders)"
         )
+    if isinstance(error["input"], dict) and "did you mean" not in reason:
+        # A missing field's input is the mapping that lacks it, one level up.
+        loc = error["loc"][:-1] if error["type"] == "missing" else error["loc"]
+        given = [key for key in error["input"] if (*loc, key) not in named]
+        reason += _misspelt_keys(given, fields_at(model, loc))
     return SpecError(path, _field_path(error["loc"]) or None, reason)
+
+
+def _misspelt_keys(given: list[Any], known: set[str]) -> str:
+    """A hint for each key of *given* that is no field here but looks like one (``befor``, a
+    constraint kind misspelt, is why the constraint "needs exactly one of" its kinds)."""
+    hints = []
+    for key in given:
+        if key not in known and (hint := did_you_mean(key, known)):
+            hints.append(f"{key!r} is not a field{hint}")
+    return "; " + "; ".join(hints) if hints else ""
+
+
+def fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> set[str]:
+    """The field names a mapping may have at *loc* (a pydantic error location) in *model*.
+
+    Follows the location through models, lists, dicts and unions; a union's tag, which pydantic
+    puts in the location before the member's own fields, is followed as well. Empty when the
+    location cannot be followed (then no name is suggested).
+    """
+    reached: list[Any] = [model]
+    for part in loc:
+        reached = [step for tp in reached for step in _steps(tp, part)]
+    return {name for tp in reached for _, member in _members(tp) for name in _names(member)}
+
+
+def _members(tp: Any) -> list[tuple[str | None, Any]]:
+    """The alternatives of *tp* (one unless a union), each with its union tag if it has one."""
+    if get_origin(tp) is Annotated:
+        inner, *meta = get_args(tp)
+        tags = [m.tag for m in meta if isinstance(m, Tag)]
+        return [(tags[0] if tags else tag, member) for tag, member in _members(inner)]
+    if get_origin(tp) in (Union, UnionType):
+        return [found for arg in get_args(tp) for found in _members(arg)]
+    return [(None, tp)]
+
+
+def _steps(tp: Any, part: int | str) -> list[Any]:
+    found = []
+    for tag, member in _members(tp):
+        if tag is not None and tag == part:
+            found.append(member)
+        args = get_args(member)
+        if isinstance(part, int) and get_origin(member) in (list, tuple) and args:
+            found.append(args[0])
+        elif isinstance(part, str) and get_origin(member) is dict and len(args) == 2:
+            found.append(args[1])
+        elif isinstance(part, str) and isinstance(member, type) and issubclass(member, BaseModel):
+            found.extend(
+                field.annotation
+                for name, field in member.model_fields.items()
+                if part in (name, field.alias)
+            )
+    return found
+
+
+def _names(tp: Any) -> list[str]:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [field.alias or name for name, field in tp.model_fields.items()]
+    return []
 
 
 _TAGS = frozenset({*CONSTRAINT_KINDS, "sql", "state_diff", "check", "judge"})

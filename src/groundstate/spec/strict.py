@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,3 +73,18 @@ MAX_WEIGHT = 1e6
 Seconds = Annotated[Number, Field(ge=MIN_SECONDS, le=MAX_SECONDS)]
 Steps = Annotated[Count, Field(ge=1, le=MAX_STEPS)]
 Weight = Annotated[Number, Field(gt=0, le=MAX_WEIGHT)]
+
+
+def did_you_mean(name: object, known: Iterable[str], *, cutoff: float = 0.75) -> str:
+    """`` (did you mean 'x'?)`` when *name* looks like a misspelling of one of *known* (a
+    similarity ratio of at least *cutoff*), else ``""``.
+
+    A misspelt field is refused (or, in a system file's open sections, would be kept and never
+    read); naming the field the author meant saves a trip to the reference.
+    """
+    if not isinstance(name, str):
+        return ""
+    known = sorted(set(known))
+    folded = {option.lower().replace("-", "_"): option for option in known}
+    close = difflib.get_close_matches(name.lower().replace("-", "_"), folded, n=1, cutoff=cutoff)
+    return f" (did you mean {folded[close[0]]!r}?)" if close else ""

@@ -45,7 +45,7 @@ from groundstate.spec.files import (
     read_yaml,
 )
 from groundstate.spec.solution import Solution
-from groundstate.spec.strict import Weight
+from groundstate.spec.strict import Weight, did_you_mean
 from groundstate.spec.system import BUILTIN_AGENTS
 from groundstate.spec.task import (
     AgentTask,
@@ -82,9 +82,9 @@ class SuiteConfig(Strict):
     ``workspace`` kind's sandbox and limits, see docs/environments.md)."""
     fixtures: str = "fixtures"
     """The folder ``initial_state_fixture`` is relative to (``.``: the suite folder)."""
-    policy: str | None = None
+    policy: str | None = Field(default=None, min_length=1)
     """Markdown file given to the agent with the system prompt."""
-    tools: str = "tools.py"
+    tools: str = Field(default="tools.py", min_length=1)
     """The Python file declaring the agent's tools, or ``builtin:workspace`` for a repository
     workspace's file and command tools."""
     canary: str | None = None
@@ -233,7 +233,9 @@ def _walk(root: Path, report: Report) -> Suite | None:
     if not suite.tasks and not any((root / "tasks").glob("*.yaml")):
         report(SpecError(root / "tasks", None, "the suite has no task files (tasks/*.yaml)"))
     if config.canary is not None and not is_file(root / "tasks" / f"{config.canary}.yaml"):
-        report(SpecError(root / SUITE_FILE, "canary", f"no task {config.canary!r}"))
+        ids = [path.stem for path in (root / "tasks").glob("*.yaml")]
+        hint = did_you_mean(config.canary, ids)
+        report(SpecError(root / SUITE_FILE, "canary", f"no task {config.canary!r}{hint}"))
     _each(_check_references(root, config), report)
     _each(_unread_files(root), report)
     return suite
@@ -414,7 +416,7 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
             yield SpecError(
                 task_file,
                 f"available_tools[{i}]",
-                f"{name!r} is not a tool of {suite.config.tools}",
+                f"{name!r} is not a tool of {suite.config.tools}" + did_you_mean(name, suite.tools),
             )
     for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
         yield from _check_tools_named(
@@ -513,8 +515,11 @@ def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iter
     if function and outside(root, root / file_name):
         yield _outside_error(file, field_name, root / file_name, file_name)
         return
-    if not function or not file_name.endswith(".py") or not is_file(root / file_name):
+    if not function or not file_name.endswith(".py"):
         yield SpecError(file, field_name, f"expected 'file.py:function' in the suite, got {ref!r}")
+        return
+    if not is_file(root / file_name):  # the form is right: say what is missing
+        yield SpecError(file, field_name, f"no file {file_name} in the suite (for {ref!r})")
         return
     try:
         module = load_module(root / file_name, "checks")
@@ -522,7 +527,9 @@ def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iter
         yield exc  # the file's own error, named once however many checks it holds
         return
     if not callable(getattr(module, function, None)):
-        yield SpecError(file, field_name, f"{file_name} has no function {function!r}")
+        defined = [key for key, value in vars(module).items() if callable(value)]
+        hint = did_you_mean(function, defined)
+        yield SpecError(file, field_name, f"{file_name} has no function {function!r}{hint}")
 
 
 def _load_solutions(suite: Suite, task: AgentTask, report: Report) -> dict[str, Solution]:
@@ -549,7 +556,7 @@ def _load_solutions(suite: Suite, task: AgentTask, report: Report) -> dict[str, 
 
 def _not_callable(suite: Suite, task: AgentTask, name: str) -> str:
     if name not in suite.tools:
-        return f"{name!r} is not a tool of {suite.config.tools}"
+        return f"{name!r} is not a tool of {suite.config.tools}" + did_you_mean(name, suite.tools)
     return f"{name!r} is not in available_tools of tasks/{task.task_id}.yaml"
 
 

@@ -26,7 +26,7 @@ from groundstate.sandbox import command_digests
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.code import hash_code
 from groundstate.spec.files import is_file, load_model
-from groundstate.spec.strict import MAX_SECONDS, Count, Number, Seconds, Steps
+from groundstate.spec.strict import MAX_SECONDS, Count, Number, Seconds, Steps, did_you_mean
 
 Retries = Annotated[Count, Field(ge=0, le=100)]
 Price = Annotated[Number, Field(ge=0)]
@@ -38,6 +38,20 @@ KEY_PACKAGES = ("groundstate", "pydantic", "PyYAML", "jsonschema", "numpy", "cli
 class Section(BaseModel):
     # Sections accept extra keys: anything a team declares is versioned with the rest.
     model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
+
+    @model_validator(mode="after")
+    def _no_misspelt_field(self) -> Section:
+        """An extra key that looks like a misspelt field is refused: kept, it would be hashed
+        and never read (``budgets: {step_limt: 5}`` would leave the step limit unset)."""
+        for key in self.model_extra or {}:
+            # Stricter than a hint: a key kept for the record (persona_id, cost_limit) loads.
+            hint = did_you_mean(key, type(self).model_fields, cutoff=0.85)
+            if hint:
+                raise ValueError(
+                    f"{key!r} is not a field{hint}: extra keys are kept for the record but never"
+                    " read, so a misspelt field would have no effect"
+                )
+        return self
 
 
 class Prices(Section):
@@ -339,7 +353,10 @@ def resolve_entry(entry: str, base_dir: Path) -> tuple[Path | None, str, str]:
     entry = BUILTIN_AGENTS.get(entry, (entry, ""))[0]
     target, _, name = entry.partition(":")
     if not name:
-        raise ValueError(f"expected 'file.py:name' or 'module:name', got {entry!r}")
+        raise ValueError(
+            f"expected 'file.py:name', 'module:name' or a built-in adapter"
+            f" ({', '.join(BUILTIN_AGENTS)}), got {entry!r}{did_you_mean(entry, BUILTIN_AGENTS)}"
+        )
     if target.endswith(".py"):
         return (base_dir / target).resolve(), target, name
     return None, target, name

@@ -366,7 +366,7 @@ class AgentTask(Strict):
     source: str
     slice_labels: list[str] = Field(default_factory=list)
     weight: Weight = 1.0
-    initial_state_fixture: str
+    initial_state_fixture: str = Field(min_length=1)
     """Fixture file, relative to the suite's ``fixtures/`` folder."""
     clock: datetime
     """The environment's "now" at reset."""
@@ -396,6 +396,17 @@ class AgentTask(Strict):
     """Derived when the suite loads: hash of assertions, constraints, rubric and grader code."""
     grader_test_manifest: dict[str, str] = Field(default_factory=dict)
     """Derived when the suite loads: solution name -> solution hash."""
+
+    @field_validator("clock", mode="before")
+    @classmethod
+    def _clock_is_a_timestamp(cls, value: object) -> object:
+        """pydantic reads a number (or text that is one) as seconds since 1970: ``clock: 2026``
+        would be a moment of 1970 without a word."""
+        if isinstance(value, int | float) or (isinstance(value, str) and _is_number(value)):
+            raise ValueError(
+                f'{value} is a number: write a timestamp, such as "2026-01-15T10:00:00+00:00"'
+            )
+        return value
 
     @field_validator("available_tools")
     @classmethod
@@ -430,6 +441,14 @@ class AgentTask(Strict):
                 if named is not None and named not in known:
                     raise ValueError(f"rubric node {node.id!r} names unknown {kind} {named!r}")
         return nodes
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _walk(nodes: list[RubricNode]) -> list[RubricNode]:

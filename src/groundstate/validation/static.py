@@ -38,7 +38,7 @@ from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE
 from groundstate.spec.files import line_of, read_yaml
-from groundstate.spec.strict import JsonScalar
+from groundstate.spec.strict import JsonScalar, did_you_mean
 from groundstate.spec.suite import Suite, scan_suite
 from groundstate.spec.system import load_system
 from groundstate.spec.task import (
@@ -137,7 +137,7 @@ def check_system(path: Path) -> list[SuiteProblem]:
     try:
         load_agent(load_system(Path(path)))
     except SpecError as exc:
-        return [_from_spec_error(exc)]
+        return [_from_spec_error(each) for each in exc.every or [exc]]
     except Exception as exc:  # the agent's factory is user code and may raise anything
         field = "harness.orchestration_loop"
         reason = f"building the agent failed: {type(exc).__name__}: {exc}"
@@ -253,6 +253,7 @@ def _fails_by_problems(
     if not colon and fails_by not in AGENT_FAILURES:  # a typo would surface as a failed validate
         known = ", ".join(sorted(AGENT_FAILURES))
         reason = f"{fails_by!r} is not outcome, outcome:<id>, constraint:<id> or one of {known}"
+        reason += did_you_mean(fails_by, ["outcome", *AGENT_FAILURES])
     elif colon and (prefix not in ("constraint", "outcome") or not wanted):
         reason = f"{fails_by!r} is not outcome:<id> or constraint:<id>"
     if reason is not None:
@@ -269,7 +270,8 @@ def _fails_by_problems(
             file=str(path),
             line=line_of(path, "fails_by"),
             field="fails_by",
-            reason=f"tasks/{task_id}.yaml has no {what} {wanted!r}",
+            reason=f"tasks/{task_id}.yaml has no {what} {wanted!r}"
+            + did_you_mean(wanted, [c.id for c in checks]),
         )
 
 
