@@ -166,10 +166,11 @@ def test_a_batch_leaves_what_its_embedder_froze_frozen(tmp_path: Path) -> None:
     try:
         frozen = gc.get_freeze_count()
         executor = _run_watched(tmp_path, failing=False)
-        # Not frozen again (that would add the objects made since), nor unfrozen after; a
-        # frozen object freed meanwhile leaves the count.
+        # Not frozen again (that would add the objects made since), nor unfrozen after (the
+        # count would be 0). A frozen object freed meanwhile leaves the count: in a full test
+        # run thousands can be (caches of earlier tests let go), so only most must stay.
         assert executor.frozen and all(count <= frozen for count in executor.frozen)
-        assert frozen - 1000 < gc.get_freeze_count() <= frozen
+        assert frozen // 2 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
 
