@@ -246,7 +246,9 @@ def leftovers(output: AttemptOutput | None, environ: dict[str, str]) -> str | No
 
 
 Message = tuple[str, int, Any]
-"""From a worker to the parent, about job *key*: ``("done", key, pickled PreparedRun)``,
+"""From a worker to the parent: ``("ready", pid, None)`` once it has started (it is handed
+jobs only then: one that dies before is no attempt's doing); then, about job *key*:
+``("done", key, pickled PreparedRun)``,
 ``("failed", key, message)``, ``("retiring", key, why)`` (the job left something behind:
 the worker takes no more jobs and ends once its running ones are done) or ``("refused", key,
 None)`` (the job reached a retiring worker: hand it to another)."""
@@ -267,6 +269,7 @@ def serve(
             suite_at(preload)
     gc.freeze()  # the worker's suite and modules live as long as it: out of every collection
     serving = _Serving(results, dict(os.environ))
+    results.put(("ready", os.getpid(), None))
     while True:
         item = jobs.get()
         if item is None:

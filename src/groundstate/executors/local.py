@@ -291,6 +291,8 @@ class _Worker:
     """It runs a job that must run alone."""
     retiring: bool = False
     """It takes no more jobs (an attempt left something in it) and ends when idle."""
+    ready: bool = False
+    """It has started (loaded the suite) and takes jobs."""
 
 
 class _WorkerPool:
@@ -357,7 +359,7 @@ class _WorkerPool:
             if waiting is None or waiting.future.done():
                 self._queued.popleft()
                 continue
-            open_ = [w for w in self._workers if not w.retiring and not w.alone]
+            open_ = [w for w in self._workers if w.ready and not w.retiring and not w.alone]
             free = [w for w in open_ if len(w.running) < (1 if waiting.alone else self._slots)]
             if waiting.alone:
                 free = [w for w in free if not w.running]
@@ -383,6 +385,14 @@ class _WorkerPool:
         self._results.close()
 
     def _read(self) -> None:
+        try:
+            self._serve_results()
+        except BaseException as exc:  # a bug here must not leave the batch waiting for ever
+            with self._lock:
+                self._broken(f"the pool's reader failed: {type(exc).__name__}: {exc}")
+            raise
+
+    def _serve_results(self) -> None:
         looked = time.monotonic()
         while not self._closed.is_set():
             try:
@@ -400,6 +410,11 @@ class _WorkerPool:
     def _settle(self, message: Message) -> None:
         kind, key, value = message
         with self._lock:
+            if kind == "ready":  # key: the worker's pid
+                for each in self._workers:
+                    each.ready = each.ready or each.process.pid == key
+                self._dispatch()
+                return
             waiting = self._waiting.get(key)
             worker = next((w for w in self._workers if key in w.running), None)
             if kind == "retiring":
@@ -456,7 +471,7 @@ class _WorkerPool:
             if not keys and not worker.retiring:
                 self._idle_deaths += 1
             if self._idle_deaths > 2 * len(self._workers):
-                self._broken(cause)
+                self._broken(f"worker processes keep dying with no attempt running ({cause})")
                 return
             self._workers[index] = self._spawn(index)
             worker.jobs.cancel_join_thread()
@@ -481,12 +496,10 @@ class _WorkerPool:
                 _deliver(waiting.future, exc)
 
     def _broken(self, cause: str) -> None:
-        """Workers keep dying with no attempt running: the machine, not an agent (the caller
-        holds the lock). Every job still out, and every later one, fails: the batch stops."""
-        self._failure = (
-            f"worker processes keep dying with no attempt running ({cause}); the stored "
-            "attempts are kept: resume the batch"
-        )
+        """The pool cannot go on (*cause*): workers keep dying with no attempt running (the
+        machine, not an agent), or its reader failed (the caller holds the lock). Every
+        job still out, and every later one, fails: the batch stops."""
+        self._failure = f"{cause}; the stored attempts are kept: resume the batch"
         for waiting in self._waiting.values():
             _deliver(waiting.future, ExecutorError(self._failure))
 
