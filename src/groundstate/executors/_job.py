@@ -10,7 +10,7 @@ import pickle
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -116,6 +116,13 @@ def execute(job: AttemptJob) -> PreparedRun:
         return _prepared(asyncio.run(_job_attempt(job)))
     except Exception as exc:
         raise _plain(exc) from None
+
+
+def execute_announced(job: AttemptJob) -> Iterator[PreparedRun | None]:
+    """:func:`execute` as a streaming Ray task: ``None`` first, as the attempt starts (its
+    hard limit runs from then, not from when the task was queued), then the record."""
+    yield None
+    yield execute(job)
 
 
 async def _job_attempt(job: AttemptJob) -> AttemptOutput:

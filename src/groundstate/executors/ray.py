@@ -12,7 +12,7 @@ from typing import Any
 
 from groundstate.episode import AttemptJob, AttemptOutput
 from groundstate.errors import ExecutorError
-from groundstate.executors._job import execute, hard_limit, lost, prepared
+from groundstate.executors._job import execute_announced, hard_limit, lost, prepared
 from groundstate.executors.local import HARD_GRACE
 from groundstate.spec.suite import Suite
 from groundstate.store import PreparedRun
@@ -53,7 +53,9 @@ class RayExecutor:
         if not ray.is_initialized():
             ray.init(**self._init_options())
             self._started = True
-        self._remote = ray.remote(num_cpus=self.cpus_per_attempt, max_retries=0)(execute)
+        self._remote = ray.remote(
+            num_cpus=self.cpus_per_attempt, max_retries=0, num_returns="streaming"
+        )(execute_announced)
 
     def _init_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -87,12 +89,15 @@ class RayExecutor:
             raise ExecutorError("the Ray executor is not open")
         ray = _import_ray()
         errors = ray.exceptions
-        ref, started = self._remote.remote(job), time.monotonic()
+        returns = self._remote.remote(job)
         limit = None if self.suite is None else hard_limit(job, self.suite, self.grace)
+        started = time.monotonic()
         try:
-            row: PreparedRun = await asyncio.wait_for(asyncio.wrap_future(ref.future()), limit)
+            await returns.__anext__()  # it runs: the clock starts (not while Ray queues it)
+            started = time.monotonic()
+            row: PreparedRun = await asyncio.wait_for(_next_value(returns), limit)
         except TimeoutError:
-            ray.cancel(ref, force=True)
+            ray.cancel(returns, force=True)
             return self._lost(job, "its Ray worker was killed", started, overdue=True)
         except (errors.WorkerCrashedError, errors.OutOfMemoryError) as exc:
             cause = f"its Ray worker died ({type(exc).__name__})"
@@ -113,6 +118,11 @@ class RayExecutor:
                 "the stored attempts are kept: resume the batch"
             )
         return lost(job, self.suite, cause, started, overdue=overdue)
+
+
+async def _next_value(returns: Any) -> Any:
+    """The value of the next object a streaming Ray task yields (raising what it raised)."""
+    return await (await returns.__anext__())
 
 
 def require_ray() -> None:
