@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 import time
@@ -417,3 +418,27 @@ def test_on_ray_a_dead_or_overdue_task_is_its_attempts_crash_or_time_limit(
     }
     ray, process = (records(results[n].runs) for n in ("ray", "process"))
     assert without_keys(ray, {"cause", "message"}) == without_keys(process, {"cause", "message"})
+
+
+def test_process_wide_settings_an_attempt_changed_retire_its_worker() -> None:
+    """Besides threads and os.environ, the settings every later attempt of a worker would
+    inherit: the GIL's switch interval and the recursion limit. The variables the harness
+    sets itself (the PostgreSQL server's address a worker publishes) are no leftover."""
+    from groundstate.environments.postgres_server import URL_VARIABLE
+    from groundstate.executors._job import leftovers, process_state
+
+    baseline = process_state()
+    assert leftovers(None, baseline) is None
+    limit = sys.getrecursionlimit()
+    previous = os.environ.get(URL_VARIABLE)
+    try:
+        os.environ[URL_VARIABLE] = "postgresql://elsewhere"
+        assert leftovers(None, baseline) is None
+        sys.setrecursionlimit(limit + 7)
+        assert leftovers(None, baseline) == "changed: sys.getrecursionlimit()"
+    finally:
+        sys.setrecursionlimit(limit)
+        if previous is None:
+            os.environ.pop(URL_VARIABLE, None)
+        else:
+            os.environ[URL_VARIABLE] = previous

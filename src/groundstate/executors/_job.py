@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,6 +23,7 @@ from typing import Any, NoReturn
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
 from groundstate.agents.scripted import ScriptedAgent
+from groundstate.environments.postgres_server import URL_VARIABLE as POSTGRES_URL
 from groundstate.episode import (
     END_WAIT,
     AttemptJob,
@@ -228,16 +230,41 @@ class WorkerDied(RuntimeError):
     signal, the kernel's out-of-memory killer): the attempt's crash."""
 
 
-OURS = ("MainThread", "groundstate", "attempt-", "agent-", "asyncio_", "QueueFeederThread")
-"""Name prefixes of the threads the harness runs in a worker; any other thread alive after
-an attempt was left by the code under evaluation."""
+OURS = (
+    "MainThread",
+    "groundstate",
+    "attempt-",
+    "agent-",
+    "asyncio_",
+    "QueueFeederThread",
+    "AnyIO worker thread",
+)
+"""Name prefixes of the threads the harness runs in a worker (the MCP route's adapter hands
+pipe writes to AnyIO's worker threads, which idle a while before they exit); any other
+thread alive after an attempt was left by the code under evaluation, or by a concurrent
+attempt's (the worker then retires needlessly: a restart, no verdict changes)."""
 
 
-def leftovers(output: AttemptOutput | None, environ: dict[str, str]) -> str | None:
+def process_state() -> tuple[dict[str, str], float, int]:
+    """What code can change for the whole process and a worker's next attempt would inherit:
+    the environment variables (but those the harness sets itself, such as the address of
+    the PostgreSQL server a worker starts for its attempts), the GIL's switch interval, the
+    recursion limit."""
+    environ = {k: v for k, v in os.environ.items() if k not in HARNESS_VARIABLES}
+    return environ, sys.getswitchinterval(), sys.getrecursionlimit()
+
+
+HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
+
+
+def leftovers(
+    output: AttemptOutput | None, baseline: tuple[dict[str, str], float, int]
+) -> str | None:
     """What an attempt that just ended left in this worker that could reach later attempts,
     or None: an agent or a tool still running past the attempt's end (Python cannot stop a
-    thread), a thread of the agent's own, a changed environment. A worker with leftovers
-    takes no more attempts and ends (killing them) once its running attempts are done."""
+    thread), a thread of the agent's own, a change to :func:`process_state` since the
+    worker started (*baseline*). A worker with leftovers takes no more attempts and ends
+    (killing them) once its running attempts are done."""
     run = None if output is None else output.run
     if run is not None and (
         run.terminal_reason == "agent_failure/time_limit"
@@ -247,9 +274,12 @@ def leftovers(output: AttemptOutput | None, environ: dict[str, str]) -> str | No
     foreign = sorted(t.name for t in threading.enumerate() if not t.name.startswith(OURS))
     if foreign:
         return f"threads left running: {', '.join(foreign[:5])}"
-    if dict(os.environ) != environ:
-        return "os.environ changed"
-    return None
+    now = process_state()
+    changed = [what for what, a, b in zip(_STATE, now, baseline, strict=True) if a != b]
+    return f"changed: {', '.join(changed)}" if changed else None
+
+
+_STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()")
 
 
 Message = tuple[str, int, Any]
@@ -275,7 +305,7 @@ def serve(
         with suppress(Exception):
             suite_at(preload)
     gc.freeze()  # the worker's suite and modules live as long as it: out of every collection
-    serving = _Serving(results, dict(os.environ))
+    serving = _Serving(results, process_state())
     results.put(("ready", os.getpid(), None))
     while True:
         item = jobs.get()
@@ -291,9 +321,11 @@ def serve(
 class _Serving:
     """A worker's attempts: how many run, and whether the worker is retiring."""
 
-    def __init__(self, results: Queue[Message], environ: dict[str, str]) -> None:
+    def __init__(
+        self, results: Queue[Message], baseline: tuple[dict[str, str], float, int]
+    ) -> None:
         self._results = results
-        self._environ = environ
+        self._baseline = baseline
         self._lock = threading.Lock()
         self._running = 0
         self._retiring = False
@@ -321,7 +353,7 @@ class _Serving:
             except BaseException as exc:  # with a plain message (see execute)
                 plain = _plain(exc) if isinstance(exc, Exception) else exc
                 message = ("failed", key, str(plain) or type(plain).__name__)
-            self._finish(key, message, leftovers(output, self._environ))
+            self._finish(key, message, leftovers(output, self._baseline))
 
         return done
 
