@@ -203,12 +203,19 @@ def hard_limit(job: AttemptJob, suite: Suite, grace: float) -> float:
 
 
 def lost(
-    job: AttemptJob, suite: Suite, cause: str, started: float, *, overdue: bool
+    job: AttemptJob, suite: Suite | None, cause: str, started: float, overdue: bool
 ) -> AttemptOutput:
     """The record, prepared for the store, of *job*'s attempt whose process was lost with it
     (:func:`~groundstate.episode.lost_attempt`): killed at the hard limit (*overdue*: the
     agent's time limit), or dead by the agent's doing (a crash). *cause* says what became of
-    the process; *started* is when the attempt was handed to it (``time.monotonic()``)."""
+    the process; *started* is when the attempt was handed to it (``time.monotonic()``).
+    Without the *suite* (an executor made without it) there is no record to build: raises
+    :class:`ExecutorError`, which stops the batch."""
+    if suite is None:
+        raise ExecutorError(
+            f"{cause} while running task {job.task_id!r} attempt {job.info.attempt}; "
+            "the stored attempts are kept: resume the batch"
+        )
     task = suite.tasks[job.task_id]
     latency = max(time.monotonic() - started, 0.0)
     started_at = datetime.now(UTC) - timedelta(seconds=latency)

@@ -228,12 +228,7 @@ class ProcessExecutor:
         self._pool = _WorkerPool(context, size, slots, (workdirs, self.preload), self._lost)
 
     def _lost(self, job: AttemptJob, cause: str, started: float, overdue: bool) -> AttemptOutput:
-        if self.suite is None:
-            raise ExecutorError(
-                f"{cause} while running task {job.task_id!r} attempt {job.info.attempt}; "
-                "the stored attempts are kept: resume the batch"
-            )
-        return lost(job, self.suite, cause, started, overdue=overdue)
+        return lost(job, self.suite, cause, started, overdue)
 
     def _limit(self, job: AttemptJob) -> float:
         return math.inf if self.suite is None else hard_limit(job, self.suite, self.grace)

@@ -91,17 +91,22 @@ class RayExecutor:
         errors = ray.exceptions
         returns = self._remote.remote(job)
         limit = None if self.suite is None else hard_limit(job, self.suite, self.grace)
+        try:
+            await _next_value(returns)  # it runs: the clock starts (not while Ray queues it)
+        except errors.RayError as exc:  # the attempt had not started: no agent's doing
+            raise ExecutorError(f"Ray could not start task {job.task_id!r}: {exc}") from None
         started = time.monotonic()
         try:
-            await returns.__anext__()  # it runs: the clock starts (not while Ray queues it)
-            started = time.monotonic()
             row: PreparedRun = await asyncio.wait_for(_next_value(returns), limit)
+        except asyncio.CancelledError:  # the batch stops: so does the attempt, on a cluster too
+            ray.cancel(returns, force=True)
+            raise
         except TimeoutError:
             ray.cancel(returns, force=True)
-            return self._lost(job, "its Ray worker was killed", started, overdue=True)
+            return lost(job, self.suite, "its Ray worker was killed", started, True)
         except (errors.WorkerCrashedError, errors.OutOfMemoryError) as exc:
             cause = f"its Ray worker died ({type(exc).__name__})"
-            return self._lost(job, cause, started, overdue=False)
+            return lost(job, self.suite, cause, started, False)
         except errors.RayTaskError as exc:
             cause = exc.as_instanceof_cause()
             if isinstance(cause, ExecutorError):
@@ -110,14 +115,6 @@ class RayExecutor:
         except errors.RayError as exc:
             raise ExecutorError(f"Ray could not run task {job.task_id!r}: {exc}") from None
         return prepared(row)
-
-    def _lost(self, job: AttemptJob, cause: str, started: float, overdue: bool) -> AttemptOutput:
-        if self.suite is None:
-            raise ExecutorError(
-                f"{cause} while running task {job.task_id!r} attempt {job.info.attempt}; "
-                "the stored attempts are kept: resume the batch"
-            )
-        return lost(job, self.suite, cause, started, overdue=overdue)
 
 
 async def _next_value(returns: Any) -> Any:
