@@ -292,7 +292,7 @@ _STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()")
 Message = tuple[str, int, Any]
 """From a worker to the parent: ``("ready", pid, None)`` once it has started (it is handed
 jobs only then: one that dies before is no attempt's doing); then, about job *key*:
-``("done", key, pickled PreparedRun)``,
+``("started", key, None)`` as it starts, ``("done", key, pickled PreparedRun)``,
 ``("failed", key, message)``, ``("retiring", key, why)`` (the job left something behind:
 the worker takes no more jobs and ends once its running ones are done) or ``("refused", key,
 None)`` (the job reached a retiring worker: hand it to another)."""
@@ -320,6 +320,7 @@ def serve(
             return
         key, job = item
         if serving.take():
+            results.put(("started", key, None))
             submit(partial(_job_attempt, job), f"attempt-{key}", serving.reporter(key))
         else:
             results.put(("refused", key, None))

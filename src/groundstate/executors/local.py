@@ -172,6 +172,11 @@ HARD_GRACE = 60.0
 process pool kills the worker still running it: the agent holds it (a C call that keeps
 the GIL, a blocked signal) so that not even the harness's own timeout can run."""
 
+UNACKED_DEATHS = 2
+"""Deaths of the workers a job was sent to, none of which said it started it, after which
+it is taken for its own doing (an agent that kills its worker before the start message
+has left it)."""
+
 DEATH_CHECK = 0.1
 """Seconds between the pool's looks at its workers (dead ones, attempts past the hard
 limit)."""
@@ -273,6 +278,11 @@ class _Waiting:
     """When it was handed to its worker (``time.monotonic()``)."""
     overdue: bool = False
     """Killed with its worker at its hard limit."""
+    acked: bool = False
+    """Its worker said it started it (a job sent to a worker that died before it got it
+    never ran: no attempt to blame)."""
+    deaths: int = 0
+    """Workers that died with it without having said so (see :data:`UNACKED_DEATHS`)."""
 
 
 @dataclass
@@ -354,7 +364,11 @@ class _WorkerPool:
             if waiting is None or waiting.future.done():
                 self._queued.popleft()
                 continue
-            open_ = [w for w in self._workers if w.ready and not w.retiring and not w.alone]
+            open_ = [
+                w
+                for w in self._workers
+                if w.ready and not w.retiring and not w.alone and w.process.is_alive()
+            ]
             free = [w for w in open_ if len(w.running) < (1 if waiting.alone else self._slots)]
             if waiting.alone:
                 free = [w for w in free if not w.running]
@@ -416,6 +430,10 @@ class _WorkerPool:
                 if worker is not None:
                     worker.retiring = True
                 return
+            if kind == "started":
+                if waiting is not None:
+                    waiting.acked = True
+                return
             if worker is not None:
                 worker.running.discard(key)
                 worker.alone = worker.alone and bool(worker.running)
@@ -472,16 +490,22 @@ class _WorkerPool:
             worker.jobs.cancel_join_thread()
             worker.jobs.close()
             outs = [(k, self._waiting.get(k)) for k in keys]
-            blame = len(keys) == 1 and not worker.retiring
+            sole = len(keys) == 1 and not worker.retiring
             lost = []
             for key, waiting in outs:
                 if waiting is None:
                     continue
-                if blame or waiting.alone:
+                if (waiting.acked and (sole or waiting.alone)) or waiting.deaths >= UNACKED_DEATHS:
                     lost.append((waiting, cause))
-                else:
-                    waiting.alone, waiting.worker, waiting.overdue = True, None, False
-                    self._queued.appendleft(key)
+                    continue
+                waiting.deaths += not waiting.acked
+                waiting.alone, waiting.worker, waiting.overdue, waiting.acked = (
+                    True,
+                    None,
+                    False,
+                    False,
+                )
+                self._queued.appendleft(key)
             self._dispatch()
         for waiting, why in lost:  # outside the lock: building a record takes a while
             try:
