@@ -442,3 +442,23 @@ def test_process_wide_settings_an_attempt_changed_retire_its_worker() -> None:
             os.environ.pop(URL_VARIABLE, None)
         else:
             os.environ[URL_VARIABLE] = previous
+
+
+def test_a_worker_killed_from_outside_while_idle_blames_no_attempt(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """The only worker is killed (by the machine, an operator) between two attempts, and
+    the next attempt may be sent to it before its death is seen: that attempt never
+    started there, so it runs on the new worker and is not recorded as a crash."""
+    system = rogue_system(tmp_path, {})
+    executor = pool(bank, workers=1)
+
+    def kill_the_worker(run: AgentRun) -> None:
+        if run.attempt == 1:
+            for pid in executor.worker_pids:
+                os.kill(pid, 9)
+
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(bank, system, store, executor=executor, on_run=kill_the_worker)
+        result = asyncio.run(runner.start(BatchConfig(attempts=3, concurrency=1)))
+    assert reasons(result.runs) == {1: "success", 2: "success", 3: "success"}
