@@ -28,7 +28,7 @@ from groundstate.analysis import batch_report, final_runs
 from groundstate.cli import main
 from groundstate.episode import default_environment
 from groundstate.errors import ExecutorError
-from groundstate.executors import make_executor
+from groundstate.executors import ProcessExecutor, make_executor
 from groundstate.records import AgentRun
 from groundstate.report.terminal import batch_table
 from groundstate.runner import BatchAborted, BatchConfig, BatchResult, BatchRunner
@@ -491,12 +491,23 @@ def test_a_process_worker_runs_several_waiting_attempts_at_once(
     assert max(starts) < min(ends), "some attempt started only after another had finished"
 
 
-def test_a_worker_that_dies_stops_the_batch_with_a_clear_error(bank: Suite, tmp_path: Path) -> None:
+def test_a_worker_the_agent_kills_is_replaced_and_the_attempt_is_its_crash(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """Each attempt's agent SIGKILLs its worker: each ends as its own crash, a new worker
+    runs the next, and the batch completes. A pool without the suite (it cannot build the
+    record of a lost attempt) stops the batch with a clear error instead."""
     system = _waiter_system(tmp_path, "{wait: 0.0, die: true}")
     started = time.monotonic()
     with RunStore(tmp_path / "runs.db") as store:
         runner = BatchRunner(bank, system, store, executor=make_executor("process", bank))
-        with pytest.raises(ExecutorError, match="a worker process died while running task "):
-            asyncio.run(runner.start(BatchConfig(attempts=2)))
-        assert runner.batch_id is not None and store.runs(runner.batch_id) == []
-    assert time.monotonic() - started < 30
+        result = asyncio.run(runner.start(BatchConfig(attempts=2)))
+        assert [r.terminal_reason for r in result.runs] == ["agent_failure/crashed"] * 2
+        assert store.verify(result.batch.batch_id).ok
+        worker = result.runs[0].infrastructure_status["worker"]
+        assert worker == {"cause": "the worker process was killed by SIGKILL", "overdue": False}
+        key = (str(bank.root), bank.suite_hash, None)
+        bare = BatchRunner(bank, system, store, executor=ProcessExecutor(preload=key))
+        with pytest.raises(ExecutorError, match="killed by SIGKILL while running task "):
+            asyncio.run(bare.start(BatchConfig(attempts=2)))
+    assert time.monotonic() - started < 60

@@ -186,6 +186,13 @@ class Stop:
         }
 
 
+def attempt_time_limit(task: AgentTask, system: SystemSpec) -> float:
+    """Seconds the agent of an attempt of *task* by *system* gets: the task's limit, or the
+    system's budget when that is shorter."""
+    budget = system.budgets.time_limit
+    return min(task.time_limit, budget) if budget else task.time_limit
+
+
 class EpisodeSession:
     """The agent's side of one attempt (implements :class:`groundstate.agents.base.Session`).
 
@@ -313,8 +320,7 @@ class EpisodeSession:
 
     @property
     def time_limit(self) -> float:
-        budget = self._system.budgets.time_limit
-        return min(self._task.time_limit, budget) if budget else self._task.time_limit
+        return attempt_time_limit(self._task, self._system)
 
     @property
     def busy(self) -> bool:
@@ -955,6 +961,26 @@ def run_checks(
     return Verdict(
         final_state_hash=final_hash, diff=diff, assertions=assertions(), constraints=constraints
     )
+
+
+def lost_attempt(
+    task: AgentTask,
+    system: SystemSpec,
+    info: AttemptInfo,
+    error: BaseException,
+    stage: str,
+    evidence: dict[str, Any],
+    started_at: datetime,
+    latency: float,
+) -> AttemptOutput:
+    """The record of an attempt whose process was lost with it (the agent killed its worker,
+    or held it past the hard limit and was killed with it), built where it was waited for:
+    what the worker knew (the trace) went with it; *error* at *stage* decides the terminal
+    reason (a crash, or the time limit) and *evidence* says what became of the worker."""
+    progress = _Progress()
+    progress.interrupt(error, stage)
+    progress.evidence["worker"] = evidence
+    return _record(task, system, info, progress, None, started_at, latency)
 
 
 def _record(

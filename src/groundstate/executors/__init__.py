@@ -69,12 +69,12 @@ def make_executor(
         )
     if name == "process":
         return ProcessExecutor(
-            preload=(str(suite.root), suite.suite_hash, suite.config.environment)
+            preload=(str(suite.root), suite.suite_hash, suite.config.environment), suite=suite
         )
     from groundstate.executors.ray import RayExecutor, require_ray
 
     require_ray()  # before validation and preflight, not after
-    return RayExecutor(address=ray_address)
+    return RayExecutor(address=ray_address, suite=suite)
 
 
 __all__ = [

@@ -8,26 +8,33 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from contextlib import suppress
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from multiprocessing.process import BaseProcess
-from multiprocessing.queues import Queue, SimpleQueue
+from multiprocessing.queues import Queue
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
 from groundstate.agents.scripted import ScriptedAgent
+from groundstate.environments.postgres_server import URL_VARIABLE as POSTGRES_URL
 from groundstate.episode import (
+    END_WAIT,
     AttemptJob,
     AttemptOutput,
     EnvironmentFactory,
+    attempt_time_limit,
     default_environment,
+    lost_attempt,
     run_attempt,
 )
-from groundstate.errors import ExecutorError
+from groundstate.errors import ExecutorError, TimeLimitReached
 from groundstate.loopthreads import Done, Outcome, submit
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.store import PreparedRun, prepare_run
@@ -106,10 +113,18 @@ def execute(job: AttemptJob) -> PreparedRun:
     come back as :class:`ExecutorError` with a plain message: an exception class with its own
     constructor arguments may not survive pickling back to the parent.
     """
+    shut_out_signals()  # a Ray worker runs task after task
     try:
         return _prepared(asyncio.run(_job_attempt(job)))
     except Exception as exc:
         raise _plain(exc) from None
+
+
+def execute_announced(job: AttemptJob) -> Iterator[PreparedRun | None]:
+    """:func:`execute` as a streaming Ray task: ``None`` first, as the attempt starts (its
+    hard limit runs from then, not from when the task was queued), then the record."""
+    yield None
+    yield execute(job)
 
 
 async def _job_attempt(job: AttemptJob) -> AttemptOutput:
@@ -128,79 +143,238 @@ def _plain(exc: BaseException) -> ExecutorError:
     return ExecutorError(f"{type(exc).__name__}: {exc}")
 
 
+SHUT_OUT = (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGUSR1, signal.SIGUSR2)
+"""Signals whose default action ends a process and that an agent can aim at its worker from
+any thread (``signal.alarm``, ``setitimer``, ``os.kill(os.getpid(), ...)``): ignored in a
+worker, so that one attempt cannot end the worker later, during other attempts."""
+
+
+def shut_out_signals() -> None:
+    """Ignore :data:`SHUT_OUT` in this process (from its main thread only: elsewhere Python
+    cannot set a handler, and code there is not a worker's own)."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in SHUT_OUT:
+            signal.signal(signum, signal.SIG_IGN)
+
+
 def init_worker(workdir_root: str) -> None:
     """Set up a pool worker: the parent handles Ctrl-C (the terminal sends it to the whole
     process group), work folders live under the parent's (removed with it at exit or, after
-    a SIGKILL, by the next ``run``'s sweep), and the worker leaves when the parent dies."""
+    a SIGKILL, by the next ``run``'s sweep), and the worker leaves when the parent dies.
+
+    The worker leads a process group of its own: what an agent starts (a fork, a command)
+    is in it and is killed with the worker (:func:`end_worker`). What attempts write to file
+    descriptor 1 goes to 2: ``run --json`` writes its JSON on the parent's standard output,
+    which the workers inherit."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    shut_out_signals()
+    with suppress(OSError):  # already a group leader
+        os.setpgid(0, 0)
+    with suppress(OSError):
+        os.dup2(2, 1)
     os.environ[TMPDIR_ENV] = workdir_root
     parent = multiprocessing.parent_process()
     if parent is not None:
-        threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+        threading.Thread(
+            target=_exit_with, args=(parent,), name="groundstate-parent-watch", daemon=True
+        ).start()
+
+
+def end_worker() -> NoReturn:
+    """End this worker at once, with every process of its group (what its attempts started)."""
+    with suppress(OSError):
+        if os.getpgid(0) == os.getpid():
+            os.killpg(0, signal.SIGKILL)
+    os._exit(0)
 
 
 def _exit_with(parent: BaseProcess) -> None:
     """Exit once *parent* is gone: a pool worker waits for work on a queue whose writing end
     it holds itself, so a parent killed outright would otherwise leave it waiting forever."""
     parent.join()
-    os._exit(0)
+    end_worker()
+
+
+def hard_limit(job: AttemptJob, suite: Suite, grace: float) -> float:
+    """Seconds after which an attempt of *job* still running is killed with its process: the
+    agent's time limit, the wait for a call in flight, and *grace* for the harness's own
+    work (reset, grading) on a busy machine."""
+    return attempt_time_limit(suite.tasks[job.task_id], job.system) + END_WAIT + grace
+
+
+def lost(
+    job: AttemptJob, suite: Suite | None, cause: str, started: float, overdue: bool
+) -> AttemptOutput:
+    """The record, prepared for the store, of *job*'s attempt whose process was lost with it
+    (:func:`~groundstate.episode.lost_attempt`): killed at the hard limit (*overdue*: the
+    agent's time limit), or dead by the agent's doing (a crash). *cause* says what became of
+    the process; *started* is when the attempt was handed to it (``time.monotonic()``).
+    Without the *suite* (an executor made without it) there is no record to build: raises
+    :class:`ExecutorError`, which stops the batch."""
+    if suite is None:
+        raise ExecutorError(
+            f"{cause} while running task {job.task_id!r} attempt {job.info.attempt}; "
+            "the stored attempts are kept: resume the batch"
+        )
+    task = suite.tasks[job.task_id]
+    latency = max(time.monotonic() - started, 0.0)
+    started_at = datetime.now(UTC) - timedelta(seconds=latency)
+    error: BaseException
+    if overdue:
+        limit = attempt_time_limit(task, job.system)
+        error = TimeLimitReached(f"time limit {limit:g}s reached; {cause}")
+        stage = "time_limit"
+    else:
+        error, stage = WorkerDied(cause), "agent"
+    evidence = {"cause": cause, "overdue": overdue}
+    output = lost_attempt(task, job.system, job.info, error, stage, evidence, started_at, latency)
+    row = prepare_run(output.run, output.artifacts)
+    return AttemptOutput(run=row.run, artifacts=output.artifacts, prepared=row)
+
+
+class WorkerDied(RuntimeError):
+    """The process running an attempt died before the attempt ended (``os._exit``, a fatal
+    signal, the kernel's out-of-memory killer): the attempt's crash."""
+
+
+OURS = (
+    "MainThread",
+    "groundstate",
+    "attempt-",
+    "agent-",
+    "asyncio_",
+    "QueueFeederThread",
+    "AnyIO worker thread",
+)
+"""Name prefixes of the threads the harness runs in a worker (the MCP route's adapter hands
+pipe writes to AnyIO's worker threads, which idle a while before they exit); any other
+thread alive after an attempt was left by the code under evaluation, or by a concurrent
+attempt's (the worker then retires needlessly: a restart, no verdict changes)."""
+
+
+def process_state() -> tuple[dict[str, str], float, int]:
+    """What code can change for the whole process and a worker's next attempt would inherit:
+    the environment variables (but those the harness sets itself, such as the address of
+    the PostgreSQL server a worker starts for its attempts), the GIL's switch interval, the
+    recursion limit."""
+    environ = {k: v for k, v in os.environ.items() if k not in HARNESS_VARIABLES}
+    return environ, sys.getswitchinterval(), sys.getrecursionlimit()
+
+
+HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
+
+
+def leftovers(
+    output: AttemptOutput | None, baseline: tuple[dict[str, str], float, int]
+) -> str | None:
+    """What an attempt that just ended left in this worker that could reach later attempts,
+    or None: an agent or a tool still running past the attempt's end (Python cannot stop a
+    thread), a thread of the agent's own, a change to :func:`process_state` since the
+    worker started (*baseline*). A worker with leftovers takes no more attempts and ends
+    (killing them) once its running attempts are done."""
+    run = None if output is None else output.run
+    if run is not None and (
+        run.terminal_reason == "agent_failure/time_limit"
+        or "blocked_in_tool" in run.infrastructure_status
+    ):
+        return "an agent or tool still running past its attempt's end"
+    foreign = sorted(t.name for t in threading.enumerate() if not t.name.startswith(OURS))
+    if foreign:
+        return f"threads left running: {', '.join(foreign[:5])}"
+    now = process_state()
+    changed = [what for what, a, b in zip(_STATE, now, baseline, strict=True) if a != b]
+    return f"changed: {', '.join(changed)}" if changed else None
+
+
+_STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()")
 
 
 Message = tuple[str, int, Any]
-"""From a worker to the parent: ``("done", key, pickled AttemptOutput)`` or ``("failed",
-key, message)``."""
+"""From a worker to the parent: ``("ready", pid, None)`` once it has started (it is handed
+jobs only then: one that dies before is no attempt's doing); then, about job *key*:
+``("started", key, None)`` as it starts, ``("done", key, pickled PreparedRun)``,
+``("failed", key, message)``, ``("retiring", key, why)`` (the job left something behind:
+the worker takes no more jobs and ends once its running ones are done) or ``("refused", key,
+None)`` (the job reached a retiring worker: hand it to another)."""
 
 
 def serve(
-    jobs: Queue[Any],
-    results: Queue[Message],
-    started: SimpleQueue[tuple[int, int]],
-    workdir_root: str,
-    slots: int,
-    preload: SuiteKey | None = None,
+    jobs: Queue[Any], results: Queue[Message], workdir_root: str, preload: SuiteKey | None = None
 ) -> None:
-    """A worker process's main: take ``(key, job)`` from *jobs* while fewer than *slots* of
-    its attempts run, each in a thread of its own, and put what becomes of each on *results*.
-    ``(key, pid)`` goes on *started* before the job runs, written at once (not by a queue's
-    feeder thread, which a worker killed mid-job may not have let write it): the parent
-    names the job a dead worker was running.
-    Several attempts per worker, so attempts that wait (on a model) overlap in a worker as
-    they do in-process, while the CPU work of the pool spreads over every core. ``None`` on
-    *jobs* stops it. The suite *preload* names is loaded first, while the parent's
-    preflight runs (if it fails to load, the first job says why)."""
+    """A worker process's main: take ``(key, job)`` from *jobs* (the parent hands a worker
+    only as many as it may run at once) and run each in a thread of its own; what becomes of
+    each goes on *results*. Several attempts per worker, so attempts that wait (on a model)
+    overlap in a worker as they do in-process, while the CPU work of the pool spreads over
+    every core. ``None`` on *jobs* stops it. The suite *preload* names is loaded first, while
+    the parent's preflight runs (if it fails to load, the first job says why)."""
     init_worker(workdir_root)
     if preload is not None:
         with suppress(Exception):
             suite_at(preload)
     gc.freeze()  # the worker's suite and modules live as long as it: out of every collection
-    free = threading.Semaphore(slots)
+    serving = _Serving(results, process_state())
+    results.put(("ready", os.getpid(), None))
     while True:
-        free.acquire()
         item = jobs.get()
         if item is None:
             return
         key, job = item
-        started.put((key, os.getpid()))
-        submit(partial(_job_attempt, job), f"attempt-{key}", _reporter(key, results, free))
+        if serving.take():
+            results.put(("started", key, None))
+            submit(partial(_job_attempt, job), f"attempt-{key}", serving.reporter(key))
+        else:
+            results.put(("refused", key, None))
 
 
-def _reporter(key: int, results: Queue[Message], free: threading.Semaphore) -> Done:
-    """What becomes of job *key*, put on *results* from the thread that ran it."""
+class _Serving:
+    """A worker's attempts: how many run, and whether the worker is retiring."""
 
-    def done(outcome: Outcome) -> None:
-        error, output = outcome
-        message: Message
-        try:
-            if error is not None:
-                raise error
-            # Pickled here, not in the queue's feeder thread, where a failure would be lost;
-            # only the stored form travels (see PreparedRun).
-            message = ("done", key, pickle.dumps(_prepared(output)))
-        except BaseException as exc:  # with a plain message (see execute)
-            plain = _plain(exc) if isinstance(exc, Exception) else exc
-            message = ("failed", key, str(plain) or type(plain).__name__)
-        finally:
-            free.release()
-        results.put(message)
+    def __init__(
+        self, results: Queue[Message], baseline: tuple[dict[str, str], float, int]
+    ) -> None:
+        self._results = results
+        self._baseline = baseline
+        self._lock = threading.Lock()
+        self._running = 0
+        self._retiring = False
 
-    return done
+    def take(self) -> bool:
+        """Count one more running attempt; False when the worker retires."""
+        with self._lock:
+            if self._retiring:
+                return False
+            self._running += 1
+            return True
+
+    def reporter(self, key: int) -> Done:
+        """What becomes of job *key*, put on the results from the thread that ran it."""
+
+        def done(outcome: Outcome) -> None:
+            error, output = outcome
+            message: Message
+            try:
+                if error is not None:
+                    raise error
+                # Pickled here, not in the queue's feeder thread, where a failure would be
+                # lost; only the stored form travels (see PreparedRun).
+                message = ("done", key, pickle.dumps(_prepared(output)))
+            except BaseException as exc:  # with a plain message (see execute)
+                plain = _plain(exc) if isinstance(exc, Exception) else exc
+                message = ("failed", key, str(plain) or type(plain).__name__)
+            self._finish(key, message, leftovers(output, self._baseline))
+
+        return done
+
+    def _finish(self, key: int, message: Message, left: str | None) -> None:
+        with self._lock:
+            retire = left is not None and not self._retiring
+            self._retiring = self._retiring or retire
+            self._running -= 1
+            last = self._retiring and self._running == 0
+        if retire:  # before the result, which frees a slot the parent would fill
+            self._results.put(("retiring", key, left))
+        self._results.put(message)
+        if last:  # what the attempts left dies with the worker; the parent starts another
+            self._results.close()
+            self._results.join_thread()
+            end_worker()

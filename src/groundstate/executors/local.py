@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import multiprocessing
 import os
 import pickle
 import queue
+import signal
 import threading
+import time
+from collections import deque
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
@@ -23,7 +28,16 @@ from groundstate.episode import (
     default_environment,
 )
 from groundstate.errors import ExecutorError
-from groundstate.executors._job import AgentFactory, SuiteKey, prepared, run_job, serve
+from groundstate.executors._job import (
+    AgentFactory,
+    Message,
+    SuiteKey,
+    hard_limit,
+    lost,
+    prepared,
+    run_job,
+    serve,
+)
 from groundstate.loopthreads import in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
@@ -153,6 +167,21 @@ async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput]) ->
         await asyncio.wait_for(asyncio.shield(finished), UNWIND_TIMEOUT)
 
 
+HARD_GRACE = 60.0
+"""Seconds past an attempt's time limit (and the wait for a call in flight) after which the
+process pool kills the worker still running it: the agent holds it (a C call that keeps
+the GIL, a blocked signal) so that not even the harness's own timeout can run."""
+
+UNACKED_DEATHS = 2
+"""Deaths of the workers a job was sent to, none of which said it started it, after which
+it is taken for its own doing (an agent that kills its worker before the start message
+has left it)."""
+
+DEATH_CHECK = 0.1
+"""Seconds between the pool's looks at its workers (dead ones, attempts past the hard
+limit)."""
+
+
 @dataclass
 class ProcessExecutor:
     """Attempts in a pool of worker processes, several attempts per worker at once.
@@ -164,12 +193,30 @@ class ProcessExecutor:
     path (checked against the batch's hash) and build the agent from the system spec; only
     this process writes to the store. Workers start through a fork server (not a fork of
     this threaded process) and ignore Ctrl-C, which the batch handles.
+
+    A process is also a wall around an attempt, which threads are not:
+
+    - a worker that dies during an attempt (``os._exit``, SIGKILL, SIGSEGV, the kernel's
+      out-of-memory killer) is replaced; the attempt it ran alone ends as
+      ``agent_failure/crashed``. When it ran several, which one killed it is unknown: each
+      is run again alone (a second death then names it);
+    - an attempt still running :data:`HARD_GRACE` seconds past its time limit (its agent
+      holds the worker in a C call) is killed with its worker and ends as
+      ``agent_failure/time_limit`` (several at once: each is run again alone);
+    - a worker that an attempt left something in (an agent or tool thread still running,
+      a thread of its own, a changed ``os.environ``) takes no more attempts and ends, with
+      what was left, once its running attempts are done; another takes its place.
     """
 
     workers: int | None = None
     """Worker processes; default: the concurrency, at most the machine's cores."""
     preload: SuiteKey | None = None
     """The suite workers load as they start (path, hash, environment), before any job."""
+    suite: Suite | None = None
+    """The batch's suite as loaded here: the attempts' time limits, and the records of
+    attempts lost with their worker (without it, a lost attempt stops the batch)."""
+    grace: float = HARD_GRACE
+    """Seconds past an attempt's time limit before it is killed with its worker."""
     name: str = "process"
     _pool: _WorkerPool | None = field(default=None, init=False, repr=False)
 
@@ -183,7 +230,13 @@ class ProcessExecutor:
             multiprocessing.set_forkserver_preload(["groundstate.executors._job"])
         slots = -(-max(concurrency, 1) // size)
         workdirs = str(process_dir() / "workers")
-        self._pool = _WorkerPool(context, size, (workdirs, slots, self.preload))
+        self._pool = _WorkerPool(context, size, slots, (workdirs, self.preload), self._lost)
+
+    def _lost(self, job: AttemptJob, cause: str, started: float, overdue: bool) -> AttemptOutput:
+        return lost(job, self.suite, cause, started, overdue)
+
+    def _limit(self, job: AttemptJob) -> float:
+        return math.inf if self.suite is None else hard_limit(job, self.suite, self.grace)
 
     def close(self) -> None:
         """Stop the workers; an attempt still running (the batch was interrupted) is killed:
@@ -201,7 +254,12 @@ class ProcessExecutor:
     async def run(self, job: AttemptJob) -> AttemptOutput:
         if self._pool is None:
             raise ExecutorError("the process executor is not open")
-        return await self._pool.run(job)
+        return await self._pool.run(job, self._limit(job))
+
+
+Lose = Callable[[AttemptJob, str, float, bool], AttemptOutput]
+"""The record of a job lost with its worker: (job, what became of the worker, when it was
+handed over, whether it was past its hard limit)."""
 
 
 @dataclass
@@ -210,112 +268,283 @@ class _Waiting:
 
     job: AttemptJob
     future: asyncio.Future[AttemptOutput]
-    worker: int | None = None
-    """The pid of the worker running it, once one has taken it."""
+    limit: float
+    """Seconds it may run in a worker before it is killed with it."""
+    alone: bool = False
+    """Run it in a worker with no other attempt (its last worker died with several)."""
+    worker: _Worker | None = None
+    """The worker running it, once it has one."""
+    started: float = 0.0
+    """When it was handed to its worker (``time.monotonic()``)."""
+    overdue: bool = False
+    """Killed with its worker at its hard limit."""
+    acked: bool = False
+    """Its worker said it started it (a job sent to a worker that died before it got it
+    never ran: no attempt to blame)."""
+    deaths: int = 0
+    """Workers that died with it without having said so (see :data:`UNACKED_DEATHS`)."""
+
+
+@dataclass
+class _Worker:
+    """One worker process, its own job queue, and the jobs it runs."""
+
+    process: BaseProcess
+    jobs: Any
+    running: set[int] = field(default_factory=set)
+    alone: bool = False
+    """It runs a job that must run alone."""
+    retiring: bool = False
+    """It takes no more jobs (an attempt left something in it) and ends when idle."""
+    ready: bool = False
+    """It has started (loaded the suite) and takes jobs."""
 
 
 class _WorkerPool:
-    """Worker processes fed from one job queue; a reader thread settles each job's future
-    from the results queue, and fails every job still out when a worker dies (the batch then
-    stops; a resume completes it)."""
+    """Worker processes, each fed its jobs by this process (so it knows which attempts each
+    one runs); a reader thread settles each job's future from the shared results queue,
+    replaces workers that die or retire, and kills those holding an attempt past its hard
+    limit (see :class:`ProcessExecutor`)."""
 
     def __init__(
-        self, context: BaseContext, size: int, setup: tuple[str, int, SuiteKey | None]
+        self,
+        context: BaseContext,
+        size: int,
+        slots: int,
+        setup: tuple[str, SuiteKey | None],
+        lose: Lose,
     ) -> None:
-        """*setup*: each worker's work-folder root, attempt slots and suite to preload."""
-        self._jobs: Any = context.Queue()
+        """*setup*: each worker's work-folder root and suite to preload."""
+        self._context, self._setup, self._slots, self._lose = context, setup, slots, lose
         self._results: Any = context.Queue()
-        self._started: Any = context.SimpleQueue()
         self._waiting: dict[int, _Waiting] = {}
+        self._queued: deque[int] = deque()
         self._keys = itertools.count()
         self._lock = threading.Lock()
         self._closed = threading.Event()
-        self._processes: list[BaseProcess] = [
-            context.Process(  # type: ignore[attr-defined]
-                target=serve,
-                args=(self._jobs, self._results, self._started, *setup),
-                name=f"groundstate-worker-{n}",
-            )
-            for n in range(size)
-        ]
-        for process in self._processes:
-            process.start()
+        self._idle_deaths = 0
+        self._failure: str | None = None
+        self._workers = [self._spawn(n) for n in range(size)]
         threading.Thread(target=self._read, name="groundstate-pool-reader", daemon=True).start()
+
+    def _spawn(self, n: int) -> _Worker:
+        jobs: Any = self._context.Queue()
+        process: BaseProcess = self._context.Process(  # type: ignore[attr-defined]
+            target=serve,
+            args=(jobs, self._results, *self._setup),
+            name=f"groundstate-worker-{n}",
+        )
+        process.start()
+        return _Worker(process, jobs)
 
     @property
     def pids(self) -> list[int]:
-        return [p.pid for p in self._processes if p.pid is not None]
+        return [w.process.pid for w in self._workers if w.process.pid is not None]
 
-    async def run(self, job: AttemptJob) -> AttemptOutput:
+    async def run(self, job: AttemptJob, limit: float) -> AttemptOutput:
         future: asyncio.Future[AttemptOutput] = asyncio.get_running_loop().create_future()
         key = next(self._keys)
         with self._lock:
-            self._waiting[key] = _Waiting(job, future)
-        self._jobs.put((key, job))
+            if self._failure is not None:
+                raise ExecutorError(self._failure)
+            self._waiting[key] = _Waiting(job, future, limit)
+            self._queued.append(key)
+            self._dispatch()
         try:
             return await future
         finally:
             with self._lock:
                 self._waiting.pop(key, None)
 
+    def _dispatch(self) -> None:
+        """Hand queued jobs to workers with a free slot, the least busy first (the caller
+        holds the lock). A job to run alone waits for an idle worker."""
+        while self._queued:
+            waiting = self._waiting.get(self._queued[0])
+            if waiting is None or waiting.future.done():
+                self._queued.popleft()
+                continue
+            open_ = [
+                w
+                for w in self._workers
+                if w.ready and not w.retiring and not w.alone and w.process.is_alive()
+            ]
+            free = [w for w in open_ if len(w.running) < (1 if waiting.alone else self._slots)]
+            if waiting.alone:
+                free = [w for w in free if not w.running]
+            if not free:
+                return
+            worker = min(free, key=lambda w: len(w.running))
+            key = self._queued.popleft()
+            worker.running.add(key)
+            worker.alone = waiting.alone
+            waiting.worker, waiting.started = worker, time.monotonic()
+            worker.jobs.put((key, waiting.job))
+
     def close(self) -> None:
         self._closed.set()
-        for channel in (self._jobs, self._results):
-            channel.cancel_join_thread()  # exiting must not wait to flush what nobody reads
-        for process in self._processes:
-            process.terminate()
-        for process in self._processes:
-            process.join(UNWIND_TIMEOUT)
-        for channel in (self._jobs, self._results, self._started):
-            channel.close()
+        for worker in self._workers:
+            worker.jobs.cancel_join_thread()  # exiting must not wait to flush what nobody reads
+        self._results.cancel_join_thread()
+        for worker in self._workers:
+            _kill(worker.process)  # with what its attempts started (its process group)
+        for worker in self._workers:
+            worker.process.join(UNWIND_TIMEOUT)
+            worker.jobs.close()
+        self._results.close()
 
     def _read(self) -> None:
+        try:
+            self._serve_results()
+        except BaseException as exc:  # a bug here must not leave the batch waiting for ever
+            with self._lock:
+                self._broken(f"the pool's reader failed: {type(exc).__name__}: {exc}")
+            raise
+
+    def _serve_results(self) -> None:
+        looked = time.monotonic()
         while not self._closed.is_set():
             try:
-                self._note_started()  # each turn: a pipe left unread fills, and blocks workers
-                kind, key, value = self._results.get(timeout=0.2)
+                message = self._results.get(timeout=DEATH_CHECK)
             except queue.Empty:
-                self._check_workers()
-                continue
+                message = None
             except (OSError, EOFError, ValueError):  # closed under us: the pool is stopping
                 return
-            with self._lock:
-                waiting = self._waiting.get(key)
-            if waiting is None:
-                continue
-            if kind == "done":
-                _deliver(waiting.future, prepared(pickle.loads(value)))
-            else:
-                _deliver(waiting.future, ExecutorError(value))
+            if message is not None:
+                self._settle(message)
+            if time.monotonic() - looked >= DEATH_CHECK:  # also while results keep coming
+                looked = time.monotonic()
+                self._check_workers()
 
-    def _note_started(self) -> None:
-        """Which worker runs which job, from what the workers wrote on *started* so far."""
-        while not self._started.empty():
-            key, pid = self._started.get()
-            with self._lock:
-                waiting = self._waiting.get(key)
-            if waiting is not None:
-                waiting.worker = pid
+    def _settle(self, message: Message) -> None:
+        kind, key, value = message
+        with self._lock:
+            if kind == "ready":  # key: the worker's pid
+                for each in self._workers:
+                    each.ready = each.ready or each.process.pid == key
+                self._dispatch()
+                return
+            waiting = self._waiting.get(key)
+            worker = next((w for w in self._workers if key in w.running), None)
+            if kind == "retiring":
+                if worker is not None:
+                    worker.retiring = True
+                return
+            if kind == "started":
+                if waiting is not None:
+                    waiting.acked = True
+                return
+            if worker is not None:
+                worker.running.discard(key)
+                worker.alone = worker.alone and bool(worker.running)
+            if kind == "refused":  # it reached a retiring worker: another one runs it
+                self._queued.appendleft(key)
+            elif waiting is not None:
+                self._idle_deaths = 0
+                if kind == "done":
+                    _deliver(waiting.future, prepared(pickle.loads(value)))
+                else:
+                    _deliver(waiting.future, ExecutorError(value))
+            self._dispatch()
 
     def _check_workers(self) -> None:
-        """A dead worker breaks the pool, as a broken process pool does: every job still out
-        fails, naming the one it was running."""
-        dead = {p.pid for p in self._processes if not p.is_alive()}
-        if not dead or self._closed.is_set():
-            return
-        self._note_started()  # what a worker wrote before it died
+        """Kill the workers holding an attempt past its hard limit, then replace the dead."""
+        now = time.monotonic()
         with self._lock:
-            out = list(self._waiting.values())
-        for waiting in out:
-            job = waiting.job
-            where = "while running" if waiting.worker in dead else "before it could run"
-            _deliver(
-                waiting.future,
-                ExecutorError(
-                    f"a worker process died {where} task {job.task_id!r} attempt "
-                    f"{job.info.attempt}; the stored attempts are kept: resume the batch"
-                ),
-            )
+            for key, waiting in self._waiting.items():
+                worker = waiting.worker
+                running = worker is not None and key in worker.running and not waiting.overdue
+                if running and now - waiting.started > waiting.limit:
+                    assert worker is not None
+                    waiting.overdue = _kill(worker.process)
+        dead = [w for w in self._workers if not w.process.is_alive()]
+        if not dead or self._closed.is_set() or self._failure is not None:
+            return
+        self._drain()  # what a dead worker sent before it died is not lost with it
+        for worker in dead:
+            self._replace(worker)
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                message = self._results.get_nowait()
+            except (queue.Empty, OSError, EOFError, ValueError):
+                return
+            self._settle(message)
+
+    def _replace(self, worker: _Worker) -> None:
+        """Put a new worker in *worker*'s place and settle the jobs it died with: the one
+        it ran alone is lost with it (a crash, or the time limit when it was killed for
+        it); several are run again, each alone."""
+        process = worker.process
+        cause = _death(process)
+        with self._lock:
+            index = self._workers.index(worker)
+            keys = sorted(worker.running)
+            if not keys and not worker.retiring:
+                self._idle_deaths += 1
+            if self._idle_deaths > 2 * len(self._workers):
+                self._broken(f"worker processes keep dying with no attempt running ({cause})")
+                return
+            self._workers[index] = self._spawn(index)
+            worker.jobs.cancel_join_thread()
+            worker.jobs.close()
+            outs = [(k, self._waiting.get(k)) for k in keys]
+            sole = len(keys) == 1 and not worker.retiring
+            lost = []
+            for key, waiting in outs:
+                if waiting is None:
+                    continue
+                if (waiting.acked and (sole or waiting.alone)) or waiting.deaths >= UNACKED_DEATHS:
+                    lost.append((waiting, cause))
+                    continue
+                waiting.deaths += not waiting.acked
+                waiting.alone, waiting.worker, waiting.overdue, waiting.acked = (
+                    True,
+                    None,
+                    False,
+                    False,
+                )
+                self._queued.appendleft(key)
+            self._dispatch()
+        for waiting, why in lost:  # outside the lock: building a record takes a while
+            try:
+                output = self._lose(waiting.job, why, waiting.started, waiting.overdue)
+                _deliver(waiting.future, output)
+            except ExecutorError as exc:
+                _deliver(waiting.future, exc)
+
+    def _broken(self, cause: str) -> None:
+        """The pool cannot go on (*cause*): workers keep dying with no attempt running (the
+        machine, not an agent), or its reader failed (the caller holds the lock). Every
+        job still out, and every later one, fails: the batch stops."""
+        self._failure = f"{cause}; the stored attempts are kept: resume the batch"
+        for waiting in self._waiting.values():
+            _deliver(waiting.future, ExecutorError(self._failure))
+
+
+def _death(process: BaseProcess) -> str:
+    """What became of a dead worker, in words."""
+    process.join(UNWIND_TIMEOUT)
+    code = process.exitcode
+    if code is not None and code < 0:
+        with suppress(ValueError):
+            return f"the worker process was killed by {signal.Signals(-code).name}"
+    return f"the worker process exited with code {code}"
+
+
+def _kill(process: BaseProcess) -> bool:
+    """Kill *process* and the process group it leads (what its attempts started); whether
+    it was still alive."""
+    pid = process.pid
+    if pid is None or not process.is_alive():
+        return False
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:  # not (yet) leading a group of its own
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return True
 
 
 def _deliver(future: asyncio.Future[AttemptOutput], value: AttemptOutput | Exception) -> None:

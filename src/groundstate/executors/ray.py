@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from groundstate.episode import AttemptJob, AttemptOutput
 from groundstate.errors import ExecutorError
-from groundstate.executors._job import execute, prepared
+from groundstate.executors._job import execute_announced, hard_limit, lost, prepared
+from groundstate.executors.local import HARD_GRACE
+from groundstate.spec.suite import Suite
 from groundstate.store import PreparedRun
 from groundstate.workdirs import TMPDIR_ENV, process_dir
 
@@ -32,6 +36,12 @@ class RayExecutor:
     address: str | None = None
     cpus_per_attempt: float = 1.0
     """Ray CPUs each attempt reserves; lower it for attempts that mostly wait on a model."""
+    suite: Suite | None = None
+    """The batch's suite as loaded here: the attempts' time limits, and the records of
+    attempts lost with their Ray worker (without it, a lost attempt stops the batch)."""
+    grace: float = HARD_GRACE
+    """Seconds past an attempt's time limit before its Ray task is killed (see
+    :data:`~groundstate.executors.local.HARD_GRACE`)."""
     name: str = "ray"
     _remote: Any = field(default=None, init=False, repr=False)
     _started: bool = field(default=False, init=False, repr=False)
@@ -43,7 +53,9 @@ class RayExecutor:
         if not ray.is_initialized():
             ray.init(**self._init_options())
             self._started = True
-        self._remote = ray.remote(num_cpus=self.cpus_per_attempt, max_retries=0)(execute)
+        self._remote = ray.remote(
+            num_cpus=self.cpus_per_attempt, max_retries=0, num_returns="streaming"
+        )(execute_announced)
 
     def _init_options(self) -> dict[str, Any]:
         options: dict[str, Any] = {
@@ -67,19 +79,47 @@ class RayExecutor:
             self._started = False
 
     async def run(self, job: AttemptJob) -> AttemptOutput:
+        """Run *job* as a Ray task. As in the process pool, an attempt whose worker dies (a
+        crash of the agent's making: ``os._exit``, a fatal signal, Ray's out-of-memory
+        killer) or that runs past its hard limit (killed, with its worker) ends as
+        ``agent_failure/crashed`` or ``agent_failure/time_limit``; a Ray task runs alone in
+        its worker, so the attempt is the one to blame. Any other failure of Ray stops the
+        batch."""
         if self._remote is None:
             raise ExecutorError("the Ray executor is not open")
         ray = _import_ray()
+        errors = ray.exceptions
+        returns = self._remote.remote(job)
+        limit = None if self.suite is None else hard_limit(job, self.suite, self.grace)
         try:
-            row: PreparedRun = await self._remote.remote(job)
-        except ray.exceptions.RayTaskError as exc:
+            await _next_value(returns)  # it runs: the clock starts (not while Ray queues it)
+        except errors.RayError as exc:  # the attempt had not started: no agent's doing
+            raise ExecutorError(f"Ray could not start task {job.task_id!r}: {exc}") from None
+        started = time.monotonic()
+        try:
+            row: PreparedRun = await asyncio.wait_for(_next_value(returns), limit)
+        except asyncio.CancelledError:  # the batch stops: so does the attempt, on a cluster too
+            ray.cancel(returns, force=True)
+            raise
+        except TimeoutError:
+            ray.cancel(returns, force=True)
+            return lost(job, self.suite, "its Ray worker was killed", started, True)
+        except (errors.WorkerCrashedError, errors.OutOfMemoryError) as exc:
+            cause = f"its Ray worker died ({type(exc).__name__})"
+            return lost(job, self.suite, cause, started, False)
+        except errors.RayTaskError as exc:
             cause = exc.as_instanceof_cause()
             if isinstance(cause, ExecutorError):
                 raise ExecutorError(str(cause).splitlines()[-1]) from None
             raise ExecutorError(f"a Ray task failed: {exc}") from None
-        except ray.exceptions.RayError as exc:
+        except errors.RayError as exc:
             raise ExecutorError(f"Ray could not run task {job.task_id!r}: {exc}") from None
         return prepared(row)
+
+
+async def _next_value(returns: Any) -> Any:
+    """The value of the next object a streaming Ray task yields (raising what it raised)."""
+    return await (await returns.__anext__())
 
 
 def require_ray() -> None:
