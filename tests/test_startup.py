@@ -54,3 +54,16 @@ def test_the_choices_and_defaults_the_cli_spells_are_the_librarys() -> None:
     assert get_args(ExportFormat) == interop.EXPORT_FORMATS
     assert diagnosis.VERDICT_FIELDS == FIELDS
     assert runs.DEFAULT_FDR == DEFAULT_FDR
+
+
+def test_python_dash_m_groundstate_is_the_cli() -> None:
+    from groundstate import __version__
+
+    done = subprocess.run(
+        [sys.executable, "-m", "groundstate", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert done.stdout.strip() == f"groundstate, version {__version__}"
