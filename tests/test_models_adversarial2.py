@@ -336,3 +336,19 @@ def test_odd_tool_call_shapes_never_crash(
         "environment_failure/model_serving",
         "agent_failure/incorrect_state",
     )
+
+
+def test_a_refusal_is_kept_in_the_trace(openai_harness: Harness) -> None:
+    from groundstate.records import AgentRun
+
+    body = completion({"content": None, "refusal": "I can't help with that."})
+    run = openai_harness.run([Raw(body)])
+    assert run.valid and run.terminal_reason.startswith("agent_failure/")
+    back = AgentRun.model_validate_json(run.model_dump_json())
+    (c,) = model_calls(back)
+    assert c.response is not None and c.response.refusal == "I can't help with that."
+
+
+def test_a_refusal_that_is_not_text_is_a_malformed_answer(openai_harness: Harness) -> None:
+    run = openai_harness.run([Raw(completion({"content": None, "refusal": 42}))] * 3)
+    assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
