@@ -29,7 +29,7 @@ from groundstate.testing import (
 from groundstate.trace import ToolCallEvent
 
 from .test_models import PROVIDERS, RETAIL, TASK, Harness, model_calls, oracle_script
-from .test_models_adversarial import _harness, _one, call, completion, message
+from .test_models_adversarial import _harness, _one, call, completion, message, tool_use
 
 
 @pytest.fixture(scope="module")
@@ -352,3 +352,36 @@ def test_a_refusal_is_kept_in_the_trace(openai_harness: Harness) -> None:
 def test_a_refusal_that_is_not_text_is_a_malformed_answer(openai_harness: Harness) -> None:
     run = openai_harness.run([Raw(completion({"content": None, "refusal": 42}))] * 3)
     assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
+
+
+@pytest.mark.parametrize("input", [None, [1], "O-1001", 7])
+def test_a_non_object_tool_input_is_sent_back_as_an_object(
+    anthropic_harness: Harness, input: Any
+) -> None:
+    """The Messages API refuses a history whose ``tool_use.input`` is not an object: echoing
+    the model's mistake would turn it into a rejected request (a harness failure)."""
+    servers: list[ScriptedModelServer] = []
+    script = [Raw(message([tool_use(input)], stop_reason="tool_use")), Reply(text="Sorry.")]
+    run = anthropic_harness.run(script, server_out=servers)
+    (echoed,) = [
+        block
+        for m in servers[0].requests[1]["messages"]
+        if m["role"] == "assistant"
+        for block in m["content"]
+    ]
+    assert echoed["input"] == {}
+    (c,) = [c for c in model_calls(run) if c.response and c.response.tool_calls]
+    assert c.response is not None
+    assert c.response.tool_calls[0].arguments == json.dumps(input)  # the trace keeps it
+
+
+@pytest.mark.parametrize("blank", ["", "\n\n", " "], ids=["empty", "newlines", "space"])
+def test_blank_text_beside_a_tool_use_is_not_sent_back(
+    anthropic_harness: Harness, blank: str
+) -> None:
+    servers: list[ScriptedModelServer] = []
+    blocks = [{"type": "text", "text": blank}, tool_use({"order_id": "O-1001"})]
+    script = [Raw(message(blocks, stop_reason="tool_use")), Reply(text="Sorry.")]
+    anthropic_harness.run(script, server_out=servers)
+    (assistant,) = [m for m in servers[0].requests[1]["messages"] if m["role"] == "assistant"]
+    assert [b["type"] for b in assistant["content"]] == ["tool_use"]
