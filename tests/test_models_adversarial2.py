@@ -11,6 +11,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +30,16 @@ from groundstate.testing import (
 from groundstate.trace import ToolCallEvent
 
 from .test_models import PROVIDERS, RETAIL, TASK, Harness, model_calls, oracle_script
-from .test_models_adversarial import _harness, _one, call, completion, message, tool_use
+from .test_models_adversarial import (
+    _harness,
+    _one,
+    call,
+    completion,
+    message,
+    needs_bwrap,
+    run_raw,
+    tool_use,
+)
 
 
 @pytest.fixture(scope="module")
@@ -385,3 +395,20 @@ def test_blank_text_beside_a_tool_use_is_not_sent_back(
     anthropic_harness.run(script, server_out=servers)
     (assistant,) = [m for m in servers[0].requests[1]["messages"] if m["role"] == "assistant"]
     assert [b["type"] for b in assistant["content"]] == ["tool_use"]
+
+
+@needs_bwrap
+@pytest.mark.parametrize(("length", "heard"), [(500, True), (5000, False)])
+def test_a_line_longer_than_the_evaluator_reads_is_dropped_and_the_program_goes_on(
+    retail: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, length: int, heard: bool
+) -> None:
+    """An untrusted program could write an endless line; the evaluator reads at most
+    ``MAX_LINE`` characters of one (made small here) and drops the rest unparsed."""
+    from groundstate.agents import mcp_command
+    from groundstate.trace import MessageEvent
+
+    monkeypatch.setattr(mcp_command, "MAX_LINE", 2000)
+    run = run_raw(retail, tmp_path, "long_line", str(length)).run
+    assert run.final_message == "survived", run.infrastructure_status
+    said = [e for e in run.observation_action_log if isinstance(e, MessageEvent)]
+    assert any("xxxx" in (e.text or "") for e in said) is heard

@@ -85,6 +85,18 @@ def main(mode: str, arg: str) -> None:
         initialize()
         answer = call("finish", json.loads(arg))
         call("finish", {"final_reply": "second: " + text_of(answer)[:200]})
+    elif mode == "long_line":  # a call on a line longer than the evaluator reads, unanswered
+        initialize()
+        message = {"text": "x" * int(arg)}
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 77,
+                "method": "tools/call",
+                "params": {"name": "send_message_to_user", "arguments": message},
+            }
+        )
+        call("finish", {"final_reply": "survived"})
     elif mode == "exit_after_initialize":
         initialize()
     elif mode == "exit_at_once":

@@ -90,6 +90,9 @@ FINISH_ANSWER = 0.2
 """Seconds the answer to ``finish`` has to reach the program before its input is closed."""
 EXIT_GRACE = 2.0
 """Seconds the program has to exit after ``finish`` before it is killed."""
+MAX_LINE = 32 * 1024 * 1024
+"""Characters of one JSON-RPC line read from the program; a longer line is refused unread, so
+an untrusted program cannot make the evaluator hold an endless line in memory."""
 
 
 @dataclass
@@ -399,14 +402,17 @@ async def _pipe_streams(proc: subprocess.Popen[str]) -> AsyncIterator[tuple[Any,
     from mcp.shared.message import SessionMessage
 
     assert proc.stdout is not None and proc.stdin is not None
-    stdout, stdin = anyio.wrap_file(proc.stdout), proc.stdin
+    stdout, stdin = proc.stdout, proc.stdin
     to_server, from_program = anyio.create_memory_object_stream[Any](0)
     to_program, from_server = anyio.create_memory_object_stream[Any](0)
 
     async def read() -> None:
         async with to_server:
             with suppress(OSError, ValueError):  # the pipe closed under a read: the end
-                async for line in stdout:
+                while line := await anyio.to_thread.run_sync(_read_line, stdout):
+                    if isinstance(line, _Overlong):
+                        await to_server.send(ValueError(str(line)))
+                        continue
                     try:
                         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                     except Exception as exc:  # the program wrote something that is not MCP
@@ -428,6 +434,22 @@ async def _pipe_streams(proc: subprocess.Popen[str]) -> AsyncIterator[tuple[Any,
         group.start_soon(write)
         yield from_program, to_program
         group.cancel_scope.cancel()
+
+
+class _Overlong(str):
+    """What :func:`_read_line` gives for a line over :data:`MAX_LINE` (its text dropped)."""
+
+
+def _read_line(pipe: IO[str]) -> str:
+    """The next line of *pipe*, or an :class:`_Overlong` note when it is longer than
+    :data:`MAX_LINE` (read and dropped piece by piece); ``""`` at the end."""
+    line = pipe.readline(MAX_LINE)
+    if len(line) < MAX_LINE or line.endswith("\n"):
+        return line
+    dropped = len(line)
+    while (piece := pipe.readline(MAX_LINE)) and not piece.endswith("\n"):
+        dropped += len(piece)
+    return _Overlong(f"a line of more than {dropped + len(piece)} characters, over {MAX_LINE}")
 
 
 def _write_line(pipe: IO[str], text: str) -> None:
