@@ -18,6 +18,7 @@ import pytest
 
 from groundstate.agents.python import load_agent
 from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.system import load_system
 from groundstate.testing import (
     Fail,
     OpenAICompatibleServer,
@@ -31,6 +32,7 @@ from groundstate.trace import ToolCallEvent
 
 from .test_models import PROVIDERS, RETAIL, TASK, Harness, model_calls, oracle_script
 from .test_models_adversarial import (
+    RAW_RPC,
     _harness,
     _one,
     call,
@@ -412,3 +414,25 @@ def test_a_line_longer_than_the_evaluator_reads_is_dropped_and_the_program_goes_
     assert run.final_message == "survived", run.infrastructure_status
     said = [e for e in run.observation_action_log if isinstance(e, MessageEvent)]
     assert any("xxxx" in (e.text or "") for e in said) is heard
+
+
+@needs_bwrap
+@pytest.mark.parametrize(("length", "refused"), [(500, False), (5000, True)])
+def test_an_http_body_over_the_bound_is_refused_unread(
+    retail: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, length: int, refused: bool
+) -> None:
+    from groundstate.agents import mcp_command
+
+    from .test_mcp_agents import system_file
+
+    monkeypatch.setattr(mcp_command, "MAX_LINE", 2000)
+    command = ["{python}", str(RAW_RPC), "http_post", str(length)]
+    path = system_file(tmp_path, command, transport="http", network="host")
+    system = load_system(path)
+    system = system.model_copy(
+        update={"budgets": system.budgets.model_copy(update={"time_limit": 20})}
+    )
+    out = attempt(retail, TASK, load_agent(system), system=system)
+    stderr = out.artifacts["agent_stderr.txt"]
+    assert ("status 413" in stderr) is refused, stderr
+    assert "status " in stderr

@@ -97,6 +97,26 @@ def main(mode: str, arg: str) -> None:
             }
         )
         call("finish", {"final_reply": "survived"})
+    elif mode == "http_post":  # one large POST to the HTTP transport; its status to stderr
+        import os
+        import urllib.error
+        import urllib.request
+
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "x" * int(arg)})
+        post = urllib.request.Request(
+            os.environ["GROUNDSTATE_MCP_URL"],
+            data=body.encode(),
+            headers={
+                "content-type": "application/json",
+                "accept": "application/json, text/event-stream",
+            },
+        )
+        try:
+            with urllib.request.urlopen(post, timeout=10) as answer:
+                status = answer.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        print(f"status {status}", file=sys.stderr, flush=True)
     elif mode == "exit_after_initialize":
         initialize()
     elif mode == "exit_at_once":

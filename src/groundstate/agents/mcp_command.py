@@ -366,7 +366,7 @@ async def _serve_http(launch: _Launch, bridge: _Bridge, session: Session, deadli
     import anyio
     import uvicorn
 
-    app = _server(bridge, session).streamable_http_app(host="127.0.0.1")
+    app = _bounded(_server(bridge, session).streamable_http_app(host="127.0.0.1"))
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="on")
@@ -383,6 +383,38 @@ async def _serve_http(launch: _Launch, bridge: _Bridge, session: Session, deadli
         _kill(proc)
         group.cancel_scope.cancel()
     listener.close()
+
+
+def _bounded(app: Any) -> Any:
+    """*app* refusing (413) a request body over :data:`MAX_LINE` bytes before it is read
+    whole: the HTTP side of the bound on what an untrusted program can make the evaluator
+    hold."""
+
+    async def bounded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        more, size = True, 0
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the program hung up
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > MAX_LINE:
+                await send({"type": "http.response.start", "status": 413, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            more = message.get("more_body", False)
+        body = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay() -> Any:
+            return body.pop() if body else await receive()
+
+        await app(scope, replay, send)
+
+    return bounded
 
 
 async def _exit_of(proc: subprocess.Popen[str], until: float) -> None:
