@@ -436,3 +436,14 @@ def test_an_http_body_over_the_bound_is_refused_unread(
     stderr = out.artifacts["agent_stderr.txt"]
     assert ("status 413" in stderr) is refused, stderr
     assert "status " in stderr
+
+
+@needs_bwrap
+def test_calls_in_flight_at_once_each_get_their_own_answer(retail: Suite, tmp_path: Path) -> None:
+    orders = ["O-1001", "O-NOPE", "O-1001", "O-1002"]
+    run = run_raw(retail, tmp_path, "parallel", json.dumps(orders)).run
+    answers = json.loads(run.final_message or "null")
+    assert [a.startswith("error: ") for a in answers] == [False, True, False, False], answers
+    assert "O-1001" in answers[0] and "O-1001" in answers[2] and "O-1002" in answers[3]
+    events = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert sorted(e.args["order_id"] for e in events) == sorted(orders)

@@ -117,6 +117,26 @@ def main(mode: str, arg: str) -> None:
         except urllib.error.HTTPError as exc:
             status = exc.code
         print(f"status {status}", file=sys.stderr, flush=True)
+    elif mode == "parallel":  # several calls in flight at once, then their answers
+        initialize()
+        orders = json.loads(arg)
+        for number, order in enumerate(orders, start=100):
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": number,
+                    "method": "tools/call",
+                    "params": {"name": "get_order", "arguments": {"order_id": order}},
+                }
+            )
+        answers: dict[int, str] = {}
+        for line in sys.stdin:
+            answer = json.loads(line)
+            answers[answer["id"]] = text_of(answer)
+            if len(answers) == len(orders):
+                break
+        ordered = [answers[n][:40] for n in sorted(answers)]
+        call("finish", {"final_reply": json.dumps(ordered)})
     elif mode == "exit_after_initialize":
         initialize()
     elif mode == "exit_at_once":
