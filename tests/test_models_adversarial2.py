@@ -447,3 +447,33 @@ def test_calls_in_flight_at_once_each_get_their_own_answer(retail: Suite, tmp_pa
     assert "O-1001" in answers[0] and "O-1001" in answers[2] and "O-1002" in answers[3]
     events = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
     assert sorted(e.args["order_id"] for e in events) == sorted(orders)
+
+
+def test_the_first_request_holds_no_private_fact_of_the_user(harness: Harness) -> None:
+    """The user's facts (``user.knowledge``) reach the model only as the user's replies."""
+    servers: list[ScriptedModelServer] = []
+    harness.run(oracle_script(harness.suite), server_out=servers)
+    first = json.dumps(servers[0].requests[0])
+    knowledge = harness.suite.tasks[TASK].user.knowledge
+    assert knowledge
+    for value in knowledge.values():
+        assert str(value) not in first, value
+
+
+def test_a_user_reply_is_attached_to_the_talk_call_beside_a_tool_call(harness: Harness) -> None:
+    servers: list[ScriptedModelServer] = []
+    calls = [
+        ToolCall("get_order", {"order_id": "O-1001"}),
+        ToolCall("talk_to_user", {"message": "What is your zip code?"}),
+        ToolCall("get_order", {"order_id": "O-1002"}),
+    ]
+    harness.run([Reply(tool_calls=calls), Reply(text="Sorry.")], server_out=servers)
+    second = servers[0].requests[1]
+    if harness.provider.name == "openai":
+        ids = [c["id"] for c in second["messages"][-4]["tool_calls"]]
+        results = [(m["tool_call_id"], m["content"]) for m in second["messages"][-3:]]
+    else:
+        ids = [b["id"] for b in second["messages"][-2]["content"] if b["type"] == "tool_use"]
+        results = [(b["tool_use_id"], b["content"]) for b in second["messages"][-1]["content"]]
+    assert [r[0] for r in results] == ids
+    assert "O-1001" in results[0][1] and "97214" in results[1][1] and "O-1002" in results[2][1]
