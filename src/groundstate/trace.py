@@ -112,6 +112,8 @@ class ModelResponse(BaseModel):
     tool_calls: list[ModelToolCall] = Field(default_factory=list)
     stop_reason: str | None = None
     """As the API reported it (``tool_calls``, ``end_turn``...)."""
+    refusal: Annotated[str | None, RECORDABLE] = None
+    """The refusal the API reported apart from the text (Chat Completions' ``refusal``)."""
 
 
 class ModelUsage(BaseModel):

@@ -85,6 +85,58 @@ def main(mode: str, arg: str) -> None:
         initialize()
         answer = call("finish", json.loads(arg))
         call("finish", {"final_reply": "second: " + text_of(answer)[:200]})
+    elif mode == "long_line":  # a call on a line longer than the evaluator reads, unanswered
+        initialize()
+        message = {"text": "x" * int(arg)}
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 77,
+                "method": "tools/call",
+                "params": {"name": "send_message_to_user", "arguments": message},
+            }
+        )
+        call("finish", {"final_reply": "survived"})
+    elif mode == "http_post":  # one large POST to the HTTP transport; its status to stderr
+        import os
+        import urllib.error
+        import urllib.request
+
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": "x" * int(arg)})
+        post = urllib.request.Request(
+            os.environ["GROUNDSTATE_MCP_URL"],
+            data=body.encode(),
+            headers={
+                "content-type": "application/json",
+                "accept": "application/json, text/event-stream",
+            },
+        )
+        try:
+            with urllib.request.urlopen(post, timeout=10) as answer:
+                status = answer.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        print(f"status {status}", file=sys.stderr, flush=True)
+    elif mode == "parallel":  # several calls in flight at once, then their answers
+        initialize()
+        orders = json.loads(arg)
+        for number, order in enumerate(orders, start=100):
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": number,
+                    "method": "tools/call",
+                    "params": {"name": "get_order", "arguments": {"order_id": order}},
+                }
+            )
+        answers: dict[int, str] = {}
+        for line in sys.stdin:
+            answer = json.loads(line)
+            answers[answer["id"]] = text_of(answer)
+            if len(answers) == len(orders):
+                break
+        ordered = [answers[n][:40] for n in sorted(answers)]
+        call("finish", {"final_reply": json.dumps(ordered)})
     elif mode == "exit_after_initialize":
         initialize()
     elif mode == "exit_at_once":

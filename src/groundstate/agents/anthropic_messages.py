@@ -117,13 +117,17 @@ def _turn(message: Any) -> Turn:
         kind = block.type
         if kind == "text":
             texts.append(block.text)
-            sent_back.append({"type": "text", "text": block.text})
+            if block.text.strip():  # the API refuses a blank text block in the history
+                sent_back.append({"type": "text", "text": block.text})
         elif kind == "tool_use":
             # The API parses the arguments; a non-object input is still the model's mistake.
             arguments = json.dumps(block.input, ensure_ascii=False)
             calls.append(ModelToolCall(id=block.id, name=block.name, arguments=arguments))
+            # The history must hold an object, or the API rejects the next request (a
+            # harness failure for the model's mistake); the trace keeps what it wrote.
+            echoed = block.input if isinstance(block.input, dict) else {}
             sent_back.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": echoed}
             )
         elif kind == "thinking":  # sent back unchanged, as extended thinking requires
             sent_back.append(

@@ -90,6 +90,9 @@ FINISH_ANSWER = 0.2
 """Seconds the answer to ``finish`` has to reach the program before its input is closed."""
 EXIT_GRACE = 2.0
 """Seconds the program has to exit after ``finish`` before it is killed."""
+MAX_LINE = 32 * 1024 * 1024
+"""Characters of one JSON-RPC line read from the program; a longer line is refused unread, so
+an untrusted program cannot make the evaluator hold an endless line in memory."""
 
 
 @dataclass
@@ -363,7 +366,7 @@ async def _serve_http(launch: _Launch, bridge: _Bridge, session: Session, deadli
     import anyio
     import uvicorn
 
-    app = _server(bridge, session).streamable_http_app(host="127.0.0.1")
+    app = _bounded(_server(bridge, session).streamable_http_app(host="127.0.0.1"))
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     config = uvicorn.Config(app, log_level="error", access_log=False, lifespan="on")
@@ -380,6 +383,38 @@ async def _serve_http(launch: _Launch, bridge: _Bridge, session: Session, deadli
         _kill(proc)
         group.cancel_scope.cancel()
     listener.close()
+
+
+def _bounded(app: Any) -> Any:
+    """*app* refusing (413) a request body over :data:`MAX_LINE` bytes before it is read
+    whole: the HTTP side of the bound on what an untrusted program can make the evaluator
+    hold."""
+
+    async def bounded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        more, size = True, 0
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # the program hung up
+                return
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > MAX_LINE:
+                await send({"type": "http.response.start", "status": 413, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            more = message.get("more_body", False)
+        body = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+
+        async def replay() -> Any:
+            return body.pop() if body else await receive()
+
+        await app(scope, replay, send)
+
+    return bounded
 
 
 async def _exit_of(proc: subprocess.Popen[str], until: float) -> None:
@@ -399,14 +434,17 @@ async def _pipe_streams(proc: subprocess.Popen[str]) -> AsyncIterator[tuple[Any,
     from mcp.shared.message import SessionMessage
 
     assert proc.stdout is not None and proc.stdin is not None
-    stdout, stdin = anyio.wrap_file(proc.stdout), proc.stdin
+    stdout, stdin = proc.stdout, proc.stdin
     to_server, from_program = anyio.create_memory_object_stream[Any](0)
     to_program, from_server = anyio.create_memory_object_stream[Any](0)
 
     async def read() -> None:
         async with to_server:
             with suppress(OSError, ValueError):  # the pipe closed under a read: the end
-                async for line in stdout:
+                while line := await anyio.to_thread.run_sync(_read_line, stdout):
+                    if isinstance(line, _Overlong):
+                        await to_server.send(ValueError(str(line)))
+                        continue
                     try:
                         message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                     except Exception as exc:  # the program wrote something that is not MCP
@@ -428,6 +466,22 @@ async def _pipe_streams(proc: subprocess.Popen[str]) -> AsyncIterator[tuple[Any,
         group.start_soon(write)
         yield from_program, to_program
         group.cancel_scope.cancel()
+
+
+class _Overlong(str):
+    """What :func:`_read_line` gives for a line over :data:`MAX_LINE` (its text dropped)."""
+
+
+def _read_line(pipe: IO[str]) -> str:
+    """The next line of *pipe*, or an :class:`_Overlong` note when it is longer than
+    :data:`MAX_LINE` (read and dropped piece by piece); ``""`` at the end."""
+    line = pipe.readline(MAX_LINE)
+    if len(line) < MAX_LINE or line.endswith("\n"):
+        return line
+    dropped = len(line)
+    while (piece := pipe.readline(MAX_LINE)) and not piece.endswith("\n"):
+        dropped += len(piece)
+    return _Overlong(f"a line of more than {dropped + len(piece)} characters, over {MAX_LINE}")
 
 
 def _write_line(pipe: IO[str], text: str) -> None:

@@ -22,8 +22,11 @@ attempt), as do rejected credentials.
 from __future__ import annotations
 
 import asyncio
+import datetime
+import email.utils
 import inspect
 import json
+import math
 import os
 import time
 from abc import ABC, abstractmethod
@@ -124,12 +127,33 @@ def api_message(exc: Any) -> str:
 
 
 def retry_after_seconds(headers: Any) -> float | None:
-    """The ``Retry-After`` header in seconds, when it is a number."""
+    """How long the server asks to wait, in seconds: ``retry-after-ms`` (OpenAI's), else
+    ``Retry-After`` as seconds or as an HTTP date (RFC 9110); ``None`` when neither reads."""
+    if headers is None:
+        return None
+    millis = _number(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000
+    value = headers.get("retry-after")
+    seconds = _number(value)
+    if seconds is not None or not isinstance(value, str):
+        return seconds
     try:
-        value = headers.get("retry-after") if headers is not None else None
-        return float(value) if value is not None else None
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is GMT; a zone-less one is read so
+        when = when.replace(tzinfo=datetime.UTC)
+    return max((when - datetime.datetime.now(datetime.UTC)).total_seconds(), 0.0)
+
+
+def _number(value: Any) -> float | None:
+    """A header's value as a finite number of seconds, or ``None``."""
+    try:
+        number = float(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+    return number if number is not None and math.isfinite(number) else None
 
 
 async def call_sdk(

@@ -105,7 +105,10 @@ def _turn(completion: Any) -> Turn:
             for c in calls
         ]
     response = ModelResponse(
-        text=message.content, tool_calls=calls, stop_reason=completion.choices[0].finish_reason
+        text=message.content,
+        tool_calls=calls,
+        stop_reason=completion.choices[0].finish_reason,
+        refusal=getattr(message, "refusal", None),
     )
     return Turn(
         response, _usage(completion.usage), getattr(completion, "_request_id", None), assistant
