@@ -69,6 +69,7 @@ from groundstate.validation.replay import (
     SEED,
     Proof,
     describe_run,
+    result_line,
     shorten,
     trace_line,
     verdict_line,
@@ -390,7 +391,17 @@ def check_grader_determinism(proof: Proof) -> Finding:
         problems.append(
             f"{GRADINGS} gradings of one final state disagree: {_disagreement(verdicts)}"
         )
-    earlier = proof.run(name).final_state_hash
+    first = proof.run(name)
+    graded = [result_line(r) for r in first.outcome_assertion_results + first.constraint_results]
+    again = [result_line(r) for r in verdicts[0].assertions + verdicts[0].constraints]
+    if first.valid and graded != again:  # a check that passes only the first time it is called
+        problems.append(
+            f"{name}'s attempt and a replay of it are graded differently "
+            f"({', '.join(sorted(set(graded) - set(again)))} vs "
+            f"{', '.join(sorted(set(again) - set(graded)))}): the verdict depends on earlier "
+            "gradings or runs (state kept in a module, a cache or a file)"
+        )
+    earlier = first.final_state_hash
     now = verdicts[0].final_state_hash
     if earlier is not None and earlier != now:
         problems.append(
