@@ -12,7 +12,8 @@ import pytest
 
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import load_suite
-from groundstate.validation import validate_task
+from groundstate.store import RunStore
+from groundstate.validation import ensure_valid, validate_task
 from groundstate.validation.static import check_suite
 
 from .conftest import EditTask
@@ -121,3 +122,66 @@ def test_fixed_dates_and_unused_clock_defaults_still_build(tmp_path: Path, sql: 
     plain.executescript(fixture.read_text())
     assert audit == plain.execute("SELECT note FROM audit WHERE id = 2").fetchall()
     assert ("INTO audit" in sql) == (audit != [])
+
+
+# --- cached validity follows every file a task depends on -------------------------------------
+
+SCALED = "(amount, source))"
+
+
+def _tools_through(root: Path, module: str, line: str) -> None:
+    """The bank's transfer debits ``amount * FACTOR``, FACTOR read from *module*."""
+    tools = (root / "tools.py").read_text()
+    tools = tools.replace("from typing import Any\n", f"from typing import Any\n\n{line}\n")
+    tools = tools.replace(SCALED, f"(amount * {module}.FACTOR, source))", 1)
+    (root / "tools.py").write_text(tools)
+
+
+@pytest.mark.parametrize(
+    ("files", "line", "edited"),
+    [
+        ({"helpers.py": "FACTOR = 1\n"}, "import helpers", "helpers.py"),
+        (  # a helper the tools reach through another helper
+            {"helpers.py": "from rates import FACTOR\n", "rates.py": "FACTOR = 1\n"},
+            "import helpers",
+            "rates.py",
+        ),
+        (  # a package: every module in it
+            {
+                "bankpkg/__init__.py": "from bankpkg.rates import FACTOR\n",
+                "bankpkg/rates.py": "FACTOR = 1\n",
+            },
+            "import bankpkg as helpers",
+            "bankpkg/rates.py",
+        ),
+    ],
+)
+def test_a_cached_validity_is_proven_again_when_a_module_the_tools_import_changes(
+    tmp_path: Path, files: dict[str, str], line: str, edited: str
+) -> None:
+    root = bank_copy(tmp_path)
+    for name, text in files.items():
+        (root / name).parent.mkdir(exist_ok=True)
+        (root / name).write_text(text)
+    _tools_through(root, "helpers", line)
+    with RunStore(tmp_path / "runs.db") as store:
+        assert ensure_valid(load_suite(root), store)["transfer"].valid
+        # the transfer now debits nothing: the oracle fails, whatever the cache remembers
+        (root / edited).write_text((root / edited).read_text().replace("FACTOR = 1", "FACTOR = 0"))
+        again = ensure_valid(load_suite(root), store)["transfer"]
+    assert not again.check("solvable").passed, again.to_dict()
+
+
+def test_a_cached_validity_is_proven_again_when_a_module_a_check_imports_changes(
+    tmp_path: Path, edited_bank: EditTask
+) -> None:
+    root = bank_copy(tmp_path)
+    (root / "limits.py").write_text("OK = True\n")
+    add_checks(root, "import limits\n\n\ndef gate(s0, sT):\n    return limits.OK\n")
+    gate = {"id": "gate", "check": "checks.py:gate"}
+    suite = edited_bank(lambda task: task["outcome_assertions"].append(gate))
+    with RunStore(tmp_path / "runs.db") as store:
+        assert ensure_valid(suite, store)["transfer"].check("solvable").passed
+        (root / "limits.py").write_text("OK = False\n")  # in the same process, as a watcher would
+        again = ensure_valid(load_suite(root), store)["transfer"]
+    assert "gate failed" in again.check("solvable").detail, again.to_dict()
