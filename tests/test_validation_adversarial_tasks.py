@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+import yaml
 
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.spec.suite import load_suite
@@ -17,7 +18,7 @@ from groundstate.validation import ensure_valid, validate_task
 from groundstate.validation.static import check_suite
 
 from .conftest import EditTask
-from .test_validation import add_checks, bank_copy
+from .test_validation import add_checks, bank_copy, write_solution
 
 # --- a grader that passes only the first time it is asked ------------------------------------
 
@@ -185,3 +186,31 @@ def test_a_cached_validity_is_proven_again_when_a_module_a_check_imports_changes
         (root / "limits.py").write_text("OK = False\n")  # in the same process, as a watcher would
         again = ensure_valid(load_suite(root), store)["transfer"]
     assert "gate failed" in again.check("solvable").detail, again.to_dict()
+
+
+# --- a solution that goes against its simulated user -----------------------------------------
+
+ASK = {"say": "Shall I move 30 from A to B? Please confirm."}
+
+
+@pytest.mark.parametrize(("confirms", "kind"), [(False, "oracle"), (False, "alt"), (True, "")])
+def test_a_solution_that_acts_after_the_user_declined_proves_nothing(
+    tmp_path: Path, edited_bank: EditTask, confirms: bool, kind: str
+) -> None:
+    root = bank_copy(tmp_path)
+    oracle = yaml.safe_load((root / "solutions/transfer/oracle.yaml").read_text())
+    oracle["steps"].insert(2, ASK)  # asks after the PIN, then transfers whatever the answer
+    name = "alt" if kind == "alt" else "oracle"
+    if kind == "alt":
+        oracle["kind"] = "alternative"
+    write_solution(root, name, oracle)
+    suite = edited_bank(lambda task: task["user"].update(confirms=confirms))
+    check = validate_task(suite, "transfer").check(
+        "solvable" if name == "oracle" else "other_routes"
+    )
+    if not kind:  # the user says yes: the same route is a fine oracle
+        assert check.passed, check.detail
+        return
+    assert not check.passed
+    assert f"{name} passes, but the user declined at step 3" in check.detail, check.detail
+    assert "changed accounts, transfers with transfer" in check.detail
