@@ -32,8 +32,7 @@ from pydantic import BaseModel, create_model
 
 from groundstate.environments.base import Environment
 from groundstate.errors import SpecError, one_line
-from groundstate.spec.canonical import hash_file
-from groundstate.spec.code import siblings_importable
+from groundstate.spec.code import hash_code, siblings_importable
 
 
 @dataclass(frozen=True)
@@ -151,10 +150,11 @@ def _load_module(path: Path, name_hint: str) -> Any:
     if not path.is_file():
         raise SpecError(path, None, "file not found")
     try:
-        digest = hash_file(path)
+        digest = hash_code(path)
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
-    # Keyed by content too: an edited checks.py (a new grader revision) is imported afresh.
+    # Keyed by content too, the sibling modules it imports included: an edited checks.py or
+    # helper module (a new grader revision) is imported afresh.
     name = f"groundstate_user.{name_hint}_{digest[:16]}_{abs(hash(path.resolve()))}"
     if name in sys.modules:
         return sys.modules[name]

@@ -30,6 +30,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundstate.copies import Copies
+from groundstate.environments import sqlite_determinism as determinism
 from groundstate.environments.base import (
     CallEffects,
     ClosesOnExit,
@@ -951,12 +952,14 @@ def _template_image(fixture: Path, clock: datetime) -> bytes:
     deadline = time.monotonic() + FIXTURE_BUILD_LIMIT
     connection.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
     try:
+        seen = determinism.watch(connection)
         try:
             _load_fixture(fixture, connection)
         except sqlite3.OperationalError as exc:
             if time.monotonic() > deadline:
                 raise FixtureTooSlow(f"did not build within {FIXTURE_BUILD_LIMIT:g}s") from exc
             raise
+        determinism.refuse(seen)
         connection.set_progress_handler(None, 0)
         connection.execute(f"CREATE TABLE {META_TABLE}(key TEXT PRIMARY KEY, value TEXT)")
         connection.execute(f"INSERT INTO {META_TABLE} VALUES ('now', ?)", (clock.isoformat(),))

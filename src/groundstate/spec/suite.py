@@ -27,7 +27,7 @@ from pydantic import Field, field_validator
 
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
-from groundstate.spec.code import code_files
+from groundstate.spec.code import code_files, hash_code
 from groundstate.spec.constraint_sets import (
     SUITE_FILE,
     ConstraintSets,
@@ -153,9 +153,12 @@ class Suite:
 
     @property
     def tools_digest(self) -> str | None:
-        """The hash of the tools' code: the suite's file, or a built-in set's module."""
+        """The hash of the tools' code: the suite's file with the sibling modules it imports
+        (a helper module changes what the tools do as much as tools.py does), or a built-in
+        set's module."""
         if not self.config.tools.startswith(BUILTIN):
-            return self.files.get(self.config.tools)
+            path = self.root / self.config.tools
+            return hash_code(path) if self.config.tools in self.files else None
         module = _BUILTIN_TOOLS.get(self.config.tools.removeprefix(BUILTIN))
         found = importlib.util.find_spec(module) if module else None
         return hash_file(Path(found.origin)) if found and found.origin else None

@@ -61,7 +61,8 @@ from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.testing import FunctionAgent
-from groundstate.trace import ToolCallEvent
+from groundstate.trace import MessageEvent, ToolCallEvent
+from groundstate.users import NO
 from groundstate.validation.judges import check_judge_agreement
 from groundstate.validation.mutation import NothingToMutate, judge, mutation_test
 from groundstate.validation.probes import explain, mutate_like_an_agent, observe, skewed_random
@@ -69,6 +70,7 @@ from groundstate.validation.replay import (
     SEED,
     Proof,
     describe_run,
+    result_line,
     shorten,
     trace_line,
     verdict_line,
@@ -193,10 +195,34 @@ def _all_pass(proof: Proof, solutions: dict[str, Solution]) -> Finding:
         f"{name} fails: {describe_run(run)} [trace: {trace_line(run)}]"
         for name, run in runs.items()
         if not run.success
+    ] + [
+        f"{name} {problem}"
+        for name, run in runs.items()
+        if run.success and (problem := _against_the_user(run)) is not None
     ]
     if failing:
         return False, "; ".join(failing)
     return True, ", ".join(f"{name} passes ({len(solutions[name].steps)} steps)" for name in runs)
+
+
+def _against_the_user(run: AgentRun) -> str | None:
+    """How a passing solution went against its simulated user, or None.
+
+    A solution that changes the state after the user declined (``user.confirms: false``)
+    passes only because the grader does not check the user's answer: no agent that follows
+    the user could take that route, so it proves nothing about the task.
+    """
+    declined: MessageEvent | None = None
+    for event in run.observation_action_log:
+        if isinstance(event, MessageEvent) and event.role == "user" and event.text == NO:
+            declined = declined or event
+        elif declined is not None and isinstance(event, ToolCallEvent) and event.changed_tables:
+            return (
+                f"passes, but the user declined at step {declined.step} ({NO!r}) and it then "
+                f"changed {', '.join(event.changed_tables)} with {event.tool}: it does not "
+                "follow the task's user (user.confirms), so it proves nothing"
+            )
+    return None
 
 
 # --- discriminating --------------------------------------------------------------------------
@@ -390,7 +416,17 @@ def check_grader_determinism(proof: Proof) -> Finding:
         problems.append(
             f"{GRADINGS} gradings of one final state disagree: {_disagreement(verdicts)}"
         )
-    earlier = proof.run(name).final_state_hash
+    first = proof.run(name)
+    graded = [result_line(r) for r in first.outcome_assertion_results + first.constraint_results]
+    again = [result_line(r) for r in verdicts[0].assertions + verdicts[0].constraints]
+    if first.valid and graded != again:  # a check that passes only the first time it is called
+        problems.append(
+            f"{name}'s attempt and a replay of it are graded differently "
+            f"({', '.join(sorted(set(graded) - set(again)))} vs "
+            f"{', '.join(sorted(set(again) - set(graded)))}): the verdict depends on earlier "
+            "gradings or runs (state kept in a module, a cache or a file)"
+        )
+    earlier = first.final_state_hash
     now = verdicts[0].final_state_hash
     if earlier is not None and earlier != now:
         problems.append(

@@ -129,7 +129,7 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
 def verdict_line(verdict: Verdict) -> str:
     """A verdict as one comparable line: final state and each check's result."""
     results = verdict.assertions + verdict.constraints
-    return f"state {verdict.final_state_hash[:12]}: " + ", ".join(map(_result_word, results))
+    return f"state {verdict.final_state_hash[:12]}: " + ", ".join(map(result_line, results))
 
 
 def describe_run(run: AgentRun) -> str:
@@ -164,7 +164,8 @@ def failed_ids(run: AgentRun) -> list[str]:
     return [r.id for r in run.outcome_assertion_results + run.constraint_results if not r.passed]
 
 
-def _result_word(result: CheckResult) -> str:
+def result_line(result: CheckResult) -> str:
+    """One check's result as ``id=pass|fail|error``."""
     word = "error" if result.error is not None else "pass" if result.passed else "fail"
     return f"{result.id}={word}"
 

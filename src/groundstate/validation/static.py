@@ -33,6 +33,7 @@ from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
 from groundstate.environments.registry import environment_capabilities
 from groundstate.environments.sqlite import FixtureTooSlow, SqliteEnvironment
+from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
 from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
@@ -317,7 +318,7 @@ def _fixture_problem(fixture: Path, exc: EnvironmentFailure) -> SuiteProblem:
     cause = exc.__cause__
     if isinstance(cause, SpecError):  # the YAML itself: the loader says where
         return _from_spec_error(cause)
-    if isinstance(cause, FixtureTooSlow):  # running it again to find the line would be as slow
+    if isinstance(cause, FixtureTooSlow | FixtureNotDeterministic):  # no one statement fails
         return SuiteProblem(file=str(fixture), reason=f"does not build: {cause}")
     line, reason = _locate_fixture_error(fixture) or (None, str(cause or exc))
     return SuiteProblem(file=str(fixture), line=line, reason=f"does not build: {reason}")

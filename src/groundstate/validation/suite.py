@@ -21,7 +21,7 @@ from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 6
+VALIDATOR_REVISION = 7
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -29,7 +29,9 @@ older cached verdicts are never read back (2: the ``mutation`` check and its fig
 ``grader_determinism``, the oracle's-words agent and outcomes that hold untouched in
 ``discriminating``; 6: the library's own grading changed what it proves, with no change to a
 task's files: numbers matched to 15 digits and expected rows by a maximum matching, the
-constraint language's yes and no, the unittest runner's tamper checks)."""
+constraint language's yes and no, the unittest runner's tamper checks; 7: the first grading
+of the oracle joins ``grader_determinism``, a solution acting after its user declined does not
+prove the task, and fixtures calling ``random()`` or reading the wall clock are refused)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
