@@ -116,17 +116,45 @@ def ref_se(values: list[float], weights: list[float]) -> float | None:
     return math.sqrt(spread) / math.fsum(weights) * math.sqrt(t / (t - 1))
 
 
+def ref_max_product(weights: list[float], mean: float) -> float:
+    """The largest product of task means m_i in [0, 1] with weighted mean *mean*: the most
+    probable that every task is at 1. By bisection on the Lagrange multiplier of
+    m_i = min(1, 1 / (lam w_i))."""
+    total = math.fsum(weights)
+
+    def at(lam: float) -> list[float]:
+        return [min(1.0, 1 / (lam * w)) for w in weights]
+
+    low, high = 1e-12, 1e12
+    for _ in range(200):
+        mid = math.sqrt(low * high)
+        if math.fsum(w * m for w, m in zip(weights, at(mid), strict=True)) / total > mean:
+            low = mid
+        else:
+            high = mid
+    return math.prod(at(low))
+
+
+def ref_reach(weights: list[float]) -> float:
+    """The exact one-sided bound when every task is at 1: the weighted mean at which the
+    most probable configuration has all tasks at 1 with chance 0.025 (bisection)."""
+    low, high = 0.0, 1.0
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (low, mid) if ref_max_product(weights, mid) >= 0.025 else (mid, high)
+    return (low + high) / 2
+
+
 def ref_interval(values: list[float], weights: list[float]) -> tuple[float | None, float | None]:
     """The documented rule for a level: n/a below 5 tasks; every task at 1 (or 0): the
-    exact one-sided bound at the Kish effective number of tasks; every task at one inner
-    value: n/a; else Agresti-Coull on n_eff = u(1-u)/SE^2 with t(0.975, T-1)."""
+    exact one-sided bound (:func:`ref_reach`); every task at one inner value: n/a; else
+    Agresti-Coull on n_eff = u(1-u)/SE^2 with t(0.975, T-1)."""
     t = len(values)
     if t < 5:
         return None, None
     if max(values) - min(values) <= 1e-12:
-        kish = math.fsum(weights) ** 2 / math.fsum(w * w for w in weights)
-        reach = 0.025 ** (1 / kish)
-        if abs(values[0] - 1) <= 1e-12:  # P(all T at 1) <= mu^T = 0.025 at mu = reach
+        reach = ref_reach(weights)
+        if abs(values[0] - 1) <= 1e-12:  # P(all T at 1) <= prod of task means
             return reach, 1.0
         if abs(values[0]) <= 1e-12:
             return 0.0, 1 - reach

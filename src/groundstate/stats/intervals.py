@@ -15,8 +15,8 @@ The interval rule (documented with its simulated coverage in docs/statistics.md)
 * Every task at the top (or bottom) of the range, so the spread is zero: an exact one-sided
   bound instead of a zero-width interval. A value in [lo, hi] with mean mu equals hi with
   probability at most (mu - lo) / (hi - lo), so T tasks all at hi have probability at most
-  that to the power T; the bound is where this equals alpha / 2 (with the Kish effective
-  number of tasks when weights differ).
+  that to the power T; the bound is where this equals alpha / 2 (with unequal weights, where
+  the largest such chance at that weighted mean does: :func:`exact_reach`).
 * Every task at the same value inside the range: "n/a", said so; no exact rule exists.
 
 The cluster bootstrap (percentile, tasks resampled with a fixed seed) is kept as a second
@@ -174,13 +174,13 @@ def _rules(
         note = f"n/a: {tasks} task{'s' * (tasks != 1)}, intervals need at least {MIN_TASKS}"
         return estimates, [Interval(None, None, se, None, NO_INTERVAL, note) for se in ses]
     agreeing = (np.max(columns, axis=1) - np.min(columns, axis=1) <= _TIE).tolist()
-    effective = float(np.sum(weights)) ** 2 / float(np.sum(weights**2))
+    reach = exact_reach(weights) if any(agreeing) else 0.0
     q = t_quantile(tasks - 1)
     rules = []
     for row, (estimate, se, agree) in enumerate(zip(estimates, ses, agreeing, strict=True)):
         assert se is not None  # tasks >= MIN_TASKS >= 2
         if agree:
-            rules.append(_agreeing(float(columns[row, 0]), tasks, effective, bounds, se))
+            rules.append(_agreeing(float(columns[row, 0]), tasks, reach, bounds, se))
         elif difference:  # symmetric: excludes 0 exactly when the t test rejects
             low, high = max(-1.0, estimate - q * se), min(1.0, estimate + q * se)
             rules.append(Interval(low, high, se, tasks - 1, T_CR1, ""))
@@ -213,13 +213,35 @@ def _agresti_coull(
     return lo + width * max(0.0, centre - half), lo + width * min(1.0, centre + half)
 
 
+def exact_reach(weights: FloatArray) -> float:
+    """The exact one-sided bound, on the unit scale, when every task is at the top: the
+    smallest weighted mean of task means m_i in [0, 1] at which all tasks can be at the top
+    with probability alpha / 2 (that probability is at most the product of the m_i).
+
+    The largest product at a given weighted mean puts m_i = min(1, t / w_i) (Lagrange), so
+    the bound solves sum over {w_i > t} of log(w_i / t) = log(2 / alpha) for t and is
+    sum_i min(w_i, t) / sum_i w_i. With equal weights it is (alpha / 2)^(1/T). Kish's
+    effective number of tasks in place of T is not a bound: at weights such as 2, 10, 10,
+    10, 2, 3.25, ... all tasks reach the top with chance 0.036, not 0.025, at its value.
+    """
+    w = np.sort(np.asarray(weights, dtype=np.float64))[::-1]
+    target = math.log(2 / (1 - CONFIDENCE))
+    logs = np.cumsum(np.log(w))
+    for j in range(1, len(w) + 1):
+        # the j heaviest tasks below 1: log t = (sum of their log w - target) / j
+        t = math.exp((float(logs[j - 1]) - target) / j)
+        if j == len(w) or t >= w[j]:
+            return float(np.sum(np.minimum(w, t)) / np.sum(w))
+    raise AssertionError("unreachable: the last j always returns")
+
+
 def _agreeing(
-    value: float, tasks: int, effective: float, bounds: tuple[float, float], se: float
+    value: float, tasks: int, reach: float, bounds: tuple[float, float], se: float
 ) -> Interval:
     """Every task has the same value: an exact bound at the range's ends, else none
-    (*effective*: Kish's effective number of tasks)."""
+    (*reach*: :func:`exact_reach` of the tasks' weights)."""
     lo, hi = bounds
-    reach = (hi - lo) * ((1 - CONFIDENCE) / 2) ** (1 / effective)
+    reach = (hi - lo) * reach
     said = f"all {tasks} tasks have the value {value:.3f}"
     if abs(value - hi) <= _TIE:
         return Interval(lo + reach, hi, se, None, EXACT_BOUND, f"{said}: exact one-sided bound")
