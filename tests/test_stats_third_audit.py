@@ -7,6 +7,7 @@ the closed form, the CSV rows instead of the store).
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from groundstate.stats import interval_rule
 from groundstate.stats.intervals import exact_reach
-from tests.test_stats_independent import ref_max_product, ref_reach
+from tests.test_stats_independent import cli, import_text, ref_max_product, ref_reach, report
 
 # --- the exact bound when every task is at the top, with unequal weights ---------------------
 
@@ -45,3 +46,50 @@ def test_kish_tasks_in_place_of_the_weights_were_not_a_bound() -> None:
     assert low is not None and ref_max_product(weights, low) <= 0.025 + 1e-9
     # Equal weights: the textbook 0.025^(1/T).
     assert exact_reach(np.ones(10)) == pytest.approx(0.025**0.1)
+
+
+# --- costs: reruns are paid for; terminal and HTML print the same amounts ---------------------
+
+RERUN_ROWS = [
+    "task_id,attempt,retry,success,terminal_reason,cost,latency",
+    "t1,0,0,false,environment_failure/setup,0.5,2",
+    "t1,0,1,true,success,0.00004,0.0001",
+    "t2,0,0,false,agent_failure,0.00002,0.0003",
+    "t3,0,0,false,grader_failure,0.25,1",
+    "t3,0,1,false,grader_failure,0.25,1",
+]
+
+
+def test_the_cost_of_all_tries_includes_reruns_and_tiny_costs_do_not_print_as_zero(
+    tmp_path: Path,
+) -> None:
+    """An outside sum of the cost column (every try) is 1.00006; the counted attempts alone
+    cost 0.25006. A cost of 0.00004 per success is not 0.0000 in either report."""
+    batch = import_text(tmp_path, "\n".join(RERUN_ROWS) + "\n")
+    got = report(tmp_path, batch)
+    every = [float(row.split(",")[5]) for row in RERUN_ROWS[1:]]
+    assert got["tries"]["cost"] == pytest.approx(math.fsum(every))
+    assert got["summary"]["cost"]["total"] == pytest.approx(0.00004 + 0.00002 + 0.25)
+    assert got["summary"]["cost_per_success"] == pytest.approx(0.25006)  # one success
+
+    code, text, err = cli("report", batch, "--store", str(tmp_path / "s.db"),
+                          "--html", str(tmp_path / "r.html"))  # fmt: skip
+    assert code == 0, err
+    flat = " ".join(text.split())
+    assert "cost of all tries, reruns included: 1.0001 (counted attempts: 0.2501)" in flat
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "Cost: total 0.2501 over counted attempts, 1.0001 over all tries" in page
+    assert "per success 0.2501" in page and "per success 0.2501" in flat
+    # A run's own tiny cost and latency keep their value.
+    assert "cost 4e-05" in page and "0.0001s" in page
+
+
+def test_without_reruns_the_report_names_no_second_cost(tmp_path: Path) -> None:
+    rows = ["task_id,attempt,success,terminal_reason,cost", "t1,0,true,success,0.5",
+            "t1,1,false,environment_failure,0.25"]  # fmt: skip
+    batch = import_text(tmp_path, "\n".join(rows) + "\n")
+    assert report(tmp_path, batch)["tries"]["cost"] == pytest.approx(0.75)
+    code, text, _ = cli("report", batch, "--store", str(tmp_path / "s.db"),
+                        "--html", str(tmp_path / "r.html"))  # fmt: skip
+    assert code in (0, 3) and "cost of all tries" not in text
+    assert "over counted attempts" not in (tmp_path / "r.html").read_text(encoding="utf-8")
