@@ -126,7 +126,7 @@ def ref_max_product(weights: list[float], mean: float) -> float:
         return [min(1.0, 1 / (lam * w)) for w in weights]
 
     low, high = 1e-12, 1e12
-    for _ in range(200):
+    for _ in range(80):
         mid = math.sqrt(low * high)
         if math.fsum(w * m for w, m in zip(weights, at(mid), strict=True)) / total > mean:
             low = mid
@@ -139,10 +139,17 @@ def ref_reach(weights: list[float]) -> float:
     """The exact one-sided bound when every task is at 1: the weighted mean at which the
     most probable configuration has all tasks at 1 with chance 0.025 (bisection)."""
     low, high = 0.0, 1.0
-    for _ in range(100):
+    for _ in range(45):
         mid = (low + high) / 2
         low, high = (low, mid) if ref_max_product(weights, mid) >= 0.025 else (mid, high)
     return (low + high) / 2
+
+
+def ref_df(weights: list[float]) -> float:
+    """T - 1 with equal weights, else Kish's effective number of tasks minus 1."""
+    if len(set(weights)) == 1:
+        return len(weights) - 1
+    return math.fsum(weights) ** 2 / math.fsum(w * w for w in weights) - 1
 
 
 def ref_interval(values: list[float], weights: list[float]) -> tuple[float | None, float | None]:
@@ -162,7 +169,7 @@ def ref_interval(values: list[float], weights: list[float]) -> tuple[float | Non
     u = math.fsum(v * w for v, w in zip(values, weights, strict=True)) / math.fsum(weights)
     se = ref_se(values, weights)
     assert se
-    q = scipy_stats.t.ppf(0.975, t - 1)
+    q = scipy_stats.t.ppf(0.975, ref_df(weights))
     n_eff = u * (1 - u) / se**2
     centre = (u * n_eff + q * q / 2) / (n_eff + q * q)
     half = q * math.sqrt(centre * (1 - centre) / (n_eff + q * q))
@@ -653,7 +660,7 @@ def test_weighted_paired_and_unpaired_comparisons_match_the_reference(
     if max(diffs) - min(diffs) > 1e-12:
         se = ref_se(diffs, ws)
         assert se is not None and paired.difference.se == pytest.approx(se, rel=1e-9)
-        p = 2 * scipy_stats.t.sf(abs(paired.difference.estimate / se), len(diffs) - 1)
+        p = 2 * scipy_stats.t.sf(abs(paired.difference.estimate / se), ref_df(ws))
         assert paired.p_value == pytest.approx(p, rel=1e-6, abs=1e-12)
 
     unpaired = compare(outcomes(a, "a-"), outcomes(b, "b-"), n_boot=0)
@@ -670,7 +677,9 @@ def test_weighted_paired_and_unpaired_comparisons_match_the_reference(
     )
     if se_a or se_b:
         se = math.hypot(se_a, se_b)
-        df = (se_a**2 + se_b**2) ** 2 / (se_a**4 / (len(ws) - 1) + se_b**4 / (len(ws) - 1))
+        df_a = ref_df(ws) if max(rates_a) > min(rates_a) else len(ws) - 1
+        df_b = ref_df(ws) if max(rates_b) > min(rates_b) else len(ws) - 1
+        df = (se_a**2 + se_b**2) ** 2 / (se_a**4 / df_a + se_b**4 / df_b)
         q = scipy_stats.t.ppf(0.975, df)
         assert d.difference.se == pytest.approx(se, rel=1e-9)
         assert d.difference.ci_low == pytest.approx(max(-1, d.difference.estimate - q * se))

@@ -21,7 +21,7 @@ from tests.test_stats_independent import cli, import_text, ref_max_product, ref_
 # --- the exact bound when every task is at the top, with unequal weights ---------------------
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.lists(st.sampled_from([0.5, 1.0, 2.0, 3.25, 10.0, 100.0]), min_size=5, max_size=12))
 def test_the_exact_bound_holds_for_any_weights(weights: list[float]) -> None:
     """At the lower bound, no task means of that weighted mean put every task at 1 with a
@@ -93,3 +93,49 @@ def test_without_reruns_the_report_names_no_second_cost(tmp_path: Path) -> None:
                         "--html", str(tmp_path / "r.html"))  # fmt: skip
     assert code in (0, 3) and "cost of all tries" not in text
     assert "over counted attempts" not in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+# --- degrees of freedom with unequal weights ------------------------------------------------
+
+
+def test_one_heavy_task_widens_the_interval_to_its_nominal_coverage() -> None:
+    """Ten tasks, one of weight 10, p ~ Beta(2, 1.5), four attempts each: T - 1 = 9 df
+    covered 87%; Kish's effective number of tasks (3.3) minus 1 covers at least 92%.
+    Equal weights keep T - 1 exactly."""
+    from groundstate.stats.intervals import degrees_of_freedom
+
+    rng = np.random.default_rng(7)
+    weights = np.array([10.0] + [1.0] * 9)
+    truth, held, drawn = 2 / 3.5, 0, 0
+    for _ in range(600):
+        values = rng.binomial(4, rng.beta(2, 1.5, 10)) / 4
+        rule = interval_rule(values, weights)
+        if rule.low is None or rule.high is None:
+            continue
+        drawn += 1
+        held += rule.low <= truth <= rule.high
+    assert held / drawn >= 0.92
+    assert degrees_of_freedom(weights) == pytest.approx(19**2 / 109 - 1)
+    assert degrees_of_freedom(np.ones(7)) == 6 and isinstance(degrees_of_freedom(np.ones(7)), int)
+
+
+def test_the_paired_p_value_and_interval_agree_with_unequal_weights() -> None:
+    """The interval of a weighted paired difference excludes 0 exactly when p < 0.05: both
+    use the same (effective) degrees of freedom."""
+    from groundstate.stats import Outcome, compare
+
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        weights = rng.choice([0.5, 1.0, 4.0, 12.0], 8)
+        a, b = [], []
+        for i, w in enumerate(weights):
+            for j in range(4):
+                a.append(Outcome(f"t{i}", j, bool(rng.random() < 0.5), weight=float(w)))
+                b.append(Outcome(f"t{i}", j, bool(rng.random() < 0.5 + 0.05 * trial % 0.4),
+                                 weight=float(w)))  # fmt: skip
+        d = compare(a, b, n_boot=0).find("success_rate")
+        if d.difference.method != "t_cr1" or d.p_value is None:
+            continue
+        assert d.difference.ci_low is not None and d.difference.ci_high is not None
+        excludes = d.difference.ci_low > 0 or d.difference.ci_high < 0
+        assert excludes == (d.p_value < 0.05), (trial, d.p_value, d.difference)
