@@ -279,8 +279,8 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
 def _rule(report: dict[str, Any]) -> str:
     methods = report["methods"]
     return (
-        f"{methods['confidence']:.0%} intervals: task-clustered SE, t quantile on T-1 df; "
-        f"n/a below {methods['min_tasks']} tasks"
+        f"{methods['confidence']:.0%} intervals: task-clustered SE, t quantile on T-1 df "
+        f"(effective T if weighted); n/a below {methods['min_tasks']} tasks"
     )
 
 
