@@ -139,3 +139,30 @@ def test_the_paired_p_value_and_interval_agree_with_unequal_weights() -> None:
         assert d.difference.ci_low is not None and d.difference.ci_high is not None
         excludes = d.difference.ci_low > 0 or d.difference.ci_high < 0
         assert excludes == (d.p_value < 0.05), (trial, d.p_value, d.difference)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    weights=st.lists(st.sampled_from([0.5, 1.0, 2.0, 10.0, 100.0]), min_size=5, max_size=9),
+    sign=st.sampled_from([1, -1]),
+)
+def test_every_task_moving_the_whole_range_gives_a_p_value_agreeing_with_its_bound(
+    weights: list[float], sign: int
+) -> None:
+    """Every task goes from 0 to 1 (or 1 to 0): the interval is the exact bound, and its
+    p-value is below 0.05 exactly when the bound excludes 0. With equal weights it is the
+    sign test 2 * 0.5^T; one heavy task makes it large (the sign test said 2 * 0.5^6 =
+    0.031 for weights 100, 1, 1, 1, 1, 1 while the bound reached -0.86)."""
+    from groundstate.stats import Outcome, compare
+
+    a = [Outcome(f"t{i}", 0, sign < 0, weight=w) for i, w in enumerate(weights)]
+    b = [Outcome(f"t{i}", 0, sign > 0, weight=w) for i, w in enumerate(weights)]
+    d = compare(a, b, n_boot=0).find("success_rate")
+    assert d.difference.method == "exact_bound" and d.p_value is not None
+    low, high = d.difference.ci_low, d.difference.ci_high
+    assert low is not None and high is not None
+    assert (low > 0 or high < 0) == (d.p_value < 0.05)
+    # the independent reference: twice the largest product at a weighted mean of 0.5
+    assert d.p_value == pytest.approx(min(1.0, 2 * ref_max_product(weights, 0.5)), rel=1e-6)
+    if len(set(weights)) == 1:
+        assert d.p_value == pytest.approx(2 * 0.5 ** len(weights))

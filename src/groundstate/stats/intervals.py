@@ -250,6 +250,21 @@ def exact_reach(weights: FloatArray) -> float:
     raise AssertionError("unreachable: the last j always returns")
 
 
+def top_chance(weights: FloatArray, mean: float) -> float:
+    """The largest chance that every task is at the top of its range when the weighted
+    mean of the task means (on the unit scale) is *mean*: the product of m_i = min(1, t/w_i)
+    with t set by the mean (:func:`exact_reach` inverts it). With equal weights mean^T."""
+    w = np.sort(np.asarray(weights, dtype=np.float64))
+    target = mean * float(np.sum(w))
+    below = np.concatenate([[0.0], np.cumsum(w)])  # sum of the j lightest weights
+    for j in range(len(w)):
+        # the j lightest tasks at 1 (w_i <= t), the rest at t / w_i
+        t = (target - float(below[j])) / (len(w) - j)
+        if t <= w[j]:
+            return float(np.prod(np.minimum(1.0, t / w)))
+    return 1.0
+
+
 def _agreeing(
     value: float, tasks: int, reach: float, bounds: tuple[float, float], se: float
 ) -> Interval:
