@@ -6,6 +6,7 @@ the closed form, the CSV rows instead of the store).
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -166,3 +167,27 @@ def test_every_task_moving_the_whole_range_gives_a_p_value_agreeing_with_its_bou
     assert d.p_value == pytest.approx(min(1.0, 2 * ref_max_product(weights, 0.5)), rel=1e-6)
     if len(set(weights)) == 1:
         assert d.p_value == pytest.approx(2 * 0.5 ** len(weights))
+
+
+def test_a_huge_finite_weight_reports_without_overflow(tmp_path: Path) -> None:
+    """A weight of 1e300 is finite and positive, so an import takes it; squared it was
+    infinite and the report crashed (OverflowError) or warned. Now that task carries the
+    mean and the rest of the tasks' spread is not measurable: said so, no interval."""
+    rows = ["task_id,attempt,success,terminal_reason,weight"]
+    for i in range(6):
+        weight = "1e300" if i == 0 else "1"
+        second = "true,success" if i < 3 else "false,agent_failure"
+        rows += [f"t{i},0,true,success,{weight}", f"t{i},1,{second},{weight}"]
+    batch = import_text(tmp_path, "\n".join(rows) + "\n")
+    code, out, err = cli("report", batch, "--json", "--store", str(tmp_path / "s.db"))
+    assert code == 0 and "Warning" not in err, err
+    got = json.loads(out)
+    assert got["success_rate"]["estimate"] == pytest.approx(1.0)
+    assert (
+        got["success_rate"]["ci_low"] is None
+        and "no measurable spread" in (got["success_rate"]["note"])
+    )
+    # All weights equally huge: the same numbers as all weights 1.
+    same = interval_rule(np.array([0.2, 0.5, 0.7, 1.0, 0.0]), np.full(5, 1e300))
+    plain = interval_rule(np.array([0.2, 0.5, 0.7, 1.0, 0.0]), np.ones(5))
+    assert (same.low, same.high, same.df) == (plain.low, plain.high, plain.df)

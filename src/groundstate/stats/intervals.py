@@ -170,6 +170,9 @@ def _rules(
     """The weighted mean and :func:`interval_rule` of each row of *columns* (metrics, tasks)."""
     bounds = DIFFERENCE if difference else LEVEL
     tasks = columns.shape[1]
+    # Every value below is unchanged by scaling the weights; at most 1 they cannot overflow
+    # when squared (a weight of 1e300 from an import is finite and positive).
+    weights = weights / np.max(weights) if tasks else weights
     means = _weighted_means(columns, weights)
     ses = _clustered_ses(columns, weights, means)
     estimates = means.tolist()
@@ -185,6 +188,9 @@ def _rules(
         assert se is not None  # tasks >= MIN_TASKS >= 2
         if agree:
             rules.append(_agreeing(float(columns[row, 0]), tasks, reach, bounds, se))
+        elif se == 0:  # the heaviest task outweighs the rest beyond float precision
+            note = "n/a: one task's weight leaves no measurable spread between tasks"
+            rules.append(Interval(None, None, se, None, NO_INTERVAL, note))
         elif difference:  # symmetric: excludes 0 exactly when the t test rejects
             low, high = max(-1.0, estimate - q * se), min(1.0, estimate + q * se)
             rules.append(Interval(low, high, se, df, T_CR1, ""))
@@ -352,6 +358,8 @@ def bootstrap_percentiles(
     """
     if n_boot < 1 or values.shape[0] == 0:
         raise ValueError(f"need at least one task value and n_boot >= 1, got n_boot={n_boot}")
+    # Scaled to at most 1: the draws are summed in single precision, where 1e39 is infinite.
+    weights = weights / max(float(np.max(weights)), np.finfo(np.float64).tiny)
     weighted = np.where(weights > 0, weights * np.nan_to_num(values), 0.0)
     block = max(1, CHUNK_ELEMENTS // n_boot)
     lows, highs = [], []
