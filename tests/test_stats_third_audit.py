@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -191,3 +192,65 @@ def test_a_huge_finite_weight_reports_without_overflow(tmp_path: Path) -> None:
     same = interval_rule(np.array([0.2, 0.5, 0.7, 1.0, 0.0]), np.full(5, 1e300))
     plain = interval_rule(np.array([0.2, 0.5, 0.7, 1.0, 0.0]), np.ones(5))
     assert (same.low, same.high, same.df) == (plain.low, plain.high, plain.df)
+
+
+# --- statistics after an interrupted batch is resumed with reruns ---------------------------
+
+
+def test_report_after_an_interrupted_and_resumed_batch_counts_each_attempt_once(
+    tmp_path: Path,
+) -> None:
+    """Half the environments break; the batch stops after its first stored try and is
+    resumed. Recomputed from every stored try (the last try of each attempt counts, every
+    try is a try): each denominator of `report --json`."""
+    import asyncio
+    import signal
+
+    from groundstate.runner import BatchConfig, BatchRunner, Interrupted
+    from groundstate.spec.suite import load_suite
+    from groundstate.spec.system import InvalidRunPolicy, load_system
+    from groundstate.store import RunStore
+    from groundstate.testing import FaultyEnvironments
+
+    from .conftest import BANK, BANK_SYSTEM
+
+    suite = load_suite(BANK)
+    suite.config = suite.config.model_copy(update={"canary": None})
+    system = load_system(BANK_SYSTEM).model_copy(
+        update={"invalid_run_policy": InvalidRunPolicy(max_retries=1, max_invalid_rate=1.0)}
+    )
+    store_path = tmp_path / "s.db"
+    with RunStore(store_path) as store:
+        runner = BatchRunner(suite, system, store, make_env=FaultyEnvironments(rate=0.5, seed=3))
+        seen: list[str] = []
+
+        def stop(run: object) -> None:
+            seen.append("x")
+            if len(seen) == 1:
+                runner.interrupt.signum = signal.SIGINT
+
+        runner.on_run = stop
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=2)))
+        batch_id = runner.batch_id
+        assert batch_id is not None
+        again = BatchRunner(suite, system, store, make_env=FaultyEnvironments(rate=0.5, seed=4))
+        asyncio.run(again.resume(batch_id))
+        stored = store.runs(batch_id)
+    last: dict[tuple[str, int], Any] = {}
+    for run in sorted(stored, key=lambda r: r.retry):
+        last[(run.task_id, run.attempt)] = run
+    assert len({(r.task_id, r.attempt, r.retry) for r in stored}) == len(stored)
+    assert len(stored) > len(last)  # some attempts were rerun
+    got = report(tmp_path, batch_id)
+    assert got["tries"]["tries"] == len(stored)
+    assert got["tries"]["invalid_tries"] == sum(not r.valid for r in stored)
+    assert got["valid_attempts"] + got["invalid_attempts"] == len(last)
+    assert got["invalid_attempts"] == sum(not r.valid for r in last.values())
+    assert got["missing_attempts"] is None
+    for row in got["tasks"]:
+        mine = [r for (t, _), r in last.items() if t == row["task_id"]]
+        assert row["strict"]["n"] == len(mine) == 2
+        assert row["valid"]["n"] == sum(r.valid for r in mine)
+        assert row["valid"]["c"] == sum(r.valid and r.success for r in mine)
+    assert got["tries"]["cost"] == pytest.approx(math.fsum(r.cost for r in stored))
