@@ -116,17 +116,52 @@ def ref_se(values: list[float], weights: list[float]) -> float | None:
     return math.sqrt(spread) / math.fsum(weights) * math.sqrt(t / (t - 1))
 
 
+def ref_max_product(weights: list[float], mean: float) -> float:
+    """The largest product of task means m_i in [0, 1] with weighted mean *mean*: the most
+    probable that every task is at 1. By bisection on the Lagrange multiplier of
+    m_i = min(1, 1 / (lam w_i))."""
+    total = math.fsum(weights)
+
+    def at(lam: float) -> list[float]:
+        return [min(1.0, 1 / (lam * w)) for w in weights]
+
+    low, high = 1e-12, 1e12
+    for _ in range(80):
+        mid = math.sqrt(low * high)
+        if math.fsum(w * m for w, m in zip(weights, at(mid), strict=True)) / total > mean:
+            low = mid
+        else:
+            high = mid
+    return math.prod(at(low))
+
+
+def ref_reach(weights: list[float]) -> float:
+    """The exact one-sided bound when every task is at 1: the weighted mean at which the
+    most probable configuration has all tasks at 1 with chance 0.025 (bisection)."""
+    low, high = 0.0, 1.0
+    for _ in range(45):
+        mid = (low + high) / 2
+        low, high = (low, mid) if ref_max_product(weights, mid) >= 0.025 else (mid, high)
+    return (low + high) / 2
+
+
+def ref_df(weights: list[float]) -> float:
+    """T - 1 with equal weights, else Kish's effective number of tasks minus 1."""
+    if len(set(weights)) == 1:
+        return len(weights) - 1
+    return math.fsum(weights) ** 2 / math.fsum(w * w for w in weights) - 1
+
+
 def ref_interval(values: list[float], weights: list[float]) -> tuple[float | None, float | None]:
     """The documented rule for a level: n/a below 5 tasks; every task at 1 (or 0): the
-    exact one-sided bound at the Kish effective number of tasks; every task at one inner
-    value: n/a; else Agresti-Coull on n_eff = u(1-u)/SE^2 with t(0.975, T-1)."""
+    exact one-sided bound (:func:`ref_reach`); every task at one inner value: n/a; else
+    Agresti-Coull on n_eff = u(1-u)/SE^2 with t(0.975, T-1)."""
     t = len(values)
     if t < 5:
         return None, None
     if max(values) - min(values) <= 1e-12:
-        kish = math.fsum(weights) ** 2 / math.fsum(w * w for w in weights)
-        reach = 0.025 ** (1 / kish)
-        if abs(values[0] - 1) <= 1e-12:  # P(all T at 1) <= mu^T = 0.025 at mu = reach
+        reach = ref_reach(weights)
+        if abs(values[0] - 1) <= 1e-12:  # P(all T at 1) <= prod of task means
             return reach, 1.0
         if abs(values[0]) <= 1e-12:
             return 0.0, 1 - reach
@@ -134,7 +169,7 @@ def ref_interval(values: list[float], weights: list[float]) -> tuple[float | Non
     u = math.fsum(v * w for v, w in zip(values, weights, strict=True)) / math.fsum(weights)
     se = ref_se(values, weights)
     assert se
-    q = scipy_stats.t.ppf(0.975, t - 1)
+    q = scipy_stats.t.ppf(0.975, ref_df(weights))
     n_eff = u * (1 - u) / se**2
     centre = (u * n_eff + q * q / 2) / (n_eff + q * q)
     half = q * math.sqrt(centre * (1 - centre) / (n_eff + q * q))
@@ -625,7 +660,7 @@ def test_weighted_paired_and_unpaired_comparisons_match_the_reference(
     if max(diffs) - min(diffs) > 1e-12:
         se = ref_se(diffs, ws)
         assert se is not None and paired.difference.se == pytest.approx(se, rel=1e-9)
-        p = 2 * scipy_stats.t.sf(abs(paired.difference.estimate / se), len(diffs) - 1)
+        p = 2 * scipy_stats.t.sf(abs(paired.difference.estimate / se), ref_df(ws))
         assert paired.p_value == pytest.approx(p, rel=1e-6, abs=1e-12)
 
     unpaired = compare(outcomes(a, "a-"), outcomes(b, "b-"), n_boot=0)
@@ -642,7 +677,9 @@ def test_weighted_paired_and_unpaired_comparisons_match_the_reference(
     )
     if se_a or se_b:
         se = math.hypot(se_a, se_b)
-        df = (se_a**2 + se_b**2) ** 2 / (se_a**4 / (len(ws) - 1) + se_b**4 / (len(ws) - 1))
+        df_a = ref_df(ws) if max(rates_a) > min(rates_a) else len(ws) - 1
+        df_b = ref_df(ws) if max(rates_b) > min(rates_b) else len(ws) - 1
+        df = (se_a**2 + se_b**2) ** 2 / (se_a**4 / df_a + se_b**4 / df_b)
         q = scipy_stats.t.ppf(0.975, df)
         assert d.difference.se == pytest.approx(se, rel=1e-9)
         assert d.difference.ci_low == pytest.approx(max(-1, d.difference.estimate - q * se))

@@ -279,10 +279,12 @@ def test_agreeing_tasks_get_an_exact_bound_or_a_stated_na_never_zero_width() -> 
         middle.note
         == "n/a: all 10 tasks have the value 0.500, no spread between tasks to build an interval on"
     )
-    # Unequal weights: the bound uses the Kish effective number of tasks, (sum w)^2 / sum w^2.
+    # Unequal weights: the bound is the weighted mean at which the most probable task means,
+    # m_i = min(1, t / w_i), put every task at 1 with chance 0.025: here all five below 1,
+    # t^5 / 4 = 0.025, and the bound is 5 t / 8 (Kish's effective 3.2 tasks gave 0.316).
     weights = np.array([4.0, 1.0, 1.0, 1.0, 1.0])
     weighted = interval_rule(np.ones(5), weights)
-    assert weighted.low == pytest.approx(0.025 ** (1 / (64 / 20)))
+    assert weighted.low == pytest.approx(5 * (4 * 0.025) ** (1 / 5) / 8)
 
 
 def test_a_report_never_prints_a_zero_width_interval() -> None:

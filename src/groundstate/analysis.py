@@ -31,6 +31,7 @@ from groundstate.stats import (
     ViewSummary,
     compare_counts,
     count_columns,
+    distribution,
     summary_of,
 )
 from groundstate.store import BatchInfo
@@ -370,8 +371,10 @@ def summarize_batch(
 
 
 def tries(batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable) -> dict[str, Any]:
-    """Every try, reruns included: how often attempts came out invalid, by reason, and
-    whether that exceeds the batch's declared ``max_invalid_rate`` (flagged in every report)."""
+    """Every try, reruns included: how often attempts came out invalid, by reason, whether
+    that exceeds the batch's declared ``max_invalid_rate`` (flagged in every report), and
+    what all tries cost (the summary's cost is over counted attempts: a rerun was paid for
+    too; None when the sum is beyond the largest float)."""
     table = _table(runs)
     invalid: Counter[str] = Counter()
     for reason, n in table.reason_counts().items():
@@ -385,6 +388,7 @@ def tries(batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable) -> dict[str
         "invalid_rate_by_reason": {k: v / total for k, v in sorted(invalid.items())},
         "max_invalid_rate": threshold,
         "flagged": total > 0 and sum(invalid.values()) / total > threshold,
+        "cost": distribution(table.cost).total if total else 0.0,
     }
 
 

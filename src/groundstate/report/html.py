@@ -20,6 +20,7 @@ import jinja2
 from pydantic import TypeAdapter, ValidationError
 
 from groundstate.records import AgentRun, CheckResult
+from groundstate.report.numbers import amount, fixed
 from groundstate.stats import VIEWS, Comparison, Difference, Estimate, Summary, ViewSummary
 from groundstate.store import BatchInfo, Verification
 from groundstate.trace import ToolCallEvent, TraceEvent
@@ -191,7 +192,7 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, pct=_pct, pretty=_pretty, cell=_cell, short=_short)
+    env.filters.update(num=_num, amount=_amount, pct=_pct, pretty=_pretty, cell=_cell, short=_short)
     env.globals.update(verdict=_verdict, run_label=_run_label)
     return env
 
@@ -201,7 +202,12 @@ def _template(name: str) -> jinja2.Template:
 
 
 def _num(value: float | None, digits: int = 3) -> str:
-    return MISSING if value is None else f"{value:.{digits}f}"
+    return MISSING if value is None else fixed(value, digits)
+
+
+def _amount(value: float | None, digits: int = 4) -> str:
+    """A cost (four decimals) or latency, as the terminal report prints it."""
+    return MISSING if value is None else amount(value, digits)
 
 
 def _pct(value: float | None) -> str:
@@ -260,6 +266,8 @@ def _header(summary: Summary, tries: Mapping[str, Any]) -> dict[str, Any]:
         "invalid_share": share,
         "alert": bool(tries.get("flagged", False)),
         "threshold": float(tries.get("max_invalid_rate", 0.1)),
+        "cost": tries.get("cost"),
+        "reruns": total > summary.attempts,
     }
 
 

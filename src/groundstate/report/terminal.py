@@ -16,6 +16,7 @@ from rich.text import Text
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
+from groundstate.report.numbers import amount
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
@@ -278,8 +279,8 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
 def _rule(report: dict[str, Any]) -> str:
     methods = report["methods"]
     return (
-        f"{methods['confidence']:.0%} intervals: task-clustered SE, t quantile on T-1 df; "
-        f"n/a below {methods['min_tasks']} tasks"
+        f"{methods['confidence']:.0%} intervals: task-clustered SE, t quantile on T-1 df "
+        f"(effective T if weighted); n/a below {methods['min_tasks']} tasks"
     )
 
 
@@ -360,12 +361,17 @@ def report_footer(report: dict[str, Any]) -> str:
         f"{tries['tries']} tries in all, invalid by reason: {rates}"
     )
     summary = report["summary"]
+    if tries["tries"] > report["valid_attempts"] + report["invalid_attempts"]:
+        line += (
+            f"\ncost of all tries, reruns included: {_cost(tries['cost'])} (counted attempts: "
+            f"{_cost(summary['cost']['total'])})"
+        )
     cost, latency, per_success = summary["cost"], summary["latency"], summary["cost_per_success"]
     line += (
-        f"\ncost per attempt: mean {_amount(cost['mean'], 4)}, median "
-        f"{_amount(cost['median'], 4)}, p90 {_amount(cost['p90'], 4)}; per success "
-        f"{_maybe(per_success)} · latency per attempt: mean {_amount(latency['mean'], 3)}s, "
-        f"median {_amount(latency['median'], 3)}s, p90 {_amount(latency['p90'], 3)}s"
+        f"\ncost per attempt: mean {amount(cost['mean'], 4)}, median "
+        f"{amount(cost['median'], 4)}, p90 {amount(cost['p90'], 4)}; per success "
+        f"{_cost(per_success)} · latency per attempt: mean {amount(latency['mean'], 3)}s, "
+        f"median {amount(latency['median'], 3)}s, p90 {amount(latency['p90'], 3)}s"
     )
     for limit in k_limit_lines(report):
         line += "\n" + escape(printable(limit))
@@ -418,13 +424,12 @@ def _said(estimate: dict[str, Any]) -> str:
 
 
 def _maybe(value: float | None) -> str:
-    return "n/a" if value is None else _amount(value, 3)
+    return "n/a" if value is None else amount(value, 3)
 
 
-def _amount(value: float, digits: int) -> str:
-    """Fixed decimals, but in exponent form past a trillion (a 1e308 cost would otherwise
-    print 309 digits)."""
-    return f"{value:.{digits}f}" if abs(value) < 1e12 else f"{value:.{digits}g}"
+def _cost(value: float | None) -> str:
+    """Costs with the four decimals the HTML report shows them with."""
+    return "n/a" if value is None else amount(value, 4)
 
 
 def _p(value: float | None) -> str:

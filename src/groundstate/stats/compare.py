@@ -31,6 +31,7 @@ from groundstate.stats.intervals import (
     bootstrap_ks,
     make_estimate,
     t_quantile,
+    top_chance,
     two_sided_p,
 )
 from groundstate.stats.outcomes import (
@@ -387,7 +388,7 @@ class _PairedBlock:
                 self.b_values[rows, j] - self.a_values[rows, j], self.w[rows],
                 self.a_n[rows] + self.b_n[rows], drawn.get(j), difference=True,
             )  # fmt: skip
-            found.append(Difference(metric, k, self.view, a, b, diff, *_test(diff)))
+            found.append(Difference(metric, k, self.view, a, b, diff, *_test(diff, self.w[rows])))
         return found
 
 
@@ -438,14 +439,18 @@ def _value_columns(
     return values, [*columns, ("partial_score", None)]
 
 
-def _test(diff: Estimate) -> tuple[float | None, float | None]:
-    """The paired t statistic and its two-sided p-value; the exact sign test when every
-    task moved by the whole range the same way (t would divide by a zero spread)."""
+def _test(diff: Estimate, weights: FloatArray) -> tuple[float | None, float | None]:
+    """The paired t statistic and its two-sided p-value; when every task moved by the whole
+    range the same way (t would divide by a zero spread), twice the largest chance of that
+    at a weighted mean difference of 0 (:func:`top_chance` at 0.5 on the unit scale): the
+    exact sign test 2 * 0.5^T with equal weights, and with any weights below 0.05 exactly
+    when the exact bound excludes 0."""
     if diff.method == T_CR1 and diff.se:
         statistic = diff.estimate / diff.se
-        return statistic, two_sided_p(statistic, diff.n_tasks - 1)
+        assert diff.df is not None  # a t_cr1 interval carries its df
+        return statistic, two_sided_p(statistic, diff.df)
     if diff.method == EXACT_BOUND and diff.estimate != 0:
-        return None, min(1.0, 2 * 0.5**diff.n_tasks)
+        return None, min(1.0, 2 * top_chance(weights, 0.5))
     return None, None
 
 
@@ -497,7 +502,10 @@ def welch(a: Estimate, b: Estimate) -> Estimate:
         note = "n/a: no spread between tasks on either side"
         return Estimate(ci_low=None, ci_high=None, se=0.0, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
     va, vb = a.se**2, b.se**2
-    df = (va + vb) ** 2 / (va**2 / (a.n_tasks - 1) + vb**2 / (b.n_tasks - 1))
+    # each side's own df (Kish's effective tasks - 1 with unequal weights; T - 1 where its
+    # tasks all agree and it has no t interval)
+    df_a, df_b = a.df or a.n_tasks - 1, b.df or b.n_tasks - 1
+    df = (va + vb) ** 2 / (va**2 / df_a + vb**2 / df_b)
     q = t_quantile(df)
     return Estimate(
         ci_low=max(-1.0, estimate - q * se), ci_high=min(1.0, estimate + q * se), se=se, df=df,
