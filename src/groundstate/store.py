@@ -23,7 +23,7 @@ import socket
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -541,10 +541,14 @@ class RunStore:
                 f"no run store at {self.path}: nothing has been run here yet (`groundstate run` "
                 "makes it), or give the store with --store"
             )
+        self.read_only = False
+        """Opened for reading only (the store's file or folder cannot be written): reading
+        commands work, nothing is written (no seal kept), writing raises StoreError."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self._refuse_foreign_database()
+            self._refuse_newer_format()
             self._db.execute("PRAGMA journal_mode=WAL")
             # In WAL mode, NORMAL syncs at checkpoints, not at every commit: a commit
             # survives the process being killed, and an OS crash or power loss may roll back
@@ -554,8 +558,53 @@ class RunStore:
             self._duplicated = self._index_tries()
             self._migrate()
             self._db.executescript(_SCHEMA_AFTER_MIGRATION)
+            if self._db.execute("PRAGMA user_version").fetchone()[0] != STORE_FORMAT:
+                self._db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
+        except sqlite3.OperationalError as exc:
+            if create or not _cannot_write(exc):
+                raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            self._open_read_only(exc)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+
+    def _open_read_only(self, cause: sqlite3.Error) -> None:
+        """A store on read-only media or owned by someone else is still read (``mode=ro``).
+        In a folder where SQLite cannot make its shared-memory file the store is opened
+        *immutable*, which ignores a write-ahead log: so a store whose log still holds
+        commits is refused there, never read without them."""
+        self._db.close()
+        self.read_only, self._duplicated = True, "the store is read-only here"
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        wal = self.path.with_name(self.path.name + "-wal")
+        try:
+            try:
+                self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
+                self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            except sqlite3.OperationalError:
+                if (_size(wal) or 0) > 0:
+                    raise StoreError(
+                        f"cannot read the run store {self.path}: it is read-only here and its "
+                        f"write-ahead log {wal.name} still holds commits; open it once where it "
+                        "can be written (or copy the folder) to fold them in"
+                    ) from cause
+                self._db = sqlite3.connect(
+                    uri + "&immutable=1", uri=True, isolation_level=None, timeout=30
+                )
+            self._refuse_foreign_database()
+            self._refuse_newer_format()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+
+    def _refuse_newer_format(self) -> None:
+        """A store written by a newer groundstate (a higher format stamped in SQLite's
+        ``user_version``) is neither read with this version's rules nor written to."""
+        found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if found > STORE_FORMAT:
+            self._db.close()
+            raise StoreError(
+                f"the run store {self.path} has store format {found}, newer than this "
+                f"groundstate reads (format {STORE_FORMAT}); upgrade groundstate to use it"
+            )
 
     def _refuse_foreign_database(self) -> None:
         """Another program's SQLite database given as ``--store`` is left exactly as it was:
@@ -1051,6 +1100,9 @@ class RunStore:
             raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
 
     def write_seal(self, batch_id: str, record: str, outcomes: bytes) -> None:
+        """Keep a seal (a cache of a full check); a read-only store keeps none."""
+        if self.read_only:
+            return
         with self._transaction() as db:
             db.execute(_INSERT_SEAL, (batch_id, datetime.now(UTC).isoformat(), record, outcomes))
 
@@ -1064,8 +1116,13 @@ class RunStore:
             raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
         try:
             yield
+        except sqlite3.Error as exc:  # a damaged page met mid-read: one message, no trace
+            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
         finally:
-            self._db.execute("COMMIT")
+            # Only reads happened: ending them cannot lose anything, and must not hide
+            # the error that ended the block.
+            with suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
 
     def outcome_rows(self, batch_id: str) -> list[list[Any]]:
         """Every try of a batch as ``[task_id, attempt, retry, terminal_reason, success, cost,
@@ -1284,6 +1341,12 @@ def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
         kind="unverifiable",
         detail=f"{count} {what} unverifiable (written before store format {STORE_FORMAT})",
     )
+
+
+def _cannot_write(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's ways of saying the store's file or folder may not be written here."""
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open database" in text
 
 
 def _size(path: str | Path) -> int | None:

@@ -1,0 +1,187 @@
+"""The run store under an outside team's attacks on the file itself: damaged pages, a cut
+file, a write-ahead log left by a crash, a store from a newer groundstate, a store that may
+not be written here. Every reading command either reads every stored record or stops with one
+clear line (exit 2), never a traceback, and never changes the file it refuses."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundstate.cli import main
+from groundstate.store import STORE_FORMAT, BatchInfo, RunStore
+
+from .test_store_integrity import _batch
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _readers(store: Path, batch: BatchInfo) -> list[list[str]]:
+    """Every command that only reads a store."""
+    where = ["--store", str(store)]
+    return [
+        ["report", *where],
+        ["verify", *where],
+        ["batches", *where],
+        ["runs", batch.batch_id, *where],
+    ]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BatchInfo]:
+    store = tmp_path_factory.mktemp("made") / "runs.db"
+    return store, _batch(store, attempts=3)
+
+
+def _copy(made: tuple[Path, BatchInfo], to: Path) -> Path:
+    shutil.copytree(made[0].parent, to)
+    return to / made[0].name
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("damage", ["pages", "truncated", "header"])
+def test_a_damaged_store_file_is_one_clear_error_in_every_reader(
+    made: tuple[Path, BatchInfo], tmp_path: Path, damage: str
+) -> None:
+    store = _copy(made, tmp_path / "s")
+    data = bytearray(store.read_bytes())
+    noise = random.Random(7).randbytes(3 * 4096)
+    if damage == "pages":  # the runs table's pages overwritten (a bad disk block, a bad copy)
+        with sqlite3.connect(store) as db:
+            size = db.execute("PRAGMA page_size").fetchone()[0]
+            sql = "SELECT rootpage FROM sqlite_master WHERE name = 'runs'"
+            (root,) = db.execute(sql).fetchone()
+        data[(root - 1) * size : root * size] = noise[:size]
+    elif damage == "truncated":  # a copy cut short
+        del data[len(data) // 2 :]
+    else:  # the file's first page gone
+        data[:100] = noise[:100]
+    store.write_bytes(bytes(data))
+    # `batches` reads the batch rows and chain heads only: damage to the runs table is for
+    # the commands that read runs to find.
+    readers = _readers(store, made[1])
+    for args in readers if damage != "pages" else [r for r in readers if r[0] != "batches"]:
+        code, out, err = _invoke(*args)
+        assert code == 2, (args, out, err)
+        assert "Traceback" not in out + err
+        assert str(store) in err and ("malformed" in err or "not a database" in err), err
+
+
+def _crash_after_a_batch(store: Path) -> str:
+    """A process that stores a whole batch in *store* and dies without closing it: its
+    commits are only in the -wal file (no checkpoint yet), as a killed batch leaves them."""
+    script = """
+import asyncio, os, sys
+from pathlib import Path
+from groundstate.runner import BatchConfig, BatchRunner
+from groundstate.spec.suite import load_suite
+from groundstate.spec.system import load_system
+from groundstate.store import RunStore
+from tests.conftest import BANK, BANK_SYSTEM
+runner = BatchRunner(load_suite(BANK), load_system(BANK_SYSTEM), RunStore(Path(sys.argv[1])))
+print(asyncio.run(runner.start(BatchConfig(attempts=2))).batch.batch_id, flush=True)
+os._exit(0)  # killed: the store is never closed, so never checkpointed
+"""
+    root = Path(__file__).parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(store)], cwd=root, env=env, capture_output=True,
+        text=True, check=True,
+    )  # fmt: skip
+    assert store.with_name(store.name + "-wal").stat().st_size > 0
+    return done.stdout.strip()
+
+
+def test_a_write_ahead_log_left_by_a_crash_is_read_not_lost(
+    made: tuple[Path, BatchInfo], tmp_path: Path
+) -> None:
+    """A process killed after its commits leaves them in the -wal file only: the next reader
+    sees every one of them."""
+    store = _copy(made, tmp_path / "s")
+    batch_id = _crash_after_a_batch(store)
+    code, out, _ = _invoke("verify", batch_id, "--store", str(store))
+    assert code == 0 and f"batch {batch_id}: 2 records" in out, out
+    code, out, _ = _invoke("batches", "--store", str(store))
+    assert made[1].batch_id in out and batch_id in out
+
+
+def test_a_store_of_a_newer_format_is_refused_and_left_as_it_was(
+    made: tuple[Path, BatchInfo], tmp_path: Path
+) -> None:
+    store = _copy(made, tmp_path / "s")
+    with sqlite3.connect(store) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT  # stamped
+        db.execute(f"PRAGMA user_version = {STORE_FORMAT + 1}")
+    before = _digest(store)
+    for args in _readers(store, made[1]):
+        code, out, err = _invoke(*args)
+        assert code == 2, (args, out, err)
+        assert f"store format {STORE_FORMAT + 1}" in err and "upgrade groundstate" in err
+    with pytest.raises(Exception, match="newer than this groundstate"):
+        RunStore(store)  # a writer is refused too
+    assert _digest(store) == before
+
+
+def _read_only_folder(folder: Path) -> list[str] | None:
+    """A command prefix under which *folder* cannot be written, or None if this machine
+    offers none: plain permissions for a user, a read-only bind mount for root."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        for child in folder.iterdir():
+            child.chmod(0o444 if child.is_file() else 0o555)
+        return []
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None
+    mount = f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder}"
+    probe = subprocess.run([unshare, "-m", "sh", "-c", f"{mount} && ! touch {folder}/x"])
+    return None if probe.returncode else [unshare, "-m", "sh", "-c", mount + ' && exec "$@"', "-"]
+
+
+@pytest.mark.parametrize("journal", ["checkpointed", "log_left"])
+def test_a_store_in_a_read_only_folder_is_read_but_never_written(
+    made: tuple[Path, BatchInfo], tmp_path: Path, journal: str
+) -> None:
+    store = _copy(made, tmp_path / "s")
+    if journal == "log_left":  # commits still in the log: reading without them would lose them
+        _crash_after_a_batch(store)
+        store.with_name("runs.db-shm").unlink()
+    prefix = _read_only_folder(store.parent)
+    if prefix is None:
+        pytest.skip("no way to make a read-only folder on this machine")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [*prefix, sys.executable, "-m", "groundstate", *args]
+        return subprocess.run(command, capture_output=True, text=True, env=env)
+
+    try:
+        for args in _readers(store, made[1]):
+            done = cli(*args)
+            assert "Traceback" not in done.stdout + done.stderr
+            if journal == "log_left":
+                assert done.returncode == 2, (args, done.stderr)
+                assert "write-ahead log" in done.stderr and str(store) in done.stderr
+            else:
+                assert done.returncode == 0, (args, done.stdout, done.stderr)
+        if journal == "checkpointed":
+            assert "all verify" in cli("verify", "--store", str(store)).stdout
+            assert not store.with_name("runs.db-wal").exists()
+    finally:
+        store.parent.chmod(0o755)
