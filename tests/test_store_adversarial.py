@@ -185,3 +185,14 @@ def test_a_store_in_a_read_only_folder_is_read_but_never_written(
             assert not store.with_name("runs.db-wal").exists()
     finally:
         store.parent.chmod(0o755)
+
+
+@pytest.mark.parametrize("typed", ["%", "_", "%%", "_" * 12, "[a-f]*"])
+def test_wildcards_typed_as_an_id_match_nothing(made: tuple[Path, BatchInfo], typed: str) -> None:
+    """An id prefix is taken literally: `report %` does not pick some batch, `show _` no run."""
+    store, batch = made
+    for args, what in [(["report", typed], "batch"), (["show", typed], "run")]:
+        code, _, err = _invoke(*args, "--store", str(store))
+        assert code == 2 and f"no {what} {typed}" in err, err
+    code, out, _ = _invoke("report", batch.batch_id[:4], "--store", str(store))
+    assert code == 0 and batch.batch_id in out  # a true prefix still finds it

@@ -973,7 +973,7 @@ class RunStore:
             rows = self._query("SELECT record FROM batches ORDER BY created_at DESC LIMIT 1", ())
         else:
             rows = self._query(
-                "SELECT record FROM batches WHERE batch_id LIKE ?", (batch_id + "%",)
+                "SELECT record FROM batches WHERE batch_id BETWEEN ? AND ?", _prefixed(batch_id)
             )
         if batch_id is None and not rows:
             raise StoreError(f"the run store {self.path} holds no batch yet")
@@ -1004,12 +1004,16 @@ class RunStore:
 
     def run(self, run_id: str) -> AgentRun:
         """The run with this id (a unique prefix is enough)."""
-        rows = self._query("SELECT record FROM runs WHERE run_id LIKE ?", (run_id + "%",))
+        rows = self._query(
+            "SELECT record FROM runs WHERE run_id BETWEEN ? AND ?", _prefixed(run_id)
+        )
         return _one(rows, AgentRun, f"run {run_id}", self.path)
 
     def run_batch_id(self, run_id: str) -> str | None:
         """The batch of the run with this id (prefix), read from its row, not its record."""
-        rows = self._query("SELECT batch_id FROM runs WHERE run_id LIKE ?", (run_id + "%",))
+        rows = self._query(
+            "SELECT batch_id FROM runs WHERE run_id BETWEEN ? AND ?", _prefixed(run_id)
+        )
         return str(rows[0][0]) if len(rows) == 1 else None
 
     def batches_of_runs(self, run_ids: list[str]) -> dict[str, str]:
@@ -1341,6 +1345,13 @@ def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
         kind="unverifiable",
         detail=f"{count} {what} unverifiable (written before store format {STORE_FORMAT})",
     )
+
+
+def _prefixed(prefix: str) -> tuple[str, str]:
+    """The id range that starts with *prefix*, exactly (``BETWEEN``): LIKE would read ``%``
+    and ``_`` typed by a user as wildcards (``report %`` picking some batch) and ignore case;
+    the range also uses the primary key's index."""
+    return prefix, prefix + chr(0x10FFFF)
 
 
 def _cannot_write(exc: sqlite3.OperationalError) -> bool:
