@@ -6,6 +6,7 @@ clear line (exit 2), never a traceback, and never changes the file it refuses.""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import shutil
@@ -18,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from groundstate.cli import main
+from groundstate.records import AgentRun
 from groundstate.store import STORE_FORMAT, BatchInfo, RunStore
 
 from .test_store_integrity import _batch
@@ -196,3 +198,52 @@ def test_wildcards_typed_as_an_id_match_nothing(made: tuple[Path, BatchInfo], ty
         assert code == 2 and f"no {what} {typed}" in err, err
     code, out, _ = _invoke("report", batch.batch_id[:4], "--store", str(store))
     assert code == 0 and batch.batch_id in out  # a true prefix still finds it
+
+
+_NASTY = [
+    "nul\x00inside",
+    "\x00",
+    "crlf\r\nand\rcr",
+    "\u2028line\u2029para\u0085nel",
+    "\ufeffbom \U0001f600 e\u0301 \u202eRTL",
+    "\x1b[31mred\x1b[0m\x07",
+    "tab\tand \\u0000 as text",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", _NASTY)
+def test_every_stored_text_field_round_trips_byte_for_byte(
+    made: tuple[Path, BatchInfo], tmp_path: Path, text: str
+) -> None:
+    """NUL, line separators, escapes, BOMs and combining marks in the final reply, a tool's
+    name, arguments (keys too), output and error, a message, a check's detail and the
+    infrastructure status come back from the store exactly, and verify still holds."""
+    store = _copy(made, tmp_path / "s")
+    with RunStore(store) as runs:
+        run = runs.runs(made[1].batch_id)[0]
+        log = [
+            {"kind": "message", "role": "agent", "text": text, "step": 0, "at": 0.0},
+            {
+                "kind": "tool_call", "step": 1, "tool": text, "args": {text: [text]}, "ok": False,
+                "output": {"rows": [[text]]}, "error": text, "duration_ms": 1.0, "at": 0.1,
+            },
+        ]  # fmt: skip
+        data = run.model_dump(mode="json")
+        data |= {"run_id": run.run_id + "x", "attempt": 99, "final_message": text}
+        data |= {"observation_action_log": log, "infrastructure_status": {text: text}}
+        data["outcome_assertion_results"][0]["detail"] = text
+        stored = runs.add_run(AgentRun.model_validate(data), {"trace.jsonl": text})
+        artifact = stored.artifact_locations["trace.jsonl"]
+    with RunStore(store, create=False) as runs:
+        back = runs.run(stored.run_id)
+        assert back == stored
+        assert back.model_dump_json() == stored.model_dump_json()
+        assert back.final_message == text and back.infrastructure_status == {text: text}
+        assert runs.read_artifact(artifact) == text
+        assert runs.verify(made[1].batch_id).ok
+    for shown in (["--json"], []):
+        code, out, err = _invoke("show", stored.run_id, *shown, "--store", str(store))
+        assert code == 0 and "Traceback" not in out + err, err
+    code, out, _ = _invoke("show", stored.run_id, "--json", "--store", str(store))
+    assert json.loads(out)["final_message"] == text
