@@ -13,6 +13,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,7 @@ def _crash_after_a_batch(store: Path) -> str:
     commits are only in the -wal file (no checkpoint yet), as a killed batch leaves them."""
     script = """
 import asyncio, os, sys
+from collections.abc import Iterator
 from pathlib import Path
 from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.suite import load_suite
@@ -247,3 +249,30 @@ def test_every_stored_text_field_round_trips_byte_for_byte(
         assert code == 0 and "Traceback" not in out + err, err
     code, out, _ = _invoke("show", stored.run_id, "--json", "--store", str(store))
     assert json.loads(out)["final_message"] == text
+
+
+def test_verify_while_another_process_stores_sees_one_commit(
+    made: tuple[Path, BatchInfo], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A try committed by a running batch between verify reading the rows and reading the
+    chain head is not a record "deleted at the end": verify reads one snapshot."""
+    store = _copy(made, tmp_path / "s")
+    batch_id = made[1].batch_id
+    with RunStore(store) as reader, RunStore(store) as writer:
+        run = writer.runs(batch_id)[0]
+        extra = run.model_copy(update={"run_id": run.run_id + "x", "attempt": 99})
+        stream = reader._stream
+        written: list[AgentRun] = []
+
+        def rows_then_a_commit(
+            sql: str, params: tuple[object, ...]
+        ) -> Iterator[tuple[object, ...]]:
+            yield from stream(sql, params)
+            if "FROM runs" in sql and not written:  # the batch moves on meanwhile
+                written.append(writer.add_run(extra, {"trace.jsonl": "x"}))
+
+        monkeypatch.setattr(reader, "_stream", rows_then_a_commit)
+        before = reader.verify(batch_id)
+        assert written and before.ok, before.problems
+        after = reader.verify(batch_id)
+        assert after.ok and after.records == before.records + 1

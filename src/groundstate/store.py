@@ -1113,7 +1113,11 @@ class RunStore:
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads inside see one state of the store (a read transaction: WAL snapshot
-        isolation), whatever other processes commit meanwhile."""
+        isolation), whatever other processes commit meanwhile. Inside another snapshot, it is
+        that one."""
+        if self._db.in_transaction:
+            yield
+            return
         try:
             self._db.execute("BEGIN")
         except sqlite3.Error as exc:
@@ -1165,7 +1169,14 @@ class RunStore:
         whatever the batch's size. A record whose stored bytes hash to its record hash is
         unaltered (its text is the canonical JSON that was hashed); only a record stored in
         another form (pydantic's field order, say) is parsed and re-serialised.
+
+        One snapshot: a batch another process is still writing is checked as it stood at one
+        commit, so its rows and its chain head agree (no record "deleted at the end").
         """
+        with self.snapshot():
+            return self._verify(batch_id, artifacts_of)
+
+    def _verify(self, batch_id: str, artifacts_of: str | None) -> Verification:
         rows = self._query(
             "SELECT record, record_hash FROM batches WHERE batch_id = ?", (batch_id,)
         )
