@@ -23,7 +23,7 @@ from groundstate.cli import main
 from groundstate.records import AgentRun
 from groundstate.store import STORE_FORMAT, BatchInfo, RunStore
 
-from .test_store_integrity import _batch
+from .test_store_integrity import _OLD_SCHEMA, _batch
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:
@@ -158,7 +158,7 @@ def _read_only_folder(folder: Path) -> list[str] | None:
     return None if probe.returncode else [unshare, "-m", "sh", "-c", mount + ' && exec "$@"', "-"]
 
 
-@pytest.mark.parametrize("journal", ["checkpointed", "log_left"])
+@pytest.mark.parametrize("journal", ["checkpointed", "log_left", "old_format"])
 def test_a_store_in_a_read_only_folder_is_read_but_never_written(
     made: tuple[Path, BatchInfo], tmp_path: Path, journal: str
 ) -> None:
@@ -166,6 +166,11 @@ def test_a_store_in_a_read_only_folder_is_read_but_never_written(
     if journal == "log_left":  # commits still in the log: reading without them would lose them
         _crash_after_a_batch(store)
         store.with_name("runs.db-shm").unlink()
+    if journal == "old_format":  # a store from before format 2: it cannot be migrated here
+        store.unlink()
+        with sqlite3.connect(store) as db:
+            db.executescript(_OLD_SCHEMA)
+            db.execute("INSERT INTO batches VALUES (?, '2020', '{}')", (made[1].batch_id,))
     prefix = _read_only_folder(store.parent)
     if prefix is None:
         pytest.skip("no way to make a read-only folder on this machine")
@@ -179,9 +184,10 @@ def test_a_store_in_a_read_only_folder_is_read_but_never_written(
         for args in _readers(store, made[1]):
             done = cli(*args)
             assert "Traceback" not in done.stdout + done.stderr
-            if journal == "log_left":
+            if journal != "checkpointed":
                 assert done.returncode == 2, (args, done.stderr)
-                assert "write-ahead log" in done.stderr and str(store) in done.stderr
+                reason = "write-ahead log" if journal == "log_left" else "older groundstate"
+                assert reason in done.stderr and str(store) in done.stderr
             else:
                 assert done.returncode == 0, (args, done.stdout, done.stderr)
         if journal == "checkpointed":

@@ -556,7 +556,7 @@ class RunStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             self._duplicated = self._index_tries()
-            self._migrate()
+            _migrate(self._db)
             self._db.executescript(_SCHEMA_AFTER_MIGRATION)
             if self._db.execute("PRAGMA user_version").fetchone()[0] != STORE_FORMAT:
                 self._db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
@@ -592,6 +592,13 @@ class RunStore:
                 )
             self._refuse_foreign_database()
             self._refuse_newer_format()
+            if missing := _columns(_current_schema()) - _columns(self._db):
+                self._db.close()
+                raise StoreError(
+                    f"cannot read the run store {self.path}: it was made by an older "
+                    f"groundstate (no {sorted(missing)[0]}) and is read-only here; open it once "
+                    "where it can be written (or copy the folder) to migrate it"
+                )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
 
@@ -634,17 +641,6 @@ class RunStore:
             )
         return None
 
-    def _migrate(self) -> None:
-        """Add the format-2 columns to a store made before them; old rows stay as they are."""
-        for table, columns in _MIGRATIONS.items():
-            have = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
-            for column in columns:
-                if column.split()[0] not in have:
-                    try:
-                        self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
-                    except sqlite3.OperationalError as exc:  # another process migrated first
-                        if "duplicate column" not in str(exc):
-                            raise
 
     def close(self) -> None:
         self._db.close()
@@ -1356,6 +1352,36 @@ def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
         kind="unverifiable",
         detail=f"{count} {what} unverifiable (written before store format {STORE_FORMAT})",
     )
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Add the format-2 columns to a store made before them; old rows stay as they are."""
+    for table, columns in _MIGRATIONS.items():
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for column in columns:
+            if column.split()[0] not in have:
+                try:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+                except sqlite3.OperationalError as exc:  # another process migrated first
+                    if "duplicate column" not in str(exc):
+                        raise
+
+
+@functools.cache
+def _current_schema() -> sqlite3.Connection:
+    """An empty store of this version's schema, in memory: what a read-only store is
+    compared with (it cannot be migrated)."""
+    db = sqlite3.connect(":memory:", check_same_thread=False)
+    db.executescript(_SCHEMA)
+    _migrate(db)
+    db.executescript(_SCHEMA_AFTER_MIGRATION)
+    return db
+
+
+def _columns(db: sqlite3.Connection) -> set[str]:
+    """Every ``table.column`` of *db*'s tables."""
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {f"{t}.{c[1]}" for t in tables for c in db.execute(f"PRAGMA table_info('{t}')")}
 
 
 def _prefixed(prefix: str) -> tuple[str, str]:
