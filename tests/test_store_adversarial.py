@@ -282,3 +282,13 @@ def test_verify_while_another_process_stores_sees_one_commit(
         assert written and before.ok, before.problems
         after = reader.verify(batch_id)
         assert after.ok and after.records == before.records + 1
+
+
+def test_a_reading_command_on_an_empty_file_leaves_it_empty(tmp_path: Path) -> None:
+    """`report --store empty.db` (a file made by `touch`) is refused, not made a store."""
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    for command in ("report", "verify", "batches"):
+        code, _, err = _invoke(command, "--store", str(empty))
+        assert code == 2 and f"{empty} is an empty file" in err, err
+    assert empty.stat().st_size == 0 and not (tmp_path / "artifacts").exists()

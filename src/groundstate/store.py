@@ -541,6 +541,8 @@ class RunStore:
                 f"no run store at {self.path}: nothing has been run here yet (`groundstate run` "
                 "makes it), or give the store with --store"
             )
+        if not create and _size(self.path) == 0:  # a reading command makes no store in it
+            raise StoreError(f"{self.path} is an empty file, not a run store; give another --store")
         self.read_only = False
         """Opened for reading only (the store's file or folder cannot be written): reading
         commands work, nothing is written (no seal kept), writing raises StoreError."""
@@ -640,7 +642,6 @@ class RunStore:
                 f"than once (a row duplicated by hand; `groundstate verify {batch_id}` names it)"
             )
         return None
-
 
     def close(self) -> None:
         self._db.close()
