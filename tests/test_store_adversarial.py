@@ -142,24 +142,24 @@ def test_a_store_of_a_newer_format_is_refused_and_left_as_it_was(
     assert _digest(store) == before
 
 
-def _read_only_folder(folder: Path) -> list[str] | None:
-    """A command prefix under which *folder* cannot be written, or None if this machine
-    offers none: plain permissions for a user, a read-only bind mount for root."""
+def _read_only(target: Path) -> list[str] | None:
+    """A command prefix under which *target* (a folder and all in it, or one file) cannot be
+    written, or None if this machine offers none: permissions for a user, a read-only bind
+    mount for root."""
     if os.geteuid() != 0:
-        folder.chmod(0o555)
-        for child in folder.iterdir():
-            child.chmod(0o444 if child.is_file() else 0o555)
+        for path in [target, *(target.iterdir() if target.is_dir() else [])]:
+            path.chmod(0o555 if path.is_dir() else 0o444)
         return []
     unshare = shutil.which("unshare")
     if unshare is None:
         return None
-    mount = f"mount --bind {folder} {folder} && mount -o remount,bind,ro {folder}"
-    probe = subprocess.run([unshare, "-m", "sh", "-c", f"{mount} && ! touch {folder}/x"])
+    mount = f"mount --bind {target} {target} && mount -o remount,bind,ro {target}"
+    probe = subprocess.run([unshare, "-m", "sh", "-c", f"{mount} && ! test -w {target}"])
     return None if probe.returncode else [unshare, "-m", "sh", "-c", mount + ' && exec "$@"', "-"]
 
 
-@pytest.mark.parametrize("journal", ["checkpointed", "log_left", "old_format"])
-def test_a_store_in_a_read_only_folder_is_read_but_never_written(
+@pytest.mark.parametrize("journal", ["checkpointed", "log_left", "old_format", "file_only"])
+def test_a_store_in_a_read_only_folder_or_file_is_read_but_never_written(
     made: tuple[Path, BatchInfo], tmp_path: Path, journal: str
 ) -> None:
     store = _copy(made, tmp_path / "s")
@@ -171,7 +171,7 @@ def test_a_store_in_a_read_only_folder_is_read_but_never_written(
         with sqlite3.connect(store) as db:
             db.executescript(_OLD_SCHEMA)
             db.execute("INSERT INTO batches VALUES (?, '2020', '{}')", (made[1].batch_id,))
-    prefix = _read_only_folder(store.parent)
+    prefix = _read_only(store if journal == "file_only" else store.parent)
     if prefix is None:
         pytest.skip("no way to make a read-only folder on this machine")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
@@ -184,7 +184,7 @@ def test_a_store_in_a_read_only_folder_is_read_but_never_written(
         for args in _readers(store, made[1]):
             done = cli(*args)
             assert "Traceback" not in done.stdout + done.stderr
-            if journal != "checkpointed":
+            if journal in ("log_left", "old_format"):
                 assert done.returncode == 2, (args, done.stderr)
                 reason = "write-ahead log" if journal == "log_left" else "older groundstate"
                 assert reason in done.stderr and str(store) in done.stderr
@@ -193,8 +193,12 @@ def test_a_store_in_a_read_only_folder_is_read_but_never_written(
         if journal == "checkpointed":
             assert "all verify" in cli("verify", "--store", str(store)).stdout
             assert not store.with_name("runs.db-wal").exists()
+        if journal == "file_only":  # the folder can be written, the file not: no seal kept
+            assert "all verify" in cli("verify", "--store", str(store)).stdout
+            assert not sqlite3.connect(store).execute("SELECT COUNT(*) FROM seals").fetchone()[0]
     finally:
         store.parent.chmod(0o755)
+        store.chmod(0o644)
 
 
 @pytest.mark.parametrize("typed", ["%", "_", "%%", "_" * 12, "[a-f]*"])

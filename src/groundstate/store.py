@@ -546,6 +546,9 @@ class RunStore:
         self.read_only = False
         """Opened for reading only (the store's file or folder cannot be written): reading
         commands work, nothing is written (no seal kept), writing raises StoreError."""
+        if not create and not os.access(self.path, os.W_OK):  # SQLite would open it anyway
+            self._open_read_only(None)
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
@@ -565,16 +568,16 @@ class RunStore:
         except sqlite3.OperationalError as exc:
             if create or not _cannot_write(exc):
                 raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            self._db.close()
             self._open_read_only(exc)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
 
-    def _open_read_only(self, cause: sqlite3.Error) -> None:
+    def _open_read_only(self, cause: sqlite3.Error | None) -> None:
         """A store on read-only media or owned by someone else is still read (``mode=ro``).
         In a folder where SQLite cannot make its shared-memory file the store is opened
         *immutable*, which ignores a write-ahead log: so a store whose log still holds
         commits is refused there, never read without them."""
-        self._db.close()
         self.read_only, self._duplicated = True, "the store is read-only here"
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
         wal = self.path.with_name(self.path.name + "-wal")
