@@ -23,7 +23,7 @@ import socket
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -541,10 +541,19 @@ class RunStore:
                 f"no run store at {self.path}: nothing has been run here yet (`groundstate run` "
                 "makes it), or give the store with --store"
             )
+        if not create and _size(self.path) == 0:  # a reading command makes no store in it
+            raise StoreError(f"{self.path} is an empty file, not a run store; give another --store")
+        self.read_only = False
+        """Opened for reading only (the store's file or folder cannot be written): reading
+        commands work, nothing is written (no seal kept), writing raises StoreError."""
+        if not create and not os.access(self.path, os.W_OK):  # SQLite would open it anyway
+            self._open_read_only(None)
+            return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self._refuse_foreign_database()
+            self._refuse_newer_format()
             self._db.execute("PRAGMA journal_mode=WAL")
             # In WAL mode, NORMAL syncs at checkpoints, not at every commit: a commit
             # survives the process being killed, and an OS crash or power loss may roll back
@@ -552,10 +561,62 @@ class RunStore:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.executescript(_SCHEMA)
             self._duplicated = self._index_tries()
-            self._migrate()
+            _migrate(self._db)
             self._db.executescript(_SCHEMA_AFTER_MIGRATION)
+            if self._db.execute("PRAGMA user_version").fetchone()[0] != STORE_FORMAT:
+                self._db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
+        except sqlite3.OperationalError as exc:
+            if create or not _cannot_write(exc):
+                raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            self._db.close()
+            self._open_read_only(exc)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+
+    def _open_read_only(self, cause: sqlite3.Error | None) -> None:
+        """A store on read-only media or owned by someone else is still read (``mode=ro``).
+        In a folder where SQLite cannot make its shared-memory file the store is opened
+        *immutable*, which ignores a write-ahead log: so a store whose log still holds
+        commits is refused there, never read without them."""
+        self.read_only, self._duplicated = True, "the store is read-only here"
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        wal = self.path.with_name(self.path.name + "-wal")
+        try:
+            try:
+                self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
+                self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            except sqlite3.OperationalError:
+                if (_size(wal) or 0) > 0:
+                    raise StoreError(
+                        f"cannot read the run store {self.path}: it is read-only here and its "
+                        f"write-ahead log {wal.name} still holds commits; open it once where it "
+                        "can be written (or copy the folder) to fold them in"
+                    ) from cause
+                self._db = sqlite3.connect(
+                    uri + "&immutable=1", uri=True, isolation_level=None, timeout=30
+                )
+            self._refuse_foreign_database()
+            self._refuse_newer_format()
+            if missing := _columns(_current_schema()) - _columns(self._db):
+                self._db.close()
+                raise StoreError(
+                    f"cannot read the run store {self.path}: it was made by an older "
+                    f"groundstate (no {sorted(missing)[0]}) and is read-only here; open it once "
+                    "where it can be written (or copy the folder) to migrate it"
+                )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+
+    def _refuse_newer_format(self) -> None:
+        """A store written by a newer groundstate (a higher format stamped in SQLite's
+        ``user_version``) is neither read with this version's rules nor written to."""
+        found = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if found > STORE_FORMAT:
+            self._db.close()
+            raise StoreError(
+                f"the run store {self.path} has store format {found}, newer than this "
+                f"groundstate reads (format {STORE_FORMAT}); upgrade groundstate to use it"
+            )
 
     def _refuse_foreign_database(self) -> None:
         """Another program's SQLite database given as ``--store`` is left exactly as it was:
@@ -584,18 +645,6 @@ class RunStore:
                 f"than once (a row duplicated by hand; `groundstate verify {batch_id}` names it)"
             )
         return None
-
-    def _migrate(self) -> None:
-        """Add the format-2 columns to a store made before them; old rows stay as they are."""
-        for table, columns in _MIGRATIONS.items():
-            have = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
-            for column in columns:
-                if column.split()[0] not in have:
-                    try:
-                        self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
-                    except sqlite3.OperationalError as exc:  # another process migrated first
-                        if "duplicate column" not in str(exc):
-                            raise
 
     def close(self) -> None:
         self._db.close()
@@ -924,7 +973,7 @@ class RunStore:
             rows = self._query("SELECT record FROM batches ORDER BY created_at DESC LIMIT 1", ())
         else:
             rows = self._query(
-                "SELECT record FROM batches WHERE batch_id LIKE ?", (batch_id + "%",)
+                "SELECT record FROM batches WHERE batch_id BETWEEN ? AND ?", _prefixed(batch_id)
             )
         if batch_id is None and not rows:
             raise StoreError(f"the run store {self.path} holds no batch yet")
@@ -955,12 +1004,16 @@ class RunStore:
 
     def run(self, run_id: str) -> AgentRun:
         """The run with this id (a unique prefix is enough)."""
-        rows = self._query("SELECT record FROM runs WHERE run_id LIKE ?", (run_id + "%",))
+        rows = self._query(
+            "SELECT record FROM runs WHERE run_id BETWEEN ? AND ?", _prefixed(run_id)
+        )
         return _one(rows, AgentRun, f"run {run_id}", self.path)
 
     def run_batch_id(self, run_id: str) -> str | None:
         """The batch of the run with this id (prefix), read from its row, not its record."""
-        rows = self._query("SELECT batch_id FROM runs WHERE run_id LIKE ?", (run_id + "%",))
+        rows = self._query(
+            "SELECT batch_id FROM runs WHERE run_id BETWEEN ? AND ?", _prefixed(run_id)
+        )
         return str(rows[0][0]) if len(rows) == 1 else None
 
     def batches_of_runs(self, run_ids: list[str]) -> dict[str, str]:
@@ -1051,21 +1104,33 @@ class RunStore:
             raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
 
     def write_seal(self, batch_id: str, record: str, outcomes: bytes) -> None:
+        """Keep a seal (a cache of a full check); a read-only store keeps none."""
+        if self.read_only:
+            return
         with self._transaction() as db:
             db.execute(_INSERT_SEAL, (batch_id, datetime.now(UTC).isoformat(), record, outcomes))
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads inside see one state of the store (a read transaction: WAL snapshot
-        isolation), whatever other processes commit meanwhile."""
+        isolation), whatever other processes commit meanwhile. Inside another snapshot, it is
+        that one."""
+        if self._db.in_transaction:
+            yield
+            return
         try:
             self._db.execute("BEGIN")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
         try:
             yield
+        except sqlite3.Error as exc:  # a damaged page met mid-read: one message, no trace
+            raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
         finally:
-            self._db.execute("COMMIT")
+            # Only reads happened: ending them cannot lose anything, and must not hide
+            # the error that ended the block.
+            with suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
 
     def outcome_rows(self, batch_id: str) -> list[list[Any]]:
         """Every try of a batch as ``[task_id, attempt, retry, terminal_reason, success, cost,
@@ -1104,7 +1169,14 @@ class RunStore:
         whatever the batch's size. A record whose stored bytes hash to its record hash is
         unaltered (its text is the canonical JSON that was hashed); only a record stored in
         another form (pydantic's field order, say) is parsed and re-serialised.
+
+        One snapshot: a batch another process is still writing is checked as it stood at one
+        commit, so its rows and its chain head agree (no record "deleted at the end").
         """
+        with self.snapshot():
+            return self._verify(batch_id, artifacts_of)
+
+    def _verify(self, batch_id: str, artifacts_of: str | None) -> Verification:
         rows = self._query(
             "SELECT record, record_hash FROM batches WHERE batch_id = ?", (batch_id,)
         )
@@ -1284,6 +1356,49 @@ def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
         kind="unverifiable",
         detail=f"{count} {what} unverifiable (written before store format {STORE_FORMAT})",
     )
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Add the format-2 columns to a store made before them; old rows stay as they are."""
+    for table, columns in _MIGRATIONS.items():
+        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        for column in columns:
+            if column.split()[0] not in have:
+                try:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+                except sqlite3.OperationalError as exc:  # another process migrated first
+                    if "duplicate column" not in str(exc):
+                        raise
+
+
+@functools.cache
+def _current_schema() -> sqlite3.Connection:
+    """An empty store of this version's schema, in memory: what a read-only store is
+    compared with (it cannot be migrated)."""
+    db = sqlite3.connect(":memory:", check_same_thread=False)
+    db.executescript(_SCHEMA)
+    _migrate(db)
+    db.executescript(_SCHEMA_AFTER_MIGRATION)
+    return db
+
+
+def _columns(db: sqlite3.Connection) -> set[str]:
+    """Every ``table.column`` of *db*'s tables."""
+    tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return {f"{t}.{c[1]}" for t in tables for c in db.execute(f"PRAGMA table_info('{t}')")}
+
+
+def _prefixed(prefix: str) -> tuple[str, str]:
+    """The id range that starts with *prefix*, exactly (``BETWEEN``): LIKE would read ``%``
+    and ``_`` typed by a user as wildcards (``report %`` picking some batch) and ignore case;
+    the range also uses the primary key's index."""
+    return prefix, prefix + chr(0x10FFFF)
+
+
+def _cannot_write(exc: sqlite3.OperationalError) -> bool:
+    """SQLite's ways of saying the store's file or folder may not be written here."""
+    text = str(exc).lower()
+    return "readonly" in text or "read-only" in text or "unable to open database" in text
 
 
 def _size(path: str | Path) -> int | None:
