@@ -112,14 +112,16 @@ def test_concurrent_attempts_never_share_state(bank: Suite, tmp_path: Path) -> N
     async def slow_transfer(session: Session) -> str:
         in_flight.append(1)
         peak[0] = max(peak[0], len(in_flight))
-        await session.say("What is your PIN?")
-        await session.call("check_pin", {"account": "A", "pin": "1234"})
-        waited = 0
-        while peak[0] < 8 and waited < 400:  # agents run in threads: wait for the others
-            await asyncio.sleep(0.005)
-            waited += 1
-        await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
-        in_flight.pop()
+        try:  # a try stopped inside (an invalid try, retried) must leave the count too
+            await session.say("What is your PIN?")
+            await session.call("check_pin", {"account": "A", "pin": "1234"})
+            waited = 0
+            while peak[0] < 8 and waited < 400:  # agents run in threads: wait for the others
+                await asyncio.sleep(0.005)
+                waited += 1
+            await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+        finally:
+            in_flight.pop()
         return "done"
 
     with RunStore(tmp_path / "runs.db") as store:
