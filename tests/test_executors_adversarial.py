@@ -462,4 +462,10 @@ def test_a_worker_killed_from_outside_while_idle_blames_no_attempt(
     with RunStore(tmp_path / "runs.db") as store:
         runner = BatchRunner(bank, system, store, executor=executor, on_run=kill_the_worker)
         result = asyncio.run(runner.start(BatchConfig(attempts=3, concurrency=1)))
-    assert reasons(result.runs) == {1: "success", 2: "success", 3: "success"}
+    found = reasons(result.runs)
+    # The hook runs when attempt 1 is stored, and attempt 2 may already have started on the
+    # worker by then (a race the hook cannot rule out; it lost once in CI): killed while
+    # running, it is that attempt's crash. Never a stopped batch, never another's blame.
+    assert found[1] == found[3] == "success"
+    assert found[2] in ("success", "agent_failure/crashed")
+    assert len(result.runs) == 3
