@@ -75,6 +75,15 @@ Steps = Annotated[Count, Field(ge=1, le=MAX_STEPS)]
 Weight = Annotated[Number, Field(gt=0, le=MAX_WEIGHT)]
 
 
+def is_number(text: str) -> bool:
+    """Whether *text* reads as a number (a value YAML quoted, or a clock written as one)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def did_you_mean(name: object, known: Iterable[str], *, cutoff: float = 0.75) -> str:
     """`` (did you mean 'x'?)`` when *name* looks like a misspelling of one of *known* (a
     similarity ratio of at least *cutoff*), else ``""``.

@@ -25,6 +25,7 @@ from groundstate.spec.strict import (
     StrictBool,
     Weight,
     ids_defined_once,
+    is_number,
     one_key_of,
 )
 from groundstate.spec.strict import JsonScalar as JsonScalar
@@ -402,7 +403,7 @@ class AgentTask(Strict):
     def _clock_is_a_timestamp(cls, value: object) -> object:
         """pydantic reads a number (or text that is one) as seconds since 1970: ``clock: 2026``
         would be a moment of 1970 without a word."""
-        if isinstance(value, int | float) or (isinstance(value, str) and _is_number(value)):
+        if isinstance(value, int | float) or (isinstance(value, str) and is_number(value)):
             raise ValueError(
                 f'{value} is a number: write a timestamp, such as "2026-01-15T10:00:00+00:00"'
             )
@@ -441,14 +442,6 @@ class AgentTask(Strict):
                 if named is not None and named not in known:
                     raise ValueError(f"rubric node {node.id!r} names unknown {kind} {named!r}")
         return nodes
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _walk(nodes: list[RubricNode]) -> list[RubricNode]:

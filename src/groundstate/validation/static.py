@@ -39,7 +39,7 @@ from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE
 from groundstate.spec.files import line_of, read_yaml
-from groundstate.spec.strict import JsonScalar, did_you_mean
+from groundstate.spec.strict import JsonScalar, did_you_mean, is_number
 from groundstate.spec.suite import Suite, scan_suite
 from groundstate.spec.system import load_system
 from groundstate.spec.task import (
@@ -450,7 +450,7 @@ def _type_mismatch(value: JsonScalar, declared: str, column: str) -> str | None:
     if isinstance(value, bool) or value is None:
         return f"{value!r} is not a key value of {column}"
     if isinstance(value, str) and affinity in {"INTEGER", "REAL", "NUMERIC"}:
-        unquoted = f" (write {value} without quotes)" if _is_number(value) else ""
+        unquoted = f" (write {value} without quotes)" if is_number(value) else ""
         return f"{value!r} is text but {column} is {declared}{unquoted}"
     if isinstance(value, int | float) and affinity == "TEXT":
         return f"{value} is a number but {column} is {declared} (write '{value}' in quotes)"
@@ -468,14 +468,6 @@ def _affinity(declared: str) -> str:
     if any(word in declared for word in ("REAL", "FLOA", "DOUB")):
         return "REAL"
     return "NUMERIC"
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _sql_problem(sql: str, query: Query, fixture: str) -> str | None:
