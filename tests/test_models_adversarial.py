@@ -250,6 +250,10 @@ def test_any_retry_after_value_keeps_the_backoff_bounded(
 class _Stalling(OpenAICompatibleServer):
     """Sends the headers and half a body, then stalls until closed."""
 
+    def after_half(self, handler: BaseHTTPRequestHandler) -> None:
+        """What the server does once half the body is out: here, stall."""
+        self._closing.wait(5)
+
     def _handler(self) -> Any:
         server = self
 
@@ -264,7 +268,7 @@ class _Stalling(OpenAICompatibleServer):
                 with contextlib.suppress(OSError):
                     self.wfile.write(b'{"id": "chatcmpl-x", "choi')
                     self.wfile.flush()
-                server._closing.wait(5)
+                server.after_half(self)
 
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet."""

@@ -5,7 +5,6 @@ grader)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -21,7 +20,6 @@ from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import load_system
 from groundstate.testing import (
     Fail,
-    OpenAICompatibleServer,
     Raw,
     Reply,
     ScriptedModelServer,
@@ -35,6 +33,7 @@ from .test_models_adversarial import (
     RAW_RPC,
     _harness,
     _one,
+    _Stalling,
     call,
     completion,
     message,
@@ -231,29 +230,11 @@ def test_retry_after_ms_is_honoured(harness: Harness) -> None:
 # --- a connection reset mid-body -----------------------------------------------------------
 
 
-class _Resetting(OpenAICompatibleServer):
+class _Resetting(_Stalling):
     """Sends headers and half a body, then closes the connection."""
 
-    def _handler(self) -> Any:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                server.requests.append({})
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", "1000")
-                self.end_headers()
-                with contextlib.suppress(OSError):
-                    self.wfile.write(b'{"id": "chatcmpl-x", "choi')
-                    self.wfile.flush()
-                self.close_connection = True
-
-            def log_message(self, format: str, *args: Any) -> None:
-                """Quiet."""
-
-        return Handler
+    def after_half(self, handler: BaseHTTPRequestHandler) -> None:
+        handler.close_connection = True
 
 
 def test_a_connection_reset_mid_body_is_retried_then_a_serving_failure(
