@@ -190,8 +190,9 @@ def test_a_verdict_left_to_chance_is_caught_every_time(
         determinism = validate_task(suite, "transfer").check("grader_determinism")
         assert not determinism.passed, determinism.detail
         # the first grading draws real random numbers (a 1% fail); the low then high draws
-        # of the second and third decide every time
-        assert re.search(r"lucky gave (pass|fail), pass, fail$", determinism.detail)
+        # of the second and third decide every time. The replay check grades with real
+        # draws too, so 2% of the time it adds its own disagreement after a "; "
+        assert re.search(r"lucky gave (pass|fail), pass, fail(;|$)", determinism.detail)
 
 
 def test_skewing_leaves_the_random_module_as_it_was(tmp_path: Path, edited_bank: EditTask) -> None:
