@@ -96,6 +96,13 @@ def misbehave(mode, marks):
         os.write(1, b"not json\\n" * 100)
     if mode == "flood":
         print("x" * 3_000_000)
+    if mode == "scribble":  # junk, framed like a message, on every pipe of the worker
+        for fd in map(int, os.listdir("/proc/self/fd")):
+            try:
+                if fd > 2 and os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                    os.write(fd, (5).to_bytes(8, "big") + b"junk!")
+            except OSError:
+                pass
 
 
 async def rogue(session, bad: dict, marks: str = "", wait: float = 0.0) -> object:
@@ -445,16 +452,16 @@ def test_process_wide_settings_an_attempt_changed_retire_its_worker() -> None:
             os.environ[URL_VARIABLE] = previous
 
 
-@pytest.mark.skip(
-    reason="known bug, not fixed: killing the pool's only worker from outside as the next "
-    "attempt is sent can hang the batch (seen once in CI, 2026-12-02); see docs/scale.md"
-)
 def test_a_worker_killed_from_outside_while_idle_blames_no_attempt(
     bank: Suite, tmp_path: Path
 ) -> None:
     """The only worker is killed (by the machine, an operator) between two attempts, and
     the next attempt may be sent to it before its death is seen: that attempt never
-    started there, so it runs on the new worker and is not recorded as a crash."""
+    started there, so it runs on the new worker and is not recorded as a crash.
+
+    The kill can land while the worker writes a message: when the workers shared one
+    results queue, its cross-process lock stayed held by the dead worker, and the new
+    worker could never say it was ready (the batch hung about one run in twenty)."""
     system = rogue_system(tmp_path, {})
     executor = pool(bank, workers=1)
 
@@ -473,3 +480,18 @@ def test_a_worker_killed_from_outside_while_idle_blames_no_attempt(
     assert found[1] == found[3] == "success"
     assert found[2] in ("success", "agent_failure/crashed")
     assert len(result.runs) == 3
+
+
+def test_an_agent_scribbling_on_its_workers_pipes_crashes_only_its_own_attempt(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """Junk framed like a message on the worker's results pipe (and its job queue) ends
+    that worker: the attempt is a crash, the pool's reader goes on, the batch completes."""
+    system = rogue_system(tmp_path, {2: "scribble"})
+    result = run(bank, system, tmp_path / "runs.db", pool(bank, workers=1), 4, concurrency=1)
+    assert reasons(result.runs) == {
+        1: "success",
+        2: "agent_failure/crashed",
+        3: "success",
+        4: "success",
+    }

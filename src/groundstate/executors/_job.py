@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import struct
 import sys
 import threading
 import time
@@ -15,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from pathlib import Path
@@ -297,21 +299,48 @@ jobs only then: one that dies before is no attempt's doing); then, about job *ke
 the worker takes no more jobs and ends once its running ones are done) or ``("refused", key,
 None)`` (the job reached a retiring worker: hand it to another)."""
 
+FRAME = struct.Struct("!Q")
+"""The length before each pickled :data:`Message` on a worker's results pipe."""
+
+
+class Outbox:
+    """A worker's end of its own results pipe: each message written at once, whole, by the
+    thread that has it (under a lock of this process only).
+
+    Not a :class:`multiprocessing.Queue` shared by the workers: its writers share a lock
+    across processes, and a worker killed while holding it (mid-message) left every other
+    worker unable to write, the pool waiting for ever. Nor a queue's feeder thread, which a
+    worker killed mid-job may not have let write what it was given."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection  # kept open: the descriptor is its
+        self._fd = connection.fileno()
+        self._lock = threading.Lock()
+
+    def put(self, message: Message) -> None:
+        data = pickle.dumps(message)
+        view = memoryview(FRAME.pack(len(data)) + data)
+        with self._lock:
+            while view:
+                view = view[os.write(self._fd, view) :]
+
 
 def serve(
-    jobs: Queue[Any], results: Queue[Message], workdir_root: str, preload: SuiteKey | None = None
+    jobs: Queue[Any], pipe: Connection, workdir_root: str, preload: SuiteKey | None = None
 ) -> None:
     """A worker process's main: take ``(key, job)`` from *jobs* (the parent hands a worker
     only as many as it may run at once) and run each in a thread of its own; what becomes of
-    each goes on *results*. Several attempts per worker, so attempts that wait (on a model)
-    overlap in a worker as they do in-process, while the CPU work of the pool spreads over
-    every core. ``None`` on *jobs* stops it. The suite *preload* names is loaded first, while
-    the parent's preflight runs (if it fails to load, the first job says why)."""
+    each goes on its results *pipe* (see :class:`Outbox`). Several attempts per worker, so
+    attempts that wait (on a model) overlap in a worker as they do in-process, while the CPU
+    work of the pool spreads over every core. ``None`` on *jobs* stops it. The suite
+    *preload* names is loaded first, while the parent's preflight runs (if it fails to load,
+    the first job says why)."""
     init_worker(workdir_root)
     if preload is not None:
         with suppress(Exception):
             suite_at(preload)
     gc.freeze()  # the worker's suite and modules live as long as it: out of every collection
+    results = Outbox(pipe)
     serving = _Serving(results, process_state())
     results.put(("ready", os.getpid(), None))
     while True:
@@ -329,9 +358,7 @@ def serve(
 class _Serving:
     """A worker's attempts: how many run, and whether the worker is retiring."""
 
-    def __init__(
-        self, results: Queue[Message], baseline: tuple[dict[str, str], float, int]
-    ) -> None:
+    def __init__(self, results: Outbox, baseline: tuple[dict[str, str], float, int]) -> None:
         self._results = results
         self._baseline = baseline
         self._lock = threading.Lock()
@@ -355,8 +382,8 @@ class _Serving:
             try:
                 if error is not None:
                     raise error
-                # Pickled here, not in the queue's feeder thread, where a failure would be
-                # lost; only the stored form travels (see PreparedRun).
+                # Pickled apart from the message, so that a failure is this job's; only
+                # the stored form travels (see PreparedRun).
                 message = ("done", key, pickle.dumps(_prepared(output)))
             except BaseException as exc:  # with a plain message (see execute)
                 plain = _plain(exc) if isinstance(exc, Exception) else exc
@@ -375,6 +402,4 @@ class _Serving:
             self._results.put(("retiring", key, left))
         self._results.put(message)
         if last:  # what the attempts left dies with the worker; the parent starts another
-            self._results.close()
-            self._results.join_thread()
             end_worker()

@@ -8,7 +8,6 @@ import math
 import multiprocessing
 import os
 import pickle
-import queue
 import signal
 import threading
 import time
@@ -16,6 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
 from multiprocessing.context import BaseContext
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -29,6 +29,7 @@ from groundstate.episode import (
 )
 from groundstate.errors import ExecutorError
 from groundstate.executors._job import (
+    FRAME,
     AgentFactory,
     Message,
     SuiteKey,
@@ -285,12 +286,58 @@ class _Waiting:
     """Workers that died with it without having said so (see :data:`UNACKED_DEATHS`)."""
 
 
+class _Inbox:
+    """This process's end of a worker's results pipe (see
+    :class:`~groundstate.executors._job.Outbox`), read without blocking: a message cut off
+    by the worker's death (a process it forked may keep the pipe open) never holds the
+    reader."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        os.set_blocking(connection.fileno(), False)
+        self._buffer = bytearray()
+        self.open = True
+        """Until the worker's end is closed (it and what it forked have exited)."""
+
+    def read(self) -> list[Message]:
+        """The whole messages the worker has written since the last read. Raises
+        :class:`ExecutorError` when what it wrote is not a message."""
+        while self.open:
+            try:
+                data = os.read(self.connection.fileno(), 1 << 20)
+            except BlockingIOError:
+                break
+            except OSError:
+                data = b""
+            self._buffer += data
+            self.open = bool(data)
+        messages = []
+        while len(self._buffer) >= FRAME.size:
+            end = FRAME.size + FRAME.unpack_from(self._buffer)[0]
+            if len(self._buffer) < end:
+                break
+            try:
+                message = pickle.loads(self._buffer[FRAME.size : end])
+                kind, key, _ = message
+            except Exception as exc:
+                what = f"a worker wrote something other than a message: {exc}"
+                raise ExecutorError(what) from None
+            messages.append((kind, key, message[2]))
+            del self._buffer[:end]
+        return messages
+
+    def close(self) -> None:
+        self.open = False
+        self.connection.close()
+
+
 @dataclass
 class _Worker:
-    """One worker process, its own job queue, and the jobs it runs."""
+    """One worker process, its own job queue and results pipe, and the jobs it runs."""
 
     process: BaseProcess
     jobs: Any
+    inbox: _Inbox
     running: set[int] = field(default_factory=set)
     alone: bool = False
     """It runs a job that must run alone."""
@@ -302,7 +349,7 @@ class _Worker:
 
 class _WorkerPool:
     """Worker processes, each fed its jobs by this process (so it knows which attempts each
-    one runs); a reader thread settles each job's future from the shared results queue,
+    one runs); a reader thread settles each job's future from the workers' results pipes,
     replaces workers that die or retire, and kills those holding an attempt past its hard
     limit (see :class:`ProcessExecutor`)."""
 
@@ -316,7 +363,6 @@ class _WorkerPool:
     ) -> None:
         """*setup*: each worker's work-folder root and suite to preload."""
         self._context, self._setup, self._slots, self._lose = context, setup, slots, lose
-        self._results: Any = context.Queue()
         self._waiting: dict[int, _Waiting] = {}
         self._queued: deque[int] = deque()
         self._keys = itertools.count()
@@ -329,13 +375,15 @@ class _WorkerPool:
 
     def _spawn(self, n: int) -> _Worker:
         jobs: Any = self._context.Queue()
+        reader, writer = self._context.Pipe(duplex=False)
         process: BaseProcess = self._context.Process(  # type: ignore[attr-defined]
             target=serve,
-            args=(jobs, self._results, *self._setup),
+            args=(jobs, writer, *self._setup),
             name=f"groundstate-worker-{n}",
         )
         process.start()
-        return _Worker(process, jobs)
+        writer.close()  # the worker's now: its death (with what it forked) ends the pipe
+        return _Worker(process, jobs, _Inbox(reader))
 
     @property
     def pids(self) -> list[int]:
@@ -385,13 +433,14 @@ class _WorkerPool:
         self._closed.set()
         for worker in self._workers:
             worker.jobs.cancel_join_thread()  # exiting must not wait to flush what nobody reads
-        self._results.cancel_join_thread()
         for worker in self._workers:
             _kill(worker.process)  # with what its attempts started (its process group)
         for worker in self._workers:
             worker.process.join(UNWIND_TIMEOUT)
             worker.jobs.close()
-        self._results.close()
+        with self._lock:  # not while the reader reads them
+            for worker in self._workers:
+                worker.inbox.close()
 
     def _read(self) -> None:
         try:
@@ -404,31 +453,44 @@ class _WorkerPool:
     def _serve_results(self) -> None:
         looked = time.monotonic()
         while not self._closed.is_set():
+            with self._lock:
+                inboxes = {w.inbox.connection: w for w in self._workers if w.inbox.open}
             try:
-                message = self._results.get(timeout=DEATH_CHECK)
-            except queue.Empty:
-                message = None
-            except (OSError, EOFError, ValueError):  # closed under us: the pool is stopping
+                ready = wait(list(inboxes), timeout=DEATH_CHECK)
+            except (OSError, ValueError):  # closed under us: the pool is stopping
                 return
-            if message is not None:
-                self._settle(message)
+            for connection in ready:
+                self._receive(inboxes[connection])  # type: ignore[index]
             if time.monotonic() - looked >= DEATH_CHECK:  # also while results keep coming
                 looked = time.monotonic()
                 self._check_workers()
 
-    def _settle(self, message: Message) -> None:
+    def _receive(self, worker: _Worker) -> None:
+        """Settle what *worker* has written; a worker writing something else (its agent
+        wrote to the pipe) is killed, and its attempts end as they do when it dies."""
+        with self._lock:  # not while the pool closes the pipes
+            if self._closed.is_set():
+                return
+            try:
+                messages = worker.inbox.read()
+            except ExecutorError:
+                worker.inbox.close()
+                _kill(worker.process)
+                return
+        for message in messages:
+            self._settle(worker, message)
+
+    def _settle(self, sender: _Worker, message: Message) -> None:
         kind, key, value = message
         with self._lock:
-            if kind == "ready":  # key: the worker's pid
-                for each in self._workers:
-                    each.ready = each.ready or each.process.pid == key
+            if kind == "ready":
+                sender.ready = True
                 self._dispatch()
                 return
             waiting = self._waiting.get(key)
-            worker = next((w for w in self._workers if key in w.running), None)
+            worker = sender if key in sender.running else None
             if kind == "retiring":
-                if worker is not None:
-                    worker.retiring = True
+                sender.retiring = True
                 return
             if kind == "started":
                 if waiting is not None:
@@ -460,25 +522,22 @@ class _WorkerPool:
         dead = [w for w in self._workers if not w.process.is_alive()]
         if not dead or self._closed.is_set() or self._failure is not None:
             return
-        self._drain()  # what a dead worker sent before it died is not lost with it
+        for worker in dead:  # what a dead worker sent before it died is not lost with it
+            self._receive(worker)
         for worker in dead:
             self._replace(worker)
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                message = self._results.get_nowait()
-            except (queue.Empty, OSError, EOFError, ValueError):
-                return
-            self._settle(message)
 
     def _replace(self, worker: _Worker) -> None:
         """Put a new worker in *worker*'s place and settle the jobs it died with: the one
         it ran alone is lost with it (a crash, or the time limit when it was killed for
         it); several are run again, each alone."""
         process = worker.process
+        if process.pid is not None:  # what it forked (killed from outside, it could not)
+            with suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
         cause = _death(process)
         with self._lock:
+            worker.inbox.close()
             index = self._workers.index(worker)
             keys = sorted(worker.running)
             if not keys and not worker.retiring:
