@@ -1,0 +1,143 @@
+"""Fourth environments audit (issues 2 and 9): states the agent leaves behind that look equal
+when printed but are not (1 and 1.0, 0.0 and -0.0), and state outside the rows. The grader
+must see exactly what the state hash sees: a change the hash counts is in the diff, the
+call's writes and the collateral check, and a state the hash calls unchanged is no change."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sqlite3
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundstate.environments.base import (
+    Snapshot,
+    TableState,
+    diff_snapshots,
+    same_cell,
+    same_row,
+)
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.sqlite_state import read_snapshot
+from groundstate.grading.outcome import States, evaluate_assertions
+from groundstate.spec.task import DiffAssertion
+
+FIXTURE = """
+CREATE TABLE acc (id TEXT PRIMARY KEY, bal REAL, note);
+CREATE TABLE s (id INTEGER PRIMARY KEY, v ANY) STRICT;
+CREATE TABLE w (k TEXT PRIMARY KEY, v) WITHOUT ROWID;
+CREATE TABLE nk (x, y);
+CREATE TABLE z (id INTEGER PRIMARY KEY, v);
+INSERT INTO acc VALUES ('A', 0.5, 1), ('B', 2, 'x');
+INSERT INTO s VALUES (1, 1), (2, 'a');
+INSERT INTO w VALUES ('a', 1);
+INSERT INTO nk VALUES (1, 2);
+INSERT INTO z VALUES (1, 0.0);
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[SqliteEnvironment]:
+    fixture = tmp_path / "round4.sql"
+    fixture.write_text(FIXTURE, encoding="utf-8")
+    with SqliteEnvironment(fixture, clock=datetime(2024, 1, 1)) as environment:
+        environment.reset()
+        yield environment
+
+
+def _from_scratch(env: SqliteEnvironment) -> Snapshot:
+    with contextlib.closing(sqlite3.connect(env._live)) as connection:
+        return read_snapshot(connection)
+
+
+# --- a value that prints alike but is stored otherwise ------------------------------------------
+
+LOOK_ALIKE = [
+    ("acc", "UPDATE acc SET note = 1.0 WHERE id = 'A'"),  # INTEGER 1 -> REAL 1.0, no affinity
+    ("s", "UPDATE s SET v = 1.0 WHERE id = 1"),  # a STRICT table's ANY column
+    ("w", "UPDATE w SET v = 1.0 WHERE k = 'a'"),  # a WITHOUT ROWID table
+    ("nk", "UPDATE nk SET x = 1.0"),  # a table without a primary key, diffed by content
+    ("z", "UPDATE z SET v = -0.0 WHERE id = 1"),  # 0.0 -> -0.0 (a REAL column would keep 0.0)
+    ("z", "UPDATE z SET v = 0 WHERE id = 1"),  # REAL 0.0 -> INTEGER 0
+]
+
+
+@pytest.mark.parametrize(("table", "sql"), LOOK_ALIKE)
+def test_a_change_of_storage_class_alone_is_a_change_everywhere(
+    env: SqliteEnvironment, table: str, sql: str
+) -> None:
+    """The hash told 1 from 1.0 and 0.0 from -0.0; the diff, the call's writes and the
+    collateral check compared with ``==`` and saw nothing (``nothing_else_changed`` passed)."""
+    initial = env.state_hash()
+    with env.tool_transaction() as effects:
+        env.agent_db.execute(sql)
+    assert env.state_hash() != initial
+    assert effects.changed_tables == [table]
+    assert [w.table for w in effects.writes] == [table] and all(w.columns for w in effects.writes)
+    tracked = env.diff_from_initial()
+    assert list(tracked.tables) == [table]
+    assert tracked == diff_snapshots(env.initial_snapshot(), _from_scratch(env))
+    changed = tracked.tables[table].changed
+    assert table == "nk" or (len(changed) == 1 and changed[0].columns)
+    assert not _nothing_else_changed(env).passed
+
+
+def test_writing_a_value_back_as_it_was_stored_is_still_no_change(env: SqliteEnvironment) -> None:
+    """The near miss on the other side: the same storage class and value is no write."""
+    initial = env.state_hash()
+    with env.tool_transaction() as effects:
+        env.agent_db.execute("UPDATE acc SET note = 1 WHERE id = 'A'")
+        env.agent_db.execute("UPDATE z SET v = 0.0 WHERE id = 1")
+        env.agent_db.execute("UPDATE acc SET bal = -0.0 WHERE id = 'A'")  # REAL keeps 0.0
+        env.agent_db.execute("UPDATE acc SET bal = 0.5 WHERE id = 'A'")
+    assert env.state_hash() == initial
+    assert effects.writes == [] and env.diff_from_initial().is_empty()
+    assert _nothing_else_changed(env).passed
+
+
+def _nothing_else_changed(env: SqliteEnvironment) -> Any:
+    assertion = DiffAssertion.model_validate(
+        {"id": "d", "state_diff": {}, "nothing_else_changed": True}
+    )
+    states = States(
+        env.initial_view(),
+        env.evaluator_view(),
+        env.initial_view().snapshot(),
+        env.diff_from_initial(),
+        Path("."),
+    )
+    (result,) = evaluate_assertions([assertion], states)
+    return result
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        (1, 1.0, False),
+        (True, 1, False),
+        ("1", 1, False),
+        (b"1", "1", False),
+        (0.0, -0.0, False),
+        (None, 0, False),
+        (math.nan, math.nan, True),  # PostgreSQL's float8 holds NaN: a row with one is itself
+        (2**63, float(2**63), False),
+        (0.1 + 0.2, 0.3, False),  # exact, as the hash (matching by value is the grader's)
+        (1.5, 1.5, True),
+        (b"\x00", b"\x00", True),
+    ],
+)
+def test_cells_are_the_same_only_as_the_hash_would_say(a: Any, b: Any, same: bool) -> None:
+    assert same_cell(a, b) is same and same_cell(b, a) is same
+    assert same_row({"c": a}, {"c": b}) is same
+
+
+def test_a_row_holding_nan_is_not_a_change_from_itself() -> None:
+    """NaN != NaN in Python: a state holding one differed from itself in every diff."""
+    table = TableState(columns=["id", "v"], key=["id"], rows={"1": {"id": 1, "v": math.nan}})
+    again = TableState(columns=["id", "v"], key=["id"], rows={"1": {"id": 1, "v": float("nan")}})
+    assert diff_snapshots(Snapshot(tables={"t": table}), Snapshot(tables={"t": again})).is_empty()
