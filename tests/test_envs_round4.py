@@ -141,3 +141,51 @@ def test_a_row_holding_nan_is_not_a_change_from_itself() -> None:
     table = TableState(columns=["id", "v"], key=["id"], rows={"1": {"id": 1, "v": math.nan}})
     again = TableState(columns=["id", "v"], key=["id"], rows={"1": {"id": 1, "v": float("nan")}})
     assert diff_snapshots(Snapshot(tables={"t": table}), Snapshot(tables={"t": again})).is_empty()
+
+
+# --- PostgreSQL: the write log keeps what the columns hold ---------------------------------------
+
+
+@pytest.fixture
+def pg_env(tmp_path: Path) -> Iterator[Any]:
+    pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+    from groundstate.environments.postgres import PostgresEnvironment
+
+    from .test_postgres import needs_postgres
+
+    needs_postgres()
+    fixture = tmp_path / "pg.sql"
+    fixture.write_text(
+        "CREATE TABLE acc (id TEXT PRIMARY KEY, bal REAL, n INTEGER);"
+        "INSERT INTO acc VALUES ('A', 0.0, 5), ('B', 2.5, 7);",
+        encoding="utf-8",
+    )
+    with PostgresEnvironment(fixture, clock=datetime(2024, 1, 1)) as environment:
+        environment.reset()
+        yield environment
+
+
+def test_postgres_logs_a_negative_zero_as_the_column_holds_it(pg_env: Any) -> None:
+    """``to_jsonb`` writes a double precision -0 as 0 (and JSON's ``-0`` reads as 0): the
+    call's writes said 0.0 where the state, the hash and the diff held -0.0, and a -0.0 written
+    over 0.0 was no write at all."""
+    initial = pg_env.state_hash()
+    with pg_env.tool_transaction() as effects:
+        pg_env.agent_db.execute("UPDATE acc SET bal = -CAST(0 AS REAL) WHERE id = 'A'")
+        pg_env.agent_db.execute("UPDATE acc SET bal = CAST('-0' AS REAL) WHERE id = 'B'")
+    assert pg_env.state_hash() != initial
+    (a, b) = sorted(effects.writes, key=lambda write: write.key)
+    assert a.columns == ["bal"] and math.copysign(1, a.after["bal"]) == -1
+    assert repr(b.after["bal"]) == "-0.0" and b.before["bal"] == 2.5
+    assert pg_env.evaluator_view().query("SELECT bal FROM acc ORDER BY id") == [(-0.0,), (-0.0,)]
+
+
+def test_postgres_a_nan_written_again_is_no_write(pg_env: Any) -> None:
+    """NaN != NaN: a row holding one, written again as it was, was a write of every call."""
+    nan = "UPDATE acc SET bal = CAST('NaN' AS REAL) WHERE id = 'A'"
+    with pg_env.tool_transaction() as first:
+        pg_env.agent_db.execute(nan)
+    with pg_env.tool_transaction() as again:
+        pg_env.agent_db.execute(nan)
+    assert [w.columns for w in first.writes] == [["bal"]] and again.writes == []
+    assert math.isnan(first.writes[0].after["bal"])
