@@ -189,3 +189,115 @@ def test_postgres_a_nan_written_again_is_no_write(pg_env: Any) -> None:
         pg_env.agent_db.execute(nan)
     assert [w.columns for w in first.writes] == [["bal"]] and again.writes == []
     assert math.isnan(first.writes[0].after["bal"])
+
+
+# --- workspaces: a failed call is undone whatever it left in a file's place ---------------------
+
+NOT_UTF8 = "; touch \"$(printf 'x\\377')\""  # fails the call: file names must be UTF-8
+"""Appended to a command: the call fails after the command ran, so it must be undone."""
+
+
+@pytest.fixture
+def ws_env(tmp_path: Path) -> Iterator[Any]:
+    import shutil
+
+    from groundstate.environments.workspace import WorkspaceEnvironment
+    from groundstate.sandbox import find_bwrap
+
+    repo = tmp_path / "suite" / "repo"
+    shutil.copytree(Path(__file__).parent / "suites" / "workspace_mini" / "repo", repo)
+    (repo / "inside").symlink_to("src")  # a fixture's own link
+    sandbox = "bwrap" if find_bwrap() is not None else "none"
+    with WorkspaceEnvironment(
+        repo, clock=datetime(2026, 1, 15), options={"sandbox": sandbox}
+    ) as env:
+        env.reset()
+        yield env
+
+
+def _command(env: Any, command: str) -> Any:
+    from groundstate.environments.workspace_tools import TOOLS
+    from groundstate.gateway import ToolGateway
+
+    events: list[Any] = []
+    ToolGateway(TOOLS, env, events.append, lambda: 0.0).call(1, "run_command", {"command": command})
+    return events[0]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm inside && ln -s tests inside",  # a fixture's link pointed elsewhere
+        "rm inside && echo hi > inside",  # a link replaced by a file
+        "rm src/calc.py && mkdir src/calc.py && echo x > src/calc.py/y",  # a file by a folder
+        "rm src/calc.py && ln -s ../tests/check_calc.py src/calc.py",  # a file by a link
+        "chmod +x src/calc.py && echo changed >> src/calc.py",
+        "rm -r src && ln -s tests src",  # a folder by a link to another
+    ],
+)
+def test_a_failed_call_is_undone_whatever_took_a_files_place(ws_env: Any, command: str) -> None:
+    """The undo left a fixture's link removed (the state changed by a call that failed) and
+    crashed on a folder in a file's place (an environment failure the agent could cause)."""
+    initial = ws_env.state_hash()
+    event = _command(ws_env, command + NOT_UTF8)
+    assert event.error_class == "tool_error" and "UTF-8" in str(event.error)
+    assert ws_env.state_hash() == initial
+    inside = ws_env.root / "inside"
+    assert inside.is_symlink() and str(inside.readlink()) == "src"
+    assert (ws_env.root / "src" / "calc.py").is_file()
+    assert not (ws_env.root / "src").is_symlink()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mkfifo pipe",
+        "mkdir -p empty/deeper",
+        "touch -d 2001-01-01 src/calc.py",  # mtime alone
+        "chmod 600 src/calc.py",  # git keeps the owner's x bit only
+        "python3 -c \"import socket; socket.socket(socket.AF_UNIX).bind('sock')\"",
+    ],
+)
+def test_what_git_would_not_hold_is_no_change_and_reset_removes_it(
+    ws_env: Any, command: str
+) -> None:
+    initial, listing = ws_env.state_hash(), _entries(ws_env.root)
+    event = _command(ws_env, command)
+    assert event.error_class is None, event.error
+    assert ws_env.state_hash() == initial and ws_env.diff() == "" and event.writes == []
+    ws_env.reset()
+    assert _entries(ws_env.root) == listing
+
+
+def _entries(root: Path) -> list[tuple[str, int]]:
+    """Every entry under *root* with its mode bits: what a later attempt could find."""
+    return sorted(
+        (path.relative_to(root).as_posix(), path.lstat().st_mode) for path in root.rglob("*")
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "paths"),
+    [
+        ("mv src/calc.py src/Calc.py", {"src/calc.py", "src/Calc.py"}),  # case alone
+        ("chmod +x src/calc.py", {"src/calc.py"}),
+        ("ln src/calc.py hard.py && echo more >> hard.py", {"src/calc.py", "hard.py"}),
+        ("rm src/calc.py && mkfifo src/calc.py", {"src/calc.py"}),  # a FIFO is no file
+    ],
+)
+def test_the_diff_the_writes_and_the_hash_agree_on_what_changed(
+    ws_env: Any, command: str, paths: set[str]
+) -> None:
+    from groundstate.environments.base import diff_from_initial
+
+    initial = ws_env.state_hash()
+    event = _command(ws_env, command)
+    assert event.error_class is None, event.error
+    assert ws_env.state_hash() != initial
+    assert {write.key for write in event.writes} == paths
+    diff = diff_from_initial(ws_env, ws_env.initial_snapshot()).tables["files"]
+    rows = [*diff.added, *diff.removed, *(change.after for change in diff.changed)]
+    assert {row["path"] for row in rows} == paths
+    assert all(f"b/{path}" in ws_env.diff() or f"a/{path}" in ws_env.diff() for path in paths)
+    ws_env.reset()
+    assert ws_env.state_hash() == initial

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
 import sys
 import tempfile
@@ -126,14 +127,21 @@ class WorkspaceHandle:
             raise ToolError(f"{path!r} is a folder")
         target.unlink()
 
-    def restore(self, row: Row, content: bytes | None) -> None:
-        """Put one file back as *row* records it (the harness undoing a failed call)."""
+    def restore(self, row: Row, content: bytes) -> None:
+        """Put one file back as *row* records it (the harness undoing a failed call):
+        *content* is its bytes, or a link's target. Whatever took its place goes, a folder
+        too (a failed call that made one there crashed the undo, an environment failure the
+        agent could cause), and a link comes back as a link (it was left removed: a failed
+        call that changed a fixture's link changed the state)."""
         target = self.root / str(row["path"])
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink() or target.exists():
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.is_symlink() or target.exists():
             target.unlink()
-        if content is None:
-            return  # a link: left removed; links are not made by the agent's tools
+        if row["mode"] == "120000":
+            os.symlink(content, target)
+            return
         target.write_bytes(content)
         target.chmod(0o755 if row["mode"] == "100755" else 0o644)
 
