@@ -301,3 +301,39 @@ def test_the_diff_the_writes_and_the_hash_agree_on_what_changed(
     assert all(f"b/{path}" in ws_env.diff() or f"a/{path}" in ws_env.diff() for path in paths)
     ws_env.reset()
     assert ws_env.state_hash() == initial
+
+
+# --- work left uncommitted at the end of an attempt ---------------------------------------------
+
+
+def test_a_call_still_open_at_grading_is_not_graded_and_blocks_nothing(
+    env: SqliteEnvironment,
+) -> None:
+    """A tool blocked in Python (left behind when its attempt ends) holds a write transaction
+    open: the grader reads, without waiting, the committed state only; the call's writes
+    were never made."""
+    import threading
+
+    initial, s0 = env.state_hash(), env.evaluator_view().snapshot()
+    written, release = threading.Event(), threading.Event()
+
+    def blocked_tool() -> None:
+        with contextlib.suppress(RuntimeError), env.tool_transaction():
+            env.agent_db.execute("UPDATE acc SET bal = 99 WHERE id = 'A'")
+            env.agent_db.execute("INSERT INTO z VALUES (2, 1)")
+            written.set()
+            release.wait(10)
+            raise RuntimeError("the tool gives up at last")
+
+    thread = threading.Thread(target=blocked_tool)
+    thread.start()
+    try:
+        assert written.wait(10)
+        assert env.state_hash() == initial
+        assert env.diff_from_initial().is_empty()
+        assert env.evaluator_view().snapshot() == s0
+        assert env.evaluator_view().query("SELECT bal FROM acc WHERE id = 'A'") == [(0.5,)]
+    finally:
+        release.set()
+        thread.join(10)
+    assert env.state_hash() == initial and env.diff_from_initial().is_empty()
