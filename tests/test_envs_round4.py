@@ -337,3 +337,41 @@ def test_a_call_still_open_at_grading_is_not_graded_and_blocks_nothing(
         release.set()
         thread.join(10)
     assert env.state_hash() == initial and env.diff_from_initial().is_empty()
+
+
+# --- SQL's 'now' is the task's clock ----------------------------------------------------------
+
+
+def test_sqls_now_is_the_controlled_clock_for_the_agent_and_the_graders(tmp_path: Path) -> None:
+    """The date functions read the wall clock: the agent's ``datetime('now')`` wrote the day
+    the batch ran and a fixture view over ``date('now')`` gave another state each day, while
+    the tools' ``ctx.now()`` was the task's clock."""
+    fixture = tmp_path / "clocked.sql"
+    fixture.write_text(
+        "CREATE TABLE due (id INTEGER PRIMARY KEY, day TEXT, stamp TEXT);"
+        "INSERT INTO due VALUES (1, '2024-01-01', NULL), (2, '2024-03-01', NULL);"
+        "CREATE VIEW overdue AS SELECT id FROM due WHERE day < date('now');",
+        encoding="utf-8",
+    )
+    with SqliteEnvironment(fixture, clock=datetime(2024, 2, 1, 12, 30)) as env:
+        env.reset()
+        with env.tool_transaction():
+            env.agent_db.execute(
+                "UPDATE due SET stamp = datetime('now') || '|' || CURRENT_TIMESTAMP || '|' || "
+                "date() || '|' || strftime('%Y', 'now') || '|' || date('now', '+1 day') || '|' "
+                "|| unixepoch('now') WHERE id = 1"
+            )
+            seen = env.agent_db.execute("SELECT id FROM overdue").fetchall()
+        stamp = "2024-02-01 12:30:00|2024-02-01 12:30:00|2024-02-01|2024|2024-02-02|1706790600"
+        assert seen == [(1,)]
+        assert env.evaluator_view().query("SELECT stamp FROM due WHERE id = 1") == [(stamp,)]
+        assert env.evaluator_view().query("SELECT id FROM overdue") == [(1,)]
+        env.advance_clock(40 * 86400)
+        assert env.evaluator_view().query("SELECT id FROM overdue") == [(1,), (2,)]
+        assert env.initial_view().query("SELECT id, date('now') FROM overdue") == [
+            (1, "2024-02-01")
+        ]
+        # fixed values are untouched
+        assert env.evaluator_view().query("SELECT date('2020-05-05', '+1 day')") == [
+            ("2020-05-06",)
+        ]
