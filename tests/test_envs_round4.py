@@ -375,3 +375,32 @@ def test_sqls_now_is_the_controlled_clock_for_the_agent_and_the_graders(tmp_path
         assert env.evaluator_view().query("SELECT date('2020-05-05', '+1 day')") == [
             ("2020-05-06",)
         ]
+
+
+def test_postgres_a_call_still_open_at_grading_is_not_graded_and_blocks_nothing(
+    pg_env: Any,
+) -> None:
+    import threading
+
+    initial, s0 = pg_env.state_hash(), pg_env.evaluator_view().snapshot()
+    written, release = threading.Event(), threading.Event()
+
+    def blocked_tool() -> None:
+        with contextlib.suppress(RuntimeError), pg_env.tool_transaction():
+            pg_env.agent_db.execute("UPDATE acc SET bal = 99 WHERE id = 'A'")
+            pg_env.agent_db.execute("INSERT INTO acc VALUES ('C', 1.5, 1)")
+            written.set()
+            release.wait(10)
+            raise RuntimeError("the tool gives up at last")
+
+    thread = threading.Thread(target=blocked_tool)
+    thread.start()
+    try:
+        assert written.wait(10)
+        assert pg_env.state_hash() == initial
+        assert pg_env.evaluator_view().snapshot() == s0
+        assert pg_env.evaluator_view().query("SELECT count(*) FROM acc") == [(2,)]
+    finally:
+        release.set()
+        thread.join(10)
+    assert pg_env.state_hash() == initial
