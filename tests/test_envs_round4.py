@@ -404,3 +404,24 @@ def test_postgres_a_call_still_open_at_grading_is_not_graded_and_blocks_nothing(
         release.set()
         thread.join(10)
     assert pg_env.state_hash() == initial
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT pg_advisory_lock(1)",
+        "SELECT pg_advisory_lock_shared(1, 2)",
+        "SELECT pg_try_advisory_lock(1)",
+        "SELECT pg_advisory_xact_lock(1)",
+        "SELECT pg_try_advisory_xact_lock_shared(1)",
+        "SELECT count(pg_advisory_lock(g)) FROM generate_series(1, 50) AS g",
+    ],
+)
+def test_postgres_advisory_locks_are_refused_and_recorded(pg_env: Any, sql: str) -> None:
+    """Session advisory locks outlive the call (a rollback too) and fill the server's one
+    shared lock table: 200,000 of them made every other attempt's SQL fail."""
+    from groundstate.errors import PermissionDenied
+
+    with pytest.raises(PermissionDenied) as denied, pg_env.tool_transaction():
+        pg_env.agent_db.execute(sql).fetchall()
+    assert "advisory" in str(denied.value)

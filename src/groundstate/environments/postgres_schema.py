@@ -311,12 +311,16 @@ _SIDE_DOORS = [
     "pg_stat_get_activity",
 ]
 """Functions every role may call by default that change state outside the tables or reach
-other attempts (every overload, whatever the server version names them with)."""
+other attempts (every overload, whatever the server version names them with), and every
+advisory-lock function: a session's advisory locks outlive its calls (a rollback too) and
+fill the server's one shared lock table, so one attempt's ``pg_advisory_lock(g) FROM
+generate_series(1, 200000) g`` made every other attempt's SQL fail ("out of shared memory")."""
 _REVOKE_SIDE_DOORS = (
     "DO $gs$DECLARE f regprocedure; BEGIN FOR f IN SELECT p.oid::regprocedure FROM pg_proc p "
     "WHERE p.pronamespace = 'pg_catalog'::regnamespace AND (p.proname = ANY(ARRAY["
     + ", ".join(f"'{name}'" for name in _SIDE_DOORS)
-    + "]) OR p.proname LIKE 'pg\\_stat\\_get\\_backend\\_%') LOOP "
+    + "]) OR p.proname LIKE 'pg\\_stat\\_get\\_backend\\_%' OR p.proname LIKE 'pg\\_%advisory%') "
+    "LOOP "
     "EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f); END LOOP; END$gs$"
 )
 
