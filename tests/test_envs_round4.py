@@ -425,3 +425,49 @@ def test_postgres_advisory_locks_are_refused_and_recorded(pg_env: Any, sql: str)
     with pytest.raises(PermissionDenied) as denied, pg_env.tool_transaction():
         pg_env.agent_db.execute(sql).fetchall()
     assert "advisory" in str(denied.value)
+
+
+@pytest.mark.parametrize(
+    "path", ["src/calc.py/x.py", "src/calc.py/deeper/x.py", "inside/calc.py/x"]
+)
+def test_writing_under_a_file_is_the_agents_error(ws_env: Any, path: str) -> None:
+    """``write_file`` under a file crashed (``FileExistsError``): an environment failure, so an
+    invalid run, that the agent could cause at will."""
+    from groundstate.environments.workspace_tools import TOOLS
+    from groundstate.gateway import ToolGateway
+
+    initial, events = ws_env.state_hash(), []
+    ToolGateway(TOOLS, ws_env, events.append, lambda: 0.0).call(
+        1, "write_file", {"path": path, "content": "x"}
+    )
+    assert events[0].error_class == "tool_error" and "folder is needed" in str(events[0].error)
+    assert ws_env.state_hash() == initial
+
+
+@pytest.mark.parametrize("tool", ["write_file", "read_file", "list_files", "search"])
+@pytest.mark.parametrize(
+    "path", ["a" * 256, "src/" + "é" * 128, "/".join(["d" * 200] * 21), "a" * 256 + "/x"]
+)
+def test_a_name_too_long_is_the_agents_error(ws_env: Any, tool: str, path: str) -> None:
+    """Every file tool crashed on ``ENAMETOOLONG``: an environment failure at the agent's will."""
+    from groundstate.environments.workspace_tools import TOOLS
+    from groundstate.gateway import ToolGateway
+
+    args = {"path": path, "content": "x"} if tool == "write_file" else {"path": path}
+    if tool == "search":
+        args["pattern"] = "x"
+    initial, events = ws_env.state_hash(), []
+    ToolGateway(TOOLS, ws_env, events.append, lambda: 0.0).call(1, tool, args)
+    assert events[0].error_class == "tool_error"
+    assert ws_env.state_hash() == initial
+
+
+def test_the_longest_name_allowed_still_works(ws_env: Any) -> None:
+    from groundstate.environments.workspace_tools import TOOLS
+    from groundstate.gateway import ToolGateway
+
+    events: list[Any] = []
+    gateway = ToolGateway(TOOLS, ws_env, events.append, lambda: 0.0)
+    gateway.call(1, "write_file", {"path": "src/" + "n" * 255, "content": "x"})
+    gateway.call(2, "read_file", {"path": "src/" + "n" * 255})
+    assert [event.error_class for event in events] == [None, None]

@@ -51,11 +51,28 @@ def confined(root: Path, path: str, *, must_exist: bool = False) -> Path:
     if any(git_name(part) for part in pure.parts):
         raise ToolError(f"{path!r}: a '.git' path is refused (git cannot hold it)")
     target = root.joinpath(*pure.parts) if pure.parts else root
+    _refuse_too_long(path, pure, target)
     if not Path(os.path.realpath(target)).is_relative_to(root.resolve()):
         raise ToolError(f"{path!r}: a symbolic link leads outside the workspace")
     if must_exist and not target.exists():
         raise ToolError(f"{path!r}: no such file or folder")
     return target
+
+
+NAME_MAX = 255
+PATH_MAX = 4096
+"""Linux's limits, in bytes, on one name and on a whole path."""
+
+
+def _refuse_too_long(path: str, pure: PurePosixPath, target: Path) -> None:
+    """A name or path longer than the system allows is the agent's error: every tool
+    crashed on it (``ENAMETOOLONG``), an environment failure the agent could cause."""
+    longest = max((len(os.fsencode(part)) for part in pure.parts), default=0)
+    if longest > NAME_MAX or len(os.fsencode(target)) >= PATH_MAX:
+        raise ToolError(
+            f"{path[:80]!r}...: too long (a name holds at most {NAME_MAX} bytes, "
+            f"a path under {PATH_MAX})"
+        )
 
 
 class WorkspaceHandle:
@@ -112,7 +129,10 @@ class WorkspaceHandle:
         if target == self.root or target.is_dir():
             raise ToolError(f"{path!r} is a folder")
         data = content.encode("utf-8")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:  # the agent's path, not a crash
+            raise ToolError(f"{path!r}: a file stands where a folder is needed") from exc
         self.resolve(path)  # the folders just made cannot be links, but check again
         if target.is_symlink() or (target.exists() and not target.is_file()):
             target.unlink()  # write the file, not through a link or into a FIFO (it blocks)
