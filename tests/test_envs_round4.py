@@ -233,6 +233,7 @@ def _command(env: Any, command: str) -> Any:
         "rm src/calc.py && ln -s ../tests/check_calc.py src/calc.py",  # a file by a link
         "chmod +x src/calc.py && echo changed >> src/calc.py",
         "rm -r src && ln -s tests src",  # a folder by a link to another
+        "rm src/calc.py && mkfifo src/calc.py",  # a file by a FIFO
     ],
 )
 def test_a_failed_call_is_undone_whatever_took_a_files_place(ws_env: Any, command: str) -> None:
