@@ -120,11 +120,17 @@ def test_lastrowid_survives_the_revoked_set_config(env: PostgresEnvironment) -> 
 
 def test_reset_in_place_ends_what_the_agents_session_holds(env: PostgresEnvironment) -> None:
     initial = env.reset()
-    _agent(env, "SELECT pg_advisory_lock(42)")  # a session lock outlives the call
+    # a session lock would outlive the call: refused since the fourth audit (test_envs_round4)
+    with pytest.raises(PermissionDenied):
+        _agent(env, "SELECT pg_advisory_lock(42)")
+    # what the session may still hold (the harness's stand-in: a session setting) is gone
+    default = env._agent_raw.execute("SHOW lock_timeout").fetchall()
+    env._agent_raw.execute("SET lock_timeout = 4321")
     in_tool_call(env, lambda db: db.execute("DELETE FROM refunds"))
     assert env.reset() == initial
     locks = env.harness_rows("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
     assert locks == [(0,)]
+    assert env._agent_raw.execute("SHOW lock_timeout").fetchall() == default
 
 
 def test_a_swallowed_error_mid_call_leaves_nothing(env: PostgresEnvironment) -> None:

@@ -29,6 +29,23 @@ from pydantic import BaseModel, Field
 Row = dict[str, Any]
 
 
+def same_cell(a: Any, b: Any) -> bool:
+    """Whether two cells hold the same state, as the state hash tells them apart: the same
+    storage class and value (``1``, ``1.0``, ``True`` and ``'1'`` differ, and so do ``0.0``
+    and ``-0.0``; a NaN is itself). Python's ``==`` took ``1`` for ``1.0``: a diff, a call's
+    writes and a collateral check missed a change the state hash saw."""
+    if type(a) is not type(b):
+        return False
+    return repr(a) == repr(b) if isinstance(a, float) else bool(a == b)
+
+
+def same_row(a: Row | None, b: Row | None) -> bool:
+    """Whether two rows (None: no row) hold the same cells, by :func:`same_cell`."""
+    if a is None or b is None:
+        return a is b
+    return a.keys() == b.keys() and all(same_cell(value, b[c]) for c, value in a.items())
+
+
 class TableState(BaseModel):
     """One named collection of keyed records: all rows of one table, keyed by the canonical
     JSON of their primary key."""
@@ -53,7 +70,7 @@ class RowChange(BaseModel):
     @property
     def columns(self) -> list[str]:
         """The columns whose value changed."""
-        return [c for c in self.after if self.before.get(c) != self.after.get(c)]
+        return [c for c in self.after if not same_cell(self.before.get(c), self.after.get(c))]
 
 
 class RowWrite(BaseModel):
@@ -72,7 +89,7 @@ class RowWrite(BaseModel):
         """The columns the call changed; an inserted or deleted row changes all of them."""
         if self.before is None or self.after is None:
             return list(self.after or self.before or {})
-        return [c for c in self.after if self.before.get(c) != self.after.get(c)]
+        return [c for c in self.after if not same_cell(self.before.get(c), self.after.get(c))]
 
 
 class TableDiff(BaseModel):
@@ -321,7 +338,7 @@ def _diff_table(old: dict[str, Row], new: dict[str, Row], key_columns: list[str]
         changed=[
             RowChange(key=_key_value(new[k], key_columns), before=old[k], after=new[k])
             for k in sorted(old.keys() & new.keys())
-            if old[k] != new[k]
+            if not same_row(old[k], new[k])
         ],
     )
 
@@ -335,10 +352,10 @@ def _moved_rows_left_out(
     hash leaves ``rowid`` out: a row deleted and inserted again as it was, or two rows that
     swapped contents, are no change (they were a removed and an added row, "collateral
     damage" to a ``nothing_else_changed`` whose state hash had not moved)."""
-    gone = [key for key, row in old.items() if new.get(key) != row]
+    gone = [key for key, row in old.items() if not same_row(new.get(key), row)]
     came: dict[str, list[str]] = {}
     for key, row in new.items():
-        if old.get(key) != row:
+        if not same_row(old.get(key), row):
             came.setdefault(_content(row), []).append(key)
     if not gone or not came:
         return old, new

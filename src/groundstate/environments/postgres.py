@@ -17,6 +17,7 @@ the agent's and graders' SQL is ``groundstate.now()``, first on their ``search_p
 from __future__ import annotations
 
 import itertools
+import json
 import secrets
 import threading
 import time
@@ -393,7 +394,8 @@ class PostgresEnvironment(ClosesOnExit):
 
     def _take_writes(self) -> tuple[list[RowWrite], list[str]]:
         entries = self._agent_raw.execute(
-            f"SELECT tbl, op, before_row, after_row FROM {API}.take_writes(%s) ORDER BY seq",
+            f"SELECT tbl, op, before_row::text, after_row::text FROM {API}.take_writes(%s) "
+            "ORDER BY seq",
             (self._template.secret,),
         ).fetchall()
         tables = [LoggedTable(t.name, t.columns, t.key, [t.key]) for t in self._tables]
@@ -605,11 +607,19 @@ def _row_key(row: Row, key: list[str]) -> str:
     return canonical_json(values[0] if len(values) == 1 else values)
 
 
-def _logged(table: PortableTable, image: dict[str, Any] | None) -> list[Any] | None:
-    """A row image from the write log (JSON) with the column's own Python types."""
-    if image is None:
+def _logged(table: PortableTable, text: str | None) -> list[Any] | None:
+    """A row image from the write log (JSON text) with the column's own Python types."""
+    if text is None:
         return None
+    image = json.loads(text, parse_int=_json_int)
     return [_typed(image.get(c), t) for c, t in zip(table.columns, table.types, strict=True)]
+
+
+def _json_int(text: str) -> int | float:
+    """A JSON integer; ``-0`` is how ``to_jsonb`` writes a ``double precision`` -0 (an integer
+    column never holds one), which ``json.loads`` read as 0: the call's writes showed 0.0
+    where the state held -0.0."""
+    return -0.0 if text == "-0" else int(text)
 
 
 def _typed(value: Any, pg_type: str) -> Any:

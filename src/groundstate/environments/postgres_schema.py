@@ -251,7 +251,7 @@ def harness_sql(fixture: PortableFixture, agent: str, evaluator: str) -> list[st
         f"CREATE TABLE {INTERNAL}.secret (value text)",
         f"CREATE TABLE {INTERNAL}.sqlite_sequence (name text PRIMARY KEY, seq bigint)",
         f"CREATE TABLE {INTERNAL}.writes "
-        "(seq bigint PRIMARY KEY, tbl int, op text, before_row jsonb, after_row jsonb)",
+        "(seq bigint PRIMARY KEY, tbl int, op text, before_row json, after_row json)",
         _function(
             f"{API}.now()",
             "timestamptz",
@@ -262,7 +262,7 @@ def harness_sql(fixture: PortableFixture, agent: str, evaluator: str) -> list[st
         ),
         _function(
             f"{API}.take_writes(secret text)",
-            "TABLE(seq bigint, tbl int, op text, before_row jsonb, after_row jsonb)",
+            "TABLE(seq bigint, tbl int, op text, before_row json, after_row json)",
             f"BEGIN IF secret IS DISTINCT FROM (SELECT value FROM {INTERNAL}.secret) THEN "
             "RAISE insufficient_privilege USING MESSAGE = 'permission denied for write log'; "
             f"END IF; RETURN QUERY DELETE FROM {INTERNAL}.writes w "
@@ -273,8 +273,9 @@ def harness_sql(fixture: PortableFixture, agent: str, evaluator: str) -> list[st
             "trigger",
             f"BEGIN INSERT INTO {INTERNAL}.writes SELECT coalesce(max(seq), 0) + 1, "
             "TG_ARGV[0]::int, lower(TG_OP), "
-            "CASE WHEN TG_OP <> 'INSERT' THEN to_jsonb(OLD) END, "
-            f"CASE WHEN TG_OP <> 'DELETE' THEN to_jsonb(NEW) END FROM {INTERNAL}.writes; "
+            # json, not jsonb: jsonb's numbers have no -0, which a double precision can hold
+            "CASE WHEN TG_OP <> 'INSERT' THEN to_json(OLD) END, "
+            f"CASE WHEN TG_OP <> 'DELETE' THEN to_json(NEW) END FROM {INTERNAL}.writes; "
             "RETURN NULL; END",
         ),
         _function(
@@ -310,12 +311,16 @@ _SIDE_DOORS = [
     "pg_stat_get_activity",
 ]
 """Functions every role may call by default that change state outside the tables or reach
-other attempts (every overload, whatever the server version names them with)."""
+other attempts (every overload, whatever the server version names them with), and every
+advisory-lock function: a session's advisory locks outlive its calls (a rollback too) and
+fill the server's one shared lock table, so one attempt's ``pg_advisory_lock(g) FROM
+generate_series(1, 200000) g`` made every other attempt's SQL fail ("out of shared memory")."""
 _REVOKE_SIDE_DOORS = (
     "DO $gs$DECLARE f regprocedure; BEGIN FOR f IN SELECT p.oid::regprocedure FROM pg_proc p "
     "WHERE p.pronamespace = 'pg_catalog'::regnamespace AND (p.proname = ANY(ARRAY["
     + ", ".join(f"'{name}'" for name in _SIDE_DOORS)
-    + "]) OR p.proname LIKE 'pg\\_stat\\_get\\_backend\\_%') LOOP "
+    + "]) OR p.proname LIKE 'pg\\_stat\\_get\\_backend\\_%' OR p.proname LIKE 'pg\\_%advisory%') "
+    "LOOP "
     "EXECUTE format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', f); END LOOP; END$gs$"
 )
 

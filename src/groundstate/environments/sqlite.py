@@ -494,6 +494,8 @@ class SqliteEnvironment(ClosesOnExit):
         # authorizer, which refuses the agent any pragma write.
         self._agent.execute("PRAGMA foreign_keys = ON")
         self._agent.execute("PRAGMA synchronous = OFF")
+        control = self._control  # both outlive this environment in the pool: not self
+        determinism.controlled(self._agent, lambda: _clock_of(control))
         kinds = self._baseline.kinds
         tables = [name for name, kind in kinds.items() if kind == "table"]
         agent = self._agent  # the log outlives this environment in the pool: not self
@@ -640,8 +642,7 @@ class SqliteEnvironment(ClosesOnExit):
 
     def now(self) -> datetime:
         with self._failing(), _environment_errors("read clock"):
-            row = self._control.execute(f"SELECT value FROM {META_TABLE} WHERE key = 'now'")
-            return datetime.fromisoformat(row.fetchone()[0])
+            return datetime.fromisoformat(_clock_of(self._control))
 
     def advance_clock(self, seconds: float) -> None:
         later = self.now() + timedelta(seconds=seconds)
@@ -1073,7 +1074,9 @@ def _read_only(path: Path) -> sqlite3.Connection:
     connection may be used from another thread; sqlite3 serialises the calls.
     """
     uri = _read_only_uri(path)
-    return _opening(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False))
+    connection = _opening(lambda: sqlite3.connect(uri, uri=True, check_same_thread=False))
+    determinism.controlled(connection, lambda: _clock_of(connection))
+    return connection
 
 
 def _evaluator_for(path: Path) -> EvaluatorConnection:
@@ -1084,7 +1087,16 @@ def _evaluator_for(path: Path) -> EvaluatorConnection:
         lambda: sqlite3.connect(uri, uri=True, check_same_thread=False, factory=EvaluatorConnection)
     )
     connection.watch()
+    determinism.controlled(connection, lambda: _clock_of(connection))
     return connection
+
+
+def _clock_of(connection: sqlite3.Connection) -> str:
+    """The controlled clock's ISO text in *connection*'s database."""
+    row = sqlite3.Connection.execute(
+        connection, f"SELECT value FROM {META_TABLE} WHERE key = 'now'"
+    ).fetchone()
+    return str(row[0])
 
 
 @lru_cache(maxsize=64)

@@ -1,4 +1,4 @@
-"""Catching a SQLite fixture whose build is not the same every time.
+"""Catching a SQLite fixture whose build is not the same every time, and SQL's ``'now'``.
 
 A fixture is built into a template once per process, so a fixture that calls ``random()`` or
 reads the wall clock (``datetime('now')``, a ``DEFAULT CURRENT_TIMESTAMP`` column) gives every
@@ -6,6 +6,9 @@ attempt of one process the same initial state, and the next process (a resumed b
 check, another machine) a different one: two fresh builds within a second even agree, so the
 reset check cannot be relied on to see it. The build therefore watches for those calls and
 refuses the fixture, naming them.
+
+After the build, :func:`controlled` makes ``'now'`` in the SQL of the agent's and the graders'
+connections the task's clock, as the tools' ``ctx.now()`` (and PostgreSQL's ``now()``).
 """
 
 from __future__ import annotations
@@ -70,3 +73,42 @@ def _noted(
 
 def _is_now(value: object) -> bool:
     return isinstance(value, str) and value.strip().lower() == "now"
+
+
+_KEYWORDS = {"current_date": "date", "current_time": "time", "current_timestamp": "datetime"}
+
+
+def controlled(connection: sqlite3.Connection, clock: Callable[[], str]) -> None:
+    """Make ``'now'`` in *connection*'s SQL the controlled clock (*clock* gives its ISO text):
+    the date functions given ``'now'`` or no time value, and ``CURRENT_DATE``, ``_TIME`` and
+    ``_TIMESTAMP``. They read the wall clock: the agent's ``datetime('now')`` wrote the day the
+    batch ran, and a fixture view over ``date('now')`` showed the agent and the graders
+    another state each day, while the tools saw the task's clock. Set as the harness's own
+    (not noted as Python code's changes to a pooled connection)."""
+    plain = sqlite3.connect(":memory:", check_same_thread=False)
+    for name in DATES:
+        sqlite3.Connection.create_function(
+            connection, name, -1, _at_clock(name, clock, plain), deterministic=True
+        )
+    for keyword, name in _KEYWORDS.items():
+        sqlite3.Connection.create_function(
+            connection, keyword, 0, lambda name=name: _ask(plain, name, (clock(),))
+        )
+
+
+def _at_clock(name: str, clock: Callable[[], str], plain: sqlite3.Connection) -> Callable[..., Any]:
+    at = _FORMATTED.get(name, 0)  # where the time value is
+
+    def call(*args: Any) -> Any:
+        if len(args) == at:
+            args = (*args, clock())
+        elif _is_now(args[at]):
+            args = (*args[:at], clock(), *args[at + 1 :])
+        return _ask(plain, name, args)
+
+    return call
+
+
+def _ask(plain: sqlite3.Connection, name: str, args: tuple[Any, ...]) -> Any:
+    marks = ", ".join("?" for _ in args)
+    return plain.execute(f"SELECT {name}({marks})", args).fetchone()[0]

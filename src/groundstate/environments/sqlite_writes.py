@@ -18,13 +18,14 @@ class: SQLite's JSON would round a REAL to 15 digits. A BLOB is recorded as hex 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from groundstate.environments.base import Row, RowWrite, TableState
+from groundstate.environments.base import Row, RowWrite, TableState, same_row
 from groundstate.environments.sqlite_state import tracking_key
 from groundstate.spec.canonical import canonical_json
 
@@ -205,7 +206,7 @@ class Netting:
         return [
             RowWrite(table=name, key=key, before=before, after=after)
             for name, key, before, after in self._rows.values()
-            if before != after
+            if not same_row(before, after)
         ]
 
     @staticmethod
@@ -219,7 +220,7 @@ def state_writes(before: dict[str, TableState], after: dict[str, TableState]) ->
     for name, old in before.items():
         new = after[name].rows
         for slot in dict.fromkeys([*old.rows, *new]):
-            if old.rows.get(slot) != new.get(slot):
+            if not same_row(old.rows.get(slot), new.get(slot)):
                 key = json.loads(slot)
                 writes.append(
                     RowWrite(table=name, key=key, before=old.rows.get(slot), after=new.get(slot))
@@ -286,10 +287,34 @@ def _triggers(index: int, table: LoggedTable) -> list[str]:
 
 def _image(table: LoggedTable, ref: str | None) -> str:
     """SQL for a row image: JSON arrays of the columns' SQL literals, chunk by chunk."""
-    cells = [f"quote({ref}.{_column(c)})" if ref else f"quote({_column(c)})" for c in table.columns]
+    cells = [_cell(f"{ref}.{_column(c)}" if ref else _column(c)) for c in table.columns]
     chunks = [cells[i : i + _CHUNK] for i in range(0, len(cells), _CHUNK)]
     arrays = [f"json_array({', '.join(chunk)})" for chunk in chunks]
     return "'[' || " + " || ',' || ".join(arrays) + " || ']'"
+
+
+def _cell(value: str) -> str:
+    """SQL for one cell's literal. ``quote(-0.0)`` writes ``0.0``, the one value it loses: a
+    call writing -0.0 over 0.0 (which the state hash tells apart) was logged as no write.
+    The sign of a REAL zero shows in ``atan2``, where the build has SQLite's math functions."""
+    if not _HAS_ATAN2:
+        return f"quote({value})"
+    return (
+        f"CASE WHEN typeof({value}) = 'real' AND {value} = 0 AND atan2({value}, -1) < 0 "
+        f"THEN '-0.0' ELSE quote({value}) END"
+    )
+
+
+def _has_atan2() -> bool:
+    with contextlib.closing(sqlite3.connect(":memory:")) as connection:
+        try:
+            connection.execute("SELECT atan2(0.0, -1)")
+        except sqlite3.OperationalError:
+            return False
+    return True
+
+
+_HAS_ATAN2 = _has_atan2()
 
 
 def _decode(image: str | None) -> list[Any] | None:

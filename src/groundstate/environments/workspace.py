@@ -447,13 +447,14 @@ class WorkspaceEnvironment(ClosesOnExit):
             raise ToolError(f"file names must be UTF-8 text; removed {len(bad)}: {shown}")
 
     def _snapshot_with_contents(self) -> tuple[Snapshot, dict[str, bytes]]:
-        """The snapshot and every file's bytes by path (to undo a failed call)."""
+        """The snapshot and every file's bytes (a link's target) by path, to undo a failed
+        call."""
         snapshot = self.snapshot()
         contents = {}
         for row in snapshot.tables[FILES].rows.values():
             path = self.root / row["path"]
-            if not path.is_symlink():
-                contents[row["path"]] = path.read_bytes()
+            link = path.is_symlink()
+            contents[row["path"]] = os.readlink(os.fsencode(path)) if link else path.read_bytes()
         return snapshot, contents
 
     def _put_back(self, before: Snapshot, contents: dict[str, bytes]) -> None:
@@ -464,7 +465,7 @@ class WorkspaceEnvironment(ClosesOnExit):
                 (self.root / new[key]["path"]).unlink()
             for key, row in old.items():
                 if new.get(key) != row:
-                    self.handle.restore(row, contents.get(row["path"]))
+                    self.handle.restore(row, contents[row["path"]])
 
 
 def tree_size(root: Path, *, stop_at: int | None) -> tuple[int, int]:

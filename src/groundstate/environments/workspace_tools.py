@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import stat
 import sys
 import tempfile
@@ -50,11 +51,28 @@ def confined(root: Path, path: str, *, must_exist: bool = False) -> Path:
     if any(git_name(part) for part in pure.parts):
         raise ToolError(f"{path!r}: a '.git' path is refused (git cannot hold it)")
     target = root.joinpath(*pure.parts) if pure.parts else root
+    _refuse_too_long(path, pure, target)
     if not Path(os.path.realpath(target)).is_relative_to(root.resolve()):
         raise ToolError(f"{path!r}: a symbolic link leads outside the workspace")
     if must_exist and not target.exists():
         raise ToolError(f"{path!r}: no such file or folder")
     return target
+
+
+NAME_MAX = 255
+PATH_MAX = 4096
+"""Linux's limits, in bytes, on one name and on a whole path."""
+
+
+def _refuse_too_long(path: str, pure: PurePosixPath, target: Path) -> None:
+    """A name or path longer than the system allows is the agent's error: every tool
+    crashed on it (``ENAMETOOLONG``), an environment failure the agent could cause."""
+    longest = max((len(os.fsencode(part)) for part in pure.parts), default=0)
+    if longest > NAME_MAX or len(os.fsencode(target)) >= PATH_MAX:
+        raise ToolError(
+            f"{path[:80]!r}...: too long (a name holds at most {NAME_MAX} bytes, "
+            f"a path under {PATH_MAX})"
+        )
 
 
 class WorkspaceHandle:
@@ -111,7 +129,10 @@ class WorkspaceHandle:
         if target == self.root or target.is_dir():
             raise ToolError(f"{path!r} is a folder")
         data = content.encode("utf-8")
-        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:  # the agent's path, not a crash
+            raise ToolError(f"{path!r}: a file stands where a folder is needed") from exc
         self.resolve(path)  # the folders just made cannot be links, but check again
         if target.is_symlink() or (target.exists() and not target.is_file()):
             target.unlink()  # write the file, not through a link or into a FIFO (it blocks)
@@ -126,14 +147,21 @@ class WorkspaceHandle:
             raise ToolError(f"{path!r} is a folder")
         target.unlink()
 
-    def restore(self, row: Row, content: bytes | None) -> None:
-        """Put one file back as *row* records it (the harness undoing a failed call)."""
+    def restore(self, row: Row, content: bytes) -> None:
+        """Put one file back as *row* records it (the harness undoing a failed call):
+        *content* is its bytes, or a link's target. Whatever took its place goes, a folder
+        too (a failed call that made one there crashed the undo, an environment failure the
+        agent could cause), and a link comes back as a link (it was left removed: a failed
+        call that changed a fixture's link changed the state)."""
         target = self.root / str(row["path"])
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink() or target.exists():
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.is_symlink() or target.exists():
             target.unlink()
-        if content is None:
-            return  # a link: left removed; links are not made by the agent's tools
+        if row["mode"] == "120000":
+            os.symlink(content, target)
+            return
         target.write_bytes(content)
         target.chmod(0o755 if row["mode"] == "100755" else 0o644)
 
