@@ -435,29 +435,33 @@ def batch_report(
         "tries": attempt_tries,
         "invalid_rate_flagged": attempt_tries["flagged"],
         "invalid_tasks_run": batch.invalid_tasks,
-        "missing_attempts": missing_attempts(batch, per_task, counted),
+        "missing_attempts": missing_attempts(
+            batch,
+            (row["task_id"] for row in per_task if row["attempts"]),
+            counted.valid_attempts + counted.invalid_attempts,
+        ),
         "summary": summary.to_dict(),
     }
 
 
 def missing_attempts(
-    batch: BatchInfo, tasks: list[dict[str, Any]], counted: Counted
+    batch: BatchInfo, stored_tasks: Iterable[str], counted: int
 ) -> dict[str, Any] | None:
     """What an unfinished batch (interrupted, never resumed) lacks of its plan: the attempts
-    not stored and the planned tasks with none (absent from every denominator above, so the
-    numbers are not the suite's). None when complete, and for imported batches, whose plan
-    is only the rows they brought."""
+    not stored (*counted* of the plan are) and the planned tasks with none (absent from every
+    denominator, so the numbers are not the suite's). None when complete, and for imported
+    batches, whose plan is only the rows they brought. Every report states it (JSON, terminal
+    and HTML)."""
     if batch.source != "groundstate":
         return None
     planned = batch.attempts * len(batch.task_revisions)
-    missing = planned - counted.valid_attempts - counted.invalid_attempts
-    stored = {row["task_id"] for row in tasks if row["attempts"]}
+    missing = planned - counted
     if missing <= 0:
         return None
     return {
         "count": missing,
         "planned": planned,
-        "tasks_without_any": sorted(set(batch.task_revisions) - stored),
+        "tasks_without_any": sorted(set(batch.task_revisions) - set(stored_tasks)),
     }
 
 

@@ -19,9 +19,18 @@ from typing import Any, TypeGuard
 import jinja2
 from pydantic import TypeAdapter, ValidationError
 
+from groundstate.analysis import missing_attempts
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount, fixed
-from groundstate.stats import VIEWS, Comparison, Difference, Estimate, Summary, ViewSummary
+from groundstate.report.numbers import amount, counted_of, fixed
+from groundstate.stats import (
+    VIEWS,
+    Comparison,
+    Difference,
+    Estimate,
+    SliceSummary,
+    Summary,
+    ViewSummary,
+)
 from groundstate.store import BatchInfo, Verification
 from groundstate.trace import ToolCallEvent, TraceEvent
 
@@ -88,7 +97,8 @@ def render_batch(
     return _template("report.html.j2").render(
         batch=batch,
         summary=summary,
-        header=_header(summary, tries),
+        header=_header(batch, summary, tries),
+        missing=missing_attempts(batch, {r.task_id for r in runs}, summary.attempts),
         views=_view_panels(summary),
         slices=_slice_rows(summary),
         reasons=_reason_rows(summary),
@@ -192,13 +202,25 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, amount=_amount, pct=_pct, pretty=_pretty, cell=_cell, short=_short)
+    env.filters.update(
+        counted_of=_counted_of,
+        num=_num,
+        amount=_amount,
+        pct=_pct,
+        pretty=_pretty,
+        cell=_cell,
+        short=_short,
+    )
     env.globals.update(verdict=_verdict, run_label=_run_label)
     return env
 
 
 def _template(name: str) -> jinja2.Template:
     return _environment().get_template(name)
+
+
+def _counted_of(part: SliceSummary) -> str:
+    return counted_of(part.n_tasks, len(part.excluded_tasks))
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -256,11 +278,12 @@ def _view_panels(summary: Summary) -> list[dict[str, Any]]:
     ]
 
 
-def _header(summary: Summary, tries: Mapping[str, Any]) -> dict[str, Any]:
+def _header(batch: BatchInfo, summary: Summary, tries: Mapping[str, Any]) -> dict[str, Any]:
     total = int(tries.get("tries", summary.attempts))
     invalid = int(tries.get("invalid_tries", summary.invalid.count))
     share = invalid / total if total else 0.0
     return {
+        "shape": _shape(batch, summary),
         "tries": total,
         "invalid_tries": invalid,
         "invalid_share": share,
@@ -269,6 +292,20 @@ def _header(summary: Summary, tries: Mapping[str, Any]) -> dict[str, Any]:
         "cost": tries.get("cost"),
         "reruns": total > summary.attempts,
     }
+
+
+def _shape(batch: BatchInfo, summary: Summary) -> str:
+    """Tasks by attempts as counted: "3 tasks \u00d7 3 attempts" only when every task has that
+    many counted attempts (an imported batch with 2 or 3 per task, or an interrupted one,
+    has not 9: it says how many it counted, and the range per task)."""
+    strict = summary.views.get("strict")
+    rate = strict.success_rate if strict is not None else None
+    if rate is None:
+        return f"{summary.n_tasks} tasks \u00b7 no counted attempt"
+    if rate.min_n == rate.max_n == batch.attempts:
+        return f"{summary.n_tasks} tasks \u00d7 {batch.attempts} attempts"
+    spread = str(rate.min_n) if rate.min_n == rate.max_n else f"{rate.min_n} to {rate.max_n}"
+    return f"{summary.n_tasks} tasks \u00b7 {summary.attempts} attempts counted ({spread} per task)"
 
 
 def _chart(view: ViewSummary) -> dict[str, Any]:

@@ -15,3 +15,10 @@ def amount(value: float, digits: int) -> str:
     if 0 < abs(value) < 0.5 * 10.0**-digits:
         return f"{value:.{digits}g}"
     return fixed(value, digits)
+
+
+def counted_of(tasks: int, excluded: int) -> str:
+    """A slice's tasks as its figures count them: ``"1 of 2"`` when some of its tasks have no
+    counted attempt in the view (a bare 2 beside a rate over 1 task misstates its
+    denominator)."""
+    return str(tasks) if not excluded else f"{tasks - excluded} of {tasks}"

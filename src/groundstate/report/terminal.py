@@ -16,7 +16,7 @@ from rich.text import Text
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount
+from groundstate.report.numbers import amount, counted_of
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
@@ -92,7 +92,7 @@ def _batch_table(title: str, rows: list[_Row], width: int) -> Table:
     if with_slices:
         table.add_column("slices", overflow="fold")
     table.add_column("ok /\nvalid", no_wrap=True)  # successes / valid attempts
-    table.add_column("in-\nvalid", no_wrap=True)
+    table.add_column("invalid\ntries", no_wrap=True)  # reruns included, as the HTML table
     table.add_column(
         "terminal reasons", no_wrap=fits, overflow="fold", min_width=reason if fits else None
     )
@@ -321,17 +321,16 @@ def _slice_table(report: dict[str, Any]) -> Table:
     for by, key in (("label", "by_label"), ("horizon", "by_horizon")):
         for name, part in view[key].items():
             rate = part["success_rate"]
+            tasks = counted_of(part["n_tasks"], len(part["excluded_tasks"]))
             if rate is None:
-                table.add_row(
-                    by, _plain(name), str(part["n_tasks"]), "no valid attempts", "", "", "0", ""
-                )
+                table.add_row(by, _plain(name), tasks, "no valid attempts", "", "", "0", "")
                 continue
             kmax = part["kmax"]
             hat = part["pass_hat_k"][kmax]
             table.add_row(
                 by,
                 _plain(name),
-                str(part["n_tasks"]),
+                tasks,
                 f"{rate['estimate']:.3f}",
                 _ci(rate),
                 f"{hat['estimate']:.3f} {_ci(hat)} ({kmax})",
