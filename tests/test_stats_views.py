@@ -1,0 +1,348 @@
+"""Every figure as a user sees it, recomputed from the stored records and found the same in
+every view: `report --json`, the terminal report, the HTML report (parsed), and `compare`.
+
+tests/test_stats_independent.py checks the JSON numbers against a reference; this file
+checks that the terminal and HTML reports print those numbers, with the denominators they
+were computed over, for batches whose shape makes denominators differ between figures:
+tasks with different attempt counts, a task whose every attempt was invalid, reruns, and an
+unfinished batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import re
+import signal
+from fractions import Fraction
+from html.parser import HTMLParser
+from math import comb
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from groundstate.cli import main
+from groundstate.store import RunStore
+from tests.test_stats_independent import cli, import_text, report
+
+# t1: three valid attempts; t2: one attempt rerun after an environment failure; t3: every
+# attempt invalid; t4: one attempt. Slice "b" holds t2, t3; slice "c" t3 only.
+ROWS = """task_id,attempt,retry,success,terminal_reason,cost,latency,slice_labels
+t1,0,0,1,,0.01,1.0,a
+t1,1,0,0,,0.02,2.0,a
+t1,2,0,1,,0.03,3.0,a
+t2,0,0,0,,0.5,10,b
+t2,1,0,0,environment_failure,0.1,1,b
+t2,1,1,1,,0.2,2,b
+t3,0,0,0,environment_failure,0.1,1,b;c
+t3,1,0,0,grader_failure,0.1,1,b;c
+t4,0,0,1,,0.0004,0.5,a
+"""
+
+
+# --- the reference, from the stored records only ---------------------------------------------
+
+
+def counted_tries(store: Path, batch: str) -> tuple[list[Any], list[Any]]:
+    """Every stored try, and the try that counts for each attempt (its last)."""
+    with RunStore(store) as runs:
+        stored = runs.runs(batch)
+    last: dict[tuple[str, int], Any] = {}
+    for run in sorted(stored, key=lambda r: r.retry):
+        last[(run.task_id, run.attempt)] = run
+    return stored, list(last.values())
+
+
+def per_task(counted: list[Any], view: str) -> dict[str, tuple[int, int]]:
+    """(n, c) per task: valid attempts only, or every attempt with invalid ones failed."""
+    cells: dict[str, tuple[int, int]] = {}
+    for run in counted:
+        if view == "valid" and not run.valid:
+            cells.setdefault(run.task_id, (0, 0))
+            continue
+        n, c = cells.get(run.task_id, (0, 0))
+        cells[run.task_id] = (n + 1, c + int(run.valid and run.success))
+    return {t: nc for t, nc in cells.items() if nc[0]}
+
+
+def suite_value(cells: dict[str, tuple[int, int]], k: int, kind: str) -> Fraction:
+    """The equal-weight mean of the per-task unbiased estimators, as exact rationals."""
+    values = [
+        1 - Fraction(comb(n - c, k), comb(n, k))
+        if kind == "at"
+        else Fraction(comb(c, k), comb(n, k))
+        for n, c in cells.values()
+    ]
+    return sum(values, Fraction(0)) / len(values)
+
+
+# --- reading the views -----------------------------------------------------------------------
+
+
+class Tables(HTMLParser):
+    """Each table's rows as cell texts, under the id of the section holding it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.section = ""
+        self.tables: dict[str, list[list[list[str]]]] = {}
+        self.titles: list[str] = []
+        self.alerts: dict[str, str] = {}
+        self.sub = ""
+        self._cell: list[str] | None = None
+        self._row: list[str] | None = None
+        self._alert: str | None = None
+        self._in_sub = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        if tag == "section":
+            self.section = a.get("id") or ""
+        elif tag == "table":
+            self.tables.setdefault(self.section, []).append([])
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell = []
+            if a.get("title"):
+                self.titles.append(a["title"] or "")
+        elif tag == "div" and a.get("class") == "alert":
+            self._alert = a.get("id") or ""
+            self.alerts[self._alert] = ""
+        elif tag == "p" and a.get("class") == "sub":
+            self._in_sub = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            self.tables[self.section][-1].append(self._row)
+            self._row = None
+        elif tag == "div":
+            self._alert = None
+        elif tag == "p":
+            self._in_sub = False
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+        if self._alert is not None:
+            self.alerts[self._alert] += data
+        if self._in_sub:
+            self.sub += data
+
+
+def html_tables(path: Path) -> Tables:
+    parser = Tables()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def text_report(store: Path, batch: str) -> str:
+    code, out, err = cli("report", batch, "--store", str(store))
+    assert code == 0, err
+    return out
+
+
+def rows_of(text: str) -> list[list[str]]:
+    """The cells of every boxed table row of the terminal report."""
+    return [
+        [cell.strip() for cell in line.strip("│").split("│")]
+        for line in text.splitlines()
+        if line.startswith("│")
+    ]
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("views")
+    batch_id = import_text(tmp, ROWS)
+    return tmp, batch_id, report(tmp, batch_id)
+
+
+# --- the tests -------------------------------------------------------------------------------
+
+
+def test_the_json_figures_are_the_stored_records_recomputed(
+    batch: tuple[Path, str, dict[str, Any]],
+) -> None:
+    tmp, batch_id, got = batch
+    stored, counted = counted_tries(tmp / "s.db", batch_id)
+    valid, strict = per_task(counted, "valid"), per_task(counted, "strict")
+    assert (got["n_tasks"], got["invalid_as_failure"]["success_rate"]["n_tasks"]) == (3, 4)
+    for cells, view in ((valid, got), (strict, got["invalid_as_failure"])):
+        kmax = min(n for n, _ in cells.values())
+        assert sorted(view["pass_at_k"]) == [str(k) for k in range(1, kmax + 1)]
+        for k in range(1, kmax + 1):
+            assert view["pass_at_k"][str(k)]["estimate"] == float(suite_value(cells, k, "at"))
+            assert view["pass_hat_k"][str(k)]["estimate"] == float(suite_value(cells, k, "hat"))
+        assert view["success_rate"]["attempts"] == sum(n for n, _ in cells.values())
+    costs = np.array([r.cost for r in counted])
+    summary = got["summary"]
+    assert summary["cost"]["total"] == pytest.approx(math.fsum(costs))
+    assert summary["cost"]["median"] == pytest.approx(float(np.median(costs)))
+    assert summary["cost"]["p90"] == pytest.approx(float(np.percentile(costs, 90)))
+    assert summary["cost_per_success"] == pytest.approx(
+        math.fsum(costs) / sum(r.success for r in counted)
+    )
+    assert got["tries"]["cost"] == pytest.approx(math.fsum(r.cost for r in stored))
+    assert got["tries"]["tries"] == len(stored) == 9
+
+
+def test_the_terminal_report_prints_the_json_figures_with_their_denominators(
+    batch: tuple[Path, str, dict[str, Any]],
+) -> None:
+    tmp, batch_id, got = batch
+    text = text_report(tmp / "s.db", batch_id)
+    rows = rows_of(text)
+    suite = {r[0]: r for r in rows if r[0] in ("valid attempts", "invalid = failure")}
+    for name, view in (("valid attempts", got), ("invalid = failure", got["invalid_as_failure"])):
+        rate = view["success_rate"]
+        assert suite[name][1] == f"{rate['estimate']:.3f}"
+        assert suite[name][4:6] == [str(rate["n_tasks"]), str(rate["attempts"])]
+    curve = {r[0]: r for r in rows if r[0].isdigit() and len(r) == 6}
+    for k, at_k in got["pass_at_k"].items():
+        hat_k = got["pass_hat_k"][k]
+        assert (
+            curve[k][1] == f"{at_k['estimate']:.3f}" and curve[k][3] == f"{hat_k['estimate']:.3f}"
+        )
+        assert curve[k][5] == str(at_k["n_tasks"])
+    # A slice's tasks are those its figures count: slice c's only task has no valid attempt.
+    slices = {(r[0], r[1]): r for r in rows if r[0] in ("label", "horizon")}
+    labels = got["summary"]["views"]["valid"]["by_label"]
+    for name, part in labels.items():
+        rate = part["success_rate"]
+        shown = slices["label", name]
+        counted = (rate or {"n_tasks": 0})["n_tasks"]
+        assert counted == part["n_tasks"] - len(part["excluded_tasks"])
+        expected = str(counted) if counted == part["n_tasks"] else f"{counted} of {part['n_tasks']}"
+        assert shown[2] == expected
+    assert slices["label", "b"][2] == "1 of 2" and slices["horizon", "unknown"][2] == "3 of 4"
+    assert slices["label", "c"][3] == "no valid attempts"
+    # The per-task table's invalid column counts tries, and says so.
+    assert "invalid" in text and "tries" in text.split("terminal reasons")[0]
+
+
+def test_the_html_report_prints_the_json_figures_with_their_denominators(
+    batch: tuple[Path, str, dict[str, Any]],
+) -> None:
+    tmp, batch_id, got = batch
+    page = tmp / "r.html"
+    code, _, err = cli("report", batch_id, "--store", str(tmp / "s.db"), "--html", str(page))
+    assert code == 0, err
+    parsed = html_tables(page)
+    suite = parsed.tables["suite-numbers"]
+    headline = {row[0]: row for row in suite[0][1:]}
+    for title, view in (
+        ("valid attempts only", got),
+        ("invalid attempts count as failures", got["invalid_as_failure"]),
+    ):
+        rate = view["success_rate"]
+        row = headline[title]
+        assert row[1].split()[0] == f"{rate['estimate']:.3f}"
+        assert row[3:7] == [str(rate[f]) for f in ("n_tasks", "attempts", "min_n", "max_n")]
+    for table, view in zip(suite[1:], (got, got["invalid_as_failure"]), strict=True):
+        body = {row[0]: row for row in table[1:]}
+        for k, at_k in view["pass_at_k"].items():
+            assert body[k][1].split()[0] == f"{at_k['estimate']:.3f}"
+            assert body[k][2].split()[0] == f"{view['pass_hat_k'][k]['estimate']:.3f}"
+            assert body[k][3] == str(at_k["n_tasks"])
+    slices = {(row[0], row[1]): row for row in parsed.tables["slices"][0][1:]}
+    assert slices["label", "b"][2] == "1 of 2"  # valid view: t3 has no valid attempt
+    assert slices["label", "b"][6] == "2"  # strict view counts both tasks
+    assert slices["horizon", "unknown"][2] == "3 of 4"
+    assert "without counted attempts: t3" in parsed.titles
+    tasks = {row[0]: row for row in parsed.tables["tasks"][0][1:]}
+    for row in got["tasks"]:
+        assert tasks[row["task_id"]][5] == f"{row['valid']['c']} / {row['valid']['n']}"
+    # 4 tasks with 1 to 3 attempts each are not "4 tasks x 3 attempts" (12 attempts).
+    assert "4 tasks · 8 attempts counted (1 to 3 per task)" in parsed.sub
+    assert "\u00d7" not in parsed.sub
+
+
+def test_every_view_reports_the_same_cost_and_never_a_nonzero_one_as_zero(
+    batch: tuple[Path, str, dict[str, Any]],
+) -> None:
+    tmp, batch_id, got = batch
+    text = " ".join(text_report(tmp / "s.db", batch_id).split())
+    cost, tries = got["summary"]["cost"], got["tries"]
+    assert f"cost of all tries, reruns included: {tries['cost']:.4f}" in text
+    assert f"(counted attempts: {cost['total']:.4f})" in text
+    assert f"per success {got['summary']['cost_per_success']:.4f}" in text
+    page = tmp / "cost.html"
+    cli("report", batch_id, "--store", str(tmp / "s.db"), "--html", str(page))
+    html = " ".join(page.read_text(encoding="utf-8").split())
+    assert f"Cost: total {cost['total']:.4f} over counted attempts, {tries['cost']:.4f}" in html
+    assert f"per success {got['summary']['cost_per_success']:.4f}" in html
+    # t4's run costs 0.0004: four decimals would print a paid run as free.
+    assert "cost 0.0004" in html and "cost 0.0000" not in html
+
+
+def test_compare_of_a_batch_with_itself_pairs_every_figure_of_its_report(
+    batch: tuple[Path, str, dict[str, Any]],
+) -> None:
+    """b and a of the comparison are the report's figures over the paired tasks; the
+    strict view pairs every task, so there they are the report's own numbers."""
+    tmp, batch_id, got = batch
+    code, out, err = cli("compare", batch_id, batch_id, "--json", "--store", str(tmp / "s.db"))
+    assert code == 0, err
+    data = json.loads(out)
+    strict = data["metrics"]["strict"]
+    assert (
+        strict["success_rate"]["a"]["estimate"]
+        == got["invalid_as_failure"]["success_rate"]["estimate"]
+    )
+    for k, hat in got["invalid_as_failure"]["pass_hat_k"].items():
+        assert strict[f"pass_hat_{k}"]["b"]["estimate"] == hat["estimate"]
+        assert strict[f"pass_hat_{k}"]["difference"]["estimate"] == 0
+    assert data["excluded_tasks"] == ["t3"]
+    assert data["metrics"]["valid"]["success_rate"]["a"]["n_tasks"] == got["n_tasks"]
+
+
+def test_an_unfinished_batch_is_flagged_in_the_html_report_too(tmp_path: Path) -> None:
+    """The terminal and JSON reports said INCOMPLETE; the HTML page said nothing and headed
+    itself "1 tasks x 10 attempts" over 3 stored attempts."""
+    from groundstate.runner import BatchConfig, BatchRunner, Interrupted
+    from groundstate.spec.suite import load_suite
+    from groundstate.spec.system import load_system
+
+    from .conftest import BANK, BANK_SYSTEM
+
+    suite = load_suite(BANK)
+    suite.config = suite.config.model_copy(update={"canary": None})
+    store = tmp_path / "runs.db"
+    with RunStore(store) as runs:
+        runner = BatchRunner(suite, load_system(BANK_SYSTEM), runs)
+        seen: list[object] = []
+
+        def stop_after_two(run: object) -> None:
+            seen.append(run)
+            if len(seen) == 2:
+                runner.interrupt.signum = signal.SIGTERM
+
+        runner.on_run = stop_after_two
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=10)))
+        batch_id = runner.batch_id
+        assert batch_id is not None
+    result = CliRunner().invoke(main, ["report", batch_id, "--json", "--store", str(store)])
+    data = json.loads(result.stdout)
+    missing = data["missing_attempts"]
+    assert missing is not None
+    page = tmp_path / "r.html"
+    shown = CliRunner().invoke(
+        main, ["report", batch_id, "--store", str(store), "--html", str(page)]
+    )
+    assert shown.exit_code == 0, shown.output
+    parsed = html_tables(page)
+    alert = " ".join(parsed.alerts["incomplete-alert"].split())
+    assert f"{missing['count']} of {missing['planned']} planned attempts are not stored" in alert
+    assert f"--resume {batch_id}" in alert
+    counted = data["valid_attempts"] + data["invalid_attempts"]
+    assert re.search(rf"\b{counted} attempts counted\b", parsed.sub), parsed.sub
+    assert "\u00d7 10 attempts" not in parsed.sub
