@@ -346,3 +346,19 @@ def test_an_unfinished_batch_is_flagged_in_the_html_report_too(tmp_path: Path) -
     counted = data["valid_attempts"] + data["invalid_attempts"]
     assert re.search(rf"\b{counted} attempts counted\b", parsed.sub), parsed.sub
     assert "\u00d7 10 attempts" not in parsed.sub
+
+
+def test_batches_claims_no_missing_attempt_of_an_imported_batch(
+    batch: tuple[Path, str, dict[str, Any]],
+) -> None:
+    """An import's plan is its rows (tasks with 1 to 3 attempts here): `batches` said 8/12,
+    as if 4 attempts were missing, while `report` names none missing."""
+    tmp, batch_id, got = batch
+    code, out, err = cli("batches", "--json", "--store", str(tmp / "s.db"))
+    assert code == 0, err
+    (listed,) = [b for b in json.loads(out) if b["batch_id"] == batch_id]
+    counted = got["valid_attempts"] + got["invalid_attempts"]
+    assert (listed["attempts_stored"], listed["attempts_expected"]) == (counted, counted) == (8, 8)
+    assert got["missing_attempts"] is None
+    code, out, _ = cli("batches", "--store", str(tmp / "s.db"))
+    assert "8/8" in out and "8/12" not in out
