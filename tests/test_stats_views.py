@@ -362,3 +362,71 @@ def test_batches_claims_no_missing_attempt_of_an_imported_batch(
     assert got["missing_attempts"] is None
     code, out, _ = cli("batches", "--store", str(tmp / "s.db"))
     assert "8/8" in out and "8/12" not in out
+
+
+# --- rounding at display ---------------------------------------------------------------------
+
+
+def _rows(task_id: str, n: int, c: int, *, rerun: bool) -> list[str]:
+    """n attempts, the last c successes; with *rerun*, attempt 0 first ends in an environment
+    failure and is rerun (one invalid try among thousands)."""
+    first = [f"{task_id},0,0,0,environment_failure,0.01,1"] if rerun else []
+    return first + [
+        f"{task_id},{i},{int(rerun and i == 0)},{int(i >= n - c)},,0.01,1" for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("big", "other", "shown", "hidden"),
+    [
+        ((400, 399), 1, ">0.999", "1.000"),  # (9 + 399/400) / 10 = 0.99975
+        ((250, 1), 0, "<0.001", "0.000"),  # (1/250) / 10 = 0.0004
+    ],
+)
+def test_a_rate_strictly_between_0_and_1_never_prints_as_0_or_1(
+    tmp_path: Path, big: tuple[int, int], other: int, shown: str, hidden: str
+) -> None:
+    """Nine one-attempt tasks hold k at 1; the tenth's rate moves the suite's by less than
+    half a unit of the third decimal. Printed with three decimals it read as certain
+    (1.000) or as never (0.000) in the terminal and HTML reports and in compare."""
+    lines = ["task_id,attempt,retry,success,terminal_reason,cost,latency"]
+    lines += [f"s{i},0,0,{other},,0.01,1" for i in range(9)]
+    lines += _rows("big", *big, rerun=False)
+    batch_id = import_text(tmp_path, "\n".join(lines) + "\n")
+    got = report(tmp_path, batch_id)
+    estimate = got["success_rate"]["estimate"]
+    assert 0 < estimate < 1 and f"{estimate:.3f}" == hidden
+    assert got["pass_hat_k"]["1"]["estimate"] == estimate and list(got["pass_at_k"]) == ["1"]
+    terminal = text_report(tmp_path / "s.db", batch_id)
+    suite = {r[0]: r for r in rows_of(terminal)}
+    assert suite["valid attempts"][1] == shown
+    assert f"pass^1 = {shown}" in terminal
+    page = tmp_path / "r.html"
+    cli("report", batch_id, "--store", str(tmp_path / "s.db"), "--html", str(page))
+    parsed = html_tables(page)
+    headline = parsed.tables["suite-numbers"][0][1]
+    assert headline[1].split()[0] == shown
+    code, out, err = cli("compare", batch_id, batch_id, "--store", str(tmp_path / "s.db"))
+    assert code == 0, err
+    success = [r for r in rows_of(out) if r[0] == "success_rate"]
+    assert success and all(r[1] == r[2] == shown for r in success)
+
+
+def test_one_invalid_try_in_thousands_is_not_printed_as_none(tmp_path: Path) -> None:
+    """One environment failure, rerun, among 2,001 tries: its share (0.05%) printed as
+    "0.0%" in the terminal footer and the HTML header and tables."""
+    from groundstate.report.terminal import report_footer
+
+    lines = ["task_id,attempt,retry,success,terminal_reason,cost,latency"]
+    lines += _rows("big", 2000, 1000, rerun=True)
+    batch_id = import_text(tmp_path, "\n".join(lines) + "\n")
+    got = report(tmp_path, batch_id)
+    assert (got["tries"]["invalid_tries"], got["tries"]["tries"]) == (1, 2001)
+    footer = " ".join(report_footer(got).split())
+    assert "environment_failure <0.1%" in footer and "0.0%" not in footer
+    from groundstate.report.html import _environment
+
+    assert _environment().filters["pct"](1 / 2001) == "<0.1%"
+    assert _environment().filters["pct"](2000 / 2001) == ">99.9%"
+    assert _environment().filters["pct"](0.0) == "0.0%"
+    assert _environment().filters["pct"](1.0) == "100.0%"

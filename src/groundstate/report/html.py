@@ -21,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from groundstate.analysis import missing_attempts
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount, counted_of, fixed
+from groundstate.report.numbers import amount, counted_of, fixed, fraction, share
 from groundstate.stats import (
     VIEWS,
     Comparison,
@@ -205,6 +205,7 @@ def _environment() -> jinja2.Environment:
     env.filters.update(
         counted_of=_counted_of,
         num=_num,
+        est=_est,
         amount=_amount,
         pct=_pct,
         pretty=_pretty,
@@ -232,8 +233,12 @@ def _amount(value: float | None, digits: int = 4) -> str:
     return MISSING if value is None else amount(value, digits)
 
 
+def _est(value: float | None) -> str:
+    return MISSING if value is None else fraction(value)
+
+
 def _pct(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.1%}"
+    return MISSING if value is None else share(value)
 
 
 def _pretty(value: Any) -> str:

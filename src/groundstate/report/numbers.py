@@ -22,3 +22,24 @@ def counted_of(tasks: int, excluded: int) -> str:
     counted attempt in the view (a bare 2 beside a rate over 1 task misstates its
     denominator)."""
     return str(tasks) if not excluded else f"{tasks - excluded} of {tasks}"
+
+
+def fraction(value: float) -> str:
+    """A probability or rate with three decimals, except that a value strictly between 0 and
+    1 never prints as 0.000 or 1.000: one success in 3,000 attempts is not a success rate of
+    0.000, nor is a pass@k of 0.9996 certain (``<0.001``, ``>0.999``; the JSON keeps it)."""
+    if 0 < value < 0.0005:
+        return "<0.001"
+    if 0.9995 <= value < 1:
+        return ">0.999"
+    return f"{value:.3f}"
+
+
+def share(value: float) -> str:
+    """A share as a percentage with one decimal; as :func:`fraction`, never 0.0% or 100.0%
+    for a share that is neither (one invalid try in 3,000 is not none)."""
+    if 0 < value < 0.0005:
+        return "<0.1%"
+    if 0.9995 <= value < 1:
+        return ">99.9%"
+    return f"{value:.1%}"

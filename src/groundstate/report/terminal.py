@@ -16,7 +16,7 @@ from rich.text import Text
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount, counted_of
+from groundstate.report.numbers import amount, counted_of, fraction, share
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
@@ -251,7 +251,7 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
         if rate is not None:
             headline.add_row(
                 name,
-                f"{rate['estimate']:.3f}",
+                fraction(rate["estimate"]),
                 _ci(rate),
                 _maybe(rate["se"]),
                 str(rate["n_tasks"]),
@@ -264,13 +264,13 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     for k, at_k in report["pass_at_k"].items():
         hat_k = report["pass_hat_k"][k]
         curves.add_row(
-            str(k), f"{at_k['estimate']:.3f}", _ci(at_k), f"{hat_k['estimate']:.3f}", _ci(hat_k),
+            str(k), fraction(at_k["estimate"]), _ci(at_k), fraction(hat_k["estimate"]), _ci(hat_k),
             str(at_k["n_tasks"]),
         )  # fmt: skip
     for k, beyond in report["k_limits"]["valid"]["beyond"].items():
         at_k, hat_k = beyond["pass_at_k"], beyond["pass_hat_k"]
         curves.add_row(
-            f"{k}*", f"{at_k['estimate']:.3f}", _ci(at_k), f"{hat_k['estimate']:.3f}", _ci(hat_k),
+            f"{k}*", fraction(at_k["estimate"]), _ci(at_k), fraction(hat_k["estimate"]), _ci(hat_k),
             f"{at_k['n_tasks']} (without {len(beyond['excluded_tasks'])})",
         )  # fmt: skip
     return [headline, curves, _slice_table(report), _reason_table(report)]
@@ -331,9 +331,9 @@ def _slice_table(report: dict[str, Any]) -> Table:
                 by,
                 _plain(name),
                 tasks,
-                f"{rate['estimate']:.3f}",
+                fraction(rate["estimate"]),
                 _ci(rate),
-                f"{hat['estimate']:.3f} {_ci(hat)} ({kmax})",
+                f"{fraction(hat['estimate'])} {_ci(hat)} ({kmax})",
                 str(rate["attempts"]),
                 _plain(rate["note"]),
             )
@@ -347,13 +347,15 @@ def _reason_table(report: dict[str, Any]) -> Table:
     reasons = report["terminal_reasons"]
     total = sum(reasons.values()) or 1
     for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
-        table.add_row(_plain(reason), str(count), f"{count / total:.1%}")
+        table.add_row(_plain(reason), str(count), share(count / total))
     return table
 
 
 def report_footer(report: dict[str, Any]) -> str:
     tries = report["tries"]
-    rates = ", ".join(f"{k} {v:.1%}" for k, v in tries["invalid_rate_by_reason"].items()) or "none"
+    rates = (
+        ", ".join(f"{k} {share(v)}" for k, v in tries["invalid_rate_by_reason"].items()) or "none"
+    )
     line = _headline(report) + "\n"
     line += (
         f"{report['valid_attempts']} valid and {report['invalid_attempts']} invalid attempts; "
@@ -399,11 +401,13 @@ def _headline(report: dict[str, Any]) -> str:
     valid = report["pass_hat_k"].get(1)
     line = "pass^1: no valid attempts"
     if valid is not None:
-        line = f"pass^1 = {valid['estimate']:.3f} {_said(valid)} over {valid['n_tasks']} tasks"
+        line = (
+            f"pass^1 = {fraction(valid['estimate'])} {_said(valid)} over {valid['n_tasks']} tasks"
+        )
     strict = report["invalid_as_failure"]["success_rate"]
     if report["invalid_attempts"] and strict is not None:
         line += (
-            f" (valid attempts only) · {strict['estimate']:.3f} {_said(strict)} counting "
+            f" (valid attempts only) · {fraction(strict['estimate'])} {_said(strict)} counting "
             f"{report['invalid_attempts']} invalid attempts as failures"
         )
     return line
@@ -485,9 +489,9 @@ def _difference_table(data: dict[str, Any], view: str, title: str) -> Table:
     for column in ("metric", "a", "b", "b - a", "interval", "SE", "t", "p", "tasks", "note"):
         table.add_column(column)
     for name, m in _shown(data["metrics"][view], data["common_k"][view]):
-        d = m["difference"]
+        a, b, d = m["a"], m["b"], m["difference"]
         table.add_row(
-            name, f"{m['a']['estimate']:.3f}", f"{m['b']['estimate']:.3f}", f"{d['estimate']:+.3f}",
+            name, fraction(a["estimate"]), fraction(b["estimate"]), f"{d['estimate']:+.3f}",
             _ci(d, "+"), _maybe(d["se"]), _maybe(m["statistic"]), _p(m["p_value"]),
             str(d["n_tasks"]), _plain(d["note"]),
         )  # fmt: skip
