@@ -430,3 +430,35 @@ def test_one_invalid_try_in_thousands_is_not_printed_as_none(tmp_path: Path) -> 
     assert _environment().filters["pct"](2000 / 2001) == ">99.9%"
     assert _environment().filters["pct"](0.0) == "0.0%"
     assert _environment().filters["pct"](1.0) == "100.0%"
+
+
+def test_the_suite_partial_score_is_shown_where_the_json_gives_it(tmp_path: Path) -> None:
+    """`report --json` and `compare` gave the suite's partial score with its interval; the
+    terminal and HTML reports showed only each run's. t3's only attempt is invalid: it
+    scores 0 in the strict view and is left out of the valid one."""
+    rows = """task_id,attempt,success,terminal_reason,partial_score
+t1,0,1,,1.0
+t1,1,0,,0.5
+t2,0,0,,0.25
+t2,1,0,,0.0
+t3,0,0,environment_failure,
+"""
+    batch_id = import_text(tmp_path, rows)
+    got = report(tmp_path, batch_id)
+    valid, strict = (1.5 / 2 + 0.25 / 2) / 2, (1.5 / 2 + 0.25 / 2 + 0) / 3
+    assert got["partial_score"]["estimate"] == pytest.approx(valid)
+    assert got["invalid_as_failure"]["partial_score"]["estimate"] == pytest.approx(strict)
+    terminal = text_report(tmp_path / "s.db", batch_id)
+    shown = terminal.split("partial score (")[1]
+    table = {r[0]: r for r in rows_of(shown)[:2]}
+    for name, view in (("valid attempts", got), ("invalid = failure", got["invalid_as_failure"])):
+        score = view["partial_score"]
+        assert table[name][1] == f"{score['estimate']:.3f}"
+        assert table[name][4:6] == [str(score["n_tasks"]), str(score["attempts"])]
+    page = tmp_path / "r.html"
+    cli("report", batch_id, "--store", str(tmp_path / "s.db"), "--html", str(page))
+    (partial,) = [
+        t for t in html_tables(page).tables["suite-numbers"] if t[0][1].startswith("partial")
+    ]
+    assert [row[1].split()[0] for row in partial[1:]] == [f"{valid:.3f}", f"{strict:.3f}"]
+    assert [row[3] for row in partial[1:]] == ["2", "3"]

@@ -242,22 +242,12 @@ def _short(value: str | None) -> str:
 
 def summary_tables(report: dict[str, Any]) -> list[Table]:
     """Headline numbers (both views) and the pass@k / pass^k table with intervals."""
-    headline = Table(title=f"suite ({_rule(report)})")
-    for column in ("view", "success rate", "interval", "SE", "tasks", "attempts counted", "note"):
-        headline.add_column(column)
-    views = (("valid attempts", report), ("invalid = failure", report["invalid_as_failure"]))
-    for name, view in views:
-        rate = view["success_rate"]
-        if rate is not None:
-            headline.add_row(
-                name,
-                fraction(rate["estimate"]),
-                _ci(rate),
-                _maybe(rate["se"]),
-                str(rate["n_tasks"]),
-                str(rate["attempts"]),
-                _plain(rate["note"]),
-            )
+    headline = _view_table(f"suite ({_rule(report)})", "success rate", report, "success_rate")
+    tables = [headline]
+    if report["partial_score"] or report["invalid_as_failure"]["partial_score"]:
+        # In report --json and compare since issue 11; the reports showed only the runs' own.
+        title = "partial score (the rubric's weighted mean, beside the binary result)"
+        tables.append(_view_table(title, "partial score", report, "partial_score"))
     curves = Table(title="capability (pass@k) and reliability (pass^k), valid attempts")
     for column in ("k", "pass@k", "interval", "pass^k", "interval", "tasks"):
         curves.add_column(column)
@@ -273,7 +263,28 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
             f"{k}*", fraction(at_k["estimate"]), _ci(at_k), fraction(hat_k["estimate"]), _ci(hat_k),
             f"{at_k['n_tasks']} (without {len(beyond['excluded_tasks'])})",
         )  # fmt: skip
-    return [headline, curves, _slice_table(report), _reason_table(report)]
+    return [*tables, curves, _slice_table(report), _reason_table(report)]
+
+
+def _view_table(title: str, name: str, report: dict[str, Any], metric: str) -> Table:
+    """*metric* in both views, with its interval and denominators."""
+    table = Table(title=title)
+    for column in ("view", name, "interval", "SE", "tasks", "attempts counted", "note"):
+        table.add_column(column)
+    views = (("valid attempts", report), ("invalid = failure", report["invalid_as_failure"]))
+    for view_name, view in views:
+        value = view[metric]
+        if value is not None:
+            table.add_row(
+                view_name,
+                fraction(value["estimate"]),
+                _ci(value),
+                _maybe(value["se"]),
+                str(value["n_tasks"]),
+                str(value["attempts"]),
+                _plain(value["note"]),
+            )
+    return table
 
 
 def _rule(report: dict[str, Any]) -> str:
