@@ -462,3 +462,16 @@ t3,0,0,environment_failure,
     ]
     assert [row[1].split()[0] for row in partial[1:]] == [f"{valid:.3f}", f"{strict:.3f}"]
     assert [row[3] for row in partial[1:]] == ["2", "3"]
+
+
+def test_a_small_task_weight_is_not_printed_as_0(tmp_path: Path) -> None:
+    """A task weighted 0.001 (it counts, a little) read "0.00" in the HTML task table."""
+    rows = "task_id,attempt,success,weight\nt1,0,1,0.001\nt2,0,0,2\n"
+    batch_id = import_text(tmp_path, rows)
+    got = report(tmp_path, batch_id)
+    assert got["success_rate"]["estimate"] == pytest.approx(0.001 / 2.001)
+    page = tmp_path / "r.html"
+    cli("report", batch_id, "--store", str(tmp_path / "s.db"), "--html", str(page))
+    tasks = {row[0]: row for row in html_tables(page).tables["tasks"][0][1:]}
+    assert (tasks["t1"][4], tasks["t2"][4]) == ("0.001", "2.00")
+    assert html_tables(page).tables["suite-numbers"][0][1][1].split()[0] == "<0.001"
