@@ -346,6 +346,23 @@ def test_an_unfinished_batch_is_flagged_in_the_html_report_too(tmp_path: Path) -
     counted = data["valid_attempts"] + data["invalid_attempts"]
     assert re.search(rf"\b{counted} attempts counted\b", parsed.sub), parsed.sub
     assert "\u00d7 10 attempts" not in parsed.sub
+    # compare names the incomplete side in every output, as the report does.
+    note = (
+        f"({batch_id}) is incomplete: {missing['count']} of {missing['planned']} planned "
+        "attempts are not stored"
+    )
+    code, out, err = cli("compare", batch_id, batch_id, "--json", "--store", str(store))
+    assert code == 0, err
+    assert [n for n in json.loads(out)["notes"] if "incomplete" in n] == [
+        f"a {note}",
+        f"b {note}",
+    ]
+    code, out, err = cli(
+        "compare", batch_id, batch_id, "--store", str(store), "--html", str(tmp_path / "c.html")
+    )
+    assert code == 0, err
+    assert f"a {note}" in " ".join(out.split())
+    assert f"b {note}" in " ".join((tmp_path / "c.html").read_text(encoding="utf-8").split())
 
 
 def test_batches_claims_no_missing_attempt_of_an_imported_batch(

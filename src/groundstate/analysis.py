@@ -524,14 +524,38 @@ def compare_batches(
     allow_mismatch: bool = False,
 ) -> Comparison:
     """Comparison of two batches on their shared tasks; refuses different revisions, suites
-    or versioning unless *allow_mismatch* (then the comparison lists them)."""
-    return compare_counts(
-        _final_counts(a, a_runs)[2],
-        _final_counts(b, b_runs)[2],
+    or versioning unless *allow_mismatch* (then the comparison lists them). A batch that
+    lacks planned attempts is named in the notes, as its own report names it."""
+    a_final, _, a_counts = _final_counts(a, a_runs)
+    b_final, _, b_counts = _final_counts(b, b_runs)
+    comparison = compare_counts(
+        a_counts,
+        b_counts,
         seed=seed,
         fdr=fdr,
         allow_mismatch=allow_mismatch,
         batch_mismatches=batch_mismatches(a, b),
+    )
+    incomplete = [
+        note
+        for side, batch, final in (("a", a, a_final), ("b", b, b_final))
+        if (note := _incomplete_note(side, batch, final)) is not None
+    ]
+    if not incomplete:
+        return comparison
+    return replace(comparison, notes=(*comparison.notes, *incomplete))
+
+
+def _incomplete_note(side: str, batch: BatchInfo, final: OutcomeTable) -> str | None:
+    stored = {final.task_ids[i] for i in np.unique(final.task)} if len(final) else set()
+    missing = missing_attempts(batch, stored, len(final))
+    if missing is None:
+        return None
+    absent = missing["tasks_without_any"]
+    return (
+        f"{side} ({batch.batch_id}) is incomplete: {missing['count']} of {missing['planned']} "
+        "planned attempts are not stored"
+        + (f" (tasks with none: {', '.join(absent)})" if absent else "")
     )
 
 
