@@ -492,3 +492,29 @@ def test_a_small_task_weight_is_not_printed_as_0(tmp_path: Path) -> None:
     tasks = {row[0]: row for row in html_tables(page).tables["tasks"][0][1:]}
     assert (tasks["t1"][4], tasks["t2"][4]) == ("0.001", "2.00")
     assert html_tables(page).tables["suite-numbers"][0][1][1].split()[0] == "<0.001"
+
+
+@pytest.mark.parametrize(
+    ("n", "c", "gate", "shown"),
+    [
+        (199, 189, "0.95", "0.9497"),  # 189/199 = 0.94975: "0.950 is below 0.95"
+        (3, 2, "0.7", "0.667"),
+        (2000, 1999, "0.99999", "0.9995"),
+    ],
+)
+def test_a_failed_gate_prints_its_value_below_its_threshold(
+    tmp_path: Path, n: int, c: int, gate: str, shown: str
+) -> None:
+    rows = [f"t,{i},{int(i >= n - c)}" for i in range(n)]
+    batch_id = import_text(tmp_path, "task_id,attempt,success\n" + "\n".join(rows) + "\n")
+    code, _, err = cli(
+        "report",
+        batch_id,
+        "--store",
+        str(tmp_path / "s.db"),
+        "--fail-under",
+        f"success_rate={gate}",
+    )
+    assert code == 4
+    assert f"success_rate = {shown} is below {gate}" in err
+    assert float(shown) < float(gate)

@@ -106,6 +106,19 @@ def gate_results(gates: list[Gate], report: dict[str, Any]) -> list[dict[str, An
 
 def failure_line(result: dict[str, Any]) -> str:
     """One line for a failed gate."""
+    threshold = f"{result['threshold']:g}"
     if result["value"] is None:
-        return f"{result['metric']} could not be estimated (gate {result['threshold']:g})"
-    return f"{result['metric']} = {result['value']:.3f} is below {result['threshold']:g}"
+        return f"{result['metric']} could not be estimated (gate {threshold})"
+    return (
+        f"{result['metric']} = {_below(result['value'], result['threshold'])} is below {threshold}"
+    )
+
+
+def _below(value: float, threshold: float) -> str:
+    """*value* with three decimals, or as many more as it takes to show it below *threshold*:
+    0.9497 against 0.95 printed "0.950 is below 0.95"."""
+    for digits in range(3, 17):
+        text = f"{value:.{digits}f}"
+        if float(text) < threshold:
+            return text
+    return repr(value)
