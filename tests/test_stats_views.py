@@ -518,3 +518,23 @@ def test_a_failed_gate_prints_its_value_below_its_threshold(
     assert code == 4
     assert f"success_rate = {shown} is below {gate}" in err
     assert float(shown) < float(gate)
+
+
+def test_a_flagged_invalid_share_is_printed_above_its_threshold(tmp_path: Path) -> None:
+    """21 invalid tries of 209 (10.05%) exceed the default 10%: the HTML alert said "(10.0%)
+    ended in an environment or grader failure" under "Invalid attempts exceed 10.0%"."""
+    rows = [f"t{i % 7},{i // 7},{int(i >= 21)},{'environment_failure' if i < 21 else ''}"
+            for i in range(209)]  # fmt: skip
+    batch_id = import_text(
+        tmp_path, "task_id,attempt,success,terminal_reason\n" + "\n".join(rows) + "\n"
+    )
+    got = report(tmp_path, batch_id)
+    assert (got["tries"]["invalid_tries"], got["tries"]["tries"]) == (21, 209)
+    assert got["invalid_rate_flagged"] is True and got["tries"]["max_invalid_rate"] == 0.1
+    assert f"{21 / 209:.1%}" == "10.0%"  # what one decimal printed
+    terminal = " ".join(text_report(tmp_path / "s.db", batch_id).split())
+    assert "(21 of 209: 10.05% > 10.0%)" in terminal
+    page = tmp_path / "r.html"
+    cli("report", batch_id, "--store", str(tmp_path / "s.db"), "--html", str(page))
+    alert = " ".join(html_tables(page).alerts["invalid-alert"].split())
+    assert "21 of 209 tries (10.05%) ended" in alert and "exceed 10.0% of tries" in alert

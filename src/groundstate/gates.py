@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from groundstate.errors import GroundstateError
+from groundstate.report.numbers import apart
 
 EXIT_BELOW_GATE = 4
 """``run`` and ``report`` exit 4 when a ``--fail-under`` metric is below its threshold
@@ -109,16 +110,5 @@ def failure_line(result: dict[str, Any]) -> str:
     threshold = f"{result['threshold']:g}"
     if result["value"] is None:
         return f"{result['metric']} could not be estimated (gate {threshold})"
-    return (
-        f"{result['metric']} = {_below(result['value'], result['threshold'])} is below {threshold}"
-    )
-
-
-def _below(value: float, threshold: float) -> str:
-    """*value* with three decimals, or as many more as it takes to show it below *threshold*:
-    0.9497 against 0.95 printed "0.950 is below 0.95"."""
-    for digits in range(3, 17):
-        text = f"{value:.{digits}f}"
-        if float(text) < threshold:
-            return text
-    return repr(value)
+    value = apart(result["value"], result["threshold"], 3)  # never "0.950 is below 0.95"
+    return f"{result['metric']} = {value} is below {threshold}"

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from groundstate.analysis import missing_attempts
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount, counted_of, fixed, fraction, share
+from groundstate.report.numbers import amount, apart, counted_of, fixed, fraction, share
 from groundstate.stats import (
     VIEWS,
     Comparison,
@@ -287,13 +287,16 @@ def _header(batch: BatchInfo, summary: Summary, tries: Mapping[str, Any]) -> dic
     total = int(tries.get("tries", summary.attempts))
     invalid = int(tries.get("invalid_tries", summary.invalid.count))
     share = invalid / total if total else 0.0
+    threshold = float(tries.get("max_invalid_rate", 0.1))
     return {
         "shape": _shape(batch, summary),
+        # Flagged for exceeding the threshold: printed apart from it (10.04%, not 10.0%).
+        "flagged_share": apart(share, threshold, 1, percent=True),
         "tries": total,
         "invalid_tries": invalid,
         "invalid_share": share,
         "alert": bool(tries.get("flagged", False)),
-        "threshold": float(tries.get("max_invalid_rate", 0.1)),
+        "threshold": threshold,
         "cost": tries.get("cost"),
         "reruns": total > summary.attempts,
     }

@@ -43,3 +43,16 @@ def share(value: float) -> str:
     if 0.9995 <= value < 1:
         return ">99.9%"
     return f"{value:.1%}"
+
+
+def apart(value: float, bound: float, digits: int, *, percent: bool = False) -> str:
+    """*value* with *digits* decimals (a percentage with *percent*), or as many more as it
+    takes to print it apart from *bound*, on its own side: a failed gate of 0.94975 against
+    0.95 is "0.9497", not "0.950 is below 0.95"; 10.04% of tries flagged for exceeding 10% is
+    "10.04%", not "10.0%"."""
+    kind = "%" if percent else "f"
+    for more in range(digits, 17):
+        text = f"{value:.{more}{kind}}"
+        if text != f"{bound:.{more}{kind}}":
+            return text
+    return f"{value:.{digits}{kind}}"

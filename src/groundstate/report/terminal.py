@@ -16,7 +16,7 @@ from rich.text import Text
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount, counted_of, fraction, share
+from groundstate.report.numbers import amount, apart, counted_of, fraction, share
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
@@ -391,7 +391,12 @@ def report_footer(report: dict[str, Any]) -> str:
         names = escape(printable(", ".join(report["invalid_tasks_run"])))
         line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
     if report["invalid_rate_flagged"]:
-        line += "\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold[/]"
+        invalid, threshold = tries["invalid_tries"] / tries["tries"], tries["max_invalid_rate"]
+        line += (
+            f"\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold "
+            f"({tries['invalid_tries']} of {tries['tries']}: "
+            f"{apart(invalid, threshold, 1, percent=True)} > {threshold:.1%})[/]"
+        )
     if missing := report.get("missing_attempts"):
         absent = ", ".join(missing["tasks_without_any"])
         line += (
