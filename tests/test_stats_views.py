@@ -538,3 +538,18 @@ def test_a_flagged_invalid_share_is_printed_above_its_threshold(tmp_path: Path) 
     cli("report", batch_id, "--store", str(tmp_path / "s.db"), "--html", str(page))
     alert = " ".join(html_tables(page).alerts["invalid-alert"].split())
     assert "21 of 209 tries (10.05%) ended" in alert and "exceed 10.0% of tries" in alert
+
+
+def test_show_prints_a_runs_cost_as_the_reports_do(tmp_path: Path) -> None:
+    """`show` printed a cost of 0.00004 as "cost 0.0000" (the HTML run view: 4e-05)."""
+    batch_id = import_text(tmp_path, "task_id,attempt,success,cost,latency\nt1,0,1,0.00004,1e308\n")
+    store = str(tmp_path / "s.db")
+    code, out, err = cli("runs", batch_id, "--json", "--store", store)
+    assert code == 0, err
+    (run,) = json.loads(out)["runs"]
+    code, out, err = cli("show", run["run_id"], "--store", store)
+    assert code == 0, err
+    assert "cost 4e-05 · latency 1e+308s" in out
+    page = tmp_path / "r.html"
+    cli("report", batch_id, "--store", store, "--html", str(page))
+    assert "cost 4e-05" in page.read_text(encoding="utf-8")

@@ -154,7 +154,8 @@ def print_run(console: Console, run: AgentRun) -> None:
         f"system {run.system_spec_hash[:12]} · grader {run.grader_revision} · seed {run.seed}"
     )
     console.print(f"state {_short(run.initial_state_hash)} → {_short(run.final_state_hash)}")
-    console.print(f"cost {run.cost:.4f} · latency {run.latency:.3f}s")
+    # As the HTML run view and the report print them: 0.00004 is not "cost 0.0000".
+    console.print(f"cost {amount(run.cost, 4)} · latency {amount(run.latency, 3)}s")
     _print_checks(console, "outcome assertions", run.outcome_assertion_results)
     _print_checks(console, "hard constraints", run.constraint_results)
     exception = run.infrastructure_status.get("exception")
