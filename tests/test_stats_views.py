@@ -262,6 +262,7 @@ def test_the_html_report_prints_the_json_figures_with_their_denominators(
         assert tasks[row["task_id"]][5] == f"{row['valid']['c']} / {row['valid']['n']}"
     # 4 tasks with 1 to 3 attempts each are not "4 tasks x 3 attempts" (12 attempts).
     assert "4 tasks · 8 attempts counted (1 to 3 per task)" in parsed.sub
+    assert "<dt>attempts per task</dt><dd>1 to 3</dd>" in page.read_text(encoding="utf-8")
     assert "\u00d7" not in parsed.sub
 
 

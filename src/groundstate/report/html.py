@@ -290,6 +290,8 @@ def _header(batch: BatchInfo, summary: Summary, tries: Mapping[str, Any]) -> dic
     threshold = float(tries.get("max_invalid_rate", 0.1))
     return {
         "shape": _shape(batch, summary),
+        # An import has no plan: its attempts per task are those it brought (1 to 3, not 3).
+        "per_task": batch.attempts if batch.source == "groundstate" else _per_task(summary) or 0,
         # Flagged for exceeding the threshold: printed apart from it (10.04%, not 10.0%).
         "flagged_share": apart(share, threshold, 1, percent=True),
         "tries": total,
@@ -306,14 +308,21 @@ def _shape(batch: BatchInfo, summary: Summary) -> str:
     """Tasks by attempts as counted: "3 tasks \u00d7 3 attempts" only when every task has that
     many counted attempts (an imported batch with 2 or 3 per task, or an interrupted one,
     has not 9: it says how many it counted, and the range per task)."""
+    spread = _per_task(summary)
+    if spread is None:
+        return f"{summary.n_tasks} tasks \u00b7 no counted attempt"
+    if spread == str(batch.attempts):
+        return f"{summary.n_tasks} tasks \u00d7 {batch.attempts} attempts"
+    return f"{summary.n_tasks} tasks \u00b7 {summary.attempts} attempts counted ({spread} per task)"
+
+
+def _per_task(summary: Summary) -> str | None:
+    """Counted attempts per task: "3", or "1 to 3" when tasks differ (None: none counted)."""
     strict = summary.views.get("strict")
     rate = strict.success_rate if strict is not None else None
     if rate is None:
-        return f"{summary.n_tasks} tasks \u00b7 no counted attempt"
-    if rate.min_n == rate.max_n == batch.attempts:
-        return f"{summary.n_tasks} tasks \u00d7 {batch.attempts} attempts"
-    spread = str(rate.min_n) if rate.min_n == rate.max_n else f"{rate.min_n} to {rate.max_n}"
-    return f"{summary.n_tasks} tasks \u00b7 {summary.attempts} attempts counted ({spread} per task)"
+        return None
+    return str(rate.min_n) if rate.min_n == rate.max_n else f"{rate.min_n} to {rate.max_n}"
 
 
 def _chart(view: ViewSummary) -> dict[str, Any]:
