@@ -224,6 +224,16 @@ def test_the_terminal_report_prints_the_json_figures_with_their_denominators(
         assert shown[2] == expected
     assert slices["label", "b"][2] == "1 of 2" and slices["horizon", "unknown"][2] == "3 of 4"
     assert slices["label", "c"][3] == "no valid attempts"
+    # The headline states each view's own denominators.
+    flat = " ".join(text.split())
+    valid, strict = got["pass_hat_k"]["1"], got["invalid_as_failure"]["success_rate"]
+    assert (
+        f"over {valid['n_tasks']} tasks, {valid['attempts']} attempts (valid attempts only)" in flat
+    )
+    assert (
+        f"{strict['estimate']:.3f} ({strict['note']}) over {strict['n_tasks']} tasks, "
+        f"{strict['attempts']} attempts, counting {got['invalid_attempts']} invalid attempts"
+    ) in flat
     # The per-task table's invalid column counts tries, and says so.
     assert "invalid" in text and "tries" in text.split("terminal reasons")[0]
 

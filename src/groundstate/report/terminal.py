@@ -414,20 +414,23 @@ def report_footer(report: dict[str, Any]) -> str:
 
 
 def _headline(report: dict[str, Any]) -> str:
-    """pass^1 on valid attempts, and, when any attempt is invalid, counting invalid as failed."""
+    """pass^1 on valid attempts, and, when any attempt is invalid, counting invalid as failed;
+    each with the tasks and attempts it is over (the two views differ in both)."""
     valid = report["pass_hat_k"].get(1)
     line = "pass^1: no valid attempts"
     if valid is not None:
-        line = (
-            f"pass^1 = {fraction(valid['estimate'])} {_said(valid)} over {valid['n_tasks']} tasks"
-        )
+        line = f"pass^1 = {fraction(valid['estimate'])} {_said(valid)} over {_over(valid)}"
     strict = report["invalid_as_failure"]["success_rate"]
     if report["invalid_attempts"] and strict is not None:
         line += (
-            f" (valid attempts only) · {fraction(strict['estimate'])} {_said(strict)} counting "
-            f"{report['invalid_attempts']} invalid attempts as failures"
+            f" (valid attempts only) · {fraction(strict['estimate'])} {_said(strict)} over "
+            f"{_over(strict)}, counting {report['invalid_attempts']} invalid attempts as failures"
         )
     return line
+
+
+def _over(estimate: dict[str, Any]) -> str:
+    return f"{estimate['n_tasks']} tasks, {estimate['attempts']} attempts"
 
 
 def _ci(estimate: dict[str, Any], sign: str = "") -> str:
