@@ -290,6 +290,19 @@ def test_every_view_reports_the_same_cost_and_never_a_nonzero_one_as_zero(
     html = " ".join(page.read_text(encoding="utf-8").split())
     assert f"Cost: total {cost['total']:.4f} over counted attempts, {tries['cost']:.4f}" in html
     assert f"per success {got['summary']['cost_per_success']:.4f}" in html
+    # Per attempt, as the terminal gives it (the HTML page had no mean, median or p90 cost).
+    latency = got["summary"]["latency"]
+    assert (
+        f"per attempt: mean {cost['mean']:.4f}, median {cost['median']:.4f}, "
+        f"p90 {cost['p90']:.4f}. Latency per attempt: mean {latency['mean']:.3f}s, "
+        f"median {latency['median']:.3f}s, p90 {latency['p90']:.3f}s"
+    ) in html
+    assert (
+        f"cost per attempt: mean {cost['mean']:.4f}, median {cost['median']:.4f}, p90 "
+        f"{cost['p90']:.4f}; per success {got['summary']['cost_per_success']:.4f} · latency per "
+        f"attempt: mean {latency['mean']:.3f}s, median {latency['median']:.3f}s, p90 "
+        f"{latency['p90']:.3f}s"
+    ) in text
     # t4's run costs 0.0004: four decimals would print a paid run as free.
     assert "cost 0.0004" in html and "cost 0.0000" not in html
 
