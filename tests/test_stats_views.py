@@ -577,3 +577,36 @@ def test_show_prints_a_runs_cost_as_the_reports_do(tmp_path: Path) -> None:
     page = tmp_path / "r.html"
     cli("report", batch_id, "--store", store, "--html", str(page))
     assert "cost 4e-05" in page.read_text(encoding="utf-8")
+
+
+def test_a_p_value_just_below_alpha_is_not_printed_as_alpha(tmp_path: Path) -> None:
+    """Seven tasks, four attempts a side, paired differences -2, 1, 1, 3, 3, 4, 4 successes:
+    the paired t test gives p = 0.04983 and the interval excludes 0, yet both reports printed
+    p as 0.050 (and the HTML printed a p below 0.001 as 0.000, the terminal as 0.0004)."""
+    from scipy import stats
+
+    a_c, b_c = [2, 0, 0, 0, 0, 0, 0], [0, 1, 1, 3, 3, 4, 4]
+
+    def rows(cs: list[int]) -> str:
+        lines = [f"t{t},{i},{int(i < c)}" for t, c in enumerate(cs) for i in range(4)]
+        return "task_id,attempt,success\n" + "\n".join(lines) + "\n"
+
+    a, b = import_text(tmp_path, rows(a_c), "a"), import_text(tmp_path, rows(b_c), "b")
+    store = str(tmp_path / "s.db")
+    args = ["compare", a, b, "--store", store, "--allow-mismatch"]
+    code, out, err = cli(*args, "--json")
+    assert code == 0, err
+    rate = json.loads(out)["metrics"]["valid"]["success_rate"]
+    expected = stats.ttest_1samp([(y - x) / 4 for x, y in zip(a_c, b_c, strict=True)], 0).pvalue
+    assert rate["p_value"] == pytest.approx(expected) and f"{expected:.3f}" == "0.050"
+    assert rate["difference"]["ci_low"] > 0
+    code, out, err = cli(*args, "--html", str(tmp_path / "c.html"))
+    assert code == 0, err
+    (row,) = [r for r in rows_of(out) if r[0] == "success_rate"][:1]
+    assert row[7] == "0.0498"
+    page = html_tables(tmp_path / "c.html")
+    cells = [r for t in page.tables[""] + page.tables.get("metrics", []) for r in t]
+    assert any(r[0] == "success_rate" and "0.0498" in r for r in cells)
+    from groundstate.report.html import _environment
+
+    assert _environment().filters["p"](0.0004, 0.05) == "0.0004"

@@ -21,7 +21,15 @@ from pydantic import TypeAdapter, ValidationError
 
 from groundstate.analysis import missing_attempts
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount, apart, counted_of, fixed, fraction, share
+from groundstate.report.numbers import (
+    amount,
+    apart,
+    counted_of,
+    fixed,
+    fraction,
+    p_value,
+    share,
+)
 from groundstate.stats import (
     VIEWS,
     Comparison,
@@ -206,6 +214,7 @@ def _environment() -> jinja2.Environment:
         counted_of=_counted_of,
         num=_num,
         est=_est,
+        p=_p,
         amount=_amount,
         pct=_pct,
         pretty=_pretty,
@@ -231,6 +240,10 @@ def _num(value: float | None, digits: int = 3) -> str:
 def _amount(value: float | None, digits: int = 4) -> str:
     """A cost (four decimals) or latency, as the terminal report prints it."""
     return MISSING if value is None else amount(value, digits)
+
+
+def _p(value: float | None, alpha: float) -> str:
+    return MISSING if value is None else p_value(value, alpha)
 
 
 def _est(value: float | None) -> str:

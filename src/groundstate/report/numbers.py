@@ -56,3 +56,10 @@ def apart(value: float, bound: float, digits: int, *, percent: bool = False) -> 
         if text != f"{bound:.{more}{kind}}":
             return text
     return f"{value:.{digits}{kind}}"
+
+
+def p_value(value: float, alpha: float) -> str:
+    """A p-value as the terminal and HTML reports both print it: two significant digits below
+    0.001 (the HTML printed 0.0004 as 0.000), else three decimals, or as many more as keep it
+    apart from *alpha* (0.0495 is not "0.050" beside an interval that excludes 0)."""
+    return f"{value:.2g}" if value < 0.001 else apart(value, alpha, 3)

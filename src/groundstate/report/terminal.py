@@ -16,7 +16,7 @@ from rich.text import Text
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount, apart, counted_of, fraction, share
+from groundstate.report.numbers import amount, apart, counted_of, fraction, p_value, share
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
@@ -455,10 +455,8 @@ def _cost(value: float | None) -> str:
     return "n/a" if value is None else amount(value, 4)
 
 
-def _p(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
+def _p(value: float | None, alpha: float) -> str:
+    return "n/a" if value is None else p_value(value, alpha)
 
 
 SHOWN_K = 10
@@ -510,9 +508,10 @@ def _difference_table(data: dict[str, Any], view: str, title: str) -> Table:
         table.add_column(column)
     for name, m in _shown(data["metrics"][view], data["common_k"][view]):
         a, b, d = m["a"], m["b"], m["difference"]
+        p = _p(m["p_value"], 1 - methods["confidence"])  # apart from alpha: not 0.050 for 0.0495
         table.add_row(
             name, fraction(a["estimate"]), fraction(b["estimate"]), f"{d['estimate']:+.3f}",
-            _ci(d, "+"), _maybe(d["se"]), _maybe(m["statistic"]), _p(m["p_value"]),
+            _ci(d, "+"), _maybe(d["se"]), _maybe(m["statistic"]), p,
             str(d["n_tasks"]), _plain(d["note"]),
         )  # fmt: skip
     return table
@@ -546,7 +545,7 @@ def _print_changes(console: Console, data: dict[str, Any]) -> None:
                 f"{task['a_c']}/{task['a_n']}",
                 f"{task['b_c']}/{task['b_n']}",
                 f"{task['difference']:+.2f}",
-                _p(task["p_value"]),
-                _p(task["q_value"]),
+                _p(task["p_value"], test["fdr"]),
+                _p(task["q_value"], test["fdr"]),
             )
     console.print(changed)
