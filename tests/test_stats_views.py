@@ -605,8 +605,38 @@ def test_a_p_value_just_below_alpha_is_not_printed_as_alpha(tmp_path: Path) -> N
     (row,) = [r for r in rows_of(out) if r[0] == "success_rate"][:1]
     assert row[7] == "0.0498"
     page = html_tables(tmp_path / "c.html")
-    cells = [r for t in page.tables[""] + page.tables.get("metrics", []) for r in t]
+    cells = [r for t in page.tables["metrics"] for r in t]
     assert any(r[0] == "success_rate" and "0.0498" in r for r in cells)
     from groundstate.report.html import _environment
 
     assert _environment().filters["p"](0.0004, 0.05) == "0.0004"
+
+
+def test_a_changed_tasks_difference_prints_alike_in_every_view(tmp_path: Path) -> None:
+    """0/30 against 10/30 on t0: the terminal printed b - a as +0.33, the HTML as +0.333."""
+
+    def rows(c: int) -> str:
+        lines = [f"t0,{i},{int(i < c)}" for i in range(30)] + [f"t1,{i},1" for i in range(30)]
+        return "task_id,attempt,success\n" + "\n".join(lines) + "\n"
+
+    a, b = import_text(tmp_path, rows(0), "a"), import_text(tmp_path, rows(10), "b")
+    args = ["compare", a, b, "--store", str(tmp_path / "s.db"), "--allow-mismatch"]
+    code, out, err = cli(*args, "--json")
+    assert code == 0, err
+    (changed,) = [t for t in json.loads(out)["per_task"] if t["changed"]]
+    assert changed["task_id"] == "t0" and changed["difference"] == pytest.approx(1 / 3)
+    code, out, err = cli(*args, "--html", str(tmp_path / "c.html"))
+    assert code == 0, err
+    (row,) = [r for r in rows_of(out) if r[0] == "t0"]
+    assert row[1:4] == ["0/30", "10/30", "+0.333"]
+    page = html_tables(tmp_path / "c.html")
+    tasks = [r for t in page.tables["per-task"] for r in t if r[0] == "t0"]
+    assert tasks and all("+0.333" in r for r in tasks)
+    from groundstate.report.numbers import signed
+
+    assert (signed(0.0004), signed(-0.0004), signed(-0.0), signed(1e-17)) == (
+        "+0.0004",
+        "-0.0004",
+        "+0.000",
+        "+0.000",
+    )

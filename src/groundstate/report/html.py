@@ -29,6 +29,7 @@ from groundstate.report.numbers import (
     fraction,
     p_value,
     share,
+    signed,
 )
 from groundstate.stats import (
     VIEWS,
@@ -215,6 +216,7 @@ def _environment() -> jinja2.Environment:
         num=_num,
         est=_est,
         p=_p,
+        signed=signed,
         amount=_amount,
         pct=_pct,
         pretty=_pretty,

@@ -45,17 +45,28 @@ def share(value: float) -> str:
     return f"{value:.1%}"
 
 
-def apart(value: float, bound: float, digits: int, *, percent: bool = False) -> str:
+def apart(value: float, bound: float, digits: int, *, percent: bool = False, sign: str = "") -> str:
     """*value* with *digits* decimals (a percentage with *percent*), or as many more as it
     takes to print it apart from *bound*, on its own side: a failed gate of 0.94975 against
     0.95 is "0.9497", not "0.950 is below 0.95"; 10.04% of tries flagged for exceeding 10% is
     "10.04%", not "10.0%"."""
     kind = "%" if percent else "f"
     for more in range(digits, 17):
-        text = f"{value:.{more}{kind}}"
-        if text != f"{bound:.{more}{kind}}":
+        text, other = f"{value:{sign}.{more}{kind}}", f"{bound:{sign}.{more}{kind}}"
+        if float(text.rstrip("%")) != float(other.rstrip("%")):  # "-0.000" is "+0.000"
             return text
-    return f"{value:.{digits}{kind}}"
+    return f"{value:{sign}.{digits}{kind}}"
+
+
+NOISE = 1e-12
+"""A difference closer to 0 than this is float noise (a batch compared with itself)."""
+
+
+def signed(value: float) -> str:
+    """A difference or an interval bound with its sign and three decimals; one that is not 0
+    never prints as 0 (``[+0.0004, +0.020]`` excludes 0, ``[+0.000, +0.020]`` seems to touch
+    it)."""
+    return f"{0.0:+.3f}" if abs(value) < NOISE else apart(value, 0.0, 3, sign="+")
 
 
 def p_value(value: float, alpha: float) -> str:

@@ -16,7 +16,15 @@ from rich.text import Text
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount, apart, counted_of, fraction, p_value, share
+from groundstate.report.numbers import (
+    amount,
+    apart,
+    counted_of,
+    fraction,
+    p_value,
+    share,
+    signed,
+)
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
@@ -433,11 +441,13 @@ def _over(estimate: dict[str, Any]) -> str:
     return f"{estimate['n_tasks']} tasks, {estimate['attempts']} attempts"
 
 
-def _ci(estimate: dict[str, Any], sign: str = "") -> str:
-    """The interval, "n/a" when the rule gives none, marked when it is an exact bound."""
+def _ci(estimate: dict[str, Any], difference: bool = False) -> str:
+    """The interval, "n/a" when the rule gives none, marked when it is an exact bound; a
+    difference's bounds signed and never a non-zero bound as 0."""
     if estimate["ci_low"] is None:
         return "n/a"
-    text = f"[{estimate['ci_low']:{sign}.3f}, {estimate['ci_high']:{sign}.3f}]"
+    low, high = estimate["ci_low"], estimate["ci_high"]
+    text = f"[{signed(low)}, {signed(high)}]" if difference else f"[{low:.3f}, {high:.3f}]"
     return text + (" bound" if estimate["method"] == "exact_bound" else "")
 
 
@@ -510,8 +520,8 @@ def _difference_table(data: dict[str, Any], view: str, title: str) -> Table:
         a, b, d = m["a"], m["b"], m["difference"]
         p = _p(m["p_value"], 1 - methods["confidence"])  # apart from alpha: not 0.050 for 0.0495
         table.add_row(
-            name, fraction(a["estimate"]), fraction(b["estimate"]), f"{d['estimate']:+.3f}",
-            _ci(d, "+"), _maybe(d["se"]), _maybe(m["statistic"]), p,
+            name, fraction(a["estimate"]), fraction(b["estimate"]), signed(d["estimate"]),
+            _ci(d, difference=True), _maybe(d["se"]), _maybe(m["statistic"]), p,
             str(d["n_tasks"]), _plain(d["note"]),
         )  # fmt: skip
     return table
@@ -544,7 +554,7 @@ def _print_changes(console: Console, data: dict[str, Any]) -> None:
                 _plain(task["task_id"]),
                 f"{task['a_c']}/{task['a_n']}",
                 f"{task['b_c']}/{task['b_n']}",
-                f"{task['difference']:+.2f}",
+                signed(task["difference"]),
                 _p(task["p_value"], test["fdr"]),
                 _p(task["q_value"], test["fdr"]),
             )
