@@ -640,3 +640,20 @@ def test_a_changed_tasks_difference_prints_alike_in_every_view(tmp_path: Path) -
         "+0.000",
         "+0.000",
     )
+
+
+def test_a_small_standard_error_prints_alike_in_the_terminal_and_html(tmp_path: Path) -> None:
+    """Five tasks at 0.5 and one, weighted 0.001, at 1: the SE (about 0.0001) printed as
+    "0.0001" in the terminal and "0.000" in the HTML report."""
+    lines = [f"t{t},{i},{int(i == 0 or t == 5)},{0.001 if t == 5 else 1}"
+             for t in range(6) for i in range(2)]  # fmt: skip
+    text = "task_id,attempt,success,weight\n" + "\n".join(lines) + "\n"
+    batch_id = import_text(tmp_path, text)
+    got = report(tmp_path, batch_id)
+    se = got["success_rate"]["se"]
+    assert 0 < se < 0.0005
+    shown = {r[0]: r for r in rows_of(text_report(tmp_path / "s.db", batch_id))}
+    page = tmp_path / "r.html"
+    cli("report", batch_id, "--store", str(tmp_path / "s.db"), "--html", str(page))
+    headline = html_tables(page).tables["suite-numbers"][0][1]
+    assert shown["valid attempts"][3] == headline[2] == f"{se:.3g}" != "0.000"
