@@ -523,7 +523,7 @@ def test_a_small_task_weight_is_not_printed_as_0(tmp_path: Path) -> None:
     [
         (199, 189, "0.95", "0.9497"),  # 189/199 = 0.94975: "0.950 is below 0.95"
         (3, 2, "0.7", "0.667"),
-        (2000, 1999, "0.99999", "0.9995"),
+        (400, 399, "0.998", "0.9975"),
     ],
 )
 def test_a_failed_gate_prints_its_value_below_its_threshold(
