@@ -435,29 +435,33 @@ def batch_report(
         "tries": attempt_tries,
         "invalid_rate_flagged": attempt_tries["flagged"],
         "invalid_tasks_run": batch.invalid_tasks,
-        "missing_attempts": missing_attempts(batch, per_task, counted),
+        "missing_attempts": missing_attempts(
+            batch,
+            (row["task_id"] for row in per_task if row["attempts"]),
+            counted.valid_attempts + counted.invalid_attempts,
+        ),
         "summary": summary.to_dict(),
     }
 
 
 def missing_attempts(
-    batch: BatchInfo, tasks: list[dict[str, Any]], counted: Counted
+    batch: BatchInfo, stored_tasks: Iterable[str], counted: int
 ) -> dict[str, Any] | None:
     """What an unfinished batch (interrupted, never resumed) lacks of its plan: the attempts
-    not stored and the planned tasks with none (absent from every denominator above, so the
-    numbers are not the suite's). None when complete, and for imported batches, whose plan
-    is only the rows they brought."""
+    not stored (*counted* of the plan are) and the planned tasks with none (absent from every
+    denominator, so the numbers are not the suite's). None when complete, and for imported
+    batches, whose plan is only the rows they brought. Every report states it (JSON, terminal
+    and HTML)."""
     if batch.source != "groundstate":
         return None
     planned = batch.attempts * len(batch.task_revisions)
-    missing = planned - counted.valid_attempts - counted.invalid_attempts
-    stored = {row["task_id"] for row in tasks if row["attempts"]}
+    missing = planned - counted
     if missing <= 0:
         return None
     return {
         "count": missing,
         "planned": planned,
-        "tasks_without_any": sorted(set(batch.task_revisions) - stored),
+        "tasks_without_any": sorted(set(batch.task_revisions) - set(stored_tasks)),
     }
 
 
@@ -520,14 +524,38 @@ def compare_batches(
     allow_mismatch: bool = False,
 ) -> Comparison:
     """Comparison of two batches on their shared tasks; refuses different revisions, suites
-    or versioning unless *allow_mismatch* (then the comparison lists them)."""
-    return compare_counts(
-        _final_counts(a, a_runs)[2],
-        _final_counts(b, b_runs)[2],
+    or versioning unless *allow_mismatch* (then the comparison lists them). A batch that
+    lacks planned attempts is named in the notes, as its own report names it."""
+    a_final, _, a_counts = _final_counts(a, a_runs)
+    b_final, _, b_counts = _final_counts(b, b_runs)
+    comparison = compare_counts(
+        a_counts,
+        b_counts,
         seed=seed,
         fdr=fdr,
         allow_mismatch=allow_mismatch,
         batch_mismatches=batch_mismatches(a, b),
+    )
+    incomplete = [
+        note
+        for side, batch, final in (("a", a, a_final), ("b", b, b_final))
+        if (note := _incomplete_note(side, batch, final)) is not None
+    ]
+    if not incomplete:
+        return comparison
+    return replace(comparison, notes=(*comparison.notes, *incomplete))
+
+
+def _incomplete_note(side: str, batch: BatchInfo, final: OutcomeTable) -> str | None:
+    stored = {final.task_ids[i] for i in np.unique(final.task)} if len(final) else set()
+    missing = missing_attempts(batch, stored, len(final))
+    if missing is None:
+        return None
+    absent = missing["tasks_without_any"]
+    return (
+        f"{side} ({batch.batch_id}) is incomplete: {missing['count']} of {missing['planned']} "
+        "planned attempts are not stored"
+        + (f" (tasks with none: {', '.join(absent)})" if absent else "")
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from groundstate.errors import GroundstateError
+from groundstate.report.numbers import apart
 
 EXIT_BELOW_GATE = 4
 """``run`` and ``report`` exit 4 when a ``--fail-under`` metric is below its threshold
@@ -106,6 +107,8 @@ def gate_results(gates: list[Gate], report: dict[str, Any]) -> list[dict[str, An
 
 def failure_line(result: dict[str, Any]) -> str:
     """One line for a failed gate."""
+    threshold = f"{result['threshold']:g}"
     if result["value"] is None:
-        return f"{result['metric']} could not be estimated (gate {result['threshold']:g})"
-    return f"{result['metric']} = {result['value']:.3f} is below {result['threshold']:g}"
+        return f"{result['metric']} could not be estimated (gate {threshold})"
+    value = apart(result["value"], result["threshold"], 3)  # never "0.950 is below 0.95"
+    return f"{result['metric']} = {value} is below {threshold}"

@@ -333,7 +333,9 @@ class BatchSummary(BaseModel):
     attempts_stored: int
     """Attempts with at least one stored try (an attempt and its reruns count once)."""
     attempts_expected: int
-    """Tasks x attempts, as planned when the batch started."""
+    """Tasks x attempts, as planned when the batch started; for an imported batch, whose plan
+    is only the rows it brought (tasks have as many attempts as the file gave them), the
+    attempts stored: it lacks none (``report`` names no missing attempts either)."""
     status: BatchStatus
     """``running`` while a live process holds its lease; otherwise ``empty`` (stopped before
     its first attempt was stored), ``incomplete`` (resumable) or ``complete``; ``imported``
@@ -1455,10 +1457,11 @@ def _hostname() -> str:
 
 
 def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) -> BatchSummary:
-    expected = batch.attempts * len(batch.task_revisions)
+    imported = batch.source != "groundstate"
+    expected = stored if imported else batch.attempts * len(batch.task_revisions)
     status: BatchStatus = (
         "imported"
-        if batch.source != "groundstate"
+        if imported
         else "running"
         if lease is not None and not lease.stale(now)
         else "empty"

@@ -19,9 +19,27 @@ from typing import Any, TypeGuard
 import jinja2
 from pydantic import TypeAdapter, ValidationError
 
+from groundstate.analysis import missing_attempts
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount, fixed
-from groundstate.stats import VIEWS, Comparison, Difference, Estimate, Summary, ViewSummary
+from groundstate.report.numbers import (
+    amount,
+    apart,
+    counted_of,
+    fixed,
+    fraction,
+    p_value,
+    share,
+    signed,
+)
+from groundstate.stats import (
+    VIEWS,
+    Comparison,
+    Difference,
+    Estimate,
+    SliceSummary,
+    Summary,
+    ViewSummary,
+)
 from groundstate.store import BatchInfo, Verification
 from groundstate.trace import ToolCallEvent, TraceEvent
 
@@ -88,7 +106,8 @@ def render_batch(
     return _template("report.html.j2").render(
         batch=batch,
         summary=summary,
-        header=_header(summary, tries),
+        header=_header(batch, summary, tries),
+        missing=missing_attempts(batch, {r.task_id for r in runs}, summary.attempts),
         views=_view_panels(summary),
         slices=_slice_rows(summary),
         reasons=_reason_rows(summary),
@@ -192,13 +211,28 @@ def _environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=_num, amount=_amount, pct=_pct, pretty=_pretty, cell=_cell, short=_short)
+    env.filters.update(
+        counted_of=_counted_of,
+        num=_num,
+        est=_est,
+        p=_p,
+        signed=signed,
+        amount=_amount,
+        pct=_pct,
+        pretty=_pretty,
+        cell=_cell,
+        short=_short,
+    )
     env.globals.update(verdict=_verdict, run_label=_run_label)
     return env
 
 
 def _template(name: str) -> jinja2.Template:
     return _environment().get_template(name)
+
+
+def _counted_of(part: SliceSummary) -> str:
+    return counted_of(part.n_tasks, len(part.excluded_tasks))
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -210,8 +244,16 @@ def _amount(value: float | None, digits: int = 4) -> str:
     return MISSING if value is None else amount(value, digits)
 
 
+def _p(value: float | None, alpha: float) -> str:
+    return MISSING if value is None else p_value(value, alpha)
+
+
+def _est(value: float | None) -> str:
+    return MISSING if value is None else fraction(value)
+
+
 def _pct(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.1%}"
+    return MISSING if value is None else share(value)
 
 
 def _pretty(value: Any) -> str:
@@ -256,19 +298,46 @@ def _view_panels(summary: Summary) -> list[dict[str, Any]]:
     ]
 
 
-def _header(summary: Summary, tries: Mapping[str, Any]) -> dict[str, Any]:
+def _header(batch: BatchInfo, summary: Summary, tries: Mapping[str, Any]) -> dict[str, Any]:
     total = int(tries.get("tries", summary.attempts))
     invalid = int(tries.get("invalid_tries", summary.invalid.count))
     share = invalid / total if total else 0.0
+    threshold = float(tries.get("max_invalid_rate", 0.1))
     return {
+        "shape": _shape(batch, summary),
+        # An import has no plan: its attempts per task are those it brought (1 to 3, not 3).
+        "per_task": batch.attempts if batch.source == "groundstate" else _per_task(summary) or 0,
+        # Flagged for exceeding the threshold: printed apart from it (10.04%, not 10.0%).
+        "flagged_share": apart(share, threshold, 1, percent=True),
         "tries": total,
         "invalid_tries": invalid,
         "invalid_share": share,
         "alert": bool(tries.get("flagged", False)),
-        "threshold": float(tries.get("max_invalid_rate", 0.1)),
+        "threshold": threshold,
         "cost": tries.get("cost"),
         "reruns": total > summary.attempts,
     }
+
+
+def _shape(batch: BatchInfo, summary: Summary) -> str:
+    """Tasks by attempts as counted: "3 tasks \u00d7 3 attempts" only when every task has that
+    many counted attempts (an imported batch with 2 or 3 per task, or an interrupted one,
+    has not 9: it says how many it counted, and the range per task)."""
+    spread = _per_task(summary)
+    if spread is None:
+        return f"{summary.n_tasks} tasks \u00b7 no counted attempt"
+    if spread == str(batch.attempts):
+        return f"{summary.n_tasks} tasks \u00d7 {batch.attempts} attempts"
+    return f"{summary.n_tasks} tasks \u00b7 {summary.attempts} attempts counted ({spread} per task)"
+
+
+def _per_task(summary: Summary) -> str | None:
+    """Counted attempts per task: "3", or "1 to 3" when tasks differ (None: none counted)."""
+    strict = summary.views.get("strict")
+    rate = strict.success_rate if strict is not None else None
+    if rate is None:
+        return None
+    return str(rate.min_n) if rate.min_n == rate.max_n else f"{rate.min_n} to {rate.max_n}"
 
 
 def _chart(view: ViewSummary) -> dict[str, Any]:

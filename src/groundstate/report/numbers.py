@@ -15,3 +15,62 @@ def amount(value: float, digits: int) -> str:
     if 0 < abs(value) < 0.5 * 10.0**-digits:
         return f"{value:.{digits}g}"
     return fixed(value, digits)
+
+
+def counted_of(tasks: int, excluded: int) -> str:
+    """A slice's tasks as its figures count them: ``"1 of 2"`` when some of its tasks have no
+    counted attempt in the view (a bare 2 beside a rate over 1 task misstates its
+    denominator)."""
+    return str(tasks) if not excluded else f"{tasks - excluded} of {tasks}"
+
+
+def fraction(value: float) -> str:
+    """A probability or rate with three decimals, except that a value strictly between 0 and
+    1 never prints as 0.000 or 1.000: one success in 3,000 attempts is not a success rate of
+    0.000, nor is a pass@k of 0.9996 certain (``<0.001``, ``>0.999``; the JSON keeps it)."""
+    if 0 < value < 0.0005:
+        return "<0.001"
+    if 0.9995 <= value < 1:
+        return ">0.999"
+    return f"{value:.3f}"
+
+
+def share(value: float) -> str:
+    """A share as a percentage with one decimal; as :func:`fraction`, never 0.0% or 100.0%
+    for a share that is neither (one invalid try in 3,000 is not none)."""
+    if 0 < value < 0.0005:
+        return "<0.1%"
+    if 0.9995 <= value < 1:
+        return ">99.9%"
+    return f"{value:.1%}"
+
+
+def apart(value: float, bound: float, digits: int, *, percent: bool = False, sign: str = "") -> str:
+    """*value* with *digits* decimals (a percentage with *percent*), or as many more as it
+    takes to print it apart from *bound*, on its own side: a failed gate of 0.94975 against
+    0.95 is "0.9497", not "0.950 is below 0.95"; 10.04% of tries flagged for exceeding 10% is
+    "10.04%", not "10.0%"."""
+    kind = "%" if percent else "f"
+    for more in range(digits, 17):
+        text, other = f"{value:{sign}.{more}{kind}}", f"{bound:{sign}.{more}{kind}}"
+        if float(text.rstrip("%")) != float(other.rstrip("%")):  # "-0.000" is "+0.000"
+            return text
+    return f"{value:{sign}.{digits}{kind}}"
+
+
+NOISE = 1e-12
+"""A difference closer to 0 than this is float noise (a batch compared with itself)."""
+
+
+def signed(value: float) -> str:
+    """A difference or an interval bound with its sign and three decimals; one that is not 0
+    never prints as 0 (``[+0.0004, +0.020]`` excludes 0, ``[+0.000, +0.020]`` seems to touch
+    it)."""
+    return f"{0.0:+.3f}" if abs(value) < NOISE else apart(value, 0.0, 3, sign="+")
+
+
+def p_value(value: float, alpha: float) -> str:
+    """A p-value as the terminal and HTML reports both print it: two significant digits below
+    0.001 (the HTML printed 0.0004 as 0.000), else three decimals, or as many more as keep it
+    apart from *alpha* (0.0495 is not "0.050" beside an interval that excludes 0)."""
+    return f"{value:.2g}" if value < 0.001 else apart(value, alpha, 3)

@@ -16,7 +16,15 @@ from rich.text import Text
 
 from groundstate.environments.base import RowWrite
 from groundstate.records import AgentRun, CheckResult
-from groundstate.report.numbers import amount
+from groundstate.report.numbers import (
+    amount,
+    apart,
+    counted_of,
+    fraction,
+    p_value,
+    share,
+    signed,
+)
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
@@ -92,7 +100,7 @@ def _batch_table(title: str, rows: list[_Row], width: int) -> Table:
     if with_slices:
         table.add_column("slices", overflow="fold")
     table.add_column("ok /\nvalid", no_wrap=True)  # successes / valid attempts
-    table.add_column("in-\nvalid", no_wrap=True)
+    table.add_column("invalid\ntries", no_wrap=True)  # reruns included, as the HTML table
     table.add_column(
         "terminal reasons", no_wrap=fits, overflow="fold", min_width=reason if fits else None
     )
@@ -154,7 +162,8 @@ def print_run(console: Console, run: AgentRun) -> None:
         f"system {run.system_spec_hash[:12]} · grader {run.grader_revision} · seed {run.seed}"
     )
     console.print(f"state {_short(run.initial_state_hash)} → {_short(run.final_state_hash)}")
-    console.print(f"cost {run.cost:.4f} · latency {run.latency:.3f}s")
+    # As the HTML run view and the report print them: 0.00004 is not "cost 0.0000".
+    console.print(f"cost {amount(run.cost, 4)} · latency {amount(run.latency, 3)}s")
     _print_checks(console, "outcome assertions", run.outcome_assertion_results)
     _print_checks(console, "hard constraints", run.constraint_results)
     exception = run.infrastructure_status.get("exception")
@@ -242,38 +251,49 @@ def _short(value: str | None) -> str:
 
 def summary_tables(report: dict[str, Any]) -> list[Table]:
     """Headline numbers (both views) and the pass@k / pass^k table with intervals."""
-    headline = Table(title=f"suite ({_rule(report)})")
-    for column in ("view", "success rate", "interval", "SE", "tasks", "attempts counted", "note"):
-        headline.add_column(column)
-    views = (("valid attempts", report), ("invalid = failure", report["invalid_as_failure"]))
-    for name, view in views:
-        rate = view["success_rate"]
-        if rate is not None:
-            headline.add_row(
-                name,
-                f"{rate['estimate']:.3f}",
-                _ci(rate),
-                _maybe(rate["se"]),
-                str(rate["n_tasks"]),
-                str(rate["attempts"]),
-                _plain(rate["note"]),
-            )
+    headline = _view_table(f"suite ({_rule(report)})", "success rate", report, "success_rate")
+    tables = [headline]
+    if report["partial_score"] or report["invalid_as_failure"]["partial_score"]:
+        # In report --json and compare since issue 11; the reports showed only the runs' own.
+        title = "partial score (the rubric's weighted mean, beside the binary result)"
+        tables.append(_view_table(title, "partial score", report, "partial_score"))
     curves = Table(title="capability (pass@k) and reliability (pass^k), valid attempts")
     for column in ("k", "pass@k", "interval", "pass^k", "interval", "tasks"):
         curves.add_column(column)
     for k, at_k in report["pass_at_k"].items():
         hat_k = report["pass_hat_k"][k]
         curves.add_row(
-            str(k), f"{at_k['estimate']:.3f}", _ci(at_k), f"{hat_k['estimate']:.3f}", _ci(hat_k),
+            str(k), fraction(at_k["estimate"]), _ci(at_k), fraction(hat_k["estimate"]), _ci(hat_k),
             str(at_k["n_tasks"]),
         )  # fmt: skip
     for k, beyond in report["k_limits"]["valid"]["beyond"].items():
         at_k, hat_k = beyond["pass_at_k"], beyond["pass_hat_k"]
         curves.add_row(
-            f"{k}*", f"{at_k['estimate']:.3f}", _ci(at_k), f"{hat_k['estimate']:.3f}", _ci(hat_k),
+            f"{k}*", fraction(at_k["estimate"]), _ci(at_k), fraction(hat_k["estimate"]), _ci(hat_k),
             f"{at_k['n_tasks']} (without {len(beyond['excluded_tasks'])})",
         )  # fmt: skip
-    return [headline, curves, _slice_table(report), _reason_table(report)]
+    return [*tables, curves, _slice_table(report), _reason_table(report)]
+
+
+def _view_table(title: str, name: str, report: dict[str, Any], metric: str) -> Table:
+    """*metric* in both views, with its interval and denominators."""
+    table = Table(title=title)
+    for column in ("view", name, "interval", "SE", "tasks", "attempts counted", "note"):
+        table.add_column(column)
+    views = (("valid attempts", report), ("invalid = failure", report["invalid_as_failure"]))
+    for view_name, view in views:
+        value = view[metric]
+        if value is not None:
+            table.add_row(
+                view_name,
+                fraction(value["estimate"]),
+                _ci(value),
+                _maybe(value["se"]),
+                str(value["n_tasks"]),
+                str(value["attempts"]),
+                _plain(value["note"]),
+            )
+    return table
 
 
 def _rule(report: dict[str, Any]) -> str:
@@ -321,20 +341,19 @@ def _slice_table(report: dict[str, Any]) -> Table:
     for by, key in (("label", "by_label"), ("horizon", "by_horizon")):
         for name, part in view[key].items():
             rate = part["success_rate"]
+            tasks = counted_of(part["n_tasks"], len(part["excluded_tasks"]))
             if rate is None:
-                table.add_row(
-                    by, _plain(name), str(part["n_tasks"]), "no valid attempts", "", "", "0", ""
-                )
+                table.add_row(by, _plain(name), tasks, "no valid attempts", "", "", "0", "")
                 continue
             kmax = part["kmax"]
             hat = part["pass_hat_k"][kmax]
             table.add_row(
                 by,
                 _plain(name),
-                str(part["n_tasks"]),
-                f"{rate['estimate']:.3f}",
+                tasks,
+                fraction(rate["estimate"]),
                 _ci(rate),
-                f"{hat['estimate']:.3f} {_ci(hat)} ({kmax})",
+                f"{fraction(hat['estimate'])} {_ci(hat)} ({kmax})",
                 str(rate["attempts"]),
                 _plain(rate["note"]),
             )
@@ -348,13 +367,15 @@ def _reason_table(report: dict[str, Any]) -> Table:
     reasons = report["terminal_reasons"]
     total = sum(reasons.values()) or 1
     for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
-        table.add_row(_plain(reason), str(count), f"{count / total:.1%}")
+        table.add_row(_plain(reason), str(count), share(count / total))
     return table
 
 
 def report_footer(report: dict[str, Any]) -> str:
     tries = report["tries"]
-    rates = ", ".join(f"{k} {v:.1%}" for k, v in tries["invalid_rate_by_reason"].items()) or "none"
+    rates = (
+        ", ".join(f"{k} {share(v)}" for k, v in tries["invalid_rate_by_reason"].items()) or "none"
+    )
     line = _headline(report) + "\n"
     line += (
         f"{report['valid_attempts']} valid and {report['invalid_attempts']} invalid attempts; "
@@ -379,7 +400,12 @@ def report_footer(report: dict[str, Any]) -> str:
         names = escape(printable(", ".join(report["invalid_tasks_run"])))
         line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
     if report["invalid_rate_flagged"]:
-        line += "\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold[/]"
+        invalid, threshold = tries["invalid_tries"] / tries["tries"], tries["max_invalid_rate"]
+        line += (
+            f"\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold "
+            f"({tries['invalid_tries']} of {tries['tries']}: "
+            f"{apart(invalid, threshold, 1, percent=True)} > {threshold:.1%})[/]"
+        )
     if missing := report.get("missing_attempts"):
         absent = ", ".join(missing["tasks_without_any"])
         line += (
@@ -396,25 +422,32 @@ def report_footer(report: dict[str, Any]) -> str:
 
 
 def _headline(report: dict[str, Any]) -> str:
-    """pass^1 on valid attempts, and, when any attempt is invalid, counting invalid as failed."""
+    """pass^1 on valid attempts, and, when any attempt is invalid, counting invalid as failed;
+    each with the tasks and attempts it is over (the two views differ in both)."""
     valid = report["pass_hat_k"].get(1)
     line = "pass^1: no valid attempts"
     if valid is not None:
-        line = f"pass^1 = {valid['estimate']:.3f} {_said(valid)} over {valid['n_tasks']} tasks"
+        line = f"pass^1 = {fraction(valid['estimate'])} {_said(valid)} over {_over(valid)}"
     strict = report["invalid_as_failure"]["success_rate"]
     if report["invalid_attempts"] and strict is not None:
         line += (
-            f" (valid attempts only) · {strict['estimate']:.3f} {_said(strict)} counting "
-            f"{report['invalid_attempts']} invalid attempts as failures"
+            f" (valid attempts only) · {fraction(strict['estimate'])} {_said(strict)} over "
+            f"{_over(strict)}, counting {report['invalid_attempts']} invalid attempts as failures"
         )
     return line
 
 
-def _ci(estimate: dict[str, Any], sign: str = "") -> str:
-    """The interval, "n/a" when the rule gives none, marked when it is an exact bound."""
+def _over(estimate: dict[str, Any]) -> str:
+    return f"{estimate['n_tasks']} tasks, {estimate['attempts']} attempts"
+
+
+def _ci(estimate: dict[str, Any], difference: bool = False) -> str:
+    """The interval, "n/a" when the rule gives none, marked when it is an exact bound; a
+    difference's bounds signed and never a non-zero bound as 0."""
     if estimate["ci_low"] is None:
         return "n/a"
-    text = f"[{estimate['ci_low']:{sign}.3f}, {estimate['ci_high']:{sign}.3f}]"
+    low, high = estimate["ci_low"], estimate["ci_high"]
+    text = f"[{signed(low)}, {signed(high)}]" if difference else f"[{low:.3f}, {high:.3f}]"
     return text + (" bound" if estimate["method"] == "exact_bound" else "")
 
 
@@ -432,10 +465,8 @@ def _cost(value: float | None) -> str:
     return "n/a" if value is None else amount(value, 4)
 
 
-def _p(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.2g}" if value < 0.001 else f"{value:.3f}"
+def _p(value: float | None, alpha: float) -> str:
+    return "n/a" if value is None else p_value(value, alpha)
 
 
 SHOWN_K = 10
@@ -486,10 +517,11 @@ def _difference_table(data: dict[str, Any], view: str, title: str) -> Table:
     for column in ("metric", "a", "b", "b - a", "interval", "SE", "t", "p", "tasks", "note"):
         table.add_column(column)
     for name, m in _shown(data["metrics"][view], data["common_k"][view]):
-        d = m["difference"]
+        a, b, d = m["a"], m["b"], m["difference"]
+        p = _p(m["p_value"], 1 - methods["confidence"])  # apart from alpha: not 0.050 for 0.0495
         table.add_row(
-            name, f"{m['a']['estimate']:.3f}", f"{m['b']['estimate']:.3f}", f"{d['estimate']:+.3f}",
-            _ci(d, "+"), _maybe(d["se"]), _maybe(m["statistic"]), _p(m["p_value"]),
+            name, fraction(a["estimate"]), fraction(b["estimate"]), signed(d["estimate"]),
+            _ci(d, difference=True), _maybe(d["se"]), _maybe(m["statistic"]), p,
             str(d["n_tasks"]), _plain(d["note"]),
         )  # fmt: skip
     return table
@@ -522,8 +554,8 @@ def _print_changes(console: Console, data: dict[str, Any]) -> None:
                 _plain(task["task_id"]),
                 f"{task['a_c']}/{task['a_n']}",
                 f"{task['b_c']}/{task['b_n']}",
-                f"{task['difference']:+.2f}",
-                _p(task["p_value"]),
-                _p(task["q_value"]),
+                signed(task["difference"]),
+                _p(task["p_value"], test["fdr"]),
+                _p(task["q_value"], test["fdr"]),
             )
     console.print(changed)
