@@ -169,7 +169,7 @@ class _LimitAndEnvironment(TimeLimitReached, EnvironmentFailure):
     [
         (_ServingAndReset("down"), "environment_failure/model_serving"),
         (_CompatibilityAndReset("no"), "harness_compatibility_failure"),
-        (_LimitAndEnvironment("late"), "agent_failure/time_limit"),
+        (_LimitAndEnvironment("late"), "agent_failure/crashed"),
     ],
     ids=lambda v: type(v).__name__ if isinstance(v, Exception) else v,
 )
@@ -558,3 +558,28 @@ def test_concurrent_calls_across_the_step_limit_take_exactly_the_limit(
     ]
     assert len(actions) == limit
     assert sorted(e.step for e in actions) == list(range(1, limit + 1))
+
+
+def test_the_time_limit_named_by_the_agent_long_before_it_is_a_crash(bank: Suite) -> None:
+    """An agent cannot name its stop: its own ``TimeLimitReached`` counts as the limit only
+    at the limit (an agent program's adapter ends there by its own clock)."""
+
+    async def names_the_limit(session: Session) -> None:
+        await session.call("balance", {"account": "A"})
+        raise TimeLimitReached("time limit 5s reached")
+
+    run = _run(bank, names_the_limit)
+    assert run.terminal_reason == "agent_failure/crashed"
+    assert "stop" not in run.infrastructure_status
+
+
+def test_the_time_limit_named_by_the_agent_at_the_limit_is_the_limit(
+    edited_bank: EditTask,
+) -> None:
+    async def ends_at_the_limit(session: Session) -> None:
+        await asyncio.sleep(max(session.remaining - 0.1, 0))  # type: ignore[attr-defined]
+        raise TimeLimitReached("the agent program was killed at the time limit")
+
+    run = _run(_short(edited_bank, 0.4), ends_at_the_limit)
+    assert run.terminal_reason == "agent_failure/time_limit"
+    assert run.infrastructure_status["stop"]["kind"] == "time_limit"

@@ -94,6 +94,10 @@ OUTSIDE = "outside_gateway"
 END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
 without it (a tool blocked in Python cannot be interrupted)."""
+OWN_LIMIT_SLACK = 0.5
+"""Seconds before the time limit from which an agent's own ``TimeLimitReached`` (an agent
+program's adapter killing the program at the limit, timed by a clock of its own) is the time
+limit; raised earlier, it is a crash."""
 HEADROOM = 200
 """Frames below the recursion limit a tool call or message needs. An agent that calls with
 less stack left is refused before anything happens: otherwise the tool, the user simulator or
@@ -864,15 +868,18 @@ def _take_raised(raised: AgentRaised, session: EpisodeSession, progress: _Progre
     (``environment_failure/agent``, docs/models.md), whatever subclass it raises (its own
     ``ResetCheckFailed`` is no failed reset); a :class:`ModelServingFailure` is the model's
     API failing past its retries: both are invalid attempts."""
-    if raised.reason == TIME_LIMIT:
-        _latch_time_limit(session, TimeLimitReached(raised.message))
-        return
-    compatibility = raised.reason == "harness_compatibility_failure"
+    reason = raised.reason
+    if reason == TIME_LIMIT:
+        if session.remaining <= OWN_LIMIT_SLACK:
+            _latch_time_limit(session, TimeLimitReached(raised.message))
+            return
+        reason = CRASHED  # long before the limit: it cannot name its stop
+    compatibility = reason == "harness_compatibility_failure"
     if session.stop is not None and not compatibility:
         return
-    serving = raised.reason == "environment_failure/model_serving"
+    serving = reason == "environment_failure/model_serving"
     stage = "model_serving" if serving else "agent"
-    progress.interrupted(raised.reason, stage, raised.type_name, raised.message, raised.traceback)
+    progress.interrupted(reason, stage, raised.type_name, raised.message, raised.traceback)
     if serving:
         progress.evidence["model_serving"] = raised.evidence
 
