@@ -583,3 +583,29 @@ def test_the_time_limit_named_by_the_agent_at_the_limit_is_the_limit(
     run = _run(_short(edited_bank, 0.4), ends_at_the_limit)
     assert run.terminal_reason == "agent_failure/time_limit"
     assert run.infrastructure_status["stop"]["kind"] == "time_limit"
+
+
+# --- the clock ----------------------------------------------------------------------------
+
+
+def test_an_agent_that_freezes_the_clock_still_ends_at_the_time_limit(
+    edited_bank: EditTask, release: threading.Event
+) -> None:
+    """A ``freezegun``-style agent replaces ``time.monotonic`` (which every event loop of the
+    process reads) and ``time.perf_counter``, then blocks: the limit is timed by a clock it
+    cannot replace (``groundstate.alarms``)."""
+    clocks = time.monotonic, time.perf_counter
+
+    async def freezes(session: Session) -> str:
+        time.monotonic = time.perf_counter = lambda: 1000.0
+        release.wait(10)
+        return "done"
+
+    started = clocks[0]()
+    try:
+        run = _run(_short(edited_bank), freezes)
+    finally:
+        time.monotonic, time.perf_counter = clocks
+    assert run.terminal_reason == "agent_failure/time_limit"
+    assert clocks[0]() - started < 2.5
+    assert 0.2 < run.latency < 2.5

@@ -11,7 +11,6 @@ import os
 import random
 import sys
 import threading
-import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from groundstate import turns
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
+from groundstate.alarms import ALARMS, CLOCK
 from groundstate.capture import captured
 from groundstate.environments.base import (
     Environment,
@@ -217,7 +217,7 @@ class EpisodeSession:
         self, task: AgentTask, suite: Suite, system: SystemSpec, env: Environment, seed: int
     ) -> None:
         self._task, self._system, self._seed = task, system, seed
-        self._started = time.perf_counter()
+        self._started = CLOCK()
         self.events: list[TraceEvent] = []
         self.usage = Usage()
         self.cost = 0.0
@@ -248,7 +248,7 @@ class EpisodeSession:
         self._gateway = ToolGateway(tools, env, self.events.append, self._elapsed)
         set_deadline = getattr(env, "set_deadline", None)
         if set_deadline is not None:  # SQL in tools stops at the time limit (see the gateway)
-            set_deadline(time.monotonic() + self.time_limit)
+            set_deadline(CLOCK() + self.time_limit)
         self._instructions = "\n\n".join(
             p for p in (system.harness.system_prompt, suite.policy) if p
         )
@@ -517,7 +517,7 @@ class EpisodeSession:
         self.events.append(MessageEvent(step=step, role=role, text=text, at=self._elapsed()))
 
     def _elapsed(self) -> float:
-        return time.perf_counter() - self._started
+        return CLOCK() - self._started  # the clock as imported: the agent may replace time's
 
 
 class AgentSession:
@@ -729,7 +729,7 @@ async def run_attempt(
     The harness's own work runs in turns (:mod:`groundstate.turns`), given back while the
     agent runs and while checks that wait (judges, tests) run; the time spent waiting for
     turns is queueing, left out of the recorded latency."""
-    started_at, t0 = datetime.now(UTC), time.perf_counter()
+    started_at, t0 = datetime.now(UTC), CLOCK()
     progress = _Progress()
     session: EpisodeSession | None = None
     with turns.HARNESS.held() as turn, captured() as printed:  # printed: kept as artifacts
@@ -740,7 +740,7 @@ async def run_attempt(
         else:
             with env:
                 session = await _episode(task, suite, system, agent, env, info.seed, progress, turn)
-        latency = time.perf_counter() - t0 - turn.waited - (session.queued if session else 0.0)
+        latency = CLOCK() - t0 - turn.waited - (session.queued if session else 0.0)
         output = _record(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
     return output
@@ -941,13 +941,37 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     """
     facade = AgentSession(session)
     finished = in_loop_thread(lambda: _run_to_end(agent, facade), f"agent-{id(session):x}")
-    try:
-        return await asyncio.wait_for(asyncio.shield(finished), session.time_limit)
-    except TimeoutError:
+    if not await _settled_in_time(finished, session.time_limit):
         # What the abandoned agent ends with, nobody reads: read it here, so asyncio does not
         # log it ("exception was never retrieved") whenever the garbage collector gets to it.
         finished.add_done_callback(_ignore_outcome)
-        raise TimeLimitReached(f"time limit {session.time_limit:g}s reached") from None
+        raise TimeLimitReached(f"time limit {session.time_limit:g}s reached")
+    return finished.result()
+
+
+async def _settled_in_time(finished: asyncio.Future[Any], limit: float) -> bool:
+    """Whether *finished* settles within *limit* seconds, timed by an alarm (see
+    :mod:`groundstate.alarms`), not by this loop's clock, which the agent can stop by
+    replacing ``time.monotonic``."""
+    loop = asyncio.get_running_loop()
+    rang: asyncio.Future[None] = loop.create_future()
+
+    def ring() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed (the attempt cancelled)
+            loop.call_soon_threadsafe(_settle, rang)
+
+    alarm = ALARMS.set(limit, ring)
+    try:
+        await asyncio.wait((finished, rang), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        alarm.cancel()
+        rang.cancel()
+    return finished.done()
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:
