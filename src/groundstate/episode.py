@@ -9,10 +9,10 @@ import json
 import math
 import os
 import random
+import sys
 import threading
-import time
 import traceback
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from groundstate import turns
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
+from groundstate.alarms import ALARMS, CLOCK
 from groundstate.capture import captured
 from groundstate.environments.base import (
     Environment,
@@ -36,7 +37,6 @@ from groundstate.errors import (
     ConversationOver,
     EnvironmentFailure,
     HarnessCompatibilityError,
-    ModelServingFailure,
     ProhibitedAction,
     ResetCheckFailed,
     StepLimitReached,
@@ -50,6 +50,7 @@ from groundstate.grading.rubric import partial_score
 from groundstate.grading.terminal import classify, interruption_reason
 from groundstate.loopthreads import in_loop_thread
 from groundstate.records import AgentRun, CheckResult, Usage
+from groundstate.returned import CRASHED, TIME_LIMIT, AgentRaised, Final, text_of, type_name
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask, JudgeAssertion, TestsAssertion
@@ -87,12 +88,21 @@ _OUTLASTED: dict[tuple[str, Any], int] = {}
 """For each tool, how many of its latest calls in a row outlasted the lease."""
 
 USER_SIMULATOR = "user_simulator"
+"""The stage (and terminal sub-reason) of a failing user simulator: the instrument's fault."""
 OUTSIDE = "outside_gateway"
 """The stage of a write the environment saw that no tool call made."""
 END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
 without it (a tool blocked in Python cannot be interrupted)."""
-"""The stage (and terminal sub-reason) of a failing user simulator: the instrument's fault."""
+OWN_LIMIT_SLACK = 0.5
+"""Seconds before the time limit from which an agent's own ``TimeLimitReached`` (an agent
+program's adapter killing the program at the limit, timed by a clock of its own) is the time
+limit; raised earlier, it is a crash."""
+HEADROOM = 200
+"""Frames below the recursion limit a tool call or message needs. An agent that calls with
+less stack left is refused before anything happens: otherwise the tool, the user simulator or
+the harness's recording would hit the limit inside the call, and the agent's own recursion
+would become a crashed tool (an invalid attempt) or a committed write missing from the trace."""
 
 
 @dataclass(frozen=True)
@@ -207,7 +217,7 @@ class EpisodeSession:
         self, task: AgentTask, suite: Suite, system: SystemSpec, env: Environment, seed: int
     ) -> None:
         self._task, self._system, self._seed = task, system, seed
-        self._started = time.perf_counter()
+        self._started = CLOCK()
         self.events: list[TraceEvent] = []
         self.usage = Usage()
         self.cost = 0.0
@@ -222,6 +232,8 @@ class EpisodeSession:
         killed); kept in the evidence."""
         self._steps = 0
         self._lock = threading.Lock()
+        self._holder: int | None = None
+        """The thread holding the lock for a call of the agent's."""
         self._rng = random.Random(seed)
         self._user = make_user(system.user_simulator, task, seed)
         tools = {name: suite.tools[name] for name in task.available_tools}
@@ -236,7 +248,7 @@ class EpisodeSession:
         self._gateway = ToolGateway(tools, env, self.events.append, self._elapsed)
         set_deadline = getattr(env, "set_deadline", None)
         if set_deadline is not None:  # SQL in tools stops at the time limit (see the gateway)
-            set_deadline(time.monotonic() + self.time_limit)
+            set_deadline(CLOCK() + self.time_limit)
         self._instructions = "\n\n".join(
             p for p in (system.harness.system_prompt, suite.policy) if p
         )
@@ -273,18 +285,41 @@ class EpisodeSession:
         return self._steps
 
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
-        with self._turn(tool):
-            return self._locked(self._call, tool, {} if args is None else args)
+        _check_headroom()
+        self._not_reentered()
+        # Copied here, before the turn and the lock: a dict subclass's ``items`` is the
+        # agent's code, which may block or call the session again.
+        args = _plain_data({} if args is None else args)
+        with self._turn(_plain_text(tool) if _is_text(tool) else None):
+            return self._locked(self._call, tool, args)
 
     async def say(self, text: str) -> str | None:
+        _check_headroom()
         return self._locked(self._say, text)
+
+    @contextmanager
+    def _held(self) -> Iterator[None]:
+        """The session's lock for one call of the agent's. A call made while this thread
+        holds it (a finalizer the garbage collector runs inside a call, a callback of the
+        agent's) is refused: waiting for the lock would deadlock the thread for good."""
+        self._not_reentered()
+        with self._lock:
+            self._holder = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._holder = None
+
+    def _not_reentered(self) -> None:
+        if self._holder == threading.get_ident():
+            raise RuntimeError("a session call made from inside another session call")
 
     def record_usage(
         self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
     ) -> None:
-        with self._lock:
+        odd = _odd_usage(input_tokens, output_tokens, cost)  # outside the lock: it reads repr()
+        with self._held():
             self._raise_if_stopped()
-            odd = _odd_usage(input_tokens, output_tokens, cost)
             if odd is not None:  # a negative or NaN report would dodge the budget
                 self._latch(_mismatch(odd), "usage")
             self.usage.input_tokens += input_tokens
@@ -296,22 +331,27 @@ class EpisodeSession:
 
     def record_model_call(self, call: ModelCall) -> None:
         """Keep one model request in the trace (it takes no step and changes nothing)."""
-        with self._lock:
+        fields = dict(call)  # outside the lock: the agent's object
+        with self._held():
             self._raise_if_stopped()
-            event = ModelCallEvent(step=self._steps, at=self._elapsed(), **dict(call))
+            event = ModelCallEvent(step=self._steps, at=self._elapsed(), **fields)
             self.events.append(event)
 
     def add_artifact(self, name: str, text: str) -> None:
-        """Keep *text* as the artifact *name* of this run (e.g. an agent program's stderr)."""
-        self.artifacts[name] = recordable(text)
+        """Keep *text* as the artifact *name* of this run (e.g. an agent program's stderr).
+        Under the lock and not once the attempt is over: its record is being built from the
+        artifacts (a late one from a thread left running would change them meanwhile)."""
+        if not (_is_text(name) and _is_text(text)):
+            raise TypeError("an artifact's name and text must be str")
+        with self._held():
+            if not self._ended:
+                self.artifacts[_plain_text(name)] = recordable(_plain_text(text))
 
     def give_up(self, reason: str) -> NoReturn:
-        with self._lock:
+        why = _plain_text(reason) if _is_text(reason) else text_of(reason, repr)
+        with self._held():
             self._raise_if_stopped()
-            self._latch(
-                AgentGaveUp(_plain_text(reason) if isinstance(reason, str) else _repr(reason)),
-                "give_up",
-            )
+            self._latch(AgentGaveUp(why), "give_up")
 
     @property
     def step_limit(self) -> int:
@@ -401,14 +441,14 @@ class EpisodeSession:
         The lock serialises calls with the episode's own use of the session (latching a stop,
         reading the trace), and the environment's connections accept any thread.
         """
-        with self._lock:
+        with self._held():
             self._raise_if_stopped()
             return action(*args)
 
     def _call(self, tool: str, args: Any) -> ToolResult:
-        if not isinstance(tool, str):
+        if not _is_text(tool):
             self._latch(_mismatch(f"a tool name must be a str, got {_kind(tool)}"), "tool_call")
-        tool, args = _plain_text(tool), _plain_data(args)
+        tool = _plain_text(tool)
         step = self._next_step("tool_call")
         self._in_call = tool
         try:
@@ -424,7 +464,7 @@ class EpisodeSession:
         return result
 
     def _say(self, text: str) -> str | None:
-        if not isinstance(text, str):
+        if not _is_text(text):
             self._latch(_mismatch(f"a message must be a str, got {_kind(text)}"), "message")
         text = _plain_text(text)
         step = self._next_step("message")
@@ -477,7 +517,7 @@ class EpisodeSession:
         self.events.append(MessageEvent(step=step, role=role, text=text, at=self._elapsed()))
 
     def _elapsed(self) -> float:
-        return time.perf_counter() - self._started
+        return CLOCK() - self._started  # the clock as imported: the agent may replace time's
 
 
 class AgentSession:
@@ -556,12 +596,33 @@ class AgentSession:
         self._session.give_up(reason)
 
 
+def _check_headroom() -> None:
+    """Refuse a call made within :data:`HEADROOM` frames of the recursion limit (the agent's
+    crash: no step is taken, nothing is latched). One C-level walk of the stack, done only
+    as deep as the stack is."""
+    limit = sys.getrecursionlimit()
+    try:
+        sys._getframe(max(limit - HEADROOM, 0))
+    except ValueError:  # the stack is shallower: room enough
+        return
+    raise RecursionError(
+        f"a session call needs {HEADROOM} frames below the recursion limit ({limit}); "
+        "the agent's stack is deeper"
+    )
+
+
 def _mismatch(message: str) -> HarnessCompatibilityError:
     return HarnessCompatibilityError(f"protocol mismatch: {message}")
 
 
 def _kind(value: Any) -> str:
-    return type(value).__name__
+    return type_name(type(value))
+
+
+def _is_text(value: Any) -> bool:
+    """Whether *value* is a ``str`` by its real type (``isinstance`` believes a ``__class__``
+    property, and ``str.__str__`` then fails on the impostor)."""
+    return issubclass(type(value), str)
 
 
 def _plain_text(text: str) -> str:
@@ -576,11 +637,13 @@ def _plain_data(args: Any) -> Any:
     and hands the tool is then one object): a ``dict`` subclass could show the validator
     other values than the tool gets (and crash it: an invalid attempt of the agent's making),
     and the agent's helper thread could change a nested list while the tool runs. What is
-    not JSON is left for the gateway to refuse as invalid arguments."""
+    not JSON becomes its ``repr``, which the gateway refuses as invalid arguments (and the
+    agent's object is not touched again: the harness's later reads run under the session's
+    lock)."""
     try:
         return _copied(args)
-    except (TypeError, ValueError, RecursionError):
-        return args
+    except Exception:  # not JSON, or a subclass whose own methods raise
+        return text_of(args, repr)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -604,9 +667,9 @@ def _odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
     negative), or None."""
     for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
         if type(count) is not int or count < 0:
-            return f"{name} must be a non-negative int, got {count!r}"
+            return f"{name} must be a non-negative int, got {text_of(count, repr)}"
     if type(cost) not in (int, float) or not math.isfinite(cost) or cost < 0:
-        return f"cost must be a non-negative finite number, got {cost!r}"
+        return f"cost must be a non-negative finite number, got {text_of(cost, repr)}"
     return None
 
 
@@ -632,12 +695,24 @@ class _Progress:
     constraints: list[CheckResult] = field(default_factory=list)
 
     def interrupt(self, exc: BaseException, stage: str, reason: str | None = None) -> None:
-        self.interruption = reason or interruption_reason(exc, stage)
+        """Interrupted by the harness's own *exc* (read here: never an agent's object)."""
+        self.interrupted(
+            reason or interruption_reason(exc, stage),
+            stage,
+            type(exc).__name__,
+            exception_text(exc),
+            traceback.format_exception(exc)[-3:],
+        )
+
+    def interrupted(
+        self, reason: str, stage: str, kind: str, message: str, lines: list[str]
+    ) -> None:
+        self.interruption = reason
         self.evidence["exception"] = {
             "stage": stage,
-            "type": type(exc).__name__,
-            "message": exception_text(exc),
-            "traceback": traceback.format_exception(exc)[-3:],
+            "type": kind,
+            "message": message,
+            "traceback": lines,
         }
 
 
@@ -654,7 +729,7 @@ async def run_attempt(
     The harness's own work runs in turns (:mod:`groundstate.turns`), given back while the
     agent runs and while checks that wait (judges, tests) run; the time spent waiting for
     turns is queueing, left out of the recorded latency."""
-    started_at, t0 = datetime.now(UTC), time.perf_counter()
+    started_at, t0 = datetime.now(UTC), CLOCK()
     progress = _Progress()
     session: EpisodeSession | None = None
     with turns.HARNESS.held() as turn, captured() as printed:  # printed: kept as artifacts
@@ -665,7 +740,7 @@ async def run_attempt(
         else:
             with env:
                 session = await _episode(task, suite, system, agent, env, info.seed, progress, turn)
-        latency = time.perf_counter() - t0 - turn.waited - (session.queued if session else 0.0)
+        latency = CLOCK() - t0 - turn.waited - (session.queued if session else 0.0)
         output = _record(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
     return output
@@ -762,27 +837,51 @@ def _back_to(cwd: str, progress: _Progress) -> None:
 
 async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> None:
     """Run the agent to its end or its time limit (an agent program's adapter may end at the
-    limit itself: a ``TimeLimitReached`` from the agent is the limit too)."""
+    limit itself: a ``TimeLimitReached`` from the agent is the limit too). What the agent
+    returned or raised arrives as plain data (see :mod:`groundstate.returned`)."""
     try:
         final = await run_agent(agent, session)
-    except TimeLimitReached as exc:
-        if session.asking_user:  # a slow or rate-limited user model: an invalid attempt
-            why = f"the user simulator had not answered when the {exc}"
-            session.latch(EnvironmentFailure(why), USER_SIMULATOR)
-        else:
-            session.latch(exc, "time_limit")
-    except HarnessCompatibilityError as exc:
-        progress.interrupt(exc, "agent")
-    except ModelServingFailure as exc:  # the model's API, not the agent: an invalid attempt
+    except TimeLimitReached as exc:  # the episode's own, at the limit
+        _latch_time_limit(session, exc)
+    except AgentRaised as raised:
+        _take_raised(raised, session, progress)
+    except Exception as exc:  # a crash the agent's thread reported (loopthreads.as_exception)
         if session.stop is None:
-            progress.interrupt(exc, "model_serving")
-            progress.evidence["model_serving"] = exc.evidence
-    except Exception as exc:  # the system under test crashed
-        if session.stop is None:
-            progress.interrupt(exc, "agent", _raised_by_agent(exc))
+            progress.interrupt(exc, "agent", CRASHED)
     else:
         await _end_after_return(session)
         _take_final(final, session, progress)
+
+
+def _latch_time_limit(session: EpisodeSession, exc: TimeLimitReached) -> None:
+    if session.asking_user:  # a slow or rate-limited user model: an invalid attempt
+        why = f"the user simulator had not answered when the {exc}"
+        session.latch(EnvironmentFailure(why), USER_SIMULATOR)
+    else:
+        session.latch(exc, "time_limit")
+
+
+def _take_raised(raised: AgentRaised, session: EpisodeSession, progress: _Progress) -> None:
+    """What the agent raised decides unless a stop is latched. An agent's own stop (a
+    ``StepLimitReached`` the session never latched) is a crash: it cannot name its stop. An
+    :class:`EnvironmentFailure` is the agent's report that a dependency of its own broke
+    (``environment_failure/agent``, docs/models.md), whatever subclass it raises (its own
+    ``ResetCheckFailed`` is no failed reset); a :class:`ModelServingFailure` is the model's
+    API failing past its retries: both are invalid attempts."""
+    reason = raised.reason
+    if reason == TIME_LIMIT:
+        if session.remaining <= OWN_LIMIT_SLACK:
+            _latch_time_limit(session, TimeLimitReached(raised.message))
+            return
+        reason = CRASHED  # long before the limit: it cannot name its stop
+    compatibility = reason == "harness_compatibility_failure"
+    if session.stop is not None and not compatibility:
+        return
+    serving = reason == "environment_failure/model_serving"
+    stage = "model_serving" if serving else "agent"
+    progress.interrupted(reason, stage, raised.type_name, raised.message, raised.traceback)
+    if serving:
+        progress.evidence["model_serving"] = raised.evidence
 
 
 async def _end_after_return(session: EpisodeSession) -> None:
@@ -803,18 +902,6 @@ def _end_waiting(session: EpisodeSession) -> None:
         session.latch(limit, "time_limit")
 
 
-def _raised_by_agent(exc: Exception) -> str:
-    """The terminal reason of *exc* escaping the agent with no stop latched: a stop the
-    session never latched (a ``StepLimitReached`` or ``BudgetExceeded`` the agent raised
-    itself) is a crash, not a stop the agent may name. An :class:`EnvironmentFailure` is
-    the agent's report that a dependency of its own broke (``environment_failure/agent``,
-    docs/models.md), whatever subclass it raises (its own ``ResetCheckFailed`` is no failed
-    reset)."""
-    if isinstance(exc, EnvironmentFailure):
-        return "environment_failure/agent"
-    return "agent_failure/crashed"
-
-
 def _take_stop(session: EpisodeSession, progress: _Progress) -> None:
     """The latched stop, if any, decides: it outranks whatever the agent did afterwards, a
     crash or a final reply included."""
@@ -824,21 +911,21 @@ def _take_stop(session: EpisodeSession, progress: _Progress) -> None:
         progress.evidence["stop"] = stop.evidence()
 
 
-def _take_final(final: Any, session: EpisodeSession, progress: _Progress) -> None:
+def _take_final(final: Final, session: EpisodeSession, progress: _Progress) -> None:
     """Record the agent's final reply: a ``str``, or ``None`` for none.
 
     Anything else is a protocol mismatch (``harness_compatibility_failure``); its ``repr`` is
     kept as the final message, so the evidence shows what the agent returned.
     """
-    if final is None:
+    if final.text is None:
         return
-    progress.final_message = _plain_text(final) if isinstance(final, str) else _repr(final)
-    session.record_final(progress.final_message)
-    if not isinstance(final, str):
-        session.latch(_mismatch(f"run() returned {_kind(final)}, not a str or None"), "final")
+    progress.final_message = final.text
+    session.record_final(final.text)
+    if final.odd_kind is not None:
+        session.latch(_mismatch(f"run() returned {final.odd_kind}, not a str or None"), "final")
 
 
-async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
+async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     """Run ``agent.run(session)`` in a thread of its own, under the session's time limit.
 
     The episode waits on the thread, not on the agent's coroutine, so an agent that blocks
@@ -846,26 +933,45 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Any:
     attempt, past the limit. At the limit the session is stopped, so whatever the abandoned
     thread does next is refused. The thread and its event loop are reused from attempt to
     attempt (see :mod:`groundstate.loopthreads`: nothing of one agent reaches the next, and a
-    thread still running an abandoned agent is never reused). Raises
-    :class:`TimeLimitReached` at the limit and :class:`HarnessCompatibilityError` when ``run``
-    is not a coroutine function. The agent is handed an :class:`AgentSession`.
+    thread still running an abandoned agent is never reused). Returns the agent's
+    :class:`~groundstate.returned.Final`; raises :class:`TimeLimitReached` at the limit and
+    :class:`~groundstate.returned.AgentRaised` with what the agent raised (a
+    ``HarnessCompatibilityError`` when ``run`` is not a coroutine function). The agent is
+    handed an :class:`AgentSession`.
     """
     facade = AgentSession(session)
     finished = in_loop_thread(lambda: _run_to_end(agent, facade), f"agent-{id(session):x}")
-    try:
-        return await asyncio.wait_for(asyncio.shield(finished), session.time_limit)
-    except TimeoutError:
+    if not await _settled_in_time(finished, session.time_limit):
         # What the abandoned agent ends with, nobody reads: read it here, so asyncio does not
         # log it ("exception was never retrieved") whenever the garbage collector gets to it.
         finished.add_done_callback(_ignore_outcome)
-        raise TimeLimitReached(f"time limit {session.time_limit:g}s reached") from None
+        raise TimeLimitReached(f"time limit {session.time_limit:g}s reached")
+    return finished.result()
 
 
-def _repr(value: Any) -> str:
+async def _settled_in_time(finished: asyncio.Future[Any], limit: float) -> bool:
+    """Whether *finished* settles within *limit* seconds, timed by an alarm (see
+    :mod:`groundstate.alarms`), not by this loop's clock, which the agent can stop by
+    replacing ``time.monotonic``."""
+    loop = asyncio.get_running_loop()
+    rang: asyncio.Future[None] = loop.create_future()
+
+    def ring() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed (the attempt cancelled)
+            loop.call_soon_threadsafe(_settle, rang)
+
+    alarm = ALARMS.set(limit, ring)
     try:
-        return repr(value)
-    except Exception:
-        return f"<{_kind(value)}: repr() failed>"
+        await asyncio.wait((finished, rang), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        alarm.cancel()
+        rang.cancel()
+    return finished.done()
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:
@@ -873,21 +979,29 @@ def _ignore_outcome(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-def _run_to_end(agent: Agent, session: AgentSession) -> Coroutine[Any, Any, Any]:
-    """The agent's run as a coroutine for its thread's loop (what ``run`` returns awaited)."""
+async def _run_to_end(agent: Agent, session: AgentSession) -> Final:
+    """The agent's run on its thread's loop, read there as plain data: every piece of agent
+    code (``run`` itself, what it returns or raises) runs under the time limit."""
+    try:
+        final = Final.of(await _started(agent, session))
+    except BaseException as exc:  # SystemExit and cancellations too: the agent's crash
+        raised = AgentRaised(exc)
+    else:
+        return final
+    raise raised  # outside the handler: no reference to the agent's exception is kept
+
+
+def _started(agent: Agent, session: AgentSession) -> Awaitable[Any]:
+    """What ``agent.run(session)`` returns, when it is awaitable."""
     run = getattr(agent, "run", None)
     if not callable(run):
-        raise HarnessCompatibilityError(f"{type(agent).__name__} has no run(session) method")
+        raise HarnessCompatibilityError(f"{type_name(type(agent))} has no run(session) method")
     pending = run(session)
     if not inspect.isawaitable(pending):
         raise HarnessCompatibilityError(
-            f"{type(agent).__name__}.run(session) must be a coroutine function (async def)"
+            f"{type_name(type(agent))}.run(session) must be a coroutine function (async def)"
         )
-    return _awaited(pending)
-
-
-async def _awaited(pending: Awaitable[Any]) -> Any:
-    return await pending
+    return pending
 
 
 def _grade(

@@ -5,8 +5,9 @@ schema, execute it atomically in the environment, and append the call to the tra
 rows it changed (before and after) as the environment reports them. The
 error class of a failed call says whose doing it was: invalid arguments, unknown tools,
 permission denials and tool refusals are the agent's; an exception inside a tool
-implementation is the environment's, and is raised as :class:`EnvironmentFailure` after it
-is recorded.
+implementation (``SystemExit`` and ``KeyboardInterrupt`` included: tools run in the agent's
+thread, where no signal arrives) is the environment's, and is raised as
+:class:`EnvironmentFailure` after it is recorded.
 
 Schema-valid arguments the tools cannot represent are refused as ``invalid_arguments`` before
 the tool runs, so an agent cannot turn its own odd input into an environment failure (an
@@ -55,7 +56,7 @@ class ToolGateway:
         if not _is_json(args):  # keep the trace storable; the call then fails validation
             args = repr(args)
         effects = CallEffects()
-        crash: Exception | None = None
+        crash: BaseException | None = None
         try:
             result = self._lookup_and_validate(name, args) or self._execute(name, args, effects)
         except _ToolCrashed as exc:
@@ -120,8 +121,8 @@ class ToolGateway:
             return ToolResult(ok=False, error=str(exc), error_class="tool_error")
         except TimeLimitReached:
             raise
-        except Exception as exc:
-            raise _ToolCrashed(exc) from exc
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt too: the tool's crash,
+            raise _ToolCrashed(exc) from exc  # not an exception the agent may swallow
         finally:  # the environment fills in the effects when the transaction ends
             effects.denied, effects.changed_tables = tx.denied, tx.changed_tables
             effects.writes = tx.writes
@@ -258,7 +259,7 @@ def _argument_check(schema: dict[str, Any]) -> _ArgumentCheck:
 class _ToolCrashed(Exception):
     """Internal: a tool implementation raised something other than a ToolError."""
 
-    def __init__(self, cause: Exception) -> None:
+    def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
 

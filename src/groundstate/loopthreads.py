@@ -35,8 +35,8 @@ from contextlib import suppress
 from contextvars import Context, copy_context
 from typing import Any, TypeVar
 
-from groundstate.errors import exception_text
 from groundstate.parked import Parked
+from groundstate.returned import text_of, type_name
 
 T = TypeVar("T")
 
@@ -228,9 +228,11 @@ def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio
         if error is None:
             finished.set_result(value)
         else:
-            finished.set_exception(as_exception(error) if crashes else error)
+            finished.set_exception(error)
 
     def done(outcome: Outcome) -> None:
+        if crashes and outcome[0] is not None:  # here: its text may be the agent's code
+            outcome = (as_exception(outcome[0]), None)
         with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
             loop.call_soon_threadsafe(deliver, outcome)
 
@@ -239,12 +241,13 @@ def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio
 
 
 def as_exception(exc: BaseException) -> Exception:
-    """Agents may raise ``SystemExit``, ``KeyboardInterrupt`` or ``CancelledError``: crashes."""
-    if isinstance(exc, Exception):
+    """Agents may raise ``SystemExit``, ``KeyboardInterrupt`` or ``CancelledError`` (a task
+    they left on their loop, say): crashes. Read in the worker's thread, and the crash keeps
+    no reference to *exc*: its ``__str__`` is the agent's code, which the caller's thread
+    must never run (it may hang, or raise ``SystemExit`` there)."""
+    if isinstance(exc, Exception) and issubclass(type(exc), Exception):  # the real type
         return exc
-    crash = RuntimeError(f"the agent raised {type(exc).__name__}: {exception_text(exc)}")
-    crash.__cause__ = exc
-    return crash
+    return RuntimeError(f"the agent raised {type_name(type(exc))}: {text_of(exc)}")
 
 
 def idle_threads() -> int:

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from groundstate.alarms import CLOCK
 from groundstate.copies import Copies
 from groundstate.environments import sqlite_determinism as determinism
 from groundstate.environments.base import (
@@ -304,7 +305,9 @@ class SqliteEnvironment(ClosesOnExit):
             return self._file.holds(self._baseline.image)
 
     def set_deadline(self, deadline: float | None) -> None:
-        """Interrupt the agent connection's SQL once ``time.monotonic()`` passes *deadline*.
+        """Interrupt the agent connection's SQL once the monotonic clock passes *deadline*
+        (:data:`groundstate.alarms.CLOCK`: an agent that replaces ``time.monotonic`` does not
+        stop it).
 
         A tool's query (an unbounded ``WITH RECURSIVE``, say) then stops at the attempt's time
         limit with an "interrupted" error, and the call raises :class:`TimeLimitReached`.
@@ -787,11 +790,11 @@ class SqliteEnvironment(ClosesOnExit):
     def _past_deadline(self) -> int:
         """The progress handler: non-zero interrupts the agent's statement (never the harness's)."""
         deadline = self._deadline
-        return int(deadline is not None and not self._trusted and time.monotonic() > deadline)
+        return int(deadline is not None and not self._trusted and CLOCK() > deadline)
 
     def _raise_if_past_deadline(self, cause: BaseException | None) -> None:
         """A call that ran past the deadline ends the attempt, whatever the tool made of it."""
-        if self._deadline is not None and time.monotonic() > self._deadline:
+        if self._deadline is not None and CLOCK() > self._deadline:
             raise TimeLimitReached("a tool call ran past the attempt's time limit") from cause
 
     def _authorize(
