@@ -158,3 +158,22 @@ def test_an_honest_reset_passes_after_the_agent_changed_things(env: SqliteEnviro
         env.agent_db.execute("DELETE FROM orders")
     env.advance_clock(3600)
     assert env.reset() == first
+
+
+def test_kept_answers_never_cross_permissions_and_denials_repeat(tmp_path: Path) -> None:
+    """The authorizer keeps allowed answers per fixture and permissions: a read allowed under
+    one task's permissions stays denied under another's on the same fixture (asked in both
+    orders), and a denial asked again is denied and recorded again."""
+    fixture = tmp_path / "shop.sql"
+    fixture.write_text(FIXTURE)
+    open_to_all, closed = Permissions(), Permissions(tables={"secrets": "none"})
+    for order in ([open_to_all, closed, open_to_all], [closed, open_to_all, closed]):
+        for permissions in order:
+            with SqliteEnvironment(fixture, clock=CLOCK, permissions=permissions) as env:
+                for _ in range(2):
+                    if permissions is closed:
+                        with pytest.raises(PermissionDenied, match="read secrets"):
+                            _agent(env, "SELECT value FROM secrets")
+                    else:
+                        assert _agent(env, "SELECT value FROM secrets") == [("hunter2",)]
+                    assert _agent(env, "SELECT total FROM orders WHERE order_id = 'o2'") == [(300,)]

@@ -95,6 +95,11 @@ _INTROSPECTION_PRAGMAS = {
 _READABLE_PRAGMAS = {"foreign_keys", "user_version", "encoding"}
 """Pragmas the agent may read (not set); others (``database_list`` reveals the work
 directory's path, ``function_list``, ``compile_options``...) are denied."""
+_ALLOWED: dict[tuple[str, tuple[tuple[str, str], ...]], set[tuple[Any, ...]]] = {}
+"""The authorizer's allowed questions (action and its four arguments) by policy: the build's
+image digest (its tables, virtual tables and shadows) and the task's table permissions."""
+_ALLOWED_KEPT = 10_000
+"""A policy's kept answers are dropped when they reach this many (the schema bounds them)."""
 _HIDDEN_TABLES = {"dbstat", "sqlite_dbpage", "sqlite_stmt"}
 """Virtual tables that reveal the database's pages, sizes or the harness's statements."""
 _FUNCTION_GROUPS = {
@@ -515,6 +520,8 @@ class SqliteEnvironment(ClosesOnExit):
         self._virtual, self._shadow_of = _virtual_tables(
             self._baseline.image_digest, self._baseline.kinds
         )
+        policy = (self._baseline.image_digest, tuple(sorted(self._permissions.items())))
+        self._allowed = _ALLOWED.setdefault(policy, set())
         self._agent.harness_settings(self._authorize, (self._past_deadline, PROGRESS_STEPS))
         self._agent.harness_plain(_AGENT_LIMITS)
 
@@ -801,9 +808,29 @@ class SqliteEnvironment(ClosesOnExit):
         self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None
     ) -> int:
         """The agent connection's authorizer: allow, or deny and record why."""
+        if self._trusted:
+            return sqlite3.SQLITE_OK
+        # With no statement cache (see _open_live) every statement of every call asks again,
+        # a few hundred times per attempt, mostly the same questions: an allowed answer is
+        # kept for the policy (a denial is recorded each time; a write may note the sequence).
+        key = (action, arg1, arg2, db, source)
+        if key in self._allowed:
+            return sqlite3.SQLITE_OK
+        verdict = self._decide(action, arg1, arg2, db, source)
+        if verdict == sqlite3.SQLITE_OK and action not in _WRITES:
+            if len(self._allowed) >= _ALLOWED_KEPT:
+                self._allowed.clear()
+            self._allowed.add(key)
+        return verdict
+
+    def _decide(
+        self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None
+    ) -> int:
+        """The authorizer's answer, worked out: it depends on the arguments, the permissions
+        and the fixture's tables only (what :attr:`_allowed` is kept by)."""
         # The write log's triggers act for the harness: they read the rows the agent writes
         # (a table's trigger may write a table the agent cannot read) and write the log.
-        if self._trusted or action in _HARMLESS or (source or "").startswith(LOG):
+        if action in _HARMLESS or (source or "").startswith(LOG):
             return sqlite3.SQLITE_OK
         # A shadow table (``docs_data`` of FTS5 table ``docs``) has its virtual table's
         # permissions: SQLite's own statements for the virtual table pass this authorizer too.
