@@ -12,7 +12,6 @@ are read from the archive one at a time.
 from __future__ import annotations
 
 import contextlib
-import json
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -24,15 +23,16 @@ from groundstate.importers.rows import (
     ERROR_REASONS,
     ErrorPolicy,
     ImportedRow,
-    check_reason,
+    amount,
     integer,
     mapping,
-    number,
+    parse_json,
     read_json,
     reward_kind,
     reward_verdict,
     task_key,
 )
+from groundstate.importers.table import COLUMNS, parse_row
 
 SCORE_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 """Inspect's letter grades (correct, incorrect, partial, no answer) as rewards."""
@@ -248,26 +248,15 @@ def _scorer_name(scorer: str, scores: dict[str, Any]) -> str:
 
 
 def _own_row(where: str, common: dict[str, Any], own: dict[str, Any]) -> ImportedRow:
-    """A sample written by ``groundstate export``: its verdict is ours already."""
-    field = f"metadata.{OWN_METADATA}"
-    success = own.get("success")
-    reason = own.get("terminal_reason")
-    if not isinstance(success, bool) or not isinstance(reason, str):
-        raise SpecError(where, field, "needs success (true/false) and terminal_reason (text)")
-    partial = own.get("partial_score")
-    return ImportedRow(
-        **{**common, "label": own.get("attempt_label", common["label"])},
-        success=success,
-        terminal_reason=check_reason(where, reason, success),
-        partial_score=None if partial is None else number(where, "partial_score", partial),
-        cost=number(where, "cost", own.get("cost", 0.0)),
-        retry=integer(where, "retry", own.get("retry", 0)),
-        task_revision=integer(where, "task_revision", own.get("task_revision", 0)),
-        weight=number(where, "weight", own.get("weight", 1.0)),
-        horizon=None if own.get("horizon") is None else integer(where, "horizon", own["horizon"]),
-        slice_labels=tuple(str(v) for v in own.get("slice_labels") or ()),
-        mapped="groundstate verdict -> kept",
-    )
+    """A sample written by ``groundstate export``: its verdict is ours already, in the row
+    format's columns, read by the row format's own rules (a weight of -1 or a retry of -3
+    is refused as it would be in a CSV)."""
+    columns = {key: value for key, value in own.items() if key in COLUMNS}
+    columns["task_id"] = common["task_id"]
+    columns.setdefault("attempt", own.get("attempt_label", common["label"]))
+    columns.setdefault("latency", common["latency"])
+    row = parse_row(f"{where}: metadata.{OWN_METADATA}", common["line"], columns)
+    return replace(row, mapped="groundstate verdict -> kept")
 
 
 def _reward(where: str, name: str | None, value: Any) -> float:
@@ -291,16 +280,25 @@ def _reward(where: str, name: str | None, value: Any) -> float:
 
 
 def _seconds(where: str, value: Any) -> float:
-    return 0.0 if value is None else number(where, "total_time", value)
+    return 0.0 if value is None else amount(where, "total_time", value)
+
+
+MEMBER_LIMIT = 1 << 30
+"""The largest archive member read (uncompressed bytes, as its header declares; zipfile stops
+at the declared size). A sample's transcript is megabytes; a gigabyte is a zip bomb."""
 
 
 def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
+    size = archive.getinfo(name).file_size
+    if size > MEMBER_LIMIT:
+        raise SpecError(
+            f"{path}!{name}", None, f"{size} bytes uncompressed, over the {MEMBER_LIMIT} read"
+        )
     try:
-        return json.loads(archive.read(name))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}!{name}", None, f"not valid JSON: {exc}") from None
+        data = archive.read(name)
     except (OSError, zipfile.BadZipFile) as exc:
         raise SpecError(f"{path}!{name}", None, f"cannot read from the archive: {exc}") from None
+    return parse_json(data, f"{path}!{name}", at_line=False)
 
 
 def _retried_errors(where: str, value: Any) -> list[str]:
