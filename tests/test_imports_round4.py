@@ -13,14 +13,20 @@ import killed half-way, and the statistics recomputed as each harness computes t
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import zipfile
+from math import comb
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from groundstate.importers import inspect_log
-from tests.test_imports_formats import EVAL, PLAN, Store, log, sample, write_eval, write_json
+from groundstate.importers import batch as import_batch
+from groundstate.importers import import_file, inspect_log
+from groundstate.store import RunStore
+from tests.test_imports_formats import EVAL, Store, cli, log, sample, write_eval, write_json
 
 
 @pytest.fixture
@@ -341,4 +347,253 @@ def test_an_archive_member_over_the_limit_is_not_read(
     assert "over the 4096 read" in store.refused(path)
 
 
-_ = (EVAL, PLAN)
+# --- choosing a scorer no sample has; logs Inspect did not finish ----------------------------
+
+
+def test_a_scorer_no_sample_has_is_refused(store: Store, tmp_path: Path) -> None:
+    """``--scorer acuracy`` (a typo) made every sample a ``grader_failure``: the whole batch
+    invalid, exit 0."""
+    scores = {"match": {"value": "C"}, "judge": {"value": {"a": 1, "b": 0}}}
+    path = write_json(tmp_path / "log.json", log([sample("a", 1, scores)]))
+    assert "--scorer: no sample has 'macth' (they have judge, match)" in store.refused(
+        path, "--scorer", "macth"
+    )
+    assert "no sample has 'judg.a'" in store.refused(path, "--scorer", "judg.a")
+    assert store.runs(store.imported(path, "--scorer", "judge.a")) == {
+        ("a", 1, 0): ("success", None)
+    }
+
+
+def test_a_scorer_some_samples_lack_is_a_grader_failure_for_those(
+    store: Store, tmp_path: Path
+) -> None:
+    samples = [sample("a", 1, {"m": {"value": "C"}, "n": {"value": "I"}}),
+               sample("b", 1, {"n": {"value": "C"}})]  # fmt: skip
+    batch = store.imported(write_json(tmp_path / "log.json", log(samples)), "--scorer", "m")
+    assert store.runs(batch) == {
+        ("a", 1, 0): ("success", None),
+        ("b", 1, 0): ("grader_failure", None),
+    }
+
+
+@pytest.mark.parametrize("status", ["cancelled", "error", "started"])
+def test_an_unfinished_inspect_log_is_imported_with_a_warning(
+    store: Store, tmp_path: Path, status: str
+) -> None:
+    """A cancelled or failed eval holds only the samples it finished: imported silently, a
+    task could look as if it had been run fewer times by design."""
+    path = write_json(tmp_path / "log.json", log([sample("a", 1, {"m": {"value": "C"}})], status))
+    code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    assert code == 0
+    assert f"warning: {path}: the log's status is {status!r}, not 'success'" in err
+
+
+def test_an_eval_archive_without_its_header_warns_as_unfinished(
+    store: Store, tmp_path: Path
+) -> None:
+    path = write_eval(
+        tmp_path / "log.eval", [sample("a", 1, {"m": {"value": "C"}})], finished=False
+    )
+    code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    assert code == 0 and "status is 'started'" in err
+    finished = write_eval(tmp_path / "done.eval", [sample("a", 1, {"m": {"value": "C"}})])
+    code, _, err = cli("import-results", str(finished), "--name", "x", "--store", str(store.path))
+    assert code == 0 and err == ""
+
+
+def test_unstorable_text_in_what_a_file_says_about_the_system_is_escaped(
+    store: Store, tmp_path: Path
+) -> None:
+    """A lone surrogate in the log's model name crashed serialising the batch (exit 1)."""
+    data = log([sample("a", 1, {"m": {"value": "C"}})])
+    data["eval"] = {**EVAL, "model": "openai/gpt-\ud800"}
+    path = _raw(tmp_path / "log.json", json.dumps(data))  # escaped: legal JSON
+    batch = store.imported(path)
+    with RunStore(store.path) as opened:
+        assert opened.batch(batch).system_spec["model"] == "openai/gpt-\\ud800"
+
+
+def test_a_batch_name_that_is_not_text_is_a_usage_error(store: Store, tmp_path: Path) -> None:
+    path = _raw(tmp_path / "r.csv", "task_id,attempt,success\nt,1,true\n")
+    code, _, err = cli("import-results", str(path), "--name", "x\udcff", "--store", str(store.path))
+    assert code == 2 and "--name" in err and "UTF-8" in err and "Traceback" not in err
+
+
+# --- the same file imported twice ------------------------------------------------------------
+
+
+def _tau_file(tmp_path: Path) -> Path:
+    return write_json(
+        tmp_path / "tau.json",
+        [tau_result(t, i, float((t + i) % 2)) for t in range(3) for i in range(2)],
+    )
+
+
+def _tau2(tmp_path: Path) -> Path:
+    return write_json(
+        tmp_path / "tau2.json", tau2_file([simulation("1", 0, 1.0), simulation("2", 0, 0.5)])
+    )
+
+
+def _inspect(tmp_path: Path) -> Path:
+    return write_eval(
+        tmp_path / "log.eval", [sample("a", e, {"m": {"value": "CI"[e - 1]}}) for e in (1, 2)]
+    )
+
+
+def _rows(tmp_path: Path) -> Path:
+    return _raw(
+        tmp_path / "rows.csv", "task_id,attempt,success,cost\nt,0,true,0.5\nt,1,false,0.25\n"
+    )
+
+
+@pytest.mark.parametrize("write", [_tau_file, _tau2, _inspect, _rows])
+def test_importing_the_same_file_again_stores_nothing_new(
+    store: Store, tmp_path: Path, write: Any
+) -> None:
+    """Each repeat was a second batch of the same attempts: ``batches`` listed it twice and
+    ``compare`` took the copy for another system."""
+    path = write(tmp_path)
+    first = store.imported(path)
+    before = store.batches()
+    code, out, err = cli(
+        "import-results", str(path), "--name", "x", "--store", str(store.path), "--json"
+    )
+    assert code == 0, err
+    again = json.loads(out)
+    assert again["batch_id"] == first and again["already_stored"] is True
+    assert store.batches() == before
+    code, out, _ = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    assert "already imported" in out and out.strip().endswith(f"batch {first}")
+
+
+def test_another_name_other_options_or_other_content_is_a_new_batch(
+    store: Store, tmp_path: Path
+) -> None:
+    path = _tau_file(tmp_path)
+    first = store.imported(path)
+    renamed = cli("import-results", str(path), "--name", "y", "--store", str(store.path))
+    assert renamed[0] == 0 and "already" not in renamed[1]
+    other_policy = store.imported(path, "--errors", "environment")
+    assert other_policy != first
+    path.write_text(path.read_text().replace("1.0", "0.0", 1))
+    assert store.imported(path) not in (first, other_policy)
+    assert len(store.batches()) == 5  # the earlier one, and four imports
+
+
+def test_a_new_batch_id_never_takes_an_existing_one(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A random id equal to a stored batch's made the store refuse the batch, reported as
+    "an attempt appears twice"."""
+    taken = iter([store.earlier, store.earlier, "0123456789ab"])
+    monkeypatch.setattr(
+        import_batch.secrets,
+        "token_hex",
+        lambda n=16: next(taken) if n == 6 else os.urandom(n).hex(),
+    )
+    with RunStore(store.path) as opened:
+        report = import_file(_rows(tmp_path), "x", opened)
+    assert report.batch.batch_id == "0123456789ab"
+    assert store.runs("0123456789ab") == {
+        ("t", 1, 0): ("success", None),
+        ("t", 2, 0): ("agent_failure", None),
+    }
+
+
+# --- an import killed half-way ---------------------------------------------------------------
+
+KILLED_HALF_WAY = """
+import os, signal, sys
+from groundstate.store import RunStore
+from groundstate.cli import main
+
+stored = RunStore.add_batch_with_runs
+
+def add(self, batch, runs, chunk=10_000, *, seal=None):
+    def dying():
+        for index, run in enumerate(runs):
+            if index == 25:  # two chunks of ten written in the open transaction
+                os.kill(os.getpid(), signal.SIGKILL)
+            yield run
+    return stored(self, batch, dying(), 10, seal=seal)
+
+RunStore.add_batch_with_runs = add
+main(["import-results", sys.argv[1], "--name", "x", "--store", sys.argv[2]])
+"""
+
+
+def test_an_import_killed_half_way_leaves_the_store_as_it_was(store: Store, tmp_path: Path) -> None:
+    rows = "".join(f"t{i % 7},{i // 7},{'true' if i % 3 else 'false'}\n" for i in range(70))
+    path = _raw(tmp_path / "many.csv", "task_id,attempt,success\n" + rows)
+    before = store.batches()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_HALF_WAY, str(path), str(store.path)],
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == -9, done.stderr
+    assert store.batches() == before
+    with RunStore(store.path) as opened:
+        assert all(opened.verify(b).ok for b in before)
+        assert len(list(opened.runs(store.earlier))) == 2
+    batch = store.imported(path)  # and the same file imports whole afterwards
+    assert len(store.runs(batch)) == 70
+
+
+# --- the statistics each harness reports, recomputed --------------------------------------------
+
+
+def _tau_pass_hat(results: list[dict[str, Any]], k: int) -> float:
+    """τ-bench's own ``display_metrics``: per task c successes (reward within 1e-6 of 1) of
+    ``num_trials`` (the distinct trials in the file), pass^k = mean C(c, k) / C(n, k)."""
+    trials = len({r["trial"] for r in results})
+    successes: dict[Any, int] = {}
+    for r in results:
+        successes[r["task_id"]] = successes.get(r["task_id"], 0) + (
+            1 - 1e-6 <= r["reward"] <= 1 + 1e-6
+        )
+    return sum(comb(c, k) / comb(trials, k) for c in successes.values()) / len(successes)
+
+
+def test_tau_bench_statistics_are_tau_benchs_own(store: Store, tmp_path: Path) -> None:
+    """Rewards near 1 (τ-bench's tolerance), exactly 0, -0.0, errors scored 0: pass^k and the
+    average reward as τ-bench's ``run.py`` prints them."""
+    rewards = [1.0, 0.9999995, 1.0000004, 0.0, -0.0, 0.999, 1.0, 0.0]
+    results = [
+        tau_result(t, i, rewards[(3 * t + i) % len(rewards)]) for t in range(6) for i in range(4)
+    ]
+    results[5] = tau_result(1, 1, 0.0, error="RateLimitError")
+    got = store.report(store.imported(write_json(tmp_path / "tau.json", results)))
+    for k in (1, 2, 3, 4):
+        assert got["pass_hat_k"][str(k)]["estimate"] == pytest.approx(
+            _tau_pass_hat(results, k), abs=1e-12
+        )
+    mean_reward = sum(r["reward"] for r in results) / len(results)
+    assert got["partial_score"]["estimate"] == pytest.approx(mean_reward, abs=1e-6)
+
+
+def test_partial_scores_are_the_mean_reward_the_other_harness_reports(
+    store: Store, tmp_path: Path
+) -> None:
+    """A file with partial rewards kept them only on the partially rewarded attempts, so the
+    batch's partial score averaged 0.5 and 0.25 and left out every 0 and 1: 0.375 where
+    Inspect's accuracy (and τ²'s average reward) is 0.4375."""
+    samples = [
+        sample(t, 1, {"m": {"value": v}})
+        for t, v in zip("abcd", ["C", "I", "P", 0.25], strict=True)
+    ]
+    inspect = store.report(store.imported(write_json(tmp_path / "log.json", log(samples))))
+    assert inspect["success_rate"]["estimate"] == 0.25
+    assert inspect["partial_score"]["estimate"] == pytest.approx((1 + 0 + 0.5 + 0.25) / 4)
+    sims = [simulation(t, 0, r) for t, r in zip("abcd", [1.0, 0.0, 0.5, 0.25], strict=True)]
+    sims.append(simulation("e", 0, 0.0, termination_reason="user_error"))  # invalid
+    tau2 = store.report(store.imported(write_json(tmp_path / "tau2.json", tau2_file(sims))))
+    assert tau2["partial_score"]["estimate"] == pytest.approx(0.4375)
+    assert tau2["invalid_as_failure"]["partial_score"]["estimate"] == pytest.approx(1.75 / 5)
+
+
+def test_files_without_partial_rewards_keep_no_partial_score(store: Store, tmp_path: Path) -> None:
+    samples = [sample(t, 1, {"m": {"value": v}}) for t, v in zip("ab", ["C", "I"], strict=True)]
+    got = store.report(store.imported(write_json(tmp_path / "log.json", log(samples))))
+    assert got["partial_score"] is None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +70,31 @@ class InspectSource:
     """The score that decides the verdict (``NAME``, or ``NAME.KEY`` for one entry of a score
     whose value is a dict); needed when samples carry several."""
     format: str = "inspect"
+    _scores_seen: set[str] = field(default_factory=set)
+    """The score names the samples carry (for a ``--scorer`` no sample has)."""
+    _chosen_seen: bool = False
+    _log: dict[str, Any] | None = None
+    """The header (of a ``.json`` log: the whole log), read once."""
 
     def rows(self) -> Iterator[ImportedRow]:
         self._header()  # an archive without one is not an Inspect log, whatever else it holds
+        yield from self._rows()
+        if self.scorer is not None and self._scores_seen and not self._chosen_seen:
+            # else every sample would be a grader failure: all invalid, exit 0
+            names = ", ".join(sorted(self._scores_seen))
+            have = f"they have {names}"
+            raise SpecError(self.path, "--scorer", f"no sample has {self.scorer!r} ({have})")
+
+    def warnings(self) -> list[str]:
+        status = self._header().get("status", "started")
+        if status == "success":
+            return []
+        return [
+            f"{self.path}: the log's status is {status!r}, not 'success': Inspect stopped "
+            "before every sample was run, and only the samples written are imported"
+        ]
+
+    def _rows(self) -> Iterator[ImportedRow]:
         for index, (where, sample) in enumerate(self._samples(), start=1):
             sample = mapping(where, "sample", sample)
             row = self._row(where, index, sample)
@@ -98,6 +120,11 @@ class InspectSource:
         }
 
     def _header(self) -> dict[str, Any]:
+        if self._log is None:
+            self._log = self._read_header()
+        return self._log
+
+    def _read_header(self) -> dict[str, Any]:
         if not self._is_archive():
             return mapping(str(self.path), "log", read_json(self.path))
         with self._archive() as archive:
@@ -207,6 +234,7 @@ class InspectSource:
             success=verdict.success,
             terminal_reason=verdict.terminal_reason,
             partial_score=verdict.partial_score,
+            reward=reward,
             origin=origin,
             mapped=f"score {grade} -> {verdict.terminal_reason}",
             unmapped=f"limit {limit!r} has no mapping; decided by its score" if limit else None,
@@ -215,9 +243,11 @@ class InspectSource:
     def _score(
         self, where: str, scores: dict[str, Any]
     ) -> tuple[str | None, dict[str, Any] | None]:
+        self._scores_seen.update(scores)
         if self.scorer is not None:
             name = _scorer_name(self.scorer, scores)
             found = scores.get(name)
+            self._chosen_seen |= found is not None
             return name, None if found is None else mapping(where, f"scores.{name}", found)
         if len(scores) > 1:
             names = ", ".join(sorted(scores))

@@ -56,6 +56,11 @@ class ImportedRow:
     latency: float = 0.0
     partial_score: float | None = None
     """A partial reward in [0, 1], kept beside ``success``, never instead of it."""
+    reward: float | None = None
+    """The reward or score behind the verdict, when the file grades the attempt with one. In a
+    file with any partial reward, every graded attempt keeps its reward as its partial score
+    (a success 1, a failure 0): the batch's partial score is then the mean reward the other
+    harness reports, not a mean over the partially rewarded attempts only."""
     retry: int = 0
     task_revision: int | None = None
     weight: float | None = None
@@ -88,6 +93,11 @@ class ResultSource(Protocol):
 
     def system(self) -> dict[str, Any]:
         """What the file says about the system that produced it (model, agent, harness)."""
+        ...
+
+    def warnings(self) -> list[str]:
+        """What the file says about itself that the numbers should be read with (an
+        unfinished log), one line each; asked after every row is read."""
         ...
 
 

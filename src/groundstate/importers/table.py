@@ -65,6 +65,9 @@ class TableSource:
             except UnicodeDecodeError:
                 raise SpecError(self.path, None, "not UTF-8 text") from None
 
+    def warnings(self) -> list[str]:
+        return []
+
     def system(self) -> dict[str, Any]:
         return {}
 
