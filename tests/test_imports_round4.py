@@ -597,3 +597,65 @@ def test_files_without_partial_rewards_keep_no_partial_score(store: Store, tmp_p
     samples = [sample(t, 1, {"m": {"value": v}}) for t, v in zip("ab", ["C", "I"], strict=True)]
     got = store.report(store.imported(write_json(tmp_path / "log.json", log(samples))))
     assert got["partial_score"] is None
+
+
+# --- tables as spreadsheets and data-frame libraries write them -------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "task_id;attempt;success;cost\nt;0;true;0.5\nt;1;false;\nu;0;1;\n",  # a ';' locale
+        "task_id\tattempt\tsuccess\nt\t0\ttrue\nt\t1\tfalse\nu\t0\t1\n",  # a "text" export
+        "task_id,attempt,success\nt,0,true\nt,1,false\nu,0,1\n,,\n,,\n",  # trailing empty rows
+        "\n\ntask_id,attempt,success\nt,0,true\n\nt,1,false\nu,0,1\n",  # blank lines
+        "task_id,attempt,success\r\nt,0,true\r\nt,1,false\r\nu,0,1\r\n",
+        "task_id,attempt,success\nt,0.0,1.0\nt,1.0,0.0\nu,0.0,1.0\n",  # integers kept as floats
+    ],
+)
+def test_spreadsheet_and_data_frame_variants_import_as_meant(
+    store: Store, tmp_path: Path, text: str
+) -> None:
+    """Each was refused ("task_id: required, and missing or blank", "more cells than the
+    header has columns", "Input should be a valid boolean ... got '1.0'")."""
+    path = _raw(tmp_path / "r.csv", text)
+    assert store.runs(store.imported(path)) == {
+        ("t", 1, 0): ("success", None),
+        ("t", 2, 0): ("agent_failure", None),
+        ("u", 1, 0): ("success", None),
+    }
+
+
+def test_a_semicolon_file_keeps_its_line_numbers_in_errors(store: Store, tmp_path: Path) -> None:
+    path = _raw(tmp_path / "r.csv", "\ntask_id;attempt;success\nt;0;true\nt;1;maybe\n")
+    assert "r.csv:4: success: Input should be a valid boolean" in store.refused(path)
+
+
+def test_an_unnamed_column_is_named_in_the_warning(store: Store, tmp_path: Path) -> None:
+    path = _raw(tmp_path / "r.csv", "task_id,attempt,success,\nt,0,true,x\n")
+    code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    assert code == 0 and "ignored columns no field reads: (unnamed column 4)" in err
+
+
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        ([1.0, 2.0], {("t", 1, 0), ("t", 2, 0)}),
+        (["1.0", "2"], {("t", 1, 0), ("t", 2, 0)}),
+        (["0", "2.0"], {("t", 1, 0), ("t", 3, 0)}),  # integers: gaps kept
+        (["1e400", "x"], {("t", 1, 0), ("t", 2, 0)}),  # text labels
+    ],
+)
+def test_integral_float_labels_are_integers(
+    store: Store, tmp_path: Path, labels: list[Any], expected: set[Any]
+) -> None:
+    text = "".join(
+        json.dumps({"task_id": "t", "attempt": label, "success": True}) + "\n" for label in labels
+    )
+    assert set(store.runs(store.imported(_raw(tmp_path / "r.jsonl", text)))) == expected
+
+
+def test_the_same_attempt_as_1_and_1_0_is_refused(store: Store, tmp_path: Path) -> None:
+    """ "1" and "1.0" were two attempts (text labels), one success and one failure."""
+    path = _raw(tmp_path / "r.csv", "task_id,attempt,success\nt,1,true\nt,1.0,false\n")
+    assert "r.csv:3: attempt: task 't' attempt 1 appears twice" in store.refused(path)

@@ -195,17 +195,28 @@ def as_text(value: Any) -> str:
 
 
 def as_label(value: Any) -> int | str:
-    """An attempt label as given: an integer (``0``, ``"3"``) or a non-empty text label."""
+    """An attempt label as given: an integer (``0``, ``"3"``, and ``1.0`` or ``"1.0"``, as a
+    writer that keeps integers as floats gives them) or a non-empty text label."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return as_integer(value)
     if isinstance(value, str) and value.strip():
         text = as_text(value.strip())
-        try:
-            number = int(text)
-        except ValueError:
-            return text
-        return as_integer(number)
+        number = _integral(text)
+        return text if number is None else as_integer(number)
     raise ValueError(f"must be an integer or a text label, got {value!r}")
+
+
+def _integral(text: str) -> int | None:
+    """The integer *text* writes (``3``, ``3.0``), or ``None`` for other text."""
+    with contextlib.suppress(ValueError):
+        return int(text)
+    with contextlib.suppress(ValueError, OverflowError):
+        number = float(text)
+        if number.is_integer():
+            return int(number)
+    return None
 
 
 def checked(where: str, name: str, parse: Callable[[Any], T], value: Any) -> T:

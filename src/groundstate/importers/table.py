@@ -10,6 +10,7 @@ a time, so a file of any length is imported in bounded memory.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -45,8 +46,8 @@ COLUMNS = (
     "horizon",
 )
 """Every column the row format reads, in the order ``export`` writes them."""
-_TRUE = frozenset({"true", "1", "yes"})
-_FALSE = frozenset({"false", "0", "no"})
+_TRUE = frozenset({"true", "1", "1.0", "yes"})
+_FALSE = frozenset({"false", "0", "0.0", "no"})
 
 
 @dataclass(frozen=True)
@@ -84,24 +85,50 @@ def _open(path: Path, format: str) -> TextIO:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
 
 
+DELIMITERS = (",", ";", "\t")
+"""Cell separators tried on the header: spreadsheets in many locales write ``;``, and a
+"text" export separates with tabs."""
+
+
 def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
-    reader = csv.reader(handle)
+    skipped, first = _header_line(handle)
+    reader = csv.reader(itertools.chain([first], handle), delimiter=_delimiter(first))
     try:
         header = next(reader, [])
         twice = sorted({name for name in header if name and header.count(name) > 1})
         if twice:  # which of the two cells would count? neither silently
-            raise SpecError(f"{path}:1", twice[0], "the column appears twice in the header")
-        columns = [(name, _FIELDS.get(name)) for name in header]
+            line = skipped + 1
+            raise SpecError(f"{path}:{line}", twice[0], "the column appears twice in the header")
+        columns = [(name or f"(unnamed column {i})", _FIELDS.get(name))
+                   for i, name in enumerate(header, start=1)]  # fmt: skip
         for cells in reader:
+            line = skipped + reader.line_num
+            if not any(cell.strip() for cell in cells):
+                continue  # a blank line, or a spreadsheet's trailing row of empty cells
             if len(cells) > len(columns):
-                raise SpecError(
-                    f"{path}:{reader.line_num}", None, "more cells than the header has columns"
-                )
-            if cells:
-                line = reader.line_num
-                yield _row(f"{path}:{line}", line, zip(columns, cells, strict=False))
+                raise SpecError(f"{path}:{line}", None, "more cells than the header has columns")
+            yield _row(f"{path}:{line}", line, zip(columns, cells, strict=False))
     except csv.Error as exc:
-        raise SpecError(f"{path}:{reader.line_num}", None, f"not valid CSV: {exc}") from None
+        line = skipped + reader.line_num
+        raise SpecError(f"{path}:{line}", None, f"not valid CSV: {exc}") from None
+
+
+def _header_line(handle: TextIO) -> tuple[int, str]:
+    """The first line that is not blank, and how many blank lines came before it."""
+    skipped = 0
+    for text in handle:
+        if text.strip():
+            return skipped, text
+        skipped += 1
+    return skipped, ""
+
+
+def _delimiter(header: str) -> str:
+    """The separator whose split of the header names ``task_id`` (else a comma)."""
+    for delimiter in DELIMITERS:
+        if "task_id" in (name.strip().strip('"') for name in header.split(delimiter)):
+            return delimiter
+    return ","
 
 
 def _json_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
@@ -169,7 +196,7 @@ def _task_id(value: Any) -> str:
 def _boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, int) and value in (0, 1):
+    if isinstance(value, int | float) and value in (0, 1):  # 1.0: an integer kept as a float
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
