@@ -659,3 +659,62 @@ def test_the_same_attempt_as_1_and_1_0_is_refused(store: Store, tmp_path: Path) 
     """ "1" and "1.0" were two attempts (text labels), one success and one failure."""
     path = _raw(tmp_path / "r.csv", "task_id,attempt,success\nt,1,true\nt,1.0,false\n")
     assert "r.csv:3: attempt: task 't' attempt 1 appears twice" in store.refused(path)
+
+
+# --- Inspect logs of other versions and settings ---------------------------------------------
+
+
+def test_an_older_log_with_one_score_per_sample_imports(store: Store, tmp_path: Path) -> None:
+    """Inspect's first log format has ``score`` (one) where later ones have ``scores``: every
+    sample was a ``grader_failure`` (all invalid, exit 0)."""
+    samples = [
+        {"id": "a", "epoch": 1, "input": "q", "target": "t", "score": {"value": "C"}},
+        {"id": "a", "epoch": 2, "input": "q", "target": "t", "score": {"value": "I"}},
+    ]
+    batch = store.imported(write_json(tmp_path / "old.json", log(samples)))
+    assert store.runs(batch) == {
+        ("a", 1, 0): ("success", None),
+        ("a", 2, 0): ("agent_failure/incorrect", None),
+    }
+    both = [{**samples[0], "scores": {"m": {"value": "I"}}}]
+    err = store.refused(write_json(tmp_path / "both.json", log(both)))
+    assert "both.json:samples[0]: score: given beside scores" in err
+
+
+def test_a_log_that_was_never_scored_is_refused(store: Store, tmp_path: Path) -> None:
+    """``inspect eval --no-score`` writes samples without scores: each was a grader failure,
+    a batch with no valid attempt, exit 0."""
+    samples = [
+        sample("a", 1, None),
+        sample("b", 1, {}),
+        sample("c", 1, None, error={"message": "x"}),
+    ]
+    err = store.refused(write_json(tmp_path / "log.json", log(samples)))
+    assert "log.json: scores: no sample has a score (2 ended without an error or a limit)" in err
+
+
+def test_a_log_whose_samples_all_errored_or_hit_limits_imports(
+    store: Store, tmp_path: Path
+) -> None:
+    samples = [
+        sample("a", 1, None, error={"message": "RateLimitError"}),
+        sample("b", 1, None, limit={"type": "message", "limit": 5}),
+    ]
+    assert store.runs(store.imported(write_json(tmp_path / "log.json", log(samples)))) == {
+        ("a", 1, 0): ("agent_failure/crashed", None),
+        ("b", 1, 0): ("agent_failure/step_limit", None),
+    }
+
+
+def test_inspect_accuracy_over_epochs_is_the_success_rate(store: Store, tmp_path: Path) -> None:
+    """Inspect reduces each sample's epochs by their mean and averages the samples: with C/I
+    scores that is our task-averaged success rate, also with unequal epochs."""
+    grades = {"a": "CCI", "b": "II", "c": "CICC", "d": "C", "e": "ICI", "f": "CC"}
+    samples = [
+        sample(task, epoch, {"m": {"value": grade}})
+        for task, row in grades.items()
+        for epoch, grade in enumerate(row, start=1)
+    ]
+    got = store.report(store.imported(write_json(tmp_path / "log.json", log(samples))))
+    accuracy = sum(row.count("C") / len(row) for row in grades.values()) / len(grades)
+    assert got["success_rate"]["estimate"] == pytest.approx(accuracy, abs=1e-12)

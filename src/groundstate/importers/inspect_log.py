@@ -73,6 +73,8 @@ class InspectSource:
     _scores_seen: set[str] = field(default_factory=set)
     """The score names the samples carry (for a ``--scorer`` no sample has)."""
     _chosen_seen: bool = False
+    _unscored: int = 0
+    """Samples that reached scoring (no error, no limit) without any score."""
     _log: dict[str, Any] | None = None
     """The header (of a ``.json`` log: the whole log), read once."""
 
@@ -84,6 +86,13 @@ class InspectSource:
             names = ", ".join(sorted(self._scores_seen))
             have = f"they have {names}"
             raise SpecError(self.path, "--scorer", f"no sample has {self.scorer!r} ({have})")
+        if self._unscored and not self._scores_seen:  # else a batch of grader failures
+            raise SpecError(
+                self.path,
+                "scores",
+                f"no sample has a score ({self._unscored} ended without an error or a limit): "
+                "was the eval run with --no-score? Score the log first (inspect score)",
+            )
 
     def warnings(self) -> list[str]:
         status = self._header().get("status", "started")
@@ -209,7 +218,7 @@ class InspectSource:
         self, where: str, common: dict[str, Any], sample: dict[str, Any]
     ) -> ImportedRow:
         limit = mapping(where, "limit", sample.get("limit")).get("type")
-        name, score = self._score(where, mapping(where, "scores", sample.get("scores")))
+        name, score = self._score(where, _scores(where, sample))
         value = None if score is None else self._value(where, name, score.get("value"))
         origin = {"limit": limit, "score": {name: value}} if name else {"limit": limit}
         if limit is not None:
@@ -220,6 +229,7 @@ class InspectSource:
                     mapped=f"limit {limit} -> {reason}",
                 )  # fmt: skip
         if score is None:
+            self._unscored += limit is None
             return ImportedRow(
                 **common, success=False, terminal_reason="grader_failure", origin=origin,
                 mapped="no score -> grader_failure",
@@ -269,6 +279,16 @@ class InspectSource:
                 f"a value per key ({keys}): choose one with --scorer {name}.KEY",
             )
         return value[key]
+
+
+def _scores(where: str, sample: dict[str, Any]) -> dict[str, Any]:
+    """The sample's scores; logs of Inspect's first format hold one ``score`` instead (which
+    Inspect's own reader moves into ``scores`` as well)."""
+    if "score" not in sample or sample["score"] is None:
+        return mapping(where, "scores", sample.get("scores"))
+    if sample.get("scores"):
+        raise SpecError(where, "score", "given beside scores: which of them decides?")
+    return {"score": sample["score"]}
 
 
 def _scorer_name(scorer: str, scores: dict[str, Any]) -> str:
