@@ -718,3 +718,11 @@ def test_inspect_accuracy_over_epochs_is_the_success_rate(store: Store, tmp_path
     got = store.report(store.imported(write_json(tmp_path / "log.json", log(samples))))
     accuracy = sum(row.count("C") / len(row) for row in grades.values()) / len(grades)
     assert got["success_rate"]["estimate"] == pytest.approx(accuracy, abs=1e-12)
+
+
+def test_a_folder_is_named_as_one(store: Store, tmp_path: Path) -> None:
+    """τ²'s "dir" format is a folder; giving the folder said "no such file"."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "results.json").write_text("{}")
+    assert "run: a folder, not a results file (give its results.json)" in store.refused(folder)
