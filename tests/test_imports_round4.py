@@ -726,3 +726,20 @@ def test_a_folder_is_named_as_one(store: Store, tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "results.json").write_text("{}")
     assert "run: a folder, not a results file (give its results.json)" in store.refused(folder)
+
+
+def test_samples_missing_from_a_finished_log_are_warned_of(store: Store, tmp_path: Path) -> None:
+    """A finished archive whose header counts more completed samples than it holds (members
+    lost in a copy or removed) imported the rest without a word."""
+    path = write_eval(tmp_path / "log.eval", [sample("a", 1, {"m": {"value": "C"}})])
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    header = json.loads(members["header.json"])
+    header["results"] = {"total_samples": 3, "completed_samples": 3, "scores": []}
+    members["header.json"] = json.dumps(header).encode()
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    assert code == 0
+    assert "results.completed_samples is 3 but the log holds 1 samples" in err

@@ -73,6 +73,8 @@ class InspectSource:
     _scores_seen: set[str] = field(default_factory=set)
     """The score names the samples carry (for a ``--scorer`` no sample has)."""
     _chosen_seen: bool = False
+    _read: int = 0
+    """Samples read (each epoch of a sample is one)."""
     _unscored: int = 0
     """Samples that reached scoring (no error, no limit) without any score."""
     _log: dict[str, Any] | None = None
@@ -95,16 +97,25 @@ class InspectSource:
             )
 
     def warnings(self) -> list[str]:
-        status = self._header().get("status", "started")
-        if status == "success":
-            return []
-        return [
-            f"{self.path}: the log's status is {status!r}, not 'success': Inspect stopped "
-            "before every sample was run, and only the samples written are imported"
-        ]
+        header = self._header()
+        status = header.get("status", "started")
+        if status != "success":
+            return [
+                f"{self.path}: the log's status is {status!r}, not 'success': Inspect stopped "
+                "before every sample was run, and only the samples written are imported"
+            ]
+        results = header.get("results")
+        completed = results.get("completed_samples") if isinstance(results, dict) else None
+        if isinstance(completed, int) and self._read < completed:
+            return [
+                f"{self.path}: results.completed_samples is {completed} but the log holds "
+                f"{self._read} samples: the missing ones are not imported"
+            ]
+        return []
 
     def _rows(self) -> Iterator[ImportedRow]:
         for index, (where, sample) in enumerate(self._samples(), start=1):
+            self._read = index
             sample = mapping(where, "sample", sample)
             row = self._row(where, index, sample)
             retried = _retried_errors(where, sample.get("error_retries"))
