@@ -128,7 +128,8 @@ def reward_kind(reward: float) -> str:
 
 def check_reason(where: str, reason: str, success: bool) -> str:
     """*reason* if it is in the taxonomy and agrees with *success*; else a named error."""
-    checked(where, "terminal_reason", as_text, reason)
+    if not reason.isascii():
+        checked(where, "terminal_reason", as_text, reason)
     if reason.split("/")[0] not in TERMINAL_PREFIXES:
         raise SpecError(where, "terminal_reason", f"unknown terminal reason {reason!r}")
     if (reason == "success") != success:
@@ -185,6 +186,8 @@ def as_text(value: Any) -> str:
     """Text that can be stored: a lone surrogate (``"\\ud800"``, legal in JSON) is refused."""
     if not isinstance(value, str):
         raise ValueError(f"must be text, got {value!r}")
+    if value.isascii():  # the usual case, and quick
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -197,21 +200,25 @@ def as_text(value: Any) -> str:
 def as_label(value: Any) -> int | str:
     """An attempt label as given: an integer (``0``, ``"3"``, and ``1.0`` or ``"1.0"``, as a
     writer that keeps integers as floats gives them) or a non-empty text label."""
+    if isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            number = int(text)  # the usual case first: one call per row of a large file
+        except ValueError:
+            integral = _integral(text)
+            if integral is None:
+                return as_text(text)
+            number = integral
+        return as_integer(number)
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return as_integer(value)
-    if isinstance(value, str) and value.strip():
-        text = as_text(value.strip())
-        number = _integral(text)
-        return text if number is None else as_integer(number)
     raise ValueError(f"must be an integer or a text label, got {value!r}")
 
 
 def _integral(text: str) -> int | None:
-    """The integer *text* writes (``3``, ``3.0``), or ``None`` for other text."""
-    with contextlib.suppress(ValueError):
-        return int(text)
+    """The integer a float in *text* writes (``3.0``), or ``None`` for other text."""
     with contextlib.suppress(ValueError, OverflowError):
         number = float(text)
         if number.is_integer():

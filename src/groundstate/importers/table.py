@@ -103,7 +103,7 @@ def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
                    for i, name in enumerate(header, start=1)]  # fmt: skip
         for cells in reader:
             line = skipped + reader.line_num
-            if not any(cell.strip() for cell in cells):
+            if not "".join(cells).strip():
                 continue  # a blank line, or a spreadsheet's trailing row of empty cells
             if len(cells) > len(columns):
                 raise SpecError(f"{path}:{line}", None, "more cells than the header has columns")
