@@ -743,3 +743,27 @@ def test_samples_missing_from_a_finished_log_are_warned_of(store: Store, tmp_pat
     code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
     assert code == 0
     assert "results.completed_samples is 3 but the log holds 1 samples" in err
+
+
+def test_integer_columns_written_as_floats_are_read(store: Store, tmp_path: Path) -> None:
+    """A data-frame library writes an integer column with blank cells as floats (``3.0``):
+    horizon, retry and revision were refused ("must be an integer, got '3.0'")."""
+    text = (
+        "task_id,attempt,success,terminal_reason,retry,task_revision,horizon\n"
+        "t,0.0,0.0,environment_failure,0.0,2.0,3.0\n"
+        "t,0.0,1.0,success,1.0,,\n"
+        "u,0.0,1.0,success,,,\n"
+    )
+    batch = store.imported(_raw(tmp_path / "r.csv", text))
+    assert store.runs(batch) == {
+        ("t", 1, 0): ("environment_failure", None),
+        ("t", 1, 1): ("success", None),
+        ("u", 1, 0): ("success", None),
+    }
+    with RunStore(store.path) as opened:
+        info = opened.batch(batch)
+    assert (info.task_revisions["t"], info.task_horizons["t"]) == (2, 3)
+    half = _raw(tmp_path / "h.csv", "task_id,attempt,success,horizon\nt,0,1,2.5\n")
+    assert "h.csv:2: horizon: must be an integer, got '2.5'" in store.refused(half)
+    tau = write_json(tmp_path / "tau.json", [tau_result(1, 0.0, 1.0), tau_result(1, 1.0, 0.0)])
+    assert set(store.runs(store.imported(tau))) == {("1", 1, 0), ("1", 2, 0)}

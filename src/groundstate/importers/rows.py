@@ -167,14 +167,19 @@ so that attempt numbers made from labels stay within the store's 64-bit integers
 
 
 def as_integer(value: Any) -> int:
-    """An integer (JSON integer or its text) within :data:`INTEGER_LIMIT`; ``ValueError`` says
-    why not."""
+    """An integer (JSON integer or its text, also written as a float: ``3.0``, as data-frame
+    libraries write an integer column with gaps) within :data:`INTEGER_LIMIT`; ``ValueError``
+    says why not."""
     result = None
     if isinstance(value, int) and not isinstance(value, bool):
         result = value
+    elif isinstance(value, float) and value.is_integer():
+        result = int(value)
     elif isinstance(value, str):
-        with contextlib.suppress(ValueError):
+        try:
             result = int(value)
+        except ValueError:
+            result = _integral(value)
     if result is None:
         raise ValueError(f"must be an integer, got {value!r}")
     if abs(result) > INTEGER_LIMIT:
@@ -210,9 +215,7 @@ def as_label(value: Any) -> int | str:
                 return as_text(text)
             number = integral
         return as_integer(number)
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int | float) and not isinstance(value, bool):
         return as_integer(value)
     raise ValueError(f"must be an integer or a text label, got {value!r}")
 
