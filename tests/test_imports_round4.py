@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import zipfile
@@ -767,3 +768,18 @@ def test_integer_columns_written_as_floats_are_read(store: Store, tmp_path: Path
     assert "h.csv:2: horizon: must be an integer, got '2.5'" in store.refused(half)
     tau = write_json(tmp_path / "tau.json", [tau_result(1, 0.0, 1.0), tau_result(1, 1.0, 0.0)])
     assert set(store.runs(store.imported(tau))) == {("1", 1, 0), ("1", 2, 0)}
+
+
+def test_a_corrupt_batch_record_elsewhere_does_not_stop_an_import(
+    store: Store, tmp_path: Path
+) -> None:
+    """Looking for an earlier import of the same file reads every batch record; one corrupt
+    record must not refuse an import that does not need it."""
+    with sqlite3.connect(store.path) as db:
+        db.execute("UPDATE batches SET record = '{' WHERE batch_id = ?", (store.earlier,))
+    path = _raw(tmp_path / "r.csv", "task_id,attempt,success\nt,1,true\n")
+    code, out, err = cli("import-results", str(path), "--name", "y", "--store", str(store.path))
+    assert code == 0, err
+    assert store.runs(out.strip().splitlines()[-1].removeprefix("batch ")) == {
+        ("t", 1, 0): ("success", None)
+    }

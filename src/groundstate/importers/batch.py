@@ -209,7 +209,7 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
         if not plan.rows:
             raise SpecError(source.path, None, "no result rows")
         attempts = _Attempts(source.path, plan)
-        known = store.batches()
+        known = _stored_batches(store)
         batch = _batch(source, name, plan, {b.batch_id for b in known})
         earlier = _same_import(known, batch)
         if earlier is not None:
@@ -290,6 +290,15 @@ def _batch(source: ResultSource, name: str, plan: _Plan, taken: set[str]) -> Bat
         task_horizons={t: p.horizon for t, p in tasks.items() if p.horizon is not None},
         source="imported",
     )
+
+
+def _stored_batches(store: RunStore) -> list[BatchInfo]:
+    """The store's batches, or none when one record is unreadable: an import does not need
+    them (``verify`` names the corrupt one), only the check for a repeated import does."""
+    try:
+        return store.batches()
+    except StoreError:
+        return []
 
 
 def _same_import(known: list[BatchInfo], batch: BatchInfo) -> BatchInfo | None:
