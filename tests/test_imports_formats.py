@@ -149,16 +149,16 @@ VARIED = [
     ),
     sample("e", 2, {"match": {"value": "C"}}, limit={"type": "message", "limit": 30}),
 ]
-EXPECTED = {
-    ("1", 1, 0): ("success", None),
-    ("1", 2, 0): ("agent_failure/incorrect", None),
-    ("tâche-ü", 1, 0): ("success", None),
-    ("tâche-ü", 2, 0): ("agent_failure/incorrect", None),
+EXPECTED = {  # a file with partial rewards: every graded attempt keeps its reward
+    ("1", 1, 0): ("success", 1.0),
+    ("1", 2, 0): ("agent_failure/incorrect", 0.0),
+    ("tâche-ü", 1, 0): ("success", 1.0),
+    ("tâche-ü", 2, 0): ("agent_failure/incorrect", 0.0),
     ("任务 2", 1, 0): ("agent_failure/incorrect", 0.5),
     ("任务 2", 2, 0): ("agent_failure/incorrect", 0.25),
-    ("n", 1, 0): ("agent_failure/incorrect", None),
-    ("n", 2, 0): ("success", None),
-    ("w", 1, 0): ("success", None),
+    ("n", 1, 0): ("agent_failure/incorrect", 0.0),
+    ("n", 2, 0): ("success", 1.0),
+    ("w", 1, 0): ("success", 1.0),
     ("w", 2, 0): ("agent_failure/incorrect", 0.5),
     ("e", 1, 0): ("agent_failure/crashed", None),
     ("e", 2, 0): ("agent_failure/step_limit", None),  # the limit decides, not the score
@@ -332,14 +332,14 @@ def test_tau_bench_failures_are_attributed_by_the_checks_that_failed(tmp_path: P
     ]
     runs = store.runs(store.imported(write_json(tmp_path / "tau.json", results)))
     assert runs == {
-        ("0", 1, 0): ("success", None),
-        ("0", 2, 0): ("agent_failure/incorrect_state", None),
-        ("0", 3, 0): ("agent_failure/incorrect_state", None),
-        ("1", 1, 0): ("agent_failure/incorrect_state", None),
-        ("1", 2, 0): ("agent_failure/communication", None),
-        ("1", 3, 0): ("success", None),
-        ("2", 1, 0): ("agent_failure/crashed", None),
-        ("2", 2, 0): ("agent_failure/incorrect", None),
+        ("0", 1, 0): ("success", 1.0),
+        ("0", 2, 0): ("agent_failure/incorrect_state", 0.0),
+        ("0", 3, 0): ("agent_failure/incorrect_state", 0.0),
+        ("1", 1, 0): ("agent_failure/incorrect_state", 0.0),
+        ("1", 2, 0): ("agent_failure/communication", 0.0),
+        ("1", 3, 0): ("success", 1.0),
+        ("2", 1, 0): ("agent_failure/crashed", 0.0),  # τ-bench scores it 0
+        ("2", 2, 0): ("agent_failure/incorrect", 0.0),
         ("2", 3, 0): ("agent_failure/incorrect", 0.5),
     }
 

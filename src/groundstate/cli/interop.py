@@ -83,10 +83,13 @@ def import_results_command(
     if as_json:
         click.echo(json.dumps(_import_json(report), indent=2))
         return
-    click.echo(
-        f"imported {report.runs} attempts of {report.tasks} tasks as {name!r} "
-        f"({report.format}, {report.seconds:.1f} s)"
-    )
+    if report.already_stored:
+        click.echo("already imported (same file, name and options): nothing stored again")
+    else:
+        click.echo(
+            f"imported {report.runs} attempts of {report.tasks} tasks as {name!r} "
+            f"({report.format}, {report.seconds:.1f} s)"
+        )
     click.echo(f"attempt labels: {report.attempt_labels}")
     for mapping, count in report.mapped.items():
         click.echo(f"  {count:>8}  {mapping}")
@@ -97,6 +100,10 @@ def _named(value: str) -> str:
     """A batch name someone can read and type: not blank (``batches`` would show nothing)."""
     if not value.strip():
         raise click.BadParameter("must not be blank")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # bytes the terminal's encoding could not decode
+        raise click.BadParameter("must be UTF-8 text") from None
     return value
 
 

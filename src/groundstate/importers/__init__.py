@@ -75,6 +75,9 @@ def detect_format(path: Path) -> Format:
         return "jsonl"
     if suffix == ".eval":  # even a truncated archive, so its error names what it is
         return "inspect"
+    if path.is_dir():  # τ²'s "dir" format is a folder: its index is the file to give
+        inside = " (give its results.json)" if (path / "results.json").is_file() else ""
+        raise SpecError(path, None, f"a folder, not a results file{inside}")
     if not path.is_file():
         raise SpecError(path, None, "no such file")
     if zipfile.is_zipfile(path):
@@ -96,7 +99,7 @@ def _sniff(path: Path) -> Format:
     first = head.split(b"\n", 1)[0]
     try:
         row = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         row = None  # a JSON document over several lines: look inside it
     if isinstance(row, dict) and not {"simulations", "simulation_index", "samples"} & set(row):
         return "jsonl"

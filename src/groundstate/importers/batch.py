@@ -58,6 +58,10 @@ class ImportReport(BaseModel):
     warnings: list[str]
     """One line each, for stderr."""
     seconds: float
+    already_stored: bool = False
+    """The same file (by content), under the same name and options, was imported before as
+    :attr:`batch`: nothing was stored again (an import repeated is not a second batch that
+    ``compare`` or ``batches`` would take for another system)."""
 
 
 @dataclass(slots=True)
@@ -106,9 +110,12 @@ class _Plan:
     unmapped: Counter[str] = field(default_factory=Counter)
     reruns: set[tuple[str, int | str]] = field(default_factory=set)
     """(task, label) of the attempts with a rerun (``retry`` > 0), checked in pass 2."""
+    graded: bool = False
+    """Some reward is partial (strictly between 0 and 1): every reward is a partial score."""
 
     def add(self, path: Path, row: ImportedRow) -> None:
         self.rows += 1
+        self.graded |= row.reward is not None and 0.0 < row.reward < 1.0
         if row.retry > 0:
             self.reruns.add((row.task_id, row.label))
         task = self.tasks.get(row.task_id)
@@ -202,10 +209,15 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
         if not plan.rows:
             raise SpecError(source.path, None, "no result rows")
         attempts = _Attempts(source.path, plan)
-        batch = _batch(source, name, plan)
+        known = _stored_batches(store)
+        batch = _batch(source, name, plan, {b.batch_id for b in known})
+        earlier = _same_import(known, batch)
+        if earlier is not None:
+            report = _report(source, plan, earlier, attempts, plan.rows, 0.0)
+            return report.model_copy(update={"already_stored": True})
         columns = OutcomeColumns()
         reruns = _Reruns(source.path, plan.reruns) if plan.reruns else None
-        runs = _records(_unspool(spool), batch, attempts, columns, reruns)
+        runs = _records(_unspool(spool), batch, attempts, columns, reruns, graded=plan.graded)
         try:
             stored = store.add_batch_with_runs(
                 batch, runs, seal=import_seal(batch.batch_id, columns)
@@ -220,17 +232,18 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
 _SPOOL_CHUNK = 4096
 """Rows per ``marshal`` record in the spool (one call per row costs more than the row)."""
 _Kept = tuple[
-    int, str, int | str, int, str, bool, float | None, float, float, dict[str, Any] | None
-]
+    int, str, int | str, int, str, bool, float | None, float, float, dict[str, Any] | None,
+    float | None,
+]  # fmt: skip
 """What pass 2 needs of a row: line, task id, label, retry, terminal reason, success,
-partial score, cost, latency, origin (a plain tuple: ``marshal`` writes it fast)."""
+partial score, cost, latency, origin, reward (a plain tuple: ``marshal`` writes it fast)."""
 
 
 def _kept(row: ImportedRow) -> _Kept:
     origin = None if row.origin is None else recordable(row.origin)
     return (
         row.line, row.task_id, row.label, row.retry, row.terminal_reason, row.success,
-        row.partial_score, row.cost, row.latency, origin,
+        row.partial_score, row.cost, row.latency, origin, row.reward,
     )  # fmt: skip
 
 
@@ -248,22 +261,27 @@ def _unspool(spool: IO[bytes]) -> Iterator[_Kept]:
         yield from marshal.loads(spool.read(size))
 
 
-def _batch(source: ResultSource, name: str, plan: _Plan) -> BatchInfo:
+def _batch(source: ResultSource, name: str, plan: _Plan, taken: set[str]) -> BatchInfo:
     digest = _file_hash(source.path)
     tasks = plan.tasks
+    batch_id = secrets.token_hex(6)
+    while batch_id in taken:  # 48 random bits: rare, but the store would refuse the batch
+        batch_id = secrets.token_hex(6)
     return BatchInfo(
-        batch_id=secrets.token_hex(6),
+        batch_id=batch_id,
         created_at=datetime.now(UTC),
         suite=name,
         suite_path=str(source.path),
         suite_hash=digest,
         system_spec_hash=f"imported:{digest[:16]}",
-        system_spec={
-            "name": name,
-            "imported_from": str(source.path),
-            "format": source.format,
-            **source.system(),
-        },
+        system_spec=recordable(  # a model name may hold a lone surrogate, as any JSON text
+            {
+                "name": name,
+                "imported_from": str(source.path),
+                "format": source.format,
+                **source.system(),
+            }
+        ),
         attempts=_most_attempts(plan),
         seed=0,
         task_revisions={t: p.revision or 0 for t, p in tasks.items()},
@@ -272,6 +290,27 @@ def _batch(source: ResultSource, name: str, plan: _Plan) -> BatchInfo:
         task_horizons={t: p.horizon for t, p in tasks.items() if p.horizon is not None},
         source="imported",
     )
+
+
+def _stored_batches(store: RunStore) -> list[BatchInfo]:
+    """The store's batches, or none when one record is unreadable: an import does not need
+    them (``verify`` names the corrupt one), only the check for a repeated import does."""
+    try:
+        return store.batches()
+    except StoreError:
+        return []
+
+
+def _same_import(known: list[BatchInfo], batch: BatchInfo) -> BatchInfo | None:
+    """An earlier import of the same file content under the same name and options."""
+    for earlier in known:
+        if (
+            earlier.source == "imported"
+            and earlier.suite_hash == batch.suite_hash
+            and earlier.system_spec == batch.system_spec
+        ):
+            return earlier
+    return None
 
 
 def _most_attempts(plan: _Plan) -> int:
@@ -293,14 +332,31 @@ def _records(
     attempts: _Attempts,
     columns: OutcomeColumns,
     reruns: _Reruns | None = None,
+    *,
+    graded: bool = False,
 ) -> Iterator[StoredRun]:
     """Each row's run record, its outcome fields gathered into *columns* on the way (the
     values the record text is made of: the batch's seal keeps them). *reruns* are checked
-    at the end, inside the store's transaction."""
+    at the end, inside the store's transaction. *graded*: every reward is kept as a partial
+    score (in [0, 1]), not only the partial ones."""
     text = _RecordText(_template(batch))
     revisions = batch.task_revisions
     outcomes: list[tuple[Any, ...]] = []
-    for line, task_id, label, retry, reason, success, partial, cost, latency, origin in kept:
+    for (
+        line,
+        task_id,
+        label,
+        retry,
+        reason,
+        success,
+        partial,
+        cost,
+        latency,
+        origin,
+        reward,
+    ) in kept:
+        if graded and partial is None and reward is not None:
+            partial = min(1.0, max(0.0, reward))
         attempt = attempts.number(line, task_id, label, retry)
         if reruns is not None and (task_id, label) in reruns.attempts:
             reruns.note(task_id, attempt, retry, reason, line)
@@ -452,7 +508,7 @@ def _report(
     stored: int,
     seconds: float,
 ) -> ImportReport:
-    warnings = []
+    warnings = source.warnings()
     if plan.ignored:
         names = ", ".join(name + did_you_mean(name, COLUMNS) for name in sorted(plan.ignored))
         warnings.append(f"{source.path}: ignored columns no field reads: {names}")

@@ -12,10 +12,9 @@ are read from the archive one at a time.
 from __future__ import annotations
 
 import contextlib
-import json
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,15 +23,16 @@ from groundstate.importers.rows import (
     ERROR_REASONS,
     ErrorPolicy,
     ImportedRow,
-    check_reason,
+    amount,
     integer,
     mapping,
-    number,
+    parse_json,
     read_json,
     reward_kind,
     reward_verdict,
     task_key,
 )
+from groundstate.importers.table import COLUMNS, parse_row
 
 SCORE_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 """Inspect's letter grades (correct, incorrect, partial, no answer) as rewards."""
@@ -70,10 +70,52 @@ class InspectSource:
     """The score that decides the verdict (``NAME``, or ``NAME.KEY`` for one entry of a score
     whose value is a dict); needed when samples carry several."""
     format: str = "inspect"
+    _scores_seen: set[str] = field(default_factory=set)
+    """The score names the samples carry (for a ``--scorer`` no sample has)."""
+    _chosen_seen: bool = False
+    _read: int = 0
+    """Samples read (each epoch of a sample is one)."""
+    _unscored: int = 0
+    """Samples that reached scoring (no error, no limit) without any score."""
+    _log: dict[str, Any] | None = None
+    """The header (of a ``.json`` log: the whole log), read once."""
 
     def rows(self) -> Iterator[ImportedRow]:
         self._header()  # an archive without one is not an Inspect log, whatever else it holds
+        yield from self._rows()
+        if self.scorer is not None and self._scores_seen and not self._chosen_seen:
+            # else every sample would be a grader failure: all invalid, exit 0
+            names = ", ".join(sorted(self._scores_seen))
+            have = f"they have {names}"
+            raise SpecError(self.path, "--scorer", f"no sample has {self.scorer!r} ({have})")
+        if self._unscored and not self._scores_seen:  # else a batch of grader failures
+            raise SpecError(
+                self.path,
+                "scores",
+                f"no sample has a score ({self._unscored} ended without an error or a limit): "
+                "was the eval run with --no-score? Score the log first (inspect score)",
+            )
+
+    def warnings(self) -> list[str]:
+        header = self._header()
+        status = header.get("status", "started")
+        if status != "success":
+            return [
+                f"{self.path}: the log's status is {status!r}, not 'success': Inspect stopped "
+                "before every sample was run, and only the samples written are imported"
+            ]
+        results = header.get("results")
+        completed = results.get("completed_samples") if isinstance(results, dict) else None
+        if isinstance(completed, int) and self._read < completed:
+            return [
+                f"{self.path}: results.completed_samples is {completed} but the log holds "
+                f"{self._read} samples: the missing ones are not imported"
+            ]
+        return []
+
+    def _rows(self) -> Iterator[ImportedRow]:
         for index, (where, sample) in enumerate(self._samples(), start=1):
+            self._read = index
             sample = mapping(where, "sample", sample)
             row = self._row(where, index, sample)
             retried = _retried_errors(where, sample.get("error_retries"))
@@ -98,6 +140,11 @@ class InspectSource:
         }
 
     def _header(self) -> dict[str, Any]:
+        if self._log is None:
+            self._log = self._read_header()
+        return self._log
+
+    def _read_header(self) -> dict[str, Any]:
         if not self._is_archive():
             return mapping(str(self.path), "log", read_json(self.path))
         with self._archive() as archive:
@@ -182,7 +229,7 @@ class InspectSource:
         self, where: str, common: dict[str, Any], sample: dict[str, Any]
     ) -> ImportedRow:
         limit = mapping(where, "limit", sample.get("limit")).get("type")
-        name, score = self._score(where, mapping(where, "scores", sample.get("scores")))
+        name, score = self._score(where, _scores(where, sample))
         value = None if score is None else self._value(where, name, score.get("value"))
         origin = {"limit": limit, "score": {name: value}} if name else {"limit": limit}
         if limit is not None:
@@ -193,6 +240,7 @@ class InspectSource:
                     mapped=f"limit {limit} -> {reason}",
                 )  # fmt: skip
         if score is None:
+            self._unscored += limit is None
             return ImportedRow(
                 **common, success=False, terminal_reason="grader_failure", origin=origin,
                 mapped="no score -> grader_failure",
@@ -207,6 +255,7 @@ class InspectSource:
             success=verdict.success,
             terminal_reason=verdict.terminal_reason,
             partial_score=verdict.partial_score,
+            reward=reward,
             origin=origin,
             mapped=f"score {grade} -> {verdict.terminal_reason}",
             unmapped=f"limit {limit!r} has no mapping; decided by its score" if limit else None,
@@ -215,9 +264,11 @@ class InspectSource:
     def _score(
         self, where: str, scores: dict[str, Any]
     ) -> tuple[str | None, dict[str, Any] | None]:
+        self._scores_seen.update(scores)
         if self.scorer is not None:
             name = _scorer_name(self.scorer, scores)
             found = scores.get(name)
+            self._chosen_seen |= found is not None
             return name, None if found is None else mapping(where, f"scores.{name}", found)
         if len(scores) > 1:
             names = ", ".join(sorted(scores))
@@ -241,6 +292,16 @@ class InspectSource:
         return value[key]
 
 
+def _scores(where: str, sample: dict[str, Any]) -> dict[str, Any]:
+    """The sample's scores; logs of Inspect's first format hold one ``score`` instead (which
+    Inspect's own reader moves into ``scores`` as well)."""
+    if "score" not in sample or sample["score"] is None:
+        return mapping(where, "scores", sample.get("scores"))
+    if sample.get("scores"):
+        raise SpecError(where, "score", "given beside scores: which of them decides?")
+    return {"score": sample["score"]}
+
+
 def _scorer_name(scorer: str, scores: dict[str, Any]) -> str:
     """The scorer *scorer* names: ``NAME``, or ``NAME.KEY`` for a key of a dict value."""
     name, dot, _ = scorer.rpartition(".")
@@ -248,26 +309,15 @@ def _scorer_name(scorer: str, scores: dict[str, Any]) -> str:
 
 
 def _own_row(where: str, common: dict[str, Any], own: dict[str, Any]) -> ImportedRow:
-    """A sample written by ``groundstate export``: its verdict is ours already."""
-    field = f"metadata.{OWN_METADATA}"
-    success = own.get("success")
-    reason = own.get("terminal_reason")
-    if not isinstance(success, bool) or not isinstance(reason, str):
-        raise SpecError(where, field, "needs success (true/false) and terminal_reason (text)")
-    partial = own.get("partial_score")
-    return ImportedRow(
-        **{**common, "label": own.get("attempt_label", common["label"])},
-        success=success,
-        terminal_reason=check_reason(where, reason, success),
-        partial_score=None if partial is None else number(where, "partial_score", partial),
-        cost=number(where, "cost", own.get("cost", 0.0)),
-        retry=integer(where, "retry", own.get("retry", 0)),
-        task_revision=integer(where, "task_revision", own.get("task_revision", 0)),
-        weight=number(where, "weight", own.get("weight", 1.0)),
-        horizon=None if own.get("horizon") is None else integer(where, "horizon", own["horizon"]),
-        slice_labels=tuple(str(v) for v in own.get("slice_labels") or ()),
-        mapped="groundstate verdict -> kept",
-    )
+    """A sample written by ``groundstate export``: its verdict is ours already, in the row
+    format's columns, read by the row format's own rules (a weight of -1 or a retry of -3
+    is refused as it would be in a CSV)."""
+    columns = {key: value for key, value in own.items() if key in COLUMNS}
+    columns["task_id"] = common["task_id"]
+    columns.setdefault("attempt", own.get("attempt_label", common["label"]))
+    columns.setdefault("latency", common["latency"])
+    row = parse_row(f"{where}: metadata.{OWN_METADATA}", common["line"], columns)
+    return replace(row, mapped="groundstate verdict -> kept")
 
 
 def _reward(where: str, name: str | None, value: Any) -> float:
@@ -291,16 +341,25 @@ def _reward(where: str, name: str | None, value: Any) -> float:
 
 
 def _seconds(where: str, value: Any) -> float:
-    return 0.0 if value is None else number(where, "total_time", value)
+    return 0.0 if value is None else amount(where, "total_time", value)
+
+
+MEMBER_LIMIT = 1 << 30
+"""The largest archive member read (uncompressed bytes, as its header declares; zipfile stops
+at the declared size). A sample's transcript is megabytes; a gigabyte is a zip bomb."""
 
 
 def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
+    size = archive.getinfo(name).file_size
+    if size > MEMBER_LIMIT:
+        raise SpecError(
+            f"{path}!{name}", None, f"{size} bytes uncompressed, over the {MEMBER_LIMIT} read"
+        )
     try:
-        return json.loads(archive.read(name))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}!{name}", None, f"not valid JSON: {exc}") from None
+        data = archive.read(name)
     except (OSError, zipfile.BadZipFile) as exc:
         raise SpecError(f"{path}!{name}", None, f"cannot read from the archive: {exc}") from None
+    return parse_json(data, f"{path}!{name}", at_line=False)
 
 
 def _retried_errors(where: str, value: Any) -> list[str]:

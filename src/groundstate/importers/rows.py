@@ -7,6 +7,7 @@ turns rows into a stored batch. A row keeps the attempt label exactly as the fil
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Iterator
@@ -55,6 +56,11 @@ class ImportedRow:
     latency: float = 0.0
     partial_score: float | None = None
     """A partial reward in [0, 1], kept beside ``success``, never instead of it."""
+    reward: float | None = None
+    """The reward or score behind the verdict, when the file grades the attempt with one. In a
+    file with any partial reward, every graded attempt keeps its reward as its partial score
+    (a success 1, a failure 0): the batch's partial score is then the mean reward the other
+    harness reports, not a mean over the partially rewarded attempts only."""
     retry: int = 0
     task_revision: int | None = None
     weight: float | None = None
@@ -89,6 +95,11 @@ class ResultSource(Protocol):
         """What the file says about the system that produced it (model, agent, harness)."""
         ...
 
+    def warnings(self) -> list[str]:
+        """What the file says about itself that the numbers should be read with (an
+        unfinished log), one line each; asked after every row is read."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
@@ -117,6 +128,8 @@ def reward_kind(reward: float) -> str:
 
 def check_reason(where: str, reason: str, success: bool) -> str:
     """*reason* if it is in the taxonomy and agrees with *success*; else a named error."""
+    if not reason.isascii():
+        checked(where, "terminal_reason", as_text, reason)
     if reason.split("/")[0] not in TERMINAL_PREFIXES:
         raise SpecError(where, "terminal_reason", f"unknown terminal reason {reason!r}")
     if (reason == "success") != success:
@@ -139,29 +152,81 @@ def as_number(value: Any) -> float:
     return result
 
 
+def as_amount(value: Any) -> float:
+    """A cost or a duration: a finite number, not negative (a negative one would lower the
+    batch's mean cost or latency below what was spent)."""
+    result = as_number(value)
+    if result < 0:
+        raise ValueError(f"must not be negative, got {value!r}")
+    return result
+
+
+INTEGER_LIMIT = 2**53
+"""The largest integer magnitude read: what a JSON number holds exactly in every reader, and
+so that attempt numbers made from labels stay within the store's 64-bit integers."""
+
+
 def as_integer(value: Any) -> int:
-    """An integer (JSON integer or its text); ``ValueError`` says why not."""
+    """An integer (JSON integer or its text, also written as a float: ``3.0``, as data-frame
+    libraries write an integer column with gaps) within :data:`INTEGER_LIMIT`; ``ValueError``
+    says why not."""
+    result = None
     if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
+        result = value
+    elif isinstance(value, float) and value.is_integer():
+        result = int(value)
+    elif isinstance(value, str):
         try:
-            return int(value)
+            result = int(value)
         except ValueError:
-            pass
-    raise ValueError(f"must be an integer, got {value!r}")
+            result = _integral(value)
+    if result is None:
+        raise ValueError(f"must be an integer, got {value!r}")
+    if abs(result) > INTEGER_LIMIT:
+        raise ValueError(f"must be an integer between -2^53 and 2^53, got {value!r}")
+    return result
+
+
+def as_text(value: Any) -> str:
+    """Text that can be stored: a lone surrogate (``"\\ud800"``, legal in JSON) is refused."""
+    if not isinstance(value, str):
+        raise ValueError(f"must be text, got {value!r}")
+    if value.isascii():  # the usual case, and quick
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(
+            f"not valid Unicode text: {value[exc.start : exc.end]!r} at position {exc.start}"
+        ) from None
+    return value
 
 
 def as_label(value: Any) -> int | str:
-    """An attempt label as given: an integer (``0``, ``"3"``) or a non-empty text label."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
+    """An attempt label as given: an integer (``0``, ``"3"``, and ``1.0`` or ``"1.0"``, as a
+    writer that keeps integers as floats gives them) or a non-empty text label."""
     if isinstance(value, str) and value.strip():
         text = value.strip()
         try:
-            return int(text)
+            number = int(text)  # the usual case first: one call per row of a large file
         except ValueError:
-            return text
+            integral = _integral(text)
+            if integral is None:
+                return as_text(text)
+            number = integral
+        return as_integer(number)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return as_integer(value)
     raise ValueError(f"must be an integer or a text label, got {value!r}")
+
+
+def _integral(text: str) -> int | None:
+    """The integer a float in *text* writes (``3.0``), or ``None`` for other text."""
+    with contextlib.suppress(ValueError, OverflowError):
+        number = float(text)
+        if number.is_integer():
+            return int(number)
+    return None
 
 
 def checked(where: str, name: str, parse: Callable[[Any], T], value: Any) -> T:
@@ -180,6 +245,10 @@ def integer(where: str, name: str, value: Any) -> int:
     return checked(where, name, as_integer, value)
 
 
+def amount(where: str, name: str, value: Any) -> float:
+    return checked(where, name, as_amount, value)
+
+
 def read_json(path: Path) -> Any:
     """A whole JSON file, or one named error (unreadable, not UTF-8, not JSON)."""
     try:
@@ -188,10 +257,78 @@ def read_json(path: Path) -> Any:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise SpecError(path, None, "not UTF-8 text") from None
+    return parse_json(text, str(path))
+
+
+def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:
+    """*text* as JSON, or one error naming *where* (and the line of a syntax error when
+    *at_line*). An object that gives a key twice is refused, naming the key and where it sits
+    (``samples[3].scores``): which of the two counts is the writer's guess, not the file's;
+    nesting too deep to read is refused, not a ``RecursionError``."""
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}:{exc.lineno}", None, f"not valid JSON: {exc.msg}") from None
+        place = f"{where}:{exc.lineno}" if at_line else where
+        raise SpecError(place, None, f"not valid JSON: {exc.msg}") from None
+    except UnicodeDecodeError:
+        raise SpecError(where, None, "not UTF-8 text") from None
+    except RecursionError:
+        raise SpecError(where, None, "not readable JSON: nested too deeply") from None
+    except _DoubledKey:
+        found = _doubled(json.loads(text, object_pairs_hook=_Doubled.mark))
+        field = f"{found[0]}.{found[1]}".lstrip(".") if found else None
+        raise SpecError(where, field, "the key appears twice in one object") from None
+
+
+class _DoubledKey(Exception):
+    """A key given twice in one JSON object (raised to stop parsing; then located)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) < len(pairs):
+        raise _DoubledKey
+    return result
+
+
+class _Doubled(dict[str, Any]):
+    """An object that gave :attr:`key` twice, marked on a second parse to find where it sits
+    (the error path only)."""
+
+    key = ""
+
+    @classmethod
+    def mark(cls, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) == len(pairs):
+            return result
+        marked = cls(result)
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                marked.key = key
+                break
+            seen.add(key)
+        return marked
+
+
+def _doubled(value: Any) -> tuple[str, str] | None:
+    """(path, key) of the first object in *value* that gave a key twice, the path as
+    ``.simulations[2].reward_info``."""
+    if isinstance(value, _Doubled):
+        return "", value.key
+    steps: Iterator[tuple[str, Any]]
+    if isinstance(value, dict):
+        steps = ((f".{key}", child) for key, child in value.items())
+    elif isinstance(value, list):
+        steps = ((f"[{index}]", child) for index, child in enumerate(value))
+    else:
+        return None
+    for step, child in steps:
+        found = _doubled(child)
+        if found is not None:
+            return step + found[0], found[1]
+    return None
 
 
 def mapping(where: str, name: str, value: Any) -> dict[str, Any]:
@@ -207,4 +344,4 @@ def task_key(where: str, name: str, value: Any) -> str:
     """A task id from a foreign file: text or an integer, kept as text."""
     if isinstance(value, bool) or not isinstance(value, str | int) or str(value) == "":
         raise SpecError(where, name, f"required: a task id (text or integer), got {value!r}")
-    return str(value)
+    return checked(where, name, as_text, str(value))

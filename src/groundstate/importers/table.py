@@ -10,6 +10,7 @@ a time, so a file of any length is imported in bounded memory.
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -17,7 +18,17 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from groundstate.errors import SpecError
-from groundstate.importers.rows import ImportedRow, as_integer, as_label, as_number, check_reason
+from groundstate.importers.rows import (
+    ImportedRow,
+    as_amount,
+    as_integer,
+    as_label,
+    as_number,
+    as_text,
+    check_reason,
+    checked,
+    parse_json,
+)
 from groundstate.spec.strict import did_you_mean
 
 COLUMNS = (
@@ -35,8 +46,8 @@ COLUMNS = (
     "horizon",
 )
 """Every column the row format reads, in the order ``export`` writes them."""
-_TRUE = frozenset({"true", "1", "yes"})
-_FALSE = frozenset({"false", "0", "no"})
+_TRUE = frozenset({"true", "1", "1.0", "yes"})
+_FALSE = frozenset({"false", "0", "0.0", "no"})
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,9 @@ class TableSource:
             except UnicodeDecodeError:
                 raise SpecError(self.path, None, "not UTF-8 text") from None
 
+    def warnings(self) -> list[str]:
+        return []
+
     def system(self) -> dict[str, Any]:
         return {}
 
@@ -71,63 +85,88 @@ def _open(path: Path, format: str) -> TextIO:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
 
 
+DELIMITERS = (",", ";", "\t")
+"""Cell separators tried on the header: spreadsheets in many locales write ``;``, and a
+"text" export separates with tabs."""
+
+
 def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
-    reader = csv.reader(handle)
+    skipped, first = _header_line(handle)
+    reader = csv.reader(itertools.chain([first], handle), delimiter=_delimiter(first))
     try:
         header = next(reader, [])
         twice = sorted({name for name in header if name and header.count(name) > 1})
         if twice:  # which of the two cells would count? neither silently
-            raise SpecError(f"{path}:1", twice[0], "the column appears twice in the header")
-        columns = [(name, _FIELDS.get(name)) for name in header]
+            line = skipped + 1
+            raise SpecError(f"{path}:{line}", twice[0], "the column appears twice in the header")
+        columns = [(name or f"(unnamed column {i})", _FIELDS.get(name))
+                   for i, name in enumerate(header, start=1)]  # fmt: skip
         for cells in reader:
+            line = skipped + reader.line_num
+            if not "".join(cells).strip():
+                continue  # a blank line, or a spreadsheet's trailing row of empty cells
             if len(cells) > len(columns):
-                raise SpecError(
-                    f"{path}:{reader.line_num}", None, "more cells than the header has columns"
-                )
-            if cells:
-                yield _row(path, reader.line_num, zip(columns, cells, strict=False))
+                raise SpecError(f"{path}:{line}", None, "more cells than the header has columns")
+            yield _row(f"{path}:{line}", line, zip(columns, cells, strict=False))
     except csv.Error as exc:
-        raise SpecError(f"{path}:{reader.line_num}", None, f"not valid CSV: {exc}") from None
+        line = skipped + reader.line_num
+        raise SpecError(f"{path}:{line}", None, f"not valid CSV: {exc}") from None
+
+
+def _header_line(handle: TextIO) -> tuple[int, str]:
+    """The first line that is not blank, and how many blank lines came before it."""
+    skipped = 0
+    for text in handle:
+        if text.strip():
+            return skipped, text
+        skipped += 1
+    return skipped, ""
+
+
+def _delimiter(header: str) -> str:
+    """The separator whose split of the header names ``task_id`` (else a comma)."""
+    for delimiter in DELIMITERS:
+        if "task_id" in (name.strip().strip('"') for name in header.split(delimiter)):
+            return delimiter
+    return ","
 
 
 def _json_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
     for line, text in enumerate(handle, start=1):
         if not text.strip():
             continue
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"{path}:{line}", None, f"not valid JSON: {exc.msg}") from None
+        data = parse_json(text, f"{path}:{line}", at_line=False)
         if not isinstance(data, dict):
             raise SpecError(f"{path}:{line}", None, "each line must be a JSON object")
-        yield parse_row(path, line, data)
+        yield parse_row(f"{path}:{line}", line, data)
 
 
-def parse_row(path: Path, line: int, data: dict[str, Any]) -> ImportedRow:
-    """One row of the row format; an error names ``file:line``, the field and the reason."""
-    return _row(path, line, (((key, _FIELDS.get(key)), value) for key, value in data.items()))
+def parse_row(where: str, line: int, data: dict[str, Any]) -> ImportedRow:
+    """One row of the row format; an error names *where* (``file:line``), the field and the
+    reason."""
+    return _row(where, line, (((key, _FIELDS.get(key)), value) for key, value in data.items()))
 
 
 _Cell = tuple[tuple[str, Callable[[Any], Any] | None], Any]
 """A column's name, its parser (``None``: no field reads it) and the row's value."""
 
 
-def _row(path: Path, line: int, cells: Iterable[_Cell]) -> ImportedRow:
+def _row(where: str, line: int, cells: Iterable[_Cell]) -> ImportedRow:
     fields: dict[str, Any] = {}
     ignored = []
     for (key, parse), value in cells:
-        if parse is None:
-            ignored.append(key)
+        if parse is None:  # named in a warning: it must be printable
+            ignored.append(checked(where, "column name", as_text, key))
         elif value is not None and value != "":
             try:
                 fields[key] = parse(value)
             except ValueError as exc:
-                raise SpecError(f"{path}:{line}", key, str(exc)) from None
+                raise SpecError(where, key, str(exc)) from None
     for name in ("task_id", "attempt", "success"):
         if name not in fields:
             misspelt = [key for key in ignored if did_you_mean(key, [name])]
             hint = f" (the column {misspelt[0]!r} is no field)" if misspelt else ""
-            raise SpecError(f"{path}:{line}", name, f"required, and missing or blank{hint}")
+            raise SpecError(where, name, f"required, and missing or blank{hint}")
     success = fields["success"]
     reason = fields.get("terminal_reason") or ("success" if success else "agent_failure")
     return ImportedRow(
@@ -135,7 +174,7 @@ def _row(path: Path, line: int, cells: Iterable[_Cell]) -> ImportedRow:
         task_id=fields["task_id"],
         label=fields["attempt"],
         success=success,
-        terminal_reason=check_reason(f"{path}:{line}", reason, success),
+        terminal_reason=check_reason(where, reason, success),
         cost=fields.get("cost", 0.0),
         latency=fields.get("latency", 0.0),
         partial_score=fields.get("partial_score"),
@@ -151,23 +190,17 @@ def _row(path: Path, line: int, cells: Iterable[_Cell]) -> ImportedRow:
 def _task_id(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise ValueError(f"must be text, got {value!r}")
-    return str(value)
+    return as_text(str(value))
 
 
 def _boolean(value: Any) -> bool:
     if isinstance(value, bool):
         return value
-    if isinstance(value, int) and value in (0, 1):
+    if isinstance(value, int | float) and value in (0, 1):  # 1.0: an integer kept as a float
         return bool(value)
     if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
         return value.strip().lower() in _TRUE
     raise ValueError(f"Input should be a valid boolean (true/false, 1/0), got {value!r}")
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"must be text, got {value!r}")
-    return value
 
 
 def _unit(value: Any) -> float:
@@ -196,25 +229,27 @@ def _at_least(least: int) -> Callable[[Any], int]:
 
 def _labels(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
-        text = value.strip()
+        text = as_text(value).strip()
         if not text.startswith("["):
             return tuple(v for v in text.split(";") if v)
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"not a JSON list: {exc.msg}") from None
+        except RecursionError:
+            raise ValueError("not a JSON list: nested too deeply") from None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"must be a list of text labels, got {value!r}")
-    return tuple(value)
+    return tuple(as_text(label) for label in value)
 
 
 _FIELDS: dict[str, Callable[[Any], Any]] = {
     "task_id": _task_id,
     "attempt": as_label,
     "success": _boolean,
-    "terminal_reason": _text,
-    "cost": as_number,
-    "latency": as_number,
+    "terminal_reason": as_text,
+    "cost": as_amount,
+    "latency": as_amount,
     "partial_score": _unit,
     "retry": _at_least(0),
     "slice_labels": _labels,

@@ -22,6 +22,7 @@ from groundstate.importers.rows import (
     ERROR_REASONS,
     ErrorPolicy,
     ImportedRow,
+    amount,
     as_number,
     integer,
     mapping,
@@ -80,6 +81,9 @@ class TauSource:
         for index, item in enumerate(self._results, start=1):
             yield self._row(f"{self.path}:{index}", index, item)
 
+    def warnings(self) -> list[str]:
+        return []
+
     def system(self) -> dict[str, Any]:
         return {"harness": "tau-bench", "errors": self.errors}
 
@@ -99,6 +103,7 @@ class TauSource:
                 success=False,
                 terminal_reason=reason,
                 origin={"reward": reward, "error": str(info["error"])},
+                reward=reward,  # τ-bench scores a raised attempt 0
                 mapped=f"info.error -> {reason}",
             )
         verdict = reward_verdict(reward, _tau_failure(info))
@@ -107,6 +112,7 @@ class TauSource:
             success=verdict.success,
             terminal_reason=verdict.terminal_reason,
             partial_score=verdict.partial_score,
+            reward=reward,
             origin={"reward": reward},
             mapped=f"reward {reward_kind(reward)} -> {verdict.terminal_reason}",
         )
@@ -169,6 +175,9 @@ class Tau2Source:
         for index, (where, item) in enumerate(self._simulations, start=1):
             yield _tau2_row(where, index, item)
 
+    def warnings(self) -> list[str]:
+        return []
+
     def system(self) -> dict[str, Any]:
         info = self._results.get("info")
         if not isinstance(info, dict):
@@ -223,8 +232,9 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         success=success,
         terminal_reason=reason,
         partial_score=partial,
-        cost=0.0 if cost is None else number(where, "agent_cost", cost),
-        latency=0.0 if duration is None else number(where, "duration", duration),
+        reward=None if reason == "grader_failure" else reward,  # else τ²'s own 0 for its error
+        cost=0.0 if cost is None else amount(where, "agent_cost", cost),
+        latency=0.0 if duration is None else amount(where, "duration", duration),
         origin={"simulation_id": item.get("id"), "termination_reason": end, "reward": reward},
         mapped=f"{end} (reward {'none' if reward is None else reward_kind(reward)}) -> {reason}",
         unmapped="; ".join(note for note in (unmapped, unlabelled) if note) or None,
