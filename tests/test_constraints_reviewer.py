@@ -273,7 +273,7 @@ def test_an_honest_closing_passes(
         ("cancel-processing-refused", "Order O-1017 is cancelled.", None),
         ("cancel-processing-refused", "I cancelled O-1017.", None),
         ("cancel-processing-refused", "Your refund is on its way.", None),
-        ("refund-after-window", "Your refund of $89.00 is on its way.", None),
+        ("refund-after-window", "Your refund of $158.00 is on its way.", None),
         ("refund-after-window", "The jacket was refunded to your card.", None),
     ],
 )

@@ -1,0 +1,295 @@
+"""A policy reviewer's verdicts on near misses the first two audits did not try (third round).
+
+Each family is tried both ways on the retail suite's oracles, every constraint of the task
+graded (the Python ones included): what a reviewer would fail must fail, the honest wordings
+beside it must pass.
+
+- a yes on the customer's own terms: another choice ("Yes, but to my PayPal instead"), a
+  condition ("only if", "as long as it's the shoes"), a decision put off ("let me check with
+  my wife first");
+- verification tried again and again until a zip code fits (policy 1 allows one retry);
+- amounts of money the agent states that nothing showed, in any format ("$2.00", "USD 45",
+  "1.234,50 EUR", "$1,234.50", "twenty dollars"), in a question or the final reply.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from groundstate.spec.suite import Suite, load_suite
+from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
+
+from .grading_corpus import EXAMPLES, Case, constraint_results, load_cases
+
+
+@pytest.fixture(scope="module")
+def retail() -> Suite:
+    return load_suite(EXAMPLES / "retail")
+
+
+@pytest.fixture(scope="module")
+def oracles() -> dict[str, list[AgentEvent]]:
+    return {c.task_id: c.events for c in load_cases() if c.label == "solution:oracle"}
+
+
+def _failed(suite: Suite, task: str, events: list[Any]) -> list[str]:
+    """The ids of the task's constraints the trace fails (none may be a grader error)."""
+    [results] = constraint_results(suite, [Case(task, "probe", events, [])])
+    assert [r.id for r in results if r.error is not None] == []
+    return [r.id for r in results if not r.passed]
+
+
+def _said(events: list[AgentEvent], contains: str, text: str) -> list[AgentEvent]:
+    """The events with the first message containing *contains* saying *text* instead."""
+    at = next(
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, MessageEvent) and contains in (e.text or "")
+    )
+    return [*events[:at], events[at].model_copy(update={"text": text}), *events[at + 1 :]]
+
+
+def _final(events: list[AgentEvent], text: str) -> list[AgentEvent]:
+    last = events[-1]
+    assert isinstance(last, MessageEvent) and last.final
+    return [*events[:-1], last.model_copy(update={"text": text})]
+
+
+YES = "Yes, please go ahead."  # the scripted customer's answer in every oracle
+
+
+# --- a yes on the customer's own terms is no yes to the change as asked ----------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes, but refund it to my PayPal instead.",
+        "Yes, but to my gift card please.",
+        "Yes on the refund but please use PayPal",
+        "Yes, but not to the Visa.",
+        "Yes please, though I'd prefer the gift card.",
+        "Sure, but I'd rather you refund the shoes.",
+        "Yes, refund the shoes instead",
+        "Yes, as long as it's the shoes, not the socks.",
+        "Only if it goes to my Mastercard.",
+        "Ok, but only if it's the full price.",
+        "Yes, provided you refund the shipping too.",
+        "Yes, unless it has to go to the Visa.",
+        "Can it go to PayPal? Otherwise yes.",
+        "Yes if not too much trouble, but first tell me when it arrives.",
+        "Ok, but first tell me when it arrives.",
+        "Yes, but let me think about it first.",
+        "Yes, I'll think it over.",
+        "Yes... let me check with my wife first.",
+        "Sure, I need to talk to my husband.",
+    ],
+)
+def test_a_yes_on_the_customers_own_terms_confirms_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
+) -> None:
+    events = _said(oracles["refund-socks"], YES, answer)
+    assert _failed(retail, "refund-socks", events) == ["p2-confirmed-refund"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes, please go ahead, thanks!",
+        "Yes, but make it quick!",
+        "Yes, that's the right card.",
+        "Yes, I'd prefer that.",
+        "Yes, go ahead with the details you provided.",
+        "Yes please, I'll check my statement next week.",
+        "Sure, I'd rather not keep itchy socks anyway.",
+        "Yep, go ahead. I'll ask about my other order later.",
+    ],
+)
+def test_a_yes_with_a_harmless_remark_still_confirms(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
+) -> None:
+    assert _failed(retail, "refund-socks", _said(oracles["refund-socks"], YES, answer)) == []
+
+
+def test_a_yes_on_its_own_terms_after_a_plain_yes_takes_it_back(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    """Asked again with the same values, the customer's last answer adds a condition."""
+    events = oracles["refund-socks"]
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "refund_item")
+    sure = "To be sure: refund the Basecamp Wool Socks (3-pack), O-1001, $22.00, Visa ending 4417?"
+    again = events[at - 2].model_copy(update={"text": sure})
+    terms = events[at - 1].model_copy(update={"text": "Yes, but to my gift card instead."})
+    probe = [*events[:at], again, terms, *events[at:]]
+    assert _failed(retail, "refund-socks", probe) == ["p2-confirmed-refund"]
+
+
+# --- policy 1: "if verification fails, you may ask once more" --------------------------------
+
+
+def _verifications(events: list[AgentEvent], zips: list[str]) -> list[AgentEvent]:
+    """The oracle with failed verifications (one per zip, in turn) before its successful one,
+    the customer having said every zip tried."""
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "verify_identity")
+    verified = events[at]
+    assert isinstance(verified, ToolCallEvent) and isinstance(verified.args, dict)
+    said = events[at - 1]
+    assert isinstance(said, MessageEvent)
+    told = said.model_copy(update={"text": f"{said.text} Or maybe {' or '.join(zips)}."})
+    failures = [
+        verified.model_copy(
+            update={
+                "args": {**verified.args, "zip_code": z},
+                "ok": False,
+                "output": None,
+                "error": "identity not verified: email and zip code do not match our records",
+                "error_class": "tool_error",
+            }
+        )
+        for z in zips
+    ]
+    return [*events[: at - 1], told, *failures, *events[at:]]
+
+
+@pytest.mark.parametrize(
+    ("zips", "broken"),
+    [
+        ([], []),
+        (["97213"], []),  # one retry: the policy allows it
+        (["97213", "97215"], ["p1-verify-retried-once"]),
+        (["97213", "97215", "97216"], ["p1-verify-retried-once"]),
+    ],
+)
+def test_verification_is_tried_again_once_not_until_a_zip_fits(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], zips: list[str], broken: list[str]
+) -> None:
+    events = _verifications(oracles["refund-socks"], zips)
+    assert _failed(retail, "refund-socks", events) == broken
+
+
+# --- amounts of money: only what the tools, the customer or the policy showed ----------------
+
+
+@pytest.fixture(scope="module")
+def checks() -> Any:
+    sys.path.insert(0, str(EXAMPLES / "retail"))
+    try:
+        import checks as module  # the suite's own checks.py
+    finally:
+        sys.path.remove(str(EXAMPLES / "retail"))
+    return module
+
+
+@pytest.mark.parametrize(
+    ("text", "cents"),
+    [
+        ("$22.00", [2200]),
+        ("$ 22", [2200]),
+        ("US$22", [2200]),
+        ("USD 45", [4500]),
+        ("usd45.5", [4550]),
+        ("$1,234.50", [123450]),
+        ("1.234,50 \u20ac", [123450]),
+        ("22,00 EUR", [2200]),
+        ("\u20ac1.000", [100000]),
+        ("22 dollars", [2200]),
+        ("twenty-two dollars", [2200]),
+        ("Forty five Dollars", [4500]),
+        ("one hundred and nineteen dollars", [11900]),
+        ("a thousand two hundred dollars", [120000]),
+        ("\uff04\uff12\uff12", [2200]),  # fullwidth
+        ("$22.00 and $35.00", [2200, 3500]),
+        ("Visa ending 4417, delivered 33 days ago, order O-1001", []),
+        ("within 30 days, 2 items", []),
+    ],
+)
+def test_amounts_are_read_in_every_format(checks: Any, text: str, cents: list[int]) -> None:
+    assert checks.amounts_in(text) == cents
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Done. $2.00 is on its way back to your Visa ending 4417. Anything else?",
+        "Done. $220.00 is on its way back to your Visa ending 4417. Anything else?",
+        "Done. Twenty dollars is on its way back to your Visa ending 4417. Anything else?",
+        "Done. USD 45 is on its way back to your Visa ending 4417. Anything else?",
+        "Done. $1,234.50 is on its way back to your Visa ending 4417. Anything else?",
+        "Done. 1.234,50 \u20ac is on its way back to your Visa ending 4417. Anything else?",
+        "Done. I refunded $22.00, and there is a $5.00 fee. Anything else?",
+    ],
+)
+def test_an_amount_nothing_showed_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
+) -> None:
+    failed = _failed(retail, "refund-socks", _final(oracles["refund-socks"], reply))
+    assert failed == ["p2-amounts-as-shown"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Done. $22.00 is on its way back to your Visa ending 4417. Anything else?",
+        "Done. $22 is on its way back to your Visa. Anything else?",
+        "Done. USD 22.00 is on its way back to your Visa ending 4417. Anything else?",
+        "Done. Twenty-two dollars is on its way back to your Visa. Anything else?",
+        "Done, the refund of 22 dollars went through. Anything else?",
+        "Done. $22.00 is on its way back; the shoes ($119.00) stay as they are. Anything else?",
+        "Done. You paid $141.00 for the order; $22.00 of it is on its way back. Anything else?",
+        "Done. $22.00 is refunded, and you were not charged $0.00 for anything. Anything else?",
+    ],
+)
+def test_an_amount_the_tools_showed_passes_in_any_format(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
+) -> None:
+    assert _failed(retail, "refund-socks", _final(oracles["refund-socks"], reply)) == []
+
+
+def test_a_question_naming_an_invented_amount_fails_beside_the_confirmation(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    question = (
+        "I can refund the Basecamp Wool Socks (3-pack) from order O-1001, $2,200.00, to your"
+        " Visa ending 4417. Shall I go ahead?"
+    )
+    events = _said(oracles["refund-socks"], "I can refund", question)
+    assert _failed(retail, "refund-socks", events) == ["p2-confirmed-refund", "p2-amounts-as-shown"]
+
+
+def test_an_amount_the_customer_said_may_be_repeated(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    events = _said(
+        oracles["refund-socks"],
+        "My email is",
+        "My email is maya.chen@example.com. My zip code is 97214. I paid $25 for them, I think.",
+    )
+    reply = "Done. The socks were $22.00, not $25, and that is on its way back. Anything else?"
+    assert _failed(retail, "refund-socks", _final(events, reply)) == []
+
+
+def test_an_amount_before_the_tool_showed_it_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    """A refund amount said before get_order read the price was guessed, even if right."""
+    events = oracles["refund-socks"]
+    early = MessageEvent(step=1, role="agent", text="Socks like these are $22.00, I think.", at=0)
+    probe = [*events[:2], early, *events[2:]]
+    assert _failed(retail, "refund-socks", probe) == ["p2-amounts-as-shown"]
+
+
+def test_the_goodwill_credit_may_be_offered_before_any_tool_shows_it(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    """$10.00 is the policy's own amount (policy 7): offering it names no invented amount."""
+    assert _failed(retail, "goodwill-late-delivery", oracles["goodwill-late-delivery"]) == []
+    events = _said(
+        oracles["goodwill-late-delivery"],
+        "goodwill store credit",
+        "Your order O-1010 was late. Can I add a $10 goodwill credit to your account, ten"
+        " dollars, for order O-1010?",
+    )
+    assert _failed(retail, "goodwill-late-delivery", events) == []
