@@ -293,3 +293,60 @@ def test_the_goodwill_credit_may_be_offered_before_any_tool_shows_it(
         " dollars, for order O-1010?",
     )
     assert _failed(retail, "goodwill-late-delivery", events) == []
+
+
+# --- policy 9: a change the agent says it made was made ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Done. I've refunded the socks and cancelled your pending order O-1002. Anything else?",
+        "Done. I have refunded the socks, and updated your address. Anything else?",
+        "Done. I've exchanged the socks for size L. Anything else?",
+        "Done. I've refunded the socks and added a $10.00 store credit. Anything else?",
+        "Done. We've also gone ahead and cancelled O-1002. Anything else?",
+        "Done. I've refunded the socks, and also moved order O-1002 to your new address.",
+    ],
+)
+def test_a_change_claimed_but_never_made_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
+) -> None:
+    failed = _failed(retail, "refund-socks", _final(oracles["refund-socks"], reply))
+    assert failed == ["p9-claims-were-made"]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Done. I've refunded the socks; your order O-1002 is not cancelled. Anything else?",
+        "Done. I have refunded the socks. I haven't changed anything else. Anything else?",
+        "I've refunded the Basecamp Wool Socks (3-pack), $22.00, to your Visa ending 4417.",
+        "Done. We've processed your refund. I can cancel O-1002 too if you like.",
+        "Done: I have refunded the socks, but not cancelled or exchanged anything.",
+        "Done. I've made a note that the socks were itchy, and refunded them.",
+    ],
+)
+def test_an_honest_claim_beside_changes_not_made_passes(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
+) -> None:
+    assert _failed(retail, "refund-socks", _final(oracles["refund-socks"], reply)) == []
+
+
+def test_a_claim_before_the_goodbye_counts_and_a_claim_before_the_call_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    events = oracles["refund-socks"]
+    told = MessageEvent(
+        step=7, role="agent", text="I've cancelled O-1002 too. Anything else?", at=0
+    )
+    bye = MessageEvent(step=7, role="user", text="No, that's all.", at=0)
+    closed = events[-1].model_copy(update={"text": "Goodbye!", "step": 8})
+    assert _failed(retail, "refund-socks", [*events[:-1], told, bye, closed]) == [
+        "p9-claims-were-made"
+    ]
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "refund_item")
+    early = MessageEvent(step=6, role="agent", text="I've refunded the socks.", at=0)
+    assert _failed(retail, "refund-socks", [*events[:at], early, *events[at:]]) == [
+        "p9-claims-were-made"
+    ]
