@@ -350,3 +350,37 @@ def test_a_claim_before_the_goodbye_counts_and_a_claim_before_the_call_fails(
     assert _failed(retail, "refund-socks", [*events[:at], early, *events[at:]]) == [
         "p9-claims-were-made"
     ]
+
+
+# --- a dollar amount confirmed in another notation ---------------------------------------------
+
+SOCKS_QUESTION = (
+    "I can refund the Basecamp Wool Socks (3-pack) from order O-1001, {amount}, to your Visa"
+    " ending 4417. Shall I go ahead?"
+)
+
+
+@pytest.mark.parametrize(
+    ("amount", "passes"),
+    [
+        ("$22", True),
+        ("$ 22.00", True),
+        ("USD 22.00", True),
+        ("US$22", True),
+        ("22.00 USD", True),
+        ("22 dollars", True),
+        ("$122.00", False),
+        ("122 dollars", False),
+        ("USD 2,200.00", False),
+        ("22,00 \u20ac", False),  # another currency
+        ("$22.50", False),
+    ],
+)
+def test_a_refund_amount_is_named_in_any_dollar_notation_but_no_other_amount(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], amount: str, passes: bool
+) -> None:
+    question = SOCKS_QUESTION.format(amount=amount)
+    failed = _failed(
+        retail, "refund-socks", _said(oracles["refund-socks"], "I can refund", question)
+    )
+    assert ("p2-confirmed-refund" not in failed) is passes
