@@ -279,16 +279,26 @@ def _unknown(event: AgentEvent, unknown: list[str], verb: str) -> Evidence:
 
 
 def acts_for_one_customer(trace: list[AgentEvent], s0: StateView) -> Evidence:
-    """Policy 1, "once verified, you act for that customer only": one verified customer."""
-    verified = [
+    """Policy 1, "once verified, you act for that customer only": one customer per
+    conversation, among those verified and those ``find_customer_by_email`` found (looking up
+    the spouse's email reads another customer's account; the customer's own lookup, which the
+    policy allows before verifying, is the same customer)."""
+    verified = _customers_found(trace, "verify_identity")
+    found = _customers_found(trace, "find_customer_by_email")
+    customers = list(dict.fromkeys(verified + found))
+    if len(customers) <= 1:
+        return True, {}
+    what = "verified" if len(set(verified)) > 1 else "verified or looked up"
+    problem = f"{what} more than one customer: {', '.join(customers)}"
+    return False, {"problems": [problem], "verified": verified, "looked_up": found}
+
+
+def _customers_found(trace: list[AgentEvent], tool: str) -> list[Any]:
+    return [
         e.output["customer_id"]
         for e in trace
-        if isinstance(e, ToolCallEvent) and e.tool == "verify_identity" and e.ok
+        if isinstance(e, ToolCallEvent) and e.tool == tool and e.ok and isinstance(e.output, dict)
     ]
-    if len(set(verified)) <= 1:
-        return True, {}
-    problem = f"verified more than one customer: {', '.join(dict.fromkeys(verified))}"
-    return False, {"problems": [problem], "verified": verified}
 
 
 def each_record_changed_once(trace: list[AgentEvent], s0: StateView) -> Evidence:
