@@ -14,6 +14,7 @@ beside it must pass.
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -439,3 +440,32 @@ def test_looking_up_another_customers_account_fails(
     )
     probe = _lookup(said, email, customer, name, first=first)
     assert _failed(retail, "refund-spouse-order", probe) == broken
+
+
+# --- every oracle, its amounts written in another notation ------------------------------------
+
+NOTATIONS = {
+    "USD before": lambda t: re.sub(r"\$(\d+(?:\.\d\d)?)", r"USD \1", t),
+    "USD after": lambda t: re.sub(r"\$(\d+(?:\.\d\d)?)", r"\1 USD", t),
+    "dollars": lambda t: re.sub(r"\$(\d+(?:\.\d\d)?)", r"\1 dollars", t),
+    "US$ without cents": lambda t: re.sub(r"\$(\d+)\.00\b", r"US$\1", t),
+    "a space after $": lambda t: t.replace("$", "$ "),
+}
+
+
+def test_every_oracle_passes_with_its_amounts_in_another_notation(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    cases = []
+    for task, events in sorted(oracles.items()):
+        for name, write in NOTATIONS.items():
+            out = [
+                e.model_copy(update={"text": write(e.text)})
+                if isinstance(e, MessageEvent) and e.role == "agent" and e.text
+                else e
+                for e in events
+            ]
+            cases.append(Case(task, name, out, []))
+    for case, results in zip(cases, constraint_results(retail, cases), strict=True):
+        failed = [r.id for r in results if not r.passed or r.error]
+        assert failed == [], f"{case.task_id}, amounts as {case.label}: {failed}"
