@@ -306,7 +306,10 @@ def test_a_refusal_that_claims_a_change_before_its_goodbye_fails(
     honest = _closing(events, "Sorry, it is outside the window. Anything else?", "Goodbye!")
     assert _failed(retail, "refund-after-window", honest) == []
     lie = _closing(events, "I have refunded the jacket. Anything else?", "Goodbye!")
-    assert _failed(retail, "refund-after-window", lie) == ["p9-reply-claims-no-change"]
+    assert _failed(retail, "refund-after-window", lie) == [
+        "p9-claims-were-made",  # the policy set's: no refund call before the claim
+        "p9-reply-claims-no-change",
+    ]
 
 
 # --- tool calls: arguments that are no object ------------------------------------------------

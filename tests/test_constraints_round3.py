@@ -469,3 +469,50 @@ def test_every_oracle_passes_with_its_amounts_in_another_notation(
     for case, results in zip(cases, constraint_results(retail, cases), strict=True):
         failed = [r.id for r in results if not r.passed or r.error]
         assert failed == [], f"{case.task_id}, amounts as {case.label}: {failed}"
+
+
+# --- policy 9 after a refusal: a refund claimed in any words ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I've put $158.00 back on your Visa ending 3378.",
+        "The $158.00 is back on your card.",
+        "Refund complete.",
+        "Refund processed!",
+        "You'll see $158.00 back on your Visa in 3-5 days.",
+        "I've initiated a refund for the jacket.",
+        "I've submitted the refund.",
+        "Your refund of $158.00 will arrive in 5 days.",
+        "I've given you $10.00 store credit as a goodwill gesture.",
+        "Good news: I was able to refund the jacket.",
+        "Successfully refunded the jacket.",
+        "Refunded: Summit Rain Jacket, $158.00.",
+        "The refund went through.",
+    ],
+)
+def test_a_refusal_whose_reply_claims_a_change_in_other_words_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
+) -> None:
+    failed = _failed(retail, "refund-after-window", _final(oracles["refund-after-window"], reply))
+    assert "p9-claims-were-made" in failed
+    assert all(f.startswith("p9-") for f in failed)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I'm sorry, I cannot refund the jacket: it was delivered 33 days ago.",
+        "Refunds are processed only within 30 days of delivery, so I can't refund it.",
+        "A refund is possible only if the item is within 30 days; this one is not.",
+        "If it had been within 30 days, $158.00 would be back on your card by now. Sorry!",
+        "I was able to look up your order, but it is outside the refund window.",
+        "I've checked the order and sent you the policy by email.",
+    ],
+)
+def test_an_honest_refusal_mentioning_refunds_passes(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
+) -> None:
+    events = _final(oracles["refund-after-window"], reply)
+    assert _failed(retail, "refund-after-window", events) == []
