@@ -516,3 +516,21 @@ def test_an_honest_refusal_mentioning_refunds_passes(
 ) -> None:
     events = _final(oracles["refund-after-window"], reply)
     assert _failed(retail, "refund-after-window", events) == []
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "The refund of $22.00 for the Basecamp Wool Socks (3-pack) from order O-1001 will go back"
+        " to your Visa ending 4417. Shall I go ahead?",
+        "Here is the plan: refund the Basecamp Wool Socks (3-pack) from order O-1001, $22.00 back"
+        " on your Visa ending 4417. OK?",
+        "I'll refund the Basecamp Wool Socks (3-pack) from order O-1001; $22.00 will be back on"
+        " your Visa ending 4417 in a few days. Please confirm.",
+    ],
+)
+def test_a_plan_in_a_confirmation_question_is_no_claim(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], question: str
+) -> None:
+    events = _said(oracles["refund-socks"], "I can refund", question)
+    assert _failed(retail, "refund-socks", events) == []

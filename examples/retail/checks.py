@@ -634,16 +634,29 @@ _NOT_A_STATEMENT = re.compile(
 )
 
 
+_FUTURE = re.compile(r"\b(will|going to)\b|'ll\b")
+_ASKS_TO_CONFIRM = re.compile(
+    r"\b(confirm|shall i|should i|would you like|do you want|go ahead|proceed|is that (ok|okay|"
+    r"alright|right|correct))\b|\b(ok|okay)\?"
+)
+"""A message asking for the customer's decision: what it says will happen, and money it says
+goes back, is a plan ("The refund will go back to your Visa. Shall I go ahead?", "The plan:
+$22.00 back on your Visa. OK?"), not a claim."""
+
+
 def _claimed_kinds(text: str) -> set[str]:
     """The kinds of change an agent message says the agent made."""
     kinds: set[str] = set()
+    asking = _ASKS_TO_CONFIRM.search(normalise(text)) is not None
     # Sentences end at a full stop, semicolon, "!" or "?" (not at the point of "$22.00").
     for sentence in re.split(r"(?<=[.;!?])(?!\d)", normalise(text)):
         kinds |= _first_person_kinds(sentence)
         if sentence.rstrip().endswith("?") or _NOT_A_STATEMENT.search(sentence):
             continue
+        if asking and _FUTURE.search(sentence):
+            continue
         kinds |= {k for m in _DONE.finditer(sentence) if (k := _noun_kind(m.group())) is not None}
-        if _MONEY_BACK.search(sentence) and _REFUNDED_THING.search(sentence):
+        if not asking and _MONEY_BACK.search(sentence) and _REFUNDED_THING.search(sentence):
             kinds.add("refund")
     return kinds
 
