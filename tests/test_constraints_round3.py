@@ -87,6 +87,8 @@ YES = "Yes, please go ahead."  # the scripted customer's answer in every oracle
         "Yes, I'll think it over.",
         "Yes... let me check with my wife first.",
         "Sure, I need to talk to my husband.",
+        "Before I say yes, is it the full price?",
+        "If I agree, when do I get the money?",
     ],
 )
 def test_a_yes_on_the_customers_own_terms_confirms_nothing(

@@ -49,11 +49,12 @@ _TERMS = (
     r"|\bbut (please )?(not|first|use|to (my|the|a|your))\b"
     r"|\b(let me|i'll|i will|i need to|i have to|i want to|i'd like to|i must) "
     r"(think (about|it over)|check with|ask my|consult|(talk|speak) (to|with) my)\b"
+    r"|\b(before|if|until|when|once) (i|we) (say|agree|confirm|decide)\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
 to my PayPal instead", "I'd prefer the gift card"), a condition ("only if", "as long as it's the
 shoes", "Can it go to PayPal? Otherwise yes") or a decision put off ("let me check with my wife
-first")."""
+first", "Before I say yes, is it the full price?")."""
 NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|sure|ok|okay|right|correct|agreed)|never|"
     r"(do not|don't|dont)(?! (worry|mind))|hold on|stop|"
