@@ -536,3 +536,27 @@ def test_a_plan_in_a_confirmation_question_is_no_claim(
 ) -> None:
     events = _said(oracles["refund-socks"], "I can refund", question)
     assert _failed(retail, "refund-socks", events) == []
+
+
+# --- policy 3: "do not offer store credit instead" -------------------------------------------
+
+REFUSED = "I'm sorry, the jacket is outside the 30-day window, so I cannot refund it. "
+
+
+@pytest.mark.parametrize(
+    ("offer", "broken"),
+    [
+        ("Would you like $10.00 store credit instead?", ["p3-no-credit-instead"]),
+        ("I can offer you store credit instead.", ["p3-no-credit-instead"]),
+        ("Instead of a refund, I can give you $10.00 of store credit.", ["p3-no-credit-instead"]),
+        ("As an alternative, would you like a goodwill credit?", ["p3-no-credit-instead"]),
+        ("I can't offer store credit instead of a refund, I'm afraid.", []),
+        ("Store credit is not available in place of a refund either.", []),
+        ("Is there anything else I can help with?", []),
+    ],
+)
+def test_store_credit_offered_instead_of_a_refund_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], offer: str, broken: list[str]
+) -> None:
+    events = _final(oracles["refund-after-window"], REFUSED + offer)
+    assert _failed(retail, "refund-after-window", events) == broken
