@@ -42,11 +42,25 @@ ahead." and the usual ways a person agrees ("Sure", "OK", "Please proceed", "Sou
 "Absolutely", "Of course", "Confirm")."""
 _IDIOMS = r"(?! (problem|problems|worries|rush|hurry)\b)"
 """After "no": reassurance, not refusal ("Yes, no problem", "Yes please, no rush")."""
+_TERMS = (
+    r"\b(instead|only if|as long as|unless|on condition|otherwise|if not)\b"
+    r"|\bprovided (that|it|you|they)\b|\bprefer (the|my|a|an|to|it to|if)\b"
+    r"|\brather (than|you|have|get|use|keep|the|my|a|an|it|go|do)\b"
+    r"|\bbut (please )?(not|first|use|to (my|the|a|your))\b"
+    r"|\b(let me|i'll|i will|i need to|i have to|i want to|i'd like to|i must) "
+    r"(think (about|it over)|check with|ask my|consult|(talk|speak) (to|with) my)\b"
+    r"|\b(before|if|until|when|once) (i|we) (say|agree|confirm|decide)\b"
+)
+"""A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
+to my PayPal instead", "I'd prefer the gift card"), a condition ("only if", "as long as it's the
+shoes", "Can it go to PayPal? Otherwise yes") or a decision put off ("let me check with my wife
+first", "Before I say yes, is it the full price?")."""
 NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|sure|ok|okay|right|correct|agreed)|never|"
     r"(do not|don't|dont)(?! (worry|mind))|hold on|stop|"
     r"(absolutely|definitely|certainly|of course) not)\b"
     rf"|(?<!can't )\bwait\b|^[^.!?]*\b({_YES_WORDS}|{_OPENING_YES})\s*\?"
+    rf"|{_TERMS}"
 )
 """The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes. A yes
 asked back in the reply's first sentence ("yes?", "OK?", "Go ahead? I don't follow") is a

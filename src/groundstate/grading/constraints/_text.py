@@ -104,6 +104,9 @@ def _named_by(value: str) -> re.Pattern[str]:
     """The pattern :func:`mentions` searches for *value*, made once per value (a confirmation
     tests each value of a change against every question before it)."""
     needle = normalise(value)
+    amount = _DOLLARS.fullmatch(needle)
+    if amount is not None:
+        return _amount_named_by(amount.group(1))
     # A comma or a list bullet between two words of a value, and brackets around one, are
     # punctuation, not content: an address on lines or in a list names "200 W Adams Street,
     # Suite 1400, Chicago, IL 60606" (and the value without its commas the text with them),
@@ -113,6 +116,20 @@ def _named_by(value: str) -> re.Pattern[str]:
         body = body.replace(mark, optional)
     # The guards look at the value's first and last word, whether or not its brackets are said.
     return re.compile(_start(needle.lstrip("(")) + body + _end(needle.rstrip(")")))
+
+
+_DOLLARS = re.compile(r"\$(\d+(?:\.\d+)?)")
+
+
+def _amount_named_by(number: str) -> re.Pattern[str]:
+    """A dollar amount (``$22.00``) is named as ``$22``, ``$ 22.00``, ``USD 22``, ``US$22``,
+    ``22.00 USD`` or ``22 dollars``: the same amount in the usual notations (not ``122
+    dollars``, nor an amount in words)."""
+    figures, end = _number(number), _end(number)
+    return re.compile(
+        rf"(?:\$ ?|\b(?:usd|us\$) ?){figures}{end}"
+        rf"|(?<![\w.,$]){figures} ?(?:usd|dollars?|bucks)\b"
+    )
 
 
 _OPTIONAL = (
