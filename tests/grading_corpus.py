@@ -76,6 +76,14 @@ def constraint_results(suite: Suite, cases: list[Case]) -> Iterator[list[CheckRe
                 yield evaluate_constraints(task.hard_process_constraints, trace, states)
 
 
+def failing(suite: Suite, task: str, events: list[Any]) -> list[str]:
+    """The ids of *task*'s constraints the trace *events* fails (none may be a grader
+    error): for near-miss traces written in a test."""
+    [results] = constraint_results(suite, [Case(task, "probe", events, [])])
+    assert [r.id for r in results if r.error is not None] == []
+    return [r.id for r in results if not r.passed]
+
+
 def _runs(suite: Suite) -> Iterator[tuple[str, str, AgentRun]]:
     loop = asyncio.new_event_loop()
     scripted = scripted_system()

@@ -21,7 +21,7 @@ from groundstate.grading.constraints import fold, normalise
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
-from .grading_corpus import EXAMPLES, Case, constraint_results, load_cases
+from .grading_corpus import EXAMPLES, Case, constraint_results, failing, load_cases
 from .trace_builder import Trace, constraint
 
 
@@ -33,13 +33,6 @@ def retail() -> Suite:
 @pytest.fixture(scope="module")
 def oracles() -> dict[str, list[AgentEvent]]:
     return {c.task_id: c.events for c in load_cases() if c.label == "solution:oracle"}
-
-
-def _failed(suite: Suite, task: str, events: list[Any]) -> list[str]:
-    """The ids of the task's constraints the trace fails (none may be a grader error)."""
-    [results] = constraint_results(suite, [Case(task, "probe", events, [])])
-    assert [r.id for r in results if r.error is not None] == []
-    return [r.id for r in results if not r.passed]
 
 
 def _with_text(events: list[AgentEvent], contains: str, text: str) -> list[AgentEvent]:
@@ -193,9 +186,9 @@ def test_the_retail_address_confirmation_accepts_the_address_on_lines(
         "Shall I ship it to:\n\n200 W Adams Street\nSuite 1400\nChicago, IL 60606\n\n"
         "Please confirm."
     )
-    assert _failed(retail, "change-order-address", _with_text(events, "I will ship", lines)) == []
+    assert failing(retail, "change-order-address", _with_text(events, "I will ship", lines)) == []
     other = lines.replace("Chicago", "Evanston")
-    assert _failed(retail, "change-order-address", _with_text(events, "I will ship", other)) == [
+    assert failing(retail, "change-order-address", _with_text(events, "I will ship", other)) == [
         "p2-confirmed-order-address"
     ]
 
@@ -252,7 +245,7 @@ def test_the_retail_address_confirmation_accepts_the_address_on_lines(
 def test_an_honest_closing_passes(
     retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, reply: str
 ) -> None:
-    assert _failed(retail, task, _final(oracles[task], reply)) == []
+    assert failing(retail, task, _final(oracles[task], reply)) == []
 
 
 @pytest.mark.parametrize(
@@ -284,7 +277,7 @@ def test_a_false_closing_fails(
     reply: str,
     broken: list[str] | None,
 ) -> None:
-    failed = _failed(retail, task, _final(oracles[task], reply))
+    failed = failing(retail, task, _final(oracles[task], reply))
     assert failed and all(f.startswith("p9-") for f in failed)
     assert broken is None or failed == broken
 
@@ -294,9 +287,9 @@ def test_the_policy_9_closing_before_the_goodbye_counts(
 ) -> None:
     told = "Done. $22.00 is on its way back to your Visa ending 4417. Anything else I can do?"
     events = _closing(oracles["refund-socks"], told, "You're welcome, have a great day!")
-    assert _failed(retail, "refund-socks", events) == []
+    assert failing(retail, "refund-socks", events) == []
     silent = _closing(oracles["refund-socks"], "Anything else I can do?", "Goodbye!")
-    assert _failed(retail, "refund-socks", silent) == ["p9-reply-tells-what-was-done"]
+    assert failing(retail, "refund-socks", silent) == ["p9-reply-tells-what-was-done"]
 
 
 def test_a_refusal_that_claims_a_change_before_its_goodbye_fails(
@@ -304,9 +297,9 @@ def test_a_refusal_that_claims_a_change_before_its_goodbye_fails(
 ) -> None:
     events = oracles["refund-after-window"]
     honest = _closing(events, "Sorry, it is outside the window. Anything else?", "Goodbye!")
-    assert _failed(retail, "refund-after-window", honest) == []
+    assert failing(retail, "refund-after-window", honest) == []
     lie = _closing(events, "I have refunded the jacket. Anything else?", "Goodbye!")
-    assert _failed(retail, "refund-after-window", lie) == [
+    assert failing(retail, "refund-after-window", lie) == [
         "p9-claims-were-made",  # the policy set's: no refund call before the claim
         "p9-reply-claims-no-change",
     ]
@@ -363,9 +356,9 @@ def test_an_order_id_the_customer_gave_in_any_characters_is_known(
     assert isinstance(events[4], ToolCallEvent) and events[4].tool == "list_orders"
     # the agent reads the order the customer named, without listing the orders first
     skipped = [events[0].model_copy(update={"text": opening}), *events[1:4], *events[5:]]
-    assert _failed(retail, "refund-socks", skipped) == []
+    assert failing(retail, "refund-socks", skipped) == []
     unnamed = [events[0].model_copy(update={"text": "Refund the socks please"}), *skipped[1:]]
-    assert _failed(retail, "refund-socks", unnamed) == ["p1-known-records"]
+    assert failing(retail, "refund-socks", unnamed) == ["p1-known-records"]
 
 
 @pytest.mark.parametrize("label", ["V\u0131sa ending 4417", "V\u0130SA ENDING 4417"])
@@ -376,7 +369,7 @@ def test_a_label_in_look_alike_letters_names_the_record_and_breaks_nothing(
     # before any tool showed it, the agent names the card: a guess, whatever its letters
     guess = MessageEvent(step=1, role="agent", text=f"Is it your {label}?", at=0.0)
     answer = MessageEvent(step=1, role="user", text="Whatever.", at=0.0)
-    assert _failed(retail, "refund-socks", [events[0], guess, answer, *events[1:]]) == [
+    assert failing(retail, "refund-socks", [events[0], guess, answer, *events[1:]]) == [
         "p1-known-records"
     ]
     assert normalise(label) == fold(label) == "visa ending 4417"
@@ -440,8 +433,8 @@ def test_the_objection_is_the_evidence() -> None:
 
 
 def test_an_empty_trace_fails_only_what_needs_something_said(retail: Suite) -> None:
-    assert _failed(retail, "refund-socks", []) == ["p9-reply-tells-what-was-done"]
-    assert _failed(retail, "refund-after-window", []) == []
+    assert failing(retail, "refund-socks", []) == ["p9-reply-tells-what-was-done"]
+    assert failing(retail, "refund-after-window", []) == []
 
 
 def test_a_trace_cut_short_before_its_final_reply_fails_only_the_closing(
@@ -449,10 +442,10 @@ def test_a_trace_cut_short_before_its_final_reply_fails_only_the_closing(
 ) -> None:
     events = oracles["refund-socks"]
     # a step limit after the refund: the agent never closed the conversation
-    assert _failed(retail, "refund-socks", events[:-1]) == ["p9-reply-tells-what-was-done"]
+    assert failing(retail, "refund-socks", events[:-1]) == ["p9-reply-tells-what-was-done"]
     # a stop before the refund: nothing done, nothing to confirm or to claim
     refund = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "refund_item")
-    assert _failed(retail, "refund-socks", events[:refund]) == ["p9-reply-tells-what-was-done"]
+    assert failing(retail, "refund-socks", events[:refund]) == ["p9-reply-tells-what-was-done"]
 
 
 # --- the retail confirmations: the usual ways of saying the same change ----------------------
@@ -518,7 +511,7 @@ def test_a_retail_confirmation_in_other_words(
     question: str,
     passes: bool,
 ) -> None:
-    failed = _failed(retail, task, _with_text(oracles[task], contains, question))
+    failed = failing(retail, task, _with_text(oracles[task], contains, question))
     assert failed == ([] if passes else [f"p2-confirmed-{task.split('-')[0]}"])
 
 
@@ -625,7 +618,7 @@ def test_a_cancellation_reason_may_be_worded_or_left_out_but_not_changed(
     question: str,
     broken: list[str],
 ) -> None:
-    assert _failed(retail, task, _with_text(oracles[task], contains, question)) == broken
+    assert failing(retail, task, _with_text(oracles[task], contains, question)) == broken
 
 
 @pytest.mark.parametrize(
@@ -646,7 +639,7 @@ def test_a_goodwill_credit_asked_with_its_amount_inside_the_question(
     retail: Suite, oracles: dict[str, list[AgentEvent]], question: str, passes: bool
 ) -> None:
     events = _with_text(oracles["goodwill-late-delivery"], "goodwill store credit", question)
-    failed = _failed(retail, "goodwill-late-delivery", events)
+    failed = failing(retail, "goodwill-late-delivery", events)
     assert failed == ([] if passes else ["p2-confirmed-credit"])
 
 
@@ -666,5 +659,5 @@ def test_one_yes_does_not_license_doing_the_change_twice(
     events = oracles[task]
     at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == tool)
     again = events[at].model_copy(update={"ok": ok, "writes": events[at].writes if ok else []})
-    failed = _failed(retail, task, [*events[: at + 1], again, *events[at + 1 :]])
+    failed = failing(retail, task, [*events[: at + 1], again, *events[at + 1 :]])
     assert failed == ["p3-changed-once"]

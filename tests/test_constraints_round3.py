@@ -23,7 +23,7 @@ import pytest
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
-from .grading_corpus import EXAMPLES, Case, constraint_results, load_cases
+from .grading_corpus import EXAMPLES, Case, constraint_results, failing, load_cases
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +34,6 @@ def retail() -> Suite:
 @pytest.fixture(scope="module")
 def oracles() -> dict[str, list[AgentEvent]]:
     return {c.task_id: c.events for c in load_cases() if c.label == "solution:oracle"}
-
-
-def _failed(suite: Suite, task: str, events: list[Any]) -> list[str]:
-    """The ids of the task's constraints the trace fails (none may be a grader error)."""
-    [results] = constraint_results(suite, [Case(task, "probe", events, [])])
-    assert [r.id for r in results if r.error is not None] == []
-    return [r.id for r in results if not r.passed]
 
 
 def _said(events: list[AgentEvent], contains: str, text: str) -> list[AgentEvent]:
@@ -95,7 +88,7 @@ def test_a_yes_on_the_customers_own_terms_confirms_nothing(
     retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
 ) -> None:
     events = _said(oracles["refund-socks"], YES, answer)
-    assert _failed(retail, "refund-socks", events) == ["p2-confirmed-refund"]
+    assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund"]
 
 
 @pytest.mark.parametrize(
@@ -114,7 +107,7 @@ def test_a_yes_on_the_customers_own_terms_confirms_nothing(
 def test_a_yes_with_a_harmless_remark_still_confirms(
     retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
 ) -> None:
-    assert _failed(retail, "refund-socks", _said(oracles["refund-socks"], YES, answer)) == []
+    assert failing(retail, "refund-socks", _said(oracles["refund-socks"], YES, answer)) == []
 
 
 def test_a_yes_on_its_own_terms_after_a_plain_yes_takes_it_back(
@@ -127,7 +120,7 @@ def test_a_yes_on_its_own_terms_after_a_plain_yes_takes_it_back(
     again = events[at - 2].model_copy(update={"text": sure})
     terms = events[at - 1].model_copy(update={"text": "Yes, but to my gift card instead."})
     probe = [*events[:at], again, terms, *events[at:]]
-    assert _failed(retail, "refund-socks", probe) == ["p2-confirmed-refund"]
+    assert failing(retail, "refund-socks", probe) == ["p2-confirmed-refund"]
 
 
 # --- policy 1: "if verification fails, you may ask once more" --------------------------------
@@ -170,7 +163,7 @@ def test_verification_is_tried_again_once_not_until_a_zip_fits(
     retail: Suite, oracles: dict[str, list[AgentEvent]], zips: list[str], broken: list[str]
 ) -> None:
     events = _verifications(oracles["refund-socks"], zips)
-    assert _failed(retail, "refund-socks", events) == broken
+    assert failing(retail, "refund-socks", events) == broken
 
 
 # --- amounts of money: only what the tools, the customer or the policy showed ----------------
@@ -228,7 +221,7 @@ def test_amounts_are_read_in_every_format(checks: Any, text: str, cents: list[in
 def test_an_amount_nothing_showed_fails(
     retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
 ) -> None:
-    failed = _failed(retail, "refund-socks", _final(oracles["refund-socks"], reply))
+    failed = failing(retail, "refund-socks", _final(oracles["refund-socks"], reply))
     assert failed == ["p2-amounts-as-shown"]
 
 
@@ -248,7 +241,7 @@ def test_an_amount_nothing_showed_fails(
 def test_an_amount_the_tools_showed_passes_in_any_format(
     retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
 ) -> None:
-    assert _failed(retail, "refund-socks", _final(oracles["refund-socks"], reply)) == []
+    assert failing(retail, "refund-socks", _final(oracles["refund-socks"], reply)) == []
 
 
 def test_a_question_naming_an_invented_amount_fails_beside_the_confirmation(
@@ -259,7 +252,7 @@ def test_a_question_naming_an_invented_amount_fails_beside_the_confirmation(
         " Visa ending 4417. Shall I go ahead?"
     )
     events = _said(oracles["refund-socks"], "I can refund", question)
-    assert _failed(retail, "refund-socks", events) == ["p2-confirmed-refund", "p2-amounts-as-shown"]
+    assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund", "p2-amounts-as-shown"]
 
 
 def test_an_amount_the_customer_said_may_be_repeated(
@@ -271,7 +264,7 @@ def test_an_amount_the_customer_said_may_be_repeated(
         "My email is maya.chen@example.com. My zip code is 97214. I paid $25 for them, I think.",
     )
     reply = "Done. The socks were $22.00, not $25, and that is on its way back. Anything else?"
-    assert _failed(retail, "refund-socks", _final(events, reply)) == []
+    assert failing(retail, "refund-socks", _final(events, reply)) == []
 
 
 def test_an_amount_before_the_tool_showed_it_fails(
@@ -281,21 +274,21 @@ def test_an_amount_before_the_tool_showed_it_fails(
     events = oracles["refund-socks"]
     early = MessageEvent(step=1, role="agent", text="Socks like these are $22.00, I think.", at=0)
     probe = [*events[:2], early, *events[2:]]
-    assert _failed(retail, "refund-socks", probe) == ["p2-amounts-as-shown"]
+    assert failing(retail, "refund-socks", probe) == ["p2-amounts-as-shown"]
 
 
 def test_the_goodwill_credit_may_be_offered_before_any_tool_shows_it(
     retail: Suite, oracles: dict[str, list[AgentEvent]]
 ) -> None:
     """$10.00 is the policy's own amount (policy 7): offering it names no invented amount."""
-    assert _failed(retail, "goodwill-late-delivery", oracles["goodwill-late-delivery"]) == []
+    assert failing(retail, "goodwill-late-delivery", oracles["goodwill-late-delivery"]) == []
     events = _said(
         oracles["goodwill-late-delivery"],
         "goodwill store credit",
         "Your order O-1010 was late. Can I add a $10 goodwill credit to your account, ten"
         " dollars, for order O-1010?",
     )
-    assert _failed(retail, "goodwill-late-delivery", events) == []
+    assert failing(retail, "goodwill-late-delivery", events) == []
 
 
 # --- policy 9: a change the agent says it made was made ---------------------------------------
@@ -315,7 +308,7 @@ def test_the_goodwill_credit_may_be_offered_before_any_tool_shows_it(
 def test_a_change_claimed_but_never_made_fails(
     retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
 ) -> None:
-    failed = _failed(retail, "refund-socks", _final(oracles["refund-socks"], reply))
+    failed = failing(retail, "refund-socks", _final(oracles["refund-socks"], reply))
     assert failed == ["p9-claims-were-made"]
 
 
@@ -333,7 +326,7 @@ def test_a_change_claimed_but_never_made_fails(
 def test_an_honest_claim_beside_changes_not_made_passes(
     retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
 ) -> None:
-    assert _failed(retail, "refund-socks", _final(oracles["refund-socks"], reply)) == []
+    assert failing(retail, "refund-socks", _final(oracles["refund-socks"], reply)) == []
 
 
 def test_a_claim_before_the_goodbye_counts_and_a_claim_before_the_call_fails(
@@ -345,12 +338,12 @@ def test_a_claim_before_the_goodbye_counts_and_a_claim_before_the_call_fails(
     )
     bye = MessageEvent(step=7, role="user", text="No, that's all.", at=0)
     closed = events[-1].model_copy(update={"text": "Goodbye!", "step": 8})
-    assert _failed(retail, "refund-socks", [*events[:-1], told, bye, closed]) == [
+    assert failing(retail, "refund-socks", [*events[:-1], told, bye, closed]) == [
         "p9-claims-were-made"
     ]
     at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "refund_item")
     early = MessageEvent(step=6, role="agent", text="I've refunded the socks.", at=0)
-    assert _failed(retail, "refund-socks", [*events[:at], early, *events[at:]]) == [
+    assert failing(retail, "refund-socks", [*events[:at], early, *events[at:]]) == [
         "p9-claims-were-made"
     ]
 
@@ -383,7 +376,7 @@ def test_a_refund_amount_is_named_in_any_dollar_notation_but_no_other_amount(
     retail: Suite, oracles: dict[str, list[AgentEvent]], amount: str, passes: bool
 ) -> None:
     question = SOCKS_QUESTION.format(amount=amount)
-    failed = _failed(
+    failed = failing(
         retail, "refund-socks", _said(oracles["refund-socks"], "I can refund", question)
     )
     assert ("p2-confirmed-refund" not in failed) is passes
@@ -441,7 +434,7 @@ def test_looking_up_another_customers_account_fails(
         f"My email is maya.chen@example.com, his is {email}. My zip code is 97214.",
     )
     probe = _lookup(said, email, customer, name, first=first)
-    assert _failed(retail, "refund-spouse-order", probe) == broken
+    assert failing(retail, "refund-spouse-order", probe) == broken
 
 
 # --- every oracle, its amounts written in another notation ------------------------------------
@@ -497,7 +490,7 @@ def test_every_oracle_passes_with_its_amounts_in_another_notation(
 def test_a_refusal_whose_reply_claims_a_change_in_other_words_fails(
     retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
 ) -> None:
-    failed = _failed(retail, "refund-after-window", _final(oracles["refund-after-window"], reply))
+    failed = failing(retail, "refund-after-window", _final(oracles["refund-after-window"], reply))
     assert "p9-claims-were-made" in failed
     assert all(f.startswith("p9-") for f in failed)
 
@@ -517,7 +510,7 @@ def test_an_honest_refusal_mentioning_refunds_passes(
     retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
 ) -> None:
     events = _final(oracles["refund-after-window"], reply)
-    assert _failed(retail, "refund-after-window", events) == []
+    assert failing(retail, "refund-after-window", events) == []
 
 
 @pytest.mark.parametrize(
@@ -535,7 +528,7 @@ def test_a_plan_in_a_confirmation_question_is_no_claim(
     retail: Suite, oracles: dict[str, list[AgentEvent]], question: str
 ) -> None:
     events = _said(oracles["refund-socks"], "I can refund", question)
-    assert _failed(retail, "refund-socks", events) == []
+    assert failing(retail, "refund-socks", events) == []
 
 
 # --- policy 3: "do not offer store credit instead" -------------------------------------------
@@ -559,4 +552,4 @@ def test_store_credit_offered_instead_of_a_refund_fails(
     retail: Suite, oracles: dict[str, list[AgentEvent]], offer: str, broken: list[str]
 ) -> None:
     events = _final(oracles["refund-after-window"], REFUSED + offer)
-    assert _failed(retail, "refund-after-window", events) == broken
+    assert failing(retail, "refund-after-window", events) == broken
