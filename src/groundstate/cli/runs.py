@@ -18,6 +18,7 @@ from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import echo_resume, interruptible, report_interrupted
+from groundstate.errors import SpecError
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -489,7 +490,7 @@ def _write(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise click.ClickException(f"cannot write {path}: {exc.strerror}") from None
+        raise SpecError(path, None, f"cannot write: {exc.strerror}") from None
 
 
 def _print_report(console: Console, data: dict[str, Any]) -> None:

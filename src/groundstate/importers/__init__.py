@@ -96,7 +96,7 @@ def _sniff(path: Path) -> Format:
     first = head.split(b"\n", 1)[0]
     try:
         row = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         row = None  # a JSON document over several lines: look inside it
     if isinstance(row, dict) and not {"simulations", "simulation_index", "samples"} & set(row):
         return "jsonl"

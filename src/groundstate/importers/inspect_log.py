@@ -297,7 +297,7 @@ def _seconds(where: str, value: Any) -> float:
 def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
     try:
         return json.loads(archive.read(name))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, too deep, a huge int
         raise SpecError(f"{path}!{name}", None, f"not valid JSON: {exc}") from None
     except (OSError, zipfile.BadZipFile) as exc:
         raise SpecError(f"{path}!{name}", None, f"cannot read from the archive: {exc}") from None

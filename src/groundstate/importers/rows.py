@@ -7,7 +7,6 @@ turns rows into a stored batch. A row keeps the attempt label exactly as the fil
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from groundstate.errors import SpecError
+from groundstate.spec.files import parse_json
 
 T = TypeVar("T")
 
@@ -188,10 +188,7 @@ def read_json(path: Path) -> Any:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise SpecError(path, None, "not UTF-8 text") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}:{exc.lineno}", None, f"not valid JSON: {exc.msg}") from None
+    return parse_json(path, text, finite=False)  # numbers are checked field by field
 
 
 def mapping(where: str, name: str, value: Any) -> dict[str, Any]:

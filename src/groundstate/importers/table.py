@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from groundstate.errors import SpecError
 from groundstate.importers.rows import ImportedRow, as_integer, as_label, as_number, check_reason
+from groundstate.spec.files import parse_json
 from groundstate.spec.strict import did_you_mean
 
 COLUMNS = (
@@ -94,10 +95,7 @@ def _json_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
     for line, text in enumerate(handle, start=1):
         if not text.strip():
             continue
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"{path}:{line}", None, f"not valid JSON: {exc.msg}") from None
+        data = parse_json(path, text, line=line, finite=False)
         if not isinstance(data, dict):
             raise SpecError(f"{path}:{line}", None, "each line must be a JSON object")
         yield parse_row(path, line, data)
@@ -203,6 +201,8 @@ def _labels(value: Any) -> tuple[str, ...]:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"not a JSON list: {exc.msg}") from None
+        except RecursionError:
+            raise ValueError("not a JSON list: nested too deeply") from None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"must be a list of text labels, got {value!r}")
     return tuple(value)
