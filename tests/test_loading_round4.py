@@ -445,3 +445,46 @@ def test_an_unwritable_html_report_is_exit_2_after_the_report(
     assert result.exit_code == 2
     assert result.output.splitlines()[-1].startswith(f"error: {html}: cannot write: ")
     assert "Traceback" not in result.output
+
+
+# --- arguments that are not paths --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["report", "{B}", "--seed", "-1"], "--seed"),
+        (["compare", "{B}", "{B}", "--seed", "-1"], "--seed"),
+        (["compare", "{B}", "{B}", "--fdr", "nan"], "--fdr"),
+    ],
+    ids=["report-negative-seed", "compare-negative-seed", "compare-nan-fdr"],
+)
+def test_a_number_numpy_or_a_range_would_trip_on_is_a_usage_error(
+    args: list[str], named: str, stored: tuple[Path, str, str]
+) -> None:
+    store, batch_id, _ = stored
+    given = [batch_id if a == "{B}" else a for a in args]
+    result = CliRunner().invoke(main, [*given, "--store", str(store)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code == 2 and named in result.output
+
+
+def test_a_bootstrap_seed_past_64_bits_still_works(stored: tuple[Path, str, str]) -> None:
+    store, batch_id, _ = stored
+    args = ["report", batch_id, "--seed", "9" * 30, "--store", str(store)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+
+
+def test_attempts_past_the_limit_are_refused_before_anything_is_planned(tmp_path: Path) -> None:
+    """10^25 attempts was an out-of-memory kill of the whole process (exit 137)."""
+    store = tmp_path / "runs.db"
+    args = ["run", str(BANK), "--system", str(BANK_SYSTEM), "--attempts", "9" * 25]
+    result = CliRunner().invoke(main, [*args, "--store", str(store)])
+    assert result.exit_code == 2 and "--attempts" in result.output
+    assert not store.exists()
+
+
+def test_an_empty_environment_kind_is_shown_quoted_not_as_the_current_folder() -> None:
+    result = CliRunner().invoke(main, ["check-env", ""])
+    assert result.exit_code == 2
+    assert result.output.startswith("error: KIND: unknown environment kind '' (known: ")

@@ -55,7 +55,8 @@ def check_env(kind: str | None, fixture: Path | None, as_json: bool) -> None:
         raise SpecError(fixture, None, "fixture file not found")
     known = environment_kinds()
     if kind is not None and kind not in known:
-        raise SpecError(Path(kind), None, f"unknown environment kind (known: {', '.join(known)})")
+        known_kinds = ", ".join(known)  # the kind shown quoted: '' is not the folder "."
+        raise SpecError("KIND", None, f"unknown environment kind {kind!r} (known: {known_kinds})")
     kinds = [kind] if kind else known
     if fixture is not None:
         _require_fitting(fixture, kinds)
