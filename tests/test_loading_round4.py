@@ -488,3 +488,48 @@ def test_an_empty_environment_kind_is_shown_quoted_not_as_the_current_folder() -
     result = CliRunner().invoke(main, ["check-env", ""])
     assert result.exit_code == 2
     assert result.output.startswith("error: KIND: unknown environment kind '' (known: ")
+
+
+# --- Python checks that import but cannot give a verdict ------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "reason"),
+    [
+        ("def money_conserved():\n    return True\n", "cannot be called as (s0, sT)"),
+        ("def money_conserved(s0, sT, extra):\n    return True\n", "cannot be called as (s0, sT)"),
+        ("class money_conserved:\n    pass\n", "is a class"),
+        ("async def money_conserved(s0, sT):\n    return True\n", "is async"),
+        ("def money_conserved(s0, sT):\n    yield True\n", "is a generator"),
+    ],
+    ids=["no-parameters", "three-required", "class", "async", "generator"],
+)
+def test_a_check_that_cannot_be_called_as_a_check_is_found_at_load(
+    tmp_path: Path, code: str, reason: str
+) -> None:
+    """Before, `check` passed and every attempt ended as a grader failure for the same cause."""
+    suite = tmp_path / "bank"
+    shutil.copytree(BANK, suite)
+    checks = suite / "checks.py"
+    checks.write_text(checks.read_text() + "\n\n" + code)  # the later definition wins
+    result = CliRunner().invoke(main, ["check", str(suite)])
+    assert result.exit_code == 2
+    line = f"{suite}/tasks/transfer.yaml:35: outcome_assertions[2].check: "
+    assert f"{line}checks.py:money_conserved {reason}" in result.output
+
+
+@pytest.mark.parametrize(
+    "signature",
+    ["(s0, sT)", "(*states)", "(s0, sT, extra=None)", "(s0, /, sT)", "(*args, **kwargs)"],
+)
+def test_checks_callable_as_a_check_in_any_spelling_still_load(
+    tmp_path: Path, signature: str
+) -> None:
+    suite = tmp_path / "bank"
+    shutil.copytree(BANK, suite)
+    checks = suite / "checks.py"
+    checks.write_text(
+        checks.read_text() + f"\n\ndef money_conserved{signature}:\n    return True\n"
+    )
+    result = CliRunner().invoke(main, ["check", str(suite)])
+    assert result.exit_code == 0, result.output
