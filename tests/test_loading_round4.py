@@ -533,3 +533,17 @@ def test_checks_callable_as_a_check_in_any_spelling_still_load(
     )
     result = CliRunner().invoke(main, ["check", str(suite)])
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["show", ""], ["runs", ""], ["verify", ""], ["report", ""], ["regress", "", "--into", "x"]],
+    ids=["show", "runs", "verify", "report", "regress"],
+)
+def test_an_empty_id_is_refused_not_taken_as_the_only_one(
+    args: list[str], stored: tuple[Path, str, str]
+) -> None:
+    """`groundstate show "$RUN"` with RUN unset picked the store's only run without a word."""
+    result = CliRunner().invoke(main, [*args, "--store", str(stored[0])])
+    assert result.exit_code == 2
+    assert result.output == "error: an empty id names nothing: give an id, or a prefix of one\n"
