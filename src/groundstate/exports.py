@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import zipfile
 from datetime import UTC, datetime
 from importlib import metadata
@@ -66,7 +67,7 @@ def export_batch(
 def _check_destination(store: RunStore, out: Path) -> None:
     """Refuse to write over the store itself, its SQLite files or its artifacts: opening
     ``--out`` for writing would truncate the evidence before a byte is exported."""
-    target = Path(out).resolve()
+    target = Path(os.path.realpath(out))  # a link loop is refused by the open, not here
     database = store.path.resolve()
     if target in (database, *side_files(database)) or target.is_relative_to(
         store.artifacts.resolve()

@@ -1394,7 +1394,16 @@ def _prefixed(prefix: str) -> tuple[str, str]:
     """The id range that starts with *prefix*, exactly (``BETWEEN``): LIKE would read ``%``
     and ``_`` typed by a user as wildcards (``report %`` picking some batch) and ignore case;
     the range also uses the primary key's index."""
+    require_id(prefix)
     return prefix, prefix + chr(0x10FFFF)
+
+
+def require_id(prefix: str) -> str:
+    """*prefix*, refused when empty (``show "$RUN"`` with RUN unset): it would pick a store's
+    only run or batch without a word."""
+    if not prefix:
+        raise StoreError("an empty id names nothing: give an id, or a prefix of one")
+    return prefix
 
 
 def _cannot_write(exc: sqlite3.OperationalError) -> bool:

@@ -10,6 +10,8 @@ or jinja2 (``tests/test_startup.py`` holds every command module to this).
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from groundstate import __version__
-from groundstate.errors import GroundstateError
+from groundstate.errors import GroundstateError, one_line
 from groundstate.paths import DEFAULT_STORE
 
 if TYPE_CHECKING:
@@ -39,6 +41,9 @@ def console() -> Console:
     return Console() if sys.stdout.isatty() else Console(width=140)
 
 
+_LINK_LOOP = re.compile(r"Symlink loop from '(.*)'", re.DOTALL)
+
+
 class _Group(click.Group):
     """Turns user errors into one clear line and exit code 2, never a traceback."""
 
@@ -47,6 +52,18 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except GroundstateError as exc:
             click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+        except OSError as exc:  # a path given that cannot be made or read: a parent is a
+            if exc.filename is None:  # file, a link loops, the disk is full or read-only
+                raise
+            where = one_line(os.fsdecode(exc.filename))
+            click.echo(f"error: {where}: {exc.strerror or exc}", err=True)
+            sys.exit(2)
+        except RuntimeError as exc:  # Python 3.11's Path.resolve() on a link loop (an OSError
+            loop = _LINK_LOOP.fullmatch(str(exc))  # from 3.13, caught above)
+            if loop is None:
+                raise
+            click.echo(f"error: {one_line(loop[1])}: a loop of symbolic links", err=True)
             sys.exit(2)
 
 

@@ -55,8 +55,11 @@ def check_env(kind: str | None, fixture: Path | None, as_json: bool) -> None:
         raise SpecError(fixture, None, "fixture file not found")
     known = environment_kinds()
     if kind is not None and kind not in known:
-        raise SpecError(Path(kind), None, f"unknown environment kind (known: {', '.join(known)})")
+        known_kinds = ", ".join(known)  # the kind shown quoted: '' is not the folder "."
+        raise SpecError("KIND", None, f"unknown environment kind {kind!r} (known: {known_kinds})")
     kinds = [kind] if kind else known
+    if fixture is not None:
+        _require_fitting(fixture, kinds)
     results = [_check(name, fixture) for name in kinds]
     if as_json:
         click.echo(json.dumps(results, indent=2))
@@ -65,6 +68,37 @@ def check_env(kind: str | None, fixture: Path | None, as_json: bool) -> None:
             _print(result)
     if not all(result["conforms"] for result in results):
         sys.exit(1)
+
+
+def _require_fitting(fixture: Path, kinds: list[str]) -> None:
+    """A fixture that *kinds* cannot build from (a folder for a relational kind, a file for a
+    workspace kind, a file that does not build) is one error naming its file and line (exit
+    2), not every contract test "crashed" with the same cause."""
+    from groundstate.environments.registry import environment_capabilities
+    from groundstate.validation.conformance import CONFORMANCE_CLOCK
+    from groundstate.validation.static import fixture_build_problem
+
+    relational = [kind for kind in kinds if "sql" in environment_capabilities(kind)]
+    others = [kind for kind in kinds if kind not in relational]
+    if fixture.is_dir() and relational:
+        raise SpecError(
+            fixture,
+            None,
+            f"a folder: {', '.join(relational)} build from a .sql, .yaml or .json fixture file "
+            "(name a workspace kind to check a folder)",
+        )
+    if not fixture.is_dir() and others:
+        raise SpecError(
+            fixture,
+            None,
+            f"not a folder: {', '.join(others)} build from a folder "
+            "(name a relational kind, such as sqlite, to check a fixture file)",
+        )
+    if not relational:  # a workspace folder is checked by the kind itself
+        return
+    problem = fixture_build_problem(fixture, CONFORMANCE_CLOCK)
+    if problem is not None:
+        raise SpecError(problem.file, problem.field, problem.reason, line=problem.line)
 
 
 def _check(kind: str, fixture: Path | None) -> dict[str, Any]:

@@ -42,7 +42,9 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
     from groundstate.store import RunStore
 
     with RunStore(store, create=False) as run_store:
-        ids = [resolve_batch(run_store, batch_id)] if batch_id else run_store.batch_ids()
+        ids = (
+            [resolve_batch(run_store, batch_id)] if batch_id is not None else run_store.batch_ids()
+        )
         checks = [run_store.verify(b) for b in ids]
     if as_json:
         click.echo(json.dumps([_check_json(c) for c in checks], indent=2))
@@ -60,7 +62,9 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
 
 def resolve_batch(run_store: RunStore, prefix: str) -> str:
     """The one batch id starting with *prefix*, read from the table, not the record."""
-    ids = [b for b in run_store.batch_ids() if b.startswith(prefix)]
+    from groundstate.store import require_id
+
+    ids = [b for b in run_store.batch_ids() if b.startswith(require_id(prefix))]
     if not ids:
         raise StoreError(f"no batch {prefix} in the run store {run_store.path}")
     if len(ids) > 1:

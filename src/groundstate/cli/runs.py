@@ -18,6 +18,7 @@ from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import echo_resume, interruptible, report_interrupted
+from groundstate.errors import SpecError
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -47,6 +48,17 @@ FAIL_UNDER_OPTION = click.option(
     help="Exit 4 if METRIC (success_rate, pass@K, pass^K) is below VALUE (repeatable).",
 )
 
+MAX_ATTEMPTS = 100_000
+"""Most attempts per task ``run`` plans: a batch's attempts are planned whole before the first
+runs, and 10^25 of them was the kernel's out-of-memory kill, not an error."""
+
+
+def _not_nan(value: float) -> float:
+    if value != value:
+        raise click.BadParameter("nan is not a number in the range")
+    return value
+
+
 HTML_OPTION = click.option(
     "--html",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -66,7 +78,7 @@ HTML_OPTION = click.option(
 )
 @click.option(
     "--attempts",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_ATTEMPTS),  # past it the plan alone fills memory
     default=1,
     show_default=True,
     help="Attempts per task.",
@@ -281,7 +293,9 @@ def _exit_on_verdict(data: dict[str, Any], verdicts: list[dict[str, Any]]) -> No
 @main.command()
 @click.argument("batch_id", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option(  # numpy's generators take no negative seed
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Bootstrap seed."
+)
 @FAIL_UNDER_OPTION
 @click.option(
     "--k-over-supporting",
@@ -489,7 +503,7 @@ def _write(path: Path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise click.ClickException(f"cannot write {path}: {exc.strerror}") from None
+        raise SpecError(path, None, f"cannot write: {exc.strerror}") from None
 
 
 def _print_report(console: Console, data: dict[str, Any]) -> None:
@@ -579,10 +593,13 @@ def _run_json(run: AgentRun) -> dict[str, Any]:
 @click.argument("batch_a")
 @click.argument("batch_b")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option(  # numpy's generators take no negative seed
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Bootstrap seed."
+)
 @click.option(
     "--fdr",
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    callback=lambda _ctx, _param, value: _not_nan(value),  # NaN passes FloatRange's bounds
     default=DEFAULT_FDR,
     show_default=True,
     help="False discovery rate of the per-task tests (Benjamini-Hochberg).",

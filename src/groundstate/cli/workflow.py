@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import shlex
 from importlib.resources import files
 from importlib.resources.abc import Traversable
@@ -216,9 +217,9 @@ def init(name: Path) -> None:
     ``groundstate validate NAME`` and ``groundstate run NAME --system NAME/system.yaml``
     work at once. Edit from there.
     """
-    if name.exists() and (not name.is_dir() or any(name.iterdir())):
+    if os.path.lexists(name) and (not name.is_dir() or any(name.iterdir())):
         raise GroundstateError(f"{name} exists and is not an empty folder: choose a new name")
-    suite_name = name.resolve().name
+    suite_name = Path(os.path.realpath(name)).name  # realpath: a link loop raises nothing
     names = {"{{name}}": suite_name, "{{system_name}}": f"{suite_name}-rules"}
     written = _copy_template(files("groundstate").joinpath(TEMPLATE), name, names)
     click.echo(f"made suite {suite_name!r} in {name} ({written} files). Next:")

@@ -174,6 +174,8 @@ def _jsonl_rows(path: Path, text: str) -> Iterator[tuple[int, dict[str, Any]]]:
             raw = json.loads(content, object_pairs_hook=_once)
         except ValueError as exc:
             raise LabelFileError(path, line, f"not JSON: {exc}") from None
+        except RecursionError:
+            raise LabelFileError(path, line, "not JSON: nested too deeply") from None
         if not isinstance(raw, dict):
             raise LabelFileError(path, line, "expected a JSON object per line")
         yield line, {**raw, "labels": [] if raw.get("labels") is None else raw["labels"]}

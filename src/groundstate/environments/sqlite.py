@@ -11,7 +11,6 @@ connection graders use.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import pickle
 import shutil
@@ -73,7 +72,7 @@ from groundstate.errors import (
     ToolError,
 )
 from groundstate.spec.canonical import SettledFileCache, hash_file
-from groundstate.spec.files import decode_utf8, load_model
+from groundstate.spec.files import decode_utf8, load_model, parse_json
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import TMPDIR_ENV, make_workdir, process_dir, temp_root
 
@@ -1007,7 +1006,7 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
         raise ValueError("expected a .sql, .yaml or .json fixture")
     if fixture.suffix == ".json":
         text = decode_utf8(fixture, fixture.read_bytes())
-        data = load_model(fixture, _DataFixture, data=json.loads(text))
+        data = load_model(fixture, _DataFixture, data=parse_json(fixture, text))
     else:  # the hardened loader every YAML file of groundstate goes through
         data = load_model(fixture, _DataFixture)
     connection.executescript(data.schema_sql)
@@ -1016,7 +1015,8 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
         for i, row in enumerate(rows):
             try:
                 _insert(connection, table, row)
-            except sqlite3.Error as exc:  # named by its place in the file, as other errors are
+            except (sqlite3.Error, OverflowError) as exc:  # named by its place in the file,
+                # as other errors are (an integer past 64 bits overflows, not an sqlite3.Error)
                 raise SpecError(fixture, f"rows.{table}[{i}]", str(exc)) from exc
     connection.execute("COMMIT")
 

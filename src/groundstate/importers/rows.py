@@ -274,6 +274,8 @@ def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:
         raise SpecError(where, None, "not UTF-8 text") from None
     except RecursionError:
         raise SpecError(where, None, "not readable JSON: nested too deeply") from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise SpecError(where, None, f"not valid JSON: {exc}") from None
     except _DoubledKey:
         found = _doubled(json.loads(text, object_pairs_hook=_Doubled.mark))
         field = f"{found[0]}.{found[1]}".lstrip(".") if found else None

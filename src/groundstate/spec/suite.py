@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -388,7 +389,9 @@ def _check_constraint_sets(root: Path, sets: ConstraintSets) -> Iterator[SpecErr
         for i, constraint in enumerate(constraints):
             if isinstance(constraint, PythonConstraint):
                 field_name = f"constraint_sets.{name}[{i}].check"
-                yield from _check_python_ref(root, constraint.check, root / SUITE_FILE, field_name)
+                yield from _check_python_ref(
+                    root, constraint.check, root / SUITE_FILE, field_name, CONSTRAINT_CALL
+                )
 
 
 def _load_task(task_file: Path, sets: ConstraintSets) -> AgentTask:
@@ -432,12 +435,14 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
     for i, assertion in enumerate(task.outcome_assertions):
         if isinstance(assertion, PythonAssertion):
             yield from _check_python_ref(
-                suite.root, assertion.check, task_file, f"outcome_assertions[{i}].check"
+                suite.root, assertion.check, task_file, f"outcome_assertions[{i}].check", CHECK_CALL
             )
         if isinstance(assertion, JudgeAssertion):
             where = f"outcome_assertions[{i}].judge"
             if isinstance(assertion.judge, str):
-                yield from _check_python_ref(suite.root, assertion.judge, task_file, where)
+                yield from _check_python_ref(
+                    suite.root, assertion.judge, task_file, where, JUDGE_CALL
+                )
             else:
                 yield from _check_model_judge(suite.root, assertion.judge, task_file, where)
             if outside(suite.root, suite.root / assertion.labels):
@@ -452,8 +457,9 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
     # A set's Python checks were checked with suite.yaml; index the task's own as in its file.
     for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
         if isinstance(constraint, PythonConstraint):
+            where = f"hard_process_constraints[{i}].check"
             yield from _check_python_ref(
-                suite.root, constraint.check, task_file, f"hard_process_constraints[{i}].check"
+                suite.root, constraint.check, task_file, where, CONSTRAINT_CALL
             )
 
 
@@ -512,8 +518,19 @@ def _check_assertion_kinds(suite: Suite, task: AgentTask, task_file: Path) -> It
                 yield SpecError(task_file, f"{where}.tests", problem)
 
 
-def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iterator[SpecError]:
-    """A check must name a function of a Python file of the suite, which must import."""
+CHECK_CALL = ("s0", "sT")
+"""How an outcome assertion's Python check is called."""
+CONSTRAINT_CALL = ("trace", "s0")
+"""How a Python constraint's check is called."""
+JUDGE_CALL = ("s0", "sT", "final_message", "trace")
+"""How a Python judge is called."""
+
+
+def _check_python_ref(
+    root: Path, ref: str, file: Path, field_name: str, called_as: tuple[str, ...]
+) -> Iterator[SpecError]:
+    """A check must name a function of a Python file of the suite, which must import, and
+    which can be called as *called_as* and return its verdict (not a coroutine)."""
     file_name, _, function = ref.partition(":")
     if function and outside(root, root / file_name):
         yield _outside_error(file, field_name, root / file_name, file_name)
@@ -533,6 +550,29 @@ def _check_python_ref(root: Path, ref: str, file: Path, field_name: str) -> Iter
         defined = [key for key, value in vars(module).items() if callable(value)]
         hint = did_you_mean(function, defined)
         yield SpecError(file, field_name, f"{file_name} has no function {function!r}{hint}")
+        return
+    problem = _call_problem(getattr(module, function), called_as)
+    if problem is not None:
+        yield SpecError(file, field_name, f"{ref} {problem}")
+
+
+def _call_problem(fn: Callable[..., Any], called_as: tuple[str, ...]) -> str | None:
+    """Why *fn* cannot give a verdict when called as ``fn(*called_as)``, or None. Found at load
+    time: at grading, every attempt would end as a grader failure for the same reason."""
+    shown = f"({', '.join(called_as)})"
+    if inspect.isclass(fn):
+        return f"is a class: a check is a function called as {shown}"
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        return f"is async: a check is called as {shown} and returns its verdict, not awaited"
+    if inspect.isgeneratorfunction(fn):
+        return "is a generator (it yields): a check returns its verdict"
+    try:
+        inspect.signature(fn).bind(*called_as)
+    except TypeError as exc:
+        return f"cannot be called as {shown}: {exc}"
+    except ValueError:  # a builtin without a signature: it is called as it is
+        return None
+    return None
 
 
 def _load_solutions(suite: Suite, task: AgentTask, report: Report) -> dict[str, Solution]:

@@ -7,7 +7,6 @@ ignored rather than refused. A missing file or a field of the wrong shape is a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -15,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from groundstate.errors import SpecError
+from groundstate.spec.files import parse_json
 
 FILES = ("db.json", "tasks.json", "policy.md")
 """The files an import needs; ``tools_interface.json`` and ``split_tasks.json`` are optional."""
@@ -268,9 +268,10 @@ def _unique_ids(path: Path, tasks: list[Tau2Task]) -> None:
 
 def _json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise SpecError(path, None, f"not readable JSON: {exc}") from exc
+    return parse_json(path, text)
 
 
 def _task(path: Path, index: int, raw: Any) -> Tau2Task:

@@ -56,7 +56,7 @@ def check_lock(suite: Suite) -> list[str]:
     try:
         locked = json.loads(path.read_text(encoding="utf-8"))
         locked_tasks, locked_files = locked["tasks"], locked["files"]
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
         return [f"{LOCK_FILE} is unreadable ({type(exc).__name__}: {exc}); lock the suite again"]
     if not _is_lock_shape(locked_tasks, locked_files):  # hand-edited, or another tool's file
         return [f"{LOCK_FILE} is unreadable (not a suite lock); lock the suite again"]

@@ -16,6 +16,7 @@ the grader is repaired to accept it (see docs/diagnosis.md).
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -149,10 +150,11 @@ def _original_task(run: AgentRun, suite: Suite) -> AgentTask:
 
 def _prepare_suite(suite: Suite, task: AgentTask, target: Path) -> None:
     """Make sure the suite at *target* has every file the new task needs, identical."""
-    if target.resolve() == suite.root.resolve():
+    if os.path.realpath(target) == os.path.realpath(suite.root):  # realpath: loops too
         return
-    if target.exists() and not target.is_dir():
-        raise RegressionRefused(f"{target} is a file, not a suite folder")
+    if os.path.lexists(target) and not target.is_dir():
+        what = "a file" if target.exists() else "a link that leads to no folder"
+        raise RegressionRefused(f"{target} is {what}, not a suite folder")
     if not (target / "suite.yaml").is_file():
         _scaffold(suite, target)
     config = load_model(target / "suite.yaml", SuiteConfig)

@@ -23,6 +23,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -308,6 +309,20 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
         return [_fixture_problem(fixture, exc)]
 
 
+def fixture_build_problem(fixture: Path, clock: datetime) -> SuiteProblem | None:
+    """Why *fixture* (a relational fixture file: other kinds build from its SQLite image)
+    does not build into an environment with a table, located as ``check`` locates it; None
+    when it does. ``check-env --fixture`` asks this first: a broken fixture is the user's
+    mistake (exit 2), not a broken promise of the environment kind."""
+    try:
+        with SqliteEnvironment(fixture, clock=clock) as env:
+            if not env.snapshot().tables:
+                return SuiteProblem(file=str(fixture), reason="defines no table to probe")
+    except EnvironmentFailure as exc:
+        return _fixture_problem(fixture, exc)
+    return None
+
+
 def _declared_types(query: Query, table: str) -> dict[str, str]:
     quoted = '"' + table.replace('"', '""') + '"'
     types = {row[1]: str(row[2]).upper() for row in query(f"PRAGMA table_info({quoted})")}
@@ -346,6 +361,9 @@ def _line_text(path: Path, line: int) -> str:
 
 def _first_failing_statement(script: str, first_line: int) -> tuple[int, str] | None:
     """Run *script* one complete statement at a time; the first that fails, with its line."""
+    if "\0" in script:  # SQLite's API refuses the whole script, naming no statement
+        nul = script.index("\0")
+        return first_line + script.count("\n", 0, nul), "a NUL character, which SQL cannot hold"
     pending, start = "", first_line
     with closing(sqlite3.connect(":memory:", isolation_level=None)) as db:
         for number, text in enumerate(script.splitlines(keepends=True), first_line):
