@@ -262,7 +262,7 @@ class BatchRunner:
     async def _resume(self, batch_id: str, concurrency: int, preflight: bool) -> BatchResult:
         batch = self.store.batch(batch_id)
         self.batch_id = batch.batch_id
-        _check_resumable(batch, self.suite, self.system)
+        check_resumable(batch, self.suite, self.system)
         return await self._complete(batch, concurrency, verify=True, preflight=preflight)
 
     async def preflight(self) -> None:
@@ -533,7 +533,9 @@ def _unfinished(last: AgentRun | None, max_retries: int) -> bool:
     return last is None or (not last.valid and last.retry < max_retries)
 
 
-def _check_resumable(batch: BatchInfo, suite: Suite, system: SystemSpec) -> None:
+def check_resumable(batch: BatchInfo, suite: Suite, system: SystemSpec) -> None:
+    """Refuse (:class:`ResumeMismatch`) to resume *batch* with another suite or system than
+    it started with, or a batch that was imported rather than run."""
     if batch.source != "groundstate":  # its rows came from a file: there is nothing to rerun
         raise ResumeMismatch(
             f"cannot resume batch {batch.batch_id}: it was imported ({batch.source}, from "
