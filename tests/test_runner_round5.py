@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +206,44 @@ def test_a_copied_store_resumes_on_its_own_with_more_concurrency(
             assert {p.run_id for p in check.problems} <= {r.run_id for r in original.runs(batch_id)}
 
 
+@contextmanager
+def _killed_in_smoke_run(world: World, tmp_path: Path, *more: str) -> Iterator[None]:
+    """``run`` with *more* in a subprocess, held in the smoke run of its checks (before any
+    try) while the body runs, then killed with SIGKILL."""
+    hold = tmp_path / "hold"
+    hold.touch()
+    suite, system, store = world
+    args = ["run", str(suite), "--system", str(system), "--store", str(store), *more]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "groundstate.cli", *args],
+        env={**os.environ, "ROUND5_HOLD": str(hold)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not Path(f"{hold}.started").exists():
+            assert proc.poll() is None, "the run ended before its smoke run"
+            assert time.monotonic() < deadline, "no smoke run within 60 s"
+            time.sleep(0.02)
+        yield
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        hold.unlink()
+
+
+def test_sigkill_during_the_starts_checks_stores_no_batch(template: Path, tmp_path: Path) -> None:
+    world = _world(template, tmp_path, max_retries=2, max_invalid_rate=1)
+    with _killed_in_smoke_run(world, tmp_path, "--task", "transfer", "--attempts", "3"):
+        pass
+    assert not _batches(world[2])  # nothing to resume: the batch is stored after its checks
+    result = _cli(world, "--task", "transfer", "--attempts", "3")
+    assert result.exit_code == 0, result.output
+    stored = _tries(world[2], _only_batch(world[2]))
+    assert sorted({(t, a) for t, a, _, _ in stored}) == [("transfer", n) for n in range(1, 4)]
+
+
 def test_sigkill_during_the_resumes_checks_then_resume_completes(
     template: Path, tmp_path: Path
 ) -> None:
@@ -212,29 +252,10 @@ def test_sigkill_during_the_resumes_checks_then_resume_completes(
     world = _world(template, tmp_path, max_retries=2, max_invalid_rate=1)
     batch_id = _partial(world, tmp_path, attempts=5, stop=2)
     before = _tries(world[2], batch_id)
-    hold = tmp_path / "hold"
-    hold.touch()
-    suite, system, store = world
-    args = ["run", str(suite), "--system", str(system), "--resume", batch_id]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "groundstate.cli", *args, "--store", str(store)],
-        env={**os.environ, "ROUND5_HOLD": str(hold)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not Path(f"{hold}.started").exists():
-            assert proc.poll() is None, "the resume ended before its smoke run"
-            assert time.monotonic() < deadline, "no smoke run within 60 s"
-            time.sleep(0.02)
-        with RunStore(store) as runs:
-            assert runs.lease(batch_id) is not None  # held by the process about to die
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    store = world[2]
+    with _killed_in_smoke_run(world, tmp_path, "--resume", batch_id), RunStore(store) as runs:
+        assert runs.lease(batch_id) is not None  # held by the process about to die
     assert _tries(store, batch_id) == before
-    hold.unlink()
     result = _cli(world, "--resume", batch_id)
     assert result.exit_code == 0, result.output
     stored = _tries(store, batch_id)
@@ -344,3 +365,23 @@ def test_a_policy_key_the_runner_does_not_apply_is_refused(
 def _batches(store: Path) -> list[Any]:
     with RunStore(store) as runs:
         return runs.batch_summaries()
+
+
+def test_a_batch_started_in_process_resumes_on_a_process_pool(
+    template: Path, tmp_path: Path
+) -> None:
+    """Records do not depend on where attempts ran: the resume on another executor stores
+    each missing attempt once, with the seeds the batch planned."""
+    world = _world(template, tmp_path, max_retries=2, max_invalid_rate=1)
+    batch_id = _partial(world, tmp_path, attempts=6, stop=2)
+    before = _tries(world[2], batch_id)
+    result = _cli(world, "--resume", batch_id, "--executor", "process", "--concurrency", "2")
+    assert result.exit_code == 0, result.output
+    stored = _tries(world[2], batch_id)
+    assert set(before) <= set(stored)
+    assert sorted({(t, a) for t, a, _, _ in stored}) == [("transfer", n) for n in range(1, 7)]
+    assert len({(t, a, r) for t, a, r, _ in stored}) == len(stored)
+    with RunStore(world[2]) as runs:
+        for run in runs.runs(batch_id):
+            assert run.seed == derive_seed(0, run.task_id, run.attempt)
+        assert runs.verify(batch_id).ok
