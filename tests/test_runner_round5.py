@@ -385,3 +385,25 @@ def test_a_batch_started_in_process_resumes_on_a_process_pool(
         for run in runs.runs(batch_id):
             assert run.seed == derive_seed(0, run.task_id, run.attempt)
         assert runs.verify(batch_id).ok
+
+
+def test_a_task_the_batch_does_not_run_cannot_stop_it_at_the_reset_check(
+    template: Path, tmp_path: Path
+) -> None:
+    """Found here: the checks before a batch reset-checked every task of the suite, so a
+    ``--task transfer`` batch (and its resume) was aborted by another task's reset check,
+    although only the chosen tasks are validated (docs/workflow.md)."""
+    world = _world(template, tmp_path, max_retries=2, max_invalid_rate=1)
+    broken = world[0] / "tasks" / "broken.yaml"
+    task = yaml.safe_load(broken.read_text())
+    task["reset_check"] = {**task.get("reset_check", {}), "initial_state_hash": "0" * 64}
+    broken.write_text(yaml.safe_dump(task))
+    whole = _cli(world, "--allow-invalid")
+    assert whole.exit_code == 2, whole.output
+    assert "reset check failed for task 'broken'" in whole.output
+    assert not _batches(world[2])
+    batch_id = _partial(world, tmp_path, attempts=4, stop=1)
+    result = _cli(world, "--resume", batch_id)
+    assert result.exit_code == 0, result.output
+    stored = _tries(world[2], batch_id)
+    assert sorted({(t, a) for t, a, _, _ in stored}) == [("transfer", n) for n in range(1, 5)]
