@@ -3,11 +3,10 @@
 Before any agent attempt, the system is built, the environment of every task the batch runs
 is built and reset-checked, the suite's canary task runs its oracle solution, and the system
 under test is smoke-run once on the canary (or the first task); if any of these fails, the
-batch aborts
-before anything is stored. The smoke run is not stored; it only proves that the system can be
-built and can start: it aborts the batch when it ends as ``harness_compatibility_failure`` or
-when the agent crashes before its first action. Invalid attempts
-(environment or grader failures) are rerun up to the system's ``invalid_run_policy.
+batch aborts before anything is stored. The smoke run is not stored; it only proves that the
+system can be built and can start: it aborts the batch when it ends as
+``harness_compatibility_failure`` or when the agent crashes before its first action. Invalid
+attempts (environment or grader failures) are rerun up to the system's ``invalid_run_policy.
 max_retries``; every try is stored, each rerun linked to the try it replaces.
 
 A batch is leased to the process running it (see :meth:`RunStore.acquire_lease`): a second
