@@ -115,11 +115,11 @@ def _only_batch(store: Path) -> str:
         return runs.batch().batch_id
 
 
-def _partial(world: World, tmp_path: Path, attempts: int, stop: int) -> str:
+def _partial(world: World, tmp_path: Path, attempts: int, stop: int, *more: str) -> str:
     """A batch of *attempts* on ``transfer`` stopped by SIGINT after *stop* agent attempts
     (exit 130); returns its id."""
     env = {"ROUND5_COUNT": str(tmp_path / "count"), "ROUND5_STOP_AT": str(stop)}
-    result = _cli(world, "--task", "transfer", "--attempts", str(attempts), env=env)
+    result = _cli(world, "--task", "transfer", "--attempts", str(attempts), *more, env=env)
     assert result.exit_code == 130, result.output
     return _only_batch(world[2])
 
@@ -407,3 +407,17 @@ def test_a_task_the_batch_does_not_run_cannot_stop_it_at_the_reset_check(
     assert result.exit_code == 0, result.output
     stored = _tries(world[2], batch_id)
     assert sorted({(t, a) for t, a, _, _ in stored}) == [("transfer", n) for n in range(1, 5)]
+
+
+def test_a_resume_keeps_the_batch_seed_given_at_the_start(template: Path, tmp_path: Path) -> None:
+    """The batch's --seed is stored with it: a resume without --seed derives every attempt's
+    seed from it (not from the default 0), at another concurrency too."""
+    world = _world(template, tmp_path, max_retries=2, max_invalid_rate=1)
+    batch_id = _partial(world, tmp_path, 6, 2, "--seed", "7")
+    result = _cli(world, "--resume", batch_id, "--concurrency", "3")
+    assert result.exit_code == 0, result.output
+    with RunStore(world[2]) as runs:
+        stored = runs.runs(batch_id)
+    assert sorted({r.attempt for r in stored}) == list(range(1, 7))
+    assert all(r.seed == derive_seed(7, r.task_id, r.attempt) for r in stored)
+    assert any(r.seed != derive_seed(0, r.task_id, r.attempt) for r in stored)
