@@ -1,12 +1,12 @@
 """Batches: every task of a suite, attempted N times by one system, each attempt stored.
 
-Before any agent attempt, the system is built, every task's environment is built and
-reset-checked, the suite's canary task runs its oracle solution, and the system under test is
-smoke-run once on the canary (or the first task); if any of these fails, the batch aborts
-before anything is stored. The smoke run is not stored; it only proves that the system can be
-built and can start: it aborts the batch when it ends as ``harness_compatibility_failure`` or
-when the agent crashes before its first action. Invalid attempts
-(environment or grader failures) are rerun up to the system's ``invalid_run_policy.
+Before any agent attempt, the system is built, the environment of every task the batch runs
+is built and reset-checked, the suite's canary task runs its oracle solution, and the system
+under test is smoke-run once on the canary (or the first task); if any of these fails, the
+batch aborts before anything is stored. The smoke run is not stored; it only proves that the
+system can be built and can start: it aborts the batch when it ends as
+``harness_compatibility_failure`` or when the agent crashes before its first action. Invalid
+attempts (environment or grader failures) are rerun up to the system's ``invalid_run_policy.
 max_retries``; every try is stored, each rerun linked to the try it replaces.
 
 A batch is leased to the process running it (see :meth:`RunStore.acquire_lease`): a second
@@ -24,7 +24,7 @@ import gc
 import hashlib
 import signal
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -253,7 +253,7 @@ class BatchRunner:
             self._executor.close()
 
     async def _start(self, config: BatchConfig) -> BatchResult:
-        await self.preflight()
+        await self.preflight(config.tasks)
         batch = plan_batch(self.suite, self.system, config, self._executor.name)
         self.store.add_batch(batch)
         self.batch_id = batch.batch_id
@@ -262,17 +262,21 @@ class BatchRunner:
     async def _resume(self, batch_id: str, concurrency: int, preflight: bool) -> BatchResult:
         batch = self.store.batch(batch_id)
         self.batch_id = batch.batch_id
-        _check_resumable(batch, self.suite, self.system)
+        check_resumable(batch, self.suite, self.system)
         return await self._complete(batch, concurrency, verify=True, preflight=preflight)
 
-    async def preflight(self) -> None:
-        """Fail before any batch is stored: the agent must load, every reset must check
-        out, the canary's oracle must pass, and the system must start on the canary.
+    async def preflight(self, tasks: Collection[str] | None = None) -> None:
+        """Fail before any batch is stored: the agent must load, the reset of every task
+        the batch runs (*tasks*; default every task of the suite) must check out, the
+        canary's oracle must pass, and the system must start on the canary (or the first
+        task run). A task the batch does not run cannot stop it (a ``--task`` run beside a
+        task whose reset check fails, or the resume of such a batch).
 
         The canary and the smoke run go through the executor, so a system that cannot be
         built or run where the attempts will run (a worker, a cluster node) stops here too."""
         self._build_agent()  # first: a system that cannot be built wastes no resets
-        for task in self.suite.tasks.values():
+        chosen = sorted(self.suite.tasks if tasks is None else tasks)
+        for task in (self.suite.tasks[task_id] for task_id in chosen):
             self.interrupt.check()
             try:
                 with self.make_env(task, self.suite) as env:
@@ -284,7 +288,7 @@ class BatchRunner:
         if canary is not None:
             await self._run_canary(canary)
             self.interrupt.check()
-        await self._smoke_run(canary or min(self.suite.tasks))
+        await self._smoke_run(canary or min(chosen, default=min(self.suite.tasks)))
         self.interrupt.check()
 
     def _build_agent(self) -> Agent:
@@ -352,7 +356,7 @@ class BatchRunner:
             if verify:
                 self._verify(batch.batch_id)
             if preflight:
-                await self.preflight()
+                await self.preflight(tuple(batch.task_revisions))
             return await self._run_missing(batch, concurrency)
         finally:
             beat.cancel()
@@ -533,7 +537,9 @@ def _unfinished(last: AgentRun | None, max_retries: int) -> bool:
     return last is None or (not last.valid and last.retry < max_retries)
 
 
-def _check_resumable(batch: BatchInfo, suite: Suite, system: SystemSpec) -> None:
+def check_resumable(batch: BatchInfo, suite: Suite, system: SystemSpec) -> None:
+    """Refuse (:class:`ResumeMismatch`) to resume *batch* with another suite or system than
+    it started with, or a batch that was imported rather than run."""
     if batch.source != "groundstate":  # its rows came from a file: there is nothing to rerun
         raise ResumeMismatch(
             f"cannot resume batch {batch.batch_id}: it was imported ({batch.source}, from "

@@ -174,7 +174,13 @@ def run(
     from groundstate.executors import make_executor
     from groundstate.gates import check_attempts, gate_results, parse_gate
     from groundstate.report.terminal import batch_table
-    from groundstate.runner import BatchConfig, BatchRunner, Interrupted, InterruptFlag
+    from groundstate.runner import (
+        BatchConfig,
+        BatchRunner,
+        Interrupted,
+        InterruptFlag,
+        check_resumable,
+    )
     from groundstate.selection import select_tasks
     from groundstate.spec.system import load_system
     from groundstate.store import RunStore
@@ -200,7 +206,14 @@ def run(
             total = len(chosen or loaded_suite.tasks) * attempts
             with RunStore(store) as run_store:
                 if resume_id is not None:
-                    _refuse_new_plan(run_store.batch(resume_id), attempts=attempts, seed=seed)
+                    planned = run_store.batch(resume_id)
+                    _refuse_new_plan(planned, attempts=attempts, seed=seed)
+                    # Before validating: a changed suite is refused as such, and only the
+                    # tasks the batch chose are validated (another task of the suite that
+                    # is invalid refused the resume of a batch that never ran it).
+                    check_resumable(planned, loaded_suite, system)
+                    chosen = tuple(sorted(planned.task_revisions))
+                    total = len(chosen) * planned.attempts
                 invalid = require_valid(
                     _only(loaded_suite, chosen), run_store, allow_invalid=allow_invalid
                 )

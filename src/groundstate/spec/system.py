@@ -272,7 +272,13 @@ class BudgetsSection(Section):
 
 
 class InvalidRunPolicy(Section):
-    """Predeclared handling of environment and grader failures (invalid attempts)."""
+    """Predeclared handling of environment and grader failures (invalid attempts).
+
+    Unlike other sections it takes no extra keys: the runner applies only these two fields,
+    so a key such as ``retry_on`` or ``stop_above`` kept "for the record" would read as a
+    policy in force that nothing enforces."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     max_retries: Retries = 2
     """Reruns of an invalid attempt; every try is kept."""
