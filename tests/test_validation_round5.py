@@ -226,3 +226,18 @@ def test_a_cached_validity_is_proven_again_when_a_data_file_a_check_reads_change
         (root / "expected.json").write_text('{"A": 71}')  # the oracle now fails
         again = ensure_valid(load_suite(root), store)["transfer"]
     assert "from-data" in again.check("solvable").detail, again.to_dict()
+
+
+def test_an_oracle_that_reaches_the_state_by_a_forbidden_read_is_not_solvable(
+    tmp_path: Path,
+) -> None:
+    """The task's permissions deny the audit table: an oracle reading it gets there only by a
+    path no agent may take."""
+    root = _bank(tmp_path)
+    oracle = root / "solutions" / "transfer" / "oracle.yaml"
+    data = yaml.safe_load(oracle.read_text())
+    data["steps"].insert(1, {"call": "read_audit", "args": {}})
+    oracle.write_text(yaml.safe_dump(data))
+    solvable = validate_task(load_suite(root), "transfer").check("solvable")
+    assert not solvable.passed and "prohibited_action" in solvable.detail, solvable.detail
+    assert "read_audit" in solvable.detail, solvable.detail
