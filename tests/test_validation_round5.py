@@ -243,3 +243,28 @@ def test_an_oracle_that_reaches_the_state_by_a_forbidden_read_is_not_solvable(
     solvable = validate_task(load_suite(root), "transfer").check("solvable")
     assert not solvable.passed and "prohibited_action" in solvable.detail, solvable.detail
     assert "read_audit" in solvable.detail, solvable.detail
+
+
+# --- a resumed batch is refused only for the tasks it runs -----------------------------------
+
+
+def test_a_resume_validates_the_tasks_of_its_batch_not_the_whole_suite(tmp_path: Path) -> None:
+    """A batch run with --task, interrupted, is resumed by the command it printed (no --task):
+    an invalid task the batch left out must not refuse it, one of its own tasks still must."""
+    root = _bank(tmp_path)
+    task = yaml.safe_load((root / "tasks" / "transfer.yaml").read_text())
+    _only(VACUOUS["fixture-count"], constraint=False)(task)
+    task["task_id"] = "vacuous"
+    (root / "tasks" / "vacuous.yaml").write_text(yaml.safe_dump(task))
+    shutil.copytree(root / "solutions" / "transfer", root / "solutions" / "vacuous")
+    store = str(tmp_path / "runs.db")
+    base = ["run", str(root), "--system", str(SYSTEM), "--store", store]
+    code, _, err = _invoke(*base)
+    assert code == 2 and "vacuous: discriminating" in err, err
+    code, out, err = _invoke(*base, "--task", "transfer", "--json")
+    assert code == 0, err
+    batch_id = json.loads(out)["batch_id"]
+    assert _invoke(*base, "--resume", batch_id)[0] == 0
+    _edit(tmp_path, _only(VACUOUS["always-true"], constraint=False))  # its own task, now invalid
+    code, _, err = _invoke(*base, "--resume", batch_id)
+    assert code == 2 and "1 task(s)" in err and "  transfer: discriminating" in err, err

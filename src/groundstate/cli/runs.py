@@ -200,7 +200,10 @@ def run(
             total = len(chosen or loaded_suite.tasks) * attempts
             with RunStore(store) as run_store:
                 if resume_id is not None:
-                    _refuse_new_plan(run_store.batch(resume_id), attempts=attempts, seed=seed)
+                    resumed = run_store.batch(resume_id)
+                    _refuse_new_plan(resumed, attempts=attempts, seed=seed)
+                    # it runs its batch's tasks: an invalid task it left out is not refused
+                    chosen = tuple(t for t in resumed.task_revisions if t in loaded_suite.tasks)
                 invalid = require_valid(
                     _only(loaded_suite, chosen), run_store, allow_invalid=allow_invalid
                 )
