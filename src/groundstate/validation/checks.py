@@ -308,6 +308,13 @@ def _changes_state(run: AgentRun) -> bool:
     return run.final_state_hash is not None and run.initial_state_hash != run.final_state_hash
 
 
+def _held(run: AgentRun) -> str:
+    """The outcome assertions that held for a straw agent, named so the author knows which
+    ones to make read the change."""
+    held = [r.id for r in run.outcome_assertion_results if r.passed]
+    return f"outcome assertion(s) {', '.join(held)} hold" if held else "no outcome assertion"
+
+
 async def _do_nothing(session: Session) -> None:
     return None
 
@@ -325,14 +332,14 @@ def _straw_agents(proof: Proof) -> tuple[list[str], list[str]]:
     ):
         run = proof.run_agent(agent)
         if run.success:
-            problems.append(f"the {label} passes")
+            problems.append(f"the {label} passes ({_held(run)})")
         elif not run.valid:
             problems.append(f"the {label} gets no verdict: {describe_run(run)}")
         elif all(r.passed for r in run.outcome_assertion_results):
             # failed by a constraint alone: the outcome the task wants is not checked
             problems.append(
                 f"every outcome assertion passes for the {label} ({run.terminal_reason} "
-                "only): none checks the change the oracle makes"
+                f"only): none checks the change the oracle makes ({_held(run)})"
             )
         else:
             notes.append(f"{label} fails ({run.terminal_reason})")

@@ -60,6 +60,11 @@ def check_lock(suite: Suite) -> list[str]:
         return [f"{LOCK_FILE} is unreadable ({type(exc).__name__}: {exc}); lock the suite again"]
     if not _is_lock_shape(locked_tasks, locked_files):  # hand-edited, or another tool's file
         return [f"{LOCK_FILE} is unreadable (not a suite lock); lock the suite again"]
+    if locked.get("format") != LOCK_FORMAT:  # another version's lock records other hashes
+        return [
+            f"{LOCK_FILE} has format {locked.get('format')!r}, not {LOCK_FORMAT};"
+            " lock the suite again"
+        ]
     current = lock_data(suite)
     return _task_lines(locked_tasks, current["tasks"]) + _file_lines(locked_files, current["files"])
 

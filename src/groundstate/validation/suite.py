@@ -3,7 +3,8 @@
 Proving a task replays several solutions, so a batch should not pay for it again when nothing
 the proof depends on has changed. The key hashes the task file and revision, the grader
 revision (assertions, constraints, rubric and check code), the fixture, the tools, the
-solutions and the suite's ``mutation_testing`` switch; any edit to one of them is a cache miss,
+solutions, every file of the suite that belongs to no one task (data files a check or tool
+opens) and the suite's ``mutation_testing`` switch; any edit to one of them is a cache miss,
 and the task is proven again. (Declared equivalent mutants are part of the task file.)
 """
 
@@ -49,6 +50,7 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
             "fixture": hash_path(suite.fixture_path(task)),
             "tools": suite.tools_digest,
             "solutions": task.grader_test_manifest,
+            "shared_files": _shared_files(suite),
             "mutation_testing": suite.config.mutation_testing,
             "tool_robustness": suite.config.tool_robustness,
             # The human labels judge_agreement measures against (not part of the grader).
@@ -66,6 +68,22 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
             **({} if suite.config.environment == "sqlite" else {"env": suite.config.environment}),
         }
     )
+
+
+def _shared_files(suite: Suite) -> dict[str, str]:
+    """The hashes of the suite's files that belong to no one task: suite.yaml, the policy, and
+    any data file a check or a tool reads at run time (``expected.json`` opened next to
+    checks.py), which no import follows. Editing one proves every task again."""
+    # a task's own files are keyed on their own; a fixture may be a folder (workspaces)
+    fixtures = {
+        suite.fixture_path(task).relative_to(suite.root).as_posix() for task in suite.tasks.values()
+    }
+    own = ("tasks/", "solutions/", *(f"{fixture}/" for fixture in fixtures))
+    return {
+        name: sha
+        for name, sha in suite.files.items()
+        if not name.startswith(own) and name not in fixtures
+    }
 
 
 def validate_suite(
