@@ -241,12 +241,12 @@ class McpCommandAgent:
         cgroup = pids_cgroup(self.policy.max_processes)
         serve = _serve_http if self.transport == "http" else _serve_stdio
         with tempfile.TemporaryFile() as stderr:
-            launch = _Launch(functools.partial(self._start, session, stderr, cgroup))
+            launch = _Launch(functools.partial(self._start, session, stderr, cgroup), cgroup)
             try:
                 await serve(launch, bridge, session, deadline)
             finally:
                 if launch.proc is not None:
-                    _kill(launch.proc)
+                    launch.kill()
                     _close(launch.proc.stdout)
                     _keep_artifacts(session, self.command, launch.proc, stderr)
                 if cgroup is not None:
@@ -305,11 +305,21 @@ class _Launch:
     """Starts the program once the transport is ready; keeps it for the clean-up."""
 
     start: Callable[[dict[str, str]], subprocess.Popen[str]]
+    cgroup: Path | None = None
     proc: subprocess.Popen[str] | None = None
 
     def __call__(self, served: dict[str, str]) -> subprocess.Popen[str]:
         self.proc = self.start(served)
         return self.proc
+
+    def kill(self) -> None:
+        """Kill the program, its process group and whatever it started that left the group
+        (``setsid``) but not its cgroup: such a child may hold the program's stdout open, and
+        the pipe reader returns only at the end of that output."""
+        if self.proc is not None:
+            _kill(self.proc)
+        if self.cgroup is not None:
+            kill_cgroup(self.cgroup)
 
 
 def _server(bridge: _Bridge, session: Session) -> Any:
@@ -355,7 +365,7 @@ async def _serve_stdio(launch: _Launch, bridge: _Bridge, session: Session, deadl
             await _exit_of(proc, min(time.monotonic() + FINISH_ANSWER, deadline))
             _close(proc.stdin)
             await _exit_of(proc, min(time.monotonic() + EXIT_GRACE, deadline))
-        _kill(proc)  # before cancelling: the pipe reader returns at the end of its output
+        launch.kill()  # before cancelling: the pipe reader returns at the end of its output
         group.cancel_scope.cancel()
     _close(proc.stdout)
 
@@ -380,7 +390,7 @@ async def _serve_http(launch: _Launch, bridge: _Bridge, session: Session, deadli
         await _until_done(proc, bridge, deadline)
         if bridge.finished:
             await _exit_of(proc, min(time.monotonic() + EXIT_GRACE, deadline))
-        _kill(proc)
+        launch.kill()
         group.cancel_scope.cancel()
     listener.close()
 
@@ -440,7 +450,9 @@ async def _pipe_streams(proc: subprocess.Popen[str]) -> AsyncIterator[tuple[Any,
 
     async def read() -> None:
         async with to_server:
-            with suppress(OSError, ValueError):  # the pipe closed under a read: the end
+            # The pipe closed under a read, or the server stopped listening (it is being
+            # shut down while the program still writes): the end, not an error of the attempt.
+            with suppress(OSError, ValueError, anyio.BrokenResourceError):
                 while line := await anyio.to_thread.run_sync(_read_line, stdout):
                     if isinstance(line, _Overlong):
                         await to_server.send(ValueError(str(line)))
