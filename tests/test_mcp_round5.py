@@ -177,3 +177,24 @@ def test_calls_after_give_up_change_nothing(retail: Suite, tmp_path: Path) -> No
     assert tool_calls(out) == []
     assert out.run.final_message is None
     assert took < 8, took
+
+
+@pytest.mark.parametrize(("leaves", "reason"), [(False, "time_limit"), (True, "incorrect_state")])
+def test_http_connections_left_half_open_do_not_hold_the_attempt(
+    retail: Suite, tmp_path: Path, leaves: bool, reason: str
+) -> None:
+    """Over streamable HTTP a program holds many requests half sent, then stalls or leaves:
+    the server's shutdown must not wait on them."""
+    env = {"ROUND5_EXIT": "1"} if leaves else {}
+    out, took = run_program(
+        retail,
+        tmp_path,
+        "http_hold",
+        "50",
+        time_limit=2,
+        transport="http",
+        network="host",
+        env=env,
+    )
+    assert out.run.terminal_reason == f"agent_failure/{reason}", out.run.infrastructure_status
+    assert took < 2 + GRACE, took

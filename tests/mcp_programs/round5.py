@@ -163,6 +163,19 @@ def main(mode: str, arg: str) -> None:
         answers.append(call("list_orders", {"customer_id": "C-100"}))
         answers.append(call("finish", {"final_reply": "done after all"}))
         linger()
+    elif mode == "http_hold":  # half an HTTP request on each of many connections, held
+        import socket
+        from urllib.parse import urlsplit
+
+        url = urlsplit(os.environ["GROUNDSTATE_MCP_URL"])
+        held = []
+        for _ in range(int(arg)):
+            conn = socket.create_connection((url.hostname, url.port))
+            conn.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{")
+            held.append(conn)
+        if os.environ.get("ROUND5_EXIT"):
+            os._exit(0)
+        linger()
     print(json.dumps({"mode": mode}), file=sys.stderr)
 
 
