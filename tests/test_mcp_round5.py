@@ -10,6 +10,8 @@ grace, and leave no process behind. The programs are ``mcp_programs/round5.py``.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -100,6 +102,36 @@ def test_a_child_in_its_own_session_does_not_outlive_the_attempt(
     assert out.run.terminal_reason == "agent_failure/incorrect_state"
     assert took < 8, took
     assert not process_running(marker.encode())
+
+
+def test_without_a_cgroup_an_escaped_child_holding_stdout_does_not_hold_the_attempt(
+    retail: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documented limit: unsandboxed and with no pids cgroup to kill it by, the child
+    lives on, but the evaluator stops reading its pipe and the final reply counts."""
+    from groundstate.agents import mcp_command
+
+    monkeypatch.setattr(mcp_command, "pids_cgroup", lambda _max: None)
+    marker = f"gs-{uuid.uuid4()}"
+    try:
+        out, took = run_program(retail, tmp_path, "escape_child", marker, sandbox="none")
+    finally:
+        for pid in pids_of(marker.encode()):  # the test's own clean-up of what it let live
+            os.kill(pid, signal.SIGKILL)
+    assert out.run.final_message == "left a child", out.run.infrastructure_status
+    assert out.run.terminal_reason == "agent_failure/incorrect_state"
+    assert took < 8, took
+
+
+def pids_of(marker: bytes) -> list[int]:
+    pids = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if marker in cmdline.read_bytes().split(b"\0")[1:]:
+                pids.append(int(cmdline.parent.name))
+        except (OSError, ValueError):
+            continue
+    return pids
 
 
 def test_requests_a_server_does_not_serve_and_floods_do_not_end_the_attempt(
