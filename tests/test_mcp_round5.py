@@ -230,3 +230,20 @@ def test_http_connections_left_half_open_do_not_hold_the_attempt(
     )
     assert out.run.terminal_reason == f"agent_failure/{reason}", out.run.infrastructure_status
     assert took < 2 + GRACE, took
+
+
+def test_a_program_that_closes_its_input_still_finishes(retail: Suite, tmp_path: Path) -> None:
+    """Its answers cannot be written; its calls and its ``finish`` still count."""
+    out, took = run_program(retail, tmp_path, "close_stdin", time_limit=10)
+    assert out.run.final_message == "finished deaf", out.run.infrastructure_status
+    assert [e.tool for e in tool_calls(out)] == ["list_orders"]
+    assert out.run.terminal_reason == "agent_failure/incorrect_state"
+    assert took < 6, took
+
+
+def test_an_endless_notification_flood_ends_at_the_time_limit(
+    retail: Suite, tmp_path: Path
+) -> None:
+    out, took = run_program(retail, tmp_path, "notify_forever", time_limit=2)
+    assert out.run.terminal_reason == "agent_failure/time_limit", out.run.infrastructure_status
+    assert took < 2 + GRACE, took

@@ -176,6 +176,24 @@ def main(mode: str, arg: str) -> None:
         if os.environ.get("ROUND5_EXIT"):
             os._exit(0)
         linger()
+    elif mode == "close_stdin":  # closes its input, then calls and finishes unanswered
+        initialize()
+        os.close(0)
+        for ident, (name, arguments) in enumerate(
+            [
+                ("list_orders", {"customer_id": "C-100"}),
+                ("finish", {"final_reply": "finished deaf"}),
+            ],
+            start=70,
+        ):
+            params = {"name": name, "arguments": arguments}
+            send({"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": params})
+        linger()
+    elif mode == "notify_forever":  # a flood of notifications that never ends
+        initialize()
+        note = {"jsonrpc": "2.0", "method": "notifications/progress"}
+        while True:
+            send({**note, "params": {"progressToken": 1, "progress": 1}})
     print(json.dumps({"mode": mode}), file=sys.stderr)
 
 
