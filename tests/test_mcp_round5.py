@@ -247,3 +247,21 @@ def test_an_endless_notification_flood_ends_at_the_time_limit(
     out, took = run_program(retail, tmp_path, "notify_forever", time_limit=2)
     assert out.run.terminal_reason == "agent_failure/time_limit", out.run.infrastructure_status
     assert took < 2 + GRACE, took
+
+
+@pytest.mark.parametrize("depth", [150, 100_000])
+def test_deeply_nested_arguments_are_refused_or_stored_never_a_crash(
+    retail: Suite, tmp_path: Path, depth: int
+) -> None:
+    """A nesting bomb is refused when parsed (the program goes on); a deep but parseable
+    argument reaches the gateway and its record stores and reads back."""
+    from groundstate.store import RunStore
+
+    out, _ = run_program(retail, tmp_path, "deep", str(depth))
+    assert out.run.final_message == "deep sent", out.run.infrastructure_status
+    assert out.run.terminal_reason == "agent_failure/incorrect_state"
+    assert len(tool_calls(out)) == (1 if depth < 200 else 0)
+    with RunStore(tmp_path / "runs.db") as store:
+        store.add_run(out.run, out.artifacts)
+        back = store.run(out.run.run_id)
+    assert back.observation_action_log == out.run.observation_action_log

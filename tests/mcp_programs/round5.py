@@ -194,6 +194,17 @@ def main(mode: str, arg: str) -> None:
         note = {"jsonrpc": "2.0", "method": "notifications/progress"}
         while True:
             send({**note, "params": {"progressToken": 1, "progress": 1}})
+    elif mode == "deep":  # arguments nested ARG deep, raw on the wire, then finish
+        initialize()
+        depth = int(arg)
+        nested = "[" * depth + "]" * depth
+        sys.stdout.write(
+            '{"jsonrpc": "2.0", "id": 90, "method": "tools/call", "params": {"name": '
+            '"get_order", "arguments": {"order_id": "O-1001", "x": ' + nested + "}}}\n"
+        )
+        sys.stdout.flush()
+        answer = call("finish", {"final_reply": "deep sent"})
+        print(text_of(answer), file=sys.stderr)
     print(json.dumps({"mode": mode}), file=sys.stderr)
 
 
