@@ -265,3 +265,44 @@ def test_deeply_nested_arguments_are_refused_or_stored_never_a_crash(
         store.add_run(out.run, out.artifacts)
         back = store.run(out.run.run_id)
     assert back.observation_action_log == out.run.observation_action_log
+
+
+HTTP_AGENTS = """
+import os, signal, threading, time
+
+async def linger(session):
+    await session.call("list_orders", {"customer_id": "C-100"})
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    threading.Thread(target=time.sleep, args=(1000,)).start()  # holds the exit
+    return "lingering"
+
+async def dies(session):
+    await session.call("list_orders", {"customer_id": "C-100"})
+    os._exit(5)
+"""
+
+
+@pytest.mark.parametrize(
+    ("factory", "reason", "reply", "code"),
+    [
+        ("linger", "agent_failure/incorrect_state", "lingering", -9),
+        ("dies", "agent_failure/crashed", None, 5),
+    ],
+)
+def test_over_http_a_program_that_lingers_or_dies_after_a_call(
+    retail: Suite, tmp_path: Path, factory: str, reason: str, reply: str | None, code: int
+) -> None:
+    (tmp_path / "agents.py").write_text(HTTP_AGENTS)
+    command = ["{python}", "-m", "groundstate.mcp_client", f"agents.py:{factory}"]
+    path = system_file(tmp_path, command, transport="http", network="host")
+    system = load_system(path)
+    budgets = system.budgets.model_copy(update={"time_limit": 20})
+    system = system.model_copy(update={"budgets": budgets})
+    started = time.monotonic()
+    out = attempt(retail, TASK, load_agent(system), system=system)
+    took = time.monotonic() - started
+    assert out.run.terminal_reason == reason, out.run.infrastructure_status
+    assert out.run.final_message == reply
+    assert [e.tool for e in tool_calls(out)] == ["list_orders"]
+    assert exit_code(out) == code
+    assert took < 10, took
