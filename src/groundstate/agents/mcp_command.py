@@ -27,10 +27,12 @@ import functools
 import json
 import math
 import os
+import select
 import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager, suppress
@@ -93,6 +95,8 @@ EXIT_GRACE = 2.0
 MAX_LINE = 32 * 1024 * 1024
 """Characters of one JSON-RPC line read from the program; a longer line is refused unread, so
 an untrusted program cannot make the evaluator hold an endless line in memory."""
+READ_POLL = 0.05
+"""Seconds between the pipe reader's looks at its stop flag."""
 
 
 @dataclass
@@ -241,12 +245,12 @@ class McpCommandAgent:
         cgroup = pids_cgroup(self.policy.max_processes)
         serve = _serve_http if self.transport == "http" else _serve_stdio
         with tempfile.TemporaryFile() as stderr:
-            launch = _Launch(functools.partial(self._start, session, stderr, cgroup))
+            launch = _Launch(functools.partial(self._start, session, stderr, cgroup), cgroup)
             try:
                 await serve(launch, bridge, session, deadline)
             finally:
                 if launch.proc is not None:
-                    _kill(launch.proc)
+                    launch.kill()
                     _close(launch.proc.stdout)
                     _keep_artifacts(session, self.command, launch.proc, stderr)
                 if cgroup is not None:
@@ -305,11 +309,21 @@ class _Launch:
     """Starts the program once the transport is ready; keeps it for the clean-up."""
 
     start: Callable[[dict[str, str]], subprocess.Popen[str]]
+    cgroup: Path | None = None
     proc: subprocess.Popen[str] | None = None
 
     def __call__(self, served: dict[str, str]) -> subprocess.Popen[str]:
         self.proc = self.start(served)
         return self.proc
+
+    def kill(self) -> None:
+        """Kill the program, its process group and whatever it started that left the group
+        (``setsid``) but not its cgroup: such a child may hold the program's stdout open, and
+        the pipe reader returns only at the end of that output."""
+        if self.proc is not None:
+            _kill(self.proc)
+        if self.cgroup is not None:
+            kill_cgroup(self.cgroup)
 
 
 def _server(bridge: _Bridge, session: Session) -> Any:
@@ -355,7 +369,7 @@ async def _serve_stdio(launch: _Launch, bridge: _Bridge, session: Session, deadl
             await _exit_of(proc, min(time.monotonic() + FINISH_ANSWER, deadline))
             _close(proc.stdin)
             await _exit_of(proc, min(time.monotonic() + EXIT_GRACE, deadline))
-        _kill(proc)  # before cancelling: the pipe reader returns at the end of its output
+        launch.kill()  # before cancelling: the pipe reader returns at the end of its output
         group.cancel_scope.cancel()
     _close(proc.stdout)
 
@@ -380,7 +394,7 @@ async def _serve_http(launch: _Launch, bridge: _Bridge, session: Session, deadli
         await _until_done(proc, bridge, deadline)
         if bridge.finished:
             await _exit_of(proc, min(time.monotonic() + EXIT_GRACE, deadline))
-        _kill(proc)
+        launch.kill()
         group.cancel_scope.cancel()
     listener.close()
 
@@ -434,14 +448,16 @@ async def _pipe_streams(proc: subprocess.Popen[str]) -> AsyncIterator[tuple[Any,
     from mcp.shared.message import SessionMessage
 
     assert proc.stdout is not None and proc.stdin is not None
-    stdout, stdin = proc.stdout, proc.stdin
+    stdout, stdin = _LineReader(proc.stdout.fileno()), proc.stdin
     to_server, from_program = anyio.create_memory_object_stream[Any](0)
     to_program, from_server = anyio.create_memory_object_stream[Any](0)
 
     async def read() -> None:
         async with to_server:
-            with suppress(OSError, ValueError):  # the pipe closed under a read: the end
-                while line := await anyio.to_thread.run_sync(_read_line, stdout):
+            # The pipe closed under a read, or the server stopped listening (it is being
+            # shut down while the program still writes): the end, not an error of the attempt.
+            with suppress(OSError, ValueError, anyio.BrokenResourceError):
+                while line := await anyio.to_thread.run_sync(stdout.read_line):
                     if isinstance(line, _Overlong):
                         await to_server.send(ValueError(str(line)))
                         continue
@@ -465,23 +481,58 @@ async def _pipe_streams(proc: subprocess.Popen[str]) -> AsyncIterator[tuple[Any,
         group.start_soon(read)
         group.start_soon(write)
         yield from_program, to_program
+        stdout.stopped.set()  # the reader returns even if the pipe is still open
         group.cancel_scope.cancel()
 
 
 class _Overlong(str):
-    """What :func:`_read_line` gives for a line over :data:`MAX_LINE` (its text dropped)."""
+    """What :meth:`_LineReader.read_line` gives for a line over :data:`MAX_LINE` (its text
+    dropped)."""
 
 
-def _read_line(pipe: IO[str]) -> str:
-    """The next line of *pipe*, or an :class:`_Overlong` note when it is longer than
-    :data:`MAX_LINE` (read and dropped piece by piece); ``""`` at the end."""
-    line = pipe.readline(MAX_LINE)
-    if len(line) < MAX_LINE or line.endswith("\n"):
-        return line
-    dropped = len(line)
-    while (piece := pipe.readline(MAX_LINE)) and not piece.endswith("\n"):
-        dropped += len(piece)
-    return _Overlong(f"a line of more than {dropped + len(piece)} characters, over {MAX_LINE}")
+@dataclass
+class _LineReader:
+    """The lines of the program's stdout, read from its file descriptor between polls of a
+    stop flag: a process that left the program's session may hold the pipe open after the
+    program is killed, and a reader blocked on it would hold the attempt to its time limit."""
+
+    fd: int
+    pending: bytearray = field(default_factory=bytearray)
+    stopped: threading.Event = field(default_factory=threading.Event)
+
+    def read_line(self) -> str:
+        """The next line, or an :class:`_Overlong` note when it is longer than
+        :data:`MAX_LINE` (read and dropped piece by piece); ``""`` at the end or the stop."""
+        dropped = 0
+        while True:
+            end = self.pending.find(b"\n")
+            if end >= 0 or len(self.pending) >= MAX_LINE:
+                cut = end + 1 if end >= 0 else len(self.pending)
+                line = bytes(self.pending[:cut])
+                del self.pending[:cut]
+                if end < 0:  # over the bound with no end in sight: drop what is read
+                    dropped += len(line)
+                    continue
+                if dropped or len(line) > MAX_LINE:
+                    total = dropped + len(line)
+                    return _Overlong(f"a line of more than {total} characters, over {MAX_LINE}")
+                return line.decode("utf-8", "replace")
+            chunk = self._read()
+            if not chunk:  # the end: what is left is the last (unended) line
+                line, self.pending = bytes(self.pending), bytearray()
+                return (
+                    _Overlong(f"a line over {MAX_LINE}")
+                    if dropped
+                    else line.decode("utf-8", "replace")
+                )
+            self.pending += chunk
+
+    def _read(self) -> bytes:
+        while not self.stopped.is_set():
+            ready, _, _ = select.select([self.fd], [], [], READ_POLL)
+            if ready:
+                return os.read(self.fd, 65536)
+        return b""
 
 
 def _write_line(pipe: IO[str], text: str) -> None:
