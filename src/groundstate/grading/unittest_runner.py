@@ -13,6 +13,10 @@ Why each step is the way it is (the tricks it defeats):
   standard library, and no ``sitecustomize``/``usercustomize`` of the checkout runs at start.
 * ``unittest`` and everything this file needs are imported before any checkout path is on
   ``sys.path``; checkout folders (``--path``) are appended, never prepended.
+* A standard library module is only ever found in the standard library
+  (:class:`StdlibFinder`, first on ``sys.meta_path``): a hidden test that puts ``src`` first
+  on ``sys.path`` and then imports ``datetime`` gets the real one, not a ``src/datetime.py``
+  the agent planted to make the expected values lie too.
 * The test files are loaded one by one from the paths given (the hidden tests stay in a
   grader folder outside the checkout), so nothing the agent planted beside them (an
   ``__init__.py``, a ``load_tests`` hook) takes part.
@@ -45,6 +49,7 @@ import argparse
 import builtins
 import contextlib
 import importlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -77,6 +82,24 @@ BUILTINS = "builtins."
 WATCHED_MODULES = (unittest, unittest.case, unittest.suite, unittest.result, unittest.loader)
 """Modules whose names the code under test must leave alone (``unittest.TestCase = Lenient``,
 a helper the suites call)."""
+
+
+class StdlibFinder:
+    """Finds a top-level standard library module in the folders ``sys.path`` held when the
+    runner started, never in the checkout's."""
+
+    def __init__(self, folders: list[str]) -> None:
+        self.folders = folders
+
+    def find_spec(
+        self, name: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if path is not None or name not in sys.stdlib_module_names:
+            return None  # a submodule (found through its package) or not the stdlib's
+        if name in sys.builtin_module_names or importlib.machinery.FrozenImporter.find_spec(name):
+            return None  # the importers after this one find it where it is
+        # None when this Python lacks it (no tkinter): then the usual search decides.
+        return importlib.machinery.PathFinder.find_spec(name, self.folders)
 
 
 class RecordingResult(unittest.TestResult):
@@ -144,6 +167,8 @@ def _fingerprint() -> dict[str, int]:
         if not name.startswith("__"):
             marks[f"runner.{name}"] = id(value)
     marks["sys.modules['unittest']"] = id(sys.modules.get("unittest"))
+    # StdlibFinder removed or overtaken (a finder appended after it is harmless).
+    marks["sys.meta_path[0]"] = id(sys.meta_path[0]) if sys.meta_path else 0
     # A trace or profile function left installed can rewrite the tests' frames.
     marks["sys.gettrace()"] = id(sys.gettrace())
     marks["sys.getprofile()"] = id(sys.getprofile())
@@ -242,6 +267,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     args = parser.parse_args(argv)
     results_file: Path = args.results.absolute()
     files = [f.absolute() for f in args.files]
+    sys.meta_path.insert(0, StdlibFinder(list(sys.path)))
     sys.path.extend(os.path.abspath(p) for p in args.path)
     dumps, opener, end = _DUMPS, _OPEN, _EXIT  # before the code under test runs
     data = run(files)
