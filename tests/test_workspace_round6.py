@@ -3,7 +3,10 @@
 The runner runs the hidden tests in the same process as the agent's code, so the code can
 find the runner (``__main__``) and the results path (``sys.argv``). Each trick here forges a
 pass for the still-broken ``add`` (it subtracts) of the mini suite; each must fail the
-hidden tests. A correct fix that registers its own ``atexit`` handler must still pass.
+hidden tests. A hidden test that puts ``src`` first on ``sys.path`` and then imports a
+standard library module (``fractions`` here, ``datetime`` in examples/bugfix's add-months)
+must get the real one, not a planted ``src/fractions.py``. A correct fix that registers its own
+``atexit`` handler must still pass.
 """
 
 from __future__ import annotations
