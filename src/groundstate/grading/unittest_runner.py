@@ -88,8 +88,10 @@ class StdlibFinder:
     """Finds a top-level standard library module in the folders ``sys.path`` held when the
     runner started, never in the checkout's."""
 
+    __slots__ = ("folders",)  # no instance dict to rewrite
+
     def __init__(self, folders: list[str]) -> None:
-        self.folders = folders
+        self.folders = tuple(folders)
 
     def find_spec(
         self, name: str, path: Any = None, target: Any = None
@@ -154,7 +156,7 @@ def _fingerprint() -> dict[str, int]:
     """The identity of every attribute of the watched classes (and of this result class), and
     of what the watched modules name."""
     marks: dict[str, int] = {}
-    for cls in (*WATCHED, RecordingResult):
+    for cls in (*WATCHED, RecordingResult, StdlibFinder):
         for name, value in vars(cls).items():
             marks[f"{cls.__module__}.{cls.__qualname__}.{name}"] = id(value)
     for module in WATCHED_MODULES:
@@ -168,7 +170,9 @@ def _fingerprint() -> dict[str, int]:
             marks[f"runner.{name}"] = id(value)
     marks["sys.modules['unittest']"] = id(sys.modules.get("unittest"))
     # StdlibFinder removed or overtaken (a finder appended after it is harmless).
-    marks["sys.meta_path[0]"] = id(sys.meta_path[0]) if sys.meta_path else 0
+    first = sys.meta_path[0] if sys.meta_path else None
+    marks["sys.meta_path[0]"] = id(first)
+    marks["sys.meta_path[0].folders"] = id(getattr(first, "folders", None))
     # A trace or profile function left installed can rewrite the tests' frames.
     marks["sys.gettrace()"] = id(sys.gettrace())
     marks["sys.getprofile()"] = id(sys.getprofile())
