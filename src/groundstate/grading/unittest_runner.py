@@ -13,6 +13,10 @@ Why each step is the way it is (the tricks it defeats):
   standard library, and no ``sitecustomize``/``usercustomize`` of the checkout runs at start.
 * ``unittest`` and everything this file needs are imported before any checkout path is on
   ``sys.path``; checkout folders (``--path``) are appended, never prepended.
+* A standard library module is only ever found in the standard library
+  (:class:`StdlibFinder`, first on ``sys.meta_path``): a hidden test that puts ``src`` first
+  on ``sys.path`` and then imports ``datetime`` gets the real one, not a ``src/datetime.py``
+  the agent planted to make the expected values lie too.
 * The test files are loaded one by one from the paths given (the hidden tests stay in a
   grader folder outside the checkout), so nothing the agent planted beside them (an
   ``__init__.py``, a ``load_tests`` hook) takes part.
@@ -24,9 +28,18 @@ Why each step is the way it is (the tricks it defeats):
   functions are compared before and after the run: code that patches ``TestCase.assertEqual``
   (or the result's methods, or ``BaseTestSuite.__call__``), replaces ``__build_class__`` to
   empty the test classes, or leaves a trace function rewriting the tests' frames is reported.
+* This file's own names are watched the same way (run by path, it is ``__main__``, which the
+  code under test can import): replacing ``_DUMPS``, ``_OPEN``, ``_tampered`` or
+  ``RecordingResult`` is tampering. What the run needs after the tests is taken into local
+  variables before any test is loaded, so such a replacement does not even take effect.
+* Once the results are written the process ends at once (``os._exit``): an ``atexit`` handler
+  or a finalizer of the code under test, which runs after the runner's last line, cannot
+  rewrite the file it found through ``sys.argv``.
 
 What it cannot stop: the code under test runs in this process, so code written against this
-runner in particular (finding the results path, forging the file) could still lie. The
+runner in particular could still lie (a thread of its own writing the results file in the
+instant between the runner's write and its exit, the runner's result objects found through
+``gc`` and emptied, a return value whose ``__eq__`` is always true). The
 sandbox (no network, only the checkout and the results folder writable) bounds the damage.
 """
 
@@ -34,7 +47,9 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import contextlib
 import importlib
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -48,7 +63,7 @@ import unittest.loader
 import unittest.result
 import unittest.suite
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 RESULTS_VERSION = 1
 MESSAGE_CHARS = 2000
@@ -67,6 +82,26 @@ BUILTINS = "builtins."
 WATCHED_MODULES = (unittest, unittest.case, unittest.suite, unittest.result, unittest.loader)
 """Modules whose names the code under test must leave alone (``unittest.TestCase = Lenient``,
 a helper the suites call)."""
+
+
+class StdlibFinder:
+    """Finds a top-level standard library module in the folders ``sys.path`` held when the
+    runner started, never in the checkout's."""
+
+    __slots__ = ("folders",)  # no instance dict to rewrite
+
+    def __init__(self, folders: list[str]) -> None:
+        self.folders = tuple(folders)
+
+    def find_spec(
+        self, name: str, path: Any = None, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if path is not None or name not in sys.stdlib_module_names:
+            return None  # a submodule (found through its package) or not the stdlib's
+        if name in sys.builtin_module_names or importlib.machinery.FrozenImporter.find_spec(name):
+            return None  # the importers after this one find it where it is
+        # None when this Python lacks it (no tkinter): then the usual search decides.
+        return importlib.machinery.PathFinder.find_spec(name, self.folders)
 
 
 class RecordingResult(unittest.TestResult):
@@ -121,7 +156,7 @@ def _fingerprint() -> dict[str, int]:
     """The identity of every attribute of the watched classes (and of this result class), and
     of what the watched modules name."""
     marks: dict[str, int] = {}
-    for cls in (*WATCHED, RecordingResult):
+    for cls in (*WATCHED, RecordingResult, StdlibFinder):
         for name, value in vars(cls).items():
             marks[f"{cls.__module__}.{cls.__qualname__}.{name}"] = id(value)
     for module in WATCHED_MODULES:
@@ -130,7 +165,14 @@ def _fingerprint() -> dict[str, int]:
                 marks[f"{module.__name__}.{name}"] = id(value)
     for name, value in vars(builtins).items():  # __build_class__ makes the test classes
         marks[f"{BUILTINS}{name}"] = id(value)
+    for name, value in vars(_RUNNER_MODULE).items():  # _DUMPS, _OPEN, _tampered...
+        if not name.startswith("__"):
+            marks[f"runner.{name}"] = id(value)
     marks["sys.modules['unittest']"] = id(sys.modules.get("unittest"))
+    # StdlibFinder removed or overtaken (a finder appended after it is harmless).
+    first = sys.meta_path[0] if sys.meta_path else None
+    marks["sys.meta_path[0]"] = id(first)
+    marks["sys.meta_path[0].folders"] = id(getattr(first, "folders", None))
     # A trace or profile function left installed can rewrite the tests' frames.
     marks["sys.gettrace()"] = id(sys.gettrace())
     marks["sys.getprofile()"] = id(sys.getprofile())
@@ -188,7 +230,9 @@ def _import_unittest_whole() -> None:
 def run(files: list[Path]) -> dict[str, Any]:
     """Load and run the tests of *files*; the results as JSON-ready data."""
     _import_unittest_whole()
-    before = _fingerprint()
+    # Taken before any test is imported: the code under test may replace the globals.
+    fingerprint, tampered_with, result = _fingerprint, _tampered, RecordingResult()
+    before = fingerprint()
     loader = unittest.TestLoader()
     suite = unittest.TestSuite()
     load_errors: dict[str, str] = {}
@@ -201,10 +245,8 @@ def run(files: list[Path]) -> dict[str, Any]:
             load_errors[str(path)] = traceback.format_exc()[-MESSAGE_CHARS:]
     load_errors.update({str(e): "" for e in loader.errors})
     collected = suite.countTestCases()
-    result = RecordingResult()
     suite.run(result)
-    after = _fingerprint()
-    tampered = _tampered(before, after)
+    tampered = tampered_with(before, fingerprint())
     return {
         "version": RESULTS_VERSION,
         "collected": collected,
@@ -221,7 +263,7 @@ def run(files: list[Path]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> NoReturn:
     parser = argparse.ArgumentParser(description="Run unittest files; write JSON results.")
     parser.add_argument("--results", required=True, type=Path)
     parser.add_argument("--path", action="append", default=[], help="appended to sys.path")
@@ -229,19 +271,26 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     results_file: Path = args.results.absolute()
     files = [f.absolute() for f in args.files]
+    sys.meta_path.insert(0, StdlibFinder(list(sys.path)))
     sys.path.extend(os.path.abspath(p) for p in args.path)
+    dumps, opener, end = _DUMPS, _OPEN, _EXIT  # before the code under test runs
     data = run(files)
-    encoded = _DUMPS(data, sort_keys=True)
-    with _OPEN(results_file, "w", encoding="utf-8") as out:
+    encoded = dumps(data, sort_keys=True)
+    with opener(results_file, "w", encoding="utf-8") as out:
         out.write(encoded)
-    return 0
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a stream the code under test replaced or closed
+            stream.flush()
+    end(0)  # no atexit handler or finalizer of the code under test runs after the write
 
 
 # Taken before any test (or code under test) is imported: a module that replaces
 # ``json.dumps`` or ``open`` does not change what the runner writes.
 _DUMPS = json.dumps
 _OPEN = open
+_EXIT = os._exit
+_RUNNER_MODULE = sys.modules[__name__]
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
