@@ -22,7 +22,7 @@ from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 7
+VALIDATOR_REVISION = 8
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -32,7 +32,10 @@ older cached verdicts are never read back (2: the ``mutation`` check and its fig
 task's files: numbers matched to 15 digits and expected rows by a maximum matching, the
 constraint language's yes and no, the unittest runner's tamper checks; 7: the first grading
 of the oracle joins ``grader_determinism``, a solution acting after its user declined does not
-prove the task, and fixtures calling ``random()`` or reading the wall clock are refused)."""
+prove the task, and fixtures calling ``random()`` or reading the wall clock are refused; 8:
+the library's grading again: cells compared by type as the state hash compares them, SQL
+``date('now')`` on the task's clock, the unittest runner's own names and the standard
+library's modules guarded, the constraint language's yes with the customer's own terms)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
