@@ -403,3 +403,41 @@ def named_tools(model: BaseModel, field: str = "") -> list[tuple[str, str]]:
         if isinstance(value, BaseModel):
             found.extend(named_tools(value, f"{field}.{name}"))
     return found
+
+
+def named_args(model: BaseModel, field: str = "") -> list[tuple[str, str, str]]:
+    """``(field path, tool name, argument)`` of every argument *model* reads from the calls of
+    a named tool: a match's ``args`` and its ``where``/``capture`` paths into ``args``, and a
+    rule's ``where`` (into ``then``), ``names`` (into ``change``) and provenance ``args``. A
+    misspelt argument would make the constraint hold (or fail) vacuously on every attempt; the
+    loader refuses one the tool does not declare. *argument* is the path below ``args``.
+    """
+    found: list[tuple[str, str, str]] = []
+    if isinstance(model, Match) and model.tool not in (None, "*"):
+        tool = str(model.tool)
+        found += [(f"{field}.args.{name}", tool, name) for name in model.args]
+        for key, paths in (("where", list(model.where)), ("capture", model.capture.values())):
+            found += _arg_paths(f"{field}.{key}", tool, paths)
+    rules: list[tuple[str, Match, list[str]]] = []
+    if isinstance(model, BeforeRule):
+        rules.append(("where", model.then, list(model.where)))
+    if isinstance(model, ConfirmedRule):
+        rules.append(("names", model.change, model.names))
+    if isinstance(model, ProvenanceRule):
+        rules.append(("args", model.match, [f"args.{name}" for name in model.args]))
+    for key, target, paths in rules:
+        if target.tool not in (None, "*"):
+            found += _arg_paths(f"{field}.{key}", str(target.tool), paths)
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            found.extend(named_args(value, f"{field}.{name}"))
+    return found
+
+
+def _arg_paths(field: str, tool: str, paths: Any) -> list[tuple[str, str, str]]:
+    return [
+        (f"{field}.{path.removeprefix('args.')}", tool, path.removeprefix("args."))
+        for path in paths
+        if path.startswith("args.")
+    ]
