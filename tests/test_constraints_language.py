@@ -263,3 +263,35 @@ def test_no_undo_sees_a_value_restored_two_calls_later_in_a_composite_key() -> N
     trace.call("b", writes=[write("t", [1, "a"], {"s": 2, "u": 0}, {"s": 2, "u": 1})])
     assert passes(rule, trace)
     assert not passes(rule, trace.call("c", writes=[write("t", [1, "a"], {"s": 2}, {"s": 1.0})]))
+
+
+@pytest.mark.parametrize(
+    ("rule", "field", "reason"),
+    [
+        ({"never": {"writes": {"table": "acounts"}}}, "never.writes", "has no table 'acounts'"),
+        ({"no_undo": {"tables": ["acounts"]}}, "no_undo.tables[0]", "has no table 'acounts'"),
+        (
+            {"never": {"writes": {"table": "ACCOUNTS", "columns": ["balanse"]}}},
+            "never.writes.columns[0]",
+            "ACCOUNTS has no column 'balanse'",
+        ),
+    ],
+)
+def test_a_write_table_or_column_the_fixture_lacks_is_a_check_error(
+    edited_bank: EditTask, rule: dict[str, Any], field: str, reason: str
+) -> None:
+    from groundstate.validation.static import check_suite
+
+    root = edited_bank(_add(rule)).root
+    errors = [str(p) for p in check_suite(root).errors]
+    assert len(errors) == 1, errors
+    assert f"hard_process_constraints[2].{field}" in errors[0]
+    assert reason in errors[0] and "tasks/transfer.yaml" in errors[0]
+
+
+def test_write_names_in_any_case_the_fixture_has_are_no_error(edited_bank: EditTask) -> None:
+    from groundstate.validation.static import check_suite
+
+    rule = {"never": {"writes": {"table": "Accounts", "key": "C", "columns": ["BALANCE"]}}}
+    root = edited_bank(_add(rule)).root
+    assert check_suite(root).errors == []

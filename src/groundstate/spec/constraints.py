@@ -441,3 +441,18 @@ def _arg_paths(field: str, tool: str, paths: Any) -> list[tuple[str, str, str]]:
         for path in paths
         if path.startswith("args.")
     ]
+
+
+def named_tables(model: BaseModel, field: str = "") -> list[tuple[str, str, list[str]]]:
+    """``(field path, table, columns)`` of every ``writes`` match and ``no_undo`` table in
+    *model*: checked against the fixture, where a misspelt name would hold vacuously."""
+    found: list[tuple[str, str, list[str]]] = []
+    if isinstance(model, WriteMatch):
+        found.append((field, model.table, list(model.columns)))
+    if isinstance(model, NoUndoRule):
+        found += [(f"{field}.tables[{i}]", table, []) for i, table in enumerate(model.tables)]
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            found.extend(named_tables(value, f"{field}.{name}"))
+    return found

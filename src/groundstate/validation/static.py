@@ -39,6 +39,7 @@ from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, 
 from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE
+from groundstate.spec.constraints import named_tables
 from groundstate.spec.files import line_of, read_yaml
 from groundstate.spec.strict import JsonScalar, did_you_mean, is_number
 from groundstate.spec.suite import Suite, scan_suite
@@ -298,13 +299,12 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
                 name: _Table(state, _declared_types(view.query, name))
                 for name, state in env.snapshot().tables.items()
             }
-            return [
-                problem
-                for task in tasks
-                for problem in _assertion_problems(
-                    task, suite.root / "tasks" / f"{task.task_id}.yaml", tables, view.query
-                )
-            ]
+            problems: list[SuiteProblem] = []
+            for task in tasks:
+                task_file = suite.root / "tasks" / f"{task.task_id}.yaml"
+                problems += _assertion_problems(task, task_file, tables, view.query)
+                problems += _write_problems(task, task_file, tables)
+            return problems
     except EnvironmentFailure as exc:
         return [_fixture_problem(fixture, exc)]
 
@@ -415,6 +415,28 @@ def _assertion_problems(
                 refused = _sql_problem(sql, query, fixture)
                 if refused is not None:
                     yield _at(task_file, f"{base}.judge.state.{name}", refused)
+
+
+def _write_problems(
+    task: AgentTask, task_file: Path, tables: dict[str, _Table]
+) -> Iterator[SuiteProblem]:
+    """A ``writes`` match or ``no_undo`` naming a table or column the fixture lacks would hold
+    vacuously on every attempt. SQL names ignore case, as the grader compares them."""
+    known = {name.casefold(): table for name, table in tables.items()}
+    for i, constraint in enumerate(task.hard_process_constraints):
+        for where, name, columns in named_tables(constraint):
+            field_name = f"hard_process_constraints[{i}]{where}"
+            table = known.get(name.casefold())
+            if table is None:
+                have = ", ".join(sorted(tables))
+                reason = f"constraint {constraint.id!r}: fixture {task.initial_state_fixture} "
+                yield _at(task_file, field_name, reason + f"has no table {name!r} (it has: {have})")
+                continue
+            have_columns = {c.casefold() for c in table.state.columns}
+            for j, column in enumerate(columns):
+                if column.casefold() not in have_columns:
+                    reason = f"constraint {constraint.id!r}: {name} has no column {column!r}"
+                    yield _at(task_file, f"{field_name}.columns[{j}]", reason)
 
 
 def _at(file: Path, field_name: str, reason: str) -> SuiteProblem:
