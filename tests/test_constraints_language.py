@@ -295,3 +295,18 @@ def test_write_names_in_any_case_the_fixture_has_are_no_error(edited_bank: EditT
     rule = {"never": {"writes": {"table": "Accounts", "key": "C", "columns": ["BALANCE"]}}}
     root = edited_bank(_add(rule)).root
     assert check_suite(root).errors == []
+
+
+def test_error_class_selects_calls_by_who_caused_the_failure() -> None:
+    """The docs list ``error_class`` among the fields a constraint reads; it was refused."""
+    rule = constraint(
+        id="x",
+        at_most={"n": 1, "match": {"tool": "*", "where": {"error_class": "permission_denied"}}},
+    )
+    trace = Trace("hi").call("read_audit", ok=False)
+    trace.events[-1] = trace.events[-1].model_copy(update={"error_class": "permission_denied"})
+    assert passes(rule, trace.call("t", {"n": 1}, ok=False))  # a tool_error is not counted
+    trace.call("read_audit", ok=False)
+    trace.events[-1] = trace.events[-1].model_copy(update={"error_class": "permission_denied"})
+    assert not passes(rule, trace)
+    assert passes(rule, Trace("hi").call("read_audit"))  # a success has no error_class

@@ -20,8 +20,9 @@ from pydantic import (
 
 from groundstate.spec.strict import MAX_STEPS, Count, JsonScalar, Strict, StrictBool, one_key_of
 
-TOOL_ROOTS = ("args", "output", "error", "tool", "ok")
-"""Where a path into a tool call starts (``args.order_id``, ``output.items.*.item_id``)."""
+TOOL_ROOTS = ("args", "output", "error", "error_class", "tool", "ok")
+"""Where a path into a tool call starts (``args.order_id``, ``output.items.*.item_id``,
+``error_class``: who caused a failed call, e.g. ``permission_denied``)."""
 MESSAGE_ROOTS = ("text", "role")
 """Where a path into a message starts."""
 _YES_WORDS = (
