@@ -310,3 +310,31 @@ def test_error_class_selects_calls_by_who_caused_the_failure() -> None:
     trace.events[-1] = trace.events[-1].model_copy(update={"error_class": "permission_denied"})
     assert not passes(rule, trace)
     assert passes(rule, Trace("hi").call("read_audit"))  # a success has no error_class
+
+
+@pytest.mark.parametrize(
+    "match",
+    [
+        {"message": "agent", "contains": ""},
+        {"message": "agent", "contains": " \u200b\n"},  # empty once normalised
+        {"message": "agent", "matches": ""},
+    ],
+)
+def test_text_that_every_message_holds_is_refused_at_load(match: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"never\.(contains|matches)"):
+        constraint(id="x", never=match)
+
+
+def test_an_empty_asks_is_refused_and_a_real_one_loads() -> None:
+    change = {"tool": "refund"}
+    with pytest.raises(ValueError, match="asks"):
+        constraint(id="x", confirmed={"change": change, "asks": ""})
+    assert constraint(id="x", confirmed={"change": change, "asks": r"\brefund"})
+    assert constraint(id="x", never={"message": "agent", "contains": "0"})
+
+
+def test_an_empty_contains_in_a_task_file_names_the_file_and_field(edited_bank: EditTask) -> None:
+    with pytest.raises(SpecError) as error:
+        edited_bank(_add({"never": {"message": "agent", "contains": " "}}))
+    assert "tasks/transfer.yaml" in str(error.value)
+    assert "hard_process_constraints[2].never.contains" in str(error.value)

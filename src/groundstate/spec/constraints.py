@@ -136,6 +136,19 @@ class Match(Strict):
     def _compiles(cls, pattern: str | None) -> str | None:
         return _valid_pattern(pattern)
 
+    @field_validator("contains")
+    @classmethod
+    def _says_something(cls, text: str | None) -> str | None:
+        # Imported here: the grading package imports this module.
+        from groundstate.grading.constraints._text import normalise
+
+        if text is not None and not normalise(text):
+            raise ValueError(
+                f"{text!r} is empty once normalised, so every message contains it "
+                "(a 'never' would fail every attempt)"
+            )
+        return text
+
     @field_validator("where")
     @classmethod
     def _no_variables(cls, where: dict[str, JsonScalar]) -> dict[str, JsonScalar]:
@@ -179,6 +192,8 @@ class Match(Strict):
 def _valid_pattern(pattern: str | None) -> str | None:
     """*pattern*, once it compiles as the grader compiles it; else a clear error."""
     if pattern is not None:
+        if not pattern:
+            raise ValueError(f"{pattern!r}: an empty pattern is found in every text")
         try:
             re.compile(pattern, re.IGNORECASE)
         except (re.error, OverflowError, RecursionError) as exc:  # e.g. a{99999999999}
