@@ -271,6 +271,16 @@ def test_no_undo_sees_a_value_restored_two_calls_later_in_a_composite_key() -> N
         ({"never": {"writes": {"table": "acounts"}}}, "never.writes", "has no table 'acounts'"),
         ({"no_undo": {"tables": ["acounts"]}}, "no_undo.tables[0]", "has no table 'acounts'"),
         (
+            {"never": {"writes": {"table": "accounts", "key": 1}}},
+            "never.writes.key",
+            "1 is a number but accounts.id is TEXT",
+        ),
+        (
+            {"never": {"writes": {"table": "accounts", "key": ["A", "B"]}}},
+            "never.writes.key",
+            "give 1 value(s)",
+        ),
+        (
             {"never": {"writes": {"table": "ACCOUNTS", "columns": ["balanse"]}}},
             "never.writes.columns[0]",
             "ACCOUNTS has no column 'balanse'",
@@ -292,7 +302,8 @@ def test_a_write_table_or_column_the_fixture_lacks_is_a_check_error(
 def test_write_names_in_any_case_the_fixture_has_are_no_error(edited_bank: EditTask) -> None:
     from groundstate.validation.static import check_suite
 
-    rule = {"never": {"writes": {"table": "Accounts", "key": "C", "columns": ["BALANCE"]}}}
+    # a key no row of s0 has may be a row the attempt inserts
+    rule = {"never": {"writes": {"table": "Accounts", "key": "Z9", "columns": ["BALANCE"]}}}
     root = edited_bank(_add(rule)).root
     assert check_suite(root).errors == []
 

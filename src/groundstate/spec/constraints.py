@@ -459,14 +459,18 @@ def _arg_paths(field: str, tool: str, paths: Any) -> list[tuple[str, str, str]]:
     ]
 
 
-def named_tables(model: BaseModel, field: str = "") -> list[tuple[str, str, list[str]]]:
-    """``(field path, table, columns)`` of every ``writes`` match and ``no_undo`` table in
-    *model*: checked against the fixture, where a misspelt name would hold vacuously."""
-    found: list[tuple[str, str, list[str]]] = []
+TableNamed = tuple[str, str, JsonScalar | list[JsonScalar], list[str]]
+"""Field path, table, key (None: any row) and columns a constraint names."""
+
+
+def named_tables(model: BaseModel, field: str = "") -> list[TableNamed]:
+    """Every ``writes`` match and ``no_undo`` table in *model*: checked against the fixture,
+    where a misspelt name (or a key of the wrong type) would hold vacuously."""
+    found: list[TableNamed] = []
     if isinstance(model, WriteMatch):
-        found.append((field, model.table, list(model.columns)))
+        found.append((field, model.table, model.key, list(model.columns)))
     if isinstance(model, NoUndoRule):
-        found += [(f"{field}.tables[{i}]", table, []) for i, table in enumerate(model.tables)]
+        found += [(f"{field}.tables[{i}]", t, None, []) for i, t in enumerate(model.tables)]
     for name in type(model).model_fields:
         value = getattr(model, name)
         if isinstance(value, BaseModel):

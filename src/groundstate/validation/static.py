@@ -424,7 +424,7 @@ def _write_problems(
     vacuously on every attempt. SQL names ignore case, as the grader compares them."""
     known = {name.casefold(): table for name, table in tables.items()}
     for i, constraint in enumerate(task.hard_process_constraints):
-        for where, name, columns in named_tables(constraint):
+        for where, name, key, columns in named_tables(constraint):
             field_name = f"hard_process_constraints[{i}]{where}"
             table = known.get(name.casefold())
             if table is None:
@@ -432,6 +432,12 @@ def _write_problems(
                 reason = f"constraint {constraint.id!r}: fixture {task.initial_state_fixture} "
                 yield _at(task_file, field_name, reason + f"has no table {name!r} (it has: {have})")
                 continue
+            # A key may name a row the attempt inserts: only its shape is checked.
+            wrong_key = "" if key is None else _key_shape_problem(key, table, name)
+            if wrong_key:
+                yield _at(
+                    task_file, f"{field_name}.key", f"constraint {constraint.id!r}: {wrong_key}"
+                )
             have_columns = {c.casefold() for c in table.state.columns}
             for j, column in enumerate(columns):
                 if column.casefold() not in have_columns:
@@ -466,22 +472,27 @@ def _key_problems(
     where: str, key: JsonScalar | list[JsonScalar], table: _Table, name: str, fixture: str
 ) -> Iterator[tuple[str, str]]:
     """A key that cannot name a row of s0 makes the expected change impossible to see."""
+    if canonical_json(key) in table.state.rows:
+        return  # names a row, whatever the declared type says
+    wrong = _key_shape_problem(key, table, name)
+    if wrong:  # the likeliest reason it names no row: say that, not only "no row"
+        yield where, wrong
+    else:
+        yield where, f"no row of {name} in fixture {fixture} has key {canonical_json(key)}"
+
+
+def _key_shape_problem(key: JsonScalar | list[JsonScalar], table: _Table, name: str) -> str:
+    """Why *key* cannot be a key of *table* at all: the number or the types of its values
+    ("" when it can be)."""
     columns = table.state.key
     values = key if isinstance(key, list) else [key]
     if isinstance(key, list) != (len(columns) > 1) or len(values) != len(columns):
-        yield where, f"{name}'s primary key is ({', '.join(columns)}): give {len(columns)} value(s)"
-        return
-    if canonical_json(key) in table.state.rows:
-        return  # names a row, whatever the declared type says
-    wrong = [
+        return f"{name}'s primary key is ({', '.join(columns)}): give {len(columns)} value(s)"
+    return "; ".join(
         reason
         for column, value in zip(columns, values, strict=True)
         if (reason := _type_mismatch(value, table.types.get(column, ""), f"{name}.{column}"))
-    ]
-    if wrong:  # the likeliest reason it names no row: say that, not only "no row"
-        yield where, "; ".join(wrong)
-    else:
-        yield where, f"no row of {name} in fixture {fixture} has key {canonical_json(key)}"
+    )
 
 
 def _type_mismatch(value: JsonScalar, declared: str, column: str) -> str | None:
