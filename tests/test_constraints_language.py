@@ -349,3 +349,31 @@ def test_an_empty_contains_in_a_task_file_names_the_file_and_field(edited_bank: 
         edited_bank(_add({"never": {"message": "agent", "contains": " "}}))
     assert "tasks/transfer.yaml" in str(error.value)
     assert "hard_process_constraints[2].never.contains" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("args", "refused"),
+    [
+        ({"amount": "30"}, True),
+        ({"amount": True}, True),
+        ({"amount": 30}, False),
+        ({"amount": 30.0}, False),
+        ({"target": 5}, True),
+        ({"target": "B"}, False),
+    ],
+)
+def test_an_argument_value_the_tool_schema_refuses_is_a_check_error(
+    edited_bank: EditTask, args: dict[str, Any], refused: bool
+) -> None:
+    """Such a match selects only calls the gateway refused: a ``never`` on it is vacuous."""
+    from groundstate.validation.static import check_suite
+
+    root = edited_bank(_add({"never": {"tool": "transfer", "args": args}})).root
+    errors = [str(p) for p in check_suite(root).errors]
+    if not refused:
+        assert errors == []
+        return
+    assert len(errors) == 1, errors
+    name = next(iter(args))
+    assert f"hard_process_constraints[2].never.args.{name}" in errors[0]
+    assert "schema of tool 'transfer'" in errors[0]

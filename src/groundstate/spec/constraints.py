@@ -476,3 +476,15 @@ def named_tables(model: BaseModel, field: str = "") -> list[TableNamed]:
         if isinstance(value, BaseModel):
             found.extend(named_tables(value, f"{field}.{name}"))
     return found
+
+
+def tool_matches(model: BaseModel, field: str = "") -> list[tuple[str, Match]]:
+    """``(field path, match)`` of every match in *model* that names a tool (not ``*``)."""
+    found: list[tuple[str, Match]] = []
+    if isinstance(model, Match) and model.tool not in (None, "*"):
+        found.append((field, model))
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            found.extend(tool_matches(value, f"{field}.{name}"))
+    return found

@@ -39,7 +39,7 @@ from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, 
 from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE
-from groundstate.spec.constraints import named_tables
+from groundstate.spec.constraints import named_tables, tool_matches
 from groundstate.spec.files import line_of, read_yaml
 from groundstate.spec.strict import JsonScalar, did_you_mean, is_number
 from groundstate.spec.suite import Suite, scan_suite
@@ -171,6 +171,7 @@ def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
     yield from _decision_warnings(suite)
     yield from _tool_problems(suite)
     yield from _solution_problems(suite)
+    yield from _constraint_arg_problems(suite)
     if "sql" not in environment_capabilities(suite.config.environment):
         return  # the static checks of fixtures and assertions read SQL tables
     by_fixture: dict[Path, list[AgentTask]] = {}
@@ -240,6 +241,31 @@ def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
                         line=line_of(path, field_name),
                         field=field_name,
                         reason=f"{error.message} (schema of tool {step.call!r})",
+                    )
+
+
+def _constraint_arg_problems(suite: Suite) -> Iterator[SuiteProblem]:
+    """A match's ``args`` value the tool's schema refuses (``amount: "30"`` for an integer)
+    selects only calls the gateway refused: a ``never`` on it holds vacuously."""
+    for task_id, task in sorted(suite.tasks.items()):
+        path = suite.root / "tasks" / f"{task_id}.yaml"
+        for i, constraint in enumerate(task.hard_process_constraints):
+            for where, match in tool_matches(constraint):
+                declared = suite.tools.get(str(match.tool))
+                if declared is None or not match.args:
+                    continue
+                # Only the arguments given: a match names a few, never all that are required.
+                schema = {**declared.parameters, "required": []}
+                validator = jsonschema.Draft202012Validator(schema)
+                for error in sorted(validator.iter_errors(match.args), key=str):
+                    inside = "".join(f".{part}" for part in error.absolute_path)
+                    field_name = f"hard_process_constraints[{i}]{where}.args{inside}"
+                    reason = f"constraint {constraint.id!r}: {error.message} "
+                    yield SuiteProblem(
+                        file=str(path),
+                        line=line_of(path, field_name),
+                        field=field_name,
+                        reason=reason + f"(schema of tool {match.tool!r}): no accepted call has it",
                     )
 
 
