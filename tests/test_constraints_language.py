@@ -377,3 +377,21 @@ def test_an_argument_value_the_tool_schema_refuses_is_a_check_error(
     name = next(iter(args))
     assert f"hard_process_constraints[2].never.args.{name}" in errors[0]
     assert "schema of tool 'transfer'" in errors[0]
+
+
+def test_a_set_constraint_problem_is_reported_once_at_suite_yaml(edited_bank: EditTask) -> None:
+    from groundstate.validation.static import check_suite
+
+    def include(task: dict[str, Any]) -> None:
+        task["constraint_sets"] = ["policy"]
+
+    root = edited_bank(lambda task: None).root
+    suite_file = root / "suite.yaml"
+    suite_file.write_text(
+        suite_file.read_text()
+        + "constraint_sets:\n  policy:\n    - id: p\n"
+        + '      never: {tool: transfer, args: {amount: "30"}, writes: {table: acounts}}\n'
+    )
+    errors = [str(p) for p in check_suite(edited_bank(include).root).errors]
+    assert len(errors) == 2, errors
+    assert all("suite.yaml" in e and "constraint_sets.policy[0].never" in e for e in errors)

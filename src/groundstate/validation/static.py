@@ -38,8 +38,8 @@ from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
 from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
-from groundstate.spec.constraint_sets import SUITE_FILE
-from groundstate.spec.constraints import named_tables, tool_matches
+from groundstate.spec.constraint_sets import SUITE_FILE, own_constraints
+from groundstate.spec.constraints import HardConstraint, named_tables, tool_matches
 from groundstate.spec.files import line_of, read_yaml
 from groundstate.spec.strict import JsonScalar, did_you_mean, is_number
 from groundstate.spec.suite import Suite, scan_suite
@@ -244,12 +244,26 @@ def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
                     )
 
 
+def _written_at(suite: Suite, task: AgentTask) -> Iterator[tuple[Path, str, HardConstraint]]:
+    """Each of the task's constraints with the file and field it is written at: an included
+    set's in ``suite.yaml``, the task's own in its file (the loaded list has the sets first)."""
+    for name in task.constraint_sets:
+        for j, constraint in enumerate(suite.config.constraint_sets[name]):
+            yield suite.root / SUITE_FILE, f"constraint_sets.{name}[{j}]", constraint
+    task_file = suite.root / "tasks" / f"{task.task_id}.yaml"
+    for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
+        yield task_file, f"hard_process_constraints[{i}]", constraint
+
+
 def _constraint_arg_problems(suite: Suite) -> Iterator[SuiteProblem]:
     """A match's ``args`` value the tool's schema refuses (``amount: "30"`` for an integer)
     selects only calls the gateway refused: a ``never`` on it holds vacuously."""
-    for task_id, task in sorted(suite.tasks.items()):
-        path = suite.root / "tasks" / f"{task_id}.yaml"
-        for i, constraint in enumerate(task.hard_process_constraints):
+    seen: set[str] = set()  # a set's constraint is checked once, not per including task
+    for _, task in sorted(suite.tasks.items()):
+        for path, at, constraint in _written_at(suite, task):
+            if f"{path}:{at}" in seen:
+                continue
+            seen.add(f"{path}:{at}")
             for where, match in tool_matches(constraint):
                 declared = suite.tools.get(str(match.tool))
                 if declared is None or not match.args:
@@ -259,7 +273,7 @@ def _constraint_arg_problems(suite: Suite) -> Iterator[SuiteProblem]:
                 validator = jsonschema.Draft202012Validator(schema)
                 for error in sorted(validator.iter_errors(match.args), key=str):
                     inside = "".join(f".{part}" for part in error.absolute_path)
-                    field_name = f"hard_process_constraints[{i}]{where}.args{inside}"
+                    field_name = f"{at}{where}.args{inside}"
                     reason = f"constraint {constraint.id!r}: {error.message} "
                     yield SuiteProblem(
                         file=str(path),
@@ -329,8 +343,8 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
             for task in tasks:
                 task_file = suite.root / "tasks" / f"{task.task_id}.yaml"
                 problems += _assertion_problems(task, task_file, tables, view.query)
-                problems += _write_problems(task, task_file, tables)
-            return problems
+                problems += _write_problems(suite, task, tables)
+            return list(dict.fromkeys(problems))  # a set's constraint, once per fixture
     except EnvironmentFailure as exc:
         return [_fixture_problem(fixture, exc)]
 
@@ -444,14 +458,14 @@ def _assertion_problems(
 
 
 def _write_problems(
-    task: AgentTask, task_file: Path, tables: dict[str, _Table]
+    suite: Suite, task: AgentTask, tables: dict[str, _Table]
 ) -> Iterator[SuiteProblem]:
     """A ``writes`` match or ``no_undo`` naming a table or column the fixture lacks would hold
     vacuously on every attempt. SQL names ignore case, as the grader compares them."""
     known = {name.casefold(): table for name, table in tables.items()}
-    for i, constraint in enumerate(task.hard_process_constraints):
+    for task_file, at, constraint in _written_at(suite, task):
         for where, name, key, columns in named_tables(constraint):
-            field_name = f"hard_process_constraints[{i}]{where}"
+            field_name = f"{at}{where}"
             table = known.get(name.casefold())
             if table is None:
                 have = ", ".join(sorted(tables))
