@@ -20,8 +20,9 @@ from pydantic import (
 
 from groundstate.spec.strict import MAX_STEPS, Count, JsonScalar, Strict, StrictBool, one_key_of
 
-TOOL_ROOTS = ("args", "output", "error", "tool", "ok")
-"""Where a path into a tool call starts (``args.order_id``, ``output.items.*.item_id``)."""
+TOOL_ROOTS = ("args", "output", "error", "error_class", "tool", "ok")
+"""Where a path into a tool call starts (``args.order_id``, ``output.items.*.item_id``,
+``error_class``: who caused a failed call, e.g. ``permission_denied``)."""
 MESSAGE_ROOTS = ("text", "role")
 """Where a path into a message starts."""
 _YES_WORDS = (
@@ -135,6 +136,19 @@ class Match(Strict):
     def _compiles(cls, pattern: str | None) -> str | None:
         return _valid_pattern(pattern)
 
+    @field_validator("contains")
+    @classmethod
+    def _says_something(cls, text: str | None) -> str | None:
+        # Imported here: the grading package imports this module.
+        from groundstate.grading.constraints._text import normalise
+
+        if text is not None and not normalise(text):
+            raise ValueError(
+                f"{text!r} is empty once normalised, so every message contains it "
+                "(a 'never' would fail every attempt)"
+            )
+        return text
+
     @field_validator("where")
     @classmethod
     def _no_variables(cls, where: dict[str, JsonScalar]) -> dict[str, JsonScalar]:
@@ -178,6 +192,8 @@ class Match(Strict):
 def _valid_pattern(pattern: str | None) -> str | None:
     """*pattern*, once it compiles as the grader compiles it; else a clear error."""
     if pattern is not None:
+        if not pattern:
+            raise ValueError(f"{pattern!r}: an empty pattern is found in every text")
         try:
             re.compile(pattern, re.IGNORECASE)
         except (re.error, OverflowError, RecursionError) as exc:  # e.g. a{99999999999}
@@ -402,4 +418,73 @@ def named_tools(model: BaseModel, field: str = "") -> list[tuple[str, str]]:
         value = getattr(model, name)
         if isinstance(value, BaseModel):
             found.extend(named_tools(value, f"{field}.{name}"))
+    return found
+
+
+def named_args(model: BaseModel, field: str = "") -> list[tuple[str, str, str]]:
+    """``(field path, tool name, argument)`` of every argument *model* reads from the calls of
+    a named tool: a match's ``args`` and its ``where``/``capture`` paths into ``args``, and a
+    rule's ``where`` (into ``then``), ``names`` (into ``change``) and provenance ``args``. A
+    misspelt argument would make the constraint hold (or fail) vacuously on every attempt; the
+    loader refuses one the tool does not declare. *argument* is the path below ``args``.
+    """
+    found: list[tuple[str, str, str]] = []
+    if isinstance(model, Match) and model.tool not in (None, "*"):
+        tool = str(model.tool)
+        found += [(f"{field}.args.{name}", tool, name) for name in model.args]
+        for key, paths in (("where", list(model.where)), ("capture", model.capture.values())):
+            found += _arg_paths(f"{field}.{key}", tool, paths)
+    rules: list[tuple[str, Match, list[str]]] = []
+    if isinstance(model, BeforeRule):
+        rules.append(("where", model.then, list(model.where)))
+    if isinstance(model, ConfirmedRule):
+        rules.append(("names", model.change, model.names))
+    if isinstance(model, ProvenanceRule):
+        rules.append(("args", model.match, [f"args.{name}" for name in model.args]))
+    for key, target, paths in rules:
+        if target.tool not in (None, "*"):
+            found += _arg_paths(f"{field}.{key}", str(target.tool), paths)
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            found.extend(named_args(value, f"{field}.{name}"))
+    return found
+
+
+def _arg_paths(field: str, tool: str, paths: Any) -> list[tuple[str, str, str]]:
+    return [
+        (f"{field}.{path.removeprefix('args.')}", tool, path.removeprefix("args."))
+        for path in paths
+        if path.startswith("args.")
+    ]
+
+
+TableNamed = tuple[str, str, JsonScalar | list[JsonScalar], list[str]]
+"""Field path, table, key (None: any row) and columns a constraint names."""
+
+
+def named_tables(model: BaseModel, field: str = "") -> list[TableNamed]:
+    """Every ``writes`` match and ``no_undo`` table in *model*: checked against the fixture,
+    where a misspelt name (or a key of the wrong type) would hold vacuously."""
+    found: list[TableNamed] = []
+    if isinstance(model, WriteMatch):
+        found.append((field, model.table, model.key, list(model.columns)))
+    if isinstance(model, NoUndoRule):
+        found += [(f"{field}.tables[{i}]", t, None, []) for i, t in enumerate(model.tables)]
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            found.extend(named_tables(value, f"{field}.{name}"))
+    return found
+
+
+def tool_matches(model: BaseModel, field: str = "") -> list[tuple[str, Match]]:
+    """``(field path, match)`` of every match in *model* that names a tool (not ``*``)."""
+    found: list[tuple[str, Match]] = []
+    if isinstance(model, Match) and model.tool not in (None, "*"):
+        found.append((field, model))
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, BaseModel):
+            found.extend(tool_matches(value, f"{field}.{name}"))
     return found

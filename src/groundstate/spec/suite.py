@@ -36,7 +36,12 @@ from groundstate.spec.constraint_sets import (
     own_constraints,
     sets_first,
 )
-from groundstate.spec.constraints import HardConstraint, PythonConstraint, named_tools
+from groundstate.spec.constraints import (
+    HardConstraint,
+    PythonConstraint,
+    named_args,
+    named_tools,
+)
 from groundstate.spec.files import (
     MAX_POLICY_BYTES,
     is_dir,
@@ -432,6 +437,9 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
             f"hard_process_constraints[{i}]",
             "not in the task's available_tools",
         )
+        yield from _check_args_named(
+            constraint, suite.tools, task_file, f"hard_process_constraints[{i}]"
+        )
     for i, assertion in enumerate(task.outcome_assertions):
         if isinstance(assertion, PythonAssertion):
             yield from _check_python_ref(
@@ -614,6 +622,9 @@ def _check_set_tools(suite: Suite) -> Iterator[SpecError]:
                 f"constraint_sets.{name}[{i}]",
                 "not a tool of the suite",
             )
+            yield from _check_args_named(
+                constraint, suite.tools, suite.root / SUITE_FILE, f"constraint_sets.{name}[{i}]"
+            )
 
 
 def _check_tools_named(
@@ -623,6 +634,30 @@ def _check_tools_named(
     for where, tool in named_tools(constraint):
         if tool not in tools:
             yield SpecError(file, f"{field_name}{where}", f"{tool!r} is {why}")
+
+
+def _check_args_named(
+    constraint: HardConstraint, tools: dict[str, Tool], file: Path, field_name: str
+) -> Iterator[SpecError]:
+    """An argument the tool does not declare would make the constraint hold (or fail)
+    vacuously: ``provenance`` skips it, ``args`` and ``where`` never match it."""
+    for where, tool, path in named_args(constraint):
+        declared = _declared_args(tools.get(tool))
+        if declared is None or path in declared or path.split(".")[0] in declared:
+            continue
+        reason = f"{path.split('.')[0]!r} is not an argument of {tool!r}"
+        yield SpecError(file, f"{field_name}{where}", reason + did_you_mean(path, declared))
+
+
+def _declared_args(declared: Tool | None) -> list[str] | None:
+    """The tool's argument names, when its schema closes them (None: any name may be given)."""
+    if declared is None:
+        return None
+    properties = declared.parameters.get("properties")
+    closed = declared.parameters.get("additionalProperties") is False
+    if not isinstance(properties, dict) or not closed:
+        return None
+    return list(properties)
 
 
 def _sibling_files(suite: Suite, check_files: list[str]) -> dict[str, str]:

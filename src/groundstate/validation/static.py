@@ -38,7 +38,8 @@ from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
 from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
-from groundstate.spec.constraint_sets import SUITE_FILE
+from groundstate.spec.constraint_sets import SUITE_FILE, own_constraints
+from groundstate.spec.constraints import HardConstraint, named_tables, tool_matches
 from groundstate.spec.files import line_of, read_yaml
 from groundstate.spec.strict import JsonScalar, did_you_mean, is_number
 from groundstate.spec.suite import Suite, scan_suite
@@ -170,6 +171,7 @@ def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
     yield from _decision_warnings(suite)
     yield from _tool_problems(suite)
     yield from _solution_problems(suite)
+    yield from _constraint_arg_problems(suite)
     if "sql" not in environment_capabilities(suite.config.environment):
         return  # the static checks of fixtures and assertions read SQL tables
     by_fixture: dict[Path, list[AgentTask]] = {}
@@ -242,6 +244,45 @@ def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
                     )
 
 
+def _written_at(suite: Suite, task: AgentTask) -> Iterator[tuple[Path, str, HardConstraint]]:
+    """Each of the task's constraints with the file and field it is written at: an included
+    set's in ``suite.yaml``, the task's own in its file (the loaded list has the sets first)."""
+    for name in task.constraint_sets:
+        for j, constraint in enumerate(suite.config.constraint_sets[name]):
+            yield suite.root / SUITE_FILE, f"constraint_sets.{name}[{j}]", constraint
+    task_file = suite.root / "tasks" / f"{task.task_id}.yaml"
+    for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
+        yield task_file, f"hard_process_constraints[{i}]", constraint
+
+
+def _constraint_arg_problems(suite: Suite) -> Iterator[SuiteProblem]:
+    """A match's ``args`` value the tool's schema refuses (``amount: "30"`` for an integer)
+    selects only calls the gateway refused: a ``never`` on it holds vacuously."""
+    seen: set[str] = set()  # a set's constraint is checked once, not per including task
+    for _, task in sorted(suite.tasks.items()):
+        for path, at, constraint in _written_at(suite, task):
+            if f"{path}:{at}" in seen:
+                continue
+            seen.add(f"{path}:{at}")
+            for where, match in tool_matches(constraint):
+                declared = suite.tools.get(str(match.tool))
+                if declared is None or not match.args:
+                    continue
+                # Only the arguments given: a match names a few, never all that are required.
+                schema = {**declared.parameters, "required": []}
+                validator = jsonschema.Draft202012Validator(schema)
+                for error in sorted(validator.iter_errors(match.args), key=str):
+                    inside = "".join(f".{part}" for part in error.absolute_path)
+                    field_name = f"{at}{where}.args{inside}"
+                    reason = f"constraint {constraint.id!r}: {error.message} "
+                    yield SuiteProblem(
+                        file=str(path),
+                        line=line_of(path, field_name),
+                        field=field_name,
+                        reason=reason + f"(schema of tool {match.tool!r}): no accepted call has it",
+                    )
+
+
 def _fails_by_problems(
     suite: Suite, task_id: str, fails_by: str | None, path: Path
 ) -> Iterator[SuiteProblem]:
@@ -298,13 +339,12 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
                 name: _Table(state, _declared_types(view.query, name))
                 for name, state in env.snapshot().tables.items()
             }
-            return [
-                problem
-                for task in tasks
-                for problem in _assertion_problems(
-                    task, suite.root / "tasks" / f"{task.task_id}.yaml", tables, view.query
-                )
-            ]
+            problems: list[SuiteProblem] = []
+            for task in tasks:
+                task_file = suite.root / "tasks" / f"{task.task_id}.yaml"
+                problems += _assertion_problems(task, task_file, tables, view.query)
+                problems += _write_problems(suite, task, tables)
+            return list(dict.fromkeys(problems))  # a set's constraint, once per fixture
     except EnvironmentFailure as exc:
         return [_fixture_problem(fixture, exc)]
 
@@ -417,6 +457,34 @@ def _assertion_problems(
                     yield _at(task_file, f"{base}.judge.state.{name}", refused)
 
 
+def _write_problems(
+    suite: Suite, task: AgentTask, tables: dict[str, _Table]
+) -> Iterator[SuiteProblem]:
+    """A ``writes`` match or ``no_undo`` naming a table or column the fixture lacks would hold
+    vacuously on every attempt. SQL names ignore case, as the grader compares them."""
+    known = {name.casefold(): table for name, table in tables.items()}
+    for task_file, at, constraint in _written_at(suite, task):
+        for where, name, key, columns in named_tables(constraint):
+            field_name = f"{at}{where}"
+            table = known.get(name.casefold())
+            if table is None:
+                have = ", ".join(sorted(tables))
+                reason = f"constraint {constraint.id!r}: fixture {task.initial_state_fixture} "
+                yield _at(task_file, field_name, reason + f"has no table {name!r} (it has: {have})")
+                continue
+            # A key may name a row the attempt inserts: only its shape is checked.
+            wrong_key = "" if key is None else _key_shape_problem(key, table, name)
+            if wrong_key:
+                yield _at(
+                    task_file, f"{field_name}.key", f"constraint {constraint.id!r}: {wrong_key}"
+                )
+            have_columns = {c.casefold() for c in table.state.columns}
+            for j, column in enumerate(columns):
+                if column.casefold() not in have_columns:
+                    reason = f"constraint {constraint.id!r}: {name} has no column {column!r}"
+                    yield _at(task_file, f"{field_name}.columns[{j}]", reason)
+
+
 def _at(file: Path, field_name: str, reason: str) -> SuiteProblem:
     return SuiteProblem(
         file=str(file), line=line_of(file, field_name), field=field_name, reason=reason
@@ -444,22 +512,27 @@ def _key_problems(
     where: str, key: JsonScalar | list[JsonScalar], table: _Table, name: str, fixture: str
 ) -> Iterator[tuple[str, str]]:
     """A key that cannot name a row of s0 makes the expected change impossible to see."""
+    if canonical_json(key) in table.state.rows:
+        return  # names a row, whatever the declared type says
+    wrong = _key_shape_problem(key, table, name)
+    if wrong:  # the likeliest reason it names no row: say that, not only "no row"
+        yield where, wrong
+    else:
+        yield where, f"no row of {name} in fixture {fixture} has key {canonical_json(key)}"
+
+
+def _key_shape_problem(key: JsonScalar | list[JsonScalar], table: _Table, name: str) -> str:
+    """Why *key* cannot be a key of *table* at all: the number or the types of its values
+    ("" when it can be)."""
     columns = table.state.key
     values = key if isinstance(key, list) else [key]
     if isinstance(key, list) != (len(columns) > 1) or len(values) != len(columns):
-        yield where, f"{name}'s primary key is ({', '.join(columns)}): give {len(columns)} value(s)"
-        return
-    if canonical_json(key) in table.state.rows:
-        return  # names a row, whatever the declared type says
-    wrong = [
+        return f"{name}'s primary key is ({', '.join(columns)}): give {len(columns)} value(s)"
+    return "; ".join(
         reason
         for column, value in zip(columns, values, strict=True)
         if (reason := _type_mismatch(value, table.types.get(column, ""), f"{name}.{column}"))
-    ]
-    if wrong:  # the likeliest reason it names no row: say that, not only "no row"
-        yield where, "; ".join(wrong)
-    else:
-        yield where, f"no row of {name} in fixture {fixture} has key {canonical_json(key)}"
+    )
 
 
 def _type_mismatch(value: JsonScalar, declared: str, column: str) -> str | None:
