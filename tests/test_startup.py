@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import get_args
 
 import pytest
@@ -18,6 +19,8 @@ from groundstate.exports import ExportFormat
 from groundstate.importers import FORMATS
 from groundstate.stats import DEFAULT_FDR
 from groundstate.store import DEFAULT_STORE as STORE_DEFAULT
+
+from .conftest import EXAMPLES
 
 HEAVY = ("numpy", "pydantic", "rich", "jinja2", "jsonschema", "yaml", "hypothesis", "asyncio")
 
@@ -67,3 +70,28 @@ def test_python_dash_m_groundstate_is_the_cli() -> None:
         check=True,
     )
     assert done.stdout.strip() == f"groundstate, version {__version__}"
+
+
+OPTIONAL = ("psycopg", "ray", "openai", "anthropic", "mcp", "playwright", "inspect_ai")
+"""The optional extras' libraries: `make demo` installs none of them."""
+
+
+@pytest.mark.parametrize("executor", ["in-process", "process"])
+def test_the_demo_runs_and_reports_without_any_optional_extra(
+    tmp_path: Path, executor: str
+) -> None:
+    """`make demo` installs only the core dependencies: a batch on the retail example and its
+    report must never import an extra's library (the executors once imported psycopg for a
+    variable's name, and `make demo` failed on a fresh machine)."""
+    store = str(tmp_path / "runs.db")
+    blocked = "".join(f"sys.modules[{name!r}] = None\n" for name in OPTIONAL)
+    retail, careful = EXAMPLES / "retail", EXAMPLES / "systems" / "careful.yaml"
+    run = ["run", str(retail), "--system", str(careful), "--attempts", "1", "--store", store]
+    for args in ([*run, "--executor", executor, "-k", "refund", "--json"],
+                 ["report", "--store", store, "--json"]):  # fmt: skip
+        script = f"import sys\n{blocked}from groundstate.cli import main\nmain({args!r})\n"
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr

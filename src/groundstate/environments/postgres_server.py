@@ -27,11 +27,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
-
-import psycopg
+from typing import TYPE_CHECKING, Any
 
 from groundstate.errors import EnvironmentFailure
+
+if TYPE_CHECKING:  # imported where used: the executors read URL_VARIABLE without the extra
+    import psycopg
 
 URL_VARIABLE = "GROUNDSTATE_POSTGRES_URL"
 BIN_VARIABLE = "GROUNDSTATE_POSTGRES_BIN"
@@ -82,6 +83,8 @@ class PostgresServer:
             info["options"] = options
         if role is not None:
             info.update(user=role, password=self._passwords[role])
+        import psycopg
+
         try:
             return psycopg.connect(autocommit=True, **info)
         except psycopg.Error as exc:
@@ -105,7 +108,9 @@ class PostgresServer:
     @property
     def url(self) -> str:
         """A connection string for this server (as the admin), for child processes."""
-        return psycopg.conninfo.make_conninfo(**self._conninfo)
+        from psycopg.conninfo import make_conninfo
+
+        return make_conninfo(**self._conninfo)
 
     def close(self) -> None:
         """Drop what this process made and stop a private server (in the process that
@@ -157,6 +162,8 @@ def _private_for_children() -> PostgresServer:
 
 
 def _from_url(url: str) -> PostgresServer:
+    import psycopg
+
     try:
         info = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.Error as exc:
