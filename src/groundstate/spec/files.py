@@ -13,8 +13,8 @@ cannot read safely is a :class:`SpecError` (one line), never a traceback or a ha
 - ``.inf``, ``.nan`` and numbers too large for a float are refused wherever they appear.
 
 Other text a suite gives the agent (its policy) goes through :func:`read_text`: bounded, and
-UTF-8 or a one-line error naming the byte offset. JSON a user hands groundstate (fixtures,
-locks, τ² data, results and label files) goes through :func:`parse_json`.
+UTF-8 or a one-line error naming the byte offset. JSON a suite or its data hands groundstate
+(fixtures, τ² data) goes through :func:`parse_json`.
 """
 
 from __future__ import annotations
@@ -192,24 +192,21 @@ def decode_utf8(path: Path, data: bytes) -> str:
         ) from None
 
 
-def parse_json(path: Path | str, text: str, *, line: int | None = None, finite: bool = True) -> Any:
-    """*text*, read from *path* (at *line*, for one line of JSON Lines), as JSON; any problem
-    is a :class:`SpecError` naming the file and line. Besides bad syntax: nesting deeper than
-    Python's stack (``json`` raises RecursionError), an integer past Python's 4,300-digit
-    limit, and, when *finite*, ``NaN``, ``Infinity`` and ``1e999`` (not JSON, and refused in
-    YAML too; importers of other tools' results pass ``finite=False`` and check numbers by
-    field)."""
+def parse_json(path: Path | str, text: str) -> Any:
+    """*text*, read from *path*, as JSON; any problem is a :class:`SpecError` naming the file
+    (and the line of a syntax error). Besides bad syntax: nesting deeper than Python's stack
+    (``json`` raises RecursionError), an integer past Python's 4,300-digit limit, and ``NaN``,
+    ``Infinity`` and ``1e999`` (not JSON, and refused in YAML too). Other tools' result files
+    have their own reader, which checks numbers field by field
+    (:func:`groundstate.importers.rows.parse_json`)."""
     try:
-        if finite:
-            return json.loads(text, parse_constant=_not_finite, parse_float=_finite_float)
-        return json.loads(text)
+        return json.loads(text, parse_constant=_not_finite, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
-        where = line if line is not None else exc.lineno
-        raise SpecError(path, None, f"not valid JSON: {exc.msg}", line=where) from None
+        raise SpecError(path, None, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
     except RecursionError:
-        raise SpecError(path, None, "not valid JSON: nested too deeply", line=line) from None
+        raise SpecError(path, None, "not valid JSON: nested too deeply") from None
     except ValueError as exc:  # an integer of more than 4,300 digits; a non-finite number
-        raise SpecError(path, None, f"not valid JSON: {exc}", line=line) from None
+        raise SpecError(path, None, f"not valid JSON: {exc}") from None
 
 
 def _not_finite(constant: str) -> float:
