@@ -5,6 +5,10 @@ process, alternating try by try on the same inputs (prints figures; not a test).
    in use) and in fresh ones (folders made on first use).
 2. ``add_run`` of the retail example's oracle replays (two artifacts, the record, its hash,
    the chain link, one commit).
+3. ``verify`` of the batch stored in 2 (every record parsed and hashed, its artifacts read
+   back), each side checking the same database.
+4. This checkout alone: a stored try's CPU by step (the record's JSON, its canonical hash,
+   the artifacts' digests, their files, the statements, the commit), to see what dominates.
 
 Alternating in one process keeps the two sides under the same load, which on a shared
 machine moves whole-run figures more than the differences measured here.
@@ -25,6 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,7 +37,7 @@ from typing import Any
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.episode import AttemptInfo, AttemptOutput, run_attempt
 from groundstate.spec.suite import load_suite
-from groundstate.store import RunStore
+from groundstate.store import BatchInfo, PreparedRun, RunStore, prepare_run, record_hash
 from groundstate.testing import scripted_system
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +54,7 @@ def _other_store(rev: str, into: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location("store_before", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass looks its module up while it is made
     spec.loader.exec_module(module)
     return module
 
@@ -117,9 +123,74 @@ def main() -> None:
             "before": before.RunStore(Path(tmp) / "runs" / "a" / "runs.db"),
             "after": RunStore(Path(tmp) / "runs" / "b" / "runs.db"),
         }
+        for store in stores.values():
+            store.add_batch(_empty_batch("b"))
         act = {side: (lambda o, s=s: s.add_run(o.run, o.artifacts)) for side, s in stores.items()}
         _print("add_run of a retail oracle replay", _ab(outputs, act))
+        stored = Path(tmp) / "runs" / "b" / "runs.db"
+        checked = {"before": before.RunStore(stored), "after": RunStore(stored)}
+        act = {side: (lambda _, s=s: s.verify("b")) for side, s in checked.items()}
+        per_record = _scaled(_ab([None] * 20, act), 1 / len(outputs))
+        _print(f"verify, per record (a batch of {len(outputs)})", per_record)
+        _print("a stored try by step (this checkout)", _steps(outputs, Path(tmp) / "steps"))
     print(f"before: {args.against}; after: this checkout; {sys.version.split()[0]}")
+
+
+def _scaled(times: dict[str, list[float]], factor: float) -> dict[str, list[float]]:
+    return {name: [t * factor for t in samples] for name, samples in times.items()}
+
+
+def _steps(outputs: list[AttemptOutput], folder: Path) -> dict[str, list[float]]:
+    """CPU seconds of each step of storing a try (prepare_run's, then add_prepared's), each
+    done longhand as the store does it, in a store whose artifact folders exist."""
+    steps: dict[str, list[float]] = {}
+
+    def lap(name: str, since: float) -> float:
+        now = time.thread_time()
+        steps.setdefault(f"{name} cpu", []).append(now - since)
+        return now
+
+    with RunStore(folder / "runs.db") as store:
+        for i in range(256):
+            (store.artifacts / f"{i:02x}").mkdir(parents=True, exist_ok=True)
+        store.add_batch(_empty_batch("b"))
+        store.acquire_lease("b")
+        db = store._db  # the steps of add_prepared, one by one
+        for output in outputs:
+            row = prepare_run(output.run, output.artifacts)
+            c = time.thread_time()
+            row.run.model_copy(update={"artifact_locations": {}}).model_dump_json()
+            c = lap("record JSON (pydantic)", c)
+            record_hash(row.text)
+            c = lap("canonical hash", c)
+            prepare_run(output.run, output.artifacts)
+            c = lap("prepare_run whole", c)
+            for _, digest, data in row.files:
+                store._put(digest, data)
+            c = lap("artifact files", c)
+            _statements(store, row)
+            c = lap("statements", c)
+            db.execute("COMMIT")
+            lap("commit", c)
+    return steps
+
+
+def _statements(store: RunStore, row: PreparedRun) -> None:
+    """What :meth:`RunStore.add_prepared` runs in its transaction for one try, but the commit."""
+    db = store._db
+    db.execute("BEGIN IMMEDIATE")
+    store._hold(db, "b", "now", renew=False)
+    length, head = store._chain_head(db, "b")
+    head = store._insert_run(db, row, length + 1, head)
+    db.execute("INSERT OR REPLACE INTO chains VALUES (?, ?, ?)", ("b", length + 1, head))
+
+
+def _empty_batch(batch_id: str) -> BatchInfo:
+    return BatchInfo(
+        batch_id=batch_id, created_at=datetime(2026, 1, 1, tzinfo=UTC), suite="s",
+        suite_path="s", suite_hash="h", system_spec_hash="h", system_spec={}, attempts=1,
+        seed=0, task_revisions={}, task_weights={}, task_slices={},
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

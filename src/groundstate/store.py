@@ -498,7 +498,12 @@ def record_json(data: Any) -> str:
 
 def record_hash(text: str) -> str:
     """sha256 of a record's canonical JSON (sorted keys, ASCII: any string hashes)."""
-    return hashlib.sha256(record_json(json.loads(text)).encode("ascii")).hexdigest()
+    return _canonical_hash(json.loads(text))
+
+
+def _canonical_hash(data: Any) -> str:
+    """:func:`record_hash` of a record already parsed."""
+    return hashlib.sha256(record_json(data).encode("ascii")).hexdigest()
 
 
 def chain_link(previous: str, run_id: str, content: str, artifacts: str) -> str:
@@ -1493,8 +1498,16 @@ def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) 
 
 
 def _content_hash(text: str) -> str | None:
+    parsed = _parse_hashed(text)
+    return None if parsed is None else parsed[1]
+
+
+def _parse_hashed(text: str) -> tuple[Any, str] | None:
+    """*text* parsed and its :func:`record_hash`, from one parse (a check needs both: parsing
+    a run record twice was a seventh of verifying it); None when *text* is not JSON."""
     try:
-        return record_hash(text)
+        data = json.loads(text)
+        return data, _canonical_hash(data)
     except ValueError:
         return None
 
@@ -1508,8 +1521,8 @@ def _record_problems(
         text = record.decode("utf-8")
     except UnicodeDecodeError:
         text = ""
-    recomputed = _content_hash(text)
-    if recomputed is None:
+    parsed = _parse_hashed(text)
+    if parsed is None:
         return [
             Problem(
                 batch_id=batch_id,
@@ -1518,6 +1531,7 @@ def _record_problems(
                 detail="record unreadable (its JSON does not parse)",
             )
         ]
+    data, recomputed = parsed
     if recomputed != content:
         return [
             Problem(
@@ -1527,10 +1541,7 @@ def _record_problems(
                 detail="record altered (its JSON no longer matches its hash)",
             )
         ]
-    data = json.loads(text)
-    locations = (data.get("artifact_locations") if isinstance(data, dict) else None) or {}
-    named = {k: str(v).removeprefix("sha256:") for k, v in sorted(locations.items())}
-    if hashes is not None and json.dumps(named) != hashes:
+    if hashes is not None and _artifact_names(data) != hashes:
         return [
             Problem(
                 batch_id=batch_id,
@@ -1540,6 +1551,15 @@ def _record_problems(
             )
         ]
     return []
+
+
+def _artifact_names(data: Any) -> str | None:
+    """The ``artifact_hashes`` column that a parsed record's artifact locations make; None
+    when they are not a mapping (edited by hand: then they match no column)."""
+    locations = (data.get("artifact_locations") if isinstance(data, dict) else None) or {}
+    if not isinstance(locations, dict):
+        return None
+    return json.dumps({k: str(v).removeprefix("sha256:") for k, v in sorted(locations.items())})
 
 
 def _labels_row_problems(
@@ -1554,9 +1574,10 @@ def _labels_row_problems(
         kind="labels_altered",
         detail=f"{where} altered (its JSON no longer matches its hash)",
     )
-    if _content_hash(text) != content:
+    parsed = _parse_hashed(text)
+    if parsed is None or parsed[1] != content:
         return [problem]
-    data = json.loads(text)
+    data = parsed[0] if isinstance(parsed[0], dict) else {}  # not an object: no columns
     stored = {name: data.get(name) for name in columns} | {"adjudicated": data.get("adjudicated")}
     if stored != columns | {"adjudicated": adjudicated}:
         detail = f"{where}: its batch, run, annotator or adjudicated columns were changed"
