@@ -1,0 +1,259 @@
+"""Seventh audit of issue 11: decisions and diagnosis, recomputed from outside.
+
+Every figure is recomputed here with scipy/numpy or by hand, on the edges the earlier
+audits did not reach: paired pilots sharing few tasks, plans below the smallest suite
+``compare`` can test, ``compare`` with tasks of one batch only, unequal attempts per task and
+a task whose every attempt was invalid on one side (the whole CLI path, JSON against the
+terminal and the HTML page), the per-task tests against ``scipy.stats`` on ties and on
+all-pass / all-fail, and agreement with a labeller who never varies or labels outside the
+taxonomy.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy import stats as scipy_stats
+
+from groundstate.cli import main
+from groundstate.planning import paired_difference, plan, power_of, tasks_needed
+from groundstate.stats import MIN_TASKS, Outcome, TaskCounts, compare
+
+
+def _tc(task: str, n: int, c: int) -> TaskCounts:
+    return TaskCounts(task, n, c, 0, 1.0, (), None, "")
+
+
+# --- planning ----------------------------------------------------------------------------------
+
+
+def test_paired_pilots_sharing_few_tasks_plan_on_those_and_say_so() -> None:
+    """Two pilots of 30 tasks sharing 3: the difference was measured on 3 tasks, but the plan
+    said its pilot had 30 (no "rough" warning, marginal values at T = 30) and did not
+    mention the 54 tasks left out."""
+    a = [_tc(f"t{i:02}", 4, i % 5) for i in range(30)]
+    b = [_tc(f"t{i:02}", 4, (i + 2) % 5) for i in range(27, 57)]
+    got = plan([a, b])
+    assert got.difference.n_tasks == got.pilot_tasks == got.marginal.tasks == 3
+    assert [c.n_tasks for c in got.components] == [30, 30]  # each pilot described whole
+    left = got.warnings[0]
+    assert "share 3 tasks" in left and "27 only in pilot A" in left and "27 only in pilot B" in left
+    assert "t00" in left and "t30" in left
+    assert any("pilot has 3 tasks" in w for w in got.warnings)
+    # the same pilots restricted to what they share give the same difference
+    assert paired_difference(a, b) == paired_difference(a[27:], b[:3])
+
+
+def test_pilots_on_the_same_tasks_have_no_left_out_warning() -> None:
+    a = [_tc(f"t{i}", 4, i % 5) for i in range(12)]
+    b = [_tc(f"t{i}", 4, (i + 1) % 5) for i in range(12)]
+    got = plan([a, b])
+    assert got.pilot_tasks == 12
+    assert not any("left out" in w for w in got.warnings)
+    # a task with no valid attempt in one pilot is left out of the pairing, and named
+    b[0] = TaskCounts("t0", 0, 0, 4, 1.0, (), None, "")
+    got = plan([a, b])
+    assert got.pilot_tasks == 11
+    assert "1 only in pilot A (t0)" in got.warnings[0]
+
+
+def test_a_plan_never_asks_for_fewer_tasks_than_compare_can_test() -> None:
+    """A large difference with little noise: the normal formula asked for 2 tasks, and the
+    power grid promised power near 1 with 3, but ``compare`` prints no p-value under 5."""
+    pilot = [_tc(f"t{i}", 4, c) for i, c in enumerate([0, 1, 3, 4, 2, 2, 1, 3])]
+    got = plan([pilot], delta=1.0, power=0.8)
+    assert set(got.tasks_needed.values()) == {MIN_TASKS}
+    d = got.difference
+    assert tasks_needed(d, 1, 1.0, 0.8, 0.05) == MIN_TASKS
+    for tasks in range(1, MIN_TASKS):
+        assert power_of(d, tasks, 4, 1.0, 0.05) == 0.0
+    # from 5 tasks on the grid is the two-sided normal power, recomputed
+    se = np.sqrt(d.variance(MIN_TASKS, 4))
+    z = scipy_stats.norm.ppf(0.975)
+    want = scipy_stats.norm.cdf(1.0 / se - z) + scipy_stats.norm.cdf(-1.0 / se - z)
+    assert power_of(d, MIN_TASKS, 4, 1.0, 0.05) == pytest.approx(want, abs=1e-12)
+    # a pilot of 3 tasks: its row of the grid says the truth, power 0
+    small = plan([pilot[:3]], delta=1.0)
+    assert set(small.power_grid[3].values()) == {0.0}
+
+
+Compared = tuple[dict[str, Any], str, str]
+"""``compare --json``'s data, the terminal text and the HTML page's text."""
+
+# --- compare through the CLI, recomputed ---------------------------------------------------------
+
+# Task -> each attempt's end: 1 success, 0 failure, "E" an environment failure (invalid).
+A_SIDE: dict[str, list[int | str]] = {
+    "t0": [1, 0], "t1": [1, 1, 0, 0], "t2": [0], "t3": [1, 1, 1], "t4": [0, 0, 1, 0],
+    "t5": [1, 0, 1], "t6": ["E", "E"], "t7": [0, 0], "t8": [1, 1], "only_a": [1, 0],
+}  # fmt: skip
+B_SIDE: dict[str, list[int | str]] = {
+    "t0": [1, 1, 1, 0, 1], "t1": [1, 1], "t2": [1, 1, 1], "t3": [1, 1, 1, 1], "t4": [0, 1],
+    "t5": [1, "E", 1], "t6": [1, 0, 1], "t7": [1, 1, 1, 1, 1, 1], "t8": [1, 1],
+    "only_b": [0],
+}  # fmt: skip
+
+
+ENDS = {"1": "success", "0": "agent_failure/incorrect_state", "E": "environment_failure"}
+
+
+def _write(path: Path, side: dict[str, list[int | str]]) -> None:
+    with path.open("w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["task_id", "attempt", "success", "terminal_reason"])
+        for task, ends in side.items():
+            for j, end in enumerate(ends, start=1):
+                reason = ENDS[str(end)]
+                out.writerow([task, j, int(end == 1), reason])
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    got = CliRunner().invoke(main, list(args))
+    return got.exit_code, got.stdout, got.stderr
+
+
+def _rates(side: dict[str, list[int | str]], view: str) -> dict[str, tuple[int, int]]:
+    """(successes, counted attempts) per task with a counted attempt."""
+    out = {}
+    for task, ends in side.items():
+        counted = ends if view == "strict" else [e for e in ends if e != "E"]
+        if counted:
+            out[task] = (sum(e == 1 for e in counted), len(counted))
+    return out
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> Compared:
+    tmp = tmp_path_factory.mktemp("cmp")
+    store = str(tmp / "s.db")
+    ids = []
+    for name, side in (("a", A_SIDE), ("b", B_SIDE)):
+        _write(tmp / f"{name}.csv", side)
+        code, out, err = _cli("import-results", str(tmp / f"{name}.csv"), "--name", name,
+                              "--store", store)  # fmt: skip
+        assert code == 0, err
+        ids.append(out.strip().splitlines()[-1].removeprefix("batch "))
+    code, out, err = _cli("compare", *ids, "--store", store, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    code, text, err = _cli("compare", *ids, "--store", store, "--html", str(tmp / "c.html"))
+    assert code == 0, err
+    page = re.sub(
+        r"<style.*?</style>|<script.*?</script>", "", (tmp / "c.html").read_text(), flags=re.S
+    )
+    page = re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", page)))
+    return data, text, page
+
+
+@pytest.mark.parametrize("view", ["valid", "strict"])
+def test_compare_equals_scipys_paired_t_test_over_honest_denominators(
+    compared: Compared,
+    view: str,
+) -> None:
+    """Tasks of one batch only are dropped and named; t6 (every attempt of a invalid) is out
+    of the valid view's pairing but in the strict view's, as failures; unequal attempts per
+    task; every figure equals scipy's paired t test on the per-task rates."""
+    data, _, _ = compared
+    assert (data["only_in_a"], data["only_in_b"], data["excluded_tasks"]) == (
+        ["only_a"], ["only_b"], ["t6"],
+    )  # fmt: skip
+    assert data["dropped_tasks"] == 3
+    a, b = _rates(A_SIDE, view), _rates(B_SIDE, view)
+    shared = sorted(a.keys() & b.keys())
+    assert len(shared) == (8 if view == "valid" else 9)
+    ra = np.array([a[t][0] / a[t][1] for t in shared])
+    rb = np.array([b[t][0] / b[t][1] for t in shared])
+    ref = scipy_stats.ttest_rel(rb, ra)
+    ci = ref.confidence_interval()
+    got = data["metrics"][view]["success_rate"]
+    assert got["difference"]["n_tasks"] == len(shared)
+    assert got["difference"]["attempts"] == sum(a[t][1] + b[t][1] for t in shared)
+    assert got["difference"]["estimate"] == pytest.approx(float(np.mean(rb - ra)), abs=1e-12)
+    assert got["statistic"] == pytest.approx(ref.statistic, rel=1e-9)
+    assert got["p_value"] == pytest.approx(ref.pvalue, rel=1e-9)
+    assert got["difference"]["ci_low"] == pytest.approx(ci.low, abs=1e-9)
+    assert got["difference"]["ci_high"] == pytest.approx(min(1.0, ci.high), abs=1e-9)
+    assert got["a"]["estimate"] == pytest.approx(float(ra.mean()), abs=1e-12)
+    # the common k is the fewest counted attempts of any paired task on either side
+    assert data["common_k"][view] == min(min(a[t][1], b[t][1]) for t in shared)
+
+
+def test_per_task_tests_equal_scipy_fisher_and_bh(compared: Compared) -> None:
+    data, _, _ = compared
+    a, b = _rates(A_SIDE, "valid"), _rates(B_SIDE, "valid")
+    rows = data["per_task"]
+    assert [r["task_id"] for r in rows] == data["paired_tasks"]
+    p = []
+    for r in rows:
+        (ac, an), (bc, bn) = a[r["task_id"]], b[r["task_id"]]
+        assert (r["a_c"], r["a_n"], r["b_c"], r["b_n"]) == (ac, an, bc, bn)
+        want = scipy_stats.fisher_exact([[ac, an - ac], [bc, bn - bc]]).pvalue
+        assert r["p_value"] == pytest.approx(want, rel=1e-12)
+        p.append(want)
+    q = scipy_stats.false_discovery_control(p, method="bh")
+    assert [r["q_value"] for r in rows] == pytest.approx(q.tolist(), rel=1e-12)
+    assert data["per_task_test"]["changed"] == sum(x <= 0.05 for x in q)
+
+
+def test_terminal_and_html_give_the_json_denominators(compared: Compared) -> None:
+    data, text, page = compared
+    head = " ".join(text.split())
+    assert (
+        "8 tasks in both with valid attempts, 3 dropped (1 only in a, 1 only in b, 1 without"
+        in head
+    )
+    assert "the strict view also counts the tasks without valid attempts, as failures" in head
+    assert "only in a: only_a" in text and "only in b: only_b" in text
+    assert "excluded tasks: t6" in text
+    assert "over 8 shared tasks; 3 tasks dropped" in page
+    assert (
+        "Without valid attempts on one side (the strict view counts them, as failures) t6" in page
+    )
+    for view in ("valid", "strict"):
+        d = data["metrics"][view]["success_rate"]["difference"]
+        shown = f"{d['estimate']:+.3f} [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]"
+        assert shown in page
+        assert f"{d['ci_low']:+.3f}, {d['ci_high']:+.3f}]" in text
+
+
+# --- paired tests on their edges -------------------------------------------------------------
+
+
+def _outcomes(cells: dict[str, tuple[int, int]]) -> list[Outcome]:
+    return [Outcome(t, j + 1, j < c) for t, (n, c) in cells.items() for j in range(n)]
+
+
+def test_no_task_moved_gives_no_test_rather_than_a_p_value() -> None:
+    """Every paired difference 0 (ties everywhere, zero discordant tasks): the difference is
+    0 with no interval and no p-value, and said so; no task is called changed."""
+    cells = {f"t{i}": (3, i % 4) for i in range(7)}
+    got = compare(_outcomes(cells), _outcomes(cells), n_boot=0)
+    d = got.find("success_rate")
+    assert (d.difference.estimate, d.p_value, d.statistic) == (0.0, None, None)
+    assert (d.difference.ci_low, d.difference.ci_high) == (None, None)
+    assert "no spread between tasks" in d.difference.note
+    assert all(t.p_value == 1.0 and t.q_value == 1.0 for t in got.per_task)
+
+
+def test_all_fail_to_all_pass_is_the_exact_sign_test_and_fisher_per_task() -> None:
+    """T tasks all 0/2 in a and 2/2 in b: p = 2 * 0.5^T (by hand), the exact bound
+    1 - 2 * (0.025)^(1/T) ... in the difference's own scale, and Fisher's 1/3 per task."""
+    for tasks in (5, 6, 9):
+        a = {f"t{i}": (2, 0) for i in range(tasks)}
+        b = {f"t{i}": (2, 2) for i in range(tasks)}
+        got = compare(_outcomes(a), _outcomes(b), n_boot=0)
+        d = got.find("success_rate")
+        assert d.p_value == pytest.approx(2 * 0.5**tasks, rel=1e-12)
+        # on the unit scale the bound is 0.025^(1/T); on [-1, 1] it is -1 + 2 * that
+        assert d.difference.ci_low == pytest.approx(-1 + 2 * 0.025 ** (1 / tasks), rel=1e-9)
+        assert d.difference.ci_high == 1.0
+        assert all(t.p_value == pytest.approx(1 / 3) for t in got.per_task)
+        assert not got.changed  # 1/3 each: nothing survives, whatever the FDR control
