@@ -325,3 +325,18 @@ def test_many_units_equal_an_independent_count() -> None:
     assert got.percent_agreement == pytest.approx(np.trace(o) / total, rel=1e-9)
     assert got.fleiss_kappa == pytest.approx(fleiss, rel=1e-9)
     assert (got.alpha_units, got.fleiss_units) == (int((m >= 2).sum()), len(full))
+
+
+def test_a_refused_pilot_of_two_is_named() -> None:
+    """Two pilots, one with a single attempt per task: the refusal said "the pilot" without
+    saying which of the two batches to rerun."""
+    from groundstate.planning import PlanningError
+
+    good = [_tc(f"t{i}", 4, i % 5) for i in range(6)]
+    single = [_tc(f"t{i}", 1, i % 2) for i in range(6)]
+    with pytest.raises(PlanningError, match=r"^pilot B: every task of the pilot has a single"):
+        plan([good, single])
+    with pytest.raises(PlanningError, match=r"^pilot A: every task"):
+        plan([single, good])
+    with pytest.raises(PlanningError, match=r"^every task"):  # one pilot: nothing to name
+        plan([single])

@@ -267,7 +267,7 @@ def plan(
     _check_targets(delta, power, alpha)
     if len(pilots) not in (1, 2):
         raise ValueError("plan takes one or two pilot batches")
-    components = tuple(variance_components(p) for p in pilots)
+    components = tuple(_components(p, "AB"[i], len(pilots)) for i, p in enumerate(pilots))
     difference = assumed_difference(pilots[0]) if len(pilots) == 1 else paired_difference(*pilots)
     _check_variation(difference)
     pilot_tasks = difference.n_tasks  # with two pilots, the tasks they share
@@ -289,6 +289,16 @@ def plan(
         marginal=marginal(difference, pilot_tasks, max(1, round(components[0].attempts))),
         warnings=_unshared(pilots) + _warnings(difference, needed, pilot_tasks),
     )
+
+
+def _components(counts: Sequence[TaskCounts], name: str, pilots: int) -> VarianceComponents:
+    """:func:`variance_components`; with two pilots a refusal names the pilot it is about."""
+    try:
+        return variance_components(counts)
+    except PlanningError as exc:
+        if pilots == 1:
+            raise
+        raise PlanningError(f"pilot {name}: {exc}") from None
 
 
 def _check_targets(delta: float, power: float, alpha: float) -> None:
