@@ -340,3 +340,31 @@ def test_a_refused_pilot_of_two_is_named() -> None:
         plan([single, good])
     with pytest.raises(PlanningError, match=r"^every task"):  # one pilot: nothing to name
         plan([single])
+
+
+def test_a_batch_with_every_attempt_invalid_is_compared_unpaired_and_the_note_says_how() -> None:
+    """b's infrastructure was down: no valid attempt, so no pairing in the valid view and the
+    comparison is unpaired. The note said "6 tasks of a with 0 tasks of b" beside a strict
+    view over 6 tasks of b; it says which view the counts are of. The strict figures are
+    Welch's test on the per-task strict rates, recomputed."""
+    a = [Outcome(f"t{i}", j, j < i % 3) for i in range(6) for j in range(3)]
+    invalid = {"valid": False, "terminal_reason": "environment_failure"}
+    b = [Outcome(f"t{i}", j, False, **invalid) for i in range(6) for j in range(3)]  # type: ignore[arg-type]
+    got = compare(a, b, n_boot=0)
+    assert got.mode == "unpaired" and got.excluded_tasks == tuple(f"t{i}" for i in range(6))
+    assert "6 tasks of a with 0 tasks of b with valid attempts (the strict view" in got.notes[0]
+    assert not [d for d in got.differences if d.view == "valid"]
+    d = got.find("success_rate", "strict")
+    rates = np.array([i % 3 / 3 for i in range(6)])
+    ref = scipy_stats.ttest_ind(np.zeros(6), rates, equal_var=False)
+    assert d.difference.estimate == pytest.approx(-rates.mean(), abs=1e-12)
+    assert d.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    assert d.difference.df == pytest.approx(ref.df, rel=1e-9)
+
+
+def test_one_paired_task_is_named_in_the_singular() -> None:
+    got = compare(_outcomes({"x": (3, 1)}), _outcomes({"x": (3, 3)}), n_boot=0)
+    assert got.notes == ("only 1 paired task: intervals are n/a",)
+    d = got.find("success_rate")
+    assert d.difference.estimate == pytest.approx(2 / 3) and d.p_value is None
+    assert d.difference.note == "n/a: 1 task, intervals need at least 5"

@@ -340,11 +340,13 @@ def _mode(
         return "paired", []
     a_tasks, b_tasks = sum(t.n > 0 for t in a.values()), sum(t.n > 0 for t in b.values())
     if paired and min(a_tasks, b_tasks) < MIN_TASKS:
-        return "paired", [f"only {len(paired)} paired tasks: intervals are n/a"]
+        tasks = f"{len(paired)} paired task{'s' * (len(paired) != 1)}"
+        return "paired", [f"only {tasks}: intervals are n/a"]
     return "unpaired", [
         f"{len(paired)} tasks with valid attempts in both batches (fewer than {MIN_TASKS}): "
-        f"UNPAIRED comparison of {a_tasks} tasks of a with {b_tasks} tasks of b; "
-        "between-task differences are not removed"
+        f"UNPAIRED comparison of {a_tasks} tasks of a with {b_tasks} tasks of b with valid "
+        "attempts (the strict view: of every task of each); between-task differences are not "
+        "removed"
     ]
 
 
