@@ -368,3 +368,29 @@ def test_one_paired_task_is_named_in_the_singular() -> None:
     d = got.find("success_rate")
     assert d.difference.estimate == pytest.approx(2 / 3) and d.p_value is None
     assert d.difference.note == "n/a: 1 task, intervals need at least 5"
+
+
+def test_agreement_short_of_perfect_never_prints_as_perfect(tmp_path: Path) -> None:
+    """Two graders agreeing on 2,499 of 2,500 attempts: an agreement of 0.9996 printed as
+    1.000, which reads as perfect; it prints >0.999 (the JSON keeps it)."""
+    store = str(tmp_path / "s.db")
+    ids = []
+    for name, flip in (("a", False), ("b", True)):
+        rows = ["task_id,attempt,success"]
+        rows += [f"t{j % 2},{j // 2 + 1},{int(j % 4 < 2) ^ (flip and j == 0)}" for j in range(2500)]
+        (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
+        code, out, err = _cli("import-results", str(tmp_path / f"{name}.csv"), "--name", name,
+                              "--store", store)  # fmt: skip
+        assert code == 0, err
+        ids.append(out.strip().splitlines()[-1].removeprefix("batch "))
+    code, out, err = _cli("agreement", *ids, "--json", "--store", store)
+    assert code == 0, err
+    got = json.loads(out)["agreement"]
+    assert got["percent_agreement"] == pytest.approx(2499 / 2500)
+    # A says true on 1250, B on 1249 (the flipped attempt was a success)
+    p_e = (1250 / 2500) * (1249 / 2500) + (1250 / 2500) * (1251 / 2500)
+    assert got["cohen_kappa"] == pytest.approx((2499 / 2500 - p_e) / (1 - p_e), rel=1e-12)
+    code, text, err = _cli("agreement", *ids, "--store", store)
+    assert code == 0, err
+    row = next(line for line in text.splitlines() if "success" in line and "(2500)" in line)
+    assert "1.000" not in row and ">0.999" in row, row
