@@ -340,6 +340,11 @@ def test_a_refused_pilot_of_two_is_named() -> None:
         plan([single, good])
     with pytest.raises(PlanningError, match=r"^every task"):  # one pilot: nothing to name
         plan([single])
+    # pilot A has repeated attempts, but not on the tasks the pilots share
+    a = [_tc(f"t{i}", 4 if i >= 3 else 1, i % 2) for i in range(6)]
+    b = [_tc(f"t{i}", 3, i % 2) for i in range(3)]
+    with pytest.raises(PlanningError, match=r"^pilot A on the 3 tasks the pilots share: every"):
+        plan([a, b])
 
 
 def test_a_batch_with_every_attempt_invalid_is_compared_unpaired_and_the_note_says_how() -> None:

@@ -188,8 +188,9 @@ def paired_difference(a: Sequence[TaskCounts], b: Sequence[TaskCounts]) -> Diffe
         raise PlanningError(
             f"the two pilots share {len(pairs)} task(s) with valid attempts; pairing needs 2"
         )
-    within_a = variance_components([x for x, _ in pairs]).within
-    within_b = variance_components([y for _, y in pairs]).within
+    shared = f"on the {len(pairs)} tasks the pilots share"
+    within_a = _components([x for x, _ in pairs], f"A {shared}", 2).within
+    within_b = _components([y for _, y in pairs], f"B {shared}", 2).within
     differences = np.array([y.c / y.n - x.c / x.n for x, y in pairs])
     sampling = float(np.mean([within_a / x.n + within_b / y.n for x, y in pairs]))
     return DifferenceVariance(
