@@ -399,3 +399,29 @@ def test_agreement_short_of_perfect_never_prints_as_perfect(tmp_path: Path) -> N
     assert code == 0, err
     row = next(line for line in text.splitlines() if "success" in line and "(2500)" in line)
     assert "1.000" not in row and ">0.999" in row, row
+
+
+# --- sampling failures -------------------------------------------------------------------------
+
+
+def test_allocation_by_hand_and_its_documented_over_representation() -> None:
+    """Strata of 90 and 10 failed runs: --n 10 gives each its share (9, 1); --n 4 gives the
+    small stratum 1 of 4 places, 25% against its 10% of failures (docs/diagnosis.md says so);
+    every allocation fills min(n, failures) places, never more than a stratum holds, and one
+    per stratum when there is room."""
+    from groundstate.diagnosis.sampling import allocate
+
+    sizes = {"big": 90, "small": 10}
+    assert allocate(sizes, 10, ["big", "small"]) == {"big": 9, "small": 1}
+    assert allocate(sizes, 4, ["small", "big"]) == {"big": 3, "small": 1}
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        strata = {f"s{i}": int(x) for i, x in enumerate(rng.integers(1, 30, rng.integers(1, 8)))}
+        n = int(rng.integers(1, 120))
+        order = [str(s) for s in rng.permutation(list(strata))]
+        got = allocate(strata, n, order)
+        places = min(n, sum(strata.values()))
+        assert sum(got.values()) == places
+        assert all(0 <= got[s] <= strata[s] for s in strata)
+        if places >= len(strata):
+            assert min(got.values()) >= 1
