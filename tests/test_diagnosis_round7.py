@@ -425,3 +425,49 @@ def test_allocation_by_hand_and_its_documented_over_representation() -> None:
         assert all(0 <= got[s] <= strata[s] for s in strata)
         if places >= len(strata):
             assert min(got.values()) >= 1
+
+
+# --- k limits in a comparison ------------------------------------------------------------------
+
+
+def test_a_task_with_one_attempt_on_one_side_is_named_for_stopping_k() -> None:
+    """Eight tasks with 4 attempts a side, t3 with 1 in b: pass@k and pass^k of the whole
+    comparison stop at k = 1 (the common k), which ``compare`` did not say; ``report`` names
+    such tasks. A batch with fewer attempts everywhere is no task's fault: no note."""
+    a = {f"t{i}": (4, i % 5) for i in range(8)}
+    got = compare(_outcomes(a), _outcomes({**a, "t3": (1, 1)}), n_boot=0)
+    assert got.common_k == {"valid": 1, "strict": 1}
+    assert [d.k for d in got.differences if d.metric == "pass_hat_k" and d.view == "valid"] == [1]
+    for view, note in zip(("valid", "strict"), got.notes, strict=True):
+        assert note == (
+            f"{view} view: pass@k and pass^k stop at k = 1, though each batch has a task with "
+            "4 counted attempts; tasks with fewer: t3 (a 4, b 1)"
+        )
+    fewer = compare(
+        _outcomes(a), _outcomes({t: (2, min(c, 2)) for t, (_, c) in a.items()}), n_boot=0
+    )
+    assert fewer.common_k["valid"] == 2 and fewer.notes == ()
+    # a task whose attempts were all invalid on one side limits the strict view only
+    invalid = {"valid": False, "terminal_reason": "environment_failure"}
+    b = [*_outcomes(a), Outcome("t9", 1, False, **invalid)]  # type: ignore[arg-type]
+    c = compare(_outcomes({**a, "t9": (4, 2)}), b, n_boot=0)
+    assert c.common_k == {"valid": 4, "strict": 1}
+    assert c.notes == (
+        "strict view: pass@k and pass^k stop at k = 1, though each batch has a task with 4 "
+        "counted attempts; tasks with fewer: t9 (a 4, b 1)",
+    )
+
+
+def test_unpaired_k_limits_name_the_side(compared: Compared) -> None:
+    a = {f"a{i}": (4, i % 5) for i in range(6)}
+    b = {f"b{i}": (4, i % 3) for i in range(6)} | {"b0": (2, 1)}
+    got = compare(_outcomes(a), _outcomes(b), n_boot=0)
+    assert got.mode == "unpaired" and got.common_k["valid"] == 2
+    assert got.notes[1].endswith("tasks with fewer: b0 in b (2)")
+    # the CLI fixture: t2 has 1 attempt in a, so the comparison stops at k = 1; every view
+    # says which tasks
+    data, text, page = compared
+    assert data["common_k"] == {"valid": 1, "strict": 1}
+    note = next(n for n in data["notes"] if n.startswith("valid view"))
+    assert "t2 (a 1, b 3)" in note and "t0 (a 2, b 5)" in note
+    assert note in " ".join(text.split()) and note in page

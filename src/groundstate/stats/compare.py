@@ -302,6 +302,7 @@ def compare_counts(
             k, found = _unpaired(view, va, vb)
             common_k[view] = k
             differences += found
+    notes += _k_limits(counts, common_k, shared if mode == "paired" else None)
     per_task = _task_changes([(a[i], b[i]) for i in paired], fdr)
     return Comparison(
         mode=mode,
@@ -348,6 +349,44 @@ def _mode(
         "attempts (the strict view: of every task of each); between-task differences are not "
         "removed"
     ]
+
+
+def _k_limits(
+    counts: Mapping[View, tuple[dict[str, TaskCounts], dict[str, TaskCounts]]],
+    common_k: Mapping[str, int],
+    paired: list[str] | None,
+) -> list[str]:
+    """Per view, the tasks that stop pass@k and pass^k below the k both batches' attempts
+    reach (the smaller of each batch's most counted attempts on a task): one task with a
+    single counted attempt on one side stops the whole curve at k = 1, which ``report`` names
+    in its k limits and a comparison names in a note. *paired*: the tasks in both batches
+    (each view pairs those with counted attempts on both sides), or None when each batch
+    counts its own tasks (unpaired)."""
+    notes = []
+    for view, (a, b) in counts.items():
+        if paired is not None:
+            rows = [(i, a[i].n, b[i].n) for i in paired if a[i].n and b[i].n]
+            found = [(min(x, y), f"{i} (a {x}, b {y})") for i, x, y in rows]
+            reach = min(
+                max((x for _, x, _ in rows), default=0), max((y for *_, y in rows), default=0)
+            )
+        else:
+            found = [(t.n, f"{i} in {side} ({t.n})") for side, c in (("a", a), ("b", b))
+                     for i, t in c.items() if t.n]  # fmt: skip
+            reach = min(
+                max((t.n for t in a.values()), default=0), max((t.n for t in b.values()), default=0)
+            )
+        k = common_k.get(view, 0)
+        short = sorted(x for x in found if x[0] < reach)
+        if not (k and short):
+            continue
+        named = ", ".join(text for _, text in short[:5])
+        more = f", ... {len(short) - 5} more" if len(short) > 5 else ""
+        notes.append(
+            f"{view} view: pass@k and pass^k stop at k = {k}, though each batch has a task "
+            f"with {reach} counted attempts; tasks with fewer: {named}{more}"
+        )
+    return notes
 
 
 @dataclass(frozen=True)
