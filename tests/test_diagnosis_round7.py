@@ -14,7 +14,9 @@ from __future__ import annotations
 import csv
 import html
 import json
+import math
 import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -471,3 +473,42 @@ def test_unpaired_k_limits_name_the_side(compared: Compared) -> None:
     note = next(n for n in data["notes"] if n.startswith("valid view"))
     assert "t2 (a 1, b 3)" in note and "t0 (a 2, b 5)" in note
     assert note in " ".join(text.split()) and note in page
+
+
+# --- Fisher's exact test, many tables at once ----------------------------------------------------
+
+
+def _exact_fisher(a_c: int, a_n: int, b_c: int, b_n: int) -> Fraction:
+    """By enumeration in rationals: the tables with both margins, at most as likely."""
+    wins, total = a_c + b_c, a_n + b_n
+
+    def chance(x: int) -> Fraction:
+        return Fraction(
+            math.comb(wins, x) * math.comb(total - wins, a_n - x), math.comb(total, a_n)
+        )
+
+    seen = chance(a_c)
+    support = range(max(0, a_n - (total - wins)), min(a_n, wins) + 1)
+    return sum((chance(x) for x in support if chance(x) <= seen), Fraction(0))
+
+
+def test_fisher_p_values_equal_exact_rationals_and_scipy_with_ties() -> None:
+    """Every table of up to 7 attempts a side (equal sizes give exactly tied tables on both
+    tails) against rationals, and larger unequal tables against scipy; identical tables give
+    p = 1 exactly."""
+    from groundstate.stats.compare import fisher_ps
+
+    cells = [(ac, an, bc, bn) for an in range(1, 8) for bn in range(1, 8)
+             for ac in range(an + 1) for bc in range(bn + 1)]  # fmt: skip
+    got = fisher_ps(*zip(*cells, strict=True))
+    for (ac, an, bc, bn), p in zip(cells, got, strict=True):
+        assert p == pytest.approx(float(_exact_fisher(ac, an, bc, bn)), rel=1e-11)
+        if ac * bn == bc * an:  # the same rate on both sides: the most likely table
+            assert p == 1.0
+    rng = np.random.default_rng(8)
+    an, bn = rng.integers(1, 400, 300), rng.integers(1, 400, 300)
+    ac, bc = rng.binomial(an, 0.3), rng.binomial(bn, 0.35)
+    got = fisher_ps(ac, an, bc, bn)
+    for i in range(0, 300, 7):
+        table = [[ac[i], an[i] - ac[i]], [bc[i], bn[i] - bc[i]]]
+        assert got[i] == pytest.approx(scipy_stats.fisher_exact(table).pvalue, rel=1e-9)
