@@ -512,3 +512,35 @@ def test_fisher_p_values_equal_exact_rationals_and_scipy_with_ties() -> None:
     for i in range(0, 300, 7):
         table = [[ac[i], an[i] - ac[i]], [bc[i], bn[i] - bc[i]]]
         assert got[i] == pytest.approx(scipy_stats.fisher_exact(table).pvalue, rel=1e-9)
+
+
+def test_plan_command_names_the_tasks_two_pilots_do_not_share(tmp_path: Path) -> None:
+    """Through the CLI: JSON and terminal give the shared tasks as the pilot's and the
+    warning naming the rest; the numbers are the library's on the shared tasks alone."""
+    store = str(tmp_path / "s.db")
+    ids = []
+    for name, tasks, shift in (("a", range(0, 12), 0), ("b", range(4, 16), 1)):
+        rows = ["task_id,attempt,success"]
+        rows += [
+            f"t{i:02},{j + 1},{int((i + j + shift) % 3 == 0)}" for i in tasks for j in range(3)
+        ]
+        (tmp_path / f"{name}.csv").write_text("\n".join(rows) + "\n")
+        code, out, err = _cli("import-results", str(tmp_path / f"{name}.csv"), "--name", name,
+                              "--store", store)  # fmt: skip
+        assert code == 0, err
+        ids.append(out.strip().splitlines()[-1].removeprefix("batch "))
+    code, out, err = _cli("plan", *ids, "--json", "--store", store)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["pilot_tasks"] == data["difference"]["n_tasks"] == 8
+    assert [c["n_tasks"] for c in data["components"]] == [12, 12]
+    assert data["warnings"][0].startswith("the pilots share 8 tasks with valid attempts")
+    assert "4 only in pilot A (t00, t01, t02, t03)" in data["warnings"][0]
+    a = [_tc(f"t{i:02}", 3, sum((i + j) % 3 == 0 for j in range(3))) for i in range(4, 12)]
+    b = [_tc(f"t{i:02}", 3, sum((i + j + 1) % 3 == 0 for j in range(3))) for i in range(4, 12)]
+    alone = paired_difference(a, b)
+    assert data["difference"]["between"] == pytest.approx(alone.between, abs=1e-12)
+    assert data["difference"]["within"] == pytest.approx(alone.within, abs=1e-12)
+    code, text, err = _cli("plan", *ids, "--store", store)
+    assert code == 0, err
+    assert "4 only in pilot B (t12, t13, t14, t15)" in " ".join(text.split())
