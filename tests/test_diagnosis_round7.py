@@ -544,3 +544,31 @@ def test_plan_command_names_the_tasks_two_pilots_do_not_share(tmp_path: Path) ->
     code, text, err = _cli("plan", *ids, "--store", store)
     assert code == 0, err
     assert "4 only in pilot B (t12, t13, t14, t15)" in " ".join(text.split())
+
+
+# --- the bootstrap second opinion -------------------------------------------------------------
+
+
+def test_no_zero_width_bootstrap_beside_an_na_or_an_exact_bound() -> None:
+    """One task: every bootstrap resample is that task, [v, v] in single precision
+    (0.33333334 beside an estimate of 0.33333333); every task at 1: [1, 1] beside the exact
+    bound. Neither is a second opinion: null. With a spread between tasks it stays."""
+    from groundstate.stats import summarize
+
+    one = summarize([Outcome("x", j, j < 1) for j in range(3)], n_boot=200)
+    view = one.views["valid"]
+    for e in [view.success_rate, *view.pass_at_k.values(), *view.pass_hat_k.values()]:
+        assert e is not None and (e.boot_low, e.boot_high) == (None, None)
+    top = summarize([Outcome(f"t{i}", j, True) for i in range(6) for j in range(2)], n_boot=200)
+    rate = top.views["valid"].success_rate
+    assert rate is not None and rate.method == "exact_bound" and rate.boot_low is None
+    spread = summarize([Outcome(f"t{i}", j, j < i % 3) for i in range(6) for j in range(2)])
+    rate = spread.views["valid"].success_rate
+    assert rate is not None and rate.boot_low is not None and rate.boot_high is not None
+    assert rate.boot_low < rate.estimate < rate.boot_high
+    # a comparison of one task, and of tasks that all moved by the whole range
+    got = compare(_outcomes({"x": (3, 1)}), _outcomes({"x": (3, 3)}))
+    assert all(d.difference.boot_low is None and d.a.boot_low is None for d in got.differences)
+    a, b = {f"t{i}": (2, 0) for i in range(6)}, {f"t{i}": (2, 2) for i in range(6)}
+    d = compare(_outcomes(a), _outcomes(b)).find("success_rate").difference
+    assert d.method == "exact_bound" and (d.boot_low, d.boot_high) == (None, None)

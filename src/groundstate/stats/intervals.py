@@ -83,7 +83,9 @@ class Estimate(_Record):
     note: str = ""
     """Why there is no interval, or which special rule made it."""
     boot_low: float | None = None
-    """Percentile cluster-bootstrap interval, a second opinion (None where not computed)."""
+    """Percentile cluster-bootstrap interval, a second opinion: None where not computed, and
+    where the rule's interval is not built on a spread between tasks (fewer than
+    :data:`MIN_TASKS` tasks, every task at one value: a bootstrap there is zero-width)."""
     boot_high: float | None = None
 
 
@@ -330,11 +332,19 @@ def make_estimates(
             df=rule.df,
             method=rule.method,
             note=rule.note,
-            boot_low=_finite(boot[0]) if boot else None,
-            boot_high=_finite(boot[1]) if boot else None,
+            boot_low=_finite(boot[0]) if boot and _spread(rule) else None,
+            boot_high=_finite(boot[1]) if boot and _spread(rule) else None,
         )
         for estimate, rule, boot in zip(estimates, rules, boots, strict=True)
     ]
+
+
+def _spread(rule: Interval) -> bool:
+    """Whether the rule built its interval on a spread between tasks: only then is the
+    bootstrap a second opinion. Below :data:`MIN_TASKS` tasks the rule says n/a (a
+    bootstrap of one task is the zero-width ``[v, v]``), and where every task has one value
+    every resample has it too."""
+    return rule.method in (AC_T_CR1, T_CR1)
 
 
 def _finite(value: float) -> float | None:
