@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
 from groundstate.agreement import agreement, cohen_kappa, krippendorff_alpha
@@ -572,3 +574,82 @@ def test_no_zero_width_bootstrap_beside_an_na_or_an_exact_bound() -> None:
     a, b = {f"t{i}": (2, 0) for i in range(6)}, {f"t{i}": (2, 2) for i in range(6)}
     d = compare(_outcomes(a), _outcomes(b)).find("success_rate").difference
     assert d.method == "exact_bound" and (d.boot_low, d.boot_high) == (None, None)
+
+
+# --- compare on generated batches: honest denominators in both views ------------------------
+
+REASON = {"ok": "success", "fail": "agent_failure/x", "invalid": "environment_failure"}
+END = st.sampled_from(list(REASON))
+SIDE = st.dictionaries(
+    st.sampled_from([f"t{i}" for i in range(12)]), st.lists(END, min_size=1, max_size=5),
+    min_size=1, max_size=12,
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(SIDE, SIDE)
+def test_generated_comparisons_equal_an_outside_reference(
+    a: dict[str, list[str]], b: dict[str, list[str]]
+) -> None:
+    """Task sets that overlap in part, 1 to 5 attempts a task, invalid attempts anywhere: the
+    dropped, only-in and excluded tasks, the mode, each view's tasks, common k and success
+    rate difference (scipy's paired t test, or Welch's when unpaired) and the per-task
+    tests, all recomputed from the attempts."""
+
+    def outcomes(side: dict[str, list[str]]) -> list[Outcome]:
+        return [
+            Outcome(t, j, end == "ok", valid=end != "invalid", terminal_reason=REASON[end])
+            for t, ends in side.items()
+            for j, end in enumerate(ends)
+        ]
+
+    def counted(side: dict[str, list[str]], view: str) -> dict[str, tuple[int, int]]:
+        out = {}
+        for t, ends in side.items():
+            kept = ends if view == "strict" else [e for e in ends if e != "invalid"]
+            if kept:
+                out[t] = (kept.count("ok"), len(kept))
+        return out
+
+    got = compare(outcomes(a), outcomes(b), n_boot=0)
+    shared = sorted(a.keys() & b.keys())
+    va, vb = counted(a, "valid"), counted(b, "valid")
+    paired = [t for t in shared if t in va and t in vb]
+    assert got.paired_tasks == tuple(paired)
+    assert got.only_in_a == tuple(sorted(a.keys() - b.keys()))
+    assert got.only_in_b == tuple(sorted(b.keys() - a.keys()))
+    assert got.excluded_tasks == tuple(t for t in shared if t not in paired)
+    many = len(va) >= 5 and len(vb) >= 5
+    assert got.mode == ("unpaired" if len(paired) < 5 and (many or not paired) else "paired")
+    for view in ("valid", "strict"):
+        ca, cb = counted(a, view), counted(b, view)
+        if got.mode == "paired":
+            rows = [t for t in shared if t in ca and t in cb]
+            xs = np.array([ca[t][0] / ca[t][1] for t in rows])
+            ys = np.array([cb[t][0] / cb[t][1] for t in rows])
+            ns = [min(ca[t][1], cb[t][1]) for t in rows]
+        else:
+            xs = np.array([c / n for c, n in ca.values()])
+            ys = np.array([c / n for c, n in cb.values()])
+            ns = [n for _, n in [*ca.values(), *cb.values()]]
+        if not (len(xs) and len(ys)):
+            assert not [d for d in got.differences if d.view == view]
+            continue
+        assert got.common_k[view] == min(ns)
+        d = got.find("success_rate", view)
+        assert d.difference.estimate == pytest.approx(float(ys.mean() - xs.mean()), abs=1e-12)
+        if got.mode == "paired":
+            spread = np.ptp(ys - xs) > 1e-12
+            assert d.difference.n_tasks == len(xs)
+            if len(xs) >= 5 and spread:
+                ref = scipy_stats.ttest_rel(ys, xs)
+                assert d.p_value == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-15)
+            elif len(xs) < 5:
+                assert d.p_value is None and d.difference.ci_low is None
+        elif min(len(xs), len(ys)) >= 5 and np.ptp(xs) + np.ptp(ys) > 0:
+            ref = scipy_stats.ttest_ind(ys, xs, equal_var=False)
+            assert d.p_value == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-15)
+    for change in got.per_task:
+        (ac, an), (bc, bn) = va[change.task_id], vb[change.task_id]
+        table = [[ac, an - ac], [bc, bn - bc]]
+        assert change.p_value == pytest.approx(scipy_stats.fisher_exact(table).pvalue, rel=1e-9)
