@@ -331,6 +331,19 @@ def test_many_units_equal_an_independent_count() -> None:
     assert (got.alpha_units, got.fleiss_units) == (int((m >= 2).sum()), len(full))
 
 
+def test_huge_finite_task_weights_plan_without_overflow() -> None:
+    """A weight of 1e300 (finite, positive: importable) crashed ``plan`` with an
+    OverflowError (its square); equal weights of 1e200 did too. By hand: one task of eight
+    carrying all the weight leaves T_eff = 1, an inflation of 8; equal weights, 1; a weight
+    of 3 among seven of 1, 8 * (9 + 7) / (3 + 7)^2 = 1.28."""
+    for heavy, inflation in ((1e300, 8.0), (3.0, 1.28), (1.0, 1.0)):
+        pilot = [TaskCounts(f"t{i}", 4, i % 5, 0, heavy if i == 0 else 1.0, (), None, "")
+                 for i in range(8)]  # fmt: skip
+        assert plan([pilot]).difference.weight_inflation == pytest.approx(inflation)
+    even = [TaskCounts(f"t{i}", 4, i % 5, 0, 1e200, (), None, "") for i in range(8)]
+    assert plan([even]).difference.weight_inflation == pytest.approx(1.0)
+
+
 def test_a_refused_pilot_of_two_is_named() -> None:
     """Two pilots, one with a single attempt per task: the refusal said "the pilot" without
     saying which of the two batches to rerun."""

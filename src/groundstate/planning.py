@@ -204,6 +204,7 @@ def paired_difference(a: Sequence[TaskCounts], b: Sequence[TaskCounts]) -> Diffe
 
 def _weight_inflation(counts: Sequence[TaskCounts]) -> float:
     weights = np.array([t.weight for t in counts if t.n > 0])
+    weights = weights / weights.max()  # scale-free; a weight of 1e200 squared overflows
     effective = float(weights.sum()) ** 2 / float((weights**2).sum())
     return len(weights) / effective
 
