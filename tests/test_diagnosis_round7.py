@@ -15,6 +15,7 @@ import csv
 import html
 import json
 import math
+import warnings
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -234,6 +235,20 @@ def test_terminal_and_html_give_the_json_denominators(compared: Compared) -> Non
 
 def _outcomes(cells: dict[str, tuple[int, int]]) -> list[Outcome]:
     return [Outcome(t, j + 1, j < c) for t, (n, c) in cells.items() for j in range(n)]
+
+
+def test_the_sign_test_of_huge_equal_weights_is_the_sign_test() -> None:
+    """Every task moved from 0 to 1 with weights of 1e308 (finite, importable): the chance of
+    that at a mean difference of 0 summed the weights to infinity and gave p = 1 (with
+    overflow warnings); equal weights of any size give 2 * 0.5^T."""
+    for weight in (1e308, 1e-300, 1.0):
+        a = [Outcome(f"t{i}", j, False, weight=weight) for i in range(6) for j in range(2)]
+        b = [Outcome(f"t{i}", j, True, weight=weight) for i in range(6) for j in range(2)]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            d = compare(a, b, n_boot=50).find("success_rate")
+        assert d.p_value == pytest.approx(2 * 0.5**6, rel=1e-12)
+        assert d.difference.ci_low == pytest.approx(-1 + 2 * 0.025 ** (1 / 6), rel=1e-9)
 
 
 def test_no_task_moved_gives_no_test_rather_than_a_p_value() -> None:

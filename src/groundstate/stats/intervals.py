@@ -263,6 +263,7 @@ def top_chance(weights: FloatArray, mean: float) -> float:
     mean of the task means (on the unit scale) is *mean*: the product of m_i = min(1, t/w_i)
     with t set by the mean (:func:`exact_reach` inverts it). With equal weights mean^T."""
     w = np.sort(np.asarray(weights, dtype=np.float64))
+    w = w / w[-1]  # scale-free; weights of 1e308 would sum to infinity
     target = mean * float(np.sum(w))
     below = np.concatenate([[0.0], np.cumsum(w)])  # sum of the j lightest weights
     for j in range(len(w)):
