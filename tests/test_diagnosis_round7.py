@@ -15,8 +15,8 @@ import csv
 import html
 import json
 import math
-import warnings
 import re
+import warnings
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
