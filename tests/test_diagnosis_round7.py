@@ -251,6 +251,20 @@ def test_the_sign_test_of_huge_equal_weights_is_the_sign_test() -> None:
         assert d.difference.ci_low == pytest.approx(-1 + 2 * 0.025 ** (1 / 6), rel=1e-9)
 
 
+def test_public_weighted_mean_and_se_are_scale_free() -> None:
+    """``weighted_mean([0, 1], [1e308, 1e308])`` was 0.0 (the weighted sum overflowed) and
+    ``clustered_se`` of weights 1e200 was inf; by hand 0.5 and sd / sqrt(T) = 0.2887."""
+    from groundstate.stats import clustered_se, weighted_mean
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert weighted_mean([0.0, 1.0], [1e308, 1e308]) == 0.5
+        assert weighted_mean([0.0, 1.0], [3e307, 1e308]) == pytest.approx(1 / 1.3)
+        for weight in (1e200, 1.0, 1e-300):
+            se = clustered_se([0.0, 1.0, 0.0, 1.0], [weight] * 4)
+            assert se == pytest.approx(float(np.std([0, 1, 0, 1], ddof=1) / 2), rel=1e-12)
+
+
 def test_no_task_moved_gives_no_test_rather_than_a_p_value() -> None:
     """Every paired difference 0 (ties everywhere, zero discordant tasks): the difference is
     0 with no interval and no p-value, and said so; no task is called changed."""

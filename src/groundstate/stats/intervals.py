@@ -102,8 +102,17 @@ class Interval:
 
 
 def weighted_mean(values: npt.ArrayLike, weights: npt.ArrayLike) -> float:
-    v, w = np.asarray(values, dtype=np.float64), np.asarray(weights, dtype=np.float64)
+    v, w = np.asarray(values, dtype=np.float64), _scaled(weights)
     return float(_weighted_means(v[None, :], w)[0])
+
+
+def _scaled(weights: npt.ArrayLike) -> FloatArray:
+    """*weights* divided by the largest: every value here is unchanged by scaling the
+    weights, and at most 1 they neither overflow when summed or squared (an import's weight
+    of 1e308 is finite and positive) nor lose the mean (0.5 of 0 and 1 at 1e308 each was 0)."""
+    w = np.asarray(weights, dtype=np.float64)
+    scaled: FloatArray = w / np.max(w) if w.size else w
+    return scaled
 
 
 def clustered_se(
@@ -121,7 +130,7 @@ def clustered_se(
     None when T < 2: one task says nothing about spread between tasks.
     """
     p = np.asarray(values, dtype=np.float64)[None, :]
-    w = np.asarray(weights, dtype=np.float64)
+    w = _scaled(weights)
     return _clustered_ses(p, w, _weighted_means(p, w))[0]
 
 
@@ -172,9 +181,7 @@ def _rules(
     """The weighted mean and :func:`interval_rule` of each row of *columns* (metrics, tasks)."""
     bounds = DIFFERENCE if difference else LEVEL
     tasks = columns.shape[1]
-    # Every value below is unchanged by scaling the weights; at most 1 they cannot overflow
-    # when squared (a weight of 1e300 from an import is finite and positive).
-    weights = weights / np.max(weights) if tasks else weights
+    weights = _scaled(weights)  # every value below is unchanged by it
     means = _weighted_means(columns, weights)
     ses = _clustered_ses(columns, weights, means)
     estimates = means.tolist()
@@ -262,8 +269,7 @@ def top_chance(weights: FloatArray, mean: float) -> float:
     """The largest chance that every task is at the top of its range when the weighted
     mean of the task means (on the unit scale) is *mean*: the product of m_i = min(1, t/w_i)
     with t set by the mean (:func:`exact_reach` inverts it). With equal weights mean^T."""
-    w = np.sort(np.asarray(weights, dtype=np.float64))
-    w = w / w[-1]  # scale-free; weights of 1e308 would sum to infinity
+    w = np.sort(_scaled(weights))
     target = mean * float(np.sum(w))
     below = np.concatenate([[0.0], np.cumsum(w)])  # sum of the j lightest weights
     for j in range(len(w)):
