@@ -566,13 +566,14 @@ def test_smallest_pilots_match_the_method_of_moments_exactly(
     z = scipy_stats.norm.ppf(0.975) + scipy_stats.norm.ppf(0.8)
     for k, tasks in got.tasks_needed.items():
         need = z**2 * float(2 * sb + 2 * sw / k) / 0.2**2
-        assert tasks in {max(2, math.ceil(need - 1e-9)), max(2, math.ceil(need + 1e-9))}
+        # at least 5 tasks: compare gives no p-value over fewer (round 7)
+        assert tasks in {max(5, math.ceil(need - 1e-9)), max(5, math.ceil(need + 1e-9))}
     for t, row in got.power_grid.items():
         for k, power in row.items():
             se = math.sqrt(float(2 * sb / t + 2 * sw / (t * k)))
             z_a = scipy_stats.norm.ppf(0.975)
             want = scipy_stats.norm.cdf(0.2 / se - z_a) + scipy_stats.norm.cdf(-0.2 / se - z_a)
-            assert power == pytest.approx(want, abs=1e-9)
+            assert power == pytest.approx(want if t >= 5 else 0.0, abs=1e-9)
 
 
 def test_a_pilot_of_one_task_or_one_attempt_each_is_refused() -> None:
@@ -668,8 +669,10 @@ def test_a_power_below_half_alpha_needs_the_fewest_tasks_not_more() -> None:
     tasks for a power any suite has."""
     pilot = _counts([(3, 1), (3, 2), (3, 0)])
     low = plan([pilot], power=0.01)
-    assert set(low.tasks_needed.values()) == {2}
-    assert all(p >= 0.05 - 1e-12 for row in low.power_grid.values() for p in row.values())
+    assert set(low.tasks_needed.values()) == {5}  # the fewest compare tests (round 7)
+    assert all(
+        p >= 0.05 - 1e-12 for t, row in low.power_grid.items() if t >= 5 for p in row.values()
+    )
     assert plan([pilot], power=0.1).tasks_needed[1] < plan([pilot], power=0.5).tasks_needed[1]
 
 

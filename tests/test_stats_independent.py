@@ -723,4 +723,5 @@ def test_planning_matches_the_method_of_moments_and_miller(
     for k, tasks in got.tasks_needed.items():
         need = z**2 * float(2 * sb + 2 * sw / k) / delta**2
         # ceil of a float: allow the one-off where the product lands on an integer
-        assert tasks in {max(2, math.ceil(need - 1e-9)), max(2, math.ceil(need + 1e-9))}
+        # at least 5 tasks: compare gives no p-value over fewer (round 7)
+        assert tasks in {max(5, math.ceil(need - 1e-9)), max(5, math.ceil(need + 1e-9))}

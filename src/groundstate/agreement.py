@@ -62,9 +62,9 @@ def cohen_kappa(ratings: Ratings) -> float | None:
     if not pairs:
         return None
     categories = _categories([v for pair in pairs for v in pair])
+    codes = np.array([[categories[first], categories[second]] for first, second in pairs])
     table = np.zeros((len(categories), len(categories)))
-    for first, second in pairs:
-        table[categories[first], categories[second]] += 1
+    np.add.at(table, (codes[:, 0], codes[:, 1]), 1.0)
     table /= table.sum()
     observed = float(np.trace(table))
     chance = float(table.sum(axis=1) @ table.sum(axis=0))
@@ -76,12 +76,7 @@ def fleiss_kappa(ratings: Ratings) -> float | None:
     complete = [row for row in _rows(ratings) if None not in row]
     if not complete or len(complete[0]) < 2:
         return None
-    categories = _categories([v for row in complete for v in row])
-    counts = np.zeros((len(complete), len(categories)))
-    for i, row in enumerate(complete):
-        for value in row:
-            counts[i, categories[value]] += 1
-    return fleiss_kappa_counts(counts)
+    return fleiss_kappa_counts(_count_table(complete))
 
 
 def fleiss_kappa_counts(counts: npt.ArrayLike) -> float | None:
@@ -235,14 +230,25 @@ def _coincidences(ratings: Ratings) -> npt.NDArray[np.float64] | None:
     pairable = [values for values in pairable if len(values) >= 2]
     if not pairable:
         return None
-    categories = _categories([v for values in pairable for v in values])
-    matrix = np.zeros((len(categories), len(categories)))
-    for values in pairable:
-        counts = np.zeros(len(categories))
-        for value in values:
-            counts[categories[value]] += 1
-        matrix += (np.outer(counts, counts) - np.diag(counts)) / (len(values) - 1)
+    # Each unit adds (c c^T - diag c) / (m - 1) for its category counts c and m ratings; summed
+    # over units at once, as matrix products (a Python loop of outer products took seconds for
+    # the 100,000 attempts of one batch's verdicts).
+    counts = _count_table(pairable)
+    shares = counts / (counts.sum(axis=1) - 1)[:, None]
+    matrix: npt.NDArray[np.float64] = counts.T @ shares - np.diag(shares.sum(axis=0))
     return matrix
+
+
+def _count_table(rows: Sequence[Sequence[Hashable]]) -> npt.NDArray[np.float64]:
+    """Units x categories: how many of each unit's ratings (none missing) fall in each
+    category."""
+    values = [v for row in rows for v in row]
+    categories = _categories(values)
+    codes = np.fromiter((categories[v] for v in values), dtype=np.int64, count=len(values))
+    units = np.repeat(np.arange(len(rows)), [len(row) for row in rows])
+    table = np.zeros((len(rows), len(categories)))
+    np.add.at(table, (units, codes), 1.0)
+    return table
 
 
 def _chance_corrected(observed: float, chance: float) -> float | None:

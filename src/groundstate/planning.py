@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from groundstate.errors import GroundstateError
-from groundstate.stats import TaskCounts
+from groundstate.stats import MIN_TASKS, TaskCounts
 
 _NORMAL = NormalDist()
 
@@ -77,6 +77,9 @@ class DifferenceVariance:
     """True when measured on paired differences from two batches; False when assumed from one."""
     weight_inflation: float = 1.0
     """T / T_eff for the pilot's task weights (1 with equal weights)."""
+    n_tasks: int = 0
+    """Tasks the components were measured on: the pilot's tasks with a valid attempt, or
+    with two pilots the tasks both share with valid attempts (0 when given by hand)."""
 
     def variance(self, tasks: int, attempts: int) -> float:
         """Var(mean difference) with *tasks* tasks and *attempts* attempts per task per side."""
@@ -170,6 +173,7 @@ def assumed_difference(counts: Sequence[TaskCounts]) -> DifferenceVariance:
         within=2 * parts.within,
         paired_pilot=False,
         weight_inflation=_weight_inflation(counts),
+        n_tasks=parts.n_tasks,
     )
 
 
@@ -184,8 +188,9 @@ def paired_difference(a: Sequence[TaskCounts], b: Sequence[TaskCounts]) -> Diffe
         raise PlanningError(
             f"the two pilots share {len(pairs)} task(s) with valid attempts; pairing needs 2"
         )
-    within_a = variance_components([x for x, _ in pairs]).within
-    within_b = variance_components([y for _, y in pairs]).within
+    shared = f"on the {len(pairs)} tasks the pilots share"
+    within_a = _components([x for x, _ in pairs], f"A {shared}", 2).within
+    within_b = _components([y for _, y in pairs], f"B {shared}", 2).within
     differences = np.array([y.c / y.n - x.c / x.n for x, y in pairs])
     sampling = float(np.mean([within_a / x.n + within_b / y.n for x, y in pairs]))
     return DifferenceVariance(
@@ -193,11 +198,13 @@ def paired_difference(a: Sequence[TaskCounts], b: Sequence[TaskCounts]) -> Diffe
         within=within_a + within_b,
         paired_pilot=True,
         weight_inflation=_weight_inflation([x for x, _ in pairs]),
+        n_tasks=len(pairs),
     )
 
 
 def _weight_inflation(counts: Sequence[TaskCounts]) -> float:
     weights = np.array([t.weight for t in counts if t.n > 0])
+    weights = weights / weights.max()  # scale-free; a weight of 1e200 squared overflows
     effective = float(weights.sum()) ** 2 / float((weights**2).sum())
     return len(weights) / effective
 
@@ -208,7 +215,10 @@ def _weight_inflation(counts: Sequence[TaskCounts]) -> float:
 def power_of(
     difference: DifferenceVariance, tasks: int, attempts: int, delta: float, alpha: float
 ) -> float:
-    """Power of a two-sided z test of mean difference 0 when the true difference is delta."""
+    """Power of a two-sided z test of mean difference 0 when the true difference is delta;
+    0 below :data:`~groundstate.stats.MIN_TASKS` tasks, where ``compare`` gives no p-value."""
+    if tasks < MIN_TASKS:
+        return 0.0
     se = math.sqrt(difference.variance(tasks, attempts))
     if se == 0:
         return 1.0
@@ -220,12 +230,14 @@ def power_of(
 def tasks_needed(
     difference: DifferenceVariance, attempts: int, delta: float, power: float, alpha: float
 ) -> int:
-    """Smallest T (at least 2) with the power at *attempts* per task, from the normal formula."""
+    """Smallest T with the power at *attempts* per task, from the normal formula, and at least
+    :data:`~groundstate.stats.MIN_TASKS`: ``compare`` gives no p-value over fewer tasks, so
+    fewer detect nothing however large the difference."""
     z = float(_NORMAL.inv_cdf(1 - alpha / 2) + _NORMAL.inv_cdf(power))
     if z <= 0:  # a power below alpha/2: any number of tasks has it (squaring z would not)
-        return 2
+        return MIN_TASKS
     per_task = difference.weight_inflation * (difference.between + difference.within / attempts)
-    return max(2, math.ceil(z**2 * per_task / delta**2))
+    return max(MIN_TASKS, math.ceil(z**2 * per_task / delta**2))
 
 
 def marginal(difference: DifferenceVariance, tasks: int, attempts: int) -> Marginal:
@@ -257,10 +269,10 @@ def plan(
     _check_targets(delta, power, alpha)
     if len(pilots) not in (1, 2):
         raise ValueError("plan takes one or two pilot batches")
-    components = tuple(variance_components(p) for p in pilots)
+    components = tuple(_components(p, "AB"[i], len(pilots)) for i, p in enumerate(pilots))
     difference = assumed_difference(pilots[0]) if len(pilots) == 1 else paired_difference(*pilots)
     _check_variation(difference)
-    pilot_tasks = components[0].n_tasks
+    pilot_tasks = difference.n_tasks  # with two pilots, the tasks they share
     attempts = sorted({*ATTEMPTS_GRID, round(components[0].attempts)})
     needed = {k: tasks_needed(difference, k, delta, power, alpha) for k in attempts}
     grid = {
@@ -277,8 +289,18 @@ def plan(
         tasks_needed=needed,
         power_grid=grid,
         marginal=marginal(difference, pilot_tasks, max(1, round(components[0].attempts))),
-        warnings=_warnings(difference, needed, pilot_tasks),
+        warnings=_unshared(pilots) + _warnings(difference, needed, pilot_tasks),
     )
+
+
+def _components(counts: Sequence[TaskCounts], name: str, pilots: int) -> VarianceComponents:
+    """:func:`variance_components`; with two pilots a refusal names the pilot it is about."""
+    try:
+        return variance_components(counts)
+    except PlanningError as exc:
+        if pilots == 1:
+            raise
+        raise PlanningError(f"pilot {name}: {exc}") from None
 
 
 def _check_targets(delta: float, power: float, alpha: float) -> None:
@@ -307,6 +329,27 @@ def _check_variation(difference: DifferenceVariance) -> None:
         f"the pilot shows no variation ({seen}): a variance of 0 cannot size a batch; pilot "
         "on tasks the system sometimes fails (or passes)"
     )
+
+
+def _unshared(pilots: Sequence[Sequence[TaskCounts]]) -> tuple[str, ...]:
+    """Two pilots: the tasks left out of their paired difference, counted and named (the
+    components table still describes each pilot whole)."""
+    if len(pilots) != 2:
+        return ()
+    a, b = ({t.task_id for t in pilot if t.n > 0} for pilot in pilots)
+    if a == b:
+        return ()
+    only_a, only_b = sorted(a - b), sorted(b - a)
+    return (
+        f"the pilots share {len(a & b)} tasks with valid attempts and the difference is "
+        f"measured on those alone: left out {len(only_a)} only in pilot A "
+        f"({_names(only_a)}) and {len(only_b)} only in pilot B ({_names(only_b)})",
+    )
+
+
+def _names(ids: list[str], shown: int = 5) -> str:
+    more = f", ... {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more if ids else "none"
 
 
 def _warnings(

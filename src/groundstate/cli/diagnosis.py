@@ -254,9 +254,14 @@ def _agreement_table(
 
 
 def _number(value: float | None, units: int | None = None) -> str:
+    """An agreement (or kappa, alpha) with three decimals, as reports print rates: one that is
+    not perfect never prints as 1.000 (9,999 of 10,000 runs agreeing is ``>0.999``)."""
+    from groundstate.report.numbers import fraction
+
     if value is None:
         return "n/a"
-    return f"{value:.3f}" + ("" if units is None else f" ({units})")
+    shown = fraction(value) if value >= 0 else f"{value:.3f}"
+    return shown + ("" if units is None else f" ({units})")
 
 
 # --- sampling failures ------------------------------------------------------------------------

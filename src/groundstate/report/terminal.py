@@ -505,6 +505,8 @@ def _comparison_head(data: dict[str, Any]) -> str:
             f"{len(data['only_in_b'])} only in b, {len(data['excluded_tasks'])} without valid "
             "attempts on one side)"
         )
+    if data["excluded_tasks"]:  # the strict view pairs them: their invalid attempts count
+        line += "; the strict view also counts the tasks without valid attempts, as failures"
     return line
 
 

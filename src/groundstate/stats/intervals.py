@@ -83,7 +83,9 @@ class Estimate(_Record):
     note: str = ""
     """Why there is no interval, or which special rule made it."""
     boot_low: float | None = None
-    """Percentile cluster-bootstrap interval, a second opinion (None where not computed)."""
+    """Percentile cluster-bootstrap interval, a second opinion: None where not computed, and
+    where the rule's interval is not built on a spread between tasks (fewer than
+    :data:`MIN_TASKS` tasks, every task at one value: a bootstrap there is zero-width)."""
     boot_high: float | None = None
 
 
@@ -100,8 +102,17 @@ class Interval:
 
 
 def weighted_mean(values: npt.ArrayLike, weights: npt.ArrayLike) -> float:
-    v, w = np.asarray(values, dtype=np.float64), np.asarray(weights, dtype=np.float64)
+    v, w = np.asarray(values, dtype=np.float64), _scaled(weights)
     return float(_weighted_means(v[None, :], w)[0])
+
+
+def _scaled(weights: npt.ArrayLike) -> FloatArray:
+    """*weights* divided by the largest: every value here is unchanged by scaling the
+    weights, and at most 1 they neither overflow when summed or squared (an import's weight
+    of 1e308 is finite and positive) nor lose the mean (0.5 of 0 and 1 at 1e308 each was 0)."""
+    w = np.asarray(weights, dtype=np.float64)
+    scaled: FloatArray = w / np.max(w) if w.size else w
+    return scaled
 
 
 def clustered_se(
@@ -119,7 +130,7 @@ def clustered_se(
     None when T < 2: one task says nothing about spread between tasks.
     """
     p = np.asarray(values, dtype=np.float64)[None, :]
-    w = np.asarray(weights, dtype=np.float64)
+    w = _scaled(weights)
     return _clustered_ses(p, w, _weighted_means(p, w))[0]
 
 
@@ -170,9 +181,7 @@ def _rules(
     """The weighted mean and :func:`interval_rule` of each row of *columns* (metrics, tasks)."""
     bounds = DIFFERENCE if difference else LEVEL
     tasks = columns.shape[1]
-    # Every value below is unchanged by scaling the weights; at most 1 they cannot overflow
-    # when squared (a weight of 1e300 from an import is finite and positive).
-    weights = weights / np.max(weights) if tasks else weights
+    weights = _scaled(weights)  # every value below is unchanged by it
     means = _weighted_means(columns, weights)
     ses = _clustered_ses(columns, weights, means)
     estimates = means.tolist()
@@ -260,7 +269,7 @@ def top_chance(weights: FloatArray, mean: float) -> float:
     """The largest chance that every task is at the top of its range when the weighted
     mean of the task means (on the unit scale) is *mean*: the product of m_i = min(1, t/w_i)
     with t set by the mean (:func:`exact_reach` inverts it). With equal weights mean^T."""
-    w = np.sort(np.asarray(weights, dtype=np.float64))
+    w = np.sort(_scaled(weights))
     target = mean * float(np.sum(w))
     below = np.concatenate([[0.0], np.cumsum(w)])  # sum of the j lightest weights
     for j in range(len(w)):
@@ -330,11 +339,19 @@ def make_estimates(
             df=rule.df,
             method=rule.method,
             note=rule.note,
-            boot_low=_finite(boot[0]) if boot else None,
-            boot_high=_finite(boot[1]) if boot else None,
+            boot_low=_finite(boot[0]) if boot and _spread(rule) else None,
+            boot_high=_finite(boot[1]) if boot and _spread(rule) else None,
         )
         for estimate, rule, boot in zip(estimates, rules, boots, strict=True)
     ]
+
+
+def _spread(rule: Interval) -> bool:
+    """Whether the rule built its interval on a spread between tasks: only then is the
+    bootstrap a second opinion. Below :data:`MIN_TASKS` tasks the rule says n/a (a
+    bootstrap of one task is the zero-width ``[v, v]``), and where every task has one value
+    every resample has it too."""
+    return rule.method in (AC_T_CR1, T_CR1)
 
 
 def _finite(value: float) -> float | None:
