@@ -77,6 +77,9 @@ class WriteLog:
         """``total_changes`` when the harness last emptied the log by a statement that deleted
         nothing: while it has not moved, nothing wrote the log and SQL's ``changes()`` is
         still 0, so there is nothing for :meth:`start` to clear."""
+        self._empty_at: int | None = None
+        """``total_changes`` when the log was last known empty: while it has not moved, no
+        statement wrote a row, so no trigger logged one and :meth:`read` has nothing to take."""
         self._build = build
         """The fixture build's digest, under which the tables' descriptions are kept: every
         connection to a file of that build describes them the same."""
@@ -100,6 +103,7 @@ class WriteLog:
         if self._changes() != self._quiet:
             run(f"DELETE FROM temp.{LOG}", ())
             self._note_cleared(self._changes())
+        self._empty_at = self._changes()
 
     def _note_cleared(self, before: int) -> None:
         """After the harness emptied the log: whether its statement deleted nothing (the
@@ -140,6 +144,8 @@ class WriteLog:
     def _take(self, run: Run) -> list[tuple[Any, ...]]:
         """The log's entries in the order they were written, the log emptied."""
         before = self._changes()
+        if before == self._empty_at:  # most calls only read: no statement, no GIL release
+            return []
         if _RETURNING:  # RETURNING gives rows in no set order: sort them by seq
             rows = sorted(run(f"DELETE FROM temp.{LOG} RETURNING seq, tbl, op, old, new", ()))
             entries = [row[1:] for row in rows]
@@ -147,6 +153,7 @@ class WriteLog:
             entries = run(f"SELECT tbl, op, old, new FROM temp.{LOG} ORDER BY seq", ())
             run(f"DELETE FROM temp.{LOG}", ())
         self._note_cleared(before)
+        self._empty_at = self._changes()
         return entries
 
     def _keys(self, entries: list[tuple[Any, ...]]) -> Touched:

@@ -1,0 +1,140 @@
+"""The SQLite environment's and the gateway's per-call and per-attempt shortcuts (issue 10).
+
+Each shortcut skips work only when what it skips cannot find anything; these tests hold the
+near misses: a call whose rows were written and then undone, one that changed no row, a
+write made outside any call, and check that each call still reports exactly its own writes
+and the final state's hash and diff stay those a whole reading gives.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from groundstate.environments.base import CallEffects, diff_snapshots
+from groundstate.environments.sqlite import SqliteEnvironment, read_table_hashes
+from groundstate.environments.sqlite_state import Baseline
+from groundstate.errors import PermissionDenied, ToolError
+from groundstate.spec.task import Permissions
+
+from .test_sqlite_env import CLOCK
+
+SCHEMA = """
+CREATE TABLE orders (order_id TEXT PRIMARY KEY, status TEXT, total REAL);
+CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, what TEXT);
+CREATE TABLE secrets (k TEXT PRIMARY KEY, v TEXT);
+INSERT INTO orders VALUES ('O-1', 'pending', 35.5), ('O-2', 'pending', 10.0);
+INSERT INTO secrets VALUES ('pin', '1234');
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[SqliteEnvironment]:
+    fixture = tmp_path / "shop.sql"
+    fixture.write_text(SCHEMA)
+    permissions = Permissions(tables={"secrets": "none"})
+    with SqliteEnvironment(fixture, clock=CLOCK, permissions=permissions) as environment:
+        environment.reset()
+        yield environment
+
+
+def _call(env: SqliteEnvironment, *statements: str) -> CallEffects:
+    with env.tool_transaction() as effects:
+        for sql in statements:
+            env.agent_db.execute(sql)
+    return effects
+
+
+def _harness_statements(env: SqliteEnvironment, *statements: str) -> list[str]:
+    """The statements a call ran on the agent connection besides its tool's."""
+    seen: list[str] = []
+    sqlite3.Connection.set_trace_callback(env.agent_db, seen.append)  # past the watch
+    try:
+        _call(env, *statements)
+    finally:
+        sqlite3.Connection.set_trace_callback(env.agent_db, None)
+    return [sql for sql in seen if sql not in statements and not sql.startswith("--")]
+
+
+def _whole_state_agrees(env: SqliteEnvironment) -> None:
+    """The final state's hashes and diff are those of reading every table whole."""
+    control = env._control  # the harness's own connection, read whole
+    assert env.table_hashes() == read_table_hashes(control)
+    initial = Baseline.read(env._baseline.image).snapshot
+    assert env.diff_from_initial() == diff_snapshots(initial, env.snapshot())
+
+
+# --- the write log is read only when a row was written ------------------------------------------
+
+
+UNDONE = [  # a row written, then the write undone inside the same call
+    "SAVEPOINT s",
+    "UPDATE orders SET status = 'x' WHERE order_id = 'O-1'",
+    "ROLLBACK TO s",
+    "RELEASE s",
+]
+
+
+@pytest.mark.parametrize(
+    "statements",
+    [
+        ["SELECT * FROM orders"],
+        ["UPDATE orders SET status = 'x' WHERE order_id = 'none'"],  # no row matched
+        ["UPDATE orders SET status = status"],  # every row written, the same values
+        UNDONE,
+        ["INSERT INTO audit (what) VALUES ('a')", "DELETE FROM audit"],  # in and out again
+    ],
+)
+def test_each_call_reports_only_its_own_writes_after_any_kind_of_call(
+    env: SqliteEnvironment, statements: list[str]
+) -> None:
+    for _ in range(2):  # after a quiet call and after a writing one
+        effects = _call(env, *statements)
+        assert effects.writes == []
+        written = _call(env, "UPDATE orders SET total = 1.0 WHERE order_id = 'O-2'")
+        assert [(w.table, w.key, w.after and w.after["total"]) for w in written.writes] == [
+            ("orders", "O-2", 1.0)
+        ]
+        _call(env, "UPDATE orders SET total = 10.0 WHERE order_id = 'O-2'")
+    _whole_state_agrees(env)
+
+
+def test_a_call_that_changed_no_row_does_not_read_the_log(env: SqliteEnvironment) -> None:
+    _call(env, "SELECT 1")  # the log installed
+    assert _harness_statements(env, "SELECT * FROM orders") == ["BEGIN", "COMMIT"]
+    assert _harness_statements(env, "UPDATE orders SET status = 'x' WHERE 0") == [
+        "BEGIN",
+        "COMMIT",
+    ]
+    # A write undone by its own savepoint moved the change count: the log is read (empty).
+    undone = _harness_statements(env, *UNDONE)
+    assert any(sql.startswith("DELETE FROM temp._gs_writes") for sql in undone), undone
+
+
+def test_a_write_outside_any_call_is_not_taken_for_the_next_calls(
+    env: SqliteEnvironment,
+) -> None:
+    _call(env, "SELECT 1")
+    env.agent_db.execute("UPDATE orders SET status = 'x' WHERE order_id = 'O-1'")  # behind
+    assert _call(env, "SELECT * FROM orders").writes == []
+    effects = _call(env, "UPDATE orders SET status = 'y' WHERE order_id = 'O-2'")
+    assert [(w.table, w.key) for w in effects.writes] == [("orders", "O-2")]
+    assert not env.tracking_complete  # the final state is read whole, as before
+    _whole_state_agrees(env)
+
+
+def test_a_refused_or_failed_call_leaves_nothing_for_the_next(env: SqliteEnvironment) -> None:
+    _call(env, "SELECT 1")
+    with pytest.raises(ToolError), env.tool_transaction():
+        env.agent_db.execute("UPDATE orders SET status = 'x'")
+        raise ToolError("no")
+    with pytest.raises(PermissionDenied), env.tool_transaction():
+        env.agent_db.execute("UPDATE orders SET status = 'x'")
+        env.agent_db.execute("SELECT * FROM secrets")
+    assert _call(env, "SELECT * FROM orders").writes == []
+    with env.tool_transaction():
+        assert env.agent_db.execute("SELECT changes()").fetchone() == (0,)
+    _whole_state_agrees(env)
