@@ -16,6 +16,7 @@ import pytest
 
 from groundstate.environments.base import CallEffects, diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment, read_table_hashes
+from groundstate.environments.sqlite_live import POOL
 from groundstate.environments.sqlite_state import Baseline
 from groundstate.errors import PermissionDenied, ToolError
 from groundstate.spec.task import Permissions
@@ -138,3 +139,52 @@ def test_a_refused_or_failed_call_leaves_nothing_for_the_next(env: SqliteEnviron
     with env.tool_transaction():
         assert env.agent_db.execute("SELECT changes()").fetchone() == (0,)
     _whole_state_agrees(env)
+
+
+# --- the files looked for on every attempt, by their text paths ---------------------------------
+
+
+@pytest.fixture
+def pooled(tmp_path: Path) -> Iterator[Path]:
+    fixture = tmp_path / "pooled.sql"
+    fixture.write_text(SCHEMA)
+    POOL.drain()
+    yield fixture
+    POOL.drain()
+
+
+@pytest.mark.parametrize("ending", ["-journal", "-wal", "-shm"])
+def test_a_pooled_database_with_any_side_file_beside_it_is_not_taken(
+    pooled: Path, ending: str
+) -> None:
+    first = SqliteEnvironment(pooled, clock=CLOCK)
+    live = Path(first.health()["database"])
+    first.close()
+    assert len(POOL) == 1
+    live.with_name(f"{live.name}{ending}").write_bytes(b"")
+    taken = POOL.reused
+    with SqliteEnvironment(pooled, clock=CLOCK) as env:
+        assert POOL.reused == taken and len(POOL) == 0  # closed, not taken
+        assert env.reset() and env.health()["ok"]
+
+
+def test_a_write_ahead_log_beside_the_live_file_is_a_write_outside_the_calls(
+    env: SqliteEnvironment,
+) -> None:
+    assert env.written_outside_calls() is None
+    live = Path(env.health()["database"])
+    live.with_name(f"{live.name}-wal").write_bytes(b"")
+    reason = env.written_outside_calls()
+    assert reason is not None and "write-ahead log" in reason
+
+
+def test_a_removed_build_file_is_written_again_for_the_initial_view(pooled: Path) -> None:
+    with SqliteEnvironment(pooled, clock=CLOCK) as env:
+        env.reset()
+        template = env._template
+        assert env.initial_view().query("SELECT count(*) FROM orders") == [(2,)]
+    template.unlink()
+    with SqliteEnvironment(pooled, clock=CLOCK) as env:
+        env.reset()
+        assert env._template == template and template.exists()
+        assert env.initial_view().query("SELECT count(*) FROM orders") == [(2,)]
