@@ -27,7 +27,12 @@ SCHEMA = """
 CREATE TABLE orders (order_id TEXT PRIMARY KEY, status TEXT, total REAL);
 CREATE TABLE audit (id INTEGER PRIMARY KEY AUTOINCREMENT, what TEXT);
 CREATE TABLE secrets (k TEXT PRIMARY KEY, v TEXT);
+CREATE TABLE lines (order_id TEXT REFERENCES orders(order_id) ON DELETE CASCADE, sku TEXT);
+CREATE VIEW pending AS SELECT order_id, status FROM orders WHERE status = 'pending';
+CREATE TRIGGER pending_update INSTEAD OF UPDATE ON pending
+BEGIN UPDATE orders SET status = NEW.status WHERE order_id = OLD.order_id; END;
 INSERT INTO orders VALUES ('O-1', 'pending', 35.5), ('O-2', 'pending', 10.0);
+INSERT INTO lines VALUES ('O-1', 'pen');
 INSERT INTO secrets VALUES ('pin', '1234');
 """
 
@@ -100,6 +105,23 @@ def test_each_call_reports_only_its_own_writes_after_any_kind_of_call(
             ("orders", "O-2", 1.0)
         ]
         _call(env, "UPDATE orders SET total = 10.0 WHERE order_id = 'O-2'")
+    _whole_state_agrees(env)
+
+
+@pytest.mark.parametrize(
+    ("statement", "written"),
+    [  # rows written only by SQLite on the statement's behalf
+        ("UPDATE pending SET status = 'x' WHERE order_id = 'O-1'", [("orders", "O-1")]),
+        ("DELETE FROM orders WHERE order_id = 'O-1'", [("orders", "O-1"), ("lines", 1)]),
+        ("INSERT OR REPLACE INTO orders VALUES ('O-2', 'paid', 1.0)", [("orders", "O-2")]),
+    ],
+)
+def test_rows_written_through_a_view_a_cascade_or_a_replace_are_reported(
+    env: SqliteEnvironment, statement: str, written: list[tuple[str, object]]
+) -> None:
+    _call(env, "SELECT 1")  # the log installed, the count quiet
+    effects = _call(env, statement)
+    assert sorted((w.table, w.key) for w in effects.writes) == sorted(written)
     _whole_state_agrees(env)
 
 
