@@ -210,3 +210,33 @@ def test_a_removed_build_file_is_written_again_for_the_initial_view(pooled: Path
         env.reset()
         assert env._template == template and template.exists()
         assert env.initial_view().query("SELECT count(*) FROM orders") == [(2,)]
+
+
+# --- the write log's netting keys -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [(1, 1.0), ("1", 1), (b"\x01", "01"), (None, None)],  # same text, other storage class
+)
+def test_a_key_that_changed_only_its_storage_class_is_a_moved_row(
+    tmp_path: Path, before: object, after: object
+) -> None:
+    """The writes of one call are netted per row by its key's JSON: 1 and 1.0, a blob and its
+    hex text are other rows (the state hash tells them apart); NULL keys are rows by rowid."""
+    fixture = tmp_path / "keys.sql"
+    fixture.write_text("CREATE TABLE t (k PRIMARY KEY, v TEXT); CREATE TABLE u (k, v TEXT);")
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        env.reset()
+        with env.tool_transaction() as effects:
+            db = env.agent_db
+            db.execute("INSERT INTO t VALUES (?, 'a')", (before,))
+            db.execute("UPDATE t SET k = ? WHERE v = 'a'", (after,))
+            db.execute("INSERT INTO u VALUES (?, 'b')", (before,))
+        moved = before is not None and repr(before) != repr(after)
+        keys = [(w.table, w.before, w.after is not None) for w in effects.writes]
+        if moved:  # the first key's row came and went within the call: no write of its own
+            assert keys == [("t", None, True), ("u", None, True)]
+            assert effects.writes[0].key == (after.hex() if isinstance(after, bytes) else after)
+        assert len(effects.writes) == 2
+        _whole_state_agrees(env)

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundstate.environments.base import Row, RowWrite, TableState, same_row
-from groundstate.environments.sqlite_state import tracking_key
-from groundstate.spec.canonical import canonical_json
+from groundstate.environments.sqlite_state import KEY_JSON, tracking_key
 
 LOG = "_gs_writes"
 """The TEMP table the triggers write; trigger names start with it too."""
@@ -54,9 +53,9 @@ class LoggedTable:
         values = [row[c] for c in self.key]
         return values[0] if len(values) == 1 else values
 
-    def exact_key(self, image: str) -> tuple[Any, ...]:
-        """The key values of a logged row image, blobs as bytes (not as their hex text)."""
-        cells = [cell for chunk in json.loads(image) for cell in chunk]
+    def exact_key(self, cells: list[str]) -> tuple[Any, ...]:
+        """The key values of a logged row image's cells, blobs as bytes (not as their hex
+        text)."""
         return tuple(_exact(cells[self.columns.index(column)]) for column in self.key)
 
 
@@ -134,10 +133,11 @@ class WriteLog:
         the keys of every row the log names, for the change tracking. Those are not netted:
         netting compares decoded values, in which 1 and 1.0, or a blob and its hex text, are
         equal while the state hash tells them apart."""
-        entries = self._take(run)
+        # Each image parsed once: its values for the netting, its exact key for the tracking.
+        entries = [(tbl, op, _cells(old), _cells(new)) for tbl, op, old, new in self._take(run)]
         net = Netting(self._tables)
         for tbl, op, old, new in entries:
-            net.add(tbl, op, _decode(old), _decode(new))
+            net.add(tbl, op, _values(old), _values(new))
         written = sorted({self._tables[tbl].name for tbl, op, _, _ in entries if op != "pre"})
         return net.writes(lambda table, row: _exists(run, table, row)), written, self._keys(entries)
 
@@ -160,9 +160,9 @@ class WriteLog:
         touched: Touched = {}
         for tbl, _, old, new in entries:
             table = self._tables[tbl]
-            for image in (old, new):
-                if image is not None:
-                    values = table.exact_key(image)
+            for cells in (old, new):
+                if cells is not None:
+                    values = table.exact_key(cells)
                     touched.setdefault(table.name, {})[tracking_key(values)] = values
         return touched
 
@@ -218,7 +218,7 @@ class Netting:
 
     @staticmethod
     def _slot(tbl: int, key: Any) -> tuple[int, str]:
-        return tbl, canonical_json(key)
+        return tbl, KEY_JSON(key)
 
 
 def state_writes(before: dict[str, TableState], after: dict[str, TableState]) -> list[RowWrite]:
@@ -236,7 +236,7 @@ def state_writes(before: dict[str, TableState], after: dict[str, TableState]) ->
 
 
 def _moved(table: LoggedTable, before: Row, after: Row) -> bool:
-    return canonical_json(table.key_of(before)) != canonical_json(table.key_of(after))
+    return KEY_JSON(table.key_of(before)) != KEY_JSON(table.key_of(after))
 
 
 def _exists(run: Run, table: LoggedTable, row: Row) -> bool:
@@ -324,10 +324,13 @@ def _has_atan2() -> bool:
 _HAS_ATAN2 = _has_atan2()
 
 
-def _decode(image: str | None) -> list[Any] | None:
-    if image is None:
-        return None
-    return [_literal(item) for chunk in json.loads(image) for item in chunk]
+def _cells(image: str | None) -> list[str] | None:
+    """A logged row image's cells, each a SQL literal."""
+    return None if image is None else [cell for chunk in json.loads(image) for cell in chunk]
+
+
+def _values(cells: list[str] | None) -> list[Any] | None:
+    return None if cells is None else [_literal(cell) for cell in cells]
 
 
 def _literal(sql: str) -> Any:
