@@ -608,7 +608,7 @@ class SqliteEnvironment(ClosesOnExit):
         return reason
 
     def _outside_write(self) -> str | None:
-        if Path(f"{self._live}-wal").exists():
+        if os.path.exists(f"{self._live}-wal"):  # (a Path would cost more than the stat)
             return "a write-ahead log appeared beside the database (another connection)"
         with self._failing():
             version = self._file.change_counter()
@@ -907,8 +907,8 @@ def _template_file(fixture: Path, baseline: Baseline) -> Path:
     process and fixture build, in the process's own folder, and shared by its environments."""
     known = _TEMPLATE_FILES.get(baseline.image_digest)
     own = _own_folder(os.getpid(), os.environ.get(TMPDIR_ENV), tempfile.tempdir)
-    if known is not None and known.parent.parent == own and known.exists():
-        return known  # written already, and still there (a forked child writes its own)
+    if known is not None and known[0] == own and os.path.exists(known[1]):
+        return known[1]  # written already, and still there (a forked child writes its own)
     path = process_dir() / "templates" / f"{baseline.image_digest[:32]}.db"
     try:
         if not path.exists():  # written whole under another name, then renamed: never partial
@@ -919,12 +919,13 @@ def _template_file(fixture: Path, baseline: Baseline) -> Path:
             partial.parent.rmdir()
     except OSError as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
-    _TEMPLATE_FILES[baseline.image_digest] = path
+    _TEMPLATE_FILES[baseline.image_digest] = (path.parent.parent, path)
     return path
 
 
-_TEMPLATE_FILES: dict[str, Path] = {}
-"""The build files written by this process, by image digest."""
+_TEMPLATE_FILES: dict[str, tuple[Path, Path]] = {}
+"""The build files written by this process, by image digest, with the process's folder they
+are in (kept apart: finding it from the path on every environment cost more than the rest)."""
 
 
 @lru_cache(maxsize=8)

@@ -66,10 +66,13 @@ def _sound(header: bytes, size: int) -> bool:
     return header.startswith(_MAGIC) and page_size * pages == size
 
 
+_SIDE_ENDINGS = ("-journal", "-wal", "-shm")
+
+
 def side_files(path: Path) -> list[Path]:
     """The files SQLite keeps beside the database *path*: its rollback journal, write-ahead
     log and shared-memory index (none of them while no connection is writing)."""
-    return [path.with_name(f"{path.name}{end}") for end in ("-journal", "-wal", "-shm")]
+    return [path.with_name(f"{path.name}{end}") for end in _SIDE_ENDINGS]
 
 
 class LiveFile:
@@ -79,6 +82,18 @@ class LiveFile:
     def __init__(self, path: Path, fd: int) -> None:
         self.path = path
         self._fd = fd
+        self._name = str(path)
+        self._sides = tuple(f"{path}{end}" for end in _SIDE_ENDINGS)
+        """The side files' paths as text, made once: every attempt looks for them, and
+        building their ``Path`` objects cost more than the system calls."""
+
+    def present(self) -> bool:
+        """Whether the file is still there (its folder may have been removed)."""
+        return os.path.exists(self._name)
+
+    def beside(self) -> bool:
+        """Whether any of the file's :func:`side_files` exists."""
+        return any(os.path.exists(side) for side in self._sides)
 
     @classmethod
     def open(cls, path: Path) -> LiveFile:
@@ -324,9 +339,7 @@ class HeldDatabase:
         """Whether nothing wrote the file while it was pooled: a connection left open by an
         attempt's agent (a thread, a handle it kept) could commit to it, switch it to WAL or
         leave a journal, and the next attempt would inherit that state or its locks."""
-        return self.file.header() == self.header != b"" and not any(
-            side.exists() for side in side_files(self.file.path)
-        )
+        return self.file.header() == self.header != b"" and not self.file.beside()
 
     def close(self) -> None:
         for connection in (self.agent, self.control, self.evaluator):
@@ -350,7 +363,7 @@ class LivePool:
         """The most recently pooled database of *build* whose file is still there (the
         process's folder may have been removed meanwhile) and untouched, or None."""
         while (held := self._pop(build)) is not None:
-            if held.file.path.exists() and held.untouched():
+            if held.file.present() and held.untouched():
                 with self._lock:
                     self.reused += 1
                 return held

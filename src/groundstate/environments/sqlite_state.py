@@ -67,10 +67,11 @@ def _blob(value: Any) -> Any:
     return {"blob": value.hex()} if isinstance(value, bytes) else str(value)
 
 
-_SNAPSHOT_KEY = json.JSONEncoder(
+KEY_JSON = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=_blob
 ).encode
-"""canonical_json (BLOBs aside), without building an encoder per row."""
+"""canonical_json (BLOBs aside), without building an encoder per row: snapshots key their
+rows with it, and the write log nets a call's writes by it."""
 WHOLE_TABLE_SHARE = 4
 """A table whose touched keys number more than 1/WHOLE_TABLE_SHARE of its rows is read whole:
 one scan is cheaper than that many lookups."""
@@ -257,7 +258,7 @@ def keyed_rows(rows: Iterable[Row], key: list[str]) -> dict[str, Row]:
     for row in rows:
         values = [row[column] for column in key]
         if None in values:
-            content = _SNAPSHOT_KEY([values, list(row.items())])
+            content = KEY_JSON([values, list(row.items())])
             slot, copies = content, 1
             while slot in keyed:
                 slot, copies = f"{content}#{copies}", copies + 1
@@ -269,7 +270,7 @@ def keyed_rows(rows: Iterable[Row], key: list[str]) -> dict[str, Row]:
 
 def snapshot_key(values: Sequence[Any]) -> str:
     """The key of a row in a snapshot, from its key columns' values."""
-    return _SNAPSHOT_KEY(values[0] if len(values) == 1 else list(values))
+    return KEY_JSON(values[0] if len(values) == 1 else list(values))
 
 
 def tracking_key(values: Sequence[Any]) -> str:

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from groundstate.environments.base import Row, RowWrite, TableState, same_row
-from groundstate.environments.sqlite_state import tracking_key
-from groundstate.spec.canonical import canonical_json
+from groundstate.environments.sqlite_state import KEY_JSON, tracking_key
 
 LOG = "_gs_writes"
 """The TEMP table the triggers write; trigger names start with it too."""
@@ -54,9 +53,9 @@ class LoggedTable:
         values = [row[c] for c in self.key]
         return values[0] if len(values) == 1 else values
 
-    def exact_key(self, image: str) -> tuple[Any, ...]:
-        """The key values of a logged row image, blobs as bytes (not as their hex text)."""
-        cells = [cell for chunk in json.loads(image) for cell in chunk]
+    def exact_key(self, cells: list[str]) -> tuple[Any, ...]:
+        """The key values of a logged row image's cells, blobs as bytes (not as their hex
+        text)."""
         return tuple(_exact(cells[self.columns.index(column)]) for column in self.key)
 
 
@@ -77,6 +76,9 @@ class WriteLog:
         """``total_changes`` when the harness last emptied the log by a statement that deleted
         nothing: while it has not moved, nothing wrote the log and SQL's ``changes()`` is
         still 0, so there is nothing for :meth:`start` to clear."""
+        self._empty_at: int | None = None
+        """``total_changes`` when the log was last known empty: while it has not moved, no
+        statement wrote a row, so no trigger logged one and :meth:`read` has nothing to take."""
         self._build = build
         """The fixture build's digest, under which the tables' descriptions are kept: every
         connection to a file of that build describes them the same."""
@@ -100,6 +102,7 @@ class WriteLog:
         if self._changes() != self._quiet:
             run(f"DELETE FROM temp.{LOG}", ())
             self._note_cleared(self._changes())
+        self._empty_at = self._changes()
 
     def _note_cleared(self, before: int) -> None:
         """After the harness emptied the log: whether its statement deleted nothing (the
@@ -130,16 +133,19 @@ class WriteLog:
         the keys of every row the log names, for the change tracking. Those are not netted:
         netting compares decoded values, in which 1 and 1.0, or a blob and its hex text, are
         equal while the state hash tells them apart."""
-        entries = self._take(run)
+        # Each image parsed once: its values for the netting, its exact key for the tracking.
+        entries = [(tbl, op, _cells(old), _cells(new)) for tbl, op, old, new in self._take(run)]
         net = Netting(self._tables)
         for tbl, op, old, new in entries:
-            net.add(tbl, op, _decode(old), _decode(new))
+            net.add(tbl, op, _values(old), _values(new))
         written = sorted({self._tables[tbl].name for tbl, op, _, _ in entries if op != "pre"})
         return net.writes(lambda table, row: _exists(run, table, row)), written, self._keys(entries)
 
     def _take(self, run: Run) -> list[tuple[Any, ...]]:
         """The log's entries in the order they were written, the log emptied."""
         before = self._changes()
+        if before == self._empty_at:  # most calls only read: no statement, no GIL release
+            return []
         if _RETURNING:  # RETURNING gives rows in no set order: sort them by seq
             rows = sorted(run(f"DELETE FROM temp.{LOG} RETURNING seq, tbl, op, old, new", ()))
             entries = [row[1:] for row in rows]
@@ -147,15 +153,16 @@ class WriteLog:
             entries = run(f"SELECT tbl, op, old, new FROM temp.{LOG} ORDER BY seq", ())
             run(f"DELETE FROM temp.{LOG}", ())
         self._note_cleared(before)
+        self._empty_at = self._changes()
         return entries
 
     def _keys(self, entries: list[tuple[Any, ...]]) -> Touched:
         touched: Touched = {}
         for tbl, _, old, new in entries:
             table = self._tables[tbl]
-            for image in (old, new):
-                if image is not None:
-                    values = table.exact_key(image)
+            for cells in (old, new):
+                if cells is not None:
+                    values = table.exact_key(cells)
                     touched.setdefault(table.name, {})[tracking_key(values)] = values
         return touched
 
@@ -211,7 +218,7 @@ class Netting:
 
     @staticmethod
     def _slot(tbl: int, key: Any) -> tuple[int, str]:
-        return tbl, canonical_json(key)
+        return tbl, KEY_JSON(key)
 
 
 def state_writes(before: dict[str, TableState], after: dict[str, TableState]) -> list[RowWrite]:
@@ -229,7 +236,7 @@ def state_writes(before: dict[str, TableState], after: dict[str, TableState]) ->
 
 
 def _moved(table: LoggedTable, before: Row, after: Row) -> bool:
-    return canonical_json(table.key_of(before)) != canonical_json(table.key_of(after))
+    return KEY_JSON(table.key_of(before)) != KEY_JSON(table.key_of(after))
 
 
 def _exists(run: Run, table: LoggedTable, row: Row) -> bool:
@@ -317,10 +324,13 @@ def _has_atan2() -> bool:
 _HAS_ATAN2 = _has_atan2()
 
 
-def _decode(image: str | None) -> list[Any] | None:
-    if image is None:
-        return None
-    return [_literal(item) for chunk in json.loads(image) for item in chunk]
+def _cells(image: str | None) -> list[str] | None:
+    """A logged row image's cells, each a SQL literal."""
+    return None if image is None else [cell for chunk in json.loads(image) for cell in chunk]
+
+
+def _values(cells: list[str] | None) -> list[Any] | None:
+    return None if cells is None else [_literal(cell) for cell in cells]
 
 
 def _literal(sql: str) -> Any:
