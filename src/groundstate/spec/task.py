@@ -11,6 +11,7 @@ from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator,
 
 # The constraint language lives in spec.constraints; the names defined here before stay
 # importable from here (re-exported).
+from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import AtMostConstraint as AtMostConstraint
 from groundstate.spec.constraints import AtMostRule as AtMostRule
 from groundstate.spec.constraints import BeforeConstraint as BeforeConstraint
@@ -44,6 +45,18 @@ class SqlAssertion(Strict):
     expect_rows: list[list[JsonScalar]]
     ordered: StrictBool = False
 
+    @field_validator("expect_rows")
+    @classmethod
+    def _rows_one_width(cls, rows: list[list[JsonScalar]]) -> list[list[JsonScalar]]:
+        """A query's rows all have its number of columns: rows of two widths never match."""
+        widths = sorted({len(row) for row in rows})
+        if len(widths) > 1:
+            raise ValueError(
+                f"rows of {' and '.join(map(str, widths))} values: a query's rows "
+                "all have as many values as it selects columns"
+            )
+        return rows
+
 
 class AddedRow(Strict):
     """An added row, matched on the listed columns."""
@@ -64,6 +77,20 @@ class TableChange(Strict):
     removed: list[JsonScalar | list[JsonScalar]] = Field(default_factory=list)
     """Primary keys of rows that must have been removed."""
     changed: list[ChangedRow] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _each_row_once(self) -> TableChange:
+        """A row is removed or changed, once: an expectation that removes and changes it, or
+        sets it twice, can never hold (keys compared as JSON values, as the grader does)."""
+        seen: dict[str, str] = {}
+        named = [(key, "removed") for key in self.removed]
+        named += [(change.key, "changed") for change in self.changed]
+        for key, part in named:
+            text = canonical_json(key)
+            if text in seen:
+                raise ValueError(f"row {text} is listed in {seen[text]} and again in {part}")
+            seen[text] = part
+        return self
 
 
 class DiffAssertion(Strict):

@@ -1,0 +1,417 @@
+"""Final states one step from the expected one, seventh audit of outcome assertions.
+
+Two families: what the agent left behind (a BLOB where text was expected, the right change
+plus one more, a row deleted and inserted again under a new id, duplicates, NULL against
+``""``), which must be judged as the agent's doing and recorded whatever bytes it wrote; and
+what the task's author got wrong (a table or column the fixture lacks, rows of two widths, a
+row removed and changed at once, a check returning the wrong shape), which must be the
+grader's fault (``grader_failure`` or a load error naming file, field and reason), never the
+agent's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from groundstate.agents.base import Session
+from groundstate.environments.base import RowWrite, StateDiff, TableDiff
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.errors import SpecError
+from groundstate.grading.outcome import States, evaluate_assertions
+from groundstate.grading.terminal import classify
+from groundstate.records import AgentRun, CheckResult
+from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.task import DiffAssertion, PythonAssertion, SqlAssertion
+from groundstate.store import RunStore
+from groundstate.testing import FunctionAgent, attempt
+
+from .conftest import BANK
+
+FIXTURE = """
+CREATE TABLE acc (id TEXT PRIMARY KEY, bal REAL, note);
+CREATE TABLE tr (id INTEGER PRIMARY KEY AUTOINCREMENT, src TEXT, amount REAL, memo TEXT);
+CREATE TABLE ci (a TEXT, b INTEGER, v TEXT, PRIMARY KEY (b, a));
+INSERT INTO acc VALUES ('A', 10, 'a'), ('B', 2, 'x');
+INSERT INTO tr (src, amount, memo) VALUES ('A', 5, 'first');
+INSERT INTO ci VALUES ('x', 1, 'one'), ('y', 2, 'two');
+"""
+
+CHECKS = """
+def reason(s0, sT):
+    return True, "looks fine"
+
+def triple(s0, sT):
+    return True, {}, 1
+
+def rows(s0, sT):
+    return False, {"notes": sT.query("SELECT id, note FROM acc ORDER BY id")}
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[SqliteEnvironment]:
+    (tmp_path / "f.sql").write_text(FIXTURE, encoding="utf-8")
+    (tmp_path / "checks.py").write_text(CHECKS, encoding="utf-8")
+    with SqliteEnvironment(tmp_path / "f.sql", clock=datetime(2024, 1, 1)) as environment:
+        environment.reset()
+        yield environment
+
+
+def _graded(
+    env: SqliteEnvironment, writes: list[str], *assertions: Any, root: Path = Path(".")
+) -> list[CheckResult]:
+    for sql in writes:
+        with env.tool_transaction():
+            env.agent_db.execute(sql)
+    s0 = env.initial_view().snapshot()
+    states = States(env.initial_view(), env.evaluator_view(), s0, env.diff_from_initial(), root)
+    results = evaluate_assertions(list(assertions), states)
+    for result in results:  # whatever the state holds, the result is a storable record
+        json.loads(result.model_dump_json())
+    return results
+
+
+def _diff(state_diff: dict[str, Any], nothing_else_changed: bool = True) -> DiffAssertion:
+    return DiffAssertion.model_validate(
+        {"id": "d", "state_diff": state_diff, "nothing_else_changed": nothing_else_changed}
+    )
+
+
+def _sql(sql: str, rows: list[list[Any]], ordered: bool = False) -> SqlAssertion:
+    return SqlAssertion(id="s", sql=sql, expect_rows=rows, ordered=ordered)
+
+
+def _reason(results: list[CheckResult]) -> str:
+    return classify(None, results, [])
+
+
+# --- a BLOB the agent wrote is state like any other, and evidence like any other ---------------
+
+BLOB_NOTE = "UPDATE acc SET note = x'ff00' WHERE id = 'A'"
+
+
+@pytest.mark.parametrize(
+    "assertion",
+    [
+        _sql("SELECT id, note FROM acc", [["A", "a"], ["B", "x"]]),
+        _sql("SELECT id, note FROM acc ORDER BY id", [["A", "a"], ["B", "x"]], ordered=True),
+        _diff({"acc": {"changed": [{"key": "A", "set": {"note": "b"}}]}}),
+        _diff({}),
+    ],
+    ids=["sql", "sql-ordered", "state_diff", "no-change"],
+)
+def test_a_blob_that_is_not_utf8_fails_the_assertion_not_the_grader(
+    env: SqliteEnvironment, assertion: Any
+) -> None:
+    """An agent that wrote bytes no UTF-8 reader accepts made every state_diff assertion a
+    grader failure (an invalid attempt, rerun at the agent's choosing) and a failing sql
+    assertion's record impossible to store."""
+    [result] = _graded(env, [BLOB_NOTE], assertion)
+    assert (result.passed, result.error) == (False, None)
+    assert _reason([result]) == "agent_failure/incorrect_state"
+    assert '{"blob":"ff00"}' in result.model_dump_json()
+
+
+def test_a_blob_is_not_the_text_it_spells(env: SqliteEnvironment) -> None:
+    """A BLOB of UTF-8 bytes was shown as that text in evidence; it is state of its own."""
+    [result] = _graded(
+        env,
+        ["UPDATE acc SET note = CAST('b' AS BLOB) WHERE id = 'A'"],
+        _sql("SELECT note FROM acc WHERE id = 'A'", [["b"]]),
+    )
+    assert not result.passed
+    assert result.evidence["rows"] == [[{"blob": "62"}]]
+
+
+def test_a_python_checks_evidence_may_hold_what_the_agent_wrote(
+    env: SqliteEnvironment, tmp_path: Path
+) -> None:
+    check = PythonAssertion(id="p", check="checks.py:rows")
+    [result] = _graded(env, [BLOB_NOTE], check, root=tmp_path)
+    assert (result.passed, result.error) == (False, None)
+    assert result.evidence["notes"] == [["A", {"blob": "ff00"}], ["B", "x"]]
+
+
+def test_diffs_and_writes_serialise_blobs_and_keep_plain_rows_as_they_are() -> None:
+    diff = StateDiff(tables={"t": TableDiff(added=[{"k": b"\x01", "v": b"\xff"}, {"v": "x"}])})
+    assert json.loads(diff.model_dump_json())["tables"]["t"]["added"] == [
+        {"k": {"blob": "01"}, "v": {"blob": "ff"}},
+        {"v": "x"},
+    ]
+    write = RowWrite(table="t", key=[1, b"\x02"], before=None, after={"v": b"\x00"})
+    assert json.loads(write.model_dump_json())["key"] == [1, {"blob": "02"}]
+    assert diff.model_dump()["tables"]["t"]["added"][0]["v"] == b"\xff"  # python mode: bytes
+
+
+@pytest.fixture
+def blob_bank(tmp_path: Path) -> Suite:
+    """The bank with a tool that stores the agent's bytes (an attachment, say)."""
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root)
+    with (root / "tools.py").open("a", encoding="utf-8") as tools:
+        tools.write(
+            "\n\n@tool\ndef memo(ctx: ToolContext, hex_bytes: str) -> None:\n"
+            '    """Attach bytes to the last transfer."""\n'
+            '    ctx.db.execute("UPDATE transfers SET at = ? WHERE id = '
+            '(SELECT MAX(id) FROM transfers)", (bytes.fromhex(hex_bytes),))\n'
+        )
+    task_file = root / "tasks" / "transfer.yaml"
+    task = yaml.safe_load(task_file.read_text(encoding="utf-8"))
+    task["available_tools"].append("memo")
+    task["outcome_assertions"].append(
+        {"id": "stamped", "sql": "SELECT at FROM transfers", "expect_rows": [["2026"]]}
+    )
+    task_file.write_text(yaml.safe_dump(task), encoding="utf-8")
+    return load_suite(root)
+
+
+async def _transfer_with_memo(session: Session) -> str:
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    await session.call("memo", {"hex_bytes": "ff"})
+    return "Moved 30."
+
+
+def test_an_attempt_that_wrote_a_blob_is_graded_and_stored(
+    blob_bank: Suite, tmp_path: Path
+) -> None:
+    """Before, building the attempt's record raised (the diff artifact would not serialise):
+    the agent's bytes stopped its attempt, and with it the batch."""
+    output = attempt(blob_bank, "transfer", FunctionAgent(_transfer_with_memo))
+    run = output.run
+    assert run.terminal_reason == "agent_failure/incorrect_state"
+    results = {r.id: (r.passed, r.error) for r in run.outcome_assertion_results}
+    assert results["exactly-one-transfer"] == (True, None)  # the diff assertion still judges
+    assert results["stamped"] == (False, None)
+    diff = json.loads(output.artifacts["state_diff.json"])
+    assert diff["tables"]["transfers"]["added"][0]["at"] == {"blob": "ff"}
+    with RunStore(tmp_path / "runs.db") as store:
+        stored = store.add_run(run, output.artifacts)
+        assert AgentRun.model_validate_json(store.run(stored.run_id).model_dump_json())
+
+
+# --- near misses of the agent's: judged as the agent's ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("writes", "passes"),
+    [
+        (["UPDATE acc SET bal = 7 WHERE id = 'A'"], True),
+        (["UPDATE acc SET bal = 7, note = 'b' WHERE id = 'A'"], False),  # one more column
+        (
+            ["UPDATE acc SET bal = 7 WHERE id = 'A'", "UPDATE acc SET note = 'y' WHERE id = 'B'"],
+            False,
+        ),
+        (["UPDATE acc SET bal = 7 WHERE id = 'B'"], False),  # the right change, wrong row
+        (["UPDATE acc SET bal = 7.0000001 WHERE id = 'A'"], False),
+        (["UPDATE acc SET bal = '7' WHERE id = 'A'"], True),  # REAL affinity stores 7.0
+        (["DELETE FROM acc WHERE id = 'A'", "INSERT INTO acc VALUES ('A', 7, 'a')"], True),
+    ],
+)
+def test_the_right_change_and_nothing_else(
+    env: SqliteEnvironment, writes: list[str], passes: bool
+) -> None:
+    [result] = _graded(env, writes, _diff({"acc": {"changed": [{"key": "A", "set": {"bal": 7}}]}}))
+    assert result.passed is passes and result.error is None
+
+
+def test_an_extra_write_passes_only_where_the_author_allowed_it(env: SqliteEnvironment) -> None:
+    writes = ["UPDATE acc SET bal = 7, note = 'b' WHERE id = 'A'", "DELETE FROM ci WHERE a = 'y'"]
+    expected = {"acc": {"changed": [{"key": "A", "set": {"bal": 7}}]}}
+    strict, loose = _graded(env, writes, _diff(expected), _diff(expected, False))
+    assert strict.evidence["problems"] == [
+        "acc: row A unexpectedly changed ['note']",
+        "ci: unexpected change",
+    ]
+    assert loose.passed
+
+
+def test_a_row_inserted_again_under_a_new_id_is_not_the_row_changed(
+    env: SqliteEnvironment,
+) -> None:
+    """``tr.id`` is the rowid: deleting transfer 1 and inserting its corrected copy makes
+    transfer 2, which is what the diff says (and a task expecting that form passes)."""
+    writes = [
+        "DELETE FROM tr WHERE id = 1",
+        "INSERT INTO tr (src, amount, memo) VALUES ('A', 6, 'first')",
+    ]
+    changed = _diff({"tr": {"changed": [{"key": 1, "set": {"amount": 6}}]}})
+    replaced = _diff({"tr": {"removed": [1], "added": [{"id": 2, "amount": 6}]}})
+    as_changed, as_replaced = _graded(env, writes, changed, replaced)
+    assert not as_changed.passed and as_replaced.passed
+
+
+@pytest.mark.parametrize(
+    ("memo", "expected", "passes"),
+    [
+        ("NULL", None, True),
+        ("''", None, False),
+        ("NULL", "", False),
+        ("'x '", "x", False),
+        ("'X'", "x", False),
+        ("'1'", 1, False),
+        ("1", "1", False),
+        ("1", True, True),  # SQLite has no boolean: documented
+        ("1", 1.0, True),
+    ],
+)
+def test_an_added_rows_value_by_type_and_spelling(
+    env: SqliteEnvironment, memo: str, expected: Any, passes: bool
+) -> None:
+    """``memo`` is TEXT: an integer written to it is stored as the text ``'1'``."""
+    insert = f"INSERT INTO tr (src, memo) VALUES ('B', {memo})"
+    if memo == "1":
+        insert = "INSERT INTO tr (src, amount) VALUES ('B', 1)"
+        [result] = _graded(
+            env, [insert], _diff({"tr": {"added": [{"src": "B", "amount": expected}]}})
+        )
+    else:
+        [result] = _graded(
+            env, [insert], _diff({"tr": {"added": [{"src": "B", "memo": expected}]}})
+        )
+    assert result.passed is passes and result.error is None
+
+
+@pytest.mark.parametrize(
+    ("writes", "passes"),
+    [
+        (["INSERT INTO tr (src) VALUES ('B')"], True),
+        (["INSERT INTO tr (src) VALUES ('B')", "INSERT INTO tr (src) VALUES ('B')"], False),
+        ([], False),
+    ],
+)
+def test_one_expected_row_is_one_row(
+    env: SqliteEnvironment, writes: list[str], passes: bool
+) -> None:
+    rows = _sql("SELECT src FROM tr WHERE src = 'B'", [["B"]])
+    diff = _diff({"tr": {"added": [{"src": "B"}]}})
+    assert [r.passed for r in _graded(env, writes, rows, diff)] == [passes, passes]
+
+
+def test_rows_in_another_order_fail_only_an_ordered_query(env: SqliteEnvironment) -> None:
+    query = "SELECT id FROM acc ORDER BY id DESC"
+    ordered, unordered = _graded(
+        env, [], _sql(query, [["A"], ["B"]], ordered=True), _sql(query, [["A"], ["B"]])
+    )
+    assert (ordered.passed, unordered.passed) == (False, True)
+
+
+def test_a_composite_key_is_named_in_the_keys_column_order(env: SqliteEnvironment) -> None:
+    """``ci``'s key is ``(b, a)``: ``[1, x]`` names the row, ``[x, 1]`` names none (check says
+    so before a run)."""
+    writes = ["UPDATE ci SET v = 'z' WHERE a = 'x'"]
+    right = _diff({"ci": {"changed": [{"key": [1, "x"], "set": {"v": "z"}}]}})
+    swapped = _diff({"ci": {"changed": [{"key": ["x", 1], "set": {"v": "z"}}]}})
+    assert [r.passed for r in _graded(env, writes, right, swapped)] == [True, False]
+
+
+# --- the author's mistakes: the grader's fault ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("state_diff", "nothing_else_changed", "says"),
+    [
+        ({"accounts": {"added": [{"id": "C"}]}}, True, "accounts: the initial state has no such"),
+        ({"accounts": {}}, False, "accounts: the initial state has no such table (it has: acc,"),
+        ({"tr": {"added": [{"source": "A"}]}}, True, "tr: no column 'source' to match"),
+        ({"acc": {"changed": [{"key": "A", "set": {"Bal": 7}}]}}, False, "no column 'Bal'"),
+    ],
+)
+def test_a_table_or_column_the_fixture_lacks_is_the_graders_fault(
+    env: SqliteEnvironment, state_diff: dict[str, Any], nothing_else_changed: bool, says: str
+) -> None:
+    """It held vacuously (``nothing_else_changed: false``) or failed every attempt as
+    ``incorrect_state``; ``check`` refuses it, but the Python API runs without ``check``."""
+    writes = ["UPDATE acc SET bal = 7 WHERE id = 'A'", "INSERT INTO tr (src) VALUES ('A')"]
+    [result] = _graded(env, writes, _diff(state_diff, nothing_else_changed))
+    assert result.error is not None and says in result.error
+    assert _reason([result]) == "grader_failure"
+
+
+def test_a_query_of_another_width_than_its_rows_is_the_graders_fault(
+    env: SqliteEnvironment,
+) -> None:
+    [result] = _graded(env, [], _sql("SELECT id, bal FROM acc", [["A", 10, "a"], ["B", 2, "x"]]))
+    assert result.error == (
+        "GraderError: the query selects 2 column(s), expect_rows has 3 value(s) a row: "
+        "no final state can match"
+    )
+    [empty] = _graded(env, [], _sql("SELECT id, bal FROM acc WHERE 0", [["A", 10, "a"]]))
+    assert (empty.passed, empty.error) == (False, None)  # no row shows the query's width
+
+
+@pytest.mark.parametrize(
+    ("check", "says"),
+    [
+        ("checks.py:reason", "checks.py:reason returned (True, 'looks fine'), expected bool or"),
+        ("checks.py:triple", "checks.py:triple returned (True, {}, 1), expected bool or"),
+        ("checks.py:nothing", "GraderError: checks.py has no function 'nothing'"),
+    ],
+)
+def test_a_check_of_the_wrong_shape_says_which_and_how(
+    env: SqliteEnvironment, tmp_path: Path, check: str, says: str
+) -> None:
+    [result] = _graded(env, [], PythonAssertion(id="p", check=check), root=tmp_path)
+    assert result.error is not None and says in result.error
+    assert _reason([result]) == "grader_failure"
+
+
+def _task_with(tmp_path: Path, assertion: dict[str, Any]) -> Path:
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root)
+    task_file = root / "tasks" / "transfer.yaml"
+    task = yaml.safe_load(task_file.read_text(encoding="utf-8"))
+    task["outcome_assertions"].append(assertion)
+    task_file.write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("assertion", "field", "says"),
+    [
+        (
+            {
+                "id": "x",
+                "state_diff": {
+                    "accounts": {"removed": ["C"], "changed": [{"key": "C", "set": {"balance": 5}}]}
+                },
+            },
+            "outcome_assertions[3].state_diff.accounts",
+            'row "C" is listed in removed and again in changed',
+        ),
+        (
+            {
+                "id": "x",
+                "state_diff": {
+                    "accounts": {
+                        "changed": [
+                            {"key": "A", "set": {"balance": 70}},
+                            {"key": "A", "set": {"balance": 71}},
+                        ]
+                    }
+                },
+            },
+            "outcome_assertions[3].state_diff.accounts",
+            'row "A" is listed in changed and again in changed',
+        ),
+        (
+            {"id": "x", "sql": "SELECT id FROM accounts", "expect_rows": [["A"], ["B", 80]]},
+            "outcome_assertions[3].expect_rows",
+            "rows of 1 and 2 values",
+        ),
+    ],
+)
+def test_an_assertion_that_can_never_hold_is_refused_at_load(
+    tmp_path: Path, assertion: dict[str, Any], field: str, says: str
+) -> None:
+    with pytest.raises(SpecError) as raised:
+        load_suite(_task_with(tmp_path, assertion))
+    message = str(raised.value)
+    assert f"transfer.yaml: {field}: {says}" in message, message
