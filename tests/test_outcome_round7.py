@@ -31,6 +31,7 @@ from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.task import DiffAssertion, PythonAssertion, SqlAssertion
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, attempt
+from groundstate.validation.static import ORDER_LEFT_TO_STORAGE, check_suite
 
 from .conftest import BANK
 
@@ -41,6 +42,8 @@ CREATE TABLE ci (a TEXT, b INTEGER, v TEXT, PRIMARY KEY (b, a));
 INSERT INTO acc VALUES ('A', 10, 'a'), ('B', 2, 'x');
 INSERT INTO tr (src, amount, memo) VALUES ('A', 5, 'first');
 INSERT INTO ci VALUES ('x', 1, 'one'), ('y', 2, 'two');
+CREATE TABLE log (line TEXT, amount);
+INSERT INTO log VALUES ('first', 1), ('second', 2), ('first', 1);
 """
 
 CHECKS = """
@@ -312,6 +315,78 @@ def test_a_composite_key_is_named_in_the_keys_column_order(env: SqliteEnvironmen
     assert [r.passed for r in _graded(env, writes, right, swapped)] == [True, False]
 
 
+# --- rows without a key: identical rows are one state ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("writes", "passes"),
+    [
+        (["DELETE FROM log WHERE rowid = 3"], True),
+        (["DELETE FROM log WHERE rowid = 1"], True),  # the same final state, hash and all
+        (["DELETE FROM log WHERE rowid = 2"], False),
+        (["DELETE FROM log WHERE rowid IN (1, 3)"], False),  # one more than asked
+    ],
+)
+def test_removing_either_of_two_identical_rows_is_the_same_removal(
+    env: SqliteEnvironment, writes: list[str], passes: bool
+) -> None:
+    """``removed: [3]`` held for the agent that deleted row 3 and failed the one that deleted
+    row 1, whose final state has the same hash."""
+    [result] = _graded(env, writes, _diff({"log": {"removed": [3]}}))
+    assert result.passed is passes and result.error is None
+
+
+@pytest.mark.parametrize(
+    ("writes", "passes"),
+    [
+        (["UPDATE log SET amount = 5 WHERE rowid = 3"], True),
+        (["UPDATE log SET amount = 5 WHERE rowid = 1"], True),
+        (["UPDATE log SET amount = 5 WHERE rowid = 2"], False),
+        (["UPDATE log SET amount = 6 WHERE rowid = 1"], False),
+        # both copies changed: one of them holds 5, whichever rowid it has
+        (
+            [
+                "UPDATE log SET amount = 6 WHERE rowid = 3",
+                "UPDATE log SET amount = 5 WHERE rowid = 1",
+            ],
+            True,
+        ),
+    ],
+)
+def test_changing_either_of_two_identical_rows_is_the_same_change(
+    env: SqliteEnvironment, writes: list[str], passes: bool
+) -> None:
+    expected = {"log": {"changed": [{"key": 3, "set": {"amount": 5}}]}}
+    strict, loose = _graded(env, writes, _diff(expected), _diff(expected, False))
+    assert loose.passed is passes and loose.error is None
+    assert strict.passed is (passes and len(writes) == 1)
+
+
+def test_the_same_final_state_gets_the_same_diff_verdict(tmp_path: Path) -> None:
+    """Graded twice, by the hash's identity: whichever twin an agent touched."""
+    verdicts: dict[str, set[bool]] = {}
+    assertions = [
+        _diff({"log": {"removed": [1]}}),
+        _diff({"log": {"removed": [3], "changed": [{"key": 1, "set": {"line": "x"}}]}}),
+        _diff({"log": {"changed": [{"key": 1, "set": {"amount": 2}}]}}, False),
+    ]
+    (tmp_path / "f.sql").write_text(FIXTURE, encoding="utf-8")
+    for writes in [
+        ["DELETE FROM log WHERE rowid = 1"],
+        ["DELETE FROM log WHERE rowid = 3"],
+        ["UPDATE log SET amount = 2 WHERE rowid = 1"],
+        ["UPDATE log SET amount = 2 WHERE rowid = 3"],
+        ["DELETE FROM log WHERE rowid = 1", "UPDATE log SET line = 'x' WHERE rowid = 3"],
+        ["DELETE FROM log WHERE rowid = 3", "UPDATE log SET line = 'x' WHERE rowid = 1"],
+    ]:
+        with SqliteEnvironment(tmp_path / "f.sql", clock=datetime(2024, 1, 1)) as fresh:
+            fresh.reset()
+            results = _graded(fresh, writes, *assertions)
+            key = fresh.state_hash()
+        verdicts.setdefault(key, set()).add(tuple(r.passed for r in results))  # type: ignore[arg-type]
+    assert len(verdicts) == 3 and all(len(v) == 1 for v in verdicts.values()), verdicts
+
+
 # --- the author's mistakes: the grader's fault ---------------------------------------------------
 
 
@@ -322,6 +397,10 @@ def test_a_composite_key_is_named_in_the_keys_column_order(env: SqliteEnvironmen
         ({"accounts": {}}, False, "accounts: the initial state has no such table (it has: acc,"),
         ({"tr": {"added": [{"source": "A"}]}}, True, "tr: no column 'source' to match"),
         ({"acc": {"changed": [{"key": "A", "set": {"Bal": 7}}]}}, False, "no column 'Bal'"),
+        ({"acc": {"changed": [{"key": "a", "set": {"bal": 7}}]}}, False, 'has key "a"'),
+        ({"tr": {"removed": [True]}}, True, "has key true"),  # not the key 1
+        ({"tr": {"removed": [1.0]}}, True, "no row of the initial state has key 1.0"),
+        ({"ci": {"removed": [1]}}, False, "no row of the initial state has key 1"),
     ],
 )
 def test_a_table_or_column_the_fixture_lacks_is_the_graders_fault(
@@ -415,3 +494,33 @@ def test_an_assertion_that_can_never_hold_is_refused_at_load(
         load_suite(_task_with(tmp_path, assertion))
     message = str(raised.value)
     assert f"transfer.yaml: {field}: {says}" in message, message
+
+
+# --- an order SQLite chose, not the query -------------------------------------------------------
+
+
+def test_an_ordered_query_without_order_by_reads_storage_order(env: SqliteEnvironment) -> None:
+    """Why ``check`` refuses it: the same state (same hash) gives another verdict once a row
+    is deleted and inserted again as it was."""
+    before = env.state_hash()
+    query = _sql("SELECT id, bal FROM acc", [["A", 10], ["B", 2]], ordered=True)
+    writes = ["DELETE FROM acc WHERE id = 'A'", "INSERT INTO acc VALUES ('A', 10, 'a')"]
+    [result] = _graded(env, writes, query)
+    assert env.state_hash() == before
+    assert not result.passed  # read as [B, A]
+
+
+@pytest.mark.parametrize(
+    ("sql", "rows", "refused"),
+    [
+        ("SELECT id, balance FROM accounts", [["A", 70], ["B", 80]], True),
+        ("SELECT id, balance FROM accounts\n order\n BY id", [["A", 70], ["B", 80]], False),
+        ("SELECT SUM(balance) FROM accounts", [[150]], False),  # one row has one order
+    ],
+)
+def test_check_refuses_an_order_left_to_storage(
+    tmp_path: Path, sql: str, rows: list[list[Any]], refused: bool
+) -> None:
+    root = _task_with(tmp_path, {"id": "x", "sql": sql, "expect_rows": rows, "ordered": True})
+    problems = [p for p in check_suite(root).errors if p.field == "outcome_assertions[3].ordered"]
+    assert [p.reason for p in problems] == ([ORDER_LEFT_TO_STORAGE] if refused else [])

@@ -22,11 +22,15 @@ from groundstate.capture import held
 from groundstate.copies import Copies
 from groundstate.deadline import DeadlineExceeded, PendingCalls, Returned, TimedCall
 from groundstate.environments.base import (
+    Row,
+    RowChange,
     Snapshot,
     StateDiff,
     StateView,
     TableDiff,
+    TableState,
     json_cells,
+    same_row,
 )
 from groundstate.errors import GraderError, JudgeFailure
 from groundstate.grading import model_judge
@@ -42,6 +46,7 @@ from groundstate.spec.task import (
     OutcomeAssertion,
     PythonAssertion,
     SqlAssertion,
+    TableChange,
     TestsAssertion,
 )
 from groundstate.tools import load_module
@@ -380,6 +385,8 @@ def _diff(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     for table, expected in assertion.state_diff.items():
         actual = states.diff.tables.get(table, TableDiff())
         key_columns = states.initial.tables[table].key
+        if key_columns == [ROWID]:
+            actual = _twins_as_named(expected, actual, states.initial.tables[table])
         problems += _missing(table, expected.added, actual, expected, key_columns)
         if assertion.nothing_else_changed:
             problems += _unexpected(table, expected, actual, key_columns)
@@ -393,11 +400,62 @@ def _diff(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     return not problems, evidence
 
 
+ROWID = "rowid"
+"""The key snapshots give a table without a primary key."""
+
+
+def _twins_as_named(expected: TableChange, actual: TableDiff, s0: TableState) -> TableDiff:
+    """*actual* with the removed and changed rows of a table without a primary key named by
+    the expected ``rowid``s where rows holding the same values in s0 can stand for them.
+
+    Such rows are one state (the hash leaves ``rowid`` out): of two identical log lines,
+    deleting the first or the second leaves the same final state, but ``removed: [3]`` held
+    for one agent and failed the other. Each expected row takes, among the touched rows with
+    its values, one that fits (a removal; a change to the expected values), else itself; the
+    row that bore its ``rowid`` takes the other's, so every label stays on a twin."""
+    removed = [row[ROWID] for row in actual.removed]
+    changed = [change.key for change in actual.changed]
+    befores = [change.before for change in actual.changed]
+    fixed: set[Any] = set()
+    wants: list[tuple[Any, list[Any], list[Row], dict[str, Any] | None]]
+    wants = [(key, removed, actual.removed, None) for key in expected.removed]
+    wants += [(c.key, changed, befores, c.set) for c in expected.changed]
+    for key, labels, rows, values in wants:
+        same = _without_rowid(s0.rows[canonical_json(key)])
+        twins = [
+            i
+            for i, row in enumerate(rows)
+            if labels[i] not in fixed and same_row(_without_rowid(row), same)
+        ]
+        fits = [i for i in twins if values is None or row_matches(actual.changed[i].after, values)]
+        pick = next(iter(fits or [i for i in twins if labels[i] == key] or twins), None)
+        fixed.add(key)
+        if pick is None or labels[pick] == key:
+            continue
+        for bearers in (removed, changed):  # the twin that bore *key* takes the other label
+            bearers[:] = [labels[pick] if label == key else label for label in bearers]
+        labels[pick] = key
+    return TableDiff(
+        added=actual.added,
+        removed=[{**row, ROWID: label} for row, label in zip(actual.removed, removed, strict=True)],
+        changed=[_renamed(c, label) for c, label in zip(actual.changed, changed, strict=True)],
+    )
+
+
+def _renamed(change: RowChange, key: Any) -> RowChange:
+    before, after = {**change.before, ROWID: key}, {**change.after, ROWID: key}
+    return RowChange(key=key, before=before, after=after)
+
+
+def _without_rowid(row: Row) -> Row:
+    return {column: value for column, value in row.items() if column != ROWID}
+
+
 def _names_what_s0_has(assertion: DiffAssertion, initial: Snapshot) -> None:
-    """Refuse, as the grader's mistake, an expectation naming a table or column the initial
-    state lacks: it can never hold (or, under ``nothing_else_changed: false``, always holds),
-    whatever the agent does. ``check`` says so before a run; this holds where it was not run
-    (the Python API, a fixture edited since)."""
+    """Refuse, as the grader's mistake, an expectation naming a table, column or row the
+    initial state lacks: whatever the agent does, it never holds (or, for a table or column
+    under ``nothing_else_changed: false``, always holds). ``check`` says so before a run; this
+    holds where it was not run (the Python API, a fixture edited since)."""
     for table, expected in assertion.state_diff.items():
         state = initial.tables.get(table)
         if state is None:
@@ -408,6 +466,13 @@ def _names_what_s0_has(assertion: DiffAssertion, initial: Snapshot) -> None:
         unknown = sorted(set(named) - set(state.columns))
         if unknown:
             raise GraderError(f"{table}: no column {', '.join(map(repr, unknown))} to match")
+        # Keys as JSON values, as snapshots and ``check`` key rows: ``true`` or ``1.0`` named
+        # the row ``1`` in ``removed`` (Python's ==) but not in ``changed``.
+        keys = [canonical_json(key) for key in expected.removed]
+        keys += [canonical_json(change.key) for change in expected.changed]
+        absent = [key for key in keys if key not in state.rows]
+        if absent:
+            raise GraderError(f"{table}: no row of the initial state has key {absent[0]}")
 
 
 def _missing(

@@ -450,11 +450,27 @@ def _assertion_problems(
             refused = _sql_problem(assertion.sql, query, fixture)
             if refused is not None:
                 yield _at(task_file, f"{base}.sql", refused)
+            if _order_left_to_storage(assertion):
+                yield _at(task_file, f"{base}.ordered", ORDER_LEFT_TO_STORAGE)
         elif isinstance(assertion, JudgeAssertion) and isinstance(assertion.judge, ModelJudge):
             for name, sql in assertion.judge.state.items():  # a model judge's state excerpts
                 refused = _sql_problem(sql, query, fixture)
                 if refused is not None:
                     yield _at(task_file, f"{base}.judge.state.{name}", refused)
+
+
+ORDER_LEFT_TO_STORAGE = (
+    "ordered: true, but the query has no ORDER BY: SQLite returns rows in storage order, which "
+    "a row deleted and inserted again changes while the state (and its hash) stays the same; "
+    "add ORDER BY or drop ordered"
+)
+
+
+def _order_left_to_storage(assertion: SqlAssertion) -> bool:
+    """Whether an ordered query's order of several rows is not the query's own (a textual
+    look: an ORDER BY in a subquery satisfies it, ties of an ORDER BY are not seen)."""
+    several = len(assertion.expect_rows) > 1
+    return assertion.ordered and several and not re.search(r"(?i)\border\s+by\b", assertion.sql)
 
 
 def _write_problems(
