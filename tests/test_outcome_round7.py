@@ -28,10 +28,15 @@ from groundstate.grading.outcome import States, evaluate_assertions
 from groundstate.grading.terminal import classify
 from groundstate.records import AgentRun, CheckResult
 from groundstate.spec.suite import Suite, load_suite
-from groundstate.spec.task import DiffAssertion, PythonAssertion, SqlAssertion
+from groundstate.spec.task import (
+    ChangedPathsAssertion,
+    DiffAssertion,
+    PythonAssertion,
+    SqlAssertion,
+)
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, attempt
-from groundstate.validation.static import ORDER_LEFT_TO_STORAGE, check_suite
+from groundstate.validation.static import NOT_A_READ, ORDER_LEFT_TO_STORAGE, check_suite
 
 from .conftest import BANK
 
@@ -524,3 +529,66 @@ def test_check_refuses_an_order_left_to_storage(
     root = _task_with(tmp_path, {"id": "x", "sql": sql, "expect_rows": rows, "ordered": True})
     problems = [p for p in check_suite(root).errors if p.field == "outcome_assertions[3].ordered"]
     assert [p.reason for p in problems] == ([ORDER_LEFT_TO_STORAGE] if refused else [])
+
+
+@pytest.mark.parametrize(
+    ("pattern", "says"),
+    [
+        ("./src/**", "without '.', '..' or '//' parts"),
+        ("/src/**", "a relative path"),
+        ("src/", "(a folder and all in it: 'src/**')"),
+        ("src\\**", "a relative path"),
+        ("src//x.py", "'//'"),
+        ("src/../tests/**", "'..'"),
+        ("", "a relative path"),
+    ],
+)
+def test_a_changed_paths_pattern_no_path_can_match_is_refused(pattern: str, says: str) -> None:
+    """Changed paths are relative and plain (``src/calc.py``): such a pattern allowed
+    nothing, so the change the task asks for failed as the agent's collateral damage."""
+    with pytest.raises(ValueError, match="can match no changed path") as raised:
+        ChangedPathsAssertion.model_validate({"id": "p", "changed_paths": {"allowed": [pattern]}})
+    assert says in str(raised.value)
+
+
+@pytest.mark.parametrize("pattern", ["src/**", "**/*.py", "CHANGELOG.md", "src/*.py", "**"])
+def test_a_changed_paths_pattern_paths_can_match_loads(pattern: str) -> None:
+    ChangedPathsAssertion.model_validate({"id": "p", "changed_paths": {"allowed": [pattern]}})
+
+
+# --- an assertion's SQL reads ------------------------------------------------------------------
+
+
+def test_a_statement_in_one_assertion_changes_what_the_next_reads(env: SqliteEnvironment) -> None:
+    """Why ``check`` refuses SQL that is not a read: the evaluator connection takes a TEMP
+    table (SQLite's temp schema is writable on a read-only file), which then shadows the
+    fixture's table for every later check of the attempt."""
+    shadow = _sql("CREATE TEMP TABLE acc AS SELECT 'Z' AS id", [])
+    results = _graded(env, [], shadow, _sql("SELECT id FROM acc", [["Z"]]))
+    assert [r.passed for r in results] == [True, True]
+
+
+@pytest.mark.parametrize(
+    ("sql", "refused"),
+    [
+        ("DELETE FROM accounts", True),  # a grader failure on every attempt
+        ("UPDATE accounts SET balance = 0 RETURNING id", True),
+        ("CREATE TEMP TABLE accounts AS SELECT 1 AS id", True),
+        ("ATTACH ':memory:' AS other", True),
+        ("BEGIN", True),
+        ("PRAGMA reverse_unordered_selects = 1", True),
+        ("SELECT id FROM accounts", False),
+        (
+            "WITH r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r",
+            False,
+        ),
+        ("PRAGMA table_info(accounts)", False),
+        ("SELECT count(*) FROM accounts WHERE id IN (SELECT source FROM transfers)", False),
+    ],
+)
+def test_check_refuses_sql_that_is_not_a_read(tmp_path: Path, sql: str, refused: bool) -> None:
+    root = _task_with(tmp_path, {"id": "x", "sql": sql, "expect_rows": []})
+    problems = [
+        p.reason for p in check_suite(root).errors if p.field == "outcome_assertions[3].sql"
+    ]
+    assert problems == ([NOT_A_READ] if refused else [])

@@ -283,6 +283,25 @@ class ChangedPaths(Strict):
     """Glob patterns of the paths the agent may add, change or delete (``src/**``,
     ``docs/*.md``); ``**`` spans folders, ``*`` does not."""
 
+    @field_validator("allowed")
+    @classmethod
+    def _patterns_paths_can_match(cls, allowed: list[str]) -> list[str]:
+        """Changed paths are relative, ``/``-separated, without ``.`` or ``..``: a pattern
+        written otherwise (``./src/**``, ``/src/**``, ``src/``, ``src\\**``) matches none, and
+        every change the task allows would fail as the agent's collateral damage."""
+        for pattern in allowed:
+            parts = pattern.split("/")
+            if not pattern or pattern.startswith("/") or "\\" in pattern:
+                why = "a relative path with / between folders"
+            elif pattern.endswith("/"):
+                why = f"a path or glob without the last '/' (a folder and all in it: '{pattern}**')"
+            elif any(part in ("", ".", "..") for part in parts):
+                why = "a path without '.', '..' or '//' parts"
+            else:
+                continue
+            raise ValueError(f"{pattern!r} can match no changed path: write {why}")
+        return allowed
+
 
 class ChangedPathsAssertion(Strict):
     """No collateral damage in a workspace: every changed path matches an allowed pattern (so

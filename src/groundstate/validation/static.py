@@ -21,7 +21,7 @@ import inspect
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +35,7 @@ from groundstate.environments.base import TableState
 from groundstate.environments.registry import environment_capabilities
 from groundstate.environments.sqlite import FixtureTooSlow, SqliteEnvironment
 from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
+from groundstate.environments.sqlite_live import plain_read
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
 from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
@@ -447,16 +448,53 @@ def _assertion_problems(
                 for field_name, reason in _change_problems(change, tables[table], table, fixture):
                     yield _at(task_file, f"{where}.{field_name}", reason)
         elif isinstance(assertion, SqlAssertion):
-            refused = _sql_problem(assertion.sql, query, fixture)
+            refused = _sql_problem(assertion.sql, query, fixture) or _not_a_read(
+                assertion.sql, query
+            )
             if refused is not None:
                 yield _at(task_file, f"{base}.sql", refused)
             if _order_left_to_storage(assertion):
                 yield _at(task_file, f"{base}.ordered", ORDER_LEFT_TO_STORAGE)
         elif isinstance(assertion, JudgeAssertion) and isinstance(assertion.judge, ModelJudge):
             for name, sql in assertion.judge.state.items():  # a model judge's state excerpts
-                refused = _sql_problem(sql, query, fixture)
+                refused = _sql_problem(sql, query, fixture) or _not_a_read(sql, query)
                 if refused is not None:
                     yield _at(task_file, f"{base}.judge.state.{name}", refused)
+
+
+NOT_A_READ = (
+    "is not a read-only query: a grader reads the final state, and this would write, attach "
+    "a database, open a transaction, create a TEMP object or set a pragma (the evaluator "
+    "view refuses a write; the rest would change what the attempt's later checks read)"
+)
+
+
+def _not_a_read(sql: str, query: Query) -> str | None:
+    """Why *sql* is not a plain read (None: it is): prepared on an empty copy of the
+    fixture's schema under an authorizer that allows reads only. A schema the copy cannot
+    build (a virtual table's module) is not judged here."""
+    schema = query(
+        "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY rowid"
+    )
+    denied: list[int] = []
+
+    def reads_only(action: int, arg1: str | None, arg2: str | None, *_: str | None) -> int:
+        if plain_read(action, arg1, arg2):
+            return sqlite3.SQLITE_OK
+        denied.append(action)
+        return sqlite3.SQLITE_DENY
+
+    with closing(sqlite3.connect(":memory:", isolation_level=None)) as db:
+        try:
+            for (statement,) in schema:
+                db.execute(statement)
+        except sqlite3.Error:
+            return None
+        db.set_authorizer(reads_only)
+        with suppress(sqlite3.Error):  # another reason is _sql_problem's (say our functions)
+            db.execute(sql).fetchall()
+    return NOT_A_READ if denied else None
 
 
 ORDER_LEFT_TO_STORAGE = (
