@@ -39,6 +39,7 @@ from groundstate.testing import FunctionAgent, attempt
 from groundstate.validation.static import NOT_A_READ, ORDER_LEFT_TO_STORAGE, check_suite
 
 from .conftest import BANK
+from .test_judges import JUDGES, LABELLED, _lines
 
 FIXTURE = """
 CREATE TABLE acc (id TEXT PRIMARY KEY, bal REAL, note);
@@ -592,3 +593,97 @@ def test_check_refuses_sql_that_is_not_a_read(tmp_path: Path, sql: str, refused:
         p.reason for p in check_suite(root).errors if p.field == "outcome_assertions[3].sql"
     ]
     assert problems == ([NOT_A_READ] if refused else [])
+
+
+# --- two diff assertions no final state passes ---------------------------------------------------
+
+TRANSFER = {"transfers": {"added": [{"source": "A", "target": "B", "amount": 30}]}}
+BALANCES = {
+    "accounts": {
+        "changed": [{"key": "A", "set": {"balance": 70}}, {"key": "B", "set": {"balance": 80}}]
+    }
+}
+
+
+def _two_diffs(tmp_path: Path, first: dict[str, Any], second: dict[str, Any]) -> Path:
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root)
+    task_file = root / "tasks" / "transfer.yaml"
+    task = yaml.safe_load(task_file.read_text(encoding="utf-8"))
+    task["outcome_assertions"] = [{"id": "one", **first}, {"id": "two", **second}]
+    task["partial_credit_rubric"] = []
+    task_file.write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "says"),
+    [  # the expected change split in two, each with the default nothing_else_changed: true
+        ({"state_diff": TRANSFER}, {"state_diff": BALANCES}, "'one' expects transfers: 1 added"),
+        (
+            {"state_diff": {**TRANSFER, "accounts": {}}},
+            {"state_diff": BALANCES, "nothing_else_changed": False},
+            "'two' expects accounts: row \"A\" changed in balance, which 'one'",
+        ),
+        (
+            {"state_diff": {"accounts": {"removed": ["C"]}}},
+            {"state_diff": {"accounts": {"removed": ["B"]}}},
+            "'one' expects accounts: row \"C\" removed",
+        ),
+    ],
+)
+def test_diff_assertions_no_state_passes_together_are_refused(
+    tmp_path: Path, first: dict[str, Any], second: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(SpecError) as raised:
+        load_suite(_two_diffs(tmp_path, first, second))
+    assert "transfer.yaml: outcome_assertions:" in str(raised.value)
+    assert says in str(raised.value) and "no final state passes both" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (
+            {"state_diff": TRANSFER, "nothing_else_changed": False},
+            {"state_diff": BALANCES, "nothing_else_changed": False},
+        ),
+        (
+            {"state_diff": TRANSFER, "nothing_else_changed": False},
+            {"state_diff": BALANCES | TRANSFER},
+        ),
+        ({"state_diff": BALANCES | TRANSFER}, {"state_diff": TRANSFER | BALANCES}),
+    ],
+)
+def test_diff_assertions_one_state_can_pass_load(
+    tmp_path: Path, first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    load_suite(_two_diffs(tmp_path, first, second))
+
+
+# --- judges alone decide nothing --------------------------------------------------------------
+
+
+def _judged_only(tmp_path: Path, *others: dict[str, Any]) -> Path:
+    root = _task_with(tmp_path, {"id": "x", "state_diff": {}})  # replaced below
+    (root / "judges").mkdir()
+    (root / "judges" / "reply.jsonl").write_text(_lines(LABELLED), encoding="utf-8")
+    (root / "judges.py").write_text(JUDGES, encoding="utf-8")
+    task_file = root / "tasks" / "transfer.yaml"
+    task = yaml.safe_load(task_file.read_text(encoding="utf-8"))
+    judged = {"judge": "judges.py:names_amount", "labels": "judges/reply.jsonl"}
+    task["outcome_assertions"] = [{"id": "says", **judged, "min_agreement": 0.4}, *others]
+    task["partial_credit_rubric"] = []
+    task_file.write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")
+    return root
+
+
+def test_a_task_judged_only_is_refused(tmp_path: Path) -> None:
+    """A judged verdict never decides success: with judges alone, an agent that only said it
+    moved the money succeeded."""
+    with pytest.raises(SpecError, match="every outcome assertion is a judge"):
+        load_suite(_judged_only(tmp_path))
+
+
+def test_a_judge_beside_a_state_assertion_loads(tmp_path: Path) -> None:
+    load_suite(_judged_only(tmp_path, {"id": "same", "state_diff": {}}))

@@ -469,6 +469,43 @@ class AgentTask(Strict):
         ids_defined_once(items)
         return items
 
+    @field_validator("outcome_assertions")
+    @classmethod
+    def _state_decides(cls, assertions: list[OutcomeAssertion]) -> list[OutcomeAssertion]:
+        """A judged verdict never decides ``success``: with judges alone, G held whatever the
+        final state was, and an agent that only claimed to act succeeded."""
+        if assertions and all(isinstance(a, JudgeAssertion) for a in assertions):
+            raise ValueError(
+                "every outcome assertion is a judge, which never decides success: the attempt "
+                "would succeed whatever the final state; add one that reads the state (sql, "
+                "state_diff, check, tests or changed_paths; `state_diff: {}` when the correct "
+                "outcome is no change)"
+            )
+        return assertions
+
+    @field_validator("outcome_assertions")
+    @classmethod
+    def _diffs_agree(cls, assertions: list[OutcomeAssertion]) -> list[OutcomeAssertion]:
+        """Two ``state_diff`` assertions where one requires a change the other, under
+        ``nothing_else_changed``, calls collateral damage: no final state passes both, so
+        every attempt failed as the agent's (splitting one expected change into two
+        assertions, each keeping the default ``nothing_else_changed: true``)."""
+        diffs = [(i, a) for i, a in enumerate(assertions) if isinstance(a, DiffAssertion)]
+        for i, wants in diffs:
+            for j, strict in diffs:
+                if i == j or not strict.nothing_else_changed:
+                    continue
+                for table, change in wants.state_diff.items():
+                    refused = _refused_by(change, strict.state_diff.get(table))
+                    if refused:
+                        raise ValueError(
+                            f"{wants.id!r} expects {table}: {refused}, which {strict.id!r} "
+                            "(nothing_else_changed: true) fails as an unexpected change: no "
+                            "final state passes both (list the change in both, or set "
+                            f"nothing_else_changed: false on {strict.id!r})"
+                        )
+        return assertions
+
     @field_validator("partial_credit_rubric")
     @classmethod
     def _rubric_ids_known(cls, nodes: list[RubricNode], info: ValidationInfo) -> list[RubricNode]:
@@ -488,6 +525,24 @@ class AgentTask(Strict):
                 if named is not None and named not in known:
                     raise ValueError(f"rubric node {node.id!r} names unknown {kind} {named!r}")
         return nodes
+
+
+def _refused_by(wanted: TableChange, allowed: TableChange | None) -> str:
+    """A change *wanted* requires that *allowed* (a table's expectation under
+    ``nothing_else_changed``; None: the table is not listed) counts as unexpected ("": none)."""
+    allowed = allowed or TableChange()
+    if len(wanted.added) > len(allowed.added):
+        return f"{len(wanted.added)} added row(s)"
+    removable = {canonical_json(key) for key in allowed.removed}
+    for key in wanted.removed:
+        if canonical_json(key) not in removable:
+            return f"row {canonical_json(key)} removed"
+    settable = {canonical_json(c.key): set(c.set) for c in allowed.changed}
+    for change in wanted.changed:
+        extra = set(change.set) - settable.get(canonical_json(change.key), set())
+        if extra:
+            return f"row {canonical_json(change.key)} changed in {', '.join(sorted(extra))}"
+    return ""
 
 
 def _walk(nodes: list[RubricNode]) -> list[RubricNode]:
