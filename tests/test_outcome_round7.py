@@ -448,12 +448,14 @@ def test_a_check_of_the_wrong_shape_says_which_and_how(
     assert _reason([result]) == "grader_failure"
 
 
-def _task_with(tmp_path: Path, assertion: dict[str, Any]) -> Path:
+def _task_with(tmp_path: Path, assertion: dict[str, Any], alone: bool = False) -> Path:
+    """The bank, its transfer task with one more assertion (*alone*: with only that one)."""
     root = tmp_path / "bank"
     shutil.copytree(BANK, root)
     task_file = root / "tasks" / "transfer.yaml"
     task = yaml.safe_load(task_file.read_text(encoding="utf-8"))
-    task["outcome_assertions"].append(assertion)
+    task["outcome_assertions"] = [*([] if alone else task["outcome_assertions"]), assertion]
+    task["partial_credit_rubric"] = [] if alone else task["partial_credit_rubric"]
     task_file.write_text(yaml.safe_dump(task, sort_keys=False), encoding="utf-8")
     return root
 
@@ -687,3 +689,40 @@ def test_a_task_judged_only_is_refused(tmp_path: Path) -> None:
 
 def test_a_judge_beside_a_state_assertion_loads(tmp_path: Path) -> None:
     load_suite(_judged_only(tmp_path, {"id": "same", "state_diff": {}}))
+
+
+# --- an expected value no column of that type can hold --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [  # accounts(owner TEXT, balance INTEGER), transfers(amount INTEGER, at TEXT)
+        ({"accounts": {"changed": [{"key": "A", "set": {"owner": 1}}]}}, "1 is a number but"),
+        ({"accounts": {"changed": [{"key": "A", "set": {"owner": False}}]}}, "YAML reads yes"),
+        ({"accounts": {"changed": [{"key": "A", "set": {"balance": "70"}}]}}, "'70' is text"),
+        ({"transfers": {"added": [{"amount": "3e1"}]}}, "'3e1' is text but transfers.amount"),
+        ({"transfers": {"added": [{"at": 2026.5}]}}, "2026.5 is a number but transfers.at"),
+    ],
+)
+def test_check_refuses_a_value_the_column_would_store_otherwise(
+    tmp_path: Path, change: dict[str, Any], says: str
+) -> None:
+    """SQLite converts what is written to the column's affinity: a TEXT column holds the number
+    ``1`` as ``'1'``, an INTEGER one the text ``'70'`` as ``70``; text and numbers never match,
+    so no state (the oracle's included) meets the expectation. YAML's ``no`` is ``false``."""
+    root = _task_with(tmp_path, {"id": "x", "state_diff": change}, alone=True)
+    problems = [p.reason for p in check_suite(root).errors]
+    assert len(problems) == 1 and says in problems[0], problems
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"accounts": {"changed": [{"key": "A", "set": {"balance": 70, "owner": "ana b"}}]}},
+        {"accounts": {"changed": [{"key": "A", "set": {"balance": True, "pin": "0070"}}]}},
+        {"transfers": {"added": [{"amount": 30.0, "at": None, "source": "70 A"}]}},
+    ],
+)
+def test_values_a_column_can_hold_pass_check(tmp_path: Path, change: dict[str, Any]) -> None:
+    root = _task_with(tmp_path, {"id": "x", "state_diff": change}, alone=True)
+    assert check_suite(root).errors == []

@@ -549,17 +549,18 @@ def _change_problems(
     change: TableChange, table: _Table, name: str, fixture: str
 ) -> Iterator[tuple[str, str]]:
     columns = set(table.state.columns)
-    for i, row in enumerate(change.added):
-        for column in row:
+    values = [(f"added[{i}]", row) for i, row in enumerate(change.added)]
+    values += [(f"changed[{i}].set", c.set) for i, c in enumerate(change.changed)]
+    for where, row in values:
+        for column, value in row.items():
             if column not in columns:
-                yield f"added[{i}].{column}", f"{name} has no column {column!r}"
+                yield f"{where}.{column}", f"{name} has no column {column!r}"
+            elif wrong := _stored_otherwise(value, table.types.get(column, ""), f"{name}.{column}"):
+                yield f"{where}.{column}", wrong
     for i, key in enumerate(change.removed):
         yield from _key_problems(f"removed[{i}]", key, table, name, fixture)
     for i, changed in enumerate(change.changed):
         yield from _key_problems(f"changed[{i}].key", changed.key, table, name, fixture)
-        for column in changed.set:
-            if column not in columns:
-                yield f"changed[{i}].set.{column}", f"{name} has no column {column!r}"
 
 
 def _key_problems(
@@ -599,6 +600,27 @@ def _type_mismatch(value: JsonScalar, declared: str, column: str) -> str | None:
         return f"{value!r} is text but {column} is {declared}{unquoted}"
     if isinstance(value, int | float) and affinity == "TEXT":
         return f"{value} is a number but {column} is {declared} (write '{value}' in quotes)"
+    return None
+
+
+_NUMERIC_LITERAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _stored_otherwise(value: JsonScalar, declared: str, column: str) -> str | None:
+    """Why an expected *value* can never be read back from a column of type *declared*
+    (SQLite converts what is written: a TEXT column stores a number as text, a numeric one
+    stores a number written as text as a number), so no state matches it; None when it can."""
+    affinity = _affinity(declared)
+    if isinstance(value, bool) and affinity == "TEXT":
+        return (
+            f"{value} is a boolean but {column} is {declared} (YAML reads yes, no, on and off "
+            "as booleans: quote the text)"
+        )
+    if isinstance(value, int | float) and not isinstance(value, bool) and affinity == "TEXT":
+        return f"{value} is a number but {column} is {declared} (write '{value}' in quotes)"
+    numeric = affinity in {"INTEGER", "REAL", "NUMERIC"}
+    if isinstance(value, str) and numeric and _NUMERIC_LITERAL.fullmatch(value):
+        return f"{value!r} is text but {column} is {declared} (write {value} without quotes)"
     return None
 
 
