@@ -726,3 +726,28 @@ def test_check_refuses_a_value_the_column_would_store_otherwise(
 def test_values_a_column_can_hold_pass_check(tmp_path: Path, change: dict[str, Any]) -> None:
     root = _task_with(tmp_path, {"id": "x", "state_diff": change}, alone=True)
     assert check_suite(root).errors == []
+
+
+def test_check_refuses_a_change_of_a_rows_key(tmp_path: Path, env: SqliteEnvironment) -> None:
+    """A row whose key changes is removed and another added: ``set: {id: Z}`` never held."""
+    [result] = _graded(
+        env,
+        ["UPDATE acc SET id = 'Z' WHERE id = 'A'"],
+        _diff({"acc": {"changed": [{"key": "A", "set": {"id": "Z"}}]}}),
+    )
+    assert not result.passed
+    change = {"accounts": {"changed": [{"key": "C", "set": {"id": "D"}}]}}
+    root = _task_with(tmp_path, {"id": "x", "state_diff": change}, alone=True)
+    [problem] = check_suite(root).errors
+    assert (
+        problem.field.endswith("changed[0].set.id")
+        and "id is the key of accounts" in problem.reason
+    )
+
+
+def test_a_set_restating_the_rows_key_passes_check(tmp_path: Path) -> None:
+    change = {"accounts": {"changed": [{"key": "C", "set": {"id": "C", "balance": 5}}]}}
+    assert (
+        check_suite(_task_with(tmp_path, {"id": "x", "state_diff": change}, alone=True)).errors
+        == []
+    )

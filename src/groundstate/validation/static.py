@@ -47,6 +47,7 @@ from groundstate.spec.suite import Suite, scan_suite
 from groundstate.spec.system import load_system
 from groundstate.spec.task import (
     AgentTask,
+    ChangedRow,
     DiffAssertion,
     JudgeAssertion,
     ModelJudge,
@@ -561,6 +562,23 @@ def _change_problems(
         yield from _key_problems(f"removed[{i}]", key, table, name, fixture)
     for i, changed in enumerate(change.changed):
         yield from _key_problems(f"changed[{i}].key", changed.key, table, name, fixture)
+        yield from _key_set_problems(f"changed[{i}].set", changed, table, name)
+
+
+def _key_set_problems(
+    where: str, changed: ChangedRow, table: _Table, name: str
+) -> Iterator[tuple[str, str]]:
+    """A ``set`` giving a key column another value can never hold: a row whose key changes
+    is another row, which the diff shows removed and added."""
+    key = changed.key if isinstance(changed.key, list) else [changed.key]
+    named = dict(zip(table.state.key, key, strict=False))  # ``rowid`` too
+    for column, value in changed.set.items():
+        if column in named and canonical_json(value) != canonical_json(named[column]):
+            yield (
+                f"{where}.{column}",
+                f"{column} is the key of {name}: a row whose key changes is another row (the "
+                "diff shows it removed and one added: expect removed and added)",
+            )
 
 
 def _key_problems(
