@@ -751,3 +751,19 @@ def test_a_set_restating_the_rows_key_passes_check(tmp_path: Path) -> None:
         check_suite(_task_with(tmp_path, {"id": "x", "state_diff": change}, alone=True)).errors
         == []
     )
+
+
+def test_check_refuses_matching_an_added_row_of_a_keyless_table_on_rowid(tmp_path: Path) -> None:
+    """A keyless table's rowid is left out of the hash: an added row matched on it passed or
+    failed with the same final state."""
+    change = {"notes": {"added": [{"rowid": 1, "body": "hi"}]}}
+    root = _task_with(tmp_path, {"id": "x", "state_diff": change}, alone=True)
+    fixture = root / "fixtures" / "bank.sql"
+    fixture.write_text(fixture.read_text() + "CREATE TABLE notes (body TEXT);\n")
+    [problem] = check_suite(root).errors
+    assert problem.field.endswith("added[0].rowid") and "its rowid is not state" in problem.reason
+    change = {"notes": {"added": [{"body": "hi"}]}}
+    (root / "tasks" / "transfer.yaml").write_text(
+        (root / "tasks" / "transfer.yaml").read_text().replace("rowid: 1\n", "")
+    )
+    assert check_suite(root).errors == []

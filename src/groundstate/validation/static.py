@@ -552,10 +552,13 @@ def _change_problems(
     columns = set(table.state.columns)
     values = [(f"added[{i}]", row) for i, row in enumerate(change.added)]
     values += [(f"changed[{i}].set", c.set) for i, c in enumerate(change.changed)]
+    keyless = table.state.key == ["rowid"]
     for where, row in values:
         for column, value in row.items():
             if column not in columns:
                 yield f"{where}.{column}", f"{name} has no column {column!r}"
+            elif keyless and column == "rowid" and where.startswith("added"):
+                yield f"{where}.{column}", ROWID_IS_NOT_STATE.format(name=name)
             elif wrong := _stored_otherwise(value, table.types.get(column, ""), f"{name}.{column}"):
                 yield f"{where}.{column}", wrong
     for i, key in enumerate(change.removed):
@@ -563,6 +566,12 @@ def _change_problems(
     for i, changed in enumerate(change.changed):
         yield from _key_problems(f"changed[{i}].key", changed.key, table, name, fixture)
         yield from _key_set_problems(f"changed[{i}].set", changed, table, name)
+
+
+ROWID_IS_NOT_STATE = (
+    "{name} has no primary key: its rowid is not state (the hash leaves it out, and a row "
+    "deleted and inserted again takes another): match the row on its values"
+)
 
 
 def _key_set_problems(
