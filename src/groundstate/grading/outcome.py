@@ -413,7 +413,7 @@ def _twins_as_named(expected: TableChange, actual: TableDiff, s0: TableState) ->
     for one agent and failed the other. Each expected row takes, among the touched rows with
     its values, one that fits (a removal; a change to the expected values), else itself; the
     row that bore its ``rowid`` takes the other's, so every label stays on a twin."""
-    removed = [row[ROWID] for row in actual.removed]
+    removed = [row.get(ROWID) for row in actual.removed]
     changed = [change.key for change in actual.changed]
     befores = [change.before for change in actual.changed]
     fixed: set[Any] = set()
