@@ -767,3 +767,23 @@ def test_check_refuses_matching_an_added_row_of_a_keyless_table_on_rowid(tmp_pat
         (root / "tasks" / "transfer.yaml").read_text().replace("rowid: 1\n", "")
     )
     assert check_suite(root).errors == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["x'ff00'", "1e999", "-1e999", "char(0)", "9223372036854775807", "'{not json'", "zeroblob(3)"],
+)
+def test_the_built_in_comparisons_take_any_value_the_agent_stores(
+    env: SqliteEnvironment, value: str
+) -> None:
+    """A value no expectation names fails the assertion, never the grader (an invalid
+    attempt would be rerun, at the agent's choosing)."""
+    results = _graded(
+        env,
+        [f"UPDATE acc SET note = {value} WHERE id = 'A'", "INSERT INTO tr (memo) VALUES ('m')"],
+        _sql("SELECT id, note FROM acc", [["A", "a"], ["B", "x"]]),
+        _sql("SELECT note FROM acc ORDER BY id", [["a"], ["x"]], ordered=True),
+        _diff({"acc": {"changed": [{"key": "A", "set": {"note": "b"}}]}, "tr": {"added": [{}]}}),
+        _diff({"tr": {"added": [{"memo": "m"}]}}, False),
+    )
+    assert [(r.passed, r.error) for r in results] == [(False, None)] * 3 + [(True, None)]
