@@ -400,7 +400,11 @@ def test_the_same_final_state_gets_the_same_diff_verdict(tmp_path: Path) -> None
     ("state_diff", "nothing_else_changed", "says"),
     [
         ({"accounts": {"added": [{"id": "C"}]}}, True, "accounts: the initial state has no such"),
-        ({"accounts": {}}, False, "accounts: the initial state has no such table (it has: acc,"),
+        (
+            {"accounts": {"added": [{"id": "C"}]}},
+            False,
+            "accounts: the initial state has no such table (it has: acc,",
+        ),
         ({"tr": {"added": [{"source": "A"}]}}, True, "tr: no column 'source' to match"),
         ({"acc": {"changed": [{"key": "A", "set": {"Bal": 7}}]}}, False, "no column 'Bal'"),
         ({"acc": {"changed": [{"key": "a", "set": {"bal": 7}}]}}, False, 'has key "a"'),
@@ -787,3 +791,9 @@ def test_the_built_in_comparisons_take_any_value_the_agent_stores(
         _diff({"tr": {"added": [{"memo": "m"}]}}, False),
     )
     assert [(r.passed, r.error) for r in results] == [(False, None)] * 3 + [(True, None)]
+
+
+def test_a_diff_that_expects_nothing_and_allows_anything_is_refused() -> None:
+    with pytest.raises(ValueError, match="holds for every final state"):
+        _diff({"acc": {}, "tr": {}}, False)
+    assert _diff({}).nothing_else_changed  # the "no change" form stays

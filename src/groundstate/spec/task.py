@@ -102,6 +102,18 @@ class DiffAssertion(Strict):
     nothing_else_changed: StrictBool = True
     """Fail on any change not listed (collateral damage)."""
 
+    @model_validator(mode="after")
+    def _asks_something(self) -> DiffAssertion:
+        """Expecting no change and allowing any, it held for every final state."""
+        expects = any(c.added or c.removed or c.changed for c in self.state_diff.values())
+        if not expects and not self.nothing_else_changed:
+            raise ValueError(
+                "expects no change and, with nothing_else_changed: false, allows any: it holds "
+                "for every final state (for a request whose correct outcome is no change, keep "
+                "nothing_else_changed: true)"
+            )
+        return self
+
 
 class PythonAssertion(Strict):
     """A Python function ``check(s0, sT) -> bool | (bool, evidence)`` from the suite."""
