@@ -797,3 +797,11 @@ def test_a_diff_that_expects_nothing_and_allows_anything_is_refused() -> None:
     with pytest.raises(ValueError, match="holds for every final state"):
         _diff({"acc": {}, "tr": {}}, False)
     assert _diff({}).nothing_else_changed  # the "no change" form stays
+
+
+def test_check_compiles_an_assertions_sql_without_running_it(tmp_path: Path) -> None:
+    """An unbounded recursive query (a grader bug the time limit stops at run time) would
+    hang ``check`` if checking ran it."""
+    runaway = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r"
+    root = _task_with(tmp_path, {"id": "x", "sql": runaway, "expect_rows": []})
+    assert check_suite(root).errors == []

@@ -471,7 +471,7 @@ NOT_A_READ = (
 
 
 def _not_a_read(sql: str, query: Query) -> str | None:
-    """Why *sql* is not a plain read (None: it is): prepared on an empty copy of the
+    """Why *sql* is not a plain read (None: it is): compiled on an empty copy of the
     fixture's schema under an authorizer that allows reads only. A schema the copy cannot
     build (a virtual table's module) is not judged here."""
     schema = query(
@@ -494,7 +494,7 @@ def _not_a_read(sql: str, query: Query) -> str | None:
             return None
         db.set_authorizer(reads_only)
         with suppress(sqlite3.Error):  # another reason is _sql_problem's (say our functions)
-            db.execute(sql).fetchall()
+            db.execute(f"EXPLAIN {sql}").fetchall()  # compiled, never run: no runaway query
     return NOT_A_READ if denied else None
 
 
