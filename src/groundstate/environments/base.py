@@ -22,11 +22,32 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Annotated, Any, Protocol, Self, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PlainSerializer
 
-Row = dict[str, Any]
+
+def json_cells(value: Any) -> Any:
+    """*value* (a cell, a row, rows) with each BLOB written as ``{"blob": "<hex>"}``, the form
+    snapshot keys give it. JSON has no bytes: pydantic wrote a BLOB as UTF-8 text, which
+    failed on one that is not UTF-8 (an agent that wrote ``x'ff'`` broke its attempt's
+    record, or made each ``state_diff`` a grader failure) and showed one that is as text."""
+    if isinstance(value, bytes):
+        return {"blob": value.hex()}
+    if isinstance(value, dict):
+        if not any(isinstance(v, bytes | dict | list | tuple) for v in value.values()):
+            return value  # a row of plain cells, as nearly every row is
+        return {k: json_cells(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_cells(v) for v in value]
+    return value
+
+
+_JSON_CELLS = PlainSerializer(json_cells, when_used="json")
+Row = Annotated[dict[str, Any], _JSON_CELLS]
+"""A row's values by column; in JSON, a BLOB is ``{"blob": "<hex>"}``."""
+Key = Annotated[Any, _JSON_CELLS]
+"""A row's key value (a list for a composite key), serialised as :data:`Row`'s values."""
 
 
 def same_cell(a: Any, b: Any) -> bool:
@@ -63,7 +84,7 @@ class Snapshot(BaseModel):
 
 
 class RowChange(BaseModel):
-    key: Any
+    key: Key
     before: Row
     after: Row
 
@@ -77,7 +98,7 @@ class RowWrite(BaseModel):
     """One row as a single tool call changed it: its value before and after the call."""
 
     table: str
-    key: Any
+    key: Key
     """Primary-key value (a list for a composite key; ``rowid`` for a table without one)."""
     before: Row | None
     """None: the call inserted the row."""

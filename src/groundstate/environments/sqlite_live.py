@@ -230,6 +230,15 @@ INTROSPECTION_PRAGMAS = frozenset(
 """Pragmas that read a table's description (their argument names the table)."""
 
 
+def plain_read(action: int, arg1: str | None, arg2: str | None) -> bool:
+    """Whether an authorizer's *action* only reads: no write (TEMP objects included), no
+    attached database, no transaction, no pragma given a value."""
+    return action in _PLAIN_READS or (
+        action == sqlite3.SQLITE_PRAGMA
+        and (arg2 is None or (arg1 or "").lower() in INTROSPECTION_PRAGMAS)
+    )
+
+
 class EvaluatorConnection(WatchedConnection):
     """The graders' read-only connection, which notes any SQL that could change what a later
     attempt's checks would see through it: a setting (a pragma given a value, such as
@@ -245,10 +254,7 @@ class EvaluatorConnection(WatchedConnection):
     def _note(
         self, action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None
     ) -> int:
-        if action not in _PLAIN_READS and not (
-            action == sqlite3.SQLITE_PRAGMA
-            and (arg2 is None or (arg1 or "").lower() in INTROSPECTION_PRAGMAS)
-        ):
+        if not plain_read(action, arg1, arg2):
             self.noted = True
         return sqlite3.SQLITE_OK
 

@@ -21,8 +21,18 @@ from pydantic_core import to_jsonable_python
 from groundstate.capture import held
 from groundstate.copies import Copies
 from groundstate.deadline import DeadlineExceeded, PendingCalls, Returned, TimedCall
-from groundstate.environments.base import Snapshot, StateDiff, StateView, TableDiff
-from groundstate.errors import JudgeFailure
+from groundstate.environments.base import (
+    Row,
+    RowChange,
+    Snapshot,
+    StateDiff,
+    StateView,
+    TableDiff,
+    TableState,
+    json_cells,
+    same_row,
+)
+from groundstate.errors import GraderError, JudgeFailure
 from groundstate.grading import model_judge
 from groundstate.grading.matching import pair_rows, row_matches, same_row_multisets, same_rows
 from groundstate.grading.workspace import GRACE_S, evaluate_changed_paths, evaluate_tests
@@ -36,6 +46,7 @@ from groundstate.spec.task import (
     OutcomeAssertion,
     PythonAssertion,
     SqlAssertion,
+    TableChange,
     TestsAssertion,
 )
 from groundstate.tools import load_module
@@ -244,12 +255,17 @@ class _FinalView(_BoundedView):
 
 def _sql(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     assert isinstance(assertion, SqlAssertion)
-    rows = [list(row) for row in states.sT.query(assertion.sql)]
+    found = [list(row) for row in states.sT.query(assertion.sql)]
     expected = [list(row) for row in assertion.expect_rows]
-    if assertion.ordered:
-        return same_rows(rows, expected), {"rows": rows, "expected": expected}
-    passed = same_row_multisets(rows, expected)
-    rows, expected = sorted(rows, key=canonical_json), sorted(expected, key=canonical_json)
+    if found and expected and len(found[0]) != len(expected[0]):  # whatever the state is
+        raise GraderError(
+            f"the query selects {len(found[0])} column(s), expect_rows has "
+            f"{len(expected[0])} value(s) a row: no final state can match"
+        )
+    passed = (same_rows if assertion.ordered else same_row_multisets)(found, expected)
+    rows = json_cells(found)  # the evidence is JSON: a BLOB the agent wrote must not break it
+    if not assertion.ordered:
+        rows, expected = sorted(rows, key=canonical_json), sorted(expected, key=canonical_json)
     return passed, {"rows": rows, "expected": expected}
 
 
@@ -260,7 +276,8 @@ def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     # this check's grader failure, not when the record is built or stored, which would stop
     # the batch. Pydantic's own conversion, so that what stored before stores the same
     # (a date as ISO text, a set as a list); keys become text, other values their repr.
-    return passed, to_jsonable_python(evidence, fallback=repr) if evidence else {}
+    # A BLOB is written as in diffs (``{"blob": hex}``): as UTF-8 text, one that is not failed.
+    return passed, to_jsonable_python(json_cells(evidence), fallback=repr) if evidence else {}
 
 
 def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, Any]]:
@@ -271,10 +288,23 @@ def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, An
         check = states.functions[ref] = suite_function(ref, states.suite_root)
     with held():  # what the check prints stays with the attempt, off our output
         verdict = check(*args)
-    passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
+    return _read_verdict(ref, verdict)
+
+
+def _read_verdict(ref: str, verdict: Any) -> tuple[bool, dict[str, Any]]:
+    """``bool`` or ``(bool, evidence)``; a ``(passed, "reason")`` or a 3-tuple said only
+    what unpacking it could not do, not which check returned what."""
+    passed = verdict[0] if isinstance(verdict, tuple) and verdict else verdict
     if not isinstance(passed, bool):
         raise TypeError(f"{ref} returned {type(passed).__name__}, expected bool")
-    return passed, dict(evidence)
+    if not isinstance(verdict, tuple):
+        return passed, {}
+    try:
+        if len(verdict) == 2:
+            return passed, dict(verdict[1])
+    except (TypeError, ValueError):
+        pass
+    raise TypeError(f"{ref} returned {verdict!r:.80}, expected bool or (bool, dict of evidence)")
 
 
 _MODULES = SettledFileCache(lambda path: load_module(path, "checks"))
@@ -295,7 +325,10 @@ def suite_function(ref: str, suite_root: Path) -> Any:
         module = _MODULES.get(path)
     except OSError:
         module = load_module(path, "checks")  # which says what is wrong
-    return getattr(module, function)
+    found = getattr(module, function, None)
+    if not callable(found):  # loading refuses it; the file may have changed since
+        raise GraderError(f"{file_name} has no function {function!r}")
+    return found
 
 
 def _judge(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
@@ -347,10 +380,13 @@ def final_message(trace: Sequence[TraceEvent]) -> str | None:
 
 def _diff(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     assert isinstance(assertion, DiffAssertion)
+    _names_what_s0_has(assertion, states.initial)
     problems: list[str] = []
     for table, expected in assertion.state_diff.items():
         actual = states.diff.tables.get(table, TableDiff())
-        key_columns = states.initial.tables[table].key if table in states.initial.tables else []
+        key_columns = states.initial.tables[table].key
+        if key_columns == [ROWID]:
+            actual = _twins_as_named(expected, actual, states.initial.tables[table])
         problems += _missing(table, expected.added, actual, expected, key_columns)
         if assertion.nothing_else_changed:
             problems += _unexpected(table, expected, actual, key_columns)
@@ -362,6 +398,81 @@ def _diff(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
         ]
     evidence = {"problems": problems, "diff": states.diff.model_dump(mode="json")}
     return not problems, evidence
+
+
+ROWID = "rowid"
+"""The key snapshots give a table without a primary key."""
+
+
+def _twins_as_named(expected: TableChange, actual: TableDiff, s0: TableState) -> TableDiff:
+    """*actual* with the removed and changed rows of a table without a primary key named by
+    the expected ``rowid``s where rows holding the same values in s0 can stand for them.
+
+    Such rows are one state (the hash leaves ``rowid`` out): of two identical log lines,
+    deleting the first or the second leaves the same final state, but ``removed: [3]`` held
+    for one agent and failed the other. Each expected row takes, among the touched rows with
+    its values, one that fits (a removal; a change to the expected values), else itself; the
+    row that bore its ``rowid`` takes the other's, so every label stays on a twin."""
+    removed = [row.get(ROWID) for row in actual.removed]
+    changed = [change.key for change in actual.changed]
+    befores = [change.before for change in actual.changed]
+    fixed: set[Any] = set()
+    wants: list[tuple[Any, list[Any], list[Row], dict[str, Any] | None]]
+    wants = [(key, removed, actual.removed, None) for key in expected.removed]
+    wants += [(c.key, changed, befores, c.set) for c in expected.changed]
+    for key, labels, rows, values in wants:
+        same = _without_rowid(s0.rows[canonical_json(key)])
+        twins = [
+            i
+            for i, row in enumerate(rows)
+            if labels[i] not in fixed and same_row(_without_rowid(row), same)
+        ]
+        fits = [i for i in twins if values is None or row_matches(actual.changed[i].after, values)]
+        pick = next(iter(fits or [i for i in twins if labels[i] == key] or twins), None)
+        fixed.add(key)
+        if pick is None or labels[pick] == key:
+            continue
+        for bearers in (removed, changed):  # the twin that bore *key* takes the other label
+            bearers[:] = [labels[pick] if label == key else label for label in bearers]
+        labels[pick] = key
+    return TableDiff(
+        added=actual.added,
+        removed=[{**row, ROWID: label} for row, label in zip(actual.removed, removed, strict=True)],
+        changed=[_renamed(c, label) for c, label in zip(actual.changed, changed, strict=True)],
+    )
+
+
+def _renamed(change: RowChange, key: Any) -> RowChange:
+    before, after = {**change.before, ROWID: key}, {**change.after, ROWID: key}
+    return RowChange(key=key, before=before, after=after)
+
+
+def _without_rowid(row: Row) -> Row:
+    return {column: value for column, value in row.items() if column != ROWID}
+
+
+def _names_what_s0_has(assertion: DiffAssertion, initial: Snapshot) -> None:
+    """Refuse, as the grader's mistake, an expectation naming a table, column or row the
+    initial state lacks: whatever the agent does, it never holds (or, for a table or column
+    under ``nothing_else_changed: false``, always holds). ``check`` says so before a run; this
+    holds where it was not run (the Python API, a fixture edited since)."""
+    for table, expected in assertion.state_diff.items():
+        state = initial.tables.get(table)
+        if state is None:
+            have = ", ".join(sorted(initial.tables))
+            raise GraderError(f"{table}: the initial state has no such table (it has: {have})")
+        named = [c for row in expected.added for c in row]
+        named += [c for change in expected.changed for c in change.set]
+        unknown = sorted(set(named) - set(state.columns))
+        if unknown:
+            raise GraderError(f"{table}: no column {', '.join(map(repr, unknown))} to match")
+        # Keys as JSON values, as snapshots and ``check`` key rows: ``true`` or ``1.0`` named
+        # the row ``1`` in ``removed`` (Python's ==) but not in ``changed``.
+        keys = [canonical_json(key) for key in expected.removed]
+        keys += [canonical_json(change.key) for change in expected.changed]
+        absent = [key for key in keys if key not in state.rows]
+        if absent:
+            raise GraderError(f"{table}: no row of the initial state has key {absent[0]}")
 
 
 def _missing(

@@ -11,6 +11,7 @@ from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator,
 
 # The constraint language lives in spec.constraints; the names defined here before stay
 # importable from here (re-exported).
+from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraints import AtMostConstraint as AtMostConstraint
 from groundstate.spec.constraints import AtMostRule as AtMostRule
 from groundstate.spec.constraints import BeforeConstraint as BeforeConstraint
@@ -44,6 +45,18 @@ class SqlAssertion(Strict):
     expect_rows: list[list[JsonScalar]]
     ordered: StrictBool = False
 
+    @field_validator("expect_rows")
+    @classmethod
+    def _rows_one_width(cls, rows: list[list[JsonScalar]]) -> list[list[JsonScalar]]:
+        """A query's rows all have its number of columns: rows of two widths never match."""
+        widths = sorted({len(row) for row in rows})
+        if len(widths) > 1:
+            raise ValueError(
+                f"rows of {' and '.join(map(str, widths))} values: a query's rows "
+                "all have as many values as it selects columns"
+            )
+        return rows
+
 
 class AddedRow(Strict):
     """An added row, matched on the listed columns."""
@@ -65,6 +78,20 @@ class TableChange(Strict):
     """Primary keys of rows that must have been removed."""
     changed: list[ChangedRow] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _each_row_once(self) -> TableChange:
+        """A row is removed or changed, once: an expectation that removes and changes it, or
+        sets it twice, can never hold (keys compared as JSON values, as the grader does)."""
+        seen: dict[str, str] = {}
+        named = [(key, "removed") for key in self.removed]
+        named += [(change.key, "changed") for change in self.changed]
+        for key, part in named:
+            text = canonical_json(key)
+            if text in seen:
+                raise ValueError(f"row {text} is listed in {seen[text]} and again in {part}")
+            seen[text] = part
+        return self
+
 
 class DiffAssertion(Strict):
     """The expected change from s0 to sT, per table."""
@@ -74,6 +101,18 @@ class DiffAssertion(Strict):
     state_diff: dict[str, TableChange]
     nothing_else_changed: StrictBool = True
     """Fail on any change not listed (collateral damage)."""
+
+    @model_validator(mode="after")
+    def _asks_something(self) -> DiffAssertion:
+        """Expecting no change and allowing any, it held for every final state."""
+        expects = any(c.added or c.removed or c.changed for c in self.state_diff.values())
+        if not expects and not self.nothing_else_changed:
+            raise ValueError(
+                "expects no change and, with nothing_else_changed: false, allows any: it holds "
+                "for every final state (for a request whose correct outcome is no change, keep "
+                "nothing_else_changed: true)"
+            )
+        return self
 
 
 class PythonAssertion(Strict):
@@ -256,6 +295,25 @@ class ChangedPaths(Strict):
     """Glob patterns of the paths the agent may add, change or delete (``src/**``,
     ``docs/*.md``); ``**`` spans folders, ``*`` does not."""
 
+    @field_validator("allowed")
+    @classmethod
+    def _patterns_paths_can_match(cls, allowed: list[str]) -> list[str]:
+        """Changed paths are relative, ``/``-separated, without ``.`` or ``..``: a pattern
+        written otherwise (``./src/**``, ``/src/**``, ``src/``, ``src\\**``) matches none, and
+        every change the task allows would fail as the agent's collateral damage."""
+        for pattern in allowed:
+            parts = pattern.split("/")
+            if not pattern or pattern.startswith("/") or "\\" in pattern:
+                why = "a relative path with / between folders"
+            elif pattern.endswith("/"):
+                why = f"a path or glob without the last '/' (a folder and all in it: '{pattern}**')"
+            elif any(part in ("", ".", "..") for part in parts):
+                why = "a path without '.', '..' or '//' parts"
+            else:
+                continue
+            raise ValueError(f"{pattern!r} can match no changed path: write {why}")
+        return allowed
+
 
 class ChangedPathsAssertion(Strict):
     """No collateral damage in a workspace: every changed path matches an allowed pattern (so
@@ -423,6 +481,43 @@ class AgentTask(Strict):
         ids_defined_once(items)
         return items
 
+    @field_validator("outcome_assertions")
+    @classmethod
+    def _state_decides(cls, assertions: list[OutcomeAssertion]) -> list[OutcomeAssertion]:
+        """A judged verdict never decides ``success``: with judges alone, G held whatever the
+        final state was, and an agent that only claimed to act succeeded."""
+        if assertions and all(isinstance(a, JudgeAssertion) for a in assertions):
+            raise ValueError(
+                "every outcome assertion is a judge, which never decides success: the attempt "
+                "would succeed whatever the final state; add one that reads the state (sql, "
+                "state_diff, check, tests or changed_paths; `state_diff: {}` when the correct "
+                "outcome is no change)"
+            )
+        return assertions
+
+    @field_validator("outcome_assertions")
+    @classmethod
+    def _diffs_agree(cls, assertions: list[OutcomeAssertion]) -> list[OutcomeAssertion]:
+        """Two ``state_diff`` assertions where one requires a change the other, under
+        ``nothing_else_changed``, calls collateral damage: no final state passes both, so
+        every attempt failed as the agent's (splitting one expected change into two
+        assertions, each keeping the default ``nothing_else_changed: true``)."""
+        diffs = [(i, a) for i, a in enumerate(assertions) if isinstance(a, DiffAssertion)]
+        for i, wants in diffs:
+            for j, strict in diffs:
+                if i == j or not strict.nothing_else_changed:
+                    continue
+                for table, change in wants.state_diff.items():
+                    refused = _refused_by(change, strict.state_diff.get(table))
+                    if refused:
+                        raise ValueError(
+                            f"{wants.id!r} expects {table}: {refused}, which {strict.id!r} "
+                            "(nothing_else_changed: true) fails as an unexpected change: no "
+                            "final state passes both (list the change in both, or set "
+                            f"nothing_else_changed: false on {strict.id!r})"
+                        )
+        return assertions
+
     @field_validator("partial_credit_rubric")
     @classmethod
     def _rubric_ids_known(cls, nodes: list[RubricNode], info: ValidationInfo) -> list[RubricNode]:
@@ -442,6 +537,24 @@ class AgentTask(Strict):
                 if named is not None and named not in known:
                     raise ValueError(f"rubric node {node.id!r} names unknown {kind} {named!r}")
         return nodes
+
+
+def _refused_by(wanted: TableChange, allowed: TableChange | None) -> str:
+    """A change *wanted* requires that *allowed* (a table's expectation under
+    ``nothing_else_changed``; None: the table is not listed) counts as unexpected ("": none)."""
+    allowed = allowed or TableChange()
+    if len(wanted.added) > len(allowed.added):
+        return f"{len(wanted.added)} added row(s)"
+    removable = {canonical_json(key) for key in allowed.removed}
+    for key in wanted.removed:
+        if canonical_json(key) not in removable:
+            return f"row {canonical_json(key)} removed"
+    settable = {canonical_json(c.key): set(c.set) for c in allowed.changed}
+    for change in wanted.changed:
+        extra = set(change.set) - settable.get(canonical_json(change.key), set())
+        if extra:
+            return f"row {canonical_json(change.key)} changed in {', '.join(sorted(extra))}"
+    return ""
 
 
 def _walk(nodes: list[RubricNode]) -> list[RubricNode]:

@@ -21,7 +21,7 @@ import inspect
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import closing
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +35,7 @@ from groundstate.environments.base import TableState
 from groundstate.environments.registry import environment_capabilities
 from groundstate.environments.sqlite import FixtureTooSlow, SqliteEnvironment
 from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
+from groundstate.environments.sqlite_live import plain_read
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
 from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
@@ -46,6 +47,7 @@ from groundstate.spec.suite import Suite, scan_suite
 from groundstate.spec.system import load_system
 from groundstate.spec.task import (
     AgentTask,
+    ChangedRow,
     DiffAssertion,
     JudgeAssertion,
     ModelJudge,
@@ -447,14 +449,67 @@ def _assertion_problems(
                 for field_name, reason in _change_problems(change, tables[table], table, fixture):
                     yield _at(task_file, f"{where}.{field_name}", reason)
         elif isinstance(assertion, SqlAssertion):
-            refused = _sql_problem(assertion.sql, query, fixture)
+            refused = _sql_problem(assertion.sql, query, fixture) or _not_a_read(
+                assertion.sql, query
+            )
             if refused is not None:
                 yield _at(task_file, f"{base}.sql", refused)
+            if _order_left_to_storage(assertion):
+                yield _at(task_file, f"{base}.ordered", ORDER_LEFT_TO_STORAGE)
         elif isinstance(assertion, JudgeAssertion) and isinstance(assertion.judge, ModelJudge):
             for name, sql in assertion.judge.state.items():  # a model judge's state excerpts
-                refused = _sql_problem(sql, query, fixture)
+                refused = _sql_problem(sql, query, fixture) or _not_a_read(sql, query)
                 if refused is not None:
                     yield _at(task_file, f"{base}.judge.state.{name}", refused)
+
+
+NOT_A_READ = (
+    "is not a read-only query: a grader reads the final state, and this would write, attach "
+    "a database, open a transaction, create a TEMP object or set a pragma (the evaluator "
+    "view refuses a write; the rest would change what the attempt's later checks read)"
+)
+
+
+def _not_a_read(sql: str, query: Query) -> str | None:
+    """Why *sql* is not a plain read (None: it is): compiled on an empty copy of the
+    fixture's schema under an authorizer that allows reads only. A schema the copy cannot
+    build (a virtual table's module) is not judged here."""
+    schema = query(
+        "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY rowid"
+    )
+    denied: list[int] = []
+
+    def reads_only(action: int, arg1: str | None, arg2: str | None, *_: str | None) -> int:
+        if plain_read(action, arg1, arg2):
+            return sqlite3.SQLITE_OK
+        denied.append(action)
+        return sqlite3.SQLITE_DENY
+
+    with closing(sqlite3.connect(":memory:", isolation_level=None)) as db:
+        try:
+            for (statement,) in schema:
+                db.execute(statement)
+        except sqlite3.Error:
+            return None
+        db.set_authorizer(reads_only)
+        with suppress(sqlite3.Error):  # another reason is _sql_problem's (say our functions)
+            db.execute(f"EXPLAIN {sql}").fetchall()  # compiled, never run: no runaway query
+    return NOT_A_READ if denied else None
+
+
+ORDER_LEFT_TO_STORAGE = (
+    "ordered: true, but the query has no ORDER BY: SQLite returns rows in storage order, which "
+    "a row deleted and inserted again changes while the state (and its hash) stays the same; "
+    "add ORDER BY or drop ordered"
+)
+
+
+def _order_left_to_storage(assertion: SqlAssertion) -> bool:
+    """Whether an ordered query's order of several rows is not the query's own (a textual
+    look: an ORDER BY in a subquery satisfies it, ties of an ORDER BY are not seen)."""
+    several = len(assertion.expect_rows) > 1
+    return assertion.ordered and several and not re.search(r"(?i)\border\s+by\b", assertion.sql)
 
 
 def _write_problems(
@@ -495,17 +550,44 @@ def _change_problems(
     change: TableChange, table: _Table, name: str, fixture: str
 ) -> Iterator[tuple[str, str]]:
     columns = set(table.state.columns)
-    for i, row in enumerate(change.added):
-        for column in row:
+    values = [(f"added[{i}]", row) for i, row in enumerate(change.added)]
+    values += [(f"changed[{i}].set", c.set) for i, c in enumerate(change.changed)]
+    keyless = table.state.key == ["rowid"]
+    for where, row in values:
+        for column, value in row.items():
             if column not in columns:
-                yield f"added[{i}].{column}", f"{name} has no column {column!r}"
+                yield f"{where}.{column}", f"{name} has no column {column!r}"
+            elif keyless and column == "rowid" and where.startswith("added"):
+                yield f"{where}.{column}", ROWID_IS_NOT_STATE.format(name=name)
+            elif wrong := _stored_otherwise(value, table.types.get(column, ""), f"{name}.{column}"):
+                yield f"{where}.{column}", wrong
     for i, key in enumerate(change.removed):
         yield from _key_problems(f"removed[{i}]", key, table, name, fixture)
     for i, changed in enumerate(change.changed):
         yield from _key_problems(f"changed[{i}].key", changed.key, table, name, fixture)
-        for column in changed.set:
-            if column not in columns:
-                yield f"changed[{i}].set.{column}", f"{name} has no column {column!r}"
+        yield from _key_set_problems(f"changed[{i}].set", changed, table, name)
+
+
+ROWID_IS_NOT_STATE = (
+    "{name} has no primary key: its rowid is not state (the hash leaves it out, and a row "
+    "deleted and inserted again takes another): match the row on its values"
+)
+
+
+def _key_set_problems(
+    where: str, changed: ChangedRow, table: _Table, name: str
+) -> Iterator[tuple[str, str]]:
+    """A ``set`` giving a key column another value can never hold: a row whose key changes
+    is another row, which the diff shows removed and added."""
+    key = changed.key if isinstance(changed.key, list) else [changed.key]
+    named = dict(zip(table.state.key, key, strict=False))  # ``rowid`` too
+    for column, value in changed.set.items():
+        if column in named and canonical_json(value) != canonical_json(named[column]):
+            yield (
+                f"{where}.{column}",
+                f"{column} is the key of {name}: a row whose key changes is another row (the "
+                "diff shows it removed and one added: expect removed and added)",
+            )
 
 
 def _key_problems(
@@ -545,6 +627,27 @@ def _type_mismatch(value: JsonScalar, declared: str, column: str) -> str | None:
         return f"{value!r} is text but {column} is {declared}{unquoted}"
     if isinstance(value, int | float) and affinity == "TEXT":
         return f"{value} is a number but {column} is {declared} (write '{value}' in quotes)"
+    return None
+
+
+_NUMERIC_LITERAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def _stored_otherwise(value: JsonScalar, declared: str, column: str) -> str | None:
+    """Why an expected *value* can never be read back from a column of type *declared*
+    (SQLite converts what is written: a TEXT column stores a number as text, a numeric one
+    stores a number written as text as a number), so no state matches it; None when it can."""
+    affinity = _affinity(declared)
+    if isinstance(value, bool) and affinity == "TEXT":
+        return (
+            f"{value} is a boolean but {column} is {declared} (YAML reads yes, no, on and off "
+            "as booleans: quote the text)"
+        )
+    if isinstance(value, int | float) and not isinstance(value, bool) and affinity == "TEXT":
+        return f"{value} is a number but {column} is {declared} (write '{value}' in quotes)"
+    numeric = affinity in {"INTEGER", "REAL", "NUMERIC"}
+    if isinstance(value, str) and numeric and _NUMERIC_LITERAL.fullmatch(value):
+        return f"{value!r} is text but {column} is {declared} (write {value} without quotes)"
     return None
 
 
