@@ -344,6 +344,7 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
                 task_file = suite.root / "tasks" / f"{task.task_id}.yaml"
                 problems += _assertion_problems(task, task_file, tables, view.query)
                 problems += _write_problems(suite, task, tables)
+                problems += _permission_problems(task, task_file, tables)
             return list(dict.fromkeys(problems))  # a set's constraint, once per fixture
     except EnvironmentFailure as exc:
         return [_fixture_problem(fixture, exc)]
@@ -485,6 +486,28 @@ def _write_problems(
                     yield _at(task_file, f"{field_name}.columns[{j}]", reason)
 
 
+def _permission_problems(
+    task: AgentTask, task_file: Path, tables: dict[str, _Table]
+) -> Iterator[SuiteProblem]:
+    """A permission on a table the fixture lacks restricts nothing, and the table meant stays
+    writable. SQLite hands the authorizer the name the schema declares, so a permission must
+    spell it exactly, case included."""
+    for name in task.permissions.tables:
+        if name in tables:
+            continue
+        same = [table for table in tables if table.casefold() == name.casefold()]
+        hint = (
+            f" (the fixture spells it {same[0]!r}; permissions name tables exactly)"
+            if same
+            else did_you_mean(name, tables)
+        )
+        reason = (
+            f"fixture {task.initial_state_fixture} has no table {name!r}, so this permission "
+            f"restricts nothing{hint} (it has: {', '.join(sorted(tables))})"
+        )
+        yield _at(task_file, f"permissions.tables.{name}", reason)
+
+
 def _at(file: Path, field_name: str, reason: str) -> SuiteProblem:
     return SuiteProblem(
         file=str(file), line=line_of(file, field_name), field=field_name, reason=reason
@@ -494,18 +517,51 @@ def _at(file: Path, field_name: str, reason: str) -> SuiteProblem:
 def _change_problems(
     change: TableChange, table: _Table, name: str, fixture: str
 ) -> Iterator[tuple[str, str]]:
-    columns = set(table.state.columns)
     for i, row in enumerate(change.added):
-        for column in row:
-            if column not in columns:
-                yield f"added[{i}].{column}", f"{name} has no column {column!r}"
+        yield from _row_problems(f"added[{i}]", row, table, name)
     for i, key in enumerate(change.removed):
         yield from _key_problems(f"removed[{i}]", key, table, name, fixture)
     for i, changed in enumerate(change.changed):
         yield from _key_problems(f"changed[{i}].key", changed.key, table, name, fixture)
-        for column in changed.set:
-            if column not in columns:
-                yield f"changed[{i}].set.{column}", f"{name} has no column {column!r}"
+        yield from _row_problems(f"changed[{i}].set", changed.set, table, name)
+
+
+def _row_problems(
+    where: str, row: dict[str, JsonScalar], table: _Table, name: str
+) -> Iterator[tuple[str, str]]:
+    """Columns the table lacks, and values no row of the column can ever hold: SQLite's
+    column affinity stores numeric text as a number and a number as text, and the grader
+    compares JSON types, so such an expectation fails on every attempt, the oracle's too."""
+    for column, value in row.items():
+        if column not in table.state.columns:
+            yield f"{where}.{column}", f"{name} has no column {column!r}"
+            continue
+        declared = table.types.get(column, "")
+        wrong = _stored_as_other_type(value, declared, f"{name}.{column}")
+        if wrong:
+            yield f"{where}.{column}", wrong
+
+
+_SQLITE_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def _stored_as_other_type(value: JsonScalar, declared: str, column: str) -> str | None:
+    """Why *value* can never be read back from a column of type *declared* (None: it can)."""
+    affinity = _affinity(declared)
+    numeric = affinity in {"INTEGER", "REAL", "NUMERIC"}
+    # Text that is not a number is stored as text, even in a numeric column.
+    if isinstance(value, str) and numeric and _SQLITE_NUMBER.fullmatch(value):
+        return (
+            f"{value!r} is text but {column} is {declared}, which stores it as a number "
+            f"(write {value} without quotes)"
+        )
+    if isinstance(value, int | float) and affinity == "TEXT":  # bool included: stored as 1/0
+        shown = canonical_json(value)
+        return (
+            f"{shown} is a number but {column} is {declared}, which stores it as text "
+            f"(write '{shown}' in quotes)"
+        )
+    return None
 
 
 def _key_problems(

@@ -1,0 +1,252 @@
+"""A newcomer's path, seventh audit: a suite written from the docs alone, and what it found.
+
+`tests/suites/rooms` is a meeting-room desk (a YAML fixture, four tools, a `before`, a
+`confirmed`, a `provenance`, message and `never` constraints, a Python check, a task whose
+right answer is no change) written only from README.md and docs/, with two systems beside it
+(`tests/suites/rooms_systems`). The first test walks it through every command of the
+workflow exactly as the docs give them; the others keep the mistakes that walk met, each as a
+class: a `state_diff` value SQLite cannot store as written, and a permission on a table the
+fixture does not have (both were silent until an oracle failed, or forever).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from groundstate.cli import main
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.spec.task import Permissions
+from groundstate.validation.static import check_suite
+
+HERE = Path(__file__).resolve().parent
+ROOMS = HERE / "suites" / "rooms"
+SYSTEMS = HERE / "suites" / "rooms_systems"
+CLOCK = datetime(2026, 1, 15, 10, tzinfo=UTC)
+
+
+def gs(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def rooms(tmp_path: Path) -> Path:
+    suite = tmp_path / "rooms"
+    shutil.copytree(ROOMS, suite)
+    return suite
+
+
+def edit_task(suite: Path, task_id: str, change: dict[str, Any]) -> Path:
+    path = suite / "tasks" / f"{task_id}.yaml"
+    task = yaml.safe_load(path.read_text())
+    task.update(change)
+    path.write_text(yaml.safe_dump(task, sort_keys=False))
+    return path
+
+
+# --- the walk ---------------------------------------------------------------------------------
+
+
+def test_a_suite_written_from_the_docs_goes_from_check_to_a_ci_gate(
+    rooms: Path, tmp_path: Path
+) -> None:
+    store = str(tmp_path / "runs.db")
+    desk, hasty = str(SYSTEMS / "desk.yaml"), str(SYSTEMS / "hasty.yaml")
+    code, out, err = gs("check", str(rooms), "--system", desk)
+    assert code == 0, out + err
+    code, out, err = gs("validate", str(rooms), "--store", store)
+    assert code == 0, out + err
+    assert "2 of 2 tasks valid" in out
+
+    code, out, err = gs("lock", str(rooms))
+    assert code == 0, err
+    code, out, _ = gs("lock", str(rooms), "--check", "--json")
+    assert code == 0 and json.loads(out)["matches"] is True
+
+    code, out, err = gs("run", str(rooms), "--system", desk, "--attempts", "2", "--store", store)
+    assert code == 0, out + err
+    careful = out.split("batch ")[1].split()[0]
+    code, out, err = gs(
+        "run", str(rooms), "--system", hasty, "--locked", "--attempts", "2", "--store", store,
+        "--fail-under", "success_rate=0.8", "--fail-under", "pass^2=0.5", "--json",
+    )  # fmt: skip
+    assert code == 4, err
+    batch = json.loads(out)
+    assert [(g["metric"], g["passed"]) for g in batch["fail_under"]] == [
+        ("success_rate", False),
+        ("pass^2", False),
+    ]
+    assert "error: --fail-under: success_rate = 0.000 is below 0.8" in err
+    reasons = {run["task_id"]: run["terminal_reason"] for run in batch["runs"]}
+    assert reasons == {
+        "book-room-a": "agent_failure/constraint_violation",  # booked without the badge
+        "cancel-other": "agent_failure/incorrect_state",  # cancelled another's booking
+    }
+
+    code, out, err = gs("report", "--store", store)
+    assert code == 0 and batch["batch_id"] in out, err
+    code, out, err = gs("report", "--store", store, "--fail-under", "pass^2=0.6")
+    assert code == 4 and "pass^2 = 0.000 is below 0.6" in err
+    code, out, _ = gs("batches", "--json", "--store", store)
+    assert [b["status"] for b in json.loads(out)] == ["complete", "complete"]
+    code, out, err = gs("compare", careful, batch["batch_id"], "--json", "--store", store)
+    assert code == 0, err
+    code, out, _ = gs("runs", batch["batch_id"], "--reason", "agent_failure", "--store", store)
+    run_id = out.split("\n")[3].split()[0]  # the first row, after the title and the header
+    code, out, err = gs("show", run_id, "--store", store)
+    assert code == 0 and "FAIL  badge-first (before)" in out, out + err
+
+
+# --- a state_diff value of the wrong type -----------------------------------------------------
+
+# Each (declared type, value written in the task, flagged): SQLite's column affinity stores
+# numeric text as a number in a numeric column and a number as text in a text column, and the
+# grader compares JSON types, so the flagged ones can never match. The others can.
+VALUES = [
+    ("INTEGER", "9", True),
+    ("INTEGER", "-9", True),
+    ("INTEGER", "9.5e3", True),
+    ("REAL", "2.5", True),
+    ("NUMERIC", "2026", True),  # a year written as text in a DATE-like numeric column
+    ("TEXT", 9, True),
+    ("VARCHAR(10)", 9.5, True),
+    ("TEXT", True, True),  # stored as the text '1'
+    ("INTEGER", 9, False),
+    ("INTEGER", "abc", False),  # text that is not a number stays text, even in INTEGER
+    ("INTEGER", " 9x", False),
+    ("INTEGER", None, False),
+    ("REAL", 9, False),  # numbers compare by value
+    ("TEXT", "9", False),
+    ("TEXT", None, False),
+    ("", "9", False),  # no declared type: stored as given
+    ("", 9, False),
+    ("BLOB", "9", False),
+]
+
+
+def _typed_suite(tmp_path: Path, declared: str) -> Path:
+    suite = tmp_path / "typed"
+    shutil.copytree(ROOMS, suite)
+    fixture = suite / "fixtures" / "rooms.yaml"
+    data = yaml.safe_load(fixture.read_text())
+    data["schema"] += f"CREATE TABLE notes (id INTEGER PRIMARY KEY, v {declared});\n"
+    data["rows"]["notes"] = [{"id": 1, "v": None}]
+    fixture.write_text(yaml.safe_dump(data))
+    return suite
+
+
+@pytest.mark.parametrize(("declared", "value", "flagged"), VALUES)
+def test_a_state_diff_value_sqlite_cannot_store_as_written_is_named(
+    tmp_path: Path, declared: str, value: Any, flagged: bool
+) -> None:
+    suite = _typed_suite(tmp_path, declared)
+    for form in ("added", "changed"):
+        added = {"added": [{"v": value}]}
+        change = added if form == "added" else {"changed": [{"key": 1, "set": {"v": value}}]}
+        edit_task(suite, "book-room-a", {"outcome_assertions": [
+            {"id": "noted", "state_diff": {"notes": change}, "nothing_else_changed": False},
+        ]})  # fmt: skip
+        texts = [str(p) for p in check_suite(suite).errors]
+        where = "added[0].v" if form == "added" else "changed[0].set.v"
+        named = [t for t in texts if f"state_diff.notes.{where}:" in t]
+        assert bool(named) == flagged, (form, texts)
+        if flagged:
+            assert len(named) == 1 and f"notes.v is {declared}" in named[0]
+            assert "without quotes" in named[0] or "in quotes" in named[0]
+
+
+def test_the_value_check_runs_in_validate_and_run_too(rooms: Path, tmp_path: Path) -> None:
+    edit_task(rooms, "book-room-a", {"outcome_assertions": [{
+        "id": "booked",
+        "state_diff": {"bookings": {"added": [{"room": "R-A", "slot": "9"}]}},
+    }]})  # fmt: skip
+    desk = str(SYSTEMS / "desk.yaml")
+    for command in (["validate", str(rooms)], ["run", str(rooms), "--system", desk]):
+        code, out, err = gs(*command, "--store", str(tmp_path / "runs.db"))
+        assert code == 2, out + err
+        assert "state_diff.bookings.added[0].slot: '9' is text but bookings.slot is INTEGER" in err
+
+
+# --- a permission on a table the fixture lacks ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("employes", "did you mean 'employees'?"),
+        ("Employees", "the fixture spells it 'employees'"),  # the authorizer sees exact names
+        ("EMPLOYEES", "the fixture spells it 'employees'"),
+        ("staff", "it has: bookings, employees, rooms"),
+        ("sqlite_master", "it has: bookings, employees, rooms"),
+    ],
+)
+def test_a_permission_on_a_table_the_fixture_lacks_is_an_error(
+    rooms: Path, name: str, hint: str
+) -> None:
+    edit_task(rooms, "book-room-a", {"permissions": {"tables": {name: "read"}}})
+    errors = check_suite(rooms).errors
+    assert len(errors) == 1, [str(p) for p in errors]
+    assert errors[0].field == f"permissions.tables.{name}"
+    assert errors[0].line is not None and "restricts nothing" in errors[0].reason
+    assert hint in errors[0].reason
+
+
+def test_a_permission_spelt_as_the_fixture_declares_it_is_accepted(rooms: Path) -> None:
+    tables = {"employees": "read", "rooms": "none"}
+    edit_task(rooms, "book-room-a", {"permissions": {"tables": tables}})
+    assert check_suite(rooms).errors == []
+
+
+def test_a_case_mismatched_permission_really_restricted_nothing(rooms: Path) -> None:
+    """Why the check is an error and not a warning: SQLite hands the authorizer the declared
+    name, so `Bookings: none` leaves `bookings` readable by the agent (and `employees` spelt
+    exactly is enforced)."""
+    fixture = rooms / "fixtures" / "rooms.yaml"
+    for name, readable in (("Bookings", True), ("bookings", False)):
+        permissions = Permissions(tables={name: "none"})
+        with SqliteEnvironment(fixture, clock=CLOCK, permissions=permissions) as env:
+            try:
+                rows = env.agent_db.execute("SELECT COUNT(*) FROM bookings").fetchall()
+            except sqlite3.DatabaseError:
+                rows = []
+        assert (rows == [(1,)]) == readable, name
+
+
+# --- the docs' claims about options -----------------------------------------------------------
+
+
+def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> dict[str, click.Command]:
+    found: dict[str, click.Command] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found.update(_commands(command, (*prefix, name)))
+        else:
+            found[" ".join((*prefix, name))] = command
+    return found
+
+
+def test_the_commands_workflow_md_says_use_no_store_are_exactly_those_without_store() -> None:
+    text = (HERE.parent / "docs" / "workflow.md").read_text()
+    said = text.split("artifacts beside it; ")[1].split(" use no store")[0]
+    names = (name.strip("`\n ") for name in re.split(r",|\band\b", said))
+    without = {name for name in names if name}
+    commands = _commands(main)
+    assert without <= set(commands), without - set(commands)
+    have_no_store = {
+        name
+        for name, command in commands.items()
+        if not any("--store" in p.opts for p in command.params if isinstance(p, click.Option))
+    }
+    assert have_no_store == without
