@@ -12,6 +12,7 @@ fixture does not have (both were silent until an oracle failed, or forever).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -250,3 +251,150 @@ def test_the_commands_workflow_md_says_use_no_store_are_exactly_those_without_st
         if not any("--store" in p.opts for p in command.params if isinstance(p, click.Option))
     }
     assert have_no_store == without
+
+
+# --- a blank opening message ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("request_text", ["", "   ", "\n\t"])
+def test_a_blank_user_request_is_refused_naming_the_field(rooms: Path, request_text: str) -> None:
+    """It was accepted: the agent was handed an empty request and every attempt was graded."""
+    path = edit_task(rooms, "book-room-a", {"user_request": request_text})
+    errors = check_suite(rooms).errors
+    assert [(e.file, e.field) for e in errors] == [(str(path), "user_request")]
+    assert "is empty" in errors[0].reason and errors[0].line is not None
+
+
+# --- τ² data with a hostile edit ----------------------------------------------------------------
+
+TAU2 = Path(
+    os.environ.get("GROUNDSTATE_TAU2_DATA")
+    or HERE.parent.parent / "shared" / "tau_data" / "tau2-bench" / "retail"
+)
+needs_tau2 = pytest.mark.skipif(
+    not (TAU2 / "tasks.json").is_file(),
+    reason=f"τ²-bench retail data not found at {TAU2} (set GROUNDSTATE_TAU2_DATA)",
+)
+
+
+def _actions(tasks: list[Any]) -> list[dict[str, Any]]:
+    actions: list[dict[str, Any]] = tasks[5]["evaluation_criteria"]["actions"]
+    return actions
+
+
+def _instructions(tasks: list[Any]) -> dict[str, Any]:
+    instructions: dict[str, Any] = tasks[5]["user_scenario"]["instructions"]
+    return instructions
+
+
+# Each edit of τ²'s own tasks.json (task 5, an exchange) and what its one line must name.
+HOSTILE: dict[str, tuple[Any, list[str]]] = {
+    "unknown tool": (
+        lambda t: _actions(t)[1].update(name="refund_everything"),
+        ["τ² task '5'", "'refund_everything' is not a documented tool"],
+    ),
+    "duplicated id": (lambda t: t[40].update(id="5"), ["[40].id", "'5' appears twice (also [5])"]),
+    "duplicated id, not the task asked for": (
+        lambda t: t[41].update(id="40"), ["[41].id", "'40' appears twice"],
+    ),
+    "missing id": (lambda t: t[5].pop("id"), ["[5].id", "Field required"]),
+    "missing scenario": (lambda t: t[5].pop("user_scenario"), ["[5].user_scenario", "required"]),
+    "missing criteria": (
+        lambda t: t[5].pop("evaluation_criteria"), ["[5].evaluation_criteria", "required"],
+    ),
+    "missing action name": (
+        lambda t: _actions(t)[1].pop("name"), ["[5].evaluation_criteria.actions.1.name"],
+    ),
+    "missing gold argument": (
+        lambda t: _actions(t)[-1]["arguments"].pop("order_id"),
+        ["τ² task '5'", "does not fit its interface", "missing ['order_id']"],
+    ),
+    "unknown gold argument": (
+        lambda t: _actions(t)[-1]["arguments"].update(bogus=1),
+        ["τ² task '5'", "unknown arguments ['bogus']"],
+    ),
+    "missing reason for the call": (
+        lambda t: _instructions(t).pop("reason_for_call"),
+        ["[5].user_scenario.instructions.reason_for_call", "Field required"],
+    ),
+    "blank reason for the call": (
+        lambda t: _instructions(t).update(reason_for_call="  "),
+        ["τ² task '5'", "reason_for_call is empty"],
+    ),
+}  # fmt: skip
+
+
+@needs_tau2
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_tau2_data_with_a_hostile_edit_gives_one_clear_line(tmp_path: Path, case: str) -> None:
+    edit, named = HOSTILE[case]
+    data = tmp_path / "retail"
+    data.mkdir()
+    for name in ("db.json", "policy.md", "split_tasks.json", "tools_interface.json"):
+        (data / name).symlink_to(TAU2 / name)
+    tasks = json.loads((TAU2 / "tasks.json").read_text())
+    edit(tasks)
+    (data / "tasks.json").write_text(json.dumps(tasks))
+    into = tmp_path / "suite"
+    code, out, err = gs("import-tau2", str(data), "--into", str(into), "--task", "5")
+    assert code == 2, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "tasks.json" in lines[0] and all(part in lines[0] for part in named), lines[0]
+    assert not into.exists()  # nothing half-written, that the next import would refuse
+
+
+@needs_tau2
+def test_the_documented_import_command_prints_what_the_audit_page_shows(tmp_path: Path) -> None:
+    """docs/tau2-audit.md's first command, on one task (the page's counts are for all 114,
+    which tests/test_tau2_suite.py checks)."""
+    code, out, err = gs("import-tau2", str(TAU2), "--into", str(tmp_path / "t"), "--task", "5")
+    assert code == 0, err
+    assert out.splitlines()[0] == f"wrote 1 of 114 τ² tasks to {tmp_path / 't'}"
+    assert out.splitlines()[-1] == f"next: groundstate validate {tmp_path / 't'}"
+    assert check_suite(tmp_path / "t").ok
+
+
+@needs_tau2
+def test_a_failed_import_leaves_the_folder_as_it_was_and_the_fixed_one_goes_in(
+    tmp_path: Path,
+) -> None:
+    """A failed import used to leave tools.py and empty folders (a fresh folder, which the
+    next import refused as "not a suite"), or an earlier suite with its tasks deleted."""
+    data = tmp_path / "retail"
+    data.mkdir()
+    for name in ("db.json", "policy.md", "split_tasks.json", "tools_interface.json"):
+        (data / name).symlink_to(TAU2 / name)
+    tasks = json.loads((TAU2 / "tasks.json").read_text())
+    (data / "tasks.json").write_text(json.dumps(tasks))
+    into = tmp_path / "suite"
+    assert gs("import-tau2", str(data), "--into", str(into), "--task", "5")[0] == 0
+    (into / "systems").mkdir()
+    (into / "systems" / "mine.yaml").write_text("name: mine\n")  # the user's own file
+    before = {p: p.read_bytes() for p in into.rglob("*") if p.is_file()}
+
+    _actions(tasks)[1]["name"] = "refund_everything"
+    (data / "tasks.json").write_text(json.dumps(tasks))
+    assert gs("import-tau2", str(data), "--into", str(into), "--task", "5")[0] == 2
+    assert {p: p.read_bytes() for p in into.rglob("*") if p.is_file()} == before
+
+    assert gs("import-tau2", str(TAU2), "--into", str(into), "--task", "6")[0] == 0
+    assert sorted(p.name for p in (into / "tasks").iterdir()) == ["retail-006.yaml"]
+    assert (into / "systems" / "mine.yaml").read_text() == "name: mine\n"
+    assert check_suite(into).ok
+
+
+@needs_tau2
+def test_a_converted_task_gives_a_model_driven_user_taus_instructions(tmp_path: Path) -> None:
+    """They were only comments, so a `kind: model` user had the facts and nothing else."""
+    assert gs("import-tau2", str(TAU2), "--into", str(tmp_path / "t"), "--task", "0")[0] == 0
+    task = yaml.safe_load((tmp_path / "t" / "tasks" / "retail-000.yaml").read_text())
+    source = json.loads((TAU2 / "tasks.json").read_text())[0]["user_scenario"]["instructions"]
+    lines = task["user"]["instructions"].splitlines()
+    assert lines == [
+        f"Reason for call: {source['reason_for_call']}",
+        f"Known info: {source['known_info']}",
+        f"Unknown info: {source['unknown_info']}",
+        f"Task instructions: {source['task_instructions']}",
+    ]
+    assert task["user_request"] == source["reason_for_call"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -81,7 +82,19 @@ def import_tau2(data_dir: Path, into: Path, options: ImportOptions | None = None
     options = options or ImportOptions()
     source = load_source(Path(data_dir))
     into = Path(into)
-    _prepare(into)
+    _refuse_to_overwrite(into)
+    # Written aside and moved in whole: an import that fails leaves *into* as it was (no
+    # half-written folder that the next import, after the data is fixed, refuses).
+    with tempfile.TemporaryDirectory(prefix="groundstate-tau2-") as staging:
+        report = _convert(source, Path(staging), options, Path(data_dir))
+        _install(Path(staging), into)
+    report.suite = str(into)
+    return report
+
+
+def _convert(source: Source, into: Path, options: ImportOptions, data_dir: Path) -> ImportReport:
+    for name in _GENERATED:
+        (into / name).mkdir()
     _write_shared_files(source, into, options)
     tools = load_tools(into / "tools.py")
     report = ImportReport(suite=str(into), source_tasks=len(source.tasks))
@@ -101,16 +114,28 @@ def import_tau2(data_dir: Path, into: Path, options: ImportOptions | None = None
     return report
 
 
-def _prepare(into: Path) -> None:
+_GENERATED = ("tasks", "solutions", "fixtures")
+"""The folders an import writes whole: a new import replaces them."""
+
+
+def _refuse_to_overwrite(into: Path) -> None:
     if into.exists() and not into.is_dir():
         raise SpecError(into, None, "exists and is not a folder: refusing to write into it")
-    if into.exists() and any(into.iterdir()):
-        if not (into / "suite.yaml").is_file():
-            raise SpecError(into, None, "exists and is not a suite: refusing to write into it")
-        for name in ("tasks", "solutions", "fixtures"):
-            shutil.rmtree(into / name, ignore_errors=True)
-    for name in ("tasks", "solutions", "fixtures"):
-        (into / name).mkdir(parents=True, exist_ok=True)
+    if into.exists() and any(into.iterdir()) and not (into / "suite.yaml").is_file():
+        raise SpecError(into, None, "exists and is not a suite: refusing to write into it")
+
+
+def _install(staged: Path, into: Path) -> None:
+    """Put the converted suite in *into*: its generated folders replace the old ones, its
+    files the old files; other files of an earlier import's folder are kept."""
+    into.mkdir(parents=True, exist_ok=True)
+    for name in _GENERATED:
+        shutil.rmtree(into / name, ignore_errors=True)
+    for entry in staged.iterdir():
+        target = into / entry.name
+        if target.is_file() or target.is_symlink():
+            target.unlink()
+        shutil.move(str(entry), str(target))
 
 
 def _write_shared_files(source: Source, into: Path, options: ImportOptions) -> None:

@@ -47,7 +47,8 @@ class EvaluationCriteria(_Loose):
 
 class Instructions(_Loose):
     task_instructions: str | None = None
-    reason_for_call: str = ""
+    reason_for_call: str
+    """Required, as in τ²'s own model: it becomes the user's opening message."""
     known_info: str | None = None
     unknown_info: str | None = None
 
