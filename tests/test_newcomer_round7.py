@@ -27,7 +27,9 @@ from click.testing import CliRunner
 
 from groundstate.cli import main
 from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.spec.suite import load_suite
 from groundstate.spec.task import Permissions
+from groundstate.testing import run_solution
 from groundstate.validation.static import check_suite
 
 HERE = Path(__file__).resolve().parent
@@ -398,3 +400,32 @@ def test_a_converted_task_gives_a_model_driven_user_taus_instructions(tmp_path: 
         f"Task instructions: {source['task_instructions']}",
     ]
     assert task["user_request"] == source["reason_for_call"]
+
+
+# --- a tool that returns something JSON cannot hold ---------------------------------------------
+
+# What book_room returns instead of its dict, and what the crash must name.
+NOT_JSON = [
+    ('{"booking_id": cur.lastrowid, "at": ctx.now()}', "'dict' with a datetime at output.at"),
+    ('{"ids": [1, {"when": ctx.now().date()}]}', "'dict' with a date at output.ids[1].when"),
+    ('{"price": float("nan")}', "'dict' with nan at output.price"),
+    ('{(1, 2): "pair"}', "'dict' with a tuple key at output"),
+    ("ctx.now()", "returned 'datetime', which"),
+    ('float("inf")', "returned inf, which"),
+    ("{1, 2}", "returned 'set', which"),
+]
+
+
+@pytest.mark.parametrize(("returned", "named"), NOT_JSON)
+def test_a_tool_output_that_is_not_json_is_named_where_it_is(
+    rooms: Path, returned: str, named: str
+) -> None:
+    """The crash said only "book_room returned 'dict', which is not JSON"."""
+    tools = rooms / "tools.py"
+    tools.write_text(
+        tools.read_text().replace('return {"booking_id": cur.lastrowid}', f"return {returned}")
+    )
+    run = run_solution(load_suite(rooms), "book-room-a", "oracle")
+    assert run.terminal_reason == "environment_failure/tool_crash"
+    message = run.infrastructure_status["exception"]["message"]
+    assert "book_room returned" in message and named in message and "not JSON" in message
