@@ -429,3 +429,20 @@ def test_a_tool_output_that_is_not_json_is_named_where_it_is(
     assert run.terminal_reason == "environment_failure/tool_crash"
     message = run.infrastructure_status["exception"]["message"]
     assert "book_room returned" in message and named in message and "not JSON" in message
+
+
+def test_every_fails_by_form_the_solution_reference_lists_is_accepted(rooms: Path) -> None:
+    row = next(
+        line
+        for line in (HERE.parent / "docs" / "reference" / "solution.md").read_text().splitlines()
+        if line.startswith("| `fails_by` |")
+    )
+    forms = re.findall(r"`((?:outcome|constraint|agent_failure)[^`]*)`", row)
+    assert {"outcome", "outcome:<id>", "constraint:<id>"} <= set(forms), forms
+    bad = rooms / "solutions" / "book-room-a" / "bad_no_badge.yaml"
+    ids = {"outcome:<id>": "outcome:booked", "constraint:<id>": "constraint:badge-first"}
+    for form in forms:
+        solution = yaml.safe_load(bad.read_text())
+        solution["fails_by"] = ids.get(form, form)
+        bad.write_text(yaml.safe_dump(solution))
+        assert check_suite(rooms).errors == [], form
