@@ -446,3 +446,54 @@ def test_every_fails_by_form_the_solution_reference_lists_is_accepted(rooms: Pat
         solution["fails_by"] = ids.get(form, form)
         bad.write_text(yaml.safe_dump(solution))
         assert check_suite(rooms).errors == [], form
+
+
+def _interface_edit(tools: list[Any], name: str, **change: Any) -> list[Any]:
+    return [dict(tool, **change) if tool["name"] == name else tool for tool in tools]
+
+
+PRECISION = {"name": "precision"}
+
+# Each edit of τ²'s tools_interface.json and what the one line must name; None: it imports.
+INTERFACE: dict[str, tuple[Any, str | None]] = {
+    "a tool gone": (
+        lambda t: [x for x in t if x["name"] != "get_order_details"],
+        "has no tool 'get_order_details': the converted tasks would offer a tool the domain lacks",
+    ),
+    "a parameter renamed": (
+        lambda t: _interface_edit(t, "get_order_details", parameters=[{"name": "id"}]),
+        "get_order_details: takes (id), the importer's tool takes (order_id)",
+    ),
+    "a parameter added": (
+        lambda t: _interface_edit(t, "calculate", parameters=[{"name": "expression"}, PRECISION]),
+        "calculate: takes (expression, precision), the importer's tool takes (expression)",
+    ),
+    "not a list": (lambda t: {"tools": t}, "Input should be a valid list"),
+    "a tool without a name": (lambda t: [t[0], {"parameters": []}], "[1].name: Field required"),
+    "a tool the importer lacks": (lambda t: [*t, {"name": "refund_all", "parameters": []}], None),
+}  # fmt: skip
+
+
+@needs_tau2
+@pytest.mark.parametrize("case", list(INTERFACE))
+def test_a_tools_interface_that_differs_from_the_importers_tools_is_one_line(
+    tmp_path: Path, case: str
+) -> None:
+    """tools_interface.json was never read: a domain whose interface lost a tool, or renamed
+    a parameter, was converted into tasks offering the importer's tools all the same."""
+    edit, named = INTERFACE[case]
+    data = tmp_path / "retail"
+    data.mkdir()
+    for name in ("db.json", "policy.md", "split_tasks.json", "tasks.json"):
+        (data / name).symlink_to(TAU2 / name)
+    interface = json.loads((TAU2 / "tools_interface.json").read_text())
+    (data / "tools_interface.json").write_text(json.dumps(edit(interface)))
+    into = tmp_path / "suite"
+    code, out, err = gs("import-tau2", str(data), "--into", str(into), "--task", "5")
+    if named is None:  # a tool no gold action of task 5 uses: the import goes on
+        assert code == 0, err
+        return
+    assert code == 2, out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "tools_interface.json" in lines[0] and named in lines[0], err
+    assert not into.exists()

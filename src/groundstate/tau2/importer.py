@@ -97,6 +97,7 @@ def _convert(source: Source, into: Path, options: ImportOptions, data_dir: Path)
         (into / name).mkdir()
     _write_shared_files(source, into, options)
     tools = load_tools(into / "tools.py")
+    _same_interface(source, tools)
     report = ImportReport(suite=str(into), source_tasks=len(source.tasks))
     selected = _selected(source.tasks, options)
     refused = _clashes(selected)
@@ -116,6 +117,28 @@ def _convert(source: Source, into: Path, options: ImportOptions, data_dir: Path)
 
 _GENERATED = ("tasks", "solutions", "fixtures")
 """The folders an import writes whole: a new import replaces them."""
+
+
+def _same_interface(source: Source, tools: dict[str, Any]) -> None:
+    """The suite's tools implement τ²'s retail interface as the importer knows it; data whose
+    ``tools_interface.json`` says otherwise (a tool gone, renamed or with other parameters)
+    would be converted into tasks offering tools its domain lacks: refused, naming the first
+    difference."""
+    if source.interface is None:
+        return
+    path = source.root / "tools_interface.json"
+    for name, tool in sorted(tools.items()):
+        if name not in source.interface:
+            lacks = "the converted tasks would offer a tool the domain lacks"
+            raise SpecError(path, None, f"has no tool {name!r}: {lacks}")
+        ours = sorted(tool.parameters.get("properties", {}))
+        theirs = sorted(source.interface[name])
+        if ours != theirs:
+            raise SpecError(
+                path,
+                name,
+                f"takes ({', '.join(theirs)}), the importer's tool takes ({', '.join(ours)})",
+            )
 
 
 def _refuse_to_overwrite(into: Path) -> None:
