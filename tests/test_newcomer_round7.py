@@ -11,6 +11,7 @@ fixture does not have (both were silent until an oracle failed, or forever).
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -497,3 +498,37 @@ def test_a_tools_interface_that_differs_from_the_importers_tools_is_one_line(
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "tools_interface.json" in lines[0] and named in lines[0], err
     assert not into.exists()
+
+
+# --- validate's table at 80 columns -------------------------------------------------------------
+
+
+def _validity_lines(suite: Path, width: int) -> list[str]:
+    from rich.console import Console
+
+    from groundstate.cli.tasks import _print_validity
+    from groundstate.validation import validate_suite
+
+    console = Console(width=width, record=True, file=io.StringIO())
+    _print_validity(console, validate_suite(load_suite(suite)))
+    return console.export_text().splitlines()
+
+
+def test_validates_table_keeps_every_verdict_whole_at_80_columns(rooms: Path) -> None:
+    """With a long task id every cell was cut ("p…", "1…") and the id too."""
+    long_id = "cancel-someone-elses-booking-refused"
+    task = yaml.safe_load((rooms / "tasks" / "cancel-other.yaml").read_text())
+    (rooms / "tasks" / "cancel-other.yaml").unlink()
+    (rooms / "tasks" / f"{long_id}.yaml").write_text(yaml.safe_dump({**task, "task_id": long_id}))
+    (rooms / "solutions" / "cancel-other").rename(rooms / "solutions" / long_id)
+    lines = _validity_lines(rooms, 80)
+    assert all(len(line) <= 80 for line in lines[:9])  # the table (a pin line is pasteable)
+    assert not any("…" in line for line in lines[:9]), "\n".join(lines[:9])
+    table = "\n".join(lines[:9])
+    for word in ("reset", "minating", "robust-", "agree-"):
+        assert word in table
+    rows = [line for line in lines[5:9] if " pass " in line]
+    assert len(rows) == 2 and all(row.split()[-9:].count("pass") == 8 for row in rows), rows
+    assert all("100%" in row for row in rows)
+    folded = "".join(line.split()[0] for line in lines[6:9] if line.strip())
+    assert long_id in folded  # folded onto more lines, never cut
