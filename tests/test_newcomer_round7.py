@@ -532,3 +532,29 @@ def test_validates_table_keeps_every_verdict_whole_at_80_columns(rooms: Path) ->
     assert all("100%" in row for row in rows)
     folded = "".join(line.split()[0] for line in lines[6:9] if line.strip())
     assert long_id in folded  # folded onto more lines, never cut
+
+
+# --- a Python check's verdict of the wrong shape ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("returned", "named"),
+    [
+        ('True, "no double bookings"', "returned str evidence, expected bool or (bool, evidence)"),
+        ("True, None", "returned NoneType evidence"),
+        ("True, [1, 2]", "returned list evidence"),
+        ("True, {}, 'extra'", "returned a tuple of 3, expected bool or (bool, evidence)"),
+        ("(True,)", "returned a tuple of 1"),
+        ("1", "returned int, expected bool or (bool, evidence)"),
+    ],
+)
+def test_a_check_verdict_of_the_wrong_shape_says_what_was_expected(
+    rooms: Path, returned: str, named: str
+) -> None:
+    """`(True, "text")` gave "dictionary update sequence element #0 has length 1"."""
+    checks = rooms / "checks.py"
+    checks.write_text(checks.read_text().replace('len(rows) == 0, {"double": rows}', returned))
+    run = run_solution(load_suite(rooms), "book-room-a", "oracle")
+    assert run.terminal_reason == "grader_failure"
+    (result,) = [r for r in run.outcome_assertion_results if r.id == "no-double"]
+    assert result.error is not None and "checks.py:no_double_booking " + named in result.error

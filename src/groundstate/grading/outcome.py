@@ -271,10 +271,17 @@ def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, An
         check = states.functions[ref] = suite_function(ref, states.suite_root)
     with held():  # what the check prints stays with the attempt, off our output
         verdict = check(*args)
+    expected = "expected bool or (bool, evidence), evidence a dict"
+    if isinstance(verdict, tuple) and len(verdict) != 2:
+        raise TypeError(f"{ref} returned a tuple of {len(verdict)}, {expected}")
     passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
     if not isinstance(passed, bool):
-        raise TypeError(f"{ref} returned {type(passed).__name__}, expected bool")
-    return passed, dict(evidence)
+        raise TypeError(f"{ref} returned {type(passed).__name__}, {expected}")
+    try:
+        return passed, dict(evidence)
+    except (TypeError, ValueError):  # the bare error ("dictionary update sequence...") says
+        kind = type(evidence).__name__  # nothing about the check that returned it
+        raise TypeError(f"{ref} returned {kind} evidence, {expected}") from None
 
 
 _MODULES = SettledFileCache(lambda path: load_module(path, "checks"))
