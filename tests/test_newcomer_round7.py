@@ -558,3 +558,27 @@ def test_a_check_verdict_of_the_wrong_shape_says_what_was_expected(
     assert run.terminal_reason == "grader_failure"
     (result,) = [r for r in run.outcome_assertion_results if r.id == "no-double"]
     assert result.error is not None and "checks.py:no_double_booking " + named in result.error
+
+
+@needs_tau2
+@pytest.mark.parametrize(
+    ("options", "chosen"),
+    [
+        (["--task", "5"], "the 1 task(s) chosen by --task of the 114"),
+        (
+            ["--sample", "2", "--seed", "3"],
+            "a seeded random sample (--sample 2 --seed 3) of the 114",
+        ),
+    ],
+)
+def test_an_imported_suite_declares_its_population_and_only_the_decision_is_asked_for(
+    tmp_path: Path, options: list[str], chosen: str
+) -> None:
+    """Every check, validate and run of an imported suite warned about both."""
+    into = tmp_path / "t"
+    assert gs("import-tau2", str(TAU2), "--into", str(into), *options)[0] == 0
+    population = yaml.safe_load((into / "suite.yaml").read_text())["population"]
+    assert population["sampling"].startswith(chosen)
+    assert "not drawn at random" in population["sampling"]
+    warnings = [p.field for p in check_suite(into).warnings]
+    assert warnings == ["decision"]

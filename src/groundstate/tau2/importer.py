@@ -111,7 +111,7 @@ def _convert(source: Source, into: Path, options: ImportOptions, data_dir: Path)
         why = "; ".join(f"τ² task {tid!r}: {reason}" for tid, reason in report.unconverted.items())
         why = why or "it lists none"
         raise SpecError(data_dir, "tasks.json", f"no task could be converted ({why})")
-    _write_yaml(into / "suite.yaml", _suite_config(source, options, report.converted[0]))
+    _write_yaml(into / "suite.yaml", _suite_config(source, options, report))
     return report
 
 
@@ -269,7 +269,31 @@ def _dumped(data: Any) -> str:
     return text
 
 
-def _suite_config(source: Source, options: ImportOptions, canary: str) -> dict[str, Any]:
+def _population(options: ImportOptions, report: ImportReport) -> dict[str, str]:
+    """The tasks' population and how they were chosen, which the importer knows (the decision
+    the numbers serve it does not: ``check`` asks for it)."""
+    total, converted = report.source_tasks, len(report.converted)
+    if options.tasks:
+        chosen = f"the {converted} task(s) chosen by --task"
+    elif options.sample is not None:
+        chosen = f"a seeded random sample (--sample {options.sample} --seed {options.seed})"
+    else:
+        chosen = "every task"
+    return {
+        "description": (
+            "Customer-service chats in τ²-bench's retail domain: one user asks to cancel, "
+            "modify, return or exchange their own orders or to change an address, under the "
+            "written policy, including requests the policy refuses."
+        ),
+        "sampling": (
+            f"{chosen} of the {total} in τ²-bench's retail tasks.json ({converted} converted); "
+            "tasks written by the benchmark's authors, not drawn at random from real chats."
+        ),
+    }
+
+
+def _suite_config(source: Source, options: ImportOptions, report: ImportReport) -> dict[str, Any]:
+    canary = report.converted[0]
     return {
         "name": "tau2-retail",
         "description": (
@@ -279,6 +303,7 @@ def _suite_config(source: Source, options: ImportOptions, canary: str) -> dict[s
             "interface; each task's expected state is its gold actions replayed with them; "
             f"fixtures hold the {options.world} world."
         ),
+        "population": _population(options, report),
         "environment": "sqlite",
         "policy": "policy.md",
         "tools": "tools.py",
