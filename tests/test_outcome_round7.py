@@ -439,8 +439,8 @@ def test_a_query_of_another_width_than_its_rows_is_the_graders_fault(
 @pytest.mark.parametrize(
     ("check", "says"),
     [
-        ("checks.py:reason", "checks.py:reason returned (True, 'looks fine'), expected bool or"),
-        ("checks.py:triple", "checks.py:triple returned (True, {}, 1), expected bool or"),
+        ("checks.py:reason", "checks.py:reason returned str evidence, expected bool or"),
+        ("checks.py:triple", "checks.py:triple returned a tuple of 3, expected bool or"),
         ("checks.py:nothing", "GraderError: checks.py has no function 'nothing'"),
     ],
 )

@@ -21,6 +21,7 @@ runs past the attempt's time limit is interrupted by the environment and raises
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -114,7 +115,7 @@ class ToolGateway:
             with self._env.tool_transaction() as tx, held():  # prints stay with the attempt
                 output = self._tools[name].fn(ToolContext(self._env), **args)
                 if not _is_json(output):  # a broken tool: its writes are rolled back
-                    raise TypeError(f"{name} returned {type(output).__name__!r}, which is not JSON")
+                    raise TypeError(f"{name} returned {_not_json(output)}, which is not JSON")
         except PermissionDenied as exc:
             return _denied(str(exc))
         except ToolError as exc:
@@ -310,6 +311,36 @@ def _is_json(value: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def _not_json(value: Any) -> str:
+    """What in a tool's output JSON cannot hold, and where (``'dict' with a datetime at
+    output.at``): the author of a tool that returns a row with a date in it needs the field."""
+    if not isinstance(value, dict | list | tuple):
+        return repr(value) if isinstance(value, float) else f"{type(value).__name__!r}"
+    found = _not_json_part(value, "output", frozenset())
+    return f"{type(value).__name__!r}" + (f" with {found}" if found else "")
+
+
+def _not_json_part(value: Any, path: str, seen: frozenset[int]) -> str:
+    if isinstance(value, str | bool | int) or value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else f"{value} at {path}"
+    if not isinstance(value, dict | list | tuple):
+        return f"a {type(value).__name__} at {path}"
+    if id(value) in seen:
+        return f"a reference to itself at {path}"
+    seen = seen | {id(value)}
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        if isinstance(value, dict) and not isinstance(key, str | int | float | bool | None):
+            return f"a {type(key).__name__} key at {path}"
+        part = f"{path}.{key}" if isinstance(value, dict) else f"{path}[{key}]"
+        found = _not_json_part(item, part, seen)
+        if found:
+            return found
+    return ""
 
 
 def _describe(exc: BaseException) -> str:

@@ -158,16 +158,21 @@ def _print_validity(console: Console, result: SuiteValidity) -> None:
     table = Table(
         title=f"suite {result.suite} · {result.suite_hash[:12]}",
         box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        collapse_padding=True,
+        padding=0,  # the box's space between columns is enough: 80 leave 17 for a task id
         pad_edge=False,
         show_edge=False,
     )
-    table.add_column("task", no_wrap=True)
-    for name in CHECKS:
-        table.add_column(_HEADERS.get(name, name), no_wrap=True)
-    for task in result.tasks:
-        table.add_row(task.task_id, *(_cell(task, check) for check in task.checks))
+    rows = [(task.task_id, [_cell(task, check) for check in task.checks]) for task in result.tasks]
+    # The verdicts are the point of the table: at 80 columns a long task id folds onto a
+    # second line rather than every cell being cut to "p…".
+    table.add_column("task", overflow="fold")
+    for i, name in enumerate(CHECKS):
+        header = _HEADERS.get(name, name)
+        widths = [Text.from_markup(cells[i]).cell_len for _, cells in rows if i < len(cells)]
+        width = max([len(line) for line in header.splitlines()] + widths)
+        table.add_column(header, no_wrap=True, min_width=width)
+    for task_id, cells in rows:
+        table.add_row(Text(task_id), *cells)
     console.print(table)
     for task in result.tasks:
         for check in task.failures:

@@ -288,23 +288,17 @@ def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, An
         check = states.functions[ref] = suite_function(ref, states.suite_root)
     with held():  # what the check prints stays with the attempt, off our output
         verdict = check(*args)
-    return _read_verdict(ref, verdict)
-
-
-def _read_verdict(ref: str, verdict: Any) -> tuple[bool, dict[str, Any]]:
-    """``bool`` or ``(bool, evidence)``; a ``(passed, "reason")`` or a 3-tuple said only
-    what unpacking it could not do, not which check returned what."""
-    passed = verdict[0] if isinstance(verdict, tuple) and verdict else verdict
+    expected = "expected bool or (bool, evidence), evidence a dict"
+    if isinstance(verdict, tuple) and len(verdict) != 2:
+        raise TypeError(f"{ref} returned a tuple of {len(verdict)}, {expected}")
+    passed, evidence = verdict if isinstance(verdict, tuple) else (verdict, {})
     if not isinstance(passed, bool):
-        raise TypeError(f"{ref} returned {type(passed).__name__}, expected bool")
-    if not isinstance(verdict, tuple):
-        return passed, {}
+        raise TypeError(f"{ref} returned {type(passed).__name__}, {expected}")
     try:
-        if len(verdict) == 2:
-            return passed, dict(verdict[1])
-    except (TypeError, ValueError):
-        pass
-    raise TypeError(f"{ref} returned {verdict!r:.80}, expected bool or (bool, dict of evidence)")
+        return passed, dict(evidence)
+    except (TypeError, ValueError):  # the bare error ("dictionary update sequence...") says
+        kind = type(evidence).__name__  # nothing about the check that returned it
+        raise TypeError(f"{ref} returned {kind} evidence, {expected}") from None
 
 
 _MODULES = SettledFileCache(lambda path: load_module(path, "checks"))

@@ -467,6 +467,15 @@ class AgentTask(Strict):
             )
         return value
 
+    @field_validator("user_request")
+    @classmethod
+    def _request_says_something(cls, request: str) -> str:
+        """The request is the agent's only statement of the task (step 0 of the trace): a
+        blank one is a file written wrong (an importer's missing field, say), not a task."""
+        if not request.strip():
+            raise ValueError("is empty: write the user's opening message (what they ask for)")
+        return request
+
     @field_validator("available_tools")
     @classmethod
     def _tools_once(cls, tools: list[str]) -> list[str]:

@@ -76,6 +76,8 @@ def unconvertible_because(task: Tau2Task) -> str | None:
         return f"its id {task.id!r} cannot name a task (letters, digits, '_', '.', '-')"
     if task.initial_state:
         return "τ² changes its database before the conversation (initial_state)"
+    if not task.user_scenario.instructions.reason_for_call.strip():
+        return "its reason_for_call is empty, so the user would open with an empty message"
     criteria = task.evaluation_criteria
     basis = set(criteria.reward_basis)
     unknown = sorted(basis - GRADED_STATE - GRADED_TALK)
@@ -156,7 +158,11 @@ def _assemble(
         "clock": CLOCK.isoformat(),
         "reset_check": {"initial_state_hash": state["initial_state_hash"]},
         "user_request": instructions.reason_for_call.strip(),
-        "user": {"knowledge": knowledge, "confirms": True},
+        "user": {
+            "knowledge": knowledge,
+            "confirms": True,
+            "instructions": user_instructions(task),
+        },
         "available_tools": [],  # filled by the suite writer: every tool of the suite
         "constraint_sets": ["policy"],
         "hard_process_constraints": communicate_constraints(graded),
@@ -313,6 +319,19 @@ def _needless_transfer(steps: list[dict[str, Any]], communicate: list[str]) -> d
             {"finish": final_reply(communicate)},
         ],
     }
+
+
+def user_instructions(task: Tau2Task) -> str:
+    """τ²'s user instructions, labelled as τ²'s user simulator is given them: what a
+    model-driven user (``user_simulator: {kind: model}``) plays; the scripted user ignores it."""
+    i = task.user_scenario.instructions
+    parts = [
+        ("Reason for call", i.reason_for_call),
+        ("Known info", i.known_info),
+        ("Unknown info", i.unknown_info),
+        ("Task instructions", i.task_instructions),
+    ]
+    return "\n".join(f"{label}: {text.strip()}" for label, text in parts if text and text.strip())
 
 
 def _header(task: Tau2Task) -> list[str]:

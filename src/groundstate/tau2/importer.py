@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -81,9 +82,22 @@ def import_tau2(data_dir: Path, into: Path, options: ImportOptions | None = None
     options = options or ImportOptions()
     source = load_source(Path(data_dir))
     into = Path(into)
-    _prepare(into)
+    _refuse_to_overwrite(into)
+    # Written aside and moved in whole: an import that fails leaves *into* as it was (no
+    # half-written folder that the next import, after the data is fixed, refuses).
+    with tempfile.TemporaryDirectory(prefix="groundstate-tau2-") as staging:
+        report = _convert(source, Path(staging), options, Path(data_dir))
+        _install(Path(staging), into)
+    report.suite = str(into)
+    return report
+
+
+def _convert(source: Source, into: Path, options: ImportOptions, data_dir: Path) -> ImportReport:
+    for name in _GENERATED:
+        (into / name).mkdir()
     _write_shared_files(source, into, options)
     tools = load_tools(into / "tools.py")
+    _same_interface(source, tools)
     report = ImportReport(suite=str(into), source_tasks=len(source.tasks))
     selected = _selected(source.tasks, options)
     refused = _clashes(selected)
@@ -97,20 +111,54 @@ def import_tau2(data_dir: Path, into: Path, options: ImportOptions | None = None
         why = "; ".join(f"τ² task {tid!r}: {reason}" for tid, reason in report.unconverted.items())
         why = why or "it lists none"
         raise SpecError(data_dir, "tasks.json", f"no task could be converted ({why})")
-    _write_yaml(into / "suite.yaml", _suite_config(source, options, report.converted[0]))
+    _write_yaml(into / "suite.yaml", _suite_config(source, options, report))
     return report
 
 
-def _prepare(into: Path) -> None:
+_GENERATED = ("tasks", "solutions", "fixtures")
+"""The folders an import writes whole: a new import replaces them."""
+
+
+def _same_interface(source: Source, tools: dict[str, Any]) -> None:
+    """The suite's tools implement τ²'s retail interface as the importer knows it; data whose
+    ``tools_interface.json`` says otherwise (a tool gone, renamed or with other parameters)
+    would be converted into tasks offering tools its domain lacks: refused, naming the first
+    difference."""
+    if source.interface is None:
+        return
+    path = source.root / "tools_interface.json"
+    for name, tool in sorted(tools.items()):
+        if name not in source.interface:
+            lacks = "the converted tasks would offer a tool the domain lacks"
+            raise SpecError(path, None, f"has no tool {name!r}: {lacks}")
+        ours = sorted(tool.parameters.get("properties", {}))
+        theirs = sorted(source.interface[name])
+        if ours != theirs:
+            raise SpecError(
+                path,
+                name,
+                f"takes ({', '.join(theirs)}), the importer's tool takes ({', '.join(ours)})",
+            )
+
+
+def _refuse_to_overwrite(into: Path) -> None:
     if into.exists() and not into.is_dir():
         raise SpecError(into, None, "exists and is not a folder: refusing to write into it")
-    if into.exists() and any(into.iterdir()):
-        if not (into / "suite.yaml").is_file():
-            raise SpecError(into, None, "exists and is not a suite: refusing to write into it")
-        for name in ("tasks", "solutions", "fixtures"):
-            shutil.rmtree(into / name, ignore_errors=True)
-    for name in ("tasks", "solutions", "fixtures"):
-        (into / name).mkdir(parents=True, exist_ok=True)
+    if into.exists() and any(into.iterdir()) and not (into / "suite.yaml").is_file():
+        raise SpecError(into, None, "exists and is not a suite: refusing to write into it")
+
+
+def _install(staged: Path, into: Path) -> None:
+    """Put the converted suite in *into*: its generated folders replace the old ones, its
+    files the old files; other files of an earlier import's folder are kept."""
+    into.mkdir(parents=True, exist_ok=True)
+    for name in _GENERATED:
+        shutil.rmtree(into / name, ignore_errors=True)
+    for entry in staged.iterdir():
+        target = into / entry.name
+        if target.is_file() or target.is_symlink():
+            target.unlink()
+        shutil.move(str(entry), str(target))
 
 
 def _write_shared_files(source: Source, into: Path, options: ImportOptions) -> None:
@@ -221,7 +269,31 @@ def _dumped(data: Any) -> str:
     return text
 
 
-def _suite_config(source: Source, options: ImportOptions, canary: str) -> dict[str, Any]:
+def _population(options: ImportOptions, report: ImportReport) -> dict[str, str]:
+    """The tasks' population and how they were chosen, which the importer knows (the decision
+    the numbers serve it does not: ``check`` asks for it)."""
+    total, converted = report.source_tasks, len(report.converted)
+    if options.tasks:
+        chosen = f"the {converted} task(s) chosen by --task"
+    elif options.sample is not None:
+        chosen = f"a seeded random sample (--sample {options.sample} --seed {options.seed})"
+    else:
+        chosen = "every task"
+    return {
+        "description": (
+            "Customer-service chats in τ²-bench's retail domain: one user asks to cancel, "
+            "modify, return or exchange their own orders or to change an address, under the "
+            "written policy, including requests the policy refuses."
+        ),
+        "sampling": (
+            f"{chosen} of the {total} in τ²-bench's retail tasks.json ({converted} converted); "
+            "tasks written by the benchmark's authors, not drawn at random from real chats."
+        ),
+    }
+
+
+def _suite_config(source: Source, options: ImportOptions, report: ImportReport) -> dict[str, Any]:
+    canary = report.converted[0]
     return {
         "name": "tau2-retail",
         "description": (
@@ -231,6 +303,7 @@ def _suite_config(source: Source, options: ImportOptions, canary: str) -> dict[s
             "interface; each task's expected state is its gold actions replayed with them; "
             f"fixtures hold the {options.world} world."
         ),
+        "population": _population(options, report),
         "environment": "sqlite",
         "policy": "policy.md",
         "tools": "tools.py",

@@ -47,7 +47,8 @@ class EvaluationCriteria(_Loose):
 
 class Instructions(_Loose):
     task_instructions: str | None = None
-    reason_for_call: str = ""
+    reason_for_call: str
+    """Required, as in τ²'s own model: it becomes the user's opening message."""
     known_info: str | None = None
     unknown_info: str | None = None
 
@@ -167,6 +168,20 @@ class _Db(_Record):
 
 _SPLITS = TypeAdapter(dict[str, list[str]])
 
+
+class _Parameter(_Loose):
+    name: str
+
+
+class InterfaceTool(_Loose):
+    """One tool of τ²'s ``tools_interface.json``: its name and its parameters' names."""
+
+    name: str
+    parameters: list[_Parameter]
+
+
+_INTERFACE = TypeAdapter(list[InterfaceTool])
+
 _KEYED_BY = (
     ("users", "user_id"),
     ("orders", "order_id"),
@@ -184,6 +199,8 @@ class Source:
     tasks: list[Tau2Task]
     policy: str
     splits: dict[str, list[str]]
+    interface: dict[str, list[str]] | None = None
+    """Tool name -> parameter names, from ``tools_interface.json`` (None: the file is absent)."""
 
 
 def load_source(root: Path) -> Source:
@@ -199,13 +216,27 @@ def load_source(root: Path) -> Source:
     tasks = [_task(root / "tasks.json", i, raw) for i, raw in enumerate(raw_tasks)]
     _unique_ids(root / "tasks.json", tasks)
     splits_file = root / "split_tasks.json"
+    interface_file = root / "tools_interface.json"
     return Source(
         root=root,
         db=db,
         tasks=tasks,
         policy=_text(root / "policy.md"),
         splits=_splits(splits_file, _json(splits_file)) if splits_file.is_file() else {},
+        interface=(
+            _interface(interface_file, _json(interface_file)) if interface_file.is_file() else None
+        ),
     )
+
+
+def _interface(path: Path, raw: Any) -> dict[str, list[str]]:
+    try:
+        tools = _INTERFACE.validate_python(raw)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])
+        raise SpecError(path, where.lstrip(".") or None, error["msg"]) from exc
+    return {tool.name: [p.name for p in tool.parameters] for tool in tools}
 
 
 def _text(path: Path) -> str:

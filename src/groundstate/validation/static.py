@@ -346,6 +346,7 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
                 task_file = suite.root / "tasks" / f"{task.task_id}.yaml"
                 problems += _assertion_problems(task, task_file, tables, view.query)
                 problems += _write_problems(suite, task, tables)
+                problems += _permission_problems(task, task_file, tables)
             return list(dict.fromkeys(problems))  # a set's constraint, once per fixture
     except EnvironmentFailure as exc:
         return [_fixture_problem(fixture, exc)]
@@ -538,6 +539,28 @@ def _write_problems(
                 if column.casefold() not in have_columns:
                     reason = f"constraint {constraint.id!r}: {name} has no column {column!r}"
                     yield _at(task_file, f"{field_name}.columns[{j}]", reason)
+
+
+def _permission_problems(
+    task: AgentTask, task_file: Path, tables: dict[str, _Table]
+) -> Iterator[SuiteProblem]:
+    """A permission on a table the fixture lacks restricts nothing, and the table meant stays
+    writable. SQLite hands the authorizer the name the schema declares, so a permission must
+    spell it exactly, case included."""
+    for name in task.permissions.tables:
+        if name in tables:
+            continue
+        same = [table for table in tables if table.casefold() == name.casefold()]
+        hint = (
+            f" (the fixture spells it {same[0]!r}; permissions name tables exactly)"
+            if same
+            else did_you_mean(name, tables)
+        )
+        reason = (
+            f"fixture {task.initial_state_fixture} has no table {name!r}, so this permission "
+            f"restricts nothing{hint} (it has: {', '.join(sorted(tables))})"
+        )
+        yield _at(task_file, f"permissions.tables.{name}", reason)
 
 
 def _at(file: Path, field_name: str, reason: str) -> SuiteProblem:
