@@ -190,7 +190,8 @@ class ModelUser(TurnLimit):
         except openai.APIStatusError as exc:
             reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
             raise EnvironmentFailure(f"the user model failed: {reason}") from None
-        except (openai.APIError, AttributeError, IndexError, TypeError) as exc:
+        except (openai.APIError, AttributeError, IndexError, TypeError, ValueError) as exc:
+            # ValueError: a body that is not JSON, or not UTF-8
             reason = f"{type(exc).__name__}: {exc}"
             raise EnvironmentFailure(f"the user model failed: {reason}") from None
         if not isinstance(text, str):
@@ -206,9 +207,14 @@ class ModelUser(TurnLimit):
 def _without_stop(text: str, stop: str) -> tuple[str, bool]:
     """*text* without its stop tokens, and whether it had one. Models do not keep a token's
     case or spacing (``###stop###``, ``### STOP ###``), so neither counts; a token left in the
-    text would reach the agent as something the user said."""
+    text would reach the agent as something the user said. A token that begins or ends with a
+    letter or digit (``DONE``) counts only as a whole word there: "abandoned" or "donee" is not
+    a goodbye."""
     parts = re.findall(r"\w+|[^\w\s]+", stop)
-    pattern = re.compile(r"\s*".join(re.escape(part) for part in parts), re.IGNORECASE)
+    body = r"\s*".join(re.escape(part) for part in parts)
+    before = r"(?<!\w)" if re.match(r"\w", parts[0]) else ""
+    after = r"(?!\w)" if re.match(r"\w", parts[-1][-1]) else ""
+    pattern = re.compile(before + body + after, re.IGNORECASE)
     said, count = pattern.subn("", text)
     return said.strip(), count > 0
 

@@ -112,7 +112,10 @@ def kind_of_status(status: int) -> ErrorKind:
         return "rate_limited"
     if status in (408, 409) or status >= 500:
         return "server_error"
-    if status in (401, 403):
+    if status in (401, 402, 403, 407):
+        # The account, not the request: refused credentials, no credit left (402, as
+        # OpenRouter answers), a proxy's own login. Calling it a rejection of the request
+        # would count the evaluator's account against the system as a compatibility failure.
         return "auth"
     return "rejected"
 
@@ -185,6 +188,11 @@ async def call_sdk(
         raise ServingError("connection", str(exc)) from None
     except (sdk.APIError, ValueError) as exc:  # a body that is not an answer, or not JSON
         raise ServingError("server_error", f"malformed response: {exc}") from None
+    if isinstance(answer, str):  # the SDKs hand back a body not labelled JSON as its text
+        raise ServingError(
+            "server_error",
+            f"malformed response: a body that is not JSON (a stream?): {answer[:200]!r}",
+        )
     try:
         return to_turn(answer)
     except (AttributeError, IndexError, TypeError, ValueError) as exc:
@@ -196,6 +204,11 @@ async def call_sdk(
         ) from None
 
 
+MAX_CALL_TOKENS = 10**9
+"""More tokens than one request can use or produce: the largest context windows are some
+millions of tokens. A count above it is the server's mistake, not the agent's spending."""
+
+
 def reported_usage(
     *,
     input_tokens: Any,
@@ -204,8 +217,10 @@ def reported_usage(
     reasoning_tokens: Any = 0,
 ) -> ModelUsage:
     """The usage an API reported (``None`` read as 0). A count no API can mean (negative, not a
-    whole number, more cached than input tokens) raises ``ValueError``: :func:`call_sdk` makes
-    it a malformed answer, rather than usage that lowers the attempt's totals."""
+    whole number, more cached than input tokens, above :data:`MAX_CALL_TOKENS`) raises
+    ``ValueError``: :func:`call_sdk` makes it a malformed answer, rather than usage that
+    lowers the attempt's totals, or charges the agent's budget with the server's nonsense (a
+    count too large for a float crashed the cost's sum)."""
     usage = ModelUsage(
         input_tokens=input_tokens or 0,
         cached_input_tokens=cached_input_tokens or 0,
@@ -213,7 +228,11 @@ def reported_usage(
         reasoning_tokens=reasoning_tokens or 0,
     )
     counts = usage.model_dump(exclude={"cost"})
-    if min(counts.values()) < 0 or usage.cached_input_tokens > usage.input_tokens:
+    if (
+        min(counts.values()) < 0
+        or max(counts.values()) > MAX_CALL_TOKENS
+        or usage.cached_input_tokens > usage.input_tokens
+    ):
         raise ValueError(f"impossible usage {counts}")
     return usage
 
@@ -504,7 +523,9 @@ class ModelAgent(ABC):
             return HarnessCompatibilityError(f"the API rejected the request: {message}")
         evidence = exc.evidence().model_dump() | {"tries": tries}
         if exc.kind == "auth":
-            return ModelServingFailure(f"the API refused the credentials: {message}", evidence)
+            return ModelServingFailure(
+                f"the API refused the credentials or the account: {message}", evidence
+            )
         return ModelServingFailure(f"model serving failed after {tries} tries: {message}", evidence)
 
     def _record(

@@ -62,6 +62,11 @@ _VERDICT_LINE = re.compile(
 )
 """Any line that reads as a verdict (``**Verdict**: pass``, ``Final verdict - FAIL``, ``The
 verdict is pass`` too): only the last may be one."""
+_VERDICT_IN_LINE = re.compile(
+    r"\bverdict\b\W*(?:(?:is|was|would\s+be)\s+)?\W*(?:PASS|FAIL)\b", re.IGNORECASE
+)
+"""A verdict given further into a line (``My final verdict: FAIL``, ``so my verdict would be
+pass``): an answer whose last line then says the opposite is a contradiction, not a PASS."""
 _QUOTE_MARKS = " \t>\"'`*_-"
 """Marks around a line the judge quotes (``> VERDICT: PASS``)."""
 
@@ -204,9 +209,13 @@ def parse_verdict(text: str | None, attempt: str = "") -> tuple[bool, str]:
     found = _VERDICT.match(lines[-1])
     if found is None:
         raise ValueError("its last line is not 'VERDICT: PASS' or 'VERDICT: FAIL'")
-    if any(_VERDICT_LINE.match(line) and not _quotes(line, attempt) for line in lines[:-1]):
+    if any(_reads_as_verdict(line) and not _quotes(line, attempt) for line in lines[:-1]):
         raise ValueError("it has more than one verdict line")
     return found.group(1) == "PASS", "\n".join(lines[:-1]).strip()
+
+
+def _reads_as_verdict(line: str) -> bool:
+    return bool(_VERDICT_LINE.match(line) or _VERDICT_IN_LINE.search(line))
 
 
 def _quotes(line: str, attempt: str) -> bool:
