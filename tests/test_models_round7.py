@@ -404,3 +404,32 @@ def test_model_call_events_hold_the_failures_evidence(openai_harness: Harness) -
     events = [e for e in run.observation_action_log if isinstance(e, ModelCallEvent)]
     assert [e.try_number for e in events] == [1, 2, 3]
     assert all(e.error is not None and "data: " in e.error.message for e in events)
+
+
+# --- a batch whose account the API refuses ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "aborted"),
+    [(Fail(401, "bad key"), True), (Fail(402, "no credit"), True), (Fail(503, "busy"), False)],
+    ids=["401", "402", "503"],
+)
+def test_a_refused_account_aborts_the_batch_at_its_smoke_run(
+    openai_harness: Harness, tmp_path: Any, answer: Fail, aborted: bool
+) -> None:
+    """Every attempt was run, each invalid the same way, and stored as a batch of invalid
+    tries; a transient failure (the near miss) still lets the batch run."""
+    from groundstate.runner import BatchAborted, BatchConfig, run_batch
+    from groundstate.store import RunStore
+
+    with OpenAICompatibleServer(lambda request: answer) as server:
+        system = openai_harness.system(server, retries={"max_retries": 0})
+        with RunStore(tmp_path / "runs.db") as store:
+            if aborted:
+                with pytest.raises(BatchAborted, match=rf"refused .* HTTP {answer.status}"):
+                    run_batch(openai_harness.suite, system, BatchConfig(attempts=1), store)
+                assert not store.batches()
+                return
+            config = BatchConfig(attempts=1, tasks=("refund-socks",))
+            result = run_batch(openai_harness.suite, system, config, store)
+    assert [r.terminal_reason for r in result.final] == ["environment_failure/model_serving"]

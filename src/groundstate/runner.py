@@ -311,6 +311,12 @@ class BatchRunner:
                 f"smoke run on task {task_id!r} ({run.terminal_reason}: "
                 f"{exception.get('type')}: {exception.get('message')}); no try was stored"
             )
+        if _account_refused(run):  # every try would be invalid the same way
+            message = run.infrastructure_status.get("exception", {}).get("message")
+            raise BatchAborted(
+                f"the model API refused the system {self.system.name!r} in its smoke run on"
+                f" task {task_id!r} ({message}); no try was stored"
+            )
 
     async def _run_canary(self, task_id: str) -> None:
         oracle = self.suite.solutions[task_id].get("oracle")
@@ -531,6 +537,17 @@ def _crashed_at_start(run: AgentRun) -> bool:
         for event in run.observation_action_log
     )
     return run.terminal_reason == "agent_failure/crashed" and not acted
+
+
+def _account_refused(run: AgentRun) -> bool:
+    """The model's API refused the credentials or the account (401, 402, 403, 407): not the
+    system's failure, but no attempt of the batch can get an answer either."""
+    serving = run.infrastructure_status.get("model_serving")
+    return (
+        run.terminal_reason == "environment_failure/model_serving"
+        and isinstance(serving, dict)
+        and serving.get("kind") == "auth"
+    )
 
 
 def _unfinished(last: AgentRun | None, max_retries: int) -> bool:
