@@ -11,6 +11,7 @@ agent's, never a success), the agent's own doing is the agent's, usage is what w
 from __future__ import annotations
 
 import contextlib
+import json
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -433,3 +434,59 @@ def test_a_refused_account_aborts_the_batch_at_its_smoke_run(
             config = BatchConfig(attempts=1, tasks=("refund-socks",))
             result = run_batch(openai_harness.suite, system, config, store)
     assert [r.terminal_reason for r in result.final] == ["environment_failure/model_serving"]
+
+
+# --- a server that echoes the key it refused ----------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [401, 400, 500])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_key_the_server_echoes_is_never_recorded(
+    monkeypatch: pytest.MonkeyPatch, retail: Suite, provider: str, status: int
+) -> None:
+    """A proxy's "Incorrect API key provided: sk-..." went into the trace, the record and the
+    reports as the failure's message."""
+    from .test_models import KEYS
+
+    harness = _harness(_one(provider), monkeypatch, retail)
+    key = KEYS[harness.provider.key_env]
+    output = harness.output([Fail(status, f"Incorrect API key provided: {key}.")] * 3)
+    stored = output.run.model_dump_json() + "".join(output.artifacts.values())
+    assert key not in stored
+    assert "Incorrect API key provided: [the API key]." in stored  # the rest of the evidence
+
+
+def test_a_key_the_user_models_server_echoes_is_never_recorded(
+    bank: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from groundstate.spec.system import UserModel, UserSimulatorSection
+
+    monkeypatch.setenv("USER_MODEL_KEY", "sk-user-secret-789")
+    with OpenAICompatibleServer([Fail(401, "bad key sk-user-secret-789")]) as server:
+        model = UserModel(
+            revision="u", base_url=server.base_url, api_key_env="USER_MODEL_KEY", max_retries=0
+        )
+        system = bank_agent_system(UserSimulatorSection(kind="model", model=model))
+        run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
+    assert run.terminal_reason == "environment_failure/user_simulator"
+    assert "sk-user-secret-789" not in run.model_dump_json()
+    assert "bad key [the API key]" in run.model_dump_json()
+
+
+def test_a_key_the_judges_server_echoes_is_not_in_the_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("JUDGE_KEY", "sk-judge-secret-321")
+    with OpenAICompatibleServer([Fail(401, "bad key sk-judge-secret-321")]) as server:
+        model = _judge(server, "openai-chat").model_copy(update={"api_key_env": "JUDGE_KEY"})
+        with pytest.raises(JudgeFailure) as failed:
+            ask(model, "Is 30 named?")
+    assert "sk-judge-secret-321" not in str(failed.value) + json.dumps(failed.value.evidence)
+
+
+def test_a_short_or_placeholder_key_garbles_no_message() -> None:
+    from groundstate.agents.model_loop import NO_KEY, hide_secret
+
+    assert hide_secret("unused parameter", NO_KEY) == "unused parameter"
+    assert hide_secret("a bad request", "a") == "a bad request"
+    assert hide_secret("key sk-1234 refused", "sk-1234") == "key [the API key] refused"

@@ -23,6 +23,7 @@ import os
 import re
 from typing import Any, Protocol
 
+from groundstate.agents.model_loop import hide_secret
 from groundstate.errors import EnvironmentFailure
 from groundstate.spec.system import UserModel, UserSimulatorSection
 from groundstate.spec.task import AgentTask, UserScenario
@@ -189,14 +190,18 @@ class ModelUser(TurnLimit):
             text = answer.choices[0].message.content
         except openai.APIStatusError as exc:
             reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
-            raise EnvironmentFailure(f"the user model failed: {reason}") from None
+            raise self._failure(reason) from None
         except (openai.APIError, AttributeError, IndexError, TypeError, ValueError) as exc:
             # ValueError: a body that is not JSON, or not UTF-8
-            reason = f"{type(exc).__name__}: {exc}"
-            raise EnvironmentFailure(f"the user model failed: {reason}") from None
+            raise self._failure(f"{type(exc).__name__}: {exc}") from None
         if not isinstance(text, str):
             raise EnvironmentFailure("the user model failed: its answer has no text")
         return text
+
+    def _failure(self, reason: str) -> EnvironmentFailure:
+        """The user model failed for *reason*, with the key taken out: a server may echo it."""
+        key = str(getattr(self._client, "api_key", "") or "")
+        return EnvironmentFailure(f"the user model failed: {hide_secret(reason, key)}")
 
     def _sdk(self) -> Any:
         if self._client is None:

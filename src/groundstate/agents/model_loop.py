@@ -81,6 +81,20 @@ class ServingError(Exception):
         self.request_id = request_id
         self.retry_after = retry_after
 
+    def without(self, secret: str) -> ServingError:
+        """This failure with *secret* (the API key) taken out of its message: a server or
+        proxy may echo the key it refused ("Incorrect API key provided: sk-..."), and the
+        message is kept in the trace, the record and the reports."""
+        if secret not in self.message:
+            return self
+        return ServingError(
+            self.kind,
+            hide_secret(self.message, secret),
+            status_code=self.status_code,
+            request_id=self.request_id,
+            retry_after=self.retry_after,
+        )
+
     def evidence(self) -> ModelCallError:
         return ModelCallError(
             kind=self.kind,
@@ -97,6 +111,19 @@ class Exhausted(Exception):
         super().__init__(error.message)
         self.error = error
         self.tries = tries
+
+
+NO_KEY = "unused"
+"""The key sent when the system names no ``api_key_env``."""
+
+
+def hide_secret(text: str, secret: str) -> str:
+    """*text* with every occurrence of *secret* replaced by a mark. The placeholder sent
+    without a key, and a "key" of under 4 characters (a local server's, found inside ordinary
+    words), are left alone: they hide nothing and would garble the message."""
+    if secret == NO_KEY or len(secret) < 4:
+        return text
+    return text.replace(secret, "[the API key]")
 
 
 def describe_failure(api: str, exc: ServingError) -> str:
@@ -306,7 +333,7 @@ def api_key_from_env(name: str | None, source: object, field_name: str) -> str:
     """The key's value, read from the environment variable *name* (never stored); an unset
     variable is a :class:`SpecError` naming *source* and *field_name*."""
     if name is None:
-        return "unused"  # local servers need none; a real API then answers 401
+        return NO_KEY  # local servers need none; a real API then answers 401
     value = os.environ.get(name)
     if not value:
         raise SpecError(source, field_name, f"environment variable {name} is unset")
@@ -501,7 +528,8 @@ class ModelAgent(ABC):
             started = time.perf_counter()
             try:
                 return await self.send(client, request), try_number, started
-            except ServingError as exc:
+            except ServingError as raised:
+                exc = raised.without(self.settings.api_key)
                 on_error(try_number, started, exc)
                 wait = self._backoff(try_number, exc.retry_after)
                 too_late = deadline is not None and time.monotonic() + wait >= deadline
