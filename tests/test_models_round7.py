@@ -490,3 +490,62 @@ def test_a_short_or_placeholder_key_garbles_no_message() -> None:
     assert hide_secret("unused parameter", NO_KEY) == "unused parameter"
     assert hide_secret("a bad request", "a") == "a bad request"
     assert hide_secret("key sk-1234 refused", "sk-1234") == "key [the API key] refused"
+
+
+# --- settings that contradict each other --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "message"),
+    [
+        (
+            "openai",
+            {"reasoning_budget": "low", "decoding": {"reasoning_effort": "high"}},
+            "reasoning_effort: set by model.reasoning_budget",
+        ),
+        (
+            "anthropic",
+            {"reasoning_budget": 2048, "decoding": {"thinking": {"type": "disabled"}}},
+            "thinking: set by model.reasoning_budget",
+        ),
+        (
+            "anthropic",
+            {"reasoning_budget": 2048, "decoding": {"max_tokens": 2048}},
+            r"max_tokens \(2048\) must exceed the thinking budget",
+        ),
+    ],
+    ids=["effort-twice", "thinking-twice", "max-tokens-under-budget"],
+)
+def test_settings_that_contradict_each_other_are_refused_when_built(
+    monkeypatch: pytest.MonkeyPatch, retail: Suite, provider: str, model: Any, message: str
+) -> None:
+    """Both were hashed and only one sent (or the API refused every request, found only at
+    the smoke run)."""
+    from groundstate.agents.python import load_agent
+    from groundstate.errors import SpecError
+
+    harness = _harness(_one(provider), monkeypatch, retail)
+    with OpenAICompatibleServer([]) as server:
+        system = harness.system(server, **model)
+    with pytest.raises(SpecError, match=rf"model\.decoding.*{message}"):
+        load_agent(system)
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        {"reasoning_budget": 2048, "decoding": {"max_tokens": 4096}},
+        {"decoding": {"reasoning_effort": "high"}},
+    ],
+    ids=["max-tokens-over-budget", "effort-alone"],
+)
+def test_settings_that_agree_are_sent(
+    monkeypatch: pytest.MonkeyPatch, retail: Suite, model: Any
+) -> None:
+    provider = "anthropic" if "reasoning_budget" in model else "openai"
+    harness = _harness(_one(provider), monkeypatch, retail)
+    servers: list[ScriptedModelServer] = []
+    run = harness.run([Reply(text="Done.")], server_out=servers, **model)
+    assert run.valid, run.infrastructure_status
+    sent = servers[0].requests[0]
+    assert all(sent[k] == v for k, v in model["decoding"].items())

@@ -49,6 +49,13 @@ class OpenAIChatAgent(ModelAgent):
                 "model.reasoning_budget",
                 "openai-chat sends it as reasoning_effort: give a string such as 'low'",
             )
+        if budget is not None and "reasoning_effort" in settings.decoding:
+            # Both are hashed; only the budget would be sent.
+            raise SpecError(
+                system.source,
+                "model.decoding",
+                "reasoning_effort: set by model.reasoning_budget, give only one of them",
+            )
 
     def open_client(self) -> openai.AsyncOpenAI:
         return sdk_client(openai.AsyncOpenAI, self.settings)
