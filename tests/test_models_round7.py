@@ -549,3 +549,31 @@ def test_settings_that_agree_are_sent(
     assert run.valid, run.infrastructure_status
     sent = servers[0].requests[0]
     assert all(sent[k] == v for k, v in model["decoding"].items())
+
+
+# --- an error message the size of a page ------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [500, 400, 401])
+def test_a_huge_error_message_is_kept_bounded(openai_harness: Harness, status: int) -> None:
+    """A 2 MB error message was kept whole in the failure's message and again in its
+    traceback: 4 MB in one run record (and in every report of it)."""
+    output = openai_harness.output([Fail(status, "y" * 2_000_000 + "END")] * 3)
+    stored = output.run.model_dump_json() + "".join(output.artifacts.values())
+    assert len(stored) < 100_000
+    assert "more characters]" in output.run.infrastructure_status["exception"]["message"]
+
+
+def test_a_huge_error_message_from_the_user_model_is_kept_bounded(bank: Suite) -> None:
+    with OpenAICompatibleServer([Fail(500, "z" * 2_000_000)]) as server:
+        system = bank_agent_system(model_user(server))
+        run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
+    assert run.terminal_reason == "environment_failure/user_simulator"
+    assert len(run.model_dump_json()) < 100_000
+
+
+def test_a_huge_error_message_from_the_judges_model_is_kept_bounded() -> None:
+    answers = [Fail(500, "w" * 2_000_000)] * 2
+    with OpenAICompatibleServer(answers) as server, pytest.raises(JudgeFailure) as failed:
+        ask(_judge(server, "openai-chat"), "Is 30 named?")
+    assert len(str(failed.value)) + len(json.dumps(failed.value.evidence)) < 10_000

@@ -23,7 +23,7 @@ import os
 import re
 from typing import Any, Protocol
 
-from groundstate.agents.model_loop import hide_secret
+from groundstate.agents.model_loop import bounded_message, hide_secret
 from groundstate.errors import EnvironmentFailure
 from groundstate.spec.system import UserModel, UserSimulatorSection
 from groundstate.spec.task import AgentTask, UserScenario
@@ -201,7 +201,8 @@ class ModelUser(TurnLimit):
     def _failure(self, reason: str) -> EnvironmentFailure:
         """The user model failed for *reason*, with the key taken out: a server may echo it."""
         key = str(getattr(self._client, "api_key", "") or "")
-        return EnvironmentFailure(f"the user model failed: {hide_secret(reason, key)}")
+        reason = bounded_message(hide_secret(reason, key))
+        return EnvironmentFailure(f"the user model failed: {reason}")
 
     def _sdk(self) -> Any:
         if self._client is None:

@@ -100,7 +100,7 @@ class ServingError(Exception):
             kind=self.kind,
             status_code=self.status_code,
             request_id=self.request_id,
-            message=self.message[:2000],
+            message=bounded_message(self.message),
         )
 
 
@@ -111,6 +111,18 @@ class Exhausted(Exception):
         super().__init__(error.message)
         self.error = error
         self.tries = tries
+
+
+MAX_MESSAGE_CHARS = 2000
+"""Characters of an API's error message kept: a server may put a whole page in it, and the
+message is kept in every try's trace event, the attempt's evidence and its traceback."""
+
+
+def bounded_message(text: str) -> str:
+    """*text*, or its first :data:`MAX_MESSAGE_CHARS` characters and how many were left out."""
+    if len(text) <= MAX_MESSAGE_CHARS:
+        return text
+    return f"{text[:MAX_MESSAGE_CHARS]}... [{len(text) - MAX_MESSAGE_CHARS} more characters]"
 
 
 NO_KEY = "unused"
@@ -130,7 +142,7 @@ def describe_failure(api: str, exc: ServingError) -> str:
     """``api: HTTP 500 (request id req_1): message``: what failed, as a report names it."""
     where = f"HTTP {exc.status_code}" if exc.status_code is not None else exc.kind
     request_id = f" (request id {exc.request_id})" if exc.request_id else ""
-    return f"{api}: {where}{request_id}: {exc.message}"
+    return f"{api}: {where}{request_id}: {bounded_message(exc.message)}"
 
 
 def kind_of_status(status: int) -> ErrorKind:
