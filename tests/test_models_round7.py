@@ -577,3 +577,39 @@ def test_a_huge_error_message_from_the_judges_model_is_kept_bounded() -> None:
     with OpenAICompatibleServer(answers) as server, pytest.raises(JudgeFailure) as failed:
         ask(_judge(server, "openai-chat"), "Is 30 named?")
     assert len(str(failed.value)) + len(json.dumps(failed.value.evidence)) < 10_000
+
+
+# --- a batch whose user model cannot be called -------------------------------------------------
+
+
+def _bank_user(request: dict[str, Any]) -> Reply:
+    """A user model for the bank task: the PIN when first asked, then goodbye."""
+    asked = sum(m.get("role") == "user" for m in request.get("messages", []))
+    return Reply(text="It's 1234." if asked == 1 else "No, thanks. ###STOP###")
+
+
+@pytest.mark.parametrize("key_set", [False, True], ids=["unset", "set"])
+def test_a_user_models_unset_key_aborts_the_batch_before_any_try(
+    bank: Suite, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, key_set: bool
+) -> None:
+    """Every attempt that talked to the user ended invalid (the key was read at the first
+    reply), and a batch of them was stored."""
+    from groundstate.runner import BatchAborted, BatchConfig, run_batch
+    from groundstate.spec.system import UserModel, UserSimulatorSection
+    from groundstate.store import RunStore
+
+    monkeypatch.delenv("ROUND7_USER_KEY", raising=False)
+    if key_set:
+        monkeypatch.setenv("ROUND7_USER_KEY", "sk-user-key-555")
+    with OpenAICompatibleServer(_bank_user) as server, RunStore(tmp_path / "r.db") as store:
+        model = UserModel(revision="u", base_url=server.base_url, api_key_env="ROUND7_USER_KEY")
+        system = bank_agent_system(UserSimulatorSection(kind="model", model=model))
+        config = BatchConfig(attempts=1)
+        agent = lambda: FunctionAgent(polite_transfer)  # noqa: E731
+        if not key_set:
+            with pytest.raises(BatchAborted, match=r"user_simulator\.model\.api_key_env"):
+                run_batch(bank, system, config, store, agent_factory=agent)
+            assert not store.batches()
+            return
+        result = run_batch(bank, system, config, store, agent_factory=agent)
+    assert [r.terminal_reason for r in result.final] == ["success"]

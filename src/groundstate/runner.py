@@ -57,6 +57,7 @@ from groundstate.store import (
     parse_stored,
     prepare_run,
 )
+from groundstate.users import user_model_problem
 
 AgentFactory = Callable[[], Agent]
 RunCallback = Callable[[AgentRun], None]
@@ -275,6 +276,11 @@ class BatchRunner:
         The canary and the smoke run go through the executor, so a system that cannot be
         built or run where the attempts will run (a worker, a cluster node) stops here too."""
         self._build_agent()  # first: a system that cannot be built wastes no resets
+        unusable = user_model_problem(self.system.user_simulator)
+        if unusable is not None:
+            raise BatchAborted(
+                f"the system {self.system.name!r}'s simulated user cannot be called: {unusable}"
+            )
         chosen = sorted(self.suite.tasks if tasks is None else tasks)
         for task in (self.suite.tasks[task_id] for task_id in chosen):
             self.interrupt.check()

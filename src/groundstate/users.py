@@ -225,6 +225,22 @@ def _without_stop(text: str, stop: str) -> tuple[str, bool]:
     return said.strip(), count > 0
 
 
+def user_model_problem(spec: UserSimulatorSection) -> str | None:
+    """Why a model-driven user could be called in no attempt (its key's variable unset, the
+    SDK missing), or None: a batch checks it first, rather than run every attempt to an
+    invalid ``environment_failure/user_simulator``."""
+    if spec.kind != "model" or spec.model is None:
+        return None
+    name = spec.model.api_key_env
+    if name and not os.environ.get(name):
+        return f"user_simulator.model.api_key_env: environment variable {name} is unset"
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        return "a model-driven user needs the openai SDK: pip install 'groundstate[openai]'"
+    return None
+
+
 def _openai_client(model: UserModel) -> Any:
     try:
         import openai
