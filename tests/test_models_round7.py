@@ -613,3 +613,41 @@ def test_a_user_models_unset_key_aborts_the_batch_before_any_try(
             return
         result = run_batch(bank, system, config, store, agent_factory=agent)
     assert [r.terminal_reason for r in result.final] == ["success"]
+
+
+@pytest.fixture
+def judged(edited_bank: Any, tmp_path: Any) -> Any:
+    from .test_model_judges import Judged
+
+    made = Judged(edited_bank, tmp_path / "bank")
+    yield made
+    made.close()
+
+
+@pytest.mark.parametrize("key_set", [False, True], ids=["unset", "set"])
+def test_a_judges_unset_key_aborts_the_batch_before_any_try(
+    judged: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, key_set: bool
+) -> None:
+    """Every attempt of the task was graded a ``grader_failure`` (the key was read when the
+    judge was asked), and a batch of them was stored."""
+    from groundstate.runner import BatchAborted, BatchConfig, run_batch
+    from groundstate.spec.system import UserSimulatorSection
+    from groundstate.store import RunStore
+
+    from .test_model_judges import agreeing
+
+    monkeypatch.delenv("ROUND7_JUDGE_KEY", raising=False)
+    if key_set:
+        monkeypatch.setenv("ROUND7_JUDGE_KEY", "sk-judge-key-777")
+    judged.serve(agreeing)
+    suite = judged.load(judged.judge({"model.api_key_env": "ROUND7_JUDGE_KEY"}))
+    agent = lambda: FunctionAgent(polite_transfer)  # noqa: E731
+    system, config = bank_agent_system(UserSimulatorSection()), BatchConfig(attempts=1)
+    with RunStore(tmp_path / "r.db") as store:
+        if not key_set:
+            with pytest.raises(BatchAborted, match=r"transfer / reply: .*ROUND7_JUDGE_KEY"):
+                run_batch(suite, system, config, store, agent_factory=agent)
+            assert not store.batches()
+            return
+        result = run_batch(suite, system, config, store, agent_factory=agent)
+    assert [r.valid for r in result.final] == [True]

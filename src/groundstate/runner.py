@@ -44,6 +44,7 @@ from groundstate.episode import (
 )
 from groundstate.errors import EnvironmentFailure, ExecutorError, GroundstateError, StoreError
 from groundstate.executors import Executor, InProcessExecutor
+from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
@@ -282,6 +283,9 @@ class BatchRunner:
                 f"the system {self.system.name!r}'s simulated user cannot be called: {unusable}"
             )
         chosen = sorted(self.suite.tasks if tasks is None else tasks)
+        unset = unset_judge_keys(self.suite.tasks[task_id] for task_id in chosen)
+        if unset:  # every attempt of those tasks would be a grader failure
+            raise BatchAborted(f"a model judge cannot be called: {'; '.join(unset)}")
         for task in (self.suite.tasks[task_id] for task_id in chosen):
             self.interrupt.check()
             try:

@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import re
 import string
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,7 +39,7 @@ from groundstate.errors import JudgeFailure, SpecError
 from groundstate.spec.canonical import hash_value
 from groundstate.spec.files import read_text
 from groundstate.spec.system import BUILTIN_AGENTS
-from groundstate.spec.task import JudgeModel, ModelJudge
+from groundstate.spec.task import AgentTask, JudgeAssertion, JudgeModel, ModelJudge
 from groundstate.trace import ModelCallEvent, TraceEvent
 
 T = TypeVar("T")
@@ -242,6 +243,21 @@ def adapter_for(model: JudgeModel) -> ModelAgent:
         context_turns=None,
     )
     return adapter(settings)
+
+
+def unset_judge_keys(tasks: Iterable[AgentTask]) -> list[str]:
+    """``task / assertion: environment variable X is unset`` for each model judge of *tasks*
+    whose key cannot be read: a batch checks them first, rather than grade every attempt of
+    the task a ``grader_failure``."""
+    return [
+        f"{task.task_id} / {a.id}: environment variable {a.judge.model.api_key_env} is unset"
+        for task in tasks
+        for a in task.outcome_assertions
+        if isinstance(a, JudgeAssertion)
+        and isinstance(a.judge, ModelJudge)
+        and a.judge.model.api_key_env
+        and not os.environ.get(a.judge.model.api_key_env)
+    ]
 
 
 def decoding_problem(model: JudgeModel) -> str | None:
