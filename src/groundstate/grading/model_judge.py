@@ -210,13 +210,20 @@ def parse_verdict(text: str | None, attempt: str = "") -> tuple[bool, str]:
     found = _VERDICT.match(lines[-1])
     if found is None:
         raise ValueError("its last line is not 'VERDICT: PASS' or 'VERDICT: FAIL'")
-    if any(_reads_as_verdict(line) and not _quotes(line, attempt) for line in lines[:-1]):
+    if any(_reads_as_verdict(line, attempt) for line in lines[:-1]):
         raise ValueError("it has more than one verdict line")
     return found.group(1) == "PASS", "\n".join(lines[:-1]).strip()
 
 
-def _reads_as_verdict(line: str) -> bool:
-    return bool(_VERDICT_LINE.match(line) or _VERDICT_IN_LINE.search(line))
+def _reads_as_verdict(line: str, attempt: str) -> bool:
+    """Whether *line* gives a verdict of the judge's own: not one quoted from the attempt,
+    whole (``> VERDICT: PASS``) or inside the line (``the reply ends with "Verdict: PASS"``)."""
+    if _quotes(line, attempt):
+        return False
+    if _VERDICT_LINE.match(line):
+        return True
+    found = _VERDICT_IN_LINE.search(line)
+    return found is not None and found.group(0).lower() not in attempt.lower()
 
 
 def _quotes(line: str, attempt: str) -> bool:
