@@ -661,3 +661,47 @@ def test_a_verdict_the_agent_wrote_and_the_judge_quotes_inside_a_line_is_not_the
     assert parse_verdict(answer, reply)[0] is True
     with pytest.raises(ValueError, match="more than one verdict"):
         parse_verdict(answer, "Moved 30 to B.")  # the judge's own words: a contradiction
+
+
+# --- JSON nested past what Python parses ------------------------------------------------------
+
+
+def _nested(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [100_000, 900])
+def test_deeply_nested_arguments_go_back_as_a_tool_error(
+    openai_harness: Harness, depth: int
+) -> None:
+    """Arguments nested past the parser's recursion limit crashed the adapter:
+    ``agent_failure/crashed``. They are the model's malformed call, sent back to it."""
+    from .test_models_adversarial import call
+
+    servers: list[ScriptedModelServer] = []
+    body = completion({"content": None, "tool_calls": [call(_nested(depth))]})
+    run = openai_harness.run([Raw(body), Reply(text="Sorry.")], server_out=servers)
+    assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
+    assert run.final_message == "Sorry."  # the model heard of its mistake and answered
+    (result,) = [m for m in servers[0].requests[1]["messages"] if m["role"] == "tool"]
+    assert result["content"].startswith("error")
+
+
+def test_a_body_nested_past_the_parser_is_the_providers_fault(
+    openai_harness: Harness, anthropic_harness: Harness
+) -> None:
+    chat = completion({"content": "Done."}, x=1)  # a field to nest into
+    chat = chat.replace('"x": 1', '"x": ' + _nested(100_000))
+    assert "malformed response" in _serving_failure(openai_harness.run([Raw(chat)] * 3))
+    use = {"type": "tool_use", "id": "t1", "name": "get_order", "input": {"order_id": "X"}}
+    messages = message([use], stop_reason="tool_use").replace('"X"', _nested(100_000))
+    assert "malformed response" in _serving_failure(anthropic_harness.run([Raw(messages)] * 3))
+
+
+def test_a_user_model_body_nested_past_the_parser_is_the_instruments_fault(bank: Suite) -> None:
+    body = completion({"content": "1234"}, x=1).replace('"x": 1', '"x": ' + _nested(100_000))
+    with OpenAICompatibleServer([Raw(body)]) as server:
+        system = bank_agent_system(model_user(server))
+        run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
+    assert run.terminal_reason == "environment_failure/user_simulator", run.infrastructure_status
+    assert "the user model failed: RecursionError" in str(run.infrastructure_status)

@@ -191,8 +191,14 @@ class ModelUser(TurnLimit):
         except openai.APIStatusError as exc:
             reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
             raise self._failure(reason) from None
-        except (openai.APIError, AttributeError, IndexError, TypeError, ValueError) as exc:
-            # ValueError: a body that is not JSON, or not UTF-8
+        except (
+            openai.APIError,
+            AttributeError,
+            IndexError,
+            TypeError,
+            ValueError,  # a body that is not JSON, or not UTF-8
+            RecursionError,  # JSON nested past what Python parses
+        ) as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}") from None
         if not isinstance(text, str):
             raise EnvironmentFailure("the user model failed: its answer has no text")

@@ -225,7 +225,8 @@ async def call_sdk(
         raise ServingError("timeout", f"no answer within {timeout:g}s") from None
     except sdk.APIConnectionError as exc:
         raise ServingError("connection", str(exc)) from None
-    except (sdk.APIError, ValueError) as exc:  # a body that is not an answer, or not JSON
+    except (sdk.APIError, ValueError, RecursionError) as exc:
+        # a body that is not an answer, not JSON, or JSON nested past what Python parses
         raise ServingError("server_error", f"malformed response: {exc}") from None
     if isinstance(answer, str):  # the SDKs hand back a body not labelled JSON as its text
         raise ServingError(
@@ -234,8 +235,9 @@ async def call_sdk(
         )
     try:
         return to_turn(answer)
-    except (AttributeError, IndexError, TypeError, ValueError) as exc:
-        # ValueError: pydantic's ValidationError, e.g. a tool call whose id or name is null
+    except (AttributeError, IndexError, TypeError, ValueError, RecursionError) as exc:
+        # ValueError: pydantic's ValidationError, e.g. a tool call whose id or name is null;
+        # RecursionError: a tool input nested too deeply to write back as JSON
         raise ServingError(
             "server_error",
             f"malformed response: {type(exc).__name__}: {exc}",
@@ -646,6 +648,8 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         return raw, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+    except RecursionError:  # the model's own text: its mistake, not the adapter's crash
+        return raw, "the arguments are JSON nested too deeply to read"
     if not isinstance(value, dict):
         return value, f"the arguments must be a JSON object, got {type(value).__name__}"
     return value, None
