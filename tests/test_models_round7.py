@@ -705,3 +705,26 @@ def test_a_user_model_body_nested_past_the_parser_is_the_instruments_fault(bank:
         run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
     assert run.terminal_reason == "environment_failure/user_simulator", run.infrastructure_status
     assert "the user model failed: RecursionError" in str(run.infrastructure_status)
+
+
+# --- the deprecated functions protocol ----------------------------------------------------------
+
+
+def test_a_legacy_function_call_answer_is_a_compatibility_failure(openai_harness: Harness) -> None:
+    """It was read as an empty answer: ``agent_failure/incorrect_state``, the call lost."""
+    legacy = {"content": None, "function_call": {"name": "get_order", "arguments": "{}"}}
+    run = openai_harness.run([Raw(completion(legacy))])
+    assert run.terminal_reason == "harness_compatibility_failure", run.infrastructure_status
+    assert "legacy function_call ('get_order')" in run.infrastructure_status["exception"]["message"]
+
+
+def test_a_null_function_call_beside_tool_calls_is_ignored(openai_harness: Harness) -> None:
+    """The near miss: servers send ``function_call: null`` in every answer."""
+    script = oracle_script(openai_harness.suite)
+    first = script[0]
+    assert isinstance(first, Reply)
+    (call,) = first.tool_calls
+    tool_call = {"id": "c1", "type": "function", "function": {"name": call.name}}
+    tool_call["function"]["arguments"] = call.arguments_text()
+    body = completion({"content": None, "function_call": None, "tool_calls": [tool_call]})
+    assert openai_harness.run([Raw(body), *script[1:]]).terminal_reason == "success"

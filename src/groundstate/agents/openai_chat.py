@@ -20,7 +20,7 @@ from groundstate.agents.model_loop import (
     sdk_keywords,
     split_decoding,
 )
-from groundstate.errors import SpecError
+from groundstate.errors import HarnessCompatibilityError, SpecError
 from groundstate.spec.system import SystemSpec
 from groundstate.trace import ModelResponse, ModelToolCall, ModelUsage
 
@@ -101,6 +101,16 @@ class OpenAIChatAgent(ModelAgent):
 
 def _turn(completion: Any) -> Turn:
     message = completion.choices[0].message
+    legacy = getattr(message, "function_call", None)
+    if legacy is not None and not message.tool_calls:
+        # The deprecated ``functions`` protocol, which the adapter never sends: the server
+        # (or the model's template) cannot use the tools as offered. Read as an empty answer
+        # it was the agent's incorrect state, with the call gone from the trace.
+        raise HarnessCompatibilityError(
+            "the server answered with a legacy function_call"
+            f" ({getattr(legacy, 'name', None)!r}), not tool_calls: it does not speak the"
+            " tools protocol the adapter sends"
+        )
     calls = [
         ModelToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
         for call in message.tool_calls or []
