@@ -728,3 +728,13 @@ def test_a_null_function_call_beside_tool_calls_is_ignored(openai_harness: Harne
     tool_call["function"]["arguments"] = call.arguments_text()
     body = completion({"content": None, "function_call": None, "tool_calls": [tool_call]})
     assert openai_harness.run([Raw(body), *script[1:]]).terminal_reason == "success"
+
+
+def test_a_user_model_that_refuses_to_play_says_so(bank: Suite) -> None:
+    """A refusal with no text was "its answer has no text", the refusal itself dropped."""
+    refused = completion({"content": None, "refusal": "I can't role-play a customer."})
+    with OpenAICompatibleServer([Raw(refused)]) as server:
+        system = bank_agent_system(model_user(server))
+        run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
+    assert run.terminal_reason == "environment_failure/user_simulator"
+    assert "I can't role-play a customer." in run.infrastructure_status["exception"]["message"]

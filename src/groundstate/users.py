@@ -188,6 +188,7 @@ class ModelUser(TurnLimit):
                 **{"seed": self._seed, **self._model.decoding},
             )
             text = answer.choices[0].message.content
+            refusal = getattr(answer.choices[0].message, "refusal", None)
         except openai.APIStatusError as exc:
             reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
             raise self._failure(reason) from None
@@ -201,7 +202,8 @@ class ModelUser(TurnLimit):
         ) as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}") from None
         if not isinstance(text, str):
-            raise EnvironmentFailure("the user model failed: its answer has no text")
+            why = f" (it refused: {refusal!r})" if isinstance(refusal, str) and refusal else ""
+            raise self._failure(f"its answer has no text{why}")
         return text
 
     def _failure(self, reason: str) -> EnvironmentFailure:
