@@ -738,3 +738,18 @@ def test_a_user_model_that_refuses_to_play_says_so(bank: Suite) -> None:
         run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
     assert run.terminal_reason == "environment_failure/user_simulator"
     assert "I can't role-play a customer." in run.infrastructure_status["exception"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("code", "tries"), [("insufficient_quota", 1), ("rate_limit_exceeded", 3)], ids=str
+)
+def test_a_429_for_an_account_out_of_quota_is_not_retried(
+    openai_harness: Harness, code: str, tries: int
+) -> None:
+    """OpenAI's ``insufficient_quota`` 429 was retried like a rate limit (and a batch ran all
+    its attempts to it); a real rate limit (the near miss) still is."""
+    body = json.dumps({"error": {"message": "quota", "type": "x", "code": code}})
+    servers: list[ScriptedModelServer] = []
+    run = openai_harness.run([Raw(body, status=429)] * 3, server_out=servers)
+    _serving_failure(run, tries=tries)
+    assert len(servers[0].requests) == tries

@@ -168,6 +168,14 @@ def api_message(exc: Any) -> str:
     return str(getattr(exc, "message", exc))
 
 
+def _out_of_quota(exc: Any) -> bool:
+    """OpenAI's 429 ``insufficient_quota``: the account has no quota left. It looks like a
+    rate limit, but waiting does not end it: a refusal of the account, as a 402 is."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    return isinstance(error, dict) and error.get("code") == "insufficient_quota"
+
+
 def retry_after_seconds(headers: Any) -> float | None:
     """How long the server asks to wait, in seconds: ``retry-after-ms`` (OpenAI's), else
     ``Retry-After`` as seconds or as an HTTP date (RFC 9110); ``None`` when neither reads."""
@@ -215,7 +223,7 @@ async def call_sdk(
         answer = await create(**request)
     except sdk.APIStatusError as exc:
         raise ServingError(
-            kind_of_status(exc.status_code),
+            "auth" if _out_of_quota(exc) else kind_of_status(exc.status_code),
             api_message(exc),
             status_code=exc.status_code,
             request_id=exc.request_id,
