@@ -374,14 +374,15 @@ def test_decoding_and_reasoning_settings_are_sent(harness: Harness) -> None:
     harness.run(
         [Reply(text="Hello.")],
         server_out=servers,
-        decoding={"temperature": 0.3, "top_p": 0.9, "max_tokens": 333, "stop": "END", "top_k": 5},
+        # max_tokens above the thinking budget: the Messages API refuses one below it
+        decoding={"temperature": 0.3, "top_p": 0.9, "max_tokens": 3333, "stop": "END", "top_k": 5},
         reasoning_budget=budget,
     )
     sent = servers[0].requests[0]
     assert (sent["temperature"], sent["top_p"], sent["max_tokens"], sent["top_k"]) == (
         0.3,
         0.9,
-        333,
+        3333,
         5,
     )
     if openai:

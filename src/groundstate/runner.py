@@ -44,6 +44,7 @@ from groundstate.episode import (
 )
 from groundstate.errors import EnvironmentFailure, ExecutorError, GroundstateError, StoreError
 from groundstate.executors import Executor, InProcessExecutor
+from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
@@ -57,6 +58,7 @@ from groundstate.store import (
     parse_stored,
     prepare_run,
 )
+from groundstate.users import user_model_problem
 
 AgentFactory = Callable[[], Agent]
 RunCallback = Callable[[AgentRun], None]
@@ -275,7 +277,15 @@ class BatchRunner:
         The canary and the smoke run go through the executor, so a system that cannot be
         built or run where the attempts will run (a worker, a cluster node) stops here too."""
         self._build_agent()  # first: a system that cannot be built wastes no resets
+        unusable = user_model_problem(self.system.user_simulator)
+        if unusable is not None:
+            raise BatchAborted(
+                f"the system {self.system.name!r}'s simulated user cannot be called: {unusable}"
+            )
         chosen = sorted(self.suite.tasks if tasks is None else tasks)
+        unset = unset_judge_keys(self.suite.tasks[task_id] for task_id in chosen)
+        if unset:  # every attempt of those tasks would be a grader failure
+            raise BatchAborted(f"a model judge cannot be called: {'; '.join(unset)}")
         for task in (self.suite.tasks[task_id] for task_id in chosen):
             self.interrupt.check()
             try:
@@ -310,6 +320,12 @@ class BatchRunner:
                 f"harness_compatibility_failure: the system {self.system.name!r} failed its "
                 f"smoke run on task {task_id!r} ({run.terminal_reason}: "
                 f"{exception.get('type')}: {exception.get('message')}); no try was stored"
+            )
+        if _account_refused(run):  # every try would be invalid the same way
+            message = run.infrastructure_status.get("exception", {}).get("message")
+            raise BatchAborted(
+                f"the model API refused the system {self.system.name!r} in its smoke run on"
+                f" task {task_id!r} ({message}); no try was stored"
             )
 
     async def _run_canary(self, task_id: str) -> None:
@@ -531,6 +547,17 @@ def _crashed_at_start(run: AgentRun) -> bool:
         for event in run.observation_action_log
     )
     return run.terminal_reason == "agent_failure/crashed" and not acted
+
+
+def _account_refused(run: AgentRun) -> bool:
+    """The model's API refused the credentials or the account (401, 402, 403, 407): not the
+    system's failure, but no attempt of the batch can get an answer either."""
+    serving = run.infrastructure_status.get("model_serving")
+    return (
+        run.terminal_reason == "environment_failure/model_serving"
+        and isinstance(serving, dict)
+        and serving.get("kind") == "auth"
+    )
 
 
 def _unfinished(last: AgentRun | None, max_retries: int) -> bool:

@@ -91,11 +91,15 @@ class Fail:
 
 @dataclass(frozen=True)
 class Raw:
-    """A body sent as it is (for malformed output)."""
+    """A body sent as it is (for malformed output): text is sent as UTF-8, bytes unchanged
+    (a body that is not UTF-8)."""
 
-    body: str
+    body: str | bytes
     status: int = 200
     delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+    """Headers sent besides the defaults; a ``content-type`` here replaces
+    ``application/json`` (``text/event-stream`` for a streaming-shaped body)."""
 
 
 Answer = Reply | Fail | Raw
@@ -243,7 +247,7 @@ class ScriptedModelServer:
                 elif isinstance(answer, Fail):
                     self._send(answer.status, server.error_body(answer), number, answer.headers)
                 elif isinstance(answer, Raw):
-                    self._send_text(answer.status, answer.body, number)
+                    self._send_text(answer.status, answer.body, number, answer.headers)
                 else:
                     self._send(200, server.render(answer, body, number), number)
 
@@ -257,12 +261,18 @@ class ScriptedModelServer:
                 self._send_text(status, json.dumps(body), number, headers)
 
             def _send_text(
-                self, status: int, text: str, number: int, headers: dict[str, str] | None = None
+                self,
+                status: int,
+                text: str | bytes,
+                number: int,
+                headers: dict[str, str] | None = None,
             ) -> None:
-                data = text.encode()
+                data = text if isinstance(text, bytes) else text.encode()
+                named = {name.lower() for name in headers or {}}
                 with suppress(OSError):  # the client gave up (a timeout under test)
                     self.send_response(status)
-                    self.send_header("content-type", "application/json")
+                    if "content-type" not in named:
+                        self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(data)))
                     self.send_header(server.request_id_header, f"req_{number}")
                     for name, value in (headers or {}).items():

@@ -23,6 +23,7 @@ import os
 import re
 from typing import Any, Protocol
 
+from groundstate.agents.model_loop import bounded_message, hide_secret
 from groundstate.errors import EnvironmentFailure
 from groundstate.spec.system import UserModel, UserSimulatorSection
 from groundstate.spec.task import AgentTask, UserScenario
@@ -187,15 +188,29 @@ class ModelUser(TurnLimit):
                 **{"seed": self._seed, **self._model.decoding},
             )
             text = answer.choices[0].message.content
+            refusal = getattr(answer.choices[0].message, "refusal", None)
         except openai.APIStatusError as exc:
             reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
-            raise EnvironmentFailure(f"the user model failed: {reason}") from None
-        except (openai.APIError, AttributeError, IndexError, TypeError) as exc:
-            reason = f"{type(exc).__name__}: {exc}"
-            raise EnvironmentFailure(f"the user model failed: {reason}") from None
+            raise self._failure(reason) from None
+        except (
+            openai.APIError,
+            AttributeError,
+            IndexError,
+            TypeError,
+            ValueError,  # a body that is not JSON, or not UTF-8
+            RecursionError,  # JSON nested past what Python parses
+        ) as exc:
+            raise self._failure(f"{type(exc).__name__}: {exc}") from None
         if not isinstance(text, str):
-            raise EnvironmentFailure("the user model failed: its answer has no text")
+            why = f" (it refused: {refusal!r})" if isinstance(refusal, str) and refusal else ""
+            raise self._failure(f"its answer has no text{why}")
         return text
+
+    def _failure(self, reason: str) -> EnvironmentFailure:
+        """The user model failed for *reason*, with the key taken out: a server may echo it."""
+        key = str(getattr(self._client, "api_key", "") or "")
+        reason = bounded_message(hide_secret(reason, key))
+        return EnvironmentFailure(f"the user model failed: {reason}")
 
     def _sdk(self) -> Any:
         if self._client is None:
@@ -206,11 +221,32 @@ class ModelUser(TurnLimit):
 def _without_stop(text: str, stop: str) -> tuple[str, bool]:
     """*text* without its stop tokens, and whether it had one. Models do not keep a token's
     case or spacing (``###stop###``, ``### STOP ###``), so neither counts; a token left in the
-    text would reach the agent as something the user said."""
+    text would reach the agent as something the user said. A token that begins or ends with a
+    letter or digit (``DONE``) counts only as a whole word there: "abandoned" or "donee" is not
+    a goodbye."""
     parts = re.findall(r"\w+|[^\w\s]+", stop)
-    pattern = re.compile(r"\s*".join(re.escape(part) for part in parts), re.IGNORECASE)
+    body = r"\s*".join(re.escape(part) for part in parts)
+    before = r"(?<!\w)" if re.match(r"\w", parts[0]) else ""
+    after = r"(?!\w)" if re.match(r"\w", parts[-1][-1]) else ""
+    pattern = re.compile(before + body + after, re.IGNORECASE)
     said, count = pattern.subn("", text)
     return said.strip(), count > 0
+
+
+def user_model_problem(spec: UserSimulatorSection) -> str | None:
+    """Why a model-driven user could be called in no attempt (its key's variable unset, the
+    SDK missing), or None: a batch checks it first, rather than run every attempt to an
+    invalid ``environment_failure/user_simulator``."""
+    if spec.kind != "model" or spec.model is None:
+        return None
+    name = spec.model.api_key_env
+    if name and not os.environ.get(name):
+        return f"user_simulator.model.api_key_env: environment variable {name} is unset"
+    try:
+        import openai  # noqa: F401
+    except ImportError:
+        return "a model-driven user needs the openai SDK: pip install 'groundstate[openai]'"
+    return None
 
 
 def _openai_client(model: UserModel) -> Any:

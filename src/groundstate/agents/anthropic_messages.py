@@ -57,6 +57,22 @@ class AnthropicMessagesAgent(ModelAgent):
                 "model.reasoning_budget",
                 "anthropic-messages sends it as the thinking budget: give tokens (>= 1024)",
             )
+        if budget is not None and "thinking" in settings.decoding:
+            # Both are hashed; only the budget would be sent.
+            raise SpecError(
+                system.source,
+                "model.decoding",
+                "thinking: set by model.reasoning_budget, give only one of them",
+            )
+        max_tokens = settings.decoding.get("max_tokens")
+        if isinstance(budget, int) and isinstance(max_tokens, int) and max_tokens <= budget:
+            # The API refuses it in every request: the batch would abort at its smoke run.
+            raise SpecError(
+                system.source,
+                "model.decoding",
+                f"max_tokens ({max_tokens}) must exceed the thinking budget"
+                f" (model.reasoning_budget: {budget})",
+            )
 
     def open_client(self) -> anthropic.AsyncAnthropic:
         return sdk_client(anthropic.AsyncAnthropic, self.settings)

@@ -81,12 +81,26 @@ class ServingError(Exception):
         self.request_id = request_id
         self.retry_after = retry_after
 
+    def without(self, secret: str) -> ServingError:
+        """This failure with *secret* (the API key) taken out of its message: a server or
+        proxy may echo the key it refused ("Incorrect API key provided: sk-..."), and the
+        message is kept in the trace, the record and the reports."""
+        if secret not in self.message:
+            return self
+        return ServingError(
+            self.kind,
+            hide_secret(self.message, secret),
+            status_code=self.status_code,
+            request_id=self.request_id,
+            retry_after=self.retry_after,
+        )
+
     def evidence(self) -> ModelCallError:
         return ModelCallError(
             kind=self.kind,
             status_code=self.status_code,
             request_id=self.request_id,
-            message=self.message[:2000],
+            message=bounded_message(self.message),
         )
 
 
@@ -99,11 +113,36 @@ class Exhausted(Exception):
         self.tries = tries
 
 
+MAX_MESSAGE_CHARS = 2000
+"""Characters of an API's error message kept: a server may put a whole page in it, and the
+message is kept in every try's trace event, the attempt's evidence and its traceback."""
+
+
+def bounded_message(text: str) -> str:
+    """*text*, or its first :data:`MAX_MESSAGE_CHARS` characters and how many were left out."""
+    if len(text) <= MAX_MESSAGE_CHARS:
+        return text
+    return f"{text[:MAX_MESSAGE_CHARS]}... [{len(text) - MAX_MESSAGE_CHARS} more characters]"
+
+
+NO_KEY = "unused"
+"""The key sent when the system names no ``api_key_env``."""
+
+
+def hide_secret(text: str, secret: str) -> str:
+    """*text* with every occurrence of *secret* replaced by a mark. The placeholder sent
+    without a key, and a "key" of under 4 characters (a local server's, found inside ordinary
+    words), are left alone: they hide nothing and would garble the message."""
+    if secret == NO_KEY or len(secret) < 4:
+        return text
+    return text.replace(secret, "[the API key]")
+
+
 def describe_failure(api: str, exc: ServingError) -> str:
     """``api: HTTP 500 (request id req_1): message``: what failed, as a report names it."""
     where = f"HTTP {exc.status_code}" if exc.status_code is not None else exc.kind
     request_id = f" (request id {exc.request_id})" if exc.request_id else ""
-    return f"{api}: {where}{request_id}: {exc.message}"
+    return f"{api}: {where}{request_id}: {bounded_message(exc.message)}"
 
 
 def kind_of_status(status: int) -> ErrorKind:
@@ -112,7 +151,10 @@ def kind_of_status(status: int) -> ErrorKind:
         return "rate_limited"
     if status in (408, 409) or status >= 500:
         return "server_error"
-    if status in (401, 403):
+    if status in (401, 402, 403, 407):
+        # The account, not the request: refused credentials, no credit left (402, as
+        # OpenRouter answers), a proxy's own login. Calling it a rejection of the request
+        # would count the evaluator's account against the system as a compatibility failure.
         return "auth"
     return "rejected"
 
@@ -124,6 +166,14 @@ def api_message(exc: Any) -> str:
     if isinstance(error, dict) and isinstance(error.get("message"), str):
         return str(error["message"])
     return str(getattr(exc, "message", exc))
+
+
+def _out_of_quota(exc: Any) -> bool:
+    """OpenAI's 429 ``insufficient_quota``: the account has no quota left. It looks like a
+    rate limit, but waiting does not end it: a refusal of the account, as a 402 is."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    return isinstance(error, dict) and error.get("code") == "insufficient_quota"
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -173,7 +223,7 @@ async def call_sdk(
         answer = await create(**request)
     except sdk.APIStatusError as exc:
         raise ServingError(
-            kind_of_status(exc.status_code),
+            "auth" if _out_of_quota(exc) else kind_of_status(exc.status_code),
             api_message(exc),
             status_code=exc.status_code,
             request_id=exc.request_id,
@@ -183,17 +233,29 @@ async def call_sdk(
         raise ServingError("timeout", f"no answer within {timeout:g}s") from None
     except sdk.APIConnectionError as exc:
         raise ServingError("connection", str(exc)) from None
-    except (sdk.APIError, ValueError) as exc:  # a body that is not an answer, or not JSON
+    except (sdk.APIError, ValueError, RecursionError) as exc:
+        # a body that is not an answer, not JSON, or JSON nested past what Python parses
         raise ServingError("server_error", f"malformed response: {exc}") from None
+    if isinstance(answer, str):  # the SDKs hand back a body not labelled JSON as its text
+        raise ServingError(
+            "server_error",
+            f"malformed response: a body that is not JSON (a stream?): {answer[:200]!r}",
+        )
     try:
         return to_turn(answer)
-    except (AttributeError, IndexError, TypeError, ValueError) as exc:
-        # ValueError: pydantic's ValidationError, e.g. a tool call whose id or name is null
+    except (AttributeError, IndexError, TypeError, ValueError, RecursionError) as exc:
+        # ValueError: pydantic's ValidationError, e.g. a tool call whose id or name is null;
+        # RecursionError: a tool input nested too deeply to write back as JSON
         raise ServingError(
             "server_error",
             f"malformed response: {type(exc).__name__}: {exc}",
             request_id=getattr(answer, "_request_id", None),
         ) from None
+
+
+MAX_CALL_TOKENS = 10**9
+"""More tokens than one request can use or produce: the largest context windows are some
+millions of tokens. A count above it is the server's mistake, not the agent's spending."""
 
 
 def reported_usage(
@@ -204,8 +266,10 @@ def reported_usage(
     reasoning_tokens: Any = 0,
 ) -> ModelUsage:
     """The usage an API reported (``None`` read as 0). A count no API can mean (negative, not a
-    whole number, more cached than input tokens) raises ``ValueError``: :func:`call_sdk` makes
-    it a malformed answer, rather than usage that lowers the attempt's totals."""
+    whole number, more cached than input tokens, above :data:`MAX_CALL_TOKENS`) raises
+    ``ValueError``: :func:`call_sdk` makes it a malformed answer, rather than usage that
+    lowers the attempt's totals, or charges the agent's budget with the server's nonsense (a
+    count too large for a float crashed the cost's sum)."""
     usage = ModelUsage(
         input_tokens=input_tokens or 0,
         cached_input_tokens=cached_input_tokens or 0,
@@ -213,7 +277,11 @@ def reported_usage(
         reasoning_tokens=reasoning_tokens or 0,
     )
     counts = usage.model_dump(exclude={"cost"})
-    if min(counts.values()) < 0 or usage.cached_input_tokens > usage.input_tokens:
+    if (
+        min(counts.values()) < 0
+        or max(counts.values()) > MAX_CALL_TOKENS
+        or usage.cached_input_tokens > usage.input_tokens
+    ):
         raise ValueError(f"impossible usage {counts}")
     return usage
 
@@ -287,7 +355,7 @@ def api_key_from_env(name: str | None, source: object, field_name: str) -> str:
     """The key's value, read from the environment variable *name* (never stored); an unset
     variable is a :class:`SpecError` naming *source* and *field_name*."""
     if name is None:
-        return "unused"  # local servers need none; a real API then answers 401
+        return NO_KEY  # local servers need none; a real API then answers 401
     value = os.environ.get(name)
     if not value:
         raise SpecError(source, field_name, f"environment variable {name} is unset")
@@ -482,7 +550,8 @@ class ModelAgent(ABC):
             started = time.perf_counter()
             try:
                 return await self.send(client, request), try_number, started
-            except ServingError as exc:
+            except ServingError as raised:
+                exc = raised.without(self.settings.api_key)
                 on_error(try_number, started, exc)
                 wait = self._backoff(try_number, exc.retry_after)
                 too_late = deadline is not None and time.monotonic() + wait >= deadline
@@ -504,7 +573,9 @@ class ModelAgent(ABC):
             return HarnessCompatibilityError(f"the API rejected the request: {message}")
         evidence = exc.evidence().model_dump() | {"tries": tries}
         if exc.kind == "auth":
-            return ModelServingFailure(f"the API refused the credentials: {message}", evidence)
+            return ModelServingFailure(
+                f"the API refused the credentials or the account: {message}", evidence
+            )
         return ModelServingFailure(f"model serving failed after {tries} tries: {message}", evidence)
 
     def _record(
@@ -585,6 +656,8 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         return raw, f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+    except RecursionError:  # the model's own text: its mistake, not the adapter's crash
+        return raw, "the arguments are JSON nested too deeply to read"
     if not isinstance(value, dict):
         return value, f"the arguments must be a JSON object, got {type(value).__name__}"
     return value, None

@@ -20,7 +20,7 @@ from groundstate.agents.model_loop import (
     sdk_keywords,
     split_decoding,
 )
-from groundstate.errors import SpecError
+from groundstate.errors import HarnessCompatibilityError, SpecError
 from groundstate.spec.system import SystemSpec
 from groundstate.trace import ModelResponse, ModelToolCall, ModelUsage
 
@@ -48,6 +48,13 @@ class OpenAIChatAgent(ModelAgent):
                 system.source,
                 "model.reasoning_budget",
                 "openai-chat sends it as reasoning_effort: give a string such as 'low'",
+            )
+        if budget is not None and "reasoning_effort" in settings.decoding:
+            # Both are hashed; only the budget would be sent.
+            raise SpecError(
+                system.source,
+                "model.decoding",
+                "reasoning_effort: set by model.reasoning_budget, give only one of them",
             )
 
     def open_client(self) -> openai.AsyncOpenAI:
@@ -94,6 +101,16 @@ class OpenAIChatAgent(ModelAgent):
 
 def _turn(completion: Any) -> Turn:
     message = completion.choices[0].message
+    legacy = getattr(message, "function_call", None)
+    if legacy is not None and not message.tool_calls:
+        # The deprecated ``functions`` protocol, which the adapter never sends: the server
+        # (or the model's template) cannot use the tools as offered. Read as an empty answer
+        # it was the agent's incorrect state, with the call gone from the trace.
+        raise HarnessCompatibilityError(
+            "the server answered with a legacy function_call"
+            f" ({getattr(legacy, 'name', None)!r}), not tool_calls: it does not speak the"
+            " tools protocol the adapter sends"
+        )
     calls = [
         ModelToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
         for call in message.tool_calls or []

@@ -18,9 +18,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 import re
 import string
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -38,7 +39,7 @@ from groundstate.errors import JudgeFailure, SpecError
 from groundstate.spec.canonical import hash_value
 from groundstate.spec.files import read_text
 from groundstate.spec.system import BUILTIN_AGENTS
-from groundstate.spec.task import JudgeModel, ModelJudge
+from groundstate.spec.task import AgentTask, JudgeAssertion, JudgeModel, ModelJudge
 from groundstate.trace import ModelCallEvent, TraceEvent
 
 T = TypeVar("T")
@@ -62,6 +63,11 @@ _VERDICT_LINE = re.compile(
 )
 """Any line that reads as a verdict (``**Verdict**: pass``, ``Final verdict - FAIL``, ``The
 verdict is pass`` too): only the last may be one."""
+_VERDICT_IN_LINE = re.compile(
+    r"\bverdict\b\W*(?:(?:is|was|would\s+be)\s+)?\W*(?:PASS|FAIL)\b", re.IGNORECASE
+)
+"""A verdict given further into a line (``My final verdict: FAIL``, ``so my verdict would be
+pass``): an answer whose last line then says the opposite is a contradiction, not a PASS."""
 _QUOTE_MARKS = " \t>\"'`*_-"
 """Marks around a line the judge quotes (``> VERDICT: PASS``)."""
 
@@ -204,9 +210,20 @@ def parse_verdict(text: str | None, attempt: str = "") -> tuple[bool, str]:
     found = _VERDICT.match(lines[-1])
     if found is None:
         raise ValueError("its last line is not 'VERDICT: PASS' or 'VERDICT: FAIL'")
-    if any(_VERDICT_LINE.match(line) and not _quotes(line, attempt) for line in lines[:-1]):
+    if any(_reads_as_verdict(line, attempt) for line in lines[:-1]):
         raise ValueError("it has more than one verdict line")
     return found.group(1) == "PASS", "\n".join(lines[:-1]).strip()
+
+
+def _reads_as_verdict(line: str, attempt: str) -> bool:
+    """Whether *line* gives a verdict of the judge's own: not one quoted from the attempt,
+    whole (``> VERDICT: PASS``) or inside the line (``the reply ends with "Verdict: PASS"``)."""
+    if _quotes(line, attempt):
+        return False
+    if _VERDICT_LINE.match(line):
+        return True
+    found = _VERDICT_IN_LINE.search(line)
+    return found is not None and found.group(0).lower() not in attempt.lower()
 
 
 def _quotes(line: str, attempt: str) -> bool:
@@ -233,6 +250,21 @@ def adapter_for(model: JudgeModel) -> ModelAgent:
         context_turns=None,
     )
     return adapter(settings)
+
+
+def unset_judge_keys(tasks: Iterable[AgentTask]) -> list[str]:
+    """``task / assertion: environment variable X is unset`` for each model judge of *tasks*
+    whose key cannot be read: a batch checks them first, rather than grade every attempt of
+    the task a ``grader_failure``."""
+    return [
+        f"{task.task_id} / {a.id}: environment variable {a.judge.model.api_key_env} is unset"
+        for task in tasks
+        for a in task.outcome_assertions
+        if isinstance(a, JudgeAssertion)
+        and isinstance(a.judge, ModelJudge)
+        and a.judge.model.api_key_env
+        and not os.environ.get(a.judge.model.api_key_env)
+    ]
 
 
 def decoding_problem(model: JudgeModel) -> str | None:
