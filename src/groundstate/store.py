@@ -170,6 +170,26 @@ _INSERT_RUN = (
 
 _INSERT_SEAL = "INSERT OR REPLACE INTO seals VALUES (?, ?, ?, ?)"
 
+# Whether a run row's indexed columns differ from its (hashed) record: they are not hashed,
+# yet which batch a run is in, and its task, attempt and verdict as label imports and
+# ``batches`` read them, come from them. Unparseable JSON is left to the record check.
+_COLUMNS_DIFFER = (
+    "CASE WHEN json_valid(record) THEN ("
+    + " OR ".join(
+        f"json_extract(record, '$.{name}') IS NOT {name}"
+        for name in (
+            "run_id",
+            "batch_id",
+            "task_id",
+            "attempt",
+            "retry",
+            "terminal_reason",
+            "success",
+        )
+    )
+    + ") ELSE 0 END"
+)
+
 
 _BULK_CACHE_KIB = 65536
 """SQLite page cache while a bulk insert runs: random run ids touch index pages all over."""
@@ -1202,19 +1222,22 @@ class RunStore:
         checker = _ChainCheck(batch_id, chain_genesis(batch_id, batch_hash))
         in_rows: list[Problem] = []
         records = legacy = artifacts = 0
-        for run_id, seq, record, content, hashes, chain in self._stream(
-            "SELECT run_id, seq, CAST(record AS BLOB), record_hash, artifact_hashes, chain_hash "
-            "FROM runs WHERE batch_id = ? ORDER BY seq, rowid",
+        for run_id, seq, record, content, hashes, chain, moved in self._stream(
+            "SELECT run_id, seq, CAST(record AS BLOB), record_hash, artifact_hashes, chain_hash, "
+            f"{_COLUMNS_DIFFER} FROM runs WHERE batch_id = ? ORDER BY seq, rowid",
             (batch_id,),
         ):
             records += 1
             if content is None:
                 legacy += 1
                 continue
+            named = []
             if not checker.fast(run_id, seq, content, hashes, chain):
-                in_rows += checker.row(run_id, seq, content, hashes, chain)
+                named = checker.row(run_id, seq, content, hashes, chain)
             if hashlib.sha256(record).hexdigest() != content or hashes not in ("{}", None):
-                in_rows += _record_problems(batch_id, run_id, record, content, hashes)
+                named += _record_problems(batch_id, run_id, record, content, hashes)
+            # columns are named only on a row otherwise intact (else the edit is named already)
+            in_rows += named or ([_columns_changed(batch_id, run_id)] if moved else [])
             if artifacts_of in (None, run_id) and hashes not in ("{}", None):
                 problems, read = self._artifact_problems(batch_id, run_id, hashes)
                 in_rows += problems
@@ -1355,6 +1378,16 @@ class _ChainCheck:
 
     def _missing(self, run_id: str | None, detail: str) -> Problem:
         return Problem(batch_id=self.batch_id, run_id=run_id, kind=self.missing, detail=detail)
+
+
+def _columns_changed(batch_id: str, run_id: str) -> Problem:
+    return Problem(
+        batch_id=batch_id,
+        run_id=run_id,
+        kind="record_altered",
+        detail="its run id, batch, task, attempt, retry, terminal reason or success columns "
+        "were changed (they no longer match its record)",
+    )
 
 
 def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
