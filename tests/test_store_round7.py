@@ -9,14 +9,25 @@ anchor (the chain head ``verify`` prints)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from groundstate.records import AgentRun
-from groundstate.store import BatchInfo
+from groundstate.store import BatchInfo, RunStore, chain_link, record_hash
 
-from .test_store_integrity import _batch, _in_order, _invoke, _sql
+from .test_store_integrity import _artifact, _batch, _in_order, _invoke
+
+
+def _sql(store: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """One statement, committed, the connection closed (none left holding the log)."""
+    with closing(sqlite3.connect(store)) as db, db:
+        return db.execute(sql, params).fetchall()
 
 
 @pytest.fixture(scope="module")
@@ -28,8 +39,6 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, BatchInfo]:
 
 @pytest.fixture
 def stored(made: tuple[Path, BatchInfo], tmp_path: Path) -> tuple[Path, BatchInfo, list[AgentRun]]:
-    import shutil
-
     source, batch = made
     shutil.copytree(source.parent, tmp_path / "copy")
     store = tmp_path / "copy" / "runs.db"
@@ -73,3 +82,152 @@ def test_a_row_moved_to_another_batch_is_named_in_both(
     assert code == 1
     assert f"batch {batch.batch_id}:" in out and "ALTERED" in out
     assert out.count("ALTERED") == 2, out
+
+
+def _append_forged(store: Path, record: dict[str, Any]) -> None:
+    """What a forger with the code does: append *record* to its batch's chain, every hash
+    recomputed, the chain head moved on."""
+    text = json.dumps(record)
+    content = record_hash(text)
+    batch_id = record["batch_id"]
+    length, head = _sql(store, "SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,))[0]
+    hashes = json.dumps(
+        {k: v.removeprefix("sha256:") for k, v in sorted(record["artifact_locations"].items())}
+    )
+    chain = chain_link(head, record["run_id"], content, hashes)
+    _sql(
+        store,
+        "INSERT INTO runs (run_id, batch_id, task_id, attempt, retry, terminal_reason, success, "
+        "created_at, record, seq, record_hash, artifact_hashes, chain_hash) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 'x', ?, ?, ?, ?, ?)",
+        (record["run_id"], batch_id, record["task_id"], record["attempt"], record["retry"],
+         record["terminal_reason"], int(record["success"]), text, length + 1, content, hashes,
+         chain),
+    )  # fmt: skip
+    _sql(store, "UPDATE chains SET length = ?, head = ?", (length + 1, chain))
+
+
+def _copy_of(run: AgentRun, **changes: Any) -> dict[str, Any]:
+    return {**run.model_dump(mode="json"), "run_id": "f" * 32, "success": True, **changes}
+
+
+def test_a_forged_copy_of_a_try_is_named_though_every_hash_is_right(
+    stored: tuple[Path, BatchInfo, list[AgentRun]],
+) -> None:
+    """The unique index dropped and a copy of a try appended with a new id and a new verdict:
+    statistics would count the try twice. A copy as another try (retry 1) is a forgery the
+    hashes cannot show (documented), and is not named a copy."""
+    store, _, runs = stored
+    _sql(store, "DROP INDEX runs_by_batch")
+    _append_forged(store, _copy_of(runs[0]))
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 1, out
+    assert f"task {runs[0].task_id!r} attempt {runs[0].attempt} try 0 is stored 2 times" in out
+
+
+def test_a_forged_new_try_verifies_and_is_a_documented_limit(
+    stored: tuple[Path, BatchInfo, list[AgentRun]],
+) -> None:
+    store, _, runs = stored
+    _append_forged(store, _copy_of(runs[0], retry=1))
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 0 and "stored 2 times" not in out
+
+
+def _head(out: str) -> str:
+    return next(line.split(": ")[1] for line in out.splitlines() if "chain head:" in line)
+
+
+def test_a_rolled_back_store_verifies_but_its_printed_head_differs(
+    made: tuple[Path, BatchInfo], tmp_path: Path
+) -> None:
+    """The whole file replaced by an older copy (or the last records deleted and the head
+    rewound): nothing in the store can tell; the head ``verify`` printed before can."""
+    source, batch = made
+    store = tmp_path / "s" / "runs.db"
+    shutil.copytree(source.parent, store.parent)
+    older = store.parent / "older.db"  # beside the artifacts it names
+    with RunStore(store) as runs:  # a consistent copy of the store as it was
+        runs._db.execute(f"VACUUM INTO '{older}'")
+    code, out, _ = _invoke("verify", "--json", "--store", str(older))
+    (checked,) = json.loads(out)
+    kept = checked["chain_head"]
+    assert code == 0 and len(kept) == 64
+    # one more run: the live store moves on
+    (last,) = _sql(store, "SELECT record FROM runs ORDER BY seq DESC LIMIT 1")[0]
+    _append_forged(store, _copy_of(AgentRun.model_validate_json(last), attempt=5))
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 0 and _head(out) != kept
+    for journal in ("-wal", "-shm"):  # restored as a backup is: the file alone
+        store.with_name(store.name + journal).unlink(missing_ok=True)
+    shutil.copy(older, store)  # rolled back
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 0 and _head(out) == kept and f"batch {batch.batch_id}" in out, _
+
+
+def test_deleting_the_last_try_and_rewinding_the_head_shows_in_batches(
+    stored: tuple[Path, BatchInfo, list[AgentRun]],
+) -> None:
+    store, _, runs = stored
+    before = _head(_invoke("verify", "--store", str(store))[1])
+    _sql(store, "DELETE FROM runs WHERE run_id = ?", (runs[-1].run_id,))
+    (prev,) = _sql(store, "SELECT chain_hash FROM runs WHERE run_id = ?", (runs[-2].run_id,))[0]
+    _sql(store, "UPDATE chains SET length = ?, head = ?", (len(runs) - 1, prev))
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 0 and _head(out) != before  # the documented limit, and its anchor
+    code, out, _ = _invoke("batches", "--store", str(store))
+    assert "incomplete" in out
+
+
+def test_swapped_artifact_files_are_both_named(
+    stored: tuple[Path, BatchInfo, list[AgentRun]],
+) -> None:
+    """Two artifacts' files swapped (each a valid artifact of this store): content-addressed,
+    so each no longer matches its name."""
+    store, _, runs = stored
+    a, b = (_artifact(store, run) for run in runs[:2])
+    assert a.read_bytes() != b.read_bytes()
+    data_a, data_b = a.read_bytes(), b.read_bytes()
+    a.write_bytes(data_b)
+    b.write_bytes(data_a)
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 1
+    assert all(f"artifact_altered: run {run.run_id}" in out for run in runs[:2])
+
+
+def test_rows_physically_reordered_or_vacuumed_still_verify(
+    stored: tuple[Path, BatchInfo, list[AgentRun]],
+) -> None:
+    """Near miss: the same rows under other rowids (reinserted in reverse, then VACUUM) are
+    the same records; verify walks the chain by ``seq``, not by where rows sit."""
+    store, _, _ = stored
+    with closing(sqlite3.connect(store)) as db, db:
+        db.execute("CREATE TEMP TABLE keep AS SELECT * FROM runs")
+        db.execute("DROP TRIGGER runs_deleted")  # a real edit leaves no log; not the point
+        db.execute("DELETE FROM runs")
+        db.execute("INSERT INTO runs SELECT * FROM keep ORDER BY seq DESC")
+    _sql(store, "VACUUM")
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 0, out
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("suite_hash", "0" * 64), ("system_spec_hash", "0" * 64), ("attempts", 9), ("seed", 1)],
+)
+def test_a_rehashed_batch_record_breaks_its_runs_chain(
+    stored: tuple[Path, BatchInfo, list[AgentRun]], field: str, value: object
+) -> None:
+    """A batch's config, suite or system hash edited and its record hash recomputed: the
+    chain starts from the batch's hash, so its first run is named."""
+    store, batch, runs = stored
+    (text,) = _sql(store, "SELECT record FROM batches WHERE batch_id = ?", (batch.batch_id,))[0]
+    edited = json.dumps({**json.loads(text), field: value})
+    _sql(
+        store,
+        "UPDATE batches SET record = ?, record_hash = ? WHERE batch_id = ?",
+        (edited, record_hash(edited), batch.batch_id),
+    )
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 1
+    assert f"chain_broken: run {runs[0].run_id}" in out

@@ -405,6 +405,10 @@ class Verification(BaseModel):
     artifacts: int
     """Artifact files read back and hashed."""
     problems: list[Problem] = []
+    chain_head: str | None = None
+    """The batch's chain head as stored (None before its first run). Nothing inside the store
+    can show the whole file rolled back to an older copy, or its last runs deleted with the
+    head rewound by a forger: a head kept elsewhere (printed by ``verify``) can."""
     check: Literal["full", "seal"] = "full"
     """``full``: every hash recomputed just now (:meth:`RunStore.verify`). ``seal``: the batch
     was verified in full at ``sealed_at`` and its seal still holds (what that does and does not
@@ -1245,9 +1249,34 @@ class RunStore:
         if legacy:
             found.append(_unverifiable(batch_id, legacy, "records"))
         head = self._query("SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,))
-        found += in_rows + checker.end(head[0] if head else None)
+        found += in_rows + checker.end(head[0] if head else None) + self._copies(batch_id)
         found += self._label_problems(batch_id, batch_hash)
-        return Verification(batch_id=batch_id, records=records, artifacts=artifacts, problems=found)
+        return Verification(
+            batch_id=batch_id,
+            records=records,
+            artifacts=artifacts,
+            problems=found,
+            chain_head=str(head[0][1]) if head else None,
+        )
+
+    def _copies(self, batch_id: str) -> list[Problem]:
+        """Tries stored more than once. Only a hand edit makes one (the unique index refuses
+        it; a forger drops the index, then appends the copy to the chain with every hash
+        right), and statistics would count it twice."""
+        rows = self._query(
+            "SELECT task_id, attempt, retry, COUNT(*) FROM runs WHERE batch_id = ? "
+            "GROUP BY task_id, attempt, retry HAVING COUNT(*) > 1",
+            (batch_id,),
+        )
+        return [
+            Problem(
+                batch_id=batch_id,
+                kind="record_altered",
+                detail=f"task {task!r} attempt {attempt} try {retry} is stored {count} times "
+                "(a try is stored once: copies were added by hand)",
+            )
+            for task, attempt, retry, count in rows
+        ]
 
     def _label_problems(self, batch_id: str, batch_hash: str | None) -> list[Problem]:
         """The labels chain of a batch: each labels row against its hash, its indexed columns

@@ -38,6 +38,9 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
     verifies, 1 otherwise. Records written before store format 2 have no hashes: they are
     listed as unverifiable, not altered. Always a full check: it neither trusts nor writes
     the seal ``report`` and ``compare`` use.
+
+    Prints each batch's chain head: keep it elsewhere. A store rolled back to an older copy,
+    or whose last records were deleted with the head rewound, verifies; its head differs.
     """
     from groundstate.store import RunStore
 
@@ -79,6 +82,8 @@ def _print_check(check: Verification) -> None:
     )
     for problem in check.problems:
         click.echo(f"  {problem.kind}: {problem.line()}")
+    if check.chain_head is not None:  # an outside anchor: a rolled-back store shows another
+        click.echo(f"  chain head: {check.chain_head}")
 
 
 def _check_json(check: Verification) -> dict[str, object]:
@@ -88,6 +93,7 @@ def _check_json(check: Verification) -> dict[str, object]:
         "artifacts": check.artifacts,
         "verified": check.ok,
         "check": check.check,
+        "chain_head": check.chain_head,
         "problems": [p.model_dump() for p in check.problems],
     }
 
