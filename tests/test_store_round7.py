@@ -12,15 +12,19 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-from contextlib import closing
+import subprocess
+from collections.abc import Iterator
+from contextlib import closing, suppress
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from groundstate.errors import StoreError
 from groundstate.records import AgentRun
 from groundstate.store import BatchInfo, RunStore, chain_link, record_hash
 
+from .conftest import BANK, BANK_SYSTEM
 from .test_store_integrity import _artifact, _batch, _in_order, _invoke
 
 
@@ -231,3 +235,53 @@ def test_a_rehashed_batch_record_breaks_its_runs_chain(
     code, out, _ = _invoke("verify", "--store", str(store))
     assert code == 1
     assert f"chain_broken: run {runs[0].run_id}" in out
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 2 MiB file system of its own (root only: skipped where it cannot be mounted)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mount)],
+        capture_output=True,
+        check=False,
+    )
+    if made.returncode != 0:
+        pytest.skip("cannot mount a small file system here (needs root)")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill(folder: Path) -> Path:
+    filler = folder / "filler"
+    with filler.open("wb") as out, suppress(OSError):
+        while True:
+            out.write(b"\0" * 65536)
+            out.flush()
+    return filler
+
+
+def test_a_full_disk_is_one_line_and_loses_nothing(small_disk: Path) -> None:
+    """The disk filled up after a batch was stored: reading commands still read it (read-only),
+    a run names the store and the full file system (exit 2, no traceback), and once space is
+    freed everything stored is there, unaltered."""
+    store = small_disk / "s" / "runs.db"
+    batch = _batch(store, attempts=1)
+    head = _head(_invoke("verify", "--store", str(store))[1])
+    filler = _fill(small_disk)
+    code, out, err = _invoke("verify", "--store", str(store))
+    assert code == 0 and _head(out) == head, err
+    assert _invoke("report", batch.batch_id, "--store", str(store))[0] == 0
+    code, _, err = _invoke("batches", "--store", str(store))
+    assert code == 0, err
+    with pytest.raises(StoreError, match=r"run store .*runs\.db.*file system is full"):
+        _batch(store, attempts=1)
+    code, out, err = _invoke("run", str(BANK), "--system", str(BANK_SYSTEM), "--store", str(store))
+    assert code == 2 and "Traceback" not in out + err
+    assert str(store) in err and "full" in err, err
+    filler.unlink()
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 0 and _head(out.split("batch ")[1]) == head

@@ -597,12 +597,15 @@ class RunStore:
             if self._db.execute("PRAGMA user_version").fetchone()[0] != STORE_FORMAT:
                 self._db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
         except sqlite3.OperationalError as exc:
-            if create or not _cannot_write(exc):
-                raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            full = _file_system_full(self.path)
+            if create or not (_cannot_write(exc) or full):
+                raise StoreError(f"cannot open the run store {self.path}: {exc}{full}") from exc
             self._db.close()
             self._open_read_only(exc)
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the run store {self.path}: {exc}{_file_system_full(self.path)}"
+            ) from exc
 
     def _open_read_only(self, cause: sqlite3.Error | None) -> None:
         """A store on read-only media or owned by someone else is still read (``mode=ro``).
@@ -906,7 +909,9 @@ class RunStore:
                 self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to the run store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot write to the run store {self.path}: {exc}{_file_system_full(self.path)}"
+            ) from exc
 
     # --- leases ---------------------------------------------------------------------------
 
@@ -1477,6 +1482,16 @@ def _cannot_write(exc: sqlite3.OperationalError) -> bool:
     """SQLite's ways of saying the store's file or folder may not be written here."""
     text = str(exc).lower()
     return "readonly" in text or "read-only" in text or "unable to open database" in text
+
+
+def _file_system_full(path: Path) -> str:
+    """`` (its file system is full)`` when the store's folder has no free block left, else
+    ``""``: SQLite says only "disk I/O error" when it cannot make its shared-memory file."""
+    try:
+        stats = os.statvfs(path.parent)
+    except (OSError, AttributeError):  # no such folder, or no statvfs (Windows)
+        return ""
+    return " (its file system is full)" if stats.f_bavail == 0 else ""
 
 
 def _size(path: str | Path) -> int | None:
