@@ -51,6 +51,10 @@ host. The holder beats every :data:`LEASE_HEARTBEAT` seconds and checks it still
 before it stores each attempt."""
 LEASE_HEARTBEAT = 30.0
 
+BUSY_TIMEOUT = 30.0
+"""Seconds a write waits for another process's write transaction on the store to end before
+it fails ("database is locked", named as such)."""
+
 _OUTCOME_FIELDS = (
     "task_id", "attempt", "retry", "terminal_reason", "success", "cost", "latency",
     "partial_score",
@@ -582,7 +586,7 @@ class RunStore:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
             self._refuse_foreign_database()
             self._refuse_newer_format()
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -617,7 +621,9 @@ class RunStore:
         wal = self.path.with_name(self.path.name + "-wal")
         try:
             try:
-                self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
+                self._db = sqlite3.connect(
+                    uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT
+                )
                 self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             except sqlite3.OperationalError:
                 if (_size(wal) or 0) > 0:
@@ -627,7 +633,7 @@ class RunStore:
                         "can be written (or copy the folder) to fold them in"
                     ) from cause
                 self._db = sqlite3.connect(
-                    uri + "&immutable=1", uri=True, isolation_level=None, timeout=30
+                    uri + "&immutable=1", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT
                 )
             self._refuse_foreign_database()
             self._refuse_newer_format()
@@ -910,7 +916,7 @@ class RunStore:
                 yield self._db
         except sqlite3.Error as exc:
             raise StoreError(
-                f"cannot write to the run store {self.path}: {exc}{_file_system_full(self.path)}"
+                f"cannot write to the run store {self.path}: {exc}{_why(exc, self.path)}"
             ) from exc
 
     # --- leases ---------------------------------------------------------------------------
@@ -1482,6 +1488,16 @@ def _cannot_write(exc: sqlite3.OperationalError) -> bool:
     """SQLite's ways of saying the store's file or folder may not be written here."""
     text = str(exc).lower()
     return "readonly" in text or "read-only" in text or "unable to open database" in text
+
+
+def _why(exc: sqlite3.Error, path: Path) -> str:
+    """What SQLite's reason for a failed write leaves out, in parentheses, or ``""``."""
+    if "locked" in str(exc):
+        return (
+            f" (another process kept a write open on it for {BUSY_TIMEOUT:g} s: try again "
+            "when it is done)"
+        )
+    return _file_system_full(path)
 
 
 def _file_system_full(path: Path) -> str:
