@@ -308,3 +308,32 @@ def test_a_store_locked_by_another_writer_is_one_line_and_loses_nothing(
         assert code == 0 and _head(out) == head
         holder.execute("ROLLBACK")
     assert _in_order(store, batch.batch_id) == runs
+
+
+@pytest.mark.parametrize("command", ["run", "verify", "batches"])
+def test_a_folder_given_as_the_store_is_named_as_one(tmp_path: Path, command: str) -> None:
+    folder = tmp_path / "results"
+    folder.mkdir()
+    args = ["run", str(BANK), "--system", str(BANK_SYSTEM)] if command == "run" else [command]
+    code, out, err = _invoke(*args, "--store", str(folder))
+    assert code == 2 and "Traceback" not in out + err
+    assert f"the run store {folder} is a folder" in err and str(folder / "runs.db") in err
+    assert list(folder.iterdir()) == []  # nothing made in it
+
+
+def test_an_artifact_folder_that_cannot_be_written_stops_run_and_keeps_every_record(
+    stored: tuple[Path, BatchInfo, list[AgentRun]],
+) -> None:
+    """``artifacts`` replaced by a file (as root, permissions stop nothing; a file does): the
+    run stops on its first artifact with one line naming the folder, exit 2, and stores no
+    record naming an artifact it could not write; the earlier records stay as they were."""
+    store, batch, runs = stored
+    shutil.rmtree(store.parent / "artifacts")
+    (store.parent / "artifacts").write_text("not a folder")
+    code, out, err = _invoke("run", str(BANK), "--system", str(BANK_SYSTEM), "--store", str(store))
+    assert code == 2 and "Traceback" not in out + err
+    assert f"cannot write an artifact to {store.parent / 'artifacts'}" in err
+    assert "resume with:" in err
+    assert _in_order(store, batch.batch_id) == runs
+    (stored_runs,) = _sql(store, "SELECT COUNT(*) FROM runs")[0]
+    assert stored_runs == len(runs)

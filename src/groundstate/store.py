@@ -571,6 +571,11 @@ class RunStore:
         self._artifact_root = str(self.artifacts)
         journals = [self.path.with_name(self.path.name + end) for end in ("-wal", "-shm")]
         hide_from_sandboxes(self.path, *journals, self.artifacts)  # past attempts' records
+        if self.path.is_dir():  # SQLite would say only "unable to open database file"
+            raise StoreError(
+                f"the run store {self.path} is a folder; give the store's database file "
+                f"(such as {self.path / DEFAULT_STORE.name}) with --store"
+            )
         if not create and not self.path.is_file():
             raise StoreError(
                 f"no run store at {self.path}: nothing has been run here yet (`groundstate run` "
