@@ -337,3 +337,20 @@ def test_an_artifact_folder_that_cannot_be_written_stops_run_and_keeps_every_rec
     assert _in_order(store, batch.batch_id) == runs
     (stored_runs,) = _sql(store, "SELECT COUNT(*) FROM runs")[0]
     assert stored_runs == len(runs)
+
+
+def test_every_run_of_a_batch_deleted_with_its_chain_row_shows_only_in_the_edits_note(
+    stored: tuple[Path, BatchInfo, list[AgentRun]],
+) -> None:
+    """No hash can show a batch emptied together with its ``chains`` row (it reads as one
+    stopped before its first try): ``verify`` passes, and its note on the edits log is the
+    tell. A clean store prints no such note."""
+    store, batch, _ = stored
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 0 and "edits log" not in out
+    _sql(store, "DELETE FROM runs WHERE batch_id = ?", (batch.batch_id,))
+    _sql(store, "DELETE FROM chains WHERE batch_id = ?", (batch.batch_id,))
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 0 and f"batch {batch.batch_id}: 0 records" in out
+    assert "note: the store's edits log holds 2 UPDATE or DELETE" in out
+    assert "empty" in _invoke("batches", "--store", str(store))[1]

@@ -1275,6 +1275,12 @@ class RunStore:
             chain_head=str(head[0][1]) if head else None,
         )
 
+    def hand_edits(self) -> int:
+        """How many UPDATE or DELETE of a run or batch row the ``edits`` log holds: groundstate
+        makes none, so each is a hand edit (the whole store's, not one batch's; a forger can
+        empty the log)."""
+        return int(self._query("SELECT COUNT(*) FROM edits", ())[0][0])
+
     def _copies(self, batch_id: str) -> list[Problem]:
         """Tries stored more than once. Only a hand edit makes one (the unique index refuses
         it; a forger drops the index, then appends the copy to the chain with every hash

@@ -49,6 +49,7 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
             [resolve_batch(run_store, batch_id)] if batch_id is not None else run_store.batch_ids()
         )
         checks = [run_store.verify(b) for b in ids]
+        edits = run_store.hand_edits()
     if as_json:
         click.echo(json.dumps([_check_json(c) for c in checks], indent=2))
     else:
@@ -59,6 +60,12 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
             f"{len(checks)} batch(es) checked: "
             + (f"{broken} altered or incomplete" if broken else "all verify")
         )
+        if edits:  # what no hash shows: a whole batch's runs deleted with its chain head
+            click.echo(
+                f"note: the store's edits log holds {edits} UPDATE or DELETE of run or batch "
+                "rows; groundstate makes none (hand edits: `SELECT * FROM edits` in the store "
+                "lists them)"
+            )
     if any(not c.ok for c in checks):
         sys.exit(EXIT_ALTERED)
 
