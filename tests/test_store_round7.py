@@ -280,7 +280,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(small_disk: Path) -> None:
     assert code == 0, err
     with pytest.raises(StoreError, match=r"run store .*runs\.db.*file system is full"):
         _batch(store, attempts=1)
-    code, out, err = _invoke("run", str(BANK), "--system", str(BANK_SYSTEM), "--store", str(store))
+    code, _, err = _invoke("run", str(BANK), "--system", str(BANK_SYSTEM), "--store", str(store))
     assert code == 2 and "Traceback" not in out + err
     assert str(store) in err and "full" in err, err
     filler.unlink()
@@ -354,3 +354,20 @@ def test_every_run_of_a_batch_deleted_with_its_chain_row_shows_only_in_the_edits
     assert code == 0 and f"batch {batch.batch_id}: 0 records" in out
     assert "note: the store's edits log holds 2 UPDATE or DELETE" in out
     assert "empty" in _invoke("batches", "--store", str(store))[1]
+
+
+def test_a_lease_that_cannot_be_released_does_not_turn_a_finished_batch_into_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store filled up or locked just as the batch ended: every try is stored, so `run`
+    reports the batch (exit 0), and the lease left behind is stale once the process exits."""
+
+    def full(self: RunStore, batch_id: str) -> None:
+        raise StoreError(f"cannot write to the run store {self.path}: database or disk is full")
+
+    monkeypatch.setattr(RunStore, "release_lease", full)
+    store = tmp_path / "runs.db"
+    code, _, err = _invoke("run", str(BANK), "--system", str(BANK_SYSTEM), "--store", str(store))
+    assert code == 0, err
+    monkeypatch.undo()
+    assert _invoke("verify", "--store", str(store))[0] == 0
