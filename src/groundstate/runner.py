@@ -25,7 +25,7 @@ import hashlib
 import signal
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
@@ -376,7 +376,11 @@ class BatchRunner:
             return await self._run_missing(batch, concurrency)
         finally:
             beat.cancel()
-            self.store.release_lease(batch.batch_id)
+            # A store full or locked now must not replace what ended the batch (its result, an
+            # interrupt, the store error itself): a lease left behind is stale once this
+            # process exits, and is taken over.
+            with suppress(StoreError):
+                self.store.release_lease(batch.batch_id)
 
     def _verify(self, batch_id: str) -> None:
         for problem in self.store.verify(batch_id).altered:

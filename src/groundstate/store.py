@@ -51,6 +51,10 @@ host. The holder beats every :data:`LEASE_HEARTBEAT` seconds and checks it still
 before it stores each attempt."""
 LEASE_HEARTBEAT = 30.0
 
+BUSY_TIMEOUT = 30.0
+"""Seconds a write waits for another process's write transaction on the store to end before
+it fails ("database is locked", named as such)."""
+
 _OUTCOME_FIELDS = (
     "task_id", "attempt", "retry", "terminal_reason", "success", "cost", "latency",
     "partial_score",
@@ -169,6 +173,26 @@ _INSERT_RUN = (
 
 
 _INSERT_SEAL = "INSERT OR REPLACE INTO seals VALUES (?, ?, ?, ?)"
+
+# Whether a run row's indexed columns differ from its (hashed) record: they are not hashed,
+# yet which batch a run is in, and its task, attempt and verdict as label imports and
+# ``batches`` read them, come from them. Unparseable JSON is left to the record check.
+_COLUMNS_DIFFER = (
+    "CASE WHEN json_valid(record) THEN ("
+    + " OR ".join(
+        f"json_extract(record, '$.{name}') IS NOT {name}"
+        for name in (
+            "run_id",
+            "batch_id",
+            "task_id",
+            "attempt",
+            "retry",
+            "terminal_reason",
+            "success",
+        )
+    )
+    + ") ELSE 0 END"
+)
 
 
 _BULK_CACHE_KIB = 65536
@@ -385,6 +409,10 @@ class Verification(BaseModel):
     artifacts: int
     """Artifact files read back and hashed."""
     problems: list[Problem] = []
+    chain_head: str | None = None
+    """The batch's chain head as stored (None before its first run). Nothing inside the store
+    can show the whole file rolled back to an older copy, or its last runs deleted with the
+    head rewound by a forger: a head kept elsewhere (printed by ``verify``) can."""
     check: Literal["full", "seal"] = "full"
     """``full``: every hash recomputed just now (:meth:`RunStore.verify`). ``seal``: the batch
     was verified in full at ``sealed_at`` and its seal still holds (what that does and does not
@@ -543,6 +571,11 @@ class RunStore:
         self._artifact_root = str(self.artifacts)
         journals = [self.path.with_name(self.path.name + end) for end in ("-wal", "-shm")]
         hide_from_sandboxes(self.path, *journals, self.artifacts)  # past attempts' records
+        if self.path.is_dir():  # SQLite would say only "unable to open database file"
+            raise StoreError(
+                f"the run store {self.path} is a folder; give the store's database file "
+                f"(such as {self.path / DEFAULT_STORE.name}) with --store"
+            )
         if not create and not self.path.is_file():
             raise StoreError(
                 f"no run store at {self.path}: nothing has been run here yet (`groundstate run` "
@@ -558,7 +591,7 @@ class RunStore:
             return
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
             self._refuse_foreign_database()
             self._refuse_newer_format()
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -573,12 +606,15 @@ class RunStore:
             if self._db.execute("PRAGMA user_version").fetchone()[0] != STORE_FORMAT:
                 self._db.execute(f"PRAGMA user_version = {STORE_FORMAT}")
         except sqlite3.OperationalError as exc:
-            if create or not _cannot_write(exc):
-                raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            full = _file_system_full(self.path)
+            if create or not (_cannot_write(exc) or full):
+                raise StoreError(f"cannot open the run store {self.path}: {exc}{full}") from exc
             self._db.close()
             self._open_read_only(exc)
         except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"cannot open the run store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot open the run store {self.path}: {exc}{_file_system_full(self.path)}"
+            ) from exc
 
     def _open_read_only(self, cause: sqlite3.Error | None) -> None:
         """A store on read-only media or owned by someone else is still read (``mode=ro``).
@@ -590,7 +626,9 @@ class RunStore:
         wal = self.path.with_name(self.path.name + "-wal")
         try:
             try:
-                self._db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30)
+                self._db = sqlite3.connect(
+                    uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT
+                )
                 self._db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             except sqlite3.OperationalError:
                 if (_size(wal) or 0) > 0:
@@ -600,7 +638,7 @@ class RunStore:
                         "can be written (or copy the folder) to fold them in"
                     ) from cause
                 self._db = sqlite3.connect(
-                    uri + "&immutable=1", uri=True, isolation_level=None, timeout=30
+                    uri + "&immutable=1", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT
                 )
             self._refuse_foreign_database()
             self._refuse_newer_format()
@@ -882,7 +920,9 @@ class RunStore:
                 self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot write to the run store {self.path}: {exc}") from exc
+            raise StoreError(
+                f"cannot write to the run store {self.path}: {exc}{_why(exc, self.path)}"
+            ) from exc
 
     # --- leases ---------------------------------------------------------------------------
 
@@ -1202,19 +1242,22 @@ class RunStore:
         checker = _ChainCheck(batch_id, chain_genesis(batch_id, batch_hash))
         in_rows: list[Problem] = []
         records = legacy = artifacts = 0
-        for run_id, seq, record, content, hashes, chain in self._stream(
-            "SELECT run_id, seq, CAST(record AS BLOB), record_hash, artifact_hashes, chain_hash "
-            "FROM runs WHERE batch_id = ? ORDER BY seq, rowid",
+        for run_id, seq, record, content, hashes, chain, moved in self._stream(
+            "SELECT run_id, seq, CAST(record AS BLOB), record_hash, artifact_hashes, chain_hash, "
+            f"{_COLUMNS_DIFFER} FROM runs WHERE batch_id = ? ORDER BY seq, rowid",
             (batch_id,),
         ):
             records += 1
             if content is None:
                 legacy += 1
                 continue
+            named = []
             if not checker.fast(run_id, seq, content, hashes, chain):
-                in_rows += checker.row(run_id, seq, content, hashes, chain)
+                named = checker.row(run_id, seq, content, hashes, chain)
             if hashlib.sha256(record).hexdigest() != content or hashes not in ("{}", None):
-                in_rows += _record_problems(batch_id, run_id, record, content, hashes)
+                named += _record_problems(batch_id, run_id, record, content, hashes)
+            # columns are named only on a row otherwise intact (else the edit is named already)
+            in_rows += named or ([_columns_changed(batch_id, run_id)] if moved else [])
             if artifacts_of in (None, run_id) and hashes not in ("{}", None):
                 problems, read = self._artifact_problems(batch_id, run_id, hashes)
                 in_rows += problems
@@ -1222,9 +1265,40 @@ class RunStore:
         if legacy:
             found.append(_unverifiable(batch_id, legacy, "records"))
         head = self._query("SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,))
-        found += in_rows + checker.end(head[0] if head else None)
+        found += in_rows + checker.end(head[0] if head else None) + self._copies(batch_id)
         found += self._label_problems(batch_id, batch_hash)
-        return Verification(batch_id=batch_id, records=records, artifacts=artifacts, problems=found)
+        return Verification(
+            batch_id=batch_id,
+            records=records,
+            artifacts=artifacts,
+            problems=found,
+            chain_head=str(head[0][1]) if head else None,
+        )
+
+    def hand_edits(self) -> int:
+        """How many UPDATE or DELETE of a run or batch row the ``edits`` log holds: groundstate
+        makes none, so each is a hand edit (the whole store's, not one batch's; a forger can
+        empty the log)."""
+        return int(self._query("SELECT COUNT(*) FROM edits", ())[0][0])
+
+    def _copies(self, batch_id: str) -> list[Problem]:
+        """Tries stored more than once. Only a hand edit makes one (the unique index refuses
+        it; a forger drops the index, then appends the copy to the chain with every hash
+        right), and statistics would count it twice."""
+        rows = self._query(
+            "SELECT task_id, attempt, retry, COUNT(*) FROM runs WHERE batch_id = ? "
+            "GROUP BY task_id, attempt, retry HAVING COUNT(*) > 1",
+            (batch_id,),
+        )
+        return [
+            Problem(
+                batch_id=batch_id,
+                kind="record_altered",
+                detail=f"task {task!r} attempt {attempt} try {retry} is stored {count} times "
+                "(a try is stored once: copies were added by hand)",
+            )
+            for task, attempt, retry, count in rows
+        ]
 
     def _label_problems(self, batch_id: str, batch_hash: str | None) -> list[Problem]:
         """The labels chain of a batch: each labels row against its hash, its indexed columns
@@ -1357,6 +1431,16 @@ class _ChainCheck:
         return Problem(batch_id=self.batch_id, run_id=run_id, kind=self.missing, detail=detail)
 
 
+def _columns_changed(batch_id: str, run_id: str) -> Problem:
+    return Problem(
+        batch_id=batch_id,
+        run_id=run_id,
+        kind="record_altered",
+        detail="its run id, batch, task, attempt, retry, terminal reason or success columns "
+        "were changed (they no longer match its record)",
+    )
+
+
 def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
     return Problem(
         batch_id=batch_id,
@@ -1415,6 +1499,26 @@ def _cannot_write(exc: sqlite3.OperationalError) -> bool:
     """SQLite's ways of saying the store's file or folder may not be written here."""
     text = str(exc).lower()
     return "readonly" in text or "read-only" in text or "unable to open database" in text
+
+
+def _why(exc: sqlite3.Error, path: Path) -> str:
+    """What SQLite's reason for a failed write leaves out, in parentheses, or ``""``."""
+    if "locked" in str(exc):
+        return (
+            f" (another process kept a write open on it for {BUSY_TIMEOUT:g} s: try again "
+            "when it is done)"
+        )
+    return _file_system_full(path)
+
+
+def _file_system_full(path: Path) -> str:
+    """`` (its file system is full)`` when the store's folder has no free block left, else
+    ``""``: SQLite says only "disk I/O error" when it cannot make its shared-memory file."""
+    try:
+        stats = os.statvfs(path.parent)
+    except (OSError, AttributeError):  # no such folder, or no statvfs (Windows)
+        return ""
+    return " (its file system is full)" if stats.f_bavail == 0 else ""
 
 
 def _size(path: str | Path) -> int | None:

@@ -38,6 +38,9 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
     verifies, 1 otherwise. Records written before store format 2 have no hashes: they are
     listed as unverifiable, not altered. Always a full check: it neither trusts nor writes
     the seal ``report`` and ``compare`` use.
+
+    Prints each batch's chain head: keep it elsewhere. A store rolled back to an older copy,
+    or whose last records were deleted with the head rewound, verifies; its head differs.
     """
     from groundstate.store import RunStore
 
@@ -46,6 +49,7 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
             [resolve_batch(run_store, batch_id)] if batch_id is not None else run_store.batch_ids()
         )
         checks = [run_store.verify(b) for b in ids]
+        edits = run_store.hand_edits()
     if as_json:
         click.echo(json.dumps([_check_json(c) for c in checks], indent=2))
     else:
@@ -56,6 +60,12 @@ def verify(batch_id: str | None, as_json: bool, store: Path) -> None:
             f"{len(checks)} batch(es) checked: "
             + (f"{broken} altered or incomplete" if broken else "all verify")
         )
+        if edits:  # what no hash shows: a whole batch's runs deleted with its chain head
+            click.echo(
+                f"note: the store's edits log holds {edits} UPDATE or DELETE of run or batch "
+                "rows; groundstate makes none (hand edits: `SELECT * FROM edits` in the store "
+                "lists them)"
+            )
     if any(not c.ok for c in checks):
         sys.exit(EXIT_ALTERED)
 
@@ -79,6 +89,8 @@ def _print_check(check: Verification) -> None:
     )
     for problem in check.problems:
         click.echo(f"  {problem.kind}: {problem.line()}")
+    if check.chain_head is not None:  # an outside anchor: a rolled-back store shows another
+        click.echo(f"  chain head: {check.chain_head}")
 
 
 def _check_json(check: Verification) -> dict[str, object]:
@@ -88,6 +100,7 @@ def _check_json(check: Verification) -> dict[str, object]:
         "artifacts": check.artifacts,
         "verified": check.ok,
         "check": check.check,
+        "chain_head": check.chain_head,
         "problems": [p.model_dump() for p in check.problems],
     }
 
