@@ -400,7 +400,7 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
     The run's record, its artifacts and its place in its batch's chain are verified first;
     anything altered is named on stderr, marked above the run, and the exit status is 1.
     """
-    from groundstate.report.terminal import print_run, printable
+    from groundstate.report.terminal import indented, print_run
     from groundstate.store import RunStore
 
     with RunStore(store, create=False) as run_store:
@@ -418,7 +418,7 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         print_run(out, record)
         for name, text in printed.items():
             out.print(f"[bold]{name}[/] (printed by the agent and checks)")
-            out.print(printable(text.rstrip("\n")), markup=False, highlight=False)
+            out.print(indented(text.rstrip("\n")), markup=False, highlight=False)
     if altered:
         sys.exit(EXIT_ALTERED)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from groundstate.environments.base import RowWrite
+from groundstate.errors import one_line
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.numbers import (
     amount,
@@ -28,14 +28,17 @@ from groundstate.report.numbers import (
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""Control characters (C0 but tab and newline, DEL, C1) and bidirectional overrides: in agent
-text they could move the cursor, recolour or rewrite the screen, or reorder what is shown."""
-
 
 def printable(text: str) -> str:
-    """*text* with every control character shown as an escape (``\\x1b``), never sent raw."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    """Multi-line *text* (an agent's message, printed output): each line as :func:`one_line`
+    shows it. Print it indented under its heading (:func:`indented`): a line of it must not
+    pass for one of ours."""
+    return "\n".join(map(one_line, text.split("\n")))
+
+
+def indented(text: str, prefix: str = "  ") -> str:
+    """Multi-line *text*, escaped by :func:`printable`, each line under *prefix*."""
+    return "\n".join(prefix + line for line in printable(text).split("\n"))
 
 
 def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
@@ -49,13 +52,13 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
         for task_id in sorted(batch.task_revisions)
     ]
     title = escape(
-        printable(
+        one_line(
             f"batch {batch.batch_id} · suite {batch.suite} · "
             f"system {batch.system_spec_hash[:12]}{_where(batch)}"
         )
     )
     # Under the table, not its caption: a caption wraps to the (compact) table's width.
-    caption = Text(printable("\n".join(decision_lines(batch.decision, batch.population))))
+    caption = Text("\n".join(map(one_line, decision_lines(batch.decision, batch.population))))
     return Fitted(lambda width: Group(_batch_table(title, rows, width), caption))
 
 
@@ -67,11 +70,11 @@ def _task_row(batch: BatchInfo, task_id: str, task_runs: list[AgentRun]) -> _Row
     valid = [r for r in task_runs if r.valid]
     reasons = Counter(r.terminal_reason for r in task_runs)
     return (
-        printable(task_id),
-        printable(", ".join(batch.task_slices.get(task_id, []))),
+        one_line(task_id),
+        one_line(", ".join(batch.task_slices.get(task_id, []))),
         f"{sum(r.success for r in valid)} / {len(valid)}",
         str(len(task_runs) - len(valid)),
-        [printable(f"{reason} x{n}") for reason, n in sorted(reasons.items())],
+        [one_line(f"{reason} x{n}") for reason, n in sorted(reasons.items())],
     )
 
 
@@ -145,14 +148,14 @@ def _where(batch: BatchInfo) -> str:
 
 def _plain(text: str) -> Text:
     """A cell shown as written: imported batches carry task ids and reasons from any file."""
-    return Text(printable(text))
+    return Text(one_line(text))
 
 
 def print_run(console: Console, run: AgentRun) -> None:
-    reason = escape(printable(run.terminal_reason))
+    reason = escape(one_line(run.terminal_reason))
     verdict = "[green]success[/]" if run.success else f"[red]{reason}[/]"
     console.print(
-        printable(
+        one_line(
             f"run {run.run_id} · task {run.task_id} r{run.task_revision} · attempt {run.attempt}"
         ),
         markup=False,
@@ -169,20 +172,20 @@ def print_run(console: Console, run: AgentRun) -> None:
     exception = run.infrastructure_status.get("exception")
     if exception:
         detail = f"{exception.get('stage')}: {exception.get('type')}: {exception.get('message')}"
-        console.print(f"[bold]exception[/] at {escape(printable(detail))}")
+        console.print(f"[bold]exception[/] at {escape(one_line(detail))}")
     console.print("[bold]trace[/]")
     for event in run.observation_action_log:
-        console.print(printable(_event_line(event)), markup=False, highlight=False)
+        console.print(_event_line(event), markup=False, highlight=False)
 
 
 def _print_checks(console: Console, title: str, results: list[CheckResult]) -> None:
     console.print(f"[bold]{title}[/]" + ("" if results else ": none"))
     for result in results:
         mark = "error" if result.error else ("pass" if result.passed else "FAIL")
-        console.print(printable(f"  {mark:5} {result.id} ({result.kind})"), markup=False)
+        console.print(one_line(f"  {mark:5} {result.id} ({result.kind})"), markup=False)
         detail = result.error or _evidence(result.evidence)
         if detail and not result.passed:
-            console.print(printable(f"        {detail}"), markup=False, highlight=False)
+            console.print(indented(detail, " " * 8), markup=False, highlight=False)
 
 
 def _evidence(evidence: dict[str, Any]) -> str:
@@ -190,20 +193,26 @@ def _evidence(evidence: dict[str, Any]) -> str:
     return json.dumps(shown, default=str)[:600] if shown else ""
 
 
+_UNDER = " " * 9
+"""Where a trace event's further lines start: under its text, never at a line's start."""
+
+
 def _event_line(event: Any) -> str:
+    """The event as shown: one line, but for a message's own lines and a call's row writes."""
     if isinstance(event, ModelCallEvent):
         return _model_call_line(event)
     if isinstance(event, MessageEvent):
         text = "(left the conversation)" if event.text is None else event.text
         role = "final" if event.final else event.role
-        return f"  [{event.step:>2}] {role:5} {text}"
+        # The message's own lines under its first, indented: none can pass for ours.
+        return f"  [{event.step:>2}] {one_line(role):5} " + indented(text, _UNDER)[len(_UNDER) :]
     outcome = (
         json.dumps(event.output, default=str) if event.ok else f"{event.error_class}: {event.error}"
     )
     changed = f"  changed {','.join(event.changed_tables)}" if event.changed_tables else ""
-    changed += "".join(f"\n         {_write_line(w)}" for w in event.writes)
     call = f"{event.tool}({json.dumps(event.args)})"
-    return f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}"
+    head = one_line(f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}")
+    return head + "".join(f"\n{_UNDER}{one_line(_write_line(w))}" for w in event.writes)
 
 
 def _model_call_line(event: ModelCallEvent) -> str:
@@ -214,7 +223,7 @@ def _model_call_line(event: ModelCallEvent) -> str:
         error = event.error
         status = f" HTTP {error.status_code}" if error.status_code is not None else ""
         request = f" [{error.request_id}]" if error.request_id else ""
-        return f"{head} → {error.kind}{status}{request}: {error.message[:200]} ({timing})"
+        return one_line(f"{head} → {error.kind}{status}{request}: {error.message[:200]} ({timing})")
     answer = event.response
     parts = [f"{c.name}({c.arguments[:120]})" for c in (answer.tool_calls if answer else [])]
     if answer is not None and answer.text:
@@ -223,7 +232,7 @@ def _model_call_line(event: ModelCallEvent) -> str:
     tokens = f"{usage.input_tokens} in / {usage.output_tokens} out"
     if usage.cost:
         tokens += f", cost {usage.cost:.6f}"
-    return f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})"
+    return one_line(f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})")
 
 
 def _write_line(write: RowWrite) -> str:
@@ -395,9 +404,9 @@ def report_footer(report: dict[str, Any]) -> str:
         f"median {amount(latency['median'], 3)}s, p90 {amount(latency['p90'], 3)}s"
     )
     for limit in k_limit_lines(report):
-        line += "\n" + escape(printable(limit))
+        line += "\n" + escape(one_line(limit))
     if report["invalid_tasks_run"]:
-        names = escape(printable(", ".join(report["invalid_tasks_run"])))
+        names = escape(one_line(", ".join(report["invalid_tasks_run"])))
         line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
     if report["invalid_rate_flagged"]:
         invalid, threshold = tries["invalid_tries"] / tries["tries"], tries["max_invalid_rate"]
@@ -412,7 +421,7 @@ def report_footer(report: dict[str, Any]) -> str:
             f"\n[bold red]INCOMPLETE: {missing['count']} of {missing['planned']} planned "
             "attempts are not stored"
             + (
-                f" (tasks with none, left out of every number: {escape(printable(absent))})"
+                f" (tasks with none, left out of every number: {escape(one_line(absent))})"
                 if absent
                 else ""
             )
@@ -479,9 +488,9 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     for side in ("a", "b"):
         stated = data.get(f"decision_{side}") or {}
         lines = decision_lines(stated.get("decision"), stated.get("population"))
-        console.print(printable(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
+        console.print(one_line(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
     for note in data["notes"]:
-        console.print(f"[bold yellow]{escape(printable(note))}[/]")
+        console.print(f"[bold yellow]{escape(one_line(note))}[/]")
     for view, title in (
         ("valid", "valid attempts"),
         ("strict", "invalid attempts count as failures"),
@@ -491,7 +500,7 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     _print_changes(console, data)
     for side in ("only_in_a", "only_in_b", "excluded_tasks"):
         if data[side]:
-            names = printable(", ".join(data[side]))
+            names = one_line(", ".join(data[side]))
             console.print(f"{side.replace('_', ' ')}: {names}", markup=False, highlight=False)
 
 

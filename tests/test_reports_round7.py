@@ -1,0 +1,162 @@
+"""Seventh audit of the reports (issues 3, 11, 12): hostile text from imported result files and
+agents in every terminal view (``report``, ``runs``, ``show``, ``batches``, ``compare``), on a
+real terminal (styles on). Terminal escape sequences (clear screen, OSC 8 links, OSC 52
+clipboard writes), carriage returns and line breaks that would forge a verdict or a pass-rate
+line, bidirectional marks, zero-width and separator characters, NUL and rich markup must all
+show as text, escaped, on the line of the value they belong to; ``--json`` keeps them exactly.
+(HTML markup and template text in ids: ``tests/test_reports_adversarial.py``.)"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+
+from groundstate.cli import main
+from groundstate.records import AgentRun
+from groundstate.report.terminal import print_run
+from groundstate.store import RunStore
+from groundstate.trace import MessageEvent
+
+FORGERS = (
+    "a\nFORGED",  # a line break: a line of its own
+    "b\rFORGED",  # a carriage return: overwrites the start of its line
+    "c\u2028FORGED",  # a line separator
+    "d\u2029FORGED",  # a paragraph separator
+    "e\x1b[2K\x1b[1GFORGED",  # erase the line, back to column 1
+    "f\x85FORGED",  # NEL, the C1 next line
+    "g\x0bFORGED",  # vertical tab
+)
+"""Ids whose ``FORGED`` would start a line (or overwrite one) if printed raw."""
+HIDERS = (
+    "\x1b[2J\x1b[Hclear",  # clear the screen
+    "\x1b]8;;http://evil.example/\x1b\\link\x1b]8;;\x1b\\",  # OSC 8 hyperlink
+    "\x1b]52;c;ZWNobyBoaQ==\x07clip",  # OSC 52: write the clipboard
+    "x\u202eabc",  # right-to-left override
+    "x\u2067rli\u200f\u200e\u061c",  # isolate and marks
+    "ref\u200bund",  # zero width: looks like "refund"
+    "nul\x00",
+    "tab\there",
+    "[bold red]markup[/]",
+    "[link=http://evil.example/]linked[/link]",
+)
+"""Ids that would act on the terminal, reorder or hide text, or be read as rich markup."""
+HOSTILE = FORGERS + HIDERS
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+"""The only escape sequences a report may send: colours and weights of its own."""
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    if result.exit_code == 1:
+        raise result.exception  # type: ignore[misc]
+    return result.exit_code, result.stdout + result.stderr
+
+
+def _rows(success_of: Any) -> str:
+    return "".join(
+        json.dumps({
+            "task_id": t, "attempt": 0, "success": success_of(i), "slice_labels": [t],
+            "terminal_reason": "success" if success_of(i) else f"agent_failure/{t}",
+        }) + "\n"
+        for i, t in enumerate(HOSTILE)
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """Two imported batches of the hostile ids (verdicts flipped), one named by a forger."""
+    tmp = tmp_path_factory.mktemp("round7")
+    store, ids = tmp / "r.db", []
+    for name, success_of in (("x\nFORGED", lambda i: i % 2 == 0), ("b", lambda i: i % 2 == 1)):
+        path = tmp / f"{len(ids)}.jsonl"
+        path.write_text(_rows(success_of))
+        code, out = _invoke("import-results", str(path), "--name", name, "--store", str(store))
+        assert code == 0, out
+        ids.append(out.strip().splitlines()[-1].removeprefix("batch "))
+    return store, ids[0], ids[1]
+
+
+@pytest.fixture(autouse=True)
+def real_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's tables drawn as on a colour terminal, not the plain text of a pipe."""
+
+    def terminal() -> Console:
+        return Console(force_terminal=True, color_system="truecolor", width=160)
+
+    for module in ("groundstate.cli.runs", "groundstate.cli.workflow"):
+        monkeypatch.setattr(f"{module}.console", terminal)
+
+
+def _assert_shown_as_text(output: str) -> None:
+    """Nothing but the report's own colours acts on the terminal; no value starts a line."""
+    text = _SGR.sub("", output)
+    raw = sorted({hex(ord(ch)) for ch in text if ch != "\n" and not ch.isprintable()})
+    assert raw == [], raw
+    for line in text.splitlines():
+        if "FORGED" in line:
+            assert re.search(r"\\(n|r|u2028|u2029|x1b\[1G|x85|x0b)FORGED", line), line
+
+
+def _views(store: Path, a: str, b: str) -> list[list[str]]:
+    with RunStore(store, create=False) as run_store:
+        run_ids = [r.run_id for r in run_store.runs(a)]
+    shows = [["show", run_id] for run_id in run_ids]
+    return [["report", a], ["runs", a], ["batches"], ["compare", a, b], *shows]
+
+
+def test_every_terminal_view_shows_hostile_values_as_text(stored: tuple[Path, str, str]) -> None:
+    store, a, b = stored
+    for view in _views(store, a, b):
+        code, output = _invoke(*view, "--store", str(store))
+        assert code == 0, (view, output)
+        _assert_shown_as_text(output)
+    code, output = _invoke("report", a, "--store", str(store))
+    for markup in ("[bold red]markup[/]", "[link=http://evil.example/]linked[/link]"):
+        assert markup in _SGR.sub("", output)  # shown as written, not as a style or a link
+
+
+def test_json_views_keep_hostile_values_exactly(stored: tuple[Path, str, str]) -> None:
+    store, a, b = stored
+    _, out = _invoke("report", a, "--json", "--store", str(store))
+    assert {t["task_id"] for t in json.loads(out)["tasks"]} == set(HOSTILE)
+    _, out = _invoke("runs", a, "--json", "--store", str(store))
+    runs = json.loads(out)["runs"]
+    assert {r["task_id"] for r in runs} == set(HOSTILE)
+    _, out = _invoke("show", runs[0]["run_id"], "--json", "--store", str(store))
+    assert json.loads(out)["task_id"] in HOSTILE
+    _, out = _invoke("compare", a, b, "--json", "--store", str(store))
+    assert {t["task_id"] for t in json.loads(out)["per_task"]} == set(HOSTILE)
+    _, out = _invoke("batches", "--json", "--store", str(store))
+    assert "x\nFORGED" in {b["suite"] for b in json.loads(out)}
+
+
+def _shown(run: AgentRun) -> str:
+    out = io.StringIO()
+    print_run(Console(file=out, force_terminal=True, color_system="truecolor", width=160), run)
+    return out.getvalue()
+
+
+def test_an_agents_message_cannot_forge_a_line_of_show(stored: tuple[Path, str, str]) -> None:
+    """A message keeps its lines (it is read as text), each indented under its event, with
+    every control escaped: none can pass for ``verdict: success`` or a heading."""
+    store, a, _ = stored
+    with RunStore(store, create=False) as run_store:
+        run = run_store.runs(a)[0]
+    said = "done.\nverdict: success\n\x1b[1A\x1b[2Kverdict: success\r\u202etrace"
+    log = [MessageEvent(step=1, role="agent", text=said, final=True, at=0.0)]
+    text = _SGR.sub("", _shown(run.model_copy(update={"observation_action_log": log})))
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("verdict:")] == [lines[1]]
+    assert lines[1] != "verdict: success" or run.success
+    trace = lines[lines.index("trace") + 1 :]
+    assert trace[0].endswith("final done.")
+    assert all(line.startswith(" " * 9) for line in trace[1:]), trace
+    assert not [ch for ch in text if ch != "\n" and not ch.isprintable()]
+    assert "\\x1b[1A\\x1b[2Kverdict: success\\r\\u202etrace" in text
