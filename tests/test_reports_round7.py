@@ -160,3 +160,147 @@ def test_an_agents_message_cannot_forge_a_line_of_show(stored: tuple[Path, str, 
     assert all(line.startswith(" " * 9) for line in trace[1:]), trace
     assert not [ch for ch in text if ch != "\n" and not ch.isprintable()]
     assert "\\x1b[1A\\x1b[2Kverdict: success\\r\\u202etrace" in text
+
+
+SCRIPTS = (
+    "</script><script>window.__pwned = 1</script>",
+    '<img src=x onerror="window.__pwned = 2">',
+    '"><svg onload="window.__pwned = 3">',
+    "javascript:window.__pwned = 4",
+    "{{ 7*7 }}{% print(8*8) %}",
+    "</details></section><section id=forged>",
+)
+"""Agent and tool text that would run script or make elements if it were markup."""
+
+
+def _traced(run: AgentRun, text: str) -> AgentRun:
+    """*run* with an agent message, a tool call and a failed call all carrying *text*."""
+    from groundstate.trace import ToolCallEvent
+
+    log = [
+        MessageEvent(step=1, role="agent", text=text, at=0.0),
+        ToolCallEvent(step=2, tool=text, args={text: text}, ok=True, output=text, duration_ms=1.0,
+                      at=0.1),
+        ToolCallEvent(step=3, tool="t", args={}, ok=False, error=text, error_class="tool_error",
+                      duration_ms=1.0, at=0.2),
+    ]  # fmt: skip
+    return run.model_copy(update={"observation_action_log": log})
+
+
+def _pages(stored: tuple[Path, str, str], tmp: Path) -> list[Path]:
+    """The report (its runs carrying :data:`SCRIPTS`), the comparison and the labelling sheet."""
+    from groundstate.analysis import summarize_batch, tries
+    from groundstate.report.html import render_batch
+
+    store, a, b = stored
+    with RunStore(store, create=False) as run_store:
+        batch, runs = run_store.batch(a), run_store.runs(a)
+    runs = [_traced(r, SCRIPTS[i % len(SCRIPTS)] + HOSTILE[i]) for i, r in enumerate(runs)]
+    report = tmp / "report.html"
+    report.write_text(render_batch(batch, runs, summarize_batch(batch, runs), tries(batch, runs)))
+    code, out = _invoke("compare", a, b, "--html", str(tmp / "compare.html"), "--store", str(store))
+    assert code == 0, out
+    code, out = _invoke(
+        "sample-failures", a, "--n", "4", "--out", str(tmp / "sheet"), "--store", str(store)
+    )
+    assert code == 0, out
+    return [report, tmp / "compare.html", tmp / "sheet" / "sheet.html"]
+
+
+def test_pages_stay_inert_in_a_real_browser(stored: tuple[Path, str, str], tmp_path: Path) -> None:
+    """Chromium opens each page: no script of the data runs, no element of it exists, no
+    request leaves the file, no dialog opens, and the page's own script runs without error."""
+    import os
+    import shutil
+
+    if os.environ.get("GROUNDSTATE_SKIP_BROWSER") == "1":
+        pytest.skip("GROUNDSTATE_SKIP_BROWSER=1")
+    executable = shutil.which("chromium")
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    if executable is None:
+        pytest.skip("chromium is not installed")
+    from tests.test_html_report import BROWSER_FLAGS
+
+    pages = _pages(stored, tmp_path)
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=BROWSER_FLAGS)
+        try:
+            for path in pages:
+                _check_inert(browser, path)
+        finally:
+            browser.close()
+
+
+def _check_inert(browser: Any, path: Path) -> None:
+    page = browser.new_page()
+    seen: list[str] = []
+    page.on("dialog", lambda d: (seen.append(f"dialog {d.message}"), d.dismiss()))
+    page.on("pageerror", lambda e: seen.append(f"error {e}"))
+    page.on("request", lambda r: seen.append(r.url))
+    page.goto(path.as_uri() + "#forged", wait_until="load")
+    made = page.evaluate(
+        "() => [window.__pwned, document.querySelectorAll("
+        "'img, svg[onload], iframe, #forged, [onerror], [onload]').length,"
+        " document.scripts.length, document.body.textContent]"
+    )
+    assert made[:3] == [None, 0, len(page.query_selector_all("script"))], path
+    assert made[2] <= 1, path
+    assert seen == [path.as_uri() + "#forged"] or seen == [path.as_uri()], seen
+    if path.name == "report.html":
+        for text in SCRIPTS:
+            assert text in made[3]  # shown, as text
+        assert page.evaluate(_READS_LEFT_TO_RIGHT) == [True, True], "reversed"
+    page.close()
+
+
+_READS_LEFT_TO_RIGHT = """() => [...document.querySelectorAll("section.run h4")]
+  .filter(h => /[\u202a-\u202e\u2066-\u2069]/.test(h.textContent))
+  .map(h => {
+    const node = h.lastChild, at = node.data.lastIndexOf("attempt");
+    const box = i => { const r = document.createRange(); r.setStart(node, i);
+                       r.setEnd(node, i + 1); return r.getBoundingClientRect().left; };
+    return box(at) < box(at + 1) && box(at + 1) < box(at + 2);
+  })"""
+"""Whether the `` · attempt N`` after each task id with a bidirectional control is still laid
+out left to right (an open override would reverse it)."""
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x\u202eabc", "\u2067a\u202eb", "\u2069\u202ex", "\u202b\u2066x\u202c", "\u202a" * 70, "ok"],
+    ids=[
+        "override",
+        "override-in-isolate",
+        "stray-close",
+        "close-inside-isolate",
+        "70-deep",
+        "plain",
+    ],
+)
+def test_each_html_value_closes_what_it_opens(text: str, tmp_path: Path) -> None:
+    """After each value (and each item of a joined list) nothing it opened is still open: an
+    independent count by the algorithm's pairing rules, on what the template printed."""
+    from groundstate.report.html_text import environment
+
+    page = environment().from_string("<p>{{ v }} after</p><p>{{ items|join(', ') }} after</p>")
+    html = page.render(v=text, items=[text, "next"])
+    for paragraph in re.findall(r"<p>(.*?) after</p>", html):
+        for value in paragraph.split(", "):
+            assert _still_open(value) == 0, (paragraph, value)
+        assert text in paragraph  # the value itself is kept exactly
+
+
+def _still_open(text: str) -> int:
+    """How many embeddings and isolates *text* leaves open (a stack, as UAX #9 pairs them)."""
+    stack: list[str] = []
+    for char in text:
+        if char in "\u202a\u202b\u202d\u202e":
+            stack.append("embedding")
+        elif char in "\u2066\u2067\u2068":
+            stack.append("isolate")
+        elif char == "\u202c" and stack and stack[-1] == "embedding":
+            stack.pop()
+        elif char == "\u2069" and "isolate" in stack:
+            while stack.pop() != "isolate":
+                pass
+    return len(stack)
