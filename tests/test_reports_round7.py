@@ -1,5 +1,6 @@
 """Seventh audit of the reports (issues 3, 11, 12): hostile text from imported result files and
-agents in every terminal view (``report``, ``runs``, ``show``, ``batches``, ``compare``), on a
+agents in every terminal view (``report``, ``runs``, ``show``, ``batches``, ``compare``,
+``agreement``), on a
 real terminal (styles on). Terminal escape sequences (clear screen, OSC 8 links, OSC 52
 clipboard writes), carriage returns and line breaks that would forge a verdict or a pass-rate
 line, bidirectional marks, zero-width and separator characters, NUL and rich markup must all
@@ -90,7 +91,7 @@ def real_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     def terminal() -> Console:
         return Console(force_terminal=True, color_system="truecolor", width=160)
 
-    for module in ("groundstate.cli.runs", "groundstate.cli.workflow"):
+    for module in ("groundstate.cli.runs", "groundstate.cli.workflow", "groundstate.cli.diagnosis"):
         monkeypatch.setattr(f"{module}.console", terminal)
 
 
@@ -108,7 +109,8 @@ def _views(store: Path, a: str, b: str) -> list[list[str]]:
     with RunStore(store, create=False) as run_store:
         run_ids = [r.run_id for r in run_store.runs(a)]
     shows = [["show", run_id] for run_id in run_ids]
-    return [["report", a], ["runs", a], ["batches"], ["compare", a, b], *shows]
+    agreements = [["agreement", a, b], ["agreement", a, b, "--on", "terminal_reason"]]
+    return [["report", a], ["runs", a], ["batches"], ["compare", a, b], *agreements, *shows]
 
 
 def test_every_terminal_view_shows_hostile_values_as_text(stored: tuple[Path, str, str]) -> None:

@@ -183,10 +183,10 @@ def agreement_command(
     Prints Cohen's kappa, Krippendorff's alpha, the confusion table and each attempt the
     two disagree on.
     """
-    from rich.markup import escape
     from rich.table import Table
 
     from groundstate.diagnosis import regrade, verdict_agreement
+    from groundstate.report.terminal import quoted
     from groundstate.spec.suite import load_suite
 
     if (batch_b is None) == (regrade_suite is None):
@@ -210,14 +210,14 @@ def agreement_command(
     values = sorted({*result.confusion, *(y for row in result.confusion.values() for y in row)})
     confusion.add_column("A \\ B")
     for value in values:
-        confusion.add_column(escape(value))
+        confusion.add_column(quoted(value))
     for x in values:
         row = result.confusion.get(x, {})
-        confusion.add_row(escape(x), *(str(row.get(y, 0)) for y in values))
+        confusion.add_row(quoted(x), *(str(row.get(y, 0)) for y in values))
     out.print(confusion)
     for d in result.disagreements:
         out.print(
-            escape(f"disagree: {d['task_id']} attempt {d['attempt']}: A {d['a']} ({d['a_run']}), "
+            quoted(f"disagree: {d['task_id']} attempt {d['attempt']}: A {d['a']} ({d['a_run']}), "
                    f"B {d['b']} ({d['b_run']})")
         )  # fmt: skip
 
@@ -225,10 +225,11 @@ def agreement_command(
 def _agreement_table(
     title: str, rows: Sequence[tuple[str, int | None, Agreement]], first: str = "label"
 ) -> Table:
-    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=escape(title))  # annotator ids are anyone's text, not markup
+    from groundstate.report.terminal import quoted
+
+    table = Table(title=quoted(title))  # annotator ids are anyone's text, not markup
     columns = (
         first,
         "positives",
@@ -242,7 +243,7 @@ def _agreement_table(
         table.add_column(column)
     for name, positives, a in rows:
         table.add_row(
-            escape(name),
+            quoted(name),
             "" if positives is None else str(positives),
             str(a.units),
             _number(a.percent_agreement),

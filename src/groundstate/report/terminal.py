@@ -36,6 +36,11 @@ def printable(text: str) -> str:
     return "\n".join(map(one_line, text.split("\n")))
 
 
+def quoted(text: str) -> str:
+    """A one-line value inside rich markup: :func:`one_line`, then its brackets escaped."""
+    return escape(one_line(text))
+
+
 def indented(text: str, prefix: str = "  ") -> str:
     """Multi-line *text*, escaped by :func:`printable`, each line under *prefix*."""
     return "\n".join(prefix + line for line in printable(text).split("\n"))
@@ -51,11 +56,9 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
         _task_row(batch, task_id, by_task.get(task_id, []))
         for task_id in sorted(batch.task_revisions)
     ]
-    title = escape(
-        one_line(
-            f"batch {batch.batch_id} · suite {batch.suite} · "
-            f"system {batch.system_spec_hash[:12]}{_where(batch)}"
-        )
+    title = quoted(
+        f"batch {batch.batch_id} · suite {batch.suite} · "
+        f"system {batch.system_spec_hash[:12]}{_where(batch)}"
     )
     # Under the table, not its caption: a caption wraps to the (compact) table's width.
     caption = Text("\n".join(map(one_line, decision_lines(batch.decision, batch.population))))
@@ -152,7 +155,7 @@ def _plain(text: str) -> Text:
 
 
 def print_run(console: Console, run: AgentRun) -> None:
-    reason = escape(one_line(run.terminal_reason))
+    reason = quoted(run.terminal_reason)
     verdict = "[green]success[/]" if run.success else f"[red]{reason}[/]"
     console.print(
         one_line(
@@ -172,7 +175,7 @@ def print_run(console: Console, run: AgentRun) -> None:
     exception = run.infrastructure_status.get("exception")
     if exception:
         detail = f"{exception.get('stage')}: {exception.get('type')}: {exception.get('message')}"
-        console.print(f"[bold]exception[/] at {escape(one_line(detail))}")
+        console.print(f"[bold]exception[/] at {quoted(detail)}")
     console.print("[bold]trace[/]")
     for event in run.observation_action_log:
         console.print(_event_line(event), markup=False, highlight=False)
@@ -404,9 +407,9 @@ def report_footer(report: dict[str, Any]) -> str:
         f"median {amount(latency['median'], 3)}s, p90 {amount(latency['p90'], 3)}s"
     )
     for limit in k_limit_lines(report):
-        line += "\n" + escape(one_line(limit))
+        line += "\n" + quoted(limit)
     if report["invalid_tasks_run"]:
-        names = escape(one_line(", ".join(report["invalid_tasks_run"])))
+        names = quoted(", ".join(report["invalid_tasks_run"]))
         line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
     if report["invalid_rate_flagged"]:
         invalid, threshold = tries["invalid_tries"] / tries["tries"], tries["max_invalid_rate"]
@@ -420,11 +423,7 @@ def report_footer(report: dict[str, Any]) -> str:
         line += (
             f"\n[bold red]INCOMPLETE: {missing['count']} of {missing['planned']} planned "
             "attempts are not stored"
-            + (
-                f" (tasks with none, left out of every number: {escape(one_line(absent))})"
-                if absent
-                else ""
-            )
+            + (f" (tasks with none, left out of every number: {quoted(absent)})" if absent else "")
             + f"; complete it with groundstate run ... --resume {report['batch_id']}[/]"
         )
     return line
@@ -490,7 +489,7 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
         lines = decision_lines(stated.get("decision"), stated.get("population"))
         console.print(one_line(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
     for note in data["notes"]:
-        console.print(f"[bold yellow]{escape(one_line(note))}[/]")
+        console.print(f"[bold yellow]{quoted(note)}[/]")
     for view, title in (
         ("valid", "valid attempts"),
         ("strict", "invalid attempts count as failures"),
