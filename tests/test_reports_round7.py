@@ -306,3 +306,17 @@ def _still_open(text: str) -> int:
             while stack.pop() != "isolate":
                 pass
     return len(stack)
+
+
+@pytest.mark.parametrize("command", ["show", "report", "runs", "compare"])
+def test_an_error_naming_a_hostile_value_prints_it_escaped(
+    stored: tuple[Path, str, str], command: str
+) -> None:
+    """A user error names the value it could not use; an escape sequence in it stays text."""
+    store, a, _ = stored
+    hostile = "\x1b]52;c;ZWNobw==\x07\x1b[2J" + HOSTILE[0]
+    args = [command, hostile] + ([a] if command == "compare" else [])
+    code, output = _invoke(*args, "--store", str(store))
+    assert code == 2, output
+    _assert_shown_as_text(output)
+    assert "\\x1b]52" in output

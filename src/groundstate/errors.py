@@ -38,6 +38,13 @@ def one_line(text: str) -> str:
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
+def printable(text: str) -> str:
+    """Multi-line *text* (an agent's message, the output a run printed): each line as
+    :func:`one_line` shows it. In a report, print it indented under its
+    heading: a line of it must not pass for one of ours."""
+    return "\n".join(map(one_line, text.split("\n")))
+
+
 class GroundstateError(Exception):
     """Base class of every error groundstate raises on purpose."""
 

@@ -51,7 +51,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except GroundstateError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {one_line(str(exc))}", err=True)  # it may quote a file
             sys.exit(2)
         except OSError as exc:  # a path given that cannot be made or read: a parent is a
             if exc.filename is None:  # file, a link loops, the disk is full or read-only

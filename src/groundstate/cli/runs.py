@@ -18,7 +18,7 @@ from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import echo_resume, interruptible, report_interrupted
-from groundstate.errors import SpecError
+from groundstate.errors import SpecError, one_line
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -455,7 +455,7 @@ def _executor_args(executor: str, ray_address: str | None) -> list[str]:
 
 
 def _warn_problem(problem: Problem) -> None:
-    click.echo(f"warning: {problem.line()}", err=True)
+    click.echo(f"warning: {one_line(problem.line())}", err=True)
 
 
 def _altered_mark(batch_id: str) -> str:

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from groundstate.environments.base import RowWrite
-from groundstate.errors import one_line
+from groundstate.errors import one_line, printable
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.numbers import (
     amount,
@@ -27,13 +27,6 @@ from groundstate.report.numbers import (
 )
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
-
-
-def printable(text: str) -> str:
-    """Multi-line *text* (an agent's message, printed output): each line as :func:`one_line`
-    shows it. Print it indented under its heading (:func:`indented`): a line of it must not
-    pass for one of ours."""
-    return "\n".join(map(one_line, text.split("\n")))
 
 
 def quoted(text: str) -> str:
