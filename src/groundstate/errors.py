@@ -40,9 +40,10 @@ def one_line(text: str) -> str:
 
 def printable(text: str) -> str:
     """Multi-line *text* (an agent's message, the output a run printed): each line as
-    :func:`one_line` shows it. In a report, print it indented under its
+    :func:`one_line` shows it, tabs kept. In a report, print it indented under its
     heading: a line of it must not pass for one of ours."""
-    return "\n".join(map(one_line, text.split("\n")))
+    # Tabs kept, as line breaks are: in the middle of a line they cannot pass for one of ours.
+    return "\n".join("\t".join(map(one_line, line.split("\t"))) for line in text.split("\n"))
 
 
 class GroundstateError(Exception):
