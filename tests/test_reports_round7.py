@@ -320,3 +320,21 @@ def test_an_error_naming_a_hostile_value_prints_it_escaped(
     assert code == 2, output
     _assert_shown_as_text(output)
     assert "\\x1b]52" in output
+
+
+def test_import_summary_and_warnings_show_the_files_text_escaped(tmp_path: Path) -> None:
+    """``import-results`` quotes the file (columns no field reads, text attempt labels): on
+    one line each, escaped."""
+    column = "x\x1b]52;c;ZWNobw==\x07\nFORGED\u202e"
+    rows = [
+        {"task_id": "a", "attempt": f"trial\x1b[2J{i}\rFORGED", "success": i == 0, column: 1}
+        for i in range(2)
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, output = _invoke(
+        "import-results", str(path), "--name", "n", "--store", str(tmp_path / "r.db")
+    )
+    assert code == 0, output
+    _assert_shown_as_text(output)
+    assert "ignored columns" in output and "\\x1b]52" in output
