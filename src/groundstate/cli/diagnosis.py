@@ -12,7 +12,7 @@ import click
 
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, warn
-from groundstate.errors import GroundstateError
+from groundstate.errors import GroundstateError, one_line
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -469,6 +469,6 @@ def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Pa
             click.echo(regress(run, suite, into=into, evaluator_defect=True))
         except RegressionRefused as exc:
             refused += 1
-            click.echo(f"skipped run {run.run_id}: {exc}", err=True)
+            click.echo(f"skipped run {run.run_id}: {one_line(str(exc))}", err=True)
     if refused:
         sys.exit(1)

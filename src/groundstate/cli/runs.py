@@ -242,7 +242,7 @@ def run(
             started = runner.batch_id if runner is not None else None
             if started is None:
                 raise  # nothing started (an unknown --resume id): nothing to resume
-            click.echo(f"error: {exc}; batch {started} stopped", err=True)
+            click.echo(f"error: {one_line(str(exc))}; batch {started} stopped", err=True)
             echo_resume(started, store, again)
             sys.exit(2)
         report_interrupted(exc, batch_id, store, again)
@@ -659,7 +659,9 @@ def compare_command(
         a, a_runs, b, b_runs, seed=seed, fdr=fdr, allow_mismatch=allow_mismatch
     )
     for mismatch in comparison.mismatches:
-        click.secho(f"WARNING: not the same evaluation: {mismatch}", err=True, fg="red", bold=True)
+        click.secho(
+            f"WARNING: not the same evaluation: {one_line(mismatch)}", err=True, fg="red", bold=True
+        )
     data = comparison_report(a, b, comparison)
     if html is not None:
         from groundstate.report.html import render_comparison  # jinja2: only for HTML
