@@ -46,6 +46,7 @@ HIDERS = (
     "tab\there",
     "[bold red]markup[/]",
     "[link=http://evil.example/]linked[/link]",
+    ":white_check_mark: ok",  # an emoji code: would print as a check mark
 )
 """Ids that would act on the terminal, reorder or hide text, or be read as rich markup."""
 HOSTILE = FORGERS + HIDERS
@@ -86,13 +87,10 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
 
 @pytest.fixture(autouse=True)
 def real_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The CLI's tables drawn as on a colour terminal, not the plain text of a pipe."""
-
-    def terminal() -> Console:
-        return Console(force_terminal=True, color_system="truecolor", width=160)
-
-    for module in ("groundstate.cli.runs", "groundstate.cli.workflow", "groundstate.cli.diagnosis"):
-        monkeypatch.setattr(f"{module}.console", terminal)
+    """The CLI's own consoles drawn as on a colour terminal, not the plain text of a pipe."""
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("COLORTERM", "truecolor")
+    monkeypatch.delenv("NO_COLOR", raising=False)
 
 
 def _assert_shown_as_text(output: str) -> None:
@@ -119,9 +117,12 @@ def test_every_terminal_view_shows_hostile_values_as_text(stored: tuple[Path, st
         code, output = _invoke(*view, "--store", str(store))
         assert code == 0, (view, output)
         _assert_shown_as_text(output)
+        assert "\u2705" not in output, view  # no emoji made of a value
+        for markup in ("[bold red]markup[/]", "[link=http://evil.example/]linked[/link]"):
+            if view[0] in ("report", "runs"):  # shown as written, not as a style or a link
+                assert markup in _SGR.sub("", output), view
     code, output = _invoke("report", a, "--store", str(store))
-    for markup in ("[bold red]markup[/]", "[link=http://evil.example/]linked[/link]"):
-        assert markup in _SGR.sub("", output)  # shown as written, not as a style or a link
+    assert _SGR.search(output)  # drawn for a colour terminal
 
 
 def test_json_views_keep_hostile_values_exactly(stored: tuple[Path, str, str]) -> None:
@@ -141,7 +142,7 @@ def test_json_views_keep_hostile_values_exactly(stored: tuple[Path, str, str]) -
 
 def _shown(run: AgentRun) -> str:
     out = io.StringIO()
-    print_run(Console(file=out, force_terminal=True, color_system="truecolor", width=160), run)
+    print_run(Console(file=out, force_terminal=True, emoji=False, width=160), run)
     return out.getvalue()
 
 

@@ -35,10 +35,11 @@ STORE_OPTION = click.option(
 
 
 def console() -> Console:
-    """A console for tables: the terminal's width, or a roomy fixed width when piped."""
+    """A console for tables: the terminal's width, or a roomy fixed width when piped. Emoji
+    codes off: a task id or reason ``:white_check_mark:`` would print as a check mark."""
     from rich.console import Console
 
-    return Console() if sys.stdout.isatty() else Console(width=140)
+    return Console(emoji=False) if sys.stdout.isatty() else Console(emoji=False, width=140)
 
 
 _LINK_LOOP = re.compile(r"Symlink loop from '(.*)'", re.DOTALL)
