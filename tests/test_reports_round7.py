@@ -47,6 +47,7 @@ HIDERS = (
     "[bold red]markup[/]",
     "[link=http://evil.example/]linked[/link]",
     ":white_check_mark: ok",  # an emoji code: would print as a check mark
+    "L" * 3000,  # no break: a table as wide as it would push the numbers off the page
 )
 """Ids that would act on the terminal, reorder or hide text, or be read as rich markup."""
 HOSTILE = FORGERS + HIDERS
@@ -249,6 +250,8 @@ def _check_inert(browser: Any, path: Path) -> None:
     assert made[:3] == [None, 0, len(page.query_selector_all("script"))], path
     assert made[2] <= 1, path
     assert seen == [path.as_uri() + "#forged"] or seen == [path.as_uri()], seen
+    width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], (path, width)  # every number on the page, none off to the side
     if path.name == "report.html":
         for text in SCRIPTS:
             assert text in made[3]  # shown, as text
