@@ -342,3 +342,26 @@ def test_import_summary_and_warnings_show_the_files_text_escaped(tmp_path: Path)
     assert code == 0, output
     _assert_shown_as_text(output)
     assert "ignored columns" in output and "\\x1b]52" in output
+
+
+def test_a_narrow_terminal_folds_long_values_and_cuts_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80 columns two slices ``refund_policy_v2_pilot_group_alpha`` and ``..._beta`` read
+    ``refund…`` both, and an interval could lose its bound: every summary cell folds."""
+    slices = ("refund_policy_v2_pilot_group_alpha", "refund_policy_v2_pilot_group_beta")
+    rows = [
+        {"task_id": f"t{i}", "attempt": a, "success": (i + a) % 3 == 0,
+         "slice_labels": [slices[i % 2]], "terminal_reason": "success" if (i + a) % 3 == 0
+         else "agent_failure/a_rather_long_terminal_reason_from_another_harness"}
+        for i in range(6) for a in range(2)
+    ]  # fmt: skip
+    path, store = tmp_path / "rows.jsonl", tmp_path / "r.db"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code, out = _invoke("import-results", str(path), "--name", "n", "--store", str(store))
+    batch = out.strip().splitlines()[-1].removeprefix("batch ")
+    monkeypatch.setattr("groundstate.cli.runs.console", lambda: Console(width=80, emoji=False))
+    code, out = _invoke("report", batch, "--store", str(store))
+    assert code == 0, out
+    assert "…" not in out
+    assert "_alpha" in out and "_beta" in out

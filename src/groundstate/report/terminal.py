@@ -262,9 +262,10 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
         # In report --json and compare since issue 11; the reports showed only the runs' own.
         title = "partial score (the rubric's weighted mean, beside the binary result)"
         tables.append(_view_table(title, "partial score", report, "partial_score"))
-    curves = Table(title="capability (pass@k) and reliability (pass^k), valid attempts")
-    for column in ("k", "pass@k", "interval", "pass^k", "interval", "tasks"):
-        curves.add_column(column)
+    curves = _table(
+        "capability (pass@k) and reliability (pass^k), valid attempts",
+        ("k", "pass@k", "interval", "pass^k", "interval", "tasks"),
+    )
     for k, at_k in report["pass_at_k"].items():
         hat_k = report["pass_hat_k"][k]
         curves.add_row(
@@ -280,11 +281,19 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     return [*tables, curves, _slice_table(report), _reason_table(report)]
 
 
+def _table(title: str, columns: tuple[str, ...]) -> Table:
+    """A summary table whose cells fold when the terminal is narrow, never cut to "…": two
+    slices ``refund_policy_v2_alpha`` and ``..._beta`` must not both read ``refund…``, nor
+    an interval lose its upper bound."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
 def _view_table(title: str, name: str, report: dict[str, Any], metric: str) -> Table:
     """*metric* in both views, with its interval and denominators."""
-    table = Table(title=title)
-    for column in ("view", name, "interval", "SE", "tasks", "attempts counted", "note"):
-        table.add_column(column)
+    table = _table(title, ("view", name, "interval", "SE", "tasks", "attempts counted", "note"))
     views = (("valid attempts", report), ("invalid = failure", report["invalid_as_failure"]))
     for view_name, view in views:
         value = view[metric]
@@ -330,18 +339,19 @@ def k_limit_lines(report: dict[str, Any]) -> list[str]:
 
 
 def _slice_table(report: dict[str, Any]) -> Table:
-    table = Table(title="slices (valid attempts)")
-    for column in (
-        "by",
-        "slice",
-        "tasks",
-        "success rate",
-        "interval",
-        "pass^k (k)",
-        "attempts",
-        "note",
-    ):
-        table.add_column(column)
+    table = _table(
+        "slices (valid attempts)",
+        (
+            "by",
+            "slice",
+            "tasks",
+            "success rate",
+            "interval",
+            "pass^k (k)",
+            "attempts",
+            "note",
+        ),
+    )
     view = report["summary"]["views"]["valid"]
     for by, key in (("label", "by_label"), ("horizon", "by_horizon")):
         for name, part in view[key].items():
@@ -366,9 +376,10 @@ def _slice_table(report: dict[str, Any]) -> Table:
 
 
 def _reason_table(report: dict[str, Any]) -> Table:
-    table = Table(title="terminal reasons (the counted try of each attempt)")
-    for column in ("terminal reason", "attempts", "share"):
-        table.add_column(column)
+    table = _table(
+        "terminal reasons (the counted try of each attempt)",
+        ("terminal reason", "attempts", "share"),
+    )
     reasons = report["terminal_reasons"]
     total = sum(reasons.values()) or 1
     for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
@@ -514,9 +525,10 @@ def _difference_table(data: dict[str, Any], view: str, title: str) -> Table:
     how = "paired, task-clustered SE; p from the paired t test"
     if data["mode"] != "paired":
         how = "UNPAIRED, Welch t"
-    table = Table(title=f"{title}: b - a, {methods['confidence']:.0%} interval ({how})")
-    for column in ("metric", "a", "b", "b - a", "interval", "SE", "t", "p", "tasks", "note"):
-        table.add_column(column)
+    table = _table(
+        f"{title}: b - a, {methods['confidence']:.0%} interval ({how})",
+        ("metric", "a", "b", "b - a", "interval", "SE", "t", "p", "tasks", "note"),
+    )
     for name, m in _shown(data["metrics"][view], data["common_k"][view]):
         a, b, d = m["a"], m["b"], m["difference"]
         p = _p(m["p_value"], 1 - methods["confidence"])  # apart from alpha: not 0.050 for 0.0495
@@ -546,9 +558,9 @@ def _print_changes(console: Console, data: dict[str, Any]) -> None:
     if not test["changed"]:
         console.print("(other per-task differences are within attempt noise: not findings)")
         return
-    changed = Table(title="tasks that changed (surviving the FDR control)")
-    for column in ("task", "a", "b", "b - a", "p", "q"):
-        changed.add_column(column)
+    changed = _table(
+        "tasks that changed (surviving the FDR control)", ("task", "a", "b", "b - a", "p", "q")
+    )
     for task in data["per_task"]:
         if task["changed"]:
             changed.add_row(
