@@ -365,3 +365,15 @@ def test_a_narrow_terminal_folds_long_values_and_cuts_none(
     assert code == 0, out
     assert "…" not in out
     assert "_alpha" in out and "_beta" in out
+    flipped = tmp_path / "flipped.jsonl"
+    flipped.write_text("".join(
+        json.dumps({**r, "success": not r["success"], "terminal_reason": "success"
+                    if not r["success"] else "agent_failure/another_long_reason_of_theirs"}) + "\n"
+        for r in rows
+    ))  # fmt: skip
+    code, out = _invoke("import-results", str(flipped), "--name", "m", "--store", str(store))
+    other = out.strip().splitlines()[-1].removeprefix("batch ")
+    monkeypatch.setattr("groundstate.cli.diagnosis.console", lambda: Console(width=80))
+    code, out = _invoke("agreement", batch, other, "--on", "terminal_reason", "--store", str(store))
+    assert code == 0, out
+    assert "…" not in out

@@ -208,9 +208,9 @@ def agreement_command(
     out.print(_agreement_table("A against B", [(on, None, result.agreement)], "compared on"))
     confusion = Table(title="confusion (rows: A, columns: B)")
     values = sorted({*result.confusion, *(y for row in result.confusion.values() for y in row)})
-    confusion.add_column("A \\ B")
+    confusion.add_column("A \\ B", overflow="fold")
     for value in values:
-        confusion.add_column(quoted(value))
+        confusion.add_column(quoted(value), overflow="fold")
     for x in values:
         row = result.confusion.get(x, {})
         confusion.add_row(quoted(x), *(str(row.get(y, 0)) for y in values))
@@ -240,7 +240,7 @@ def _agreement_table(
         "Kripp. alpha",
     )
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # labels, annotators: never cut
     for name, positives, a in rows:
         table.add_row(
             quoted(name),
