@@ -127,7 +127,12 @@ def test_every_terminal_view_shows_hostile_values_as_text(stored: tuple[Path, st
 
 
 def test_json_views_keep_hostile_values_exactly(stored: tuple[Path, str, str]) -> None:
+    """Every ``--json`` is ASCII: strict JSON with the values exactly, and nothing of them
+    (a C1 control, an override) acts on the terminal it is printed to."""
     store, a, b = stored
+    for view in _views(store, a, b):
+        code, out = _invoke(*view, "--json", "--store", str(store))
+        assert code == 0 and out.isascii(), view
     _, out = _invoke("report", a, "--json", "--store", str(store))
     assert {t["task_id"] for t in json.loads(out)["tasks"]} == set(HOSTILE)
     _, out = _invoke("runs", a, "--json", "--store", str(store))

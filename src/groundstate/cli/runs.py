@@ -410,7 +410,10 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         printed = _printed(run_store, record)
     altered = check is not None and warn(check, record.run_id)
     if as_json:
-        click.echo(record.model_dump_json(indent=2))
+        from groundstate.report.json_text import json_text
+
+        # ASCII, as every --json: no raw U+202E or C1 control of the record reaches a terminal
+        click.echo(json_text(record.model_dump(mode="json")))
     else:
         out = console()
         if altered:
