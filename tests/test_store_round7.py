@@ -371,3 +371,25 @@ def test_a_lease_that_cannot_be_released_does_not_turn_a_finished_batch_into_an_
     assert code == 0, err
     monkeypatch.undo()
     assert _invoke("verify", "--store", str(store))[0] == 0
+
+
+def test_task_ids_holding_a_nul_verify_and_an_edit_after_the_nul_is_named(tmp_path: Path) -> None:
+    """SQLite's ``json_extract`` cuts text at a NUL, so an honest imported id ``nul\\x00``
+    read as altered, and an edit after the NUL would have gone unseen."""
+    rows = tmp_path / "rows.jsonl"
+    ids = ["nul\x00", "a\x00b\x00\n\u2028", "plain"]
+    rows.write_text(
+        "".join(json.dumps({"task_id": t, "attempt": 0, "success": True}) + "\n" for t in ids)
+    )
+    store = tmp_path / "runs.db"
+    code, out, _ = _invoke("import-results", str(rows), "--name", "n", "--store", str(store))
+    assert code == 0, out
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 0, out
+    _sql(
+        store,
+        "UPDATE runs SET task_id = CAST(? AS TEXT) WHERE task_id = ?",
+        ("a\x00c\x00\n\u2028", ids[1]),
+    )
+    code, out, _ = _invoke("verify", "--store", str(store))
+    assert code == 1 and out.count("record_altered") == 1, out

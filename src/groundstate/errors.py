@@ -28,8 +28,22 @@ from __future__ import annotations
 
 
 def one_line(text: str) -> str:
-    """Errors print as one line: control characters in user text are shown escaped."""
+    """*text* as one line with nothing hidden: every character that is not printable (line
+    breaks and tabs, C0 and C1 controls such as the escape that starts a terminal sequence,
+    bidirectional marks and overrides, zero-width and other format characters, separators
+    but the space, lone surrogates) is shown escaped (``\\x1b``, ``\\u202e``). Errors print
+    through it, and so does every value from a run or a file in the terminal reports."""
+    if text.isprintable():  # the usual case, in C
+        return text
     return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
+def printable(text: str) -> str:
+    """Multi-line *text* (an agent's message, the output a run printed): each line as
+    :func:`one_line` shows it, tabs kept. In a report, print it indented under its
+    heading: a line of it must not pass for one of ours."""
+    # Tabs kept, as line breaks are: in the middle of a line they cannot pass for one of ours.
+    return "\n".join("\t".join(map(one_line, line.split("\t"))) for line in text.split("\n"))
 
 
 class GroundstateError(Exception):

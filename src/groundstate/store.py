@@ -174,25 +174,34 @@ _INSERT_RUN = (
 
 _INSERT_SEAL = "INSERT OR REPLACE INTO seals VALUES (?, ?, ?, ?)"
 
+
 # Whether a run row's indexed columns differ from its (hashed) record: they are not hashed,
 # yet which batch a run is in, and its task, attempt and verdict as label imports and
 # ``batches`` read them, come from them. Unparseable JSON is left to the record check.
+_INDEXED = ("run_id", "batch_id", "task_id", "attempt", "retry", "terminal_reason", "success")
+"""The run row's columns that repeat fields of its record, unhashed: ``batches`` and label
+imports read them."""
+_TEXT_INDEXED = ("run_id", "batch_id", "task_id", "terminal_reason")
+
+_HOLDS_NUL = " OR ".join(f"instr(CAST({name} AS BLOB), x'00')" for name in _TEXT_INDEXED)
 _COLUMNS_DIFFER = (
-    "CASE WHEN json_valid(record) THEN ("
-    + " OR ".join(
-        f"json_extract(record, '$.{name}') IS NOT {name}"
-        for name in (
-            "run_id",
-            "batch_id",
-            "task_id",
-            "attempt",
-            "retry",
-            "terminal_reason",
-            "success",
-        )
-    )
-    + ") ELSE 0 END"
+    # json_extract cuts text at a NUL (an imported task id may hold one): such a row's
+    # columns come back as a JSON array, compared with its record in Python
+    f"CASE WHEN NOT json_valid(record) THEN 0 WHEN {_HOLDS_NUL} "
+    f"THEN json_array({', '.join(_INDEXED)}) ELSE ("
+    + " OR ".join(f"json_extract(record, '$.{name}') IS NOT {name}" for name in _INDEXED)
+    + ") END"
 )
+
+
+def _columns_differ(moved: int | str, record: bytes) -> bool:
+    """Whether a run row's indexed columns no longer hold its record's values: *moved* is
+    SQLite's answer (1 or 0), or the columns as a JSON array where SQLite cannot compare."""
+    if not isinstance(moved, str):
+        return bool(moved)
+    fields = json.loads(record)
+    columns: list[object] = json.loads(moved)
+    return not isinstance(fields, dict) or columns != [fields.get(name) for name in _INDEXED]
 
 
 _BULK_CACHE_KIB = 65536
@@ -1257,7 +1266,9 @@ class RunStore:
             if hashlib.sha256(record).hexdigest() != content or hashes not in ("{}", None):
                 named += _record_problems(batch_id, run_id, record, content, hashes)
             # columns are named only on a row otherwise intact (else the edit is named already)
-            in_rows += named or ([_columns_changed(batch_id, run_id)] if moved else [])
+            in_rows += named or (
+                [_columns_changed(batch_id, run_id)] if _columns_differ(moved, record) else []
+            )
             if artifacts_of in (None, run_id) and hashes not in ("{}", None):
                 problems, read = self._artifact_problems(batch_id, run_id, hashes)
                 in_rows += problems

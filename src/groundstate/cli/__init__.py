@@ -35,10 +35,11 @@ STORE_OPTION = click.option(
 
 
 def console() -> Console:
-    """A console for tables: the terminal's width, or a roomy fixed width when piped."""
+    """A console for tables: the terminal's width, or a roomy fixed width when piped. Emoji
+    codes off: a task id or reason ``:white_check_mark:`` would print as a check mark."""
     from rich.console import Console
 
-    return Console() if sys.stdout.isatty() else Console(width=140)
+    return Console(emoji=False) if sys.stdout.isatty() else Console(emoji=False, width=140)
 
 
 _LINK_LOOP = re.compile(r"Symlink loop from '(.*)'", re.DOTALL)
@@ -51,7 +52,7 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except GroundstateError as exc:
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {one_line(str(exc))}", err=True)  # it may quote a file
             sys.exit(2)
         except OSError as exc:  # a path given that cannot be made or read: a parent is a
             if exc.filename is None:  # file, a link loops, the disk is full or read-only

@@ -12,7 +12,7 @@ import click
 
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, warn
-from groundstate.errors import GroundstateError
+from groundstate.errors import GroundstateError, one_line
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -183,10 +183,10 @@ def agreement_command(
     Prints Cohen's kappa, Krippendorff's alpha, the confusion table and each attempt the
     two disagree on.
     """
-    from rich.markup import escape
     from rich.table import Table
 
     from groundstate.diagnosis import regrade, verdict_agreement
+    from groundstate.report.terminal import quoted
     from groundstate.spec.suite import load_suite
 
     if (batch_b is None) == (regrade_suite is None):
@@ -208,16 +208,16 @@ def agreement_command(
     out.print(_agreement_table("A against B", [(on, None, result.agreement)], "compared on"))
     confusion = Table(title="confusion (rows: A, columns: B)")
     values = sorted({*result.confusion, *(y for row in result.confusion.values() for y in row)})
-    confusion.add_column("A \\ B")
+    confusion.add_column("A \\ B", overflow="fold")
     for value in values:
-        confusion.add_column(escape(value))
+        confusion.add_column(quoted(value), overflow="fold")
     for x in values:
         row = result.confusion.get(x, {})
-        confusion.add_row(escape(x), *(str(row.get(y, 0)) for y in values))
+        confusion.add_row(quoted(x), *(str(row.get(y, 0)) for y in values))
     out.print(confusion)
     for d in result.disagreements:
         out.print(
-            escape(f"disagree: {d['task_id']} attempt {d['attempt']}: A {d['a']} ({d['a_run']}), "
+            quoted(f"disagree: {d['task_id']} attempt {d['attempt']}: A {d['a']} ({d['a_run']}), "
                    f"B {d['b']} ({d['b_run']})")
         )  # fmt: skip
 
@@ -225,10 +225,11 @@ def agreement_command(
 def _agreement_table(
     title: str, rows: Sequence[tuple[str, int | None, Agreement]], first: str = "label"
 ) -> Table:
-    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=escape(title))  # annotator ids are anyone's text, not markup
+    from groundstate.report.terminal import quoted
+
+    table = Table(title=quoted(title))  # annotator ids are anyone's text, not markup
     columns = (
         first,
         "positives",
@@ -239,10 +240,10 @@ def _agreement_table(
         "Kripp. alpha",
     )
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold")  # labels, annotators: never cut
     for name, positives, a in rows:
         table.add_row(
-            escape(name),
+            quoted(name),
             "" if positives is None else str(positives),
             str(a.units),
             _number(a.percent_agreement),
@@ -473,6 +474,6 @@ def labels_regress(batch_id: str, into: Path, suite_path: Path | None, store: Pa
             click.echo(regress(run, suite, into=into, evaluator_defect=True))
         except RegressionRefused as exc:
             refused += 1
-            click.echo(f"skipped run {run.run_id}: {exc}", err=True)
+            click.echo(f"skipped run {run.run_id}: {one_line(str(exc))}", err=True)
     if refused:
         sys.exit(1)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import click
 
 from groundstate.cli import STORE_OPTION, main
-from groundstate.errors import StoreError
+from groundstate.errors import StoreError, one_line
 
 if TYPE_CHECKING:
     from groundstate.store import RunStore, Verification
@@ -88,7 +88,7 @@ def _print_check(check: Verification) -> None:
         f"batch {check.batch_id}: {check.records} records, {check.artifacts} artifacts: {status}"
     )
     for problem in check.problems:
-        click.echo(f"  {problem.kind}: {problem.line()}")
+        click.echo(one_line(f"  {problem.kind}: {problem.line()}"))
     if check.chain_head is not None:  # an outside anchor: a rolled-back store shows another
         click.echo(f"  chain head: {check.chain_head}")
 
@@ -111,7 +111,7 @@ def warn(check: Verification, run_id: str | None = None) -> bool:
     problems = check.for_run(run_id) if run_id else check.problems
     for problem in problems:
         label = "warning" if problem.altered else "note"
-        click.echo(f"{label}: {problem.line()}", err=True)
+        click.echo(one_line(f"{label}: {problem.line()}"), err=True)
     return any(p.altered for p in problems)
 
 

@@ -11,6 +11,7 @@ import click
 
 from groundstate.cli import STORE_OPTION, main
 from groundstate.cli.integrity import EXIT_ALTERED, warn
+from groundstate.errors import one_line
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.exports import ExportFormat
@@ -79,7 +80,7 @@ def import_results_command(
     with RunStore(store) as run_store:
         report = import_file(file, name, run_store, options)
     for line in report.warnings:
-        click.echo(f"warning: {line}", err=True)
+        click.echo(f"warning: {one_line(line)}", err=True)  # it quotes the file
     if as_json:
         click.echo(json.dumps(_import_json(report), indent=2))
         return
@@ -90,9 +91,9 @@ def import_results_command(
             f"imported {report.runs} attempts of {report.tasks} tasks as {name!r} "
             f"({report.format}, {report.seconds:.1f} s)"
         )
-    click.echo(f"attempt labels: {report.attempt_labels}")
+    click.echo(f"attempt labels: {one_line(report.attempt_labels)}")
     for mapping, count in report.mapped.items():
-        click.echo(f"  {count:>8}  {mapping}")
+        click.echo(f"  {count:>8}  {one_line(mapping)}")
     click.echo(f"batch {report.batch.batch_id}")
 
 

@@ -18,7 +18,7 @@ from groundstate.cli.check import checked_suite
 from groundstate.cli.envs import ENVIRONMENT_OPTION, in_environment
 from groundstate.cli.integrity import EXIT_ALTERED, integrity_json, warn
 from groundstate.cli.interrupts import echo_resume, interruptible, report_interrupted
-from groundstate.errors import SpecError
+from groundstate.errors import SpecError, one_line
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -242,7 +242,7 @@ def run(
             started = runner.batch_id if runner is not None else None
             if started is None:
                 raise  # nothing started (an unknown --resume id): nothing to resume
-            click.echo(f"error: {exc}; batch {started} stopped", err=True)
+            click.echo(f"error: {one_line(str(exc))}; batch {started} stopped", err=True)
             echo_resume(started, store, again)
             sys.exit(2)
         report_interrupted(exc, batch_id, store, again)
@@ -400,7 +400,7 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
     The run's record, its artifacts and its place in its batch's chain are verified first;
     anything altered is named on stderr, marked above the run, and the exit status is 1.
     """
-    from groundstate.report.terminal import print_run, printable
+    from groundstate.report.terminal import indented, print_run
     from groundstate.store import RunStore
 
     with RunStore(store, create=False) as run_store:
@@ -410,7 +410,10 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         printed = _printed(run_store, record)
     altered = check is not None and warn(check, record.run_id)
     if as_json:
-        click.echo(record.model_dump_json(indent=2))
+        from groundstate.report.json_text import json_text
+
+        # ASCII, as every --json: no raw U+202E or C1 control of the record reaches a terminal
+        click.echo(json_text(record.model_dump(mode="json")))
     else:
         out = console()
         if altered:
@@ -418,7 +421,7 @@ def show(run_id: str, as_json: bool, store: Path) -> None:
         print_run(out, record)
         for name, text in printed.items():
             out.print(f"[bold]{name}[/] (printed by the agent and checks)")
-            out.print(printable(text.rstrip("\n")), markup=False, highlight=False)
+            out.print(indented(text.rstrip("\n")), markup=False, highlight=False)
     if altered:
         sys.exit(EXIT_ALTERED)
 
@@ -455,7 +458,7 @@ def _executor_args(executor: str, ray_address: str | None) -> list[str]:
 
 
 def _warn_problem(problem: Problem) -> None:
-    click.echo(f"warning: {problem.line()}", err=True)
+    click.echo(f"warning: {one_line(problem.line())}", err=True)
 
 
 def _altered_mark(batch_id: str) -> str:
@@ -659,7 +662,9 @@ def compare_command(
         a, a_runs, b, b_runs, seed=seed, fdr=fdr, allow_mismatch=allow_mismatch
     )
     for mismatch in comparison.mismatches:
-        click.secho(f"WARNING: not the same evaluation: {mismatch}", err=True, fg="red", bold=True)
+        click.secho(
+            f"WARNING: not the same evaluation: {one_line(mismatch)}", err=True, fg="red", bold=True
+        )
     data = comparison_report(a, b, comparison)
     if html is not None:
         from groundstate.report.html import render_comparison  # jinja2: only for HTML

@@ -22,13 +22,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 import yaml
-from jinja2 import Environment
 from pydantic import BaseModel
 
 from groundstate.analysis import final_runs
 from groundstate.diagnosis.taxonomy import TAXONOMY_FILE, FailureTaxonomy
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
+from groundstate.report.html_text import environment
 from groundstate.store import BatchInfo
 
 SHEET_FIELDS = (
@@ -209,9 +209,10 @@ def render_sheet(
 ) -> str:
     """The labelling page: the taxonomy, then each run's trajectory and grader evidence.
 
-    Every value from a run is escaped (autoescape): agent text can hold markup.
+    Every value from a run is escaped (autoescape: agent text can hold markup) and its
+    bidirectional controls closed (:mod:`groundstate.report.html_text`).
     """
-    template = Environment(autoescape=True).from_string(
+    template = environment().from_string(
         files("groundstate.diagnosis").joinpath("sheet.html.j2").read_text("utf-8")
     )
     return template.render(

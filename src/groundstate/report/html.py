@@ -21,6 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from groundstate.analysis import missing_attempts
 from groundstate.records import AgentRun, CheckResult
+from groundstate.report.html_text import environment
 from groundstate.report.numbers import (
     amount,
     apart,
@@ -204,9 +205,8 @@ def _altered_runs(check: Verification | None) -> dict[str, list[str]]:
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
+    env = environment(  # autoescape, bidirectional controls closed: see report.html_text
         loader=jinja2.PackageLoader("groundstate.report", "templates"),
-        autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

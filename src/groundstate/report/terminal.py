@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from groundstate.environments.base import RowWrite
+from groundstate.errors import one_line, printable
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.numbers import (
     amount,
@@ -28,14 +28,15 @@ from groundstate.report.numbers import (
 from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""Control characters (C0 but tab and newline, DEL, C1) and bidirectional overrides: in agent
-text they could move the cursor, recolour or rewrite the screen, or reorder what is shown."""
+
+def quoted(text: str) -> str:
+    """A one-line value inside rich markup: :func:`one_line`, then its brackets escaped."""
+    return escape(one_line(text))
 
 
-def printable(text: str) -> str:
-    """*text* with every control character shown as an escape (``\\x1b``), never sent raw."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+def indented(text: str, prefix: str = "  ") -> str:
+    """Multi-line *text*, escaped by :func:`printable`, each line under *prefix*."""
+    return "\n".join(prefix + line for line in printable(text).split("\n"))
 
 
 def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
@@ -48,14 +49,12 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
         _task_row(batch, task_id, by_task.get(task_id, []))
         for task_id in sorted(batch.task_revisions)
     ]
-    title = escape(
-        printable(
-            f"batch {batch.batch_id} · suite {batch.suite} · "
-            f"system {batch.system_spec_hash[:12]}{_where(batch)}"
-        )
+    title = quoted(
+        f"batch {batch.batch_id} · suite {batch.suite} · "
+        f"system {batch.system_spec_hash[:12]}{_where(batch)}"
     )
     # Under the table, not its caption: a caption wraps to the (compact) table's width.
-    caption = Text(printable("\n".join(decision_lines(batch.decision, batch.population))))
+    caption = Text("\n".join(map(one_line, decision_lines(batch.decision, batch.population))))
     return Fitted(lambda width: Group(_batch_table(title, rows, width), caption))
 
 
@@ -67,11 +66,11 @@ def _task_row(batch: BatchInfo, task_id: str, task_runs: list[AgentRun]) -> _Row
     valid = [r for r in task_runs if r.valid]
     reasons = Counter(r.terminal_reason for r in task_runs)
     return (
-        printable(task_id),
-        printable(", ".join(batch.task_slices.get(task_id, []))),
+        one_line(task_id),
+        one_line(", ".join(batch.task_slices.get(task_id, []))),
         f"{sum(r.success for r in valid)} / {len(valid)}",
         str(len(task_runs) - len(valid)),
-        [printable(f"{reason} x{n}") for reason, n in sorted(reasons.items())],
+        [one_line(f"{reason} x{n}") for reason, n in sorted(reasons.items())],
     )
 
 
@@ -145,14 +144,14 @@ def _where(batch: BatchInfo) -> str:
 
 def _plain(text: str) -> Text:
     """A cell shown as written: imported batches carry task ids and reasons from any file."""
-    return Text(printable(text))
+    return Text(one_line(text))
 
 
 def print_run(console: Console, run: AgentRun) -> None:
-    reason = escape(printable(run.terminal_reason))
+    reason = quoted(run.terminal_reason)
     verdict = "[green]success[/]" if run.success else f"[red]{reason}[/]"
     console.print(
-        printable(
+        one_line(
             f"run {run.run_id} · task {run.task_id} r{run.task_revision} · attempt {run.attempt}"
         ),
         markup=False,
@@ -169,20 +168,20 @@ def print_run(console: Console, run: AgentRun) -> None:
     exception = run.infrastructure_status.get("exception")
     if exception:
         detail = f"{exception.get('stage')}: {exception.get('type')}: {exception.get('message')}"
-        console.print(f"[bold]exception[/] at {escape(printable(detail))}")
+        console.print(f"[bold]exception[/] at {quoted(detail)}")
     console.print("[bold]trace[/]")
     for event in run.observation_action_log:
-        console.print(printable(_event_line(event)), markup=False, highlight=False)
+        console.print(_event_line(event), markup=False, highlight=False)
 
 
 def _print_checks(console: Console, title: str, results: list[CheckResult]) -> None:
     console.print(f"[bold]{title}[/]" + ("" if results else ": none"))
     for result in results:
         mark = "error" if result.error else ("pass" if result.passed else "FAIL")
-        console.print(printable(f"  {mark:5} {result.id} ({result.kind})"), markup=False)
+        console.print(one_line(f"  {mark:5} {result.id} ({result.kind})"), markup=False)
         detail = result.error or _evidence(result.evidence)
         if detail and not result.passed:
-            console.print(printable(f"        {detail}"), markup=False, highlight=False)
+            console.print(indented(detail, " " * 8), markup=False, highlight=False)
 
 
 def _evidence(evidence: dict[str, Any]) -> str:
@@ -190,20 +189,26 @@ def _evidence(evidence: dict[str, Any]) -> str:
     return json.dumps(shown, default=str)[:600] if shown else ""
 
 
+_UNDER = " " * 9
+"""Where a trace event's further lines start: under its text, never at a line's start."""
+
+
 def _event_line(event: Any) -> str:
+    """The event as shown: one line, but for a message's own lines and a call's row writes."""
     if isinstance(event, ModelCallEvent):
         return _model_call_line(event)
     if isinstance(event, MessageEvent):
         text = "(left the conversation)" if event.text is None else event.text
         role = "final" if event.final else event.role
-        return f"  [{event.step:>2}] {role:5} {text}"
+        # The message's own lines under its first, indented: none can pass for ours.
+        return f"  [{event.step:>2}] {one_line(role):5} " + indented(text, _UNDER)[len(_UNDER) :]
     outcome = (
         json.dumps(event.output, default=str) if event.ok else f"{event.error_class}: {event.error}"
     )
     changed = f"  changed {','.join(event.changed_tables)}" if event.changed_tables else ""
-    changed += "".join(f"\n         {_write_line(w)}" for w in event.writes)
     call = f"{event.tool}({json.dumps(event.args)})"
-    return f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}"
+    head = one_line(f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}")
+    return head + "".join(f"\n{_UNDER}{one_line(_write_line(w))}" for w in event.writes)
 
 
 def _model_call_line(event: ModelCallEvent) -> str:
@@ -214,7 +219,7 @@ def _model_call_line(event: ModelCallEvent) -> str:
         error = event.error
         status = f" HTTP {error.status_code}" if error.status_code is not None else ""
         request = f" [{error.request_id}]" if error.request_id else ""
-        return f"{head} → {error.kind}{status}{request}: {error.message[:200]} ({timing})"
+        return one_line(f"{head} → {error.kind}{status}{request}: {error.message[:200]} ({timing})")
     answer = event.response
     parts = [f"{c.name}({c.arguments[:120]})" for c in (answer.tool_calls if answer else [])]
     if answer is not None and answer.text:
@@ -223,7 +228,7 @@ def _model_call_line(event: ModelCallEvent) -> str:
     tokens = f"{usage.input_tokens} in / {usage.output_tokens} out"
     if usage.cost:
         tokens += f", cost {usage.cost:.6f}"
-    return f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})"
+    return one_line(f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})")
 
 
 def _write_line(write: RowWrite) -> str:
@@ -257,9 +262,10 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
         # In report --json and compare since issue 11; the reports showed only the runs' own.
         title = "partial score (the rubric's weighted mean, beside the binary result)"
         tables.append(_view_table(title, "partial score", report, "partial_score"))
-    curves = Table(title="capability (pass@k) and reliability (pass^k), valid attempts")
-    for column in ("k", "pass@k", "interval", "pass^k", "interval", "tasks"):
-        curves.add_column(column)
+    curves = _table(
+        "capability (pass@k) and reliability (pass^k), valid attempts",
+        ("k", "pass@k", "interval", "pass^k", "interval", "tasks"),
+    )
     for k, at_k in report["pass_at_k"].items():
         hat_k = report["pass_hat_k"][k]
         curves.add_row(
@@ -275,11 +281,19 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
     return [*tables, curves, _slice_table(report), _reason_table(report)]
 
 
+def _table(title: str, columns: tuple[str, ...]) -> Table:
+    """A summary table whose cells fold when the terminal is narrow, never cut to "…": two
+    slices ``refund_policy_v2_alpha`` and ``..._beta`` must not both read ``refund…``, nor
+    an interval lose its upper bound."""
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
 def _view_table(title: str, name: str, report: dict[str, Any], metric: str) -> Table:
     """*metric* in both views, with its interval and denominators."""
-    table = Table(title=title)
-    for column in ("view", name, "interval", "SE", "tasks", "attempts counted", "note"):
-        table.add_column(column)
+    table = _table(title, ("view", name, "interval", "SE", "tasks", "attempts counted", "note"))
     views = (("valid attempts", report), ("invalid = failure", report["invalid_as_failure"]))
     for view_name, view in views:
         value = view[metric]
@@ -325,18 +339,19 @@ def k_limit_lines(report: dict[str, Any]) -> list[str]:
 
 
 def _slice_table(report: dict[str, Any]) -> Table:
-    table = Table(title="slices (valid attempts)")
-    for column in (
-        "by",
-        "slice",
-        "tasks",
-        "success rate",
-        "interval",
-        "pass^k (k)",
-        "attempts",
-        "note",
-    ):
-        table.add_column(column)
+    table = _table(
+        "slices (valid attempts)",
+        (
+            "by",
+            "slice",
+            "tasks",
+            "success rate",
+            "interval",
+            "pass^k (k)",
+            "attempts",
+            "note",
+        ),
+    )
     view = report["summary"]["views"]["valid"]
     for by, key in (("label", "by_label"), ("horizon", "by_horizon")):
         for name, part in view[key].items():
@@ -361,9 +376,10 @@ def _slice_table(report: dict[str, Any]) -> Table:
 
 
 def _reason_table(report: dict[str, Any]) -> Table:
-    table = Table(title="terminal reasons (the counted try of each attempt)")
-    for column in ("terminal reason", "attempts", "share"):
-        table.add_column(column)
+    table = _table(
+        "terminal reasons (the counted try of each attempt)",
+        ("terminal reason", "attempts", "share"),
+    )
     reasons = report["terminal_reasons"]
     total = sum(reasons.values()) or 1
     for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
@@ -395,9 +411,9 @@ def report_footer(report: dict[str, Any]) -> str:
         f"median {amount(latency['median'], 3)}s, p90 {amount(latency['p90'], 3)}s"
     )
     for limit in k_limit_lines(report):
-        line += "\n" + escape(printable(limit))
+        line += "\n" + quoted(limit)
     if report["invalid_tasks_run"]:
-        names = escape(printable(", ".join(report["invalid_tasks_run"])))
+        names = quoted(", ".join(report["invalid_tasks_run"]))
         line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
     if report["invalid_rate_flagged"]:
         invalid, threshold = tries["invalid_tries"] / tries["tries"], tries["max_invalid_rate"]
@@ -411,11 +427,7 @@ def report_footer(report: dict[str, Any]) -> str:
         line += (
             f"\n[bold red]INCOMPLETE: {missing['count']} of {missing['planned']} planned "
             "attempts are not stored"
-            + (
-                f" (tasks with none, left out of every number: {escape(printable(absent))})"
-                if absent
-                else ""
-            )
+            + (f" (tasks with none, left out of every number: {quoted(absent)})" if absent else "")
             + f"; complete it with groundstate run ... --resume {report['batch_id']}[/]"
         )
     return line
@@ -479,9 +491,9 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     for side in ("a", "b"):
         stated = data.get(f"decision_{side}") or {}
         lines = decision_lines(stated.get("decision"), stated.get("population"))
-        console.print(printable(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
+        console.print(one_line(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
     for note in data["notes"]:
-        console.print(f"[bold yellow]{escape(printable(note))}[/]")
+        console.print(f"[bold yellow]{quoted(note)}[/]")
     for view, title in (
         ("valid", "valid attempts"),
         ("strict", "invalid attempts count as failures"),
@@ -491,7 +503,7 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     _print_changes(console, data)
     for side in ("only_in_a", "only_in_b", "excluded_tasks"):
         if data[side]:
-            names = printable(", ".join(data[side]))
+            names = one_line(", ".join(data[side]))
             console.print(f"{side.replace('_', ' ')}: {names}", markup=False, highlight=False)
 
 
@@ -515,9 +527,10 @@ def _difference_table(data: dict[str, Any], view: str, title: str) -> Table:
     how = "paired, task-clustered SE; p from the paired t test"
     if data["mode"] != "paired":
         how = "UNPAIRED, Welch t"
-    table = Table(title=f"{title}: b - a, {methods['confidence']:.0%} interval ({how})")
-    for column in ("metric", "a", "b", "b - a", "interval", "SE", "t", "p", "tasks", "note"):
-        table.add_column(column)
+    table = _table(
+        f"{title}: b - a, {methods['confidence']:.0%} interval ({how})",
+        ("metric", "a", "b", "b - a", "interval", "SE", "t", "p", "tasks", "note"),
+    )
     for name, m in _shown(data["metrics"][view], data["common_k"][view]):
         a, b, d = m["a"], m["b"], m["difference"]
         p = _p(m["p_value"], 1 - methods["confidence"])  # apart from alpha: not 0.050 for 0.0495
@@ -547,9 +560,9 @@ def _print_changes(console: Console, data: dict[str, Any]) -> None:
     if not test["changed"]:
         console.print("(other per-task differences are within attempt noise: not findings)")
         return
-    changed = Table(title="tasks that changed (surviving the FDR control)")
-    for column in ("task", "a", "b", "b - a", "p", "q"):
-        changed.add_column(column)
+    changed = _table(
+        "tasks that changed (surviving the FDR control)", ("task", "a", "b", "b - a", "p", "q")
+    )
     for task in data["per_task"]:
         if task["changed"]:
             changed.add_row(
