@@ -45,6 +45,7 @@ def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult
     yes, no = _replies(rule, index)
     answers: list[_Confirmation] = []
     question: MessageEvent | None = None
+    asked: MessageEvent | None = None  # the agent's last message, answered or not
     # The dialogue after the last change cannot confirm anything: the walk stops there.
     for i, event in enumerate(index.events[: max(changes) + 1]):
         if i in changes:
@@ -52,8 +53,22 @@ def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult
             if verdict is not None:
                 return verdict
         said = True if i in yes else (False if i in no else None)
+        if question is None and said is False and asked is not None:
+            _track_second_thoughts(event, asked, answers)
         question = _track(event, said, question, answers)
+        if isinstance(event, MessageEvent) and event.role == "agent" and not event.final:
+            asked = event
     return passed(constraint.id, "confirmed")
+
+
+def _track_second_thoughts(
+    event: AgentEvent, asked: MessageEvent, answers: list[_Confirmation]
+) -> None:
+    """A no in a user message the agent did not ask for ("Yes, go ahead." then "Wait, hold
+    off."): words taking a yes back answer the agent's last message, so the yes before them
+    no longer stands. Any other unprompted no ("Oh, and no receipt") answers nothing."""
+    if isinstance(event, MessageEvent) and event.role == "user" and _takes_back(event):
+        answers.append(_Confirmation(asked, event, yes=False))
 
 
 def _track(
@@ -158,7 +173,8 @@ def _objection(answers: list[_Confirmation], yes: _Confirmation) -> _Confirmatio
     back. A no to a question ("Anything else?" "No") or to another request for confirmation
     ("Cancel the beanie too. Please confirm." "No, keep it") answers that one."""
     at = next(i for i, a in enumerate(answers) if a is yes)
-    return next((a for a in answers[at + 1 :] if not a.yes and _asks_nothing(a.question)), None)
+    later = [a for a in answers[at + 1 :] if not a.yes]
+    return next((a for a in later if _asks_nothing(a.question) or _takes_back(a.answer)), None)
 
 
 # A message that asks the user something: a question mark, or a request for a decision ("...
@@ -169,6 +185,23 @@ _ASKING = re.compile(r"\?|\b(confirm|let me know|shall i|should i)\b")
 
 def _asks_nothing(message: MessageEvent) -> bool:
     return _ASKING.search(normalise(message.text or "")) is None
+
+
+# Words that take a yes back whatever the agent last asked ("Anything else before I process
+# it?" "Wait, don't refund it yet."), unlike a plain no, which answers that question ("No,
+# that's all"). "I'll wait for the email" or "don't cancel the hoodie" take nothing back.
+_TAKING_BACK = re.compile(
+    r"(^|[.!?,;] )((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
+    r"(sec|second|minute|moment)\b|\bhold (on|off)\b|\bnever ?mind\b|\bscratch that\b"
+    r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
+    r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
+    r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
+    r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
+)
+
+
+def _takes_back(message: MessageEvent) -> bool:
+    return _TAKING_BACK.search(normalise(message.text or "")) is not None
 
 
 def _objected(
