@@ -387,3 +387,30 @@ def test_a_second_identity_mid_conversation_fails(
     switch = _message("user", f"Actually, I'm {email}, zip code 97214.", 3)
     said = [*events[:read], switch, again, *events[read:]]
     assert failing(retail, "refund-socks", said) == broken
+
+
+# --- policy 1: the other account's holder is told to contact us ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "passes"),
+    [
+        ("Your husband will need to contact us himself about his order.", True),
+        ("Please ask him to get in touch with us.", True),
+        ("He can call our support line himself.", True),
+        ("The account holder has to contact us themselves.", True),
+        ("Only he can do that: he will need to reach out to customer service.", True),
+        ("I am sorry, but I can only help with orders on your own account.", False),
+        ("I can't help with your husband's order.", False),
+        ("Please contact us again if you need anything else.", False),
+        ("Your husband will need to contact his bank.", False),
+    ],
+)
+def test_a_refusal_for_another_account_says_its_holder_must_contact_us(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str, passes: bool
+) -> None:
+    events = oracles["refund-spouse-order"]
+    last = events[-1]
+    said = [*events[:-1], last.model_copy(update={"text": reply})]
+    broken = [] if passes else ["p1-holder-must-contact-us"]
+    assert failing(retail, "refund-spouse-order", said) == broken
