@@ -202,6 +202,9 @@ def test_an_exchange_after_day_30_fails(
 # --- policy 7: exactly $10.00, for an order that took more than 7 days -----------------------
 
 
+COMPLAINT = _message("user", "My order took ages to arrive.", 0)
+
+
 class _Orders:
     """An initial state holding one order, placed and delivered on the given days."""
 
@@ -230,7 +233,7 @@ def test_goodwill_credit_is_exactly_ten_dollars_for_a_late_order(
     credit = _call(
         "add_store_credit", {"order_id": "O-1", "customer_id": "C", "amount_cents": amount}
     )
-    assert checks.goodwill_as_policy([credit], _Orders(placed, delivered))[0] is passes
+    assert checks.goodwill_as_policy([COMPLAINT, credit], _Orders(placed, delivered))[0] is passes
 
 
 def test_goodwill_for_an_order_delivered_on_time_fails_on_the_real_orders(
@@ -238,12 +241,36 @@ def test_goodwill_for_an_order_delivered_on_time_fails_on_the_real_orders(
 ) -> None:
     credit = {"customer_id": "C04", "amount_cents": 1000, "reason": "goodwill"}
     assert checks.goodwill_as_policy(
-        [_call("add_store_credit", {**credit, "order_id": "O-1010"})], s0
+        [COMPLAINT, _call("add_store_credit", {**credit, "order_id": "O-1010"})], s0
     )[0]
     passed, evidence = checks.goodwill_as_policy(
-        [_call("add_store_credit", {**credit, "order_id": "O-1001"})], s0
+        [COMPLAINT, _call("add_store_credit", {**credit, "order_id": "O-1001"})], s0
     )
     assert not passed and "took 5 days" in evidence["problems"][0]
+
+
+@pytest.mark.parametrize(
+    ("opening", "passes"),
+    [
+        ("My daypack took more than two weeks to arrive, which was really disappointing.", True),
+        ("The daypack came so late! Can you do anything?", True),
+        ("Delivery was really slow this time.", True),
+        ("It took forever to get here.", True),
+        ("I was still waiting for it after two weeks.", True),
+        ("My daypack arrived and I love it.", False),
+        ("The daypack is great. Any discount for a loyal customer?", False),
+        ("My daypack arrived. Can I get some store credit?", False),
+    ],
+)
+def test_goodwill_credit_answers_a_complaint_about_the_delay(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], opening: str, passes: bool
+) -> None:
+    """Policy 7: the order must have been late *and* the customer must have complained; an
+    agent that credits a late order nobody complained about gives money away."""
+    events = oracles["goodwill-late-delivery"]
+    said = [events[0].model_copy(update={"text": opening}), *events[1:]]
+    broken = [] if passes else ["p7-goodwill-as-policy"]
+    assert failing(retail, "goodwill-late-delivery", said) == broken
 
 
 # --- policy 2: a yes taken back in other words than "no" -------------------------------------

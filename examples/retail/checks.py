@@ -804,7 +804,7 @@ def cancels_only_pending(trace: list[AgentEvent], s0: StateView) -> Evidence:
 
 def goodwill_as_policy(trace: list[AgentEvent], s0: StateView) -> Evidence:
     """Policy 7: goodwill credit is exactly $10.00, for an order whose delivery took more
-    than 7 days from placed_at to delivered_at."""
+    than 7 days from placed_at to delivered_at, once the customer complained of the delay."""
 
     def problems() -> Iterator[tuple[ToolCallEvent, str]]:
         for event in _changes_made(trace, ("add_store_credit",)):
@@ -819,8 +819,29 @@ def goodwill_as_policy(trace: list[AgentEvent], s0: StateView) -> Evidence:
             if took is None or took <= SLOW_DELIVERY_DAYS:
                 late = "was not delivered" if took is None else f"took {took} days"
                 yield event, f"credits order {order}, which {late} (more than 7 needed)"
+            elif not _complained_of_delay(trace, event):
+                yield event, f"credits order {order}, but the customer never complained of a delay"
 
     return _first_problem(problems())
+
+
+DELAY_WORDS = re.compile(
+    r"\b(late|later than|delay\w*|slow\w*|overdue|took (\w+ ){0,5}(to (arrive|come|get here|"
+    r"be delivered|reach me|show up)|long|ages|forever)|(weeks?|days?|forever|ages) to (arrive|"
+    r"come|get here|be delivered|show up)|(so|too|very|really) long|still waiting|kept waiting)\b"
+)
+"""How a customer complains about a delivery's delay (policy 7), on normalised text."""
+
+
+def _complained_of_delay(trace: list[AgentEvent], change: ToolCallEvent) -> bool:
+    """Whether a user message before *change* complains that delivery was late."""
+    for event in trace:
+        if event is change:
+            return False
+        said = isinstance(event, MessageEvent) and event.role == "user"
+        if said and DELAY_WORDS.search(normalise(getattr(event, "text", None) or "")):
+            return True
+    return False
 
 
 def _days_between(placed: Any, delivered: Any) -> int | None:
