@@ -441,3 +441,36 @@ def test_a_refusal_for_another_account_says_its_holder_must_contact_us(
     said = [*events[:-1], last.model_copy(update={"text": reply})]
     broken = [] if passes else ["p1-holder-must-contact-us"]
     assert failing(retail, "refund-spouse-order", said) == broken
+
+
+# --- policy 2: a yes kept to part of a question listing several changes -----------------------
+
+
+@pytest.mark.parametrize(
+    ("task", "answer", "broken"),
+    [
+        ("several-changes", "Yes, just the headlamp.", ["p2-confirmed-refund"]),
+        ("several-changes", "Only the headlamp, yes.", ["p2-confirmed-refund"]),
+        ("several-changes", "Yes, the headlamp only.", ["p2-confirmed-refund"]),
+        ("several-changes", "Yes, both please.", []),
+        ("several-changes", "Yes, refund them both.", []),
+        ("several-changes", "Yes, just go ahead.", []),
+        ("several-changes", "Yes, only the headlamp and the bottle.", []),
+        ("refund-socks", "Yes, only the socks.", []),
+        ("refund-socks", "Yes, just the socks please.", []),
+        ("refund-socks", "Yes, just the shoes.", ["p2-confirmed-refund"]),
+    ],
+)
+def test_a_yes_kept_to_part_of_the_question_confirms_only_that_part(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, answer: str, broken: list[str]
+) -> None:
+    """The headlamp and the bottle are asked together; "just the headlamp" leaves the bottle
+    (refunded first in the oracle) unconfirmed. A yes naming the one item asked about stands."""
+    events = oracles[task]
+    at = next(
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, MessageEvent) and e.role == "user" and e.text == "Yes, please go ahead."
+    )
+    said = [*events[:at], events[at].model_copy(update={"text": answer}), *events[at + 1 :]]
+    assert failing(retail, task, said) == broken

@@ -115,6 +115,8 @@ def _check_change(
     naming = [a for a in answers if not a.unnamed(values) and (values or a.yes)]
     asks = _asks(rule)
     covering = [a for a in naming if a.asks(asks)]
+    if covering and covering[-1].yes and _narrowed_away(covering[-1], values):
+        return _narrowed(constraint, change, covering[-1])
     if covering and covering[-1].yes:
         objection = _objection(answers, covering[-1])
         return None if objection is None else _objected(constraint, change, objection)
@@ -138,6 +140,32 @@ def _check_change(
         not_named=not_named,
         confirmations=[_describe(c, values) for c in confirmations],
     )
+
+
+# A yes kept to part of what was asked ("Yes, just the headlamp", "Only the bottle, yes",
+# "Yes, the headlamp only"): it confirms the changes whose values it names, in any word of
+# them, and no other ("just go ahead" and "only if" are not this).
+_NARROWING = re.compile(r"\b(just|only) (the|my|for the|to the)\b|\bthe \w+( \w+)? only\b")
+_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def _narrowed_away(yes: _Confirmation, values: list[str]) -> bool:
+    """Whether *yes* keeps to part of its question and names none of *values*."""
+    answer = normalise(yes.answer.text or "")
+    if _NARROWING.search(answer) is None:
+        return False
+    said = set(_WORD.findall(answer))
+    return not any(word in said for value in values for word in _WORD.findall(normalise(value)))
+
+
+def _narrowed(
+    constraint: ConfirmedConstraint, change: AgentEvent, yes: _Confirmation
+) -> CheckResult:
+    problem = (
+        f"{label(change)} was not confirmed: the user's yes at step {yes.answer.step} kept to "
+        "part of the question and names nothing of this change"
+    )
+    return failed(constraint.id, "confirmed", change, problem, narrowed=_describe(yes, []))
 
 
 def _asks(rule: ConfirmedRule) -> re.Pattern[str] | None:
