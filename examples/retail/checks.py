@@ -13,6 +13,7 @@ import calendar
 import itertools
 import re
 from collections.abc import Iterator
+from datetime import date
 from functools import lru_cache
 from typing import Any
 
@@ -699,3 +700,151 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
             )
             return False, {"problems": [problem], "offending_step": event.step, "kinds": false}
     return True, {}
+
+
+# Policies 3, 4, 6 and 7: the limits the tools themselves do not enforce. Only successful
+# calls are judged (a call the tool refused changed nothing); the order's facts come from the
+# initial state, and its age from the last get_order the agent read before the change (the
+# `*-order-read-before-*` constraints require one).
+
+REFUND_WINDOW_DAYS = 30
+"""Policies 3 and 6: day 0 is the day of delivery, day 30 the last day."""
+SLOW_DELIVERY_DAYS = 7
+"""Policy 7: goodwill credit only when delivery took more than this many days."""
+GOODWILL_CENTS = 1000
+"""Policy 7: the goodwill credit is exactly $10.00."""
+
+_ORDER_FACTS = (
+    "SELECT status, payment_method_id, placed_at, delivered_at FROM orders WHERE order_id = ?"
+)
+
+
+def _changes_made(trace: list[AgentEvent], tools: tuple[str, ...]) -> Iterator[ToolCallEvent]:
+    for event in trace:
+        if (
+            isinstance(event, ToolCallEvent)
+            and event.tool in tools
+            and event.ok
+            and isinstance(event.args, dict)
+        ):
+            yield event
+
+
+def _order_facts(s0: StateView, order_id: Any) -> tuple[Any, ...] | None:
+    rows = s0.query(_ORDER_FACTS, (str(order_id),))
+    return rows[0] if rows else None
+
+
+def _days_read(trace: list[AgentEvent], change: ToolCallEvent) -> Any:
+    """``days_since_delivery`` of the change's order, as the last get_order before it said."""
+    days = None
+    for event in trace:
+        if event is change:
+            break
+        if (
+            isinstance(event, ToolCallEvent)
+            and event.tool == "get_order"
+            and event.ok
+            and isinstance(event.output, dict)
+            and event.output.get("order_id") == change.args.get("order_id")
+        ):
+            days = event.output.get("days_since_delivery")
+    return days
+
+
+def _first_problem(problems: Iterator[tuple[ToolCallEvent, str]]) -> Evidence:
+    for event, problem in problems:
+        return False, {"problems": [f"step {event.step} {problem}"], "offending_step": event.step}
+    return True, {}
+
+
+def refunds_within_policy(trace: list[AgentEvent], s0: StateView) -> Evidence:
+    """Policy 3: a refund goes to its order's own payment method, within 30 days of delivery."""
+
+    def problems() -> Iterator[tuple[ToolCallEvent, str]]:
+        for event in _changes_made(trace, ("refund_item",)):
+            order = event.args.get("order_id")
+            facts = _order_facts(s0, order)
+            method = event.args.get("payment_method_id")
+            if facts is not None and method != facts[1]:
+                yield event, f"refunds order {order} to {method}, not its own {facts[1]}"
+            days = _days_read(trace, event)
+            if isinstance(days, int) and days > REFUND_WINDOW_DAYS:
+                yield event, f"refunds order {order}, delivered {days} days ago (limit 30)"
+
+    return _first_problem(problems())
+
+
+def exchanges_within_window(trace: list[AgentEvent], s0: StateView) -> Evidence:
+    """Policy 6: an item is exchanged within 30 days of its delivery."""
+
+    def problems() -> Iterator[tuple[ToolCallEvent, str]]:
+        for event in _changes_made(trace, ("exchange_item",)):
+            days = _days_read(trace, event)
+            if isinstance(days, int) and days > REFUND_WINDOW_DAYS:
+                order = event.args.get("order_id")
+                yield event, f"exchanges an item of {order}, delivered {days} days ago (limit 30)"
+
+    return _first_problem(problems())
+
+
+def cancels_only_pending(trace: list[AgentEvent], s0: StateView) -> Evidence:
+    """Policy 4: only pending orders are cancelled, whole or item by item (a processing order
+    has left our hands, although the tool would still cancel it)."""
+
+    def problems() -> Iterator[tuple[ToolCallEvent, str]]:
+        for event in _changes_made(trace, CANCELS):
+            order = event.args.get("order_id")
+            facts = _order_facts(s0, order)
+            if facts is not None and facts[0] != "pending":
+                yield event, f"cancels in order {order}, which was {facts[0]}, not pending"
+
+    return _first_problem(problems())
+
+
+def goodwill_as_policy(trace: list[AgentEvent], s0: StateView) -> Evidence:
+    """Policy 7: goodwill credit is exactly $10.00, for an order whose delivery took more
+    than 7 days from placed_at to delivered_at, once the customer complained of the delay."""
+
+    def problems() -> Iterator[tuple[ToolCallEvent, str]]:
+        for event in _changes_made(trace, ("add_store_credit",)):
+            order = event.args.get("order_id")
+            amount = event.args.get("amount_cents")
+            if amount != GOODWILL_CENTS or isinstance(amount, bool):
+                yield event, f"credits {amount!r} cents, not the goodwill {GOODWILL_CENTS}"
+            facts = _order_facts(s0, order)
+            if facts is None:
+                continue
+            took = _days_between(facts[2], facts[3])
+            if took is None or took <= SLOW_DELIVERY_DAYS:
+                late = "was not delivered" if took is None else f"took {took} days"
+                yield event, f"credits order {order}, which {late} (more than 7 needed)"
+            elif not _complained_of_delay(trace, event):
+                yield event, f"credits order {order}, but the customer never complained of a delay"
+
+    return _first_problem(problems())
+
+
+DELAY_WORDS = re.compile(
+    r"\b(late|later than|delay\w*|slow\w*|overdue|took (\w+ ){0,5}(to (arrive|come|get here|"
+    r"be delivered|reach me|show up)|long|ages|forever)|(weeks?|days?|forever|ages) to (arrive|"
+    r"come|get here|be delivered|show up)|(so|too|very|really) long|still waiting|kept waiting)\b"
+)
+"""How a customer complains about a delivery's delay (policy 7), on normalised text."""
+
+
+def _complained_of_delay(trace: list[AgentEvent], change: ToolCallEvent) -> bool:
+    """Whether a user message before *change* complains that delivery was late."""
+    for event in trace:
+        if event is change:
+            return False
+        said = isinstance(event, MessageEvent) and event.role == "user"
+        if said and DELAY_WORDS.search(normalise(getattr(event, "text", None) or "")):
+            return True
+    return False
+
+
+def _days_between(placed: Any, delivered: Any) -> int | None:
+    if not placed or not delivered:
+        return None
+    return (date.fromisoformat(str(delivered)[:10]) - date.fromisoformat(str(placed)[:10])).days

@@ -58,7 +58,8 @@ shoes", "Can it go to PayPal? Otherwise yes") or a decision put off ("let me che
 first", "Before I say yes, is it the full price?")."""
 NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|sure|ok|okay|right|correct|agreed)|never|"
-    r"(do not|don't|dont)(?! (worry|mind))|hold on|stop|"
+    r"(do not|don't|dont)(?! (worry|mind))|hold (on|off)|stop|never ?mind|scratch that|"
+    r"forget (it|that|about it)|changed? (my|our) minds?|(on )?second thoughts?|"
     r"(absolutely|definitely|certainly|of course) not)\b"
     rf"|(?<!can't )\bwait\b|^[^.!?]*\b({_YES_WORDS}|{_OPENING_YES})\s*\?"
     rf"|{_TERMS}"
@@ -66,7 +67,8 @@ NO_PATTERN = (
 """The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes. A yes
 asked back in the reply's first sentence ("yes?", "OK?", "Go ahead? I don't follow") is a
 question, not consent; a later question is another matter ("Yes please. Will the shoes be
-ok?"). "No problem", "no rush", "don't worry" and "don't mind" are not a no."""
+ok?"). "No problem", "no rush", "don't worry" and "don't mind" are not a no; taking a yes back
+("hold off", "never mind", "forget it", "I changed my mind", "on second thought") is."""
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

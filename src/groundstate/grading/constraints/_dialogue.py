@@ -45,6 +45,7 @@ def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult
     yes, no = _replies(rule, index)
     answers: list[_Confirmation] = []
     question: MessageEvent | None = None
+    asked: MessageEvent | None = None  # the agent's last message, answered or not
     # The dialogue after the last change cannot confirm anything: the walk stops there.
     for i, event in enumerate(index.events[: max(changes) + 1]):
         if i in changes:
@@ -52,8 +53,22 @@ def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult
             if verdict is not None:
                 return verdict
         said = True if i in yes else (False if i in no else None)
+        if question is None and said is False and asked is not None:
+            _track_second_thoughts(event, asked, answers)
         question = _track(event, said, question, answers)
+        if isinstance(event, MessageEvent) and event.role == "agent" and not event.final:
+            asked = event
     return passed(constraint.id, "confirmed")
+
+
+def _track_second_thoughts(
+    event: AgentEvent, asked: MessageEvent, answers: list[_Confirmation]
+) -> None:
+    """A no in a user message the agent did not ask for ("Yes, go ahead." then "Wait, hold
+    off."): words taking a yes back answer the agent's last message, so the yes before them
+    no longer stands. Any other unprompted no ("Oh, and no receipt") answers nothing."""
+    if isinstance(event, MessageEvent) and event.role == "user" and _takes_back(event):
+        answers.append(_Confirmation(asked, event, yes=False))
 
 
 def _track(
@@ -100,6 +115,8 @@ def _check_change(
     naming = [a for a in answers if not a.unnamed(values) and (values or a.yes)]
     asks = _asks(rule)
     covering = [a for a in naming if a.asks(asks)]
+    if covering and covering[-1].yes and _narrowed_away(covering[-1], values):
+        return _narrowed(constraint, change, covering[-1])
     if covering and covering[-1].yes:
         objection = _objection(answers, covering[-1])
         return None if objection is None else _objected(constraint, change, objection)
@@ -123,6 +140,32 @@ def _check_change(
         not_named=not_named,
         confirmations=[_describe(c, values) for c in confirmations],
     )
+
+
+# A yes kept to part of what was asked ("Yes, just the headlamp", "Only the bottle, yes",
+# "Yes, the headlamp only"): it confirms the changes whose values it names, in any word of
+# them, and no other ("just go ahead" and "only if" are not this).
+_NARROWING = re.compile(r"\b(just|only) (the|my|for the|to the)\b|\bthe \w+( \w+)? only\b")
+_WORD = re.compile(r"[^\W\d_]{4,}")
+
+
+def _narrowed_away(yes: _Confirmation, values: list[str]) -> bool:
+    """Whether *yes* keeps to part of its question and names none of *values*."""
+    answer = normalise(yes.answer.text or "")
+    if _NARROWING.search(answer) is None:
+        return False
+    said = set(_WORD.findall(answer))
+    return not any(word in said for value in values for word in _WORD.findall(normalise(value)))
+
+
+def _narrowed(
+    constraint: ConfirmedConstraint, change: AgentEvent, yes: _Confirmation
+) -> CheckResult:
+    problem = (
+        f"{label(change)} was not confirmed: the user's yes at step {yes.answer.step} kept to "
+        "part of the question and names nothing of this change"
+    )
+    return failed(constraint.id, "confirmed", change, problem, narrowed=_describe(yes, []))
 
 
 def _asks(rule: ConfirmedRule) -> re.Pattern[str] | None:
@@ -158,7 +201,8 @@ def _objection(answers: list[_Confirmation], yes: _Confirmation) -> _Confirmatio
     back. A no to a question ("Anything else?" "No") or to another request for confirmation
     ("Cancel the beanie too. Please confirm." "No, keep it") answers that one."""
     at = next(i for i, a in enumerate(answers) if a is yes)
-    return next((a for a in answers[at + 1 :] if not a.yes and _asks_nothing(a.question)), None)
+    later = [a for a in answers[at + 1 :] if not a.yes]
+    return next((a for a in later if _asks_nothing(a.question) or _takes_back(a.answer)), None)
 
 
 # A message that asks the user something: a question mark, or a request for a decision ("...
@@ -169,6 +213,23 @@ _ASKING = re.compile(r"\?|\b(confirm|let me know|shall i|should i)\b")
 
 def _asks_nothing(message: MessageEvent) -> bool:
     return _ASKING.search(normalise(message.text or "")) is None
+
+
+# Words that take a yes back whatever the agent last asked ("Anything else before I process
+# it?" "Wait, don't refund it yet."), unlike a plain no, which answers that question ("No,
+# that's all"). "I'll wait for the email" or "don't cancel the hoodie" take nothing back.
+_TAKING_BACK = re.compile(
+    r"(^|[.!?,;] )((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
+    r"(sec|second|minute|moment)\b|\bhold (on|off)\b|\bnever ?mind\b|\bscratch that\b"
+    r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
+    r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
+    r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
+    r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
+)
+
+
+def _takes_back(message: MessageEvent) -> bool:
+    return _TAKING_BACK.search(normalise(message.text or "")) is not None
 
 
 def _objected(
