@@ -79,6 +79,7 @@ class _LoopThread:
                 return
             work, name, context, done = job
             self.thread.name = name
+            shared = _SharedHooks()
             try:
                 outcome = context.run(self._run, work)
             finally:
@@ -86,6 +87,7 @@ class _LoopThread:
                 asyncio.set_event_loop(None)
                 sys.settrace(hooks[0])
                 sys.setprofile(hooks[1])
+                shared.put_back()
             _IDLE.park(self)  # before *done*: the submitter's next piece finds this thread idle
             try:
                 done(outcome)
@@ -135,6 +137,25 @@ class _LoopThread:
         runner, self._runner = self._runner, None
         if runner is not None:
             runner.close()
+
+
+class _SharedHooks:
+    """The process-wide hooks a piece of work could change for everyone after it: those of
+    threads started later, and the event loop policy (which makes every new loop)."""
+
+    def __init__(self) -> None:
+        self.trace = threading.gettrace()
+        self.profile = threading.getprofile()
+        self.policy = asyncio.get_event_loop_policy()
+
+    def put_back(self) -> None:
+        """Put back what the work changed (only that: another thread may set its own)."""
+        if threading.gettrace() is not self.trace:
+            threading.settrace(self.trace)
+        if threading.getprofile() is not self.profile:
+            threading.setprofile(self.profile)
+        if asyncio.get_event_loop_policy() is not self.policy:
+            asyncio.set_event_loop_policy(self.policy)
 
 
 def _state(loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:
