@@ -370,3 +370,72 @@ def test_an_event_loop_policy_set_by_the_agent_is_put_back(bank: Suite) -> None:
         asyncio.set_event_loop_policy(before)
     assert run.terminal_reason == "success"
     assert after is before
+
+
+# --- builtins replaced --------------------------------------------------------------------
+
+
+def _always(value: Any) -> Callable[..., Any]:
+    return lambda *args, **kwargs: value
+
+
+LIES: list[tuple[str, Callable[..., Any]]] = [
+    ("isinstance", _always(True)),  # asyncio's call_soon_threadsafe then refuses callbacks
+    ("isinstance", _always(False)),
+    ("len", _always(0)),
+    ("str", int),
+    ("type", _always(int)),
+    ("print", _always(None)),
+]
+
+
+@pytest.fixture
+def pristine_builtins() -> Iterator[None]:
+    import builtins
+
+    saved = dict(vars(builtins))
+    yield
+    vars(builtins).update(saved)
+
+
+@pytest.mark.parametrize(("name", "lie"), LIES, ids=[f"{n}{i}" for i, (n, _) in enumerate(LIES)])
+@pytest.mark.usefixtures("pristine_builtins")
+def test_builtins_replaced_after_the_task_leave_the_verdict_and_are_put_back(
+    bank: Suite, name: str, lie: Callable[..., Any]
+) -> None:
+    """The harness's own code (and asyncio's) calls the builtins: replaced by the agent as it
+    returns, they hung the attempt past its limit (a lying ``isinstance`` made the alarm's
+    ``call_soon_threadsafe`` refuse its callback) or crashed the agent's thread."""
+    import builtins
+
+    real = getattr(builtins, name)
+
+    async def replaces(session: Session) -> str:
+        reply = await _do_the_task(session)
+        setattr(builtins, name, lie)
+        return reply
+
+    run = _run(bank, replaces)
+    assert getattr(builtins, name) is real
+    assert run.terminal_reason == "success"
+
+
+@pytest.mark.parametrize(("name", "lie"), LIES[:4], ids=[n for n, _ in LIES[:4]])
+@pytest.mark.usefixtures("pristine_builtins")
+def test_builtins_replaced_by_a_blocking_agent_do_not_stop_the_time_limit(
+    edited_bank: Any, release: threading.Event, name: str, lie: Callable[..., Any]
+) -> None:
+    import builtins
+
+    suite = edited_bank(lambda t: t.update(time_limit=0.3))
+    real = getattr(builtins, name)
+
+    async def replaces_then_blocks(session: Session) -> str:
+        setattr(builtins, name, lie)
+        release.wait(5)
+        return "done"
+
+    run = _run(suite, replaces_then_blocks)
+    assert getattr(builtins, name) is real
+    assert run.terminal_reason == "agent_failure/time_limit"
+    assert run.latency < 2.5

@@ -48,7 +48,7 @@ from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import States, assertions_later
 from groundstate.grading.rubric import partial_score
 from groundstate.grading.terminal import classify, interruption_reason
-from groundstate.loopthreads import in_loop_thread
+from groundstate.loopthreads import in_loop_thread, put_back_builtins
 from groundstate.records import AgentRun, CheckResult, Usage
 from groundstate.returned import CRASHED, TIME_LIMIT, AgentRaised, Final, text_of, type_name
 from groundstate.spec.suite import Suite
@@ -957,6 +957,10 @@ async def _settled_in_time(finished: asyncio.Future[Any], limit: float) -> bool:
     rang: asyncio.Future[None] = loop.create_future()
 
     def ring() -> None:
+        # The agent given up on may have replaced builtins that asyncio calls here and in
+        # the episode's loop (a lying ``isinstance`` makes ``call_soon_threadsafe`` refuse
+        # the callback): they are put back first, or the limit would never strike.
+        put_back_builtins()
         with contextlib.suppress(RuntimeError):  # the loop has closed (the attempt cancelled)
             loop.call_soon_threadsafe(_settle, rang)
 
@@ -983,8 +987,11 @@ async def _run_to_end(agent: Agent, session: AgentSession) -> Final:
     """The agent's run on its thread's loop, read there as plain data: every piece of agent
     code (``run`` itself, what it returns or raises) runs under the time limit."""
     try:
-        final = Final.of(await _started(agent, session))
+        value = await _started(agent, session)
+        put_back_builtins()  # reading the value is the harness's code (``type`` replaced...)
+        final = Final.of(value)
     except BaseException as exc:  # SystemExit and cancellations too: the agent's crash
+        put_back_builtins()
         raised = AgentRaised(exc)
     else:
         return final
