@@ -14,6 +14,7 @@ import concurrent.futures
 import contextlib
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -439,3 +440,31 @@ def test_builtins_replaced_by_a_blocking_agent_do_not_stop_the_time_limit(
     assert getattr(builtins, name) is real
     assert run.terminal_reason == "agent_failure/time_limit"
     assert run.latency < 2.5
+
+
+# --- holding the interpreter ----------------------------------------------------------------
+
+
+def test_an_agent_holding_the_interpreter_past_its_limit_cannot_return_in_time(
+    edited_bank: Any,
+) -> None:
+    """``sys.setswitchinterval`` and a spin keep the alarm's thread from running until the
+    agent returns, well past its limit: the end is timed where it happens, so the late
+    return is the time limit, not a graded answer."""
+    suite = edited_bank(lambda t: t.update(time_limit=0.1))
+    interval = sys.getswitchinterval()
+    clock = time.perf_counter
+
+    async def hogs(session: Session) -> str:
+        sys.setswitchinterval(0.5)
+        started = clock()
+        while clock() - started < 0.6:
+            pass
+        return "Moved 30 from A to B."
+
+    try:
+        run = _run(suite, hogs)
+    finally:
+        sys.setswitchinterval(interval)
+    assert run.terminal_reason == "agent_failure/time_limit"
+    assert run.infrastructure_status["stop"]["kind"] == "time_limit"
