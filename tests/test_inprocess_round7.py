@@ -468,3 +468,28 @@ def test_an_agent_holding_the_interpreter_past_its_limit_cannot_return_in_time(
         sys.setswitchinterval(interval)
     assert run.terminal_reason == "agent_failure/time_limit"
     assert run.infrastructure_status["stop"]["kind"] == "time_limit"
+
+
+def test_output_streams_replaced_by_the_agent_are_put_back(bank: Suite) -> None:
+    """An agent's own ``sys.stdout`` would receive the harness's later output (``run
+    --json``), free to rewrite it."""
+    before = sys.stdout, sys.stderr
+
+    class Forger:
+        def write(self, text: str) -> int:
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    async def forges(session: Session) -> str:
+        sys.stdout = sys.stderr = Forger()  # type: ignore[assignment]
+        return await _do_the_task(session)
+
+    try:
+        run = _run(bank, forges)
+        after = sys.stdout, sys.stderr
+    finally:
+        sys.stdout, sys.stderr = before
+    assert run.terminal_reason == "success"
+    assert not any(isinstance(stream, Forger) for stream in after)

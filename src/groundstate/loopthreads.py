@@ -8,7 +8,11 @@ seeing the one before:
 
 - each piece runs in a fresh copy of its submitter's context (its ``contextvars``, among them
   where the attempt's prints go) and under its own thread name; the thread's current event
-  loop, trace and profile functions are put back afterwards;
+  loop, trace and profile functions are put back afterwards, and so is process-wide state
+  the piece changed that the harness relies on: the builtins (a lying ``isinstance`` makes
+  ``asyncio`` refuse callbacks), the hooks of threads started later
+  (``threading.settrace``/``setprofile``: the graders', later attempts'), the event loop
+  policy, and ``sys.stdout``/``sys.stderr`` replaced by objects of the piece's own;
 - the loop is kept only when the work left it as a new loop is (no task, callback, timer,
   file watch, async generator or executor, no handler, task factory, debug setting or
   attribute changed). Otherwise it is shut down as ``asyncio.run`` shuts its loop down
@@ -36,6 +40,7 @@ from contextlib import suppress
 from contextvars import Context, copy_context
 from typing import Any, TypeVar
 
+from groundstate.capture import put_back_streams, streams
 from groundstate.parked import Parked
 from groundstate.returned import text_of, type_name
 
@@ -148,6 +153,7 @@ class _SharedHooks:
         self.trace = threading.gettrace()
         self.profile = threading.getprofile()
         self.policy = asyncio.get_event_loop_policy()
+        self.streams = streams()
 
     def put_back(self) -> None:
         """Put back what the work changed (only that: another thread may set its own)."""
@@ -158,6 +164,7 @@ class _SharedHooks:
             threading.setprofile(self.profile)
         if asyncio.get_event_loop_policy() is not self.policy:
             asyncio.set_event_loop_policy(self.policy)
+        put_back_streams(self.streams)
 
 
 _BUILTINS = dict(vars(builtins))
