@@ -93,6 +93,21 @@ def _install() -> None:
             setattr(sys, name, _Router(stream, name))
 
 
+def streams() -> tuple[Any, ...]:
+    """``sys.stdout`` and ``sys.stderr`` now (for :func:`put_back_streams`)."""
+    return tuple(getattr(sys, name) for name in ARTIFACTS)
+
+
+def put_back_streams(saved: tuple[Any, ...]) -> None:
+    """Put back the streams of :func:`streams` that code under evaluation replaced with an
+    object of its own: the harness's later output (``run --json``) would go through it.
+    Routers installed meanwhile (an attempt starting) stay."""
+    for name, stream in zip(ARTIFACTS, saved, strict=True):
+        current = getattr(sys, name)
+        if current is not stream and type(current) is not _Router:
+            setattr(sys, name, stream)
+
+
 @contextmanager
 def captured() -> Iterator[Output]:
     """Route what the code of this context prints to a new :class:`Output`."""

@@ -48,7 +48,7 @@ from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import States, assertions_later
 from groundstate.grading.rubric import partial_score
 from groundstate.grading.terminal import classify, interruption_reason
-from groundstate.loopthreads import in_loop_thread
+from groundstate.loopthreads import in_loop_thread, put_back_builtins
 from groundstate.records import AgentRun, CheckResult, Usage
 from groundstate.returned import CRASHED, TIME_LIMIT, AgentRaised, Final, text_of, type_name
 from groundstate.spec.suite import Suite
@@ -940,12 +940,15 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     handed an :class:`AgentSession`.
     """
     facade = AgentSession(session)
-    finished = in_loop_thread(lambda: _run_to_end(agent, facade), f"agent-{id(session):x}")
-    if not await _settled_in_time(finished, session.time_limit):
+    limit, started, ended = session.time_limit, CLOCK(), list[float]()
+    work = lambda: _run_to_end(agent, facade, ended)  # noqa: E731
+    finished = in_loop_thread(work, f"agent-{id(session):x}")
+    in_time = await _settled_in_time(finished, limit)
+    if not in_time or (ended and ended[0] - started > limit):  # none: it crashed its loop
         # What the abandoned agent ends with, nobody reads: read it here, so asyncio does not
         # log it ("exception was never retrieved") whenever the garbage collector gets to it.
         finished.add_done_callback(_ignore_outcome)
-        raise TimeLimitReached(f"time limit {session.time_limit:g}s reached")
+        raise TimeLimitReached(f"time limit {limit:g}s reached")
     return finished.result()
 
 
@@ -957,6 +960,10 @@ async def _settled_in_time(finished: asyncio.Future[Any], limit: float) -> bool:
     rang: asyncio.Future[None] = loop.create_future()
 
     def ring() -> None:
+        # The agent given up on may have replaced builtins that asyncio calls here and in
+        # the episode's loop (a lying ``isinstance`` makes ``call_soon_threadsafe`` refuse
+        # the callback): they are put back first, or the limit would never strike.
+        put_back_builtins()
         with contextlib.suppress(RuntimeError):  # the loop has closed (the attempt cancelled)
             loop.call_soon_threadsafe(_settle, rang)
 
@@ -979,15 +986,23 @@ def _ignore_outcome(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-async def _run_to_end(agent: Agent, session: AgentSession) -> Final:
+async def _run_to_end(agent: Agent, session: AgentSession, ended: list[float]) -> Final:
     """The agent's run on its thread's loop, read there as plain data: every piece of agent
-    code (``run`` itself, what it returns or raises) runs under the time limit."""
+    code (``run`` itself, what it returns or raises) runs under the time limit. When it
+    ended goes to *ended*, read on this thread's clock: an agent that holds the interpreter
+    (a long C call, ``sys.setswitchinterval(1000)`` and a spin) can keep the alarm from
+    ringing until it returns, but not make a late end count as in time."""
     try:
-        final = Final.of(await _started(agent, session))
+        value = await _started(agent, session)
+        put_back_builtins()  # reading the value is the harness's code (``type`` replaced...)
+        final = Final.of(value)
     except BaseException as exc:  # SystemExit and cancellations too: the agent's crash
+        put_back_builtins()
         raised = AgentRaised(exc)
     else:
+        ended.append(CLOCK())
         return final
+    ended.append(CLOCK())
     raise raised  # outside the handler: no reference to the agent's exception is kept
 
 

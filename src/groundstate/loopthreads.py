@@ -8,7 +8,11 @@ seeing the one before:
 
 - each piece runs in a fresh copy of its submitter's context (its ``contextvars``, among them
   where the attempt's prints go) and under its own thread name; the thread's current event
-  loop, trace and profile functions are put back afterwards;
+  loop, trace and profile functions are put back afterwards, and so is process-wide state
+  the piece changed that the harness relies on: the builtins (a lying ``isinstance`` makes
+  ``asyncio`` refuse callbacks), the hooks of threads started later
+  (``threading.settrace``/``setprofile``: the graders', later attempts'), the event loop
+  policy, and ``sys.stdout``/``sys.stderr`` replaced by objects of the piece's own;
 - the loop is kept only when the work left it as a new loop is (no task, callback, timer,
   file watch, async generator or executor, no handler, task factory, debug setting or
   attribute changed). Otherwise it is shut down as ``asyncio.run`` shuts its loop down
@@ -26,6 +30,7 @@ shares with the next attempt whichever thread that runs on. Idle threads exit af
 from __future__ import annotations
 
 import asyncio
+import builtins
 import queue
 import sys
 import threading
@@ -35,6 +40,7 @@ from contextlib import suppress
 from contextvars import Context, copy_context
 from typing import Any, TypeVar
 
+from groundstate.capture import put_back_streams, streams
 from groundstate.parked import Parked
 from groundstate.returned import text_of, type_name
 
@@ -79,9 +85,11 @@ class _LoopThread:
                 return
             work, name, context, done = job
             self.thread.name = name
+            shared = _SharedHooks()
             try:
                 outcome = context.run(self._run, work)
             finally:
+                shared.put_back()  # first: the rest calls builtins (``str``) the work replaced
                 self.thread.name = IDLE_NAME
                 asyncio.set_event_loop(None)
                 sys.settrace(hooks[0])
@@ -135,6 +143,43 @@ class _LoopThread:
         runner, self._runner = self._runner, None
         if runner is not None:
             runner.close()
+
+
+class _SharedHooks:
+    """The process-wide hooks a piece of work could change for everyone after it: those of
+    threads started later, and the event loop policy (which makes every new loop)."""
+
+    def __init__(self) -> None:
+        self.trace = threading.gettrace()
+        self.profile = threading.getprofile()
+        self.policy = asyncio.get_event_loop_policy()
+        self.streams = streams()
+
+    def put_back(self) -> None:
+        """Put back what the work changed (only that: another thread may set its own)."""
+        put_back_builtins()
+        if threading.gettrace() is not self.trace:
+            threading.settrace(self.trace)
+        if threading.getprofile() is not self.profile:
+            threading.setprofile(self.profile)
+        if asyncio.get_event_loop_policy() is not self.policy:
+            asyncio.set_event_loop_policy(self.policy)
+        put_back_streams(self.streams)
+
+
+_BUILTINS = dict(vars(builtins))
+"""The builtins as groundstate found them (names added since are left alone)."""
+
+_MISSING = object()
+
+
+def put_back_builtins() -> None:
+    """Put back every builtin that code run here replaced or deleted (``builtins.isinstance
+    = lambda *a: True`` would make the harness's own checks, and ``asyncio``'s, lie)."""
+    current = vars(builtins)
+    for name, value in _BUILTINS.items():
+        if current.get(name, _MISSING) is not value:
+            current[name] = value
 
 
 def _state(loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:
