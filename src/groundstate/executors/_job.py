@@ -254,21 +254,66 @@ thread alive after an attempt was left by the code under evaluation, or by a con
 attempt's (the worker then retires needlessly: a restart, no verdict changes)."""
 
 
-def process_state() -> tuple[dict[str, str], float, int]:
+ProcessState = tuple[dict[str, str], float, int, tuple[tuple[int, int], ...], str, int]
+
+
+def process_state() -> ProcessState:
     """What code can change for the whole process and a worker's next attempt would inherit:
     the environment variables (but those the harness sets itself, such as the address of
     the PostgreSQL server a worker starts for its attempts), the GIL's switch interval, the
-    recursion limit."""
+    recursion limit, the resource limits (``RLIMIT_NOFILE`` at 3 leaves later attempts no
+    file to open), the signals ignored (a ``SIGTERM`` or ``SIGCHLD`` ignored through C, out
+    of ``signal.getsignal``'s sight) and the file-mode mask."""
     environ = {k: v for k, v in os.environ.items() if k not in HARNESS_VARIABLES}
-    return environ, sys.getswitchinterval(), sys.getrecursionlimit()
+    limits = _limits()
+    return (
+        environ,
+        sys.getswitchinterval(),
+        sys.getrecursionlimit(),
+        limits,
+        _ignored_signals(),
+        _umask(),
+    )
+
+
+_RLIMITS = ("RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_STACK",
+            "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_CORE")  # fmt: skip
+
+
+def _limits() -> tuple[tuple[int, int], ...]:
+    """The process's resource limits (none where there is no ``resource`` module)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return ()
+    return tuple(resource.getrlimit(getattr(resource, n)) for n in _RLIMITS if hasattr(resource, n))
+
+
+def _ignored_signals() -> str:
+    """The process's mask of ignored signals, as the kernel reports it (Linux), or ``""``."""
+    with suppress(OSError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("SigIgn:"):
+                return line.split()[1]
+    return ""
+
+
+def _umask() -> int:
+    """The file-mode mask, from ``/proc`` where it says (setting it to read it races with
+    the attempts running), else read by setting it back."""
+    with suppress(OSError, ValueError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
 
 
 HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
 
 
-def leftovers(
-    output: AttemptOutput | None, baseline: tuple[dict[str, str], float, int]
-) -> str | None:
+def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | None:
     """What an attempt that just ended left in this worker that could reach later attempts,
     or None: an agent or a tool still running past the attempt's end (Python cannot stop a
     thread), a thread of the agent's own, a change to :func:`process_state` since the
@@ -288,7 +333,8 @@ def leftovers(
     return f"changed: {', '.join(changed)}" if changed else None
 
 
-_STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()")
+_STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()",
+          "resource limits", "signals ignored", "umask")  # fmt: skip
 
 
 Message = tuple[str, int, Any]
@@ -301,6 +347,10 @@ None)`` (the job reached a retiring worker: hand it to another)."""
 
 FRAME = struct.Struct("!Q")
 """The length before each pickled :data:`Message` on a worker's results pipe."""
+
+
+PIPE_LOST = 75
+"""A worker's exit code when it can no longer write on its results pipe."""
 
 
 class Outbox:
@@ -321,8 +371,11 @@ class Outbox:
         data = pickle.dumps(message)
         view = memoryview(FRAME.pack(len(data)) + data)
         with self._lock:
-            while view:
-                view = view[os.write(self._fd, view) :]
+            try:
+                while view:
+                    view = view[os.write(self._fd, view) :]
+            except OSError:  # an agent closed or replaced it: the worker cannot report
+                os._exit(PIPE_LOST)  # the parent kills what it forked (its process group)
 
 
 def serve(
@@ -358,7 +411,7 @@ def serve(
 class _Serving:
     """A worker's attempts: how many run, and whether the worker is retiring."""
 
-    def __init__(self, results: Outbox, baseline: tuple[dict[str, str], float, int]) -> None:
+    def __init__(self, results: Outbox, baseline: ProcessState) -> None:
         self._results = results
         self._baseline = baseline
         self._lock = threading.Lock()
