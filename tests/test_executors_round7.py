@@ -17,7 +17,7 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.store import RunStore
 
-from .test_executors_adversarial import pool, reasons, rogue_system, run
+from .test_executors_adversarial import _alive, pool, reasons, rogue_system, run
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -26,6 +26,7 @@ import gc
 import os
 import pickle
 import threading
+import time
 
 
 def _outbox_fd():
@@ -50,7 +51,7 @@ def _forge(message_of):
     os.write(fd, b"".join(_frame(message_of(k)) for k in range(64) if k not in own))
 
 
-def plumbing(mode):
+def plumbing(mode, marks):
     if mode == "forge_failed":  # another attempt "failed": the batch would stop
         _forge(lambda k: ("failed", k, "forged"))
     elif mode == "forge_refused":  # another attempt sent again while it runs
@@ -91,6 +92,20 @@ def plumbing(mode):
 
         number = signal.SIGTERM if mode == "ign_term" else signal.SIGCHLD
         ctypes.CDLL(None).signal(number, ctypes.c_void_p(1))  # SIG_IGN
+    elif mode == "fork_writer":  # a child out of the worker's group forges, later on
+        fd = _outbox_fd()
+        pid = os.fork()
+        if pid == 0:
+            os.setsid()
+            for _ in range(30):
+                time.sleep(0.1)
+                try:
+                    os.write(fd, b"".join(_frame(("failed", k, "forged")) for k in range(64)))
+                except OSError:
+                    break
+            os._exit(0)
+        with open(os.path.join(marks, "child"), "w") as out:
+            out.write(str(pid))
     else:
         return False
     return True
@@ -103,7 +118,7 @@ def plumbing_system(root: Path, bad: dict[int, str]):  # type: ignore[no-untyped
     rogue = root / "rogue.py"
     text = rogue.read_text().replace(
         "def misbehave(mode, marks):\n",
-        "def misbehave(mode, marks):\n    if plumbing(mode):\n        return\n",
+        "def misbehave(mode, marks):\n    if plumbing(mode, marks):\n        return\n",
     )
     rogue.write_text(PLUMBING + text)
     return system
@@ -228,4 +243,43 @@ def test_process_state_sees_limits_masks_and_ignored_signals() -> None:
             assert leftovers(None, baseline) == "changed: signals ignored"
     finally:
         signal.signal(signal.SIGUSR2, previous)
+    assert leftovers(None, baseline) is None
+
+
+def test_a_child_that_left_the_workers_group_and_writes_later_frames_no_one(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """An agent forks a child that leaves the worker's process group (``os.setsid()``) and
+    keeps writing forged messages on the inherited results pipe after its attempt ended:
+    the worker retires with a child left, killing it, so the messages never fall during a
+    later attempt (before: the next attempt in that worker was killed as the forger's), and
+    the child does not outlive the batch."""
+    result = run_one_worker(bank, tmp_path, {2: "fork_writer"}, attempts=5)
+    assert reasons(result.runs) == {n: "success" for n in range(1, 6)}
+    child = int((tmp_path / "marks" / "child").read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(child), "a child out of the worker's group outlived its worker"
+
+
+def test_children_are_seen_but_not_the_harnesss_own() -> None:
+    """The leftover check sees a child process this one forked (the test process has
+    children of its own: the fork server's, the baseline holds them)."""
+    import os
+
+    from groundstate.executors._job import children, leftovers, process_state
+
+    baseline, before = process_state(), children()
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(5)
+        os._exit(0)
+    try:
+        assert children() - before == {pid}
+        assert leftovers(None, baseline) == "changed: child processes"
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert children() == before
     assert leftovers(None, baseline) is None

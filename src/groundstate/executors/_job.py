@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
 from groundstate.agents.scripted import ScriptedAgent
+from groundstate.environments import postgres_server
 from groundstate.environments.postgres_server import URL_VARIABLE as POSTGRES_URL
 from groundstate.episode import (
     END_WAIT,
@@ -183,11 +184,33 @@ def init_worker(workdir_root: str) -> None:
 
 
 def end_worker() -> NoReturn:
-    """End this worker at once, with every process of its group (what its attempts started)."""
+    """End this worker at once, with every process of its group (what its attempts started)
+    and its children that left the group (``os.setsid()``)."""
+    _kill_children()
     with suppress(OSError):
         if os.getpgid(0) == os.getpid():
             os.killpg(0, signal.SIGKILL)
     os._exit(0)
+
+
+def children() -> set[int]:
+    """This process's child processes (Linux; elsewhere none), but the harness's own (the
+    watchdog of a PostgreSQL server this process started)."""
+    pids: set[int] = set()
+    with suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with suppress(OSError, ValueError), open(f"/proc/self/task/{task}/children") as f:
+                pids.update(int(pid) for pid in f.read().split())
+    server = postgres_server._SHARED
+    if server is not None and server.watchdog is not None:
+        pids.discard(server.watchdog.pid)
+    return pids
+
+
+def _kill_children() -> None:
+    for pid in children():
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _exit_with(parent: BaseProcess) -> None:
@@ -254,7 +277,9 @@ thread alive after an attempt was left by the code under evaluation, or by a con
 attempt's (the worker then retires needlessly: a restart, no verdict changes)."""
 
 
-ProcessState = tuple[dict[str, str], float, int, tuple[tuple[int, int], ...], str, int]
+ProcessState = tuple[
+    dict[str, str], float, int, tuple[tuple[int, int], ...], str, int, frozenset[int]
+]
 
 
 def process_state() -> ProcessState:
@@ -263,7 +288,9 @@ def process_state() -> ProcessState:
     the PostgreSQL server a worker starts for its attempts), the GIL's switch interval, the
     recursion limit, the resource limits (``RLIMIT_NOFILE`` at 3 leaves later attempts no
     file to open), the signals ignored (a ``SIGTERM`` or ``SIGCHLD`` ignored through C, out
-    of ``signal.getsignal``'s sight) and the file-mode mask."""
+    of ``signal.getsignal``'s sight), the file-mode mask, and the child processes (one
+    left by an attempt could write on the results pipe it inherited during later attempts,
+    or, out of the worker's process group, outlive it)."""
     environ = {k: v for k, v in os.environ.items() if k not in HARNESS_VARIABLES}
     limits = _limits()
     return (
@@ -273,6 +300,7 @@ def process_state() -> ProcessState:
         limits,
         _ignored_signals(),
         _umask(),
+        frozenset(children()),
     )
 
 
@@ -334,7 +362,7 @@ def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | Non
 
 
 _STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()",
-          "resource limits", "signals ignored", "umask")  # fmt: skip
+          "resource limits", "signals ignored", "umask", "child processes")  # fmt: skip
 
 
 Message = tuple[str, int, Any]
@@ -375,7 +403,8 @@ class Outbox:
                 while view:
                     view = view[os.write(self._fd, view) :]
             except OSError:  # an agent closed or replaced it: the worker cannot report
-                os._exit(PIPE_LOST)  # the parent kills what it forked (its process group)
+                _kill_children()
+                os._exit(PIPE_LOST)  # the parent kills the rest of its process group
 
 
 def serve(
