@@ -106,6 +106,19 @@ def plumbing(mode, marks):
             os._exit(0)
         with open(os.path.join(marks, "child"), "w") as out:
             out.write(str(pid))
+    elif mode == "setpgid":  # out of its own group, into the batch's: Ctrl-C would reach it
+        os.setpgid(0, os.getpgid(os.getppid()))
+    elif mode == "stdout_replaced":
+        import io
+        import sys
+
+        sys.stdout = io.StringIO()
+        sys.stderr = io.StringIO()
+    elif mode == "stdout_closed":
+        import sys
+
+        sys.stdout.close()
+        sys.stderr.close()
     else:
         return False
     return True
@@ -119,6 +132,11 @@ def plumbing_system(root: Path, bad: dict[int, str]):  # type: ignore[no-untyped
     text = rogue.read_text().replace(
         "def misbehave(mode, marks):\n",
         "def misbehave(mode, marks):\n    if plumbing(mode, marks):\n        return\n",
+    )
+    text = text.replace(
+        "    mode = bad.get(str(session.seed))  # JSON keys are strings\n",
+        "    mode = bad.get(str(session.seed))  # JSON keys are strings\n"
+        '    print(f"attempt with seed {session.seed} speaking")\n',
     )
     rogue.write_text(PLUMBING + text)
     return system
@@ -283,3 +301,38 @@ def test_children_are_seen_but_not_the_harnesss_own() -> None:
         os.waitpid(pid, 0)
     assert children() == before
     assert leftovers(None, baseline) is None
+
+
+def test_an_agent_that_moves_its_worker_out_of_its_process_group_retires_it(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """``os.setpgid`` into the batch's own group (Ctrl-C would then reach the worker, and
+    the worker's group kill would miss it): the worker retires (the leftover check sees the
+    group change: below, in a child of this process), every attempt succeeds."""
+    import os
+
+    from groundstate.executors._job import leftovers, process_state
+
+    result = run_one_worker(bank, tmp_path, {2: "setpgid"}, attempts=4)
+    assert reasons(result.runs) == {n: "success" for n in range(1, 5)}
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's verdict is its exit code
+        baseline = process_state()
+        os.setpgid(0, 0)
+        os._exit(0 if leftovers(None, baseline) == "changed: process group" else 1)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
+@pytest.mark.parametrize("mode", ["stdout_replaced", "stdout_closed"])
+def test_standard_streams_an_agent_replaces_or_closes_keep_later_attempts_output(
+    bank: Suite, tmp_path: Path, mode: str
+) -> None:
+    """``sys.stdout``/``sys.stderr`` replaced or closed by one attempt: every attempt
+    succeeds, and what each later attempt prints is kept with it."""
+    result = run_one_worker(bank, tmp_path, {2: mode}, attempts=4)
+    assert reasons(result.runs) == {n: "success" for n in range(1, 5)}
+    with RunStore(tmp_path / "runs.db") as store:
+        for run_ in result.runs:
+            if run_.attempt in (1, 3, 4):
+                text = store.read_artifact(run_.artifact_locations["stdout.txt"])
+                assert f"seed {run_.seed} speaking" in text, (run_.attempt, text)

@@ -187,9 +187,8 @@ def end_worker() -> NoReturn:
     """End this worker at once, with every process of its group (what its attempts started)
     and its children that left the group (``os.setsid()``)."""
     _kill_children()
-    with suppress(OSError):
-        if os.getpgid(0) == os.getpid():
-            os.killpg(0, signal.SIGKILL)
+    with suppress(OSError):  # the group it leads, also if an agent moved it out (setpgid)
+        os.killpg(os.getpid(), signal.SIGKILL)
     os._exit(0)
 
 
@@ -278,7 +277,7 @@ attempt's (the worker then retires needlessly: a restart, no verdict changes).""
 
 
 ProcessState = tuple[
-    dict[str, str], float, int, tuple[tuple[int, int], ...], str, int, frozenset[int]
+    dict[str, str], float, int, tuple[tuple[int, int], ...], str, int, frozenset[int], int
 ]
 
 
@@ -290,7 +289,8 @@ def process_state() -> ProcessState:
     file to open), the signals ignored (a ``SIGTERM`` or ``SIGCHLD`` ignored through C, out
     of ``signal.getsignal``'s sight), the file-mode mask, and the child processes (one
     left by an attempt could write on the results pipe it inherited during later attempts,
-    or, out of the worker's process group, outlive it)."""
+    or, out of the worker's process group, outlive it), and the process group (a worker
+    moved out of its own would take Ctrl-C and leave what it forked behind)."""
     environ = {k: v for k, v in os.environ.items() if k not in HARNESS_VARIABLES}
     limits = _limits()
     return (
@@ -301,6 +301,7 @@ def process_state() -> ProcessState:
         _ignored_signals(),
         _umask(),
         frozenset(children()),
+        os.getpgid(0),
     )
 
 
@@ -361,8 +362,8 @@ def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | Non
     return f"changed: {', '.join(changed)}" if changed else None
 
 
-_STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()",
-          "resource limits", "signals ignored", "umask", "child processes")  # fmt: skip
+_STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()", "resource limits",
+          "signals ignored", "umask", "child processes", "process group")  # fmt: skip
 
 
 Message = tuple[str, int, Any]
