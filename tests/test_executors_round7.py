@@ -106,6 +106,13 @@ def plumbing(mode, marks):
             os._exit(0)
         with open(os.path.join(marks, "child"), "w") as out:
             out.write(str(pid))
+    elif mode == "patch_harness":  # every later attempt of this worker fails to start
+        import groundstate.executors._job as job
+
+        def sabotaged(*args):
+            raise RuntimeError("sabotaged by an earlier attempt")
+
+        job._agent = sabotaged
     elif mode == "setpgid":  # out of its own group, into the batch's: Ctrl-C would reach it
         os.setpgid(0, os.getpgid(os.getppid()))
     elif mode == "stdout_replaced":
@@ -336,3 +343,34 @@ def test_standard_streams_an_agent_replaces_or_closes_keep_later_attempts_output
             if run_.attempt in (1, 3, 4):
                 text = store.read_artifact(run_.artifact_locations["stdout.txt"])
                 assert f"seed {run_.seed} speaking" in text, (run_.attempt, text)
+
+
+def test_an_agent_that_monkeypatches_the_harness_in_its_worker_retires_it(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """An attempt rebinds a function of the harness in its worker (here: the one that
+    builds each attempt's agent, so every later attempt there would fail and stop the
+    batch): the worker retires, and every attempt succeeds."""
+    result = run_one_worker(bank, tmp_path, {2: "patch_harness"}, attempts=4)
+    assert reasons(result.runs) == {n: "success" for n in range(1, 5)}
+
+
+def test_rebound_names_each_function_or_class_patched_and_no_new_module() -> None:
+    import pickle
+
+    from groundstate.executors._job import bindings, rebound
+
+    baseline = bindings()
+    dumps = pickle.dumps
+    pickle.dumps = lambda *args, **kwargs: b""  # type: ignore[assignment]
+    try:
+        assert rebound(baseline) == ["pickle.dumps"]
+    finally:
+        pickle.dumps = dumps
+    assert rebound(baseline) == []
+    del baseline["pickle", "dumps"]  # a binding the baseline did not see is no change
+    pickle.dumps = lambda *args, **kwargs: b""  # type: ignore[assignment]
+    try:
+        assert rebound(baseline) == []
+    finally:
+        pickle.dumps = dumps

@@ -342,11 +342,14 @@ def _umask() -> int:
 HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
 
 
-def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | None:
+def leftovers(
+    output: AttemptOutput | None, baseline: ProcessState, bound: Bindings | None = None
+) -> str | None:
     """What an attempt that just ended left in this worker that could reach later attempts,
     or None: an agent or a tool still running past the attempt's end (Python cannot stop a
     thread), a thread of the agent's own, a change to :func:`process_state` since the
-    worker started (*baseline*). A worker with leftovers takes no more attempts and ends
+    worker started (*baseline*), a function or class of the harness's modules rebound
+    since (*bound*: see :func:`bindings`). A worker with leftovers takes no more attempts and ends
     (killing them) once its running attempts are done."""
     run = None if output is None else output.run
     if run is not None and (
@@ -359,7 +362,37 @@ def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | Non
         return f"threads left running: {', '.join(foreign[:5])}"
     now = process_state()
     changed = [what for what, a, b in zip(_STATE, now, baseline, strict=True) if a != b]
-    return f"changed: {', '.join(changed)}" if changed else None
+    changed += rebound(bound or {})
+    return f"changed: {', '.join(changed[:5])}" if changed else None
+
+
+Bindings = dict[tuple[str, str], int]
+"""The functions and classes of modules, by (module, name), as their ``id``."""
+
+WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3", "builtins"})
+"""The modules (and their submodules) whose functions and classes an attempt must not
+rebind: the harness's own and those it serialises, hashes and stores with (not every
+module: the check runs after each attempt, and must stay within a few milliseconds)."""
+
+
+def bindings() -> Bindings:
+    """The functions and classes of the :data:`WATCHED` modules loaded now."""
+    found: Bindings = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or name.split(".", 1)[0] not in WATCHED:
+            continue
+        for attribute, value in list(vars(module).items()):
+            if callable(value) and not isinstance(value, type(sys)):
+                found[name, attribute] = id(value)
+    return found
+
+
+def rebound(baseline: Bindings) -> list[str]:
+    """The functions and classes of *baseline* bound to something else now (monkeypatched
+    by an attempt: later attempts in this worker would run its code); modules loaded since
+    are not compared (their first import is no change)."""
+    now = bindings()
+    return [f"{m}.{a}" for (m, a), ident in baseline.items() if now.get((m, a)) != ident]
 
 
 _STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()", "resource limits",
@@ -444,6 +477,7 @@ class _Serving:
     def __init__(self, results: Outbox, baseline: ProcessState) -> None:
         self._results = results
         self._baseline = baseline
+        self._bound = bindings()
         self._lock = threading.Lock()
         self._running = 0
         self._retiring = False
@@ -471,7 +505,7 @@ class _Serving:
             except BaseException as exc:  # with a plain message (see execute)
                 plain = _plain(exc) if isinstance(exc, Exception) else exc
                 message = ("failed", key, str(plain) or type(plain).__name__)
-            self._finish(key, message, leftovers(output, self._baseline))
+            self._finish(key, message, leftovers(output, self._baseline, self._bound))
 
         return done
 
