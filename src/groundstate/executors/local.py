@@ -214,8 +214,13 @@ class ProcessExecutor:
       holds the worker in a C call) is killed with its worker and ends as
       ``agent_failure/time_limit`` (several at once: each is run again alone);
     - a worker that an attempt left something in (an agent or tool thread still running,
-      a thread of its own, a changed ``os.environ``) takes no more attempts and ends, with
-      what was left, once its running attempts are done; another takes its place.
+      a thread or child process of its own, a changed ``os.environ``, a rebound function
+      of the harness: see :func:`~groundstate.executors._job.leftovers`) takes no more
+      attempts and ends, with what was left, once its running attempts are done; another
+      takes its place;
+    - a worker that writes on its results pipe anything but whole messages about the jobs
+      it runs (its agent forging another attempt's result), or closes it, is killed: its
+      attempt ends as ``agent_failure/crashed``.
     """
 
     workers: int | None = None
