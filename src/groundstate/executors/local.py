@@ -300,6 +300,11 @@ class _Waiting:
     """Workers that died with it without having said so (see :data:`UNACKED_DEATHS`)."""
 
 
+MESSAGE_LIMIT = 1 << 32
+"""Bytes above which a message a worker announces is taken for junk (a record, its
+artifacts included, is far smaller)."""
+
+
 class _Inbox:
     """This process's end of a worker's results pipe (see
     :class:`~groundstate.executors._job.Outbox`), read without blocking: a message cut off
@@ -328,6 +333,8 @@ class _Inbox:
         messages = []
         while len(self._buffer) >= FRAME.size:
             end = FRAME.size + FRAME.unpack_from(self._buffer)[0]
+            if end > MESSAGE_LIMIT:  # waiting for the rest would hold the attempt
+                raise ExecutorError(f"it announced a message of {end} bytes on its results pipe")
             if len(self._buffer) < end:
                 break
             try:
