@@ -378,3 +378,21 @@ def test_rebound_names_each_function_or_class_patched_and_no_new_module() -> Non
         assert rebound(baseline) == []
     finally:
         pickle.dumps = dumps
+
+
+def test_a_forger_sharing_its_worker_is_found_by_running_each_again_alone(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """Three attempts at once in one worker, one of them forging failures for every other
+    job: the worker is killed with all three, each is run again alone, the forger is named
+    by its second fault, and the others succeed (nothing forged reached them)."""
+    system = plumbing_system(tmp_path, {2: "forge_failed"})
+    result = run(bank, system, tmp_path / "runs.db", pool(bank, workers=1), 5, concurrency=3)
+    assert reasons(result.runs) == {
+        1: "success",
+        2: "agent_failure/crashed",
+        3: "success",
+        4: "success",
+        5: "success",
+    }
+    assert len(result.runs) == 5
