@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
 from groundstate.agents.scripted import ScriptedAgent
+from groundstate.environments import postgres_server
 from groundstate.environments.postgres_server import URL_VARIABLE as POSTGRES_URL
 from groundstate.episode import (
     END_WAIT,
@@ -183,11 +184,32 @@ def init_worker(workdir_root: str) -> None:
 
 
 def end_worker() -> NoReturn:
-    """End this worker at once, with every process of its group (what its attempts started)."""
-    with suppress(OSError):
-        if os.getpgid(0) == os.getpid():
-            os.killpg(0, signal.SIGKILL)
+    """End this worker at once, with every process of its group (what its attempts started)
+    and its children that left the group (``os.setsid()``)."""
+    _kill_children()
+    with suppress(OSError):  # the group it leads, also if an agent moved it out (setpgid)
+        os.killpg(os.getpid(), signal.SIGKILL)
     os._exit(0)
+
+
+def children() -> set[int]:
+    """This process's child processes (Linux; elsewhere none), but the harness's own (the
+    watchdog of a PostgreSQL server this process started)."""
+    pids: set[int] = set()
+    with suppress(OSError):
+        for task in os.listdir("/proc/self/task"):
+            with suppress(OSError, ValueError), open(f"/proc/self/task/{task}/children") as f:
+                pids.update(int(pid) for pid in f.read().split())
+    server = postgres_server._SHARED
+    if server is not None and server.watchdog is not None:
+        pids.discard(server.watchdog.pid)
+    return pids
+
+
+def _kill_children() -> None:
+    for pid in children():
+        with suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _exit_with(parent: BaseProcess) -> None:
@@ -254,25 +276,80 @@ thread alive after an attempt was left by the code under evaluation, or by a con
 attempt's (the worker then retires needlessly: a restart, no verdict changes)."""
 
 
-def process_state() -> tuple[dict[str, str], float, int]:
+ProcessState = tuple[
+    dict[str, str], float, int, tuple[tuple[int, int], ...], str, int, frozenset[int], int
+]
+
+
+def process_state() -> ProcessState:
     """What code can change for the whole process and a worker's next attempt would inherit:
     the environment variables (but those the harness sets itself, such as the address of
     the PostgreSQL server a worker starts for its attempts), the GIL's switch interval, the
-    recursion limit."""
+    recursion limit, the resource limits (``RLIMIT_NOFILE`` at 3 leaves later attempts no
+    file to open), the signals ignored (a ``SIGTERM`` or ``SIGCHLD`` ignored through C, out
+    of ``signal.getsignal``'s sight), the file-mode mask, and the child processes (one
+    left by an attempt could write on the results pipe it inherited during later attempts,
+    or, out of the worker's process group, outlive it), and the process group (a worker
+    moved out of its own would take Ctrl-C and leave what it forked behind)."""
     environ = {k: v for k, v in os.environ.items() if k not in HARNESS_VARIABLES}
-    return environ, sys.getswitchinterval(), sys.getrecursionlimit()
+    limits = _limits()
+    return (
+        environ,
+        sys.getswitchinterval(),
+        sys.getrecursionlimit(),
+        limits,
+        _ignored_signals(),
+        _umask(),
+        frozenset(children()),
+        os.getpgid(0),
+    )
+
+
+_RLIMITS = ("RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_STACK",
+            "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_CORE")  # fmt: skip
+
+
+def _limits() -> tuple[tuple[int, int], ...]:
+    """The process's resource limits (none where there is no ``resource`` module)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return ()
+    return tuple(resource.getrlimit(getattr(resource, n)) for n in _RLIMITS if hasattr(resource, n))
+
+
+def _ignored_signals() -> str:
+    """The process's mask of ignored signals, as the kernel reports it (Linux), or ``""``."""
+    with suppress(OSError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("SigIgn:"):
+                return line.split()[1]
+    return ""
+
+
+def _umask() -> int:
+    """The file-mode mask, from ``/proc`` where it says (setting it to read it races with
+    the attempts running), else read by setting it back."""
+    with suppress(OSError, ValueError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
 
 
 HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
 
 
 def leftovers(
-    output: AttemptOutput | None, baseline: tuple[dict[str, str], float, int]
+    output: AttemptOutput | None, baseline: ProcessState, bound: Bindings | None = None
 ) -> str | None:
     """What an attempt that just ended left in this worker that could reach later attempts,
     or None: an agent or a tool still running past the attempt's end (Python cannot stop a
     thread), a thread of the agent's own, a change to :func:`process_state` since the
-    worker started (*baseline*). A worker with leftovers takes no more attempts and ends
+    worker started (*baseline*), a function or class of the harness's modules rebound
+    since (*bound*: see :func:`bindings`). A worker with leftovers takes no more attempts and ends
     (killing them) once its running attempts are done."""
     run = None if output is None else output.run
     if run is not None and (
@@ -285,10 +362,41 @@ def leftovers(
         return f"threads left running: {', '.join(foreign[:5])}"
     now = process_state()
     changed = [what for what, a, b in zip(_STATE, now, baseline, strict=True) if a != b]
-    return f"changed: {', '.join(changed)}" if changed else None
+    changed += rebound(bound or {})
+    return f"changed: {', '.join(changed[:5])}" if changed else None
 
 
-_STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()")
+Bindings = dict[tuple[str, str], int]
+"""The functions and classes of modules, by (module, name), as their ``id``."""
+
+WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3", "builtins"})
+"""The modules (and their submodules) whose functions and classes an attempt must not
+rebind: the harness's own and those it serialises, hashes and stores with (not every
+module: the check runs after each attempt, and must stay within a few milliseconds)."""
+
+
+def bindings() -> Bindings:
+    """The functions and classes of the :data:`WATCHED` modules loaded now."""
+    found: Bindings = {}
+    for name, module in list(sys.modules.items()):
+        if module is None or name.split(".", 1)[0] not in WATCHED:
+            continue
+        for attribute, value in list(vars(module).items()):
+            if callable(value) and not isinstance(value, type(sys)):
+                found[name, attribute] = id(value)
+    return found
+
+
+def rebound(baseline: Bindings) -> list[str]:
+    """The functions and classes of *baseline* bound to something else now (monkeypatched
+    by an attempt: later attempts in this worker would run its code); modules loaded since
+    are not compared (their first import is no change)."""
+    now = bindings()
+    return [f"{m}.{a}" for (m, a), ident in baseline.items() if now.get((m, a)) != ident]
+
+
+_STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()", "resource limits",
+          "signals ignored", "umask", "child processes", "process group")  # fmt: skip
 
 
 Message = tuple[str, int, Any]
@@ -301,6 +409,10 @@ None)`` (the job reached a retiring worker: hand it to another)."""
 
 FRAME = struct.Struct("!Q")
 """The length before each pickled :data:`Message` on a worker's results pipe."""
+
+
+PIPE_LOST = 75
+"""A worker's exit code when it can no longer write on its results pipe."""
 
 
 class Outbox:
@@ -321,8 +433,12 @@ class Outbox:
         data = pickle.dumps(message)
         view = memoryview(FRAME.pack(len(data)) + data)
         with self._lock:
-            while view:
-                view = view[os.write(self._fd, view) :]
+            try:
+                while view:
+                    view = view[os.write(self._fd, view) :]
+            except OSError:  # an agent closed or replaced it: the worker cannot report
+                _kill_children()
+                os._exit(PIPE_LOST)  # the parent kills the rest of its process group
 
 
 def serve(
@@ -358,9 +474,10 @@ def serve(
 class _Serving:
     """A worker's attempts: how many run, and whether the worker is retiring."""
 
-    def __init__(self, results: Outbox, baseline: tuple[dict[str, str], float, int]) -> None:
+    def __init__(self, results: Outbox, baseline: ProcessState) -> None:
         self._results = results
         self._baseline = baseline
+        self._bound = bindings()
         self._lock = threading.Lock()
         self._running = 0
         self._retiring = False
@@ -388,7 +505,7 @@ class _Serving:
             except BaseException as exc:  # with a plain message (see execute)
                 plain = _plain(exc) if isinstance(exc, Exception) else exc
                 message = ("failed", key, str(plain) or type(plain).__name__)
-            self._finish(key, message, leftovers(output, self._baseline))
+            self._finish(key, message, leftovers(output, self._baseline, self._bound))
 
         return done
 

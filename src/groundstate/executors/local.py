@@ -30,6 +30,7 @@ from groundstate.episode import (
 from groundstate.errors import ExecutorError
 from groundstate.executors._job import (
     FRAME,
+    PIPE_LOST,
     AgentFactory,
     Message,
     SuiteKey,
@@ -42,6 +43,7 @@ from groundstate.executors._job import (
 from groundstate.loopthreads import in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
+from groundstate.store import PreparedRun
 from groundstate.workdirs import process_dir
 
 _Started = list[asyncio.Task[AttemptOutput]]
@@ -183,6 +185,13 @@ DEATH_CHECK = 0.1
 limit)."""
 
 
+PIPE_CLOSED = "its results pipe was closed while it ran (by its agent)"
+
+PIPE_CLOSED_WAIT = 1.0
+"""Seconds a worker whose results pipe ended has to be dead (it exited, or was killed)
+before the pool takes it for one whose agent closed the pipe, and kills it."""
+
+
 @dataclass
 class ProcessExecutor:
     """Attempts in a pool of worker processes, several attempts per worker at once.
@@ -205,8 +214,13 @@ class ProcessExecutor:
       holds the worker in a C call) is killed with its worker and ends as
       ``agent_failure/time_limit`` (several at once: each is run again alone);
     - a worker that an attempt left something in (an agent or tool thread still running,
-      a thread of its own, a changed ``os.environ``) takes no more attempts and ends, with
-      what was left, once its running attempts are done; another takes its place.
+      a thread or child process of its own, a changed ``os.environ``, a rebound function
+      of the harness: see :func:`~groundstate.executors._job.leftovers`) takes no more
+      attempts and ends, with what was left, once its running attempts are done; another
+      takes its place;
+    - a worker that writes on its results pipe anything but whole messages about the jobs
+      it runs (its agent forging another attempt's result), or closes it, is killed: its
+      attempt ends as ``agent_failure/crashed``.
     """
 
     workers: int | None = None
@@ -286,6 +300,11 @@ class _Waiting:
     """Workers that died with it without having said so (see :data:`UNACKED_DEATHS`)."""
 
 
+MESSAGE_LIMIT = 1 << 32
+"""Bytes above which a message a worker announces is taken for junk (a record, its
+artifacts included, is far smaller)."""
+
+
 class _Inbox:
     """This process's end of a worker's results pipe (see
     :class:`~groundstate.executors._job.Outbox`), read without blocking: a message cut off
@@ -314,21 +333,46 @@ class _Inbox:
         messages = []
         while len(self._buffer) >= FRAME.size:
             end = FRAME.size + FRAME.unpack_from(self._buffer)[0]
+            if end > MESSAGE_LIMIT:  # waiting for the rest would hold the attempt
+                raise ExecutorError(f"it announced a message of {end} bytes on its results pipe")
             if len(self._buffer) < end:
                 break
             try:
-                message = pickle.loads(self._buffer[FRAME.size : end])
-                kind, key, _ = message
+                messages.append(_message(pickle.loads(self._buffer[FRAME.size : end])))
             except Exception as exc:
-                what = f"a worker wrote something other than a message: {exc}"
+                what = f"it wrote something other than a message on its results pipe ({exc})"
                 raise ExecutorError(what) from None
-            messages.append((kind, key, message[2]))
             del self._buffer[:end]
         return messages
 
     def close(self) -> None:
         self.open = False
         self.connection.close()
+
+
+_VALUES: dict[str, type | tuple[type, ...]] = {
+    "ready": (int, type(None)),
+    "started": type(None),
+    "done": PreparedRun,
+    "failed": str,
+    "retiring": str,
+    "refused": type(None),
+}
+"""Each kind of :data:`Message` and the type of its value (a done job's record unpickled)."""
+
+
+def _message(message: object) -> Message:
+    """*message* checked to be a :data:`Message` (its record unpickled), not something else
+    an agent wrote on its worker's pipe: anything else would break the pool's reader, and
+    with it the whole batch. Raises ``ValueError``."""
+    if not (isinstance(message, tuple) and len(message) == 3):
+        raise ValueError("not a message")
+    kind, key, value = message
+    if kind == "done" and isinstance(value, bytes):
+        value = pickle.loads(value)
+    if kind not in _VALUES or type(key) is not int or not isinstance(value, _VALUES[kind]):
+        raise ValueError(f"not a message: {kind!r:.40} about {key!r:.40}")
+    return kind, key, value
 
 
 @dataclass
@@ -345,6 +389,8 @@ class _Worker:
     """It takes no more jobs (an attempt left something in it) and ends when idle."""
     ready: bool = False
     """It has started (loaded the suite) and takes jobs."""
+    fault: str | None = None
+    """Why the pool killed it (what it did to its results pipe), for its attempts' records."""
 
 
 class _WorkerPool:
@@ -473,12 +519,24 @@ class _WorkerPool:
                 return
             try:
                 messages = worker.inbox.read()
-            except ExecutorError:
-                worker.inbox.close()
-                _kill(worker.process)
+            except ExecutorError as exc:
+                self._fail(worker, str(exc))
                 return
+            closed = not worker.inbox.open
         for message in messages:
             self._settle(worker, message)
+        if closed:  # a dying worker's pipe ends a moment before it is dead
+            worker.process.join(PIPE_CLOSED_WAIT)
+            if worker.process.is_alive():  # it closed the pipe itself: it cannot report
+                with self._lock:
+                    self._fail(worker, PIPE_CLOSED)
+
+    def _fail(self, worker: _Worker, fault: str) -> None:
+        """Kill *worker*, which broke its results pipe (*fault*): its attempts end as they do
+        when it dies, with *fault* as the cause (the caller holds the lock)."""
+        worker.fault = worker.fault or fault
+        worker.inbox.close()
+        _kill(worker.process)
 
     def _settle(self, sender: _Worker, message: Message) -> None:
         kind, key, value = message
@@ -487,8 +545,12 @@ class _WorkerPool:
                 sender.ready = True
                 self._dispatch()
                 return
+            if sender.fault is not None:  # what followed its fault is not believed
+                return
+            if key not in sender.running:  # a job it is not running: forged by an agent
+                self._fail(sender, f"it wrote a {kind!r} message about a job it did not run")
+                return
             waiting = self._waiting.get(key)
-            worker = sender if key in sender.running else None
             if kind == "retiring":
                 sender.retiring = True
                 return
@@ -496,15 +558,14 @@ class _WorkerPool:
                 if waiting is not None:
                     waiting.acked = True
                 return
-            if worker is not None:
-                worker.running.discard(key)
-                worker.alone = worker.alone and bool(worker.running)
+            sender.running.discard(key)
+            sender.alone = sender.alone and bool(sender.running)
             if kind == "refused":  # it reached a retiring worker: another one runs it
                 self._queued.appendleft(key)
             elif waiting is not None:
                 self._idle_deaths = 0
                 if kind == "done":
-                    _deliver(waiting.future, prepared(pickle.loads(value)))
+                    _deliver(waiting.future, prepared(value))
                 else:
                     _deliver(waiting.future, ExecutorError(value))
             self._dispatch()
@@ -536,6 +597,8 @@ class _WorkerPool:
             with suppress(OSError):
                 os.killpg(process.pid, signal.SIGKILL)
         cause = _death(process)
+        if worker.fault is not None:
+            cause = f"the worker process was killed: {worker.fault}"
         with self._lock:
             worker.inbox.close()
             index = self._workers.index(worker)
@@ -586,6 +649,8 @@ def _death(process: BaseProcess) -> str:
     """What became of a dead worker, in words."""
     process.join(UNWIND_TIMEOUT)
     code = process.exitcode
+    if code == PIPE_LOST:
+        return f"the worker process exited: {PIPE_CLOSED}"
     if code is not None and code < 0:
         with suppress(ValueError):
             return f"the worker process was killed by {signal.Signals(-code).name}"
