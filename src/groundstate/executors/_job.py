@@ -320,23 +320,27 @@ def _limits() -> tuple[tuple[int, int], ...]:
 
 def _ignored_signals() -> str:
     """The process's mask of ignored signals, as the kernel reports it (Linux), or ``""``."""
-    with suppress(OSError), open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("SigIgn:"):
-                return line.split()[1]
-    return ""
+    return _proc_status("SigIgn") or ""
 
 
 def _umask() -> int:
     """The file-mode mask, from ``/proc`` where it says (setting it to read it races with
     the attempts running), else read by setting it back."""
-    with suppress(OSError, ValueError), open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
+    with suppress(ValueError):
+        return int(_proc_status("Umask") or "", 8)
     mask = os.umask(0o22)
     os.umask(mask)
     return mask
+
+
+def _proc_status(field: str) -> str | None:
+    """The value of *field* in ``/proc/self/status`` (Linux); None where it is not there."""
+    with suppress(OSError), open("/proc/self/status") as status:
+        for line in status:
+            name, _, value = line.partition(":")
+            if name == field:
+                return value.strip()
+    return None
 
 
 HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
