@@ -8,10 +8,17 @@ parsed back and held to the JSON it came from.
 
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 
 from groundstate.stats import Outcome, compare, summarize
+from tests.test_stats_independent import cli, import_text, report
+from tests.test_stats_views import html_tables, rows_of, text_report
 
 
 def attempts(task: str, ends: str, partial: float | None = None) -> list[Outcome]:
@@ -77,3 +84,89 @@ def test_a_compared_partial_score_is_bootstrapped_over_the_tasks_scored_on_both_
     want = ref_bootstrap([pb - pa for pa, pb in scores], seed=0, n_boot=400)
     assert (got.boot_low, got.boot_high) == (pytest.approx(want[0], abs=1e-6),
                                              pytest.approx(want[1], abs=1e-6))  # fmt: skip
+
+
+# --- a printed interval is never zero-width, and reads the same in every view --------------
+
+
+def bounds_of(text: str) -> tuple[float, float]:
+    """The two bounds of a printed interval ``[low, high]`` (a trailing "bound" allowed)."""
+    low, high = text.split("]")[0].strip("[").split(", ")
+    return float(low), float(high)
+
+
+def check_printed(text: str, estimate: dict[str, Any], lo: float = 0.0, hi: float = 1.0) -> None:
+    """*text* prints the JSON interval of *estimate*: apart, holding the estimate, each bound
+    the JSON's rounded (never more than half a unit of its last printed decimal away), and
+    a bound that is not at an end of the range never printed as that end."""
+    low, high = bounds_of(text)
+    assert low < high, text
+    assert low <= estimate["estimate"] <= high or math.isclose(
+        estimate["estimate"], low if estimate["estimate"] < low else high, abs_tol=5e-4
+    )
+    for shown, stored in ((low, estimate["ci_low"]), (high, estimate["ci_high"])):
+        printed = text.split("]")[0].strip("[").split(", ")[shown == high]
+        decimals = len(printed.split(".")[1])
+        assert abs(shown - stored) <= 0.5 * 10.0**-decimals + 1e-15, (text, stored)
+        assert stored in (lo, hi) or shown not in (lo, hi), (text, stored)
+
+
+def partial_rows(scores: list[float]) -> str:
+    rows = ["task_id,attempt,success,partial_score"]
+    rows += [f"t{i},0,{int(score > 0.7)},{score!r}" for i, score in enumerate(scores)]
+    return "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [
+        [0.5, 0.5001, 0.5002, 0.50005, 0.50015],  # [0.49996, 0.50024]: "[0.500, 0.500]"
+        [0.9999, 0.99995, 1.0, 0.99992, 0.99998],  # ">0.999 [1.000, 1.000]"
+        [0.0001, 0.00005, 0.0, 0.00008, 0.00002],  # "<0.001 [0.000, 0.000]"
+    ],
+)
+def test_a_narrow_interval_prints_apart_and_alike_in_the_terminal_and_html(
+    tmp_path: Path, scores: list[float]
+) -> None:
+    """Five tasks whose partial scores differ in the fourth decimal: the interval is narrower
+    than the third decimal, and three decimals printed it as zero-width (the rule never
+    gives one), and near 1 as [1.000, 1.000] beside an estimate of ">0.999"."""
+    batch_id = import_text(tmp_path, partial_rows(scores))
+    got = report(tmp_path, batch_id)["partial_score"]
+    assert got["method"] == "agresti_coull_t_cr1" and got["ci_low"] < got["ci_high"]
+    terminal = text_report(tmp_path / "s.db", batch_id)
+    table = {r[0]: r for r in rows_of(terminal.split("partial score (")[1])[:2]}
+    shown = table["valid attempts"][2]
+    check_printed(shown, got)
+    page = tmp_path / "r.html"
+    cli("report", batch_id, "--store", str(tmp_path / "s.db"), "--html", str(page))
+    (partial,) = [
+        t for t in html_tables(page).tables["suite-numbers"] if t[0][1].startswith("partial")
+    ]
+    assert partial[1][1].split(" ", 1)[1] == shown  # the same text in both reports
+
+
+def test_a_narrow_difference_prints_apart_and_alike_in_the_terminal_and_html(
+    tmp_path: Path,
+) -> None:
+    """b's partial scores are a's plus 0.0001 (to within 2e-5): the difference's interval
+    [+0.00008, +0.00012] printed as "[+0.0001, +0.0001]", each bound kept apart from 0
+    but not from the other."""
+    a = [0.3, 0.5, 0.7, 0.2, 0.6]
+    b = [x + 0.0001 + d for x, d in zip(a, [0.0, 1e-5, 2e-5, -1e-5, 0.0], strict=True)]
+    first = import_text(tmp_path, partial_rows(a), name="a")
+    second = import_text(tmp_path, partial_rows(b), name="b")
+    store = str(tmp_path / "s.db")
+    code, out, err = cli("compare", first, second, "--json", "--store", store)
+    assert code == 0, err
+    metric = json.loads(out)["metrics"]["valid"]["partial_score"]["difference"]
+    assert metric["method"] == "t_cr1" and 0 < metric["ci_low"] < metric["ci_high"] < 0.001
+    code, out, err = cli("compare", first, second, "--store", store)
+    assert code == 0, err
+    (row,) = [r for r in rows_of(out.split("invalid attempts count")[0]) if r[0] == "partial_score"]
+    check_printed(row[4], metric, -1.0, 1.0)
+    assert bounds_of(row[4])[0] > 0  # excludes 0, as the interval does
+    page = tmp_path / "c.html"
+    cli("compare", first, second, "--store", store, "--html", str(page))
+    cells = [r for t in html_tables(page).tables["metrics"] for r in t if r[0] == "partial_score"]
+    assert cells[0][3].split(" ", 1)[1] == row[4]

@@ -21,6 +21,7 @@ from groundstate.report.numbers import (
     apart,
     counted_of,
     fraction,
+    interval,
     p_value,
     share,
     signed,
@@ -458,8 +459,7 @@ def _ci(estimate: dict[str, Any], difference: bool = False) -> str:
     difference's bounds signed and never a non-zero bound as 0."""
     if estimate["ci_low"] is None:
         return "n/a"
-    low, high = estimate["ci_low"], estimate["ci_high"]
-    text = f"[{signed(low)}, {signed(high)}]" if difference else f"[{low:.3f}, {high:.3f}]"
+    text = interval(estimate["ci_low"], estimate["ci_high"], difference=difference)
     return text + (" bound" if estimate["method"] == "exact_bound" else "")
 
 
