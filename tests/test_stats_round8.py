@@ -170,3 +170,38 @@ def test_a_narrow_difference_prints_apart_and_alike_in_the_terminal_and_html(
     cli("compare", first, second, "--store", store, "--html", str(page))
     cells = [r for t in html_tables(page).tables["metrics"] for r in t if r[0] == "partial_score"]
     assert cells[0][3].split(" ", 1)[1] == row[4]
+
+
+# --- an unpaired comparison says what it compared ------------------------------------------
+
+
+def test_an_unpaired_comparison_drops_no_task_and_does_not_call_itself_paired(
+    tmp_path: Path,
+) -> None:
+    """Six tasks of a and seven of b, one shared: each batch is compared over all its own
+    tasks, yet the JSON, terminal and HTML said "12 dropped", and the HTML page was headed
+    "Paired comparison" with "differences are b - a over the 1 tasks both batches ran"."""
+    a = ["task_id,attempt,success"] + [
+        f"a{i},{j},{(i + j) % 2}" for i in range(6) for j in range(3)
+    ]
+    b = ["task_id,attempt,success", "a0,0,1"]
+    b += [f"b{i},{j},{int((i + j) % 3 > 0)}" for i in range(7) for j in range(3)]
+    first = import_text(tmp_path, "\n".join(a) + "\n", name="a")
+    second = import_text(tmp_path, "\n".join(b) + "\n", name="b")
+    store = str(tmp_path / "s.db")
+    code, out, err = cli("compare", first, second, "--json", "--store", store)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["mode"] == "unpaired" and data["dropped_tasks"] == 0
+    difference = data["metrics"]["valid"]["success_rate"]["difference"]
+    assert difference["n_tasks"] == 6 + 8  # every task of each side counted
+    page = tmp_path / "c.html"
+    code, out, err = cli("compare", first, second, "--store", store, "--html", str(page))
+    assert code == 0, err
+    assert out.startswith("HTML report:")
+    head = " ".join(out.split("\n")[1:3])
+    assert "dropped" not in head and "1 task in both" in head
+    assert "1 tasks in both" not in out and "1 tasks with" not in " ".join(out.split())
+    text = page.read_text(encoding="utf-8")
+    assert "Paired comparison" not in text and "UNPAIRED comparison:" in text
+    assert "over the 1 tasks" not in text and "dropped" not in text

@@ -508,9 +508,14 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
 
 
 def _comparison_head(data: dict[str, Any]) -> str:
-    mode = "paired by task" if data["mode"] == "paired" else "UNPAIRED (too few shared tasks)"
-    line = f"batch {data['batch_b']} against batch {data['batch_a']} (b - a), {mode}: "
-    line += f"{len(data['paired_tasks'])} tasks in both with valid attempts"
+    shared = len(data["paired_tasks"])
+    line = f"batch {data['batch_b']} against batch {data['batch_a']} (b - a), "
+    if data["mode"] != "paired":  # nothing dropped: each batch over its own tasks (the note)
+        return line + (
+            f"UNPAIRED (too few shared tasks): each batch over its own tasks; {shared} "
+            f"task{'s' * (shared != 1)} in both with valid attempts"
+        )
+    line += f"paired by task: {shared} task{'s' * (shared != 1)} in both with valid attempts"
     if data["dropped_tasks"]:
         line += (
             f", {data['dropped_tasks']} dropped ({len(data['only_in_a'])} only in a, "

@@ -133,7 +133,10 @@ class Comparison(_Record):
 
     @property
     def dropped_tasks(self) -> int:
-        """Tasks of either batch left out of the pairing."""
+        """Tasks of either batch left out of the pairing; 0 when unpaired, where each batch
+        is compared over all its tasks (those in one batch only included)."""
+        if self.mode == "unpaired":
+            return 0
         return len(self.only_in_a) + len(self.only_in_b) + len(self.excluded_tasks)
 
     def find(self, metric: str, view: str = "valid", k: int | None = None) -> Difference:
@@ -402,14 +405,18 @@ def _mode(
         return "paired", []
     a_tasks, b_tasks = sum(t.n > 0 for t in a.values()), sum(t.n > 0 for t in b.values())
     if paired and min(a_tasks, b_tasks) < MIN_TASKS:
-        tasks = f"{len(paired)} paired task{'s' * (len(paired) != 1)}"
-        return "paired", [f"only {tasks}: intervals are n/a"]
+        return "paired", [f"only {_tasks(len(paired), 'paired task')}: intervals are n/a"]
     return "unpaired", [
-        f"{len(paired)} tasks with valid attempts in both batches (fewer than {MIN_TASKS}): "
+        f"{_tasks(len(paired))} with valid attempts in both batches (fewer than {MIN_TASKS}): "
         f"UNPAIRED comparison of {a_tasks} tasks of a with {b_tasks} tasks of b with valid "
         "attempts (the strict view: of every task of each); between-task differences are not "
         "removed"
     ]
+
+
+def _tasks(count: int, noun: str = "task") -> str:
+    """``"1 task"``, ``"2 tasks"``."""
+    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def _k_limits(
