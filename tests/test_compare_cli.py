@@ -133,7 +133,8 @@ def test_report_json_has_a_task_table_that_rebuilds_the_numbers(tmp_path: Path) 
     assert rows["t6"] == {
         "task_id": "t6", "revision": None, "weight": 1.0, "labels": [], "horizon": None,
         "attempts": 4, "invalid": 2,
-        "valid": {"n": 2, "c": 2, "partial": None}, "strict": {"n": 4, "c": 2, "partial": None},
+        "valid": {"n": 2, "c": 2, "partial": None, "scored": 0},
+        "strict": {"n": 4, "c": 2, "partial": None, "scored": 0},
     }  # fmt: skip
     for view, key in (("valid", data), ("strict", data["invalid_as_failure"])):
         rates = [r[view]["c"] / r[view]["n"] for r in rows.values()]

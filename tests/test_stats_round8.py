@@ -205,3 +205,42 @@ def test_an_unpaired_comparison_drops_no_task_and_does_not_call_itself_paired(
     text = page.read_text(encoding="utf-8")
     assert "Paired comparison" not in text and "UNPAIRED comparison:" in text
     assert "over the 1 tasks" not in text and "dropped" not in text
+
+
+# --- the partial score's denominators are the attempts it is a mean of --------------------
+
+PARTLY_SCORED = """task_id,attempt,success,terminal_reason,partial_score
+t1,0,1,,1.0
+t1,1,0,,
+t1,2,0,,
+t1,3,1,,0.5
+t2,0,0,,0.25
+t2,1,0,environment_failure,
+"""
+
+
+def test_the_partial_score_counts_the_attempts_that_carry_one(tmp_path: Path) -> None:
+    """t1 has four valid attempts of which two carry a score (an import may score some): its
+    partial score, 0.75, is a mean over two, but the report printed "attempts counted 4"
+    beside it. Valid view: 2 + 1 scored attempts; strict: t2's invalid attempt scores 0
+    and counts (2 + 2). Compared with itself, each side and the difference say the same."""
+    batch_id = import_text(tmp_path, PARTLY_SCORED)
+    got = report(tmp_path, batch_id)
+    valid, strict = got["partial_score"], got["invalid_as_failure"]["partial_score"]
+    assert valid["estimate"] == pytest.approx((0.75 + 0.25) / 2)
+    assert strict["estimate"] == pytest.approx((0.75 + 0.125) / 2)
+    assert (valid["attempts"], valid["min_n"], valid["max_n"]) == (3, 1, 2)
+    assert (strict["attempts"], strict["min_n"], strict["max_n"]) == (4, 2, 2)
+    rows = {row["task_id"]: row for row in got["tasks"]}
+    assert [rows[t]["valid"]["scored"] for t in ("t1", "t2")] == [2, 1]
+    assert [rows[t]["strict"]["scored"] for t in ("t1", "t2")] == [2, 2]
+    assert got["success_rate"]["attempts"] == 5  # the binary result counts every attempt
+    terminal = text_report(tmp_path / "s.db", batch_id)
+    table = {r[0]: r for r in rows_of(terminal.split("partial score (")[1])[:2]}
+    assert table["valid attempts"][5] == "3" and table["invalid = failure"][5] == "4"
+    code, out, err = cli("compare", batch_id, batch_id, "--json", "--store", str(tmp_path / "s.db"))
+    assert code == 0, err
+    for view, attempts in (("valid", 3), ("strict", 4)):
+        metric = json.loads(out)["metrics"][view]["partial_score"]
+        assert (metric["a"]["attempts"], metric["b"]["attempts"]) == (attempts, attempts)
+        assert metric["difference"]["attempts"] == 2 * attempts

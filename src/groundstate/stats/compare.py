@@ -469,6 +469,9 @@ class _PairedBlock:
     w: FloatArray
     a_n: np.ndarray[Any, np.dtype[np.int64]]
     b_n: np.ndarray[Any, np.dtype[np.int64]]
+    a_scored: np.ndarray[Any, np.dtype[np.int64]]
+    """The partial score's denominators (:attr:`TaskCounts.scored`)."""
+    b_scored: np.ndarray[Any, np.dtype[np.int64]]
     columns: list[tuple[str, int | None]]
     rows: list[np.ndarray[Any, np.dtype[np.bool_]]]
     """Which tasks count for each column (partial score: those scored on both sides)."""
@@ -491,11 +494,14 @@ class _PairedBlock:
         for j, ((metric, k), rows) in enumerate(zip(self.columns, self.rows, strict=True)):
             if not rows.any():
                 continue
-            a = make_estimate(self.a_values[rows, j], self.w[rows], self.a_n[rows])
-            b = make_estimate(self.b_values[rows, j], self.w[rows], self.b_n[rows])
+            partial = metric == "partial_score"
+            a_n = (self.a_scored if partial else self.a_n)[rows]
+            b_n = (self.b_scored if partial else self.b_n)[rows]
+            a = make_estimate(self.a_values[rows, j], self.w[rows], a_n)
+            b = make_estimate(self.b_values[rows, j], self.w[rows], b_n)
             diff = make_estimate(
-                self.b_values[rows, j] - self.a_values[rows, j], self.w[rows],
-                self.a_n[rows] + self.b_n[rows], drawn.get(j), difference=True,
+                self.b_values[rows, j] - self.a_values[rows, j], self.w[rows], a_n + b_n,
+                drawn.get(j), difference=True,
             )  # fmt: skip
             found.append(Difference(metric, k, self.view, a, b, diff, *_test(diff, self.w[rows])))
         return found
@@ -524,8 +530,7 @@ def _paired_block(
     return _PairedBlock(
         view, k, names, a_values, b_values,
         np.array([t.weight for t in a_side], dtype=np.float64),
-        np.array([t.n for t in a_side], dtype=np.int64),
-        np.array([t.n for t in b_side], dtype=np.int64),
+        _ns(a_side), _ns(b_side), _ns(a_side, scored=True), _ns(b_side, scored=True),
         columns, rows,
     )  # fmt: skip
 
@@ -581,8 +586,13 @@ def _unpaired(
         a_rows, b_rows = ~np.isnan(a_values[:, j]), ~np.isnan(b_values[:, j])
         if not (a_rows.any() and b_rows.any()):
             continue
-        ea = make_estimate(a_values[a_rows, j], _weights(a_side)[a_rows], _ns(a_side)[a_rows])
-        eb = make_estimate(b_values[b_rows, j], _weights(b_side)[b_rows], _ns(b_side)[b_rows])
+        partial = metric == "partial_score"
+        ea = make_estimate(
+            a_values[a_rows, j], _weights(a_side)[a_rows], _ns(a_side, scored=partial)[a_rows]
+        )
+        eb = make_estimate(
+            b_values[b_rows, j], _weights(b_side)[b_rows], _ns(b_side, scored=partial)[b_rows]
+        )
         diff = welch(ea, eb)
         found.append(Difference(metric, kk, view, ea, eb, diff, *_welch_test(diff)))
     return k, found
@@ -592,8 +602,9 @@ def _weights(side: list[TaskCounts]) -> FloatArray:
     return np.array([t.weight for t in side], dtype=np.float64)
 
 
-def _ns(side: list[TaskCounts]) -> np.ndarray[Any, np.dtype[np.int64]]:
-    return np.array([t.n for t in side], dtype=np.int64)
+def _ns(side: list[TaskCounts], *, scored: bool = False) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Each task's counted attempts, or with *scored* the partial score's denominator."""
+    return np.array([t.scored if scored else t.n for t in side], dtype=np.int64)
 
 
 def welch(a: Estimate, b: Estimate) -> Estimate:
