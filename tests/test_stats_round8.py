@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import json
 import math
+from fractions import Fraction
+from math import comb
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 
 from groundstate.stats import Outcome, compare, summarize
 from tests.test_stats_independent import cli, import_text, report
@@ -244,3 +249,109 @@ def test_the_partial_score_counts_the_attempts_that_carry_one(tmp_path: Path) ->
         metric = json.loads(out)["metrics"][view]["partial_score"]
         assert (metric["a"]["attempts"], metric["b"]["attempts"]) == (attempts, attempts)
         assert metric["difference"]["attempts"] == 2 * attempts
+
+
+# --- the paired comparison of every k, both views, against exact rationals ---------------
+
+
+def ref_fisher(ac: int, an: int, bc: int, bn: int) -> Fraction:
+    """Two-sided Fisher exact p: the hypergeometric tables at most as likely as observed."""
+    total, wins = an + bn, ac + bc
+
+    def chance(x: int) -> Fraction:
+        return Fraction(comb(wins, x) * comb(total - wins, an - x), comb(total, an))
+
+    seen = chance(ac)
+    return sum((chance(x) for x in range(max(0, an - total + wins), min(an, wins) + 1)
+                if chance(x) <= seen), Fraction(0))  # fmt: skip
+
+
+def ref_bh(ps: list[float]) -> list[float]:
+    """Benjamini-Hochberg q-values by their definition: min over j >= rank of m p_(j) / j."""
+    m = len(ps)
+    ranked = sorted(range(m), key=lambda i: ps[i])
+    return [
+        min(1.0, min(ps[ranked[j]] * m / (j + 1) for j in range(rank, m)))
+        for rank in sorted(range(m), key=lambda r: ranked[r])
+    ]
+
+
+ENDS = st.lists(st.sampled_from("sfi"), min_size=1, max_size=5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["ab", "ab", "a", "b"]), ENDS, ENDS), max_size=10))
+def test_paired_differences_of_every_k_in_both_views_match_exact_rationals(
+    spec: list[tuple[str, str, str]],
+) -> None:
+    """Tasks in one batch only, unequal attempts, invalid attempts anywhere: per view, the
+    tasks with counted attempts on both sides are paired, k runs to the fewest of them on
+    either side, and every pass@k and pass^k difference, its t interval and p (or the exact
+    sign test when every task moved by the whole range) is the reference's; the per-task
+    Fisher p and BH q are exact."""
+    a_side = {f"t{i}": ea for i, (where, ea, _) in enumerate(spec) if "a" in where}
+    b_side = {f"t{i}": eb for i, (where, _, eb) in enumerate(spec) if "b" in where}
+    if not a_side or not b_side:
+        return
+    a = [o for t, ends in a_side.items() for o in attempts(t, ends)]
+    b = [o for t, ends in b_side.items() for o in attempts(t, ends)]
+    got = compare(a, b, n_boot=0)
+
+    def nc(ends: str, view: str) -> tuple[int, int]:
+        return (len(ends) - ends.count("i") if view == "valid" else len(ends)), ends.count("s")
+
+    shared = sorted(a_side.keys() & b_side.keys())
+    paired = [t for t in shared if nc(a_side[t], "valid")[0] and nc(b_side[t], "valid")[0]]
+    assert got.paired_tasks == tuple(paired)
+    cells = [(*nc(a_side[t], "valid")[::-1], *nc(b_side[t], "valid")[::-1]) for t in paired]
+    ps = [float(ref_fisher(*cell)) for cell in cells]
+    for change, p, q in zip(got.per_task, ps, ref_bh(ps), strict=True):
+        assert change.p_value == pytest.approx(p, abs=1e-12)
+        assert change.q_value == pytest.approx(q, abs=1e-12)
+    if got.mode != "paired":
+        return
+    for view in ("valid", "strict"):
+        rows = [t for t in shared if nc(a_side[t], view)[0] and nc(b_side[t], view)[0]]
+        if not rows:
+            continue
+        k = min(min(nc(a_side[t], view)[0], nc(b_side[t], view)[0]) for t in rows)
+        assert got.common_k[view] == k
+        for metric, kk in [("success_rate", None)] + [
+            (m, j) for m in ("pass_at_k", "pass_hat_k") for j in range(1, k + 1)
+        ]:
+            diffs = [
+                ref_value(*nc(b_side[t], view), metric, kk)
+                - ref_value(*nc(a_side[t], view), metric, kk)
+                for t in rows
+            ]
+            d = got.find(metric, view, kk)
+            check_difference(d, [float(x) for x in diffs], float(sum(diffs) / len(diffs)))
+
+
+def ref_value(n: int, c: int, metric: str, k: int | None) -> Fraction:
+    if k is None:
+        return Fraction(c, n)
+    if metric == "pass_hat_k":
+        return Fraction(comb(c, k), comb(n, k))
+    return 1 - Fraction(comb(n - c, k), comb(n, k))
+
+
+def check_difference(d: Any, diffs: list[float], mean: float) -> None:
+    """b - a over equally weighted tasks by the doc's rule: n/a below 5 tasks; every task at
+    +-1: the exact bound and 2 * 0.5^T; every task at one other value: n/a; else the t
+    interval on T - 1 df and the paired t test's p."""
+    t = len(diffs)
+    assert d.difference.estimate == pytest.approx(mean, abs=1e-12) and d.difference.n_tasks == t
+    if t < 5:
+        assert d.difference.ci_low is None and d.p_value is None
+    elif max(diffs) - min(diffs) <= 1e-12:
+        at_end = abs(abs(diffs[0]) - 1) <= 1e-12
+        assert d.difference.method == ("exact_bound" if at_end else "none")
+        assert d.p_value == (pytest.approx(2 * 0.5**t) if at_end else None)
+    else:
+        se = math.sqrt(math.fsum((x - mean) ** 2 for x in diffs) / (t * (t - 1)))
+        q = scipy_stats.t.ppf(0.975, t - 1)
+        assert d.difference.se == pytest.approx(se, rel=1e-9)
+        assert d.p_value == pytest.approx(2 * scipy_stats.t.sf(abs(mean / se), t - 1), rel=1e-7)
+        assert d.difference.ci_low == pytest.approx(max(-1.0, mean - q * se), abs=1e-9)
+        assert d.difference.ci_high == pytest.approx(min(1.0, mean + q * se), abs=1e-9)
