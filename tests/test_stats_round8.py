@@ -355,3 +355,22 @@ def check_difference(d: Any, diffs: list[float], mean: float) -> None:
         assert d.p_value == pytest.approx(2 * scipy_stats.t.sf(abs(mean / se), t - 1), rel=1e-7)
         assert d.difference.ci_low == pytest.approx(max(-1.0, mean - q * se), abs=1e-9)
         assert d.difference.ci_high == pytest.approx(min(1.0, mean + q * se), abs=1e-9)
+
+
+def test_an_exact_bound_of_a_difference_is_marked_in_the_html_as_in_the_terminal(
+    tmp_path: Path,
+) -> None:
+    """Six tasks failing every attempt in a and passing every one in b: b - a = +1 on each,
+    an exact one-sided bound [0.025^(1/6) * 2 - 1, 1]. The terminal marked it "bound"; the
+    HTML comparison printed it as a plain interval."""
+    rows = "task_id,attempt,success\n"
+    first = import_text(tmp_path, rows + "".join(f"t{i},0,0\n" for i in range(6)), name="a")
+    second = import_text(tmp_path, rows + "".join(f"t{i},0,1\n" for i in range(6)), name="b")
+    store, page = str(tmp_path / "s.db"), tmp_path / "c.html"
+    code, out, err = cli("compare", first, second, "--store", store, "--html", str(page))
+    assert code == 0, err
+    low = f"+{2 * 0.025 ** (1 / 6) - 1:.3f}"
+    (row,) = [r for r in rows_of(out.split("invalid attempts count")[0]) if r[0] == "success_rate"]
+    assert row[4] == f"[{low}, +1.000] bound"
+    cells = [r for t in html_tables(page).tables["metrics"] for r in t if r[0] == "success_rate"]
+    assert cells[0][3] == f"+1.000 [{low}, +1.000] bound"
