@@ -279,7 +279,7 @@ def ref_bh(ps: list[float]) -> list[float]:
 ENDS = st.lists(st.sampled_from("sfi"), min_size=1, max_size=5)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["ab", "ab", "a", "b"]), ENDS, ENDS), max_size=10))
 def test_paired_differences_of_every_k_in_both_views_match_exact_rationals(
     spec: list[tuple[str, str, str]],
