@@ -374,3 +374,21 @@ def test_an_exact_bound_of_a_difference_is_marked_in_the_html_as_in_the_terminal
     assert row[4] == f"[{low}, +1.000] bound"
     cells = [r for t in html_tables(page).tables["metrics"] for r in t if r[0] == "success_rate"]
     assert cells[0][3] == f"+1.000 [{low}, +1.000] bound"
+
+
+def test_the_reports_name_the_interval_rule_they_print(tmp_path: Path) -> None:
+    """Near 0 the printed interval is the Agresti-Coull one, not estimate +- t * SE: the
+    terminal's header and the HTML page described only "task-clustered SE, t quantile", so
+    a reader recomputing that symmetric interval got another one."""
+    rows = "task_id,attempt,success\n" + "".join(
+        f"t{i},{j},{int(i == 0 and j == 0)}\n" for i in range(6) for j in range(2)
+    )
+    batch_id = import_text(tmp_path, rows)
+    got = report(tmp_path, batch_id)["success_rate"]  # 1/12: one success in twelve
+    half = scipy_stats.t.ppf(0.975, 5) * got["se"]
+    assert got["ci_high"] > got["estimate"] + half + 0.05  # not the symmetric t interval
+    terminal = " ".join(text_report(tmp_path / "s.db", batch_id).split())
+    assert "intervals: Agresti-Coull on the effective n of the task-clustered SE" in terminal
+    page = tmp_path / "r.html"
+    cli("report", batch_id, "--store", str(tmp_path / "s.db"), "--html", str(page))
+    assert "Agresti-Coull intervals on the effective number" in page.read_text(encoding="utf-8")

@@ -312,10 +312,13 @@ def _view_table(title: str, name: str, report: dict[str, Any], metric: str) -> T
 
 
 def _rule(report: dict[str, Any]) -> str:
+    """How the printed intervals are made, enough to recompute them: the symmetric
+    estimate +- t * SE it once named is not the interval printed near 0 and 1."""
     methods = report["methods"]
     return (
-        f"{methods['confidence']:.0%} intervals: task-clustered SE, t quantile on T-1 df "
-        f"(effective T if weighted); n/a below {methods['min_tasks']} tasks"
+        f"{methods['confidence']:.0%} intervals: Agresti-Coull on the effective n of the "
+        "task-clustered SE, t quantile on T-1 df (effective T if weighted); an exact bound "
+        f"where every task is at 0 or 1; n/a below {methods['min_tasks']} tasks"
     )
 
 
