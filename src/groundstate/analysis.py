@@ -494,8 +494,13 @@ def task_table(counts: dict[View, list[TaskCounts]]) -> list[dict[str, Any]]:
             "horizon": valid.horizon,
             "attempts": strict.n,
             "invalid": valid.invalid,
-            "valid": {"n": valid.n, "c": valid.c, "partial": valid.partial},
-            "strict": {"n": strict.n, "c": strict.c, "partial": strict.partial},
+            "valid": {"n": valid.n, "c": valid.c, "partial": valid.partial, "scored": valid.scored},
+            "strict": {
+                "n": strict.n,
+                "c": strict.c,
+                "partial": strict.partial,
+                "scored": strict.scored,
+            },
         }
         for valid, strict in zip(counts["valid"], counts["strict"], strict=True)
     ]

@@ -329,8 +329,9 @@ def report(
 ) -> None:
     """Report a stored batch (default: the latest): suite numbers, pass@k, pass^k, reasons.
 
-    Intervals come from the task-clustered SE with t quantiles, "n/a" (with the reason) below
-    5 tasks; the JSON carries the per-task table and the methods (docs/statistics.md).
+    Intervals are Agresti-Coull on the task-clustered SE with t quantiles (an exact bound
+    where every task is at 0 or 1), "n/a" (with the reason) below 5 tasks; the JSON carries
+    the per-task table and the methods (docs/statistics.md).
     The batch is verified first (records, artifacts, chain): each altered or missing record
     is named on stderr, the report is marked, and the exit status is 1. With --fail-under,
     the exit status is then that of ``run``: 3 when invalid tries exceed the batch's

@@ -28,11 +28,13 @@ from groundstate.report.numbers import (
     counted_of,
     fixed,
     fraction,
+    interval,
     p_value,
     share,
     signed,
 )
 from groundstate.stats import (
+    EXACT_BOUND,
     VIEWS,
     Comparison,
     Difference,
@@ -215,6 +217,7 @@ def _environment() -> jinja2.Environment:
         counted_of=_counted_of,
         num=_num,
         est=_est,
+        ci=_ci,
         p=_p,
         signed=signed,
         amount=_amount,
@@ -246,6 +249,13 @@ def _amount(value: float | None, digits: int = 4) -> str:
 
 def _p(value: float | None, alpha: float) -> str:
     return MISSING if value is None else p_value(value, alpha)
+
+
+def _ci(estimate: Estimate, difference: bool = False) -> str:
+    """The interval as the terminal prints it (:func:`interval`), marked when it is an exact
+    bound; the caller shows "n/a" where there is none."""
+    text = interval(estimate.ci_low or 0.0, estimate.ci_high or 0.0, difference=difference)
+    return text + (" bound" if estimate.method == EXACT_BOUND else "")
 
 
 def _est(value: float | None) -> str:

@@ -69,6 +69,35 @@ def signed(value: float) -> str:
     return f"{0.0:+.3f}" if abs(value) < NOISE else apart(value, 0.0, 3, sign="+")
 
 
+def interval(low: float, high: float, *, difference: bool = False) -> str:
+    """An interval ``[low, high]`` as every report prints it: three decimals (differences
+    signed), or as many more as it takes for the two bounds to print apart and for a bound
+    that is not at an end of the range (nor, for a difference, 0) to print as neither. With
+    three decimals alone a partial score's interval [0.49999, 0.50011] printed as the
+    zero-width "[0.500, 0.500]", and [0.99987, 1] beside an estimate of ">0.999" as
+    "[1.000, 1.000]"."""
+    marks = (-1.0, 0.0, 1.0) if difference else (0.0, 1.0)
+    sign = "+" if difference else ""
+    for digits in range(3, 17):
+        texts = [_kept(value, marks, digits, sign) for value in (low, high)]
+        if float(texts[0]) != float(texts[1]):
+            break
+    return f"[{texts[0]}, {texts[1]}]"
+
+
+def _kept(value: float, marks: tuple[float, ...], digits: int, sign: str) -> str:
+    """*value* with *digits* decimals or more, never printed as one of *marks* it is not
+    (within float noise of a mark, it is that mark: no "-0.000")."""
+    for mark in marks:
+        if abs(value - mark) < NOISE:
+            return f"{mark:{sign}.{digits}f}"
+    for more in range(digits, 17):
+        text = f"{value:{sign}.{more}f}"
+        if float(text) not in marks:
+            break
+    return text
+
+
 def p_value(value: float, alpha: float) -> str:
     """A p-value as the terminal and HTML reports both print it: two significant digits below
     0.001 (the HTML printed 0.0004 as 0.000), else three decimals, or as many more as keep it

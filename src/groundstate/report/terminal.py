@@ -21,6 +21,7 @@ from groundstate.report.numbers import (
     apart,
     counted_of,
     fraction,
+    interval,
     p_value,
     share,
     signed,
@@ -311,10 +312,13 @@ def _view_table(title: str, name: str, report: dict[str, Any], metric: str) -> T
 
 
 def _rule(report: dict[str, Any]) -> str:
+    """How the printed intervals are made, enough to recompute them: the symmetric
+    estimate +- t * SE it once named is not the interval printed near 0 and 1."""
     methods = report["methods"]
     return (
-        f"{methods['confidence']:.0%} intervals: task-clustered SE, t quantile on T-1 df "
-        f"(effective T if weighted); n/a below {methods['min_tasks']} tasks"
+        f"{methods['confidence']:.0%} intervals: Agresti-Coull on the effective n of the "
+        "task-clustered SE, t quantile on T-1 df (effective T if weighted); an exact bound "
+        f"where every task is at 0 or 1; n/a below {methods['min_tasks']} tasks"
     )
 
 
@@ -458,8 +462,7 @@ def _ci(estimate: dict[str, Any], difference: bool = False) -> str:
     difference's bounds signed and never a non-zero bound as 0."""
     if estimate["ci_low"] is None:
         return "n/a"
-    low, high = estimate["ci_low"], estimate["ci_high"]
-    text = f"[{signed(low)}, {signed(high)}]" if difference else f"[{low:.3f}, {high:.3f}]"
+    text = interval(estimate["ci_low"], estimate["ci_high"], difference=difference)
     return text + (" bound" if estimate["method"] == "exact_bound" else "")
 
 
@@ -508,9 +511,14 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
 
 
 def _comparison_head(data: dict[str, Any]) -> str:
-    mode = "paired by task" if data["mode"] == "paired" else "UNPAIRED (too few shared tasks)"
-    line = f"batch {data['batch_b']} against batch {data['batch_a']} (b - a), {mode}: "
-    line += f"{len(data['paired_tasks'])} tasks in both with valid attempts"
+    shared = len(data["paired_tasks"])
+    line = f"batch {data['batch_b']} against batch {data['batch_a']} (b - a), "
+    if data["mode"] != "paired":  # nothing dropped: each batch over its own tasks (the note)
+        return line + (
+            f"UNPAIRED (too few shared tasks): each batch over its own tasks; {shared} "
+            f"task{'s' * (shared != 1)} in both with valid attempts"
+        )
+    line += f"paired by task: {shared} task{'s' * (shared != 1)} in both with valid attempts"
     if data["dropped_tasks"]:
         line += (
             f", {data['dropped_tasks']} dropped ({len(data['only_in_a'])} only in a, "

@@ -133,7 +133,10 @@ class Comparison(_Record):
 
     @property
     def dropped_tasks(self) -> int:
-        """Tasks of either batch left out of the pairing."""
+        """Tasks of either batch left out of the pairing; 0 when unpaired, where each batch
+        is compared over all its tasks (those in one batch only included)."""
+        if self.mode == "unpaired":
+            return 0
         return len(self.only_in_a) + len(self.only_in_b) + len(self.excluded_tasks)
 
     def find(self, metric: str, view: str = "valid", k: int | None = None) -> Difference:
@@ -402,14 +405,18 @@ def _mode(
         return "paired", []
     a_tasks, b_tasks = sum(t.n > 0 for t in a.values()), sum(t.n > 0 for t in b.values())
     if paired and min(a_tasks, b_tasks) < MIN_TASKS:
-        tasks = f"{len(paired)} paired task{'s' * (len(paired) != 1)}"
-        return "paired", [f"only {tasks}: intervals are n/a"]
+        return "paired", [f"only {_tasks(len(paired), 'paired task')}: intervals are n/a"]
     return "unpaired", [
-        f"{len(paired)} tasks with valid attempts in both batches (fewer than {MIN_TASKS}): "
+        f"{_tasks(len(paired))} with valid attempts in both batches (fewer than {MIN_TASKS}): "
         f"UNPAIRED comparison of {a_tasks} tasks of a with {b_tasks} tasks of b with valid "
         "attempts (the strict view: of every task of each); between-task differences are not "
         "removed"
     ]
+
+
+def _tasks(count: int, noun: str = "task") -> str:
+    """``"1 task"``, ``"2 tasks"``."""
+    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def _k_limits(
@@ -462,6 +469,9 @@ class _PairedBlock:
     w: FloatArray
     a_n: np.ndarray[Any, np.dtype[np.int64]]
     b_n: np.ndarray[Any, np.dtype[np.int64]]
+    a_scored: np.ndarray[Any, np.dtype[np.int64]]
+    """The partial score's denominators (:attr:`TaskCounts.scored`)."""
+    b_scored: np.ndarray[Any, np.dtype[np.int64]]
     columns: list[tuple[str, int | None]]
     rows: list[np.ndarray[Any, np.dtype[np.bool_]]]
     """Which tasks count for each column (partial score: those scored on both sides)."""
@@ -484,11 +494,14 @@ class _PairedBlock:
         for j, ((metric, k), rows) in enumerate(zip(self.columns, self.rows, strict=True)):
             if not rows.any():
                 continue
-            a = make_estimate(self.a_values[rows, j], self.w[rows], self.a_n[rows])
-            b = make_estimate(self.b_values[rows, j], self.w[rows], self.b_n[rows])
+            partial = metric == "partial_score"
+            a_n = (self.a_scored if partial else self.a_n)[rows]
+            b_n = (self.b_scored if partial else self.b_n)[rows]
+            a = make_estimate(self.a_values[rows, j], self.w[rows], a_n)
+            b = make_estimate(self.b_values[rows, j], self.w[rows], b_n)
             diff = make_estimate(
-                self.b_values[rows, j] - self.a_values[rows, j], self.w[rows],
-                self.a_n[rows] + self.b_n[rows], drawn.get(j), difference=True,
+                self.b_values[rows, j] - self.a_values[rows, j], self.w[rows], a_n + b_n,
+                drawn.get(j), difference=True,
             )  # fmt: skip
             found.append(Difference(metric, k, self.view, a, b, diff, *_test(diff, self.w[rows])))
         return found
@@ -517,8 +530,7 @@ def _paired_block(
     return _PairedBlock(
         view, k, names, a_values, b_values,
         np.array([t.weight for t in a_side], dtype=np.float64),
-        np.array([t.n for t in a_side], dtype=np.int64),
-        np.array([t.n for t in b_side], dtype=np.int64),
+        _ns(a_side), _ns(b_side), _ns(a_side, scored=True), _ns(b_side, scored=True),
         columns, rows,
     )  # fmt: skip
 
@@ -574,8 +586,13 @@ def _unpaired(
         a_rows, b_rows = ~np.isnan(a_values[:, j]), ~np.isnan(b_values[:, j])
         if not (a_rows.any() and b_rows.any()):
             continue
-        ea = make_estimate(a_values[a_rows, j], _weights(a_side)[a_rows], _ns(a_side)[a_rows])
-        eb = make_estimate(b_values[b_rows, j], _weights(b_side)[b_rows], _ns(b_side)[b_rows])
+        partial = metric == "partial_score"
+        ea = make_estimate(
+            a_values[a_rows, j], _weights(a_side)[a_rows], _ns(a_side, scored=partial)[a_rows]
+        )
+        eb = make_estimate(
+            b_values[b_rows, j], _weights(b_side)[b_rows], _ns(b_side, scored=partial)[b_rows]
+        )
         diff = welch(ea, eb)
         found.append(Difference(metric, kk, view, ea, eb, diff, *_welch_test(diff)))
     return k, found
@@ -585,8 +602,9 @@ def _weights(side: list[TaskCounts]) -> FloatArray:
     return np.array([t.weight for t in side], dtype=np.float64)
 
 
-def _ns(side: list[TaskCounts]) -> np.ndarray[Any, np.dtype[np.int64]]:
-    return np.array([t.n for t in side], dtype=np.int64)
+def _ns(side: list[TaskCounts], *, scored: bool = False) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Each task's counted attempts, or with *scored* the partial score's denominator."""
+    return np.array([t.scored if scored else t.n for t in side], dtype=np.int64)
 
 
 def welch(a: Estimate, b: Estimate) -> Estimate:

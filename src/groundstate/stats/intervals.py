@@ -367,11 +367,16 @@ def bootstrap_percentiles(
     """Percentile 95% intervals of many weighted means from one matrix of task draws.
 
     *values* and *weights* are (tasks, metrics); a task that does not count for a metric
-    has weight 0 there (its value is ignored). Each bootstrap row draws T tasks with
-    replacement, as multiplicities; every metric's resampled mean is then two matrix
-    products, so all metrics and all k share the same draws. Rows are drawn in chunks of
-    at most :data:`CHUNK_ELEMENTS` draws, and metrics in blocks, so memory stays bounded;
-    a second block redraws the same rows from the same seed.
+    has weight 0 there (its value is ignored). Each bootstrap row draws the T tasks a metric
+    counts with replacement, as multiplicities; every metric's resampled mean is then two
+    matrix products, so all metrics over the same tasks (all k) share the same draws.
+    Metrics over different tasks (the valid view without a task whose attempts were all
+    invalid, a partial score over the tasks with rubrics) are drawn over their own tasks from
+    the same seed: resampling every row and ignoring the ones a metric does not count drew a
+    random number of its tasks (5 of 25 rows counted: some resamples held one task, and the
+    interval of [0, 0.25, 0.5, 1, 1] reached 1). Rows are drawn in chunks of at most
+    :data:`CHUNK_ELEMENTS` draws, and metrics in blocks, so memory stays bounded; a second
+    block redraws the same rows from the same seed.
     """
     if n_boot < 1 or values.shape[0] == 0:
         raise ValueError(f"need at least one task value and n_boot >= 1, got n_boot={n_boot}")
@@ -379,15 +384,28 @@ def bootstrap_percentiles(
     weights = weights / max(float(np.max(weights)), np.finfo(np.float64).tiny)
     weighted = np.where(weights > 0, weights * np.nan_to_num(values), 0.0)
     block = max(1, CHUNK_ELEMENTS // n_boot)
-    lows, highs = [], []
-    for start in range(0, values.shape[1], block):
-        means = _resampled_means(
-            weighted[:, start : start + block], weights[:, start : start + block], seed, n_boot
-        )
-        low, high = _percentiles(means)
-        lows.append(low)
-        highs.append(high)
-    return np.concatenate(lows), np.concatenate(highs)
+    low, high = np.full(values.shape[1], np.nan), np.full(values.shape[1], np.nan)
+    for tasks, metrics in _supports(weights > 0):
+        for start in range(0, len(metrics), block):
+            columns = metrics[start : start + block]
+            part = np.ix_(tasks, columns)
+            means = _resampled_means(weighted[part], weights[part], seed, n_boot)
+            low[columns], high[columns] = _percentiles(means)
+    return low, high
+
+
+def _supports(
+    counted: npt.NDArray[np.bool_],
+) -> list[tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]]:
+    """The columns of *counted* (tasks, metrics) grouped by the tasks they count: (those
+    tasks, the columns) of every group that counts a task (a column counting none stays
+    NaN)."""
+    groups: dict[bytes, list[int]] = {}
+    for column, key in enumerate(np.packbits(counted, axis=0).T):
+        groups.setdefault(key.tobytes(), []).append(column)
+    found = [(np.flatnonzero(counted[:, columns[0]]), np.array(columns, dtype=np.intp))
+             for columns in groups.values()]  # fmt: skip
+    return [(tasks, columns) for tasks, columns in found if tasks.size]
 
 
 def _resampled_means(

@@ -93,6 +93,10 @@ class TaskCounts(_Record):
     """Mean partial score over the counted attempts that carry one (an invalid attempt
     scores 0 in the strict view, so does a task whose attempts were all invalid when other
     tasks of the batch carry partial scores); None when none does."""
+    scored: int = 0
+    """The attempts *partial* is the mean over: the valid ones carrying a score, and in the
+    strict view the invalid ones too (0 when *partial* is None). The partial score's
+    denominator: an import may score only some attempts of a task."""
 
 
 # --- per-task estimators -------------------------------------------------------------------
@@ -279,11 +283,11 @@ def count_columns(
         )
         valid_counts.append(
             TaskCounts(task_id, total[row] - bad, wins, bad, info.weight, labels, horizon,
-                       revision, mean_valid)
+                       revision, mean_valid, scored_here)
         )  # fmt: skip
         strict_counts.append(
             TaskCounts(task_id, total[row], wins, bad, info.weight, labels, horizon,
-                       revision, mean_strict)
+                       revision, mean_strict, 0 if mean_strict is None else scored_here + bad)
         )  # fmt: skip
     return counts
 

@@ -389,7 +389,9 @@ def _partial(cols: _Columns) -> Estimate | None:
     if not scored.any():
         return None
     values = np.array([np.nan if t.partial is None else t.partial for t in cols.counts])
-    return cols.estimate(values, scored)
+    # over the attempts the scores are a mean of, not every counted attempt
+    ns = np.array([t.scored for t in cols.counts], dtype=np.int64)
+    return make_estimate(values[scored], cols.w[scored], ns[scored])
 
 
 def _slices(
