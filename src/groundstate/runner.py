@@ -402,7 +402,7 @@ class BatchRunner:
         before = self.store.runs(batch.batch_id)
         done = final_runs(before)
         last = {(r.task_id, r.attempt): r for r in done}
-        max_retries = int(batch.invalid_run_policy.get("max_retries", 0))
+        max_retries = batch.max_retries
         limit = asyncio.Semaphore(concurrency)
         # Attempt-major order: an interrupted batch still covers every task evenly.
         slots = [

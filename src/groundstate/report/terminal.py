@@ -21,6 +21,7 @@ from groundstate.report.numbers import (
     apart,
     counted_of,
     fraction,
+    incomplete_text,
     p_value,
     share,
     signed,
@@ -423,12 +424,9 @@ def report_footer(report: dict[str, Any]) -> str:
             f"{apart(invalid, threshold, 1, percent=True)} > {threshold:.1%})[/]"
         )
     if missing := report.get("missing_attempts"):
-        absent = ", ".join(missing["tasks_without_any"])
         line += (
-            f"\n[bold red]INCOMPLETE: {missing['count']} of {missing['planned']} planned "
-            "attempts are not stored"
-            + (f" (tasks with none, left out of every number: {quoted(absent)})" if absent else "")
-            + f"; complete it with groundstate run ... --resume {report['batch_id']}[/]"
+            f"\n[bold red]INCOMPLETE: {quoted(incomplete_text(missing))}; complete it with "
+            f"groundstate run ... --resume {quoted(report['batch_id'])}[/]"
         )
     return line
 

@@ -1,0 +1,85 @@
+"""The batch runner, eighth audit: what every view says of a batch stopped between an invalid
+try and its rerun, of a task none of whose tries was valid, and of a batch stopped by a
+failure that is not an interruption."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import signal
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundstate.cli import main
+from groundstate.records import AgentRun
+from groundstate.runner import BatchConfig, BatchRunner, Interrupted
+from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.system import InvalidRunPolicy, SystemSpec, load_system
+from groundstate.store import RunStore
+from groundstate.testing import FaultyEnvironments
+
+from .conftest import BANK, BANK_SYSTEM
+
+
+def _bank(max_retries: int) -> tuple[Suite, SystemSpec]:
+    suite = load_suite(BANK)
+    suite.config = suite.config.model_copy(update={"canary": None})
+    policy = InvalidRunPolicy(max_retries=max_retries, max_invalid_rate=1)
+    return suite, load_system(BANK_SYSTEM).model_copy(update={"invalid_run_policy": policy})
+
+
+def _cli(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output
+
+
+def test_an_attempt_stopped_before_its_rerun_is_reported_unfinished(tmp_path: Path) -> None:
+    """Found here: a batch stopped just after an invalid try was stored, before its rerun,
+    was reported complete (no INCOMPLETE line, ``missing_attempts`` null, ``batches`` said
+    ``complete``) and counted the attempt as invalid for good, although ``--resume`` reruns
+    it: the number depended on when the batch was stopped."""
+    suite, system = _bank(max_retries=2)
+    store = tmp_path / "runs.db"
+    with RunStore(store) as runs:
+        runner = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
+
+        def stop(run: AgentRun) -> None:
+            runner.interrupt.signum = signal.SIGINT
+
+        runner.on_run = stop
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=1)))
+        batch_id = runner.batch_id
+        assert batch_id is not None
+        assert [(r.attempt, r.retry, r.valid) for r in runs.runs(batch_id)] == [(1, 0, False)]
+    code, out = _cli("report", batch_id, "--json", "--store", str(store))
+    assert code == 0, out
+    assert json.loads(out)["missing_attempts"] == {
+        "count": 0,
+        "planned": 1,
+        "tasks_without_any": [],
+        "reruns_pending": 1,
+    }
+    page = tmp_path / "r.html"
+    code, out = _cli("report", batch_id, "--store", str(store), "--html", str(page))
+    flat = " ".join(out.split())
+    assert "INCOMPLETE: 1 invalid attempt still has reruns due" in flat, out
+    assert "reruns due under the batch's policy" in html.unescape(page.read_text())
+    assert 'id="incomplete-alert"' in page.read_text()
+    code, out = _cli("compare", batch_id, batch_id, "--json", "--store", str(store))
+    assert any("reruns due" in note for note in json.loads(out)["notes"]), out
+    code, out = _cli("batches", "--json", "--store", str(store))
+    assert [b["status"] for b in json.loads(out)] == ["incomplete"]
+    # The resume spends the reruns (the environment is still broken): then it is complete.
+    with RunStore(store) as runs:
+        again = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
+        asyncio.run(again.resume(batch_id))
+        assert [(r.retry, r.valid) for r in runs.runs(batch_id)] == [(0, 0), (1, 0), (2, 0)]
+    code, out = _cli("report", batch_id, "--json", "--store", str(store))
+    assert json.loads(out)["missing_attempts"] is None
+    code, out = _cli("batches", "--json", "--store", str(store))
+    assert [b["status"] for b in json.loads(out)] == ["complete"]
