@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import os
 import signal
 from pathlib import Path
 
@@ -83,3 +84,24 @@ def test_an_attempt_stopped_before_its_rerun_is_reported_unfinished(tmp_path: Pa
     assert json.loads(out)["missing_attempts"] is None
     code, out = _cli("batches", "--json", "--store", str(store))
     assert [b["status"] for b in json.loads(out)] == ["complete"]
+
+
+def test_a_ctrl_c_while_run_loads_is_an_interruption_that_stored_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found here: ``run`` took SIGINT/SIGTERM only once the library was imported and stale
+    work folders swept (seconds on a busy machine): a Ctrl-C then was click's "Aborted!"
+    with exit 1 (a SIGTERM killed it silently), not the documented 130/143 and its line."""
+    from groundstate import workdirs
+
+    def interrupted_while_loading() -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(workdirs, "sweep_stale", interrupted_while_loading)
+    store = tmp_path / "runs.db"
+    result = CliRunner().invoke(
+        main, ["run", str(BANK), "--system", str(BANK_SYSTEM), "--store", str(store)]
+    )
+    assert result.exit_code == 130, result.output
+    assert "interrupted by SIGINT before the batch started: nothing was stored" in result.output
+    assert not store.exists()

@@ -22,14 +22,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import hashlib
-import signal
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
@@ -45,6 +43,7 @@ from groundstate.episode import (
 from groundstate.errors import EnvironmentFailure, ExecutorError, GroundstateError, StoreError
 from groundstate.executors import Executor, InProcessExecutor
 from groundstate.grading.model_judge import unset_judge_keys
+from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
@@ -71,49 +70,6 @@ class BatchAborted(GroundstateError):
 
 class ResumeMismatch(GroundstateError):
     """A batch cannot be resumed because its suite or system changed."""
-
-
-class Interrupted(BaseException):
-    """The process got SIGINT or SIGTERM while running a batch.
-
-    A ``BaseException``, like ``KeyboardInterrupt``, so that code catching ``Exception``
-    (graders, tools, environments) cannot swallow it and record the interruption as a fault.
-    """
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
-
-    @property
-    def exit_code(self) -> int:
-        """128 + the signal number, as a shell reports it: 130 for SIGINT, 143 for SIGTERM."""
-        return 128 + self.signum
-
-
-@dataclass
-class InterruptFlag:
-    """Set by a signal handler; checked between the steps of a batch, so an interruption
-    that some code swallowed still stops the batch before another try is stored."""
-
-    signum: int | None = None
-    task: asyncio.Task[Any] | None = None
-    """The task running the batch, while it runs: a signal cancels it (see :meth:`cancel`)."""
-
-    def check(self) -> None:
-        if self.signum is not None:
-            raise Interrupted(self.signum)
-
-    def cancel(self) -> bool:
-        """Cancel the running batch from a signal handler in its loop's thread, as
-        ``asyncio.run`` does for Ctrl-C: the batch then unwinds at its next ``await``
-        instead of wherever the signal landed (inside the loop's own bookkeeping, say).
-        False when no batch is running (the handler raises :class:`Interrupted` instead)."""
-        task = self.task
-        if task is None or task.done():
-            return False
-        task.cancel()
-        task.get_loop().call_soon_threadsafe(lambda: None)  # wake a loop blocked in select
-        return True
 
 
 @dataclass(frozen=True)

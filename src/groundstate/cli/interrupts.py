@@ -19,15 +19,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 import click
 
 from groundstate.errors import GroundstateError
+from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.workdirs import remove_own
-
-if TYPE_CHECKING:
-    from groundstate.runner import Interrupted, InterruptFlag
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -35,7 +32,6 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 @contextmanager
 def interruptible(flag: InterruptFlag) -> Iterator[None]:
     """Turn SIGINT and SIGTERM into :class:`Interrupted` inside the block."""
-    from groundstate.runner import Interrupted  # imported now, not in the handler
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if flag.signum is not None:  # the second signal: no more unwinding

@@ -169,34 +169,32 @@ def run(
     invalid tries exceed the system's max_invalid_rate; 4 when a --fail-under metric is below
     its threshold (3 takes precedence); 130/143 when interrupted.
     """
-    from groundstate.analysis import batch_report
     from groundstate.errors import StoreError
-    from groundstate.executors import make_executor
-    from groundstate.gates import check_attempts, gate_results, parse_gate
-    from groundstate.report.terminal import batch_table
-    from groundstate.runner import (
-        BatchConfig,
-        BatchRunner,
-        Interrupted,
-        InterruptFlag,
-        check_resumable,
-    )
-    from groundstate.selection import select_tasks
-    from groundstate.spec.system import load_system
-    from groundstate.store import RunStore
-    from groundstate.validation import require_lock, require_valid
-    from groundstate.workdirs import sweep_stale
+    from groundstate.interrupts import Interrupted, InterruptFlag
 
-    sweep_stale()  # work folders of runs killed outright
-    gates = [parse_gate(text) for text in fail_under]
     if resume_id is not None and (task_ids or slices or patterns):
         raise click.UsageError("--resume runs the tasks its batch chose; drop --task/--slice/-k")
-    if resume_id is None:
-        check_attempts(gates, attempts)
     flag = InterruptFlag()
     runner: BatchRunner | None = None
     try:
         with interruptible(flag):
+            # The library is imported under the handlers: a Ctrl-C while it loads (seconds on
+            # a busy machine) is an interruption that stored nothing, exit 130, not "Aborted!".
+            from groundstate.analysis import batch_report
+            from groundstate.executors import make_executor
+            from groundstate.gates import check_attempts, gate_results, parse_gate
+            from groundstate.report.terminal import batch_table
+            from groundstate.runner import BatchConfig, BatchRunner, check_resumable
+            from groundstate.selection import select_tasks
+            from groundstate.spec.system import load_system
+            from groundstate.store import RunStore
+            from groundstate.validation import require_lock, require_valid
+            from groundstate.workdirs import sweep_stale
+
+            sweep_stale()  # work folders of runs killed outright
+            gates = [parse_gate(text) for text in fail_under]
+            if resume_id is None:
+                check_attempts(gates, attempts)
             loaded_suite = in_environment(checked_suite(suite, warn=False), environment)
             system = load_system(system_file)
             where = make_executor(executor, loaded_suite, ray_address=ray_address)
