@@ -10,11 +10,13 @@ import json
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from groundstate.cli import main
+from groundstate.errors import ExecutorError
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, BatchRunner, Interrupted
 from groundstate.spec.suite import Suite, load_suite
@@ -105,3 +107,49 @@ def test_a_ctrl_c_while_run_loads_is_an_interruption_that_stored_nothing(
     assert result.exit_code == 130, result.output
     assert "interrupted by SIGINT before the batch started: nothing was stored" in result.output
     assert not store.exists()
+
+
+class _BreaksAfter:
+    """An executor that runs *ok* jobs (the canary, the smoke run, attempts), then fails as a
+    process pool whose workers keep dying does."""
+
+    def __init__(self, real: Any, ok: int) -> None:
+        self._real, self._left, self.name = real, ok, real.name
+
+    def open(self, concurrency: int) -> None:
+        self._real.open(concurrency)
+
+    def close(self) -> None:
+        self._real.close()
+
+    async def run(self, job: Any) -> Any:
+        self._left -= 1
+        if self._left < 0:
+            raise ExecutorError("workers keep dying; the stored attempts are kept: resume")
+        return await self._real.run(job)
+
+
+def test_a_batch_stopped_by_a_broken_executor_names_itself_and_its_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found here: only an interruption or a store error printed the stopped batch and the
+    command completing it; a pool that broke mid-batch (or a resume whose checks failed)
+    printed its error alone, though its stored tries wait for a resume."""
+    import groundstate.executors as executors
+
+    real = executors.make_executor
+    monkeypatch.setattr(
+        executors, "make_executor", lambda *a, **k: _BreaksAfter(real(*a, **k), ok=3)
+    )
+    store = tmp_path / "runs.db"
+    args = ["run", str(BANK), "--system", str(BANK_SYSTEM), "--store", str(store)]
+    result = CliRunner().invoke(main, [*args, "--attempts", "3"])
+    assert result.exit_code == 2, result.output
+    with RunStore(store) as runs:
+        (batch,) = runs.batch_summaries()
+        assert batch.attempts_stored == 1
+    assert f"batch {batch.batch_id} stopped" in result.output
+    assert f"--resume {batch.batch_id}" in result.output
+    monkeypatch.setattr(executors, "make_executor", real)
+    done = CliRunner().invoke(main, [*args, "--resume", batch.batch_id])
+    assert done.exit_code == 0, done.output
