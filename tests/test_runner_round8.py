@@ -153,3 +153,28 @@ def test_a_batch_stopped_by_a_broken_executor_names_itself_and_its_resume(
     monkeypatch.setattr(executors, "make_executor", real)
     done = CliRunner().invoke(main, [*args, "--resume", batch.batch_id])
     assert done.exit_code == 0, done.output
+
+
+def test_a_task_without_any_valid_attempt_is_named_in_the_terminal_report(
+    tmp_path: Path,
+) -> None:
+    """Found here: the JSON (``summary.views.valid.excluded_tasks``) and the HTML ("excluded
+    tasks") named a task none of whose attempts was valid, left out of the valid-attempts
+    numbers; the terminal report only showed fewer tasks in that view."""
+    from groundstate.analysis import batch_report
+    from groundstate.report.terminal import report_footer
+
+    suite, system = _bank(max_retries=0)
+    with RunStore(tmp_path / "runs.db") as runs:
+        runner = BatchRunner(suite, system, runs)
+        result = asyncio.run(runner.start(BatchConfig(attempts=2)))
+    broken = [
+        r.model_copy(update={"task_id": "broken", "terminal_reason": "grader_failure"})
+        for r in result.runs
+    ]
+    batch = result.batch.model_copy(
+        update={"task_revisions": {**result.batch.task_revisions, "broken": 1}}
+    )
+    footer = report_footer(batch_report(batch, [*result.runs, *broken]))
+    assert "tasks with no valid attempt, left out of the valid-attempts numbers: broken" in footer
+    assert "no valid attempt" not in report_footer(batch_report(result.batch, result.runs))

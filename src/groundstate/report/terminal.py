@@ -399,6 +399,10 @@ def report_footer(report: dict[str, Any]) -> str:
         f"{tries['tries']} tries in all, invalid by reason: {rates}"
     )
     summary = report["summary"]
+    if excluded := summary["views"]["valid"]["excluded_tasks"]:  # the HTML names them too
+        line += "\ntasks with no valid attempt, left out of the valid-attempts numbers: " + quoted(
+            ", ".join(excluded)
+        )
     if tries["tries"] > report["valid_attempts"] + report["invalid_attempts"]:
         line += (
             f"\ncost of all tries, reruns included: {_cost(tries['cost'])} (counted attempts: "
