@@ -178,3 +178,19 @@ def test_a_task_without_any_valid_attempt_is_named_in_the_terminal_report(
     footer = report_footer(batch_report(batch, [*result.runs, *broken]))
     assert "tasks with no valid attempt, left out of the valid-attempts numbers: broken" in footer
     assert "no valid attempt" not in report_footer(batch_report(result.batch, result.runs))
+
+
+def test_resuming_a_complete_batch_runs_no_canary_and_no_smoke_run(tmp_path: Path) -> None:
+    """Found here: a resume of a batch with nothing left to run still ran the canary and a
+    smoke run of the system (model calls, for a real one), and an environment broken since
+    then failed it, although no try was to be made."""
+    suite = load_suite(BANK)  # its canary is on
+    system = load_system(BANK_SYSTEM)
+    with RunStore(tmp_path / "runs.db") as runs:
+        done = asyncio.run(BatchRunner(suite, system, runs).start(BatchConfig(attempts=2)))
+        broken = FaultyEnvironments(rate=1.0)
+        again = asyncio.run(
+            BatchRunner(suite, system, runs, make_env=broken).resume(done.batch.batch_id)
+        )
+        assert broken.broken == 0  # no environment built: nothing ran
+        assert [r.run_id for r in again.runs] == [r.run_id for r in done.runs]

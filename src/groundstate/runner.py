@@ -327,9 +327,11 @@ class BatchRunner:
         try:
             if verify:
                 self._verify(batch.batch_id)
-            if preflight:
+            before = self.store.runs(batch.batch_id)
+            last, slots = _unfinished_slots(batch, before)
+            if preflight and slots:  # nothing to run: no canary, no smoke run (model calls)
                 await self.preflight(tuple(batch.task_revisions))
-            return await self._run_missing(batch, concurrency)
+            return await self._run_missing(batch, before, last, slots, concurrency)
         finally:
             beat.cancel()
             # A store full or locked now must not replace what ended the batch (its result, an
@@ -354,19 +356,17 @@ class BatchRunner:
             except StoreError:
                 continue  # a busy store: the next beat, or the next attempt's
 
-    async def _run_missing(self, batch: BatchInfo, concurrency: int) -> BatchResult:
-        before = self.store.runs(batch.batch_id)
-        done = final_runs(before)
-        last = {(r.task_id, r.attempt): r for r in done}
+    async def _run_missing(
+        self,
+        batch: BatchInfo,
+        before: list[AgentRun],
+        last: dict[tuple[str, int], AgentRun],
+        slots: list[tuple[str, int]],
+        concurrency: int,
+    ) -> BatchResult:
+        """Run *slots* (see :func:`_unfinished_slots`) after the tries stored *before*."""
         max_retries = batch.max_retries
         limit = asyncio.Semaphore(concurrency)
-        # Attempt-major order: an interrupted batch still covers every task evenly.
-        slots = [
-            (task_id, n)
-            for n in range(1, batch.attempts + 1)
-            for task_id in sorted(batch.task_revisions)
-            if _unfinished(last.get((task_id, n)), max_retries)
-        ]
         writer = _GroupWriter(self.store, batch.batch_id)
         try:
             with _settled_heap():
@@ -518,6 +518,22 @@ def _account_refused(run: AgentRun) -> bool:
         and isinstance(serving, dict)
         and serving.get("kind") == "auth"
     )
+
+
+def _unfinished_slots(
+    batch: BatchInfo, stored: list[AgentRun]
+) -> tuple[dict[tuple[str, int], AgentRun], list[tuple[str, int]]]:
+    """The last stored try of each (task, attempt), and the attempts still to run: not
+    stored, or invalid with reruns left. Attempt-major order: an interrupted batch still
+    covers every task evenly."""
+    last = {(r.task_id, r.attempt): r for r in final_runs(stored)}
+    slots = [
+        (task_id, n)
+        for n in range(1, batch.attempts + 1)
+        for task_id in sorted(batch.task_revisions)
+        if _unfinished(last.get((task_id, n)), batch.max_retries)
+    ]
+    return last, slots
 
 
 def _unfinished(last: AgentRun | None, max_retries: int) -> bool:
