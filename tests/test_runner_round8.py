@@ -9,6 +9,7 @@ import html
 import json
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,10 @@ from click.testing import CliRunner
 from groundstate.cli import main
 from groundstate.errors import ExecutorError
 from groundstate.records import AgentRun
-from groundstate.runner import BatchConfig, BatchRunner, Interrupted
+from groundstate.runner import BatchConfig, BatchRunner, Interrupted, plan_batch
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import InvalidRunPolicy, SystemSpec, load_system
-from groundstate.store import RunStore
+from groundstate.store import BatchLeased, RunStore
 from groundstate.testing import FaultyEnvironments
 
 from .conftest import BANK, BANK_SYSTEM
@@ -194,3 +195,42 @@ def test_resuming_a_complete_batch_runs_no_canary_and_no_smoke_run(tmp_path: Pat
         )
         assert broken.broken == 0  # no environment built: nothing ran
         assert [r.run_id for r in again.runs] == [r.run_id for r in done.runs]
+
+
+def test_a_second_runner_of_this_process_is_refused_before_it_runs_anything(
+    tmp_path: Path,
+) -> None:
+    """Found here: a lease is a process's, so a second runner in the same process (another
+    thread resuming the same batch) took it as its own, ran attempts the first was running,
+    and failed at storing one ("already holds ... another process is running this batch")."""
+    suite, system = _bank(max_retries=0)
+    store = tmp_path / "runs.db"
+    with RunStore(store) as runs:
+        batch = plan_batch(suite, system, BatchConfig(attempts=3))
+        runs.add_batch(batch)
+    second_saw: list[BaseException] = []
+
+    def resume_twice(run: AgentRun) -> None:
+        if second_saw:
+            return
+
+        def second() -> None:
+            with RunStore(store) as other:
+                try:
+                    asyncio.run(BatchRunner(suite, system, other).resume(batch.batch_id))
+                except BaseException as exc:
+                    second_saw.append(exc)
+
+        thread = threading.Thread(target=second)
+        thread.start()
+        thread.join()
+
+    with RunStore(store) as runs:
+        first = BatchRunner(suite, system, runs, on_run=resume_twice)
+        result = asyncio.run(first.resume(batch.batch_id, preflight=False))
+    (refused,) = second_saw
+    assert isinstance(refused, BatchLeased), refused
+    assert sorted((r.attempt, r.retry) for r in result.runs) == [(1, 0), (2, 0), (3, 0)]
+    with RunStore(store) as runs:
+        assert len(runs.runs(batch.batch_id)) == 3 and runs.verify(batch.batch_id).ok
+        assert runs.lease(batch.batch_id) is None

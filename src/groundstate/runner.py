@@ -22,12 +22,16 @@ from __future__ import annotations
 import asyncio
 import gc
 import hashlib
+import os
+import socket
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
+from pathlib import Path
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
@@ -51,6 +55,7 @@ from groundstate.store import (
     LEASE_HEARTBEAT,
     BatchInfo,
     BatchLeased,
+    Lease,
     PreparedRun,
     Problem,
     RunStore,
@@ -322,6 +327,12 @@ class BatchRunner:
         """Lease the batch, then run its missing attempts (the lease is released at the end,
         interrupted or not). A resume verifies what is stored and, with *preflight*, checks
         the environment again: it may have broken since the batch stopped."""
+        with _running_here(self.store, batch.batch_id):
+            return await self._leased(batch, concurrency, verify=verify, preflight=preflight)
+
+    async def _leased(
+        self, batch: BatchInfo, concurrency: int, *, verify: bool, preflight: bool
+    ) -> BatchResult:
         self.store.acquire_lease(batch.batch_id)
         beat = asyncio.ensure_future(self._heartbeat(batch.batch_id))
         try:
@@ -479,6 +490,32 @@ class _GroupWriter:
         if self._scheduled is not None:
             self._scheduled.cancel()
         self.flush()
+
+
+_RUNNING: set[tuple[Path, str]] = set()
+"""(store file, batch id) of each batch a runner of this process is running. A lease is held
+by a process, so it cannot tell two runners of one process apart (two threads resuming one
+batch): this does."""
+_RUNNING_LOCK = threading.Lock()
+
+
+@contextmanager
+def _running_here(store: RunStore, batch_id: str) -> Iterator[None]:
+    """Refuse (:class:`BatchLeased`) a batch another runner of this process is running."""
+    key = (store.path.resolve(), batch_id)
+    with _RUNNING_LOCK:
+        if key in _RUNNING:
+            now = datetime.now(UTC)
+            here = socket.gethostname()
+            raise BatchLeased(store.lease(batch_id) or Lease(
+                batch_id=batch_id, pid=os.getpid(), host=here, started_at=now, heartbeat=now
+            ))  # fmt: skip
+        _RUNNING.add(key)
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(key)
 
 
 @contextmanager
