@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from groundstate.cli import main
+from groundstate.cli.interrupts import _stored_attempts
 from groundstate.errors import ExecutorError
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, BatchRunner, Interrupted, plan_batch
@@ -60,6 +61,8 @@ def test_an_attempt_stopped_before_its_rerun_is_reported_unfinished(tmp_path: Pa
         batch_id = runner.batch_id
         assert batch_id is not None
         assert [(r.attempt, r.retry, r.valid) for r in runs.runs(batch_id)] == [(1, 0, False)]
+    # What the interrupted run said: "batch ... stopped with 1 of 1 attempts (1 invalid ...)".
+    assert _stored_attempts(store, batch_id) == "1 of 1 attempts (1 invalid with reruns due)"
     code, out = _cli("report", batch_id, "--json", "--store", str(store))
     assert code == 0, out
     assert json.loads(out)["missing_attempts"] == {

@@ -78,13 +78,15 @@ def echo_resume(batch_id: str, store: Path, resume_args: list[str]) -> None:
 
 
 def _stored_attempts(store: Path, batch_id: str) -> str:
-    from groundstate.analysis import final_runs
+    from groundstate.analysis import OutcomeTable, reruns_pending
     from groundstate.store import RunStore
 
     try:
         with RunStore(store) as run_store:
             batch = run_store.batch(batch_id)
-            counted = len(final_runs(run_store.runs(batch_id)))
+            final = OutcomeTable.from_runs(run_store.runs(batch_id)).final()
     except GroundstateError:
         return "an unknown number of attempts"
-    return f"{counted} of {batch.attempts * len(batch.task_revisions)} attempts"
+    stored = f"{len(final)} of {batch.attempts * len(batch.task_revisions)} attempts"
+    pending = reruns_pending(batch, final)
+    return stored + (f" ({pending} invalid with reruns due)" if pending else "")
