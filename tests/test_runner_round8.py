@@ -237,3 +237,20 @@ def test_a_second_runner_of_this_process_is_refused_before_it_runs_anything(
     with RunStore(store) as runs:
         assert len(runs.runs(batch.batch_id)) == 3 and runs.verify(batch.batch_id).ok
         assert runs.lease(batch.batch_id) is None
+
+
+def test_a_resume_refuses_a_gate_its_batch_cannot_estimate_before_running(
+    tmp_path: Path,
+) -> None:
+    """Found here: ``run --fail-under pass^3=...`` is refused before a 2-attempt batch starts,
+    but a ``--resume`` of one ran every missing attempt first and then failed the gate."""
+    store = tmp_path / "runs.db"
+    batch = plan_batch(load_suite(BANK), load_system(BANK_SYSTEM), BatchConfig(attempts=2))
+    with RunStore(store) as runs:
+        runs.add_batch(batch)
+    args = ["run", str(BANK), "--system", str(BANK_SYSTEM), "--store", str(store)]
+    code, out = _cli(*args, "--resume", batch.batch_id, "--fail-under", "pass^3=0.5")
+    assert code == 2, out
+    assert "k = 3 needs at least 3 attempts" in out
+    with RunStore(store) as runs:
+        assert runs.runs(batch.batch_id) == []

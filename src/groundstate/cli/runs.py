@@ -206,6 +206,7 @@ def run(
                 if resume_id is not None:
                     planned = run_store.batch(resume_id)
                     _refuse_new_plan(planned, attempts=attempts, seed=seed)
+                    check_attempts(gates, planned.attempts)  # as a start does, before running
                     # Before validating: a changed suite is refused as such, and only the
                     # tasks the batch chose are validated (another task of the suite that
                     # is invalid refused the resume of a batch that never ran it).
