@@ -33,7 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from groundstate.errors import GroundstateError, StoreError
 from groundstate.paths import DEFAULT_STORE
-from groundstate.records import INVALID_REASONS, AgentRun
+from groundstate.records import AgentRun
 from groundstate.sandbox import hide_from_sandboxes
 from groundstate.spec.canonical import sha256_bytes, sha256_text
 from groundstate.workdirs import pid_alive
@@ -1046,25 +1046,16 @@ class RunStore:
 
     def batch_summaries(self) -> list[BatchSummary]:
         """Every batch, oldest first, with its stored and expected attempts and its status."""
-        # Per batch, its attempts by the retry of their last try and whether that try is
-        # invalid (SQLite gives MAX()'s row for the bare column): an attempt whose last try
-        # is invalid with reruns left is not finished (see _summary).
-        last = (
-            "SELECT batch_id, MAX(retry) AS retry, terminal_reason AS reason FROM runs "
-            "GROUP BY batch_id, task_id, attempt"
+        counts = dict(
+            self._query(
+                "SELECT batch_id, COUNT(DISTINCT task_id || char(0) || attempt) FROM runs "
+                "GROUP BY batch_id",
+                (),
+            )
         )
-        rows = self._query(
-            "SELECT batch_id, retry, substr(reason, 1, instr(reason || '/', '/') - 1) IN "
-            f"({', '.join('?' * len(INVALID_REASONS))}), COUNT(*) FROM ({last}) "
-            "GROUP BY 1, 2, 3",
-            INVALID_REASONS,
-        )
-        tallies: dict[str, list[tuple[int, bool, int]]] = {}
-        for batch_id, retry, invalid, count in rows:
-            tallies.setdefault(batch_id, []).append((int(retry), bool(invalid), int(count)))
         now = datetime.now(UTC)
         return [
-            _summary(b, tallies.get(b.batch_id, []), self.lease(b.batch_id), now)
+            _summary(b, int(counts.get(b.batch_id, 0)), self.lease(b.batch_id), now)
             for b in self.batches()
         ]
 
@@ -1599,15 +1590,8 @@ def _hostname() -> str:
     return socket.gethostname()
 
 
-def _summary(
-    batch: BatchInfo, tallies: list[tuple[int, bool, int]], lease: Lease | None, now: datetime
-) -> BatchSummary:
-    """*tallies*: attempts stored, as (retry of the last try, last try invalid, count)."""
+def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) -> BatchSummary:
     imported = batch.source != "groundstate"
-    stored = sum(count for _, _, count in tallies)
-    # An attempt left invalid with reruns due is as unfinished as one not stored: a resume
-    # reruns it (the rule of the runner and of analysis.missing_attempts).
-    pending = sum(c for retry, bad, c in tallies if bad and retry < batch.max_retries)
     expected = stored if imported else batch.attempts * len(batch.task_revisions)
     status: BatchStatus = (
         "imported"
@@ -1617,7 +1601,7 @@ def _summary(
         else "empty"
         if stored == 0
         else "complete"
-        if stored >= expected and not pending
+        if stored >= expected
         else "incomplete"
     )
     return BatchSummary(
