@@ -10,7 +10,8 @@ attempts (environment or grader failures) are rerun up to the system's ``invalid
 max_retries``; every try is stored, each rerun linked to the try it replaces.
 
 A batch is leased to the process running it (see :meth:`RunStore.acquire_lease`): a second
-process resuming it while the first is alive is refused. A resume verifies the records it
+process resuming it while the first is alive is refused, and so is a second runner in this
+process (:func:`_running_here`). A resume verifies the records it
 reads first and reports what is altered, then runs the same checks as a start (resets,
 canary, smoke run): an environment broken since the batch stopped aborts it before any try.
 When the process is interrupted (SIGINT, SIGTERM), :class:`Interrupted` unwinds the batch:
