@@ -200,7 +200,12 @@ def test_an_unfinished_batch_says_so_in_every_report(tmp_path: Path) -> None:
     data = json.loads(
         CliRunner().invoke(main, ["report", batch_id, "--json", "--store", str(store)]).stdout
     )
-    assert data["missing_attempts"] == {"count": 7, "planned": 10, "tasks_without_any": []}
+    assert data["missing_attempts"] == {
+        "count": 7,
+        "planned": 10,
+        "tasks_without_any": [],
+        "reruns_pending": 0,
+    }
     shown = CliRunner().invoke(main, ["report", batch_id, "--store", str(store)]).output
     assert "INCOMPLETE: 7 of 10 planned attempts" in shown and f"--resume {batch_id}" in shown
     assert resume_bank(store, batch_id).exit_code == 0
@@ -224,6 +229,7 @@ def test_a_planned_task_with_no_attempt_is_named_not_dropped_silently(tmp_path: 
         "count": 2,
         "planned": 4,
         "tasks_without_any": ["loan"],
+        "reruns_pending": 0,
     }
     imported = batch.model_copy(update={"source": "imported"})
     assert batch_report(imported, result.runs)["missing_attempts"] is None

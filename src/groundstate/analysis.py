@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from groundstate.records import INVALID_REASONS, AgentRun
+from groundstate.report.numbers import incomplete_text
 from groundstate.stats import (
     DEFAULT_FDR,
     VIEWS,
@@ -325,6 +326,8 @@ class Counted:
     counts: dict[View, list[TaskCounts]]
     valid_attempts: int
     invalid_attempts: int
+    final: OutcomeTable
+    """The counted try of each attempt."""
 
 
 def _final_counts(
@@ -357,7 +360,7 @@ def count_batch(
         seed=seed,
         k_over_supporting=k_over_supporting,
     )
-    return Counted(summary, counts, int(valid.sum()), int((~valid).sum()))
+    return Counted(summary, counts, int(valid.sum()), int((~valid).sum()), final)
 
 
 def summarize_batch(
@@ -435,34 +438,39 @@ def batch_report(
         "tries": attempt_tries,
         "invalid_rate_flagged": attempt_tries["flagged"],
         "invalid_tasks_run": batch.invalid_tasks,
-        "missing_attempts": missing_attempts(
-            batch,
-            (row["task_id"] for row in per_task if row["attempts"]),
-            counted.valid_attempts + counted.invalid_attempts,
-        ),
+        "missing_attempts": missing_attempts(batch, counted.final),
         "summary": summary.to_dict(),
     }
 
 
-def missing_attempts(
-    batch: BatchInfo, stored_tasks: Iterable[str], counted: int
-) -> dict[str, Any] | None:
-    """What an unfinished batch (interrupted, never resumed) lacks of its plan: the attempts
-    not stored (*counted* of the plan are) and the planned tasks with none (absent from every
-    denominator, so the numbers are not the suite's). None when complete, and for imported
-    batches, whose plan is only the rows they brought. Every report states it (JSON, terminal
-    and HTML)."""
+def missing_attempts(batch: BatchInfo, final: OutcomeTable) -> dict[str, Any] | None:
+    """What an unfinished batch (interrupted, never resumed) lacks of its plan, from *final*,
+    the counted try of each stored attempt: the attempts not stored, the planned tasks with
+    none (absent from every denominator, so the numbers are not the suite's), and the
+    attempts whose counted try is invalid with reruns left under the batch's policy (the
+    batch stopped before rerunning them: a resume does, so they count as invalid only for
+    now). None when complete, and for imported batches, whose plan is only the rows they
+    brought. Every report states it (JSON, terminal and HTML)."""
     if batch.source != "groundstate":
         return None
     planned = batch.attempts * len(batch.task_revisions)
-    missing = planned - counted
-    if missing <= 0:
+    missing = planned - len(final)
+    pending = reruns_pending(batch, final)
+    if missing <= 0 and not pending:
         return None
+    stored = {final.task_ids[i] for i in np.unique(final.task)} if len(final) else set()
     return {
-        "count": missing,
+        "count": max(missing, 0),
         "planned": planned,
-        "tasks_without_any": sorted(set(batch.task_revisions) - set(stored_tasks)),
+        "tasks_without_any": sorted(set(batch.task_revisions) - stored),
+        "reruns_pending": pending,
     }
+
+
+def reruns_pending(batch: BatchInfo, final: OutcomeTable) -> int:
+    """Attempts of *final* (the counted try of each) that are invalid with reruns left under
+    *batch*'s policy: the rule :class:`~groundstate.runner.BatchRunner` reruns by."""
+    return int(np.sum(~final.valid() & (final.retry < batch.max_retries)))
 
 
 def suite_decision(batch: BatchInfo) -> dict[str, Any]:
@@ -552,16 +560,10 @@ def compare_batches(
 
 
 def _incomplete_note(side: str, batch: BatchInfo, final: OutcomeTable) -> str | None:
-    stored = {final.task_ids[i] for i in np.unique(final.task)} if len(final) else set()
-    missing = missing_attempts(batch, stored, len(final))
+    missing = missing_attempts(batch, final)
     if missing is None:
         return None
-    absent = missing["tasks_without_any"]
-    return (
-        f"{side} ({batch.batch_id}) is incomplete: {missing['count']} of {missing['planned']} "
-        "planned attempts are not stored"
-        + (f" (tasks with none: {', '.join(absent)})" if absent else "")
-    )
+    return f"{side} ({batch.batch_id}) is incomplete: {incomplete_text(missing)}"
 
 
 def comparison_report(a: BatchInfo, b: BatchInfo, comparison: Comparison) -> dict[str, Any]:

@@ -10,7 +10,8 @@ attempts (environment or grader failures) are rerun up to the system's ``invalid
 max_retries``; every try is stored, each rerun linked to the try it replaces.
 
 A batch is leased to the process running it (see :meth:`RunStore.acquire_lease`): a second
-process resuming it while the first is alive is refused. A resume verifies the records it
+process resuming it while the first is alive is refused, and so is a second runner in this
+process (:func:`_running_here`). A resume verifies the records it
 reads first and reports what is altered, then runs the same checks as a start (resets,
 canary, smoke run): an environment broken since the batch stopped aborts it before any try.
 When the process is interrupted (SIGINT, SIGTERM), :class:`Interrupted` unwinds the batch:
@@ -22,14 +23,16 @@ from __future__ import annotations
 import asyncio
 import gc
 import hashlib
-import signal
+import os
+import socket
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import Any
+from pathlib import Path
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
@@ -45,6 +48,7 @@ from groundstate.episode import (
 from groundstate.errors import EnvironmentFailure, ExecutorError, GroundstateError, StoreError
 from groundstate.executors import Executor, InProcessExecutor
 from groundstate.grading.model_judge import unset_judge_keys
+from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
@@ -52,6 +56,7 @@ from groundstate.store import (
     LEASE_HEARTBEAT,
     BatchInfo,
     BatchLeased,
+    Lease,
     PreparedRun,
     Problem,
     RunStore,
@@ -71,49 +76,6 @@ class BatchAborted(GroundstateError):
 
 class ResumeMismatch(GroundstateError):
     """A batch cannot be resumed because its suite or system changed."""
-
-
-class Interrupted(BaseException):
-    """The process got SIGINT or SIGTERM while running a batch.
-
-    A ``BaseException``, like ``KeyboardInterrupt``, so that code catching ``Exception``
-    (graders, tools, environments) cannot swallow it and record the interruption as a fault.
-    """
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
-
-    @property
-    def exit_code(self) -> int:
-        """128 + the signal number, as a shell reports it: 130 for SIGINT, 143 for SIGTERM."""
-        return 128 + self.signum
-
-
-@dataclass
-class InterruptFlag:
-    """Set by a signal handler; checked between the steps of a batch, so an interruption
-    that some code swallowed still stops the batch before another try is stored."""
-
-    signum: int | None = None
-    task: asyncio.Task[Any] | None = None
-    """The task running the batch, while it runs: a signal cancels it (see :meth:`cancel`)."""
-
-    def check(self) -> None:
-        if self.signum is not None:
-            raise Interrupted(self.signum)
-
-    def cancel(self) -> bool:
-        """Cancel the running batch from a signal handler in its loop's thread, as
-        ``asyncio.run`` does for Ctrl-C: the batch then unwinds at its next ``await``
-        instead of wherever the signal landed (inside the loop's own bookkeeping, say).
-        False when no batch is running (the handler raises :class:`Interrupted` instead)."""
-        task = self.task
-        if task is None or task.done():
-            return False
-        task.cancel()
-        task.get_loop().call_soon_threadsafe(lambda: None)  # wake a loop blocked in select
-        return True
 
 
 @dataclass(frozen=True)
@@ -366,14 +328,22 @@ class BatchRunner:
         """Lease the batch, then run its missing attempts (the lease is released at the end,
         interrupted or not). A resume verifies what is stored and, with *preflight*, checks
         the environment again: it may have broken since the batch stopped."""
+        with _running_here(self.store, batch.batch_id):
+            return await self._leased(batch, concurrency, verify=verify, preflight=preflight)
+
+    async def _leased(
+        self, batch: BatchInfo, concurrency: int, *, verify: bool, preflight: bool
+    ) -> BatchResult:
         self.store.acquire_lease(batch.batch_id)
         beat = asyncio.ensure_future(self._heartbeat(batch.batch_id))
         try:
             if verify:
                 self._verify(batch.batch_id)
-            if preflight:
+            before = self.store.runs(batch.batch_id)
+            last, slots = _unfinished_slots(batch, before)
+            if preflight and slots:  # nothing to run: no canary, no smoke run (model calls)
                 await self.preflight(tuple(batch.task_revisions))
-            return await self._run_missing(batch, concurrency)
+            return await self._run_missing(batch, before, last, slots, concurrency)
         finally:
             beat.cancel()
             # A store full or locked now must not replace what ended the batch (its result, an
@@ -398,19 +368,17 @@ class BatchRunner:
             except StoreError:
                 continue  # a busy store: the next beat, or the next attempt's
 
-    async def _run_missing(self, batch: BatchInfo, concurrency: int) -> BatchResult:
-        before = self.store.runs(batch.batch_id)
-        done = final_runs(before)
-        last = {(r.task_id, r.attempt): r for r in done}
-        max_retries = int(batch.invalid_run_policy.get("max_retries", 0))
+    async def _run_missing(
+        self,
+        batch: BatchInfo,
+        before: list[AgentRun],
+        last: dict[tuple[str, int], AgentRun],
+        slots: list[tuple[str, int]],
+        concurrency: int,
+    ) -> BatchResult:
+        """Run *slots* (see :func:`_unfinished_slots`) after the tries stored *before*."""
+        max_retries = batch.max_retries
         limit = asyncio.Semaphore(concurrency)
-        # Attempt-major order: an interrupted batch still covers every task evenly.
-        slots = [
-            (task_id, n)
-            for n in range(1, batch.attempts + 1)
-            for task_id in sorted(batch.task_revisions)
-            if _unfinished(last.get((task_id, n)), max_retries)
-        ]
         writer = _GroupWriter(self.store, batch.batch_id)
         try:
             with _settled_heap():
@@ -525,6 +493,32 @@ class _GroupWriter:
         self.flush()
 
 
+_RUNNING: set[tuple[Path, str]] = set()
+"""(store file, batch id) of each batch a runner of this process is running. A lease is held
+by a process, so it cannot tell two runners of one process apart (two threads resuming one
+batch): this does."""
+_RUNNING_LOCK = threading.Lock()
+
+
+@contextmanager
+def _running_here(store: RunStore, batch_id: str) -> Iterator[None]:
+    """Refuse (:class:`BatchLeased`) a batch another runner of this process is running."""
+    key = (store.path.resolve(), batch_id)
+    with _RUNNING_LOCK:
+        if key in _RUNNING:
+            now = datetime.now(UTC)
+            here = socket.gethostname()
+            raise BatchLeased(store.lease(batch_id) or Lease(
+                batch_id=batch_id, pid=os.getpid(), host=here, started_at=now, heartbeat=now
+            ))  # fmt: skip
+        _RUNNING.add(key)
+    try:
+        yield
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(key)
+
+
 @contextmanager
 def _settled_heap() -> Iterator[None]:
     """The objects alive before the attempts start (the loaded suite, the system, modules:
@@ -562,6 +556,22 @@ def _account_refused(run: AgentRun) -> bool:
         and isinstance(serving, dict)
         and serving.get("kind") == "auth"
     )
+
+
+def _unfinished_slots(
+    batch: BatchInfo, stored: list[AgentRun]
+) -> tuple[dict[tuple[str, int], AgentRun], list[tuple[str, int]]]:
+    """The last stored try of each (task, attempt), and the attempts still to run: not
+    stored, or invalid with reruns left. Attempt-major order: an interrupted batch still
+    covers every task evenly."""
+    last = {(r.task_id, r.attempt): r for r in final_runs(stored)}
+    slots = [
+        (task_id, n)
+        for n in range(1, batch.attempts + 1)
+        for task_id in sorted(batch.task_revisions)
+        if _unfinished(last.get((task_id, n)), batch.max_retries)
+    ]
+    return last, slots
 
 
 def _unfinished(last: AgentRun | None, max_retries: int) -> bool:

@@ -350,6 +350,11 @@ class BatchInfo(BaseModel):
     concurrency: int | None = None
     """Attempts in flight at once when the batch started (``None``: not recorded)."""
 
+    @property
+    def max_retries(self) -> int:
+        """Reruns its policy allows an invalid attempt (0 when it declares none: imports)."""
+        return int(self.invalid_run_policy.get("max_retries", 0))
+
 
 BatchStatus = Literal["complete", "incomplete", "empty", "running", "imported"]
 

@@ -19,15 +19,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
 
 import click
 
 from groundstate.errors import GroundstateError
+from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.workdirs import remove_own
-
-if TYPE_CHECKING:
-    from groundstate.runner import Interrupted, InterruptFlag
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -35,7 +32,6 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 @contextmanager
 def interruptible(flag: InterruptFlag) -> Iterator[None]:
     """Turn SIGINT and SIGTERM into :class:`Interrupted` inside the block."""
-    from groundstate.runner import Interrupted  # imported now, not in the handler
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if flag.signum is not None:  # the second signal: no more unwinding
@@ -82,13 +78,15 @@ def echo_resume(batch_id: str, store: Path, resume_args: list[str]) -> None:
 
 
 def _stored_attempts(store: Path, batch_id: str) -> str:
-    from groundstate.analysis import final_runs
+    from groundstate.analysis import OutcomeTable, reruns_pending
     from groundstate.store import RunStore
 
     try:
         with RunStore(store) as run_store:
             batch = run_store.batch(batch_id)
-            counted = len(final_runs(run_store.runs(batch_id)))
+            final = OutcomeTable.from_runs(run_store.runs(batch_id)).final()
     except GroundstateError:
         return "an unknown number of attempts"
-    return f"{counted} of {batch.attempts * len(batch.task_revisions)} attempts"
+    stored = f"{len(final)} of {batch.attempts * len(batch.task_revisions)} attempts"
+    pending = reruns_pending(batch, final)
+    return stored + (f" ({pending} invalid with reruns due)" if pending else "")

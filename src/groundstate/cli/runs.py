@@ -169,34 +169,32 @@ def run(
     invalid tries exceed the system's max_invalid_rate; 4 when a --fail-under metric is below
     its threshold (3 takes precedence); 130/143 when interrupted.
     """
-    from groundstate.analysis import batch_report
-    from groundstate.errors import StoreError
-    from groundstate.executors import make_executor
-    from groundstate.gates import check_attempts, gate_results, parse_gate
-    from groundstate.report.terminal import batch_table
-    from groundstate.runner import (
-        BatchConfig,
-        BatchRunner,
-        Interrupted,
-        InterruptFlag,
-        check_resumable,
-    )
-    from groundstate.selection import select_tasks
-    from groundstate.spec.system import load_system
-    from groundstate.store import RunStore
-    from groundstate.validation import require_lock, require_valid
-    from groundstate.workdirs import sweep_stale
+    from groundstate.errors import GroundstateError
+    from groundstate.interrupts import Interrupted, InterruptFlag
 
-    sweep_stale()  # work folders of runs killed outright
-    gates = [parse_gate(text) for text in fail_under]
     if resume_id is not None and (task_ids or slices or patterns):
         raise click.UsageError("--resume runs the tasks its batch chose; drop --task/--slice/-k")
-    if resume_id is None:
-        check_attempts(gates, attempts)
     flag = InterruptFlag()
     runner: BatchRunner | None = None
     try:
         with interruptible(flag):
+            # The library is imported under the handlers: a Ctrl-C while it loads (seconds on
+            # a busy machine) is an interruption that stored nothing, exit 130, not "Aborted!".
+            from groundstate.analysis import batch_report
+            from groundstate.executors import make_executor
+            from groundstate.gates import check_attempts, gate_results, parse_gate
+            from groundstate.report.terminal import batch_table
+            from groundstate.runner import BatchConfig, BatchRunner, check_resumable
+            from groundstate.selection import select_tasks
+            from groundstate.spec.system import load_system
+            from groundstate.store import BatchLeased, RunStore
+            from groundstate.validation import require_lock, require_valid
+            from groundstate.workdirs import sweep_stale
+
+            sweep_stale()  # work folders of runs killed outright
+            gates = [parse_gate(text) for text in fail_under]
+            if resume_id is None:
+                check_attempts(gates, attempts)
             loaded_suite = in_environment(checked_suite(suite, warn=False), environment)
             system = load_system(system_file)
             where = make_executor(executor, loaded_suite, ray_address=ray_address)
@@ -208,6 +206,7 @@ def run(
                 if resume_id is not None:
                     planned = run_store.batch(resume_id)
                     _refuse_new_plan(planned, attempts=attempts, seed=seed)
+                    check_attempts(gates, planned.attempts)  # as a start does, before running
                     # Before validating: a changed suite is refused as such, and only the
                     # tasks the batch chose are validated (another task of the suite that
                     # is invalid refused the resume of a batch that never ran it).
@@ -233,15 +232,19 @@ def run(
                 result = _run_batch(runner, config, resume_id, _progress(total, quiet=as_json))
                 # A resumed batch may hold altered records: the page marks them, as report does.
                 check = run_store.verify(result.batch.batch_id) if html is not None else None
-    except (Interrupted, StoreError) as exc:
+    except (Interrupted, GroundstateError) as exc:
         batch_id = runner.batch_id if runner is not None else resume_id
         again = _resume_args(suite, system_file, concurrency, allow_invalid, locked)
         again += ["--environment", environment] if environment else []
         again += _executor_args(executor, ray_address)
-        if isinstance(exc, StoreError):  # a full disk mid-batch: the stored tries are kept
+        if isinstance(exc, GroundstateError):
+            # A batch stopped by a failure (a full disk, a pool that broke, a resume whose
+            # checks failed): the stored tries are kept, and the batch is named with the
+            # command that completes it. Nothing started, or another process running the
+            # batch (BatchLeased): the error alone.
             started = runner.batch_id if runner is not None else None
-            if started is None:
-                raise  # nothing started (an unknown --resume id): nothing to resume
+            if started is None or isinstance(exc, BatchLeased):
+                raise
             click.echo(f"error: {one_line(str(exc))}; batch {started} stopped", err=True)
             echo_resume(started, store, again)
             sys.exit(2)

@@ -19,7 +19,7 @@ from typing import Any, TypeGuard
 import jinja2
 from pydantic import TypeAdapter, ValidationError
 
-from groundstate.analysis import missing_attempts
+from groundstate.analysis import OutcomeTable, missing_attempts
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.html_text import environment
 from groundstate.report.numbers import (
@@ -28,6 +28,7 @@ from groundstate.report.numbers import (
     counted_of,
     fixed,
     fraction,
+    incomplete_text,
     interval,
     p_value,
     share,
@@ -106,11 +107,12 @@ def render_batch(
     """
     ordered = sorted(runs, key=lambda r: (r.task_id, r.attempt, r.retry))
     altered = _altered_runs(integrity)
+    missing = missing_attempts(batch, OutcomeTable.from_runs(runs).final())
     return _template("report.html.j2").render(
         batch=batch,
         summary=summary,
         header=_header(batch, summary, tries),
-        missing=missing_attempts(batch, {r.task_id for r in runs}, summary.attempts),
+        missing=missing and incomplete_text(missing),
         views=_view_panels(summary),
         slices=_slice_rows(summary),
         reasons=_reason_rows(summary),

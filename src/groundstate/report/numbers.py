@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def fixed(value: float, digits: int) -> str:
     """*digits* fixed decimals, but in exponent form past a trillion (a 1e308 cost would
@@ -103,3 +105,23 @@ def p_value(value: float, alpha: float) -> str:
     0.001 (the HTML printed 0.0004 as 0.000), else three decimals, or as many more as keep it
     apart from *alpha* (0.0495 is not "0.050" beside an interval that excludes 0)."""
     return f"{value:.2g}" if value < 0.001 else apart(value, alpha, 3)
+
+
+def incomplete_text(missing: dict[str, Any]) -> str:
+    """What :func:`groundstate.analysis.missing_attempts` found, as one phrase (every report
+    words it alike)."""
+    absent, pending = missing["tasks_without_any"], missing["reruns_pending"]
+    parts = []
+    if missing["count"]:
+        left_out = f" (tasks with none, left out of every number: {', '.join(absent)})"
+        parts.append(
+            f"{missing['count']} of {missing['planned']} planned attempts are not stored"
+            + (left_out if absent else "")
+        )
+    if pending:
+        plural = pending != 1
+        parts.append(
+            f"{pending} invalid attempt{'s' * plural} still {'have' if plural else 'has'} "
+            "reruns due under the batch's policy (counted as invalid until resumed)"
+        )
+    return "; ".join(parts)

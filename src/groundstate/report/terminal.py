@@ -21,6 +21,7 @@ from groundstate.report.numbers import (
     apart,
     counted_of,
     fraction,
+    incomplete_text,
     interval,
     p_value,
     share,
@@ -402,6 +403,10 @@ def report_footer(report: dict[str, Any]) -> str:
         f"{tries['tries']} tries in all, invalid by reason: {rates}"
     )
     summary = report["summary"]
+    if excluded := summary["views"]["valid"]["excluded_tasks"]:  # the HTML names them too
+        line += "\ntasks with no valid attempt, left out of the valid-attempts numbers: " + quoted(
+            ", ".join(excluded)
+        )
     if tries["tries"] > report["valid_attempts"] + report["invalid_attempts"]:
         line += (
             f"\ncost of all tries, reruns included: {_cost(tries['cost'])} (counted attempts: "
@@ -427,12 +432,9 @@ def report_footer(report: dict[str, Any]) -> str:
             f"{apart(invalid, threshold, 1, percent=True)} > {threshold:.1%})[/]"
         )
     if missing := report.get("missing_attempts"):
-        absent = ", ".join(missing["tasks_without_any"])
         line += (
-            f"\n[bold red]INCOMPLETE: {missing['count']} of {missing['planned']} planned "
-            "attempts are not stored"
-            + (f" (tasks with none, left out of every number: {quoted(absent)})" if absent else "")
-            + f"; complete it with groundstate run ... --resume {report['batch_id']}[/]"
+            f"\n[bold red]INCOMPLETE: {quoted(incomplete_text(missing))}; complete it with "
+            f"groundstate run ... --resume {quoted(report['batch_id'])}[/]"
         )
     return line
 
