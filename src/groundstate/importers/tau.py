@@ -24,9 +24,11 @@ from groundstate.importers.rows import (
     ImportedRow,
     amount,
     as_number,
+    as_reward,
+    checked,
     integer,
     mapping,
-    number,
+    raised,
     read_json,
     reward_kind,
     reward_verdict,
@@ -90,13 +92,13 @@ class TauSource:
     def _row(self, where: str, index: int, item: Any) -> ImportedRow:
         item = mapping(where, "result", item)
         info = mapping(where, "info", item.get("info"))
-        reward = number(where, "reward", item.get("reward"))
+        reward = checked(where, "reward", as_reward, item.get("reward"))
         common: dict[str, Any] = {
             "line": index,
             "task_id": task_key(where, "task_id", item.get("task_id")),
             "label": integer(where, "trial", item.get("trial")),
         }
-        if info.get("error"):
+        if raised(info.get("error")):
             reason = ERROR_REASONS[self.errors]
             return ImportedRow(
                 **common,
@@ -157,7 +159,10 @@ class Tau2Source:
     def _results(self) -> dict[str, Any]:
         data = read_json(self.path)
         if not isinstance(data, dict):
-            raise SpecError(self.path, "simulations", "a τ²-bench results file has a list here")
+            kind = type(data).__name__
+            raise SpecError(
+                self.path, None, f"a τ²-bench results file is a JSON object, not a {kind}"
+            )
         return data
 
     @cached_property
@@ -169,7 +174,11 @@ class Tau2Source:
             return _dir_simulations(self.path, index)
         if isinstance(listed, list):
             return [(f"{self.path}:simulations[{i}]", item) for i, item in enumerate(listed)]
-        raise SpecError(self.path, "simulations", "a τ²-bench results file has a list here")
+        raise SpecError(
+            self.path,
+            "simulations",
+            "a τ²-bench results file lists its simulations here (or in simulation_index)",
+        )
 
     def rows(self) -> Iterator[ImportedRow]:
         for index, (where, item) in enumerate(self._simulations, start=1):
@@ -220,7 +229,9 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         raise SpecError(where, "termination_reason", f"required: text, got {end!r}")
     scored = mapping(where, "reward_info", item.get("reward_info"))
     reward = (
-        None if "reward" not in scored else number(where, "reward_info.reward", scored["reward"])
+        None
+        if "reward" not in scored
+        else checked(where, "reward_info.reward", as_reward, scored["reward"])
     )
     success, reason, partial, unmapped = _tau2_verdict(end, reward, scored)
     label, unlabelled = _tau2_label(where, index, item)
@@ -275,7 +286,7 @@ def _evaluation_failed(scored: dict[str, Any]) -> bool:
     the simulation 0 with ``info.error``: the grader failed, not the agent. A normal grade's
     ``info`` holds the components' details (``env``, ``nl``, ...), never ``error``."""
     info = scored.get("info")
-    return isinstance(info, dict) and bool(info.get("error"))
+    return isinstance(info, dict) and raised(info.get("error"))
 
 
 def _partial(reward: float | None) -> float | None:
