@@ -20,6 +20,7 @@ import pytest
 from groundstate.store import RunStore
 from tests.test_imports_formats import Store, cli, log, sample, write_eval, write_json
 from tests.test_imports_round4 import simulation, tau2_file, tau_result
+from tests.test_imports_tau2_versions import SIMULATIONS, dir_format
 
 
 @pytest.fixture
@@ -275,8 +276,10 @@ def test_inspect_pass_k_recomputed_from_the_raw_log(store: Store, tmp_path: Path
         (3, 2): {"limit": {"type": "operator", "limit": 1}},
         (4, 1): {"invalidation": {"author": "a", "timestamp": "2025-01-01T00:00:00Z"}},
         (5, 1): {"limit": {"type": "token", "limit": 10}},
+        (7, 1): {"error": _error("Cancelled()")},
+        (7, 2): {"limit": {"type": "operator", "limit": 1}},  # no valid attempt at all
     }
-    epochs = {1: 4, 2: 3, 3: 4, 4: 2, 5: 3, 6: 4}
+    epochs = {1: 4, 2: 3, 3: 4, 4: 2, 5: 3, 6: 4, 7: 2}
     samples = [
         sample(task, epoch, {"m": {"value": values[(3 * task + epoch) % len(values)]}},
                **special.get((task, epoch), {}))
@@ -318,3 +321,32 @@ def test_tau2_pass_k_recomputed_from_the_raw_file(store: Store, tmp_path: Path) 
     got = _reported(store.report(batch))
     assert got.keys() == expected.keys()
     assert got == pytest.approx(expected, abs=1e-12)
+
+
+# --- τ²'s "dir" format: files that disagree with their index ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "said", "field"),
+    [
+        ("reward", 0.0, "reward_info.reward: 1.0, but simulation_index says 0.0"),
+        ("termination_reason", "max_steps", "termination_reason: 'user_stop', but"),
+        ("task_id", "9", "task_id: '2', but simulation_index says '9'"),
+        ("trial", 4, "trial: 0, but simulation_index says 4"),
+    ],
+)
+def test_a_simulation_file_that_disagrees_with_its_index_is_refused(
+    store: Store, tmp_path: Path, key: str, said: Any, field: str
+) -> None:
+    """τ² builds each index entry from its simulation, and its leaderboard reads the index: a
+    file rewritten apart from it (here reward 1 where the index says 0) was imported as the
+    file said, giving other numbers than τ²'s own summary of the same run."""
+    path = dir_format(tmp_path, SIMULATIONS)
+    meta = json.loads(path.read_text())
+    for entry, item in zip(meta["simulation_index"], SIMULATIONS, strict=True):
+        entry.update(reward=item["reward_info"]["reward"], termination_reason="user_stop")
+    assert _only_runs(store, path)  # the index as τ² writes it agrees: imported
+    meta["simulation_index"][2][key] = said
+    path.write_text(json.dumps(meta))
+    code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    assert code == 2 and f"simulations/b1.json: {field}" in err and "Traceback" not in err

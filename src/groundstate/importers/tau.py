@@ -219,7 +219,46 @@ def _dir_simulations(path: Path, index: list[Any]) -> list[tuple[str, Any]]:
         raise SpecError(folder, None, "does not match simulation_index: " + "; ".join(problems))
     if len(set(ids)) < len(ids):
         raise SpecError(path, "simulation_index", "names a simulation twice")
-    return [(str(folder / f"{i}.json"), read_json(folder / f"{i}.json")) for i in ids]
+    simulations = []
+    for entry, simulation in zip(index, ids, strict=True):
+        where = folder / f"{simulation}.json"
+        item = read_json(where)
+        _agrees(str(where), entry, item)
+        simulations.append((str(where), item))
+    return simulations
+
+
+_INDEXED = {
+    "id": ("id",),
+    "task_id": ("task_id",),
+    "trial": ("trial",),
+    "termination_reason": ("termination_reason",),
+    "reward": ("reward_info", "reward"),
+}
+"""What a τ² index entry repeats of its simulation (τ² builds the entry from it; its
+leaderboard reads the index), and where the simulation file holds it."""
+
+
+def _agrees(where: str, entry: dict[str, Any], item: Any) -> None:
+    """A simulation file says what its index entry says of it: a file edited or rewritten apart
+    from its index would give other numbers than τ²'s own summary of the same run. A value
+    either one leaves out is not compared (the row's own checks name a missing one)."""
+    for key, steps in _INDEXED.items():
+        value = item
+        for step in steps:
+            value = value.get(step) if isinstance(value, dict) else None
+        said = entry.get(key)
+        if said is not None and value is not None and not _same(said, value):
+            field = ".".join(steps)
+            raise SpecError(where, field, f"{value!r}, but simulation_index says {said!r}")
+
+
+def _same(said: Any, value: Any) -> bool:
+    """Equal as numbers (``1`` and ``1.0``) or as text (a task id ``7`` and ``"7"``)."""
+    numbers = [v for v in (said, value) if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) == 2:
+        return float(said) == float(value)
+    return str(said) == str(value)
 
 
 def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
