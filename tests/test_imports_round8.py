@@ -350,3 +350,18 @@ def test_a_simulation_file_that_disagrees_with_its_index_is_refused(
     path.write_text(json.dumps(meta))
     code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
     assert code == 2 and f"simulations/b1.json: {field}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("version", "warned"), [(3, True), ("2", True), (2, False), (None, False)])
+def test_an_inspect_log_of_an_unknown_version_is_read_with_a_warning(
+    store: Store, tmp_path: Path, version: Any, warned: bool
+) -> None:
+    """Its fields may mean something else there: the import says by which rules it read it."""
+    data = log([sample(1, 1, {"m": {"value": "C"}})])
+    data["version"] = version
+    if version is None:
+        del data["version"]  # Inspect's model defaults it to the current one
+    path = write_json(tmp_path / "v.json", data)
+    code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    assert code == 0, err
+    assert ("is not one this reader knows (1 to 2)" in err) is warned

@@ -69,6 +69,9 @@ CANCELLED = "environment_failure/cancelled"
 such a sample as cancelled, not errored): not the agent's doing, whatever ``--errors`` says."""
 CANCELLATIONS = ("CancelledError(", "Cancelled(")
 """How Inspect's ``is_cancellation_message`` recognises a cancellation's message."""
+LOG_VERSION = 2
+"""The newest Inspect log schema known here (``LOG_SCHEMA_VERSION`` in Inspect); a newer one is
+read by its rules with a warning (a log without one is read as Inspect reads it: current)."""
 OWN_METADATA = "groundstate"
 """The sample metadata key under which ``groundstate export --format inspect`` keeps a run's
 own verdict; when present it is read back as is."""
@@ -127,6 +130,12 @@ class InspectSource:
             warnings.append(
                 f"{self.path}: results.completed_samples is {completed} but the log holds "
                 f"{self._read} samples: the missing ones are not imported"
+            )
+        version = header.get("version")
+        if version is not None and version not in range(1, LOG_VERSION + 1):
+            warnings.append(
+                f"{self.path}: log version {version!r} is not one this reader knows (1 to "
+                f"{LOG_VERSION}): its samples were read by version {LOG_VERSION}'s rules"
             )
         if self._invalidated:
             warnings.append(
