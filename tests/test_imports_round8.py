@@ -365,3 +365,38 @@ def test_an_inspect_log_of_an_unknown_version_is_read_with_a_warning(
     code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
     assert code == 0, err
     assert ("is not one this reader knows (1 to 2)" in err) is warned
+
+
+# --- a repeat or a conflict named where the user can find it ----------------------------------
+
+
+def test_a_repeat_in_an_archive_names_both_members(store: Store, tmp_path: Path) -> None:
+    """It said ``run.eval:2: ... (also on line 1)``: an archive has no lines."""
+    path = tmp_path / "run.eval"
+    write_eval(path, [sample(1, 1, {"m": {"value": "C"}})])
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr("samples/01_epoch_1.json", json.dumps(sample(1, 1, {"m": {"value": "I"}})))
+    err = store.refused(path)
+    assert "run.eval!samples/01_epoch_1.json: attempt: task '1' attempt 1 appears twice" in err
+    assert "(also at " in err and "run.eval!samples/1_epoch_1.json)" in err
+
+
+def test_a_conflict_in_a_json_log_names_both_samples(store: Store, tmp_path: Path) -> None:
+    own = {"success": True, "terminal_reason": "success", "weight": 1.0}
+    samples = [
+        sample("a", 1, {"m": {"value": "C"}}, metadata={"groundstate": {**own, "attempt": 1}}),
+        sample("a", 2, {"m": {"value": "C"}},
+               metadata={"groundstate": {**own, "attempt": 2, "weight": 3.0}}),
+    ]  # fmt: skip
+    err = store.refused(write_json(tmp_path / "own.json", log(samples)))
+    assert "own.json:samples[1]: weight: 3.0 contradicts 1.0 given for the same task" in err
+    assert "at " in err and "own.json:samples[0] (a task has one weight)" in err
+
+
+def test_a_repeat_in_the_tau2_dir_format_names_both_files(store: Store, tmp_path: Path) -> None:
+    twice = [*SIMULATIONS[:3], {**SIMULATIONS[3], "trial": 0}]  # b2 repeats b1's trial
+    path = dir_format(tmp_path, twice)
+    code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    assert code == 2 and "Traceback" not in err
+    assert "simulations/b2.json: attempt: task '2' attempt 0 appears twice (also at " in err
+    assert "simulations/b1.json)" in err

@@ -96,6 +96,8 @@ class InspectSource:
     """Samples that reached scoring (no error, no limit) without any score."""
     _invalidated: int = 0
     """Samples marked invalid after the run (named in a warning)."""
+    _members: list[str] | None = None
+    """The archive's sample members in the order read (for :meth:`place`, on an error)."""
     _log: dict[str, Any] | None = None
     """The header (of a ``.json`` log: the whole log), read once."""
 
@@ -157,6 +159,14 @@ class InspectSource:
                     mapped=f"error_retries -> {RETRIED_ERROR}",
                 )  # fmt: skip
             yield replace(row, retry=len(retried)) if retried else row
+
+    def place(self, line: int) -> str:
+        if not self._is_archive():
+            return f"{self.path}:samples[{line - 1}]"
+        if self._members is None:
+            with self._archive() as archive:
+                self._members = [name for name in archive.namelist() if _is_sample(name)]
+        return f"{self.path}!{self._members[line - 1]}"
 
     def system(self) -> dict[str, Any]:
         spec = mapping(str(self.path), "eval", self._header().get("eval"))
@@ -220,7 +230,7 @@ class InspectSource:
             return
         with self._archive() as archive:
             for name in archive.namelist():
-                if name.startswith("samples/") and name.endswith(".json"):
+                if _is_sample(name):
                     yield f"{self.path}!{name}", _member(self.path, archive, name)
 
     def _archive(self) -> zipfile.ZipFile:
@@ -331,6 +341,11 @@ class InspectSource:
                 f"a value per key ({keys}): choose one with --scorer {name}.KEY",
             )
         return value[key]
+
+
+def _is_sample(name: str) -> bool:
+    """An archive member holding a sample (``samples/<id>_epoch_<n>.json``)."""
+    return name.startswith("samples/") and name.endswith(".json")
 
 
 def _scores(where: str, sample: dict[str, Any]) -> dict[str, Any]:

@@ -99,6 +99,11 @@ class ResultSource(Protocol):
 
     def rows(self) -> Iterator[ImportedRow]: ...
 
+    def place(self, line: int) -> str:
+        """Where the row read at *line* (:attr:`ImportedRow.line`) sits, for a message about
+        it: ``file:line``, a list position, an archive member or a file of its own."""
+        ...
+
     def system(self) -> dict[str, Any]:
         """What the file says about the system that produced it (model, agent, harness)."""
         ...

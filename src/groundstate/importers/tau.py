@@ -83,6 +83,9 @@ class TauSource:
         for index, item in enumerate(self._results, start=1):
             yield self._row(f"{self.path}:{index}", index, item)
 
+    def place(self, line: int) -> str:
+        return f"{self.path}:{line}"  # the 1-based position in the list
+
     def warnings(self) -> list[str]:
         return []
 
@@ -183,6 +186,9 @@ class Tau2Source:
     def rows(self) -> Iterator[ImportedRow]:
         for index, (where, item) in enumerate(self._simulations, start=1):
             yield _tau2_row(where, index, item)
+
+    def place(self, line: int) -> str:
+        return self._simulations[line - 1][0]
 
     def warnings(self) -> list[str]:
         return []
