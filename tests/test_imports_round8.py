@@ -400,3 +400,12 @@ def test_a_repeat_in_the_tau2_dir_format_names_both_files(store: Store, tmp_path
     assert code == 2 and "Traceback" not in err
     assert "simulations/b2.json: attempt: task '2' attempt 0 appears twice (also at " in err
     assert "simulations/b1.json)" in err
+
+
+def test_a_nan_score_is_an_indeterminate_verdict(store: Store, tmp_path: Path) -> None:
+    """A scorer's NaN (JSON ``NaN``, which Inspect's logs allow) refused the whole log; it is
+    the grader's indeterminate verdict: ``grader_failure``, invalid, the other samples kept."""
+    path = tmp_path / "n.json"
+    data = json.dumps(log([sample(1, 1, {"m": {"value": "C"}}), sample(1, 2, {"m": {"value": 0}})]))
+    path.write_text(data.replace('"value": 0}', '"value": NaN}'))
+    assert _only_runs(store, path) == {("1", 1, 0): "success", ("1", 2, 0): "grader_failure"}
