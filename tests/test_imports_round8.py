@@ -409,3 +409,22 @@ def test_a_nan_score_is_an_indeterminate_verdict(store: Store, tmp_path: Path) -
     data = json.dumps(log([sample(1, 1, {"m": {"value": "C"}}), sample(1, 2, {"m": {"value": 0}})]))
     path.write_text(data.replace('"value": 0}', '"value": NaN}'))
     assert _only_runs(store, path) == {("1", 1, 0): "success", ("1", 2, 0): "grader_failure"}
+
+
+def test_tau2_tasks_and_trials_the_file_lacks_are_named(store: Store, tmp_path: Path) -> None:
+    """A task τ² ran (in the file's ``tasks``) with no simulation left in it, and a task with
+    fewer simulations than ``info.num_trials``, were dropped from every denominator without
+    a word."""
+    data = tau2_file([simulation("a", 0, 1.0), simulation("a", 1, 0.0), simulation("b", 0, 1.0)])
+    data["tasks"] = [{"id": "a"}, {"id": "b"}, {"id": "c"}]
+    data["info"]["num_trials"] = 2
+    path = write_json(tmp_path / "tau2.json", data)
+    code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    assert code == 0, err
+    assert "1 of the 3 tasks it lists have no simulation ('c')" in err
+    assert "info.num_trials is 2, but 1 task(s) have fewer simulations ('b')" in err
+    data["simulations"].append(simulation("b", 1, 1.0))
+    data["tasks"].pop()
+    code, _, err = cli("import-results", str(write_json(path, data)), "--name", "x",
+                       "--store", str(store.path))  # fmt: skip
+    assert code == 0 and err == ""

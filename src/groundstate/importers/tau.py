@@ -11,6 +11,7 @@ they are small next to a row file); the conversations themselves are not importe
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -191,7 +192,28 @@ class Tau2Source:
         return self._simulations[line - 1][0]
 
     def warnings(self) -> list[str]:
-        return []
+        """Attempts the file says were run and does not hold: tasks of its ``tasks`` list
+        without a simulation (left out of every denominator, not failed), and tasks with fewer
+        simulations than ``info.num_trials`` (as τ²'s own metrics warn)."""
+        held = Counter(
+            str(item.get("task_id")) for _, item in self._simulations if isinstance(item, dict)
+        )
+        listed = self._results.get("tasks")
+        ids = [str(t["id"]) for t in listed or () if isinstance(t, dict) and "id" in t]
+        warnings = []
+        if none := [task for task in ids if task not in held]:
+            warnings.append(
+                f"{self.path}: {len(none)} of the {len(ids)} tasks it lists have no simulation "
+                f"({_some(none)}): they are not in the batch, so no score counts them"
+            )
+        info = self._results.get("info")
+        trials = info.get("num_trials") if isinstance(info, dict) else None
+        if isinstance(trials, int) and (fewer := [t for t, n in held.items() if n < trials]):
+            warnings.append(
+                f"{self.path}: info.num_trials is {trials}, but {len(fewer)} task(s) have fewer "
+                f"simulations ({_some(sorted(fewer))}): the missing ones are not imported"
+            )
+        return warnings
 
     def system(self) -> dict[str, Any]:
         info = self._results.get("info")
@@ -208,6 +230,12 @@ class Tau2Source:
             "max_steps": info.get("max_steps"),
             "max_errors": info.get("max_errors"),
         }
+
+
+def _some(ids: list[str], shown: int = 5) -> str:
+    """The first few of *ids*, quoted."""
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(repr(i) for i in ids[:shown]) + more
 
 
 def _dir_simulations(path: Path, index: list[Any]) -> list[tuple[str, Any]]:
