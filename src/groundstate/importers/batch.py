@@ -419,9 +419,8 @@ class _Reruns:
                         "retry",
                         f"task {task_id!r} attempt {attempt}: retry {later} reruns a valid try "
                         f"(retry {retry} {_at(self.source, line)} ended {reason}); only "
-                        "environment and "
-                        "grader failures are rerun, else a failure could be replaced by a "
-                        "success",
+                        "environment and grader failures are rerun, else a failure could be "
+                        "replaced by a success",
                     )
 
 

@@ -298,14 +298,12 @@ class InspectSource:
                 mapped="no score -> grader_failure",
                 unmapped=f"limit {limit!r} has no mapping" if limit is not None else None,
             )  # fmt: skip
-        if isinstance(value, float) and math.isnan(value):  # JSON's NaN, legal in Inspect logs
+        if isinstance(value, float) and math.isnan(value):
+            # JSON's NaN, legal in Inspect logs: the scorer gave no verdict (indeterminate)
             return ImportedRow(
-                **common,
-                success=False,
-                terminal_reason="grader_failure",
-                origin={**origin, "score": {name: "NaN"}},
-                mapped="score NaN -> grader_failure",
-            )  # fmt: skip: the scorer gave no verdict (indeterminate): not the agent's doing
+                **common, success=False, terminal_reason="grader_failure",
+                origin={**origin, "score": {name: "NaN"}}, mapped="score NaN -> grader_failure",
+            )  # fmt: skip
         reward = _reward(where, name, value)
         verdict = reward_verdict(reward, "agent_failure/incorrect")
         named = isinstance(value, str) and (value in SCORE_VALUES or value.lower() in WORD_VALUES)
