@@ -428,3 +428,13 @@ def test_tau2_tasks_and_trials_the_file_lacks_are_named(store: Store, tmp_path: 
     code, _, err = cli("import-results", str(write_json(path, data)), "--name", "x",
                        "--store", str(store.path))  # fmt: skip
     assert code == 0 and err == ""
+
+
+def test_json_lines_with_a_long_first_line_are_detected(store: Store, tmp_path: Path) -> None:
+    """Detection read the first 64 KiB: a first row longer than that (a column of notes or a
+    transcript another tool keeps) was taken for one JSON document, "not valid JSON: Extra
+    data" at line 2."""
+    rows = [{"task_id": "a", "attempt": i, "success": True, "notes": "x" * 70_000} for i in (0, 1)]
+    path = tmp_path / "rows.json"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert _only_runs(store, path) == {("a", 1, 0): "success", ("a", 2, 0): "success"}

@@ -88,6 +88,8 @@ def detect_format(path: Path) -> Format:
 def _sniff(path: Path) -> Format:
     with path.open("rb") as handle:
         head = handle.read(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip()
+        if head.startswith(b"{") and b"\n" not in head:  # a first line longer than the head
+            head += handle.readline()
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
         return "inspect"
     if head.startswith(b"["):
