@@ -438,3 +438,23 @@ def test_json_lines_with_a_long_first_line_are_detected(store: Store, tmp_path: 
     path = tmp_path / "rows.json"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     assert _only_runs(store, path) == {("a", 1, 0): "success", ("a", 2, 0): "success"}
+
+
+def test_a_valid_failure_without_a_reward_scores_no_partial_credit(
+    store: Store, tmp_path: Path
+) -> None:
+    """In a log with partial scores, a crash or a limit (no reward of its own) carried no
+    partial score and was left out of the partial mean: a task that only crashed dropped out
+    of it, and the batch's partial score was 0.75 where every attempt counted gives 0.375."""
+    samples = [
+        sample("a", 1, {"m": {"value": "P"}}),
+        sample("a", 2, {"m": {"value": "C"}}),
+        sample("b", 1, None, error=_error("RuntimeError('boom')")),
+        sample("b", 2, {"m": {"value": "C"}}, limit={"type": "message", "limit": 5}),
+    ]
+    path = write_json(tmp_path / "p.json", log(samples))
+    report = store.report(store.imported(path))
+    assert report["partial_score"]["estimate"] == pytest.approx((0.75 + 0.0) / 2)
+    invalid = store.report(store.imported(path, "--errors", "environment"))  # the crash: invalid
+    b = next(task for task in invalid["tasks"] if task["task_id"] == "b")
+    assert (b["valid"]["n"], b["valid"]["partial"], b["strict"]["partial"]) == (1, 0.0, 0.0)

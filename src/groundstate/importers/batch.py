@@ -362,8 +362,8 @@ def _records(
         origin,
         reward,
     ) in kept:
-        if graded and partial is None and reward is not None:
-            partial = min(1.0, max(0.0, reward))
+        if graded and partial is None:
+            partial = _credit(reward, success, reason)
         attempt = attempts.number(line, task_id, label, retry)
         if reruns is not None and (task_id, label) in reruns.attempts:
             reruns.note(task_id, attempt, retry, reason, line)
@@ -393,6 +393,19 @@ def _records(
     columns.add(outcomes)
     if reruns is not None:
         reruns.check()
+
+
+def _credit(reward: float | None, success: bool, reason: str) -> float | None:
+    """An attempt's partial score in a file with partial rewards: its reward; a valid failure
+    the file gave no reward (an Inspect error or limit, a τ² end without a grade) earned none,
+    0; it is in the success rate's denominator, and left out of the partial score's it let a
+    crash raise that score (a task that only crashed dropped out of it). Invalid attempts
+    carry none."""
+    if reward is not None:
+        return min(1.0, max(0.0, reward))
+    if success or reason.split("/")[0] in INVALID_REASONS:
+        return None
+    return 0.0
 
 
 class _Reruns:
