@@ -458,3 +458,12 @@ def test_a_valid_failure_without_a_reward_scores_no_partial_credit(
     invalid = store.report(store.imported(path, "--errors", "environment"))  # the crash: invalid
     b = next(task for task in invalid["tasks"] if task["task_id"] == "b")
     assert (b["valid"]["n"], b["valid"]["partial"], b["strict"]["partial"]) == (1, 0.0, 0.0)
+
+
+def test_unequal_attempts_per_task_are_said_at_import(store: Store, tmp_path: Path) -> None:
+    """An interrupted τ-bench run leaves its checkpoint with fewer trials for some tasks (its
+    own pass^k then divides by the global trial count); the import said nothing."""
+    results = [tau_result(t, i, 1.0) for t in (1, 2, 3) for i in range(3) if (t, i) != (3, 2)]
+    path = write_json(tmp_path / "tau.json", results)
+    code, _, err = cli("import-results", str(path), "--name", "x", "--store", str(store.path))
+    assert code == 0 and "tasks have 2 to 3 attempts (1 of 3 fewer than 3)" in err

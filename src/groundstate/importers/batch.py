@@ -529,6 +529,14 @@ def _report(
     seconds: float,
 ) -> ImportReport:
     warnings = source.warnings()
+    counts = [task.attempts for task in plan.tasks.values()]
+    if min(counts) < max(counts):  # an interrupted run, a lost file: said, not silent
+        fewer = sum(count < max(counts) for count in counts)
+        warnings.append(
+            f"{source.path}: tasks have {min(counts)} to {max(counts)} attempts ({fewer} of "
+            f"{len(counts)} fewer than {max(counts)}): a missing attempt is in no denominator, "
+            "and pass@k and pass^k stop at the fewest valid attempts a task has"
+        )
     if plan.ignored:
         names = ", ".join(name + did_you_mean(name, COLUMNS) for name in sorted(plan.ignored))
         warnings.append(f"{source.path}: ignored columns no field reads: {names}")
