@@ -295,7 +295,8 @@ def test_format_flag_overrides_detection(tmp_path: Path) -> None:
         "import-results", str(FIXTURES / "tau_results.json"), "--name", "x", "--format",
         "tau2-bench", "--store", str(tmp_path / "r.db"),
     )  # fmt: skip
-    assert code == 2 and "simulations: a τ²-bench results file has a list here" in err
+    assert code == 2 and "a τ²-bench results file is a JSON object, not a list" in err
+    assert "looks like τ-bench results (a JSON list): give --format tau-bench" in err
 
 
 def test_every_mapping_is_documented() -> None:

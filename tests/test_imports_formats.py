@@ -160,8 +160,8 @@ EXPECTED = {  # a file with partial rewards: every graded attempt keeps its rewa
     ("n", 2, 0): ("success", 1.0),
     ("w", 1, 0): ("success", 1.0),
     ("w", 2, 0): ("agent_failure/incorrect", 0.5),
-    ("e", 1, 0): ("agent_failure/crashed", None),
-    ("e", 2, 0): ("agent_failure/step_limit", None),  # the limit decides, not the score
+    ("e", 1, 0): ("agent_failure/crashed", 0.0),  # a valid failure without a reward earned 0
+    ("e", 2, 0): ("agent_failure/step_limit", 0.0),  # the limit decides, not the score
 }
 
 

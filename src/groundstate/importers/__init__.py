@@ -88,6 +88,8 @@ def detect_format(path: Path) -> Format:
 def _sniff(path: Path) -> Format:
     with path.open("rb") as handle:
         head = handle.read(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip()
+        if head.startswith(b"{") and b"\n" not in head:  # a first line longer than the head
+            head += handle.readline()
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
         return "inspect"
     if head.startswith(b"["):
@@ -121,7 +123,37 @@ def import_file(
     path: Path, name: str, store: RunStore, options: ImportOptions | None = None
 ) -> ImportReport:
     """Store every attempt of *path* as one batch named *name* (all or nothing)."""
-    return store_import(open_source(path, options), name, store)
+    options = options or ImportOptions()
+    try:
+        return store_import(open_source(path, options), name, store)
+    except SpecError as exc:
+        looks = _looks_like(path, options.format)
+        if looks is None:
+            raise
+        hint = f"{exc.reason} (the file looks like {looks}, not --format {options.format})"
+        raise SpecError(exc.path, exc.field, hint, line=exc.line) from None
+
+
+LOOKS = {
+    "jsonl": "JSON Lines rows: give --format jsonl",
+    "tau-bench": "τ-bench results (a JSON list): give --format tau-bench",
+    "tau2-bench": "τ²-bench results (an object with simulations): give --format tau2-bench",
+    "inspect": "an Inspect AI log: give --format inspect",
+}
+"""What a file that another reader refused looks like, by its content."""
+
+
+def _looks_like(path: Path, given: Format | None) -> str | None:
+    """When *path* was refused under the *given* format and its content says it is another
+    format, what it looks like (the reader's own error alone, "no result rows" from a JSON
+    list read as CSV, would not say that the format was wrong). Content only: a suffix may lie."""
+    if given is None or not path.is_file():
+        return None
+    try:
+        found: Format = "inspect" if zipfile.is_zipfile(path) else _sniff(path)
+    except (SpecError, OSError):
+        return None
+    return LOOKS[found] if found != given and found in LOOKS else None
 
 
 def import_results(path: Path, name: str, store: RunStore) -> BatchInfo:

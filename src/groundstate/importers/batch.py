@@ -79,7 +79,7 @@ class _Task:
     lines: dict[str, int] = field(default_factory=dict)
     """The line that first declared each attribute, for a conflict's message."""
 
-    def declare(self, where: str, name: str, value: Any, line: int) -> None:
+    def declare(self, source: ResultSource, line: int, name: str, value: Any) -> None:
         if value is None:
             return
         held = getattr(self, name)
@@ -89,10 +89,10 @@ class _Task:
         elif held != value:
             column = {"revision": "task_revision", "slices": "slice_labels"}.get(name, name)
             raise SpecError(
-                where,
+                source.place(line),
                 column,
-                f"{value!r} contradicts {held!r} given for the same task on line "
-                f"{self.lines[name]} (a task has one {column})",
+                f"{value!r} contradicts {held!r} given for the same task "
+                f"{_at(source, self.lines[name])} (a task has one {column})",
             )
 
 
@@ -113,7 +113,7 @@ class _Plan:
     graded: bool = False
     """Some reward is partial (strictly between 0 and 1): every reward is a partial score."""
 
-    def add(self, path: Path, row: ImportedRow) -> None:
+    def add(self, source: ResultSource, row: ImportedRow) -> None:
         self.rows += 1
         self.graded |= row.reward is not None and 0.0 < row.reward < 1.0
         if row.retry > 0:
@@ -123,11 +123,10 @@ class _Plan:
             task = self.tasks[row.task_id] = _Task()
         declared = (row.task_revision, row.weight, row.horizon, row.slice_labels)
         if declared != task.last:  # the usual row repeats its task's last: nothing to check
-            where = f"{path}:{row.line}"
-            task.declare(where, "revision", row.task_revision, row.line)
-            task.declare(where, "weight", row.weight, row.line)
-            task.declare(where, "horizon", row.horizon, row.line)
-            task.declare(where, "slices", row.slice_labels, row.line)
+            task.declare(source, row.line, "revision", row.task_revision)
+            task.declare(source, row.line, "weight", row.weight)
+            task.declare(source, row.line, "horizon", row.horizon)
+            task.declare(source, row.line, "slices", row.slice_labels)
             task.last = declared
         task.attempts += row.retry == 0
         if isinstance(row.label, int):
@@ -151,8 +150,8 @@ class _Attempts:
     task in the order the file first gives it.
     """
 
-    def __init__(self, path: Path, plan: _Plan) -> None:
-        self.path = path
+    def __init__(self, source: ResultSource, plan: _Plan) -> None:
+        self.source = source
         self.offset = None if plan.text_labels else 1 - (plan.lowest or 0)
         self.numbers: dict[str, dict[str, int]] = {}
         self.seen: dict[str, dict[tuple[str, int], int]] = {}
@@ -174,20 +173,28 @@ class _Attempts:
         attempt = numbers.setdefault(text, len(numbers) + 1)
         seen = self.seen.setdefault(task_id, {})
         if (text, retry) in seen:
-            raise _duplicate(self.path, line, task_id, label, retry, seen[text, retry])
+            raise _duplicate(self.source, line, task_id, label, retry, seen[text, retry])
         seen[text, retry] = line
         return attempt
 
 
 def _duplicate(
-    path: Path, line: int, task_id: str, label: int | str, retry: int, first: int
+    source: ResultSource, line: int, task_id: str, label: int | str, retry: int, first: int
 ) -> SpecError:
     again = f" retry {retry}" if retry else ""
     return SpecError(
-        f"{path}:{line}",
+        source.place(line),
         "attempt",
-        f"task {task_id!r} attempt {label}{again} appears twice (also on line {first})",
+        f"task {task_id!r} attempt {label}{again} appears twice (also {_at(source, first)})",
     )
+
+
+def _at(source: ResultSource, line: int) -> str:
+    """Where another row was read, after the place of the one named: ``on line 2`` in a file
+    of lines, else its own place (``at run.eval!samples/3_epoch_1.json``: an archive has no
+    lines, and a τ² simulation may sit in a file of its own)."""
+    place = source.place(line)
+    return f"on line {line}" if place == f"{source.path}:{line}" else f"at {place}"
 
 
 def store_import(source: ResultSource, name: str, store: RunStore) -> ImportReport:
@@ -201,14 +208,14 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
     with tempfile.TemporaryFile() as spool:
         chunk: list[_Kept] = []
         for row in source.rows():
-            plan.add(source.path, row)
+            plan.add(source, row)
             chunk.append(_kept(row))
             if len(chunk) == _SPOOL_CHUNK:
                 _spool(spool, chunk)
         _spool(spool, chunk)
         if not plan.rows:
             raise SpecError(source.path, None, "no result rows")
-        attempts = _Attempts(source.path, plan)
+        attempts = _Attempts(source, plan)
         known = _stored_batches(store)
         batch = _batch(source, name, plan, {b.batch_id for b in known})
         earlier = _same_import(known, batch)
@@ -216,7 +223,7 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
             report = _report(source, plan, earlier, attempts, plan.rows, 0.0)
             return report.model_copy(update={"already_stored": True})
         columns = OutcomeColumns()
-        reruns = _Reruns(source.path, plan.reruns) if plan.reruns else None
+        reruns = _Reruns(source, plan.reruns) if plan.reruns else None
         runs = _records(_unspool(spool), batch, attempts, columns, reruns, graded=plan.graded)
         try:
             stored = store.add_batch_with_runs(
@@ -224,7 +231,7 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
             )
         except StoreError as exc:
             if "UNIQUE constraint" in str(exc.__cause__):
-                raise _first_duplicate(source.path, _unspool(spool), attempts) from None
+                raise _first_duplicate(source, _unspool(spool), attempts) from None
             raise
     return _report(source, plan, batch, attempts, stored, time.perf_counter() - started)
 
@@ -355,8 +362,8 @@ def _records(
         origin,
         reward,
     ) in kept:
-        if graded and partial is None and reward is not None:
-            partial = min(1.0, max(0.0, reward))
+        if graded and partial is None:
+            partial = _credit(reward, success, reason)
         attempt = attempts.number(line, task_id, label, retry)
         if reruns is not None and (task_id, label) in reruns.attempts:
             reruns.note(task_id, attempt, retry, reason, line)
@@ -388,14 +395,27 @@ def _records(
         reruns.check()
 
 
+def _credit(reward: float | None, success: bool, reason: str) -> float | None:
+    """An attempt's partial score in a file with partial rewards: its reward; a valid failure
+    the file gave no reward (an Inspect error or limit, a τ² end without a grade) earned none,
+    0; it is in the success rate's denominator, and left out of the partial score's it let a
+    crash raise that score (a task that only crashed dropped out of it). Invalid attempts
+    carry none."""
+    if reward is not None:
+        return min(1.0, max(0.0, reward))
+    if success or reason.split("/")[0] in INVALID_REASONS:
+        return None
+    return 0.0
+
+
 class _Reruns:
     """Only an invalid try may be rerun (the predeclared policy): the last try of an attempt
     is the one that counts, so a rerun of a valid try could replace a failure by a success.
     Earlier tries may be missing (an export keeps only the counted one). Only the attempts
     with a rerun are held."""
 
-    def __init__(self, path: Path, attempts: set[tuple[str, int | str]]) -> None:
-        self.path = path
+    def __init__(self, source: ResultSource, attempts: set[tuple[str, int | str]]) -> None:
+        self.source = source
         self.attempts = attempts
         self.tries: dict[tuple[str, int], list[tuple[int, str, int]]] = {}
 
@@ -408,12 +428,12 @@ class _Reruns:
             for (retry, reason, line), (later, _, later_line) in itertools.pairwise(tries):
                 if reason.split("/")[0] not in INVALID_REASONS:
                     raise SpecError(
-                        f"{self.path}:{later_line}",
+                        self.source.place(later_line),
                         "retry",
                         f"task {task_id!r} attempt {attempt}: retry {later} reruns a valid try "
-                        f"(retry {retry} on line {line} ended {reason}); only environment and "
-                        "grader failures are rerun, else a failure could be replaced by a "
-                        "success",
+                        f"(retry {retry} {_at(self.source, line)} ended {reason}); only "
+                        "environment and grader failures are rerun, else a failure could be "
+                        "replaced by a success",
                     )
 
 
@@ -488,16 +508,16 @@ def _template(batch: BatchInfo) -> dict[str, Any]:
     return run.model_dump(mode="json")
 
 
-def _first_duplicate(path: Path, kept: Iterator[_Kept], attempts: _Attempts) -> SpecError:
+def _first_duplicate(source: ResultSource, kept: Iterator[_Kept], attempts: _Attempts) -> SpecError:
     """The store refused a repeated (task, attempt, retry): find its lines (error path only,
     so holding every key here is fine)."""
     seen: dict[tuple[str, int, int], int] = {}
     for line, task_id, label, retry, *_ in kept:
         key = (task_id, attempts.number(line, task_id, label, retry), retry)
         if key in seen:
-            return _duplicate(path, line, task_id, label, retry, seen[key])
+            return _duplicate(source, line, task_id, label, retry, seen[key])
         seen[key] = line
-    return SpecError(path, "attempt", "an attempt appears twice")
+    return SpecError(source.path, "attempt", "an attempt appears twice")
 
 
 def _report(
@@ -509,6 +529,14 @@ def _report(
     seconds: float,
 ) -> ImportReport:
     warnings = source.warnings()
+    counts = [task.attempts for task in plan.tasks.values()]
+    if min(counts) < max(counts):  # an interrupted run, a lost file: said, not silent
+        fewer = sum(count < max(counts) for count in counts)
+        warnings.append(
+            f"{source.path}: tasks have {min(counts)} to {max(counts)} attempts ({fewer} of "
+            f"{len(counts)} fewer than {max(counts)}): a missing attempt is in no denominator, "
+            "and pass@k and pass^k stop at the fewest valid attempts a task has"
+        )
     if plan.ignored:
         names = ", ".join(name + did_you_mean(name, COLUMNS) for name in sorted(plan.ignored))
         warnings.append(f"{source.path}: ignored columns no field reads: {names}")

@@ -12,7 +12,10 @@ are read from the archive one at a time.
 from __future__ import annotations
 
 import contextlib
+import lzma
+import math
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -24,9 +27,11 @@ from groundstate.importers.rows import (
     ErrorPolicy,
     ImportedRow,
     amount,
+    as_reward,
     integer,
     mapping,
     parse_json,
+    raised,
     read_json,
     reward_kind,
     reward_verdict,
@@ -55,6 +60,19 @@ LIMITS = {
 """A sample's ``limit.type`` -> ours. A limit decides before the score, as our own stops do
 (Inspect still scores the state a limited sample left). ``operator``: a person stopped the
 sample, not the agent's doing (invalid)."""
+INVALIDATED = "environment_failure/invalidated"
+"""A sample someone marked invalid after the run (Inspect's ``invalidation``, from
+``invalidate_samples``; eval sets rerun such samples, as they do errors): an invalid attempt,
+counted as a failure by the strict view, so marking a sample can never raise that score."""
+CANCELLED = "environment_failure/cancelled"
+"""A sample whose error is a cancellation (Inspect records ``CancelledError(...)`` or
+``Cancelled()`` when a sibling sample failed or the eval was torn down; its own viewer shows
+such a sample as cancelled, not errored): not the agent's doing, whatever ``--errors`` says."""
+CANCELLATIONS = ("CancelledError(", "Cancelled(")
+"""How Inspect's ``is_cancellation_message`` recognises a cancellation's message."""
+LOG_VERSION = 2
+"""The newest Inspect log schema known here (``LOG_SCHEMA_VERSION`` in Inspect); a newer one is
+read by its rules with a warning (a log without one is read as Inspect reads it: current)."""
 OWN_METADATA = "groundstate"
 """The sample metadata key under which ``groundstate export --format inspect`` keeps a run's
 own verdict; when present it is read back as is."""
@@ -77,6 +95,10 @@ class InspectSource:
     """Samples read (each epoch of a sample is one)."""
     _unscored: int = 0
     """Samples that reached scoring (no error, no limit) without any score."""
+    _invalidated: int = 0
+    """Samples marked invalid after the run (named in a warning)."""
+    _members: list[str] | None = None
+    """The archive's sample members in the order read (for :meth:`place`, on an error)."""
     _log: dict[str, Any] | None = None
     """The header (of a ``.json`` log: the whole log), read once."""
 
@@ -99,19 +121,31 @@ class InspectSource:
     def warnings(self) -> list[str]:
         header = self._header()
         status = header.get("status", "started")
-        if status != "success":
-            return [
-                f"{self.path}: the log's status is {status!r}, not 'success': Inspect stopped "
-                "before every sample was run, and only the samples written are imported"
-            ]
         results = header.get("results")
         completed = results.get("completed_samples") if isinstance(results, dict) else None
-        if isinstance(completed, int) and self._read < completed:
-            return [
+        warnings = []
+        if status != "success":
+            warnings.append(
+                f"{self.path}: the log's status is {status!r}, not 'success': Inspect stopped "
+                "before every sample was run, and only the samples written are imported"
+            )
+        elif isinstance(completed, int) and self._read < completed:
+            warnings.append(
                 f"{self.path}: results.completed_samples is {completed} but the log holds "
                 f"{self._read} samples: the missing ones are not imported"
-            ]
-        return []
+            )
+        version = header.get("version")
+        if version is not None and version not in range(1, LOG_VERSION + 1):
+            warnings.append(
+                f"{self.path}: log version {version!r} is not one this reader knows (1 to "
+                f"{LOG_VERSION}): its samples were read by version {LOG_VERSION}'s rules"
+            )
+        if self._invalidated:
+            warnings.append(
+                f"{self.path}: {self._invalidated} sample(s) were invalidated after the run: "
+                f"stored as invalid ({INVALIDATED}), failures in the strict view"
+            )
+        return warnings
 
     def _rows(self) -> Iterator[ImportedRow]:
         for index, (where, sample) in enumerate(self._samples(), start=1):
@@ -126,6 +160,14 @@ class InspectSource:
                     mapped=f"error_retries -> {RETRIED_ERROR}",
                 )  # fmt: skip
             yield replace(row, retry=len(retried)) if retried else row
+
+    def place(self, line: int) -> str:
+        if not self._is_archive():
+            return f"{self.path}:samples[{line - 1}]"
+        if self._members is None:
+            with self._archive() as archive:
+                self._members = [name for name in archive.namelist() if _is_sample(name)]
+        return f"{self.path}!{self._members[line - 1]}"
 
     def system(self) -> dict[str, Any]:
         spec = mapping(str(self.path), "eval", self._header().get("eval"))
@@ -189,7 +231,7 @@ class InspectSource:
             return
         with self._archive() as archive:
             for name in archive.namelist():
-                if name.startswith("samples/") and name.endswith(".json"):
+                if _is_sample(name):
                     yield f"{self.path}!{name}", _member(self.path, archive, name)
 
     def _archive(self) -> zipfile.ZipFile:
@@ -205,6 +247,15 @@ class InspectSource:
             "label": integer(where, "epoch", sample.get("epoch")),
             "latency": _seconds(where, sample.get("total_time")),
         }
+        invalidation = sample.get("invalidation")
+        if invalidation is not None:
+            marked = mapping(where, "invalidation", invalidation)
+            self._invalidated += 1
+            return ImportedRow(
+                **common, success=False, terminal_reason=INVALIDATED,
+                origin={"invalidation": {k: marked.get(k) for k in ("author", "reason")}},
+                mapped=f"invalidation -> {INVALIDATED}",
+            )  # fmt: skip
         own = (
             sample.get("metadata", {}).get(OWN_METADATA)
             if isinstance(sample.get("metadata"), dict)
@@ -213,9 +264,10 @@ class InspectSource:
         if isinstance(own, dict):
             return _own_row(where, common, own)
         error = sample.get("error")
-        if error:
-            reason = ERROR_REASONS[self.errors]
+        if raised(error):
             message = error.get("message") if isinstance(error, dict) else str(error)
+            cancelled = isinstance(message, str) and message.startswith(CANCELLATIONS)
+            reason = CANCELLED if cancelled else ERROR_REASONS[self.errors]
             return ImportedRow(
                 **common,
                 success=False,
@@ -245,6 +297,12 @@ class InspectSource:
                 **common, success=False, terminal_reason="grader_failure", origin=origin,
                 mapped="no score -> grader_failure",
                 unmapped=f"limit {limit!r} has no mapping" if limit is not None else None,
+            )  # fmt: skip
+        if isinstance(value, float) and math.isnan(value):
+            # JSON's NaN, legal in Inspect logs: the scorer gave no verdict (indeterminate)
+            return ImportedRow(
+                **common, success=False, terminal_reason="grader_failure",
+                origin={**origin, "score": {name: "NaN"}}, mapped="score NaN -> grader_failure",
             )  # fmt: skip
         reward = _reward(where, name, value)
         verdict = reward_verdict(reward, "agent_failure/incorrect")
@@ -292,6 +350,11 @@ class InspectSource:
         return value[key]
 
 
+def _is_sample(name: str) -> bool:
+    """An archive member holding a sample (``samples/<id>_epoch_<n>.json``)."""
+    return name.startswith("samples/") and name.endswith(".json")
+
+
 def _scores(where: str, sample: dict[str, Any]) -> dict[str, Any]:
     """The sample's scores; logs of Inspect's first format hold one ``score`` instead (which
     Inspect's own reader moves into ``scores`` as well)."""
@@ -330,8 +393,9 @@ def _reward(where: str, name: str | None, value: Any) -> float:
             value = float(value)
     if isinstance(value, bool):
         return float(value)
-    if isinstance(value, int | float) and 0.0 <= value <= 1.0:
-        return float(value)
+    if isinstance(value, int | float):
+        with contextlib.suppress(ValueError):
+            return as_reward(value)
     raise SpecError(
         where,
         f"scores.{name}.value",
@@ -344,6 +408,13 @@ def _seconds(where: str, value: Any) -> float:
     return 0.0 if value is None else amount(where, "total_time", value)
 
 
+ARCHIVE_ERRORS = (
+    OSError, EOFError, zipfile.BadZipFile, zlib.error, lzma.LZMAError, NotImplementedError,
+    RuntimeError,
+)  # fmt: skip
+"""What reading a damaged member raises: a bad CRC, a corrupt deflate stream (``zlib.error``),
+an unsupported compression method (``NotImplementedError``), an encrypted member
+(``RuntimeError``); each is a damaged archive, not a traceback."""
 MEMBER_LIMIT = 1 << 30
 """The largest archive member read (uncompressed bytes, as its header declares; zipfile stops
 at the declared size). A sample's transcript is megabytes; a gigabyte is a zip bomb."""
@@ -357,7 +428,7 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
         )
     try:
         data = archive.read(name)
-    except (OSError, zipfile.BadZipFile) as exc:
+    except ARCHIVE_ERRORS as exc:
         raise SpecError(f"{path}!{name}", None, f"cannot read from the archive: {exc}") from None
     return parse_json(data, f"{path}!{name}", at_line=False)
 

@@ -39,6 +39,14 @@ ERROR_REASONS: dict[str, str] = {
 }
 
 
+def raised(error: Any) -> bool:
+    """An error field (τ-bench's ``info.error``, an Inspect sample's ``error``) says the attempt
+    raised: any value but null. An exception without a message is still one: τ-bench writes
+    ``str(e)``, which is ``""`` for ``TimeoutError()``; read as no error, the attempt was
+    decided by its reward of 0 whatever ``--errors`` said."""
+    return error is not None and error is not False
+
+
 @dataclass(frozen=True, slots=True)
 class ImportedRow:
     """One attempt read from another harness's results."""
@@ -90,6 +98,11 @@ class ResultSource(Protocol):
         ...
 
     def rows(self) -> Iterator[ImportedRow]: ...
+
+    def place(self, line: int) -> str:
+        """Where the row read at *line* (:attr:`ImportedRow.line`) sits, for a message about
+        it: ``file:line``, a list position, an archive member or a file of its own."""
+        ...
 
     def system(self) -> dict[str, Any]:
         """What the file says about the system that produced it (model, agent, harness)."""
@@ -149,6 +162,16 @@ def as_number(value: Any) -> float:
         raise ValueError(f"must be a number, got {value!r}") from None
     if not math.isfinite(result):
         raise ValueError(f"must be a finite number, got {value!r}")
+    return result
+
+
+def as_reward(value: Any) -> float:
+    """A reward or score: a finite number in [0, 1] (within :data:`REWARD_TOLERANCE` of its
+    ends, as float sums leave them). Another number is no reward these harnesses give: a 1.5
+    was a failure kept with a partial score of 1, a -1 lowered the batch's mean reward."""
+    result = as_number(value)
+    if not -REWARD_TOLERANCE <= result <= 1.0 + REWARD_TOLERANCE:
+        raise ValueError(f"must be a reward in [0, 1], got {value!r}")
     return result
 
 

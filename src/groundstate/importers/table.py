@@ -66,6 +66,9 @@ class TableSource:
             except UnicodeDecodeError:
                 raise SpecError(self.path, None, "not UTF-8 text") from None
 
+    def place(self, line: int) -> str:
+        return f"{self.path}:{line}"
+
     def warnings(self) -> list[str]:
         return []
 

@@ -11,6 +11,7 @@ they are small next to a row file); the conversations themselves are not importe
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,9 +25,11 @@ from groundstate.importers.rows import (
     ImportedRow,
     amount,
     as_number,
+    as_reward,
+    checked,
     integer,
     mapping,
-    number,
+    raised,
     read_json,
     reward_kind,
     reward_verdict,
@@ -81,6 +84,9 @@ class TauSource:
         for index, item in enumerate(self._results, start=1):
             yield self._row(f"{self.path}:{index}", index, item)
 
+    def place(self, line: int) -> str:
+        return f"{self.path}:{line}"  # the 1-based position in the list
+
     def warnings(self) -> list[str]:
         return []
 
@@ -90,13 +96,13 @@ class TauSource:
     def _row(self, where: str, index: int, item: Any) -> ImportedRow:
         item = mapping(where, "result", item)
         info = mapping(where, "info", item.get("info"))
-        reward = number(where, "reward", item.get("reward"))
+        reward = checked(where, "reward", as_reward, item.get("reward"))
         common: dict[str, Any] = {
             "line": index,
             "task_id": task_key(where, "task_id", item.get("task_id")),
             "label": integer(where, "trial", item.get("trial")),
         }
-        if info.get("error"):
+        if raised(info.get("error")):
             reason = ERROR_REASONS[self.errors]
             return ImportedRow(
                 **common,
@@ -157,7 +163,10 @@ class Tau2Source:
     def _results(self) -> dict[str, Any]:
         data = read_json(self.path)
         if not isinstance(data, dict):
-            raise SpecError(self.path, "simulations", "a τ²-bench results file has a list here")
+            kind = type(data).__name__
+            raise SpecError(
+                self.path, None, f"a τ²-bench results file is a JSON object, not a {kind}"
+            )
         return data
 
     @cached_property
@@ -169,14 +178,42 @@ class Tau2Source:
             return _dir_simulations(self.path, index)
         if isinstance(listed, list):
             return [(f"{self.path}:simulations[{i}]", item) for i, item in enumerate(listed)]
-        raise SpecError(self.path, "simulations", "a τ²-bench results file has a list here")
+        raise SpecError(
+            self.path,
+            "simulations",
+            "a τ²-bench results file lists its simulations here (or in simulation_index)",
+        )
 
     def rows(self) -> Iterator[ImportedRow]:
         for index, (where, item) in enumerate(self._simulations, start=1):
             yield _tau2_row(where, index, item)
 
+    def place(self, line: int) -> str:
+        return self._simulations[line - 1][0]
+
     def warnings(self) -> list[str]:
-        return []
+        """Attempts the file says were run and does not hold: tasks of its ``tasks`` list
+        without a simulation (left out of every denominator, not failed), and tasks with fewer
+        simulations than ``info.num_trials`` (as τ²'s own metrics warn)."""
+        held = Counter(
+            str(item.get("task_id")) for _, item in self._simulations if isinstance(item, dict)
+        )
+        listed = self._results.get("tasks")
+        ids = [str(t["id"]) for t in listed or () if isinstance(t, dict) and "id" in t]
+        warnings = []
+        if none := [task for task in ids if task not in held]:
+            warnings.append(
+                f"{self.path}: {len(none)} of the {len(ids)} tasks it lists have no simulation "
+                f"({_some(none)}): they are not in the batch, so no score counts them"
+            )
+        info = self._results.get("info")
+        trials = info.get("num_trials") if isinstance(info, dict) else None
+        if isinstance(trials, int) and (fewer := [t for t, n in held.items() if n < trials]):
+            warnings.append(
+                f"{self.path}: info.num_trials is {trials}, but {len(fewer)} task(s) have fewer "
+                f"simulations ({_some(sorted(fewer))}): the missing ones are not imported"
+            )
+        return warnings
 
     def system(self) -> dict[str, Any]:
         info = self._results.get("info")
@@ -195,6 +232,12 @@ class Tau2Source:
         }
 
 
+def _some(ids: list[str], shown: int = 5) -> str:
+    """The first few of *ids*, quoted."""
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(repr(i) for i in ids[:shown]) + more
+
+
 def _dir_simulations(path: Path, index: list[Any]) -> list[tuple[str, Any]]:
     """τ²'s "dir" format: ``simulations/<id>.json`` beside results.json, one per index entry.
     The index and the files must agree, as τ² requires when it loads them: a missing file
@@ -210,7 +253,46 @@ def _dir_simulations(path: Path, index: list[Any]) -> list[tuple[str, Any]]:
         raise SpecError(folder, None, "does not match simulation_index: " + "; ".join(problems))
     if len(set(ids)) < len(ids):
         raise SpecError(path, "simulation_index", "names a simulation twice")
-    return [(str(folder / f"{i}.json"), read_json(folder / f"{i}.json")) for i in ids]
+    simulations = []
+    for entry, simulation in zip(index, ids, strict=True):
+        where = folder / f"{simulation}.json"
+        item = read_json(where)
+        _agrees(str(where), entry, item)
+        simulations.append((str(where), item))
+    return simulations
+
+
+_INDEXED = {
+    "id": ("id",),
+    "task_id": ("task_id",),
+    "trial": ("trial",),
+    "termination_reason": ("termination_reason",),
+    "reward": ("reward_info", "reward"),
+}
+"""What a τ² index entry repeats of its simulation (τ² builds the entry from it; its
+leaderboard reads the index), and where the simulation file holds it."""
+
+
+def _agrees(where: str, entry: dict[str, Any], item: Any) -> None:
+    """A simulation file says what its index entry says of it: a file edited or rewritten apart
+    from its index would give other numbers than τ²'s own summary of the same run. A value
+    either one leaves out is not compared (the row's own checks name a missing one)."""
+    for key, steps in _INDEXED.items():
+        value = item
+        for step in steps:
+            value = value.get(step) if isinstance(value, dict) else None
+        said = entry.get(key)
+        if said is not None and value is not None and not _same(said, value):
+            field = ".".join(steps)
+            raise SpecError(where, field, f"{value!r}, but simulation_index says {said!r}")
+
+
+def _same(said: Any, value: Any) -> bool:
+    """Equal as numbers (``1`` and ``1.0``) or as text (a task id ``7`` and ``"7"``)."""
+    numbers = [v for v in (said, value) if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(numbers) == 2:
+        return float(said) == float(value)
+    return str(said) == str(value)
 
 
 def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
@@ -220,7 +302,9 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         raise SpecError(where, "termination_reason", f"required: text, got {end!r}")
     scored = mapping(where, "reward_info", item.get("reward_info"))
     reward = (
-        None if "reward" not in scored else number(where, "reward_info.reward", scored["reward"])
+        None
+        if "reward" not in scored
+        else checked(where, "reward_info.reward", as_reward, scored["reward"])
     )
     success, reason, partial, unmapped = _tau2_verdict(end, reward, scored)
     label, unlabelled = _tau2_label(where, index, item)
@@ -275,7 +359,7 @@ def _evaluation_failed(scored: dict[str, Any]) -> bool:
     the simulation 0 with ``info.error``: the grader failed, not the agent. A normal grade's
     ``info`` holds the components' details (``env``, ``nl``, ...), never ``error``."""
     info = scored.get("info")
-    return isinstance(info, dict) and bool(info.get("error"))
+    return isinstance(info, dict) and raised(info.get("error"))
 
 
 def _partial(reward: float | None) -> float | None:
