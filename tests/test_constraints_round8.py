@@ -4,18 +4,39 @@
   "they never fit", "I don't want them anymore"; "no longer needed" is the very reason the
   retail and τ² policies record) confirms, as a reviewer reads it; a no about the change
   itself ("I don't want it refunded", "I never said yes") still confirms nothing;
-- a yes that puts the decision off ("Yes, hmm, let me think") confirms nothing.
+- a yes that puts the decision off ("Yes, hmm, let me think") confirms nothing;
+- a model response that puts the question and makes the change together: the call comes
+  after the yes but did not wait for it;
+- τ² retail: a cancellation's reason confirmed in other words than the tool's ("since you no
+  longer need it") was no confirmation of it, and a yes to one kind of change of an order
+  licensed any other kind on it (the confirmations named the order alone).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+from typing import Any
 
 import pytest
 
+from groundstate.agents.python import load_agent
+from groundstate.grading.constraints import evaluate_constraints
 from groundstate.spec.suite import Suite, load_suite
-from groundstate.trace import AgentEvent, MessageEvent, agent_events, load_jsonl
+from groundstate.spec.system import load_system
+from groundstate.tau2 import policy as tau2_policy
+from groundstate.tau2 import retail_checks as tau2_checks
+from groundstate.tau2.oracle import CONFIRMATIONS
+from groundstate.testing import OpenAICompatibleServer, Reply, attempt, by_turn, script_from_steps
+from groundstate.trace import (
+    AgentEvent,
+    MessageEvent,
+    ModelCallEvent,
+    ModelResponse,
+    ModelToolCall,
+    agent_events,
+    load_jsonl,
+)
 
 from .grading_corpus import CORPUS, EXAMPLES, failing
 from .trace_builder import Trace, constraint
@@ -131,3 +152,208 @@ def test_the_customer_who_says_why_passes_the_retail_cancellation(
     )
     events[at] = events[at].model_copy(update={"text": answer})
     assert failing(retail, "cancel-pending-order", events) == broken
+
+
+# --- τ² retail: the cancellation reason confirmed in any words --------------------------------
+
+ORACLE_CANCEL = CONFIRMATIONS["cancel_pending_order"](
+    {"order_id": "#W0000002", "reason": "no longer needed"}
+)
+TAU2_ORDER = {"order_id": "#W0000002", "user_id": "ann_lee_1"}
+
+
+def _tau2_cancel(question: str, reason: str) -> Trace:
+    trace = Trace("Please cancel my order #W0000002").agent(question).user("Yes")
+    return trace.call(
+        "cancel_pending_order", {"order_id": "#W0000002", "reason": reason}, TAU2_ORDER
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "reason", "confirmed"),
+    [
+        (ORACLE_CANCEL, "no longer needed", True),
+        ("Shall I cancel order #W0000002, since you no longer need it?", "no longer needed", True),
+        ("I can cancel #W0000002 as you don't need it anymore. OK?", "no longer needed", True),
+        ("Cancel #W0000002 because it was ordered by mistake?", "ordered by mistake", True),
+        ("Cancel #W0000002 because you ordered it by accident?", "ordered by mistake", True),
+        (
+            "Shall I cancel order #W0000002, since you no longer need it?",
+            "ordered by mistake",
+            False,
+        ),
+        ("Shall I cancel order #W0000002 for you?", "no longer needed", False),
+        (
+            "Cancel #W0000002: ordered by mistake, or no longer needed?",
+            "no longer needed",
+            False,
+        ),
+    ],
+)
+def test_a_tau2_cancellation_records_the_reason_its_question_stated_in_any_words(
+    question: str, reason: str, confirmed: bool
+) -> None:
+    """The τ² policy set required the reason's very words ("no longer needed") in the question:
+    "since you no longer need it" failed `confirmed-cancel_pending_order`. The reason is now
+    checked in any words, and one the question did not state still fails."""
+    trace = _tau2_cancel(question, reason)
+    assert trace.check(_tau2_rule("cancel_pending_order")).passed
+    passed, evidence = tau2_checks.cancel_reason_confirmed(trace.events, None)
+    assert passed is confirmed, evidence
+
+
+def _tau2_rule(tool: str) -> Any:
+    [rule] = [c for c in tau2_policy.constraint_sets()["policy"] if c["id"] == f"confirmed-{tool}"]
+    return constraint(**rule)
+
+
+ADDRESS_ARGS = {
+    "order_id": "#W0000002",
+    "address1": "1 Main St",
+    "address2": "",
+    "city": "Austin",
+    "state": "TX",
+    "country": "USA",
+    "zip": "78701",
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "tool", "args", "confirmed"),
+    [
+        (
+            CONFIRMATIONS["modify_pending_order_payment"]({"order_id": "#W0000002"}),
+            "modify_pending_order_payment",
+            {"order_id": "#W0000002"},
+            True,
+        ),
+        (
+            "Shall I charge order #W0000002 to your PayPal account instead?",
+            "modify_pending_order_payment",
+            {"order_id": "#W0000002"},
+            True,
+        ),
+        (
+            CONFIRMATIONS["modify_pending_order_address"](ADDRESS_ARGS),
+            "modify_pending_order_payment",
+            {"order_id": "#W0000002"},
+            False,
+        ),
+        (
+            CONFIRMATIONS["modify_pending_order_payment"]({"order_id": "#W0000002"}),
+            "modify_pending_order_address",
+            ADDRESS_ARGS,
+            False,
+        ),
+        (
+            CONFIRMATIONS["modify_pending_order_address"](ADDRESS_ARGS),
+            "cancel_pending_order",
+            {"order_id": "#W0000002", "reason": "no longer needed"},
+            False,
+        ),
+        (
+            CONFIRMATIONS["exchange_delivered_order_items"]({"order_id": "#W0000002"}),
+            "return_delivered_order_items",
+            {"order_id": "#W0000002"},
+            False,
+        ),
+    ],
+)
+def test_a_tau2_yes_to_one_kind_of_change_does_not_license_another_on_the_same_order(
+    question: str, tool: str, args: dict[str, Any], confirmed: bool
+) -> None:
+    """The τ² confirmations named only the order: a yes to a new shipping address of a
+    pending order licensed a change of its payment method (or a cancellation, a return for an
+    exchange); each now asks about its own kind of change (``asks``)."""
+    trace = Trace("Please help with my order #W0000002").agent(question).user("Yes")
+    trace.call(tool, args, TAU2_ORDER)
+    assert trace.check(_tau2_rule(tool)).passed is confirmed
+
+
+# --- a model that asks and acts in one response ---------------------------------------------
+
+
+def _model_call(*tools: str) -> ModelCallEvent:
+    calls = [ModelToolCall(id=f"c{i}", name=name, arguments="{}") for i, name in enumerate(tools)]
+    response = ModelResponse(tool_calls=calls)
+    return ModelCallEvent(
+        step=0,
+        at=0.0,
+        provider="p",
+        model="m",
+        request_digest="d",
+        latency_ms=1.0,
+        response=response,
+    )
+
+
+def _asked_and_acted(together: bool) -> list[Any]:
+    """Ask, hear the yes, refund: the refund asked for with the question (*together*) or in
+    a response of its own after the yes."""
+    trace = Trace("I want a refund for my socks")
+    events: list[Any] = [
+        trace.events[0],
+        _model_call(*(["talk_to_user", "refund_item"] if together else ["talk_to_user"])),
+    ]
+    trace.agent(QUESTION).user("Yes, please go ahead.")
+    events += trace.events[1:]
+    if not together:
+        events.append(_model_call("refund_item"))
+    trace.call("refund_item", {"item": "I-1019-1", "amount": "$22.00"})
+    events.append(trace.events[-1])
+    return events
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_a_change_the_model_asked_for_with_its_question_did_not_wait_for_the_yes(
+    together: bool,
+) -> None:
+    """A model response holding both ``talk_to_user`` and ``refund_item`` makes the refund
+    after the user's reply whatever it is: the trace read question, yes, refund, and passed
+    (it would have refunded after a no just the same)."""
+    [result] = evaluate_constraints([REFUND], _asked_and_acted(together))
+    assert result.passed is not together
+    if together:
+        assert "did not wait for the answer" in result.evidence["problems"][0]
+        assert result.evidence["unheard"]["answer_step"] == 2
+
+
+def test_a_change_decided_after_an_earlier_yes_may_be_asked_with_a_second_question() -> None:
+    """The model heard a yes, then asks once more and acts in one response: the change was
+    decided on the first yes."""
+    first = Trace("I want a refund for my socks").agent(QUESTION).user("Yes")
+    events: list[Any] = [*first.events, _model_call("talk_to_user", "refund_item")]
+    first.agent("To be sure: " + QUESTION).user("Yes, go ahead.")
+    first.call("refund_item", {"item": "I-1019-1", "amount": "$22.00"})
+    events += first.events[3:]
+    [result] = evaluate_constraints([REFUND], events)
+    assert result.passed, result.evidence
+
+
+@pytest.fixture
+def openai_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret-123")
+
+
+def test_a_model_asking_and_refunding_in_one_turn_fails_the_retail_confirmation(
+    retail: Suite, monkeypatch: pytest.MonkeyPatch, openai_keys: None
+) -> None:
+    """Through the model loop against a loopback server: the oracle's steps, with the
+    confirmation question and the refund in one response."""
+    script = script_from_steps(retail.solutions["refund-socks"]["oracle"])
+    ask = next(
+        i
+        for i, r in enumerate(script)
+        if "Shall I go ahead" in str(r.tool_calls and r.tool_calls[0].args)
+    )
+    joined = Reply(tool_calls=[*script[ask].tool_calls, *script[ask + 1].tool_calls])
+    script[ask : ask + 2] = [joined]
+    with OpenAICompatibleServer(by_turn(script)) as server:
+        monkeypatch.setenv("GROUNDSTATE_OPENAI_BASE_URL", server.base_url)
+        system = load_system(EXAMPLES / "systems" / "openai-compatible.yaml")
+        run = attempt(retail, "refund-socks", load_agent(system), system=system).run
+    failed = [c.id for c in run.constraint_results if not c.passed]
+    assert (run.terminal_reason, failed) == (
+        "agent_failure/constraint_violation",
+        ["p2-confirmed-refund"],
+    )
