@@ -357,3 +357,46 @@ def test_a_model_asking_and_refunding_in_one_turn_fails_the_retail_confirmation(
         "agent_failure/constraint_violation",
         ["p2-confirmed-refund"],
     )
+
+
+# --- a yes that leaves part of the question out ---------------------------------------------
+
+BY_NAME = constraint(
+    id="confirm-refund",
+    confirmed={
+        "change": {"tool": "refund_item", "ok": True},
+        "names": ["output.product_name", "output.label"],
+        "asks": r"\brefund",
+    },
+)
+TWO = (
+    "I can refund the Lumen Headlamp ($35.00) and the Canopy Water Bottle ($29.00) to your "
+    "Visa ending 4417. Please confirm."
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "headlamp", "bottle"),
+    [
+        ("Yes, except the bottle", True, False),
+        ("Yes, but keep the bottle, it works fine", True, False),
+        ("Yes, not the bottle though", True, False),
+        ("Yes, but leave the water bottle", True, False),
+        ("Yes, without the headlamp", False, True),
+        ("Yes please", True, True),
+        ("Yes, keep the refund on my Visa", True, True),
+        ("Yes, keep my Visa as the method", True, True),
+        ("Yes, I'll keep the box", True, True),
+    ],
+)
+def test_a_yes_that_leaves_a_change_out_does_not_confirm_it(
+    answer: str, headlamp: bool, bottle: bool
+) -> None:
+    """ "Yes, except the bottle" confirmed both refunds ("just the headlamp" already did not)."""
+
+    def confirmed(product: str) -> bool:
+        trace = Trace("refunds").agent(TWO).user(answer)
+        output = {"product_name": product, "label": "Visa ending 4417"}
+        return trace.call("refund_item", {}, output).check(BY_NAME).passed
+
+    assert (confirmed("Lumen Headlamp"), confirmed("Canopy Water Bottle")) == (headlamp, bottle)

@@ -161,13 +161,27 @@ _NARROWING = re.compile(r"\b(just|only) (the|my|for the|to the)\b|\bthe \w+( \w+
 _WORD = re.compile(r"[^\W\d_]{4,}")
 
 
+# A yes that leaves part of what was asked out ("Yes, except the bottle", "Yes, but keep the
+# bottle", "Yes, not the socks though"): the changes named by the words after it (up to four,
+# up to a preposition: "keep the refund on my Visa" leaves out the refund, not the Visa) are
+# not confirmed, the others are.
+_EXCLUDING = re.compile(
+    r"\b(except( for)?|apart from|other than|minus|without|not|leave|leaving|keep|keeping) "
+    r"the (?P<rest>((?!(on|to|onto|in|for|with|and|but|or)\b)[\w'-]+ ?){1,4})"
+)
+
+
 def _narrowed_away(yes: _Confirmation, values: list[str]) -> bool:
-    """Whether *yes* keeps to part of its question and names none of *values*."""
+    """Whether *yes* keeps to part of its question and names none of *values*, or leaves out
+    a part that names one of them."""
     answer = normalise(yes.answer.text or "")
+    words = {word for value in values for word in _WORD.findall(normalise(value))}
+    left_out = {w for m in _EXCLUDING.finditer(answer) for w in _WORD.findall(m.group("rest"))}
+    if words & left_out:
+        return True
     if _NARROWING.search(answer) is None:
         return False
-    said = set(_WORD.findall(answer))
-    return not any(word in said for value in values for word in _WORD.findall(normalise(value)))
+    return not words & set(_WORD.findall(answer))
 
 
 def _narrowed(
@@ -175,7 +189,7 @@ def _narrowed(
 ) -> CheckResult:
     problem = (
         f"{label(change)} was not confirmed: the user's yes at step {yes.answer.step} kept to "
-        "part of the question and names nothing of this change"
+        "part of the question, leaving this change out"
     )
     return failed(constraint.id, "confirmed", change, problem, narrowed=_describe(yes, []))
 
