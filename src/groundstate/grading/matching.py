@@ -6,6 +6,8 @@ rows and values): as a reviewer reading the database would match them.
   significant digits, the precision a double holds (``0.1 + 0.2`` is ``0.3``; ``1e10 + 0.01``
   is not ``1e10``). Text and numbers never match (``"70"`` is not ``70``); text is compared
   exactly (case, spaces, Unicode normalisation count), and ``NULL`` only matches ``null``.
+- Text holding a JSON object or array (a column of options or ids) is compared as the
+  document: key order and spacing do not count, an array's order does.
 - Rows expected as a set are matched as a multiset under that equality, whatever order the
   query or the expectation lists them in.
 - Each expected ``added`` row takes a distinct actual row, and a match is found whenever one
@@ -17,6 +19,7 @@ says whether it is the expected one.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -28,13 +31,51 @@ SIGNIFICANT_DIGITS = 15
 
 
 def comparable(value: Any) -> Any:
-    """*value* as it is compared: a number in one form per value, anything else as it is."""
+    """*value* as it is compared: a number in one form per value, text holding a JSON object
+    or array as that document (see :func:`_document`), anything else as it is."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, float) and math.isfinite(value):
         rounded = float(f"{value:.{SIGNIFICANT_DIGITS}g}")
         return int(rounded) if rounded.is_integer() else rounded
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        return _document(value)
     return value
+
+
+class _Document(str):
+    """A JSON document's canonical text: equal only to another document, never to text."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Document) and str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+def _document(text: str) -> Any:
+    """Text holding a JSON object or array, as the document it holds: key order and spacing
+    do not count (``{"b": 2, "a": 1}`` is ``{"a":1,"b":2}``), an array's order does, and
+    its numbers compare as numbers. Other text (invalid JSON, ``NaN``) stays as it is."""
+    try:
+        parsed = json.loads(text, parse_constant=_no_constant)
+    except ValueError:
+        return text
+    if not isinstance(parsed, dict | list):
+        return text
+    return _Document(canonical_json(_leaves(parsed)))
+
+
+def _leaves(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _leaves(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_leaves(item) for item in value]
+    # a boolean stays one: in JSON, true is not 1
+    return value if isinstance(value, bool | str) else comparable(value)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(name)
 
 
 def same_value(actual: Any, expected: Any) -> bool:

@@ -34,7 +34,13 @@ from groundstate.environments.base import (
 )
 from groundstate.errors import GraderError, JudgeFailure
 from groundstate.grading import model_judge
-from groundstate.grading.matching import pair_rows, row_matches, same_row_multisets, same_rows
+from groundstate.grading.matching import (
+    pair_rows,
+    row_matches,
+    same_row_multisets,
+    same_rows,
+    same_value,
+)
 from groundstate.grading.workspace import GRACE_S, evaluate_changed_paths, evaluate_tests
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import SettledFileCache, canonical_json
@@ -387,8 +393,8 @@ def _diff(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     if assertion.nothing_else_changed:
         problems += [
             f"{table}: unexpected change"
-            for table in states.diff.tables
-            if table not in assertion.state_diff
+            for table, change in states.diff.tables.items()
+            if table not in assertion.state_diff and _changes_values(change)
         ]
     evidence = {"problems": problems, "diff": states.diff.model_dump(mode="json")}
     return not problems, evidence
@@ -505,10 +511,21 @@ def _unexpected(table: str, expected: Any, actual: TableDiff, key_columns: list[
     ]
     allowed = {canonical_json(c.key): set(c.set) for c in expected.changed}
     for change in actual.changed:
-        extra = set(change.columns) - allowed.get(canonical_json(change.key), set())
+        extra = set(_changed_values(change)) - allowed.get(canonical_json(change.key), set())
         if extra:
             problems.append(f"{table}: row {change.key} unexpectedly changed {sorted(extra)}")
     return problems
+
+
+def _changed_values(change: RowChange) -> list[str]:
+    """The columns whose value *change* changed as values are compared: a float written back
+    within 15 significant digits (a balance credited and debited again, ``2`` to
+    ``2.0000000000000004``) or a JSON document rewritten in another key order is no change."""
+    return [c for c in change.columns if not same_value(change.before.get(c), change.after[c])]
+
+
+def _changes_values(table: TableDiff) -> bool:
+    return bool(table.added or table.removed) or any(map(_changed_values, table.changed))
 
 
 def _key(row: dict[str, Any], key_columns: list[str]) -> Any:

@@ -41,15 +41,24 @@ YES_PATTERN = rf"\b({_YES_WORDS})\b|^[\W_]*({_OPENING_YES})\b"
 """The default ``confirmed.yes``, on normalised text: the scripted user's "Yes, please go
 ahead." and the usual ways a person agrees ("Sure", "OK", "Please proceed", "Sounds good",
 "Absolutely", "Of course", "Confirm")."""
-_IDIOMS = r"(?! (problem|problems|worries|rush|hurry)\b)"
-"""After "no": reassurance, not refusal ("Yes, no problem", "Yes please, no rush")."""
+_ITEM = r"(it|them|these|those|one|ones)"
+_REASON = (
+    r"((fit|fits|fitted|work|works|worked)\b|(need|needed|use|used|wear|wore|want|wanted|like|"
+    rf"liked)( {_ITEM})?( any ?more| at all)?(?=[.,;:!)]|$| (anyway|either|though|now)\b))"
+)
+"""What a customer says of the item when saying yes: the reason for the change ("I no longer
+need it", "I don't want them anymore", "they never fit", "it doesn't work"), not a refusal of
+the change ("I don't want it refunded", "I don't need the refund", "I never said yes")."""
+_IDIOMS = rf"(?! (problem|problems|worries|rush|hurry)\b)(?! longer {_REASON})"
+"""After "no": reassurance, not refusal ("Yes, no problem", "Yes please, no rush"), nor the
+reason for the change ("Yes, I no longer need it")."""
 _TERMS = (
     r"\b(instead|only if|as long as|unless|on condition|otherwise|if not)\b"
     r"|\bprovided (that|it|you|they)\b|\bprefer (the|my|a|an|to|it to|if)\b"
     r"|\brather (than|you|have|get|use|keep|the|my|a|an|it|go|do)\b"
     r"|\bbut (please )?(not|first|use|to (my|the|a|your))\b"
     r"|\b(let me|i'll|i will|i need to|i have to|i want to|i'd like to|i must) "
-    r"(think (about|it over)|check with|ask my|consult|(talk|speak) (to|with) my)\b"
+    r"(think|check with|ask my|consult|(talk|speak) (to|with) my)\b"
     r"|\b(before|if|until|when|once) (i|we) (say|agree|confirm|decide)\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
@@ -57,8 +66,9 @@ to my PayPal instead", "I'd prefer the gift card"), a condition ("only if", "as 
 shoes", "Can it go to PayPal? Otherwise yes") or a decision put off ("let me check with my wife
 first", "Before I say yes, is it the full price?")."""
 NO_PATTERN = (
-    rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|sure|ok|okay|right|correct|agreed)|never|"
-    r"(do not|don't|dont)(?! (worry|mind))|hold (on|off)|stop|never ?mind|scratch that|"
+    rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
+    rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})|hold (on|off)|"
+    r"stop|never ?mind|scratch that|"
     r"forget (it|that|about it)|changed? (my|our) minds?|(on )?second thoughts?|"
     r"(absolutely|definitely|certainly|of course) not)\b"
     rf"|(?<!can't )\bwait\b|^[^.!?]*\b({_YES_WORDS}|{_OPENING_YES})\s*\?"

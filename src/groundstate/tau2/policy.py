@@ -8,7 +8,8 @@ Stated as hard constraints, from ``policy.md``:
 * check an order's status before changing it (``status-read-before-*``): "you should check
   its status before taking the action";
 * explicit confirmation before each write, by a question that names what the policy says
-  the user confirms (``confirmed-*``);
+  the user confirms (``confirmed-*``), a cancellation's reason in any words
+  (``cancel-reason-confirmed``);
 * make nothing up: the ids a change uses were shown by the user or a tool (``known-ids``).
 
 Not stated (a judge or a model-driven user would be needed): denying out-of-policy requests
@@ -30,7 +31,7 @@ ADDRESS_NAMES = [f"args.{part}" for part in ("address1", "address2", "city", "st
 always USA in τ²'s data, and an agent need not say it."""
 
 CONFIRMED_NAMES: dict[str, list[str]] = {
-    "cancel_pending_order": ["args.order_id", "args.reason"],
+    "cancel_pending_order": ["args.order_id"],
     "modify_pending_order_address": ["args.order_id", *ADDRESS_NAMES],
     "modify_pending_order_items": ["args.order_id"],
     "modify_pending_order_payment": ["args.order_id"],
@@ -39,7 +40,8 @@ CONFIRMED_NAMES: dict[str, list[str]] = {
     "exchange_delivered_order_items": ["args.order_id"],
 }
 """What each change's confirmation must name: the order (the policy: "the user needs to
-confirm the order id"), a cancellation's reason, a new address. Items and payment methods are
+confirm the order id"), a new address (a cancellation's reason, in any words, is checked by
+``cancel-reason-confirmed``). Items and payment methods are
 left to the agent's wording (an item's id is rarely read out), and checked on the state. So
 a yes to an earlier question about the same order also covers a later change to it (the
 audit lists those survivors)."""
@@ -82,6 +84,13 @@ def constraint_sets() -> dict[str, list[dict[str, Any]]]:
             *[_status_read_before(tool) for tool in ORDER_WRITES],
             *[_confirmed(tool, names) for tool, names in CONFIRMED_NAMES.items()],
             {
+                "id": "cancel-reason-confirmed",
+                "description": "A cancellation records the reason its confirmation stated, in "
+                "any words ('since you no longer need it'), and the question stated no other "
+                "(the policy: the user confirms the order id and the reason).",
+                "check": "checks.py:cancel_reason_confirmed",
+            },
+            {
                 "id": "known-ids",
                 "description": "Every id a change uses was shown before by the user or a "
                 "tool: nothing is made up.",
@@ -108,13 +117,33 @@ def _status_read_before(tool: str) -> dict[str, Any]:
     }
 
 
+CONFIRMED_ASKS: dict[str, str] = {
+    "cancel_pending_order": r"\b(cancel|call off|void)",
+    "modify_pending_order_address": r"\b(address|ship|deliver|send)",
+    "modify_pending_order_items": r"\b(modif|chang|swap|switch|replac|exchang|upgrad)",
+    "modify_pending_order_payment": r"\b(payment|pay with|paying|billing|charg|card|paypal)",
+    "modify_user_address": r"\b(default|profile|account|on file|saved|primary)",
+    "return_delivered_order_items": r"\b(return|refund|send (it |them )?back|money back)",
+    "exchange_delivered_order_items": r"\b(exchang|swap|replac|switch)",
+}
+"""The kind of change each confirmation must ask about (``confirmed.asks``), in the usual words:
+the order id alone does not tell a change of a pending order's address from one of its
+payment method, so a yes to one licensed the other. (An item change is asked by its verb
+alone, "change the lamp to the blue one", so "change the address" asks it too.)"""
+
+
 def _confirmed(tool: str, names: list[str]) -> dict[str, Any]:
     return {
         "id": f"confirmed-{tool}",
-        "description": f"Each {tool} answers the user's explicit yes to a question naming "
+        "description": f"Each {tool} answers the user's explicit yes to a question about "
+        "that kind of change naming "
         + ", ".join(name.removeprefix("args.") for name in names)
         + ".",
-        "confirmed": {"change": {"tool": tool, "ok": True}, "names": names},
+        "confirmed": {
+            "change": {"tool": tool, "ok": True},
+            "names": names,
+            "asks": CONFIRMED_ASKS[tool],
+        },
     }
 
 

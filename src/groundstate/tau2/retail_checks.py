@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from groundstate.grading.constraints import normalise
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 Evidence = tuple[bool, dict[str, Any]]
@@ -119,6 +120,44 @@ def known_ids(trace: list[AgentEvent], s0: Any) -> Evidence:
                 }
         if event.ok:
             seen.append(event.output if isinstance(event.output, str) else _text(event.output))
+    return True, {}
+
+
+REASON_WORDS = {
+    "no longer needed": re.compile(
+        r"\bno longer (need|want|require)|\b(do not|don't|dont) (need|want)|\bnot needed\b"
+        r"|\bunneeded\b|\bno (need|use) for\b"
+        r"|\b(need|want) (it|them|this|these) (any ?more|no more)"
+    ),
+    "ordered by mistake": re.compile(r"\bmistake|\bby accident|\baccidental|\bin error\b"),
+}
+"""How a person says each cancellation reason the tool takes, on normalised text."""
+
+
+def cancel_reason_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
+    """A cancellation records the reason its confirmation stated, in any words, and the
+    question stated no other.
+
+    Policy: "The user needs to confirm the order id and the reason (either 'no longer needed'
+    or 'ordered by mistake')". The question is the agent's last message before the call (the
+    ``confirmed-cancel_pending_order`` constraint checks the user's yes to it): "... since you
+    no longer need it" states the reason as well as "with the reason 'no longer needed'"."""
+    question = ""
+    for event in trace:
+        if isinstance(event, MessageEvent):
+            if event.role == "agent" and not event.final:
+                question = normalise(event.text or "")
+            continue
+        if event.tool != "cancel_pending_order" or not event.ok or not isinstance(event.args, dict):
+            continue
+        said = sorted(reason for reason, words in REASON_WORDS.items() if words.search(question))
+        recorded = event.args.get("reason")
+        if said != [recorded]:
+            stated = " and ".join(repr(r) for r in said) if said else "no reason"
+            problem = (
+                f"step {event.step} records {recorded!r}; the question before it stated {stated}"
+            )
+            return False, {"problems": [problem], "offending_step": event.step}
     return True, {}
 
 

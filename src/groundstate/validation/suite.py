@@ -22,7 +22,7 @@ from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 10
+VALIDATOR_REVISION = 11
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -35,7 +35,9 @@ of the oracle joins ``grader_determinism``, a solution acting after its user dec
 prove the task, and fixtures calling ``random()`` or reading the wall clock are refused; 8:
 the library's grading again: cells compared by type as the state hash compares them, SQL
 ``date('now')`` on the task's clock, the unittest runner's own names and the standard
-library's modules guarded, the constraint language's yes with the customer's own terms)."""
+library's modules guarded, the constraint language's yes with the customer's own terms; 11:
+the library's grading: a yes giving the customer's reason in negative words, JSON documents
+and float noise in state diffs)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

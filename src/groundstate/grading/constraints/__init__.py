@@ -17,7 +17,7 @@ from typing import Any
 from groundstate.grading import outcome
 from groundstate.grading.constraints._dialogue import confirmed, provenance
 from groundstate.grading.constraints._history import no_undo
-from groundstate.grading.constraints._index import TraceIndex
+from groundstate.grading.constraints._index import TraceIndex, requested_at
 from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._order import at_least, at_most, before, never
 from groundstate.grading.constraints._python import python_checks
@@ -50,7 +50,8 @@ def evaluate_constraints(
     Model calls are left out: constraints are about what the agent did and was told.
     """
     actions = agent_events(events)
-    index = TraceIndex(actions)  # one index of the trace for all the declarative ones
+    # one index of the trace for all the declarative ones
+    index = TraceIndex(actions, requested_at(events))
     python = [c for c in constraints if isinstance(c, PythonConstraint)]
     # The Python ones go to a thread together, each on its copy of one image of the trace;
     # the limit is read at call time: one for every grader (set in grading.outcome).

@@ -26,6 +26,8 @@ class _Confirmation:
     question: MessageEvent
     answer: MessageEvent
     yes: bool = True
+    at: int = -1
+    """The answer's index in the trace."""
 
     def unnamed(self, values: list[str]) -> list[str]:
         text = normalise(self.question.text or "")
@@ -49,26 +51,26 @@ def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult
     # The dialogue after the last change cannot confirm anything: the walk stops there.
     for i, event in enumerate(index.events[: max(changes) + 1]):
         if i in changes:
-            verdict = _check_change(constraint, event, answers)
+            verdict = _check_change(constraint, event, answers, index.requested.get(i))
             if verdict is not None:
                 return verdict
         said = True if i in yes else (False if i in no else None)
         if question is None and said is False and asked is not None:
-            _track_second_thoughts(event, asked, answers)
-        question = _track(event, said, question, answers)
+            _track_second_thoughts(event, asked, answers, i)
+        question = _track(event, said, question, answers, i)
         if isinstance(event, MessageEvent) and event.role == "agent" and not event.final:
             asked = event
     return passed(constraint.id, "confirmed")
 
 
 def _track_second_thoughts(
-    event: AgentEvent, asked: MessageEvent, answers: list[_Confirmation]
+    event: AgentEvent, asked: MessageEvent, answers: list[_Confirmation], at: int
 ) -> None:
     """A no in a user message the agent did not ask for ("Yes, go ahead." then "Wait, hold
     off."): words taking a yes back answer the agent's last message, so the yes before them
     no longer stands. Any other unprompted no ("Oh, and no receipt") answers nothing."""
     if isinstance(event, MessageEvent) and event.role == "user" and _takes_back(event):
-        answers.append(_Confirmation(asked, event, yes=False))
+        answers.append(_Confirmation(asked, event, yes=False, at=at))
 
 
 def _track(
@@ -76,16 +78,17 @@ def _track(
     says_yes: bool | None,
     question: MessageEvent | None,
     answers: list[_Confirmation],
+    at: int,
 ) -> MessageEvent | None:
     """Follow the dialogue; return the agent message still waiting for the user's reply.
 
-    *says_yes*: the event is a user's yes (True), no (False), or neither (None)."""
+    *says_yes*: the event (at index *at*) is a user's yes (True), no (False), or neither."""
     if isinstance(event, ToolCallEvent) or event.text is None:
         return None
     if event.role == "agent":
         return None if event.final else event
     if question is not None and says_yes is not None:
-        answers.append(_Confirmation(question, event, says_yes))
+        answers.append(_Confirmation(question, event, says_yes, at))
     return None  # only the next user message answers a question
 
 
@@ -99,10 +102,15 @@ def _replies(rule: ConfirmedRule, index: TraceIndex) -> tuple[frozenset[int], fr
 
 
 def _check_change(
-    constraint: ConfirmedConstraint, change: AgentEvent, answers: list[_Confirmation]
+    constraint: ConfirmedConstraint,
+    change: AgentEvent,
+    answers: list[_Confirmation],
+    requested: int | None = None,
 ) -> CheckResult | None:
-    """None when a confirmation covers *change*, and no later no took it back (a no to a
-    question naming all its values, or to a message that asks nothing); else the failure."""
+    """None when a confirmation covers *change*, no later no took it back (a no to a
+    question naming all its values, or to a message that asks nothing), and the model asked
+    for the change after a covering yes (*requested*: where the model response that asked
+    for it came, when one did); else the failure."""
     rule = constraint.confirmed
     named = {path: resolve(change, path) for path in rule.names}
     missing = [path for path, values in named.items() if values is None]
@@ -119,7 +127,11 @@ def _check_change(
         return _narrowed(constraint, change, covering[-1])
     if covering and covering[-1].yes:
         objection = _objection(answers, covering[-1])
-        return None if objection is None else _objected(constraint, change, objection)
+        if objection is not None:
+            return _objected(constraint, change, objection)
+        if requested is None or any(a.yes and a.at < requested for a in covering):
+            return None
+        return _unheard(constraint, change, covering[-1], requested)
     if covering and any(a.yes for a in covering):
         return _taken_back(constraint, change, values, covering[-1])
     confirmations = [a for a in answers if a.yes]
@@ -149,13 +161,27 @@ _NARROWING = re.compile(r"\b(just|only) (the|my|for the|to the)\b|\bthe \w+( \w+
 _WORD = re.compile(r"[^\W\d_]{4,}")
 
 
+# A yes that leaves part of what was asked out ("Yes, except the bottle", "Yes, but keep the
+# bottle", "Yes, not the socks though"): the changes named by the words after it (up to four,
+# up to a preposition: "keep the refund on my Visa" leaves out the refund, not the Visa) are
+# not confirmed, the others are.
+_EXCLUDING = re.compile(
+    r"\b(except( for)?|apart from|other than|minus|without|not|leave|leaving|keep|keeping) "
+    r"the (?P<rest>((?!(on|to|onto|in|for|with|and|but|or)\b)[\w'-]+ ?){1,4})"
+)
+
+
 def _narrowed_away(yes: _Confirmation, values: list[str]) -> bool:
-    """Whether *yes* keeps to part of its question and names none of *values*."""
+    """Whether *yes* keeps to part of its question and names none of *values*, or leaves out
+    a part that names one of them."""
     answer = normalise(yes.answer.text or "")
+    words = {word for value in values for word in _WORD.findall(normalise(value))}
+    left_out = {w for m in _EXCLUDING.finditer(answer) for w in _WORD.findall(m.group("rest"))}
+    if words & left_out:
+        return True
     if _NARROWING.search(answer) is None:
         return False
-    said = set(_WORD.findall(answer))
-    return not any(word in said for value in values for word in _WORD.findall(normalise(value)))
+    return not words & set(_WORD.findall(answer))
 
 
 def _narrowed(
@@ -163,7 +189,7 @@ def _narrowed(
 ) -> CheckResult:
     problem = (
         f"{label(change)} was not confirmed: the user's yes at step {yes.answer.step} kept to "
-        "part of the question and names nothing of this change"
+        "part of the question, leaving this change out"
     )
     return failed(constraint.id, "confirmed", change, problem, narrowed=_describe(yes, []))
 
@@ -241,6 +267,25 @@ def _objected(
         "nothing"
     )
     return failed(constraint.id, "confirmed", change, problem, refused=_describe(objection, []))
+
+
+def _unheard(
+    constraint: ConfirmedConstraint, change: AgentEvent, yes: _Confirmation, requested: int
+) -> CheckResult:
+    """The model asked for *change* in the response that also put the question (or earlier):
+    the call came after the yes, but was not decided on it, and would have come after a no."""
+    problem = (
+        f"{label(change)} was not confirmed: the model asked for it before the user's yes at "
+        f"step {yes.answer.step} (in the response that came before trace event {requested}), "
+        "so the call did not wait for the answer"
+    )
+    return failed(
+        constraint.id,
+        "confirmed",
+        change,
+        problem,
+        unheard=_describe(yes, []) | {"requested_at": requested},
+    )
 
 
 def _describe(confirmation: _Confirmation, values: list[str]) -> dict[str, Any]:

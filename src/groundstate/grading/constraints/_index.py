@@ -12,14 +12,19 @@ from collections.abc import Sequence
 
 from groundstate.grading.constraints._match import compiled
 from groundstate.spec.constraints import Match
-from groundstate.trace import AgentEvent, MessageEvent
+from groundstate.trace import AgentEvent, MessageEvent, ModelCallEvent, ToolCallEvent, TraceEvent
 
 
 class TraceIndex:
     """The steps of one trace by tool and by role, and the steps each match selects."""
 
-    def __init__(self, events: Sequence[AgentEvent]) -> None:
+    def __init__(
+        self, events: Sequence[AgentEvent], requested: dict[int, int] | None = None
+    ) -> None:
         self.events = list(events)
+        self.requested = requested or {}
+        """Tool-call index -> the index of the first event after the model call that asked for
+        it (see :func:`requested_at`); calls no recorded model call asked for are absent."""
         self._calls: list[int] = []
         self._by_tool: dict[str, list[int]] = {}
         self._by_role: dict[str, list[int]] = {}
@@ -62,3 +67,29 @@ class TraceIndex:
         if match.tool in (None, "*"):
             return self._calls
         return self._by_tool.get(match.tool, [])
+
+
+def requested_at(trace: Sequence[TraceEvent]) -> dict[int, int]:
+    """For each tool call a recorded model response asked for, where that response came, as
+    the index (among the trace's events without model calls) of the first event after it.
+
+    A model that asks the user and acts in one response (``talk_to_user`` and ``refund_item``
+    together) has the call made after the user's reply, but decided before it: the trace
+    reads question, yes, call, and only the model call shows the call was not waiting for
+    the yes. A call is paired with the latest model response that listed its tool and has
+    not been paired up to that many calls of it."""
+    found: dict[int, int] = {}
+    pending: list[str] = []
+    at = -1  # where the latest model response came
+    index = 0
+    for event in trace:
+        if isinstance(event, ModelCallEvent):
+            if event.response is not None and event.response.tool_calls:
+                pending = [call.name for call in event.response.tool_calls]
+                at = index
+            continue
+        if isinstance(event, ToolCallEvent) and event.tool in pending:
+            pending.remove(event.tool)
+            found[index] = at
+        index += 1
+    return found
