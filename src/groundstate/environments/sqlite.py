@@ -224,8 +224,6 @@ class SqliteEnvironment(ClosesOnExit):
     """The live file's change counter after the last commit the harness saw."""
     _changes: int
     """The agent connection's change count after the last tool call."""
-    _blobs = 0
-    """The agent connection's count of opened blobs when the tracking last looked."""
 
     def __init__(
         self,
@@ -521,7 +519,9 @@ class SqliteEnvironment(ClosesOnExit):
         )
         policy = (self._baseline.image_digest, tuple(sorted(self._permissions.items())))
         self._allowed = _ALLOWED.setdefault(policy, set())
-        self._agent.harness_settings(self._authorize, (self._past_deadline, PROGRESS_STEPS))
+        self._agent.harness_settings(
+            self._authorize, (self._past_deadline, PROGRESS_STEPS), self._python_denied
+        )
         self._agent.harness_plain(_AGENT_LIMITS)
 
     def _fingerprint(self) -> tuple[object, ...]:
@@ -592,7 +592,6 @@ class SqliteEnvironment(ClosesOnExit):
         file's change counter moved since the last commit the harness saw). Returns the
         file's change counter."""
         version = self._file.change_counter()
-        # (a blob opened counts: a blob write fires no trigger, so the log missed it)
         if version < 0 or version != self._version or self._moved():
             self._tracker.complete = False
         return version
@@ -619,19 +618,16 @@ class SqliteEnvironment(ClosesOnExit):
         return None
 
     def _moved(self) -> bool:
-        """Whether the agent's connection wrote a row or opened a blob since the last sync."""
-        return self._agent.total_changes != self._changes or self._agent.blobs != self._blobs
+        """Whether the agent's connection wrote a row since the last sync."""
+        return self._agent.total_changes != self._changes
 
     def _synced(self, allowed: range | None = None) -> None:
         """Note the file's change counter and the agent's change count after a commit of the
         harness's (*allowed*: the counter moves it may have made; None: no check)."""
         version = self._file.change_counter()
-        if allowed is not None and (
-            version - self._version not in allowed or self._agent.blobs != self._blobs
-        ):
+        if allowed is not None and (version - self._version not in allowed):
             self._tracker.complete = False
         self._version, self._changes = version, self._agent.total_changes
-        self._blobs = self._agent.blobs
 
     def evaluator_view(self) -> SqliteView:
         return SqliteView(self._lease)
@@ -865,6 +861,12 @@ class SqliteEnvironment(ClosesOnExit):
         if table.lower() in _HIDDEN_TABLES:
             return False
         return table.lower() != "sqlite_master" or column == "ROWID"
+
+    def _python_denied(self, action: str) -> None:
+        """Record a denial of what a tool's Python asked of the agent's connection (see
+        :class:`~groundstate.environments.sqlite_live.AgentConnection`)."""
+        if not self._trusted:
+            self._verdict(False, action)
 
     def _verdict(self, allowed: bool, action: str) -> int:
         if allowed:
