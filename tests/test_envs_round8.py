@@ -104,3 +104,66 @@ def test_a_blob_read_the_permissions_allow_still_works(env: SqliteEnvironment) -
     with env.tool_transaction() as effects:
         assert _blob("items", "data", readonly=True)(env.agent_db) == b"\x01\x02"
     assert effects.denied == [] and effects.writes == []
+
+
+PYTHON_SETTINGS: dict[str, Callable[[sqlite3.Connection], Any]] = {
+    "transactions": lambda db: setattr(db, "isolation_level", "DEFERRED"),
+    "rows": lambda db: setattr(db, "row_factory", sqlite3.Row),
+    "text": lambda db: setattr(db, "text_factory", bytes),
+    "a collation": lambda db: db.create_collation("NOCASE", lambda a, b: 0),
+}
+
+
+@pytest.mark.parametrize("setting", PYTHON_SETTINGS, ids=str)
+def test_what_a_tools_python_set_on_the_connection_does_not_outlive_a_reset(
+    env: SqliteEnvironment, setting: str
+) -> None:
+    """Validation resets one environment between calls. Before: Python's implicit
+    transactions made the next attempt's first call fail ("cannot start a transaction within a
+    transaction", an environment failure), and a row factory, a text factory or a collation of
+    an earlier attempt's tool answered the next attempt's queries."""
+    with env.tool_transaction():
+        PYTHON_SETTINGS[setting](env.agent_db)
+        env.agent_db.execute("UPDATE items SET name = 'nib' WHERE id = 1")
+    env.reset()
+    with env.tool_transaction():
+        db = env.agent_db
+        db.execute("SAVEPOINT s")
+        db.execute("UPDATE items SET name = 'Ink' WHERE id = 1")
+        db.execute("RELEASE s")
+        db.execute("INSERT INTO items VALUES (2, 'cap', NULL)")
+        names = db.execute("SELECT name FROM items ORDER BY name COLLATE NOCASE").fetchall()
+    assert names == [("cap",), ("Ink",)]
+    assert type(names[0]) is tuple
+
+
+@pytest.mark.parametrize("setting", ["transactions", "rows", "text"])
+def test_a_tools_python_settings_are_its_own_within_the_attempt(
+    env: SqliteEnvironment, setting: str
+) -> None:
+    """Before: ``row_factory = sqlite3.Row`` in a tool that wrote made reading the write log
+    fail (the call an environment failure); ``isolation_level = 'DEFERRED'`` made the next
+    call fail before the tool ran. The tool's setting stays for its own queries."""
+    for name in ("ink", "nib"):
+        with env.tool_transaction() as effects:
+            PYTHON_SETTINGS[setting](env.agent_db)
+            env.agent_db.execute("UPDATE items SET name = ? WHERE id = 1", (name,))
+            row = env.agent_db.execute("SELECT name FROM items").fetchone()
+        assert [write.after for write in effects.writes] == [
+            {"id": 1, "name": name, "data": b"\1\2"}
+        ]
+    assert row[0] == (b"nib" if setting == "text" else "nib")
+    assert type(row) is (sqlite3.Row if setting == "rows" else tuple)
+
+
+def test_a_blob_replaced_by_the_text_of_its_hex_digits_is_a_write(
+    env: SqliteEnvironment,
+) -> None:
+    """The write log read a blob back as its hex text: ``x'0102'`` and ``'0102'`` were the
+    same, so the call had no write while the state hash and the diff saw the change."""
+    with env.tool_transaction() as effects:
+        env.agent_db.execute("UPDATE items SET data = '0102' WHERE id = 1")
+    assert [(write.before, write.after) for write in effects.writes] == [
+        ({"id": 1, "name": "pen", "data": b"\x01\x02"}, {"id": 1, "name": "pen", "data": "0102"})
+    ]
+    assert env.diff_from_initial().tables["items"].changed[0].columns == ["data"]
