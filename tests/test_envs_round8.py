@@ -9,19 +9,28 @@ back, nothing changes, and the permissions still hold for the next call."""
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from groundstate.environments.base import (
+    Snapshot,
+    TableState,
+    cell_key,
+    diff_snapshots,
+    same_cell,
+)
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import PermissionDenied
-from groundstate.spec.task import Permissions
+from groundstate.grading.outcome import States, evaluate_assertions
+from groundstate.spec.task import DiffAssertion, Permissions
 
 FIXTURE = """
 CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, data BLOB);
@@ -167,3 +176,61 @@ def test_a_blob_replaced_by_the_text_of_its_hex_digits_is_a_write(
         ({"id": 1, "name": "pen", "data": b"\x01\x02"}, {"id": 1, "name": "pen", "data": "0102"})
     ]
     assert env.diff_from_initial().tables["items"].changed[0].columns == ["data"]
+
+
+# --- rows of a table without a primary key: one notion of "the same content" -------------------
+
+VARIANTS = [
+    None,
+    "",
+    "a",
+    "a ",
+    "A",
+    "\u00e9",  # é, composed
+    "e\u0301",  # é, decomposed: another text
+    1,
+    1.0,
+    "1",
+    b"1",
+    True,
+    0.0,
+    -0.0,
+    math.nan,
+    math.inf,
+    2**63,
+    float(2**63),
+    2**70,
+]
+PAIRS = [(a, b) for a in VARIANTS for b in VARIANTS]
+
+
+def _log(rows: dict[int, Any]) -> Snapshot:
+    return Snapshot(
+        tables={
+            "log": TableState(
+                columns=["rowid", "x"],
+                key=["rowid"],
+                rows={str(rowid): {"rowid": rowid, "x": x} for rowid, x in rows.items()},
+            )
+        }
+    )
+
+
+def test_a_moved_row_and_a_twin_are_the_same_content_exactly_when_their_cells_are() -> None:
+    """The diff leaves out a row of a table without a key that only moved to another rowid,
+    and a ``state_diff`` takes a twin for the row it names: both must call two rows the same
+    exactly when the state hash (``same_cell``) does. (They used two notions, JSON of typed
+    values and ``same_row``; now both use ``row_content``.)"""
+    assertion = DiffAssertion.model_validate(
+        {"id": "d", "state_diff": {"log": {"removed": [1]}}, "nothing_else_changed": True}
+    )
+    view = cast(Any, None)
+    for a, b in PAIRS:
+        same = same_cell(a, b)
+        assert (cell_key(a) == cell_key(b)) is same, (a, b)
+        assert diff_snapshots(_log({1: a}), _log({2: b})).is_empty() is same, (a, b)
+        initial = _log({1: a, 2: b})
+        diff = diff_snapshots(initial, _log({1: a}))  # the agent deleted row 2
+        states = States(view, view, initial, diff, Path("."))
+        (result,) = evaluate_assertions([assertion], states)
+        assert result.passed is same, (a, b)
