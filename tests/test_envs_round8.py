@@ -28,7 +28,7 @@ from groundstate.environments.base import (
     same_cell,
 )
 from groundstate.environments.sqlite import SqliteEnvironment
-from groundstate.errors import PermissionDenied
+from groundstate.errors import EnvironmentFailure, PermissionDenied
 from groundstate.grading.outcome import States, evaluate_assertions
 from groundstate.spec.task import DiffAssertion, Permissions
 
@@ -234,3 +234,18 @@ def test_a_moved_row_and_a_twin_are_the_same_content_exactly_when_their_cells_ar
         states = States(view, view, initial, diff, Path("."))
         (result,) = evaluate_assertions([assertion], states)
         assert result.passed is same, (a, b)
+
+
+@pytest.mark.parametrize("index", ["", "CREATE UNIQUE INDEX u ON log(v COLLATE NOCASE);"])
+def test_a_keyless_table_with_a_column_named_rowid_is_refused_at_build(
+    tmp_path: Path, index: str
+) -> None:
+    """The column hid SQLite's rowid, which keys a table without a primary key: two rows with
+    the same value in it were one row of the snapshot, and an agent's change to the other one
+    was missing from the diff while the state hash saw it."""
+    fixture = tmp_path / "log.sql"
+    fixture.write_text(
+        f"CREATE TABLE log (RowId TEXT, v); {index} INSERT INTO log VALUES ('a', 1);"
+    )
+    with pytest.raises(EnvironmentFailure, match=r"log\.sql: table 'log' .* column named rowid"):
+        SqliteEnvironment(fixture, clock=datetime(2024, 1, 1))
