@@ -249,3 +249,27 @@ def test_a_keyless_table_with_a_column_named_rowid_is_refused_at_build(
     )
     with pytest.raises(EnvironmentFailure, match=r"log\.sql: table 'log' .* column named rowid"):
         SqliteEnvironment(fixture, clock=datetime(2024, 1, 1))
+
+
+def test_postgres_writes_give_a_blob_as_bytes_as_the_diff_does(tmp_path: Path) -> None:
+    """Both kinds' writes gave a BLOB as its hex text while their diffs gave bytes."""
+    pytest.importorskip("psycopg", reason="the postgres extra (psycopg) is not installed")
+    from groundstate.environments.postgres import PostgresEnvironment
+
+    from .test_postgres import needs_postgres
+
+    needs_postgres()
+    fixture = tmp_path / "pg.sql"
+    fixture.write_text(
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, data BLOB);"
+        "INSERT INTO items VALUES (1, x'0102');"
+    )
+    with PostgresEnvironment(fixture, clock=datetime(2024, 1, 1)) as env:
+        env.reset()
+        with env.tool_transaction() as effects:
+            env.agent_db.execute("UPDATE items SET data = ?", (b"0102",))
+        changed = diff_snapshots(env.initial_view().snapshot(), env.snapshot())
+    (write,) = effects.writes
+    (change,) = changed.tables["items"].changed
+    assert (write.before, write.after) == (change.before, change.after)
+    assert write.after == {"id": 1, "data": b"0102"}
