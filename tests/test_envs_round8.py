@@ -29,8 +29,11 @@ from groundstate.environments.base import (
 )
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import EnvironmentFailure, PermissionDenied
+from groundstate.grading.constraints._history import no_undo
 from groundstate.grading.outcome import States, evaluate_assertions
+from groundstate.spec.constraints import NoUndoConstraint
 from groundstate.spec.task import DiffAssertion, Permissions
+from groundstate.trace import ToolCallEvent
 
 FIXTURE = """
 CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, data BLOB);
@@ -273,3 +276,16 @@ def test_postgres_writes_give_a_blob_as_bytes_as_the_diff_does(tmp_path: Path) -
     (change,) = changed.tables["items"].changed
     assert (write.before, write.after) == (change.before, change.after)
     assert write.after == {"id": 1, "data": b"0102"}
+
+
+def test_no_undo_tells_a_blob_from_the_text_of_its_repr(env: SqliteEnvironment) -> None:
+    """A call's writes give a blob as bytes now; ``no_undo`` keyed values by ``str`` of them,
+    so the text ``"b'ink'"`` written over what a blob ``b'ink'`` became was its undoing."""
+    events: list[Any] = []
+    for step, value in enumerate([b"ink", "z", "b'ink'"]):
+        with env.tool_transaction() as effects:
+            env.agent_db.execute("UPDATE items SET data = ? WHERE id = 1", (value,))
+        call = {"step": step, "tool": "t", "args": {}, "ok": True, "duration_ms": 1, "at": 0}
+        events.append(ToolCallEvent.model_validate({**call, "writes": effects.writes}))
+    constraint = NoUndoConstraint.model_validate({"id": "u", "no_undo": None})
+    assert no_undo(constraint, events).passed
