@@ -85,6 +85,7 @@ PAST_THE_AUTHORIZER: dict[str, Callable[[sqlite3.Connection], Any]] = {
     "backup": lambda db: db.backup(sqlite3.connect(":memory:")),
     "deserialize": lambda db: db.deserialize(_EMPTY_IMAGE),
     "enable_load_extension": lambda db: db.enable_load_extension(True),
+    "executescript": lambda db: db.executescript("UPDATE items SET name = 'x';"),
 }
 
 

@@ -196,7 +196,8 @@ class AgentConnection(WatchedConnection):
     call's writes vanish), loading an extension, replacing the database (``deserialize``),
     copying it out (``backup`` reads every table, those the agent may not read included), a
     blob opened for writing (no trigger sees a blob write: the call showed no write, and a
-    read-only table was written) and a blob read of a table the agent may not read."""
+    read-only table was written), a blob read of a table the agent may not read, and
+    ``executescript`` (Python commits the call's transaction before the script)."""
 
     _authorizer: Callable[..., int] = staticmethod(lambda *_: sqlite3.SQLITE_DENY)
     _deny: Callable[[str], object] = staticmethod(lambda action: None)
@@ -222,6 +223,11 @@ class AgentConnection(WatchedConnection):
 
     def backup(self, *args: Any, **kwargs: Any) -> None:
         self._refuse("backup")
+
+    def executescript(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        # Python commits an open transaction before a script: the call's own, which the
+        # authorizer then refused as "transaction COMMIT", a denial no tool author could read.
+        self._refuse("executescript (it would commit the call's transaction: use execute)")
 
     def create_function(self, *args: Any, **kwargs: Any) -> None:
         self._own_name(args[0] if args else kwargs.get("name"))
