@@ -256,8 +256,6 @@ LEFTOVERS: dict[str, Callable[[SqliteEnvironment], None]] = {
     "a function": _in_a_tool(lambda db: db.create_function("leak", 0, lambda: 1)),
     "an aggregate": _in_a_tool(lambda db: db.create_aggregate("leak", 0, object)),
     "a collation": _in_a_tool(lambda db: db.create_collation("leak", lambda a, b: 0)),
-    "an authorizer": _in_a_tool(lambda db: db.set_authorizer(None)),
-    "a progress handler": _in_a_tool(lambda db: db.set_progress_handler(None, 0)),
     "a limit": _in_a_tool(lambda db: db.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 100)),
     "a statement still reading": _in_a_tool(_reading_on),
     # Past the authorizer, as if it had a hole: each must still be caught.

@@ -28,7 +28,7 @@ from groundstate.environments.sqlite_state import (
     row_digest,
     table_hash,
 )
-from groundstate.errors import EnvironmentFailure, ResetCheckFailed
+from groundstate.errors import EnvironmentFailure, PermissionDenied, ResetCheckFailed
 from groundstate.spec.canonical import hash_value
 
 CLOCK = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
@@ -356,19 +356,17 @@ def test_cascades_into_a_table_read_whole_only_when_written_are_not_missed(
         _assert_tracked(env)
 
 
-def test_a_blob_written_in_place_is_not_missed(fixture_path: Path) -> None:
-    # A blob write fires no trigger: the write log cannot see it, so the tracking gives up.
+def test_a_blob_written_in_place_is_refused(fixture_path: Path) -> None:
+    # A blob write fires no trigger: the call's writes could not show it, so it is refused
+    # (tests/test_envs_round8.py has the other ways past the authorizer).
     with SqliteEnvironment(fixture_path, clock=CLOCK) as env:
-        env.reset()
-        with env.tool_transaction():
+        initial = env.reset()
+        with pytest.raises(PermissionDenied, match=r"write blob plain\.b"), env.tool_transaction():
             env.agent_db.execute("UPDATE items SET qty = 9 WHERE id = 1")
             with env.agent_db.blobopen("plain", "b", 3) as blob:
                 blob.write(b"\x07")
-        assert not env.tracking_complete
+        assert env.tracking_complete and env.state_hash() == initial
         _assert_tracked(env)
-        assert "plain" in env.diff_from_initial().tables
-        env.reset()
-        assert env.tracking_complete  # a new attempt tracks again
 
 
 @pytest.mark.parametrize(

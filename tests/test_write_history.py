@@ -103,7 +103,7 @@ def test_inserts_and_deletes_have_no_before_or_no_after(env: SqliteEnvironment) 
 
 def test_a_table_without_a_primary_key_is_keyed_by_rowid(env: SqliteEnvironment) -> None:
     effects = _call(env, "UPDATE notes SET body = 'done'")
-    row = {"rowid": 1, "body": "call back", "photo": "00FF"}  # a BLOB is recorded as hex
+    row = {"rowid": 1, "body": "call back", "photo": b"\x00\xff"}  # a BLOB as bytes, as in diffs
     assert effects.writes == [_write("notes", 1, row, row | {"body": "done"})]
 
 

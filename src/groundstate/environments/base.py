@@ -15,7 +15,6 @@ found through :mod:`groundstate.environments.registry`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -58,6 +57,22 @@ def same_cell(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     return repr(a) == repr(b) if isinstance(a, float) else bool(a == b)
+
+
+def cell_key(value: Any) -> tuple[type, Any]:
+    """A hashable value two cells share exactly when :func:`same_cell` calls them the same."""
+    return type(value), repr(value) if isinstance(value, float) else value
+
+
+Content = tuple[tuple[str, tuple[type, Any]], ...]
+"""A row's content, as :func:`row_content` gives it."""
+
+
+def row_content(row: Row) -> Content:
+    """A row's cells but its ``rowid``, as a hashable value: what a row of a table without a
+    primary key is (its ``rowid`` is no part of the state the hash sees). The diff and the
+    ``state_diff`` assertions' twin matching both use it."""
+    return tuple((column, cell_key(value)) for column, value in row.items() if column != "rowid")
 
 
 def same_row(a: Row | None, b: Row | None) -> bool:
@@ -374,31 +389,18 @@ def _moved_rows_left_out(
     swapped contents, are no change (they were a removed and an added row, "collateral
     damage" to a ``nothing_else_changed`` whose state hash had not moved)."""
     gone = [key for key, row in old.items() if not same_row(new.get(key), row)]
-    came: dict[str, list[str]] = {}
+    came: dict[Content, list[str]] = {}
     for key, row in new.items():
         if not same_row(old.get(key), row):
-            came.setdefault(_content(row), []).append(key)
+            came.setdefault(row_content(row), []).append(key)
     if not gone or not came:
         return old, new
     old, new = dict(old), dict(new)
     for key in gone:
-        same = came.get(_content(old[key]))
+        same = came.get(row_content(old[key]))
         if same:
             del old[key], new[same.pop(0)]
     return old, new
-
-
-def _content(row: Row) -> str:
-    """A row's values but its ``rowid``, each with its type (as the state hash tells 1, 1.0
-    and '1' apart)."""
-    return json.dumps(
-        [
-            [column, type(value).__name__, value.hex() if isinstance(value, bytes) else value]
-            for column, value in row.items()
-            if column != "rowid"
-        ],
-        default=str,
-    )
 
 
 def _key_value(row: Row, key_columns: list[str]) -> Any:

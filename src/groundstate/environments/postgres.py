@@ -627,8 +627,8 @@ def _typed(value: Any, pg_type: str) -> Any:
         return None
     if pg_type == "double precision":
         return float(value)
-    if pg_type == "bytea":  # as the SQLite kind logs a blob: hex text
-        return str(value).removeprefix("\\x").upper()
+    if pg_type == "bytea":  # bytes, as the SQLite kind's writes and both kinds' diffs give it
+        return bytes.fromhex(str(value).removeprefix("\\x"))
     return value
 
 

@@ -224,8 +224,6 @@ class SqliteEnvironment(ClosesOnExit):
     """The live file's change counter after the last commit the harness saw."""
     _changes: int
     """The agent connection's change count after the last tool call."""
-    _blobs = 0
-    """The agent connection's count of opened blobs when the tracking last looked."""
 
     def __init__(
         self,
@@ -288,10 +286,13 @@ class SqliteEnvironment(ClosesOnExit):
         reset that did not restore the template raises :class:`ResetCheckFailed`, the
         environment's fault. The first reset of a new environment checks the file its setup
         wrote (or the pool's, restored when it was pooled) rather than writing it again.
-        ``seed`` is accepted for the protocol; a SQLite fixture has no randomness to seed.
+        What a tool's Python set on the agent's connection does not outlive a reset: its
+        factories and transaction handling are put back, and a connection given a function or
+        collation of a tool's is replaced by a new one. ``seed`` is accepted for the protocol;
+        a SQLite fixture has no randomness to seed.
         """
         with self._failing():
-            fresh = self._fresh and not self._agent.in_transaction
+            fresh = self._fresh and not (self._agent.in_transaction or self._agent.meddled)
             if not (fresh and self._restored()):
                 self._restore()
                 if not self._restored():
@@ -300,6 +301,7 @@ class SqliteEnvironment(ClosesOnExit):
                         f"({self._baseline.state_hash[:12]}): the restored file's bytes differ"
                     )
             self._fresh = False
+            self._agent.harness_plain(_AGENT_LIMITS)  # what a tool's Python set goes too
             self._tracker = ChangeTracker(self._baseline)
             self._synced()
             return self._baseline.state_hash
@@ -341,7 +343,7 @@ class SqliteEnvironment(ClosesOnExit):
         """Write the build's bytes into the live file under the open control and agent
         connections (and *evaluator*, kept for the pool), and leave them as new ones would
         be; False where that is not safe."""
-        if not self._opened or self._tainted or self._calls:
+        if not self._opened or self._tainted or self._calls or self._agent.meddled:
             return False
         if self._agent.in_transaction or self._control.in_transaction or not self._unlocked():
             return False
@@ -521,7 +523,9 @@ class SqliteEnvironment(ClosesOnExit):
         )
         policy = (self._baseline.image_digest, tuple(sorted(self._permissions.items())))
         self._allowed = _ALLOWED.setdefault(policy, set())
-        self._agent.harness_settings(self._authorize, (self._past_deadline, PROGRESS_STEPS))
+        self._agent.harness_settings(
+            self._authorize, (self._past_deadline, PROGRESS_STEPS), self._python_denied
+        )
         self._agent.harness_plain(_AGENT_LIMITS)
 
     def _fingerprint(self) -> tuple[object, ...]:
@@ -592,7 +596,6 @@ class SqliteEnvironment(ClosesOnExit):
         file's change counter moved since the last commit the harness saw). Returns the
         file's change counter."""
         version = self._file.change_counter()
-        # (a blob opened counts: a blob write fires no trigger, so the log missed it)
         if version < 0 or version != self._version or self._moved():
             self._tracker.complete = False
         return version
@@ -619,19 +622,16 @@ class SqliteEnvironment(ClosesOnExit):
         return None
 
     def _moved(self) -> bool:
-        """Whether the agent's connection wrote a row or opened a blob since the last sync."""
-        return self._agent.total_changes != self._changes or self._agent.blobs != self._blobs
+        """Whether the agent's connection wrote a row since the last sync."""
+        return self._agent.total_changes != self._changes
 
     def _synced(self, allowed: range | None = None) -> None:
         """Note the file's change counter and the agent's change count after a commit of the
         harness's (*allowed*: the counter moves it may have made; None: no check)."""
         version = self._file.change_counter()
-        if allowed is not None and (
-            version - self._version not in allowed or self._agent.blobs != self._blobs
-        ):
+        if allowed is not None and (version - self._version not in allowed):
             self._tracker.complete = False
         self._version, self._changes = version, self._agent.total_changes
-        self._blobs = self._agent.blobs
 
     def evaluator_view(self) -> SqliteView:
         return SqliteView(self._lease)
@@ -779,19 +779,35 @@ class SqliteEnvironment(ClosesOnExit):
         """The virtual tables' rows, read past the authorizer. Triggers cannot log a virtual
         table's writes, so a call's are its rows before and after compared: this costs a read
         of each virtual table per call (fine for the small search tables of fixtures)."""
-        self._trusted = True
-        try:
-            return {name: table_state(self._agent, name) for name in self._virtual}
-        finally:
-            self._trusted = False
+        with self._as_harness() as agent:
+            return {name: table_state(agent, name) for name in self._virtual}
 
     def _harness(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one of the harness's own statements on the agent connection, past the authorizer."""
+        with self._as_harness() as agent:
+            return agent.execute(sql, params).fetchall()
+
+    @contextmanager
+    def _as_harness(self) -> Iterator[AgentConnection]:
+        """The agent's connection for the harness's own statements: past the authorizer, and
+        with Python's plain rows, text and transaction handling whatever a tool set (a tool's
+        ``row_factory = sqlite3.Row`` made reading the write log fail, its
+        ``isolation_level`` made Python open a transaction before the call's own ``BEGIN``);
+        the tool's settings are put back after."""
+        agent = self._agent
+        rows, text, transactions = agent.row_factory, agent.text_factory, agent.isolation_level
         self._trusted = True
+        agent.row_factory, agent.text_factory = None, str
+        implicit = transactions is not None and not agent.in_transaction
+        if implicit:  # (setting None commits an open transaction: there is none)
+            agent.isolation_level = None
         try:
-            return self._agent.execute(sql, params).fetchall()
+            yield agent
         finally:
             self._trusted = False
+            agent.row_factory, agent.text_factory = rows, text
+            if implicit:
+                agent.isolation_level = transactions
 
     def _past_deadline(self) -> int:
         """The progress handler: non-zero interrupts the agent's statement (never the harness's)."""
@@ -865,6 +881,12 @@ class SqliteEnvironment(ClosesOnExit):
         if table.lower() in _HIDDEN_TABLES:
             return False
         return table.lower() != "sqlite_master" or column == "ROWID"
+
+    def _python_denied(self, action: str) -> None:
+        """Record a denial of what a tool's Python asked of the agent's connection (see
+        :class:`~groundstate.environments.sqlite_live.AgentConnection`)."""
+        if not self._trusted:
+            self._verdict(False, action)
 
     def _verdict(self, allowed: bool, action: str) -> int:
         if allowed:

@@ -39,9 +39,10 @@ import shutil
 import sqlite3
 import threading
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from groundstate.environments.sqlite_writes import WriteLog
 
@@ -185,15 +186,73 @@ class WatchedConnection(sqlite3.Connection):
 
 class AgentConnection(WatchedConnection):
     """The agent's connection: what a tool's Python changes on it is noted (see
-    :class:`WatchedConnection`); the harness sets its own through the ``harness_`` methods."""
+    :class:`WatchedConnection`); the harness sets its own through the ``harness_`` methods.
 
-    blobs = 0
-    """Blobs opened (``blobopen``): a blob write fires no trigger, so the write log cannot
-    see it and the environment gives up the change tracking when this count moves."""
+    What Python code could do on it past the authorizer is refused, as a denial the
+    environment records (so the call is rolled back and raises ``PermissionDenied``): setting
+    another authorizer or progress handler (the permissions and the deadline would stop for
+    the rest of the attempt), a function that takes the name of a built-in one (the write
+    log's triggers call ``quote``, ``json_array``, ``typeof``: a tool's own ``quote`` made a
+    call's writes vanish), loading an extension, replacing the database (``deserialize``),
+    copying it out (``backup`` reads every table, those the agent may not read included), a
+    blob opened for writing (no trigger sees a blob write: the call showed no write, and a
+    read-only table was written), a blob read of a table the agent may not read, and
+    ``executescript`` (Python commits the call's transaction before the script)."""
 
-    def blobopen(self, *args: Any, **kwargs: Any) -> sqlite3.Blob:
-        self.blobs += 1
-        return sqlite3.Connection.blobopen(self, *args, **kwargs)
+    _authorizer: Callable[..., int] = staticmethod(lambda *_: sqlite3.SQLITE_DENY)
+    _deny: Callable[[str], object] = staticmethod(lambda action: None)
+
+    def _refuse(self, action: str) -> NoReturn:
+        self._deny(action)
+        raise sqlite3.DatabaseError(f"not authorized: {action}")
+
+    def set_authorizer(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("set_authorizer")
+
+    def set_progress_handler(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("set_progress_handler")
+
+    def enable_load_extension(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("enable_load_extension")
+
+    def load_extension(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("load_extension")
+
+    def deserialize(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("deserialize")
+
+    def backup(self, *args: Any, **kwargs: Any) -> None:
+        self._refuse("backup")
+
+    def executescript(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        # Python commits an open transaction before a script: the call's own, which the
+        # authorizer then refused as "transaction COMMIT", a denial no tool author could read.
+        self._refuse("executescript (it would commit the call's transaction: use execute)")
+
+    def create_function(self, *args: Any, **kwargs: Any) -> None:
+        self._own_name(args[0] if args else kwargs.get("name"))
+        super().create_function(*args, **kwargs)
+
+    def create_aggregate(self, *args: Any, **kwargs: Any) -> None:
+        self._own_name(args[0] if args else kwargs.get("name"))
+        super().create_aggregate(*args, **kwargs)
+
+    def create_window_function(self, *args: Any, **kwargs: Any) -> None:
+        self._own_name(args[0] if args else kwargs.get("name"))
+        super().create_window_function(*args, **kwargs)
+
+    def _own_name(self, name: object) -> None:
+        if str(name).lower() in BUILT_IN_FUNCTIONS:
+            self._refuse(f"function {name} (a built-in's name)")
+
+    def blobopen(
+        self, table: str, column: str, row: int, /, *, readonly: bool = False, name: str = "main"
+    ) -> sqlite3.Blob:
+        if not readonly:
+            self._refuse(f"write blob {table}.{column}")
+        if self._authorizer(sqlite3.SQLITE_READ, table, column, name, None):  # it recorded why
+            raise sqlite3.DatabaseError(f"not authorized: read blob {table}.{column}")
+        return sqlite3.Connection.blobopen(self, table, column, row, readonly=True, name=name)
 
     # --- the harness's own -----------------------------------------------------------------
 
@@ -204,8 +263,11 @@ class AgentConnection(WatchedConnection):
         self,
         authorizer: Callable[..., int],
         progress: tuple[Callable[[], int], int] | None,
+        deny: Callable[[str], object] = lambda action: None,
     ) -> None:
-        """The authorizer and the progress handler (None: none)."""
+        """The authorizer, the progress handler (None: none) and what records a denial of
+        Python's own (see the class)."""
+        self._authorizer, self._deny = authorizer, deny
         sqlite3.Connection.set_authorizer(self, authorizer)
         handler, steps = progress or (None, 0)
         sqlite3.Connection.set_progress_handler(self, handler, steps)
@@ -412,6 +474,14 @@ class LivePool:
         self._forsaken.extend(self._held)
         self._held = []
 
+
+def _built_in_functions() -> frozenset[str]:
+    with closing(sqlite3.connect(":memory:")) as connection:
+        return frozenset(row[0].lower() for row in connection.execute("PRAGMA function_list"))
+
+
+BUILT_IN_FUNCTIONS = _built_in_functions()
+"""SQLite's own functions (lower case): a tool may not define one of these names."""
 
 NO_FILE = LiveFile(Path(os.devnull), -1)
 """An environment's file before it opens one and after it closes it (closing it does nothing)."""

@@ -242,6 +242,13 @@ def _columns(connection: sqlite3.Connection, table: str) -> tuple[list[str], lis
     columns = [column[1] for column in info]
     key = [column[1] for column in sorted(info, key=lambda column: column[5]) if column[5] > 0]
     if not key:
+        if any(column.lower() == "rowid" for column in columns):
+            # It hides the rowid: rows sharing its value were one row of the snapshot, and a
+            # change to any but the last was missing from the diff (the hash still saw it).
+            raise ValueError(
+                f"table {table!r} has no primary key and a column named rowid, which hides "
+                "SQLite's own rowid that keys its rows: rename the column or declare a key"
+            )
         key, columns = ["rowid"], ["rowid", *columns]
     return columns, key
 
@@ -427,6 +434,9 @@ class Baseline:
         try:
             sql = hashed_tables(connection)
             kinds = table_kinds(connection)
+            for name, kind in kinds.items():  # refuse a layout no snapshot can key now
+                if kind == "table":
+                    _columns(connection, name)
             followed = [
                 n for n, kind in kinds.items() if kind == "table" and _followed(connection, n)
             ]

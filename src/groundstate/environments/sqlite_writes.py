@@ -56,7 +56,7 @@ class LoggedTable:
     def exact_key(self, cells: list[str]) -> tuple[Any, ...]:
         """The key values of a logged row image's cells, blobs as bytes (not as their hex
         text)."""
-        return tuple(_exact(cells[self.columns.index(column)]) for column in self.key)
+        return tuple(_literal(cells[self.columns.index(column)]) for column in self.key)
 
 
 class WriteLog:
@@ -130,9 +130,8 @@ class WriteLog:
         """The call's writes, netted per row, in the order rows were first written; the
         tables it wrote at all (a row written and restored in the same call has no write, but
         its table was written, as a counter bumped by an insert that was deleted again); and
-        the keys of every row the log names, for the change tracking. Those are not netted:
-        netting compares decoded values, in which 1 and 1.0, or a blob and its hex text, are
-        equal while the state hash tells them apart."""
+        the keys of every row the log names, for the change tracking (not netted: a row written
+        and written back in the call is read again all the same)."""
         # Each image parsed once: its values for the netting, its exact key for the tracking.
         entries = [(tbl, op, _cells(old), _cells(new)) for tbl, op, old, new in self._take(run)]
         net = Netting(self._tables)
@@ -334,22 +333,18 @@ def _values(cells: list[str] | None) -> list[Any] | None:
 
 
 def _literal(sql: str) -> Any:
-    """The value of a literal ``quote()`` wrote: NULL, 'text', X'blob' or a number."""
+    """The value of a literal ``quote()`` wrote: NULL, 'text', X'blob' (as bytes: as its hex
+    text, a blob written over the text of its hex digits was no write) or a number."""
     if sql == "NULL":
         return None
     if sql.startswith("'"):
         return sql[1:-1].replace("''", "'")
     if sql.startswith("X'"):
-        return sql[2:-1]
+        return bytes.fromhex(sql[2:-1])
     try:
         return int(sql)
     except ValueError:
         return float(sql)  # quote() writes a REAL with enough digits to read it back exactly
-
-
-def _exact(sql: str) -> Any:
-    """The value of a literal ``quote()`` wrote, a blob as bytes."""
-    return bytes.fromhex(sql[2:-1]) if sql.startswith("X'") else _literal(sql)
 
 
 def _row(table: LoggedTable, values: list[Any] | None) -> Row | None:

@@ -30,7 +30,7 @@ from groundstate.environments.base import (
     TableDiff,
     TableState,
     json_cells,
-    same_row,
+    row_content,
 )
 from groundstate.errors import GraderError, JudgeFailure
 from groundstate.grading import model_judge
@@ -421,11 +421,9 @@ def _twins_as_named(expected: TableChange, actual: TableDiff, s0: TableState) ->
     wants = [(key, removed, actual.removed, None) for key in expected.removed]
     wants += [(c.key, changed, befores, c.set) for c in expected.changed]
     for key, labels, rows, values in wants:
-        same = _without_rowid(s0.rows[canonical_json(key)])
+        same = row_content(s0.rows[canonical_json(key)])
         twins = [
-            i
-            for i, row in enumerate(rows)
-            if labels[i] not in fixed and same_row(_without_rowid(row), same)
+            i for i, row in enumerate(rows) if labels[i] not in fixed and row_content(row) == same
         ]
         fits = [i for i in twins if values is None or row_matches(actual.changed[i].after, values)]
         pick = next(iter(fits or [i for i in twins if labels[i] == key] or twins), None)
@@ -445,10 +443,6 @@ def _twins_as_named(expected: TableChange, actual: TableDiff, s0: TableState) ->
 def _renamed(change: RowChange, key: Any) -> RowChange:
     before, after = {**change.before, ROWID: key}, {**change.after, ROWID: key}
     return RowChange(key=key, before=before, after=after)
-
-
-def _without_rowid(row: Row) -> Row:
-    return {column: value for column, value in row.items() if column != ROWID}
 
 
 def _names_what_s0_has(assertion: DiffAssertion, initial: Snapshot) -> None:

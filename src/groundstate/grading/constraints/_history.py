@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from groundstate.environments.base import RowWrite
+from groundstate.environments.base import RowWrite, json_cells
 from groundstate.grading.constraints._result import failed, label, passed, step_of
 from groundstate.records import CheckResult
 from groundstate.spec.canonical import canonical_json
@@ -45,14 +45,14 @@ def no_undo(constraint: NoUndoConstraint, events: list[AgentEvent]) -> CheckResu
 
 def _held(value: Any) -> str:
     """A cell's value as a key: 1 and 1.0 are the same number (a REAL column may give back
-    1.0 for the 1 it held), 1 and "1" are not."""
+    1.0 for the 1 it held), 1 and "1" are not, nor a blob and any text."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    return canonical_json(value)
+    return canonical_json(json_cells(value))
 
 
 def _cells(write: RowWrite) -> Iterator[tuple[Cell, Any, Any]]:
-    key = canonical_json(write.key)
+    key = canonical_json(json_cells(write.key))
     if write.before is None or write.after is None:
         old, new = (_ABSENT, _PRESENT) if write.before is None else (_PRESENT, _ABSENT)
         yield (write.table, key, ROW), old, new
