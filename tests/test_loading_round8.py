@@ -273,3 +273,24 @@ def test_a_canary_whose_file_is_a_folder_is_not_hinted_as_itself(rooms: Path) ->
     (rooms / TASK).unlink()
     (rooms / TASK).mkdir()
     assert errors("check", str(rooms)) == (2, [f"{rooms / TASK}: is a folder, not a file"])
+
+
+# --- a folder where a file is expected, and a file where a folder is --------------------------
+
+
+def test_a_file_where_the_solutions_of_a_task_go_is_named(rooms: Path) -> None:
+    """`check` said "no errors" and the task had no solutions at all."""
+    shutil.rmtree(rooms / "solutions" / "book-room-a")
+    (rooms / "solutions" / "book-room-a").write_text("steps: []\n")
+    where = rooms / "solutions" / "book-room-a"
+    reason = "not a folder: solutions go in solutions/<task_id>/"
+    assert errors("check", str(rooms)) == (2, [f"{where}: {reason}"])
+    shutil.rmtree(rooms / "solutions")
+    (rooms / "solutions").write_text("")
+    assert errors("check", str(rooms)) == (2, [f"{rooms / 'solutions'}: {reason}"])
+
+
+def test_a_folder_for_the_tools_file_is_named_as_one(rooms: Path) -> None:
+    """It was `fixtures: file not found`."""
+    (rooms / "suite.yaml").write_text((rooms / "suite.yaml").read_text() + "tools: fixtures\n")
+    assert errors("check", str(rooms)) == (2, [f"{rooms / 'fixtures'}: is a folder, not a file"])

@@ -216,25 +216,32 @@ def _plain_problem(problem: str) -> str:
 
 def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of *path*, at most *max_bytes* long; any other is a :class:`SpecError`."""
+    regular_file(path)
     try:
-        mode = path.stat().st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError
-        if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer, a device not end
-            raise SpecError(path, None, "not a regular file")
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+    if len(data) > max_bytes:
+        raise SpecError(path, None, f"larger than {_size(max_bytes)}")
+    return decode_utf8(path, data)
+
+
+def regular_file(path: Path) -> None:
+    """Refuse *path* unless it is a regular file, saying what it is instead: opening a FIFO
+    would wait for a writer for ever, a device never end."""
+    try:
+        mode = path.stat().st_mode
     except FileNotFoundError:
         raise SpecError(path, None, "file not found") from None
-    except IsADirectoryError:
-        raise SpecError(path, None, "is a folder, not a file") from None
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
     except ValueError:  # a NUL byte in the name
         raise SpecError(path, None, "not a valid file name") from None
-    if len(data) > max_bytes:
-        raise SpecError(path, None, f"larger than {_size(max_bytes)}")
-    return decode_utf8(path, data)
+    if stat.S_ISDIR(mode):
+        raise SpecError(path, None, "is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        raise SpecError(path, None, "not a regular file")
 
 
 def decode_utf8(path: Path, data: bytes) -> str:

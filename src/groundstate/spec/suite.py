@@ -269,10 +269,17 @@ def _case_collisions(root: Path, files: dict[str, str]) -> Iterator[SpecError]:
 
 def _unread_files(root: Path) -> Iterator[SpecError]:
     """Files the loader would pass over without a word: a task or solution spelt ``.yml``, put
-    in a subfolder or straight in ``solutions/``. (A ``solutions/<name>/`` with no task is left
+    in a subfolder or straight in ``solutions/``; a file where ``solutions/`` or a task's
+    folder in it should be. (A ``solutions/<name>/`` with no task is left
     alone: a suite copied with some tasks removed keeps their solutions, and a misspelt id
     shows as a task without its oracle.)"""
     solutions = root / "solutions"
+    if (solutions.exists() or solutions.is_symlink()) and not is_dir(solutions):
+        yield SpecError(solutions, None, "not a folder: solutions go in solutions/<task_id>/")
+    tasks = {path.stem for path in (root / "tasks").glob("*.yaml")}
+    for path in sorted(solutions.glob("*")):
+        if path.name in tasks and not is_dir(path):
+            yield SpecError(path, None, "not a folder: solutions go in solutions/<task_id>/")
     folders = [root / "tasks", *sorted(p for p in solutions.glob("*") if is_dir(p))]
     for folder in [solutions, *folders]:
         for path in sorted(folder.rglob("*") if folder != solutions else folder.glob("*")):
