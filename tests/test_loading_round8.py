@@ -58,16 +58,17 @@ def test_octal_and_base_60_numbers_are_refused_with_their_line(
     edit(rooms, TASK, "step_limit: 10", f"step_limit: {written}")
     code, lines = errors("check", str(rooms))
     assert code == 2
-    assert lines[0].startswith(f"{rooms / TASK}:{line(rooms, TASK, 'step_limit')}: {reason}")
+    at = line(rooms, TASK, "step_limit")
+    assert lines[0].startswith(f"{rooms / TASK}:{at}: step_limit: {reason}")
 
 
 def test_a_zip_code_with_a_leading_zero_is_refused_in_a_fixture(rooms: Path) -> None:
     edit(rooms, FIXTURE, 'badge: "4411"}', "badge: 04411}")
     code, lines = errors("check", str(rooms))
     assert code == 2
-    assert (
-        f"{rooms / FIXTURE}:{line(rooms, FIXTURE, '04411')}: 04411 reads as the octal" in (lines[0])
-    )
+    at = line(rooms, FIXTURE, "04411")
+    where = "rows.employees[0].badge"
+    assert lines[0].startswith(f"{rooms / FIXTURE}:{at}: {where}: 04411 reads as the octal number")
 
 
 def test_numbers_that_read_as_they_look_still_load(rooms: Path) -> None:
@@ -294,3 +295,81 @@ def test_a_folder_for_the_tools_file_is_named_as_one(rooms: Path) -> None:
     """It was `fixtures: file not found`."""
     (rooms / "suite.yaml").write_text((rooms / "suite.yaml").read_text() + "tools: fixtures\n")
     assert errors("check", str(rooms)) == (2, [f"{rooms / 'fixtures'}: is a folder, not a file"])
+
+
+# --- what the loader refuses names the field, not only the line -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where", "reason"),
+    [
+        (
+            "      then: {tool: book_room}",
+            "      then: {tool: book_room}\n      first: {tool: x}",
+            "hard_process_constraints[0].before.first",
+            "duplicate key 'first'",
+        ),
+        (
+            ADDED,
+            ADDED.replace("slot: 9", "slot: .nan"),
+            "outcome_assertions[0].state_diff.bookings.added[0].slot",
+            "'.nan' is not a finite number",
+        ),
+        ("step_limit: 10", "step_limit: 010", "step_limit", "010 reads as the octal number 8"),
+    ],
+)
+def test_a_refused_value_is_named_by_its_path_in_the_file(
+    rooms: Path, old: str, new: str, where: str, reason: str
+) -> None:
+    """`FILE:18: duplicate key 'first'` left the reader to find which of the task's `first`."""
+    edit(rooms, TASK, old, new)
+    code, lines = errors("check", str(rooms))
+    assert code == 2 and len(lines) == 1
+    assert f": {where}: {reason}" in lines[0] and lines[0].startswith(f"{rooms / TASK}:")
+
+
+# --- an MCP program's settings ------------------------------------------------------------------
+
+MCP_SYSTEM = """name: mcp-probe
+model: {revision: none, serving_route: local}
+harness:
+  system_prompt: probe
+  orchestration_loop:
+    entry: mcp-command
+    params:
+      command: ["{python}", agent.py]
+      sandbox: none
+      network: none
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "where", "reason"),
+    [
+        ("sandbox: none", "sandbox: nope", "params.sandbox", "must be bwrap or none, not 'nope'"),
+        (
+            "network: none",
+            "network: no",
+            "params.network",
+            "must be none or host, not False (YAML reads a bare no, off or false as false)",
+        ),
+        (
+            "network: none",
+            "netwrk: none",
+            "params",
+            "got an unexpected keyword argument 'netwrk' (did you mean 'network'?)",
+        ),
+    ],
+)
+def test_an_mcp_programs_setting_is_named_in_its_file(
+    rooms: Path, tmp_path: Path, old: str, new: str, where: str, reason: str
+) -> None:
+    """The file was named as its folder (`sys: ...params: sandbox must be bwrap or none;
+    network must be none or host`, both fields at once), a misspelt setting by the class's
+    method (`McpCommandAgent.from_system() got an unexpected keyword argument`)."""
+    system = tmp_path / "mcp.yaml"
+    system.write_text(MCP_SYSTEM.replace(old, new))
+    code, lines = errors("check", str(rooms), "--system", str(system))
+    at = line(tmp_path, "mcp.yaml", where.split(".")[-1] + ":")
+    field = "harness.orchestration_loop." + where
+    assert (code, lines) == (2, [f"{system}:{at}: {field}: {reason}"])

@@ -60,6 +60,7 @@ class _Refused(Exception):
 
     def __init__(self, reason: str, mark: yaml.Mark | None = None) -> None:
         super().__init__(reason)
+        self.mark = mark
         self.line = mark.line + 1 if mark is not None else None
 
 
@@ -173,6 +174,7 @@ for _tag in ("set", "omap", "pairs"):
 def read_yaml(path: Path) -> Any:
     """The YAML document of *path*, read under the limits above."""
     text = read_text(path)
+    root = None
     try:
         loader = _SafeLoader(text)
         try:
@@ -184,7 +186,8 @@ def read_yaml(path: Path) -> Any:
         finally:
             loader.dispose()
     except _Refused as exc:
-        raise SpecError(path, None, str(exc), line=exc.line) from None
+        where = _written_path(_field_at(root, exc.mark.index)) if root and exc.mark else None
+        raise SpecError(path, where, str(exc), line=exc.line) from None
     except yaml.reader.ReaderError as exc:  # a control character: no mark, an offset
         raise SpecError(
             path,
@@ -199,6 +202,33 @@ def read_yaml(path: Path) -> Any:
         raise SpecError(path, None, f"invalid YAML: {problem}", line=line) from None
     except (ValueError, OverflowError) as exc:  # e.g. a timestamp with month 13
         raise SpecError(path, None, f"invalid YAML value: {exc}") from None
+
+
+def _field_at(node: yaml.Node, index: int, seen: set[int] | None = None) -> tuple[Any, ...]:
+    """The path of the deepest key, item or value of the document *node* that starts at
+    character *index* (where the loader refused something); empty when none does."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:  # an alias: its anchor was searched already
+        return ()
+    seen.add(id(node))
+    pairs: list[tuple[Any, yaml.Node, yaml.Node | None]] = []
+    if isinstance(node, yaml.MappingNode):
+        pairs = [(getattr(key, "value", "?"), value, key) for key, value in node.value]
+    elif isinstance(node, yaml.SequenceNode):
+        pairs = [(i, item, None) for i, item in enumerate(node.value)]
+    for part, child, key in pairs:
+        if key is not None and key.start_mark.index == index:
+            return (part,)
+        found = _field_at(child, index, seen)
+        if found or child.start_mark.index == index:
+            return (part, *found)
+    return ()
+
+
+def _written_path(parts: tuple[Any, ...]) -> str | None:
+    """``a.b[2].c`` of the keys and indexes *parts*, as the file writes them."""
+    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
+    return one_line(text.removeprefix(".")) or None
 
 
 def _code_point(character: int | str) -> int:
