@@ -274,7 +274,7 @@ def test_non_utf8_names_the_byte_offset(tmp_path: Path) -> None:
 
 def test_duplicate_keys_name_the_key_and_line(tmp_path: Path) -> None:
     message = _refusal(tmp_path / "t.yaml", b"a: 1\nb:\n  c: 1\n  c: 2\n")
-    assert message.endswith(":4: duplicate key 'c'")
+    assert message.endswith(":4: b.c: duplicate key 'c'")
 
 
 def test_merge_keys_may_still_be_overridden(tmp_path: Path) -> None:

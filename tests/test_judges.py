@@ -249,7 +249,7 @@ def test_a_bad_labelled_line_is_named(tmp_path: Path) -> None:
     path.write_text(_lines([("ok", True)]) + '{"id": "x", "final_message": "y"}\n')
     with pytest.raises(SpecError) as caught:
         load_labels(path)
-    assert caught.value.field == "line 2" and "label" in str(caught.value)
+    assert (caught.value.line, caught.value.field) == (2, "label")
     path.write_text("\n")
     with pytest.raises(SpecError, match="empty"):
         load_labels(path)

@@ -196,7 +196,10 @@ def test_without_bubblewrap_it_refuses_unless_told_to_run_unsandboxed(
     [
         ({"command": []}, "needs a command"),
         ({"command": ["{python}", 3]}, "needs a command"),
-        ({"command": ["x"], "sandbox": "docker"}, "sandbox must be bwrap or none"),
+        (
+            {"command": ["x"], "sandbox": "docker"},
+            "params.sandbox: must be bwrap or none, not .docker.",
+        ),
     ],
 )
 def test_bad_command_settings_name_the_field(

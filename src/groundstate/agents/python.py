@@ -84,6 +84,9 @@ def _built(system: SystemSpec, factory: Callable[..., Any]) -> Agent:
     """A new agent from *factory* (see :func:`load_agent`)."""
     loop = system.harness.orchestration_loop
     build = getattr(factory, "from_system", None)
+    _check_params(
+        build if callable(build) else factory, loop.params, system, skip=int(callable(build))
+    )
     try:
         agent = build(system, **loop.params) if callable(build) else factory(**loop.params)
     except TypeError as exc:
@@ -109,13 +112,20 @@ def _def_line(fn: Callable[..., Any]) -> int | None:
         return None
 
 
-def _check_params(fn: Callable[..., Any], params: dict[str, Any], system: SystemSpec) -> None:
-    """Refuse parameters the agent function does not take, before any attempt runs."""
-    signature = inspect.signature(fn)
+def _check_params(
+    fn: Callable[..., Any], params: dict[str, Any], system: SystemSpec, skip: int = 1
+) -> None:
+    """Refuse parameters the agent function (or factory) does not take, naming the one meant,
+    before any attempt runs; *skip*: the leading arguments it is given first (a session, the
+    system)."""
     try:
-        signature.bind(None, **params)
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature to read: the call itself will say
+        return
+    try:
+        signature.bind(*[None] * skip, **params)
     except TypeError as exc:
-        taken = list(signature.parameters)[1:]
+        taken = list(signature.parameters)[skip:]
         hints = "".join(did_you_mean(key, taken) for key in params if key not in taken)
         field = "harness.orchestration_loop.params"
         raise SpecError(system.source, field, f"{exc}{hints}") from None

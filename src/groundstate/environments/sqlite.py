@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
 from types import TracebackType
@@ -1047,9 +1047,8 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
 def _insert(connection: sqlite3.Connection, table: str, row: Row) -> None:
     columns = ", ".join(quote(column) for column in row)
     marks = ", ".join("?" for _ in row)
-    # YAML reads bare dates as date objects; store them as ISO text, as SQL fixtures would.
-    values = [v.isoformat() if isinstance(v, date) else v for v in row.values()]
-    connection.execute(f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})", values)
+    # A bare YAML date or timestamp is the text written (spec.files), as an SQL fixture has it.
+    connection.execute(f"INSERT INTO {quote(table)} ({columns}) VALUES ({marks})", [*row.values()])
 
 
 def _virtual_tables(build: str, kinds: dict[str, str]) -> tuple[list[str], dict[str, str]]:

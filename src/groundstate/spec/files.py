@@ -10,7 +10,13 @@ cannot read safely is a :class:`SpecError` (one line), never a traceback or a ha
 - aliases may expand the document to at most :data:`MAX_NODES` nodes, counted with every
   alias expanded as the models and the hashes will see it (a "billion laughs" file is a few
   hundred bytes and would otherwise hang hashing); an alias that contains itself is refused;
-- ``.inf``, ``.nan`` and numbers too large for a float are refused wherever they appear.
+- ``.inf``, ``.nan`` and numbers too large for a float are refused wherever they appear;
+- a bare timestamp (``2026-01-15 10:00:00``) is kept as the text written: it is a value of a
+  fixture row, an expected cell or a tool argument (text, as an SQL fixture writes it), and the
+  one field that is a moment (a task's ``clock``) reads it with :func:`yaml_timestamp`;
+- YAML 1.1's numbers that read other than they look are refused: ``010`` (octal: 8) and
+  ``1:30`` (base 60: 90); a zip code or a clock time is text, to be quoted;
+- a key is the text written (``on:`` is the key ``"on"``, not true; ``1:`` the key ``"1"``).
 
 Other text a suite gives the agent (its policy) goes through :func:`read_text`: bounded, and
 UTF-8 or a one-line error naming the byte offset. JSON a suite or its data hands groundstate
@@ -54,6 +60,7 @@ class _Refused(Exception):
 
     def __init__(self, reason: str, mark: yaml.Mark | None = None) -> None:
         super().__init__(reason)
+        self.mark = mark
         self.line = mark.line + 1 if mark is not None else None
 
 
@@ -77,6 +84,7 @@ class _SafeLoader(yaml.SafeLoader):
             self._depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        node.value = [(_key_as_text(key), value) for key, value in node.value]
         seen: set[Any] = set()
         for key_node, _ in node.value:
             if key_node.tag == _MERGE_TAG:
@@ -92,13 +100,64 @@ class _SafeLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        _refuse_misread_number(node)
         value = super().construct_yaml_float(node)
         if value != value or value in (float("inf"), float("-inf")):
             raise _Refused(f"{node.value!r} is not a finite number", node.start_mark)
         return value
 
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        _refuse_misread_number(node)
+        return super().construct_yaml_int(node)
+
+    def construct_written_timestamp(self, node: yaml.ScalarNode) -> str:
+        return str(self.construct_scalar(node))
+
 
 _SafeLoader.add_constructor("tag:yaml.org,2002:float", _SafeLoader.construct_yaml_float)
+_SafeLoader.add_constructor("tag:yaml.org,2002:int", _SafeLoader.construct_yaml_int)
+_SafeLoader.add_constructor("tag:yaml.org,2002:timestamp", _SafeLoader.construct_written_timestamp)
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _key_as_text(node: yaml.Node) -> yaml.Node:
+    """A plain key is the text written, as in JSON: every key a file gives groundstate is a
+    name (a field, a column, a parameter), and YAML 1.1 would read ``on:``, ``no:`` and
+    ``yes:`` as true or false, ``1:`` as a number."""
+    if not isinstance(node, yaml.ScalarNode) or node.tag in (_STR_TAG, _MERGE_TAG):
+        return node
+    return yaml.ScalarNode(_STR_TAG, node.value, node.start_mark, node.end_mark, node.style)
+
+
+_OCTAL = re.compile(r"[-+]?0[0-7_]+")
+
+
+def _refuse_misread_number(node: yaml.ScalarNode) -> None:
+    """YAML 1.1 reads ``010`` as 8 and ``1:30`` as 90; YAML 1.2, JSON and a reader do not."""
+    text = node.value
+    if _OCTAL.fullmatch(text) and text.strip("+-0_"):
+        value = int(text.replace("_", ""), 8)
+        raise _Refused(
+            f'{text} reads as the octal number {value} in YAML: quote it ("{text}") if it is'
+            " text, or write the number without the leading 0",
+            node.start_mark,
+        )
+    if ":" in text:
+        raise _Refused(
+            f'{text} reads as a base-60 number in YAML: quote it ("{text}") if it is text,'
+            " or write the number",
+            node.start_mark,
+        )
+
+
+def yaml_timestamp(text: str) -> Any:
+    """*text* as YAML reads a bare timestamp (a ``datetime``, or a ``date`` for a day alone),
+    or *text* itself when it is not one: what a task's ``clock`` field is given."""
+    if not yaml.constructor.SafeConstructor.timestamp_regexp.fullmatch(text):
+        return text
+    node = yaml.ScalarNode("tag:yaml.org,2002:timestamp", text)
+    return yaml.constructor.SafeConstructor().construct_yaml_timestamp(node)
 
 
 def _refuse_tag(loader: _SafeLoader, node: yaml.Node) -> None:
@@ -115,6 +174,7 @@ for _tag in ("set", "omap", "pairs"):
 def read_yaml(path: Path) -> Any:
     """The YAML document of *path*, read under the limits above."""
     text = read_text(path)
+    root = None
     try:
         loader = _SafeLoader(text)
         try:
@@ -126,7 +186,8 @@ def read_yaml(path: Path) -> Any:
         finally:
             loader.dispose()
     except _Refused as exc:
-        raise SpecError(path, None, str(exc), line=exc.line) from None
+        where = _written_path(_field_at(root, exc.mark.index)) if root and exc.mark else None
+        raise SpecError(path, where, str(exc), line=exc.line) from None
     except yaml.reader.ReaderError as exc:  # a control character: no mark, an offset
         raise SpecError(
             path,
@@ -141,6 +202,33 @@ def read_yaml(path: Path) -> Any:
         raise SpecError(path, None, f"invalid YAML: {problem}", line=line) from None
     except (ValueError, OverflowError) as exc:  # e.g. a timestamp with month 13
         raise SpecError(path, None, f"invalid YAML value: {exc}") from None
+
+
+def _field_at(node: yaml.Node, index: int, seen: set[int] | None = None) -> tuple[Any, ...]:
+    """The path of the deepest key, item or value of the document *node* that starts at
+    character *index* (where the loader refused something); empty when none does."""
+    seen = set() if seen is None else seen
+    if id(node) in seen:  # an alias: its anchor was searched already
+        return ()
+    seen.add(id(node))
+    pairs: list[tuple[Any, yaml.Node, yaml.Node | None]] = []
+    if isinstance(node, yaml.MappingNode):
+        pairs = [(getattr(key, "value", "?"), value, key) for key, value in node.value]
+    elif isinstance(node, yaml.SequenceNode):
+        pairs = [(i, item, None) for i, item in enumerate(node.value)]
+    for part, child, key in pairs:
+        if key is not None and key.start_mark.index == index:
+            return (part,)
+        found = _field_at(child, index, seen)
+        if found or child.start_mark.index == index:
+            return (part, *found)
+    return ()
+
+
+def _written_path(parts: tuple[Any, ...]) -> str | None:
+    """``a.b[2].c`` of the keys and indexes *parts*, as the file writes them."""
+    text = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in parts)
+    return one_line(text.removeprefix(".")) or None
 
 
 def _code_point(character: int | str) -> int:
@@ -158,25 +246,32 @@ def _plain_problem(problem: str) -> str:
 
 def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of *path*, at most *max_bytes* long; any other is a :class:`SpecError`."""
+    regular_file(path)
     try:
-        mode = path.stat().st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError
-        if not stat.S_ISREG(mode):  # opening a FIFO would wait for a writer, a device not end
-            raise SpecError(path, None, "not a regular file")
         with path.open("rb") as handle:
             data = handle.read(max_bytes + 1)
+    except OSError as exc:
+        raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+    if len(data) > max_bytes:
+        raise SpecError(path, None, f"larger than {_size(max_bytes)}")
+    return decode_utf8(path, data)
+
+
+def regular_file(path: Path) -> None:
+    """Refuse *path* unless it is a regular file, saying what it is instead: opening a FIFO
+    would wait for a writer for ever, a device never end."""
+    try:
+        mode = path.stat().st_mode
     except FileNotFoundError:
         raise SpecError(path, None, "file not found") from None
-    except IsADirectoryError:
-        raise SpecError(path, None, "is a folder, not a file") from None
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
     except ValueError:  # a NUL byte in the name
         raise SpecError(path, None, "not a valid file name") from None
-    if len(data) > max_bytes:
-        raise SpecError(path, None, f"larger than {_size(max_bytes)}")
-    return decode_utf8(path, data)
+    if stat.S_ISDIR(mode):
+        raise SpecError(path, None, "is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        raise SpecError(path, None, "not a regular file")
 
 
 def decode_utf8(path: Path, data: bytes) -> str:
@@ -184,11 +279,14 @@ def decode_utf8(path: Path, data: bytes) -> str:
     for bom, name in _OTHER_ENCODINGS:
         if data.startswith(bom):
             raise SpecError(path, None, f"{name} text, not UTF-8: save the file as UTF-8")
+    # The mark some editors put first ("UTF-8 with BOM") is not part of the text: a policy
+    # would hand it to the agent, JSON refuse it.
+    start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     try:
-        return data.decode("utf-8")
+        return data[start:].decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(
-            path, None, f"not UTF-8 text (invalid byte at offset {exc.start})"
+            path, None, f"not UTF-8 text (invalid byte at offset {start + exc.start})"
         ) from None
 
 
@@ -198,15 +296,30 @@ def parse_json(path: Path | str, text: str) -> Any:
     (``json`` raises RecursionError), an integer past Python's 4,300-digit limit, and ``NaN``,
     ``Infinity`` and ``1e999`` (not JSON, and refused in YAML too). Other tools' result files
     have their own reader, which checks numbers field by field
-    (:func:`groundstate.importers.rows.parse_json`)."""
+    (:func:`groundstate.importers.rows.parse_json`). An object that states a key twice is
+    refused, as in YAML: ``json`` keeps the last one without a word."""
     try:
-        return json.loads(text, parse_constant=_not_finite, parse_float=_finite_float)
+        return json.loads(
+            text,
+            parse_constant=_not_finite,
+            parse_float=_finite_float,
+            object_pairs_hook=_keys_once,
+        )
     except json.JSONDecodeError as exc:
         raise SpecError(path, None, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
     except RecursionError:
         raise SpecError(path, None, "not valid JSON: nested too deeply") from None
     except ValueError as exc:  # an integer of more than 4,300 digits; a non-finite number
         raise SpecError(path, None, f"not valid JSON: {exc}") from None
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) < len(pairs):
+        keys = [key for key, _ in pairs]
+        twice = next(key for key in keys if keys.count(key) > 1)
+        raise ValueError(f"duplicate key {twice!r}")
+    return found
 
 
 def _not_finite(constant: str) -> float:
@@ -296,7 +409,7 @@ def load_model(path: Path, model: type[M], *, data: Any = None) -> M:
 
 def _spec_error(path: Path, exc: ValidationError, model: type[BaseModel]) -> SpecError:
     """The first problem, saying how many more there are; each one is in ``every``."""
-    errors = exc.errors()
+    errors = _one_per_union(exc.errors())
     named = {tuple(e["loc"]) for e in errors if e["type"] == "extra_forbidden"}
     each = [_one_error(path, error, model, named) for error in errors]
     first = each[0]
@@ -305,6 +418,44 @@ def _spec_error(path: Path, exc: ValidationError, model: type[BaseModel]) -> Spe
     summary = SpecError(path, first.field, first.reason + suffix)
     summary.every = tuple(each)
     return summary
+
+
+_ALTERNATIVES = {"str": "text", "int": "a number", "float": "a number", "bool": "true/false"}
+
+
+def _alternative(part: object) -> str | None:
+    """What a union branch pydantic names by its type (``str``, ``list[...]``) accepts."""
+    if not isinstance(part, str):
+        return None
+    return _ALTERNATIVES.get(part) or ("a list of them" if part.startswith("list[") else None)
+
+
+def _one_per_union(errors: list[Any]) -> list[Any]:
+    """A value that fits no branch of a union of plain types (a cell: text, a number, true or
+    false, null) as one error at the value's own path, not one per branch."""
+    merged: list[Any] = []
+    at: dict[tuple[Any, ...], Any] = {}
+    for error in errors:
+        loc = tuple(error["loc"][:-1])
+        branch = _alternative(error["loc"][-1]) if error["loc"] else None
+        if branch is None or not error["type"].endswith("_type"):
+            merged.append(error)
+        elif loc in at:
+            at[loc]["branches"].append(branch)
+        else:
+            at[loc] = {**error, "loc": loc, "type": "union_of_types", "branches": [branch]}
+            merged.append(at[loc])
+    for error in at.values():
+        branches = list(dict.fromkeys(error["branches"]))
+        if len(branches) > 1:
+            expected = ", ".join(branches[:-1]) + f" or {branches[-1]}"
+            error["msg"] = f"expected {expected}; found {_kind(error['input'])}"
+    return merged
+
+
+def _kind(value: object) -> str:
+    kinds = {dict: "a mapping", list: "a list", str: "text", bool: "true/false"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
 
 
 def _one_error(

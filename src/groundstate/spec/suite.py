@@ -241,21 +241,45 @@ def _walk(root: Path, report: Report) -> Suite | None:
         _add_task(suite, task_file, report)
     if not suite.tasks and not any((root / "tasks").glob("*.yaml")):
         report(SpecError(root / "tasks", None, "the suite has no task files (tasks/*.yaml)"))
-    if config.canary is not None and not is_file(root / "tasks" / f"{config.canary}.yaml"):
+    canary_file = root / "tasks" / f"{config.canary}.yaml"
+    if config.canary is not None and not (is_file(canary_file) or is_dir(canary_file)):
         ids = [path.stem for path in (root / "tasks").glob("*.yaml")]
         hint = did_you_mean(config.canary, ids)
         report(SpecError(root / SUITE_FILE, "canary", f"no task {config.canary!r}{hint}"))
     _each(_check_references(root, config), report)
     _each(_unread_files(root), report)
+    _each(_case_collisions(root, files), report)
     return suite
+
+
+def _case_collisions(root: Path, files: dict[str, str]) -> Iterator[SpecError]:
+    """Two files whose names differ only in case (``tasks/Refund.yaml``, ``tasks/refund.yaml``)
+    are one file on macOS and Windows: the suite would lose one of them, and its hash change,
+    when copied there."""
+    first: dict[str, str] = {}
+    for name in files:
+        other = first.setdefault(name.casefold(), name)
+        if other != name:
+            yield SpecError(
+                root / name,
+                None,
+                f"differs from {other} only in case: on macOS and Windows they are one file",
+            )
 
 
 def _unread_files(root: Path) -> Iterator[SpecError]:
     """Files the loader would pass over without a word: a task or solution spelt ``.yml``, put
-    in a subfolder or straight in ``solutions/``. (A ``solutions/<name>/`` with no task is left
+    in a subfolder or straight in ``solutions/``; a file where ``solutions/`` or a task's
+    folder in it should be. (A ``solutions/<name>/`` with no task is left
     alone: a suite copied with some tasks removed keeps their solutions, and a misspelt id
     shows as a task without its oracle.)"""
     solutions = root / "solutions"
+    if (solutions.exists() or solutions.is_symlink()) and not is_dir(solutions):
+        yield SpecError(solutions, None, "not a folder: solutions go in solutions/<task_id>/")
+    tasks = {path.stem for path in (root / "tasks").glob("*.yaml")}
+    for path in sorted(solutions.glob("*")):
+        if path.name in tasks and not is_dir(path):
+            yield SpecError(path, None, "not a folder: solutions go in solutions/<task_id>/")
     folders = [root / "tasks", *sorted(p for p in solutions.glob("*") if is_dir(p))]
     for folder in [solutions, *folders]:
         for path in sorted(folder.rglob("*") if folder != solutions else folder.glob("*")):
@@ -462,6 +486,8 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
                     f"outcome_assertions[{i}].labels",
                     f"no labelled set {assertion.labels!r} in the suite",
                 )
+            else:  # read now, not found unreadable when validate measures the judge
+                yield from _labels_problem(suite.root / assertion.labels)
     # A set's Python checks were checked with suite.yaml; index the task's own as in its file.
     for i, constraint in enumerate(own_constraints(task, suite.config.constraint_sets)):
         if isinstance(constraint, PythonConstraint):
@@ -469,6 +495,15 @@ def _check_task_file(suite: Suite, task: AgentTask, task_file: Path) -> Iterator
             yield from _check_python_ref(
                 suite.root, constraint.check, task_file, where, CONSTRAINT_CALL
             )
+
+
+def _labels_problem(path: Path) -> Iterator[SpecError]:
+    from groundstate.validation.judges import load_labels  # validation imports spec
+
+    try:
+        load_labels(path)
+    except SpecError as exc:
+        yield exc
 
 
 def _check_model_judge(

@@ -19,6 +19,7 @@ from groundstate.spec.constraints import BeforeRule as BeforeRule
 from groundstate.spec.constraints import HardConstraint as HardConstraint
 from groundstate.spec.constraints import Match as Match
 from groundstate.spec.constraints import NeverConstraint as NeverConstraint
+from groundstate.spec.files import yaml_timestamp
 from groundstate.spec.strict import (
     Count,
     Seconds,
@@ -465,7 +466,8 @@ class AgentTask(Strict):
             raise ValueError(
                 f'{value} is a number: write a timestamp, such as "2026-01-15T10:00:00+00:00"'
             )
-        return value
+        # The loader keeps a bare timestamp as text; read it as YAML would have.
+        return yaml_timestamp(value) if isinstance(value, str) else value
 
     @field_validator("user_request")
     @classmethod

@@ -11,16 +11,16 @@ labelled item is a final reply (and optionally a trace), not a recorded state.
 
 from __future__ import annotations
 
-import json
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from groundstate.agreement import cohen_kappa, percent_agreement
 from groundstate.errors import SpecError
 from groundstate.grading.outcome import judge_verdict
+from groundstate.spec.files import load_model, parse_json, read_text
 from groundstate.spec.strict import Strict, StrictBool
 from groundstate.spec.task import JsonScalar, JudgeAssertion, ModelJudge
 from groundstate.trace import MessageEvent, TraceEvent
@@ -57,15 +57,20 @@ class JudgeAgreement:
 
 
 def load_labels(path: Path) -> list[LabelledItem]:
-    """The labelled set at *path*, one JSON object a line; a bad line is a SpecError."""
+    """The labelled set at *path*, one JSON object a line; a bad line is a SpecError naming its
+    line and field. Read as every file of a suite is (:mod:`groundstate.spec.files`)."""
     items = []
-    for number, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
+    # "\n" only: U+2028 and the other breaks str.splitlines knows may sit inside a JSON string
+    for number, line in enumerate(read_text(path).split("\n"), start=1):
         if not line.strip():
             continue
         try:
-            items.append(LabelledItem.model_validate(json.loads(line)))
-        except (ValueError, ValidationError) as exc:
-            raise SpecError(path, f"line {number}", str(exc).splitlines()[0]) from exc
+            raw = parse_json(path, line)
+            if not isinstance(raw, dict):
+                raise SpecError(path, None, "expected a JSON object on each line")
+            items.append(load_model(path, LabelledItem, data=raw))
+        except SpecError as exc:
+            raise SpecError(path, exc.field, exc.reason, line=number) from None
     if not items:
         raise SpecError(path, None, "the labelled set is empty")
     return items
