@@ -600,7 +600,8 @@ class SqliteEnvironment(ClosesOnExit):
     def written_outside_calls(self) -> str | None:
         """What changed the database since the harness last saw a commit of its own (a tool
         call's, a reset's), or None: another connection (the file's change counter moved, or
-        a write-ahead log appeared, which the live file never has) or the agent's connection
+        a write-ahead log appeared, which the live file never has), another file put in its
+        place, or the agent's connection
         used outside a tool call. Asked once the agent has ended: a write behind the gateway
         is one no constraint saw. A database so written never goes to the pool."""
         reason = self._outside_write()
@@ -610,6 +611,8 @@ class SqliteEnvironment(ClosesOnExit):
     def _outside_write(self) -> str | None:
         if os.path.exists(f"{self._live}-wal"):  # (a Path would cost more than the stat)
             return "a write-ahead log appeared beside the database (another connection)"
+        if self._file.replaced():  # a solved copy renamed over it, say
+            return "the database file was replaced or removed (another file in its place)"
         with self._failing():
             version = self._file.change_counter()
         if version != self._version:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -129,6 +130,10 @@ class Suite:
     solutions: dict[str, dict[str, Solution]]
     files: dict[str, str] = field(default_factory=dict)
     """Every file of the suite (relative path -> sha256)."""
+    checks: dict[str, Any] = field(default_factory=dict)
+    """The Python files the tasks' graders call (checks, judges), as imported when the suite
+    was loaded, by file name: grading calls these, the code its grader revision hashes, not
+    what the file holds when an attempt is graded (an in-process agent may rewrite it)."""
 
     @property
     def name(self) -> str:
@@ -247,7 +252,16 @@ def _walk(root: Path, report: Report) -> Suite | None:
         report(SpecError(root / SUITE_FILE, "canary", f"no task {config.canary!r}{hint}"))
     _each(_check_references(root, config), report)
     _each(_unread_files(root), report)
+    _pin_checks(suite)
     return suite
+
+
+def _pin_checks(suite: Suite) -> None:
+    """Keep the graders' Python files as imported now (see :attr:`Suite.checks`); one that
+    does not import has been reported, and is left to fail where it is called."""
+    for name in sorted(set().union(*map(grader_code_files, suite.tasks.values()))):
+        with contextlib.suppress(SpecError):
+            suite.checks[name] = load_module(suite.root / name, "checks")
 
 
 def _unread_files(root: Path) -> Iterator[SpecError]:
