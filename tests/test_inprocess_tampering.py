@@ -189,3 +189,34 @@ def test_a_check_file_rewritten_during_the_attempt_does_not_grade_it(checked_ban
     assert run.terminal_reason == "agent_failure/incorrect_state"
     assert [r.passed for r in run.outcome_assertion_results] == [False]
     _then_honest(checked_bank)
+
+
+def _empty_in_place(task: Any) -> None:
+    task.outcome_assertions.clear()
+
+
+def _swap_past_frozen(task: Any) -> None:
+    object.__setattr__(task, "hard_process_constraints", [])
+
+
+def _loosen_a_field(task: Any) -> None:
+    object.__setattr__(task.outcome_assertions[0], "expect_rows", None)
+
+
+@pytest.mark.parametrize("change", [_empty_in_place, _swap_past_frozen, _loosen_a_field])
+def test_an_agent_that_changes_its_task_in_memory_cannot_pass(
+    bank: Suite, change: Callable[[Any], None]
+) -> None:
+    """The agent finds its task (``gc.get_objects()``, say; handed it here) and empties (or
+    loosens) its assertions: the frozen model's lists are not frozen. Before the fix, an empty list
+    graded as ``success``; now the attempt, and each later one of that task in the process
+    (the task stays changed), is stopped."""
+
+    async def changes_the_task(session: Session) -> str:
+        change(bank.tasks["transfer"])
+        return "Moved 30 from A to B."
+
+    run = _run(bank, changes_the_task)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.outcome_assertion_results
+    assert "changed in memory" in run.infrastructure_status["stop"]["message"]
+    assert _run(bank, _do_the_task).terminal_reason == "agent_failure/prohibited_action"

@@ -52,7 +52,7 @@ from groundstate.grading.terminal import classify, interruption_reason
 from groundstate.loopthreads import in_loop_thread, put_back_builtins
 from groundstate.records import AgentRun, CheckResult, Usage
 from groundstate.returned import CRASHED, TIME_LIMIT, AgentRaised, Final, text_of, type_name
-from groundstate.spec.suite import Suite
+from groundstate.spec.suite import Suite, grader_shape
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask, JudgeAssertion, TestsAssertion
 from groundstate.trace import (
@@ -787,7 +787,7 @@ async def _episode(
         # After grading: an agent's own thread may write the file, or rebind the checks'
         # code, while the checks read it.
         outside, rebound = _written_outside(env, session), _rebound(session, progress)
-        if outside or rebound:
+        if outside or rebound or _regraded(task, suite, session):
             _take_stop(session, progress)
     progress.evidence["health_after"] = env.health()
     return session
@@ -828,6 +828,20 @@ def _written_outside(env: Environment, session: EpisodeSession) -> bool:
     if reason is None:
         return False
     session.latch(ProhibitedAction(f"written behind the tool gateway: {reason}"), OUTSIDE)
+    return True
+
+
+def _regraded(task: AgentTask, suite: Suite, session: EpisodeSession) -> bool:
+    """Latch a prohibited action when the task's grading objects are no longer those loaded
+    (an in-process agent that found the task and emptied its assertions): then nothing
+    graded is the task's. Not put back: each later attempt of the task is stopped alike."""
+    loaded = suite.graders.get(task.task_id)
+    if loaded is None or suite.tasks.get(task.task_id) is not task:
+        return False  # a task made apart from its suite (a mutant, a test's)
+    if grader_shape(task) == loaded:
+        return False
+    why = "the task's assertions, constraints or rubric were changed in memory since loading"
+    session.latch(ProhibitedAction(why), REBOUND)
     return True
 
 

@@ -134,6 +134,8 @@ class Suite:
     """The Python files the tasks' graders call (checks, judges), as imported when the suite
     was loaded, by file name: grading calls these, the code its grader revision hashes, not
     what the file holds when an attempt is graded (an in-process agent may rewrite it)."""
+    graders: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    """Each task's :func:`grader_shape` when the suite was loaded, by task id."""
 
     @property
     def name(self) -> str:
@@ -256,9 +258,26 @@ def _walk(root: Path, report: Report) -> Suite | None:
     return suite
 
 
+def grader_shape(task: AgentTask) -> tuple[int, ...]:
+    """The identity of the objects that grade *task*: its assertion, constraint and rubric
+    lists, their items and the items' fields. Models are frozen, but lists are not, and
+    ``object.__setattr__`` passes: an in-process agent that empties or swaps them changes
+    this (one that edits a field's own list in place does not; a full walk costs about a
+    millisecond per retail task, too much for every attempt)."""
+    shape: list[int] = []
+    for items in (task.outcome_assertions, task.hard_process_constraints):
+        shape += (id(items), len(items), *map(id, items))
+        for item in items:
+            shape += map(id, vars(item).values())
+    rubric = task.partial_credit_rubric
+    return (*shape, id(rubric), len(rubric), *map(id, rubric))
+
+
 def _pin_checks(suite: Suite) -> None:
-    """Keep the graders' Python files as imported now (see :attr:`Suite.checks`); one that
-    does not import has been reported, and is left to fail where it is called."""
+    """Keep the graders' Python files as imported now (see :attr:`Suite.checks`), and each
+    task's :func:`grader_shape`; a file that does not import has been reported, and is
+    left to fail where it is called."""
+    suite.graders.update({i: grader_shape(t) for i, t in suite.tasks.items()})
     for name in sorted(set().union(*map(grader_code_files, suite.tasks.values()))):
         with contextlib.suppress(SpecError):
             suite.checks[name] = load_module(suite.root / name, "checks")
