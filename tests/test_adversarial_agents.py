@@ -638,9 +638,9 @@ def _put_a_solved_copy_in_place() -> None:
     then renamed over its original (the harness's open connections keep the old file)."""
     for path in _live_databases():
         copy = path.with_name("solved.db")
-        with contextlib.closing(sqlite3.connect(path)) as source:
-            with contextlib.closing(sqlite3.connect(copy)) as target:
-                source.backup(target)
+        source, target = sqlite3.connect(path), sqlite3.connect(copy)
+        with contextlib.closing(source), contextlib.closing(target):
+            source.backup(target)
         _write_the_transfer_into(copy)
         os.replace(copy, path)
 
