@@ -85,9 +85,23 @@ def _rebind_json() -> None:
     json.dumps = _all_pass  # type: ignore[assignment]
 
 
+def _shadow_a_builtin() -> None:
+    """A module-level name over a builtin changes what the module calls."""
+    import groundstate.grading.terminal
+
+    groundstate.grading.terminal.isinstance = lambda *args: False  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize(
     "rebind",
-    [_rebind_classifier, _rebind_terminal_rules, _rebind_grading, _rebind_a_method, _rebind_json],
+    [
+        _rebind_classifier,
+        _rebind_terminal_rules,
+        _rebind_grading,
+        _rebind_a_method,
+        _rebind_json,
+        _shadow_a_builtin,
+    ],
 )
 def test_an_agent_that_rebinds_the_harness_code_fails_and_it_is_put_back(
     bank: Suite, rebind: Callable[[], None]
@@ -122,6 +136,21 @@ def test_an_honest_agent_that_also_rebinds_fails_too(bank: Suite) -> None:
         "groundstate.environments.sqlite.SqliteEnvironment.written_outside_calls",
     }
     _then_honest(bank)
+
+
+def test_names_the_harness_adds_itself_are_no_rebinding(bank: Suite) -> None:
+    """``groundstate``'s public names are imported when first used, and kept in its
+    namespace: an agent using them is not tampering."""
+
+    async def uses_the_public_api(session: Session) -> str:
+        import groundstate
+
+        for name in groundstate.__all__:
+            getattr(groundstate, name)
+        return await _do_the_task(session)
+
+    run = _run(bank, uses_the_public_api)
+    assert run.terminal_reason == "success", run.infrastructure_status
 
 
 def test_a_thread_that_rebinds_the_classifier_while_the_attempt_is_graded_cannot_pass(

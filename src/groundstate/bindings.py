@@ -14,6 +14,7 @@ before that is not caught.
 
 from __future__ import annotations
 
+import builtins
 import sys
 import threading
 from operator import is_
@@ -25,15 +26,22 @@ the harness's own and those it serialises, hashes and stores with (not every mod
 check runs twice per attempt, and must stay around a millisecond)."""
 
 _OWN = "groundstate"
+_BUILTIN_NAMES = frozenset(vars(builtins))
 _MISSING = object()
 
 
 class _Watched:
     """A namespace's code as first seen: names, their values, and the namespace's size (a
-    class grows a non-code entry now and then, ``__slotnames__`` when first pickled)."""
+    class grows a non-code entry now and then, ``__slotnames__`` when first pickled).
 
-    def __init__(self, namespace: dict[str, object]) -> None:
+    A name added later counts on a class (it overrides what the class inherits) and, on a
+    module, only over a builtin (``groundstate.episode.isinstance = ...`` changes what the
+    module calls): modules gain other names lawfully (``groundstate.__getattr__`` keeps each
+    public name it imports)."""
+
+    def __init__(self, namespace: dict[str, object], *, module: bool) -> None:
         self.namespace = namespace
+        self.shadows = _BUILTIN_NAMES if module else None
         found = {name: value for name, value in list(namespace.items()) if _code(value)}
         self.names, self.values = tuple(found), tuple(found.values())
         self.size = len(namespace)
@@ -51,7 +59,11 @@ class _Watched:
             if namespace.get(n, _MISSING) is not v
         ]
         known = set(self.names)
-        added = [n for n, v in list(namespace.items()) if n not in known and _code(v)]
+        added = [
+            n
+            for n, v in list(namespace.items())
+            if n not in known and _code(v) and (self.shadows is None or n in self.shadows)
+        ]
         if not added:
             self.size = len(namespace)
         return rebound + added
@@ -95,14 +107,17 @@ class Bindings:
 
     def _take(self, name: str, module: ModuleType) -> None:
         self._modules.add(name)
-        watched = _Watched(vars(module))
+        watched = _Watched(vars(module), module=True)
         self._watched[module] = (name, watched)
         if name.partition(".")[0] != _OWN:
             return
         for value in watched.values:
             if isinstance(value, type) and value.__module__ == name and value not in self._watched:
                 # The class's own dict (``vars`` gives a read-only proxy, slower to read).
-                self._watched[value] = (f"{name}.{value.__qualname__}", _Watched(_dict_of(value)))
+                self._watched[value] = (
+                    f"{name}.{value.__qualname__}",
+                    _Watched(_dict_of(value), module=False),
+                )
 
     def rebase(self) -> None:
         """Take the watched bindings as they are now as the harness's own: for code that
