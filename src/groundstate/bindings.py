@@ -20,10 +20,12 @@ import threading
 from operator import is_
 from types import ModuleType
 
-WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3", "builtins"})
+WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3"})
 """The modules (and their submodules) whose functions and classes an agent must not rebind:
 the harness's own and those it serialises, hashes and stores with (not every module: the
-check runs twice per attempt, and must stay around a millisecond)."""
+check runs twice per attempt, and must stay around a millisecond). Not ``builtins``:
+they are put back as the agent's run returns, before this looks
+(:func:`groundstate.loopthreads.put_back_builtins`)."""
 
 _OWN = "groundstate"
 _BUILTIN_NAMES = frozenset(vars(builtins))

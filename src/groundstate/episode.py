@@ -745,7 +745,7 @@ async def run_attempt(
                 session = await _episode(task, suite, system, agent, env, info.seed, progress, turn)
         latency = CLOCK() - t0 - turn.waited - (session.queued if session else 0.0)
         output = _record(task, system, info, progress, session, started_at, latency)
-        if session is not None and _rebound(session, progress):  # a thread of the agent's
+        if session is not None and _rebound(session, progress):  # by a thread of the agent's
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
     return output
@@ -784,10 +784,9 @@ async def _episode(
         progress.evidence["blocked_in_tool"] = session.blocked_call
     if not (progress.interruption or "").startswith("environment_failure"):
         _grade(task, suite, env, s0, session, progress, turn)
-        # After grading: an agent's own thread may write the file, or rebind the checks'
-        # code, while the checks read it.
-        outside, rebound = _written_outside(env, session), _rebound(session, progress)
-        if outside or rebound or _regraded(task, suite, session):
+        # After grading: an agent's own thread may write the file while the checks read it
+        # (code rebound meanwhile is looked for once the record is built: run_attempt).
+        if _written_outside(env, session) or _regraded(task, suite, session):
             _take_stop(session, progress)
     progress.evidence["health_after"] = env.health()
     return session
@@ -871,9 +870,9 @@ def _rerecorded(
     latency: float,
 ) -> AttemptOutput:
     """The record again, with the stop :func:`_rebound` has just latched: the code that
-    built it was rebound while it did (by a thread the agent left running). If the
-    classifier lies again (that thread is at it still), the stop's reason is written over
-    its answer."""
+    graded the attempt or built its record was rebound meanwhile (by a thread the agent
+    left running). If the classifier lies again (that thread is at it still), the stop's
+    reason is written over its answer."""
     _take_stop(session, progress)
     output = _record(task, system, info, progress, session, started_at, latency)
     reason = progress.interruption
