@@ -634,15 +634,17 @@ def test_writing_the_database_behind_the_gateway_is_a_prohibited_action(
 
 
 def _put_a_solved_copy_in_place() -> None:
-    """The transfer written into a copy of every live database of this process, each copy
-    then renamed over its original (the harness's open connections keep the old file)."""
+    """The transfer written into a copy of every live database of this process (the pool's
+    too), each copy then renamed over its original (the harness's open connections keep
+    the old file)."""
     for path in _live_databases():
-        copy = path.with_name("solved.db")
-        source, target = sqlite3.connect(path), sqlite3.connect(copy)
-        with contextlib.closing(source), contextlib.closing(target):
-            source.backup(target)
-        _write_the_transfer_into(copy)
-        os.replace(copy, path)
+        copy = path.with_name(f"{path.name}.solved")
+        with contextlib.suppress(sqlite3.Error, OSError):  # one another attempt holds, gone
+            source, target = sqlite3.connect(path, timeout=0.1), sqlite3.connect(copy)
+            with contextlib.closing(source), contextlib.closing(target):
+                source.backup(target)
+            _write_the_transfer_into(copy)
+            os.replace(copy, path)
 
 
 def _write_the_transfer_into(path: Path) -> None:
@@ -670,6 +672,16 @@ def test_a_database_file_replaced_behind_the_gateway_is_a_prohibited_action(bank
     run = _run(bank, replaces_the_file)
     assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
     assert "replaced" in run.infrastructure_status["stop"]["message"]
+    _then_honest(bank)
+
+
+def test_a_pooled_database_replaced_between_attempts_is_built_afresh(bank: Suite) -> None:
+    """A solved copy renamed over a database while it waits in the pool (by a thread an
+    earlier agent left running, say): the next attempt that takes it used to fail its first
+    write (``attempt to write a readonly database``), an invalid attempt; the reset now sees
+    the path names another file and builds the database afresh."""
+    _then_honest(bank)  # its database goes to the pool
+    _put_a_solved_copy_in_place()
     _then_honest(bank)
 
 

@@ -305,8 +305,10 @@ class SqliteEnvironment(ClosesOnExit):
             return self._baseline.state_hash
 
     def _restored(self) -> bool:
+        """Whether the live file holds the build, and is the one the path names (another
+        file renamed over it while pooled would fail the next write: SQLite sees it moved)."""
         with _environment_errors("reset check"):
-            return self._file.holds(self._baseline.image)
+            return self._file.holds(self._baseline.image) and not self._file.replaced()
 
     def set_deadline(self, deadline: float | None) -> None:
         """Interrupt the agent connection's SQL once the monotonic clock passes *deadline*
@@ -341,7 +343,7 @@ class SqliteEnvironment(ClosesOnExit):
         """Write the build's bytes into the live file under the open control and agent
         connections (and *evaluator*, kept for the pool), and leave them as new ones would
         be; False where that is not safe."""
-        if not self._opened or self._tainted or self._calls:
+        if not self._opened or self._tainted or self._calls or self._file.replaced():
             return False
         if self._agent.in_transaction or self._control.in_transaction or not self._unlocked():
             return False
