@@ -130,11 +130,11 @@ class Suite:
     solutions: dict[str, dict[str, Solution]]
     files: dict[str, str] = field(default_factory=dict)
     """Every file of the suite (relative path -> sha256)."""
-    checks: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The Python files the tasks' graders call (checks, judges), as imported when the suite
     was loaded, by file name: grading calls these, the code its grader revision hashes, not
     what the file holds when an attempt is graded (an in-process agent may rewrite it)."""
-    graders: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    graders: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False, repr=False)
     """Each task's :func:`grader_shape` when the suite was loaded, by task id."""
 
     @property
