@@ -115,6 +115,13 @@ def plumbing(mode, marks):
             raise RuntimeError("sabotaged by an earlier attempt")
 
         job._agent = sabotaged
+    elif mode == "empty_task":  # in memory: each later attempt of it in this worker too
+        import gc
+
+        from groundstate.spec.task import AgentTask
+
+        for task in [o for o in gc.get_objects() if type(o) is AgentTask]:
+            task.outcome_assertions.clear()
     elif mode == "setpgid":  # out of its own group, into the batch's: Ctrl-C would reach it
         os.setpgid(0, os.getpgid(os.getppid()))
     elif mode == "stdout_replaced":
@@ -361,6 +368,16 @@ def test_an_agent_that_monkeypatches_the_harness_in_its_worker_retires_it(
     assert reasons(result.runs) == expected
     (patched,) = [r for r in result.runs if r.attempt == 2]
     assert patched.infrastructure_status["harness_rebound"] == ["groundstate.executors._job._agent"]
+
+
+def test_an_agent_that_changes_its_task_in_memory_retires_its_worker(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """An attempt empties its task's assertions in its worker: it is stopped, and the worker
+    retires (its later attempts of the task would be stopped too)."""
+    result = run_one_worker(bank, tmp_path, {2: "empty_task"}, attempts=4)
+    expected = {n: "success" for n in range(1, 5)} | {2: "agent_failure/prohibited_action"}
+    assert reasons(result.runs) == expected
 
 
 def test_rebound_names_each_function_or_class_patched() -> None:

@@ -30,6 +30,7 @@ from groundstate.environments import postgres_server
 from groundstate.environments.postgres_server import URL_VARIABLE as POSTGRES_URL
 from groundstate.episode import (
     END_WAIT,
+    REBOUND,
     AttemptJob,
     AttemptOutput,
     EnvironmentFactory,
@@ -350,19 +351,20 @@ HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
 def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | None:
     """What an attempt that just ended left in this worker that could reach later attempts,
     or None: an agent or a tool still running past the attempt's end (Python cannot stop a
-    thread), a thread of the agent's own, a change to :func:`process_state` since the
-    worker started (*baseline*), a function or class of the harness's modules rebound
-    since its episode put them back (a thread of the agent's still at it: see
-    :mod:`groundstate.bindings`). A worker with leftovers takes no more attempts and ends
-    (killing them) once its running attempts are done."""
+    thread), an attempt stopped for changing the harness's code or its task in memory (what
+    the watch does not cover may have changed too), a thread of the agent's own, a change
+    to :func:`process_state` since the worker started (*baseline*), a function or class of
+    the harness's modules rebound since its episode put them back (a thread of the agent's
+    still at it: see :mod:`groundstate.bindings`). A worker with leftovers takes no more
+    attempts and ends (killing them) once its running attempts are done."""
     run = None if output is None else output.run
     if run is not None and (
         run.terminal_reason == "agent_failure/time_limit"
         or "blocked_in_tool" in run.infrastructure_status
     ):
         return "an agent or tool still running past its attempt's end"
-    if run is not None and "harness_rebound" in run.infrastructure_status:
-        return f"changed: {', '.join(run.infrastructure_status['harness_rebound'][:5])}"
+    if run is not None and run.infrastructure_status.get("stop", {}).get("stage") == REBOUND:
+        return f"the attempt changed the harness: {run.infrastructure_status['stop']['message']}"
     foreign = sorted(t.name for t in threading.enumerate() if not t.name.startswith(OURS))
     if foreign:
         return f"threads left running: {', '.join(foreign[:5])}"
