@@ -291,7 +291,11 @@ def test_a_child_that_left_the_workers_group_and_writes_later_frames_no_one(
     later attempt (before: the next attempt in that worker was killed as the forger's), and
     the child does not outlive the batch."""
     result = run_one_worker(bank, tmp_path, {2: "fork_writer"}, attempts=5)
-    assert reasons(result.runs) == {n: "success" for n in range(1, 6)}
+    found = reasons(result.runs)
+    # The child's first forgery comes 0.1 s after the fork: on a loaded machine the forger's
+    # own attempt may still be running then, and is the crash (never another attempt).
+    assert found.pop(2) in ("success", "agent_failure/crashed")
+    assert found == {n: "success" for n in (1, 3, 4, 5)}
     child = int((tmp_path / "marks" / "child").read_text())
     deadline = time.monotonic() + 5
     while _alive(child) and time.monotonic() < deadline:
