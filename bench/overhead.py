@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.agents.scripted import ScriptedAgent
+from groundstate.bindings import HARNESS
 from groundstate.environments.base import Environment
 from groundstate.episode import (
     AttemptInfo,
@@ -216,8 +217,8 @@ def _suite_checks_timed() -> Iterator[list[float]]:
     spent: list[float] = []
     look_up = outcome.suite_function
 
-    def timed(ref: str, suite_root: Path) -> Any:
-        check = look_up(ref, suite_root)
+    def timed(ref: str, suite_root: Path, checks: Any = None) -> Any:
+        check = look_up(ref, suite_root, checks)
 
         def run(*args: Any) -> Any:
             c0 = time.thread_time()
@@ -229,10 +230,12 @@ def _suite_checks_timed() -> Iterator[list[float]]:
         return run
 
     outcome.suite_function = timed
+    HARNESS.rebase()  # instrumentation, not an agent's tampering
     try:
         yield spent
     finally:
         outcome.suite_function = look_up
+        HARNESS.rebase()
 
 
 def _floor_call(ctx: _FloorContext, fn: Any, args: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +11,7 @@ import yaml
 from click.testing import CliRunner, Result
 from hypothesis import settings
 
+from groundstate.bindings import HARNESS
 from groundstate.spec.suite import Suite, load_suite
 
 # Property tests assert behaviour, not speed: Hypothesis's per-example deadline (200 ms) fails
@@ -22,6 +23,31 @@ HERE = Path(__file__).parent
 BANK = HERE / "suites" / "bank"
 BANK_SYSTEM = HERE / "suites" / "bank_system.yaml"
 EXAMPLES = HERE.parent / "examples"
+
+
+class _DeclaredPatch(pytest.MonkeyPatch):
+    """pytest's ``monkeypatch``, each change (and its undoing) declared to the harness's watch
+    on its own code (:mod:`groundstate.bindings`): a test's instrumentation is no agent's
+    tampering, and the watch must not put it back."""
+
+    def setattr(self, *args: Any, **kwargs: Any) -> None:
+        super().setattr(*args, **kwargs)
+        HARNESS.rebase()
+
+    def delattr(self, *args: Any, **kwargs: Any) -> None:
+        super().delattr(*args, **kwargs)
+        HARNESS.rebase()
+
+    def undo(self) -> None:
+        super().undo()
+        HARNESS.rebase()
+
+
+@pytest.fixture
+def monkeypatch() -> Iterator[pytest.MonkeyPatch]:
+    patch = _DeclaredPatch()
+    yield patch
+    patch.undo()
 
 
 @pytest.fixture

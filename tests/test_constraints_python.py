@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import threading
@@ -300,9 +301,9 @@ def test_one_grading_pass_looks_each_check_up_once(
     looked_up: list[str] = []
     real = outcome.suite_function
 
-    def counted(ref: str, suite_root: Path) -> Any:
+    def counted(ref: str, suite_root: Path, checks: Any = None) -> Any:
         looked_up.append(ref)
-        return real(ref, suite_root)
+        return real(ref, suite_root, checks)
 
     def twice(task: dict[str, Any]) -> None:
         task["hard_process_constraints"] += [
@@ -323,10 +324,14 @@ def test_one_grading_pass_looks_each_check_up_once(
 
 
 def test_a_check_whose_function_went_away_is_a_grader_failure(with_check: Any) -> None:
+    """Read from the file when the suite holds no module of it as loaded (a suite put
+    together by hand); a loaded suite grades with the code as loaded, whatever the file
+    holds since (``test_inprocess_tampering.py``)."""
     suite = with_check("transfers_once")
     (suite.root / "trace_checks.py").write_text("def other(trace, s0):\n    return True\n")
     os.utime(suite.root / "trace_checks.py", (1, 1))  # settled: the stat cache may keep it
-    run, result = _run(suite)
+    assert _run(suite)[0].terminal_reason == "success"  # the check as loaded
+    run, result = _run(dataclasses.replace(suite, checks={}))
     assert run.terminal_reason == "grader_failure"
     assert result.error is not None and "transfers_once" in result.error
 

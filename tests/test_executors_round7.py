@@ -115,6 +115,13 @@ def plumbing(mode, marks):
             raise RuntimeError("sabotaged by an earlier attempt")
 
         job._agent = sabotaged
+    elif mode == "empty_task":  # in memory: each later attempt of it in this worker too
+        import gc
+
+        from groundstate.spec.task import AgentTask
+
+        for task in [o for o in gc.get_objects() if type(o) is AgentTask]:
+            task.outcome_assertions.clear()
     elif mode == "setpgid":  # out of its own group, into the batch's: Ctrl-C would reach it
         os.setpgid(0, os.getpgid(os.getppid()))
     elif mode == "stdout_replaced":
@@ -284,7 +291,11 @@ def test_a_child_that_left_the_workers_group_and_writes_later_frames_no_one(
     later attempt (before: the next attempt in that worker was killed as the forger's), and
     the child does not outlive the batch."""
     result = run_one_worker(bank, tmp_path, {2: "fork_writer"}, attempts=5)
-    assert reasons(result.runs) == {n: "success" for n in range(1, 6)}
+    found = reasons(result.runs)
+    # The child's first forgery comes 0.1 s after the fork: on a loaded machine the forger's
+    # own attempt may still be running then, and is the crash (never another attempt).
+    assert found.pop(2) in ("success", "agent_failure/crashed")
+    assert found == {n: "success" for n in (1, 3, 4, 5)}
     child = int((tmp_path / "marks" / "child").read_text())
     deadline = time.monotonic() + 5
     while _alive(child) and time.monotonic() < deadline:
@@ -354,30 +365,38 @@ def test_an_agent_that_monkeypatches_the_harness_in_its_worker_retires_it(
 ) -> None:
     """An attempt rebinds a function of the harness in its worker (here: the one that
     builds each attempt's agent, so every later attempt there would fail and stop the
-    batch): the worker retires, and every attempt succeeds."""
+    batch): its episode puts it back and fails it, the worker retires, and every other
+    attempt succeeds."""
     result = run_one_worker(bank, tmp_path, {2: "patch_harness"}, attempts=4)
-    assert reasons(result.runs) == {n: "success" for n in range(1, 5)}
+    expected = {n: "success" for n in range(1, 5)} | {2: "agent_failure/prohibited_action"}
+    assert reasons(result.runs) == expected
+    (patched,) = [r for r in result.runs if r.attempt == 2]
+    assert patched.infrastructure_status["harness_rebound"] == ["groundstate.executors._job._agent"]
 
 
-def test_rebound_names_each_function_or_class_patched_and_no_new_module() -> None:
+def test_an_agent_that_changes_its_task_in_memory_retires_its_worker(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """An attempt empties its task's assertions in its worker: it is stopped, and the worker
+    retires (its later attempts of the task would be stopped too)."""
+    result = run_one_worker(bank, tmp_path, {2: "empty_task"}, attempts=4)
+    expected = {n: "success" for n in range(1, 5)} | {2: "agent_failure/prohibited_action"}
+    assert reasons(result.runs) == expected
+
+
+def test_rebound_names_each_function_or_class_patched() -> None:
     import pickle
 
-    from groundstate.executors._job import bindings, rebound
+    from groundstate.bindings import Bindings
 
-    baseline = bindings()
+    watched = Bindings()
     dumps = pickle.dumps
     pickle.dumps = lambda *args, **kwargs: b""  # type: ignore[assignment]
     try:
-        assert rebound(baseline) == ["pickle.dumps"]
+        assert watched.rebound() == ["pickle.dumps"]
     finally:
         pickle.dumps = dumps
-    assert rebound(baseline) == []
-    del baseline["pickle", "dumps"]  # a binding the baseline did not see is no change
-    pickle.dumps = lambda *args, **kwargs: b""  # type: ignore[assignment]
-    try:
-        assert rebound(baseline) == []
-    finally:
-        pickle.dumps = dumps
+    assert watched.rebound() == []
 
 
 def test_a_forger_sharing_its_worker_is_found_by_running_each_again_alone(

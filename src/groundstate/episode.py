@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from groundstate import turns
 from groundstate.agents.base import Agent, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
+from groundstate.bindings import HARNESS
 from groundstate.capture import captured
 from groundstate.environments.base import (
     Environment,
@@ -51,7 +52,7 @@ from groundstate.grading.terminal import classify, interruption_reason
 from groundstate.loopthreads import in_loop_thread, put_back_builtins
 from groundstate.records import AgentRun, CheckResult, Usage
 from groundstate.returned import CRASHED, TIME_LIMIT, AgentRaised, Final, text_of, type_name
-from groundstate.spec.suite import Suite
+from groundstate.spec.suite import Suite, grader_shape
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask, JudgeAssertion, TestsAssertion
 from groundstate.trace import (
@@ -91,6 +92,8 @@ USER_SIMULATOR = "user_simulator"
 """The stage (and terminal sub-reason) of a failing user simulator: the instrument's fault."""
 OUTSIDE = "outside_gateway"
 """The stage of a write the environment saw that no tool call made."""
+REBOUND = "harness_code"
+"""The stage of a stop for the harness's code found rebound (see :mod:`groundstate.bindings`)."""
 END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
 without it (a tool blocked in Python cannot be interrupted)."""
@@ -742,6 +745,8 @@ async def run_attempt(
                 session = await _episode(task, suite, system, agent, env, info.seed, progress, turn)
         latency = CLOCK() - t0 - turn.waited - (session.queued if session else 0.0)
         output = _record(task, system, info, progress, session, started_at, latency)
+        if session is not None and _rebound(session, progress):  # by a thread of the agent's
+            output = _rerecorded(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
     return output
 
@@ -766,10 +771,12 @@ async def _episode(
         return None
     session = EpisodeSession(task, suite, system, env, seed)
     cwd = os.getcwd()
+    HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
     try:
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
+        _rebound(session, progress)  # first: the session's own methods may be the ones
         session.end()
         _back_to(cwd, progress)
     _take_stop(session, progress)  # after the end: a call still in flight may have latched one
@@ -777,8 +784,9 @@ async def _episode(
         progress.evidence["blocked_in_tool"] = session.blocked_call
     if not (progress.interruption or "").startswith("environment_failure"):
         _grade(task, suite, env, s0, session, progress, turn)
-        # After grading: an agent's own thread may write the file while the checks read it.
-        if _written_outside(env, session):
+        # After grading: an agent's own thread may write the file while the checks read it
+        # (code rebound meanwhile is looked for once the record is built: run_attempt).
+        if _written_outside(env, session) or _regraded(task, suite, session):
             _take_stop(session, progress)
     progress.evidence["health_after"] = env.health()
     return session
@@ -820,6 +828,58 @@ def _written_outside(env: Environment, session: EpisodeSession) -> bool:
         return False
     session.latch(ProhibitedAction(f"written behind the tool gateway: {reason}"), OUTSIDE)
     return True
+
+
+def _regraded(task: AgentTask, suite: Suite, session: EpisodeSession) -> bool:
+    """Latch a prohibited action when the task's grading objects are no longer those loaded
+    (an in-process agent that found the task and emptied its assertions): then nothing
+    graded is the task's. Not put back: each later attempt of the task is stopped alike."""
+    loaded = suite.graders.get(task.task_id)
+    if loaded is None or suite.tasks.get(task.task_id) is not task:
+        return False  # a task made apart from its suite (a mutant, a test's)
+    if grader_shape(task) == loaded:
+        return False
+    why = "the task's assertions, constraints or rubric were changed in memory since loading"
+    session.latch(ProhibitedAction(why), REBOUND)
+    return True
+
+
+def _rebound(session: EpisodeSession, progress: _Progress) -> bool:
+    """Latch a prohibited action when the harness's code was rebound while the agent ran or
+    the attempt was graded (``groundstate.episode.classify = lambda *a: "success"``, a
+    check's or an environment's method replaced), and bind it as it was: the grading and
+    the record are the harness's, this attempt's and the next's. In-process, an attempt
+    running beside the one that rebound it is stopped too (the system under test is the
+    same; nothing says which of them did it)."""
+    names = HARNESS.put_back()
+    if not names:
+        return False
+    progress.evidence.setdefault("harness_rebound", []).extend(names[:20])
+    why = f"rebound the harness's code: {', '.join(names[:5])}"
+    session.latch(ProhibitedAction(why), REBOUND)
+    return True
+
+
+def _rerecorded(
+    task: AgentTask,
+    system: SystemSpec,
+    info: AttemptInfo,
+    progress: _Progress,
+    session: EpisodeSession,
+    started_at: datetime,
+    latency: float,
+) -> AttemptOutput:
+    """The record again, with the stop :func:`_rebound` has just latched: the code that
+    graded the attempt or built its record was rebound meanwhile (by a thread the agent
+    left running). If the classifier lies again (that thread is at it still), the stop's
+    reason is written over its answer."""
+    _take_stop(session, progress)
+    output = _record(task, system, info, progress, session, started_at, latency)
+    reason = progress.interruption
+    if reason is not None and output.run.terminal_reason != reason:
+        update = {"terminal_reason": reason, "success": False}
+        output.run = output.run.model_copy(update=update)
+    return output
 
 
 def _back_to(cwd: str, progress: _Progress) -> None:
@@ -1084,7 +1144,9 @@ def run_checks(
 
     The assertions' checks wait until the Python constraints' are added: both go to one
     thread together (see :func:`~groundstate.grading.outcome.within_limits`)."""
-    states = States(env.initial_view(), env.evaluator_view(), s0, diff, suite.root, events)
+    states = States(
+        env.initial_view(), env.evaluator_view(), s0, diff, suite.root, events, suite.checks
+    )
     assertions = assertions_later(task.outcome_assertions, states)
     constraints = evaluate_constraints(task.hard_process_constraints, events, states)
     return Verdict(

@@ -30,6 +30,7 @@ from typing import Any, get_type_hints
 
 from pydantic import BaseModel, create_model
 
+from groundstate.bindings import HARNESS
 from groundstate.environments.base import Environment
 from groundstate.errors import SpecError, one_line
 from groundstate.spec.code import hash_code, siblings_importable
@@ -143,6 +144,7 @@ or agent function not defined yet). Re-entrant: a user file may import another."
 
 def load_module(path: Path, name_hint: str) -> Any:
     """Import a Python file of a suite or system (tools, checks, agents); thread-safe."""
+    HARNESS.refresh()  # the harness's code as it is before any user code runs
     with _IMPORTING:
         return _load_module(path, name_hint)
 

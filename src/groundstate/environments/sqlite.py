@@ -307,8 +307,10 @@ class SqliteEnvironment(ClosesOnExit):
             return self._baseline.state_hash
 
     def _restored(self) -> bool:
+        """Whether the live file holds the build, and is the one the path names (another
+        file renamed over it while pooled would fail the next write: SQLite sees it moved)."""
         with _environment_errors("reset check"):
-            return self._file.holds(self._baseline.image)
+            return self._file.holds(self._baseline.image) and not self._file.replaced()
 
     def set_deadline(self, deadline: float | None) -> None:
         """Interrupt the agent connection's SQL once the monotonic clock passes *deadline*
@@ -344,6 +346,8 @@ class SqliteEnvironment(ClosesOnExit):
         connections (and *evaluator*, kept for the pool), and leave them as new ones would
         be; False where that is not safe."""
         if not self._opened or self._tainted or self._calls or self._agent.meddled:
+            return False
+        if self._file.replaced():
             return False
         if self._agent.in_transaction or self._control.in_transaction or not self._unlocked():
             return False
@@ -603,7 +607,8 @@ class SqliteEnvironment(ClosesOnExit):
     def written_outside_calls(self) -> str | None:
         """What changed the database since the harness last saw a commit of its own (a tool
         call's, a reset's), or None: another connection (the file's change counter moved, or
-        a write-ahead log appeared, which the live file never has) or the agent's connection
+        a write-ahead log appeared, which the live file never has), another file put in its
+        place, or the agent's connection
         used outside a tool call. Asked once the agent has ended: a write behind the gateway
         is one no constraint saw. A database so written never goes to the pool."""
         reason = self._outside_write()
@@ -613,6 +618,8 @@ class SqliteEnvironment(ClosesOnExit):
     def _outside_write(self) -> str | None:
         if os.path.exists(f"{self._live}-wal"):  # (a Path would cost more than the stat)
             return "a write-ahead log appeared beside the database (another connection)"
+        if self._file.replaced():  # a solved copy renamed over it, say
+            return "the database file was replaced or removed (another file in its place)"
         with self._failing():
             version = self._file.change_counter()
         if version != self._version:

@@ -92,6 +92,15 @@ class LiveFile:
         """Whether the file is still there (its folder may have been removed)."""
         return os.path.exists(self._name)
 
+    def replaced(self) -> bool:
+        """Whether the path no longer names the file open here (another file renamed over
+        it, or it was removed): the harness's connections would go on with the old one."""
+        try:
+            here, there = os.fstat(self._fd), os.stat(self._name)
+        except OSError:
+            return True
+        return (here.st_ino, here.st_dev) != (there.st_ino, there.st_dev)
+
     def beside(self) -> bool:
         """Whether any of the file's :func:`side_files` exists."""
         return any(os.path.exists(side) for side in self._sides)

@@ -25,10 +25,12 @@ from typing import Any, NoReturn
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
 from groundstate.agents.scripted import ScriptedAgent
+from groundstate.bindings import HARNESS
 from groundstate.environments import postgres_server
 from groundstate.environments.postgres_server import URL_VARIABLE as POSTGRES_URL
 from groundstate.episode import (
     END_WAIT,
+    REBOUND,
     AttemptJob,
     AttemptOutput,
     EnvironmentFactory,
@@ -346,57 +348,30 @@ def _proc_status(field: str) -> str | None:
 HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
 
 
-def leftovers(
-    output: AttemptOutput | None, baseline: ProcessState, bound: Bindings | None = None
-) -> str | None:
+def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | None:
     """What an attempt that just ended left in this worker that could reach later attempts,
     or None: an agent or a tool still running past the attempt's end (Python cannot stop a
-    thread), a thread of the agent's own, a change to :func:`process_state` since the
-    worker started (*baseline*), a function or class of the harness's modules rebound
-    since (*bound*: see :func:`bindings`). A worker with leftovers takes no more attempts and ends
-    (killing them) once its running attempts are done."""
+    thread), an attempt stopped for changing the harness's code or its task in memory (what
+    the watch does not cover may have changed too), a thread of the agent's own, a change
+    to :func:`process_state` since the worker started (*baseline*), a function or class of
+    the harness's modules rebound since its episode put them back (a thread of the agent's
+    still at it: see :mod:`groundstate.bindings`). A worker with leftovers takes no more
+    attempts and ends (killing them) once its running attempts are done."""
     run = None if output is None else output.run
     if run is not None and (
         run.terminal_reason == "agent_failure/time_limit"
         or "blocked_in_tool" in run.infrastructure_status
     ):
         return "an agent or tool still running past its attempt's end"
+    if run is not None and run.infrastructure_status.get("stop", {}).get("stage") == REBOUND:
+        return f"the attempt changed the harness: {run.infrastructure_status['stop']['message']}"
     foreign = sorted(t.name for t in threading.enumerate() if not t.name.startswith(OURS))
     if foreign:
         return f"threads left running: {', '.join(foreign[:5])}"
     now = process_state()
     changed = [what for what, a, b in zip(_STATE, now, baseline, strict=True) if a != b]
-    changed += rebound(bound or {})
+    changed += HARNESS.rebound()
     return f"changed: {', '.join(changed[:5])}" if changed else None
-
-
-Bindings = dict[tuple[str, str], int]
-"""The functions and classes of modules, by (module, name), as their ``id``."""
-
-WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3", "builtins"})
-"""The modules (and their submodules) whose functions and classes an attempt must not
-rebind: the harness's own and those it serialises, hashes and stores with (not every
-module: the check runs after each attempt, and must stay within a few milliseconds)."""
-
-
-def bindings() -> Bindings:
-    """The functions and classes of the :data:`WATCHED` modules loaded now."""
-    found: Bindings = {}
-    for name, module in list(sys.modules.items()):
-        if module is None or name.split(".", 1)[0] not in WATCHED:
-            continue
-        for attribute, value in list(vars(module).items()):
-            if callable(value) and not isinstance(value, type(sys)):
-                found[name, attribute] = id(value)
-    return found
-
-
-def rebound(baseline: Bindings) -> list[str]:
-    """The functions and classes of *baseline* bound to something else now (monkeypatched
-    by an attempt: later attempts in this worker would run its code); modules loaded since
-    are not compared (their first import is no change)."""
-    now = bindings()
-    return [f"{m}.{a}" for (m, a), ident in baseline.items() if now.get((m, a)) != ident]
 
 
 _STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()", "resource limits",
@@ -481,7 +456,6 @@ class _Serving:
     def __init__(self, results: Outbox, baseline: ProcessState) -> None:
         self._results = results
         self._baseline = baseline
-        self._bound = bindings()
         self._lock = threading.Lock()
         self._running = 0
         self._retiring = False
@@ -509,7 +483,7 @@ class _Serving:
             except BaseException as exc:  # with a plain message (see execute)
                 plain = _plain(exc) if isinstance(exc, Exception) else exc
                 message = ("failed", key, str(plain) or type(plain).__name__)
-            self._finish(key, message, leftovers(output, self._baseline, self._bound))
+            self._finish(key, message, leftovers(output, self._baseline))
 
         return done
 

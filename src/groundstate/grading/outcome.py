@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -85,6 +85,9 @@ class States:
     suite_root: Path
     trace: Sequence[TraceEvent] = ()
     """The attempt's trace, for judges (which also read the final reply from it)."""
+    checks: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The suite's check files as loaded with it, by file name (:attr:`Suite.checks`): used
+    instead of the file on disk, which may have changed since."""
     functions: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The suite's check functions looked up so far, by reference (``checks.py:f``): one
     grading pass looks each up once, however many of the file's checks it runs."""
@@ -291,7 +294,7 @@ def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, An
     read its verdict, ``bool`` or ``(bool, evidence)``; anything else is a grader bug."""
     check = states.functions.get(ref)
     if check is None:  # a lookup that fails is not kept: each check using it fails alike
-        check = states.functions[ref] = suite_function(ref, states.suite_root)
+        check = states.functions[ref] = suite_function(ref, states.suite_root, states.checks)
     with held():  # what the check prints stays with the attempt, off our output
         verdict = check(*args)
     expected = "expected bool or (bool, evidence), evidence a dict"
@@ -311,8 +314,9 @@ _MODULES = SettledFileCache(lambda path: load_module(path, "checks"))
 """Each check file's module, imported again only when the file's stat changed."""
 
 
-def suite_function(ref: str, suite_root: Path) -> Any:
-    """The function ``file.py:function`` of the suite's Python checks.
+def suite_function(ref: str, suite_root: Path, checks: Mapping[str, Any] | None = None) -> Any:
+    """The function ``file.py:function`` of the suite's Python checks: from the module
+    *checks* holds for the file (imported when the suite was loaded), else from the file.
 
     Importing is keyed by the file's content (:func:`groundstate.tools.load_module`), but
     hashing the file for each call of each attempt is most of a small check's cost: while the
@@ -321,8 +325,9 @@ def suite_function(ref: str, suite_root: Path) -> Any:
     """
     file_name, _, function = ref.partition(":")
     path = suite_root / file_name
+    module = (checks or {}).get(file_name)
     try:
-        module = _MODULES.get(path)
+        module = module or _MODULES.get(path)
     except OSError:
         module = load_module(path, "checks")  # which says what is wrong
     found = getattr(module, function, None)
@@ -333,7 +338,9 @@ def suite_function(ref: str, suite_root: Path) -> Any:
 
 def _judge(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     assert isinstance(assertion, JudgeAssertion)
-    return judge_verdict(assertion, states.suite_root, states.s0, states.sT, states.trace)
+    return judge_verdict(
+        assertion, states.suite_root, states.s0, states.sT, states.trace, checks=states.checks
+    )
 
 
 def judge_verdict(
@@ -343,22 +350,28 @@ def judge_verdict(
     sT: StateView,
     trace: Sequence[TraceEvent],
     excerpts: dict[str, list[list[Any]]] | None = None,
+    checks: Mapping[str, Any] | None = None,
 ) -> tuple[bool, dict[str, Any]]:
     """The judged assertion's verdict and evidence, from its Python judge or its model (which
     reads its state excerpts on *sT*, unless given their rows as *excerpts*)."""
     judge = assertion.judge
     if isinstance(judge, str):
-        return call_judge(judge, suite_root, s0, sT, trace)
+        return call_judge(judge, suite_root, s0, sT, trace, checks)
     rows = excerpts if excerpts is not None else model_judge.state_rows(judge, sT)
     return model_judge.call_model_judge(judge, suite_root, final_message(trace), trace, rows)
 
 
 def call_judge(
-    ref: str, suite_root: Path, s0: StateView, sT: StateView, trace: Sequence[TraceEvent]
+    ref: str,
+    suite_root: Path,
+    s0: StateView,
+    sT: StateView,
+    trace: Sequence[TraceEvent],
+    checks: Mapping[str, Any] | None = None,
 ) -> tuple[bool, dict[str, Any]]:
     """Call the suite's judge ``file.py:function`` as ``judge(s0, sT, final_message, trace)``
     and read its verdict, ``(bool, reason)``; anything else is a grader bug."""
-    judge = suite_function(ref, suite_root)
+    judge = suite_function(ref, suite_root, checks)
     copy = TraceCopies(trace).fresh()  # the record's trace stays as is
     with held():
         verdict = judge(s0, sT, final_message(trace), copy)

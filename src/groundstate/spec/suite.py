@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -129,6 +130,12 @@ class Suite:
     solutions: dict[str, dict[str, Solution]]
     files: dict[str, str] = field(default_factory=dict)
     """Every file of the suite (relative path -> sha256)."""
+    checks: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The Python files the tasks' graders call (checks, judges), as imported when the suite
+    was loaded, by file name: grading calls these, the code its grader revision hashes, not
+    what the file holds when an attempt is graded (an in-process agent may rewrite it)."""
+    graders: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False, repr=False)
+    """Each task's :func:`grader_shape` when the suite was loaded, by task id."""
 
     @property
     def name(self) -> str:
@@ -249,6 +256,7 @@ def _walk(root: Path, report: Report) -> Suite | None:
     _each(_check_references(root, config), report)
     _each(_unread_files(root), report)
     _each(_case_collisions(root, files), report)
+    _pin_checks(suite)
     return suite
 
 
@@ -265,6 +273,31 @@ def _case_collisions(root: Path, files: dict[str, str]) -> Iterator[SpecError]:
                 None,
                 f"differs from {other} only in case: on macOS and Windows they are one file",
             )
+
+
+def grader_shape(task: AgentTask) -> tuple[int, ...]:
+    """The identity of the objects that grade *task*: its assertion, constraint and rubric
+    lists, their items and the items' fields. Models are frozen, but lists are not, and
+    ``object.__setattr__`` passes: an in-process agent that empties or swaps them changes
+    this (one that edits a field's own list in place does not; a full walk costs about a
+    millisecond per retail task, too much for every attempt)."""
+    shape: list[int] = []
+    for items in (task.outcome_assertions, task.hard_process_constraints):
+        shape += (id(items), len(items), *map(id, items))
+        for item in items:
+            shape += map(id, vars(item).values())
+    rubric = task.partial_credit_rubric
+    return (*shape, id(rubric), len(rubric), *map(id, rubric))
+
+
+def _pin_checks(suite: Suite) -> None:
+    """Keep the graders' Python files as imported now (see :attr:`Suite.checks`), and each
+    task's :func:`grader_shape`; a file that does not import has been reported, and is
+    left to fail where it is called."""
+    suite.graders.update({i: grader_shape(t) for i, t in suite.tasks.items()})
+    for name in sorted(set().union(*map(grader_code_files, suite.tasks.values()))):
+        with contextlib.suppress(SpecError):
+            suite.checks[name] = load_module(suite.root / name, "checks")
 
 
 def _unread_files(root: Path) -> Iterator[SpecError]:

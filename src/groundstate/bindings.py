@@ -1,0 +1,167 @@
+"""The harness's code as bound in this process, so that an in-process agent that rebinds it
+(``groundstate.episode.classify = lambda *a: "success"``, a grading method replaced on its
+class, ``json.dumps`` or ``hashlib.sha256`` swapped) is found, named and put back before its
+attempt is graded (see :func:`groundstate.episode.run_attempt`).
+
+Python cannot keep code in one interpreter from rebinding another's names; it can notice
+afterwards. :data:`HARNESS` holds, from before the first user file (agent, tools, checks)
+is imported, the functions and classes of the :data:`WATCHED` modules and
+the methods and properties of groundstate's own classes. A module first imported later is
+taken in when next seen (:meth:`Bindings.refresh`, before a user file is imported and at
+each attempt's start): its import is no change, so a module an agent imports and patches
+before that is not caught.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+import threading
+from operator import is_
+from types import ModuleType
+
+WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3"})
+"""The modules (and their submodules) whose functions and classes an agent must not rebind:
+the harness's own and those it serialises, hashes and stores with (not every module: the
+check runs twice per attempt, and must stay around a millisecond). Not ``builtins``:
+they are put back as the agent's run returns, before this looks
+(:func:`groundstate.loopthreads.put_back_builtins`)."""
+
+_OWN = "groundstate"
+_BUILTIN_NAMES = frozenset(vars(builtins))
+_MISSING = object()
+
+
+class _Watched:
+    """A namespace's code as first seen: names, their values, and the namespace's size (a
+    class grows a non-code entry now and then, ``__slotnames__`` when first pickled).
+
+    A name added later counts on a class (it overrides what the class inherits) and, on a
+    module, only over a builtin (``groundstate.episode.isinstance = ...`` changes what the
+    module calls): modules gain other names lawfully (``groundstate.__getattr__`` keeps each
+    public name it imports)."""
+
+    def __init__(self, namespace: dict[str, object], *, module: bool) -> None:
+        self.namespace = namespace
+        self.shadows = _BUILTIN_NAMES if module else None
+        found = {name: value for name, value in list(namespace.items()) if _code(value)}
+        self.names, self.values = tuple(found), tuple(found.values())
+        self.size = len(namespace)
+
+    def changed(self) -> list[str]:
+        """Names rebound, removed or added (code over a name first seen without) since."""
+        namespace = self.namespace
+        if len(namespace) == self.size and all(
+            map(is_, map(namespace.get, self.names), self.values)
+        ):
+            return []
+        rebound = [
+            n
+            for n, v in zip(self.names, self.values, strict=True)
+            if namespace.get(n, _MISSING) is not v
+        ]
+        known = set(self.names)
+        added = [
+            n
+            for n, v in list(namespace.items())
+            if n not in known and _code(v) and (self.shadows is None or n in self.shadows)
+        ]
+        if not added:
+            self.size = len(namespace)
+        return rebound + added
+
+    def put_back(self, names: list[str], owner: object) -> None:
+        first = dict(zip(self.names, self.values, strict=True))
+        for name in names:
+            if name in first:
+                setattr(owner, name, first[name])
+            else:
+                delattr(owner, name)
+        self.size = len(self.namespace)
+
+
+class Bindings:
+    """The watched bindings as first seen: :meth:`put_back` finds and undoes later changes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._watched: dict[object, tuple[str, _Watched]] = {}
+        self._modules: set[str] = set()
+        self._loaded = 0
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Take in the watched modules loaded since the last look (their first import is no
+        change)."""
+        with self._lock:
+            if len(sys.modules) == self._loaded:
+                return
+            self._loaded = len(sys.modules)
+            for name, module in list(sys.modules.items()):
+                if name in self._modules or not isinstance(module, ModuleType):
+                    continue
+                if name.partition(".")[0] not in WATCHED:
+                    continue
+                if getattr(module.__spec__, "_initializing", False):  # half-defined: next time
+                    self._loaded = -1
+                else:
+                    self._take(name, module)
+
+    def _take(self, name: str, module: ModuleType) -> None:
+        self._modules.add(name)
+        watched = _Watched(vars(module), module=True)
+        self._watched[module] = (name, watched)
+        if name.partition(".")[0] != _OWN:
+            return
+        for value in watched.values:
+            if isinstance(value, type) and value.__module__ == name and value not in self._watched:
+                # The class's own dict (``vars`` gives a read-only proxy, slower to read).
+                self._watched[value] = (
+                    f"{name}.{value.__qualname__}",
+                    _Watched(_dict_of(value), module=False),
+                )
+
+    def rebase(self) -> None:
+        """Take the watched bindings as they are now as the harness's own: for code that
+        instruments the harness on purpose (a profiler, a benchmark, a test's
+        ``monkeypatch``), after it changes them and after it puts them back."""
+        with self._lock:
+            self._watched.clear()
+            self._modules.clear()
+            self._loaded = 0
+        self.refresh()
+
+    def rebound(self) -> list[str]:
+        """The watched names bound to something else now, removed, or added over a name
+        first seen without (a method set on a class over one it inherits), as
+        ``module.name`` or ``module.Class.name``."""
+        return self._compare(put_back=False)
+
+    def put_back(self) -> list[str]:
+        """Bind every watched name as first seen again; return those that were changed."""
+        return self._compare(put_back=True)
+
+    def _compare(self, *, put_back: bool) -> list[str]:
+        found: list[str] = []
+        with self._lock:
+            for owner, (where, watched) in list(self._watched.items()):
+                changed = watched.changed()
+                if changed and put_back:
+                    watched.put_back(changed, owner)
+                found += (f"{where}.{name}" for name in changed)
+        return found
+
+
+def _dict_of(cls: type) -> dict[str, object]:
+    import gc
+
+    (namespace,) = gc.get_referents(vars(cls))
+    return namespace  # type: ignore[no-any-return]
+
+
+def _code(value: object) -> bool:
+    return callable(value) or isinstance(value, (property, classmethod, staticmethod))
+
+
+HARNESS = Bindings()
+"""This process's watched bindings (see the module's docstring)."""
