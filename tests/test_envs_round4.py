@@ -68,11 +68,14 @@ LOOK_ALIKE = [
 
 
 @pytest.mark.parametrize(("table", "sql"), LOOK_ALIKE)
-def test_a_change_of_storage_class_alone_is_a_change_everywhere(
+def test_a_change_of_storage_class_alone_is_a_change_in_the_record(
     env: SqliteEnvironment, table: str, sql: str
 ) -> None:
-    """The hash told 1 from 1.0 and 0.0 from -0.0; the diff, the call's writes and the
-    collateral check compared with ``==`` and saw nothing (``nothing_else_changed`` passed)."""
+    """The hash told 1 from 1.0 and 0.0 from -0.0; the diff and the call's writes compared
+    with ``==`` and saw nothing. The record shows the change now; the collateral check
+    compares values as expected values are compared (numbers as numbers, to 15 significant
+    digits: see ``grading/matching.py``), so an equal number written back is no unexpected
+    change there (a balance credited and debited again must not fail a task)."""
     initial = env.state_hash()
     with env.tool_transaction() as effects:
         env.agent_db.execute(sql)
@@ -84,7 +87,7 @@ def test_a_change_of_storage_class_alone_is_a_change_everywhere(
     assert tracked == diff_snapshots(env.initial_snapshot(), _from_scratch(env))
     changed = tracked.tables[table].changed
     assert table == "nk" or (len(changed) == 1 and changed[0].columns)
-    assert not _nothing_else_changed(env).passed
+    assert _nothing_else_changed(env).passed
 
 
 def test_writing_a_value_back_as_it_was_stored_is_still_no_change(env: SqliteEnvironment) -> None:

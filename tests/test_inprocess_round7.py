@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import io
 import sys
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import Any
 import pytest
 
 from groundstate.agents.base import Session
+from groundstate.loopthreads import IDLE_NAME
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
@@ -493,3 +495,34 @@ def test_output_streams_replaced_by_the_agent_are_put_back(bank: Suite) -> None:
         sys.stdout, sys.stderr = before
     assert run.terminal_reason == "success"
     assert not any(isinstance(stream, Forger) for stream in after)
+
+
+def test_an_agent_ending_after_its_limit_leaves_the_streams_the_harness_put_since(
+    edited_bank: Any,
+) -> None:
+    """Its thread put back the streams of its start when it ended: a command whose output a
+    test runner (click's ``CliRunner``) was capturing meanwhile lost all of it."""
+    suite = edited_bank(lambda t: t.update(time_limit=0.1))
+    release, threads = threading.Event(), []
+
+    async def overstays(session: Session) -> str:
+        threads.append(threading.current_thread())
+        release.wait(10)
+        return "late"
+
+    before = sys.stdout
+    capturing = io.StringIO()
+    try:
+        run = _run(suite, overstays)
+        sys.stdout = capturing  # the harness moved on: another command's output is captured
+        release.set()
+        (thread,) = threads
+        for _ in range(1000):  # its thread puts back what the agent changed, then idles
+            if thread.name == IDLE_NAME or not thread.is_alive():
+                break
+            time.sleep(0.01)
+        after = sys.stdout
+    finally:
+        sys.stdout = before
+    assert run.terminal_reason == "agent_failure/time_limit"
+    assert after is capturing

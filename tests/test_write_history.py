@@ -270,7 +270,9 @@ def test_the_work_scales_with_rows_written_not_table_size(tmp_path: Path) -> Non
                 counted[0] += 1
                 return 0
 
-            environment.agent_db.set_progress_handler(count, 1)
+            sqlite3.Connection.set_progress_handler(
+                environment.agent_db, count, 1
+            )  # past the refusal
             effects = _call(environment, (statement, (1,)))
             assert len(effects.writes) == 1
             return counted[0]

@@ -49,7 +49,7 @@ from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import States, assertions_later
 from groundstate.grading.rubric import partial_score
 from groundstate.grading.terminal import classify, interruption_reason
-from groundstate.loopthreads import in_loop_thread, put_back_builtins
+from groundstate.loopthreads import abandon, in_loop_thread, put_back_builtins
 from groundstate.records import AgentRun, CheckResult, Usage
 from groundstate.returned import CRASHED, TIME_LIMIT, AgentRaised, Final, text_of, type_name
 from groundstate.spec.suite import Suite, grader_shape
@@ -1005,9 +1005,9 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     finished = in_loop_thread(work, f"agent-{id(session):x}")
     in_time = await _settled_in_time(finished, limit)
     if not in_time or (ended and ended[0] - started > limit):  # none: it crashed its loop
-        # What the abandoned agent ends with, nobody reads: read it here, so asyncio does not
-        # log it ("exception was never retrieved") whenever the garbage collector gets to it.
-        finished.add_done_callback(_ignore_outcome)
+        # What the abandoned agent ends with, nobody reads: abandon reads it, so asyncio does
+        # not log it ("exception was never retrieved") whenever the garbage collector gets to it.
+        abandon(finished)
         raise TimeLimitReached(f"time limit {limit:g}s reached")
     return finished.result()
 
@@ -1039,11 +1039,6 @@ async def _settled_in_time(finished: asyncio.Future[Any], limit: float) -> bool:
 def _settle(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
-
-
-def _ignore_outcome(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()
 
 
 async def _run_to_end(agent: Agent, session: AgentSession, ended: list[float]) -> Final:

@@ -12,7 +12,8 @@ seeing the one before:
   the piece changed that the harness relies on: the builtins (a lying ``isinstance`` makes
   ``asyncio`` refuse callbacks), the hooks of threads started later
   (``threading.settrace``/``setprofile``: the graders', later attempts'), the event loop
-  policy, and ``sys.stdout``/``sys.stderr`` replaced by objects of the piece's own;
+  policy, and ``sys.stdout``/``sys.stderr`` replaced by objects of the piece's own (unless
+  the caller gave up on the piece, see :func:`abandon`);
 - the loop is kept only when the work left it as a new loop is (no task, callback, timer,
   file watch, async generator or executor, no handler, task factory, debug setting or
   attribute changed). Otherwise it is shut down as ``asyncio.run`` shuts its loop down
@@ -62,19 +63,23 @@ Outcome = tuple[BaseException | None, Any]
 Done = Callable[[Outcome], None]
 """Receives the outcome in the worker thread; must not raise."""
 
+_Job = tuple[Work[Any], str, Context, Done, threading.Event]
+"""The work, its thread's name, the context it runs in, where its outcome goes, and whether
+its caller gave up on it (see :func:`abandon`)."""
+
 
 class _LoopThread:
     """A daemon thread running the work handed to it, one piece at a time, on its loop."""
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Work[Any], str, Context, Done]] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._runner: asyncio.Runner | None = None
         self._fresh: tuple[Any, ...] = ()
         self.thread = threading.Thread(target=self._serve, name=IDLE_NAME, daemon=True)
         self.thread.start()
 
-    def give(self, work: Work[Any], name: str, context: Context, done: Done) -> None:
-        self._jobs.put((work, name, context, done))
+    def give(self, job: _Job) -> None:
+        self._jobs.put(job)
 
     def _serve(self) -> None:
         hooks = sys.gettrace(), sys.getprofile()  # a tracer set for every thread (coverage)
@@ -83,13 +88,14 @@ class _LoopThread:
             if job is None:
                 self._shut()
                 return
-            work, name, context, done = job
+            work, name, context, done, given_up = job
             self.thread.name = name
             shared = _SharedHooks()
             try:
                 outcome = context.run(self._run, work)
             finally:
-                shared.put_back()  # first: the rest calls builtins (``str``) the work replaced
+                # first: the rest calls builtins (``str``) the work replaced
+                shared.put_back(streams=not given_up.is_set())
                 self.thread.name = IDLE_NAME
                 asyncio.set_event_loop(None)
                 sys.settrace(hooks[0])
@@ -102,7 +108,7 @@ class _LoopThread:
                     self._shut()
                     raise
 
-    def _wait(self) -> tuple[Work[Any], str, Context, Done] | None:
+    def _wait(self) -> _Job | None:
         """The next piece of work; None when none came in time and this thread has left."""
         try:
             return self._jobs.get(timeout=IDLE_SECONDS)
@@ -155,8 +161,9 @@ class _SharedHooks:
         self.policy = asyncio.get_event_loop_policy()
         self.streams = streams()
 
-    def put_back(self) -> None:
-        """Put back what the work changed (only that: another thread may set its own)."""
+    def put_back(self, *, streams: bool) -> None:
+        """Put back what the work changed (only that: another thread may set its own), the
+        output streams only with *streams*."""
         put_back_builtins()
         if threading.gettrace() is not self.trace:
             threading.settrace(self.trace)
@@ -164,7 +171,8 @@ class _SharedHooks:
             threading.setprofile(self.profile)
         if asyncio.get_event_loop_policy() is not self.policy:
             asyncio.set_event_loop_policy(self.policy)
-        put_back_streams(self.streams)
+        if streams:
+            put_back_streams(self.streams)
 
 
 _BUILTINS = dict(vars(builtins))
@@ -251,10 +259,34 @@ def _take() -> _LoopThread:
     return _LoopThread() if idle is None else idle
 
 
-def submit(work: Work[T], name: str, done: Done) -> None:
+def submit(work: Work[T], name: str, done: Done, given_up: threading.Event | None = None) -> None:
     """Run *work* on an idle thread (a new one if none is idle); *done* gets its outcome
-    there. The work runs in a copy of the caller's context, taken now."""
-    _take().give(work, name, copy_context(), done)
+    there. The work runs in a copy of the caller's context, taken now. *given_up* is set
+    when the caller stops waiting for the work (see :func:`abandon`)."""
+    _take().give((work, name, copy_context(), done, given_up or threading.Event()))
+
+
+_GIVEN_UP: weakref.WeakKeyDictionary[asyncio.Future[Any], threading.Event]
+_GIVEN_UP = weakref.WeakKeyDictionary()
+
+
+def abandon(finished: asyncio.Future[Any]) -> None:
+    """The caller stops waiting for the work of :func:`in_loop_thread` behind *finished* (an
+    agent past its time limit), and ignores its outcome. When that work ends, its thread
+    leaves ``sys.stdout``/``sys.stderr`` as they are: by then the harness may have moved on
+    and put streams of its own in place (a test runner capturing a command's output), which
+    the streams of the piece's start would replace. (An agent that replaces them after its
+    limit is like one that does it from a thread of its own: the next attempt's routers
+    still keep what attempts print apart, see :mod:`groundstate.capture`.)"""
+    finished.add_done_callback(_ignore_outcome)
+    event = _GIVEN_UP.get(finished)
+    if event is not None:
+        event.set()
+
+
+def _ignore_outcome(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio.Future[T]:
@@ -265,6 +297,7 @@ def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio
     agent; without, they arrive as raised."""
     loop = asyncio.get_running_loop()
     finished: asyncio.Future[T] = loop.create_future()
+    given_up = _GIVEN_UP[finished] = threading.Event()
 
     def deliver(outcome: Outcome) -> None:
         if finished.done():
@@ -281,7 +314,7 @@ def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio
         with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
             loop.call_soon_threadsafe(deliver, outcome)
 
-    submit(work, name, done)
+    submit(work, name, done, given_up)
     return finished
 
 
