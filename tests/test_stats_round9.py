@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-import pytest
+import asyncio
+import json
+import signal
+from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from groundstate.cli import main
+from groundstate.gates import failure_line, gate_results, parse_gate
+from groundstate.report.numbers import incomplete_text
 from groundstate.stats import Outcome, compare, summarize, task_counts
+from groundstate.store import RunStore
 
 
 def five_tasks(*extra: Outcome) -> list[Outcome]:
@@ -34,3 +44,48 @@ def test_an_attempt_given_twice_is_refused_by_name_not_counted_twice(repeat: Out
         assert name in str(raised.value)
     # one outcome per attempt: counted as given
     assert summarize(five_tasks(), n_boot=10).views["strict"].success_rate.attempts == 10
+
+
+# --- gates ----------------------------------------------------------------------------------
+
+
+def test_no_gate_passes_on_an_unfinished_batch() -> None:
+    """A gate read the numbers of the attempts stored: a batch stopped before its hard tasks
+    passed ``--fail-under success_rate=0.9`` on the easy ones."""
+    headline = {"success_rate": {"estimate": 1.0}, "pass_at_k": {}, "pass_hat_k": {}}
+    gates = [parse_gate("success_rate=0.9")]
+    assert gate_results(gates, {**headline, "missing_attempts": None})[0]["passed"] is True
+    missing = {"count": 6, "planned": 10, "tasks_without_any": ["hard"], "reruns_pending": 0}
+    for pending in ({"missing_attempts": missing},
+                    {"missing_attempts": {**missing, "count": 0, "tasks_without_any": [],
+                                          "reruns_pending": 2}}):  # fmt: skip
+        (result,) = gate_results(gates, {**headline, **pending})
+        assert result["passed"] is False and result["value"] == 1.0
+        line = failure_line(result)
+        assert line.startswith("success_rate = 1.000 is not a verdict (gate 0.9)")
+        assert incomplete_text(pending["missing_attempts"]) in line
+
+
+def test_report_fail_under_exits_4_on_an_interrupted_batch(tmp_path: Path) -> None:
+    from groundstate.runner import BatchConfig, BatchRunner, Interrupted
+    from groundstate.spec.suite import load_suite
+    from groundstate.spec.system import load_system
+
+    from .conftest import BANK, BANK_SYSTEM
+
+    suite = load_suite(BANK)
+    suite.config = suite.config.model_copy(update={"canary": None})
+    store = tmp_path / "runs.db"
+    with RunStore(store) as runs:
+        runner = BatchRunner(suite, load_system(BANK_SYSTEM), runs)
+        runner.on_run = lambda run: setattr(runner.interrupt, "signum", signal.SIGTERM)
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=3)))
+        batch_id = runner.batch_id
+    assert batch_id is not None
+    args = ["report", batch_id, "--store", str(store), "--fail-under", "success_rate=0"]
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 4, result.output
+    (gate,) = json.loads(result.stdout)["fail_under"]
+    assert gate["passed"] is False and "incomplete" in gate["incomplete"]
+    assert "is not a verdict (gate 0): the batch is incomplete" in result.stderr
