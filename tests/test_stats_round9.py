@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from groundstate.cli import main
 from groundstate.gates import failure_line, gate_results, parse_gate
-from groundstate.report.numbers import incomplete_text
+from groundstate.report.numbers import incomplete_text, p_value
 from groundstate.stats import Outcome, compare, summarize, task_counts
 from groundstate.store import RunStore
 
@@ -89,3 +89,22 @@ def test_report_fail_under_exits_4_on_an_interrupted_batch(tmp_path: Path) -> No
     (gate,) = json.loads(result.stdout)["fail_under"]
     assert gate["passed"] is False and "incomplete" in gate["incomplete"]
     assert "is not a verdict (gate 0): the batch is incomplete" in result.stderr
+
+
+# --- printed numbers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "alpha", "printed"),
+    [
+        (0.000496, 0.0005, "0.000496"),  # was "0.0005": a changed task's q printed as the FDR
+        (0.000504, 0.0005, "0.000504"),
+        (0.00049, 0.00049001, "0.00049"),  # g drops trailing zeros: no spurious digits
+        (0.0004, 0.05, "0.0004"),
+        (0.0498, 0.05, "0.0498"),
+    ],
+)
+def test_a_small_p_or_q_value_prints_apart_from_its_alpha(
+    value: float, alpha: float, printed: str
+) -> None:
+    assert p_value(value, alpha) == printed
