@@ -108,3 +108,29 @@ def test_a_small_p_or_q_value_prints_apart_from_its_alpha(
     value: float, alpha: float, printed: str
 ) -> None:
     assert p_value(value, alpha) == printed
+
+
+@pytest.mark.parametrize("score", [1.5, -0.25, float("inf"), float("-inf")])
+def test_a_partial_score_outside_0_to_1_is_refused_naming_its_task(score: float) -> None:
+    """1.5 on four tasks of six gave a partial score of 1.4 with the interval [1.27, 1.0]."""
+    records = [Outcome(f"t{i}", 0, i % 2 == 0, partial_score=0.5) for i in range(6)]
+    records[3] = Outcome("t3", 0, False, partial_score=score)
+    with pytest.raises(ValueError, match=r"task 't3': partial score .* outside \[0, 1\]"):
+        summarize(records, n_boot=10)
+    assert summarize(records[:3], n_boot=10).views["valid"].partial_score is not None
+
+
+def test_an_unpaired_comparison_weighs_a_shared_task_with_as_weight_as_paired_does() -> None:
+    """With --allow-mismatch "a's weights are used"; unpaired, b's side kept its own weight
+    for the shared task, so b's value was another weighting of b than the one compared."""
+
+    def side(prefix: str, weight: float) -> list[Outcome]:
+        return [
+            Outcome(task, 0, task.endswith("0") or task == "shared", weight=w)
+            for task, w in [*((f"{prefix}{i}", 1.0) for i in range(5)), ("shared", weight)]
+        ]
+
+    got = compare(side("a", 1.0), side("b", 9.0), n_boot=0, allow_mismatch=True)
+    assert got.mode == "unpaired" and any("weight differs" in m for m in got.mismatches)
+    b = got.find("success_rate").b
+    assert b.estimate == pytest.approx(2 / 6)  # b0 and shared succeed, each at weight 1

@@ -268,6 +268,7 @@ def count_columns(
     """
     size = len(columns.task_ids)
     valid, success, partial = columns.valid, columns.success, columns.partial
+    _check_partial(columns)
 
     def per_task(weights: npt.NDArray[Any]) -> FloatArray:
         return np.bincount(columns.task, weights=weights, minlength=size).astype(np.float64)
@@ -310,6 +311,19 @@ def count_columns(
                        revision, mean_strict, 0 if mean_strict is None else scored_here + bad)
         )  # fmt: skip
     return counts
+
+
+def _check_partial(columns: AttemptColumns) -> None:
+    """A partial score is a rubric's credit in [0, 1] (NaN: none): one of 1.5 or inf made a
+    mean above 1 and an interval [1.27, 1.0] under the level rule, which assumes the range."""
+    partial = columns.partial
+    outside = np.flatnonzero(~np.isnan(partial) & ((partial < 0) | (partial > 1)))
+    if outside.size:
+        row = int(outside[0])
+        raise ValueError(
+            f"task {columns.task_ids[columns.task[row]]!r}: partial score {partial[row]!r} "
+            f"outside [0, 1] ({outside.size} attempt{'s' * (outside.size != 1)})"
+        )
 
 
 def supported_k(counts: Iterable[TaskCounts]) -> int:
