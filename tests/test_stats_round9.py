@@ -12,9 +12,10 @@ from click.testing import CliRunner
 
 from groundstate.cli import main
 from groundstate.gates import failure_line, gate_results, parse_gate
-from groundstate.report.numbers import incomplete_text, p_value
+from groundstate.report.numbers import NO_VALID_FIGURE, incomplete_text, p_value
 from groundstate.stats import Outcome, compare, summarize, task_counts
 from groundstate.store import RunStore
+from tests.test_stats_independent import cli, import_text
 
 
 def five_tasks(*extra: Outcome) -> list[Outcome]:
@@ -134,3 +135,21 @@ def test_an_unpaired_comparison_weighs_a_shared_task_with_as_weight_as_paired_do
     assert got.mode == "unpaired" and any("weight differs" in m for m in got.mismatches)
     b = got.find("success_rate").b
     assert b.estimate == pytest.approx(2 / 6)  # b0 and shared succeed, each at weight 1
+
+
+def test_a_comparison_says_its_valid_view_is_empty_instead_of_leaving_it_out(
+    tmp_path: Path,
+) -> None:
+    """a's attempts were all invalid: the terminal and HTML showed the strict view alone,
+    without a word on the valid view (the JSON has it empty)."""
+    head = "task_id,attempt,success,terminal_reason\n"
+    invalid = "".join(f"t{i},{j},false,environment_failure\n" for i in range(5) for j in range(2))
+    valid = "".join(f"t{i},{j},{'true' if j else 'false'},\n" for i in range(5) for j in range(2))
+    a, b = import_text(tmp_path, head + invalid, "a"), import_text(tmp_path, head + valid, "b")
+    page = tmp_path / "c.html"
+    code, out, err = cli("compare", a, b, "--store", str(tmp_path / "s.db"), "--html", str(page))
+    assert code == 0, err
+    assert f"valid attempts: {NO_VALID_FIGURE}" in " ".join(out.split())
+    html = page.read_text(encoding="utf-8")
+    assert f'<p class="alert" data-view="valid">{NO_VALID_FIGURE}' in html
+    assert 'data-view="strict"' in html

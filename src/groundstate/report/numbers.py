@@ -114,6 +114,14 @@ def p_value(value: float, alpha: float) -> str:
     return f"{value:.{digits}g}"
 
 
+NO_VALID_FIGURE = (
+    "no figure: a batch has no valid attempt (the view below counts its invalid attempts as "
+    "failures)"
+)
+"""What a comparison prints for its valid view when a batch has no valid attempt: the
+terminal and HTML pages left the view out without a word, showing the strict view alone."""
+
+
 def incomplete_text(missing: dict[str, Any]) -> str:
     """What :func:`groundstate.analysis.missing_attempts` found, as one phrase (every report
     words it alike)."""
