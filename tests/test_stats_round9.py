@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import signal
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 
 from groundstate.cli import main
 from groundstate.gates import failure_line, gate_results, parse_gate
@@ -153,3 +159,130 @@ def test_a_comparison_says_its_valid_view_is_empty_instead_of_leaving_it_out(
     html = page.read_text(encoding="utf-8")
     assert f'<p class="alert" data-view="valid">{NO_VALID_FIGURE}' in html
     assert 'data-view="strict"' in html
+
+
+# --- an outside re-computation at the library level ------------------------------------------
+
+INVALID = ("environment_failure", "grader_failure")
+ENDS = ("success", "agent_failure/x", "harness_compatibility_failure", "environment_failure/r",
+        "grader_failure")  # fmt: skip
+
+
+def ref_reach(weights: list[float]) -> float:
+    """The weighted mean at which every task can be at the top with chance at most 0.025:
+    the largest such chance at mean mu is the product of min(1, t / w_i), t set by mu (found
+    here by bisection on t, not by the library's closed form)."""
+    low, high = 0.0, max(weights)
+    for _ in range(200):
+        t = (low + high) / 2
+        low, high = (t, high) if math.prod(min(1.0, t / w) for w in weights) < 0.025 else (low, t)
+    return sum(min(w, high) for w in weights) / sum(weights)
+
+
+def ref_interval(values: list[float], weights: list[float]) -> tuple[float, float] | None:
+    """docs/statistics.md's interval rule for a level, written from the page."""
+    tasks, total = len(values), sum(weights)
+    mean = sum(w * v for w, v in zip(weights, values, strict=True)) / total
+    if tasks < 5:
+        return None
+    if max(values) - min(values) <= 1e-12:
+        if values[0] in (0.0, 1.0):
+            reach = ref_reach(weights)
+            return (reach, 1.0) if values[0] == 1.0 else (0.0, 1 - reach)
+        return None
+    spread = sum(w * w * (v - mean) ** 2 for w, v in zip(weights, values, strict=True))
+    se = math.sqrt(spread) / total * math.sqrt(tasks / (tasks - 1))
+    kish = total**2 / sum(w * w for w in weights)
+    q = float(scipy_stats.t.ppf(0.975, tasks - 1 if kish >= tasks - 1e-9 else kish - 1))
+    n_eff = mean * (1 - mean) / se**2
+    centre = (mean * n_eff + q * q / 2) / (n_eff + q * q)
+    half = q * math.sqrt(centre * (1 - centre) / (n_eff + q * q))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def check_level(got: Any, values: list[float], weights: list[float], attempts: int) -> None:
+    mean = sum(w * v for w, v in zip(weights, values, strict=True)) / sum(weights)
+    assert got.estimate == pytest.approx(mean, abs=1e-12)
+    assert (got.n_tasks, got.attempts) == (len(values), attempts)
+    ref = ref_interval(values, weights)
+    if ref is None:
+        assert got.ci_low is None and got.ci_high is None, (got, values, weights)
+    else:
+        assert got.ci_low == pytest.approx(ref[0], abs=1e-7), (got, ref)
+        assert got.ci_high == pytest.approx(ref[1], abs=1e-7), (got, ref)
+
+
+def hat(n: int, c: int, k: int) -> float:
+    return float(Fraction(math.comb(c, k), math.comb(n, k)))
+
+
+def at(n: int, c: int, k: int) -> float:
+    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0.25, 1.0, 1.0, 3.0, 10.0]),
+            st.lists(
+                st.tuples(st.sampled_from(ENDS), st.sampled_from([None, 0.0, 0.3, 1.0])),
+                min_size=1,
+                max_size=5,
+            ),
+        ),
+        min_size=1,
+        max_size=9,
+    )
+)
+def test_both_views_match_a_reference_written_from_the_docs(
+    tasks: list[tuple[float, list[tuple[str, float | None]]]],
+) -> None:
+    """Unequal weights (Kish's df, the weighted exact bound), unequal attempts, invalid
+    attempts, partial scores on some attempts: every suite figure of both views, k above the
+    common k included, against the docs' formulas."""
+    records = [
+        Outcome(f"t{i}", a, end == "success", end.split("/")[0] not in INVALID, end, weight,
+                partial_score=None if end.split("/")[0] in INVALID else score)
+        for i, (weight, ends) in enumerate(tasks)
+        for a, (end, score) in enumerate(ends)
+    ]  # fmt: skip
+    got = summarize(records, n_boot=0, k_over_supporting=True)
+    rubrics = any(o.valid and o.partial_score is not None for o in records)
+    for view in ("valid", "strict"):
+        rows = []  # (weight, n, c, partial, scored)
+        for weight, ends in tasks:
+            kept = [(e, s) for e, s in ends if view == "strict" or e.split("/")[0] not in INVALID]
+            if not kept:
+                continue
+            bad = sum(e.split("/")[0] in INVALID for e, _ in kept)
+            scores = [s for e, s in kept if s is not None and e.split("/")[0] not in INVALID]
+            scored = len(scores) + (bad if view == "strict" else 0)
+            if not scores and not (view == "strict" and bad == len(kept) and rubrics):
+                scored = 0
+            partial = sum(scores) / scored if scored else None
+            rows.append((weight, len(kept), sum(e == "success" for e, _ in kept), partial, scored))
+        summary = got.views[view]
+        if not rows:
+            assert summary.success_rate is None and summary.pass_hat_k == {}
+            continue
+        weights = [r[0] for r in rows]
+        attempts = sum(r[1] for r in rows)
+        check_level(summary.success_rate, [c / n for _, n, c, _, _ in rows], weights, attempts)
+        kmax = min(r[1] for r in rows)
+        assert summary.kmax == kmax
+        for k in range(1, kmax + 1):
+            check_level(summary.pass_hat_k[k], [hat(n, c, k) for _, n, c, _, _ in rows],
+                        weights, attempts)  # fmt: skip
+            check_level(summary.pass_at_k[k], [at(n, c, k) for _, n, c, _, _ in rows],
+                        weights, attempts)  # fmt: skip
+        for k in range(kmax + 1, max(r[1] for r in rows) + 1):
+            over = [r for r in rows if r[1] >= k]
+            check_level(summary.beyond_k[k].pass_hat_k, [hat(n, c, k) for _, n, c, _, _ in over],
+                        [r[0] for r in over], sum(r[1] for r in over))  # fmt: skip
+        with_score = [r for r in rows if r[3] is not None]
+        if not with_score:
+            assert summary.partial_score is None
+        else:
+            check_level(summary.partial_score, [r[3] for r in with_score],
+                        [r[0] for r in with_score], sum(r[4] for r in with_score))  # fmt: skip
