@@ -178,7 +178,8 @@ def test_k_runs_only_up_to_the_smallest_valid_n() -> None:
 
 
 def test_task_attributes_must_agree_across_attempts() -> None:
-    records = attempts("a", "SF", weight=1.0) + attempts("a", "S", weight=2.0)
+    # attempt 2: attempts() numbered the others 0 and 1
+    records = [*attempts("a", "SF", weight=1.0), Outcome("a", 2, True, weight=2.0)]
     with pytest.raises(ValueError, match="disagree"):
         task_counts(records)
     with pytest.raises(ValueError, match="weight"):

@@ -77,7 +77,8 @@ def test_paired_se_interval_and_p_value_match_hand_and_scipy() -> None:
 
 
 def test_every_metric_and_both_views_up_to_the_common_k() -> None:
-    a = A + task("t1", 0, 1, valid=False, terminal_reason="environment_failure")
+    # a fifth attempt of t1 (attempts 0-3 are A's), invalid
+    a = [*A, Outcome("t1", 4, False, valid=False, terminal_reason="environment_failure")]
     result = compare(a, B)
     assert result.common_k == {"valid": 4, "strict": 4}
     names = {(d.view, d.name) for d in result.differences}

@@ -4,7 +4,9 @@ A gate reads the headline estimate (valid attempts, as the report shows it first
 interval bound: a gate on ``ci_low`` would punish small suites for their size, and that is a
 choice the user should make with a larger threshold, not one made for them. A metric the
 batch cannot estimate (``pass^3`` from two attempts) fails its gate: a CI gate that passes
-because nothing was measured would be worse than none.
+because nothing was measured would be worse than none. So does every gate of an unfinished
+batch (planned attempts not stored, or invalid ones with reruns due): what was not run is in
+no denominator, and the tasks left are not the suite.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from groundstate.errors import GroundstateError
-from groundstate.report.numbers import apart
+from groundstate.report.numbers import apart, fraction, incomplete_text
 
 EXIT_BELOW_GATE = 4
 """``run`` and ``report`` exit 4 when a ``--fail-under`` metric is below its threshold
@@ -90,7 +92,12 @@ def check_attempts(gates: list[Gate], attempts: int) -> None:
 
 
 def gate_results(gates: list[Gate], report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each gate with the batch's value and whether it passed (an unestimated metric fails)."""
+    """Each gate with the batch's value and whether it passed. An unestimated metric fails,
+    and so does every gate of an unfinished batch (``missing_attempts``: planned attempts not
+    stored, or invalid ones with reruns due): its numbers leave out what was not run, so a
+    batch stopped before its hard tasks would pass. ``incomplete`` says why (None if not)."""
+    missing = report.get("missing_attempts")
+    incomplete = f"the batch is incomplete: {incomplete_text(missing)}" if missing else None
     results = []
     for gate in gates:
         value = gate.value(report)
@@ -99,7 +106,10 @@ def gate_results(gates: list[Gate], report: dict[str, Any]) -> list[dict[str, An
                 "metric": gate.metric,
                 "threshold": gate.threshold,
                 "value": value,
-                "passed": value is not None and value >= gate.threshold - _ROUNDING,
+                "passed": incomplete is None
+                and value is not None
+                and value >= gate.threshold - _ROUNDING,
+                "incomplete": incomplete,
             }
         )
     return results
@@ -110,5 +120,10 @@ def failure_line(result: dict[str, Any]) -> str:
     threshold = f"{result['threshold']:g}"
     if result["value"] is None:
         return f"{result['metric']} could not be estimated (gate {threshold})"
+    if result.get("incomplete"):
+        return (
+            f"{result['metric']} = {fraction(result['value'])} is not a verdict (gate "
+            f"{threshold}): {result['incomplete']}"
+        )
     value = apart(result["value"], result["threshold"], 3)  # never "0.950 is below 0.95"
     return f"{result['metric']} = {value} is below {threshold}"

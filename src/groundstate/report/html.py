@@ -23,6 +23,7 @@ from groundstate.analysis import OutcomeTable, missing_attempts
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.html_text import environment
 from groundstate.report.numbers import (
+    NO_VALID_FIGURE,
     amount,
     apart,
     counted_of,
@@ -141,9 +142,10 @@ def render_comparison(
             "title": VIEW_TITLES[view],
             "rows": [(d, _difference_bar(d.difference)) for d in found],
             "chart": _pair_chart([d for d in found if d.metric == "pass_hat_k"]),
+            "empty": None if found else NO_VALID_FIGURE,
         }
         for view in VIEWS
-        if (found := [d for d in comparison.differences if d.view == view])
+        for found in [[d for d in comparison.differences if d.view == view]]
     ]
     altered = [
         alert

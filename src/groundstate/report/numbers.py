@@ -103,8 +103,23 @@ def _kept(value: float, marks: tuple[float, ...], digits: int, sign: str) -> str
 def p_value(value: float, alpha: float) -> str:
     """A p-value as the terminal and HTML reports both print it: two significant digits below
     0.001 (the HTML printed 0.0004 as 0.000), else three decimals, or as many more as keep it
-    apart from *alpha* (0.0495 is not "0.050" beside an interval that excludes 0)."""
-    return f"{value:.2g}" if value < 0.001 else apart(value, alpha, 3)
+    apart from *alpha* (0.0495 is not "0.050" beside an interval that excludes 0); below
+    0.001 with more significant digits likewise (a q-value of 0.000496 at ``--fdr 0.0005``
+    is not "0.0005")."""
+    if value >= 0.001:
+        return apart(value, alpha, 3)
+    for digits in range(2, 17):
+        if f"{value:.{digits}g}" != f"{alpha:.{digits}g}":
+            break
+    return f"{value:.{digits}g}"
+
+
+NO_VALID_FIGURE = (
+    "no figure: a batch has no valid attempt (the view below counts its invalid attempts as "
+    "failures)"
+)
+"""What a comparison prints for its valid view when a batch has no valid attempt: the
+terminal and HTML pages left the view out without a word, showing the strict view alone."""
 
 
 def incomplete_text(missing: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from groundstate.environments.base import RowWrite
 from groundstate.errors import one_line, printable
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.numbers import (
+    NO_VALID_FIGURE,
     amount,
     apart,
     counted_of,
@@ -505,6 +506,8 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     ):
         if data["metrics"][view]:
             console.print(_difference_table(data, view, title))
+        else:
+            console.print(f"{title}: {NO_VALID_FIGURE}", markup=False, highlight=False)
     _print_changes(console, data)
     for side in ("only_in_a", "only_in_b", "excluded_tasks"):
         if data[side]:

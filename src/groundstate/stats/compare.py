@@ -591,15 +591,21 @@ def _unpaired(
             a_values[a_rows, j], _weights(a_side)[a_rows], _ns(a_side, scored=partial)[a_rows]
         )
         eb = make_estimate(
-            b_values[b_rows, j], _weights(b_side)[b_rows], _ns(b_side, scored=partial)[b_rows]
+            b_values[b_rows, j], _weights(b_side, a)[b_rows], _ns(b_side, scored=partial)[b_rows]
         )
         diff = welch(ea, eb)
         found.append(Difference(metric, kk, view, ea, eb, diff, *_welch_test(diff)))
     return k, found
 
 
-def _weights(side: list[TaskCounts]) -> FloatArray:
-    return np.array([t.weight for t in side], dtype=np.float64)
+def _weights(side: list[TaskCounts], a: Mapping[str, TaskCounts] | None = None) -> FloatArray:
+    """The tasks' weights; with *a*, a's weight for a task both batches have (the documented
+    rule when weights differ and the comparison is allowed)."""
+    declared = a or {}
+    return np.array(
+        [declared[t.task_id].weight if t.task_id in declared else t.weight for t in side],
+        dtype=np.float64,
+    )
 
 
 def _ns(side: list[TaskCounts], *, scored: bool = False) -> np.ndarray[Any, np.dtype[np.int64]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from fractions import Fraction
@@ -196,13 +197,15 @@ class AttemptColumns:
 def task_counts(outcomes: Iterable[Outcome], view: View = "valid") -> list[TaskCounts]:
     """Count attempts and successes per task under one view, sorted by task id.
 
-    Sorting makes every downstream resample independent of record order. In the
-    strict view n is every record of the task, so an invalid attempt and its retry
-    (if stored as a separate outcome) both count.
+    Sorting makes every downstream resample independent of record order. One outcome per
+    (task, attempt): the attempt's counted try (:func:`groundstate.analysis.final_runs`
+    picks the last retry); a pair given twice raises ``ValueError`` naming it, since
+    counting both would count the attempt twice in every denominator.
     """
     if view not in VIEWS:
         raise ValueError(f"unknown view {view!r}; expected one of {VIEWS}")
     records = list(outcomes)
+    check_one_per_attempt(records)
     task_ids, task = encode([o.task_id for o in records])
     columns = AttemptColumns(
         task_ids=task_ids,
@@ -215,6 +218,23 @@ def task_counts(outcomes: Iterable[Outcome], view: View = "valid") -> list[TaskC
         ),
     )
     return count_columns(columns, _declared(records))[view]
+
+
+def check_one_per_attempt(records: Sequence[Outcome]) -> None:
+    """Refuse outcomes that give one (task, attempt) more than once: an invalid try and
+    its rerun, or an imported row repeated, would both count, and every denominator (n,
+    the invalid count, cost per attempt) would hold the attempt twice."""
+    seen = Counter((o.task_id, o.attempt) for o in records)
+    repeated = sorted(pair for pair, times in seen.items() if times > 1)
+    if repeated:
+        shown = ", ".join(f"{task!r} attempt {attempt} ({seen[task, attempt]}x)"
+                          for task, attempt in repeated[:5])  # fmt: skip
+        more = f" and {len(repeated) - 5} more" if len(repeated) > 5 else ""
+        raise ValueError(
+            f"{len(repeated)} (task, attempt) pair{'s' * (len(repeated) != 1)} given more "
+            f"than once: {shown}{more}; give one outcome per attempt, its counted try "
+            "(groundstate.analysis.final_runs keeps the last retry)"
+        )
 
 
 def _declared(records: list[Outcome]) -> dict[str, TaskInfo]:
@@ -248,6 +268,7 @@ def count_columns(
     """
     size = len(columns.task_ids)
     valid, success, partial = columns.valid, columns.success, columns.partial
+    _check_partial(columns)
 
     def per_task(weights: npt.NDArray[Any]) -> FloatArray:
         return np.bincount(columns.task, weights=weights, minlength=size).astype(np.float64)
@@ -290,6 +311,19 @@ def count_columns(
                        revision, mean_strict, 0 if mean_strict is None else scored_here + bad)
         )  # fmt: skip
     return counts
+
+
+def _check_partial(columns: AttemptColumns) -> None:
+    """A partial score is a rubric's credit in [0, 1] (NaN: none): one of 1.5 or inf made a
+    mean above 1 and an interval [1.27, 1.0] under the level rule, which assumes the range."""
+    partial = columns.partial
+    outside = np.flatnonzero(~np.isnan(partial) & ((partial < 0) | (partial > 1)))
+    if outside.size:
+        row = int(outside[0])
+        raise ValueError(
+            f"task {columns.task_ids[columns.task[row]]!r}: partial score {partial[row]!r} "
+            f"outside [0, 1] ({outside.size} attempt{'s' * (outside.size != 1)})"
+        )
 
 
 def supported_k(counts: Iterable[TaskCounts]) -> int:
