@@ -15,9 +15,10 @@ lost, is in ``docs/interop.md``.
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 from pydantic import BaseModel
 
@@ -31,7 +32,7 @@ from groundstate.importers.rows import (
     ResultSource,
     read_json,
 )
-from groundstate.importers.table import COLUMNS, TableSource
+from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
 from groundstate.store import BatchInfo, RunStore
 
@@ -68,13 +69,9 @@ def detect_format(path: Path) -> Format:
     """The format of *path*: by suffix for row files and archives, else by its first bytes
     (``[``: τ-bench; an object with ``simulations``: τ²-bench; with ``eval`` and ``samples``:
     an Inspect log; one object per line: JSON Lines)."""
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return "csv"
-    if suffix in (".jsonl", ".ndjson"):
-        return "jsonl"
-    if suffix == ".eval":  # even a truncated archive, so its error names what it is
-        return "inspect"
+    named = _named_format(path)
+    if named is not None:
+        return named
     if path.is_dir():  # τ²'s "dir" format is a folder: its index is the file to give
         inside = " (give its results.json)" if (path / "results.json").is_file() else ""
         raise SpecError(path, None, f"a folder, not a results file{inside}")
@@ -85,20 +82,36 @@ def detect_format(path: Path) -> Format:
     return _sniff(path)
 
 
+def _named_format(path: Path) -> Format | None:
+    """The format *path*'s suffix names, if any."""
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv", ".tab"):  # the reader tells the separator from the header
+        return "csv"
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix == ".eval":  # even a truncated archive, so its error names what it is
+        return "inspect"
+    return None
+
+
 def _sniff(path: Path) -> Format:
     with path.open("rb") as handle:
         head = handle.read(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip()
-        if head.startswith(b"{") and b"\n" not in head:  # a first line longer than the head
-            head += handle.readline()
+        if head.startswith(b"{") and not _BREAK.search(head):  # a first line past the head
+            head += _first_line(handle)
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
         return "inspect"
     if head.startswith(b"["):
         return "tau-bench"
+    first = _BREAK.split(head, 1)[0]
     if not head.startswith(b"{"):
+        if header_delimiter(
+            first.decode("utf-8", "replace")
+        ):  # a row file's header, whatever the file is named
+            return "csv"
         raise SpecError(
             path, None, "cannot tell its format: give --format (" + ", ".join(FORMATS) + ")"
         )
-    first = head.split(b"\n", 1)[0]
     try:
         row = json.loads(first)
     except (ValueError, RecursionError):
@@ -106,6 +119,22 @@ def _sniff(path: Path) -> Format:
     if isinstance(row, dict) and not {"simulations", "simulation_index", "samples"} & set(row):
         return "jsonl"
     return _document_format(path)
+
+
+_BREAK = re.compile(rb"\r\n|\r|\n")
+"""A line break: JSON Lines and CSV files come with any of the three (old Mac tools write
+``\r`` alone); none can sit inside a JSON string unescaped."""
+
+
+def _first_line(handle: BinaryIO) -> bytes:
+    """The rest of the first line, whichever break ends it (``readline`` knows ``\n`` only:
+    a file broken by ``\r`` alone would be read whole)."""
+    line = b""
+    while chunk := handle.read(1 << 16):
+        line += chunk
+        if _BREAK.search(chunk):
+            break
+    return line
 
 
 def _document_format(path: Path) -> Format:
@@ -127,14 +156,17 @@ def import_file(
     try:
         return store_import(open_source(path, options), name, store)
     except SpecError as exc:
-        looks = _looks_like(path, options.format)
+        named = None if options.format else _named_format(path)
+        looks = _looks_like(path, options.format or named)
         if looks is None:
             raise
-        hint = f"{exc.reason} (the file looks like {looks}, not --format {options.format})"
+        used = f"--format {options.format}" if options.format else f"{named} as its name says"
+        hint = f"{exc.reason} (the file looks like {looks}, not {used})"
         raise SpecError(exc.path, exc.field, hint, line=exc.line) from None
 
 
 LOOKS = {
+    "csv": "rows of a CSV (a header naming task_id): give --format csv",
     "jsonl": "JSON Lines rows: give --format jsonl",
     "tau-bench": "τ-bench results (a JSON list): give --format tau-bench",
     "tau2-bench": "τ²-bench results (an object with simulations): give --format tau2-bench",

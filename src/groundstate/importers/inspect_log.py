@@ -415,9 +415,11 @@ ARCHIVE_ERRORS = (
 """What reading a damaged member raises: a bad CRC, a corrupt deflate stream (``zlib.error``),
 an unsupported compression method (``NotImplementedError``), an encrypted member
 (``RuntimeError``); each is a damaged archive, not a traceback."""
-MEMBER_LIMIT = 1 << 30
+MEMBER_LIMIT = 1 << 28
 """The largest archive member read (uncompressed bytes, as its header declares; zipfile stops
-at the declared size). A sample's transcript is megabytes; a gigabyte is a zip bomb."""
+at the declared size, and a size understated fails its checksum). A sample's transcript is
+megabytes; parsed, a member takes several times its size in memory, so 256 MiB (a few GB
+parsed) is the most read, not the gigabyte (5 to 10 GB parsed) read before."""
 
 
 def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:

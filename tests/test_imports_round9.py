@@ -1,0 +1,152 @@
+"""Ninth audit of ``import-results``: how a file is told apart and split into rows, and what
+the file says of itself read before anything is stored.
+
+Classes: row files named other than ``.csv`` (``.tsv``, ``.tab``, ``.txt``) or with a space
+after each separator; JSON Lines broken by ``\\r`` alone; a file whose name says one format
+and whose content is another's; parts of a τ² file read only for warnings or the system
+(``tasks``, ``info.agent_info``) that failed after the batch was stored; boolean rewards; an
+archive member whose declared size is over the cap.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.test_imports_formats import Store, sample, write_eval
+from tests.test_imports_round4 import simulation, tau2_file, tau_result
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path)
+
+
+def _outcomes(store: Store, path: Path, *extra: str) -> dict[tuple[str, int, int], str]:
+    return {key: reason for key, (reason, _) in store.runs(store.imported(path, *extra)).items()}
+
+
+EXPECTED = {("t1", 1, 0): "success", ("t1", 2, 0): "agent_failure", ("t 2", 1, 0): "success"}
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("rows.tsv", "task_id\tattempt\tsuccess\nt1\t0\ttrue\nt1\t1\tfalse\nt 2\t0\ttrue\n"),
+        ("rows.tab", "task_id\tattempt\tsuccess\nt1\t0\ttrue\nt1\t1\tfalse\nt 2\t0\ttrue\n"),
+        ("rows.txt", "task_id;attempt;success\nt1;0;true\nt1;1;false\nt 2;0;true\n"),
+        ("rows", "task_id,attempt,success\r\nt1,0,true\r\nt1,1,false\r\nt 2,0,true\r\n"),
+        ("spaced.csv", "task_id, attempt, success\nt1, 0, true\nt1, 1, false\nt 2, 0, true\n"),
+        ("old-mac.csv", "task_id,attempt,success\rt1,0,true\rt1,1,false\rt 2,0,true\r"),
+    ],
+)
+def test_row_files_are_read_whatever_their_name_and_spacing(
+    store: Store, tmp_path: Path, name: str, text: str
+) -> None:
+    """A .tsv (or a row file without a known suffix) was "cannot tell its format"; a header
+    written "task_id, attempt, success" had no attempt column (" attempt" is no field)."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert _outcomes(store, path) == EXPECTED
+
+
+ROWS = [
+    {"task_id": "t1", "attempt": 0, "success": True},
+    {"task_id": "t1", "attempt": 1, "success": False},
+    {"task_id": "t 2", "attempt": 0, "success": True, "note": "a\u2028b\rc"},
+]
+
+
+@pytest.mark.parametrize("name", ["rows.jsonl", "rows.json", "rows.ndjson"])
+@pytest.mark.parametrize("newline", ["\r", "\r\n", "\n"])
+def test_json_lines_broken_by_any_line_ending(
+    store: Store, tmp_path: Path, name: str, newline: str
+) -> None:
+    """JSON Lines broken by ``\\r`` alone were one line: "not valid JSON: Extra data". A
+    ``\\r`` inside a string is escaped in JSON, and U+2028 inside one is no line break."""
+    path = tmp_path / name
+    text = newline.join(json.dumps(row, ensure_ascii=False) for row in ROWS) + newline
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    assert _outcomes(store, path) == EXPECTED
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        ("rows.csv", "jsonl", "give --format jsonl, not csv as its name says"),
+        ("rows.jsonl", "csv", "give --format csv, not jsonl as its name says"),
+        ("tau2.jsonl", "tau2", "give --format tau2-bench, not jsonl as its name says"),
+    ],
+)
+def test_a_file_whose_name_says_another_format_is_named_for_what_it_is(
+    store: Store, tmp_path: Path, name: str, content: str, says: str
+) -> None:
+    """The hint for the wrong reader came only with --format: a JSON Lines file named .csv was
+    "no result rows", a CSV named .jsonl "not valid JSON"."""
+    texts = {
+        "jsonl": json.dumps(ROWS[0]) + "\n",
+        "csv": "task_id,attempt,success\nt1,0,true\n",
+        "tau2": json.dumps(tau2_file([simulation("a", 0, 1.0)]), indent=2),
+    }
+    path = tmp_path / name
+    path.write_text(texts[content], encoding="utf-8")
+    assert says in store.refused(path)
+
+
+def test_what_a_tau2_file_says_of_itself_is_checked_before_anything_is_stored(
+    store: Store, tmp_path: Path
+) -> None:
+    """``tasks`` of the wrong shape was a TypeError traceback raised after the batch was
+    stored (the warnings were read last); an ``agent_info`` of the wrong shape was an
+    AttributeError before it."""
+    data = tau2_file([simulation("a", 0, 1.0), simulation("a", 1, 0.0)])
+    for tasks in (True, 3, "a", {"id": "a"}):
+        data["tasks"] = tasks
+        path = tmp_path / "tau2.json"
+        path.write_text(json.dumps(data))
+        assert "tau2.json: tasks: must be a list of tasks" in store.refused(path)
+    data["tasks"] = [{"id": "a"}]
+    data["info"] = {"agent_info": ["llm"], "user_info": "x", "environment_info": 7}
+    path.write_text(json.dumps(data))
+    assert _outcomes(store, path) == {
+        ("a", 1, 0): "success",
+        ("a", 2, 0): "agent_failure/incorrect",
+    }
+
+
+def test_a_boolean_reward_is_read_as_the_harness_reads_it(store: Store, tmp_path: Path) -> None:
+    """``reward: true`` was refused; τ-bench's and τ²'s own models read it as 1.0."""
+    path = tmp_path / "tau.json"
+    path.write_text(json.dumps([tau_result("1", 0, True), tau_result("1", 1, False)]))
+    assert _outcomes(store, path) == {
+        ("1", 1, 0): "success",
+        ("1", 2, 0): "agent_failure/incorrect",
+    }
+    data = tau2_file([simulation("a", 0, True), simulation("a", 1, False)])
+    path = tmp_path / "tau2.json"
+    path.write_text(json.dumps(data))
+    assert _outcomes(store, path) == {
+        ("a", 1, 0): "success",
+        ("a", 2, 0): "agent_failure/incorrect",
+    }
+
+
+def test_an_archive_member_declaring_hundreds_of_megabytes_is_not_read(
+    store: Store, tmp_path: Path
+) -> None:
+    """The cap was 1 GiB: a member declaring 900 MiB (5 to 10 GB once parsed) was read whole.
+    The declared size is patched in the central directory (the one zipfile reads), so no
+    large file is written; the member is refused before a byte of it is read."""
+    path = write_eval(tmp_path / "big.eval", [sample("a", 1, {"m": {"value": "C"}})])
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo("samples/a_epoch_1.json")
+    data = bytearray(path.read_bytes())
+    at = data.find(b"PK\x01\x02")
+    while data[at + 46 : at + 46 + len(info.filename)] != info.filename.encode():
+        at = data.find(b"PK\x01\x02", at + 4)
+    data[at + 24 : at + 28] = (300 << 20).to_bytes(4, "little")  # uncompressed size
+    path.write_bytes(bytes(data))
+    assert f"big.eval!samples/a_epoch_1.json: {300 << 20} bytes uncompressed" in store.refused(path)
