@@ -150,3 +150,42 @@ def test_an_archive_member_declaring_hundreds_of_megabytes_is_not_read(
     data[at + 24 : at + 28] = (300 << 20).to_bytes(4, "little")  # uncompressed size
     path.write_bytes(bytes(data))
     assert f"big.eval!samples/a_epoch_1.json: {300 << 20} bytes uncompressed" in store.refused(path)
+
+
+FOREIGN = {
+    "swe-report.json": (
+        {"total_instances": 2, "resolved_ids": ["a"], "unresolved_ids": ["b"], "error_ids": []},
+        "a SWE-bench harness report",
+    ),
+    "report.json": (
+        {"django__django-1": {"patch_exists": True, "resolved": True, "tests_status": {}}},
+        "a SWE-bench instance report",
+    ),
+    "result.json": (
+        {"task_name": "hello", "trial_name": "hello__1", "verifier_result": {"rewards": {}}},
+        "a Harbor trial result",
+    ),
+    "job.json": ({"id": "j", "n_total_trials": 4, "stats": {}}, "a Harbor job result"),
+    "appworld.json": (
+        {"aggregate": {"task_goal_completion": 50.0}, "individual": {"t": {"success": True}}},
+        "an AppWorld evaluation",
+    ),
+    "preds.jsonl": (
+        {"instance_id": "x", "model_patch": "diff", "model_name_or_path": "m"},
+        "SWE-bench predictions",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FOREIGN))
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_harness_file_no_reader_knows_is_named_for_what_it_is(
+    store: Store, tmp_path: Path, name: str, indent: int | None
+) -> None:
+    """A SWE-bench, Harbor or AppWorld file was "cannot tell its format: give --format (...)",
+    sending its user to formats none of which fits (or, as .jsonl, "task_id: required")."""
+    data, what = FOREIGN[name]
+    path = tmp_path / name
+    path.write_text(json.dumps(data, indent=indent) + "\n")
+    err = store.refused(path)
+    assert f"looks like {what}" in err and "import-results does not read" in err

@@ -18,7 +18,7 @@ import json
 import re
 import zipfile
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel
 
@@ -117,6 +117,7 @@ def _sniff(path: Path) -> Format:
     except (ValueError, RecursionError):
         row = None  # a JSON document over several lines: look inside it
     if isinstance(row, dict) and not {"simulations", "simulation_index", "samples"} & set(row):
+        _refuse_foreign(path, row)
         return "jsonl"
     return _document_format(path)
 
@@ -143,9 +144,41 @@ def _document_format(path: Path) -> Format:
         return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
     if isinstance(data, dict) and "eval" in data and "samples" in data:
         return "inspect"
+    _refuse_foreign(path, data)
     raise SpecError(
         path, None, "cannot tell its format: give --format (" + ", ".join(FORMATS) + ")"
     )
+
+
+FOREIGN = (
+    ({"resolved_ids", "unresolved_ids"}, "a SWE-bench harness report"),
+    ({"resolved", "tests_status"}, "a SWE-bench instance report"),
+    ({"trial_name", "task_name"}, "a Harbor trial result"),
+    ({"n_total_trials", "stats"}, "a Harbor job result"),
+    ({"aggregate", "individual"}, "an AppWorld evaluation"),
+    ({"instance_id", "model_patch"}, "SWE-bench predictions (patches, not results)"),
+)
+"""Keys that mark other harnesses' files this reader has no format for."""
+
+
+class ForeignFormat(SpecError):
+    """A file of a harness no reader here knows."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.what = f"{what}, which import-results does not read"
+        convert = "convert it to the row format (CSV or JSON Lines: task_id, attempt, success)"
+        super().__init__(path, None, f"looks like {self.what}: {convert}")
+
+
+def _refuse_foreign(path: Path, data: Any) -> None:
+    """A file of a harness no reader here knows is named for what it is: "give --format" would
+    send its user to formats none of which fits."""
+    if not isinstance(data, dict) or "task_id" in data:  # a row of ours, whatever else
+        return
+    inner = [v for v in data.values() if isinstance(v, dict)][:1]  # {instance_id: report}
+    for keys, what in FOREIGN:
+        if any(keys <= set(part) for part in (data, *inner)):
+            raise ForeignFormat(path, what)
 
 
 def import_file(
@@ -183,6 +216,8 @@ def _looks_like(path: Path, given: Format | None) -> str | None:
         return None
     try:
         found: Format = "inspect" if zipfile.is_zipfile(path) else _sniff(path)
+    except ForeignFormat as exc:
+        return exc.what
     except (SpecError, OSError):
         return None
     return LOOKS[found] if found != given and found in LOOKS else None
