@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_imports_formats import Store, sample, write_eval
+from tests.test_imports_formats import Store, log, sample, write_eval, write_json
 from tests.test_imports_round4 import simulation, tau2_file, tau_result
 
 
@@ -189,3 +189,23 @@ def test_a_harness_file_no_reader_knows_is_named_for_what_it_is(
     path.write_text(json.dumps(data, indent=indent) + "\n")
     err = store.refused(path)
     assert f"looks like {what}" in err and "import-results does not read" in err
+
+
+def test_a_json_log_named_eval_is_read_as_what_it_is(store: Store, tmp_path: Path) -> None:
+    """It was "not a readable .eval archive: truncated or damaged?"."""
+    samples = [sample(1, 1, {"m": {"value": "C"}}), sample(1, 2, {"m": {"value": "I"}})]
+    path = write_json(tmp_path / "log.eval", log(samples))
+    assert _outcomes(store, path) == {
+        ("1", 1, 0): "success",
+        ("1", 2, 0): "agent_failure/incorrect",
+    }
+
+
+@pytest.mark.parametrize("name", ["rows.csv", "rows.jsonl", "tau.json"])
+def test_utf16_text_is_named_as_such(store: Store, tmp_path: Path, name: str) -> None:
+    """Windows PowerShell's ``>`` writes UTF-16: it was "not UTF-8 text", with no word of
+    what it is."""
+    text = {"rows.csv": "task_id,attempt,success\nt,0,true\n", "rows.jsonl": json.dumps(ROWS[0])}
+    path = tmp_path / name
+    path.write_bytes(text.get(name, json.dumps([tau_result("1", 0, 1.0)])).encode("utf-16"))
+    assert "UTF-16 text, not UTF-8: save it as UTF-8" in store.refused(path)

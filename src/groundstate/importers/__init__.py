@@ -27,9 +27,11 @@ from groundstate.importers.batch import ImportReport, store_import
 from groundstate.importers.inspect_log import InspectSource
 from groundstate.importers.rows import (
     TERMINAL_PREFIXES,
+    UTF16_MARKS,
     ErrorPolicy,
     ImportedRow,
     ResultSource,
+    not_utf8,
     read_json,
 )
 from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
@@ -96,7 +98,10 @@ def _named_format(path: Path) -> Format | None:
 
 def _sniff(path: Path) -> Format:
     with path.open("rb") as handle:
-        head = handle.read(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip()
+        head = handle.read(1 << 16)
+        if head.startswith(UTF16_MARKS):
+            raise SpecError(path, None, not_utf8(path))
+        head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
         if head.startswith(b"{") and not _BREAK.search(head):  # a first line past the head
             head += _first_line(handle)
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval

@@ -200,15 +200,16 @@ class InspectSource:
 
     def _is_archive(self) -> bool:
         """A zip archive; a damaged one (a ``.eval`` name, or a zip's first bytes) is named
-        as such, not read as broken JSON."""
+        as such, not read as broken JSON. A ``.json`` log renamed ``.eval`` is read as JSON."""
         if zipfile.is_zipfile(self.path):
             return True
         try:
             with self.path.open("rb") as handle:
-                zipped = handle.read(2) == b"PK"
+                head = handle.read(1 << 10).removeprefix(b"\xef\xbb\xbf").lstrip()
         except OSError as exc:
             raise SpecError(self.path, None, f"cannot read: {exc.strerror}") from None
-        if zipped or self.path.suffix.lower() == ".eval":
+        zipped, json_log = head.startswith(b"PK"), head.startswith(b"{")
+        if zipped or (self.path.suffix.lower() == ".eval" and not json_log):  # a .json log
             raise SpecError(
                 self.path, None, "not a readable .eval archive (a zip file): truncated or damaged?"
             )

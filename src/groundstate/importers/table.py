@@ -27,6 +27,7 @@ from groundstate.importers.rows import (
     as_text,
     check_reason,
     checked,
+    not_utf8,
     parse_json,
 )
 from groundstate.spec.strict import did_you_mean
@@ -64,7 +65,7 @@ class TableSource:
             try:
                 yield from read(self.path, handle)
             except UnicodeDecodeError:
-                raise SpecError(self.path, None, "not UTF-8 text") from None
+                raise SpecError(self.path, None, not_utf8(self.path)) from None
 
     def place(self, line: int) -> str:
         return f"{self.path}:{line}"
