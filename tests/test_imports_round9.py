@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_imports_formats import Store, log, sample, write_eval, write_json
+from tests.test_imports_formats import Store, cli, log, sample, write_eval, write_json
 from tests.test_imports_round4 import simulation, tau2_file, tau_result
 
 
@@ -209,3 +209,20 @@ def test_utf16_text_is_named_as_such(store: Store, tmp_path: Path, name: str) ->
     path = tmp_path / name
     path.write_bytes(text.get(name, json.dumps([tau_result("1", 0, 1.0)])).encode("utf-16"))
     assert "UTF-16 text, not UTF-8: save it as UTF-8" in store.refused(path)
+
+
+@pytest.mark.parametrize("trials", [3.0, "3"])
+def test_tau2_num_trials_written_as_a_float_or_text_still_warns(
+    tmp_path: Path, trials: object
+) -> None:
+    """``num_trials`` of 3.0 or "3" was no integer to compare with: a task short of trials
+    dropped attempts from the denominators without the warning an integer 3 gives."""
+    data = tau2_file([simulation("a", 0, 1.0), simulation("a", 1, 0.0), simulation("a", 2, 1.0),
+                      simulation("b", 0, 1.0)])  # fmt: skip
+    data["info"]["num_trials"] = trials
+    path = tmp_path / "tau2.json"
+    path.write_text(json.dumps(data))
+    code, _, err = cli(
+        "import-results", str(path), "--name", "x", "--store", str(tmp_path / "s.db")
+    )
+    assert code == 0 and "info.num_trials is 3, but 1 task(s) have fewer simulations ('b')" in err

@@ -24,6 +24,7 @@ from groundstate.importers.rows import (
     ErrorPolicy,
     ImportedRow,
     amount,
+    as_integer,
     as_number,
     as_reward,
     checked,
@@ -209,9 +210,8 @@ class Tau2Source:
                 f"{self.path}: {len(none)} of the {len(ids)} tasks it lists have no simulation "
                 f"({_some(none)}): they are not in the batch, so no score counts them"
             )
-        info = self._results.get("info")
-        trials = info.get("num_trials") if isinstance(info, dict) else None
-        if isinstance(trials, int) and (fewer := [t for t, n in held.items() if n < trials]):
+        trials = _count(_part(self._results, "info").get("num_trials"))
+        if trials is not None and (fewer := [t for t, n in held.items() if n < trials]):
             warnings.append(
                 f"{self.path}: info.num_trials is {trials}, but {len(fewer)} task(s) have fewer "
                 f"simulations ({_some(sorted(fewer))}): the missing ones are not imported"
@@ -238,6 +238,15 @@ def _part(data: dict[str, Any], key: str) -> dict[str, Any]:
     kept where it has the expected shape, never a reason to refuse its attempts."""
     value = data.get(key)
     return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any) -> int | None:
+    """A count as a writer may give it (``4``, ``4.0``, ``"4"``), or ``None``: only what the
+    warnings compare with, so an odd value is no reason to refuse the file."""
+    try:
+        return as_integer(value)
+    except ValueError:
+        return None
 
 
 def _some(ids: list[str], shown: int = 5) -> str:
