@@ -226,3 +226,11 @@ def test_tau2_num_trials_written_as_a_float_or_text_still_warns(
         "import-results", str(path), "--name", "x", "--store", str(tmp_path / "s.db")
     )
     assert code == 0 and "info.num_trials is 3, but 1 task(s) have fewer simulations ('b')" in err
+
+
+def test_a_tau_bench_repeat_names_positions_not_lines(store: Store, tmp_path: Path) -> None:
+    """It said "(also on line 1)" of the first result of an indented list (on line 2)."""
+    path = tmp_path / "tau.json"
+    path.write_text(json.dumps([tau_result("1", 0, 1.0), tau_result("1", 0, 0.0)], indent=2))
+    err = store.refused(path)
+    assert "appears twice (also at " in err and "on line" not in err

@@ -190,11 +190,12 @@ def _duplicate(
 
 
 def _at(source: ResultSource, line: int) -> str:
-    """Where another row was read, after the place of the one named: ``on line 2`` in a file
-    of lines, else its own place (``at run.eval!samples/3_epoch_1.json``: an archive has no
-    lines, and a τ² simulation may sit in a file of its own)."""
+    """Where another row was read, after the place of the one named: ``on line 2`` in a row
+    file, else its own place (``at run.eval!samples/3_epoch_1.json``: an archive has no
+    lines, a τ² simulation may sit in a file of its own, and ``tau.json:2`` is the second
+    result of a list, not its second line)."""
     place = source.place(line)
-    return f"on line {line}" if place == f"{source.path}:{line}" else f"at {place}"
+    return f"on line {line}" if source.format in ("csv", "jsonl") else f"at {place}"
 
 
 def store_import(source: ResultSource, name: str, store: RunStore) -> ImportReport:
