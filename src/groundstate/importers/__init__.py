@@ -15,9 +15,10 @@ lost, is in ``docs/interop.md``.
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from pathlib import Path
-from typing import Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel
 
@@ -26,12 +27,14 @@ from groundstate.importers.batch import ImportReport, store_import
 from groundstate.importers.inspect_log import InspectSource
 from groundstate.importers.rows import (
     TERMINAL_PREFIXES,
+    UTF16_MARKS,
     ErrorPolicy,
     ImportedRow,
     ResultSource,
+    not_utf8,
     read_json,
 )
-from groundstate.importers.table import COLUMNS, TableSource
+from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
 from groundstate.store import BatchInfo, RunStore
 
@@ -68,13 +71,9 @@ def detect_format(path: Path) -> Format:
     """The format of *path*: by suffix for row files and archives, else by its first bytes
     (``[``: τ-bench; an object with ``simulations``: τ²-bench; with ``eval`` and ``samples``:
     an Inspect log; one object per line: JSON Lines)."""
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return "csv"
-    if suffix in (".jsonl", ".ndjson"):
-        return "jsonl"
-    if suffix == ".eval":  # even a truncated archive, so its error names what it is
-        return "inspect"
+    named = _named_format(path)
+    if named is not None:
+        return named
     if path.is_dir():  # τ²'s "dir" format is a folder: its index is the file to give
         inside = " (give its results.json)" if (path / "results.json").is_file() else ""
         raise SpecError(path, None, f"a folder, not a results file{inside}")
@@ -85,27 +84,63 @@ def detect_format(path: Path) -> Format:
     return _sniff(path)
 
 
+def _named_format(path: Path) -> Format | None:
+    """The format *path*'s suffix names, if any."""
+    suffix = path.suffix.lower()
+    if suffix in (".csv", ".tsv", ".tab"):  # the reader tells the separator from the header
+        return "csv"
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix == ".eval":  # even a truncated archive, so its error names what it is
+        return "inspect"
+    return None
+
+
 def _sniff(path: Path) -> Format:
     with path.open("rb") as handle:
-        head = handle.read(1 << 16).removeprefix(b"\xef\xbb\xbf").lstrip()
-        if head.startswith(b"{") and b"\n" not in head:  # a first line longer than the head
-            head += handle.readline()
+        head = handle.read(1 << 16)
+        if head.startswith(UTF16_MARKS):
+            raise SpecError(path, None, not_utf8(path))
+        head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+        if head.startswith(b"{") and not _BREAK.search(head):  # a first line past the head
+            head += _first_line(handle)
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
         return "inspect"
     if head.startswith(b"["):
         return "tau-bench"
+    first = _BREAK.split(head, 1)[0]
     if not head.startswith(b"{"):
+        if header_delimiter(
+            first.decode("utf-8", "replace")
+        ):  # a row file's header, whatever the file is named
+            return "csv"
         raise SpecError(
             path, None, "cannot tell its format: give --format (" + ", ".join(FORMATS) + ")"
         )
-    first = head.split(b"\n", 1)[0]
     try:
         row = json.loads(first)
     except (ValueError, RecursionError):
         row = None  # a JSON document over several lines: look inside it
     if isinstance(row, dict) and not {"simulations", "simulation_index", "samples"} & set(row):
+        _refuse_foreign(path, row)
         return "jsonl"
     return _document_format(path)
+
+
+_BREAK = re.compile(rb"\r\n|\r|\n")
+"""A line break: JSON Lines and CSV files come with any of the three (old Mac tools write
+``\r`` alone); none can sit inside a JSON string unescaped."""
+
+
+def _first_line(handle: BinaryIO) -> bytes:
+    """The rest of the first line, whichever break ends it (``readline`` knows ``\n`` only:
+    a file broken by ``\r`` alone would be read whole)."""
+    line = b""
+    while chunk := handle.read(1 << 16):
+        line += chunk
+        if _BREAK.search(chunk):
+            break
+    return line
 
 
 def _document_format(path: Path) -> Format:
@@ -114,9 +149,41 @@ def _document_format(path: Path) -> Format:
         return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
     if isinstance(data, dict) and "eval" in data and "samples" in data:
         return "inspect"
+    _refuse_foreign(path, data)
     raise SpecError(
         path, None, "cannot tell its format: give --format (" + ", ".join(FORMATS) + ")"
     )
+
+
+FOREIGN = (
+    ({"resolved_ids", "unresolved_ids"}, "a SWE-bench harness report"),
+    ({"resolved", "tests_status"}, "a SWE-bench instance report"),
+    ({"trial_name", "task_name"}, "a Harbor trial result"),
+    ({"n_total_trials", "stats"}, "a Harbor job result"),
+    ({"aggregate", "individual"}, "an AppWorld evaluation"),
+    ({"instance_id", "model_patch"}, "SWE-bench predictions (patches, not results)"),
+)
+"""Keys that mark other harnesses' files this reader has no format for."""
+
+
+class ForeignFormat(SpecError):
+    """A file of a harness no reader here knows."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        self.what = f"{what}, which import-results does not read"
+        convert = "convert it to the row format (CSV or JSON Lines: task_id, attempt, success)"
+        super().__init__(path, None, f"looks like {self.what}: {convert}")
+
+
+def _refuse_foreign(path: Path, data: Any) -> None:
+    """A file of a harness no reader here knows is named for what it is: "give --format" would
+    send its user to formats none of which fits."""
+    if not isinstance(data, dict) or "task_id" in data:  # a row of ours, whatever else
+        return
+    inner = [v for v in data.values() if isinstance(v, dict)][:1]  # {instance_id: report}
+    for keys, what in FOREIGN:
+        if any(keys <= set(part) for part in (data, *inner)):
+            raise ForeignFormat(path, what)
 
 
 def import_file(
@@ -127,14 +194,17 @@ def import_file(
     try:
         return store_import(open_source(path, options), name, store)
     except SpecError as exc:
-        looks = _looks_like(path, options.format)
+        named = None if options.format else _named_format(path)
+        looks = _looks_like(path, options.format or named)
         if looks is None:
             raise
-        hint = f"{exc.reason} (the file looks like {looks}, not --format {options.format})"
+        used = f"--format {options.format}" if options.format else f"{named} as its name says"
+        hint = f"{exc.reason} (the file looks like {looks}, not {used})"
         raise SpecError(exc.path, exc.field, hint, line=exc.line) from None
 
 
 LOOKS = {
+    "csv": "rows of a CSV (a header naming task_id): give --format csv",
     "jsonl": "JSON Lines rows: give --format jsonl",
     "tau-bench": "τ-bench results (a JSON list): give --format tau-bench",
     "tau2-bench": "τ²-bench results (an object with simulations): give --format tau2-bench",
@@ -151,6 +221,8 @@ def _looks_like(path: Path, given: Format | None) -> str | None:
         return None
     try:
         found: Format = "inspect" if zipfile.is_zipfile(path) else _sniff(path)
+    except ForeignFormat as exc:
+        return exc.what
     except (SpecError, OSError):
         return None
     return LOOKS[found] if found != given and found in LOOKS else None

@@ -190,11 +190,12 @@ def _duplicate(
 
 
 def _at(source: ResultSource, line: int) -> str:
-    """Where another row was read, after the place of the one named: ``on line 2`` in a file
-    of lines, else its own place (``at run.eval!samples/3_epoch_1.json``: an archive has no
-    lines, and a τ² simulation may sit in a file of its own)."""
+    """Where another row was read, after the place of the one named: ``on line 2`` in a row
+    file, else its own place (``at run.eval!samples/3_epoch_1.json``: an archive has no
+    lines, a τ² simulation may sit in a file of its own, and ``tau.json:2`` is the second
+    result of a list, not its second line)."""
     place = source.place(line)
-    return f"on line {line}" if place == f"{source.path}:{line}" else f"at {place}"
+    return f"on line {line}" if source.format in ("csv", "jsonl") else f"at {place}"
 
 
 def store_import(source: ResultSource, name: str, store: RunStore) -> ImportReport:
@@ -215,12 +216,15 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
         _spool(spool, chunk)
         if not plan.rows:
             raise SpecError(source.path, None, "no result rows")
+        # What the file says of itself is read before anything is stored: a file it refuses
+        # stores nothing, as with a bad row
+        warnings = source.warnings()
         attempts = _Attempts(source, plan)
         known = _stored_batches(store)
         batch = _batch(source, name, plan, {b.batch_id for b in known})
         earlier = _same_import(known, batch)
         if earlier is not None:
-            report = _report(source, plan, earlier, attempts, plan.rows, 0.0)
+            report = _report(source, plan, earlier, attempts, plan.rows, 0.0, warnings)
             return report.model_copy(update={"already_stored": True})
         columns = OutcomeColumns()
         reruns = _Reruns(source, plan.reruns) if plan.reruns else None
@@ -233,7 +237,8 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
             if "UNIQUE constraint" in str(exc.__cause__):
                 raise _first_duplicate(source, _unspool(spool), attempts) from None
             raise
-    return _report(source, plan, batch, attempts, stored, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return _report(source, plan, batch, attempts, stored, seconds, warnings)
 
 
 _SPOOL_CHUNK = 4096
@@ -527,8 +532,9 @@ def _report(
     attempts: _Attempts,
     stored: int,
     seconds: float,
+    warnings: list[str],
 ) -> ImportReport:
-    warnings = source.warnings()
+    warnings = list(warnings)
     counts = [task.attempts for task in plan.tasks.values()]
     if min(counts) < max(counts):  # an interrupted run, a lost file: said, not silent
         fewer = sum(count < max(counts) for count in counts)

@@ -200,15 +200,16 @@ class InspectSource:
 
     def _is_archive(self) -> bool:
         """A zip archive; a damaged one (a ``.eval`` name, or a zip's first bytes) is named
-        as such, not read as broken JSON."""
+        as such, not read as broken JSON. A ``.json`` log renamed ``.eval`` is read as JSON."""
         if zipfile.is_zipfile(self.path):
             return True
         try:
             with self.path.open("rb") as handle:
-                zipped = handle.read(2) == b"PK"
+                head = handle.read(1 << 10).removeprefix(b"\xef\xbb\xbf").lstrip()
         except OSError as exc:
             raise SpecError(self.path, None, f"cannot read: {exc.strerror}") from None
-        if zipped or self.path.suffix.lower() == ".eval":
+        zipped, json_log = head.startswith(b"PK"), head.startswith(b"{")
+        if zipped or (self.path.suffix.lower() == ".eval" and not json_log):  # a .json log
             raise SpecError(
                 self.path, None, "not a readable .eval archive (a zip file): truncated or damaged?"
             )
@@ -415,9 +416,11 @@ ARCHIVE_ERRORS = (
 """What reading a damaged member raises: a bad CRC, a corrupt deflate stream (``zlib.error``),
 an unsupported compression method (``NotImplementedError``), an encrypted member
 (``RuntimeError``); each is a damaged archive, not a traceback."""
-MEMBER_LIMIT = 1 << 30
+MEMBER_LIMIT = 1 << 28
 """The largest archive member read (uncompressed bytes, as its header declares; zipfile stops
-at the declared size). A sample's transcript is megabytes; a gigabyte is a zip bomb."""
+at the declared size, and a size understated fails its checksum). A sample's transcript is
+megabytes; parsed, a member takes several times its size in memory, so 256 MiB (a few GB
+parsed) is the most read, not the gigabyte (5 to 10 GB parsed) read before."""
 
 
 def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:

@@ -168,7 +168,10 @@ def as_number(value: Any) -> float:
 def as_reward(value: Any) -> float:
     """A reward or score: a finite number in [0, 1] (within :data:`REWARD_TOLERANCE` of its
     ends, as float sums leave them). Another number is no reward these harnesses give: a 1.5
-    was a failure kept with a partial score of 1, a -1 lowered the batch's mean reward."""
+    was a failure kept with a partial score of 1, a -1 lowered the batch's mean reward. A JSON
+    ``true``/``false`` is 1/0, as the harnesses' own models (pydantic floats) read it."""
+    if isinstance(value, bool):
+        return float(value)
     result = as_number(value)
     if not -REWARD_TOLERANCE <= result <= 1.0 + REWARD_TOLERANCE:
         raise ValueError(f"must be a reward in [0, 1], got {value!r}")
@@ -279,8 +282,22 @@ def read_json(path: Path) -> Any:
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
     except UnicodeDecodeError:
-        raise SpecError(path, None, "not UTF-8 text") from None
+        raise SpecError(path, None, not_utf8(path)) from None
     return parse_json(text, str(path))
+
+
+UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+"""Byte-order marks of UTF-16 (and UTF-32) text: what Windows PowerShell's ``>`` writes."""
+
+
+def not_utf8(path: Path) -> str:
+    """Why *path* could not be read as UTF-8 text, naming UTF-16 when its first bytes say so."""
+    try:
+        with path.open("rb") as handle:
+            utf16 = handle.read(2) in UTF16_MARKS
+    except OSError:
+        utf16 = False
+    return "UTF-16 text, not UTF-8: save it as UTF-8" if utf16 else "not UTF-8 text"
 
 
 def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:

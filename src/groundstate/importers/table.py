@@ -27,6 +27,7 @@ from groundstate.importers.rows import (
     as_text,
     check_reason,
     checked,
+    not_utf8,
     parse_json,
 )
 from groundstate.spec.strict import did_you_mean
@@ -64,7 +65,7 @@ class TableSource:
             try:
                 yield from read(self.path, handle)
             except UnicodeDecodeError:
-                raise SpecError(self.path, None, "not UTF-8 text") from None
+                raise SpecError(self.path, None, not_utf8(self.path)) from None
 
     def place(self, line: int) -> str:
         return f"{self.path}:{line}"
@@ -79,11 +80,12 @@ class TableSource:
 def _open(path: Path, format: str) -> TextIO:
     try:
         # A byte-order mark (spreadsheets write one) is not part of the first column's name
-        # or the first object. JSON Lines: "\n" only, as other breaks (U+2028, "\r") may sit
-        # inside strings.
+        # or the first object. JSON Lines: a line ends at "\n", "\r\n" or "\r" alone (old
+        # Mac tools), none of which can sit unescaped in a JSON string; U+2028 can, and is
+        # no break here.
         if format == "csv":
             return path.open(encoding="utf-8-sig", newline="")
-        return path.open(encoding="utf-8-sig", newline="\n")
+        return path.open(encoding="utf-8-sig", newline=None)
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
 
@@ -95,9 +97,12 @@ DELIMITERS = (",", ";", "\t")
 
 def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
     skipped, first = _header_line(handle)
-    reader = csv.reader(itertools.chain([first], handle), delimiter=_delimiter(first))
+    delimiter = header_delimiter(first) or ","
+    # "a, b": a space after the separator is not part of the cell (nor of a column's name)
+    rows = itertools.chain([first], handle)
+    reader = csv.reader(rows, delimiter=delimiter, skipinitialspace=delimiter != "\t")
     try:
-        header = next(reader, [])
+        header = [name.strip() for name in next(reader, [])]
         twice = sorted({name for name in header if name and header.count(name) > 1})
         if twice:  # which of the two cells would count? neither silently
             line = skipped + 1
@@ -126,12 +131,13 @@ def _header_line(handle: TextIO) -> tuple[int, str]:
     return skipped, ""
 
 
-def _delimiter(header: str) -> str:
-    """The separator whose split of the header names ``task_id`` (else a comma)."""
+def header_delimiter(header: str) -> str | None:
+    """The separator whose split of *header* names ``task_id``: ``None`` for a line that is
+    no header of the row format."""
     for delimiter in DELIMITERS:
         if "task_id" in (name.strip().strip('"') for name in header.split(delimiter)):
             return delimiter
-    return ","
+    return None
 
 
 def _json_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:

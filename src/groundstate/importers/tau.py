@@ -24,6 +24,7 @@ from groundstate.importers.rows import (
     ErrorPolicy,
     ImportedRow,
     amount,
+    as_integer,
     as_number,
     as_reward,
     checked,
@@ -199,6 +200,9 @@ class Tau2Source:
             str(item.get("task_id")) for _, item in self._simulations if isinstance(item, dict)
         )
         listed = self._results.get("tasks")
+        if listed is not None and not isinstance(listed, list):
+            kind = type(listed).__name__
+            raise SpecError(self.path, "tasks", f"must be a list of tasks, got {kind}")
         ids = [str(t["id"]) for t in listed or () if isinstance(t, dict) and "id" in t]
         warnings = []
         if none := [task for task in ids if task not in held]:
@@ -206,9 +210,8 @@ class Tau2Source:
                 f"{self.path}: {len(none)} of the {len(ids)} tasks it lists have no simulation "
                 f"({_some(none)}): they are not in the batch, so no score counts them"
             )
-        info = self._results.get("info")
-        trials = info.get("num_trials") if isinstance(info, dict) else None
-        if isinstance(trials, int) and (fewer := [t for t, n in held.items() if n < trials]):
+        trials = _count(_part(self._results, "info").get("num_trials"))
+        if trials is not None and (fewer := [t for t, n in held.items() if n < trials]):
             warnings.append(
                 f"{self.path}: info.num_trials is {trials}, but {len(fewer)} task(s) have fewer "
                 f"simulations ({_some(sorted(fewer))}): the missing ones are not imported"
@@ -216,11 +219,9 @@ class Tau2Source:
         return warnings
 
     def system(self) -> dict[str, Any]:
-        info = self._results.get("info")
-        if not isinstance(info, dict):
-            return {"harness": "tau2-bench"}
-        agent, user = info.get("agent_info") or {}, info.get("user_info") or {}
-        environment = info.get("environment_info") or {}
+        info = _part(self._results, "info")
+        agent, user = _part(info, "agent_info"), _part(info, "user_info")
+        environment = _part(info, "environment_info")
         return {
             "harness": "tau2-bench",
             "git_commit": info.get("git_commit"),
@@ -230,6 +231,22 @@ class Tau2Source:
             "max_steps": info.get("max_steps"),
             "max_errors": info.get("max_errors"),
         }
+
+
+def _part(data: dict[str, Any], key: str) -> dict[str, Any]:
+    """``data[key]`` when it is an object, else empty: what a file says of its system is
+    kept where it has the expected shape, never a reason to refuse its attempts."""
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _count(value: Any) -> int | None:
+    """A count as a writer may give it (``4``, ``4.0``, ``"4"``), or ``None``: only what the
+    warnings compare with, so an odd value is no reason to refuse the file."""
+    try:
+        return as_integer(value)
+    except ValueError:
+        return None
 
 
 def _some(ids: list[str], shown: int = 5) -> str:
