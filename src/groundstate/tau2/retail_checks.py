@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from groundstate.grading.constraints import normalise
+from groundstate.grading.constraints import confirming_questions, mentions, normalise
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 Evidence = tuple[bool, dict[str, Any]]
@@ -35,6 +35,27 @@ WRITE_TOOLS = frozenset(
 )
 USER_TOOLS = WRITE_TOOLS | {"get_user_details", "get_order_details"}
 """Tools whose output belongs to one user (``output.user_id``)."""
+CONFIRMED_ASKS: dict[str, str] = {
+    "cancel_pending_order": r"\b(cancel|call off|void)",
+    "modify_pending_order_address": r"\b(address|ship|deliver|send)",
+    "modify_pending_order_items": r"\b(modif|chang|swap|switch|replac|exchang|upgrad)",
+    "modify_pending_order_payment": r"\b(payment|pay with|paying|billing|charg|card|paypal)",
+    "modify_user_address": r"\b(default|profile|account|on file|saved|primary)",
+    "return_delivered_order_items": r"\b(return|refund|send (it |them )?back|money back)",
+    "exchange_delivered_order_items": r"\b(exchang|swap|replac|switch)",
+}
+"""The kind of change each confirmation must ask about (``confirmed.asks`` of the policy's
+``confirmed-<write>`` constraints), in the usual words: the order id alone does not tell a
+change of a pending order's address from one of its payment method, so a yes to one licensed
+the other. (An item change is asked by its verb alone, "change the lamp to the blue one", so
+"change the address" asks it too.)"""
+ITEM_TOOLS = (
+    "return_delivered_order_items",
+    "exchange_delivered_order_items",
+    "modify_pending_order_items",
+)
+"""The writes whose confirmation must name the items (the policy: "the user needs to confirm
+the order id and the list of items")."""
 ID_ARGUMENTS = ("user_id", "order_id", "payment_method_id", "item_ids", "new_item_ids")
 
 
@@ -139,26 +160,144 @@ def cancel_reason_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
     question stated no other.
 
     Policy: "The user needs to confirm the order id and the reason (either 'no longer needed'
-    or 'ordered by mistake')". The question is the agent's last message before the call (the
-    ``confirmed-cancel_pending_order`` constraint checks the user's yes to it): "... since you
-    no longer need it" states the reason as well as "with the reason 'no longer needed'"."""
-    question = ""
-    for event in trace:
-        if isinstance(event, MessageEvent):
-            if event.role == "agent" and not event.final:
-                question = normalise(event.text or "")
+    or 'ordered by mistake')". The question is the one whose yes confirmed the call (as
+    ``confirmed-cancel_pending_order`` finds it, which fails a call nothing confirmed), not
+    the agent's last message ("Great, cancelling it now."): "... since you no longer need
+    it" states the reason as well as "with the reason 'no longer needed'"."""
+    for at, question in _confirming(trace, "cancel_pending_order").items():
+        event = trace[at]
+        if not isinstance(event, ToolCallEvent) or not isinstance(event.args, dict):
             continue
-        if event.tool != "cancel_pending_order" or not event.ok or not isinstance(event.args, dict):
-            continue
-        said = sorted(reason for reason, words in REASON_WORDS.items() if words.search(question))
+        text = normalise(question.text or "")
+        said = sorted(reason for reason, words in REASON_WORDS.items() if words.search(text))
         recorded = event.args.get("reason")
         if said != [recorded]:
             stated = " and ".join(repr(r) for r in said) if said else "no reason"
             problem = (
-                f"step {event.step} records {recorded!r}; the question before it stated {stated}"
+                f"step {event.step} records {recorded!r}; the question it answers "
+                f"(step {question.step}) stated {stated}"
             )
             return False, {"problems": [problem], "offending_step": event.step}
     return True, {}
+
+
+def _confirming(trace: list[AgentEvent], tool: str) -> dict[int, MessageEvent]:
+    """The question each call of *tool* was confirmed by (by its index in *trace*), as the
+    policy's
+    ``confirmed-<tool>`` constraint finds it (a yes to a question naming the order and
+    asking this kind of change)."""
+    rule = {"change": {"tool": tool, "ok": True}, "names": ["args.order_id"]}
+    return confirming_questions(rule | {"asks": CONFIRMED_ASKS[tool]}, trace)
+
+
+def items_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
+    """A return, exchange or item change was confirmed by a question naming its items.
+
+    Policy: "The user needs to confirm the order id and the list of items to be returned"
+    (an exchange and an item change: "confirm all the details are correct"). Each item is
+    named by its id, or by its product name (a plural too) and, when the order has other
+    items of that name the call leaves alone, an option value that tells it from them; each
+    new item by its id or an option value it changes ("the desk lamp, in black"). Names and
+    options are those the tools last showed (``get_order_details``, ``get_product_details``,
+    ``get_item_details``); an item no tool described is named by its id. A call nothing
+    confirmed is left to its ``confirmed-<tool>`` constraint."""
+    questions = {at: q for tool in ITEM_TOOLS for at, q in _confirming(trace, tool).items()}
+    items: dict[str, dict[str, Any]] = {}  # item id -> name and options, as last shown
+    orders: dict[str, list[dict[str, Any]]] = {}  # order id -> its items, as last shown
+    for at, event in enumerate(trace):
+        if not isinstance(event, ToolCallEvent) or not event.ok:
+            continue
+        question = questions.get(at)
+        if question is not None and isinstance(event.args, dict):
+            unnamed = _unnamed_items(normalise(question.text or ""), event.args, items, orders)
+            if unnamed:
+                problem = (
+                    f"step {event.step} ({event.tool}): the question it answers (step "
+                    f"{question.step}) does not name {', '.join(unnamed)}"
+                )
+                return False, {"problems": [problem], "offending_step": event.step}
+        _learn(event.output, items, orders)
+    return True, {}
+
+
+def _learn(
+    output: Any, items: dict[str, dict[str, Any]], orders: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Record the items a tool's output describes: an order's, a product's variants, an item."""
+    if not isinstance(output, dict):
+        return
+    if isinstance(output.get("items"), list) and isinstance(output.get("order_id"), str):
+        shown = [i for i in output["items"] if isinstance(i, dict) and "item_id" in i]
+        orders[output["order_id"]] = shown
+        for item in shown:
+            items[str(item["item_id"])] = item
+    variants = output.get("variants")
+    if isinstance(variants, dict):
+        for item_id, variant in variants.items():
+            if isinstance(variant, dict):
+                items[str(item_id)] = {"name": output.get("name")} | variant
+    if "item_id" in output and isinstance(output.get("options"), dict):
+        known = items.get(str(output["item_id"]), {})
+        items[str(output["item_id"])] = {"name": known.get("name")} | output
+
+
+def _unnamed_items(
+    text: str,
+    args: dict[str, Any],
+    items: dict[str, dict[str, Any]],
+    orders: dict[str, list[dict[str, Any]]],
+) -> list[str]:
+    """The call's items and new items that *text* does not name, described for evidence."""
+    old = [str(i) for i in args.get("item_ids") or [] if i is not None]
+    new = [str(i) for i in args.get("new_item_ids") or [] if i is not None]
+    order = orders.get(str(args.get("order_id")), [])
+    unnamed: list[str] = []
+    for position, item_id in enumerate(old):
+        item = items.get(item_id, {})
+        others = [o for o in order if o.get("name") == item.get("name") and o["item_id"] not in old]
+        if not _names_item(text, item_id, item, others):
+            unnamed.append(_described(item_id, item))
+        if position < len(new) and not _names_new(text, new[position], items, item):
+            unnamed.append("new " + _described(new[position], items.get(new[position], {})))
+    return list(dict.fromkeys(unnamed))
+
+
+def _names_item(
+    text: str, item_id: str, item: dict[str, Any], others: list[dict[str, Any]]
+) -> bool:
+    """Named by its id, or by its name and (if *others* share the name) a telling option."""
+    if mentions(text, item_id):
+        return True
+    name = item.get("name")
+    if not isinstance(name, str) or not any(mentions(text, n) for n in (name, name + "s")):
+        return False
+    telling = {
+        str(value)
+        for key, value in _options(item).items()
+        if any(_options(other).get(key) != value for other in others)
+    }
+    return not others or any(mentions(text, value) for value in telling)
+
+
+def _names_new(
+    text: str, item_id: str, items: dict[str, dict[str, Any]], old: dict[str, Any]
+) -> bool:
+    """Named by its id, or by an option value it changes from the item it replaces."""
+    if mentions(text, item_id):
+        return True
+    before = _options(old)
+    changed = {str(v) for k, v in _options(items.get(item_id, {})).items() if before.get(k) != v}
+    return any(mentions(text, value) for value in changed)
+
+
+def _options(item: dict[str, Any]) -> dict[str, Any]:
+    options = item.get("options")
+    return options if isinstance(options, dict) else {}
+
+
+def _described(item_id: str, item: dict[str, Any]) -> str:
+    name = item.get("name")
+    return f"item {item_id} ({name})" if isinstance(name, str) else f"item {item_id}"
 
 
 def id_values(args: Any) -> list[str]:
