@@ -293,3 +293,122 @@ def test_the_retail_cancellation_reason_is_read_in_the_question_the_yes_answered
     trace.call("cancel_order", {"order_id": "O-1020", "reason": reason}, output)
     passed, evidence = retail_checks().cancel_reason_as_said(trace.events, None)
     assert passed is passes, evidence
+
+
+# --- τ²: the payment method a return or a change of payment uses -----------------------------
+
+USER_VIEW = {
+    "user_id": "ann_lee_1",
+    "payment_methods": {
+        "paypal_1": {"source": "paypal", "id": "paypal_1"},
+        "gift_card_1": {"source": "gift_card", "id": "gift_card_1", "balance": 50.0},
+        "credit_card_1": {
+            "source": "credit_card",
+            "id": "credit_card_1",
+            "brand": "visa",
+            "last_four": "1111",
+        },
+        "credit_card_2": {
+            "source": "credit_card",
+            "id": "credit_card_2",
+            "brand": "visa",
+            "last_four": "2222",
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "tool", "method", "named"),
+    [
+        (
+            f"Shall I switch order {ORDER} to your PayPal account?",
+            "modify_pending_order_payment",
+            "paypal_1",
+            True,
+        ),
+        (
+            f"Shall I charge order {ORDER} to your Visa ending 2222?",
+            "modify_pending_order_payment",
+            "credit_card_2",
+            True,
+        ),
+        (
+            f"Return the desk lamp of {ORDER}, refunded to your gift card?",
+            "return_delivered_order_items",
+            "gift_card_1",
+            True,
+        ),
+        (
+            f"Return the desk lamp of {ORDER}, refunded to the original payment method?",
+            "return_delivered_order_items",
+            "paypal_1",
+            True,
+        ),
+        (
+            f"Return the desk lamp of {ORDER}, refunded to credit_card_1?",
+            "return_delivered_order_items",
+            "credit_card_1",
+            True,
+        ),
+        (
+            f"Shall I switch order {ORDER} to your gift card?",
+            "modify_pending_order_payment",
+            "paypal_1",
+            False,
+        ),
+        (
+            f"Shall I charge order {ORDER} to your Visa?",
+            "modify_pending_order_payment",
+            "credit_card_2",
+            False,
+        ),
+        (
+            f"Shall I charge order {ORDER} to your Visa ending 1111?",
+            "modify_pending_order_payment",
+            "credit_card_2",
+            False,
+        ),
+        (
+            f"Return the desk lamp of {ORDER}, refunded to your gift card?",
+            "return_delivered_order_items",
+            "credit_card_1",
+            False,
+        ),
+        (
+            f"Return the desk lamp of {ORDER}, refunded to the original payment method?",
+            "return_delivered_order_items",
+            "gift_card_1",
+            False,
+        ),
+        (
+            f"Shall I switch the payment of order {ORDER} to the method you chose?",
+            "modify_pending_order_payment",
+            "paypal_1",
+            False,
+        ),
+    ],
+)
+def test_a_tau2_payment_is_confirmed_only_by_a_question_naming_its_method(
+    question: str, tool: str, method: str, named: bool
+) -> None:
+    """The `confirmed-<tool>` constraints named only the order: a yes to moving an order to
+    the gift card licensed moving it to PayPal, a yes to a refund to the gift card a refund
+    to the credit card. `payment-confirmed` reads the question for the method, by id or kind
+    (and what tells it from the user's other methods of that kind)."""
+    trace = Trace(f"Help with my order {ORDER}")
+    trace.call("get_user_details", {"user_id": "ann_lee_1"}, USER_VIEW)
+    paid = ORDER_VIEW | {
+        "payment_history": [
+            {"transaction_type": "payment", "amount": 10.0, "payment_method_id": "paypal_1"}
+        ]
+    }
+    trace.call("get_order_details", {"order_id": ORDER}, paid)
+    trace.agent(question).user("Yes")
+    args = {"order_id": ORDER, "payment_method_id": method} | RETURN_LAMP
+    trace.call(tool, args, paid)
+    passed, evidence = tau2_checks.payment_confirmed(trace.events, None)
+    assert passed is named, evidence
+    oracle = CONFIRMATIONS[tool](args)
+    trace.events[3] = trace.events[3].model_copy(update={"text": oracle})
+    assert tau2_checks.payment_confirmed(trace.events, None)[0], oracle

@@ -106,12 +106,12 @@ CONFIRMATIONS = {
         "complete."
     ),
     "modify_pending_order_payment": lambda a: _ask(
-        f"I can switch the payment of order {a.get('order_id')} to the method you chose."
+        f"I can switch the payment of order {a.get('order_id')} to {a.get('payment_method_id')}."
     ),
     "modify_user_address": lambda a: _ask(f"I can change your default address to {_one_line(a)}."),
     "return_delivered_order_items": lambda a: _ask(
         f"I can request the return of items {_ids(a.get('item_ids'))} from order "
-        f"{a.get('order_id')}, refunded to the method you chose."
+        f"{a.get('order_id')}, refunded to {a.get('payment_method_id')}."
     ),
     "exchange_delivered_order_items": lambda a: _ask(
         f"I can exchange items {_ids(a.get('item_ids'))} of order {a.get('order_id')} for "

@@ -42,8 +42,9 @@ CONFIRMED_NAMES: dict[str, list[str]] = {
 """What each change's confirmation must name: the order (the policy: "the user needs to
 confirm the order id"), a new address. A cancellation's reason, in any words, is checked by
 ``cancel-reason-confirmed``, and the items of a return, exchange or item change, by id or by
-name, by ``items-confirmed``, both on the question these constraints find confirmed.
-Payment methods are left to the agent's wording, and checked on the state."""
+name, by ``items-confirmed``, and the payment method of a return or a change of payment, by id or
+by its kind, by ``payment-confirmed``: all on the question these constraints find
+confirmed."""
 
 
 def constraint_sets() -> dict[str, list[dict[str, Any]]]:
@@ -89,6 +90,13 @@ def constraint_sets() -> dict[str, list[dict[str, Any]]]:
                 "it from the order's other items of that name) and each new item (by id, or "
                 "by an option it changes) (the policy: the user confirms the list of items).",
                 "check": "checks.py:items_confirmed",
+            },
+            {
+                "id": "payment-confirmed",
+                "description": "A change of an order's payment method, or a return, was "
+                "confirmed by a question naming the method the call uses (by id, or by its "
+                "kind and what tells it from the user's other methods of that kind).",
+                "check": "checks.py:payment_confirmed",
             },
             {
                 "id": "cancel-reason-confirmed",

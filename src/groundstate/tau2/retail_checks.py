@@ -220,6 +220,85 @@ def items_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
     return True, {}
 
 
+PAYMENT_TOOLS = ("modify_pending_order_payment", "return_delivered_order_items")
+"""The writes whose confirmation must name the payment method: the new one of an order, the
+one a refund goes to (an exchange's or item change's method only settles a difference)."""
+METHOD_WORDS = {"paypal": ("paypal",), "gift_card": ("gift card", "giftcard", "gift-card")}
+"""How a person names a payment method by its kind; a credit card by "credit card", its
+brand or its last four digits ("card" alone would be named by "gift card")."""
+ORIGINAL = re.compile(r"\boriginal (payment|method|card|form of payment)")
+
+
+def payment_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
+    """A change of an order's payment method, or a return, was confirmed by a question naming
+    the method the call uses.
+
+    Policy: "list the action details and obtain explicit user confirmation": a yes to the
+    gift card does not license the credit card. A method is named by its id, or by its kind
+    ("PayPal", "gift card", "credit card" or the card's brand or last four digits) and, when
+    the user has other methods of that kind, the brand or last four digits that tell it apart;
+    a refund to the order's original method also by "the original payment method". Methods
+    are those ``get_user_details`` last showed; one it never showed is named by its id. A
+    call nothing confirmed is left to its ``confirmed-<tool>`` constraint."""
+    questions = {at: q for tool in PAYMENT_TOOLS for at, q in _confirming(trace, tool).items()}
+    methods: dict[str, dict[str, Any]] = {}  # payment method id -> as last shown
+    original: dict[str, str] = {}  # order id -> the method it was paid with
+    for at, event in enumerate(trace):
+        if not isinstance(event, ToolCallEvent) or not event.ok:
+            continue
+        question = questions.get(at)
+        if question is not None and isinstance(event.args, dict):
+            method = str(event.args.get("payment_method_id"))
+            first = original.get(str(event.args.get("order_id")))
+            if event.tool == "modify_pending_order_payment":
+                first = None  # the new method is never the original one
+            if not _names_method(normalise(question.text or ""), method, methods, first):
+                problem = (
+                    f"step {event.step} ({event.tool}): the question it answers (step "
+                    f"{question.step}) does not name the payment method {method}"
+                )
+                return False, {"problems": [problem], "offending_step": event.step}
+        _learn_methods(event.output, methods, original)
+    return True, {}
+
+
+def _learn_methods(
+    output: Any, methods: dict[str, dict[str, Any]], original: dict[str, str]
+) -> None:
+    if not isinstance(output, dict):
+        return
+    shown = output.get("payment_methods")
+    if isinstance(shown, dict):
+        methods.update({str(k): v for k, v in shown.items() if isinstance(v, dict)})
+    history = output.get("payment_history")
+    if isinstance(history, list) and history and isinstance(history[0], dict):
+        paid = history[0].get("payment_method_id")
+        if isinstance(output.get("order_id"), str) and isinstance(paid, str):
+            original[output["order_id"]] = paid
+
+
+def _names_method(
+    text: str, method_id: str, methods: dict[str, dict[str, Any]], original: str | None
+) -> bool:
+    if mentions(text, method_id) or (method_id == original and ORIGINAL.search(text)):
+        return True
+    method = methods.get(method_id)
+    if method is None:
+        return False
+    source = method.get("source")
+    details = [str(method[f]) for f in ("brand", "last_four") if method.get(f) is not None]
+    words = METHOD_WORDS.get(str(source), ("credit card", *details))
+    if not any(mentions(text, word) for word in words):
+        return False
+    others = [m for k, m in methods.items() if k != method_id and m.get("source") == source]
+    telling = [
+        str(method[f])
+        for f in ("brand", "last_four")
+        if method.get(f) is not None and any(m.get(f) != method[f] for m in others)
+    ]
+    return not others or any(mentions(text, value) for value in telling)
+
+
 def _learn(
     output: Any, items: dict[str, dict[str, Any]], orders: dict[str, list[dict[str, Any]]]
 ) -> None:
