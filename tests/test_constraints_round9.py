@@ -245,6 +245,10 @@ REFUND_RULE = constraint(
         ("That failed. Shall I try again?", "Yes", True),
         ("Anything else I can help with?", "No", True),
         ("Shall I proceed with the exchange of the beanie as well?", "No", True),
+        ("Want a receipt too? Shall I go ahead?", "No receipt, go ahead", True),
+        ("That failed. Shall I try again?", "No need to ask, yes please", True),
+        ("Great, processing it now.", "No receipt needed, go ahead", True),
+        ("Great, processing it now.", "Yes, wait, stop!", False),
         ("Would you like a receipt by email?", "No, thanks", True),
     ],
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from groundstate.grading.constraints._index import TraceIndex
@@ -29,6 +29,9 @@ class _Confirmation:
     yes: bool = True
     at: int = -1
     """The answer's index in the trace."""
+    also_yes: bool = False
+    """A no that says yes too ("No receipt, go ahead"): answering a message that asks nothing
+    or whether to go on, it takes back no yes (words that take a yes back still do)."""
 
     def unnamed(self, values: list[str]) -> list[str]:
         text = normalise(self.question.text or "")
@@ -77,6 +80,7 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
     if not changes:
         return
     yes, no = _replies(rule, index)
+    both = no & index.hit_set(rule.yes)
     answers: list[_Confirmation] = []
     question: MessageEvent | None = None
     asked: MessageEvent | None = None  # the agent's last message, answered or not
@@ -88,6 +92,8 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
         if question is None and said is False and asked is not None:
             _track_second_thoughts(event, asked, answers, i)
         question = _track(event, said, question, answers, i)
+        if i in both and answers and answers[-1].at == i:
+            answers[-1] = replace(answers[-1], also_yes=True)
         if isinstance(event, MessageEvent) and event.role == "agent" and not event.final:
             asked = event
 
@@ -276,7 +282,8 @@ def _objection(answers: list[_Confirmation], yes: _Confirmation) -> _Confirmatio
 
 
 def _objects(no: _Confirmation) -> bool:
-    return _asks_nothing(no.question) or _asks_to_go_on(no.question) or _takes_back(no.answer)
+    to_go_on = _asks_nothing(no.question) or _asks_to_go_on(no.question)
+    return (to_go_on and not no.also_yes) or _takes_back(no.answer)
 
 
 # A message that asks the user something: a question mark, or a request for a decision ("...
@@ -289,14 +296,15 @@ def _asks_nothing(message: MessageEvent) -> bool:
     return _ASKING.search(normalise(message.text or "")) is None
 
 
-# A question that asks only whether to go on with what was agreed, its verb ending it ("Shall
-# I go ahead?", "Should I try again?", "Do you want me to proceed anyway?"): it is about the
-# pending change, so a no to it takes the yes back. "Shall I proceed with the exchange?" is
-# about something else.
+# A question that asks only whether to go on with what was agreed ("Shall I go ahead?",
+# "Should I try again?", "Do you want me to proceed anyway?"): it is about the pending
+# change, so a no to it takes the yes back. "Shall I proceed with the exchange?" is about
+# something else, and "Anything else before I process it?" asks for anything else.
 _GOING_ON = re.compile(
-    r"\b(go ahead|proceed|retry|try (it |that |this )?again|continue|carry on|do (it|that|this)"
-    r"|submit (it|that|this)|process (it|that|this))( (now|then|anyway|again|for you|with "
-    r"(it|that|this)))*\?"
+    r"\b((shall|should|can|may) (i|we)|(do|would) you (want|like) (me|us) to|want me to"
+    r"|ok(ay)? (to|if i))( (just|still|then|now))* (go ahead|proceed|retry|try (it |that "
+    r"|this )?again|continue|carry on|do (it|that|this)|submit (it|that|this)|process (it|"
+    r"that|this))( (now|then|anyway|again|for you|with (it|that|this)))*\?"
 )
 
 
