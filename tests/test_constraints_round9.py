@@ -416,3 +416,44 @@ def test_a_tau2_payment_is_confirmed_only_by_a_question_naming_its_method(
     oracle = CONFIRMATIONS[tool](args)
     trace.events[3] = trace.events[3].model_copy(update={"text": oracle})
     assert tau2_checks.payment_confirmed(trace.events, None)[0], oracle
+
+
+# --- an address written with its usual abbreviations --------------------------------------------
+
+ADDRESS_RULE = constraint(
+    id="confirm-address",
+    confirmed={
+        "change": {"tool": "update_order_address", "ok": True},
+        "names": ["args.line1", "args.city"],
+    },
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "line1", "named"),
+    [
+        ("200 W Adams St, Suite 1400", "200 W Adams Street", True),
+        ("200 W Adams St., Ste 1400", "200 W Adams Street", True),
+        ("200 W Adams Street, Apartment 4", "200 W Adams St", True),
+        ("12 Oak Ave", "12 Oak Avenue", True),
+        ("200 W Adams Road", "200 W Adams Street", False),
+        ("200 W Adams Stadium", "200 W Adams St", False),
+        ("201 W Adams St", "200 W Adams Street", False),
+    ],
+)
+def test_an_address_is_named_with_its_usual_abbreviations(
+    said: str, line1: str, named: bool
+) -> None:
+    """The agent confirmed "200 W Adams St" and called the tool with "200 W Adams Street"
+    (or the customer said one and the agent typed the other): the same address, written
+    differently, confirmed nothing and was not the customer's. Street, Avenue, Suite,
+    Apartment... and their abbreviations now name each other."""
+    trace = Trace(f"Please ship it to {said}, Chicago")
+    trace.agent(f"Shall I ship order O-1 to {said}, Chicago?").user("Yes")
+    trace.call("update_order_address", {"line1": line1, "city": "Chicago"})
+    assert trace.check(ADDRESS_RULE).passed is named
+    provenance = constraint(
+        id="from-user",
+        provenance={"match": {"tool": "update_order_address"}, "args": ["line1"]},
+    )
+    assert trace.check(provenance).passed is named
