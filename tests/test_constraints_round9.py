@@ -111,7 +111,31 @@ EXCHANGE_LAMP = {"item_ids": ["1000000001"], "new_item_ids": ["2000000001"]}
             EXCHANGE_LAMP,
             True,
         ),
+        (
+            f"Return the lamp of {ORDER}?",
+            "return_delivered_order_items",
+            RETURN_LAMP,
+            True,
+        ),
+        (
+            f"Return the size M shirt of {ORDER}?",
+            "return_delivered_order_items",
+            RETURN_SHIRT_M,
+            True,
+        ),
         # a reviewer fails these: the user never heard which items
+        (
+            f"Return the shirt of {ORDER}?",
+            "return_delivered_order_items",
+            RETURN_SHIRT_M,
+            False,
+        ),
+        (
+            f"Return the lamp of {ORDER}?",
+            "return_delivered_order_items",
+            {"item_ids": ["1000000002"]},
+            False,
+        ),
         (
             f"Shall I return the items we discussed from order {ORDER}?",
             "return_delivered_order_items",

@@ -333,7 +333,7 @@ def _unnamed_items(
     unnamed: list[str] = []
     for position, item_id in enumerate(old):
         item = items.get(item_id, {})
-        others = [o for o in order if o.get("name") == item.get("name") and o["item_id"] not in old]
+        others = [o for o in order if o.get("item_id") not in old]
         if not _names_item(text, item_id, item, others):
             unnamed.append(_described(item_id, item))
         if position < len(new) and not _names_new(text, new[position], items, item):
@@ -344,18 +344,31 @@ def _unnamed_items(
 def _names_item(
     text: str, item_id: str, item: dict[str, Any], others: list[dict[str, Any]]
 ) -> bool:
-    """Named by its id, or by its name and (if *others* share the name) a telling option."""
+    """Named by its id, or by its name or the name's last word ("the lamp" for a Desk Lamp),
+    in the plural too, and, if some of the order's *others* (the items the call leaves alone)
+    have that name, an option value that tells it from them."""
     if mentions(text, item_id):
         return True
+    for form in _name_forms(item):
+        if not any(mentions(text, form + end) for end in ("", "s", "es")):
+            continue
+        alike = [o for o in others if form in _name_forms(o)]
+        telling = {
+            str(value)
+            for key, value in _options(item).items()
+            if any(_options(other).get(key) != value for other in alike)
+        }
+        if not alike or any(mentions(text, value) for value in telling):
+            return True
+    return False
+
+
+def _name_forms(item: dict[str, Any]) -> list[str]:
+    """An item's product name, and its last word, which a person says for it ("lamp")."""
     name = item.get("name")
-    if not isinstance(name, str) or not any(mentions(text, n) for n in (name, name + "s")):
-        return False
-    telling = {
-        str(value)
-        for key, value in _options(item).items()
-        if any(_options(other).get(key) != value for other in others)
-    }
-    return not others or any(mentions(text, value) for value in telling)
+    if not isinstance(name, str) or not name.split():
+        return []
+    return list(dict.fromkeys([normalise(name), normalise(re.split(r"[\s-]+", name)[-1])]))
 
 
 def _names_new(
