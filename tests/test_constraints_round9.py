@@ -53,6 +53,11 @@ LAMP_PRODUCT = {
             "options": {"color": "black", "brightness": "high"},
             "available": True,
         },
+        "2000000002": {
+            "item_id": "2000000002",
+            "options": {"color": "white", "brightness": "high", "waterproof": "yes"},
+            "available": True,
+        },
     },
 }
 
@@ -166,6 +171,18 @@ EXCHANGE_LAMP = {"item_ids": ["1000000001"], "new_item_ids": ["2000000001"]}
             "exchange_delivered_order_items",
             EXCHANGE_LAMP,
             False,
+        ),
+        (
+            f"Exchange item 1000000001 of {ORDER} for item 2000000009? Please confirm with yes.",
+            "exchange_delivered_order_items",
+            {"item_ids": ["1000000001"], "new_item_ids": ["2000000002"]},
+            False,
+        ),
+        (
+            f"Exchange the lamp of {ORDER} for the waterproof one? Please say yes.",
+            "exchange_delivered_order_items",
+            {"item_ids": ["1000000001"], "new_item_ids": ["2000000002"]},
+            True,
         ),
         (
             f"Change the items of {ORDER} as discussed?",
@@ -407,6 +424,12 @@ USER_VIEW = {
             f"Return the desk lamp of {ORDER}, refunded to the original payment method?",
             "return_delivered_order_items",
             "gift_card_1",
+            False,
+        ),
+        (
+            f"Shall I switch order {ORDER} to your PayPal account paypal_2?",
+            "modify_pending_order_payment",
+            "paypal_1",
             False,
         ),
         (

@@ -280,7 +280,12 @@ def _learn_methods(
 def _names_method(
     text: str, method_id: str, methods: dict[str, dict[str, Any]], original: str | None
 ) -> bool:
-    if mentions(text, method_id) or (method_id == original and ORIGINAL.search(text)):
+    if mentions(text, method_id):
+        return True
+    kind = re.match(r"[a-z_]+_(?=\d)", method_id)
+    if kind is not None and re.search(rf"\b{kind.group()}\d", text):
+        return False  # it names another method of this kind by its id
+    if method_id == original and ORIGINAL.search(text):
         return True
     method = methods.get(method_id)
     if method is None:
@@ -354,11 +359,11 @@ def _names_item(
             continue
         alike = [o for o in others if form in _name_forms(o)]
         telling = {
-            str(value)
+            key: value
             for key, value in _options(item).items()
             if any(_options(other).get(key) != value for other in alike)
         }
-        if not alike or any(mentions(text, value) for value in telling):
+        if not alike or any(_says_option(text, k, v) for k, v in telling.items()):
             return True
     return False
 
@@ -378,8 +383,18 @@ def _names_new(
     if mentions(text, item_id):
         return True
     before = _options(old)
-    changed = {str(v) for k, v in _options(items.get(item_id, {})).items() if before.get(k) != v}
-    return any(mentions(text, value) for value in changed)
+    changed = {k: v for k, v in _options(items.get(item_id, {})).items() if before.get(k) != v}
+    return any(_says_option(text, key, value) for key, value in changed.items())
+
+
+GENERIC_VALUES = frozenset({"yes", "no", "true", "false", "none", "n/a"})
+"""Option values any question may say ("Please confirm with yes"): they name an option only
+with its name ("waterproof: yes")."""
+
+
+def _says_option(text: str, key: str, value: Any) -> bool:
+    said = mentions(text, str(value))
+    return said and (normalise(str(value)) not in GENERIC_VALUES or mentions(text, str(key)))
 
 
 def _options(item: dict[str, Any]) -> dict[str, Any]:
