@@ -9,7 +9,9 @@ Stated as hard constraints, from ``policy.md``:
   its status before taking the action";
 * explicit confirmation before each write, by a question that names what the policy says
   the user confirms (``confirmed-*``), a cancellation's reason in any words
-  (``cancel-reason-confirmed``);
+  (``cancel-reason-confirmed``), the items of a return, exchange or item change
+  (``items-confirmed``) and the payment method of a return or a change of payment
+  (``payment-confirmed``), by id or by the names a person uses;
 * make nothing up: the ids a change uses were shown by the user or a tool (``known-ids``).
 
 Not stated (a judge or a model-driven user would be needed): denying out-of-policy requests
