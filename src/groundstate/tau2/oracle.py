@@ -111,7 +111,7 @@ CONFIRMATIONS = {
     "modify_user_address": lambda a: _ask(f"I can change your default address to {_one_line(a)}."),
     "return_delivered_order_items": lambda a: _ask(
         f"I can request the return of items {_ids(a.get('item_ids'))} from order "
-        f"{a.get('order_id')}, refunded to {a.get('payment_method_id')}."
+        f"{a.get('order_id')}; the money goes to {a.get('payment_method_id')}."
     ),
     "exchange_delivered_order_items": lambda a: _ask(
         f"I can exchange items {_ids(a.get('item_ids'))} of order {a.get('order_id')} for "
