@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from groundstate.environments.base import StateDiff, StateView, diff_snapshots
-from groundstate.grading.constraints import fold, normalise
+from groundstate.grading.constraints import confirming_questions, fold, normalise
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 Evidence = tuple[bool, dict[str, Any]]
@@ -353,35 +353,47 @@ REASON_WORDS = {
 CANCELS = ("cancel_order", "cancel_item")
 
 
+CANCEL_CONFIRMATIONS = {
+    "cancel_order": {"names": ["output.order_id", "output.cancelled_products"]},
+    "cancel_item": {"names": ["output.order_id", "output.product_name"]},
+}
+"""What the question a cancellation answers names, as ``p2-confirmed-cancel-order`` and
+``p2-confirmed-cancel-item`` (suite.yaml) state it; both ask about cancelling."""
+CANCEL_ASKS = r"\b(cancel|call off|void|remov|drop|take off)"
+
+
 def cancel_reason_as_said(trace: list[AgentEvent], s0: StateView) -> Evidence:
     """Policies 2 and 4: a cancellation records the reason its confirmation said, if it said one.
 
-    The agent's last message before the call (the question the customer agreed to) may word
-    the reason any way ("since you ordered it by mistake") or leave it out, since policy 2
-    lists order, items, amount, payment method and address; it may not say one reason and
-    record the other."""
-    question: MessageEvent | None = None
-    for event in trace:
-        if isinstance(event, MessageEvent):
-            if event.role == "agent" and not event.final:
-                question = event
-            continue
-        if event.tool not in CANCELS or not event.ok or not isinstance(event.args, dict):
+    The confirmation is the question the customer's yes answered (as the ``p2-confirmed-``
+    constraints find it; a cancellation nothing confirmed is theirs to fail), not the agent's
+    last message ("Great, processing it now."). It may word the reason any way ("since you
+    ordered it by mistake") or leave it out, since policy 2 lists order, items, amount,
+    payment method and address; it may not say one reason and record the other."""
+    questions = {
+        at: question
+        for tool, rule in CANCEL_CONFIRMATIONS.items()
+        for at, question in confirming_questions(
+            {"change": {"tool": tool, "ok": True}, "asks": CANCEL_ASKS} | rule, trace
+        ).items()
+    }
+    for at, event in enumerate(trace):
+        question = questions.get(at)
+        if question is None or not isinstance(event, ToolCallEvent):
             continue
         said = _reasons_said(question)
-        recorded = event.args.get("reason")
+        recorded = event.args.get("reason") if isinstance(event.args, dict) else None
         if said and recorded not in said:
-            asked = "?" if question is None else question.step
             problem = (
                 f"step {event.step} ({event.tool}) records the reason {recorded!r}; the question"
-                f" at step {asked} said {', '.join(sorted(said))}"
+                f" at step {question.step} said {', '.join(sorted(said))}"
             )
             return False, {"problems": [problem], "offending_step": event.step}
     return True, {}
 
 
-def _reasons_said(message: MessageEvent | None) -> set[str]:
-    text = normalise(message.text or "") if message is not None else ""
+def _reasons_said(message: MessageEvent) -> set[str]:
+    text = normalise(message.text or "")
     return {reason for reason, words in REASON_WORDS.items() if words.search(text)}
 
 

@@ -101,21 +101,31 @@ CONFIRMATIONS = {
         f"I can change the shipping address of order {a.get('order_id')} to {_one_line(a)}."
     ),
     "modify_pending_order_items": lambda a: _ask(
-        f"I can modify the items we discussed in order {a.get('order_id')}; this can "
-        "be done only once, so the list must be complete."
+        f"I can change items {_ids(a.get('item_ids'))} of order {a.get('order_id')} to items "
+        f"{_ids(a.get('new_item_ids'))}; this can be done only once, so the list must be "
+        "complete."
     ),
     "modify_pending_order_payment": lambda a: _ask(
-        f"I can switch the payment of order {a.get('order_id')} to the method you chose."
+        f"I can switch the payment of order {a.get('order_id')} to {a.get('payment_method_id')}."
     ),
     "modify_user_address": lambda a: _ask(f"I can change your default address to {_one_line(a)}."),
     "return_delivered_order_items": lambda a: _ask(
-        f"I can request the return of the items we discussed from order {a.get('order_id')}, "
-        "refunded to the method you chose."
+        f"I can request the return of items {_ids(a.get('item_ids'))} from order "
+        f"{a.get('order_id')}; the money goes to {a.get('payment_method_id')}."
     ),
     "exchange_delivered_order_items": lambda a: _ask(
-        f"I can exchange the items we discussed in order {a.get('order_id')} for the new "
-        "ones; this can be done only once, so the list must be complete."
+        f"I can exchange items {_ids(a.get('item_ids'))} of order {a.get('order_id')} for "
+        f"items {_ids(a.get('new_item_ids'))}; this can be done only once, so the list must be "
+        "complete."
     ),
 }
 """Per write tool: the confirmation question, naming what the suite's ``confirmed``
-constraints require (see :data:`groundstate.tau2.suite.CONFIRMED_NAMES`)."""
+constraints require (see :data:`groundstate.tau2.policy.CONFIRMED_NAMES`), and the items by
+their ids (``items-confirmed``)."""
+
+
+def _ids(values: Any) -> str:
+    """Item ids as a question lists them: "1, 2 and 3" (a comma, never a bare space, between
+    two ids: normalised text would join "1008292230 2345678901" into one number)."""
+    ids = [str(v) for v in values] if isinstance(values, list) else [str(values)]
+    return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + " and " + ids[-1]

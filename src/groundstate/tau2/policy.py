@@ -9,7 +9,9 @@ Stated as hard constraints, from ``policy.md``:
   its status before taking the action";
 * explicit confirmation before each write, by a question that names what the policy says
   the user confirms (``confirmed-*``), a cancellation's reason in any words
-  (``cancel-reason-confirmed``);
+  (``cancel-reason-confirmed``), the items of a return, exchange or item change
+  (``items-confirmed``) and the payment method of a return or a change of payment
+  (``payment-confirmed``), by id or by the names a person uses;
 * make nothing up: the ids a change uses were shown by the user or a tool (``known-ids``).
 
 Not stated (a judge or a model-driven user would be needed): denying out-of-policy requests
@@ -22,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from groundstate.tau2.retail_checks import WRITE_TOOLS
+from groundstate.tau2.retail_checks import CONFIRMED_ASKS, WRITE_TOOLS
 
 ORDER_WRITES = sorted(WRITE_TOOLS - {"modify_user_address"})
 
@@ -40,11 +42,11 @@ CONFIRMED_NAMES: dict[str, list[str]] = {
     "exchange_delivered_order_items": ["args.order_id"],
 }
 """What each change's confirmation must name: the order (the policy: "the user needs to
-confirm the order id"), a new address (a cancellation's reason, in any words, is checked by
-``cancel-reason-confirmed``). Items and payment methods are
-left to the agent's wording (an item's id is rarely read out), and checked on the state. So
-a yes to an earlier question about the same order also covers a later change to it (the
-audit lists those survivors)."""
+confirm the order id"), a new address. A cancellation's reason, in any words, is checked by
+``cancel-reason-confirmed``, and the items of a return, exchange or item change, by id or by
+name, by ``items-confirmed``, and the payment method of a return or a change of payment, by id or
+by its kind, by ``payment-confirmed``: all on the question these constraints find
+confirmed."""
 
 
 def constraint_sets() -> dict[str, list[dict[str, Any]]]:
@@ -84,6 +86,21 @@ def constraint_sets() -> dict[str, list[dict[str, Any]]]:
             *[_status_read_before(tool) for tool in ORDER_WRITES],
             *[_confirmed(tool, names) for tool, names in CONFIRMED_NAMES.items()],
             {
+                "id": "items-confirmed",
+                "description": "A return, exchange or item change was confirmed by a "
+                "question naming each item (by id, or by its name and the options that tell "
+                "it from the order's other items of that name) and each new item (by id, or "
+                "by an option it changes) (the policy: the user confirms the list of items).",
+                "check": "checks.py:items_confirmed",
+            },
+            {
+                "id": "payment-confirmed",
+                "description": "A change of an order's payment method, or a return, was "
+                "confirmed by a question naming the method the call uses (by id, or by its "
+                "kind and what tells it from the user's other methods of that kind).",
+                "check": "checks.py:payment_confirmed",
+            },
+            {
                 "id": "cancel-reason-confirmed",
                 "description": "A cancellation records the reason its confirmation stated, in "
                 "any words ('since you no longer need it'), and the question stated no other "
@@ -115,21 +132,6 @@ def _status_read_before(tool: str) -> dict[str, Any]:
             "where": {"args.order_id": "$order"},
         },
     }
-
-
-CONFIRMED_ASKS: dict[str, str] = {
-    "cancel_pending_order": r"\b(cancel|call off|void)",
-    "modify_pending_order_address": r"\b(address|ship|deliver|send)",
-    "modify_pending_order_items": r"\b(modif|chang|swap|switch|replac|exchang|upgrad)",
-    "modify_pending_order_payment": r"\b(payment|pay with|paying|billing|charg|card|paypal)",
-    "modify_user_address": r"\b(default|profile|account|on file|saved|primary)",
-    "return_delivered_order_items": r"\b(return|refund|send (it |them )?back|money back)",
-    "exchange_delivered_order_items": r"\b(exchang|swap|replac|switch)",
-}
-"""The kind of change each confirmation must ask about (``confirmed.asks``), in the usual words:
-the order id alone does not tell a change of a pending order's address from one of its
-payment method, so a yes to one licensed the other. (An item change is asked by its verb
-alone, "change the lamp to the blue one", so "change the address" asks it too.)"""
 
 
 def _confirmed(tool: str, names: list[str]) -> dict[str, Any]:

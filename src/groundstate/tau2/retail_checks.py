@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from groundstate.grading.constraints import normalise
+from groundstate.grading.constraints import confirming_questions, mentions, normalise
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 Evidence = tuple[bool, dict[str, Any]]
@@ -35,6 +35,27 @@ WRITE_TOOLS = frozenset(
 )
 USER_TOOLS = WRITE_TOOLS | {"get_user_details", "get_order_details"}
 """Tools whose output belongs to one user (``output.user_id``)."""
+CONFIRMED_ASKS: dict[str, str] = {
+    "cancel_pending_order": r"\b(cancel|call off|void)",
+    "modify_pending_order_address": r"\b(address|ship|deliver|send)",
+    "modify_pending_order_items": r"\b(modif|chang|swap|switch|replac|exchang|upgrad)",
+    "modify_pending_order_payment": r"\b(payment|pay with|paying|billing|charg|card|paypal)",
+    "modify_user_address": r"\b(default|profile|account|on file|saved|primary)",
+    "return_delivered_order_items": r"\b(return|refund|send (it |them )?back|money back)",
+    "exchange_delivered_order_items": r"\b(exchang|swap|replac|switch)",
+}
+"""The kind of change each confirmation must ask about (``confirmed.asks`` of the policy's
+``confirmed-<write>`` constraints), in the usual words: the order id alone does not tell a
+change of a pending order's address from one of its payment method, so a yes to one licensed
+the other. (An item change is asked by its verb alone, "change the lamp to the blue one", so
+"change the address" asks it too.)"""
+ITEM_TOOLS = (
+    "return_delivered_order_items",
+    "exchange_delivered_order_items",
+    "modify_pending_order_items",
+)
+"""The writes whose confirmation must name the items (the policy: "the user needs to confirm
+the order id and the list of items")."""
 ID_ARGUMENTS = ("user_id", "order_id", "payment_method_id", "item_ids", "new_item_ids")
 
 
@@ -139,26 +160,251 @@ def cancel_reason_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
     question stated no other.
 
     Policy: "The user needs to confirm the order id and the reason (either 'no longer needed'
-    or 'ordered by mistake')". The question is the agent's last message before the call (the
-    ``confirmed-cancel_pending_order`` constraint checks the user's yes to it): "... since you
-    no longer need it" states the reason as well as "with the reason 'no longer needed'"."""
-    question = ""
-    for event in trace:
-        if isinstance(event, MessageEvent):
-            if event.role == "agent" and not event.final:
-                question = normalise(event.text or "")
+    or 'ordered by mistake')". The question is the one whose yes confirmed the call (as
+    ``confirmed-cancel_pending_order`` finds it, which fails a call nothing confirmed), not
+    the agent's last message ("Great, cancelling it now."): "... since you no longer need
+    it" states the reason as well as "with the reason 'no longer needed'"."""
+    for at, question in _confirming(trace, "cancel_pending_order").items():
+        event = trace[at]
+        if not isinstance(event, ToolCallEvent) or not isinstance(event.args, dict):
             continue
-        if event.tool != "cancel_pending_order" or not event.ok or not isinstance(event.args, dict):
-            continue
-        said = sorted(reason for reason, words in REASON_WORDS.items() if words.search(question))
+        text = normalise(question.text or "")
+        said = sorted(reason for reason, words in REASON_WORDS.items() if words.search(text))
         recorded = event.args.get("reason")
         if said != [recorded]:
             stated = " and ".join(repr(r) for r in said) if said else "no reason"
             problem = (
-                f"step {event.step} records {recorded!r}; the question before it stated {stated}"
+                f"step {event.step} records {recorded!r}; the question it answers "
+                f"(step {question.step}) stated {stated}"
             )
             return False, {"problems": [problem], "offending_step": event.step}
     return True, {}
+
+
+def _confirming(trace: list[AgentEvent], tool: str) -> dict[int, MessageEvent]:
+    """The question each call of *tool* was confirmed by (by its index in *trace*), as the
+    policy's
+    ``confirmed-<tool>`` constraint finds it (a yes to a question naming the order and
+    asking this kind of change)."""
+    rule = {"change": {"tool": tool, "ok": True}, "names": ["args.order_id"]}
+    return confirming_questions(rule | {"asks": CONFIRMED_ASKS[tool]}, trace)
+
+
+def items_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
+    """A return, exchange or item change was confirmed by a question naming its items.
+
+    Policy: "The user needs to confirm the order id and the list of items to be returned"
+    (an exchange and an item change: "confirm all the details are correct"). Each item is
+    named by its id, or by its product name (a plural too) and, when the order has other
+    items of that name the call leaves alone, an option value that tells it from them; each
+    new item by its id or an option value it changes ("the desk lamp, in black"). Names and
+    options are those the tools last showed (``get_order_details``, ``get_product_details``,
+    ``get_item_details``); an item no tool described is named by its id. A call nothing
+    confirmed is left to its ``confirmed-<tool>`` constraint."""
+    questions = {at: q for tool in ITEM_TOOLS for at, q in _confirming(trace, tool).items()}
+    items: dict[str, dict[str, Any]] = {}  # item id -> name and options, as last shown
+    orders: dict[str, list[dict[str, Any]]] = {}  # order id -> its items, as last shown
+    for at, event in enumerate(trace):
+        if not isinstance(event, ToolCallEvent) or not event.ok:
+            continue
+        question = questions.get(at)
+        if question is not None and isinstance(event.args, dict):
+            unnamed = _unnamed_items(normalise(question.text or ""), event.args, items, orders)
+            if unnamed:
+                problem = (
+                    f"step {event.step} ({event.tool}): the question it answers (step "
+                    f"{question.step}) does not name {', '.join(unnamed)}"
+                )
+                return False, {"problems": [problem], "offending_step": event.step}
+        _learn(event.output, items, orders)
+    return True, {}
+
+
+PAYMENT_TOOLS = ("modify_pending_order_payment", "return_delivered_order_items")
+"""The writes whose confirmation must name the payment method: the new one of an order, the
+one a refund goes to (an exchange's or item change's method only settles a difference)."""
+METHOD_WORDS = {"paypal": ("paypal",), "gift_card": ("gift card", "giftcard", "gift-card")}
+"""How a person names a payment method by its kind; a credit card by "credit card", its
+brand or its last four digits ("card" alone would be named by "gift card")."""
+ORIGINAL = re.compile(r"\boriginal (payment|method|card|form of payment)")
+
+
+def payment_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
+    """A change of an order's payment method, or a return, was confirmed by a question naming
+    the method the call uses.
+
+    Policy: "list the action details and obtain explicit user confirmation": a yes to the
+    gift card does not license the credit card. A method is named by its id, or by its kind
+    ("PayPal", "gift card", "credit card" or the card's brand or last four digits) and, when
+    the user has other methods of that kind, the brand or last four digits that tell it apart;
+    a refund to the order's original method also by "the original payment method". Methods
+    are those ``get_user_details`` last showed; one it never showed is named by its id. A
+    call nothing confirmed is left to its ``confirmed-<tool>`` constraint."""
+    questions = {at: q for tool in PAYMENT_TOOLS for at, q in _confirming(trace, tool).items()}
+    methods: dict[str, dict[str, Any]] = {}  # payment method id -> as last shown
+    original: dict[str, str] = {}  # order id -> the method it was paid with
+    for at, event in enumerate(trace):
+        if not isinstance(event, ToolCallEvent) or not event.ok:
+            continue
+        question = questions.get(at)
+        if question is not None and isinstance(event.args, dict):
+            method = str(event.args.get("payment_method_id"))
+            first = original.get(str(event.args.get("order_id")))
+            if event.tool == "modify_pending_order_payment":
+                first = None  # the new method is never the original one
+            if not _names_method(normalise(question.text or ""), method, methods, first):
+                problem = (
+                    f"step {event.step} ({event.tool}): the question it answers (step "
+                    f"{question.step}) does not name the payment method {method}"
+                )
+                return False, {"problems": [problem], "offending_step": event.step}
+        _learn_methods(event.output, methods, original)
+    return True, {}
+
+
+def _learn_methods(
+    output: Any, methods: dict[str, dict[str, Any]], original: dict[str, str]
+) -> None:
+    if not isinstance(output, dict):
+        return
+    shown = output.get("payment_methods")
+    if isinstance(shown, dict):
+        methods.update({str(k): v for k, v in shown.items() if isinstance(v, dict)})
+    history = output.get("payment_history")
+    if isinstance(history, list) and history and isinstance(history[0], dict):
+        paid = history[0].get("payment_method_id")
+        if isinstance(output.get("order_id"), str) and isinstance(paid, str):
+            original[output["order_id"]] = paid
+
+
+def _names_method(
+    text: str, method_id: str, methods: dict[str, dict[str, Any]], original: str | None
+) -> bool:
+    if mentions(text, method_id):
+        return True
+    kind = re.match(r"[a-z_]+_(?=\d)", method_id)
+    if kind is not None and re.search(rf"\b{kind.group()}\d", text):
+        return False  # it names another method of this kind by its id
+    if method_id == original and ORIGINAL.search(text):
+        return True
+    method = methods.get(method_id)
+    if method is None:
+        return False
+    source = method.get("source")
+    details = [str(method[f]) for f in ("brand", "last_four") if method.get(f) is not None]
+    words = METHOD_WORDS.get(str(source), ("credit card", *details))
+    if not any(mentions(text, word) for word in words):
+        return False
+    others = [m for k, m in methods.items() if k != method_id and m.get("source") == source]
+    telling = [
+        str(method[f])
+        for f in ("brand", "last_four")
+        if method.get(f) is not None and any(m.get(f) != method[f] for m in others)
+    ]
+    return not others or any(mentions(text, value) for value in telling)
+
+
+def _learn(
+    output: Any, items: dict[str, dict[str, Any]], orders: dict[str, list[dict[str, Any]]]
+) -> None:
+    """Record the items a tool's output describes: an order's, a product's variants, an item."""
+    if not isinstance(output, dict):
+        return
+    if isinstance(output.get("items"), list) and isinstance(output.get("order_id"), str):
+        shown = [i for i in output["items"] if isinstance(i, dict) and "item_id" in i]
+        orders[output["order_id"]] = shown
+        for item in shown:
+            items[str(item["item_id"])] = item
+    variants = output.get("variants")
+    if isinstance(variants, dict):
+        for item_id, variant in variants.items():
+            if isinstance(variant, dict):
+                items[str(item_id)] = {"name": output.get("name")} | variant
+    if "item_id" in output and isinstance(output.get("options"), dict):
+        known = items.get(str(output["item_id"]), {})
+        items[str(output["item_id"])] = {"name": known.get("name")} | output
+
+
+def _unnamed_items(
+    text: str,
+    args: dict[str, Any],
+    items: dict[str, dict[str, Any]],
+    orders: dict[str, list[dict[str, Any]]],
+) -> list[str]:
+    """The call's items and new items that *text* does not name, described for evidence."""
+    old = [str(i) for i in args.get("item_ids") or [] if i is not None]
+    new = [str(i) for i in args.get("new_item_ids") or [] if i is not None]
+    order = orders.get(str(args.get("order_id")), [])
+    unnamed: list[str] = []
+    for position, item_id in enumerate(old):
+        item = items.get(item_id, {})
+        others = [o for o in order if o.get("item_id") not in old]
+        if not _names_item(text, item_id, item, others):
+            unnamed.append(_described(item_id, item))
+        if position < len(new) and not _names_new(text, new[position], items, item):
+            unnamed.append("new " + _described(new[position], items.get(new[position], {})))
+    return list(dict.fromkeys(unnamed))
+
+
+def _names_item(
+    text: str, item_id: str, item: dict[str, Any], others: list[dict[str, Any]]
+) -> bool:
+    """Named by its id, or by its name or the name's last word ("the lamp" for a Desk Lamp),
+    in the plural too, and, if some of the order's *others* (the items the call leaves alone)
+    have that name, an option value that tells it from them."""
+    if mentions(text, item_id):
+        return True
+    for form in _name_forms(item):
+        if not any(mentions(text, form + end) for end in ("", "s", "es")):
+            continue
+        alike = [o for o in others if form in _name_forms(o)]
+        telling = {
+            key: value
+            for key, value in _options(item).items()
+            if any(_options(other).get(key) != value for other in alike)
+        }
+        if not alike or any(_says_option(text, k, v) for k, v in telling.items()):
+            return True
+    return False
+
+
+def _name_forms(item: dict[str, Any]) -> list[str]:
+    """An item's product name, and its last word, which a person says for it ("lamp")."""
+    name = item.get("name")
+    if not isinstance(name, str) or not name.split():
+        return []
+    return list(dict.fromkeys([normalise(name), normalise(re.split(r"[\s-]+", name)[-1])]))
+
+
+def _names_new(
+    text: str, item_id: str, items: dict[str, dict[str, Any]], old: dict[str, Any]
+) -> bool:
+    """Named by its id, or by an option value it changes from the item it replaces."""
+    if mentions(text, item_id):
+        return True
+    before = _options(old)
+    changed = {k: v for k, v in _options(items.get(item_id, {})).items() if before.get(k) != v}
+    return any(_says_option(text, key, value) for key, value in changed.items())
+
+
+GENERIC_VALUES = frozenset({"yes", "no", "true", "false", "none", "n/a"})
+"""Option values any question may say ("Please confirm with yes"): they name an option only
+with its name ("waterproof: yes")."""
+
+
+def _says_option(text: str, key: str, value: Any) -> bool:
+    said = mentions(text, str(value))
+    return said and (normalise(str(value)) not in GENERIC_VALUES or mentions(text, str(key)))
+
+
+def _options(item: dict[str, Any]) -> dict[str, Any]:
+    options = item.get("options")
+    return options if isinstance(options, dict) else {}
+
+
+def _described(item_id: str, item: dict[str, Any]) -> str:
+    name = item.get("name")
+    return f"item {item_id} ({name})" if isinstance(name, str) else f"item {item_id}"
 
 
 def id_values(args: Any) -> list[str]:

@@ -22,7 +22,7 @@ from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 11
+VALIDATOR_REVISION = 12
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -37,7 +37,8 @@ the library's grading again: cells compared by type as the state hash compares t
 ``date('now')`` on the task's clock, the unittest runner's own names and the standard
 library's modules guarded, the constraint language's yes with the customer's own terms; 11:
 the library's grading: a yes giving the customer's reason in negative words, JSON documents
-and float noise in state diffs)."""
+and float noise in state diffs; 12: the constraint language's no to a question whether to go
+on, and a no that also says go ahead)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundstate.grading import outcome
-from groundstate.grading.constraints._dialogue import confirmed, provenance
+from groundstate.grading.constraints._dialogue import confirmed, confirming_questions, provenance
 from groundstate.grading.constraints._history import no_undo
 from groundstate.grading.constraints._index import TraceIndex, requested_at
 from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._order import at_least, at_most, before, never
 from groundstate.grading.constraints._python import python_checks
 from groundstate.grading.constraints._result import passed
-from groundstate.grading.constraints._text import fold, normalise
+from groundstate.grading.constraints._text import fold, mentions, normalise
 from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import (
@@ -39,7 +39,14 @@ from groundstate.spec.constraints import (
 )
 from groundstate.trace import TraceCopies, TraceEvent, agent_events
 
-__all__ = ["evaluate_constraints", "fold", "matches", "normalise"]
+__all__ = [
+    "confirming_questions",
+    "evaluate_constraints",
+    "fold",
+    "matches",
+    "mentions",
+    "normalise",
+]
 
 
 def evaluate_constraints(

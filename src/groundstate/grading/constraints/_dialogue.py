@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from groundstate.grading.constraints._index import TraceIndex
@@ -28,6 +29,9 @@ class _Confirmation:
     yes: bool = True
     at: int = -1
     """The answer's index in the trace."""
+    also_yes: bool = False
+    """A no that says yes too ("No receipt, go ahead"): answering a message that asks nothing
+    or whether to go on, it takes back no yes (words that take a yes back still do)."""
 
     def unnamed(self, values: list[str]) -> list[str]:
         text = normalise(self.question.text or "")
@@ -40,27 +44,58 @@ class _Confirmation:
 
 def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult:
     """Every change follows a yes that answered a question naming all the change's values."""
-    rule = constraint.confirmed
+    for i, answers in _changes(constraint.confirmed, index):
+        verdict = _check_change(constraint, index.events[i], answers, index.requested.get(i))
+        if verdict is not None:
+            return verdict
+    return passed(constraint.id, "confirmed")
+
+
+def confirming_questions(
+    rule: ConfirmedRule | dict[str, Any], events: Sequence[AgentEvent]
+) -> dict[int, MessageEvent]:
+    """For each change *rule* (a ``confirmed`` rule, or its YAML form) selects in *events*
+    and finds confirmed, by its index in *events*: the agent question whose yes confirmed it.
+
+    For Python checks that read what the confirmation said beyond the values ``names``
+    finds (the reason of a cancellation, the items of a return): they judge the question the
+    user said yes to, not the agent's last message before the call ("Great, doing it now.").
+    A change the rule does not find confirmed is absent (its ``confirmed`` constraint fails).
+    """
+    rule = ConfirmedRule.model_validate(rule)
+    constraint = ConfirmedConstraint(id="confirming-questions", confirmed=rule)
+    index = TraceIndex(events)
+    found: dict[int, MessageEvent] = {}
+    for i, answers in _changes(rule, index):
+        change = index.events[i]
+        if _check_change(constraint, change, answers) is None:
+            values = _values({path: resolve(change, path) for path in rule.names})
+            found[i] = _covering(rule, _naming(answers, values))[-1].question
+    return found
+
+
+def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list[_Confirmation]]]:
+    """Each change's trace index, with the questions answered before it (in trace order)."""
     changes = index.hit_set(rule.change)
     if not changes:
-        return passed(constraint.id, "confirmed")
+        return
     yes, no = _replies(rule, index)
+    both = no & index.hit_set(rule.yes)
     answers: list[_Confirmation] = []
     question: MessageEvent | None = None
     asked: MessageEvent | None = None  # the agent's last message, answered or not
     # The dialogue after the last change cannot confirm anything: the walk stops there.
     for i, event in enumerate(index.events[: max(changes) + 1]):
         if i in changes:
-            verdict = _check_change(constraint, event, answers, index.requested.get(i))
-            if verdict is not None:
-                return verdict
+            yield i, answers
         said = True if i in yes else (False if i in no else None)
         if question is None and said is False and asked is not None:
             _track_second_thoughts(event, asked, answers, i)
         question = _track(event, said, question, answers, i)
+        if i in both and answers and answers[-1].at == i:
+            answers[-1] = replace(answers[-1], also_yes=True)
         if isinstance(event, MessageEvent) and event.role == "agent" and not event.final:
             asked = event
-    return passed(constraint.id, "confirmed")
 
 
 def _track_second_thoughts(
@@ -117,12 +152,9 @@ def _check_change(
     if missing:
         problem = f"{label(change)} has no value at {', '.join(missing)} to confirm"
         return failed(constraint.id, "confirmed", change, problem, missing_paths=missing)
-    values = list(dict.fromkeys(text for found in named.values() for text in rendered(found)))
-    # Only a question that names something can be taken back by a no to it: with nothing to
-    # name, any direct yes confirms (a no to "Anything else?" is no refusal of the change).
-    naming = [a for a in answers if not a.unnamed(values) and (values or a.yes)]
-    asks = _asks(rule)
-    covering = [a for a in naming if a.asks(asks)]
+    values = _values(named)
+    naming = _naming(answers, values)
+    covering = _covering(rule, naming)
     if covering and covering[-1].yes and _narrowed_away(covering[-1], values):
         return _narrowed(constraint, change, covering[-1])
     if covering and covering[-1].yes:
@@ -152,6 +184,23 @@ def _check_change(
         not_named=not_named,
         confirmations=[_describe(c, values) for c in confirmations],
     )
+
+
+def _values(named: dict[str, Any]) -> list[str]:
+    return list(dict.fromkeys(text for found in named.values() for text in rendered(found)))
+
+
+def _naming(answers: list[_Confirmation], values: list[str]) -> list[_Confirmation]:
+    # Only a question that names something can be taken back by a no to it: with nothing to
+    # name, any direct yes confirms (a no to "Anything else?" is no refusal of the change).
+    return [a for a in answers if not a.unnamed(values) and (values or a.yes)]
+
+
+def _covering(rule: ConfirmedRule, naming: list[_Confirmation]) -> list[_Confirmation]:
+    """Of the answers to questions naming all of a change's values, those whose question
+    asks about its kind of change."""
+    asks = _asks(rule)
+    return [a for a in naming if a.asks(asks)]
 
 
 # A yes kept to part of what was asked ("Yes, just the headlamp", "Only the bottle, yes",
@@ -223,12 +272,18 @@ def _taken_back(
 
 def _objection(answers: list[_Confirmation], yes: _Confirmation) -> _Confirmation | None:
     """The user's no, after *yes*, to an agent message that asks nothing ("Great, processing it
-    now." "Wait, stop!"): an objection to what the agent is about to do, which takes the yes
-    back. A no to a question ("Anything else?" "No") or to another request for confirmation
-    ("Cancel the beanie too. Please confirm." "No, keep it") answers that one."""
+    now." "Wait, stop!") or only whether to go on ("That failed. Shall I try again?" "No"):
+    an objection to what the agent is about to do, which takes the yes back. A no to another
+    question ("Anything else?" "No") or to another request for confirmation ("Cancel the
+    beanie too. Please confirm." "No, keep it") answers that one."""
     at = next(i for i, a in enumerate(answers) if a is yes)
     later = [a for a in answers[at + 1 :] if not a.yes]
-    return next((a for a in later if _asks_nothing(a.question) or _takes_back(a.answer)), None)
+    return next((a for a in later if _objects(a)), None)
+
+
+def _objects(no: _Confirmation) -> bool:
+    to_go_on = _asks_nothing(no.question) or _asks_to_go_on(no.question)
+    return (to_go_on and not no.also_yes) or _takes_back(no.answer)
 
 
 # A message that asks the user something: a question mark, or a request for a decision ("...
@@ -239,6 +294,22 @@ _ASKING = re.compile(r"\?|\b(confirm|let me know|shall i|should i)\b")
 
 def _asks_nothing(message: MessageEvent) -> bool:
     return _ASKING.search(normalise(message.text or "")) is None
+
+
+# A question that asks only whether to go on with what was agreed ("Shall I go ahead?",
+# "Should I try again?", "Do you want me to proceed anyway?"): it is about the pending
+# change, so a no to it takes the yes back. "Shall I proceed with the exchange?" is about
+# something else, and "Anything else before I process it?" asks for anything else.
+_GOING_ON = re.compile(
+    r"\b((shall|should|can|may) (i|we)|(do|would) you (want|like) (me|us) to|want me to"
+    r"|ok(ay)? (to|if i))( (just|still|then|now))* (go ahead|proceed|retry|try (it |that "
+    r"|this )?again|continue|carry on|do (it|that|this)|submit (it|that|this)|process (it|"
+    r"that|this))( (now|then|anyway|again|for you|with (it|that|this)))*\?"
+)
+
+
+def _asks_to_go_on(message: MessageEvent) -> bool:
+    return _GOING_ON.search(normalise(message.text or "")) is not None
 
 
 # Words that take a yes back whatever the agent last asked ("Anything else before I process
@@ -261,10 +332,15 @@ def _takes_back(message: MessageEvent) -> bool:
 def _objected(
     constraint: ConfirmedConstraint, change: AgentEvent, objection: _Confirmation
 ) -> CheckResult:
+    if _asks_nothing(objection.question):
+        to = f"to the agent's step {objection.question.step}, which asked nothing"
+    elif _asks_to_go_on(objection.question):
+        to = f"to the agent's step {objection.question.step}, which asked whether to go on"
+    else:
+        to = "in words that take a yes back"
     problem = (
         f"{label(change)} was not confirmed: after the yes, the user objected at step "
-        f"{objection.answer.step} to the agent's step {objection.question.step}, which asked "
-        "nothing"
+        f"{objection.answer.step} {to}"
     )
     return failed(constraint.id, "confirmed", change, problem, refused=_describe(objection, []))
 

@@ -114,6 +114,7 @@ def _named_by(value: str) -> re.Pattern[str]:
     body = _number(needle.replace(", ", " "))
     for mark, optional in _OPTIONAL:
         body = body.replace(mark, optional)
+    body = _ABBREVIABLE.sub(lambda m: _SPELLINGS[m.group()], body)
     # The guards look at the value's first and last word, whether or not its brackets are said.
     return re.compile(_start(needle.lstrip("(")) + body + _end(needle.rstrip(")")))
 
@@ -139,6 +140,28 @@ _OPTIONAL = (
 )
 """In a value's pattern: each space may follow a comma and come before a list bullet (the
 value's words on the lines of a list), and each bracket may be left out."""
+
+
+_ADDRESS_WORDS = (
+    ("street", "st"),
+    ("avenue", "ave"),
+    ("road", "rd"),
+    ("drive", "dr"),
+    ("boulevard", "blvd"),
+    ("lane", "ln"),
+    ("court", "ct"),
+    ("place", "pl"),
+    ("parkway", "pkwy"),
+    ("highway", "hwy"),
+    ("suite", "ste"),
+    ("apartment", "apt"),
+)
+"""The usual abbreviations of an address's words: "200 W Adams St" names "200 W Adams
+Street" and the other way round (either written with a full stop: "St.")."""
+_SPELLINGS = {
+    word: rf"(?:{full}|{short}\.?)" for full, short in _ADDRESS_WORDS for word in (full, short)
+}
+_ABBREVIABLE = re.compile(r"(?<![\w\\])(" + "|".join(_SPELLINGS) + r")(?!\w)")
 
 
 # A word goes on through one of these into a letter or digit: "x.com.au", "a.b@x", "22.50".
