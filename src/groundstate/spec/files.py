@@ -16,7 +16,10 @@ cannot read safely is a :class:`SpecError` (one line), never a traceback or a ha
   one field that is a moment (a task's ``clock``) reads it with :func:`yaml_timestamp`;
 - YAML 1.1's numbers that read other than they look are refused: ``010`` (octal: 8) and
   ``1:30`` (base 60: 90); a zip code or a clock time is text, to be quoted;
-- a key is the text written (``on:`` is the key ``"on"``, not true; ``1:`` the key ``"1"``).
+- a key is the text written (``on:`` is the key ``"on"``, not true; ``1:`` the key ``"1"``);
+- a bare ``yes``, ``no``, ``on`` or ``off`` value is refused: YAML 1.1 reads it as true or false,
+  YAML 1.2 and a reader as text (``country: NO``), so either reading would be wrong for someone;
+  ``true``/``false`` is a flag, ``"no"`` is text.
 
 Other text a suite gives the agent (its policy) goes through :func:`read_text`: bounded, and
 UTF-8 or a one-line error naming the byte offset. JSON a suite or its data hands groundstate
@@ -110,10 +113,21 @@ class _SafeLoader(yaml.SafeLoader):
         _refuse_misread_number(node)
         return super().construct_yaml_int(node)
 
+    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool:
+        value: bool = super().construct_yaml_bool(node)
+        if node.value.lower() not in ("true", "false"):
+            raise _Refused(
+                f"{node.value} reads as {str(value).lower()} in YAML 1.1 (and as text in YAML"
+                f' 1.2): write {str(value).lower()}, or quote it ("{node.value}") if it is text',
+                node.start_mark,
+            )
+        return value
+
     def construct_written_timestamp(self, node: yaml.ScalarNode) -> str:
         return str(self.construct_scalar(node))
 
 
+_SafeLoader.add_constructor("tag:yaml.org,2002:bool", _SafeLoader.construct_yaml_bool)
 _SafeLoader.add_constructor("tag:yaml.org,2002:float", _SafeLoader.construct_yaml_float)
 _SafeLoader.add_constructor("tag:yaml.org,2002:int", _SafeLoader.construct_yaml_int)
 _SafeLoader.add_constructor("tag:yaml.org,2002:timestamp", _SafeLoader.construct_written_timestamp)
@@ -160,14 +174,20 @@ def yaml_timestamp(text: str) -> Any:
     return yaml.constructor.SafeConstructor().construct_yaml_timestamp(node)
 
 
+_PLAIN_YAML = "a file holds text, numbers, true/false, null, lists and mappings"
+
+
 def _refuse_tag(loader: _SafeLoader, node: yaml.Node) -> None:
     """A set's order changes from one process to the next (so would every hash and the tool
-    order an agent sees); ordered maps and pairs build tuples no model reads."""
+    order an agent sees); ordered maps and pairs build tuples no model reads; binary data is
+    bytes, which a model would take for the text of their base64 (``!!binary aGk=`` as
+    ``"hi"``) and a fixture has no column for."""
     kind = node.tag.rpartition(":")[2]
-    raise _Refused(f"!!{kind} is not allowed: write a list or a mapping", node.start_mark)
+    instead = "write the text itself" if kind == "binary" else "write a list or a mapping"
+    raise _Refused(f"!!{kind} is not allowed: {instead}", node.start_mark)
 
 
-for _tag in ("set", "omap", "pairs"):
+for _tag in ("set", "omap", "pairs", "binary"):
     _SafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
 
 
@@ -198,8 +218,9 @@ def read_yaml(path: Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
+        where = _written_path(_field_at(root, mark.index)) if root and mark else None
         problem = _plain_problem(getattr(exc, "problem", None) or "not valid YAML")
-        raise SpecError(path, None, f"invalid YAML: {problem}", line=line) from None
+        raise SpecError(path, where, f"invalid YAML: {problem}", line=line) from None
     except (ValueError, OverflowError) as exc:  # e.g. a timestamp with month 13
         raise SpecError(path, None, f"invalid YAML value: {exc}") from None
 
@@ -239,6 +260,9 @@ def _plain_problem(problem: str) -> str:
     """PyYAML's wording, with what to do where it is cryptic."""
     if "'\\t'" in problem:
         return f"{problem} (YAML indents with spaces: replace the tab)"
+    if problem.startswith("could not determine a constructor for the tag "):
+        tag = problem.rpartition(" ")[2].strip("'").replace("tag:yaml.org,2002:", "!!")
+        return f"the tag {tag} is not allowed: {_PLAIN_YAML}"
     if problem == "but found another document":
         return "a second YAML document (a '---' line) in the file; a file holds one"
     return problem

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import posixpath
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic import Strict as PydanticStrict
 
 JsonScalar = str | int | float | bool | None
@@ -97,3 +98,29 @@ def did_you_mean(name: object, known: Iterable[str], *, cutoff: float = 0.75) ->
     folded = {option.lower().replace("-", "_"): option for option in known}
     close = difflib.get_close_matches(name.lower().replace("-", "_"), folded, n=1, cutoff=cutoff)
     return f" (did you mean {folded[close[0]]!r}?)" if close else ""
+
+
+def _as_listed(name: str) -> str:
+    """*name*, a path from the suite folder, as the suite's list of files writes it.
+
+    The loader finds a named file's digest (what the grader revision, the lock and the cached
+    validity follow) under that one spelling: ``./checks.py`` or ``lib/../checks.py`` name
+    ``checks.py``, and would miss its digest as written. A name leading out of the suite
+    (``..``, ``/``) is kept, for the loader to say where it leads.
+    """
+    normal = posixpath.normpath(name)
+    if not name or name.startswith("/") or normal == ".." or normal.startswith("../"):
+        return name
+    return normal
+
+
+def _ref_as_listed(ref: str) -> str:
+    """A ``file.py:function`` reference with its file named as :func:`_as_listed` does."""
+    file_name, colon, function = ref.partition(":")
+    return f"{_as_listed(file_name)}:{function}" if colon and file_name else ref
+
+
+SuiteName = Annotated[str, Field(min_length=1), AfterValidator(_as_listed)]
+"""A file or folder of the suite, named by its path from the suite folder."""
+SuiteRef = Annotated[str, AfterValidator(_ref_as_listed)]
+"""``file.py:function`` of a Python file of the suite."""

@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from groundstate.errors import SpecError
-from groundstate.sandbox import command_digests
+from groundstate.sandbox import command_digests, command_problem
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.code import hash_code
 from groundstate.spec.files import is_file, load_model
@@ -412,7 +412,12 @@ def _command_digests(spec: SystemSpec, path: Path) -> dict[str, str]:
     if not command or not command[0] or not all(isinstance(a, str) for a in command):
         field = "harness.orchestration_loop.params.command"
         raise SpecError(path, field, "mcp-command needs a command: a list of strings")
-    return command_digests(command, path.parent / cwd if isinstance(cwd, str) else path.parent)
+    folder = path.parent / cwd if isinstance(cwd, str) else path.parent
+    problem = command_problem(command, folder)
+    if problem is not None:
+        field = f"harness.orchestration_loop.params.command[{problem[0]}]"
+        raise SpecError(path, field, problem[1])
+    return command_digests(command, folder)
 
 
 def _code_hash(code_file: Path | None, entry: str) -> str:
