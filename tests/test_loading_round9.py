@@ -11,8 +11,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
+from groundstate.errors import SpecError
 from groundstate.spec.suite import load_suite
+from groundstate.spec.system import load_system
+from groundstate.spec.task import JudgeModel
 from groundstate.validation.lock import lock_data
 
 from .test_check import edit, line
@@ -217,3 +221,51 @@ def test_an_mcp_command_that_can_start_passes(rooms: Path, tmp_path: Path) -> No
     system.write_text(MCP_SYSTEM.format(command='["{python}", agent.py, "{\\"a\\": 1}", -x]'))
     code, lines = errors("check", str(rooms), "--system", str(system))
     assert (code, lines[1:]) == (0, [])
+
+
+# --- a model's decoding settings ---------------------------------------------------------------
+
+MODEL_SYSTEM = """name: probe
+model:
+  revision: m-1
+  decoding: {decoding}
+harness:
+  orchestration_loop: {{entry: openai-chat}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("decoding", "reason"),
+    [
+        ("{temperature: hot}", "temperature: a number, at least 0, not 'hot'"),
+        ("{temperature: true}", "temperature: a number, at least 0, not True"),
+        ("{top_p: 7}", "top_p: a number from 0 to 1, not 7"),
+        ("{max_tokens: -5}", "max_tokens: a whole number, at least 1, not -5"),
+        ("{seed: 1.5}", "seed: a whole number, not 1.5"),
+        ("{stop: [END, 3]}", "stop: text or a list of texts, not ['END', 3]"),
+        ("{temperatur: 0}", "'temperatur' is not a decoding setting (did you mean 'temperature'?)"),
+    ],
+)
+def test_a_documented_decoding_setting_of_the_wrong_type_is_refused(
+    tmp_path: Path, decoding: str, reason: str
+) -> None:
+    """Each loaded, and was sent to the API as written: every request of the batch refused
+    (or a misspelt setting ignored by a lenient server), found one attempt at a time."""
+    path = tmp_path / "system.yaml"
+    path.write_text(MODEL_SYSTEM.format(decoding=decoding))
+    with pytest.raises(SpecError) as caught:
+        load_system(path)
+    assert caught.value.field == "model.decoding"
+    assert caught.value.reason.startswith(reason)
+
+
+def test_other_decoding_keys_are_sent_as_they_are(tmp_path: Path) -> None:
+    path = tmp_path / "system.yaml"
+    decoding = "{temperature: 0.5, top_p: 1, max_tokens: 9, seed: 3, stop: END, top_k: 5}"
+    path.write_text(MODEL_SYSTEM.format(decoding=decoding))
+    assert load_system(path).model.decoding["top_k"] == 5
+
+
+def test_a_model_judges_decoding_is_checked_alike() -> None:
+    with pytest.raises(ValidationError, match="seed: a whole number, not 'x'"):
+        JudgeModel(adapter="openai-chat", revision="m", decoding={"seed": "x"})

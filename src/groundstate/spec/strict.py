@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, Protocol
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -124,3 +124,49 @@ SuiteName = Annotated[str, Field(min_length=1), AfterValidator(_as_listed)]
 """A file or folder of the suite, named by its path from the suite folder."""
 SuiteRef = Annotated[str, AfterValidator(_ref_as_listed)]
 """``file.py:function`` of a Python file of the suite."""
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_DECODING: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "temperature": ("a number, at least 0", lambda v: _number(v) and v >= 0),
+    "top_p": ("a number from 0 to 1", lambda v: _number(v) and 0 <= v <= 1),
+    "max_tokens": ("a whole number, at least 1", lambda v: _whole(v) and v >= 1),
+    "seed": ("a whole number", _whole),
+    "stop": (
+        "text or a list of texts",
+        lambda v: (
+            isinstance(v, str) or (isinstance(v, list) and all(isinstance(s, str) for s in v))
+        ),
+    ),
+}
+"""The decoding settings every adapter documents, and the values the APIs take for them."""
+
+
+def known_decoding(decoding: dict[str, Any]) -> dict[str, Any]:
+    """A documented decoding setting of the wrong type (``temperature: hot``, ``seed: 1.5``)
+    or a misspelt one (``temperatur``) is refused: sent as it is, the API would refuse every
+    request of the batch, or ignore the setting."""
+    for key, value in decoding.items():
+        if key not in _DECODING:
+            hint = did_you_mean(key, _DECODING, cutoff=0.85)
+            if hint:
+                raise ValueError(
+                    f"{key!r} is not a decoding setting{hint}: any other key is sent to the API"
+                    " as it is"
+                )
+            continue
+        expected, fits = _DECODING[key]
+        if not fits(value):
+            raise ValueError(f"{key}: {expected}, not {value!r}")
+    return decoding
+
+
+Decoding = Annotated[dict[str, Any], AfterValidator(known_decoding)]
+"""A model's decoding settings: any key, those of :data:`_DECODING` of their type."""

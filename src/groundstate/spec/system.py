@@ -26,7 +26,15 @@ from groundstate.sandbox import command_digests, command_problem
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.code import hash_code
 from groundstate.spec.files import is_file, load_model
-from groundstate.spec.strict import MAX_SECONDS, Count, Number, Seconds, Steps, did_you_mean
+from groundstate.spec.strict import (
+    MAX_SECONDS,
+    Count,
+    Decoding,
+    Number,
+    Seconds,
+    Steps,
+    did_you_mean,
+)
 
 Retries = Annotated[Count, Field(ge=0, le=100)]
 Price = Annotated[Number, Field(ge=0)]
@@ -94,7 +102,7 @@ class ModelSection(Section):
     """The pinned model identifier sent to the API (e.g. ``gpt-4.1-2025-04-14``)."""
     serving_route: str = "none"
     """Free text describing how the model is served (kept for the record)."""
-    decoding: dict[str, Any] = Field(default_factory=dict)
+    decoding: Decoding = Field(default_factory=dict)
     """``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``stop``; other keys are sent to the
     API as they are (e.g. ``top_k`` for a vLLM server)."""
     reasoning_budget: Count | str | None = None
@@ -179,7 +187,7 @@ class UserModel(Section):
     """An environment variable whose value, when set, replaces ``base_url`` (hashed as used)."""
     api_key_env: str | None = None
     """The environment variable holding the API key (only the name is stored)."""
-    decoding: dict[str, Any] = Field(default_factory=dict)
+    decoding: Decoding = Field(default_factory=dict)
     """Sent as they are (``temperature``, ``max_tokens``...)."""
     request_timeout: Seconds = 60
     max_retries: Annotated[Count, Field(ge=0, le=10)] = 2

@@ -7,7 +7,15 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 # The constraint language lives in spec.constraints; the names defined here before stay
 # importable from here (re-exported).
@@ -30,6 +38,7 @@ from groundstate.spec.strict import (
     Weight,
     ids_defined_once,
     is_number,
+    known_decoding,
     one_key_of,
 )
 from groundstate.spec.strict import JsonScalar as JsonScalar
@@ -142,7 +151,9 @@ class JudgeModel(Strict):
     part of the grader revision: the route to the model, not the model."""
     api_key_env: str | None = None
     """The environment variable holding the API key; only its name is stored or hashed."""
-    decoding: dict[str, JsonScalar | list[JsonScalar]] = Field(default_factory=dict)
+    decoding: Annotated[
+        dict[str, JsonScalar | list[JsonScalar]], AfterValidator(known_decoding)
+    ] = Field(default_factory=dict)
     """``temperature``, ``seed``, ``max_tokens``, ``stop``..., sent as the adapters send a
     system's (pin ``temperature: 0`` and, where the API takes one, a ``seed``)."""
     request_timeout: Seconds = 60
