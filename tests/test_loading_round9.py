@@ -269,3 +269,15 @@ def test_other_decoding_keys_are_sent_as_they_are(tmp_path: Path) -> None:
 def test_a_model_judges_decoding_is_checked_alike() -> None:
     with pytest.raises(ValidationError, match="seed: a whole number, not 'x'"):
         JudgeModel(adapter="openai-chat", revision="m", decoding={"seed": "x"})
+
+
+def test_a_suite_yaml_given_for_its_suite_says_to_give_the_folder(rooms: Path) -> None:
+    """`validate rooms/suite.yaml` said `rooms/suite.yaml: not a suite folder (no suite.yaml)`,
+    as if the file the user gave were missing."""
+    code, lines = errors("validate", str(rooms / "suite.yaml"), "--no-cache")
+    assert (code, lines) == (
+        2,
+        [
+            f"error: {rooms / 'suite.yaml'}: is a file, not a suite folder: give its folder ({rooms})"
+        ],
+    )

@@ -231,7 +231,12 @@ def _raise(error: SpecError) -> None:
 
 def _walk(root: Path, report: Report) -> Suite | None:
     if not is_file(root / SUITE_FILE):
-        report(SpecError(root, None, "not a suite folder (no suite.yaml)"))
+        reason = "not a suite folder (no suite.yaml)"
+        if is_file(root):  # the suite's own suite.yaml, given for its folder
+            reason = "is a file, not a suite folder" + (
+                f": give its folder ({root.parent})" if root.name == SUITE_FILE else ""
+            )
+        report(SpecError(root, None, reason))
         return None
     try:
         config = load_model(root / SUITE_FILE, SuiteConfig)
