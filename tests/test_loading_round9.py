@@ -274,10 +274,7 @@ def test_a_model_judges_decoding_is_checked_alike() -> None:
 def test_a_suite_yaml_given_for_its_suite_says_to_give_the_folder(rooms: Path) -> None:
     """`validate rooms/suite.yaml` said `rooms/suite.yaml: not a suite folder (no suite.yaml)`,
     as if the file the user gave were missing."""
-    code, lines = errors("validate", str(rooms / "suite.yaml"), "--no-cache")
-    assert (code, lines) == (
-        2,
-        [
-            f"error: {rooms / 'suite.yaml'}: is a file, not a suite folder: give its folder ({rooms})"
-        ],
-    )
+    given = rooms / "suite.yaml"
+    code, lines = errors("validate", str(given), "--no-cache")
+    reason = f"is a file, not a suite folder: give its folder ({rooms})"
+    assert (code, lines) == (2, [f"error: {given}: {reason}"])
