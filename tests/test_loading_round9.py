@@ -278,3 +278,16 @@ def test_a_suite_yaml_given_for_its_suite_says_to_give_the_folder(rooms: Path) -
     code, lines = errors("validate", str(given), "--no-cache")
     reason = f"is a file, not a suite folder: give its folder ({rooms})"
     assert (code, lines) == (2, [f"error: {given}: {reason}"])
+
+
+def test_a_bare_off_where_a_choice_of_words_is_expected_is_the_word(rooms: Path) -> None:
+    """`mutation_testing: off`, as docs/validation.md writes it, is the word; `on` there is
+    no flag either (it is not one of the words)."""
+    suite = rooms / "suite.yaml"
+    suite.write_text(suite.read_text() + "mutation_testing: off\ntool_robustness: report\n")
+    assert load_suite(rooms).config.mutation_testing == "off"
+    suite.write_text(suite.read_text().replace("tool_robustness: report", "tool_robustness: on"))
+    code, lines = errors("check", str(rooms))
+    at = line(rooms, "suite.yaml", "tool_robustness")
+    reason = "tool_robustness: Input should be 'required', 'report' or 'off'"
+    assert (code, lines) == (2, [f"{suite}:{at}: {reason}"])
