@@ -125,8 +125,8 @@ class _SafeLoader(yaml.SafeLoader):
         _refuse_misread_number(node)
         return super().construct_yaml_int(node)
 
-    def construct_yaml_bool(self, node: yaml.ScalarNode) -> bool | _BareWord:
-        value: bool = super().construct_yaml_bool(node)
+    def construct_written_bool(self, node: yaml.ScalarNode) -> bool | _BareWord:
+        value: bool = self.construct_yaml_bool(node)
         if node.value.lower() in ("true", "false"):
             return value
         word = _BareWord(node.value)
@@ -142,7 +142,7 @@ class _SafeLoader(yaml.SafeLoader):
         return str(self.construct_scalar(node))
 
 
-_SafeLoader.add_constructor("tag:yaml.org,2002:bool", _SafeLoader.construct_yaml_bool)
+_SafeLoader.add_constructor("tag:yaml.org,2002:bool", _SafeLoader.construct_written_bool)
 _SafeLoader.add_constructor("tag:yaml.org,2002:float", _SafeLoader.construct_yaml_float)
 _SafeLoader.add_constructor("tag:yaml.org,2002:int", _SafeLoader.construct_yaml_int)
 _SafeLoader.add_constructor("tag:yaml.org,2002:timestamp", _SafeLoader.construct_written_timestamp)
