@@ -349,7 +349,7 @@ harness:
         ("sandbox: none", "sandbox: nope", "params.sandbox", "must be bwrap or none, not 'nope'"),
         (
             "network: none",
-            "network: no",
+            "network: false",
             "params.network",
             "must be none or host, not False (YAML reads a bare no, off or false as false)",
         ),
@@ -367,6 +367,7 @@ def test_an_mcp_programs_setting_is_named_in_its_file(
     """The file was named as its folder (`sys: ...params: sandbox must be bwrap or none;
     network must be none or host`, both fields at once), a misspelt setting by the class's
     method (`McpCommandAgent.from_system() got an unexpected keyword argument`)."""
+    (tmp_path / "agent.py").write_text("")  # a command naming no file is refused first
     system = tmp_path / "mcp.yaml"
     system.write_text(MCP_SYSTEM.replace(old, new))
     code, lines = errors("check", str(rooms), "--system", str(system))

@@ -167,7 +167,7 @@ def test_agent_code_and_versions_are_part_of_the_spec(tmp_path: Path) -> None:
             "no file",
         ),
         ("model: 3\nharness: {orchestration_loop: {entry: a:b}}\n", "model", "valid dictionary"),
-        ("wizard: yes\nharness: {orchestration_loop: {entry: a:b}}\n", "wizard", "unknown field"),
+        ("wizard: 1\nharness: {orchestration_loop: {entry: a:b}}\n", "wizard", "unknown field"),
         ("- a list\n", None, "expected a mapping"),
     ],
 )

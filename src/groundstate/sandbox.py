@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import re
 import resource
 import shutil
 import signal
@@ -34,6 +35,7 @@ from typing import IO, Literal
 
 from groundstate.errors import HarnessCompatibilityError
 from groundstate.spec.canonical import hash_file
+from groundstate.spec.strict import did_you_mean
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
 CGROUP_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))
@@ -273,6 +275,36 @@ def resolve_command(argv: list[str], cwd: Path) -> list[str]:
         path, entry = _file_of(arg, cwd)
         resolved.append(arg if path is None else os.path.abspath(path) + entry)
     return resolved
+
+
+def command_problem(argv: list[str], cwd: Path) -> tuple[int, str] | None:
+    """(the index of the argument, why) when *argv* is not the command it was meant to be,
+    else None. A placeholder that is not ``{python}`` as the program (``{pyhton}``,
+    ``{python3}``, ``{python}`` further on) is passed as written, and a program and its
+    arguments in one item is a program of that name: neither can start. A ``.py`` script that
+    is no file starts Python, which exits with an error: every attempt would be a failure of
+    the agent, its reason only in the program's stderr."""
+    for i, arg in enumerate(argv):
+        if PLACEHOLDER.fullmatch(arg) and (i, arg) != (0, PYTHON):
+            where = " here" if i else ""
+            hint = did_you_mean(arg, [PYTHON]) if i == 0 else ""
+            return i, (
+                f"{arg!r} is no placeholder{where}{hint}: the only one is {PYTHON}, as the"
+                " program (the first item)"
+            )
+    if any(space in argv[0] for space in " \t") and _file_of(argv[0], cwd)[0] is None:
+        return 0, f"no program {argv[0]!r}: a command list has one argument per item"
+    for i, arg in enumerate(argv[1:], 1):
+        script = arg.rpartition(":")[0] if SCRIPT_ENTRY.fullmatch(arg) else arg
+        if script.endswith(".py") and _file_of(arg, cwd)[0] is None:
+            return i, f"{arg!r}: no file {script} (from {cwd})"
+    return None
+
+
+SCRIPT_ENTRY = re.compile(r".+\.py:[A-Za-z_]\w*")
+"""A ``file.py:name`` argument (an entry of ``groundstate.mcp_client``)."""
+PLACEHOLDER = re.compile(r"\{\s*[A-Za-z_][\w.-]*\s*\}")
+"""An argument that looks like a placeholder (``{python}``, ``{ python }``, ``{pyhton}``)."""
 
 
 def command_files(command: list[str]) -> list[Path]:

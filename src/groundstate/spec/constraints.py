@@ -18,7 +18,15 @@ from pydantic import (
     model_validator,
 )
 
-from groundstate.spec.strict import MAX_STEPS, Count, JsonScalar, Strict, StrictBool, one_key_of
+from groundstate.spec.strict import (
+    MAX_STEPS,
+    Count,
+    JsonScalar,
+    Strict,
+    StrictBool,
+    SuiteRef,
+    one_key_of,
+)
 
 TOOL_ROOTS = ("args", "output", "error", "error_class", "tool", "ok")
 """Where a path into a tool call starts (``args.order_id``, ``output.items.*.item_id``,
@@ -385,7 +393,7 @@ class NoUndoConstraint(_Constraint):
 class PythonConstraint(_Constraint):
     """A Python function ``fn(trace, s0) -> bool | (bool, evidence)`` from the suite."""
 
-    check: str
+    check: SuiteRef
     """``file.py:function``, relative to the suite folder."""
 
 

@@ -16,7 +16,11 @@ cannot read safely is a :class:`SpecError` (one line), never a traceback or a ha
   one field that is a moment (a task's ``clock``) reads it with :func:`yaml_timestamp`;
 - YAML 1.1's numbers that read other than they look are refused: ``010`` (octal: 8) and
   ``1:30`` (base 60: 90); a zip code or a clock time is text, to be quoted;
-- a key is the text written (``on:`` is the key ``"on"``, not true; ``1:`` the key ``"1"``).
+- a key is the text written (``on:`` is the key ``"on"``, not true; ``1:`` the key ``"1"``);
+- a bare ``yes``, ``no``, ``on`` or ``off`` value is refused by :func:`load_model` unless its
+  field is a choice of words (``mutation_testing: off``): YAML 1.1 reads it as true or false,
+  YAML 1.2 and a reader as text (``country: NO``), so either reading would be wrong for someone;
+  ``true``/``false`` is a flag, ``"no"`` is text.
 
 Other text a suite gives the agent (its policy) goes through :func:`read_text`: bounded, and
 UTF-8 or a one-line error naming the byte offset. JSON a suite or its data hands groundstate
@@ -32,7 +36,7 @@ import re
 import stat
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, Tag, ValidationError
@@ -64,12 +68,23 @@ class _Refused(Exception):
         self.line = mark.line + 1 if mark is not None else None
 
 
+class _BareWord(str):
+    """A bare ``yes``, ``no``, ``on`` or ``off``: kept as the text written until
+    :func:`load_model` knows the field, which refuses it unless the field is a choice of words
+    (``mutation_testing: off``)."""
+
+    mark: yaml.Mark
+    reason: str
+    where: str | None = None
+
+
 class _SafeLoader(yaml.SafeLoader):
     """PyYAML's safe loader with bounded depth and expansion, unique keys and finite floats."""
 
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._depth = 0
+        self.bare_words: list[_BareWord] = []
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self._depth += 1
@@ -110,10 +125,24 @@ class _SafeLoader(yaml.SafeLoader):
         _refuse_misread_number(node)
         return super().construct_yaml_int(node)
 
+    def construct_written_bool(self, node: yaml.ScalarNode) -> bool | _BareWord:
+        value: bool = self.construct_yaml_bool(node)
+        if node.value.lower() in ("true", "false"):
+            return value
+        word = _BareWord(node.value)
+        word.mark = node.start_mark
+        word.reason = (
+            f"{node.value} reads as {str(value).lower()} in YAML 1.1 (and as text in YAML"
+            f' 1.2): write {str(value).lower()}, or quote it ("{node.value}") if it is text'
+        )
+        self.bare_words.append(word)
+        return word
+
     def construct_written_timestamp(self, node: yaml.ScalarNode) -> str:
         return str(self.construct_scalar(node))
 
 
+_SafeLoader.add_constructor("tag:yaml.org,2002:bool", _SafeLoader.construct_written_bool)
 _SafeLoader.add_constructor("tag:yaml.org,2002:float", _SafeLoader.construct_yaml_float)
 _SafeLoader.add_constructor("tag:yaml.org,2002:int", _SafeLoader.construct_yaml_int)
 _SafeLoader.add_constructor("tag:yaml.org,2002:timestamp", _SafeLoader.construct_written_timestamp)
@@ -160,14 +189,20 @@ def yaml_timestamp(text: str) -> Any:
     return yaml.constructor.SafeConstructor().construct_yaml_timestamp(node)
 
 
+_PLAIN_YAML = "a file holds text, numbers, true/false, null, lists and mappings"
+
+
 def _refuse_tag(loader: _SafeLoader, node: yaml.Node) -> None:
     """A set's order changes from one process to the next (so would every hash and the tool
-    order an agent sees); ordered maps and pairs build tuples no model reads."""
+    order an agent sees); ordered maps and pairs build tuples no model reads; binary data is
+    bytes, which a model would take for the text of their base64 (``!!binary aGk=`` as
+    ``"hi"``) and a fixture has no column for."""
     kind = node.tag.rpartition(":")[2]
-    raise _Refused(f"!!{kind} is not allowed: write a list or a mapping", node.start_mark)
+    instead = "write the text itself" if kind == "binary" else "write a list or a mapping"
+    raise _Refused(f"!!{kind} is not allowed: {instead}", node.start_mark)
 
 
-for _tag in ("set", "omap", "pairs"):
+for _tag in ("set", "omap", "pairs", "binary"):
     _SafeLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse_tag)
 
 
@@ -182,7 +217,10 @@ def read_yaml(path: Path) -> Any:
             if root is None:
                 return None
             _check_expansion(root)
-            return loader.construct_document(root)
+            document = loader.construct_document(root)
+            for word in loader.bare_words:
+                word.where = _written_path(_field_at(root, word.mark.index))
+            return document
         finally:
             loader.dispose()
     except _Refused as exc:
@@ -198,8 +236,9 @@ def read_yaml(path: Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
+        where = _written_path(_field_at(root, mark.index)) if root and mark else None
         problem = _plain_problem(getattr(exc, "problem", None) or "not valid YAML")
-        raise SpecError(path, None, f"invalid YAML: {problem}", line=line) from None
+        raise SpecError(path, where, f"invalid YAML: {problem}", line=line) from None
     except (ValueError, OverflowError) as exc:  # e.g. a timestamp with month 13
         raise SpecError(path, None, f"invalid YAML value: {exc}") from None
 
@@ -239,6 +278,9 @@ def _plain_problem(problem: str) -> str:
     """PyYAML's wording, with what to do where it is cryptic."""
     if "'\\t'" in problem:
         return f"{problem} (YAML indents with spaces: replace the tab)"
+    if problem.startswith("could not determine a constructor for the tag "):
+        tag = problem.rpartition(" ")[2].strip("'").replace("tag:yaml.org,2002:", "!!")
+        return f"the tag {tag} is not allowed: {_PLAIN_YAML}"
     if problem == "but found another document":
         return "a second YAML document (a '---' line) in the file; a file holds one"
     return problem
@@ -401,10 +443,27 @@ def load_model(path: Path, model: type[M], *, data: Any = None) -> M:
         raise SpecError(path, None, "the file is empty (or only comments): expected its fields")
     if not isinstance(data, dict):
         raise SpecError(path, None, f"expected a mapping of fields, found {type(data).__name__}")
+    _refuse_bare_words(path, model, data, ())
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise _spec_error(path, exc, model) from None
+
+
+def _refuse_bare_words(path: Path, model: type[BaseModel], data: Any, loc: tuple[Any, ...]) -> None:
+    """A bare yes/no/on/off anywhere in *data* is refused, with its line and field, unless the
+    model's field there is a choice of words (``mutation_testing: off``): YAML 1.1 reads it as
+    true or false, YAML 1.2 and a reader as text, so either reading would be wrong for
+    someone."""
+    if isinstance(data, _BareWord):  # a choice of words says itself what else it takes
+        if not any(get_origin(tp) is Literal for tp in _types_at(model, loc)):
+            raise SpecError(path, data.where, data.reason, line=data.mark.line + 1)
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            _refuse_bare_words(path, model, value, (*loc, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            _refuse_bare_words(path, model, value, (*loc, i))
 
 
 def _spec_error(path: Path, exc: ValidationError, model: type[BaseModel]) -> SpecError:
@@ -502,10 +561,15 @@ def fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> set[str]:
     puts in the location before the member's own fields, is followed as well. Empty when the
     location cannot be followed (then no name is suggested).
     """
+    return {name for member in _types_at(model, loc) for name in _names(member)}
+
+
+def _types_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[Any]:
+    """The types a value at *loc* in *model* may have (each member of a union apart)."""
     reached: list[Any] = [model]
     for part in loc:
         reached = [step for tp in reached for step in _steps(tp, part)]
-    return {name for tp in reached for _, member in _members(tp) for name in _names(member)}
+    return [member for tp in reached for _, member in _members(tp)]
 
 
 def _members(tp: Any) -> list[tuple[str | None, Any]]:

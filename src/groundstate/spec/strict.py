@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
+import posixpath
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic import Strict as PydanticStrict
 
 JsonScalar = str | int | float | bool | None
@@ -97,3 +98,75 @@ def did_you_mean(name: object, known: Iterable[str], *, cutoff: float = 0.75) ->
     folded = {option.lower().replace("-", "_"): option for option in known}
     close = difflib.get_close_matches(name.lower().replace("-", "_"), folded, n=1, cutoff=cutoff)
     return f" (did you mean {folded[close[0]]!r}?)" if close else ""
+
+
+def _as_listed(name: str) -> str:
+    """*name*, a path from the suite folder, as the suite's list of files writes it.
+
+    The loader finds a named file's digest (what the grader revision, the lock and the cached
+    validity follow) under that one spelling: ``./checks.py`` or ``lib/../checks.py`` name
+    ``checks.py``, and would miss its digest as written. A name leading out of the suite
+    (``..``, ``/``) is kept, for the loader to say where it leads.
+    """
+    normal = posixpath.normpath(name)
+    if not name or name.startswith("/") or normal == ".." or normal.startswith("../"):
+        return name
+    return normal
+
+
+def _ref_as_listed(ref: str) -> str:
+    """A ``file.py:function`` reference with its file named as :func:`_as_listed` does."""
+    file_name, colon, function = ref.partition(":")
+    return f"{_as_listed(file_name)}:{function}" if colon and file_name else ref
+
+
+SuiteName = Annotated[str, Field(min_length=1), AfterValidator(_as_listed)]
+"""A file or folder of the suite, named by its path from the suite folder."""
+SuiteRef = Annotated[str, AfterValidator(_ref_as_listed)]
+"""``file.py:function`` of a Python file of the suite."""
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_DECODING: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "temperature": ("a number, at least 0", lambda v: _number(v) and v >= 0),
+    "top_p": ("a number from 0 to 1", lambda v: _number(v) and 0 <= v <= 1),
+    "max_tokens": ("a whole number, at least 1", lambda v: _whole(v) and v >= 1),
+    "seed": ("a whole number", _whole),
+    "stop": (
+        "text or a list of texts",
+        lambda v: (
+            isinstance(v, str) or (isinstance(v, list) and all(isinstance(s, str) for s in v))
+        ),
+    ),
+}
+"""The decoding settings every adapter documents, and the values the APIs take for them."""
+
+
+def known_decoding(decoding: dict[str, Any]) -> dict[str, Any]:
+    """A documented decoding setting of the wrong type (``temperature: hot``, ``seed: 1.5``)
+    or a misspelt one (``temperatur``) is refused: sent as it is, the API would refuse every
+    request of the batch, or ignore the setting."""
+    for key, value in decoding.items():
+        if key not in _DECODING:
+            hint = did_you_mean(key, _DECODING, cutoff=0.85)
+            if hint:
+                raise ValueError(
+                    f"{key!r} is not a decoding setting{hint}: any other key is sent to the API"
+                    " as it is"
+                )
+            continue
+        expected, fits = _DECODING[key]
+        if not fits(value):
+            raise ValueError(f"{key}: {expected}, not {value!r}")
+    return decoding
+
+
+Decoding = Annotated[dict[str, Any], AfterValidator(known_decoding)]
+"""A model's decoding settings: any key, those of :data:`_DECODING` of their type."""

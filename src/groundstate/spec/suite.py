@@ -19,6 +19,7 @@ import contextlib
 import importlib
 import importlib.util
 import inspect
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -52,7 +53,7 @@ from groundstate.spec.files import (
     read_yaml,
 )
 from groundstate.spec.solution import Solution
-from groundstate.spec.strict import Weight, did_you_mean
+from groundstate.spec.strict import SuiteName, Weight, did_you_mean
 from groundstate.spec.system import BUILTIN_AGENTS
 from groundstate.spec.task import (
     AgentTask,
@@ -87,11 +88,11 @@ class SuiteConfig(Strict):
     environment_options: dict[str, Any] = Field(default_factory=dict)
     """Settings of the environment kind, checked by the kind when the suite loads (the
     ``workspace`` kind's sandbox and limits, see docs/environments.md)."""
-    fixtures: str = "fixtures"
+    fixtures: SuiteName = "fixtures"
     """The folder ``initial_state_fixture`` is relative to (``.``: the suite folder)."""
-    policy: str | None = Field(default=None, min_length=1)
+    policy: SuiteName | None = None
     """Markdown file given to the agent with the system prompt."""
-    tools: str = Field(default="tools.py", min_length=1)
+    tools: SuiteName = "tools.py"
     """The Python file declaring the agent's tools, or ``builtin:workspace`` for a repository
     workspace's file and command tools."""
     canary: str | None = None
@@ -177,7 +178,8 @@ class Suite:
         return hash_file(Path(found.origin)) if found and found.origin else None
 
     def fixture_path(self, task: AgentTask) -> Path:
-        return self.root / self.config.fixtures / task.initial_state_fixture
+        # Without "." or "..", as the suite's files are named: the lock finds its digest.
+        return Path(os.path.normpath(self.root / self.config.fixtures / task.initial_state_fixture))
 
     def weight(self, task_id: str) -> float:
         return self.config.weights.get(task_id, self.tasks[task_id].weight)
@@ -229,7 +231,12 @@ def _raise(error: SpecError) -> None:
 
 def _walk(root: Path, report: Report) -> Suite | None:
     if not is_file(root / SUITE_FILE):
-        report(SpecError(root, None, "not a suite folder (no suite.yaml)"))
+        reason = "not a suite folder (no suite.yaml)"
+        if is_file(root):  # the suite's own suite.yaml, given for its folder
+            reason = "is a file, not a suite folder" + (
+                f": give its folder ({root.parent})" if root.name == SUITE_FILE else ""
+            )
+        report(SpecError(root, None, reason))
         return None
     try:
         config = load_model(root / SUITE_FILE, SuiteConfig)
@@ -296,6 +303,8 @@ def _pin_checks(suite: Suite) -> None:
     left to fail where it is called."""
     suite.graders.update({i: grader_shape(t) for i, t in suite.tasks.items()})
     for name in sorted(set().union(*map(grader_code_files, suite.tasks.values()))):
+        if name not in suite.files:  # outside the suite or missing: reported, never imported
+            continue
         with contextlib.suppress(SpecError):
             suite.checks[name] = load_module(suite.root / name, "checks")
 
@@ -788,7 +797,8 @@ def _with_grader_versions(
             c.model_dump(mode="json") for c in task.hard_process_constraints
         ],
         "partial_credit_rubric": [n.model_dump(mode="json") for n in task.partial_credit_rubric],
-        "code": {name: suite.files[name] for name in code_files},
+        # A name that is no file of the suite (outside it, missing) has been reported.
+        "code": {name: suite.files.get(name) for name in code_files},
     }
     hidden = _hidden_test_files(suite, task)
     if hidden:  # only then: other graders keep their revision

@@ -22,11 +22,19 @@ from pydantic import (
 )
 
 from groundstate.errors import SpecError
-from groundstate.sandbox import command_digests
+from groundstate.sandbox import command_digests, command_problem
 from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.code import hash_code
 from groundstate.spec.files import is_file, load_model
-from groundstate.spec.strict import MAX_SECONDS, Count, Number, Seconds, Steps, did_you_mean
+from groundstate.spec.strict import (
+    MAX_SECONDS,
+    Count,
+    Decoding,
+    Number,
+    Seconds,
+    Steps,
+    did_you_mean,
+)
 
 Retries = Annotated[Count, Field(ge=0, le=100)]
 Price = Annotated[Number, Field(ge=0)]
@@ -94,7 +102,7 @@ class ModelSection(Section):
     """The pinned model identifier sent to the API (e.g. ``gpt-4.1-2025-04-14``)."""
     serving_route: str = "none"
     """Free text describing how the model is served (kept for the record)."""
-    decoding: dict[str, Any] = Field(default_factory=dict)
+    decoding: Decoding = Field(default_factory=dict)
     """``temperature``, ``top_p``, ``max_tokens``, ``seed``, ``stop``; other keys are sent to the
     API as they are (e.g. ``top_k`` for a vLLM server)."""
     reasoning_budget: Count | str | None = None
@@ -179,7 +187,7 @@ class UserModel(Section):
     """An environment variable whose value, when set, replaces ``base_url`` (hashed as used)."""
     api_key_env: str | None = None
     """The environment variable holding the API key (only the name is stored)."""
-    decoding: dict[str, Any] = Field(default_factory=dict)
+    decoding: Decoding = Field(default_factory=dict)
     """Sent as they are (``temperature``, ``max_tokens``...)."""
     request_timeout: Seconds = 60
     max_retries: Annotated[Count, Field(ge=0, le=10)] = 2
@@ -412,7 +420,12 @@ def _command_digests(spec: SystemSpec, path: Path) -> dict[str, str]:
     if not command or not command[0] or not all(isinstance(a, str) for a in command):
         field = "harness.orchestration_loop.params.command"
         raise SpecError(path, field, "mcp-command needs a command: a list of strings")
-    return command_digests(command, path.parent / cwd if isinstance(cwd, str) else path.parent)
+    folder = path.parent / cwd if isinstance(cwd, str) else path.parent
+    problem = command_problem(command, folder)
+    if problem is not None:
+        field = f"harness.orchestration_loop.params.command[{problem[0]}]"
+        raise SpecError(path, field, problem[1])
+    return command_digests(command, folder)
 
 
 def _code_hash(code_file: Path | None, entry: str) -> str:

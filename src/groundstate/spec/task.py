@@ -7,7 +7,15 @@ from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 # The constraint language lives in spec.constraints; the names defined here before stay
 # importable from here (re-exported).
@@ -25,9 +33,12 @@ from groundstate.spec.strict import (
     Seconds,
     Steps,
     StrictBool,
+    SuiteName,
+    SuiteRef,
     Weight,
     ids_defined_once,
     is_number,
+    known_decoding,
     one_key_of,
 )
 from groundstate.spec.strict import JsonScalar as JsonScalar
@@ -121,7 +132,7 @@ class PythonAssertion(Strict):
 
     id: str
     description: str = ""
-    check: str
+    check: SuiteRef
     """``file.py:function``, relative to the suite folder."""
 
 
@@ -140,7 +151,9 @@ class JudgeModel(Strict):
     part of the grader revision: the route to the model, not the model."""
     api_key_env: str | None = None
     """The environment variable holding the API key; only its name is stored or hashed."""
-    decoding: dict[str, JsonScalar | list[JsonScalar]] = Field(default_factory=dict)
+    decoding: Annotated[
+        dict[str, JsonScalar | list[JsonScalar]], AfterValidator(known_decoding)
+    ] = Field(default_factory=dict)
     """``temperature``, ``seed``, ``max_tokens``, ``stop``..., sent as the adapters send a
     system's (pin ``temperature: 0`` and, where the API takes one, a ``seed``)."""
     request_timeout: Seconds = 60
@@ -168,7 +181,7 @@ class ModelJudge(Strict):
     fixed answer format (:data:`groundstate.grading.model_judge.VERDICT_FORMAT`)."""
 
     model: JudgeModel
-    prompt: str
+    prompt: SuiteName
     """The prompt template, a file relative to the suite folder (``judges/<id>.md``). Its
     digest is part of the grader revision."""
     revision: str = Field(min_length=1)
@@ -198,7 +211,7 @@ def _judge_kind(value: object) -> str | None:
 
 
 JudgeSpec = Annotated[
-    Annotated[str, Tag("python-judge")] | Annotated[ModelJudge, Tag("model-judge")],
+    Annotated[SuiteRef, Tag("python-judge")] | Annotated[ModelJudge, Tag("model-judge")],
     Discriminator(
         _judge_kind,
         custom_error_type="judge_kind",
@@ -224,7 +237,7 @@ class JudgeAssertion(Strict):
     description: str = ""
     judge: JudgeSpec
     """``file.py:function``, relative to the suite folder, or a model judge."""
-    labels: str
+    labels: SuiteName
     """The human-labelled set, a JSONL file relative to the suite folder (``judges/<id>.jsonl``):
     one ``{"id": ..., "final_message": ..., "label": true|false}`` per line."""
     min_agreement: float = Field(ge=-1.0, le=1.0)
@@ -241,7 +254,7 @@ class HiddenTests(Strict):
     ``command`` (for anything else): a shell command whose exit 0 passes; the exit code comes
     from a process that runs the agent's code, which can forge it (``os._exit(0)``)."""
 
-    path: str | None = Field(default=None, min_length=1)
+    path: SuiteName | None = None
     """A folder of the suite (outside the fixture), e.g. ``hidden/<task_id>``. With
     ``runner``, its files are copied to a grader folder beside the clean checkout (never into
     it); with ``command``, into the checkout (``into``). Unset: only the checkout's own files
@@ -426,7 +439,7 @@ class AgentTask(Strict):
     source: str
     slice_labels: list[str] = Field(default_factory=list)
     weight: Weight = 1.0
-    initial_state_fixture: str = Field(min_length=1)
+    initial_state_fixture: SuiteName
     """Fixture file, relative to the suite's ``fixtures/`` folder."""
     clock: datetime
     """The environment's "now" at reset."""
