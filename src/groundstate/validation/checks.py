@@ -65,7 +65,7 @@ from groundstate.trace import MessageEvent, ToolCallEvent
 from groundstate.users import NO
 from groundstate.validation.judges import check_judge_agreement
 from groundstate.validation.mutation import NothingToMutate, judge, mutation_test
-from groundstate.validation.probes import explain, mutate_like_an_agent, observe, skewed_random
+from groundstate.validation.probes import explain, mutate_like_an_agent, observe
 from groundstate.validation.replay import (
     SEED,
     Proof,
@@ -77,6 +77,7 @@ from groundstate.validation.replay import (
 )
 from groundstate.validation.results import CheckOutcome, TaskValidity
 from groundstate.validation.robustness import CALLS_PER_TOOL, ToolCrash, find_crash
+from groundstate.validation.skew import skewed, suite_namespaces
 
 Finding = tuple[bool, str]
 """A check's verdict and its evidence."""
@@ -97,7 +98,13 @@ def validate_task(
         raise SpecError(suite.root / "tasks", None, f"no task {task_id!r}")
     proof = Proof(suite, suite.tasks[task_id], make_env)
     checks = [_guarded(name, check, proof) for name, check in CHECKS.items()]
-    return TaskValidity(task_id=task_id, checks=checks, mutation=proof.mutation)
+    valid = all(check.passed for check in checks)
+    return TaskValidity(
+        task_id=task_id,
+        checks=checks,
+        mutation=proof.mutation,
+        settled=valid or not proof.unsettled,
+    )
 
 
 def _guarded(name: str, check: Callable[[Proof], Finding], proof: Proof) -> CheckOutcome:
@@ -105,6 +112,7 @@ def _guarded(name: str, check: Callable[[Proof], Finding], proof: Proof) -> Chec
         passed, detail = check(proof)
     except Exception as exc:  # one broken proof must not hide the evidence of the others
         passed, detail = False, f"could not be checked: {type(exc).__name__}: {exc}"
+        proof.unsettled = True
     return CheckOutcome(name=name, passed=passed, detail=detail)
 
 
@@ -417,7 +425,15 @@ def check_grader_determinism(proof: Proof) -> Finding:
     if not oracles:
         return False, "no oracle to replay"
     name, solution = next(iter(oracles.items()))
-    verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE, _grading_setting)
+    namespaces = suite_namespaces(proof.suite.checks.values(), proof.suite.root)
+
+    def setting(n: int) -> AbstractContextManager[object]:
+        """The first grading as an attempt's; then chance and the wall clock at their low
+        end, then their high end: a verdict drawn by chance, or read off the date, disagrees
+        between those two every time (not only when unlucky)."""
+        return nullcontext() if n == 0 else skewed(n % 2 == 0, namespaces)
+
+    verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE, setting)
     problems = []
     if len({verdict_line(v) for v in verdicts}) > 1:
         problems.append(
@@ -443,12 +459,6 @@ def check_grader_determinism(proof: Proof) -> Finding:
     if problems:
         return False, "; ".join(problems)
     return True, f"{GRADINGS} gradings of {name}'s final state agree: {verdict_line(verdicts[0])}"
-
-
-def _grading_setting(n: int) -> AbstractContextManager[object]:
-    """The first grading as an attempt's; then ``random`` skewed low, then high: a verdict
-    drawn by chance disagrees between those two every time (not only when unlucky)."""
-    return nullcontext() if n == 0 else skewed_random(high=n % 2 == 0)
 
 
 def _disagreement(verdicts: list[Verdict]) -> str:
@@ -514,6 +524,9 @@ def _robustness(proof: Proof, name: str) -> ToolCrash | None:
             task.clock.isoformat(),
             task.permissions.model_dump(mode="json"),
             proof.make_env is default_environment,
+            # the kind the default environment builds, with its options
+            suite.config.environment,
+            suite.config.environment_options,
         ]
     )
     if key not in _ROBUSTNESS or proof.make_env is not default_environment:
