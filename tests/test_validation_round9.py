@@ -358,3 +358,51 @@ def test_tool_robustness_is_not_shared_between_environment_kinds_or_options(
             validation_checks.Proof(suite, suite.tasks["transfer"]), "balance"
         )
     assert tried == ["balance"] * 3
+
+
+ROUTE_CHANCE = """
+import random
+
+
+def chancy_on_c(s0, sT):
+    # deterministic on the oracle's state; a draw on the state the alternative reaches
+    [[n]] = sT.query("SELECT COUNT(*) FROM transfers")
+    return n == 1 or random.random() < 0.99
+"""
+
+
+def test_a_draw_only_on_an_alternative_routes_state_is_caught(
+    tmp_path: Path, edited_bank: EditTask
+) -> None:
+    """The alternative moves 30 through C (two transfers, the same balances); only on its
+    state does the check draw."""
+    add_checks(bank_copy(tmp_path), ROUTE_CHANCE)
+
+    def change(task: dict[str, Any]) -> None:
+        task["outcome_assertions"] = [
+            {
+                "id": "a-and-b",
+                "sql": "SELECT id, balance FROM accounts WHERE id IN ('A', 'B')",
+                "expect_rows": [["A", 70], ["B", 80]],
+            },
+            {"id": "chancy", "check": "checks.py:chancy_on_c"},
+        ]
+        task.pop("partial_credit_rubric", None)
+        task["hard_process_constraints"] = []
+        task["step_limit"] = 10
+
+    suite = edited_bank(change)
+    steps = [
+        {"call": "transfer", "args": {"source": "A", "target": "C", "amount": 30}},
+        {"call": "transfer", "args": {"source": "C", "target": "B", "amount": 30}},
+        {"finish": "Done."},
+    ]
+    (suite.root / "solutions" / "transfer" / "alt_via_c.yaml").write_text(
+        yaml.safe_dump({"kind": "alternative", "steps": steps})
+    )
+    suite = load_suite(suite.root)
+    proof = validation_checks.Proof(suite, suite.tasks["transfer"])
+    passed, detail = validation_checks.check_grader_determinism(proof)
+    assert not passed, detail
+    assert re.search(r"alt_via_c: 3 gradings of one final state disagree: chancy gave", detail)
+    assert "oracle:" not in detail  # the oracle's state gives one verdict

@@ -19,10 +19,11 @@ reference chapter asks of a task, with evidence:
     Does the task fail when any state-changing step of the oracle is left out? If not, some
     change the oracle makes is checked by no assertion: a grader gap.
 ``grader_determinism``
-    Does grading the same final state several times give the same verdict (the second and third
-    time with the ``random`` module drawing near its lowest, then its highest values, so a
-    verdict left to chance is caught every time), and do two replays of the oracle reach the
-    same state?
+    Does grading the final state of each oracle and alternative several times give the same
+    verdict (the second and third time with chance near its lowest, then its highest values and
+    the wall clock at the start, then the end of the century, so a verdict left to chance or
+    read off the date is caught every time, :mod:`~groundstate.validation.skew`), and do two
+    replays of each reach the same state?
 ``mutation``
     Does every near miss of the oracle fail (grader mutation testing,
     :mod:`~groundstate.validation.mutation`): a wrong argument, a dropped or late check, a
@@ -424,7 +425,6 @@ def check_grader_determinism(proof: Proof) -> Finding:
     oracles = proof.of_kind("oracle")
     if not oracles:
         return False, "no oracle to replay"
-    name, solution = next(iter(oracles.items()))
     namespaces = suite_namespaces(proof.suite.checks.values(), proof.suite.root)
 
     def setting(n: int) -> AbstractContextManager[object]:
@@ -433,7 +433,25 @@ def check_grader_determinism(proof: Proof) -> Finding:
         between those two every time (not only when unlucky)."""
         return nullcontext() if n == 0 else skewed(n % 2 == 0, namespaces)
 
-    verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE, setting)
+    # Every route that must pass: a check may draw only on the state one of them reaches.
+    routes = {**oracles, **proof.of_kind("alternative")}
+    problems: list[str] = []
+    agreed: list[str] = []
+    for name, solution in routes.items():
+        verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE, setting)
+        found = _regrading_problems(proof, name, verdicts)
+        problems += [f"{name}: {p}" if len(routes) > 1 else p for p in found]
+        if not found:
+            agreed.append(
+                f"{GRADINGS} gradings of {name}'s final state agree: {verdict_line(verdicts[0])}"
+            )
+    if problems:
+        return False, "; ".join(problems)
+    return True, "; ".join(agreed)
+
+
+def _regrading_problems(proof: Proof, name: str, verdicts: list[Verdict]) -> list[str]:
+    """What the gradings of one replay of solution *name* show is not deterministic."""
     problems = []
     if len({verdict_line(v) for v in verdicts}) > 1:
         problems.append(
@@ -456,9 +474,7 @@ def check_grader_determinism(proof: Proof) -> Finding:
             f"two replays of {name} reach different states ({earlier[:12]} vs {now[:12]}): "
             "something besides the fixture, the clock and the steps moves the state"
         )
-    if problems:
-        return False, "; ".join(problems)
-    return True, f"{GRADINGS} gradings of {name}'s final state agree: {verdict_line(verdicts[0])}"
+    return problems
 
 
 def _disagreement(verdicts: list[Verdict]) -> str:
