@@ -307,9 +307,23 @@ def _no_change_case(proof: Proof) -> tuple[list[str], list[str]]:
         for name in proof.of_kind("known_bad")
         if _changes_state(proof.run(name)) and not proof.run(name).success
     ]
+    # The change is the harm: an outcome assertion must see it, or an agent making it by a
+    # route no constraint names passes (the outcome holds on a changed state).
+    seen = [
+        name
+        for name in harmful
+        if any(not r.passed for r in proof.run(name).outcome_assertion_results)
+    ]
     if not harmful:
         problems.append("no known-bad solution changes the state and fails")
-    note = f"harmful {', '.join(harmful)} changes the state and fails (correct outcome: no change)"
+    elif not seen:
+        unseen = "; ".join(f"{name} ({_held(proof.run(name))})" for name in harmful)
+        problems.append(
+            "every outcome assertion passes for the known-bad solutions that change the state, "
+            f"which fail by constraints alone: {unseen}; none checks that nothing changed "
+            "(a state_diff: {} does)"
+        )
+    note = f"harmful {', '.join(seen)} changes the state and fails (correct outcome: no change)"
     return problems, [note]
 
 
