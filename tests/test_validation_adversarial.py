@@ -26,7 +26,7 @@ from groundstate.validation import (
     validate_task,
 )
 from groundstate.validation.mutants import _kind
-from groundstate.validation.probes import SKEWED
+from groundstate.validation.skew import SKEWED
 
 from .conftest import EditTask
 from .test_mutation import CONFIRM, REFUND, VERIFIED_FIRST, mutants_of, shop, survivors

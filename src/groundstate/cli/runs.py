@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shlex
@@ -27,7 +26,6 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.analysis import OutcomeTable
     from groundstate.records import AgentRun
     from groundstate.runner import BatchConfig, BatchResult, BatchRunner
-    from groundstate.spec.suite import Suite
     from groundstate.store import BatchInfo, Problem, RunStore, Verification
 
     _Stored = TypeVar("_Stored", list[AgentRun], OutcomeTable)
@@ -214,7 +212,7 @@ def run(
                     chosen = tuple(sorted(planned.task_revisions))
                     total = len(chosen) * planned.attempts
                 invalid = require_valid(
-                    _only(loaded_suite, chosen), run_store, allow_invalid=allow_invalid
+                    loaded_suite, run_store, allow_invalid=allow_invalid, tasks=chosen
                 )
                 if invalid:
                     click.echo(f"warning: running invalid tasks: {', '.join(invalid)}", err=True)
@@ -279,13 +277,6 @@ def _refuse_new_plan(batch: BatchInfo, **given: int) -> None:
                 f"--resume completes batch {batch.batch_id} as planned ({name} {stored}); "
                 f"--{name} {value} cannot change it: start a new batch instead"
             )
-
-
-def _only(suite: Suite, chosen: tuple[str, ...] | None) -> Suite:
-    """*suite* narrowed to the chosen tasks: tasks that will not run are not refused."""
-    if chosen is None:
-        return suite
-    return dataclasses.replace(suite, tasks={t: suite.tasks[t] for t in chosen})
 
 
 def _exit_on_verdict(data: dict[str, Any], verdicts: list[dict[str, Any]]) -> None:

@@ -19,10 +19,11 @@ reference chapter asks of a task, with evidence:
     Does the task fail when any state-changing step of the oracle is left out? If not, some
     change the oracle makes is checked by no assertion: a grader gap.
 ``grader_determinism``
-    Does grading the same final state several times give the same verdict (the second and third
-    time with the ``random`` module drawing near its lowest, then its highest values, so a
-    verdict left to chance is caught every time), and do two replays of the oracle reach the
-    same state?
+    Does grading the final state of each oracle and alternative several times give the same
+    verdict (the second and third time with chance near its lowest, then its highest values and
+    the wall clock at the start, then the end of the century, so a verdict left to chance or
+    read off the date is caught every time, :mod:`~groundstate.validation.skew`), and do two
+    replays of each reach the same state?
 ``mutation``
     Does every near miss of the oracle fail (grader mutation testing,
     :mod:`~groundstate.validation.mutation`): a wrong argument, a dropped or late check, a
@@ -65,7 +66,7 @@ from groundstate.trace import MessageEvent, ToolCallEvent
 from groundstate.users import NO
 from groundstate.validation.judges import check_judge_agreement
 from groundstate.validation.mutation import NothingToMutate, judge, mutation_test
-from groundstate.validation.probes import explain, mutate_like_an_agent, observe, skewed_random
+from groundstate.validation.probes import explain, mutate_like_an_agent, observe
 from groundstate.validation.replay import (
     SEED,
     Proof,
@@ -77,6 +78,7 @@ from groundstate.validation.replay import (
 )
 from groundstate.validation.results import CheckOutcome, TaskValidity
 from groundstate.validation.robustness import CALLS_PER_TOOL, ToolCrash, find_crash
+from groundstate.validation.skew import skewed, suite_namespaces
 
 Finding = tuple[bool, str]
 """A check's verdict and its evidence."""
@@ -97,7 +99,13 @@ def validate_task(
         raise SpecError(suite.root / "tasks", None, f"no task {task_id!r}")
     proof = Proof(suite, suite.tasks[task_id], make_env)
     checks = [_guarded(name, check, proof) for name, check in CHECKS.items()]
-    return TaskValidity(task_id=task_id, checks=checks, mutation=proof.mutation)
+    valid = all(check.passed for check in checks)
+    return TaskValidity(
+        task_id=task_id,
+        checks=checks,
+        mutation=proof.mutation,
+        settled=valid or not proof.unsettled,
+    )
 
 
 def _guarded(name: str, check: Callable[[Proof], Finding], proof: Proof) -> CheckOutcome:
@@ -105,6 +113,7 @@ def _guarded(name: str, check: Callable[[Proof], Finding], proof: Proof) -> Chec
         passed, detail = check(proof)
     except Exception as exc:  # one broken proof must not hide the evidence of the others
         passed, detail = False, f"could not be checked: {type(exc).__name__}: {exc}"
+        proof.unsettled = True
     return CheckOutcome(name=name, passed=passed, detail=detail)
 
 
@@ -298,9 +307,23 @@ def _no_change_case(proof: Proof) -> tuple[list[str], list[str]]:
         for name in proof.of_kind("known_bad")
         if _changes_state(proof.run(name)) and not proof.run(name).success
     ]
+    # The change is the harm: an outcome assertion must see it, or an agent making it by a
+    # route no constraint names passes (the outcome holds on a changed state).
+    seen = [
+        name
+        for name in harmful
+        if any(not r.passed for r in proof.run(name).outcome_assertion_results)
+    ]
     if not harmful:
         problems.append("no known-bad solution changes the state and fails")
-    note = f"harmful {', '.join(harmful)} changes the state and fails (correct outcome: no change)"
+    elif not seen:
+        unseen = "; ".join(f"{name} ({_held(proof.run(name))})" for name in harmful)
+        problems.append(
+            "every outcome assertion passes for the known-bad solutions that change the state, "
+            f"which fail by constraints alone: {unseen}; none checks that nothing changed "
+            "(a state_diff: {} does)"
+        )
+    note = f"harmful {', '.join(seen)} changes the state and fails (correct outcome: no change)"
     return problems, [note]
 
 
@@ -416,8 +439,33 @@ def check_grader_determinism(proof: Proof) -> Finding:
     oracles = proof.of_kind("oracle")
     if not oracles:
         return False, "no oracle to replay"
-    name, solution = next(iter(oracles.items()))
-    verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE, _grading_setting)
+    namespaces = suite_namespaces(proof.suite.checks.values(), proof.suite.root)
+
+    def setting(n: int) -> AbstractContextManager[object]:
+        """The first grading as an attempt's; then chance and the wall clock at their low
+        end, then their high end: a verdict drawn by chance, or read off the date, disagrees
+        between those two every time (not only when unlucky)."""
+        return nullcontext() if n == 0 else skewed(n % 2 == 0, namespaces)
+
+    # Every route that must pass: a check may draw only on the state one of them reaches.
+    routes = {**oracles, **proof.of_kind("alternative")}
+    problems: list[str] = []
+    agreed: list[str] = []
+    for name, solution in routes.items():
+        verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE, setting)
+        found = _regrading_problems(proof, name, verdicts)
+        problems += [f"{name}: {p}" if len(routes) > 1 else p for p in found]
+        if not found:
+            agreed.append(
+                f"{GRADINGS} gradings of {name}'s final state agree: {verdict_line(verdicts[0])}"
+            )
+    if problems:
+        return False, "; ".join(problems)
+    return True, "; ".join(agreed)
+
+
+def _regrading_problems(proof: Proof, name: str, verdicts: list[Verdict]) -> list[str]:
+    """What the gradings of one replay of solution *name* show is not deterministic."""
     problems = []
     if len({verdict_line(v) for v in verdicts}) > 1:
         problems.append(
@@ -440,15 +488,7 @@ def check_grader_determinism(proof: Proof) -> Finding:
             f"two replays of {name} reach different states ({earlier[:12]} vs {now[:12]}): "
             "something besides the fixture, the clock and the steps moves the state"
         )
-    if problems:
-        return False, "; ".join(problems)
-    return True, f"{GRADINGS} gradings of {name}'s final state agree: {verdict_line(verdicts[0])}"
-
-
-def _grading_setting(n: int) -> AbstractContextManager[object]:
-    """The first grading as an attempt's; then ``random`` skewed low, then high: a verdict
-    drawn by chance disagrees between those two every time (not only when unlucky)."""
-    return nullcontext() if n == 0 else skewed_random(high=n % 2 == 0)
+    return problems
 
 
 def _disagreement(verdicts: list[Verdict]) -> str:
@@ -514,6 +554,9 @@ def _robustness(proof: Proof, name: str) -> ToolCrash | None:
             task.clock.isoformat(),
             task.permissions.model_dump(mode="json"),
             proof.make_env is default_environment,
+            # the kind the default environment builds, with its options
+            suite.config.environment,
+            suite.config.environment_options,
         ]
     )
     if key not in _ROBUSTNESS or proof.make_env is not default_environment:

@@ -8,9 +8,6 @@ its ``probes`` (:class:`~groundstate.environments.base.ResetProbes`); the clock 
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,11 +22,6 @@ from groundstate.environments.base import (
 
 CLOCK_STEP = 3600.0
 """Seconds the clock probe moves the clock forward."""
-SKEW = 0.001
-"""How close to one end of its range a skewed random stream stays (see :func:`skewed_random`)."""
-SKEWED = ("random", "uniform", "randint", "randrange", "choice", "choices", "sample", "shuffle")
-"""The functions of the ``random`` module a skewed stream replaces: the ones a check draws a
-verdict from. Others (``normalvariate``...) keep the real stream: some loop until it varies."""
 
 __all__ = [
     "CLOCK_STEP",
@@ -90,38 +82,3 @@ def mutate_like_an_agent(env: Environment) -> list[str]:
     env.advance_clock(CLOCK_STEP)
     done.append(f"advanced the clock {CLOCK_STEP:g}s")
     return done
-
-
-class _Skewed(random.Random):
-    """A random stream stuck near one end of its range (still varying, so loops end)."""
-
-    def __init__(self, high: bool) -> None:
-        super().__init__(0)
-        self.high = high
-
-    def random(self) -> float:
-        near = super().random() * SKEW
-        return 1.0 - near if self.high else near
-
-    def _randbelow(self, n: int) -> int:
-        near = int(super().random() * max(1, int(n * SKEW)))
-        return n - 1 - near if self.high else near
-
-
-@contextmanager
-def skewed_random(high: bool) -> Iterator[None]:
-    """The ``random`` module drawing near its lowest (or highest) values while inside.
-
-    A check whose verdict is a draw (``random.random() < 0.9``) passes under one end and
-    fails under the other, so two gradings of one state disagree every time, not by luck.
-    Process-wide: only for the short gradings of ``grader_determinism``.
-    """
-    stream = _Skewed(high)
-    saved = {name: getattr(random, name) for name in SKEWED}
-    for name in SKEWED:
-        setattr(random, name, getattr(stream, name))
-    try:
-        yield
-    finally:
-        for name, function in saved.items():
-            setattr(random, name, function)

@@ -60,6 +60,9 @@ class Proof:
     _runs: dict[str, AgentRun] = field(default_factory=dict)
     mutation: MutationFigures | None = None
     """Set by the ``mutation`` check, for the task's validity record."""
+    unsettled: bool = False
+    """Set when a replay got no verdict (an environment or grader failure) or a check
+    raised: a failure that rests on it may be the machine's, not the task's."""
 
     @property
     def solutions(self) -> dict[str, Solution]:
@@ -81,9 +84,11 @@ class Proof:
         info = AttemptInfo(
             run_id=f"validation-{uuid.uuid4().hex}", batch_id="validation", attempt=1, seed=SEED
         )
-        return run_sync(
+        run = run_sync(
             lambda: run_attempt(self.task, self.suite, self.system, agent, info, self.make_env)
         ).run
+        self.unsettled |= not run.valid
+        return run
 
     def regrade(
         self, steps: list[Step], times: int, pause: float, around: Around = lambda _: nullcontext()

@@ -107,6 +107,10 @@ class TaskValidity(BaseModel):
     checks: list[CheckOutcome]
     mutation: MutationFigures | None = None
     """Grader mutation testing's figures (None when it is off or could not run)."""
+    settled: bool = Field(default=True, exclude=True)
+    """False for an invalid task whose proof met a replay with no verdict (an environment or
+    grader failure: a tool past its time limit on a busy machine) or a check that raised:
+    its failure may be the machine's, so it is not cached, and is proven again next time."""
 
     @property
     def valid(self) -> bool:

@@ -471,17 +471,34 @@ NOT_A_READ = (
 )
 
 
+CHANCE = frozenset({"random", "randomblob"})
+"""SQL functions whose every call differs: a verdict computed with one is left to chance."""
+
+
+def draws_chance(called: list[str]) -> str:
+    return (
+        f"calls {', '.join(f'{name}()' for name in dict.fromkeys(called))}: the verdict would "
+        "be left to chance (two gradings of one final state may disagree); compare with fixed "
+        "values"
+    )
+
+
 def _not_a_read(sql: str, query: Query) -> str | None:
-    """Why *sql* is not a plain read (None: it is): compiled on an empty copy of the
-    fixture's schema under an authorizer that allows reads only. A schema the copy cannot
-    build (a virtual table's module) is not judged here."""
+    """Why *sql* is not a plain, repeatable read (None: it is): compiled on an empty copy of
+    the fixture's schema under an authorizer that allows reads only, and notes the functions
+    that draw random values (on any branch, run or not: a ``CASE`` that draws only on some
+    states is as much a draw). A schema the copy cannot build (a virtual table's module) is
+    not judged here."""
     schema = query(
         "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' "
         "ORDER BY rowid"
     )
     denied: list[int] = []
+    called: list[str] = []
 
     def reads_only(action: int, arg1: str | None, arg2: str | None, *_: str | None) -> int:
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in CHANCE:
+            called.append((arg2 or "").lower())
         if plain_read(action, arg1, arg2):
             return sqlite3.SQLITE_OK
         denied.append(action)
@@ -496,7 +513,9 @@ def _not_a_read(sql: str, query: Query) -> str | None:
         db.set_authorizer(reads_only)
         with suppress(sqlite3.Error):  # another reason is _sql_problem's (say our functions)
             db.execute(f"EXPLAIN {sql}").fetchall()  # compiled, never run: no runaway query
-    return NOT_A_READ if denied else None
+    if denied:
+        return NOT_A_READ
+    return draws_chance(called) if called else None
 
 
 ORDER_LEFT_TO_STORAGE = (

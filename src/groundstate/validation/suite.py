@@ -10,7 +10,11 @@ and the task is proven again. (Declared equivalent mutants are part of the task 
 
 from __future__ import annotations
 
+import platform
 import sqlite3
+from collections.abc import Collection
+from functools import cache
+from importlib.metadata import version
 
 from groundstate.environments.sqlite_state import STATE_HASH_REVISION
 from groundstate.episode import EnvironmentFactory, default_environment
@@ -38,7 +42,9 @@ the library's grading again: cells compared by type as the state hash compares t
 library's modules guarded, the constraint language's yes with the customer's own terms; 11:
 the library's grading: a yes giving the customer's reason in negative words, JSON documents
 and float noise in state diffs; 12: the constraint language's no to a question whether to go
-on, and a no that also says go ahead)."""
+on, and a no that also says go ahead; ``grader_determinism`` skews the wall clock, and chance as
+the suite's own modules bound it, and a failure resting on a replay with no verdict is no
+longer cached)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
@@ -47,6 +53,8 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
         {
             "validator": VALIDATOR_REVISION,
             "sqlite": sqlite3.sqlite_version,
+            # What generates tool_robustness's calls, and runs every check.
+            "runtime": _runtime(),
             # A cached validity holds state hashes, which mean something else once it changes.
             "state_hash": STATE_HASH_REVISION,
             "task_id": task.task_id,
@@ -76,19 +84,34 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
     )
 
 
+@cache
+def _runtime() -> dict[str, str]:
+    """The versions of Python and Hypothesis: another Hypothesis generates other calls for
+    ``tool_robustness`` from the same seed, another Python other ``random`` draws."""
+    python = ".".join(platform.python_version_tuple()[:2])
+    return {"python": python, "hypothesis": version("hypothesis")}
+
+
 def _shared_files(suite: Suite) -> dict[str, str]:
     """The hashes of the suite's files that belong to no one task: suite.yaml, the policy, and
     any data file a check or a tool reads at run time (``expected.json`` opened next to
-    checks.py), which no import follows. Editing one proves every task again."""
-    # a task's own files are keyed on their own; a fixture may be a folder (workspaces)
+    checks.py, or kept in ``tasks/`` or a task's solutions folder), which no import follows.
+    Editing one proves every task again."""
+    # a task's own files (its task file, solution files and fixture) are keyed on their own;
+    # a fixture may be a folder (workspaces)
     fixtures = {
         suite.fixture_path(task).relative_to(suite.root).as_posix() for task in suite.tasks.values()
     }
-    own = ("tasks/", "solutions/", *(f"{fixture}/" for fixture in fixtures))
+    own = {f"tasks/{task_id}.yaml" for task_id in suite.tasks} | {
+        f"solutions/{task_id}/{name}.yaml"
+        for task_id, solutions in suite.solutions.items()
+        for name in solutions
+    }
+    inside = tuple(f"{fixture}/" for fixture in fixtures)
     return {
         name: sha
         for name, sha in suite.files.items()
-        if not name.startswith(own) and name not in fixtures
+        if name not in own and name not in fixtures and not name.startswith(inside)
     }
 
 
@@ -97,31 +120,45 @@ def validate_suite(
     *,
     store: RunStore | None = None,
     make_env: EnvironmentFactory = default_environment,
+    tasks: Collection[str] | None = None,
 ) -> SuiteValidity:
-    """Validate every task of *suite*; with a *store*, reuse and record cached verdicts.
+    """Validate every task of *suite* (or the ids in *tasks*); with a *store*, reuse and
+    record cached verdicts.
 
     The cache assumes the default environment: a custom *make_env* always validates afresh.
+    Pass the tasks a batch runs as *tasks*, not a suite cut down to them: a task's key holds
+    the suite's files that belong to no task, which another task's files would then join.
     """
     cache = store if make_env is default_environment else None
-    tasks = [_task_validity(suite, task_id, cache, make_env) for task_id in sorted(suite.tasks)]
-    return SuiteValidity(suite=suite.name, suite_hash=suite.suite_hash, tasks=tasks)
+    chosen = sorted(suite.tasks if tasks is None else set(tasks))
+    found = [_task_validity(suite, task_id, cache, make_env) for task_id in chosen]
+    return SuiteValidity(suite=suite.name, suite_hash=suite.suite_hash, tasks=found)
 
 
-def ensure_valid(suite: Suite, store: RunStore) -> dict[str, TaskValidity]:
+def ensure_valid(
+    suite: Suite, store: RunStore, *, tasks: Collection[str] | None = None
+) -> dict[str, TaskValidity]:
     """Each task's validity, proving only the tasks whose key is not in *store* yet."""
-    return {task.task_id: task for task in validate_suite(suite, store=store).tasks}
+    return {v.task_id: v for v in validate_suite(suite, store=store, tasks=tasks).tasks}
 
 
 class InvalidTasks(GroundstateError):
     """A batch was refused because some of its tasks are not proven valid."""
 
 
-def require_valid(suite: Suite, store: RunStore, *, allow_invalid: bool = False) -> list[str]:
-    """The ids of the suite's invalid tasks; unless *allow_invalid*, refuse them instead.
+def require_valid(
+    suite: Suite,
+    store: RunStore,
+    *,
+    allow_invalid: bool = False,
+    tasks: Collection[str] | None = None,
+) -> list[str]:
+    """The ids of the suite's invalid tasks (of *tasks*, if given); unless *allow_invalid*,
+    refuse them instead.
 
     The refusal names each task and the checks it failed.
     """
-    invalid = [v for v in ensure_valid(suite, store).values() if not v.valid]
+    invalid = [v for v in ensure_valid(suite, store, tasks=tasks).values() if not v.valid]
     if invalid and not allow_invalid:
         lines = [
             f"  {v.task_id}: " + "; ".join(f"{c.name}: {c.detail}" for c in v.failures)
@@ -140,9 +177,20 @@ def _task_validity(
     if store is None:
         return validate_task(suite, task_id, make_env=make_env)
     key = validation_key(suite, suite.tasks[task_id])
-    cached = store.validation(key)
+    cached = _cached(store, key)
     if cached is not None:
-        return TaskValidity.from_dict(cached)
+        return cached
     validity = validate_task(suite, task_id, make_env=make_env)
-    store.add_validation(key, validity.to_dict())
+    if validity.settled:  # an unsettled failure is proven again, never read back
+        store.add_validation(key, validity.to_dict())
     return validity
+
+
+def _cached(store: RunStore, key: str) -> TaskValidity | None:
+    """The validity cached under *key*, or None when there is none or it cannot be read (a
+    record damaged or edited by hand): then the task is proven again, and the record replaced."""
+    try:
+        record = store.validation(key)
+        return None if record is None else TaskValidity.from_dict(record)
+    except (ValueError, TypeError, KeyError):  # pydantic's ValidationError is a ValueError
+        return None

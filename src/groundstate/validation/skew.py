@@ -1,0 +1,205 @@
+"""Chance and the wall clock pushed to one end of their range, for ``grader_determinism``.
+
+A check whose verdict is a draw (``random() < 0.99``) or reads the wall clock at a coarse grain
+(``datetime.now().hour < 23``, ``date.today().weekday() < 5``) agrees with itself in three
+gradings almost always. Graded once with the ``random`` module drawing near its lowest values
+and the clock on 1 January 2000 at midnight, then near its highest values and on 31 December
+2099 a second before midnight, such a check gives two verdicts every time, not by luck.
+
+The ``random`` module's functions are replaced process-wide. Code that bound them, or the
+clock, before grading (``from random import random``, ``from datetime import datetime``,
+``import time``) is reached through the suite's own modules: the checks the suite loaded, and
+the suite's modules their globals lead to (a helper imported by name or by module), whose
+names are rebound while inside and put back after. The clock keeps moving from its new start,
+so a check that waits for it still ends; ``time.monotonic`` and ``perf_counter`` are left
+alone (they measure durations, not dates).
+"""
+
+from __future__ import annotations
+
+import datetime as _datetime
+import random
+import time as _time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+SKEW = 0.001
+"""How close to one end of its range a skewed random stream stays."""
+SKEWED = ("random", "uniform", "randint", "randrange", "choice", "choices", "sample", "shuffle")
+"""The functions of the ``random`` module a skewed stream replaces: the ones a check draws a
+verdict from. Others (``normalvariate``...) keep the real stream: some loop until it varies."""
+CLOCK_ENDS = (_datetime.datetime(2000, 1, 1, 0, 0, 0), _datetime.datetime(2099, 12, 31, 23, 59, 59))
+"""Where the skewed wall clock starts (local time), low and high: every field of a date
+(year, month, day, weekday, hour, minute, second) differs between the two."""
+_CLOCK_FUNCTIONS = ("time", "time_ns", "localtime", "gmtime", "ctime", "asctime", "strftime")
+"""The ``time`` module's functions that read the wall clock when given no time."""
+
+
+class _Skewed(random.Random):
+    """A random stream stuck near one end of its range (still varying, so loops end)."""
+
+    def __init__(self, high: bool) -> None:
+        super().__init__(0)
+        self.high = high
+
+    def random(self) -> float:
+        near = super().random() * SKEW
+        return 1.0 - near if self.high else near
+
+    def _randbelow(self, n: int) -> int:
+        near = int(super().random() * max(1, int(n * SKEW)))
+        return n - 1 - near if self.high else near
+
+
+class _Real(type):
+    """The fake classes' metaclass: a real ``datetime`` is an instance of the fake one, so
+    ``isinstance(value, datetime)`` in a check still holds for the values it reads."""
+
+    real: type
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        return isinstance(instance, cls.real)
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        return issubclass(subclass, cls.real)
+
+
+class _Clock:
+    """A wall clock started at *start* that runs at the real clock's pace."""
+
+    def __init__(self, start: _datetime.datetime) -> None:
+        self.offset = start.timestamp() - _time.time()
+
+    def time(self) -> float:
+        return _time.time() + self.offset
+
+    def time_ns(self) -> int:
+        return _time.time_ns() + int(self.offset * 1e9)
+
+    def localtime(self, secs: float | None = None) -> _time.struct_time:
+        return _time.localtime(self.time() if secs is None else secs)
+
+    def gmtime(self, secs: float | None = None) -> _time.struct_time:
+        return _time.gmtime(self.time() if secs is None else secs)
+
+    def ctime(self, secs: float | None = None) -> str:
+        return _time.ctime(self.time() if secs is None else secs)
+
+    def asctime(self, t: Any = None) -> str:
+        return _time.asctime(self.localtime() if t is None else t)
+
+    def strftime(self, format: str, t: Any = None) -> str:
+        return _time.strftime(format, self.localtime() if t is None else t)
+
+    def classes(self) -> tuple[type, type]:
+        """``datetime`` and ``date`` classes whose ``now``/``today``/``utcnow`` read this clock."""
+        clock = self
+
+        class Datetime(_datetime.datetime, metaclass=_Real):
+            @classmethod
+            def now(cls, tz: _datetime.tzinfo | None = None) -> Any:
+                return _datetime.datetime.fromtimestamp(clock.time(), tz)
+
+            @classmethod
+            def today(cls) -> Any:
+                return _datetime.datetime.fromtimestamp(clock.time())
+
+            @classmethod
+            def utcnow(cls) -> Any:
+                moment = _datetime.datetime.fromtimestamp(clock.time(), _datetime.UTC)
+                return moment.replace(tzinfo=None)
+
+        class Date(_datetime.date, metaclass=_Real):
+            @classmethod
+            def today(cls) -> Any:
+                return _datetime.date.fromtimestamp(clock.time())
+
+        Datetime.real, Date.real = _datetime.datetime, _datetime.date
+        return Datetime, Date
+
+
+def _replacements(high: bool) -> dict[int, tuple[object, object]]:
+    """``id(original) -> (original, skewed)`` for everything a check may have bound."""
+    stream, clock = _Skewed(high), _Clock(CLOCK_ENDS[high])
+    datetime_class, date_class = clock.classes()
+    datetime_module = _module_copy(_datetime, datetime=datetime_class, date=date_class)
+    time_module = _module_copy(_time, **{name: getattr(clock, name) for name in _CLOCK_FUNCTIONS})
+    pairs: list[tuple[object, object]] = [
+        *((getattr(random, name), getattr(stream, name)) for name in SKEWED),
+        *((getattr(_time, name), getattr(clock, name)) for name in _CLOCK_FUNCTIONS),
+        (_datetime.datetime, datetime_class),
+        (_datetime.date, date_class),
+        (_datetime, datetime_module),
+        (_time, time_module),
+    ]
+    return {id(original): (original, skewed) for original, skewed in pairs}
+
+
+def _module_copy(module: ModuleType, **changed: object) -> ModuleType:
+    copy = ModuleType(module.__name__, module.__doc__)
+    copy.__dict__.update(vars(module))
+    copy.__dict__.update(changed)
+    return copy
+
+
+def suite_namespaces(modules: Iterable[ModuleType], root: Path) -> list[dict[str, Any]]:
+    """The globals of *modules* and of every module of the folder *root* they lead to (a
+    module they import, a function they import from one)."""
+    found: dict[int, dict[str, Any]] = {}
+    pending = [vars(module) for module in modules]
+    while pending:
+        namespace = pending.pop()
+        if id(namespace) in found or not _within(namespace.get("__file__"), root):
+            continue
+        found[id(namespace)] = namespace
+        pending += filter(None, map(_globals_of, list(namespace.values())))
+    return list(found.values())
+
+
+def _globals_of(value: object) -> dict[str, Any] | None:
+    """The namespace a module is, or a function runs in."""
+    inner = vars(value) if isinstance(value, ModuleType) else getattr(value, "__globals__", None)
+    return inner if isinstance(inner, dict) else None
+
+
+def _within(file: object, root: Path) -> bool:
+    return isinstance(file, str) and Path(file).resolve().is_relative_to(root.resolve())
+
+
+@contextmanager
+def skewed(high: bool, namespaces: Iterable[dict[str, Any]] = ()) -> Iterator[None]:
+    """The ``random`` module drawing near its lowest (or highest) values, and the wall clock
+    seen by the code in *namespaces* at the start (or the end) of the century, while inside.
+
+    Process-wide for ``random``: only for the short gradings of ``grader_determinism``.
+    """
+    swaps = _replacements(high)
+    undo: list[Callable[[], None]] = []
+    for name in SKEWED:
+        undo.append(_rebind(vars(random), name, swaps[id(getattr(random, name))][1]))
+    for namespace in namespaces:
+        for name, value in list(namespace.items()):
+            swap = swaps.get(id(value))
+            if swap is not None and swap[0] is value:
+                undo.append(_rebind(namespace, name, swap[1]))
+    try:
+        yield
+    finally:
+        for put_back in reversed(undo):
+            put_back()
+
+
+def _rebind(namespace: dict[str, Any], name: str, value: object) -> Callable[[], None]:
+    """Bind *name* to *value*; the returned function binds it back, unless the code changed
+    it since (its own change is its own)."""
+    original = namespace[name]
+    namespace[name] = value
+
+    def put_back() -> None:
+        if namespace.get(name) is value:
+            namespace[name] = original
+
+    return put_back
