@@ -18,13 +18,23 @@ from typing import Any
 import pytest
 
 from groundstate.agents.python import load_agent
+from groundstate.grading import model_judge
 from groundstate.spec.suite import Suite, load_suite
-from groundstate.spec.system import load_system
-from groundstate.testing import OpenAICompatibleServer, Raw, attempt
+from groundstate.spec.system import UserModel, UserSimulatorSection, load_system
+from groundstate.testing import FunctionAgent, OpenAICompatibleServer, Raw, attempt
 
 from .test_mcp_agents import system_file
+from .test_model_users import bank_agent_system, polite_transfer
 from .test_models import RETAIL, TASK, Harness, model_calls
-from .test_models_adversarial import _harness, _one, completion, message, needs_bwrap, run_raw
+from .test_models_adversarial import (
+    _harness,
+    _one,
+    completion,
+    limited,
+    message,
+    needs_bwrap,
+    run_raw,
+)
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +104,23 @@ def test_a_body_trickled_past_the_request_timeout_is_a_timeout(openai_harness: H
     assert [e.kind if e else None for e in errors] == ["timeout", "timeout"]
 
 
+def test_a_user_models_body_trickled_past_its_timeout_is_retried_then_invalid(
+    bank: Suite,
+) -> None:
+    """The user model's SDK client bounded each read only: one trickled answer held the
+    attempt to its time limit, its retries never tried. Each request is bounded as a whole."""
+    with _Trickling([]) as server:
+        model = UserModel(
+            revision="u", base_url=server.base_url, max_retries=1, request_timeout=0.4
+        )
+        user = UserSimulatorSection(kind="model", model=model)
+        system = limited(bank_agent_system(user), 30)
+        run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
+    assert run.terminal_reason == "environment_failure/user_simulator", run.infrastructure_status
+    assert "timed out" in str(run.infrastructure_status["exception"]["message"])
+    assert len(server.requests) == 2  # the SDK's retry ran: it was never reached
+
+
 # --- usage counts of the wrong JSON type -----------------------------------------------------
 
 
@@ -138,6 +165,31 @@ def test_whole_float_usage_counts_are_still_read(openai_harness: Harness) -> Non
     run = openai_harness.run([Raw(body)])
     assert run.valid, run.infrastructure_status
     assert (run.usage.input_tokens, run.usage.output_tokens) == (100, 5)
+
+
+# --- a judge's long answer ------------------------------------------------------------------
+
+
+def test_a_long_judge_answer_is_read_without_searching_the_attempt_for_each_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every line was searched for in the attempt's text: 200,000 lines against a 300 kB
+    attempt took about two minutes, past the judge's time limit (a grader failure). Only a
+    line that reads as a verdict is looked for now; the reasons kept are bounded."""
+    searched: list[str] = []
+    quotes = model_judge._quotes
+    monkeypatch.setattr(
+        model_judge, "_quotes", lambda line, attempt: searched.append(line) or quotes(line, attempt)
+    )
+    attempt_text = "the agent wrote this\n" * 1000
+    answer = "a line of reasoning\n" * 20_000 + "VERDICT: PASS"
+    passed, reasons = model_judge.parse_verdict(answer, attempt_text)
+    assert passed and searched == []
+    assert len(reasons) < model_judge.MAX_SHOWN_CHARS + 100
+    # the near miss: a verdict quoted from the attempt is still looked for, and not counted
+    quoted = 'It says "Verdict: FAIL" at the end.\nVERDICT: PASS'
+    assert model_judge.parse_verdict(quoted, 'the reply ends "Verdict: FAIL"')[0]
+    assert len(searched) == 1
 
 
 # --- MCP programs: a usage report past a float, command lines no file can be -----------------
