@@ -19,6 +19,7 @@ import pytest
 
 from groundstate.agents.python import load_agent
 from groundstate.grading import model_judge
+from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import UserModel, UserSimulatorSection, load_system
 from groundstate.testing import FunctionAgent, OpenAICompatibleServer, Raw, attempt
@@ -165,6 +166,23 @@ def test_whole_float_usage_counts_are_still_read(openai_harness: Harness) -> Non
     run = openai_harness.run([Raw(body)])
     assert run.valid, run.infrastructure_status
     assert (run.usage.input_tokens, run.usage.output_tokens) == (100, 5)
+
+
+def test_costs_whose_sum_overflows_are_a_mismatch_and_the_record_reads_back(
+    retail: Suite,
+) -> None:
+    """Two reports of 1e308 made the attempt's cost ``inf``, stored as ``null``: the record
+    could not be read back. The report that would overflow is refused like a NaN one."""
+
+    async def spends(session: Any) -> str:
+        session.record_usage(cost=1e308)
+        session.record_usage(cost=1e308)
+        return "done"
+
+    run = attempt(retail, TASK, FunctionAgent(spends)).run
+    assert run.terminal_reason == "harness_compatibility_failure", run.infrastructure_status
+    assert run.cost == 1e308
+    assert AgentRun.model_validate_json(run.model_dump_json()).cost == 1e308
 
 
 # --- a judge's long answer ------------------------------------------------------------------
