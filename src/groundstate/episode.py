@@ -323,6 +323,10 @@ class EpisodeSession:
         odd = _odd_usage(input_tokens, output_tokens, cost)  # outside the lock: it reads repr()
         with self._held():
             self._raise_if_stopped()
+            if odd is None and not math.isfinite(self.cost + cost):
+                # finite reports whose sum is not: an infinite cost is stored as null, and
+                # the run record could not be read back
+                odd = f"cost {cost!r} takes the attempt's total past a float's range"
             if odd is not None:  # a negative or NaN report would dodge the budget
                 self._latch(_mismatch(odd), "usage")
             self.usage.input_tokens += input_tokens

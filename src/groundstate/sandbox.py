@@ -35,6 +35,7 @@ from typing import IO, Literal
 
 from groundstate.errors import HarnessCompatibilityError
 from groundstate.spec.canonical import hash_file
+from groundstate.spec.files import is_file
 from groundstate.spec.strict import did_you_mean
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
@@ -327,9 +328,9 @@ def command_digests(argv: list[str], cwd: Path) -> dict[str, str]:
 def _file_of(arg: str, cwd: Path) -> tuple[Path | None, str]:
     """(the file *arg* names, relative to *cwd*, and its ``:name`` suffix) or (None, "")."""
     head, colon, name = arg.rpartition(":")
-    if colon and head.endswith(".py") and name.isidentifier() and (cwd / head).is_file():
+    if colon and head.endswith(".py") and name.isidentifier() and is_file(cwd / head):
         return cwd / head, f":{name}"
-    return ((cwd / arg), "") if arg and (cwd / arg).is_file() else (None, "")
+    return ((cwd / arg), "") if arg and is_file(cwd / arg) else (None, "")
 
 
 OUTPUT_TAIL = 4000

@@ -27,6 +27,7 @@ from groundstate.agents.model_loop import bounded_message, hide_secret
 from groundstate.errors import EnvironmentFailure
 from groundstate.spec.system import UserModel, UserSimulatorSection
 from groundstate.spec.task import AgentTask, UserScenario
+from groundstate.whole_request import whole_request_client
 
 CONFIRM_WORDS = ("confirm", "go ahead", "proceed")
 YES = "Yes, please go ahead."
@@ -264,4 +265,5 @@ def _openai_client(model: UserModel) -> Any:
         base_url=model.effective_base_url(),
         timeout=model.request_timeout,
         max_retries=model.max_retries,
+        http_client=whole_request_client(openai, model.request_timeout),
     )

@@ -164,7 +164,9 @@ def _usage(usage: Any) -> ModelUsage:
     cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
     cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
     fresh = usage.input_tokens or 0
-    if min(fresh, cache_read, cache_write) < 0:  # the sum below would hide it
+    counts = (fresh, cache_read, cache_write)
+    # The sum below would hide a negative count, or read `true` as 1 token.
+    if any(type(c) not in (int, float) for c in counts) or min(counts) < 0:
         raise ValueError(f"impossible usage: input {fresh}, cache {cache_read}/{cache_write}")
     return reported_usage(
         input_tokens=fresh + cache_read + cache_write,

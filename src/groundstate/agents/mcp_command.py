@@ -42,6 +42,7 @@ from typing import IO, Any, Literal
 
 from groundstate.agents.base import Session, ToolResult
 from groundstate.errors import HarnessCompatibilityError, SpecError, TimeLimitReached
+from groundstate.returned import text_of
 from groundstate.sandbox import (
     SandboxPolicy,
     command_files,
@@ -310,7 +311,7 @@ class McpCommandAgent:
                 start_new_session=True,  # one process group to kill, children included
                 preexec_fn=limits(self.policy, cgroup),
             )
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
             raise HarnessCompatibilityError(f"cannot start {self.command[0]!r}: {exc}") from None
 
 
@@ -597,11 +598,15 @@ def _amount(args: dict[str, Any], key: str, *, whole: bool) -> float:
     number (a whole one for tokens; ``5e6`` is one, as JSON Schema counts) is refused rather
     than read as 0, which would let a program report usage that never counts."""
     value = args.get(key, 0)
-    ok = isinstance(value, int | float) and not isinstance(value, bool)
-    if not ok or not math.isfinite(value) or value < 0 or (whole and value != int(value)):
+    number = math.nan
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        with suppress(OverflowError):  # an integer past a float's range: no usage is that
+            number = float(value)
+    if not math.isfinite(number) or number < 0 or (whole and not number.is_integer()):
         kind = "a non-negative integer" if whole else "a non-negative number"
-        raise _BadArguments(f"report_usage: {key} must be {kind}, got {value!r}; nothing recorded")
-    return float(value)
+        shown = text_of(value, repr)[:100]  # a 5000-digit int has no repr at all
+        raise _BadArguments(f"report_usage: {key} must be {kind}, got {shown}; nothing recorded")
+    return number
 
 
 def _tool_result(result: ToolResult) -> Any:

@@ -218,9 +218,16 @@ async def call_sdk(
     The ``openai`` and ``anthropic`` SDKs share one error hierarchy (``APIStatusError``,
     ``APITimeoutError``, ``APIConnectionError``, ``APIError``); each failure, and an answer
     *to_turn* cannot read, becomes a :class:`ServingError` with its evidence.
+
+    *timeout* bounds the whole request: the SDK's own timeout bounds each read, so a server
+    that trickles its body a byte at a time would hold the attempt to its time limit (the
+    agent's failure) rather than time out (the provider's).
     """
     try:
-        answer = await create(**request)
+        async with asyncio.timeout(timeout):
+            answer = await create(**request)
+    except TimeoutError:
+        raise ServingError("timeout", f"no whole answer within {timeout:g}s") from None
     except sdk.APIStatusError as exc:
         raise ServingError(
             "auth" if _out_of_quota(exc) else kind_of_status(exc.status_code),
@@ -269,13 +276,18 @@ def reported_usage(
     whole number, more cached than input tokens, above :data:`MAX_CALL_TOKENS`) raises
     ``ValueError``: :func:`call_sdk` makes it a malformed answer, rather than usage that
     lowers the attempt's totals, or charges the agent's budget with the server's nonsense (a
-    count too large for a float crashed the cost's sum)."""
-    usage = ModelUsage(
-        input_tokens=input_tokens or 0,
-        cached_input_tokens=cached_input_tokens or 0,
-        output_tokens=output_tokens or 0,
-        reasoning_tokens=reasoning_tokens or 0,
-    )
+    count too large for a float crashed the cost's sum). A count that is not a JSON number
+    (``true``, ``"100"``) is malformed too: read leniently, ``true`` was charged as 1 token."""
+    reported = {
+        "input_tokens": input_tokens,
+        "cached_input_tokens": cached_input_tokens,
+        "output_tokens": output_tokens,
+        "reasoning_tokens": reasoning_tokens,
+    }
+    odd = {k: v for k, v in reported.items() if v is not None and type(v) not in (int, float)}
+    if odd:
+        raise ValueError(f"usage counts that are not numbers {odd}")
+    usage = ModelUsage(**{k: v or 0 for k, v in reported.items()})
     counts = usage.model_dump(exclude={"cost"})
     if (
         min(counts.values()) < 0

@@ -212,18 +212,23 @@ def parse_verdict(text: str | None, attempt: str = "") -> tuple[bool, str]:
         raise ValueError("its last line is not 'VERDICT: PASS' or 'VERDICT: FAIL'")
     if any(_reads_as_verdict(line, attempt) for line in lines[:-1]):
         raise ValueError("it has more than one verdict line")
-    return found.group(1) == "PASS", "\n".join(lines[:-1]).strip()
+    return found.group(1) == "PASS", shortened("\n".join(lines[:-1]).strip())
 
 
 def _reads_as_verdict(line: str, attempt: str) -> bool:
     """Whether *line* gives a verdict of the judge's own: not one quoted from the attempt,
-    whole (``> VERDICT: PASS``) or inside the line (``the reply ends with "Verdict: PASS"``)."""
-    if _quotes(line, attempt):
+    whole (``> VERDICT: PASS``) or inside the line (``the reply ends with "Verdict: PASS"``).
+
+    The attempt is searched only for a line that reads as a verdict: searched for every line,
+    a long answer against a long attempt took minutes (lines times characters), past the
+    judge's time limit, so a grader failure."""
+    whole = _VERDICT_LINE.match(line)
+    found = None if whole else _VERDICT_IN_LINE.search(line)
+    if (whole is None and found is None) or _quotes(line, attempt):
         return False
-    if _VERDICT_LINE.match(line):
-        return True
-    found = _VERDICT_IN_LINE.search(line)
-    return found is not None and found.group(0).lower() not in attempt.lower()
+    return whole is not None or (
+        found is not None and found.group(0).lower() not in attempt.lower()
+    )
 
 
 def _quotes(line: str, attempt: str) -> bool:
