@@ -325,9 +325,14 @@ class EpisodeSession:
             self._raise_if_stopped()
             if odd is not None:  # a negative or NaN report would dodge the budget
                 self._latch(_mismatch(odd), "usage")
+            total = self.cost + cost
+            if not math.isfinite(total):  # stored as JSON null: the record unreadable
+                self._latch(
+                    _mismatch(f"the costs reported add up past {sys.float_info.max:g}"), "usage"
+                )
             self.usage.input_tokens += input_tokens
             self.usage.output_tokens += output_tokens
-            self.cost += cost
+            self.cost = total
             over = self._over_budget()
             if over is not None:
                 self._latch(BudgetExceeded(over), "usage")
@@ -671,9 +676,18 @@ def _odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
     for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
         if type(count) is not int or count < 0:
             return f"{name} must be a non-negative int, got {text_of(count, repr)}"
-    if type(cost) not in (int, float) or not math.isfinite(cost) or cost < 0:
+    if type(cost) not in (int, float) or not _finite(cost) or cost < 0:
         return f"cost must be a non-negative finite number, got {text_of(cost, repr)}"
     return None
+
+
+def _finite(number: float) -> bool:
+    """Whether *number* is finite as the cost is kept (a float): an int past the float range
+    (``10**400``) would make adding it raise, the report refused and its budget dodged."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
 
 
 def _again(error: BaseException) -> BaseException:

@@ -1,0 +1,165 @@
+"""Adversarial in-process agents, ninth round: what an agent can hand the harness through its
+output streams and its usage reports, and what it does around its stops and limits.
+
+Each misbehaviour must end its own attempt with the agent's own reason (never a success,
+never an invalid attempt, never a harness that raises), and an honest attempt after it must
+still succeed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from groundstate.agents.base import Session
+from groundstate.capture import MAX_CHARS, Output
+from groundstate.records import AgentRun
+from groundstate.spec.suite import Suite
+from groundstate.spec.system import BudgetsSection
+from groundstate.store import prepare_run
+from groundstate.testing import FunctionAgent, attempt, scripted_system
+
+AgentFn = Callable[[Session], Awaitable[Any]]
+
+
+async def _do_the_task(session: Session) -> str:
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."
+
+
+def _run(suite: Suite, fn: AgentFn, **kwargs: Any) -> AgentRun:
+    return attempt(suite, "transfer", FunctionAgent(fn), **kwargs).run
+
+
+def _then_honest(suite: Suite) -> None:
+    run = _run(suite, _do_the_task)
+    assert run.terminal_reason == "success", run.infrastructure_status
+
+
+# --- the output streams -------------------------------------------------------------------
+
+
+class _Sized:
+    """Not text, but with a length and items: what slicing and counting accept."""
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, key: Any) -> int:
+        return 42
+
+
+@pytest.mark.parametrize("junk", [b"raw bytes", _Sized(), 12])
+def test_an_agent_writing_what_is_not_text_to_its_output_crashes_only_itself(
+    bank: Suite, junk: Any
+) -> None:
+    """``sys.stdout.write(b"...")`` raises ``TypeError`` on a real text stream. The attempt's
+    capture took it, and joining the captured output when the record was built raised in
+    the harness (the attempt had no record; in the pool, the worker's job failed). The
+    agent that does it and carries on gets its write refused as a text stream refuses it;
+    one that lets it escape has crashed."""
+
+    async def writes(session: Session) -> str:
+        reply = await _do_the_task(session)
+        sys.stdout.write(junk)
+        return reply
+
+    output = attempt(bank, "transfer", FunctionAgent(writes))
+    run = output.run
+    assert run.terminal_reason == "agent_failure/crashed"
+    assert run.infrastructure_status["exception"]["type"] == "TypeError"
+    prepare_run(run, output.artifacts)  # the record stores
+
+    refused: list[str] = []
+
+    async def carries_on(session: Session) -> str:
+        try:
+            sys.stderr.write(junk)
+        except TypeError as exc:
+            refused.append(str(exc))
+        print("kept", end="")
+        return await _do_the_task(session)
+
+    output = attempt(bank, "transfer", FunctionAgent(carries_on))
+    assert output.run.terminal_reason == "success"
+    assert output.artifacts["stdout.txt"] == "kept"
+    assert refused and "must be str" in refused[0]
+    _then_honest(bank)
+
+
+def test_a_str_subclass_written_to_the_output_is_kept_as_its_characters() -> None:
+    class Loud(str):
+        def __getitem__(self, key: Any) -> str:
+            return "SHOUT"
+
+    from groundstate.capture import captured
+
+    with captured() as printed:
+        sys.stdout.write(Loud("quiet"))
+    assert printed.artifacts() == {"stdout.txt": "quiet"}
+
+
+def test_writes_past_the_cap_keep_nothing_per_write() -> None:
+    """An agent (or a thread it left) writing for ever past the cap: each write was kept as
+    an empty part, a list growing with every write for the life of the attempt's record."""
+    output = Output()
+    output.write("stdout", "x" * MAX_CHARS)
+    for _ in range(1000):
+        output.write("stdout", "y")
+    assert len(output._parts["stdout"]) == 1
+    assert output.text("stdout").endswith("[1000 more characters not kept]\n")
+
+
+# --- usage reports ------------------------------------------------------------------------
+
+
+def test_a_cost_past_the_float_range_is_a_protocol_mismatch_not_a_dodged_budget(
+    bank: Suite,
+) -> None:
+    """``record_usage(cost=10**400)`` raised ``OverflowError`` in the session's check, before
+    anything was latched: the agent caught it and its report, over any budget, never counted
+    (a success under ``max_cost: 1``)."""
+    system = scripted_system().model_copy(update={"budgets": BudgetsSection(max_cost=1.0)})
+    caught: list[BaseException] = []
+
+    async def overflows(session: Session) -> str:
+        try:
+            session.record_usage(cost=10**400)
+        except BaseException as exc:  # the agent swallows whatever it is
+            caught.append(exc)
+        return await _do_the_task(session)
+
+    run = _run(bank, overflows, system=system)
+    assert run.terminal_reason == "harness_compatibility_failure"
+    assert run.infrastructure_status["stop"]["stage"] == "usage"
+    assert run.cost == 0.0
+    assert [type(e).__name__ for e in caught] == ["HarnessCompatibilityError"]
+    _then_honest(bank)
+
+
+def test_costs_adding_up_past_the_float_range_are_refused_not_stored_as_null(
+    bank: Suite,
+) -> None:
+    """Two reports of 1.5e308 each are finite; their total is ``inf``, which the record's
+    JSON holds as ``null``: the stored record could not be read back (``report`` said the
+    batch was corrupt). The report that overflows is refused and latched."""
+
+    async def adds_up(session: Session) -> str:
+        session.record_usage(cost=1.5e308)
+        with contextlib.suppress(Exception):  # swallowed, to carry on
+            session.record_usage(cost=1.5e308)
+        return await _do_the_task(session)
+
+    output = attempt(bank, "transfer", FunctionAgent(adds_up))
+    run = output.run
+    assert run.terminal_reason == "harness_compatibility_failure"
+    assert run.cost == 1.5e308
+    stored = prepare_run(run, output.artifacts).run
+    assert AgentRun.model_validate_json(stored.model_dump_json()).cost == 1.5e308
+    _then_honest(bank)
