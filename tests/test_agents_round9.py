@@ -9,6 +9,8 @@ still succeed.
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,6 +19,8 @@ import pytest
 
 from groundstate.agents.base import Session
 from groundstate.capture import MAX_CHARS, Output
+from groundstate.cli.interrupts import interruptible
+from groundstate.interrupts import SHUT_OUT, InterruptFlag
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import BudgetsSection
@@ -163,3 +167,22 @@ def test_costs_adding_up_past_the_float_range_are_refused_not_stored_as_null(
     stored = prepare_run(run, output.artifacts).run
     assert AgentRun.model_validate_json(stored.model_dump_json()).cost == 1.5e308
     _then_honest(bank)
+
+
+# --- signals ------------------------------------------------------------------------------
+
+
+def test_run_ignores_the_signals_an_in_process_agent_could_end_it_with(bank: Suite) -> None:
+    """An in-process agent's ``signal.alarm(1)`` (or SIGUSR1 to its own process) ended
+    ``run`` with every attempt in flight, where a pool worker ignores them and the batch
+    goes on: ``run`` ignores them too while it runs, and puts them back after."""
+    before = {signum: signal.getsignal(signum) for signum in SHUT_OUT}
+
+    async def signals(session: Session) -> str:
+        os.kill(os.getpid(), signal.SIGUSR2)  # ignored: the process goes on
+        return await _do_the_task(session)
+
+    with interruptible(InterruptFlag()):
+        assert {signal.getsignal(signum) for signum in SHUT_OUT} == {signal.SIG_IGN}
+        assert _run(bank, signals).terminal_reason == "success"
+    assert {signum: signal.getsignal(signum) for signum in SHUT_OUT} == before

@@ -40,6 +40,7 @@ from groundstate.episode import (
     run_attempt,
 )
 from groundstate.errors import ExecutorError, TimeLimitReached
+from groundstate.interrupts import SHUT_OUT
 from groundstate.loopthreads import Done, Outcome, submit
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.store import PreparedRun, prepare_run
@@ -146,12 +147,6 @@ def _plain(exc: BaseException) -> ExecutorError:
     if isinstance(exc, ExecutorError):
         return exc
     return ExecutorError(f"{type(exc).__name__}: {exc}")
-
-
-SHUT_OUT = (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGUSR1, signal.SIGUSR2)
-"""Signals whose default action ends a process and that an agent can aim at its worker from
-any thread (``signal.alarm``, ``setitimer``, ``os.kill(os.getpid(), ...)``): ignored in a
-worker, so that one attempt cannot end the worker later, during other attempts."""
 
 
 def shut_out_signals() -> None:
