@@ -8,11 +8,13 @@ still succeed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,10 +24,13 @@ from groundstate.capture import MAX_CHARS, Output
 from groundstate.cli.interrupts import interruptible
 from groundstate.interrupts import SHUT_OUT, InterruptFlag
 from groundstate.records import AgentRun
+from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.suite import Suite
-from groundstate.spec.system import BudgetsSection
-from groundstate.store import prepare_run
+from groundstate.spec.system import BudgetsSection, load_system
+from groundstate.store import RunStore, prepare_run
 from groundstate.testing import FunctionAgent, attempt, scripted_system
+
+from .conftest import BANK_SYSTEM
 
 AgentFn = Callable[[Session], Awaitable[Any]]
 
@@ -186,3 +191,55 @@ def test_run_ignores_the_signals_an_in_process_agent_could_end_it_with(bank: Sui
         assert {signal.getsignal(signum) for signum in SHUT_OUT} == {signal.SIG_IGN}
         assert _run(bank, signals).terminal_reason == "success"
     assert {signum: signal.getsignal(signum) for signum in SHUT_OUT} == before
+
+
+# --- the agent's factory ------------------------------------------------------------------
+
+FACTORY = '''
+import time
+
+BUILT = [0]
+
+
+class Agent:
+    """Built once for the preflight and once for the smoke run; then the third build blocks
+    past the time limit and the fourth raises."""
+
+    def __init__(self, wait: float = 0.0) -> None:
+        BUILT[0] += 1
+        if BUILT[0] == 3:
+            time.sleep(wait)
+        if BUILT[0] == 4:
+            raise RuntimeError("cannot build")
+
+    async def run(self, session):
+        await session.say("What is your PIN?")
+        await session.call("check_pin", {"account": "A", "pin": "1234"})
+        await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+        return "Moved 30 from A to B."
+'''
+
+
+def test_the_agents_factory_runs_under_its_attempts_time_limit(bank: Suite, tmp_path: Path) -> None:
+    """A system file's factory is the system's code: it was called before the attempt, with
+    no time limit, so one that blocked held its attempt in-process as long as it liked (and
+    then succeeded; the pool killed it at its hard limit), and one that raised stopped the
+    whole batch. Each is now its own attempt's time limit or crash."""
+    (tmp_path / "factory.py").write_text(FACTORY)
+    file = tmp_path / "system.yaml"
+    file.write_text(
+        BANK_SYSTEM.read_text()
+        .replace("entry: bank_agent.py:bank_agent", "entry: factory.py:Agent")
+        .replace("{fault_rate: 0.5}", "{wait: 1.5}")
+        .replace("  step_limit: 10\n", "  step_limit: 10\n  time_limit: 0.3\n")
+    )
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(bank, load_system(file), store)
+        result = asyncio.run(runner.start(BatchConfig(attempts=3)))
+    assert {r.attempt: r.terminal_reason for r in result.runs} == {
+        1: "agent_failure/time_limit",
+        2: "agent_failure/crashed",
+        3: "success",
+    }
+    crash = result.runs[1].infrastructure_status["exception"]
+    assert (crash["type"], crash["message"]) == ("RuntimeError", "cannot build")

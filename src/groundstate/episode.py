@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from groundstate import turns
-from groundstate.agents.base import Agent, ToolResult, ToolSpec
+from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
 from groundstate.bindings import HARNESS
 from groundstate.capture import captured
@@ -1067,7 +1067,7 @@ async def _run_to_end(agent: Agent, session: AgentSession, ended: list[float]) -
     (a long C call, ``sys.setswitchinterval(1000)`` and a spin) can keep the alarm from
     ringing until it returns, but not make a late end count as in time."""
     try:
-        value = await _started(agent, session)
+        value = await run_of(agent, session)
         put_back_builtins()  # reading the value is the harness's code (``type`` replaced...)
         final = Final.of(value)
     except BaseException as exc:  # SystemExit and cancellations too: the agent's crash
@@ -1080,7 +1080,7 @@ async def _run_to_end(agent: Agent, session: AgentSession, ended: list[float]) -
     raise raised  # outside the handler: no reference to the agent's exception is kept
 
 
-def _started(agent: Agent, session: AgentSession) -> Awaitable[Any]:
+def run_of(agent: Agent, session: Session) -> Awaitable[Any]:
     """What ``agent.run(session)`` returns, when it is awaitable."""
     run = getattr(agent, "run", None)
     if not callable(run):

@@ -22,7 +22,7 @@ from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any, NoReturn
 
-from groundstate.agents.base import Agent
+from groundstate.agents.base import Agent, Session
 from groundstate.agents.python import load_agent
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.bindings import HARNESS
@@ -38,11 +38,13 @@ from groundstate.episode import (
     default_environment,
     lost_attempt,
     run_attempt,
+    run_of,
 )
 from groundstate.errors import ExecutorError, TimeLimitReached
 from groundstate.interrupts import SHUT_OUT
 from groundstate.loopthreads import Done, Outcome, submit
 from groundstate.spec.suite import Suite, load_suite, with_environment
+from groundstate.spec.system import SystemSpec
 from groundstate.store import PreparedRun, prepare_run
 from groundstate.workdirs import TMPDIR_ENV
 
@@ -78,7 +80,23 @@ def prepared(row: PreparedRun) -> AttemptOutput:
 def _agent(job: AttemptJob, suite: Suite, make_agent: AgentFactory | None) -> Agent:
     if job.solution is not None:
         return ScriptedAgent.from_solution(suite.solutions[job.task_id][job.solution])
-    return make_agent() if make_agent is not None else load_agent(job.system)
+    return make_agent() if make_agent is not None else BuiltInItsRun(job.system)
+
+
+class BuiltInItsRun:
+    """The agent of a system file, built as its attempt's run starts: its factory is the
+    system's code too, so it runs where ``run`` does, in the agent's thread under the time
+    limit. Built before the attempt, a factory that blocked (a client waiting on a network
+    at construction) held its attempt in-process for ever, where the pool killed it at the
+    hard limit; one that raised stopped the batch instead of crashing its own attempt.
+    (The batch's preflight builds one first: a system that cannot be built is refused
+    before any try.)"""
+
+    def __init__(self, system: SystemSpec) -> None:
+        self._system = system
+
+    async def run(self, session: Session) -> Any:
+        return await run_of(load_agent(self._system), session)
 
 
 SuiteKey = tuple[str, str, str | None]
