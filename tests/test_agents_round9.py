@@ -243,3 +243,31 @@ def test_the_agents_factory_runs_under_its_attempts_time_limit(bank: Suite, tmp_
     }
     crash = result.runs[1].infrastructure_status["exception"]
     assert (crash["type"], crash["message"]) == ("RuntimeError", "cannot build")
+
+
+# --- the interpreter's limits -------------------------------------------------------------
+
+
+def test_the_recursion_limit_and_switch_interval_an_agent_sets_are_put_back(
+    bank: Suite,
+) -> None:
+    """``sys.setrecursionlimit(20)`` left the harness's own grading of the attempt raising
+    ``RecursionError`` (no record: the batch stopped), and both settings reached every later
+    attempt in the process. They are put back as the agent's run ends."""
+    limit, interval = sys.getrecursionlimit(), sys.getswitchinterval()
+
+    async def lowers(session: Session) -> str:
+        reply = await _do_the_task(session)
+        sys.setswitchinterval(0.5)
+        with contextlib.suppress(RecursionError):  # if the stack is already deeper
+            sys.setrecursionlimit(20)
+        return reply
+
+    try:
+        run = _run(bank, lowers)
+        assert (sys.getrecursionlimit(), sys.getswitchinterval()) == (limit, interval)
+    finally:
+        sys.setrecursionlimit(limit)
+        sys.setswitchinterval(interval)
+    assert run.terminal_reason == "success", run.infrastructure_status
+    _then_honest(bank)
