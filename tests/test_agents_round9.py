@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -271,3 +273,35 @@ def test_the_recursion_limit_and_switch_interval_an_agent_sets_are_put_back(
         sys.setswitchinterval(interval)
     assert run.terminal_reason == "success", run.infrastructure_status
     _then_honest(bank)
+
+
+# --- standard output ----------------------------------------------------------------------
+
+
+ASIDE = """
+import os, subprocess, sys, threading
+from groundstate.cli.runs import _standard_output_aside
+
+aside = _standard_output_aside()
+os.write(1, b"raw ")  # a C library, sys.stdout.buffer
+sys.__stdout__.write("dunder ")
+sys.__stdout__.flush()
+subprocess.run(["echo", "child"])
+print("printed")  # the harness's own stdout, in --json mode: nothing to add to the JSON
+aside.write('{"json": true}')
+aside.flush()
+os.write(1, b"late")  # a thread left running after the batch
+"""
+
+
+def test_run_json_in_process_sets_the_real_standard_output_aside() -> None:
+    """An in-process agent writing to file descriptor 1 (``os.write``, a C library,
+    ``sys.stdout.buffer``, ``sys.__stdout__``, a subprocess) wrote into ``run --json``'s
+    output, which the pool's workers were spared (their descriptor 1 is 2): ``run --json``
+    sets the real descriptor 1 aside for its JSON, in-process too (the whole command with
+    such an agent: checked by hand, as it costs seconds)."""
+    done = subprocess.run([sys.executable, "-c", ASIDE], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"json": True}
+    for written in ("raw", "dunder", "child", "printed", "late"):
+        assert written in done.stderr
