@@ -10,7 +10,8 @@ attempts each keep their own output.
 
 Not captured: writes to file descriptors 1 and 2 directly (``os.write``, subprocesses, C
 extensions), ``sys.__stdout__``, and threads the agent starts itself without copying its
-context (``contextvars.copy_context``).
+context (``contextvars.copy_context``); ``run --json`` sets the real descriptor 1 aside for
+its JSON, so these cannot break it.
 """
 
 from __future__ import annotations
