@@ -305,3 +305,32 @@ def test_run_json_in_process_sets_the_real_standard_output_aside() -> None:
     assert json.loads(done.stdout) == {"json": True}
     for written in ("raw", "dunder", "child", "printed", "late"):
         assert written in done.stderr
+
+
+def test_the_agents_module_is_imported_before_its_attempt_the_factory_within(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """Only the factory's call is the attempt's: a module slow to import (a large library)
+    is imported once per process before any attempt (a pool worker's first attempt does not
+    pay for it within its time limit, as an in-process one, imported by the preflight,
+    never does)."""
+    from groundstate.episode import AttemptInfo, AttemptJob
+    from groundstate.executors._job import _agent
+
+    marks = tmp_path / "marks"
+    (tmp_path / "factory.py").write_text(
+        f"import pathlib\npathlib.Path({str(marks)!r}).write_text('imported ')\n"
+        + FACTORY.replace(
+            "BUILT[0] += 1", f"BUILT[0] += 1; pathlib.Path({str(marks)!r}).write_text('built ')"
+        )
+    )
+    file = tmp_path / "system.yaml"
+    file.write_text(
+        BANK_SYSTEM.read_text()
+        .replace("entry: bank_agent.py:bank_agent", "entry: factory.py:Agent")
+        .replace("{fault_rate: 0.5}", "{}")
+    )
+    info = AttemptInfo("r", "b", 1, 0)
+    job = AttemptJob(str(bank.root), bank.suite_hash, load_system(file), "transfer", info)
+    _agent(job, bank, None)
+    assert marks.read_text() == "imported "

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from groundstate.agents.base import Agent, Session
-from groundstate.agents.python import load_agent
+from groundstate.agents.python import agent_builder
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.bindings import HARNESS
 from groundstate.environments import postgres_server
@@ -44,7 +44,6 @@ from groundstate.errors import ExecutorError, TimeLimitReached
 from groundstate.interrupts import SHUT_OUT
 from groundstate.loopthreads import Done, Outcome, submit
 from groundstate.spec.suite import Suite, load_suite, with_environment
-from groundstate.spec.system import SystemSpec
 from groundstate.store import PreparedRun, prepare_run
 from groundstate.workdirs import TMPDIR_ENV
 
@@ -80,7 +79,7 @@ def prepared(row: PreparedRun) -> AttemptOutput:
 def _agent(job: AttemptJob, suite: Suite, make_agent: AgentFactory | None) -> Agent:
     if job.solution is not None:
         return ScriptedAgent.from_solution(suite.solutions[job.task_id][job.solution])
-    return make_agent() if make_agent is not None else BuiltInItsRun(job.system)
+    return make_agent() if make_agent is not None else BuiltInItsRun(agent_builder(job.system))
 
 
 class BuiltInItsRun:
@@ -89,14 +88,15 @@ class BuiltInItsRun:
     limit. Built before the attempt, a factory that blocked (a client waiting on a network
     at construction) held its attempt in-process for ever, where the pool killed it at the
     hard limit; one that raised stopped the batch instead of crashing its own attempt.
-    (The batch's preflight builds one first: a system that cannot be built is refused
-    before any try.)"""
+    Its module is imported before (once per process: a worker's first attempt does not pay
+    for it), and the batch's preflight builds one agent first: a system that cannot be
+    built is refused before any try."""
 
-    def __init__(self, system: SystemSpec) -> None:
-        self._system = system
+    def __init__(self, build: Callable[[], Agent]) -> None:
+        self._build = build
 
     async def run(self, session: Session) -> Any:
-        return await run_of(load_agent(self._system), session)
+        return await run_of(self._build(), session)
 
 
 SuiteKey = tuple[str, str, str | None]
