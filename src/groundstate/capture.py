@@ -10,7 +10,8 @@ attempts each keep their own output.
 
 Not captured: writes to file descriptors 1 and 2 directly (``os.write``, subprocesses, C
 extensions), ``sys.__stdout__``, and threads the agent starts itself without copying its
-context (``contextvars.copy_context``).
+context (``contextvars.copy_context``); ``run --json`` sets the real descriptor 1 aside for
+its JSON, so these cannot break it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar, copy_context
 from typing import Any, TextIO
+
+from groundstate.returned import type_name
 
 MAX_CHARS = 1_000_000
 """Characters kept per stream and attempt; the rest is counted, not stored."""
@@ -39,10 +42,11 @@ class Output:
 
     def write(self, stream: str, text: str) -> None:
         with self._lock:
-            room = MAX_CHARS - self._kept[stream]
-            self._parts[stream].append(text[: max(room, 0)])
-            self._kept[stream] += min(len(text), max(room, 0))
-            self._dropped[stream] += max(len(text) - max(room, 0), 0)
+            room = max(MAX_CHARS - self._kept[stream], 0)
+            if room:  # past the cap nothing is kept, not even an empty part per write
+                self._parts[stream].append(text[:room])
+                self._kept[stream] += min(len(text), room)
+            self._dropped[stream] += max(len(text) - room, 0)
 
     def text(self, stream: str) -> str:
         with self._lock:
@@ -70,6 +74,12 @@ class _Router:
         output = _CURRENT.get()
         if output is None:
             return self._stream.write(text)
+        # As a text stream: a str only, kept as its plain characters. Anything else kept
+        # here (bytes, an object with __len__) would break the attempt's record when its
+        # output is joined, in the harness, after the agent has ended.
+        if not issubclass(type(text), str):
+            raise TypeError(f"write() argument must be str, not {type_name(type(text))}")
+        text = str.__str__(text)
         output.write(self._name, text)
         return len(text)
 

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from groundstate import turns
-from groundstate.agents.base import Agent, ToolResult, ToolSpec
+from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
 from groundstate.bindings import HARNESS
 from groundstate.capture import captured
@@ -329,9 +329,14 @@ class EpisodeSession:
                 odd = f"cost {cost!r} takes the attempt's total past a float's range"
             if odd is not None:  # a negative or NaN report would dodge the budget
                 self._latch(_mismatch(odd), "usage")
+            total = self.cost + cost
+            if not math.isfinite(total):  # stored as JSON null: the record unreadable
+                self._latch(
+                    _mismatch(f"the costs reported add up past {sys.float_info.max:g}"), "usage"
+                )
             self.usage.input_tokens += input_tokens
             self.usage.output_tokens += output_tokens
-            self.cost += cost
+            self.cost = total
             over = self._over_budget()
             if over is not None:
                 self._latch(BudgetExceeded(over), "usage")
@@ -675,9 +680,18 @@ def _odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
     for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
         if type(count) is not int or count < 0:
             return f"{name} must be a non-negative int, got {text_of(count, repr)}"
-    if type(cost) not in (int, float) or not math.isfinite(cost) or cost < 0:
+    if type(cost) not in (int, float) or not _finite(cost) or cost < 0:
         return f"cost must be a non-negative finite number, got {text_of(cost, repr)}"
     return None
+
+
+def _finite(number: float) -> bool:
+    """Whether *number* is finite as the cost is kept (a float): an int past the float range
+    (``10**400``) would make adding it raise, the report refused and its budget dodged."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
 
 
 def _again(error: BaseException) -> BaseException:
@@ -1052,7 +1066,7 @@ async def _run_to_end(agent: Agent, session: AgentSession, ended: list[float]) -
     (a long C call, ``sys.setswitchinterval(1000)`` and a spin) can keep the alarm from
     ringing until it returns, but not make a late end count as in time."""
     try:
-        value = await _started(agent, session)
+        value = await run_of(agent, session)
         put_back_builtins()  # reading the value is the harness's code (``type`` replaced...)
         final = Final.of(value)
     except BaseException as exc:  # SystemExit and cancellations too: the agent's crash
@@ -1065,7 +1079,7 @@ async def _run_to_end(agent: Agent, session: AgentSession, ended: list[float]) -
     raise raised  # outside the handler: no reference to the agent's exception is kept
 
 
-def _started(agent: Agent, session: AgentSession) -> Awaitable[Any]:
+def run_of(agent: Agent, session: Session) -> Awaitable[Any]:
     """What ``agent.run(session)`` returns, when it is awaitable."""
     run = getattr(agent, "run", None)
     if not callable(run):

@@ -12,6 +12,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import asyncio
 
+SHUT_OUT = (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGUSR1, signal.SIGUSR2)
+"""Signals whose default action ends a process and that an agent can aim at the process it
+runs in from any thread (``signal.alarm``, ``setitimer``, ``os.kill(os.getpid(), ...)``):
+ignored in a pool worker, and in ``run`` while it runs a batch in-process, so that one
+attempt cannot end the process later, during other attempts."""
+
 
 class Interrupted(BaseException):
     """The process got SIGINT or SIGTERM while running a batch.

@@ -12,8 +12,9 @@ seeing the one before:
   the piece changed that the harness relies on: the builtins (a lying ``isinstance`` makes
   ``asyncio`` refuse callbacks), the hooks of threads started later
   (``threading.settrace``/``setprofile``: the graders', later attempts'), the event loop
-  policy, and ``sys.stdout``/``sys.stderr`` replaced by objects of the piece's own (unless
-  the caller gave up on the piece, see :func:`abandon`);
+  policy, ``sys.stdout``/``sys.stderr`` replaced by objects of the piece's own (unless
+  the caller gave up on the piece, see :func:`abandon`), and the recursion limit and switch
+  interval (``sys.setrecursionlimit``, ``sys.setswitchinterval``);
 - the loop is kept only when the work left it as a new loop is (no task, callback, timer,
   file watch, async generator or executor, no handler, task factory, debug setting or
   attribute changed). Otherwise it is shut down as ``asyncio.run`` shuts its loop down
@@ -153,13 +154,16 @@ class _LoopThread:
 
 class _SharedHooks:
     """The process-wide hooks a piece of work could change for everyone after it: those of
-    threads started later, and the event loop policy (which makes every new loop)."""
+    threads started later, the event loop policy (which makes every new loop), the output
+    streams, the recursion limit and the GIL's switch interval."""
 
     def __init__(self) -> None:
         self.trace = threading.gettrace()
         self.profile = threading.getprofile()
         self.policy = asyncio.get_event_loop_policy()
         self.streams = streams()
+        self.recursion = sys.getrecursionlimit()
+        self.switch = sys.getswitchinterval()
 
     def put_back(self, *, streams: bool) -> None:
         """Put back what the work changed (only that: another thread may set its own), the
@@ -173,6 +177,14 @@ class _SharedHooks:
             asyncio.set_event_loop_policy(self.policy)
         if streams:
             put_back_streams(self.streams)
+        # The interpreter's limits: a recursion limit of 20 left the harness unable to grade
+        # this very attempt (it had no record); a switch interval of 1000 s lets any thread
+        # that spins keep the GIL, the alarms' thread's included, that long.
+        if sys.getrecursionlimit() != self.recursion:
+            with suppress(RecursionError):  # deeper now than it was: impossible here
+                sys.setrecursionlimit(self.recursion)
+        if sys.getswitchinterval() != self.switch:
+            sys.setswitchinterval(self.switch)
 
 
 _BUILTINS = dict(vars(builtins))

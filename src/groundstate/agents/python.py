@@ -39,14 +39,20 @@ def load_agent(system: SystemSpec) -> Agent:
     each time); a factory is still called for every agent, so no agent's state reaches the
     next.
     """
+    return agent_builder(system)()
+
+
+def agent_builder(system: SystemSpec) -> Callable[[], Agent]:
+    """How to build *system*'s agent (see :func:`load_agent`): the entry resolved, its module
+    imported and checked, once per spec; calling it calls the factory."""
     known = _BUILDERS.get(id(system))
     if known is not None and known[0] is system:
-        return known[1]()
+        return known[1]
     build = _builder(system)
     if len(_BUILDERS) >= 256:  # systems loaded again and again: forget the old ones
         _BUILDERS.clear()
     _BUILDERS[id(system)] = (system, build)
-    return build()
+    return build
 
 
 _BUILDERS: dict[int, tuple[SystemSpec, Callable[[], Agent]]] = {}

@@ -23,7 +23,7 @@ from types import FrameType
 import click
 
 from groundstate.errors import GroundstateError
-from groundstate.interrupts import Interrupted, InterruptFlag
+from groundstate.interrupts import SHUT_OUT, Interrupted, InterruptFlag
 from groundstate.workdirs import remove_own
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -31,7 +31,10 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 @contextmanager
 def interruptible(flag: InterruptFlag) -> Iterator[None]:
-    """Turn SIGINT and SIGTERM into :class:`Interrupted` inside the block."""
+    """Turn SIGINT and SIGTERM into :class:`Interrupted` inside the block, and ignore the
+    signals an in-process agent could end the process with (:data:`SHUT_OUT`: a
+    ``signal.alarm(1)`` killed ``run``, every attempt in flight with it, where the pool's
+    workers ignore it and the batch goes on)."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if flag.signum is not None:  # the second signal: no more unwinding
@@ -44,6 +47,7 @@ def interruptible(flag: InterruptFlag) -> Iterator[None]:
             raise Interrupted(signum)
 
     previous = {s: signal.signal(s, handler) for s in SIGNALS}
+    previous |= {s: signal.signal(s, signal.SIG_IGN) for s in SHUT_OUT}
     try:
         yield
     finally:

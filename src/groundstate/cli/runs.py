@@ -8,7 +8,7 @@ import shlex
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import click
 
@@ -227,6 +227,7 @@ def run(
                     on_problem=_warn_problem,
                     executor=where,
                 )
+                aside = _standard_output_aside() if as_json else None
                 result = _run_batch(runner, config, resume_id, _progress(total, quiet=as_json))
                 # A resumed batch may hold altered records: the page marks them, as report does.
                 check = run_store.verify(result.batch.batch_id) if html is not None else None
@@ -253,7 +254,7 @@ def run(
     data = batch_report(result.batch, result.runs)
     verdicts = gate_results(gates, data)
     if as_json:
-        click.echo(json.dumps(_batch_json(result, data, verdicts), indent=2))
+        click.echo(json.dumps(_batch_json(result, data, verdicts), indent=2), file=aside)
     else:
         out = console()
         out.print(batch_table(result.batch, result.runs))
@@ -480,6 +481,24 @@ def resume_command(batch: BatchInfo, store: Path) -> str:
     if Path(store) != DEFAULT_STORE:
         args += ["--store", str(store)]
     return shlex.join(args)
+
+
+def _standard_output_aside() -> TextIO | None:
+    """For ``run --json``: file descriptor 1 goes to 2 from now on, as in the pool's workers,
+    and the JSON to the returned copy of the real descriptor 1. What in-process code under
+    evaluation writes there (``os.write(1, ...)``, ``sys.stdout.buffer``, ``sys.__stdout__``,
+    a subprocess, a thread it started: none passes the capture) no longer lands in the JSON,
+    also from a thread still writing after the batch. None when standard output is not
+    descriptor 1 (a test's runner): nothing to set aside."""
+    try:
+        if sys.stdout.fileno() != 1:
+            return None
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation: no descriptor
+        return None
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(saved, "w", encoding="utf-8")
 
 
 def _run_batch(

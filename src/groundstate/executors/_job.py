@@ -22,8 +22,8 @@ from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any, NoReturn
 
-from groundstate.agents.base import Agent
-from groundstate.agents.python import load_agent
+from groundstate.agents.base import Agent, Session
+from groundstate.agents.python import agent_builder
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.bindings import HARNESS
 from groundstate.environments import postgres_server
@@ -38,8 +38,10 @@ from groundstate.episode import (
     default_environment,
     lost_attempt,
     run_attempt,
+    run_of,
 )
 from groundstate.errors import ExecutorError, TimeLimitReached
+from groundstate.interrupts import SHUT_OUT
 from groundstate.loopthreads import Done, Outcome, submit
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.store import PreparedRun, prepare_run
@@ -77,7 +79,24 @@ def prepared(row: PreparedRun) -> AttemptOutput:
 def _agent(job: AttemptJob, suite: Suite, make_agent: AgentFactory | None) -> Agent:
     if job.solution is not None:
         return ScriptedAgent.from_solution(suite.solutions[job.task_id][job.solution])
-    return make_agent() if make_agent is not None else load_agent(job.system)
+    return make_agent() if make_agent is not None else BuiltInItsRun(agent_builder(job.system))
+
+
+class BuiltInItsRun:
+    """The agent of a system file, built as its attempt's run starts: its factory is the
+    system's code too, so it runs where ``run`` does, in the agent's thread under the time
+    limit. Built before the attempt, a factory that blocked (a client waiting on a network
+    at construction) held its attempt in-process for ever, where the pool killed it at the
+    hard limit; one that raised stopped the batch instead of crashing its own attempt.
+    Its module is imported before (once per process: a worker's first attempt does not pay
+    for it), and the batch's preflight builds one agent first: a system that cannot be
+    built is refused before any try."""
+
+    def __init__(self, build: Callable[[], Agent]) -> None:
+        self._build = build
+
+    async def run(self, session: Session) -> Any:
+        return await run_of(self._build(), session)
 
 
 SuiteKey = tuple[str, str, str | None]
@@ -146,12 +165,6 @@ def _plain(exc: BaseException) -> ExecutorError:
     if isinstance(exc, ExecutorError):
         return exc
     return ExecutorError(f"{type(exc).__name__}: {exc}")
-
-
-SHUT_OUT = (signal.SIGALRM, signal.SIGVTALRM, signal.SIGPROF, signal.SIGUSR1, signal.SIGUSR2)
-"""Signals whose default action ends a process and that an agent can aim at its worker from
-any thread (``signal.alarm``, ``setitimer``, ``os.kill(os.getpid(), ...)``): ignored in a
-worker, so that one attempt cannot end the worker later, during other attempts."""
 
 
 def shut_out_signals() -> None:
