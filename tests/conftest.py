@@ -26,6 +26,19 @@ settings.load_profile("groundstate")
 # so that a bound of HANG still proves it was not waited for.
 HANG = 30.0
 BLOCK = 120.0
+HANG_SOURCE = f"""
+
+def hang():
+    # Blocks until the test ends (it writes "released" beside this file), {BLOCK:.0f} s at most.
+    import os, time
+    released = os.path.join(os.path.dirname(os.path.abspath(__file__)), "released")
+    for _ in range({BLOCK * 50:.0f}):
+        if os.path.exists(released):
+            return
+        time.sleep(0.02)
+"""
+"""Python source of ``hang()``, for a suite's check file: a check that must be cut short calls
+it; the test's fixture writes ``released`` beside the file when the test ends."""
 
 HERE = Path(__file__).parent
 BANK = HERE / "suites" / "bank"
