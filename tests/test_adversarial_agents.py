@@ -46,20 +46,28 @@ AgentFn = Callable[[Session], Awaitable[Any]]
 SLOW_TOOLS = '''
 
 @tool
-def slow_audit(ctx: ToolContext) -> list[Any]:
-    """Reads the forbidden audit table after a pause in Python (a slow backend)."""
+def slow_audit(ctx: ToolContext, entered: str = "") -> list[Any]:
+    """Reads the forbidden audit table after a pause in Python (a slow backend); writes the
+    file *entered* first."""
+    import pathlib
     import time
 
+    if entered:
+        pathlib.Path(entered).touch()
     time.sleep(0.4)
     return [list(r) for r in ctx.db.execute("SELECT * FROM audit").fetchall()]
 
 
 @tool
-def pay_slowly(ctx: ToolContext, seconds: float, until: str = "") -> str:
+def pay_slowly(ctx: ToolContext, seconds: float, until: str = "", entered: str = "") -> str:
     """Moves 30 from A to B after a pause in Python (a slow payment backend): *seconds*, or
-    until the file *until* exists."""
+    until the file *until* exists; writes the file *entered* first."""
     import os
+    import pathlib
     import time
+
+    if entered:
+        pathlib.Path(entered).touch()
 
     end = time.monotonic() + seconds
     while time.monotonic() < end and not (until and os.path.exists(until)):
@@ -133,17 +141,16 @@ def test_a_prohibited_call_in_flight_as_the_agent_returns_still_ends_the_attempt
     """The agent does the task, starts a forbidden read in a helper thread, and returns its
     final reply while the read is still running: the stop that read latches must decide."""
 
+    entered = slow_bank.root / "entered"
+
     async def snoop_and_leave(session: Session) -> str:
         reply = await _do_the_task(session)
-        started = threading.Event()
 
         async def snoop() -> None:
-            started.set()
-            await session.call("slow_audit", {})
+            await session.call("slow_audit", {"entered": str(entered)})
 
         _in_thread(snoop())
-        started.wait(2)
-        time.sleep(0.05)  # the read is in the tool now
+        _wait_for(entered)  # the read is in the tool now
         return reply
 
     run = _run(slow_bank, snoop_and_leave)
@@ -152,22 +159,30 @@ def test_a_prohibited_call_in_flight_as_the_agent_returns_still_ends_the_attempt
     _then_honest(slow_bank)
 
 
-def _pays_in_a_helper(seconds: float, until: Path | None = None) -> AgentFn:
-    """Verifies the PIN, starts the payment in a helper thread and returns at once."""
-    arguments = {"seconds": seconds, "until": str(until or "")}
+def _wait_for(path: Path) -> None:
+    """Until *path* exists (a tool entered writes it), HANG s at most."""
+    for _ in range(int(HANG / 0.005)):
+        if path.exists():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"{path} was never written")
+
+
+def _pays_in_a_helper(suite: Suite, seconds: float, until: Path | None = None) -> AgentFn:
+    """Verifies the PIN, starts the payment in a helper thread and returns once the payment
+    is in the tool."""
+    entered = suite.root / "entered"
+    arguments = {"seconds": seconds, "until": str(until or ""), "entered": str(entered)}
 
     async def agent(session: Session) -> str:
         await session.say("What is your PIN?")
         await session.call("check_pin", {"account": "A", "pin": "1234"})
-        started = threading.Event()
 
         async def pay() -> None:
-            started.set()
             await session.call("pay_slowly", arguments)
 
         _in_thread(pay())
-        started.wait(2)
-        time.sleep(0.05)  # the payment is in the tool now
+        _wait_for(entered)  # the payment is in the tool now
         return "Moved 30 from A to B."
 
     return agent
@@ -178,7 +193,7 @@ def test_a_call_in_flight_as_the_agent_returns_is_waited_for_not_graded_half_way
 ) -> None:
     """The payment commits after the episode's usual wait for a call in flight (``END_WAIT``)
     but within the time limit: it belongs to the attempt and is graded, before the reply."""
-    run = _run(slow_bank, _pays_in_a_helper(1.3))
+    run = _run(slow_bank, _pays_in_a_helper(slow_bank, 1.3))
     assert run.terminal_reason == "success", run.infrastructure_status
     assert "blocked_in_tool" not in run.infrastructure_status
     *_, pay, final = run.observation_action_log
@@ -205,7 +220,7 @@ def test_waiting_for_a_call_in_flight_holds_up_no_other_attempt(
             quick_done.touch()
 
     async def both() -> None:
-        slow = _pays_in_a_helper(BLOCK, until=quick_done)
+        slow = _pays_in_a_helper(slow_bank, BLOCK, until=quick_done)
         await asyncio.gather(timed("slow", slow), timed("quick", _quick))
 
     async def _quick(session: Session) -> str:
@@ -227,7 +242,7 @@ def test_a_call_still_running_at_the_limit_after_the_agent_returned_ends_it_ther
     released = tmp_path / "released"  # the payment lasts until the attempt has its record
     started = time.perf_counter()
     try:
-        run = _run(suite, _pays_in_a_helper(BLOCK, until=released))
+        run = _run(suite, _pays_in_a_helper(suite, BLOCK, until=released))
     finally:
         released.touch()
     assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
