@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,26 @@ from groundstate.spec.suite import Suite, load_suite
 # examples at random on a shared, loaded machine. Speed targets live in bench/.
 settings.register_profile("groundstate", deadline=None)
 settings.load_profile("groundstate")
+
+# Wall time on a shared machine at load 10 says nothing about speed: a test that checks a limit
+# fired asserts the terminal reason it recorded, and bounds wall time only to catch a hang, with
+# HANG seconds. Code that must be cut short blocks for BLOCK seconds (or until the test's end),
+# so that a bound of HANG still proves it was not waited for.
+HANG = 30.0
+BLOCK = 120.0
+HANG_SOURCE = f"""
+
+def hang():
+    # Blocks until the test ends (it writes "released" beside this file), {BLOCK:.0f} s at most.
+    import os, time
+    released = os.path.join(os.path.dirname(os.path.abspath(__file__)), "released")
+    for _ in range({BLOCK * 50:.0f}):
+        if os.path.exists(released):
+            return
+        time.sleep(0.02)
+"""
+"""Python source of ``hang()``, for a suite's check file: a check that must be cut short calls
+it; the test's fixture writes ``released`` beside the file when the test ends."""
 
 HERE = Path(__file__).parent
 BANK = HERE / "suites" / "bank"
@@ -48,6 +69,14 @@ def monkeypatch() -> Iterator[pytest.MonkeyPatch]:
     patch = _DeclaredPatch()
     yield patch
     patch.undo()
+
+
+@pytest.fixture
+def release() -> Iterator[threading.Event]:
+    """Set when the test ends: agent code blocked on it returns, and its thread with it."""
+    event = threading.Event()
+    yield event
+    event.set()
 
 
 @pytest.fixture

@@ -39,27 +39,39 @@ from groundstate.testing import FunctionAgent, attempt, scripted_system
 from groundstate.trace import MessageEvent, ToolCallEvent
 from groundstate.workdirs import temp_root
 
-from .conftest import BANK, EXAMPLES, EditTask
+from .conftest import BANK, BLOCK, EXAMPLES, HANG, EditTask
 
 AgentFn = Callable[[Session], Awaitable[Any]]
 
 SLOW_TOOLS = '''
 
 @tool
-def slow_audit(ctx: ToolContext) -> list[Any]:
-    """Reads the forbidden audit table after a pause in Python (a slow backend)."""
+def slow_audit(ctx: ToolContext, entered: str = "") -> list[Any]:
+    """Reads the forbidden audit table after a pause in Python (a slow backend); writes the
+    file *entered* first."""
+    import pathlib
     import time
 
+    if entered:
+        pathlib.Path(entered).touch()
     time.sleep(0.4)
     return [list(r) for r in ctx.db.execute("SELECT * FROM audit").fetchall()]
 
 
 @tool
-def pay_slowly(ctx: ToolContext, seconds: float) -> str:
-    """Moves 30 from A to B after a pause in Python (a slow payment backend)."""
+def pay_slowly(ctx: ToolContext, seconds: float, until: str = "", entered: str = "") -> str:
+    """Moves 30 from A to B after a pause in Python (a slow payment backend): *seconds*, or
+    until the file *until* exists; writes the file *entered* first."""
+    import os
+    import pathlib
     import time
 
-    time.sleep(seconds)
+    if entered:
+        pathlib.Path(entered).touch()
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not (until and os.path.exists(until)):
+        time.sleep(0.01)
     ctx.db.execute("UPDATE accounts SET balance = balance - 30 WHERE id = 'A'")
     ctx.db.execute("UPDATE accounts SET balance = balance + 30 WHERE id = 'B'")
     ctx.db.execute(
@@ -129,17 +141,16 @@ def test_a_prohibited_call_in_flight_as_the_agent_returns_still_ends_the_attempt
     """The agent does the task, starts a forbidden read in a helper thread, and returns its
     final reply while the read is still running: the stop that read latches must decide."""
 
+    entered = slow_bank.root / "entered"
+
     async def snoop_and_leave(session: Session) -> str:
         reply = await _do_the_task(session)
-        started = threading.Event()
 
         async def snoop() -> None:
-            started.set()
-            await session.call("slow_audit", {})
+            await session.call("slow_audit", {"entered": str(entered)})
 
         _in_thread(snoop())
-        started.wait(2)
-        time.sleep(0.05)  # the read is in the tool now
+        _wait_for(entered)  # the read is in the tool now
         return reply
 
     run = _run(slow_bank, snoop_and_leave)
@@ -148,21 +159,30 @@ def test_a_prohibited_call_in_flight_as_the_agent_returns_still_ends_the_attempt
     _then_honest(slow_bank)
 
 
-def _pays_in_a_helper(seconds: float) -> AgentFn:
-    """Verifies the PIN, starts the payment in a helper thread and returns at once."""
+def _wait_for(path: Path) -> None:
+    """Until *path* exists (a tool entered writes it), HANG s at most."""
+    for _ in range(int(HANG / 0.005)):
+        if path.exists():
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"{path} was never written")
+
+
+def _pays_in_a_helper(suite: Suite, seconds: float, until: Path | None = None) -> AgentFn:
+    """Verifies the PIN, starts the payment in a helper thread and returns once the payment
+    is in the tool."""
+    entered = suite.root / "entered"
+    arguments = {"seconds": seconds, "until": str(until or ""), "entered": str(entered)}
 
     async def agent(session: Session) -> str:
         await session.say("What is your PIN?")
         await session.call("check_pin", {"account": "A", "pin": "1234"})
-        started = threading.Event()
 
         async def pay() -> None:
-            started.set()
-            await session.call("pay_slowly", {"seconds": seconds})
+            await session.call("pay_slowly", arguments)
 
         _in_thread(pay())
-        started.wait(2)
-        time.sleep(0.05)  # the payment is in the tool now
+        _wait_for(entered)  # the payment is in the tool now
         return "Moved 30 from A to B."
 
     return agent
@@ -173,7 +193,7 @@ def test_a_call_in_flight_as_the_agent_returns_is_waited_for_not_graded_half_way
 ) -> None:
     """The payment commits after the episode's usual wait for a call in flight (``END_WAIT``)
     but within the time limit: it belongs to the attempt and is graded, before the reply."""
-    run = _run(slow_bank, _pays_in_a_helper(1.3))
+    run = _run(slow_bank, _pays_in_a_helper(slow_bank, 1.3))
     assert run.terminal_reason == "success", run.infrastructure_status
     assert "blocked_in_tool" not in run.infrastructure_status
     *_, pay, final = run.observation_action_log
@@ -181,19 +201,27 @@ def test_a_call_in_flight_as_the_agent_returns_is_waited_for_not_graded_half_way
     assert isinstance(final, MessageEvent) and final.final
 
 
-def test_waiting_for_a_call_in_flight_holds_up_no_other_attempt(slow_bank: Suite) -> None:
-    """The episode's loop runs every attempt of a batch: the wait is in a thread of its own."""
-    finished: dict[str, float] = {}
+def test_waiting_for_a_call_in_flight_holds_up_no_other_attempt(
+    slow_bank: Suite, tmp_path: Path
+) -> None:
+    """The episode's loop runs every attempt of a batch: the wait is in a thread of its own.
+    The slow payment lasts until the quick attempt has finished (BLOCK s at most): were the
+    loop held by the wait for it, the quick attempt would finish only after it."""
+    finished: list[str] = []
+    quick_done = tmp_path / "quick-done"
 
     async def timed(name: str, fn: AgentFn) -> None:
         info = AttemptInfo(run_id=name, batch_id="adhoc", attempt=1, seed=0)
         task = slow_bank.tasks["transfer"]
         out = await run_attempt(task, slow_bank, scripted_system(), FunctionAgent(fn), info)
         assert out.run.terminal_reason == "success", out.run.infrastructure_status
-        finished[name] = time.perf_counter()
+        finished.append(name)
+        if name == "quick":
+            quick_done.touch()
 
     async def both() -> None:
-        await asyncio.gather(timed("slow", _pays_in_a_helper(1.3)), timed("quick", _quick))
+        slow = _pays_in_a_helper(slow_bank, BLOCK, until=quick_done)
+        await asyncio.gather(timed("slow", slow), timed("quick", _quick))
 
     async def _quick(session: Session) -> str:
         await asyncio.sleep(0.2)  # the slow one's agent has returned by now
@@ -201,30 +229,35 @@ def test_waiting_for_a_call_in_flight_holds_up_no_other_attempt(slow_bank: Suite
 
     started = time.perf_counter()
     asyncio.run(both())
-    assert finished["quick"] - started < 1.0 < finished["slow"] - started
+    assert finished == ["quick", "slow"]
+    assert time.perf_counter() - started < HANG
 
 
 def test_a_call_still_running_at_the_limit_after_the_agent_returned_ends_it_there(
-    slow_bank: Suite,
+    slow_bank: Suite, tmp_path: Path
 ) -> None:
     task = slow_bank.root / "tasks" / "transfer.yaml"
     task.write_text(task.read_text().replace("time_limit: 5", "time_limit: 0.3"))
     suite = load_suite(slow_bank.root)
+    released = tmp_path / "released"  # the payment lasts until the attempt has its record
     started = time.perf_counter()
-    run = _run(suite, _pays_in_a_helper(2.5))
+    try:
+        run = _run(suite, _pays_in_a_helper(suite, BLOCK, until=released))
+    finally:
+        released.touch()
     assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
     assert run.infrastructure_status["blocked_in_tool"] == "pay_slowly"
     assert run.initial_state_hash == run.final_state_hash
-    assert time.perf_counter() - started < 3.0
+    assert time.perf_counter() - started < HANG
 
 
 def test_calls_from_a_helper_thread_after_the_final_reply_are_refused(bank: Suite) -> None:
     refused: list[str] = []
-    done = threading.Event()
+    ended, done = threading.Event(), threading.Event()
 
     async def leaves_a_writer(session: Session) -> str:
         async def write_later() -> None:
-            time.sleep(0.3)  # after the attempt ended
+            ended.wait(BLOCK)  # after the attempt ended
             try:
                 await session.call("transfer", {"source": "A", "target": "C", "amount": 70})
             except Exception as exc:
@@ -236,8 +269,9 @@ def test_calls_from_a_helper_thread_after_the_final_reply_are_refused(bank: Suit
         return reply
 
     run = _run(bank, leaves_a_writer)
+    ended.set()
     assert run.terminal_reason == "success"
-    assert done.wait(3)
+    assert done.wait(HANG)
     assert refused == ["AgentStop"]
     assert [c.tool for c in _calls(run)] == ["check_pin", "transfer"]
     _then_honest(bank)
@@ -704,7 +738,7 @@ def test_a_helper_thread_writing_the_database_while_it_is_graded_cannot_pass(ban
         return "Moved 30 from A to B."
 
     run = _run(bank, writes_while_graded)
-    assert written.wait(3)
+    assert written.wait(HANG)
     assert run.terminal_reason in (
         "agent_failure/prohibited_action",
         "agent_failure/incorrect_state",
@@ -714,13 +748,14 @@ def test_a_helper_thread_writing_the_database_while_it_is_graded_cannot_pass(ban
 # --- blocking without sleeping ----------------------------------------------------------------
 
 
-def _block_on_an_event() -> None:
-    threading.Event().wait(3)
+def _block_on_an_event(release: threading.Event) -> None:
+    release.wait(BLOCK)
 
 
-def _block_reading_a_pipe() -> None:
+def _block_reading_a_pipe(release: threading.Event) -> None:
     read, write = os.pipe()
-    threading.Timer(1.5, os.write, (write, b"x")).start()  # long after the limit
+    # written when the test ends, long after the limit
+    threading.Thread(target=lambda: release.wait(BLOCK) and os.write(write, b"x")).start()
     try:
         os.read(read, 1)
     finally:
@@ -730,7 +765,7 @@ def _block_reading_a_pipe() -> None:
 
 @pytest.mark.parametrize("block", [_block_on_an_event, _block_reading_a_pipe])
 def test_an_agent_blocked_in_a_wait_ends_at_the_time_limit_and_its_late_calls_are_refused(
-    tmp_path: Path, block: Callable[[], None]
+    tmp_path: Path, block: Callable[[threading.Event], None], release: threading.Event
 ) -> None:
     root = tmp_path / "bank"
     shutil.copytree(BANK, root)
@@ -739,13 +774,13 @@ def test_an_agent_blocked_in_a_wait_ends_at_the_time_limit_and_its_late_calls_ar
     suite = load_suite(root)
 
     async def blocks_then_works(session: Session) -> str:
-        block()
+        block(release)
         return await _do_the_task(session)
 
     started = time.perf_counter()
     run = _run(suite, blocks_then_works)
     assert run.terminal_reason == "agent_failure/time_limit"
-    assert time.perf_counter() - started < 2.5
+    assert time.perf_counter() - started < HANG
     assert run.initial_state_hash == run.final_state_hash
 
 

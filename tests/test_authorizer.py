@@ -15,6 +15,8 @@ from groundstate.environments.sqlite import AGENT_FUNCTIONS, SqliteEnvironment
 from groundstate.errors import PermissionDenied, ResetCheckFailed, TimeLimitReached
 from groundstate.spec.task import Permissions
 
+from .conftest import HANG
+
 CLOCK = datetime(2026, 1, 15, 10, tzinfo=UTC)
 FIXTURE = """
 CREATE TABLE orders (order_id TEXT PRIMARY KEY, total INTEGER, placed TEXT);
@@ -105,7 +107,7 @@ def test_a_runaway_query_stops_at_the_deadline(env: SqliteEnvironment) -> None:
     started = time.perf_counter()
     with pytest.raises(TimeLimitReached, match="time limit"):
         _agent(env, RUNAWAY)
-    assert time.perf_counter() - started < 2
+    assert time.perf_counter() - started < HANG
 
 
 def test_a_tool_that_swallows_the_interrupt_still_ends_at_the_deadline(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from groundstate.spec.task import AgentTask
 from groundstate.testing import FunctionAgent, attempt, run_solution, scripted_system
 from groundstate.trace import ToolCallEvent
 
-from .conftest import EditTask
+from .conftest import BLOCK, HANG, EditTask
 
 
 async def _verified_transfer(session: Session, target: str = "B") -> str:
@@ -94,10 +93,10 @@ def test_an_abandoned_agent_that_fails_later_is_not_logged_as_unread(
     """Its error is nobody's to read; left unread, asyncio logs it (with a traceback) whenever
     the garbage collector meets the future, in whatever code is running then."""
     suite = edited_bank(lambda t: t.update(time_limit=0.05))
-    released = threading.Event()
+    ended, released = threading.Event(), threading.Event()
 
     async def blocks_then_fails(session: Session) -> None:
-        time.sleep(0.3)  # holds its thread past the limit
+        ended.wait(BLOCK)  # holds its thread past the limit, until the attempt has ended
         released.set()
         raise RuntimeError("too late")
 
@@ -114,7 +113,8 @@ def test_an_abandoned_agent_that_fails_later_is_not_logged_as_unread(
             )
         )
         assert output.run.terminal_reason == "agent_failure/time_limit"
-        assert released.wait(5)
+        ended.set()
+        assert released.wait(HANG)
         loop.run_until_complete(asyncio.sleep(0.2))  # the late outcome is delivered
     finally:
         loop.close()

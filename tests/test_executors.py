@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from groundstate.cli import main
 from groundstate.episode import default_environment
 from groundstate.errors import ExecutorError
 from groundstate.executors import ProcessExecutor, make_executor
+from groundstate.executors.ray import RayExecutor
 from groundstate.records import AgentRun
 from groundstate.report.terminal import batch_table
 from groundstate.runner import BatchAborted, BatchConfig, BatchResult, BatchRunner
@@ -40,6 +42,7 @@ from groundstate.turns import HARNESS_TURNS, TURN_LEASE
 from groundstate.workdirs import TMPDIR_ENV
 
 from .conftest import BANK, BANK_SYSTEM, stored_runs, without_keys
+from .test_executors_adversarial import reasons, records, rogue_system, run
 
 FLAKY_AGENT = '''
 import os
@@ -165,16 +168,6 @@ def test_a_process_pool_gives_the_same_records_and_statistics(
     shown = Console(width=200, record=True)
     shown.print(batch_table(stored, result.runs))
     assert "executor process · concurrency 2" in " ".join(shown.export_text().split())
-
-
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
-def test_ray_gives_the_same_records_and_statistics(
-    flaky: Flaky, reference: BatchResult, tmp_path: Path
-) -> None:
-    """One Ray test: starting a local Ray instance costs seconds."""
-    result = _run(flaky, "ray", tmp_path / "runs.db")
-    _assert_same_batch(result, reference)
-    assert (result.batch.executor, result.batch.concurrency) == ("ray", 2)
 
 
 def test_a_suite_changed_on_disk_is_refused_by_a_worker(tmp_path: Path) -> None:
@@ -511,3 +504,52 @@ def test_a_worker_the_agent_kills_is_replaced_and_the_attempt_is_its_crash(
         with pytest.raises(ExecutorError, match="killed by SIGKILL while running task "):
             asyncio.run(bare.start(BatchConfig(attempts=2)))
     assert time.monotonic() - started < 60
+
+
+# --- Ray: last, sharing one local instance -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    """One local Ray instance, started as the executor starts its own, for this module's
+    last tests: a start costs seconds (tens on a loaded machine). A batch's executor joins a
+    running instance and leaves it running; ``run --executor ray`` starting and stopping its
+    own is the SIGKILL test's above."""
+    ray = pytest.importorskip("ray")
+    ray.init(**RayExecutor()._init_options())
+    yield
+    ray.shutdown()
+
+
+@pytest.mark.usefixtures("local_ray")
+def test_ray_gives_the_same_records_and_statistics(
+    flaky: Flaky, reference: BatchResult, tmp_path: Path
+) -> None:
+    result = _run(flaky, "ray", tmp_path / "runs.db")
+    _assert_same_batch(result, reference)
+    assert (result.batch.executor, result.batch.concurrency) == ("ray", 2)
+
+
+@pytest.mark.usefixtures("local_ray")
+def test_on_ray_a_dead_or_overdue_task_is_its_attempts_crash_or_time_limit(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """A task whose worker the agent kills is that attempt's crash, one holding the GIL past
+    its hard limit is killed at its time limit, a pending alarm is ignored; the records equal
+    the pool's."""
+    bad = {2: "exit", 3: "gil", 4: "alarm"}
+    system = rogue_system(tmp_path, bad, wait=0.1, limit=3)  # the others well within it
+    results = {}
+    for name in ("ray", "process"):
+        executor = make_executor(name, bank)
+        executor.grace = 0.5  # type: ignore[attr-defined]
+        results[name] = run(bank, system, tmp_path / f"{name}.db", executor, attempts=5)
+    assert reasons(results["ray"].runs) == {
+        1: "success",
+        2: "agent_failure/crashed",
+        3: "agent_failure/time_limit",
+        4: "success",
+        5: "success",
+    }
+    ray, process = (records(results[n].runs) for n in ("ray", "process"))
+    assert without_keys(ray, {"cause", "message"}) == without_keys(process, {"cause", "message"})

@@ -11,7 +11,6 @@ each again alone) misbehave the same way.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import subprocess
@@ -404,31 +403,6 @@ def test_raw_writes_to_standard_output_do_not_break_run_json(tmp_path: Path) -> 
         flooded = next(r for r in store.runs(store.batch().batch_id) if r.attempt == 2)
         stdout = store.read_artifact(flooded.artifact_locations["stdout.txt"])
     assert 1_000_000 <= len(stdout) < 1_100_000 and "more characters not kept" in stdout
-
-
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
-def test_on_ray_a_dead_or_overdue_task_is_its_attempts_crash_or_time_limit(
-    bank: Suite, tmp_path: Path
-) -> None:
-    """One Ray batch (a local Ray start costs seconds): a task whose worker the agent kills
-    is that attempt's crash, one holding the GIL past its hard limit is killed at its time
-    limit, a pending alarm is ignored; the records equal the pool's."""
-    bad = {2: "exit", 3: "gil", 4: "alarm"}
-    system = rogue_system(tmp_path, bad, wait=0.1, limit=1)
-    results = {}
-    for name in ("ray", "process"):
-        executor = make_executor(name, bank)
-        executor.grace = 0.5  # type: ignore[attr-defined]
-        results[name] = run(bank, system, tmp_path / f"{name}.db", executor, attempts=5)
-    assert reasons(results["ray"].runs) == {
-        1: "success",
-        2: "agent_failure/crashed",
-        3: "agent_failure/time_limit",
-        4: "success",
-        5: "success",
-    }
-    ray, process = (records(results[n].runs) for n in ("ray", "process"))
-    assert without_keys(ray, {"cause", "message"}) == without_keys(process, {"cause", "message"})
 
 
 def test_process_wide_settings_an_attempt_changed_retire_its_worker() -> None:

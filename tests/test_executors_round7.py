@@ -9,6 +9,8 @@ records.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import pytest
 from groundstate.spec.suite import Suite
 from groundstate.store import RunStore
 
+from .conftest import HANG
 from .test_executors_adversarial import _alive, pool, reasons, rogue_system, run
 
 pytestmark = pytest.mark.timeout(30)
@@ -99,7 +102,7 @@ def plumbing(mode, marks):
         pid = os.fork()
         if pid == 0:
             os.setsid()
-            for _ in range(30):
+            for _ in range(1200):  # two minutes: only a kill ends it within the test's wait
                 time.sleep(0.1)
                 try:
                     os.write(fd, b"".join(_frame(("failed", k, "forged")) for k in range(64)))
@@ -297,10 +300,13 @@ def test_a_child_that_left_the_workers_group_and_writes_later_frames_no_one(
     assert found.pop(2) in ("success", "agent_failure/crashed")
     assert found == {n: "success" for n in (1, 3, 4, 5)}
     child = int((tmp_path / "marks" / "child").read_text())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive(child), "a child out of the worker's group outlived its worker"
+    alive = _alive(child)
+    if alive:  # the test's own clean-up of what it let live
+        os.kill(child, signal.SIGKILL)
+    assert not alive, "a child out of the worker's group outlived its worker"
 
 
 def test_children_are_seen_but_not_the_harnesss_own() -> None:

@@ -18,12 +18,12 @@ from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import BANK, EditTask
+from .conftest import BANK, HANG, EditTask
 
 LIMIT = 1.0
 """The grader's time limit in these tests (seconds)."""
-BOUND = 4.0
-"""The whole attempt must end within this (the limit, plus agent and grading time)."""
+BOUND = HANG
+"""The whole attempt ends within this (the limit, plus agent and grading time), or it hangs."""
 RUNAWAY = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
 """A query that never ends on its own (no LIMIT, no stop condition)."""
 
@@ -166,4 +166,4 @@ def test_a_lost_interrupt_is_repeated_until_the_query_stops() -> None:
         within_limit(lambda bounded: bounded.s0.query("SELECT 1"), states, 0.2, "grader-deaf")
     assert s0.stopped.is_set() and s0.interrupts >= 2
     assert sT.interrupts == 0  # nothing was running there: nothing to interrupt
-    assert time.perf_counter() - started < 1.5
+    assert time.perf_counter() - started < HANG  # not the 30 s the deaf query would wait

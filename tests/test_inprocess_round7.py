@@ -29,6 +29,7 @@ from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
 from groundstate.trace import ToolCallEvent
 
+from .conftest import BLOCK, HANG
 from .test_inprocess_adversarial import _call_now, _do_the_task
 
 AgentFn = Callable[[Session], Awaitable[Any]]
@@ -55,13 +56,6 @@ async def _use_up_the_steps(session: Session) -> None:
     for _ in range(session.step_limit + 1):
         with contextlib.suppress(Exception):
             await session.call("balance", {"account": "A"})
-
-
-@pytest.fixture
-def release() -> Iterator[threading.Event]:
-    event = threading.Event()
-    yield event
-    event.set()
 
 
 # --- a caught stop, then calls from later agent code ------------------------------------
@@ -321,12 +315,12 @@ def test_a_callback_that_blocks_the_loops_shutdown_ends_at_the_time_limit(
     suite = edited_bank(lambda t: t.update(time_limit=0.3))
 
     async def returns_then_blocks(session: Session) -> str:
-        asyncio.get_running_loop().call_soon(release.wait, 5)
+        asyncio.get_running_loop().call_soon(release.wait, BLOCK)
         return "done"
 
     run = _run(suite, returns_then_blocks)
     assert run.terminal_reason == "agent_failure/time_limit"
-    assert run.latency < 2.5
+    assert run.latency < HANG
 
 
 # --- process-wide hooks -------------------------------------------------------------------
@@ -435,13 +429,13 @@ def test_builtins_replaced_by_a_blocking_agent_do_not_stop_the_time_limit(
 
     async def replaces_then_blocks(session: Session) -> str:
         setattr(builtins, name, lie)
-        release.wait(5)
+        release.wait(BLOCK)
         return "done"
 
     run = _run(suite, replaces_then_blocks)
     assert getattr(builtins, name) is real
     assert run.terminal_reason == "agent_failure/time_limit"
-    assert run.latency < 2.5
+    assert run.latency < HANG
 
 
 # --- holding the interpreter ----------------------------------------------------------------

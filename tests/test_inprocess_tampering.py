@@ -24,7 +24,7 @@ from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import BANK
+from .conftest import BANK, HANG
 from .test_inprocess_adversarial import _do_the_task
 
 AgentFn = Callable[[Session], Awaitable[Any]]
@@ -178,7 +178,7 @@ def test_a_thread_that_rebinds_the_classifier_while_the_attempt_is_graded_cannot
         return "Moved 30 from A to B."
 
     run = _run(bank, rebinds_while_graded)
-    assert done.wait(3)
+    assert done.wait(HANG)
     assert run.terminal_reason != "success"
     HARNESS.put_back()  # what the thread rebound after the attempt's last look
     _then_honest(bank)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from groundstate.validation.judges import check_judge_agreement, load_labels, me
 from groundstate.validation.replay import Proof
 from groundstate.validation.suite import validation_key
 
-from .conftest import EditTask
+from .conftest import HANG, HANG_SOURCE, EditTask
 from .judged_bank import judged_run
 
 JUDGES = """
@@ -41,7 +42,7 @@ def raises(s0, sT, final_message, trace):
 
 
 def sleeps(s0, sT, final_message, trace):
-    time.sleep(3)
+    hang()
     return True, "late"
 
 
@@ -78,7 +79,7 @@ def _lines(items: list[tuple[str | None, bool]]) -> str:
 
 
 @pytest.fixture
-def with_judge(edited_bank: EditTask, tmp_path: Path) -> Any:
+def with_judge(edited_bank: EditTask, tmp_path: Path) -> Iterator[Any]:
     """The bank suite whose transfer task has one more assertion, judged by *function*."""
     root = tmp_path / "bank"
 
@@ -87,7 +88,7 @@ def with_judge(edited_bank: EditTask, tmp_path: Path) -> Any:
             if not (root / "judges").exists():
                 (root / "judges").mkdir()
                 (root / "judges" / "reply.jsonl").write_text(_lines(LABELLED))
-                (root / "judges.py").write_text(JUDGES)
+                (root / "judges.py").write_text(JUDGES + HANG_SOURCE)
             judged = {
                 "id": "reply",
                 "judge": f"judges.py:{function}",
@@ -100,7 +101,8 @@ def with_judge(edited_bank: EditTask, tmp_path: Path) -> Any:
 
         return edited_bank(add)
 
-    return load
+    yield load
+    (root / "released").touch()  # a judge blocked in hang() returns
 
 
 # --- in an attempt ---------------------------------------------------------------------------
@@ -153,7 +155,7 @@ def test_a_judge_past_the_time_limit_is_a_grader_failure(
     monkeypatch.setattr("groundstate.grading.outcome.GRADER_TIME_LIMIT", 0.3)
     started = time.perf_counter()
     run, result = judged_run(with_judge("sleeps"))
-    assert time.perf_counter() - started < 2.5
+    assert time.perf_counter() - started < HANG
     assert run.terminal_reason == "grader_failure"
     assert result.error == "timed out: did not finish within 0.3s"
 

@@ -19,7 +19,7 @@ from groundstate.loopthreads import IDLE_NAME, Work, in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import EditTask
+from .conftest import HANG, EditTask
 
 MARK: contextvars.ContextVar[str] = contextvars.ContextVar("mark", default="unset")
 
@@ -231,7 +231,7 @@ def test_a_thread_whose_delivery_fails_leaves_instead_of_taking_work(
         raise RuntimeError("the results queue is closed")
 
     loopthreads.submit(work, "broken", broken)
-    assert failed.wait(5)
+    assert failed.wait(HANG)
     threads[0].join(5)
     assert not threads[0].is_alive()  # gone, not left idle for the next piece of work
     assert threads[0] not in [t.thread for t in loopthreads._IDLE]

@@ -234,6 +234,15 @@ def _bank_agent_command() -> list[str]:
     ]
 
 
+def _in_process(external: SystemSpec) -> Any:
+    """The bank agent *external* runs as a program, loaded in this process instead."""
+    loop = external.harness.orchestration_loop.model_copy(
+        update={"entry": f"{BANK_AGENT}:bank_agent", "params": {"fault_rate": 0.5}}
+    )
+    harness = external.harness.model_copy(update={"orchestration_loop": loop})
+    return load_agent(external.model_copy(update={"harness": harness}))
+
+
 def test_a_python_agent_runs_unchanged_as_an_external_program(
     edited_bank: Any, tmp_path: Path
 ) -> None:
@@ -243,22 +252,7 @@ def test_a_python_agent_runs_unchanged_as_an_external_program(
     command = _bank_agent_command()
     external = load_system(system_file(tmp_path, command))
     assert f"{BANK_AGENT}:bank_agent" in external.resolved["code"]["command"]
-    inside = load_agent(
-        external.model_copy(
-            update={
-                "harness": external.harness.model_copy(
-                    update={
-                        "orchestration_loop": external.harness.orchestration_loop.model_copy(
-                            update={
-                                "entry": f"{BANK_AGENT}:bank_agent",
-                                "params": {"fault_rate": 0.5},
-                            }
-                        )
-                    }
-                )
-            }
-        )
-    )
+    inside = _in_process(external)
     verdicts = {}
     for seed in range(3):
         outside = attempt(bank, "transfer", load_agent(external), system=external, seed=seed)
@@ -295,19 +289,22 @@ def test_an_external_programs_usage_counts_against_the_budgets(
 def test_over_streamable_http_the_same_agent_gets_the_same_verdicts(
     edited_bank: Any, tmp_path: Path
 ) -> None:
-    """``transport: http``: the program reaches the server at ``$GROUNDSTATE_MCP_URL``."""
+    """``transport: http``: the program reaches the server at ``$GROUNDSTATE_MCP_URL``. Its
+    verdicts are the agent's in this process, as over stdio (the test above)."""
     bank = edited_bank(lambda task: task.update(time_limit=60))
-    command = _bank_agent_command()
-    verdicts = []
-    for served in ({}, {"transport": "http", "network": "host"}):
-        system = load_system(system_file(tmp_path, command, **served))
-        runs = [
-            attempt(bank, "transfer", load_agent(system), system=system, seed=seed).run
-            for seed in range(2)
-        ]
-        verdicts.append([r.terminal_reason for r in runs])
-    stdio, http = verdicts
-    assert stdio == http and len(set(stdio)) == 2, verdicts  # seed 0 checks the PIN, 1 not
+    http = load_system(
+        system_file(tmp_path, _bank_agent_command(), transport="http", network="host")
+    )
+    inside = _in_process(http)
+    verdicts = [
+        tuple(
+            attempt(bank, "transfer", agent, system=http, seed=seed).run.terminal_reason
+            for agent in (load_agent(http), inside)
+        )
+        for seed in range(2)
+    ]
+    assert all(a == b for a, b in verdicts), verdicts
+    assert len({a for a, _ in verdicts}) == 2, verdicts  # seed 0 checks the PIN, 1 not
 
 
 def test_http_inside_a_sandbox_without_network_is_refused(tmp_path: Path) -> None:

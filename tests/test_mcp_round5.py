@@ -27,15 +27,16 @@ from groundstate.spec.system import load_system
 from groundstate.testing import attempt
 from groundstate.trace import ToolCallEvent
 
-from .conftest import EXAMPLES
+from .conftest import EXAMPLES, HANG
 from .test_mcp_agents import process_running, system_file
 
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="no bubblewrap (bwrap) found")
 
 PROGRAM = Path(__file__).parent / "mcp_programs" / "round5.py"
 TASK = "refund-socks"
-GRACE = 3.0
-"""Seconds past the time limit an attempt may take (the program's kill and clean-up)."""
+LONG = 2 * HANG
+"""A time limit no attempt should reach (a cold start on a loaded machine takes seconds):
+an attempt that must end before it ends well within HANG."""
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,7 @@ def run_program(
     tmp_path: Path,
     mode: str,
     arg: str = "",
-    time_limit: float = 20,
+    time_limit: float = LONG,
     step_limit: int | None = None,
     **params: Any,
 ) -> tuple[AttemptOutput, float]:
@@ -83,11 +84,11 @@ def test_a_program_that_lingers_after_finish_ignoring_sigterm_is_killed_soon(
 ) -> None:
     """Its final reply counts; the state decides; it is killed a short grace after finish,
     not at the time limit."""
-    out, took = run_program(retail, tmp_path, "linger_after_finish", time_limit=20)
+    out, took = run_program(retail, tmp_path, "linger_after_finish")
     assert out.run.final_message == "done, but staying"
     assert out.run.terminal_reason == "agent_failure/incorrect_state"
     assert exit_code(out) == -9
-    assert took < 8, took
+    assert took < HANG, took
 
 
 @pytest.mark.parametrize("sandbox", ["bwrap", "none"])
@@ -100,7 +101,7 @@ def test_a_child_in_its_own_session_does_not_outlive_the_attempt(
     out, took = run_program(retail, tmp_path, "escape_child", marker, sandbox=sandbox)
     assert out.run.final_message == "left a child", out.run.infrastructure_status
     assert out.run.terminal_reason == "agent_failure/incorrect_state"
-    assert took < 8, took
+    assert took < HANG, took
     assert not process_running(marker.encode())
 
 
@@ -120,7 +121,7 @@ def test_without_a_cgroup_an_escaped_child_holding_stdout_does_not_hold_the_atte
             os.kill(pid, signal.SIGKILL)
     assert out.run.final_message == "left a child", out.run.infrastructure_status
     assert out.run.terminal_reason == "agent_failure/incorrect_state"
-    assert took < 8, took
+    assert took < HANG, took
 
 
 def pids_of(marker: bytes) -> list[int]:
@@ -156,10 +157,10 @@ def test_duplicate_odd_and_stray_ids_do_not_break_the_evaluator(
 
 
 def test_calls_sent_at_once_past_the_step_limit_stop_at_it(retail: Suite, tmp_path: Path) -> None:
-    out, took = run_program(retail, tmp_path, "flood_calls", "40", step_limit=3, time_limit=10)
+    out, took = run_program(retail, tmp_path, "flood_calls", "40", step_limit=3)
     assert out.run.terminal_reason == "agent_failure/step_limit", out.run.infrastructure_status
     assert len(tool_calls(out)) <= 3
-    assert took < 8, took  # the stop kills the program; it does not wait for the limit
+    assert took < HANG, took  # the stop kills the program; it does not wait for the limit
 
 
 def test_malformed_arguments_come_back_as_errors_and_run_nothing(
@@ -189,7 +190,7 @@ def test_a_program_that_stalls_ends_at_its_time_limit(
     out, took = run_program(retail, tmp_path, mode, arg, time_limit=2)
     assert out.run.terminal_reason == "agent_failure/time_limit", out.run.infrastructure_status
     assert out.run.valid
-    assert took < 2 + GRACE, took
+    assert took < HANG, took
     # The kill lands in the record when the clean-up beats the episode's own deadline (the
     # kill is a fraction of a second before it); either way the program is gone.
     if "agent_process.json" in out.artifacts:
@@ -208,7 +209,7 @@ def test_calls_after_give_up_change_nothing(retail: Suite, tmp_path: Path) -> No
     assert out.run.terminal_reason == "agent_failure/gave_up", out.run.infrastructure_status
     assert tool_calls(out) == []
     assert out.run.final_message is None
-    assert took < 8, took
+    assert took < HANG, took
 
 
 @pytest.mark.parametrize(("leaves", "reason"), [(False, "time_limit"), (True, "incorrect_state")])
@@ -223,22 +224,22 @@ def test_http_connections_left_half_open_do_not_hold_the_attempt(
         tmp_path,
         "http_hold",
         "50",
-        time_limit=2,
+        time_limit=LONG if leaves else 2,
         transport="http",
         network="host",
         env=env,
     )
     assert out.run.terminal_reason == f"agent_failure/{reason}", out.run.infrastructure_status
-    assert took < 2 + GRACE, took
+    assert took < HANG, took
 
 
 def test_a_program_that_closes_its_input_still_finishes(retail: Suite, tmp_path: Path) -> None:
     """Its answers cannot be written; its calls and its ``finish`` still count."""
-    out, took = run_program(retail, tmp_path, "close_stdin", time_limit=10)
+    out, took = run_program(retail, tmp_path, "close_stdin")
     assert out.run.final_message == "finished deaf", out.run.infrastructure_status
     assert [e.tool for e in tool_calls(out)] == ["list_orders"]
     assert out.run.terminal_reason == "agent_failure/incorrect_state"
-    assert took < 6, took
+    assert took < HANG, took
 
 
 def test_an_endless_notification_flood_ends_at_the_time_limit(
@@ -246,7 +247,7 @@ def test_an_endless_notification_flood_ends_at_the_time_limit(
 ) -> None:
     out, took = run_program(retail, tmp_path, "notify_forever", time_limit=2)
     assert out.run.terminal_reason == "agent_failure/time_limit", out.run.infrastructure_status
-    assert took < 2 + GRACE, took
+    assert took < HANG, took
 
 
 @pytest.mark.parametrize("depth", [150, 100_000])
@@ -296,7 +297,7 @@ def test_over_http_a_program_that_lingers_or_dies_after_a_call(
     command = ["{python}", "-m", "groundstate.mcp_client", f"agents.py:{factory}"]
     path = system_file(tmp_path, command, transport="http", network="host")
     system = load_system(path)
-    budgets = system.budgets.model_copy(update={"time_limit": 20})
+    budgets = system.budgets.model_copy(update={"time_limit": LONG})
     system = system.model_copy(update={"budgets": budgets})
     started = time.monotonic()
     out = attempt(retail, TASK, load_agent(system), system=system)
@@ -305,4 +306,4 @@ def test_over_http_a_program_that_lingers_or_dies_after_a_call(
     assert out.run.final_message == reply
     assert [e.tool for e in tool_calls(out)] == ["list_orders"]
     assert exit_code(out) == code
-    assert took < 10, took
+    assert took < HANG, took

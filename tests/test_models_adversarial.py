@@ -29,6 +29,7 @@ from groundstate.testing import (
 )
 from groundstate.trace import ToolCallEvent
 
+from .conftest import BLOCK, HANG
 from .test_models import (
     KEYS,
     PROVIDERS,
@@ -252,7 +253,7 @@ class _Stalling(OpenAICompatibleServer):
 
     def after_half(self, handler: BaseHTTPRequestHandler) -> None:
         """What the server does once half the body is out: here, stall."""
-        self._closing.wait(5)
+        self._closing.wait(BLOCK)
 
     def _handler(self) -> Any:
         server = self
@@ -285,7 +286,7 @@ def test_a_server_that_stalls_mid_body_is_a_timeout(openai_harness: Harness) -> 
         started = time.monotonic()
         output = attempt(harness.suite, TASK, load_agent(system), system=system)
     run = output.run
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < HANG  # the 0.3 s timeout, not the server's stall
     assert run.terminal_reason == "environment_failure/model_serving"
     assert not run.valid
     assert len(server.requests) == 2

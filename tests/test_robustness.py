@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import shutil
-import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -123,16 +124,25 @@ def test_the_check_is_deterministic(tmp_path: Path) -> None:
     assert _check(suite) == first
 
 
-def test_retail_tools_hold_and_the_check_is_fast() -> None:
+def test_retail_tools_hold_and_the_check_is_fast(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fast as in bounded work: at most CALLS_PER_TOOL generated calls per tool (speed on a
+    loaded machine is bench/'s to measure)."""
     retail = load_suite(EXAMPLES / "retail")
     task = sorted(retail.tasks)[0]
-    from groundstate.validation import checks
+    from groundstate.validation import checks, robustness
 
+    calls: Counter[str] = Counter()
+    call = robustness._Fresh.call
+
+    def counted(fresh: Any, tool: Any, args: dict[str, Any]) -> str | None:
+        calls[tool.name] += 1
+        return call(fresh, tool, args)
+
+    monkeypatch.setattr(robustness._Fresh, "call", counted)
     checks._ROBUSTNESS.clear()
-    started = time.perf_counter()
     passed, detail = check_tool_robustness(Proof(retail, retail.tasks[task]))
     assert passed, detail
-    assert time.perf_counter() - started < 10
+    assert calls and max(calls.values()) <= robustness.CALLS_PER_TOOL, calls
 
 
 # --- the generator covers the schemas our tools declare ------------------------------------------

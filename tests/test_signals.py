@@ -24,7 +24,7 @@ from groundstate.spec.system import load_system
 from groundstate.store import RunStore
 from groundstate.workdirs import TMPDIR_ENV
 
-from .conftest import BANK, BANK_SYSTEM, stored_runs
+from .conftest import BANK, BANK_SYSTEM, BLOCK, HANG, stored_runs
 
 
 def _dead_pid() -> int:
@@ -127,14 +127,14 @@ def test_ctrl_c_during_validation_stops_before_any_batch(
 ) -> None:
     def interrupted_validation(*args: Any, **kwargs: Any) -> list[str]:
         os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(5)  # the handler interrupts this
+        time.sleep(BLOCK)  # the handler interrupts this
         raise AssertionError("SIGINT was ignored during validation")
 
     monkeypatch.setattr("groundstate.validation.require_valid", interrupted_validation)
     started = time.monotonic()
     result = _invoke_run(tmp_path / "runs.db")
     assert result.exit_code == 130, result.output
-    assert time.monotonic() - started < 4
+    assert time.monotonic() - started < HANG
     assert "interrupted by SIGINT before the batch started: nothing was stored" in result.stderr
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
     with RunStore(tmp_path / "runs.db") as runs:

@@ -26,7 +26,7 @@ from groundstate.spec.suite import Suite
 from groundstate.spec.task import Permissions
 from groundstate.testing import run_solution
 
-from .conftest import without_keys
+from .conftest import HANG, without_keys
 
 CLOCK = datetime(2026, 1, 15, 10, 0)
 FIXTURE = """
@@ -311,7 +311,7 @@ def test_a_database_closed_under_a_running_tool_is_not_reused(fixture: Path) -> 
 
     thread = threading.Thread(target=tool)
     thread.start()
-    assert inside.wait(5)
+    assert inside.wait(HANG)
     env.close()  # the attempt gave up on the call
     release.set()
     thread.join(5)

@@ -76,14 +76,21 @@ OPTIONAL = ("psycopg", "ray", "openai", "anthropic", "mcp", "playwright", "inspe
 """The optional extras' libraries: `make demo` installs none of them."""
 
 
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One store for both executors: the first run validates the tasks (without any extra),
+    the second reuses its verdicts rather than prove them again."""
+    return tmp_path_factory.mktemp("demo") / "runs.db"
+
+
 @pytest.mark.parametrize("executor", ["in-process", "process"])
 def test_the_demo_runs_and_reports_without_any_optional_extra(
-    tmp_path: Path, executor: str
+    demo_store: Path, executor: str
 ) -> None:
     """`make demo` installs only the core dependencies: a batch on the retail example and its
     report must never import an extra's library (the executors once imported psycopg for a
     variable's name, and `make demo` failed on a fresh machine)."""
-    store = str(tmp_path / "runs.db")
+    store = str(demo_store)
     blocked = "".join(f"sys.modules[{name!r}] = None\n" for name in OPTIONAL)
     retail, careful = EXAMPLES / "retail", EXAMPLES / "systems" / "careful.yaml"
     run = ["run", str(retail), "--system", str(careful), "--attempts", "1", "--store", store]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,7 +23,7 @@ from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, attempt, scripted_system
 from groundstate.trace import MessageEvent, ToolCallEvent
 
-from .conftest import EditTask
+from .conftest import BLOCK, HANG, EditTask
 
 AgentFn = Callable[[Session], Awaitable[Any]]
 
@@ -162,16 +163,18 @@ def _short(edited_bank: EditTask, seconds: float = 0.5) -> Suite:
     return edited_bank(lambda t: t.update(time_limit=seconds))
 
 
-def test_a_sleeping_agent_ends_at_the_time_limit(edited_bank: EditTask) -> None:
+def test_a_sleeping_agent_ends_at_the_time_limit(
+    edited_bank: EditTask, release: threading.Event
+) -> None:
     async def sleeper(session: Session) -> str:
-        time.sleep(3)  # blocks its event loop: an asyncio timeout alone would never fire
+        release.wait(BLOCK)  # blocks its event loop: an asyncio timeout alone would never fire
         return await _transfer_anyway(session)
 
     started = time.perf_counter()
     run = _run(_short(edited_bank), sleeper)
     assert run.terminal_reason == "agent_failure/time_limit"
-    assert time.perf_counter() - started < 2.5
-    assert run.latency < 2.5
+    assert time.perf_counter() - started < HANG
+    assert run.latency < HANG
     assert run.infrastructure_status["stop"]["stage"] == "time_limit"
 
 
@@ -188,15 +191,17 @@ def test_a_spinning_agent_ends_at_the_time_limit(edited_bank: EditTask) -> None:
     finally:
         spinning = False
     assert run.terminal_reason == "agent_failure/time_limit"
-    assert time.perf_counter() - started < 3.0
+    assert time.perf_counter() - started < HANG
 
 
-def test_an_agent_that_wakes_after_the_limit_changes_nothing(edited_bank: EditTask) -> None:
+def test_an_agent_that_wakes_after_the_limit_changes_nothing(
+    edited_bank: EditTask, release: threading.Event
+) -> None:
     woke = asyncio.Event()
     refused: list[str] = []
 
     async def late(session: Session) -> str:
-        time.sleep(0.8)
+        release.wait(BLOCK)  # woken once the attempt has ended, however slow the machine
         try:
             await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
         except Exception as exc:
@@ -206,18 +211,21 @@ def test_an_agent_that_wakes_after_the_limit_changes_nothing(edited_bank: EditTa
 
     run = _run(_short(edited_bank, 0.3), late)
     assert run.terminal_reason == "agent_failure/time_limit"
-    deadline = time.monotonic() + 3
+    release.set()
+    deadline = time.monotonic() + HANG
     while not refused and time.monotonic() < deadline:
         time.sleep(0.05)
     assert refused == ["TimeLimitReached"]
     assert _state_unchanged(run)
 
 
-def test_a_batch_with_blocking_agents_finishes(edited_bank: EditTask, tmp_path: Any) -> None:
+def test_a_batch_with_blocking_agents_finishes(
+    edited_bank: EditTask, tmp_path: Any, release: threading.Event
+) -> None:
     suite = _short(edited_bank, 0.4)
 
     async def sleeper(session: Session) -> None:
-        time.sleep(2)
+        release.wait(BLOCK)
 
     started = time.perf_counter()
     with RunStore(tmp_path / "runs.db") as store:
@@ -229,7 +237,7 @@ def test_a_batch_with_blocking_agents_finishes(edited_bank: EditTask, tmp_path: 
             agent_factory=lambda: FunctionAgent(sleeper),
         )
     assert [r.terminal_reason for r in result.final] == ["agent_failure/time_limit"] * 4
-    assert time.perf_counter() - started < 6  # concurrent, not 4 x 2 s in a row
+    assert time.perf_counter() - started < HANG  # no attempt waited for its blocked agent
 
 
 @pytest.mark.parametrize("error", [SystemExit(3), KeyboardInterrupt(), asyncio.CancelledError()])
@@ -266,13 +274,18 @@ def _with_check(edited_bank: EditTask, body: str) -> Suite:
 
 
 def test_a_hanging_check_is_a_grader_failure(
-    edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
+    edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     monkeypatch.setattr("groundstate.grading.outcome.GRADER_TIME_LIMIT", 0.3)
-    suite = _with_check(edited_bank, "    import time\n    time.sleep(5)\n    return True")
+    released = tmp_path / "released"  # the check hangs until the test has its verdict
+    hang = f"    import os, time\n    while not os.path.exists({str(released)!r}):\n"
+    suite = _with_check(edited_bank, hang + "        time.sleep(0.02)\n    return True")
     started = time.perf_counter()
-    run = _run(suite, _transfer_anyway)
-    assert time.perf_counter() - started < 3
+    try:
+        run = _run(suite, _transfer_anyway)
+    finally:
+        released.touch()
+    assert time.perf_counter() - started < HANG
     assert run.terminal_reason == "grader_failure" and not run.valid
     slow = next(r for r in run.outcome_assertion_results if r.id == "slow")
     assert slow.error is not None and "timed out" in slow.error

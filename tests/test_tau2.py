@@ -23,6 +23,8 @@ from groundstate.tau2.fixture import fixture_from_db
 from groundstate.tau2.policy import info_pattern
 from groundstate.tools import ToolContext, load_tools
 from groundstate.validation import validate_suite
+from groundstate.validation.checks import check_tool_robustness
+from groundstate.validation.replay import Proof
 from tests.trace_builder import Trace
 
 TOOLS = load_tools(Path(checks.__file__).with_name("retail_tools.py"))
@@ -540,5 +542,7 @@ def test_cli_imports_and_audits(tau2_dir: Path, tmp_path: Path) -> None:
 def test_no_schema_valid_call_crashes_a_tool(tau2_dir: Path, tmp_path: Path) -> None:
     options = ImportOptions(tasks=["0"], mutation_testing="off")
     import_tau2(tau2_dir, tmp_path / "suite", options)
-    task = validate_suite(load_suite(tmp_path / "suite")).tasks[0]
-    assert task.check("tool_robustness").passed, task.check("tool_robustness").detail
+    suite = load_suite(tmp_path / "suite")
+    (task,) = suite.tasks.values()
+    passed, detail = check_tool_robustness(Proof(suite, task))  # validation's check alone
+    assert passed and "off" not in detail, detail

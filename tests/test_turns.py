@@ -18,7 +18,7 @@ from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
 from groundstate.turns import Turns
 
-from .conftest import EditTask
+from .conftest import BLOCK, HANG, EditTask
 
 
 def _taken_within(turns_: Turns, seconds: float) -> bool:
@@ -38,7 +38,7 @@ def test_one_turn_at_a_time_and_given_back_to_the_next() -> None:
     token = t.take()
     assert not _taken_within(t, 0.2)  # waits: the turn is held, well within its lease
     t.give_back(token)
-    assert _taken_within(t, 2.0)
+    assert _taken_within(t, HANG)
     assert t.forfeited == 0
 
 
@@ -47,7 +47,7 @@ def test_two_slots_let_two_in_and_not_three() -> None:
     first, second = t.take(), t.take()
     assert not _taken_within(t, 0.2)
     t.give_back(first)
-    assert _taken_within(t, 2.0)
+    assert _taken_within(t, HANG)
     t.give_back(second)
 
 
@@ -58,12 +58,12 @@ def test_a_turn_held_past_its_lease_is_forfeited_and_the_slot_not_doubled() -> N
     stuck = t.take()
     started = time.monotonic()
     after = t.take()  # this thread: waits out the stuck holder's lease
-    assert 0.1 <= time.monotonic() - started < 2.0
+    assert 0.1 <= time.monotonic() - started < HANG  # not forever: the lease ran out
     assert t.forfeited == 1
     t.give_back(stuck)  # late: changes nothing
     assert not _taken_within(t, 0.05)  # *after* still holds the only slot
     t.give_back(after)
-    assert _taken_within(t, 2.0)
+    assert _taken_within(t, HANG)
 
 
 def test_a_paused_turn_is_given_back_and_the_wait_for_it_counted() -> None:
@@ -74,24 +74,28 @@ def test_a_paused_turn_is_given_back_and_the_wait_for_it_counted() -> None:
             threading.Timer(0.15, t.give_back, args=(other,)).start()
         assert turn.waited >= 0.1  # retaking it waited for *other*
         assert not _taken_within(t, 0.05)
-    assert _taken_within(t, 2.0)  # the block's end gave it back
+    assert _taken_within(t, HANG)  # the block's end gave it back
 
 
 def test_an_exception_in_the_block_gives_the_turn_back() -> None:
     t = Turns(slots=1, lease=10.0)
     with pytest.raises(ValueError), t.held() as turn, turn.paused():
         raise ValueError("boom")
-    assert _taken_within(t, 2.0)
+    assert _taken_within(t, HANG)
 
 
-def test_a_blocking_agent_holds_no_turn(edited_bank: EditTask, monkeypatch: Any) -> None:
-    """An agent that blocks its thread (``time.sleep``) until its time limit: another
-    attempt in the same process runs to its end meanwhile, without waiting for a lease."""
-    monkeypatch.setattr(turns, "HARNESS", Turns(slots=1, lease=30.0))
-    suite = edited_bank(lambda t: t.update(time_limit=1.5))
+def test_a_blocking_agent_holds_no_turn(
+    edited_bank: EditTask, monkeypatch: Any, release: threading.Event
+) -> None:
+    """An agent that blocks its thread until the other attempt is over: another attempt in
+    the same process runs to its end meanwhile, without waiting for a lease (BLOCK s)."""
+    monkeypatch.setattr(turns, "HARNESS", Turns(slots=1, lease=BLOCK))
+    suite = edited_bank(lambda t: t.update(time_limit=BLOCK))
+    running = threading.Event()
 
     async def blocks(session: Session) -> str:
-        time.sleep(1.2)
+        running.set()
+        release.wait(BLOCK)
         return "done"
 
     async def quick(session: Session) -> str:
@@ -100,12 +104,13 @@ def test_a_blocking_agent_holds_no_turn(edited_bank: EditTask, monkeypatch: Any)
 
     with ThreadPoolExecutor(2) as pool:
         blocked = pool.submit(attempt, suite, "transfer", FunctionAgent(blocks))
-        time.sleep(0.2)  # the blocking agent is running
+        assert running.wait(HANG)
         started = time.monotonic()
         other = pool.submit(attempt, suite, "transfer", FunctionAgent(quick)).result()
         took = time.monotonic() - started
-        assert not blocked.done() and took < 0.9, took
+        assert not blocked.done() and took < HANG, took
         assert other.run.terminal_reason == "agent_failure/incorrect_state"
+        release.set()
     assert turns.HARNESS.forfeited == 0
 
 
@@ -309,7 +314,7 @@ def test_a_waiter_interrupted_keeps_no_turn_and_leaves_the_queue(
     assert not t._waiting
     if not granted_first:
         t.give_back(held)
-    assert _taken_within(t, 2.0)  # the only slot is free again
+    assert _taken_within(t, HANG)  # the only slot is free again
     assert t.forfeited == 0
 
 
@@ -323,7 +328,7 @@ def test_stuck_holders_hold_each_waiter_up_one_lease_at_most() -> None:
     first = time.monotonic() - started
     t.take()
     second = time.monotonic() - started
-    assert 0.08 <= first < 1.0 and 0.16 <= second < 2.0, (first, second)
+    assert 0.08 <= first < HANG and 0.16 <= second < HANG, (first, second)
     assert t.forfeited == 2
 
 

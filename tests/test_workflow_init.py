@@ -121,11 +121,23 @@ def test_init_validate_run_from_the_installed_layout(tmp_path: Path) -> None:
 @pytest.mark.skipif(
     not _setuptools_builds_wheels(), reason="the build backend (setuptools >= 77) is missing"
 )
-def test_init_validate_run_from_a_built_wheel(tmp_path: Path) -> None:
-    site, work = tmp_path / "site", tmp_path / "work"
-    work.mkdir()
-    _build_and_install_wheel(site, tmp_path)
-    _init_validate_run(site, work)
+def test_a_built_wheel_installs_exactly_the_layout_that_inits_validates_and_runs(
+    tmp_path: Path,
+) -> None:
+    """The same files, byte for byte, as the layout the test above copies and runs ``init``,
+    ``validate`` and ``run`` from (three cold starts of the CLI, not run twice)."""
+    wheel, layout = tmp_path / "wheel", tmp_path / "layout"
+    _build_and_install_wheel(wheel, tmp_path)
+    _install_like_a_wheel(layout)
+    assert _files(wheel / "groundstate") == _files(layout / "groundstate")
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in root.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
 
 
 def test_init_names_the_suite_after_its_folder(

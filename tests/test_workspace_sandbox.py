@@ -20,6 +20,8 @@ from groundstate.gateway import ToolGateway
 from groundstate.sandbox import find_bwrap
 from groundstate.trace import ToolCallEvent
 
+from .conftest import HANG
+
 pytestmark = pytest.mark.skipif(find_bwrap() is None, reason="bubblewrap is not installed")
 
 MINI = Path(__file__).parent / "suites" / "workspace_mini"
@@ -128,7 +130,7 @@ def test_the_hidden_tests_cannot_be_read(env: WorkspaceEnvironment, suite_copy: 
 def test_a_fork_bomb_is_stopped(env: WorkspaceEnvironment) -> None:
     started = time.monotonic()
     ran = _run(env, "bomb() { bomb | bomb & }; bomb; sleep 2; echo survived", timeout_s=2)
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < HANG
     assert "cannot fork" in ran["stderr"].lower()  # the process limit held
     again = _run(env, "echo alive")  # the next command starts: nothing is left running
     assert again["stdout"] == "alive\n"
@@ -142,9 +144,10 @@ def test_a_memory_hog_is_stopped(env: WorkspaceEnvironment) -> None:
 
 def test_cpu_time_and_wall_time_are_limited(env: WorkspaceEnvironment) -> None:
     started = time.monotonic()
-    spin = _run(env, "python -c 'while True: pass'", timeout_s=4)
-    assert spin["exit_code"] not in (0, None) and not spin["timed_out"]  # SIGXCPU at 1 s
-    assert time.monotonic() - started < 7
+    # SIGXCPU after 1 s of CPU, however long a loaded machine takes to give it that
+    spin = _run(env, "python -c 'while True: pass'", timeout_s=2 * HANG)
+    assert spin["exit_code"] not in (0, None) and not spin["timed_out"]
+    assert time.monotonic() - started < HANG
     sleeper = _run(env, "sleep 30", timeout_s=0.5)
     assert sleeper["timed_out"] and sleeper["exit_code"] is None
 
