@@ -506,7 +506,7 @@ def test_an_agent_programs_stderr_is_bounded_on_the_host(retail: Suite, tmp_path
 
 @pytest.mark.parametrize("value", [0, "big", True, 1.5])
 def test_an_agent_programs_file_limits_must_be_whole_megabytes(tmp_path: Path, value: Any) -> None:
-
+    (tmp_path / "x.py").write_text("")  # a missing script is refused first
     for name in ("file_size_mb", "tmp_mb"):
         path = system_file(tmp_path, ["{python}", "x.py"], sandbox="none", **{name: value})
         with pytest.raises(SpecError, match=name):
