@@ -1,0 +1,147 @@
+"""Statistics audit, tenth round: what an outside re-computation found (docs/statistics.md)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+
+from groundstate.analysis import (
+    OutcomeTable,
+    batch_report,
+    compare_batches,
+    comparison_report,
+)
+from groundstate.gates import failure_line, gate_results, parse_gate
+from groundstate.report.json_text import json_text
+from groundstate.report.terminal import report_footer, summary_tables
+from groundstate.stats import Outcome, compare
+from groundstate.store import BatchInfo
+
+Row = tuple[str, int, int, str, bool, float, float, float | None]
+
+
+def batch_info(
+    tasks: list[str], invalid: Sequence[str] = (), attempts: int = 2, batch_id: str = "b"
+) -> BatchInfo:
+    return BatchInfo(
+        batch_id=batch_id, created_at=datetime.now(UTC), suite="s", suite_path="s",
+        suite_hash="h", system_spec_hash="x", system_spec={}, attempts=attempts, seed=0,
+        task_revisions=dict.fromkeys(tasks, 1), task_weights={}, task_slices={},
+        invalid_tasks=list(invalid),
+    )  # fmt: skip
+
+
+def row(task: str, attempt: int, success: bool, *, retry: int = 0, reason: str = "") -> Row:
+    reason = reason or ("success" if success else "agent_failure/incorrect_state")
+    return (task, attempt, retry, reason, success, 1.0 + attempt, 2.0, None)
+
+
+# --- (a) an unpaired comparison counts a shared task once -----------------------------------
+
+
+def test_an_unpaired_difference_counts_a_task_in_both_batches_once() -> None:
+    """Seven tasks a side, one (s) in both: the unpaired difference said n_tasks 14, counting
+    s twice; the comparison is over 13 distinct tasks (its attempts are still all 28)."""
+    a = [Outcome(f"a{i}", j, (i + j) % 3 == 0) for i in range(6) for j in range(2)]
+    b = [Outcome(f"b{i}", j, (i + j) % 2 == 0) for i in range(6) for j in range(2)]
+    a += [Outcome("s", j, True) for j in range(2)]
+    b += [Outcome("s", j, False) for j in range(2)]
+    found = compare(a, b, n_boot=10)
+    assert found.mode == "unpaired"
+    for d in found.differences:
+        assert (d.a.n_tasks, d.b.n_tasks) == (7, 7)
+        assert d.difference.n_tasks == 13 and d.difference.attempts == 28
+    # disjoint batches: every task of each side
+    disjoint = compare(a[:-2], b[:-2], n_boot=10).find("success_rate").difference
+    assert disjoint.n_tasks == 12
+
+
+# --- (b) tasks that failed validation are reported apart ------------------------------------
+
+TASKS = [f"t{i}" for i in range(6)]
+
+
+def rows_of(tasks: list[str]) -> list[Row]:
+    """t0..t4 succeed on alternate attempts; t5 (the task that failed validation: its grader
+    passes everything) succeeds every time, after an environment failure it reran."""
+    rows = [row(t, a, (i + a) % 2 == 0) for i, t in enumerate(tasks) if t != "t5" for a in range(2)]
+    if "t5" in tasks:
+        rows += [row("t5", 0, True), row("t5", 1, True, retry=1)]
+        rows += [row("t5", 1, False, reason="environment_failure/reset")]
+    return rows
+
+
+HEADLINE = ("n_tasks", "valid_attempts", "invalid_attempts", "terminal_reasons", "success_rate",
+            "pass_at_k", "pass_hat_k", "partial_score", "invalid_as_failure", "k_limits",
+            "tasks", "tries", "invalid_rate_flagged", "summary")  # fmt: skip
+
+
+def test_tasks_that_failed_validation_are_left_out_of_every_figure_and_reported_apart() -> None:
+    """With ``run --allow-invalid`` the task proved invalid counted in the headline: its 2/2
+    lifted the success rate from 0.5 to 0.583 and passed a gate of 0.55. Every figure is now
+    that of the batch without it, and its own results are given apart."""
+    report = batch_report(batch_info(TASKS, ["t5"]), OutcomeTable.from_rows(rows_of(TASKS)))
+    valid_tasks = TASKS[:5]
+    reference = batch_report(batch_info(valid_tasks), OutcomeTable.from_rows(rows_of(valid_tasks)))
+    for key in HEADLINE:
+        assert report[key] == reference[key], key
+    # recomputed by hand: five tasks at 1/2 each
+    assert report["success_rate"]["estimate"] == 0.5 and report["n_tasks"] == 5
+    assert report["tries"]["tries"] == 10 and report["tries"]["invalid_tries"] == 0
+    assert report["invalid_tasks_run"] == ["t5"]
+    (apart,) = report["invalid_tasks_results"]
+    assert apart["task_id"] == "t5" and apart["valid"] == {"n": 2, "c": 2, "partial": None,
+                                                             "scored": 0}  # fmt: skip
+    assert report["missing_attempts"] is None  # the batch is complete: t5 ran as planned
+    (gate,) = gate_results([parse_gate("success_rate=0.55")], report)
+    assert gate["passed"] is False and gate["value"] == 0.5
+    footer = report_footer(report)
+    assert "left out of every figure above" in footer
+    assert "t5 2/2 valid attempts succeeded" in footer
+
+
+def test_a_comparison_leaves_out_a_task_that_failed_validation_in_either_batch() -> None:
+    a_tasks = [f"t{i}" for i in range(7)]
+    b_rows = [row(t, j, True) for t in a_tasks for j in range(2)]
+    a_rows = [row(t, j, j == 0) for t in a_tasks for j in range(2)]
+    a, b = batch_info(a_tasks, batch_id="a"), batch_info(a_tasks, ["t6"], batch_id="b")
+    found = compare_batches(a, OutcomeTable.from_rows(a_rows), b, OutcomeTable.from_rows(b_rows))
+    kept = [t for t in a_tasks if t != "t6"]
+    plain = compare_batches(
+        batch_info(kept, batch_id="a"), OutcomeTable.from_rows(a_rows[:-2]),
+        batch_info(kept, batch_id="b"), OutcomeTable.from_rows(b_rows[:-2]),
+    )  # fmt: skip
+    assert found.paired_tasks == plain.paired_tasks == tuple(kept)
+    assert found.differences == plain.differences and found.per_task == plain.per_task
+    assert any("left out of both sides: t6" in note for note in found.notes)
+    data = comparison_report(a, b, found)
+    assert data["invalid_tasks"] == ["t6"] and data["only_in_a"] == []
+
+
+def test_a_batch_whose_every_task_failed_validation_reports_no_figure() -> None:
+    """Nothing left to count: no estimate, no cost per attempt, strict JSON, every gate
+    fails as unestimated, and the terminal prints it (a zero-attempt mean was NaN)."""
+    report = batch_report(batch_info(["t5"], ["t5"]), OutcomeTable.from_rows(rows_of(["t5"])))
+    json.loads(json_text(report), parse_constant=_refuse)
+    assert report["n_tasks"] == 0 and report["success_rate"] is None
+    assert report["pass_hat_k"] == {} and report["invalid_as_failure"]["success_rate"] is None
+    assert report["summary"]["cost"] == {"total": 0.0, "mean": None, "median": None, "p90": None}
+    assert report["summary"]["invalid"]["rate"] == 0.0
+    assert report["invalid_tasks_results"][0]["strict"] == {"n": 2, "c": 2, "partial": None,
+                                                            "scored": 0}  # fmt: skip
+    (gate,) = gate_results([parse_gate("pass^1=0.1")], report)
+    assert gate["passed"] is False and "could not be estimated" in failure_line(gate)
+    console = Console(width=120, record=True)
+    for table in summary_tables(report):
+        console.print(table)
+    console.print(report_footer(report))
+    text = console.export_text()
+    assert "pass^1: no task to count" in text and "mean n/a" in text and "n/as" not in text
+
+
+def _refuse(constant: str) -> Any:
+    raise ValueError(f"not strict JSON: {constant}")
