@@ -173,6 +173,11 @@ def test_run_refuses_invalid_tasks_unless_allowed(tmp_path: Path) -> None:
     assert "RAN INVALID TASKS (--allow-invalid): transfer; left out of every figure" in out
     report = json.loads(_invoke("report", "--json", "--store", store)[1])
     assert report["invalid_tasks_run"] == ["transfer"]
+    # run --json counts as report --json does: the invalid task's attempts are apart
+    code, out, err = _invoke(*args, "--allow-invalid", "--resume", report["batch_id"], "--json")
+    data = json.loads(out)
+    assert data["terminal_reasons"] == report["terminal_reasons"] == {}
+    assert data["invalid_tasks_results"] == report["invalid_tasks_results"] != []
 
 
 def test_locked_run_refuses_a_changed_suite(tmp_path: Path) -> None:
