@@ -145,3 +145,30 @@ def test_a_batch_whose_every_task_failed_validation_reports_no_figure() -> None:
 
 def _refuse(constant: str) -> Any:
     raise ValueError(f"not strict JSON: {constant}")
+
+
+def test_every_note_of_a_comparison_page_has_its_own_id_and_counts_in_good_grammar() -> None:
+    """Every note was a ``<p id="mode-note">``: a comparison with two notes (unpaired, and a
+    task that failed validation) had the id twice; "1 tasks of b" read as a typo."""
+    from html.parser import HTMLParser
+
+    from groundstate.report.html import render_comparison
+
+    a_tasks = [f"a{i}" for i in range(5)] + ["bad"]
+    a = batch_info(a_tasks, ["bad"], attempts=1, batch_id="a")
+    b = batch_info(["b0"], attempts=1, batch_id="b")
+    a_rows = [row(t, 0, t != "a0") for t in a_tasks]
+    found = compare_batches(
+        a, OutcomeTable.from_rows(a_rows), b, OutcomeTable.from_rows([row("b0", 0, True)]),
+        allow_mismatch=True,
+    )  # fmt: skip
+    assert found.mode == "unpaired" and len(found.notes) == 2
+    assert "5 tasks of a with 1 task of b with valid attempts" in found.notes[0]
+    ids: list[str] = []
+
+    class Ids(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            ids.extend(value for name, value in attrs if name == "id" and value)
+
+    Ids().feed(render_comparison(a, b, found))
+    assert len(ids) == len(set(ids))

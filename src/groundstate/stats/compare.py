@@ -408,7 +408,7 @@ def _mode(
         return "paired", [f"only {_tasks(len(paired), 'paired task')}: intervals are n/a"]
     return "unpaired", [
         f"{_tasks(len(paired))} with valid attempts in both batches (fewer than {MIN_TASKS}): "
-        f"UNPAIRED comparison of {a_tasks} tasks of a with {b_tasks} tasks of b with valid "
+        f"UNPAIRED comparison of {_tasks(a_tasks)} of a with {_tasks(b_tasks)} of b with valid "
         "attempts (the strict view: of every task of each); between-task differences are not "
         "removed"
     ]
