@@ -172,3 +172,22 @@ def test_every_note_of_a_comparison_page_has_its_own_id_and_counts_in_good_gramm
 
     Ids().feed(render_comparison(a, b, found))
     assert len(ids) == len(set(ids))
+
+
+def test_the_plan_of_a_pilot_leaves_out_its_tasks_that_failed_validation() -> None:
+    """``groundstate plan`` reads a pilot through ``analysis.outcomes``, which counted the
+    attempts of a task proved invalid in the pilot's variance components."""
+    from pathlib import Path
+
+    from groundstate.analysis import outcomes
+    from groundstate.records import AgentRun
+
+    golden = Path(__file__).parent / "golden" / "agent_run_v2.json"
+    template = AgentRun.model_validate_json(golden.read_text())
+    runs = [
+        template.model_copy(update={"task_id": t, "attempt": a, "retry": 0})
+        for t in ("good", "bad") for a in range(2)
+    ]  # fmt: skip
+    kept = outcomes(batch_info(["good", "bad"], ["bad"]), runs)
+    assert [(o.task_id, o.attempt) for o in kept] == [("good", 0), ("good", 1)]
+    assert len(outcomes(batch_info(["good", "bad"]), runs)) == 4

@@ -53,8 +53,11 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
     """One statistical outcome per attempt slot of the batch.
 
     A task revision of 0 (how an import without revisions stores its tasks) becomes ""
-    (unversioned), so pairing it with a versioned batch is caught by the comparison.
+    (unversioned), so pairing it with a versioned batch is caught by the comparison. Tasks
+    that failed validation and ran anyway are left out, as from every figure
+    (:func:`headline_tries`).
     """
+    left_out = set(batch.invalid_tasks)
     return [
         Outcome(
             task_id=run.task_id,
@@ -71,6 +74,7 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
             partial_score=run.partial_score,
         )
         for run in final_runs(runs)
+        if run.task_id not in left_out
     ]
 
 
