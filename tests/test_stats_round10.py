@@ -191,3 +191,19 @@ def test_the_plan_of_a_pilot_leaves_out_its_tasks_that_failed_validation() -> No
     kept = outcomes(batch_info(["good", "bad"], ["bad"]), runs)
     assert [(o.task_id, o.attempt) for o in kept] == [("good", 0), ("good", 1)]
     assert len(outcomes(batch_info(["good", "bad"]), runs)) == 4
+
+
+def test_a_gate_that_cannot_be_estimated_says_why() -> None:
+    """``pass^2 could not be estimated (gate 0.5)`` left the user to find that one task had a
+    single valid attempt (its other was an environment failure)."""
+    rows = [row(t, a, True) for t in TASKS[:5] for a in range(2)]
+    rows[-1] = row("t4", 1, False, reason="environment_failure/reset")
+    report = batch_report(batch_info(TASKS[:5], attempts=2), OutcomeTable.from_rows(rows))
+    (gate,) = gate_results([parse_gate("pass^2=0.5")], report)
+    assert failure_line(gate) == (
+        "pass^2 could not be estimated (gate 0.5): k stops at 1 in the valid view; tasks with "
+        "fewer valid attempts: t4 (1)"
+    )
+    nothing = batch_report(batch_info(["t5"], ["t5"]), OutcomeTable.from_rows(rows_of(["t5"])))
+    (gate,) = gate_results([parse_gate("success_rate=0.5")], nothing)
+    assert failure_line(gate).endswith("(gate 0.5): no task has a valid attempt")
