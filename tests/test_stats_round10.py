@@ -93,6 +93,8 @@ def test_tasks_that_failed_validation_are_left_out_of_every_figure_and_reported_
     assert report["success_rate"]["estimate"] == 0.5 and report["n_tasks"] == 5
     assert report["tries"]["tries"] == 10 and report["tries"]["invalid_tries"] == 0
     assert report["invalid_tasks_run"] == ["t5"]
+    # docs/statistics.md: revision is an int (it was the text "1")
+    assert {t["revision"] for t in report["tasks"]} == {1}
     (apart,) = report["invalid_tasks_results"]
     assert apart["task_id"] == "t5" and apart["valid"] == {"n": 2, "c": 2, "partial": None,
                                                              "scored": 0}  # fmt: skip

@@ -539,7 +539,8 @@ def task_table(counts: dict[View, list[TaskCounts]]) -> list[dict[str, Any]]:
     return [
         {
             "task_id": valid.task_id,
-            "revision": valid.revision or None,
+            # as the batch stores it (TaskCounts keeps it as text, "" for unversioned)
+            "revision": int(valid.revision) if valid.revision else None,
             "weight": valid.weight,
             "labels": list(valid.labels),
             "horizon": valid.horizon,
