@@ -209,3 +209,44 @@ def test_a_gate_that_cannot_be_estimated_says_why() -> None:
     nothing = batch_report(batch_info(["t5"], ["t5"]), OutcomeTable.from_rows(rows_of(["t5"])))
     (gate,) = gate_results([parse_gate("success_rate=0.5")], nothing)
     assert failure_line(gate).endswith("(gate 0.5): no task has a valid attempt")
+
+
+def test_the_html_page_of_a_batch_with_a_task_that_failed_validation_prints_the_json_figures() -> (
+    None
+):
+    """The page's suite numbers, terminal reasons and cost are the JSON's, without the task
+    that failed validation (the page computed its own from every run)."""
+    import re
+    import uuid
+    from pathlib import Path
+
+    from groundstate.analysis import summarize_batch, tries
+    from groundstate.records import AgentRun
+    from groundstate.report.html import render_batch
+
+    golden = Path(__file__).parent / "golden" / "agent_run_v2.json"
+    template = AgentRun.model_validate_json(golden.read_text())
+    tasks = [f"t{i}" for i in range(6)] + ["bad"]
+    runs = [
+        template.model_copy(update={
+            "run_id": uuid.uuid4().hex, "task_id": t, "attempt": a, "retry": 0,
+            "success": ok, "terminal_reason": "success" if ok else "agent_failure/x",
+            "partial_score": None, "cost": 1.0 + (t == "bad") * 100, "latency": 1.0,
+        })
+        for i, t in enumerate(tasks) for a in range(2)
+        for ok in [t == "bad" or (i + a) % 3 == 0]
+    ]  # fmt: skip
+    info = batch_info(tasks, ["bad"])
+    report = batch_report(info, runs)
+    page = render_batch(info, runs, summarize_batch(info, runs), tries(info, runs))
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    rate = report["success_rate"]
+    assert rate["n_tasks"] == 6 and rate["attempts"] == 12
+    assert f"valid attempts only {rate['estimate']:.3f} [" in text
+    assert re.search(rf"\] {rate['se']:.3f} 6 12 2 2 ", text)
+    assert report["summary"]["cost"]["total"] == 12.0
+    assert "Cost: total 12.0000" in text
+    reasons = page[page.index('id="terminal-reasons"') : page.index('id="tasks"')]
+    for reason, count in report["terminal_reasons"].items():
+        assert f'<td>{reason}</td><td class="n">{count}</td>' in reasons
+    assert sum(report["terminal_reasons"].values()) == 12
