@@ -49,6 +49,8 @@ def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
         "runs",
         "terminal_reasons",
         "invalid_attempts",
+        "invalid_tasks_run",
+        "invalid_tasks_results",
         "success_rate",
         "pass_at_k",
         "pass_hat_k",
