@@ -178,20 +178,19 @@ class OutcomeTable:
         them (task codes follow sorted task ids, so sorting codes sorts ids)."""
         if len(self) == 0 or _sorted(self.task, self.attempt, self.retry):
             return self
-        order = np.lexsort((self.retry, self.attempt, self.task))
-        return replace(self, **{name: getattr(self, name)[order] for name in _ROW_COLUMNS})
+        return self._take(np.lexsort((self.retry, self.attempt, self.task)))
 
     def split(self, tasks: Iterable[str]) -> tuple[OutcomeTable, OutcomeTable]:
         """The rows of tasks other than *tasks*, and the rows of *tasks* (same codes)."""
         names = set(tasks)
         if not names & set(self.task_ids):
-            return self, replace(self, **{n: getattr(self, n)[:0] for n in _ROW_COLUMNS})
+            return self, self._take(slice(0, 0))
         picked = np.array([t in names for t in self.task_ids], dtype=np.bool_)[self.task]
-        keep, apart = np.flatnonzero(~picked), np.flatnonzero(picked)
-        return (
-            replace(self, **{n: getattr(self, n)[keep] for n in _ROW_COLUMNS}),
-            replace(self, **{n: getattr(self, n)[apart] for n in _ROW_COLUMNS}),
-        )
+        return self._take(~picked), self._take(picked)
+
+    def _take(self, rows: Any) -> OutcomeTable:
+        """The table of the rows *rows* selects (an index array, a mask or a slice)."""
+        return replace(self, **{name: getattr(self, name)[rows] for name in _ROW_COLUMNS})
 
     def final(self) -> OutcomeTable:
         """The last try of each (task, attempt), as :func:`final_runs` picks it."""
@@ -205,7 +204,7 @@ class OutcomeTable:
         else:
             order = np.lexsort((self.retry, self.attempt, self.task))
             keep = order[_last_tries(self.task[order], self.attempt[order])]
-        return replace(self, **{name: getattr(self, name)[keep] for name in _ROW_COLUMNS})
+        return self._take(keep)
 
 
 class OutcomeColumns:
