@@ -49,6 +49,8 @@ def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
         "runs",
         "terminal_reasons",
         "invalid_attempts",
+        "invalid_tasks_run",
+        "invalid_tasks_results",
         "success_rate",
         "pass_at_k",
         "pass_hat_k",
@@ -167,11 +169,17 @@ def test_run_refuses_invalid_tasks_unless_allowed(tmp_path: Path) -> None:
     with RunStore(Path(store)) as runs:
         assert runs.batches() == []
     code, out, err = _invoke(*args, "--allow-invalid")
-    assert code == 0 and "pass^1 = " in out
+    # the suite's one task failed validation: no figure counts it, its results are apart
+    assert code == 0 and "pass^1: no task to count" in out
     assert "warning: running invalid tasks: transfer" in err
-    assert "RAN INVALID TASKS (--allow-invalid): transfer" in out
+    assert "RAN INVALID TASKS (--allow-invalid): transfer; left out of every figure" in out
     report = json.loads(_invoke("report", "--json", "--store", store)[1])
     assert report["invalid_tasks_run"] == ["transfer"]
+    # run --json counts as report --json does: the invalid task's attempts are apart
+    code, out, err = _invoke(*args, "--allow-invalid", "--resume", report["batch_id"], "--json")
+    data = json.loads(out)
+    assert data["terminal_reasons"] == report["terminal_reasons"] == {}
+    assert data["invalid_tasks_results"] == report["invalid_tasks_results"] != []
 
 
 def test_locked_run_refuses_a_changed_suite(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from groundstate.analysis import summarize_batch, tries
+from groundstate.analysis import batch_report, summarize_batch, tries
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.html import render_batch, render_comparison
 from groundstate.runner import BatchConfig, run_batch
@@ -377,3 +377,15 @@ def test_a_batch_that_ran_invalid_tasks_says_so(bank_batch: Batch) -> None:
     )
     page = flagged.render()
     assert 'id="invalid-tasks-alert"' in page and "Ran tasks that failed validation" in page
+    # its figures are left out of the page's numbers, as of the JSON's (the bank suite's one
+    # task: none is left), and given apart
+    report = batch_report(flagged.info, flagged.runs)
+    assert report["n_tasks"] == 0 and report["success_rate"] is None
+    numbers = page[page.index('id="suite-numbers"') : page.index('id="slices"')]
+    assert numbers.count("no counted attempt") >= 2  # both views
+    nothing = "mean {0}, median {0}, p90 {0}".format("\u2013")  # no "\u2013s" for seconds
+    assert f"{nothing}. Latency per attempt: {nothing}." in numbers
+    assert "0 tasks · no counted attempt" in page
+    alert = " ".join(page[page.index('id="invalid-tasks-alert"') :].split("</div>")[0].split())
+    (apart,) = report["invalid_tasks_results"]
+    assert f"apart: transfer {apart['valid']['c']}/{apart['valid']['n']} valid attempts" in alert

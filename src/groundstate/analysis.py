@@ -53,8 +53,11 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
     """One statistical outcome per attempt slot of the batch.
 
     A task revision of 0 (how an import without revisions stores its tasks) becomes ""
-    (unversioned), so pairing it with a versioned batch is caught by the comparison.
+    (unversioned), so pairing it with a versioned batch is caught by the comparison. Tasks
+    that failed validation and ran anyway are left out, as from every figure
+    (:func:`headline_tries`).
     """
+    left_out = set(batch.invalid_tasks)
     return [
         Outcome(
             task_id=run.task_id,
@@ -71,6 +74,7 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
             partial_score=run.partial_score,
         )
         for run in final_runs(runs)
+        if run.task_id not in left_out
     ]
 
 
@@ -174,8 +178,19 @@ class OutcomeTable:
         them (task codes follow sorted task ids, so sorting codes sorts ids)."""
         if len(self) == 0 or _sorted(self.task, self.attempt, self.retry):
             return self
-        order = np.lexsort((self.retry, self.attempt, self.task))
-        return replace(self, **{name: getattr(self, name)[order] for name in _ROW_COLUMNS})
+        return self._take(np.lexsort((self.retry, self.attempt, self.task)))
+
+    def split(self, tasks: Iterable[str]) -> tuple[OutcomeTable, OutcomeTable]:
+        """The rows of tasks other than *tasks*, and the rows of *tasks* (same codes)."""
+        names = set(tasks)
+        if not names & set(self.task_ids):
+            return self, self._take(slice(0, 0))
+        picked = np.array([t in names for t in self.task_ids], dtype=np.bool_)[self.task]
+        return self._take(~picked), self._take(picked)
+
+    def _take(self, rows: Any) -> OutcomeTable:
+        """The table of the rows *rows* selects (an index array, a mask or a slice)."""
+        return replace(self, **{name: getattr(self, name)[rows] for name in _ROW_COLUMNS})
 
     def final(self) -> OutcomeTable:
         """The last try of each (task, attempt), as :func:`final_runs` picks it."""
@@ -189,7 +204,7 @@ class OutcomeTable:
         else:
             order = np.lexsort((self.retry, self.attempt, self.task))
             keep = order[_last_tries(self.task[order], self.attempt[order])]
-        return replace(self, **{name: getattr(self, name)[keep] for name in _ROW_COLUMNS})
+        return self._take(keep)
 
 
 class OutcomeColumns:
@@ -318,6 +333,16 @@ def _table(runs: Sequence[AgentRun] | OutcomeTable) -> OutcomeTable:
     return runs if isinstance(runs, OutcomeTable) else OutcomeTable.from_runs(runs)
 
 
+def headline_tries(
+    batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable
+) -> tuple[OutcomeTable, OutcomeTable]:
+    """The tries every figure counts, and those of the tasks that failed validation and ran
+    anyway (``run --allow-invalid``): those are reported apart (``invalid_tasks_results``),
+    never in the headline, reasons, cost or invalid-try rates, since a task proved unsolvable
+    or ungradable says nothing about the system."""
+    return _table(runs).split(batch.invalid_tasks)
+
+
 @dataclass(frozen=True)
 class Counted:
     """A batch's counted attempts: the summary and the per-task counts it was built from."""
@@ -327,17 +352,24 @@ class Counted:
     valid_attempts: int
     invalid_attempts: int
     final: OutcomeTable
-    """The counted try of each attempt."""
+    """The counted try of each attempt (tasks that failed validation left out)."""
 
 
 def _final_counts(
     batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable
 ) -> tuple[OutcomeTable, npt.NDArray[np.bool_], dict[View, list[TaskCounts]]]:
-    """The final try of each attempt, which of them are valid, and the per-task counts."""
-    final = _table(runs).final()
+    """The final try of each attempt of the tasks that count (:func:`headline_tries`), which
+    of them are valid, and the per-task counts."""
+    final = headline_tries(batch, runs)[0].final()
     valid = final.valid()
+    return final, valid, _counts(batch, final, valid)
+
+
+def _counts(
+    batch: BatchInfo, final: OutcomeTable, valid: npt.NDArray[np.bool_]
+) -> dict[View, list[TaskCounts]]:
     columns = AttemptColumns(final.task_ids, final.task, valid, final.success, final.partial)
-    return final, valid, count_columns(columns, task_infos(batch))
+    return count_columns(columns, task_infos(batch))
 
 
 def count_batch(
@@ -377,8 +409,9 @@ def tries(batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable) -> dict[str
     """Every try, reruns included: how often attempts came out invalid, by reason, whether
     that exceeds the batch's declared ``max_invalid_rate`` (flagged in every report), and
     what all tries cost (the summary's cost is over counted attempts: a rerun was paid for
-    too; None when the sum is beyond the largest float)."""
-    table = _table(runs)
+    too; None when the sum is beyond the largest float). Tasks that failed validation are left
+    out, as from every figure (:func:`headline_tries`)."""
+    table = headline_tries(batch, runs)[0]
     invalid: Counter[str] = Counter()
     for reason, n in table.reason_counts().items():
         if reason.split("/")[0] in INVALID_REASONS:
@@ -404,7 +437,8 @@ def batch_report(
 ) -> dict[str, Any]:
     """The machine-readable report of a batch: headline numbers of both views with their
     denominators and intervals, the k limits, and the per-task table it was computed from."""
-    table = _table(runs)
+    whole = _table(runs)
+    table, apart = headline_tries(batch, whole)
     counted = count_batch(batch, table, seed=seed, k_over_supporting=k_over_supporting)
     summary = counted.summary
     valid, strict = summary.views["valid"], summary.views["strict"]
@@ -438,9 +472,17 @@ def batch_report(
         "tries": attempt_tries,
         "invalid_rate_flagged": attempt_tries["flagged"],
         "invalid_tasks_run": batch.invalid_tasks,
-        "missing_attempts": missing_attempts(batch, counted.final),
+        "invalid_tasks_results": invalid_task_results(batch, apart),
+        "missing_attempts": missing_attempts(batch, whole.final()),
         "summary": summary.to_dict(),
     }
+
+
+def invalid_task_results(batch: BatchInfo, apart: OutcomeTable) -> list[dict[str, Any]]:
+    """The per-task table (:func:`task_table`) of the tasks that failed validation and ran
+    anyway, from their tries: reported apart from every figure."""
+    final = apart.final()
+    return task_table(_counts(batch, final, final.valid()))
 
 
 def missing_attempts(batch: BatchInfo, final: OutcomeTable) -> dict[str, Any] | None:
@@ -496,7 +538,8 @@ def task_table(counts: dict[View, list[TaskCounts]]) -> list[dict[str, Any]]:
     return [
         {
             "task_id": valid.task_id,
-            "revision": valid.revision or None,
+            # as the batch stores it (TaskCounts keeps it as text, "" for unversioned)
+            "revision": int(valid.revision) if valid.revision else None,
             "weight": valid.weight,
             "labels": list(valid.labels),
             "horizon": valid.horizon,
@@ -539,24 +582,31 @@ def compare_batches(
     """Comparison of two batches on their shared tasks; refuses different revisions, suites
     or versioning unless *allow_mismatch* (then the comparison lists them). A batch that
     lacks planned attempts is named in the notes, as its own report names it."""
-    a_final, _, a_counts = _final_counts(a, a_runs)
-    b_final, _, b_counts = _final_counts(b, b_runs)
+    # A task that failed validation in either batch is left out of both: its figures are
+    # not evidence about either system (each report gives them apart).
+    left_out = sorted({*a.invalid_tasks, *b.invalid_tasks})
+    a_table, b_table = _table(a_runs), _table(b_runs)
     comparison = compare_counts(
-        a_counts,
-        b_counts,
+        _final_counts(a, a_table.split(left_out)[0])[2],
+        _final_counts(b, b_table.split(left_out)[0])[2],
         seed=seed,
         fdr=fdr,
         allow_mismatch=allow_mismatch,
         batch_mismatches=batch_mismatches(a, b),
     )
-    incomplete = [
+    notes = [
         note
-        for side, batch, final in (("a", a, a_final), ("b", b, b_final))
-        if (note := _incomplete_note(side, batch, final)) is not None
+        for side, batch, table in (("a", a, a_table), ("b", b, b_table))
+        if (note := _incomplete_note(side, batch, table.final())) is not None
     ]
-    if not incomplete:
+    if left_out:
+        notes.append(
+            "tasks that failed validation and ran anyway (run --allow-invalid), left out of "
+            f"both sides: {', '.join(left_out)}"
+        )
+    if not notes:
         return comparison
-    return replace(comparison, notes=(*comparison.notes, *incomplete))
+    return replace(comparison, notes=(*comparison.notes, *notes))
 
 
 def _incomplete_note(side: str, batch: BatchInfo, final: OutcomeTable) -> str | None:
@@ -582,6 +632,7 @@ def comparison_report(a: BatchInfo, b: BatchInfo, comparison: Comparison) -> dic
         "only_in_a": list(comparison.only_in_a),
         "only_in_b": list(comparison.only_in_b),
         "excluded_tasks": list(comparison.excluded_tasks),
+        "invalid_tasks": sorted({*a.invalid_tasks, *b.invalid_tasks}),
         "dropped_tasks": comparison.dropped_tasks,
         "common_k": comparison.common_k,
         "metrics": metrics,

@@ -110,16 +110,31 @@ def gate_results(gates: list[Gate], report: dict[str, Any]) -> list[dict[str, An
                 and value is not None
                 and value >= gate.threshold - _ROUNDING,
                 "incomplete": incomplete,
+                "unestimated": None if value is not None else _why_unestimated(gate, report),
             }
         )
     return results
+
+
+def _why_unestimated(gate: Gate, report: dict[str, Any]) -> str:
+    """Why the batch has no value for *gate*: no valid attempt at all, or a k above the
+    common k (which tasks stop it, as the report's k limits name them)."""
+    limits = report.get("k_limits", {}).get("valid", {})
+    kmax = limits.get("kmax", 0)
+    if not kmax:
+        return "no task has a valid attempt"
+    short = ", ".join(f"{t['task_id']} ({t['n']})" for t in limits.get("limited_by", [])[:5])
+    return f"k stops at {kmax} in the valid view" + (
+        f"; tasks with fewer valid attempts: {short}" if short else ""
+    )
 
 
 def failure_line(result: dict[str, Any]) -> str:
     """One line for a failed gate."""
     threshold = f"{result['threshold']:g}"
     if result["value"] is None:
-        return f"{result['metric']} could not be estimated (gate {threshold})"
+        why = f": {result['unestimated']}" if result.get("unestimated") else ""
+        return f"{result['metric']} could not be estimated (gate {threshold}){why}"
     if result.get("incomplete"):
         return (
             f"{result['metric']} = {fraction(result['value'])} is not a verdict (gate "

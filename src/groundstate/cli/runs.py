@@ -598,8 +598,11 @@ def _batch_json(
         "tasks": len(result.batch.task_revisions),
         "attempts": result.batch.attempts,
         "runs": [_run_json(r) for r in counted],
-        "terminal_reasons": dict(Counter(r.terminal_reason for r in counted)),
-        "invalid_attempts": sum(not r.valid for r in counted),
+        # as report --json counts them: tasks that failed validation are reported apart
+        "terminal_reasons": data["terminal_reasons"],
+        "invalid_attempts": data["invalid_attempts"],
+        "invalid_tasks_run": data["invalid_tasks_run"],
+        "invalid_tasks_results": data["invalid_tasks_results"],
         "success_rate": data["success_rate"],
         "pass_at_k": data["pass_at_k"],
         "pass_hat_k": data["pass_hat_k"],

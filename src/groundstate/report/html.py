@@ -19,7 +19,12 @@ from typing import Any, TypeGuard
 import jinja2
 from pydantic import TypeAdapter, ValidationError
 
-from groundstate.analysis import OutcomeTable, missing_attempts
+from groundstate.analysis import (
+    OutcomeTable,
+    headline_tries,
+    invalid_task_results,
+    missing_attempts,
+)
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.html_text import environment
 from groundstate.report.numbers import (
@@ -31,6 +36,7 @@ from groundstate.report.numbers import (
     fraction,
     incomplete_text,
     interval,
+    invalid_task_text,
     p_value,
     share,
     signed,
@@ -108,8 +114,11 @@ def render_batch(
     """
     ordered = sorted(runs, key=lambda r: (r.task_id, r.attempt, r.retry))
     altered = _altered_runs(integrity)
-    missing = missing_attempts(batch, OutcomeTable.from_runs(runs).final())
+    table = OutcomeTable.from_runs(runs)
+    missing = missing_attempts(batch, table.final())
+    apart = invalid_task_results(batch, headline_tries(batch, table)[1])
     return _template("report.html.j2").render(
+        invalid_tasks=invalid_task_text(apart),
         batch=batch,
         summary=summary,
         header=_header(batch, summary, tries),
@@ -225,6 +234,7 @@ def _environment() -> jinja2.Environment:
         p=_p,
         signed=signed,
         amount=_amount,
+        seconds=_seconds,
         pct=_pct,
         pretty=_pretty,
         cell=_cell,
@@ -249,6 +259,11 @@ def _num(value: float | None, digits: int = 3) -> str:
 def _amount(value: float | None, digits: int = 4) -> str:
     """A cost (four decimals) or latency, as the terminal report prints it."""
     return MISSING if value is None else amount(value, digits)
+
+
+def _seconds(value: float | None) -> str:
+    """A latency per attempt, as the terminal report prints it."""
+    return MISSING if value is None else f"{amount(value, 3)}s"
 
 
 def _p(value: float | None, alpha: float) -> str:

@@ -140,3 +140,13 @@ def incomplete_text(missing: dict[str, Any]) -> str:
             "reruns due under the batch's policy (counted as invalid until resumed)"
         )
     return "; ".join(parts)
+
+
+def invalid_task_text(rows: list[dict[str, Any]]) -> str:
+    """The results of tasks that failed validation, as reported apart from the figures:
+    ``transfer 3/4 valid attempts succeeded, 1 invalid``."""
+    return "; ".join(
+        f"{t['task_id']} {t['valid']['c']}/{t['valid']['n']} valid attempts succeeded"
+        + (f", {t['invalid']} invalid" if t["invalid"] else "")
+        for t in rows
+    )

@@ -24,6 +24,7 @@ from groundstate.report.numbers import (
     fraction,
     incomplete_text,
     interval,
+    invalid_task_text,
     p_value,
     share,
     signed,
@@ -415,16 +416,20 @@ def report_footer(report: dict[str, Any]) -> str:
         )
     cost, latency, per_success = summary["cost"], summary["latency"], summary["cost_per_success"]
     line += (
-        f"\ncost per attempt: mean {amount(cost['mean'], 4)}, median "
-        f"{amount(cost['median'], 4)}, p90 {amount(cost['p90'], 4)}; per success "
-        f"{_cost(per_success)} · latency per attempt: mean {amount(latency['mean'], 3)}s, "
-        f"median {amount(latency['median'], 3)}s, p90 {amount(latency['p90'], 3)}s"
+        f"\ncost per attempt: mean {_cost(cost['mean'])}, median "
+        f"{_cost(cost['median'])}, p90 {_cost(cost['p90'])}; per success "
+        f"{_cost(per_success)} · latency per attempt: mean {_seconds(latency['mean'])}, "
+        f"median {_seconds(latency['median'])}, p90 {_seconds(latency['p90'])}"
     )
     for limit in k_limit_lines(report):
         line += "\n" + quoted(limit)
     if report["invalid_tasks_run"]:
         names = quoted(", ".join(report["invalid_tasks_run"]))
-        line += f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}[/]"
+        results = quoted(invalid_task_text(report.get("invalid_tasks_results", [])))
+        line += (
+            f"\n[bold red]RAN INVALID TASKS (--allow-invalid): {names}; left out of every "
+            f"figure above[/]{': ' + results if results else ''}"
+        )
     if report["invalid_rate_flagged"]:
         invalid, threshold = tries["invalid_tries"] / tries["tries"], tries["max_invalid_rate"]
         line += (
@@ -445,6 +450,8 @@ def _headline(report: dict[str, Any]) -> str:
     each with the tasks and attempts it is over (the two views differ in both)."""
     valid = report["pass_hat_k"].get(1)
     line = "pass^1: no valid attempts"
+    if not report["tasks"] and report["invalid_tasks_run"]:
+        line = "pass^1: no task to count: every task that ran failed validation"
     if valid is not None:
         line = f"pass^1 = {fraction(valid['estimate'])} {_said(valid)} over {_over(valid)}"
     strict = report["invalid_as_failure"]["success_rate"]
@@ -476,6 +483,10 @@ def _said(estimate: dict[str, Any]) -> str:
 
 def _maybe(value: float | None) -> str:
     return "n/a" if value is None else amount(value, 3)
+
+
+def _seconds(value: float | None) -> str:
+    return "n/a" if value is None else f"{amount(value, 3)}s"
 
 
 def _cost(value: float | None) -> str:

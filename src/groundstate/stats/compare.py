@@ -408,7 +408,7 @@ def _mode(
         return "paired", [f"only {_tasks(len(paired), 'paired task')}: intervals are n/a"]
     return "unpaired", [
         f"{_tasks(len(paired))} with valid attempts in both batches (fewer than {MIN_TASKS}): "
-        f"UNPAIRED comparison of {a_tasks} tasks of a with {b_tasks} tasks of b with valid "
+        f"UNPAIRED comparison of {_tasks(a_tasks)} of a with {_tasks(b_tasks)} of b with valid "
         "attempts (the strict view: of every task of each); between-task differences are not "
         "removed"
     ]
@@ -593,9 +593,15 @@ def _unpaired(
         eb = make_estimate(
             b_values[b_rows, j], _weights(b_side, a)[b_rows], _ns(b_side, scored=partial)[b_rows]
         )
-        diff = welch(ea, eb)
+        # a task in both batches is one task of the comparison, not two
+        tasks = len(_names(a_side, a_rows) | _names(b_side, b_rows))
+        diff = welch(ea, eb, n_tasks=tasks)
         found.append(Difference(metric, kk, view, ea, eb, diff, *_welch_test(diff)))
     return k, found
+
+
+def _names(side: list[TaskCounts], rows: npt.NDArray[np.bool_]) -> set[str]:
+    return {t.task_id for t, keep in zip(side, rows.tolist(), strict=True) if keep}
 
 
 def _weights(side: list[TaskCounts], a: Mapping[str, TaskCounts] | None = None) -> FloatArray:
@@ -613,11 +619,14 @@ def _ns(side: list[TaskCounts], *, scored: bool = False) -> np.ndarray[Any, np.d
     return np.array([t.scored if scored else t.n for t in side], dtype=np.int64)
 
 
-def welch(a: Estimate, b: Estimate) -> Estimate:
-    """b - a of two independent task samples: SE from both CR1 SEs, Welch-Satterthwaite df."""
+def welch(a: Estimate, b: Estimate, *, n_tasks: int | None = None) -> Estimate:
+    """b - a of two independent task samples: SE from both CR1 SEs, Welch-Satterthwaite df.
+    *n_tasks*: the distinct tasks of both sides (a task in both batches is one task);
+    by default the sides are taken as disjoint."""
     estimate = b.estimate - a.estimate
+    tasks = a.n_tasks + b.n_tasks if n_tasks is None else n_tasks
     base = dict(
-        estimate=estimate, n_tasks=a.n_tasks + b.n_tasks, attempts=a.attempts + b.attempts,
+        estimate=estimate, n_tasks=tasks, attempts=a.attempts + b.attempts,
         min_n=min(a.min_n, b.min_n), max_n=max(a.max_n, b.max_n),
     )  # fmt: skip
     if min(a.n_tasks, b.n_tasks) < MIN_TASKS or a.se is None or b.se is None:

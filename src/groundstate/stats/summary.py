@@ -86,9 +86,10 @@ class ViewSummary(_Record):
 class Distribution(_Record):
     total: float | None
     """None when the sum is beyond the largest float (each value finite, their sum not)."""
-    mean: float
-    median: float
-    p90: float
+    mean: float | None
+    """None (as the median and p90) when there is no attempt to count."""
+    median: float | None
+    p90: float | None
 
 
 @dataclass(frozen=True)
@@ -430,7 +431,7 @@ def invalid_stats(invalid_reasons: Mapping[str, int], total: int) -> InvalidStat
     by_reason = dict(sorted(reasons.items()))
     count = sum(by_reason.values())
     rates = {reason: c / total for reason, c in by_reason.items()}
-    return InvalidStats(count, count / total, by_reason, rates)
+    return InvalidStats(count, count / total if total else 0.0, by_reason, rates)
 
 
 def distribution(values: FloatArray) -> Distribution:
@@ -438,7 +439,10 @@ def distribution(values: FloatArray) -> Distribution:
 
     Finite values near the float limit (a harness that writes 1e308 for "unknown") overflow
     the plain mean and median to inf, which strict JSON cannot carry: then they are taken
-    over values divided by the largest one, which cannot overflow."""
+    over values divided by the largest one, which cannot overflow. No values (every task of
+    a batch failed validation): a total of 0 and no mean, median or p90."""
+    if not len(values):
+        return Distribution(0.0, None, None, None)
     with np.errstate(over="ignore"):
         total = float(np.sum(values))
         spread: tuple[Any, ...] = (np.mean(values), np.median(values), np.percentile(values, 90))
