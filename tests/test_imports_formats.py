@@ -360,13 +360,13 @@ def test_tau_bench_with_errors_invalid_and_unequal_trials(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("results", "message"),
     [
-        ([tau(0, None, 1.0)], "tau.json:1: trial: must be an integer"),
+        ([tau(0, 1.5, 1.0)], "tau.json:1: trial: must be an integer"),
         ([tau(0, 0, 1.0), tau(0, "x", 1.0)], "tau.json:2: trial: must be an integer"),
         ([tau(0, 0, "high")], "tau.json:1: reward: must be a number"),
         ([tau(0, 0, None)], "tau.json:1: reward: must be a number"),
         ([tau(None, 0, 1.0)], "tau.json:1: task_id: required"),
         ([tau(0, 0, 1.0), 5], "tau.json:2: result: must be an object"),
-        ([tau(0, 0, 1.0, "no")], "tau.json:1: info: must be an object"),  # type: ignore[arg-type]
+        ([tau(0, 0, 1.0, [1])], "tau.json:1: info: must be an object"),  # type: ignore[arg-type]
         ([tau(0, 0, 1.0), tau(0, 0, 0.0)], "appears twice"),
         ([], "no result rows"),
     ],

@@ -1,0 +1,89 @@
+"""Tenth audit of ``import-results``: the τ-bench files its own history wrote.
+
+Classes: τ-bench results without ``trial``; the first ``run.py`` (June to September 2024:
+``info`` the text ``"Error: ..."`` when an attempt raised, the checks' details and the agent's
+``usage`` at the top of ``info``, a ``context_length_exceeded`` answer in ``info.error``); an
+episode that ran out of steps (``reward_info`` null: its reward 0 is no verdict on the state).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groundstate.store import RunStore
+from tests.test_imports_formats import Store, cli, write_json
+from tests.test_imports_round4 import tau_result
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path)
+
+
+def _outcomes(store: Store, path: Path, *extra: str) -> dict[tuple[str, int, int], str]:
+    return {key: reason for key, (reason, _) in store.runs(store.imported(path, *extra)).items()}
+
+
+def test_tau_results_without_trial_are_numbered_in_order(store: Store, tmp_path: Path) -> None:
+    """A result without ``trial`` refused the file ("trial: must be an integer, got None"):
+    each is one attempt, numbered per task in the order given, with a warning."""
+    results = [tau_result(0, 0, 1.0), tau_result(1, 0, 0.0), tau_result(0, 0, 0.0),
+               tau_result(1, 0, 1.0), tau_result(0, 0, 1.0)]  # fmt: skip
+    for result in results:
+        del result["trial"]
+    path = write_json(tmp_path / "tau.json", results)
+    assert _outcomes(store, path) == {
+        ("0", 1, 0): "success", ("1", 1, 0): "agent_failure/incorrect",
+        ("0", 2, 0): "agent_failure/incorrect", ("1", 2, 0): "success", ("0", 3, 0): "success",
+    }  # fmt: skip
+    code, _, err = cli("import-results", str(path), "--name", "y", "--store", str(store.path))
+    assert code == 0 and "5 attempt(s): τ-bench trial missing" in err
+
+
+def test_tau_first_run_py_errors_are_errors(store: Store, tmp_path: Path) -> None:
+    """τ-bench's first ``run.py`` wrote ``info: "Error: <message>"`` for an attempt that
+    raised: the whole file was refused (info: must be an object, got str)."""
+    results = [tau_result(0, 0, 1.0), tau_result(0, 1, 0.0)]
+    results[1]["info"] = "Error: Rate limit reached"
+    path = write_json(tmp_path / "tau.json", results)
+    assert _outcomes(store, path) == {("0", 1, 0): "success", ("0", 2, 0): "agent_failure/crashed"}
+    invalid = _outcomes(store, path, "--errors", "environment")
+    assert invalid[("0", 2, 0)] == "environment_failure/harness_error"
+    with RunStore(store.path) as opened:
+        run = next(r for r in opened.runs(store.imported(path)) if r.attempt == 2)
+    assert run.infrastructure_status["origin"]["error"] == "Rate limit reached"
+
+
+def test_an_episode_out_of_steps_is_a_step_limit(store: Store, tmp_path: Path) -> None:
+    """τ-bench leaves ``reward_info`` null when the episode never ended (its loop ran its 30
+    steps): such a result was ``agent_failure/incorrect``, a verdict on a state never graded."""
+    path = write_json(tmp_path / "tau.json", [tau_result(0, 0, 0.0, reward_info=None, task={})])
+    assert _outcomes(store, path) == {("0", 1, 0): "agent_failure/step_limit"}
+
+
+def test_tau_first_run_py_details_and_usage(store: Store, tmp_path: Path) -> None:
+    """The first ``run.py`` kept the checks at the top of ``info`` (``r_actions`` a bool) and
+    the agent's price in ``info.usage``: failures were all ``agent_failure/incorrect`` and
+    every cost 0; a ``context_length_exceeded`` stop was the agent crashing."""
+    usage = {"prompt_tokens": [10, 20], "completion_tokens": [5, 5], "total_price": 0.25}
+    window = "Error code: 400 - {'error': {'code': 'context_length_exceeded'}}"
+    results = [
+        tau_result("a", 0, 0.0, data_hash="h", r_actions=False, gt_data_hash="g", usage=usage),
+        tau_result("a", 1, 0.0, r_outputs=0, outputs={"10": False}, r_actions=True, usage=usage),
+        tau_result("a", 2, 0.0, error=window, source="user", usage=usage),
+        tau_result("a", 3, 1.0, data_hash="h", r_actions=True, usage=usage),
+    ]
+    path = write_json(tmp_path / "tau.json", results)
+    batch = store.imported(path)
+    with RunStore(store.path) as opened:
+        runs = {r.attempt: r for r in opened.runs(batch)}
+    assert {n: r.terminal_reason for n, r in runs.items()} == {
+        1: "agent_failure/incorrect_state", 2: "agent_failure/communication",
+        3: "harness_compatibility_failure/context_window", 4: "success",
+    }  # fmt: skip
+    assert {r.cost for r in runs.values()} == {0.25}
+    results[0]["info"]["usage"]["total_price"] = -1
+    err = store.refused(write_json(tmp_path / "bad.json", results[:1]))
+    assert "bad.json:1: info.usage.total_price: must not be negative" in err
