@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from groundstate.store import RunStore
-from tests.test_imports_formats import Store, cli, write_json
+from tests.test_imports_formats import Store, cli, sample, write_eval, write_json
 from tests.test_imports_round4 import tau_result
 
 
@@ -87,3 +87,21 @@ def test_tau_first_run_py_details_and_usage(store: Store, tmp_path: Path) -> Non
     results[0]["info"]["usage"]["total_price"] = -1
     err = store.refused(write_json(tmp_path / "bad.json", results[:1]))
     assert "bad.json:1: info.usage.total_price: must not be negative" in err
+
+
+def test_every_inspect_limit_decides_before_the_score(store: Store, tmp_path: Path) -> None:
+    """A ``turn`` limit (Inspect's model generations) or a limit type a newer Inspect adds
+    was decided by the score Inspect still gives a limited sample: a ``C`` made it a pass."""
+    samples = [
+        sample("a", 1, {"m": {"value": "C"}}, limit={"type": "turn", "limit": 10}),
+        sample("a", 2, {"m": {"value": "C"}}, limit={"type": "gpu_hours", "limit": 1}),
+        sample("a", 3, {"m": {"value": "C"}}),
+    ]
+    path = write_eval(tmp_path / "run.eval", samples)
+    assert _outcomes(store, path) == {
+        ("a", 1, 0): "agent_failure/step_limit",
+        ("a", 2, 0): "agent_failure/limit",
+        ("a", 3, 0): "success",
+    }
+    code, _, err = cli("import-results", str(path), "--name", "y", "--store", str(store.path))
+    assert code == 0 and "limit 'gpu_hours' is not one known here" in err

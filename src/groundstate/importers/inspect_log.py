@@ -49,6 +49,7 @@ before the sample's final one, whatever ``--errors`` says, since Inspect itself 
 scored only the last try."""
 LIMITS = {
     "message": "agent_failure/step_limit",
+    "turn": "agent_failure/step_limit",
     "time": "agent_failure/time_limit",
     "working": "agent_failure/time_limit",
     "token": "agent_failure/budget",
@@ -58,8 +59,10 @@ LIMITS = {
     "operator": "environment_failure/operator",
 }
 """A sample's ``limit.type`` -> ours. A limit decides before the score, as our own stops do
-(Inspect still scores the state a limited sample left). ``operator``: a person stopped the
-sample, not the agent's doing (invalid)."""
+(Inspect still scores the state a limited sample left). ``turn``: model generations.
+``operator``: a person stopped the sample, not the agent's doing (invalid). A type not here
+(a newer Inspect's) is :data:`OTHER_LIMIT`: a limit is never a normal end."""
+OTHER_LIMIT = "agent_failure/limit"
 INVALIDATED = "environment_failure/invalidated"
 """A sample someone marked invalid after the run (Inspect's ``invalidation``, from
 ``invalidate_samples``; eval sets rerun such samples, as they do errors): an invalid attempt,
@@ -286,18 +289,18 @@ class InspectSource:
         value = None if score is None else self._value(where, name, score.get("value"))
         origin = {"limit": limit, "score": {name: value}} if name else {"limit": limit}
         if limit is not None:
-            reason = LIMITS.get(str(limit))
-            if reason is not None:
-                return ImportedRow(
-                    **common, success=False, terminal_reason=reason, origin=origin,
-                    mapped=f"limit {limit} -> {reason}",
-                )  # fmt: skip
+            reason = LIMITS.get(str(limit), OTHER_LIMIT)
+            return ImportedRow(
+                **common, success=False, terminal_reason=reason, origin=origin,
+                mapped=f"limit {limit} -> {reason}",
+                unmapped=None if str(limit) in LIMITS else f"limit {limit!r} is not one known "
+                f"here: {OTHER_LIMIT}, not its score",
+            )  # fmt: skip
         if score is None:
-            self._unscored += limit is None
+            self._unscored += 1
             return ImportedRow(
                 **common, success=False, terminal_reason="grader_failure", origin=origin,
                 mapped="no score -> grader_failure",
-                unmapped=f"limit {limit!r} has no mapping" if limit is not None else None,
             )  # fmt: skip
         if isinstance(value, float) and math.isnan(value):
             # JSON's NaN, legal in Inspect logs: the scorer gave no verdict (indeterminate)
@@ -317,7 +320,6 @@ class InspectSource:
             reward=reward,
             origin=origin,
             mapped=f"score {grade} -> {verdict.terminal_reason}",
-            unmapped=f"limit {limit!r} has no mapping; decided by its score" if limit else None,
         )
 
     def _score(
