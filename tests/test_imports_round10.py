@@ -8,6 +8,9 @@ episode that ran out of steps (``reward_info`` null: its reward 0 is no verdict 
 
 from __future__ import annotations
 
+import json
+import warnings
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -105,3 +108,23 @@ def test_every_inspect_limit_decides_before_the_score(store: Store, tmp_path: Pa
     }
     code, _, err = cli("import-results", str(path), "--name", "y", "--store", str(store.path))
     assert code == 0 and "limit 'gpu_hours' is not one known here" in err
+
+
+def test_a_requeued_sample_rewritten_in_the_archive_is_read_once(
+    store: Store, tmp_path: Path
+) -> None:
+    """Inspect re-logs a requeued sample as a second archive member of the same name, the
+    last superseding the first (its own reader reads each name once): the import refused the
+    log ("attempt 1 appears twice")."""
+    path = write_eval(tmp_path / "run.eval", [sample("a", 1, {"m": {"value": "C"}})])
+    again = sample("b", 1, {"m": {"value": "I"}})
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "a") as archive:
+        warnings.simplefilter("ignore")  # zipfile's "Duplicate name"
+        archive.writestr("samples/b_epoch_1.json", json.dumps({**again, "error": {"m": 1}}))
+        archive.writestr("samples/b_epoch_1.json", json.dumps(again))
+    assert _outcomes(store, path) == {
+        ("a", 1, 0): "success",
+        ("b", 1, 0): "agent_failure/incorrect",
+    }
+    code, _, err = cli("import-results", str(path), "--name", "y", "--store", str(store.path))
+    assert code == 0 and "1 sample record(s) were written again" in err

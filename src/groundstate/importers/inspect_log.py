@@ -100,6 +100,8 @@ class InspectSource:
     """Samples that reached scoring (no error, no limit) without any score."""
     _invalidated: int = 0
     """Samples marked invalid after the run (named in a warning)."""
+    _superseded: int = 0
+    """Sample members written again under the same name (the last one is read)."""
     _members: list[str] | None = None
     """The archive's sample members in the order read (for :meth:`place`, on an error)."""
     _log: dict[str, Any] | None = None
@@ -143,6 +145,11 @@ class InspectSource:
                 f"{self.path}: log version {version!r} is not one this reader knows (1 to "
                 f"{LOG_VERSION}): its samples were read by version {LOG_VERSION}'s rules"
             )
+        if self._superseded:
+            warnings.append(
+                f"{self.path}: {self._superseded} sample record(s) were written again (a "
+                "requeued sample): the last of each is read, as Inspect reads it"
+            )
         if self._invalidated:
             warnings.append(
                 f"{self.path}: {self._invalidated} sample(s) were invalidated after the run: "
@@ -169,7 +176,7 @@ class InspectSource:
             return f"{self.path}:samples[{line - 1}]"
         if self._members is None:
             with self._archive() as archive:
-                self._members = [name for name in archive.namelist() if _is_sample(name)]
+                self._members = _sample_members(archive)
         return f"{self.path}!{self._members[line - 1]}"
 
     def system(self) -> dict[str, Any]:
@@ -234,9 +241,10 @@ class InspectSource:
                 yield f"{self.path}:samples[{index}]", sample
             return
         with self._archive() as archive:
-            for name in archive.namelist():
-                if _is_sample(name):
-                    yield f"{self.path}!{name}", _member(self.path, archive, name)
+            names = _sample_members(archive)
+            self._superseded = sum(map(_is_sample, archive.namelist())) - len(names)
+            for name in names:
+                yield f"{self.path}!{name}", _member(self.path, archive, name)
 
     def _archive(self) -> zipfile.ZipFile:
         try:
@@ -351,6 +359,13 @@ class InspectSource:
                 f"a value per key ({keys}): choose one with --scorer {name}.KEY",
             )
         return value[key]
+
+
+def _sample_members(archive: zipfile.ZipFile) -> list[str]:
+    """The archive's sample members, each name once: Inspect re-logs a requeued sample as a
+    second member of the same name, which supersedes the first (a read by name gets the
+    last, as Inspect's own reader does)."""
+    return [name for name in dict.fromkeys(archive.namelist()) if _is_sample(name)]
 
 
 def _is_sample(name: str) -> bool:
