@@ -128,3 +128,23 @@ def test_a_requeued_sample_rewritten_in_the_archive_is_read_once(
     }
     code, _, err = cli("import-results", str(path), "--name", "y", "--store", str(store.path))
     assert code == 0 and "1 sample record(s) were written again" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            'task_id,attempt,success,terminal_reason\nt1,0,true,success\nt1,1,false,"agent_failure/incor',
+            "cut.csv:3: not valid CSV: unexpected end of data (a quoted cell is never closed",
+        ),
+        ('task_id,attempt,success\nt1,0,"true"x\n', "cut.csv:2: not valid CSV"),
+    ],
+)
+def test_a_csv_cut_inside_a_quoted_cell_is_refused(
+    store: Store, tmp_path: Path, text: str, message: str
+) -> None:
+    """A row file cut inside a quoted cell was read as far as it went (``"agent_failure/incor``
+    a reason like any other); text after a closing quote was glued to the cell."""
+    path = tmp_path / "cut.csv"
+    path.write_text(text, encoding="utf-8")
+    assert message in store.refused(path)
