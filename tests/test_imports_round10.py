@@ -148,3 +148,19 @@ def test_a_csv_cut_inside_a_quoted_cell_is_refused(
     path = tmp_path / "cut.csv"
     path.write_text(text, encoding="utf-8")
     assert message in store.refused(path)
+
+
+def test_an_inspect_samples_cost_is_its_models_total_cost(store: Store, tmp_path: Path) -> None:
+    """Inspect keeps each model's ``total_cost`` in the sample's ``model_usage``: every
+    imported cost was 0 (a cost per success of 0 in the report)."""
+    usage = {"openai/gpt-4o": {"input_tokens": 10, "output_tokens": 5, "total_cost": 0.25},
+             "openai/gpt-4o-mini": {"input_tokens": 3, "total_cost": 0.05},
+             "local/free": {"input_tokens": 3}}  # fmt: skip
+    samples = [sample("a", 1, {"m": {"value": "C"}}, model_usage=usage),
+               sample("a", 2, {"m": {"value": "I"}}, model_usage={})]  # fmt: skip
+    batch = store.imported(write_eval(tmp_path / "run.eval", samples))
+    with RunStore(store.path) as opened:
+        assert sorted(r.cost for r in opened.runs(batch)) == [0.0, pytest.approx(0.3)]
+    samples[1]["model_usage"] = {"m": {"total_cost": "lots"}}
+    err = store.refused(write_eval(tmp_path / "bad.eval", samples))
+    assert "model_usage.m.total_cost: must be a number" in err

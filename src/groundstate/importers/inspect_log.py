@@ -258,6 +258,7 @@ class InspectSource:
             "task_id": task_key(where, "id", sample.get("id")),
             "label": integer(where, "epoch", sample.get("epoch")),
             "latency": _seconds(where, sample.get("total_time")),
+            "cost": _cost(where, sample.get("model_usage")),
         }
         invalidation = sample.get("invalidation")
         if invalidation is not None:
@@ -420,6 +421,18 @@ def _reward(where: str, name: str | None, value: Any) -> float:
         f"{value!r} is not a verdict (C, I, P, N, yes/no, true/false or a number in [0, 1]); "
         "choose another --scorer",
     )
+
+
+def _cost(where: str, usage: Any) -> float:
+    """The sample's cost: the ``total_cost`` of each model it used (Inspect's ``ModelUsage``,
+    in dollars, as its ``cost_limit`` counts it); 0 when the log gives none (older logs, or a
+    model without prices)."""
+    total = 0.0
+    for model, used in mapping(where, "model_usage", usage).items():
+        price = used.get("total_cost") if isinstance(used, dict) else None
+        if price is not None:
+            total += amount(where, f"model_usage.{model}.total_cost", price)
+    return total
 
 
 def _seconds(where: str, value: Any) -> float:
