@@ -147,8 +147,8 @@ STEP_LIMIT = "agent_failure/step_limit"
 user stopping or a terminating tool, and returned the last step's reward (0) with no
 ``reward_info``."""
 CONTEXT_WINDOW = "harness_compatibility_failure/context_window"
-"""τ-bench's first agents stopped on a ``context_length_exceeded`` answer, writing the
-message to ``info.error`` (as τ² has its own ``context_window_exceeded`` end)."""
+"""An error saying the conversation outgrew the model's window (τ-bench's first agents
+stopped on it, writing it to ``info.error``; as τ² has its own ``context_window_exceeded``)."""
 
 
 def _usage_cost(where: str, usage: Any) -> float:
@@ -158,9 +158,14 @@ def _usage_cost(where: str, usage: Any) -> float:
     return 0.0 if price is None else amount(where, "info.usage.total_price", price)
 
 
+CONTEXT_ERRORS = ("context_length_exceeded", "ContextWindowExceededError")
+"""How an error says the conversation outgrew the model's window: OpenAI's error code (the
+first agents' check), and litellm's exception (later τ-bench agents call through litellm)."""
+
+
 def _tau_error(error: str) -> str | None:
     """The reason an error message names, or ``None`` for an exception of any kind."""
-    return CONTEXT_WINDOW if "context_length_exceeded" in error else None
+    return CONTEXT_WINDOW if any(name in error for name in CONTEXT_ERRORS) else None
 
 
 def _tau_label(where: str, index: int, item: dict[str, Any]) -> tuple[int | str, str | None]:
