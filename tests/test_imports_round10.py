@@ -166,3 +166,22 @@ def test_an_inspect_samples_cost_is_its_models_total_cost(store: Store, tmp_path
     samples[1]["model_usage"] = {"m": {"total_cost": "lots"}}
     err = store.refused(write_eval(tmp_path / "bad.eval", samples))
     assert "model_usage.m.total_cost: must be a number" in err
+
+
+def test_a_chunked_sample_is_read_from_its_shell(store: Store, tmp_path: Path) -> None:
+    """Inspect may store a large sample in chunks (``samples/<id>_epoch_<n>/sample.json``
+    with ``metadata.json``, ``messages/0.json``, ``events/0.json`` beside it): every chunk was
+    read as a sample ("sample: must be an object, got list")."""
+    path = write_eval(tmp_path / "run.eval", [sample("a/b", 1, {"m": {"value": "C"}})])
+    shell = sample("big", 1, {"m": {"value": "C"}})
+    own = {"attempt": 1, "success": False, "terminal_reason": "agent_failure/crashed"}
+    with zipfile.ZipFile(path, "a") as archive:
+        prefix = "samples/big_epoch_1"
+        archive.writestr(f"{prefix}/sample.json", json.dumps({**shell, "metadata": None}))
+        archive.writestr(f"{prefix}/metadata.json", json.dumps({"groundstate": own}))
+        for part in ("messages/0.json", "events/0.json", "events/stats.json", "skeleton.json"):
+            archive.writestr(f"{prefix}/{part}", "[]")
+    assert _outcomes(store, path) == {
+        ("a/b", 1, 0): "success",
+        ("big", 1, 0): "agent_failure/crashed",  # its metadata, read from metadata.json
+    }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import lzma
 import math
+import re
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -244,7 +245,8 @@ class InspectSource:
             names = _sample_members(archive)
             self._superseded = sum(map(_is_sample, archive.namelist())) - len(names)
             for name in names:
-                yield f"{self.path}!{name}", _member(self.path, archive, name)
+                sample = _member(self.path, archive, name)
+                yield f"{self.path}!{name}", _with_metadata(self.path, archive, name, sample)
 
     def _archive(self) -> zipfile.ZipFile:
         try:
@@ -370,8 +372,30 @@ def _sample_members(archive: zipfile.ZipFile) -> list[str]:
 
 
 def _is_sample(name: str) -> bool:
-    """An archive member holding a sample (``samples/<id>_epoch_<n>.json``)."""
-    return name.startswith("samples/") and name.endswith(".json")
+    """An archive member holding a sample: ``samples/<id>_epoch_<n>.json``, or the shell of a
+    sample Inspect stored in chunks (``samples/<id>_epoch_<n>/sample.json``, beside its
+    ``metadata.json``, ``messages/0.json``, ``events/0.json`` ...)."""
+    if not name.startswith("samples/") or not name.endswith(".json"):
+        return False
+    chunk = _CHUNKED.fullmatch(name)
+    return chunk is None or chunk.group(2) == "sample.json"
+
+
+_CHUNKED = re.compile(r"(samples/.+_epoch_\d+)/(.+)")
+"""A member of a chunked sample: its prefix and its part (a sample id may hold ``/``)."""
+
+
+def _with_metadata(path: Path, archive: zipfile.ZipFile, name: str, sample: Any) -> Any:
+    """A chunked sample's shell with its metadata, which Inspect keeps apart (when any)."""
+    chunk = _CHUNKED.fullmatch(name)
+    if chunk is None or not isinstance(sample, dict):
+        return sample
+    metadata = f"{chunk.group(1)}/metadata.json"
+    try:
+        archive.getinfo(metadata)
+    except KeyError:
+        return sample
+    return {**sample, "metadata": _member(path, archive, metadata)}
 
 
 def _scores(where: str, sample: dict[str, Any]) -> dict[str, Any]:
