@@ -78,6 +78,7 @@ def test_tau_first_run_py_details_and_usage(store: Store, tmp_path: Path) -> Non
         tau_result("a", 2, 0.0, error=window, source="user", usage=usage),
         tau_result("a", 3, 1.0, data_hash="h", r_actions=True, usage=usage),
         tau_result("a", 4, 0.0, error="litellm.ContextWindowExceededError: too long", usage=usage),
+        tau_result("a", 5, 0.0, r_outputs=0, r_actions=False, usage=usage),  # state first
     ]
     path = write_json(tmp_path / "tau.json", results)
     batch = store.imported(path)
@@ -86,7 +87,7 @@ def test_tau_first_run_py_details_and_usage(store: Store, tmp_path: Path) -> Non
     assert {n: r.terminal_reason for n, r in runs.items()} == {
         1: "agent_failure/incorrect_state", 2: "agent_failure/communication",
         3: "harness_compatibility_failure/context_window", 4: "success",
-        5: "harness_compatibility_failure/context_window",
+        5: "harness_compatibility_failure/context_window", 6: "agent_failure/incorrect_state",
     }  # fmt: skip
     assert {r.cost for r in runs.values()} == {0.25}
     results[0]["info"]["usage"]["total_price"] = -1

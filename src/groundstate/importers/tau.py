@@ -180,12 +180,15 @@ def _tau_label(where: str, index: int, item: dict[str, Any]) -> tuple[int | str,
 def _tau_failure(info: dict[str, Any]) -> str:
     """τ-bench checks the final database hash (``r_actions``), then, for a task with outputs
     the agent had to tell the user, replaces that detail with ``r_outputs``. So ``r_outputs``
-    of 1 on a failed attempt means every output was told and the database was wrong (older
-    τ-bench checked one or the other, which reads the same way)."""
+    of 1 on a failed attempt means every output was told and the database was wrong. The
+    first ``run.py`` kept both, at the top of ``info``: a failed ``r_actions`` (the state)
+    decides first, as τ²'s state checks do."""
     checked = info.get("reward_info")
     detail = checked.get("info") if isinstance(checked, dict) else info  # first run.py: info
     if not isinstance(detail, dict):
         return "agent_failure/incorrect"
+    if "r_actions" in detail and not _passed(detail["r_actions"]):
+        return "agent_failure/incorrect_state"  # the first run.py checked both: state first
     if "r_outputs" in detail:
         told = _passed(detail["r_outputs"])
         return "agent_failure/incorrect_state" if told else "agent_failure/communication"
