@@ -186,3 +186,22 @@ def test_a_chunked_sample_is_read_from_its_shell(store: Store, tmp_path: Path) -
         ("a/b", 1, 0): "success",
         ("big", 1, 0): "agent_failure/crashed",  # its metadata, read from metadata.json
     }
+
+
+def test_attempts_given_only_by_reruns_are_counted(store: Store, tmp_path: Path) -> None:
+    """An attempt whose only try in the file is a rerun (an Inspect export keeps only the
+    counted try) was no attempt in the per-task count: "tasks have 0 to 2 attempts" where each
+    has 2, and a batch of text labels all rerun recorded 0 attempts per task."""
+    path = tmp_path / "rows.csv"
+    path.write_text(
+        "task_id,attempt,success,terminal_reason,retry\nt1,a,true,success,2\n"
+        "t1,b,false,agent_failure,0\nt2,a,true,success,0\nt2,b,true,success,0\n"
+        "t3,a,true,success,1\nt3,b,true,success,1\nt3,b,false,environment_failure/x,0\n",
+        encoding="utf-8",
+    )
+    code, _, err = cli("import-results", str(path), "--name", "y", "--store", str(store.path))
+    assert code == 0 and "attempts" not in err
+    path.write_text("task_id,attempt,success,terminal_reason,retry\nt1,a,true,success,1\n")
+    batch = store.imported(path)
+    with RunStore(store.path) as opened:
+        assert opened.batch(batch).attempts == 1
