@@ -249,7 +249,7 @@ def test_inspect_several_scorers_and_dict_values(tmp_path: Path) -> None:
         ({"id": ""}, "id: required: a task id"),
         ({"scores": [1]}, "scores: must be an object"),
         ({"scores": {"match": "C"}}, "scores.match: must be an object"),
-        ({"scores": {"match": {"value": [1, 0]}}}, "scores.match.value: [1, 0] is not a verdict"),
+        ({"scores": {"match": {"value": [1, 0]}}}, "scores.match.value: a value per position"),
         ({"scores": {"match": {"value": 5}}}, "scores.match.value: 5 is not a verdict"),
         ({"scores": {"match": {"value": "maybe"}}}, "scores.match.value: 'maybe' is not a verdict"),
         ({"scores": {"match": {"value": None}}}, "scores.match.value: None is not a verdict"),

@@ -205,3 +205,18 @@ def test_attempts_given_only_by_reruns_are_counted(store: Store, tmp_path: Path)
     batch = store.imported(path)
     with RunStore(store.path) as opened:
         assert opened.batch(batch).attempts == 1
+
+
+def test_a_list_score_is_read_by_position(store: Store, tmp_path: Path) -> None:
+    """An Inspect score value may be a list (``Value`` allows a sequence): such a log could
+    not be imported at all ("not a verdict; choose another --scorer" with no other)."""
+    samples = [sample("a", 1, {"m": {"value": ["C", 0.0]}}),
+               sample("a", 2, {"m": {"value": ["I", 1.0]}})]  # fmt: skip
+    path = write_eval(tmp_path / "run.eval", samples)
+    err = store.refused(path)
+    assert "scores.m.value: a value per position (0 to 1): choose one with --scorer m.INDEX" in err
+    assert _outcomes(store, path, "--scorer", "m.0") == {
+        ("a", 1, 0): "success", ("a", 2, 0): "agent_failure/incorrect",
+    }  # fmt: skip
+    assert _outcomes(store, path, "--scorer", "m.1")[("a", 1, 0)] == "agent_failure/incorrect"
+    assert "position (0 to 1)" in store.refused(path, "--scorer", "m.2")

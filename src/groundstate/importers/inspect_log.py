@@ -350,18 +350,26 @@ class InspectSource:
         return None, None
 
     def _value(self, where: str, name: str | None, value: Any) -> Any:
-        """The score's value, or the ``--scorer NAME.KEY`` entry of a dict value."""
-        if not isinstance(value, dict):
+        """The score's value, or the ``--scorer NAME.KEY`` entry of a dict value (for a list
+        value, ``NAME.INDEX``: Inspect's values may be either)."""
+        if not isinstance(value, dict | list):
             return value
         key = self.scorer[len(f"{name}.") :] if self.scorer and self.scorer != name else None
-        if key is None or key not in value:
-            keys = ", ".join(sorted(map(str, value)))
-            raise SpecError(
-                where,
-                f"scores.{name}.value",
-                f"a value per key ({keys}): choose one with --scorer {name}.KEY",
-            )
-        return value[key]
+        if isinstance(value, list):
+            entries = dict(enumerate(value))
+            index = int(key) if key is not None and key.isdigit() else None
+            if index in entries:
+                return entries[index]
+            keys, kind, choice = f"0 to {len(value) - 1}" if value else "none", "position", "INDEX"
+        elif key is not None and key in value:
+            return value[key]
+        else:
+            keys, kind, choice = ", ".join(sorted(map(str, value))), "key", "KEY"
+        raise SpecError(
+            where,
+            f"scores.{name}.value",
+            f"a value per {kind} ({keys}): choose one with --scorer {name}.{choice}",
+        )
 
 
 def _sample_members(archive: zipfile.ZipFile) -> list[str]:
