@@ -389,8 +389,12 @@ def _is_sample(name: str) -> bool:
     return chunk is None or chunk.group(2) == "sample.json"
 
 
-_CHUNKED = re.compile(r"(samples/.+_epoch_\d+)/(.+)")
-"""A member of a chunked sample: its prefix and its part (a sample id may hold ``/``)."""
+_CHUNKED = re.compile(
+    r"(samples/.+_epoch_\d+)/(sample\.json|metadata\.json|skeleton\.json"
+    r"|(?:messages|events|calls|attachments)/(?:\d+|stats|uuids)\.json)"
+)
+"""A member of a chunked sample: its prefix and its part (only Inspect's part names: a sample
+id may hold ``/``, so ``samples/a/b_epoch_1.json`` is a sample of its own)."""
 
 
 def _with_metadata(path: Path, archive: zipfile.ZipFile, name: str, sample: Any) -> Any:
