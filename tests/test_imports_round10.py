@@ -57,6 +57,9 @@ def test_tau_first_run_py_errors_are_errors(store: Store, tmp_path: Path) -> Non
     with RunStore(store.path) as opened:
         run = next(r for r in opened.runs(store.imported(path)) if r.attempt == 2)
     assert run.infrastructure_status["origin"]["error"] == "Rate limit reached"
+    results[1]["info"] = "all fine"  # other text is no error of that run.py's
+    err = store.refused(write_json(tmp_path / "text.json", results))
+    assert "text.json:2: info: must be an object, got str" in err
 
 
 def test_an_episode_out_of_steps_is_a_step_limit(store: Store, tmp_path: Path) -> None:

@@ -97,8 +97,8 @@ class TauSource:
     def _row(self, where: str, index: int, item: Any) -> ImportedRow:
         item = mapping(where, "result", item)
         info = item.get("info")
-        if isinstance(info, str):  # τ-bench's first run.py: info "Error: ..." when it raised
-            info = {"error": info.removeprefix("Error: ")}
+        if isinstance(info, str) and info.startswith("Error: "):
+            info = {"error": info.removeprefix("Error: ")}  # the first run.py, when it raised
         info = mapping(where, "info", info)
         reward = checked(where, "reward", as_reward, item.get("reward"))
         label, unlabelled = _tau_label(where, index, item)
