@@ -223,3 +223,16 @@ def test_a_list_score_is_read_by_position(store: Store, tmp_path: Path) -> None:
     }  # fmt: skip
     assert _outcomes(store, path, "--scorer", "m.1")[("a", 1, 0)] == "agent_failure/incorrect"
     assert "position (0 to 1)" in store.refused(path, "--scorer", "m.2")
+
+
+def test_a_limited_samples_score_is_not_read(store: Store, tmp_path: Path) -> None:
+    """A limit decides: the score Inspect still gives a limited sample is kept, not read (a
+    value of several entries asks for --scorer only where it decides)."""
+    samples = [
+        sample("a", 1, {"m": {"value": ["C", 1]}}, limit={"type": "time", "limit": 9}),
+        sample("a", 2, {"m": {"value": {"x": "C"}}}, limit={"type": "turn", "limit": 9}),
+    ]
+    path = write_eval(tmp_path / "run.eval", samples)
+    assert _outcomes(store, path) == {
+        ("a", 1, 0): "agent_failure/time_limit", ("a", 2, 0): "agent_failure/step_limit",
+    }  # fmt: skip

@@ -297,9 +297,9 @@ class InspectSource:
     ) -> ImportedRow:
         limit = mapping(where, "limit", sample.get("limit")).get("type")
         name, score = self._score(where, _scores(where, sample))
-        value = None if score is None else self._value(where, name, score.get("value"))
-        origin = {"limit": limit, "score": {name: value}} if name else {"limit": limit}
-        if limit is not None:
+        if limit is not None:  # the limit decides: the score, kept as given, is not read
+            given = None if score is None else score.get("value")
+            origin = {"limit": limit, "score": {name: given}} if name else {"limit": limit}
             reason = LIMITS.get(str(limit), OTHER_LIMIT)
             return ImportedRow(
                 **common, success=False, terminal_reason=reason, origin=origin,
@@ -307,6 +307,8 @@ class InspectSource:
                 unmapped=None if str(limit) in LIMITS else f"limit {limit!r} is not one known "
                 f"here: {OTHER_LIMIT}, not its score",
             )  # fmt: skip
+        value = None if score is None else self._value(where, name, score.get("value"))
+        origin = {"limit": None, "score": {name: value}} if name else {"limit": None}
         if score is None:
             self._unscored += 1
             return ImportedRow(
