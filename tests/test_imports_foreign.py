@@ -90,7 +90,7 @@ def test_tau_bench_malformed_entries_are_named(tmp_path: Path) -> None:
     path.write_text(json.dumps([{"task_id": 0, "reward": "high", "trial": 0, "info": {}}]))
     with pytest.raises(SpecError, match=r"results.json:1: reward: must be a number"):
         _runs(tmp_path, path)
-    path.write_text(json.dumps([{"task_id": 0, "reward": 1.0, "trial": None, "info": {}}]))
+    path.write_text(json.dumps([{"task_id": 0, "reward": 1.0, "trial": "x", "info": {}}]))
     with pytest.raises(SpecError, match=r"results.json:1: trial: must be an integer"):
         _runs(tmp_path, path)
 

@@ -249,7 +249,7 @@ def test_inspect_several_scorers_and_dict_values(tmp_path: Path) -> None:
         ({"id": ""}, "id: required: a task id"),
         ({"scores": [1]}, "scores: must be an object"),
         ({"scores": {"match": "C"}}, "scores.match: must be an object"),
-        ({"scores": {"match": {"value": [1, 0]}}}, "scores.match.value: [1, 0] is not a verdict"),
+        ({"scores": {"match": {"value": [1, 0]}}}, "scores.match.value: a value per position"),
         ({"scores": {"match": {"value": 5}}}, "scores.match.value: 5 is not a verdict"),
         ({"scores": {"match": {"value": "maybe"}}}, "scores.match.value: 'maybe' is not a verdict"),
         ({"scores": {"match": {"value": None}}}, "scores.match.value: None is not a verdict"),
@@ -360,13 +360,13 @@ def test_tau_bench_with_errors_invalid_and_unequal_trials(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("results", "message"),
     [
-        ([tau(0, None, 1.0)], "tau.json:1: trial: must be an integer"),
+        ([tau(0, 1.5, 1.0)], "tau.json:1: trial: must be an integer"),
         ([tau(0, 0, 1.0), tau(0, "x", 1.0)], "tau.json:2: trial: must be an integer"),
         ([tau(0, 0, "high")], "tau.json:1: reward: must be a number"),
         ([tau(0, 0, None)], "tau.json:1: reward: must be a number"),
         ([tau(None, 0, 1.0)], "tau.json:1: task_id: required"),
         ([tau(0, 0, 1.0), 5], "tau.json:2: result: must be an object"),
-        ([tau(0, 0, 1.0, "no")], "tau.json:1: info: must be an object"),  # type: ignore[arg-type]
+        ([tau(0, 0, 1.0, [1])], "tau.json:1: info: must be an object"),  # type: ignore[arg-type]
         ([tau(0, 0, 1.0), tau(0, 0, 0.0)], "appears twice"),
         ([], "no result rows"),
     ],

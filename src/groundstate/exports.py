@@ -103,8 +103,9 @@ def _write_jsonl(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
 
 def _write_csv(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
     with out.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
+        csv.writer(handle).writerow(COLUMNS)
+        # Text quoted: the reader drops a space after a separator, so " pad" unquoted is "pad"
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, quoting=csv.QUOTE_NONNUMERIC)
         for run in runs:
             writer.writerow({k: _cell(v) for k, v in export_row(batch, run).items()})
     return len(runs)

@@ -52,8 +52,8 @@ EXPORT_FORMATS = ("jsonl", "csv", "inspect")
 @click.option(
     "--scorer",
     default=None,
-    help="Inspect logs: the score that decides a verdict (NAME, or NAME.KEY for one entry of "
-    "a score whose value is a dict).",
+    help="Inspect logs: the score that decides a verdict (NAME, or NAME.KEY / NAME.INDEX for "
+    "one entry of a score whose value is a dict / a list).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
 @STORE_OPTION

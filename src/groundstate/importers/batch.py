@@ -73,7 +73,7 @@ class _Task:
     horizon: int | None = None
     slices: tuple[str, ...] | None = None
     attempts: int = 0
-    """Rows that are first tries (``retry`` 0)."""
+    """Attempts: rows that are first tries (``retry`` 0), and attempts given only by reruns."""
     last: tuple[Any, ...] = ()
     """The declarations of the task's previous row."""
     lines: dict[str, int] = field(default_factory=dict)
@@ -216,6 +216,8 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
         _spool(spool, chunk)
         if not plan.rows:
             raise SpecError(source.path, None, "no result rows")
+        for task_id, count in _rerun_only(_unspool(spool), plan.reruns).items():
+            plan.tasks[task_id].attempts += count
         # What the file says of itself is read before anything is stored: a file it refuses
         # stores nothing, as with a bad row
         warnings = source.warnings()
@@ -249,6 +251,17 @@ _Kept = tuple[
 ]  # fmt: skip
 """What pass 2 needs of a row: line, task id, label, retry, terminal reason, success,
 partial score, cost, latency, origin, reward (a plain tuple: ``marshal`` writes it fast)."""
+
+
+def _rerun_only(kept: Iterator[_Kept], reruns: set[tuple[str, int | str]]) -> Counter[str]:
+    """Per task, the attempts whose every try in the file is a rerun (``retry`` > 0: an export
+    keeps only the counted try), which the count of first tries leaves out (a task with one
+    attempt rerun twice counted 0 attempts). The spool is read again only when a file has
+    reruns, holding only those."""
+    if not reruns:
+        return Counter()
+    first = {(row[1], row[2]) for row in kept if row[3] == 0 and (row[1], row[2]) in reruns}
+    return Counter(task_id for task_id, _ in reruns - first)
 
 
 def _kept(row: ImportedRow) -> _Kept:

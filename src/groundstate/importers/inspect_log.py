@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import lzma
 import math
+import re
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -49,6 +50,7 @@ before the sample's final one, whatever ``--errors`` says, since Inspect itself 
 scored only the last try."""
 LIMITS = {
     "message": "agent_failure/step_limit",
+    "turn": "agent_failure/step_limit",
     "time": "agent_failure/time_limit",
     "working": "agent_failure/time_limit",
     "token": "agent_failure/budget",
@@ -58,8 +60,10 @@ LIMITS = {
     "operator": "environment_failure/operator",
 }
 """A sample's ``limit.type`` -> ours. A limit decides before the score, as our own stops do
-(Inspect still scores the state a limited sample left). ``operator``: a person stopped the
-sample, not the agent's doing (invalid)."""
+(Inspect still scores the state a limited sample left). ``turn``: model generations.
+``operator``: a person stopped the sample, not the agent's doing (invalid). A type not here
+(a newer Inspect's) is :data:`OTHER_LIMIT`: a limit is never a normal end."""
+OTHER_LIMIT = "agent_failure/limit"
 INVALIDATED = "environment_failure/invalidated"
 """A sample someone marked invalid after the run (Inspect's ``invalidation``, from
 ``invalidate_samples``; eval sets rerun such samples, as they do errors): an invalid attempt,
@@ -97,6 +101,8 @@ class InspectSource:
     """Samples that reached scoring (no error, no limit) without any score."""
     _invalidated: int = 0
     """Samples marked invalid after the run (named in a warning)."""
+    _superseded: int = 0
+    """Sample members written again under the same name (the last one is read)."""
     _members: list[str] | None = None
     """The archive's sample members in the order read (for :meth:`place`, on an error)."""
     _log: dict[str, Any] | None = None
@@ -140,6 +146,11 @@ class InspectSource:
                 f"{self.path}: log version {version!r} is not one this reader knows (1 to "
                 f"{LOG_VERSION}): its samples were read by version {LOG_VERSION}'s rules"
             )
+        if self._superseded:
+            warnings.append(
+                f"{self.path}: {self._superseded} sample record(s) were written again (a "
+                "requeued sample): the last of each is read, as Inspect reads it"
+            )
         if self._invalidated:
             warnings.append(
                 f"{self.path}: {self._invalidated} sample(s) were invalidated after the run: "
@@ -166,7 +177,7 @@ class InspectSource:
             return f"{self.path}:samples[{line - 1}]"
         if self._members is None:
             with self._archive() as archive:
-                self._members = [name for name in archive.namelist() if _is_sample(name)]
+                self._members = _sample_members(archive)
         return f"{self.path}!{self._members[line - 1]}"
 
     def system(self) -> dict[str, Any]:
@@ -231,9 +242,11 @@ class InspectSource:
                 yield f"{self.path}:samples[{index}]", sample
             return
         with self._archive() as archive:
-            for name in archive.namelist():
-                if _is_sample(name):
-                    yield f"{self.path}!{name}", _member(self.path, archive, name)
+            names = _sample_members(archive)
+            self._superseded = sum(map(_is_sample, archive.namelist())) - len(names)
+            for name in names:
+                sample = _member(self.path, archive, name)
+                yield f"{self.path}!{name}", _with_metadata(self.path, archive, name, sample)
 
     def _archive(self) -> zipfile.ZipFile:
         try:
@@ -247,6 +260,7 @@ class InspectSource:
             "task_id": task_key(where, "id", sample.get("id")),
             "label": integer(where, "epoch", sample.get("epoch")),
             "latency": _seconds(where, sample.get("total_time")),
+            "cost": _cost(where, sample.get("model_usage")),
         }
         invalidation = sample.get("invalidation")
         if invalidation is not None:
@@ -283,21 +297,23 @@ class InspectSource:
     ) -> ImportedRow:
         limit = mapping(where, "limit", sample.get("limit")).get("type")
         name, score = self._score(where, _scores(where, sample))
+        if limit is not None:  # the limit decides: the score, kept as given, is not read
+            given = None if score is None else score.get("value")
+            origin = {"limit": limit, "score": {name: given}} if name else {"limit": limit}
+            reason = LIMITS.get(str(limit), OTHER_LIMIT)
+            return ImportedRow(
+                **common, success=False, terminal_reason=reason, origin=origin,
+                mapped=f"limit {limit} -> {reason}",
+                unmapped=None if str(limit) in LIMITS else f"limit {limit!r} is not one known "
+                f"here: {OTHER_LIMIT}, not its score",
+            )  # fmt: skip
         value = None if score is None else self._value(where, name, score.get("value"))
-        origin = {"limit": limit, "score": {name: value}} if name else {"limit": limit}
-        if limit is not None:
-            reason = LIMITS.get(str(limit))
-            if reason is not None:
-                return ImportedRow(
-                    **common, success=False, terminal_reason=reason, origin=origin,
-                    mapped=f"limit {limit} -> {reason}",
-                )  # fmt: skip
+        origin = {"limit": None, "score": {name: value}} if name else {"limit": None}
         if score is None:
-            self._unscored += limit is None
+            self._unscored += 1
             return ImportedRow(
                 **common, success=False, terminal_reason="grader_failure", origin=origin,
                 mapped="no score -> grader_failure",
-                unmapped=f"limit {limit!r} has no mapping" if limit is not None else None,
             )  # fmt: skip
         if isinstance(value, float) and math.isnan(value):
             # JSON's NaN, legal in Inspect logs: the scorer gave no verdict (indeterminate)
@@ -317,7 +333,6 @@ class InspectSource:
             reward=reward,
             origin=origin,
             mapped=f"score {grade} -> {verdict.terminal_reason}",
-            unmapped=f"limit {limit!r} has no mapping; decided by its score" if limit else None,
         )
 
     def _score(
@@ -337,23 +352,64 @@ class InspectSource:
         return None, None
 
     def _value(self, where: str, name: str | None, value: Any) -> Any:
-        """The score's value, or the ``--scorer NAME.KEY`` entry of a dict value."""
-        if not isinstance(value, dict):
+        """The score's value, or the ``--scorer NAME.KEY`` entry of a dict value (for a list
+        value, ``NAME.INDEX``: Inspect's values may be either)."""
+        if not isinstance(value, dict | list):
             return value
         key = self.scorer[len(f"{name}.") :] if self.scorer and self.scorer != name else None
-        if key is None or key not in value:
-            keys = ", ".join(sorted(map(str, value)))
-            raise SpecError(
-                where,
-                f"scores.{name}.value",
-                f"a value per key ({keys}): choose one with --scorer {name}.KEY",
-            )
-        return value[key]
+        if isinstance(value, list):
+            entries = dict(enumerate(value))
+            index = int(key) if key is not None and key.isdigit() else None
+            if index in entries:
+                return entries[index]
+            keys, kind, choice = f"0 to {len(value) - 1}" if value else "none", "position", "INDEX"
+        elif key is not None and key in value:
+            return value[key]
+        else:
+            keys, kind, choice = ", ".join(sorted(map(str, value))), "key", "KEY"
+        raise SpecError(
+            where,
+            f"scores.{name}.value",
+            f"a value per {kind} ({keys}): choose one with --scorer {name}.{choice}",
+        )
+
+
+def _sample_members(archive: zipfile.ZipFile) -> list[str]:
+    """The archive's sample members, each name once: Inspect re-logs a requeued sample as a
+    second member of the same name, which supersedes the first (a read by name gets the
+    last, as Inspect's own reader does)."""
+    return [name for name in dict.fromkeys(archive.namelist()) if _is_sample(name)]
 
 
 def _is_sample(name: str) -> bool:
-    """An archive member holding a sample (``samples/<id>_epoch_<n>.json``)."""
-    return name.startswith("samples/") and name.endswith(".json")
+    """An archive member holding a sample: ``samples/<id>_epoch_<n>.json``, or the shell of a
+    sample Inspect stored in chunks (``samples/<id>_epoch_<n>/sample.json``, beside its
+    ``metadata.json``, ``messages/0.json``, ``events/0.json`` ...)."""
+    if not name.startswith("samples/") or not name.endswith(".json"):
+        return False
+    chunk = _CHUNKED.fullmatch(name)
+    return chunk is None or chunk.group(2) == "sample.json"
+
+
+_CHUNKED = re.compile(
+    r"(samples/.+_epoch_\d+)/(sample\.json|metadata\.json|skeleton\.json"
+    r"|(?:messages|events|calls|attachments)/(?:\d+|stats|uuids)\.json)"
+)
+"""A member of a chunked sample: its prefix and its part (only Inspect's part names: a sample
+id may hold ``/``, so ``samples/a/b_epoch_1.json`` is a sample of its own)."""
+
+
+def _with_metadata(path: Path, archive: zipfile.ZipFile, name: str, sample: Any) -> Any:
+    """A chunked sample's shell with its metadata, which Inspect keeps apart (when any)."""
+    chunk = _CHUNKED.fullmatch(name)
+    if chunk is None or not isinstance(sample, dict):
+        return sample
+    metadata = f"{chunk.group(1)}/metadata.json"
+    try:
+        archive.getinfo(metadata)
+    except KeyError:
+        return sample
+    return {**sample, "metadata": _member(path, archive, metadata)}
 
 
 def _scores(where: str, sample: dict[str, Any]) -> dict[str, Any]:
@@ -403,6 +459,18 @@ def _reward(where: str, name: str | None, value: Any) -> float:
         f"{value!r} is not a verdict (C, I, P, N, yes/no, true/false or a number in [0, 1]); "
         "choose another --scorer",
     )
+
+
+def _cost(where: str, usage: Any) -> float:
+    """The sample's cost: the ``total_cost`` of each model it used (Inspect's ``ModelUsage``,
+    in dollars, as its ``cost_limit`` counts it); 0 when the log gives none (older logs, or a
+    model without prices)."""
+    total = 0.0
+    for model, used in mapping(where, "model_usage", usage).items():
+        price = used.get("total_cost") if isinstance(used, dict) else None
+        if price is not None:
+            total += amount(where, f"model_usage.{model}.total_cost", price)
+    return total
 
 
 def _seconds(where: str, value: Any) -> float:

@@ -98,9 +98,11 @@ DELIMITERS = (",", ";", "\t")
 def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
     skipped, first = _header_line(handle)
     delimiter = header_delimiter(first) or ","
-    # "a, b": a space after the separator is not part of the cell (nor of a column's name)
+    # "a, b": a space after the separator is not part of the cell (nor of a column's name).
+    # Strict: a quoted cell left open at the end (a truncated file) or text after a closing
+    # quote is an error, not a cell read as far as it goes ("agent_failure/incor" is a reason)
     rows = itertools.chain([first], handle)
-    reader = csv.reader(rows, delimiter=delimiter, skipinitialspace=delimiter != "\t")
+    reader = csv.reader(rows, delimiter=delimiter, skipinitialspace=delimiter != "\t", strict=True)
     try:
         header = [name.strip() for name in next(reader, [])]
         twice = sorted({name for name in header if name and header.count(name) > 1})
@@ -118,7 +120,8 @@ def _csv_rows(path: Path, handle: TextIO) -> Iterator[ImportedRow]:
             yield _row(f"{path}:{line}", line, zip(columns, cells, strict=False))
     except csv.Error as exc:
         line = skipped + reader.line_num
-        raise SpecError(f"{path}:{line}", None, f"not valid CSV: {exc}") from None
+        cut = " (a quoted cell is never closed: truncated?)" if "end of data" in str(exc) else ""
+        raise SpecError(f"{path}:{line}", None, f"not valid CSV: {exc}{cut}") from None
 
 
 def _header_line(handle: TextIO) -> tuple[int, str]:

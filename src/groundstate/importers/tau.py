@@ -96,22 +96,39 @@ class TauSource:
 
     def _row(self, where: str, index: int, item: Any) -> ImportedRow:
         item = mapping(where, "result", item)
-        info = mapping(where, "info", item.get("info"))
+        info = item.get("info")
+        if isinstance(info, str) and info.startswith("Error: "):
+            info = {"error": info.removeprefix("Error: ")}  # the first run.py, when it raised
+        info = mapping(where, "info", info)
         reward = checked(where, "reward", as_reward, item.get("reward"))
+        label, unlabelled = _tau_label(where, index, item)
         common: dict[str, Any] = {
             "line": index,
             "task_id": task_key(where, "task_id", item.get("task_id")),
-            "label": integer(where, "trial", item.get("trial")),
+            "label": label,
+            "unmapped": unlabelled,
+            "cost": _usage_cost(where, info.get("usage")),
         }
         if raised(info.get("error")):
-            reason = ERROR_REASONS[self.errors]
+            error = str(info["error"])
+            reason = _tau_error(error) or ERROR_REASONS[self.errors]
             return ImportedRow(
                 **common,
                 success=False,
                 terminal_reason=reason,
-                origin={"reward": reward, "error": str(info["error"])},
+                origin={"reward": reward, "error": error},
                 reward=reward,  # τ-bench scores a raised attempt 0
                 mapped=f"info.error -> {reason}",
+            )
+        if "reward_info" in info and info["reward_info"] is None:
+            # τ-bench sets reward_info when the episode ends; null: its loop ran out of steps
+            return ImportedRow(
+                **common,
+                success=False,
+                terminal_reason=STEP_LIMIT,
+                origin={"reward": reward},
+                reward=reward,
+                mapped=f"reward_info null -> {STEP_LIMIT}",
             )
         verdict = reward_verdict(reward, _tau_failure(info))
         return ImportedRow(
@@ -125,15 +142,53 @@ class TauSource:
         )
 
 
+STEP_LIMIT = "agent_failure/step_limit"
+"""A τ-bench episode that never ended: ``solve`` ran its ``max_num_steps`` (30) without the
+user stopping or a terminating tool, and returned the last step's reward (0) with no
+``reward_info``."""
+CONTEXT_WINDOW = "harness_compatibility_failure/context_window"
+"""An error saying the conversation outgrew the model's window (τ-bench's first agents
+stopped on it, writing it to ``info.error``; as τ² has its own ``context_window_exceeded``)."""
+
+
+def _usage_cost(where: str, usage: Any) -> float:
+    """The agent's cost as τ-bench's first agents kept it (``info.usage.total_price``, in
+    dollars); later versions write no agent cost (0 here, as unknown)."""
+    price = usage.get("total_price") if isinstance(usage, dict) else None
+    return 0.0 if price is None else amount(where, "info.usage.total_price", price)
+
+
+CONTEXT_ERRORS = ("context_length_exceeded", "ContextWindowExceededError")
+"""How an error says the conversation outgrew the model's window: OpenAI's error code (the
+first agents' check), and litellm's exception (later τ-bench agents call through litellm)."""
+
+
+def _tau_error(error: str) -> str | None:
+    """The reason an error message names, or ``None`` for an exception of any kind."""
+    return CONTEXT_WINDOW if any(name in error for name in CONTEXT_ERRORS) else None
+
+
+def _tau_label(where: str, index: int, item: dict[str, Any]) -> tuple[int | str, str | None]:
+    """The attempt label, and a note when the result has no ``trial`` (a file written by a
+    script of its own, or trimmed): it is labelled by its place in the list, and the file's
+    results of a task are numbered in the order given (τ-bench writes trial after trial)."""
+    if item.get("trial") is not None:
+        return integer(where, "trial", item["trial"]), None
+    return f"result {index}", "τ-bench trial missing: attempts numbered in the order given"
+
+
 def _tau_failure(info: dict[str, Any]) -> str:
     """τ-bench checks the final database hash (``r_actions``), then, for a task with outputs
     the agent had to tell the user, replaces that detail with ``r_outputs``. So ``r_outputs``
-    of 1 on a failed attempt means every output was told and the database was wrong (older
-    τ-bench checked one or the other, which reads the same way)."""
+    of 1 on a failed attempt means every output was told and the database was wrong. The
+    first ``run.py`` kept both, at the top of ``info``: a failed ``r_actions`` (the state)
+    decides first, as τ²'s state checks do."""
     checked = info.get("reward_info")
-    detail = checked.get("info") if isinstance(checked, dict) else None
+    detail = checked.get("info") if isinstance(checked, dict) else info  # first run.py: info
     if not isinstance(detail, dict):
         return "agent_failure/incorrect"
+    if "r_actions" in detail and not _passed(detail["r_actions"]):
+        return "agent_failure/incorrect_state"  # the first run.py checked both: state first
     if "r_outputs" in detail:
         told = _passed(detail["r_outputs"])
         return "agent_failure/incorrect_state" if told else "agent_failure/communication"
