@@ -125,6 +125,16 @@ def require_checked(path: Path) -> SuiteCheck:
     return check
 
 
+def require_sound(suite: Suite) -> None:
+    """Raise :class:`SuiteCheckFailed` when the loaded *suite* has a problem ``groundstate
+    check`` calls an error (what ``run`` refuses before any proof, for a suite loaded in
+    Python)."""
+    check = SuiteCheck(path=str(suite.root))
+    _add(check, _suite_problems(suite))
+    if not check.ok:
+        raise SuiteCheckFailed(check)
+
+
 def check_suite(path: Path) -> SuiteCheck:
     """Every problem of the suite at *path* that can be found without running an agent."""
     suite, errors = scan_suite(Path(path))
@@ -242,8 +252,18 @@ def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
                         file=str(path),
                         line=line_of(path, field_name),
                         field=field_name,
-                        reason=f"{error.message} (schema of tool {step.call!r})",
+                        reason=f"{error.message} (schema of tool {step.call!r})"
+                        + (REPLAYS_REFUSED if solution.kind == "known_bad" else ""),
+                        # An agent's refused call, which regress copies with the rest of its
+                        # trajectory, is one a known-bad may replay; no route that passes can.
+                        severity="warning" if solution.kind == "known_bad" else "error",
                     )
+
+
+REPLAYS_REFUSED = (
+    ": the gateway refuses this call, so the known-bad replays a refused call (as an agent may "
+    "make one); if it is a slip, its failure may not show what it was written to show"
+)
 
 
 def _written_at(suite: Suite, task: AgentTask) -> Iterator[tuple[Path, str, HardConstraint]]:

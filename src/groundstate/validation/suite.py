@@ -26,7 +26,7 @@ from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 12
+VALIDATOR_REVISION = 13
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -44,7 +44,8 @@ the library's grading: a yes giving the customer's reason in negative words, JSO
 and float noise in state diffs; 12: the constraint language's no to a question whether to go
 on, and a no that also says go ahead; ``grader_determinism`` skews the wall clock, and chance as
 the suite's own modules bound it, and a failure resting on a replay with no verdict is no
-longer cached)."""
+longer cached; 13: ``grader_determinism`` reads the rows of queries without ORDER BY
+reversed in one grading)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
