@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import groundstate
 import groundstate.validation.suite as validation_suite
 from groundstate import run_batch
 from groundstate.agents.base import Session
@@ -24,7 +25,14 @@ from groundstate.runner import BatchConfig
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, scripted_system
-from groundstate.validation import CHECKS, CheckOutcome, InvalidTasks, TaskValidity, regress
+from groundstate.validation import (
+    CHECKS,
+    CheckOutcome,
+    InvalidTasks,
+    TaskValidity,
+    regress,
+    validation_key,
+)
 from groundstate.validation import checks as validation_checks
 from groundstate.validation.static import SuiteCheckFailed, check_suite
 
@@ -266,3 +274,28 @@ def test_a_regressed_run_with_a_refused_call_is_no_error_of_check(tmp_path: Path
         {"kind": "oracle", "steps": [{"call": "balance", "args": {"account": 7}}, *ORACLE]},
     )
     assert [p.field for p in check_suite(root).errors] == ["steps[0].args.account"]
+
+
+# --- what the validity cache follows ---------------------------------------------------------
+
+
+def test_the_validity_key_follows_the_library_that_grades(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The library's grading decides verdicts on unchanged task files (its constraint
+    language, row matching...): another version of it must prove the tasks again, whether or
+    not its authors bumped VALIDATOR_REVISION."""
+    suite = load_suite(bank_copy(tmp_path))
+    task = suite.tasks["transfer"]
+    library = tmp_path / "library" / "groundstate"
+    library.mkdir(parents=True)
+    (library / "__init__.py").write_text("")
+    (library / "grading.py").write_text("TOLERANCE = 1e-9\n")
+    monkeypatch.setattr(groundstate, "__file__", str(library / "__init__.py"))
+    keys = []
+    for tolerance in ("1e-9", "1e-9", "1e-6"):
+        (library / "grading.py").write_text(f"TOLERANCE = {tolerance}\n")
+        validation_suite._runtime.cache_clear()  # computed once per process
+        keys.append(validation_key(suite, task))
+    validation_suite._runtime.cache_clear()
+    assert keys[0] == keys[1] != keys[2]

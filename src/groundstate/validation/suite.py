@@ -15,7 +15,9 @@ import sqlite3
 from collections.abc import Collection
 from functools import cache
 from importlib.metadata import version
+from pathlib import Path
 
+import groundstate
 from groundstate.environments.sqlite_state import STATE_HASH_REVISION
 from groundstate.episode import EnvironmentFactory, default_environment
 from groundstate.errors import GroundstateError
@@ -87,10 +89,15 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
 
 @cache
 def _runtime() -> dict[str, str]:
-    """The versions of Python and Hypothesis: another Hypothesis generates other calls for
-    ``tool_robustness`` from the same seed, another Python other ``random`` draws."""
+    """The versions of Python and Hypothesis (another Hypothesis generates other calls for
+    ``tool_robustness`` from the same seed, another Python other ``random`` draws), and the
+    digest of groundstate's own files: the library grades every replay (the constraint
+    language, row matching, the terminal-reason rules), so another version of it may give
+    another verdict on unchanged task files, and is never trusted to remember to bump
+    :data:`VALIDATOR_REVISION`."""
     python = ".".join(platform.python_version_tuple()[:2])
-    return {"python": python, "hypothesis": version("hypothesis")}
+    library = hash_path(Path(groundstate.__file__).parent)
+    return {"python": python, "hypothesis": version("hypothesis"), "groundstate": library}
 
 
 def _shared_files(suite: Suite) -> dict[str, str]:
