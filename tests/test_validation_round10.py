@@ -299,3 +299,65 @@ def test_the_validity_key_follows_the_library_that_grades(
         keys.append(validation_key(suite, task))
     validation_suite._runtime.cache_clear()
     assert keys[0] == keys[1] != keys[2]
+
+
+# --- what earlier gradings left behind -------------------------------------------------------
+
+REMEMBERING = """
+import helpers
+
+GRADED = []
+
+
+def warmed(s0, sT):
+    GRADED.append(1)
+    return len(GRADED) > 1
+
+
+def seen_before(s0, sT):
+    first = "seen" not in helpers.CACHE
+    helpers.CACHE["seen"] = True
+    return not first
+"""
+
+
+def test_a_verdict_resting_on_what_earlier_gradings_left_is_caught(
+    tmp_path: Path, edited_bank: EditTask
+) -> None:
+    """Another task sharing the check was graded first in the process (validate_suite proves
+    the tasks one after another): the oracle's first grading already finds the module warm,
+    so every grading passed. One grading with the check files imported anew (and the helper
+    modules they import) has nothing remembered."""
+    root = bank_copy(tmp_path)
+    (root / "helpers.py").write_text("CACHE = {}\n")
+    add_checks(root, REMEMBERING)
+    suite = edited_bank(
+        lambda task: task["outcome_assertions"].extend(
+            {"id": check, "check": f"checks.py:{check}"} for check in ("warmed", "seen_before")
+        )
+    )
+    module = suite.checks["checks.py"]
+    module.warmed(None, None)  # the other task's grading
+    module.seen_before(None, None)
+    proof = validation_checks.Proof(suite, suite.tasks["transfer"])
+    assert validation_checks.check_solvable(proof)[0]
+    passed, detail = validation_checks.check_grader_determinism(proof)
+    assert not passed
+    for check in ("warmed", "seen_before"):
+        assert f"{check} gave pass, pass, fail" in detail, detail
+    assert "check files imported anew" in detail
+    assert suite.checks["checks.py"] is module  # put back
+
+
+def test_check_warns_of_sql_whose_rows_rest_on_storage_order(
+    tmp_path: Path, edited_bank: EditTask
+) -> None:
+    """Also where the oracle's state has one matching row (so no grading can disagree): an
+    agent's state with two makes the verdict the storage order's. A warning, not an error:
+    one row may be all that can match."""
+    edited_bank(lambda task: task["outcome_assertions"].extend(UNORDERED[:3] + ORDER_FREE[:2]))
+    check = check_suite(tmp_path / "bank")
+    assert check.errors == []
+    flagged = {p.field: p.reason for p in check.warnings if "without ORDER BY" in p.reason}
+    assert flagged.keys() == {"outcome_assertions[3].sql", "outcome_assertions[5].sql"}
+    assert flagged["outcome_assertions[5].sql"].startswith("GROUP_CONCAT without ORDER BY")

@@ -79,7 +79,7 @@ from groundstate.validation.replay import (
 )
 from groundstate.validation.results import CheckOutcome, TaskValidity
 from groundstate.validation.robustness import CALLS_PER_TOOL, ToolCrash, find_crash
-from groundstate.validation.skew import rows_reversed, skewed, suite_namespaces
+from groundstate.validation.skew import fresh_checks, rows_reversed, skewed, suite_namespaces
 
 Finding = tuple[bool, str]
 """A check's verdict and its evidence."""
@@ -88,8 +88,8 @@ GRADINGS = 3
 """How many times ``grader_determinism`` grades the same final state."""
 GRADINGS_VARY = (
     "the gradings: as an attempt is graded; then with chance low, the wall clock at "
-    "2000-01-01 and the rows of queries without ORDER BY reversed; then with chance high and "
-    "the clock at 2099-12-31"
+    "2000-01-01 and the rows of queries without ORDER BY reversed; then with chance high, the "
+    "clock at 2099-12-31 and the check files imported anew (nothing earlier gradings left)"
 )
 """What differs between those gradings, for the reader of a disagreement."""
 GRADING_PAUSE = 0.01
@@ -477,19 +477,23 @@ def check_grader_determinism(proof: Proof) -> Finding:
     oracles = proof.of_kind("oracle")
     if not oracles:
         return False, "no oracle to replay"
-    namespaces = suite_namespaces(proof.suite.checks.values(), proof.suite.root)
+    suite = proof.suite
 
     def setting(n: int, env: Environment) -> AbstractContextManager[object]:
         """The first grading as an attempt's; then chance and the wall clock at their low
-        end, with unordered rows reversed, then their high end: a verdict drawn by chance,
-        read off the date or resting on an order no query asked for disagrees between those
+        end, with unordered rows reversed, then their high end, with the check files
+        imported anew: a verdict drawn by chance, read off the date, resting on an order no
+        query asked for or on what earlier gradings left in a module disagrees between those
         gradings every time (not only when unlucky)."""
         if n == 0:
             return nullcontext()
         stack = ExitStack()
-        stack.enter_context(skewed(n % 2 == 0, namespaces))
         if n == 1:
             stack.enter_context(rows_reversed(env))
+        else:
+            stack.enter_context(fresh_checks(suite.checks, suite.root))
+        namespaces = suite_namespaces(suite.checks.values(), suite.root)
+        stack.enter_context(skewed(n % 2 == 0, namespaces))
         return stack
 
     # Every route that must pass: a check may draw only on the state one of them reaches.

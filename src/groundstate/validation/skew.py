@@ -18,13 +18,18 @@ alone (they measure durations, not dates).
 from __future__ import annotations
 
 import datetime as _datetime
+import importlib.util
+import itertools
 import random
+import sys
 import time as _time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from groundstate.spec.code import hash_code, siblings_importable
 
 SKEW = 0.001
 """How close to one end of its range a skewed random stream stays."""
@@ -213,3 +218,39 @@ def rows_reversed(env: object) -> Iterator[None]:
     reverse = getattr(env, "unordered_reversed", None)
     with reverse() if reverse is not None else nullcontext():
         yield
+
+
+_FRESH = itertools.count(1)
+
+
+@contextmanager
+def fresh_checks(checks: dict[str, Any], root: Path) -> Iterator[None]:
+    """The suite's check files in *checks* (file name -> module) imported anew while inside,
+    with the sibling modules they import: a verdict resting on what earlier gradings left in
+    a module (a counter, a cache, a flag) differs from one given with nothing remembered. A
+    file changed since it was loaded, or that no longer imports, keeps its module."""
+    kept = dict(checks)
+    names: list[str] = []
+    for file_name, module in kept.items():
+        path = root / file_name
+        with suppress(Exception):  # it imported when the suite loaded; else it is left be
+            if hash_code(path)[:16] in getattr(module, "__name__", ""):
+                name = f"{module.__name__}_fresh{next(_FRESH)}"
+                checks[file_name] = _imported(path, name)
+                names.append(name)
+    try:
+        yield
+    finally:
+        checks.update(kept)
+        for name in names:
+            sys.modules.pop(name, None)
+
+
+def _imported(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # what a dataclass defined in it looks up
+    with siblings_importable(path.parent):
+        spec.loader.exec_module(module)
+    return module

@@ -4,8 +4,9 @@ Proving a task replays several solutions, so a batch should not pay for it again
 the proof depends on has changed. The key hashes the task file and revision, the grader
 revision (assertions, constraints, rubric and check code), the fixture, the tools, the
 solutions, every file of the suite that belongs to no one task (data files a check or tool
-opens) and the suite's ``mutation_testing`` switch; any edit to one of them is a cache miss,
-and the task is proven again. (Declared equivalent mutants are part of the task file.)
+opens), the suite's switches, and the versions of what runs the proof (SQLite, Python,
+Hypothesis, groundstate's own files); any edit to one of them is a cache miss, and the task is
+proven again. (Declared equivalent mutants are part of the task file.)
 """
 
 from __future__ import annotations
