@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import groundstate
 import groundstate.validation.suite as validation_suite
@@ -361,3 +362,57 @@ def test_check_warns_of_sql_whose_rows_rest_on_storage_order(
     flagged = {p.field: p.reason for p in check.warnings if "without ORDER BY" in p.reason}
     assert flagged.keys() == {"outcome_assertions[3].sql", "outcome_assertions[5].sql"}
     assert flagged["outcome_assertions[5].sql"].startswith("GROUP_CONCAT without ORDER BY")
+
+
+CWD_CHECKS = """
+import json
+from pathlib import Path
+
+import helpers
+
+
+def relative(s0, sT):
+    with open("expected.json") as handle:  # where validate was started
+        return json.load(handle)["A"] == 70
+
+
+def beside(s0, sT):
+    return json.loads((Path(__file__).parent / "expected.json").read_text())["A"] == 70
+
+
+def via_helper(s0, sT):
+    return helpers.expected()["A"] == 70
+"""
+CWD_HELPERS = """
+import json
+from pathlib import Path
+
+
+def expected():
+    return json.loads((Path(__file__).parent / "expected.json").read_text())
+"""
+
+
+def test_a_verdict_resting_on_the_working_folder_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Validated from the suite's folder (a relative root, as ``validate .``), a check opening
+    ``expected.json`` by a relative path passed; a batch started anywhere else grades it as a
+    failure. Paths from the check's own ``__file__`` (or a helper's) are not flagged."""
+    root = bank_copy(tmp_path)
+    (root / "expected.json").write_text('{"A": 70}')
+    (root / "helpers.py").write_text(CWD_HELPERS)
+    add_checks(root, CWD_CHECKS)
+    task_file = root / "tasks" / "transfer.yaml"
+    task = yaml.safe_load(task_file.read_text())
+    task["outcome_assertions"] += [
+        {"id": check, "check": f"checks.py:{check}"}
+        for check in ("relative", "beside", "via_helper")
+    ]
+    task_file.write_text(yaml.safe_dump(task))
+    monkeypatch.chdir(root)
+    suite = load_suite(Path("."))
+    passed, detail = _determinism(suite)
+    assert not passed and "relative gave pass, pass, fail" in detail, detail
+    assert "beside gave" not in detail and "via_helper gave" not in detail
+    assert Path.cwd() == root.resolve()

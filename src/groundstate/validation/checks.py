@@ -79,7 +79,13 @@ from groundstate.validation.replay import (
 )
 from groundstate.validation.results import CheckOutcome, TaskValidity
 from groundstate.validation.robustness import CALLS_PER_TOOL, ToolCrash, find_crash
-from groundstate.validation.skew import fresh_checks, rows_reversed, skewed, suite_namespaces
+from groundstate.validation.skew import (
+    elsewhere,
+    fresh_checks,
+    rows_reversed,
+    skewed,
+    suite_namespaces,
+)
 
 Finding = tuple[bool, str]
 """A check's verdict and its evidence."""
@@ -89,7 +95,8 @@ GRADINGS = 3
 GRADINGS_VARY = (
     "the gradings: as an attempt is graded; then with chance low, the wall clock at "
     "2000-01-01 and the rows of queries without ORDER BY reversed; then with chance high, the "
-    "clock at 2099-12-31 and the check files imported anew (nothing earlier gradings left)"
+    "clock at 2099-12-31, the check files imported anew (nothing earlier gradings left) and "
+    "another working folder"
 )
 """What differs between those gradings, for the reader of a disagreement."""
 GRADING_PAUSE = 0.01
@@ -482,9 +489,10 @@ def check_grader_determinism(proof: Proof) -> Finding:
     def setting(n: int, env: Environment) -> AbstractContextManager[object]:
         """The first grading as an attempt's; then chance and the wall clock at their low
         end, with unordered rows reversed, then their high end, with the check files
-        imported anew: a verdict drawn by chance, read off the date, resting on an order no
-        query asked for or on what earlier gradings left in a module disagrees between those
-        gradings every time (not only when unlucky)."""
+        imported anew, in another working folder: a verdict drawn by chance, read off the
+        date, resting on an order no query asked for, on what earlier gradings left in a
+        module or on the folder ``validate`` started in disagrees between those gradings every
+        time (not only when unlucky)."""
         if n == 0:
             return nullcontext()
         stack = ExitStack()
@@ -494,6 +502,8 @@ def check_grader_determinism(proof: Proof) -> Finding:
             stack.enter_context(fresh_checks(suite.checks, suite.root))
         namespaces = suite_namespaces(suite.checks.values(), suite.root)
         stack.enter_context(skewed(n % 2 == 0, namespaces))
+        if n == 2:  # last: the namespaces are found from the suite's folder
+            stack.enter_context(elsewhere())
         return stack
 
     # Every route that must pass: a check may draw only on the state one of them reaches.

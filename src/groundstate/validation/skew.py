@@ -20,8 +20,10 @@ from __future__ import annotations
 import datetime as _datetime
 import importlib.util
 import itertools
+import os
 import random
 import sys
+import tempfile
 import time as _time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -232,7 +234,7 @@ def fresh_checks(checks: dict[str, Any], root: Path) -> Iterator[None]:
     kept = dict(checks)
     names: list[str] = []
     for file_name, module in kept.items():
-        path = root / file_name
+        path = (root / file_name).resolve()  # its __file__ holds wherever the grading runs
         with suppress(Exception):  # it imported when the suite loaded; else it is left be
             if hash_code(path)[:16] in getattr(module, "__name__", ""):
                 name = f"{module.__name__}_fresh{next(_FRESH)}"
@@ -254,3 +256,17 @@ def _imported(path: Path, name: str) -> ModuleType:
     with siblings_importable(path.parent):
         spec.loader.exec_module(module)
     return module
+
+
+@contextmanager
+def elsewhere() -> Iterator[None]:
+    """The process in an empty folder of its own while inside: a check that opens a file by a
+    path relative to where ``validate`` was started (not to its own ``__file__``) fails.
+    Process-wide: only for the short gradings of ``grader_determinism``."""
+    start = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="groundstate-cwd-") as folder:
+        os.chdir(folder)
+        try:
+            yield
+        finally:
+            os.chdir(start)
