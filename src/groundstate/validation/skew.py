@@ -1,4 +1,6 @@
-"""Chance and the wall clock pushed to one end of their range, for ``grader_determinism``.
+"""Chance and the wall clock pushed to one end of their range, for ``grader_determinism``;
+with them, the other things a verdict must not rest on: the order of unordered rows, what
+earlier gradings left in a module, the working folder (at the end of this module).
 
 A check whose verdict is a draw (``random() < 0.99``) or reads the wall clock at a coarse grain
 (``datetime.now().hour < 23``, ``date.today().weekday() < 5``) agrees with itself in three
@@ -237,9 +239,8 @@ def fresh_checks(checks: dict[str, Any], root: Path) -> Iterator[None]:
         path = (root / file_name).resolve()  # its __file__ holds wherever the grading runs
         with suppress(Exception):  # it imported when the suite loaded; else it is left be
             if hash_code(path)[:16] in getattr(module, "__name__", ""):
-                name = f"{module.__name__}_fresh{next(_FRESH)}"
+                names.append(name := f"{module.__name__}_fresh{next(_FRESH)}")
                 checks[file_name] = _imported(path, name)
-                names.append(name)
     try:
         yield
     finally:
