@@ -428,11 +428,11 @@ def test_a_refused_account_aborts_the_batch_at_its_smoke_run(
         with RunStore(tmp_path / "runs.db") as store:
             if aborted:
                 with pytest.raises(BatchAborted, match=rf"refused .* HTTP {answer.status}"):
-                    run_batch(openai_harness.suite, system, BatchConfig(attempts=1), store)
+                    run_batch(openai_harness.suite, system, BatchConfig(1), store, validate=False)
                 assert not store.batches()
                 return
             config = BatchConfig(attempts=1, tasks=("refund-socks",))
-            result = run_batch(openai_harness.suite, system, config, store)
+            result = run_batch(openai_harness.suite, system, config, store, validate=False)
     assert [r.terminal_reason for r in result.final] == ["environment_failure/model_serving"]
 
 
@@ -608,10 +608,10 @@ def test_a_user_models_unset_key_aborts_the_batch_before_any_try(
         agent = lambda: FunctionAgent(polite_transfer)  # noqa: E731
         if not key_set:
             with pytest.raises(BatchAborted, match=r"user_simulator\.model\.api_key_env"):
-                run_batch(bank, system, config, store, agent_factory=agent)
+                run_batch(bank, system, config, store, agent_factory=agent, validate=False)
             assert not store.batches()
             return
-        result = run_batch(bank, system, config, store, agent_factory=agent)
+        result = run_batch(bank, system, config, store, agent_factory=agent, validate=False)
     assert [r.terminal_reason for r in result.final] == ["success"]
 
 
@@ -646,10 +646,10 @@ def test_a_judges_unset_key_aborts_the_batch_before_any_try(
     with RunStore(tmp_path / "r.db") as store:
         if not key_set:
             with pytest.raises(BatchAborted, match=r"transfer / reply: .*ROUND7_JUDGE_KEY"):
-                run_batch(suite, system, config, store, agent_factory=agent)
+                run_batch(suite, system, config, store, agent_factory=agent, validate=False)
             assert not store.batches()
             return
-        result = run_batch(suite, system, config, store, agent_factory=agent)
+        result = run_batch(suite, system, config, store, agent_factory=agent, validate=False)
     assert [r.valid for r in result.final] == [True]
 
 

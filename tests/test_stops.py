@@ -235,6 +235,7 @@ def test_a_batch_with_blocking_agents_finishes(
             BatchConfig(attempts=4, seed=0, concurrency=4),
             store,
             agent_factory=lambda: FunctionAgent(sleeper),
+            validate=False,
         )
     assert [r.terminal_reason for r in result.final] == ["agent_failure/time_limit"] * 4
     assert time.perf_counter() - started < HANG  # no attempt waited for its blocked agent

@@ -21,6 +21,7 @@ no try started after the signal is stored.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
 import hashlib
 import os
@@ -603,7 +604,32 @@ def run_batch(
     *,
     agent_factory: AgentFactory | None = None,
     on_run: RunCallback | None = None,
+    validate: bool = True,
+    allow_invalid: bool = False,
 ) -> BatchResult:
-    """Run a new batch to completion (synchronous convenience over :class:`BatchRunner`)."""
+    """Run a new batch to completion (synchronous convenience over :class:`BatchRunner`).
+
+    As ``groundstate run`` does, the suite is checked and every task the batch runs proven
+    first (:func:`proven`), before anything is stored. ``validate=False`` skips that, for a
+    suite proven already in this process (a :class:`BatchRunner` never validates: its caller
+    does)."""
+    if validate:
+        config = proven(suite, store, config, allow_invalid=allow_invalid)
     runner = BatchRunner(suite, system, store, make_agent=agent_factory, on_run=on_run)
     return asyncio.run(runner.start(config))
+
+
+def proven(
+    suite: Suite, store: RunStore, config: BatchConfig, *, allow_invalid: bool = False
+) -> BatchConfig:
+    """*config* once *suite* passes the static checks of ``groundstate check`` (else
+    :class:`~groundstate.validation.static.SuiteCheckFailed`) and every task it runs is valid
+    (proofs cached in *store*; else :class:`~groundstate.validation.InvalidTasks` naming each
+    task and the checks it failed). With *allow_invalid* the invalid tasks run, and the batch
+    names them (``invalid_tasks``), as ``run --allow-invalid`` does."""
+    from groundstate.validation import require_valid
+    from groundstate.validation.static import require_sound
+
+    require_sound(suite)
+    invalid = require_valid(suite, store, allow_invalid=allow_invalid, tasks=config.tasks)
+    return dataclasses.replace(config, invalid_tasks=tuple(invalid))

@@ -643,6 +643,21 @@ class SqliteEnvironment(ClosesOnExit):
     def evaluator_view(self) -> SqliteView:
         return SqliteView(self._lease)
 
+    @contextmanager
+    def unordered_reversed(self) -> Iterator[None]:
+        """While inside, the graders' views return the rows of a query that has no ORDER BY in
+        the reverse of their usual order (SQLite's ``reverse_unordered_selects``): validation
+        grades a final state so, to find a verdict that rests on an order no query asked for
+        (``LIMIT 1`` without ``ORDER BY``, ``group_concat`` over a scan)."""
+        connections = [self._evaluator, self._initial_connection()]
+        for connection in connections:
+            _reverse_unordered(connection, True)
+        try:
+            yield
+        finally:
+            for connection in connections:
+                _reverse_unordered(connection, False)
+
     def initial_view(self) -> SqliteView:
         assert not self._closed, "environment is closed"
         return SqliteView(self._initial_connection, self._baseline)
@@ -1148,6 +1163,15 @@ def _evaluator_for(path: Path) -> EvaluatorConnection:
     connection.watch()
     determinism.controlled(connection, lambda: _clock_of(connection))
     return connection
+
+
+def _reverse_unordered(connection: sqlite3.Connection, on: bool) -> None:
+    """Set ``reverse_unordered_selects`` as the harness, not as a grader: the evaluator
+    connection keeps whether it noted a grader's own setting (which keeps it from the pool)."""
+    noted = getattr(connection, "noted", None)
+    sqlite3.Connection.execute(connection, f"PRAGMA reverse_unordered_selects = {int(on)}")
+    if noted is not None:
+        connection.noted = noted  # type: ignore[attr-defined]
 
 
 def _clock_of(connection: sqlite3.Connection) -> str:

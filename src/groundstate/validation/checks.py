@@ -49,10 +49,11 @@ import itertools
 import shutil
 import tempfile
 from collections.abc import Callable
-from contextlib import AbstractContextManager, closing, nullcontext
+from contextlib import AbstractContextManager, ExitStack, closing, nullcontext
 from pathlib import Path
 
 from groundstate.agents.base import Session
+from groundstate.environments.base import Environment
 from groundstate.environments.registry import build_environment
 from groundstate.episode import EnvironmentFactory, Verdict, default_environment
 from groundstate.errors import SpecError
@@ -78,16 +79,34 @@ from groundstate.validation.replay import (
 )
 from groundstate.validation.results import CheckOutcome, TaskValidity
 from groundstate.validation.robustness import CALLS_PER_TOOL, ToolCrash, find_crash
-from groundstate.validation.skew import skewed, suite_namespaces
+from groundstate.validation.skew import (
+    elsewhere,
+    fresh_checks,
+    rows_reversed,
+    skewed,
+    suite_namespaces,
+)
 
 Finding = tuple[bool, str]
 """A check's verdict and its evidence."""
 
 GRADINGS = 3
 """How many times ``grader_determinism`` grades the same final state."""
+GRADINGS_VARY = (
+    "the gradings: as an attempt is graded; then with chance low, the wall clock at "
+    "2000-01-01 and the rows of queries without ORDER BY reversed; then with chance high, the "
+    "clock at 2099-12-31, the check files imported anew (nothing earlier gradings left) and "
+    "another working folder"
+)
+"""What differs between those gradings, for the reader of a disagreement."""
 GRADING_PAUSE = 0.01
 """Seconds between those gradings, so a grader reading the wall clock sees it move."""
 CLAIM = "I have completed your request."
+OFF_SCHEMA = frozenset({"invalid_arguments", "unknown_tool"})
+"""The gateway's refusals of a call no agent can make as written."""
+GRADED_FAILURES = frozenset({"agent_failure/incorrect_state", "agent_failure/constraint_violation"})
+"""The terminal reasons of an attempt graded on the state its whole trajectory left: what a
+known-bad declaring an outcome or a constraint must end with."""
 _REBUILDS = itertools.count(1)
 
 
@@ -207,11 +226,30 @@ def _all_pass(proof: Proof, solutions: dict[str, Solution]) -> Finding:
     ] + [
         f"{name} {problem}"
         for name, run in runs.items()
-        if run.success and (problem := _against_the_user(run)) is not None
+        if run.success and (problem := _against_the_user(run) or _off_schema(run)) is not None
     ]
     if failing:
         return False, "; ".join(failing)
     return True, ", ".join(f"{name} passes ({len(solutions[name].steps)} steps)" for name in runs)
+
+
+def _off_schema(run: AgentRun) -> str | None:
+    """The first call of a passing solution the gateway refused as no call of the task's
+    tools (arguments its JSON Schema refuses, or a tool the task does not offer), or None.
+
+    No agent can make that call as written, so a route that passes with it is not one an
+    agent could take (``groundstate check`` refuses such an oracle or alternative before any
+    proof; this holds the Python API, and refusals no schema states, such as integers past
+    int64, to the same rule). A known-bad may replay a refused call: agents make them.
+    """
+    for event in run.observation_action_log:
+        if isinstance(event, ToolCallEvent) and event.error_class in OFF_SCHEMA:
+            return (
+                f"passes with a call no agent can make: its call at step {event.step}, "
+                f"{event.tool}, was refused ({event.error_class}: "
+                f"{shorten(event.error or '', 200)}); fix it to one the tool's schema allows"
+            )
+    return None
 
 
 def _against_the_user(run: AgentRun) -> str | None:
@@ -267,6 +305,13 @@ def fails_as_declared(task: AgentTask, run: AgentRun, fails_by: str) -> str | No
         return "passes"
     if not run.valid:
         return f"gets no verdict: {describe_run(run)}"
+    graded = fails_by == "outcome" or fails_by.startswith(("outcome:", "constraint:"))
+    if graded and run.terminal_reason not in GRADED_FAILURES:
+        return (
+            f"is stopped before its script ends ({describe_run(run)}): the {fails_by} it "
+            "declares then fails on a state the script never finished (a stop is no proof "
+            "the grader catches the bad outcome); shorten it, or declare that terminal reason"
+        )
     if fails_by == "outcome":
         held = any(not result.passed for result in run.outcome_assertion_results)
     elif fails_by.startswith("outcome:"):
@@ -439,13 +484,27 @@ def check_grader_determinism(proof: Proof) -> Finding:
     oracles = proof.of_kind("oracle")
     if not oracles:
         return False, "no oracle to replay"
-    namespaces = suite_namespaces(proof.suite.checks.values(), proof.suite.root)
+    suite = proof.suite
 
-    def setting(n: int) -> AbstractContextManager[object]:
+    def setting(n: int, env: Environment) -> AbstractContextManager[object]:
         """The first grading as an attempt's; then chance and the wall clock at their low
-        end, then their high end: a verdict drawn by chance, or read off the date, disagrees
-        between those two every time (not only when unlucky)."""
-        return nullcontext() if n == 0 else skewed(n % 2 == 0, namespaces)
+        end, with unordered rows reversed, then their high end, with the check files
+        imported anew, in another working folder: a verdict drawn by chance, read off the
+        date, resting on an order no query asked for, on what earlier gradings left in a
+        module or on the folder ``validate`` started in disagrees between those gradings every
+        time (not only when unlucky)."""
+        if n == 0:
+            return nullcontext()
+        stack = ExitStack()
+        if n == 1:
+            stack.enter_context(rows_reversed(env))
+        else:
+            stack.enter_context(fresh_checks(suite.checks, suite.root))
+        namespaces = suite_namespaces(suite.checks.values(), suite.root)
+        stack.enter_context(skewed(n % 2 == 0, namespaces))
+        if n == 2:  # last: the namespaces are found from the suite's folder
+            stack.enter_context(elsewhere())
+        return stack
 
     # Every route that must pass: a check may draw only on the state one of them reaches.
     routes = {**oracles, **proof.of_kind("alternative")}
@@ -469,7 +528,8 @@ def _regrading_problems(proof: Proof, name: str, verdicts: list[Verdict]) -> lis
     problems = []
     if len({verdict_line(v) for v in verdicts}) > 1:
         problems.append(
-            f"{GRADINGS} gradings of one final state disagree: {_disagreement(verdicts)}"
+            f"{GRADINGS} gradings of one final state disagree: {_disagreement(verdicts)}; "
+            f"{GRADINGS_VARY}"
         )
     first = proof.run(name)
     graded = [result_line(r) for r in first.outcome_assertion_results + first.constraint_results]

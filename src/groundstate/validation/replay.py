@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from groundstate.agents.base import Agent
 from groundstate.agents.scripted import ScriptedAgent
-from groundstate.environments.base import initial_snapshot
+from groundstate.environments.base import Environment, initial_snapshot
 from groundstate.episode import (
     AttemptInfo,
     EnvironmentFactory,
@@ -39,8 +39,8 @@ from groundstate.trace import ToolCallEvent, agent_events
 from groundstate.validation.results import MutationFigures
 
 T = TypeVar("T")
-Around = Callable[[int], AbstractContextManager[object]]
-"""What the n-th grading of :meth:`Proof.regrade` runs inside."""
+Around = Callable[[int, Environment], AbstractContextManager[object]]
+"""What the n-th grading of :meth:`Proof.regrade` runs inside, given the environment graded."""
 SEED = 0
 """Every replay uses one seed: a solution is a fixed trajectory, not a sample."""
 
@@ -91,7 +91,11 @@ class Proof:
         return run
 
     def regrade(
-        self, steps: list[Step], times: int, pause: float, around: Around = lambda _: nullcontext()
+        self,
+        steps: list[Step],
+        times: int,
+        pause: float,
+        around: Around = lambda _, __: nullcontext(),
     ) -> list[Verdict]:
         """Replay *steps* in one environment kept open, then grade its final state *times*,
         the n-th grading inside ``around(n)``."""
@@ -112,7 +116,7 @@ class Proof:
             for n in range(times):
                 if n:
                     await asyncio.sleep(pause)
-                with around(n):
+                with around(n, env):
                     verdicts.append(grade(self.task, self.suite, env, s0, session.events))
             return verdicts
 

@@ -1,4 +1,6 @@
-"""Chance and the wall clock pushed to one end of their range, for ``grader_determinism``.
+"""Chance and the wall clock pushed to one end of their range, for ``grader_determinism``;
+with them, the other things a verdict must not rest on: the order of unordered rows, what
+earlier gradings left in a module, the working folder (at the end of this module).
 
 A check whose verdict is a draw (``random() < 0.99``) or reads the wall clock at a coarse grain
 (``datetime.now().hour < 23``, ``date.today().weekday() < 5``) agrees with itself in three
@@ -18,13 +20,20 @@ alone (they measure durations, not dates).
 from __future__ import annotations
 
 import datetime as _datetime
+import importlib.util
+import itertools
+import os
 import random
+import sys
+import tempfile
 import time as _time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from groundstate.spec.code import hash_code, siblings_importable
 
 SKEW = 0.001
 """How close to one end of its range a skewed random stream stays."""
@@ -203,3 +212,62 @@ def _rebind(namespace: dict[str, Any], name: str, value: object) -> Callable[[],
             namespace[name] = original
 
     return put_back
+
+
+@contextmanager
+def rows_reversed(env: object) -> Iterator[None]:
+    """The rows of every query without ORDER BY that graders make of *env* in reverse order,
+    while inside, where the environment's kind can do it (SQLite); elsewhere nothing changes."""
+    reverse: Callable[[], AbstractContextManager[object]] | None
+    reverse = getattr(env, "unordered_reversed", None)
+    with reverse() if reverse is not None else nullcontext():
+        yield
+
+
+_FRESH = itertools.count(1)
+
+
+@contextmanager
+def fresh_checks(checks: dict[str, Any], root: Path) -> Iterator[None]:
+    """The suite's check files in *checks* (file name -> module) imported anew while inside,
+    with the sibling modules they import: a verdict resting on what earlier gradings left in
+    a module (a counter, a cache, a flag) differs from one given with nothing remembered. A
+    file changed since it was loaded, or that no longer imports, keeps its module."""
+    kept = dict(checks)
+    names: list[str] = []
+    for file_name, module in kept.items():
+        path = (root / file_name).resolve()  # its __file__ holds wherever the grading runs
+        with suppress(Exception):  # it imported when the suite loaded; else it is left be
+            if hash_code(path)[:16] in getattr(module, "__name__", ""):
+                names.append(name := f"{module.__name__}_fresh{next(_FRESH)}")
+                checks[file_name] = _imported(path, name)
+    try:
+        yield
+    finally:
+        checks.update(kept)
+        for name in names:
+            sys.modules.pop(name, None)
+
+
+def _imported(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # what a dataclass defined in it looks up
+    with siblings_importable(path.parent):
+        spec.loader.exec_module(module)
+    return module
+
+
+@contextmanager
+def elsewhere() -> Iterator[None]:
+    """The process in an empty folder of its own while inside: a check that opens a file by a
+    path relative to where ``validate`` was started (not to its own ``__file__``) fails.
+    Process-wide: only for the short gradings of ``grader_determinism``."""
+    start = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="groundstate-cwd-") as folder:
+        os.chdir(folder)
+        try:
+            yield
+        finally:
+            os.chdir(start)

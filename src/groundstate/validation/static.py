@@ -125,6 +125,16 @@ def require_checked(path: Path) -> SuiteCheck:
     return check
 
 
+def require_sound(suite: Suite) -> None:
+    """Raise :class:`SuiteCheckFailed` when the loaded *suite* has a problem ``groundstate
+    check`` calls an error (what ``run`` refuses before any proof, for a suite loaded in
+    Python)."""
+    check = SuiteCheck(path=str(suite.root))
+    _add(check, _suite_problems(suite))
+    if not check.ok:
+        raise SuiteCheckFailed(check)
+
+
 def check_suite(path: Path) -> SuiteCheck:
     """Every problem of the suite at *path* that can be found without running an agent."""
     suite, errors = scan_suite(Path(path))
@@ -242,8 +252,18 @@ def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
                         file=str(path),
                         line=line_of(path, field_name),
                         field=field_name,
-                        reason=f"{error.message} (schema of tool {step.call!r})",
+                        reason=f"{error.message} (schema of tool {step.call!r})"
+                        + (REPLAYS_REFUSED if solution.kind == "known_bad" else ""),
+                        # An agent's refused call, which regress copies with the rest of its
+                        # trajectory, is one a known-bad may replay; no route that passes can.
+                        severity="warning" if solution.kind == "known_bad" else "error",
                     )
+
+
+REPLAYS_REFUSED = (
+    ": the gateway refuses this call, so the known-bad replays a refused call (as an agent may "
+    "make one); if it is a slip, its failure may not show what it was written to show"
+)
 
 
 def _written_at(suite: Suite, task: AgentTask) -> Iterator[tuple[Path, str, HardConstraint]]:
@@ -457,6 +477,11 @@ def _assertion_problems(
                 yield _at(task_file, f"{base}.sql", refused)
             if _order_left_to_storage(assertion):
                 yield _at(task_file, f"{base}.ordered", ORDER_LEFT_TO_STORAGE)
+            unordered = order_sensitive(assertion.sql)
+            if unordered is not None:
+                yield _at(task_file, f"{base}.sql", unordered).model_copy(
+                    update={"severity": "warning"}
+                )
         elif isinstance(assertion, JudgeAssertion) and isinstance(assertion.judge, ModelJudge):
             for name, sql in assertion.judge.state.items():  # a model judge's state excerpts
                 refused = _sql_problem(sql, query, fixture) or _not_a_read(sql, query)
@@ -523,6 +548,41 @@ ORDER_LEFT_TO_STORAGE = (
     "a row deleted and inserted again changes while the state (and its hash) stays the same; "
     "add ORDER BY or drop ordered"
 )
+
+
+_SQL_TEXT = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/", re.DOTALL)
+_ORDER_SENSITIVE = re.compile(
+    r"(?i)\b(limit|offset|group_concat|string_agg|json_group_array|json_group_object)\b"
+)
+
+
+def order_sensitive(sql: str) -> str | None:
+    """Why *sql*'s result may rest on the order SQLite happens to read rows in (None: no
+    sign of it): a LIMIT, an OFFSET or a concatenating aggregate in a query with no ORDER BY
+    anywhere. A textual look, hence a warning: ``grader_determinism`` reads unordered rows
+    reversed once and finds the cases the oracle's state shows."""
+    text = _without_exists(_SQL_TEXT.sub(" ", sql))  # literals, comments; EXISTS is one row
+    found = _ORDER_SENSITIVE.search(text)
+    if found is None or re.search(r"(?i)\border\s+by\b", text):
+        return None
+    return (
+        f"{found.group(1).upper()} without ORDER BY: which rows it keeps, or the order it "
+        "joins them in, is the order SQLite happens to read them (storage order, which a row "
+        "deleted and inserted again changes); add ORDER BY, unless one row can match"
+    )
+
+
+def _without_exists(text: str) -> str:
+    """*text* with each ``EXISTS (...)`` left out: whether a row exists is no row's order."""
+    while (found := re.search(r"(?i)\bexists\s*\(", text)) is not None:
+        depth, end = 0, len(text)
+        for i in range(found.end() - 1, len(text)):
+            depth += {"(": 1, ")": -1}.get(text[i], 0)
+            if depth == 0:
+                end = i + 1
+                break
+        text = text[: found.start()] + " 1 " + text[end:]
+    return text
 
 
 def _order_left_to_storage(assertion: SqlAssertion) -> bool:

@@ -4,8 +4,9 @@ Proving a task replays several solutions, so a batch should not pay for it again
 the proof depends on has changed. The key hashes the task file and revision, the grader
 revision (assertions, constraints, rubric and check code), the fixture, the tools, the
 solutions, every file of the suite that belongs to no one task (data files a check or tool
-opens) and the suite's ``mutation_testing`` switch; any edit to one of them is a cache miss,
-and the task is proven again. (Declared equivalent mutants are part of the task file.)
+opens), the suite's switches, and the versions of what runs the proof (SQLite, Python,
+Hypothesis, groundstate's own files); any edit to one of them is a cache miss, and the task is
+proven again. (Declared equivalent mutants are part of the task file.)
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import sqlite3
 from collections.abc import Collection
 from functools import cache
 from importlib.metadata import version
+from pathlib import Path
 
+import groundstate
 from groundstate.environments.sqlite_state import STATE_HASH_REVISION
 from groundstate.episode import EnvironmentFactory, default_environment
 from groundstate.errors import GroundstateError
@@ -26,7 +29,7 @@ from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 12
+VALIDATOR_REVISION = 13
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -44,7 +47,8 @@ the library's grading: a yes giving the customer's reason in negative words, JSO
 and float noise in state diffs; 12: the constraint language's no to a question whether to go
 on, and a no that also says go ahead; ``grader_determinism`` skews the wall clock, and chance as
 the suite's own modules bound it, and a failure resting on a replay with no verdict is no
-longer cached)."""
+longer cached; 13: ``grader_determinism`` reads the rows of queries without ORDER BY
+reversed in one grading)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
@@ -86,10 +90,15 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
 
 @cache
 def _runtime() -> dict[str, str]:
-    """The versions of Python and Hypothesis: another Hypothesis generates other calls for
-    ``tool_robustness`` from the same seed, another Python other ``random`` draws."""
+    """The versions of Python and Hypothesis (another Hypothesis generates other calls for
+    ``tool_robustness`` from the same seed, another Python other ``random`` draws), and the
+    digest of groundstate's own files: the library grades every replay (the constraint
+    language, row matching, the terminal-reason rules), so another version of it may give
+    another verdict on unchanged task files, and is never trusted to remember to bump
+    :data:`VALIDATOR_REVISION`."""
     python = ".".join(platform.python_version_tuple()[:2])
-    return {"python": python, "hypothesis": version("hypothesis")}
+    library = hash_path(Path(groundstate.__file__).parent)
+    return {"python": python, "hypothesis": version("hypothesis"), "groundstate": library}
 
 
 def _shared_files(suite: Suite) -> dict[str, str]:
