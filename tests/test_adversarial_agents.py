@@ -36,6 +36,7 @@ from groundstate.sandbox import find_bwrap
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import BudgetsSection
 from groundstate.testing import FunctionAgent, attempt, scripted_system
+from groundstate.testing_models import OpenAICompatibleServer, Reply
 from groundstate.trace import MessageEvent, ToolCallEvent
 from groundstate.workdirs import temp_root
 
@@ -809,3 +810,57 @@ def test_the_final_reply_is_the_last_event_whatever_a_helper_thread_calls(
             assert isinstance(last, MessageEvent) and last.final, last
     finally:
         stop.set()
+
+
+# --- the time limit striking while the simulated user answers -------------------------------
+
+
+def test_a_scripted_user_reading_at_the_limit_leaves_the_agents_time_limit(
+    edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scripted user is local code: its time is that of the agent's message (a huge one
+    is slow to read). The limit striking while it reads was an invalid attempt
+    (``environment_failure/user_simulator``), one an agent out of time could make at will."""
+    from groundstate.users import ScriptedUser
+
+    reply = ScriptedUser.reply
+
+    def slow_to_read(self: ScriptedUser, message: str) -> str | None:
+        if message.startswith("huge"):
+            time.sleep(0.6)  # past the 0.3 s limit: the agent's message takes that long
+        return reply(self, message)
+
+    monkeypatch.setattr(ScriptedUser, "reply", slow_to_read)
+    suite = edited_bank(lambda task: task.update(time_limit=0.3))
+
+    async def sends_a_huge_message(session: Session) -> str:
+        await session.say("huge " + "x" * 1000)
+        return "Moved 30 from A to B."  # no tool call: the limit's latch takes the session
+
+    run = _run(suite, sends_a_huge_message)
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+    assert run.valid
+    monkeypatch.undo()
+    _then_honest(suite)
+
+
+def test_a_user_model_asked_in_the_limits_last_moments_leaves_the_agents_time_limit(
+    bank: Suite,
+) -> None:
+    """The agent dawdles through most of its time, then asks a (slow) user model: the limit
+    strikes while the user answers, but the agent used the time up. Before, any reply under
+    way at the limit made the attempt invalid: an agent about to time out could ask anything
+    to drop its failure from the valid view."""
+    from .test_model_users import bank_agent_system, model_user
+    from .test_models_adversarial import limited
+
+    async def asks_at_the_end(session: Session) -> str:
+        time.sleep(0.4)  # four fifths of the 0.5 s limit
+        await session.say("What is your PIN?")
+        return "done"
+
+    with OpenAICompatibleServer([Reply(text="1234", delay=1.5)]) as server:
+        system = limited(bank_agent_system(model_user(server)), 0.5)
+        run = _run(bank, asks_at_the_end, system=system)
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+    assert run.valid

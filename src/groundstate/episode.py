@@ -97,6 +97,13 @@ REBOUND = "harness_code"
 END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
 without it (a tool blocked in Python cannot be interrupted)."""
+USER_SHARE = 0.5
+"""The share of the time limit one reply of the simulated user must have taken, when the limit
+strikes during it, for the time limit to be the instrument's (``environment_failure/
+user_simulator``, invalid) rather than the agent's. Only a user that waits on a model or a
+person counts: the scripted user's time is that of the agent's message (a huge one is slow to
+read), and an agent that asks at the last moment must not turn its own time limit into an
+invalid attempt."""
 OWN_LIMIT_SLACK = 0.5
 """Seconds before the time limit from which an agent's own ``TimeLimitReached`` (an agent
 program's adapter killing the program at the limit, timed by a clock of its own) is the time
@@ -227,9 +234,9 @@ class EpisodeSession:
         self.stop: Stop | None = None
         self._ended = False
         self._in_call: str | None = None
-        self.asking_user = False
-        """Whether the simulated user is composing a reply now (the time limit may strike
-        while it does: then the instrument, not the agent, used the time up)."""
+        self.asking_since: float | None = None
+        """When the simulated user began the reply it is composing now, if it waits on a model
+        or a person (see :meth:`user_used_the_time`)."""
         self.blocked_call: str | None = None
         """A tool still running when the attempt ended (left behind: threads cannot be
         killed); kept in the evidence."""
@@ -380,6 +387,15 @@ class EpisodeSession:
         """Seconds left before the time limit (negative past it)."""
         return self.time_limit - self._elapsed()
 
+    def user_used_the_time(self) -> bool:
+        """Whether the time limit, striking now, is the simulated user's doing: it is
+        composing a reply (waiting on a model or a person) that took :data:`USER_SHARE` of
+        the limit or more by the limit. Counted up to the limit, so a late alarm on a busy
+        machine does not shift the blame; a reply begun in the limit's last moments is the
+        agent's time running out, however slowly the user then answers."""
+        since = self.asking_since
+        return since is not None and since <= (1 - USER_SHARE) * self.time_limit
+
     def latch(self, error: BaseException, stage: str) -> Stop:
         """Record *error* as the attempt's stop unless one is latched already; return the stop."""
         with self._briefly_locked():
@@ -477,7 +493,8 @@ class EpisodeSession:
         text = _plain_text(text)
         step = self._next_step("message")
         self._record_message("agent", text, step)
-        self.asking_user = True
+        if self._user.waits:
+            self.asking_since = self._elapsed()
         try:
             reply = self._user.reply(text)
         except Exception as exc:  # the simulated user is part of the instrument
@@ -485,7 +502,7 @@ class EpisodeSession:
             failure.__cause__ = exc
             self._latch(failure, USER_SIMULATOR)
         finally:
-            self.asking_user = False
+            self.asking_since = None
         self._record_message("user", reply, step)
         return reply
 
@@ -928,7 +945,7 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
 
 
 def _latch_time_limit(session: EpisodeSession, exc: TimeLimitReached) -> None:
-    if session.asking_user:  # a slow or rate-limited user model: an invalid attempt
+    if session.user_used_the_time():  # a slow or rate-limited user model: an invalid attempt
         why = f"the user simulator had not answered when the {exc}"
         session.latch(EnvironmentFailure(why), USER_SIMULATOR)
     else:
