@@ -864,3 +864,45 @@ def test_a_user_model_asked_in_the_limits_last_moments_leaves_the_agents_time_li
         run = _run(bank, asks_at_the_end, system=system)
     assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
     assert run.valid
+
+
+def test_a_question_still_unanswered_at_the_limit_after_the_agent_returned_ends_it_there(
+    edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch, release: threading.Event
+) -> None:
+    """A helper thread's question to the user still waiting for its answer past the limit
+    after the agent returned: as for a tool call still running, the attempt ends at its limit
+    (the scripted user's time is the agent's). Before, the wait gave up silently and the
+    attempt was graded a success, the answer landing in the trace after the final reply."""
+    from groundstate.users import ScriptedUser
+
+    reply = ScriptedUser.reply
+
+    def slow_to_read(self: ScriptedUser, message: str) -> str | None:
+        if message.startswith("huge"):
+            release.wait(BLOCK)  # the agent's message takes that long to read
+        return reply(self, message)
+
+    monkeypatch.setattr(ScriptedUser, "reply", slow_to_read)
+    suite = edited_bank(lambda task: task.update(time_limit=0.3))
+    asked = threading.Event()
+
+    async def asks_in_a_helper(session: Session) -> str:
+        async def ask() -> None:
+            asked.set()
+            await session.say("huge " + "x" * 1000)
+
+        await session.call("check_pin", {"account": "A", "pin": "1234"})
+        await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+        _in_thread(ask())
+        asked.wait(BLOCK)
+        time.sleep(0.05)  # the helper is in the user's reply
+        return "Moved 30 from A to B."
+
+    run = _run(suite, asks_in_a_helper)
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+    assert run.infrastructure_status["blocked_in_user_reply"] is True
+    last = run.observation_action_log[-1]
+    assert isinstance(last, MessageEvent) and last.final, last
+    release.set()
+    monkeypatch.undo()
+    _then_honest(suite)

@@ -240,6 +240,9 @@ class EpisodeSession:
         self.blocked_call: str | None = None
         """A tool still running when the attempt ended (left behind: threads cannot be
         killed); kept in the evidence."""
+        self._in_reply = False
+        self.blocked_in_reply = False
+        """Whether the simulated user was still composing a reply when the attempt ended."""
         self._steps = 0
         self._lock = threading.Lock()
         self._holder: int | None = None
@@ -414,7 +417,7 @@ class EpisodeSession:
         with self._briefly_locked(wait) as locked:
             self._ended = True
             if not locked:
-                self.blocked_call = self._in_call
+                self.blocked_call, self.blocked_in_reply = self._in_call, self._in_reply
 
     @contextmanager
     def _briefly_locked(self, wait: float = END_WAIT) -> Iterator[bool]:
@@ -495,6 +498,7 @@ class EpisodeSession:
         self._record_message("agent", text, step)
         if self._user.waits:
             self.asking_since = self._elapsed()
+        self._in_reply = True
         try:
             reply = self._user.reply(text)
         except Exception as exc:  # the simulated user is part of the instrument
@@ -502,7 +506,9 @@ class EpisodeSession:
             failure.__cause__ = exc
             self._latch(failure, USER_SIMULATOR)
         finally:
-            self.asking_since = None
+            self.asking_since, self._in_reply = None, False
+        if self._ended:  # given up on while the user answered: nothing lands after the end
+            raise AgentStop("the attempt is over")
         self._record_message("user", reply, step)
         return reply
 
@@ -813,6 +819,8 @@ async def _episode(
     _take_stop(session, progress)  # after the end: a call still in flight may have latched one
     if session.blocked_call is not None:
         progress.evidence["blocked_in_tool"] = session.blocked_call
+    if session.blocked_in_reply:
+        progress.evidence["blocked_in_user_reply"] = True
     if not (progress.interruption or "").startswith("environment_failure"):
         _grade(task, suite, env, s0, session, progress, turn)
         # After grading: an agent's own thread may write the file while the checks read it
@@ -988,9 +996,9 @@ async def _end_after_return(session: EpisodeSession) -> None:
 
 def _end_waiting(session: EpisodeSession) -> None:
     session.end(wait=max(session.remaining, 0.0) + END_WAIT)
-    if session.blocked_call is not None:
+    if session.blocked_call is not None or session.blocked_in_reply:
         limit = TimeLimitReached(f"time limit {session.time_limit:g}s reached with a call running")
-        session.latch(limit, "time_limit")
+        _latch_time_limit(session, limit)
 
 
 def _take_stop(session: EpisodeSession, progress: _Progress) -> None:
