@@ -822,10 +822,17 @@ async def _episode(
     if session.blocked_in_reply:
         progress.evidence["blocked_in_user_reply"] = True
     if not (progress.interruption or "").startswith("environment_failure"):
-        _grade(task, suite, env, s0, session, progress, turn)
-        # After grading: an agent's own thread may write the file while the checks read it
-        # (code rebound meanwhile is looked for once the record is built: run_attempt).
-        if _written_outside(env, session) or _regraded(task, suite, session):
+        if _behind_gateway(env, session, "locked_outside_calls", "locked"):
+            _take_stop(session, progress)  # the checks cannot read it: not graded
+        else:
+            _grade(task, suite, env, s0, session, progress, turn)
+        # After grading too: an agent's own thread may write or lock the file while the
+        # checks read it (code rebound meanwhile is looked for once the record is built).
+        if (
+            _behind_gateway(env, session, "written_outside_calls", "written")
+            or _behind_gateway(env, session, "locked_outside_calls", "locked")
+            or _regraded(task, suite, session)
+        ):
             _take_stop(session, progress)
     progress.evidence["health_after"] = env.health()
     return session
@@ -851,21 +858,23 @@ def reset_checked(env: Environment, task: AgentTask, seed: int | None = None) ->
     return initial_hash
 
 
-def _written_outside(env: Environment, session: EpisodeSession) -> bool:
-    """Latch a prohibited action when the environment was written behind the gateway (an
-    in-process agent, or a thread of its, that opened the database file itself): the state
-    it left is graded on no tool call, so no constraint saw how it came about. Environments
-    that cannot tell (no ``written_outside_calls``) are not checked."""
-    written = getattr(env, "written_outside_calls", None)
-    if session.blocked_call is not None or written is None:
+def _behind_gateway(env: Environment, session: EpisodeSession, probe: str, what: str) -> bool:
+    """Latch a prohibited action when the environment's *probe* finds it written
+    (``written_outside_calls``) or locked (``locked_outside_calls``) behind the gateway (an
+    in-process agent, or a thread of its, that opened the database file itself): a state
+    written so is graded on no tool call, so no constraint saw how it came about; a state
+    locked so cannot be graded, and its grader failure would make the attempt invalid.
+    Environments that cannot tell (no such method) are not checked."""
+    found = getattr(env, probe, None)
+    if session.blocked_call is not None or found is None:
         return False  # a tool still running may be mid-write: no sound reading
     try:
-        reason = written()
+        reason = found()
     except Exception:  # unreadable: the final state's read has said so
         return False
     if reason is None:
         return False
-    session.latch(ProhibitedAction(f"written behind the tool gateway: {reason}"), OUTSIDE)
+    session.latch(ProhibitedAction(f"{what} behind the tool gateway: {reason}"), OUTSIDE)
     return True
 
 
@@ -878,7 +887,7 @@ def _regraded(task: AgentTask, suite: Suite, session: EpisodeSession) -> bool:
         return False  # a task made apart from its suite (a mutant, a test's)
     if grader_shape(task) == loaded:
         return False
-    why = "the task's assertions, constraints or rubric were changed in memory since loading"
+    why = "the task's fields (limits, conditions or grading) were changed in memory since loading"
     session.latch(ProhibitedAction(why), REBOUND)
     return True
 
