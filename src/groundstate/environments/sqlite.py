@@ -626,6 +626,8 @@ class SqliteEnvironment(ClosesOnExit):
         try:
             self._control.execute("SELECT count(*) FROM main.sqlite_master").fetchall()
         except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):  # not a lock (a removed file...): not this probe's
+                return None
             self._tainted = True
             return f"another connection holds a lock on the database ({exc})"
         finally:
