@@ -937,3 +937,22 @@ def test_locking_the_database_behind_the_gateway_is_a_prohibited_action(bank: Su
     assert run.infrastructure_status["stop"]["stage"] == "outside_gateway"
     assert "lock" in run.infrastructure_status["stop"]["message"]
     _then_honest(bank)
+
+
+def test_a_lone_surrogate_sent_to_a_user_model_is_the_agents_text_not_a_broken_user(
+    bank: Suite,
+) -> None:
+    """The agent's message holds ``"\\ud800"``: the user model's request could not be encoded,
+    an ``environment_failure/user_simulator`` (invalid) of the agent's making. The user now
+    reads the message as the trace records it (escaped), and the attempt is graded."""
+    from .test_model_users import bank_agent_system, model_user
+
+    async def asks_oddly(session: Session) -> str:
+        await session.say("What is your PIN? \ud800")
+        return "I could not do it."
+
+    with OpenAICompatibleServer([Reply(text="1234")]) as server:
+        run = _run(bank, asks_oddly, system=bank_agent_system(model_user(server)))
+        (request,) = server.requests
+    assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
+    assert request["messages"][-1]["content"] == "What is your PIN? \\ud800"

@@ -493,7 +493,9 @@ class EpisodeSession:
     def _say(self, text: str) -> str | None:
         if not _is_text(text):
             self._latch(_mismatch(f"a message must be a str, got {_kind(text)}"), "message")
-        text = _plain_text(text)
+        # As recorded (a lone surrogate escaped): what the user reads is what the trace shows,
+        # and a user model's request can encode it (it could not: an invalid attempt).
+        text = recordable(_plain_text(text))
         step = self._next_step("message")
         self._record_message("agent", text, step)
         if self._user.waits:
