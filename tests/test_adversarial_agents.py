@@ -956,3 +956,34 @@ def test_a_lone_surrogate_sent_to_a_user_model_is_the_agents_text_not_a_broken_u
         (request,) = server.requests
     assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
     assert request["messages"][-1]["content"] == "What is your PIN? \\ud800"
+
+
+def test_a_call_blocked_past_the_end_that_returns_while_graded_lands_in_no_trace(
+    slow_bank: Suite,
+) -> None:
+    """A helper's call blocked in Python past the end returns while the attempt is graded
+    (a check lets it go): its event was appended to the trace then, after the final reply
+    (and maybe between the record and its ``trace.jsonl``). What ends after the attempt is
+    named in ``blocked_in_tool``, not recorded."""
+    root = slow_bank.root
+    released = root / "released"
+    task = root / "tasks" / "transfer.yaml"
+    task.write_text(task.read_text().replace("time_limit: 5", "time_limit: 0.3"))
+    with (root / "checks.py").open("a") as checks:
+        checks.write(
+            "\n\ndef lets_the_payment_go(s0: Any, sT: Any) -> bool:\n"
+            "    import pathlib, time\n"
+            f"    pathlib.Path({str(released)!r}).touch()\n"
+            "    time.sleep(0.5)  # the payment returns meanwhile\n"
+            "    return True\n"
+        )
+    text = task.read_text().replace(
+        "check: checks.py:money_conserved", "check: checks.py:lets_the_payment_go"
+    )
+    task.write_text(text)
+    suite = load_suite(root)
+    run = _run(suite, _pays_in_a_helper(suite, BLOCK, until=released))
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+    assert run.infrastructure_status["blocked_in_tool"] == "pay_slowly"
+    last = run.observation_action_log[-1]
+    assert isinstance(last, MessageEvent) and last.final, last

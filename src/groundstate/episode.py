@@ -258,7 +258,7 @@ class EpisodeSession:
         self.hidden_paths = (suite.root, temp_root())
         """What a sandboxed agent program must not see: the suite (solutions, checks,
         fixtures) and every attempt's work directory."""
-        self._gateway = ToolGateway(tools, env, self.events.append, self._elapsed)
+        self._gateway = ToolGateway(tools, env, self._trace_call, self._elapsed)
         set_deadline = getattr(env, "set_deadline", None)
         if set_deadline is not None:  # SQL in tools stops at the time limit (see the gateway)
             set_deadline(CLOCK() + self.time_limit)
@@ -542,6 +542,13 @@ class EpisodeSession:
             raise _again(self.stop.error)
         if self._ended:
             raise AgentStop("the attempt is over")
+
+    def _trace_call(self, event: TraceEvent) -> None:
+        """Keep a call's event, unless the attempt ended while it ran (a tool blocked past
+        the end, named in :attr:`blocked_call`): the trace is being graded and recorded, its
+        final reply last."""
+        if not self._ended:
+            self.events.append(event)
 
     def _ends_on(self, condition: str) -> bool:
         return bool(getattr(self._task.terminal_conditions, condition) == "end")
