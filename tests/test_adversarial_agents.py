@@ -987,3 +987,44 @@ def test_a_call_blocked_past_the_end_that_returns_while_graded_lands_in_no_trace
     assert run.infrastructure_status["blocked_in_tool"] == "pay_slowly"
     last = run.observation_action_log[-1]
     assert isinstance(last, MessageEvent) and last.final, last
+
+
+def test_a_call_blocked_at_the_time_limit_holds_up_no_other_attempt(
+    slow_bank: Suite, tmp_path: Path
+) -> None:
+    """At its time limit the episode latches the stop and ends the session, each waiting up
+    to END_WAIT for the call in flight: on the loop that runs every attempt, that held them
+    all. The payment lasts until the quick attempt has finished: were the loop held, the
+    slow attempt would give up on it and finish first."""
+    task = slow_bank.root / "tasks" / "transfer.yaml"
+    task.write_text(task.read_text().replace("time_limit: 5", "time_limit: 0.3"))
+    limited = load_suite(slow_bank.root)
+    quick_done = tmp_path / "quick-done"
+    finished: list[str] = []
+
+    async def timed(name: str, suite: Suite, fn: AgentFn) -> None:
+        info = AttemptInfo(run_id=name, batch_id="adhoc", attempt=1, seed=0)
+        task = suite.tasks["transfer"]
+        await run_attempt(task, suite, scripted_system(), FunctionAgent(fn), info)
+        finished.append(name)
+        if name == "quick":
+            quick_done.touch()
+
+    async def pays_in_the_agent(session: Session) -> str:
+        arguments = {"seconds": BLOCK, "until": str(quick_done)}
+        await session.call("pay_slowly", arguments)
+        return "Moved 30 from A to B."
+
+    async def _quick(session: Session) -> str:
+        await asyncio.sleep(0.5)  # past the slow one's limit
+        return await _do_the_task(session)
+
+    async def both() -> None:
+        await asyncio.gather(
+            timed("slow", limited, pays_in_the_agent), timed("quick", slow_bank, _quick)
+        )
+
+    started = time.perf_counter()
+    asyncio.run(both())
+    assert finished == ["quick", "slow"]
+    assert time.perf_counter() - started < HANG

@@ -823,8 +823,10 @@ async def _episode(
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         _rebound(session, progress)  # first: the session's own methods may be the ones
-        session.end()
-        _back_to(cwd, progress)
+        try:
+            await _unheld(session, session.end)
+        finally:
+            _back_to(cwd, progress)
     _take_stop(session, progress)  # after the end: a call still in flight may have latched one
     if session.blocked_call is not None:
         progress.evidence["blocked_in_tool"] = session.blocked_call
@@ -959,7 +961,7 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
     try:
         final = await run_agent(agent, session)
     except TimeLimitReached as exc:  # the episode's own, at the limit
-        _latch_time_limit(session, exc)
+        await _unheld(session, _latch_time_limit, session, exc)
     except AgentRaised as raised:
         _take_raised(raised, session, progress)
     except Exception as exc:  # a crash the agent's thread reported (loopthreads.as_exception)
@@ -968,6 +970,16 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
     else:
         await _end_after_return(session)
         _take_final(final, session, progress)
+
+
+async def _unheld(session: EpisodeSession, action: Callable[..., None], *args: Any) -> None:
+    """Run *action*, which waits for the session's lock (up to :data:`END_WAIT`), in a thread
+    when a call holds it (a tool blocked in Python, a slow user): this loop runs every
+    attempt of the batch, and would be held as long."""
+    if session.busy:
+        await asyncio.to_thread(action, *args)
+    else:
+        action(*args)
 
 
 def _latch_time_limit(session: EpisodeSession, exc: TimeLimitReached) -> None:
