@@ -399,9 +399,10 @@ class EpisodeSession:
         since = self.asking_since
         return since is not None and since <= (1 - USER_SHARE) * self.time_limit
 
-    def latch(self, error: BaseException, stage: str) -> Stop:
-        """Record *error* as the attempt's stop unless one is latched already; return the stop."""
-        with self._briefly_locked():
+    def latch(self, error: BaseException, stage: str, wait: float = END_WAIT) -> Stop:
+        """Record *error* as the attempt's stop unless one is latched already; return the stop.
+        A call in progress is waited for up to *wait* seconds (it may latch a stop first)."""
+        with self._briefly_locked(wait):
             if self.stop is None:
                 self.stop = Stop(error, stage, self._steps, self._elapsed())
             return self.stop
@@ -982,12 +983,14 @@ async def _unheld(session: EpisodeSession, action: Callable[..., None], *args: A
         action(*args)
 
 
-def _latch_time_limit(session: EpisodeSession, exc: TimeLimitReached) -> None:
+def _latch_time_limit(
+    session: EpisodeSession, exc: TimeLimitReached, wait: float = END_WAIT
+) -> None:
     if session.user_used_the_time():  # a slow or rate-limited user model: an invalid attempt
         why = f"the user simulator had not answered when the {exc}"
-        session.latch(EnvironmentFailure(why), USER_SIMULATOR)
+        session.latch(EnvironmentFailure(why), USER_SIMULATOR, wait)
     else:
-        session.latch(exc, "time_limit")
+        session.latch(exc, "time_limit", wait)
 
 
 def _take_raised(raised: AgentRaised, session: EpisodeSession, progress: _Progress) -> None:
@@ -1028,7 +1031,7 @@ def _end_waiting(session: EpisodeSession) -> None:
     session.end(wait=max(session.remaining, 0.0) + END_WAIT)
     if session.blocked_call is not None or session.blocked_in_reply:
         limit = TimeLimitReached(f"time limit {session.time_limit:g}s reached with a call running")
-        _latch_time_limit(session, limit)
+        _latch_time_limit(session, limit, wait=0.0)  # waited for already
 
 
 def _take_stop(session: EpisodeSession, progress: _Progress) -> None:
