@@ -859,7 +859,7 @@ def test_a_user_model_asked_in_the_limits_last_moments_leaves_the_agents_time_li
         await session.say("What is your PIN?")
         return "done"
 
-    with OpenAICompatibleServer([Reply(text="1234", delay=1.5)]) as server:
+    with OpenAICompatibleServer([Reply(text="1234", delay=0.6)]) as server:
         system = limited(bank_agent_system(model_user(server)), 0.5)
         run = _run(bank, asks_at_the_end, system=system)
     assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
