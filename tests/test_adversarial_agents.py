@@ -36,6 +36,7 @@ from groundstate.sandbox import find_bwrap
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import BudgetsSection
 from groundstate.testing import FunctionAgent, attempt, scripted_system
+from groundstate.testing_models import OpenAICompatibleServer, Reply
 from groundstate.trace import MessageEvent, ToolCallEvent
 from groundstate.workdirs import temp_root
 
@@ -809,3 +810,221 @@ def test_the_final_reply_is_the_last_event_whatever_a_helper_thread_calls(
             assert isinstance(last, MessageEvent) and last.final, last
     finally:
         stop.set()
+
+
+# --- the time limit striking while the simulated user answers -------------------------------
+
+
+def test_a_scripted_user_reading_at_the_limit_leaves_the_agents_time_limit(
+    edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scripted user is local code: its time is that of the agent's message (a huge one
+    is slow to read). The limit striking while it reads was an invalid attempt
+    (``environment_failure/user_simulator``), one an agent out of time could make at will."""
+    from groundstate.users import ScriptedUser
+
+    reply = ScriptedUser.reply
+
+    def slow_to_read(self: ScriptedUser, message: str) -> str | None:
+        if message.startswith("huge"):
+            time.sleep(0.6)  # past the 0.3 s limit: the agent's message takes that long
+        return reply(self, message)
+
+    monkeypatch.setattr(ScriptedUser, "reply", slow_to_read)
+    suite = edited_bank(lambda task: task.update(time_limit=0.3))
+
+    async def sends_a_huge_message(session: Session) -> str:
+        await session.say("huge " + "x" * 1000)
+        return "Moved 30 from A to B."  # no tool call: the limit's latch takes the session
+
+    run = _run(suite, sends_a_huge_message)
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+    assert run.valid
+    monkeypatch.undo()
+    _then_honest(suite)
+
+
+def test_a_user_model_asked_in_the_limits_last_moments_leaves_the_agents_time_limit(
+    bank: Suite,
+) -> None:
+    """The agent dawdles through most of its time, then asks a (slow) user model: the limit
+    strikes while the user answers, but the agent used the time up. Before, any reply under
+    way at the limit made the attempt invalid: an agent about to time out could ask anything
+    to drop its failure from the valid view."""
+    from .test_model_users import bank_agent_system, model_user
+    from .test_models_adversarial import limited
+
+    async def asks_at_the_end(session: Session) -> str:
+        time.sleep(0.4)  # four fifths of the 0.5 s limit
+        await session.say("What is your PIN?")
+        return "done"
+
+    with OpenAICompatibleServer([Reply(text="1234", delay=0.6)]) as server:
+        system = limited(bank_agent_system(model_user(server)), 0.5)
+        run = _run(bank, asks_at_the_end, system=system)
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+    assert run.valid
+
+
+def test_a_question_still_unanswered_at_the_limit_after_the_agent_returned_ends_it_there(
+    edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch, release: threading.Event
+) -> None:
+    """A helper thread's question to the user still waiting for its answer past the limit
+    after the agent returned: as for a tool call still running, the attempt ends at its limit
+    (the scripted user's time is the agent's). Before, the wait gave up silently and the
+    attempt was graded a success, the answer landing in the trace after the final reply."""
+    from groundstate.users import ScriptedUser
+
+    reply = ScriptedUser.reply
+
+    def slow_to_read(self: ScriptedUser, message: str) -> str | None:
+        if message.startswith("huge"):
+            release.wait(BLOCK)  # the agent's message takes that long to read
+        return reply(self, message)
+
+    monkeypatch.setattr(ScriptedUser, "reply", slow_to_read)
+    suite = edited_bank(lambda task: task.update(time_limit=0.3))
+    asked = threading.Event()
+
+    async def asks_in_a_helper(session: Session) -> str:
+        async def ask() -> None:
+            asked.set()
+            await session.say("huge " + "x" * 1000)
+
+        await session.call("check_pin", {"account": "A", "pin": "1234"})
+        await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+        _in_thread(ask())
+        asked.wait(BLOCK)
+        time.sleep(0.05)  # the helper is in the user's reply
+        return "Moved 30 from A to B."
+
+    run = _run(suite, asks_in_a_helper)
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+    assert run.infrastructure_status["blocked_in_user_reply"] is True
+    last = run.observation_action_log[-1]
+    assert isinstance(last, MessageEvent) and last.final, last
+    release.set()
+    monkeypatch.undo()
+    _then_honest(suite)
+
+
+def test_locking_the_database_behind_the_gateway_is_a_prohibited_action(bank: Suite) -> None:
+    """The agent opens its database file itself and holds an exclusive lock past its end:
+    nothing written, but no check can read the state. Held past the checks' busy timeout,
+    they failed (``grader_failure``: the agent's failed attempt made invalid, dropped from
+    the valid view). A lock taken behind the gateway is a prohibited action, like a write
+    there; here it is let go a second later, so the test does not wait for the timeout."""
+    holders: list[sqlite3.Connection] = []
+
+    def let_go() -> None:
+        for db in holders:
+            db.rollback()
+            db.close()
+
+    async def locks_the_file(session: Session) -> str:
+        await session.call("check_pin", {"account": "A", "pin": "1234"})
+        for path in _live_databases():
+            db = sqlite3.connect(path, timeout=0.1, check_same_thread=False)
+            with contextlib.suppress(sqlite3.Error):  # one another attempt holds, say
+                db.execute("BEGIN EXCLUSIVE")
+                holders.append(db)
+        threading.Timer(1.0, let_go).start()
+        return "Moved 30 from A to B."
+
+    run = _run(bank, locks_the_file)
+    assert holders, "the agent held no lock"
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert run.infrastructure_status["stop"]["stage"] == "outside_gateway"
+    assert "lock" in run.infrastructure_status["stop"]["message"]
+    _then_honest(bank)
+
+
+def test_a_lone_surrogate_sent_to_a_user_model_is_the_agents_text_not_a_broken_user(
+    bank: Suite,
+) -> None:
+    """The agent's message holds ``"\\ud800"``: the user model's request could not be encoded,
+    an ``environment_failure/user_simulator`` (invalid) of the agent's making. The user now
+    reads the message as the trace records it (escaped), and the attempt is graded."""
+    from .test_model_users import bank_agent_system, model_user
+
+    async def asks_oddly(session: Session) -> str:
+        await session.say("What is your PIN? \ud800")
+        return "I could not do it."
+
+    with OpenAICompatibleServer([Reply(text="1234")]) as server:
+        run = _run(bank, asks_oddly, system=bank_agent_system(model_user(server)))
+        (request,) = server.requests
+    assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
+    assert request["messages"][-1]["content"] == "What is your PIN? \\ud800"
+
+
+def test_a_call_blocked_past_the_end_that_returns_while_graded_lands_in_no_trace(
+    slow_bank: Suite,
+) -> None:
+    """A helper's call blocked in Python past the end returns while the attempt is graded
+    (a check lets it go): its event was appended to the trace then, after the final reply
+    (and maybe between the record and its ``trace.jsonl``). What ends after the attempt is
+    named in ``blocked_in_tool``, not recorded."""
+    root = slow_bank.root
+    released = root / "released"
+    task = root / "tasks" / "transfer.yaml"
+    task.write_text(task.read_text().replace("time_limit: 5", "time_limit: 0.3"))
+    with (root / "checks.py").open("a") as checks:
+        checks.write(
+            "\n\ndef lets_the_payment_go(s0: Any, sT: Any) -> bool:\n"
+            "    import pathlib, time\n"
+            f"    pathlib.Path({str(released)!r}).touch()\n"
+            "    time.sleep(0.5)  # the payment returns meanwhile\n"
+            "    return True\n"
+        )
+    text = task.read_text().replace(
+        "check: checks.py:money_conserved", "check: checks.py:lets_the_payment_go"
+    )
+    task.write_text(text)
+    suite = load_suite(root)
+    run = _run(suite, _pays_in_a_helper(suite, BLOCK, until=released))
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+    assert run.infrastructure_status["blocked_in_tool"] == "pay_slowly"
+    last = run.observation_action_log[-1]
+    assert isinstance(last, MessageEvent) and last.final, last
+
+
+def test_a_call_blocked_at_the_time_limit_holds_up_no_other_attempt(
+    slow_bank: Suite, tmp_path: Path
+) -> None:
+    """At its time limit the episode latches the stop and ends the session, each waiting up
+    to END_WAIT for the call in flight: on the loop that runs every attempt, that held them
+    all. The payment lasts until the quick attempt has finished: were the loop held, the
+    slow attempt would give up on it and finish first."""
+    task = slow_bank.root / "tasks" / "transfer.yaml"
+    task.write_text(task.read_text().replace("time_limit: 5", "time_limit: 0.3"))
+    limited = load_suite(slow_bank.root)
+    quick_done = tmp_path / "quick-done"
+    finished: list[str] = []
+
+    async def timed(name: str, suite: Suite, fn: AgentFn) -> None:
+        info = AttemptInfo(run_id=name, batch_id="adhoc", attempt=1, seed=0)
+        task = suite.tasks["transfer"]
+        await run_attempt(task, suite, scripted_system(), FunctionAgent(fn), info)
+        finished.append(name)
+        if name == "quick":
+            quick_done.touch()
+
+    async def pays_in_the_agent(session: Session) -> str:
+        arguments = {"seconds": BLOCK, "until": str(quick_done)}
+        await session.call("pay_slowly", arguments)
+        return "Moved 30 from A to B."
+
+    async def _quick(session: Session) -> str:
+        await asyncio.sleep(0.5)  # past the slow one's limit
+        return await _do_the_task(session)
+
+    async def both() -> None:
+        await asyncio.gather(
+            timed("slow", limited, pays_in_the_agent), timed("quick", slow_bank, _quick)
+        )
+
+    started = time.perf_counter()
+    asyncio.run(both())
+    assert finished == ["quick", "slow"]
+    assert time.perf_counter() - started < HANG

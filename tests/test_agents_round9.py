@@ -334,3 +334,22 @@ def test_the_agents_module_is_imported_before_its_attempt_the_factory_within(
     job = AttemptJob(str(bank.root), bank.suite_hash, load_system(file), "transfer", info)
     _agent(job, bank, None)
     assert marks.read_text() == "imported "
+
+
+def test_a_lone_surrogate_printed_is_kept_escaped_and_the_record_stores(bank: Suite) -> None:
+    """An agent prints ``"\\ud800"`` (legal in a Python ``str``, refused by UTF-8): the
+    stdout artifact could not be encoded, so the record could not be stored and the batch
+    stopped (in-process a ``UnicodeEncodeError``, in the pool an ``ExecutorError``), for
+    every attempt after it too. Kept escaped, as every other text an agent produces."""
+
+    async def prints_a_surrogate(session: Session) -> str:
+        print("card \ud800")
+        sys.stderr.write("pin \udfff\n")
+        return await _do_the_task(session)
+
+    output = attempt(bank, "transfer", FunctionAgent(prints_a_surrogate))
+    assert output.run.terminal_reason == "success", output.run.infrastructure_status
+    assert output.artifacts["stdout.txt"] == "card \\ud800\n"
+    assert output.artifacts["stderr.txt"] == "pin \\udfff\n"
+    prepare_run(output.run, output.artifacts)  # raised UnicodeEncodeError
+    _then_honest(bank)

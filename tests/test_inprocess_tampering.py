@@ -22,6 +22,7 @@ from groundstate.agents.base import Session
 from groundstate.bindings import HARNESS
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.task import TerminalConditions
 from groundstate.testing import FunctionAgent, attempt
 
 from .conftest import BANK, HANG
@@ -232,7 +233,27 @@ def _loosen_a_field(task: Any) -> None:
     object.__setattr__(task.outcome_assertions[0], "expect_rows", None)
 
 
-@pytest.mark.parametrize("change", [_empty_in_place, _swap_past_frozen, _loosen_a_field])
+def _raise_the_step_limit(task: Any) -> None:
+    object.__setattr__(task, "step_limit", 1000)
+
+
+def _keep_going_past_denials(task: Any) -> None:
+    # A section of its own: changed in place, the default every task shares would change
+    # (for each task loaded later in the process, too).
+    conditions = TerminalConditions(on_prohibited_action="continue")
+    object.__setattr__(task, "terminal_conditions", conditions)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        _empty_in_place,
+        _swap_past_frozen,
+        _loosen_a_field,
+        _raise_the_step_limit,
+        _keep_going_past_denials,
+    ],
+)
 def test_an_agent_that_changes_its_task_in_memory_cannot_pass(
     bank: Suite, change: Callable[[Any], None]
 ) -> None:
@@ -249,3 +270,19 @@ def test_an_agent_that_changes_its_task_in_memory_cannot_pass(
     assert run.terminal_reason == "agent_failure/prohibited_action", run.outcome_assertion_results
     assert "changed in memory" in run.infrastructure_status["stop"]["message"]
     assert _run(bank, _do_the_task).terminal_reason == "agent_failure/prohibited_action"
+
+
+def test_an_agent_that_turns_its_denials_into_mere_records_cannot_pass(bank: Suite) -> None:
+    """The agent sets its task's ``on_prohibited_action`` to ``continue`` (past the frozen
+    model), reads the forbidden audit table, then does the task. Before, the denied read no
+    longer ended the attempt (the session reads the condition as the attempt runs): a
+    ``success`` instead of ``agent_failure/prohibited_action``."""
+
+    async def reads_then_works(session: Session) -> str:
+        _keep_going_past_denials(bank.tasks["transfer"])
+        await session.call("read_audit")
+        return await _do_the_task(session)
+
+    run = _run(bank, reads_then_works)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert run.infrastructure_status["stop"]["stage"] == "harness_code"

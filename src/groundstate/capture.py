@@ -24,6 +24,7 @@ from contextvars import ContextVar, copy_context
 from typing import Any, TextIO
 
 from groundstate.returned import type_name
+from groundstate.trace import recordable
 
 MAX_CHARS = 1_000_000
 """Characters kept per stream and attempt; the rest is counted, not stored."""
@@ -55,8 +56,10 @@ class Output:
         return text + (f"\n[{dropped} more characters not kept]\n" if dropped else "")
 
     def artifacts(self) -> dict[str, str]:
-        """``stdout.txt`` and ``stderr.txt``, each only if something was written to it."""
-        texts = {name: self.text(stream) for stream, name in ARTIFACTS.items()}
+        """``stdout.txt`` and ``stderr.txt``, each only if something was written to it, as
+        recordable text (a lone surrogate printed is kept escaped: stored as it was, UTF-8
+        would refuse it, and with it the attempt's record and the batch)."""
+        texts = {name: recordable(self.text(stream)) for stream, name in ARTIFACTS.items()}
         return {name: text for name, text in texts.items() if text}
 
 

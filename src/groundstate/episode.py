@@ -97,6 +97,13 @@ REBOUND = "harness_code"
 END_WAIT = 1.0
 """Seconds the episode waits for a session call in progress before it ends the attempt
 without it (a tool blocked in Python cannot be interrupted)."""
+USER_SHARE = 0.5
+"""The share of the time limit one reply of the simulated user must have taken, when the limit
+strikes during it, for the time limit to be the instrument's (``environment_failure/
+user_simulator``, invalid) rather than the agent's. Only a user that waits on a model or a
+person counts: the scripted user's time is that of the agent's message (a huge one is slow to
+read), and an agent that asks at the last moment must not turn its own time limit into an
+invalid attempt."""
 OWN_LIMIT_SLACK = 0.5
 """Seconds before the time limit from which an agent's own ``TimeLimitReached`` (an agent
 program's adapter killing the program at the limit, timed by a clock of its own) is the time
@@ -227,12 +234,15 @@ class EpisodeSession:
         self.stop: Stop | None = None
         self._ended = False
         self._in_call: str | None = None
-        self.asking_user = False
-        """Whether the simulated user is composing a reply now (the time limit may strike
-        while it does: then the instrument, not the agent, used the time up)."""
+        self.asking_since: float | None = None
+        """When the simulated user began the reply it is composing now, if it waits on a model
+        or a person (see :meth:`user_used_the_time`)."""
         self.blocked_call: str | None = None
         """A tool still running when the attempt ended (left behind: threads cannot be
         killed); kept in the evidence."""
+        self._in_reply = False
+        self.blocked_in_reply = False
+        """Whether the simulated user was still composing a reply when the attempt ended."""
         self._steps = 0
         self._lock = threading.Lock()
         self._holder: int | None = None
@@ -248,7 +258,7 @@ class EpisodeSession:
         self.hidden_paths = (suite.root, temp_root())
         """What a sandboxed agent program must not see: the suite (solutions, checks,
         fixtures) and every attempt's work directory."""
-        self._gateway = ToolGateway(tools, env, self.events.append, self._elapsed)
+        self._gateway = ToolGateway(tools, env, self._trace_call, self._elapsed)
         set_deadline = getattr(env, "set_deadline", None)
         if set_deadline is not None:  # SQL in tools stops at the time limit (see the gateway)
             set_deadline(CLOCK() + self.time_limit)
@@ -380,9 +390,19 @@ class EpisodeSession:
         """Seconds left before the time limit (negative past it)."""
         return self.time_limit - self._elapsed()
 
-    def latch(self, error: BaseException, stage: str) -> Stop:
-        """Record *error* as the attempt's stop unless one is latched already; return the stop."""
-        with self._briefly_locked():
+    def user_used_the_time(self) -> bool:
+        """Whether the time limit, striking now, is the simulated user's doing: it is
+        composing a reply (waiting on a model or a person) that took :data:`USER_SHARE` of
+        the limit or more by the limit. Counted up to the limit, so a late alarm on a busy
+        machine does not shift the blame; a reply begun in the limit's last moments is the
+        agent's time running out, however slowly the user then answers."""
+        since = self.asking_since
+        return since is not None and since <= (1 - USER_SHARE) * self.time_limit
+
+    def latch(self, error: BaseException, stage: str, wait: float = END_WAIT) -> Stop:
+        """Record *error* as the attempt's stop unless one is latched already; return the stop.
+        A call in progress is waited for up to *wait* seconds (it may latch a stop first)."""
+        with self._briefly_locked(wait):
             if self.stop is None:
                 self.stop = Stop(error, stage, self._steps, self._elapsed())
             return self.stop
@@ -398,7 +418,7 @@ class EpisodeSession:
         with self._briefly_locked(wait) as locked:
             self._ended = True
             if not locked:
-                self.blocked_call = self._in_call
+                self.blocked_call, self.blocked_in_reply = self._in_call, self._in_reply
 
     @contextmanager
     def _briefly_locked(self, wait: float = END_WAIT) -> Iterator[bool]:
@@ -474,10 +494,14 @@ class EpisodeSession:
     def _say(self, text: str) -> str | None:
         if not _is_text(text):
             self._latch(_mismatch(f"a message must be a str, got {_kind(text)}"), "message")
-        text = _plain_text(text)
+        # As recorded (a lone surrogate escaped): what the user reads is what the trace shows,
+        # and a user model's request can encode it (it could not: an invalid attempt).
+        text = recordable(_plain_text(text))
         step = self._next_step("message")
         self._record_message("agent", text, step)
-        self.asking_user = True
+        if self._user.waits:
+            self.asking_since = self._elapsed()
+        self._in_reply = True
         try:
             reply = self._user.reply(text)
         except Exception as exc:  # the simulated user is part of the instrument
@@ -485,7 +509,9 @@ class EpisodeSession:
             failure.__cause__ = exc
             self._latch(failure, USER_SIMULATOR)
         finally:
-            self.asking_user = False
+            self.asking_since, self._in_reply = None, False
+        if self._ended:  # given up on while the user answered: nothing lands after the end
+            raise AgentStop("the attempt is over")
         self._record_message("user", reply, step)
         return reply
 
@@ -517,6 +543,13 @@ class EpisodeSession:
             raise _again(self.stop.error)
         if self._ended:
             raise AgentStop("the attempt is over")
+
+    def _trace_call(self, event: TraceEvent) -> None:
+        """Keep a call's event, unless the attempt ended while it ran (a tool blocked past
+        the end, named in :attr:`blocked_call`): the trace is being graded and recorded, its
+        final reply last."""
+        if not self._ended:
+            self.events.append(event)
 
     def _ends_on(self, condition: str) -> bool:
         return bool(getattr(self._task.terminal_conditions, condition) == "end")
@@ -791,16 +824,27 @@ async def _episode(
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         _rebound(session, progress)  # first: the session's own methods may be the ones
-        session.end()
-        _back_to(cwd, progress)
+        try:
+            await _unheld(session, session.end)
+        finally:
+            _back_to(cwd, progress)
     _take_stop(session, progress)  # after the end: a call still in flight may have latched one
     if session.blocked_call is not None:
         progress.evidence["blocked_in_tool"] = session.blocked_call
+    if session.blocked_in_reply:
+        progress.evidence["blocked_in_user_reply"] = True
     if not (progress.interruption or "").startswith("environment_failure"):
-        _grade(task, suite, env, s0, session, progress, turn)
-        # After grading: an agent's own thread may write the file while the checks read it
-        # (code rebound meanwhile is looked for once the record is built: run_attempt).
-        if _written_outside(env, session) or _regraded(task, suite, session):
+        if _behind_gateway(env, session, "locked_outside_calls", "locked"):
+            _take_stop(session, progress)  # the checks cannot read it: not graded
+        else:
+            _grade(task, suite, env, s0, session, progress, turn)
+        # After grading too: an agent's own thread may write or lock the file while the
+        # checks read it (code rebound meanwhile is looked for once the record is built).
+        if (
+            _behind_gateway(env, session, "written_outside_calls", "written")
+            or _behind_gateway(env, session, "locked_outside_calls", "locked")
+            or _regraded(task, suite, session)
+        ):
             _take_stop(session, progress)
     progress.evidence["health_after"] = env.health()
     return session
@@ -826,21 +870,23 @@ def reset_checked(env: Environment, task: AgentTask, seed: int | None = None) ->
     return initial_hash
 
 
-def _written_outside(env: Environment, session: EpisodeSession) -> bool:
-    """Latch a prohibited action when the environment was written behind the gateway (an
-    in-process agent, or a thread of its, that opened the database file itself): the state
-    it left is graded on no tool call, so no constraint saw how it came about. Environments
-    that cannot tell (no ``written_outside_calls``) are not checked."""
-    written = getattr(env, "written_outside_calls", None)
-    if session.blocked_call is not None or written is None:
+def _behind_gateway(env: Environment, session: EpisodeSession, probe: str, what: str) -> bool:
+    """Latch a prohibited action when the environment's *probe* finds it written
+    (``written_outside_calls``) or locked (``locked_outside_calls``) behind the gateway (an
+    in-process agent, or a thread of its, that opened the database file itself): a state
+    written so is graded on no tool call, so no constraint saw how it came about; a state
+    locked so cannot be graded, and its grader failure would make the attempt invalid.
+    Environments that cannot tell (no such method) are not checked."""
+    found = getattr(env, probe, None)
+    if session.blocked_call is not None or found is None:
         return False  # a tool still running may be mid-write: no sound reading
     try:
-        reason = written()
+        reason = found()
     except Exception:  # unreadable: the final state's read has said so
         return False
     if reason is None:
         return False
-    session.latch(ProhibitedAction(f"written behind the tool gateway: {reason}"), OUTSIDE)
+    session.latch(ProhibitedAction(f"{what} behind the tool gateway: {reason}"), OUTSIDE)
     return True
 
 
@@ -853,7 +899,7 @@ def _regraded(task: AgentTask, suite: Suite, session: EpisodeSession) -> bool:
         return False  # a task made apart from its suite (a mutant, a test's)
     if grader_shape(task) == loaded:
         return False
-    why = "the task's assertions, constraints or rubric were changed in memory since loading"
+    why = "the task's fields (limits, conditions or grading) were changed in memory since loading"
     session.latch(ProhibitedAction(why), REBOUND)
     return True
 
@@ -916,7 +962,7 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
     try:
         final = await run_agent(agent, session)
     except TimeLimitReached as exc:  # the episode's own, at the limit
-        _latch_time_limit(session, exc)
+        await _unheld(session, _latch_time_limit, session, exc)
     except AgentRaised as raised:
         _take_raised(raised, session, progress)
     except Exception as exc:  # a crash the agent's thread reported (loopthreads.as_exception)
@@ -927,12 +973,24 @@ async def _drive(agent: Agent, session: EpisodeSession, progress: _Progress) -> 
         _take_final(final, session, progress)
 
 
-def _latch_time_limit(session: EpisodeSession, exc: TimeLimitReached) -> None:
-    if session.asking_user:  # a slow or rate-limited user model: an invalid attempt
-        why = f"the user simulator had not answered when the {exc}"
-        session.latch(EnvironmentFailure(why), USER_SIMULATOR)
+async def _unheld(session: EpisodeSession, action: Callable[..., None], *args: Any) -> None:
+    """Run *action*, which waits for the session's lock (up to :data:`END_WAIT`), in a thread
+    when a call holds it (a tool blocked in Python, a slow user): this loop runs every
+    attempt of the batch, and would be held as long."""
+    if session.busy:
+        await asyncio.to_thread(action, *args)
     else:
-        session.latch(exc, "time_limit")
+        action(*args)
+
+
+def _latch_time_limit(
+    session: EpisodeSession, exc: TimeLimitReached, wait: float = END_WAIT
+) -> None:
+    if session.user_used_the_time():  # a slow or rate-limited user model: an invalid attempt
+        why = f"the user simulator had not answered when the {exc}"
+        session.latch(EnvironmentFailure(why), USER_SIMULATOR, wait)
+    else:
+        session.latch(exc, "time_limit", wait)
 
 
 def _take_raised(raised: AgentRaised, session: EpisodeSession, progress: _Progress) -> None:
@@ -971,9 +1029,9 @@ async def _end_after_return(session: EpisodeSession) -> None:
 
 def _end_waiting(session: EpisodeSession) -> None:
     session.end(wait=max(session.remaining, 0.0) + END_WAIT)
-    if session.blocked_call is not None:
+    if session.blocked_call is not None or session.blocked_in_reply:
         limit = TimeLimitReached(f"time limit {session.time_limit:g}s reached with a call running")
-        session.latch(limit, "time_limit")
+        _latch_time_limit(session, limit, wait=0.0)  # waited for already
 
 
 def _take_stop(session: EpisodeSession, progress: _Progress) -> None:

@@ -127,6 +127,8 @@ class PersonUser(TurnLimit):
     """The simulated user played by a person: each agent message is shown, the reply typed.
     An empty reply or ``/bye`` leaves the conversation."""
 
+    waits = True
+
     def __init__(self, spec: UserSimulatorSection, terminal: Terminal | None = None) -> None:
         super().__init__(spec)
         self._terminal = terminal or _PERSON_TERMINAL.get() or Terminal()

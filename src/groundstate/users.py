@@ -56,6 +56,9 @@ class User(Protocol):
     """A simulated user: answers each agent message, or None once it has left."""
 
     left: bool
+    waits: bool
+    """Whether a reply waits on something outside the harness (a model, a person): only such
+    a user can be slow independently of the agent (see ``episode.USER_SHARE``)."""
 
     def reply(self, message: str) -> str | None: ...
 
@@ -89,6 +92,8 @@ class TurnLimit:
 
 
 class ScriptedUser(TurnLimit):
+    waits = False  # local rules: its time is that of the agent's message
+
     def __init__(self, spec: UserSimulatorSection, scenario: UserScenario) -> None:
         super().__init__(spec)
         self._scenario = scenario
@@ -135,6 +140,8 @@ class ModelUser(TurnLimit):
     call raises :class:`EnvironmentFailure`: the attempt is invalid
     (``environment_failure/user_simulator``), never held against the agent.
     """
+
+    waits = True
 
     def __init__(self, spec: UserSimulatorSection, task: AgentTask, seed: int) -> None:
         assert spec.model is not None  # the spec's validator requires it for kind: model

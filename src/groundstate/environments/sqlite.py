@@ -615,6 +615,25 @@ class SqliteEnvironment(ClosesOnExit):
         self._tainted = self._tainted or reason is not None
         return reason
 
+    def locked_outside_calls(self) -> str | None:
+        """Why the database cannot be read now, if a connection other than the harness's
+        holds a write lock on it (an in-process agent's own connection left in ``BEGIN
+        EXCLUSIVE``: the checks would wait and fail, an invalid attempt), or None. Asked with
+        no tool call running, when the harness's connections hold no such lock; a tool's
+        unfinished query holds only a read lock, which readers share. A database so held
+        never goes to the pool."""
+        self._control.execute("PRAGMA busy_timeout = 0")
+        try:
+            self._control.execute("SELECT count(*) FROM main.sqlite_master").fetchall()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):  # not a lock (a removed file...): not this probe's
+                return None
+            self._tainted = True
+            return f"another connection holds a lock on the database ({exc})"
+        finally:
+            self._control.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+        return None
+
     def _outside_write(self) -> str | None:
         if os.path.exists(f"{self._live}-wal"):  # (a Path would cost more than the stat)
             return "a write-ahead log appeared beside the database (another connection)"

@@ -26,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from groundstate.errors import SpecError
 from groundstate.spec.canonical import hash_file, hash_value
@@ -283,12 +283,18 @@ def _case_collisions(root: Path, files: dict[str, str]) -> Iterator[SpecError]:
 
 
 def grader_shape(task: AgentTask) -> tuple[int, ...]:
-    """The identity of the objects that grade *task*: its assertion, constraint and rubric
-    lists, their items and the items' fields. Models are frozen, but lists are not, and
-    ``object.__setattr__`` passes: an in-process agent that empties or swaps them changes
-    this (one that edits a field's own list in place does not; a full walk costs about a
-    millisecond per retail task, too much for every attempt)."""
-    shape: list[int] = []
+    """The identity of the objects that grade and bound *task*: its fields, those of its
+    sections (``terminal_conditions``, ``permissions``...), its assertion, constraint and
+    rubric lists, their items and the items' fields. Models are frozen, but lists are not,
+    and ``object.__setattr__`` passes: an in-process agent that empties or swaps them, or
+    raises its ``step_limit`` or turns ``on_prohibited_action`` to ``continue``, changes
+    this (one that edits a field's own list or dict in place does not; a full walk costs
+    about a millisecond per retail task, too much for every attempt)."""
+    fields = vars(task).values()
+    shape: list[int] = [*map(id, fields)]
+    for section in fields:
+        if isinstance(section, BaseModel):
+            shape += map(id, vars(section).values())
     for items in (task.outcome_assertions, task.hard_process_constraints):
         shape += (id(items), len(items), *map(id, items))
         for item in items:
