@@ -1,0 +1,65 @@
+"""Hostile files, tenth round: an MCP program that cannot start, fixtures past a sane size,
+SQL errors located in the statement that fails, tool schemas, ids that look like others.
+
+Each case asserts the one line a user sees (the file, the line or field, and the reason; exit
+2), through ``check`` and, where the suite loads, the Python API.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .test_check import line
+from .test_loading_adversarial import errors
+from .test_loading_round9 import MCP_SYSTEM
+
+ROOMS = Path(__file__).parent / "suites" / "rooms"
+TASK = "tasks/book-room-a.yaml"
+
+
+@pytest.fixture
+def rooms(tmp_path: Path) -> Path:
+    root = tmp_path / "rooms"
+    shutil.copytree(ROOMS, root)
+    return root
+
+
+# --- an MCP program that cannot start ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("[no-such-agent-program, careful]", "no program 'no-such-agent-program' on PATH"),
+        ("[./agent.sh]", "no program './agent.sh': no file "),
+        ("[./plain.sh]", "'./plain.sh' is not executable: chmod +x "),
+    ],
+)
+def test_an_mcp_program_that_cannot_start_is_refused_at_load(
+    rooms: Path, tmp_path: Path, command: str, reason: str
+) -> None:
+    """Each passed `check --system`; `run` then failed its smoke run (or, with the smoke run
+    passed over, every attempt) as a harness failure: only a run found the program missing."""
+    (tmp_path / "plain.sh").write_text("#!/bin/sh\n")
+    system = tmp_path / "mcp.yaml"
+    system.write_text(MCP_SYSTEM.format(command=command))
+    code, lines = errors("check", str(rooms), "--system", str(system))
+    at = line(tmp_path, "mcp.yaml", "command:")
+    assert code == 2
+    assert lines == [lines[0]]
+    assert lines[0].startswith(f"{system}:{at}: harness.orchestration_loop.params.command[0]: ")
+    assert reason in lines[0]
+
+
+def test_a_program_on_path_or_an_executable_file_loads(rooms: Path, tmp_path: Path) -> None:
+    program = tmp_path / "agent.sh"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    for command in ("[sh, -c, exit]", "[./agent.sh]"):
+        system = tmp_path / "mcp.yaml"
+        system.write_text(MCP_SYSTEM.format(command=command))
+        code, lines = errors("check", str(rooms), "--system", str(system))
+        assert (code, lines[1:]) == (0, []), command
