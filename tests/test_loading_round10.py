@@ -63,3 +63,47 @@ def test_a_program_on_path_or_an_executable_file_loads(rooms: Path, tmp_path: Pa
         system.write_text(MCP_SYSTEM.format(command=command))
         code, lines = errors("check", str(rooms), "--system", str(system))
         assert (code, lines[1:]) == (0, []), command
+
+
+# --- the SQL statement of a fixture that fails ------------------------------------------------
+
+SCHEMA = (
+    "CREATE TABLE employees (id TEXT PRIMARY KEY, name TEXT, badge TEXT);\n"
+    "CREATE TABLE rooms (id TEXT PRIMARY KEY, capacity INTEGER);\n"
+    "CREATE TABLE bookings (id INTEGER PRIMARY KEY AUTOINCREMENT, room TEXT NOT NULL,"
+    " employee TEXT NOT NULL, day TEXT NOT NULL, slot INTEGER NOT NULL, created_at TEXT);\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "at", "reason"),
+    [
+        # two statements on a line: was "You can only execute one statement at a time."
+        ("INSERT INTO rooms VALUES ('R-A', 4); INSERT INTO nosuch VALUES (1);\n", 4, "no such"),
+        ("INSERT INTO rooms VALUES ('R-A',\n 4); INSERT INTO nosuch\n VALUES (1);\n", 5, "no such"),
+        ("-- rooms\n\nINSERT INTO rooms VALUES ('R-A', 4, 5);\n", 6, "has 2 columns but 3"),
+        # SQLite quotes the text it refuses, line break included: still one line
+        ("INSERT INTO rooms VALUES ('R-A, 4);\n", 4, 'unrecognized token: "\'R-A, 4);\\n"'),
+    ],
+)
+def test_a_sql_fixture_error_names_the_statement_that_fails(
+    rooms: Path, sql: str, at: int, reason: str
+) -> None:
+    fixture = rooms / "fixtures" / "rooms.sql"
+    fixture.write_text(SCHEMA + sql)
+    (rooms / TASK).write_text((rooms / TASK).read_text().replace("rooms.yaml", "rooms.sql"))
+    code, lines = errors("check", str(rooms))
+    assert code == 2
+    assert lines == [f"{fixture}:{at}: does not build: {lines[0].partition('build: ')[2]}"]
+    assert reason in lines[0]
+
+
+def test_a_yaml_fixture_schema_error_names_the_statement_that_fails(rooms: Path) -> None:
+    fixture = rooms / "fixtures" / "rooms.yaml"
+    text = fixture.read_text().replace(
+        "  CREATE TABLE rooms", "  CREATE TABLE rooms (x); CREATE TABLE rooms"
+    )
+    fixture.write_text(text)
+    code, lines = errors("check", str(rooms))
+    at = line(rooms, "fixtures/rooms.yaml", "CREATE TABLE rooms")
+    assert (code, lines) == (2, [f"{fixture}:{at}: does not build: table rooms already exists"])

@@ -76,7 +76,8 @@ class SuiteProblem(BaseModel):
 
     def __str__(self) -> str:
         where = one_line(f"{self.file}:{self.line}" if self.line is not None else self.file)
-        text = f"{where}: {self.field}: {self.reason}" if self.field else f"{where}: {self.reason}"
+        reason = one_line(self.reason)  # SQLite quotes the SQL it refuses, line breaks too
+        text = f"{where}: {one_line(self.field)}: {reason}" if self.field else f"{where}: {reason}"
         return f"warning: {text}" if self.severity == "warning" else text
 
 
@@ -407,24 +408,35 @@ def _first_failing_statement(script: str, first_line: int) -> tuple[int, str] | 
     if "\0" in script:  # SQLite's API refuses the whole script, naming no statement
         nul = script.index("\0")
         return first_line + script.count("\n", 0, nul), "a NUL character, which SQL cannot hold"
-    pending, start = "", first_line
     with closing(sqlite3.connect(":memory:", isolation_level=None)) as db:
-        for number, text in enumerate(script.splitlines(keepends=True), first_line):
-            if not pending.strip():
-                pending, start = "", number
-            pending += text
-            if sqlite3.complete_statement(pending):
-                try:
-                    db.execute(pending)
-                except sqlite3.Error as exc:
-                    return start, str(exc)
-                pending = ""
-        if pending.strip():
+        for start, statement in _statements(script):
             try:
-                db.executescript(pending)
+                db.executescript(statement)
             except sqlite3.Error as exc:
-                return start, str(exc)
+                return first_line + script.count("\n", 0, start), str(exc)
     return None
+
+
+def _statements(script: str) -> Iterator[tuple[int, str]]:
+    """Each statement of *script* with the offset where its text starts: statements end at a
+    ``;`` that completes one (not one inside a string, a comment or a trigger's body), and a
+    line may hold several (``INSERT ...; INSERT ...;``)."""
+    start = 0
+    for end in (match.end() for match in re.finditer(";", script)):
+        if sqlite3.complete_statement(script[start:end]):
+            yield _text_start(script, start, end), script[start:end]
+            start = end
+    if script[start:].strip():
+        yield _text_start(script, start, len(script)), script[start:]
+
+
+def _text_start(script: str, start: int, end: int) -> int:
+    """Where the text between *start* and *end* begins, past blanks and whole comment lines."""
+    for match in re.finditer(r"[^\n]*\n?", script[start:end]):
+        text = match.group().strip()
+        if text and not text.startswith("--"):
+            return start + match.start() + len(match.group()) - len(match.group().lstrip())
+    return start
 
 
 # --- assertions against the fixture ----------------------------------------------------------
