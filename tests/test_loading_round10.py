@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from groundstate.environments import sqlite as sqlite_env
+
 from .test_check import line
 from .test_loading_adversarial import errors
 from .test_loading_round9 import MCP_SYSTEM
@@ -107,3 +109,79 @@ def test_a_yaml_fixture_schema_error_names_the_statement_that_fails(rooms: Path)
     code, lines = errors("check", str(rooms))
     at = line(rooms, "fixtures/rooms.yaml", "CREATE TABLE rooms")
     assert (code, lines) == (2, [f"{fixture}:{at}: does not build: table rooms already exists"])
+
+
+# --- what a fixture's build may do, and how large it may be ----------------------------------
+
+
+def sql_fixture(rooms: Path, sql: str) -> Path:
+    fixture = rooms / "fixtures" / "rooms.sql"
+    fixture.write_text(SCHEMA + sql)
+    (rooms / TASK).write_text((rooms / TASK).read_text().replace("rooms.yaml", "rooms.sql"))
+    return fixture
+
+
+@pytest.mark.parametrize(
+    ("sql", "reason"),
+    [
+        ("ATTACH DATABASE '{out}' AS other;\n", "ATTACH and VACUUM INTO are not allowed"),
+        ("VACUUM INTO '{out}';\n", "ATTACH and VACUUM INTO are not allowed"),
+        ("PRAGMA max_page_count = 2147483646;\n", "PRAGMA max_page_count is set by groundstate"),
+        ("PRAGMA Page_Size = 65536;\n", "PRAGMA Page_Size is set by groundstate"),
+    ],
+)
+def test_a_fixture_reaching_outside_its_database_is_refused(
+    rooms: Path, tmp_path: Path, sql: str, reason: str
+) -> None:
+    """`ATTACH` read another file into the initial state (no suite hash covers it) and, like
+    `VACUUM INTO`, created a file wherever it named, even under `check`; the page settings
+    would lift the size limit below."""
+    out = tmp_path / "outside.db"
+    fixture = sql_fixture(rooms, sql.format(out=out))
+    code, lines = errors("check", str(rooms))
+    assert (code, lines) == (
+        2,
+        [f"{fixture}:4: does not build: {reason}{lines[0].partition(reason)[2]}"],
+    )
+    assert not out.exists()
+
+
+def test_reading_the_page_settings_and_other_pragmas_still_build(rooms: Path) -> None:
+    sql_fixture(rooms, "PRAGMA page_size;\nPRAGMA foreign_keys = ON;\n")
+    code, lines = errors("check", str(rooms))
+    assert (code, lines[1:]) == (0, [])
+
+
+def test_a_fixture_building_a_database_past_the_limit_is_refused(
+    rooms: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few lines of SQL (or rows) built an in-memory database without bound: every process
+    holds the image and every reset copies it, so the machine ran out of memory."""
+    monkeypatch.setattr(sqlite_env, "MAX_FIXTURE_DATABASE_BYTES", 64 * 1024)
+    grow = (
+        "CREATE TABLE big (x);\nWITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n"
+        " LIMIT 100) INSERT INTO big SELECT zeroblob(1000) FROM n;\n"
+    )
+    fixture = sql_fixture(rooms, grow)
+    code, lines = errors("check", str(rooms))
+    reason = "does not build: builds a database larger than 0.0625 MiB, the most a fixture may"
+    assert code == 2
+    assert lines == [lines[0]] and lines[0].startswith(f"{fixture}: {reason}")
+    # the same past the limit by a YAML fixture's rows
+    yaml_fixture = rooms / "fixtures" / "rows.yaml"
+    rows = "".join(f"    - {{id: R{i}{'-' * 1000}, capacity: 1}}\n" for i in range(100))
+    yaml_fixture.write_text(f"schema: {SCHEMA.replace(chr(10), ' ')!r}\nrows:\n  rooms:\n{rows}")
+    (rooms / TASK).write_text((rooms / TASK).read_text().replace("rooms.sql", "rows.yaml"))
+    code, lines = errors("check", str(rooms))
+    assert code == 2
+    assert lines == [lines[0]] and lines[0].startswith(f"{yaml_fixture}: {reason}")
+
+
+def test_a_fixture_file_past_the_limit_is_refused_before_it_is_read(
+    rooms: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SQL or JSON fixture was read whole, however large (a YAML one stopped at 10 MiB)."""
+    monkeypatch.setattr(sqlite_env, "MAX_FIXTURE_BYTES", 1024)
+    fixture = sql_fixture(rooms, "-- padding\n" * 100)
+    code, lines = errors("check", str(rooms))
+    assert (code, lines) == (2, [f"{fixture}: larger than 1,024 bytes"])

@@ -33,7 +33,14 @@ from pydantic import BaseModel, ConfigDict
 from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
 from groundstate.environments.registry import environment_capabilities
-from groundstate.environments.sqlite import FixtureTooSlow, SqliteEnvironment
+from groundstate.environments.sqlite import (
+    FixtureTooLarge,
+    FixtureTooSlow,
+    SqliteEnvironment,
+    build_failure,
+    guard_build,
+    read_fixture_text,
+)
 from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
 from groundstate.environments.sqlite_live import plain_read
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
@@ -377,7 +384,8 @@ def _fixture_problem(fixture: Path, exc: EnvironmentFailure) -> SuiteProblem:
     cause = exc.__cause__
     if isinstance(cause, SpecError):  # the YAML itself: the loader says where
         return _from_spec_error(cause)
-    if isinstance(cause, FixtureTooSlow | FixtureNotDeterministic):  # no one statement fails
+    if isinstance(cause, FixtureTooSlow | FixtureTooLarge | FixtureNotDeterministic):
+        # no one statement fails
         return SuiteProblem(file=str(fixture), reason=f"does not build: {cause}")
     line, reason = _locate_fixture_error(fixture) or (None, str(cause or exc))
     return SuiteProblem(file=str(fixture), line=line, reason=f"does not build: {reason}")
@@ -387,7 +395,7 @@ def _locate_fixture_error(fixture: Path) -> tuple[int | None, str] | None:
     """The line and message of the first statement or row of *fixture* SQLite refuses."""
     try:
         if fixture.suffix == ".sql":
-            return _first_failing_statement(fixture.read_text(encoding="utf-8"), 1)
+            return _first_failing_statement(read_fixture_text(fixture), 1)
         data = read_yaml(fixture)
     except (OSError, UnicodeDecodeError, SpecError):
         return None
@@ -409,11 +417,13 @@ def _first_failing_statement(script: str, first_line: int) -> tuple[int, str] | 
         nul = script.index("\0")
         return first_line + script.count("\n", 0, nul), "a NUL character, which SQL cannot hold"
     with closing(sqlite3.connect(":memory:", isolation_level=None)) as db:
+        refused = guard_build(db)  # as the build is guarded: ATTACH is refused here too
         for start, statement in _statements(script):
             try:
                 db.executescript(statement)
             except sqlite3.Error as exc:
-                return first_line + script.count("\n", 0, start), str(exc)
+                reason = build_failure(exc, refused) or exc
+                return first_line + script.count("\n", 0, start), str(reason)
     return None
 
 
