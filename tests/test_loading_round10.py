@@ -7,12 +7,15 @@ Each case asserts the one line a user sees (the file, the line or field, and the
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 from groundstate.environments import sqlite as sqlite_env
+from groundstate.errors import SpecError
+from groundstate.spec.suite import load_suite
 
 from .test_check import line
 from .test_loading_adversarial import errors
@@ -185,3 +188,76 @@ def test_a_fixture_file_past_the_limit_is_refused_before_it_is_read(
     fixture = sql_fixture(rooms, "-- padding\n" * 100)
     code, lines = errors("check", str(rooms))
     assert (code, lines) == (2, [f"{fixture}: larger than 1,024 bytes"])
+
+
+# --- tools no agent could be offered ----------------------------------------------------------
+
+RAW = """
+from groundstate.tools import Tool
+
+raw = Tool(name={name!r}, description="d", parameters={schema}, fn=lambda ctx: 1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "schema", "reason"),
+    [
+        ("raw", "{'type': 'objekt'}", "parameters: a JSON Schema of type object"),
+        ("raw", "[]", "parameters: a JSON Schema of type object"),
+        (
+            "raw",
+            "{'type': 'object', 'properties': {'a': {'type': 'strng'}}}",
+            "parameters['properties']['a']['type']: not valid JSON Schema: 'strng' is not valid",
+        ),
+        (
+            "raw",
+            "{'type': 'object', 'properties': {'a': {'type': 'string', 'pattern': '['}}}",
+            "parameters['properties']['a']['pattern']: not valid JSON Schema: '[' is not a 'regex'",
+        ),
+        (
+            "raw",
+            "{'type': 'object', 'required': 'a'}",
+            "parameters['required']: not valid JSON Schema: 'a' is not of type 'array'",
+        ),
+        ("réserver", "{'type': 'object'}", "a tool name is 1 to 64 ASCII letters, digits"),
+        ("a" * 65, "{'type': 'object'}", "a tool name is 1 to 64 ASCII letters, digits"),
+    ],
+)
+def test_a_tool_no_agent_could_be_offered_is_refused_at_load(
+    rooms: Path, name: str, schema: str, reason: str
+) -> None:
+    """A declared schema that is no JSON Schema (or no object's) loaded: the gateway then
+    failed on every call of the tool, and a model API refused every request naming a tool
+    whose name it does not take."""
+    tools = rooms / "tools.py"
+    tools.write_text(tools.read_text() + RAW.format(name=name, schema=schema))
+    at = line(rooms, "tools.py", "raw = Tool(")
+    code, lines = errors("check", str(rooms))
+    assert (code, lines) == (2, [f"{tools}:{at}: {name}: {reason}{lines[0].partition(reason)[2]}"])
+    with pytest.raises(SpecError, match=re.escape(reason)):
+        load_suite(rooms)
+
+
+def test_a_tool_parameter_type_without_a_schema_is_named(rooms: Path) -> None:
+    """Was pydantic's paragraph (`Unable to generate pydantic-core schema for <built-in
+    function allocate_lock>. Set arbitrary_types_allowed...`), naming neither tool nor
+    parameter, its line breaks printed as `\\n`."""
+    tools = rooms / "tools.py"
+    weird = """
+import threading
+
+@tool
+def weird(ctx: ToolContext, lock: threading.Lock) -> str:
+    '''x'''
+    return ""
+"""
+    tools.write_text(tools.read_text() + weird)
+    code, lines = errors("check", str(rooms))
+    at = line(rooms, "tools.py", "def weird") - 1  # the decorator's line
+    assert code == 2
+    assert lines[0].startswith(
+        f"{tools}:{at}: importing failed: TypeError: tool 'weird': parameter 'lock': its type"
+    )
+    assert lines[0].endswith(
+        "has no JSON schema (use str, int, float, bool, Literal, lists, dicts or pydantic models)"
+    )

@@ -17,7 +17,6 @@ refused once, with exit code 2, before any task is replayed.
 
 from __future__ import annotations
 
-import inspect
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -61,7 +60,7 @@ from groundstate.spec.task import (
     SqlAssertion,
     TableChange,
 )
-from groundstate.tools import Tool, declaration_problems
+from groundstate.tools import declaration_problems, source_line
 
 Severity = Literal["error", "warning"]
 Query = Callable[[str], list[tuple[Any, ...]]]
@@ -221,14 +220,7 @@ def _tool_problems(suite: Suite) -> Iterator[SuiteProblem]:
     file = str(suite.root / suite.config.tools)
     for name, declared in sorted(suite.tools.items()):
         for reason in declaration_problems(declared):
-            yield SuiteProblem(file=file, line=_source_line(declared), field=name, reason=reason)
-
-
-def _source_line(declared: Tool) -> int | None:
-    try:
-        return inspect.getsourcelines(declared.fn)[1]
-    except (OSError, TypeError):
-        return None
+            yield SuiteProblem(file=file, line=source_line(declared), field=name, reason=reason)
 
 
 def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
