@@ -261,3 +261,72 @@ def weird(ctx: ToolContext, lock: threading.Lock) -> str:
     assert lines[0].endswith(
         "has no JSON schema (use str, int, float, bool, Literal, lists, dicts or pydantic models)"
     )
+
+
+# --- ids that could be taken for others -------------------------------------------------------
+
+CYRILLIC_I = "\u0456"  # looks like a Latin i
+FULLWIDTH_B = "\uff42"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "reason"),
+    [
+        (
+            "id: one-booking",
+            f"id: badge-f{CYRILLIC_I}rst",
+            "hard_process_constraints[4].id",
+            f"'badge-f{CYRILLIC_I}rst' mixes Latin letters with Cyrillic ones that look like"
+            f" them ('{CYRILLIC_I}' (U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I))",
+        ),
+        (
+            "id: one-booking",
+            'id: "badge-first\\u200b"',
+            "hard_process_constraints[4].id",
+            "'badge-first\\u200b' holds '\\u200b' (U+200B ZERO WIDTH SPACE), which does not show",
+        ),
+        (
+            "id: no-double",
+            'id: "no\\ndouble"',
+            "outcome_assertions[1].id",
+            "'no\\ndouble' holds '\\n' (U+000A a control character), which does not show",
+        ),
+        ("id: one-booking", 'id: " "', "hard_process_constraints[4].id", "is blank"),
+        (
+            "id: booked",
+            f"id: {FULLWIDTH_B}ooked",
+            "outcome_assertions[0].id",
+            f"holds '{FULLWIDTH_B}' (U+FF42 FULLWIDTH LATIN SMALL LETTER B), which stands for"
+            " 'b': write 'booked'",
+        ),
+        ("slice_labels: [booking]", 'slice_labels: [""]', "slice_labels[0]", "is blank"),
+        (
+            "slice_labels: [booking]",
+            "slice_labels: [b\u043eoking]",
+            "slice_labels[0]",
+            "mixes Latin letters with Cyrillic ones",
+        ),
+    ],
+)
+def test_an_id_that_could_be_taken_for_another_is_refused(
+    rooms: Path, old: str, new: str, field: str, reason: str
+) -> None:
+    """Each loaded: a constraint `badge-first` beside one with a Cyrillic i, an id with
+    a zero-width space or a line break, a blank id (no `fails_by` can name it), a slice label
+    `--slice booking` never selects. Reports print them as if they were the same."""
+    task = rooms / TASK
+    task.write_text(task.read_text().replace(old, new, 1))
+    code, lines = errors("check", str(rooms))
+    at = line(rooms, TASK, new.partition(" ")[0] if old.startswith("slice") else new)
+    assert code == 2
+    assert lines == [lines[0]] and lines[0].startswith(f"{task}:{at}: {field}: ")
+    assert reason in lines[0]
+
+
+def test_ids_in_one_script_or_with_inner_spaces_load(rooms: Path) -> None:
+    task = rooms / TASK
+    text = task.read_text().replace("id: one-booking", "id: \u043e\u0434\u0438\u043d")
+    text = text.replace("id: no-double", "id: no double").replace("[booking]", "[予約-booking]")
+    task.write_text(text)
+    code, lines = errors("check", str(rooms))
+    assert (code, lines[1:]) == (0, [])
