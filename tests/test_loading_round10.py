@@ -12,7 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from groundstate.cli import main
 from groundstate.environments import sqlite as sqlite_env
 from groundstate.errors import SpecError
 from groundstate.spec.suite import load_suite
@@ -330,3 +332,46 @@ def test_ids_in_one_script_or_with_inner_spaces_load(rooms: Path) -> None:
     task.write_text(text)
     code, lines = errors("check", str(rooms))
     assert (code, lines[1:]) == (0, [])
+
+
+# --- a system naming a tool the suite does not have -------------------------------------------
+
+AGENT = Path(__file__).parents[1] / "examples" / "agents" / "retail_agents.py"
+DESCRIBED_SYSTEM = f"""name: probe
+harness:
+  tool_descriptions: {{{{{{descriptions}}}}}}
+  orchestration_loop:
+    entry: {AGENT}:careful
+"""
+
+
+def described(tmp_path: Path, descriptions: str) -> Path:
+    system = tmp_path / "system.yaml"
+    system.write_text(DESCRIBED_SYSTEM.format(descriptions=descriptions))
+    return system
+
+
+def test_a_description_of_a_misspelt_tool_is_refused_by_check_and_run(
+    rooms: Path, tmp_path: Path
+) -> None:
+    """`tool_descriptions: {book_rom: ...}` loaded and ran: the agent saw the suite's own
+    description of book_room, and nothing said the override was never used."""
+    system = described(tmp_path, "book_rom: Book a room (say which)., talk_to_user: Ask.")
+    at = line(tmp_path, "system.yaml", "tool_descriptions")
+    expected = (
+        f"{system}:{at}: harness.tool_descriptions.book_rom: 'book_rom' is no tool of suite"
+        " 'rooms' (did you mean 'book_room'?): this description is never shown"
+    )
+    assert errors("check", str(rooms), "--system", str(system)) == (2, [expected])
+    store = tmp_path / "runs.db"
+    code, lines = errors("run", str(rooms), "--system", str(system), "--store", str(store))
+    assert (code, lines) == (2, [f"error: {expected}"])
+    assert not store.exists()
+
+
+def test_a_description_of_another_suites_tool_is_a_warning(rooms: Path, tmp_path: Path) -> None:
+    system = described(tmp_path, "cancel_flight: Cancel a flight., book_room: Book it.")
+    result = CliRunner().invoke(main, ["check", str(rooms), "--system", str(system)])
+    assert result.exit_code == 0
+    assert "warning: " in result.stdout
+    assert "harness.tool_descriptions.cancel_flight: 'cancel_flight' is no tool" in result.stdout

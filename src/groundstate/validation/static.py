@@ -29,6 +29,7 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict
 
+from groundstate.agents.model_loop import TALK_TO_USER
 from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
 from groundstate.environments.registry import environment_capabilities
@@ -50,7 +51,7 @@ from groundstate.spec.constraints import HardConstraint, named_tables, tool_matc
 from groundstate.spec.files import line_of, read_yaml
 from groundstate.spec.strict import JsonScalar, did_you_mean, is_number
 from groundstate.spec.suite import Suite, scan_suite
-from groundstate.spec.system import load_system
+from groundstate.spec.system import SystemSpec, load_system
 from groundstate.spec.task import (
     AgentTask,
     ChangedRow,
@@ -144,10 +145,12 @@ def check_suite(path: Path) -> SuiteCheck:
     return check
 
 
-def check_system(path: Path) -> list[SuiteProblem]:
-    """The problems of a system file: its fields, and building the agent it names."""
+def check_system(path: Path, suite: Suite | None = None) -> list[SuiteProblem]:
+    """The problems of a system file: its fields, building the agent it names, and (given
+    the *suite* it is to run) the tools it names."""
     try:
-        load_agent(load_system(Path(path)))
+        system = load_system(Path(path))
+        load_agent(system)
     except SpecError as exc:
         return [_from_spec_error(each) for each in exc.every or [exc]]
     except Exception as exc:  # the agent's factory is user code and may raise anything
@@ -158,7 +161,39 @@ def check_system(path: Path) -> list[SuiteProblem]:
                 file=str(path), line=line_of(Path(path), field), field=field, reason=reason
             )
         ]
-    return []
+    return system_tool_problems(system, suite) if suite is not None else []
+
+
+def system_tool_problems(system: SystemSpec, suite: Suite) -> list[SuiteProblem]:
+    """A ``harness.tool_descriptions`` entry naming no tool of *suite*: its description is
+    never shown, and the agent sees the suite's own. An error when the name is close to a
+    tool's (a typo); a warning otherwise, since one system may serve several suites."""
+    known = [*suite.tools, TALK_TO_USER]
+    problems = []
+    for name in system.harness.tool_descriptions:
+        if name in known:
+            continue
+        hint = did_you_mean(name, known)
+        field_name = f"harness.tool_descriptions.{name}"
+        problems.append(
+            SuiteProblem(
+                file=str(system.source),
+                line=line_of(system.source, field_name),
+                field=field_name,
+                reason=f"{name!r} is no tool of suite {suite.config.name!r}{hint}: this"
+                " description is never shown",
+                severity="error" if hint else "warning",
+            )
+        )
+    return problems
+
+
+def refuse_system_tool_errors(system: SystemSpec, suite: Suite) -> None:
+    """Raise the first error of :func:`system_tool_problems` (``run`` leaves warnings to
+    ``check``)."""
+    for problem in system_tool_problems(system, suite):
+        if problem.severity == "error":
+            raise SpecError(problem.file, problem.field, problem.reason, line=problem.line)
 
 
 def _add(check: SuiteCheck, problems: Iterable[SuiteProblem]) -> None:
