@@ -375,3 +375,26 @@ def test_a_description_of_another_suites_tool_is_a_warning(rooms: Path, tmp_path
     assert result.exit_code == 0
     assert "warning: " in result.stdout
     assert "harness.tool_descriptions.cancel_flight: 'cancel_flight' is no tool" in result.stdout
+
+
+# --- links and folders ------------------------------------------------------------------------
+
+
+def test_a_suite_yaml_linked_from_outside_the_suite_is_refused(rooms: Path, tmp_path: Path) -> None:
+    """A task file linked from outside was refused; suite.yaml loaded."""
+    elsewhere = tmp_path / "elsewhere.yaml"
+    (rooms / "suite.yaml").rename(elsewhere)
+    (rooms / "suite.yaml").symlink_to(elsewhere)
+    reason = f"a link leading outside the suite folder (to {elsewhere})"
+    assert errors("check", str(rooms)) == (2, [f"{rooms / 'suite.yaml'}: {reason}"])
+    with pytest.raises(SpecError, match="a link leading outside the suite folder"):
+        load_suite(rooms)
+
+
+def test_a_fixture_that_is_a_folder_is_named_as_one(rooms: Path) -> None:
+    """Was `does not build: [Errno 21] Is a directory: '...'`."""
+    (rooms / "fixtures" / "more.yaml").mkdir()
+    (rooms / TASK).write_text((rooms / TASK).read_text().replace("rooms.yaml", "more.yaml"))
+    folder = rooms / "fixtures" / "more.yaml"
+    reason = "is a folder, not a file (a .sql, .yaml or .json)"
+    assert errors("check", str(rooms)) == (2, [f"{folder}: {reason}"])

@@ -978,6 +978,9 @@ def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
         if key not in _TEMPLATES:
             _TEMPLATES[key] = Baseline.read(_template_image(fixture, clock))
         return _TEMPLATES[key]
+    except IsADirectoryError:  # named as every file of a suite that is a folder is
+        folder = SpecError(fixture, None, "is a folder, not a file (a .sql, .yaml or .json)")
+        raise EnvironmentFailure(f"fixture {folder}") from folder
     except (OSError, ValueError, sqlite3.Error, SpecError) as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
 
