@@ -18,6 +18,7 @@ from groundstate.cli import main
 from groundstate.environments import sqlite as sqlite_env
 from groundstate.errors import SpecError
 from groundstate.spec.suite import load_suite
+from groundstate.spec.system import load_system
 
 from .test_check import line
 from .test_loading_adversarial import errors
@@ -398,3 +399,28 @@ def test_a_fixture_that_is_a_folder_is_named_as_one(rooms: Path) -> None:
     folder = rooms / "fixtures" / "more.yaml"
     reason = "is a folder, not a file (a .sql, .yaml or .json)"
     assert errors("check", str(rooms)) == (2, [f"{folder}: {reason}"])
+
+
+@pytest.mark.parametrize(
+    ("entry", "reason"),
+    [
+        (
+            "./agent:run",
+            "'./agent' is neither a .py file nor a module name: expected 'file.py:name' or"
+            " 'package.module:name', got './agent:run' (did you mean './agent.py:run'?)",
+        ),
+        ("../agents:run", "'../agents' is neither a .py file nor a module name"),
+        ("':run'", "'' is neither a .py file nor a module name"),
+    ],
+)
+def test_an_agent_entry_that_is_no_file_or_module_says_so(
+    tmp_path: Path, entry: str, reason: str
+) -> None:
+    """Was `cannot import: ImportError: no package specified for '../agents' (required for
+    relative module names)`, or `cannot import : ValueError: Empty module name`."""
+    (tmp_path / "agent.py").write_text("def run(session):\n    pass\n")
+    system = tmp_path / "system.yaml"
+    system.write_text(f"harness:\n  orchestration_loop: {{entry: {entry}}}\n")
+    with pytest.raises(SpecError) as raised:
+        load_system(system)
+    assert str(raised.value).startswith(f"{system}: harness.orchestration_loop.entry: {reason}")
