@@ -424,3 +424,12 @@ def test_an_agent_entry_that_is_no_file_or_module_says_so(
     with pytest.raises(SpecError) as raised:
         load_system(system)
     assert str(raised.value).startswith(f"{system}: harness.orchestration_loop.entry: {reason}")
+
+
+def test_a_fixture_cell_that_is_a_mapping_is_named_at_its_cell(rooms: Path) -> None:
+    """Was SQLite's `rows.a[0]: Error binding parameter 1: type 'dict' is not supported`."""
+    fixture = rooms / "fixtures" / "rooms.json"
+    fixture.write_text('{"schema": "CREATE TABLE a (x);", "rows": {"a": [{"x": {"y": 1}}]}}')
+    (rooms / TASK).write_text((rooms / TASK).read_text().replace("rooms.yaml", "rooms.json"))
+    reason = "expected text, a number or true/false; found a mapping"
+    assert errors("check", str(rooms)) == (2, [f"{fixture}: rows.a[0].x: {reason}"])

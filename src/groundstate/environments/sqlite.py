@@ -34,7 +34,6 @@ from groundstate.environments import sqlite_determinism as determinism
 from groundstate.environments.base import (
     CallEffects,
     ClosesOnExit,
-    Row,
     Snapshot,
     StateDiff,
     TableState,
@@ -73,6 +72,7 @@ from groundstate.errors import (
 )
 from groundstate.spec.canonical import SettledFileCache, hash_file
 from groundstate.spec.files import load_model, parse_json, read_text
+from groundstate.spec.strict import JsonScalar
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import TMPDIR_ENV, make_workdir, process_dir, temp_root
 
@@ -910,7 +910,9 @@ class _DataFixture(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     schema_sql: str = Field(alias="schema")
-    rows: dict[str, list[Row]] = Field(default_factory=dict)
+    rows: dict[str, list[dict[str, JsonScalar]]] = Field(default_factory=dict)
+    """Each row's cells: text, a number, true/false or null (a list or a mapping, which no
+    column holds, is named at its cell, not by SQLite's "Error binding parameter")."""
 
 
 _TEMPLATES: dict[tuple[str, str, str], Baseline] = {}
@@ -1128,7 +1130,7 @@ def read_fixture_text(fixture: Path) -> str:
     return read_text(fixture, max_bytes=MAX_FIXTURE_BYTES)
 
 
-def _insert(connection: sqlite3.Connection, table: str, row: Row) -> None:
+def _insert(connection: sqlite3.Connection, table: str, row: dict[str, JsonScalar]) -> None:
     columns = ", ".join(quote(column) for column in row)
     marks = ", ".join("?" for _ in row)
     # A bare YAML date or timestamp is the text written (spec.files), as an SQL fixture has it.
