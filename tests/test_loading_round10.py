@@ -433,3 +433,17 @@ def test_a_fixture_cell_that_is_a_mapping_is_named_at_its_cell(rooms: Path) -> N
     (rooms / TASK).write_text((rooms / TASK).read_text().replace("rooms.yaml", "rooms.json"))
     reason = "expected text, a number or true/false; found a mapping"
     assert errors("check", str(rooms)) == (2, [f"{fixture}: rows.a[0].x: {reason}"])
+
+
+def test_run_names_the_line_of_a_system_files_field(rooms: Path, tmp_path: Path) -> None:
+    """`check --system` said `mcp.yaml:6: harness...command[0]: ...`; `run` said the same
+    without the line."""
+    system = tmp_path / "mcp.yaml"
+    system.write_text(MCP_SYSTEM.format(command="[no-such-agent-program]"))
+    store = tmp_path / "runs.db"
+    code, lines = errors("run", str(rooms), "--system", str(system), "--store", str(store))
+    at = line(tmp_path, "mcp.yaml", "command:")
+    field = "harness.orchestration_loop.params.command[0]"
+    reason = "no program 'no-such-agent-program' on PATH"
+    assert (code, lines) == (2, [f"error: {system}:{at}: {field}: {reason}"])
+    assert not store.exists()

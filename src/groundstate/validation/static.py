@@ -48,7 +48,7 @@ from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE, own_constraints
 from groundstate.spec.constraints import HardConstraint, named_tables, tool_matches
-from groundstate.spec.files import line_of, read_yaml
+from groundstate.spec.files import line_of, read_yaml, with_line
 from groundstate.spec.strict import JsonScalar, did_you_mean, is_number
 from groundstate.spec.suite import Suite, scan_suite
 from groundstate.spec.system import SystemSpec, load_system
@@ -204,11 +204,8 @@ def _add(check: SuiteCheck, problems: Iterable[SuiteProblem]) -> None:
 
 
 def _from_spec_error(error: SpecError) -> SuiteProblem:
-    path = Path(error.path)
-    line = error.line
-    if line is None and error.field and path.suffix in {".yaml", ".yml"}:
-        line = line_of(path, error.field)
-    return SuiteProblem(file=error.path, line=line, field=error.field, reason=error.reason)
+    error = with_line(error)
+    return SuiteProblem(file=error.path, line=error.line, field=error.field, reason=error.reason)
 
 
 def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
