@@ -485,14 +485,16 @@ def test_the_cli_prints_one_line_and_exits_2(workspace: Path, content: bytes) ->
 
 def test_the_cli_refuses_a_bad_task_in_one_line(workspace: Path) -> None:
     path = workspace / TARGETS["task"][0]
-    path.write_bytes(_replace_top(_original("task"), "task_revision: true"))
+    edited = _replace_top(_original("task"), "task_revision: true")
+    path.write_bytes(edited)
     try:
         result = CliRunner().invoke(main, ["lock", "--check", str(workspace / "bank")])
     finally:
         path.write_bytes(_original("task"))
+    at = edited.decode().splitlines().index("task_revision: true") + 1  # as `check` names it
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        f"error: {path}: task_revision: Input should be a valid integer"
+        f"error: {path}:{at}: task_revision: Input should be a valid integer"
     ]
 
 

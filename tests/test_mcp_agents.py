@@ -215,7 +215,11 @@ def test_bad_command_settings_name_the_field(
 def test_a_command_that_cannot_start_is_a_harness_compatibility_failure(
     retail: Suite, tmp_path: Path
 ) -> None:
-    system: SystemSpec = load_system(system_file(tmp_path, ["./no-such-program"], sandbox="none"))
+    program = tmp_path / "gone"  # a program that was there when the system loaded
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    system: SystemSpec = load_system(system_file(tmp_path, ["./gone"], sandbox="none"))
+    program.unlink()
     out = attempt(retail, TASK, load_agent(system), system=system)
     assert out.run.terminal_reason == "harness_compatibility_failure"
 

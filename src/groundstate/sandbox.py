@@ -282,7 +282,8 @@ def command_problem(argv: list[str], cwd: Path) -> tuple[int, str] | None:
     """(the index of the argument, why) when *argv* is not the command it was meant to be,
     else None. A placeholder that is not ``{python}`` as the program (``{pyhton}``,
     ``{python3}``, ``{python}`` further on) is passed as written, and a program and its
-    arguments in one item is a program of that name: neither can start. A ``.py`` script that
+    arguments in one item is a program of that name: neither can start, nor can a program not
+    on ``PATH``, or a file that is not there or not executable. A ``.py`` script that
     is no file starts Python, which exits with an error: every attempt would be a failure of
     the agent, its reason only in the program's stderr."""
     for i, arg in enumerate(argv):
@@ -295,10 +296,27 @@ def command_problem(argv: list[str], cwd: Path) -> tuple[int, str] | None:
             )
     if any(space in argv[0] for space in " \t") and _file_of(argv[0], cwd)[0] is None:
         return 0, f"no program {argv[0]!r}: a command list has one argument per item"
+    if argv[0] != PYTHON and (missing := _program_problem(argv[0], cwd)) is not None:
+        return 0, missing
     for i, arg in enumerate(argv[1:], 1):
         script = arg.rpartition(":")[0] if SCRIPT_ENTRY.fullmatch(arg) else arg
         if script.endswith(".py") and _file_of(arg, cwd)[0] is None:
             return i, f"{arg!r}: no file {script} (from {cwd})"
+    return None
+
+
+def _program_problem(program: str, cwd: Path) -> str | None:
+    """Why *program* cannot be started from *cwd* (not on ``PATH``, no file, not executable),
+    or None: every attempt would otherwise end in a harness failure, found only by a run."""
+    if os.sep not in program and "/" not in program:
+        if shutil.which(program) is None:
+            return f"no program {program!r} on PATH{did_you_mean(program, [PYTHON])}"
+        return None
+    path = cwd / program
+    if not is_file(path):
+        return f"no program {program!r}: no file {path}"
+    if not os.access(path, os.X_OK):
+        return f"{program!r} is not executable: chmod +x {path}"
     return None
 
 

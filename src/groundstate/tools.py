@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import re
 import sys
 import threading
 import traceback
@@ -28,7 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, get_type_hints
 
-from pydantic import BaseModel, create_model
+import jsonschema
+from pydantic import BaseModel, PydanticUserError, TypeAdapter, create_model
 
 from groundstate.bindings import HARNESS
 from groundstate.environments.base import Environment
@@ -84,13 +86,29 @@ def _schema_of(fn: Callable[..., Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {
         p.name: (hints.get(p.name, Any), ... if p.default is p.empty else p.default) for p in params
     }
-    model: type[BaseModel] = create_model(f"{fn.__name__}_args", **fields)
-    schema = model.model_json_schema()
+    try:
+        model: type[BaseModel] = create_model(f"{fn.__name__}_args", **fields)
+        schema = model.model_json_schema()
+    except PydanticUserError:  # pydantic's message runs to a paragraph naming neither
+        raise TypeError(_no_schema(fn, fields)) from None
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
     schema["additionalProperties"] = False
     return schema
+
+
+def _no_schema(fn: Callable[..., Any], fields: dict[str, Any]) -> str:
+    """Which parameter of the tool *fn* has a type no JSON schema describes."""
+    for name, (hint, _) in fields.items():
+        try:
+            TypeAdapter(hint).json_schema()
+        except PydanticUserError:
+            return (
+                f"tool {fn.__name__!r}: parameter {name!r}: its type {hint!r} has no JSON"
+                " schema (use str, int, float, bool, Literal, lists, dicts or pydantic models)"
+            )
+    return f"tool {fn.__name__!r}: its parameters have no JSON schema"
 
 
 def declaration_problems(declared: Tool) -> list[str]:
@@ -209,5 +227,36 @@ def load_tools(path: Path) -> dict[str, Tool]:
         if known.fn is not declared.fn:  # an alias of one tool is fine, two functions are not:
             # the agent would be offered one of them, and which would be an accident of order
             raise SpecError(path, declared.name, "two different tools have this name")
+        problem = _unusable(declared)
+        if problem is not None:
+            raise SpecError(path, one_line(str(declared.name)), problem, line=source_line(declared))
         tools[declared.name] = declared
     return tools
+
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A tool name model APIs accept (OpenAI's and Anthropic's function names)."""
+
+
+def _unusable(declared: Tool) -> str | None:
+    """Why no agent could be offered *declared* (every request naming it would be refused,
+    every call checked against a schema that is none), or None."""
+    if not isinstance(declared.name, str) or not TOOL_NAME.fullmatch(declared.name):
+        return "a tool name is 1 to 64 ASCII letters, digits, '_' and '-' (as model APIs take)"
+    schema = declared.parameters
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return "parameters: a JSON Schema of type object, as a call's arguments are a mapping"
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        where = "".join(f"[{part!r}]" for part in exc.absolute_path)
+        return f"parameters{where}: not valid JSON Schema: {one_line(exc.message)}"
+    return None
+
+
+def source_line(declared: Tool) -> int | None:
+    """The line of the tool's function in its file, where known."""
+    try:
+        return inspect.getsourcelines(declared.fn)[1]
+    except (OSError, TypeError):
+        return None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from groundstate import __version__
-from groundstate.errors import GroundstateError, one_line
+from groundstate.errors import GroundstateError, SpecError, one_line
 from groundstate.paths import DEFAULT_STORE
 
 if TYPE_CHECKING:
@@ -52,6 +52,10 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except GroundstateError as exc:
+            if isinstance(exc, SpecError):  # located as `check` locates it
+                from groundstate.spec.files import with_line
+
+                exc = with_line(exc)
             click.echo(f"error: {one_line(str(exc))}", err=True)  # it may quote a file
             sys.exit(2)
         except OSError as exc:  # a path given that cannot be made or read: a parent is a

@@ -43,7 +43,7 @@ def check(suite: Path, system_file: Path | None, as_json: bool) -> None:
 
     result = check_suite(suite)
     if system_file is not None:
-        result.problems += check_system(system_file)
+        result.problems += check_system(system_file, result.suite)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:

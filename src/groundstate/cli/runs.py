@@ -187,6 +187,7 @@ def run(
             from groundstate.spec.system import load_system
             from groundstate.store import BatchLeased, RunStore
             from groundstate.validation import require_lock, require_valid
+            from groundstate.validation.static import refuse_system_tool_errors
             from groundstate.workdirs import sweep_stale
 
             sweep_stale()  # work folders of runs killed outright
@@ -195,6 +196,7 @@ def run(
                 check_attempts(gates, attempts)
             loaded_suite = in_environment(checked_suite(suite, warn=False), environment)
             system = load_system(system_file)
+            refuse_system_tool_errors(system, loaded_suite)
             where = make_executor(executor, loaded_suite, ray_address=ray_address)
             if locked:
                 require_lock(loaded_suite)

@@ -34,7 +34,6 @@ from groundstate.environments import sqlite_determinism as determinism
 from groundstate.environments.base import (
     CallEffects,
     ClosesOnExit,
-    Row,
     Snapshot,
     StateDiff,
     TableState,
@@ -72,7 +71,8 @@ from groundstate.errors import (
     ToolError,
 )
 from groundstate.spec.canonical import SettledFileCache, hash_file
-from groundstate.spec.files import decode_utf8, load_model, parse_json
+from groundstate.spec.files import load_model, parse_json, read_text
+from groundstate.spec.strict import JsonScalar
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import TMPDIR_ENV, make_workdir, process_dir, temp_root
 
@@ -944,7 +944,9 @@ class _DataFixture(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     schema_sql: str = Field(alias="schema")
-    rows: dict[str, list[Row]] = Field(default_factory=dict)
+    rows: dict[str, list[dict[str, JsonScalar]]] = Field(default_factory=dict)
+    """Each row's cells: text, a number, true/false or null (a list or a mapping, which no
+    column holds, is named at its cell, not by SQLite's "Error binding parameter")."""
 
 
 _TEMPLATES: dict[tuple[str, str, str], Baseline] = {}
@@ -1012,6 +1014,9 @@ def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
         if key not in _TEMPLATES:
             _TEMPLATES[key] = Baseline.read(_template_image(fixture, clock))
         return _TEMPLATES[key]
+    except IsADirectoryError:  # named as every file of a suite that is a folder is
+        folder = SpecError(fixture, None, "is a folder, not a file (a .sql, .yaml or .json)")
+        raise EnvironmentFailure(f"fixture {folder}") from folder
     except (OSError, ValueError, sqlite3.Error, SpecError) as exc:
         raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
 
@@ -1041,19 +1046,88 @@ class FixtureTooSlow(ValueError):
     """The fixture's SQL ran past :data:`FIXTURE_BUILD_LIMIT`."""
 
 
+MAX_FIXTURE_BYTES = 64 * 1024 * 1024
+"""A ``.sql`` or ``.json`` fixture file larger than this is refused (a YAML one past
+:data:`groundstate.spec.files.MAX_FILE_BYTES`, as every YAML file)."""
+MAX_FIXTURE_DATABASE_BYTES = 1024 * 1024 * 1024
+"""The largest database a fixture may build: every process holds its image, and every reset
+copies it."""
+
+
+class FixtureRefused(ValueError):
+    """The fixture's SQL did what a build may not (see :func:`guard_build`)."""
+
+
+class FixtureTooLarge(ValueError):
+    """The database the fixture builds is past :data:`MAX_FIXTURE_DATABASE_BYTES`."""
+
+
+_SIZE_PRAGMAS = frozenset({"page_size", "max_page_count"})
+
+
+def guard_build(connection: sqlite3.Connection) -> list[str]:
+    """Bound what a fixture's SQL may do on *connection*; the returned list fills with why a
+    statement was refused (SQLite itself says only "not authorized").
+
+    A fixture builds its database from its own text: ``ATTACH`` and ``VACUUM INTO`` would read
+    or write a file outside the suite (data no suite hash or lock covers, or a file left
+    wherever it names, by ``check`` too). The database may grow to
+    :data:`MAX_FIXTURE_DATABASE_BYTES`, a limit set in pages, so the page size and the page
+    limit are the build's to set, not the fixture's.
+    """
+    refused: list[str] = []
+
+    def authorize(action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
+        if action == sqlite3.SQLITE_ATTACH:
+            refused.append(
+                "ATTACH and VACUUM INTO are not allowed in a fixture: it builds its database"
+                " from its own text (no suite hash covers another file)"
+            )
+            return sqlite3.SQLITE_DENY
+        setting = action == sqlite3.SQLITE_PRAGMA and arg2 is not None
+        if setting and (arg1 or "").lower() in _SIZE_PRAGMAS:
+            refused.append(f"PRAGMA {arg1} is set by groundstate, not by a fixture")
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    page_size = connection.execute("PRAGMA page_size").fetchone()[0]
+    connection.execute(f"PRAGMA max_page_count = {MAX_FIXTURE_DATABASE_BYTES // page_size}")
+    connection.set_authorizer(authorize)
+    return refused
+
+
+def build_failure(exc: BaseException, refused: list[str]) -> ValueError | None:
+    """What a fixture's failure *exc* means when no one value of its SQL is wrong: a statement
+    :func:`guard_build` refused, or a database past its size; None otherwise."""
+    code = getattr(exc.__cause__ or exc, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_AUTH and refused:
+        return FixtureRefused(refused[-1])
+    if code == sqlite3.SQLITE_FULL:
+        return FixtureTooLarge(
+            f"builds a database larger than {MAX_FIXTURE_DATABASE_BYTES / 2**20:g} MiB, the"
+            " most a fixture may (every process holds it, every reset copies it)"
+        )
+    return None
+
+
 def _template_image(fixture: Path, clock: datetime) -> bytes:
     connection = sqlite3.connect(":memory:", isolation_level=None)
     deadline = time.monotonic() + FIXTURE_BUILD_LIMIT
     connection.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
     try:
         seen = determinism.watch(connection)
+        refused = guard_build(connection)
         try:
             _load_fixture(fixture, connection)
-        except sqlite3.OperationalError as exc:
+        except (sqlite3.Error, SpecError) as exc:
             if time.monotonic() > deadline:
                 raise FixtureTooSlow(f"did not build within {FIXTURE_BUILD_LIMIT:g}s") from exc
+            failure = build_failure(exc, refused)
+            if failure is not None:
+                raise failure from exc
             raise
         determinism.refuse(seen)
+        connection.set_authorizer(None)
         connection.set_progress_handler(None, 0)
         connection.execute(f"CREATE TABLE {META_TABLE}(key TEXT PRIMARY KEY, value TEXT)")
         connection.execute(f"INSERT INTO {META_TABLE} VALUES ('now', ?)", (clock.isoformat(),))
@@ -1064,12 +1138,12 @@ def _template_image(fixture: Path, clock: datetime) -> bytes:
 
 def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
     if fixture.suffix == ".sql":
-        connection.executescript(decode_utf8(fixture, fixture.read_bytes()))
+        connection.executescript(read_fixture_text(fixture))
         return
     if fixture.suffix not in {".yaml", ".yml", ".json"}:
         raise ValueError("expected a .sql, .yaml or .json fixture")
     if fixture.suffix == ".json":
-        text = decode_utf8(fixture, fixture.read_bytes())
+        text = read_fixture_text(fixture)
         data = load_model(fixture, _DataFixture, data=parse_json(fixture, text))
     else:  # the hardened loader every YAML file of groundstate goes through
         data = load_model(fixture, _DataFixture)
@@ -1085,7 +1159,12 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
     connection.execute("COMMIT")
 
 
-def _insert(connection: sqlite3.Connection, table: str, row: Row) -> None:
+def read_fixture_text(fixture: Path) -> str:
+    """The text of a ``.sql`` or ``.json`` fixture, at most :data:`MAX_FIXTURE_BYTES`."""
+    return read_text(fixture, max_bytes=MAX_FIXTURE_BYTES)
+
+
+def _insert(connection: sqlite3.Connection, table: str, row: dict[str, JsonScalar]) -> None:
     columns = ", ".join(quote(column) for column in row)
     marks = ", ".join("?" for _ in row)
     # A bare YAML date or timestamp is the text written (spec.files), as an SQL fixture has it.

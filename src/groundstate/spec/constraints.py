@@ -21,6 +21,7 @@ from pydantic import (
 from groundstate.spec.strict import (
     MAX_STEPS,
     Count,
+    Id,
     JsonScalar,
     Strict,
     StrictBool,
@@ -233,7 +234,7 @@ def _check_no_capture(*matches: tuple[str, Match]) -> None:
 
 
 class _Constraint(Strict):
-    id: str
+    id: Id
     description: str = ""
 
 

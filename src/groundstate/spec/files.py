@@ -669,6 +669,20 @@ def line_of(path: Path, field: str | None) -> int | None:
     return line
 
 
+def with_line(error: SpecError) -> SpecError:
+    """*error* with the line its field is written at in its YAML file, when it names a field
+    but no line (a check made after the file was read); else *error* itself."""
+    path = Path(error.path)
+    if error.line is not None or not error.field or path.suffix not in (".yaml", ".yml"):
+        return error
+    line = line_of(path, error.field)
+    if line is None:
+        return error
+    located = SpecError(error.path, error.field, error.reason, line=line)
+    located.every = error.every
+    return located
+
+
 def _child(node: yaml.Node, part: int | str) -> tuple[int, yaml.Node] | None:
     """A child node and the line that names it (a mapping key's line, a list item's line)."""
     if isinstance(part, int) and isinstance(node, yaml.SequenceNode):

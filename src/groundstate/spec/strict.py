@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import posixpath
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, Protocol
 
@@ -48,6 +49,51 @@ def ids_defined_once(items: Sequence[_HasId], what: str = "id") -> None:
                 f"{what} {item.id!r} is defined twice, at [{first_at[item.id]}] and [{i}]"
             )
         first_at[item.id] = i
+
+
+def plain_id(value: str) -> str:
+    """*value*, an id (of a constraint, an assertion, a rubric node) or a slice label, unless
+    it could be taken for another: blank, with a character that does not show (a line break,
+    a zero-width space, a direction mark), one that stands for another (a fullwidth b, the fi
+    ligature, an accent written apart), or Latin letters mixed with Cyrillic or Greek ones
+    that look alike ("book" written with Cyrillic o's). Reports print it, ``fails_by`` and
+    ``--slice`` name it: two that look the same would be told apart by nobody."""
+    if not value.strip():
+        raise ValueError("is blank: reports, fails_by and --slice name it by this")
+    for ch in value:
+        if not ch.isprintable() or (ch.isspace() and (ch != " " or ch in (value[0], value[-1]))):
+            raise ValueError(
+                f"{value!r} holds {_named(ch)}, which does not show: write visible characters"
+            )
+    normal = unicodedata.normalize("NFKC", value)
+    if normal != value:
+        ch = next((c for c in value if unicodedata.normalize("NFKC", c) != c), value[0])
+        written = unicodedata.normalize("NFKC", ch)
+        raise ValueError(
+            f"{value!r} holds {_named(ch)}, which stands for {written!r}: write {normal!r}"
+        )
+    scripts = {ch: unicodedata.name(ch, "").partition(" ")[0] for ch in value if ch.isalpha()}
+    if "LATIN" in scripts.values():
+        other = next((ch for ch, script in scripts.items() if script in _LOOKALIKE), None)
+        if other is not None:
+            script = scripts[other].title()
+            raise ValueError(
+                f"{value!r} mixes Latin letters with {script} ones that look like them"
+                f" ({_named(other)}): write it in one script"
+            )
+    return value
+
+
+_LOOKALIKE = frozenset({"CYRILLIC", "GREEK"})
+"""Scripts whose letters look like Latin ones (Cyrillic and Greek o, a, e, p...)."""
+
+
+def _named(ch: str) -> str:
+    return f"{ch!r} (U+{ord(ch):04X} {unicodedata.name(ch, 'a control character')})"
+
+
+Id = Annotated[str, AfterValidator(plain_id)]
+"""An id or label a person reads and types: see :func:`plain_id`."""
 
 
 # Numbers and flags as the file states them: YAML's ``true`` is not the number 1, ``"2"`` is

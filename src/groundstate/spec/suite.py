@@ -238,6 +238,9 @@ def _walk(root: Path, report: Report) -> Suite | None:
             )
         report(SpecError(root, None, reason))
         return None
+    if outside(root, root / SUITE_FILE):  # as a task file's link out is
+        report(_outside_error(root / SUITE_FILE, None, root / SUITE_FILE))
+        return None
     try:
         config = load_model(root / SUITE_FILE, SuiteConfig)
         _check_environment_kind(root / SUITE_FILE, config.environment)

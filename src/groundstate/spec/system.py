@@ -373,6 +373,14 @@ def resolve_entry(entry: str, base_dir: Path) -> tuple[Path | None, str, str]:
         )
     if target.endswith(".py"):
         return (base_dir / target).resolve(), target, name
+    if not all(part.isidentifier() for part in target.split(".")):  # ../agents, x.txt, ""
+        hint = (
+            f" (did you mean '{target}.py:{name}'?)" if is_file(base_dir / f"{target}.py") else ""
+        )
+        raise ValueError(
+            f"{target!r} is neither a .py file nor a module name: expected 'file.py:name' or"
+            f" 'package.module:name', got {entry!r}{hint}"
+        )
     return None, target, name
 
 

@@ -30,6 +30,7 @@ from groundstate.spec.constraints import NeverConstraint as NeverConstraint
 from groundstate.spec.files import yaml_timestamp
 from groundstate.spec.strict import (
     Count,
+    Id,
     Seconds,
     Steps,
     StrictBool,
@@ -51,7 +52,7 @@ from groundstate.spec.system import RetryPolicy
 class SqlAssertion(Strict):
     """A query on the final state through the evaluator view, with the rows it must return."""
 
-    id: str
+    id: Id
     description: str = ""
     sql: str
     expect_rows: list[list[JsonScalar]]
@@ -108,7 +109,7 @@ class TableChange(Strict):
 class DiffAssertion(Strict):
     """The expected change from s0 to sT, per table."""
 
-    id: str
+    id: Id
     description: str = ""
     state_diff: dict[str, TableChange]
     nothing_else_changed: StrictBool = True
@@ -130,7 +131,7 @@ class DiffAssertion(Strict):
 class PythonAssertion(Strict):
     """A Python function ``check(s0, sT) -> bool | (bool, evidence)`` from the suite."""
 
-    id: str
+    id: Id
     description: str = ""
     check: SuiteRef
     """``file.py:function``, relative to the suite folder."""
@@ -233,7 +234,7 @@ class JudgeAssertion(Strict):
     ``min_agreement``. Its verdict is reported beside ``success``, never part of it.
     """
 
-    id: str
+    id: Id
     description: str = ""
     judge: JudgeSpec
     """``file.py:function``, relative to the suite folder, or a model judge."""
@@ -299,7 +300,7 @@ class TestsAssertion(Strict):
 
     __test__ = False  # not a pytest class, whatever its name
 
-    id: str
+    id: Id
     description: str = ""
     tests: HiddenTests
 
@@ -333,7 +334,7 @@ class ChangedPathsAssertion(Strict):
     """No collateral damage in a workspace: every changed path matches an allowed pattern (so
     deleting or editing the tests, or the build files, fails)."""
 
-    id: str
+    id: Id
     description: str = ""
     changed_paths: ChangedPaths
 
@@ -365,7 +366,7 @@ class RubricNode(Strict):
     A leaf names one outcome assertion or one constraint by id; an inner node has children.
     """
 
-    id: str
+    id: Id
     weight: Weight = 1.0
     assertion: str | None = None
     constraint: str | None = None
@@ -437,7 +438,7 @@ class AgentTask(Strict):
     task_id: str = Field(pattern=TASK_ID_PATTERN)
     task_revision: Annotated[Count, Field(ge=1)]
     source: str
-    slice_labels: list[str] = Field(default_factory=list)
+    slice_labels: list[Id] = Field(default_factory=list)
     weight: Weight = 1.0
     initial_state_fixture: SuiteName
     """Fixture file, relative to the suite's ``fixtures/`` folder."""

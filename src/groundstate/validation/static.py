@@ -17,7 +17,6 @@ refused once, with exit code 2, before any task is replayed.
 
 from __future__ import annotations
 
-import inspect
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -30,10 +29,18 @@ from typing import Any, Literal
 import jsonschema
 from pydantic import BaseModel, ConfigDict
 
+from groundstate.agents.model_loop import TALK_TO_USER
 from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
 from groundstate.environments.registry import environment_capabilities
-from groundstate.environments.sqlite import FixtureTooSlow, SqliteEnvironment
+from groundstate.environments.sqlite import (
+    FixtureTooLarge,
+    FixtureTooSlow,
+    SqliteEnvironment,
+    build_failure,
+    guard_build,
+    read_fixture_text,
+)
 from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
 from groundstate.environments.sqlite_live import plain_read
 from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
@@ -41,10 +48,10 @@ from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE, own_constraints
 from groundstate.spec.constraints import HardConstraint, named_tables, tool_matches
-from groundstate.spec.files import line_of, read_yaml
+from groundstate.spec.files import line_of, read_yaml, with_line
 from groundstate.spec.strict import JsonScalar, did_you_mean, is_number
 from groundstate.spec.suite import Suite, scan_suite
-from groundstate.spec.system import load_system
+from groundstate.spec.system import SystemSpec, load_system
 from groundstate.spec.task import (
     AgentTask,
     ChangedRow,
@@ -54,7 +61,7 @@ from groundstate.spec.task import (
     SqlAssertion,
     TableChange,
 )
-from groundstate.tools import Tool, declaration_problems
+from groundstate.tools import declaration_problems, source_line
 
 Severity = Literal["error", "warning"]
 Query = Callable[[str], list[tuple[Any, ...]]]
@@ -76,7 +83,8 @@ class SuiteProblem(BaseModel):
 
     def __str__(self) -> str:
         where = one_line(f"{self.file}:{self.line}" if self.line is not None else self.file)
-        text = f"{where}: {self.field}: {self.reason}" if self.field else f"{where}: {self.reason}"
+        reason = one_line(self.reason)  # SQLite quotes the SQL it refuses, line breaks too
+        text = f"{where}: {one_line(self.field)}: {reason}" if self.field else f"{where}: {reason}"
         return f"warning: {text}" if self.severity == "warning" else text
 
 
@@ -147,10 +155,12 @@ def check_suite(path: Path) -> SuiteCheck:
     return check
 
 
-def check_system(path: Path) -> list[SuiteProblem]:
-    """The problems of a system file: its fields, and building the agent it names."""
+def check_system(path: Path, suite: Suite | None = None) -> list[SuiteProblem]:
+    """The problems of a system file: its fields, building the agent it names, and (given
+    the *suite* it is to run) the tools it names."""
     try:
-        load_agent(load_system(Path(path)))
+        system = load_system(Path(path))
+        load_agent(system)
     except SpecError as exc:
         return [_from_spec_error(each) for each in exc.every or [exc]]
     except Exception as exc:  # the agent's factory is user code and may raise anything
@@ -161,7 +171,39 @@ def check_system(path: Path) -> list[SuiteProblem]:
                 file=str(path), line=line_of(Path(path), field), field=field, reason=reason
             )
         ]
-    return []
+    return system_tool_problems(system, suite) if suite is not None else []
+
+
+def system_tool_problems(system: SystemSpec, suite: Suite) -> list[SuiteProblem]:
+    """A ``harness.tool_descriptions`` entry naming no tool of *suite*: its description is
+    never shown, and the agent sees the suite's own. An error when the name is close to a
+    tool's (a typo); a warning otherwise, since one system may serve several suites."""
+    known = [*suite.tools, TALK_TO_USER]
+    problems = []
+    for name in system.harness.tool_descriptions:
+        if name in known:
+            continue
+        hint = did_you_mean(name, known)
+        field_name = f"harness.tool_descriptions.{name}"
+        problems.append(
+            SuiteProblem(
+                file=str(system.source),
+                line=line_of(system.source, field_name),
+                field=field_name,
+                reason=f"{name!r} is no tool of suite {suite.config.name!r}{hint}: this"
+                " description is never shown",
+                severity="error" if hint else "warning",
+            )
+        )
+    return problems
+
+
+def refuse_system_tool_errors(system: SystemSpec, suite: Suite) -> None:
+    """Raise the first error of :func:`system_tool_problems` (``run`` leaves warnings to
+    ``check``)."""
+    for problem in system_tool_problems(system, suite):
+        if problem.severity == "error":
+            raise SpecError(problem.file, problem.field, problem.reason, line=problem.line)
 
 
 def _add(check: SuiteCheck, problems: Iterable[SuiteProblem]) -> None:
@@ -172,11 +214,8 @@ def _add(check: SuiteCheck, problems: Iterable[SuiteProblem]) -> None:
 
 
 def _from_spec_error(error: SpecError) -> SuiteProblem:
-    path = Path(error.path)
-    line = error.line
-    if line is None and error.field and path.suffix in {".yaml", ".yml"}:
-        line = line_of(path, error.field)
-    return SuiteProblem(file=error.path, line=line, field=error.field, reason=error.reason)
+    error = with_line(error)
+    return SuiteProblem(file=error.path, line=error.line, field=error.field, reason=error.reason)
 
 
 def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
@@ -223,14 +262,7 @@ def _tool_problems(suite: Suite) -> Iterator[SuiteProblem]:
     file = str(suite.root / suite.config.tools)
     for name, declared in sorted(suite.tools.items()):
         for reason in declaration_problems(declared):
-            yield SuiteProblem(file=file, line=_source_line(declared), field=name, reason=reason)
-
-
-def _source_line(declared: Tool) -> int | None:
-    try:
-        return inspect.getsourcelines(declared.fn)[1]
-    except (OSError, TypeError):
-        return None
+            yield SuiteProblem(file=file, line=source_line(declared), field=name, reason=reason)
 
 
 def _solution_problems(suite: Suite) -> Iterator[SuiteProblem]:
@@ -396,7 +428,8 @@ def _fixture_problem(fixture: Path, exc: EnvironmentFailure) -> SuiteProblem:
     cause = exc.__cause__
     if isinstance(cause, SpecError):  # the YAML itself: the loader says where
         return _from_spec_error(cause)
-    if isinstance(cause, FixtureTooSlow | FixtureNotDeterministic):  # no one statement fails
+    if isinstance(cause, FixtureTooSlow | FixtureTooLarge | FixtureNotDeterministic):
+        # no one statement fails
         return SuiteProblem(file=str(fixture), reason=f"does not build: {cause}")
     line, reason = _locate_fixture_error(fixture) or (None, str(cause or exc))
     return SuiteProblem(file=str(fixture), line=line, reason=f"does not build: {reason}")
@@ -406,7 +439,7 @@ def _locate_fixture_error(fixture: Path) -> tuple[int | None, str] | None:
     """The line and message of the first statement or row of *fixture* SQLite refuses."""
     try:
         if fixture.suffix == ".sql":
-            return _first_failing_statement(fixture.read_text(encoding="utf-8"), 1)
+            return _first_failing_statement(read_fixture_text(fixture), 1)
         data = read_yaml(fixture)
     except (OSError, UnicodeDecodeError, SpecError):
         return None
@@ -427,24 +460,37 @@ def _first_failing_statement(script: str, first_line: int) -> tuple[int, str] | 
     if "\0" in script:  # SQLite's API refuses the whole script, naming no statement
         nul = script.index("\0")
         return first_line + script.count("\n", 0, nul), "a NUL character, which SQL cannot hold"
-    pending, start = "", first_line
     with closing(sqlite3.connect(":memory:", isolation_level=None)) as db:
-        for number, text in enumerate(script.splitlines(keepends=True), first_line):
-            if not pending.strip():
-                pending, start = "", number
-            pending += text
-            if sqlite3.complete_statement(pending):
-                try:
-                    db.execute(pending)
-                except sqlite3.Error as exc:
-                    return start, str(exc)
-                pending = ""
-        if pending.strip():
+        refused = guard_build(db)  # as the build is guarded: ATTACH is refused here too
+        for start, statement in _statements(script):
             try:
-                db.executescript(pending)
+                db.executescript(statement)
             except sqlite3.Error as exc:
-                return start, str(exc)
+                reason = build_failure(exc, refused) or exc
+                return first_line + script.count("\n", 0, start), str(reason)
     return None
+
+
+def _statements(script: str) -> Iterator[tuple[int, str]]:
+    """Each statement of *script* with the offset where its text starts: statements end at a
+    ``;`` that completes one (not one inside a string, a comment or a trigger's body), and a
+    line may hold several (``INSERT ...; INSERT ...;``)."""
+    start = 0
+    for end in (match.end() for match in re.finditer(";", script)):
+        if sqlite3.complete_statement(script[start:end]):
+            yield _text_start(script, start, end), script[start:end]
+            start = end
+    if script[start:].strip():
+        yield _text_start(script, start, len(script)), script[start:]
+
+
+def _text_start(script: str, start: int, end: int) -> int:
+    """Where the text between *start* and *end* begins, past blanks and whole comment lines."""
+    for match in re.finditer(r"[^\n]*\n?", script[start:end]):
+        text = match.group().strip()
+        if text and not text.startswith("--"):
+            return start + match.start() + len(match.group()) - len(match.group().lstrip())
+    return start
 
 
 # --- assertions against the fixture ----------------------------------------------------------
