@@ -197,7 +197,7 @@ def test_without_bubblewrap_it_refuses_unless_told_to_run_unsandboxed(
         ({"command": []}, "needs a command"),
         ({"command": ["{python}", 3]}, "needs a command"),
         (
-            {"command": ["x"], "sandbox": "docker"},
+            {"command": ["{python}", "-c", "pass"], "sandbox": "docker"},
             "params.sandbox: must be bwrap or none, not .docker.",
         ),
     ],
