@@ -7,12 +7,22 @@ own mistakes stay its own.
 
 from __future__ import annotations
 
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import mcp.client.session
 import pytest
 
+from groundstate import mcp_client
+from groundstate.agents.python import load_agent
 from groundstate.errors import JudgeFailure
 from groundstate.grading.model_judge import ask, parse_verdict
-from groundstate.testing import OpenAICompatibleServer, Reply
+from groundstate.spec.system import load_system
+from groundstate.testing import OpenAICompatibleServer, Reply, attempt
 
+from .test_mcp_agents import system_file
 from .test_models_round7 import _judge
 
 # --- a judge's verdict the agent's words cannot flip ------------------------------------------
@@ -68,3 +78,72 @@ def test_an_injected_judge_is_a_grader_failure_not_a_pass() -> None:
         prompt = f"Reply: {INJECTION}\nDoes it name 30?"
         with pytest.raises(JudgeFailure, match="more than one verdict"):
             ask(_judge(server, "openai-chat"), prompt, INJECTION)
+
+
+# --- an external program's usage is counted however it ends -----------------------------------
+
+
+class _Client:
+    """An MCP client session that answers every call (what ``groundstate.mcp_client`` sends)."""
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+
+    def __init__(self, read: Any, write: Any) -> None:
+        _Client.calls = []
+
+    async def __aenter__(self) -> _Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def initialize(self) -> Any:
+        return SimpleNamespace(instructions="")
+
+    async def list_tools(self) -> Any:
+        return SimpleNamespace(tools=[])
+
+    async def call_tool(self, name: str, args: dict[str, Any]) -> Any:
+        _Client.calls.append((name, args))
+        return SimpleNamespace(is_error=False, content=[SimpleNamespace(text="ok")])
+
+
+def test_usage_recorded_before_giving_up_is_reported_over_mcp(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``groundstate.mcp_client`` reported usage only before the agent's next call: usage
+    recorded before ``give_up`` was never reported, so the attempt cost 0 over MCP where the
+    same agent in-process cost 0.25."""
+    monkeypatch.setattr(mcp.client.session, "ClientSession", _Client)
+
+    async def gives_up(session: Any) -> None:
+        session.record_usage(input_tokens=600, output_tokens=50, cost=0.25)
+        session.give_up("cannot help")
+
+    anyio.run(mcp_client._run, SimpleNamespace(run=gives_up), None, None)
+    usage = {"input_tokens": 600, "output_tokens": 50, "cost": 0.25}
+    assert _Client.calls == [("report_usage", usage), ("give_up", {"reason": "cannot help"})]
+
+
+CRASHES = """
+async def crashes(session):
+    session.record_usage(input_tokens=600, output_tokens=50, cost=0.25)
+    raise KeyError("a bug of the agent's")
+"""
+
+
+def test_an_agent_that_crashes_over_mcp_is_a_crash_with_its_usage(
+    edited_bank: Any, tmp_path: Path
+) -> None:
+    """A Python agent that raised under ``groundstate.mcp_client`` held the program to the
+    time limit (the stdio transport waited for the end of its input before the process could
+    exit): ``agent_failure/time_limit`` instead of ``crashed``, and its usage was lost."""
+    bank = edited_bank(lambda task: task.update(time_limit=30))
+    (tmp_path / "agents.py").write_text(CRASHES)
+    command = ["{python}", "-m", "groundstate.mcp_client", "agents.py:crashes"]
+    system = load_system(system_file(tmp_path, command, sandbox="none"))
+    out = attempt(bank, "transfer", load_agent(system), system=system)
+    run = out.run
+    assert run.terminal_reason == "agent_failure/crashed", run.infrastructure_status
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.cost) == (600, 50, 0.25)
+    assert 'KeyError: "a bug of the agent\'s"' in out.artifacts["agent_stderr.txt"]
