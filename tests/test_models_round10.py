@@ -7,6 +7,8 @@ own mistakes stay its own.
 
 from __future__ import annotations
 
+import contextlib
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -19,10 +21,12 @@ from groundstate import mcp_client
 from groundstate.agents.python import load_agent
 from groundstate.errors import JudgeFailure
 from groundstate.grading.model_judge import ask, parse_verdict
-from groundstate.spec.system import load_system
-from groundstate.testing import OpenAICompatibleServer, Reply, attempt
+from groundstate.spec.system import UserModel, UserSimulatorSection, load_system
+from groundstate.testing import FunctionAgent, OpenAICompatibleServer, Reply, attempt
 
 from .test_mcp_agents import system_file
+from .test_model_users import bank_agent_system, polite_transfer
+from .test_models_adversarial import limited
 from .test_models_round7 import _judge
 
 # --- a judge's verdict the agent's words cannot flip ------------------------------------------
@@ -147,3 +151,46 @@ def test_an_agent_that_crashes_over_mcp_is_a_crash_with_its_usage(
     assert run.terminal_reason == "agent_failure/crashed", run.infrastructure_status
     assert (run.usage.input_tokens, run.usage.output_tokens, run.cost) == (600, 50, 0.25)
     assert 'KeyError: "a bug of the agent\'s"' in out.artifacts["agent_stderr.txt"]
+
+
+# --- a user model's headers trickled a line at a time -----------------------------------------
+
+
+class _HeaderDrip(OpenAICompatibleServer):
+    """Sends a status line, then a header line every 50 ms until closed: each read is quick,
+    the headers never end."""
+
+    def _handler(self) -> Any:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                server.requests.append({})
+                with contextlib.suppress(OSError):  # the client hung up
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                    while not server._closing.wait(0.05):
+                        self.wfile.write(b"x-drip: 1\r\n")
+                        self.wfile.flush()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Quiet."""
+
+        return Handler
+
+
+def test_a_user_models_headers_trickled_past_its_timeout_are_a_timeout(edited_bank: Any) -> None:
+    """The user model's requests were bounded as a whole only while their body was read: a
+    server trickling its headers held the attempt to its time limit, the SDK's retries never
+    tried. Every read now waits only for what is left of the request's time."""
+    bank = edited_bank(lambda task: task.update(time_limit=30))  # a loaded machine is slow
+    with _HeaderDrip([]) as server:
+        model = UserModel(
+            revision="u", base_url=server.base_url, max_retries=1, request_timeout=0.4
+        )
+        user = UserSimulatorSection(kind="model", model=model)
+        system = limited(bank_agent_system(user), 30)
+        run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
+    assert run.terminal_reason == "environment_failure/user_simulator", run.infrastructure_status
+    assert "timed out" in str(run.infrastructure_status["exception"]["message"])
+    assert len(server.requests) == 2  # the SDK's retry ran

@@ -1,18 +1,19 @@
 """A whole-request time limit for an SDK's synchronous HTTP client.
 
 httpx's timeouts (which the ``openai`` SDK's ``timeout`` sets) bound each connect, write and
-read, not a request as a whole: a server that trickles its body a byte at a time keeps every
-read within its timeout and the request open for ever. :func:`whole_request_client` gives a
-client whose answers must be read whole within the time limit, else ``ReadTimeout``, which the
-SDK retries and reports as any timeout. (The asynchronous adapters bound their requests with
-``asyncio.timeout``: :func:`groundstate.agents.model_loop.call_sdk`.)
+read, not a request as a whole: a server that trickles its answer a byte at a time (its
+headers or its body) keeps every read within its timeout and the request open for ever.
+:func:`whole_request_client` gives a client each of whose reads may wait only for what is
+left of its request's time limit, so the answer must be read whole within it, else
+``ReadTimeout``, which the SDK retries and reports as any timeout. (The asynchronous adapters
+bound their requests with ``asyncio.timeout``: :func:`groundstate.agents.model_loop.call_sdk`.)
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
 import time
-from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
@@ -25,31 +26,69 @@ def sdk_httpx(sdk: ModuleType) -> ModuleType:
     return importlib.import_module(name)
 
 
+class _Deadline(threading.local):
+    """When the request this thread is making must be read whole (a monotonic time)."""
+
+    at: float | None = None
+
+
 def whole_request_client(sdk: ModuleType, seconds: float) -> Any:
-    """*sdk*'s default synchronous HTTP client, each answer read within *seconds* of its
-    request being sent."""
+    """*sdk*'s default synchronous HTTP client, each answer (headers and body) read within
+    *seconds* of its request being sent."""
     httpx = sdk_httpx(sdk)
-
-    class ReadUntil(httpx.SyncByteStream):  # type: ignore[misc,name-defined]
-        def __init__(self, stream: Any, deadline: float, request: Any) -> None:
-            self._stream, self._deadline, self._request = stream, deadline, request
-
-        def __iter__(self) -> Iterator[bytes]:
-            for chunk in self._stream:
-                if time.monotonic() > self._deadline:
-                    raise httpx.ReadTimeout(
-                        f"no whole answer within {seconds:g}s", request=self._request
-                    )
-                yield chunk
-
-        def close(self) -> None:
-            self._stream.close()
+    deadline = _Deadline()
 
     class WholeRequest(httpx.HTTPTransport):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            # httpx builds its connection pool itself; the pool reads through its backend.
+            pool = self._pool
+            pool._network_backend = _bounded_backend(pool._network_backend, deadline, seconds)
+
         def handle_request(self, request: Any) -> Any:
-            deadline = time.monotonic() + seconds
-            response = super().handle_request(request)
-            response.stream = ReadUntil(response.stream, deadline, request)
-            return response
+            deadline.at = time.monotonic() + seconds
+            return super().handle_request(request)
 
     return sdk.DefaultHttpxClient(transport=WholeRequest())
+
+
+def _bounded_backend(backend: Any, deadline: _Deadline, seconds: float) -> Any:
+    """*backend* whose streams wait, at each read, only for what is left until *deadline*."""
+    httpcore = importlib.import_module(type(backend).__module__.partition(".")[0])
+
+    class Stream(httpcore.NetworkStream):  # type: ignore[misc,name-defined]
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            left = None if deadline.at is None else deadline.at - time.monotonic()
+            if left is not None and left <= 0:
+                raise httpcore.ReadTimeout(f"no whole answer within {seconds:g}s")
+            if left is not None:
+                timeout = left if timeout is None else min(timeout, left)
+            data: bytes = self._inner.read(max_bytes, timeout)
+            return data
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._inner.write(buffer, timeout)
+
+        def close(self) -> None:
+            self._inner.close()
+
+        def start_tls(self, *args: Any, **kwargs: Any) -> Any:
+            return Stream(self._inner.start_tls(*args, **kwargs))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._inner.get_extra_info(info)
+
+    class Backend(httpcore.NetworkBackend):  # type: ignore[misc,name-defined]
+        def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+            return Stream(backend.connect_tcp(*args, **kwargs))
+
+        def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+            return Stream(backend.connect_unix_socket(*args, **kwargs))
+
+        def sleep(self, seconds: float) -> None:
+            backend.sleep(seconds)
+
+    return Backend()
