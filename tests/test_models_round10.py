@@ -17,17 +17,31 @@ import anyio
 import mcp.client.session
 import pytest
 
-from groundstate import mcp_client
+from groundstate import mcp_client, whole_request
 from groundstate.agents.python import load_agent
 from groundstate.errors import JudgeFailure
 from groundstate.grading.model_judge import ask, parse_verdict
+from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import UserModel, UserSimulatorSection, load_system
-from groundstate.testing import FunctionAgent, OpenAICompatibleServer, Reply, attempt
+from groundstate.testing import (
+    FunctionAgent,
+    OpenAICompatibleServer,
+    Reply,
+    ScriptedModelServer,
+    attempt,
+)
 
 from .test_mcp_agents import system_file
 from .test_model_users import bank_agent_system, polite_transfer
-from .test_models_adversarial import limited
+from .test_models import RETAIL, model_calls
+from .test_models_adversarial import _harness, _one, limited
 from .test_models_round7 import _judge
+
+
+@pytest.fixture(scope="module")
+def retail() -> Suite:
+    return load_suite(RETAIL)
+
 
 # --- a judge's verdict the agent's words cannot flip ------------------------------------------
 
@@ -194,3 +208,45 @@ def test_a_user_models_headers_trickled_past_its_timeout_are_a_timeout(edited_ba
     assert run.terminal_reason == "environment_failure/user_simulator", run.infrastructure_status
     assert "timed out" in str(run.infrastructure_status["exception"]["message"])
     assert len(server.requests) == 2  # the SDK's retry ran
+
+
+# --- an answer larger than any model's ---------------------------------------------------------
+
+
+@pytest.fixture
+def small_answers(monkeypatch: pytest.MonkeyPatch) -> int:
+    """Answers bounded at 64 kB, so that the test sends little."""
+    monkeypatch.setattr(whole_request, "MAX_ANSWER_BYTES", 64 * 1024)
+    return 64 * 1024
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_answer_larger_than_any_models_is_the_providers_fault(
+    monkeypatch: pytest.MonkeyPatch, retail: Suite, small_answers: int, provider: str
+) -> None:
+    """A 40 MB answer was read whole, kept twice in the run record (120 MB) and took the
+    attempt's grading past its time limit: a grader failure after six minutes. An answer past
+    ``MAX_ANSWER_BYTES`` is a malformed one: retried, then ``model_serving``, nothing kept."""
+    harness = _harness(_one(provider), monkeypatch, retail)
+    huge = Reply(text="x" * (small_answers + 1))
+    servers: list[ScriptedModelServer] = []
+    run = harness.run([huge, huge, Reply(text="x" * (small_answers // 2))], server_out=servers)
+    assert run.terminal_reason == "agent_failure/incorrect_state"  # the third was read
+    errors = [call.error for call in model_calls(run)]
+    assert [e.kind if e else None for e in errors] == ["server_error", "server_error", None]
+    assert errors[0] is not None and "no model's" in errors[0].message
+    assert len(run.model_dump_json()) < 4 * small_answers
+
+
+def test_a_user_model_answer_larger_than_any_models_is_the_instruments_fault(
+    bank: Suite, small_answers: int
+) -> None:
+    """The SDK reads the body outside its retries: one try, then the user model failed."""
+    with OpenAICompatibleServer([Reply(text="x" * (small_answers + 1))] * 2) as server:
+        model = UserModel(revision="u", base_url=server.base_url, max_retries=1)
+        user = UserSimulatorSection(kind="model", model=model)
+        system = bank_agent_system(user)
+        run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
+    assert run.terminal_reason == "environment_failure/user_simulator", run.infrastructure_status
+    message = str(run.infrastructure_status["exception"]["message"])
+    assert "the user model failed: AnswerTooLarge" in message

@@ -1,4 +1,4 @@
-"""A whole-request time limit for an SDK's synchronous HTTP client.
+"""Bounds on a whole model request: its time (synchronous clients) and its answer's size.
 
 httpx's timeouts (which the ``openai`` SDK's ``timeout`` sets) bound each connect, write and
 read, not a request as a whole: a server that trickles its answer a byte at a time (its
@@ -7,6 +7,10 @@ headers or its body) keeps every read within its timeout and the request open fo
 left of its request's time limit, so the answer must be read whole within it, else
 ``ReadTimeout``, which the SDK retries and reports as any timeout. (The asynchronous adapters
 bound their requests with ``asyncio.timeout``: :func:`groundstate.agents.model_loop.call_sdk`.)
+
+No model writes an answer of :data:`MAX_ANSWER_BYTES`: a body past it is the server's
+malfunction (:class:`AnswerTooLarge`), read no further. Held whole, a 40 MB answer was kept
+twice in the run record and made the attempt's grading run out of time (a grader failure).
 """
 
 from __future__ import annotations
@@ -14,8 +18,18 @@ from __future__ import annotations
 import importlib
 import threading
 import time
+from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
+
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
+"""Bytes of one model answer read at most: the longest answers (128,000 output tokens, with
+reasoning and JSON escapes) are some megabytes."""
+
+
+class AnswerTooLarge(Exception):
+    """A model answer's body went past :data:`MAX_ANSWER_BYTES` (the SDK wraps it as a lost
+    connection; the adapters and the user model name it as what it is)."""
 
 
 def sdk_httpx(sdk: ModuleType) -> ModuleType:
@@ -47,9 +61,62 @@ def whole_request_client(sdk: ModuleType, seconds: float) -> Any:
 
         def handle_request(self, request: Any) -> Any:
             deadline.at = time.monotonic() + seconds
-            return super().handle_request(request)
+            response = super().handle_request(request)
+            response.stream = Bounded(response.stream)
+            return response
+
+    class Bounded(httpx.SyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, stream: Any) -> None:
+            self._stream = stream
+
+        def __iter__(self) -> Iterator[bytes]:
+            return _bounded(iter(self._stream))
+
+        def close(self) -> None:
+            self._stream.close()
 
     return sdk.DefaultHttpxClient(transport=WholeRequest())
+
+
+def size_bounded_async_client(sdk: ModuleType) -> Any:
+    """*sdk*'s default asynchronous HTTP client, reading no answer past
+    :data:`MAX_ANSWER_BYTES`."""
+    httpx = sdk_httpx(sdk)
+
+    class Bounded(httpx.AsyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, stream: Any) -> None:
+            self._stream = stream
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            read = 0
+            async for chunk in self._stream:
+                read += len(chunk)
+                _check_size(read)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._stream.aclose()
+
+    class BoundedTransport(httpx.AsyncHTTPTransport):  # type: ignore[misc,name-defined]
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await super().handle_async_request(request)
+            response.stream = Bounded(response.stream)
+            return response
+
+    return sdk.DefaultAsyncHttpxClient(transport=BoundedTransport())
+
+
+def _bounded(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    read = 0
+    for chunk in chunks:
+        read += len(chunk)
+        _check_size(read)
+        yield chunk
+
+
+def _check_size(read: int) -> None:
+    if read > MAX_ANSWER_BYTES:
+        raise AnswerTooLarge(f"an answer of more than {MAX_ANSWER_BYTES} bytes: no model's")
 
 
 def _bounded_backend(backend: Any, deadline: _Deadline, seconds: float) -> Any:
