@@ -8,6 +8,7 @@ own mistakes stay its own.
 from __future__ import annotations
 
 import contextlib
+import json
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,6 +27,7 @@ from groundstate.spec.system import UserModel, UserSimulatorSection, load_system
 from groundstate.testing import (
     FunctionAgent,
     OpenAICompatibleServer,
+    Raw,
     Reply,
     ScriptedModelServer,
     attempt,
@@ -34,7 +36,7 @@ from groundstate.testing import (
 from .test_mcp_agents import system_file
 from .test_model_users import bank_agent_system, polite_transfer
 from .test_models import RETAIL, model_calls
-from .test_models_adversarial import _harness, _one, limited
+from .test_models_adversarial import _harness, _one, completion, limited
 from .test_models_round7 import _judge
 
 
@@ -250,3 +252,50 @@ def test_a_user_model_answer_larger_than_any_models_is_the_instruments_fault(
     assert run.terminal_reason == "environment_failure/user_simulator", run.infrastructure_status
     message = str(run.infrastructure_status["exception"]["message"])
     assert "the user model failed: AnswerTooLarge" in message
+
+
+# --- tool calls in a protocol the adapter never offered ---------------------------------------
+
+
+def _messages(content: list[dict[str, Any]], stop: str) -> Raw:
+    body = {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": content}
+    usage = {"input_tokens": 5, "output_tokens": 3}
+    return Raw(json.dumps(body | {"stop_reason": stop, "stop_sequence": None, "usage": usage}))
+
+
+CUSTOM_CALL = {"id": "c1", "type": "custom", "custom": {"name": "get_order", "input": "O-1"}}
+SERVER_TOOL = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}
+
+
+@pytest.mark.parametrize(
+    ("provider", "answer"),
+    [
+        ("openai", Raw(completion({"content": None, "tool_calls": [CUSTOM_CALL]}))),
+        ("anthropic", _messages([SERVER_TOOL], "tool_use")),
+    ],
+    ids=["custom-tool-call", "server-tool-use"],
+)
+def test_a_tool_call_in_a_protocol_never_offered_is_a_compatibility_failure(
+    monkeypatch: pytest.MonkeyPatch, retail: Suite, provider: str, answer: Raw
+) -> None:
+    """A Chat Completions ``custom`` tool call was a malformed answer (retried, then an invalid
+    attempt, rerun for ever); a Messages ``server_tool_use`` block was dropped and the answer
+    read as an empty final reply (``agent_failure/incorrect_state``). The model cannot use the
+    tools as the adapter offers them: ``harness_compatibility_failure``, not retried."""
+    servers: list[ScriptedModelServer] = []
+    run = _harness(_one(provider), monkeypatch, retail).run([answer] * 3, server_out=servers)
+    assert run.terminal_reason == "harness_compatibility_failure", run.infrastructure_status
+    assert len(servers[0].requests) == 1
+
+
+def test_a_block_of_another_kind_beside_the_text_is_still_read(
+    monkeypatch: pytest.MonkeyPatch, retail: Suite
+) -> None:
+    """The near miss: a block type the adapter does not know that is no tool call is left
+    out, and the text is the reply."""
+    answer = _messages(
+        [{"type": "citations", "x": 1}, {"type": "text", "text": "Done."}], "end_turn"
+    )
+    run = _harness(_one("anthropic"), monkeypatch, retail).run([answer])
+    assert run.terminal_reason == "agent_failure/incorrect_state"
+    assert run.final_message == "Done."
