@@ -328,6 +328,8 @@ def test_odd_tool_call_shapes_never_crash(
     assert run.terminal_reason in (
         "environment_failure/model_serving",
         "agent_failure/incorrect_state",
+        # a custom tool call: a protocol the adapter never offered (tenth round)
+        *(["harness_compatibility_failure"] if tool_call["type"] == "custom" else []),
     )
 
 

@@ -106,10 +106,11 @@ def test_a_body_trickled_past_the_request_timeout_is_a_timeout(openai_harness: H
 
 
 def test_a_user_models_body_trickled_past_its_timeout_is_retried_then_invalid(
-    bank: Suite,
+    edited_bank: Any,
 ) -> None:
     """The user model's SDK client bounded each read only: one trickled answer held the
     attempt to its time limit, its retries never tried. Each request is bounded as a whole."""
+    bank = edited_bank(lambda task: task.update(time_limit=30))  # a loaded machine is slow
     with _Trickling([]) as server:
         model = UserModel(
             revision="u", base_url=server.base_url, max_retries=1, request_timeout=0.4

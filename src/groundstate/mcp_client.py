@@ -20,6 +20,7 @@ import os
 import random
 import sys
 import traceback
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -137,11 +138,16 @@ async def serve_agent(agent: Any) -> None:
         async with _transport(url) as (read, write):
             await _run(agent, read, write)
     except BaseException:
-        # The stdio transport waits for the end of its input before the process can exit,
-        # and the server closes it only after ``finish``: on an error, leave at once.
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
+        _leave()
+
+
+def _leave() -> NoReturn:
+    """Exit at once with code 1, the traceback on stderr: the stdio transport waits for the end
+    of its input before the process can exit, and the server closes it only after ``finish``
+    (an error left to unwind through the transport held the program to its time limit)."""
+    traceback.print_exc()
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def _transport(url: str | None) -> Any:
@@ -162,10 +168,16 @@ async def _run(agent: Any, read: Any, write: Any) -> None:
         try:
             final = await agent.run(session)
             await session.flush_usage()
-        except _GiveUp as exc:
-            await client.call_tool("give_up", {"reason": str(exc)})
-            return
         except _Stopped:
+            return
+        except Exception as exc:
+            # Usage recorded before giving up or crashing is the system's all the same (it
+            # was lost: reported only before the next call); a budget it passes outranks.
+            with suppress(_Stopped):
+                await session.flush_usage()
+                if not isinstance(exc, _GiveUp):
+                    _leave()  # the agent's crash, inside the transport (see _leave)
+                await client.call_tool("give_up", {"reason": str(exc)})
             return
         await client.call_tool("finish", {"final_reply": final or ""})
 

@@ -27,7 +27,7 @@ from groundstate.agents.model_loop import bounded_message, hide_secret
 from groundstate.errors import EnvironmentFailure
 from groundstate.spec.system import UserModel, UserSimulatorSection
 from groundstate.spec.task import AgentTask, UserScenario
-from groundstate.whole_request import whole_request_client
+from groundstate.whole_request import AnswerTooLarge, whole_request_client
 
 CONFIRM_WORDS = ("confirm", "go ahead", "proceed")
 YES = "Yes, please go ahead."
@@ -207,6 +207,7 @@ class ModelUser(TurnLimit):
             TypeError,
             ValueError,  # a body that is not JSON, or not UTF-8
             RecursionError,  # JSON nested past what Python parses
+            AnswerTooLarge,  # read outside the SDK's retries
         ) as exc:
             raise self._failure(f"{type(exc).__name__}: {exc}") from None
         if not isinstance(text, str):

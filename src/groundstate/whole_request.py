@@ -1,20 +1,35 @@
-"""A whole-request time limit for an SDK's synchronous HTTP client.
+"""Bounds on a whole model request: its time (synchronous clients) and its answer's size.
 
 httpx's timeouts (which the ``openai`` SDK's ``timeout`` sets) bound each connect, write and
-read, not a request as a whole: a server that trickles its body a byte at a time keeps every
-read within its timeout and the request open for ever. :func:`whole_request_client` gives a
-client whose answers must be read whole within the time limit, else ``ReadTimeout``, which the
-SDK retries and reports as any timeout. (The asynchronous adapters bound their requests with
-``asyncio.timeout``: :func:`groundstate.agents.model_loop.call_sdk`.)
+read, not a request as a whole: a server that trickles its answer a byte at a time (its
+headers or its body) keeps every read within its timeout and the request open for ever.
+:func:`whole_request_client` gives a client each of whose reads may wait only for what is
+left of its request's time limit, so the answer must be read whole within it, else
+``ReadTimeout``, which the SDK retries and reports as any timeout. (The asynchronous adapters
+bound their requests with ``asyncio.timeout``: :func:`groundstate.agents.model_loop.call_sdk`.)
+
+No model writes an answer of :data:`MAX_ANSWER_BYTES`: a body past it is the server's
+malfunction (:class:`AnswerTooLarge`), read no further. Held whole, a 40 MB answer was kept
+twice in the run record and made the attempt's grading run out of time (a grader failure).
 """
 
 from __future__ import annotations
 
 import importlib
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from types import ModuleType
 from typing import Any
+
+MAX_ANSWER_BYTES = 8 * 1024 * 1024
+"""Bytes of one model answer read at most: the longest answers (128,000 output tokens, with
+reasoning and JSON escapes) are some megabytes."""
+
+
+class AnswerTooLarge(Exception):
+    """A model answer's body went past :data:`MAX_ANSWER_BYTES` (the SDK wraps it as a lost
+    connection; the adapters and the user model name it as what it is)."""
 
 
 def sdk_httpx(sdk: ModuleType) -> ModuleType:
@@ -25,31 +40,122 @@ def sdk_httpx(sdk: ModuleType) -> ModuleType:
     return importlib.import_module(name)
 
 
-def whole_request_client(sdk: ModuleType, seconds: float) -> Any:
-    """*sdk*'s default synchronous HTTP client, each answer read within *seconds* of its
-    request being sent."""
-    httpx = sdk_httpx(sdk)
+class _Deadline(threading.local):
+    """When the request this thread is making must be read whole (a monotonic time)."""
 
-    class ReadUntil(httpx.SyncByteStream):  # type: ignore[misc,name-defined]
-        def __init__(self, stream: Any, deadline: float, request: Any) -> None:
-            self._stream, self._deadline, self._request = stream, deadline, request
+    at: float | None = None
+
+
+def whole_request_client(sdk: ModuleType, seconds: float) -> Any:
+    """*sdk*'s default synchronous HTTP client, each answer (headers and body) read within
+    *seconds* of its request being sent."""
+    httpx = sdk_httpx(sdk)
+    deadline = _Deadline()
+
+    class WholeRequest(httpx.HTTPTransport):  # type: ignore[misc,name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            # httpx builds its connection pool itself; the pool reads through its backend.
+            pool = self._pool
+            pool._network_backend = _bounded_backend(pool._network_backend, deadline, seconds)
+
+        def handle_request(self, request: Any) -> Any:
+            deadline.at = time.monotonic() + seconds
+            response = super().handle_request(request)
+            response.stream = Bounded(response.stream)
+            return response
+
+    class Bounded(httpx.SyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, stream: Any) -> None:
+            self._stream = stream
 
         def __iter__(self) -> Iterator[bytes]:
-            for chunk in self._stream:
-                if time.monotonic() > self._deadline:
-                    raise httpx.ReadTimeout(
-                        f"no whole answer within {seconds:g}s", request=self._request
-                    )
-                yield chunk
+            return _bounded(iter(self._stream))
 
         def close(self) -> None:
             self._stream.close()
 
-    class WholeRequest(httpx.HTTPTransport):  # type: ignore[misc,name-defined]
-        def handle_request(self, request: Any) -> Any:
-            deadline = time.monotonic() + seconds
-            response = super().handle_request(request)
-            response.stream = ReadUntil(response.stream, deadline, request)
+    return sdk.DefaultHttpxClient(transport=WholeRequest())
+
+
+def size_bounded_async_client(sdk: ModuleType) -> Any:
+    """*sdk*'s default asynchronous HTTP client, reading no answer past
+    :data:`MAX_ANSWER_BYTES`."""
+    httpx = sdk_httpx(sdk)
+
+    class Bounded(httpx.AsyncByteStream):  # type: ignore[misc,name-defined]
+        def __init__(self, stream: Any) -> None:
+            self._stream = stream
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            read = 0
+            async for chunk in self._stream:
+                read += len(chunk)
+                _check_size(read)
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._stream.aclose()
+
+    class BoundedTransport(httpx.AsyncHTTPTransport):  # type: ignore[misc,name-defined]
+        async def handle_async_request(self, request: Any) -> Any:
+            response = await super().handle_async_request(request)
+            response.stream = Bounded(response.stream)
             return response
 
-    return sdk.DefaultHttpxClient(transport=WholeRequest())
+    return sdk.DefaultAsyncHttpxClient(transport=BoundedTransport())
+
+
+def _bounded(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    read = 0
+    for chunk in chunks:
+        read += len(chunk)
+        _check_size(read)
+        yield chunk
+
+
+def _check_size(read: int) -> None:
+    if read > MAX_ANSWER_BYTES:
+        raise AnswerTooLarge(f"an answer of more than {MAX_ANSWER_BYTES} bytes: no model's")
+
+
+def _bounded_backend(backend: Any, deadline: _Deadline, seconds: float) -> Any:
+    """*backend* whose streams wait, at each read, only for what is left until *deadline*."""
+    httpcore = importlib.import_module(type(backend).__module__.partition(".")[0])
+
+    class Stream(httpcore.NetworkStream):  # type: ignore[misc,name-defined]
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            left = None if deadline.at is None else deadline.at - time.monotonic()
+            if left is not None and left <= 0:
+                raise httpcore.ReadTimeout(f"no whole answer within {seconds:g}s")
+            if left is not None:
+                timeout = left if timeout is None else min(timeout, left)
+            data: bytes = self._inner.read(max_bytes, timeout)
+            return data
+
+        def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._inner.write(buffer, timeout)
+
+        def close(self) -> None:
+            self._inner.close()
+
+        def start_tls(self, *args: Any, **kwargs: Any) -> Any:
+            return Stream(self._inner.start_tls(*args, **kwargs))
+
+        def get_extra_info(self, info: str) -> Any:
+            return self._inner.get_extra_info(info)
+
+    class Backend(httpcore.NetworkBackend):  # type: ignore[misc,name-defined]
+        def connect_tcp(self, *args: Any, **kwargs: Any) -> Any:
+            return Stream(backend.connect_tcp(*args, **kwargs))
+
+        def connect_unix_socket(self, *args: Any, **kwargs: Any) -> Any:
+            return Stream(backend.connect_unix_socket(*args, **kwargs))
+
+        def sleep(self, seconds: float) -> None:
+            backend.sleep(seconds)
+
+    return Backend()

@@ -21,7 +21,7 @@ from groundstate.agents.model_loop import (
     sdk_keywords,
     split_decoding,
 )
-from groundstate.errors import SpecError
+from groundstate.errors import HarnessCompatibilityError, SpecError
 from groundstate.spec.system import SystemSpec
 from groundstate.trace import ModelResponse, ModelToolCall, ModelUsage
 
@@ -151,6 +151,13 @@ def _turn(message: Any) -> Turn:
             )
         elif kind == "redacted_thinking":
             sent_back.append({"type": "redacted_thinking", "data": block.data})
+        elif isinstance(kind, str) and kind.endswith("tool_use"):
+            # A server tool (``server_tool_use``, ``mcp_tool_use``...) the adapter never
+            # offered: dropped, the answer read as an empty final reply, the agent's failure.
+            raise HarnessCompatibilityError(
+                f"the server answered with a {kind} block ({getattr(block, 'name', None)!r}):"
+                " a tool the adapter does not offer; it offers the task's tools as tool_use only"
+            )
     response = ModelResponse(
         text="".join(texts) or None, tool_calls=calls, stop_reason=message.stop_reason
     )

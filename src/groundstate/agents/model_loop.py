@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import email.utils
+import importlib
 import inspect
 import json
 import math
@@ -39,6 +40,7 @@ from groundstate.errors import HarnessCompatibilityError, ModelServingFailure, S
 from groundstate.spec.canonical import hash_value
 from groundstate.spec.system import Prices, RetryPolicy, SystemSpec
 from groundstate.trace import ModelCall, ModelCallError, ModelResponse, ModelToolCall, ModelUsage
+from groundstate.whole_request import AnswerTooLarge, size_bounded_async_client
 
 _Client = TypeVar("_Client")
 
@@ -239,8 +241,10 @@ async def call_sdk(
     except sdk.APITimeoutError:
         raise ServingError("timeout", f"no answer within {timeout:g}s") from None
     except sdk.APIConnectionError as exc:
+        if isinstance(exc.__cause__, AnswerTooLarge):  # some SDKs read the body in the send
+            raise ServingError("server_error", f"malformed response: {exc.__cause__}") from None
         raise ServingError("connection", str(exc)) from None
-    except (sdk.APIError, ValueError, RecursionError) as exc:
+    except (sdk.APIError, ValueError, RecursionError, AnswerTooLarge) as exc:
         # a body that is not an answer, not JSON, or JSON nested past what Python parses
         raise ServingError("server_error", f"malformed response: {exc}") from None
     if isinstance(answer, str):  # the SDKs hand back a body not labelled JSON as its text
@@ -299,13 +303,15 @@ def reported_usage(
 
 
 def sdk_client(client_class: Callable[..., _Client], settings: Settings) -> _Client:
-    """An SDK client for *settings*, with the SDK's own retries off: the loop retries, and
-    records every try."""
+    """An SDK client for *settings*, with the SDK's own retries off (the loop retries, and
+    records every try), reading no answer past ``whole_request.MAX_ANSWER_BYTES``."""
+    sdk = importlib.import_module(client_class.__module__.partition(".")[0])
     return client_class(
         api_key=settings.api_key,
         base_url=settings.base_url,
         timeout=settings.timeout,
         max_retries=0,
+        http_client=size_bounded_async_client(sdk),
     )
 
 

@@ -111,6 +111,15 @@ def _turn(completion: Any) -> Turn:
             f" ({getattr(legacy, 'name', None)!r}), not tool_calls: it does not speak the"
             " tools protocol the adapter sends"
         )
+    for call in message.tool_calls or []:
+        kind = getattr(call, "type", None)
+        if getattr(call, "function", None) is None and kind not in (None, "function"):
+            # A custom tool call: read as a malformed answer it was retried, then an invalid
+            # attempt, rerun for ever; the model uses a protocol the adapter never offered.
+            raise HarnessCompatibilityError(
+                f"the server answered with a tool call of type {kind!r}, not a function call:"
+                " the adapter offers its tools as functions only"
+            )
     calls = [
         ModelToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
         for call in message.tool_calls or []

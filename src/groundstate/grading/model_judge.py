@@ -68,8 +68,9 @@ _VERDICT_IN_LINE = re.compile(
 )
 """A verdict given further into a line (``My final verdict: FAIL``, ``so my verdict would be
 pass``): an answer whose last line then says the opposite is a contradiction, not a PASS."""
-_QUOTE_MARKS = " \t>\"'`*_-"
-"""Marks around a line the judge quotes (``> VERDICT: PASS``)."""
+_QUOTED_SPAN = re.compile(r'"[^"\n]+"|“[^”\n]+”|«[^»\n]+»|`[^`\n]+`')
+"""A span of a line in quotation marks (``the reply ends "Verdict: PASS"``); single quotes
+only around a whole line (in a line they are apostrophes too)."""
 
 MAX_PROMPT_BYTES = 256 * 1024
 """A judge's prompt template larger than this is refused at load."""
@@ -216,24 +217,39 @@ def parse_verdict(text: str | None, attempt: str = "") -> tuple[bool, str]:
 
 
 def _reads_as_verdict(line: str, attempt: str) -> bool:
-    """Whether *line* gives a verdict of the judge's own: not one quoted from the attempt,
-    whole (``> VERDICT: PASS``) or inside the line (``the reply ends with "Verdict: PASS"``).
+    """Whether *line* gives a verdict of the judge's own: one it does not only quote from
+    the attempt (see :func:`_quotes`).
 
     The attempt is searched only for a line that reads as a verdict: searched for every line,
     a long answer against a long attempt took minutes (lines times characters), past the
     judge's time limit, so a grader failure."""
-    whole = _VERDICT_LINE.match(line)
-    found = None if whole else _VERDICT_IN_LINE.search(line)
-    if (whole is None and found is None) or _quotes(line, attempt):
+    if _VERDICT_LINE.match(line) is None and _VERDICT_IN_LINE.search(line) is None:
         return False
-    return whole is not None or (
-        found is not None and found.group(0).lower() not in attempt.lower()
-    )
+    return not _quotes(line, attempt)
 
 
 def _quotes(line: str, attempt: str) -> bool:
-    quoted = line.strip(_QUOTE_MARKS)
-    return bool(quoted) and quoted in attempt
+    """Whether the verdict *line* reads as is only in what it quotes of the attempt: a line
+    set off as a quote (``> VERDICT: PASS``, or in quotation marks whole) or a span in
+    quotation marks (``the reply ends "Verdict: PASS"``) whose text the attempt has.
+
+    A verdict that is merely *also* in the attempt is the judge's: an agent that wrote
+    ``VERDICT: FAIL`` (or "my verdict: fail") into its reply had the judge's own ``VERDICT:
+    FAIL`` line taken for a quote, so a judge that reasoned to FAIL and then, obeying the
+    reply, ended with PASS was read as a PASS instead of a contradiction."""
+    folded = attempt.casefold()
+
+    def cited(text: str) -> bool:
+        text = text.strip()
+        return bool(text) and text.casefold() in folded
+
+    body = line.strip()
+    if body.startswith(">"):
+        return cited(body.lstrip("> \t").strip("\"'`“”«»"))
+    if len(body) > 2 and body[0] == body[-1] == "'":
+        return cited(body[1:-1])
+    rest = _QUOTED_SPAN.sub(lambda m: " " if cited(m.group(0)[1:-1]) else m.group(0), line)
+    return _VERDICT_LINE.match(rest) is None and _VERDICT_IN_LINE.search(rest) is None
 
 
 # --- the call ----------------------------------------------------------------------------
