@@ -300,14 +300,20 @@ def _image(table: LoggedTable, ref: str | None) -> str:
 
 
 def _cell(value: str) -> str:
-    """SQL for one cell's literal. ``quote(-0.0)`` writes ``0.0``, the one value it loses: a
-    call writing -0.0 over 0.0 (which the state hash tells apart) was logged as no write.
+    """SQL for one cell's literal. ``quote()`` loses two kinds of values, which the state
+    hash tells apart: it ends a text at its first NUL character (``'a\\0b'`` was logged as
+    ``'a'``: a call that wrote one over ``'a'`` was no write, and a row keyed by one was read
+    back as the row keyed ``'a'``, missing from the diff), so such a text is logged as its
+    JSON string; and it writes ``-0.0`` as ``0.0`` (a call writing -0.0 over 0.0 was no write).
     The sign of a REAL zero shows in ``atan2``, where the build has SQLite's math functions."""
+    nul = (
+        f"WHEN typeof({value}) = 'text' AND instr({value}, char(0)) THEN '' || json_quote({value})"
+    )
     if not _HAS_ATAN2:
-        return f"quote({value})"
+        return f"CASE {nul} ELSE quote({value}) END"
     return (
         f"CASE WHEN typeof({value}) = 'real' AND {value} = 0 AND atan2({value}, -1) < 0 "
-        f"THEN '-0.0' ELSE quote({value}) END"
+        f"THEN '-0.0' {nul} ELSE quote({value}) END"
     )
 
 
@@ -334,9 +340,12 @@ def _values(cells: list[str] | None) -> list[Any] | None:
 
 def _literal(sql: str) -> Any:
     """The value of a literal ``quote()`` wrote: NULL, 'text', X'blob' (as bytes: as its hex
-    text, a blob written over the text of its hex digits was no write) or a number."""
+    text, a blob written over the text of its hex digits was no write) or a number; or a
+    text holding NUL as its JSON string (see :func:`_cell`)."""
     if sql == "NULL":
         return None
+    if sql.startswith('"'):
+        return json.loads(sql)
     if sql.startswith("'"):
         return sql[1:-1].replace("''", "'")
     if sql.startswith("X'"):
