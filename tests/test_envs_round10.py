@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from groundstate.environments.base import diff_snapshots
+from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.workspace import WorkspaceEnvironment
+from groundstate.errors import ToolError
 
 CLOCK = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -49,3 +52,63 @@ def test_a_view_reads_no_file_the_state_leaves_out(workspace: WorkspaceEnvironme
             view.read(path)
     assert view.read("src/alias.py") == view.read("src/calc.py")
     assert "build/answer.txt" not in view.files() and "src/answer.txt" in view.files()
+
+
+NUL_FIXTURE = """
+CREATE TABLE notes (id TEXT PRIMARY KEY, body TEXT);
+CREATE TABLE tags (name TEXT PRIMARY KEY) WITHOUT ROWID;
+INSERT INTO notes VALUES ('a', 'hello');
+INSERT INTO tags VALUES ('x');
+"""
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("INSERT INTO notes VALUES (?, 'new')", "a\x00b"),  # a key holding NUL
+        ("UPDATE notes SET body = ? WHERE id = 'a'", "hello\x00world"),
+        ("UPDATE notes SET id = ? WHERE id = 'a'", "a\x00"),
+        ("INSERT OR REPLACE INTO tags VALUES (?)", "x\x00y"),
+        ("UPDATE notes SET body = ? WHERE id = 'a'", "\x00"),
+    ],
+)
+def test_a_text_holding_nul_is_written_and_diffed_whole(
+    tmp_path: Path, sql: str, value: str
+) -> None:
+    """SQLite's quote(), which logged each written cell, ends a text at its first NUL: the
+    write went unrecorded (the text before the NUL was unchanged), and a row keyed by such a
+    text was read back by the wrong key, so the diff left it out while the hash saw it."""
+    fixture = tmp_path / "notes.sql"
+    fixture.write_text(NUL_FIXTURE)
+    with SqliteEnvironment(fixture, clock=datetime(2024, 1, 1)) as env:
+        initial = env.reset()
+        with env.tool_transaction() as effects:
+            env.agent_db.execute(sql, (value,))
+        assert env.state_hash() != initial
+        whole = diff_snapshots(env.initial_snapshot(), env.snapshot())  # every row read
+        assert env.diff_from_initial() == whole and not whole.is_empty()
+        after = [write.after for write in effects.writes if write.after is not None]
+        assert any(value in row.values() for row in after), effects.writes
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "UPDATE notes SET body = CAST(x'ff' AS TEXT)",
+        "INSERT INTO notes VALUES (CAST(x'c3' AS TEXT), 'key not UTF-8')",
+        "INSERT INTO tags VALUES (CAST(x'00ff' AS TEXT))",
+    ],
+)
+def test_text_that_is_not_utf8_is_the_agents_error_and_undone(tmp_path: Path, sql: str) -> None:
+    """The harness could not read such a text back (its writes, hash, snapshots): the call
+    crashed, an environment failure (an invalid attempt) the agent's SQL caused."""
+    fixture = tmp_path / "notes.sql"
+    fixture.write_text(NUL_FIXTURE)
+    with SqliteEnvironment(fixture, clock=datetime(2024, 1, 1)) as env:
+        initial = env.reset()
+        with pytest.raises(ToolError, match="not valid UTF-8"), env.tool_transaction():
+            env.agent_db.execute(sql)
+        assert env.state_hash() == initial and env.diff_from_initial().is_empty()
+        with env.tool_transaction() as effects:  # the environment goes on
+            env.agent_db.execute("UPDATE notes SET body = 'fine'")
+        assert [write.key for write in effects.writes] == ["a"]
