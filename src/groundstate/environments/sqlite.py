@@ -62,7 +62,13 @@ from groundstate.environments.sqlite_state import (
     table_state,
 )
 from groundstate.environments.sqlite_state import read_table_hashes as read_table_hashes
-from groundstate.environments.sqlite_writes import LOG, WriteLog, state_writes
+from groundstate.environments.sqlite_writes import (
+    LOG,
+    REAL_LITERAL,
+    WriteLog,
+    real_literal,
+    state_writes,
+)
 from groundstate.errors import (
     EnvironmentFailure,
     PermissionDenied,
@@ -517,6 +523,7 @@ class SqliteEnvironment(ClosesOnExit):
         )
         self._total_changes = TotalChanges(self._agent)
         self._agent.harness_function("total_changes", 0, self._total_changes)
+        self._agent.harness_function(REAL_LITERAL, 1, real_literal)
         self._fingerprint0 = self._fingerprint()
         self._restrict_agent()
 
