@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,8 +12,9 @@ import pytest
 
 from groundstate.environments.base import diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.sqlite_writes import REAL_LITERAL
 from groundstate.environments.workspace import WorkspaceEnvironment
-from groundstate.errors import ToolError
+from groundstate.errors import PermissionDenied, ToolError
 
 CLOCK = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -112,3 +114,78 @@ def test_text_that_is_not_utf8_is_the_agents_error_and_undone(tmp_path: Path, sq
         with env.tool_transaction() as effects:  # the environment goes on
             env.agent_db.execute("UPDATE notes SET body = 'fine'")
         assert [write.key for write in effects.writes] == ["a"]
+
+
+EXACT = -6.4402151411858995e298
+ROUNDED = -6.4402151411859e298  # what SQLite's quote() writes for EXACT (15 digits)
+
+
+@pytest.mark.parametrize(
+    ("sql", "value"),
+    [
+        ("INSERT INTO r VALUES (?, 0.5)", EXACT),  # a REAL key quote() rounds
+        ("UPDATE r SET v = ? WHERE id = 1.0", EXACT),  # over the value it rounds to
+    ],
+)
+def test_a_real_is_written_and_diffed_exactly(tmp_path: Path, sql: str, value: float) -> None:
+    """quote() rounds some REALs to 15 digits: a write of one over its rounded form was no
+    write, and a row keyed by one was read back by the rounded key, missing from the diff."""
+    assert EXACT != ROUNDED
+    fixture = tmp_path / "reals.yaml"
+    fixture.write_text(
+        "schema: CREATE TABLE r (id REAL PRIMARY KEY, v REAL);\n"
+        f"rows: {{r: [{{id: 1.0, v: {ROUNDED!r}}}, {{id: 2.0, v: 0.0}}]}}\n"
+    )
+    with SqliteEnvironment(fixture, clock=datetime(2024, 1, 1)) as env:
+        initial = env.reset()
+        with env.tool_transaction() as effects:
+            env.agent_db.execute(sql, (value,))
+        assert env.state_hash() != initial
+        whole = diff_snapshots(env.initial_snapshot(), env.snapshot())
+        assert env.diff_from_initial() == whole and not whole.is_empty()
+        (write,) = effects.writes
+        assert write.after is not None
+        assert value in write.after.values()
+
+
+def test_files_in_a_nested_repository_are_in_the_diff(
+    workspace: WorkspaceEnvironment, tmp_path: Path
+) -> None:
+    """`git add` skips (exit 0) the files of a folder holding its own .git: after a command's
+    `git init src`, the change to src/ was state (hash, writes) but missing from the diff, so
+    the hidden tests' checkout ran on the base's files."""
+    src = workspace.root / "src"
+    with workspace.tool_transaction() as effects:
+        subprocess.run(
+            ["git", "init", "-q", str(src)], check=True, env={"PATH": os.environ["PATH"]}
+        )
+        workspace.handle.write("src/calc.py", "def add(a, b):\n    return a + b\n")
+        workspace.handle.write("src/extra.py", "X = 1\n")
+        os.symlink("calc.py", src / "alias.py")
+    assert [w.key for w in effects.writes] == ["src/alias.py", "src/calc.py", "src/extra.py"]
+    view = workspace.evaluator_view()
+    checkout = tmp_path / "checkout"
+    view.checkout(checkout)
+    assert (checkout / "src" / "calc.py").read_text().endswith("a + b\n")
+    assert (checkout / "src" / "extra.py").read_text() == "X = 1\n"
+    assert os.readlink(checkout / "src" / "alias.py") == "calc.py"
+    listed = sorted(
+        p.relative_to(checkout).as_posix() for p in checkout.rglob("*") if not p.is_dir()
+    )
+    assert listed == view.files()
+
+
+def test_a_tool_cannot_redefine_the_harness_functions_the_write_log_calls(
+    tmp_path: Path,
+) -> None:
+    fixture = tmp_path / "reals.sql"
+    fixture.write_text("CREATE TABLE r (id REAL PRIMARY KEY, v REAL);")
+    with SqliteEnvironment(fixture, clock=datetime(2024, 1, 1)) as env:
+        initial = env.reset()
+        with pytest.raises(PermissionDenied, match="harness"), env.tool_transaction():
+            env.agent_db.create_function(REAL_LITERAL, 1, lambda value: "0")
+            env.agent_db.execute("INSERT INTO r VALUES (2.5, 1.5)")
+        assert env.state_hash() == initial
+        with env.tool_transaction() as effects:
+            env.agent_db.execute("INSERT INTO r VALUES (2.5, 1.5)")
+        assert [write.after for write in effects.writes] == [{"id": 2.5, "v": 1.5}]
