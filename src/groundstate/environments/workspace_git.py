@@ -250,10 +250,15 @@ def diff_against(
         git(git_dir, "--literal-pathspecs", "add", "--force", "--", *chunk, work_tree=work_tree,
             index=index)  # fmt: skip
     staged = git(git_dir, "ls-files", "-z", work_tree=work_tree, index=index).split("\0")
-    skipped = sorted(set(files) - set(staged))
+    skipped = [p for p in sorted(set(files) - set(staged)) if _file_or_link(work_tree / p)]
     if skipped:
         _stage(git_dir, work_tree, index, skipped)
     return git(git_dir, "diff", "--cached", "--binary", "--full-index", commit, index=index)
+
+
+def _file_or_link(path: Path) -> bool:
+    """Whether *path* is state (a FIFO or a socket is not; reading a FIFO would block)."""
+    return path.is_symlink() or path.is_file()
 
 
 def _stage(git_dir: Path, work_tree: Path, index: Path, paths: list[str]) -> None:
