@@ -189,3 +189,21 @@ def test_a_tool_cannot_redefine_the_harness_functions_the_write_log_calls(
         with env.tool_transaction() as effects:
             env.agent_db.execute("INSERT INTO r VALUES (2.5, 1.5)")
         assert [write.after for write in effects.writes] == [{"id": 2.5, "v": 1.5}]
+
+
+@pytest.mark.parametrize("attributes", [None, "*.txt text eol=lf\n", "* ident\n"])
+def test_the_checkout_holds_the_states_bytes(
+    workspace: WorkspaceEnvironment, tmp_path: Path, attributes: str | None
+) -> None:
+    """git's output was read with universal newlines: the diff's CRLF became LF and a lone CR
+    a line break, so the hidden tests' checkout held other bytes than the state; and a
+    .gitattributes the agent wrote made `git add` stage converted bytes."""
+    contents = {"crlf.txt": b"one\r\ntwo\r\n", "cr.txt": b"x\ry\r", "id.txt": b"$Id: kept $\n"}
+    with workspace.tool_transaction():
+        if attributes is not None:
+            workspace.handle.write(".gitattributes", attributes)
+        for name, data in contents.items():
+            (workspace.root / name).write_bytes(data)
+    checkout = tmp_path / "checkout"
+    workspace.evaluator_view().checkout(checkout)
+    assert {name: (checkout / name).read_bytes() for name in contents} == contents

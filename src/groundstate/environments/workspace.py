@@ -50,6 +50,7 @@ from groundstate.environments.workspace_git import (
     file_record,
     git,
     listed_files,
+    pin_attributes,
     tracked_paths,
 )
 from groundstate.environments.workspace_tools import WorkspaceHandle, confined
@@ -253,6 +254,7 @@ class WorkspaceEnvironment(ClosesOnExit):
             base, self.base_commit = base_repository(self._fixture)
             self.git_dir = self._workdir / "git"
             shutil.copytree(base, self.git_dir)
+            pin_attributes(self.git_dir, self.base_commit)
             self.root = self._workdir / "work"
             self.index = self._workdir / "index"
             self.handle = WorkspaceHandle(self)

@@ -67,16 +67,25 @@ def git(
             ["git", "-c", "core.autocrlf=false", "-c", "core.symlinks=true", *args],
             cwd=cwd,
             env=env,
-            input=input_text,
+            input=None if input_text is None else _bytes(input_text),
             capture_output=True,
-            text=True,
-            errors="surrogateescape",
         )
     except OSError as exc:
         raise EnvironmentFailure(f"workspace: cannot run git ({exc}); install git") from exc
     if done.returncode != 0:
-        raise GitFailed(list(args), done.stderr)
-    return done.stdout
+        raise GitFailed(list(args), _text(done.stderr))
+    return _text(done.stdout)
+
+
+def _text(output: bytes) -> str:
+    """Git's output as text, every byte kept: ``text=True`` reads it with universal newlines,
+    which turned a diff's CRLF into LF and a lone CR into a line break (the hidden tests'
+    checkout then held other bytes than the state, or the patch did not apply)."""
+    return output.decode("utf-8", "surrogateescape")
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
 
 
 def base_repository(fixture: Path) -> tuple[Path, str]:
@@ -133,6 +142,23 @@ def _build_base(fixture: Path, target: Path, is_repo: bool) -> None:
         index.unlink()
     _write_excludes(target)
     git(target, "update-ref", BASE_REF, commit)
+
+
+_CONVERSIONS = "* -text -eol -crlf -ident -filter -working-tree-encoding\n"
+"""Unsets every attribute that makes ``git add`` store other bytes than the file's."""
+
+
+def pin_attributes(git_dir: Path, commit: str) -> None:
+    """Make the base commit's root ``.gitattributes`` the only conversion rules of *git_dir*
+    (its ``info/attributes``, which outranks every ``.gitattributes`` of a work tree): a
+    ``.gitattributes`` a command writes (``*.txt text eol=lf``) must not change the bytes
+    the diff stages, so that the diff and the hidden tests' checkout hold the state's."""
+    try:
+        rules = git(git_dir, "show", f"{commit}:.gitattributes")
+    except GitFailed:  # the fixture has none
+        rules = ""
+    (git_dir / "info").mkdir(exist_ok=True)
+    (git_dir / "info" / "attributes").write_text(_CONVERSIONS + rules, errors="surrogateescape")
 
 
 def _write_excludes(git_dir: Path) -> None:
@@ -224,16 +250,14 @@ def _ignored(git_dir: Path, work_tree: Path, names: list[str]) -> set[str]:
     env["GIT_WORK_TREE"] = str(work_tree)
     done = subprocess.run(
         ["git", "check-ignore", "--no-index", "--stdin", "-z"],
-        input="".join(f"./{name}\0" for name in names),  # './': ':(glob)x' is no magic
+        input=_bytes("".join(f"./{name}\0" for name in names)),  # './': ':(glob)x' is no magic
         cwd=work_tree,
         env=env,
         capture_output=True,
-        text=True,
-        errors="surrogateescape",
     )
     if done.returncode not in (0, 1):  # 1: nothing is ignored
-        raise GitFailed(["check-ignore"], done.stderr)
-    return {name.removeprefix("./") for name in done.stdout.split("\0") if name}
+        raise GitFailed(["check-ignore"], _text(done.stderr))
+    return {name.removeprefix("./") for name in _text(done.stdout).split("\0") if name}
 
 
 def diff_against(
