@@ -61,7 +61,13 @@ from groundstate.environments.sqlite_state import (
     table_state,
 )
 from groundstate.environments.sqlite_state import read_table_hashes as read_table_hashes
-from groundstate.environments.sqlite_writes import LOG, WriteLog, state_writes
+from groundstate.environments.sqlite_writes import (
+    LOG,
+    REAL_LITERAL,
+    WriteLog,
+    real_literal,
+    state_writes,
+)
 from groundstate.errors import (
     EnvironmentFailure,
     PermissionDenied,
@@ -517,6 +523,7 @@ class SqliteEnvironment(ClosesOnExit):
         )
         self._total_changes = TotalChanges(self._agent)
         self._agent.harness_function("total_changes", 0, self._total_changes)
+        self._agent.harness_function(REAL_LITERAL, 1, real_literal)
         self._fingerprint0 = self._fingerprint()
         self._restrict_agent()
 
@@ -791,8 +798,9 @@ class SqliteEnvironment(ClosesOnExit):
             self._raise_if_past_deadline(None)
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
-            writes, written, touched = self._writes.read(self._harness)
-            virtual_writes = state_writes(virtual_before, self._virtual_states())
+            with _text_refused():
+                writes, written, touched = self._writes.read(self._harness)
+                virtual_writes = state_writes(virtual_before, self._virtual_states())
             writes += virtual_writes
             written = sorted({*written, *(write.table for write in virtual_writes)})
             self._harness("COMMIT")
@@ -1338,6 +1346,22 @@ def _out_of_files(exc: OSError | sqlite3.Error) -> int | None:
     except OSError as probe:
         return probe.errno if probe.errno in _OUT_OF_FILES else None
     return None
+
+
+@contextmanager
+def _text_refused() -> Iterator[None]:
+    """A call that wrote a TEXT value that is not UTF-8 (``CAST(x'ff' AS TEXT)``) is the
+    agent's error, undone: its writes, the state hash and every snapshot could not read it,
+    and the call crashed as an environment failure (an invalid attempt the agent caused)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        if "decode to UTF-8" not in str(exc):
+            raise
+        raise ToolError(
+            "the call wrote a text value that is not valid UTF-8 (a blob cast to TEXT, say): "
+            "it was undone; store bytes as a BLOB"
+        ) from exc
 
 
 @contextmanager

@@ -200,16 +200,18 @@ class AgentConnection(WatchedConnection):
     What Python code could do on it past the authorizer is refused, as a denial the
     environment records (so the call is rolled back and raises ``PermissionDenied``): setting
     another authorizer or progress handler (the permissions and the deadline would stop for
-    the rest of the attempt), a function that takes the name of a built-in one (the write
-    log's triggers call ``quote``, ``json_array``, ``typeof``: a tool's own ``quote`` made a
-    call's writes vanish), loading an extension, replacing the database (``deserialize``),
-    copying it out (``backup`` reads every table, those the agent may not read included), a
-    blob opened for writing (no trigger sees a blob write: the call showed no write, and a
-    read-only table was written), a blob read of a table the agent may not read, and
-    ``executescript`` (Python commits the call's transaction before the script)."""
+    the rest of the attempt), a function that takes the name of a built-in one or of the
+    harness's own (the write log's triggers call ``quote``, ``json_array``, ``typeof`` and
+    the harness's REAL writer: a tool's own ``quote`` made a call's writes vanish), loading an
+    extension, replacing the database (``deserialize``), copying it out (``backup`` reads every
+    table, those the agent may not read included), a blob opened for writing (no trigger sees
+    a blob write: the call showed no write, and a read-only table was written), a blob read of
+    a table the agent may not read, and ``executescript`` (Python commits the call's
+    transaction before the script)."""
 
     _authorizer: Callable[..., int] = staticmethod(lambda *_: sqlite3.SQLITE_DENY)
     _deny: Callable[[str], object] = staticmethod(lambda action: None)
+    _harness_names: frozenset[str] = frozenset()
 
     def _refuse(self, action: str) -> NoReturn:
         self._deny(action)
@@ -251,8 +253,8 @@ class AgentConnection(WatchedConnection):
         super().create_window_function(*args, **kwargs)
 
     def _own_name(self, name: object) -> None:
-        if str(name).lower() in BUILT_IN_FUNCTIONS:
-            self._refuse(f"function {name} (a built-in's name)")
+        if str(name).lower() in BUILT_IN_FUNCTIONS | self._harness_names:
+            self._refuse(f"function {name} (a built-in's or the harness's name)")
 
     def blobopen(
         self, table: str, column: str, row: int, /, *, readonly: bool = False, name: str = "main"
@@ -266,6 +268,9 @@ class AgentConnection(WatchedConnection):
     # --- the harness's own -----------------------------------------------------------------
 
     def harness_function(self, name: str, arguments: int, function: Callable[..., Any]) -> None:
+        """Define a function of the harness's (the write log's triggers call them): a tool's
+        Python may not redefine it."""
+        self._harness_names = self._harness_names | {name.lower()}
         sqlite3.Connection.create_function(self, name, arguments, function)
 
     def harness_settings(

@@ -12,13 +12,14 @@ recursive triggers are on, which would change a fixture's own triggers). So ``BE
 also log the rows a new row would conflict with (same primary key or unique columns); such a
 row that nothing else touched and that is gone at the end of the call was deleted.
 
-Cells are logged as SQL literals (``quote()``), so values come back exactly, with their storage
-class: SQLite's JSON would round a REAL to 15 digits. A BLOB is recorded as hex text.
+Cells are logged as SQL literals (``quote()``; a REAL, and a text holding NUL, otherwise: see
+``_cell``), so values come back exactly, with their storage class: SQLite's JSON would round a
+REAL to 15 digits. A BLOB is recorded as hex text. The connection must have the harness's
+:data:`REAL_LITERAL` function.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
 from collections.abc import Callable
@@ -299,28 +300,29 @@ def _image(table: LoggedTable, ref: str | None) -> str:
     return "'[' || " + " || ',' || ".join(arrays) + " || ']'"
 
 
+REAL_LITERAL = f"{LOG}_real"
+"""The harness's SQL function that writes a REAL cell's literal (see :func:`_cell`), on every
+connection a :class:`WriteLog` logs: :func:`real_literal`."""
+
+
+def real_literal(value: float) -> str:
+    """A REAL as the shortest text that reads back as the same float (``-0.0`` included)."""
+    return repr(value)
+
+
 def _cell(value: str) -> str:
-    """SQL for one cell's literal. ``quote(-0.0)`` writes ``0.0``, the one value it loses: a
-    call writing -0.0 over 0.0 (which the state hash tells apart) was logged as no write.
-    The sign of a REAL zero shows in ``atan2``, where the build has SQLite's math functions."""
-    if not _HAS_ATAN2:
-        return f"quote({value})"
+    """SQL for one cell's literal, which :func:`_literal` reads back as the same value with
+    its storage class. ``quote()`` loses some values the state hash tells apart, so these are
+    logged otherwise: a REAL by :data:`REAL_LITERAL` (``quote()`` rounds some to 15 digits,
+    ``-6.4402151411858995e+298`` to ``-6.4402151411859e+298``, and writes ``-0.0`` as
+    ``0.0``), and a text holding NUL as its JSON string (``quote()`` ends it at the NUL). Else
+    a call that wrote such a value over its rounded or cut form was no write, and a row keyed
+    by one was read back by the wrong key and left out of the diff."""
     return (
-        f"CASE WHEN typeof({value}) = 'real' AND {value} = 0 AND atan2({value}, -1) < 0 "
-        f"THEN '-0.0' ELSE quote({value}) END"
+        f"CASE WHEN typeof({value}) = 'real' THEN {REAL_LITERAL}({value}) "
+        f"WHEN typeof({value}) = 'text' AND instr({value}, char(0)) "
+        f"THEN '' || json_quote({value}) ELSE quote({value}) END"
     )
-
-
-def _has_atan2() -> bool:
-    with contextlib.closing(sqlite3.connect(":memory:")) as connection:
-        try:
-            connection.execute("SELECT atan2(0.0, -1)")
-        except sqlite3.OperationalError:
-            return False
-    return True
-
-
-_HAS_ATAN2 = _has_atan2()
 
 
 def _cells(image: str | None) -> list[str] | None:
@@ -333,10 +335,13 @@ def _values(cells: list[str] | None) -> list[Any] | None:
 
 
 def _literal(sql: str) -> Any:
-    """The value of a literal ``quote()`` wrote: NULL, 'text', X'blob' (as bytes: as its hex
-    text, a blob written over the text of its hex digits was no write) or a number."""
+    """The value of a literal :func:`_cell` wrote: NULL, 'text', X'blob' (as bytes: as its
+    hex text, a blob written over the text of its hex digits was no write), a number, or a
+    text holding NUL as its JSON string."""
     if sql == "NULL":
         return None
+    if sql.startswith('"'):
+        return json.loads(sql)
     if sql.startswith("'"):
         return sql[1:-1].replace("''", "'")
     if sql.startswith("X'"):
@@ -344,7 +349,7 @@ def _literal(sql: str) -> Any:
     try:
         return int(sql)
     except ValueError:
-        return float(sql)  # quote() writes a REAL with enough digits to read it back exactly
+        return float(sql)  # real_literal's text reads back as the same float
 
 
 def _row(table: LoggedTable, values: list[Any] | None) -> Row | None:

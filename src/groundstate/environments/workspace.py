@@ -50,6 +50,7 @@ from groundstate.environments.workspace_git import (
     file_record,
     git,
     listed_files,
+    pin_attributes,
     tracked_paths,
 )
 from groundstate.environments.workspace_tools import WorkspaceHandle, confined
@@ -171,22 +172,15 @@ class WorkspaceView:
 
     def files(self) -> list[str]:
         """Every file's path, sorted."""
-        return sorted(self.snapshot().tables[FILES].rows)
+        return sorted(str(row["path"]) for row in self.snapshot().tables[FILES].rows.values())
 
     def read(self, path: str) -> str:
-        """A file's text (undecodable bytes replaced); :class:`FileNotFoundError` if absent."""
+        """A file's text (undecodable bytes replaced); :class:`FileNotFoundError` if absent
+        or not state (a file git would ignore, say)."""
         return self.read_bytes(path).decode("utf-8", "replace")
 
     def read_bytes(self, path: str) -> bytes:
-        if self._initial:
-            return self._env.base_file(path)
-        try:
-            target = self._env.handle.resolve(path, must_exist=True)
-        except ToolError:  # not there, or not inside the tree
-            raise FileNotFoundError(path) from None
-        if not target.is_file():  # a FIFO (not state) would block the grader forever
-            raise FileNotFoundError(path)
-        return target.read_bytes()
+        return self._env.base_file(path) if self._initial else self._env.state_file(path)
 
     def snapshot(self) -> Snapshot:
         return self._env.initial_snapshot() if self._initial else self._env.snapshot()
@@ -260,6 +254,7 @@ class WorkspaceEnvironment(ClosesOnExit):
             base, self.base_commit = base_repository(self._fixture)
             self.git_dir = self._workdir / "git"
             shutil.copytree(base, self.git_dir)
+            pin_attributes(self.git_dir, self.base_commit)
             self.root = self._workdir / "work"
             self.index = self._workdir / "index"
             self.handle = WorkspaceHandle(self)
@@ -361,6 +356,24 @@ class WorkspaceEnvironment(ClosesOnExit):
                 checkout(self.git_dir, self.base_commit, folder, index)
             finally:
                 index.unlink(missing_ok=True)
+
+    def state_file(self, path: str) -> bytes:
+        """A file of the current state (through a link, the state file it leads to);
+        :class:`FileNotFoundError` when there is none. A file the state leaves out (one git
+        would ignore, a FIFO) is not read: a check could otherwise pass on content that
+        neither the state hash, the diff nor the hidden tests' checkout holds."""
+        with self._lock:
+            try:
+                target = Path(os.path.realpath(self.handle.resolve(path, must_exist=True)))
+            except ToolError:  # not there, or not inside the tree
+                raise FileNotFoundError(path) from None
+            if not target.is_file():  # a FIFO (not state) would block the grader forever
+                raise FileNotFoundError(path)
+            with _environment_errors("list the work tree"):
+                listed = self._listed()
+            if target.relative_to(self.root.resolve()).as_posix() not in listed:
+                raise FileNotFoundError(path)
+            return target.read_bytes()
 
     def base_file(self, path: str) -> bytes:
         """A file of the base commit; :class:`FileNotFoundError` when there is none."""

@@ -47,8 +47,15 @@ class GitFailed(Exception):
         self.stderr = stderr
 
 
-def git(git_dir: Path, *args: str, work_tree: Path | None = None, index: Path | None = None) -> str:
-    """Run ``git`` on *git_dir* (and *work_tree*); its stdout. Raises :class:`GitFailed`."""
+def git(
+    git_dir: Path,
+    *args: str,
+    work_tree: Path | None = None,
+    index: Path | None = None,
+    input_text: str | None = None,
+) -> str:
+    """Run ``git`` on *git_dir* (and *work_tree*, with *input_text* on its stdin); its stdout.
+    Raises :class:`GitFailed`."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **_GIT_ENV, "GIT_DIR": str(git_dir)}
     if work_tree is not None:
         env["GIT_WORK_TREE"] = str(work_tree)
@@ -60,15 +67,25 @@ def git(git_dir: Path, *args: str, work_tree: Path | None = None, index: Path | 
             ["git", "-c", "core.autocrlf=false", "-c", "core.symlinks=true", *args],
             cwd=cwd,
             env=env,
+            input=None if input_text is None else _bytes(input_text),
             capture_output=True,
-            text=True,
-            errors="surrogateescape",
         )
     except OSError as exc:
         raise EnvironmentFailure(f"workspace: cannot run git ({exc}); install git") from exc
     if done.returncode != 0:
-        raise GitFailed(list(args), done.stderr)
-    return done.stdout
+        raise GitFailed(list(args), _text(done.stderr))
+    return _text(done.stdout)
+
+
+def _text(output: bytes) -> str:
+    """Git's output as text, every byte kept: ``text=True`` reads it with universal newlines,
+    which turned a diff's CRLF into LF and a lone CR into a line break (the hidden tests'
+    checkout then held other bytes than the state, or the patch did not apply)."""
+    return output.decode("utf-8", "surrogateescape")
+
+
+def _bytes(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
 
 
 def base_repository(fixture: Path) -> tuple[Path, str]:
@@ -125,6 +142,23 @@ def _build_base(fixture: Path, target: Path, is_repo: bool) -> None:
         index.unlink()
     _write_excludes(target)
     git(target, "update-ref", BASE_REF, commit)
+
+
+_CONVERSIONS = "* -text -eol -crlf -ident -filter -working-tree-encoding\n"
+"""Unsets every attribute that makes ``git add`` store other bytes than the file's."""
+
+
+def pin_attributes(git_dir: Path, commit: str) -> None:
+    """Make the base commit's root ``.gitattributes`` the only conversion rules of *git_dir*
+    (its ``info/attributes``, which outranks every ``.gitattributes`` of a work tree): a
+    ``.gitattributes`` a command writes (``*.txt text eol=lf``) must not change the bytes
+    the diff stages, so that the diff and the hidden tests' checkout hold the state's."""
+    try:
+        rules = git(git_dir, "show", f"{commit}:.gitattributes")
+    except GitFailed:  # the fixture has none
+        rules = ""
+    (git_dir / "info").mkdir(exist_ok=True)
+    (git_dir / "info" / "attributes").write_text(_CONVERSIONS + rules, errors="surrogateescape")
 
 
 def _write_excludes(git_dir: Path) -> None:
@@ -216,16 +250,14 @@ def _ignored(git_dir: Path, work_tree: Path, names: list[str]) -> set[str]:
     env["GIT_WORK_TREE"] = str(work_tree)
     done = subprocess.run(
         ["git", "check-ignore", "--no-index", "--stdin", "-z"],
-        input="".join(f"./{name}\0" for name in names),  # './': ':(glob)x' is no magic
+        input=_bytes("".join(f"./{name}\0" for name in names)),  # './': ':(glob)x' is no magic
         cwd=work_tree,
         env=env,
         capture_output=True,
-        text=True,
-        errors="surrogateescape",
     )
     if done.returncode not in (0, 1):  # 1: nothing is ignored
-        raise GitFailed(["check-ignore"], done.stderr)
-    return {name.removeprefix("./") for name in done.stdout.split("\0") if name}
+        raise GitFailed(["check-ignore"], _text(done.stderr))
+    return {name.removeprefix("./") for name in _text(done.stdout).split("\0") if name}
 
 
 def diff_against(
@@ -241,7 +273,34 @@ def diff_against(
         chunk = files[start : start + 500]
         git(git_dir, "--literal-pathspecs", "add", "--force", "--", *chunk, work_tree=work_tree,
             index=index)  # fmt: skip
+    staged = git(git_dir, "ls-files", "-z", work_tree=work_tree, index=index).split("\0")
+    skipped = [p for p in sorted(set(files) - set(staged)) if _file_or_link(work_tree / p)]
+    if skipped:
+        _stage(git_dir, work_tree, index, skipped)
     return git(git_dir, "diff", "--cached", "--binary", "--full-index", commit, index=index)
+
+
+def _file_or_link(path: Path) -> bool:
+    """Whether *path* is state (a FIFO or a socket is not; reading a FIFO would block)."""
+    return path.is_symlink() or path.is_file()
+
+
+def _stage(git_dir: Path, work_tree: Path, index: Path, paths: list[str]) -> None:
+    """Stage *paths* blob by blob: ``git add`` skips, exit status 0, the files of a folder
+    holding its own ``.git`` (a nested repository a command made with ``git init``), which
+    are state all the same; left out, the diff and the hidden tests' checkout lacked them."""
+    entries = []
+    for path in paths:
+        record = file_record(work_tree / path)
+        if record["mode"] == "120000":  # hash the link's target, not the file it leads to
+            target = os.readlink(work_tree / path)
+            blob = git(git_dir, "hash-object", "-w", "--stdin", input_text=target)
+        else:
+            blob = git(git_dir, "hash-object", "-w", "--no-filters", "--", path,
+                       work_tree=work_tree)  # fmt: skip
+        entries.append(f"{record['mode']} {blob.strip()}\t{path}\0")
+    git(git_dir, "update-index", "-z", "--add", "--index-info", work_tree=work_tree,
+        index=index, input_text="".join(entries))  # fmt: skip
 
 
 def apply_patch_file(work_tree: Path, patch: Path) -> None:
