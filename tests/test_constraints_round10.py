@@ -307,3 +307,24 @@ def test_no_tool_is_called_after_the_transfer_to_a_human_agent() -> None:
     trace.agent("YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.", final=True)
     assert tau2_checks.transferred_last(trace.events, None)[0]
     assert "transfer-last" in {c["id"] for c in constraint_sets()["policy"]}
+
+
+@pytest.mark.parametrize(
+    ("stated", "recorded", "passes"),
+    [
+        ("as it is no longer necessary", "no longer needed", True),
+        ("since you won't need it", "no longer needed", True),
+        ("because you ordered the wrong one", "ordered by mistake", True),
+        ("because you ordered the wrong one", "no longer needed", False),
+    ],
+)
+def test_a_cancellation_reason_is_read_in_more_of_its_usual_words(
+    stated: str, recorded: str, passes: bool
+) -> None:
+    """The reasons "no longer necessary", "won't need it" and "ordered the wrong one" state τ²'s
+    two reasons; `cancel-reason-confirmed` read none in them and failed the cancellation."""
+    trace = Trace(f"Please cancel {ORDER}")
+    trace.agent(f"Shall I cancel {ORDER}, {stated}?").user("Yes")
+    trace.call("cancel_pending_order", {"order_id": ORDER, "reason": recorded}, ORDER_VIEW)
+    passed, evidence = tau2_checks.cancel_reason_confirmed(trace.events, None)
+    assert passed is passes, evidence

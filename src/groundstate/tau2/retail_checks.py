@@ -172,11 +172,14 @@ def transferred_last(trace: list[AgentEvent], s0: Any) -> Evidence:
 
 REASON_WORDS = {
     "no longer needed": re.compile(
-        r"\bno longer (need|want|require)|\b(do not|don't|dont) (need|want)|\bnot needed\b"
-        r"|\bunneeded\b|\bno (need|use) for\b"
+        r"\bno longer (need|want|require|necessary)|\b(do not|don't|dont|won't|will not) "
+        r"(need|want)|\bnot needed\b|\b(unneeded|unnecessary)\b|\bno (need|use) for\b"
         r"|\b(need|want) (it|them|this|these) (any ?more|no more)"
     ),
-    "ordered by mistake": re.compile(r"\bmistake|\bby accident|\baccidental|\bin error\b"),
+    "ordered by mistake": re.compile(
+        r"\bmistake|\bby accident|\baccidental|\bin error\b"
+        r"|\b(ordered|bought|purchased) (it |them |this |that )?(wrongly|the wrong)\b"
+    ),
 }
 """How a person says each cancellation reason the tool takes, on normalised text."""
 
