@@ -78,9 +78,9 @@ def test_a_yes_in_other_words_or_languages_confirms(answer: str) -> None:
     ],
 )
 def test_a_sarcastic_put_off_or_foreign_no_confirms_nothing(answer: str) -> None:
-    """ "Yeah, right." and a trailing "... not" are sarcasm; "I'll need to check with my wife"
-    puts the decision off (only "let me check with" was known); "not that one" refuses the
-    one asked about; "non", "nein" take back the foreign yes now read."""
+    """Sarcasm ("Yeah, right.", a trailing "... not") is no yes; "I'll need to check with my
+    wife" puts the decision off (only "let me check with" was known); "not that one" refuses
+    the one asked about; "non", "nein" take back the foreign yes now read."""
     assert not _answered(answer)
 
 
@@ -119,11 +119,11 @@ ADDRESS = constraint(
 def test_an_address_is_named_with_compass_letters_and_state_names(
     said: str, address1: str, state: str, named: bool
 ) -> None:
-    """ "200 North Adams Street ... Illinois" did not name "200 N Adams St", "IL" (the known
-    leftover of the ninth round); and a state code that is a word ("IN", "ID", "OR") was named
-    by that word anywhere in the question. Compass words and their letters name each other in
-    a street line, a state code is named by its name, and a code that is a word only where an
-    address puts it (after a comma, before a zip code)."""
+    """A question saying "200 North Adams Street ... Illinois" did not name "200 N Adams St",
+    "IL" (the known leftover of the ninth round); and a state code that is a word ("IN", "ID",
+    "OR") was named by that word anywhere in the question. Compass words and their letters
+    name each other in a street line, a state code is named by its name, and a code that is a
+    word only where an address puts it (after a comma, before a zip code)."""
     trace = Trace("Please change the address of my order")
     trace.agent(f"Shall I ship order #W1 to {said}?").user("Yes")
     args = {"address1": address1, "city": "Chicago", "state": state, "zip": "60606"}
@@ -219,8 +219,9 @@ def test_the_tau2_oracle_names_an_exchanges_payment_method(tool: str) -> None:
 
 
 def test_a_yes_to_an_item_change_paid_by_paypal_is_no_yes_to_a_change_of_payment() -> None:
-    """ "Change the lamp to black; the difference is charged to your PayPal?" asked, by its
-    words, about the order's payment: its yes licensed moving the order to PayPal."""
+    """A question "Change the lamp to black; the difference is charged to your PayPal?"
+    asked, by its words, about the order's payment: its yes licensed moving the order to
+    PayPal."""
     rules = {c["id"]: c for c in constraint_sets()["policy"]}
     rule = constraint(**rules["confirmed-modify_pending_order_payment"])
     question = (
@@ -270,8 +271,8 @@ NEW_KETTLE = {"item_id": "3000000005", "options": {"capacity": "1.5L", "material
 def test_an_item_is_named_by_the_words_a_person_uses_for_its_options(
     question: str, old: str, new: str | None, named: bool
 ) -> None:
-    """ "The medium T-shirt ... for a large one", "the running shoe", "the 1.5-liter one" name
-    the items a reviewer sees named; "that's" named a size S before."""
+    """Questions saying "the medium T-shirt ... for a large one", "the running shoe", "the
+    1.5-liter one" name the items a reviewer sees named; "that's" named a size S before."""
     view = ORDER_VIEW | {"items": [SHIRT_M, SHOES, KETTLE]}
     trace = Trace(f"Help with my order {ORDER}")
     trace.call("get_order_details", {"order_id": ORDER}, view)
