@@ -84,6 +84,18 @@ def test_a_sarcastic_put_off_or_foreign_no_confirms_nothing(answer: str) -> None
     assert not _answered(answer)
 
 
+def test_a_yes_that_orders_another_change_confirms_nothing() -> None:
+    """ "Cancel it." agrees to a cancellation, not to the refund the agent asked about."""
+    trace = Trace("My socks")
+    trace.agent("Shall I refund the socks, $22.00?").user("Cancel it.")
+    trace.call("refund_item", {"item": "socks"})
+    rule = {"change": {"tool": "refund_item", "ok": True}, "names": ["args.item"]}
+    assert not trace.check(constraint(id="c", confirmed=rule)).passed
+    trace.events[1] = trace.events[1].model_copy(update={"text": "Shall I refund the socks?"})
+    trace.events[2] = trace.events[2].model_copy(update={"text": "Please refund them"})
+    assert trace.check(constraint(id="c", confirmed=rule)).passed
+
+
 # --- addresses: compass words and states ------------------------------------------------------
 
 ADDRESS = constraint(
