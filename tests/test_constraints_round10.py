@@ -126,6 +126,9 @@ ADDRESS = constraint(
         ("200 N Adams St in Chicago, IL 60606", "200 N Adams St", "IN", False),
         ("200 N Adams St, Chicago 60606, as in your order id", "200 N Adams St", "ID", False),
         ("200 N Adams St, Chicago, Oklahoma 60606", "200 N Adams St", "TX", False),
+        # a city named like a state names no state: Washington, DC is not WA
+        ("200 N Adams St, Washington, DC 60606", "200 N Adams St", "WA", False),
+        ("200 N Adams St, Chicago, Washington 60606", "200 N Adams St", "WA", True),
     ],
 )
 def test_an_address_is_named_with_compass_letters_and_state_names(

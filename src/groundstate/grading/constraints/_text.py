@@ -261,11 +261,19 @@ def _spellings(needle: str) -> tuple[dict[str, str], re.Pattern[str]]:
         return _STREET, _STREET_AT
     if needle not in _STATES:
         return _ADDRESS, _ADDRESS_AT
-    code = re.escape(needle)
+    code, name = re.escape(needle), re.escape(_STATES[needle])
     if needle in _WORDLIKE_STATES:
-        code = rf"(?<=, ){code}|{code}(?= \d{{5}}|,? usa?\b|,? united states\b)"
-    spelling = {needle: f"(?:{re.escape(_STATES[needle])}|{code})"}
+        code = rf"(?<=, ){code}|{code}(?={_BEFORE_ZIP})"
+    if needle in _CITY_STATES:
+        name = rf"{name}(?={_BEFORE_ZIP}|\W*$|[.?!;)])"
+    spelling = {needle: f"(?:{name}|{code})"}
     return spelling, _phrases(spelling)
+
+
+_BEFORE_ZIP = r",? \d{5}|,? usa?\b|,? united states\b"
+_CITY_STATES = frozenset(("ny", "wa"))
+"""States named like a city ("Washington, DC", "New York, NJ"): said alone, the name names the
+state only before a zip code or the country, or ending a sentence."""
 
 
 # A word goes on through one of these into a letter or digit: "x.com.au", "a.b@x", "22.50";
