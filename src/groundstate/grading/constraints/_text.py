@@ -247,9 +247,12 @@ def _phrases(spellings: dict[str, str]) -> re.Pattern[str]:
 
 
 _ABBREVIATIONS = frozenset(short for _, short in (*_ADDRESS_WORDS, *_COMPASS))
-_ADDRESS = _spelled(list(_ADDRESS_WORDS))
+_ENDING = {"ending": r"[(]?(?:(?:card|account) )?(?:ending|that ends|which ends)(?: (?:in|with))?"}
+"""A card's label ("Visa ending 4417") as people say it: "Visa ending in 4417", "Visa card
+ending with 4417", "Visa (ending 4417)", "the Visa that ends in 4417"."""
+_ADDRESS = _spelled(list(_ADDRESS_WORDS)) | _ENDING
 _ADDRESS_AT = _phrases(_ADDRESS)
-_STREET = _spelled([*_ADDRESS_WORDS, *_COMPASS, *_STATES.items()])
+_STREET = _spelled([*_ADDRESS_WORDS, *_COMPASS, *_STATES.items()]) | _ENDING
 _STREET_AT = _phrases(_STREET)
 
 
