@@ -260,6 +260,7 @@ SHIRT_M = _item("1000000003", "T-Shirt", color="blue", size="M")
 SHOES = _item("1000000005", "Running Shoes", size="9", color="black")
 KETTLE = _item("1000000002", "Electric Kettle", capacity="1L", material="glass")
 NEW_SHIRT = {"item_id": "3000000004", "options": {"color": "blue", "size": "L"}}
+RED_SHIRT = {"item_id": "3000000006", "options": {"color": "red", "size": "L"}}
 NEW_KETTLE = {"item_id": "3000000005", "options": {"capacity": "1.5L", "material": "glass"}}
 
 
@@ -287,18 +288,26 @@ NEW_KETTLE = {"item_id": "3000000005", "options": {"capacity": "1.5L", "material
             "3000000004",
             False,
         ),
+        # the new T-shirt is red and large: "the red one" leaves the size change unsaid
+        (f"Exchange the M T-shirt of {ORDER} for the red one?", "1000000003", "3000000006", False),
+        (f"Exchange the M T-shirt of {ORDER} for a red large?", "1000000003", "3000000006", True),
     ],
 )
 def test_an_item_is_named_by_the_words_a_person_uses_for_its_options(
     question: str, old: str, new: str | None, named: bool
 ) -> None:
     """Questions saying "the medium T-shirt ... for a large one", "the running shoe", "the
-    1.5-liter one" name the items a reviewer sees named; "that's" named a size S before."""
+    1.5-liter one" name the items a reviewer sees named; "that's" named a size S before; and
+    "the red one" named a new T-shirt that is also of another size."""
     view = ORDER_VIEW | {"items": [SHIRT_M, SHOES, KETTLE]}
     trace = Trace(f"Help with my order {ORDER}")
     trace.call("get_order_details", {"order_id": ORDER}, view)
-    for name, variant in (("T-Shirt", NEW_SHIRT), ("Electric Kettle", NEW_KETTLE)):
-        product = {"name": name, "product_id": name, "variants": {variant["item_id"]: variant}}
+    for name, variants in (("T-Shirt", [NEW_SHIRT, RED_SHIRT]), ("Electric Kettle", [NEW_KETTLE])):
+        product = {
+            "name": name,
+            "product_id": name,
+            "variants": {v["item_id"]: v for v in variants},
+        }
         trace.call("get_product_details", {"product_id": name}, product)
     trace.agent(question).user("Yes")
     args: dict[str, Any] = {"order_id": ORDER, "payment_method_id": "paypal_1", "item_ids": [old]}

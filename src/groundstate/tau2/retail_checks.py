@@ -226,7 +226,7 @@ def items_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
     (an exchange and an item change: "confirm all the details are correct"). Each item is
     named by its id, or by its product name (a plural too) and, when the order has other
     items of that name the call leaves alone, an option value that tells it from them; each
-    new item by its id or an option value it changes ("the desk lamp, in black"). Names and
+    new item by its id or every option value it changes ("the desk lamp, in black"). Names and
     options are those the tools last showed (``get_order_details``, ``get_product_details``,
     ``get_item_details``); an item no tool described is named by its id. A call nothing
     confirmed is left to its ``confirmed-<tool>`` constraint."""
@@ -423,12 +423,13 @@ def _name_forms(item: dict[str, Any]) -> list[str]:
 def _names_new(
     text: str, item_id: str, items: dict[str, dict[str, Any]], old: dict[str, Any]
 ) -> bool:
-    """Named by its id, or by an option value it changes from the item it replaces."""
+    """Named by its id, or by every option value it changes from the item it replaces ("the
+    red one" does not name a red T-shirt of another size)."""
     if mentions(text, item_id):
         return True
     before = _options(old)
     changed = {k: v for k, v in _options(items.get(item_id, {})).items() if before.get(k) != v}
-    return any(_says_option(text, key, value) for key, value in changed.items())
+    return bool(changed) and all(_says_option(text, k, v) for k, v in changed.items())
 
 
 GENERIC_VALUES = frozenset({"yes", "no", "true", "false", "none", "n/a"})
