@@ -74,6 +74,7 @@ def test_a_yes_in_other_words_or_languages_confirms(answer: str) -> None:
         "Oui... non, attendez",
         "Ja, nein, doch nicht",
         "Right now? I'm not sure",
+        "Cancel that.",
         "👎",
     ],
 )

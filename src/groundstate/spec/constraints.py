@@ -42,7 +42,7 @@ _OPENING_YES = (
     r"sure|ok|okay|alright|all right|absolutely|definitely|certainly|of course|exactly|"
     r"correct(?! me)|right(?! (now|away|there|here|after|before|then|to|of|on)\b)|"
     r"confirm(?! \w)|proceed|do it|(please )?(cancel|refund|return|exchange|process|submit) "
-    r"(it|them|that|this|those|these)|si|sí|oui|ja|sim"
+    r"(it|them|those|these)|si|sí|oui|ja|sim"
 )
 """Words that agree only as the reply's first word, after any markdown or quote marks ("Sure,
 go ahead", "**Absolutely.**", "> Confirm.", "Cancel it.", not "I was sure", "I need to

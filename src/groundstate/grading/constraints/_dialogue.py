@@ -132,7 +132,7 @@ def _track(
 # A reply that agrees by ordering the change ("Cancel it.", "Please refund them"): it agrees
 # to the change it names, so only to a question asking about that one ("Shall I refund the
 # socks?" "Cancel it." is no yes to the refund).
-_ORDERING = re.compile(r"^[\W_]*(please )?(cancel|refund|return|exchange) (it|them|that|this)\b")
+_ORDERING = re.compile(r"^[\W_]*(please )?(cancel|refund|return|exchange) (it|them|those|these)\b")
 
 
 def _orders_another_change(question: MessageEvent, answer: MessageEvent) -> bool:
