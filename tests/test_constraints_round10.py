@@ -162,6 +162,10 @@ def test_an_address_is_named_with_compass_letters_and_state_names(
         ("in a large", "size L", True),
         ("in extra large", "size L", False),
         ("in size XL", "size L", False),
+        ("the tshirt", "T-Shirt", True),  # a hyphen between letters may be left out
+        ("the WiFi model", "Wi-Fi", True),
+        ("ab@example.com", "a-b@example.com", False),  # not in an email
+        ("order O1020", "O-1020", False),  # nor between a letter and a digit
         ("your Visa ending in 4417", "Visa ending 4417", True),
         ("the Visa card that ends in 4417", "Visa ending 4417", True),
         ("Visa (ending with 4417)", "Visa ending 4417", True),
@@ -175,7 +179,7 @@ def test_a_value_is_named_by_its_usual_spellings_and_not_by_a_word_ending(
     """A size "S" or "M" was named by "it's" or "I'm" (the apostrophe ended the word before
     it); an order id was not named without its "#", a measure not with a space before its
     unit, a size not by its word ("a large"), a card's label "Visa ending 4417" not by "your
-    Visa ending in 4417"."""
+    Visa ending in 4417", "T-Shirt" not by "tshirt"."""
     assert mentions(normalise(text), value) is named
 
 

@@ -115,6 +115,8 @@ def _named_by(value: str) -> re.Pattern[str]:
     # Suite 1400, Chicago, IL 60606" (and the value without its commas the text with them),
     # "Wool Socks 3-pack" names "Wool Socks (3-pack)".
     body = _UNIT.sub(r"[ -]?", _number(needle.replace(", ", " ")))
+    if "@" not in needle:  # an email's hyphens are its own: a-b@x.com is not ab@x.com
+        body = _JOINED_WORDS.sub(r"[ -]?", body)
     spellings, spelled = _spellings(needle)
     body = spelled.sub(lambda m: spellings[m.group(1)], body)
     for mark, optional in _OPTIONAL:
@@ -127,6 +129,9 @@ _DOLLARS = re.compile(r"\$(\d+(?:\.\d+)?)")
 # In an escaped value, a hyphen or nothing between a number and the letters after it: named
 # with a space, a hyphen or nothing there ("1000ml" by "1000 ml", "10-inch" by "10 inch").
 _UNIT = re.compile(r"(?<=\d)(\\-)?(?=[^\W\d_])")
+# And a hyphen between two letters: "T-shirt" is named by "T shirt" and "tshirt", "Wi-Fi" by
+# "WiFi" (not in an email).
+_JOINED_WORDS = re.compile(r"(?<=[^\W\d_])\\-(?=[^\W\d_])")
 
 
 def _amount_named_by(number: str) -> re.Pattern[str]:
