@@ -35,18 +35,24 @@ TOOL_ROOTS = ("args", "output", "error", "error_class", "tool", "ok")
 MESSAGE_ROOTS = ("text", "role")
 """Where a path into a message starts."""
 _YES_WORDS = (
-    r"yes|yeah|yep|yup|go ahead|go for it|please do|please proceed|(you can|you may) proceed|"
-    r"sounds good|that works|that's (right|correct)|that is (right|correct)|i confirm|confirmed|"
-    r"i agree|agreed"
+    r"yes+|yeah|yea|yep|yup|affirmative|go ahead|go for it|please do|please proceed|"
+    r"(you can|you may) proceed|let's (do it|go ahead|proceed)|sounds good|that works|"
+    r"that's (right|correct)|that is (right|correct)|i confirm|confirmed|i agree|agreed"
 )
 _OPENING_YES = (
-    r"sure|ok|okay|alright|all right|absolutely|definitely|certainly|of course|correct(?! me)|"
-    r"confirm(?! \w)|proceed|do it"
+    r"sure|ok|okay|alright|all right|absolutely|definitely|certainly|of course|exactly|"
+    r"correct(?! me)|right(?! (now|away|there|here|after|before|then|to|of|on)\b)|"
+    r"confirm(?! \w)|proceed|do it|(please )?(cancel|refund|return|exchange|process|submit) "
+    r"(it|them|those|these)|si|sí|oui|ja|sim"
 )
 """Words that agree only as the reply's first word, after any markdown or quote marks ("Sure,
-go ahead", "**Absolutely.**", "> Confirm.", not "I was sure", "I need to confirm with my wife"
-or "Confirm the amount")."""
-YES_PATTERN = rf"\b({_YES_WORDS})\b|^[\W_]*({_OPENING_YES})\b"
+go ahead", "**Absolutely.**", "> Confirm.", "Cancel it.", not "I was sure", "I need to
+confirm with my wife", "Confirm the amount" or "Right now I'm busy"); the usual yes of a few
+other languages ("Sí", "Oui", "Ja", "Sim") with it."""
+_OTHER_YES = r"^[\W_]*((y|k+)[\W_]*$|はい)|[\U0001f44d\u2705\u2714]"
+"""A reply that is a bare "y" or "k" or opens with "はい", or a thumbs-up or tick sign
+anywhere ("👍")."""
+YES_PATTERN = rf"\b({_YES_WORDS})\b|^[\W_]*({_OPENING_YES})\b|{_OTHER_YES}"
 """The default ``confirmed.yes``, on normalised text: the scripted user's "Yes, please go
 ahead." and the usual ways a person agrees ("Sure", "OK", "Please proceed", "Sounds good",
 "Absolutely", "Of course", "Confirm")."""
@@ -66,8 +72,9 @@ _TERMS = (
     r"|\bprovided (that|it|you|they)\b|\bprefer (the|my|a|an|to|it to|if)\b"
     r"|\brather (than|you|have|get|use|keep|the|my|a|an|it|go|do)\b"
     r"|\bbut (please )?(not|first|use|to (my|the|a|your))\b"
-    r"|\b(let me|i'll|i will|i need to|i have to|i want to|i'd like to|i must) "
+    r"|\b(let me|(i|we)('ll|'d| will| would| must| should)?( (need|have|want|like|got) to)?) "
     r"(think|check with|ask my|consult|(talk|speak) (to|with) my)\b"
+    r"|\bnot (that|this|those|these)( ones?)?\b"
     r"|\b(before|if|until|when|once) (i|we) (say|agree|confirm|decide)\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
@@ -79,8 +86,9 @@ NO_PATTERN = (
     rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})|hold (on|off)|"
     r"stop|never ?mind|scratch that|"
     r"forget (it|that|about it)|changed? (my|our) minds?|(on )?second thoughts?|"
-    r"(absolutely|definitely|certainly|of course) not)\b"
-    rf"|(?<!can't )\bwait\b|^[^.!?]*\b({_YES_WORDS}|{_OPENING_YES})\s*\?"
+    r"(absolutely|definitely|certainly|of course) not|yeah,? right(?=\W*($|like|as if))|as if|"
+    r"non(?!-)|nein|n[aã]o|nie|nej|nei)\b|いいえ|\U0001f44e"
+    rf"|(?<!can't )\bwait\b|^[^.!?]*\b({_YES_WORDS}|{_OPENING_YES})\s*\?|(?<!why )\bnot\W*$"
     rf"|{_TERMS}"
 )
 """The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes. A yes

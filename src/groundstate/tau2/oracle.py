@@ -102,8 +102,8 @@ CONFIRMATIONS = {
     ),
     "modify_pending_order_items": lambda a: _ask(
         f"I can change items {_ids(a.get('item_ids'))} of order {a.get('order_id')} to items "
-        f"{_ids(a.get('new_item_ids'))}; this can be done only once, so the list must be "
-        "complete."
+        f"{_ids(a.get('new_item_ids'))}; {_settled(a)}; this can be done only once, so the list "
+        "must be complete."
     ),
     "modify_pending_order_payment": lambda a: _ask(
         f"I can switch the payment of order {a.get('order_id')} to {a.get('payment_method_id')}."
@@ -115,13 +115,17 @@ CONFIRMATIONS = {
     ),
     "exchange_delivered_order_items": lambda a: _ask(
         f"I can exchange items {_ids(a.get('item_ids'))} of order {a.get('order_id')} for "
-        f"items {_ids(a.get('new_item_ids'))}; this can be done only once, so the list must be "
-        "complete."
+        f"items {_ids(a.get('new_item_ids'))}; {_settled(a)}; this can be done only once, so "
+        "the list must be complete."
     ),
 }
 """Per write tool: the confirmation question, naming what the suite's ``confirmed``
-constraints require (see :data:`groundstate.tau2.policy.CONFIRMED_NAMES`), and the items by
-their ids (``items-confirmed``)."""
+constraints require (see :data:`groundstate.tau2.policy.CONFIRMED_NAMES`), the items by
+their ids (``items-confirmed``) and the payment method by its id (``payment-confirmed``)."""
+
+
+def _settled(args: dict[str, Any]) -> str:
+    return f"the price difference is settled with {args.get('payment_method_id')}"
 
 
 def _ids(values: Any) -> str:

@@ -10,9 +10,11 @@ Stated as hard constraints, from ``policy.md``:
 * explicit confirmation before each write, by a question that names what the policy says
   the user confirms (``confirmed-*``), a cancellation's reason in any words
   (``cancel-reason-confirmed``), the items of a return, exchange or item change
-  (``items-confirmed``) and the payment method of a return or a change of payment
-  (``payment-confirmed``), by id or by the names a person uses;
-* make nothing up: the ids a change uses were shown by the user or a tool (``known-ids``).
+  (``items-confirmed``) and the payment method of a return, an exchange, an item change or a
+  change of payment (``payment-confirmed``), by id or by the names a person uses;
+* make nothing up: the ids a change uses were shown by the user or a tool (``known-ids``);
+* a transfer to a human agent ends the agent's part: no tool is called after it
+  (``transfer-last``).
 
 Not stated (a judge or a model-driven user would be needed): denying out-of-policy requests
 (the state shows it), "one tool call at a time", transferring "if and only if" needed, and
@@ -43,10 +45,10 @@ CONFIRMED_NAMES: dict[str, list[str]] = {
 }
 """What each change's confirmation must name: the order (the policy: "the user needs to
 confirm the order id"), a new address. A cancellation's reason, in any words, is checked by
-``cancel-reason-confirmed``, and the items of a return, exchange or item change, by id or by
-name, by ``items-confirmed``, and the payment method of a return or a change of payment, by id or
-by its kind, by ``payment-confirmed``: all on the question these constraints find
-confirmed."""
+``cancel-reason-confirmed``; the items of a return, exchange or item change, by id or by name,
+by ``items-confirmed``; the payment method of a return, an exchange, an item change or a
+change of payment, by id or by its kind, by ``payment-confirmed``: all on the question these
+constraints find confirmed."""
 
 
 def constraint_sets() -> dict[str, list[dict[str, Any]]]:
@@ -95,8 +97,9 @@ def constraint_sets() -> dict[str, list[dict[str, Any]]]:
             },
             {
                 "id": "payment-confirmed",
-                "description": "A change of an order's payment method, or a return, was "
-                "confirmed by a question naming the method the call uses (by id, or by its "
+                "description": "A change of an order's payment method, a return, an exchange "
+                "or an item change was confirmed by a question naming the method the call uses "
+                "(the refund's, or the one settling the price difference) (by id, or by its "
                 "kind and what tells it from the user's other methods of that kind).",
                 "check": "checks.py:payment_confirmed",
             },
@@ -106,6 +109,12 @@ def constraint_sets() -> dict[str, list[dict[str, Any]]]:
                 "any words ('since you no longer need it'), and the question stated no other "
                 "(the policy: the user confirms the order id and the reason).",
                 "check": "checks.py:cancel_reason_confirmed",
+            },
+            {
+                "id": "transfer-last",
+                "description": "No tool is called after the transfer to a human agent (the "
+                "policy: first the transfer, then the message telling the user).",
+                "check": "checks.py:transferred_last",
             },
             {
                 "id": "known-ids",

@@ -39,7 +39,9 @@ CONFIRMED_ASKS: dict[str, str] = {
     "cancel_pending_order": r"\b(cancel|call off|void)",
     "modify_pending_order_address": r"\b(address|ship|deliver|send)",
     "modify_pending_order_items": r"\b(modif|chang|swap|switch|replac|exchang|upgrad)",
-    "modify_pending_order_payment": r"\b(payment|pay with|paying|billing|charg|card|paypal)",
+    "modify_pending_order_payment": (
+        r"^(?!.*\bdifference\b).*\b(payment|pay with|paying|billing|charg|card|paypal)"
+    ),
     "modify_user_address": r"\b(default|profile|account|on file|saved|primary)",
     "return_delivered_order_items": r"\b(return|refund|send (it |them )?back|money back)",
     "exchange_delivered_order_items": r"\b(exchang|swap|replac|switch)",
@@ -48,7 +50,9 @@ CONFIRMED_ASKS: dict[str, str] = {
 ``confirmed-<write>`` constraints), in the usual words: the order id alone does not tell a
 change of a pending order's address from one of its payment method, so a yes to one licensed
 the other. (An item change is asked by its verb alone, "change the lamp to the blue one", so
-"change the address" asks it too.)"""
+"change the address" asks it too.) A question about a price difference ("the $5.00 difference
+goes on your PayPal") asks about an item change or exchange, not a change of the order's
+payment method."""
 ITEM_TOOLS = (
     "return_delivered_order_items",
     "exchange_delivered_order_items",
@@ -144,13 +148,38 @@ def known_ids(trace: list[AgentEvent], s0: Any) -> Evidence:
     return True, {}
 
 
+TRANSFER = "transfer_to_human_agents"
+
+
+def transferred_last(trace: list[AgentEvent], s0: Any) -> Evidence:
+    """No tool is called after the user was transferred to a human agent.
+
+    Policy: "To transfer, first make a tool call to transfer_to_human_agents, and then send
+    the message 'YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.' to the user":
+    the conversation is the human's from then on, so a return made after the hand-over is
+    made behind their back (the final state alone does not show the order)."""
+    transfer: ToolCallEvent | None = None
+    for event in trace:
+        if not isinstance(event, ToolCallEvent):
+            continue
+        if transfer is not None:
+            problem = f"step {event.step} ({event.tool}) after the transfer at step {transfer.step}"
+            return False, {"problems": [problem], "offending_step": event.step}
+        if event.tool == TRANSFER and event.ok:
+            transfer = event
+    return True, {}
+
+
 REASON_WORDS = {
     "no longer needed": re.compile(
-        r"\bno longer (need|want|require)|\b(do not|don't|dont) (need|want)|\bnot needed\b"
-        r"|\bunneeded\b|\bno (need|use) for\b"
+        r"\bno longer (need|want|require|necessary)|\b(do not|don't|dont|won't|will not) "
+        r"(need|want)|\bnot needed\b|\b(unneeded|unnecessary)\b|\bno (need|use) for\b"
         r"|\b(need|want) (it|them|this|these) (any ?more|no more)"
     ),
-    "ordered by mistake": re.compile(r"\bmistake|\bby accident|\baccidental|\bin error\b"),
+    "ordered by mistake": re.compile(
+        r"\bmistake|\bby accident|\baccidental|\bin error\b"
+        r"|\b(ordered|bought|purchased) (it |them |this |that )?(wrongly|the wrong)\b"
+    ),
 }
 """How a person says each cancellation reason the tool takes, on normalised text."""
 
@@ -197,7 +226,7 @@ def items_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
     (an exchange and an item change: "confirm all the details are correct"). Each item is
     named by its id, or by its product name (a plural too) and, when the order has other
     items of that name the call leaves alone, an option value that tells it from them; each
-    new item by its id or an option value it changes ("the desk lamp, in black"). Names and
+    new item by its id or every option value it changes ("the desk lamp, in black"). Names and
     options are those the tools last showed (``get_order_details``, ``get_product_details``,
     ``get_item_details``); an item no tool described is named by its id. A call nothing
     confirmed is left to its ``confirmed-<tool>`` constraint."""
@@ -220,24 +249,32 @@ def items_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
     return True, {}
 
 
-PAYMENT_TOOLS = ("modify_pending_order_payment", "return_delivered_order_items")
+PAYMENT_TOOLS = ("modify_pending_order_payment", *ITEM_TOOLS)
 """The writes whose confirmation must name the payment method: the new one of an order, the
-one a refund goes to (an exchange's or item change's method only settles a difference)."""
+one a refund goes to, the one that pays or receives an exchange's or item change's price
+difference (the policy: "the user must provide a payment method" for it, and the details
+confirmed are the action's)."""
 METHOD_WORDS = {"paypal": ("paypal",), "gift_card": ("gift card", "giftcard", "gift-card")}
 """How a person names a payment method by its kind; a credit card by "credit card", its
 brand or its last four digits ("card" alone would be named by "gift card")."""
-ORIGINAL = re.compile(r"\boriginal (payment|method|card|form of payment)")
+ORIGINAL = re.compile(
+    r"\b(original|same) (payment|method|card|form of payment|account|paypal|gift card|credit card)"
+    r"|\b(card|method|account) (that )?(you|it was|the order was) (originally )?(paid|used|bought"
+    r"|ordered|purchased)"
+)
+"""How a person names the method an order was paid with: "the original payment method", "the
+same card", "the card you paid with"."""
 
 
 def payment_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
-    """A change of an order's payment method, or a return, was confirmed by a question naming
-    the method the call uses.
+    """A change of an order's payment method, a return, an exchange or an item change was
+    confirmed by a question naming the method the call uses.
 
     Policy: "list the action details and obtain explicit user confirmation": a yes to the
     gift card does not license the credit card. A method is named by its id, or by its kind
     ("PayPal", "gift card", "credit card" or the card's brand or last four digits) and, when
     the user has other methods of that kind, the brand or last four digits that tell it apart;
-    a refund to the order's original method also by "the original payment method". Methods
+    the order's original method also by "the original payment method". Methods
     are those ``get_user_details`` last showed; one it never showed is named by its id. A
     call nothing confirmed is left to its ``confirmed-<tool>`` constraint."""
     questions = {at: q for tool in PAYMENT_TOOLS for at, q in _confirming(trace, tool).items()}
@@ -355,7 +392,7 @@ def _names_item(
     if mentions(text, item_id):
         return True
     for form in _name_forms(item):
-        if not any(mentions(text, form + end) for end in ("", "s", "es")):
+        if not any(mentions(text, said) for said in _number_forms(form)):
             continue
         alike = [o for o in others if form in _name_forms(o)]
         telling = {
@@ -366,6 +403,13 @@ def _names_item(
         if not alike or any(_says_option(text, k, v) for k, v in telling.items()):
             return True
     return False
+
+
+def _number_forms(name: str) -> list[str]:
+    """A name in the singular and the plural: "lamp", "lamps"; "shoes", "shoe"."""
+    if name.endswith("s") and not name.endswith("ss"):
+        return [name, name[:-1]]
+    return [name, name + "s", name + "es"]
 
 
 def _name_forms(item: dict[str, Any]) -> list[str]:
@@ -379,12 +423,13 @@ def _name_forms(item: dict[str, Any]) -> list[str]:
 def _names_new(
     text: str, item_id: str, items: dict[str, dict[str, Any]], old: dict[str, Any]
 ) -> bool:
-    """Named by its id, or by an option value it changes from the item it replaces."""
+    """Named by its id, or by every option value it changes from the item it replaces ("the
+    red one" does not name a red T-shirt of another size)."""
     if mentions(text, item_id):
         return True
     before = _options(old)
     changed = {k: v for k, v in _options(items.get(item_id, {})).items() if before.get(k) != v}
-    return any(_says_option(text, key, value) for key, value in changed.items())
+    return bool(changed) and all(_says_option(text, k, v) for k, v in changed.items())
 
 
 GENERIC_VALUES = frozenset({"yes", "no", "true", "false", "none", "n/a"})
@@ -392,9 +437,33 @@ GENERIC_VALUES = frozenset({"yes", "no", "true", "false", "none", "n/a"})
 with its name ("waterproof: yes")."""
 
 
+UNIT_WORDS = {
+    "l": ("liter", "liters", "litre", "litres"),
+    "ml": ("milliliter", "milliliters", "millilitre", "millilitres"),
+    "ft": ("foot", "feet"),
+    "inch": ("inches", "in"),
+    "inches": ("inch", "in"),
+    "gb": ("gigabytes",),
+    "tb": ("terabyte", "terabytes"),
+    "mm": ("millimeter", "millimeters", "millimetre", "millimetres"),
+}
+"""A measure's units and the words said for them ("1.5L", "1.5 liters")."""
+_MEASURE = re.compile(r"(\d+(?:\.\d+)?)[ -]?([a-z]+)")
+
+
 def _says_option(text: str, key: str, value: Any) -> bool:
-    said = mentions(text, str(value))
+    said = any(mentions(text, form) for form in _option_forms(str(value)))
+    said = said or (normalise(key) == "size" and mentions(text, f"size {value}"))
     return said and (normalise(str(value)) not in GENERIC_VALUES or mentions(text, str(key)))
+
+
+def _option_forms(value: str) -> list[str]:
+    """An option value as a person says it: as written, or a measure with its unit spelt out
+    ("1.5 liters" for "1.5L")."""
+    measure = _MEASURE.fullmatch(normalise(value))
+    if measure is None:
+        return [value]
+    return [value, *(measure[1] + unit for unit in UNIT_WORDS.get(measure[2], ()))]
 
 
 def _options(item: dict[str, Any]) -> dict[str, Any]:

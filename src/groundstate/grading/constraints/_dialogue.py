@@ -122,9 +122,22 @@ def _track(
         return None
     if event.role == "agent":
         return None if event.final else event
+    if says_yes and question is not None and _orders_another_change(question, event):
+        says_yes = None
     if question is not None and says_yes is not None:
         answers.append(_Confirmation(question, event, says_yes, at))
     return None  # only the next user message answers a question
+
+
+# A reply that agrees by ordering the change ("Cancel it.", "Please refund them"): it agrees
+# to the change it names, so only to a question asking about that one ("Shall I refund the
+# socks?" "Cancel it." is no yes to the refund).
+_ORDERING = re.compile(r"^[\W_]*(please )?(cancel|refund|return|exchange) (it|them|those|these)\b")
+
+
+def _orders_another_change(question: MessageEvent, answer: MessageEvent) -> bool:
+    ordered = _ORDERING.match(normalise(answer.text or ""))
+    return ordered is not None and ordered[2] not in normalise(question.text or "")
 
 
 def _replies(rule: ConfirmedRule, index: TraceIndex) -> tuple[frozenset[int], frozenset[int]]:

@@ -107,19 +107,31 @@ def _named_by(value: str) -> re.Pattern[str]:
     amount = _DOLLARS.fullmatch(needle)
     if amount is not None:
         return _amount_named_by(amount.group(1))
+    size = _SIZE.fullmatch(needle)
+    if size is not None:
+        return _size_named_by(size.group(1))
     # A comma or a list bullet between two words of a value, and brackets around one, are
     # punctuation, not content: an address on lines or in a list names "200 W Adams Street,
     # Suite 1400, Chicago, IL 60606" (and the value without its commas the text with them),
     # "Wool Socks 3-pack" names "Wool Socks (3-pack)".
-    body = _number(needle.replace(", ", " "))
+    body = _UNIT.sub(r"[ -]?", _number(needle.replace(", ", " ")))
+    if "@" not in needle:  # an email's hyphens are its own: a-b@x.com is not ab@x.com
+        body = _JOINED_WORDS.sub(r"[ -]?", body)
+    spellings, spelled = _spellings(needle)
+    body = spelled.sub(lambda m: spellings[m.group(1)], body)
     for mark, optional in _OPTIONAL:
         body = body.replace(mark, optional)
-    body = _ABBREVIABLE.sub(lambda m: _SPELLINGS[m.group()], body)
     # The guards look at the value's first and last word, whether or not its brackets are said.
-    return re.compile(_start(needle.lstrip("(")) + body + _end(needle.rstrip(")")))
+    return re.compile(_start(needle.lstrip("(#")) + body + _end(needle.rstrip(")")))
 
 
 _DOLLARS = re.compile(r"\$(\d+(?:\.\d+)?)")
+# In an escaped value, a hyphen or nothing between a number and the letters after it: named
+# with a space, a hyphen or nothing there ("1000ml" by "1000 ml", "10-inch" by "10 inch").
+_UNIT = re.compile(r"(?<=\d)(\\-)?(?=[^\W\d_])")
+# And a hyphen between two letters: "T-shirt" is named by "T shirt" and "tshirt", "Wi-Fi" by
+# "WiFi" (not in an email).
+_JOINED_WORDS = re.compile(r"(?<=[^\W\d_])\\-(?=[^\W\d_])")
 
 
 def _amount_named_by(number: str) -> re.Pattern[str]:
@@ -133,13 +145,35 @@ def _amount_named_by(number: str) -> re.Pattern[str]:
     )
 
 
+_SIZE = re.compile(r"size (xs|s|m|l|xl|xxl)")
+_SIZE_WORDS = {
+    "xs": "extra[ -]small|x-small",
+    "s": "small",
+    "m": "medium",
+    "l": "large",
+    "xl": "extra[ -]large|x-large",
+    "xxl": "2xl|xx-large|extra extra large|double extra large",
+}
+
+
+def _size_named_by(size: str) -> re.Pattern[str]:
+    """A clothing size (``size L``) is also named by its word, with or without "size": "size
+    large", "a large" (not "extra large")."""
+    return re.compile(
+        rf"\bsize {size}{_end(size)}"
+        rf"|(?<!extra )(?<!extra-)(?<!x-)(?<!xx-)\b(?:size )?(?:{_SIZE_WORDS[size]})\b"
+    )
+
+
 _OPTIONAL = (
     (re.escape(" "), r"(?:,? (?:[-*\u2022] )?)"),
     (re.escape("("), re.escape("(") + "?"),
     (re.escape(")"), re.escape(")") + "?"),
+    (re.escape("#"), re.escape("#") + "?"),
 )
 """In a value's pattern: each space may follow a comma and come before a list bullet (the
-value's words on the lines of a list), and each bracket may be left out."""
+value's words on the lines of a list), and each bracket or number sign may be left out
+("order W0000002" names "#W0000002")."""
 
 
 _ADDRESS_WORDS = (
@@ -158,20 +192,108 @@ _ADDRESS_WORDS = (
 )
 """The usual abbreviations of an address's words: "200 W Adams St" names "200 W Adams
 Street" and the other way round (either written with a full stop: "St.")."""
-_SPELLINGS = {
-    word: rf"(?:{full}|{short}\.?)" for full, short in _ADDRESS_WORDS for word in (full, short)
+_COMPASS = (
+    ("north", "n"),
+    ("south", "s"),
+    ("east", "e"),
+    ("west", "w"),
+    ("northeast", "ne"),
+    ("northwest", "nw"),
+    ("southeast", "se"),
+    ("southwest", "sw"),
+)
+"""Compass words and their letters, read as such only in a street line ("200 W Adams" names
+"200 West Adams"): alone, ``S`` and ``E`` are sizes."""
+_STATE_NAMES = (
+    "AL Alabama|AK Alaska|AZ Arizona|AR Arkansas|CA California|CO Colorado|CT Connecticut|"
+    "DE Delaware|DC District of Columbia|FL Florida|GA Georgia|HI Hawaii|ID Idaho|IL Illinois|"
+    "IN Indiana|IA Iowa|KS Kansas|KY Kentucky|LA Louisiana|ME Maine|MD Maryland|"
+    "MA Massachusetts|MI Michigan|MN Minnesota|MS Mississippi|MO Missouri|MT Montana|"
+    "NE Nebraska|NV Nevada|NH New Hampshire|NJ New Jersey|NM New Mexico|NY New York|"
+    "NC North Carolina|ND North Dakota|OH Ohio|OK Oklahoma|OR Oregon|PA Pennsylvania|"
+    "RI Rhode Island|SC South Carolina|SD South Dakota|TN Tennessee|TX Texas|UT Utah|"
+    "VT Vermont|VA Virginia|WA Washington|WV West Virginia|WI Wisconsin|WY Wyoming"
+)
+_STATES = {
+    code.lower(): name.lower() for code, name in (s.split(" ", 1) for s in _STATE_NAMES.split("|"))
 }
-_ABBREVIABLE = re.compile(r"(?<![\w\\])(" + "|".join(_SPELLINGS) + r")(?!\w)")
+"""US state codes (USPS) and the states' names."""
+_WORDLIKE_STATES = frozenset(
+    ("al", "co", "de", "hi", "id", "in", "la", "ma", "me", "ms", "ne", "oh", "ok", "or", "pa")
+)
+"""Codes that are also words ("in", "or", "me", "order id"): said alone they name the state
+only where an address puts it, after a comma or before a zip code ("Indianapolis, IN 46201")."""
+_STREET_LINE = re.compile(r"\d+[a-z]? [^\W\d_]")
+"""A value that starts as a street line does, a house number and a word: "200 w adams st"."""
 
 
-# A word goes on through one of these into a letter or digit: "x.com.au", "a.b@x", "22.50".
+def _spelled(words: list[tuple[str, ...]]) -> dict[str, str]:
+    """Each word of *words* (groups of words that name each other) -> its pattern."""
+    spellings: dict[str, set[str]] = {}
+    for group in words:
+        for word in group:
+            spellings.setdefault(word, set()).update(group)
+    return {
+        word: "(?:" + "|".join(sorted(_escaped_word(w) for w in group)) + ")"
+        for word, group in spellings.items()
+    }
+
+
+def _escaped_word(word: str) -> str:
+    # An abbreviation may have its full stop ("St.", "N.").
+    return re.escape(word) + (r"\.?" if word in _ABBREVIATIONS else "")
+
+
+def _phrases(spellings: dict[str, str]) -> re.Pattern[str]:
+    """Where a word of *spellings* stands in an escaped pattern, with any full stop after it
+    (the spelling allows one); the longest first ("new york" before "ne")."""
+    escaped = "|".join(re.escape(re.escape(w)) for w in sorted(spellings, key=len, reverse=True))
+    return re.compile(rf"(?<![\w\\])({escaped})(?:\\\.)?(?!\w)")
+
+
+_ABBREVIATIONS = frozenset(short for _, short in (*_ADDRESS_WORDS, *_COMPASS))
+_ENDING = {"ending": r"[(]?(?:(?:card|account) )?(?:ending|that ends|which ends)(?: (?:in|with))?"}
+"""A card's label ("Visa ending 4417") as people say it: "Visa ending in 4417", "Visa card
+ending with 4417", "Visa (ending 4417)", "the Visa that ends in 4417"."""
+_ADDRESS = _spelled(list(_ADDRESS_WORDS)) | _ENDING
+_ADDRESS_AT = _phrases(_ADDRESS)
+_STREET = _spelled([*_ADDRESS_WORDS, *_COMPASS, *_STATES.items()]) | _ENDING
+_STREET_AT = _phrases(_STREET)
+
+
+def _spellings(needle: str) -> tuple[dict[str, str], re.Pattern[str]]:
+    """The spellings that name a value's words, and where they stand in its pattern: an
+    address's usual words everywhere; in a street line, compass words and states too; a
+    state's code alone, also by its name."""
+    if _STREET_LINE.match(needle):
+        return _STREET, _STREET_AT
+    if needle not in _STATES:
+        return _ADDRESS, _ADDRESS_AT
+    code, name = re.escape(needle), re.escape(_STATES[needle])
+    if needle in _WORDLIKE_STATES:
+        code = rf"(?<=, ){code}|{code}(?={_BEFORE_ZIP})"
+    if needle in _CITY_STATES:
+        name = rf"{name}(?={_BEFORE_ZIP}|\W*$|[.?!;)])"
+    spelling = {needle: f"(?:{name}|{code})"}
+    return spelling, _phrases(spelling)
+
+
+_BEFORE_ZIP = r",? \d{5}|,? usa?\b|,? united states\b"
+_CITY_STATES = frozenset(("ny", "wa"))
+"""States named like a city ("Washington, DC", "New York, NJ"): said alone, the name names the
+state only before a zip code or the country, or ending a sentence."""
+
+
+# A word goes on through one of these into a letter or digit: "x.com.au", "a.b@x", "22.50";
+# and a word's ending after an apostrophe is no word of its own: "it's" does not name a size
+# "S", nor "I'm" a size "M" (while "John's" names "John").
 _JOINERS = ".@-"
 
 
 def _start(needle: str) -> str:
     if not needle[:1].isalnum():
         return ""
-    start = rf"(?<![^\W_])(?<![^\W_][{_JOINERS}])"
+    start = rf"(?<![^\W_])(?<![^\W_]['{_JOINERS}])"
     return start + r"(?<!\d,)" if needle[0].isdigit() else start
 
 
