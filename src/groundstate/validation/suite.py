@@ -48,7 +48,8 @@ and float noise in state diffs; 12: the constraint language's no to a question w
 on, and a no that also says go ahead; ``grader_determinism`` skews the wall clock, and chance as
 the suite's own modules bound it, and a failure resting on a replay with no verdict is no
 longer cached; 13: ``grader_determinism`` reads the rows of queries without ORDER BY
-reversed in one grading)."""
+reversed in one grading; the constraint language's yes and no in more words, and what names
+an address, an item or a payment method)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
