@@ -55,9 +55,12 @@ def whole_request_client(sdk: ModuleType, seconds: float) -> Any:
     class WholeRequest(httpx.HTTPTransport):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             super().__init__()
-            # httpx builds its connection pool itself; the pool reads through its backend.
-            pool = self._pool
-            pool._network_backend = _bounded_backend(pool._network_backend, deadline, seconds)
+            # httpx builds its connection pool itself; the pool reads through its backend
+            # (httpcore's; another version without one keeps only the attempt's time limit).
+            pool: Any = getattr(self, "_pool", None)
+            backend = getattr(pool, "_network_backend", None)
+            if backend is not None:
+                pool._network_backend = _bounded_backend(backend, deadline, seconds)
 
         def handle_request(self, request: Any) -> Any:
             deadline.at = time.monotonic() + seconds
