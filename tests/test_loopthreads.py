@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import io
 import sys
 import threading
 import time
@@ -273,3 +274,38 @@ def test_tasks_left_counts_what_all_tasks_lists() -> None:
         other.close()
     assert [mine for mine, _ in seen] == [theirs for _, theirs in seen]
     assert [mine for mine, _ in seen] == [1, 3, 5, 4, 1]
+
+
+def test_work_outliving_its_callers_loop_leaves_the_streams_put_in_place_since() -> None:
+    """A batch torn down while an attempt's thread still ran (its caller's loop closed, no
+    ``abandon``): when that thread ended, it put back the streams of its start over those a
+    later command had put in place (a test runner's capture), which lost all its output."""
+    release, threads = threading.Event(), list[threading.Thread]()
+
+    def overstays() -> Coroutine[Any, Any, None]:
+        async def body() -> None:
+            threads.append(threading.current_thread())
+            release.wait(HANG)
+
+        return body()
+
+    async def leave_it_running() -> None:
+        in_loop_thread(overstays, "overstays")
+        while not threads:
+            await asyncio.sleep(0.01)
+
+    before = sys.stderr
+    capturing = io.StringIO()
+    try:
+        asyncio.run(leave_it_running())
+        sys.stderr = capturing  # another command's output is captured now
+        release.set()
+        (thread,) = threads
+        for _ in range(int(HANG * 100)):  # it puts back what the work changed, then idles
+            if thread.name == IDLE_NAME or not thread.is_alive():
+                break
+            time.sleep(0.01)
+        after = sys.stderr
+    finally:
+        sys.stderr = before
+    assert after is capturing

@@ -278,6 +278,18 @@ def submit(work: Work[T], name: str, done: Done, given_up: threading.Event | Non
     _take().give((work, name, copy_context(), done, given_up or threading.Event()))
 
 
+class _GivenUp(threading.Event):
+    """Set by :func:`abandon`, or taken as set once the caller's event loop has closed (a
+    batch torn down while an attempt's thread still ran: nobody waits for it any more)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__()
+        self._loop = loop
+
+    def is_set(self) -> bool:
+        return super().is_set() or self._loop.is_closed()
+
+
 _GIVEN_UP: weakref.WeakKeyDictionary[asyncio.Future[Any], threading.Event]
 _GIVEN_UP = weakref.WeakKeyDictionary()
 
@@ -309,7 +321,7 @@ def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio
     agent; without, they arrive as raised."""
     loop = asyncio.get_running_loop()
     finished: asyncio.Future[T] = loop.create_future()
-    given_up = _GIVEN_UP[finished] = threading.Event()
+    given_up = _GIVEN_UP[finished] = _GivenUp(loop)
 
     def deliver(outcome: Outcome) -> None:
         if finished.done():

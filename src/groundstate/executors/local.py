@@ -40,7 +40,7 @@ from groundstate.executors._job import (
     run_job,
     serve,
 )
-from groundstate.loopthreads import in_loop_thread
+from groundstate.loopthreads import abandon, in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.store import PreparedRun
@@ -168,6 +168,8 @@ async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput]) ->
             task.get_loop().call_soon_threadsafe(task.cancel)
     with suppress(BaseException):
         await asyncio.wait_for(asyncio.shield(finished), UNWIND_TIMEOUT)
+    if not finished.done():  # the batch stops anyway: nobody reads what the attempt ends with
+        abandon(finished)
 
 
 HARD_GRACE = 60.0
