@@ -1075,7 +1075,11 @@ async def run_agent(agent: Agent, session: EpisodeSession) -> Final:
     limit, started, ended = session.time_limit, CLOCK(), list[float]()
     work = lambda: _run_to_end(agent, facade, ended)  # noqa: E731
     finished = in_loop_thread(work, f"agent-{id(session):x}")
-    in_time = await _settled_in_time(finished, limit)
+    try:
+        in_time = await _settled_in_time(finished, limit)
+    except BaseException:  # the attempt is cancelled (a batch interrupted): nobody waits now
+        abandon(finished)
+        raise
     if not in_time or (ended and ended[0] - started > limit):  # none: it crashed its loop
         # What the abandoned agent ends with, nobody reads: abandon reads it, so asyncio does
         # not log it ("exception was never retrieved") whenever the garbage collector gets to it.
