@@ -12,7 +12,7 @@ import pytest
 
 from groundstate.environments.base import diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
-from groundstate.environments.sqlite_writes import REAL_LITERAL
+from groundstate.environments.sqlite_writes import IMAGE
 from groundstate.environments.workspace import WorkspaceEnvironment
 from groundstate.errors import PermissionDenied, ToolError
 
@@ -183,7 +183,7 @@ def test_a_tool_cannot_redefine_the_harness_functions_the_write_log_calls(
     with SqliteEnvironment(fixture, clock=datetime(2024, 1, 1)) as env:
         initial = env.reset()
         with pytest.raises(PermissionDenied, match="harness"), env.tool_transaction():
-            env.agent_db.create_function(REAL_LITERAL, 1, lambda value: "0")
+            env.agent_db.create_function(IMAGE, -1, lambda *values: "[]")
             env.agent_db.execute("INSERT INTO r VALUES (2.5, 1.5)")
         assert env.state_hash() == initial
         with env.tool_transaction() as effects:

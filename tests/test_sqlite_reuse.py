@@ -449,14 +449,24 @@ def test_running_out_of_descriptors_closes_the_pooled_databases(
     assert len(POOL) == 0
 
 
-def test_the_pool_is_bounded(fixture: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pool_is_bounded(
+    fixture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It keeps at most as many databases as were open at once (at least POOL_SIZE): a
+    batch's next wave reuses its last, and what other builds left is closed first."""
     monkeypatch.setattr(sqlite_live, "POOL_SIZE", 2)
-    envs = [_env(fixture) for _ in range(4)]
-    folders = [Path(env.health()["database"]).parent for env in envs]
-    for env in envs:
-        env.close()
-    assert len(POOL) == 2
-    assert [folder.exists() for folder in folders] == [False, False, True, True]
+    monkeypatch.setattr(POOL, "peak", 0)
+    other = tmp_path / "other.sql"
+    other.write_text(FIXTURE + "CREATE TABLE more (x);")
+    folders = {}
+    for build in (fixture, other):
+        envs = [_env(build) for _ in range(3)]
+        folders[build] = [Path(env.health()["database"]).parent for env in envs]
+        for env in envs:
+            env.close()
+        assert len(POOL) == 3 and POOL.peak == 3
+    assert [folder.exists() for folder in folders[fixture]] == [False] * 3  # closed first
+    assert [folder.exists() for folder in folders[other]] == [True] * 3
 
 
 VARYING = {"run_id", "started_at", "latency", "at", "duration_ms", "database"}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import sys
 import threading
+from collections.abc import Iterable
 from operator import is_
 from types import ModuleType
 
@@ -88,6 +89,7 @@ class Bindings:
         self._watched: dict[object, tuple[str, _Watched]] = {}
         self._modules: set[str] = set()
         self._loaded = 0
+        self._flat: _Flat | None = None
         self.refresh()
 
     def refresh(self) -> None:
@@ -108,6 +110,7 @@ class Bindings:
                     self._take(name, module)
 
     def _take(self, name: str, module: ModuleType) -> None:
+        self._flat = None
         self._modules.add(name)
         watched = _Watched(vars(module), module=True)
         self._watched[module] = (name, watched)
@@ -129,6 +132,7 @@ class Bindings:
             self._watched.clear()
             self._modules.clear()
             self._loaded = 0
+            self._flat = None
         self.refresh()
 
     def rebound(self) -> list[str]:
@@ -144,12 +148,42 @@ class Bindings:
     def _compare(self, *, put_back: bool) -> list[str]:
         found: list[str] = []
         with self._lock:
+            if self._flat is None:
+                self._flat = _Flat(w for _, w in self._watched.values())
+            if self._flat.unchanged():
+                return found
             for owner, (where, watched) in list(self._watched.items()):
                 changed = watched.changed()
                 if changed and put_back:
                     watched.put_back(changed, owner)
                 found += (f"{where}.{name}" for name in changed)
+            self._flat = None  # a namespace's size may have moved lawfully
         return found
+
+
+class _Flat:
+    """Every watched name in one row, so that the usual case (nothing changed) is a few loops
+    in C over some 3,000 names rather than Python calls per namespace (a fifth of the time:
+    the check runs twice per attempt)."""
+
+    def __init__(self, watched: Iterable[_Watched]) -> None:
+        self.spaces: list[dict[str, object]] = []
+        self.sizes: list[int] = []
+        self.owners: list[dict[str, object]] = []
+        self.names: list[str] = []
+        self.values: list[object] = []
+        for w in watched:
+            self.spaces.append(w.namespace)
+            self.sizes.append(w.size)
+            self.owners += [w.namespace] * len(w.names)
+            self.names += w.names
+            self.values += w.values
+
+    def unchanged(self) -> bool:
+        """Whether no namespace changed size and every name is bound as first seen."""
+        return list(map(len, self.spaces)) == self.sizes and all(
+            map(is_, map(dict.get, self.owners, self.names), self.values)
+        )
 
 
 def _dict_of(cls: type) -> dict[str, object]:

@@ -62,10 +62,11 @@ from groundstate.environments.sqlite_state import (
 )
 from groundstate.environments.sqlite_state import read_table_hashes as read_table_hashes
 from groundstate.environments.sqlite_writes import (
+    IMAGE,
     LOG,
-    REAL_LITERAL,
+    NOT_UTF8,
     WriteLog,
-    real_literal,
+    image,
     state_writes,
 )
 from groundstate.errors import (
@@ -258,6 +259,8 @@ class SqliteEnvironment(ClosesOnExit):
         self._calls = 0
         """Tool calls running now (one at most, unless a thread outlived its attempt)."""
         self._closed = False
+        self._counted = False
+        """Whether :data:`POOL` counts this environment as open (see ``LivePool.peak``)."""
         self._lock = threading.Lock()
         try:
             self._baseline = fixture_baseline(Path(fixture), clock)
@@ -265,12 +268,14 @@ class SqliteEnvironment(ClosesOnExit):
             held = POOL.take(self._baseline.image_digest) if self._reuses() else None
             if held is not None:
                 self._adopt(held)
-                return
-            with _environment_errors("setup (working directory)"):
-                self._workdir = self._workdir or _opening(make_workdir)  # swept if killed
-                self._workdir.mkdir(parents=True, exist_ok=True)
-            self._live = self._workdir / "live.db"
-            self._restore()  # usable at once; reset() also checks, which callers ask for
+            else:
+                with _environment_errors("setup (working directory)"):
+                    self._workdir = self._workdir or _opening(make_workdir)  # swept if killed
+                    self._workdir.mkdir(parents=True, exist_ok=True)
+                self._live = self._workdir / "live.db"
+                self._restore()  # usable at once; reset() also checks, which callers ask for
+            self._counted = True
+            POOL.opened()
         except BaseException:
             self._tainted = True
             self.close()
@@ -421,6 +426,9 @@ class SqliteEnvironment(ClosesOnExit):
         with self._lock:
             self._closed = True
             busy = self._calls > 0  # a tool still running in a thread the attempt left behind
+            counted, self._counted = self._counted, False
+        if counted:
+            POOL.closed()
         if not (reuse and not busy and self._hand_over()):
             self._close_live()
             if self._owns_workdir and self._workdir is not None:
@@ -523,7 +531,7 @@ class SqliteEnvironment(ClosesOnExit):
         )
         self._total_changes = TotalChanges(self._agent)
         self._agent.harness_function("total_changes", 0, self._total_changes)
-        self._agent.harness_function(REAL_LITERAL, 1, real_literal)
+        self._agent.harness_function(IMAGE, -1, image)
         self._fingerprint0 = self._fingerprint()
         self._restrict_agent()
 
@@ -794,7 +802,8 @@ class SqliteEnvironment(ClosesOnExit):
         self._harness("BEGIN")
         try:
             virtual_before = self._virtual_states()
-            yield effects
+            with _text_refused():
+                yield effects
             self._raise_if_past_deadline(None)
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
@@ -1352,11 +1361,14 @@ def _out_of_files(exc: OSError | sqlite3.Error) -> int | None:
 def _text_refused() -> Iterator[None]:
     """A call that wrote a TEXT value that is not UTF-8 (``CAST(x'ff' AS TEXT)``) is the
     agent's error, undone: its writes, the state hash and every snapshot could not read it,
-    and the call crashed as an environment failure (an invalid attempt the agent caused)."""
+    and the call crashed as an environment failure (an invalid attempt the agent caused).
+    Such a write fails in the write log's trigger (:data:`NOT_UTF8`: the agent's statements
+    may call no Python function but the harness's), or a virtual table's rows cannot be read
+    after the call."""
     try:
         yield
     except sqlite3.OperationalError as exc:
-        if "decode to UTF-8" not in str(exc):
+        if str(exc) != NOT_UTF8 and "decode to UTF-8" not in str(exc):
             raise
         raise ToolError(
             "the call wrote a text value that is not valid UTF-8 (a blob cast to TEXT, say): "

@@ -49,11 +49,12 @@ from groundstate.environments.sqlite_writes import WriteLog
 T = TypeVar("T")
 
 POOL_SIZE = 16
-"""Live databases a process keeps for reuse, over every fixture build (the least recently
-pooled is closed first): each holds four file descriptors (three connections and the file's
-own) and about 0.6 MB (the retail example's), its connections' page caches emptied when it
-is pooled. An open that fails for want of descriptors closes them all before it tries
-again."""
+"""Live databases a process keeps for reuse at least, over every fixture build (the least
+recently pooled is closed first; more while more environments were open at once, see
+:attr:`LivePool.peak`; 0 switches the pool off): each holds four file descriptors (three
+connections and the file's own) and about 0.6 MB (the retail example's), its connections'
+page caches emptied when it is pooled. An open that fails for want of descriptors closes them
+all before it tries again."""
 
 _MAGIC = b"SQLite format 3\0"
 
@@ -201,8 +202,8 @@ class AgentConnection(WatchedConnection):
     environment records (so the call is rolled back and raises ``PermissionDenied``): setting
     another authorizer or progress handler (the permissions and the deadline would stop for
     the rest of the attempt), a function that takes the name of a built-in one or of the
-    harness's own (the write log's triggers call ``quote``, ``json_array``, ``typeof`` and
-    the harness's REAL writer: a tool's own ``quote`` made a call's writes vanish), loading an
+    harness's own (the write log's triggers call the harness's image writer; a tool's own
+    ``quote`` had made a call's writes vanish), loading an
     extension, replacing the database (``deserialize``), copying it out (``backup`` reads every
     table, those the agent may not read included), a blob opened for writing (no trigger sees
     a blob write: the call showed no write, and a read-only table was written), a blob read of
@@ -437,6 +438,13 @@ class LivePool:
 
     reused: int = 0
     """How many environments took a database from the pool (a count for tests and benches)."""
+    live: int = 0
+    """Environments of this process open now (each holds a live database)."""
+    peak: int = 0
+    """The most environments open at once so far: the pool keeps up to that many databases
+    (at least :data:`POOL_SIZE`), so a batch's every attempt after its first wave reuses one
+    instead of building (copying, connecting, installing the write log). Keeping no more than
+    were open at once keeps the descriptors, memory and disk at the batch's own peak."""
     _held: list[HeldDatabase] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _forsaken: list[HeldDatabase] = field(default_factory=list)
@@ -459,13 +467,24 @@ class LivePool:
                     return self._held.pop(index)
         return None
 
+    def opened(self) -> None:
+        """An environment holds a live database now (until :meth:`closed`)."""
+        with self._lock:
+            self.live += 1
+            self.peak = max(self.peak, self.live)
+
+    def closed(self) -> None:
+        with self._lock:
+            self.live -= 1
+
     def give(self, held: HeldDatabase) -> bool:
         """Keep *held* for reuse; False (nothing kept) when the pool is switched off."""
         if POOL_SIZE <= 0:
             return False
         with self._lock:
             self._held.append(held)
-            evicted, self._held = self._held[:-POOL_SIZE], self._held[-POOL_SIZE:]
+            size = max(POOL_SIZE, self.peak)
+            evicted, self._held = self._held[:-size], self._held[-size:]
         for old in evicted:
             old.close()
         return True
@@ -485,6 +504,7 @@ class LivePool:
         (SQLite forbids carrying a connection across ``fork``), nor its folders removed. They
         stay referenced, untouched, so that garbage collection does not close them either."""
         self._lock = threading.Lock()
+        self.live = 0  # the parent's environments are not this process's
         self._forsaken.extend(self._held)
         self._held = []
 

@@ -122,9 +122,10 @@ def siblings_importable(folder: Path) -> Iterator[None]:
     """While a file of *folder* is imported: its siblings, and not another folder's modules
     of the same names, answer its imports; afterwards ``sys.modules`` is as it was."""
     names = set(sibling_modules(folder))
-    hidden = {n: m for n, m in sys.modules.items() if n.partition(".")[0] in names}
+    # Copied before reading: a thread an earlier attempt left running may be importing.
+    hidden = {n: m for n, m in list(sys.modules.items()) if n.partition(".")[0] in names}
     for name in hidden:
-        del sys.modules[name]
+        sys.modules.pop(name, None)
     entry = str(folder)
     sys.path.insert(0, entry)
     try:
@@ -132,6 +133,6 @@ def siblings_importable(folder: Path) -> Iterator[None]:
     finally:
         if entry in sys.path:
             sys.path.remove(entry)
-        for name in [n for n in sys.modules if n.partition(".")[0] in names]:
-            del sys.modules[name]
+        for name in [n for n in list(sys.modules) if n.partition(".")[0] in names]:
+            sys.modules.pop(name, None)
         sys.modules.update(hidden)
