@@ -36,6 +36,7 @@ from typing import Any
 
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.bindings import HARNESS
+from groundstate.environments import sqlite_live
 from groundstate.environments.base import Environment
 from groundstate.episode import (
     AttemptInfo,
@@ -134,12 +135,42 @@ def overhead(suite: Suite, repeats: int) -> None:
         f"{(own - statistics.median(floor_cpu)) * 1000:.2f} ms per attempt "
         f"(ratio {own / statistics.median(floor_cpu):.1f}x; storing not included)"
     )
+    fresh, fresh_cpu = _fresh_attempts(suite, system)
+    print(
+        f"  whole attempt with nothing pooled (a new live database: copy, connections, the "
+        f"write log's triggers): {_ms(fresh)}, CPU {_ms(fresh_cpu)}"
+    )
     for level in (1, 8):
         per = _through_runner(suite, repeats, level)
         print(
             f"  whole batch through the runner, concurrency {level}: {per * 1000:.2f} ms per "
             f"attempt (ratio {per / statistics.median(floor):.1f}x the floor)"
         )
+
+
+def _fresh_attempts(suite: Suite, system: SystemSpec) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of each task's oracle replay with the pool of live databases off,
+    as the first wave of a batch runs (each attempt builds its own)."""
+    wall, cpu = [], []
+    loop = asyncio.new_event_loop()
+    with _pool_off(), closing(loop):
+        for task_id, solutions in sorted(suite.solutions.items()):
+            info = AttemptInfo(run_id=f"fresh-{task_id}", batch_id="bench", attempt=1, seed=0)
+            agent = ScriptedAgent(solutions["oracle"].steps)
+            t0, c0 = time.perf_counter(), time.process_time()
+            loop.run_until_complete(run_attempt(suite.tasks[task_id], suite, system, agent, info))
+            wall.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+    return wall, cpu
+
+
+@contextmanager
+def _pool_off() -> Iterator[None]:
+    size, sqlite_live.POOL_SIZE = sqlite_live.POOL_SIZE, 0
+    try:
+        yield
+    finally:
+        sqlite_live.POOL_SIZE = size
 
 
 @dataclass
