@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from groundstate.environments import sqlite_live
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.sqlite_live import POOL
 from groundstate.environments.sqlite_writes import _literal, image
@@ -114,4 +115,21 @@ def test_the_pool_keeps_as_many_databases_as_were_open_at_once(tmp_path: Path) -
     assert POOL.reused == reused + wave  # every one of the next wave reused, none built
     for environment in second:
         environment.close()
+    POOL.drain()
+
+
+def test_the_pool_keeps_under_a_quarter_of_the_descriptor_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's peak must not leave later work in the process short of files: past
+    POOL_SIZE, the pool holds at most a quarter of the open-file limit (four per database)."""
+    fixture = tmp_path / "cells.sql"
+    fixture.write_text("CREATE TABLE t (id INTEGER PRIMARY KEY, v);")
+    monkeypatch.setattr(sqlite_live, "POOL_SIZE", 2)
+    monkeypatch.setattr(sqlite_live, "_descriptors", lambda: 64)  # room for 4 databases
+    POOL.drain()
+    wave = [SqliteEnvironment(fixture, clock=CLOCK) for _ in range(6)]
+    for environment in wave:
+        environment.close()
+    assert len(POOL) == 4
     POOL.drain()

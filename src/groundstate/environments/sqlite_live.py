@@ -432,6 +432,18 @@ class HeldDatabase:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
+def _descriptors() -> int:
+    """The process's limit on open files (its soft limit), or a common default where it cannot
+    be read: a pool past the peak's wave keeps at most a quarter of it (four per database)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):
+        return 1024
+    return soft if soft > 0 else 1024
+
+
 @dataclass
 class LivePool:
     """Closed environments' live databases, for the next environment of the same build."""
@@ -444,7 +456,9 @@ class LivePool:
     """The most environments open at once so far: the pool keeps up to that many databases
     (at least :data:`POOL_SIZE`), so a batch's every attempt after its first wave reuses one
     instead of building (copying, connecting, installing the write log). Keeping no more than
-    were open at once keeps the descriptors, memory and disk at the batch's own peak."""
+    were open at once keeps the memory and disk at the batch's own peak; the descriptors the
+    pool holds stay under a quarter of the process's limit (four per database), so that the
+    peak of one batch does not leave later work in the process short of files."""
     _held: list[HeldDatabase] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _forsaken: list[HeldDatabase] = field(default_factory=list)
@@ -483,7 +497,7 @@ class LivePool:
             return False
         with self._lock:
             self._held.append(held)
-            size = max(POOL_SIZE, self.peak)
+            size = max(POOL_SIZE, min(self.peak, _descriptors() // 16))
             evicted, self._held = self._held[:-size], self._held[-size:]
         for old in evicted:
             old.close()
