@@ -90,6 +90,9 @@ def export_row(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
         "task_revision": batch.task_revisions.get(run.task_id, run.task_revision),
         "weight": batch.task_weights.get(run.task_id, 1.0),
         "horizon": batch.task_horizons.get(run.task_id),
+        "input_tokens": run.usage.input_tokens,
+        "output_tokens": run.usage.output_tokens,
+        "invalid_task": run.task_id in batch.invalid_tasks,
     }
     return row
 

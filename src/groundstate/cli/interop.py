@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.exports import ExportFormat
     from groundstate.importers import ImportReport
 
-IMPORT_FORMATS = ("csv", "jsonl", "tau-bench", "tau2-bench", "inspect")
+IMPORT_FORMATS = ("csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench")
 """``groundstate.importers.FORMATS``, spelled here so that ``--help`` need not import the
 importers (tests/test_startup.py holds the two equal)."""
 
@@ -46,8 +46,8 @@ EXPORT_FORMATS = ("jsonl", "csv", "inspect")
     default="agent",
     show_default=True,
     help="Attempts that ended in an exception the file does not attribute (τ-bench "
-    "info.error, Inspect sample errors): count against the system (agent_failure/crashed) "
-    "or as invalid (environment_failure/harness_error).",
+    "info.error, Inspect sample errors, SWE-bench error_ids): count against the system "
+    "(agent_failure/crashed) or as invalid (environment_failure/harness_error).",
 )
 @click.option(
     "--scorer",

@@ -218,6 +218,9 @@ def run(
                 )
                 if invalid:
                     click.echo(f"warning: running invalid tasks: {', '.join(invalid)}", err=True)
+                if resume_id is not None and invalid:
+                    # found invalid since the batch started: out of its figures, as at a start
+                    run_store.add_invalid_tasks(resume_id, invalid)
                 config = BatchConfig(
                     attempts, seed, concurrency, invalid_tasks=tuple(invalid), tasks=chosen
                 )

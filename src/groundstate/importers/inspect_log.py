@@ -29,6 +29,7 @@ from groundstate.importers.rows import (
     ImportedRow,
     amount,
     as_reward,
+    count,
     integer,
     mapping,
     parse_json,
@@ -261,6 +262,7 @@ class InspectSource:
             "label": integer(where, "epoch", sample.get("epoch")),
             "latency": _seconds(where, sample.get("total_time")),
             "cost": _cost(where, sample.get("model_usage")),
+            "tokens": _tokens(where, sample.get("model_usage")),
         }
         invalidation = sample.get("invalidation")
         if invalidation is not None:
@@ -461,20 +463,44 @@ def _reward(where: str, name: str | None, value: Any) -> float:
     )
 
 
-def _cost(where: str, usage: Any) -> float:
+def _cost(where: str, usage: Any) -> float | None:
     """The sample's cost: the ``total_cost`` of each model it used (Inspect's ``ModelUsage``,
-    in dollars, as its ``cost_limit`` counts it); 0 when the log gives none (older logs, or a
-    model without prices)."""
-    total = 0.0
-    for model, used in mapping(where, "model_usage", usage).items():
-        price = used.get("total_cost") if isinstance(used, dict) else None
-        if price is not None:
-            total += amount(where, f"model_usage.{model}.total_cost", price)
-    return total
+    in dollars, as its ``cost_limit`` counts it). Not known (``None``, never 0) when the log
+    gives no ``model_usage`` or a model it used has no price (older logs, a model without
+    prices): a sum over the priced models only would understate it."""
+    prices = [
+        None if price is None else amount(where, f"model_usage.{model}.total_cost", price)
+        for model, used in mapping(where, "model_usage", usage).items()
+        for price in [used.get("total_cost") if isinstance(used, dict) else None]
+    ]
+    if usage is None or None in prices:
+        return None
+    return sum(price for price in prices if price is not None)
 
 
-def _seconds(where: str, value: Any) -> float:
-    return 0.0 if value is None else amount(where, "total_time", value)
+def _tokens(where: str, usage: Any) -> tuple[int, int] | None:
+    """Input and output tokens over the models the sample used (``ModelUsage``'s
+    ``input_tokens``, ``output_tokens``); ``None`` when the log counts none."""
+    counted = [
+        (model, used)
+        for model, used in mapping(where, "model_usage", usage).items()
+        if isinstance(used, dict)
+    ]
+    if not counted:
+        return None
+    return (
+        sum(
+            count(where, f"model_usage.{m}.input_tokens", u.get("input_tokens")) for m, u in counted
+        ),
+        sum(
+            count(where, f"model_usage.{m}.output_tokens", u.get("output_tokens"))
+            for m, u in counted
+        ),
+    )
+
+
+def _seconds(where: str, value: Any) -> float | None:
+    return None if value is None else amount(where, "total_time", value)
 
 
 ARCHIVE_ERRORS = (
