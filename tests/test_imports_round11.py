@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -272,3 +273,24 @@ def test_a_swe_bench_report_that_contradicts_itself_is_refused(
 ) -> None:
     path = write_json(tmp_path / "swe.json", {**SWE_REPORT, **change})
     assert message in store.refused(path)
+
+
+def test_an_inspect_export_scores_no_task_that_failed_validation(
+    store: Store, tmp_path: Path
+) -> None:
+    """The ``.eval`` header's accuracy (what ``inspect view`` shows) and the per-task
+    reductions counted the tasks the batch names invalid: 0.5 where ``report`` says 0.25."""
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in INVALID_ROWS))
+    batch = store.imported(rows)
+    out = tmp_path / "out.eval"
+    assert cli("export", batch, "--format", "inspect", "--out", str(out),
+               "--store", str(store.path))[0] == 0  # fmt: skip
+    with zipfile.ZipFile(out) as archive:
+        header = json.loads(archive.read("header.json"))
+        reductions = json.loads(archive.read("reductions.json"))
+        bad = json.loads(archive.read("samples/bad_epoch_1.json"))
+    accuracy = header["results"]["scores"][0]["metrics"]["accuracy"]["value"]
+    assert accuracy == store.report(batch)["success_rate"]["estimate"] == pytest.approx(0.25)
+    assert [r["sample_id"] for r in reductions[0]["samples"]] == ["t1", "t2"]
+    assert "failed validation" in bad["error"]["message"]

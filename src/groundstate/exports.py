@@ -133,12 +133,13 @@ def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
     samples = [_sample(batch, run, retries[run.task_id, run.attempt]) for run in counted]
     spec, plan = _eval_spec(batch, counted), _plan()
     summaries = [_summary(sample) for sample in samples]
+    scored = [run for run in counted if run.task_id not in batch.invalid_tasks]
     header = {
         "version": INSPECT_LOG_VERSION,
         "status": "success",
         "eval": spec,
         "plan": plan,
-        "results": _results(counted),
+        "results": _results(counted, scored),
         "stats": _stats(batch, counted),
     }
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -151,7 +152,7 @@ def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
             _put(archive, f"samples/{sample['id']}_epoch_{sample['epoch']}.json", sample)
         _put(archive, "_journal/summaries/1.json", summaries)
         _put(archive, "summaries.json", summaries)
-        _put(archive, "reductions.json", _reductions(counted))
+        _put(archive, "reductions.json", _reductions(scored))
         _put(archive, "header.json", header)
     return len(samples)
 
@@ -219,7 +220,10 @@ def _sample(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
         "uuid": run.run_id,
         "attachments": {},
     }
-    if not run.valid:
+    if run.task_id in batch.invalid_tasks:  # Inspect leaves an errored sample out of scores
+        message = f"task {run.task_id!r} failed validation: in no figure (invalid_tasks)"
+        sample["error"] = {"message": message, "traceback": "", "traceback_ansi": ""}
+    elif not run.valid:
         message = f"{run.terminal_reason}: {json.dumps(run.infrastructure_status, default=str)}"
         sample["error"] = {"message": message, "traceback": "", "traceback_ansi": ""}
     return sample
@@ -280,10 +284,12 @@ def _summary(sample: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def _results(runs: list[AgentRun]) -> dict[str, Any]:
-    """Inspect's results block. With no valid attempt nothing was scored: no score is given
-    (``report`` says n/a), never an accuracy of 0."""
-    valid = [run for run in runs if run.valid]
+def _results(runs: list[AgentRun], scored: list[AgentRun]) -> dict[str, Any]:
+    """Inspect's results block: the accuracy over the valid attempts of *scored*, the tasks
+    that did not fail validation (a task the batch names invalid is in no figure, here as in
+    ``report``; its samples carry an ``error``). With no valid attempt nothing was scored: no
+    score is given (``report`` says n/a), never an accuracy of 0."""
+    valid = [run for run in scored if run.valid]
     block: dict[str, Any] = {"total_samples": len(runs), "completed_samples": len(valid)}
     if not valid:
         return {**block, "scores": []}
