@@ -294,3 +294,20 @@ def test_an_inspect_export_scores_no_task_that_failed_validation(
     assert accuracy == store.report(batch)["success_rate"]["estimate"] == pytest.approx(0.25)
     assert [r["sample_id"] for r in reductions[0]["samples"]] == ["t1", "t2"]
     assert "failed validation" in bad["error"]["message"]
+
+
+def test_inspect_input_tokens_include_cached_ones(store: Store, tmp_path: Path) -> None:
+    """Inspect's Anthropic usage keeps cache reads and writes out of ``input_tokens`` (its
+    ``total_tokens`` has them), OpenAI's keeps them in: input is the total less the output,
+    as our own adapters count it (with cache), whichever provider wrote it."""
+    usage = {
+        "anthropic/c": {"input_tokens": 10, "output_tokens": 5, "input_tokens_cache_read": 100,
+                        "input_tokens_cache_write": 20, "total_tokens": 135},
+        "openai/g": {"input_tokens": 50, "output_tokens": 7, "input_tokens_cache_read": 40,
+                     "total_tokens": 57},
+        "old/m": {"input_tokens": 3, "output_tokens": 1, "input_tokens_cache_read": 2},
+    }  # fmt: skip
+    path = write_eval(tmp_path / "run.eval", [sample("s", 1, {"m": {"value": "C"}},
+                                                     model_usage=usage)])  # fmt: skip
+    run = _runs(store, store.imported(path))["s", 1]
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (130 + 50 + 5, 13)

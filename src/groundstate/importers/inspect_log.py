@@ -479,24 +479,32 @@ def _cost(where: str, usage: Any) -> float | None:
 
 
 def _tokens(where: str, usage: Any) -> tuple[int, int] | None:
-    """Input and output tokens over the models the sample used (``ModelUsage``'s
-    ``input_tokens``, ``output_tokens``); ``None`` when the log counts none."""
+    """Input and output tokens over the models the sample used (``ModelUsage``); ``None``
+    when the log counts none. Input tokens include cached ones, as our own adapters count
+    them: Inspect's ``input_tokens`` leaves out cache reads and writes for some providers
+    (Anthropic's) and not for others (OpenAI's), so they are ``total_tokens`` less the
+    output, or without a total the input plus the cache counts."""
     counted = [
-        (model, used)
+        (f"model_usage.{model}", used)
         for model, used in mapping(where, "model_usage", usage).items()
         if isinstance(used, dict)
     ]
     if not counted:
         return None
-    return (
-        sum(
-            count(where, f"model_usage.{m}.input_tokens", u.get("input_tokens")) for m, u in counted
-        ),
-        sum(
-            count(where, f"model_usage.{m}.output_tokens", u.get("output_tokens"))
-            for m, u in counted
-        ),
+    pairs = [_model_tokens(where, name, used) for name, used in counted]
+    return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+
+
+def _model_tokens(where: str, name: str, used: dict[str, Any]) -> tuple[int, int]:
+    output = count(where, f"{name}.output_tokens", used.get("output_tokens"))
+    total = count(where, f"{name}.total_tokens", used.get("total_tokens"))
+    if total >= output and total > 0:
+        return total - output, output
+    cached = sum(
+        count(where, f"{name}.{key}", used.get(key))
+        for key in ("input_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
     )
+    return cached, output
 
 
 def _seconds(where: str, value: Any) -> float | None:
