@@ -1064,8 +1064,13 @@ class RunStore:
         """Name *tasks* invalid in batch *batch_id* from now on (tasks that failed validation
         when the batch was resumed with ``--allow-invalid``): every figure leaves them out, as
         those named when it started. Returns the tasks newly named."""
+        named = set(tasks)
+        if not named:
+            return []
         batch = self.batch(batch_id)
-        added = sorted(set(tasks) - set(batch.invalid_tasks))
+        added = sorted(named - set(batch.invalid_tasks))
+        if not added:
+            return []
         now = datetime.now(UTC).isoformat()
         with self._transaction() as db:
             db.executemany(
