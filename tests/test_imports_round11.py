@@ -311,3 +311,16 @@ def test_inspect_input_tokens_include_cached_ones(store: Store, tmp_path: Path) 
                                                      model_usage=usage)])  # fmt: skip
     run = _runs(store, store.imported(path))["s", 1]
     assert (run.usage.input_tokens, run.usage.output_tokens) == (130 + 50 + 5, 13)
+
+
+def test_the_cost_of_all_tries_says_how_many_had_none(store: Store, tmp_path: Path) -> None:
+    rows = tmp_path / "rerun.csv"
+    rows.write_text(
+        "task_id,attempt,success,terminal_reason,cost,retry\n"
+        "t,1,false,environment_failure/x,,0\nt,1,true,,0.5,1\nt,2,false,,0.25,0\n"
+    )
+    batch = store.imported(rows)
+    assert store.report(batch)["tries"]["cost_unknown"] == 1
+    code, text, err = cli("report", batch, "--store", str(store.path))
+    assert code == 0, err
+    assert "reruns included: 0.7500 (over 2 of 3 tries: 1 with no cost)" in " ".join(text.split())

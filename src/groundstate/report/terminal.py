@@ -411,7 +411,8 @@ def report_footer(report: dict[str, Any]) -> str:
         )
     if tries["tries"] > report["valid_attempts"] + report["invalid_attempts"]:
         line += (
-            f"\ncost of all tries, reruns included: {_cost(tries['cost'])} (counted attempts: "
+            f"\ncost of all tries, reruns included: {_cost(tries['cost'])}"
+            f"{_unpriced(tries.get('cost_unknown', 0), tries['tries'])} (counted attempts: "
             f"{_cost(summary['cost']['total'])})"
         )
     cost, latency, per_success = summary["cost"], summary["latency"], summary["cost_per_success"]
@@ -505,6 +506,11 @@ def unknown_amounts(summary: dict[str, Any]) -> str:
         f"of {summary['attempts']} counted attempts, {' and '.join(parts)} (not known: "
         "left out of those figures, not counted as 0)"
     )
+
+
+def _unpriced(unknown: int, tries: int) -> str:
+    """`` (over N of M tries: K with no cost)`` when some tries' cost is not known."""
+    return f" (over {tries - unknown} of {tries} tries: {unknown} with no cost)" if unknown else ""
 
 
 def _cost(value: float | None) -> str:
