@@ -324,3 +324,10 @@ def test_the_cost_of_all_tries_says_how_many_had_none(store: Store, tmp_path: Pa
     code, text, err = cli("report", batch, "--store", str(store.path))
     assert code == 0, err
     assert "reruns included: 0.7500 (over 2 of 3 tries: 1 with no cost)" in " ".join(text.split())
+    code, out, _ = cli("import-results", str(rows), "--name", "again", "--store", str(store.path))
+    # three records, two attempts: the rerun is the same attempt again, not a third
+    assert code == 0 and "imported 2 attempts in 3 tries (1 reruns) of 1 tasks" in out
+    code, out, _ = cli(
+        "import-results", str(rows), "--name", "j", "--json", "--store", str(store.path)
+    )
+    assert (json.loads(out)["runs"], json.loads(out)["attempts"]) == (3, 2)

@@ -46,6 +46,8 @@ class ImportReport(BaseModel):
     """``csv``, ``jsonl``, ``tau-bench``, ``tau2-bench`` or ``inspect``."""
     runs: int
     """Run records stored (retries included)."""
+    attempts: int = 0
+    """Attempts the records make (a rerun of an invalid try is the same attempt again)."""
     tasks: int
     attempt_labels: str
     """How the file's attempt labels became attempt numbers."""
@@ -587,6 +589,7 @@ def _report(
         batch=batch,
         format=source.format,
         runs=stored,
+        attempts=sum(counts),
         tasks=len(plan.tasks),
         attempt_labels=attempts.rule,
         mapped=dict(sorted(plan.mapped.items())),
