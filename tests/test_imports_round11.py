@@ -324,6 +324,9 @@ def test_the_cost_of_all_tries_says_how_many_had_none(store: Store, tmp_path: Pa
     code, text, err = cli("report", batch, "--store", str(store.path))
     assert code == 0, err
     assert "reruns included: 0.7500 (over 2 of 3 tries: 1 with no cost)" in " ".join(text.split())
+    page = tmp_path / "rerun.html"
+    assert cli("report", batch, "--html", str(page), "--store", str(store.path))[0] == 0
+    assert "over all tries (reruns included; 1 with no cost)" in page.read_text("utf-8")
     code, out, _ = cli("import-results", str(rows), "--name", "again", "--store", str(store.path))
     # three records, two attempts: the rerun is the same attempt again, not a third
     assert code == 0 and "imported 2 attempts in 3 tries (1 reruns) of 1 tasks" in out
