@@ -1058,7 +1058,11 @@ class RunStore:
 
     def batches(self) -> list[BatchInfo]:
         rows = self._query("SELECT record, batch_id FROM batches ORDER BY created_at", ())
-        return [self._with_added(_parse(r[0], BatchInfo, f"batch {r[1]}")) for r in rows]
+        added = self._added(None)
+        return [
+            _with_invalid(_parse(r[0], BatchInfo, f"batch {r[1]}"), added.get(r[1], ()))
+            for r in rows
+        ]
 
     def add_invalid_tasks(self, batch_id: str, tasks: Iterable[str]) -> list[str]:
         """Name *tasks* invalid in batch *batch_id* from now on (tasks that failed validation
@@ -1081,16 +1085,21 @@ class RunStore:
 
     def _with_added(self, batch: BatchInfo) -> BatchInfo:
         """*batch* with the invalid tasks its resumes added (:meth:`add_invalid_tasks`)."""
+        return _with_invalid(batch, self._added(batch.batch_id).get(batch.batch_id, ()))
+
+    def _added(self, batch_id: str | None) -> dict[str, list[str]]:
+        """The tasks resumes named invalid, by batch (of *batch_id*, or of every batch)."""
+        where, params = ("WHERE batch_id = ?", (batch_id,)) if batch_id else ("", ())
         try:
             rows = self._db.execute(
-                "SELECT task_id FROM invalid_tasks_added WHERE batch_id = ?", (batch.batch_id,)
+                f"SELECT batch_id, task_id FROM invalid_tasks_added {where}", params
             ).fetchall()
         except sqlite3.OperationalError:  # a read-only store made before the table: none
-            return batch
-        if not rows:
-            return batch
-        invalid = sorted({*batch.invalid_tasks, *(row[0] for row in rows)})
-        return batch.model_copy(update={"invalid_tasks": invalid})
+            return {}
+        added: dict[str, list[str]] = {}
+        for batch, task_id in rows:
+            added.setdefault(batch, []).append(task_id)
+        return added
 
     def batch_summaries(self) -> list[BatchSummary]:
         """Every batch, oldest first, with its stored and expected attempts and its status."""
@@ -1524,6 +1533,14 @@ def _migrate(db: sqlite3.Connection) -> None:
                 except sqlite3.OperationalError as exc:  # another process migrated first
                     if "duplicate column" not in str(exc):
                         raise
+
+
+def _with_invalid(batch: BatchInfo, added: Iterable[str]) -> BatchInfo:
+    """*batch* naming the tasks in *added* invalid too (as a resume found them)."""
+    invalid = sorted({*batch.invalid_tasks, *added})
+    if invalid == sorted(batch.invalid_tasks):
+        return batch
+    return batch.model_copy(update={"invalid_tasks": invalid})
 
 
 _OPTIONAL = {"invalid_tasks_added.batch_id", "invalid_tasks_added.task_id",
