@@ -133,6 +133,14 @@ def test_token_counts_are_imported_into_usage(store: Store, tmp_path: Path) -> N
     assert cli("export", batch, "--format", "jsonl", "--out", str(out),
                "--store", str(store.path))[0] == 0  # fmt: skip
     assert _runs(store, store.imported(out))["t", 1].usage.input_tokens == 12
+    eval_out = tmp_path / "out.eval"  # inspect view shows the sample's model_usage
+    assert cli("export", batch, "--format", "inspect", "--out", str(eval_out),
+               "--store", str(store.path))[0] == 0  # fmt: skip
+    with zipfile.ZipFile(eval_out) as archive:
+        exported = json.loads(archive.read("samples/t_epoch_1.json"))["model_usage"]
+    assert list(exported.values()) == [
+        {"input_tokens": 12, "output_tokens": 4, "total_tokens": 16}
+    ]  # no total_cost: the rows gave none
     bad = tmp_path / "bad.json"
     usage["prompt_tokens"] = [10, -1]
     err = store.refused(write_json(bad, [tau_result(0, 0, 1.0, usage=usage)]))

@@ -189,6 +189,22 @@ def _eval_spec(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _model_usage(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
+    """The run's tokens and cost as Inspect's ``ModelUsage`` of the system's model (what
+    ``inspect view`` shows); none when the record knows neither."""
+    used, cost = run.usage, run.cost
+    if not (used.input_tokens or used.output_tokens or cost):
+        return {}
+    usage: dict[str, Any] = {
+        "input_tokens": used.input_tokens,
+        "output_tokens": used.output_tokens,
+        "total_tokens": used.input_tokens + used.output_tokens,
+    }
+    if cost is not None:
+        usage["total_cost"] = cost
+    return {_model(batch): usage}
+
+
 def _model(batch: BatchInfo) -> str:
     model = batch.system_spec.get("model")
     revision = model.get("revision") if isinstance(model, dict) else None
@@ -213,7 +229,7 @@ def _sample(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
         "metadata": {OWN_METADATA: _own(batch, run, retries)},
         "store": {},
         "events": [],
-        "model_usage": {},
+        "model_usage": _model_usage(batch, run),
         "started_at": _iso(run.started_at),
         "total_time": run.latency,
         "working_time": run.latency,
