@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from groundstate.analysis import final_runs
 from groundstate.environments.sqlite_live import side_files
 from groundstate.errors import GroundstateError
-from groundstate.importers.inspect_log import OWN_METADATA
+from groundstate.importers.inspect_log import EARLIER_TRIES, OWN_METADATA
 from groundstate.importers.table import COLUMNS
 from groundstate.records import AgentRun
 from groundstate.store import BatchInfo, RunStore
@@ -129,8 +129,10 @@ def _cell(value: Any) -> Any:
 
 def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
     counted = final_runs(runs)
-    retries = {(r.task_id, r.attempt): r.retry for r in counted}
-    samples = [_sample(batch, run, retries[run.task_id, run.attempt]) for run in counted]
+    earlier: dict[tuple[str, int], list[AgentRun]] = {}
+    for run in sorted(runs, key=lambda r: r.retry):
+        earlier.setdefault((run.task_id, run.attempt), []).append(run)
+    samples = [_sample(batch, run, earlier[run.task_id, run.attempt][:-1]) for run in counted]
     spec, plan = _eval_spec(batch, counted), _plan()
     summaries = [_summary(sample) for sample in samples]
     scored = [run for run in counted if run.task_id not in batch.invalid_tasks]
@@ -217,7 +219,9 @@ def _plan() -> dict[str, Any]:
     return {"name": "plan", "steps": [{"solver": "groundstate", "params": {}}], "config": {}}
 
 
-def _sample(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
+def _sample(batch: BatchInfo, run: AgentRun, earlier: list[AgentRun]) -> dict[str, Any]:
+    """*run* as an Inspect sample; the invalid tries it reran (*earlier*) as its
+    ``error_retries``, as Inspect keeps the errors it retried, and in full in its metadata."""
     messages = _messages(run)
     sample: dict[str, Any] = {
         "id": run.task_id,
@@ -226,7 +230,7 @@ def _sample(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
         "target": "",
         "messages": messages,
         "scores": {SCORER: _score(run)},
-        "metadata": {OWN_METADATA: _own(batch, run, retries)},
+        "metadata": {OWN_METADATA: _own(batch, run, earlier)},
         "store": {},
         "events": [],
         "model_usage": _model_usage(batch, run),
@@ -235,22 +239,38 @@ def _sample(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
         "working_time": run.latency,
         "uuid": run.run_id,
         "attachments": {},
+        "error_retries": [_error(r) for r in earlier],
     }
     if run.task_id in batch.invalid_tasks:  # Inspect leaves an errored sample out of scores
         message = f"task {run.task_id!r} failed validation: in no figure (invalid_tasks)"
         sample["error"] = {"message": message, "traceback": "", "traceback_ansi": ""}
     elif not run.valid:
-        message = f"{run.terminal_reason}: {json.dumps(run.infrastructure_status, default=str)}"
-        sample["error"] = {"message": message, "traceback": "", "traceback_ansi": ""}
+        sample["error"] = _error(run)
     return sample
 
 
-def _own(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
-    """The run's verdict as groundstate keeps it (read back as is by ``import-results``)."""
+def _error(run: AgentRun) -> dict[str, str]:
+    """An invalid try as Inspect's ``EvalError``."""
+    message = f"{run.terminal_reason}: {json.dumps(run.infrastructure_status, default=str)}"
+    return {"message": message, "traceback": "", "traceback_ansi": ""}
+
+
+def _own(batch: BatchInfo, run: AgentRun, earlier: list[AgentRun]) -> dict[str, Any]:
+    """The run's verdict as groundstate keeps it (read back as is by ``import-results``), with
+    the invalid tries it reran (``earlier_tries``, in the row format), so that the tries
+    block and the invalid-try rate survive the round trip."""
+    return {
+        **_own_row(batch, run),
+        "run_id": run.run_id,
+        "system_spec_hash": run.system_spec_hash,
+        EARLIER_TRIES: [_own_row(batch, r) for r in earlier],
+    }
+
+
+def _own_row(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
     row = export_row(batch, run)
     row.pop("task_id")
-    row["retry"] = retries
-    return {**row, "run_id": run.run_id, "system_spec_hash": run.system_spec_hash}
+    return row
 
 
 def _score(run: AgentRun) -> dict[str, Any]:

@@ -81,6 +81,9 @@ read by its rules with a warning (a log without one is read as Inspect reads it:
 OWN_METADATA = "groundstate"
 """The sample metadata key under which ``groundstate export --format inspect`` keeps a run's
 own verdict; when present it is read back as is."""
+EARLIER_TRIES = "earlier_tries"
+"""The key, in :data:`OWN_METADATA`, of the invalid tries the run reran (in the row format):
+read back instead of the sample's ``error_retries``, which say less (no reason, cost)."""
 
 
 @dataclass
@@ -164,6 +167,11 @@ class InspectSource:
             self._read = index
             sample = mapping(where, "sample", sample)
             row = self._row(where, index, sample)
+            own = _own(sample)
+            if own is not None and isinstance(own.get(EARLIER_TRIES), list):
+                yield from _earlier_tries(where, row, own[EARLIER_TRIES])
+                yield row
+                continue
             retried = _retried_errors(where, sample.get("error_retries"))
             for retry, message in enumerate(retried):
                 yield ImportedRow(
@@ -273,12 +281,8 @@ class InspectSource:
                 origin={"invalidation": {k: marked.get(k) for k in ("author", "reason")}},
                 mapped=f"invalidation -> {INVALIDATED}",
             )  # fmt: skip
-        own = (
-            sample.get("metadata", {}).get(OWN_METADATA)
-            if isinstance(sample.get("metadata"), dict)
-            else None
-        )
-        if isinstance(own, dict):
+        own = _own(sample)
+        if own is not None:
             return _own_row(where, common, own)
         error = sample.get("error")
         if raised(error):
@@ -428,6 +432,23 @@ def _scorer_name(scorer: str, scores: dict[str, Any]) -> str:
     """The scorer *scorer* names: ``NAME``, or ``NAME.KEY`` for a key of a dict value."""
     name, dot, _ = scorer.rpartition(".")
     return name if dot and scorer not in scores and name in scores else scorer
+
+
+def _own(sample: dict[str, Any]) -> dict[str, Any] | None:
+    """The verdict ``groundstate export`` kept in the sample's metadata, if any."""
+    metadata = sample.get("metadata")
+    own = metadata.get(OWN_METADATA) if isinstance(metadata, dict) else None
+    return own if isinstance(own, dict) else None
+
+
+def _earlier_tries(where: str, row: ImportedRow, tries: list[Any]) -> Iterator[ImportedRow]:
+    """The invalid tries an exported run reran, read by the row format's rules."""
+    for index, given in enumerate(tries):
+        place = f"{where}: metadata.{OWN_METADATA}.{EARLIER_TRIES}[{index}]"
+        columns = {k: v for k, v in mapping(place, "try", given).items() if k in COLUMNS}
+        columns.update(task_id=row.task_id, attempt=row.label)
+        earlier = parse_row(place, row.line, columns)
+        yield replace(earlier, mapped="groundstate verdict -> kept")
 
 
 def _own_row(where: str, common: dict[str, Any], own: dict[str, Any]) -> ImportedRow:
