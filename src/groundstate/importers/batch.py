@@ -43,7 +43,7 @@ class ImportReport(BaseModel):
 
     batch: BatchInfo
     format: str
-    """``csv``, ``jsonl``, ``tau-bench``, ``tau2-bench`` or ``inspect``."""
+    """``csv``, ``jsonl``, ``tau-bench``, ``tau2-bench``, ``inspect`` or ``swe-bench``."""
     runs: int
     """Run records stored (retries included)."""
     attempts: int = 0
