@@ -483,7 +483,7 @@ def _batch_rate(suite: Suite, system: SystemSpec, level: int, n: int, executor: 
         cpu=(user + sys + metered.workers) / n,
         sys_share=sys / max(user + sys, 1e-9),
         switches=switches / n,
-        latency=statistics.median(r.latency for r in result.runs),
+        latency=statistics.median(r.latency for r in result.runs if r.latency is not None),
         cores=cores,
     )
 

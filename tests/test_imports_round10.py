@@ -166,7 +166,12 @@ def test_an_inspect_samples_cost_is_its_models_total_cost(store: Store, tmp_path
                sample("a", 2, {"m": {"value": "I"}}, model_usage={})]  # fmt: skip
     batch = store.imported(write_eval(tmp_path / "run.eval", samples))
     with RunStore(store.path) as opened:
-        assert sorted(r.cost for r in opened.runs(batch)) == [0.0, pytest.approx(0.3)]
+        # eleventh round: a model without a price makes the cost unknown (None), not free
+        assert [r.cost for r in opened.runs(batch)] == [None, 0.0]
+    del usage["local/free"]
+    batch = store.imported(write_eval(tmp_path / "priced.eval", samples))
+    with RunStore(store.path) as opened:
+        assert [r.cost for r in opened.runs(batch)] == [pytest.approx(0.3), 0.0]
     samples[1]["model_usage"] = {"m": {"total_cost": "lots"}}
     err = store.refused(write_eval(tmp_path / "bad.eval", samples))
     assert "model_usage.m.total_cost: must be a number" in err

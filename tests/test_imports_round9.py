@@ -152,11 +152,7 @@ def test_an_archive_member_declaring_hundreds_of_megabytes_is_not_read(
     assert f"big.eval!samples/a_epoch_1.json: {300 << 20} bytes uncompressed" in store.refused(path)
 
 
-FOREIGN = {
-    "swe-report.json": (
-        {"total_instances": 2, "resolved_ids": ["a"], "unresolved_ids": ["b"], "error_ids": []},
-        "a SWE-bench harness report",
-    ),
+FOREIGN = {  # a SWE-bench run report is imported since the eleventh round
     "report.json": (
         {"django__django-1": {"patch_exists": True, "resolved": True, "tests_status": {}}},
         "a SWE-bench instance report",

@@ -131,7 +131,9 @@ def test_a_batch_whose_every_task_failed_validation_reports_no_figure() -> None:
     json.loads(json_text(report), parse_constant=_refuse)
     assert report["n_tasks"] == 0 and report["success_rate"] is None
     assert report["pass_hat_k"] == {} and report["invalid_as_failure"]["success_rate"] is None
-    assert report["summary"]["cost"] == {"total": 0.0, "mean": None, "median": None, "p90": None}
+    assert report["summary"]["cost"] == {
+        "total": 0.0, "mean": None, "median": None, "p90": None, "unknown": 0
+    }  # fmt: skip
     assert report["summary"]["invalid"]["rate"] == 0.0
     assert report["invalid_tasks_results"][0]["strict"] == {"n": 2, "c": 2, "partial": None,
                                                             "scored": 0}  # fmt: skip

@@ -409,14 +409,16 @@ def tries(batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable) -> dict[str
     """Every try, reruns included: how often attempts came out invalid, by reason, whether
     that exceeds the batch's declared ``max_invalid_rate`` (flagged in every report), and
     what all tries cost (the summary's cost is over counted attempts: a rerun was paid for
-    too; None when the sum is beyond the largest float). Tasks that failed validation are left
-    out, as from every figure (:func:`headline_tries`)."""
+    too; None when the sum is beyond the largest float or no cost is known), with the tries
+    whose cost is not known (``cost_unknown``: left out of the sum, never counted as 0).
+    Tasks that failed validation are left out, as from every figure (:func:`headline_tries`)."""
     table = headline_tries(batch, runs)[0]
     invalid: Counter[str] = Counter()
     for reason, n in table.reason_counts().items():
         if reason.split("/")[0] in INVALID_REASONS:
             invalid[reason.split("/")[0]] += n
     total = len(table)
+    spent = distribution(table.cost)
     threshold = float(batch.invalid_run_policy.get("max_invalid_rate", DEFAULT_MAX_INVALID_RATE))
     return {
         "tries": total,
@@ -424,7 +426,8 @@ def tries(batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable) -> dict[str
         "invalid_rate_by_reason": {k: v / total for k, v in sorted(invalid.items())},
         "max_invalid_rate": threshold,
         "flagged": total > 0 and sum(invalid.values()) / total > threshold,
-        "cost": distribution(table.cost).total if total else 0.0,
+        "cost": spent.total,
+        "cost_unknown": spent.unknown,
     }
 
 

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from groundstate.analysis import final_runs
 from groundstate.environments.sqlite_live import side_files
 from groundstate.errors import GroundstateError
-from groundstate.importers.inspect_log import OWN_METADATA
+from groundstate.importers.inspect_log import EARLIER_TRIES, OWN_METADATA
 from groundstate.importers.table import COLUMNS
 from groundstate.records import AgentRun
 from groundstate.store import BatchInfo, RunStore
@@ -90,6 +90,9 @@ def export_row(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
         "task_revision": batch.task_revisions.get(run.task_id, run.task_revision),
         "weight": batch.task_weights.get(run.task_id, 1.0),
         "horizon": batch.task_horizons.get(run.task_id),
+        "input_tokens": run.usage.input_tokens,
+        "output_tokens": run.usage.output_tokens,
+        "invalid_task": run.task_id in batch.invalid_tasks,
     }
     return row
 
@@ -126,16 +129,19 @@ def _cell(value: Any) -> Any:
 
 def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
     counted = final_runs(runs)
-    retries = {(r.task_id, r.attempt): r.retry for r in counted}
-    samples = [_sample(batch, run, retries[run.task_id, run.attempt]) for run in counted]
+    earlier: dict[tuple[str, int], list[AgentRun]] = {}
+    for run in sorted(runs, key=lambda r: r.retry):
+        earlier.setdefault((run.task_id, run.attempt), []).append(run)
+    samples = [_sample(batch, run, earlier[run.task_id, run.attempt][:-1]) for run in counted]
     spec, plan = _eval_spec(batch, counted), _plan()
     summaries = [_summary(sample) for sample in samples]
+    scored = [run for run in counted if run.task_id not in batch.invalid_tasks]
     header = {
         "version": INSPECT_LOG_VERSION,
         "status": "success",
         "eval": spec,
         "plan": plan,
-        "results": _results(counted),
+        "results": _results(counted, scored),
         "stats": _stats(batch, counted),
     }
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -148,7 +154,7 @@ def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
             _put(archive, f"samples/{sample['id']}_epoch_{sample['epoch']}.json", sample)
         _put(archive, "_journal/summaries/1.json", summaries)
         _put(archive, "summaries.json", summaries)
-        _put(archive, "reductions.json", _reductions(counted))
+        _put(archive, "reductions.json", _reductions(scored))
         _put(archive, "header.json", header)
     return len(samples)
 
@@ -185,6 +191,22 @@ def _eval_spec(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _model_usage(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
+    """The run's tokens and cost as Inspect's ``ModelUsage`` of the system's model (what
+    ``inspect view`` shows); none when the record knows neither."""
+    used, cost = run.usage, run.cost
+    if not (used.input_tokens or used.output_tokens or cost):
+        return {}
+    usage: dict[str, Any] = {
+        "input_tokens": used.input_tokens,
+        "output_tokens": used.output_tokens,
+        "total_tokens": used.input_tokens + used.output_tokens,
+    }
+    if cost is not None:
+        usage["total_cost"] = cost
+    return {_model(batch): usage}
+
+
 def _model(batch: BatchInfo) -> str:
     model = batch.system_spec.get("model")
     revision = model.get("revision") if isinstance(model, dict) else None
@@ -197,7 +219,9 @@ def _plan() -> dict[str, Any]:
     return {"name": "plan", "steps": [{"solver": "groundstate", "params": {}}], "config": {}}
 
 
-def _sample(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
+def _sample(batch: BatchInfo, run: AgentRun, earlier: list[AgentRun]) -> dict[str, Any]:
+    """*run* as an Inspect sample; the invalid tries it reran (*earlier*) as its
+    ``error_retries``, as Inspect keeps the errors it retried, and in full in its metadata."""
     messages = _messages(run)
     sample: dict[str, Any] = {
         "id": run.task_id,
@@ -206,28 +230,47 @@ def _sample(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
         "target": "",
         "messages": messages,
         "scores": {SCORER: _score(run)},
-        "metadata": {OWN_METADATA: _own(batch, run, retries)},
+        "metadata": {OWN_METADATA: _own(batch, run, earlier)},
         "store": {},
         "events": [],
-        "model_usage": {},
+        "model_usage": _model_usage(batch, run),
         "started_at": _iso(run.started_at),
         "total_time": run.latency,
         "working_time": run.latency,
         "uuid": run.run_id,
         "attachments": {},
+        "error_retries": [_error(r) for r in earlier],
     }
-    if not run.valid:
-        message = f"{run.terminal_reason}: {json.dumps(run.infrastructure_status, default=str)}"
+    if run.task_id in batch.invalid_tasks:  # Inspect leaves an errored sample out of scores
+        message = f"task {run.task_id!r} failed validation: in no figure (invalid_tasks)"
         sample["error"] = {"message": message, "traceback": "", "traceback_ansi": ""}
+    elif not run.valid:
+        sample["error"] = _error(run)
     return sample
 
 
-def _own(batch: BatchInfo, run: AgentRun, retries: int) -> dict[str, Any]:
-    """The run's verdict as groundstate keeps it (read back as is by ``import-results``)."""
+def _error(run: AgentRun) -> dict[str, str]:
+    """An invalid try as Inspect's ``EvalError``."""
+    message = f"{run.terminal_reason}: {json.dumps(run.infrastructure_status, default=str)}"
+    return {"message": message, "traceback": "", "traceback_ansi": ""}
+
+
+def _own(batch: BatchInfo, run: AgentRun, earlier: list[AgentRun]) -> dict[str, Any]:
+    """The run's verdict as groundstate keeps it (read back as is by ``import-results``), with
+    the invalid tries it reran (``earlier_tries``, in the row format), so that the tries
+    block and the invalid-try rate survive the round trip."""
+    return {
+        **_own_row(batch, run),
+        "run_id": run.run_id,
+        "system_spec_hash": run.system_spec_hash,
+        EARLIER_TRIES: [_own_row(batch, r) for r in earlier],
+    }
+
+
+def _own_row(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
     row = export_row(batch, run)
     row.pop("task_id")
-    row["retry"] = retries
-    return {**row, "run_id": run.run_id, "system_spec_hash": run.system_spec_hash}
+    return row
 
 
 def _score(run: AgentRun) -> dict[str, Any]:
@@ -277,10 +320,12 @@ def _summary(sample: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def _results(runs: list[AgentRun]) -> dict[str, Any]:
-    """Inspect's results block. With no valid attempt nothing was scored: no score is given
-    (``report`` says n/a), never an accuracy of 0."""
-    valid = [run for run in runs if run.valid]
+def _results(runs: list[AgentRun], scored: list[AgentRun]) -> dict[str, Any]:
+    """Inspect's results block: the accuracy over the valid attempts of *scored*, the tasks
+    that did not fail validation (a task the batch names invalid is in no figure, here as in
+    ``report``; its samples carry an ``error``). With no valid attempt nothing was scored: no
+    score is given (``report`` says n/a), never an accuracy of 0."""
+    valid = [run for run in scored if run.valid]
     block: dict[str, Any] = {"total_samples": len(runs), "completed_samples": len(valid)}
     if not valid:
         return {**block, "scores": []}

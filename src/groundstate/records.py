@@ -102,10 +102,11 @@ class AgentRun(BaseModel):
     constraint_results: list[CheckResult]
     partial_score: float | None
     """Weighted rubric score in [0, 1], reported beside ``success``, never instead of it."""
-    cost: float
+    cost: float | None
+    """Dollars; ``None`` when unknown (an imported file that gives none), never 0 for that."""
     usage: Usage = Usage()
-    latency: float
-    """Wall-clock seconds of the attempt, reset to grading."""
+    latency: float | None
+    """Wall-clock seconds of the attempt, reset to grading; ``None`` when unknown."""
     final_message: Annotated[str | None, RECORDABLE] = None
     infrastructure_status: Annotated[dict[str, Any], RECORDABLE]
     """Health probes before and after, and the exception behind any invalid attempt."""

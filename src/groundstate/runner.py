@@ -190,14 +190,21 @@ class BatchRunner:
         return await self._interruptible(lambda: self._start(config), config.concurrency)
 
     async def resume(
-        self, batch_id: str, concurrency: int = 1, *, preflight: bool = True
+        self,
+        batch_id: str,
+        concurrency: int = 1,
+        *,
+        preflight: bool = True,
+        invalid_tasks: Collection[str] = (),
     ) -> BatchResult:
         """Run only the attempts an interrupted batch is missing (on this runner's executor,
         whichever the batch started on: records do not depend on it), after the checks a
         start makes (:meth:`preflight`; ``preflight=False`` skips them: for tests whose
-        faults must reach the batch)."""
+        faults must reach the batch). *invalid_tasks*: tasks that fail validation now and
+        run anyway (``run --resume --allow-invalid``); the batch names them invalid from now
+        on (:meth:`RunStore.add_invalid_tasks`), as those named when it started."""
         return await self._interruptible(
-            lambda: self._resume(batch_id, concurrency, preflight), concurrency
+            lambda: self._resume(batch_id, concurrency, preflight, invalid_tasks), concurrency
         )
 
     async def _interruptible(
@@ -224,10 +231,14 @@ class BatchRunner:
         self.batch_id = batch.batch_id
         return await self._complete(batch, config.concurrency)
 
-    async def _resume(self, batch_id: str, concurrency: int, preflight: bool) -> BatchResult:
+    async def _resume(
+        self, batch_id: str, concurrency: int, preflight: bool, invalid_tasks: Collection[str]
+    ) -> BatchResult:
         batch = self.store.batch(batch_id)
         self.batch_id = batch.batch_id
         check_resumable(batch, self.suite, self.system)
+        if self.store.add_invalid_tasks(batch.batch_id, invalid_tasks):
+            batch = self.store.batch(batch.batch_id)
         return await self._complete(batch, concurrency, verify=True, preflight=preflight)
 
     async def preflight(self, tasks: Collection[str] | None = None) -> None:

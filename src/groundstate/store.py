@@ -135,6 +135,22 @@ END;
 CREATE TRIGGER IF NOT EXISTS batches_deleted AFTER DELETE ON batches BEGIN
     INSERT INTO edits (table_name, change, at) VALUES ('batches', 'delete', datetime('now'));
 END;
+-- tasks found invalid when a batch was resumed with --allow-invalid (append-only): added to
+-- the batch's invalid_tasks as it is read, so they leave the headline as those of its start
+CREATE TABLE IF NOT EXISTS invalid_tasks_added (
+    batch_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (batch_id, task_id)
+);
+CREATE TRIGGER IF NOT EXISTS invalid_tasks_updated AFTER UPDATE ON invalid_tasks_added BEGIN
+    INSERT INTO edits (table_name, change, at) VALUES ('invalid_tasks_added', 'update',
+                                                       datetime('now'));
+END;
+CREATE TRIGGER IF NOT EXISTS invalid_tasks_deleted AFTER DELETE ON invalid_tasks_added BEGIN
+    INSERT INTO edits (table_name, change, at) VALUES ('invalid_tasks_added', 'delete',
+                                                       datetime('now'));
+END;
 -- a batch verified in full: what ``report`` re-checks cheaply instead (groundstate/integrity.py)
 CREATE TABLE IF NOT EXISTS seals (
     batch_id TEXT PRIMARY KEY,
@@ -656,7 +672,7 @@ class RunStore:
                 )
             self._refuse_foreign_database()
             self._refuse_newer_format()
-            if missing := _columns(_current_schema()) - _columns(self._db):
+            if missing := _columns(_current_schema()) - _columns(self._db) - _OPTIONAL:
                 self._db.close()
                 raise StoreError(
                     f"cannot read the run store {self.path}: it was made by an older "
@@ -1038,11 +1054,52 @@ class RunStore:
             )
         if batch_id is None and not rows:
             raise StoreError(f"the run store {self.path} holds no batch yet")
-        return _one(rows, BatchInfo, f"batch {batch_id}", self.path)
+        return self._with_added(_one(rows, BatchInfo, f"batch {batch_id}", self.path))
 
     def batches(self) -> list[BatchInfo]:
         rows = self._query("SELECT record, batch_id FROM batches ORDER BY created_at", ())
-        return [_parse(r[0], BatchInfo, f"batch {r[1]}") for r in rows]
+        added = self._added(None)
+        return [
+            _with_invalid(_parse(r[0], BatchInfo, f"batch {r[1]}"), added.get(r[1], ()))
+            for r in rows
+        ]
+
+    def add_invalid_tasks(self, batch_id: str, tasks: Iterable[str]) -> list[str]:
+        """Name *tasks* invalid in batch *batch_id* from now on (tasks that failed validation
+        when the batch was resumed with ``--allow-invalid``): every figure leaves them out, as
+        those named when it started. Returns the tasks newly named."""
+        named = set(tasks)
+        if not named:
+            return []
+        batch = self.batch(batch_id)
+        added = sorted(named - set(batch.invalid_tasks))
+        if not added:
+            return []
+        now = datetime.now(UTC).isoformat()
+        with self._transaction() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO invalid_tasks_added VALUES (?, ?, ?)",
+                [(batch.batch_id, task_id, now) for task_id in added],
+            )
+        return added
+
+    def _with_added(self, batch: BatchInfo) -> BatchInfo:
+        """*batch* with the invalid tasks its resumes added (:meth:`add_invalid_tasks`)."""
+        return _with_invalid(batch, self._added(batch.batch_id).get(batch.batch_id, ()))
+
+    def _added(self, batch_id: str | None) -> dict[str, list[str]]:
+        """The tasks resumes named invalid, by batch (of *batch_id*, or of every batch)."""
+        where, params = ("WHERE batch_id = ?", (batch_id,)) if batch_id else ("", ())
+        try:
+            rows = self._db.execute(
+                f"SELECT batch_id, task_id FROM invalid_tasks_added {where}", params
+            ).fetchall()
+        except sqlite3.OperationalError:  # a read-only store made before the table: none
+            return {}
+        added: dict[str, list[str]] = {}
+        for batch, task_id in rows:
+            added.setdefault(batch, []).append(task_id)
+        return added
 
     def batch_summaries(self) -> list[BatchSummary]:
         """Every batch, oldest first, with its stored and expected attempts and its status."""
@@ -1476,6 +1533,20 @@ def _migrate(db: sqlite3.Connection) -> None:
                 except sqlite3.OperationalError as exc:  # another process migrated first
                     if "duplicate column" not in str(exc):
                         raise
+
+
+def _with_invalid(batch: BatchInfo, added: Iterable[str]) -> BatchInfo:
+    """*batch* naming the tasks in *added* invalid too (as a resume found them)."""
+    invalid = sorted({*batch.invalid_tasks, *added})
+    if invalid == sorted(batch.invalid_tasks):
+        return batch
+    return batch.model_copy(update={"invalid_tasks": invalid})
+
+
+_OPTIONAL = {"invalid_tasks_added.batch_id", "invalid_tasks_added.task_id",
+             "invalid_tasks_added.created_at"}  # fmt: skip
+"""Columns a store made before them is read without (a read-only one cannot gain them):
+without that table, no resume added an invalid task."""
 
 
 @functools.cache

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.exports import ExportFormat
     from groundstate.importers import ImportReport
 
-IMPORT_FORMATS = ("csv", "jsonl", "tau-bench", "tau2-bench", "inspect")
+IMPORT_FORMATS = ("csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench")
 """``groundstate.importers.FORMATS``, spelled here so that ``--help`` need not import the
 importers (tests/test_startup.py holds the two equal)."""
 
@@ -46,8 +46,8 @@ EXPORT_FORMATS = ("jsonl", "csv", "inspect")
     default="agent",
     show_default=True,
     help="Attempts that ended in an exception the file does not attribute (τ-bench "
-    "info.error, Inspect sample errors): count against the system (agent_failure/crashed) "
-    "or as invalid (environment_failure/harness_error).",
+    "info.error, Inspect sample errors, SWE-bench error_ids): count against the system "
+    "(agent_failure/crashed) or as invalid (environment_failure/harness_error).",
 )
 @click.option(
     "--scorer",
@@ -67,7 +67,7 @@ def import_results_command(
     store: Path,
 ) -> None:
     """Store results made by another harness as a batch: our CSV/JSONL rows, τ-bench or
-    τ²-bench results, or an Inspect AI log (.eval or .json).
+    τ²-bench results, an Inspect AI log (.eval or .json), or a SWE-bench run report.
 
     Every row is checked before anything is stored (a problem is named as file:line: field:
     reason, exit 2); warnings (ignored columns, values that could not be mapped) go to
@@ -87,8 +87,10 @@ def import_results_command(
     if report.already_stored:
         click.echo("already imported (same file, name and options): nothing stored again")
     else:
+        reruns = report.runs - report.attempts
+        tries = f" in {report.runs} tries ({reruns} reruns)" if reruns > 0 else ""
         click.echo(
-            f"imported {report.runs} attempts of {report.tasks} tasks as {name!r} "
+            f"imported {report.attempts} attempts{tries} of {report.tasks} tasks as {name!r} "
             f"({report.format}, {report.seconds:.1f} s)"
         )
     click.echo(f"attempt labels: {one_line(report.attempt_labels)}")

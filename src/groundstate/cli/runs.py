@@ -512,7 +512,10 @@ def _run_batch(
         runner.on_run = on_run
         if resume_id is None:
             return asyncio.run(runner.start(config))
-        return asyncio.run(runner.resume(resume_id, config.concurrency))
+        # tasks found invalid since the batch started leave its figures, as at a start
+        return asyncio.run(
+            runner.resume(resume_id, config.concurrency, invalid_tasks=config.invalid_tasks)
+        )
 
 
 def _write_batch_html(

@@ -5,7 +5,8 @@ Formats (``--format``, or detected from the file):
 - ``csv`` / ``jsonl``: our row format, one attempt per row (:mod:`.table`);
 - ``tau-bench``: τ-bench (v1) results, a JSON list of ``{task_id, reward, info, traj, trial}``;
 - ``tau2-bench``: τ²-bench results, ``{info, tasks, simulations: [...]}``;
-- ``inspect``: Inspect AI logs, ``.eval`` archives or ``.json`` logs.
+- ``inspect``: Inspect AI logs, ``.eval`` archives or ``.json`` logs;
+- ``swe-bench``: SWE-bench run reports (``resolved_ids``, ``unresolved_ids``, ...).
 
 An imported batch has no traces or states: statistics and comparisons apply to it, state
 checks do not. How each format's verdicts and ends map onto our terminal reasons, and what is
@@ -34,12 +35,13 @@ from groundstate.importers.rows import (
     not_utf8,
     read_json,
 )
+from groundstate.importers.swebench import SweBenchSource
 from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
 from groundstate.store import BatchInfo, RunStore
 
-Format = Literal["csv", "jsonl", "tau-bench", "tau2-bench", "inspect"]
-FORMATS: tuple[Format, ...] = ("csv", "jsonl", "tau-bench", "tau2-bench", "inspect")
+Format = Literal["csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench"]
+FORMATS: tuple[Format, ...] = ("csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench")
 
 
 class ImportOptions(BaseModel):
@@ -64,13 +66,16 @@ def open_source(path: Path, options: ImportOptions | None = None) -> ResultSourc
         return TauSource(path, options.errors)
     if kind == "tau2-bench":
         return Tau2Source(path)
+    if kind == "swe-bench":
+        return SweBenchSource(path, options.errors)
     return InspectSource(path, options.errors, options.scorer)
 
 
 def detect_format(path: Path) -> Format:
     """The format of *path*: by suffix for row files and archives, else by its first bytes
     (``[``: τ-bench; an object with ``simulations``: τ²-bench; with ``eval`` and ``samples``:
-    an Inspect log; one object per line: JSON Lines)."""
+    an Inspect log; with ``resolved_ids`` and ``unresolved_ids``: a SWE-bench run report; one
+    object per line: JSON Lines)."""
     named = _named_format(path)
     if named is not None:
         return named
@@ -122,6 +127,8 @@ def _sniff(path: Path) -> Format:
     except (ValueError, RecursionError):
         row = None  # a JSON document over several lines: look inside it
     if isinstance(row, dict) and not {"simulations", "simulation_index", "samples"} & set(row):
+        if set(row) >= SWE_BENCH_KEYS and "task_id" not in row:  # a report on one line
+            return "swe-bench"
         _refuse_foreign(path, row)
         return "jsonl"
     return _document_format(path)
@@ -149,14 +156,18 @@ def _document_format(path: Path) -> Format:
         return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
     if isinstance(data, dict) and "eval" in data and "samples" in data:
         return "inspect"
+    if isinstance(data, dict) and set(data) >= SWE_BENCH_KEYS:
+        return "swe-bench"
     _refuse_foreign(path, data)
     raise SpecError(
         path, None, "cannot tell its format: give --format (" + ", ".join(FORMATS) + ")"
     )
 
 
+SWE_BENCH_KEYS = frozenset({"resolved_ids", "unresolved_ids"})
+"""What marks a SWE-bench run report (``make_run_report``'s lists)."""
+
 FOREIGN = (
-    ({"resolved_ids", "unresolved_ids"}, "a SWE-bench harness report"),
     ({"resolved", "tests_status"}, "a SWE-bench instance report"),
     ({"trial_name", "task_name"}, "a Harbor trial result"),
     ({"n_total_trials", "stats"}, "a Harbor job result"),
@@ -209,6 +220,7 @@ LOOKS = {
     "tau-bench": "τ-bench results (a JSON list): give --format tau-bench",
     "tau2-bench": "τ²-bench results (an object with simulations): give --format tau2-bench",
     "inspect": "an Inspect AI log: give --format inspect",
+    "swe-bench": "a SWE-bench run report: give --format swe-bench",
 }
 """What a file that another reader refused looks like, by its content."""
 

@@ -43,9 +43,11 @@ class ImportReport(BaseModel):
 
     batch: BatchInfo
     format: str
-    """``csv``, ``jsonl``, ``tau-bench``, ``tau2-bench`` or ``inspect``."""
+    """``csv``, ``jsonl``, ``tau-bench``, ``tau2-bench``, ``inspect`` or ``swe-bench``."""
     runs: int
     """Run records stored (retries included)."""
+    attempts: int = 0
+    """Attempts the records make (a rerun of an invalid try is the same attempt again)."""
     tasks: int
     attempt_labels: str
     """How the file's attempt labels became attempt numbers."""
@@ -72,6 +74,8 @@ class _Task:
     weight: float | None = None
     horizon: int | None = None
     slices: tuple[str, ...] | None = None
+    invalid: bool | None = None
+    """Failed validation and ran anyway (the batch's ``invalid_tasks``)."""
     attempts: int = 0
     """Attempts: rows that are first tries (``retry`` 0), and attempts given only by reruns."""
     last: tuple[Any, ...] = ()
@@ -87,13 +91,17 @@ class _Task:
             setattr(self, name, value)
             self.lines[name] = line
         elif held != value:
-            column = {"revision": "task_revision", "slices": "slice_labels"}.get(name, name)
+            column = _COLUMN_OF.get(name, name)
             raise SpecError(
                 source.place(line),
                 column,
                 f"{value!r} contradicts {held!r} given for the same task "
                 f"{_at(source, self.lines[name])} (a task has one {column})",
             )
+
+
+_COLUMN_OF = {"revision": "task_revision", "slices": "slice_labels", "invalid": "invalid_task"}
+"""The row format's column of each task attribute, for a conflict's message."""
 
 
 @dataclass
@@ -121,12 +129,10 @@ class _Plan:
         task = self.tasks.get(row.task_id)
         if task is None:
             task = self.tasks[row.task_id] = _Task()
-        declared = (row.task_revision, row.weight, row.horizon, row.slice_labels)
+        declared = (row.task_revision, row.weight, row.horizon, row.slice_labels, row.invalid_task)
         if declared != task.last:  # the usual row repeats its task's last: nothing to check
-            task.declare(source, row.line, "revision", row.task_revision)
-            task.declare(source, row.line, "weight", row.weight)
-            task.declare(source, row.line, "horizon", row.horizon)
-            task.declare(source, row.line, "slices", row.slice_labels)
+            for name, value in zip(_DECLARED, declared, strict=True):
+                task.declare(source, row.line, name, value)
             task.last = declared
         task.attempts += row.retry == 0
         if isinstance(row.label, int):
@@ -140,6 +146,10 @@ class _Plan:
             self.mapped[row.mapped] += 1
         if row.unmapped:
             self.unmapped[row.unmapped] += 1
+
+
+_DECLARED = ("revision", "weight", "horizon", "slices", "invalid")
+"""What a row declares about its task, in the order :meth:`_Plan.add` reads it."""
 
 
 class _Attempts:
@@ -246,11 +256,12 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
 _SPOOL_CHUNK = 4096
 """Rows per ``marshal`` record in the spool (one call per row costs more than the row)."""
 _Kept = tuple[
-    int, str, int | str, int, str, bool, float | None, float, float, dict[str, Any] | None,
-    float | None,
+    int, str, int | str, int, str, bool, float | None, float | None, float | None,
+    dict[str, Any] | None, float | None, tuple[int, int] | None,
 ]  # fmt: skip
 """What pass 2 needs of a row: line, task id, label, retry, terminal reason, success,
-partial score, cost, latency, origin, reward (a plain tuple: ``marshal`` writes it fast)."""
+partial score, cost, latency, origin, reward, tokens (a plain tuple: ``marshal`` writes it
+fast)."""
 
 
 def _rerun_only(kept: Iterator[_Kept], reruns: set[tuple[str, int | str]]) -> Counter[str]:
@@ -268,7 +279,7 @@ def _kept(row: ImportedRow) -> _Kept:
     origin = None if row.origin is None else recordable(row.origin)
     return (
         row.line, row.task_id, row.label, row.retry, row.terminal_reason, row.success,
-        row.partial_score, row.cost, row.latency, origin, row.reward,
+        row.partial_score, row.cost, row.latency, origin, row.reward, row.tokens,
     )  # fmt: skip
 
 
@@ -313,6 +324,7 @@ def _batch(source: ResultSource, name: str, plan: _Plan, taken: set[str]) -> Bat
         task_weights={t: p.weight or 1.0 for t, p in tasks.items()},
         task_slices={t: list(p.slices or ()) for t, p in tasks.items()},
         task_horizons={t: p.horizon for t, p in tasks.items() if p.horizon is not None},
+        invalid_tasks=sorted(t for t, p in tasks.items() if p.invalid),
         source="imported",
     )
 
@@ -379,6 +391,7 @@ def _records(
         latency,
         origin,
         reward,
+        tokens,
     ) in kept:
         if graded and partial is None:
             partial = _credit(reward, success, reason)
@@ -396,9 +409,9 @@ def _records(
             status = _ENCODER.encode({"attempt_label": label, "imported": True, "origin": origin})
         values = (  # encoded, in _VARYING's order
             str(attempt),
-            repr(cost),
+            _amount(cost),
             status,
-            repr(latency),
+            _amount(latency),
             "null" if partial is None else repr(partial),
             str(retry),
             f'"{run_id}"',  # hex: nothing to escape
@@ -406,6 +419,7 @@ def _records(
             encode_basestring_ascii(task_id),
             str(revisions[task_id]),
             encode_basestring_ascii(reason),
+            _NO_USAGE if tokens is None else _USAGE % tokens,
         )
         yield StoredRun(run_id, task_id, attempt, retry, reason, success, text.render(values))
     columns.add(outcomes)
@@ -461,7 +475,7 @@ _COLUMN_CHUNK = 50_000
 
 _VARYING = (
     "attempt", "cost", "infrastructure_status", "latency", "partial_score", "retry", "run_id",
-    "success", "task_id", "task_revision", "terminal_reason",
+    "success", "task_id", "task_revision", "terminal_reason", "usage",
 )  # fmt: skip
 """The fields of an imported record that vary by row, in sorted order: the order in which
 the canonical text holds them."""
@@ -490,6 +504,16 @@ class _RecordText:
 
     def render(self, values: tuple[str, ...]) -> str:
         return self._format % values
+
+
+_USAGE = '{"input_tokens":%d,"output_tokens":%d}'
+_NO_USAGE = _USAGE % (0, 0)
+"""``AgentRun.usage`` as the store encodes it (a file that counts no tokens: the default)."""
+
+
+def _amount(value: float | None) -> str:
+    """A cost or latency as JSON: ``null`` when the file gives none (not known, never 0)."""
+    return "null" if value is None else repr(value)
 
 
 def _scalar(value: int | str) -> str:
@@ -565,6 +589,7 @@ def _report(
         batch=batch,
         format=source.format,
         runs=stored,
+        attempts=sum(counts),
         tasks=len(plan.tasks),
         attempt_labels=attempts.rule,
         mapped=dict(sorted(plan.mapped.items())),

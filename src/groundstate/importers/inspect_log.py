@@ -29,6 +29,7 @@ from groundstate.importers.rows import (
     ImportedRow,
     amount,
     as_reward,
+    count,
     integer,
     mapping,
     parse_json,
@@ -80,6 +81,9 @@ read by its rules with a warning (a log without one is read as Inspect reads it:
 OWN_METADATA = "groundstate"
 """The sample metadata key under which ``groundstate export --format inspect`` keeps a run's
 own verdict; when present it is read back as is."""
+EARLIER_TRIES = "earlier_tries"
+"""The key, in :data:`OWN_METADATA`, of the invalid tries the run reran (in the row format):
+read back instead of the sample's ``error_retries``, which say less (no reason, cost)."""
 
 
 @dataclass
@@ -163,6 +167,11 @@ class InspectSource:
             self._read = index
             sample = mapping(where, "sample", sample)
             row = self._row(where, index, sample)
+            own = _own(sample)
+            if own is not None and isinstance(own.get(EARLIER_TRIES), list):
+                yield from _earlier_tries(where, row, own[EARLIER_TRIES])
+                yield row
+                continue
             retried = _retried_errors(where, sample.get("error_retries"))
             for retry, message in enumerate(retried):
                 yield ImportedRow(
@@ -261,6 +270,7 @@ class InspectSource:
             "label": integer(where, "epoch", sample.get("epoch")),
             "latency": _seconds(where, sample.get("total_time")),
             "cost": _cost(where, sample.get("model_usage")),
+            "tokens": _tokens(where, sample.get("model_usage")),
         }
         invalidation = sample.get("invalidation")
         if invalidation is not None:
@@ -271,12 +281,8 @@ class InspectSource:
                 origin={"invalidation": {k: marked.get(k) for k in ("author", "reason")}},
                 mapped=f"invalidation -> {INVALIDATED}",
             )  # fmt: skip
-        own = (
-            sample.get("metadata", {}).get(OWN_METADATA)
-            if isinstance(sample.get("metadata"), dict)
-            else None
-        )
-        if isinstance(own, dict):
+        own = _own(sample)
+        if own is not None:
             return _own_row(where, common, own)
         error = sample.get("error")
         if raised(error):
@@ -428,6 +434,23 @@ def _scorer_name(scorer: str, scores: dict[str, Any]) -> str:
     return name if dot and scorer not in scores and name in scores else scorer
 
 
+def _own(sample: dict[str, Any]) -> dict[str, Any] | None:
+    """The verdict ``groundstate export`` kept in the sample's metadata, if any."""
+    metadata = sample.get("metadata")
+    own = metadata.get(OWN_METADATA) if isinstance(metadata, dict) else None
+    return own if isinstance(own, dict) else None
+
+
+def _earlier_tries(where: str, row: ImportedRow, tries: list[Any]) -> Iterator[ImportedRow]:
+    """The invalid tries an exported run reran, read by the row format's rules."""
+    for index, given in enumerate(tries):
+        place = f"{where}: metadata.{OWN_METADATA}.{EARLIER_TRIES}[{index}]"
+        columns = {k: v for k, v in mapping(place, "try", given).items() if k in COLUMNS}
+        columns.update(task_id=row.task_id, attempt=row.label)
+        earlier = parse_row(place, row.line, columns)
+        yield replace(earlier, mapped="groundstate verdict -> kept")
+
+
 def _own_row(where: str, common: dict[str, Any], own: dict[str, Any]) -> ImportedRow:
     """A sample written by ``groundstate export``: its verdict is ours already, in the row
     format's columns, read by the row format's own rules (a weight of -1 or a retry of -3
@@ -461,20 +484,52 @@ def _reward(where: str, name: str | None, value: Any) -> float:
     )
 
 
-def _cost(where: str, usage: Any) -> float:
+def _cost(where: str, usage: Any) -> float | None:
     """The sample's cost: the ``total_cost`` of each model it used (Inspect's ``ModelUsage``,
-    in dollars, as its ``cost_limit`` counts it); 0 when the log gives none (older logs, or a
-    model without prices)."""
-    total = 0.0
-    for model, used in mapping(where, "model_usage", usage).items():
-        price = used.get("total_cost") if isinstance(used, dict) else None
-        if price is not None:
-            total += amount(where, f"model_usage.{model}.total_cost", price)
-    return total
+    in dollars, as its ``cost_limit`` counts it). Not known (``None``, never 0) when the log
+    gives no ``model_usage`` or a model it used has no price (older logs, a model without
+    prices): a sum over the priced models only would understate it."""
+    prices = [
+        None if price is None else amount(where, f"model_usage.{model}.total_cost", price)
+        for model, used in mapping(where, "model_usage", usage).items()
+        for price in [used.get("total_cost") if isinstance(used, dict) else None]
+    ]
+    if usage is None or None in prices:
+        return None
+    return sum(price for price in prices if price is not None)
 
 
-def _seconds(where: str, value: Any) -> float:
-    return 0.0 if value is None else amount(where, "total_time", value)
+def _tokens(where: str, usage: Any) -> tuple[int, int] | None:
+    """Input and output tokens over the models the sample used (``ModelUsage``); ``None``
+    when the log counts none. Input tokens include cached ones, as our own adapters count
+    them: Inspect's ``input_tokens`` leaves out cache reads and writes for some providers
+    (Anthropic's) and not for others (OpenAI's), so they are ``total_tokens`` less the
+    output, or without a total the input plus the cache counts."""
+    counted = [
+        (f"model_usage.{model}", used)
+        for model, used in mapping(where, "model_usage", usage).items()
+        if isinstance(used, dict)
+    ]
+    if not counted:
+        return None
+    pairs = [_model_tokens(where, name, used) for name, used in counted]
+    return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+
+
+def _model_tokens(where: str, name: str, used: dict[str, Any]) -> tuple[int, int]:
+    output = count(where, f"{name}.output_tokens", used.get("output_tokens"))
+    total = count(where, f"{name}.total_tokens", used.get("total_tokens"))
+    if total >= output and total > 0:
+        return total - output, output
+    cached = sum(
+        count(where, f"{name}.{key}", used.get(key))
+        for key in ("input_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
+    )
+    return cached, output
+
+
+def _seconds(where: str, value: Any) -> float | None:
+    return None if value is None else amount(where, "total_time", value)
 
 
 ARCHIVE_ERRORS = (

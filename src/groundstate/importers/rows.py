@@ -60,8 +60,12 @@ class ImportedRow:
     1-based; text labels are kept as text)."""
     success: bool
     terminal_reason: str
-    cost: float = 0.0
-    latency: float = 0.0
+    cost: float | None = None
+    """Dollars; ``None`` when the file gives none (not known: never stored as 0)."""
+    latency: float | None = None
+    """Seconds; ``None`` when the file gives none."""
+    tokens: tuple[int, int] | None = None
+    """(input, output) tokens of the system's model calls, when the file counts them."""
     partial_score: float | None = None
     """A partial reward in [0, 1], kept beside ``success``, never instead of it."""
     reward: float | None = None
@@ -74,6 +78,9 @@ class ImportedRow:
     weight: float | None = None
     horizon: int | None = None
     slice_labels: tuple[str, ...] | None = None
+    invalid_task: bool | None = None
+    """The task failed validation and ran anyway (a batch's ``invalid_tasks``, as an export
+    writes it): reported apart, in no figure."""
     origin: dict[str, Any] | None = None
     """What the file said that has no field of ours (the original terminal value, an error
     message); stored in the run's ``infrastructure_status``."""
@@ -273,6 +280,24 @@ def integer(where: str, name: str, value: Any) -> int:
 
 def amount(where: str, name: str, value: Any) -> float:
     return checked(where, name, as_amount, value)
+
+
+def count(where: str, name: str, value: Any) -> int:
+    """A token count: an integer not below 0; a count the file leaves out (``None``) is 0."""
+    if value is None:
+        return 0
+    result = integer(where, name, value)
+    if result < 0:
+        raise SpecError(where, name, f"must not be negative, got {value!r}")
+    return result
+
+
+def token_lists(where: str, name: str, value: Any) -> int:
+    """A token count given as one integer or, as τ-bench's first agents kept it, a list of
+    one per model call."""
+    if isinstance(value, list):
+        return sum(count(where, f"{name}[{i}]", v) for i, v in enumerate(value))
+    return count(where, name, value)
 
 
 def read_json(path: Path) -> Any:

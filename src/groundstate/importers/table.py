@@ -2,9 +2,10 @@
 
 Columns: ``task_id``, ``attempt`` (the label as given: ``0``, ``1``, ``"trial-a"``) and
 ``success`` are required; ``terminal_reason``, ``cost``, ``latency``, ``partial_score``,
-``retry``, ``slice_labels`` (a JSON list or ``a;b`` text), ``task_revision``, ``weight`` and
-``horizon`` are optional. A blank cell (or JSON ``null``) is "not given". Rows are read one at
-a time, so a file of any length is imported in bounded memory.
+``retry``, ``slice_labels`` (a JSON list or ``a;b`` text), ``task_revision``, ``weight``,
+``horizon``, ``input_tokens``, ``output_tokens`` and ``invalid_task`` are optional. A blank
+cell (or JSON ``null``) is "not given". Rows are read one at a time, so a file of any length
+is imported in bounded memory.
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ COLUMNS = (
     "task_revision",
     "weight",
     "horizon",
+    "input_tokens",
+    "output_tokens",
+    "invalid_task",
 )
 """Every column the row format reads, in the order ``export`` writes them."""
 _TRUE = frozenset({"true", "1", "1.0", "yes"})
@@ -187,16 +191,25 @@ def _row(where: str, line: int, cells: Iterable[_Cell]) -> ImportedRow:
         label=fields["attempt"],
         success=success,
         terminal_reason=check_reason(where, reason, success),
-        cost=fields.get("cost", 0.0),
-        latency=fields.get("latency", 0.0),
+        cost=fields.get("cost"),
+        latency=fields.get("latency"),
+        tokens=_tokens(fields),
         partial_score=fields.get("partial_score"),
         retry=fields.get("retry", 0),
         task_revision=fields.get("task_revision"),
         weight=fields.get("weight"),
         horizon=fields.get("horizon"),
         slice_labels=fields.get("slice_labels"),
+        invalid_task=fields.get("invalid_task"),
         ignored=tuple(ignored),
     )
+
+
+def _tokens(fields: dict[str, Any]) -> tuple[int, int] | None:
+    """(input, output) tokens when the row counts either (the other then 0)."""
+    if "input_tokens" not in fields and "output_tokens" not in fields:
+        return None
+    return fields.get("input_tokens", 0), fields.get("output_tokens", 0)
 
 
 def _task_id(value: Any) -> str:
@@ -268,5 +281,8 @@ _FIELDS: dict[str, Callable[[Any], Any]] = {
     "task_revision": _at_least(0),
     "weight": _positive,
     "horizon": _at_least(1),
+    "input_tokens": _at_least(0),
+    "output_tokens": _at_least(0),
+    "invalid_task": _boolean,
 }
 """How each column is read; its ``ValueError`` becomes ``file:line: column: reason``."""

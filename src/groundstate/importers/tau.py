@@ -28,6 +28,7 @@ from groundstate.importers.rows import (
     as_number,
     as_reward,
     checked,
+    count,
     integer,
     mapping,
     raised,
@@ -35,6 +36,7 @@ from groundstate.importers.rows import (
     reward_kind,
     reward_verdict,
     task_key,
+    token_lists,
 )
 
 TAU2_ENDS: dict[str, str | None] = {
@@ -108,6 +110,7 @@ class TauSource:
             "label": label,
             "unmapped": unlabelled,
             "cost": _usage_cost(where, info.get("usage")),
+            "tokens": _usage_tokens(where, info.get("usage")),
         }
         if raised(info.get("error")):
             error = str(info["error"])
@@ -151,11 +154,22 @@ CONTEXT_WINDOW = "harness_compatibility_failure/context_window"
 stopped on it, writing it to ``info.error``; as τ² has its own ``context_window_exceeded``)."""
 
 
-def _usage_cost(where: str, usage: Any) -> float:
+def _usage_cost(where: str, usage: Any) -> float | None:
     """The agent's cost as τ-bench's first agents kept it (``info.usage.total_price``, in
-    dollars); later versions write no agent cost (0 here, as unknown)."""
+    dollars); later versions write no agent cost (``None``: not known, never 0)."""
     price = usage.get("total_price") if isinstance(usage, dict) else None
-    return 0.0 if price is None else amount(where, "info.usage.total_price", price)
+    return None if price is None else amount(where, "info.usage.total_price", price)
+
+
+def _usage_tokens(where: str, usage: Any) -> tuple[int, int] | None:
+    """The agent's tokens as τ-bench's first agents kept them (``info.usage``'s
+    ``prompt_tokens`` and ``completion_tokens``, a list of one count per model call)."""
+    if not isinstance(usage, dict) or not {"prompt_tokens", "completion_tokens"} & set(usage):
+        return None
+    return (
+        token_lists(where, "info.usage.prompt_tokens", usage.get("prompt_tokens")),
+        token_lists(where, "info.usage.completion_tokens", usage.get("completion_tokens")),
+    )
 
 
 CONTEXT_ERRORS = ("context_length_exceeded", "ContextWindowExceededError")
@@ -389,11 +403,39 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         terminal_reason=reason,
         partial_score=partial,
         reward=None if reason == "grader_failure" else reward,  # else τ²'s own 0 for its error
-        cost=0.0 if cost is None else amount(where, "agent_cost", cost),
-        latency=0.0 if duration is None else amount(where, "duration", duration),
+        cost=None if cost is None else amount(where, "agent_cost", cost),
+        latency=None if duration is None else amount(where, "duration", duration),
+        tokens=_agent_tokens(where, item.get("messages")),
         origin={"simulation_id": item.get("id"), "termination_reason": end, "reward": reward},
         mapped=f"{end} (reward {'none' if reward is None else reward_kind(reward)}) -> {reason}",
         unmapped="; ".join(note for note in (unmapped, unlabelled) if note) or None,
+    )
+
+
+def _agent_tokens(where: str, messages: Any) -> tuple[int, int] | None:
+    """The agent's tokens: the ``usage`` (``prompt_tokens``, ``completion_tokens``) of each
+    assistant message, as τ² records each model call (the user simulator's are its own);
+    ``None`` when no assistant message counts any."""
+    if not isinstance(messages, list):
+        return None
+    used = [
+        (index, message["usage"])
+        for index, message in enumerate(messages)
+        if isinstance(message, dict)
+        and message.get("role") == "assistant"
+        and isinstance(message.get("usage"), dict)
+    ]
+    if not used:
+        return None
+    return (
+        sum(
+            count(where, f"messages[{i}].usage.prompt_tokens", u.get("prompt_tokens"))
+            for i, u in used
+        ),
+        sum(
+            count(where, f"messages[{i}].usage.completion_tokens", u.get("completion_tokens"))
+            for i, u in used
+        ),
     )
 
 

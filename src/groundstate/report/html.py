@@ -344,6 +344,7 @@ def _header(batch: BatchInfo, summary: Summary, tries: Mapping[str, Any]) -> dic
         "alert": bool(tries.get("flagged", False)),
         "threshold": threshold,
         "cost": tries.get("cost"),
+        "cost_unknown": int(tries.get("cost_unknown", 0)),
         "reruns": total > summary.attempts,
     }
 

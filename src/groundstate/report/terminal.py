@@ -166,7 +166,7 @@ def print_run(console: Console, run: AgentRun) -> None:
     )
     console.print(f"state {_short(run.initial_state_hash)} → {_short(run.final_state_hash)}")
     # As the HTML run view and the report print them: 0.00004 is not "cost 0.0000".
-    console.print(f"cost {amount(run.cost, 4)} · latency {amount(run.latency, 3)}s")
+    console.print(f"cost {_cost(run.cost)} · latency {_seconds(run.latency)}")
     _print_checks(console, "outcome assertions", run.outcome_assertion_results)
     _print_checks(console, "hard constraints", run.constraint_results)
     exception = run.infrastructure_status.get("exception")
@@ -411,7 +411,8 @@ def report_footer(report: dict[str, Any]) -> str:
         )
     if tries["tries"] > report["valid_attempts"] + report["invalid_attempts"]:
         line += (
-            f"\ncost of all tries, reruns included: {_cost(tries['cost'])} (counted attempts: "
+            f"\ncost of all tries, reruns included: {_cost(tries['cost'])}"
+            f"{_unpriced(tries.get('cost_unknown', 0), tries['tries'])} (counted attempts: "
             f"{_cost(summary['cost']['total'])})"
         )
     cost, latency, per_success = summary["cost"], summary["latency"], summary["cost_per_success"]
@@ -421,6 +422,8 @@ def report_footer(report: dict[str, Any]) -> str:
         f"{_cost(per_success)} · latency per attempt: mean {_seconds(latency['mean'])}, "
         f"median {_seconds(latency['median'])}, p90 {_seconds(latency['p90'])}"
     )
+    if unknown := unknown_amounts(summary):
+        line += f"\n{unknown}"
     for limit in k_limit_lines(report):
         line += "\n" + quoted(limit)
     if report["invalid_tasks_run"]:
@@ -487,6 +490,27 @@ def _maybe(value: float | None) -> str:
 
 def _seconds(value: float | None) -> str:
     return "n/a" if value is None else f"{amount(value, 3)}s"
+
+
+def unknown_amounts(summary: dict[str, Any]) -> str:
+    """A line naming the counted attempts whose cost or latency the records do not know (left
+    out of those figures, never counted as 0), or ``""``."""
+    parts = [
+        f"{summary[name].get('unknown', 0)} with no {name}"
+        for name in ("cost", "latency")
+        if summary[name].get("unknown", 0)
+    ]
+    if not parts:
+        return ""
+    return (
+        f"of {summary['attempts']} counted attempts, {' and '.join(parts)} (not known: "
+        "left out of those figures, not counted as 0)"
+    )
+
+
+def _unpriced(unknown: int, tries: int) -> str:
+    """`` (over N of M tries: K with no cost)`` when some tries' cost is not known."""
+    return f" (over {tries - unknown} of {tries} tries: {unknown} with no cost)" if unknown else ""
 
 
 def _cost(value: float | None) -> str:

@@ -36,9 +36,10 @@ class Outcome:
     slice_labels: tuple[str, ...] = ()
     horizon: int | None = None
     """Steps of the task's oracle solution."""
-    cost: float = 0.0
-    latency: float = 0.0
-    """Seconds."""
+    cost: float | None = 0.0
+    """``None``: not known (an import's file gives none)."""
+    latency: float | None = 0.0
+    """Seconds; ``None``: not known."""
     task_revision: str = ""
     """Empty when the task is unversioned (e.g. an import without revisions)."""
     partial_score: float | None = None

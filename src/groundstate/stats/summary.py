@@ -85,11 +85,15 @@ class ViewSummary(_Record):
 @dataclass(frozen=True)
 class Distribution(_Record):
     total: float | None
-    """None when the sum is beyond the largest float (each value finite, their sum not)."""
+    """Over the attempts whose value is known; None when the sum is beyond the largest float
+    (each value finite, their sum not) or no value is known."""
     mean: float | None
-    """None (as the median and p90) when there is no attempt to count."""
+    """None (as the median and p90) when there is no attempt with a known value."""
     median: float | None
     p90: float | None
+    unknown: int = 0
+    """Attempts whose value is not known (an imported file that gives none): left out of
+    every figure above, never counted as 0."""
 
 
 @dataclass(frozen=True)
@@ -278,7 +282,7 @@ def summary_of(
         invalid=invalid_stats(invalid_reasons, attempts),
         cost=distribution(cost),
         latency=distribution(latency),
-        cost_per_success=_finite_sum(cost, successes) if successes else None,
+        cost_per_success=_per_success(cost, successes),
         seed=seed,
         n_boot=n_boot,
         methods=methods(seed, n_boot),
@@ -440,9 +444,14 @@ def distribution(values: FloatArray) -> Distribution:
     Finite values near the float limit (a harness that writes 1e308 for "unknown") overflow
     the plain mean and median to inf, which strict JSON cannot carry: then they are taken
     over values divided by the largest one, which cannot overflow. No values (every task of
-    a batch failed validation): a total of 0 and no mean, median or p90."""
-    if not len(values):
-        return Distribution(0.0, None, None, None)
+    a batch failed validation): a total of 0 and no mean, median or p90. NaN is a value not
+    known (an import's unknown cost or latency): counted in ``unknown``, left out of the rest
+    (averaging it in as 0 would make an unpriced attempt free)."""
+    known = values[~np.isnan(values)]
+    unknown = len(values) - len(known)
+    if not len(known):
+        return Distribution(None if unknown else 0.0, None, None, None, unknown)
+    values = known
     with np.errstate(over="ignore"):
         total = float(np.sum(values))
         spread: tuple[Any, ...] = (np.mean(values), np.median(values), np.percentile(values, 90))
@@ -452,7 +461,15 @@ def distribution(values: FloatArray) -> Distribution:
             spread = tuple(v * scale for v in (np.mean(scaled), np.median(scaled),
                                               np.percentile(scaled, 90)))  # fmt: skip
     mean, median, p90 = (float(v) for v in spread)
-    return Distribution(total if math.isfinite(total) else None, mean, median, p90)
+    return Distribution(total if math.isfinite(total) else None, mean, median, p90, unknown)
+
+
+def _per_success(cost: FloatArray, successes: int) -> float | None:
+    """What the counted attempts cost per valid success; None with no success, or when some
+    attempt's cost is not known (a sum over the others would understate it)."""
+    if not successes or bool(np.isnan(cost).any()):
+        return None
+    return _finite_sum(cost, successes)
 
 
 def _scale(values: FloatArray) -> float:
