@@ -22,7 +22,7 @@ from groundstate import mcp_client, whole_request
 from groundstate.agents.python import load_agent
 from groundstate.errors import JudgeFailure
 from groundstate.grading.model_judge import ask, parse_verdict
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite
 from groundstate.spec.system import UserModel, UserSimulatorSection, load_system
 from groundstate.testing import (
     FunctionAgent,
@@ -33,17 +33,12 @@ from groundstate.testing import (
     attempt,
 )
 
+from .model_harness import _harness, _one
 from .test_mcp_agents import system_file
 from .test_model_users import bank_agent_system, polite_transfer
-from .test_models import RETAIL, model_calls
-from .test_models_adversarial import _harness, _one, completion, limited
+from .test_models import model_calls
+from .test_models_adversarial import completion, limited
 from .test_models_round7 import _judge
-
-
-@pytest.fixture(scope="module")
-def retail() -> Suite:
-    return load_suite(RETAIL)
-
 
 # --- a judge's verdict the agent's words cannot flip ------------------------------------------
 
