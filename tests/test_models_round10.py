@@ -238,7 +238,8 @@ def test_an_answer_larger_than_any_models_is_the_providers_fault(
 def test_a_user_model_answer_larger_than_any_models_is_the_instruments_fault(
     bank: Suite, small_answers: int
 ) -> None:
-    """The SDK reads the body outside its retries: one try, then the user model failed."""
+    """Retried like any malformed answer of the user model (the SDK reads the body outside
+    its own retries), then the user model failed."""
     with OpenAICompatibleServer([Reply(text="x" * (small_answers + 1))] * 2) as server:
         model = UserModel(revision="u", base_url=server.base_url, max_retries=1)
         user = UserSimulatorSection(kind="model", model=model)

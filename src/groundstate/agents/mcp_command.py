@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from groundstate.agents.base import Session, ToolResult
+from groundstate.agents.base import Session, ToolResult, output_text
 from groundstate.errors import HarnessCompatibilityError, SpecError, TimeLimitReached
 from groundstate.returned import text_of
 from groundstate.sandbox import (
@@ -610,10 +610,8 @@ def _amount(args: dict[str, Any], key: str, *, whole: bool) -> float:
 
 
 def _tool_result(result: ToolResult) -> Any:
-    if result.ok:
-        output = result.output
-        text = output if isinstance(output, str) else json.dumps(output, default=str)
-        return _text(text)
+    if result.ok:  # JSON, a string quoted: the program reads back the output's own type
+        return _text(output_text(result.output))
     return _text(f"{result.error_class or 'tool_error'}: {result.error}", error=True)
 
 
