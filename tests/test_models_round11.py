@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import builtins
 import json
+import sys
 import threading
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,13 +23,15 @@ from groundstate.agents.base import ToolResult
 from groundstate.agents.mcp_command import _Bridge
 from groundstate.agents.model_loop import render_result
 from groundstate.agents.python import load_agent
+from groundstate.errors import SpecError
 from groundstate.mcp_client import McpSession
 from groundstate.spec.suite import Suite
-from groundstate.spec.system import UserModel, UserSimulatorSection
+from groundstate.spec.system import UserModel, UserSimulatorSection, load_system
 from groundstate.testing import FunctionAgent, OpenAICompatibleServer, Raw, Reply, attempt
 from groundstate.users import make_user
 
 from .model_harness import PROVIDERS, Provider, _harness
+from .test_mcp_agents import system_file
 from .test_model_users import bank_agent_system, polite_transfer
 from .test_models_adversarial import completion
 from .test_users_adversarial import model_user
@@ -209,3 +213,22 @@ def test_a_model_user_makes_its_first_request_when_built(bank: Suite, warm_ups: 
     make_user(user, bank.tasks["transfer"], seed=1)
     make_user(user, bank.tasks["transfer"], seed=2)
     assert warm_ups == ["/chat/completions"]
+
+
+@pytest.mark.parametrize(
+    ("transport", "missing"),
+    [("stdio", "mcp.server.lowlevel.server"), ("http", "uvicorn")],
+)
+def test_an_mcp_server_that_cannot_be_imported_is_refused_when_the_system_is_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transport: str, missing: str
+) -> None:
+    """``mcp-command`` imported the MCP SDK (and uvicorn) only inside each attempt: without
+    them every attempt ended ``agent_failure/crashed``, a valid failure of the evaluator's
+    making, and with them the first attempt spent its time importing. The server is imported
+    when the system is built, and a missing one is a spec error naming the entry."""
+    command = ["{python}", "-c", "pass"]
+    path = system_file(tmp_path, command, sandbox="none", network="host", transport=transport)
+    system = load_system(path)
+    monkeypatch.setitem(sys.modules, missing, None)  # as if not installed
+    with pytest.raises(SpecError, match=r"orchestration_loop\.entry.*groundstate\[mcp\]"):
+        load_agent(system)
