@@ -24,9 +24,11 @@ from groundstate.agents.mcp_command import _Bridge
 from groundstate.agents.model_loop import render_result
 from groundstate.agents.python import load_agent
 from groundstate.errors import SpecError
+from groundstate.grading import model_judge
 from groundstate.mcp_client import McpSession
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import UserModel, UserSimulatorSection, load_system
+from groundstate.spec.task import JudgeModel
 from groundstate.testing import FunctionAgent, OpenAICompatibleServer, Raw, Reply, attempt
 from groundstate.users import make_user
 
@@ -232,3 +234,16 @@ def test_an_mcp_server_that_cannot_be_imported_is_refused_when_the_system_is_bui
     monkeypatch.setitem(sys.modules, missing, None)  # as if not installed
     with pytest.raises(SpecError, match=r"orchestration_loop\.entry.*groundstate\[mcp\]"):
         load_agent(system)
+
+
+def test_a_judges_sdk_makes_its_first_request_outside_its_time_limit(
+    warm_ups: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The judge's first request imported the SDK's HTTP stack inside the judge's time limit
+    (a grader failure when a loaded machine took long enough). It is warmed up before."""
+    limits: list[int] = []
+    monkeypatch.setattr(model_judge, "time_limit", lambda model: limits.append(len(warm_ups)) or 60)
+    with OpenAICompatibleServer([Reply(text="It names 30.\nVERDICT: PASS")]) as server:
+        judge = JudgeModel(adapter="openai-chat", revision="judge-1", base_url=server.base_url)
+        passed, _ = model_judge.ask(judge, "Is 30 named?")
+    assert passed and limits == [1] and len(server.requests) == 1

@@ -301,6 +301,7 @@ def ask(model: JudgeModel, prompt: str, attempt: str = "") -> tuple[bool, dict[s
         adapter = adapter_for(model)
     except SpecError as exc:
         raise JudgeFailure(f"the judge cannot call its model: {exc.reason}") from None
+    adapter.warm_up()  # the SDK's first request imports its HTTP stack: not in the time limit
     return _run(lambda: _ask(adapter, prompt, attempt), time_limit(model))
 
 
