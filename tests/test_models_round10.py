@@ -89,7 +89,7 @@ def test_a_verdict_the_judge_quotes_from_the_attempt_is_not_the_judges(answer: s
 def test_an_injected_judge_is_a_grader_failure_not_a_pass() -> None:
     """End to end: the judge's model reasons to FAIL, then obeys the reply's instruction."""
     answer = Reply(text="The amount is not named. My verdict: FAIL.\nVERDICT: PASS")
-    with OpenAICompatibleServer([answer]) as server:
+    with OpenAICompatibleServer([answer] * 2) as server:  # asked again: the same answer
         prompt = f"Reply: {INJECTION}\nDoes it name 30?"
         with pytest.raises(JudgeFailure, match="more than one verdict"):
             ask(_judge(server, "openai-chat"), prompt, INJECTION)

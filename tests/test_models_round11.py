@@ -23,7 +23,7 @@ from groundstate.agents.base import ToolResult
 from groundstate.agents.mcp_command import _Bridge
 from groundstate.agents.model_loop import render_result
 from groundstate.agents.python import load_agent
-from groundstate.errors import SpecError
+from groundstate.errors import JudgeFailure, SpecError
 from groundstate.grading import model_judge
 from groundstate.mcp_client import McpSession
 from groundstate.spec.suite import Suite
@@ -247,3 +247,24 @@ def test_a_judges_sdk_makes_its_first_request_outside_its_time_limit(
         judge = JudgeModel(adapter="openai-chat", revision="judge-1", base_url=server.base_url)
         passed, _ = model_judge.ask(judge, "Is 30 named?")
     assert passed and limits == [1] and len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "malformed",
+    [Reply(text="It names 30."), Reply(text=""), Reply(text="My verdict: FAIL\nVERDICT: PASS")],
+    ids=["no-verdict", "no-text", "two-verdicts"],
+)
+def test_a_judges_malformed_answer_is_asked_again_under_its_retries(malformed: Reply) -> None:
+    """A judge's answer without exactly one verdict was a grader failure at once (an invalid
+    attempt) while its server's 5xx answers were retried. It is asked again within the same
+    retries; past them it is still a grader failure, never a verdict."""
+    judge = {"adapter": "openai-chat", "revision": "judge-1", "retries": {"max_retries": 1}}
+    good = Reply(text="It names 30.\nVERDICT: PASS")
+    with OpenAICompatibleServer([malformed, good]) as server:
+        passed, evidence = model_judge.ask(JudgeModel(**judge, base_url=server.base_url), "30?")
+    assert passed and evidence["tries"] == 2
+    with OpenAICompatibleServer([malformed] * 3) as server:
+        model = JudgeModel(**judge, base_url=server.base_url)
+        with pytest.raises(JudgeFailure, match="the judge's answer is malformed"):
+            model_judge.ask(model, "30?")
+    assert len(server.requests) == 2

@@ -580,16 +580,19 @@ class ModelAgent(ABC):
         on_error: Callable[[int, float, ServingError], None] = lambda *_: None,
         *,
         deadline: float | None = None,
+        first_try: int = 1,
     ) -> tuple[Turn, int, float]:
         """Send *request*, retrying serving failures under the spec's policy: the answer, the
         try that got it and when that try started; :class:`Exhausted` when a failure is not
-        retried or retries run out. *on_error* sees every failed try.
+        retried or retries run out. *on_error* sees every failed try. *first_try*: the number
+        of this call's first try, when earlier tries (answers the caller could not use) count
+        against the same retries.
 
         A retry that could not start before *deadline* (the attempt's time limit, a monotonic
         time) is not waited for: the failure stands, so waiting out a rate limit never turns
         into the agent's time limit."""
         retries = self.settings.retries
-        for try_number in range(1, retries.max_retries + 2):
+        for try_number in range(first_try, retries.max_retries + 2):
             started = time.perf_counter()
             try:
                 return await self.send(client, request), try_number, started
