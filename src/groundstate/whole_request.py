@@ -24,7 +24,8 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import suppress
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler
+from socketserver import TCPServer
 from types import ModuleType
 from typing import Any
 
@@ -182,20 +183,20 @@ def warm_up(name: str, request: Callable[[str], object]) -> None:
     process and *name*, on a thread of its own, against a loopback server answering HTTP 500
     at once; how it fails is ignored. Called where an adapter or a user model is built, before
     an attempt's clock starts: the SDK's first request imports its HTTP stack."""
-    with _WARMING:
+    with _WARMING:  # held throughout: an attempt built meanwhile waits for the warm-up
         if name in _WARMED:
             return
         _WARMED.add(name)
-    with suppress(OSError):  # no loopback socket: the first attempt pays, as before
-        server = HTTPServer(("127.0.0.1", 0), _Refusing)
-        serving = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-        serving.start()
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        asking = threading.Thread(target=_quietly, args=(request, url), daemon=True)
-        asking.start()
-        asking.join(WARM_UP_SECONDS)
-        server.shutdown()
-        server.server_close()
+        with suppress(OSError):  # no loopback socket: the first attempt pays, as before
+            server = TCPServer(("127.0.0.1", 0), _Refusing)  # HTTPServer looks its name up
+            serving = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+            serving.start()
+            url = f"http://127.0.0.1:{server.server_address[1]}"
+            asking = threading.Thread(target=_quietly, args=(request, url), daemon=True)
+            asking.start()
+            asking.join(WARM_UP_SECONDS)
+            server.shutdown()
+            server.server_close()
 
 
 def _quietly(request: Callable[[str], object], url: str) -> None:
