@@ -268,3 +268,16 @@ def test_a_judges_malformed_answer_is_asked_again_under_its_retries(malformed: R
         with pytest.raises(JudgeFailure, match="the judge's answer is malformed"):
             model_judge.ask(model, "30?")
     assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("content", [None, "", "  "])
+def test_a_user_models_refusal_beside_blank_content_is_said(bank: Suite, content: Any) -> None:
+    """A refusal sent with ``content: ""`` (not null) failed as "its answer is empty ('')",
+    the refusal itself dropped from the evidence."""
+    refused = completion({"content": content, "refusal": "I can't play a customer."})
+    with OpenAICompatibleServer([Raw(refused)]) as server:
+        system = bank_agent_system(_retries(server, tries=1))
+        run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
+    assert run.terminal_reason == "environment_failure/user_simulator"
+    message = str(run.infrastructure_status["exception"]["message"])
+    assert 'its answer has no text (it refused: "I can\'t play a customer.") (1 try)' in message

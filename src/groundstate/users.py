@@ -244,8 +244,10 @@ class ModelUser(TurnLimit):
             AnswerTooLarge,  # read outside the SDK's retries
         ) as exc:
             raise _Malformed(f"{type(exc).__name__}: {exc}") from None
-        if not isinstance(text, str):
-            why = f" (it refused: {refusal!r})" if isinstance(refusal, str) and refusal else ""
+        refused = refusal if isinstance(refusal, str) and refusal else None
+        if not isinstance(text, str) or (refused and not text.strip()):
+            # a refusal beside blank content too: said, not read as an empty answer
+            why = f" (it refused: {refused!r})" if refused else ""
             raise _Malformed(f"its answer has no text{why}")
         return text
 
