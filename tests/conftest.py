@@ -15,6 +15,9 @@ from hypothesis import settings
 from groundstate.bindings import HARNESS
 from groundstate.spec.suite import Suite, load_suite
 
+# The model adapters' tests share these fixtures (the retail suite, one provider's harness).
+from tests.model_harness import anthropic_harness, openai_harness, retail  # noqa: F401
+
 # Property tests assert behaviour, not speed: Hypothesis's per-example deadline (200 ms) fails
 # examples at random on a shared, loaded machine. Speed targets live in bench/.
 settings.register_profile("groundstate", deadline=None)

@@ -17,20 +17,17 @@ from groundstate.agents.base import ToolResult, ToolSpec
 from groundstate.agents.model_loop import ModelAgent, cost_of, kind_of_status
 from groundstate.agents.python import load_agent
 from groundstate.analysis import summarize_batch, tries
-from groundstate.episode import AttemptOutput
 from groundstate.errors import AgentGaveUp, EnvironmentFailure, ModelServingFailure, SpecError
 from groundstate.records import AgentRun
 from groundstate.report.html import render_batch
 from groundstate.report.terminal import print_run
 from groundstate.runner import BatchConfig, run_batch
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite
 from groundstate.spec.system import Prices, SystemSpec, load_system
 from groundstate.store import RunStore
 from groundstate.testing import (
-    AnthropicCompatibleServer,
     Fail,
     FunctionAgent,
-    OpenAICompatibleServer,
     Raw,
     Reply,
     ScriptedModelServer,
@@ -51,44 +48,15 @@ from groundstate.trace import (
 )
 from groundstate.validation.regress import observed_steps
 
-from .conftest import EXAMPLES
-
-RETAIL = EXAMPLES / "retail"
-SYSTEMS = EXAMPLES / "systems"
-TASK = "refund-socks"
-KEYS = {"OPENAI_API_KEY": "sk-test-secret-123", "ANTHROPIC_API_KEY": "sk-ant-test-secret-456"}
-
-
-@dataclasses.dataclass(frozen=True)
-class Provider:
-    name: str
-    system_file: Path
-    server: type[ScriptedModelServer]
-    base_url_env: str
-    key_env: str
-
-
-PROVIDERS = [
-    Provider(
-        "openai",
-        SYSTEMS / "openai-compatible.yaml",
-        OpenAICompatibleServer,
-        "GROUNDSTATE_OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-    ),
-    Provider(
-        "anthropic",
-        SYSTEMS / "anthropic.yaml",
-        AnthropicCompatibleServer,
-        "GROUNDSTATE_ANTHROPIC_BASE_URL",
-        "ANTHROPIC_API_KEY",
-    ),
-]
-
-
-@pytest.fixture(scope="module")
-def retail() -> Suite:
-    return load_suite(RETAIL)
+from .model_harness import (
+    KEYS,
+    PROVIDERS,
+    SYSTEMS,
+    TASK,
+    Harness,
+    Provider,
+    with_model,
+)
 
 
 @pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
@@ -96,43 +64,6 @@ def provider(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     for name, value in KEYS.items():
         monkeypatch.setenv(name, value)
     return request.param  # type: ignore[no-any-return]
-
-
-@dataclasses.dataclass
-class Harness:
-    """One provider's example system, pointed at a loopback server."""
-
-    provider: Provider
-    monkeypatch: pytest.MonkeyPatch
-    suite: Suite
-
-    def system(self, server: ScriptedModelServer, **model: Any) -> SystemSpec:
-        self.monkeypatch.setenv(self.provider.base_url_env, server.base_url)
-        system = load_system(self.provider.system_file)
-        fast = {"retries": {"max_retries": 2, "backoff": 0.01, "max_backoff": 0.05}}
-        return with_model(system, **(fast | model))
-
-    def run(self, script: Any, *, server_out: list[Any] | None = None, **model: Any) -> AgentRun:
-        return self.output(script, server_out=server_out, **model).run
-
-    def output(
-        self, script: Any, *, server_out: list[Any] | None = None, **model: Any
-    ) -> AttemptOutput:
-        with self.provider.server(script) as server:
-            system = self.system(server, **model)
-            output = attempt(self.suite, TASK, load_agent(system), system=system)
-        if server_out is not None:
-            server_out.append(server)
-        return output
-
-
-def with_model(system: SystemSpec, **changes: Any) -> SystemSpec:
-    """The system with model settings changed, validated as a system file would be."""
-    data = system.model_dump(mode="json")
-    data["model"] = data["model"] | changes
-    changed = SystemSpec.model_validate(data)
-    changed._base_dir = system.base_dir
-    return changed
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 
 from groundstate.agents.python import load_agent
 from groundstate.sandbox import find_bwrap
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite
 from groundstate.spec.system import load_system
 from groundstate.testing import (
     Fail,
@@ -30,32 +30,8 @@ from groundstate.testing import (
 from groundstate.trace import ToolCallEvent
 
 from .conftest import BLOCK, HANG
-from .test_models import (
-    KEYS,
-    PROVIDERS,
-    RETAIL,
-    TASK,
-    Harness,
-    Provider,
-    model_calls,
-    oracle_script,
-)
-
-
-@pytest.fixture(scope="module")
-def retail() -> Suite:
-    return load_suite(RETAIL)
-
-
-def _harness(provider: Provider, monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
-    for name, value in KEYS.items():
-        monkeypatch.setenv(name, value)
-    return Harness(provider, monkeypatch, retail)
-
-
-def _one(name: str) -> Provider:
-    (provider,) = [p for p in PROVIDERS if p.name == name]
-    return provider
+from .model_harness import PROVIDERS, TASK, Harness, _harness
+from .test_models import model_calls, oracle_script
 
 
 @pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
@@ -82,12 +58,6 @@ def completion(message: dict[str, Any], **top: Any) -> str:
 
 def call(arguments: Any, *, name: Any = "get_order", id: Any = "call_1") -> dict[str, Any]:
     return {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-@pytest.fixture
-def openai_harness(monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
-    """Raw Chat Completions bodies: the OpenAI-compatible provider only."""
-    return _harness(_one("openai"), monkeypatch, retail)
 
 
 # --- tool calls the model writes badly: the agent's problem, never a crash ----------------------
@@ -307,12 +277,6 @@ def message(content: Any, **top: Any) -> str:
         "usage": {"input_tokens": 100, "output_tokens": 20},
     }
     return json.dumps(body | top)
-
-
-@pytest.fixture
-def anthropic_harness(monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
-    """Raw Messages bodies: the Anthropic-compatible provider only."""
-    return _harness(_one("anthropic"), monkeypatch, retail)
 
 
 def tool_use(input: Any, *, name: Any = "get_order", id: Any = "toolu_1") -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from groundstate.agents.python import load_agent
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite
 from groundstate.spec.system import load_system
 from groundstate.testing import (
     Fail,
@@ -28,11 +28,10 @@ from groundstate.testing import (
 )
 from groundstate.trace import ToolCallEvent
 
-from .test_models import PROVIDERS, RETAIL, TASK, Harness, model_calls, oracle_script
+from .model_harness import _harness
+from .test_models import PROVIDERS, TASK, Harness, model_calls, oracle_script
 from .test_models_adversarial import (
     RAW_RPC,
-    _harness,
-    _one,
     _Stalling,
     call,
     completion,
@@ -43,26 +42,11 @@ from .test_models_adversarial import (
 )
 
 
-@pytest.fixture(scope="module")
-def retail() -> Suite:
-    return load_suite(RETAIL)
-
-
 @pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
 def harness(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, retail: Suite
 ) -> Harness:
     return _harness(request.param, monkeypatch, retail)
-
-
-@pytest.fixture
-def openai_harness(monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
-    return _harness(_one("openai"), monkeypatch, retail)
-
-
-@pytest.fixture
-def anthropic_harness(monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
-    return _harness(_one("anthropic"), monkeypatch, retail)
 
 
 # --- partial usage --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import pytest
 from groundstate.agents.model_loop import MAX_CALL_TOKENS, kind_of_status
 from groundstate.errors import JudgeFailure
 from groundstate.grading.model_judge import ask, parse_verdict
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite
 from groundstate.spec.task import JudgeModel
 from groundstate.testing import (
     AnthropicCompatibleServer,
@@ -35,25 +35,11 @@ from groundstate.testing import (
 )
 from groundstate.trace import ModelCallEvent
 
+from .model_harness import _harness, _one
 from .test_model_users import bank_agent_system, polite_transfer
-from .test_models import RETAIL, Harness, model_calls, oracle_script
-from .test_models_adversarial import _harness, _one, completion, message
+from .test_models import Harness, model_calls, oracle_script
+from .test_models_adversarial import completion, message
 from .test_users_adversarial import model_user, run_with, said
-
-
-@pytest.fixture(scope="module")
-def retail() -> Suite:
-    return load_suite(RETAIL)
-
-
-@pytest.fixture
-def openai_harness(monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
-    return _harness(_one("openai"), monkeypatch, retail)
-
-
-@pytest.fixture
-def anthropic_harness(monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
-    return _harness(_one("anthropic"), monkeypatch, retail)
 
 
 def _serving_failure(run: Any, tries: int = 3) -> str:

@@ -20,37 +20,20 @@ import pytest
 from groundstate.agents.python import load_agent
 from groundstate.grading import model_judge
 from groundstate.records import AgentRun
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite
 from groundstate.spec.system import UserModel, UserSimulatorSection, load_system
 from groundstate.testing import FunctionAgent, OpenAICompatibleServer, Raw, attempt
 
 from .test_mcp_agents import system_file
 from .test_model_users import bank_agent_system, polite_transfer
-from .test_models import RETAIL, TASK, Harness, model_calls
+from .test_models import TASK, Harness, model_calls
 from .test_models_adversarial import (
-    _harness,
-    _one,
     completion,
     limited,
     message,
     needs_bwrap,
     run_raw,
 )
-
-
-@pytest.fixture(scope="module")
-def retail() -> Suite:
-    return load_suite(RETAIL)
-
-
-@pytest.fixture
-def openai_harness(monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
-    return _harness(_one("openai"), monkeypatch, retail)
-
-
-@pytest.fixture
-def anthropic_harness(monkeypatch: pytest.MonkeyPatch, retail: Suite) -> Harness:
-    return _harness(_one("anthropic"), monkeypatch, retail)
 
 
 def _serving_failure(run: Any, tries: int) -> str:

@@ -227,6 +227,8 @@ class EpisodeSession:
         self, task: AgentTask, suite: Suite, system: SystemSpec, env: Environment, seed: int
     ) -> None:
         self._task, self._system, self._seed = task, system, seed
+        # First, before the clock: a model-driven user imports its SDK and builds its client.
+        self._user = make_user(system.user_simulator, task, seed)
         self._started = CLOCK()
         self.events: list[TraceEvent] = []
         self.usage = Usage()
@@ -248,7 +250,6 @@ class EpisodeSession:
         self._holder: int | None = None
         """The thread holding the lock for a call of the agent's."""
         self._rng = random.Random(seed)
-        self._user = make_user(system.user_simulator, task, seed)
         tools = {name: suite.tools[name] for name in task.available_tools}
         self._tools = tools
         self._suite_root = str(suite.root)

@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import os
 import re
+from contextlib import suppress
 from typing import Any, Protocol
 
 from groundstate.agents.model_loop import bounded_message, hide_secret
 from groundstate.errors import EnvironmentFailure
 from groundstate.spec.system import UserModel, UserSimulatorSection
 from groundstate.spec.task import AgentTask, UserScenario
-from groundstate.whole_request import AnswerTooLarge, whole_request_client
+from groundstate.whole_request import (
+    WARM_UP_SECONDS,
+    AnswerTooLarge,
+    warm_up,
+    whole_request_client,
+)
 
 CONFIRM_WORDS = ("confirm", "go ahead", "proceed")
 YES = "Yes, please go ahead."
@@ -168,27 +174,51 @@ class ModelUser(TurnLimit):
             {"role": "assistant", "content": task.user_request},
         ]
         self._client: Any = None
+        self._openai: Any = None
+        # The SDK imported, the client built and its HTTP stack warmed up now, before the
+        # attempt's clock starts: a first reply importing them (a second or more on a loaded
+        # machine) spent the agent's time. What fails here (no SDK, no key) fails again, and
+        # is said, at the first reply: the attempt is built either way.
+        with suppress(Exception):
+            self._sdk()
+            warm_up("user-model", _warm_up_request)
 
     def reply(self, message: str) -> str | None:
         if self._gone():
             return None
         self.messages.append({"role": "user", "content": message})
-        text = self._ask()
+        text, said, stopped = self._answer()
         self.messages.append({"role": "assistant", "content": text})
-        said, stopped = _without_stop(text, self._stop)
         if stopped:
             self.left = True
-        elif not said:
-            # Neither a message nor a goodbye: the instrument broke, not the agent's turn.
-            raise EnvironmentFailure(
-                f"the user model failed: its answer is empty ({text!r}), without the stop token"
-            )
         return said or None
+
+    def _answer(self) -> tuple[str, str, bool]:
+        """The model's next answer that is a message or a goodbye: (its text, what the agent
+        hears, whether it left). A malformed answer (a body that is not an answer, over
+        ``MAX_ANSWER_BYTES``, without text, or empty without the stop token) is retried like
+        a failed request, ``max_retries`` times; then the user model failed, naming the last
+        answer's fault and the tries. A request that failed past the SDK's own retries (an
+        error status, a timeout) is not tried again."""
+        tries = self._model.max_retries + 1
+        for number in range(1, tries + 1):
+            try:
+                text = self._ask()
+            except _Malformed as exc:
+                problem = str(exc)
+            else:
+                said, stopped = _without_stop(text, self._stop)
+                if said or stopped:
+                    return text, said, stopped
+                # Neither a message nor a goodbye: the instrument broke, not the agent's turn.
+                problem = f"its answer is empty ({text!r}), without the stop token"
+            if number == tries:
+                raise self._failure(f"{problem} ({tries} {'try' if tries == 1 else 'tries'})")
+        raise AssertionError("unreachable: the last try raises")
 
     def _ask(self) -> str:
         client = self._sdk()  # first: it explains a missing SDK
-        import openai
-
+        openai = self._openai  # imported with the client, before the attempt's clock
         try:
             answer = client.chat.completions.create(
                 model=self._model.revision,
@@ -200,8 +230,12 @@ class ModelUser(TurnLimit):
         except openai.APIStatusError as exc:
             reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
             raise self._failure(reason) from None
+        except openai.APIConnectionError as exc:  # a timeout too; the SDK retried it
+            if not isinstance(exc.__cause__, AnswerTooLarge):
+                raise self._failure(f"{type(exc).__name__}: {exc}") from None
+            raise _Malformed(f"AnswerTooLarge: {exc.__cause__}") from None
         except (
-            openai.APIError,
+            openai.APIError,  # a body the SDK cannot read as an answer
             AttributeError,
             IndexError,
             TypeError,
@@ -209,10 +243,12 @@ class ModelUser(TurnLimit):
             RecursionError,  # JSON nested past what Python parses
             AnswerTooLarge,  # read outside the SDK's retries
         ) as exc:
-            raise self._failure(f"{type(exc).__name__}: {exc}") from None
-        if not isinstance(text, str):
-            why = f" (it refused: {refusal!r})" if isinstance(refusal, str) and refusal else ""
-            raise self._failure(f"its answer has no text{why}")
+            raise _Malformed(f"{type(exc).__name__}: {exc}") from None
+        refused = refusal if isinstance(refusal, str) and refusal else None
+        if not isinstance(text, str) or (refused and not text.strip()):
+            # a refusal beside blank content too: said, not read as an empty answer
+            why = f" (it refused: {refused!r})" if refused else ""
+            raise _Malformed(f"its answer has no text{why}")
         return text
 
     def _failure(self, reason: str) -> EnvironmentFailure:
@@ -223,8 +259,12 @@ class ModelUser(TurnLimit):
 
     def _sdk(self) -> Any:
         if self._client is None:
-            self._client = _openai_client(self._model)
+            self._openai, self._client = _openai_client(self._model)
         return self._client
+
+
+class _Malformed(Exception):
+    """A user model's answer that is not one (see :meth:`ModelUser._answer`): retried."""
 
 
 def _without_stop(text: str, stop: str) -> tuple[str, bool]:
@@ -258,7 +298,14 @@ def user_model_problem(spec: UserSimulatorSection) -> str | None:
     return None
 
 
-def _openai_client(model: UserModel) -> Any:
+def _warm_up_request(url: str) -> None:
+    """One request of the user model's client to *url*, with no key (see ``warm_up``)."""
+    model = UserModel(revision="-", base_url=url, max_retries=0, request_timeout=WARM_UP_SECONDS)
+    _openai_client(model)[1].chat.completions.create(model="-", messages=[])
+
+
+def _openai_client(model: UserModel) -> tuple[Any, Any]:
+    """The ``openai`` module and a client of *model*'s."""
     try:
         import openai
     except ImportError:
@@ -268,7 +315,7 @@ def _openai_client(model: UserModel) -> Any:
     key = os.environ.get(model.api_key_env, "") if model.api_key_env else "unused"
     if not key:
         raise EnvironmentFailure(f"the user model's key: {model.api_key_env} is unset")
-    return openai.OpenAI(
+    return openai, openai.OpenAI(
         api_key=key,
         base_url=model.effective_base_url(),
         timeout=model.request_timeout,

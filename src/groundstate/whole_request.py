@@ -11,6 +11,10 @@ bound their requests with ``asyncio.timeout``: :func:`groundstate.agents.model_l
 No model writes an answer of :data:`MAX_ANSWER_BYTES`: a body past it is the server's
 malfunction (:class:`AnswerTooLarge`), read no further. Held whole, a 40 MB answer was kept
 twice in the run record and made the attempt's grading run out of time (a grader failure).
+
+An SDK imports much of its HTTP stack on its first request (connection pool, HTTP/1.1, async
+backends, some 60 modules): :func:`warm_up` makes that request when a client's owner is built,
+so an attempt's first model call does not spend the agent's time on it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import suppress
+from http.server import BaseHTTPRequestHandler
+from socketserver import TCPServer
 from types import ModuleType
 from typing import Any
 
@@ -162,3 +169,52 @@ def _bounded_backend(backend: Any, deadline: _Deadline, seconds: float) -> Any:
             backend.sleep(seconds)
 
     return Backend()
+
+
+WARM_UP_SECONDS = 10.0
+"""How long a warm-up request may take before it is left to finish on its own."""
+
+_WARMED: set[str] = set()
+_WARMING = threading.Lock()
+
+
+def warm_up(name: str, request: Callable[[str], object]) -> None:
+    """Call *request* (one request of an SDK client to the base URL it is given) once per
+    process and *name*, on a thread of its own, against a loopback server answering HTTP 500
+    at once; how it fails is ignored. Called where an adapter or a user model is built, before
+    an attempt's clock starts: the SDK's first request imports its HTTP stack."""
+    with _WARMING:  # held throughout: an attempt built meanwhile waits for the warm-up
+        if name in _WARMED:
+            return
+        _WARMED.add(name)
+        with suppress(OSError):  # no loopback socket: the first attempt pays, as before
+            server = TCPServer(("127.0.0.1", 0), _Refusing)  # HTTPServer looks its name up
+            serving = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+            serving.start()
+            url = f"http://127.0.0.1:{server.server_address[1]}"
+            asking = threading.Thread(target=_quietly, args=(request, url), daemon=True)
+            asking.start()
+            asking.join(WARM_UP_SECONDS)
+            server.shutdown()
+            server.server_close()
+
+
+def _quietly(request: Callable[[str], object], url: str) -> None:
+    with suppress(Exception):
+        request(url)
+
+
+class _Refusing(BaseHTTPRequestHandler):
+    """Answers every request HTTP 500 with an error body, as an overloaded API would."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = b'{"error": {"message": "warm-up", "type": "server_error"}}'
+        self.send_response(500)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""

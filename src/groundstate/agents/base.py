@@ -9,6 +9,7 @@ and calls ``session.call``; an external agent process is an adapter that serves
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
@@ -32,6 +33,14 @@ class ToolResult:
     error: str | None = None
     error_class: str | None = None
     """``invalid_arguments``, ``unknown_tool``, ``permission_denied`` or ``tool_error``."""
+
+
+def output_text(output: Any) -> str:
+    """A tool's output as the JSON text every protocol sends (a model's tool result, an MCP
+    text content): a string is sent quoted, so a reader that parses the text gets the string
+    back, not the object or number a string holding JSON text (``'{"a": 1}'``, ``"42"``)
+    would read as. What JSON cannot hold is sent as its text (``default=str``)."""
+    return json.dumps(output, ensure_ascii=False, default=str)
 
 
 class Session(Protocol):

@@ -24,6 +24,7 @@ digests of the files the command names are part of the system spec hash.
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import math
 import os
@@ -40,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from groundstate.agents.base import Session, ToolResult
+from groundstate.agents.base import Session, ToolResult, output_text
 from groundstate.errors import HarnessCompatibilityError, SpecError, TimeLimitReached
 from groundstate.returned import text_of
 from groundstate.sandbox import (
@@ -160,6 +161,24 @@ class _Bridge:
         return "finished"
 
 
+SERVER_MODULES = ("anyio", "mcp_types", "mcp.shared.message", "mcp.server.lowlevel.server")
+"""What serving an attempt imports (with ``uvicorn`` over ``transport: http``)."""
+
+
+def _import_server(system: Any, transport: str) -> None:
+    """Import the MCP server now, when the system is built: missing, each attempt failed as
+    the agent's crash (a valid failure of the evaluator's making); imported at the first
+    attempt, its import (seconds on a loaded machine) was that attempt's time."""
+    for name in (*SERVER_MODULES, *(["uvicorn"] if transport == "http" else [])):
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            reason = (
+                f"mcp-command serves MCP with the mcp SDK: pip install 'groundstate[mcp]' ({exc})"
+            )
+            raise SpecError(system.source, "harness.orchestration_loop.entry", reason) from None
+
+
 BWRAP_OR_NONE = ("bwrap", "none")
 NONE_OR_HOST = ("none", "host")
 
@@ -241,6 +260,7 @@ class McpCommandAgent:
             sandbox, network, memory_mb, cpu_seconds, max_processes, file_size_mb, tmp_mb
         )
         command_line = resolve_command(argv, workdir)
+        _import_server(system, transport)
         return cls(command_line, workdir, policy, env, pass_env, transport)
 
     async def run(self, session: Session) -> str | None:
@@ -610,10 +630,8 @@ def _amount(args: dict[str, Any], key: str, *, whole: bool) -> float:
 
 
 def _tool_result(result: ToolResult) -> Any:
-    if result.ok:
-        output = result.output
-        text = output if isinstance(output, str) else json.dumps(output, default=str)
-        return _text(text)
+    if result.ok:  # JSON, a string quoted: the program reads back the output's own type
+        return _text(output_text(result.output))
     return _text(f"{result.error_class or 'tool_error'}: {result.error}", error=True)
 
 

@@ -22,6 +22,7 @@ attempt), as do rejected credentials.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import email.utils
 import importlib
@@ -35,12 +36,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Self, TypeVar
 
-from groundstate.agents.base import Session, ToolResult, ToolSpec
+from groundstate.agents.base import Session, ToolResult, ToolSpec, output_text
 from groundstate.errors import HarnessCompatibilityError, ModelServingFailure, SpecError
 from groundstate.spec.canonical import hash_value
 from groundstate.spec.system import Prices, RetryPolicy, SystemSpec
 from groundstate.trace import ModelCall, ModelCallError, ModelResponse, ModelToolCall, ModelUsage
-from groundstate.whole_request import AnswerTooLarge, size_bounded_async_client
+from groundstate.whole_request import (
+    WARM_UP_SECONDS,
+    AnswerTooLarge,
+    size_bounded_async_client,
+    warm_up,
+)
 
 _Client = TypeVar("_Client")
 
@@ -449,7 +455,26 @@ class ModelAgent(ABC):
                 system.source, "model.decoding", f"{', '.join(reserved)}: set by the adapter"
             )
         cls.check_settings(settings, system)
-        return cls(settings)
+        agent = cls(settings)
+        agent.warm_up()
+        return agent
+
+    def warm_up(self) -> None:
+        """Make one request to a loopback server, once per process, before any attempt's clock
+        starts: the SDK imports its HTTP stack on its first request, which spent the first
+        attempt's time (see :func:`groundstate.whole_request.warm_up`)."""
+
+        async def once(agent: ModelAgent) -> None:
+            async with agent.open_client() as client:
+                await agent.send(client, agent.request("", [{"role": "user", "content": "."}], []))
+
+        def request(url: str) -> None:
+            quick = dataclasses.replace(
+                self.settings, base_url=url, api_key=NO_KEY, timeout=WARM_UP_SECONDS
+            )
+            asyncio.run(once(type(self)(quick)))
+
+        warm_up(self.api, request)
 
     @classmethod
     def check_settings(cls, settings: Settings, system: SystemSpec) -> None:
@@ -555,16 +580,19 @@ class ModelAgent(ABC):
         on_error: Callable[[int, float, ServingError], None] = lambda *_: None,
         *,
         deadline: float | None = None,
+        first_try: int = 1,
     ) -> tuple[Turn, int, float]:
         """Send *request*, retrying serving failures under the spec's policy: the answer, the
         try that got it and when that try started; :class:`Exhausted` when a failure is not
-        retried or retries run out. *on_error* sees every failed try.
+        retried or retries run out. *on_error* sees every failed try. *first_try*: the number
+        of this call's first try, when earlier tries (answers the caller could not use) count
+        against the same retries.
 
         A retry that could not start before *deadline* (the attempt's time limit, a monotonic
         time) is not waited for: the failure stands, so waiting out a rate limit never turns
         into the agent's time limit."""
         retries = self.settings.retries
-        for try_number in range(1, retries.max_retries + 2):
+        for try_number in range(first_try, retries.max_retries + 2):
             started = time.perf_counter()
             try:
                 return await self.send(client, request), try_number, started
@@ -684,5 +712,5 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
 def render_result(result: ToolResult) -> str:
     """A tool result as the text the model reads."""
     if result.ok:
-        return json.dumps(result.output, ensure_ascii=False, default=str)
+        return output_text(result.output)
     return f"error ({result.error_class or 'tool_error'}): {result.error}"

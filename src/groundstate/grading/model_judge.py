@@ -301,35 +301,46 @@ def ask(model: JudgeModel, prompt: str, attempt: str = "") -> tuple[bool, dict[s
         adapter = adapter_for(model)
     except SpecError as exc:
         raise JudgeFailure(f"the judge cannot call its model: {exc.reason}") from None
+    adapter.warm_up()  # the SDK's first request imports its HTTP stack: not in the time limit
     return _run(lambda: _ask(adapter, prompt, attempt), time_limit(model))
 
 
 async def _ask(adapter: ModelAgent, prompt: str, attempt: str) -> tuple[bool, dict[str, Any]]:
+    """The verdict. An answer without exactly one verdict is asked again, as a failed
+    request is, under the judge's retries (they count against the same tries)."""
     request = adapter.request("", [{"role": "user", "content": prompt}], [])
+    retries = adapter.settings.retries.max_retries
+    tries = 0
     async with adapter.open_client() as client:
-        try:
-            turn, tries, _ = await adapter.ask_with_retries(client, request)
-        except Exhausted as exc:
-            message = describe_failure(adapter.api, exc.error)
-            raise JudgeFailure(
-                f"the judge's model failed after {exc.tries} tries: {message}",
-                exc.error.evidence().model_dump() | {"tries": exc.tries},
-            ) from None
-    evidence: dict[str, Any] = {
-        "model": adapter.settings.model,
-        "request_id": turn.request_id,
-        "tries": tries,
-        "usage": turn.usage.model_dump(),
-    }
-    try:
-        passed, reasons = parse_verdict(turn.response.text, attempt)
-    except ValueError as exc:
-        answer = (turn.response.text or "")[:ANSWER_EXCERPT]
-        request_id = f" (request id {turn.request_id})" if turn.request_id else ""
-        raise JudgeFailure(
-            f"the judge's answer is malformed{request_id}: {exc}", evidence | {"answer": answer}
-        ) from None
-    return passed, evidence | {"reason": reasons, "verdict": "pass" if passed else "fail"}
+        while True:
+            try:
+                turn, tries, _ = await adapter.ask_with_retries(
+                    client, request, first_try=tries + 1
+                )
+            except Exhausted as exc:
+                message = describe_failure(adapter.api, exc.error)
+                raise JudgeFailure(
+                    f"the judge's model failed after {exc.tries} tries: {message}",
+                    exc.error.evidence().model_dump() | {"tries": exc.tries},
+                ) from None
+            evidence: dict[str, Any] = {
+                "model": adapter.settings.model,
+                "request_id": turn.request_id,
+                "tries": tries,
+                "usage": turn.usage.model_dump(),
+            }
+            try:
+                passed, reasons = parse_verdict(turn.response.text, attempt)
+            except ValueError as exc:
+                if tries <= retries:
+                    continue
+                answer = (turn.response.text or "")[:ANSWER_EXCERPT]
+                request_id = f" (request id {turn.request_id})" if turn.request_id else ""
+                raise JudgeFailure(
+                    f"the judge's answer is malformed{request_id}: {exc}",
+                    evidence | {"answer": answer},
+                ) from None
+            return passed, evidence | {"reason": reasons, "verdict": "pass" if passed else "fail"}
 
 
 def _run(make: Callable[[], Coroutine[Any, Any, T]], limit: float) -> T:

@@ -191,7 +191,8 @@ class UserModel(Section):
     """Sent as they are (``temperature``, ``max_tokens``...)."""
     request_timeout: Seconds = 60
     max_retries: Annotated[Count, Field(ge=0, le=10)] = 2
-    """The SDK's own retries of rate limits, 5xx answers and timeouts."""
+    """The SDK's own retries of rate limits, 5xx answers and timeouts; a malformed answer
+    (no answer, no text, a blank one, one past the size bound) is tried again as often."""
 
     @model_validator(mode="after")
     def _decoding_leaves_the_request_alone(self) -> UserModel:
