@@ -1,0 +1,134 @@
+"""Hostile files, eleventh round: an agent's params of the wrong type, an empty policy,
+defaults shared between loaded tasks and systems.
+
+Each case asserts the one line a user sees (the file, the line or field, and the reason; exit
+2), through ``check`` and, where the file loads, the Python API.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groundstate.agents.python import load_agent
+from groundstate.errors import SpecError
+from groundstate.spec.system import load_system
+from groundstate.validation.static import check_system
+
+from .test_check import line
+from .test_loading_adversarial import errors
+
+AGENT_SYSTEM = """name: probe
+harness:
+  orchestration_loop:
+    entry: agent.py:{entry}
+    params:
+      {params}
+"""
+
+AGENT_CODE = """from __future__ import annotations
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+if TYPE_CHECKING:
+    from decimal import Decimal
+
+async def run(session, fault_rate: float = 0.1, names: list[str] | None = None,
+              mode: Literal["fast", "slow"] = "fast", steps: int = 3, data: Path | None = None,
+              untyped=0, later: Decimal = None, limit: int = None) -> str:
+    return "done"
+
+async def loose(session, **options: int) -> str:
+    return "done"
+
+class Agent:
+    async def run(self, session):
+        return "done"
+
+def factory(rounds: int, tags: dict[str, str] | None = None) -> Agent:
+    return Agent()
+"""
+
+
+def agent_system(tmp_path: Path, params: str, entry: str = "run") -> Path:
+    (tmp_path / "agent.py").write_text(AGENT_CODE)
+    system = tmp_path / "system.yaml"
+    system.write_text(AGENT_SYSTEM.format(entry=entry, params=params))
+    return system
+
+
+# --- an agent's params of the wrong type --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("entry", "params", "name", "reason"),
+    [
+        ("run", "fault_rate: high", "fault_rate", "must be a number, not 'high'"),
+        ("run", 'fault_rate: "0.1"', "fault_rate", "must be a number, not '0.1'"),
+        ("run", "names: [a, 3]", "names", "must be a list of text or null, not ['a', 3]"),
+        ("run", "names: a", "names", "must be a list of text or null, not 'a'"),
+        ("run", "mode: quick", "mode", "must be fast or slow, not 'quick'"),
+        ("run", "steps: 2.5", "steps", "must be a whole number, not 2.5"),
+        (
+            "run",
+            "steps: true",
+            "steps",
+            "must be a whole number, not True (YAML reads a bare no, off or false as false)",
+        ),
+        ("loose", "depth: deep", "depth", "must be a whole number, not 'deep'"),
+        ("factory", "rounds: many", "rounds", "must be a whole number, not 'many'"),
+        ("factory", "{rounds: 1, tags: {a: 1}}", "tags", "must be a mapping of text to text"),
+    ],
+)
+def test_a_param_of_the_wrong_type_is_refused_naming_it(
+    tmp_path: Path, entry: str, params: str, name: str, reason: str
+) -> None:
+    """Each passed `check --system`: the agent was given the value as written, and every
+    attempt failed on it (`agent_failure/crashed`, the system's error blamed on the agent)."""
+    system = agent_system(tmp_path, params, entry)
+    problems = list(map(str, check_system(system)))
+    field = f"harness.orchestration_loop.params.{name}"
+    at = line(tmp_path, "system.yaml", f"{name}:") or line(tmp_path, "system.yaml", "params:")
+    assert len(problems) == 1 and problems[0].startswith(f"{system}:{at}: {field}: {reason}")
+
+
+def test_check_and_the_python_api_refuse_a_param_of_the_wrong_type(
+    rooms: Path, tmp_path: Path
+) -> None:
+    system = agent_system(tmp_path, "fault_rate: high")
+    code, lines = errors("check", str(rooms), "--system", str(system))
+    at = line(tmp_path, "system.yaml", "fault_rate:")
+    field = "harness.orchestration_loop.params.fault_rate"
+    assert (code, lines) == (2, [f"{system}:{at}: {field}: must be a number, not 'high'"])
+    with pytest.raises(SpecError, match=f"{field}: must be a number"):
+        load_agent(load_system(system))
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        "fault_rate: 1",  # a whole number is a number
+        "{names: [a, b], mode: slow, steps: 4}",
+        "data: ../data.json",  # a path is written as text
+        "{names: null, untyped: [any, thing]}",  # no annotation: anything
+        "later: 3",  # an annotation only a type checker can read: not checked
+        "limit: null",  # `limit: int = None`: None is meant
+    ],
+)
+def test_params_of_the_annotated_type_load(tmp_path: Path, params: str) -> None:
+    system = agent_system(tmp_path, params)
+    assert load_agent(load_system(system)) is not None
+
+
+def test_an_mcp_programs_numeric_setting_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
+    """`memory_mb: lots` loaded and reached the sandbox's limits as text."""
+    (tmp_path / "agent.py").write_text("")
+    system = tmp_path / "mcp.yaml"
+    system.write_text(
+        "harness:\n  orchestration_loop:\n    entry: mcp-command\n    params:\n"
+        '      command: ["{python}", agent.py]\n      sandbox: none\n      memory_mb: lots\n'
+    )
+    at = line(tmp_path, "mcp.yaml", "memory_mb:")
+    field = "harness.orchestration_loop.params.memory_mb"
+    reason = "must be a whole number, not 'lots'"
+    assert list(map(str, check_system(system))) == [f"{system}:{at}: {field}: {reason}"]
