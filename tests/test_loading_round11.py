@@ -10,13 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from groundstate.agents.python import load_agent
+from groundstate.cli import main
 from groundstate.errors import SpecError
+from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
 from groundstate.validation.static import check_system
 
-from .test_check import line
+from .test_check import edit, line
 from .test_loading_adversarial import errors
 
 AGENT_SYSTEM = """name: probe
@@ -132,3 +135,30 @@ def test_an_mcp_programs_numeric_setting_of_the_wrong_type_is_refused(tmp_path: 
     field = "harness.orchestration_loop.params.memory_mb"
     reason = "must be a whole number, not 'lots'"
     assert list(map(str, check_system(system))) == [f"{system}:{at}: {field}: {reason}"]
+
+
+# --- the policy ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "  \n\n\t\n", "\ufeff\n"])
+def test_an_empty_policy_is_refused(rooms: Path, text: str) -> None:
+    """A declared policy that is empty (or blank, or a byte order mark alone) loaded, and every
+    agent was given no policy without a word."""
+    (rooms / "policy.md").write_text(text, encoding="utf-8")
+    code, lines = errors("check", str(rooms))
+    at = line(rooms, "suite.yaml", "policy:")
+    reason = "policy.md is empty: write the policy, or remove `policy:`"
+    assert (code, lines) == (2, [f"{rooms / 'suite.yaml'}:{at}: policy: {reason}"])
+    with pytest.raises(SpecError, match=r"policy: policy\.md is empty"):
+        load_suite(rooms)
+
+
+def test_a_policy_file_the_suite_does_not_name_is_a_warning(rooms: Path) -> None:
+    """Without `policy:` the suite's policy.md was never given to the agent, without a word."""
+    edit(rooms, "suite.yaml", "policy: policy.md\n", "")
+    result = CliRunner().invoke(main, ["check", str(rooms)])
+    assert result.exit_code == 0
+    assert (
+        f"warning: {rooms / 'suite.yaml'}: policy: not declared, so policy.md is never given"
+        " to the agent: add `policy: policy.md`"
+    ) in result.output

@@ -399,9 +399,13 @@ def _check_references(root: Path, config: SuiteConfig) -> Iterator[SpecError]:
         yield SpecError(root / SUITE_FILE, "policy", f"no file {config.policy}")
         return
     try:  # read as every attempt will: not UTF-8 or too large is found now, not mid-batch
-        read_text(root / config.policy, max_bytes=MAX_POLICY_BYTES)
+        text = read_text(root / config.policy, max_bytes=MAX_POLICY_BYTES)
     except SpecError as exc:
         yield exc
+        return
+    if not text.strip():  # declared, yet every agent would be given no policy at all
+        reason = f"{config.policy} is empty: write the policy, or remove `policy:`"
+        yield SpecError(root / SUITE_FILE, "policy", reason)
 
 
 def _add_task(suite: Suite, task_file: Path, report: Report) -> None:

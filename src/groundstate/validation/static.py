@@ -220,6 +220,7 @@ def _from_spec_error(error: SpecError) -> SuiteProblem:
 
 def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
     yield from _decision_warnings(suite)
+    yield from _unread_policy(suite)
     yield from _tool_problems(suite)
     yield from _solution_problems(suite)
     yield from _constraint_arg_problems(suite)
@@ -234,6 +235,18 @@ def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
 
 
 # --- the decision the suite serves ------------------------------------------------------------
+
+
+def _unread_policy(suite: Suite) -> Iterator[SuiteProblem]:
+    """A ``policy.md`` that ``suite.yaml`` does not name is never given to the agent."""
+    if suite.config.policy is None and "policy.md" in suite.files:
+        yield SuiteProblem(
+            file=str(suite.root / SUITE_FILE),
+            field="policy",
+            reason="not declared, so policy.md is never given to the agent: add"
+            " `policy: policy.md`",
+            severity="warning",
+        )
 
 
 def _decision_warnings(suite: Suite) -> Iterator[SuiteProblem]:
