@@ -7,16 +7,24 @@ Each case asserts the one line a user sees (the file, the line or field, and the
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from pydantic import BaseModel
 
 from groundstate.agents.python import load_agent
 from groundstate.cli import main
+from groundstate.diagnosis.sampling import SheetRow
 from groundstate.errors import SpecError
+from groundstate.records import AgentRun
+from groundstate.spec.schemas import MODELS
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
+from groundstate.spec.task import AgentTask, TerminalConditions
+from groundstate.store import BatchInfo, Verification
 from groundstate.validation.static import check_system
 
 from .test_check import edit, line
@@ -162,3 +170,57 @@ def test_a_policy_file_the_suite_does_not_name_is_a_warning(rooms: Path) -> None
         f"warning: {rooms / 'suite.yaml'}: policy: not declared, so policy.md is never given"
         " to the agent: add `policy: policy.md`"
     ) in result.output
+
+
+# --- defaults shared between loaded tasks and systems -------------------------------------------
+
+
+def _models() -> list[type[BaseModel]]:
+    """Every pydantic model a file format, a run record or a batch is made of."""
+    found: set[type[BaseModel]] = set()
+    todo: list[Any] = [*MODELS.values(), AgentRun, BatchInfo, Verification, SheetRow]
+    while todo:
+        hint = todo.pop()
+        if isinstance(hint, type) and issubclass(hint, BaseModel):
+            if hint not in found:
+                found.add(hint)
+                todo += [field.annotation for field in hint.model_fields.values()]
+        else:
+            todo += typing.get_args(hint)
+    return sorted(found, key=lambda model: f"{model.__module__}.{model.__qualname__}")
+
+
+def test_no_model_has_a_default_every_instance_shares() -> None:
+    """`terminal_conditions: TerminalConditions = TerminalConditions()` was one object for
+    every task that left the field out (pydantic copies only a default it cannot hash)."""
+    shared = [
+        f"{model.__name__}.{name}"
+        for model in _models()
+        for name, field in model.model_fields.items()
+        if isinstance(field.default, BaseModel | dict | list | set)
+    ]
+    assert shared == []
+    assert len(_models()) > 40  # the walk reaches the nested sections and items
+
+
+def test_a_change_to_one_tasks_default_section_leaves_the_others(rooms: Path) -> None:
+    for name in ("book-room-a", "cancel-other"):
+        edit(rooms, f"tasks/{name}.yaml", "reset_check: {initial_state_hash: ", "# ")
+    suite = load_suite(rooms)
+    first, second = (suite.tasks[name] for name in ("book-room-a", "cancel-other"))
+    for section in ("terminal_conditions", "reset_check", "permissions"):
+        assert getattr(first, section) is not getattr(second, section), section
+    object.__setattr__(first.terminal_conditions, "on_prohibited_action", "continue")
+    assert second.terminal_conditions.on_prohibited_action == "end"
+    assert (
+        AgentTask.model_fields["terminal_conditions"].get_default(call_default_factory=True)
+        == TerminalConditions()
+    )
+
+
+def test_a_change_to_one_systems_default_section_leaves_the_others(tmp_path: Path) -> None:
+    one, other = (load_system(agent_system(tmp_path, "{}")) for _ in range(2))
+    object.__setattr__(one.budgets, "step_limit", 3)
+    object.__setattr__(one.invalid_run_policy, "max_retries", 0)
+    assert (other.budgets.step_limit, other.invalid_run_policy.max_retries) == (None, 2)
+    assert load_system(agent_system(tmp_path, "{}")).budgets.step_limit is None

@@ -103,7 +103,7 @@ class AgentRun(BaseModel):
     partial_score: float | None
     """Weighted rubric score in [0, 1], reported beside ``success``, never instead of it."""
     cost: float
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)
     latency: float
     """Wall-clock seconds of the attempt, reset to grading."""
     final_message: Annotated[str | None, RECORDABLE] = None

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from groundstate.analysis import final_runs
 from groundstate.diagnosis.taxonomy import TAXONOMY_FILE, FailureTaxonomy
@@ -63,7 +63,7 @@ class SheetRow(BaseModel):
     stratum: str
     failed_checks: list[str]
     """Ids of the outcome assertions and constraints the run failed."""
-    labels: list[str] = []
+    labels: list[str] = Field(default_factory=list)
     """Left empty for the annotator."""
     note: str = ""
 

@@ -274,3 +274,17 @@ def value_problem(hint: Any, value: Any) -> str | None:
             reason += " (YAML reads a bare no, off or false as false)"
         return reason
     return None
+
+
+def own_default(default: BaseModel) -> Any:
+    """A field whose default is *default*, a copy of it for each model that leaves the field
+    out. A model instance written as a default is one object shared by every model that
+    leaves the field out (pydantic copies only defaults it cannot hash, and a frozen model
+    hashes): setting one of its fields (``object.__setattr__`` passes a frozen model), or a
+    dict of it in place, would change every other task or system. The JSON schema still
+    shows the default."""
+    shown = default.model_dump(mode="json")
+    return Field(
+        default_factory=lambda: default.model_copy(deep=True),
+        json_schema_extra={"default": shown},
+    )

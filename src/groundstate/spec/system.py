@@ -34,6 +34,7 @@ from groundstate.spec.strict import (
     Seconds,
     Steps,
     did_you_mean,
+    own_default,
 )
 
 Retries = Annotated[Count, Field(ge=0, le=100)]
@@ -304,14 +305,14 @@ class SystemSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     name: str = "system"
-    model: ModelSection = ModelSection()
+    model: ModelSection = own_default(ModelSection())
     harness: HarnessSection
-    tools: ToolsSection = ToolsSection()
-    environment: EnvironmentSection = EnvironmentSection()
-    user_simulator: UserSimulatorSection = UserSimulatorSection()
-    budgets: BudgetsSection = BudgetsSection()
-    grader: GraderSection = GraderSection()
-    invalid_run_policy: InvalidRunPolicy = InvalidRunPolicy()
+    tools: ToolsSection = own_default(ToolsSection())
+    environment: EnvironmentSection = own_default(EnvironmentSection())
+    user_simulator: UserSimulatorSection = own_default(UserSimulatorSection())
+    budgets: BudgetsSection = own_default(BudgetsSection())
+    grader: GraderSection = own_default(GraderSection())
+    invalid_run_policy: InvalidRunPolicy = own_default(InvalidRunPolicy())
     resolved: dict[str, Any] = Field(default_factory=dict)
     """Filled when loaded: hashes of referenced code and the versions in use."""
     _base_dir: Path = PrivateAttr(default=Path("."))
