@@ -224,3 +224,49 @@ def test_a_change_to_one_systems_default_section_leaves_the_others(tmp_path: Pat
     object.__setattr__(one.invalid_run_policy, "max_retries", 0)
     assert (other.budgets.step_limit, other.invalid_run_policy.max_retries) == (None, 2)
     assert load_system(agent_system(tmp_path, "{}")).budgets.step_limit is None
+
+
+# --- system settings that load and are never read -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "reason"),
+    [
+        ("budgets: {cost_limit: 2.0}", "budgets.cost_limit", "unknown field"),
+        ("budgets: {max_steps: 5}", "budgets.max_steps", "unknown field"),
+        ("budgets: {time: 30}", "budgets.time", "unknown field"),
+        (
+            "user_simulator: {model: {revision: gpt-4o}}",
+            "user_simulator.model",
+            "read only for kind: model, and this user is scripted: set kind: model, or remove it",
+        ),
+        (
+            "user_simulator: {kind: person, prompt: 'You are {persona}.'}",
+            "user_simulator.prompt",
+            "read only for kind: model, and this user is person",
+        ),
+        ("user_simulator: {kind: scripted, seed: 7}", "user_simulator.seed", "read only for"),
+    ],
+)
+def test_a_system_setting_nothing_reads_is_refused(
+    tmp_path: Path, section: str, field: str, reason: str
+) -> None:
+    """Each loaded: a budget under another name (`cost_limit`, as Inspect calls it) was kept
+    "for the record" and never enforced; a model user's model, prompt or seed on a user whose
+    `kind` was left out (scripted) was never called, the batch run with the scripted user."""
+    system = agent_system(tmp_path, "{}")
+    system.write_text(system.read_text() + section + "\n")
+    at = line(tmp_path, "system.yaml", field.split(".")[-1] + ":")
+    problems = list(map(str, check_system(system)))
+    assert len(problems) == 1 and problems[0].startswith(f"{system}:{at}: {field}: {reason}")
+
+
+def test_a_model_users_settings_and_record_keys_still_load(tmp_path: Path) -> None:
+    system = agent_system(tmp_path, "{}")
+    system.write_text(
+        system.read_text()
+        + "user_simulator: {kind: model, model: {revision: gpt-4o}, seed: 7, team: evals}\n"
+        + "budgets: {max_cost: 2.0, step_limit: 9}\n"
+    )
+    spec = load_system(system)
+    assert (spec.user_simulator.seed, spec.budgets.max_cost, spec.budgets.step_limit) == (7, 2, 9)

@@ -17,6 +17,8 @@ from pydantic import (
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -240,6 +242,18 @@ class UserSimulatorSection(Section):
         data: dict[str, Any] = handler(self)
         return {k: v for k, v in data.items() if not (k in _ADDED_USER_FIELDS and v is None)}
 
+    @field_validator(*_ADDED_USER_FIELDS)
+    @classmethod
+    def _only_for_model_users(cls, value: object, info: ValidationInfo) -> object:
+        """A model user's setting on another kind of user (``kind`` left out is ``scripted``)
+        is never read: the author believes a model plays the user, and none does."""
+        kind = info.data.get("kind", "model")
+        if value is not None and kind != "model":
+            raise ValueError(
+                f"read only for kind: model, and this user is {kind}: set kind: model, or remove it"
+            )
+        return value
+
     @model_validator(mode="after")
     def _model_for_model_users(self) -> UserSimulatorSection:
         if self.kind == "model" and self.model is None:
@@ -273,6 +287,12 @@ def _check_prompt_fields(prompt: str) -> None:
 
 
 class BudgetsSection(Section):
+    """Limits enforced on every attempt. Unlike most sections it takes no extra keys: a
+    ``cost_limit`` or ``max_steps`` kept "for the record" would read as a budget in force that
+    nothing enforces."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
     step_limit: Steps | None = None
     time_limit: Seconds | None = None
     max_cost: Price | None = None
