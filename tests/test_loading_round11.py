@@ -25,10 +25,14 @@ from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
 from groundstate.spec.task import AgentTask, TerminalConditions
 from groundstate.store import BatchInfo, Verification
+from groundstate.testing import run_solution
+from groundstate.validation.regress import regress
 from groundstate.validation.static import check_system
 
 from .test_check import edit, line
 from .test_loading_adversarial import errors
+
+TASK = "tasks/book-room-a.yaml"
 
 AGENT_SYSTEM = """name: probe
 harness:
@@ -270,3 +274,25 @@ def test_a_model_users_settings_and_record_keys_still_load(tmp_path: Path) -> No
     )
     spec = load_system(system)
     assert (spec.user_simulator.seed, spec.budgets.max_cost, spec.budgets.step_limit) == (7, 2, 9)
+
+
+# --- a slice label twice ------------------------------------------------------------------------
+
+
+def test_a_slice_label_listed_twice_is_refused(rooms: Path) -> None:
+    """`slice_labels: [booking, booking]` loaded, and the booking slice counted the task twice
+    (two tasks, its weight doubled in the slice's average)."""
+    edit(rooms, TASK, "slice_labels: [booking]", "slice_labels: [booking, urgent, booking]")
+    code, lines = errors("check", str(rooms))
+    at = line(rooms, TASK, "slice_labels:")
+    assert (code, lines) == (2, [f"{rooms / TASK}:{at}: slice_labels: listed twice: booking"])
+
+
+def test_regressing_a_regression_task_labels_it_once(rooms: Path, tmp_path: Path) -> None:
+    """The new task's labels were the old one's plus `regression`: a second time for a task
+    regressed already, which its suite then refused."""
+    edit(rooms, TASK, "slice_labels: [booking]", "slice_labels: [booking, regression]")
+    suite = load_suite(rooms)
+    failed = run_solution(suite, "book-room-a", "bad_no_badge")
+    written = regress(failed, suite, into=rooms)
+    assert load_suite(rooms).tasks[written.stem].slice_labels == ["booking", "regression"]

@@ -493,13 +493,14 @@ class AgentTask(Strict):
             raise ValueError("is empty: write the user's opening message (what they ask for)")
         return request
 
-    @field_validator("available_tools")
+    @field_validator("available_tools", "slice_labels")
     @classmethod
-    def _tools_once(cls, tools: list[str]) -> list[str]:
-        twice = sorted({tool for i, tool in enumerate(tools) if tool in tools[:i]})
+    def _listed_once(cls, names: list[str]) -> list[str]:
+        """A slice label twice counted the task twice in its slice (its weight doubled)."""
+        twice = sorted({name for i, name in enumerate(names) if name in names[:i]})
         if twice:
             raise ValueError(f"listed twice: {', '.join(twice)}")
-        return tools
+        return names
 
     @field_validator("outcome_assertions", "hard_process_constraints")
     @classmethod

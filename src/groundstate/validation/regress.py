@@ -249,7 +249,8 @@ def _task_yaml(run: AgentRun, task: AgentTask, new_id: str, evaluator_defect: bo
         task_id=new_id,
         task_revision=1,
         source=_provenance(run, task, evaluator_defect),
-        slice_labels=[*task.slice_labels, *extra],
+        # a regression of a regression task is labelled "regression" once
+        slice_labels=list(dict.fromkeys([*task.slice_labels, *extra])),
     )
     review = (
         "\n# REVIEW: copied from task {task}, whose grader wrongly failed the observed run."
