@@ -8,6 +8,7 @@ Each case asserts the one line a user sees (the file, the line or field, and the
 from __future__ import annotations
 
 import typing
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from pydantic import BaseModel
 from groundstate.agents.python import load_agent
 from groundstate.cli import main
 from groundstate.diagnosis.sampling import SheetRow
+from groundstate.environments import sqlite as sqlite_env
 from groundstate.errors import SpecError
 from groundstate.records import AgentRun
 from groundstate.spec.schemas import MODELS
@@ -33,6 +35,7 @@ from .test_check import edit, line
 from .test_loading_adversarial import errors
 
 TASK = "tasks/book-room-a.yaml"
+FIXTURE = "fixtures/rooms.yaml"
 
 AGENT_SYSTEM = """name: probe
 harness:
@@ -296,3 +299,27 @@ def test_regressing_a_regression_task_labels_it_once(rooms: Path, tmp_path: Path
     failed = run_solution(suite, "book-room-a", "bad_no_badge")
     written = regress(failed, suite, into=rooms)
     assert load_suite(rooms).tasks[written.stem].slice_labels == ["booking", "regression"]
+
+
+# --- a fixture's empty row ----------------------------------------------------------------------
+
+
+def test_an_empty_fixture_row_is_a_row_of_defaults(rooms: Path) -> None:
+    """`- {}` was `rows.rooms[1]: near ")": syntax error` (the SQL `INSERT ... () VALUES ()`)."""
+    edit(
+        rooms,
+        FIXTURE,
+        "rows:\n",
+        "  CREATE TABLE notes (id INTEGER PRIMARY KEY, n INTEGER DEFAULT 7);\n"
+        "rows:\n  notes: [{}, {n: 2}]\n",
+    )
+    assert errors("check", str(rooms))[0] == 0
+    with sqlite_env.SqliteEnvironment(rooms / FIXTURE, clock=datetime(2026, 1, 1)) as env:
+        assert env.initial_view().query("SELECT id, n FROM notes") == [(1, 7), (2, 2)]
+    edit(rooms, FIXTURE, "- {id: R-B, capacity: 10}", "- {}")
+    code, lines = errors("check", str(rooms))
+    at = line(rooms, FIXTURE, "- {}")
+    assert (code, lines[-1]) == (
+        2,
+        f"{rooms / FIXTURE}:{at}: rows.rooms[1]: NOT NULL constraint failed: rooms.capacity",
+    )

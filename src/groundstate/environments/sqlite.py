@@ -1173,6 +1173,9 @@ def read_fixture_text(fixture: Path) -> str:
 
 
 def _insert(connection: sqlite3.Connection, table: str, row: dict[str, JsonScalar]) -> None:
+    if not row:  # `- {}`: a row of the columns' defaults (``()`` is no SQL: a syntax error)
+        connection.execute(f"INSERT INTO {quote(table)} DEFAULT VALUES")
+        return
     columns = ", ".join(quote(column) for column in row)
     marks = ", ".join("?" for _ in row)
     # A bare YAML date or timestamp is the text written (spec.files), as an SQL fixture has it.
