@@ -323,3 +323,31 @@ def test_an_empty_fixture_row_is_a_row_of_defaults(rooms: Path) -> None:
         2,
         f"{rooms / FIXTURE}:{at}: rows.rooms[1]: NOT NULL constraint failed: rooms.capacity",
     )
+
+
+# --- a fixture's cell stored otherwise than written ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("row", "column", "reason"),
+    [
+        ("{id: R-C, capacity: ten}", "capacity", "'ten' is text but rooms.capacity is INTEGER"),
+        (
+            '{id: R-C, capacity: "010"}',
+            "capacity",
+            "'010' is text but rooms.capacity is INTEGER (write 010 without quotes)",
+        ),
+        ("{id: 7, capacity: 1}", "id", "7 is a number but rooms.id is TEXT (write '7' in quotes)"),
+        ("{id: true, capacity: 1}", "id", "True is a boolean but rooms.id is TEXT"),
+    ],
+)
+def test_a_fixture_cell_stored_otherwise_than_written_is_refused(
+    rooms: Path, row: str, column: str, reason: str
+) -> None:
+    """Each built: `"010"` became the number 10, `7` the text '7', `true` the text '1', and
+    `ten` was text among numbers (above every one of them in a comparison)."""
+    edit(rooms, FIXTURE, "- {id: R-B, capacity: 10}", f"- {row}")
+    code, lines = errors("check", str(rooms))
+    at = line(rooms, FIXTURE, row)
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{rooms / FIXTURE}:{at}: rows.rooms[1].{column}: {reason}")

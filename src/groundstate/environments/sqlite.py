@@ -1150,11 +1150,7 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
         return
     if fixture.suffix not in {".yaml", ".yml", ".json"}:
         raise ValueError("expected a .sql, .yaml or .json fixture")
-    if fixture.suffix == ".json":
-        text = read_fixture_text(fixture)
-        data = load_model(fixture, _DataFixture, data=parse_json(fixture, text))
-    else:  # the hardened loader every YAML file of groundstate goes through
-        data = load_model(fixture, _DataFixture)
+    data = read_data_fixture(fixture)
     connection.executescript(data.schema_sql)
     connection.execute("BEGIN")
     for table, rows in data.rows.items():
@@ -1165,6 +1161,14 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
                 # as other errors are (an integer past 64 bits overflows, not an sqlite3.Error)
                 raise SpecError(fixture, f"rows.{table}[{i}]", str(exc)) from exc
     connection.execute("COMMIT")
+
+
+def read_data_fixture(fixture: Path) -> _DataFixture:
+    """A ``.yaml``/``.yml``/``.json`` fixture's schema and rows, as the build reads them."""
+    if fixture.suffix == ".json":
+        text = read_fixture_text(fixture)
+        return load_model(fixture, _DataFixture, data=parse_json(fixture, text))
+    return load_model(fixture, _DataFixture)  # the hardened loader every YAML file goes through
 
 
 def read_fixture_text(fixture: Path) -> str:
