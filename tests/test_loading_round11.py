@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from pydantic import BaseModel
 
@@ -22,6 +23,7 @@ from groundstate.diagnosis.sampling import SheetRow
 from groundstate.environments import sqlite as sqlite_env
 from groundstate.errors import SpecError
 from groundstate.records import AgentRun
+from groundstate.spec.files import YamlDumper, read_yaml
 from groundstate.spec.schemas import MODELS
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
@@ -351,3 +353,46 @@ def test_a_fixture_cell_stored_otherwise_than_written_is_refused(
     at = line(rooms, FIXTURE, row)
     assert code == 2 and len(lines) == 1, lines
     assert lines[0].startswith(f"{rooms / FIXTURE}:{at}: rows.rooms[1].{column}: {reason}")
+
+
+# --- numbers YAML 1.1 reads as text ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "reason"),
+    [
+        (
+            "time_limit: 5",
+            "time_limit: 1e2",
+            "time_limit",
+            "1e2 reads as text in YAML 1.1 (and as the number 100.0 in YAML 1.2 and JSON):"
+            ' write 100.0, or quote it ("1e2") if it is text',
+        ),
+        (
+            'knowledge: {badge: "4411"}',
+            'knowledge: {badge: "4411", note: 2E-4}',
+            "user.knowledge.note",
+            "2E-4 reads as text in YAML 1.1 (and as the number 0.0002 in YAML 1.2",
+        ),
+    ],
+)
+def test_a_number_yaml_reads_two_ways_is_refused(
+    rooms: Path, old: str, new: str, field: str, reason: str
+) -> None:
+    """`time_limit: 1e2` was `Input should be a valid number`; a fixture's `rate: 1e-3` was
+    stored as the text '1e-3', which a JSON fixture's 1e-3 is not."""
+    edit(rooms, TASK, old, new)
+    code, lines = errors("check", str(rooms))
+    at = line(rooms, TASK, new)
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{rooms / TASK}:{at}: {field}: {reason}")
+
+
+def test_what_groundstate_writes_reads_back_as_written(tmp_path: Path) -> None:
+    """Text such as "1e5" (an id) was written plain by the YAML groundstate writes (a
+    regression task, an imported suite, a played solution): it would not load back."""
+    data = {"args": {"order": "1e5", "rate": 1e-05, "big": 1e20, "word": "no", "zip": "010"}}
+    text = yaml.dump(data, Dumper=YamlDumper)
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    assert read_yaml(path) == data and "'1e5'" in text
