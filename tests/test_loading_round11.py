@@ -396,3 +396,27 @@ def test_what_groundstate_writes_reads_back_as_written(tmp_path: Path) -> None:
     path = tmp_path / "x.yaml"
     path.write_text(text)
     assert read_yaml(path) == data and "'1e5'" in text
+
+
+@pytest.mark.parametrize(
+    ("section", "where"),
+    [
+        ("model: {revision: gpt-4o, temperature: 0}", "model"),
+        ("model: {revision: gpt-4o, max_tokens: 512, decoding: {seed: 1}}", "model"),
+        (
+            "user_simulator: {kind: model, model: {revision: gpt-4o, top_p: 0.5}}",
+            "user_simulator.model",
+        ),
+    ],
+)
+def test_a_decoding_setting_beside_decoding_is_refused(
+    tmp_path: Path, section: str, where: str
+) -> None:
+    """`model: {temperature: 0}` was kept "for the record": the adapters send `decoding`
+    alone, so every request was sampled at the API's default temperature."""
+    system = agent_system(tmp_path, "{}")
+    system.write_text(system.read_text() + section + "\n")
+    problems = list(map(str, check_system(system)))
+    at = line(tmp_path, "system.yaml", section.split(":")[0] + ":")
+    assert len(problems) == 1 and problems[0].startswith(f"{system}:{at}: {where}: '"), problems
+    assert "is a decoding setting: write it under `decoding`" in problems[0]

@@ -198,6 +198,12 @@ _DECODING: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 """The decoding settings every adapter documents, and the values the APIs take for them."""
 
+SAMPLING_KEYS = frozenset(
+    {*_DECODING, "top_k", "frequency_penalty", "presence_penalty", "max_completion_tokens"}
+)
+"""Request settings that belong in a model's ``decoding`` (written beside it, they are kept
+for the record and never sent)."""
+
 
 def known_decoding(decoding: dict[str, Any]) -> dict[str, Any]:
     """A documented decoding setting of the wrong type (``temperature: hot``, ``seed: 1.5``)

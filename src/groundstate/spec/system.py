@@ -30,6 +30,7 @@ from groundstate.spec.code import hash_code
 from groundstate.spec.files import is_file, load_model
 from groundstate.spec.strict import (
     MAX_SECONDS,
+    SAMPLING_KEYS,
     Count,
     Decoding,
     Number,
@@ -55,7 +56,12 @@ class Section(BaseModel):
         """An extra key that looks like a misspelt field is refused: kept, it would be hashed
         and never read (``budgets: {step_limt: 5}`` would leave the step limit unset)."""
         for key in self.model_extra or {}:
-            # Stricter than a hint: a key kept for the record (persona_id, cost_limit) loads.
+            if key in SAMPLING_KEYS and "decoding" in type(self).model_fields:
+                raise ValueError(
+                    f"{key!r} is a decoding setting: write it under `decoding` (here it would"
+                    " be kept for the record and never sent)"
+                )
+            # Stricter than a hint: a key kept for the record (persona_id, provider_name) loads.
             hint = did_you_mean(key, type(self).model_fields, cutoff=0.85)
             if hint:
                 raise ValueError(
