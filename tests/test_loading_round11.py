@@ -420,3 +420,13 @@ def test_a_decoding_setting_beside_decoding_is_refused(
     at = line(tmp_path, "system.yaml", section.split(":")[0] + ":")
     assert len(problems) == 1 and problems[0].startswith(f"{system}:{at}: {where}: '"), problems
     assert "is a decoding setting: write it under `decoding`" in problems[0]
+
+
+def test_a_weight_for_a_misspelt_task_names_the_one_meant(rooms: Path) -> None:
+    edit(
+        rooms, "suite.yaml", "canary: book-room-a", "canary: book-room-a\nweights: {book-rom-a: 2}"
+    )
+    code, lines = errors("check", str(rooms))
+    at = line(rooms, "suite.yaml", "weights:")
+    reason = "no task 'book-rom-a' (did you mean 'book-room-a'?)"
+    assert (code, lines) == (2, [f"{rooms / 'suite.yaml'}:{at}: weights.book-rom-a: {reason}"])

@@ -390,9 +390,11 @@ def _hash_files(root: Path) -> dict[str, str]:
 def _check_references(root: Path, config: SuiteConfig) -> Iterator[SpecError]:
     """A weight for a misspelt task would be ignored, a missing or unreadable policy file found
     mid-batch."""
+    ids = [path.stem for path in (root / "tasks").glob("*.yaml")]
     for task_id in config.weights:
         if not is_file(root / "tasks" / f"{task_id}.yaml"):
-            yield SpecError(root / SUITE_FILE, f"weights.{task_id}", f"no task {task_id!r}")
+            reason = f"no task {task_id!r}{did_you_mean(task_id, ids)}"
+            yield SpecError(root / SUITE_FILE, f"weights.{task_id}", reason)
     if config.policy is None:
         return
     if not is_file(root / config.policy):
