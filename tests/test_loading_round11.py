@@ -255,6 +255,14 @@ def test_a_change_to_one_systems_default_section_leaves_the_others(tmp_path: Pat
             "read only for kind: model, and this user is person",
         ),
         ("user_simulator: {kind: scripted, seed: 7}", "user_simulator.seed", "read only for"),
+        (
+            "user_simulator: {max_turns: 5, time_limit: 30}",
+            "user_simulator",
+            "'time_limit' belongs in `budgets`: write it there (here it would be kept for the"
+            " record and never read)",
+        ),
+        ("model: {revision: x, budgets: {max_cost: 1}}", "model", "'budgets' belongs at the top"),
+        ("environment: {system_prompt: Be brief.}", "environment", "'system_prompt' belongs in"),
     ],
 )
 def test_a_system_setting_nothing_reads_is_refused(

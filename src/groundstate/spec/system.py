@@ -61,6 +61,11 @@ class Section(BaseModel):
                     f"{key!r} is a decoding setting: write it under `decoding` (here it would"
                     " be kept for the record and never sent)"
                 )
+            if key in _ENFORCED_ELSEWHERE:
+                raise ValueError(
+                    f"{key!r} belongs {_ENFORCED_ELSEWHERE[key]}: write it there (here it would"
+                    " be kept for the record and never read)"
+                )
             # Stricter than a hint: a key kept for the record (persona_id, provider_name) loads.
             hint = did_you_mean(key, type(self).model_fields, cutoff=0.85)
             if hint:
@@ -69,6 +74,20 @@ class Section(BaseModel):
                     " read, so a misspelt field would have no effect"
                 )
         return self
+
+
+_ENFORCED_ELSEWHERE = {
+    **dict.fromkeys(("step_limit", "time_limit", "max_cost"), "in `budgets`"),
+    "max_turns": "in `user_simulator`",
+    "system_prompt": "in `harness`",
+    "max_invalid_rate": "in `invalid_run_policy`",
+    **dict.fromkeys(
+        ("budgets", "invalid_run_policy", "user_simulator", "harness"),
+        "at the top of the system file",
+    ),
+}
+"""Settings groundstate acts on, by the place they are read: written in another section (an
+open one keeps extra keys), they would be kept and never read."""
 
 
 class Prices(Section):
