@@ -225,7 +225,9 @@ def test_check_lists_every_problem_of_a_system_file(bank: Path, system: Path) ->
     ]
 
 
-@pytest.mark.parametrize("number", ["2026", "1767261600", "1500000000.5", "0", '"1767261600"', "-3.5"])
+@pytest.mark.parametrize(
+    "number", ["2026", "1767261600", "1500000000.5", "0", '"1767261600"', "-3.5"]
+)
 def test_a_number_as_the_clock_is_refused_not_read_as_1970(bank: Path, number: str) -> None:
     edit(bank, TASK, 'clock: "2026-01-15T10:00:00+00:00"', f"clock: {number}")
     code, lines = errors("check", str(bank))
