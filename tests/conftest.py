@@ -46,6 +46,7 @@ it; the test's fixture writes ``released`` beside the file when the test ends.""
 HERE = Path(__file__).parent
 BANK = HERE / "suites" / "bank"
 BANK_SYSTEM = HERE / "suites" / "bank_system.yaml"
+ROOMS = HERE / "suites" / "rooms"
 EXAMPLES = HERE.parent / "examples"
 
 
@@ -88,6 +89,14 @@ def bank() -> Suite:
 
 
 EditTask = Callable[[Callable[[dict[str, Any]], None]], Suite]
+
+
+@pytest.fixture
+def rooms(tmp_path: Path) -> Path:
+    """A copy of the rooms suite to edit (the loading audits' hostile files)."""
+    root = tmp_path / "rooms"
+    shutil.copytree(ROOMS, root)
+    return root
 
 
 @pytest.fixture

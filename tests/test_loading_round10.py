@@ -8,7 +8,6 @@ Each case asserts the one line a user sees (the file, the line or field, and the
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,15 +23,7 @@ from .test_check import line
 from .test_loading_adversarial import errors
 from .test_loading_round9 import MCP_SYSTEM
 
-ROOMS = Path(__file__).parent / "suites" / "rooms"
 TASK = "tasks/book-room-a.yaml"
-
-
-@pytest.fixture
-def rooms(tmp_path: Path) -> Path:
-    root = tmp_path / "rooms"
-    shutil.copytree(ROOMS, root)
-    return root
 
 
 # --- an MCP program that cannot start ---------------------------------------------------------

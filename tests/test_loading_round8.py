@@ -25,18 +25,10 @@ from groundstate.spec.suite import load_suite
 from .test_check import edit, line
 from .test_loading_adversarial import errors
 
-ROOMS = Path(__file__).parent / "suites" / "rooms"
 TASK = "tasks/book-room-a.yaml"
 ORACLE = "solutions/book-room-a/oracle.yaml"
 FIXTURE = "fixtures/rooms.yaml"
 ADDED = '{room: R-A, employee: E1, day: "2026-01-16", slot: 9}'
-
-
-@pytest.fixture
-def rooms(tmp_path: Path) -> Path:
-    root = tmp_path / "rooms"
-    shutil.copytree(ROOMS, root)
-    return root
 
 
 # --- YAML 1.1 numbers that read otherwise than they look -------------------------------------

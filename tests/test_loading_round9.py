@@ -22,16 +22,8 @@ from groundstate.validation.lock import lock_data
 from .test_check import edit, line
 from .test_loading_adversarial import errors
 
-ROOMS = Path(__file__).parent / "suites" / "rooms"
 TASK = "tasks/book-room-a.yaml"
 FIXTURE = "fixtures/rooms.yaml"
-
-
-@pytest.fixture
-def rooms(tmp_path: Path) -> Path:
-    root = tmp_path / "rooms"
-    shutil.copytree(ROOMS, root)
-    return root
 
 
 # --- YAML 1.1's booleans and tags -------------------------------------------------------------

@@ -28,6 +28,7 @@ from groundstate.episode import AttemptInfo, run_attempt
 from groundstate.errors import SpecError
 from groundstate.records import AgentRun
 from groundstate.runner import BatchConfig, derive_seed, plan_batch
+from groundstate.spec.files import YamlDumper
 from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import AgentEntry, HarnessSection, SystemSpec, UserSimulatorSection
@@ -191,7 +192,9 @@ def save_solution(suite_root: Path, task_id: str, name: str, steps: list[Step]) 
     path.parent.mkdir(parents=True, exist_ok=True)
     data = solution.model_dump(mode="json", exclude_defaults=True)
     data["steps"] = [s.model_dump(mode="json", exclude_defaults=True) for s in steps]
-    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    path.write_text(
+        yaml.dump(data, Dumper=YamlDumper, sort_keys=False, allow_unicode=True), encoding="utf-8"
+    )
     return path
 
 

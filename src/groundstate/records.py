@@ -104,7 +104,7 @@ class AgentRun(BaseModel):
     """Weighted rubric score in [0, 1], reported beside ``success``, never instead of it."""
     cost: float | None
     """Dollars; ``None`` when unknown (an imported file that gives none), never 0 for that."""
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)
     latency: float | None
     """Wall-clock seconds of the attempt, reset to grading; ``None`` when unknown."""
     final_message: Annotated[str | None, RECORDABLE] = None

@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from groundstate.errors import GroundstateError, StoreError
 from groundstate.paths import DEFAULT_STORE
@@ -347,11 +347,11 @@ class BatchInfo(BaseModel):
     task_revisions: dict[str, int]
     task_weights: dict[str, float]
     task_slices: dict[str, list[str]]
-    task_horizons: dict[str, int] = {}
+    task_horizons: dict[str, int] = Field(default_factory=dict)
     """Steps of each task's oracle solution, for horizon slices."""
-    invalid_run_policy: dict[str, Any] = {}
+    invalid_run_policy: dict[str, Any] = Field(default_factory=dict)
     """The retry policy and invalid-rate threshold, fixed before the batch starts."""
-    invalid_tasks: list[str] = []
+    invalid_tasks: list[str] = Field(default_factory=list)
     """Tasks that failed validation and ran anyway (``run --allow-invalid``)."""
     source: str = "groundstate"
     """``groundstate`` for batches run here; ``imported`` for results from another harness."""
@@ -438,7 +438,7 @@ class Verification(BaseModel):
     """Run rows read (tampered ones included)."""
     artifacts: int
     """Artifact files read back and hashed."""
-    problems: list[Problem] = []
+    problems: list[Problem] = Field(default_factory=list)
     chain_head: str | None = None
     """The batch's chain head as stored (None before its first run). Nothing inside the store
     can show the whole file rolled back to an older copy, or its last runs deleted with the

@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from groundstate.agents.base import Agent, Session
 from groundstate.errors import SpecError
-from groundstate.spec.strict import did_you_mean
+from groundstate.spec.strict import did_you_mean, value_problem
 from groundstate.spec.system import SystemSpec, resolve_entry
 from groundstate.tools import load_module
 
@@ -83,6 +84,10 @@ def _builder(system: SystemSpec) -> Callable[[], Agent]:
             "factory returning an object with 'async def run(self, session)')",
             line=_def_line(factory),
         )
+    build = getattr(factory, "from_system", None)
+    _check_params(
+        build if callable(build) else factory, loop.params, system, skip=int(callable(build))
+    )
     return functools.partial(_built, system, factory)
 
 
@@ -90,9 +95,6 @@ def _built(system: SystemSpec, factory: Callable[..., Any]) -> Agent:
     """A new agent from *factory* (see :func:`load_agent`)."""
     loop = system.harness.orchestration_loop
     build = getattr(factory, "from_system", None)
-    _check_params(
-        build if callable(build) else factory, loop.params, system, skip=int(callable(build))
-    )
     try:
         agent = build(system, **loop.params) if callable(build) else factory(**loop.params)
     except TypeError as exc:
@@ -122,19 +124,54 @@ def _check_params(
     fn: Callable[..., Any], params: dict[str, Any], system: SystemSpec, skip: int = 1
 ) -> None:
     """Refuse parameters the agent function (or factory) does not take, naming the one meant,
-    before any attempt runs; *skip*: the leading arguments it is given first (a session, the
-    system)."""
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):  # no signature to read: the call itself will say
+    or of a type its annotations refuse, before any attempt runs (every attempt would fail
+    for it, counted as the agent's failure); *skip*: the leading arguments it is given first
+    (a session, the system)."""
+    signature = _signature(fn)
+    if signature is None:  # no signature to read: the call itself will say
         return
+    field = "harness.orchestration_loop.params"
     try:
         signature.bind(*[None] * skip, **params)
     except TypeError as exc:
         taken = list(signature.parameters)[skip:]
         hints = "".join(did_you_mean(key, taken) for key in params if key not in taken)
-        field = "harness.orchestration_loop.params"
         raise SpecError(system.source, field, f"{exc}{hints}") from None
+    extra = [p for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
+    for name, value in params.items():
+        parameter = signature.parameters.get(name) or extra[0]
+        if value is None and parameter.default is None:  # `x: int = None`: None is meant
+            continue
+        problem = value_problem(parameter.annotation, value)
+        if problem is not None:
+            raise SpecError(system.source, f"{field}.{name}", problem)
+
+
+def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
+    """*fn*'s signature, each annotation evaluated where it can be (one naming a type imported
+    only for type checkers stays text, and is not checked; the others still are)."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    module = sys.modules.get(getattr(fn, "__module__", None) or "")
+    names = dict(vars(module)) if module is not None else {}
+    return signature.replace(
+        parameters=[
+            p.replace(annotation=_evaluated(p.annotation, names))
+            for p in signature.parameters.values()
+        ]
+    )
+
+
+def _evaluated(annotation: Any, names: dict[str, Any]) -> Any:
+    if not isinstance(annotation, str):
+        return annotation
+    try:
+        # the agent's own module, imported already: its annotations are its code
+        return eval(annotation, names)
+    except Exception:  # a name only a type checker sees: left as text
+        return annotation
 
 
 def _import(module_name: str, system: SystemSpec) -> Any:

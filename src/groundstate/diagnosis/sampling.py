@@ -22,13 +22,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from groundstate.analysis import final_runs
 from groundstate.diagnosis.taxonomy import TAXONOMY_FILE, FailureTaxonomy
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.report.html_text import environment
+from groundstate.spec.files import YamlDumper
 from groundstate.store import BatchInfo
 
 SHEET_FIELDS = (
@@ -63,7 +64,7 @@ class SheetRow(BaseModel):
     stratum: str
     failed_checks: list[str]
     """Ids of the outcome assertions and constraints the run failed."""
-    labels: list[str] = []
+    labels: list[str] = Field(default_factory=list)
     """Left empty for the annotator."""
     note: str = ""
 
@@ -174,7 +175,9 @@ def write_sheet(
         _write_csv(paths[0], rows)
         paths[1].write_text("".join(r.model_dump_json() + "\n" for r in rows), "utf-8")
         paths[2].write_text(render_sheet(batch, sample, rows, taxonomy), "utf-8")
-        taxonomy_yaml = yaml.safe_dump(taxonomy.model_dump(mode="json"), sort_keys=False)
+        taxonomy_yaml = yaml.dump(
+            taxonomy.model_dump(mode="json"), Dumper=YamlDumper, sort_keys=False
+        )
         paths[3].write_text(taxonomy_yaml, "utf-8")
     except OSError as exc:
         raise GroundstateError(f"cannot write the sheet into {out}: {exc.strerror}") from None

@@ -1159,11 +1159,7 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
         return
     if fixture.suffix not in {".yaml", ".yml", ".json"}:
         raise ValueError("expected a .sql, .yaml or .json fixture")
-    if fixture.suffix == ".json":
-        text = read_fixture_text(fixture)
-        data = load_model(fixture, _DataFixture, data=parse_json(fixture, text))
-    else:  # the hardened loader every YAML file of groundstate goes through
-        data = load_model(fixture, _DataFixture)
+    data = read_data_fixture(fixture)
     connection.executescript(data.schema_sql)
     connection.execute("BEGIN")
     for table, rows in data.rows.items():
@@ -1176,12 +1172,23 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
     connection.execute("COMMIT")
 
 
+def read_data_fixture(fixture: Path) -> _DataFixture:
+    """A ``.yaml``/``.yml``/``.json`` fixture's schema and rows, as the build reads them."""
+    if fixture.suffix == ".json":
+        text = read_fixture_text(fixture)
+        return load_model(fixture, _DataFixture, data=parse_json(fixture, text))
+    return load_model(fixture, _DataFixture)  # the hardened loader every YAML file goes through
+
+
 def read_fixture_text(fixture: Path) -> str:
     """The text of a ``.sql`` or ``.json`` fixture, at most :data:`MAX_FIXTURE_BYTES`."""
     return read_text(fixture, max_bytes=MAX_FIXTURE_BYTES)
 
 
 def _insert(connection: sqlite3.Connection, table: str, row: dict[str, JsonScalar]) -> None:
+    if not row:  # `- {}`: a row of the columns' defaults (``()`` is no SQL: a syntax error)
+        connection.execute(f"INSERT INTO {quote(table)} DEFAULT VALUES")
+        return
     columns = ", ".join(quote(column) for column in row)
     marks = ", ".join("?" for _ in row)
     # A bare YAML date or timestamp is the text written (spec.files), as an SQL fixture has it.

@@ -27,6 +27,7 @@ from groundstate.spec.strict import (
     StrictBool,
     SuiteRef,
     one_key_of,
+    own_default,
 )
 
 TOOL_ROOTS = ("args", "output", "error", "error_class", "tool", "ok")
@@ -320,9 +321,9 @@ class ConfirmedRule(Strict):
     """The changes that need a confirmation (a tool match)."""
     names: list[str] = Field(default_factory=list)
     """Paths into the change (``args.order_id``) whose values the confirmed question names."""
-    yes: Match = Match(message="user", matches=YES_PATTERN)
+    yes: Match = own_default(Match(message="user", matches=YES_PATTERN))
     """What counts as the user's yes (a user-message match)."""
-    no: Match | None = Match(message="user", matches=NO_PATTERN)
+    no: Match | None = own_default(Match(message="user", matches=NO_PATTERN))
     """A reply that also matches this confirms nothing; ``null``: no such check."""
     asks: str | None = None
     """A regular expression the question must also contain (searched case-insensitively in

@@ -16,6 +16,8 @@ cannot read safely is a :class:`SpecError` (one line), never a traceback or a ha
   one field that is a moment (a task's ``clock``) reads it with :func:`yaml_timestamp`;
 - YAML 1.1's numbers that read other than they look are refused: ``010`` (octal: 8) and
   ``1:30`` (base 60: 90); a zip code or a clock time is text, to be quoted;
+- ``1e3`` or ``2E-4`` (text in YAML 1.1, a number in YAML 1.2 and JSON) is refused too;
+  :class:`YamlDumper` quotes such text in what groundstate writes;
 - a key is the text written (``on:`` is the key ``"on"``, not true; ``1:`` the key ``"1"``);
 - a bare ``yes``, ``no``, ``on`` or ``off`` value is refused by :func:`load_model` unless its
   field is a choice of words (``mutation_testing: off``): YAML 1.1 reads it as true or false,
@@ -36,7 +38,7 @@ import re
 import stat
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, NoReturn, TypeVar, Union, get_args, get_origin
 
 import yaml
 from pydantic import BaseModel, Tag, ValidationError
@@ -125,6 +127,17 @@ class _SafeLoader(yaml.SafeLoader):
         _refuse_misread_number(node)
         return super().construct_yaml_int(node)
 
+    def construct_text_or_number(self, node: yaml.ScalarNode) -> NoReturn:
+        text, value = node.value, float(node.value)
+        number = repr(value)
+        if "e" in number and "." not in number.partition("e")[0]:
+            number = number.replace("e", ".0e")  # 1e+20: YAML 1.1 reads a float with a point
+        raise _Refused(
+            f"{text} reads as text in YAML 1.1 (and as the number {number} in YAML 1.2 and"
+            f' JSON): write {number}, or quote it ("{text}") if it is text',
+            node.start_mark,
+        )
+
     def construct_written_bool(self, node: yaml.ScalarNode) -> bool | _BareWord:
         value: bool = self.construct_yaml_bool(node)
         if node.value.lower() in ("true", "false"):
@@ -142,6 +155,21 @@ class _SafeLoader(yaml.SafeLoader):
         return str(self.construct_scalar(node))
 
 
+_TEXT_OR_NUMBER = "tag:groundstate:text-or-number"
+"""A plain scalar YAML 1.2 and JSON read as a number, and YAML 1.1 as text: ``1e3``, ``1.5e3``,
+``2E-4`` (YAML 1.1 asks a float for a point and a signed exponent)."""
+_TEXT_OR_NUMBER_RE = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)[eE][-+]?[0-9]+$")
+_SafeLoader.add_implicit_resolver(_TEXT_OR_NUMBER, _TEXT_OR_NUMBER_RE, list("-+.0123456789"))
+
+
+class YamlDumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, writing text this module would refuse as a number YAML 1.1 and
+    1.2 read apart (``1e3``) in quotes: what groundstate writes (a regression task, an
+    imported suite) loads back as written."""
+
+
+YamlDumper.add_implicit_resolver(_TEXT_OR_NUMBER, _TEXT_OR_NUMBER_RE, list("-+.0123456789"))
+_SafeLoader.add_constructor(_TEXT_OR_NUMBER, _SafeLoader.construct_text_or_number)
 _SafeLoader.add_constructor("tag:yaml.org,2002:bool", _SafeLoader.construct_written_bool)
 _SafeLoader.add_constructor("tag:yaml.org,2002:float", _SafeLoader.construct_yaml_float)
 _SafeLoader.add_constructor("tag:yaml.org,2002:int", _SafeLoader.construct_yaml_int)

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import inspect
+import json
 import posixpath
+import types
+import typing
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic import Strict as PydanticStrict
 
 JsonScalar = str | int | float | bool | None
@@ -194,6 +198,12 @@ _DECODING: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 """The decoding settings every adapter documents, and the values the APIs take for them."""
 
+SAMPLING_KEYS = frozenset(
+    {*_DECODING, "top_k", "frequency_penalty", "presence_penalty", "max_completion_tokens"}
+)
+"""Request settings that belong in a model's ``decoding`` (written beside it, they are kept
+for the record and never sent)."""
+
 
 def known_decoding(decoding: dict[str, Any]) -> dict[str, Any]:
     """A documented decoding setting of the wrong type (``temperature: hot``, ``seed: 1.5``)
@@ -216,3 +226,71 @@ def known_decoding(decoding: dict[str, Any]) -> dict[str, Any]:
 
 Decoding = Annotated[dict[str, Any], AfterValidator(known_decoding)]
 """A model's decoding settings: any key, those of :data:`_DECODING` of their type."""
+
+
+_KINDS: dict[Any, str] = {
+    int: "a whole number",
+    float: "a number",
+    str: "text",
+    bool: "true or false",
+    list: "a list",
+    tuple: "a list",
+    dict: "a mapping",
+    type(None): "null",
+}
+
+
+def describe_type(hint: Any) -> str:
+    """*hint*, a type annotation, in the words a file's author reads (``list[str] | None``:
+    "a list of text or null")."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return " or ".join(map(str, args))
+    if origin is typing.Union or origin is types.UnionType:
+        return " or ".join(map(describe_type, args))
+    if origin is Annotated:
+        return describe_type(args[0])
+    if origin in (list, tuple, set, frozenset, Sequence, Iterable):
+        return f"a list of {describe_type(args[0])}" if args else "a list"
+    if origin in (dict, Mapping) and len(args) == 2:
+        return f"a mapping of {describe_type(args[0])} to {describe_type(args[1])}"
+    return _KINDS.get(origin or hint) or str(getattr(hint, "__name__", hint))
+
+
+def value_problem(hint: Any, value: Any) -> str | None:
+    """Why *value*, read from a file, cannot be what the annotation *hint* says, or None.
+
+    Read as JSON strictly: ``"0.1"`` is not a number nor ``1`` text, but a path or a date may
+    be written as text. An annotation that is not a type pydantic knows (left as text, or a
+    class of the user's) is not checked: the call itself will say."""
+    if hint is inspect.Parameter.empty or isinstance(hint, str):
+        return None
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(hint)
+        text = json.dumps(value, allow_nan=False)
+    except Exception:  # a type without a schema, a value that is no JSON: not checked here
+        return None
+    try:
+        adapter.validate_json(text, strict=True)
+    except ValidationError:
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        wanted = describe_type(hint)
+        reason = f"must be {wanted}, not {shown}"
+        if isinstance(value, bool) and "true or false" not in wanted:
+            reason += " (YAML reads a bare no, off or false as false)"
+        return reason
+    return None
+
+
+def own_default(default: BaseModel) -> Any:
+    """A field whose default is *default*, a copy of it for each model that leaves the field
+    out. A model instance written as a default is one object shared by every model that
+    leaves the field out (pydantic copies only defaults it cannot hash, and a frozen model
+    hashes): setting one of its fields (``object.__setattr__`` passes a frozen model), or a
+    dict of it in place, would change every other task or system. The JSON schema still
+    shows the default."""
+    shown = default.model_dump(mode="json")
+    return Field(
+        default_factory=lambda: default.model_copy(deep=True),
+        json_schema_extra={"default": shown},
+    )

@@ -390,18 +390,24 @@ def _hash_files(root: Path) -> dict[str, str]:
 def _check_references(root: Path, config: SuiteConfig) -> Iterator[SpecError]:
     """A weight for a misspelt task would be ignored, a missing or unreadable policy file found
     mid-batch."""
+    ids = [path.stem for path in (root / "tasks").glob("*.yaml")]
     for task_id in config.weights:
         if not is_file(root / "tasks" / f"{task_id}.yaml"):
-            yield SpecError(root / SUITE_FILE, f"weights.{task_id}", f"no task {task_id!r}")
+            reason = f"no task {task_id!r}{did_you_mean(task_id, ids)}"
+            yield SpecError(root / SUITE_FILE, f"weights.{task_id}", reason)
     if config.policy is None:
         return
     if not is_file(root / config.policy):
         yield SpecError(root / SUITE_FILE, "policy", f"no file {config.policy}")
         return
     try:  # read as every attempt will: not UTF-8 or too large is found now, not mid-batch
-        read_text(root / config.policy, max_bytes=MAX_POLICY_BYTES)
+        text = read_text(root / config.policy, max_bytes=MAX_POLICY_BYTES)
     except SpecError as exc:
         yield exc
+        return
+    if not text.strip():  # declared, yet every agent would be given no policy at all
+        reason = f"{config.policy} is empty: write the policy, or remove `policy:`"
+        yield SpecError(root / SUITE_FILE, "policy", reason)
 
 
 def _add_task(suite: Suite, task_file: Path, report: Report) -> None:

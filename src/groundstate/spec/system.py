@@ -17,6 +17,8 @@ from pydantic import (
     Field,
     PrivateAttr,
     SerializerFunctionWrapHandler,
+    ValidationInfo,
+    field_validator,
     model_serializer,
     model_validator,
 )
@@ -28,12 +30,14 @@ from groundstate.spec.code import hash_code
 from groundstate.spec.files import is_file, load_model
 from groundstate.spec.strict import (
     MAX_SECONDS,
+    SAMPLING_KEYS,
     Count,
     Decoding,
     Number,
     Seconds,
     Steps,
     did_you_mean,
+    own_default,
 )
 
 Retries = Annotated[Count, Field(ge=0, le=100)]
@@ -52,7 +56,17 @@ class Section(BaseModel):
         """An extra key that looks like a misspelt field is refused: kept, it would be hashed
         and never read (``budgets: {step_limt: 5}`` would leave the step limit unset)."""
         for key in self.model_extra or {}:
-            # Stricter than a hint: a key kept for the record (persona_id, cost_limit) loads.
+            if key in SAMPLING_KEYS and "decoding" in type(self).model_fields:
+                raise ValueError(
+                    f"{key!r} is a decoding setting: write it under `decoding` (here it would"
+                    " be kept for the record and never sent)"
+                )
+            if key in _ENFORCED_ELSEWHERE:
+                raise ValueError(
+                    f"{key!r} belongs {_ENFORCED_ELSEWHERE[key]}: write it there (here it would"
+                    " be kept for the record and never read)"
+                )
+            # Stricter than a hint: a key kept for the record (persona_id, provider_name) loads.
             hint = did_you_mean(key, type(self).model_fields, cutoff=0.85)
             if hint:
                 raise ValueError(
@@ -60,6 +74,20 @@ class Section(BaseModel):
                     " read, so a misspelt field would have no effect"
                 )
         return self
+
+
+_ENFORCED_ELSEWHERE = {
+    **dict.fromkeys(("step_limit", "time_limit", "max_cost"), "in `budgets`"),
+    "max_turns": "in `user_simulator`",
+    "system_prompt": "in `harness`",
+    "max_invalid_rate": "in `invalid_run_policy`",
+    **dict.fromkeys(
+        ("budgets", "invalid_run_policy", "user_simulator", "harness"),
+        "at the top of the system file",
+    ),
+}
+"""Settings groundstate acts on, by the place they are read: written in another section (an
+open one keeps extra keys), they would be kept and never read."""
 
 
 class Prices(Section):
@@ -240,6 +268,18 @@ class UserSimulatorSection(Section):
         data: dict[str, Any] = handler(self)
         return {k: v for k, v in data.items() if not (k in _ADDED_USER_FIELDS and v is None)}
 
+    @field_validator(*_ADDED_USER_FIELDS)
+    @classmethod
+    def _only_for_model_users(cls, value: object, info: ValidationInfo) -> object:
+        """A model user's setting on another kind of user (``kind`` left out is ``scripted``)
+        is never read: the author believes a model plays the user, and none does."""
+        kind = info.data.get("kind", "model")
+        if value is not None and kind != "model":
+            raise ValueError(
+                f"read only for kind: model, and this user is {kind}: set kind: model, or remove it"
+            )
+        return value
+
     @model_validator(mode="after")
     def _model_for_model_users(self) -> UserSimulatorSection:
         if self.kind == "model" and self.model is None:
@@ -273,6 +313,12 @@ def _check_prompt_fields(prompt: str) -> None:
 
 
 class BudgetsSection(Section):
+    """Limits enforced on every attempt. Unlike most sections it takes no extra keys: a
+    ``cost_limit`` or ``max_steps`` kept "for the record" would read as a budget in force that
+    nothing enforces."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
     step_limit: Steps | None = None
     time_limit: Seconds | None = None
     max_cost: Price | None = None
@@ -305,14 +351,14 @@ class SystemSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     name: str = "system"
-    model: ModelSection = ModelSection()
+    model: ModelSection = own_default(ModelSection())
     harness: HarnessSection
-    tools: ToolsSection = ToolsSection()
-    environment: EnvironmentSection = EnvironmentSection()
-    user_simulator: UserSimulatorSection = UserSimulatorSection()
-    budgets: BudgetsSection = BudgetsSection()
-    grader: GraderSection = GraderSection()
-    invalid_run_policy: InvalidRunPolicy = InvalidRunPolicy()
+    tools: ToolsSection = own_default(ToolsSection())
+    environment: EnvironmentSection = own_default(EnvironmentSection())
+    user_simulator: UserSimulatorSection = own_default(UserSimulatorSection())
+    budgets: BudgetsSection = own_default(BudgetsSection())
+    grader: GraderSection = own_default(GraderSection())
+    invalid_run_policy: InvalidRunPolicy = own_default(InvalidRunPolicy())
     resolved: dict[str, Any] = Field(default_factory=dict)
     """Filled when loaded: hashes of referenced code and the versions in use."""
     _base_dir: Path = PrivateAttr(default=Path("."))

@@ -41,6 +41,7 @@ from groundstate.spec.strict import (
     is_number,
     known_decoding,
     one_key_of,
+    own_default,
 )
 from groundstate.spec.strict import JsonScalar as JsonScalar
 from groundstate.spec.strict import Strict as Strict
@@ -444,17 +445,17 @@ class AgentTask(Strict):
     """Fixture file, relative to the suite's ``fixtures/`` folder."""
     clock: datetime
     """The environment's "now" at reset."""
-    reset_check: ResetCheck = ResetCheck()
+    reset_check: ResetCheck = own_default(ResetCheck())
     user_request: str
-    user: UserScenario = UserScenario()
+    user: UserScenario = own_default(UserScenario())
     available_tools: list[str]
-    permissions: Permissions = Permissions()
+    permissions: Permissions = own_default(Permissions())
     constraint_sets: list[str] = Field(default_factory=list)
     """The suite's constraint sets this task includes, by name (provenance): the loader puts
     their constraints, in this order, before the task's own in ``hard_process_constraints``."""
     hard_process_constraints: list[HardConstraint] = Field(default_factory=list)
     """Every constraint of the task: its sets' first, then its own (as loaded from a suite)."""
-    terminal_conditions: TerminalConditions = TerminalConditions()
+    terminal_conditions: TerminalConditions = own_default(TerminalConditions())
     step_limit: Steps = 30
     time_limit: Seconds = 60.0
     """Seconds of wall time."""
@@ -492,13 +493,14 @@ class AgentTask(Strict):
             raise ValueError("is empty: write the user's opening message (what they ask for)")
         return request
 
-    @field_validator("available_tools")
+    @field_validator("available_tools", "slice_labels")
     @classmethod
-    def _tools_once(cls, tools: list[str]) -> list[str]:
-        twice = sorted({tool for i, tool in enumerate(tools) if tool in tools[:i]})
+    def _listed_once(cls, names: list[str]) -> list[str]:
+        """A slice label twice counted the task twice in its slice (its weight doubled)."""
+        twice = sorted({name for i, name in enumerate(names) if name in names[:i]})
         if twice:
             raise ValueError(f"listed twice: {', '.join(twice)}")
-        return tools
+        return names
 
     @field_validator("outcome_assertions", "hard_process_constraints")
     @classmethod

@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from groundstate.errors import SpecError
+from groundstate.spec.files import YamlDumper
 from groundstate.tau2 import retail_checks, retail_tools
 from groundstate.tau2.convert import (
     Converted,
@@ -263,9 +264,9 @@ def _dumped(data: Any) -> str:
     """YAML that reads back as *data*. PyYAML writes a few characters as they are (NEL, the
     line and paragraph separators) that its reader then takes for line breaks: a request
     holding one would change; such data is written with every non-ASCII character escaped."""
-    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    text = yaml.dump(data, Dumper=YamlDumper, sort_keys=False, allow_unicode=True, width=100)
     if yaml.safe_load(text) != data:
-        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=False, width=100)
+        text = yaml.dump(data, Dumper=YamlDumper, sort_keys=False, allow_unicode=False, width=100)
     return text
 
 

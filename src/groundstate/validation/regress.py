@@ -26,7 +26,7 @@ import yaml
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import hash_path
-from groundstate.spec.files import load_model
+from groundstate.spec.files import YamlDumper, load_model
 from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import (
     BUILTIN,
@@ -182,7 +182,9 @@ def _scaffold(suite: Suite, target: Path) -> None:
         config["policy"] = suite.config.policy
         _same_file(suite.root / suite.config.policy, target / suite.config.policy)
     target.mkdir(parents=True, exist_ok=True)
-    (target / "suite.yaml").write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
+    (target / "suite.yaml").write_text(
+        yaml.dump(config, Dumper=YamlDumper, sort_keys=False), "utf-8"
+    )
 
 
 def _needed_files(suite: Suite, task: AgentTask) -> list[str]:
@@ -249,7 +251,8 @@ def _task_yaml(run: AgentRun, task: AgentTask, new_id: str, evaluator_defect: bo
         task_id=new_id,
         task_revision=1,
         source=_provenance(run, task, evaluator_defect),
-        slice_labels=[*task.slice_labels, *extra],
+        # a regression of a regression task is labelled "regression" once
+        slice_labels=list(dict.fromkeys([*task.slice_labels, *extra])),
     )
     review = (
         "\n# REVIEW: copied from task {task}, whose grader wrongly failed the observed run."
@@ -328,6 +331,11 @@ def _acceptable_yaml(run: AgentRun) -> str:
 
 
 def _dump(data: dict[str, Any]) -> str:
-    return yaml.safe_dump(
-        data, sort_keys=False, allow_unicode=True, width=100, default_flow_style=None
+    return yaml.dump(
+        data,
+        Dumper=YamlDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=100,
+        default_flow_style=None,
     )

@@ -39,6 +39,7 @@ from groundstate.environments.sqlite import (
     SqliteEnvironment,
     build_failure,
     guard_build,
+    read_data_fixture,
     read_fixture_text,
 )
 from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
@@ -220,6 +221,7 @@ def _from_spec_error(error: SpecError) -> SuiteProblem:
 
 def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
     yield from _decision_warnings(suite)
+    yield from _unread_policy(suite)
     yield from _tool_problems(suite)
     yield from _solution_problems(suite)
     yield from _constraint_arg_problems(suite)
@@ -234,6 +236,18 @@ def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
 
 
 # --- the decision the suite serves ------------------------------------------------------------
+
+
+def _unread_policy(suite: Suite) -> Iterator[SuiteProblem]:
+    """A ``policy.md`` that ``suite.yaml`` does not name is never given to the agent."""
+    if suite.config.policy is None and "policy.md" in suite.files:
+        yield SuiteProblem(
+            file=str(suite.root / SUITE_FILE),
+            field="policy",
+            reason="not declared, so policy.md is never given to the agent: add"
+            " `policy: policy.md`",
+            severity="warning",
+        )
 
 
 def _decision_warnings(suite: Suite) -> Iterator[SuiteProblem]:
@@ -393,7 +407,7 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
                 name: _Table(state, _declared_types(view.query, name))
                 for name, state in env.snapshot().tables.items()
             }
-            problems: list[SuiteProblem] = []
+            problems = list(_cell_problems(fixture, tables))
             for task in tasks:
                 task_file = suite.root / "tasks" / f"{task.task_id}.yaml"
                 problems += _assertion_problems(task, task_file, tables, view.query)
@@ -402,6 +416,24 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
             return list(dict.fromkeys(problems))  # a set's constraint, once per fixture
     except EnvironmentFailure as exc:
         return [_fixture_problem(fixture, exc)]
+
+
+def _cell_problems(fixture: Path, tables: dict[str, _Table]) -> Iterator[SuiteProblem]:
+    """A data fixture's cell that SQLite stores otherwise than written (``true`` or ``4411``
+    in a TEXT column is the text '1' or '4411', ``"010"`` in an INTEGER one the number 10),
+    or text in a numeric column (``capacity: ten``, which compares above every number)."""
+    if fixture.suffix not in (".yaml", ".yml", ".json"):
+        return
+    for table, rows in read_data_fixture(fixture).rows.items():
+        types = {c.casefold(): t for c, t in tables[table].types.items()} if table in tables else {}
+        for i, row in enumerate(rows):
+            for column, value in row.items():
+                declared, name = types.get(column.casefold(), ""), f"{table}.{column}"
+                reason = _stored_otherwise(value, declared, name)
+                if reason is None and isinstance(value, str) and _affinity(declared) in _NUMERIC:
+                    reason = f"{value!r} is text but {name} is {declared}"
+                if reason is not None:
+                    yield _at(fixture, f"rows.{table}[{i}].{column}", reason)
 
 
 def fixture_build_problem(fixture: Path, clock: datetime) -> SuiteProblem | None:
@@ -778,6 +810,8 @@ def _type_mismatch(value: JsonScalar, declared: str, column: str) -> str | None:
     return None
 
 
+_NUMERIC = frozenset({"INTEGER", "REAL", "NUMERIC"})
+"""The affinities of columns that store numbers."""
 _NUMERIC_LITERAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
@@ -793,8 +827,7 @@ def _stored_otherwise(value: JsonScalar, declared: str, column: str) -> str | No
         )
     if isinstance(value, int | float) and not isinstance(value, bool) and affinity == "TEXT":
         return f"{value} is a number but {column} is {declared} (write '{value}' in quotes)"
-    numeric = affinity in {"INTEGER", "REAL", "NUMERIC"}
-    if isinstance(value, str) and numeric and _NUMERIC_LITERAL.fullmatch(value):
+    if isinstance(value, str) and affinity in _NUMERIC and _NUMERIC_LITERAL.fullmatch(value):
         return f"{value!r} is text but {column} is {declared} (write {value} without quotes)"
     return None
 
