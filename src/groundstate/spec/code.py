@@ -120,11 +120,15 @@ def hash_code(path: Path) -> str:
 @contextmanager
 def siblings_importable(folder: Path) -> Iterator[None]:
     """While a file of *folder* is imported: its siblings, and not another folder's modules
-    of the same names, answer its imports; afterwards ``sys.modules`` is as it was."""
+    of the same names, answer its imports; afterwards ``sys.modules`` is as it was.
+
+    ``sys.modules`` is copied (in one step, under the GIL) before it is searched: another
+    thread importing meanwhile (an agent still running past its attempt) changed its size
+    during the search, and the file failed to load ("dictionary changed size")."""
     names = set(sibling_modules(folder))
-    hidden = {n: m for n, m in sys.modules.items() if n.partition(".")[0] in names}
+    hidden = {n: m for n, m in list(sys.modules.items()) if n.partition(".")[0] in names}
     for name in hidden:
-        del sys.modules[name]
+        sys.modules.pop(name, None)
     entry = str(folder)
     sys.path.insert(0, entry)
     try:
@@ -132,6 +136,6 @@ def siblings_importable(folder: Path) -> Iterator[None]:
     finally:
         if entry in sys.path:
             sys.path.remove(entry)
-        for name in [n for n in sys.modules if n.partition(".")[0] in names]:
-            del sys.modules[name]
+        for name in [n for n in list(sys.modules) if n.partition(".")[0] in names]:
+            sys.modules.pop(name, None)
         sys.modules.update(hidden)
