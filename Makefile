@@ -34,7 +34,8 @@ demo-model: $(VENV)/.installed-test
 # the suite runs thousands of in-process commands and agents in one process, and a thread a
 # test left behind has, once in a few runs, swapped sys.stdout/stderr under a later command
 # (CHANGELOG, merging the ninth and tenth rounds). Any other failure fails at once; pytest
-# prints each rerun.
+# prints each rerun. tests/conftest.py lists, at the end, threads tests left working and any
+# command whose streams were replaced under it (GROUNDSTATE_LEAK_LOG=FILE logs more).
 RERUN_EMPTY_CAPTURE = --reruns 1 --only-rerun "in ''"
 
 test: $(VENV)/.installed-test

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +147,133 @@ def resume_bank(store: Path, batch_id: str, system: Path = BANK_SYSTEM) -> Resul
 
     args = ["run", str(BANK), "--system", str(system), "--resume", batch_id, "--json"]
     return CliRunner().invoke(main, [*args, "--store", str(store)])
+
+
+# --- what a test leaves behind: threads still working, swapped sys.stdout/sys.stderr -----------
+#
+# A thread a test leaves running (an agent past its limit, a helper blocked in a tool) may act
+# during a later test; one that replaced sys.stdout/sys.stderr under a later CliRunner command
+# emptied that command's capture (the rare "assert ... in ''" failure the Makefile reruns).
+# Each test is checked: streams it leaves replaced fail it; threads it started that are still
+# working once it has ended, and a CliRunner command whose streams were replaced under it
+# (with the threads working then, each named with the test that started it), are listed at
+# the end of the session. GROUNDSTATE_LEAK_LOG=FILE also logs, per test, every replacement of
+# the streams made by groundstate.capture (put back, or a router installed over the wrong
+# stream), with the thread that made it.
+
+_POOL_IDLE = (
+    "groundstate-loop-idle",
+    "groundstate-idle",
+    "groundstate-alarms",
+    "groundstate-turn-lease",
+)
+_STARTED_BY: dict[int, str] = {}
+_LEFT: list[str] = []
+_TEST = ["(collection)"]
+
+
+def _real(stream: Any) -> Any:
+    """*stream* without the routers groundstate.capture put in front of it."""
+    from groundstate.capture import _Router
+
+    while type(stream) is _Router:
+        stream = stream._stream
+    return stream
+
+
+def _real_streams() -> tuple[Any, Any]:
+    import sys
+
+    return _real(sys.stdout), _real(sys.stderr)
+
+
+def _working(threads: list[threading.Thread]) -> list[threading.Thread]:
+    return [t for t in threads if t.is_alive() and t.name not in _POOL_IDLE]
+
+
+def _named(threads: list[threading.Thread]) -> str:
+    return ", ".join(f"{t.name} (from {_STARTED_BY.get(t.ident or 0, '?')})" for t in threads)
+
+
+_isolation = CliRunner.isolation
+
+
+@contextmanager
+def _watched_isolation(self: CliRunner, *args: Any, **kwargs: Any) -> Iterator[Any]:
+    with _isolation(self, *args, **kwargs) as streams:
+        own = _real_streams()
+        try:
+            yield streams
+        finally:
+            now = _real_streams()
+            if now[0] is not own[0] or now[1] is not own[1]:
+                others = [t for t in threading.enumerate() if t is not threading.current_thread()]
+                _LEFT.append(
+                    f"{_TEST[0]}: a CliRunner command's sys.stdout/sys.stderr were replaced "
+                    f"under it; threads working then: {_named(_working(others)) or 'none'}"
+                )
+
+
+CliRunner.isolation = _watched_isolation  # type: ignore[method-assign]
+
+
+@pytest.fixture(autouse=True)
+def _leaves_nothing_behind(request: pytest.FixtureRequest) -> Iterator[None]:
+    _TEST[0] = request.node.nodeid
+    before = set(threading.enumerate())
+    streams = _real_streams()
+    yield
+    new = [t for t in threading.enumerate() if t not in before]
+    for thread in new:
+        _STARTED_BY.setdefault(thread.ident or 0, request.node.nodeid)
+    working = _working(new)
+    for _ in range(50):  # a released agent or helper returns within moments
+        if not working:
+            break
+        time.sleep(0.02)
+        working = _working(working)
+    if working:
+        _LEFT.append(f"{request.node.nodeid}: threads still working after it: {_named(working)}")
+    now = _real_streams()
+    if now[0] is not streams[0] or now[1] is not streams[1]:
+        pytest.fail(f"the test left sys.stdout/sys.stderr replaced: {now!r}, not {streams!r}")
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _LEFT:
+        terminalreporter.section("left behind by tests")
+        for line in _LEFT:
+            terminalreporter.write_line(line)
+
+
+def _log_stream_changes(log: str) -> None:
+    """Diagnosis: log each replacement of the streams groundstate.capture makes."""
+    import groundstate.capture as capture
+    import groundstate.loopthreads as loopthreads
+
+    put_back, install = capture.put_back_streams, capture._install
+
+    def write(line: str) -> None:
+        with open(log, "a") as out:
+            out.write(f"{_TEST[0]} [{threading.current_thread().name}] {line}\n")
+
+    def logged_put_back(saved: tuple[Any, ...]) -> None:
+        before = capture.streams()
+        put_back(saved)
+        if capture.streams() != before:
+            write(f"put back {saved!r} over {before!r}")
+
+    def logged_install() -> None:
+        before = capture.streams()
+        install()
+        for old, new in zip(before, capture.streams(), strict=True):
+            if new is not old and getattr(new, "_stream", None) is not old:
+                write(f"router over {new._stream!r} replaced {old!r}")
+
+    capture.put_back_streams = loopthreads.put_back_streams = logged_put_back  # type: ignore[attr-defined]
+    capture._install = logged_install
+    HARNESS.rebase()
+
+
+if os.environ.get("GROUNDSTATE_LEAK_LOG"):
+    _log_stream_changes(os.environ["GROUNDSTATE_LEAK_LOG"])

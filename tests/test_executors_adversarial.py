@@ -68,10 +68,15 @@ def misbehave(mode, marks):
         bytearray(10**14)
     if mode == "gil":  # a C call that keeps the GIL: nothing else in the process runs
         ctypes.PyDLL(None).sleep(600)
-    if mode == "spin":  # far past the time limit, but not forever: in-process the thread
-        end = time.monotonic() + 10  # is left behind, and would slow every later test
-        while time.monotonic() < end:
-            pass
+    if mode == "spin":  # far past the time limit, but not forever: in-process the thread is
+        # left behind, and would slow every later test; it stops when its test has ended
+        # ("released" in *marks*), looking for that twice a second only, so it spins
+        end = time.monotonic() + 10
+        released = os.path.join(marks, "released")
+        while time.monotonic() < end and not os.path.exists(released):
+            look = time.monotonic() + 0.5
+            while time.monotonic() < look:
+                pass
     if mode == "model_down":
         raise ModelServingFailure("503 from the model API", {"status": 503})
     if mode == "thread_exit":  # a thread that kills the process while later attempts run
@@ -235,7 +240,10 @@ def test_an_agent_holding_its_worker_past_the_time_limit_is_killed_with_it(
     its limit as in-process, and its worker, still spinning, retires."""
     system = rogue_system(tmp_path, {2: "gil", 3: "spin"}, limit=1)
     started = time.monotonic()
-    result = run(bank, system, tmp_path / "runs.db", pool(bank, grace=0.5), attempts=4)
+    try:
+        result = run(bank, system, tmp_path / "runs.db", pool(bank, grace=0.5), attempts=4)
+    finally:
+        (tmp_path / "marks" / "released").touch()  # a worker still spinning stops
     assert time.monotonic() - started < 30  # not the 600 s the C call would hold it
     assert reasons(result.runs) == {
         1: "success",
@@ -324,10 +332,13 @@ def test_misbehaving_agents_get_the_same_records_in_process_and_in_the_pool(
     bad = {2: "model_down", 3: "sysexit", 4: "kbint", 6: "spin"}
     policy = "invalid_run_policy: {max_retries: 1}\n"
     system = rogue_system(tmp_path, bad, limit=1, extra=policy)
-    results = {
-        name: run(bank, system, tmp_path / f"{name}.db", make_executor(name, bank), 6, 1)
-        for name in ("in-process", "process")
-    }
+    try:
+        results = {
+            name: run(bank, system, tmp_path / f"{name}.db", make_executor(name, bank), 6, 1)
+            for name in ("in-process", "process")
+        }
+    finally:
+        (tmp_path / "marks" / "released").touch()  # the spin left running in-process stops
     here, there = results["in-process"], results["process"]
     assert records(here.runs) == records(there.runs)
     assert [(r.attempt, r.retry) for r in here.runs if r.attempt == 2] == [(2, 0), (2, 1)]

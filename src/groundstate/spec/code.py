@@ -120,9 +120,12 @@ def hash_code(path: Path) -> str:
 @contextmanager
 def siblings_importable(folder: Path) -> Iterator[None]:
     """While a file of *folder* is imported: its siblings, and not another folder's modules
-    of the same names, answer its imports; afterwards ``sys.modules`` is as it was."""
+    of the same names, answer its imports; afterwards ``sys.modules`` is as it was.
+
+    ``sys.modules`` is copied (in one step, under the GIL) before it is searched: another
+    thread importing meanwhile (an agent still running past its attempt) changed its size
+    during the search, and the file failed to load ("dictionary changed size")."""
     names = set(sibling_modules(folder))
-    # Copied before reading: a thread an earlier attempt left running may be importing.
     hidden = {n: m for n, m in list(sys.modules.items()) if n.partition(".")[0] in names}
     for name in hidden:
         sys.modules.pop(name, None)
