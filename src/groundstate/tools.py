@@ -218,7 +218,11 @@ def _same_file(name: str | None, path: Path) -> bool:
 
 def load_tools(path: Path) -> dict[str, Tool]:
     """All tools declared in the Python file at *path*, by name."""
-    module = load_module(path, "tools")
+    return declared_tools(load_module(path, "tools"), path)
+
+
+def declared_tools(module: Any, path: Path) -> dict[str, Tool]:
+    """The tools *module* (imported from *path*) declares, by name."""
     tools: dict[str, Tool] = {}
     for declared in vars(module).values():
         if not isinstance(declared, Tool):

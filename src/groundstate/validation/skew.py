@@ -1,6 +1,7 @@
-"""Chance and the wall clock pushed to one end of their range, for ``grader_determinism``;
-with them, the other things a verdict must not rest on: the order of unordered rows, what
-earlier gradings left in a module, the working folder (at the end of this module).
+"""Chance, the wall clock and the environment variables pushed to one end of their range, for
+``grader_determinism``; with them, the other things a verdict must not rest on: the order of
+unordered rows, the network, what earlier gradings and attempts left in a module, the working
+folder (at the end of this module).
 
 A check whose verdict is a draw (``random() < 0.99``) or reads the wall clock at a coarse grain
 (``datetime.now().hour < 23``, ``date.today().weekday() < 5``) agrees with itself in three
@@ -14,26 +15,35 @@ clock, before grading (``from random import random``, ``from datetime import dat
 the suite's modules their globals lead to (a helper imported by name or by module), whose
 names are rebound while inside and put back after. The clock keeps moving from its new start,
 so a check that waits for it still ends; ``time.monotonic`` and ``perf_counter`` are left
-alone (they measure durations, not dates).
+alone (they measure durations, not dates). The environment variables that code reads
+(``os.environ``, ``os.getenv``, however bound) are, at the low end, none at all, and at the
+high end every name set (its real value, or ``"1"`` where it has none): a verdict that reads a
+variable, set or not where validation runs, sees it flipped in one of the two gradings.
 """
 
 from __future__ import annotations
 
+import copy
 import datetime as _datetime
 import importlib.util
 import itertools
 import os
 import random
+import socket
 import sys
 import tempfile
 import time as _time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
+from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import hash_code, siblings_importable
+from groundstate.spec.suite import Suite
+from groundstate.tools import declared_tools
+from groundstate.trace import TraceEvent
 
 SKEW = 0.001
 """How close to one end of its range a skewed random stream stays."""
@@ -130,12 +140,32 @@ class _Clock:
         return Datetime, Date
 
 
+class _EverySet(dict[str, str]):
+    """Environment variables in which every name is set: its real value, or ``"1"``."""
+
+    def __missing__(self, key: str) -> str:
+        return "1"
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def get(self, key: str, default: object = None) -> str:
+        return self[key]
+
+
+def _environment(high: bool) -> dict[str, str]:
+    """What the suite's code sees as ``os.environ``: nothing set, or everything set."""
+    return _EverySet(os.environ) if high else {}
+
+
 def _replacements(high: bool) -> dict[int, tuple[object, object]]:
     """``id(original) -> (original, skewed)`` for everything a check may have bound."""
     stream, clock = _Skewed(high), _Clock(CLOCK_ENDS[high])
     datetime_class, date_class = clock.classes()
     datetime_module = _module_copy(_datetime, datetime=datetime_class, date=date_class)
     time_module = _module_copy(_time, **{name: getattr(clock, name) for name in _CLOCK_FUNCTIONS})
+    environ = _environment(high)
+    os_module = _module_copy(os, environ=environ, getenv=environ.get)
     pairs: list[tuple[object, object]] = [
         *((getattr(random, name), getattr(stream, name)) for name in SKEWED),
         *((getattr(_time, name), getattr(clock, name)) for name in _CLOCK_FUNCTIONS),
@@ -143,6 +173,9 @@ def _replacements(high: bool) -> dict[int, tuple[object, object]]:
         (_datetime.date, date_class),
         (_datetime, datetime_module),
         (_time, time_module),
+        (os.environ, environ),
+        (os.getenv, environ.get),
+        (os, os_module),
     ]
     return {id(original): (original, skewed) for original, skewed in pairs}
 
@@ -181,7 +214,8 @@ def _within(file: object, root: Path) -> bool:
 @contextmanager
 def skewed(high: bool, namespaces: Iterable[dict[str, Any]] = ()) -> Iterator[None]:
     """The ``random`` module drawing near its lowest (or highest) values, and the wall clock
-    seen by the code in *namespaces* at the start (or the end) of the century, while inside.
+    and environment variables seen by the code in *namespaces* at the start (or the end) of
+    the century, and with no variable (or every variable) set, while inside.
 
     Process-wide for ``random``: only for the short gradings of ``grader_determinism``.
     """
@@ -224,6 +258,75 @@ def rows_reversed(env: object) -> Iterator[None]:
         yield
 
 
+PACE = 1000.0
+"""How much faster, then slower, the skewed gradings say the attempt went."""
+_TIMINGS = ("at", "duration_ms", "latency_ms")
+"""The fields of trace events that measure time, not what happened."""
+
+
+def retimed(events: list[TraceEvent], high: bool) -> list[TraceEvent]:
+    """*events* as a machine :data:`PACE` times faster (or slower) would have recorded them:
+    every time and duration scaled, their order kept. A check resting on how long a call took
+    (``duration_ms < 50``), which load and hardware change, gives another verdict."""
+    factor = PACE if high else 1 / PACE
+    return [
+        event.model_copy(
+            update={
+                name: getattr(event, name) * factor for name in _TIMINGS if hasattr(event, name)
+            }
+        )
+        for event in events
+    ]
+
+
+class NetworkRefused(OSError):
+    """A connection the suite's code tried while graded offline."""
+
+
+@contextmanager
+def offline(namespaces: Iterable[dict[str, Any]]) -> Iterator[None]:
+    """Every connection (and name lookup) made from the code of *namespaces* refused while
+    inside, directly or through a library it calls: a verdict fetched from a service, which
+    another machine, a firewall or an outage changes, differs from one given offline.
+
+    Process-wide, for the short gradings of ``grader_determinism``; code of groundstate's
+    own (a model judge's request) and of other threads' agents is not suite code, and
+    connects as before.
+    """
+    suite_code = {id(namespace) for namespace in namespaces}
+    owned = [
+        (owner, name, vars(owner).get(name))
+        for owner, name in ((socket.socket, "connect"), (socket.socket, "connect_ex"))
+    ] + [(socket, "getaddrinfo", socket.getaddrinfo)]
+    for owner, name, _ in owned:
+        setattr(owner, name, _refused(getattr(owner, name), suite_code))
+    try:
+        yield
+    finally:
+        for owner, name, own in owned:
+            if own is None:  # inherited (socket.socket's connect is _socket.socket's)
+                delattr(owner, name)
+            else:
+                setattr(owner, name, own)
+
+
+def _refused(real: Callable[..., Any], suite_code: set[int]) -> Callable[..., Any]:
+    """*real*, refused when the code of a namespace in *suite_code* is on the caller's stack."""
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if id(frame.f_globals) in suite_code:
+                raise NetworkRefused(
+                    f"{real.__name__}: the network is off for the suite's code while "
+                    "validation grades"
+                )
+            frame = frame.f_back
+        return real(*args, **kwargs)
+
+    return guarded
+
+
 _FRESH = itertools.count(1)
 
 
@@ -247,6 +350,27 @@ def fresh_checks(checks: dict[str, Any], root: Path) -> Iterator[None]:
         checks.update(kept)
         for name in names:
             sys.modules.pop(name, None)
+
+
+@contextmanager
+def fresh_tools(suite: Suite) -> Iterator[Suite]:
+    """A copy of *suite* whose tools file is imported anew (with the sibling modules it
+    imports) while inside: a route whose outcome rests on what earlier attempts left in the
+    tools' module (a counter, a cache, a flag) reaches another state, or another verdict,
+    replayed with nothing remembered, as the first attempt of a batch is. Built-in tools, and
+    a file changed since the suite loaded or that no longer imports, are kept as loaded."""
+    anew = copy.copy(suite)
+    path = (suite.root / suite.config.tools).resolve()
+    name = ""
+    with suppress(Exception):  # it imported when the suite loaded; else it is left be
+        if suite.files.get(suite.config.tools) == hash_file(path):
+            name = f"groundstate_user.tools_fresh{next(_FRESH)}"
+            fresh = declared_tools(_imported(path, name), path)
+            anew.__dict__["tools"] = {**suite.tools, **fresh}
+    try:
+        yield anew
+    finally:
+        sys.modules.pop(name, None)
 
 
 def _imported(path: Path, name: str) -> ModuleType:
