@@ -82,6 +82,7 @@ from groundstate.validation.robustness import CALLS_PER_TOOL, ToolCrash, find_cr
 from groundstate.validation.skew import (
     elsewhere,
     fresh_checks,
+    fresh_tools,
     offline,
     retimed,
     rows_reversed,
@@ -95,7 +96,8 @@ Finding = tuple[bool, str]
 GRADINGS = 3
 """How many times ``grader_determinism`` grades the same final state."""
 GRADINGS_VARY = (
-    "the gradings: as an attempt is graded (after a replay with the tools imported anew); then "
+    "the gradings: as an attempt is graded (after a replay with the tools imported anew for the "
+    "task); then "
     "with chance low, the wall clock at 2000-01-01, no environment variable set, the network "
     "off, the trace's times and durations 1000 times shorter and the rows of queries without "
     "ORDER BY reversed; then with chance high, the clock at 2099-12-31, every environment "
@@ -516,20 +518,25 @@ def check_grader_determinism(proof: Proof) -> Finding:
     routes = {**oracles, **proof.of_kind("alternative")}
     problems: list[str] = []
     agreed: list[str] = []
-    for name, solution in routes.items():
-        verdicts = proof.regrade(
-            solution.steps,
-            GRADINGS,
-            GRADING_PAUSE,
-            setting,
-            lambda n, events: retimed(events, n % 2 == 0) if n else events,
-        )
-        found = _regrading_problems(proof, name, verdicts)
-        problems += [f"{name}: {p}" if len(routes) > 1 else p for p in found]
-        if not found:
-            agreed.append(
-                f"{GRADINGS} gradings of {name}'s final state agree: {verdict_line(verdicts[0])}"
+    # The replays have the tools imported anew (once per task: an import costs as much as a
+    # few replays), so state their module keeps between attempts is not there to lean on.
+    with fresh_tools(suite) as cold:
+        for name, solution in routes.items():
+            verdicts = proof.regrade(
+                solution.steps,
+                GRADINGS,
+                GRADING_PAUSE,
+                setting,
+                lambda n, events: retimed(events, n % 2 == 0) if n else events,
+                cold,
             )
+            found = _regrading_problems(proof, name, verdicts)
+            problems += [f"{name}: {p}" if len(routes) > 1 else p for p in found]
+            if not found:
+                agreed.append(
+                    f"{GRADINGS} gradings of {name}'s final state agree: "
+                    + verdict_line(verdicts[0])
+                )
     if problems:
         return False, "; ".join(problems)
     return True, "; ".join(agreed)

@@ -37,7 +37,6 @@ from groundstate.spec.task import AgentTask
 from groundstate.testing import scripted_system
 from groundstate.trace import ToolCallEvent, TraceEvent, agent_events
 from groundstate.validation.results import MutationFigures
-from groundstate.validation.skew import fresh_tools
 
 T = TypeVar("T")
 Around = Callable[[int, Environment], AbstractContextManager[object]]
@@ -100,16 +99,24 @@ class Proof:
         pause: float,
         around: Around = lambda _, __: nullcontext(),
         retrace: Retrace = lambda _, events: events,
+        suite: Suite | None = None,
     ) -> list[Verdict]:
-        """Replay *steps* in one environment kept open, with the tools imported anew, then
-        grade its final state *times*, the n-th grading inside ``around(n)`` and given the
-        trace ``retrace(n, events)``."""
-        return run_sync(lambda: self._regrade(steps, times, pause, around, retrace))
+        """Replay *steps* in one environment kept open (with *suite*'s tools, the proof's
+        suite's by default), then grade its final state *times*, the n-th grading inside
+        ``around(n)`` and given the trace ``retrace(n, events)``."""
+        replayed = suite or self.suite
+        return run_sync(lambda: self._regrade(steps, times, pause, around, retrace, replayed))
 
     async def _regrade(
-        self, steps: list[Step], times: int, pause: float, around: Around, retrace: Retrace
+        self,
+        steps: list[Step],
+        times: int,
+        pause: float,
+        around: Around,
+        retrace: Retrace,
+        suite: Suite,
     ) -> list[Verdict]:
-        with fresh_tools(self.suite) as suite, closing(self.make_env(self.task, suite)) as env:
+        with closing(self.make_env(self.task, suite)) as env:
             env.reset(seed=SEED)
             s0 = initial_snapshot(env)
             session = EpisodeSession(self.task, suite, self.system, env, SEED)
