@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import socket
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -124,14 +123,25 @@ def test_a_verdict_fetched_over_the_network_is_caught(
 
 
 def test_the_network_is_refused_only_to_the_suites_code() -> None:
-    namespace: dict[str, object] = {"socket": socket}
-    exec("def connect():\n    socket.getaddrinfo('localhost', 80)\n", namespace)
-    with skew.offline([namespace]):
+    """Refused to the suite's code and libraries it calls; the code of groundstate and of the
+    environment's kind (a view reaching a service, a Python database driver) connects, also
+    when a check called it."""
+    kind: dict[str, object] = {"__name__": "gsr11kind.views", "socket": socket}
+    exec(
+        "class Env:\n    pass\n\ndef view_query():\n    socket.getaddrinfo('localhost', 80)\n", kind
+    )
+    suite: dict[str, object] = {"__name__": "groundstate_user.checks_r11", "socket": socket}
+    suite["view_query"] = kind["view_query"]
+    exec("def direct():\n    socket.getaddrinfo('localhost', 80)\n", suite)
+    exec("def through_view():\n    view_query()\n", suite)
+    env = kind["Env"]()  # type: ignore[operator]
+    with skew.offline([suite], env):
         with pytest.raises(skew.NetworkRefused):
-            namespace["connect"]()  # type: ignore[operator]
+            suite["direct"]()  # type: ignore[operator]
+        suite["through_view"]()  # type: ignore[operator]
         socket.getaddrinfo("localhost", 80)  # groundstate's own (a model judge's): as before
-    assert socket.getaddrinfo is not None and urllib.request is not None
-    namespace["connect"]()  # type: ignore[operator]
+    suite["direct"]()  # type: ignore[operator]
+    assert "connect" not in vars(socket.socket)  # put back as it was (inherited)
 
 
 # --- state a tools module keeps --------------------------------------------------------------

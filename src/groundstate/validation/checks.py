@@ -509,7 +509,7 @@ def check_grader_determinism(proof: Proof) -> Finding:
             stack.enter_context(fresh_checks(suite.checks, suite.root))
         namespaces = suite_namespaces(suite.checks.values(), suite.root)
         stack.enter_context(skewed(n % 2 == 0, namespaces))
-        stack.enter_context(offline(namespaces))
+        stack.enter_context(offline(namespaces, env))
         if n == 2:  # last: the namespaces are found from the suite's folder
             stack.enter_context(elsewhere())
         return stack

@@ -284,22 +284,24 @@ class NetworkRefused(OSError):
 
 
 @contextmanager
-def offline(namespaces: Iterable[dict[str, Any]]) -> Iterator[None]:
+def offline(namespaces: Iterable[dict[str, Any]], env: object = None) -> Iterator[None]:
     """Every connection (and name lookup) made from the code of *namespaces* refused while
     inside, directly or through a library it calls: a verdict fetched from a service, which
     another machine, a firewall or an outage changes, differs from one given offline.
 
-    Process-wide, for the short gradings of ``grader_determinism``; code of groundstate's
-    own (a model judge's request) and of other threads' agents is not suite code, and
-    connects as before.
+    Process-wide, for the short gradings of ``grader_determinism``. A connection made by
+    groundstate's code or by the package of *env*'s kind, nearer the call than any suite code,
+    goes out as before: an evaluator view reaching its environment over the network (a
+    service, a database driver in Python), a model judge's request.
     """
     suite_code = {id(namespace) for namespace in namespaces}
+    harness = {"groundstate"} | ({type(env).__module__.partition(".")[0]} if env else set())
     owned = [
         (owner, name, vars(owner).get(name))
         for owner, name in ((socket.socket, "connect"), (socket.socket, "connect_ex"))
     ] + [(socket, "getaddrinfo", socket.getaddrinfo)]
     for owner, name, _ in owned:
-        setattr(owner, name, _refused(getattr(owner, name), suite_code))
+        setattr(owner, name, _refused(getattr(owner, name), suite_code, harness))
     try:
         yield
     finally:
@@ -310,8 +312,11 @@ def offline(namespaces: Iterable[dict[str, Any]]) -> Iterator[None]:
                 setattr(owner, name, own)
 
 
-def _refused(real: Callable[..., Any], suite_code: set[int]) -> Callable[..., Any]:
-    """*real*, refused when the code of a namespace in *suite_code* is on the caller's stack."""
+def _refused(
+    real: Callable[..., Any], suite_code: set[int], harness: set[str]
+) -> Callable[..., Any]:
+    """*real*, refused when the code of a namespace in *suite_code* is on the caller's stack
+    before (nearer the call than) any code of the packages in *harness*."""
 
     def guarded(*args: Any, **kwargs: Any) -> Any:
         frame: FrameType | None = sys._getframe(1)
@@ -321,6 +326,8 @@ def _refused(real: Callable[..., Any], suite_code: set[int]) -> Callable[..., An
                     f"{real.__name__}: the network is off for the suite's code while "
                     "validation grades"
                 )
+            if str(frame.f_globals.get("__name__")).split(".")[0] in harness:
+                break
             frame = frame.f_back
         return real(*args, **kwargs)
 
