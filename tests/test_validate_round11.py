@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import socket
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.validation import checks as validation_checks
 from groundstate.validation import packages, skew, validation_key
+from groundstate.validation import suite as validation_suite
 
 from .conftest import EditTask
 from .test_validation import add_checks, bank_copy
@@ -229,7 +231,7 @@ def test_the_cache_key_follows_the_packages_the_checks_import(
 
     def key() -> str:
         packages._providers.cache_clear()  # a new process: installed versions read again
-        packages._with_requirements.cache_clear()
+        packages.with_requirements.cache_clear()
         return validation_key(suite, suite.tasks["transfer"])
 
     first = key()
@@ -294,3 +296,14 @@ def test_retimed_traces_keep_what_happened() -> None:
         e.model_dump(exclude={"at", "duration_ms"}) for e in events
     ]
     assert events[1].duration_ms == 2.0  # the replay's own trace is left as it was
+
+
+def test_the_cache_key_follows_the_packages_groundstate_grades_with() -> None:
+    """Another jsonschema refuses other calls (``solvable`` refuses a route with one), another
+    pydantic reads other files: their versions are in the key, as Hypothesis's was."""
+    runtime = validation_suite._runtime()
+    requires = runtime["requires"]
+    assert isinstance(requires, dict)
+    for name in ("jsonschema", "pydantic", "pyyaml", "hypothesis"):
+        assert requires[name] == version(name), name
+    assert "pytest" not in requires  # an extra (test) is not what the library runs with

@@ -37,7 +37,7 @@ def distribution_versions(files: Iterable[Path]) -> dict[str, str | None]:
         if not providers:
             found[f"module:{name}"] = None
         for distribution in providers or ():
-            found.update(_with_requirements(distribution))
+            found.update(with_requirements(distribution))
     return dict(sorted(found.items()))
 
 
@@ -67,7 +67,7 @@ def _every_provider() -> dict[str, list[str]]:
 
 
 @cache
-def _with_requirements(distribution: str) -> dict[str, str | None]:
+def with_requirements(distribution: str) -> dict[str, str | None]:
     """*distribution*'s version and those of what it requires, transitively (extras left out:
     they are installed only on request)."""
     found: dict[str, str | None] = {}

@@ -32,7 +32,7 @@ from groundstate.spec.suite import _BUILTIN_TOOLS, BUILTIN, Suite, grader_code_f
 from groundstate.spec.task import AgentTask, JudgeAssertion
 from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
-from groundstate.validation.packages import distribution_versions
+from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
 VALIDATOR_REVISION = 14
@@ -101,16 +101,22 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
 
 
 @cache
-def _runtime() -> dict[str, str]:
+def _runtime() -> dict[str, object]:
     """The versions of Python and Hypothesis (another Hypothesis generates other calls for
-    ``tool_robustness`` from the same seed, another Python other ``random`` draws), and the
+    ``tool_robustness`` from the same seed, another Python other ``random`` draws), the
     digest of groundstate's own files: the library grades every replay (the constraint
     language, row matching, the terminal-reason rules), so another version of it may give
     another verdict on unchanged task files, and is never trusted to remember to bump
-    :data:`VALIDATOR_REVISION`."""
+    :data:`VALIDATOR_REVISION`; and the versions of the distributions it requires (another
+    ``jsonschema`` refuses other calls, another ``pydantic`` reads other files)."""
     python = ".".join(platform.python_version_tuple()[:2])
     library = hash_path(Path(groundstate.__file__).parent)
-    return {"python": python, "hypothesis": version("hypothesis"), "groundstate": library}
+    return {
+        "python": python,
+        "hypothesis": version("hypothesis"),
+        "groundstate": library,
+        "requires": with_requirements("groundstate"),
+    }
 
 
 def _python_files(suite: Suite, task: AgentTask) -> list[Path]:
