@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from importlib.metadata import version
 from pathlib import Path
 
@@ -307,3 +308,50 @@ def test_the_cache_key_follows_the_packages_groundstate_grades_with() -> None:
     for name in ("jsonschema", "pydantic", "pyyaml", "hypothesis"):
         assert requires[name] == version(name), name
     assert "pytest" not in requires  # an extra (test) is not what the library runs with
+
+
+# --- the machine's time zone -----------------------------------------------------------------
+
+ZONED = """
+import time
+from datetime import datetime, timezone
+
+
+def local_day(s0, sT):
+    return datetime.fromtimestamp(0).year == 1970
+
+
+def local_hour(s0, sT):
+    return time.localtime(0).tm_hour < 12
+
+
+def utc_day(s0, sT):
+    return datetime.fromtimestamp(0, timezone.utc).year == 1970 and time.gmtime(0).tm_hour == 0
+"""
+
+
+def test_a_verdict_on_the_local_time_of_a_timestamp_is_caught(
+    tmp_path: Path, edited_bank: EditTask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Graded in UTC where validation runs, in UTC+14 and UTC-12 by the skewed gradings."""
+    if not hasattr(time, "tzset"):
+        pytest.skip("no time zones to switch (Windows)")
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    add_checks(bank_copy(tmp_path), ZONED)
+    suite = edited_bank(
+        lambda task: task["outcome_assertions"].extend(
+            {"id": name, "check": f"checks.py:{name}"}
+            for name in ("local_day", "local_hour", "utc_day")
+        )
+    )
+    try:
+        passed, detail = _determinism(suite)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert not passed, detail
+    assert "local_day gave pass, pass, fail" in detail
+    assert "local_hour gave pass, fail, fail" in detail
+    assert "utc_day gave" not in detail
+    assert "UTC+14" in detail

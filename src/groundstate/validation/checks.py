@@ -88,6 +88,7 @@ from groundstate.validation.skew import (
     rows_reversed,
     skewed,
     suite_namespaces,
+    time_zone,
 )
 
 Finding = tuple[bool, str]
@@ -97,12 +98,12 @@ GRADINGS = 3
 """How many times ``grader_determinism`` grades the same final state."""
 GRADINGS_VARY = (
     "the gradings: as an attempt is graded (after a replay with the tools imported anew for the "
-    "task); then "
-    "with chance low, the wall clock at 2000-01-01, no environment variable set, the network "
-    "off, the trace's times and durations 1000 times shorter and the rows of queries without "
-    "ORDER BY reversed; then with chance high, the clock at 2099-12-31, every environment "
-    "variable set, the network off, the times 1000 times longer, the check files imported "
-    "anew (nothing earlier gradings left) and another working folder"
+    "task); then with chance low, the wall clock at 2000-01-01 in a time zone of UTC+14, no "
+    "environment variable set, the network off, the trace's times and durations 1000 times "
+    "shorter and the rows of queries without ORDER BY reversed; then with chance high, the "
+    "clock at 2099-12-31 in UTC-12, every environment variable set, the network off, the "
+    "times 1000 times longer, the check files imported anew (nothing earlier gradings left) "
+    "and another working folder"
 )
 """What differs between those gradings, for the reader of a disagreement."""
 GRADING_PAUSE = 0.01
@@ -503,6 +504,7 @@ def check_grader_determinism(proof: Proof) -> Finding:
         if n == 0:
             return nullcontext()
         stack = ExitStack()
+        stack.enter_context(time_zone(n % 2 == 0))  # first: the skewed clock starts in it
         if n == 1:
             stack.enter_context(rows_reversed(env))
         else:

@@ -258,6 +258,34 @@ def rows_reversed(env: object) -> Iterator[None]:
         yield
 
 
+TIME_ZONES = ("LOW-14", "HIGH+12")
+"""The machine's time zone in the skewed gradings (POSIX ``TZ``, no time zone database
+needed): UTC+14, then UTC-12, the ends of the range, a day apart."""
+
+
+@contextmanager
+def time_zone(high: bool) -> Iterator[None]:
+    """The process's local time zone at one end of the range while inside (Unix; elsewhere
+    nothing changes): a verdict on a local date or hour converted from a timestamp
+    (``datetime.fromtimestamp(ts).day``, SQL ``'localtime'``), which the machine's time zone
+    changes, gives another verdict. Process-wide: only for the short skewed gradings."""
+    tzset = getattr(_time, "tzset", None)
+    if tzset is None:
+        yield
+        return
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = TIME_ZONES[high]
+    tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        tzset()
+
+
 PACE = 1000.0
 """How much faster, then slower, the skewed gradings say the attempt went."""
 _TIMINGS = ("at", "duration_ms", "latency_ms")
