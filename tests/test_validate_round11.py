@@ -69,11 +69,18 @@ def getenv_bound(s0, sT):
     return not getenv("GS_R11_UNSET")
 
 
+LIMIT = int(os.environ.get("GS_R11_LIMIT", "30"))
+
+
+def at_import(s0, sT):
+    return LIMIT == 30
+
+
 def other_things(s0, sT):
     os.environ.get("GS_R11_DEBUG")
     return os.path.basename("/a/b") == "b" and bool(sT.query("SELECT 1"))
 """
-VARYING = ["set_here", "unset_here", "not_in", "from_import", "getenv_bound"]
+VARYING = ["set_here", "unset_here", "not_in", "from_import", "getenv_bound", "at_import"]
 
 
 def test_a_verdict_read_off_an_environment_variable_is_caught(
@@ -83,6 +90,7 @@ def test_a_verdict_read_off_an_environment_variable_is_caught(
     check that reads one without resting its verdict on it stays deterministic."""
     monkeypatch.setenv("GS_R11_SET", "yes")
     monkeypatch.delenv("GS_R11_UNSET", raising=False)
+    monkeypatch.delenv("GS_R11_LIMIT", raising=False)
     add_checks(bank_copy(tmp_path), ENV_READERS)
     suite = edited_bank(
         lambda task: task["outcome_assertions"].extend(
@@ -97,6 +105,7 @@ def test_a_verdict_read_off_an_environment_variable_is_caught(
     assert "environment variable" in detail  # the reader is told what varied
     assert os.environ["GS_R11_SET"] == "yes"  # the real environment is left alone
     assert "GS_R11_UNSET" not in os.environ
+    assert type(os.environ) is os._Environ  # put back after the imports
 
 
 # --- the network -----------------------------------------------------------------------------

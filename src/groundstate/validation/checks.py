@@ -508,7 +508,7 @@ def check_grader_determinism(proof: Proof) -> Finding:
         if n == 1:
             stack.enter_context(rows_reversed(env))
         else:
-            stack.enter_context(fresh_checks(suite.checks, suite.root))
+            stack.enter_context(fresh_checks(suite.checks, suite.root, high=True))
         namespaces = suite_namespaces(suite.checks.values(), suite.root)
         stack.enter_context(skewed(n % 2 == 0, namespaces))
         stack.enter_context(offline(namespaces, env))

@@ -366,11 +366,14 @@ _FRESH = itertools.count(1)
 
 
 @contextmanager
-def fresh_checks(checks: dict[str, Any], root: Path) -> Iterator[None]:
+def fresh_checks(checks: dict[str, Any], root: Path, high: bool = True) -> Iterator[None]:
     """The suite's check files in *checks* (file name -> module) imported anew while inside,
     with the sibling modules they import: a verdict resting on what earlier gradings left in
-    a module (a counter, a cache, a flag) differs from one given with nothing remembered. A
-    file changed since it was loaded, or that no longer imports, keeps its module."""
+    a module (a counter, a cache, a flag) differs from one given with nothing remembered. The
+    imports see every environment variable set (or, not *high*, none), so a value read when
+    the module is imported (``LIMIT = int(os.getenv("LIMIT", "30"))``) varies as one read
+    while grading does. A file changed since it was loaded, or that no longer imports, keeps
+    its module."""
     kept = dict(checks)
     names: list[str] = []
     for file_name, module in kept.items():
@@ -378,13 +381,27 @@ def fresh_checks(checks: dict[str, Any], root: Path) -> Iterator[None]:
         with suppress(Exception):  # it imported when the suite loaded; else it is left be
             if hash_code(path)[:16] in getattr(module, "__name__", ""):
                 names.append(name := f"{module.__name__}_fresh{next(_FRESH)}")
-                checks[file_name] = _imported(path, name)
+                with _environ(_environment(high)):
+                    checks[file_name] = _imported(path, name)
     try:
         yield
     finally:
         checks.update(kept)
         for name in names:
             sys.modules.pop(name, None)
+
+
+@contextmanager
+def _environ(variables: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` (and so ``os.getenv``) is *variables* while inside: process-wide, only
+    for the moment a check file is imported anew (the variables of the process, which
+    programs it starts inherit, are untouched)."""
+    real = os.environ
+    vars(os)["environ"] = variables  # what os.getenv reads too
+    try:
+        yield
+    finally:
+        vars(os)["environ"] = real
 
 
 @contextmanager
