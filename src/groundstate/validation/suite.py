@@ -56,8 +56,8 @@ the suite's own modules bound it, and a failure resting on a replay with no verd
 longer cached; 13: ``grader_determinism`` reads the rows of queries without ORDER BY
 reversed in one grading; the constraint language's yes and no in more words, and what names
 an address, an item or a payment method; 14: ``grader_determinism`` grades with no, then every,
-environment variable set and the network off for the suite's code, and replays with the tools
-imported anew)."""
+environment variable set and the network off for the suite's code, in time zones of UTC+14 and
+UTC-12, with the trace's times scaled, and replays with the tools imported anew)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
