@@ -417,7 +417,7 @@ def fresh_tools(suite: Suite) -> Iterator[Suite]:
     with suppress(Exception):  # it imported when the suite loaded; else it is left be
         if suite.files.get(suite.config.tools) == hash_file(path):
             name = f"groundstate_user.tools_fresh{next(_FRESH)}"
-            fresh = declared_tools(_imported(path, name), path)
+            fresh = declared_tools(_imported(path, name), path, checked=True)
             anew.__dict__["tools"] = {**suite.tools, **fresh}
     try:
         yield anew
