@@ -290,7 +290,7 @@ def test_a_verdict_resting_on_how_long_calls_took_is_caught(
     assert not passed, detail
     assert "quick gave pass, pass, fail" in detail
     assert "ordered gave" not in detail
-    assert "1000 times longer" in detail
+    assert "an hour longer" in detail
 
 
 def test_retimed_traces_keep_what_happened() -> None:
@@ -301,7 +301,10 @@ def test_retimed_traces_keep_what_happened() -> None:
         ToolCallEvent(step=2, tool="t", args={}, ok=True, duration_ms=2.0, at=1.0),
     ]
     slow = skew.retimed(events, high=True)
-    assert [e.at for e in slow] == [500.0, 1000.0] and slow[1].duration_ms == 2000.0  # type: ignore[union-attr]
+    assert [e.at for e in slow] == [500.0, 1000.0 + 3600.0]  # an hour between events
+    assert slow[1].duration_ms == 2000.0 + 3600_000.0  # type: ignore[union-attr]
+    fast = skew.retimed(events, high=False)
+    assert [e.at for e in fast] == [0.0005, 0.001] and fast[1].duration_ms == 0.002  # type: ignore[union-attr]
     assert [e.model_dump(exclude={"at", "duration_ms"}) for e in slow] == [
         e.model_dump(exclude={"at", "duration_ms"}) for e in events
     ]

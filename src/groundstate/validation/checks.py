@@ -101,9 +101,9 @@ GRADINGS_VARY = (
     "task); then with chance low, the wall clock at 2000-01-01 in a time zone of UTC+14, no "
     "environment variable set, the network off, the trace's times and durations 1000 times "
     "shorter and the rows of queries without ORDER BY reversed; then with chance high, the "
-    "clock at 2099-12-31 in UTC-12, every environment variable set, the network off, the "
-    "times 1000 times longer, the check files imported anew (nothing earlier gradings left) "
-    "and another working folder"
+    "clock at 2099-12-31 in UTC-12, every environment variable set, the network off, every "
+    "call an hour longer and an hour between events, the check files imported anew (nothing "
+    "earlier gradings left) and another working folder"
 )
 """What differs between those gradings, for the reader of a disagreement."""
 GRADING_PAUSE = 0.01

@@ -287,24 +287,37 @@ def time_zone(high: bool) -> Iterator[None]:
 
 
 PACE = 1000.0
-"""How much faster, then slower, the skewed gradings say the attempt went."""
-_TIMINGS = ("at", "duration_ms", "latency_ms")
-"""The fields of trace events that measure time, not what happened."""
+"""How much faster the fast skewed grading says the attempt went."""
+SLOW = 3600.0
+"""Seconds the slow skewed grading adds to every call and model call, and between events."""
 
 
 def retimed(events: list[TraceEvent], high: bool) -> list[TraceEvent]:
-    """*events* as a machine :data:`PACE` times faster (or slower) would have recorded them:
-    every time and duration scaled, their order kept. A check resting on how long a call took
-    (``duration_ms < 50``), which load and hardware change, gives another verdict."""
-    factor = PACE if high else 1 / PACE
-    return [
-        event.model_copy(
-            update={
-                name: getattr(event, name) * factor for name in _TIMINGS if hasattr(event, name)
+    """*events* as a machine :data:`PACE` times faster would have recorded them, or (*high*)
+    one so slow that every call took an hour more and an hour passed between events: their
+    order kept. A check resting on how long a call took or how long the agent waited
+    (``duration_ms < 5000``, ``b.at - a.at < 60``), which load and hardware change, gives
+    another verdict in one of the two."""
+
+    def timed(index: int, event: TraceEvent) -> TraceEvent:
+        if not high:
+            changes = {
+                name: getattr(event, name) / PACE for name in _TIMINGS if hasattr(event, name)
             }
-        )
-        for event in events
-    ]
+            return event.model_copy(update=changes)
+        changes = {"at": event.at * PACE + index * SLOW}
+        changes |= {
+            name: getattr(event, name) * PACE + SLOW * 1000
+            for name in ("duration_ms", "latency_ms")
+            if hasattr(event, name)
+        }
+        return event.model_copy(update=changes)
+
+    return [timed(index, event) for index, event in enumerate(events)]
+
+
+_TIMINGS = ("at", "duration_ms", "latency_ms")
+"""The fields of trace events that measure time, not what happened."""
 
 
 class NetworkRefused(OSError):
