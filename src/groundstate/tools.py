@@ -218,7 +218,12 @@ def _same_file(name: str | None, path: Path) -> bool:
 
 def load_tools(path: Path) -> dict[str, Tool]:
     """All tools declared in the Python file at *path*, by name."""
-    module = load_module(path, "tools")
+    return declared_tools(load_module(path, "tools"), path)
+
+
+def declared_tools(module: Any, path: Path, *, checked: bool = False) -> dict[str, Tool]:
+    """The tools *module* (imported from *path*) declares, by name; *checked*: the same file
+    loaded before passed the checks of its names and schemas (a costly part), not made again."""
     tools: dict[str, Tool] = {}
     for declared in vars(module).values():
         if not isinstance(declared, Tool):
@@ -227,7 +232,7 @@ def load_tools(path: Path) -> dict[str, Tool]:
         if known.fn is not declared.fn:  # an alias of one tool is fine, two functions are not:
             # the agent would be offered one of them, and which would be an accident of order
             raise SpecError(path, declared.name, "two different tools have this name")
-        problem = _unusable(declared)
+        problem = None if checked else _unusable(declared)
         if problem is not None:
             raise SpecError(path, one_line(str(declared.name)), problem, line=source_line(declared))
         tools[declared.name] = declared

@@ -47,7 +47,7 @@ def imported_siblings(path: Path) -> list[Path]:
     seen: set[Path] = set()
     pending = [path]
     while pending:
-        for name in _imported_names(pending.pop()):
+        for name in imported_names(pending.pop()):
             found = siblings.get(name)
             if found is not None and found != path and found not in seen:
                 seen.add(found)
@@ -74,7 +74,7 @@ def parse_python(source: str) -> ast.Module:
     return ast.parse(source)
 
 
-def _imported_names(path: Path) -> frozenset[str]:
+def imported_names(path: Path) -> frozenset[str]:
     """Top-level names in the file's ``import`` statements (a file that does not parse: none;
     importing it will say why)."""
     try:

@@ -82,9 +82,13 @@ from groundstate.validation.robustness import CALLS_PER_TOOL, ToolCrash, find_cr
 from groundstate.validation.skew import (
     elsewhere,
     fresh_checks,
+    fresh_tools,
+    offline,
+    retimed,
     rows_reversed,
     skewed,
     suite_namespaces,
+    time_zone,
 )
 
 Finding = tuple[bool, str]
@@ -93,10 +97,13 @@ Finding = tuple[bool, str]
 GRADINGS = 3
 """How many times ``grader_determinism`` grades the same final state."""
 GRADINGS_VARY = (
-    "the gradings: as an attempt is graded; then with chance low, the wall clock at "
-    "2000-01-01 and the rows of queries without ORDER BY reversed; then with chance high, the "
-    "clock at 2099-12-31, the check files imported anew (nothing earlier gradings left) and "
-    "another working folder"
+    "the gradings: as an attempt is graded (after a replay with the tools imported anew for the "
+    "task); then with chance low, the wall clock at 2000-01-01 in a time zone of UTC+14, no "
+    "environment variable set, the network off, the trace's times and durations 1000 times "
+    "shorter and the rows of queries without ORDER BY reversed; then with chance high, the "
+    "clock at 2099-12-31 in UTC-12, every environment variable set, the network off, every "
+    "call an hour longer and an hour between events, the check files imported anew (nothing "
+    "earlier gradings left) and another working folder"
 )
 """What differs between those gradings, for the reader of a disagreement."""
 GRADING_PAUSE = 0.01
@@ -487,21 +494,24 @@ def check_grader_determinism(proof: Proof) -> Finding:
     suite = proof.suite
 
     def setting(n: int, env: Environment) -> AbstractContextManager[object]:
-        """The first grading as an attempt's; then chance and the wall clock at their low
-        end, with unordered rows reversed, then their high end, with the check files
-        imported anew, in another working folder: a verdict drawn by chance, read off the
-        date, resting on an order no query asked for, on what earlier gradings left in a
-        module or on the folder ``validate`` started in disagrees between those gradings every
-        time (not only when unlucky)."""
+        """The first grading as an attempt's; then chance, the wall clock and the
+        environment variables at their low end, with unordered rows reversed, then their
+        high end, with the check files imported anew, in another working folder; the
+        network off for the suite's code in both: a verdict drawn by chance, read off the
+        date or an environment variable, fetched from a service, resting on an order no query
+        asked for, on what earlier gradings left in a module or on the folder ``validate``
+        started in disagrees between those gradings every time (not only when unlucky)."""
         if n == 0:
             return nullcontext()
         stack = ExitStack()
+        stack.enter_context(time_zone(n % 2 == 0))  # first: the skewed clock starts in it
         if n == 1:
             stack.enter_context(rows_reversed(env))
         else:
-            stack.enter_context(fresh_checks(suite.checks, suite.root))
+            stack.enter_context(fresh_checks(suite.checks, suite.root, high=True))
         namespaces = suite_namespaces(suite.checks.values(), suite.root)
         stack.enter_context(skewed(n % 2 == 0, namespaces))
+        stack.enter_context(offline(namespaces, env))
         if n == 2:  # last: the namespaces are found from the suite's folder
             stack.enter_context(elsewhere())
         return stack
@@ -510,14 +520,25 @@ def check_grader_determinism(proof: Proof) -> Finding:
     routes = {**oracles, **proof.of_kind("alternative")}
     problems: list[str] = []
     agreed: list[str] = []
-    for name, solution in routes.items():
-        verdicts = proof.regrade(solution.steps, GRADINGS, GRADING_PAUSE, setting)
-        found = _regrading_problems(proof, name, verdicts)
-        problems += [f"{name}: {p}" if len(routes) > 1 else p for p in found]
-        if not found:
-            agreed.append(
-                f"{GRADINGS} gradings of {name}'s final state agree: {verdict_line(verdicts[0])}"
+    # The replays have the tools imported anew (once per task: an import costs as much as a
+    # few replays), so state their module keeps between attempts is not there to lean on.
+    with fresh_tools(suite) as cold:
+        for name, solution in routes.items():
+            verdicts = proof.regrade(
+                solution.steps,
+                GRADINGS,
+                GRADING_PAUSE,
+                setting,
+                lambda n, events: retimed(events, n % 2 == 0) if n else events,
+                cold,
             )
+            found = _regrading_problems(proof, name, verdicts)
+            problems += [f"{name}: {p}" if len(routes) > 1 else p for p in found]
+            if not found:
+                agreed.append(
+                    f"{GRADINGS} gradings of {name}'s final state agree: "
+                    + verdict_line(verdicts[0])
+                )
     if problems:
         return False, "; ".join(problems)
     return True, "; ".join(agreed)
@@ -546,7 +567,9 @@ def _regrading_problems(proof: Proof, name: str, verdicts: list[Verdict]) -> lis
     if earlier is not None and earlier != now:
         problems.append(
             f"two replays of {name} reach different states ({earlier[:12]} vs {now[:12]}): "
-            "something besides the fixture, the clock and the steps moves the state"
+            "something besides the fixture, the clock and the steps moves the state (the "
+            "second replay has the tools imported anew: state their module keeps between "
+            "attempts, as a first attempt of a batch has none)"
         )
     return problems
 

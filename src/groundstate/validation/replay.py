@@ -35,12 +35,14 @@ from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask
 from groundstate.testing import scripted_system
-from groundstate.trace import ToolCallEvent, agent_events
+from groundstate.trace import ToolCallEvent, TraceEvent, agent_events
 from groundstate.validation.results import MutationFigures
 
 T = TypeVar("T")
 Around = Callable[[int, Environment], AbstractContextManager[object]]
 """What the n-th grading of :meth:`Proof.regrade` runs inside, given the environment graded."""
+Retrace = Callable[[int, list[TraceEvent]], list[TraceEvent]]
+"""The trace the n-th grading of :meth:`Proof.regrade` is given, from the replay's."""
 SEED = 0
 """Every replay uses one seed: a solution is a fixed trajectory, not a sample."""
 
@@ -96,18 +98,28 @@ class Proof:
         times: int,
         pause: float,
         around: Around = lambda _, __: nullcontext(),
+        retrace: Retrace = lambda _, events: events,
+        suite: Suite | None = None,
     ) -> list[Verdict]:
-        """Replay *steps* in one environment kept open, then grade its final state *times*,
-        the n-th grading inside ``around(n)``."""
-        return run_sync(lambda: self._regrade(steps, times, pause, around))
+        """Replay *steps* in one environment kept open (with *suite*'s tools, the proof's
+        suite's by default), then grade its final state *times*, the n-th grading inside
+        ``around(n)`` and given the trace ``retrace(n, events)``."""
+        replayed = suite or self.suite
+        return run_sync(lambda: self._regrade(steps, times, pause, around, retrace, replayed))
 
     async def _regrade(
-        self, steps: list[Step], times: int, pause: float, around: Around
+        self,
+        steps: list[Step],
+        times: int,
+        pause: float,
+        around: Around,
+        retrace: Retrace,
+        suite: Suite,
     ) -> list[Verdict]:
-        with closing(self.make_env(self.task, self.suite)) as env:
+        with closing(self.make_env(self.task, suite)) as env:
             env.reset(seed=SEED)
             s0 = initial_snapshot(env)
-            session = EpisodeSession(self.task, self.suite, self.system, env, SEED)
+            session = EpisodeSession(self.task, suite, self.system, env, SEED)
             with suppress(AgentStop):  # a limit or the user ended it; the state is graded
                 final = await ScriptedAgent(steps).run(session)
                 if final is not None:  # graded with its final reply, as in an attempt
@@ -117,7 +129,8 @@ class Proof:
                 if n:
                     await asyncio.sleep(pause)
                 with around(n, env):
-                    verdicts.append(grade(self.task, self.suite, env, s0, session.events))
+                    events = retrace(n, session.events)
+                    verdicts.append(grade(self.task, self.suite, env, s0, events))
             return verdicts
 
 

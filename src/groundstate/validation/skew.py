@@ -1,6 +1,7 @@
-"""Chance and the wall clock pushed to one end of their range, for ``grader_determinism``;
-with them, the other things a verdict must not rest on: the order of unordered rows, what
-earlier gradings left in a module, the working folder (at the end of this module).
+"""Chance, the wall clock and the environment variables pushed to one end of their range, for
+``grader_determinism``; with them, the other things a verdict must not rest on: the order of
+unordered rows, the network, what earlier gradings and attempts left in a module, the working
+folder (at the end of this module).
 
 A check whose verdict is a draw (``random() < 0.99``) or reads the wall clock at a coarse grain
 (``datetime.now().hour < 23``, ``date.today().weekday() < 5``) agrees with itself in three
@@ -14,26 +15,35 @@ clock, before grading (``from random import random``, ``from datetime import dat
 the suite's modules their globals lead to (a helper imported by name or by module), whose
 names are rebound while inside and put back after. The clock keeps moving from its new start,
 so a check that waits for it still ends; ``time.monotonic`` and ``perf_counter`` are left
-alone (they measure durations, not dates).
+alone (they measure durations, not dates). The environment variables that code reads
+(``os.environ``, ``os.getenv``, however bound) are, at the low end, none at all, and at the
+high end every name set (its real value, or ``"1"`` where it has none): a verdict that reads a
+variable, set or not where validation runs, sees it flipped in one of the two gradings.
 """
 
 from __future__ import annotations
 
+import copy
 import datetime as _datetime
 import importlib.util
 import itertools
 import os
 import random
+import socket
 import sys
 import tempfile
 import time as _time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any
 
+from groundstate.spec.canonical import hash_file
 from groundstate.spec.code import hash_code, siblings_importable
+from groundstate.spec.suite import Suite
+from groundstate.tools import declared_tools
+from groundstate.trace import TraceEvent
 
 SKEW = 0.001
 """How close to one end of its range a skewed random stream stays."""
@@ -130,12 +140,32 @@ class _Clock:
         return Datetime, Date
 
 
+class _EverySet(dict[str, str]):
+    """Environment variables in which every name is set: its real value, or ``"1"``."""
+
+    def __missing__(self, key: str) -> str:
+        return "1"
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def get(self, key: str, default: object = None) -> str:
+        return self[key]
+
+
+def _environment(high: bool) -> dict[str, str]:
+    """What the suite's code sees as ``os.environ``: nothing set, or everything set."""
+    return _EverySet(os.environ) if high else {}
+
+
 def _replacements(high: bool) -> dict[int, tuple[object, object]]:
     """``id(original) -> (original, skewed)`` for everything a check may have bound."""
     stream, clock = _Skewed(high), _Clock(CLOCK_ENDS[high])
     datetime_class, date_class = clock.classes()
     datetime_module = _module_copy(_datetime, datetime=datetime_class, date=date_class)
     time_module = _module_copy(_time, **{name: getattr(clock, name) for name in _CLOCK_FUNCTIONS})
+    environ = _environment(high)
+    os_module = _module_copy(os, environ=environ, getenv=environ.get)
     pairs: list[tuple[object, object]] = [
         *((getattr(random, name), getattr(stream, name)) for name in SKEWED),
         *((getattr(_time, name), getattr(clock, name)) for name in _CLOCK_FUNCTIONS),
@@ -143,6 +173,9 @@ def _replacements(high: bool) -> dict[int, tuple[object, object]]:
         (_datetime.date, date_class),
         (_datetime, datetime_module),
         (_time, time_module),
+        (os.environ, environ),
+        (os.getenv, environ.get),
+        (os, os_module),
     ]
     return {id(original): (original, skewed) for original, skewed in pairs}
 
@@ -181,7 +214,8 @@ def _within(file: object, root: Path) -> bool:
 @contextmanager
 def skewed(high: bool, namespaces: Iterable[dict[str, Any]] = ()) -> Iterator[None]:
     """The ``random`` module drawing near its lowest (or highest) values, and the wall clock
-    seen by the code in *namespaces* at the start (or the end) of the century, while inside.
+    and environment variables seen by the code in *namespaces* at the start (or the end) of
+    the century, and with no variable (or every variable) set, while inside.
 
     Process-wide for ``random``: only for the short gradings of ``grader_determinism``.
     """
@@ -224,15 +258,135 @@ def rows_reversed(env: object) -> Iterator[None]:
         yield
 
 
+TIME_ZONES = ("LOW-14", "HIGH+12")
+"""The machine's time zone in the skewed gradings (POSIX ``TZ``, no time zone database
+needed): UTC+14, then UTC-12, the ends of the range, a day apart."""
+
+
+@contextmanager
+def time_zone(high: bool) -> Iterator[None]:
+    """The process's local time zone at one end of the range while inside (Unix; elsewhere
+    nothing changes): a verdict on a local date or hour converted from a timestamp
+    (``datetime.fromtimestamp(ts).day``, SQL ``'localtime'``), which the machine's time zone
+    changes, gives another verdict. Process-wide: only for the short skewed gradings."""
+    tzset = getattr(_time, "tzset", None)
+    if tzset is None:
+        yield
+        return
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = TIME_ZONES[high]
+    tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        tzset()
+
+
+PACE = 1000.0
+"""How much faster the fast skewed grading says the attempt went."""
+SLOW = 3600.0
+"""Seconds the slow skewed grading adds to every call and model call, and between events."""
+
+
+def retimed(events: list[TraceEvent], high: bool) -> list[TraceEvent]:
+    """*events* as a machine :data:`PACE` times faster would have recorded them, or (*high*)
+    one so slow that every call took an hour more and an hour passed between events: their
+    order kept. A check resting on how long a call took or how long the agent waited
+    (``duration_ms < 5000``, ``b.at - a.at < 60``), which load and hardware change, gives
+    another verdict in one of the two."""
+
+    def timed(index: int, event: TraceEvent) -> TraceEvent:
+        if not high:
+            changes = {
+                name: getattr(event, name) / PACE for name in _TIMINGS if hasattr(event, name)
+            }
+            return event.model_copy(update=changes)
+        changes = {"at": event.at * PACE + index * SLOW}
+        changes |= {
+            name: getattr(event, name) * PACE + SLOW * 1000
+            for name in ("duration_ms", "latency_ms")
+            if hasattr(event, name)
+        }
+        return event.model_copy(update=changes)
+
+    return [timed(index, event) for index, event in enumerate(events)]
+
+
+_TIMINGS = ("at", "duration_ms", "latency_ms")
+"""The fields of trace events that measure time, not what happened."""
+
+
+class NetworkRefused(OSError):
+    """A connection the suite's code tried while graded offline."""
+
+
+@contextmanager
+def offline(namespaces: Iterable[dict[str, Any]], env: object = None) -> Iterator[None]:
+    """Every connection (and name lookup) made from the code of *namespaces* refused while
+    inside, directly or through a library it calls: a verdict fetched from a service, which
+    another machine, a firewall or an outage changes, differs from one given offline.
+
+    Process-wide, for the short gradings of ``grader_determinism``. A connection made by
+    groundstate's code or by the package of *env*'s kind, nearer the call than any suite code,
+    goes out as before: an evaluator view reaching its environment over the network (a
+    service, a database driver in Python), a model judge's request.
+    """
+    suite_code = {id(namespace) for namespace in namespaces}
+    harness = {"groundstate"} | ({type(env).__module__.partition(".")[0]} if env else set())
+    owned = [
+        (owner, name, vars(owner).get(name))
+        for owner, name in ((socket.socket, "connect"), (socket.socket, "connect_ex"))
+    ] + [(socket, "getaddrinfo", socket.getaddrinfo)]
+    for owner, name, _ in owned:
+        setattr(owner, name, _refused(getattr(owner, name), suite_code, harness))
+    try:
+        yield
+    finally:
+        for owner, name, own in owned:
+            if own is None:  # inherited (socket.socket's connect is _socket.socket's)
+                delattr(owner, name)
+            else:
+                setattr(owner, name, own)
+
+
+def _refused(
+    real: Callable[..., Any], suite_code: set[int], harness: set[str]
+) -> Callable[..., Any]:
+    """*real*, refused when the code of a namespace in *suite_code* is on the caller's stack
+    before (nearer the call than) any code of the packages in *harness*."""
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        frame: FrameType | None = sys._getframe(1)
+        while frame is not None:
+            if id(frame.f_globals) in suite_code:
+                raise NetworkRefused(
+                    f"{real.__name__}: the network is off for the suite's code while "
+                    "validation grades"
+                )
+            if str(frame.f_globals.get("__name__")).split(".")[0] in harness:
+                break
+            frame = frame.f_back
+        return real(*args, **kwargs)
+
+    return guarded
+
+
 _FRESH = itertools.count(1)
 
 
 @contextmanager
-def fresh_checks(checks: dict[str, Any], root: Path) -> Iterator[None]:
+def fresh_checks(checks: dict[str, Any], root: Path, high: bool = True) -> Iterator[None]:
     """The suite's check files in *checks* (file name -> module) imported anew while inside,
     with the sibling modules they import: a verdict resting on what earlier gradings left in
-    a module (a counter, a cache, a flag) differs from one given with nothing remembered. A
-    file changed since it was loaded, or that no longer imports, keeps its module."""
+    a module (a counter, a cache, a flag) differs from one given with nothing remembered. The
+    imports see every environment variable set (or, not *high*, none), so a value read when
+    the module is imported (``LIMIT = int(os.getenv("LIMIT", "30"))``) varies as one read
+    while grading does. A file changed since it was loaded, or that no longer imports, keeps
+    its module."""
     kept = dict(checks)
     names: list[str] = []
     for file_name, module in kept.items():
@@ -240,13 +394,48 @@ def fresh_checks(checks: dict[str, Any], root: Path) -> Iterator[None]:
         with suppress(Exception):  # it imported when the suite loaded; else it is left be
             if hash_code(path)[:16] in getattr(module, "__name__", ""):
                 names.append(name := f"{module.__name__}_fresh{next(_FRESH)}")
-                checks[file_name] = _imported(path, name)
+                with _environ(_environment(high)):
+                    checks[file_name] = _imported(path, name)
     try:
         yield
     finally:
         checks.update(kept)
         for name in names:
             sys.modules.pop(name, None)
+
+
+@contextmanager
+def _environ(variables: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` (and so ``os.getenv``) is *variables* while inside: process-wide, only
+    for the moment a check file is imported anew (the variables of the process, which
+    programs it starts inherit, are untouched)."""
+    real = os.environ
+    vars(os)["environ"] = variables  # what os.getenv reads too
+    try:
+        yield
+    finally:
+        vars(os)["environ"] = real
+
+
+@contextmanager
+def fresh_tools(suite: Suite) -> Iterator[Suite]:
+    """A copy of *suite* whose tools file is imported anew (with the sibling modules it
+    imports) while inside: a route whose outcome rests on what earlier attempts left in the
+    tools' module (a counter, a cache, a flag) reaches another state, or another verdict,
+    replayed with nothing remembered, as the first attempt of a batch is. Built-in tools, and
+    a file changed since the suite loaded or that no longer imports, are kept as loaded."""
+    anew = copy.copy(suite)
+    path = (suite.root / suite.config.tools).resolve()
+    name = ""
+    with suppress(Exception):  # it imported when the suite loaded; else it is left be
+        if suite.files.get(suite.config.tools) == hash_file(path):
+            name = f"groundstate_user.tools_fresh{next(_FRESH)}"
+            fresh = declared_tools(_imported(path, name), path, checked=True)
+            anew.__dict__["tools"] = {**suite.tools, **fresh}
+    try:
+        yield anew
+    finally:
+        sys.modules.pop(name, None)
 
 
 def _imported(path: Path, name: str) -> ModuleType:

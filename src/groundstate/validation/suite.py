@@ -5,31 +5,37 @@ the proof depends on has changed. The key hashes the task file and revision, the
 revision (assertions, constraints, rubric and check code), the fixture, the tools, the
 solutions, every file of the suite that belongs to no one task (data files a check or tool
 opens), the suite's switches, and the versions of what runs the proof (SQLite, Python,
-Hypothesis, groundstate's own files); any edit to one of them is a cache miss, and the task is
-proven again. (Declared equivalent mutants are part of the task file.)
+Hypothesis, groundstate's own files, the third-party distributions the suite's checks, tools
+and environment kind import, :mod:`~groundstate.validation.packages`); any edit to one of them
+is a cache miss, and the task is proven again. (Declared equivalent mutants are part of the
+task file.)
 """
 
 from __future__ import annotations
 
 import platform
 import sqlite3
+import sys
 from collections.abc import Collection
+from contextlib import suppress
 from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 
 import groundstate
+from groundstate.environments.registry import environment_kind
 from groundstate.environments.sqlite_state import STATE_HASH_REVISION
 from groundstate.episode import EnvironmentFactory, default_environment
 from groundstate.errors import GroundstateError
 from groundstate.spec.canonical import hash_path, hash_value
-from groundstate.spec.suite import Suite
+from groundstate.spec.suite import _BUILTIN_TOOLS, BUILTIN, Suite, grader_code_files
 from groundstate.spec.task import AgentTask, JudgeAssertion
 from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
+from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 13
+VALIDATOR_REVISION = 14
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -49,7 +55,9 @@ on, and a no that also says go ahead; ``grader_determinism`` skews the wall cloc
 the suite's own modules bound it, and a failure resting on a replay with no verdict is no
 longer cached; 13: ``grader_determinism`` reads the rows of queries without ORDER BY
 reversed in one grading; the constraint language's yes and no in more words, and what names
-an address, an item or a payment method)."""
+an address, an item or a payment method; 14: ``grader_determinism`` grades with no, then every,
+environment variable set and the network off for the suite's code, in time zones of UTC+14 and
+UTC-12, with the trace's times scaled, and replays with the tools imported anew)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
@@ -67,6 +75,9 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
             "task_file": suite.files.get(f"tasks/{task.task_id}.yaml"),
             "grader_revision": task.grader_revision,
             "fixture": hash_path(suite.fixture_path(task)),
+            # Another version of a package the checks, tools or environment kind import may
+            # give another verdict on unchanged files.
+            "packages": distribution_versions(_python_files(suite, task)),
             "tools": suite.tools_digest,
             "solutions": task.grader_test_manifest,
             "shared_files": _shared_files(suite),
@@ -90,16 +101,37 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
 
 
 @cache
-def _runtime() -> dict[str, str]:
+def _runtime() -> dict[str, object]:
     """The versions of Python and Hypothesis (another Hypothesis generates other calls for
-    ``tool_robustness`` from the same seed, another Python other ``random`` draws), and the
+    ``tool_robustness`` from the same seed, another Python other ``random`` draws), the
     digest of groundstate's own files: the library grades every replay (the constraint
     language, row matching, the terminal-reason rules), so another version of it may give
     another verdict on unchanged task files, and is never trusted to remember to bump
-    :data:`VALIDATOR_REVISION`."""
+    :data:`VALIDATOR_REVISION`; and the versions of the distributions it requires (another
+    ``jsonschema`` refuses other calls, another ``pydantic`` reads other files)."""
     python = ".".join(platform.python_version_tuple()[:2])
     library = hash_path(Path(groundstate.__file__).parent)
-    return {"python": python, "hypothesis": version("hypothesis"), "groundstate": library}
+    return {
+        "python": python,
+        "hypothesis": version("hypothesis"),
+        "groundstate": library,
+        "requires": with_requirements("groundstate"),
+    }
+
+
+def _python_files(suite: Suite, task: AgentTask) -> list[Path]:
+    """The Python files that grade *task* or run its tools and environment (a built-in tool
+    set or kind: its module's file), for the versions of the packages they import."""
+    names = grader_code_files(task) | {suite.config.tools}
+    files = [suite.root / name for name in sorted(names) if name in suite.files]
+    modules = [_BUILTIN_TOOLS.get(suite.config.tools.removeprefix(BUILTIN))]
+    with suppress(GroundstateError, ImportError):  # a kind that does not load fails its proofs
+        modules.append(environment_kind(suite.config.environment).build.__module__)
+    for module in filter(None, modules):
+        file = getattr(sys.modules.get(module), "__file__", None) if module else None
+        if file is not None:
+            files.append(Path(file))
+    return files
 
 
 def _shared_files(suite: Suite) -> dict[str, str]:
