@@ -29,7 +29,7 @@ from groundstate.store import RunStore
 from groundstate.validation.checks import validate_task
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 13
+VALIDATOR_REVISION = 14
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -49,7 +49,10 @@ on, and a no that also says go ahead; ``grader_determinism`` skews the wall cloc
 the suite's own modules bound it, and a failure resting on a replay with no verdict is no
 longer cached; 13: ``grader_determinism`` reads the rows of queries without ORDER BY
 reversed in one grading; the constraint language's yes and no in more words, and what names
-an address, an item or a payment method)."""
+an address, an item or a payment method; 14: the library's grading: a bare yes to several
+questions answers the last, the constraint language's no with a condition in other
+languages, a measure named with or without its space, messages read up to a bound, and
+arguments past a bound refused by the gateway)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
