@@ -282,3 +282,30 @@ def test_a_measure_is_named_with_or_without_a_space(text: str, value: str) -> No
 def test_a_spaced_measure_still_keeps_its_other_guards() -> None:
     assert not mentions(normalise("the 16 ft cable"), "6 ft")
     assert mentions(normalise("Suite 1400, Chicago"), "Suite 1400, Chicago")
+
+
+def test_a_question_mark_inside_a_sentence_is_no_second_question() -> None:
+    assert _refund("Shall I refund the socks (the 3-pack?) to your Visa, shall I?", "Yes")
+
+
+# --- 4. the audit: a yes a reviewer reads otherwise ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "I wouldn't say yes to that",
+        "I didn't say yes",
+        "Sure, as soon as I get home",
+        "Yes, once I have checked my statement",
+    ],
+)
+def test_a_negated_or_put_off_yes_confirms_nothing(answer: str) -> None:
+    assert not _refund("Shall I refund the socks to your Visa?", answer)
+
+
+@pytest.mark.parametrize(
+    "answer", ["Fine.", "That's fine", "Go on then", "Yes, as soon as possible", "Fine by me"]
+)
+def test_a_yes_in_more_everyday_words_confirms(answer: str) -> None:
+    assert _refund("Shall I refund the socks to your Visa?", answer)

@@ -37,13 +37,14 @@ MESSAGE_ROOTS = ("text", "role")
 _YES_WORDS = (
     r"yes+|yeah|yea|yep|yup|affirmative|go ahead|go for it|please do|please proceed|"
     r"(you can|you may) proceed|let's (do it|go ahead|proceed)|sounds good|that works|"
-    r"that's (right|correct)|that is (right|correct)|i confirm|confirmed|i agree|agreed"
+    r"that's (right|correct|fine)|that is (right|correct|fine)|fine by me|i confirm|confirmed|"
+    r"i agree|agreed|go on then"
 )
 _OPENING_YES = (
     r"sure|ok|okay|alright|all right|absolutely|definitely|certainly|of course|exactly|"
     r"correct(?! me)|right(?! (now|away|there|here|after|before|then|to|of|on)\b)|"
     r"confirm(?! \w)|proceed|do it|(please )?(cancel|refund|return|exchange|process|submit) "
-    r"(it|them|those|these)|si|sí|oui|ja|sim"
+    r"(it|them|those|these)|fine|si|sí|oui|ja|sim"
 )
 """Words that agree only as the reply's first word, after any markdown or quote marks ("Sure,
 go ahead", "**Absolutely.**", "> Confirm.", "Cancel it.", not "I was sure", "I need to
@@ -79,6 +80,9 @@ _TERMS = (
     r"(think|check with|ask my|consult|(talk|speak) (to|with) my)\b"
     r"|\bnot (that|this|those|these)( ones?)?\b"
     r"|\b(before|if|until|when|once) (i|we) (say|agree|confirm|decide)\b"
+    r"|\b(as soon as|once|when|after) (i|we) (get|am|'m|are|'re|have|check|talk|speak)\b"
+    r"|\b(\w+n't|not|cannot|never) (say|said|saying|give|gave|giving) (a |my )?(yes|ok|okay"
+    r"|sure|go-ahead)\b"
     # the same in the languages whose yes the default knows (Spanish, French, German,
     # Portuguese): "Sí, pero solo si...", "Oui, mais seulement si...", "Ja, aber nur wenn..."
     r"|\b(s[oó]lo si|siempre (que|y cuando)|con tal (de )?que|a condici[oó]n|en (vez|lugar) de"

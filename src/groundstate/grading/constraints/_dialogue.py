@@ -64,6 +64,13 @@ _REFERS_BACK = re.compile(
     r"\b(that|this|these|those|it|them|go ahead|proceed|correct|right|ok|okay|good)\b"
 )
 _ASKS_MORE = re.compile(r"\b(also|too|as well|another|else|other|besides)\b|^\W*(and|or|plus)\b")
+# A question of its own starts as one ("Anything else?", "And shall I cancel O-1002?"); a
+# question mark inside a sentence ("the socks (the 3-pack?) to your Visa, shall I?") is none.
+_OPENS_QUESTION = re.compile(
+    r"\W*((and|also|plus|oh|ok|okay|great|by the way|one more thing)\W+)*(is|are|was|were|do|does"
+    r"|did|can|could|would|will|shall|should|may|might|have|has|want|need|anything|any|what"
+    r"|which|how|when|where|who|why)\b"
+)
 # An answer to every question of a message ("Yes to both", "yes, all of them", "both, please").
 _TO_ALL = re.compile(r"\b(both|all|each|every|everything)\b")
 
@@ -77,7 +84,9 @@ def answered_part(question: str, answer: str) -> str:
     if len(asked) < 2 or _TO_ALL.search(answer):
         return question
     last = asked[-1].group()
-    if _REFERS_BACK.search(last) and not _ASKS_MORE.search(last):
+    if not _OPENS_QUESTION.match(last) or (
+        _REFERS_BACK.search(last) and not _ASKS_MORE.search(last)
+    ):
         return question
     kept, at = [], 0
     for found in asked[:-1]:
