@@ -37,14 +37,14 @@ MESSAGE_ROOTS = ("text", "role")
 _YES_WORDS = (
     r"yes+|yeah|yea|yep|yup|affirmative|go ahead|go for it|please do|please proceed|"
     r"(you can|you may) proceed|let's (do it|go ahead|proceed)|sounds good|that works|"
-    r"that's (right|correct|fine)|that is (right|correct|fine)|fine by me|i confirm|confirmed|"
-    r"i agree|agreed|go on then"
+    r"that's (right|correct)|that is (right|correct)|fine by me|i confirm|confirmed|i agree|"
+    r"agreed|go on then"
 )
 _OPENING_YES = (
     r"sure|ok|okay|alright|all right|absolutely|definitely|certainly|of course|exactly|"
     r"correct(?! me)|right(?! (now|away|there|here|after|before|then|to|of|on)\b)|"
     r"confirm(?! \w)|proceed|do it|(please )?(cancel|refund|return|exchange|process|submit) "
-    r"(it|them|those|these)|fine|si|sí|oui|ja|sim"
+    r"(it|them|those|these)|si|sí|oui|ja|sim"
 )
 """Words that agree only as the reply's first word, after any markdown or quote marks ("Sure,
 go ahead", "**Absolutely.**", "> Confirm.", "Cancel it.", not "I was sure", "I need to
