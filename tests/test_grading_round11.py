@@ -5,6 +5,7 @@ code before its fix (the pins of a rule say so)."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import types
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from groundstate.agents.base import Session
 from groundstate.grading.constraints import _text, mentions, normalise
+from groundstate.grading.constraints._dialogue import answered_part
 from groundstate.grading.constraints._text import MAX_READ_CHARS
 from groundstate.grading.outcome import call_judge
 from groundstate.spec.suite import Suite, load_suite
@@ -21,6 +23,7 @@ from groundstate.testing import FunctionAgent, attempt, run_solution
 from groundstate.trace import ToolCallEvent
 from groundstate.users import UNSURE, ScriptedUser
 
+from .conftest import HANG
 from .trace_builder import Trace, constraint
 
 RETAIL = Path(__file__).resolve().parents[1] / "examples" / "retail"
@@ -312,3 +315,17 @@ def test_a_yes_in_more_everyday_words_confirms(answer: str) -> None:
 @pytest.mark.parametrize("answer", ["That's fine, I'll keep it", "Fine, I'll keep them then"])
 def test_fine_declining_the_change_is_no_yes(answer: str) -> None:
     assert not _refund("Shall I refund the socks to your Visa?", answer)
+
+
+def test_reading_the_questions_of_a_long_message_is_linear() -> None:
+    """Searching for sentences ending in "?" rescanned a run without one from each of its
+    characters: 10,000 characters took seconds, the bound's 100,000 hours (a hang)."""
+    done = threading.Event()
+
+    def read() -> None:
+        answered_part("x? " + "b" * MAX_READ_CHARS, "yes")
+        answered_part("x? " * (MAX_READ_CHARS // 3), "yes")
+        done.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    assert done.wait(HANG)

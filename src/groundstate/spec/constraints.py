@@ -90,7 +90,7 @@ _TERMS = (
     r"|plut[oô]t|mais (pas|d'abord)|nur (wenn|falls)|sofern|vorausgesetzt|unter der bedingung"
     r"|stattdessen|lieber|aber (nicht|erst)|s[oó] se|somente se|desde que|contanto que"
     r"|em vez d[eoa]|ao inv[eé]s d[eoa]|mas (n[aã]o|primeiro))\b"
-    r"|\bactually\b[^.!?]*\b(make it|switch|change (it|that))\b"
+    r"|\bactually\b[^.!?]{0,200}\b(make it|switch|change (it|that))\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
 to my PayPal instead", "I'd prefer the gift card"), a condition ("only if", "as long as it's the

@@ -55,9 +55,10 @@ class _Confirmation:
         return pattern is None or pattern.search(self.answered) is not None
 
 
-# A sentence that asks (ends in a question mark), in normalised text; a full stop inside a
-# word or a number ("$22.00", "a.b@x.com") does not end it.
-_QUESTION = re.compile(r"(?:[^.!?]|[.!](?=\S))*\?+")
+# Where a sentence ends in normalised text: after ".", "!" or "?" and a space ("$22.00" and
+# "a.b@x.com" go on). Split, not searched for: a search for sentences ending in "?" would
+# scan a long run without one again from each of its characters.
+_SENTENCE_END = re.compile(r"(?<=[.!?]) ")
 # A last question that refers back to those before it ("Is that right?", "Shall I go ahead
 # with it?"), unless it asks about something more ("Would you like a receipt too?").
 _REFERS_BACK = re.compile(
@@ -80,19 +81,17 @@ def answered_part(question: str, answer: str) -> str:
     its last when it asks several, the last asks about something of its own ("Shall I refund
     the socks? Anything else?", "... And shall I cancel O-1002?") and the answer does not say
     it answers them all ("Yes to both")."""
-    asked = list(_QUESTION.finditer(question))
+    sentences = _SENTENCE_END.split(question)
+    asked = [i for i, sentence in enumerate(sentences) if sentence.endswith("?")]
     if len(asked) < 2 or _TO_ALL.search(answer):
         return question
-    last = asked[-1].group()
+    last = sentences[asked[-1]]
     if not _OPENS_QUESTION.match(last) or (
         _REFERS_BACK.search(last) and not _ASKS_MORE.search(last)
     ):
         return question
-    kept, at = [], 0
-    for found in asked[:-1]:
-        kept.append(question[at : found.start()])
-        at = found.end()
-    return " ".join([*kept, question[at:]])
+    earlier = set(asked[:-1])
+    return " ".join(s for i, s in enumerate(sentences) if i not in earlier)
 
 
 def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult:
@@ -390,7 +389,7 @@ _TAKING_BACK = re.compile(
     r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
     # another choice on second thoughts: "Actually, the gift card instead", "actually I'd
     # rather have store credit" (a plain "No, by text instead" answers its own question)
-    r"|\bactually\b[^.!?]*\b(instead|rather|prefer|make it|switch|change it)\b"
+    r"|\bactually\b[^.!?]{0,200}\b(instead|rather|prefer|make it|switch|change it)\b"
 )
 
 
