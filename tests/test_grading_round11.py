@@ -329,3 +329,19 @@ def test_reading_the_questions_of_a_long_message_is_linear() -> None:
 
     threading.Thread(target=read, daemon=True).start()
     assert done.wait(HANG)
+
+
+def test_a_long_value_is_named_as_written_without_a_pattern_of_its_spellings() -> None:
+    """An argument the agent made long (confirmed's names, provenance's args) compiled a
+    pattern of spellings at a millisecond per space: minutes for 100,000 characters."""
+    value = "ab " * (MAX_READ_CHARS // 3)
+    found: list[bool] = []
+    done = threading.Event()
+
+    def name() -> None:
+        found.extend([mentions(normalise(f"x {value} y"), value), mentions("x", value)])
+        done.set()
+
+    threading.Thread(target=name, daemon=True).start()
+    assert done.wait(HANG)
+    assert found == [True, False]

@@ -162,7 +162,20 @@ def mentions(normalised_text: str, value: str) -> bool:
     trailing zeros of its fraction (``$22.00`` by ``$22``, ``1`` by ``1.0``); a comma between
     two of its words, and brackets, may be there or not (an address written on lines, "Wool
     Socks 3-pack" for "Wool Socks (3-pack)")."""
-    return _named_by(value).search(normalised_text) is not None
+    pattern = _named_by(value) if len(value) <= _SPELLED_CHARS else _as_written(value)
+    return pattern.search(normalised_text) is not None
+
+
+_SPELLED_CHARS = 500
+"""Values up to this long are named in their usual spellings (and their patterns kept); a
+longer one (an argument the agent made long) only as written, after normalisation: its
+pattern of spellings cost a millisecond to compile per space in it (minutes for an argument
+of 100,000 characters), and each would have been kept."""
+
+
+def _as_written(value: str) -> re.Pattern[str]:
+    needle = normalise(value)
+    return re.compile(_start(needle) + re.escape(needle) + _end(needle))
 
 
 @lru_cache(maxsize=4096)
