@@ -104,9 +104,10 @@ def test_no_check_scans_more_than_the_bound_of_a_message(monkeypatch: pytest.Mon
     assert seen and max(seen) <= MAX_READ_CHARS
 
 
-def test_a_user_message_over_the_bound_is_read_up_to_it() -> None:
-    """The simulator's message (not the agent's to lengthen) is read from its start."""
+def test_a_user_message_over_the_bound_is_read_at_its_start_and_end() -> None:
+    """The simulator's message (not the agent's to lengthen) is read, start and end."""
     assert _refund("Shall I refund the socks to your Visa?", "Yes, go ahead. " + "x" * OVER)
+    assert not _refund("Shall I refund the socks to your Visa?", "x" * OVER + " No, wait.")
 
 
 def test_long_texts_are_not_kept_in_the_normalise_cache() -> None:
@@ -190,11 +191,12 @@ def test_a_tool_exhausting_memory_or_stack_on_bounded_arguments_is_the_tools_cra
     assert error.__name__ in run.infrastructure_status["exception"]["message"]
 
 
-def test_the_scripted_user_reads_a_message_up_to_the_bound(bank: Suite) -> None:
+def test_the_scripted_user_reads_the_start_and_end_of_a_long_message(bank: Suite) -> None:
     """The scripted user lowercased and searched the whole message: one too large for memory
     was a user-simulator failure (invalid) that the agent's message caused."""
     user = ScriptedUser(UserSimulatorSection(), bank.tasks["transfer"].user)
-    assert user.reply("x" * OVER + " please confirm") == UNSURE
+    assert user.reply("x" * OVER + " please confirm " + "x" * OVER) == UNSURE
+    assert user.reply("x" * OVER + " What is your PIN?") == "My pin is 1234."
 
 
 # --- 3. near misses in reading consent ------------------------------------------------------

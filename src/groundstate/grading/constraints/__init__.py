@@ -29,6 +29,7 @@ from groundstate.grading.constraints._text import (
     mentions,
     normalise,
     unreadable,
+    within_bound,
 )
 from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
@@ -65,7 +66,7 @@ def evaluate_constraints(
     Model calls are left out: constraints are about what the agent did and was told. A
     check reads at most :data:`MAX_READ_CHARS` characters of a message: one that must read a
     longer agent message fails unread (every Python check, which is given the whole trace),
-    and a longer user message is read up to there.
+    and of a longer user message its start and end are read.
     """
     actions = [_within_bound(e) for e in agent_events(events)]
     # one index of the trace for all the declarative ones
@@ -86,12 +87,13 @@ def evaluate_constraints(
 
 
 def _within_bound(event: AgentEvent) -> AgentEvent:
-    """A user message over the bound as checks read it (its start); anything else as is."""
+    """A user message over the bound as checks read it (its start and end); anything else as
+    is."""
     if not isinstance(event, MessageEvent) or event.role == "agent":
         return event
     if len(event.text or "") <= MAX_READ_CHARS:
         return event
-    return event.model_copy(update={"text": (event.text or "")[:MAX_READ_CHARS]})
+    return event.model_copy(update={"text": within_bound(event.text or "")})
 
 
 def _unread(constraint: HardConstraint, error: Unreadable) -> CheckResult:

@@ -46,7 +46,8 @@ MAX_READ_CHARS = 100_000
 """The most characters of a message a check reads, so that grading costs at most a bounded,
 linear scan per message whatever the agent writes (the model judge is shown as many). A
 longer *agent* message is not read: every check that would read it fails, the agent's
-failure (:class:`Unreadable`); a longer user message (the simulator's) is read up to here."""
+failure (:class:`Unreadable`); of a longer user message (the simulator's) its start and end
+are read (:func:`within_bound`)."""
 _CACHED_CHARS = 4096
 """Texts up to this long are normalised once and kept (a question is tested against every
 value of every change); longer ones are normalised each time, so the cache stays small."""
@@ -81,14 +82,22 @@ def unreadable(events: Iterable[Any]) -> Unreadable | None:
 
 def message_text(message: Any) -> str:
     """The normalised text of a trace message (a ``MessageEvent``) as checks read it: an
-    agent's up to :data:`MAX_READ_CHARS` (longer: :class:`Unreadable`), a user's first
-    :data:`MAX_READ_CHARS` characters."""
+    agent's up to :data:`MAX_READ_CHARS` (longer: :class:`Unreadable`), a user's
+    :func:`within_bound`."""
     text = message.text or ""
-    if len(text) > MAX_READ_CHARS:
-        if message.role == "agent":
-            raise Unreadable(message)
-        text = text[:MAX_READ_CHARS]
-    return normalise(text)
+    if len(text) > MAX_READ_CHARS and message.role == "agent":
+        raise Unreadable(message)
+    return normalise(within_bound(text))
+
+
+def within_bound(text: str) -> str:
+    """*text*, or its start and end (:data:`MAX_READ_CHARS` together) when it is longer: what
+    is read of a message the simulated user wrote, and what the scripted user reads of any
+    (the model judge is shown the same, with a note of what was left out)."""
+    if len(text) <= MAX_READ_CHARS:
+        return text
+    half = MAX_READ_CHARS // 2
+    return f"{text[:half]} {text[-(MAX_READ_CHARS - half - 1) :]}"
 
 
 def normalise(text: str) -> str:
