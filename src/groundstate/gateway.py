@@ -13,7 +13,9 @@ Schema-valid arguments the tools cannot represent are refused as ``invalid_argum
 the tool runs, so an agent cannot turn its own odd input into an environment failure (an
 invalid attempt): integers outside SQLite's int64 and strings that are not encodable text
 (a lone surrogate such as ``"\\ud800"``), and whatever the environment's kind says it cannot
-store (its optional ``unrepresentable(args)``: a NUL character on PostgreSQL). A call that
+store (its optional ``unrepresentable(args)``: a NUL character on PostgreSQL), and arguments
+longer than :data:`MAX_ARGUMENT_CHARS` (a tool given more could run out of memory: a crash
+the agent chose). A call that
 runs past the attempt's time limit is interrupted by the environment and raises
 :class:`TimeLimitReached` (the agent's doing).
 """
@@ -37,6 +39,12 @@ from groundstate.trace import ToolCallEvent
 
 INT64 = (-(2**63), 2**63 - 1)
 """The integers a tool can store (SQLite's INTEGER); others are refused as invalid arguments."""
+MAX_ARGUMENT_CHARS = 1_000_000
+"""The most characters of JSON a call's arguments may have; more are refused as invalid
+arguments before the tool runs. Within it, a tool that runs out of memory or stack (the
+session leaves it ``episode.HEADROOM`` frames) is broken, as on any other exception: the
+suite's ``environment_failure/tool_crash``. Past it the agent asked for more than any tool is
+given: its own mistake, not an invalid attempt of its choosing."""
 
 
 class ToolGateway:
@@ -99,7 +107,7 @@ class ToolGateway:
         if errors:
             where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
             return _invalid(f"{where}: {errors[0].message}")
-        problem = unrepresentable(args) or self._kind_refuses(args)
+        problem = unrepresentable(args) or _too_large(args) or self._kind_refuses(args)
         return None if problem is None else _invalid(problem)
 
     def _kind_refuses(self, args: dict[str, Any]) -> str | None:
@@ -303,6 +311,15 @@ def _first(items: list[tuple[str, Any]]) -> str | None:
         if problem is not None:
             return problem
     return None
+
+
+def _too_large(args: dict[str, Any]) -> str | None:
+    size = len(json.dumps(args, ensure_ascii=False))
+    if size <= MAX_ARGUMENT_CHARS:
+        return None
+    return (
+        f"arguments: {size:,} characters of JSON, over the {MAX_ARGUMENT_CHARS:,} a tool is given"
+    )
 
 
 def _is_json(value: Any) -> bool:

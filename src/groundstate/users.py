@@ -14,6 +14,9 @@ The scripted user answers each agent message by fixed rules, in order:
    "id", "name", "account", "address") do not count alone;
 6. anything else gets "Sorry, I'm not sure what you mean."
 
+Of a message longer than ``MAX_READ_CHARS`` it reads the start and end (as a grader's checks
+read the simulated user's).
+
 A model-driven user (``kind: model``, :class:`ModelUser`) plays the user with a pinned model.
 """
 
@@ -26,6 +29,7 @@ from typing import Any, Protocol
 
 from groundstate.agents.model_loop import bounded_message, hide_secret
 from groundstate.errors import EnvironmentFailure
+from groundstate.grading.constraints._text import within_bound
 from groundstate.spec.system import UserModel, UserSimulatorSection
 from groundstate.spec.task import AgentTask, UserScenario
 from groundstate.whole_request import (
@@ -107,7 +111,9 @@ class ScriptedUser(TurnLimit):
     def reply(self, message: str) -> str | None:
         if self._gone():
             return None
-        text = message.lower()
+        # Its rules read as much of a message as a grader's checks do: what it does is bounded
+        # whatever the agent sends, so anything it raises is the instrument's own failure.
+        text = within_bound(message).lower()
         revealed = [
             f"My {key.replace('_', ' ')} is {value}."
             for key, value in self._scenario.knowledge.items()

@@ -83,7 +83,7 @@ class States:
     initial: Snapshot
     diff: StateDiff
     suite_root: Path
-    trace: Sequence[TraceEvent] = ()
+    trace: Sequence[TraceEvent] = field(default=(), repr=False)
     """The attempt's trace, for judges (which also read the final reply from it)."""
     checks: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """The suite's check files as loaded with it, by file name (:attr:`Suite.checks`): used
@@ -370,7 +370,14 @@ def call_judge(
     checks: Mapping[str, Any] | None = None,
 ) -> tuple[bool, dict[str, Any]]:
     """Call the suite's judge ``file.py:function`` as ``judge(s0, sT, final_message, trace)``
-    and read its verdict, ``(bool, reason)``; anything else is a grader bug."""
+    and read its verdict, ``(bool, reason)``; anything else is a grader bug. A trace with an
+    agent message too long for a check to read fails unjudged (as every Python constraint
+    does, :data:`~groundstate.grading.constraints.MAX_READ_CHARS`)."""
+    from groundstate.grading.constraints._text import unreadable
+
+    too_long = unreadable(trace)
+    if too_long is not None:
+        return False, {"reason": str(too_long), "unreadable": too_long.evidence()}
     judge = suite_function(ref, suite_root, checks)
     copy = TraceCopies(trace).fresh()  # the record's trace stays as is
     with held():

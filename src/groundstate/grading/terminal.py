@@ -15,6 +15,19 @@ The rules, applied in order (the first that holds decides):
 5. An outcome assertion failed (``G = 0``): ``agent_failure/incorrect_state``.
 6. A hard process constraint failed (some ``C_j = 0``): ``agent_failure/constraint_violation``.
 7. Otherwise ``success`` (``Y = 1``).
+
+Whose is a failure that depends on what the agent sent (an exhausted memory or stack, a
+check too slow to finish)? An environment failure is one "independently of the agent's
+decisions", so the harness bounds what an agent can send and serves everything within the
+bounds: a call's arguments (``gateway.MAX_ARGUMENT_CHARS`` of JSON, plain JSON values), the
+stack a tool or the user runs on (``episode.HEADROOM`` frames), the text the scripted user
+and every check read (``constraints.MAX_READ_CHARS``). Within them, a ``MemoryError`` or
+``RecursionError`` raised by a suite tool is the tool's crash (rule 1, ``tool_crash``:
+``validate``'s robustness check finds tools that crash on schema-valid input), and one raised
+by the simulated user or a check the instrument's (rules 1 and 4). Past them the agent's
+request is refused as its own mistake: arguments too large fail the call
+(``invalid_arguments``, the attempt goes on), and a check that must read an agent message
+longer than the bound fails unread (rule 6, ``constraint_violation``).
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ MESSAGE_ROOTS = ("text", "role")
 _YES_WORDS = (
     r"yes+|yeah|yea|yep|yup|affirmative|go ahead|go for it|please do|please proceed|"
     r"(you can|you may) proceed|let's (do it|go ahead|proceed)|sounds good|that works|"
-    r"that's (right|correct)|that is (right|correct)|i confirm|confirmed|i agree|agreed"
+    r"that's (right|correct)|that is (right|correct)|fine by me|i confirm|confirmed|i agree|"
+    r"agreed|go on then"
 )
 _OPENING_YES = (
     r"sure|ok|okay|alright|all right|absolutely|definitely|certainly|of course|exactly|"
@@ -65,9 +66,12 @@ _REASON = (
 """What a customer says of the item when saying yes: the reason for the change ("I no longer
 need it", "I don't want them anymore", "they never fit", "it doesn't work"), not a refusal of
 the change ("I don't want it refunded", "I don't need the refund", "I never said yes")."""
-_IDIOMS = rf"(?! (problem|problems|worries|rush|hurry)\b)(?! longer {_REASON})"
-"""After "no": reassurance, not refusal ("Yes, no problem", "Yes please, no rush"), nor the
-reason for the change ("Yes, I no longer need it")."""
+_IDIOMS = (
+    rf"(?! (problem|problems|worries|rush|hurry|hay (problema|prisa)|pasa nada|te preocupes)\b)"
+    rf"(?! longer {_REASON})"
+)
+"""After "no": reassurance, not refusal ("Yes, no problem", "Yes please, no rush", "Sí, no hay
+problema"), nor the reason for the change ("Yes, I no longer need it")."""
 _TERMS = (
     r"\b(instead|only if|as long as|unless|on condition|otherwise|if not)\b"
     r"|\bprovided (that|it|you|they)\b|\bprefer (the|my|a|an|to|it to|if)\b"
@@ -77,18 +81,30 @@ _TERMS = (
     r"(think|check with|ask my|consult|(talk|speak) (to|with) my)\b"
     r"|\bnot (that|this|those|these)( ones?)?\b"
     r"|\b(before|if|until|when|once) (i|we) (say|agree|confirm|decide)\b"
+    r"|\b(as soon as|once|when|after) (i|we) (get|am|'m|are|'re|have|check|talk|speak)\b"
+    r"|\b(\w+n't|not|cannot|never) (say|said|saying|give|gave|giving) (a |my )?(yes|ok|okay"
+    r"|sure|go-ahead)\b"
+    # the same in the languages whose yes the default knows (Spanish, French, German,
+    # Portuguese): "Sí, pero solo si...", "Oui, mais seulement si...", "Ja, aber nur wenn..."
+    r"|\b(s[oó]lo si|siempre (que|y cuando)|con tal (de )?que|a condici[oó]n|en (vez|lugar) de"
+    r"|pero (no|primero)|seulement si|sauf si|[àa] condition|pourvu qu(e|')|au lieu d(e|')"
+    r"|plut[oô]t|mais (pas|d'abord)|nur (wenn|falls)|sofern|vorausgesetzt|unter der bedingung"
+    r"|stattdessen|lieber|aber (nicht|erst)|s[oó] se|somente se|desde que|contanto que"
+    r"|em vez d[eoa]|ao inv[eé]s d[eoa]|mas (n[aã]o|primeiro))\b"
+    r"|\bactually\b[^.!?]{0,200}\b(make it|switch|change (it|that))\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
 to my PayPal instead", "I'd prefer the gift card"), a condition ("only if", "as long as it's the
 shoes", "Can it go to PayPal? Otherwise yes") or a decision put off ("let me check with my wife
-first", "Before I say yes, is it the full price?")."""
+first", "Before I say yes, is it the full price?"), in the other languages too ("Sí, pero solo
+si es a mi Visa"); or another choice on second thoughts ("Actually, make it the gift card")."""
 NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
     rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})|hold (on|off)|"
     r"stop|never ?mind|scratch that|"
     r"forget (it|that|about it)|changed? (my|our) minds?|(on )?second thoughts?|"
     r"(absolutely|definitely|certainly|of course) not|yeah,? right(?=\W*($|like|as if))|as if|"
-    r"non(?!-)|nein|n[aã]o|nie|nej|nei)\b|いいえ|\U0001f44e"
+    r"non(?!-)|nein|n[aã]o(?! (tem|h[aá]) problema)|nie|nej|nei)\b|いいえ|\U0001f44e"
     rf"|(?<!can't )\bwait\b|^[^.!?]*\b({_YES_WORDS}|{_OPENING_YES})\s*\?|(?<!why )\bnot\W*$"
     rf"|{_TERMS}"
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from groundstate.grading.constraints import confirming_questions, mentions, normalise
@@ -230,23 +230,36 @@ def items_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
     options are those the tools last showed (``get_order_details``, ``get_product_details``,
     ``get_item_details``); an item no tool described is named by its id. A call nothing
     confirmed is left to its ``confirmed-<tool>`` constraint."""
-    questions = {at: q for tool in ITEM_TOOLS for at, q in _confirming(trace, tool).items()}
     items: dict[str, dict[str, Any]] = {}  # item id -> name and options, as last shown
     orders: dict[str, list[dict[str, Any]]] = {}  # order id -> its items, as last shown
-    for at, event in enumerate(trace):
-        if not isinstance(event, ToolCallEvent) or not event.ok:
-            continue
-        question = questions.get(at)
-        if question is not None and isinstance(event.args, dict):
+    for event, question in _confirmed_calls(trace, ITEM_TOOLS):
+        if question is not None:
             unnamed = _unnamed_items(normalise(question.text or ""), event.args, items, orders)
             if unnamed:
-                problem = (
-                    f"step {event.step} ({event.tool}): the question it answers (step "
-                    f"{question.step}) does not name {', '.join(unnamed)}"
-                )
-                return False, {"problems": [problem], "offending_step": event.step}
+                return _unnamed(event, question, ", ".join(unnamed))
         _learn(event.output, items, orders)
     return True, {}
+
+
+def _confirmed_calls(
+    trace: list[AgentEvent], tools: Iterable[str]
+) -> Iterator[tuple[ToolCallEvent, MessageEvent | None]]:
+    """Each successful call in *trace*, in order, with the question whose yes confirmed it
+    when it is a call of one of *tools* with arguments (as ``confirmed-<tool>`` finds it),
+    else None: the checks learn from every call's output and judge the confirmed ones."""
+    questions = {at: q for tool in tools for at, q in _confirming(trace, tool).items()}
+    for at, event in enumerate(trace):
+        if isinstance(event, ToolCallEvent) and event.ok:
+            question = questions.get(at) if isinstance(event.args, dict) else None
+            yield event, question
+
+
+def _unnamed(event: ToolCallEvent, question: MessageEvent, what: str) -> Evidence:
+    problem = (
+        f"step {event.step} ({event.tool}): the question it answers (step {question.step}) "
+        f"does not name {what}"
+    )
+    return False, {"problems": [problem], "offending_step": event.step}
 
 
 PAYMENT_TOOLS = ("modify_pending_order_payment", *ITEM_TOOLS)
@@ -277,24 +290,16 @@ def payment_confirmed(trace: list[AgentEvent], s0: Any) -> Evidence:
     the order's original method also by "the original payment method". Methods
     are those ``get_user_details`` last showed; one it never showed is named by its id. A
     call nothing confirmed is left to its ``confirmed-<tool>`` constraint."""
-    questions = {at: q for tool in PAYMENT_TOOLS for at, q in _confirming(trace, tool).items()}
     methods: dict[str, dict[str, Any]] = {}  # payment method id -> as last shown
     original: dict[str, str] = {}  # order id -> the method it was paid with
-    for at, event in enumerate(trace):
-        if not isinstance(event, ToolCallEvent) or not event.ok:
-            continue
-        question = questions.get(at)
-        if question is not None and isinstance(event.args, dict):
+    for event, question in _confirmed_calls(trace, PAYMENT_TOOLS):
+        if question is not None:
             method = str(event.args.get("payment_method_id"))
             first = original.get(str(event.args.get("order_id")))
             if event.tool == "modify_pending_order_payment":
                 first = None  # the new method is never the original one
             if not _names_method(normalise(question.text or ""), method, methods, first):
-                problem = (
-                    f"step {event.step} ({event.tool}): the question it answers (step "
-                    f"{question.step}) does not name the payment method {method}"
-                )
-                return False, {"problems": [problem], "offending_step": event.step}
+                return _unnamed(event, question, f"the payment method {method}")
         _learn_methods(event.output, methods, original)
     return True, {}
 

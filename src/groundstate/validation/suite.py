@@ -57,7 +57,10 @@ longer cached; 13: ``grader_determinism`` reads the rows of queries without ORDE
 reversed in one grading; the constraint language's yes and no in more words, and what names
 an address, an item or a payment method; 14: ``grader_determinism`` grades with no, then every,
 environment variable set and the network off for the suite's code, in time zones of UTC+14 and
-UTC-12, with the trace's times scaled, and replays with the tools imported anew)."""
+UTC-12, with the trace's times scaled, and replays with the tools imported anew; and the
+library's grading: a bare yes to several questions answers the last, the constraint language's
+no with a condition in other languages, a measure named with or without its space, messages
+read up to a bound, and arguments past a bound refused by the gateway)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -21,8 +21,16 @@ from groundstate.grading.constraints._index import TraceIndex, requested_at
 from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._order import at_least, at_most, before, never
 from groundstate.grading.constraints._python import python_checks
-from groundstate.grading.constraints._result import passed
-from groundstate.grading.constraints._text import fold, mentions, normalise
+from groundstate.grading.constraints._result import failed, passed
+from groundstate.grading.constraints._text import (
+    MAX_READ_CHARS,
+    Unreadable,
+    fold,
+    mentions,
+    normalise,
+    unreadable,
+    within_bound,
+)
 from groundstate.grading.outcome import States
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import (
@@ -37,9 +45,10 @@ from groundstate.spec.constraints import (
     ProvenanceConstraint,
     PythonConstraint,
 )
-from groundstate.trace import TraceCopies, TraceEvent, agent_events
+from groundstate.trace import AgentEvent, MessageEvent, TraceCopies, TraceEvent, agent_events
 
 __all__ = [
+    "MAX_READ_CHARS",
     "confirming_questions",
     "evaluate_constraints",
     "fold",
@@ -54,25 +63,51 @@ def evaluate_constraints(
 ) -> list[CheckResult]:
     """Check each constraint on the trace; *states* gives Python constraints ``s0``.
 
-    Model calls are left out: constraints are about what the agent did and was told.
+    Model calls are left out: constraints are about what the agent did and was told. A
+    check reads at most :data:`MAX_READ_CHARS` characters of a message: one that must read a
+    longer agent message fails unread (every Python check, which is given the whole trace),
+    and of a longer user message its start and end are read.
     """
-    actions = agent_events(events)
+    actions = [_within_bound(e) for e in agent_events(events)]
     # one index of the trace for all the declarative ones
     index = TraceIndex(actions, requested_at(events))
     python = [c for c in constraints if isinstance(c, PythonConstraint)]
-    # The Python ones go to a thread together, each on its copy of one image of the trace;
-    # the limit is read at call time: one for every grader (set in grading.outcome).
-    checked = iter(python_checks(python, TraceCopies(actions), states, outcome.GRADER_TIME_LIMIT))
+    too_long = unreadable(actions)
+    if too_long is not None:
+        checked = iter([_unread(c, too_long) for c in python])
+    else:
+        # The Python ones go to a thread together, each on its copy of one image of the
+        # trace; the limit is read at call time: one for every grader (set in grading.outcome).
+        limit = outcome.GRADER_TIME_LIMIT
+        checked = iter(python_checks(python, TraceCopies(actions), states, limit))
     return [
         next(checked) if isinstance(c, PythonConstraint) else _evaluate(c, index)
         for c in constraints
     ]
 
 
+def _within_bound(event: AgentEvent) -> AgentEvent:
+    """A user message over the bound as checks read it (its start and end); anything else as
+    is."""
+    if not isinstance(event, MessageEvent) or event.role == "agent":
+        return event
+    if len(event.text or "") <= MAX_READ_CHARS:
+        return event
+    return event.model_copy(update={"text": within_bound(event.text or "")})
+
+
+def _unread(constraint: HardConstraint, error: Unreadable) -> CheckResult:
+    """The failure of a constraint that must read an agent message too long to judge."""
+    kind = _kind_name(constraint)
+    return failed(constraint.id, kind, error.message, str(error), unreadable=error.evidence())
+
+
 def _evaluate(constraint: HardConstraint, index: TraceIndex) -> CheckResult:
     try:
         idle = _idle(constraint, index)
         return idle if idle is not None else _declarative(constraint, index)
+    except Unreadable as too_long:  # the agent's message is too long to judge: not ours
+        return _unread(constraint, too_long)
     except Exception as exc:  # a grader bug is a grader failure, not the agent's
         error = f"{type(exc).__name__}: {exc}"
         return CheckResult(

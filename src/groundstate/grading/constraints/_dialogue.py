@@ -6,12 +6,19 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._paths import resolve
 from groundstate.grading.constraints._result import failed, label, passed
-from groundstate.grading.constraints._text import mentions, normalise, rendered
+from groundstate.grading.constraints._text import (
+    MAX_READ_CHARS,
+    mentions,
+    message_text,
+    normalise,
+    rendered,
+)
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import ConfirmedConstraint, ConfirmedRule, ProvenanceConstraint
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
@@ -33,13 +40,58 @@ class _Confirmation:
     """A no that says yes too ("No receipt, go ahead"): answering a message that asks nothing
     or whether to go on, it takes back no yes (words that take a yes back still do)."""
 
+    @cached_property
+    def answered(self) -> str:
+        """The part of the question the answer answers: all of it, except that a bare answer
+        to a message asking several questions answers the last ("Shall I refund the socks?
+        Anything else?" "Yes"), unless it says it answers them all ("Yes to both")."""
+        return answered_part(message_text(self.question), message_text(self.answer))
+
     def unnamed(self, values: list[str]) -> list[str]:
-        text = normalise(self.question.text or "")
-        return [value for value in values if not mentions(text, value)]
+        return [value for value in values if not mentions(self.answered, value)]
 
     def asks(self, pattern: re.Pattern[str] | None) -> bool:
         """Whether the question asks about this kind of change (``confirmed.asks``)."""
-        return pattern is None or pattern.search(normalise(self.question.text or "")) is not None
+        return pattern is None or pattern.search(self.answered) is not None
+
+
+# Where a sentence ends in normalised text: after ".", "!" or "?" and a space ("$22.00" and
+# "a.b@x.com" go on). Split, not searched for: a search for sentences ending in "?" would
+# scan a long run without one again from each of its characters.
+_SENTENCE_END = re.compile(r"(?<=[.!?]) ")
+# A last question that refers back to those before it ("Is that right?", "Shall I go ahead
+# with it?"), unless it asks about something more ("Would you like a receipt too?").
+_REFERS_BACK = re.compile(
+    r"\b(that|this|these|those|it|them|go ahead|proceed|correct|right|ok|okay|good)\b"
+)
+_ASKS_MORE = re.compile(r"\b(also|too|as well|another|else|other|besides)\b|^\W*(and|or|plus)\b")
+# A question of its own starts as one ("Anything else?", "And shall I cancel O-1002?"); a
+# question mark inside a sentence ("the socks (the 3-pack?) to your Visa, shall I?") is none.
+_OPENS_QUESTION = re.compile(
+    r"\W*((and|also|plus|oh|ok|okay|great|by the way|one more thing)\W+)*(is|are|was|were|do|does"
+    r"|did|can|could|would|will|shall|should|may|might|have|has|want|need|anything|any|what"
+    r"|which|how|when|where|who|why)\b"
+)
+# An answer to every question of a message ("Yes to both", "yes, all of them", "both, please").
+_TO_ALL = re.compile(r"\b(both|all|each|every|everything)\b")
+
+
+def answered_part(question: str, answer: str) -> str:
+    """The text of *question* (normalised) that *answer* answers: without the questions before
+    its last when it asks several, the last asks about something of its own ("Shall I refund
+    the socks? Anything else?", "... And shall I cancel O-1002?") and the answer does not say
+    it answers them all ("Yes to both")."""
+    sentences = _SENTENCE_END.split(question)
+    asked = [i for i, sentence in enumerate(sentences) if sentence.endswith("?")]
+    if len(asked) < 2 or _TO_ALL.search(answer):
+        return question
+    last = sentences[asked[-1]]
+    if not _OPENS_QUESTION.match(last) or (
+        _REFERS_BACK.search(last) and not _ASKS_MORE.search(last)
+    ):
+        return question
+    earlier = set(asked[:-1])
+    return " ".join(s for i, s in enumerate(sentences) if i not in earlier)
 
 
 def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult:
@@ -136,8 +188,8 @@ _ORDERING = re.compile(r"^[\W_]*(please )?(cancel|refund|return|exchange) (it|th
 
 
 def _orders_another_change(question: MessageEvent, answer: MessageEvent) -> bool:
-    ordered = _ORDERING.match(normalise(answer.text or ""))
-    return ordered is not None and ordered[2] not in normalise(question.text or "")
+    ordered = _ORDERING.match(message_text(answer))
+    return ordered is not None and ordered[2] not in message_text(question)
 
 
 def _replies(rule: ConfirmedRule, index: TraceIndex) -> tuple[frozenset[int], frozenset[int]]:
@@ -236,7 +288,7 @@ _EXCLUDING = re.compile(
 def _narrowed_away(yes: _Confirmation, values: list[str]) -> bool:
     """Whether *yes* keeps to part of its question and names none of *values*, or leaves out
     a part that names one of them."""
-    answer = normalise(yes.answer.text or "")
+    answer = message_text(yes.answer)
     words = {word for value in values for word in _WORD.findall(normalise(value))}
     left_out = {w for m in _EXCLUDING.finditer(answer) for w in _WORD.findall(m.group("rest"))}
     if words & left_out:
@@ -306,7 +358,7 @@ _ASKING = re.compile(r"\?|\b(confirm|let me know|shall i|should i)\b")
 
 
 def _asks_nothing(message: MessageEvent) -> bool:
-    return _ASKING.search(normalise(message.text or "")) is None
+    return _ASKING.search(message_text(message)) is None
 
 
 # A question that asks only whether to go on with what was agreed ("Shall I go ahead?",
@@ -322,7 +374,7 @@ _GOING_ON = re.compile(
 
 
 def _asks_to_go_on(message: MessageEvent) -> bool:
-    return _GOING_ON.search(normalise(message.text or "")) is not None
+    return _GOING_ON.search(message_text(message)) is not None
 
 
 # Words that take a yes back whatever the agent last asked ("Anything else before I process
@@ -335,11 +387,14 @@ _TAKING_BACK = re.compile(
     r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
     r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
     r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
+    # another choice on second thoughts: "Actually, the gift card instead", "actually I'd
+    # rather have store credit" (a plain "No, by text instead" answers its own question)
+    r"|\bactually\b[^.!?]{0,200}\b(instead|rather|prefer|make it|switch|change it)\b"
 )
 
 
 def _takes_back(message: MessageEvent) -> bool:
-    return _TAKING_BACK.search(normalise(message.text or "")) is not None
+    return _TAKING_BACK.search(message_text(message)) is not None
 
 
 def _objected(
@@ -400,7 +455,7 @@ def provenance(constraint: ProvenanceConstraint, index: TraceIndex) -> CheckResu
     for i, event in enumerate(events[: max(calls) + 1]):
         if isinstance(event, MessageEvent):
             if event.role == "user" and event.text is not None:
-                said.append(normalise(event.text))
+                said.append(message_text(event))
             continue
         if i not in calls or not isinstance(event.args, dict):
             continue
@@ -431,7 +486,9 @@ def _unsourced(
         e.step
         for e in earlier
         if isinstance(e, ToolCallEvent)
-        and mentions(normalise(json.dumps(e.output, ensure_ascii=False, default=str)), value)
+        and mentions(
+            normalise(json.dumps(e.output, ensure_ascii=False, default=str)[:MAX_READ_CHARS]), value
+        )
     ]
     seen = f"; it appeared earlier in tool output at step(s) {outputs}" if outputs else ""
     problem = f"{label(call)}: argument {name} = {value!r} was not said by the user before{seen}"

@@ -13,7 +13,7 @@ from typing import Any
 
 from groundstate.environments.base import RowWrite
 from groundstate.grading.constraints._paths import holds, same
-from groundstate.grading.constraints._text import normalise
+from groundstate.grading.constraints._text import message_text, normalise
 from groundstate.spec.constraints import Match, WriteMatch
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
@@ -50,7 +50,7 @@ class CompiledMatch:
         match = self.match
         if event.text is None or (match.final is not None and match.final != event.final):
             return False
-        text = normalise(event.text)
+        text = message_text(event)
         return (self.contains is None or self.contains in text) and (
             self.pattern is None or self.pattern.search(text) is not None
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -41,7 +42,64 @@ _FOLDED = str.maketrans(
 )
 
 
-@lru_cache(maxsize=4096)
+MAX_READ_CHARS = 100_000
+"""The most characters of a message a check reads, so that grading costs at most a bounded,
+linear scan per message whatever the agent writes (the model judge is shown as many). A
+longer *agent* message is not read: every check that would read it fails, the agent's
+failure (:class:`Unreadable`); of a longer user message (the simulator's) its start and end
+are read (:func:`within_bound`)."""
+_CACHED_CHARS = 4096
+"""Texts up to this long are normalised once and kept (a question is tested against every
+value of every change); longer ones are normalised each time, so the cache stays small."""
+
+
+class Unreadable(Exception):
+    """An agent message over :data:`MAX_READ_CHARS`: a check that must read it cannot judge
+    it, and fails (the agent made its output too long to judge; the instrument is healthy)."""
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+        """The trace's ``MessageEvent``."""
+        self.step: int = message.step
+        self.length = len(message.text)
+        super().__init__(
+            f"the agent's message at step {self.step} has {self.length:,} characters, over "
+            f"the {MAX_READ_CHARS:,} a check reads: it cannot be judged"
+        )
+
+    def evidence(self) -> dict[str, int]:
+        return {"step": self.step, "characters": self.length, "read_at_most": MAX_READ_CHARS}
+
+
+def unreadable(events: Iterable[Any]) -> Unreadable | None:
+    """The first agent message among trace *events* too long to read, as its error."""
+    for event in events:
+        text = getattr(event, "text", None)
+        if getattr(event, "role", None) == "agent" and len(text or "") > MAX_READ_CHARS:
+            return Unreadable(event)
+    return None
+
+
+def message_text(message: Any) -> str:
+    """The normalised text of a trace message (a ``MessageEvent``) as checks read it: an
+    agent's up to :data:`MAX_READ_CHARS` (longer: :class:`Unreadable`), a user's
+    :func:`within_bound`."""
+    text = message.text or ""
+    if len(text) > MAX_READ_CHARS and message.role == "agent":
+        raise Unreadable(message)
+    return normalise(within_bound(text))
+
+
+def within_bound(text: str) -> str:
+    """*text*, or its start and end (:data:`MAX_READ_CHARS` together) when it is longer: what
+    is read of a message the simulated user wrote, and what the scripted user reads of any
+    (the model judge is shown the same, with a note of what was left out)."""
+    if len(text) <= MAX_READ_CHARS:
+        return text
+    half = MAX_READ_CHARS // 2
+    return f"{text[:half]} {text[-(MAX_READ_CHARS - half - 1) :]}"
+
+
 def normalise(text: str) -> str:
     """The form message checks compare: the same for text and for the value searched for.
 
@@ -54,18 +112,35 @@ def normalise(text: str) -> str:
     Dots and commas are kept (``35.00`` stays ``35.00``) except in runs of digit groups that
     repeat one (``4111.1111.1111.1111``, ``1,000,000``).
     """
+    return _normalised(text) if len(text) <= _CACHED_CHARS else _normalise(text)
+
+
+@lru_cache(maxsize=4096)
+def _normalised(text: str) -> str:
+    return _normalise(text)
+
+
+def _normalise(text: str) -> str:
     text = _SPACES.sub(" ", fold(text)).strip()
     text = _DIGIT_SEPARATORS.sub("", text)
     return _DIGIT_GROUPS.sub(lambda m: m.group().replace(m.group(1), ""), text)
 
 
-@lru_cache(maxsize=4096)
 def fold(text: str) -> str:
     """The character-level part of :func:`normalise`, with spacing and digit grouping kept:
     NFKC, typographic apostrophes, hyphens and look-alike letters folded, casefolded,
     invisible format characters dropped, decimal digits made ASCII (``"O\u20111001"`` is
     ``"o-1001"``). For finding names that must keep their digit groups apart ("O-1001 3
     weeks ago" names O-1001, where normalised text reads ``o-10013``)."""
+    return _folded(text) if len(text) <= _CACHED_CHARS else _fold(text)
+
+
+@lru_cache(maxsize=4096)
+def _folded(text: str) -> str:
+    return _fold(text)
+
+
+def _fold(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_FOLDED).casefold()
     if not text.isascii():
         text = "".join(c for c in text if unicodedata.category(c) != "Cf")
@@ -96,7 +171,20 @@ def mentions(normalised_text: str, value: str) -> bool:
     trailing zeros of its fraction (``$22.00`` by ``$22``, ``1`` by ``1.0``); a comma between
     two of its words, and brackets, may be there or not (an address written on lines, "Wool
     Socks 3-pack" for "Wool Socks (3-pack)")."""
-    return _named_by(value).search(normalised_text) is not None
+    pattern = _named_by(value) if len(value) <= _SPELLED_CHARS else _as_written(value)
+    return pattern.search(normalised_text) is not None
+
+
+_SPELLED_CHARS = 500
+"""Values up to this long are named in their usual spellings (and their patterns kept); a
+longer one (an argument the agent made long) only as written, after normalisation: its
+pattern of spellings cost a millisecond to compile per space in it (minutes for an argument
+of 100,000 characters), and each would have been kept."""
+
+
+def _as_written(value: str) -> re.Pattern[str]:
+    needle = normalise(value)
+    return re.compile(_start(needle) + re.escape(needle) + _end(needle))
 
 
 @lru_cache(maxsize=4096)
@@ -114,7 +202,7 @@ def _named_by(value: str) -> re.Pattern[str]:
     # punctuation, not content: an address on lines or in a list names "200 W Adams Street,
     # Suite 1400, Chicago, IL 60606" (and the value without its commas the text with them),
     # "Wool Socks 3-pack" names "Wool Socks (3-pack)".
-    body = _UNIT.sub(r"[ -]?", _number(needle.replace(", ", " ")))
+    body = _UNIT.sub(_unit_gap, _number(needle.replace(", ", " ")))
     if "@" not in needle:  # an email's hyphens are its own: a-b@x.com is not ab@x.com
         body = _JOINED_WORDS.sub(r"[ -]?", body)
     spellings, spelled = _spellings(needle)
@@ -126,9 +214,18 @@ def _named_by(value: str) -> re.Pattern[str]:
 
 
 _DOLLARS = re.compile(r"\$(\d+(?:\.\d+)?)")
-# In an escaped value, a hyphen or nothing between a number and the letters after it: named
-# with a space, a hyphen or nothing there ("1000ml" by "1000 ml", "10-inch" by "10 inch").
-_UNIT = re.compile(r"(?<=\d)(\\-)?(?=[^\W\d_])")
+# In an escaped value, a hyphen, a space or nothing between a number and the letters after it:
+# named with a space, a hyphen or nothing there ("1000ml" by "1000 ml", "10-inch" by "10
+# inch", "6 ft" by "6ft").
+_UNIT = re.compile(r"(?<=\d)(\\-|\\ )?(?=[^\W\d_])")
+
+
+def _unit_gap(found: re.Match[str]) -> str:
+    # A space there may still follow a comma, as any space of a value may ("Suite 1400,
+    # Chicago"); see _OPTIONAL.
+    return r"(?:,? (?:[-*\u2022] )?|-)?" if found.group(1) == re.escape(" ") else "[ -]?"
+
+
 # And a hyphen between two letters: "T-shirt" is named by "T shirt" and "tshirt", "Wi-Fi" by
 # "WiFi" (not in an email).
 _JOINED_WORDS = re.compile(r"(?<=[^\W\d_])\\-(?=[^\W\d_])")
