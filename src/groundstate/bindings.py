@@ -99,7 +99,7 @@ class Bindings:
             if len(sys.modules) == self._loaded:
                 return
             self._loaded = len(sys.modules)
-            for name, module in list(sys.modules.items()):
+            for name, module in sys.modules.copy().items():
                 if name in self._modules or not isinstance(module, ModuleType):
                     continue
                 if name.partition(".")[0] not in WATCHED:

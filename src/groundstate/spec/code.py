@@ -126,7 +126,7 @@ def siblings_importable(folder: Path) -> Iterator[None]:
     thread importing meanwhile (an agent still running past its attempt) changed its size
     during the search, and the file failed to load ("dictionary changed size")."""
     names = set(sibling_modules(folder))
-    hidden = {n: m for n, m in list(sys.modules.items()) if n.partition(".")[0] in names}
+    hidden = {n: m for n, m in sys.modules.copy().items() if n.partition(".")[0] in names}
     for name in hidden:
         sys.modules.pop(name, None)
     entry = str(folder)
@@ -136,6 +136,6 @@ def siblings_importable(folder: Path) -> Iterator[None]:
     finally:
         if entry in sys.path:
             sys.path.remove(entry)
-        for name in [n for n in list(sys.modules) if n.partition(".")[0] in names]:
+        for name in [n for n in sys.modules.copy() if n.partition(".")[0] in names]:
             sys.modules.pop(name, None)
         sys.modules.update(hidden)
