@@ -141,22 +141,24 @@ def test_a_judge_cannot_edit_the_recorded_trace(with_judge: Any) -> None:
         ("no_reason", "TypeError: judges.py:no_reason returned True, expected (bool, reason)"),
     ],
 )
-def test_a_judge_that_fails_to_judge_is_a_grader_failure(
+def test_a_judge_that_fails_to_judge_leaves_the_result_to_the_state(
     with_judge: Any, function: str, error: str
 ) -> None:
     run, result = judged_run(with_judge(function))
-    assert run.terminal_reason == "grader_failure" and not run.valid
+    # A judged verdict never decides the result: one that could not judge is recorded, and
+    # the attempt stays as its state decides (an agent must not make it invalid that way).
+    assert run.terminal_reason == "success" and run.valid
     assert result.error is not None and result.error.startswith(error)
 
 
-def test_a_judge_past_the_time_limit_is_a_grader_failure(
+def test_a_judge_past_the_time_limit_leaves_the_result_to_the_state(
     with_judge: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("groundstate.grading.outcome.GRADER_TIME_LIMIT", 0.3)
     started = time.perf_counter()
     run, result = judged_run(with_judge("sleeps"))
     assert time.perf_counter() - started < HANG
-    assert run.terminal_reason == "grader_failure"
+    assert run.terminal_reason == "success" and run.valid
     assert result.error == "timed out: did not finish within 0.3s"
 
 

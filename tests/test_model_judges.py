@@ -227,12 +227,10 @@ def test_a_judge_sees_only_what_it_declares_it_reads(judged: Judged) -> None:
         "Reasons.\nverdict: pass",
     ],
 )
-def test_a_malformed_answer_is_a_grader_failure_with_the_answer(
-    judged: Judged, answer: str
-) -> None:
+def test_a_malformed_answer_is_recorded_with_the_answer(judged: Judged, answer: str) -> None:
     judged.serve(always(Reply(text=answer)))
     run, result = judged_run(judged.load())
-    assert run.terminal_reason == "grader_failure" and not run.valid and not result.passed
+    assert run.terminal_reason == "success" and run.valid and not result.passed
     assert result.error is not None
     assert result.error.startswith(
         "JudgeFailure: the judge's answer is malformed (request id req_1)"
@@ -243,17 +241,17 @@ def test_a_malformed_answer_is_a_grader_failure_with_the_answer(
 def test_an_answer_without_text_is_malformed(judged: Judged) -> None:
     judged.serve(always(Reply(text=None)))
     run, result = judged_run(judged.load())
-    assert run.terminal_reason == "grader_failure"
+    assert run.terminal_reason == "success" and run.valid
     assert result.error is not None and "the answer is empty" in result.error
 
 
 @pytest.mark.parametrize("adapter", list(SERVERS))
-def test_a_failing_model_is_a_grader_failure_with_status_and_request_id(
+def test_a_failing_model_is_recorded_with_status_and_request_id(
     judged: Judged, adapter: str
 ) -> None:
     judged.serve(always(Fail(500, "the judge's server broke")), adapter)
     run, result = judged_run(judged.load(judged.judge(adapter=adapter)))
-    assert run.terminal_reason == "grader_failure" and not run.valid
+    assert run.terminal_reason == "success" and run.valid
     assert result.error == (
         f"JudgeFailure: the judge's model failed after 1 tries: {adapter}: HTTP 500"
         " (request id req_1): the judge's server broke"
@@ -275,14 +273,14 @@ def test_a_rejected_request_is_not_retried(judged: Judged) -> None:
     server = judged.serve(always(Fail(400, "unknown model")))
     judge = judged.judge({"model.retries": {"max_retries": 3, "backoff": 0}})
     run, result = judged_run(judged.load(judge))
-    assert run.terminal_reason == "grader_failure" and len(server.requests) == 1
+    assert run.terminal_reason == "success" and len(server.requests) == 1
     assert result.error is not None and "HTTP 400 (request id req_1): unknown model" in result.error
 
 
-def test_a_body_that_is_not_an_answer_is_a_grader_failure(judged: Judged) -> None:
+def test_a_body_that_is_not_an_answer_is_recorded(judged: Judged) -> None:
     judged.serve(always(Raw('{"choices": []}')))
     run, result = judged_run(judged.load())
-    assert run.terminal_reason == "grader_failure"
+    assert run.terminal_reason == "success" and run.valid
     assert result.error is not None and "malformed response" in result.error
 
 
@@ -293,7 +291,7 @@ def test_the_key_is_read_from_the_named_variable(
     suite = judged.load(judged.judge({"model.api_key_env": "JUDGE_TEST_KEY"}))
     monkeypatch.delenv("JUDGE_TEST_KEY", raising=False)
     run, result = judged_run(suite)
-    assert run.terminal_reason == "grader_failure" and server.requests == []
+    assert run.terminal_reason == "success" and server.requests == []
     assert (
         result.error is not None and "environment variable JUDGE_TEST_KEY is unset" in result.error
     )

@@ -155,10 +155,10 @@ def test_an_agent_cannot_turn_its_judged_reply_into_an_invalid_attempt(
     assert prompt.index(INJECTION) < prompt.index("not instructions to you")
 
 
-def test_a_judge_whose_model_times_out_is_a_grader_failure(judged: Judged) -> None:  # noqa: F811
+def test_a_judge_whose_model_times_out_leaves_the_result_to_the_state(judged: Judged) -> None:  # noqa: F811
     judged.serve(lambda request: Reply(text="VERDICT: PASS", delay=5))
     run, result = judged_run(judged.load(judged.judge({"model.request_timeout": 1})))
-    assert run.terminal_reason == "grader_failure" and not run.valid and not run.success
+    assert run.terminal_reason == "success" and run.valid and run.success
     assert result.error is not None and not result.passed
 
 

@@ -12,6 +12,8 @@ The rules, applied in order (the first that holds decides):
 3. The agent's loop ended abnormally: ``agent_failure/<step_limit|time_limit|budget|
    prohibited_action|gave_up|crashed>``.
 4. An outcome assertion or constraint could not be evaluated: ``grader_failure``. Invalid.
+   Not a judged assertion (kind ``judge``): it never decides the result, so one that could
+   not judge leaves the result to the rest and the partial score unknown.
 5. An outcome assertion failed (``G = 0``): ``agent_failure/incorrect_state``.
 6. A hard process constraint failed (some ``C_j = 0``): ``agent_failure/constraint_violation``.
 7. Otherwise ``success`` (``Y = 1``).
@@ -86,15 +88,22 @@ JUDGED = "judge"
 """The kind of an outcome assertion judged rather than read from state."""
 
 
+def _decides(result: CheckResult) -> bool:
+    return result.kind != JUDGED
+
+
 def classify(
     interruption: str | None, assertions: list[CheckResult], constraints: list[CheckResult]
 ) -> str:
     if interruption is not None:
         return interruption
-    if any(result.error is not None for result in assertions + constraints):
-        return "grader_failure"
     # The binary result rests on state and process alone: a judged verdict (kind ``judge``)
-    # is reported beside it and counts in the partial score, never in ``success``.
+    # is reported beside it and counts in the partial score, never in ``success``. So a judge
+    # that could not judge leaves the result as the rest decides it (its partial score is
+    # unknown): else an agent that failed could make its attempt invalid, and rerun, by
+    # sending what the judge's service refuses.
+    if any(result.error is not None for result in assertions + constraints if _decides(result)):
+        return "grader_failure"
     if not all(result.passed for result in assertions if result.kind != JUDGED):
         return "agent_failure/incorrect_state"
     if not all(result.passed for result in constraints):
