@@ -570,7 +570,11 @@ def test_decision_and_population_are_warnings(bank: Path) -> None:
 @pytest.mark.parametrize(
     ("added", "field", "reason"),
     [
-        ("weights: {transfr: 2}\n", "weights.transfr", "no task 'transfr'"),
+        (
+            "weights: {transfr: 2}\n",
+            "weights.transfr",
+            "no task 'transfr' (did you mean 'transfer'?)",
+        ),
         ("canary: transfr\n", "canary", "no task 'transfr' (did you mean 'transfer'?)"),
     ],
 )

@@ -121,7 +121,7 @@ def test_a_suite_written_from_the_docs_goes_from_check_to_a_ci_gate(
 VALUES = [
     ("INTEGER", "9", True),
     ("INTEGER", "-9", True),
-    ("INTEGER", "9.5e3", True),
+    ("INTEGER", "9.5", True),  # an exponent ("9.5e3") is refused before: loading_round11
     ("REAL", "2.5", True),
     ("NUMERIC", "2026", True),  # a year written as text in a DATE-like numeric column
     ("TEXT", 9, True),

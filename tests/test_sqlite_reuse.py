@@ -456,6 +456,7 @@ def test_the_pool_is_bounded(
     batch's next wave reuses its last, and what other builds left is closed first."""
     monkeypatch.setattr(sqlite_live, "POOL_SIZE", 2)
     monkeypatch.setattr(POOL, "peak", 0)
+    monkeypatch.setattr(POOL, "live", 0)  # not an environment an earlier test left open
     other = tmp_path / "other.sql"
     other.write_text(FIXTURE + "CREATE TABLE more (x);")
     folders = {}
