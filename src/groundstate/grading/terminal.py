@@ -89,6 +89,7 @@ JUDGED = "judge"
 
 
 def _decides(result: CheckResult) -> bool:
+    """Whether *result* counts in the binary result (a judged verdict never does)."""
     return result.kind != JUDGED
 
 
@@ -104,7 +105,7 @@ def classify(
     # sending what the judge's service refuses.
     if any(result.error is not None for result in assertions + constraints if _decides(result)):
         return "grader_failure"
-    if not all(result.passed for result in assertions if result.kind != JUDGED):
+    if not all(result.passed for result in assertions if _decides(result)):
         return "agent_failure/incorrect_state"
     if not all(result.passed for result in constraints):
         return "agent_failure/constraint_violation"
