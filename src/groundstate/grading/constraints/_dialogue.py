@@ -6,7 +6,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 from groundstate.grading.constraints._index import TraceIndex
@@ -114,8 +114,7 @@ def confirming_questions(
     user said yes to, not the agent's last message before the call ("Great, doing it now.").
     A change the rule does not find confirmed is absent (its ``confirmed`` constraint fails).
     """
-    rule = ConfirmedRule.model_validate(rule)
-    constraint = ConfirmedConstraint(id="confirming-questions", confirmed=rule)
+    rule, constraint = _confirming(rule)
     index = TraceIndex(events)
     found: dict[int, MessageEvent] = {}
     for i, answers in _changes(rule, index):
@@ -124,6 +123,28 @@ def confirming_questions(
             values = _values({path: resolve(change, path) for path in rule.names})
             found[i] = _covering(rule, _naming(answers, values))[-1].question
     return found
+
+
+def _confirming(rule: ConfirmedRule | dict[str, Any]) -> tuple[ConfirmedRule, ConfirmedConstraint]:
+    """*rule* checked, and the constraint :func:`confirming_questions` applies: a rule given
+    in YAML form is checked once per process (the retail checks pass the same few rules on
+    every attempt; checking one took two thirds of the call), and only when its JSON text says
+    all of it (a tuple where the schema asks for a list is checked every time)."""
+    if isinstance(rule, dict):
+        try:
+            text = json.dumps(rule, sort_keys=True)
+        except (TypeError, ValueError):
+            text = None
+        if text is not None and json.loads(text) == rule:
+            return _confirming_text(text)
+    checked = ConfirmedRule.model_validate(rule)
+    return checked, ConfirmedConstraint(id="confirming-questions", confirmed=checked)
+
+
+@lru_cache(maxsize=256)
+def _confirming_text(text: str) -> tuple[ConfirmedRule, ConfirmedConstraint]:
+    checked = ConfirmedRule.model_validate(json.loads(text))
+    return checked, ConfirmedConstraint(id="confirming-questions", confirmed=checked)
 
 
 def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list[_Confirmation]]]:
