@@ -53,7 +53,7 @@ from groundstate.spec.files import (
     read_yaml,
 )
 from groundstate.spec.solution import Solution
-from groundstate.spec.strict import SuiteName, Weight, did_you_mean
+from groundstate.spec.strict import Id, SuiteName, Weight, did_you_mean
 from groundstate.spec.system import BUILTIN_AGENTS
 from groundstate.spec.task import (
     AgentTask,
@@ -80,7 +80,8 @@ class Population(Strict):
 
 
 class SuiteConfig(Strict):
-    name: str
+    name: Id
+    """What reports call the suite (visible characters, not blank)."""
     description: str = ""
     environment: str = "sqlite"
     """The environment kind the tasks run in (``sqlite``, ``postgres`` or a registered

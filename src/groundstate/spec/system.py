@@ -33,6 +33,7 @@ from groundstate.spec.strict import (
     SAMPLING_KEYS,
     Count,
     Decoding,
+    Id,
     Number,
     Seconds,
     Steps,
@@ -350,7 +351,8 @@ class SystemSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    name: str = "system"
+    name: Id = "system"
+    """What reports call the system (visible characters, not blank)."""
     model: ModelSection = own_default(ModelSection())
     harness: HarnessSection
     tools: ToolsSection = own_default(ToolsSection())
