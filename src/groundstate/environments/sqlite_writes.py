@@ -18,7 +18,7 @@ a REAL to 15 digits and ``quote()`` rounds it too and ends a text at a NUL. A BL
 as hex text. The connection must have the :data:`IMAGE` function. One function call per image
 keeps the triggers short: SQLite parses every trigger when it is created, and a SQL expression
 per cell had made installing the triggers the largest cost of a fresh environment (20 ms for
-the retail example's 50 triggers, 8 ms this way).
+the retail example's 50 triggers, 6.5 ms this way, both on the 2026-12-03 machine).
 """
 
 from __future__ import annotations
