@@ -37,6 +37,8 @@ demo-model: $(VENV)/.installed-test
 # prints each rerun. tests/conftest.py lists, at the end, threads tests left working and any
 # command whose streams were replaced under it (GROUNDSTATE_LEAK_LOG=FILE logs more).
 RERUN_EMPTY_CAPTURE = --reruns 1 --only-rerun "in ''"
+# The 25 slowest tests are listed at the end: where the suite's time goes (aim: 15 minutes).
+DURATIONS = --durations=25
 
 test: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check src tests bench examples
@@ -46,7 +48,7 @@ test: $(VENV)/.installed-test
 		echo "WARNING: Chromium is unavailable; the browser tests are SKIPPED" >&2; fi; \
 	if ! bash scripts/ensure-postgres.sh; then skip="$$skip GROUNDSTATE_SKIP_POSTGRES=1"; \
 		echo "WARNING: PostgreSQL is unavailable; the postgres tests are SKIPPED" >&2; fi; \
-	env $$skip $(PY) -m pytest $(RERUN_EMPTY_CAPTURE)
+	env $$skip $(PY) -m pytest $(RERUN_EMPTY_CAPTURE) $(DURATIONS)
 
 # Overhead against the plain-sqlite floor, concurrency efficiency, the size curve, startup time,
 # and the side-by-side with Inspect AI (skipped unless inspect_ai is installed). See docs/scale.md.
