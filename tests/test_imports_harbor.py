@@ -459,3 +459,34 @@ def test_each_exception_type_maps_under_either_policy(tmp_path: Path, kind: str)
         assert (row.success, row.terminal_reason) == (False, reason)
         invalid = reason.split("/")[0] in ("environment_failure", "grader_failure")
         assert row.reward == (None if invalid else reward)  # an invalid try earns no credit
+
+
+def test_a_step_that_raised_decides_a_multi_step_trial(store: Store, tmp_path: Path) -> None:
+    """Harbor keeps a step's exception on the step and still averages the steps' rewards into
+    the trial's: the timed-out step was decided by that reward (a success)."""
+    steps = [
+        {"step_name": "one", "verifier_result": {"rewards": {"reward": 1.0}},
+         "agent_result": {"n_input_tokens": 10, "n_output_tokens": 2, "cost_usd": 0.5},
+         "exception_info": None},
+        {"step_name": "two", "verifier_result": {"rewards": {"reward": 1.0}},
+         "agent_result": {"n_input_tokens": 5, "n_output_tokens": 1, "cost_usd": 0.25},
+         "exception_info": {"exception_type": "AgentTimeoutError", "exception_message": "",
+                            "exception_traceback": "", "occurred_at": "2026-08-01T10:00:00"}},
+    ]  # fmt: skip
+    multi = trial("t", "t__a", {"reward": 1.0}, agent_result=None, step_results=steps)
+    path = write_json(tmp_path / "result.json", multi)
+    from groundstate.importers import read_rows
+
+    (row,) = read_rows(path)
+    assert (row.terminal_reason, row.cost, row.tokens) == (
+        "agent_failure/time_limit",
+        0.75,
+        (15, 3),
+    )
+    assert row.origin is not None and row.origin["exception_at"] == "step_results[1].exception_info"
+
+
+def test_a_folder_of_jobs_names_one_to_give(store: Store, tmp_path: Path) -> None:
+    job(tmp_path / "jobs" / "2026-08-01__10-00-00", MIXED[:1])
+    err = store.refused(tmp_path / "jobs")
+    assert "a folder of Harbor jobs: give one job's folder" in err

@@ -96,6 +96,8 @@ def detect_format(path: Path) -> Format:
         return named
     if path.is_dir() and _harbor_folder(path):
         return "harbor"
+    if path.is_dir() and (jobs := [p for p in sorted(path.iterdir()) if _harbor_folder(p)]):
+        raise SpecError(path, None, f"a folder of Harbor jobs: give one job's folder ({jobs[0]})")
     if path.is_dir():  # τ²'s "dir" format is a folder: its index is the file to give
         inside = " (give its results.json)" if (path / "results.json").is_file() else ""
         raise SpecError(path, None, f"a folder, not a results file{inside}")
@@ -207,7 +209,7 @@ def _object_format(data: Any) -> Format | None:
 def _harbor_folder(path: Path) -> bool:
     """*path* holds a Harbor job's (or trial's) ``result.json``."""
     inside = path / "result.json"
-    if not inside.is_file():
+    if not path.is_dir() or not inside.is_file():
         return False
     try:
         with inside.open("rb") as handle:

@@ -154,17 +154,17 @@ class HarborSource:
         verified = mapping(where, "verifier_result", trial.get("verifier_result"))
         rewards = mapping(where, "verifier_result.rewards", verified.get("rewards"))
         reward = self._reward(where, rewards) if rewards else None
-        failure = mapping(where, "exception_info", trial.get("exception_info"))
-        raised = trial.get("exception_info") is not None
-        kind = failure.get("exception_type") if raised else None
-        if raised and not isinstance(kind, str):
-            raise SpecError(where, "exception_info.exception_type", f"required: text, got {kind!r}")
+        field, failure = _exception(where, trial)
+        kind = None if failure is None else failure.get("exception_type")
+        if failure is not None and not isinstance(kind, str):
+            raise SpecError(where, f"{field}.exception_type", f"required: text, got {kind!r}")
         cost, tokens = _usage(where, trial)
         origin = {
             "trial_name": label,
             "rewards": rewards or None,
             "exception_type": kind,
-            "exception_message": failure.get("exception_message") if raised else None,
+            "exception_message": None if failure is None else failure.get("exception_message"),
+            "exception_at": field if failure is not None else None,
             "task_checksum": trial.get("task_checksum"),
         }
         common: dict[str, Any] = {
@@ -323,6 +323,21 @@ def _name(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"required: the trial's name, got {value!r}")
     return as_text(value)
+
+
+def _exception(where: str, trial: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """Where the trial's first exception is and what it says: the trial's own, else the first
+    step's of a multi-step trial (Harbor records a step's exception on the step only and
+    still aggregates the steps' rewards into the trial's, so a step that timed out would
+    otherwise be decided by that reward)."""
+    if trial.get("exception_info") is not None:
+        return "exception_info", mapping(where, "exception_info", trial["exception_info"])
+    steps = trial.get("step_results")
+    for index, step in enumerate(steps if isinstance(steps, list) else ()):
+        field = f"step_results[{index}].exception_info"
+        if isinstance(step, dict) and step.get("exception_info") is not None:
+            return field, mapping(where, field, step["exception_info"])
+    return "exception_info", None
 
 
 def _started(trial: dict[str, Any]) -> str:
