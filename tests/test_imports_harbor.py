@@ -490,3 +490,21 @@ def test_a_folder_of_jobs_names_one_to_give(store: Store, tmp_path: Path) -> Non
     job(tmp_path / "jobs" / "2026-08-01__10-00-00", MIXED[:1])
     err = store.refused(tmp_path / "jobs")
     assert "a folder of Harbor jobs: give one job's folder" in err
+
+
+def test_the_wrong_reader_says_what_the_file_is(store: Store, tmp_path: Path) -> None:
+    folder = job(tmp_path / "job", MIXED[:1])
+    trial_file = folder / "hello-world__aaaaaaa" / "result.json"
+    err = store.refused(trial_file, "--format", "appworld")
+    assert "individual: required" in err and "looks like a Harbor result" in err
+    evaluation_file = write_json(tmp_path / "dev.json", evaluation(APPWORLD))
+    err = store.refused(evaluation_file, "--format", "harbor")
+    assert "looks like an AppWorld evaluation: give --format appworld" in err
+
+
+def test_more_trials_than_the_job_counts_are_said(store: Store, tmp_path: Path) -> None:
+    folder = job(tmp_path / "job", MIXED[:2], n_total_trials=1)
+    code, out, err = cli("import-results", str(folder), "--name", "h", "--json",
+                         "--store", str(store.path))  # fmt: skip
+    assert code == 0, err
+    assert any("another job" in w for w in json.loads(out)["warnings"])

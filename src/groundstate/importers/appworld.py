@@ -55,11 +55,13 @@ class AppWorldSource:
     def _tasks(self) -> list[tuple[str, str, dict[str, Any]]]:
         """(where, task id, report) of each task, in the file's order."""
         individual = self._evaluation.get("individual")
-        if individual is None:
+        if individual is None and "aggregate" in self._evaluation:
             raise SpecError(
                 self.path, "individual", "an aggregate only: the per-task results are needed "
                 "(evaluate without aggregate_only, as `appworld evaluate` does)",
             )  # fmt: skip
+        if individual is None:
+            raise SpecError(self.path, "individual", "required: an AppWorld evaluation's tasks")
         individual = mapping(str(self.path), "individual", individual)
         tasks = []
         for task_id, report in individual.items():

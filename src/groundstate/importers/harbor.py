@@ -251,6 +251,11 @@ class HarborSource:
         warnings = []
         total = _number(job.get("n_total_trials"))
         held = len(self._trials)
+        if total is not None and held > total:
+            warnings.append(
+                f"{file}: n_total_trials is {total}, but {held} trials have a result: the "
+                "folder holds trials of another job too?"
+            )
         if total is not None and held < total:
             warnings.append(
                 f"{file}: n_total_trials is {total}, but {held} trial(s) have a result (the "
