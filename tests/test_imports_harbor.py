@@ -438,6 +438,10 @@ EXCEPTIONS = {  # type: (reward, --errors agent, --errors environment)
     ),
     "ApiRateLimitError": (0.0, "agent_failure/crashed", "environment_failure/harness_error"),
     "RewardFileNotFoundError": (None, "agent_failure/ungraded", "grader_failure"),
+    "DownloadVerifierDirError": (None, "agent_failure/ungraded", "grader_failure"),
+    "SandboxBuildFailedError": (None, "environment_failure/setup", "environment_failure/setup"),
+    # a multi-step task runs it again after the agent's earlier steps: not attributed
+    "HealthcheckError": (None, "agent_failure/crashed", "environment_failure/harness_error"),
     "VerifierOutputParseError": (None, "agent_failure/ungraded", "grader_failure"),
     "ContextWindowExceededError": (
         None,

@@ -43,24 +43,29 @@ HARBOR_EXCEPTIONS: dict[str, str | None] = {
     "CancelledError": CANCELLED,
     "AgentTimeoutError": "agent_failure/time_limit",
     "EnvironmentStartTimeoutError": "environment_failure/setup_timeout",
+    "SandboxBuildFailedError": "environment_failure/setup",
     "ContextLengthExceededError": "harness_compatibility_failure/context_window",
     "ContextWindowExceededError": "harness_compatibility_failure/context_window",
     "VerifierTimeoutError": None,
     "RewardFileNotFoundError": None,
     "RewardFileEmptyError": None,
     "VerifierOutputParseError": None,
+    "AddTestsDirError": None,
+    "DownloadVerifierDirError": None,
 }
 """A trial's ``exception_info.exception_type`` -> ours, fixed before any file is read (types
-from ``harbor/trial/errors.py``, ``harbor/verifier/verifier.py``, ``harbor/llms/base.py`` and
-``harbor/agents/installed/base.py``). The exception decides before the reward: Harbor still
-runs the verifier after an agent timeout, and its mean counts that reward; here the first stop
-decides. ``None``: the verifier could not grade the final state (it timed out, or wrote no or
-an unreadable reward file); an agent can provoke that as easily as a broken test can, so it
-follows ``--errors`` (``agent``: ``agent_failure/ungraded``; ``environment``:
-``grader_failure``). Any other type (a non-zero agent exit, a provider's API error, which
-Harbor tells from the agent's own output, an agent install that timed out: the install is the
-system's own script, run in the task's container) is an exception the file does not attribute:
-it follows ``--errors`` as in every format."""
+from ``harbor/trial/errors.py``, ``harbor/verifier/verifier.py``, ``harbor/llms/base.py``,
+``harbor/agents/installed/base.py`` and ``harbor/environments/base.py``). The exception decides
+before the reward: Harbor still runs the verifier after an agent timeout, and its mean counts
+that reward; here the first stop decides. ``None``: the verifier could not grade the final
+state (it timed out, wrote no or an unreadable reward file, or its tests could not be copied in
+or its output out); an agent can provoke that as easily as a broken test can, so it follows
+``--errors`` (``agent``: ``agent_failure/ungraded``; ``environment``: ``grader_failure``). Any
+other type (a non-zero agent exit; a provider's API error, which Harbor tells from the agent's
+own output; an agent install that timed out: the install is the system's own script, run in
+the task's container; a failed healthcheck, which a multi-step task runs again after the
+agent's earlier steps) is an exception the file does not attribute: it follows ``--errors`` as
+in every format."""
 UNGRADED: dict[ErrorPolicy, str] = {
     "agent": "agent_failure/ungraded",
     "environment": "grader_failure",
