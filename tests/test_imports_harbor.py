@@ -408,6 +408,8 @@ def test_a_malformed_appworld_file_is_refused(
 ) -> None:
     path = write_json(tmp_path / "test_normal.json", data)
     assert expected in store.refused(path, "--format", "appworld")
+    if isinstance(data, dict) and "task_goal_completion" in data.get("aggregate", {}):
+        assert expected in store.refused(path)  # detected, so its reader names what lacks
 
 
 def test_a_truncated_or_doubled_appworld_file_is_refused(store: Store, tmp_path: Path) -> None:
