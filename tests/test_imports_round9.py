@@ -152,19 +152,10 @@ def test_an_archive_member_declaring_hundreds_of_megabytes_is_not_read(
     assert f"big.eval!samples/a_epoch_1.json: {300 << 20} bytes uncompressed" in store.refused(path)
 
 
-FOREIGN = {  # a SWE-bench run report is imported since the eleventh round
+FOREIGN = {  # SWE-bench run reports since the eleventh round, Harbor and AppWorld the twelfth
     "report.json": (
         {"django__django-1": {"patch_exists": True, "resolved": True, "tests_status": {}}},
         "a SWE-bench instance report",
-    ),
-    "result.json": (
-        {"task_name": "hello", "trial_name": "hello__1", "verifier_result": {"rewards": {}}},
-        "a Harbor trial result",
-    ),
-    "job.json": ({"id": "j", "n_total_trials": 4, "stats": {}}, "a Harbor job result"),
-    "appworld.json": (
-        {"aggregate": {"task_goal_completion": 50.0}, "individual": {"t": {"success": True}}},
-        "an AppWorld evaluation",
     ),
     "preds.jsonl": (
         {"instance_id": "x", "model_patch": "diff", "model_name_or_path": "m"},

@@ -17,7 +17,9 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.exports import ExportFormat
     from groundstate.importers import ImportReport
 
-IMPORT_FORMATS = ("csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench")
+IMPORT_FORMATS = (
+    "csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench", "harbor", "appworld"
+)  # fmt: skip
 """``groundstate.importers.FORMATS``, spelled here so that ``--help`` need not import the
 importers (tests/test_startup.py holds the two equal)."""
 
@@ -46,14 +48,15 @@ EXPORT_FORMATS = ("jsonl", "csv", "inspect")
     default="agent",
     show_default=True,
     help="Attempts that ended in an exception the file does not attribute (τ-bench "
-    "info.error, Inspect sample errors, SWE-bench error_ids): count against the system "
+    "info.error, Inspect sample errors, SWE-bench error_ids, Harbor exceptions): count "
+    "against the system "
     "(agent_failure/crashed) or as invalid (environment_failure/harness_error).",
 )
 @click.option(
     "--scorer",
     default=None,
     help="Inspect logs: the score that decides a verdict (NAME, or NAME.KEY / NAME.INDEX for "
-    "one entry of a score whose value is a dict / a list).",
+    "one entry of a score whose value is a dict / a list); Harbor: the reward key.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what was imported as JSON.")
 @STORE_OPTION
@@ -67,7 +70,8 @@ def import_results_command(
     store: Path,
 ) -> None:
     """Store results made by another harness as a batch: our CSV/JSONL rows, τ-bench or
-    τ²-bench results, an Inspect AI log (.eval or .json), or a SWE-bench run report.
+    τ²-bench results, an Inspect AI log (.eval or .json), a SWE-bench run report, a Harbor
+    job directory or trial result.json, or an AppWorld evaluation.
 
     Every row is checked before anything is stored (a problem is named as file:line: field:
     reason, exit 2); warnings (ignored columns, values that could not be mapped) go to

@@ -6,7 +6,9 @@ Formats (``--format``, or detected from the file):
 - ``tau-bench``: τ-bench (v1) results, a JSON list of ``{task_id, reward, info, traj, trial}``;
 - ``tau2-bench``: τ²-bench results, ``{info, tasks, simulations: [...]}``;
 - ``inspect``: Inspect AI logs, ``.eval`` archives or ``.json`` logs;
-- ``swe-bench``: SWE-bench run reports (``resolved_ids``, ``unresolved_ids``, ...).
+- ``swe-bench``: SWE-bench run reports (``resolved_ids``, ``unresolved_ids``, ...);
+- ``harbor``: Harbor trial ``result.json`` files, or a job directory of them;
+- ``appworld``: AppWorld evaluations (``aggregate``, ``individual``).
 
 An imported batch has no traces or states: statistics and comparisons apply to it, state
 checks do not. How each format's verdicts and ends map onto our terminal reasons, and what is
@@ -24,7 +26,9 @@ from typing import Any, BinaryIO, Literal
 from pydantic import BaseModel
 
 from groundstate.errors import SpecError
+from groundstate.importers.appworld import AppWorldSource
 from groundstate.importers.batch import ImportReport, store_import
+from groundstate.importers.harbor import JOB_KEYS, TRIAL_KEYS, HarborSource
 from groundstate.importers.inspect_log import InspectSource
 from groundstate.importers.rows import (
     TERMINAL_PREFIXES,
@@ -40,8 +44,12 @@ from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
 from groundstate.store import BatchInfo, RunStore
 
-Format = Literal["csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench"]
-FORMATS: tuple[Format, ...] = ("csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench")
+Format = Literal[
+    "csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench", "harbor", "appworld"
+]
+FORMATS: tuple[Format, ...] = (
+    "csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench", "harbor", "appworld"
+)  # fmt: skip
 
 
 class ImportOptions(BaseModel):
@@ -53,7 +61,8 @@ class ImportOptions(BaseModel):
     """Attempts that ended in an unattributed exception: ``agent`` counts them against the
     system (``agent_failure/crashed``), ``environment`` makes them invalid."""
     scorer: str | None = None
-    """Inspect logs: the score that decides each sample's verdict (required when several)."""
+    """Inspect logs: the score that decides each sample's verdict; Harbor: the reward key
+    (required when several)."""
 
 
 def open_source(path: Path, options: ImportOptions | None = None) -> ResultSource:
@@ -68,17 +77,27 @@ def open_source(path: Path, options: ImportOptions | None = None) -> ResultSourc
         return Tau2Source(path)
     if kind == "swe-bench":
         return SweBenchSource(path, options.errors)
+    if kind == "harbor":
+        return HarborSource(path, options.errors, options.scorer)
+    if kind == "appworld":
+        return AppWorldSource(path)
     return InspectSource(path, options.errors, options.scorer)
 
 
 def detect_format(path: Path) -> Format:
     """The format of *path*: by suffix for row files and archives, else by its first bytes
     (``[``: τ-bench; an object with ``simulations``: τ²-bench; with ``eval`` and ``samples``:
-    an Inspect log; with ``resolved_ids`` and ``unresolved_ids``: a SWE-bench run report; one
-    object per line: JSON Lines)."""
+    an Inspect log; with ``resolved_ids`` and ``unresolved_ids``: a SWE-bench run report; with
+    ``trial_name`` and ``task_name``, or ``n_total_trials`` and ``stats``: a Harbor result;
+    with ``aggregate`` and ``individual``: an AppWorld evaluation; one object per line: JSON
+    Lines). A folder holding a Harbor ``result.json`` is a Harbor job (or trial)."""
     named = _named_format(path)
     if named is not None:
         return named
+    if path.is_dir() and _harbor_folder(path):
+        return "harbor"
+    if path.is_dir() and (jobs := [p for p in sorted(path.iterdir()) if _harbor_folder(p)]):
+        raise SpecError(path, None, f"a folder of Harbor jobs: give one job's folder ({jobs[0]})")
     if path.is_dir():  # τ²'s "dir" format is a folder: its index is the file to give
         inside = " (give its results.json)" if (path / "results.json").is_file() else ""
         raise SpecError(path, None, f"a folder, not a results file{inside}")
@@ -127,8 +146,9 @@ def _sniff(path: Path) -> Format:
     except (ValueError, RecursionError):
         row = None  # a JSON document over several lines: look inside it
     if isinstance(row, dict) and not {"simulations", "simulation_index", "samples"} & set(row):
-        if set(row) >= SWE_BENCH_KEYS and "task_id" not in row:  # a report on one line
-            return "swe-bench"
+        found = _object_format(row)
+        if found is not None and not isinstance(row.get("task_id"), str | int):
+            return found  # a report on one line, not a row of ours (Harbor's task_id: an object)
         _refuse_foreign(path, row)
         return "jsonl"
     return _document_format(path)
@@ -156,8 +176,9 @@ def _document_format(path: Path) -> Format:
         return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
     if isinstance(data, dict) and "eval" in data and "samples" in data:
         return "inspect"
-    if isinstance(data, dict) and set(data) >= SWE_BENCH_KEYS:
-        return "swe-bench"
+    found = _object_format(data)
+    if found is not None:
+        return found
     _refuse_foreign(path, data)
     raise SpecError(
         path, None, "cannot tell its format: give --format (" + ", ".join(FORMATS) + ")"
@@ -166,12 +187,44 @@ def _document_format(path: Path) -> Format:
 
 SWE_BENCH_KEYS = frozenset({"resolved_ids", "unresolved_ids"})
 """What marks a SWE-bench run report (``make_run_report``'s lists)."""
+APPWORLD_KEYS = frozenset({"aggregate", "individual"})
+"""What marks an AppWorld evaluation (``Metric.compute_metrics``)."""
+OBJECT_FORMATS: tuple[tuple[frozenset[str], Format], ...] = (
+    (SWE_BENCH_KEYS, "swe-bench"),
+    (TRIAL_KEYS, "harbor"),
+    (JOB_KEYS, "harbor"),
+    (APPWORLD_KEYS, "appworld"),
+)
+"""The keys that mark a JSON object of each format read as one document."""
+
+
+def _object_format(data: Any) -> Format | None:
+    if not isinstance(data, dict):
+        return None
+    for keys, kind in OBJECT_FORMATS:
+        if set(data) >= keys:
+            return kind
+    aggregate = data.get("aggregate")  # AppWorld's aggregate_only: its reader says what lacks
+    if isinstance(aggregate, dict) and "task_goal_completion" in aggregate:
+        return "appworld"
+    return None
+
+
+def _harbor_folder(path: Path) -> bool:
+    """*path* holds a Harbor job's (or trial's) ``result.json``."""
+    inside = path / "result.json"
+    if not path.is_dir() or not inside.is_file():
+        return False
+    try:
+        with inside.open("rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError:
+        return False
+    return any(f'"{key}"'.encode() in head for key in ("n_total_trials", "trial_name"))
+
 
 FOREIGN = (
     ({"resolved", "tests_status"}, "a SWE-bench instance report"),
-    ({"trial_name", "task_name"}, "a Harbor trial result"),
-    ({"n_total_trials", "stats"}, "a Harbor job result"),
-    ({"aggregate", "individual"}, "an AppWorld evaluation"),
     ({"instance_id", "model_patch"}, "SWE-bench predictions (patches, not results)"),
 )
 """Keys that mark other harnesses' files this reader has no format for."""
@@ -221,6 +274,8 @@ LOOKS = {
     "tau2-bench": "τ²-bench results (an object with simulations): give --format tau2-bench",
     "inspect": "an Inspect AI log: give --format inspect",
     "swe-bench": "a SWE-bench run report: give --format swe-bench",
+    "harbor": "a Harbor result: give --format harbor",
+    "appworld": "an AppWorld evaluation: give --format appworld",
 }
 """What a file that another reader refused looks like, by its content."""
 

@@ -43,7 +43,8 @@ class ImportReport(BaseModel):
 
     batch: BatchInfo
     format: str
-    """``csv``, ``jsonl``, ``tau-bench``, ``tau2-bench``, ``inspect`` or ``swe-bench``."""
+    """``csv``, ``jsonl``, ``tau-bench``, ``tau2-bench``, ``inspect``, ``swe-bench``,
+    ``harbor`` or ``appworld``."""
     runs: int
     """Run records stored (retries included)."""
     attempts: int = 0
@@ -298,7 +299,7 @@ def _unspool(spool: IO[bytes]) -> Iterator[_Kept]:
 
 
 def _batch(source: ResultSource, name: str, plan: _Plan, taken: set[str]) -> BatchInfo:
-    digest = _file_hash(source.path)
+    digest = _content_hash(source)
     tasks = plan.tasks
     batch_id = secrets.token_hex(6)
     while batch_id in taken:  # 48 random bits: rare, but the store would refuse the batch
@@ -356,6 +357,13 @@ def _most_attempts(plan: _Plan) -> int:
     if plan.text_labels or plan.lowest is None or plan.highest is None:
         return max(task.attempts for task in plan.tasks.values())
     return plan.highest - plan.lowest + 1
+
+
+def _content_hash(source: ResultSource) -> str:
+    """What the batch was read from: the file's hash, or a source's own ``digest()`` when it
+    reads a folder of files (a Harbor job)."""
+    digest = getattr(source, "digest", None)
+    return str(digest()) if callable(digest) else _file_hash(source.path)
 
 
 def _file_hash(path: Path) -> str:

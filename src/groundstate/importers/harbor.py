@@ -1,0 +1,410 @@
+"""Harbor results: a trial's ``result.json``, or a job directory of them.
+
+Harbor (``harbor run``) writes a job directory: ``<job>/result.json`` (a ``JobResult``:
+``id``, ``started_at``, ``n_total_trials``, ``stats``; written without its trials) and, per
+trial, ``<job>/<trial_name>/result.json`` (a ``TrialResult``: ``task_name``, ``trial_name``,
+``task_checksum``, ``agent_info``, ``agent_result``, ``verifier_result: {rewards}``,
+``exception_info: {exception_type, exception_message, ...}``, ``started_at``,
+``agent_execution``, ...). Each trial is one attempt of its task; the trial name is the
+attempt label (a job's ``n_attempts`` trials of a task are numbered in the order they
+started). A retried trial's folder is deleted by Harbor before the retry: only the last try
+is on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from groundstate.errors import SpecError
+from groundstate.importers.rows import (
+    ERROR_REASONS,
+    ErrorPolicy,
+    ImportedRow,
+    amount,
+    as_reward,
+    as_text,
+    checked,
+    count,
+    mapping,
+    read_json,
+    reward_kind,
+    reward_verdict,
+    task_key,
+)
+
+CANCELLED = "environment_failure/cancelled"
+HARBOR_EXCEPTIONS: dict[str, str | None] = {
+    "CancelledError": CANCELLED,
+    "AgentTimeoutError": "agent_failure/time_limit",
+    "EnvironmentStartTimeoutError": "environment_failure/setup_timeout",
+    "SandboxBuildFailedError": "environment_failure/setup",
+    "ContextLengthExceededError": "harness_compatibility_failure/context_window",
+    "ContextWindowExceededError": "harness_compatibility_failure/context_window",
+    "VerifierTimeoutError": None,
+    "RewardFileNotFoundError": None,
+    "RewardFileEmptyError": None,
+    "VerifierOutputParseError": None,
+    "AddTestsDirError": None,
+    "DownloadVerifierDirError": None,
+}
+"""A trial's ``exception_info.exception_type`` -> ours, fixed before any file is read (types
+from ``harbor/trial/errors.py``, ``harbor/verifier/verifier.py``, ``harbor/llms/base.py``,
+``harbor/agents/installed/base.py`` and ``harbor/environments/base.py``). The exception decides
+before the reward: Harbor still runs the verifier after an agent timeout, and its mean counts
+that reward; here the first stop decides. ``None``: the verifier could not grade the final
+state (it timed out, wrote no or an unreadable reward file, or its tests could not be copied in
+or its output out); an agent can provoke that as easily as a broken test can, so it follows
+``--errors`` (``agent``: ``agent_failure/ungraded``; ``environment``: ``grader_failure``). Any
+other type (a non-zero agent exit; a provider's API error, which Harbor tells from the agent's
+own output; an agent install that timed out: the install is the system's own script, run in
+the task's container; a failed healthcheck, which a multi-step task runs again after the
+agent's earlier steps) is an exception the file does not attribute: it follows ``--errors`` as
+in every format."""
+UNGRADED: dict[ErrorPolicy, str] = {
+    "agent": "agent_failure/ungraded",
+    "environment": "grader_failure",
+}
+
+
+@dataclass
+class HarborSource:
+    """A Harbor trial ``result.json``, a job's ``result.json``, or a job directory."""
+
+    path: Path
+    errors: ErrorPolicy = "agent"
+    scorer: str | None = None
+    """The reward key that decides, when a trial's rewards have several."""
+    format: str = "harbor"
+
+    @cached_property
+    def _top(self) -> tuple[Path, dict[str, Any]]:
+        """The result file given (a folder: its ``result.json``) and its content."""
+        file = self.path / "result.json" if self.path.is_dir() else self.path
+        if self.path.is_dir() and not file.is_file():
+            raise SpecError(
+                self.path, None, "a folder without result.json (a Harbor job holds one)"
+            )
+        data = read_json(file)
+        if not isinstance(data, dict):
+            kind = type(data).__name__
+            raise SpecError(file, None, f"a Harbor result is a JSON object, not a {kind}")
+        return file, data
+
+    @property
+    def _job(self) -> dict[str, Any] | None:
+        _, data = self._top
+        return None if is_trial(data) else data
+
+    @cached_property
+    def _trials(self) -> list[tuple[str, dict[str, Any]]]:
+        """Each trial with where it was read, in the order they started (then by name)."""
+        file, data = self._top
+        if is_trial(data):
+            return [(str(file), data)]
+        for key in ("n_total_trials", "stats"):
+            if key not in data:
+                raise SpecError(file, key, "required: a Harbor job result has it")
+        found = [(str(f), read_json(f)) for f in sorted(file.parent.glob("*/result.json"))]
+        if not found:
+            inline = data.get("trial_results")
+            if not isinstance(inline, list) or not inline:
+                raise SpecError(
+                    file, "trial_results", "a Harbor job result keeps counts, not each trial's "
+                    "reward: give the job directory, with its <trial>/result.json files",
+                )  # fmt: skip
+            found = [(f"{file}:trial_results[{i}]", t) for i, t in enumerate(inline)]
+        for where, trial in found:
+            mapping(where, "trial", trial)
+        found.sort(key=lambda item: (_started(item[1]), str(item[1].get("trial_name"))))
+        self._same_trial_once(found)
+        return found
+
+    def _same_trial_once(self, trials: list[tuple[str, dict[str, Any]]]) -> None:
+        """A trial (its ``id``) in two files is one attempt read twice (a copied folder): which
+        copy counts would be a guess, and both would double its weight."""
+        seen: dict[str, str] = {}
+        for where, trial in trials:
+            trial_id = trial.get("id")
+            if isinstance(trial_id, str) and trial_id in seen:
+                raise SpecError(
+                    where, "id", f"trial {trial_id} is also at {seen[trial_id]}: one trial "
+                    "is one attempt",
+                )  # fmt: skip
+            if isinstance(trial_id, str):
+                seen[trial_id] = where
+
+    def rows(self) -> Iterator[ImportedRow]:
+        systems: dict[tuple[str, str], str] = {}
+        for index, (where, trial) in enumerate(self._trials, start=1):
+            system = _system_of(where, trial)
+            systems.setdefault(system, where)
+            if len(systems) > 1:
+                (first, at), *_ = systems.items()
+                raise SpecError(
+                    where, "agent_info", f"agent {system[0]!r} with model {system[1]!r}, but "
+                    f"{at} ran {first[0]!r} with {first[1]!r}: a batch is one system; import "
+                    "each agent's trials apart",
+                )  # fmt: skip
+            yield self._row(where, index, trial)
+
+    def _row(self, where: str, index: int, trial: dict[str, Any]) -> ImportedRow:
+        task = task_key(where, "task_name", trial.get("task_name"))
+        label = checked(where, "trial_name", _name, trial.get("trial_name"))
+        verified = mapping(where, "verifier_result", trial.get("verifier_result"))
+        rewards = mapping(where, "verifier_result.rewards", verified.get("rewards"))
+        reward = self._reward(where, rewards) if rewards else None
+        field, failure = _exception(where, trial)
+        kind = None if failure is None else failure.get("exception_type")
+        if failure is not None and not isinstance(kind, str):
+            raise SpecError(where, f"{field}.exception_type", f"required: text, got {kind!r}")
+        cost, tokens = _usage(where, trial)
+        origin = {
+            "trial_name": label,
+            "rewards": rewards or None,
+            "exception_type": kind,
+            "exception_message": None if failure is None else failure.get("exception_message"),
+            "exception_at": field if failure is not None else None,
+            "task_checksum": trial.get("task_checksum"),
+        }
+        common: dict[str, Any] = {
+            "line": index,
+            "task_id": task,
+            "label": label,
+            "cost": cost,
+            "tokens": tokens,
+            "latency": _duration(where, trial.get("agent_execution")),
+            "origin": origin,
+        }
+        shown = "none" if reward is None else reward_kind(reward)
+        if kind is not None:
+            reason = self._exception_reason(kind)
+            invalid = reason.split("/")[0] in ("environment_failure", "grader_failure")
+            return ImportedRow(
+                **common,
+                success=False,
+                terminal_reason=reason,
+                reward=None if invalid else reward,  # Harbor's own mean counts it
+                mapped=f"{kind} (reward {shown}) -> {reason}",
+            )
+        if reward is None:  # never graded: a missing reward is not 0
+            return ImportedRow(
+                **common,
+                success=False,
+                terminal_reason="grader_failure",
+                mapped="no verifier reward -> grader_failure",
+            )
+        verdict = reward_verdict(reward, "agent_failure/incorrect")
+        return ImportedRow(
+            **common,
+            success=verdict.success,
+            terminal_reason=verdict.terminal_reason,
+            partial_score=verdict.partial_score,
+            reward=reward,
+            mapped=f"reward {shown} -> {verdict.terminal_reason}",
+        )
+
+    def _exception_reason(self, kind: str) -> str:
+        if kind in HARBOR_EXCEPTIONS:
+            return HARBOR_EXCEPTIONS[kind] or UNGRADED[self.errors]
+        return ERROR_REASONS[self.errors]
+
+    def _reward(self, where: str, rewards: dict[str, Any]) -> float:
+        """The reward that decides: the only one, or the one ``--scorer`` names."""
+        if self.scorer is None and len(rewards) == 1:
+            ((key, value),) = rewards.items()
+        elif self.scorer is None:
+            keys = ", ".join(sorted(rewards))
+            raise SpecError(
+                where, "verifier_result.rewards", f"several rewards ({keys}): choose the one "
+                "that decides with --scorer KEY",
+            )  # fmt: skip
+        elif self.scorer in rewards:
+            key, value = self.scorer, rewards[self.scorer]
+        else:
+            keys = ", ".join(sorted(rewards))
+            raise SpecError(
+                where, "verifier_result.rewards", f"no reward {self.scorer!r} (--scorer); it "
+                f"has {keys}",
+            )  # fmt: skip
+        return checked(where, f"verifier_result.rewards.{key}", as_reward, value)
+
+    def place(self, line: int) -> str:
+        return self._trials[line - 1][0]
+
+    def digest(self) -> str:
+        """The content the batch comes from: the job's result and each trial's, by name."""
+        file, _ = self._top
+        digest = hashlib.sha256()
+        files = [file] + ([] if self._job is None else sorted(file.parent.glob("*/result.json")))
+        for each in files:
+            digest.update(str(each.relative_to(file.parent)).encode() + b"\0")
+            digest.update(hashlib.sha256(each.read_bytes()).digest())
+        return digest.hexdigest()
+
+    def warnings(self) -> list[str]:
+        """Trials the job counts and the directory does not hold, and retries Harbor made."""
+        job = self._job
+        if job is None:
+            return self._versions()
+        file, _ = self._top
+        warnings = []
+        total = _number(job.get("n_total_trials"))
+        held = len(self._trials)
+        if total is not None and held > total:
+            warnings.append(
+                f"{file}: n_total_trials is {total}, but {held} trials have a result: the "
+                "folder holds trials of another job too?"
+            )
+        if total is not None and held < total:
+            warnings.append(
+                f"{file}: n_total_trials is {total}, but {held} trial(s) have a result (the "
+                "others were pending, running or lost): they are not in the batch, so no "
+                "score counts them"
+            )
+        unfinished = [
+            folder.name
+            for folder in sorted(file.parent.iterdir())
+            if folder.is_dir() and (folder / "config.json").is_file()
+            and not (folder / "result.json").is_file()
+        ]  # fmt: skip
+        if unfinished:
+            warnings.append(
+                f"{file.parent}: {len(unfinished)} trial folder(s) without result.json "
+                f"({', '.join(unfinished[:5])}): unfinished, not imported"
+            )
+        stats = job.get("stats")
+        retries = _number(stats.get("n_retries")) if isinstance(stats, dict) else None
+        if retries:
+            warnings.append(
+                f"{file}: Harbor retried {retries} trial(s) and kept only each one's last try: "
+                "the earlier tries are in no count here"
+            )
+        return warnings + self._versions()
+
+    def _versions(self) -> list[str]:
+        """Tasks whose trials ran different versions of them (``task_checksum``)."""
+        checksums: dict[str, set[str]] = {}
+        for _, trial in self._trials:
+            checksums.setdefault(str(trial.get("task_name")), set()).add(
+                str(trial.get("task_checksum"))
+            )
+        changed = sorted(task for task, seen in checksums.items() if len(seen) > 1)
+        if not changed:
+            return []
+        return [
+            f"{self.path}: {len(changed)} task(s) ran in more than one version (task_checksum "
+            f"differs: {', '.join(map(repr, changed[:5]))}): their attempts are not of one task"
+        ]
+
+    def system(self) -> dict[str, Any]:
+        _, data = self._top
+        trial = self._trials[0][1] if self._trials else {}
+        given = trial.get("agent_info")
+        agent: dict[str, Any] = given if isinstance(given, dict) else {}
+        model = agent.get("model_info")
+        return {
+            "harness": "harbor",
+            "errors": self.errors,
+            "scorer": self.scorer,
+            "job_id": None if self._job is None else data.get("id"),
+            "n_total_trials": None if self._job is None else data.get("n_total_trials"),
+            "agent": {"name": agent.get("name"), "version": agent.get("version")},
+            "model": model if isinstance(model, dict) else None,
+            "dataset": trial.get("source"),
+        }
+
+
+TRIAL_KEYS = frozenset({"trial_name", "task_name"})
+JOB_KEYS = frozenset({"n_total_trials", "stats"})
+
+
+def is_trial(data: Any) -> bool:
+    """*data* is a Harbor ``TrialResult`` (not a ``JobResult``)."""
+    return isinstance(data, dict) and set(data) >= TRIAL_KEYS
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"required: the trial's name, got {value!r}")
+    return as_text(value)
+
+
+def _exception(where: str, trial: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """Where the trial's first exception is and what it says: the trial's own, else the first
+    step's of a multi-step trial (Harbor records a step's exception on the step only and
+    still aggregates the steps' rewards into the trial's, so a step that timed out would
+    otherwise be decided by that reward)."""
+    if trial.get("exception_info") is not None:
+        return "exception_info", mapping(where, "exception_info", trial["exception_info"])
+    steps = trial.get("step_results")
+    for index, step in enumerate(steps if isinstance(steps, list) else ()):
+        field = f"step_results[{index}].exception_info"
+        if isinstance(step, dict) and step.get("exception_info") is not None:
+            return field, mapping(where, field, step["exception_info"])
+    return "exception_info", None
+
+
+def _started(trial: dict[str, Any]) -> str:
+    started = trial.get("started_at")
+    return started if isinstance(started, str) else ""
+
+
+def _system_of(where: str, trial: dict[str, Any]) -> tuple[str, str]:
+    """(agent name, model name) of a trial: what Harbor's stats key its evals by."""
+    agent = mapping(where, "agent_info", trial.get("agent_info"))
+    model = mapping(where, "agent_info.model_info", agent.get("model_info"))
+    return str(agent.get("name")), str(model.get("name"))
+
+
+def _usage(where: str, trial: dict[str, Any]) -> tuple[float | None, tuple[int, int] | None]:
+    """Cost and tokens as Harbor sums them (``TrialResult.compute_token_cost_totals``): the
+    trial's ``agent_result``, or a multi-step trial's steps' ``agent_result`` each."""
+    single = trial.get("agent_result")
+    if single is not None:
+        contexts = [("agent_result", mapping(where, "agent_result", single))]
+    else:
+        steps = trial.get("step_results")
+        steps = steps if isinstance(steps, list) else []
+        contexts = [
+            (f"step_results[{i}].agent_result", step["agent_result"])
+            for i, step in enumerate(steps)
+            if isinstance(step, dict) and isinstance(step.get("agent_result"), dict)
+        ]
+    costs = [c.get("cost_usd") for _, c in contexts]
+    cost = None
+    if contexts and all(value is not None for value in costs):  # one unpriced: not known
+        cost = sum(amount(where, f"{n}.cost_usd", c.get("cost_usd")) for n, c in contexts)
+    counted = [c for _, c in contexts if {"n_input_tokens", "n_output_tokens"} & set(c)]
+    if not counted:
+        return cost, None
+    tokens = (
+        sum(count(where, f"{n}.n_input_tokens", c.get("n_input_tokens")) for n, c in contexts),
+        sum(count(where, f"{n}.n_output_tokens", c.get("n_output_tokens")) for n, c in contexts),
+    )
+    return cost, tokens
+
+
+def _duration(where: str, timing: Any) -> float | None:
+    """The agent's own time (``agent_execution``), not the environment's setup or the
+    verifier's; ``None`` when the trial has no finished agent phase."""
+    timing = mapping(where, "agent_execution", timing)
+    start, end = timing.get("started_at"), timing.get("finished_at")
+    if start is None or end is None:
+        return None
+    try:
+        seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        raise SpecError(
+            where, "agent_execution", f"times must be ISO 8601, got {start!r} and {end!r}"
+        ) from None
+    return amount(where, "agent_execution", seconds)
+
+
+def _number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
