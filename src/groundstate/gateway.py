@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
 import jsonschema
 
 from groundstate.agents.base import ToolResult
+from groundstate.alarms import CLOCK
 from groundstate.capture import held
 from groundstate.environments.base import CallEffects, Environment
 from groundstate.errors import EnvironmentFailure, PermissionDenied, TimeLimitReached, ToolError
@@ -61,7 +61,7 @@ class ToolGateway:
         self._clock = clock
 
     def call(self, step: int, name: str, args: Any) -> ToolResult:
-        started = time.perf_counter()
+        started = CLOCK()
         if not _is_json(args):  # keep the trace storable; the call then fails validation
             args = repr(args)
         effects = CallEffects()
@@ -83,7 +83,7 @@ class ToolGateway:
                 output=result.output,
                 error=result.error,
                 error_class=result.error_class,
-                duration_ms=(time.perf_counter() - started) * 1000,
+                duration_ms=(CLOCK() - started) * 1000,
                 changed_tables=effects.changed_tables,
                 denied=effects.denied,
                 writes=effects.writes,

@@ -12,9 +12,12 @@ seeing the one before:
   the piece changed that the harness relies on: the builtins (a lying ``isinstance`` makes
   ``asyncio`` refuse callbacks), the hooks of threads started later
   (``threading.settrace``/``setprofile``: the graders', later attempts'), the event loop
-  policy, ``sys.stdout``/``sys.stderr`` replaced by objects of the piece's own (unless
-  the caller gave up on the piece, see :func:`abandon`), and the recursion limit and switch
-  interval (``sys.setrecursionlimit``, ``sys.setswitchinterval``);
+  policy, the garbage collector's callbacks (run by whichever thread collects: the
+  episode's), ``sys.stdout``/``sys.stderr`` and the hooks for uncaught errors
+  (``sys.unraisablehook``, ``sys.excepthook``, ``threading.excepthook``) replaced by objects
+  of the piece's own (unless the caller gave up on the piece, see :func:`abandon`), the
+  functions of the ``time`` module, and the recursion limit and switch interval
+  (``sys.setrecursionlimit``, ``sys.setswitchinterval``);
 - the loop is kept only when the work left it as a new loop is (no task, callback, timer,
   file watch, async generator or executor, no handler, task factory, debug setting or
   attribute changed). Otherwise it is shut down as ``asyncio.run`` shuts its loop down
@@ -33,13 +36,16 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import gc
 import queue
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from contextvars import Context, copy_context
+from operator import is_not
 from typing import Any, TypeVar
 
 from groundstate.capture import put_back_streams, streams
@@ -155,19 +161,24 @@ class _LoopThread:
 class _SharedHooks:
     """The process-wide hooks a piece of work could change for everyone after it: those of
     threads started later, the event loop policy (which makes every new loop), the output
-    streams, the recursion limit and the GIL's switch interval."""
+    streams, the garbage collector's callbacks and the hooks for errors nobody catches (code
+    of the piece's that any thread would run: the episode's, a grader's), the recursion limit
+    and the GIL's switch interval."""
 
     def __init__(self) -> None:
         self.trace = threading.gettrace()
         self.profile = threading.getprofile()
         self.policy = asyncio.get_event_loop_policy()
         self.streams = streams()
+        self.collected = list(_COLLECTING)
+        self.uncaught = _uncaught_hooks()
         self.recursion = sys.getrecursionlimit()
         self.switch = sys.getswitchinterval()
 
     def put_back(self, *, streams: bool) -> None:
         """Put back what the work changed (only that: another thread may set its own), the
-        output streams only with *streams*."""
+        output streams and the hooks for uncaught errors only with *streams* (the caller
+        still waits for the piece: the harness has put none of its own since)."""
         put_back_builtins()
         if threading.gettrace() is not self.trace:
             threading.settrace(self.trace)
@@ -175,8 +186,14 @@ class _SharedHooks:
             threading.setprofile(self.profile)
         if asyncio.get_event_loop_policy() is not self.policy:
             asyncio.set_event_loop_policy(self.policy)
+        # A callback that blocks ran on whichever thread collected next: the episode's, which
+        # runs every attempt (compared by identity: ``==`` would call the piece's code).
+        if _changed(_COLLECTING, self.collected):
+            _COLLECTING[:] = self.collected
         if streams:
             put_back_streams(self.streams)
+            if any(map(is_not, _uncaught_hooks(), self.uncaught)):
+                sys.unraisablehook, sys.excepthook, threading.excepthook = self.uncaught
         # The interpreter's limits: a recursion limit of 20 left the harness unable to grade
         # this very attempt (it had no record); a switch interval of 1000 s lets any thread
         # that spins keep the GIL, the alarms' thread's included, that long.
@@ -187,19 +204,38 @@ class _SharedHooks:
             sys.setswitchinterval(self.switch)
 
 
-_BUILTINS = dict(vars(builtins))
-"""The builtins as groundstate found them (names added since are left alone)."""
+_COLLECTING: list[Any] = gc.callbacks
+"""The list of callbacks the garbage collector calls (``gc.callbacks`` can be rebound)."""
+
+
+def _changed(now: list[Any], before: list[Any]) -> bool:
+    return len(now) != len(before) or any(map(is_not, now, before))
+
+
+def _uncaught_hooks() -> tuple[Any, ...]:
+    """Where errors nobody catches go: in a finalizer or a garbage collection
+    (``sys.unraisablehook``), in a thread, at the top."""
+    return sys.unraisablehook, sys.excepthook, threading.excepthook
+
+
+_FIRST = tuple((vars(module), dict(vars(module))) for module in (builtins, time))
+"""The builtins and the ``time`` module's names as groundstate found them (names added since
+are left alone)."""
 
 _MISSING = object()
 
 
 def put_back_builtins() -> None:
-    """Put back every builtin that code run here replaced or deleted (``builtins.isinstance
-    = lambda *a: True`` would make the harness's own checks, and ``asyncio``'s, lie)."""
-    current = vars(builtins)
-    for name, value in _BUILTINS.items():
-        if current.get(name, _MISSING) is not value:
-            current[name] = value
+    """Put back every builtin, and every function of the ``time`` module, that code run here
+    replaced or deleted: ``builtins.isinstance = lambda *a: True`` would make the harness's
+    own checks, and ``asyncio``'s, lie; a ``time.perf_counter`` giving NaN, or a
+    ``time.monotonic`` leaping ahead, reached every library that times with them (an HTTP
+    client's timeouts, a later attempt's agent) for the rest of the process. (The harness
+    times itself on the clock as imported, :data:`groundstate.alarms.CLOCK`.)"""
+    for current, first in _FIRST:
+        for name, value in first.items():
+            if current.get(name, _MISSING) is not value:
+                current[name] = value
 
 
 def _state(loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:
