@@ -350,7 +350,7 @@ class EpisodeSession:
 
     def record_model_call(self, call: ModelCall) -> None:
         """Keep one model request in the trace (it takes no step and changes nothing)."""
-        fields = dict(call)  # outside the lock: the agent's object
+        fields = _call_data(call)  # outside the lock: the agent's object
         with self._held():
             self._raise_if_stopped()
             event = ModelCallEvent(step=self._steps, at=self._elapsed(), **fields)
@@ -702,6 +702,17 @@ def _copied(value: Any) -> Any:
     if kind is dict and all(type(key) is str for key in value):
         return {key: _copied(item) for key, item in value.items()}
     return json.loads(json.dumps(value, allow_nan=False))
+
+
+def _call_data(call: ModelCall) -> dict[str, Any]:
+    """A model call's fields as JSON data of their own. The agent's ``ModelResponse`` (a model
+    is not copied when it validates) stayed in the trace as the agent's object: changed after
+    the call (its tool calls made a number, say, also from a thread while the checks read),
+    the constraints raised in the harness, and the attempt had no record. Anything the model
+    cannot serialize (a field set to another type after it was made) is the agent's error."""
+    checked = ModelCall.model_validate(dict(call))
+    data: dict[str, Any] = json.loads(checked.model_dump_json(warnings="error"))
+    return data
 
 
 def _odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:

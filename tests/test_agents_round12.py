@@ -1,0 +1,275 @@
+"""Adversarial in-process agents, twelfth round: process-wide things an agent changes that the
+harness's own work then runs on (the ``time`` module's clocks, the garbage collector's
+callbacks, the hooks for uncaught errors), and objects it hands the session and changes
+afterwards.
+
+Each must leave the attempt the verdict its state and process earn (never an invalid attempt,
+never a harness that raises or hangs), the record readable back, and the next attempt as if
+nothing had happened.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import math
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+import pytest
+
+from groundstate.agents.base import Session
+from groundstate.records import AgentRun
+from groundstate.spec.suite import Suite
+from groundstate.store import prepare_run
+from groundstate.testing import FunctionAgent, attempt
+from groundstate.trace import (
+    ModelCall,
+    ModelCallEvent,
+    ModelResponse,
+    ModelToolCall,
+    ToolCallEvent,
+    load_jsonl,
+)
+
+from .conftest import HANG
+
+AgentFn = Callable[[Session], Awaitable[Any]]
+
+
+async def _do_the_task(session: Session) -> str:
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."
+
+
+async def _do_nothing(session: Session) -> str:
+    return "Done."
+
+
+def _run(suite: Suite, fn: AgentFn) -> AgentRun:
+    output = attempt(suite, "transfer", FunctionAgent(fn))
+    prepared = prepare_run(output.run, output.artifacts)  # the record stores ...
+    assert AgentRun.model_validate_json(prepared.text) == prepared.run  # ... and reads back
+    assert load_jsonl(output.artifacts["trace.jsonl"]) == output.run.observation_action_log
+    return output.run
+
+
+def _then_honest(suite: Suite) -> None:
+    assert _run(suite, _do_the_task).terminal_reason == "success"
+
+
+# --- the clocks -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def clocks() -> Iterator[None]:
+    """The ``time`` module's clocks put back after the test, whatever the agent left."""
+    first = time.monotonic, time.perf_counter
+    yield
+    time.monotonic, time.perf_counter = first
+
+
+def _leaping(real: Callable[[], float]) -> Callable[[], float]:
+    """A clock 1000 s further on at every reading."""
+    leaps = itertools.count()
+    return lambda: real() + 1000.0 * next(leaps)
+
+
+@pytest.mark.usefixtures("clocks")
+@pytest.mark.parametrize(
+    ("name", "clock"),
+    [
+        ("monotonic", _leaping(time.monotonic)),
+        ("perf_counter", lambda: math.nan),
+    ],
+)
+def test_a_clock_the_agent_replaces_reaches_neither_its_record_nor_the_next_attempt(
+    bank: Suite, name: str, clock: Callable[[], float]
+) -> None:
+    """``time.perf_counter`` giving NaN made every tool call's duration NaN, stored as null:
+    the batch's records could not be read back (every later command failed on them). A
+    ``time.monotonic`` leaping ahead timed out every Python check at once: the agent that
+    did nothing had an invalid attempt (``grader_failure``), rerun. Both stayed replaced for
+    the rest of the process."""
+    real = getattr(time, name)
+
+    async def replaces(session: Session) -> str:
+        setattr(time, name, clock)
+        return await _do_the_task(session)
+
+    run = _run(bank, replaces)
+    assert run.terminal_reason == "success", run.infrastructure_status
+    assert getattr(time, name) is real
+    calls = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert calls and all(math.isfinite(e.duration_ms) for e in calls)
+
+    async def fails(session: Session) -> str:
+        setattr(time, name, clock)
+        return "Done."
+
+    run = _run(bank, fails)
+    assert run.terminal_reason == "agent_failure/incorrect_state", run.outcome_assertion_results
+    _then_honest(bank)
+
+
+@pytest.mark.usefixtures("clocks")
+def test_a_clock_replaced_by_a_thread_left_running_does_not_time_out_the_grading(
+    bank: Suite,
+) -> None:
+    """The clock is put back when the agent's run ends, but a thread of its own can replace
+    it again while the attempt is graded: the checks' time limits are timed on the clock as
+    imported (:data:`groundstate.alarms.CLOCK`), so they still ran and failed the agent's
+    state, where every Python check had timed out (an invalid attempt)."""
+    real, done = time.monotonic, threading.Event()
+
+    def keeps_replacing() -> None:
+        leaping = _leaping(real)
+        while not done.wait(0.0005):
+            time.monotonic = leaping
+
+    async def leaves_a_thread(session: Session) -> str:
+        threading.Thread(target=keeps_replacing, daemon=True).start()
+        return "Done."
+
+    try:
+        run = _run(bank, leaves_a_thread)
+    finally:
+        done.set()
+    assert run.terminal_reason == "agent_failure/incorrect_state"
+    assert all(r.error is None for r in run.outcome_assertion_results), run
+    time.monotonic = real
+    _then_honest(bank)
+
+
+# --- hooks any thread runs ------------------------------------------------------------------
+
+
+def test_a_garbage_collector_callback_the_agent_adds_is_taken_out_when_its_run_ends(
+    bank: Suite,
+) -> None:
+    """A callback in ``gc.callbacks`` runs on whichever thread collects next: after the agent
+    returned, the episode's, which runs every attempt of the batch (one that slept held them
+    all past their limits, for as long as it liked), and it stayed for every later attempt."""
+    ran_outside: list[str] = []
+    agent_threads: set[int] = set()
+
+    def callback(phase: str, info: dict[str, Any]) -> None:
+        if threading.get_ident() not in agent_threads:
+            ran_outside.append(threading.current_thread().name)
+
+    async def adds(session: Session) -> str:
+        agent_threads.add(threading.get_ident())
+        gc.callbacks.append(callback)
+        return "Done."
+
+    try:
+        run = _run(bank, adds)
+        gc.collect()
+        assert callback not in gc.callbacks
+    finally:
+        if callback in gc.callbacks:
+            gc.callbacks.remove(callback)
+    assert run.terminal_reason == "agent_failure/incorrect_state"
+    assert ran_outside == []
+    _then_honest(bank)
+
+
+def test_the_hooks_for_uncaught_errors_the_agent_sets_are_put_back(bank: Suite) -> None:
+    """``sys.unraisablehook`` runs wherever a finalizer raises (a grader's thread, the
+    episode's), ``threading.excepthook`` for any thread's uncaught error: an agent's own
+    stayed for the rest of the process."""
+    first = sys.unraisablehook, sys.excepthook, threading.excepthook
+
+    def hook(*args: Any) -> None:
+        time.sleep(HANG)
+
+    async def sets(session: Session) -> str:
+        sys.unraisablehook = sys.excepthook = threading.excepthook = hook
+        return await _do_the_task(session)
+
+    try:
+        run = _run(bank, sets)
+        assert (sys.unraisablehook, sys.excepthook, threading.excepthook) == first
+    finally:
+        sys.unraisablehook, sys.excepthook, threading.excepthook = first
+    assert run.terminal_reason == "success"
+
+
+# --- objects handed to the session ----------------------------------------------------------
+
+
+def _model_call(response: ModelResponse) -> ModelCall:
+    return ModelCall(
+        provider="openai-chat", model="m", request_digest="d", latency_ms=1.0, response=response
+    )
+
+
+def test_a_model_call_changed_after_it_was_recorded_leaves_the_trace_alone(bank: Suite) -> None:
+    """The trace kept the agent's ``ModelResponse`` itself (a pydantic model is not copied
+    when it validates): its tool calls made a number after the call made the constraints
+    raise in the harness (the attempt had no record), and text changed after the call was
+    recorded as changed, even while the checks read it."""
+    call = ModelToolCall(id="1", name="transfer", arguments="{}")
+    response = ModelResponse(text="asked", tool_calls=[call])
+
+    async def changes_it(session: Session) -> str:
+        session.record_model_call(_model_call(response))  # type: ignore[attr-defined]
+        response.text = "never asked"
+        response.tool_calls = 5  # type: ignore[assignment]
+        return await _do_the_task(session)
+
+    run = _run(bank, changes_it)
+    assert run.terminal_reason == "success", run.infrastructure_status
+    (event,) = [e for e in run.observation_action_log if isinstance(e, ModelCallEvent)]
+    assert event.response is not None and event.response.text == "asked"
+    assert event.response.tool_calls == [call]
+
+
+def test_a_model_call_that_no_longer_serializes_is_the_agents_error(bank: Suite) -> None:
+    """Changed before it was handed over (a field set to another type), the call is refused
+    in the agent's thread: the agent's error, which it may catch; the harness never sees it."""
+    refused: list[str] = []
+
+    async def hands_a_broken_one(session: Session) -> str:
+        response = ModelResponse(text="asked")
+        response.tool_calls = [object()]  # type: ignore[list-item]
+        try:
+            session.record_model_call(_model_call(response))  # type: ignore[attr-defined]
+        except Exception as exc:
+            refused.append(type(exc).__name__)
+        return await _do_the_task(session)
+
+    run = _run(bank, hands_a_broken_one)
+    assert refused and run.terminal_reason == "success"
+    assert not [e for e in run.observation_action_log if isinstance(e, ModelCallEvent)]
+
+
+def test_an_audit_hook_the_agent_adds_is_refused(bank: Suite) -> None:
+    """An audit hook cannot be taken out, and runs on every thread for every audited event:
+    one that refused ``os.listdir`` and ``sqlite3.connect`` outside the agent's threads made
+    the harness raise while it finished the attempt (no record), and every later attempt's
+    environment fail to build (invalid attempts), for the rest of the process. Now refused."""
+    armed, added = threading.Event(), []
+    refused = {"os.listdir", "os.truncate", "sqlite3.connect", "pickle.find_class"}
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if armed.is_set() and event in refused:
+            raise RuntimeError(f"no {event}")
+
+    async def adds(session: Session) -> str:
+        sys.addaudithook(hook)
+        added.append(True)
+        armed.set()
+        return "Done."
+
+    try:
+        assert _run(bank, adds).terminal_reason == "agent_failure/incorrect_state"
+        assert added  # the agent was not told: a refused hook is dropped silently
+        _then_honest(bank)
+    finally:
+        armed.clear()  # before the fix, the hook stayed for every later test
