@@ -402,9 +402,15 @@ class EpisodeSession:
 
     def latch(self, error: BaseException, stage: str, wait: float = END_WAIT) -> Stop:
         """Record *error* as the attempt's stop unless one is latched already; return the stop.
-        A call in progress is waited for up to *wait* seconds (it may latch a stop first)."""
+        A call in progress is waited for up to *wait* seconds (it may latch a stop first).
+
+        The user's leaving (:class:`ConversationOver`) ends the conversation but decides
+        nothing (the state does): a stop the episode finds afterwards (a write behind the
+        gateway, the task or the harness's code changed, the time limit) takes its place.
+        Kept, it hid them: an agent whose user had left wrote its database behind the
+        gateway, or emptied its task's assertions, and was graded a success."""
         with self._briefly_locked(wait):
-            if self.stop is None:
+            if self.stop is None or isinstance(self.stop.error, ConversationOver):
                 self.stop = Stop(error, stage, self._steps, self._elapsed())
             return self.stop
 
