@@ -10,6 +10,7 @@ nothing had happened.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 import itertools
@@ -18,6 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import thread as executor_threads
 from typing import Any
 
 import pytest
@@ -36,7 +38,7 @@ from groundstate.trace import (
     load_jsonl,
 )
 
-from .conftest import HANG
+from .conftest import BLOCK, HANG, EditTask
 from .test_adversarial_agents import _write_the_transfer
 
 AgentFn = Callable[[Session], Awaitable[Any]]
@@ -328,3 +330,33 @@ def test_an_agent_whose_user_left_is_graded_on_its_state(bank: Suite) -> None:
     run = _run(bank, leaves)
     assert run.terminal_reason == "agent_failure/incorrect_state"
     _then_honest(bank)
+
+
+# --- what Python waits for as it exits ------------------------------------------------------
+
+
+def test_a_call_the_agent_left_in_its_loops_executor_is_not_waited_for_at_exit(
+    edited_bank: EditTask,
+) -> None:
+    """``asyncio.to_thread`` (or ``run_in_executor``) runs a call in the default executor of
+    the agent's loop, whose threads ``concurrent.futures`` joins as Python exits: a call
+    blocked past the time limit held ``groundstate run`` open after its batch was stored, for
+    as long as the call lasted (an hour's sleep: an hour)."""
+    suite = edited_bank(lambda task: task.update(time_limit=0.3))
+    release, blocked = threading.Event(), list[threading.Thread]()
+
+    def blocks() -> None:
+        blocked.append(threading.current_thread())
+        release.wait(BLOCK)
+
+    async def waits_in_a_thread(session: Session) -> str:
+        await asyncio.to_thread(blocks)
+        return "Done."
+
+    try:
+        run = _run(suite, waits_in_a_thread)
+        assert run.terminal_reason == "agent_failure/time_limit"
+        assert blocked and blocked[0].is_alive() and blocked[0].daemon
+        assert blocked[0] not in executor_threads._threads_queues  # type: ignore[attr-defined]
+    finally:
+        release.set()

@@ -26,6 +26,9 @@ seeing the one before:
   a new loop;
 - a thread still running work the caller gave up on (an agent past its time limit) is never
   handed more: it is idle only once that work has returned.
+- the threads of a loop's default executor (``asyncio.to_thread``) are left out of the join
+  Python makes as it exits once the loop is shut or its work given up on: a call blocked
+  there must not hold the process open.
 
 Not put back: ``threading.local`` data and module state, which code run in this process
 shares with the next attempt whichever thread that runs on. Idle threads exit after
@@ -42,7 +45,8 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, MutableMapping
+from concurrent.futures import thread as _executor_threads
 from contextlib import suppress
 from contextvars import Context, copy_context
 from operator import is_not
@@ -81,6 +85,7 @@ class _LoopThread:
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._runner: asyncio.Runner | None = None
+        self._loop_now: asyncio.AbstractEventLoop | None = None
         self._fresh: tuple[Any, ...] = ()
         self.thread = threading.Thread(target=self._serve, name=IDLE_NAME, daemon=True)
         self.thread.start()
@@ -144,7 +149,8 @@ class _LoopThread:
     def _loop(self) -> asyncio.Runner:
         if self._runner is None:
             self._runner = asyncio.Runner()
-            self._fresh = _state(self._runner.get_loop())
+            self._loop_now = self._runner.get_loop()
+            self._fresh = _state(self._loop_now)
         return self._runner
 
     def _reusable(self, error: BaseException | None) -> bool:
@@ -155,7 +161,20 @@ class _LoopThread:
     def _shut(self) -> None:
         runner, self._runner = self._runner, None
         if runner is not None:
+            self.not_joined_at_exit()  # closing waits for them (here: a daemon thread)
             runner.close()
+
+    def not_joined_at_exit(self) -> None:
+        """Leave the threads of this loop's default executor (``asyncio.to_thread``,
+        ``run_in_executor``) out of the join Python makes as it exits: ``concurrent.futures``
+        waits there for every executor's thread, so an agent's call blocked past its time
+        limit held ``groundstate run`` open after its batch, for as long as the call lasted.
+        They are daemon threads (as the agent's, which started them), ended with the process."""
+        executor = getattr(self._loop_now, "_default_executor", None)
+        threads = list(getattr(executor, "_threads", ()))
+        with _EXIT_LOCK:
+            for thread in threads:
+                _JOINED_AT_EXIT.pop(thread, None)
 
 
 class _SharedHooks:
@@ -301,17 +320,28 @@ def _live(handles: Any) -> int:
 
 _IDLE: Parked[_LoopThread] = Parked()
 
+_JOINED_AT_EXIT: MutableMapping[threading.Thread, Any] = getattr(
+    _executor_threads, "_threads_queues", {}
+)
+"""The executors' threads Python joins as it exits (``concurrent.futures``'s registry; an
+empty stand-in on a Python without one)."""
+_EXIT_LOCK: Any = getattr(_executor_threads, "_global_shutdown_lock", threading.Lock())
+
 
 def _take() -> _LoopThread:
     idle = _IDLE.take()
     return _LoopThread() if idle is None else idle
 
 
-def submit(work: Work[T], name: str, done: Done, given_up: threading.Event | None = None) -> None:
+def submit(
+    work: Work[T], name: str, done: Done, given_up: threading.Event | None = None
+) -> _LoopThread:
     """Run *work* on an idle thread (a new one if none is idle); *done* gets its outcome
     there. The work runs in a copy of the caller's context, taken now. *given_up* is set
-    when the caller stops waiting for the work (see :func:`abandon`)."""
-    _take().give((work, name, copy_context(), done, given_up or threading.Event()))
+    when the caller stops waiting for the work (see :func:`abandon`). Returns the thread."""
+    worker = _take()
+    worker.give((work, name, copy_context(), done, given_up or threading.Event()))
+    return worker
 
 
 class _GivenUp(threading.Event):
@@ -321,12 +351,13 @@ class _GivenUp(threading.Event):
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__()
         self._loop = loop
+        self.worker: _LoopThread | None = None
 
     def is_set(self) -> bool:
         return super().is_set() or self._loop.is_closed()
 
 
-_GIVEN_UP: weakref.WeakKeyDictionary[asyncio.Future[Any], threading.Event]
+_GIVEN_UP: weakref.WeakKeyDictionary[asyncio.Future[Any], _GivenUp]
 _GIVEN_UP = weakref.WeakKeyDictionary()
 
 
@@ -337,11 +368,14 @@ def abandon(finished: asyncio.Future[Any]) -> None:
     and put streams of its own in place (a test runner capturing a command's output), which
     the streams of the piece's start would replace. (An agent that replaces them after its
     limit is like one that does it from a thread of its own: the next attempt's routers
-    still keep what attempts print apart, see :mod:`groundstate.capture`.)"""
+    still keep what attempts print apart, see :mod:`groundstate.capture`.) Calls it left
+    running in its loop's executor are not waited for at exit."""
     finished.add_done_callback(_ignore_outcome)
     event = _GIVEN_UP.get(finished)
     if event is not None:
         event.set()
+        if event.worker is not None:
+            event.worker.not_joined_at_exit()
 
 
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:
@@ -374,7 +408,7 @@ def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio
         with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
             loop.call_soon_threadsafe(deliver, outcome)
 
-    submit(work, name, done, given_up)
+    given_up.worker = submit(work, name, done, given_up)
     return finished
 
 
