@@ -25,10 +25,11 @@ from typing import Any
 import pytest
 
 from groundstate.agents.base import Session
+from groundstate.episode import EpisodeSession, default_environment, reset_checked
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.store import prepare_run
-from groundstate.testing import FunctionAgent, attempt
+from groundstate.testing import FunctionAgent, attempt, scripted_system
 from groundstate.trace import (
     ModelCall,
     ModelCallEvent,
@@ -360,3 +361,33 @@ def test_a_call_the_agent_left_in_its_loops_executor_is_not_waited_for_at_exit(
         assert blocked[0] not in executor_threads._threads_queues  # type: ignore[attr-defined]
     finally:
         release.set()
+
+
+# --- agent code the garbage collector runs on the episode's thread --------------------------
+
+
+def test_a_session_call_made_while_the_episode_holds_the_session_is_refused(bank: Suite) -> None:
+    """A finalizer or a garbage collector callback of the agent's runs on whichever thread
+    collects, the episode's included, also while the episode holds the session's lock (to
+    latch a stop, to end the session: a collection can land there). One that called the
+    session then waited for the lock its own thread held: the episode, and every attempt of
+    the batch, hung for good. (A collection landing there is a matter of chance; here the
+    episode's hold and the call are made directly.)"""
+    env = default_environment(bank.tasks["transfer"], bank)
+    refused: list[str] = []
+
+    def latches_then_called() -> None:
+        with env:
+            reset_checked(env, bank.tasks["transfer"])
+            session = EpisodeSession(bank.tasks["transfer"], bank, scripted_system(), env, 0)
+            with session._briefly_locked():  # as latch() and end() hold it
+                try:
+                    session.record_usage(input_tokens=1)  # from a finalizer, say
+                except RuntimeError as exc:
+                    refused.append(str(exc))
+
+    thread = threading.Thread(target=latches_then_called, daemon=True)
+    thread.start()
+    thread.join(HANG)
+    assert not thread.is_alive(), "the episode's thread waited for its own lock"
+    assert refused and "inside another session call" in refused[0]

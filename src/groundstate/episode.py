@@ -430,12 +430,18 @@ class EpisodeSession:
     @contextmanager
     def _briefly_locked(self, wait: float = END_WAIT) -> Iterator[bool]:
         """The session's lock if it can be had within *wait* seconds. The episode must not
-        wait on a call that never returns: it would hold up every attempt."""
+        wait on a call that never returns: it would hold up every attempt. Held, it names
+        this thread its holder: agent code the garbage collector runs here meanwhile (a
+        finalizer, a callback) that calls the session is refused, where it waited for the
+        lock this very thread held, and the episode, with every attempt, hung for good."""
         locked = self._lock.acquire(timeout=wait)
+        if locked:
+            self._holder = threading.get_ident()
         try:
             yield locked
         finally:
             if locked:
+                self._holder = None
                 self._lock.release()
 
     def record_final(self, text: str) -> None:
