@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import thread as executor_threads
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,8 +28,9 @@ import pytest
 from groundstate.agents.base import Session
 from groundstate.episode import EpisodeSession, default_environment, reset_checked
 from groundstate.records import AgentRun
+from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.suite import Suite
-from groundstate.store import prepare_run
+from groundstate.store import RunStore, prepare_run
 from groundstate.testing import FunctionAgent, attempt, scripted_system
 from groundstate.trace import (
     ModelCall,
@@ -391,3 +393,25 @@ def test_a_session_call_made_while_the_episode_holds_the_session_is_refused(bank
     thread.join(HANG)
     assert not thread.is_alive(), "the episode's thread waited for its own lock"
     assert refused and "inside another session call" in refused[0]
+
+
+def test_an_artifact_named_with_a_lone_surrogate_leaves_the_batch_verifiable(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """``add_artifact`` kept the text escaped but the name as given: a lone surrogate in it was
+    stored as another name than the record's hashes named, and ``verify`` then found the
+    agent's record altered (a batch that reads as tampered with)."""
+
+    async def names_oddly(session: Session) -> str:
+        session.add_artifact("notes\ud800.txt", "kept")  # type: ignore[attr-defined]
+        return await _do_the_task(session)
+
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(
+            bank, scripted_system(), store, make_agent=lambda: FunctionAgent(names_oddly)
+        )
+        result = asyncio.run(runner.start(BatchConfig(attempts=1)))
+        (run,) = store.runs(result.batch.batch_id)
+        assert store.verify(result.batch.batch_id).problems == []
+    assert run.terminal_reason == "success"
+    assert "notes\\ud800.txt" in run.artifact_locations

@@ -359,12 +359,15 @@ class EpisodeSession:
     def add_artifact(self, name: str, text: str) -> None:
         """Keep *text* as the artifact *name* of this run (e.g. an agent program's stderr).
         Under the lock and not once the attempt is over: its record is being built from the
-        artifacts (a late one from a thread left running would change them meanwhile)."""
+        artifacts (a late one from a thread left running would change them meanwhile). The
+        name is recorded escaped like the text: a lone surrogate in it was stored as another
+        name than the record's hashes named, and every record of the batch so read back as
+        altered (``verify``'s ``record_altered``)."""
         if not (_is_text(name) and _is_text(text)):
             raise TypeError("an artifact's name and text must be str")
         with self._held():
             if not self._ended:
-                self.artifacts[_plain_text(name)] = recordable(_plain_text(text))
+                self.artifacts[recordable(_plain_text(name))] = recordable(_plain_text(text))
 
     def give_up(self, reason: str) -> NoReturn:
         why = _plain_text(reason) if _is_text(reason) else text_of(reason, repr)
