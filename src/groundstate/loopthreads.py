@@ -190,6 +190,7 @@ class _SharedHooks:
         self.policy = asyncio.get_event_loop_policy()
         self.streams = streams()
         self.collected = list(_COLLECTING)
+        self.clocks = dict(vars(time))
         self.uncaught = _uncaught_hooks()
         self.recursion = sys.getrecursionlimit()
         self.switch = sys.getswitchinterval()
@@ -199,6 +200,12 @@ class _SharedHooks:
         output streams and the hooks for uncaught errors only with *streams* (the caller
         still waits for the piece: the harness has put none of its own since)."""
         put_back_builtins()
+        # A ``time.perf_counter`` giving NaN, or a ``time.monotonic`` leaping ahead, reached
+        # every library that times with them (an HTTP client's timeouts, the next agent) for
+        # the rest of the process. (The harness times itself on the clock as imported,
+        # :data:`groundstate.alarms.CLOCK`.) Only what the piece changed: a test's own
+        # patch from before it stays.
+        _put_back(vars(time), self.clocks)
         if threading.gettrace() is not self.trace:
             threading.settrace(self.trace)
         if threading.getprofile() is not self.profile:
@@ -237,24 +244,23 @@ def _uncaught_hooks() -> tuple[Any, ...]:
     return sys.unraisablehook, sys.excepthook, threading.excepthook
 
 
-_FIRST = tuple((vars(module), dict(vars(module))) for module in (builtins, time))
-"""The builtins and the ``time`` module's names as groundstate found them (names added since
-are left alone)."""
+_BUILTINS = dict(vars(builtins))
+"""The builtins as groundstate found them (names added since are left alone)."""
 
 _MISSING = object()
 
 
 def put_back_builtins() -> None:
-    """Put back every builtin, and every function of the ``time`` module, that code run here
-    replaced or deleted: ``builtins.isinstance = lambda *a: True`` would make the harness's
-    own checks, and ``asyncio``'s, lie; a ``time.perf_counter`` giving NaN, or a
-    ``time.monotonic`` leaping ahead, reached every library that times with them (an HTTP
-    client's timeouts, a later attempt's agent) for the rest of the process. (The harness
-    times itself on the clock as imported, :data:`groundstate.alarms.CLOCK`.)"""
-    for current, first in _FIRST:
-        for name, value in first.items():
-            if current.get(name, _MISSING) is not value:
-                current[name] = value
+    """Put back every builtin that code run here replaced or deleted (``builtins.isinstance
+    = lambda *a: True`` would make the harness's own checks, and ``asyncio``'s, lie)."""
+    _put_back(vars(builtins), _BUILTINS)
+
+
+def _put_back(current: dict[str, Any], first: dict[str, Any]) -> None:
+    """Bind each name of *first* in *current* as in *first* (names added since left alone)."""
+    for name, value in first.items():
+        if current.get(name, _MISSING) is not value:
+            current[name] = value
 
 
 def _state(loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:
