@@ -9,7 +9,7 @@ is imported, the functions and classes of the :data:`WATCHED` modules and
 the methods and properties of groundstate's own classes. A module first imported later is
 taken in when next seen (:meth:`Bindings.refresh`, before a user file is imported and at
 each attempt's start): its import is no change, so a module an agent imports and patches
-before that is not caught.
+before that is not caught. Audit hooks, which cannot be taken out, are refused from then on.
 """
 
 from __future__ import annotations
@@ -198,4 +198,18 @@ def _code(value: object) -> bool:
 
 
 HARNESS = Bindings()
+
+
+def _refuse_audit_hooks(event: str, args: tuple[object, ...]) -> None:
+    """Refuse every audit hook added later (``sys.addaudithook`` drops a hook an earlier one
+    refuses with a ``RuntimeError``). A hook cannot be taken out again, and runs on every
+    thread for every audited event: one an in-process agent added (refusing
+    ``sqlite3.connect``, ``os.listdir``, ``pickle.find_class``) made the harness raise in
+    its own attempt's record and every later attempt's environment fail to build, for the
+    rest of the process."""
+    if event == "sys.addaudithook":
+        raise RuntimeError("groundstate refuses audit hooks added after it was imported")
+
+
+sys.addaudithook(_refuse_audit_hooks)
 """This process's watched bindings (see the module's docstring)."""

@@ -21,13 +21,13 @@ from __future__ import annotations
 import math
 import queue
 import threading
-import time
 from collections.abc import Callable, Sequence
 from contextvars import copy_context
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Generic, TypeVar
 
+from groundstate.alarms import CLOCK
 from groundstate.parked import Parked
 
 T = TypeVar("T")
@@ -197,7 +197,7 @@ class _Batch(Generic[T]):
         self.lock = threading.Lock()
         self.current = 0
         """The call running (or about to); len(calls) once all returned."""
-        self.started = time.monotonic()
+        self.started = CLOCK()
         """When the current call's clock started."""
         self.given_up = False
         from_each = accumulate(reversed([c.limit for c in calls]), min, initial=math.inf)
@@ -214,7 +214,7 @@ class _Batch(Generic[T]):
                 if self.current == len(self.calls):
                     return self.current
                 index = self.current
-                left = self.started + self.calls[index].limit - time.monotonic()
+                left = self.started + self.calls[index].limit - CLOCK()
                 self.given_up = left <= 0
             if self.given_up:
                 return self._abandon(index)
@@ -246,7 +246,7 @@ class _Batch(Generic[T]):
                 settled = self.returned[index]  # the caller's: it reads it once current moves
                 settled.value, settled.error = outcome.value, outcome.error
                 self.current = index + 1
-                self.started = time.monotonic()
+                self.started = CLOCK()
 
 
 def _call(fn: Callable[[], T], outcome: Returned[T]) -> None:

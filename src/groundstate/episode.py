@@ -350,7 +350,7 @@ class EpisodeSession:
 
     def record_model_call(self, call: ModelCall) -> None:
         """Keep one model request in the trace (it takes no step and changes nothing)."""
-        fields = dict(call)  # outside the lock: the agent's object
+        fields = _call_data(call)  # outside the lock: the agent's object
         with self._held():
             self._raise_if_stopped()
             event = ModelCallEvent(step=self._steps, at=self._elapsed(), **fields)
@@ -359,12 +359,15 @@ class EpisodeSession:
     def add_artifact(self, name: str, text: str) -> None:
         """Keep *text* as the artifact *name* of this run (e.g. an agent program's stderr).
         Under the lock and not once the attempt is over: its record is being built from the
-        artifacts (a late one from a thread left running would change them meanwhile)."""
+        artifacts (a late one from a thread left running would change them meanwhile). The
+        name is recorded escaped like the text: a lone surrogate in it was stored as another
+        name than the record's hashes named, and every record of the batch so read back as
+        altered (``verify``'s ``record_altered``)."""
         if not (_is_text(name) and _is_text(text)):
             raise TypeError("an artifact's name and text must be str")
         with self._held():
             if not self._ended:
-                self.artifacts[_plain_text(name)] = recordable(_plain_text(text))
+                self.artifacts[recordable(_plain_text(name))] = recordable(_plain_text(text))
 
     def give_up(self, reason: str) -> NoReturn:
         why = _plain_text(reason) if _is_text(reason) else text_of(reason, repr)
@@ -402,9 +405,15 @@ class EpisodeSession:
 
     def latch(self, error: BaseException, stage: str, wait: float = END_WAIT) -> Stop:
         """Record *error* as the attempt's stop unless one is latched already; return the stop.
-        A call in progress is waited for up to *wait* seconds (it may latch a stop first)."""
+        A call in progress is waited for up to *wait* seconds (it may latch a stop first).
+
+        The user's leaving (:class:`ConversationOver`) ends the conversation but decides
+        nothing (the state does): a stop the episode finds afterwards (a write behind the
+        gateway, the task or the harness's code changed, the time limit) takes its place.
+        Kept, it hid them: an agent whose user had left wrote its database behind the
+        gateway, or emptied its task's assertions, and was graded a success."""
         with self._briefly_locked(wait):
-            if self.stop is None:
+            if self.stop is None or isinstance(self.stop.error, ConversationOver):
                 self.stop = Stop(error, stage, self._steps, self._elapsed())
             return self.stop
 
@@ -424,12 +433,18 @@ class EpisodeSession:
     @contextmanager
     def _briefly_locked(self, wait: float = END_WAIT) -> Iterator[bool]:
         """The session's lock if it can be had within *wait* seconds. The episode must not
-        wait on a call that never returns: it would hold up every attempt."""
+        wait on a call that never returns: it would hold up every attempt. Held, it names
+        this thread its holder: agent code the garbage collector runs here meanwhile (a
+        finalizer, a callback) that calls the session is refused, where it waited for the
+        lock this very thread held, and the episode, with every attempt, hung for good."""
         locked = self._lock.acquire(timeout=wait)
+        if locked:
+            self._holder = threading.get_ident()
         try:
             yield locked
         finally:
             if locked:
+                self._holder = None
                 self._lock.release()
 
     def record_final(self, text: str) -> None:
@@ -702,6 +717,17 @@ def _copied(value: Any) -> Any:
     if kind is dict and all(type(key) is str for key in value):
         return {key: _copied(item) for key, item in value.items()}
     return json.loads(json.dumps(value, allow_nan=False))
+
+
+def _call_data(call: ModelCall) -> dict[str, Any]:
+    """A model call's fields as JSON data of their own. The agent's ``ModelResponse`` (a model
+    is not copied when it validates) stayed in the trace as the agent's object: changed after
+    the call (its tool calls made a number, say, also from a thread while the checks read),
+    the constraints raised in the harness, and the attempt had no record. Anything the model
+    cannot serialize (a field set to another type after it was made) is the agent's error."""
+    checked = ModelCall.model_validate(dict(call))
+    data: dict[str, Any] = json.loads(checked.model_dump_json(warnings="error"))
+    return data
 
 
 def _odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
 import jsonschema
 
 from groundstate.agents.base import ToolResult
+from groundstate.alarms import CLOCK
 from groundstate.capture import held
 from groundstate.environments.base import CallEffects, Environment
 from groundstate.errors import EnvironmentFailure, PermissionDenied, TimeLimitReached, ToolError
@@ -61,7 +61,7 @@ class ToolGateway:
         self._clock = clock
 
     def call(self, step: int, name: str, args: Any) -> ToolResult:
-        started = time.perf_counter()
+        started = CLOCK()
         if not _is_json(args):  # keep the trace storable; the call then fails validation
             args = repr(args)
         effects = CallEffects()
@@ -83,7 +83,7 @@ class ToolGateway:
                 output=result.output,
                 error=result.error,
                 error_class=result.error_class,
-                duration_ms=(time.perf_counter() - started) * 1000,
+                duration_ms=(CLOCK() - started) * 1000,
                 changed_tables=effects.changed_tables,
                 denied=effects.denied,
                 writes=effects.writes,
@@ -126,12 +126,20 @@ class ToolGateway:
                     raise TypeError(f"{name} returned {_not_json(output)}, which is not JSON")
         except PermissionDenied as exc:
             return _denied(str(exc))
-        except ToolError as exc:
-            return ToolResult(ok=False, error=str(exc), error_class="tool_error")
         except TimeLimitReached:
             raise
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt too: the tool's crash,
-            raise _ToolCrashed(exc) from exc  # not an exception the agent may swallow
+        except BaseException as exc:
+            # Something was denied, and the tool made the denial an error of its own (``except
+            # sqlite3.Error: raise ToolError(...)``, or a crash on the rows it did not get):
+            # still the agent's denied call. As a tool_error, ``on_prohibited_action: end``
+            # did not stop it; as a crash, it was an invalid attempt of the agent's making.
+            if tx.denied:
+                return _denied(f"agent denied: {', '.join(tx.denied)}")
+            if isinstance(exc, ToolError):
+                return ToolResult(ok=False, error=str(exc), error_class="tool_error")
+            # SystemExit, KeyboardInterrupt too: the tool's crash, not an exception the agent
+            # may swallow
+            raise _ToolCrashed(exc) from exc
         finally:  # the environment fills in the effects when the transaction ends
             effects.denied, effects.changed_tables = tx.denied, tx.changed_tables
             effects.writes = tx.writes

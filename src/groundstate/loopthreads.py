@@ -12,9 +12,12 @@ seeing the one before:
   the piece changed that the harness relies on: the builtins (a lying ``isinstance`` makes
   ``asyncio`` refuse callbacks), the hooks of threads started later
   (``threading.settrace``/``setprofile``: the graders', later attempts'), the event loop
-  policy, ``sys.stdout``/``sys.stderr`` replaced by objects of the piece's own (unless
-  the caller gave up on the piece, see :func:`abandon`), and the recursion limit and switch
-  interval (``sys.setrecursionlimit``, ``sys.setswitchinterval``);
+  policy, the garbage collector's callbacks (run by whichever thread collects: the
+  episode's), ``sys.stdout``/``sys.stderr`` and the hooks for uncaught errors
+  (``sys.unraisablehook``, ``sys.excepthook``, ``threading.excepthook``) replaced by objects
+  of the piece's own (unless the caller gave up on the piece, see :func:`abandon`), the
+  functions of the ``time`` module, and the recursion limit and switch interval
+  (``sys.setrecursionlimit``, ``sys.setswitchinterval``);
 - the loop is kept only when the work left it as a new loop is (no task, callback, timer,
   file watch, async generator or executor, no handler, task factory, debug setting or
   attribute changed). Otherwise it is shut down as ``asyncio.run`` shuts its loop down
@@ -23,6 +26,9 @@ seeing the one before:
   a new loop;
 - a thread still running work the caller gave up on (an agent past its time limit) is never
   handed more: it is idle only once that work has returned.
+- the threads of a loop's default executor (``asyncio.to_thread``) are left out of the join
+  Python makes as it exits once the loop is shut or its work given up on: a call blocked
+  there must not hold the process open.
 
 Not put back: ``threading.local`` data and module state, which code run in this process
 shares with the next attempt whichever thread that runs on. Idle threads exit after
@@ -33,13 +39,17 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import gc
 import queue
 import sys
 import threading
+import time
 import weakref
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, MutableMapping
+from concurrent.futures import thread as _executor_threads
 from contextlib import suppress
 from contextvars import Context, copy_context
+from operator import is_not
 from typing import Any, TypeVar
 
 from groundstate.capture import put_back_streams, streams
@@ -75,6 +85,7 @@ class _LoopThread:
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._runner: asyncio.Runner | None = None
+        self._loop_now: asyncio.AbstractEventLoop | None = None
         self._fresh: tuple[Any, ...] = ()
         self.thread = threading.Thread(target=self._serve, name=IDLE_NAME, daemon=True)
         self.thread.start()
@@ -138,7 +149,8 @@ class _LoopThread:
     def _loop(self) -> asyncio.Runner:
         if self._runner is None:
             self._runner = asyncio.Runner()
-            self._fresh = _state(self._runner.get_loop())
+            self._loop_now = self._runner.get_loop()
+            self._fresh = _state(self._loop_now)
         return self._runner
 
     def _reusable(self, error: BaseException | None) -> bool:
@@ -149,34 +161,65 @@ class _LoopThread:
     def _shut(self) -> None:
         runner, self._runner = self._runner, None
         if runner is not None:
+            self.not_joined_at_exit()  # closing waits for them (here: a daemon thread)
             runner.close()
+
+    def not_joined_at_exit(self) -> None:
+        """Leave the threads of this loop's default executor (``asyncio.to_thread``,
+        ``run_in_executor``) out of the join Python makes as it exits: ``concurrent.futures``
+        waits there for every executor's thread, so an agent's call blocked past its time
+        limit held ``groundstate run`` open after its batch, for as long as the call lasted.
+        They are daemon threads (as the agent's, which started them), ended with the process."""
+        executor = getattr(self._loop_now, "_default_executor", None)
+        threads = list(getattr(executor, "_threads", ()))
+        with _EXIT_LOCK:
+            for thread in threads:
+                _JOINED_AT_EXIT.pop(thread, None)
 
 
 class _SharedHooks:
     """The process-wide hooks a piece of work could change for everyone after it: those of
     threads started later, the event loop policy (which makes every new loop), the output
-    streams, the recursion limit and the GIL's switch interval."""
+    streams, the garbage collector's callbacks and the hooks for errors nobody catches (code
+    of the piece's that any thread would run: the episode's, a grader's), the recursion limit
+    and the GIL's switch interval."""
 
     def __init__(self) -> None:
         self.trace = threading.gettrace()
         self.profile = threading.getprofile()
         self.policy = asyncio.get_event_loop_policy()
         self.streams = streams()
+        self.collected = list(_COLLECTING)
+        self.clocks = dict(vars(time))
+        self.uncaught = _uncaught_hooks()
         self.recursion = sys.getrecursionlimit()
         self.switch = sys.getswitchinterval()
 
     def put_back(self, *, streams: bool) -> None:
         """Put back what the work changed (only that: another thread may set its own), the
-        output streams only with *streams*."""
+        output streams and the hooks for uncaught errors only with *streams* (the caller
+        still waits for the piece: the harness has put none of its own since)."""
         put_back_builtins()
+        # A ``time.perf_counter`` giving NaN, or a ``time.monotonic`` leaping ahead, reached
+        # every library that times with them (an HTTP client's timeouts, the next agent) for
+        # the rest of the process. (The harness times itself on the clock as imported,
+        # :data:`groundstate.alarms.CLOCK`.) Only what the piece changed: a test's own
+        # patch from before it stays.
+        _put_back(vars(time), self.clocks)
         if threading.gettrace() is not self.trace:
             threading.settrace(self.trace)
         if threading.getprofile() is not self.profile:
             threading.setprofile(self.profile)
         if asyncio.get_event_loop_policy() is not self.policy:
             asyncio.set_event_loop_policy(self.policy)
+        # A callback that blocks ran on whichever thread collected next: the episode's, which
+        # runs every attempt (compared by identity: ``==`` would call the piece's code).
+        if _changed(_COLLECTING, self.collected):
+            _COLLECTING[:] = self.collected
         if streams:
             put_back_streams(self.streams)
+            if any(map(is_not, _uncaught_hooks(), self.uncaught)):
+                sys.unraisablehook, sys.excepthook, threading.excepthook = self.uncaught
         # The interpreter's limits: a recursion limit of 20 left the harness unable to grade
         # this very attempt (it had no record); a switch interval of 1000 s lets any thread
         # that spins keep the GIL, the alarms' thread's included, that long.
@@ -185,6 +228,20 @@ class _SharedHooks:
                 sys.setrecursionlimit(self.recursion)
         if sys.getswitchinterval() != self.switch:
             sys.setswitchinterval(self.switch)
+
+
+_COLLECTING: list[Any] = gc.callbacks
+"""The list of callbacks the garbage collector calls (``gc.callbacks`` can be rebound)."""
+
+
+def _changed(now: list[Any], before: list[Any]) -> bool:
+    return len(now) != len(before) or any(map(is_not, now, before))
+
+
+def _uncaught_hooks() -> tuple[Any, ...]:
+    """Where errors nobody catches go: in a finalizer or a garbage collection
+    (``sys.unraisablehook``), in a thread, at the top."""
+    return sys.unraisablehook, sys.excepthook, threading.excepthook
 
 
 _BUILTINS = dict(vars(builtins))
@@ -196,8 +253,12 @@ _MISSING = object()
 def put_back_builtins() -> None:
     """Put back every builtin that code run here replaced or deleted (``builtins.isinstance
     = lambda *a: True`` would make the harness's own checks, and ``asyncio``'s, lie)."""
-    current = vars(builtins)
-    for name, value in _BUILTINS.items():
+    _put_back(vars(builtins), _BUILTINS)
+
+
+def _put_back(current: dict[str, Any], first: dict[str, Any]) -> None:
+    """Bind each name of *first* in *current* as in *first* (names added since left alone)."""
+    for name, value in first.items():
         if current.get(name, _MISSING) is not value:
             current[name] = value
 
@@ -265,17 +326,28 @@ def _live(handles: Any) -> int:
 
 _IDLE: Parked[_LoopThread] = Parked()
 
+_JOINED_AT_EXIT: MutableMapping[threading.Thread, Any] = getattr(
+    _executor_threads, "_threads_queues", {}
+)
+"""The executors' threads Python joins as it exits (``concurrent.futures``'s registry; an
+empty stand-in on a Python without one)."""
+_EXIT_LOCK: Any = getattr(_executor_threads, "_global_shutdown_lock", threading.Lock())
+
 
 def _take() -> _LoopThread:
     idle = _IDLE.take()
     return _LoopThread() if idle is None else idle
 
 
-def submit(work: Work[T], name: str, done: Done, given_up: threading.Event | None = None) -> None:
+def submit(
+    work: Work[T], name: str, done: Done, given_up: threading.Event | None = None
+) -> _LoopThread:
     """Run *work* on an idle thread (a new one if none is idle); *done* gets its outcome
     there. The work runs in a copy of the caller's context, taken now. *given_up* is set
-    when the caller stops waiting for the work (see :func:`abandon`)."""
-    _take().give((work, name, copy_context(), done, given_up or threading.Event()))
+    when the caller stops waiting for the work (see :func:`abandon`). Returns the thread."""
+    worker = _take()
+    worker.give((work, name, copy_context(), done, given_up or threading.Event()))
+    return worker
 
 
 class _GivenUp(threading.Event):
@@ -285,12 +357,13 @@ class _GivenUp(threading.Event):
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__()
         self._loop = loop
+        self.worker: _LoopThread | None = None
 
     def is_set(self) -> bool:
         return super().is_set() or self._loop.is_closed()
 
 
-_GIVEN_UP: weakref.WeakKeyDictionary[asyncio.Future[Any], threading.Event]
+_GIVEN_UP: weakref.WeakKeyDictionary[asyncio.Future[Any], _GivenUp]
 _GIVEN_UP = weakref.WeakKeyDictionary()
 
 
@@ -301,11 +374,14 @@ def abandon(finished: asyncio.Future[Any]) -> None:
     and put streams of its own in place (a test runner capturing a command's output), which
     the streams of the piece's start would replace. (An agent that replaces them after its
     limit is like one that does it from a thread of its own: the next attempt's routers
-    still keep what attempts print apart, see :mod:`groundstate.capture`.)"""
+    still keep what attempts print apart, see :mod:`groundstate.capture`.) Calls it left
+    running in its loop's executor are not waited for at exit."""
     finished.add_done_callback(_ignore_outcome)
     event = _GIVEN_UP.get(finished)
     if event is not None:
         event.set()
+        if event.worker is not None:
+            event.worker.not_joined_at_exit()
 
 
 def _ignore_outcome(future: asyncio.Future[Any]) -> None:
@@ -338,7 +414,7 @@ def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio
         with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
             loop.call_soon_threadsafe(deliver, outcome)
 
-    submit(work, name, done, given_up)
+    given_up.worker = submit(work, name, done, given_up)
     return finished
 
 

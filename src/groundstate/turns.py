@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from groundstate.alarms import CLOCK
 
 HARNESS_TURNS = 2
 """Attempts of one process doing the harness's work at once (each pool worker has its own).
@@ -117,7 +118,7 @@ class Turns:
     def _grant(self) -> object:
         """A new turn (the caller holds the lock and has checked that a slot is free)."""
         token = object()
-        self._held[token] = time.monotonic()
+        self._held[token] = CLOCK()
         return token
 
     def _wake_first(self) -> None:
@@ -139,21 +140,21 @@ class Turns:
         """The watcher: while anyone waits, forfeit the oldest turn when its lease runs out;
         with nobody waiting, look again every half lease. Leaves after :data:`WATCHER_IDLE`
         seconds without waiters."""
-        idle_since = time.monotonic()
+        idle_since = CLOCK()
         with self._lock:
             while True:
                 if not self._waiting:
-                    if time.monotonic() - idle_since >= WATCHER_IDLE:
+                    if CLOCK() - idle_since >= WATCHER_IDLE:
                         self._watcher = None
                         return
                     self._watch.wait(self._lease / 2)
                     continue
-                idle_since = time.monotonic()
+                idle_since = CLOCK()
                 if len(self._held) < self._slots:  # a woken waiter is on its way to it
                     self._watch.wait(self._lease / 2)
                     continue
                 since = next(iter(self._held.values()))
-                left = since + self._lease - time.monotonic()
+                left = since + self._lease - CLOCK()
                 if left > 0:
                     self._watch.wait(left)
                     continue
@@ -210,9 +211,9 @@ class Turn:
             self.forfeited = True
 
     def _take(self) -> None:
-        started = time.perf_counter()
+        started = CLOCK()
         self._token = self._turns.take()
-        self.waited += time.perf_counter() - started
+        self.waited += CLOCK() - started
 
 
 HARNESS = Turns()

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic_core import to_jsonable_python
 
+from groundstate.alarms import CLOCK
 from groundstate.capture import held
 from groundstate.copies import Copies
 from groundstate.deadline import DeadlineExceeded, PendingCalls, Returned, TimedCall
@@ -227,8 +228,8 @@ class _BoundedView:
         interrupt = getattr(self._view, "interrupt", None)
         if not callable(interrupt):
             return
-        end = time.monotonic() + INTERRUPT_GRACE
-        while self._running and time.monotonic() < end:
+        end = CLOCK() + INTERRUPT_GRACE
+        while self._running and CLOCK() < end:
             interrupt()
             time.sleep(0.01)
 
