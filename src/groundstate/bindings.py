@@ -198,18 +198,27 @@ def _code(value: object) -> bool:
 
 
 HARNESS = Bindings()
+"""This process's watched bindings (see the module's docstring)."""
+
+_refusing = False
+"""Whether audit hooks added from now on are refused (see :func:`refuse_audit_hooks`)."""
+
+
+def refuse_audit_hooks() -> None:
+    """Refuse every audit hook added from now on in this process (``sys.addaudithook`` drops
+    a hook an earlier one refuses with a ``RuntimeError``); called as an in-process agent's
+    run starts. A hook cannot be taken out again, and runs on every thread for every audited
+    event: one an in-process agent added (refusing ``sqlite3.connect``, ``os.listdir``,
+    ``pickle.find_class``) made the harness raise in its own attempt's record and every later
+    attempt's environment fail to build, for the rest of the process. Hooks added before any
+    agent ran (a tool's, a test runner's) are left alone."""
+    global _refusing
+    _refusing = True
 
 
 def _refuse_audit_hooks(event: str, args: tuple[object, ...]) -> None:
-    """Refuse every audit hook added later (``sys.addaudithook`` drops a hook an earlier one
-    refuses with a ``RuntimeError``). A hook cannot be taken out again, and runs on every
-    thread for every audited event: one an in-process agent added (refusing
-    ``sqlite3.connect``, ``os.listdir``, ``pickle.find_class``) made the harness raise in
-    its own attempt's record and every later attempt's environment fail to build, for the
-    rest of the process."""
-    if event == "sys.addaudithook":
-        raise RuntimeError("groundstate refuses audit hooks added after it was imported")
+    if event == "sys.addaudithook" and _refusing:
+        raise RuntimeError("groundstate refuses audit hooks added once an agent has run")
 
 
 sys.addaudithook(_refuse_audit_hooks)
-"""This process's watched bindings (see the module's docstring)."""

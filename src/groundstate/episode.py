@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from groundstate import turns
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
-from groundstate.bindings import HARNESS
+from groundstate.bindings import HARNESS, refuse_audit_hooks
 from groundstate.capture import captured
 from groundstate.environments.base import (
     Environment,
@@ -846,6 +846,7 @@ async def _episode(
     session = EpisodeSession(task, suite, system, env, seed)
     cwd = os.getcwd()
     HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
+    refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
     try:
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
             await _drive(agent, session, progress)
