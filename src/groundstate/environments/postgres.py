@@ -20,7 +20,6 @@ import itertools
 import json
 import secrets
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Any
 import psycopg
 from psycopg import errors
 
+from groundstate.alarms import CLOCK
 from groundstate.environments.base import (
     CallEffects,
     ClosesOnExit,
@@ -210,7 +210,8 @@ class PostgresEnvironment(ClosesOnExit):
         return restored
 
     def set_deadline(self, deadline: float | None) -> None:
-        """Cancel the agent's SQL once ``time.monotonic()`` passes *deadline*."""
+        """Cancel the agent's SQL once the harness's clock (:data:`~groundstate.alarms.CLOCK`, the
+        monotonic clock as imported) passes *deadline*."""
         self._deadline = deadline
 
     def _restore(self) -> None:
@@ -383,13 +384,13 @@ class PostgresEnvironment(ClosesOnExit):
     def _limit_statements(self) -> None:
         if self._deadline is None:
             return
-        remaining = self._deadline - time.monotonic()
+        remaining = self._deadline - CLOCK()
         if remaining <= 0:
             raise TimeLimitReached("a tool call started past the attempt's time limit")
         self._agent_raw.execute(f"SET LOCAL statement_timeout = {int(remaining * 1000) + 5}")
 
     def _raise_if_past_deadline(self, cause: BaseException | None) -> None:
-        if self._deadline is not None and time.monotonic() > self._deadline:
+        if self._deadline is not None and CLOCK() > self._deadline:
             raise TimeLimitReached("a tool call ran past the attempt's time limit") from cause
 
     def _take_writes(self) -> tuple[list[RowWrite], list[str]]:

@@ -288,7 +288,8 @@ class WorkspaceEnvironment(ClosesOnExit):
             self._now = self._clock0
 
     def set_deadline(self, deadline: float | None) -> None:
-        """Commands stop at the attempt's time limit (``time.monotonic()`` *deadline*)."""
+        """Commands stop at the attempt's time limit (a *deadline* on the harness's clock,
+        :data:`~groundstate.alarms.CLOCK`)."""
         self._deadline = deadline
 
     @property

@@ -17,10 +17,10 @@ import shutil
 import stat
 import sys
 import tempfile
-import time
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from groundstate.alarms import CLOCK
 from groundstate.environments.workspace_git import GitFailed, git, git_name
 from groundstate.errors import PermissionDenied, TimeLimitReached, ToolError
 from groundstate.sandbox import run_sandboxed
@@ -232,7 +232,7 @@ class WorkspaceHandle:
         limit = min(max(timeout_s, 0.1), options.command_timeout_s)
         deadline = self._env.deadline
         if deadline is not None:
-            left = deadline - time.monotonic()
+            left = deadline - CLOCK()
             if left <= 0:
                 raise TimeLimitReached("the attempt's time limit has passed")
             limit = min(limit, left)
