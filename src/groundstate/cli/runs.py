@@ -613,6 +613,7 @@ def _batch_json(
         "pass_hat_k": data["pass_hat_k"],
         "invalid_rate_flagged": data["invalid_rate_flagged"],
         "max_invalid_rate": data["tries"]["max_invalid_rate"],
+        "judge_errors": data["judge_errors"],
         "fail_under": verdicts,
     }
 

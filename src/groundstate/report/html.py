@@ -23,6 +23,7 @@ from groundstate.analysis import (
     OutcomeTable,
     headline_tries,
     invalid_task_results,
+    judge_errors,
     missing_attempts,
 )
 from groundstate.records import AgentRun, CheckResult
@@ -37,6 +38,7 @@ from groundstate.report.numbers import (
     incomplete_text,
     interval,
     invalid_task_text,
+    judge_error_text,
     p_value,
     share,
     signed,
@@ -116,9 +118,10 @@ def render_batch(
     altered = _altered_runs(integrity)
     table = OutcomeTable.from_runs(runs)
     missing = missing_attempts(batch, table.final())
-    apart = invalid_task_results(batch, headline_tries(batch, table)[1])
+    counted, apart = headline_tries(batch, table)
     return _template("report.html.j2").render(
-        invalid_tasks=invalid_task_text(apart),
+        invalid_tasks=invalid_task_text(invalid_task_results(batch, apart)),
+        judged=judge_error_text(judge_errors(counted.final())),
         batch=batch,
         summary=summary,
         header=_header(batch, summary, tries),

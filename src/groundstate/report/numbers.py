@@ -150,3 +150,28 @@ def invalid_task_text(rows: list[dict[str, Any]]) -> str:
         + (f", {t['invalid']} invalid" if t["invalid"] else "")
         for t in rows
     )
+
+
+NAMED = 8
+"""Tasks a report's line names before it says "and N more" (``--json`` lists every one)."""
+
+
+def named(counts: dict[str, int]) -> str:
+    """``t1 (2), t2 (1)``: the first :data:`NAMED` tasks with their counts, then how many more."""
+    shown = ", ".join(f"{task} ({n})" for task, n in list(counts.items())[:NAMED])
+    return shown + (f" and {len(counts) - NAMED} more" if len(counts) > NAMED else "")
+
+
+def judge_error_text(block: dict[str, Any]) -> str:
+    """What :func:`groundstate.analysis.judge_errors` found, as one phrase ("" when none):
+    every report words it alike."""
+    if not block["attempts"]:
+        return ""
+    attempts, of = block["attempts"], block["counted_attempts"]
+    return (
+        f"{attempts} of {of} counted attempts had a judge that could not judge "
+        f"({block['errors']} judge error{'s' * (block['errors'] != 1)}): their judged "
+        "verdicts are unknown, their success rests on state and constraints alone, and their "
+        "partial scores are left out where the rubric counts the judge; attempts by task: "
+        f"{named(block['by_task'])}"
+    )

@@ -25,6 +25,7 @@ from groundstate.report.numbers import (
     incomplete_text,
     interval,
     invalid_task_text,
+    judge_error_text,
     p_value,
     share,
     signed,
@@ -440,6 +441,8 @@ def report_footer(report: dict[str, Any]) -> str:
             f"({tries['invalid_tries']} of {tries['tries']}: "
             f"{apart(invalid, threshold, 1, percent=True)} > {threshold:.1%})[/]"
         )
+    if judged := judge_error_text(report["judge_errors"]):
+        line += f"\n[bold yellow]JUDGE ERRORS: {quoted(judged)}[/]"
     if missing := report.get("missing_attempts"):
         line += (
             f"\n[bold red]INCOMPLETE: {quoted(incomplete_text(missing))}; complete it with "
