@@ -19,6 +19,7 @@ from groundstate.runner import BatchConfig, run_batch
 from groundstate.spec.suite import load_suite
 from groundstate.spec.system import load_system
 from groundstate.store import BatchInfo, RunStore
+from groundstate.trace import MessageEvent, ToolCallEvent
 
 from .conftest import BANK, BANK_SYSTEM
 
@@ -161,3 +162,62 @@ def test_judge_errors_of_tasks_left_out_are_not_counted() -> None:
     assert data["judge_errors"] == {
         "attempts": 1, "counted_attempts": 1, "errors": 1, "by_task": {"t": 1}
     }  # fmt: skip
+
+
+HUGE = 200_000
+"""Characters of each hostile value: ten times the most any view prints of one value."""
+
+
+@pytest.fixture(scope="module")
+def huge_store(judged_store: tuple[Path, str, str]) -> tuple[Path, str]:
+    """The judged batch again, as batch ``huge``: a task id, a slice, an agent message, a
+    tool call's arguments and output, and a judge's error of :data:`HUGE` characters each,
+    with markup, ANSI and a right-to-left override in them."""
+    store, plain, _ = judged_store
+    big = (HOSTILE * (HUGE // len(HOSTILE) + 1))[:HUGE]
+    task = "T" * HUGE
+    with RunStore(store) as runs:
+        info = runs.batch(plain)
+        batch = info.model_copy(
+            update={
+                "batch_id": "huge",
+                "task_revisions": {task: 1},
+                "task_slices": {task: [big]},
+                "task_weights": {task: 1.0},
+            }
+        )
+        runs.add_batch(batch)
+        for run in runs.runs(plain):
+            call = ToolCallEvent(step=98, tool="t", args={"a": big}, ok=True, output=big,
+                                 duration_ms=1.0, at=0.0)  # fmt: skip
+            said = MessageEvent(step=99, role="agent", text=big, final=True, at=0.0)
+            judged = _judged(run, "huge", 1)
+            judged.outcome_assertion_results[-2].error = big
+            runs.add_run(
+                judged.model_copy(
+                    update={
+                        "task_id": task,
+                        "observation_action_log": [*run.observation_action_log, call, said],
+                    }
+                ),
+                {},
+            )
+        shown = runs.runs("huge")[0].run_id
+    return store, shown
+
+
+def test_every_view_bounds_huge_values(huge_store: tuple[Path, str], tmp_path: Path) -> None:
+    store, run_id = huge_store
+    page = tmp_path / "huge.html"
+    code, report = _cli("report", "huge", "--store", str(store), "--html", str(page))
+    assert code == 0 and "JUDGE ERRORS" in report
+    code, show = _cli("show", run_id, "--store", str(store))
+    assert code == 0
+    html = page.read_text()
+    # Two runs of four huge values each: whole, any view would pass 1,600,000 characters.
+    for text in (report, show, html):
+        assert len(text) < 4 * HUGE, len(text)
+        assert "more characters)" in text
+    assert "\x1b" not in report and "\x1b" not in show
+    code, out = _cli("report", "huge", "--json", "--store", str(store))
+    assert code == 0 and "T" * HUGE in out  # the JSON keeps every value whole

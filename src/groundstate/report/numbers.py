@@ -1,8 +1,23 @@
-"""How the terminal and HTML reports print a number, so the two agree with each other."""
+"""How the terminal and HTML reports print a number (and bound a text), so the two agree with
+each other."""
 
 from __future__ import annotations
 
 from typing import Any
+
+TEXT_LIMIT = 20_000
+"""Characters of one shown value (a message, a tool output, an error, an evidence blob, a
+joined list) before it is cut: a record or an imported file may hold megabytes in any text."""
+LINE_LIMIT = 2_000
+"""Characters of a one-line value in the terminal (a task id, a reason, a slice, a note)."""
+
+
+def clipped(text: str, limit: int = TEXT_LIMIT) -> str:
+    """*text*, cut after *limit* characters with how many more there were: every view prints
+    values from records and files through it (the JSON keeps them whole)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\u2026 ({len(text) - limit} more characters)"
 
 
 def fixed(value: float, digits: int) -> str:

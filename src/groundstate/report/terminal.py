@@ -17,9 +17,11 @@ from groundstate.environments.base import RowWrite
 from groundstate.errors import one_line, printable
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.numbers import (
+    LINE_LIMIT,
     NO_VALID_FIGURE,
     amount,
     apart,
+    clipped,
     counted_of,
     fraction,
     incomplete_text,
@@ -34,14 +36,21 @@ from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
 
-def quoted(text: str) -> str:
-    """A one-line value inside rich markup: :func:`one_line`, then its brackets escaped."""
-    return escape(one_line(text))
+def shown(text: str, limit: int = LINE_LIMIT) -> str:
+    """A value from a run or a file on one line: cut (:func:`clipped`), then :func:`one_line`.
+    Every value the terminal reports print goes through it or :func:`indented`."""
+    return one_line(clipped(text, limit))
+
+
+def quoted(text: str, limit: int = LINE_LIMIT) -> str:
+    """A one-line value inside rich markup: :func:`shown`, then its brackets escaped."""
+    return escape(shown(text, limit))
 
 
 def indented(text: str, prefix: str = "  ") -> str:
-    """Multi-line *text*, escaped by :func:`printable`, each line under *prefix*."""
-    return "\n".join(prefix + line for line in printable(text).split("\n"))
+    """Multi-line *text*, cut (:func:`clipped`) and escaped by :func:`printable`, each line
+    under *prefix*."""
+    return "\n".join(prefix + line for line in printable(clipped(text)).split("\n"))
 
 
 def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
@@ -59,7 +68,7 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
         f"system {batch.system_spec_hash[:12]}{_where(batch)}"
     )
     # Under the table, not its caption: a caption wraps to the (compact) table's width.
-    caption = Text("\n".join(map(one_line, decision_lines(batch.decision, batch.population))))
+    caption = Text("\n".join(map(shown, decision_lines(batch.decision, batch.population))))
     return Fitted(lambda width: Group(_batch_table(title, rows, width), caption))
 
 
@@ -71,11 +80,11 @@ def _task_row(batch: BatchInfo, task_id: str, task_runs: list[AgentRun]) -> _Row
     valid = [r for r in task_runs if r.valid]
     reasons = Counter(r.terminal_reason for r in task_runs)
     return (
-        one_line(task_id),
-        one_line(", ".join(batch.task_slices.get(task_id, []))),
+        shown(task_id),
+        shown(", ".join(batch.task_slices.get(task_id, []))),
         f"{sum(r.success for r in valid)} / {len(valid)}",
         str(len(task_runs) - len(valid)),
-        [one_line(f"{reason} x{n}") for reason, n in sorted(reasons.items())],
+        [shown(f"{reason} x{n}") for reason, n in sorted(reasons.items())],
     )
 
 
@@ -149,14 +158,14 @@ def _where(batch: BatchInfo) -> str:
 
 def _plain(text: str) -> Text:
     """A cell shown as written: imported batches carry task ids and reasons from any file."""
-    return Text(one_line(text))
+    return Text(shown(text))
 
 
 def print_run(console: Console, run: AgentRun) -> None:
     reason = quoted(run.terminal_reason)
     verdict = "[green]success[/]" if run.success else f"[red]{reason}[/]"
     console.print(
-        one_line(
+        shown(
             f"run {run.run_id} · task {run.task_id} r{run.task_revision} · attempt {run.attempt}"
         ),
         markup=False,
@@ -183,7 +192,7 @@ def _print_checks(console: Console, title: str, results: list[CheckResult]) -> N
     console.print(f"[bold]{title}[/]" + ("" if results else ": none"))
     for result in results:
         mark = "error" if result.error else ("pass" if result.passed else "FAIL")
-        console.print(one_line(f"  {mark:5} {result.id} ({result.kind})"), markup=False)
+        console.print(shown(f"  {mark:5} {result.id} ({result.kind})"), markup=False)
         detail = result.error or _evidence(result.evidence)
         if detail and not result.passed:
             console.print(indented(detail, " " * 8), markup=False, highlight=False)
@@ -212,8 +221,8 @@ def _event_line(event: Any) -> str:
     )
     changed = f"  changed {','.join(event.changed_tables)}" if event.changed_tables else ""
     call = f"{event.tool}({json.dumps(event.args)})"
-    head = one_line(f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}")
-    return head + "".join(f"\n{_UNDER}{one_line(_write_line(w))}" for w in event.writes)
+    head = shown(f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}")
+    return head + "".join(f"\n{_UNDER}{shown(_write_line(w))}" for w in event.writes)
 
 
 def _model_call_line(event: ModelCallEvent) -> str:
@@ -224,7 +233,7 @@ def _model_call_line(event: ModelCallEvent) -> str:
         error = event.error
         status = f" HTTP {error.status_code}" if error.status_code is not None else ""
         request = f" [{error.request_id}]" if error.request_id else ""
-        return one_line(f"{head} → {error.kind}{status}{request}: {error.message[:200]} ({timing})")
+        return shown(f"{head} → {error.kind}{status}{request}: {error.message[:200]} ({timing})")
     answer = event.response
     parts = [f"{c.name}({c.arguments[:120]})" for c in (answer.tool_calls if answer else [])]
     if answer is not None and answer.text:
@@ -233,7 +242,7 @@ def _model_call_line(event: ModelCallEvent) -> str:
     tokens = f"{usage.input_tokens} in / {usage.output_tokens} out"
     if usage.cost:
         tokens += f", cost {usage.cost:.6f}"
-    return one_line(f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})")
+    return shown(f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})")
 
 
 def _write_line(write: RowWrite) -> str:
@@ -535,7 +544,7 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     for side in ("a", "b"):
         stated = data.get(f"decision_{side}") or {}
         lines = decision_lines(stated.get("decision"), stated.get("population"))
-        console.print(one_line(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
+        console.print(shown(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
     for note in data["notes"]:
         console.print(f"[bold yellow]{quoted(note)}[/]")
     for view, title in (
@@ -549,7 +558,7 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     _print_changes(console, data)
     for side in ("only_in_a", "only_in_b", "excluded_tasks"):
         if data[side]:
-            names = one_line(", ".join(data[side]))
+            names = shown(", ".join(data[side]))
             console.print(f"{side.replace('_', ' ')}: {names}", markup=False, highlight=False)
 
 
