@@ -180,6 +180,9 @@ def test_run_refuses_invalid_tasks_unless_allowed(tmp_path: Path) -> None:
     data = json.loads(out)
     assert data["terminal_reasons"] == report["terminal_reasons"] == {}
     assert data["invalid_tasks_results"] == report["invalid_tasks_results"] != []
+    # and it gives what else the report says of the figures' trust (twelfth round)
+    assert data["invalid_as_failure"] == report["invalid_as_failure"]
+    assert data["judge_errors"] == report["judge_errors"]
 
 
 def test_locked_run_refuses_a_changed_suite(tmp_path: Path) -> None:
