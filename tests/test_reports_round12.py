@@ -221,3 +221,29 @@ def test_every_view_bounds_huge_values(huge_store: tuple[Path, str], tmp_path: P
     assert "\x1b" not in report and "\x1b" not in show
     code, out = _cli("report", "huge", "--json", "--store", str(store))
     assert code == 0 and "T" * HUGE in out  # the JSON keeps every value whole
+
+
+def test_plan_warnings_print_task_ids_as_text(judged_store: tuple[Path, str, str]) -> None:
+    """``plan`` of two pilots names the tasks only one ran: an imported id's escape sequence
+    or markup reached the terminal raw."""
+    store, plain, _ = judged_store
+    task = "x\x1b[2J[bold]y\nverdict: success"
+    with RunStore(store) as runs:
+        for name, tasks in (("pilot-a", [task, "a", "b"]), ("pilot-b", ["a", "b", "c"])):
+            runs.add_batch(
+                runs.batch(plain).model_copy(
+                    update={
+                        "batch_id": name,
+                        "task_revisions": dict.fromkeys(tasks, 1),
+                        "task_weights": dict.fromkeys(tasks, 1.0),
+                    }
+                )
+            )
+            for run in runs.runs(plain):
+                for one in tasks:
+                    runs.add_run(_judged(run, name, 0).model_copy(update={"task_id": one}), {})
+    result = CliRunner().invoke(main, ["plan", "pilot-a", "pilot-b", "--store", str(store)])
+    out = result.stdout
+    assert result.exit_code == 0, result.stderr
+    assert "\x1b" not in out and "\nverdict: success" not in out
+    assert "x\\x1b[2J[bold]y\\nverdict: success" in "".join(out.split("\n"))
