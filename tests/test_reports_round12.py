@@ -104,6 +104,8 @@ def test_the_terminal_and_html_reports_warn_of_judge_errors(
     assert "counted attempts had a judge that could not judge" in text
     html = page.read_text()
     assert 'id="judge-errors-alert"' in html
+    # A resume may run on another executor: the batch keeps (and the views name) the start's.
+    assert "started on executor in-process" in text and "executor at the start" in html
     assert "had a judge that could not judge" in html
     code, out = _cli("report", plain, "--store", str(store), "--html", str(page))
     assert "JUDGE ERRORS" not in out

@@ -150,10 +150,11 @@ def decision_lines(decision: str | None, population: dict[str, str] | None) -> l
 
 
 def _where(batch: BatchInfo) -> str:
-    """Where the attempts ran, when the batch recorded it."""
+    """Where the attempts ran, when the batch recorded it: where it started (a resume may run
+    on another executor; the batch keeps the start's)."""
     if batch.executor is None:
         return ""
-    return f" · executor {batch.executor} · concurrency {batch.concurrency}"
+    return f" · started on executor {batch.executor} · concurrency {batch.concurrency}"
 
 
 def _plain(text: str) -> Text:
