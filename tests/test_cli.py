@@ -54,8 +54,10 @@ def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
         "success_rate",
         "pass_at_k",
         "pass_hat_k",
+        "invalid_as_failure",
         "invalid_rate_flagged",
         "max_invalid_rate",
+        "judge_errors",
         "fail_under",
     }
     assert (data["suite"], data["tasks"], data["attempts"]) == ("bank", 1, 4)

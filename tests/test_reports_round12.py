@@ -221,6 +221,8 @@ def test_every_view_bounds_huge_values(huge_store: tuple[Path, str], tmp_path: P
         assert len(text) < 4 * HUGE, len(text)
         assert "more characters)" in text
     assert "\x1b" not in report and "\x1b" not in show
+    code, listed = _cli("runs", "huge", "--store", str(store))
+    assert code == 0 and len(listed) < HUGE and "morecharacters)" in "".join(listed.split())
     code, out = _cli("report", "huge", "--json", "--store", str(store))
     assert code == 0 and "T" * HUGE in out  # the JSON keeps every value whole
 
