@@ -61,12 +61,16 @@ _OUTCOME_FIELDS = (
 )  # fmt: skip
 """The fields :meth:`RunStore.outcome_rows` reads from each record, in order."""
 JUDGE_ERRORS_SQL = (
+    f"(CASE WHEN record NOT LIKE '%\"{JUDGED}\"%' THEN 0 ELSE "
     "(SELECT COUNT(*) FROM json_each(record, '$.outcome_assertion_results') "
     f"WHERE json_extract(value, '$.kind') = '{JUDGED}' "
-    "AND json_extract(value, '$.error') IS NOT NULL)"
+    "AND json_extract(value, '$.error') IS NOT NULL) END)"
 )
 """A record's judged assertions whose judge could not judge (:attr:`AgentRun.judge_errors`):
-read after the outcome fields, as their last column."""
+read after the outcome fields, as their last column. Parsing the record again for them cost
+ten times the outcome fields' read (SQLite 3.40 keeps no parsed JSON between calls), so a
+record whose text has no ``"judge"`` (no judged assertion: most) is not parsed for them
+(``LIKE`` scans about twice as fast as ``instr``; a full check's hashing costs far more)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS batches (
