@@ -54,8 +54,10 @@ def test_run_json_has_the_documented_shape(tmp_path: Path) -> None:
         "success_rate",
         "pass_at_k",
         "pass_hat_k",
+        "invalid_as_failure",
         "invalid_rate_flagged",
         "max_invalid_rate",
+        "judge_errors",
         "fail_under",
     }
     assert (data["suite"], data["tasks"], data["attempts"]) == ("bank", 1, 4)
@@ -180,6 +182,9 @@ def test_run_refuses_invalid_tasks_unless_allowed(tmp_path: Path) -> None:
     data = json.loads(out)
     assert data["terminal_reasons"] == report["terminal_reasons"] == {}
     assert data["invalid_tasks_results"] == report["invalid_tasks_results"] != []
+    # and it gives what else the report says of the figures' trust (twelfth round)
+    assert data["invalid_as_failure"] == report["invalid_as_failure"]
+    assert data["judge_errors"] == report["judge_errors"]
 
 
 def test_locked_run_refuses_a_changed_suite(tmp_path: Path) -> None:

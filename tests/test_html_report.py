@@ -356,6 +356,26 @@ def test_task_table_link_opens_the_runs_trajectory(
     page.close()
 
 
+def test_judge_errors_alert_shows_in_chromium(
+    browser: Any, bank_batch: Batch, tmp_path: Path
+) -> None:
+    """A judge that could not judge leaves its attempt valid: the page says so (twelfth
+    round), in an alert a reader sees, and stays self-contained."""
+    failed = CheckResult(id="tone", kind="judge", passed=False, error="JudgeFailure: <b>x</b>")
+    runs = [
+        r.model_copy(update={"outcome_assertion_results": [*r.outcome_assertion_results, failed]})
+        if r.attempt <= 2 else r
+        for r in bank_batch.runs
+    ]  # fmt: skip
+    opened = _open(browser, tmp_path / "judged.html", bank_batch.render(runs))
+    alert = opened.page.locator("#judge-errors-alert")
+    assert alert.is_visible()
+    assert "2 of 6 counted attempts had a judge that could not judge" in alert.inner_text()
+    assert opened.problems == []
+    assert opened.requests == [(tmp_path / "judged.html").as_uri()]
+    opened.page.close()
+
+
 def test_comparison_renders_in_chromium_without_errors(
     browser: Any, bank_batch: Batch, tmp_path: Path
 ) -> None:

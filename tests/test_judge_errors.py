@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from groundstate.grading.rubric import partial_score
-from groundstate.grading.terminal import JUDGED, classify
-from groundstate.records import CheckResult
+from groundstate.grading.terminal import classify
+from groundstate.records import JUDGED, CheckResult
 from groundstate.spec.task import RubricNode
 
 JUDGE_ERROR = CheckResult(id="reply", kind=JUDGED, passed=False, error="JudgeFailure: HTTP 400")

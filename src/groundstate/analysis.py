@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from groundstate.records import INVALID_REASONS, AgentRun
-from groundstate.report.numbers import incomplete_text
+from groundstate.report.numbers import incomplete_text, judge_error_text
 from groundstate.stats import (
     DEFAULT_FDR,
     VIEWS,
@@ -96,11 +96,15 @@ class OutcomeTable:
     latency: npt.NDArray[np.float64]
     partial: npt.NDArray[np.float64]
     """NaN where a run has no partial score."""
+    judge_errors: npt.NDArray[np.int64]
+    """Judged assertions of each try whose judge could not judge
+    (:attr:`AgentRun.judge_errors`)."""
 
     @classmethod
     def from_rows(cls, rows: Sequence[Sequence[Any]]) -> OutcomeTable:
         """From ``(task_id, attempt, retry, terminal_reason, success, cost, latency,
-        partial_score)`` rows."""
+        partial_score[, judge_errors])`` rows (no judge errors when the ninth is left out, as
+        in an import's rows)."""
         return cls.from_chunks([rows])
 
     @classmethod
@@ -114,7 +118,7 @@ class OutcomeTable:
 
     def to_bytes(self) -> bytes:
         """The table as bytes (a JSON header with the distinct task ids and reasons, then each
-        column's little-endian values): what a batch's seal keeps, about 45 bytes a try."""
+        column's little-endian values): what a batch's seal keeps, about 49 bytes a try."""
         header = json.dumps(
             {"rows": len(self), "task_ids": self.task_ids, "reasons": self.reasons}
         ).encode()
@@ -156,6 +160,7 @@ class OutcomeTable:
                     r.cost,
                     r.latency,
                     r.partial_score,
+                    r.judge_errors,
                 )
                 for r in runs
             ]
@@ -209,9 +214,9 @@ class OutcomeTable:
 
 class OutcomeColumns:
     """Rows of ``(task_id, attempt, retry, terminal_reason, success, cost, latency,
-    partial_score)`` gathered chunk by chunk into the columns of an :class:`OutcomeTable`:
-    what :meth:`OutcomeTable.from_chunks` reads from the store, and what an import gathers
-    from the rows it stores (for the batch's seal)."""
+    partial_score[, judge_errors])`` gathered chunk by chunk into the columns of an
+    :class:`OutcomeTable`: what :meth:`OutcomeTable.from_chunks` reads from the store, and
+    what an import gathers from the rows it stores (for the batch's seal)."""
 
     def __init__(self) -> None:
         self._tasks: dict[str, int] = {}
@@ -221,7 +226,10 @@ class OutcomeColumns:
     def add(self, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
             return
-        task, attempt, retry, reason, success, cost, latency, partial = zip(*rows, strict=True)
+        columns = list(zip(*rows, strict=True))
+        if len(columns) == len(_ROW_COLUMNS) - 1:  # no judge errors given: an import's rows
+            columns.append((0,) * len(rows))
+        task, attempt, retry, reason, success, cost, latency, partial, judged = columns
         parts = self._parts
         parts["task"].append(_codes(task, self._tasks))
         parts["reason"].append(_codes(reason, self._reasons))
@@ -233,6 +241,7 @@ class OutcomeColumns:
         parts["partial"].append(
             np.array([np.nan if p is None else p for p in partial], dtype=np.float64)
         )
+        parts["judge_errors"].append(np.array(judged, dtype=np.int64))
 
     def table(self) -> OutcomeTable:
         """The rows added so far, in the order added; task ids and reasons coded in sorted
@@ -257,17 +266,21 @@ class OutcomeColumns:
             column["cost"],
             column["latency"],
             column["partial"],
+            column["judge_errors"],
         )
 
 
-_ROW_COLUMNS = ("task", "attempt", "retry", "reason", "success", "cost", "latency", "partial")
+_ROW_COLUMNS = (
+    "task", "attempt", "retry", "reason", "success", "cost", "latency", "partial", "judge_errors",
+)  # fmt: skip
 _DTYPES: dict[str, type[np.generic]] = {
     "task": np.int64, "attempt": np.int64, "retry": np.int64, "reason": np.int64,
     "success": np.bool_, "cost": np.float64, "latency": np.float64, "partial": np.float64,
+    "judge_errors": np.int64,
 }  # fmt: skip
 _PACKED = {
     "task": "<i4", "attempt": "<i8", "retry": "<i4", "reason": "<i4",
-    "success": "|b1", "cost": "<f8", "latency": "<f8", "partial": "<f8",
+    "success": "|b1", "cost": "<f8", "latency": "<f8", "partial": "<f8", "judge_errors": "<i4",
 }  # fmt: skip
 """How :meth:`OutcomeTable.to_bytes` stores each column (codes fit 32 bits: at most 2**31
 distinct tasks or reasons)."""
@@ -477,7 +490,24 @@ def batch_report(
         "invalid_tasks_run": batch.invalid_tasks,
         "invalid_tasks_results": invalid_task_results(batch, apart),
         "missing_attempts": missing_attempts(batch, whole.final()),
+        "judge_errors": judge_errors(counted.final),
         "summary": summary.to_dict(),
+    }
+
+
+def judge_errors(final: OutcomeTable) -> dict[str, Any]:
+    """The judged assertions that could not judge among *final*, the counted try of each
+    attempt. Such an attempt stays valid (a judged verdict never decides ``success``), so no
+    invalid rate shows them: every report states them apart (JSON, terminal, HTML, compare).
+    ``attempts`` with at least one, of ``counted_attempts``; ``errors`` in all; ``by_task``:
+    attempts with one, per task."""
+    hit = final.judge_errors > 0
+    per_task = np.bincount(final.task[hit], minlength=len(final.task_ids)).tolist()
+    return {
+        "attempts": int(hit.sum()),
+        "counted_attempts": len(final),
+        "errors": int(final.judge_errors.sum()),
+        "by_task": {task: n for task, n in zip(final.task_ids, per_task, strict=True) if n},
     }
 
 
@@ -602,6 +632,9 @@ def compare_batches(
         for side, batch, table in (("a", a, a_table), ("b", b, b_table))
         if (note := _incomplete_note(side, batch, table.final())) is not None
     ]
+    for side, batch, table in (("a", a, a_table), ("b", b, b_table)):
+        if judged := judge_error_text(judge_errors(_final_counts(batch, table)[0])):
+            notes.append(f"{side} ({batch.batch_id}): {judged}")
     if left_out:
         notes.append(
             "tasks that failed validation and ran anyway (run --allow-invalid), left out of "

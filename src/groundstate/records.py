@@ -14,6 +14,10 @@ FORMAT_VERSION = 2
 ``writes`` (both defaulted when a format-1 record is read)."""
 INVALID_REASONS = ("environment_failure", "grader_failure")
 """Terminal reasons that make an attempt invalid: rerun under the batch's policy, never scored."""
+JUDGED = "judge"
+"""The kind of an outcome assertion judged rather than read from state: its verdict never
+decides ``success``, so a judge that could not judge leaves the attempt valid (its ``error``
+set), and every report counts such judge errors (:attr:`AgentRun.judge_errors`)."""
 
 
 _new, _set = object.__new__, object.__setattr__  # bound once: CheckResult.trusted is hot
@@ -28,7 +32,8 @@ class CheckResult(BaseModel):
     evidence: Annotated[dict[str, Any], RECORDABLE] = Field(default_factory=dict)
     """May quote the agent's text."""
     error: Annotated[str | None, RECORDABLE] = None
-    """Set when the check itself could not be evaluated (a grader failure)."""
+    """Set when the check itself could not be evaluated: a grader failure, but for a judged
+    assertion (kind ``judge``), whose error leaves the attempt to the other checks."""
 
     @classmethod
     def trusted(
@@ -116,3 +121,9 @@ class AgentRun(BaseModel):
     @property
     def valid(self) -> bool:
         return self.terminal_reason.split("/")[0] not in INVALID_REASONS
+
+    @property
+    def judge_errors(self) -> int:
+        """Judged assertions whose judge could not judge (the store's outcome columns count
+        them alike: :data:`groundstate.store.JUDGE_ERRORS_SQL`)."""
+        return sum(r.kind == JUDGED and r.error is not None for r in self.outcome_assertion_results)

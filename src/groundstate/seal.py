@@ -13,7 +13,7 @@ old row), the reading commands store a **seal** for the batch, in the same read 
   rowid);
 - SQLite's schema cookie (dropping or changing a trigger, or any schema edit, changes it);
 - the batch's outcome columns (task, attempt, retry, terminal reason, success, cost, latency,
-  partial score of every try, about 45 bytes a try) and their sha256.
+  partial score and judge errors of every try, about 49 bytes a try) and their sha256.
 
 The next ``report`` or ``compare`` re-reads those facts (a few indexed lookups, one record
 hashed) and the columns' hash; if all match, the statistics are computed from the sealed
@@ -53,8 +53,9 @@ from groundstate.analysis import OutcomeColumns, OutcomeTable
 from groundstate.errors import StoreError
 from groundstate.store import RunStore, SealMaker, SealState, Verification
 
-SEAL_FORMAT = 1
-"""Bumped when what a seal pins changes: seals of another format are ignored (a full check)."""
+SEAL_FORMAT = 2
+"""Bumped when what a seal pins changes: seals of another format are ignored (a full check).
+2: the outcome columns count each try's judge errors."""
 
 
 class Seal(BaseModel):

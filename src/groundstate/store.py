@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from groundstate.errors import GroundstateError, StoreError
 from groundstate.paths import DEFAULT_STORE
-from groundstate.records import AgentRun
+from groundstate.records import JUDGED, AgentRun
 from groundstate.sandbox import hide_from_sandboxes
 from groundstate.spec.canonical import sha256_bytes, sha256_text
 from groundstate.workdirs import pid_alive
@@ -60,6 +60,17 @@ _OUTCOME_FIELDS = (
     "partial_score",
 )  # fmt: skip
 """The fields :meth:`RunStore.outcome_rows` reads from each record, in order."""
+JUDGE_ERRORS_SQL = (
+    f"(CASE WHEN record NOT LIKE '%\"{JUDGED}\"%' THEN 0 ELSE "
+    "(SELECT COUNT(*) FROM json_each(record, '$.outcome_assertion_results') "
+    f"WHERE json_extract(value, '$.kind') = '{JUDGED}' "
+    "AND json_extract(value, '$.error') IS NOT NULL) END)"
+)
+"""A record's judged assertions whose judge could not judge (:attr:`AgentRun.judge_errors`):
+read after the outcome fields, as their last column. Parsing the record again for them cost
+ten times the outcome fields' read (SQLite 3.40 keeps no parsed JSON between calls), so a
+record whose text has no ``"judge"`` (no judged assertion: most) is not parsed for them
+(``LIKE`` scans about twice as fast as ``instr``; a full check's hashing costs far more)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS batches (
@@ -1172,8 +1183,8 @@ class RunStore:
         fields = ", ".join(f"'$.{name}'" for name in _OUTCOME_FIELDS)
         try:
             cursor = self._db.execute(
-                f"SELECT json_extract(record, {fields}) FROM runs WHERE batch_id = ? "
-                "ORDER BY task_id, attempt, retry",
+                f"SELECT json_insert(json_extract(record, {fields}), '$[#]', {JUDGE_ERRORS_SQL}) "
+                "FROM runs WHERE batch_id = ? ORDER BY task_id, attempt, retry",
                 (batch_id,),
             )
             while rows := cursor.fetchmany(size):
@@ -1252,9 +1263,10 @@ class RunStore:
 
     def outcome_rows(self, batch_id: str) -> list[list[Any]]:
         """Every try of a batch as ``[task_id, attempt, retry, terminal_reason, success, cost,
-        latency, partial_score]``, in (task, attempt, retry) order: what statistics read,
-        taken from the hashed records themselves (not the unhashed index columns) without
-        validating whole ``AgentRun`` models, so a million attempts stay cheap."""
+        latency, partial_score, judge_errors]``, in (task, attempt, retry) order: what
+        statistics read, taken from the hashed records themselves (not the unhashed index
+        columns) without validating whole ``AgentRun`` models, so a million attempts stay
+        cheap."""
         return [row for rows in self.outcome_chunks(batch_id) for row in rows]
 
     def _stream(self, sql: str, params: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:

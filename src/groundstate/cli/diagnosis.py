@@ -101,6 +101,8 @@ def plan_command(
 def _print_plan(out: Console, result: Plan) -> None:
     from rich.table import Table
 
+    from groundstate.report.terminal import quoted
+
     parts = Table(title="variance components (per attempt, valid attempts)")
     for column in ("pilot", "tasks", "attempts/task", "mean", "between", "within", "ICC", "deff"):
         parts.add_column(column)
@@ -142,7 +144,7 @@ def _print_plan(out: Console, result: Plan) -> None:
         f"task by {m.one_more_task:.2e} ({m.per_run_task:.2e} per run): add {m.better}s"
     )
     for line in result.warnings:
-        out.print(f"[yellow]warning:[/] {line}")
+        out.print(f"[yellow]warning:[/] {quoted(line)}")  # it names task ids
 
 
 # --- grader agreement -------------------------------------------------------------------------

@@ -611,8 +611,11 @@ def _batch_json(
         "success_rate": data["success_rate"],
         "pass_at_k": data["pass_at_k"],
         "pass_hat_k": data["pass_hat_k"],
+        # the figures over valid attempts alone say nothing of the invalid ones: as in report
+        "invalid_as_failure": data["invalid_as_failure"],
         "invalid_rate_flagged": data["invalid_rate_flagged"],
         "max_invalid_rate": data["tries"]["max_invalid_rate"],
+        "judge_errors": data["judge_errors"],
         "fail_under": verdicts,
     }
 

@@ -52,7 +52,7 @@ def _batches_table(found: list[BatchSummary]) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    from groundstate.errors import one_line
+    from groundstate.report.terminal import shown
 
     table = Table(
         title="batches (oldest first)", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
@@ -67,7 +67,7 @@ def _batches_table(found: list[BatchSummary]) -> Table:
         table.add_row(
             b.batch_id,
             f"{b.created_at:%Y-%m-%d %H:%M}",
-            Text(one_line(b.suite)),
+            Text(shown(b.suite)),
             b.system_spec_hash[:12],
             f"{b.attempts_stored}/{b.attempts_expected}",
             b.status,
@@ -163,16 +163,16 @@ def _runs_table(batch_id: str, rows: list[dict[str, Any]], width: int) -> Table:
     from rich.table import Table
     from rich.text import Text
 
-    from groundstate.errors import one_line
+    from groundstate.report.terminal import shown
 
     cells = [
         (
             row["run_id"][:RUN_ID_SHOWN],
-            one_line(row["task_id"]),
+            shown(row["task_id"]),
             str(row["attempt"])
             + (f" r{row['retry']}" if row["retry"] else "")
             + ("" if row["counted"] else "*"),
-            one_line(row["terminal_reason"]),
+            shown(row["terminal_reason"]),
         )
         for row in rows
     ]

@@ -45,7 +45,7 @@ from groundstate.errors import (
     StepLimitReached,
     TimeLimitReached,
 )
-from groundstate.records import CheckResult
+from groundstate.records import JUDGED, CheckResult
 
 SUCCESS = "success"
 
@@ -82,10 +82,6 @@ def interruption_reason(exc: BaseException, stage: str) -> str:
         if isinstance(exc, kind):
             return reason
     return "agent_failure/crashed"
-
-
-JUDGED = "judge"
-"""The kind of an outcome assertion judged rather than read from state."""
 
 
 def _decides(result: CheckResult) -> bool:

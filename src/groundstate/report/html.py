@@ -17,12 +17,14 @@ from functools import cache
 from typing import Any, TypeGuard
 
 import jinja2
+from markupsafe import Markup
 from pydantic import TypeAdapter, ValidationError
 
 from groundstate.analysis import (
     OutcomeTable,
     headline_tries,
     invalid_task_results,
+    judge_errors,
     missing_attempts,
 )
 from groundstate.records import AgentRun, CheckResult
@@ -37,6 +39,7 @@ from groundstate.report.numbers import (
     incomplete_text,
     interval,
     invalid_task_text,
+    judge_error_text,
     p_value,
     share,
     signed,
@@ -54,8 +57,6 @@ from groundstate.stats import (
 from groundstate.store import BatchInfo, Verification
 from groundstate.trace import ToolCallEvent, TraceEvent
 
-TEXT_LIMIT = 20_000
-"""Characters of one shown value (a tool output, an evidence blob) before it is cut."""
 COMPACT_LIMIT = 100
 """JSON up to this many characters stays on one line."""
 VIEW_TITLES = {"valid": "valid attempts only", "strict": "invalid attempts count as failures"}
@@ -116,9 +117,10 @@ def render_batch(
     altered = _altered_runs(integrity)
     table = OutcomeTable.from_runs(runs)
     missing = missing_attempts(batch, table.final())
-    apart = invalid_task_results(batch, headline_tries(batch, table)[1])
+    counted, apart = headline_tries(batch, table)
     return _template("report.html.j2").render(
-        invalid_tasks=invalid_task_text(apart),
+        invalid_tasks=invalid_task_text(invalid_task_results(batch, apart)),
+        judged=judge_error_text(judge_errors(counted.final())),
         batch=batch,
         summary=summary,
         header=_header(batch, summary, tries),
@@ -287,13 +289,11 @@ def _pct(value: float | None) -> str:
 
 def _pretty(value: Any) -> str:
     """Strings as written (newlines kept), anything else as JSON: on one line when it is
-    short, indented otherwise; long text cut."""
+    short, indented otherwise (cut past :data:`TEXT_LIMIT`, as every value printed is)."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > COMPACT_LIMIT and not isinstance(value, str):
         text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
-    if len(text) <= TEXT_LIMIT:
-        return text
-    return f"{text[:TEXT_LIMIT]}\n… ({len(text) - TEXT_LIMIT} more characters)"
+    return text
 
 
 def _cell(value: Any) -> str:
@@ -405,12 +405,13 @@ def _series(
     ]  # fmt: skip
     upper = [f"{p['x']},{p['y'] if p['high_y'] is None else p['high_y']}" for p in points]
     lower = [f"{p['x']},{p['y'] if p['low_y'] is None else p['low_y']}" for p in reversed(points)]
+    # Numbers only, made here: Markup, so no value's bound cuts a curve of 1,000 points.
     return {
         "name": name,
         "css": css,
         "points": points,
-        "line": " ".join(f"{p['x']},{p['y']}" for p in points),
-        "band": " ".join(upper + lower),
+        "line": Markup(" ".join(f"{p['x']},{p['y']}" for p in points)),
+        "band": Markup(" ".join(upper + lower)),
     }
 
 

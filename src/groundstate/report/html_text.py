@@ -1,5 +1,6 @@
 """The one rule for text from runs and files on an HTML page (the report, the comparison, the
-labelling sheet): escaped, and its bidirectional controls closed where it ends.
+labelling sheet): cut past :data:`~groundstate.report.numbers.TEXT_LIMIT` characters,
+escaped, and its bidirectional controls closed where it ends.
 
 Autoescaping keeps markup, script and template text inert. It leaves the text itself exact,
 bidirectional controls included (an id may be Hebrew with a mark in it), but an override or
@@ -17,6 +18,8 @@ from typing import Any
 
 import jinja2
 from markupsafe import Markup
+
+from groundstate.report.numbers import clipped
 
 _EMBEDDINGS = "\u202a\u202b\u202d\u202e"
 """LRE, RLE, LRO, RLO: closed by PDF (U+202C)."""
@@ -45,15 +48,17 @@ def contained(text: str) -> str:
 
 
 def _finalize(value: Any) -> Any:
-    """Every ``{{ value }}``: text is closed (markup the templates made is left as it is)."""
+    """Every ``{{ value }}``: text is cut (:func:`clipped`: a message of megabytes made pages
+    of tens) and closed (markup the templates made is left as it is)."""
     if isinstance(value, str) and not isinstance(value, Markup):
-        return contained(value)
+        return contained(clipped(value))
     return value
 
 
 def _join(items: Iterable[Any], separator: str = "") -> str:
-    """``join`` with each item closed: one id cannot reorder the ids after it."""
-    return separator.join(contained(str(item)) for item in items)
+    """``join`` with each item closed: one id cannot reorder the ids after it. The result is
+    cut as any value is (by ``finalize``), after each item's closers."""
+    return separator.join(contained(clipped(str(item))) for item in items)
 
 
 def environment(**options: Any) -> jinja2.Environment:

@@ -1,8 +1,23 @@
-"""How the terminal and HTML reports print a number, so the two agree with each other."""
+"""How the terminal and HTML reports print a number (and bound a text), so the two agree with
+each other."""
 
 from __future__ import annotations
 
 from typing import Any
+
+TEXT_LIMIT = 20_000
+"""Characters of one shown value (a message, a tool output, an error, an evidence blob, a
+joined list) before it is cut: a record or an imported file may hold megabytes in any text."""
+LINE_LIMIT = 2_000
+"""Characters of a one-line value in the terminal (a task id, a reason, a slice, a note)."""
+
+
+def clipped(text: str, limit: int = TEXT_LIMIT) -> str:
+    """*text*, cut after *limit* characters with how many more there were: every view prints
+    values from records and files through it (the JSON keeps them whole)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\u2026 ({len(text) - limit} more characters)"
 
 
 def fixed(value: float, digits: int) -> str:
@@ -149,4 +164,29 @@ def invalid_task_text(rows: list[dict[str, Any]]) -> str:
         f"{t['task_id']} {t['valid']['c']}/{t['valid']['n']} valid attempts succeeded"
         + (f", {t['invalid']} invalid" if t["invalid"] else "")
         for t in rows
+    )
+
+
+NAMED = 8
+"""Tasks a report's line names before it says "and N more" (``--json`` lists every one)."""
+
+
+def named(counts: dict[str, int]) -> str:
+    """``t1 (2), t2 (1)``: the first :data:`NAMED` tasks with their counts, then how many more."""
+    shown = ", ".join(f"{task} ({n})" for task, n in list(counts.items())[:NAMED])
+    return shown + (f" and {len(counts) - NAMED} more" if len(counts) > NAMED else "")
+
+
+def judge_error_text(block: dict[str, Any]) -> str:
+    """What :func:`groundstate.analysis.judge_errors` found, as one phrase ("" when none):
+    every report words it alike."""
+    if not block["attempts"]:
+        return ""
+    attempts, of = block["attempts"], block["counted_attempts"]
+    return (
+        f"{attempts} of {of} counted attempts had a judge that could not judge "
+        f"({block['errors']} judge error{'s' * (block['errors'] != 1)}): their judged "
+        "verdicts are unknown, their success rests on state and constraints alone, and their "
+        "partial scores are left out where the rubric counts the judge; attempts by task: "
+        f"{named(block['by_task'])}"
     )

@@ -17,14 +17,17 @@ from groundstate.environments.base import RowWrite
 from groundstate.errors import one_line, printable
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.numbers import (
+    LINE_LIMIT,
     NO_VALID_FIGURE,
     amount,
     apart,
+    clipped,
     counted_of,
     fraction,
     incomplete_text,
     interval,
     invalid_task_text,
+    judge_error_text,
     p_value,
     share,
     signed,
@@ -33,14 +36,21 @@ from groundstate.store import BatchInfo
 from groundstate.trace import MessageEvent, ModelCallEvent
 
 
-def quoted(text: str) -> str:
-    """A one-line value inside rich markup: :func:`one_line`, then its brackets escaped."""
-    return escape(one_line(text))
+def shown(text: str, limit: int = LINE_LIMIT) -> str:
+    """A value from a run or a file on one line: cut (:func:`clipped`), then :func:`one_line`.
+    Every value the terminal reports print goes through it or :func:`indented`."""
+    return one_line(clipped(text, limit))
+
+
+def quoted(text: str, limit: int = LINE_LIMIT) -> str:
+    """A one-line value inside rich markup: :func:`shown`, then its brackets escaped."""
+    return escape(shown(text, limit))
 
 
 def indented(text: str, prefix: str = "  ") -> str:
-    """Multi-line *text*, escaped by :func:`printable`, each line under *prefix*."""
-    return "\n".join(prefix + line for line in printable(text).split("\n"))
+    """Multi-line *text*, cut (:func:`clipped`) and escaped by :func:`printable`, each line
+    under *prefix*."""
+    return "\n".join(prefix + line for line in printable(clipped(text)).split("\n"))
 
 
 def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
@@ -58,7 +68,7 @@ def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
         f"system {batch.system_spec_hash[:12]}{_where(batch)}"
     )
     # Under the table, not its caption: a caption wraps to the (compact) table's width.
-    caption = Text("\n".join(map(one_line, decision_lines(batch.decision, batch.population))))
+    caption = Text("\n".join(map(shown, decision_lines(batch.decision, batch.population))))
     return Fitted(lambda width: Group(_batch_table(title, rows, width), caption))
 
 
@@ -70,11 +80,11 @@ def _task_row(batch: BatchInfo, task_id: str, task_runs: list[AgentRun]) -> _Row
     valid = [r for r in task_runs if r.valid]
     reasons = Counter(r.terminal_reason for r in task_runs)
     return (
-        one_line(task_id),
-        one_line(", ".join(batch.task_slices.get(task_id, []))),
+        shown(task_id),
+        shown(", ".join(batch.task_slices.get(task_id, []))),
         f"{sum(r.success for r in valid)} / {len(valid)}",
         str(len(task_runs) - len(valid)),
-        [one_line(f"{reason} x{n}") for reason, n in sorted(reasons.items())],
+        [shown(f"{reason} x{n}") for reason, n in sorted(reasons.items())],
     )
 
 
@@ -140,22 +150,23 @@ def decision_lines(decision: str | None, population: dict[str, str] | None) -> l
 
 
 def _where(batch: BatchInfo) -> str:
-    """Where the attempts ran, when the batch recorded it."""
+    """Where the attempts ran, when the batch recorded it: where it started (a resume may run
+    on another executor; the batch keeps the start's)."""
     if batch.executor is None:
         return ""
-    return f" · executor {batch.executor} · concurrency {batch.concurrency}"
+    return f" · started on executor {batch.executor} · concurrency {batch.concurrency}"
 
 
 def _plain(text: str) -> Text:
     """A cell shown as written: imported batches carry task ids and reasons from any file."""
-    return Text(one_line(text))
+    return Text(shown(text))
 
 
 def print_run(console: Console, run: AgentRun) -> None:
     reason = quoted(run.terminal_reason)
     verdict = "[green]success[/]" if run.success else f"[red]{reason}[/]"
     console.print(
-        one_line(
+        shown(
             f"run {run.run_id} · task {run.task_id} r{run.task_revision} · attempt {run.attempt}"
         ),
         markup=False,
@@ -182,7 +193,7 @@ def _print_checks(console: Console, title: str, results: list[CheckResult]) -> N
     console.print(f"[bold]{title}[/]" + ("" if results else ": none"))
     for result in results:
         mark = "error" if result.error else ("pass" if result.passed else "FAIL")
-        console.print(one_line(f"  {mark:5} {result.id} ({result.kind})"), markup=False)
+        console.print(shown(f"  {mark:5} {result.id} ({result.kind})"), markup=False)
         detail = result.error or _evidence(result.evidence)
         if detail and not result.passed:
             console.print(indented(detail, " " * 8), markup=False, highlight=False)
@@ -211,8 +222,8 @@ def _event_line(event: Any) -> str:
     )
     changed = f"  changed {','.join(event.changed_tables)}" if event.changed_tables else ""
     call = f"{event.tool}({json.dumps(event.args)})"
-    head = one_line(f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}")
-    return head + "".join(f"\n{_UNDER}{one_line(_write_line(w))}" for w in event.writes)
+    head = shown(f"  [{event.step:>2}] call  {call} → {outcome[:300]}{changed}")
+    return head + "".join(f"\n{_UNDER}{shown(_write_line(w))}" for w in event.writes)
 
 
 def _model_call_line(event: ModelCallEvent) -> str:
@@ -223,7 +234,7 @@ def _model_call_line(event: ModelCallEvent) -> str:
         error = event.error
         status = f" HTTP {error.status_code}" if error.status_code is not None else ""
         request = f" [{error.request_id}]" if error.request_id else ""
-        return one_line(f"{head} → {error.kind}{status}{request}: {error.message[:200]} ({timing})")
+        return shown(f"{head} → {error.kind}{status}{request}: {error.message[:200]} ({timing})")
     answer = event.response
     parts = [f"{c.name}({c.arguments[:120]})" for c in (answer.tool_calls if answer else [])]
     if answer is not None and answer.text:
@@ -232,7 +243,7 @@ def _model_call_line(event: ModelCallEvent) -> str:
     tokens = f"{usage.input_tokens} in / {usage.output_tokens} out"
     if usage.cost:
         tokens += f", cost {usage.cost:.6f}"
-    return one_line(f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})")
+    return shown(f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})")
 
 
 def _write_line(write: RowWrite) -> str:
@@ -440,6 +451,8 @@ def report_footer(report: dict[str, Any]) -> str:
             f"({tries['invalid_tries']} of {tries['tries']}: "
             f"{apart(invalid, threshold, 1, percent=True)} > {threshold:.1%})[/]"
         )
+    if judged := judge_error_text(report["judge_errors"]):
+        line += f"\n[bold yellow]JUDGE ERRORS: {quoted(judged)}[/]"
     if missing := report.get("missing_attempts"):
         line += (
             f"\n[bold red]INCOMPLETE: {quoted(incomplete_text(missing))}; complete it with "
@@ -532,7 +545,7 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     for side in ("a", "b"):
         stated = data.get(f"decision_{side}") or {}
         lines = decision_lines(stated.get("decision"), stated.get("population"))
-        console.print(one_line(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
+        console.print(shown(f"{side}: " + " · ".join(lines)), markup=False, highlight=False)
     for note in data["notes"]:
         console.print(f"[bold yellow]{quoted(note)}[/]")
     for view, title in (
@@ -546,7 +559,7 @@ def comparison_tables(console: Console, data: dict[str, Any]) -> None:
     _print_changes(console, data)
     for side in ("only_in_a", "only_in_b", "excluded_tasks"):
         if data[side]:
-            names = one_line(", ".join(data[side]))
+            names = shown(", ".join(data[side]))
             console.print(f"{side.replace('_', ' ')}: {names}", markup=False, highlight=False)
 
 
