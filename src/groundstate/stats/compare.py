@@ -633,9 +633,17 @@ def welch(a: Estimate, b: Estimate, *, n_tasks: int | None = None) -> Estimate:
         note = f"n/a: unpaired intervals need at least {MIN_TASKS} tasks on each side"
         return Estimate(ci_low=None, ci_high=None, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
     se = math.hypot(a.se, b.se)
-    if se == 0:
-        note = "n/a: no spread between tasks on either side"
-        return Estimate(ci_low=None, ci_high=None, se=0.0, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
+    flat = [side for side, e in (("a", a), ("b", b)) if e.se == 0]
+    if flat:
+        # A side whose tasks all have one value has a spread of 0 as its estimate, not as a
+        # fact: taken as known, six tasks all at 1 made b - a "significant" (p = 0.001) where
+        # a's own interval reaches 0.54. Its own interval (an exact bound) is the evidence.
+        which = "either side" if len(flat) == 2 else f"side {flat[0]}"
+        note = (
+            f"n/a: no spread between tasks on {which} (every task has one value), so the "
+            "spread of the difference cannot be estimated; see each side's own interval"
+        )
+        return Estimate(ci_low=None, ci_high=None, se=se, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
     va, vb = a.se**2, b.se**2
     # each side's own df (Kish's effective tasks - 1 with unequal weights; T - 1 where its
     # tasks all agree and it has no t interval)
