@@ -10,8 +10,14 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from groundstate.analysis import summarize_batch, tries
+from groundstate.report.html import render_batch
+from groundstate.report.terminal import print_run
 from groundstate.stats import Outcome, compare
+from groundstate.store import RunStore
+from groundstate.trace import ModelCallEvent, ModelResponse, ModelUsage
 from tests.test_stats_independent import cli, import_text, report
 
 # --- the Inspect export's accuracy is the report's success rate ------------------------------
@@ -70,3 +76,35 @@ def test_an_unpaired_side_whose_tasks_all_agree_is_not_taken_as_known() -> None:
     a2 = [Outcome(f"a{i}", j, j < 1 + i % 3) for i in range(6) for j in range(4)]
     d2 = compare(a2, b, n_boot=0).find("success_rate").difference
     assert d2.method == "welch_cr1" and d2.ci_low is not None
+
+
+# --- a run's own figures print as the reports' figures do ------------------------------------
+
+
+def test_a_runs_partial_score_and_a_model_calls_cost_never_print_as_0_or_1(
+    tmp_path: Path,
+) -> None:
+    """A partial score of 0.9996 printed "1.00" beside "success: no" in `show` and the HTML run
+    view (0.004: "0.00"), and a model call's cost of 1e-7 "0.000000" in both."""
+    batch = import_text(
+        tmp_path,
+        "task_id,attempt,success,partial_score\nt1,0,0,0.9996\nt2,0,0,0.004\n",
+    )
+    store = str(tmp_path / "s.db")
+    with RunStore(Path(store)) as runs_store:
+        info, runs = runs_store.batch(batch), runs_store.runs(batch)
+    call = ModelCallEvent(
+        step=0, at=0.0, provider="p", model="m", request_digest="d", latency_ms=1.0,
+        response=ModelResponse(text="hi"), usage=ModelUsage(input_tokens=3, cost=1e-7),
+    )  # fmt: skip
+    runs = [r.model_copy(update={"observation_action_log": [call]}) for r in runs]
+    page = render_batch(info, runs, summarize_batch(info, runs, seed=0), tries(info, runs))
+    shown = {}
+    for run in runs:
+        out = Console(width=200, record=True)
+        print_run(out, run)
+        shown[run.task_id] = out.export_text()
+    for text in (page, *shown.values()):
+        assert "cost 1e-07" in text and "0.000000" not in text
+    assert "partial score: >0.999" in shown["t1"] and "partial score: 0.004" in shown["t2"]
+    assert "partial score &gt;0.999" in page and "partial score 0.004" in page
