@@ -5,6 +5,7 @@ same in each output."""
 from __future__ import annotations
 
 import json
+import math
 import zipfile
 from fractions import Fraction
 from pathlib import Path
@@ -15,7 +16,7 @@ from rich.console import Console
 from groundstate.analysis import summarize_batch, tries
 from groundstate.report.html import render_batch
 from groundstate.report.terminal import print_run
-from groundstate.stats import Outcome, compare
+from groundstate.stats import Outcome, compare, summarize
 from groundstate.store import RunStore
 from groundstate.trace import ModelCallEvent, ModelResponse, ModelUsage
 from tests.test_stats_independent import cli, import_text, report
@@ -108,3 +109,22 @@ def test_a_runs_partial_score_and_a_model_calls_cost_never_print_as_0_or_1(
         assert "cost 1e-07" in text and "0.000000" not in text
     assert "partial score: >0.999" in shown["t1"] and "partial score: 0.004" in shown["t2"]
     assert "partial score &gt;0.999" in page and "partial score 0.004" in page
+
+
+# --- an infinite or negative cost or latency is refused, naming its attempt ------------------
+
+
+@pytest.mark.parametrize("field", ["cost", "latency"])
+@pytest.mark.parametrize("value", [math.inf, -math.inf, -0.5])
+def test_an_infinite_or_negative_cost_or_latency_is_refused_by_name(
+    field: str, value: float
+) -> None:
+    """An infinite latency gave a mean, median and p90 of NaN (not JSON) and a negative cost
+    lowered the total; None (not known) is still left out and counted as unknown."""
+    outcomes = [Outcome(f"t{i}", 0, True, **{field: 1.0}) for i in range(5)]
+    bad = Outcome("t9", 2, False, **{field: value})
+    with pytest.raises(ValueError, match=rf"^{field} .* of task 't9' attempt 2 is not a finite"):
+        summarize([*outcomes, bad], n_boot=0)
+    unknown = summarize([*outcomes, Outcome("t9", 2, False, **{field: None})], n_boot=0)
+    spread = getattr(unknown, field)
+    assert (spread.total, spread.mean, spread.unknown) == (5.0, 1.0, 1)

@@ -245,12 +245,17 @@ def summarize(
     records = list(outcomes)
     if not records:
         raise ValueError("summarize needs at least one outcome")
+    amounts = {name: np.array([getattr(o, name) for o in records], dtype=np.float64)
+               for name in ("cost", "latency")}  # fmt: skip
+    for name, values in amounts.items():
+        _check_amounts(name, values, lambda i: f"task {records[i].task_id!r} attempt "
+                                               f"{records[i].attempt}")  # fmt: skip
     return summary_of(
         {v: task_counts(records, v) for v in VIEWS},
         reasons=Counter(o.terminal_reason for o in records),
         invalid_reasons=Counter(o.terminal_reason for o in records if not o.valid),
-        cost=np.array([o.cost for o in records], dtype=np.float64),
-        latency=np.array([o.latency for o in records], dtype=np.float64),
+        cost=amounts["cost"],
+        latency=amounts["latency"],
         successes=sum(o.success and o.valid for o in records),
         seed=seed, n_boot=n_boot, max_k=max_k, k_over_supporting=k_over_supporting,
     )  # fmt: skip
@@ -272,6 +277,8 @@ def summary_of(
     """A :class:`Summary` from per-task counts and per-attempt columns (one entry per
     counted attempt): the shared end of :func:`summarize` and of columnar callers."""
     attempts = len(cost)
+    _check_amounts("cost", cost)
+    _check_amounts("latency", latency)
     return Summary(
         n_tasks=len(counts["strict"]),
         attempts=attempts,
@@ -462,6 +469,21 @@ def distribution(values: FloatArray) -> Distribution:
                                               np.percentile(scaled, 90)))  # fmt: skip
     mean, median, p90 = (float(v) for v in spread)
     return Distribution(total if math.isfinite(total) else None, mean, median, p90, unknown)
+
+
+def _check_amounts(
+    name: str, values: FloatArray, where: Callable[[int], str] = "counted attempt {}".format
+) -> None:
+    """A cost or latency is a non-negative finite number, or NaN (not known): an infinite
+    latency made the mean, median and p90 NaN (not JSON), a negative cost lowered the total.
+    Imports and runs never store one; this guards the library API, as partial scores are."""
+    bad = np.flatnonzero(np.isinf(values) | (values < 0))
+    if bad.size:
+        raise ValueError(
+            f"{name} {float(values[bad[0]])!r} of {where(int(bad[0]))} is not a "
+            f"finite non-negative number ({bad.size} attempt{'s' * (bad.size != 1)}); give "
+            "None for a value not known"
+        )
 
 
 def _per_success(cost: FloatArray, successes: int) -> float | None:
