@@ -16,6 +16,7 @@ import pytest
 from rich.console import Console
 
 from groundstate.analysis import summarize_batch, tries
+from groundstate.cli.diagnosis import _number
 from groundstate.records import AgentRun
 from groundstate.report.html import render_batch
 from groundstate.report.terminal import print_run
@@ -168,3 +169,18 @@ def test_batches_calls_a_batch_with_reruns_due_incomplete_as_report_does(tmp_pat
         asyncio.run(again.resume(str(batch_id)))
     (listed,) = json.loads(cli("batches", "--json", "--store", str(store))[1])
     assert (listed["status"], listed["reruns_pending"]) == ("complete", 0)
+
+
+# --- agreement below chance ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(-0.0004, ">-0.001"), (-0.99996, "<-0.999"), (-0.25, "-0.250"), (-1.0, "-1.000"),
+     (0.0004, "<0.001"), (0.99996, ">0.999")],
+)  # fmt: skip
+def test_a_kappa_near_0_or_minus_1_never_prints_as_either(value: float, shown: str) -> None:
+    """A kappa of -0.0004 printed "-0.000" in `agreement` and `labels` (a positive one printed
+    "<0.001"), and -0.99996 "-1.000"."""
+    assert _number(value) == shown
+    assert _number(value, 12) == f"{shown} (12)"
