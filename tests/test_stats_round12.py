@@ -184,3 +184,17 @@ def test_a_kappa_near_0_or_minus_1_never_prints_as_either(value: float, shown: s
     "<0.001"), and -0.99996 "-1.000"."""
     assert _number(value) == shown
     assert _number(value, 12) == f"{shown} (12)"
+
+
+def test_the_note_of_tasks_all_at_one_inner_value_never_names_an_end_of_the_range() -> None:
+    """Six tasks each scored 0.9996: the estimate prints ">0.999", and its note said "all 6
+    tasks have the value 1.000", the value of the exact bound's case; 0.0004 said 0.000."""
+    for score, named in ((0.9996, "0.9996"), (0.0004, "0.0004"), (0.5, "0.500")):
+        found = summarize(
+            [Outcome(f"t{i}", 0, True, partial_score=score) for i in range(6)], n_boot=0
+        ).views["valid"]
+        assert found.partial_score is not None
+        assert found.partial_score.note == (
+            f"n/a: all 6 tasks have the value {named}, no spread between tasks to build an "
+            "interval on"
+        )

@@ -287,7 +287,10 @@ def _agreeing(
     (*reach*: :func:`exact_reach` of the tasks' weights)."""
     lo, hi = bounds
     reach = (hi - lo) * reach
-    said = f"all {tasks} tasks have the value {value:.3f}"
+    shown = f"{value:.3f}"
+    if float(shown) in (lo, 0.0, hi) and abs(value - float(shown)) > _TIE:
+        shown = f"{value:.6g}"  # 0.9996 on every task is not "the value 1.000"
+    said = f"all {tasks} tasks have the value {shown}"
     if abs(value - hi) <= _TIE:
         return Interval(lo + reach, hi, se, None, EXACT_BOUND, f"{said}: exact one-sided bound")
     if abs(value - lo) <= _TIE:
