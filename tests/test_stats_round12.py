@@ -198,3 +198,22 @@ def test_the_note_of_tasks_all_at_one_inner_value_never_names_an_end_of_the_rang
             f"n/a: all 6 tasks have the value {named}, no spread between tasks to build an "
             "interval on"
         )
+
+
+def test_a_task_outweighing_the_rest_to_0_degrees_of_freedom_gives_no_interval() -> None:
+    """Weights 1e17, 1, 1, 1, 1: Kish's effective number of tasks is 1 within float precision,
+    0 degrees of freedom, a t quantile of NaN, and the "interval" [0, 1] with df 0.0 came from
+    comparisons with NaN. Now n/a, as where the weight leaves no measurable spread; and an
+    unpaired difference with such a side says n/a too (Welch divided by its df)."""
+    weights = [1e17, 1.0, 1.0, 1.0, 1.0]
+
+    def side(prefix: str, wins: list[int]) -> list[Outcome]:
+        return [Outcome(f"{prefix}{i}", j, j < c, weight=w) for i, (c, w) in
+                enumerate(zip(wins, weights, strict=True)) for j in range(2)]  # fmt: skip
+
+    a = side("a", [1, 0, 2, 2, 0])
+    rate = summarize(a, n_boot=0).views["valid"].success_rate
+    assert rate is not None and rate.ci_low is None and rate.df is None
+    assert rate.note == "n/a: one task's weight leaves no measurable spread between tasks"
+    d = compare(a, side("b", [2, 1, 0, 2, 1]), n_boot=0).find("success_rate")
+    assert d.difference.ci_low is None and d.p_value is None

@@ -197,7 +197,7 @@ def _rules(
         assert se is not None  # tasks >= MIN_TASKS >= 2
         if agree:
             rules.append(_agreeing(float(columns[row, 0]), tasks, reach, bounds, se))
-        elif se == 0:  # the heaviest task outweighs the rest beyond float precision
+        elif se == 0 or df <= 0:  # the heaviest task outweighs the rest beyond float precision
             note = "n/a: one task's weight leaves no measurable spread between tasks"
             rules.append(Interval(None, None, se, None, NO_INTERVAL, note))
         elif difference:  # symmetric: excludes 0 exactly when the t test rejects
