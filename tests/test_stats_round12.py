@@ -10,7 +10,9 @@ import math
 import signal
 import zipfile
 from fractions import Fraction
+from math import comb
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -22,6 +24,7 @@ from groundstate.report.html import render_batch
 from groundstate.report.terminal import print_run
 from groundstate.runner import BatchConfig, BatchRunner, Interrupted
 from groundstate.stats import Outcome, compare, summarize
+from groundstate.stats import summary as summary_module
 from groundstate.store import RunStore
 from groundstate.testing import FaultyEnvironments
 from groundstate.trace import ModelCallEvent, ModelResponse, ModelUsage
@@ -217,3 +220,33 @@ def test_a_task_outweighing_the_rest_to_0_degrees_of_freedom_gives_no_interval()
     assert rate.note == "n/a: one task's weight leaves no measurable spread between tasks"
     d = compare(a, side("b", [2, 1, 0, 2, 1]), n_boot=0).find("success_rate")
     assert d.difference.ci_low is None and d.p_value is None
+
+
+# --- one task of many attempts ---------------------------------------------------------------
+
+
+def test_one_task_of_many_attempts_does_not_size_every_tasks_curve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """99 tasks of 2 attempts and one of 4,000: the report stops at k = 2, yet pass@k and
+    pass^k were computed for every task up to k = 4,000 (a 100 x 4,000 array, and several
+    temporaries; at 100,000 attempts 5 s and 460 MB). Counted in cells of the curves made;
+    the figures are unchanged, the one task's own slice still runs to its own k."""
+    cells: list[int] = []
+    real = summary_module.pass_curves
+
+    def counted(n: Any, c: Any, kmax: int) -> Any:
+        cells.append(len(n) * kmax)
+        return real(n, c, kmax)
+
+    monkeypatch.setattr(summary_module, "pass_curves", counted)
+    outcomes = [Outcome(f"t{i:02d}", j, (i + j) % 2 == 0, slice_labels=("small",))
+                for i in range(99) for j in range(2)]  # fmt: skip
+    outcomes += [Outcome("big", j, j % 3 == 0, slice_labels=("big",)) for j in range(4_000)]
+    found = summarize(outcomes, n_boot=0).views["valid"]
+    assert found.kmax == 2 and sorted(found.pass_hat_k) == [1, 2]
+    assert found.by_label["big"].kmax == 4_000
+    big = found.by_label["big"].pass_hat_k[3].estimate
+    assert big == pytest.approx(float(Fraction(comb(1334, 3), comb(4_000, 3))), rel=1e-9)
+    # each view: the big task's own slice up to its k, and the rest (views, slices) to k = 2
+    assert sum(cells) <= 2 * 4_000 + 10 * 100 * 2

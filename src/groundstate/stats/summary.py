@@ -307,20 +307,27 @@ def summarize_views(
     """Both views from per-task counts; suite values of both share one bootstrap draw."""
     if max_k is not None and max_k < 1:
         raise ValueError(f"max_k must be at least 1, got {max_k}")
-    columns = {}
+    columns, kmaxes = {}, {}
     for view, view_counts in counts.items():
-        top = max((t.n for t in view_counts), default=0)
-        columns[view] = _Columns.of(view_counts, top if max_k is None else min(top, max_k))
-    kmaxes = {v: _kmax(cols, max_k) for v, cols in columns.items()}
+        # The curves run to the common k (a task of 100,000 attempts beside 100 of 2 made a
+        # 100 x 100,000 array for a report stopping at k = 2); above it only when asked.
+        kmaxes[view] = _kmax(view_counts, max_k)
+        top = _kmax(view_counts, max_k, key=max) if k_over_supporting else kmaxes[view]
+        columns[view] = _Columns.of(view_counts, top)
     boots = _shared_bootstrap(columns, kmaxes, seed, n_boot)
     return {
-        view: _view_summary(view, cols, kmaxes[view], boots[view], k_over_supporting)
+        view: _view_summary(view, cols, kmaxes[view], boots[view], k_over_supporting, max_k)
         for view, cols in columns.items()
     }
 
 
-def _kmax(cols: _Columns, max_k: int | None) -> int:
-    kmax = int(cols.n[cols.used].min()) if cols.used.any() else 0
+def _kmax(
+    counts: Iterable[TaskCounts], max_k: int | None, key: Callable[[list[int]], int] = min
+) -> int:
+    """The fewest counted attempts of a counted task (with *key* max, the most), capped at
+    *max_k*; 0 when no task has one."""
+    ns = [t.n for t in counts if t.n > 0]
+    kmax = key(ns) if ns else 0
     return kmax if max_k is None else min(kmax, max_k)
 
 
@@ -357,6 +364,7 @@ def _view_summary(
     kmax: int,
     boot: _Boot,
     k_over_supporting: bool,
+    max_k: int | None,
 ) -> ViewSummary:
     used = cols.used
     return ViewSummary(
@@ -370,8 +378,10 @@ def _view_summary(
         pass_hat_k=cols.curve(cols.hat, kmax, used, boot, "hat"),
         beyond_k=_beyond(cols, kmax) if k_over_supporting else {},
         partial_score=_partial(cols),
-        by_label=_slices(cols, lambda t: t.labels, str),
-        by_horizon=_slices(cols, lambda t: (horizon_bucket(t.horizon),), HORIZON_BUCKETS.index),
+        by_label=_slices(cols, lambda t: t.labels, str, max_k),
+        by_horizon=_slices(
+            cols, lambda t: (horizon_bucket(t.horizon),), HORIZON_BUCKETS.index, max_k
+        ),
     )
 
 
@@ -407,27 +417,32 @@ def _partial(cols: _Columns) -> Estimate | None:
 
 
 def _slices(
-    cols: _Columns, keys_of: Callable[[TaskCounts], Iterable[str]], order: Callable[[str], Any]
+    cols: _Columns,
+    keys_of: Callable[[TaskCounts], Iterable[str]],
+    order: Callable[[str], Any],
+    max_k: int | None,
 ) -> dict[str, SliceSummary]:
     """Per-slice values, so many short easy tasks cannot hide collapse on long ones."""
     members: dict[str, list[int]] = {}
     for index, task in enumerate(cols.counts):
         for key in keys_of(task):
             members.setdefault(key, []).append(index)
-    return {key: _slice(cols, members[key]) for key in sorted(members, key=order)}
+    return {key: _slice(cols, members[key], max_k) for key in sorted(members, key=order)}
 
 
-def _slice(cols: _Columns, indices: list[int]) -> SliceSummary:
+def _slice(cols: _Columns, indices: list[int], max_k: int | None) -> SliceSummary:
+    """A slice's values up to its own common k, from curves of its counted tasks alone."""
     rows = np.zeros(len(cols.counts), dtype=np.bool_)
     rows[indices] = True
-    counted = rows & cols.used
-    kmax = min(int(cols.n[counted].min()), cols.hat.shape[1]) if counted.any() else 0
+    counted = [cols.counts[i] for i in indices if cols.used[i]]
+    kmax = _kmax(counted, max_k)
+    own = _Columns.of(counted, kmax)
     return SliceSummary(
         n_tasks=len(indices),
         excluded_tasks=cols.names(rows & ~cols.used),
         kmax=kmax,
-        success_rate=cols.estimate(cols.rate(), counted) if kmax else None,
-        pass_hat_k=cols.curve(cols.hat, kmax, counted, {}, "hat"),
+        success_rate=own.estimate(own.rate(), own.used) if kmax else None,
+        pass_hat_k=own.curve(own.hat, kmax, own.used, {}, "hat"),
     )
 
 
