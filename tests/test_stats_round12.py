@@ -75,7 +75,7 @@ def test_an_unpaired_side_whose_tasks_all_agree_is_not_taken_as_known() -> None:
     found = compare(a, b, n_boot=0)
     assert found.mode == "unpaired"
     for d in found.differences:
-        assert d.a.se == 0 and d.a.method == "exact_bound"
+        assert d.a.se == 0 and d.a.method == "exact_bound" and d.difference.se is None
         if d.b.se:  # pass@4 of b is 1 on every task too: no spread on either side
             assert d.difference.note.startswith("n/a: no spread between tasks on side a"), d
         assert d.difference.ci_low is None and d.difference.ci_high is None

@@ -633,7 +633,6 @@ def welch(a: Estimate, b: Estimate, *, n_tasks: int | None = None) -> Estimate:
     if min(a.n_tasks, b.n_tasks) < MIN_TASKS or a.se is None or b.se is None:
         note = f"n/a: unpaired intervals need at least {MIN_TASKS} tasks on each side"
         return Estimate(ci_low=None, ci_high=None, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
-    se = math.hypot(a.se, b.se)
     # no interval built on a spread: every task at one value (an exact bound, or n/a), or a
     # task whose weight leaves no measurable spread (within float noise of 0 counts too)
     flat = [side for side, e in (("a", a), ("b", b)) if e.method != AC_T_CR1 or not e.se]
@@ -646,7 +645,8 @@ def welch(a: Estimate, b: Estimate, *, n_tasks: int | None = None) -> Estimate:
             f"n/a: no spread between tasks on {which} (every task has one value), so the "
             "spread of the difference cannot be estimated; see each side's own interval"
         )
-        return Estimate(ci_low=None, ci_high=None, se=se, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
+        return Estimate(ci_low=None, ci_high=None, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
+    se = math.hypot(a.se, b.se)
     va, vb = a.se**2, b.se**2
     # each side's own df (Kish's effective tasks - 1 with unequal weights)
     df_a, df_b = a.df, b.df
