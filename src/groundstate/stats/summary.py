@@ -277,8 +277,6 @@ def summary_of(
     """A :class:`Summary` from per-task counts and per-attempt columns (one entry per
     counted attempt): the shared end of :func:`summarize` and of columnar callers."""
     attempts = len(cost)
-    _check_amounts("cost", cost)
-    _check_amounts("latency", latency)
     return Summary(
         n_tasks=len(counts["strict"]),
         attempts=attempts,
@@ -486,12 +484,11 @@ def distribution(values: FloatArray) -> Distribution:
     return Distribution(total if math.isfinite(total) else None, mean, median, p90, unknown)
 
 
-def _check_amounts(
-    name: str, values: FloatArray, where: Callable[[int], str] = "counted attempt {}".format
-) -> None:
+def _check_amounts(name: str, values: FloatArray, where: Callable[[int], str]) -> None:
     """A cost or latency is a non-negative finite number, or NaN (not known): an infinite
     latency made the mean, median and p90 NaN (not JSON), a negative cost lowered the total.
-    Imports and runs never store one; this guards the library API, as partial scores are."""
+    Imports and runs never store one (a record altered by hand is named by the integrity
+    check instead); this guards the library API, as partial scores are."""
     bad = np.flatnonzero(np.isinf(values) | (values < 0))
     if bad.size:
         raise ValueError(
