@@ -136,12 +136,13 @@ def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
     spec, plan = _eval_spec(batch, counted), _plan()
     summaries = [_summary(sample) for sample in samples]
     scored = [run for run in counted if run.task_id not in batch.invalid_tasks]
+    reductions = _reductions(scored)
     header = {
         "version": INSPECT_LOG_VERSION,
         "status": "success",
         "eval": spec,
         "plan": plan,
-        "results": _results(counted, scored),
+        "results": _results(counted, scored, reductions),
         "stats": _stats(batch, counted),
     }
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
@@ -154,7 +155,7 @@ def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path) -> int:
             _put(archive, f"samples/{sample['id']}_epoch_{sample['epoch']}.json", sample)
         _put(archive, "_journal/summaries/1.json", summaries)
         _put(archive, "summaries.json", summaries)
-        _put(archive, "reductions.json", _reductions(scored))
+        _put(archive, "reductions.json", reductions)
         _put(archive, "header.json", header)
     return len(samples)
 
@@ -320,16 +321,21 @@ def _summary(sample: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-def _results(runs: list[AgentRun], scored: list[AgentRun]) -> dict[str, Any]:
-    """Inspect's results block: the accuracy over the valid attempts of *scored*, the tasks
-    that did not fail validation (a task the batch names invalid is in no figure, here as in
-    ``report``; its samples carry an ``error``). With no valid attempt nothing was scored: no
-    score is given (``report`` says n/a), never an accuracy of 0."""
+def _results(
+    runs: list[AgentRun], scored: list[AgentRun], reductions: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Inspect's results block: the accuracy of *scored* (the tasks that did not fail
+    validation: a task the batch names invalid is in no figure, here as in ``report``; its
+    samples carry an ``error``) as Inspect computes it over epochs, the mean of the per-task
+    *reductions* (a pooled mean over attempts weighed a task by its valid attempts: 0.33 where
+    ``report`` and the reductions say 0.5). With no valid attempt nothing was scored: no score
+    is given (``report`` says n/a), never an accuracy of 0."""
     valid = [run for run in scored if run.valid]
     block: dict[str, Any] = {"total_samples": len(runs), "completed_samples": len(valid)}
-    if not valid:
+    samples = reductions[0]["samples"]
+    if not samples:
         return {**block, "scores": []}
-    accuracy = sum(run.success for run in valid) / len(valid)
+    accuracy = sum(sample["value"] for sample in samples) / len(samples)
     return {
         **block,
         "scores": [{

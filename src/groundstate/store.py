@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from groundstate.errors import GroundstateError, StoreError
 from groundstate.paths import DEFAULT_STORE
-from groundstate.records import JUDGED, AgentRun
+from groundstate.records import INVALID_REASONS, JUDGED, AgentRun
 from groundstate.sandbox import hide_from_sandboxes
 from groundstate.spec.canonical import sha256_bytes, sha256_text
 from groundstate.workdirs import pid_alive
@@ -401,9 +401,13 @@ class BatchSummary(BaseModel):
     """Tasks x attempts, as planned when the batch started; for an imported batch, whose plan
     is only the rows it brought (tasks have as many attempts as the file gave them), the
     attempts stored: it lacks none (``report`` names no missing attempts either)."""
+    reruns_pending: int = 0
+    """Attempts whose counted try is invalid with reruns left under the batch's policy: the
+    batch stopped before rerunning them (``report``'s ``missing_attempts.reruns_pending``)."""
     status: BatchStatus
     """``running`` while a live process holds its lease; otherwise ``empty`` (stopped before
-    its first attempt was stored), ``incomplete`` (resumable) or ``complete``; ``imported``
+    its first attempt was stored), ``incomplete`` (resumable: attempts not stored, or reruns
+    pending) or ``complete``; ``imported``
     for results from another harness (never resumed, whatever their attempts)."""
 
 
@@ -1121,11 +1125,36 @@ class RunStore:
                 (),
             )
         )
+        invalid_last = self._invalid_last_tries()
         now = datetime.now(UTC)
         return [
-            _summary(b, int(counts.get(b.batch_id, 0)), self.lease(b.batch_id), now)
+            _summary(
+                b,
+                int(counts.get(b.batch_id, 0)),
+                sum(n for retry, n in invalid_last.get(b.batch_id, []) if retry < b.max_retries),
+                self.lease(b.batch_id),
+                now,
+            )
             for b in self.batches()
         ]
+
+    def _invalid_last_tries(self) -> dict[str, list[tuple[int, int]]]:
+        """Per batch, (retry, attempts) of the attempts whose last try is invalid: those with
+        reruns left under the batch's policy are still due (``analysis.reruns_pending``)."""
+        invalid = " OR ".join(
+            f"reason = '{r}' OR substr(reason, 1, {len(r) + 1}) = '{r}/'" for r in INVALID_REASONS
+        )
+        found: dict[str, list[tuple[int, int]]] = {}
+        # SQLite takes a bare column of a MAX() aggregate from the row holding the maximum
+        rows = self._query(
+            "SELECT batch_id, retry, COUNT(*) FROM (SELECT batch_id, MAX(retry) AS retry, "
+            "terminal_reason AS reason FROM runs GROUP BY batch_id, task_id, attempt) "
+            f"WHERE {invalid} GROUP BY batch_id, retry",
+            (),
+        )
+        for batch_id, retry, n in rows:
+            found.setdefault(batch_id, []).append((int(retry), int(n)))
+        return found
 
     def batch_ids(self) -> list[str]:
         """Every batch id, oldest first (readable or not)."""
@@ -1673,9 +1702,12 @@ def _hostname() -> str:
     return socket.gethostname()
 
 
-def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) -> BatchSummary:
+def _summary(
+    batch: BatchInfo, stored: int, pending: int, lease: Lease | None, now: datetime
+) -> BatchSummary:
     imported = batch.source != "groundstate"
     expected = stored if imported else batch.attempts * len(batch.task_revisions)
+    pending = 0 if imported else pending
     status: BatchStatus = (
         "imported"
         if imported
@@ -1684,7 +1716,7 @@ def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) 
         else "empty"
         if stored == 0
         else "complete"
-        if stored >= expected
+        if stored >= expected and not pending
         else "incomplete"
     )
     return BatchSummary(
@@ -1696,6 +1728,7 @@ def _summary(batch: BatchInfo, stored: int, lease: Lease | None, now: datetime) 
         source=batch.source,
         attempts_stored=stored,
         attempts_expected=expected,
+        reruns_pending=pending,
         status=status,
     )
 

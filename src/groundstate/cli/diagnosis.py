@@ -258,13 +258,21 @@ def _agreement_table(
 
 def _number(value: float | None, units: int | None = None) -> str:
     """An agreement (or kappa, alpha) with three decimals, as reports print rates: one that is
-    not perfect never prints as 1.000 (9,999 of 10,000 runs agreeing is ``>0.999``)."""
+    not perfect never prints as 1.000 (9,999 of 10,000 runs agreeing is ``>0.999``), nor a
+    kappa below chance as 0 or -1 (-0.0004 is not "-0.000", -0.99996 not "-1.000")."""
     from groundstate.report.numbers import fraction
 
     if value is None:
         return "n/a"
-    shown = fraction(value) if value >= 0 else f"{value:.3f}"
+    shown = fraction(value) if value >= 0 else _negative(fraction(-value))
     return shown + ("" if units is None else f" ({units})")
+
+
+def _negative(magnitude: str) -> str:
+    """A value below 0 from :func:`fraction` of its magnitude: ``<0.001`` is ``>-0.001``."""
+    if magnitude[0] in "<>":
+        return {"<": ">", ">": "<"}[magnitude[0]] + "-" + magnitude[1:]
+    return "-" + magnitude
 
 
 # --- sampling failures ------------------------------------------------------------------------

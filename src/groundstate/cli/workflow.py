@@ -70,7 +70,7 @@ def _batches_table(found: list[BatchSummary]) -> Table:
             Text(shown(b.suite)),
             b.system_spec_hash[:12],
             f"{b.attempts_stored}/{b.attempts_expected}",
-            b.status,
+            b.status + (f" ({b.reruns_pending} reruns due)" if b.reruns_pending else ""),
         )
     return table
 

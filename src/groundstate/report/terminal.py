@@ -242,7 +242,7 @@ def _model_call_line(event: ModelCallEvent) -> str:
     usage = event.usage
     tokens = f"{usage.input_tokens} in / {usage.output_tokens} out"
     if usage.cost:
-        tokens += f", cost {usage.cost:.6f}"
+        tokens += f", cost {amount(usage.cost, 6)}"  # 1e-7 is not "0.000000"
     return shown(f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})")
 
 
@@ -262,7 +262,8 @@ def _json(value: Any) -> str:
 
 
 def _score(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
+    """A run's partial score as the reports print rates: 0.996 is not "1.00" (nor 0.004 "0.00")."""
+    return "n/a" if value is None else fraction(value)
 
 
 def _short(value: str | None) -> str:

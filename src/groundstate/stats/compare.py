@@ -22,6 +22,7 @@ from scipy import special
 
 from groundstate.errors import GroundstateError
 from groundstate.stats.intervals import (
+    AC_T_CR1,
     CHUNK_ELEMENTS,
     EXACT_BOUND,
     MIN_TASKS,
@@ -632,14 +633,24 @@ def welch(a: Estimate, b: Estimate, *, n_tasks: int | None = None) -> Estimate:
     if min(a.n_tasks, b.n_tasks) < MIN_TASKS or a.se is None or b.se is None:
         note = f"n/a: unpaired intervals need at least {MIN_TASKS} tasks on each side"
         return Estimate(ci_low=None, ci_high=None, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
+    # no interval built on a spread: every task at one value (an exact bound, or n/a), or a
+    # task whose weight leaves no measurable spread (within float noise of 0 counts too)
+    flat = [side for side, e in (("a", a), ("b", b)) if e.method != AC_T_CR1 or not e.se]
+    if flat:
+        # A side whose tasks all have one value has a spread of 0 as its estimate, not as a
+        # fact: taken as known, six tasks all at 1 made b - a "significant" (p = 0.001) where
+        # a's own interval reaches 0.54. Its own interval (an exact bound) is the evidence.
+        which = "either side" if len(flat) == 2 else f"side {flat[0]}"
+        note = (
+            f"n/a: no spread between tasks on {which} (every task has one value), so the "
+            "spread of the difference cannot be estimated; see each side's own interval"
+        )
+        return Estimate(ci_low=None, ci_high=None, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
     se = math.hypot(a.se, b.se)
-    if se == 0:
-        note = "n/a: no spread between tasks on either side"
-        return Estimate(ci_low=None, ci_high=None, se=0.0, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
     va, vb = a.se**2, b.se**2
-    # each side's own df (Kish's effective tasks - 1 with unequal weights; T - 1 where its
-    # tasks all agree and it has no t interval)
-    df_a, df_b = a.df or a.n_tasks - 1, b.df or b.n_tasks - 1
+    # each side's own df (Kish's effective tasks - 1 with unequal weights)
+    df_a, df_b = a.df, b.df
+    assert df_a is not None and df_b is not None  # an agresti_coull_t_cr1 level carries its df
     df = (va + vb) ** 2 / (va**2 / df_a + vb**2 / df_b)
     q = t_quantile(df)
     return Estimate(

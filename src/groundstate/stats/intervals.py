@@ -197,7 +197,7 @@ def _rules(
         assert se is not None  # tasks >= MIN_TASKS >= 2
         if agree:
             rules.append(_agreeing(float(columns[row, 0]), tasks, reach, bounds, se))
-        elif se == 0:  # the heaviest task outweighs the rest beyond float precision
+        elif se == 0 or df <= 0:  # the heaviest task outweighs the rest beyond float precision
             note = "n/a: one task's weight leaves no measurable spread between tasks"
             rules.append(Interval(None, None, se, None, NO_INTERVAL, note))
         elif difference:  # symmetric: excludes 0 exactly when the t test rejects
@@ -287,7 +287,10 @@ def _agreeing(
     (*reach*: :func:`exact_reach` of the tasks' weights)."""
     lo, hi = bounds
     reach = (hi - lo) * reach
-    said = f"all {tasks} tasks have the value {value:.3f}"
+    shown = f"{value:.3f}"
+    if float(shown) in (lo, 0.0, hi) and abs(value - float(shown)) > _TIE:
+        shown = f"{value:.6g}"  # 0.9996 on every task is not "the value 1.000"
+    said = f"all {tasks} tasks have the value {shown}"
     if abs(value - hi) <= _TIE:
         return Interval(lo + reach, hi, se, None, EXACT_BOUND, f"{said}: exact one-sided bound")
     if abs(value - lo) <= _TIE:

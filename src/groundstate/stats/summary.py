@@ -245,12 +245,17 @@ def summarize(
     records = list(outcomes)
     if not records:
         raise ValueError("summarize needs at least one outcome")
+    amounts = {name: np.array([getattr(o, name) for o in records], dtype=np.float64)
+               for name in ("cost", "latency")}  # fmt: skip
+    for name, values in amounts.items():
+        _check_amounts(name, values, lambda i: f"task {records[i].task_id!r} attempt "
+                                               f"{records[i].attempt}")  # fmt: skip
     return summary_of(
         {v: task_counts(records, v) for v in VIEWS},
         reasons=Counter(o.terminal_reason for o in records),
         invalid_reasons=Counter(o.terminal_reason for o in records if not o.valid),
-        cost=np.array([o.cost for o in records], dtype=np.float64),
-        latency=np.array([o.latency for o in records], dtype=np.float64),
+        cost=amounts["cost"],
+        latency=amounts["latency"],
         successes=sum(o.success and o.valid for o in records),
         seed=seed, n_boot=n_boot, max_k=max_k, k_over_supporting=k_over_supporting,
     )  # fmt: skip
@@ -300,20 +305,27 @@ def summarize_views(
     """Both views from per-task counts; suite values of both share one bootstrap draw."""
     if max_k is not None and max_k < 1:
         raise ValueError(f"max_k must be at least 1, got {max_k}")
-    columns = {}
+    columns, kmaxes = {}, {}
     for view, view_counts in counts.items():
-        top = max((t.n for t in view_counts), default=0)
-        columns[view] = _Columns.of(view_counts, top if max_k is None else min(top, max_k))
-    kmaxes = {v: _kmax(cols, max_k) for v, cols in columns.items()}
+        # The curves run to the common k (a task of 100,000 attempts beside 100 of 2 made a
+        # 100 x 100,000 array for a report stopping at k = 2); above it only when asked.
+        kmaxes[view] = _kmax(view_counts, max_k)
+        top = _kmax(view_counts, max_k, key=max) if k_over_supporting else kmaxes[view]
+        columns[view] = _Columns.of(view_counts, top)
     boots = _shared_bootstrap(columns, kmaxes, seed, n_boot)
     return {
-        view: _view_summary(view, cols, kmaxes[view], boots[view], k_over_supporting)
+        view: _view_summary(view, cols, kmaxes[view], boots[view], k_over_supporting, max_k)
         for view, cols in columns.items()
     }
 
 
-def _kmax(cols: _Columns, max_k: int | None) -> int:
-    kmax = int(cols.n[cols.used].min()) if cols.used.any() else 0
+def _kmax(
+    counts: Iterable[TaskCounts], max_k: int | None, key: Callable[[list[int]], int] = min
+) -> int:
+    """The fewest counted attempts of a counted task (with *key* max, the most), capped at
+    *max_k*; 0 when no task has one."""
+    ns = [t.n for t in counts if t.n > 0]
+    kmax = key(ns) if ns else 0
     return kmax if max_k is None else min(kmax, max_k)
 
 
@@ -350,6 +362,7 @@ def _view_summary(
     kmax: int,
     boot: _Boot,
     k_over_supporting: bool,
+    max_k: int | None,
 ) -> ViewSummary:
     used = cols.used
     return ViewSummary(
@@ -363,8 +376,10 @@ def _view_summary(
         pass_hat_k=cols.curve(cols.hat, kmax, used, boot, "hat"),
         beyond_k=_beyond(cols, kmax) if k_over_supporting else {},
         partial_score=_partial(cols),
-        by_label=_slices(cols, lambda t: t.labels, str),
-        by_horizon=_slices(cols, lambda t: (horizon_bucket(t.horizon),), HORIZON_BUCKETS.index),
+        by_label=_slices(cols, lambda t: t.labels, str, max_k),
+        by_horizon=_slices(
+            cols, lambda t: (horizon_bucket(t.horizon),), HORIZON_BUCKETS.index, max_k
+        ),
     )
 
 
@@ -400,27 +415,32 @@ def _partial(cols: _Columns) -> Estimate | None:
 
 
 def _slices(
-    cols: _Columns, keys_of: Callable[[TaskCounts], Iterable[str]], order: Callable[[str], Any]
+    cols: _Columns,
+    keys_of: Callable[[TaskCounts], Iterable[str]],
+    order: Callable[[str], Any],
+    max_k: int | None,
 ) -> dict[str, SliceSummary]:
     """Per-slice values, so many short easy tasks cannot hide collapse on long ones."""
     members: dict[str, list[int]] = {}
     for index, task in enumerate(cols.counts):
         for key in keys_of(task):
             members.setdefault(key, []).append(index)
-    return {key: _slice(cols, members[key]) for key in sorted(members, key=order)}
+    return {key: _slice(cols, members[key], max_k) for key in sorted(members, key=order)}
 
 
-def _slice(cols: _Columns, indices: list[int]) -> SliceSummary:
+def _slice(cols: _Columns, indices: list[int], max_k: int | None) -> SliceSummary:
+    """A slice's values up to its own common k, from curves of its counted tasks alone."""
     rows = np.zeros(len(cols.counts), dtype=np.bool_)
     rows[indices] = True
-    counted = rows & cols.used
-    kmax = min(int(cols.n[counted].min()), cols.hat.shape[1]) if counted.any() else 0
+    counted = [cols.counts[i] for i in indices if cols.used[i]]
+    kmax = _kmax(counted, max_k)
+    own = _Columns.of(counted, kmax)
     return SliceSummary(
         n_tasks=len(indices),
         excluded_tasks=cols.names(rows & ~cols.used),
         kmax=kmax,
-        success_rate=cols.estimate(cols.rate(), counted) if kmax else None,
-        pass_hat_k=cols.curve(cols.hat, kmax, counted, {}, "hat"),
+        success_rate=own.estimate(own.rate(), own.used) if kmax else None,
+        pass_hat_k=own.curve(own.hat, kmax, own.used, {}, "hat"),
     )
 
 
@@ -462,6 +482,20 @@ def distribution(values: FloatArray) -> Distribution:
                                               np.percentile(scaled, 90)))  # fmt: skip
     mean, median, p90 = (float(v) for v in spread)
     return Distribution(total if math.isfinite(total) else None, mean, median, p90, unknown)
+
+
+def _check_amounts(name: str, values: FloatArray, where: Callable[[int], str]) -> None:
+    """A cost or latency is a non-negative finite number, or NaN (not known): an infinite
+    latency made the mean, median and p90 NaN (not JSON), a negative cost lowered the total.
+    Imports and runs never store one (a record altered by hand is named by the integrity
+    check instead); this guards the library API, as partial scores are."""
+    bad = np.flatnonzero(np.isinf(values) | (values < 0))
+    if bad.size:
+        raise ValueError(
+            f"{name} {float(values[bad[0]])!r} of {where(int(bad[0]))} is not a "
+            f"finite non-negative number ({bad.size} attempt{'s' * (bad.size != 1)}); give "
+            "None for a value not known"
+        )
 
 
 def _per_success(cost: FloatArray, successes: int) -> float | None:
