@@ -51,7 +51,7 @@ from groundstate.executors import Executor, InProcessExecutor
 from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
-from groundstate.spec.suite import Suite
+from groundstate.spec.suite import Suite, files_hash
 from groundstate.spec.system import SystemSpec
 from groundstate.store import (
     LEASE_HEARTBEAT,
@@ -600,11 +600,62 @@ def check_resumable(batch: BatchInfo, suite: Suite, system: SystemSpec) -> None:
         )
     changed = []
     if batch.suite_hash != suite.suite_hash:
-        changed.append(f"the suite {suite.root} changed since the batch started")
+        changed.append(_suite_change(batch, suite))
     if batch.system_spec_hash != system.system_spec_hash:
-        changed.append("the system spec hash differs from the batch's")
+        changed.append(_system_change(batch, system))
     if changed:
         raise ResumeMismatch(f"cannot resume batch {batch.batch_id}: " + "; ".join(changed))
+
+
+def _suite_change(batch: BatchInfo, suite: Suite) -> str:
+    """What differs between *suite* and the one *batch* ran: the environment it ran in (the
+    same files hash as the batch's with another kind), or its files."""
+    from groundstate.environments.registry import environment_kinds
+
+    for kind in environment_kinds():
+        if files_hash(suite.files, kind) == batch.suite_hash:
+            return (
+                f"the batch ran the suite in environment {kind!r}, not "
+                f"{suite.config.environment!r}: resume it with --environment {kind}"
+            )
+    return (
+        f"the suite {suite.root} changed since the batch started (a file added, removed or "
+        "edited: the batch keeps only the suite's hash)"
+    )
+
+
+def _system_change(batch: BatchInfo, system: SystemSpec) -> str:
+    """What differs between *system* and the one *batch* ran, field by field (the batch
+    stores the whole spec)."""
+    fields = _differing(batch.system_spec, system.model_dump(mode="json"))
+    named = ", ".join(fields[:6]) + (f" and {len(fields) - 6} more" if len(fields) > 6 else "")
+    glosses = [g for prefix, g in _GLOSSES.items() if any(f.startswith(prefix) for f in fields)]
+    gloss = f" ({'; '.join(glosses)})" if glosses else ""
+    where = f" in {named}{gloss}" if fields else ""
+    return f"the system {system.source} differs from the batch's{where}"
+
+
+_GLOSSES = {
+    "resolved.code": "its agent's code changed",
+    "resolved.versions": "a package in use has another version",
+    "resolved.serving": "the model's base URL changed",
+}
+"""What a changed field of the ``resolved`` section means."""
+
+
+def _differing(old: object, new: object, where: str = "") -> list[str]:
+    """The dotted paths at which *old* and *new* (JSON values) differ."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return [] if old == new else [where or "the whole spec"]
+    found: list[str] = []
+    for key in sorted(old.keys() | new.keys(), key=str):
+        path = f"{where}.{key}" if where else str(key)
+        found += _differing(old.get(key, _ABSENT), new.get(key, _ABSENT), path)
+    return found
+
+
+_ABSENT = object()
+"""A key one of two specs does not have."""
 
 
 def run_batch(

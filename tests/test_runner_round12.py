@@ -1,0 +1,113 @@
+"""The batch runner and executors, twelfth audit: the code a batch's records name is the code
+that ran, and a resume refused for a changed suite or system says what changed."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+from groundstate.agents.python import agent_builder
+from groundstate.runner import (
+    BatchAborted,
+    BatchConfig,
+    BatchRunner,
+    ResumeMismatch,
+    check_resumable,
+    plan_batch,
+)
+from groundstate.spec.suite import Suite, with_environment
+from groundstate.spec.system import SystemSpec, load_system
+from groundstate.store import RunStore
+
+from .conftest import BANK, BANK_SYSTEM
+
+
+def _own_system(root: Path) -> tuple[Path, SystemSpec]:
+    """The bank system with a copy of its agent of its own; the agent file and the system."""
+    shutil.copy(BANK_SYSTEM, root / "bank_system.yaml")
+    agent = root / "bank_agent.py"
+    shutil.copy(BANK.parent / "bank_agent.py", agent)
+    return agent, load_system(root / "bank_system.yaml")
+
+
+def _break(agent: Path) -> None:
+    """Edit the agent so that every attempt of it crashes."""
+    text = agent.read_text()
+    agent.write_text(text.replace("    async def run(self, session: Any) -> str:\n",
+                                  "    async def run(self, session: Any) -> str:\n"
+                                  "        raise RuntimeError('the edited agent')\n"))  # fmt: skip
+
+
+def test_an_agent_file_edited_after_its_system_was_loaded_is_refused(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """Found here: the agent's code is hashed into the system when its file is loaded, and
+    imported by content when the first agent is built (the preflight; in a pool worker, its
+    first job): an agent edited in between ran, every record naming the hash of the code
+    before the edit. Now the batch stops before anything is stored, naming the file."""
+    agent, system = _own_system(tmp_path)
+    _break(agent)
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(bank, system, store)
+        with pytest.raises(BatchAborted, match=r"bank_agent\.py: changed since it was loaded"):
+            asyncio.run(runner.start(BatchConfig(attempts=2)))
+        assert store.batches() == []
+
+
+def test_a_worker_builds_the_agent_its_system_hashed_not_the_file_as_it_is_now(
+    tmp_path: Path,
+) -> None:
+    """A pool or Ray worker gets each job's system unpickled (a spec it has not seen) and
+    built the agent from the file as it was then: an agent edited during a batch ran in
+    later attempts under the batch's hash (in-process, the first build was kept). Now a
+    process that imported the hashed code builds from it; one that did not is refused."""
+    agent, system = _own_system(tmp_path)
+    first = agent_builder(system)()
+    _break(agent)
+    again = agent_builder(pickle.loads(pickle.dumps(system)))()  # as a worker's next job
+    assert type(again) is type(first)  # the class of the module imported before the edit
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    shutil.copy(agent, moved / "bank_agent.py")
+    shutil.copy(tmp_path / "bank_system.yaml", moved / "bank_system.yaml")
+    elsewhere = load_system(moved / "bank_system.yaml")  # the edited agent, hashed as such
+    fresh = elsewhere.model_copy(update={"resolved": system.resolved})  # claims the old hash
+    with pytest.raises(Exception, match="changed since it was loaded and hashed"):
+        agent_builder(fresh)
+
+
+def test_a_refused_resume_names_what_changed_in_the_system(bank: Suite, tmp_path: Path) -> None:
+    """Found here: a resume refused for a changed system said only "the system spec hash
+    differs from the batch's", whatever changed (a parameter, the agent's code, a package's
+    version): the batch stores the whole spec, so the fields are named."""
+    agent, system = _own_system(tmp_path)
+    batch = plan_batch(bank, system, BatchConfig())
+    agent.write_text(agent.read_text() + "\n# edited\n")
+    file = tmp_path / "bank_system.yaml"
+    file.write_text(file.read_text().replace("max_turns: 5", "max_turns: 6"))
+    with pytest.raises(ResumeMismatch) as refused:
+        check_resumable(batch, bank, load_system(file))
+    assert str(refused.value).endswith(
+        "differs from the batch's in resolved.code.orchestration_loop, "
+        "user_simulator.max_turns (its agent's code changed)"
+    )
+
+
+def test_a_resume_in_another_environment_says_which_the_batch_ran(bank: Suite) -> None:
+    """Found here: a resume without the ``--environment`` its batch ran with was refused as
+    "the suite changed since the batch started", which sent users looking for an edit."""
+    batch = plan_batch(with_environment(bank, "postgres"), _bank_system(), BatchConfig())
+    with pytest.raises(ResumeMismatch, match="ran the suite in environment 'postgres', not "
+                       "'sqlite': resume it with --environment postgres"):  # fmt: skip
+        check_resumable(batch, bank, _bank_system())
+    edited = batch.model_copy(update={"suite_hash": "0" * 64})
+    with pytest.raises(ResumeMismatch, match="changed since the batch started"):
+        check_resumable(edited, bank, _bank_system())
+
+
+def _bank_system() -> SystemSpec:
+    return load_system(BANK_SYSTEM)
