@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from groundstate.agents.python import agent_builder
+from groundstate.errors import ExecutorError
+from groundstate.executors.ray import RayExecutor
 from groundstate.runner import (
     BatchAborted,
     BatchConfig,
@@ -111,3 +113,28 @@ def test_a_resume_in_another_environment_says_which_the_batch_ran(bank: Suite) -
 
 def _bank_system() -> SystemSpec:
     return load_system(BANK_SYSTEM)
+
+
+def test_a_ray_cluster_that_cannot_be_joined_is_one_clear_error(
+    bank: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found here: ``run --executor ray --ray-address ray://head:10001`` without Ray's client
+    extra, or with no cluster there, ended in a traceback of Ray's (a ValueError, a
+    ConnectionError): whatever ``ray.init`` raises is now an ExecutorError naming the
+    address, which ``run`` prints as one line (exit 2), nothing stored."""
+    ray = pytest.importorskip("ray")
+
+    def refuse(**options: object) -> None:
+        raise ConnectionError(f"no cluster at {options['address']}\nretry later")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", refuse)
+    executor = RayExecutor(address="ray://head:10001", suite=bank)
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(bank, _bank_system(), store, executor=executor)
+        with pytest.raises(ExecutorError) as refused:
+            asyncio.run(runner.start(BatchConfig()))
+        assert store.batches() == []
+    assert str(refused.value).startswith(
+        "cannot start or join the Ray cluster at ray://head:10001: ConnectionError: no cluster"
+    )
