@@ -4,8 +4,11 @@ that ran, and a resume refused for a changed suite or system says what changed."
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
 import shutil
+import socket
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -23,7 +26,7 @@ from groundstate.runner import (
 )
 from groundstate.spec.suite import Suite, with_environment
 from groundstate.spec.system import SystemSpec, load_system
-from groundstate.store import RunStore
+from groundstate.store import BatchLeased, RunStore
 
 from .conftest import BANK, BANK_SYSTEM
 
@@ -138,3 +141,24 @@ def test_a_ray_cluster_that_cannot_be_joined_is_one_clear_error(
     assert str(refused.value).startswith(
         "cannot start or join the Ray cluster at ray://head:10001: ConnectionError: no cluster"
     )
+
+
+def test_a_resume_refused_for_a_live_holder_changes_nothing_in_the_batch(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """Found here: ``run --resume --allow-invalid`` named the tasks found invalid in the
+    batch before it took the batch's lease, so a resume refused because another process
+    runs the batch still changed that batch's figures (its invalid tasks)."""
+    batch = plan_batch(bank, _bank_system(), BatchConfig())
+    with RunStore(tmp_path / "runs.db") as store:
+        store.add_batch(batch)
+        now = datetime.now(UTC).isoformat()
+        with store._transaction() as db:  # another process on this host, alive: this one's parent
+            db.execute(
+                "INSERT INTO leases VALUES (?, ?, ?, ?, ?)",
+                (batch.batch_id, os.getppid(), socket.gethostname(), now, now),
+            )
+        runner = BatchRunner(bank, _bank_system(), store)
+        with pytest.raises(BatchLeased):
+            asyncio.run(runner.resume(batch.batch_id, invalid_tasks=["transfer"]))
+        assert store.batch(batch.batch_id).invalid_tasks == []

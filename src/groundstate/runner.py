@@ -237,9 +237,9 @@ class BatchRunner:
         batch = self.store.batch(batch_id)
         self.batch_id = batch.batch_id
         check_resumable(batch, self.suite, self.system)
-        if self.store.add_invalid_tasks(batch.batch_id, invalid_tasks):
-            batch = self.store.batch(batch.batch_id)
-        return await self._complete(batch, concurrency, verify=True, preflight=preflight)
+        return await self._complete(
+            batch, concurrency, verify=True, preflight=preflight, invalid_tasks=invalid_tasks
+        )
 
     async def preflight(self, tasks: Collection[str] | None = None) -> None:
         """Fail before any batch is stored: the agent must load, the reset of every task
@@ -335,20 +335,34 @@ class BatchRunner:
         )
 
     async def _complete(
-        self, batch: BatchInfo, concurrency: int, *, verify: bool = False, preflight: bool = False
+        self,
+        batch: BatchInfo,
+        concurrency: int,
+        *,
+        verify: bool = False,
+        preflight: bool = False,
+        invalid_tasks: Collection[str] = (),
     ) -> BatchResult:
         """Lease the batch, then run its missing attempts (the lease is released at the end,
         interrupted or not). A resume verifies what is stored and, with *preflight*, checks
-        the environment again: it may have broken since the batch stopped."""
+        the environment again: it may have broken since the batch stopped. *invalid_tasks*
+        are named in the batch once it is leased (a resume refused changes nothing)."""
         with _running_here(self.store, batch.batch_id):
-            return await self._leased(batch, concurrency, verify=verify, preflight=preflight)
+            return await self._leased(batch, concurrency, verify, preflight, invalid_tasks)
 
     async def _leased(
-        self, batch: BatchInfo, concurrency: int, *, verify: bool, preflight: bool
+        self,
+        batch: BatchInfo,
+        concurrency: int,
+        verify: bool,
+        preflight: bool,
+        invalid_tasks: Collection[str],
     ) -> BatchResult:
         self.store.acquire_lease(batch.batch_id)
         beat = asyncio.ensure_future(self._heartbeat(batch.batch_id))
         try:
+            if self.store.add_invalid_tasks(batch.batch_id, invalid_tasks):
+                batch = self.store.batch(batch.batch_id)
             if verify:
                 self._verify(batch.batch_id)
             before = self.store.runs(batch.batch_id)
