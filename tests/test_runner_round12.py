@@ -7,7 +7,10 @@ import asyncio
 import os
 import pickle
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -24,11 +27,12 @@ from groundstate.runner import (
     check_resumable,
     plan_batch,
 )
-from groundstate.spec.suite import Suite, with_environment
+from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.system import SystemSpec, load_system
 from groundstate.store import BatchLeased, RunStore
 
 from .conftest import BANK, BANK_SYSTEM
+from .test_executors import Flaky
 
 
 def _own_system(root: Path) -> tuple[Path, SystemSpec]:
@@ -162,3 +166,66 @@ def test_a_resume_refused_for_a_live_holder_changes_nothing_in_the_batch(
         with pytest.raises(BatchLeased):
             asyncio.run(runner.resume(batch.batch_id, invalid_tasks=["transfer"]))
         assert store.batch(batch.batch_id).invalid_tasks == []
+
+
+KILLED = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from groundstate.runner import BatchConfig, BatchRunner
+from groundstate.spec.suite import load_suite
+from groundstate.spec.system import load_system
+from groundstate.store import RunStore
+
+suite, system, store, method, count = sys.argv[1:]
+plain = getattr(RunStore, method)
+calls = []
+
+def killed_after(self, *args, **kwargs):  # the count-th call returns, then SIGKILL
+    result = plain(self, *args, **kwargs)
+    calls.append(1)
+    if len(calls) == int(count):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return result
+
+setattr(RunStore, method, killed_after)
+with RunStore(Path(store)) as runs:
+    runner = BatchRunner(load_suite(Path(suite)), load_system(Path(system)), runs)
+    asyncio.run(runner.start(BatchConfig(attempts=3)))
+"""
+
+
+def test_a_batch_killed_at_a_counted_store_write_resumes_to_each_try_once(
+    tmp_path: Path,
+) -> None:
+    """SIGKILL (not a timed one: the process kills itself right after its *count*-th write
+    of that kind), here when an invalid try is stored and its rerun is due (the batch
+    stored with no try, and mid-batch, were checked the same way by hand: a subprocess
+    costs seconds); a resume then stores exactly the tries missing: each attempt's invalid
+    first try and its linked rerun, no try twice, nothing lost."""
+    method, count = "add_prepared", 1
+    flaky = Flaky(tmp_path)
+    flaky.fresh()  # every attempt's first try is invalid (the model API's 429), then valid
+    store = tmp_path / "runs.db"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED, str(BANK), str(flaky.file), str(store), method, str(count)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with RunStore(store) as runs:
+        batch = runs.batch()
+        assert len(runs.runs(batch.batch_id)) == count
+        runner = BatchRunner(load_suite(BANK), load_system(flaky.file), runs)
+        asyncio.run(runner.resume(batch.batch_id, preflight=False))
+        stored = runs.runs(batch.batch_id)
+        assert runs.verify(batch.batch_id).ok
+    assert sorted((r.attempt, r.retry) for r in stored) == [
+        (n, t) for n in (1, 2, 3) for t in (0, 1)
+    ]
+    assert len({r.run_id for r in stored}) == 6
+    first = {r.attempt: r for r in stored if r.retry == 0}
+    for rerun in (r for r in stored if r.retry == 1):
+        assert rerun.retry_of == first[rerun.attempt].run_id
+        assert rerun.seed == first[rerun.attempt].seed and rerun.valid
+    assert {r.terminal_reason for r in first.values()} == {"environment_failure/model_serving"}
