@@ -18,6 +18,8 @@ import pytest
 
 from groundstate.agents.python import agent_builder
 from groundstate.errors import ExecutorError
+from groundstate.executors import InProcessExecutor
+from groundstate.executors._job import FILES_PER_ATTEMPT
 from groundstate.executors.ray import RayExecutor
 from groundstate.runner import (
     BatchAborted,
@@ -229,3 +231,37 @@ def test_a_batch_killed_at_a_counted_store_write_resumes_to_each_try_once(
         assert rerun.retry_of == first[rerun.attempt].run_id
         assert rerun.seed == first[rerun.attempt].seed and rerun.valid
     assert {r.terminal_reason for r in first.values()} == {"environment_failure/model_serving"}
+
+
+def test_an_executor_makes_room_for_the_files_its_attempts_open(bank: Suite) -> None:
+    """Found here: each attempt holds about ten files (three SQLite connections with their
+    journals, an event loop), and nothing matched the concurrency to the process's limit:
+    ``--concurrency 150`` under a soft limit of 256 ended in invalid tries ("unable to open
+    database file", rerun into the same wall), tracebacks of threads that could not make an
+    event loop, and a StoreError that stopped the batch. Now the soft limit is raised (up
+    to the hard one) when the executor opens."""
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 2_000:
+        pytest.skip(f"a hard limit of {hard} open files leaves no room to test in")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
+    try:
+        InProcessExecutor(bank).open(100)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= 100 * FILES_PER_ATTEMPT
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_concurrency_past_the_hard_file_limit_is_refused_naming_what_fits(
+    bank: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the hard limit, the batch is refused before anything is stored, naming the
+    concurrency that fits."""
+    resource = pytest.importorskip("resource")
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (256, 256))
+    monkeypatch.setattr(resource, "setrlimit", lambda *_: None)
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(bank, _bank_system(), store)
+        with pytest.raises(ExecutorError, match=r"lower --concurrency to 16 or less"):
+            asyncio.run(runner.start(BatchConfig(concurrency=150)))
+        assert store.batches() == []
