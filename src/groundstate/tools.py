@@ -171,9 +171,9 @@ def load_module(path: Path, name_hint: str, *, expect: str | None = None) -> Any
 
 
 def _load_module(path: Path, name_hint: str, expect: str | None = None) -> Any:
-    regular_file(path)
     if expect is not None and (known := sys.modules.get(_module_name(path, name_hint, expect))):
         return known  # that version, imported already (the file may have changed since)
+    regular_file(path)
     try:
         digest = hash_code(path)
     except OSError as exc:
