@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import pickle
+import re
 import shutil
 import signal
 import socket
@@ -29,6 +30,7 @@ from groundstate.runner import (
     check_resumable,
     plan_batch,
 )
+from groundstate.selection import NoTasksSelected
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.system import SystemSpec, load_system
 from groundstate.store import BatchLeased, RunStore
@@ -264,4 +266,35 @@ def test_a_concurrency_past_the_hard_file_limit_is_refused_naming_what_fits(
         runner = BatchRunner(bank, _bank_system(), store)
         with pytest.raises(ExecutorError, match=r"lower --concurrency to 16 or less"):
             asyncio.run(runner.start(BatchConfig(concurrency=150)))
+        assert store.batches() == []
+
+
+@pytest.mark.parametrize(
+    ("plan", "refused"),
+    [
+        ({"concurrency": 0}, "BatchConfig.concurrency is a whole number, at least 1, not 0"),
+        ({"attempts": 0}, "BatchConfig.attempts is a whole number, at least 1, not 0"),
+        ({"attempts": -1}, "BatchConfig.attempts is a whole number, at least 1, not -1"),
+        ({"tasks": ()}, "BatchConfig.tasks names no task"),
+    ],
+)
+def test_a_plan_no_batch_can_run_is_refused(plan: dict[str, object], refused: str) -> None:
+    """Found here: from Python, ``BatchConfig(concurrency=0)`` waited for ever for a slot,
+    and ``attempts=0`` (or -1) or ``tasks=()`` stored a batch with no attempt to run (the
+    CLI's own checks kept ``run`` from them)."""
+    with pytest.raises(ValueError, match=re.escape(refused)):
+        BatchConfig(**plan)  # type: ignore[arg-type]
+
+
+def test_a_plan_naming_a_task_the_suite_lacks_is_refused_by_name(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """Found here: ``BatchConfig(tasks=("nope",))`` failed in the preflight with a bare
+    ``KeyError: 'nope'``; a resume's concurrency 0 waited for ever."""
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(bank, _bank_system(), store)
+        with pytest.raises(NoTasksSelected, match=r"has no task 'nope' \(its tasks: transfer\)"):
+            asyncio.run(runner.start(BatchConfig(tasks=("nope",))))
+        with pytest.raises(ValueError, match="concurrency is a whole number"):
+            asyncio.run(runner.resume("any", concurrency=0))
         assert store.batches() == []

@@ -51,6 +51,7 @@ from groundstate.executors import Executor, InProcessExecutor
 from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
+from groundstate.selection import select_tasks
 from groundstate.spec.suite import Suite, files_hash
 from groundstate.spec.system import SystemSpec
 from groundstate.store import (
@@ -88,6 +89,26 @@ class BatchConfig:
     """Tasks known to be invalid that run anyway (``--allow-invalid``); reports name them."""
     tasks: tuple[str, ...] | None = None
     """The tasks the batch runs (``run --task/--slice/-k``); ``None`` runs every task."""
+
+    def __post_init__(self) -> None:
+        """Refuse a plan no batch can run: no attempt (a batch stored with none, or -1), no
+        slot (a concurrency of 0 waited for ever), or no task."""
+        _at_least_one("BatchConfig.attempts", self.attempts)
+        _at_least_one("BatchConfig.concurrency", self.concurrency)
+        if self.tasks is not None and not self.tasks:
+            raise ValueError("BatchConfig.tasks names no task (None runs every task)")
+
+
+def _at_least_one(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} is a whole number, at least 1, not {value!r}")
+
+
+def _known_tasks(suite: Suite, config: BatchConfig) -> None:
+    """Refuse (:class:`~groundstate.selection.NoTasksSelected`, naming the suite's tasks) a
+    plan naming a task *suite* does not have."""
+    if config.tasks is not None:
+        select_tasks(suite, task_ids=config.tasks)
 
 
 @dataclass
@@ -203,6 +224,7 @@ class BatchRunner:
         faults must reach the batch). *invalid_tasks*: tasks that fail validation now and
         run anyway (``run --resume --allow-invalid``); the batch names them invalid from now
         on (:meth:`RunStore.add_invalid_tasks`), as those named when it started."""
+        _at_least_one("concurrency", concurrency)
         return await self._interruptible(
             lambda: self._resume(batch_id, concurrency, preflight, invalid_tasks), concurrency
         )
@@ -225,6 +247,7 @@ class BatchRunner:
             self._executor.close()
 
     async def _start(self, config: BatchConfig) -> BatchResult:
+        _known_tasks(self.suite, config)
         await self.preflight(config.tasks)
         batch = plan_batch(self.suite, self.system, config, self._executor.name)
         self.store.add_batch(batch)
@@ -706,6 +729,7 @@ def proven(
     from groundstate.validation import require_valid
     from groundstate.validation.static import require_sound
 
+    _known_tasks(suite, config)
     require_sound(suite)
     invalid = require_valid(suite, store, allow_invalid=allow_invalid, tasks=config.tasks)
     return dataclasses.replace(config, invalid_tasks=tuple(invalid))
