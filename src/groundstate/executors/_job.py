@@ -459,16 +459,23 @@ def room_for(attempts: int) -> None:
         return
     roomy = need * 4 // 3  # live databases pooled between attempts keep some too
     target = roomy if hard == resource.RLIM_INFINITY else min(hard, roomy)
-    with suppress(OSError, ValueError):  # macOS refuses past OPEN_MAX whatever the hard limit
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    for limit in (target, min(target, OPEN_MAX)):  # macOS refuses past OPEN_MAX, whatever
+        with suppress(OSError, ValueError):  # its hard limit says
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+            break
     soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     if soft < need:
         fits = max(1, (soft - FILES_RESERVED) // FILES_PER_ATTEMPT)
+        most = "" if hard == resource.RLIM_INFINITY else f", which cannot go past {hard} here"
         raise ExecutorError(
             f"{attempts} attempts at once in one process need about {need} open files; this "
-            f"process may open {soft} (ulimit -n, which cannot go past {hard} here): lower "
-            f"--concurrency to {fits} or less, or raise the limit"
+            f"process may open {soft} (ulimit -n{most}): lower --concurrency to {fits} or "
+            "less, or raise the limit"
         )
+
+
+OPEN_MAX = 10_240
+"""macOS's most open files per process (``kern.maxfilesperproc``'s usual value)."""
 
 
 def serve(
