@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from groundstate.spec.suite import Suite
+from groundstate.spec.system import load_system
 from groundstate.store import RunStore
 
 from .conftest import HANG
@@ -146,7 +147,7 @@ def plumbing(mode, marks):
 
 def plumbing_system(root: Path, bad: dict[int, str]):  # type: ignore[no-untyped-def]
     """The rogue bank system of the adversarial tests, with the modes above added."""
-    system = rogue_system(root, bad, wait=0.05)
+    rogue_system(root, bad, wait=0.05)  # writes rogue.py, edited here before it is loaded
     rogue = root / "rogue.py"
     text = rogue.read_text().replace(
         "def misbehave(mode, marks):\n",
@@ -158,7 +159,7 @@ def plumbing_system(root: Path, bad: dict[int, str]):  # type: ignore[no-untyped
         '    print(f"attempt with seed {session.seed} speaking")\n',
     )
     rogue.write_text(PLUMBING + text)
-    return system
+    return load_system(root / "rogue_system.yaml")
 
 
 def run_one_worker(bank: Suite, tmp_path: Path, bad: dict[int, str], attempts: int):  # type: ignore[no-untyped-def]

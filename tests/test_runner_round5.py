@@ -171,7 +171,7 @@ def test_resuming_with_an_edited_system_file_is_refused_with_exit_2(
     world[1].write_text(yaml.safe_dump(system))
     result = _cli(world, "--resume", batch_id)
     assert result.exit_code == 2, result.output
-    assert "system spec hash differs" in result.output
+    assert "differs from the batch's in invalid_run_policy.max_retries" in result.output
     assert _tries(world[2], batch_id) == before
 
 

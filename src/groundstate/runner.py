@@ -51,7 +51,8 @@ from groundstate.executors import Executor, InProcessExecutor
 from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
-from groundstate.spec.suite import Suite
+from groundstate.selection import select_tasks
+from groundstate.spec.suite import Suite, files_hash
 from groundstate.spec.system import SystemSpec
 from groundstate.store import (
     LEASE_HEARTBEAT,
@@ -88,6 +89,26 @@ class BatchConfig:
     """Tasks known to be invalid that run anyway (``--allow-invalid``); reports name them."""
     tasks: tuple[str, ...] | None = None
     """The tasks the batch runs (``run --task/--slice/-k``); ``None`` runs every task."""
+
+    def __post_init__(self) -> None:
+        """Refuse a plan no batch can run: no attempt (a batch stored with none, or -1), no
+        slot (a concurrency of 0 waited for ever), or no task."""
+        _at_least_one("BatchConfig.attempts", self.attempts)
+        _at_least_one("BatchConfig.concurrency", self.concurrency)
+        if self.tasks is not None and not self.tasks:
+            raise ValueError("BatchConfig.tasks names no task (None runs every task)")
+
+
+def _at_least_one(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} is a whole number, at least 1, not {value!r}")
+
+
+def _known_tasks(suite: Suite, config: BatchConfig) -> None:
+    """Refuse (:class:`~groundstate.selection.NoTasksSelected`, naming the suite's tasks) a
+    plan naming a task *suite* does not have."""
+    if config.tasks is not None:
+        select_tasks(suite, task_ids=config.tasks)
 
 
 @dataclass
@@ -203,6 +224,7 @@ class BatchRunner:
         faults must reach the batch). *invalid_tasks*: tasks that fail validation now and
         run anyway (``run --resume --allow-invalid``); the batch names them invalid from now
         on (:meth:`RunStore.add_invalid_tasks`), as those named when it started."""
+        _at_least_one("concurrency", concurrency)
         return await self._interruptible(
             lambda: self._resume(batch_id, concurrency, preflight, invalid_tasks), concurrency
         )
@@ -225,6 +247,7 @@ class BatchRunner:
             self._executor.close()
 
     async def _start(self, config: BatchConfig) -> BatchResult:
+        _known_tasks(self.suite, config)
         await self.preflight(config.tasks)
         batch = plan_batch(self.suite, self.system, config, self._executor.name)
         self.store.add_batch(batch)
@@ -237,9 +260,9 @@ class BatchRunner:
         batch = self.store.batch(batch_id)
         self.batch_id = batch.batch_id
         check_resumable(batch, self.suite, self.system)
-        if self.store.add_invalid_tasks(batch.batch_id, invalid_tasks):
-            batch = self.store.batch(batch.batch_id)
-        return await self._complete(batch, concurrency, verify=True, preflight=preflight)
+        return await self._complete(
+            batch, concurrency, verify=True, preflight=preflight, invalid_tasks=invalid_tasks
+        )
 
     async def preflight(self, tasks: Collection[str] | None = None) -> None:
         """Fail before any batch is stored: the agent must load, the reset of every task
@@ -335,20 +358,34 @@ class BatchRunner:
         )
 
     async def _complete(
-        self, batch: BatchInfo, concurrency: int, *, verify: bool = False, preflight: bool = False
+        self,
+        batch: BatchInfo,
+        concurrency: int,
+        *,
+        verify: bool = False,
+        preflight: bool = False,
+        invalid_tasks: Collection[str] = (),
     ) -> BatchResult:
         """Lease the batch, then run its missing attempts (the lease is released at the end,
         interrupted or not). A resume verifies what is stored and, with *preflight*, checks
-        the environment again: it may have broken since the batch stopped."""
+        the environment again: it may have broken since the batch stopped. *invalid_tasks*
+        are named in the batch once it is leased (a resume refused changes nothing)."""
         with _running_here(self.store, batch.batch_id):
-            return await self._leased(batch, concurrency, verify=verify, preflight=preflight)
+            return await self._leased(batch, concurrency, verify, preflight, invalid_tasks)
 
     async def _leased(
-        self, batch: BatchInfo, concurrency: int, *, verify: bool, preflight: bool
+        self,
+        batch: BatchInfo,
+        concurrency: int,
+        verify: bool,
+        preflight: bool,
+        invalid_tasks: Collection[str],
     ) -> BatchResult:
         self.store.acquire_lease(batch.batch_id)
         beat = asyncio.ensure_future(self._heartbeat(batch.batch_id))
         try:
+            if self.store.add_invalid_tasks(batch.batch_id, invalid_tasks):
+                batch = self.store.batch(batch.batch_id)
             if verify:
                 self._verify(batch.batch_id)
             before = self.store.runs(batch.batch_id)
@@ -600,11 +637,62 @@ def check_resumable(batch: BatchInfo, suite: Suite, system: SystemSpec) -> None:
         )
     changed = []
     if batch.suite_hash != suite.suite_hash:
-        changed.append(f"the suite {suite.root} changed since the batch started")
+        changed.append(_suite_change(batch, suite))
     if batch.system_spec_hash != system.system_spec_hash:
-        changed.append("the system spec hash differs from the batch's")
+        changed.append(_system_change(batch, system))
     if changed:
         raise ResumeMismatch(f"cannot resume batch {batch.batch_id}: " + "; ".join(changed))
+
+
+def _suite_change(batch: BatchInfo, suite: Suite) -> str:
+    """What differs between *suite* and the one *batch* ran: the environment it ran in (the
+    same files hash as the batch's with another kind), or its files."""
+    from groundstate.environments.registry import environment_kinds
+
+    for kind in environment_kinds():
+        if files_hash(suite.files, kind) == batch.suite_hash:
+            return (
+                f"the batch ran the suite in environment {kind!r}, not "
+                f"{suite.config.environment!r}: resume it with --environment {kind}"
+            )
+    return (
+        f"the suite {suite.root} changed since the batch started (a file added, removed or "
+        "edited: the batch keeps only the suite's hash)"
+    )
+
+
+def _system_change(batch: BatchInfo, system: SystemSpec) -> str:
+    """What differs between *system* and the one *batch* ran, field by field (the batch
+    stores the whole spec)."""
+    fields = _differing(batch.system_spec, system.model_dump(mode="json"))
+    named = ", ".join(fields[:6]) + (f" and {len(fields) - 6} more" if len(fields) > 6 else "")
+    glosses = [g for prefix, g in _GLOSSES.items() if any(f.startswith(prefix) for f in fields)]
+    gloss = f" ({'; '.join(glosses)})" if glosses else ""
+    where = f" in {named}{gloss}" if fields else ""
+    return f"the system {system.source} differs from the batch's{where}"
+
+
+_GLOSSES = {
+    "resolved.code": "its agent's code changed",
+    "resolved.versions": "a package in use has another version",
+    "resolved.serving": "the model's base URL changed",
+}
+"""What a changed field of the ``resolved`` section means."""
+
+
+def _differing(old: object, new: object, where: str = "") -> list[str]:
+    """The dotted paths at which *old* and *new* (JSON values) differ."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return [] if old == new else [where or "the whole spec"]
+    found: list[str] = []
+    for key in sorted(old.keys() | new.keys(), key=str):
+        path = f"{where}.{key}" if where else str(key)
+        found += _differing(old.get(key, _ABSENT), new.get(key, _ABSENT), path)
+    return found
+
+
+_ABSENT = object()
+"""A key one of two specs does not have."""
 
 
 def run_batch(
@@ -641,6 +729,7 @@ def proven(
     from groundstate.validation import require_valid
     from groundstate.validation.static import require_sound
 
+    _known_tasks(suite, config)
     require_sound(suite)
     invalid = require_valid(suite, store, allow_invalid=allow_invalid, tasks=config.tasks)
     return dataclasses.replace(config, invalid_tasks=tuple(invalid))

@@ -160,22 +160,35 @@ _IMPORTING = threading.RLock()
 or agent function not defined yet). Re-entrant: a user file may import another."""
 
 
-def load_module(path: Path, name_hint: str) -> Any:
-    """Import a Python file of a suite or system (tools, checks, agents); thread-safe."""
+def load_module(path: Path, name_hint: str, *, expect: str | None = None) -> Any:
+    """Import a Python file of a suite or system (tools, checks, agents); thread-safe.
+    *expect*: the :func:`~groundstate.spec.code.hash_code` the file had when what names it
+    was loaded and hashed (a system file): a file changed since is refused, not imported
+    under the hash of another version."""
     HARNESS.refresh()  # the harness's code as it is before any user code runs
     with _IMPORTING:
-        return _load_module(path, name_hint)
+        return _load_module(path, name_hint, expect)
 
 
-def _load_module(path: Path, name_hint: str) -> Any:
+def _load_module(path: Path, name_hint: str, expect: str | None = None) -> Any:
+    if expect is not None and (known := sys.modules.get(_module_name(path, name_hint, expect))):
+        return known  # that version, imported already (the file may have changed since)
     regular_file(path)
     try:
         digest = hash_code(path)
     except OSError as exc:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+    if expect is not None and digest != expect:
+        raise SpecError(
+            path,
+            None,
+            f"changed since it was loaded and hashed (it hashes to {digest[:12]} now, "
+            f"{expect[:12]} then): records would name code that did not run; put it back "
+            "as it was, or load it again and start anew",
+        )
     # Keyed by content too, the sibling modules it imports included: an edited checks.py or
     # helper module (a new grader revision) is imported afresh.
-    name = f"groundstate_user.{name_hint}_{digest[:16]}_{abs(hash(path.resolve()))}"
+    name = _module_name(path, name_hint, digest)
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -192,6 +205,11 @@ def _load_module(path: Path, name_hint: str) -> Any:
             raise
         raise _import_error(path, exc) from exc
     return module
+
+
+def _module_name(path: Path, name_hint: str, digest: str) -> str:
+    """The name a version of the file at *path* (its *digest*) is imported under."""
+    return f"groundstate_user.{name_hint}_{digest[:16]}_{abs(hash(path.resolve()))}"
 
 
 def _import_error(path: Path, exc: BaseException) -> SpecError:

@@ -66,7 +66,10 @@ def _builder(system: SystemSpec) -> Callable[[], Agent]:
     loop = system.harness.orchestration_loop
     field = "harness.orchestration_loop.entry"
     code_file, module_name, name = resolve_entry(loop.entry, system.base_dir)
-    module: Any = load_module(code_file, "agent") if code_file else _import(module_name, system)
+    if code_file is None:
+        module: Any = _import(module_name, system)
+    else:  # the code the system's hash names (a pool worker imports it after the parent)
+        module = load_module(code_file, "agent", expect=_hashed_code(system))
     factory = getattr(module, name, None)
     if not callable(factory):
         defined = [key for key, value in vars(module).items() if callable(value)]
@@ -89,6 +92,14 @@ def _builder(system: SystemSpec) -> Callable[[], Agent]:
         build if callable(build) else factory, loop.params, system, skip=int(callable(build))
     )
     return functools.partial(_built, system, factory)
+
+
+def _hashed_code(system: SystemSpec) -> str | None:
+    """The agent file's hash as :func:`~groundstate.spec.system.load_system` recorded it
+    (None for a spec built in code, which hashed no file)."""
+    code = system.resolved.get("code")
+    found = code.get("orchestration_loop") if isinstance(code, dict) else None
+    return found if isinstance(found, str) else None
 
 
 def _built(system: SystemSpec, factory: Callable[..., Any]) -> Agent:

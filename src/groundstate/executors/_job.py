@@ -433,8 +433,57 @@ class Outbox:
                 os._exit(PIPE_LOST)  # the parent kills the rest of its process group
 
 
+FILES_PER_ATTEMPT = 12
+"""Open files an attempt may hold at once in its process: about 10 measured in-process with a
+SQLite environment (three connections, each with its journal files, and the attempt's event
+loop), and room for an agent's own."""
+
+FILES_RESERVED = 64
+"""Open files of the process besides its attempts (the store, the standard streams, a pool's
+pipes)."""
+
+
+def room_for(attempts: int) -> None:
+    """Let this process open the files *attempts* attempts running at once need: its soft
+    limit raised (never past its hard limit) when it is lower, or :class:`ExecutorError`
+    naming the concurrency that fits. Past the limit, attempts failed to open their
+    databases (invalid tries, rerun into the same wall) and the store its artifacts (the
+    batch stopped): at ``--concurrency 100`` under Linux's usual 1024, 25 under macOS's 256."""
+    try:
+        import resource
+    except ImportError:  # Windows: no such limit to read
+        return
+    need = FILES_RESERVED + attempts * FILES_PER_ATTEMPT
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return
+    roomy = need * 4 // 3  # live databases pooled between attempts keep some too
+    target = roomy if hard == resource.RLIM_INFINITY else min(hard, roomy)
+    for limit in (target, min(target, OPEN_MAX)):  # macOS refuses past OPEN_MAX, whatever
+        with suppress(OSError, ValueError):  # its hard limit says
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))
+            break
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft < need:
+        fits = max(1, (soft - FILES_RESERVED) // FILES_PER_ATTEMPT)
+        most = "" if hard == resource.RLIM_INFINITY else f", which cannot go past {hard} here"
+        raise ExecutorError(
+            f"{attempts} attempts at once in one process need about {need} open files; this "
+            f"process may open {soft} (ulimit -n{most}): lower --concurrency to {fits} or "
+            "less, or raise the limit"
+        )
+
+
+OPEN_MAX = 10_240
+"""macOS's most open files per process (``kern.maxfilesperproc``'s usual value)."""
+
+
 def serve(
-    jobs: Queue[Any], pipe: Connection, workdir_root: str, preload: SuiteKey | None = None
+    jobs: Queue[Any],
+    pipe: Connection,
+    workdir_root: str,
+    preload: SuiteKey | None = None,
+    slots: int = 1,
 ) -> None:
     """A worker process's main: take ``(key, job)`` from *jobs* (the parent hands a worker
     only as many as it may run at once) and run each in a thread of its own; what becomes of
@@ -442,8 +491,12 @@ def serve(
     attempts that wait (on a model) overlap in a worker as they do in-process, while the CPU
     work of the pool spreads over every core. ``None`` on *jobs* stops it. The suite
     *preload* names is loaded first, while the parent's preflight runs (if it fails to load,
-    the first job says why)."""
+    the first job says why). Room is made for the files of its *slots* attempts at once
+    (:func:`room_for`: the parent checked it can be; a fork server started before the
+    parent raised its own limit has the old one)."""
     init_worker(workdir_root)
+    with suppress(ExecutorError):
+        room_for(slots)
     if preload is not None:
         with suppress(Exception):
             suite_at(preload)

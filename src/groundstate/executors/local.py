@@ -37,6 +37,7 @@ from groundstate.executors._job import (
     hard_limit,
     lost,
     prepared,
+    room_for,
     run_job,
     serve,
 )
@@ -120,7 +121,9 @@ class InProcessExecutor:
             self._turns = _Turnstile()
 
     def open(self, concurrency: int) -> None:
-        """Nothing to start: a thread per running attempt, at most *concurrency* at once."""
+        """Nothing to start (a thread per running attempt, at most *concurrency* at once) but
+        room for their files (:func:`room_for`)."""
+        room_for(concurrency)
 
     def close(self) -> None:
         """Nothing to stop: a cancelled attempt unwinds in :meth:`run`."""
@@ -246,6 +249,7 @@ class ProcessExecutor:
             context = multiprocessing.get_context("forkserver")
             multiprocessing.set_forkserver_preload(["groundstate.executors._job"])
         slots = -(-max(concurrency, 1) // size)
+        room_for(slots)  # here, before the workers start: they inherit it, or it is refused
         workdirs = str(process_dir() / "workers")
         self._pool = _WorkerPool(context, size, slots, (workdirs, self.preload), self._lost)
 
@@ -426,7 +430,7 @@ class _WorkerPool:
         reader, writer = self._context.Pipe(duplex=False)
         process: BaseProcess = self._context.Process(  # type: ignore[attr-defined]
             target=serve,
-            args=(jobs, writer, *self._setup),
+            args=(jobs, writer, *self._setup, self._slots),
             name=f"groundstate-worker-{n}",
         )
         process.start()

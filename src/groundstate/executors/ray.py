@@ -51,7 +51,13 @@ class RayExecutor:
             return
         ray = _import_ray()
         if not ray.is_initialized():
-            ray.init(**self._init_options())
+            try:
+                ray.init(**self._init_options())
+            except Exception as exc:  # a wrong --ray-address, a cluster down, a missing extra
+                where = f"the Ray cluster at {self.address}" if self.address else "a local Ray"
+                raise ExecutorError(
+                    f"cannot start or join {where}: {type(exc).__name__}: {exc}"
+                ) from None
             self._started = True
         self._remote = ray.remote(
             num_cpus=self.cpus_per_attempt, max_retries=0, num_returns="streaming"

@@ -149,9 +149,7 @@ class Suite:
         ``environment:``, or a ``--environment`` override): a batch run on PostgreSQL and one
         run on SQLite of the same files are not the same evaluation. A suite run on SQLite,
         the default kind, keeps the hash of its files alone, as before kinds were hashed."""
-        if self.config.environment == "sqlite":
-            return hash_value(self.files)
-        return hash_value({"files": self.files, "environment": self.config.environment})
+        return files_hash(self.files, self.config.environment)
 
     @cached_property
     def policy(self) -> str:
@@ -432,6 +430,13 @@ def _add_task(suite: Suite, task_file: Path, report: Report) -> None:
 def _each(problems: Iterable[SpecError], report: Report) -> None:
     for problem in problems:
         report(problem)
+
+
+def files_hash(files: dict[str, str], environment: str) -> str:
+    """:attr:`Suite.suite_hash` of a suite of *files* (path -> sha256) run in *environment*."""
+    if environment == "sqlite":
+        return hash_value(files)
+    return hash_value({"files": files, "environment": environment})
 
 
 def with_environment(suite: Suite, kind: str) -> Suite:
