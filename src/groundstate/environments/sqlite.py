@@ -537,9 +537,10 @@ class SqliteEnvironment(ClosesOnExit):
 
     def _restrict_agent(self) -> None:
         self._autoincrement = self._baseline.autoincrement
-        self._virtual, self._shadow_of = _virtual_tables(
+        virtual, self._shadow_of = _virtual_tables(
             self._baseline.image_digest, self._baseline.kinds
         )
+        self._compared = [*virtual, *sorted(self._baseline.compared)]
         policy = (self._baseline.image_digest, tuple(sorted(self._permissions.items())))
         self._allowed = _ALLOWED.setdefault(policy, set())
         self._agent.harness_settings(
@@ -801,7 +802,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._writes.start(self._harness)
         self._harness("BEGIN")
         try:
-            virtual_before = self._virtual_states()
+            compared_before = self._compared_states()
             with _text_refused():
                 yield effects
             self._raise_if_past_deadline(None)
@@ -809,9 +810,10 @@ class SqliteEnvironment(ClosesOnExit):
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
             with _text_refused():
                 writes, written, touched = self._writes.read(self._harness)
-                virtual_writes = state_writes(virtual_before, self._virtual_states())
-            writes += virtual_writes
-            written = sorted({*written, *(write.table for write in virtual_writes)})
+                compared = state_writes(compared_before, self._compared_states())
+            writes = [write for write in writes if write.table not in compared_before]
+            writes += compared
+            written = sorted({*written, *(write.table for write in compared)})
             self._harness("COMMIT")
             self._tracker.add(touched)
             if touched or written or self._moved():
@@ -833,12 +835,14 @@ class SqliteEnvironment(ClosesOnExit):
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written
 
-    def _virtual_states(self) -> dict[str, TableState]:
-        """The virtual tables' rows, read past the authorizer. Triggers cannot log a virtual
-        table's writes, so a call's are its rows before and after compared: this costs a read
-        of each virtual table per call (fine for the small search tables of fixtures)."""
+    def _compared_states(self) -> dict[str, TableState]:
+        """The rows of the tables whose writes the triggers cannot log, read past the
+        authorizer: virtual tables, and tables with a unique index on an expression (see
+        ``Baseline.compared``). A call's writes to them are their rows before and after
+        compared: this costs a read of each per call (fine for the small search tables of
+        fixtures)."""
         with self._as_harness() as agent:
-            return {name: table_state(agent, name) for name in self._virtual}
+            return {name: table_state(agent, name) for name in self._compared}
 
     def _harness(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one of the harness's own statements on the agent connection, past the authorizer."""

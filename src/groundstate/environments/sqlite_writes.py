@@ -52,6 +52,8 @@ class LoggedTable:
     key: list[str]
     unique: list[list[str]]
     """Column sets a new row may conflict on: the key and every unique index."""
+    collations: list[list[str]] | None = None
+    """Each :attr:`unique` column's collation in its index (None: the columns' own)."""
 
     def key_of(self, row: Row) -> Any:
         values = [row[c] for c in self.key]
@@ -243,9 +245,14 @@ def _moved(table: LoggedTable, before: Row, after: Row) -> bool:
 
 
 def _exists(run: Run, table: LoggedTable, row: Row) -> bool:
+    """Whether *row*'s key is still in *table*, exactly: SQL's match follows the column's
+    collation and compares numbers across storage classes (a ``NOCASE`` key 'a' replaced by
+    'A', a key 1 replaced by 1.0, was found still there), so it only filters."""
+    keys = ", ".join(_column(c) for c in table.key)
     match = " AND ".join(f"{_column(c)} IS ?" for c in table.key)
-    sql = f"SELECT 1 FROM main.{_quote(table.name)} WHERE {match}"
-    return bool(run(sql, tuple(row[c] for c in table.key)))
+    values = tuple(row[c] for c in table.key)
+    found = run(f"SELECT {keys} FROM main.{_quote(table.name)} WHERE {match}", values)
+    return any(tracking_key(key) == tracking_key(values) for key in found)
 
 
 # --- schema and triggers ----------------------------------------------------------------------
@@ -257,26 +264,48 @@ def _describe(run: Run, name: str) -> LoggedTable:
     key = [column[1] for column in sorted(info, key=lambda column: column[5]) if column[5] > 0]
     if not key:
         key, columns = ["rowid"], ["rowid", *columns]
-    return LoggedTable(name, columns, key, [key, *_unique_indexes(run, name)])
+    indexes = _unique_indexes(run, name)
+    # The key's own index gives its collations (``PRIMARY KEY (k COLLATE NOCASE)``); a rowid
+    # or an INTEGER PRIMARY KEY has none, and compares as BINARY.
+    by_pk = dict(next((index for origin, index in indexes if origin == "pk"), []))
+    unique = [
+        key,
+        *([column for column, _ in index] for origin, index in indexes if origin != "pk"),
+    ]
+    collations = [
+        [by_pk.get(column, "BINARY") for column in key],
+        *([collation for _, collation in index] for origin, index in indexes if origin != "pk"),
+    ]
+    return LoggedTable(name, columns, key, unique, collations)
 
 
-def _unique_indexes(run: Run, table: str) -> list[list[str]]:
-    """Column sets of the unique indexes, the primary key's own index left out."""
+def _unique_indexes(run: Run, table: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The unique indexes' origins (``pk`` for the primary key's) and their columns, each
+    with the collation the index compares it by: a ``NOCASE`` index on a ``BINARY`` column
+    makes 'A' conflict with 'a', which the column's own comparison would not see. An index
+    on an expression is left out (see ``Baseline.compared``)."""
     found = []
     for index in run(f"PRAGMA main.index_list({_quote(table)})", ()):
-        if index[2] and index[3] != "pk":  # unique, and not the primary key again
-            info = run(f"PRAGMA main.index_info({_quote(index[1])})", ())
-            if all(column[2] is not None for column in info):  # skip expression indexes
-                found.append([column[2] for column in info])
+        if index[2]:
+            info = run(f"PRAGMA main.index_xinfo({_quote(index[1])})", ())
+            keys = [(column[2], str(column[4])) for column in info if column[5]]
+            if all(column is not None for column, _ in keys):
+                found.append((str(index[3]), keys))
     return found
 
 
 def _triggers(index: int, table: LoggedTable) -> list[str]:
     name, on = f"{LOG}_{index}", f"ON main.{_quote(table.name)}"
     log = f"INSERT INTO {LOG}(tbl, op, old, new)"
+    collations = table.collations or [["BINARY"] * len(columns) for columns in table.unique]
     conflicts = " OR ".join(
-        "(" + " AND ".join(f"{_column(c)} = NEW.{_column(c)}" for c in columns) + ")"
-        for columns in table.unique
+        "("
+        + " AND ".join(
+            f"{_column(c)} = NEW.{_column(c)}{_collate(collation)}"
+            for c, collation in zip(columns, collation_of, strict=True)
+        )
+        + ")"
+        for columns, collation_of in zip(table.unique, collations, strict=True)
     )
     pre = (
         f"{log} SELECT {index}, 'pre', {_image(table, None)}, NULL "
@@ -293,6 +322,11 @@ def _triggers(index: int, table: LoggedTable) -> list[str]:
         f"CREATE TEMP TRIGGER {name}_delete AFTER DELETE {on} "
         f"BEGIN {log} VALUES ({index}, 'delete', {old}, NULL); END",
     ]
+
+
+def _collate(collation: str) -> str:
+    """The COLLATE clause of a comparison by an index's *collation* (BINARY: none needed)."""
+    return "" if collation.upper() == "BINARY" else f" COLLATE {_quote(collation)}"
 
 
 def _image(table: LoggedTable, ref: str | None) -> str:

@@ -1,0 +1,113 @@
+"""Twelfth environments audit: a call's writes, the diff and the hash equal what reading the
+database directly gives, whatever the collations, storage classes and indexes."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from groundstate.environments.base import diff_snapshots, same_row
+from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.environments.sqlite_state import KEY_JSON, read_snapshot, read_table_hashes
+from groundstate.spec.canonical import hash_value
+
+CLOCK = datetime(2024, 1, 1)
+
+
+def _direct(env: SqliteEnvironment) -> sqlite3.Connection:
+    """A connection of the test's own to the live file, read-only."""
+    return sqlite3.connect(f"file:{env._live}?mode=ro", uri=True)
+
+
+def _written(env: SqliteEnvironment, sql: str, params: tuple[object, ...] = ()) -> list[tuple]:
+    """The call's writes as the environment reports them, and as two direct reads around the
+    call give them: both must be equal."""
+    direct = _direct(env)
+    try:
+        before = read_snapshot(direct)
+        with env.tool_transaction() as effects:
+            env.agent_db.execute(sql, params)
+        after = read_snapshot(direct)
+    finally:
+        direct.close()
+    want = sorted(
+        (name, slot, repr(old.rows.get(slot)), repr(after.tables[name].rows.get(slot)))
+        for name, old in before.tables.items()
+        for slot in {*old.rows, *after.tables[name].rows}
+        if not same_row(old.rows.get(slot), after.tables[name].rows.get(slot))
+    )
+    got = sorted((w.table, KEY_JSON(w.key), repr(w.before), repr(w.after)) for w in effects.writes)
+    assert got == want
+    return got
+
+
+def _matches_direct_read(env: SqliteEnvironment) -> None:
+    direct = _direct(env)
+    try:
+        assert env.state_hash() == hash_value(read_table_hashes(direct))
+        assert env.diff_from_initial() == diff_snapshots(
+            env.initial_snapshot(), read_snapshot(direct)
+        )
+    finally:
+        direct.close()
+
+
+REPLACED = """
+CREATE TABLE nocase (k TEXT COLLATE NOCASE PRIMARY KEY, v);
+CREATE TABLE anything (k PRIMARY KEY, v);
+CREATE TABLE indexed (id INTEGER PRIMARY KEY, e TEXT, v);
+CREATE UNIQUE INDEX indexed_e ON indexed(e COLLATE NOCASE);
+CREATE TABLE pk_collated (k TEXT, v, PRIMARY KEY (k COLLATE NOCASE)) WITHOUT ROWID;
+CREATE TABLE expression (id INTEGER PRIMARY KEY, e TEXT, v);
+CREATE UNIQUE INDEX expression_e ON expression(lower(e));
+INSERT INTO nocase VALUES ('a', 1);
+INSERT INTO anything VALUES (1, 'int');
+INSERT INTO indexed VALUES (1, 'e1', 1);
+INSERT INTO pk_collated VALUES ('a', 1);
+INSERT INTO expression VALUES (1, 'e1', 1);
+"""
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "INSERT OR REPLACE INTO nocase VALUES ('A', 2)",  # the key's collation
+        "INSERT OR REPLACE INTO anything VALUES (1.0, 'real')",  # 1 = 1.0 in SQL
+        "INSERT OR REPLACE INTO indexed VALUES (2, 'E1', 2)",  # the index's collation
+        "INSERT OR REPLACE INTO pk_collated VALUES ('A', 2)",  # the key index's collation
+        "INSERT OR REPLACE INTO expression VALUES (2, 'E1', 2)",  # an expression index
+        "UPDATE OR REPLACE indexed SET e = 'E1' WHERE id = 1",  # its own row: no conflict
+    ],
+)
+def test_a_row_replace_deleted_is_in_the_calls_writes(tmp_path: Path, sql: str) -> None:
+    """REPLACE deletes a row whose key or unique value the new one's equals by the index's
+    comparison (a collation, SQL's numeric equality, an expression), not by identity: the
+    deleted row was missing from the call's writes (the log matched conflicts by the column's
+    comparison and then took a row of the equal new key for the deleted one still there), so
+    a constraint on deletions never saw it."""
+    fixture = tmp_path / "replaced.sql"
+    fixture.write_text(REPLACED)
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        env.reset()
+        writes = _written(env, sql)
+        assert writes
+        _matches_direct_read(env)
+
+
+def test_the_diff_of_a_table_without_key_pairs_twins_as_a_whole_read_does(tmp_path: Path) -> None:
+    """Of two identical rows of a table without a primary key, one changed and the other
+    moved to a new rowid: the diff from the rows the tracking saw paired them in the order
+    they were first written (a removed row and an added one), a whole read in rowid order (a
+    changed row): two diffs of one state change, by how it was read."""
+    fixture = tmp_path / "twins.sql"
+    fixture.write_text("CREATE TABLE t (x, y); INSERT INTO t VALUES (1, 1), (1, 1), (2, 2);")
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        env.reset()
+        _written(env, "UPDATE t SET x = 5 WHERE rowid = 2")
+        _written(env, "UPDATE t SET rowid = 9 WHERE rowid = 1")
+        _matches_direct_read(env)
+        (table,) = env.diff_from_initial().tables.values()
+        assert not table.added and not table.removed and len(table.changed) == 1
