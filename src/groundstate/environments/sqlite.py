@@ -553,10 +553,14 @@ class SqliteEnvironment(ClosesOnExit):
         write log's, attached databases, and ``LIKE``'s case rule. The agent's SQL can change
         none of them (the authorizer allows reads and row writes only, which tests show): this
         checks it cheaply. What Python code may have done to the connection object, the object
-        notes itself (:class:`~groundstate.environments.sqlite_live.AgentConnection`)."""
+        notes itself (:class:`~groundstate.environments.sqlite_live.AgentConnection`), and
+        an attribute a tool's Python set on it (its own cache: ``db.seen = set()``) shows
+        here: on a reused connection it carried one attempt's state into the next."""
         temp, like = self._harness(_FINGERPRINT)[0]
         databases = [row[1] for row in self._harness("PRAGMA database_list")]
-        return temp - self._writes.objects, like, *databases, self._agent.meddled
+        agent = self._agent
+        python = (agent.meddled, agent._harness_names, *agent.added_attributes())
+        return temp - self._writes.objects, like, *databases, *python
 
     def _close_live(self) -> None:
         """Close what is open (setup may have failed half way)."""
