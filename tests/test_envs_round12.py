@@ -3,7 +3,10 @@ database directly gives, whatever the collations, storage classes and indexes.""
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
@@ -12,6 +15,7 @@ import pytest
 from groundstate.environments.base import diff_snapshots, same_row
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.sqlite_state import KEY_JSON, read_snapshot, read_table_hashes
+from groundstate.environments.workspace import WorkspaceEnvironment
 from groundstate.spec.canonical import hash_value
 
 CLOCK = datetime(2024, 1, 1)
@@ -111,3 +115,31 @@ def test_the_diff_of_a_table_without_key_pairs_twins_as_a_whole_read_does(tmp_pa
         _matches_direct_read(env)
         (table,) = env.diff_from_initial().tables.values()
         assert not table.added and not table.removed and len(table.changed) == 1
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _link_out(path: Path) -> None:
+    path.symlink_to(path.parent.parent)  # the work directory: outside the tree
+
+
+@pytest.mark.parametrize("replace", [_fifo, _link_out], ids=["a FIFO", "a link out"])
+def test_a_failed_call_is_undone_whatever_took_a_folders_place(
+    tmp_path: Path, replace: Callable[[Path], None]
+) -> None:
+    """The undo made a restored file's folders again, and a FIFO in a folder's place (not
+    state: nothing removed it first) crashed it: an environment failure, an invalid attempt
+    the agent caused."""
+    repo = tmp_path / "suite" / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    with WorkspaceEnvironment(repo, clock=CLOCK, options={"sandbox": "none"}) as env:
+        initial = env.reset()
+        with pytest.raises(RuntimeError), env.tool_transaction():
+            shutil.rmtree(env.root / "src")
+            replace(env.root / "src")
+            raise RuntimeError("the tool failed")
+        assert env.state_hash() == initial and (env.root / "src").is_dir()
+        assert not (env.root / "src").is_symlink()
