@@ -54,6 +54,9 @@ class LoggedTable:
     """Column sets a new row may conflict on: the key and every unique index."""
     collations: list[list[str]] | None = None
     """Each :attr:`unique` column's collation in its index (None: the columns' own)."""
+    defaults: dict[str, str] | None = None
+    """The default (SQL) of each ``NOT NULL`` column that has one: ``OR REPLACE`` writes it in
+    place of a NULL after the ``BEFORE`` triggers ran, which saw the NULL."""
 
     def key_of(self, row: Row) -> Any:
         values = [row[c] for c in self.key]
@@ -276,7 +279,8 @@ def _describe(run: Run, name: str) -> LoggedTable:
         [by_pk.get(column, "BINARY") for column in key],
         *([collation for _, collation in index] for origin, index in indexes if origin != "pk"),
     ]
-    return LoggedTable(name, columns, key, unique, collations)
+    defaults = {column[1]: column[4] for column in info if column[3] and column[4] is not None}
+    return LoggedTable(name, columns, key, unique, collations, defaults)
 
 
 def _unique_indexes(run: Run, table: str) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -301,7 +305,7 @@ def _triggers(index: int, table: LoggedTable) -> list[str]:
     conflicts = " OR ".join(
         "("
         + " AND ".join(
-            f"{_column(c)} = NEW.{_column(c)}{_collate(collation)}"
+            f"{_column(c)} = {_new(table, c)}{_collate(collation)}"
             for c, collation in zip(columns, collation_of, strict=True)
         )
         + ")"
@@ -322,6 +326,14 @@ def _triggers(index: int, table: LoggedTable) -> list[str]:
         f"CREATE TEMP TRIGGER {name}_delete AFTER DELETE {on} "
         f"BEGIN {log} VALUES ({index}, 'delete', {old}, NULL); END",
     ]
+
+
+def _new(table: LoggedTable, column: str) -> str:
+    """The value a new row will have in *column*: its default in place of a NULL where the
+    column is ``NOT NULL`` with a default (a REPLACE of a NULL conflicts on the default)."""
+    new = f"NEW.{_column(column)}"
+    default = (table.defaults or {}).get(column)
+    return new if default is None else f"coalesce({new}, ({default}))"
 
 
 def _collate(collation: str) -> str:
