@@ -16,6 +16,7 @@ from groundstate.environments.base import diff_snapshots, same_row
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.sqlite_state import KEY_JSON, read_snapshot, read_table_hashes
 from groundstate.environments.workspace import WorkspaceEnvironment
+from groundstate.errors import ToolError
 from groundstate.spec.canonical import hash_value
 
 CLOCK = datetime(2024, 1, 1)
@@ -154,3 +155,24 @@ def test_a_failed_call_is_undone_whatever_took_a_folders_place(
             raise RuntimeError("the tool failed")
         assert env.state_hash() == initial and (env.root / "src").is_dir()
         assert not (env.root / "src").is_symlink()
+
+
+def test_a_deferred_constraint_the_call_breaks_is_the_agents_error_and_undone(
+    tmp_path: Path,
+) -> None:
+    """A deferred foreign key fails at the harness's COMMIT, after the tool returned: the
+    call crashed (an environment failure, an invalid attempt the agent's arguments caused)."""
+    fixture = tmp_path / "deferred.sql"
+    fixture.write_text(
+        "CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+        "CREATE TABLE child (id INTEGER PRIMARY KEY,"
+        " p INTEGER REFERENCES parent(id) DEFERRABLE INITIALLY DEFERRED);"
+        "INSERT INTO parent VALUES (1);"
+    )
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        initial = env.reset()
+        with pytest.raises(ToolError, match="deferred constraint"), env.tool_transaction():
+            env.agent_db.execute("INSERT INTO child VALUES (1, 99)")
+        assert env.state_hash() == initial and not env._tainted
+        assert _written(env, "INSERT INTO child VALUES (2, 1)")  # the environment goes on
+        _matches_direct_read(env)

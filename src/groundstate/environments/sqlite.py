@@ -818,7 +818,8 @@ class SqliteEnvironment(ClosesOnExit):
             writes = [write for write in writes if write.table not in compared_before]
             writes += compared
             written = sorted({*written, *(write.table for write in compared)})
-            self._harness("COMMIT")
+            with _deferred_refused():
+                self._harness("COMMIT")
             self._tracker.add(touched)
             if touched or written or self._moved():
                 self._synced(range(2) if touched or written else range(1))
@@ -1388,6 +1389,20 @@ def _text_refused() -> Iterator[None]:
         raise ToolError(
             "the call wrote a text value that is not valid UTF-8 (a blob cast to TEXT, say): "
             "it was undone; store bytes as a BLOB"
+        ) from exc
+
+
+@contextmanager
+def _deferred_refused() -> Iterator[None]:
+    """A call whose writes break a deferred constraint (a ``DEFERRABLE INITIALLY DEFERRED``
+    foreign key to a row that is not there) fails at the harness's COMMIT, after the tool
+    returned: no tool could catch it, and it crashed the call, an environment failure (an
+    invalid attempt) the agent's arguments caused. It is the agent's error, undone."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise ToolError(
+            f"the call's writes break a deferred constraint ({exc}): they were undone"
         ) from exc
 
 
