@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from groundstate.environments import sqlite as sqlite_env
 from groundstate.environments.base import diff_snapshots, same_row
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.sqlite_state import KEY_JSON, read_snapshot, read_table_hashes
@@ -176,3 +177,36 @@ def test_a_deferred_constraint_the_call_breaks_is_the_agents_error_and_undone(
         assert env.state_hash() == initial and not env._tainted
         assert _written(env, "INSERT INTO child VALUES (2, 1)")  # the environment goes on
         _matches_direct_read(env)
+
+
+LIMIT = 100_000
+"""The agent connection's length limit in these tests (16 MB in use: the same at a 160th)."""
+
+
+@pytest.mark.parametrize(
+    ("sql", "params"),
+    [
+        ("UPDATE t SET b = zeroblob(60000) WHERE id = 1", ()),  # its hex: 120,000 characters
+        ("UPDATE t SET s = ? WHERE id = 1", ("'" * 60_000,)),  # each quote doubled
+        ("INSERT INTO t VALUES (?, ?, ?)", (2, b"\x01" * 300, "long " * 300)),
+    ],
+    ids=["a blob over half the limit", "a text of quotes", "long cells"],
+)
+def test_a_row_within_the_length_limit_is_written_and_logged_whatever_its_cells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sql: str, params: tuple[object, ...]
+) -> None:
+    """A row image held every cell as a SQL literal, and SQLite's length limit on the agent's
+    connection bounds an image as it bounds a row: a blob of more than half the limit (8 MB),
+    written as hex, failed the agent's statement ("string or blob too big"), a tool crash."""
+    monkeypatch.setitem(sqlite_env._AGENT_LIMITS, sqlite3.SQLITE_LIMIT_LENGTH, LIMIT)
+    fixture = tmp_path / "long.sql"
+    fixture.write_text(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB, s TEXT);"
+        "INSERT INTO t VALUES (1, x'00', 'a');"
+    )
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        env.reset()
+        assert _written(env, sql, params)
+        _matches_direct_read(env)
+        with pytest.raises(sqlite3.DataError), env.tool_transaction():  # the limit holds
+            env.agent_db.execute("UPDATE t SET s = zeroblob(?)", (LIMIT + 1,))

@@ -66,7 +66,6 @@ from groundstate.environments.sqlite_writes import (
     LOG,
     NOT_UTF8,
     WriteLog,
-    image,
     state_writes,
 )
 from groundstate.errors import (
@@ -531,7 +530,7 @@ class SqliteEnvironment(ClosesOnExit):
         )
         self._total_changes = TotalChanges(self._agent)
         self._agent.harness_function("total_changes", 0, self._total_changes)
-        self._agent.harness_function(IMAGE, -1, image)
+        self._agent.harness_function(IMAGE, -1, self._writes.image)
         self._fingerprint0 = self._fingerprint()
         self._restrict_agent()
 

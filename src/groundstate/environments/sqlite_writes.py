@@ -62,7 +62,7 @@ class LoggedTable:
         values = [row[c] for c in self.key]
         return values[0] if len(values) == 1 else values
 
-    def exact_key(self, cells: list[str]) -> tuple[Any, ...]:
+    def exact_key(self, cells: list[Cell]) -> tuple[Any, ...]:
         """The key values of a logged row image's cells, blobs as bytes (not as their hex
         text)."""
         return tuple(_literal(cells[self.columns.index(column)]) for column in self.key)
@@ -93,6 +93,24 @@ class WriteLog:
         connection to a file of that build describes them the same."""
         self._tables: list[LoggedTable] = []
         self.installed = False
+        self._kept: list[Any] = []
+        """The long cells the call's images named by their place (see :meth:`image`)."""
+
+    def image(self, *values: Any) -> str:
+        """The :data:`IMAGE` function of the connection this log logs: a row's cells as
+        :func:`image` writes them, but a text or blob longer than :data:`INLINE` kept here
+        and named by its place (``@3``). A row is at most SQLite's length limit, and so was
+        its image: a blob of more than half the limit (its hex twice as long), or a text of
+        quotes, could not be written at all."""
+        kept = self._kept
+        cells = []
+        for value in values:
+            if isinstance(value, str | bytes) and len(value) > INLINE:
+                cells.append(f"@{len(kept)}")
+                kept.append(value)
+            else:
+                cells.append(_cell(value))
+        return json.dumps(cells)
 
     @property
     def objects(self) -> int:
@@ -107,6 +125,8 @@ class WriteLog:
         """
         if not self.installed:
             self._install(run)
+        if self._kept:
+            self._kept = []
         # Each statement skipped is a GIL release saved: a context switch under load.
         if self._changes() != self._quiet:
             run(f"DELETE FROM temp.{LOG}", ())
@@ -142,7 +162,9 @@ class WriteLog:
         the keys of every row the log names, for the change tracking (not netted: a row written
         and written back in the call is read again all the same)."""
         # Each image parsed once: its values for the netting, its exact key for the tracking.
-        entries = [(tbl, op, _cells(old), _cells(new)) for tbl, op, old, new in self._take(run)]
+        entries = [
+            (tbl, op, self._cells(old), self._cells(new)) for tbl, op, old, new in self._take(run)
+        ]
         net = Netting(self._tables)
         for tbl, op, old, new in entries:
             net.add(tbl, op, _values(old), _values(new))
@@ -163,6 +185,13 @@ class WriteLog:
         self._note_cleared(before)
         self._empty_at = self._changes()
         return entries
+
+    def _cells(self, image: str | None) -> list[Cell] | None:
+        """A logged row image's cells: each a SQL literal, or a long value it kept."""
+        if image is None:
+            return None
+        cells = [cell for chunk in json.loads(image) for cell in chunk]
+        return [Kept(self._kept[int(cell[1:])]) if cell[0] == "@" else cell for cell in cells]
 
     def _keys(self, entries: list[tuple[Any, ...]]) -> Touched:
         touched: Touched = {}
@@ -377,19 +406,33 @@ def _cell(value: Any) -> str:
     return repr(value)  # int, or float: shortest round trip
 
 
-def _cells(image: str | None) -> list[str] | None:
-    """A logged row image's cells, each a SQL literal."""
-    return None if image is None else [cell for chunk in json.loads(image) for cell in chunk]
+INLINE = 256
+"""The longest text (characters) or blob (bytes) a row image writes inline (see
+:meth:`WriteLog.image`): an image is then short whatever the row holds."""
 
 
-def _values(cells: list[str] | None) -> list[Any] | None:
+@dataclass(frozen=True)
+class Kept:
+    """A long cell of a row image, kept by the log rather than written (see
+    :meth:`WriteLog.image`)."""
+
+    value: str | bytes
+
+
+Cell = str | Kept
+"""A cell of a logged row image: a SQL literal (see :func:`_cell`), or a long value kept."""
+
+
+def _values(cells: list[Cell] | None) -> list[Any] | None:
     return None if cells is None else [_literal(cell) for cell in cells]
 
 
-def _literal(sql: str) -> Any:
+def _literal(sql: Cell) -> Any:
     """The value of a literal :func:`_cell` wrote: NULL, 'text', X'blob' (as bytes: as its
     hex text, a blob written over the text of its hex digits was no write), a number, or a
-    text holding NUL as its JSON string."""
+    text holding NUL as its JSON string; or a long value the log kept."""
+    if isinstance(sql, Kept):
+        return sql.value
     if sql == "NULL":
         return None
     if sql.startswith('"'):
