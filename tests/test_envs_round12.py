@@ -96,6 +96,9 @@ INSERT INTO expression VALUES (1, 'e1', 1);
         "INSERT OR REPLACE INTO defaulted VALUES (20, NULL, 0)",
         "UPDATE OR REPLACE defaulted SET e = NULL WHERE id = 2",
         "INSERT OR REPLACE INTO keyed_default VALUES (NULL, 5)",
+        # A row the call wrote, then deleted by a later REPLACE: it was shown as inserted.
+        "INSERT OR REPLACE INTO nocase VALUES ('A', 2), ('a', 3)",
+        "INSERT OR REPLACE INTO defaulted VALUES (30, 'new', 1), (31, 'new', 2)",
     ],
 )
 def test_a_row_replace_deleted_is_in_the_calls_writes(tmp_path: Path, sql: str) -> None:

@@ -215,6 +215,9 @@ class Netting:
         self._tables = tables
         self._rows: dict[tuple[int, str], list[Any]] = {}  # -> [table, key, before, after]
         self._conflicts: dict[tuple[int, str], Row] = {}
+        self._suspect: set[tuple[int, str]] = set()
+        """Rows written earlier in the call that a later statement's row conflicted with
+        since: a REPLACE may have deleted them, which no trigger logs."""
 
     def add(self, tbl: int, op: str, old: list[Any] | None, new: list[Any] | None) -> None:
         table = self._tables[tbl]
@@ -222,7 +225,10 @@ class Netting:
         after = _row(table, new)
         if op == "pre":
             assert before is not None
-            self._conflicts.setdefault(self._slot(tbl, table.key_of(before)), before)
+            slot = self._slot(tbl, table.key_of(before))
+            self._conflicts.setdefault(slot, before)
+            if slot in self._rows:
+                self._suspect.add(slot)
             return
         moved = before is not None and after is not None and _moved(table, before, after)
         if moved:  # an update of the key: the old row goes, a new one comes
@@ -235,6 +241,7 @@ class Netting:
         table = self._tables[tbl]
         key = table.key_of(before if before is not None else after or {})
         slot = self._slot(tbl, key)
+        self._suspect.discard(slot)
         if slot in self._rows:
             self._rows[slot][3] = after
             return
@@ -247,6 +254,10 @@ class Netting:
             table = self._tables[slot[0]]
             if slot not in self._rows and not exists(table, row):  # deleted by a REPLACE
                 self._rows[slot] = [table.name, table.key_of(row), row, None]
+        for slot in self._suspect:  # written, then deleted by a REPLACE?
+            written = self._rows[slot]
+            if written[3] is not None and not exists(self._tables[slot[0]], written[3]):
+                written[3] = None
         return [
             RowWrite(table=name, key=key, before=before, after=after)
             for name, key, before, after in self._rows.values()
