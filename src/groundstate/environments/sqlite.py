@@ -803,9 +803,12 @@ class SqliteEnvironment(ClosesOnExit):
         self._fresh = False
         self._check_tracking()
         self._writes.start(self._harness)
+        # Read before the call's transaction begins: a read in it would hold a shared lock for
+        # the whole call (another connection's write meanwhile would wait and fail, not be
+        # seen as a write behind the gateway).
+        compared_before = self._compared_states()
         self._harness("BEGIN")
         try:
-            compared_before = self._compared_states()
             with _text_refused():
                 yield effects
             self._raise_if_past_deadline(None)
