@@ -213,3 +213,24 @@ def test_a_row_within_the_length_limit_is_written_and_logged_whatever_its_cells(
         _matches_direct_read(env)
         with pytest.raises(sqlite3.DataError), env.tool_transaction():  # the limit holds
             env.agent_db.execute("UPDATE t SET s = zeroblob(?)", (LIMIT + 1,))
+
+
+def test_the_reset_probe_deletes_a_row_of_every_table_it_may(tmp_path: Path) -> None:
+    """The probe deleted a row by rowid within one statement: a WITHOUT ROWID table has no
+    rowid, and an R-tree cannot delete while a subquery reads it, so their resets went
+    unprobed, reported as refused by "the task's permissions or the schema"."""
+    fixture = tmp_path / "probed.sql"
+    fixture.write_text(
+        'CREATE TABLE "w t" ("k k" TEXT, n INT, v, PRIMARY KEY ("k k", n)) WITHOUT ROWID;'
+        "INSERT INTO \"w t\" VALUES ('a', 1, 1), ('b', 2, 2);"
+        "CREATE VIRTUAL TABLE boxes USING rtree(id, x0, x1);"
+        "INSERT INTO boxes VALUES (1, 0, 1), (2, 2, 3);"
+        "CREATE TABLE plain (v); INSERT INTO plain VALUES (1);"
+    )
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        initial = env.reset()
+        done = env.probes.mutate(env)
+        assert {"deleted a row of w t", "deleted a row of boxes", "deleted a row of plain"} <= {
+            *done
+        }, done
+        assert env.reset() == initial
