@@ -234,3 +234,43 @@ def test_the_reset_probe_deletes_a_row_of_every_table_it_may(tmp_path: Path) -> 
             *done
         }, done
         assert env.reset() == initial
+
+
+COUNTED = [
+    "INSERT INTO t VALUES (2, 'b', 1)",
+    "UPDATE t SET v = v + 1",
+    "INSERT OR REPLACE INTO t VALUES (3, 'b', 1)",  # the row it replaces is not counted
+    "SAVEPOINT s",
+    "UPDATE t SET v = 0",
+    "ROLLBACK TO s",  # rolled-back changes stay counted
+    "RELEASE s",
+    "DELETE FROM t WHERE id = 1",
+]
+
+
+def test_total_changes_counts_the_agents_rows_as_a_plain_connection_does(tmp_path: Path) -> None:
+    """SQL's total_changes() counted the rows the harness wrote on the agent's connection too
+    (the write log's): an insert of one row answered 3, an update of two rows 13 more."""
+    schema = "CREATE TABLE t (id INTEGER PRIMARY KEY, e TEXT UNIQUE, v);"
+    fixture = tmp_path / "counted.sql"
+    fixture.write_text(schema + "INSERT INTO t VALUES (1, 'a', 1);")
+    plain = sqlite3.connect(":memory:", isolation_level=None)
+    plain.executescript(fixture.read_text())
+    start = plain.total_changes
+    want = []
+    for sql in COUNTED:
+        plain.execute(sql)
+        want.append(plain.total_changes - start)
+    for _ in range(2):  # a new environment, then one reusing its database
+        with SqliteEnvironment(fixture, clock=CLOCK) as env:
+            env.reset()
+            got = []
+            with env.tool_transaction():
+                for sql in COUNTED[:3]:
+                    env.agent_db.execute(sql)
+                    got.append(env.agent_db.execute("SELECT total_changes()").fetchone()[0])
+            with env.tool_transaction():  # the next call goes on counting
+                for sql in COUNTED[3:]:
+                    env.agent_db.execute(sql)
+                    got.append(env.agent_db.execute("SELECT total_changes()").fetchone()[0])
+            assert got == want

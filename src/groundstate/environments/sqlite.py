@@ -528,7 +528,7 @@ class SqliteEnvironment(ClosesOnExit):
         self._writes = WriteLog(
             tables, lambda: agent.total_changes, build=self._baseline.image_digest
         )
-        self._total_changes = TotalChanges(self._agent)
+        self._total_changes = TotalChanges(self._agent, self._writes)
         self._agent.harness_function("total_changes", 0, self._total_changes)
         self._agent.harness_function(IMAGE, -1, self._writes.image)
         self._fingerprint0 = self._fingerprint()
@@ -854,7 +854,10 @@ class SqliteEnvironment(ClosesOnExit):
     def _harness(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one of the harness's own statements on the agent connection, past the authorizer."""
         with self._as_harness() as agent:
-            return agent.execute(sql, params).fetchall()
+            before = agent.total_changes
+            rows = agent.execute(sql, params).fetchall()
+            self._total_changes.harness += agent.total_changes - before
+            return rows
 
     @contextmanager
     def _as_harness(self) -> Iterator[AgentConnection]:

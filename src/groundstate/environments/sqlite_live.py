@@ -397,16 +397,21 @@ class EvaluatorLease:
 @dataclass
 class TotalChanges:
     """``total_changes()`` for the agent's SQL, counted from the last reset rather than from
-    when the connection opened, so a reused connection answers what a new one would."""
+    when the connection opened, so a reused connection answers what a new one would; and
+    without the rows the harness wrote on it (the write log's, which its triggers and its own
+    statements write): an insert of one row answered 3, an update of two, 13."""
 
     connection: sqlite3.Connection
+    log: WriteLog
     base: int = 0
+    harness: int = 0
+    """Rows the harness's own statements changed on the connection since the restart."""
 
     def __call__(self) -> int:
-        return self.connection.total_changes - self.base
+        return self.connection.total_changes - self.base - self.harness - self.log.logged
 
     def restart(self) -> None:
-        self.base = self.connection.total_changes
+        self.base, self.harness, self.log.logged = self.connection.total_changes, 0, 0
 
 
 @dataclass

@@ -95,13 +95,18 @@ class WriteLog:
         self.installed = False
         self._kept: list[Any] = []
         """The long cells the call's images named by their place (see :meth:`image`)."""
+        self.logged = 0
+        """Rows the triggers wrote into the log (rolled back or not): SQLite's
+        ``total_changes()`` counts them, which the agent's must not (see ``TotalChanges``)."""
 
-    def image(self, *values: Any) -> str:
+    def image(self, counted: int, *values: Any) -> str:
         """The :data:`IMAGE` function of the connection this log logs: a row's cells as
         :func:`image` writes them, but a text or blob longer than :data:`INLINE` kept here
         and named by its place (``@3``). A row is at most SQLite's length limit, and so was
         its image: a blob of more than half the limit (its hex twice as long), or a text of
-        quotes, could not be written at all."""
+        quotes, could not be written at all. *counted* is 1 for the first chunk of a log
+        row's first image, which counts the row (:attr:`logged`)."""
+        self.logged += counted
         kept = self._kept
         cells = []
         for value in values:
@@ -352,15 +357,15 @@ def _triggers(index: int, table: LoggedTable) -> list[str]:
         for columns, collation_of in zip(table.unique, collations, strict=True)
     )
     pre = (
-        f"{log} SELECT {index}, 'pre', {_image(table, None)}, NULL "
+        f"{log} SELECT {index}, 'pre', {_image(table, None, 1)}, NULL "
         f"FROM main.{_quote(table.name)} WHERE {conflicts}"
     )
-    old, new = _image(table, "OLD"), _image(table, "NEW")
+    old, new = _image(table, "OLD", 1), _image(table, "NEW", 0)
     return [
         f"CREATE TEMP TRIGGER {name}_pre_insert BEFORE INSERT {on} BEGIN {pre}; END",
         f"CREATE TEMP TRIGGER {name}_pre_update BEFORE UPDATE {on} BEGIN {pre}; END",
         f"CREATE TEMP TRIGGER {name}_insert AFTER INSERT {on} "
-        f"BEGIN {log} VALUES ({index}, 'insert', NULL, {new}); END",
+        f"BEGIN {log} VALUES ({index}, 'insert', NULL, {_image(table, 'NEW', 1)}); END",
         f"CREATE TEMP TRIGGER {name}_update AFTER UPDATE {on} "
         f"BEGIN {log} VALUES ({index}, 'update', {old}, {new}); END",
         f"CREATE TEMP TRIGGER {name}_delete AFTER DELETE {on} "
@@ -381,11 +386,14 @@ def _collate(collation: str) -> str:
     return "" if collation.upper() == "BINARY" else f" COLLATE {_quote(collation)}"
 
 
-def _image(table: LoggedTable, ref: str | None) -> str:
-    """SQL for a row image: JSON arrays of the columns' SQL literals, chunk by chunk."""
+def _image(table: LoggedTable, ref: str | None, counted: int) -> str:
+    """SQL for a row image: JSON arrays of the columns' SQL literals, chunk by chunk; the
+    first chunk's call counts a log row when *counted* is 1."""
     cells = [f"{ref}.{_column(c)}" if ref else _column(c) for c in table.columns]
     chunks = [cells[i : i + _CHUNK] for i in range(0, len(cells), _CHUNK)]
-    arrays = [f"{IMAGE}({', '.join(chunk)})" for chunk in chunks]
+    arrays = [
+        f"{IMAGE}({counted if i == 0 else 0}, {', '.join(chunk)})" for i, chunk in enumerate(chunks)
+    ]
     return "'[' || " + " || ',' || ".join(arrays) + " || ']'"
 
 
