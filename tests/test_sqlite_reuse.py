@@ -258,6 +258,11 @@ LEFTOVERS: dict[str, Callable[[SqliteEnvironment], None]] = {
     "a collation": _in_a_tool(lambda db: db.create_collation("leak", lambda a, b: 0)),
     "a limit": _in_a_tool(lambda db: db.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, 100)),
     "a statement still reading": _in_a_tool(_reading_on),
+    # A tool's own cache on the connection object carried one attempt's state to the next.
+    "an attribute of a tool's": _in_a_tool(lambda db: setattr(db, "seen", {"pin": "1234"})),
+    "the harness's names changed": _in_a_tool(
+        lambda db: setattr(db, "_harness_names", frozenset())
+    ),
     # Past the authorizer, as if it had a hole: each must still be caught.
     "a TEMP table": lambda env: env._harness("CREATE TEMP TABLE leftover (x)"),
     "a TEMP trigger": lambda env: env._harness(

@@ -387,12 +387,20 @@ def _moved_rows_left_out(
     A row of a table without a primary key has no identity but its content, and the state
     hash leaves ``rowid`` out: a row deleted and inserted again as it was, or two rows that
     swapped contents, are no change (they were a removed and an added row, "collateral
-    damage" to a ``nothing_else_changed`` whose state hash had not moved)."""
-    gone = [key for key, row in old.items() if not same_row(new.get(key), row)]
+    damage" to a ``nothing_else_changed`` whose state hash had not moved).
+
+    Where twins make the pairing ambiguous, it is the same whatever order the rows come in
+    (a whole snapshot's, by rowid, or the change tracking's, by first write): a removed row
+    pairs before a changed one (a row that moved and a twin that changed, not a twin removed
+    and the changed row added), and lower rowids first."""
+    gone = sorted(
+        (key for key, row in old.items() if not same_row(new.get(key), row)),
+        key=lambda key: (key in new, _rowid(old[key])),
+    )
     came: dict[Content, list[str]] = {}
-    for key, row in new.items():
-        if not same_row(old.get(key), row):
-            came.setdefault(row_content(row), []).append(key)
+    for key in sorted(new, key=lambda key: _rowid(new[key])):
+        if not same_row(old.get(key), new[key]):
+            came.setdefault(row_content(new[key]), []).append(key)
     if not gone or not came:
         return old, new
     old, new = dict(old), dict(new)
@@ -401,6 +409,11 @@ def _moved_rows_left_out(
         if same:
             del old[key], new[same.pop(0)]
     return old, new
+
+
+def _rowid(row: Row) -> Any:
+    rowid = row.get("rowid")
+    return rowid if isinstance(rowid, int) else 0
 
 
 def _key_value(row: Row, key_columns: list[str]) -> Any:

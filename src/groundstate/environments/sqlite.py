@@ -66,7 +66,6 @@ from groundstate.environments.sqlite_writes import (
     LOG,
     NOT_UTF8,
     WriteLog,
-    image,
     state_writes,
 )
 from groundstate.errors import (
@@ -529,17 +528,18 @@ class SqliteEnvironment(ClosesOnExit):
         self._writes = WriteLog(
             tables, lambda: agent.total_changes, build=self._baseline.image_digest
         )
-        self._total_changes = TotalChanges(self._agent)
+        self._total_changes = TotalChanges(self._agent, self._writes)
         self._agent.harness_function("total_changes", 0, self._total_changes)
-        self._agent.harness_function(IMAGE, -1, image)
+        self._agent.harness_function(IMAGE, -1, self._writes.image)
         self._fingerprint0 = self._fingerprint()
         self._restrict_agent()
 
     def _restrict_agent(self) -> None:
         self._autoincrement = self._baseline.autoincrement
-        self._virtual, self._shadow_of = _virtual_tables(
+        virtual, self._shadow_of = _virtual_tables(
             self._baseline.image_digest, self._baseline.kinds
         )
+        self._compared = [*virtual, *sorted(self._baseline.compared)]
         policy = (self._baseline.image_digest, tuple(sorted(self._permissions.items())))
         self._allowed = _ALLOWED.setdefault(policy, set())
         self._agent.harness_settings(
@@ -552,10 +552,14 @@ class SqliteEnvironment(ClosesOnExit):
         write log's, attached databases, and ``LIKE``'s case rule. The agent's SQL can change
         none of them (the authorizer allows reads and row writes only, which tests show): this
         checks it cheaply. What Python code may have done to the connection object, the object
-        notes itself (:class:`~groundstate.environments.sqlite_live.AgentConnection`)."""
+        notes itself (:class:`~groundstate.environments.sqlite_live.AgentConnection`), and
+        an attribute a tool's Python set on it (its own cache: ``db.seen = set()``) shows
+        here: on a reused connection it carried one attempt's state into the next."""
         temp, like = self._harness(_FINGERPRINT)[0]
         databases = [row[1] for row in self._harness("PRAGMA database_list")]
-        return temp - self._writes.objects, like, *databases, self._agent.meddled
+        agent = self._agent
+        python = (agent.meddled, agent._harness_names, *agent.added_attributes())
+        return temp - self._writes.objects, like, *databases, *python
 
     def _close_live(self) -> None:
         """Close what is open (setup may have failed half way)."""
@@ -799,9 +803,12 @@ class SqliteEnvironment(ClosesOnExit):
         self._fresh = False
         self._check_tracking()
         self._writes.start(self._harness)
+        # Read before the call's transaction begins: a read in it would hold a shared lock for
+        # the whole call (another connection's write meanwhile would wait and fail, not be
+        # seen as a write behind the gateway).
+        compared_before = self._compared_states()
         self._harness("BEGIN")
         try:
-            virtual_before = self._virtual_states()
             with _text_refused():
                 yield effects
             self._raise_if_past_deadline(None)
@@ -809,10 +816,12 @@ class SqliteEnvironment(ClosesOnExit):
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
             with _text_refused():
                 writes, written, touched = self._writes.read(self._harness)
-                virtual_writes = state_writes(virtual_before, self._virtual_states())
-            writes += virtual_writes
-            written = sorted({*written, *(write.table for write in virtual_writes)})
-            self._harness("COMMIT")
+                compared = state_writes(compared_before, self._compared_states())
+            writes = [write for write in writes if write.table not in compared_before]
+            writes += compared
+            written = sorted({*written, *(write.table for write in compared)})
+            with _deferred_refused():
+                self._harness("COMMIT")
             self._tracker.add(touched)
             if touched or written or self._moved():
                 self._synced(range(2) if touched or written else range(1))
@@ -833,17 +842,22 @@ class SqliteEnvironment(ClosesOnExit):
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written
 
-    def _virtual_states(self) -> dict[str, TableState]:
-        """The virtual tables' rows, read past the authorizer. Triggers cannot log a virtual
-        table's writes, so a call's are its rows before and after compared: this costs a read
-        of each virtual table per call (fine for the small search tables of fixtures)."""
+    def _compared_states(self) -> dict[str, TableState]:
+        """The rows of the tables whose writes the triggers cannot log, read past the
+        authorizer: virtual tables, and tables with a unique index on an expression (see
+        ``Baseline.compared``). A call's writes to them are their rows before and after
+        compared: this costs a read of each per call (fine for the small search tables of
+        fixtures)."""
         with self._as_harness() as agent:
-            return {name: table_state(agent, name) for name in self._virtual}
+            return {name: table_state(agent, name) for name in self._compared}
 
     def _harness(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Run one of the harness's own statements on the agent connection, past the authorizer."""
         with self._as_harness() as agent:
-            return agent.execute(sql, params).fetchall()
+            before = agent.total_changes
+            rows = agent.execute(sql, params).fetchall()
+            self._total_changes.harness += agent.total_changes - before
+            return rows
 
     @contextmanager
     def _as_harness(self) -> Iterator[AgentConnection]:
@@ -1380,6 +1394,20 @@ def _text_refused() -> Iterator[None]:
         raise ToolError(
             "the call wrote a text value that is not valid UTF-8 (a blob cast to TEXT, say): "
             "it was undone; store bytes as a BLOB"
+        ) from exc
+
+
+@contextmanager
+def _deferred_refused() -> Iterator[None]:
+    """A call whose writes break a deferred constraint (a ``DEFERRABLE INITIALLY DEFERRED``
+    foreign key to a row that is not there) fails at the harness's COMMIT, after the tool
+    returned: no tool could catch it, and it crashed the call, an environment failure (an
+    invalid attempt) the agent's arguments caused. It is the agent's error, undone."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise ToolError(
+            f"the call's writes break a deferred constraint ({exc}): they were undone"
         ) from exc
 
 

@@ -155,6 +155,14 @@ class WatchedConnection(sqlite3.Connection):
     deserialized into it. Such a connection is not reused."""
 
     meddled = False
+    _OWN: frozenset[str] = frozenset({"meddled"})
+    """The instance attributes the harness sets (see :meth:`added_attributes`)."""
+
+    def added_attributes(self) -> list[str]:
+        """The attributes Python code set on this object besides the harness's own (a tool's
+        cache, ``db.seen = set()``): they would outlive the attempt on a reused connection
+        and carry what one attempt learnt into the next."""
+        return sorted(set(vars(self)) - self._OWN)
 
     def _meddle(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         self.meddled = True
@@ -210,6 +218,7 @@ class AgentConnection(WatchedConnection):
     a table the agent may not read, and ``executescript`` (Python commits the call's
     transaction before the script)."""
 
+    _OWN = frozenset({"meddled", "_authorizer", "_deny", "_harness_names"})
     _authorizer: Callable[..., int] = staticmethod(lambda *_: sqlite3.SQLITE_DENY)
     _deny: Callable[[str], object] = staticmethod(lambda action: None)
     _harness_names: frozenset[str] = frozenset()
@@ -321,9 +330,11 @@ class EvaluatorConnection(WatchedConnection):
     attempt's checks would see through it: a setting (a pragma given a value, such as
     ``reverse_unordered_selects``), a TEMP object, an attached database, a transaction left
     open. It allows everything, as a new connection would; a connection that noted anything,
-    or that Python code changed (a function, a collation, a callback), is not reused."""
+    or that Python code changed (a function, a collation, a callback, an attribute of its
+    own), is not reused."""
 
     noted = False
+    _OWN = frozenset({"meddled", "noted"})
 
     def watch(self) -> None:
         sqlite3.Connection.set_authorizer(self, self._note)
@@ -341,6 +352,7 @@ class EvaluatorConnection(WatchedConnection):
         return not (
             self.noted
             or self.meddled
+            or self.added_attributes()
             or self.in_transaction
             or self.row_factory is not None
             or self.text_factory is not str
@@ -385,16 +397,21 @@ class EvaluatorLease:
 @dataclass
 class TotalChanges:
     """``total_changes()`` for the agent's SQL, counted from the last reset rather than from
-    when the connection opened, so a reused connection answers what a new one would."""
+    when the connection opened, so a reused connection answers what a new one would; and
+    without the rows the harness wrote on it (the write log's, which its triggers and its own
+    statements write): an insert of one row answered 3, an update of two, 13."""
 
     connection: sqlite3.Connection
+    log: WriteLog
     base: int = 0
+    harness: int = 0
+    """Rows the harness's own statements changed on the connection since the restart."""
 
     def __call__(self) -> int:
-        return self.connection.total_changes - self.base
+        return self.connection.total_changes - self.base - self.harness - self.log.logged
 
     def restart(self) -> None:
-        self.base = self.connection.total_changes
+        self.base, self.harness, self.log.logged = self.connection.total_changes, 0, 0
 
 
 @dataclass

@@ -44,7 +44,7 @@ class SqliteProbes:
             for table in _autoincrement(env)
         ]
         for table, state in env.snapshot().tables.items():
-            if _delete_one(env, table):
+            if _delete_one(env, table, _row_key(env, table, state.key)):
                 done.append(f"deleted a row of {table}")
             elif state.rows:  # said, not skipped: this table's reset goes unprobed by a deletion
                 done.append(
@@ -54,9 +54,27 @@ class SqliteProbes:
         return done
 
 
-def _delete_one(env: Environment, table: str) -> bool:
-    sql = f"DELETE FROM {quote(table)} WHERE rowid IN (SELECT rowid FROM {quote(table)} LIMIT 1)"
-    return bool(in_tool_call(env, lambda db: db.execute(sql)))
+def _row_key(env: Environment, table: str, key: list[str]) -> list[str]:
+    """What names one row of *table*: its rowid, or the primary key of a ``WITHOUT ROWID``
+    table (which has no rowid: its reset went unprobed by a deletion)."""
+    rows = env.evaluator_view().query(
+        "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", (table,)
+    )
+    return key if rows and rows[0][0] else ["rowid"]
+
+
+def _delete_one(env: Environment, table: str, key: list[str]) -> bool:
+    return bool(in_tool_call(env, partial(_delete_first, table=table, key=key)))
+
+
+def _delete_first(db: sqlite3.Connection, table: str, key: list[str]) -> None:
+    """Delete one row, read first and then deleted by *key* in a statement of its own (an
+    R-tree cannot delete rows while a subquery of the same statement reads it)."""
+    columns = [column if column == "rowid" else quote(column) for column in key]
+    row = db.execute(f"SELECT {', '.join(columns)} FROM {quote(table)} LIMIT 1").fetchone()
+    match = " AND ".join(f"{column} IS ?" for column in columns)
+    if row is None or not db.execute(f"DELETE FROM {quote(table)} WHERE {match}", row).rowcount:
+        raise sqlite3.DataError("nothing deleted")
 
 
 def _autoincrement(env: Environment) -> list[str]:

@@ -427,6 +427,10 @@ class Baseline:
     autoincrement: frozenset[str] = frozenset()
     """The tables (lower case) whose inserts may change ``sqlite_sequence``: those whose
     definition says AUTOINCREMENT anywhere."""
+    compared: frozenset[str] = frozenset()
+    """The tables with a unique index on an expression: the write log's triggers cannot tell
+    which rows an ``INSERT OR REPLACE`` deletes for conflicting on it, so a call's writes to
+    them are their rows before and after the call compared, as a virtual table's."""
 
     @classmethod
     def read(cls, image: bytes) -> Baseline:
@@ -450,7 +454,12 @@ class Baseline:
             autoincrement = frozenset(
                 name.lower() for name, text in sql.items() if "autoincrement" in text.lower()
             )
-            return cls(image, hashes, sql, tracked, kinds, autoincrement)
+            compared = frozenset(
+                n
+                for n, kind in kinds.items()
+                if kind == "table" and _unique_on_expression(connection, n)
+            )
+            return cls(image, hashes, sql, tracked, kinds, autoincrement, compared)
         finally:
             connection.close()
 
@@ -516,6 +525,15 @@ def _followed(connection: sqlite3.Connection, table: str) -> bool:
             if column[5] and (column[1] < 0 or str(column[4]).upper() != "BINARY"):
                 return False
     return True
+
+
+def _unique_on_expression(connection: sqlite3.Connection, table: str) -> bool:
+    for index in connection.execute(f"PRAGMA main.index_list({quote(table)})").fetchall():
+        if index[2]:
+            info = connection.execute(f"PRAGMA main.index_xinfo({quote(index[1])})").fetchall()
+            if any(column[5] and column[1] == -2 for column in info):
+                return True
+    return False
 
 
 def _table_baseline(connection: sqlite3.Connection, name: str, sql: str) -> TableBaseline:

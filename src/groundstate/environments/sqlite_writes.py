@@ -52,12 +52,17 @@ class LoggedTable:
     key: list[str]
     unique: list[list[str]]
     """Column sets a new row may conflict on: the key and every unique index."""
+    collations: list[list[str]] | None = None
+    """Each :attr:`unique` column's collation in its index (None: the columns' own)."""
+    defaults: dict[str, str] | None = None
+    """The default (SQL) of each ``NOT NULL`` column that has one: ``OR REPLACE`` writes it in
+    place of a NULL after the ``BEFORE`` triggers ran, which saw the NULL."""
 
     def key_of(self, row: Row) -> Any:
         values = [row[c] for c in self.key]
         return values[0] if len(values) == 1 else values
 
-    def exact_key(self, cells: list[str]) -> tuple[Any, ...]:
+    def exact_key(self, cells: list[Cell]) -> tuple[Any, ...]:
         """The key values of a logged row image's cells, blobs as bytes (not as their hex
         text)."""
         return tuple(_literal(cells[self.columns.index(column)]) for column in self.key)
@@ -88,6 +93,29 @@ class WriteLog:
         connection to a file of that build describes them the same."""
         self._tables: list[LoggedTable] = []
         self.installed = False
+        self._kept: list[Any] = []
+        """The long cells the call's images named by their place (see :meth:`image`)."""
+        self.logged = 0
+        """Rows the triggers wrote into the log (rolled back or not): SQLite's
+        ``total_changes()`` counts them, which the agent's must not (see ``TotalChanges``)."""
+
+    def image(self, counted: int, *values: Any) -> str:
+        """The :data:`IMAGE` function of the connection this log logs: a row's cells as
+        :func:`image` writes them, but a text or blob longer than :data:`INLINE` kept here
+        and named by its place (``@3``). A row is at most SQLite's length limit, and so was
+        its image: a blob of more than half the limit (its hex twice as long), or a text of
+        quotes, could not be written at all. *counted* is 1 for the first chunk of a log
+        row's first image, which counts the row (:attr:`logged`)."""
+        self.logged += counted
+        kept = self._kept
+        cells = []
+        for value in values:
+            if isinstance(value, str | bytes) and len(value) > INLINE:
+                cells.append(f"@{len(kept)}")
+                kept.append(value)
+            else:
+                cells.append(_cell(value))
+        return json.dumps(cells)
 
     @property
     def objects(self) -> int:
@@ -102,6 +130,8 @@ class WriteLog:
         """
         if not self.installed:
             self._install(run)
+        if self._kept:
+            self._kept = []
         # Each statement skipped is a GIL release saved: a context switch under load.
         if self._changes() != self._quiet:
             run(f"DELETE FROM temp.{LOG}", ())
@@ -137,7 +167,9 @@ class WriteLog:
         the keys of every row the log names, for the change tracking (not netted: a row written
         and written back in the call is read again all the same)."""
         # Each image parsed once: its values for the netting, its exact key for the tracking.
-        entries = [(tbl, op, _cells(old), _cells(new)) for tbl, op, old, new in self._take(run)]
+        entries = [
+            (tbl, op, self._cells(old), self._cells(new)) for tbl, op, old, new in self._take(run)
+        ]
         net = Netting(self._tables)
         for tbl, op, old, new in entries:
             net.add(tbl, op, _values(old), _values(new))
@@ -158,6 +190,13 @@ class WriteLog:
         self._note_cleared(before)
         self._empty_at = self._changes()
         return entries
+
+    def _cells(self, image: str | None) -> list[Cell] | None:
+        """A logged row image's cells: each a SQL literal, or a long value it kept."""
+        if image is None:
+            return None
+        cells = [cell for chunk in json.loads(image) for cell in chunk]
+        return [Kept(self._kept[int(cell[1:])]) if cell[0] == "@" else cell for cell in cells]
 
     def _keys(self, entries: list[tuple[Any, ...]]) -> Touched:
         touched: Touched = {}
@@ -181,6 +220,9 @@ class Netting:
         self._tables = tables
         self._rows: dict[tuple[int, str], list[Any]] = {}  # -> [table, key, before, after]
         self._conflicts: dict[tuple[int, str], Row] = {}
+        self._suspect: set[tuple[int, str]] = set()
+        """Rows written earlier in the call that a later statement's row conflicted with
+        since: a REPLACE may have deleted them, which no trigger logs."""
 
     def add(self, tbl: int, op: str, old: list[Any] | None, new: list[Any] | None) -> None:
         table = self._tables[tbl]
@@ -188,7 +230,10 @@ class Netting:
         after = _row(table, new)
         if op == "pre":
             assert before is not None
-            self._conflicts.setdefault(self._slot(tbl, table.key_of(before)), before)
+            slot = self._slot(tbl, table.key_of(before))
+            self._conflicts.setdefault(slot, before)
+            if slot in self._rows:
+                self._suspect.add(slot)
             return
         moved = before is not None and after is not None and _moved(table, before, after)
         if moved:  # an update of the key: the old row goes, a new one comes
@@ -201,6 +246,7 @@ class Netting:
         table = self._tables[tbl]
         key = table.key_of(before if before is not None else after or {})
         slot = self._slot(tbl, key)
+        self._suspect.discard(slot)
         if slot in self._rows:
             self._rows[slot][3] = after
             return
@@ -213,6 +259,10 @@ class Netting:
             table = self._tables[slot[0]]
             if slot not in self._rows and not exists(table, row):  # deleted by a REPLACE
                 self._rows[slot] = [table.name, table.key_of(row), row, None]
+        for slot in self._suspect:  # written, then deleted by a REPLACE?
+            written = self._rows[slot]
+            if written[3] is not None and not exists(self._tables[slot[0]], written[3]):
+                written[3] = None
         return [
             RowWrite(table=name, key=key, before=before, after=after)
             for name, key, before, after in self._rows.values()
@@ -243,9 +293,14 @@ def _moved(table: LoggedTable, before: Row, after: Row) -> bool:
 
 
 def _exists(run: Run, table: LoggedTable, row: Row) -> bool:
+    """Whether *row*'s key is still in *table*, exactly: SQL's match follows the column's
+    collation and compares numbers across storage classes (a ``NOCASE`` key 'a' replaced by
+    'A', a key 1 replaced by 1.0, was found still there), so it only filters."""
+    keys = ", ".join(_column(c) for c in table.key)
     match = " AND ".join(f"{_column(c)} IS ?" for c in table.key)
-    sql = f"SELECT 1 FROM main.{_quote(table.name)} WHERE {match}"
-    return bool(run(sql, tuple(row[c] for c in table.key)))
+    values = tuple(row[c] for c in table.key)
+    found = run(f"SELECT {keys} FROM main.{_quote(table.name)} WHERE {match}", values)
+    return any(tracking_key(key) == tracking_key(values) for key in found)
 
 
 # --- schema and triggers ----------------------------------------------------------------------
@@ -257,37 +312,60 @@ def _describe(run: Run, name: str) -> LoggedTable:
     key = [column[1] for column in sorted(info, key=lambda column: column[5]) if column[5] > 0]
     if not key:
         key, columns = ["rowid"], ["rowid", *columns]
-    return LoggedTable(name, columns, key, [key, *_unique_indexes(run, name)])
+    indexes = _unique_indexes(run, name)
+    # The key's own index gives its collations (``PRIMARY KEY (k COLLATE NOCASE)``); a rowid
+    # or an INTEGER PRIMARY KEY has none, and compares as BINARY.
+    by_pk = dict(next((index for origin, index in indexes if origin == "pk"), []))
+    unique = [
+        key,
+        *([column for column, _ in index] for origin, index in indexes if origin != "pk"),
+    ]
+    collations = [
+        [by_pk.get(column, "BINARY") for column in key],
+        *([collation for _, collation in index] for origin, index in indexes if origin != "pk"),
+    ]
+    defaults = {column[1]: column[4] for column in info if column[3] and column[4] is not None}
+    return LoggedTable(name, columns, key, unique, collations, defaults)
 
 
-def _unique_indexes(run: Run, table: str) -> list[list[str]]:
-    """Column sets of the unique indexes, the primary key's own index left out."""
+def _unique_indexes(run: Run, table: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The unique indexes' origins (``pk`` for the primary key's) and their columns, each
+    with the collation the index compares it by: a ``NOCASE`` index on a ``BINARY`` column
+    makes 'A' conflict with 'a', which the column's own comparison would not see. An index
+    on an expression is left out (see ``Baseline.compared``)."""
     found = []
     for index in run(f"PRAGMA main.index_list({_quote(table)})", ()):
-        if index[2] and index[3] != "pk":  # unique, and not the primary key again
-            info = run(f"PRAGMA main.index_info({_quote(index[1])})", ())
-            if all(column[2] is not None for column in info):  # skip expression indexes
-                found.append([column[2] for column in info])
+        if index[2]:
+            info = run(f"PRAGMA main.index_xinfo({_quote(index[1])})", ())
+            keys = [(column[2], str(column[4])) for column in info if column[5]]
+            if all(column is not None for column, _ in keys):
+                found.append((str(index[3]), keys))
     return found
 
 
 def _triggers(index: int, table: LoggedTable) -> list[str]:
     name, on = f"{LOG}_{index}", f"ON main.{_quote(table.name)}"
     log = f"INSERT INTO {LOG}(tbl, op, old, new)"
+    collations = table.collations or [["BINARY"] * len(columns) for columns in table.unique]
     conflicts = " OR ".join(
-        "(" + " AND ".join(f"{_column(c)} = NEW.{_column(c)}" for c in columns) + ")"
-        for columns in table.unique
+        "("
+        + " AND ".join(
+            f"{_column(c)} = {_new(table, c)}{_collate(collation)}"
+            for c, collation in zip(columns, collation_of, strict=True)
+        )
+        + ")"
+        for columns, collation_of in zip(table.unique, collations, strict=True)
     )
     pre = (
-        f"{log} SELECT {index}, 'pre', {_image(table, None)}, NULL "
+        f"{log} SELECT {index}, 'pre', {_image(table, None, 1)}, NULL "
         f"FROM main.{_quote(table.name)} WHERE {conflicts}"
     )
-    old, new = _image(table, "OLD"), _image(table, "NEW")
+    old, new = _image(table, "OLD", 1), _image(table, "NEW", 0)
     return [
         f"CREATE TEMP TRIGGER {name}_pre_insert BEFORE INSERT {on} BEGIN {pre}; END",
         f"CREATE TEMP TRIGGER {name}_pre_update BEFORE UPDATE {on} BEGIN {pre}; END",
         f"CREATE TEMP TRIGGER {name}_insert AFTER INSERT {on} "
-        f"BEGIN {log} VALUES ({index}, 'insert', NULL, {new}); END",
+        f"BEGIN {log} VALUES ({index}, 'insert', NULL, {_image(table, 'NEW', 1)}); END",
         f"CREATE TEMP TRIGGER {name}_update AFTER UPDATE {on} "
         f"BEGIN {log} VALUES ({index}, 'update', {old}, {new}); END",
         f"CREATE TEMP TRIGGER {name}_delete AFTER DELETE {on} "
@@ -295,11 +373,27 @@ def _triggers(index: int, table: LoggedTable) -> list[str]:
     ]
 
 
-def _image(table: LoggedTable, ref: str | None) -> str:
-    """SQL for a row image: JSON arrays of the columns' SQL literals, chunk by chunk."""
+def _new(table: LoggedTable, column: str) -> str:
+    """The value a new row will have in *column*: its default in place of a NULL where the
+    column is ``NOT NULL`` with a default (a REPLACE of a NULL conflicts on the default)."""
+    new = f"NEW.{_column(column)}"
+    default = (table.defaults or {}).get(column)
+    return new if default is None else f"coalesce({new}, ({default}))"
+
+
+def _collate(collation: str) -> str:
+    """The COLLATE clause of a comparison by an index's *collation* (BINARY: none needed)."""
+    return "" if collation.upper() == "BINARY" else f" COLLATE {_quote(collation)}"
+
+
+def _image(table: LoggedTable, ref: str | None, counted: int) -> str:
+    """SQL for a row image: JSON arrays of the columns' SQL literals, chunk by chunk; the
+    first chunk's call counts a log row when *counted* is 1."""
     cells = [f"{ref}.{_column(c)}" if ref else _column(c) for c in table.columns]
     chunks = [cells[i : i + _CHUNK] for i in range(0, len(cells), _CHUNK)]
-    arrays = [f"{IMAGE}({', '.join(chunk)})" for chunk in chunks]
+    arrays = [
+        f"{IMAGE}({counted if i == 0 else 0}, {', '.join(chunk)})" for i, chunk in enumerate(chunks)
+    ]
     return "'[' || " + " || ',' || ".join(arrays) + " || ']'"
 
 
@@ -331,19 +425,33 @@ def _cell(value: Any) -> str:
     return repr(value)  # int, or float: shortest round trip
 
 
-def _cells(image: str | None) -> list[str] | None:
-    """A logged row image's cells, each a SQL literal."""
-    return None if image is None else [cell for chunk in json.loads(image) for cell in chunk]
+INLINE = 256
+"""The longest text (characters) or blob (bytes) a row image writes inline (see
+:meth:`WriteLog.image`): an image is then short whatever the row holds."""
 
 
-def _values(cells: list[str] | None) -> list[Any] | None:
+@dataclass(frozen=True)
+class Kept:
+    """A long cell of a row image, kept by the log rather than written (see
+    :meth:`WriteLog.image`)."""
+
+    value: str | bytes
+
+
+Cell = str | Kept
+"""A cell of a logged row image: a SQL literal (see :func:`_cell`), or a long value kept."""
+
+
+def _values(cells: list[Cell] | None) -> list[Any] | None:
     return None if cells is None else [_literal(cell) for cell in cells]
 
 
-def _literal(sql: str) -> Any:
+def _literal(sql: Cell) -> Any:
     """The value of a literal :func:`_cell` wrote: NULL, 'text', X'blob' (as bytes: as its
     hex text, a blob written over the text of its hex digits was no write), a number, or a
-    text holding NUL as its JSON string."""
+    text holding NUL as its JSON string; or a long value the log kept."""
+    if isinstance(sql, Kept):
+        return sql.value
     if sql == "NULL":
         return None
     if sql.startswith('"'):

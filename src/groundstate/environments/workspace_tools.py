@@ -154,6 +154,14 @@ class WorkspaceHandle:
         agent could cause), and a link comes back as a link (it was left removed: a failed
         call that changed a fixture's link changed the state)."""
         target = self.root / str(row["path"])
+        # What took a folder's place on its path goes too: a FIFO or a file the state leaves
+        # out (an undo that crashed on it was an environment failure the agent caused), or
+        # a link (the folders would be made wherever it leads).
+        folder = self.root
+        for part in Path(str(row["path"])).parts[:-1]:
+            folder = folder / part
+            if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+                folder.unlink()
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
