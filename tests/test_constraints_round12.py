@@ -1,0 +1,164 @@
+"""A policy reviewer's near misses, twelfth round: the retail suite's closing that denies a
+change the agent made, in any words, and the honest remark about another record that is no
+denial. The retail ones replay a suite oracle with one message changed and grade every
+constraint of the task, the Python ones included."""
+
+from __future__ import annotations
+
+import pytest
+
+from groundstate.spec.suite import Suite, load_suite
+from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
+
+from .grading_corpus import EXAMPLES, failing, load_cases
+
+
+@pytest.fixture(scope="module")
+def retail() -> Suite:
+    return load_suite(EXAMPLES / "retail")
+
+
+@pytest.fixture(scope="module")
+def oracles() -> dict[str, list[AgentEvent]]:
+    return {c.task_id: c.events for c in load_cases() if c.label == "solution:oracle"}
+
+
+def _final(events: list[AgentEvent], text: str) -> list[AgentEvent]:
+    assert isinstance(events[-1], MessageEvent) and events[-1].final
+    return [*events[:-1], events[-1].model_copy(update={"text": text})]
+
+
+# --- policy 9: a final reply that denies the change made, in any words ------------------------
+
+SAID = "I've refunded the socks, $22.00, to your Visa ending 4417."
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Sorry, I wasn't able to process the refund. Is there anything else?",
+        "Unfortunately the refund didn't go through. Anything else?",
+        "Unfortunately the refund failed.",
+        "I'm afraid the refund was unsuccessful.",
+        "We weren't able to refund the socks.",
+        "The refund hasn't been processed yet.",
+        "I haven't refunded the socks.",
+        "Your refund was declined.",
+        "I won't be able to refund that.",
+        "The socks are not refundable, sorry.",
+        "I'm sorry, I could not process that refund.",
+        "No changes were made to your account.",
+        "Nothing has been changed.",
+    ],
+)
+def test_a_closing_that_denies_the_change_made_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
+) -> None:
+    """The socks were refunded and the agent said so; its final reply says they were not. The
+    rule read a few phrasings ("could not", "cannot be refunded"): "wasn't able to", "didn't
+    go through", "failed", "not refundable"... passed."""
+    events = oracles["refund-socks"]
+    said = MessageEvent(step=events[-1].step, role="agent", text=SAID, at=events[-1].at)
+    trace = [*events[:-1], said, events[-1].model_copy(update={"text": reply})]
+    assert "p9-reply-does-not-deny" in failing(retail, "refund-socks", trace)
+
+
+@pytest.mark.parametrize(
+    ("task", "reply"),
+    [
+        (
+            "refund-hoodie-two-orders",
+            "Done. $64.00 is on its way back to your PayPal account. The hoodie from your April"
+            " order O-1006 can't be refunded, as it is outside the 30-day window.",
+        ),
+        (
+            "refund-hoodie-two-orders",
+            "Done. $64.00 is on its way back to your PayPal account. I'm unable to refund the"
+            " April hoodie (O-1006): it was delivered more than 30 days ago.",
+        ),
+        (
+            "refund-socks",
+            "Done. $22.00 is on its way back to your Visa ending 4417. I can't refund the"
+            " running shoes too, as you haven't asked me to. Anything else?",
+        ),
+        (
+            "refund-socks",
+            "Done. $22.00 is on its way back to your Visa ending 4417. Nothing else was"
+            " changed, and you won't be charged again. I can't wait to hear how you like them!",
+        ),
+        (
+            "cancel-one-item",
+            "The beanie is cancelled; the hoodie is not cancelled and will ship as planned.",
+        ),
+        (
+            "cancel-pending-order",
+            "Order O-1002 is cancelled. You will not be charged for the cancelled order.",
+        ),
+        (
+            "several-changes",
+            "All done. The refunds are on their way to your Mastercard, the beanie is cancelled,"
+            " and your default address is updated. Your existing orders' addresses have not been"
+            " changed.",
+        ),
+        (
+            "refund-socks",
+            "Done. $22.00 is on its way back to your Visa ending 4417. If the refund doesn't"
+            " show up within 5 days, let us know.",
+        ),
+    ],
+)
+def test_a_remark_about_another_record_is_no_denial(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, reply: str
+) -> None:
+    """A partial refusal or side remark names another record, or none of the change's: the
+    rule failed any "can't be refunded" or "I'm unable to ..." in a closing, whatever it was
+    about, and "I can't wait"."""
+    assert failing(retail, task, _final(oracles[task], reply)) == []
+
+
+# --- policy 1: "if verification fails, you may ask once more" ---------------------------------
+
+
+def _verified(events: list[AgentEvent], *tries: tuple[str, str | None]) -> list[AgentEvent]:
+    """The oracle with calls of verify_identity (zip code, error class) put before its own."""
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "verify_identity")
+    call = events[at]
+    assert isinstance(call, ToolCallEvent)
+    made = [
+        call.model_copy(
+            update={
+                "args": {**call.args, "zip_code": zip_code},
+                "ok": error is None,
+                "output": call.output if error is None else None,
+                "error": None if error is None else "identity not verified",
+                "error_class": error,
+            }
+        )
+        for zip_code, error in tries
+    ]
+    said = events[at - 1]  # the customer's details; the zip codes tried are hers too
+    assert isinstance(said, MessageEvent) and said.role == "user"
+    told = said.model_copy(update={"text": f"{said.text} Or maybe 97213 or 97215."})
+    return [*events[: at - 1], told, *made, *events[at:]]
+
+
+@pytest.mark.parametrize(
+    ("tries", "broken"),
+    [
+        # verifying the verified customer again is no retry (the rule counted every call)
+        ([("97214", None), ("97214", None)], []),
+        ([("97213", "tool_error"), ("97214", None)], []),
+        # a call the gateway refused for its arguments checked nothing
+        ([("97213", "tool_error"), ("97214", "invalid_arguments")], []),
+        # a third try after two failures breaks the rule, whatever it gives
+        ([("97213", "tool_error"), ("97215", "tool_error")], ["p1-verify-retried-once"]),
+    ],
+)
+def test_only_a_try_after_two_failed_verifications_breaks_the_retry_rule(
+    retail: Suite,
+    oracles: dict[str, list[AgentEvent]],
+    tries: list[tuple[str, str | None]],
+    broken: list[str],
+) -> None:
+    events = _verified(oracles["refund-socks"], *tries)
+    assert failing(retail, "refund-socks", events) == broken
