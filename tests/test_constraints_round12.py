@@ -5,12 +5,18 @@ constraint of the task, the Python ones included."""
 
 from __future__ import annotations
 
+import gzip
+import json
+
 import pytest
 
 from groundstate.spec.suite import Suite, load_suite
-from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
+from groundstate.tau2 import retail_checks as tau2_checks
+from groundstate.tau2.policy import constraint_sets
+from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent, agent_events, load_jsonl
 
-from .grading_corpus import EXAMPLES, failing, load_cases
+from .grading_corpus import CORPUS, EXAMPLES, failing
+from .trace_builder import Trace
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +26,15 @@ def retail() -> Suite:
 
 @pytest.fixture(scope="module")
 def oracles() -> dict[str, list[AgentEvent]]:
-    return {c.task_id: c.events for c in load_cases() if c.label == "solution:oracle"}
+    """The oracles' traces from the grading corpus, only their rows parsed (the whole corpus
+    takes seconds)."""
+    found: dict[str, list[AgentEvent]] = {}
+    with gzip.open(CORPUS, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            if '"label": "solution:oracle"' in line:
+                row = json.loads(line)
+                found[row["task"]] = agent_events(load_jsonl(row["trace"]))
+    return found
 
 
 def _final(events: list[AgentEvent], text: str) -> list[AgentEvent]:
@@ -162,3 +176,123 @@ def test_only_a_try_after_two_failed_verifications_breaks_the_retry_rule(
 ) -> None:
     events = _verified(oracles["refund-socks"], *tries)
     assert failing(retail, "refund-socks", events) == broken
+
+
+# --- τ²: "Exchange or modify order tools can only be called once per order" -------------------
+
+ADDRESS = {"address1": "1 Main St", "address2": "", "city": "Austin", "state": "TX"}
+
+
+@pytest.mark.parametrize(
+    ("calls", "passes"),
+    [
+        # the second change of a pending order's address succeeds: only the policy forbids it
+        (
+            [
+                ("modify_pending_order_address", "#W1", True),
+                ("modify_pending_order_address", "#W1", True),
+            ],
+            False,
+        ),
+        (
+            [
+                ("modify_pending_order_payment", "#W1", True),
+                ("modify_pending_order_payment", "#W1", True),
+            ],
+            False,
+        ),
+        # τ²'s own gold: the address, then the items, of one order; or two orders
+        (
+            [
+                ("modify_pending_order_address", "#W1", True),
+                ("modify_pending_order_items", "#W1", True),
+            ],
+            True,
+        ),
+        (
+            [
+                ("modify_pending_order_address", "#W1", True),
+                ("modify_pending_order_address", "#W2", True),
+            ],
+            True,
+        ),
+        # a call the tool refused changed nothing: the one that succeeded is the first
+        (
+            [
+                ("modify_pending_order_address", "#W1", False),
+                ("modify_pending_order_address", "#W1", True),
+            ],
+            True,
+        ),
+    ],
+)
+def test_an_order_is_changed_once_by_each_tool(
+    calls: list[tuple[str, str, bool]], passes: bool
+) -> None:
+    trace = Trace("Please change my order")
+    for tool, order, ok in calls:
+        trace.call(tool, {"order_id": order, **ADDRESS}, {"order_id": order}, ok=ok)
+    passed, evidence = tau2_checks.changed_once_per_order(trace.events, None)
+    assert passed is passes, evidence
+    if not passes:
+        assert evidence["offending_step"] == 2
+    assert "changed-once-per-order" in {c["id"] for c in constraint_sets()["policy"]}
+
+
+# --- a refused call is judged by the change it did not make --------------------------------------
+
+
+def _refused_first(events: list[AgentEvent], tool: str, **args: str) -> list[AgentEvent]:
+    """The oracle with a refused call of *tool* (its arguments changed by *args*) just before
+    the call that succeeds: a mistyped id the tool did not find, then the retry."""
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == tool)
+    call = events[at]
+    assert isinstance(call, ToolCallEvent) and call.ok
+    refused = call.model_copy(
+        update={
+            "args": {**call.args, **args},
+            "ok": False,
+            "output": None,
+            "error": f"no order {args.get('order_id')!r}",
+            "error_class": "tool_error",
+            "writes": [],
+        }
+    )
+    return [*events[:at], refused, *events[at:]]
+
+
+@pytest.mark.parametrize(
+    ("task", "tool", "order_id"),
+    [
+        ("refund-socks", "refund_item", "o-1001"),
+        ("refund-socks", "refund_item", " O-1001"),
+        ("exchange-shoe-size", "exchange_item", "O1012"),
+        ("goodwill-late-delivery", "add_store_credit", "o-1010"),
+    ],
+)
+def test_a_refused_call_with_a_mistyped_order_id_before_the_right_one_passes(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, tool: str, order_id: str
+) -> None:
+    """The agent read the order, mistyped its id in the change, the tool refused, the retry
+    went through: the read-before-change rules counted the refused call as a change of an
+    order never read."""
+    events = _refused_first(oracles[task], tool, order_id=order_id)
+    assert failing(retail, task, events) == []
+
+
+def test_a_denial_in_the_closing_before_the_goodbye_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    """Policy 9 as a model agent does it: the closing ("... Anything else?"), the user's
+    goodbye, a final reply that only says goodbye. The rule read the final reply alone."""
+    events = oracles["refund-socks"]
+    last = events[-1]
+    closing = [
+        MessageEvent(step=last.step, role="agent", text=SAID, at=last.at),
+        MessageEvent(
+            step=last.step, role="agent", text="Sorry, the refund failed. Anything else?", at=0
+        ),
+        MessageEvent(step=last.step, role="user", text="No, that's all. Bye!", at=last.at),
+        last.model_copy(update={"text": "Goodbye!"}),
+    ]
+    assert "p9-reply-does-not-deny" in failing(retail, "refund-socks", [*events[:-1], *closing])

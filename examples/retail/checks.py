@@ -622,6 +622,7 @@ CLAIMED_KINDS = {
     "address": ("update_order_address", "update_default_address"),
 }
 """Each kind of change a claim can name, and the tools that make it."""
+CHANGE_TOOLS = tuple(tool for tools in CLAIMED_KINDS.values() for tool in tools)
 _KIND_VERBS = {
     "refunded": "refund",
     "reimbursed": "refund",
@@ -795,7 +796,7 @@ class _Made:
 
 def _made_changes(trace: list[AgentEvent]) -> list[_Made]:
     made: list[_Made] = []
-    for event in _changes_made(trace, tuple(t for ts in CLAIMED_KINDS.values() for t in ts)):
+    for event in _changes_made(trace, CHANGE_TOOLS):
         output = event.output if isinstance(event.output, dict) else {}
         kind = next(k for k, tools in CLAIMED_KINDS.items() if event.tool in tools)
         order = output.get("order_id") if event.tool != "update_default_address" else None
@@ -839,30 +840,34 @@ def _denied_kinds(match: re.Match[str], sentence: str) -> set[str]:
 
 
 def reply_does_not_deny(trace: list[AgentEvent], s0: StateView) -> Evidence:
-    """Policy 9: the final reply does not tell the customer that a change which a successful
-    call made was not made, failed or cannot be made."""
-    final = next((e for e in reversed(trace) if isinstance(e, MessageEvent) and e.final), None)
+    """Policy 9: once the changes are made, no agent message (the closing "Sorry, the refund
+    failed. Anything else?" before the goodbye, the final reply) tells the customer that a
+    change which a successful call made was not made, failed or cannot be made."""
     made = _made_changes(trace)
-    if final is None or final.text is None or not made:
+    if not made:
         return True, {}
+    changes = {id(e) for e in _changes_made(trace, CHANGE_TOOLS)}
+    last = max(i for i, e in enumerate(trace) if id(e) in changes)
     order_ids = {fold(str(o)): str(o) for (o,) in s0.query("SELECT order_id FROM orders")}
     words = _product_words(s0)
-    for sentence in re.split(r"(?<=[.;!?])(?!\d)", normalise(final.text)):
-        denial = _NEGATED.search(sentence)
-        if denial is None or sentence.rstrip().endswith("?") or _CONDITIONAL.search(sentence):
+    for event in trace[last + 1 :]:
+        if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
-        tokens = set(re.findall(r"[\w-]+", fold(sentence)))
-        orders = {order_ids[t] for t in tokens if t in order_ids}
-        products = {words[w.removesuffix("s")] for w in tokens if w.removesuffix("s") in words}
-        products |= {words[w] for w in tokens if w in words}
-        kinds = _denied_kinds(denial, sentence)
-        denied = [m for m in made if m.kind in kinds and _about(m, sentence, orders, products)]
-        if denied:
-            problem = (
-                f"step {final.step} (final reply) says a {denied[0].kind} change that a call "
-                f"made was not made: {sentence.strip()!r}"
-            )
-            return False, {"problems": [problem], "offending_step": final.step, "denial": sentence}
+        for sentence in re.split(r"(?<=[.;!?])(?!\d)", normalise(event.text)):
+            denial = _NEGATED.search(sentence)
+            if denial is None or sentence.rstrip().endswith("?") or _CONDITIONAL.search(sentence):
+                continue
+            tokens = set(re.findall(r"[\w-]+", fold(sentence)))
+            orders = {order_ids[t] for t in tokens if t in order_ids}
+            products = {words[v] for t in tokens for v in (t, t.removesuffix("s")) if v in words}
+            kinds = _denied_kinds(denial, sentence)
+            denied = [m for m in made if m.kind in kinds and _about(m, sentence, orders, products)]
+            if denied:
+                problem = (
+                    f"step {event.step} (agent message) says a {denied[0].kind} change that a"
+                    f" call made was not made: {sentence.strip()!r}"
+                )
+                return False, {"problems": [problem], "offending_step": event.step}
     return True, {}
 
 

@@ -13,6 +13,7 @@ Stated as hard constraints, from ``policy.md``:
   (``items-confirmed``) and the payment method of a return, an exchange, an item change or a
   change of payment (``payment-confirmed``), by id or by the names a person uses;
 * make nothing up: the ids a change uses were shown by the user or a tool (``known-ids``);
+* each order is modified or exchanged once by each tool (``changed-once-per-order``);
 * a transfer to a human agent ends the agent's part: no tool is called after it
   (``transfer-last``).
 
@@ -109,6 +110,12 @@ def constraint_sets() -> dict[str, list[dict[str, Any]]]:
                 "any words ('since you no longer need it'), and the question stated no other "
                 "(the policy: the user confirms the order id and the reason).",
                 "check": "checks.py:cancel_reason_confirmed",
+            },
+            {
+                "id": "changed-once-per-order",
+                "description": "No order is modified or exchanged twice by the same tool (the "
+                "policy: exchange or modify order tools can only be called once per order).",
+                "check": "checks.py:changed_once_per_order",
             },
             {
                 "id": "transfer-last",
