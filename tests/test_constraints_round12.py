@@ -296,3 +296,31 @@ def test_a_denial_in_the_closing_before_the_goodbye_fails(
         last.model_copy(update={"text": "Goodbye!"}),
     ]
     assert "p9-reply-does-not-deny" in failing(retail, "refund-socks", [*events[:-1], *closing])
+
+
+# --- policy 3: store credit offered instead of a refund ----------------------------------------
+
+WINDOW = "I'm sorry, the jacket is past our 30-day window, so I can't refund it. "
+
+
+@pytest.mark.parametrize(
+    ("said", "offers"),
+    [
+        # store credit as the thing turned down is no offer (every one of these failed)
+        ("Refunds only go to the original payment method rather than store credit.", False),
+        ("We refund to the card you paid with instead of store credit.", False),
+        ("Refunds go back to the card you paid with, rather than as store credit.", False),
+        # offers, in either order (the second was not seen)
+        ("Instead of a refund, I can give you store credit.", True),
+        ("Alternatively, I could add store credit to your account.", True),
+        ("I can offer you store credit instead.", True),
+        ("I can put store credit in place of the refund.", True),
+    ],
+)
+def test_store_credit_turned_down_is_no_offer_and_an_offer_in_any_order_is(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str, offers: bool
+) -> None:
+    events = _final(oracles["refund-after-window"], WINDOW + said)
+    assert failing(retail, "refund-after-window", events) == (
+        ["p3-no-credit-instead"] if offers else []
+    )
