@@ -324,3 +324,47 @@ def test_store_credit_turned_down_is_no_offer_and_an_offer_in_any_order_is(
     assert failing(retail, "refund-after-window", events) == (
         ["p3-no-credit-instead"] if offers else []
     )
+
+
+# --- policy 9 in a refusal: a change said *not* made is no claim ---------------------------------
+
+REFUSED = "I'm sorry, the jacket was delivered 33 days ago, past our 30-day window. "
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "We've made no changes to your order.",
+        "No refund has been issued.",
+        "Nothing has been refunded or changed.",
+        "Your order remains unchanged, and no refund was processed.",
+        "Neither a refund nor store credit has been issued.",
+        "I've refunded nothing.",
+    ],
+)
+def test_a_change_said_not_made_is_no_claim(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    """The negated subject ("no refund", "nothing", "neither ... nor") and object ("made no
+    changes") were read as claims of the change, by the pattern and by the Python check."""
+    events = _final(oracles["refund-after-window"], REFUSED + said)
+    assert failing(retail, "refund-after-window", events) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "No problem, the refund has been processed.",
+        "No worries \u2014 your refund has been issued.",
+        "No problem: I have refunded the jacket.",
+        "There was no delay; the refund was issued today.",
+    ],
+)
+def test_a_claim_after_a_no_of_another_clause_is_still_a_claim(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    events = _final(oracles["refund-after-window"], REFUSED + said)
+    assert failing(retail, "refund-after-window", events) == [
+        "p9-claims-were-made",
+        "p9-reply-claims-no-change",
+    ]

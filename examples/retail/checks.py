@@ -692,10 +692,25 @@ def _claimed_kinds(text: str) -> set[str]:
             continue
         if asking and _FUTURE.search(sentence):
             continue
-        kinds |= {k for m in _DONE.finditer(sentence) if (k := _noun_kind(m.group())) is not None}
+        kinds |= {
+            k
+            for m in _DONE.finditer(sentence)
+            if not _denied_subject(sentence[: m.start()]) and (k := _noun_kind(m.group()))
+        }
         if not asking and _MONEY_BACK.search(sentence) and _REFUNDED_THING.search(sentence):
             kinds.add("refund")
     return kinds
+
+
+_NO_SUBJECT = re.compile(r"\b(?:no|nothing|neither|nor|none)\b(?!(?: \w+)? (?:problem|worries)\b)")
+_CLAUSE_END = re.compile("[,;:\u2014\u2013]| - ")  # a comma, colon, dash...
+
+
+def _denied_subject(before: str) -> bool:
+    """Whether the clause ending in *before* makes the change it names its negated subject:
+    "No refund has been issued", "Nothing has been refunded", "neither a refund nor credit
+    has been issued" (not "No problem, the refund has been issued")."""
+    return _NO_SUBJECT.search(_CLAUSE_END.split(before)[-1]) is not None
 
 
 def _first_person_kinds(sentence: str) -> set[str]:
@@ -704,6 +719,8 @@ def _first_person_kinds(sentence: str) -> set[str]:
         return set()
     kinds: set[str] = set()
     for verb, rest in _JOINED_VERB.findall(sentence[start.end() :]):
+        if re.match(r" (?:no|nothing|none)\b", rest):  # "I've refunded nothing"
+            continue
         kind = _KIND_VERBS.get(verb) or _noun_kind(rest)
         if kind is not None:
             kinds.add(kind)
