@@ -16,7 +16,7 @@ from groundstate.tau2.policy import constraint_sets
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent, agent_events, load_jsonl
 
 from .grading_corpus import CORPUS, EXAMPLES, failing
-from .trace_builder import Trace
+from .trace_builder import Trace, constraint
 
 
 @pytest.fixture(scope="module")
@@ -368,3 +368,48 @@ def test_a_claim_after_a_no_of_another_clause_is_still_a_claim(
         "p9-claims-were-made",
         "p9-reply-claims-no-change",
     ]
+
+
+def test_a_tau2_change_retried_after_an_order_id_without_its_hash_passes() -> None:
+    """τ² agents often drop the "#" of an order id: the tool refuses, the retry goes through.
+    The status-read rule counted the refused call as a change of an order never read."""
+    [rule] = [
+        constraint(**c)
+        for c in constraint_sets()["policy"]
+        if c["id"] == "status-read-before-cancel_pending_order"
+    ]
+    trace = Trace("Cancel my order #W1, I no longer need it")
+    trace.call("get_order_details", {"order_id": "#W1"}, {"order_id": "#W1", "status": "pending"})
+    trace.call("cancel_pending_order", {"order_id": "W1", "reason": "no longer needed"}, ok=False)
+    trace.call("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"}, {})
+    assert trace.check(rule).passed
+    trace.call("cancel_pending_order", {"order_id": "#W2", "reason": "no longer needed"}, {})
+    assert not trace.check(rule).passed  # a change of an order never read
+
+
+# --- policy 9: the customer is told the change was made, in any words ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "told"),
+    [
+        ("Refund complete: $22.00 is back on your Visa ending 4417.", True),
+        ("Your refund has gone through. Anything else?", True),
+        ("You'll see $22.00 back on your Visa ending 4417 within 5 days.", True),
+        ("Refund issued: $22.00 to your Visa ending 4417.", True),
+        ("That's done: $22.00 is heading back to your Visa ending 4417.", True),
+        ("Refunded! $22.00 to your Visa ending 4417.", True),
+        ("The refund of $22.00 to your Visa ending 4417 was successful.", True),
+        ("Your $22.00 refund is being processed to your Visa ending 4417.", True),
+        ("Is there anything else I can help you with?", False),
+        ("Thanks for shopping with us!", False),
+    ],
+)
+def test_the_change_told_in_any_words_a_claim_is_read_in_passes(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str, told: bool
+) -> None:
+    """The rule read a few phrasings of its own ("Done", "I've refunded", "is refunded"), not
+    those the claims check reads: "Refund complete", "Refunded!", "You'll see $22.00 back"
+    failed policy 9 after the refund was made."""
+    failed = failing(retail, "refund-socks", _final(oracles["refund-socks"], reply))
+    assert failed == ([] if told else ["p9-reply-tells-what-was-done"])

@@ -649,9 +649,11 @@ _JOINED_VERB = re.compile(
 
 
 _DONE = re.compile(
-    r"\b(?:refund|cancellation|exchange|credit|address change)s? (?:is |has |has been |was |"
-    r"have been )?(?:now )?(?:complete|completed|processed|done|issued|submitted|initiated|"
-    r"approved)\b|\b(?:refund|cancellation|exchange|credit|change)\b[^,;]{0,40}\bwent through\b"
+    r"\b(?:refund|cancellation|exchange|credit|address change)s? (?:is |are |has |has been |was |"
+    r"were |have been )?(?:now )?(?:complete|completed|processed|done|issued|submitted|initiated|"
+    r"approved|successful|being processed)\b"
+    r"|\b(?:refund|cancellation|exchange|credit|change)\b[^,;]{0,40}\b(?:(?:went|gone) through|"
+    r"(?:was|were|is|are) successful|succeeded)\b"
     r"|^[\W_]*(?:successfully )?(?:refunded|cancell?ed|exchanged|credited)\b"
     r"|\bsuccessfully (?:refunded|cancell?ed|exchanged|credited|updated|changed)\b[^,;]*"
     r"|\b(?:was|were) able to (?:refund|cancel|exchange|credit|update|change)\b[^,;]*"
@@ -660,7 +662,8 @@ _DONE = re.compile(
 )
 """A statement that a change is done, its kind named in the match."""
 _MONEY_BACK = re.compile(
-    r"\b(?:back (?:on|to|onto) your|on (?:its|their) way back|you'll see|you will see|"
+    r"\b(?:back (?:on|to|onto) your|on (?:its|their) way back|(?:heading|coming|going) back|"
+    r"you'll see|you will see|"
     r"will (?:arrive|appear|show up|be back|be credited))\b"
 )
 """Money said to be coming back: a refund, when the sentence has an amount or a refund."""
@@ -854,6 +857,33 @@ def _denied_kinds(match: re.Match[str], sentence: str) -> set[str]:
     if word is not None and word.startswith(("chang", "updat", "moved")):
         return {"address"}  # "O-1020 has not changed": its address (what changes or moves)
     return set(CLAIMED_KINDS)  # "nothing was done", "it failed": every kind
+
+
+_TOLD_DONE = re.compile(
+    r"^(?:all )?done\b|\b(?:that's|that is|it's|it is|all) (?:all )?done\b|\ball set\b"
+    r"|\b(?:i|we)(?:'ve| have)?(?: now| just| also| successfully| gone ahead and| went ahead and)*"
+    r" (?:made|refunded|cancell?ed|exchanged|changed|updated|credited|added|issued|processed|"
+    r"moved|sent|requested|arranged|applied)\b(?! (?:no|nothing|none)\b)"
+    r"|(?<!nothing )(?<!nothing else )(?<!not )\b(?:is|are|was|were|has been|have been"
+    r"|has now been|have now been)(?: now| also| successfully)? (?:refunded|cancell?ed|exchanged|"
+    r"changed|updated|credited|added|issued|processed|moved|applied|complete|completed)\b"
+    r"|\b(?:is|are) on (?:its|their) way\b|\bwent through\b"
+)
+"""What tells the customer a change was made, besides the claims :func:`_claimed_kinds` reads:
+"Done", "All set", "That's done", "your order is on its way", "is updated"."""
+
+
+def reply_tells_what_was_done(trace: list[AgentEvent], s0: StateView) -> Evidence:
+    """Policy 9, when the request changes something: some agent message (the final reply, or
+    the closing before the goodbye) tells the customer a change was made, in any of the words
+    a claim is read in ("Refund complete", "Refunded!", "You'll see $22.00 back on your
+    Visa", "The refund was successful") or plainly ("Done", "All set")."""
+    for event in trace:
+        if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
+            continue
+        if _TOLD_DONE.search(normalise(event.text)) or _claimed_kinds(event.text):
+            return True, {}
+    return False, {"problems": ["no agent message tells the customer a change was made"]}
 
 
 def reply_does_not_deny(trace: list[AgentEvent], s0: StateView) -> Evidence:

@@ -137,14 +137,15 @@ def _status_read_before(tool: str) -> dict[str, Any]:
     return {
         "id": f"status-read-before-{tool}",
         "description": f"{tool} comes after get_order_details of the same order "
-        "(the policy: check its status before taking the action).",
+        "(the policy: check its status before taking the action). A call the tool refused "
+        "changed nothing: a retry after a mistyped order id is judged by the change it makes.",
         "before": {
             "first": {
                 "tool": "get_order_details",
                 "ok": True,
                 "capture": {"order": "output.order_id"},
             },
-            "then": {"tool": tool},
+            "then": {"tool": tool, "ok": True},
             "where": {"args.order_id": "$order"},
         },
     }
