@@ -413,3 +413,14 @@ def test_the_change_told_in_any_words_a_claim_is_read_in_passes(
     failed policy 9 after the refund was made."""
     failed = failing(retail, "refund-socks", _final(oracles["refund-socks"], reply))
     assert failed == ([] if told else ["p9-reply-tells-what-was-done"])
+
+
+def test_an_intention_not_to_make_another_change_is_no_denial(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    """The beanie was cancelled; the customer declined cancelling the hoodie too."""
+    events = oracles["cancel-one-item"]
+    reply = "The beanie is cancelled. As you asked, I won't cancel it."
+    assert failing(retail, "cancel-one-item", _final(events, reply)) == []
+    reply = "The beanie is cancelled. I won't be able to cancel it, sorry."
+    assert failing(retail, "cancel-one-item", _final(events, reply)) == ["p9-reply-does-not-deny"]

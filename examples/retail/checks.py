@@ -886,6 +886,15 @@ def reply_tells_what_was_done(trace: list[AgentEvent], s0: StateView) -> Evidenc
     return False, {"problems": ["no agent message tells the customer a change was made"]}
 
 
+def _intent(denial: re.Match[str]) -> bool:
+    """Whether a denial is an intention, "won't" or "will not" and the verb: "OK, I won't
+    cancel it" (after the customer said no to another change), not "I won't be able to
+    refund that"."""
+    before = denial.string[: denial.start()]
+    intended = re.fullmatch(r"(?:n't|not) \S+", denial.group()) is not None
+    return intended and before.endswith(("wo", "will "))
+
+
 def reply_does_not_deny(trace: list[AgentEvent], s0: StateView) -> Evidence:
     """Policy 9: once the changes are made, no agent message (the closing "Sorry, the refund
     failed. Anything else?" before the goodbye, the final reply) tells the customer that a
@@ -901,8 +910,10 @@ def reply_does_not_deny(trace: list[AgentEvent], s0: StateView) -> Evidence:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
         for sentence in re.split(r"(?<=[.;!?])(?!\d)", normalise(event.text)):
-            denial = _NEGATED.search(sentence)
-            if denial is None or sentence.rstrip().endswith("?") or _CONDITIONAL.search(sentence):
+            if sentence.rstrip().endswith("?") or _CONDITIONAL.search(sentence):
+                continue
+            denial = next((m for m in _NEGATED.finditer(sentence) if not _intent(m)), None)
+            if denial is None:
                 continue
             tokens = set(re.findall(r"[\w-]+", fold(sentence)))
             orders = {order_ids[t] for t in tokens if t in order_ids}
