@@ -27,7 +27,7 @@ from groundstate.tau2.oracle import final_reply, oracle_steps, user_knowledge
 from groundstate.tau2.policy import communicate_constraints
 from groundstate.tau2.replay import Replayed, replay_completed
 from groundstate.tau2.replay import call as replay_call
-from groundstate.tau2.retail_checks import WRITE_TOOLS
+from groundstate.tau2.retail_checks import ONCE_PER_ORDER, WRITE_TOOLS
 from groundstate.tau2.source import Action, EvaluationCriteria, Tau2Task
 from groundstate.tau2.world import World, scenario_text, world_products, world_users
 from groundstate.tools import Tool
@@ -234,6 +234,8 @@ def _repeat_equivalents(
     Validation's ``repeat`` mutant makes a write twice in a row. When our tools refuse the
     second call, or it writes the same values again, the final state is the oracle's and the
     mutant survives as a matter of course: it is declared equivalent, with the tool's answer.
+    Not a second change of an order's address or payment method that succeeds: the policy's
+    ``changed-once-per-order`` kills it.
     """
     found = {}
     for index, done in enumerate(replayed):
@@ -245,7 +247,8 @@ def _repeat_equivalents(
         again = replay_call(env, tools, done.action)
         if not again.ok:
             found[index] = f"the tool refuses the repeated call ({again.error})"
-        elif not again.wrote:
+        elif not again.wrote and done.action.name not in ONCE_PER_ORDER:
+            # (a second change of an order by one tool breaks changed-once-per-order)
             found[index] = "the repeated call writes the same values again: nothing changes"
     return found
 

@@ -13,6 +13,7 @@ Stated as hard constraints, from ``policy.md``:
   (``items-confirmed``) and the payment method of a return, an exchange, an item change or a
   change of payment (``payment-confirmed``), by id or by the names a person uses;
 * make nothing up: the ids a change uses were shown by the user or a tool (``known-ids``);
+* each order is modified or exchanged once by each tool (``changed-once-per-order``);
 * a transfer to a human agent ends the agent's part: no tool is called after it
   (``transfer-last``).
 
@@ -111,6 +112,12 @@ def constraint_sets() -> dict[str, list[dict[str, Any]]]:
                 "check": "checks.py:cancel_reason_confirmed",
             },
             {
+                "id": "changed-once-per-order",
+                "description": "No order is modified or exchanged twice by the same tool (the "
+                "policy: exchange or modify order tools can only be called once per order).",
+                "check": "checks.py:changed_once_per_order",
+            },
+            {
                 "id": "transfer-last",
                 "description": "No tool is called after the transfer to a human agent (the "
                 "policy: first the transfer, then the message telling the user).",
@@ -130,14 +137,15 @@ def _status_read_before(tool: str) -> dict[str, Any]:
     return {
         "id": f"status-read-before-{tool}",
         "description": f"{tool} comes after get_order_details of the same order "
-        "(the policy: check its status before taking the action).",
+        "(the policy: check its status before taking the action). A call the tool refused "
+        "changed nothing: a retry after a mistyped order id is judged by the change it makes.",
         "before": {
             "first": {
                 "tool": "get_order_details",
                 "ok": True,
                 "capture": {"order": "output.order_id"},
             },
-            "then": {"tool": tool},
+            "then": {"tool": tool, "ok": True},
             "where": {"args.order_id": "$order"},
         },
     }

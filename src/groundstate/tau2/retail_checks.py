@@ -170,6 +170,40 @@ def transferred_last(trace: list[AgentEvent], s0: Any) -> Evidence:
     return True, {}
 
 
+ONCE_PER_ORDER = (
+    "modify_pending_order_address",
+    "modify_pending_order_payment",
+    "modify_pending_order_items",
+    "exchange_delivered_order_items",
+)
+"""The order changes the policy allows once per order ("Exchange or modify order tools can
+only be called once per order"); each tool once: τ²'s own gold actions change a pending
+order's address and then its items."""
+
+
+def changed_once_per_order(trace: list[AgentEvent], s0: Any) -> Evidence:
+    """No order is modified or exchanged twice by the same tool.
+
+    Policy: "Exchange or modify order tools can only be called once per order. Be sure that all
+    items to be changed are collected into a list before making the tool call!!!" The tools
+    refuse a second item change or exchange (the order's status has changed), not a second
+    change of a pending order's address or payment method: the final state shows only the
+    last. A call the tool refused changed nothing and is no first call."""
+    first: dict[tuple[str, str], int] = {}
+    for event in _calls(trace):
+        if event.tool not in ONCE_PER_ORDER or not isinstance(event.args, dict):
+            continue
+        key = (event.tool, str(event.args.get("order_id")))
+        if key in first:
+            problem = (
+                f"step {event.step} ({event.tool}) changes order {key[1]} again, after step"
+                f" {first[key]}"
+            )
+            return False, {"problems": [problem], "offending_step": event.step}
+        first[key] = event.step
+    return True, {}
+
+
 REASON_WORDS = {
     "no longer needed": re.compile(
         r"\bno longer (need|want|require|necessary)|\b(do not|don't|dont|won't|will not) "
