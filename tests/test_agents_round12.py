@@ -18,7 +18,7 @@ import math
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import thread as executor_threads
 from pathlib import Path
 from typing import Any
@@ -43,15 +43,7 @@ from groundstate.trace import (
 
 from .conftest import BLOCK, HANG, EditTask
 from .test_adversarial_agents import _write_the_transfer
-
-AgentFn = Callable[[Session], Awaitable[Any]]
-
-
-async def _do_the_task(session: Session) -> str:
-    await session.say("What is your PIN?")
-    await session.call("check_pin", {"account": "A", "pin": "1234"})
-    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
-    return "Moved 30 from A to B."
+from .test_inprocess_adversarial import AgentFn, _do_the_task
 
 
 async def _do_nothing(session: Session) -> str:
