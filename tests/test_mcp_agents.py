@@ -238,13 +238,13 @@ def _bank_agent_command() -> list[str]:
     ]
 
 
-def _in_process(external: SystemSpec) -> Any:
-    """The bank agent *external* runs as a program, loaded in this process instead."""
-    loop = external.harness.orchestration_loop.model_copy(
-        update={"entry": f"{BANK_AGENT}:bank_agent", "params": {"fault_rate": 0.5}}
-    )
-    harness = external.harness.model_copy(update={"orchestration_loop": loop})
-    return load_agent(external.model_copy(update={"harness": harness}))
+def _in_process(folder: Path) -> Any:
+    """The bank agent the external system runs as a program, loaded in this process instead
+    (from a system file of its own: the external system's hashes name the program's code)."""
+    loop = {"entry": f"{BANK_AGENT}:bank_agent", "params": {"fault_rate": 0.5}}
+    path = folder / "inside.yaml"
+    path.write_text(yaml.safe_dump({"name": "inside", "harness": {"orchestration_loop": loop}}))
+    return load_agent(load_system(path))
 
 
 def test_a_python_agent_runs_unchanged_as_an_external_program(
@@ -256,7 +256,7 @@ def test_a_python_agent_runs_unchanged_as_an_external_program(
     command = _bank_agent_command()
     external = load_system(system_file(tmp_path, command))
     assert f"{BANK_AGENT}:bank_agent" in external.resolved["code"]["command"]
-    inside = _in_process(external)
+    inside = _in_process(tmp_path)
     verdicts = {}
     for seed in range(3):
         outside = attempt(bank, "transfer", load_agent(external), system=external, seed=seed)
@@ -299,7 +299,7 @@ def test_over_streamable_http_the_same_agent_gets_the_same_verdicts(
     http = load_system(
         system_file(tmp_path, _bank_agent_command(), transport="http", network="host")
     )
-    inside = _in_process(http)
+    inside = _in_process(tmp_path)
     verdicts = [
         tuple(
             attempt(bank, "transfer", agent, system=http, seed=seed).run.terminal_reason
