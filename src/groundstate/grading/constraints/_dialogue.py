@@ -137,13 +137,16 @@ def _confirming(rule: ConfirmedRule | dict[str, Any]) -> tuple[ConfirmedRule, Co
             text = None
         if text is not None and json.loads(text) == rule:
             return _confirming_text(text)
-    checked = ConfirmedRule.model_validate(rule)
-    return checked, ConfirmedConstraint(id="confirming-questions", confirmed=checked)
+    return _checked(rule)
 
 
 @lru_cache(maxsize=256)
 def _confirming_text(text: str) -> tuple[ConfirmedRule, ConfirmedConstraint]:
-    checked = ConfirmedRule.model_validate(json.loads(text))
+    return _checked(json.loads(text))
+
+
+def _checked(rule: ConfirmedRule | dict[str, Any]) -> tuple[ConfirmedRule, ConfirmedConstraint]:
+    checked = ConfirmedRule.model_validate(rule)
     return checked, ConfirmedConstraint(id="confirming-questions", confirmed=checked)
 
 
