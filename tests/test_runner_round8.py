@@ -36,6 +36,23 @@ def _bank(max_retries: int) -> tuple[Suite, SystemSpec]:
     return suite, load_system(BANK_SYSTEM).model_copy(update={"invalid_run_policy": policy})
 
 
+def stopped_before_its_rerun(store: Path) -> str:
+    """The id of a batch of one attempt (reruns allowed) stopped by SIGINT just after its
+    invalid first try was stored, before its rerun."""
+    suite, system = _bank(max_retries=2)
+    with RunStore(store) as runs:
+        runner = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
+
+        def stop(run: AgentRun) -> None:
+            runner.interrupt.signum = signal.SIGINT
+
+        runner.on_run = stop
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=1)))
+    assert runner.batch_id is not None
+    return runner.batch_id
+
+
 def _cli(*args: str) -> tuple[int, str]:
     result = CliRunner().invoke(main, list(args))
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
@@ -47,19 +64,9 @@ def test_an_attempt_stopped_before_its_rerun_is_reported_unfinished(tmp_path: Pa
     was reported complete (no INCOMPLETE line, ``missing_attempts`` null) and counted the
     attempt as invalid for good, although ``--resume`` reruns it: the number depended on
     when the batch was stopped."""
-    suite, system = _bank(max_retries=2)
     store = tmp_path / "runs.db"
+    batch_id = stopped_before_its_rerun(store)
     with RunStore(store) as runs:
-        runner = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
-
-        def stop(run: AgentRun) -> None:
-            runner.interrupt.signum = signal.SIGINT
-
-        runner.on_run = stop
-        with pytest.raises(Interrupted):
-            asyncio.run(runner.start(BatchConfig(attempts=1)))
-        batch_id = runner.batch_id
-        assert batch_id is not None
         assert [(r.attempt, r.retry, r.valid) for r in runs.runs(batch_id)] == [(1, 0, False)]
     # What the interrupted run said: "batch ... stopped with 1 of 1 attempts (1 invalid ...)".
     assert _stored_attempts(store, batch_id) == "1 of 1 attempts (1 invalid with reruns due)"
@@ -80,6 +87,7 @@ def test_an_attempt_stopped_before_its_rerun_is_reported_unfinished(tmp_path: Pa
     code, out = _cli("compare", batch_id, batch_id, "--json", "--store", str(store))
     assert any("reruns due" in note for note in json.loads(out)["notes"]), out
     # The resume spends the reruns (the environment is still broken): then it is complete.
+    suite, system = _bank(max_retries=2)
     with RunStore(store) as runs:
         again = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
         asyncio.run(again.resume(batch_id))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import signal
 import zipfile
 from fractions import Fraction
 from math import comb
@@ -19,16 +18,15 @@ from rich.console import Console
 
 from groundstate.analysis import summarize_batch, tries
 from groundstate.cli.diagnosis import _number
-from groundstate.records import AgentRun
 from groundstate.report.html import render_batch
 from groundstate.report.terminal import print_run
-from groundstate.runner import BatchConfig, BatchRunner, Interrupted
+from groundstate.runner import BatchRunner
 from groundstate.stats import Outcome, compare, summarize
 from groundstate.stats import summary as summary_module
 from groundstate.store import RunStore
 from groundstate.testing import FaultyEnvironments
 from groundstate.trace import ModelCallEvent, ModelResponse, ModelUsage
-from tests.test_runner_round8 import _bank
+from tests.test_runner_round8 import _bank, stopped_before_its_rerun
 from tests.test_stats_independent import cli, import_text, report
 
 # --- the Inspect export's accuracy is the report's success rate ------------------------------
@@ -146,18 +144,8 @@ def test_an_infinite_or_negative_cost_or_latency_is_refused_by_name(
 def test_batches_calls_a_batch_with_reruns_due_incomplete_as_report_does(tmp_path: Path) -> None:
     """A batch stopped after an invalid try, before its rerun: `report` says INCOMPLETE (its
     gates fail), `batches` said "1/1 complete"."""
-    suite, system = _bank(max_retries=2)
     store = tmp_path / "runs.db"
-    with RunStore(store) as runs:
-        runner = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
-
-        def stop(run: AgentRun) -> None:
-            runner.interrupt.signum = signal.SIGINT
-
-        runner.on_run = stop
-        with pytest.raises(Interrupted):
-            asyncio.run(runner.start(BatchConfig(attempts=1)))
-        batch_id = runner.batch_id
+    batch_id = stopped_before_its_rerun(store)
     code, out, err = cli("report", str(batch_id), "--json", "--store", str(store))
     assert json.loads(out)["missing_attempts"]["reruns_pending"] == 1, err
     code, out, err = cli("batches", "--json", "--store", str(store))
@@ -167,6 +155,7 @@ def test_batches_calls_a_batch_with_reruns_due_incomplete_as_report_does(tmp_pat
     assert (listed["status"], listed["reruns_pending"]) == ("incomplete", 1)
     code, out, err = cli("batches", "--store", str(store))
     assert "incomplete (1 reruns due)" in " ".join(out.split())
+    suite, system = _bank(max_retries=2)
     with RunStore(store) as runs:  # the resume spends the reruns: complete
         again = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
         asyncio.run(again.resume(str(batch_id)))
