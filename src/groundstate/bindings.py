@@ -9,7 +9,8 @@ is imported, the functions and classes of the :data:`WATCHED` modules and
 the methods and properties of groundstate's own classes. A module first imported later is
 taken in when next seen (:meth:`Bindings.refresh`, before a user file is imported and at
 each attempt's start): its import is no change, so a module an agent imports and patches
-before that is not caught. Audit hooks, which cannot be taken out, are refused from then on.
+before that is not caught. Audit hooks, which cannot be taken out, are refused once an
+in-process agent has run (:func:`refuse_audit_hooks`).
 """
 
 from __future__ import annotations
