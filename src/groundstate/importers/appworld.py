@@ -25,7 +25,7 @@ from groundstate.importers.rows import (
     checked,
     integer,
     mapping,
-    read_json,
+    read_json_object,
     task_key,
 )
 
@@ -43,13 +43,7 @@ class AppWorldSource:
 
     @cached_property
     def _evaluation(self) -> dict[str, Any]:
-        data = read_json(self.path)
-        if not isinstance(data, dict):
-            kind = type(data).__name__
-            raise SpecError(
-                self.path, None, f"an AppWorld evaluation is a JSON object, not a {kind}"
-            )
-        return data
+        return read_json_object(self.path, "an AppWorld evaluation")
 
     @cached_property
     def _tasks(self) -> list[tuple[str, str, dict[str, Any]]]:

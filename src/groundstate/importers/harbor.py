@@ -33,6 +33,7 @@ from groundstate.importers.rows import (
     count,
     mapping,
     read_json,
+    read_json_object,
     reward_kind,
     reward_verdict,
     task_key,
@@ -90,11 +91,7 @@ class HarborSource:
             raise SpecError(
                 self.path, None, "a folder without result.json (a Harbor job holds one)"
             )
-        data = read_json(file)
-        if not isinstance(data, dict):
-            kind = type(data).__name__
-            raise SpecError(file, None, f"a Harbor result is a JSON object, not a {kind}")
-        return file, data
+        return file, read_json_object(file, "a Harbor result")
 
     @property
     def _job(self) -> dict[str, Any] | None:

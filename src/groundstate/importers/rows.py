@@ -311,6 +311,15 @@ def read_json(path: Path) -> Any:
     return parse_json(text, str(path))
 
 
+def read_json_object(path: Path, what: str) -> dict[str, Any]:
+    """A whole JSON file that must hold an object (*what* names what it is, for the error
+    when it does not: "a SWE-bench run report")."""
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise SpecError(path, None, f"{what} is a JSON object, not a {type(data).__name__}")
+    return data
+
+
 UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 """Byte-order marks of UTF-16 (and UTF-32) text: what Windows PowerShell's ``>`` writes."""
 

@@ -21,7 +21,7 @@ from groundstate.importers.rows import (
     ErrorPolicy,
     ImportedRow,
     as_integer,
-    read_json,
+    read_json_object,
     task_key,
 )
 
@@ -56,13 +56,7 @@ class SweBenchSource:
 
     @cached_property
     def _report(self) -> dict[str, Any]:
-        data = read_json(self.path)
-        if not isinstance(data, dict):
-            kind = type(data).__name__
-            raise SpecError(
-                self.path, None, f"a SWE-bench run report is a JSON object, not a {kind}"
-            )
-        return data
+        return read_json_object(self.path, "a SWE-bench run report")
 
     @cached_property
     def _attempts(self) -> list[tuple[str, str, str]]:

@@ -33,6 +33,7 @@ from groundstate.importers.rows import (
     mapping,
     raised,
     read_json,
+    read_json_object,
     reward_kind,
     reward_verdict,
     task_key,
@@ -231,13 +232,7 @@ class Tau2Source:
 
     @cached_property
     def _results(self) -> dict[str, Any]:
-        data = read_json(self.path)
-        if not isinstance(data, dict):
-            kind = type(data).__name__
-            raise SpecError(
-                self.path, None, f"a τ²-bench results file is a JSON object, not a {kind}"
-            )
-        return data
+        return read_json_object(self.path, "a τ²-bench results file")
 
     @cached_property
     def _simulations(self) -> list[tuple[str, Any]]:
