@@ -666,9 +666,13 @@ _GENERIC_VERBS = (
     "updated|changed|moved|processed|issued|added|applied|made|arranged|put|given|initiated"
     "|submitted|started|requested|completed|set up|sent"
 )
+_AUXILIARIES = "have has had did do can could shall should will would may might must"
+_ASKED_OF_ME = "".join(rf"(?<!\b{verb} )" for verb in _AUXILIARIES.split())
+"""Not after an auxiliary verb, which makes "I" or "we" the subject of a question ("Have I
+refunded it? No.", "Could we have cancelled it?"), not of a claim."""
 _CLAIM_START = re.compile(
-    r"\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and| went ahead and)* "
-    rf"(?=({'|'.join(_KIND_VERBS)}|{_GENERIC_VERBS})\b)"
+    rf"{_ASKED_OF_ME}\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and"
+    rf"| went ahead and)* (?=({'|'.join(_KIND_VERBS)}|{_GENERIC_VERBS})\b)"
 )
 _JOINED_VERB = re.compile(
     rf"(?:^|, (?:and )?(?:also )?|\band (?:also )?)({'|'.join(_KIND_VERBS)}|{_GENERIC_VERBS})\b"
@@ -1004,13 +1008,51 @@ def _about(
     return any(_fits(items[i], description) for i in made.items if i in items)
 
 
+# A question whether a change was made ("Refunded?", "Did the refund go through?", "Have I
+# refunded the socks?"), and a no answering it in the next sentence ("No.", "Unfortunately
+# not.", "Not yet."): the two together deny the change, as "The refund did not go through"
+# does. "Will the refund take long? No" asks nothing of the kind; "No problem" is no no.
+_ASKS_IF_DONE = re.compile(
+    r"^(?:(?:so|and|but|now|then),? )?(?:(?:did|has|have|is|are|was|were)\b.*|[^?]{0,40}?)"
+    r"\b(?:refunded|reimbursed|cancell?ed|exchanged|swapped|credited|updated|changed|processed|"
+    r"issued|done|complete|completed|successful|succeeded|go(?:ne)? through|went through)\b.*\?$"
+)
+_ANSWERED_NO = re.compile(
+    r"^(?:(?:unfortunately|sadly|sorry|i'm afraid|afraid|well|honestly|so|and),? )*"
+    r"(?:no|nope|not yet|not really|not quite|not at all|unfortunately not|sadly not"
+    r"|(?:i|it|we|that|they) (?:didn't|did not|wasn't|was not|hasn't|has not|haven't|have not"
+    r"|couldn't|could not))\b(?! (?:problem|worries|need|rush)\b)(?![^?]*\?$)"
+)
+
+
+def _denials(text: str) -> Iterator[tuple[str, set[str]]]:
+    """Each sentence of an agent message that says a change was not made, failed or cannot be
+    made, with the kinds of change it denies: a statement ("The refund failed"), or a
+    question whether a change was made that the next sentence answers no ("Refunded? No.")."""
+    sentences = list(_sentences(text))
+    for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+        if sentence.endswith("?"):
+            if _ASKS_IF_DONE.search(sentence) and _ANSWERED_NO.search(following):
+                yield sentence, _kinds_named(sentence) or set(CLAIMED_KINDS)
+            continue
+        if _CONDITIONAL.search(sentence):
+            continue
+        denial = next((m for m in _NEGATED.finditer(sentence) if not _intent(m)), None)
+        if denial is not None:
+            yield sentence, _denied_kinds(denial, sentence)
+
+
+def _kinds_named(sentence: str) -> set[str]:
+    return {_CHANGE_WORDS[w] for w in _CHANGE_WORDS if re.search(rf"\b{w}", sentence)}
+
+
 def _denied_kinds(match: re.Match[str], sentence: str) -> set[str]:
     word = next((g for g in match.groups() if g), None)
     if word is not None:
         kind = next((k for w, k in _CHANGE_WORDS.items() if word.startswith(w)), None)
         if kind is not None:
             return {kind}
-    kinds = {_CHANGE_WORDS[w] for w in _CHANGE_WORDS if re.search(rf"\b{w}", sentence)}
+    kinds = _kinds_named(sentence)
     if kinds:
         return kinds
     if word is not None and word.startswith(("chang", "updat", "moved")):
@@ -1020,9 +1062,9 @@ def _denied_kinds(match: re.Match[str], sentence: str) -> set[str]:
 
 _TOLD_DONE = re.compile(
     r"^(?:all )?done\b|\b(?:that's|that is|it's|it is|all) (?:all )?done\b|\ball set\b"
-    r"|\b(?:i|we)(?:'ve| have)?(?: now| just| also| successfully| gone ahead and| went ahead and)*"
-    r" (?:made|refunded|cancell?ed|exchanged|changed|updated|credited|added|issued|processed|"
-    r"moved|sent|requested|arranged|applied)\b(?! (?:no|nothing|none)\b)"
+    rf"|{_ASKED_OF_ME}\b(?:i|we)(?:'ve| have)?(?: now| just| also| successfully| gone ahead and"
+    r"| went ahead and)* (?:made|refunded|cancell?ed|exchanged|changed|updated|credited|added"
+    r"|issued|processed|moved|sent|requested|arranged|applied)\b(?! (?:no|nothing|none)\b)"
     r"|(?<!nothing )(?<!nothing else )(?<!not )\b(?:is|are|was|were|has been|have been"
     r"|has now been|have now been)(?: now| also| successfully)? (?:refunded|cancell?ed|exchanged|"
     r"changed|updated|credited|added|issued|processed|moved|applied|complete|completed)\b"
@@ -1062,9 +1104,9 @@ _NOT_NEGATED_SUBJECT = (
 """A clause up to its verb whose subject is not negated ("No refund has been issued")."""
 _CLAIMS_CHANGE = re.compile(
     r"^(all )?done\b|\ball set\b"
-    r"|\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and| went ahead and)*"
-    r" (made|refunded|cancell?ed|exchanged|changed|updated|credited|added|issued|processed|"
-    r"moved|sent|requested|arranged|applied)\b(?! (no|nothing|none)\b)"
+    rf"|{_ASKED_OF_ME}\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and"
+    r"| went ahead and)* (made|refunded|cancell?ed|exchanged|changed|updated|credited|added"
+    r"|issued|processed|moved|sent|requested|arranged|applied)\b(?! (no|nothing|none)\b)"
     rf"|{_NOT_NEGATED_SUBJECT}\b(is|are|has been|have been|has now been|have now been)"
     r"( now| also| successfully)? (refunded|cancell?ed|exchanged|changed|updated|credited|added|"
     r"issued|processed|moved|applied)\b(?! (only|if|when|once|within|after|unless)\b)"
@@ -1117,13 +1159,7 @@ def reply_does_not_deny(trace: list[AgentEvent], s0: StateView) -> Evidence:
     for event in trace[last + 1 :]:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
-        for sentence in _sentences(event.text):
-            if sentence.endswith("?") or _CONDITIONAL.search(sentence):
-                continue
-            denial = next((m for m in _NEGATED.finditer(sentence) if not _intent(m)), None)
-            if denial is None:
-                continue
-            kinds = _denied_kinds(denial, sentence)
+        for sentence, kinds in _denials(event.text):
             description = _description(fold(sentence), items)
             about = [m for m in made if m.kind in kinds and _about(m, sentence, description, items)]
             true = [
