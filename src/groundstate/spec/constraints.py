@@ -76,7 +76,9 @@ _TERMS = (
     r"\b(instead|only if|as long as|unless|on condition|otherwise|if not)\b"
     r"|\bprovided (that|it|you|they)\b|\bprefer (the|my|a|an|to|it to|if)\b"
     r"|\brather (than|you|have|get|use|keep|the|my|a|an|it|go|do)\b"
-    r"|\bbut (please )?(not|first|use|to (my|the|a|your))\b"
+    r"|\bbut (please )?(not|first|use|(to|onto|into|on) (?!be\b)[^\W\d_]"
+    r"|(put|send|move|switch|make|change) (it|them|that|the (refund|money))\b"
+    r"(?! (quick|quickly|fast|soon|easy|happen)\b))"
     r"|\b(let me|(i|we)('ll|'d| will| would| must| should)?( (need|have|want|like|got) to)?) "
     r"(think|check with|ask my|consult|(talk|speak) (to|with) my)\b"
     r"|\bnot (that|this|those|these)( ones?)?\b"
@@ -94,7 +96,8 @@ _TERMS = (
     r"|\bactually\b[^.!?]{0,200}\b(make it|switch|change (it|that))\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
-to my PayPal instead", "I'd prefer the gift card"), a condition ("only if", "as long as it's the
+to my PayPal instead", "I'd prefer the gift card", "Yes, but to PayPal", "Yes, but put it on
+my gift card"), a condition ("only if", "as long as it's the
 shoes", "Can it go to PayPal? Otherwise yes") or a decision put off ("let me check with my wife
 first", "Before I say yes, is it the full price?"), in the other languages too ("Sí, pero solo
 si es a mi Visa"); or another choice on second thoughts ("Actually, make it the gift card")."""
