@@ -207,3 +207,57 @@ def test_a_tau2_yes_naming_another_way_of_paying_confirms_nothing(
     )
     result = trace.check(rule)
     assert result.passed is passes, result.evidence
+
+
+# --- policy 9: a refusal that tells the customer the refund is done, in other words ------------
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Your $158.00 refund is in progress.",
+        "You should see $158.00 on your Visa in 3-5 days.",
+        "Expect $158.00 on your Visa within a week.",
+        "I went ahead with the refund.",
+        "I've taken care of the refund.",
+        "I've handled the refund for you.",
+        "The refund for the jacket is done.",
+        "Refund for the jacket - approved.",
+        "\u2705 Refund: jacket, $158.00",
+        "Your money is on the way.",
+    ],
+)
+def test_a_refusal_saying_the_refund_is_under_way_claims_a_change(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    """Nothing was refunded; the agent told the customer it was, in words neither claims
+    check read ("in progress", "you should see $158.00", "taken care of", a tick)."""
+    events = _final(oracles["refund-after-window"], said)
+    assert failing(retail, "refund-after-window", events) != []
+
+
+@pytest.mark.parametrize(
+    ("task", "said"),
+    [
+        ("refund-after-window", REFUSED + "Refunds are processed within 5-7 days of approval."),
+        ("refund-after-window", REFUSED + "Your refund request: declined, as it is past 30 days."),
+        (
+            "refund-after-window",
+            REFUSED + "If you return it in time, you should see the refund in 3-5 days.",
+        ),
+        ("refund-after-window", REFUSED + "I've handled your request as our policy says."),
+        ("refund-after-window", REFUSED + "\u2705 Refund policy: 30 days from delivery."),
+        ("refund-socks", "Done. You should see $22.00 on your Visa in 3-5 days."),
+        ("refund-socks", "\u2705 Refund: socks, $22.00"),
+        ("refund-socks", "I went ahead with the refund of the socks."),
+        (
+            "several-changes",
+            "All done. The refunds are on their way to your Mastercard, you should see $64.00"
+            " there, the beanie is cancelled, and your address is updated.",
+        ),
+    ],
+)
+def test_the_policy_and_true_claims_are_still_no_false_claim(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, said: str
+) -> None:
+    assert failing(retail, task, _final(oracles[task], said)) == []

@@ -664,7 +664,8 @@ _KIND_NOUNS = re.compile(r"\b(refund|cancel|exchang|swap|credit|address)")
 _NOUN_KINDS = {"refund": "refund", "cancel": "cancel", "exchang": "exchange", "swap": "exchange"}
 _GENERIC_VERBS = (
     "updated|changed|moved|processed|issued|added|applied|made|arranged|put|given|initiated"
-    "|submitted|started|requested|completed|set up|sent"
+    "|submitted|started|requested|completed|set up|sent|handled|taken care of|took care of"
+    "|went ahead with|gone ahead with|carried out|dealt with|sorted out"
 )
 _AUXILIARIES = "have has had did do can could shall should will would may might must"
 _ASKED_OF_ME = "".join(rf"(?<!\b{verb} )" for verb in _AUXILIARIES.split())
@@ -688,8 +689,12 @@ _DONE = re.compile(
     r" (?:is |are |has |has been |was |were |have been )?(?:now )?(?:complete|completed|processed|"
     r"done|issued|submitted|initiated|"
     r"approved|successful|being processed)\b"
-    r"|\b(?:refund|cancellation|exchange|credit|change)\b[^,;]{0,40}\b(?:(?:went|gone) through|"
-    r"(?:was|were|is|are) successful|succeeded)\b"
+    r"|\b(?:refund|cancellation|exchange|credit|change)\b[^,;]{0,40}?(?:\b(?:(?:went|gone) through|"
+    r"succeeded)|(?:\b(?:was|were|is|are|has been|have been) (?:now )?|(?::| -| \u2014| \u2013) )"
+    r"(?:successful|done|complete|completed|processed|issued|approved|submitted|initiated|"
+    r"finished|pending|in progress|under ?way|being processed))\b"
+    r"|^[\u2705\u2714\u2611\u2713]\ufe0f? ?(?:refund|cancellation|exchange|credit|address change)s?"
+    r"\b(?! (?:policy|window|rules?)\b)"
     r"|^[\W_]*(?:successfully )?(?:refunded|cancell?ed|exchanged|credited)\b"
     r"|\bsuccessfully (?:refunded|cancell?ed|exchanged|credited|updated|changed)\b[^,;]*"
     r"|\b(?:was|were) able to (?:refund|cancel|exchange|credit|update|change)\b[^,;]*"
@@ -699,14 +704,14 @@ _DONE = re.compile(
 """A statement that a change is done, its kind named in the match."""
 _MONEY_BACK = re.compile(
     r"\b(?:back (?:on|to|onto) your|on (?:its|their) way back|(?:heading|coming|going) back|"
-    r"you'll see|you will see|"
+    r"you'll see|you will see|you should see|expect(?: to (?:see|get|receive))?|"
     r"will (?:arrive|appear|show up|be back|be credited))\b"
 )
 """Money said to be coming back: a refund, when the sentence has an amount or a refund."""
 _REFUNDED_THING = re.compile(r"\$ ?\d|\d ?(usd|dollars?)\b|\busd ?\d|\b(refund|money)")
 _NOT_A_STATEMENT = re.compile(
-    r"\b(can|could|would|shall|should|may|might|if|once|when|after|unless|not|never|unable|"
-    r"cannot|no longer|already|before|previously|earlier|ago)\b|n't\b"
+    r"\b(can|could|would|shall|should(?! see\b)|may|might|if|once|when|after|unless|not|never"
+    r"|unable|cannot|no longer|already|before|previously|earlier|ago)\b|n't\b"
 )
 
 
@@ -759,13 +764,21 @@ def _claims(text: str) -> list[tuple[str, str]]:
                 continue
             clause = _CLAUSE_END.split(before)[-1] + done.group() + _CLAUSE_END.split(after)[0]
             claims.append((kind, clause))
-        if not asking and _MONEY_BACK.search(sentence) and _REFUNDED_THING.search(sentence):
-            claims.append(("refund", sentence))
+        back = None if asking else _MONEY_BACK.search(sentence)
+        if back is not None and _REFUNDED_THING.search(sentence):
+            claims.append(("refund", _clause_at(sentence, back.start())))
     return claims
 
 
 _NO_SUBJECT = re.compile(r"\b(?:no|nothing|neither|nor|none)\b(?!(?: \w+)? (?:problem|worries)\b)")
 _CLAUSE_END = re.compile("[,;:\u2014\u2013]| - ")  # a comma, colon, dash...
+
+
+def _clause_at(sentence: str, at: int) -> str:
+    """The clause of *sentence* around the place *at*: "$22.00 is back on your Visa" of
+    "$22.00 is back on your Visa, and the beanie is cancelled"."""
+    before, after = sentence[:at], sentence[at:]
+    return _CLAUSE_END.split(before)[-1] + _CLAUSE_END.split(after)[0]
 
 
 def _denied_subject(before: str) -> bool:
@@ -1112,7 +1125,8 @@ _CLAIMS_CHANGE = re.compile(
     r"issued|processed|moved|applied)\b(?! (only|if|when|once|within|after|unless)\b)"
     rf"|{_NOT_NEGATED_SUBJECT}\b(was|were)( now| also| successfully)? (refunded|cancell?ed|"
     r"exchanged|changed|updated|credited|added|issued|moved|applied)\b"
-    r"|\bon (its|their) way back\b|\b(refund|money|credit)\b([^.!?]|\.\d)*\bon (its|their) way\b"
+    r"|\bon (its|their) way back\b"
+    r"|\b(refund|money|credit)\b([^.!?]|\.\d)*\bon (its|their|the) way\b"
 )
 """A statement that a change was made: "Done", "All set", "I've refunded", "is refunded", "has
 been issued", money "on its way back"; not a change with a negated subject ("No refund has
