@@ -261,3 +261,33 @@ def test_the_policy_and_true_claims_are_still_no_false_claim(
     retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, said: str
 ) -> None:
     assert failing(retail, task, _final(oracles[task], said)) == []
+
+
+# --- policy 2: a yes naming some of the things a change covers keeps to those -----------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "confirms"),
+    [
+        ("Yes, the bottle.", False),
+        ("Yes, cancel the bottle please.", False),
+        ("Yes please, the bottle can go.", False),
+        ("Yes - headlamp stays.", False),
+        ("Yes, cancel it.", True),
+        ("Yes, cancel both.", True),
+        ("Sure, the bottle and the headlamp.", True),
+        ("Yes, the whole order.", True),
+    ],
+)
+def test_a_yes_naming_some_of_an_orders_items_does_not_confirm_cancelling_all(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str, confirms: bool
+) -> None:
+    """Asked to cancel O-1002, its water bottle and its headlamp, the customer answered "Yes,
+    the bottle": cancelling the whole order passed as confirmed (only "only" or "except"
+    kept a yes to part of the question)."""
+    events = oracles["cancel-pending-order"]
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "cancel_order")
+    assert getattr(events[at - 1], "role", None) == "user"
+    said = [*events[: at - 1], events[at - 1].model_copy(update={"text": answer}), *events[at:]]
+    broken = failing(retail, "cancel-pending-order", said)
+    assert broken == ([] if confirms else ["p2-confirmed-cancel-order"])

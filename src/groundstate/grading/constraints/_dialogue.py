@@ -245,7 +245,11 @@ def _check_change(
     values = _values(named)
     naming = _naming(answers, values)
     covering = _covering(rule, naming)
-    if covering and covering[-1].yes and _narrowed_away(covering[-1], values):
+    if (
+        covering
+        and covering[-1].yes
+        and (_narrowed_away(covering[-1], values) or _picks_some(covering[-1], named))
+    ):
         return _narrowed(constraint, change, covering[-1])
     if covering and covering[-1].yes and _paid_otherwise(covering[-1]):
         return _counter_offer(constraint, change, covering[-1])
@@ -345,6 +349,22 @@ def _narrowed_away(yes: _Confirmation, values: list[str]) -> bool:
     if _NARROWING.search(answer) is None:
         return False
     return not words & set(_WORD.findall(answer))
+
+
+def _picks_some(yes: _Confirmation, named: dict[str, Any]) -> bool:
+    """Whether *yes* names some of the things of a list the change covers, in any word of
+    them, and not the others ("Yes, the bottle", "Yes, headlamp stays" to cancelling an order
+    of a water bottle and a headlamp): it keeps to those, or leaves them out."""
+    said = set(_WORD.findall(message_text(yes.answer)))
+    for found in named.values():
+        for things in (value for value in found if isinstance(value, list) and len(value) > 1):
+            picked = [
+                any(word.endswith(s) for word in _WORD.findall(normalise(str(thing))) for s in said)
+                for thing in things
+            ]
+            if any(picked) and not all(picked):
+                return True
+    return False
 
 
 def _narrowed(
