@@ -6,10 +6,13 @@ task, the Python ones included."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from groundstate.grading.constraints import evaluate_constraints
 from groundstate.spec.suite import Suite
-from groundstate.trace import AgentEvent
+from groundstate.trace import AgentEvent, ModelCallEvent, ModelResponse, ModelToolCall
 
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
@@ -291,3 +294,44 @@ def test_a_yes_naming_some_of_an_orders_items_does_not_confirm_cancelling_all(
     said = [*events[: at - 1], events[at - 1].model_copy(update={"text": answer}), *events[at:]]
     broken = failing(retail, "cancel-pending-order", said)
     assert broken == ([] if confirms else ["p2-confirmed-cancel-order"])
+
+
+# --- order: a call asked for beside its "first" did not wait for it --------------------------
+
+
+def _model_call(*tools: str) -> ModelCallEvent:
+    calls = [ModelToolCall(id=f"c{i}", name=name, arguments="{}") for i, name in enumerate(tools)]
+    return ModelCallEvent(
+        step=0,
+        at=0.0,
+        provider="p",
+        model="m",
+        request_digest="d",
+        latency_ms=1.0,
+        response=ModelResponse(tool_calls=calls),
+    )
+
+
+VERIFIED_FIRST = constraint(
+    id="verified-first",
+    before={"first": {"tool": "verify_identity", "ok": True}, "then": {"tool": "get_order"}},
+)
+
+
+@pytest.mark.parametrize("together", [True, False])
+def test_a_call_asked_for_in_the_response_of_its_first_is_not_after_it(together: bool) -> None:
+    """A model response asking for verify_identity and get_order together reads the order
+    whatever the verification says; the trace read verify, then get_order, and passed."""
+    trace = Trace("Where is my order O-1001? I'm maya.chen@example.com, 97214.")
+    trace.call("verify_identity", {"email": "maya.chen@example.com"}, {"verified": True})
+    trace.call("get_order", {"order_id": "O-1001"}, {"order_id": "O-1001"})
+    user, verify, read = trace.events
+    asked = ["verify_identity", "get_order"] if together else ["verify_identity"]
+    events: list[Any] = [user, _model_call(*asked), verify]
+    if not together:
+        events.append(_model_call("get_order"))
+    events.append(read)
+    [result] = evaluate_constraints([VERIFIED_FIRST], events)
+    assert result.passed is not together, result.evidence
+    if together:
+        assert result.evidence["unheard_firsts"] == 1
