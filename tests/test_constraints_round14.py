@@ -335,3 +335,30 @@ def test_a_call_asked_for_in_the_response_of_its_first_is_not_after_it(together:
     assert result.passed is not together, result.evidence
     if together:
         assert result.evidence["unheard_firsts"] == 1
+
+
+# --- policy 2: a yes under a condition at once ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "confirms"),
+    [
+        ("Yes if it's the full price.", False),
+        ("Sure, if you refund it to PayPal.", False),
+        ("Yes, on the condition that it is today", False),
+        ("Yes, if you could.", True),
+        ("Yes please, if you don't mind.", True),
+        ("Yes, if possible.", True),
+        ("OK if that's fine.", True),
+        ("Yes please go ahead. If the money doesn't show up I'll call.", True),
+    ],
+)
+def test_a_yes_under_a_condition_of_its_own_confirms_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str, confirms: bool
+) -> None:
+    """ "Only if" and "on condition" were read; "Yes if it's the full price" and "on the
+    condition that" were not."""
+    events = oracles["refund-socks"]
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "refund_item")
+    said = [*events[: at - 1], events[at - 1].model_copy(update={"text": answer}), *events[at:]]
+    assert failing(retail, "refund-socks", said) == ([] if confirms else ["p2-confirmed-refund"])
