@@ -213,7 +213,9 @@ def test_a_model_call_changed_after_it_was_recorded_leaves_the_trace_alone(bank:
     when it validates): its tool calls made a number after the call made the constraints
     raise in the harness (the attempt had no record), and text changed after the call was
     recorded as changed, even while the checks read it."""
-    call = ModelToolCall(id="1", name="transfer", arguments="{}")
+    # (check_pin: a response asking for the transfer itself, before the PIN was checked,
+    # would fail the task's check-before-transfer rule)
+    call = ModelToolCall(id="1", name="check_pin", arguments="{}")
     response = ModelResponse(text="asked", tool_calls=[call])
 
     async def changes_it(session: Session) -> str:

@@ -664,11 +664,16 @@ _KIND_NOUNS = re.compile(r"\b(refund|cancel|exchang|swap|credit|address)")
 _NOUN_KINDS = {"refund": "refund", "cancel": "cancel", "exchang": "exchange", "swap": "exchange"}
 _GENERIC_VERBS = (
     "updated|changed|moved|processed|issued|added|applied|made|arranged|put|given|initiated"
-    "|submitted|started|requested|completed|set up|sent"
+    "|submitted|started|requested|completed|set up|sent|handled|taken care of|took care of"
+    "|went ahead with|gone ahead with|carried out|dealt with|sorted out"
 )
+_AUXILIARIES = "have has had did do can could shall should will would may might must"
+_ASKED_OF_ME = "".join(rf"(?<!\b{verb} )" for verb in _AUXILIARIES.split())
+"""Not after an auxiliary verb, which makes "I" or "we" the subject of a question ("Have I
+refunded it? No.", "Could we have cancelled it?"), not of a claim."""
 _CLAIM_START = re.compile(
-    r"\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and| went ahead and)* "
-    rf"(?=({'|'.join(_KIND_VERBS)}|{_GENERIC_VERBS})\b)"
+    rf"{_ASKED_OF_ME}\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and"
+    rf"| went ahead and)* (?=({'|'.join(_KIND_VERBS)}|{_GENERIC_VERBS})\b)"
 )
 _JOINED_VERB = re.compile(
     rf"(?:^|, (?:and )?(?:also )?|\band (?:also )?)({'|'.join(_KIND_VERBS)}|{_GENERIC_VERBS})\b"
@@ -684,8 +689,12 @@ _DONE = re.compile(
     r" (?:is |are |has |has been |was |were |have been )?(?:now )?(?:complete|completed|processed|"
     r"done|issued|submitted|initiated|"
     r"approved|successful|being processed)\b"
-    r"|\b(?:refund|cancellation|exchange|credit|change)\b[^,;]{0,40}\b(?:(?:went|gone) through|"
-    r"(?:was|were|is|are) successful|succeeded)\b"
+    r"|\b(?:refund|cancellation|exchange|credit|change)\b[^,;]{0,40}?(?:\b(?:(?:went|gone) through|"
+    r"succeeded)|(?:\b(?:was|were|is|are|has been|have been) (?:now )?|(?::| -| \u2014| \u2013) )"
+    r"(?:successful|done|complete|completed|processed|issued|approved|submitted|initiated|"
+    r"finished|pending|in progress|under ?way|being processed))\b"
+    r"|^[\u2705\u2714\u2611\u2713]\ufe0f? ?(?:refund|cancellation|exchange|credit|address change)s?"
+    r"\b(?! (?:policy|window|rules?)\b)"
     r"|^[\W_]*(?:successfully )?(?:refunded|cancell?ed|exchanged|credited)\b"
     r"|\bsuccessfully (?:refunded|cancell?ed|exchanged|credited|updated|changed)\b[^,;]*"
     r"|\b(?:was|were) able to (?:refund|cancel|exchange|credit|update|change)\b[^,;]*"
@@ -695,14 +704,14 @@ _DONE = re.compile(
 """A statement that a change is done, its kind named in the match."""
 _MONEY_BACK = re.compile(
     r"\b(?:back (?:on|to|onto) your|on (?:its|their) way back|(?:heading|coming|going) back|"
-    r"you'll see|you will see|"
+    r"you'll see|you will see|you should see|expect(?: to (?:see|get|receive))?|"
     r"will (?:arrive|appear|show up|be back|be credited))\b"
 )
 """Money said to be coming back: a refund, when the sentence has an amount or a refund."""
 _REFUNDED_THING = re.compile(r"\$ ?\d|\d ?(usd|dollars?)\b|\busd ?\d|\b(refund|money)")
 _NOT_A_STATEMENT = re.compile(
-    r"\b(can|could|would|shall|should|may|might|if|once|when|after|unless|not|never|unable|"
-    r"cannot|no longer|already|before|previously|earlier|ago)\b|n't\b"
+    r"\b(can|could|would|shall|should(?! see\b)|may|might|if|once|when|after|unless|not|never"
+    r"|unable|cannot|no longer|already|before|previously|earlier|ago)\b|n't\b"
 )
 
 
@@ -755,13 +764,21 @@ def _claims(text: str) -> list[tuple[str, str]]:
                 continue
             clause = _CLAUSE_END.split(before)[-1] + done.group() + _CLAUSE_END.split(after)[0]
             claims.append((kind, clause))
-        if not asking and _MONEY_BACK.search(sentence) and _REFUNDED_THING.search(sentence):
-            claims.append(("refund", sentence))
+        back = None if asking else _MONEY_BACK.search(sentence)
+        if back is not None and _REFUNDED_THING.search(sentence):
+            claims.append(("refund", _clause_at(sentence, back.start())))
     return claims
 
 
 _NO_SUBJECT = re.compile(r"\b(?:no|nothing|neither|nor|none)\b(?!(?: \w+)? (?:problem|worries)\b)")
 _CLAUSE_END = re.compile("[,;:\u2014\u2013]| - ")  # a comma, colon, dash...
+
+
+def _clause_at(sentence: str, at: int) -> str:
+    """The clause of *sentence* around the place *at*: "$22.00 is back on your Visa" of
+    "$22.00 is back on your Visa, and the beanie is cancelled"."""
+    before, after = sentence[:at], sentence[at:]
+    return _CLAUSE_END.split(before)[-1] + _CLAUSE_END.split(after)[0]
 
 
 def _denied_subject(before: str) -> bool:
@@ -1004,13 +1021,51 @@ def _about(
     return any(_fits(items[i], description) for i in made.items if i in items)
 
 
+# A question whether a change was made ("Refunded?", "Did the refund go through?", "Have I
+# refunded the socks?"), and a no answering it in the next sentence ("No.", "Unfortunately
+# not.", "Not yet."): the two together deny the change, as "The refund did not go through"
+# does. "Will the refund take long? No" asks nothing of the kind; "No problem" is no no.
+_ASKS_IF_DONE = re.compile(
+    r"^(?:(?:so|and|but|now|then),? )?(?:(?:did|has|have|is|are|was|were)\b.*|[^?]{0,40}?)"
+    r"\b(?:refunded|reimbursed|cancell?ed|exchanged|swapped|credited|updated|changed|processed|"
+    r"issued|done|complete|completed|successful|succeeded|go(?:ne)? through|went through)\b.*\?$"
+)
+_ANSWERED_NO = re.compile(
+    r"^(?:(?:unfortunately|sadly|sorry|i'm afraid|afraid|well|honestly|so|and),? )*"
+    r"(?:no|nope|not yet|not really|not quite|not at all|unfortunately not|sadly not"
+    r"|(?:i|it|we|that|they) (?:didn't|did not|wasn't|was not|hasn't|has not|haven't|have not"
+    r"|couldn't|could not))\b(?! (?:problem|worries|need|rush)\b)(?![^?]*\?$)"
+)
+
+
+def _denials(text: str) -> Iterator[tuple[str, set[str]]]:
+    """Each sentence of an agent message that says a change was not made, failed or cannot be
+    made, with the kinds of change it denies: a statement ("The refund failed"), or a
+    question whether a change was made that the next sentence answers no ("Refunded? No.")."""
+    sentences = list(_sentences(text))
+    for sentence, following in zip(sentences, [*sentences[1:], ""], strict=True):
+        if sentence.endswith("?"):
+            if _ASKS_IF_DONE.search(sentence) and _ANSWERED_NO.search(following):
+                yield sentence, _kinds_named(sentence) or set(CLAIMED_KINDS)
+            continue
+        if _CONDITIONAL.search(sentence):
+            continue
+        denial = next((m for m in _NEGATED.finditer(sentence) if not _intent(m)), None)
+        if denial is not None:
+            yield sentence, _denied_kinds(denial, sentence)
+
+
+def _kinds_named(sentence: str) -> set[str]:
+    return {_CHANGE_WORDS[w] for w in _CHANGE_WORDS if re.search(rf"\b{w}", sentence)}
+
+
 def _denied_kinds(match: re.Match[str], sentence: str) -> set[str]:
     word = next((g for g in match.groups() if g), None)
     if word is not None:
         kind = next((k for w, k in _CHANGE_WORDS.items() if word.startswith(w)), None)
         if kind is not None:
             return {kind}
-    kinds = {_CHANGE_WORDS[w] for w in _CHANGE_WORDS if re.search(rf"\b{w}", sentence)}
+    kinds = _kinds_named(sentence)
     if kinds:
         return kinds
     if word is not None and word.startswith(("chang", "updat", "moved")):
@@ -1020,9 +1075,9 @@ def _denied_kinds(match: re.Match[str], sentence: str) -> set[str]:
 
 _TOLD_DONE = re.compile(
     r"^(?:all )?done\b|\b(?:that's|that is|it's|it is|all) (?:all )?done\b|\ball set\b"
-    r"|\b(?:i|we)(?:'ve| have)?(?: now| just| also| successfully| gone ahead and| went ahead and)*"
-    r" (?:made|refunded|cancell?ed|exchanged|changed|updated|credited|added|issued|processed|"
-    r"moved|sent|requested|arranged|applied)\b(?! (?:no|nothing|none)\b)"
+    rf"|{_ASKED_OF_ME}\b(?:i|we)(?:'ve| have)?(?: now| just| also| successfully| gone ahead and"
+    r"| went ahead and)* (?:made|refunded|cancell?ed|exchanged|changed|updated|credited|added"
+    r"|issued|processed|moved|sent|requested|arranged|applied)\b(?! (?:no|nothing|none)\b)"
     r"|(?<!nothing )(?<!nothing else )(?<!not )\b(?:is|are|was|were|has been|have been"
     r"|has now been|have now been)(?: now| also| successfully)? (?:refunded|cancell?ed|exchanged|"
     r"changed|updated|credited|added|issued|processed|moved|applied|complete|completed)\b"
@@ -1062,15 +1117,16 @@ _NOT_NEGATED_SUBJECT = (
 """A clause up to its verb whose subject is not negated ("No refund has been issued")."""
 _CLAIMS_CHANGE = re.compile(
     r"^(all )?done\b|\ball set\b"
-    r"|\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and| went ahead and)*"
-    r" (made|refunded|cancell?ed|exchanged|changed|updated|credited|added|issued|processed|"
-    r"moved|sent|requested|arranged|applied)\b(?! (no|nothing|none)\b)"
+    rf"|{_ASKED_OF_ME}\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and"
+    r"| went ahead and)* (made|refunded|cancell?ed|exchanged|changed|updated|credited|added"
+    r"|issued|processed|moved|sent|requested|arranged|applied)\b(?! (no|nothing|none)\b)"
     rf"|{_NOT_NEGATED_SUBJECT}\b(is|are|has been|have been|has now been|have now been)"
     r"( now| also| successfully)? (refunded|cancell?ed|exchanged|changed|updated|credited|added|"
     r"issued|processed|moved|applied)\b(?! (only|if|when|once|within|after|unless)\b)"
     rf"|{_NOT_NEGATED_SUBJECT}\b(was|were)( now| also| successfully)? (refunded|cancell?ed|"
     r"exchanged|changed|updated|credited|added|issued|moved|applied)\b"
-    r"|\bon (its|their) way back\b|\b(refund|money|credit)\b([^.!?]|\.\d)*\bon (its|their) way\b"
+    r"|\bon (its|their) way back\b"
+    r"|\b(refund|money|credit)\b([^.!?]|\.\d)*\bon (its|their|the) way\b"
 )
 """A statement that a change was made: "Done", "All set", "I've refunded", "is refunded", "has
 been issued", money "on its way back"; not a change with a negated subject ("No refund has
@@ -1117,13 +1173,7 @@ def reply_does_not_deny(trace: list[AgentEvent], s0: StateView) -> Evidence:
     for event in trace[last + 1 :]:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
-        for sentence in _sentences(event.text):
-            if sentence.endswith("?") or _CONDITIONAL.search(sentence):
-                continue
-            denial = next((m for m in _NEGATED.finditer(sentence) if not _intent(m)), None)
-            if denial is None:
-                continue
-            kinds = _denied_kinds(denial, sentence)
+        for sentence, kinds in _denials(event.text):
             description = _description(fold(sentence), items)
             about = [m for m in made if m.kind in kinds and _about(m, sentence, description, items)]
             true = [

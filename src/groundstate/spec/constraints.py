@@ -73,10 +73,17 @@ _IDIOMS = (
 """After "no": reassurance, not refusal ("Yes, no problem", "Yes please, no rush", "Sí, no hay
 problema"), nor the reason for the change ("Yes, I no longer need it")."""
 _TERMS = (
-    r"\b(instead|only if|as long as|unless|on condition|otherwise|if not)\b"
+    r"\b(instead|only if|as long as|unless|on (the )?condition|otherwise|if not)\b"
+    # a yes put under a condition at once ("Yes if it's the full price", "Sure, if you refund
+    # it to PayPal"), not a polite one ("Yes, if you could", "OK if that's fine")
+    r"|^[\W_]*(yes|yeah|yep|sure|ok|okay)[\W_]*(but )?if (?!you (can|could|would|don't mind|'d"
+    r"|want|like|need|please)\b|possible\b|needed\b|necessary\b|so\b|that's (ok|okay|fine"
+    r"|alright|all right|the (policy|case))\b|it's (ok|okay|fine|alright|all right)\b)"
     r"|\bprovided (that|it|you|they)\b|\bprefer (the|my|a|an|to|it to|if)\b"
     r"|\brather (than|you|have|get|use|keep|the|my|a|an|it|go|do)\b"
-    r"|\bbut (please )?(not|first|use|to (my|the|a|your))\b"
+    r"|\bbut (please )?(not|first|use|(to|onto|into|on) (?!be\b)[^\W\d_]"
+    r"|(put|send|move|switch|make|change) (it|them|that|the (refund|money))\b"
+    r"(?! (quick|quickly|fast|soon|easy|happen)\b))"
     r"|\b(let me|(i|we)('ll|'d| will| would| must| should)?( (need|have|want|like|got) to)?) "
     r"(think|check with|ask my|consult|(talk|speak) (to|with) my)\b"
     r"|\bnot (that|this|those|these)( ones?)?\b"
@@ -94,8 +101,9 @@ _TERMS = (
     r"|\bactually\b[^.!?]{0,200}\b(make it|switch|change (it|that))\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
-to my PayPal instead", "I'd prefer the gift card"), a condition ("only if", "as long as it's the
-shoes", "Can it go to PayPal? Otherwise yes") or a decision put off ("let me check with my wife
+to my PayPal instead", "I'd prefer the gift card", "Yes, but to PayPal", "Yes, but put it on
+my gift card"), a condition ("only if", "as long as it's the shoes", "Can it go to PayPal?
+Otherwise yes", "Yes if it's the full price") or a decision put off ("let me check with my wife
 first", "Before I say yes, is it the full price?"), in the other languages too ("Sí, pero solo
 si es a mi Visa"); or another choice on second thoughts ("Actually, make it the gift card")."""
 NO_PATTERN = (

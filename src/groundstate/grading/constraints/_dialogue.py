@@ -14,6 +14,7 @@ from groundstate.grading.constraints._paths import resolve
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.grading.constraints._text import (
     MAX_READ_CHARS,
+    chosen_at,
     mentions,
     message_text,
     normalise,
@@ -244,8 +245,14 @@ def _check_change(
     values = _values(named)
     naming = _naming(answers, values)
     covering = _covering(rule, naming)
-    if covering and covering[-1].yes and _narrowed_away(covering[-1], values):
+    if (
+        covering
+        and covering[-1].yes
+        and (_narrowed_away(covering[-1], values) or _picks_some(covering[-1], named))
+    ):
         return _narrowed(constraint, change, covering[-1])
+    if covering and covering[-1].yes and _paid_otherwise(covering[-1]):
+        return _counter_offer(constraint, change, covering[-1])
     if covering and covering[-1].yes:
         objection = _objection(answers, covering[-1])
         if objection is not None:
@@ -292,20 +299,41 @@ def _covering(rule: ConfirmedRule, naming: list[_Confirmation]) -> list[_Confirm
     return [a for a in naming if a.asks(asks)]
 
 
+# The articles before a thing named, in the languages whose yes the default knows (English,
+# Spanish, French, German, Portuguese): "the", "la", "le", "l'", "die", "a"...; and with
+# "my", "mi", "mon", "meine"...
+_THE_WORDS = r"the|el|la|los|las|le|les|l'|der|die|das|den|dem|o|a|os|as"
+_THE = rf"({_THE_WORDS})"
+_ARTICLE = rf"({_THE_WORDS}|my|mi|mis|mon|ma|mes|meine?[nm]?|meu|minha|meus|minhas)"
 # A yes kept to part of what was asked ("Yes, just the headlamp", "Only the bottle, yes",
-# "Yes, the headlamp only"): it confirms the changes whose values it names, in any word of
-# them, and no other ("just go ahead" and "only if" are not this).
-_NARROWING = re.compile(r"\b(just|only) (the|my|for the|to the)\b|\bthe \w+( \w+)? only\b")
+# "Yes, the headlamp only", "Yes, bottle only", "Sí, pero solo la botella", "Oui, seulement
+# la lampe", "Ja, nur die Flasche"): it confirms the changes whose values it names, in any
+# word of them, and no other ("just go ahead", "only if" and "the bottle only cost $29" are
+# not this).
+_NARROWING = re.compile(
+    r"\b(just|only|solely|solo|sólo|solamente|únicamente|seulement|uniquement|juste|nur"
+    rf"|lediglich|bloß|só|somente|apenas) ((for|to) )?{_ARTICLE}( |\b(?<='))"
+    r"|\b[^\W\d_]{3,}( [^\W\d_]{3,})? only\b(?=\W*($|[.,;!)]|(please|thanks|thank you)\b))"
+)
 _WORD = re.compile(r"[^\W\d_]{4,}")
 
 
 # A yes that leaves part of what was asked out ("Yes, except the bottle", "Yes, but keep the
-# bottle", "Yes, not the socks though"): the changes named by the words after it (up to four,
-# up to a preposition: "keep the refund on my Visa" leaves out the refund, not the Visa) are
-# not confirmed, the others are.
+# bottle", "Yes, not the socks though", "Yes, skip headlamp", "Sí, pero sin la Lumen
+# Headlamp", "Oui, sauf la Lumen Headlamp"): the changes named by the words after it (up to
+# four, up to a preposition: "keep the refund on my Visa" leaves out the refund, not the
+# Visa) are not confirmed, the others are. Product names are the same in every language.
 _EXCLUDING = re.compile(
-    r"\b(except( for)?|apart from|other than|minus|without|not|leave|leaving|keep|keeping) "
-    r"the (?P<rest>((?!(on|to|onto|in|for|with|and|but|or)\b)[\w'-]+ ?){1,4})"
+    # words that leave out whatever follows them, with an article or without one
+    r"\b((except( for)?|apart from|other than|minus|without|skip|skipping|excluding|exclude"
+    r"|excepto|salvo|sin|sauf|sans|excepté|hormis|außer|ohne|exceto|sem) "
+    rf"({_ARTICLE} |l'|(?={_WORD.pattern}))"
+    # words that leave out a thing named with "the" ("keep my Visa" keeps paying with it, "not
+    # keep itchy socks" is a reason)
+    r"|(not|leave|leaving|keep|keeping|hold|menos|no|pas|nicht|não|nao) "
+    rf"({_THE} |l'))"
+    r"(?P<rest>((?!(on|to|onto|in|for|with|and|but|or|en|a|à|au|sur|auf|zu|em|para|por)\b)"
+    r"[\w'-]+ ?){1,4})"
 )
 
 
@@ -323,6 +351,22 @@ def _narrowed_away(yes: _Confirmation, values: list[str]) -> bool:
     return not words & set(_WORD.findall(answer))
 
 
+def _picks_some(yes: _Confirmation, named: dict[str, Any]) -> bool:
+    """Whether *yes* names some of the things of a list the change covers, in any word of
+    them, and not the others ("Yes, the bottle", "Yes, headlamp stays" to cancelling an order
+    of a water bottle and a headlamp): it keeps to those, or leaves them out."""
+    said = set(_WORD.findall(message_text(yes.answer)))
+    for found in named.values():
+        for things in (value for value in found if isinstance(value, list) and len(value) > 1):
+            picked = [
+                any(word.endswith(s) for word in _WORD.findall(normalise(str(thing))) for s in said)
+                for thing in things
+            ]
+            if any(picked) and not all(picked):
+                return True
+    return False
+
+
 def _narrowed(
     constraint: ConfirmedConstraint, change: AgentEvent, yes: _Confirmation
 ) -> CheckResult:
@@ -331,6 +375,43 @@ def _narrowed(
         "part of the question, leaving this change out"
     )
     return failed(constraint.id, "confirmed", change, problem, narrowed=_describe(yes, []))
+
+
+# A way of paying named by its kind, as in any language ("PayPal", "Visa"), and a gift card or
+# store credit in the languages of the default yes. An id's underscores part words
+# ("paypal_1", "gift_card_0000"); "card" or "credit card" alone may be any of them.
+_PAYMENT = re.compile(
+    r"(?<![^\W_])(paypal|visa|mastercard|master card|amex|american express|apple pay|google pay"
+    r"|venmo|gift[ _-]?cards?|store[ _-]?credit|tarjeta de regalo|carte[ -]cadeau"
+    r"|geschenkkarte|gutschein|cart[aã]o[ -]presente|vale[ -]presente)(?![^\W_])"
+)
+
+
+def _paid_otherwise(yes: _Confirmation) -> bool:
+    """Whether *yes* names a way of paying its question does not, when the question proposes
+    one ("... to your Visa ending 4417. Confirm?" "Sure, to the gift card."): a counter-offer,
+    no yes to the change asked about ("Yes, to my Visa, not the gift card" is a yes)."""
+    asked = _payments(yes.answered)
+    return bool(asked) and not _payments(message_text(yes.answer)) <= asked
+
+
+def _payments(text: str) -> set[str]:
+    """The ways of paying normalised *text* names and does not turn down, by kind."""
+    return {
+        re.sub(r"[ _-]|s$", "", found.group(1))
+        for found in _PAYMENT.finditer(text)
+        if chosen_at(text, found.start())
+    }
+
+
+def _counter_offer(
+    constraint: ConfirmedConstraint, change: AgentEvent, yes: _Confirmation
+) -> CheckResult:
+    problem = (
+        f"{label(change)} was not confirmed: the user's yes at step {yes.answer.step} named "
+        "another way of paying than the question's"
+    )
+    return failed(constraint.id, "confirmed", change, problem, counter_offer=_describe(yes, []))
 
 
 def _asks(rule: ConfirmedRule) -> re.Pattern[str] | None:

@@ -48,24 +48,31 @@ def at_least(constraint: AtLeastConstraint, index: TraceIndex) -> CheckResult:
 
 
 def before(constraint: BeforeConstraint, index: TraceIndex) -> CheckResult:
-    """Every ``then`` step has an earlier ``first`` step (whose captures satisfy ``where``)."""
+    """Every ``then`` step has an earlier ``first`` step (whose captures satisfy ``where``),
+    which came before the model response that asked for the ``then`` call, where one did: a
+    call asked for beside its ``first`` (``verify_identity`` and ``get_order`` in one
+    response) was decided before the ``first`` showed anything, and would have run whatever
+    it showed."""
     rule = constraint.before
     thens = index.hit_set(rule.then)
     if not thens:
         return passed(constraint.id, "before")
     first_steps = index.hit_set(rule.first)
     last = max(thens)
-    firsts: list[tuple[AgentEvent, Bindings | None]] = []
+    firsts: list[tuple[int, AgentEvent, Bindings | None]] = []
     # Only the steps either side selects, in trace order; at a step both select, ``then``
     # is judged before the step counts as a ``first``.
     for i in sorted(thens | first_steps):
         event = index.events[i]
-        if i in thens and not _licensed(rule, event, firsts):
-            return _unlicensed(constraint, event, firsts)
+        if i in thens:
+            decided = index.requested.get(i, i)
+            heard = [(e, b) for at, e, b in firsts if at < decided]
+            if not _licensed(rule, event, heard):
+                return _unlicensed(constraint, event, heard, unheard=len(firsts) - len(heard))
         if i == last:  # a ``first`` from here on licenses nothing: not even captured
             break
         if i in first_steps:
-            firsts.append((event, capture(event, rule.first.capture)))
+            firsts.append((i, event, capture(event, rule.first.capture)))
     return passed(constraint.id, "before")
 
 
@@ -81,11 +88,17 @@ def _unlicensed(
     constraint: BeforeConstraint,
     event: AgentEvent,
     firsts: list[tuple[AgentEvent, Bindings | None]],
+    unheard: int = 0,
 ) -> CheckResult:
+    """*unheard*: how many earlier ``first`` steps came from the model response that asked
+    for *event* (or a later one), and so license nothing."""
     rule = constraint.before
     if not firsts:
         problem = f"{label(event)} has no earlier step matching 'first'"
-        return failed(constraint.id, "before", event, problem)
+        if not unheard:
+            return failed(constraint.id, "before", event, problem)
+        problem += " before the model response that asked for it"
+        return failed(constraint.id, "before", event, problem, unheard_firsts=unheard)
     earlier: list[dict[str, Any]] = [
         {"step": e.step, "captured": None if b is None else {k: v.values for k, v in b.items()}}
         for e, b in firsts

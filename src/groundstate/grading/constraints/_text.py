@@ -178,10 +178,13 @@ def mentions(normalised_text: str, value: str, *, chosen: bool = False) -> bool:
     pattern = _named_by(value) if len(value) <= _SPELLED_CHARS else _as_written(value)
     if not chosen:
         return pattern.search(normalised_text) is not None
-    return any(
-        _TURNED_DOWN.search(normalised_text[max(0, m.start() - 40) : m.start()]) is None
-        for m in pattern.finditer(normalised_text)
-    )
+    return any(chosen_at(normalised_text, m.start()) for m in pattern.finditer(normalised_text))
+
+
+def chosen_at(normalised_text: str, start: int) -> bool:
+    """Whether the thing named at *start* of normalised text is not turned down there ("to
+    your Visa, not your gift card": the gift card is; see :data:`_TURNED_DOWN`)."""
+    return _TURNED_DOWN.search(normalised_text[max(0, start - 40) : start]) is None
 
 
 _TURNED_DOWN = re.compile(
