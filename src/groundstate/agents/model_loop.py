@@ -705,7 +705,10 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
     except RecursionError:  # the model's own text: its mistake, not the adapter's crash
         return raw, "the arguments are JSON nested too deeply to read"
     if not isinstance(value, dict):
-        return value, f"the arguments must be a JSON object, got {type(value).__name__}"
+        # ``null`` goes on as the text: a session reads no arguments (None) as ``{}``, and ran
+        # the tool while the model was told its call was refused
+        shown = raw if value is None else value
+        return shown, f"the arguments must be a JSON object, got {type(value).__name__}"
     return value, None
 
 

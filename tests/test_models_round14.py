@@ -1,0 +1,67 @@
+"""Model adapters, MCP agents, users and judges against misbehaving peers (fourteenth audit).
+
+The rule each test checks: what the model writes wrongly is its own mistake, told to it and
+recorded as it happened; nothing it writes runs a tool it was told did not run, or turns its
+failure into an invalid attempt (or the other way round).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from groundstate.agents.python import load_agent
+from groundstate.records import AgentRun
+from groundstate.spec.suite import Suite
+from groundstate.testing import Raw, Reply, attempt
+from groundstate.trace import ToolCallEvent
+
+from .model_harness import PROVIDERS, Harness, Provider, _harness
+from .test_models_adversarial import call, completion, message, tool_use
+
+
+@pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
+def bank_harness(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, bank: Suite
+) -> Harness:
+    """One provider's example system, run on the bank suite's ``transfer`` task."""
+    provider: Provider = request.param
+    return _harness(provider, monkeypatch, bank)
+
+
+def bank_run(harness: Harness, script: list[Any], servers: list[Any] | None = None) -> AgentRun:
+    with harness.provider.server(script) as server:
+        system = harness.system(server)
+        out = attempt(harness.suite, "transfer", load_agent(system), system=system)
+    if servers is not None:
+        servers.append(server)
+    return out.run
+
+
+def null_arguments(provider: str, tool: str) -> Raw:
+    """An answer calling *tool* with ``null`` for its arguments, in *provider*'s API."""
+    if provider == "openai":
+        return Raw(completion({"content": None, "tool_calls": [call("null", name=tool)]}))
+    return Raw(message([tool_use(None, name=tool)], stop_reason="tool_use"))
+
+
+# --- arguments that are not an object never run the tool -----------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["explode", "read_audit"])
+def test_null_arguments_run_no_tool_and_the_model_is_told(bank_harness: Harness, tool: str) -> None:
+    """A call whose arguments are ``null`` was passed on as no arguments (None), which a
+    session reads as ``{}``: the tool ran (a broken one made the attempt an invalid
+    ``environment_failure/tool_crash``, a forbidden one a ``prohibited_action``) while the
+    model was told ``error (invalid_arguments)``. Now the call is refused as any other
+    arguments that are not an object: in the trace as ``invalid_arguments``, the tool not run."""
+    servers: list[Any] = []
+    script = [null_arguments(bank_harness.provider.name, tool), Reply(text="Sorry.")]
+    run = bank_run(bank_harness, script, servers)
+    (event,) = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert (event.tool, event.ok, event.error_class) == (tool, False, "invalid_arguments")
+    assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
+    told = json.dumps(servers[0].requests[1]["messages"])
+    assert "the arguments must be a JSON object, got NoneType" in told
