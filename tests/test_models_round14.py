@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 
 from groundstate.agents.python import load_agent
+from groundstate.errors import SpecError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
+from groundstate.spec.system import BudgetsSection
 from groundstate.testing import Raw, Reply, attempt
 from groundstate.trace import ToolCallEvent
 
@@ -65,3 +67,24 @@ def test_null_arguments_run_no_tool_and_the_model_is_told(bank_harness: Harness,
     assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
     told = json.dumps(servers[0].requests[1]["messages"])
     assert "the arguments must be a JSON object, got NoneType" in told
+
+
+# --- a cost budget the adapter could never reach ------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=lambda p: p.name)
+def test_a_cost_budget_without_prices_is_refused_when_the_system_is_built(
+    provider: Provider, monkeypatch: pytest.MonkeyPatch, retail: Suite
+) -> None:
+    """Without ``model.prices`` the adapters charge every call 0, so ``budgets.max_cost``
+    never stopped an attempt, however many tokens it spent: a budget in force on paper.
+    Now such a system is refused when its agent is built, naming the budget."""
+    harness = _harness(provider, monkeypatch, retail)
+    with provider.server([Reply(text="Done.")]) as server:
+        system = harness.system(server, prices=None)
+        assert system.budgets.max_cost is not None  # the example systems set one
+        with pytest.raises(SpecError, match="prices") as raised:
+            load_agent(system)
+        assert raised.value.field == "budgets.max_cost"
+        unbudgeted = system.model_copy(update={"budgets": BudgetsSection()})
+        assert load_agent(unbudgeted) is not None  # no budget: no prices needed

@@ -454,6 +454,13 @@ class ModelAgent(ABC):
             raise SpecError(
                 system.source, "model.decoding", f"{', '.join(reserved)}: set by the adapter"
             )
+        if system.budgets.max_cost is not None and settings.prices is None:
+            # Every call would cost 0: a budget in force on paper that no attempt can reach.
+            raise SpecError(
+                system.source,
+                "budgets.max_cost",
+                "the adapter prices each call from model.prices, which is unset: give the prices",
+            )
         cls.check_settings(settings, system)
         agent = cls(settings)
         agent.warm_up()
