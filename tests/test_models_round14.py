@@ -18,7 +18,7 @@ from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import BudgetsSection
 from groundstate.testing import Raw, Reply, attempt
-from groundstate.trace import ToolCallEvent
+from groundstate.trace import ModelCallEvent, ToolCallEvent
 
 from .model_harness import PROVIDERS, Harness, Provider, _harness
 from .test_models_adversarial import call, completion, message, tool_use
@@ -88,3 +88,36 @@ def test_a_cost_budget_without_prices_is_refused_when_the_system_is_built(
         assert raised.value.field == "budgets.max_cost"
         unbudgeted = system.model_copy(update={"budgets": BudgetsSection()})
         assert load_agent(unbudgeted) is not None  # no budget: no prices needed
+
+
+# --- an answer the adapter cannot use is in the trace -------------------------------------------
+
+LEGACY = {"content": None, "function_call": {"name": "get_order", "arguments": "{}"}}
+SERVER_TOOL = {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {}}
+
+
+@pytest.mark.parametrize(
+    ("provider", "answer", "said"),
+    [
+        ("openai", Raw(completion(LEGACY)), "legacy function_call ('get_order')"),
+        ("anthropic", Raw(message([SERVER_TOOL], stop_reason="tool_use")), "server_tool_use"),
+    ],
+    ids=["legacy-function-call", "server-tool-use"],
+)
+def test_an_answer_in_a_protocol_never_offered_is_kept_in_the_trace(
+    monkeypatch: pytest.MonkeyPatch, retail: Suite, provider: str, answer: Raw, said: str
+) -> None:
+    """Such an answer ends the attempt as ``harness_compatibility_failure``, but its request
+    was raised past the adapter's recording: the trace had no model call at all, so the
+    answer that decided the verdict (and its request id) was missing from it. Now it is a
+    failed try like any other, recorded once and not retried."""
+    (chosen,) = [p for p in PROVIDERS if p.name == provider]
+    servers: list[Any] = []
+    run = _harness(chosen, monkeypatch, retail).run([answer] * 3, server_out=servers)
+    assert run.terminal_reason == "harness_compatibility_failure", run.infrastructure_status
+    assert len(servers[0].requests) == 1
+    (event,) = [e for e in run.observation_action_log if isinstance(e, ModelCallEvent)]
+    assert event.error is not None and event.error.kind == "rejected"
+    assert event.error.request_id == "req_1" and said in event.error.message
+    exception = run.infrastructure_status["exception"]["message"]
+    assert said in exception and "the adapter cannot use the answer" in exception

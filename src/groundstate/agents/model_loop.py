@@ -260,6 +260,13 @@ async def call_sdk(
         )
     try:
         return to_turn(answer)
+    except HarnessCompatibilityError as exc:
+        # An answer in a protocol the adapter never offered: a failed try like any other (the
+        # trace keeps it, with its request id), not retried. Raised past the retries, it
+        # left the attempt's trace without the answer that decided its verdict.
+        raise ServingError(
+            "rejected", str(exc), request_id=getattr(answer, "_request_id", None)
+        ) from None
     except (AttributeError, IndexError, TypeError, ValueError, RecursionError) as exc:
         # ValueError: pydantic's ValidationError, e.g. a tool call whose id or name is null;
         # RecursionError: a tool input nested too deeply to write back as JSON
@@ -623,6 +630,9 @@ class ModelAgent(ABC):
     def _failure(self, exc: ServingError, tries: int) -> Exception:
         message = describe_failure(self.api, exc)
         if exc.kind == "rejected":
+            # with no status: a 200 whose answer the adapter cannot use (see call_sdk)
+            if exc.status_code is None:
+                return HarnessCompatibilityError(f"the adapter cannot use the answer: {message}")
             return HarnessCompatibilityError(f"the API rejected the request: {message}")
         evidence = exc.evidence().model_dump() | {"tries": tries}
         if exc.kind == "auth":
