@@ -121,3 +121,48 @@ def test_an_answer_in_a_protocol_never_offered_is_kept_in_the_trace(
     assert event.error.request_id == "req_1" and said in event.error.message
     exception = run.infrastructure_status["exception"]["message"]
     assert said in exception and "the adapter cannot use the answer" in exception
+
+
+# --- a tool call the output limit cut off does not run ------------------------------------------
+
+TRANSFER = {"source": "A", "target": "B", "amount": 3}
+
+
+def cut_answer(provider: str, *, last: str = "tool_use") -> Raw:
+    """An answer stopped by the output limit while writing a transfer (whose input, as the
+    API parsed it so far, is a whole object); with *last* ``text``, after the call."""
+    if provider == "openai":
+        body = json.loads(completion({"content": None, "tool_calls": [call(json.dumps(TRANSFER), name="transfer")]}))
+        body["choices"][0]["finish_reason"] = "length"
+        return Raw(json.dumps(body))
+    blocks = [tool_use(TRANSFER, name="transfer")]
+    if last == "text":
+        blocks.append({"type": "text", "text": "Now I will"})
+    return Raw(message(blocks, stop_reason="max_tokens"))
+
+
+def test_a_tool_call_cut_off_by_the_output_limit_is_not_made(bank_harness: Harness) -> None:
+    """An answer that reached ``max_tokens`` while writing a tool call was carried out as
+    if the model had finished it: a partial input the API parsed is still an object, so the
+    transfer ran with an amount the model had not finished writing. Now the cut call goes to
+    the gateway as its text (recorded as ``invalid_arguments``, a step) and the model is told
+    it was cut off."""
+    servers: list[Any] = []
+    script = [cut_answer(bank_harness.provider.name), Reply(text="Sorry.")]
+    run = bank_run(bank_harness, script, servers)
+    (event,) = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert (event.tool, event.ok, event.error_class) == ("transfer", False, "invalid_arguments")
+    assert "reached its output limit" in json.dumps(servers[0].requests[1]["messages"])
+    assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
+
+
+def test_a_tool_call_before_the_cut_off_text_still_runs(
+    monkeypatch: pytest.MonkeyPatch, bank: Suite
+) -> None:
+    """The near miss: the output limit struck in text written after a whole tool call."""
+    (chosen,) = [p for p in PROVIDERS if p.name == "anthropic"]
+    script = [cut_answer("anthropic", last="text"), Reply(text="Sorry.")]
+    run = bank_run(_harness(chosen, monkeypatch, bank), script)
+    (event,) = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert event.tool == "transfer" and event.error_class != "invalid_arguments"
+

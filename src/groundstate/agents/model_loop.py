@@ -337,6 +337,9 @@ class Turn:
     request_id: str | None
     assistant: dict[str, Any]
     """The answer as a message of the API's own format, to send back in the history."""
+    last_call_cut: bool = False
+    """Whether the output limit (``max_tokens``) struck while the last tool call was being
+    written: its arguments are not the model's whole call."""
 
 
 @dataclass(frozen=True)
@@ -535,8 +538,10 @@ class ModelAgent(ABC):
                     text = (turn.response.text or "").strip()
                     return text or None
                 outputs, acted = [], False
-                for call in turn.response.tool_calls:
-                    content, is_error, took_step = await self._execute(session, call)
+                calls = turn.response.tool_calls
+                for number, call in enumerate(calls, start=1):
+                    cut = turn.last_call_cut and number == len(calls)
+                    content, is_error, took_step = await self._execute(session, call, cut)
                     outputs.append((call, content, is_error))
                     acted = acted or took_step
                 history.add_turn([turn.assistant, *self.results(turn, outputs)])
@@ -585,7 +590,7 @@ class ModelAgent(ABC):
         session.record_usage(
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=usage.cost
         )
-        return Turn(turn.response, usage, turn.request_id, turn.assistant)
+        return dataclasses.replace(turn, usage=usage)
 
     async def ask_with_retries(
         self,
@@ -670,9 +675,14 @@ class ModelAgent(ABC):
             )
         )
 
-    async def _execute(self, session: Session, call: ModelToolCall) -> tuple[str, bool, bool]:
-        """Carry out one tool call: (content for the model, is it an error, took a step)."""
-        args, problem = parse_arguments(call.arguments)
+    async def _execute(
+        self, session: Session, call: ModelToolCall, cut: bool = False
+    ) -> tuple[str, bool, bool]:
+        """Carry out one tool call: (content for the model, is it an error, took a step). A
+        call *cut* off by the output limit is refused as malformed arguments are, its text
+        given as it is: what the model had not finished writing must not run (a partial
+        input may still read as a whole call: ``{"amount": 10}``, cut short of 1000)."""
+        args, problem = (call.arguments, CUT_OFF) if cut else parse_arguments(call.arguments)
         if call.name == TALK_TO_USER:
             message = args.get("message") if isinstance(args, dict) else None
             if not isinstance(message, str) or not message.strip():
@@ -688,6 +698,10 @@ class ModelAgent(ABC):
         if problem is not None and result.error_class != "unknown_tool":
             return f"error (invalid_arguments): {problem}", True, True
         return render_result(result), not result.ok, True
+
+
+CUT_OFF = "the answer reached its output limit (max_tokens) in this call: it was not made"
+"""Why a tool call the output limit cut off is refused (see :meth:`ModelAgent._execute`)."""
 
 
 RESERVED_KEYS = frozenset(

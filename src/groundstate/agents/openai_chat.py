@@ -137,7 +137,11 @@ def _turn(completion: Any) -> Turn:
         refusal=getattr(message, "refusal", None),
     )
     return Turn(
-        response, _usage(completion.usage), getattr(completion, "_request_id", None), assistant
+        response,
+        _usage(completion.usage),
+        getattr(completion, "_request_id", None),
+        assistant,
+        last_call_cut=bool(calls) and response.stop_reason == "length",  # calls come last
     )
 
 
