@@ -20,7 +20,9 @@ from groundstate.spec.system import BudgetsSection
 from groundstate.testing import Raw, Reply, attempt
 from groundstate.trace import ModelCallEvent, ToolCallEvent
 
+from .judged_bank import judged_run
 from .model_harness import PROVIDERS, Harness, Provider, _harness
+from .test_model_judges import Judged, always, judged  # noqa: F401 (the fixture)
 from .test_models_adversarial import call, completion, message, tool_use
 
 
@@ -166,3 +168,30 @@ def test_a_tool_call_before_the_cut_off_text_still_runs(
     (event,) = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
     assert event.tool == "transfer" and event.error_class != "invalid_arguments"
 
+
+# --- a judge's answer without a verdict says why ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ({"content": None, "refusal": "I can't judge this."}, "(it refused: \"I can't judge this.\")"),
+        ({"content": "The reply moves money and", "finish_reason": "length"}, "(stop reason 'length')"),
+    ],
+    ids=["refusal", "cut-off"],
+)
+def test_a_judges_answer_without_a_verdict_names_a_refusal_or_a_cut_off(
+    judged: Judged, body: dict[str, Any], said: str
+) -> None:
+    """A judge's model that refused was recorded as "the answer is empty", the refusal's text
+    nowhere, and one whose answer its ``max_tokens`` cut off as "its last line is not
+    'VERDICT: PASS'...": the author could not tell a judge too short of tokens from one
+    that ignores the format. The failure now says which, and keeps the stop reason."""
+    finish = body.pop("finish_reason", "stop")
+    answer = json.loads(completion(body))
+    answer["choices"][0]["finish_reason"] = finish
+    judged.serve(always(Raw(json.dumps(answer))))
+    run, result = judged_run(judged.load())
+    assert run.terminal_reason == "success" and run.valid and not result.passed
+    assert result.error is not None and said in result.error, result.error
+    assert result.evidence["stop_reason"] == finish
