@@ -134,7 +134,8 @@ def cut_answer(provider: str, *, last: str = "tool_use") -> Raw:
     """An answer stopped by the output limit while writing a transfer (whose input, as the
     API parsed it so far, is a whole object); with *last* ``text``, after the call."""
     if provider == "openai":
-        body = json.loads(completion({"content": None, "tool_calls": [call(json.dumps(TRANSFER), name="transfer")]}))
+        calls = [call(json.dumps(TRANSFER), name="transfer")]
+        body = json.loads(completion({"content": None, "tool_calls": calls}))
         body["choices"][0]["finish_reason"] = "length"
         return Raw(json.dumps(body))
     blocks = [tool_use(TRANSFER, name="transfer")]
@@ -175,13 +176,15 @@ def test_a_tool_call_before_the_cut_off_text_still_runs(
 @pytest.mark.parametrize(
     ("body", "said"),
     [
-        ({"content": None, "refusal": "I can't judge this."}, "(it refused: \"I can't judge this.\")"),
-        ({"content": "The reply moves money and", "finish_reason": "length"}, "(stop reason 'length')"),
+        ({"content": None, "refusal": "No."}, "(it refused: 'No.')"),
+        ({"content": "The reply moves", "finish_reason": "length"}, "(stop reason 'length')"),
     ],
     ids=["refusal", "cut-off"],
 )
 def test_a_judges_answer_without_a_verdict_names_a_refusal_or_a_cut_off(
-    judged: Judged, body: dict[str, Any], said: str
+    judged: Judged,  # noqa: F811
+    body: dict[str, Any],
+    said: str,
 ) -> None:
     """A judge's model that refused was recorded as "the answer is empty", the refusal's text
     nowhere, and one whose answer its ``max_tokens`` cut off as "its last line is not

@@ -682,7 +682,10 @@ class ModelAgent(ABC):
         call *cut* off by the output limit is refused as malformed arguments are, its text
         given as it is: what the model had not finished writing must not run (a partial
         input may still read as a whole call: ``{"amount": 10}``, cut short of 1000)."""
-        args, problem = (call.arguments, CUT_OFF) if cut else parse_arguments(call.arguments)
+        parsed: tuple[Any, str | None] = (
+            (call.arguments, CUT_OFF) if cut else parse_arguments(call.arguments)
+        )
+        args, problem = parsed
         if call.name == TALK_TO_USER:
             message = args.get("message") if isinstance(args, dict) else None
             if not isinstance(message, str) or not message.strip():
