@@ -8,6 +8,7 @@ failure into an invalid attempt (or the other way round).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,12 +17,13 @@ from groundstate.agents.python import load_agent
 from groundstate.errors import SpecError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
-from groundstate.spec.system import BudgetsSection
+from groundstate.spec.system import BudgetsSection, load_system
 from groundstate.testing import Raw, Reply, attempt
 from groundstate.trace import ModelCallEvent, ToolCallEvent
 
 from .judged_bank import judged_run
 from .model_harness import PROVIDERS, Harness, Provider, _harness
+from .test_mcp_agents import system_file
 from .test_model_judges import Judged, always, judged  # noqa: F401 (the fixture)
 from .test_models_adversarial import call, completion, message, tool_use
 
@@ -198,3 +200,35 @@ def test_a_judges_answer_without_a_verdict_names_a_refusal_or_a_cut_off(
     assert run.terminal_reason == "success" and run.valid and not result.passed
     assert result.error is not None and said in result.error, result.error
     assert result.evidence["stop_reason"] == finish
+
+
+# --- an MCP program's session has only the task's tools -----------------------------------------
+
+CONFUSED = """
+async def confused(session):
+    made_up = [
+        await session.call("finish", {"final_reply": "All done."}),
+        await session.call("give_up", {"reason": "stuck"}),
+        await session.call("report_usage", {"input_tokens": 10**6}),
+    ]
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return " ".join(result.error_class or "ran" for result in made_up)
+"""
+
+
+def test_a_call_of_the_bridges_own_tools_is_an_unknown_tool_over_mcp(
+    edited_bank: Any, tmp_path: Path
+) -> None:
+    """``groundstate.mcp_client`` leaves the bridge's tools out of the session's tools, but
+    sent a call of one by name (a model's made-up ``finish``, say) to the server, whose
+    bridge took it: the attempt ended with that reply (or gave up, or was charged a million
+    tokens), where the same agent in-process gets ``unknown_tool`` and goes on."""
+    bank = edited_bank(lambda task: task.update(time_limit=30))
+    (tmp_path / "agents.py").write_text(CONFUSED)
+    command = ["{python}", "-m", "groundstate.mcp_client", "agents.py:confused"]
+    system = load_system(system_file(tmp_path, command, sandbox="none"))
+    run = attempt(bank, "transfer", load_agent(system), system=system).run
+    assert run.terminal_reason == "success", run.infrastructure_status
+    assert run.final_message == "unknown_tool unknown_tool unknown_tool"
+    assert run.usage.input_tokens == 0
