@@ -132,32 +132,43 @@ def test_an_answer_in_a_protocol_never_offered_is_kept_in_the_trace(
 TRANSFER = {"source": "A", "target": "B", "amount": 3}
 
 
-def cut_answer(provider: str, *, last: str = "tool_use") -> Raw:
-    """An answer stopped by the output limit while writing a transfer (whose input, as the
-    API parsed it so far, is a whole object); with *last* ``text``, after the call."""
+CUT_OFF = {"openai": ["length", "content_filter"], "anthropic": ["max_tokens", "refusal"]}
+"""Each API's stop reasons of an answer cut off while being written."""
+
+
+def cut_answer(provider: str, *, last: str = "tool_use", cut: int = 0) -> Raw:
+    """An answer cut off (by its *cut*-th stop reason of :data:`CUT_OFF`) while writing a
+    transfer (whose input, as the API parsed it so far, is a whole object); with *last*
+    ``text``, after the call."""
+    reason = CUT_OFF[provider][cut]
     if provider == "openai":
         calls = [call(json.dumps(TRANSFER), name="transfer")]
         body = json.loads(completion({"content": None, "tool_calls": calls}))
-        body["choices"][0]["finish_reason"] = "length"
+        body["choices"][0]["finish_reason"] = reason
         return Raw(json.dumps(body))
     blocks = [tool_use(TRANSFER, name="transfer")]
     if last == "text":
         blocks.append({"type": "text", "text": "Now I will"})
-    return Raw(message(blocks, stop_reason="max_tokens"))
+    return Raw(message(blocks, stop_reason=reason))
 
 
-def test_a_tool_call_cut_off_by_the_output_limit_is_not_made(bank_harness: Harness) -> None:
-    """An answer that reached ``max_tokens`` while writing a tool call was carried out as
-    if the model had finished it: a partial input the API parsed is still an object, so the
-    transfer ran with an amount the model had not finished writing. Now the cut call goes to
+@pytest.mark.parametrize("cut", [0, 1], ids=["output-limit", "filtered"])
+def test_a_tool_call_cut_off_by_the_output_limit_is_not_made(
+    bank_harness: Harness, cut: int
+) -> None:
+    """An answer that reached ``max_tokens`` (or a content filter stopped) while writing a
+    tool call was carried out as if the model had finished it: a partial input the API
+    parsed is still an object, so the transfer ran with an amount the model had not finished
+    writing. Now the cut call goes to
     the gateway as its text (recorded as ``invalid_arguments``, a step) and the model is told
     it was cut off."""
     servers: list[Any] = []
-    script = [cut_answer(bank_harness.provider.name), Reply(text="Sorry.")]
+    script = [cut_answer(bank_harness.provider.name, cut=cut), Reply(text="Sorry.")]
     run = bank_run(bank_harness, script, servers)
     (event,) = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
     assert (event.tool, event.ok, event.error_class) == ("transfer", False, "invalid_arguments")
-    assert "reached its output limit" in json.dumps(servers[0].requests[1]["messages"])
+    told = json.dumps(servers[0].requests[1]["messages"])
+    assert "the answer was cut off in this call (stop reason" in told
     assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
 
 

@@ -120,7 +120,7 @@ class AnthropicMessagesAgent(ModelAgent):
         return [{"role": "user", "content": blocks}]
 
 
-CUT_OFF_REASONS = frozenset({"max_tokens", "model_context_window_exceeded"})
+CUT_OFF_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", "refusal"})
 """Stop reasons of an answer cut off while being written: a ``tool_use`` block it ends with
 is unfinished."""
 

@@ -338,8 +338,8 @@ class Turn:
     assistant: dict[str, Any]
     """The answer as a message of the API's own format, to send back in the history."""
     last_call_cut: bool = False
-    """Whether the output limit (``max_tokens``) struck while the last tool call was being
-    written: its arguments are not the model's whole call."""
+    """Whether the answer was cut off (its output limit, a content filter) while its last
+    tool call was being written: that call's arguments are not the model's whole call."""
 
 
 @dataclass(frozen=True)
@@ -540,7 +540,8 @@ class ModelAgent(ABC):
                 outputs, acted = [], False
                 calls = turn.response.tool_calls
                 for number, call in enumerate(calls, start=1):
-                    cut = turn.last_call_cut and number == len(calls)
+                    last = turn.last_call_cut and number == len(calls)
+                    cut = str(turn.response.stop_reason) if last else None
                     content, is_error, took_step = await self._execute(session, call, cut)
                     outputs.append((call, content, is_error))
                     acted = acted or took_step
@@ -676,14 +677,15 @@ class ModelAgent(ABC):
         )
 
     async def _execute(
-        self, session: Session, call: ModelToolCall, cut: bool = False
+        self, session: Session, call: ModelToolCall, cut: str | None = None
     ) -> tuple[str, bool, bool]:
         """Carry out one tool call: (content for the model, is it an error, took a step). A
-        call *cut* off by the output limit is refused as malformed arguments are, its text
-        given as it is: what the model had not finished writing must not run (a partial
-        input may still read as a whole call: ``{"amount": 10}``, cut short of 1000)."""
+        call the answer's end *cut* off (its stop reason) is refused as malformed arguments
+        are, its text given as it is: what the model had not finished writing must not run
+        (a partial input may still read as a whole call: ``{"amount": 10}``, cut short of
+        1000)."""
         parsed: tuple[Any, str | None] = (
-            (call.arguments, CUT_OFF) if cut else parse_arguments(call.arguments)
+            (call.arguments, cut_off(cut)) if cut else parse_arguments(call.arguments)
         )
         args, problem = parsed
         if call.name == TALK_TO_USER:
@@ -703,8 +705,9 @@ class ModelAgent(ABC):
         return render_result(result), not result.ok, True
 
 
-CUT_OFF = "the answer reached its output limit (max_tokens) in this call: it was not made"
-"""Why a tool call the output limit cut off is refused (see :meth:`ModelAgent._execute`)."""
+def cut_off(reason: str) -> str:
+    """Why a tool call the answer's end cut off is refused (see :meth:`ModelAgent._execute`)."""
+    return f"the answer was cut off in this call (stop reason {reason!r}): it was not made"
 
 
 RESERVED_KEYS = frozenset(
