@@ -18,14 +18,16 @@ from groundstate.errors import SpecError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import BudgetsSection, load_system
-from groundstate.testing import Raw, Reply, attempt
+from groundstate.testing import FunctionAgent, OpenAICompatibleServer, Raw, Reply, attempt
 from groundstate.trace import ModelCallEvent, ToolCallEvent
 
 from .judged_bank import judged_run
 from .model_harness import PROVIDERS, Harness, Provider, _harness
 from .test_mcp_agents import system_file
 from .test_model_judges import Judged, always, judged  # noqa: F401 (the fixture)
+from .test_model_users import bank_agent_system, polite_transfer
 from .test_models_adversarial import call, completion, message, tool_use
+from .test_models_round11 import _retries
 
 
 @pytest.fixture(params=PROVIDERS, ids=lambda p: p.name)
@@ -243,3 +245,24 @@ def test_a_call_of_the_bridges_own_tools_is_an_unknown_tool_over_mcp(
     assert run.terminal_reason == "success", run.infrastructure_status
     assert run.final_message == "unknown_tool unknown_tool unknown_tool"
     assert run.usage.input_tokens == 0
+
+
+# --- a user model's answer a content filter stopped ---------------------------------------------
+
+
+def test_a_user_models_answer_stopped_by_a_content_filter_is_the_instruments_failure(
+    bank: Suite,
+) -> None:
+    """What a content filter left of the user model's answer ("My PIN is") reached the agent
+    as what the user said, so the instrument's failure was held against the agent (it could
+    not check the PIN, and failed the task). It is now a malformed answer: asked again, then
+    ``environment_failure/user_simulator``, never the agent's."""
+    body = json.loads(completion({"content": "My PIN is"}))
+    body["choices"][0]["finish_reason"] = "content_filter"
+    with OpenAICompatibleServer([Raw(json.dumps(body))] * 2) as server:
+        system = bank_agent_system(_retries(server, tries=2))
+        run = attempt(bank, "transfer", FunctionAgent(polite_transfer), system=system).run
+    assert len(server.requests) == 2  # asked again, as any malformed answer
+    assert run.terminal_reason == "environment_failure/user_simulator", run.infrastructure_status
+    message = str(run.infrastructure_status["exception"]["message"])
+    assert "a content filter stopped its answer ('My PIN is') (2 tries)" in message
