@@ -266,3 +266,16 @@ def test_a_user_models_answer_stopped_by_a_content_filter_is_the_instruments_fai
     assert run.terminal_reason == "environment_failure/user_simulator", run.infrastructure_status
     message = str(run.infrastructure_status["exception"]["message"])
     assert "a content filter stopped its answer ('My PIN is') (2 tries)" in message
+
+
+def test_a_judges_usage_counts_every_answer_it_was_asked_for(
+    judged: Judged,  # noqa: F811
+) -> None:
+    """A judge asked again after a malformed answer reported only the last answer's usage:
+    the tokens of the answers asked again were spent all the same, and left out."""
+    answers = [Reply(text="No verdict here."), Reply(text="Fine.\nVERDICT: PASS")]
+    judged.serve(answers)
+    _, result = judged_run(judged.load(judged.judge({"model.retries": {"max_retries": 1}})))
+    assert result.passed and result.evidence["tries"] == 2, result
+    usage = result.evidence["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"]) == (200, 40)

@@ -308,10 +308,12 @@ def ask(model: JudgeModel, prompt: str, attempt: str = "") -> tuple[bool, dict[s
 
 async def _ask(adapter: ModelAgent, prompt: str, attempt: str) -> tuple[bool, dict[str, Any]]:
     """The verdict. An answer without exactly one verdict is asked again, as a failed
-    request is, under the judge's retries (they count against the same tries)."""
+    request is, under the judge's retries (they count against the same tries). The usage in
+    the evidence is every answer's: the ones asked again were spent too."""
     request = adapter.request("", [{"role": "user", "content": prompt}], [])
     retries = adapter.settings.retries.max_retries
     tries = 0
+    spent: dict[str, Any] = {}
     async with adapter.open_client() as client:
         while True:
             try:
@@ -322,13 +324,15 @@ async def _ask(adapter: ModelAgent, prompt: str, attempt: str) -> tuple[bool, di
                 message = describe_failure(adapter.api, exc.error)
                 raise JudgeFailure(
                     f"the judge's model failed after {exc.tries} tries: {message}",
-                    exc.error.evidence().model_dump() | {"tries": exc.tries},
+                    exc.error.evidence().model_dump()
+                    | {"tries": exc.tries, **({"usage": spent} if spent else {})},
                 ) from None
+            spent = {k: spent.get(k, 0) + v for k, v in turn.usage.model_dump().items()}
             evidence: dict[str, Any] = {
                 "model": adapter.settings.model,
                 "request_id": turn.request_id,
                 "tries": tries,
-                "usage": turn.usage.model_dump(),
+                "usage": spent,
             }
             try:
                 passed, reasons = parse_verdict(turn.response.text, attempt)
