@@ -75,6 +75,11 @@ class McpSession:
         return self._rng
 
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
+        if tool in BRIDGE_NAMES:
+            # Not a tool of the task (``open`` leaves them out): sent, the server's bridge
+            # would take it, and a model's made-up ``finish`` or ``give_up`` call ended the
+            # attempt where the same agent in-process gets an unknown tool and goes on.
+            return ToolResult(ok=False, error=f"unknown tool {tool!r}", error_class="unknown_tool")
         ok, text = await self._call(tool, args or {})
         if not ok:
             error_class, _, message = text.partition(": ")

@@ -202,10 +202,10 @@ class ModelUser(TurnLimit):
     def _answer(self) -> tuple[str, str, bool]:
         """The model's next answer that is a message or a goodbye: (its text, what the agent
         hears, whether it left). A malformed answer (a body that is not an answer, over
-        ``MAX_ANSWER_BYTES``, without text, or empty without the stop token) is retried like
-        a failed request, ``max_retries`` times; then the user model failed, naming the last
-        answer's fault and the tries. A request that failed past the SDK's own retries (an
-        error status, a timeout) is not tried again."""
+        ``MAX_ANSWER_BYTES``, without text, stopped by a content filter, or empty without the
+        stop token) is retried like a failed request, ``max_retries`` times; then the user
+        model failed, naming the last answer's fault and the tries. A request that failed
+        past the SDK's own retries (an error status, a timeout) is not tried again."""
         tries = self._model.max_retries + 1
         for number in range(1, tries + 1):
             try:
@@ -233,6 +233,7 @@ class ModelUser(TurnLimit):
             )
             text = answer.choices[0].message.content
             refusal = getattr(answer.choices[0].message, "refusal", None)
+            filtered = answer.choices[0].finish_reason == "content_filter"
         except openai.APIStatusError as exc:
             reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
             raise self._failure(reason) from None
@@ -250,6 +251,8 @@ class ModelUser(TurnLimit):
             AnswerTooLarge,  # read outside the SDK's retries
         ) as exc:
             raise _Malformed(f"{type(exc).__name__}: {exc}") from None
+        if filtered:  # what the filter left of it is no message the user chose to send
+            raise _Malformed(f"a content filter stopped its answer ({str(text)[:200]!r})")
         refused = refusal if isinstance(refusal, str) and refusal else None
         if not isinstance(text, str) or (refused and not text.strip()):
             # a refusal beside blank content too: said, not read as an empty answer

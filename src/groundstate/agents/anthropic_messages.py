@@ -120,6 +120,11 @@ class AnthropicMessagesAgent(ModelAgent):
         return [{"role": "user", "content": blocks}]
 
 
+CUT_OFF_REASONS = frozenset({"max_tokens", "model_context_window_exceeded", "refusal"})
+"""Stop reasons of an answer cut off while being written: a ``tool_use`` block it ends with
+is unfinished."""
+
+
 def _thinking_budget(settings: Settings) -> int:
     budget = settings.reasoning_budget
     return budget if isinstance(budget, int) else 0
@@ -162,7 +167,15 @@ def _turn(message: Any) -> Turn:
         text="".join(texts) or None, tool_calls=calls, stop_reason=message.stop_reason
     )
     assistant = {"role": "assistant", "content": sent_back}
-    return Turn(response, _usage(message.usage), getattr(message, "_request_id", None), assistant)
+    last = message.content[-1].type if message.content else None
+    cut = message.stop_reason in CUT_OFF_REASONS and last == "tool_use"
+    return Turn(
+        response,
+        _usage(message.usage),
+        getattr(message, "_request_id", None),
+        assistant,
+        last_call_cut=cut,
+    )
 
 
 def _usage(usage: Any) -> ModelUsage:

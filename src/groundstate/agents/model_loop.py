@@ -260,6 +260,13 @@ async def call_sdk(
         )
     try:
         return to_turn(answer)
+    except HarnessCompatibilityError as exc:
+        # An answer in a protocol the adapter never offered: a failed try like any other (the
+        # trace keeps it, with its request id), not retried. Raised past the retries, it
+        # left the attempt's trace without the answer that decided its verdict.
+        raise ServingError(
+            "rejected", str(exc), request_id=getattr(answer, "_request_id", None)
+        ) from None
     except (AttributeError, IndexError, TypeError, ValueError, RecursionError) as exc:
         # ValueError: pydantic's ValidationError, e.g. a tool call whose id or name is null;
         # RecursionError: a tool input nested too deeply to write back as JSON
@@ -330,6 +337,9 @@ class Turn:
     request_id: str | None
     assistant: dict[str, Any]
     """The answer as a message of the API's own format, to send back in the history."""
+    last_call_cut: bool = False
+    """Whether the answer was cut off (its output limit, a content filter) while its last
+    tool call was being written: that call's arguments are not the model's whole call."""
 
 
 @dataclass(frozen=True)
@@ -454,6 +464,13 @@ class ModelAgent(ABC):
             raise SpecError(
                 system.source, "model.decoding", f"{', '.join(reserved)}: set by the adapter"
             )
+        if system.budgets.max_cost is not None and settings.prices is None:
+            # Every call would cost 0: a budget in force on paper that no attempt can reach.
+            raise SpecError(
+                system.source,
+                "budgets.max_cost",
+                "the adapter prices each call from model.prices, which is unset: give the prices",
+            )
         cls.check_settings(settings, system)
         agent = cls(settings)
         agent.warm_up()
@@ -521,8 +538,11 @@ class ModelAgent(ABC):
                     text = (turn.response.text or "").strip()
                     return text or None
                 outputs, acted = [], False
-                for call in turn.response.tool_calls:
-                    content, is_error, took_step = await self._execute(session, call)
+                calls = turn.response.tool_calls
+                for number, call in enumerate(calls, start=1):
+                    last = turn.last_call_cut and number == len(calls)
+                    cut = str(turn.response.stop_reason) if last else None
+                    content, is_error, took_step = await self._execute(session, call, cut)
                     outputs.append((call, content, is_error))
                     acted = acted or took_step
                 history.add_turn([turn.assistant, *self.results(turn, outputs)])
@@ -571,7 +591,7 @@ class ModelAgent(ABC):
         session.record_usage(
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=usage.cost
         )
-        return Turn(turn.response, usage, turn.request_id, turn.assistant)
+        return dataclasses.replace(turn, usage=usage)
 
     async def ask_with_retries(
         self,
@@ -616,6 +636,9 @@ class ModelAgent(ABC):
     def _failure(self, exc: ServingError, tries: int) -> Exception:
         message = describe_failure(self.api, exc)
         if exc.kind == "rejected":
+            # with no status: a 200 whose answer the adapter cannot use (see call_sdk)
+            if exc.status_code is None:
+                return HarnessCompatibilityError(f"the adapter cannot use the answer: {message}")
             return HarnessCompatibilityError(f"the API rejected the request: {message}")
         evidence = exc.evidence().model_dump() | {"tries": tries}
         if exc.kind == "auth":
@@ -653,9 +676,18 @@ class ModelAgent(ABC):
             )
         )
 
-    async def _execute(self, session: Session, call: ModelToolCall) -> tuple[str, bool, bool]:
-        """Carry out one tool call: (content for the model, is it an error, took a step)."""
-        args, problem = parse_arguments(call.arguments)
+    async def _execute(
+        self, session: Session, call: ModelToolCall, cut: str | None = None
+    ) -> tuple[str, bool, bool]:
+        """Carry out one tool call: (content for the model, is it an error, took a step). A
+        call the answer's end *cut* off (its stop reason) is refused as malformed arguments
+        are, its text given as it is: what the model had not finished writing must not run
+        (a partial input may still read as a whole call: ``{"amount": 10}``, cut short of
+        1000)."""
+        parsed: tuple[Any, str | None] = (
+            (call.arguments, cut_off(cut)) if cut else parse_arguments(call.arguments)
+        )
+        args, problem = parsed
         if call.name == TALK_TO_USER:
             message = args.get("message") if isinstance(args, dict) else None
             if not isinstance(message, str) or not message.strip():
@@ -671,6 +703,11 @@ class ModelAgent(ABC):
         if problem is not None and result.error_class != "unknown_tool":
             return f"error (invalid_arguments): {problem}", True, True
         return render_result(result), not result.ok, True
+
+
+def cut_off(reason: str) -> str:
+    """Why a tool call the answer's end cut off is refused (see :meth:`ModelAgent._execute`)."""
+    return f"the answer was cut off in this call (stop reason {reason!r}): it was not made"
 
 
 RESERVED_KEYS = frozenset(
@@ -705,7 +742,10 @@ def parse_arguments(raw: str) -> tuple[Any, str | None]:
     except RecursionError:  # the model's own text: its mistake, not the adapter's crash
         return raw, "the arguments are JSON nested too deeply to read"
     if not isinstance(value, dict):
-        return value, f"the arguments must be a JSON object, got {type(value).__name__}"
+        # ``null`` goes on as the text: a session reads no arguments (None) as ``{}``, and ran
+        # the tool while the model was told its call was refused
+        shown = raw if value is None else value
+        return shown, f"the arguments must be a JSON object, got {type(value).__name__}"
     return value, None
 
 

@@ -31,6 +31,10 @@ except ImportError as exc:  # an optional extra
         "the openai-chat adapter needs the official SDK: pip install 'groundstate[openai]'"
     ) from exc
 
+CUT_OFF_REASONS = frozenset({"length", "content_filter"})
+"""Finish reasons of an answer cut off while being written: the tool call it ends with is
+unfinished."""
+
 SDK_ARGUMENTS = sdk_keywords(openai.resources.chat.completions.AsyncCompletions.create)
 """Decoding keys the SDK takes as arguments; any other key goes in the request body as it is."""
 
@@ -137,7 +141,11 @@ def _turn(completion: Any) -> Turn:
         refusal=getattr(message, "refusal", None),
     )
     return Turn(
-        response, _usage(completion.usage), getattr(completion, "_request_id", None), assistant
+        response,
+        _usage(completion.usage),
+        getattr(completion, "_request_id", None),
+        assistant,
+        last_call_cut=bool(calls) and response.stop_reason in CUT_OFF_REASONS,  # calls last
     )
 
 

@@ -30,6 +30,7 @@ from groundstate.agents.model_loop import (
     Exhausted,
     ModelAgent,
     Settings,
+    Turn,
     api_key_from_env,
     describe_failure,
 )
@@ -307,10 +308,12 @@ def ask(model: JudgeModel, prompt: str, attempt: str = "") -> tuple[bool, dict[s
 
 async def _ask(adapter: ModelAgent, prompt: str, attempt: str) -> tuple[bool, dict[str, Any]]:
     """The verdict. An answer without exactly one verdict is asked again, as a failed
-    request is, under the judge's retries (they count against the same tries)."""
+    request is, under the judge's retries (they count against the same tries). The usage in
+    the evidence is every answer's: the ones asked again were spent too."""
     request = adapter.request("", [{"role": "user", "content": prompt}], [])
     retries = adapter.settings.retries.max_retries
     tries = 0
+    spent: dict[str, Any] = {}
     async with adapter.open_client() as client:
         while True:
             try:
@@ -321,13 +324,15 @@ async def _ask(adapter: ModelAgent, prompt: str, attempt: str) -> tuple[bool, di
                 message = describe_failure(adapter.api, exc.error)
                 raise JudgeFailure(
                     f"the judge's model failed after {exc.tries} tries: {message}",
-                    exc.error.evidence().model_dump() | {"tries": exc.tries},
+                    exc.error.evidence().model_dump()
+                    | {"tries": exc.tries, **({"usage": spent} if spent else {})},
                 ) from None
+            spent = {k: spent.get(k, 0) + v for k, v in turn.usage.model_dump().items()}
             evidence: dict[str, Any] = {
                 "model": adapter.settings.model,
                 "request_id": turn.request_id,
                 "tries": tries,
-                "usage": turn.usage.model_dump(),
+                "usage": spent,
             }
             try:
                 passed, reasons = parse_verdict(turn.response.text, attempt)
@@ -337,10 +342,26 @@ async def _ask(adapter: ModelAgent, prompt: str, attempt: str) -> tuple[bool, di
                 answer = (turn.response.text or "")[:ANSWER_EXCERPT]
                 request_id = f" (request id {turn.request_id})" if turn.request_id else ""
                 raise JudgeFailure(
-                    f"the judge's answer is malformed{request_id}: {exc}",
-                    evidence | {"answer": answer},
+                    f"the judge's answer is malformed{request_id}: {why_malformed(exc, turn)}",
+                    evidence | {"answer": answer, "stop_reason": turn.response.stop_reason},
                 ) from None
             return passed, evidence | {"reason": reasons, "verdict": "pass" if passed else "fail"}
+
+
+FINISHED = frozenset({None, "stop", "end_turn", "stop_sequence"})
+"""Stop reasons of an answer the model ended itself."""
+
+
+def why_malformed(problem: ValueError, turn: Turn) -> str:
+    """*problem* with what the API said of the answer: a refusal (its text), or an answer the
+    model did not end itself (``length``, ``max_tokens``: a ``max_tokens`` too small for the
+    reasons; ``content_filter``, ``refusal``). Without it a refusal read "the answer is
+    empty", and a cut-off answer as a last line that is not a verdict."""
+    refusal = turn.response.refusal
+    if refusal:
+        return f"{problem} (it refused: {refusal[:ANSWER_EXCERPT]!r})"
+    reason = turn.response.stop_reason
+    return str(problem) if reason in FINISHED else f"{problem} (stop reason {reason!r})"
 
 
 def _run(make: Callable[[], Coroutine[Any, Any, T]], limit: float) -> T:
