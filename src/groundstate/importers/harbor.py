@@ -50,6 +50,10 @@ HARBOR_EXCEPTIONS: dict[str, str | None] = {
     "OutputTokenExceededError": "harness_compatibility_failure/output_limit",
     "OutputLengthExceededError": "harness_compatibility_failure/output_limit",
     "AgentSafetyRefusalError": "agent_failure/refused",
+    "AgentAuthenticationError": "environment_failure/authentication",
+    "ApiKeyRejectedError": "environment_failure/authentication",
+    "ModelNotFoundError": "environment_failure/model_not_found",
+    "ApiUsageLimitError": "environment_failure/usage_limit",
     "VerifierTimeoutError": None,
     "RewardFileNotFoundError": None,
     "RewardFileEmptyError": None,
@@ -64,7 +68,11 @@ before the reward: Harbor still runs the verifier after an agent timeout, and it
 that reward; here the first stop decides. A model's response over its configured output limit
 is the pairing's, as a context window is; a provider's safety refusal is the model's own answer
 ("a real reward 0 outcome", Harbor's docstring says), never an invalid try, whatever
-``--errors`` says. ``None``: the verifier could not grade the final
+``--errors`` says. A provider that refused the evaluator's credentials (Harbor reads a 401, an
+invalid key or "not logged in" from the agent's output), has no such model, or whose account's
+quota or credit ran out stopped the trial before the system could be measured: invalid
+(``environment_failure``), whatever ``--errors`` says: the evaluation's setup failed, not the
+agent. ``None``: the verifier could not grade the final
 state (it timed out, wrote no or an unreadable reward file, or its tests could not be copied in
 or its output out); an agent can provoke that as easily as a broken test can, so it follows
 ``--errors`` (``agent``: ``agent_failure/ungraded``; ``environment``: ``grader_failure``). Any
