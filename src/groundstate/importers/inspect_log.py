@@ -15,6 +15,7 @@ import contextlib
 import lzma
 import math
 import re
+import struct
 import sys
 import zlib
 from collections.abc import Iterator
@@ -25,9 +26,9 @@ from typing import Any
 if sys.version_info >= (3, 14):
     import zipfile
 
-    from compression.zstd import ZstdError
+    from compression.zstd import ZstdDecompressor, ZstdError
 else:  # Zstandard members (Inspect's default since April 2026) need PEP 784's backport
-    from backports.zstd import ZstdError, zipfile
+    from backports.zstd import ZstdDecompressor, ZstdError, zipfile
 
 from groundstate.errors import SpecError
 from groundstate.importers.rows import (
@@ -593,10 +594,50 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
             f"{MEMBER_LIMIT} read",
         )  # fmt: skip
     try:
-        data = archive.read(info)
+        data = _zstandard(path, info) if info.compress_type == ZSTANDARD else archive.read(info)
     except ARCHIVE_ERRORS as exc:
         raise SpecError(f"{path}!{name}", None, f"cannot read from the archive: {exc}") from None
     return parse_json(data, f"{path}!{name}", at_line=False)
+
+
+ZSTANDARD = 93
+"""Zip's compression method number for Zstandard (APPNOTE 4.4.5)."""
+LOCAL_HEADER = struct.Struct("<4s22xHH")
+"""A zip member's local header: its signature, then (past the fields the central directory
+repeats) the lengths of its name and extra field, which the compressed data follows."""
+
+
+def _zstandard(path: Path, info: zipfile.ZipInfo) -> bytes:
+    """A Zstandard member, read frame after frame: Inspect splits a member into frames of
+    200 MiB of input each (its viewer's decoder overflows on larger ones), and ``zipfile``
+    stops at the end of the first frame, so a multi-frame member failed its CRC-32. Read no
+    further than its declared size, and checked against that size and its CRC-32 as
+    ``zipfile`` checks every other member."""
+    if info.flag_bits & 0x1:
+        raise RuntimeError("the member is encrypted")
+    with path.open("rb") as raw:
+        raw.seek(info.header_offset)
+        head = raw.read(LOCAL_HEADER.size)
+        if len(head) < LOCAL_HEADER.size or head[:4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile("bad local file header")
+        _, name_length, extra_length = LOCAL_HEADER.unpack(head)
+        raw.seek(name_length + extra_length, 1)
+        packed = raw.read(info.compress_size)
+    if len(packed) < info.compress_size:
+        raise EOFError("the archive ends inside the member")
+    data = bytearray()
+    while packed and len(data) <= info.file_size:
+        frame = ZstdDecompressor()
+        data += frame.decompress(packed, info.file_size + 1 - len(data))
+        if not frame.eof and len(data) <= info.file_size:
+            raise ZstdError("the last Zstandard frame is cut short")
+        packed = frame.unused_data
+    if len(data) < info.file_size:
+        raise EOFError(f"{len(data)} bytes, not the {info.file_size} declared")
+    data = data[: info.file_size]  # past the declared size: its checksum then fails
+    if zlib.crc32(data) != info.CRC:
+        raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
+    return bytes(data)
 
 
 def _retried_errors(where: str, value: Any) -> list[str]:
