@@ -16,7 +16,7 @@ import pytest
 
 from groundstate.importers import ImportOptions, read_rows
 from tests import test_imports_round13 as round13
-from tests.test_imports_formats import Store, write_json
+from tests.test_imports_formats import Store, log, sample, write_json
 from tests.test_imports_harbor import trial
 
 if sys.version_info >= (3, 14):
@@ -103,3 +103,94 @@ def test_a_zstandard_member_cut_short_or_padded_is_named(
     err = store.refused(round13.zstd_log(tmp_path / "cut.eval"))
     assert "cut.eval!header.json: cannot read from the archive" in err
     assert message in err
+
+
+# --- Inspect: the scorer's errors and time -------------------------------------------------
+
+
+def event(kind: str, at: float, **fields: Any) -> dict[str, Any]:
+    """An Inspect event (``BaseEvent``): *at* is its ``working_start``, the sample's working
+    time when it occurred."""
+    return {"event": kind, "uuid": f"e{at}", "span_id": None,
+            "timestamp": "2026-08-01T10:00:00+00:00", "working_start": at, **fields}  # fmt: skip
+
+
+ERROR = {"message": "RuntimeError('boom')", "traceback": "...", "traceback_ansi": "..."}
+
+
+def events(*, agent_error: bool = False, scored: bool = True) -> list[dict[str, Any]]:
+    """A sample's events as Inspect's ``task_run_sample`` records them: the solvers' span,
+    the solvers' error (``--score-on-error`` scores after recording it), then the scorers'
+    span with each scorer's span inside."""
+    out = [
+        event("span_begin", 0.0, id="s", name="solvers", type="solvers", parent_id=None),
+        event("model", 1.0, model="gpt-4o"),
+        event("span_end", 8.0, id="s"),
+    ]
+    if agent_error:
+        out.append(event("error", 8.0, error=ERROR))
+    if scored:
+        out += [
+            event("span_begin", 8.5, id="c", name="scorers", type="scorers", parent_id=None),
+            event("span_begin", 8.5, id="m", name="match", type="scorer", parent_id="c"),
+        ]
+    return out
+
+
+def test_an_inspect_scorers_error_is_an_ungraded_state_not_a_crash(tmp_path: Path) -> None:
+    """An error a scorer raised (or scoring's time limit) was the agent's crash, or under
+    `--errors environment` a harness error: the state could not be graded, as a Harbor
+    verifier's error is read. An error the solvers raised stays a crash, scored or not; a
+    sample that hit a limit before its scorer raised ends at the limit, its first stop."""
+    samples = [
+        sample("scorer", 1, {}, error=ERROR, events=events()),
+        sample("agent", 1, {}, error=ERROR, events=events(scored=False)),
+        sample("both", 1, {"match": {"value": "I"}}, error=ERROR,
+               events=events(agent_error=True)),
+        sample("unlogged", 1, {}, error=ERROR, events=[]),
+        sample("limited", 1, {}, error=ERROR, events=events(), limit={"type": "time",
+                                                                        "limit": 60}),
+    ]  # fmt: skip
+    path = write_json(tmp_path / "log.json", log(samples))
+    expected = {
+        "agent": ["agent_failure/ungraded", "agent_failure/crashed", "agent_failure/crashed",
+                  "agent_failure/crashed", "agent_failure/time_limit"],
+        "environment": ["grader_failure", "environment_failure/harness_error",
+                        "environment_failure/harness_error", "environment_failure/harness_error",
+                        "agent_failure/time_limit"],
+    }  # fmt: skip
+    for errors, reasons in expected.items():
+        rows = read_rows(path, ImportOptions(errors=errors))  # type: ignore[arg-type]
+        assert [r.terminal_reason for r in rows] == reasons
+        assert rows[0].origin == {"error": ERROR["message"], "raised_by": "scorer"}
+        assert rows[0].mapped == f"scorer error -> {reasons[0]}"
+
+
+def test_an_inspect_samples_latency_is_the_agents_working_time(tmp_path: Path) -> None:
+    """Inspect takes ``total_time`` after scoring: a model-graded scorer or a test suite run
+    in the sandbox was counted as the system's time, as was the time the sample waited for a
+    rate limit (which ``working_time`` leaves out)."""
+    samples = [
+        sample("scored", 1, {"match": {"value": "C"}}, events=events(), total_time=30.0,
+               working_time=20.0),
+        sample("errored", 1, {}, error=ERROR, events=events(scored=False), total_time=9.0,
+               working_time=8.0),
+        sample("older", 1, {"match": {"value": "C"}}, events=[], total_time=7.0,
+               working_time=None),
+    ]  # fmt: skip
+    rows = read_rows(write_json(tmp_path / "log.json", log(samples)))
+    assert [r.latency for r in rows] == [8.5, 8.0, 7.0]
+    steps = [event("step", 4.0, action="begin", type="scorer", name="match")]
+    (older,) = read_rows(write_json(tmp_path / "old.json", log([
+        sample("s", 1, {"match": {"value": "C"}}, events=steps, total_time=9.0),
+    ])))  # fmt: skip
+    assert older.latency == 4.0
+
+
+def test_an_inspect_scorings_malformed_working_start_is_named(store: Store, tmp_path: Path) -> None:
+    scored = events()
+    scored[3]["working_start"] = -1
+    path = write_json(tmp_path / "log.json", log([sample("s", 1, {}, events=scored)]))
+    assert "log.json:samples[0]: events[3].working_start: must not be negative" in (
+        store.refused(path)
+    )

@@ -24,6 +24,7 @@ from typing import Any
 from groundstate.errors import SpecError
 from groundstate.importers.rows import (
     ERROR_REASONS,
+    UNGRADED,
     ErrorPolicy,
     ImportedRow,
     amount,
@@ -81,10 +82,6 @@ own output; an agent install that timed out: the install is the system's own scr
 the task's container; a failed healthcheck, which a multi-step task runs again after the
 agent's earlier steps) is an exception the file does not attribute: it follows ``--errors`` as
 in every format."""
-UNGRADED: dict[ErrorPolicy, str] = {
-    "agent": "agent_failure/ungraded",
-    "environment": "grader_failure",
-}
 
 
 @dataclass

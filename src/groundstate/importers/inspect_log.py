@@ -33,6 +33,7 @@ else:  # Zstandard members (Inspect's default since April 2026) need PEP 784's b
 from groundstate.errors import SpecError
 from groundstate.importers.rows import (
     ERROR_REASONS,
+    UNGRADED,
     ErrorPolicy,
     ImportedRow,
     amount,
@@ -279,11 +280,12 @@ class InspectSource:
             raise SpecError(self.path, None, f"not a readable .eval archive: {exc}") from None
 
     def _row(self, where: str, index: int, sample: dict[str, Any]) -> ImportedRow:
+        scoring = _scoring(sample)
         common: dict[str, Any] = {
             "line": index,
             "task_id": task_key(where, "id", sample.get("id")),
             "label": integer(where, "epoch", sample.get("epoch")),
-            "latency": _seconds(where, sample.get("total_time")),
+            "latency": _latency(where, sample, scoring),
             "cost": _cost(where, sample),
             "tokens": _tokens(where, sample),
         }
@@ -300,16 +302,21 @@ class InspectSource:
         if own is not None:
             return _own_row(where, common, own)
         error = sample.get("error")
+        graded = scoring is not None and scoring.raised  # a scorer's error, if any
         if raised(error):
             message = error.get("message") if isinstance(error, dict) else str(error)
             cancelled = isinstance(message, str) and message.startswith(CANCELLATIONS)
-            reason = CANCELLED if cancelled else ERROR_REASONS[self.errors]
+            if graded and not cancelled and sample.get("limit") is not None:
+                return self._scored_row(where, common, sample)  # the limit came first
+            reason = (
+                CANCELLED if cancelled else (UNGRADED if graded else ERROR_REASONS)[self.errors]
+            )
             return ImportedRow(
                 **common,
                 success=False,
                 terminal_reason=reason,
-                origin={"error": message},
-                mapped=f"error -> {reason}",
+                origin={"error": message, **({"raised_by": "scorer"} if graded else {})},
+                mapped=f"{'scorer error' if graded else 'error'} -> {reason}",
             )
         return self._scored_row(where, common, sample)
 
@@ -568,8 +575,57 @@ def _model_tokens(where: str, name: str, used: dict[str, Any]) -> tuple[int, int
     return cached, output
 
 
-def _seconds(where: str, value: Any) -> float | None:
-    return None if value is None else amount(where, "total_time", value)
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """Where a sample's scoring began in its events."""
+
+    index: int
+    """The position of the event that began it in ``events``."""
+    working_start: Any
+    """The sample's working time when it began, as the event gives it."""
+    raised: bool
+    """The sample's error was raised after it began: no ``error`` event came before it."""
+
+
+SCORING_SPANS = ("scorers", "scorer")
+"""The span types Inspect opens to score a sample: ``scorers`` around all of them (since May
+2025), ``scorer`` around each (as the only one before); older logs mark each scorer with a
+``step`` event of type ``scorer``. A solver that scores (``inspect_ai.scorer.score``) opens
+none."""
+
+
+def _scoring(sample: dict[str, Any]) -> Scoring | None:
+    """Where *sample*'s scoring began, if its log kept its events and it was scored. Inspect
+    scores a sample only when its solvers ended without an error, or (``--score-on-error``)
+    after recording their error as an ``error`` event: an error with none before scoring
+    began was raised by a scorer (or by scoring's time limit)."""
+    events = sample.get("events")
+    if not isinstance(events, list):
+        return None
+    errored = False
+    for index, event in enumerate(events):
+        if not isinstance(event, dict):
+            continue
+        kind = event.get("event")
+        errored |= kind == "error"
+        if (kind == "span_begin" and event.get("type") in SCORING_SPANS) or (
+            kind == "step" and event.get("action") == "begin" and event.get("type") == "scorer"
+        ):
+            return Scoring(index, event.get("working_start"), raised=not errored)
+    return None
+
+
+def _latency(where: str, sample: dict[str, Any], scoring: Scoring | None) -> float | None:
+    """The agent's working time: the sample's working time when its scoring began (where its
+    events say), else its ``working_time``, else its ``total_time``; not known without any.
+    Inspect takes both times after scoring (a model-graded scorer's calls, a test suite run in
+    the sandbox: the grader's time, not the system's), and its working time leaves out what
+    the sample waited for (rate limits, connection slots), as ours leaves out queueing."""
+    given = [("working_time", sample.get("working_time")), ("total_time", sample.get("total_time"))]
+    if scoring is not None:
+        given.insert(0, (f"events[{scoring.index}].working_start", scoring.working_start))
+    times = [amount(where, field, value) for field, value in given if value is not None]
+    return times[0] if times else None
 
 
 ARCHIVE_ERRORS = (

@@ -37,6 +37,13 @@ ERROR_REASONS: dict[str, str] = {
     "agent": "agent_failure/crashed",
     "environment": "environment_failure/harness_error",
 }
+UNGRADED: dict[str, str] = {
+    "agent": "agent_failure/ungraded",
+    "environment": "grader_failure",
+}
+"""An error the grader raised on the final state (Harbor's verifier, an Inspect scorer): an
+agent can provoke one (a state the tests hang on) as easily as a broken grader can, so it
+follows ``--errors`` too, as a state that could not be graded rather than a crash."""
 
 
 def raised(error: Any) -> bool:
