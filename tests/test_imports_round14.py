@@ -194,3 +194,108 @@ def test_an_inspect_scorings_malformed_working_start_is_named(store: Store, tmp_
     assert "log.json:samples[0]: events[3].working_start: must not be negative" in (
         store.refused(path)
     )
+
+
+# --- Terminal-Bench ------------------------------------------------------------------------
+
+
+def tb_trial(task: str, attempt: int, resolved: bool | None, mode: str = "none",
+             **fields: Any) -> dict[str, Any]:  # fmt: skip
+    """A ``TrialResults`` as ``tb run`` writes it (``model_dump``)."""
+    return {
+        "id": f"00000000-0000-4000-8000-{attempt:012d}", "trial_name":
+        f"{task}.{attempt}-of-2.2026-08-01__10-00-00", "task_id": task, "instruction": "do it",
+        "is_resolved": resolved, "failure_mode": mode, "parser_results": None,
+        "recording_path": None, "total_input_tokens": 1000, "total_output_tokens": 50,
+        "trial_started_at": "2026-08-01T10:00:00+00:00",
+        "trial_ended_at": "2026-08-01T10:05:00+00:00",
+        "agent_started_at": "2026-08-01T10:00:30+00:00",
+        "agent_ended_at": "2026-08-01T10:02:00+00:00",
+        "test_started_at": "2026-08-01T10:02:10+00:00",
+        "test_ended_at": "2026-08-01T10:05:00+00:00", **fields,
+    }  # fmt: skip
+
+
+def tb_run(trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ``BenchmarkResults`` with its computed fields, as ``tb run`` writes it."""
+    return {
+        "id": "r1", "results": trials, "pass_at_k": {}, "accuracy": 0.0,
+        "n_resolved": sum(bool(t["is_resolved"]) for t in trials),
+        "n_unresolved": sum(not t["is_resolved"] for t in trials),
+        "resolved_ids": [t["task_id"] for t in trials if t["is_resolved"]],
+        "unresolved_ids": [t["task_id"] for t in trials if not t["is_resolved"]],
+    }  # fmt: skip
+
+
+def test_terminal_bench_results_are_read_with_each_failure_mode(
+    store: Store, tmp_path: Path
+) -> None:
+    """Terminal-Bench results were refused ("convert it to the row format"), though they say
+    per trial how it ended; a timed-out agent whose tests then passed counted resolved."""
+    trials = [
+        tb_trial("hello", 1, True),
+        tb_trial("hello", 2, True, "agent_timeout"),  # the tests still ran, and passed
+        tb_trial("fix", 1, False),
+        tb_trial("fix", 2, None, "test_timeout"),
+        tb_trial("sum", 1, None, "unknown_agent_error", total_input_tokens=None,
+                 total_output_tokens=None, agent_ended_at=None),
+        tb_trial("sum", 2, None, "context_length_exceeded"),
+        tb_trial("cut", 1, None, "fatal_llm_parse_error"),
+        tb_trial("cut", 2, None, "unset"),  # never graded
+    ]  # fmt: skip
+    path = write_json(tmp_path / "results.json", tb_run(trials))
+    rows = read_rows(path)
+    assert [(r.task_id, r.label, r.success, r.terminal_reason) for r in rows] == [
+        ("hello", 1, True, "success"),
+        ("hello", 2, False, "agent_failure/time_limit"),
+        ("fix", 1, False, "agent_failure/incorrect"),
+        ("fix", 2, False, "agent_failure/ungraded"),
+        ("sum", 1, False, "agent_failure/crashed"),
+        ("sum", 2, False, "harness_compatibility_failure/context_window"),
+        ("cut", 1, False, "harness_compatibility_failure/parse_error"),
+        ("cut", 2, False, "grader_failure"),
+    ]
+    assert (rows[0].latency, rows[0].tokens) == (90.0, (1000, 50))
+    assert (rows[4].latency, rows[4].tokens) == (None, None)
+    invalid = read_rows(path, ImportOptions(errors="environment"))
+    assert [r.terminal_reason for r in invalid][3:5] == [
+        "grader_failure",
+        "environment_failure/harness_error",
+    ]
+    runs = store.runs(store.imported(path))
+    assert runs["hello", 2, 0] == ("agent_failure/time_limit", None)
+    assert len(runs) == 8
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"is_resolved": "yes"}, "results[0]: is_resolved: must be true, false or null"),
+        ({"failure_mode": 3}, "results[0]: failure_mode: must be text"),
+        ({"trial_name": None}, "results[0]: trial_name: must be text"),
+        ({"task_id": None}, "results[0]: task_id: required"),
+        ({"agent_ended_at": "later"}, "results[0]: agent_started_at: times must be ISO 8601"),
+        ({"total_input_tokens": -1}, "results[0]: total_input_tokens: must not be negative"),
+    ],
+)
+def test_malformed_terminal_bench_trials_are_named(
+    store: Store, tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    trial = {**tb_trial("t", 1, True), **change}
+    path = write_json(tmp_path / "results.json", tb_run([trial]))
+    assert message in store.refused(path, "--format", "terminal-bench")
+
+
+def test_a_terminal_bench_trial_given_twice_or_of_an_unknown_mode(
+    store: Store, tmp_path: Path
+) -> None:
+    """A trial copied in twice is refused naming both places; a failure mode not known here
+    is an unattributed error, named in a warning."""
+    twice = write_json(tmp_path / "twice.json", tb_run([tb_trial("t", 1, True)] * 2))
+    err = store.refused(twice)
+    assert "results[1]: attempt: task 't' attempt 1 appears twice" in err
+    assert "results[0]" in err
+    odd = write_json(tmp_path / "odd.json", tb_run([tb_trial("t", 1, True, "gremlins")]))
+    (row,) = read_rows(odd)
+    assert row.terminal_reason == "agent_failure/crashed" and row.unmapped is not None
+    assert "failure_mode 'gremlins' is not one known here" in row.unmapped

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from groundstate.importers.rows import (
     as_text,
     checked,
     count,
+    duration,
     mapping,
     read_json,
     read_json_object,
@@ -474,17 +474,7 @@ def _duration(where: str, name: str, timing: Any) -> float | None:
     """The seconds between a phase's ``started_at`` and ``finished_at``; ``None`` when it did
     not finish."""
     timing = mapping(where, name, timing)
-    start, end = timing.get("started_at"), timing.get("finished_at")
-    if start is None or end is None:
-        return None
-    try:
-        seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
-    except (TypeError, ValueError):
-        raise SpecError(
-            where, name, f"times must be ISO 8601, both with or both without a time zone, "
-            f"got {start!r} and {end!r}",
-        ) from None  # fmt: skip
-    return amount(where, name, seconds)
+    return duration(where, name, timing.get("started_at"), timing.get("finished_at"))
 
 
 def _number(value: Any) -> int | None:

@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -291,6 +292,21 @@ def integer(where: str, name: str, value: Any) -> int:
 
 def amount(where: str, name: str, value: Any) -> float:
     return checked(where, name, as_amount, value)
+
+
+def duration(where: str, name: str, start: Any, end: Any) -> float | None:
+    """The seconds from *start* to *end* (ISO 8601 times); ``None`` when either is missing
+    (the phase did not finish)."""
+    if start is None or end is None:
+        return None
+    try:
+        seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        raise SpecError(
+            where, name, f"times must be ISO 8601, both with or both without a time zone, "
+            f"got {start!r} and {end!r}",
+        ) from None  # fmt: skip
+    return amount(where, name, seconds)
 
 
 def count(where: str, name: str, value: Any) -> int:
