@@ -7,6 +7,7 @@ multi-frame Zstandard members).
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from groundstate.importers import ImportOptions, read_rows
+from groundstate.importers import ImportOptions, detect_format, read_rows
 from tests import test_imports_round13 as round13
 from tests.test_imports_formats import Store, log, sample, write_json
 from tests.test_imports_harbor import trial
@@ -299,3 +300,21 @@ def test_a_terminal_bench_trial_given_twice_or_of_an_unknown_mode(
     (row,) = read_rows(odd)
     assert row.terminal_reason == "agent_failure/crashed" and row.unmapped is not None
     assert "failure_mode 'gremlins' is not one known here" in row.unmapped
+
+
+@pytest.mark.parametrize("indent", [None, 4])
+def test_one_terminal_bench_trials_results_are_read(tmp_path: Path, indent: int | None) -> None:
+    """A trial's own ``results.json`` was "cannot tell its format" or, on one line, a row of
+    ours without an attempt; it is one attempt, as a Harbor trial's ``result.json`` is."""
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(tb_trial("hello", 2, False, "agent_timeout"), indent=indent))
+    assert detect_format(path) == "terminal-bench"
+    (row,) = read_rows(path)
+    assert (row.task_id, row.label, row.terminal_reason) == (
+        "hello",
+        2,
+        "agent_failure/time_limit",
+    )
+    ours = tmp_path / "rows.jsonl"  # a row of ours with the same columns stays ours
+    ours.write_text(json.dumps({**tb_trial("t", 1, True), "attempt": 1, "success": True}))
+    assert detect_format(ours) == "jsonl"

@@ -43,7 +43,7 @@ from groundstate.importers.rows import (
 from groundstate.importers.swebench import SweBenchSource, terminal_bench
 from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
-from groundstate.importers.terminalbench import TerminalBenchSource
+from groundstate.importers.terminalbench import TerminalBenchSource, is_trial
 from groundstate.store import BatchInfo, RunStore
 
 Format = Literal[
@@ -178,7 +178,9 @@ def _sniff(path: Path) -> Format:
         row = None  # a JSON document over several lines: look inside it
     if isinstance(row, dict) and not {"simulations", "simulation_index", "samples"} & set(row):
         found = _object_format(row)
-        if found is not None and not isinstance(row.get("task_id"), str | int):
+        if found is not None and (
+            found == "terminal-bench" or not isinstance(row.get("task_id"), str | int)
+        ):
             return found  # a report on one line, not a row of ours (Harbor's task_id: an object)
         _refuse_foreign(path, row)
         return "jsonl"
@@ -232,7 +234,7 @@ OBJECT_FORMATS: tuple[tuple[frozenset[str], Format], ...] = (
 def _object_format(data: Any) -> Format | None:
     if not isinstance(data, dict):
         return None
-    if terminal_bench(data):  # before SWE-bench, whose lists it has too
+    if terminal_bench(data) or is_trial(data):  # before SWE-bench, whose lists it has too
         return "terminal-bench"
     for keys, kind in OBJECT_FORMATS:
         if set(data) >= keys:

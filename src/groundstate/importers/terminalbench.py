@@ -57,6 +57,8 @@ UNATTRIBUTED = ("unknown_agent_error", "agent_installation_failed", "unknown")
 (``agent_installation_failed``: the install is the system's own script, run in the task's
 container; ``unknown``: declared, never set): they follow ``--errors``, as does a mode not
 known here (with a warning)."""
+TRIAL_KEYS = frozenset({"trial_name", "task_id", "is_resolved", "failure_mode"})
+"""What marks one trial's ``results.json`` (``runs/<run>/<task>/<trial>/results.json``)."""
 ATTEMPT = re.compile(r"\.(\d+)-of-\d+(?:\.|$)")
 """The attempt number in a trial's name (``hello.2-of-3.run-1``)."""
 
@@ -75,6 +77,8 @@ class TerminalBenchSource:
 
     @cached_property
     def _trials(self) -> list[Any]:
+        if is_trial(self._run):
+            return [self._run]
         trials = self._run.get("results")
         if not isinstance(trials, list):
             raise SpecError(self.path, "results", f"must be a list of trials, got {trials!r}")
@@ -131,10 +135,20 @@ class TerminalBenchSource:
         )  # fmt: skip
 
     def place(self, line: int) -> str:
-        return f"{self.path}:results[{line - 1}]"
+        return str(self.path) if is_trial(self._run) else f"{self.path}:results[{line - 1}]"
 
     def warnings(self) -> list[str]:
         return []
 
     def system(self) -> dict[str, Any]:
         return {"harness": "terminal-bench", "run_id": self._run.get("id"), "errors": self.errors}
+
+
+def is_trial(data: Any) -> bool:
+    """*data* is one Terminal-Bench trial's results (a ``TrialResults``), not a row of ours
+    (which gives ``attempt`` and ``success``)."""
+    return (
+        isinstance(data, dict)
+        and set(data) >= TRIAL_KEYS
+        and not {"attempt", "success"} & set(data)
+    )
