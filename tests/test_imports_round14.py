@@ -318,3 +318,21 @@ def test_one_terminal_bench_trials_results_are_read(tmp_path: Path, indent: int 
     ours = tmp_path / "rows.jsonl"  # a row of ours with the same columns stays ours
     ours.write_text(json.dumps({**tb_trial("t", 1, True), "attempt": 1, "success": True}))
     assert detect_format(ours) == "jsonl"
+
+
+def test_a_sample_scored_before_another_scorer_raised_keeps_its_verdict(
+    tmp_path: Path,
+) -> None:
+    """Inspect keeps the scores of scorers that finished before another raised, and its
+    metrics count them: the deciding score, there, decides (it was a crash, then an
+    ungraded state); without it, the state was not graded."""
+    samples = [
+        sample("t", 1, {"match": {"value": "C"}}, error=ERROR, events=events()),
+        sample("u", 1, {"other": {"value": "C"}}, error=ERROR, events=events()),
+    ]
+    path = write_json(tmp_path / "log.json", log(samples))
+    rows = read_rows(path, ImportOptions(scorer="match"))
+    assert [(r.success, r.terminal_reason) for r in rows] == [
+        (True, "success"),
+        (False, "agent_failure/ungraded"),
+    ]

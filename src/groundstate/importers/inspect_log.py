@@ -306,8 +306,8 @@ class InspectSource:
         if raised(error):
             message = error.get("message") if isinstance(error, dict) else str(error)
             cancelled = isinstance(message, str) and message.startswith(CANCELLATIONS)
-            if graded and not cancelled and sample.get("limit") is not None:
-                return self._scored_row(where, common, sample)  # the limit came first
+            if graded and not cancelled and self._decided(where, sample):
+                return self._scored_row(where, common, sample)
             reason = (
                 CANCELLED if cancelled else (UNGRADED if graded else ERROR_REASONS)[self.errors]
             )
@@ -319,6 +319,14 @@ class InspectSource:
                 mapped=f"{'scorer error' if graded else 'error'} -> {reason}",
             )
         return self._scored_row(where, common, sample)
+
+    def _decided(self, where: str, sample: dict[str, Any]) -> bool:
+        """A sample whose scoring raised was decided before: by a limit (its first stop), or
+        by the deciding score, given by a scorer that finished before another raised (Inspect
+        keeps such scores, and its metrics count them)."""
+        if sample.get("limit") is not None:
+            return True
+        return self._score(where, _scores(where, sample))[1] is not None
 
     def _scored_row(
         self, where: str, common: dict[str, Any], sample: dict[str, Any]
