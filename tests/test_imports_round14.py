@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,7 +18,7 @@ import pytest
 
 from groundstate.importers import ImportOptions, detect_format, read_rows
 from tests import test_imports_round13 as round13
-from tests.test_imports_formats import Store, log, sample, write_json
+from tests.test_imports_formats import Store, log, sample, write_eval, write_json
 from tests.test_imports_harbor import trial
 
 if sys.version_info >= (3, 14):
@@ -336,3 +337,21 @@ def test_a_sample_scored_before_another_scorer_raised_keeps_its_verdict(
         (True, "success"),
         (False, "agent_failure/ungraded"),
     ]
+
+
+def test_a_chunked_samples_events_are_read_from_its_chunks(tmp_path: Path) -> None:
+    """A chunked sample (``samples/<id>_epoch_<n>/sample.json``) keeps its events in
+    ``events/<start>.json`` chunks, not in its shell: its scorer's error and the time its
+    scoring began were not seen (a crash, and the latency taken after scoring)."""
+    path = write_eval(tmp_path / "run.eval", [sample("small", 1, {"m": {"value": "C"}})])
+    shell = sample("big", 1, {}, error=ERROR, events=[], total_time=30.0, working_time=20.0)
+    with zipfile.ZipFile(path, "a") as archive:
+        prefix = "samples/big_epoch_1"
+        archive.writestr(f"{prefix}/sample.json", json.dumps(shell))
+        chunks = events()
+        archive.writestr(f"{prefix}/events/3.json", json.dumps(chunks[3:]))  # named by start
+        archive.writestr(f"{prefix}/events/0.json", json.dumps(chunks[:3]))
+        archive.writestr(f"{prefix}/events/stats.json", "{}")
+    small, big = read_rows(path)
+    assert (big.task_id, big.terminal_reason, big.latency) == ("big", "agent_failure/ungraded", 8.5)
+    assert small.latency == 1.0

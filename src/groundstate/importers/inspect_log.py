@@ -436,16 +436,34 @@ id may hold ``/``, so ``samples/a/b_epoch_1.json`` is a sample of its own)."""
 
 
 def _with_metadata(path: Path, archive: zipfile.ZipFile, name: str, sample: Any) -> Any:
-    """A chunked sample's shell with its metadata, which Inspect keeps apart (when any)."""
+    """A chunked sample's shell with its metadata, which Inspect keeps apart (when any), and
+    its events, read chunk by chunk as they are needed (where its scoring began)."""
     chunk = _CHUNKED.fullmatch(name)
     if chunk is None or not isinstance(sample, dict):
         return sample
-    metadata = f"{chunk.group(1)}/metadata.json"
+    prefix = chunk.group(1)
+    chunks = sorted(
+        (int(found.group(1)), member)
+        for member in archive.namelist()
+        if (found := re.fullmatch(re.escape(prefix) + r"/events/(\d+)\.json", member))
+    )
+    if chunks and not sample.get("events"):
+        sample = {**sample, "events": _chunked_events(path, archive, [m for _, m in chunks])}
+    metadata = f"{prefix}/metadata.json"
     try:
         archive.getinfo(metadata)
     except KeyError:
         return sample
     return {**sample, "metadata": _member(path, archive, metadata)}
+
+
+def _chunked_events(path: Path, archive: zipfile.ZipFile, members: list[str]) -> Iterator[Any]:
+    """The events of a chunked sample, chunk after chunk (each a list of events)."""
+    for member in members:
+        events = _member(path, archive, member)
+        if not isinstance(events, list):
+            raise SpecError(f"{path}!{member}", None, "an events chunk is a list of events")
+        yield from events
 
 
 def _scores(where: str, sample: dict[str, Any]) -> dict[str, Any]:
@@ -608,7 +626,7 @@ def _scoring(sample: dict[str, Any]) -> Scoring | None:
     after recording their error as an ``error`` event: an error with none before scoring
     began was raised by a scorer (or by scoring's time limit)."""
     events = sample.get("events")
-    if not isinstance(events, list):
+    if not isinstance(events, list | Iterator):  # a chunked sample's: read as needed
         return None
     errored = False
     for index, event in enumerate(events):
