@@ -337,6 +337,7 @@ def test_a_sample_scored_before_another_scorer_raised_keeps_its_verdict(
         (True, "success"),
         (False, "agent_failure/ungraded"),
     ]
+    assert rows[0].origin is not None and rows[0].origin["error"] == ERROR["message"]
 
 
 def test_a_chunked_samples_events_are_read_from_its_chunks(tmp_path: Path) -> None:

@@ -307,7 +307,9 @@ class InspectSource:
             message = error.get("message") if isinstance(error, dict) else str(error)
             cancelled = isinstance(message, str) and message.startswith(CANCELLATIONS)
             if graded and not cancelled and self._decided(where, sample):
-                return self._scored_row(where, common, sample)
+                row = self._scored_row(where, common, sample)  # the error kept beside it
+                return replace(row, origin={**(row.origin or {}), "error": message,
+                                            "raised_by": "scorer"})  # fmt: skip
             reason = (
                 CANCELLED if cancelled else (UNGRADED if graded else ERROR_REASONS)[self.errors]
             )
