@@ -188,7 +188,7 @@ def test_inspect_eval_scores_limits_and_errors(tmp_path: Path) -> None:
         ("3", 1): "agent_failure/incorrect",
         ("3", 2): "grader_failure",  # no score
     }
-    assert runs["3", 1].partial_score == 0.25 and runs["1", 1].latency == 12.5
+    assert runs["3", 1].partial_score == 0.25 and runs["1", 1].latency == 11.0  # working time
     assert runs["two", 2].infrastructure_status["origin"]["error"].startswith("RuntimeError")
 
 

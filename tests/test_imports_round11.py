@@ -86,7 +86,7 @@ def test_every_format_stores_an_unknown_cost_as_unknown(store: Store, tmp_path: 
     assert (runs["a", 2].cost, runs["a", 2].latency) == (0.01, 2.0)
     unpriced = {"m": {"input_tokens": 3, "output_tokens": 1}}
     samples = [
-        sample("s", 1, {"m": {"value": "C"}}, model_usage=None, total_time=None),
+        sample("s", 1, {"m": {"value": "C"}}, model_usage=None, total_time=None, working_time=None),
         sample("s", 2, {"m": {"value": "C"}}, model_usage=unpriced),
         sample("s", 3, {"m": {"value": "C"}}, error_retries=[{"message": "boom"}]),
     ]
@@ -94,8 +94,12 @@ def test_every_format_stores_an_unknown_cost_as_unknown(store: Store, tmp_path: 
     batch = store.imported(write_eval(tmp_path / "run.eval", samples))
     with RunStore(store.path) as opened:
         got = {(r.attempt, r.retry): (r.cost, r.latency) for r in opened.runs(batch)}
-    assert got == {(1, 0): (None, None), (2, 0): (None, 1.5), (3, 0): (None, None),
-                   (3, 1): (0.0, 1.5)}  # fmt: skip
+    assert got == {  # the latency: the sample's working time
+        (1, 0): (None, None),
+        (2, 0): (None, 1.0),
+        (3, 0): (None, None),
+        (3, 1): (0.0, 1.0),
+    }
 
 
 # --- token counts --------------------------------------------------------------------------

@@ -284,12 +284,13 @@ def test_terminal_bench_results_are_not_read_as_a_swe_bench_report(
     attempt a task, every error (``failure_mode``) an ``agent_failure/unresolved`` whatever
     `--errors` said; with more, "one instance has one outcome"."""
     path = write_json(tmp_path / "results.json", terminal_bench_results())
-    assert "looks like Terminal-Bench results" in store.refused(path)
+    assert detect_format(path) == "terminal-bench"  # read since the fourteenth round
     err = store.refused(path, "--format", "swe-bench")
     assert "results: a Terminal-Bench results file, not a SWE-bench run report" in err
+    assert "looks like Terminal-Bench results: give --format terminal-bench" in err
     one = terminal_bench_results()
     one["results"], one["unresolved_ids"] = one["results"][:1], []
-    assert "looks like Terminal-Bench results" in store.refused(write_json(path, one))
+    assert detect_format(write_json(path, one)) == "terminal-bench"
 
 
 def test_rows_of_ours_in_a_json_list_are_not_read_as_tau_bench(

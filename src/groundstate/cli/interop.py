@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.importers import ImportReport
 
 IMPORT_FORMATS = (
-    "csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench", "harbor", "appworld"
+    "csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench", "harbor",
+    "terminal-bench", "appworld",
 )  # fmt: skip
 """``groundstate.importers.FORMATS``, spelled here so that ``--help`` need not import the
 importers (tests/test_startup.py holds the two equal)."""
@@ -48,7 +49,8 @@ EXPORT_FORMATS = ("jsonl", "csv", "inspect")
     default="agent",
     show_default=True,
     help="Attempts that ended in an exception the file does not attribute (τ-bench "
-    "info.error, Inspect sample errors, SWE-bench error_ids, Harbor exceptions): count "
+    "info.error, Inspect sample errors, SWE-bench error_ids, Harbor exceptions, Terminal-Bench "
+    "failure modes): count "
     "against the system "
     "(agent_failure/crashed) or as invalid (environment_failure/harness_error).",
 )
@@ -71,7 +73,8 @@ def import_results_command(
 ) -> None:
     """Store results made by another harness as a batch: our CSV/JSONL rows, τ-bench or
     τ²-bench results, an Inspect AI log (.eval or .json), a SWE-bench run report, a Harbor
-    job directory or trial result.json, or an AppWorld evaluation.
+    job directory or trial result.json, a Terminal-Bench run's results.json, or an AppWorld
+    evaluation.
 
     Every row is checked before anything is stored (a problem is named as file:line: field:
     reason, exit 2); warnings (ignored columns, values that could not be mapped) go to

@@ -8,6 +8,7 @@ Formats (``--format``, or detected from the file):
 - ``inspect``: Inspect AI logs, ``.eval`` archives or ``.json`` logs;
 - ``swe-bench``: SWE-bench run reports (``resolved_ids``, ``unresolved_ids``, ...);
 - ``harbor``: Harbor trial ``result.json`` files, or a job directory of them;
+- ``terminal-bench``: Terminal-Bench runs' ``results.json`` (``results``: one entry per trial);
 - ``appworld``: AppWorld evaluations (``aggregate``, ``individual``).
 
 An imported batch has no traces or states: statistics and comparisons apply to it, state
@@ -42,13 +43,16 @@ from groundstate.importers.rows import (
 from groundstate.importers.swebench import SweBenchSource, terminal_bench
 from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
+from groundstate.importers.terminalbench import TerminalBenchSource, is_trial
 from groundstate.store import BatchInfo, RunStore
 
 Format = Literal[
-    "csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench", "harbor", "appworld"
-]
+    "csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench", "harbor",
+    "terminal-bench", "appworld",
+]  # fmt: skip
 FORMATS: tuple[Format, ...] = (
-    "csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench", "harbor", "appworld"
+    "csv", "jsonl", "tau-bench", "tau2-bench", "inspect", "swe-bench", "harbor",
+    "terminal-bench", "appworld",
 )  # fmt: skip
 
 
@@ -80,6 +84,8 @@ def open_source(path: Path, options: ImportOptions | None = None) -> ResultSourc
         return SweBenchSource(path, options.errors)
     if kind == "harbor":
         return HarborSource(path, options.errors, options.scorer)
+    if kind == "terminal-bench":
+        return TerminalBenchSource(path, options.errors)
     if kind == "appworld":
         return AppWorldSource(path)
     return InspectSource(path, options.errors, options.scorer)
@@ -87,7 +93,7 @@ def open_source(path: Path, options: ImportOptions | None = None) -> ResultSourc
 
 SCORED: tuple[Format, ...] = ("inspect", "harbor")
 """The formats whose files may grade an attempt several ways, one chosen by ``--scorer``."""
-UNATTRIBUTED: tuple[Format, ...] = ("tau-bench", "inspect", "swe-bench", "harbor")
+UNATTRIBUTED: tuple[Format, ...] = ("tau-bench", "inspect", "swe-bench", "harbor", "terminal-bench")
 """The formats that record exceptions without saying whose they are, which ``--errors``
 decides; the others say how every attempt ended (a row's terminal reason, τ²'s ends)."""
 
@@ -102,7 +108,8 @@ def _options_read(path: Path, kind: Format, options: ImportOptions) -> None:
         )  # fmt: skip
     if options.errors == "environment" and kind not in UNATTRIBUTED:
         raise SpecError(
-            path, "--errors", f"read for τ-bench, Inspect, SWE-bench and Harbor results only; "
+            path, "--errors", f"read for τ-bench, Inspect, SWE-bench, Harbor and Terminal-Bench "
+            "results only; "
             f"a {kind} file says how every attempt ended: leave it out",
         )  # fmt: skip
 
@@ -112,8 +119,9 @@ def detect_format(path: Path) -> Format:
     (``[``: τ-bench; an object with ``simulations``: τ²-bench; with ``eval`` and ``samples``:
     an Inspect log; with ``resolved_ids`` and ``unresolved_ids``: a SWE-bench run report; with
     ``trial_name`` and ``task_name``, or ``n_total_trials`` and ``stats``: a Harbor result;
-    with ``aggregate`` and ``individual``: an AppWorld evaluation; one object per line: JSON
-    Lines). A folder holding a Harbor ``result.json`` is a Harbor job (or trial)."""
+    with ``results`` listed beside ``resolved_ids`` and ``unresolved_ids``: Terminal-Bench
+    results; with ``aggregate`` and ``individual``: an AppWorld evaluation; one object per
+    line: JSON Lines). A folder holding a Harbor ``result.json`` is a Harbor job (or trial)."""
     named = _named_format(path)
     if named is not None:
         return named
@@ -170,7 +178,9 @@ def _sniff(path: Path) -> Format:
         row = None  # a JSON document over several lines: look inside it
     if isinstance(row, dict) and not {"simulations", "simulation_index", "samples"} & set(row):
         found = _object_format(row)
-        if found is not None and not isinstance(row.get("task_id"), str | int):
+        if found is not None and (
+            found == "terminal-bench" or not isinstance(row.get("task_id"), str | int)
+        ):
             return found  # a report on one line, not a row of ours (Harbor's task_id: an object)
         _refuse_foreign(path, row)
         return "jsonl"
@@ -224,8 +234,10 @@ OBJECT_FORMATS: tuple[tuple[frozenset[str], Format], ...] = (
 def _object_format(data: Any) -> Format | None:
     if not isinstance(data, dict):
         return None
+    if terminal_bench(data) or is_trial(data):  # before SWE-bench, whose lists it has too
+        return "terminal-bench"
     for keys, kind in OBJECT_FORMATS:
-        if set(data) >= keys and not (kind == "swe-bench" and terminal_bench(data)):
+        if set(data) >= keys:
             return kind
     if aggregate_only(data):  # AppWorld's figures without tasks: its reader says what lacks
         return "appworld"
@@ -248,11 +260,6 @@ def _harbor_folder(path: Path) -> bool:
 FOREIGN = (
     ({"resolved", "tests_status"}, "a SWE-bench instance report"),
     ({"instance_id", "model_patch"}, "SWE-bench predictions (patches, not results)"),
-    (
-        {"results", "resolved_ids", "unresolved_ids"},
-        "Terminal-Bench results (tb run: a task id per trial in resolved_ids, each trial's "
-        "failure_mode in results)",
-    ),
     (
         {"no_generation", "generated", "applied", "resolved"},
         "a SWE-bench 1.x model report (get_model_report: nested lists, an applied patch also "
@@ -307,6 +314,7 @@ LOOKS = {
     "inspect": "an Inspect AI log: give --format inspect",
     "swe-bench": "a SWE-bench run report: give --format swe-bench",
     "harbor": "a Harbor result: give --format harbor",
+    "terminal-bench": "Terminal-Bench results: give --format terminal-bench",
     "appworld": "an AppWorld evaluation: give --format appworld",
 }
 """What a file that another reader refused looks like, by its content."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from groundstate.errors import SpecError
 from groundstate.importers.rows import (
     ERROR_REASONS,
+    UNGRADED,
     ErrorPolicy,
     ImportedRow,
     amount,
@@ -31,6 +31,7 @@ from groundstate.importers.rows import (
     as_text,
     checked,
     count,
+    duration,
     mapping,
     read_json,
     read_json_object,
@@ -50,6 +51,10 @@ HARBOR_EXCEPTIONS: dict[str, str | None] = {
     "OutputTokenExceededError": "harness_compatibility_failure/output_limit",
     "OutputLengthExceededError": "harness_compatibility_failure/output_limit",
     "AgentSafetyRefusalError": "agent_failure/refused",
+    "AgentAuthenticationError": "environment_failure/authentication",
+    "ApiKeyRejectedError": "environment_failure/authentication",
+    "ModelNotFoundError": "environment_failure/model_not_found",
+    "ApiUsageLimitError": "environment_failure/usage_limit",
     "VerifierTimeoutError": None,
     "RewardFileNotFoundError": None,
     "RewardFileEmptyError": None,
@@ -64,7 +69,11 @@ before the reward: Harbor still runs the verifier after an agent timeout, and it
 that reward; here the first stop decides. A model's response over its configured output limit
 is the pairing's, as a context window is; a provider's safety refusal is the model's own answer
 ("a real reward 0 outcome", Harbor's docstring says), never an invalid try, whatever
-``--errors`` says. ``None``: the verifier could not grade the final
+``--errors`` says. A provider that refused the evaluator's credentials (Harbor reads a 401, an
+invalid key or "not logged in" from the agent's output), has no such model, or whose account's
+quota or credit ran out stopped the trial before the system could be measured: invalid
+(``environment_failure``), whatever ``--errors`` says: the evaluation's setup failed, not the
+agent. ``None``: the verifier could not grade the final
 state (it timed out, wrote no or an unreadable reward file, or its tests could not be copied in
 or its output out); an agent can provoke that as easily as a broken test can, so it follows
 ``--errors`` (``agent``: ``agent_failure/ungraded``; ``environment``: ``grader_failure``). Any
@@ -73,10 +82,6 @@ own output; an agent install that timed out: the install is the system's own scr
 the task's container; a failed healthcheck, which a multi-step task runs again after the
 agent's earlier steps) is an exception the file does not attribute: it follows ``--errors`` as
 in every format."""
-UNGRADED: dict[ErrorPolicy, str] = {
-    "agent": "agent_failure/ungraded",
-    "environment": "grader_failure",
-}
 
 
 @dataclass
@@ -469,17 +474,7 @@ def _duration(where: str, name: str, timing: Any) -> float | None:
     """The seconds between a phase's ``started_at`` and ``finished_at``; ``None`` when it did
     not finish."""
     timing = mapping(where, name, timing)
-    start, end = timing.get("started_at"), timing.get("finished_at")
-    if start is None or end is None:
-        return None
-    try:
-        seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
-    except (TypeError, ValueError):
-        raise SpecError(
-            where, name, f"times must be ISO 8601, both with or both without a time zone, "
-            f"got {start!r} and {end!r}",
-        ) from None  # fmt: skip
-    return amount(where, name, seconds)
+    return duration(where, name, timing.get("started_at"), timing.get("finished_at"))
 
 
 def _number(value: Any) -> int | None:

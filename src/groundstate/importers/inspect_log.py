@@ -15,6 +15,7 @@ import contextlib
 import lzma
 import math
 import re
+import struct
 import sys
 import zlib
 from collections.abc import Iterator
@@ -25,13 +26,14 @@ from typing import Any
 if sys.version_info >= (3, 14):
     import zipfile
 
-    from compression.zstd import ZstdError
+    from compression.zstd import ZstdDecompressor, ZstdError
 else:  # Zstandard members (Inspect's default since April 2026) need PEP 784's backport
-    from backports.zstd import ZstdError, zipfile
+    from backports.zstd import ZstdDecompressor, ZstdError, zipfile
 
 from groundstate.errors import SpecError
 from groundstate.importers.rows import (
     ERROR_REASONS,
+    UNGRADED,
     ErrorPolicy,
     ImportedRow,
     amount,
@@ -278,11 +280,12 @@ class InspectSource:
             raise SpecError(self.path, None, f"not a readable .eval archive: {exc}") from None
 
     def _row(self, where: str, index: int, sample: dict[str, Any]) -> ImportedRow:
+        scoring = _scoring(sample)
         common: dict[str, Any] = {
             "line": index,
             "task_id": task_key(where, "id", sample.get("id")),
             "label": integer(where, "epoch", sample.get("epoch")),
-            "latency": _seconds(where, sample.get("total_time")),
+            "latency": _latency(where, sample, scoring),
             "cost": _cost(where, sample),
             "tokens": _tokens(where, sample),
         }
@@ -299,18 +302,33 @@ class InspectSource:
         if own is not None:
             return _own_row(where, common, own)
         error = sample.get("error")
+        graded = scoring is not None and scoring.raised  # a scorer's error, if any
         if raised(error):
             message = error.get("message") if isinstance(error, dict) else str(error)
             cancelled = isinstance(message, str) and message.startswith(CANCELLATIONS)
-            reason = CANCELLED if cancelled else ERROR_REASONS[self.errors]
+            if graded and not cancelled and self._decided(where, sample):
+                row = self._scored_row(where, common, sample)  # the error kept beside it
+                return replace(row, origin={**(row.origin or {}), "error": message,
+                                            "raised_by": "scorer"})  # fmt: skip
+            reason = (
+                CANCELLED if cancelled else (UNGRADED if graded else ERROR_REASONS)[self.errors]
+            )
             return ImportedRow(
                 **common,
                 success=False,
                 terminal_reason=reason,
-                origin={"error": message},
-                mapped=f"error -> {reason}",
+                origin={"error": message, **({"raised_by": "scorer"} if graded else {})},
+                mapped=f"{'scorer error' if graded else 'error'} -> {reason}",
             )
         return self._scored_row(where, common, sample)
+
+    def _decided(self, where: str, sample: dict[str, Any]) -> bool:
+        """A sample whose scoring raised was decided before: by a limit (its first stop), or
+        by the deciding score, given by a scorer that finished before another raised (Inspect
+        keeps such scores, and its metrics count them)."""
+        if sample.get("limit") is not None:
+            return True
+        return self._score(where, _scores(where, sample))[1] is not None
 
     def _scored_row(
         self, where: str, common: dict[str, Any], sample: dict[str, Any]
@@ -420,16 +438,34 @@ id may hold ``/``, so ``samples/a/b_epoch_1.json`` is a sample of its own)."""
 
 
 def _with_metadata(path: Path, archive: zipfile.ZipFile, name: str, sample: Any) -> Any:
-    """A chunked sample's shell with its metadata, which Inspect keeps apart (when any)."""
+    """A chunked sample's shell with its metadata, which Inspect keeps apart (when any), and
+    its events, read chunk by chunk as they are needed (where its scoring began)."""
     chunk = _CHUNKED.fullmatch(name)
     if chunk is None or not isinstance(sample, dict):
         return sample
-    metadata = f"{chunk.group(1)}/metadata.json"
+    prefix = chunk.group(1)
+    chunks = sorted(
+        (int(found.group(1)), member)
+        for member in archive.namelist()
+        if (found := re.fullmatch(re.escape(prefix) + r"/events/(\d+)\.json", member))
+    )
+    if chunks and not sample.get("events"):
+        sample = {**sample, "events": _chunked_events(path, archive, [m for _, m in chunks])}
+    metadata = f"{prefix}/metadata.json"
     try:
         archive.getinfo(metadata)
     except KeyError:
         return sample
     return {**sample, "metadata": _member(path, archive, metadata)}
+
+
+def _chunked_events(path: Path, archive: zipfile.ZipFile, members: list[str]) -> Iterator[Any]:
+    """The events of a chunked sample, chunk after chunk (each a list of events)."""
+    for member in members:
+        events = _member(path, archive, member)
+        if not isinstance(events, list):
+            raise SpecError(f"{path}!{member}", None, "an events chunk is a list of events")
+        yield from events
 
 
 def _scores(where: str, sample: dict[str, Any]) -> dict[str, Any]:
@@ -567,8 +603,57 @@ def _model_tokens(where: str, name: str, used: dict[str, Any]) -> tuple[int, int
     return cached, output
 
 
-def _seconds(where: str, value: Any) -> float | None:
-    return None if value is None else amount(where, "total_time", value)
+@dataclass(frozen=True, slots=True)
+class Scoring:
+    """Where a sample's scoring began in its events."""
+
+    index: int
+    """The position of the event that began it in ``events``."""
+    working_start: Any
+    """The sample's working time when it began, as the event gives it."""
+    raised: bool
+    """The sample's error was raised after it began: no ``error`` event came before it."""
+
+
+SCORING_SPANS = ("scorers", "scorer")
+"""The span types Inspect opens to score a sample: ``scorers`` around all of them (since May
+2025), ``scorer`` around each (as the only one before); older logs mark each scorer with a
+``step`` event of type ``scorer``. A solver that scores (``inspect_ai.scorer.score``) opens
+none."""
+
+
+def _scoring(sample: dict[str, Any]) -> Scoring | None:
+    """Where *sample*'s scoring began, if its log kept its events and it was scored. Inspect
+    scores a sample only when its solvers ended without an error, or (``--score-on-error``)
+    after recording their error as an ``error`` event: an error with none before scoring
+    began was raised by a scorer (or by scoring's time limit)."""
+    events = sample.get("events")
+    if not isinstance(events, list | Iterator):  # a chunked sample's: read as needed
+        return None
+    errored = False
+    for index, event in enumerate(events):
+        if not isinstance(event, dict):
+            continue
+        kind = event.get("event")
+        errored |= kind == "error"
+        if (kind == "span_begin" and event.get("type") in SCORING_SPANS) or (
+            kind == "step" and event.get("action") == "begin" and event.get("type") == "scorer"
+        ):
+            return Scoring(index, event.get("working_start"), raised=not errored)
+    return None
+
+
+def _latency(where: str, sample: dict[str, Any], scoring: Scoring | None) -> float | None:
+    """The agent's working time: the sample's working time when its scoring began (where its
+    events say), else its ``working_time``, else its ``total_time``; not known without any.
+    Inspect takes both times after scoring (a model-graded scorer's calls, a test suite run in
+    the sandbox: the grader's time, not the system's), and its working time leaves out what
+    the sample waited for (rate limits, connection slots), as ours leaves out queueing."""
+    given = [("working_time", sample.get("working_time")), ("total_time", sample.get("total_time"))]
+    if scoring is not None:
+        given.insert(0, (f"events[{scoring.index}].working_start", scoring.working_start))
+    times = [amount(where, field, value) for field, value in given if value is not None]
+    return times[0] if times else None
 
 
 ARCHIVE_ERRORS = (
@@ -593,10 +678,50 @@ def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:
             f"{MEMBER_LIMIT} read",
         )  # fmt: skip
     try:
-        data = archive.read(info)
+        data = _zstandard(path, info) if info.compress_type == ZSTANDARD else archive.read(info)
     except ARCHIVE_ERRORS as exc:
         raise SpecError(f"{path}!{name}", None, f"cannot read from the archive: {exc}") from None
     return parse_json(data, f"{path}!{name}", at_line=False)
+
+
+ZSTANDARD = 93
+"""Zip's compression method number for Zstandard (APPNOTE 4.4.5)."""
+LOCAL_HEADER = struct.Struct("<4s22xHH")
+"""A zip member's local header: its signature, then (past the fields the central directory
+repeats) the lengths of its name and extra field, which the compressed data follows."""
+
+
+def _zstandard(path: Path, info: zipfile.ZipInfo) -> bytes:
+    """A Zstandard member, read frame after frame: Inspect splits a member into frames of
+    200 MiB of input each (its viewer's decoder overflows on larger ones), and ``zipfile``
+    stops at the end of the first frame, so a multi-frame member failed its CRC-32. Read no
+    further than its declared size, and checked against that size and its CRC-32 as
+    ``zipfile`` checks every other member."""
+    if info.flag_bits & 0x1:
+        raise RuntimeError("the member is encrypted")
+    with path.open("rb") as raw:
+        raw.seek(info.header_offset)
+        head = raw.read(LOCAL_HEADER.size)
+        if len(head) < LOCAL_HEADER.size or head[:4] != b"PK\x03\x04":
+            raise zipfile.BadZipFile("bad local file header")
+        _, name_length, extra_length = LOCAL_HEADER.unpack(head)
+        raw.seek(name_length + extra_length, 1)
+        packed = raw.read(info.compress_size)
+    if len(packed) < info.compress_size:
+        raise EOFError("the archive ends inside the member")
+    data = bytearray()
+    while packed and len(data) <= info.file_size:
+        frame = ZstdDecompressor()
+        data += frame.decompress(packed, info.file_size + 1 - len(data))
+        if not frame.eof and len(data) <= info.file_size:
+            raise ZstdError("the last Zstandard frame is cut short")
+        packed = frame.unused_data
+    if len(data) < info.file_size:
+        raise EOFError(f"{len(data)} bytes, not the {info.file_size} declared")
+    data = data[: info.file_size]  # past the declared size: its checksum then fails
+    if zlib.crc32(data) != info.CRC:
+        raise zipfile.BadZipFile(f"Bad CRC-32 for file {info.filename!r}")
+    return bytes(data)
 
 
 def _retried_errors(where: str, value: Any) -> list[str]:

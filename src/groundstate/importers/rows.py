@@ -12,6 +12,7 @@ import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -37,6 +38,13 @@ ERROR_REASONS: dict[str, str] = {
     "agent": "agent_failure/crashed",
     "environment": "environment_failure/harness_error",
 }
+UNGRADED: dict[str, str] = {
+    "agent": "agent_failure/ungraded",
+    "environment": "grader_failure",
+}
+"""An error the grader raised on the final state (Harbor's verifier, an Inspect scorer): an
+agent can provoke one (a state the tests hang on) as easily as a broken grader can, so it
+follows ``--errors`` too, as a state that could not be graded rather than a crash."""
 
 
 def raised(error: Any) -> bool:
@@ -284,6 +292,21 @@ def integer(where: str, name: str, value: Any) -> int:
 
 def amount(where: str, name: str, value: Any) -> float:
     return checked(where, name, as_amount, value)
+
+
+def duration(where: str, name: str, start: Any, end: Any) -> float | None:
+    """The seconds from *start* to *end* (ISO 8601 times); ``None`` when either is missing
+    (the phase did not finish)."""
+    if start is None or end is None:
+        return None
+    try:
+        seconds = (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except (TypeError, ValueError):
+        raise SpecError(
+            where, name, f"times must be ISO 8601, both with or both without a time zone, "
+            f"got {start!r} and {end!r}",
+        ) from None  # fmt: skip
+    return amount(where, name, seconds)
 
 
 def count(where: str, name: str, value: Any) -> int:

@@ -61,7 +61,7 @@ class SweBenchSource:
             raise SpecError(
                 self.path, "results", "a Terminal-Bench results file, not a SWE-bench run "
                 "report: its resolved_ids list a task per trial, and its errors (failure_mode) "
-                "are among the unresolved; convert it to the row format",
+                "are among the unresolved",
             )  # fmt: skip
         return report
 

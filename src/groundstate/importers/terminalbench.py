@@ -1,0 +1,154 @@
+"""Terminal-Bench results: the ``results.json`` that ``tb run`` writes for a run.
+
+A run's ``runs/<run_id>/results.json`` is a ``BenchmarkResults``: ``id``, ``results`` (one
+``TrialResults`` per trial: ``trial_name``, ``task_id``, ``is_resolved``, ``failure_mode``,
+``total_input_tokens``, ``total_output_tokens``, ``agent_started_at``, ``agent_ended_at`` ...)
+and the figures computed from them (``resolved_ids``, ``unresolved_ids``, ``accuracy``,
+``pass_at_k``). A trial is one attempt of its task; its name is
+``<task>.<attempt>-of-<n_attempts>.<run_id>``, and the attempt number is its label.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from groundstate.errors import SpecError
+from groundstate.importers.rows import (
+    ERROR_REASONS,
+    UNGRADED,
+    ErrorPolicy,
+    ImportedRow,
+    as_text,
+    checked,
+    count,
+    duration,
+    integer,
+    mapping,
+    read_json_object,
+    task_key,
+)
+
+NORMAL = ("unset", "none")
+"""Failure modes of a trial that ended normally (``unset``: the default, ``none``: the tests
+ran): its tests decide (``is_resolved``)."""
+TERMINAL_BENCH_ENDS: dict[str, str] = {
+    "agent_timeout": "agent_failure/time_limit",
+    "context_length_exceeded": "harness_compatibility_failure/context_window",
+    "output_length_exceeded": "harness_compatibility_failure/output_limit",
+    "fatal_llm_parse_error": "harness_compatibility_failure/parse_error",
+}
+"""A trial's ``failure_mode`` (``terminal_bench/agents/failure_mode.py``) -> ours, fixed before
+any file is read. The failure decides before the tests: Terminal-Bench still runs them after
+an agent timeout, and counts what they say; here, as for Harbor (its successor), the first
+stop decides. ``fatal_llm_parse_error``: the model kept answering in a form the agent could
+not parse (the pairing's, as a context window is)."""
+UNGRADED_MODES = ("test_timeout", "parse_error")
+"""Failure modes of tests that could not grade the final state (they timed out, or their
+output could not be parsed): an agent can provoke that as a broken test can, so they follow
+``--errors`` (``agent_failure/ungraded`` or ``grader_failure``), as a Harbor verifier's
+errors do."""
+UNATTRIBUTED = ("unknown_agent_error", "agent_installation_failed", "unknown")
+"""Failure modes Terminal-Bench sets without saying whose the failure was
+(``agent_installation_failed``: the install is the system's own script, run in the task's
+container; ``unknown``: declared, never set): they follow ``--errors``, as does a mode not
+known here (with a warning)."""
+TRIAL_KEYS = frozenset({"trial_name", "task_id", "is_resolved", "failure_mode"})
+"""What marks one trial's ``results.json`` (``runs/<run>/<task>/<trial>/results.json``)."""
+ATTEMPT = re.compile(r"\.(\d+)-of-\d+(?:\.|$)")
+"""The attempt number in a trial's name (``hello.2-of-3.run-1``)."""
+
+
+@dataclass
+class TerminalBenchSource:
+    """A Terminal-Bench run's ``results.json``."""
+
+    path: Path
+    errors: ErrorPolicy = "agent"
+    format: str = "terminal-bench"
+
+    @cached_property
+    def _run(self) -> dict[str, Any]:
+        return read_json_object(self.path, "a Terminal-Bench results file")
+
+    @cached_property
+    def _trials(self) -> list[Any]:
+        if is_trial(self._run):
+            return [self._run]
+        trials = self._run.get("results")
+        if not isinstance(trials, list):
+            raise SpecError(self.path, "results", f"must be a list of trials, got {trials!r}")
+        return trials
+
+    def rows(self) -> Iterator[ImportedRow]:
+        for index, given in enumerate(self._trials):
+            yield self._row(index + 1, self.place(index + 1), given)
+
+    def _row(self, line: int, where: str, given: Any) -> ImportedRow:
+        trial = mapping(where, "trial", given)
+        if not trial:
+            raise SpecError(where, "trial", "must be a trial (trial_name, task_id, ...)")
+        name = checked(where, "trial_name", as_text, trial.get("trial_name"))
+        attempt = ATTEMPT.search(name)
+        mode = trial.get("failure_mode", "unset")
+        if not isinstance(mode, str):
+            raise SpecError(where, "failure_mode", f"must be text, got {mode!r}")
+        resolved = trial.get("is_resolved")
+        if resolved is not None and not isinstance(resolved, bool):
+            raise SpecError(where, "is_resolved", f"must be true, false or null, got {resolved!r}")
+        given = [trial.get(k) for k in ("total_input_tokens", "total_output_tokens")]
+        tokens = (count(where, "total_input_tokens", given[0]),
+                  count(where, "total_output_tokens", given[1]))  # fmt: skip
+        agent = [trial.get(k) for k in ("agent_started_at", "agent_ended_at")]
+        common: dict[str, Any] = {
+            "line": line,
+            "task_id": task_key(where, "task_id", trial.get("task_id")),
+            "label": integer(where, "trial_name", attempt.group(1)) if attempt else name,
+            "tokens": None if given == [None, None] else tokens,
+            "latency": duration(where, "agent_started_at", *agent),
+            "origin": {"trial_name": name, "failure_mode": mode, "is_resolved": resolved},
+        }
+        if mode not in NORMAL:
+            if mode in TERMINAL_BENCH_ENDS:
+                reason = TERMINAL_BENCH_ENDS[mode]
+            else:
+                reason = (UNGRADED if mode in UNGRADED_MODES else ERROR_REASONS)[self.errors]
+            known = mode in (*TERMINAL_BENCH_ENDS, *UNGRADED_MODES, *UNATTRIBUTED)
+            return ImportedRow(
+                **common, success=False, terminal_reason=reason, mapped=f"{mode} -> {reason}",
+                unmapped=None if known else f"failure_mode {mode!r} is not one known here: "
+                f"{reason}, by --errors",
+            )  # fmt: skip
+        if resolved is None:  # the tests never gave a verdict: not a failure of the agent
+            return ImportedRow(
+                **common, success=False, terminal_reason="grader_failure",
+                mapped="not graded -> grader_failure",
+            )  # fmt: skip
+        reason = "success" if resolved else "agent_failure/incorrect"
+        return ImportedRow(
+            **common, success=resolved, terminal_reason=reason,
+            mapped=f"{'resolved' if resolved else 'unresolved'} -> {reason}",
+        )  # fmt: skip
+
+    def place(self, line: int) -> str:
+        return str(self.path) if is_trial(self._run) else f"{self.path}:results[{line - 1}]"
+
+    def warnings(self) -> list[str]:
+        return []
+
+    def system(self) -> dict[str, Any]:
+        return {"harness": "terminal-bench", "run_id": self._run.get("id"), "errors": self.errors}
+
+
+def is_trial(data: Any) -> bool:
+    """*data* is one Terminal-Bench trial's results (a ``TrialResults``), not a row of ours
+    (which gives ``attempt`` and ``success``)."""
+    return (
+        isinstance(data, dict)
+        and set(data) >= TRIAL_KEYS
+        and not {"attempt", "success"} & set(data)
+    )
