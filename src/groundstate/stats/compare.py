@@ -651,7 +651,7 @@ def welch(
         estimate=estimate, n_tasks=tasks, attempts=a.attempts + b.attempts,
         min_n=min(a.min_n, b.min_n), max_n=max(a.max_n, b.max_n),
     )  # fmt: skip
-    if min(a.n_tasks, b.n_tasks) < MIN_TASKS or a.se is None or b.se is None:
+    if min(a.n_tasks, b.n_tasks) < MIN_TASKS:
         note = f"n/a: unpaired intervals need at least {MIN_TASKS} tasks on each side"
         return Estimate(ci_low=None, ci_high=None, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
     # A side without an interval of its own (a task whose weight leaves no measurable
