@@ -51,10 +51,9 @@ T_CR1 = "t_cr1"
 AC_T_CR1 = "agresti_coull_t_cr1"
 """Intervals of levels (module docstring)."""
 EXACT_BOUND = "exact_bound"
-WELCH_CR1 = "welch_cr1"
 MOVER = "mover"
-"""An unpaired difference with a side whose tasks all have one value: Newcombe's square-and-add
-(MOVER) on the two sides' own intervals (:func:`groundstate.stats.compare.welch`)."""
+"""An unpaired difference: Newcombe's square-and-add (MOVER) on the two sides' own intervals
+(:func:`groundstate.stats.compare.unpaired_difference`)."""
 NO_INTERVAL = "none"
 BOOTSTRAP_METHOD = "cluster_bootstrap_percentile"
 CHUNK_ELEMENTS = 2_000_000
@@ -81,10 +80,10 @@ class Estimate(_Record):
     or n/a), and for a square-and-add difference (``mover``), which rests on no SE."""
     df: float | None = None
     """Degrees of freedom of the t quantile (T - 1, or Kish's effective number of tasks - 1
-    with unequal weights: :func:`degrees_of_freedom`; Welch-Satterthwaite when unpaired)."""
+    with unequal weights: :func:`degrees_of_freedom`); None for an exact bound and ``mover``."""
     method: str = NO_INTERVAL
-    """``agresti_coull_t_cr1`` (a level), ``t_cr1`` (a paired difference), ``welch_cr1``
-    or ``mover`` (an unpaired difference), ``exact_bound`` or ``none``."""
+    """``agresti_coull_t_cr1`` (a level), ``t_cr1`` (a paired difference), ``mover`` (an
+    unpaired difference), ``exact_bound`` or ``none``."""
     note: str = ""
     """Why there is no interval, or which special rule made it."""
     boot_low: float | None = None
