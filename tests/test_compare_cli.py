@@ -93,7 +93,7 @@ def test_disjoint_batches_compare_unpaired_without_a_traceback(tmp_path: Path) -
     assert data["mode"] == "unpaired" and data["paired_tasks"] == []
     # unpaired: every task of each batch is compared, none dropped (round 8: 12 was printed)
     assert data["dropped_tasks"] == 0 and len(data["only_in_a"]) == len(data["only_in_b"]) == 6
-    assert data["metrics"]["valid"]["success_rate"]["difference"]["method"] == "welch_cr1"
+    assert data["metrics"]["valid"]["success_rate"]["difference"]["method"] == "mover"
     code, out, err = _invoke("compare", a, b, "--store", _store(tmp_path))
     assert code == 0 and "Traceback" not in out + err
     assert "UNPAIRED" in out

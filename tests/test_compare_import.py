@@ -126,7 +126,7 @@ def test_comparing_a_batch_with_itself_is_exactly_zero(tmp_path: Path) -> None:
     a = _import(tmp_path, "a", _csv(A))
     data = json.loads(_invoke("compare", a, a, "--json", "--store", str(tmp_path / "runs.db"))[1])
     metric = data["metrics"]["valid"]["pass_hat_1"]["difference"]
-    assert (metric["estimate"], metric["se"]) == (0, 0)
+    assert (metric["estimate"], metric["se"]) == (0, None)  # no spread: no known SE
     assert data["changed_tasks"] == []
 
 

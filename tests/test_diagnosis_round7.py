@@ -32,6 +32,7 @@ from groundstate.agreement import agreement, cohen_kappa, krippendorff_alpha
 from groundstate.cli import main
 from groundstate.planning import paired_difference, plan, power_of, tasks_needed
 from groundstate.stats import MIN_TASKS, Outcome, TaskCounts, compare
+from tests.test_stats_round13 import ref_mover
 
 
 def _tc(task: str, n: int, c: int) -> TaskCounts:
@@ -645,7 +646,8 @@ def test_generated_comparisons_equal_an_outside_reference(
 ) -> None:
     """Task sets that overlap in part, 1 to 5 attempts a task, invalid attempts anywhere: the
     dropped, only-in and excluded tasks, the mode, each view's tasks, common k and success
-    rate difference (scipy's paired t test, or Welch's when unpaired) and the per-task
+    rate difference (scipy's paired t test, or when unpaired Newcombe's square-and-add of the
+    two sides' own intervals, Welch's t before the fourteenth round) and the per-task
     tests, all recomputed from the attempts."""
 
     def outcomes(side: dict[str, list[str]]) -> list[Outcome]:
@@ -698,9 +700,12 @@ def test_generated_comparisons_equal_an_outside_reference(
                 assert d.p_value == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-15)
             elif len(xs) < 5:
                 assert d.p_value is None and d.difference.ci_low is None
-        elif min(len(xs), len(ys)) >= 5 and np.ptp(xs) + np.ptp(ys) > 0:
-            ref = scipy_stats.ttest_ind(ys, xs, equal_var=False)
-            assert d.p_value == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-15)
+        elif min(len(xs), len(ys)) >= 5:
+            low, high = ref_mover(xs.tolist(), ys.tolist())
+            assert (d.difference.ci_low, d.difference.ci_high) == pytest.approx((low, high))
+            assert d.p_value is not None and (d.p_value < 0.05) == (low > 0 or high < 0)
+            if 1e-12 < d.p_value < 1:  # the level at which the interval reaches 0
+                assert min(map(abs, ref_mover(xs.tolist(), ys.tolist(), d.p_value))) < 1e-6
     for change in got.per_task:
         (ac, an), (bc, bn) = va[change.task_id], vb[change.task_id]
         table = [[ac, an - ac], [bc, bn - bc]]

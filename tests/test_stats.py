@@ -354,12 +354,13 @@ def test_comparison_finds_exactly_the_tasks_that_improved() -> None:
 
 def test_identical_batches_differ_by_exactly_zero_within_an_exact_bound() -> None:
     """Every task difference 0: since the thirteenth round Markov's exact bound on each side,
-    +- (1 - 0.025^(1/12)), and p = 1 (it was "n/a")."""
+    +- (1 - 0.025^(1/12)), and p = 1 (it was "n/a"); no SE (the fourteenth round: a spread
+    of 0 printed as SE 0.000 beside the bound)."""
     records = spread_batch()
     result = compare(records, records)
     diff = result.success_rate_difference
     half = 1 - 0.025 ** (1 / 12)
-    assert (diff.estimate, diff.se) == (0.0, 0.0)
+    assert (diff.estimate, diff.se) == (0.0, None)
     assert (diff.ci_low, diff.ci_high) == pytest.approx((-half, half))
     assert diff.note == (
         "all 12 tasks have the value 0.000: exact bound (Markov's inequality on each side)"

@@ -15,9 +15,9 @@ from groundstate.stats import (
     AC_T_CR1,
     EXACT_BOUND,
     MIN_TASKS,
+    MOVER,
     NO_INTERVAL,
     T_CR1,
-    WELCH_CR1,
     Outcome,
     benjamini_hochberg,
     bootstrap_percentiles,
@@ -134,7 +134,9 @@ def test_every_task_flipping_gets_an_exact_bound_and_the_sign_test() -> None:
 # --- unpaired -------------------------------------------------------------------------------
 
 
-def test_disjoint_task_sets_fall_back_to_welch_and_say_so() -> None:
+def test_disjoint_task_sets_fall_back_to_unpaired_and_say_so() -> None:
+    """Since the fourteenth round the difference is Newcombe's square-and-add of the two
+    sides' own intervals, not Welch's t (`test_stats_round14.py`)."""
     a = suite({f"a{i}": (i % 5, 4) for i in range(7)})
     b = suite({f"b{i}": ((i * 3) % 5, 4) for i in range(6)})
     result = compare(a, b)
@@ -143,11 +145,16 @@ def test_disjoint_task_sets_fall_back_to_welch_and_say_so() -> None:
     d = result.find("success_rate")
     a_values = [(i % 5) / 4 for i in range(7)]
     b_values = [((i * 3) % 5) / 4 for i in range(6)]
-    welch = scipy_stats.ttest_ind(b_values, a_values, equal_var=False)
-    assert d.difference.method == WELCH_CR1
-    assert d.statistic == pytest.approx(welch.statistic, rel=1e-10)
-    assert d.p_value == pytest.approx(welch.pvalue, rel=1e-10)
-    assert d.difference.df == pytest.approx(welch.df, rel=1e-10)
+    assert d.difference.method == MOVER and d.statistic is None and d.difference.se is None
+    for side, values in ((d.a, a_values), (d.b, b_values)):
+        se = np.std(values, ddof=1) / math.sqrt(len(values))
+        assert side.se == pytest.approx(se, rel=1e-10)
+    assert d.a.ci_low is not None and d.a.ci_high is not None
+    assert d.b.ci_low is not None and d.b.ci_high is not None
+    low = d.difference.estimate - math.hypot(d.b.estimate - d.b.ci_low, d.a.ci_high - d.a.estimate)
+    high = d.difference.estimate + math.hypot(d.b.ci_high - d.b.estimate, d.a.estimate - d.a.ci_low)
+    assert (d.difference.ci_low, d.difference.ci_high) == pytest.approx((low, high), abs=1e-12)
+    assert low < 0 < high and d.p_value is not None and d.p_value > 0.05
     assert result.per_task == ()
 
 

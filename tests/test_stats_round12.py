@@ -68,22 +68,23 @@ def test_an_unpaired_side_whose_tasks_all_agree_is_not_taken_as_known() -> None:
     [0.541, 1] (0.025 ** (1/6)), yet the Welch difference took a's spread of 0 as known: an
     interval [-0.399, -0.185] and p = 0.0009. Since the thirteenth round the difference adds
     a's exact bound to b's interval (Newcombe's square-and-add, `test_stats_round13.py`): no
-    SE, no t, an interval that holds 0; a side with spread on both gives Welch as before."""
+    SE, no t, an interval that holds 0; since the fourteenth round a spread on both sides gets
+    the square-and-add too."""
     a = [Outcome(f"a{i}", j, True) for i in range(6) for j in range(4)]
     b = [Outcome(f"b{i}", j, j < (2 if i == 5 else 3)) for i in range(6) for j in range(4)]
     found = compare(a, b, n_boot=0)
     assert found.mode == "unpaired"
     for d in found.differences:
-        assert d.a.se == 0 and d.a.method == "exact_bound" and d.difference.se is None
+        assert d.a.se is None and d.a.method == "exact_bound" and d.difference.se is None
         assert d.difference.method == "mover" and d.statistic is None
     rate = found.find("success_rate")
     assert rate.a.ci_low == pytest.approx(0.025 ** (1 / 6))
     assert rate.difference.estimate == pytest.approx(float(Fraction(17, 24) - 1), abs=1e-12)
     assert rate.difference.ci_high > 0 and rate.p_value > 0.05  # type: ignore[operator]
-    # with spread on both sides: Welch, as before
+    # with spread on both sides: the square-and-add too since the fourteenth round (Welch before)
     a2 = [Outcome(f"a{i}", j, j < 1 + i % 3) for i in range(6) for j in range(4)]
     d2 = compare(a2, b, n_boot=0).find("success_rate").difference
-    assert d2.method == "welch_cr1" and d2.ci_low is not None
+    assert d2.method == "mover" and d2.ci_low is not None
 
 
 # --- a run's own figures print as the reports' figures do ------------------------------------

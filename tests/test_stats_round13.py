@@ -414,7 +414,7 @@ def test_compare_prints_newcombes_interval_in_the_terminal_json_and_html(tmp_pat
     code, out, err = cli("compare", a, b, "--store", store, "--html", str(page))
     assert code == 0, err
     text = " ".join(out.split())
-    assert "Newcombe's square-and-add where a side's tasks all agree" in text
+    assert "UNPAIRED: Newcombe's square-and-add of each side's own interval" in text
     assert interval(d["difference"]["ci_low"], d["difference"]["ci_high"], difference=True) in text
     assert "Newcombe's square-and-add of the two sides' own intervals" in html.unescape(
         page.read_text()

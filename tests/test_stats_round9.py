@@ -185,11 +185,9 @@ def ref_interval(values: list[float], weights: list[float]) -> tuple[float, floa
     mean = sum(w * v for w, v in zip(weights, values, strict=True)) / total
     if tasks < 5:
         return None
-    if max(values) - min(values) <= 1e-12:
-        if values[0] in (0.0, 1.0):
-            reach = ref_reach(weights)
-            return (reach, 1.0) if values[0] == 1.0 else (0.0, 1 - reach)
-        return None
+    if max(values) - min(values) <= 1e-12:  # the exact bound, at any value v (thirteenth round)
+        reach, v = ref_reach(weights), values[0]
+        return v * reach, 1 - (1 - v) * reach
     spread = sum(w * w * (v - mean) ** 2 for w, v in zip(weights, values, strict=True))
     se = math.sqrt(spread) / total * math.sqrt(tasks / (tasks - 1))
     kish = total**2 / sum(w * w for w in weights)

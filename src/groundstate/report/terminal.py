@@ -601,7 +601,7 @@ def _difference_table(data: dict[str, Any], view: str, title: str) -> Table:
     methods = data["methods"]
     how = "paired, task-clustered SE; p from the paired t test"
     if data["mode"] != "paired":
-        how = "UNPAIRED, Welch t; Newcombe's square-and-add where a side's tasks all agree"
+        how = "UNPAIRED: Newcombe's square-and-add of each side's own interval"
     table = _table(
         f"{title}: b - a, {methods['confidence']:.0%} interval ({how})",
         ("metric", "a", "b", "b - a", "interval", "SE", "t", "p", "tasks", "note"),

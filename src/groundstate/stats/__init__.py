@@ -27,6 +27,7 @@ from groundstate.stats.compare import (
     compare_counts,
     fisher_p,
     task_mismatches,
+    unpaired_difference,
     welch,
 )
 from groundstate.stats.intervals import (
@@ -40,7 +41,6 @@ from groundstate.stats.intervals import (
     MOVER,
     NO_INTERVAL,
     T_CR1,
-    WELCH_CR1,
     Estimate,
     Interval,
     bootstrap_blocks,
@@ -105,7 +105,6 @@ __all__ = [
     "PER_TASK_TEST",
     "T_CR1",
     "VIEWS",
-    "WELCH_CR1",
     "AttemptColumns",
     "BeyondK",
     "Comparison",
@@ -154,6 +153,7 @@ __all__ = [
     "task_counts",
     "task_mismatches",
     "two_sided_p",
+    "unpaired_difference",
     "weighted_mean",
     "welch",
 ]

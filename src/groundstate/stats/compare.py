@@ -3,9 +3,8 @@
 Pairing on tasks removes between-task difficulty from the difference: each task
 contributes b's value minus a's, and the uncertainty is that of the mean of those
 differences (task-clustered SE, t quantile on T-1 degrees of freedom). When the batches share too
-few tasks, both sides are summarised separately and their difference gets a Welch-type
-interval, labelled ``unpaired`` (Newcombe's square-and-add of the two sides' own intervals
-where every task of a side has one value, e.g. every attempt passed). Per-task changes are
+few tasks, both sides are summarised separately and their difference, labelled ``unpaired``,
+gets Newcombe's square-and-add of the two sides' own intervals. Per-task changes are
 tested one by one (Fisher's exact test on successes / valid attempts) and listed only when
 they survive Benjamini-Hochberg at the stated false discovery rate; everything else about a
 single task is noise.
@@ -32,7 +31,6 @@ from groundstate.stats.intervals import (
     MOVER,
     NO_INTERVAL,
     T_CR1,
-    WELCH_CR1,
     Estimate,
     agresti_coull,
     bootstrap_blocks,
@@ -86,12 +84,14 @@ class Difference(_Record):
     a: Estimate
     b: Estimate
     difference: Estimate
-    """b - a; its interval is paired (t on the CR1 scale) or, in unpaired mode, Welch-type."""
+    """b - a; its interval is paired (t on the CR1 scale) or, in unpaired mode, Newcombe's
+    square-and-add of the two sides' own intervals."""
     statistic: float | None
     """difference / SE (a t statistic); None when there is no test."""
     p_value: float | None
-    """Two-sided; from t, or the exact sign test when every task moved by the full range, or
-    (unpaired, a side whose tasks all agree) the level at which Newcombe's interval reaches 0."""
+    """Two-sided; from t, or (every task moved by the same amount) twice the largest chance
+    of that under no difference, or (unpaired) the level at which Newcombe's interval
+    reaches 0."""
 
     @property
     def name(self) -> str:
@@ -393,7 +393,7 @@ def compare_counts(
         n_boot=n_boot,
         methods={
             **methods(seed, n_boot),
-            "test": T_CR1 if mode == "paired" else WELCH_CR1,
+            "test": T_CR1 if mode == "paired" else MOVER,
             "per_task_test": PER_TASK_TEST,
             "multiple_comparisons": MULTIPLE_COMPARISONS,
             "fdr": fdr,
@@ -603,9 +603,9 @@ def _unpaired(
         eb = make_estimate(b_values[b_rows, j], weights[1], _ns(b_side, scored=partial)[b_rows])
         # a task in both batches is one task of the comparison, not two
         tasks = len(_names(a_side, a_rows) | _names(b_side, b_rows))
-        diff = welch(ea, eb, n_tasks=tasks, weights=weights)
+        diff = unpaired_difference(ea, eb, n_tasks=tasks, weights=weights)
         found.append(
-            Difference(metric, kk, view, ea, eb, diff, *_welch_test(diff, ea, eb, weights))
+            Difference(metric, kk, view, ea, eb, diff, *_unpaired_test(diff, ea, eb, weights))
         )
     return k, found
 
@@ -629,29 +629,30 @@ def _ns(side: list[TaskCounts], *, scored: bool = False) -> np.ndarray[Any, np.d
     return np.array([t.scored if scored else t.n for t in side], dtype=np.int64)
 
 
-def welch(
+def unpaired_difference(
     a: Estimate,
     b: Estimate,
     *,
     n_tasks: int | None = None,
     weights: tuple[FloatArray, FloatArray] | None = None,
 ) -> Estimate:
-    """b - a of two independent task samples. With a spread between tasks on both sides: SE
-    from both CR1 SEs, Welch-Satterthwaite df. A side whose tasks all have one value (every
-    attempt passed, say) has a spread of 0 as its estimate, not as a fact: then Newcombe's
-    square-and-add (MOVER) on the two sides' own intervals, its exact bound included
-    (:func:`_mover`). A side with no interval of its own (fewer than 5 tasks, or a weight
-    that leaves no measurable spread): none. *n_tasks*: the distinct tasks of both sides (a
-    task in both batches is one task); by default the sides are taken as disjoint.
-    *weights*: each side's task weights, which an exact bound depends on (equal by
-    default)."""
+    """b - a of two independent task samples: Newcombe's square-and-add (MOVER) on the two
+    sides' own intervals (:func:`_mover`), the Agresti-Coull interval of a side with a spread
+    between tasks and the exact bound of a side whose tasks all have one value. Each side keeps
+    the asymmetry its own interval has near an end of the range: Welch's symmetric t on the two
+    CR1 SEs took a nearly flat side's tiny SE as known (six tasks at 1 but one at 0.999 gave
+    p = 0.0009 where six at 1 gave 0.26) and covered 0.90 where a side sat near 1. A side with
+    no interval of its own (fewer than 5 tasks, or a weight that leaves no measurable
+    spread): none. *n_tasks*: the distinct tasks of both sides (a task in both batches is one
+    task); by default the sides are taken as disjoint. *weights*: each side's task weights,
+    which an exact bound depends on (equal by default)."""
     estimate = b.estimate - a.estimate
     tasks = a.n_tasks + b.n_tasks if n_tasks is None else n_tasks
     base = dict(
         estimate=estimate, n_tasks=tasks, attempts=a.attempts + b.attempts,
         min_n=min(a.min_n, b.min_n), max_n=max(a.max_n, b.max_n),
     )  # fmt: skip
-    if min(a.n_tasks, b.n_tasks) < MIN_TASKS or a.se is None or b.se is None:
+    if min(a.n_tasks, b.n_tasks) < MIN_TASKS:
         note = f"n/a: unpaired intervals need at least {MIN_TASKS} tasks on each side"
         return Estimate(ci_low=None, ci_high=None, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
     # A side without an interval of its own (a task whose weight leaves no measurable
@@ -663,29 +664,17 @@ def welch(
         said = "; ".join(f"side {side}: {e.note.removeprefix('n/a: ')}" for side, e in bare)
         note = f"n/a: no interval of its own on {said}"
         return Estimate(ci_low=None, ci_high=None, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
+    low, high = _mover(*_sides(a, b, weights), estimate, 1 - CONFIDENCE)
+    note = "unpaired: Newcombe's square-and-add (MOVER) on each side's own interval"
     flat = [side for side, e in (("a", a), ("b", b)) if e.method == EXACT_BOUND]
     if flat:
-        # Welch would take the flat side's spread of 0 as known: six tasks all at 1 made b - a
-        # "significant" (p = 0.001) where a's own interval (its exact bound) reaches 0.54.
-        low, high = _mover(*_sides(a, b, weights), estimate, 1 - CONFIDENCE)
         which = "both sides" if len(flat) == 2 else f"side {flat[0]}"
-        note = (
-            f"unpaired, {which} with every task at one value: Newcombe's square-and-add "
-            "(MOVER) on each side's own interval"
-        )
-        return Estimate(ci_low=low, ci_high=high, method=MOVER, note=note, **base)  # type: ignore[arg-type]
-    assert a.se and b.se  # an agresti_coull_t_cr1 level has a spread
-    se = math.hypot(a.se, b.se)
-    va, vb = a.se**2, b.se**2
-    # each side's own df (Kish's effective tasks - 1 with unequal weights)
-    df_a, df_b = a.df, b.df
-    assert df_a is not None and df_b is not None  # an agresti_coull_t_cr1 level carries its df
-    df = (va + vb) ** 2 / (va**2 / df_a + vb**2 / df_b)
-    q = t_quantile(df)
-    return Estimate(
-        ci_low=max(-1.0, estimate - q * se), ci_high=min(1.0, estimate + q * se), se=se, df=df,
-        method=WELCH_CR1, note="unpaired", **base,  # type: ignore[arg-type]
-    )  # fmt: skip
+        note += f"; {which} with every task at one value: its exact bound"
+    return Estimate(ci_low=low, ci_high=high, method=MOVER, note=note, **base)  # type: ignore[arg-type]
+
+
+welch = unpaired_difference
+"""The former name (the difference was Welch's where both sides had a spread)."""
 
 
 def _sides(
@@ -749,13 +738,11 @@ def _mover_p(a: Limits, b: Limits, d: float) -> float:
     return math.exp(high)
 
 
-def _welch_test(
+def _unpaired_test(
     diff: Estimate, a: Estimate, b: Estimate, weights: tuple[FloatArray, FloatArray]
 ) -> tuple[float | None, float | None]:
-    """Welch's t and its p-value, or for a MOVER interval the p-value it inverts to."""
-    if diff.method == MOVER:
-        return None, _mover_p(*_sides(a, b, weights), diff.estimate)
-    if diff.method != WELCH_CR1 or not diff.se or diff.df is None:
+    """No statistic, and the p-value the square-and-add interval inverts to (none without an
+    interval)."""
+    if diff.method != MOVER:
         return None, None
-    statistic = diff.estimate / diff.se
-    return statistic, two_sided_p(statistic, diff.df)
+    return None, _mover_p(*_sides(a, b, weights), diff.estimate)

@@ -51,10 +51,9 @@ T_CR1 = "t_cr1"
 AC_T_CR1 = "agresti_coull_t_cr1"
 """Intervals of levels (module docstring)."""
 EXACT_BOUND = "exact_bound"
-WELCH_CR1 = "welch_cr1"
 MOVER = "mover"
-"""An unpaired difference with a side whose tasks all have one value: Newcombe's square-and-add
-(MOVER) on the two sides' own intervals (:func:`groundstate.stats.compare.welch`)."""
+"""An unpaired difference: Newcombe's square-and-add (MOVER) on the two sides' own intervals
+(:func:`groundstate.stats.compare.unpaired_difference`)."""
 NO_INTERVAL = "none"
 BOOTSTRAP_METHOD = "cluster_bootstrap_percentile"
 CHUNK_ELEMENTS = 2_000_000
@@ -76,13 +75,15 @@ class Estimate(_Record):
     min_n: int
     max_n: int
     se: float | None = None
-    """Task-clustered (CR1) standard error; None with fewer than two tasks."""
+    """Task-clustered (CR1) standard error; None with fewer than two tasks, where every task
+    has one value (a sample spread of 0 is no known SE of 0: the interval is the exact bound
+    or n/a), and for a square-and-add difference (``mover``), which rests on no SE."""
     df: float | None = None
     """Degrees of freedom of the t quantile (T - 1, or Kish's effective number of tasks - 1
-    with unequal weights: :func:`degrees_of_freedom`; Welch-Satterthwaite when unpaired)."""
+    with unequal weights: :func:`degrees_of_freedom`); None for an exact bound and ``mover``."""
     method: str = NO_INTERVAL
-    """``agresti_coull_t_cr1`` (a level), ``t_cr1`` (a paired difference), ``welch_cr1``
-    or ``mover`` (an unpaired difference), ``exact_bound`` or ``none``."""
+    """``agresti_coull_t_cr1`` (a level), ``t_cr1`` (a paired difference), ``mover`` (an
+    unpaired difference), ``exact_bound`` or ``none``."""
     note: str = ""
     """Why there is no interval, or which special rule made it."""
     boot_low: float | None = None
@@ -186,21 +187,27 @@ def _rules(
     tasks = columns.shape[1]
     weights = _scaled(weights)  # every value below is unchanged by it
     means = _weighted_means(columns, weights)
-    ses = _clustered_ses(columns, weights, means)
     estimates = means.tolist()
+    agreeing = (np.ptp(columns, axis=1) <= _TIE).tolist() if tasks else [False] * len(estimates)
+    # Every task at one value: a spread of 0 is the sample's, not a known SE of 0 (printed as
+    # SE 0.000 beside an exact bound or "n/a", it claimed the certainty they deny).
+    ses = [
+        None if agree else se
+        for se, agree in zip(_clustered_ses(columns, weights, means), agreeing, strict=True)
+    ]
     if tasks < MIN_TASKS:
         note = f"n/a: {tasks} task{'s' * (tasks != 1)}, intervals need at least {MIN_TASKS}"
         return estimates, [Interval(None, None, se, None, NO_INTERVAL, note) for se in ses]
-    agreeing = (np.max(columns, axis=1) - np.min(columns, axis=1) <= _TIE).tolist()
     reach = exact_reach(weights) if any(agreeing) else 0.0
     df = degrees_of_freedom(weights)
     q = t_quantile(df)
     rules = []
     for row, (estimate, se, agree) in enumerate(zip(estimates, ses, agreeing, strict=True)):
-        assert se is not None  # tasks >= MIN_TASKS >= 2
         if agree:
-            rules.append(_agreeing(float(columns[row, 0]), tasks, reach, bounds, se))
-        elif se == 0 or df <= 0:  # the heaviest task outweighs the rest beyond float precision
+            rules.append(_agreeing(float(columns[row, 0]), tasks, reach, bounds))
+            continue
+        assert se is not None  # tasks >= MIN_TASKS >= 2
+        if se == 0 or df <= 0:  # the heaviest task outweighs the rest beyond float precision
             note = "n/a: one task's weight leaves no measurable spread between tasks"
             rules.append(Interval(None, None, se, None, NO_INTERVAL, note))
         elif difference:  # symmetric: excludes 0 exactly when the t test rejects
@@ -295,15 +302,13 @@ def top_chance(weights: FloatArray, mean: float) -> float:
     return 1.0
 
 
-def _agreeing(
-    value: float, tasks: int, reach: float, bounds: tuple[float, float], se: float
-) -> Interval:
+def _agreeing(value: float, tasks: int, reach: float, bounds: tuple[float, float]) -> Interval:
     """Every task has the same value v: the exact bound (*reach*: :func:`exact_reach` of the
     tasks' weights). A task value X in [lo, hi] is at least v with probability at most
     (mu - lo) / (v - lo) (Markov's inequality on X - lo), so all tasks are at v with chance
     at most alpha / 2 below ``lo + (v - lo) * reach``, and likewise above ``hi - (hi - v) *
     reach``: one-sided at an end of the range (v = hi gives [lo + (hi - lo) reach, hi]),
-    two-sided inside it, never zero-width."""
+    two-sided inside it, never zero-width (and with no SE: :func:`_rules`)."""
     lo, hi = bounds
     shown = f"{value:.3f}"
     if float(shown) in (lo, 0.0, hi) and abs(value - float(shown)) > _TIE:
@@ -317,7 +322,7 @@ def _agreeing(
     else:
         said += ": exact bound (Markov's inequality on each side)"
     low, high = lo + (value - lo) * reach, hi - (hi - value) * reach
-    return Interval(low, high, se, None, EXACT_BOUND, said)
+    return Interval(low, high, None, None, EXACT_BOUND, said)
 
 
 def make_estimate(
