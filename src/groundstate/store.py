@@ -1481,16 +1481,20 @@ class RunStore:
                 )
             )
         checker = _ChainCheck(batch_id, chain_genesis(batch_id, batch_hash))
+        hashed_from = self._hashed_from("runs", "rowid", batch_id, batch_hash)
         in_rows: list[Problem] = []
         records = legacy = artifacts = 0
-        for run_id, seq, record, content, hashes, chain, moved in self._stream(
-            "SELECT run_id, seq, CAST(record AS BLOB), record_hash, artifact_hashes, chain_hash, "
-            f"{_COLUMNS_DIFFER} FROM runs WHERE batch_id = ? ORDER BY seq, rowid",
+        for rowid, run_id, seq, record, content, hashes, chain, moved in self._stream(
+            "SELECT rowid, run_id, seq, CAST(record AS BLOB), record_hash, artifact_hashes, "
+            f"chain_hash, {_COLUMNS_DIFFER} FROM runs WHERE batch_id = ? ORDER BY seq, rowid",
             (batch_id,),
         ):
             records += 1
             if content is None:
-                legacy += 1
+                if rowid < hashed_from:
+                    legacy += 1
+                else:
+                    in_rows.append(_unhashed(batch_id, run_id, "record"))
                 continue
             named = []
             if not checker.fast(run_id, seq, content, hashes, chain):
@@ -1517,6 +1521,19 @@ class RunStore:
             problems=found,
             chain_head=str(head[0][1]) if head else None,
         )
+
+    def _hashed_from(self, table: str, rowid: str, batch_id: str, batch_hash: str | None) -> float:
+        """The *rowid* from which every row of the batch in *table* must carry its hashes: any
+        row of a batch stored under format 2 (its record hashed), else the batch's first hashed
+        row (every row after the store was migrated is hashed); infinity when neither. A row
+        without hashes past it was added by hand, not written before format 2: as altered."""
+        if batch_hash is not None:
+            return float("-inf")
+        (first,) = self._query(
+            f"SELECT MIN({rowid}) FROM {table} WHERE batch_id = ? AND record_hash IS NOT NULL",
+            (batch_id,),
+        )[0]
+        return float("inf") if first is None else float(first)
 
     def hand_edits(self) -> int:
         """How many UPDATE or DELETE of a run or batch row the ``edits`` log holds: groundstate
@@ -1553,15 +1570,19 @@ class RunStore:
             missing="labels_missing",
             broken="labels_altered",
         )
+        hashed_from = self._hashed_from("labels", "id", batch_id, batch_hash)
         found: list[Problem] = []
         legacy = 0
-        for run_id, annotator, adjudicated, seq, text, content, chain in self._stream(
-            "SELECT run_id, annotator, adjudicated, seq, record, record_hash, chain_hash "
+        for row_id, run_id, annotator, adjudicated, seq, text, content, chain in self._stream(
+            "SELECT id, run_id, annotator, adjudicated, seq, record, record_hash, chain_hash "
             "FROM labels WHERE batch_id = ? ORDER BY seq, id",
             (batch_id,),
         ):
             if content is None:
-                legacy += 1
+                if row_id < hashed_from:
+                    legacy += 1
+                else:
+                    found.append(_unhashed(batch_id, run_id, "labels row", "labels_altered"))
                 continue
             found += checker.row(run_id, seq, content, "", chain)
             columns = {"batch_id": batch_id, "run_id": run_id, "annotator": annotator}
@@ -1681,6 +1702,18 @@ def _columns_changed(batch_id: str, run_id: str) -> Problem:
         kind="record_altered",
         detail="its run id, batch, task, attempt, retry, terminal reason or success columns "
         "were changed (they no longer match its record)",
+    )
+
+
+def _unhashed(
+    batch_id: str, run_id: str, noun: str, kind: ProblemKind = "record_altered"
+) -> Problem:
+    return Problem(
+        batch_id=batch_id,
+        run_id=run_id,
+        kind=kind,
+        detail=f"{noun} without hashes where every row is hashed (added by hand, not written "
+        f"before store format {STORE_FORMAT})",
     )
 
 

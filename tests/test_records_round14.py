@@ -1,0 +1,148 @@
+"""Run store and reports accounting, fourteenth audit: rows forged into a store without hashes,
+sessions under the hashes and the seal, and what ``batches`` says of a batch's sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from groundstate.cli import main
+from groundstate.runner import BatchConfig, BatchRunner, Interrupted
+from groundstate.store import RunStore
+from groundstate.testing import FaultyEnvironments
+
+from .test_records_round13 import _bank
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A batch of 3 attempts stopped after its first try (invalid), then resumed: two
+    sessions, four tries (one a rerun)."""
+    store = tmp_path_factory.mktemp("resumed") / "runs.db"
+    suite, system = _bank()
+    with RunStore(store) as runs:
+        first = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
+        first.on_run = lambda run: setattr(first.interrupt, "signum", signal.SIGINT)
+        with pytest.raises(Interrupted):
+            asyncio.run(first.start(BatchConfig(attempts=3)))
+        assert first.batch_id is not None
+        asyncio.run(BatchRunner(suite, system, runs).resume(first.batch_id, 2, preflight=False))
+    return store, first.batch_id
+
+
+def _copy(store: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "runs.db"
+    copy.write_bytes(store.read_bytes())
+    (tmp_path / "artifacts").symlink_to(store.parent / "artifacts")
+    return copy
+
+
+def _forge_unhashed_successes(store: Path, count: int) -> list[str]:
+    """*count* successful attempts added past the plan by INSERT, copied from a stored success,
+    leaving the hash columns NULL (as a row written before store format 2 has them)."""
+    with sqlite3.connect(store) as db:
+        batch_id, text = db.execute(
+            "SELECT batch_id, record FROM runs WHERE terminal_reason = 'success' LIMIT 1"
+        ).fetchone()
+        record: dict[str, Any] = json.loads(text)
+        forged = []
+        for attempt in range(4, 4 + count):
+            row = dict(record, run_id=f"forged{attempt}", attempt=attempt, retry=0)
+            db.execute(
+                "INSERT INTO runs (run_id, batch_id, task_id, attempt, retry, terminal_reason, "
+                "success, created_at, record) VALUES (?, ?, ?, ?, 0, 'success', 1, '', ?)",
+                (row["run_id"], batch_id, row["task_id"], attempt, json.dumps(row)),
+            )
+            forged.append(row["run_id"])
+    return forged
+
+
+def test_a_run_row_forged_without_hashes_is_altered_not_unverifiable(
+    resumed: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Found here: a row INSERTed by hand with its hash columns NULL was taken for a record
+    written before store format 2 ("unverifiable", a note): six forged successes moved the
+    batch's success rate from 0.33 to 0.78, and ``report`` exited 0 with ``verified: true``.
+    A batch stored under format 2 (its record hashed) holds no row without hashes: such a
+    row is named altered, and every reading command marks it."""
+    store = _copy(resumed[0], tmp_path)
+    batch_id = resumed[1]
+    forged = _forge_unhashed_successes(store, 6)
+    code, out, _ = _invoke("verify", batch_id, "--store", str(store))
+    assert code == 1 and "ALTERED" in out
+    for run_id in forged:
+        assert f"record_altered: run {run_id}: record without hashes" in out
+    code, out, err = _invoke("report", batch_id, "--json", "--store", str(store))
+    assert code == 1 and json.loads(out)["integrity"]["verified"] is False
+    assert "forged4" in err
+    code, _, _ = _invoke("export", batch_id, "--format", "jsonl", "--out",
+                         str(tmp_path / "x.jsonl"), "--store", str(store))  # fmt: skip
+    assert code == 1 and not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_labels_row_forged_without_hashes_is_altered(
+    resumed: tuple[Path, str], tmp_path: Path
+) -> None:
+    store = _copy(resumed[0], tmp_path)
+    batch_id = resumed[1]
+    with sqlite3.connect(store) as db:
+        (run_id,) = db.execute("SELECT run_id FROM runs LIMIT 1").fetchone()
+        record = {"batch_id": batch_id, "run_id": run_id, "annotator": "eve",
+                  "adjudicated": True, "taxonomy": "t@1", "labels": ["x"],
+                  "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+        db.execute(
+            "INSERT INTO labels (batch_id, run_id, annotator, adjudicated, created_at, record) "
+            "VALUES (?, ?, 'eve', 1, '', ?)",
+            (batch_id, run_id, json.dumps(record)),
+        )
+    code, out, _ = _invoke("verify", batch_id, "--store", str(store))
+    assert code == 1 and f"labels_altered: run {run_id}: labels row without hashes" in out
+
+
+def test_rows_of_a_batch_from_before_the_hashes_stay_unverifiable_until_its_first_hashed_row(
+    tmp_path: Path,
+) -> None:
+    """A batch stored before format 2 (its record unhashed) keeps its old rows unverifiable;
+    a row without hashes after its first hashed one (every row since the migration is
+    hashed) was added by hand."""
+    store = tmp_path / "runs.db"
+    suite, system = _bank()
+    with RunStore(store) as runs:
+        runner = BatchRunner(suite, system, runs)
+        runner.on_run = lambda run: setattr(runner.interrupt, "signum", signal.SIGINT)
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=3)))
+    batch_id = runner.batch_id
+    assert batch_id is not None
+    with sqlite3.connect(store) as db:  # its start as a groundstate before format 2 left it
+        db.execute("DROP TRIGGER batches_updated")
+        db.execute("DROP TRIGGER runs_updated")
+        db.execute("UPDATE batches SET record_hash = NULL")
+        db.execute(
+            "UPDATE runs SET seq = NULL, record_hash = NULL, artifact_hashes = NULL, "
+            "chain_hash = NULL"
+        )
+        db.execute("DELETE FROM chains")
+    with RunStore(store) as runs:  # resumed since: its rows are hashed
+        asyncio.run(BatchRunner(suite, system, runs).resume(batch_id, preflight=False))
+    with RunStore(store) as runs:
+        check = runs.verify(batch_id)
+    assert [p.kind for p in check.problems] == ["unverifiable"] and check.ok
+    _forge_unhashed_successes(store, 1)
+    with RunStore(store) as runs:
+        check = runs.verify(batch_id)
+    assert not check.ok
+    assert [p.run_id for p in check.altered] == ["forged4"]
