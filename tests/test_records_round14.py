@@ -136,6 +136,8 @@ def test_rows_of_a_batch_from_before_the_hashes_stay_unverifiable_until_its_firs
             "chain_hash = NULL"
         )
         db.execute("DELETE FROM chains")
+        db.execute("DELETE FROM sessions")
+        db.execute("DELETE FROM session_chains")
     with RunStore(store) as runs:  # resumed since: its rows are hashed
         asyncio.run(BatchRunner(suite, system, runs).resume(batch_id, preflight=False))
     with RunStore(store) as runs:
@@ -146,3 +148,95 @@ def test_rows_of_a_batch_from_before_the_hashes_stay_unverifiable_until_its_firs
         check = runs.verify(batch_id)
     assert not check.ok
     assert [p.run_id for p in check.altered] == ["forged4"]
+
+
+def _report(store: Path, batch_id: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = _invoke("report", batch_id, "--json", "--store", str(store))
+    data: dict[str, Any] = json.loads(out)
+    return code, data
+
+
+@pytest.mark.parametrize("hashes", ["dropped", "recomputed"])
+def test_a_session_rewritten_by_hand_is_named_and_breaks_the_seal(
+    resumed: tuple[Path, str], tmp_path: Path, hashes: str
+) -> None:
+    """Found here (the thirteenth round's open lead): sessions were under no hash, so a
+    session replaced by hand (``INSERT OR REPLACE``: no trigger sees it) to say its tasks
+    were proven under the current validator turned ``VALIDATION: ... never proven valid``
+    into ``proven``, with ``verified: true``, and a sealed batch went on reporting from its
+    seal. Sessions are now hashed and chained as labels are (``session_chains``), checked by
+    every full check, and pinned by the seal (their count and highest rowid)."""
+    store = _copy(resumed[0], tmp_path)
+    batch_id = resumed[1]
+    code, before = _report(store, batch_id)
+    assert code == 0 and before["provenance"]["validation"] == "not_proven"
+    assert _report(store, batch_id)[1]["integrity"]["check"] == "seal"
+    with sqlite3.connect(store) as db:
+        (text,) = db.execute("SELECT record FROM sessions WHERE number = 1").fetchone()
+        forged = text.replace('"validator_revision":null', '"validator_revision":14')
+        rehashed = hashes == "recomputed"
+        db.execute(
+            "INSERT OR REPLACE INTO sessions (batch_id, number, created_at, record, seq, "
+            "record_hash, chain_hash) SELECT batch_id, number, created_at, ?, seq, ?, "
+            "chain_hash FROM sessions WHERE number = 1",
+            (forged, _record_hash(forged) if rehashed else None),
+        )
+        assert db.execute("SELECT COUNT(*) FROM edits").fetchone() == (0,)  # no trigger saw it
+    code, after = _report(store, batch_id)
+    assert code == 1 and after["integrity"]["check"] == "full"
+    assert after["integrity"]["verified"] is False
+    assert any("session 1" in line for line in after["integrity"]["problems"])
+    code, out, _ = _invoke("verify", batch_id, "--store", str(store))
+    assert code == 1 and "sessions_altered" in out
+
+
+def _record_hash(text: str) -> str:
+    from groundstate.store import record_hash
+
+    return record_hash(text)
+
+
+def test_a_session_added_by_hand_is_named(resumed: tuple[Path, str], tmp_path: Path) -> None:
+    """A third session INSERTed with its own hashes right, its chain head left as it was."""
+    store = _copy(resumed[0], tmp_path)
+    batch_id = resumed[1]
+    with sqlite3.connect(store) as db:
+        (text,) = db.execute("SELECT record FROM sessions WHERE number = 2").fetchone()
+        forged = text.replace('"number":2', '"number":3')
+        db.execute(
+            "INSERT INTO sessions (batch_id, number, created_at, record, seq, record_hash, "
+            "chain_hash) VALUES (?, 3, '', ?, 3, ?, 'x')",
+            (batch_id, forged, _record_hash(forged)),
+        )
+    code, out, _ = _invoke("verify", batch_id, "--store", str(store))
+    assert code == 1 and "sessions_altered: batch" in out and "session 3" in out
+
+
+def test_sessions_recorded_before_they_were_hashed_are_hashed_as_the_store_opens(
+    resumed: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store of the thirteenth round (sessions without hash columns) read where it cannot
+    be written: its sessions are read, and unverifiable; opened where it can be, they are
+    hashed and chained as they stand, with no entry in the edits log, and verify."""
+    store = _copy(resumed[0], tmp_path)
+    batch_id = resumed[1]
+    with sqlite3.connect(store) as db:
+        db.executescript(
+            "DROP TABLE session_chains; DROP TRIGGER sessions_updated; "
+            "ALTER TABLE sessions DROP COLUMN seq; ALTER TABLE sessions DROP COLUMN record_hash; "
+            "ALTER TABLE sessions DROP COLUMN chain_hash; DELETE FROM seals;"
+        )
+    with monkeypatch.context() as patched:  # as for a store on read-only media
+        patched.setattr("groundstate.store.os.access", lambda *a: False)
+        with RunStore(store, create=False) as runs:
+            assert runs.read_only and len(runs.batch(batch_id).sessions) == 2
+            check = runs.verify(batch_id)
+    assert check.ok and [p.detail for p in check.problems] == [
+        "2 sessions unverifiable (recorded before sessions were hashed; the store is hashed "
+        "where it can be written)"
+    ]
+    with RunStore(store) as runs:
+        check = runs.verify(batch_id)
+        assert [s.number for s in runs.batch(batch_id).sessions] == [1, 2]
+        assert runs.hand_edits() == 0
+    assert check.ok and not check.problems

@@ -73,7 +73,11 @@ ten times the outcome fields' read (SQLite 3.40 keeps no parsed JSON between cal
 record whose text has no ``"judge"`` (no judged assertion: most) is not parsed for them
 (``LIKE`` scans about twice as fast as ``instr``; a full check's hashing costs far more)."""
 
-_SCHEMA = """
+_SESSIONS_UPDATED = """CREATE TRIGGER IF NOT EXISTS sessions_updated AFTER UPDATE ON sessions BEGIN
+    INSERT INTO edits (table_name, change, at) VALUES ('sessions', 'update', datetime('now'));
+END"""
+
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS batches (
     batch_id TEXT PRIMARY KEY,
     created_at TEXT NOT NULL,
@@ -172,12 +176,16 @@ CREATE TABLE IF NOT EXISTS sessions (
     record TEXT NOT NULL,
     PRIMARY KEY (batch_id, number)
 );
-CREATE TRIGGER IF NOT EXISTS sessions_updated AFTER UPDATE ON sessions BEGIN
-    INSERT INTO edits (table_name, change, at) VALUES ('sessions', 'update', datetime('now'));
-END;
+{_SESSIONS_UPDATED};
 CREATE TRIGGER IF NOT EXISTS sessions_deleted AFTER DELETE ON sessions BEGIN
     INSERT INTO edits (table_name, change, at) VALUES ('sessions', 'delete', datetime('now'));
 END;
+-- the length and last chain hash of each batch's sessions chain (as ``chains`` for runs)
+CREATE TABLE IF NOT EXISTS session_chains (
+    batch_id TEXT PRIMARY KEY,
+    length INTEGER NOT NULL,
+    head TEXT NOT NULL
+);
 -- a batch verified in full: what ``report`` re-checks cheaply instead (groundstate/integrity.py)
 CREATE TABLE IF NOT EXISTS seals (
     batch_id TEXT PRIMARY KEY,
@@ -205,6 +213,7 @@ _MIGRATIONS = {
     "batches": ("record_hash TEXT",),
     "runs": ("seq INTEGER", "record_hash TEXT", "artifact_hashes TEXT", "chain_hash TEXT"),
     "labels": ("seq INTEGER", "record_hash TEXT", "chain_hash TEXT"),
+    "sessions": ("seq INTEGER", "record_hash TEXT", "chain_hash TEXT"),
 }
 
 
@@ -476,6 +485,8 @@ ProblemKind = Literal[
     "unverifiable",
     "labels_altered",
     "labels_missing",
+    "sessions_altered",
+    "sessions_missing",
 ]
 
 
@@ -552,6 +563,10 @@ class SealState(BaseModel):
     """High-water mark of the ``edits`` log: UPDATEs and DELETEs of run and batch rows."""
     schema_version: int
     """SQLite's schema cookie: changes when a trigger is dropped or the schema edited."""
+    sessions: int
+    """Session rows of the batch: a session added since (a resume, or by hand) shows here."""
+    last_session_rowid: int
+    """The highest rowid among them: a session replaced (INSERT OR REPLACE) shows here."""
 
 
 SealMaker = Callable[[SealState, int], tuple[str, bytes] | None]
@@ -649,10 +664,31 @@ def labels_genesis(batch_id: str, batch_hash: str | None) -> str:
     return hashlib.sha256(f"labels:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
 
 
+def sessions_genesis(batch_id: str, batch_hash: str | None) -> str:
+    """Where a batch's sessions chain starts (its own, as for labels)."""
+    return hashlib.sha256(f"sessions:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
+
+
+def _session_link(
+    db: sqlite3.Connection, batch_id: str, number: int, text: str
+) -> tuple[int, str, str]:
+    """The place, record hash and chain hash of session *number* (its record *text*) as the
+    next link of its batch's sessions chain, hashed as runs and labels are; the chain's head
+    moved on to it."""
+    length, head = _head(db, "session_chains", batch_id, sessions_genesis)
+    content = _content_hash(text) or ""  # "": a record that is not JSON (an old row) is altered
+    head = chain_link(head, str(number), content, "")
+    db.execute(
+        "INSERT OR REPLACE INTO session_chains VALUES (?, ?, ?)", (batch_id, length + 1, head)
+    )
+    return length + 1, content, head
+
+
 def _head(
     db: sqlite3.Connection, table: str, batch_id: str, genesis: Callable[[str, str | None], str]
 ) -> tuple[int, str]:
-    """A batch's chain in *table* (``chains`` or ``label_chains``): its length and head, or
+    """A batch's chain in *table* (``chains``, ``label_chains``, ``session_chains``): its
+    length and head, or
     ``(0, genesis)`` before its first link."""
     row = db.execute(f"SELECT length, head FROM {table} WHERE batch_id = ?", (batch_id,)).fetchone()
     if row is not None:
@@ -1189,10 +1225,13 @@ class RunStore:
                 validator_revision=validator_revision,
                 first_seq=first_seq,
             )
+            text = session.stored()
             db.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?, ?)",
-                (batch_id, session.number, now.isoformat(), session.stored()),
-            )
+                "INSERT INTO sessions (batch_id, number, created_at, record, seq, record_hash, "
+                "chain_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (batch_id, session.number, now.isoformat(), text,
+                 *_session_link(db, batch_id, session.number, text)),
+            )  # fmt: skip
         return session
 
     def run_sessions(self, batch_id: str) -> dict[str, int]:
@@ -1369,6 +1408,11 @@ class RunStore:
             ).fetchone()
         else:
             runs, last = stored, db.execute("SELECT MAX(rowid) FROM runs").fetchone()[0]
+        sessions, last_session = (0, None)
+        if "batch_id" in _table_columns(db, "sessions"):  # not in a read-only store from before
+            sessions, last_session = db.execute(
+                "SELECT COUNT(*), MAX(rowid) FROM sessions WHERE batch_id = ?", (batch_id,)
+            ).fetchone()
         return SealState(
             length=int(chain[0]) if chain else 0,
             head=str(chain[1]) if chain else None,
@@ -1377,6 +1421,8 @@ class RunStore:
             batch_hash=_content_hash(batch[0]) if batch else None,
             edits=int(edits[0]) if edits else 0,
             schema_version=db.execute("PRAGMA schema_version").fetchone()[0],
+            sessions=int(sessions),
+            last_session_rowid=int(last_session or 0),
         )
 
     def read_seal(self, batch_id: str) -> tuple[str, bytes] | None:
@@ -1514,6 +1560,7 @@ class RunStore:
         head = self._query("SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,))
         found += in_rows + checker.end(head[0] if head else None) + self._copies(batch_id)
         found += self._label_problems(batch_id, batch_hash)
+        found += self._session_problems(batch_id, batch_hash)
         return Verification(
             batch_id=batch_id,
             records=records,
@@ -1569,6 +1616,7 @@ class RunStore:
             noun="labels row",
             missing="labels_missing",
             broken="labels_altered",
+            heads="label_chains",
         )
         hashed_from = self._hashed_from("labels", "id", batch_id, batch_hash)
         found: list[Problem] = []
@@ -1590,6 +1638,46 @@ class RunStore:
         head = self._query("SELECT length, head FROM label_chains WHERE batch_id = ?", (batch_id,))
         if legacy:
             found.append(_unverifiable(batch_id, legacy, "labels rows"))
+        return found + checker.end(head[0] if head else None)
+
+    def _session_problems(self, batch_id: str, batch_hash: str | None) -> list[Problem]:
+        """The sessions chain of a batch: each session row against its hash (and its number
+        column against its record), the links and the head. A store opened read-only from
+        before sessions were hashed cannot be checked: its sessions are unverifiable."""
+        if "record_hash" not in _table_columns(self._db, "sessions"):
+            count = len(self.sessions(batch_id))
+            why = (
+                "recorded before sessions were hashed; the store is hashed where it can be written"
+            )
+            return [_unverifiable(batch_id, count, "sessions", why)] if count else []
+        checker = _ChainCheck(
+            batch_id,
+            sessions_genesis(batch_id, batch_hash),
+            noun="session",
+            missing="sessions_missing",
+            broken="sessions_altered",
+            heads="session_chains",
+        )
+        found: list[Problem] = []
+        for number, seq, text, content, chain in self._stream(
+            "SELECT number, seq, record, record_hash, chain_hash FROM sessions "
+            "WHERE batch_id = ? ORDER BY seq, number",
+            (batch_id,),
+        ):
+            if content is None:  # every session is hashed (old ones when the store migrated)
+                found.append(_session_problem(batch_id, number, "without hashes (added by hand)"))
+                continue
+            named = checker.row(str(number), seq, content, "", chain)
+            parsed = _parse_hashed(text)
+            if parsed is None or parsed[1] != content:
+                named.append(_session_problem(batch_id, number, "altered (its JSON no longer "
+                                              "matches its hash)"))  # fmt: skip
+            elif not isinstance(parsed[0], dict) or parsed[0].get("number") != number:
+                named.append(_session_problem(batch_id, number, "number column changed"))
+            found += [_of_session(p, number) for p in named]
+        head = self._query(
+            "SELECT length, head FROM session_chains WHERE batch_id = ?", (batch_id,)
+        )
         return found + checker.end(head[0] if head else None)
 
     def _artifact_problems(
@@ -1630,8 +1718,9 @@ class _ChainCheck:
         noun: str = "record",
         missing: ProblemKind = "record_missing",
         broken: ProblemKind = "chain_broken",
+        heads: str = "chains",
     ) -> None:
-        self.batch_id = batch_id
+        self.batch_id, self.heads = batch_id, heads
         self.previous = genesis
         self.seq = 0
         self.noun, self.missing, self.broken = noun, missing, broken
@@ -1676,8 +1765,7 @@ class _ChainCheck:
         if head is None:
             if self.seq == 0:
                 return []
-            table = "chains" if self.noun == "record" else "label_chains"
-            return [self._missing(None, f"chain head missing (the {table} row was deleted)")]
+            return [self._missing(None, f"chain head missing (the {self.heads} row was deleted)")]
         length, last = int(head[0]), str(head[1])
         if length > self.seq:
             return [self._missing(None, f"{length - self.seq} {self.noun}(s) deleted at the end")]
@@ -1705,6 +1793,18 @@ def _columns_changed(batch_id: str, run_id: str) -> Problem:
     )
 
 
+def _session_problem(batch_id: str, number: int, what: str) -> Problem:
+    return Problem(batch_id=batch_id, kind="sessions_altered", detail=f"session {number} {what}")
+
+
+def _of_session(problem: Problem, number: int) -> Problem:
+    """A sessions chain's problem as the batch's (a session is no run), naming the session."""
+    if problem.run_id is None:
+        return problem
+    detail = f"session {number}: {problem.detail}"
+    return problem.model_copy(update={"run_id": None, "detail": detail})
+
+
 def _unhashed(
     batch_id: str, run_id: str, noun: str, kind: ProblemKind = "record_altered"
 ) -> Problem:
@@ -1717,18 +1817,21 @@ def _unhashed(
     )
 
 
-def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
+def _unverifiable(batch_id: str, count: int, what: str, why: str = "") -> Problem:
+    why = why or f"written before store format {STORE_FORMAT}"
     return Problem(
-        batch_id=batch_id,
-        kind="unverifiable",
-        detail=f"{count} {what} unverifiable (written before store format {STORE_FORMAT})",
+        batch_id=batch_id, kind="unverifiable", detail=f"{count} {what} unverifiable ({why})"
     )
 
 
 def _migrate(db: sqlite3.Connection) -> None:
-    """Add the format-2 columns to a store made before them; old rows stay as they are."""
+    """Add the format-2 columns to a store made before them; old rows stay as they are, but
+    for sessions (:func:`_hash_sessions`)."""
     for table, columns in _MIGRATIONS.items():
-        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        have = _table_columns(db, table)
+        if table == "sessions" and not have >= {c.split()[0] for c in columns}:
+            _hash_sessions(db)
+            continue
         for column in columns:
             if column.split()[0] not in have:
                 try:
@@ -1736,6 +1839,40 @@ def _migrate(db: sqlite3.Connection) -> None:
                 except sqlite3.OperationalError as exc:  # another process migrated first
                     if "duplicate column" not in str(exc):
                         raise
+
+
+def _table_columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _hash_sessions(db: sqlite3.Connection) -> None:
+    """Give the sessions table its hash columns, and the sessions recorded before them (a
+    store of the thirteenth round: sessions were new, and unhashed) their hashes and chain as
+    they stand, in one transaction: from then on every session row is hashed, so one without
+    hashes was added by hand (never "unverifiable"). The fill is no hand edit: the update
+    trigger is left out while it runs."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        have = _table_columns(db, "sessions")  # again: another process may have done it
+        for column in _MIGRATIONS["sessions"]:
+            if column.split()[0] not in have:
+                db.execute(f"ALTER TABLE sessions ADD COLUMN {column}")
+        db.execute("DROP TRIGGER IF EXISTS sessions_updated")
+        old = db.execute(
+            "SELECT batch_id, number, record FROM sessions WHERE record_hash IS NULL "
+            "ORDER BY batch_id, number"
+        ).fetchall()
+        for batch_id, number, record in old:
+            db.execute(
+                "UPDATE sessions SET seq = ?, record_hash = ?, chain_hash = ? "
+                "WHERE batch_id = ? AND number = ?",
+                (*_session_link(db, batch_id, number, record), batch_id, number),
+            )
+        db.execute(_SESSIONS_UPDATED)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def _with_invalid(batch: BatchInfo, added: Iterable[str]) -> BatchInfo:
@@ -1748,7 +1885,9 @@ def _with_invalid(batch: BatchInfo, added: Iterable[str]) -> BatchInfo:
 
 _OPTIONAL = {"invalid_tasks_added.batch_id", "invalid_tasks_added.task_id",
              "invalid_tasks_added.created_at", "sessions.batch_id", "sessions.number",
-             "sessions.created_at", "sessions.record"}  # fmt: skip
+             "sessions.created_at", "sessions.record", "sessions.seq", "sessions.record_hash",
+             "sessions.chain_hash", "session_chains.batch_id", "session_chains.length",
+             "session_chains.head"}  # fmt: skip
 """Columns a store made before them is read without (a read-only one cannot gain them):
 without those tables, no resume added an invalid task, and no session was recorded."""
 
