@@ -240,3 +240,24 @@ def test_sessions_recorded_before_they_were_hashed_are_hashed_as_the_store_opens
         assert [s.number for s in runs.batch(batch_id).sessions] == [1, 2]
         assert runs.hand_edits() == 0
     assert check.ok and not check.problems
+
+
+def test_batches_says_a_batch_was_resumed_as_report_counts_it(
+    resumed: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Found here (the thirteenth round's open lead): ``batches`` listed a resumed batch
+    exactly like one run in one go; ``report`` said RESUMED. It now gives the resumes and the
+    executors (``--json``: ``resumes``, ``executors``), counted as ``report`` counts them."""
+    store, batch_id = resumed
+    code, out, _ = _invoke("batches", "--json", "--store", str(store))
+    (listed,) = json.loads(out)
+    _, report = _report(store, batch_id)
+    assert listed["resumes"] == report["provenance"]["resumes"] == 1
+    assert listed["executors"] == report["provenance"]["executors"]
+    code, out, _ = _invoke("batches", "--store", str(store))
+    assert code == 0 and "resumed 1 time" in out
+    rows = tmp_path / "rows.jsonl"  # an import records no session: nothing to say
+    rows.write_text(json.dumps({"task_id": "t", "attempt": 1, "success": True}) + "\n")
+    _invoke("import-results", str(rows), "--name", "i", "--store", str(tmp_path / "s.db"))
+    _, out, _ = _invoke("batches", "--json", "--store", str(tmp_path / "s.db"))
+    assert [(b["resumes"], b["executors"]) for b in json.loads(out)] == [(None, [])]

@@ -467,6 +467,12 @@ class BatchSummary(BaseModel):
     reruns_pending: int = 0
     """Attempts whose counted try is invalid with reruns left under the batch's policy: the
     batch stopped before rerunning them (``report``'s ``missing_attempts.reruns_pending``)."""
+    resumes: int | None = None
+    """Resumes that ran attempts (the number of its last session, less its start), as
+    ``report`` counts them (``provenance.resumes``); None when no session was recorded (a
+    batch run before they were, an import)."""
+    executors: list[str] = Field(default_factory=list)
+    """The executors its recorded sessions ran on, in order of first use."""
     status: BatchStatus
     """``running`` while a live process holds its lease; otherwise ``empty`` (stopped before
     its first attempt was stored), ``incomplete`` (resumable: attempts not stored, or reruns
@@ -1294,6 +1300,7 @@ class RunStore:
             )
         )
         invalid_last = self._invalid_last_tries()
+        sessions = self._session_summaries()
         now = datetime.now(UTC)
         return [
             _summary(
@@ -1302,9 +1309,25 @@ class RunStore:
                 sum(n for retry, n in invalid_last.get(b.batch_id, []) if retry < b.max_retries),
                 self.lease(b.batch_id),
                 now,
-            )
+            ).model_copy(update=sessions.get(b.batch_id, {}))
             for b in self.batches()
         ]
+
+    def _session_summaries(self) -> dict[str, dict[str, Any]]:
+        """Per batch with sessions recorded, its resumes and executors (:class:`BatchSummary`)."""
+        if "record" not in _table_columns(self._db, "sessions"):  # read-only, from before
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        for batch_id, number, executor in self._query(
+            "SELECT batch_id, number, json_extract(record, '$.executor') FROM sessions "
+            "WHERE json_valid(record) ORDER BY batch_id, number",
+            (),
+        ):
+            summary = found.setdefault(batch_id, {"executors": []})
+            summary["resumes"] = int(number) - 1
+            if executor not in summary["executors"]:
+                summary["executors"].append(str(executor))
+        return found
 
     def _invalid_last_tries(self) -> dict[str, list[tuple[int, int]]]:
         """Per batch, (retry, attempts) of the attempts whose last try is invalid: those with

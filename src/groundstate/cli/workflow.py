@@ -63,6 +63,7 @@ def _batches_table(found: list[BatchSummary]) -> Table:
     table.add_column("system", no_wrap=True)
     table.add_column("attempts", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
+    table.add_column("sessions", no_wrap=True)
     for b in found:
         table.add_row(
             b.batch_id,
@@ -71,8 +72,20 @@ def _batches_table(found: list[BatchSummary]) -> Table:
             b.system_spec_hash[:12],
             f"{b.attempts_stored}/{b.attempts_expected}",
             b.status + (f" ({b.reruns_pending} reruns due)" if b.reruns_pending else ""),
+            _sessions_cell(b),
         )
     return table
+
+
+def _sessions_cell(summary: BatchSummary) -> str:
+    """How the batch ran, as ``report``'s RESUMED line counts it: ``resumed N times`` and
+    the executors when more than one; ``-`` when no session was recorded."""
+    if summary.resumes is None:
+        return "-"
+    n = summary.resumes
+    ran = "not resumed" if not n else f"resumed {n} time{'s' if n > 1 else ''}"
+    several = len(summary.executors) > 1
+    return ran + (f" (on {', '.join(summary.executors)})" if several else "")
 
 
 @main.command("runs")
