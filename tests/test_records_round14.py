@@ -212,12 +212,13 @@ def test_a_session_added_by_hand_is_named(resumed: tuple[Path, str], tmp_path: P
     assert code == 1 and "sessions_altered: batch" in out and "session 3" in out
 
 
-def test_sessions_recorded_before_they_were_hashed_are_hashed_as_the_store_opens(
+def test_side_rows_recorded_before_they_were_hashed_are_hashed_as_the_store_opens(
     resumed: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A store of the thirteenth round (sessions without hash columns) read where it cannot
-    be written: its sessions are read, and unverifiable; opened where it can be, they are
-    hashed and chained as they stand, with no entry in the edits log, and verify."""
+    """A store of the thirteenth round (sessions and tasks named invalid by resumes without
+    hash columns) read where it cannot be written: its sessions are read, and unverifiable;
+    opened where it can be, they are hashed and chained as they stand, with no entry in the
+    edits log, and verify."""
     store = _copy(resumed[0], tmp_path)
     batch_id = resumed[1]
     with sqlite3.connect(store) as db:
@@ -225,19 +226,26 @@ def test_sessions_recorded_before_they_were_hashed_are_hashed_as_the_store_opens
             "DROP TABLE session_chains; DROP TRIGGER sessions_updated; "
             "ALTER TABLE sessions DROP COLUMN seq; ALTER TABLE sessions DROP COLUMN record_hash; "
             "ALTER TABLE sessions DROP COLUMN chain_hash; DELETE FROM seals;"
+            "DROP TABLE invalid_task_chains; DROP TRIGGER invalid_tasks_updated; "
+            "ALTER TABLE invalid_tasks_added DROP COLUMN seq; "
+            "ALTER TABLE invalid_tasks_added DROP COLUMN record_hash; "
+            "ALTER TABLE invalid_tasks_added DROP COLUMN chain_hash; "
+            f"INSERT INTO invalid_tasks_added VALUES ('{batch_id}', 'reset-x', '');"
         )
     with monkeypatch.context() as patched:  # as for a store on read-only media
         patched.setattr("groundstate.store.os.access", lambda *a: False)
         with RunStore(store, create=False) as runs:
             assert runs.read_only and len(runs.batch(batch_id).sessions) == 2
             check = runs.verify(batch_id)
+    why = "(recorded before they were hashed; the store hashes them where it can be written)"
     assert check.ok and [p.detail for p in check.problems] == [
-        "2 sessions unverifiable (recorded before sessions were hashed; the store is hashed "
-        "where it can be written)"
+        f"2 sessions rows unverifiable {why}",
+        f"1 invalid_tasks_added rows unverifiable {why}",
     ]
     with RunStore(store) as runs:
         check = runs.verify(batch_id)
-        assert [s.number for s in runs.batch(batch_id).sessions] == [1, 2]
+        batch = runs.batch(batch_id)
+        assert [s.number for s in batch.sessions] == [1, 2] and batch.invalid_tasks == ["reset-x"]
         assert runs.hand_edits() == 0
     assert check.ok and not check.problems
 
@@ -261,3 +269,57 @@ def test_batches_says_a_batch_was_resumed_as_report_counts_it(
     _invoke("import-results", str(rows), "--name", "i", "--store", str(tmp_path / "s.db"))
     _, out, _ = _invoke("batches", "--json", "--store", str(tmp_path / "s.db"))
     assert [(b["resumes"], b["executors"]) for b in json.loads(out)] == [(None, [])]
+
+
+def test_a_task_named_invalid_by_hand_is_named_and_breaks_the_seal(
+    resumed: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Found here: a row INSERTed into ``invalid_tasks_added`` (where a resume run with
+    ``--allow-invalid`` names tasks that failed validation) took its task out of every
+    figure, with ``verified: true``, and a sealed batch kept reporting from its seal: the
+    table was under no hash. Its rows are now hashed and chained per batch (as sessions),
+    checked by every full check and pinned by the seal."""
+    store = _copy(resumed[0], tmp_path)
+    batch_id = resumed[1]
+    code, before = _report(store, batch_id)
+    assert code == 0 and before["n_tasks"] == 1
+    assert _report(store, batch_id)[1]["integrity"]["check"] == "seal"
+    (task_id,) = (task["task_id"] for task in before["tasks"])
+    with sqlite3.connect(store) as db:
+        db.execute(
+            "INSERT INTO invalid_tasks_added (batch_id, task_id, created_at) VALUES (?, ?, '')",
+            (batch_id, task_id),
+        )
+    code, after = _report(store, batch_id)
+    assert code == 1 and after["integrity"] == {
+        "verified": False,
+        "problems": [
+            f"batch {batch_id}: task named invalid by a resume {task_id!r}: without hashes "
+            "(added by hand)"
+        ],
+        "check": "full",
+        "sealed_at": None,
+        "sealed_by": None,
+    }
+
+
+def test_a_task_a_resume_names_invalid_verifies(tmp_path: Path) -> None:
+    """The tasks a resume names invalid (``RunStore.add_invalid_tasks``) are hashed as they are
+    stored: the batch verifies, and reports them apart."""
+    store = tmp_path / "runs.db"
+    suite, system = _bank()
+    with RunStore(store) as runs:
+        runner = BatchRunner(suite, system, runs)
+        runner.on_run = lambda run: setattr(runner.interrupt, "signum", signal.SIGINT)
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=3)))
+        assert runner.batch_id is not None
+        (task_id,) = runs.batch(runner.batch_id).task_revisions
+        asyncio.run(
+            BatchRunner(suite, system, runs).resume(
+                runner.batch_id, preflight=False, invalid_tasks=[task_id]
+            )
+        )
+        check = runs.verify(runner.batch_id)
+        assert runs.batch(runner.batch_id).invalid_tasks == [task_id]
+    assert check.ok and not check.problems

@@ -76,6 +76,11 @@ record whose text has no ``"judge"`` (no judged assertion: most) is not parsed f
 _SESSIONS_UPDATED = """CREATE TRIGGER IF NOT EXISTS sessions_updated AFTER UPDATE ON sessions BEGIN
     INSERT INTO edits (table_name, change, at) VALUES ('sessions', 'update', datetime('now'));
 END"""
+_INVALID_TASKS_UPDATED = """CREATE TRIGGER IF NOT EXISTS invalid_tasks_updated AFTER UPDATE ON
+invalid_tasks_added BEGIN
+    INSERT INTO edits (table_name, change, at) VALUES ('invalid_tasks_added', 'update',
+                                                       datetime('now'));
+END"""
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS batches (
@@ -159,10 +164,7 @@ CREATE TABLE IF NOT EXISTS invalid_tasks_added (
     created_at TEXT NOT NULL,
     PRIMARY KEY (batch_id, task_id)
 );
-CREATE TRIGGER IF NOT EXISTS invalid_tasks_updated AFTER UPDATE ON invalid_tasks_added BEGIN
-    INSERT INTO edits (table_name, change, at) VALUES ('invalid_tasks_added', 'update',
-                                                       datetime('now'));
-END;
+{_INVALID_TASKS_UPDATED};
 CREATE TRIGGER IF NOT EXISTS invalid_tasks_deleted AFTER DELETE ON invalid_tasks_added BEGIN
     INSERT INTO edits (table_name, change, at) VALUES ('invalid_tasks_added', 'delete',
                                                        datetime('now'));
@@ -180,8 +182,14 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE TRIGGER IF NOT EXISTS sessions_deleted AFTER DELETE ON sessions BEGIN
     INSERT INTO edits (table_name, change, at) VALUES ('sessions', 'delete', datetime('now'));
 END;
--- the length and last chain hash of each batch's sessions chain (as ``chains`` for runs)
+-- the length and last chain hash of each batch's sessions chain, and of its chain of tasks
+-- named invalid by resumes (as ``chains`` for runs)
 CREATE TABLE IF NOT EXISTS session_chains (
+    batch_id TEXT PRIMARY KEY,
+    length INTEGER NOT NULL,
+    head TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS invalid_task_chains (
     batch_id TEXT PRIMARY KEY,
     length INTEGER NOT NULL,
     head TEXT NOT NULL
@@ -214,6 +222,7 @@ _MIGRATIONS = {
     "runs": ("seq INTEGER", "record_hash TEXT", "artifact_hashes TEXT", "chain_hash TEXT"),
     "labels": ("seq INTEGER", "record_hash TEXT", "chain_hash TEXT"),
     "sessions": ("seq INTEGER", "record_hash TEXT", "chain_hash TEXT"),
+    "invalid_tasks_added": ("seq INTEGER", "record_hash TEXT", "chain_hash TEXT"),
 }
 
 
@@ -569,10 +578,10 @@ class SealState(BaseModel):
     """High-water mark of the ``edits`` log: UPDATEs and DELETEs of run and batch rows."""
     schema_version: int
     """SQLite's schema cookie: changes when a trigger is dropped or the schema edited."""
-    sessions: int
-    """Session rows of the batch: a session added since (a resume, or by hand) shows here."""
-    last_session_rowid: int
-    """The highest rowid among them: a session replaced (INSERT OR REPLACE) shows here."""
+    sides: list[tuple[int, int]]
+    """Of each side table (sessions, tasks named invalid by resumes), the batch's rows and
+    their highest rowid: a row added since (a resume, or by hand) or replaced (INSERT OR
+    REPLACE) shows here."""
 
 
 SealMaker = Callable[[SealState, int], tuple[str, bytes] | None]
@@ -670,24 +679,51 @@ def labels_genesis(batch_id: str, batch_hash: str | None) -> str:
     return hashlib.sha256(f"labels:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
 
 
-def sessions_genesis(batch_id: str, batch_hash: str | None) -> str:
-    """Where a batch's sessions chain starts (its own, as for labels)."""
-    return hashlib.sha256(f"sessions:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
+@dataclass(frozen=True)
+class _Side:
+    """An append-only table of facts about a batch that every report reads, outside its
+    record: hashed and chained per batch as labels are (``seq``, ``record_hash``,
+    ``chain_hash``; the chain's length and head in *heads*), so a row added, replaced or
+    edited by hand is named by :meth:`RunStore.verify`, and pinned by the seal."""
+
+    table: str
+    heads: str
+    key: str
+    """The column naming a row within its batch (in its chain link)."""
+    text: str
+    """SQL giving the row's hashed text (JSON)."""
+    trigger: str
+    """Its UPDATE trigger (left out while old rows are hashed)."""
+    noun: str
+    missing: ProblemKind
+    broken: ProblemKind
+
+    def genesis(self, batch_id: str, batch_hash: str | None) -> str:
+        """Where a batch's chain in this table starts (its own, as for labels)."""
+        return hashlib.sha256(f"{self.table}:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
+
+    def link(self, db: sqlite3.Connection, batch_id: str, key: object, text: str) -> _Link:
+        """The place, record hash and chain hash of the row *key* (its hashed *text*) as the
+        next link of its batch's chain; the chain's head moved on to it."""
+        length, head = _head(db, self.heads, batch_id, self.genesis)
+        content = _content_hash(text) or ""  # "": a text that is not JSON (an old row): altered
+        head = chain_link(head, str(key), content, "")
+        db.execute(
+            f"INSERT OR REPLACE INTO {self.heads} VALUES (?, ?, ?)", (batch_id, length + 1, head)
+        )
+        return length + 1, content, head
 
 
-def _session_link(
-    db: sqlite3.Connection, batch_id: str, number: int, text: str
-) -> tuple[int, str, str]:
-    """The place, record hash and chain hash of session *number* (its record *text*) as the
-    next link of its batch's sessions chain, hashed as runs and labels are; the chain's head
-    moved on to it."""
-    length, head = _head(db, "session_chains", batch_id, sessions_genesis)
-    content = _content_hash(text) or ""  # "": a record that is not JSON (an old row) is altered
-    head = chain_link(head, str(number), content, "")
-    db.execute(
-        "INSERT OR REPLACE INTO session_chains VALUES (?, ?, ?)", (batch_id, length + 1, head)
-    )
-    return length + 1, content, head
+_Link = tuple[int, str, str]
+_SESSIONS = _Side(
+    "sessions", "session_chains", "number", "record", _SESSIONS_UPDATED, "session",
+    "sessions_missing", "sessions_altered",
+)  # fmt: skip
+_INVALID_TASKS = _Side(
+    "invalid_tasks_added", "invalid_task_chains", "task_id", "json_array(task_id, created_at)",
+    _INVALID_TASKS_UPDATED, "task named invalid by a resume", "batch_altered", "batch_altered",
+)  # fmt: skip
+_SIDES = (_SESSIONS, _INVALID_TASKS)
 
 
 def _head(
@@ -1188,10 +1224,14 @@ class RunStore:
             return []
         now = datetime.now(UTC).isoformat()
         with self._transaction() as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO invalid_tasks_added VALUES (?, ?, ?)",
-                [(batch.batch_id, task_id, now) for task_id in added],
-            )
+            for task_id in added:
+                text = record_json([task_id, now])
+                db.execute(
+                    "INSERT INTO invalid_tasks_added (batch_id, task_id, created_at, seq, "
+                    "record_hash, chain_hash) VALUES (?, ?, ?, ?, ?, ?)",
+                    (batch.batch_id, task_id, now, *_INVALID_TASKS.link(db, batch.batch_id,
+                                                                        task_id, text)),
+                )  # fmt: skip
         return added
 
     def _with_added(self, batch: BatchInfo) -> BatchInfo:
@@ -1236,7 +1276,7 @@ class RunStore:
                 "INSERT INTO sessions (batch_id, number, created_at, record, seq, record_hash, "
                 "chain_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (batch_id, session.number, now.isoformat(), text,
-                 *_session_link(db, batch_id, session.number, text)),
+                 *_SESSIONS.link(db, batch_id, session.number, text)),
             )  # fmt: skip
         return session
 
@@ -1431,11 +1471,15 @@ class RunStore:
             ).fetchone()
         else:
             runs, last = stored, db.execute("SELECT MAX(rowid) FROM runs").fetchone()[0]
-        sessions, last_session = (0, None)
-        if "batch_id" in _table_columns(db, "sessions"):  # not in a read-only store from before
-            sessions, last_session = db.execute(
-                "SELECT COUNT(*), MAX(rowid) FROM sessions WHERE batch_id = ?", (batch_id,)
+        sides = [
+            db.execute(
+                f"SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM {side.table} WHERE batch_id = ?",
+                (batch_id,),
             ).fetchone()
+            if _table_columns(db, side.table)  # not in a read-only store from before it
+            else (0, 0)
+            for side in _SIDES
+        ]
         return SealState(
             length=int(chain[0]) if chain else 0,
             head=str(chain[1]) if chain else None,
@@ -1444,8 +1488,7 @@ class RunStore:
             batch_hash=_content_hash(batch[0]) if batch else None,
             edits=int(edits[0]) if edits else 0,
             schema_version=db.execute("PRAGMA schema_version").fetchone()[0],
-            sessions=int(sessions),
-            last_session_rowid=int(last_session or 0),
+            sides=[(int(n), int(last)) for n, last in sides],
         )
 
     def read_seal(self, batch_id: str) -> tuple[str, bytes] | None:
@@ -1583,7 +1626,8 @@ class RunStore:
         head = self._query("SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,))
         found += in_rows + checker.end(head[0] if head else None) + self._copies(batch_id)
         found += self._label_problems(batch_id, batch_hash)
-        found += self._session_problems(batch_id, batch_hash)
+        for side in _SIDES:
+            found += self._side_problems(side, batch_id, batch_hash)
         return Verification(
             batch_id=batch_id,
             records=records,
@@ -1663,44 +1707,43 @@ class RunStore:
             found.append(_unverifiable(batch_id, legacy, "labels rows"))
         return found + checker.end(head[0] if head else None)
 
-    def _session_problems(self, batch_id: str, batch_hash: str | None) -> list[Problem]:
-        """The sessions chain of a batch: each session row against its hash (and its number
-        column against its record), the links and the head. A store opened read-only from
-        before sessions were hashed cannot be checked: its sessions are unverifiable."""
-        if "record_hash" not in _table_columns(self._db, "sessions"):
-            count = len(self.sessions(batch_id))
-            why = (
-                "recorded before sessions were hashed; the store is hashed where it can be written"
-            )
-            return [_unverifiable(batch_id, count, "sessions", why)] if count else []
+    def _side_problems(self, side: _Side, batch_id: str, batch_hash: str | None) -> list[Problem]:
+        """A batch's chain in a side table (sessions, tasks named invalid by resumes): each row
+        against its hash, the links (which hold its key column) and the head. A store opened
+        read-only from before these rows were hashed cannot be checked: they are unverifiable."""
+        columns = _table_columns(self._db, side.table)
+        if "record_hash" not in columns:
+            count = self._query(
+                f"SELECT COUNT(*) FROM {side.table} WHERE batch_id = ?", (batch_id,)
+            )[0][0] if columns else 0  # fmt: skip
+            why = "recorded before they were hashed; the store hashes them where it can be written"
+            return [_unverifiable(batch_id, count, f"{side.table} rows", why)] if count else []
         checker = _ChainCheck(
             batch_id,
-            sessions_genesis(batch_id, batch_hash),
-            noun="session",
-            missing="sessions_missing",
-            broken="sessions_altered",
-            heads="session_chains",
+            side.genesis(batch_id, batch_hash),
+            noun=side.noun,
+            missing=side.missing,
+            broken=side.broken,
+            heads=side.heads,
         )
         found: list[Problem] = []
-        for number, seq, text, content, chain in self._stream(
-            "SELECT number, seq, record, record_hash, chain_hash FROM sessions "
-            "WHERE batch_id = ? ORDER BY seq, number",
+        for key, seq, text, content, chain in self._stream(
+            f"SELECT {side.key}, seq, {side.text}, record_hash, chain_hash FROM {side.table} "
+            "WHERE batch_id = ? ORDER BY seq, rowid",
             (batch_id,),
         ):
-            if content is None:  # every session is hashed (old ones when the store migrated)
-                found.append(_session_problem(batch_id, number, "without hashes (added by hand)"))
-                continue
-            named = checker.row(str(number), seq, content, "", chain)
-            parsed = _parse_hashed(text)
-            if parsed is None or parsed[1] != content:
-                named.append(_session_problem(batch_id, number, "altered (its JSON no longer "
-                                              "matches its hash)"))  # fmt: skip
-            elif not isinstance(parsed[0], dict) or parsed[0].get("number") != number:
-                named.append(_session_problem(batch_id, number, "number column changed"))
-            found += [_of_session(p, number) for p in named]
-        head = self._query(
-            "SELECT length, head FROM session_chains WHERE batch_id = ?", (batch_id,)
-        )
+            named: list[tuple[ProblemKind, str]] = []
+            if content is None:  # every row is hashed (old ones when the store migrated)
+                named.append((side.broken, "without hashes (added by hand)"))
+            else:
+                named += [
+                    (p.kind, p.detail) for p in checker.row(str(key), seq, content, "", chain)
+                ]
+                if _content_hash(text) != content:
+                    named.append((side.broken, "altered (no longer matches its hash)"))
+            what = f"{side.noun} {key!r}" if isinstance(key, str) else f"{side.noun} {key}"
+            found += [Problem(batch_id=batch_id, kind=k, detail=f"{what}: {d}") for k, d in named]
+        head = self._query(f"SELECT length, head FROM {side.heads} WHERE batch_id = ?", (batch_id,))
         return found + checker.end(head[0] if head else None)
 
     def _artifact_problems(
@@ -1816,18 +1859,6 @@ def _columns_changed(batch_id: str, run_id: str) -> Problem:
     )
 
 
-def _session_problem(batch_id: str, number: int, what: str) -> Problem:
-    return Problem(batch_id=batch_id, kind="sessions_altered", detail=f"session {number} {what}")
-
-
-def _of_session(problem: Problem, number: int) -> Problem:
-    """A sessions chain's problem as the batch's (a session is no run), naming the session."""
-    if problem.run_id is None:
-        return problem
-    detail = f"session {number}: {problem.detail}"
-    return problem.model_copy(update={"run_id": None, "detail": detail})
-
-
 def _unhashed(
     batch_id: str, run_id: str, noun: str, kind: ProblemKind = "record_altered"
 ) -> Problem:
@@ -1849,11 +1880,12 @@ def _unverifiable(batch_id: str, count: int, what: str, why: str = "") -> Proble
 
 def _migrate(db: sqlite3.Connection) -> None:
     """Add the format-2 columns to a store made before them; old rows stay as they are, but
-    for sessions (:func:`_hash_sessions`)."""
+    for the side tables' (:func:`_hash_old_rows`)."""
+    sides = {side.table: side for side in _SIDES}
     for table, columns in _MIGRATIONS.items():
         have = _table_columns(db, table)
-        if table == "sessions" and not have >= {c.split()[0] for c in columns}:
-            _hash_sessions(db)
+        if table in sides and not have >= {c.split()[0] for c in columns}:
+            _hash_old_rows(db, sides[table])
             continue
         for column in columns:
             if column.split()[0] not in have:
@@ -1868,30 +1900,30 @@ def _table_columns(db: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
 
-def _hash_sessions(db: sqlite3.Connection) -> None:
-    """Give the sessions table its hash columns, and the sessions recorded before them (a
-    store of the thirteenth round: sessions were new, and unhashed) their hashes and chain as
-    they stand, in one transaction: from then on every session row is hashed, so one without
-    hashes was added by hand (never "unverifiable"). The fill is no hand edit: the update
-    trigger is left out while it runs."""
+def _hash_old_rows(db: sqlite3.Connection, side: _Side) -> None:
+    """Give a side table its hash columns, and its rows recorded before them (a store of the
+    thirteenth round: sessions were new, and neither they nor the tasks named invalid by
+    resumes were hashed) their hashes and chain as they stand, in one transaction: from then
+    on every row is hashed, so one without hashes was added by hand (never "unverifiable").
+    The fill is no hand edit: the update trigger is left out while it runs."""
     db.execute("BEGIN IMMEDIATE")
     try:
-        have = _table_columns(db, "sessions")  # again: another process may have done it
-        for column in _MIGRATIONS["sessions"]:
+        have = _table_columns(db, side.table)  # again: another process may have done it
+        for column in _MIGRATIONS[side.table]:
             if column.split()[0] not in have:
-                db.execute(f"ALTER TABLE sessions ADD COLUMN {column}")
-        db.execute("DROP TRIGGER IF EXISTS sessions_updated")
+                db.execute(f"ALTER TABLE {side.table} ADD COLUMN {column}")
+        trigger = side.trigger.split()[5]  # CREATE TRIGGER IF NOT EXISTS <name> ...
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
         old = db.execute(
-            "SELECT batch_id, number, record FROM sessions WHERE record_hash IS NULL "
-            "ORDER BY batch_id, number"
+            f"SELECT rowid, batch_id, {side.key}, {side.text} FROM {side.table} "
+            "WHERE record_hash IS NULL ORDER BY batch_id, rowid"
         ).fetchall()
-        for batch_id, number, record in old:
+        for rowid, batch_id, key, text in old:
             db.execute(
-                "UPDATE sessions SET seq = ?, record_hash = ?, chain_hash = ? "
-                "WHERE batch_id = ? AND number = ?",
-                (*_session_link(db, batch_id, number, record), batch_id, number),
+                f"UPDATE {side.table} SET seq = ?, record_hash = ?, chain_hash = ? WHERE rowid = ?",
+                (*side.link(db, batch_id, key, text), rowid),
             )
-        db.execute(_SESSIONS_UPDATED)
+        db.execute(side.trigger)
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
@@ -1910,7 +1942,9 @@ _OPTIONAL = {"invalid_tasks_added.batch_id", "invalid_tasks_added.task_id",
              "invalid_tasks_added.created_at", "sessions.batch_id", "sessions.number",
              "sessions.created_at", "sessions.record", "sessions.seq", "sessions.record_hash",
              "sessions.chain_hash", "session_chains.batch_id", "session_chains.length",
-             "session_chains.head"}  # fmt: skip
+             "session_chains.head", "invalid_tasks_added.seq", "invalid_tasks_added.record_hash",
+             "invalid_tasks_added.chain_hash", "invalid_task_chains.batch_id",
+             "invalid_task_chains.length", "invalid_task_chains.head"}  # fmt: skip
 """Columns a store made before them is read without (a read-only one cannot gain them):
 without those tables, no resume added an invalid task, and no session was recorded."""
 
