@@ -47,6 +47,8 @@ def _copy(store: Path, tmp_path: Path) -> Path:
     copy = tmp_path / "runs.db"
     copy.write_bytes(store.read_bytes())
     (tmp_path / "artifacts").symlink_to(store.parent / "artifacts")
+    with sqlite3.connect(copy) as db:  # as never reported: each test seals it if it needs to
+        db.execute("DELETE FROM seals")
     return copy
 
 
@@ -323,3 +325,35 @@ def test_a_task_a_resume_names_invalid_verifies(tmp_path: Path) -> None:
         check = runs.verify(runner.batch_id)
         assert runs.batch(runner.batch_id).invalid_tasks == [task_id]
     assert check.ok and not check.problems
+
+
+def test_a_report_of_a_batch_being_run_shows_it_at_one_commit(
+    resumed: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found here: ``report`` read the batch, then checked it and read its outcome columns in
+    one snapshot, then read its runs for the task table in another: a try another process
+    stored meanwhile (a batch still running) was in the task table and not in the figures
+    under it (``2 / 4`` valid above ``3 valid ... attempts``). Everything ``report`` and
+    ``compare`` show is now read in one snapshot; the seal it writes pins that snapshot, so
+    the next report checks in full and counts the new try."""
+    store = _copy(resumed[0], tmp_path)
+    batch_id = resumed[1]
+    real = RunStore.verify
+
+    def verify_while_another_stores(self: RunStore, *args: Any, **kwargs: Any) -> Any:
+        check = real(self, *args, **kwargs)
+        with RunStore(store) as other:  # another process's runner, storing a try meanwhile
+            success = next(r for r in other.runs(batch_id) if r.success)
+            other.add_run(success.model_copy(update={"run_id": "meanwhile", "attempt": 4}), {})
+        return check
+
+    with monkeypatch.context() as patched:
+        patched.setattr(RunStore, "verify", verify_while_another_stores)
+        code, out, _ = _invoke("report", batch_id, "--store", str(store))
+    flat = " ".join(out.split())
+    assert code == 0 and "transfer payments 1 / 3 1" in flat, out
+    assert "3 valid and 0 invalid attempts; 4 tries in all" in flat
+    code, data = _report(store, batch_id)
+    assert code == 0 and data["integrity"]["check"] == "full"
+    assert data["valid_attempts"] == 4 and data["tries"]["tries"] == 5
+    assert sum(s["tries"] for s in data["provenance"]["sessions"]) == 5

@@ -744,6 +744,8 @@ class RunStore:
         """Open the store at *path*; with ``create=False`` (reading commands) a missing store
         is an error naming *path*, and no folder or database is made."""
         self.path = Path(path)
+        self._pending_seals: list[tuple[str, str, bytes]] = []
+        """Seals made inside a reader's snapshot, written once it ends (:meth:`write_seal`)."""
         self.artifacts = self.path.parent / "artifacts"
         self._artifact_root = str(self.artifacts)
         journals = [self.path.with_name(self.path.name + end) for end in ("-wal", "-shm")]
@@ -1503,8 +1505,13 @@ class RunStore:
             raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
 
     def write_seal(self, batch_id: str, record: str, outcomes: bytes) -> None:
-        """Keep a seal (a cache of a full check); a read-only store keeps none."""
+        """Keep a seal (a cache of a full check); a read-only store keeps none. Inside a
+        :meth:`snapshot` it is written when the snapshot ends (a read transaction cannot
+        write); it pins the snapshot's state, so rows stored meanwhile make it not hold."""
         if self.read_only:
+            return
+        if self._db.in_transaction:
+            self._pending_seals.append((batch_id, record, outcomes))
             return
         with self._transaction() as db:
             db.execute(_INSERT_SEAL, (batch_id, datetime.now(UTC).isoformat(), record, outcomes))
@@ -1513,7 +1520,9 @@ class RunStore:
     def snapshot(self) -> Iterator[None]:
         """Reads inside see one state of the store (a read transaction: WAL snapshot
         isolation), whatever other processes commit meanwhile. Inside another snapshot, it is
-        that one."""
+        that one. A reading command reads all it shows in one (``report``: the batch, its
+        check, its outcome columns and its runs), so its views agree while another process
+        is still storing tries."""
         if self._db.in_transaction:
             yield
             return
@@ -1530,6 +1539,9 @@ class RunStore:
             # the error that ended the block.
             with suppress(sqlite3.Error):
                 self._db.execute("ROLLBACK")
+        pending, self._pending_seals = self._pending_seals, []
+        for seal in pending:
+            self.write_seal(*seal)
 
     def outcome_rows(self, batch_id: str) -> list[list[Any]]:
         """Every try of a batch as ``[task_id, attempt, retry, terminal_reason, success, cost,
