@@ -357,3 +357,29 @@ def test_a_report_of_a_batch_being_run_shows_it_at_one_commit(
     assert code == 0 and data["integrity"]["check"] == "full"
     assert data["valid_attempts"] == 4 and data["tries"]["tries"] == 5
     assert sum(s["tries"] for s in data["provenance"]["sessions"]) == 5
+
+
+def test_an_export_writes_the_tries_it_verified(
+    resumed: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Likewise ``export`` verified the batch, then read its runs again: a try stored
+    meanwhile (or forged meanwhile) was written out unverified. It reads both in one
+    snapshot."""
+    store = _copy(resumed[0], tmp_path)
+    batch_id = resumed[1]
+    real = RunStore.verify
+
+    def verify_while_another_stores(self: RunStore, *args: Any, **kwargs: Any) -> Any:
+        check = real(self, *args, **kwargs)
+        with RunStore(store) as other:
+            success = next(r for r in other.runs(batch_id) if r.success)
+            other.add_run(success.model_copy(update={"run_id": "meanwhile", "attempt": 4}), {})
+        return check
+
+    out = tmp_path / "out.jsonl"
+    monkeypatch.setattr(RunStore, "verify", verify_while_another_stores)
+    code, text, _ = _invoke(
+        "export", batch_id, "--format", "jsonl", "--out", str(out), "--store", str(store)
+    )
+    assert code == 0 and "wrote 4 records" in text
+    assert [json.loads(line)["attempt"] for line in out.read_text().splitlines()].count(4) == 0

@@ -117,7 +117,7 @@ def runs_command(
     from groundstate.store import RunStore
 
     _check_reason(reason)
-    with RunStore(store, create=False) as run_store:
+    with RunStore(store, create=False) as run_store, run_store.snapshot():
         batch = run_store.batch(batch_id)
         stored = run_store.runs(batch.batch_id)
         sessions = run_store.run_sessions(batch.batch_id)
