@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
+import socket
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -383,3 +386,30 @@ def test_an_export_writes_the_tries_it_verified(
     )
     assert code == 0 and "wrote 4 records" in text
     assert [json.loads(line)["attempt"] for line in out.read_text().splitlines()].count(4) == 0
+
+
+def test_a_batch_being_run_before_its_first_try_is_not_called_stopped(
+    resumed: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Found here: ``report``, ``compare`` and ``runs`` of a batch another live process had
+    started but not yet stored a try of said it "stopped before its first attempt was
+    stored" and gave the ``--resume`` command, which that process's lease refuses (the
+    thirteenth round fixed this for a batch with tries only). They now name the process."""
+    store = _copy(resumed[0], tmp_path)
+    with RunStore(store) as runs:
+        batch = runs.batch(resumed[1]).model_copy(update={"batch_id": "fresh0batch"})
+        runs.add_batch(batch)
+    now = datetime.now(UTC).isoformat()
+    with sqlite3.connect(store) as db:  # a live process that is not this one holds its lease
+        db.execute(
+            "INSERT INTO leases VALUES ('fresh0batch', ?, ?, ?, ?)",
+            (os.getppid(), socket.gethostname(), now, now),
+        )
+    for args in (("report", "fresh0batch"), ("compare", "fresh0batch", resumed[1])):
+        code, _, err = _invoke(*args, "--store", str(store))
+        assert code == 2 and f"being run by pid {os.getppid()}" in err, err
+        assert "--resume" not in err
+    code, out, _ = _invoke("runs", "fresh0batch", "--store", str(store))
+    assert "no stored runs yet: it is being run by" in out and "--resume" not in out
+    code, out, _ = _invoke("batches", "--json", "--store", str(store))
+    assert {b["batch_id"]: b["status"] for b in json.loads(out)}["fresh0batch"] == "running"

@@ -477,11 +477,22 @@ def _nonempty(batch: BatchInfo, runs: _Stored, store: Path) -> _Stored:
     from groundstate.errors import GroundstateError
 
     if not runs:
-        raise GroundstateError(
-            f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
-            f"was stored; complete it with `{resume_command(batch, store)}`"
-        )
+        raise GroundstateError(no_runs_text(batch, store))
     return runs
+
+
+def no_runs_text(batch: BatchInfo, store: Path) -> str:
+    """Why *batch* has no stored run, and what to do: resume it, or (a live process is
+    running it: a resume would be refused) wait for its first try."""
+    if batch.running:
+        return (
+            f"batch {batch.batch_id} has no stored runs yet: it is being run by "
+            f"{batch.running}; read it again once its first attempt is stored"
+        )
+    return (
+        f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
+        f"was stored; complete it with `{resume_command(batch, store)}`"
+    )
 
 
 def resume_command(batch: BatchInfo, store: Path) -> str:

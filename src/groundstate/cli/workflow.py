@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from groundstate.cli import STORE_OPTION, console, main
-from groundstate.cli.runs import resume_command
+from groundstate.cli.runs import no_runs_text
 from groundstate.errors import GroundstateError
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
@@ -128,10 +128,7 @@ def runs_command(
         click.echo(json.dumps({"batch_id": batch.batch_id, "runs": rows}, indent=2))
         return
     if not stored:
-        click.echo(
-            f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
-            f"was stored; complete it with `{resume_command(batch, store)}`"
-        )
+        click.echo(no_runs_text(batch, store))
         return
     if not rows:
         click.echo(f"batch {batch.batch_id}: no run matches ({len(stored)} stored)")
