@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from groundstate.cli import main
 from groundstate.runner import BatchConfig, BatchRunner, Interrupted
-from groundstate.store import RunStore
+from groundstate.store import RunLabels, RunStore
 from groundstate.testing import FaultyEnvironments
 
 from .test_records_round13 import _bank
@@ -101,10 +101,22 @@ def test_a_run_row_forged_without_hashes_is_altered_not_unverifiable(
 def test_a_labels_row_forged_without_hashes_is_altered(
     resumed: tuple[Path, str], tmp_path: Path
 ) -> None:
+    """Past the store's first hashed labels row (labels were hashed after runs: older labels
+    rows stay unverifiable), a labels row without hashes was added by hand."""
     store = _copy(resumed[0], tmp_path)
     batch_id = resumed[1]
+    with RunStore(store) as runs:
+        (run_id,) = [r.run_id for r in runs.runs(batch_id)][:1]
+        labelled = RunLabels(
+            batch_id=batch_id,
+            run_id=run_id,
+            annotator="ann",
+            taxonomy="t@1",
+            labels=["x"],
+            created_at=datetime.now(UTC),
+        )
+        runs.add_labels([labelled])
     with sqlite3.connect(store) as db:
-        (run_id,) = db.execute("SELECT run_id FROM runs LIMIT 1").fetchone()
         record = {"batch_id": batch_id, "run_id": run_id, "annotator": "eve",
                   "adjudicated": True, "taxonomy": "t@1", "labels": ["x"],
                   "created_at": "2026-01-01T00:00:00Z"}  # fmt: skip

@@ -1605,7 +1605,7 @@ class RunStore:
                 )
             )
         checker = _ChainCheck(batch_id, chain_genesis(batch_id, batch_hash))
-        hashed_from = self._hashed_from("runs", "rowid", batch_id, batch_hash)
+        hashed_from = self._hashed_from("runs", "rowid", batch_hash)
         in_rows: list[Problem] = []
         records = legacy = artifacts = 0
         for rowid, run_id, seq, record, content, hashes, chain, moved in self._stream(
@@ -1648,18 +1648,19 @@ class RunStore:
             chain_head=str(head[0][1]) if head else None,
         )
 
-    def _hashed_from(self, table: str, rowid: str, batch_id: str, batch_hash: str | None) -> float:
-        """The *rowid* from which every row of the batch in *table* must carry its hashes: any
-        row of a batch stored under format 2 (its record hashed), else the batch's first hashed
-        row (every row after the store was migrated is hashed); infinity when neither. A row
-        without hashes past it was added by hand, not written before format 2: as altered."""
-        if batch_hash is not None:
+    def _hashed_from(self, table: str, rowid: str, batch_hash: str | None) -> float:
+        """The *rowid* from which every row in *table* carries its hashes, so that one without
+        is no row written before they were, but added by hand (altered): the table's first
+        hashed row (every row stored since the store was migrated is hashed; infinity before
+        any), and for runs any row of a batch stored under format 2 (its record hashed: run
+        hashes came with batch hashes; labels were hashed later)."""
+        if batch_hash is not None and table == "runs":
             return float("-inf")
-        (first,) = self._query(
-            f"SELECT MIN({rowid}) FROM {table} WHERE batch_id = ? AND record_hash IS NOT NULL",
-            (batch_id,),
-        )[0]
-        return float("inf") if first is None else float(first)
+        first = self._query(
+            f"SELECT {rowid} FROM {table} WHERE record_hash IS NOT NULL ORDER BY {rowid} LIMIT 1",
+            (),
+        )
+        return float(first[0][0]) if first else float("inf")
 
     def hand_edits(self) -> int:
         """How many UPDATE or DELETE of a run or batch row the ``edits`` log holds: groundstate
@@ -1697,7 +1698,7 @@ class RunStore:
             broken="labels_altered",
             heads="label_chains",
         )
-        hashed_from = self._hashed_from("labels", "id", batch_id, batch_hash)
+        hashed_from = self._hashed_from("labels", "id", batch_hash)
         found: list[Problem] = []
         legacy = 0
         for row_id, run_id, annotator, adjudicated, seq, text, content, chain in self._stream(
