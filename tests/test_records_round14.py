@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import sqlite3
+import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -425,3 +426,36 @@ def test_a_batch_being_run_before_its_first_try_is_not_called_stopped(
     assert "no stored runs yet: it is being run by" in out and "--resume" not in out
     code, out, _ = _invoke("batches", "--json", "--store", str(store))
     assert {b["batch_id"]: b["status"] for b in json.loads(out)}["fresh0batch"] == "running"
+
+
+def test_an_export_of_a_batch_being_run_says_so(tmp_path: Path) -> None:
+    """Found here: the Inspect log of a batch another live process was still running said
+    ``cancelled`` (stopped), and ``export``'s warning called it incomplete only, where
+    ``report`` says RUNNING. The log now says ``started`` (Inspect's status of an eval under
+    way), and the warning names the process."""
+    store = tmp_path / "runs.db"
+    suite, system = _bank()
+    with RunStore(store) as runs:
+        runner = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
+        runner.on_run = lambda run: setattr(runner.interrupt, "signum", signal.SIGINT)
+        with pytest.raises(Interrupted):
+            asyncio.run(runner.start(BatchConfig(attempts=2)))
+    batch_id = runner.batch_id
+    assert batch_id is not None
+    now = datetime.now(UTC).isoformat()
+    with sqlite3.connect(store) as db:
+        db.execute(
+            "INSERT INTO leases VALUES (?, ?, ?, ?, ?)",
+            (batch_id, os.getppid(), socket.gethostname(), now, now),
+        )
+    out = tmp_path / "out.eval"
+    args = ["export", batch_id, "--format", "inspect", "--out", str(out), "--store", str(store)]
+    code, _, err = _invoke(*args)
+    assert code == 0 and f"is incomplete (being run by pid {os.getppid()}" in err, err
+    with zipfile.ZipFile(out) as archive:
+        assert json.loads(archive.read("header.json"))["status"] == "started"
+    with sqlite3.connect(store) as db:  # stopped: cancelled, as before
+        db.execute("DELETE FROM leases")
+    _invoke(*args)
+    with zipfile.ZipFile(out) as archive:
+        assert json.loads(archive.read("header.json"))["status"] == "cancelled"
