@@ -49,8 +49,9 @@ class ExportReport(BaseModel):
     """Rows (``jsonl``, ``csv``: every try) or samples (``inspect``: counted attempts)."""
     incomplete: str | None = None
     """What the batch lacks of its plan (:func:`~groundstate.analysis.missing_attempts`, as
-    ``report`` words it), or None: a row file cannot say it (an import takes the rows as the
-    whole plan); an Inspect log says it by its status, ``cancelled``."""
+    ``report`` words it, after who is running it, if anyone), or None: a row file cannot say
+    it (an import takes the rows as the whole plan); an Inspect log says it by its status,
+    ``cancelled`` (or ``started`` while the batch is being run)."""
 
 
 def export_batch(
@@ -66,7 +67,7 @@ def export_batch(
     writers: dict[str, Callable[[BatchInfo, list[AgentRun], Path], int]] = {
         "jsonl": _write_jsonl,
         "csv": _write_csv,
-        "inspect": partial(_write_inspect, finished=missing is None),
+        "inspect": partial(_write_inspect, status=_inspect_status(batch, missing is None)),
     }
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -78,8 +79,19 @@ def export_batch(
         format=format,
         path=str(out),
         records=count,
-        incomplete=missing and incomplete_text(missing),
+        incomplete=missing and _running(batch) + incomplete_text(missing),
     )
+
+
+def _running(batch: BatchInfo) -> str:
+    return f"being run by {batch.running}: " if batch.running else ""
+
+
+def _inspect_status(batch: BatchInfo, finished: bool) -> str:
+    """The Inspect log status of *batch*: ``success`` when it holds every attempt of its
+    plan; else ``started`` while a live process runs it (Inspect's status of an eval under
+    way), ``cancelled`` once stopped (Inspect's readers, ours too, say it is unfinished)."""
+    return "success" if finished else "started" if batch.running else "cancelled"
 
 
 def _check_destination(store: RunStore, out: Path) -> None:
@@ -146,8 +158,8 @@ def _cell(value: Any) -> Any:
 # --- Inspect AI ------------------------------------------------------------------------------
 
 
-def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path, *, finished: bool) -> int:
-    """*finished*: the batch holds every attempt of its plan (else Inspect's ``cancelled``)."""
+def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path, *, status: str) -> int:
+    """*status*: the log's (:func:`_inspect_status`)."""
     counted = final_runs(runs)
     earlier: dict[tuple[str, int], list[AgentRun]] = {}
     for run in sorted(runs, key=lambda r: r.retry):
@@ -160,7 +172,7 @@ def _write_inspect(batch: BatchInfo, runs: list[AgentRun], out: Path, *, finishe
     header = {
         "version": INSPECT_LOG_VERSION,
         # an unfinished batch is no finished eval: Inspect's readers (ours too) say so
-        "status": "success" if finished else "cancelled",
+        "status": status,
         "eval": spec,
         "plan": plan,
         "results": _results(counted, scored, reductions),

@@ -12,6 +12,9 @@ old row), the reading commands store a **seal** for the batch, in the same read 
   runs (an INSERT OR REPLACE deletes without firing a trigger, but its new row gets a higher
   rowid);
 - SQLite's schema cookie (dropping or changing a trigger, or any schema edit, changes it);
+- the number of the batch's sessions (its start and each resume: what every report says of
+  how it ran) and of the tasks its resumes named invalid (they leave every figure), and the
+  highest rowid of each (a row added or replaced by hand shows);
 - the batch's outcome columns (task, attempt, retry, terminal reason, success, cost, latency,
   partial score and judge errors of every try, about 49 bytes a try) and their sha256.
 
@@ -53,9 +56,10 @@ from groundstate.analysis import OutcomeColumns, OutcomeTable
 from groundstate.errors import StoreError
 from groundstate.store import RunStore, SealMaker, SealState, Verification
 
-SEAL_FORMAT = 2
+SEAL_FORMAT = 3
 """Bumped when what a seal pins changes: seals of another format are ignored (a full check).
-2: the outcome columns count each try's judge errors."""
+2: the outcome columns count each try's judge errors. 3: the batch's sessions and the tasks
+its resumes named invalid (their count and highest rowid) are pinned."""
 
 
 class Seal(BaseModel):

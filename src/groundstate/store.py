@@ -73,7 +73,16 @@ ten times the outcome fields' read (SQLite 3.40 keeps no parsed JSON between cal
 record whose text has no ``"judge"`` (no judged assertion: most) is not parsed for them
 (``LIKE`` scans about twice as fast as ``instr``; a full check's hashing costs far more)."""
 
-_SCHEMA = """
+_SESSIONS_UPDATED = """CREATE TRIGGER IF NOT EXISTS sessions_updated AFTER UPDATE ON sessions BEGIN
+    INSERT INTO edits (table_name, change, at) VALUES ('sessions', 'update', datetime('now'));
+END"""
+_INVALID_TASKS_UPDATED = """CREATE TRIGGER IF NOT EXISTS invalid_tasks_updated AFTER UPDATE ON
+invalid_tasks_added BEGIN
+    INSERT INTO edits (table_name, change, at) VALUES ('invalid_tasks_added', 'update',
+                                                       datetime('now'));
+END"""
+
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS batches (
     batch_id TEXT PRIMARY KEY,
     created_at TEXT NOT NULL,
@@ -155,10 +164,7 @@ CREATE TABLE IF NOT EXISTS invalid_tasks_added (
     created_at TEXT NOT NULL,
     PRIMARY KEY (batch_id, task_id)
 );
-CREATE TRIGGER IF NOT EXISTS invalid_tasks_updated AFTER UPDATE ON invalid_tasks_added BEGIN
-    INSERT INTO edits (table_name, change, at) VALUES ('invalid_tasks_added', 'update',
-                                                       datetime('now'));
-END;
+{_INVALID_TASKS_UPDATED};
 CREATE TRIGGER IF NOT EXISTS invalid_tasks_deleted AFTER DELETE ON invalid_tasks_added BEGIN
     INSERT INTO edits (table_name, change, at) VALUES ('invalid_tasks_added', 'delete',
                                                        datetime('now'));
@@ -172,12 +178,22 @@ CREATE TABLE IF NOT EXISTS sessions (
     record TEXT NOT NULL,
     PRIMARY KEY (batch_id, number)
 );
-CREATE TRIGGER IF NOT EXISTS sessions_updated AFTER UPDATE ON sessions BEGIN
-    INSERT INTO edits (table_name, change, at) VALUES ('sessions', 'update', datetime('now'));
-END;
+{_SESSIONS_UPDATED};
 CREATE TRIGGER IF NOT EXISTS sessions_deleted AFTER DELETE ON sessions BEGIN
     INSERT INTO edits (table_name, change, at) VALUES ('sessions', 'delete', datetime('now'));
 END;
+-- the length and last chain hash of each batch's sessions chain, and of its chain of tasks
+-- named invalid by resumes (as ``chains`` for runs)
+CREATE TABLE IF NOT EXISTS session_chains (
+    batch_id TEXT PRIMARY KEY,
+    length INTEGER NOT NULL,
+    head TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS invalid_task_chains (
+    batch_id TEXT PRIMARY KEY,
+    length INTEGER NOT NULL,
+    head TEXT NOT NULL
+);
 -- a batch verified in full: what ``report`` re-checks cheaply instead (groundstate/integrity.py)
 CREATE TABLE IF NOT EXISTS seals (
     batch_id TEXT PRIMARY KEY,
@@ -205,6 +221,8 @@ _MIGRATIONS = {
     "batches": ("record_hash TEXT",),
     "runs": ("seq INTEGER", "record_hash TEXT", "artifact_hashes TEXT", "chain_hash TEXT"),
     "labels": ("seq INTEGER", "record_hash TEXT", "chain_hash TEXT"),
+    "sessions": ("seq INTEGER", "record_hash TEXT", "chain_hash TEXT"),
+    "invalid_tasks_added": ("seq INTEGER", "record_hash TEXT", "chain_hash TEXT"),
 }
 
 
@@ -458,6 +476,12 @@ class BatchSummary(BaseModel):
     reruns_pending: int = 0
     """Attempts whose counted try is invalid with reruns left under the batch's policy: the
     batch stopped before rerunning them (``report``'s ``missing_attempts.reruns_pending``)."""
+    resumes: int | None = None
+    """Resumes that ran attempts (the number of its last session, less its start), as
+    ``report`` counts them (``provenance.resumes``); None when no session was recorded (a
+    batch run before they were, an import)."""
+    executors: list[str] = Field(default_factory=list)
+    """The executors its recorded sessions ran on, in order of first use."""
     status: BatchStatus
     """``running`` while a live process holds its lease; otherwise ``empty`` (stopped before
     its first attempt was stored), ``incomplete`` (resumable: attempts not stored, or reruns
@@ -476,6 +500,8 @@ ProblemKind = Literal[
     "unverifiable",
     "labels_altered",
     "labels_missing",
+    "sessions_altered",
+    "sessions_missing",
 ]
 
 
@@ -552,6 +578,10 @@ class SealState(BaseModel):
     """High-water mark of the ``edits`` log: UPDATEs and DELETEs of run and batch rows."""
     schema_version: int
     """SQLite's schema cookie: changes when a trigger is dropped or the schema edited."""
+    sides: list[tuple[int, int]]
+    """Of each side table (sessions, tasks named invalid by resumes), the batch's rows and
+    their highest rowid: a row added since (a resume, or by hand) or replaced (INSERT OR
+    REPLACE) shows here."""
 
 
 SealMaker = Callable[[SealState, int], tuple[str, bytes] | None]
@@ -649,10 +679,58 @@ def labels_genesis(batch_id: str, batch_hash: str | None) -> str:
     return hashlib.sha256(f"labels:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class _Side:
+    """An append-only table of facts about a batch that every report reads, outside its
+    record: hashed and chained per batch as labels are (``seq``, ``record_hash``,
+    ``chain_hash``; the chain's length and head in *heads*), so a row added, replaced or
+    edited by hand is named by :meth:`RunStore.verify`, and pinned by the seal."""
+
+    table: str
+    heads: str
+    key: str
+    """The column naming a row within its batch (in its chain link)."""
+    text: str
+    """SQL giving the row's hashed text (JSON)."""
+    trigger: str
+    """Its UPDATE trigger (left out while old rows are hashed)."""
+    noun: str
+    missing: ProblemKind
+    broken: ProblemKind
+
+    def genesis(self, batch_id: str, batch_hash: str | None) -> str:
+        """Where a batch's chain in this table starts (its own, as for labels)."""
+        return hashlib.sha256(f"{self.table}:{batch_id}:{batch_hash or ''}".encode()).hexdigest()
+
+    def link(self, db: sqlite3.Connection, batch_id: str, key: object, text: str) -> _Link:
+        """The place, record hash and chain hash of the row *key* (its hashed *text*) as the
+        next link of its batch's chain; the chain's head moved on to it."""
+        length, head = _head(db, self.heads, batch_id, self.genesis)
+        content = _content_hash(text) or ""  # "": a text that is not JSON (an old row): altered
+        head = chain_link(head, str(key), content, "")
+        db.execute(
+            f"INSERT OR REPLACE INTO {self.heads} VALUES (?, ?, ?)", (batch_id, length + 1, head)
+        )
+        return length + 1, content, head
+
+
+_Link = tuple[int, str, str]
+_SESSIONS = _Side(
+    "sessions", "session_chains", "number", "record", _SESSIONS_UPDATED, "session",
+    "sessions_missing", "sessions_altered",
+)  # fmt: skip
+_INVALID_TASKS = _Side(
+    "invalid_tasks_added", "invalid_task_chains", "task_id", "json_array(task_id, created_at)",
+    _INVALID_TASKS_UPDATED, "task named invalid by a resume", "batch_altered", "batch_altered",
+)  # fmt: skip
+_SIDES = (_SESSIONS, _INVALID_TASKS)
+
+
 def _head(
     db: sqlite3.Connection, table: str, batch_id: str, genesis: Callable[[str, str | None], str]
 ) -> tuple[int, str]:
-    """A batch's chain in *table* (``chains`` or ``label_chains``): its length and head, or
+    """A batch's chain in *table* (``chains``, ``label_chains``, ``session_chains``): its
+    length and head, or
     ``(0, genesis)`` before its first link."""
     row = db.execute(f"SELECT length, head FROM {table} WHERE batch_id = ?", (batch_id,)).fetchone()
     if row is not None:
@@ -666,6 +744,8 @@ class RunStore:
         """Open the store at *path*; with ``create=False`` (reading commands) a missing store
         is an error naming *path*, and no folder or database is made."""
         self.path = Path(path)
+        self._pending_seals: list[tuple[str, str, bytes]] = []
+        """Seals made inside a reader's snapshot, written once it ends (:meth:`write_seal`)."""
         self.artifacts = self.path.parent / "artifacts"
         self._artifact_root = str(self.artifacts)
         journals = [self.path.with_name(self.path.name + end) for end in ("-wal", "-shm")]
@@ -1146,10 +1226,14 @@ class RunStore:
             return []
         now = datetime.now(UTC).isoformat()
         with self._transaction() as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO invalid_tasks_added VALUES (?, ?, ?)",
-                [(batch.batch_id, task_id, now) for task_id in added],
-            )
+            for task_id in added:
+                text = record_json([task_id, now])
+                db.execute(
+                    "INSERT INTO invalid_tasks_added (batch_id, task_id, created_at, seq, "
+                    "record_hash, chain_hash) VALUES (?, ?, ?, ?, ?, ?)",
+                    (batch.batch_id, task_id, now, *_INVALID_TASKS.link(db, batch.batch_id,
+                                                                        task_id, text)),
+                )  # fmt: skip
         return added
 
     def _with_added(self, batch: BatchInfo) -> BatchInfo:
@@ -1189,10 +1273,13 @@ class RunStore:
                 validator_revision=validator_revision,
                 first_seq=first_seq,
             )
+            text = session.stored()
             db.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?, ?)",
-                (batch_id, session.number, now.isoformat(), session.stored()),
-            )
+                "INSERT INTO sessions (batch_id, number, created_at, record, seq, record_hash, "
+                "chain_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (batch_id, session.number, now.isoformat(), text,
+                 *_SESSIONS.link(db, batch_id, session.number, text)),
+            )  # fmt: skip
         return session
 
     def run_sessions(self, batch_id: str) -> dict[str, int]:
@@ -1255,6 +1342,7 @@ class RunStore:
             )
         )
         invalid_last = self._invalid_last_tries()
+        sessions = self._session_summaries()
         now = datetime.now(UTC)
         return [
             _summary(
@@ -1263,9 +1351,25 @@ class RunStore:
                 sum(n for retry, n in invalid_last.get(b.batch_id, []) if retry < b.max_retries),
                 self.lease(b.batch_id),
                 now,
-            )
+            ).model_copy(update=sessions.get(b.batch_id, {}))
             for b in self.batches()
         ]
+
+    def _session_summaries(self) -> dict[str, dict[str, Any]]:
+        """Per batch with sessions recorded, its resumes and executors (:class:`BatchSummary`)."""
+        if "record" not in _table_columns(self._db, "sessions"):  # read-only, from before
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        for batch_id, number, executor in self._query(
+            "SELECT batch_id, number, json_extract(record, '$.executor') FROM sessions "
+            "WHERE json_valid(record) ORDER BY batch_id, number",
+            (),
+        ):
+            summary = found.setdefault(batch_id, {"executors": []})
+            summary["resumes"] = int(number) - 1
+            if executor not in summary["executors"]:
+                summary["executors"].append(str(executor))
+        return found
 
     def _invalid_last_tries(self) -> dict[str, list[tuple[int, int]]]:
         """Per batch, (retry, attempts) of the attempts whose last try is invalid: those with
@@ -1369,6 +1473,15 @@ class RunStore:
             ).fetchone()
         else:
             runs, last = stored, db.execute("SELECT MAX(rowid) FROM runs").fetchone()[0]
+        sides = [
+            db.execute(
+                f"SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM {side.table} WHERE batch_id = ?",
+                (batch_id,),
+            ).fetchone()
+            if _table_columns(db, side.table)  # not in a read-only store from before it
+            else (0, 0)
+            for side in _SIDES
+        ]
         return SealState(
             length=int(chain[0]) if chain else 0,
             head=str(chain[1]) if chain else None,
@@ -1377,6 +1490,7 @@ class RunStore:
             batch_hash=_content_hash(batch[0]) if batch else None,
             edits=int(edits[0]) if edits else 0,
             schema_version=db.execute("PRAGMA schema_version").fetchone()[0],
+            sides=[(int(n), int(last)) for n, last in sides],
         )
 
     def read_seal(self, batch_id: str) -> tuple[str, bytes] | None:
@@ -1391,8 +1505,13 @@ class RunStore:
             raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
 
     def write_seal(self, batch_id: str, record: str, outcomes: bytes) -> None:
-        """Keep a seal (a cache of a full check); a read-only store keeps none."""
+        """Keep a seal (a cache of a full check); a read-only store keeps none. Inside a
+        :meth:`snapshot` it is written when the snapshot ends (a read transaction cannot
+        write); it pins the snapshot's state, so rows stored meanwhile make it not hold."""
         if self.read_only:
+            return
+        if self._db.in_transaction:
+            self._pending_seals.append((batch_id, record, outcomes))
             return
         with self._transaction() as db:
             db.execute(_INSERT_SEAL, (batch_id, datetime.now(UTC).isoformat(), record, outcomes))
@@ -1401,7 +1520,9 @@ class RunStore:
     def snapshot(self) -> Iterator[None]:
         """Reads inside see one state of the store (a read transaction: WAL snapshot
         isolation), whatever other processes commit meanwhile. Inside another snapshot, it is
-        that one."""
+        that one. A reading command reads all it shows in one (``report``: the batch, its
+        check, its outcome columns and its runs), so its views agree while another process
+        is still storing tries."""
         if self._db.in_transaction:
             yield
             return
@@ -1418,6 +1539,9 @@ class RunStore:
             # the error that ended the block.
             with suppress(sqlite3.Error):
                 self._db.execute("ROLLBACK")
+        pending, self._pending_seals = self._pending_seals, []
+        for seal in pending:
+            self.write_seal(*seal)
 
     def outcome_rows(self, batch_id: str) -> list[list[Any]]:
         """Every try of a batch as ``[task_id, attempt, retry, terminal_reason, success, cost,
@@ -1481,16 +1605,20 @@ class RunStore:
                 )
             )
         checker = _ChainCheck(batch_id, chain_genesis(batch_id, batch_hash))
+        hashed_from = self._hashed_from("runs", "rowid", batch_hash)
         in_rows: list[Problem] = []
         records = legacy = artifacts = 0
-        for run_id, seq, record, content, hashes, chain, moved in self._stream(
-            "SELECT run_id, seq, CAST(record AS BLOB), record_hash, artifact_hashes, chain_hash, "
-            f"{_COLUMNS_DIFFER} FROM runs WHERE batch_id = ? ORDER BY seq, rowid",
+        for rowid, run_id, seq, record, content, hashes, chain, moved in self._stream(
+            "SELECT rowid, run_id, seq, CAST(record AS BLOB), record_hash, artifact_hashes, "
+            f"chain_hash, {_COLUMNS_DIFFER} FROM runs WHERE batch_id = ? ORDER BY seq, rowid",
             (batch_id,),
         ):
             records += 1
             if content is None:
-                legacy += 1
+                if rowid < hashed_from:
+                    legacy += 1
+                else:
+                    in_rows.append(_unhashed(batch_id, run_id, "record"))
                 continue
             named = []
             if not checker.fast(run_id, seq, content, hashes, chain):
@@ -1510,6 +1638,8 @@ class RunStore:
         head = self._query("SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,))
         found += in_rows + checker.end(head[0] if head else None) + self._copies(batch_id)
         found += self._label_problems(batch_id, batch_hash)
+        for side in _SIDES:
+            found += self._side_problems(side, batch_id, batch_hash)
         return Verification(
             batch_id=batch_id,
             records=records,
@@ -1517,6 +1647,20 @@ class RunStore:
             problems=found,
             chain_head=str(head[0][1]) if head else None,
         )
+
+    def _hashed_from(self, table: str, rowid: str, batch_hash: str | None) -> float:
+        """The *rowid* from which every row in *table* carries its hashes, so that one without
+        is no row written before they were, but added by hand (altered): the table's first
+        hashed row (every row stored since the store was migrated is hashed; infinity before
+        any), and for runs any row of a batch stored under format 2 (its record hashed: run
+        hashes came with batch hashes; labels were hashed later)."""
+        if batch_hash is not None and table == "runs":
+            return float("-inf")
+        first = self._query(
+            f"SELECT {rowid} FROM {table} WHERE record_hash IS NOT NULL ORDER BY {rowid} LIMIT 1",
+            (),
+        )
+        return float(first[0][0]) if first else float("inf")
 
     def hand_edits(self) -> int:
         """How many UPDATE or DELETE of a run or batch row the ``edits`` log holds: groundstate
@@ -1552,16 +1696,21 @@ class RunStore:
             noun="labels row",
             missing="labels_missing",
             broken="labels_altered",
+            heads="label_chains",
         )
+        hashed_from = self._hashed_from("labels", "id", batch_hash)
         found: list[Problem] = []
         legacy = 0
-        for run_id, annotator, adjudicated, seq, text, content, chain in self._stream(
-            "SELECT run_id, annotator, adjudicated, seq, record, record_hash, chain_hash "
+        for row_id, run_id, annotator, adjudicated, seq, text, content, chain in self._stream(
+            "SELECT id, run_id, annotator, adjudicated, seq, record, record_hash, chain_hash "
             "FROM labels WHERE batch_id = ? ORDER BY seq, id",
             (batch_id,),
         ):
             if content is None:
-                legacy += 1
+                if row_id < hashed_from:
+                    legacy += 1
+                else:
+                    found.append(_unhashed(batch_id, run_id, "labels row", "labels_altered"))
                 continue
             found += checker.row(run_id, seq, content, "", chain)
             columns = {"batch_id": batch_id, "run_id": run_id, "annotator": annotator}
@@ -1569,6 +1718,45 @@ class RunStore:
         head = self._query("SELECT length, head FROM label_chains WHERE batch_id = ?", (batch_id,))
         if legacy:
             found.append(_unverifiable(batch_id, legacy, "labels rows"))
+        return found + checker.end(head[0] if head else None)
+
+    def _side_problems(self, side: _Side, batch_id: str, batch_hash: str | None) -> list[Problem]:
+        """A batch's chain in a side table (sessions, tasks named invalid by resumes): each row
+        against its hash, the links (which hold its key column) and the head. A store opened
+        read-only from before these rows were hashed cannot be checked: they are unverifiable."""
+        columns = _table_columns(self._db, side.table)
+        if "record_hash" not in columns:
+            count = self._query(
+                f"SELECT COUNT(*) FROM {side.table} WHERE batch_id = ?", (batch_id,)
+            )[0][0] if columns else 0  # fmt: skip
+            why = "recorded before they were hashed; the store hashes them where it can be written"
+            return [_unverifiable(batch_id, count, f"{side.table} rows", why)] if count else []
+        checker = _ChainCheck(
+            batch_id,
+            side.genesis(batch_id, batch_hash),
+            noun=side.noun,
+            missing=side.missing,
+            broken=side.broken,
+            heads=side.heads,
+        )
+        found: list[Problem] = []
+        for key, seq, text, content, chain in self._stream(
+            f"SELECT {side.key}, seq, {side.text}, record_hash, chain_hash FROM {side.table} "
+            "WHERE batch_id = ? ORDER BY seq, rowid",
+            (batch_id,),
+        ):
+            named: list[tuple[ProblemKind, str]] = []
+            if content is None:  # every row is hashed (old ones when the store migrated)
+                named.append((side.broken, "without hashes (added by hand)"))
+            else:
+                named += [
+                    (p.kind, p.detail) for p in checker.row(str(key), seq, content, "", chain)
+                ]
+                if _content_hash(text) != content:
+                    named.append((side.broken, "altered (no longer matches its hash)"))
+            what = f"{side.noun} {key!r}" if isinstance(key, str) else f"{side.noun} {key}"
+            found += [Problem(batch_id=batch_id, kind=k, detail=f"{what}: {d}") for k, d in named]
+        head = self._query(f"SELECT length, head FROM {side.heads} WHERE batch_id = ?", (batch_id,))
         return found + checker.end(head[0] if head else None)
 
     def _artifact_problems(
@@ -1609,8 +1797,9 @@ class _ChainCheck:
         noun: str = "record",
         missing: ProblemKind = "record_missing",
         broken: ProblemKind = "chain_broken",
+        heads: str = "chains",
     ) -> None:
-        self.batch_id = batch_id
+        self.batch_id, self.heads = batch_id, heads
         self.previous = genesis
         self.seq = 0
         self.noun, self.missing, self.broken = noun, missing, broken
@@ -1655,8 +1844,7 @@ class _ChainCheck:
         if head is None:
             if self.seq == 0:
                 return []
-            table = "chains" if self.noun == "record" else "label_chains"
-            return [self._missing(None, f"chain head missing (the {table} row was deleted)")]
+            return [self._missing(None, f"chain head missing (the {self.heads} row was deleted)")]
         length, last = int(head[0]), str(head[1])
         if length > self.seq:
             return [self._missing(None, f"{length - self.seq} {self.noun}(s) deleted at the end")]
@@ -1684,18 +1872,34 @@ def _columns_changed(batch_id: str, run_id: str) -> Problem:
     )
 
 
-def _unverifiable(batch_id: str, count: int, what: str) -> Problem:
+def _unhashed(
+    batch_id: str, run_id: str, noun: str, kind: ProblemKind = "record_altered"
+) -> Problem:
     return Problem(
         batch_id=batch_id,
-        kind="unverifiable",
-        detail=f"{count} {what} unverifiable (written before store format {STORE_FORMAT})",
+        run_id=run_id,
+        kind=kind,
+        detail=f"{noun} without hashes where every row is hashed (added by hand, not written "
+        f"before store format {STORE_FORMAT})",
+    )
+
+
+def _unverifiable(batch_id: str, count: int, what: str, why: str = "") -> Problem:
+    why = why or f"written before store format {STORE_FORMAT}"
+    return Problem(
+        batch_id=batch_id, kind="unverifiable", detail=f"{count} {what} unverifiable ({why})"
     )
 
 
 def _migrate(db: sqlite3.Connection) -> None:
-    """Add the format-2 columns to a store made before them; old rows stay as they are."""
+    """Add the format-2 columns to a store made before them; old rows stay as they are, but
+    for the side tables' (:func:`_hash_old_rows`)."""
+    sides = {side.table: side for side in _SIDES}
     for table, columns in _MIGRATIONS.items():
-        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        have = _table_columns(db, table)
+        if table in sides and not have >= {c.split()[0] for c in columns}:
+            _hash_old_rows(db, sides[table])
+            continue
         for column in columns:
             if column.split()[0] not in have:
                 try:
@@ -1703,6 +1907,40 @@ def _migrate(db: sqlite3.Connection) -> None:
                 except sqlite3.OperationalError as exc:  # another process migrated first
                     if "duplicate column" not in str(exc):
                         raise
+
+
+def _table_columns(db: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def _hash_old_rows(db: sqlite3.Connection, side: _Side) -> None:
+    """Give a side table its hash columns, and its rows recorded before them (a store of the
+    thirteenth round: sessions were new, and neither they nor the tasks named invalid by
+    resumes were hashed) their hashes and chain as they stand, in one transaction: from then
+    on every row is hashed, so one without hashes was added by hand (never "unverifiable").
+    The fill is no hand edit: the update trigger is left out while it runs."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        have = _table_columns(db, side.table)  # again: another process may have done it
+        for column in _MIGRATIONS[side.table]:
+            if column.split()[0] not in have:
+                db.execute(f"ALTER TABLE {side.table} ADD COLUMN {column}")
+        trigger = side.trigger.split()[5]  # CREATE TRIGGER IF NOT EXISTS <name> ...
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        old = db.execute(
+            f"SELECT rowid, batch_id, {side.key}, {side.text} FROM {side.table} "
+            "WHERE record_hash IS NULL ORDER BY batch_id, rowid"
+        ).fetchall()
+        for rowid, batch_id, key, text in old:
+            db.execute(
+                f"UPDATE {side.table} SET seq = ?, record_hash = ?, chain_hash = ? WHERE rowid = ?",
+                (*side.link(db, batch_id, key, text), rowid),
+            )
+        db.execute(side.trigger)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
 
 
 def _with_invalid(batch: BatchInfo, added: Iterable[str]) -> BatchInfo:
@@ -1715,7 +1953,11 @@ def _with_invalid(batch: BatchInfo, added: Iterable[str]) -> BatchInfo:
 
 _OPTIONAL = {"invalid_tasks_added.batch_id", "invalid_tasks_added.task_id",
              "invalid_tasks_added.created_at", "sessions.batch_id", "sessions.number",
-             "sessions.created_at", "sessions.record"}  # fmt: skip
+             "sessions.created_at", "sessions.record", "sessions.seq", "sessions.record_hash",
+             "sessions.chain_hash", "session_chains.batch_id", "session_chains.length",
+             "session_chains.head", "invalid_tasks_added.seq", "invalid_tasks_added.record_hash",
+             "invalid_tasks_added.chain_hash", "invalid_task_chains.batch_id",
+             "invalid_task_chains.length", "invalid_task_chains.head"}  # fmt: skip
 """Columns a store made before them is read without (a read-only one cannot gain them):
 without those tables, no resume added an invalid task, and no session was recorded."""
 

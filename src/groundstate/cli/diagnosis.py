@@ -45,7 +45,8 @@ def _read_batches(
     from groundstate.store import RunStore
 
     read = []
-    with RunStore(store, create=False) as run_store:
+    # one snapshot: the runs read are those verified, while another process runs the batch
+    with RunStore(store, create=False) as run_store, run_store.snapshot():
         for batch_id in batch_ids:
             batch = _verified_batch(run_store, batch_id)
             read.append((batch, run_store.runs(batch.batch_id)))

@@ -145,7 +145,8 @@ def export_command(
     from groundstate.exports import export_batch
     from groundstate.store import RunStore
 
-    with RunStore(store, create=False) as run_store:
+    # one snapshot: what is verified is what is written, while another process runs the batch
+    with RunStore(store, create=False) as run_store, run_store.snapshot():
         batch = run_store.batch(batch_id)
         if warn(run_store.verify(batch.batch_id)):
             click.echo(

@@ -347,11 +347,12 @@ def report(
     from groundstate.store import RunStore
 
     gates = [parse_gate(text) for text in fail_under]
-    with RunStore(store, create=False) as run_store:
+    with RunStore(store, create=False) as run_store, run_store.snapshot():
         batch = run_store.batch(batch_id)
         # The numbers come from the records' outcome fields alone (sealed after a full check
         # that found nothing: groundstate/seal.py); whole records are parsed only for what
-        # shows runs (the task table, the HTML).
+        # shows runs (the task table, the HTML). One snapshot: a batch still being run is
+        # shown as it stood at one commit in every view.
         check, outcomes = verified_outcomes(run_store, batch.batch_id)
         altered = warn(check)
         table = _nonempty(batch, outcomes, store)
@@ -476,11 +477,22 @@ def _nonempty(batch: BatchInfo, runs: _Stored, store: Path) -> _Stored:
     from groundstate.errors import GroundstateError
 
     if not runs:
-        raise GroundstateError(
-            f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
-            f"was stored; complete it with `{resume_command(batch, store)}`"
-        )
+        raise GroundstateError(no_runs_text(batch, store))
     return runs
+
+
+def no_runs_text(batch: BatchInfo, store: Path) -> str:
+    """Why *batch* has no stored run, and what to do: resume it, or (a live process is
+    running it: a resume would be refused) wait for its first try."""
+    if batch.running:
+        return (
+            f"batch {batch.batch_id} has no stored runs yet: it is being run by "
+            f"{batch.running}; read it again once its first attempt is stored"
+        )
+    return (
+        f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
+        f"was stored; complete it with `{resume_command(batch, store)}`"
+    )
 
 
 def resume_command(batch: BatchInfo, store: Path) -> str:
@@ -689,7 +701,7 @@ def compare_command(
     from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
-    with RunStore(store, create=False) as run_store:
+    with RunStore(store, create=False) as run_store, run_store.snapshot():
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         (check_a, a_table), (check_b, b_table) = (
             verified_outcomes(run_store, x.batch_id) for x in (a, b)

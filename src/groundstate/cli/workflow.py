@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from groundstate.cli import STORE_OPTION, console, main
-from groundstate.cli.runs import resume_command
+from groundstate.cli.runs import no_runs_text
 from groundstate.errors import GroundstateError
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
@@ -63,6 +63,7 @@ def _batches_table(found: list[BatchSummary]) -> Table:
     table.add_column("system", no_wrap=True)
     table.add_column("attempts", justify="right", no_wrap=True)
     table.add_column("status", no_wrap=True)
+    table.add_column("sessions", no_wrap=True)
     for b in found:
         table.add_row(
             b.batch_id,
@@ -71,8 +72,20 @@ def _batches_table(found: list[BatchSummary]) -> Table:
             b.system_spec_hash[:12],
             f"{b.attempts_stored}/{b.attempts_expected}",
             b.status + (f" ({b.reruns_pending} reruns due)" if b.reruns_pending else ""),
+            _sessions_cell(b),
         )
     return table
+
+
+def _sessions_cell(summary: BatchSummary) -> str:
+    """How the batch ran, as ``report``'s RESUMED line counts it: ``resumed N times`` and
+    the executors when more than one; ``-`` when no session was recorded."""
+    if summary.resumes is None:
+        return "-"
+    n = summary.resumes
+    ran = "not resumed" if not n else f"resumed {n} time{'s' if n > 1 else ''}"
+    several = len(summary.executors) > 1
+    return ran + (f" (on {', '.join(summary.executors)})" if several else "")
 
 
 @main.command("runs")
@@ -104,7 +117,7 @@ def runs_command(
     from groundstate.store import RunStore
 
     _check_reason(reason)
-    with RunStore(store, create=False) as run_store:
+    with RunStore(store, create=False) as run_store, run_store.snapshot():
         batch = run_store.batch(batch_id)
         stored = run_store.runs(batch.batch_id)
         sessions = run_store.run_sessions(batch.batch_id)
@@ -115,10 +128,7 @@ def runs_command(
         click.echo(json.dumps({"batch_id": batch.batch_id, "runs": rows}, indent=2))
         return
     if not stored:
-        click.echo(
-            f"batch {batch.batch_id} has no stored runs: it stopped before its first attempt "
-            f"was stored; complete it with `{resume_command(batch, store)}`"
-        )
+        click.echo(no_runs_text(batch, store))
         return
     if not rows:
         click.echo(f"batch {batch.batch_id}: no run matches ({len(stored)} stored)")
