@@ -3,17 +3,21 @@ a proof depends on, and environments keep what their state says."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
 from groundstate.environments.workspace import WorkspaceEnvironment
 from groundstate.spec.suite import Suite, load_suite
-from groundstate.validation import validation_key
+from groundstate.validation import packages, validation_key
 
 TESTS = Path(__file__).parent
 WORKSPACE_MINI = TESTS / "suites" / "workspace_mini"
+BANK = TESTS / "suites" / "bank"
 CLOCK = datetime(2026, 1, 15, 9, 30)
 
 
@@ -83,3 +87,60 @@ def test_a_fixture_repository_committed_anew_proves_the_task_again(tmp_path: Pat
     subprocess.run([*git, "commit", "-qam", "fixed"], check=True)
     assert _initial_hash(load_suite(root)) != state
     assert _key(root) != before
+
+
+# --- the cache key of code the suite imports from outside it ---------------------------------
+
+
+def _bank_importing(tmp_path: Path, name: str) -> Path:
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root, ignore=shutil.ignore_patterns("__pycache__"))
+    with (root / "tools.py").open("a") as handle:
+        handle.write(f"\n\ndef _limit() -> int:\n    import {name}\n\n    return 1\n")
+    return root
+
+
+def _bank_key(root: Path) -> str:
+    suite = load_suite(root)
+    return validation_key(suite, suite.tasks["transfer"])
+
+
+def test_application_code_the_tools_import_proves_the_tasks_again_when_edited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A module on sys.path that no distribution provides (the application a suite's tools
+    wrap) was keyed as ``None``: editing its refund logic kept the proof of the old one."""
+    app = tmp_path / "app"
+    (app / "gsround14app").mkdir(parents=True)
+    logic = app / "gsround14app" / "refunds.py"
+    (app / "gsround14app" / "__init__.py").write_text("")
+    logic.write_text("def refund(amount):\n    return amount\n")
+    monkeypatch.syspath_prepend(str(app))
+    root = _bank_importing(tmp_path, "gsround14app")
+    before = _bank_key(root)
+    assert _bank_key(root) == before
+    logic.write_text("def refund(amount):\n    return amount * 2\n")
+    assert _bank_key(root) != before
+    assert packages.distribution_versions([root / "tools.py"])["module:gsround14app"]
+
+
+def test_an_editable_distribution_the_tools_import_is_keyed_by_its_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An editable install keeps one version while its working copy changes."""
+    site, work = tmp_path / "site", tmp_path / "work"
+    (work / "gsround14edit").mkdir(parents=True)
+    code = work / "gsround14edit" / "__init__.py"
+    code.write_text("RATE = 1\n")
+    info = site / "gsround14edit-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: gsround14edit\nVersion: 1.0\n")
+    url = {"url": work.as_uri(), "dir_info": {"editable": True}}
+    (info / "direct_url.json").write_text(json.dumps(url))
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.syspath_prepend(str(work))
+    root = _bank_importing(tmp_path, "gsround14edit")
+    before = _bank_key(root)
+    code.write_text("RATE = 2\n")
+    assert _bank_key(root) != before
+    assert packages.distribution_versions([root / "tools.py"])["gsround14edit"] == "1.0"
