@@ -13,7 +13,8 @@ import pytest
 
 from groundstate.environments.workspace import WorkspaceEnvironment
 from groundstate.spec.suite import Suite, load_suite
-from groundstate.validation import packages, validation_key
+from groundstate.validation import check_lock, lock_suite, packages, validation_key
+from groundstate.validation.lock import lock_data
 
 TESTS = Path(__file__).parent
 WORKSPACE_MINI = TESTS / "suites" / "workspace_mini"
@@ -144,3 +145,34 @@ def test_an_editable_distribution_the_tools_import_is_keyed_by_its_code(
     code.write_text("RATE = 2\n")
     assert _bank_key(root) != before
     assert packages.distribution_versions([root / "tools.py"])["gsround14edit"] == "1.0"
+
+
+# --- the lock of a folder fixture -------------------------------------------------------------
+
+
+def test_a_locked_workspace_fixture_edited_where_the_file_table_cannot_see_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A folder fixture's lock entry was ``sha256: null`` (no suite file has the folder's
+    name), and the suite's file table leaves out hidden files, modes and links: a
+    ``.gitignore`` edited (which decides which new files are state) or a script made
+    executable ran ``--locked`` as the suite that was proven."""
+    root = _workspace_suite(tmp_path)
+    (root / "repo" / ".gitignore").write_text("build/\n")
+    lock_suite(load_suite(root))
+    assert check_lock(load_suite(root)) == []
+    (root / "repo" / ".gitignore").write_text("build/\n*.txt\n")
+    assert check_lock(load_suite(root)) == ["task fix-add: fixture repo changed"]
+    (root / "repo" / ".gitignore").write_text("build/\n")
+    (root / "repo" / "tests" / "check_calc.py").chmod(0o755)
+    assert check_lock(load_suite(root)) == ["task fix-add: fixture repo changed"]
+
+
+def test_a_locked_sqlite_fixture_keeps_its_entry(tmp_path: Path) -> None:
+    """A file fixture's entry is its sha256, as the suite's file table has it: locks written
+    before stay valid."""
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root, ignore=shutil.ignore_patterns("__pycache__"))
+    suite = load_suite(root)
+    entry = lock_data(suite)["tasks"]["transfer"]["fixture"]
+    assert entry["sha256"] == suite.files[entry["path"]]
