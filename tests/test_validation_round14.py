@@ -13,12 +13,20 @@ import pytest
 
 from groundstate.environments.workspace import WorkspaceEnvironment
 from groundstate.spec.suite import Suite, load_suite
-from groundstate.validation import check_lock, lock_suite, packages, validation_key
+from groundstate.validation import (
+    check_lock,
+    lock_suite,
+    packages,
+    regress,
+    validate_task,
+    validation_key,
+)
 from groundstate.validation.lock import lock_data
+
+from .test_validation import _stored_run, add_checks, bank_copy, verified_transfer_to_c
 
 TESTS = Path(__file__).parent
 WORKSPACE_MINI = TESTS / "suites" / "workspace_mini"
-BANK = TESTS / "suites" / "bank"
 CLOCK = datetime(2026, 1, 15, 9, 30)
 
 
@@ -94,8 +102,7 @@ def test_a_fixture_repository_committed_anew_proves_the_task_again(tmp_path: Pat
 
 
 def _bank_importing(tmp_path: Path, name: str) -> Path:
-    root = tmp_path / "bank"
-    shutil.copytree(BANK, root, ignore=shutil.ignore_patterns("__pycache__"))
+    root = bank_copy(tmp_path)
     with (root / "tools.py").open("a") as handle:
         handle.write(f"\n\ndef _limit() -> int:\n    import {name}\n\n    return 1\n")
     return root
@@ -171,8 +178,32 @@ def test_a_locked_workspace_fixture_edited_where_the_file_table_cannot_see_is_re
 def test_a_locked_sqlite_fixture_keeps_its_entry(tmp_path: Path) -> None:
     """A file fixture's entry is its sha256, as the suite's file table has it: locks written
     before stay valid."""
-    root = tmp_path / "bank"
-    shutil.copytree(BANK, root, ignore=shutil.ignore_patterns("__pycache__"))
-    suite = load_suite(root)
+    suite = load_suite(bank_copy(tmp_path))
     entry = lock_data(suite)["tasks"]["transfer"]["fixture"]
     assert entry["sha256"] == suite.files[entry["path"]]
+
+
+# --- regression cases ------------------------------------------------------------------------
+
+
+def test_a_regression_case_takes_the_modules_its_tools_and_checks_import(
+    tmp_path: Path,
+) -> None:
+    """Regressed into another suite, a task whose tools and checks import helper modules of
+    their own got the files named in suite.yaml and the task only: the new suite did not load
+    ("No module named 'fees'"), and the run could not become a case."""
+    root = bank_copy(tmp_path)
+    (root / "limits").mkdir()
+    (root / "limits" / "__init__.py").write_text("from limits.values import MAX\n")
+    (root / "limits" / "values.py").write_text("MAX = 1000\n")
+    (root / "fees.py").write_text("FEE = 0\n")
+    add_checks(root, "from limits import MAX\n")
+    with (root / "tools.py").open("a") as handle:
+        handle.write("\nfrom fees import FEE\n")
+    suite = load_suite(root)
+    run = _stored_run(tmp_path, suite, verified_transfer_to_c)
+    target = tmp_path / "regressions"
+    case = regress(run, suite, into=target)
+    for name in ("fees.py", "limits/__init__.py", "limits/values.py"):
+        assert (target / name).read_bytes() == (root / name).read_bytes(), name
+    assert validate_task(load_suite(target), case.stem).valid
