@@ -8,9 +8,11 @@ import shutil
 import subprocess
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.workspace import WorkspaceEnvironment
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.validation import (
@@ -23,6 +25,8 @@ from groundstate.validation import (
 )
 from groundstate.validation.lock import lock_data
 
+from .conftest import EditTask
+from .test_envs_round12 import _matches_direct_read
 from .test_validation import _stored_run, add_checks, bank_copy, verified_transfer_to_c
 
 TESTS = Path(__file__).parent
@@ -207,3 +211,61 @@ def test_a_regression_case_takes_the_modules_its_tools_and_checks_import(
     for name in ("fees.py", "limits/__init__.py", "limits/values.py"):
         assert (target / name).read_bytes() == (root / name).read_bytes(), name
     assert validate_task(load_suite(target), case.stem).valid
+
+
+# --- a table the oracle changes that no assertion reads ---------------------------------------
+
+
+def _only_balances(task: dict[str, Any]) -> None:
+    task["outcome_assertions"] = [
+        a for a in task["outcome_assertions"] if a["id"] != ("exactly-one-transfer")
+    ]
+
+
+def test_a_table_the_oracle_changes_and_no_assertion_reads_is_a_grader_gap(
+    edited_bank: EditTask,
+) -> None:
+    """One transfer call changes accounts and adds a transfers row. With only the balances
+    checked, leaving the call out fails the task, so every step mattered; yet an agent that
+    moved the balances by another route, recording no transfer, passed. The oracle's final
+    state with transfers put back as it was now passes: a gap, named by its table."""
+    suite = edited_bank(_only_balances)
+    sensitivity = validate_task(suite, "transfer").check("grader_sensitivity")
+    assert not sensitivity.passed
+    assert "grader gap: oracle changes transfers, yet its final state passes with transfers" in (
+        sensitivity.detail
+    )
+    assert "changes accounts" not in sensitivity.detail  # the balances read that one
+
+
+def test_a_task_checking_every_table_it_changes_says_so(edited_bank: EditTask) -> None:
+    sensitivity = validate_task(edited_bank(lambda task: None), "transfer").check(
+        "grader_sensitivity"
+    )
+    assert sensitivity.passed, sensitivity.detail
+    assert "with transfers as it was: exactly-one-transfer fail" in sensitivity.detail
+
+
+def test_restoring_one_table_leaves_the_others_and_the_hash_reads_the_file(
+    tmp_path: Path,
+) -> None:
+    fixture = tmp_path / "f.sql"
+    fixture.write_text(
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, v, twice AS (v * 2));\n"
+        "CREATE TABLE b (x);\n"
+        "INSERT INTO a (id, v) VALUES (1, 10), (2, 20);\n"
+        "INSERT INTO b VALUES ('kept');\n"
+    )
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        initial = env.reset()
+        with env.tool_transaction():
+            env.agent_db.execute("UPDATE a SET v = 11 WHERE id = 1")
+            env.agent_db.execute("DELETE FROM a WHERE id = 2")
+            env.agent_db.execute("INSERT INTO a (id, v) VALUES (3, 30)")
+            env.agent_db.execute("UPDATE b SET x = 'changed'")
+        env.restore_collection("a")
+        assert set(env.diff_from_initial().tables) == {"b"}
+        _matches_direct_read(env)
+        env.restore_collection("b")
+        assert env.state_hash() == initial
+        assert env.reset() == initial
