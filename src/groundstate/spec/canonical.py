@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -70,15 +73,39 @@ _NOT_CONTENT = {".git", "__pycache__"}
 
 
 def hash_path(path: Path) -> str:
-    """A fixture's hash: a file's content, or a folder's files (relative path -> content
-    hash, ``.git`` and caches left out)."""
+    """A fixture's hash: a file's content, or a folder's files as a workspace holds them
+    (relative path -> content hash, ``.git`` and caches left out; an executable file with its
+    mode, a link by the name it leads to, not what it reads), and for a folder with its own
+    ``.git``, the commit its ``HEAD`` names, which is what a workspace takes of it.
+
+    A folder's files were hashed by content alone: a file made executable, a link led to
+    another file of the same bytes (or one leading nowhere) and a commit of what the work tree
+    held already each changed the state a workspace builds, not the hash, so a task proven
+    before them was read back from the cache as proven after."""
     if not path.is_dir():
         return hash_file(path)
-    files = {
-        str(file.relative_to(path)): hash_file(file)
-        for file in sorted(path.rglob("*"))
-        if file.is_file()
-        and not _NOT_CONTENT & set(file.relative_to(path).parts)
-        and file.suffix != ".pyc"
-    }
+    files: dict[str, Any] = {}
+    for file in sorted(path.rglob("*")):
+        if _NOT_CONTENT & set(file.relative_to(path).parts) or file.suffix == ".pyc":
+            continue
+        name = str(file.relative_to(path))
+        if file.is_symlink():
+            files[name] = {"link": os.fsencode(os.readlink(file)).hex()}
+        elif file.is_file():
+            digest = hash_file(file)
+            files[name] = [digest, "100755"] if file.stat().st_mode & stat.S_IXUSR else digest
+    if (path / ".git").exists():
+        return hash_value({"files": files, "head": _git_head(path)})
     return hash_value(files)
+
+
+def _git_head(repository: Path) -> str:
+    """The commit *repository*'s ``HEAD`` names, or why git could not say (itself a value
+    that changes when what it says changes)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repository), "rev-parse", "HEAD"], capture_output=True, check=False
+        )
+    except OSError as exc:
+        return f"no git: {exc}"
+    return (done.stdout or done.stderr).decode("utf-8", "replace").strip()

@@ -16,8 +16,9 @@ reference chapter asks of a task, with evidence:
     fail? A task whose correct outcome is "no change" must say
     so and show instead that a harmful change fails.
 ``grader_sensitivity``
-    Does the task fail when any state-changing step of the oracle is left out? If not, some
-    change the oracle makes is checked by no assertion: a grader gap.
+    Does the task fail when any state-changing step of the oracle is left out, and when any
+    table the oracle changed is put back as it was in its final state? If not, some change the
+    oracle makes is checked by no assertion: a grader gap.
 ``grader_determinism``
     Does grading the final state of each oracle and alternative several times give the same
     verdict (the second and third time with chance near its lowest, then its highest values and
@@ -48,8 +49,14 @@ from __future__ import annotations
 import itertools
 import shutil
 import tempfile
-from collections.abc import Callable
-from contextlib import AbstractContextManager, ExitStack, closing, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import (
+    AbstractContextManager,
+    ExitStack,
+    closing,
+    contextmanager,
+    nullcontext,
+)
 from pathlib import Path
 
 from groundstate.agents.base import Session
@@ -70,6 +77,7 @@ from groundstate.validation.mutation import NothingToMutate, judge, mutation_tes
 from groundstate.validation.probes import explain, mutate_like_an_agent, observe
 from groundstate.validation.replay import (
     SEED,
+    Around,
     Proof,
     describe_run,
     result_line,
@@ -457,6 +465,8 @@ def check_grader_sensitivity(proof: Proof) -> Finding:
         for index, event in state_changing_steps(solution, run):
             is_problem, text = _leave_out(proof, name, solution, index, event)
             (problems if is_problem else notes).append(text)
+        for is_problem, text in _restore_each_table(proof, name, solution, run):
+            (problems if is_problem else notes).append(text)
     if problems:
         return False, "; ".join(problems)
     if not notes:
@@ -485,6 +495,58 @@ def _leave_out(
     if not without.valid:
         return True, f"without {step} the replay gets no verdict: {describe_run(without)}"
     return False, f"without {step}: {without.terminal_reason}"
+
+
+def _restore_each_table(
+    proof: Proof, name: str, solution: Solution, run: AgentRun
+) -> list[tuple[bool, str]]:
+    """Grade the oracle's final state with each table it changed put back as it was, the
+    others left as the oracle left them: (is it a problem, what happened) per table.
+
+    Leaving out a step leaves out every table it changes: a ``refund`` call that marks the
+    order and adds the refund's row fails without it when one of the two is checked, and the
+    other may be checked by nothing (an agent reaching the order's mark by another tool, with
+    no refund made, passes). A kind that cannot put one collection back (its environment has
+    no ``restore_collection``) is not probed so."""
+    written = {
+        table
+        for event in run.observation_action_log
+        if isinstance(event, ToolCallEvent)
+        for table in event.changed_tables
+    }
+    found = []
+    for table in sorted(written):
+        restored: list[str] = []
+        verdict = proof.regrade(solution.steps, 1, 0.0, _restoring(table, restored))[0]
+        if not restored or verdict.final_state_hash == run.final_state_hash:
+            continue  # the kind cannot, or the table ended as it began
+        failed = [r.id for r in verdict.assertions + verdict.constraints if not r.passed]
+        if not failed:
+            found.append(
+                (
+                    True,
+                    f"grader gap: {name} changes {table}, yet its final state passes with "
+                    f"{table} put back as it was (no assertion checks that table's change)",
+                )
+            )
+        else:
+            found.append((False, f"with {table} as it was: {', '.join(failed)} fail"))
+    return found
+
+
+def _restoring(table: str, restored: list[str]) -> Around:
+    """A grading's setting (see :meth:`Proof.regrade`) that first puts *table* back as the
+    initial state has it, where the kind can (then noted in *restored*)."""
+
+    @contextmanager
+    def around(_: int, env: Environment) -> Iterator[None]:
+        restore = getattr(env, "restore_collection", None)
+        if restore is not None:
+            restore(table)
+            restored.append(table)
+        yield
+
+    return around
 
 
 def check_grader_determinism(proof: Proof) -> Finding:

@@ -1,7 +1,8 @@
 """Suite locks: the hashes a suite had when it was proven, to refuse running a drifted copy.
 
 ``suite.lock`` (JSON) records the sha256 of every file of the suite and, per task, its file,
-fixture, solutions and grader revision. :func:`check_lock` names each task and file that
+fixture (a folder's as :func:`~groundstate.spec.canonical.hash_path` hashes it), solutions and
+grader revision. :func:`check_lock` names each task and file that
 changed, appeared or disappeared since, so a batch run ``--locked`` cannot silently measure a
 different suite from the one that was validated.
 """
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import GroundstateError, SpecError
+from groundstate.spec.canonical import hash_path
 from groundstate.spec.suite import Suite
 
 LOCK_FILE = "suite.lock"
@@ -92,11 +94,15 @@ def _task_entry(suite: Suite, task_id: str) -> dict[str, Any]:
     task = suite.tasks[task_id]
     task_file = f"tasks/{task_id}.yaml"
     # where suite.yaml's ``fixtures`` puts it: a fixture outside fixtures/ is still its task's
-    fixture = suite.fixture_path(task).relative_to(suite.root).as_posix()
+    path = suite.fixture_path(task)
+    fixture = path.relative_to(suite.root).as_posix()
     return {
         "task_revision": task.task_revision,
         "task_file": suite.files.get(task_file),
-        "fixture": {"path": fixture, "sha256": suite.files.get(fixture)},
+        # A file's sha256 (as the file table has it); a folder's hash as the validation key
+        # has it: its entry was null, and the file table leaves out what a workspace's state
+        # holds besides its visible files (a .gitignore, modes, links, a repository's HEAD).
+        "fixture": {"path": fixture, "sha256": hash_path(path)},
         "grader_revision": task.grader_revision,
         "solutions": dict(task.grader_test_manifest),
     }

@@ -26,6 +26,7 @@ import yaml
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import hash_path
+from groundstate.spec.code import code_files
 from groundstate.spec.files import YamlDumper, load_model
 from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import (
@@ -159,9 +160,19 @@ def _prepare_suite(suite: Suite, task: AgentTask, target: Path) -> None:
         _scaffold(suite, target)
     config = load_model(target / "suite.yaml", SuiteConfig)
     if suite.config.tools != config.tools or not config.tools.startswith(BUILTIN):
-        _same_file(suite.root / suite.config.tools, target / config.tools)
+        _same_code(suite.root / suite.config.tools, target / config.tools)
+    code = grader_code_files(task)
     for name in _needed_files(suite, task):
-        _same_file(suite.root / name, target / name)
+        (_same_code if name in code else _same_file)(suite.root / name, target / name)
+
+
+def _same_code(source: Path, copy: Path) -> None:
+    """:func:`_same_file` for a Python file and the sibling modules it imports, each beside
+    the copy as it is beside *source*: without them a suite whose tools or checks import a
+    helper module of theirs could not be regressed into another suite (it did not load)."""
+    _same_file(source, copy)
+    for sibling in code_files(source)[1:]:
+        _same_file(sibling, copy.parent / sibling.relative_to(source.parent))
 
 
 def _scaffold(suite: Suite, target: Path) -> None:

@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 14
+VALIDATOR_REVISION = 15
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -60,7 +60,9 @@ environment variable set and the network off for the suite's code, in time zones
 UTC-12, with the trace's times scaled, and replays with the tools imported anew; and the
 library's grading: a bare yes to several questions answers the last, the constraint language's
 no with a condition in other languages, a measure named with or without its space, messages
-read up to a bound, and arguments past a bound refused by the gateway)."""
+read up to a bound, and arguments past a bound refused by the gateway; 15:
+``grader_sensitivity`` grades the oracle's final state with each table it changed put back as
+it was, so a table whose change no assertion reads fails the task)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
