@@ -1,0 +1,140 @@
+"""Adversarial in-process agents, fourteenth round: stops, time limits and isolation.
+
+Process-wide state an agent changes is put back at its time limit as at its end (the umask,
+the locale and the root logger's handlers too).
+"""
+
+from __future__ import annotations
+
+import locale
+import logging
+import os
+import resource
+import threading
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from groundstate.agents.base import Session
+from groundstate.spec.suite import Suite
+from groundstate.testing import FunctionAgent, attempt
+
+from .conftest import BLOCK, EditTask
+from .test_inprocess_adversarial import _do_the_task
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
+def _settings() -> tuple[Any, ...]:
+    """The process-wide settings an agent could change for the harness and later attempts."""
+    environ = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}  # pytest's
+    return (
+        environ,
+        {kind: resource.getrlimit(kind) for kind in (resource.RLIMIT_NOFILE, resource.RLIMIT_CPU)},
+        list(warnings.filters),
+        _umask(),
+        locale.setlocale(locale.LC_ALL),
+        list(logging.root.handlers),
+        logging.root.level,
+        logging.root.manager.disable,
+    )
+
+
+@pytest.fixture
+def settings() -> Iterator[tuple[Any, ...]]:
+    """The settings as the test found them; put back after it, whatever the agent left."""
+    before = _settings()
+    yield before
+    environ, limits, filters, mask, where, handlers, level, disabled = before
+    os.environ.update(environ)
+    for name in set(os.environ) - {*environ, "PYTEST_CURRENT_TEST"}:
+        del os.environ[name]
+    for kind, limit in limits.items():
+        resource.setrlimit(kind, limit)
+    warnings.filters[:] = filters
+    os.umask(mask)
+    locale.setlocale(locale.LC_ALL, where)
+    logging.root.handlers[:] = handlers
+    logging.root.setLevel(level)
+    logging.disable(disabled)
+
+
+class _Blocking(logging.Handler):
+    """A handler that holds every thread that logs until *release* is set."""
+
+    def __init__(self, release: threading.Event) -> None:
+        super().__init__()
+        self.release = release
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.release.wait(BLOCK)
+
+
+def _change_settings(release: threading.Event) -> None:
+    os.umask(0o777)
+    locale.setlocale(locale.LC_ALL, "C")
+    logging.root.addHandler(_Blocking(release))
+    logging.root.setLevel(logging.DEBUG)
+    logging.disable(logging.NOTSET)
+
+
+def _change_everything(release: threading.Event) -> None:
+    os.environ["GROUNDSTATE_TMPDIR"] = os.devnull
+    os.environ["HTTPS_PROXY"] = "http://127.0.0.1:9"
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")), hard))
+    warnings.simplefilter("error")
+    _change_settings(release)
+
+
+def test_process_settings_an_agent_changed_are_put_back_at_its_time_limit(
+    edited_bank: EditTask, settings: tuple[Any, ...]
+) -> None:
+    """Settings were put back as the agent's run ended, by its own thread: one stopped at its
+    time limit (still blocked) kept its environment variables, lowered descriptor limit and
+    warning filters for its own grading (the initial state could not be opened: a
+    ``grader_failure``, an invalid attempt) and every later attempt (whose environment could
+    not be built), for as long as its thread ran. They are put back as it is given up."""
+    suite = edited_bank(lambda task: task.update(time_limit=0.5))
+    release = threading.Event()
+
+    async def changes_then_blocks(session: Session) -> str:
+        await _do_the_task(session)
+        _change_everything(release)
+        release.wait(BLOCK)
+        return "Done."
+
+    try:
+        run = attempt(suite, "transfer", FunctionAgent(changes_then_blocks)).run
+        assert _settings() == settings
+        assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+        assert attempt(suite, "transfer", FunctionAgent(_do_the_task)).run.success
+    finally:
+        release.set()
+
+
+def test_umask_locale_and_logging_an_agent_set_are_put_back(
+    bank: Suite, settings: tuple[Any, ...]
+) -> None:
+    """A umask of 0o777 made every file the harness created later unreadable to it (the next
+    environment's database: an invalid attempt); the C locale made text opened without an
+    encoding ASCII; a blocking handler on the root logger held every thread that logged
+    later (a check's HTTP client, a model adapter), the harness's included."""
+    release = threading.Event()
+
+    async def changes(session: Session) -> str:
+        _change_settings(release)
+        return await _do_the_task(session)
+
+    try:
+        assert attempt(bank, "transfer", FunctionAgent(changes)).run.success
+        assert _settings() == settings
+        assert attempt(bank, "transfer", FunctionAgent(_do_the_task)).run.success
+    finally:
+        release.set()
