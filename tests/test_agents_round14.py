@@ -10,6 +10,8 @@ import locale
 import logging
 import os
 import resource
+import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import Iterator
@@ -21,8 +23,9 @@ from groundstate.agents.base import Session
 from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import BLOCK, EditTask
+from .conftest import BANK, BLOCK, EditTask
 from .test_inprocess_adversarial import _do_the_task
+from .test_lifecycle_round13 import _source_path
 
 
 def _umask() -> int:
@@ -138,3 +141,38 @@ def test_umask_locale_and_logging_an_agent_set_are_put_back(
         assert attempt(bank, "transfer", FunctionAgent(_do_the_task)).run.success
     finally:
         release.set()
+
+
+# --- what a program using the Python API waits for as it exits -------------------------------
+
+LEAVES_THREADS = f"""
+import concurrent.futures, threading, time
+from groundstate.spec.suite import load_suite
+from groundstate.testing import FunctionAgent, attempt
+
+
+async def leaves_threads(session):
+    threading.Thread(target=time.sleep, args=({BLOCK},), name="left", daemon=False).start()
+    concurrent.futures.ThreadPoolExecutor(1, "own-pool").submit(time.sleep, {BLOCK})
+    return "Done."
+
+
+run = attempt(load_suite({str(BANK)!r}), "transfer", FunctionAgent(leaves_threads)).run
+print(run.terminal_reason)
+"""
+
+
+def test_a_program_using_the_api_ends_without_the_threads_an_agent_left() -> None:
+    """Only ``groundstate run`` ended without waiting for what an agent left (it ends with
+    ``os._exit``): a program running attempts through the Python API waited at its end for a
+    thread the agent started with ``daemon=False``, and for an executor of its own at work,
+    for as long as they ran. Such threads are now left out of the joins Python makes at exit."""
+    done = subprocess.run(
+        [sys.executable, "-c", LEAVES_THREADS],
+        capture_output=True,
+        text=True,
+        timeout=BLOCK - 30,  # the left threads sleep BLOCK seconds: waited for, this fails
+        env={**os.environ, "PYTHONPATH": _source_path()},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "agent_failure/incorrect_state"
