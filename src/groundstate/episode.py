@@ -416,10 +416,11 @@ class EpisodeSession:
         gateway, or emptied its task's assertions, and was graded a success.
 
         Nor does a failure of the environment or the user latched before the harness found
-        the agent's tampering (its code or constants rebound, its task changed, the state
-        written or locked behind the gateway): the failure may be the tampering's doing (a
-        harness constant swapped made every tool call crash), and kept, it made the
-        attempt invalid, rerun, rather than the agent's prohibited action."""
+        its code, constants or task changed (stage ``harness_code``): the failure may be
+        the tampering's doing (a harness constant swapped made every tool call crash), and
+        kept, it made the attempt invalid, rerun, rather than the agent's prohibited action.
+        (The probes for the state written or locked behind the gateway do not run after an
+        environment's failure.)"""
         with self._briefly_locked(wait):
             if self.stop is None or _gives_way(self.stop, stage):
                 self.stop = Stop(error, stage, self._steps, self._elapsed())
@@ -666,11 +667,7 @@ def _gives_way(stop: Stop, stage: str) -> bool:
     :meth:`EpisodeSession.latch`)."""
     if isinstance(stop.error, ConversationOver):
         return True
-    return isinstance(stop.error, EnvironmentFailure) and stage in _TAMPERING
-
-
-_TAMPERING = frozenset({REBOUND, OUTSIDE})
-"""The stages of the stops that find the agent tampering with the harness or the state."""
+    return isinstance(stop.error, EnvironmentFailure) and stage == REBOUND
 
 
 def _check_headroom() -> None:
