@@ -5,8 +5,9 @@ attempt is graded (see :func:`groundstate.episode.run_attempt`).
 
 Python cannot keep code in one interpreter from rebinding another's names; it can notice
 afterwards. :data:`HARNESS` holds, from before the first user file (agent, tools, checks)
-is imported, the functions and classes of the :data:`WATCHED` modules and
-the methods and properties of groundstate's own classes. A module first imported later is
+is imported, the functions and classes of the :data:`WATCHED` modules, and the constants
+(frozen values named in capitals: the SQLite authorizer's tables, the episode's limits) and
+the classes' methods and properties of groundstate's own. A module first imported later is
 taken in when next seen (:meth:`Bindings.refresh`, before a user file is imported and at
 each attempt's start): its import is no change, so a module an agent imports and patches
 before that is not caught. Audit hooks, which cannot be taken out, are refused once an
@@ -16,11 +17,13 @@ in-process agent has run (:func:`refuse_audit_hooks`).
 from __future__ import annotations
 
 import builtins
+import re
 import sys
 import threading
 from collections.abc import Iterable
+from contextvars import ContextVar
 from operator import is_
-from types import ModuleType
+from types import MappingProxyType, ModuleType
 
 WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3"})
 """The modules (and their submodules) whose functions and classes an agent must not rebind:
@@ -43,10 +46,16 @@ class _Watched:
     module calls): modules gain other names lawfully (``groundstate.__getattr__`` keeps each
     public name it imports)."""
 
-    def __init__(self, namespace: dict[str, object], *, module: bool) -> None:
+    def __init__(
+        self, namespace: dict[str, object], *, module: bool, constants: bool = False
+    ) -> None:
         self.namespace = namespace
         self.shadows = _BUILTIN_NAMES if module else None
-        found = {name: value for name, value in list(namespace.items()) if _code(value)}
+        found = {
+            name: value
+            for name, value in list(namespace.items())
+            if _code(value) or (constants and _constant(name, value))
+        }
         self.names, self.values = tuple(found), tuple(found.values())
         self.size = len(namespace)
 
@@ -118,9 +127,10 @@ class Bindings:
         self._flat = None
         self._modules.add(name)
         self._entries[name] = module
-        watched = _Watched(vars(module), module=True)
+        own = name.partition(".")[0] == _OWN
+        watched = _Watched(vars(module), module=True, constants=own)
         self._watched[module] = (name, watched)
-        if name.partition(".")[0] != _OWN:
+        if not own:
             return
         for value in watched.values:
             if isinstance(value, type) and value.__module__ == name and value not in self._watched:
@@ -210,6 +220,19 @@ def _dict_of(cls: type) -> dict[str, object]:
 
 def _code(value: object) -> bool:
     return callable(value) or isinstance(value, (property, classmethod, staticmethod))
+
+
+_CONSTANT_NAME = re.compile(r"_?[A-Z][A-Z0-9_]*")
+_IMMUTABLE = (frozenset, tuple, MappingProxyType, ContextVar, bool, int, float, str, bytes)
+
+
+def _constant(name: str, value: object) -> bool:
+    """Whether *name* binds one of the harness's constants: named as one, and of a kind that
+    cannot change in place (the harness's policy tables are frozen: a set of the SQLite
+    authorizer's harmless actions that an agent added reads to let it read a table its
+    task forbids, in every later attempt too). A constant rebound counts as code rebound
+    (``groundstate.episode.USER_SHARE = 0``, the authorizer's ``_IN_CALL`` swapped)."""
+    return type(value) in _IMMUTABLE and _CONSTANT_NAME.fullmatch(name) is not None
 
 
 HARNESS = Bindings()

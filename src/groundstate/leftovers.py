@@ -10,7 +10,9 @@ run, the threads and handlers that appeared meanwhile and whose agent it was (at
 running at once may be named for each other's: they are the one system's);
 :func:`leave` ends the command with its exit status, and when something would hold the
 process open, says what and whose, does the harness's own exit duties (:func:`at_exit`) and
-ends the process without waiting (``os._exit``).
+ends the process without waiting (``os._exit``). A program using the Python API ends as
+Python ends: the threads that appeared during an agent's run are left out of the joins
+(:func:`not_joined_at_exit`), but an ``atexit`` handler of the agent's still runs.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ _HANDLERS_BY: list[str] = []
 """Whose run each ``atexit`` handler not the harness's was registered during."""
 
 _JOINED_AT_EXIT: Any = getattr(_executor_threads, "_threads_queues", {})
+_EXIT_LOCK: Any = getattr(_executor_threads, "_global_shutdown_lock", threading.Lock())
+_SHUTDOWN_LOCKS: Any = getattr(threading, "_shutdown_locks", set())
+"""The locks of the threads started with ``daemon=False`` that Python joins as it exits
+(3.11, 3.12; an empty stand-in elsewhere)."""
+_SHUTDOWN_LOCKS_LOCK: Any = getattr(threading, "_shutdown_locks_lock", threading.Lock())
 _IDLE_WORKER = getattr(_executor_threads, "_worker", None)
 
 
@@ -61,11 +68,28 @@ class Watch:
         for thread in threading.enumerate():
             if thread not in self._threads:
                 _STARTED_BY.setdefault(thread, self.who)
+                not_joined_at_exit(thread)
         _HANDLERS_BY.extend([self.who] * (_handlers() - self._handlers))
 
 
+def not_joined_at_exit(thread: threading.Thread) -> None:
+    """Leave *thread* out of the joins Python makes as it exits (that of threads started with
+    ``daemon=False``, and ``concurrent.futures``'s of its executors' threads), as if it were a
+    daemon thread: a program that runs attempts through the Python API waited at its end for
+    the work an agent left, for as long as it lasted (for ever). Where this Python keeps the
+    joins elsewhere (3.13), nothing changes."""
+    with _EXIT_LOCK:
+        _JOINED_AT_EXIT.pop(thread, None)
+    lock = getattr(thread, "_tstate_lock", None)
+    if lock is not None and not thread.daemon:
+        with _SHUTDOWN_LOCKS_LOCK:
+            _SHUTDOWN_LOCKS.discard(lock)
+
+
 def held_open() -> list[str]:
-    """What Python would wait for as it exits now, each named with whose run it came from."""
+    """What Python would wait for as it exits now, each named with whose run it came from
+    (a thread started with ``daemon=False`` also once :func:`not_joined_at_exit` has let it
+    go: on a Python where that cannot, it is waited for)."""
     left = [_named(thread) for thread in threading.enumerate() if _waited_for(thread)]
     for who in dict.fromkeys(_HANDLERS_BY):
         count = _HANDLERS_BY.count(who)

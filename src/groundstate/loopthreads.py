@@ -15,11 +15,11 @@ seeing the one before:
   policy, the garbage collector's callbacks (run by whichever thread collects: the
   episode's), ``sys.stdout``/``sys.stderr`` and the hooks for uncaught errors
   (``sys.unraisablehook``, ``sys.excepthook``, ``threading.excepthook``) replaced by objects
-  of the piece's own (unless the caller gave up on the piece, see :func:`abandon`), the
-  functions of the ``time`` module, the recursion limit and switch interval
-  (``sys.setrecursionlimit``, ``sys.setswitchinterval``), the warning filters, the
-  environment variables and the process's descriptor, CPU, file size and memory limits
-  (``resource.setrlimit``);
+  of the piece's own, the functions of the ``time`` module, the recursion limit and switch
+  interval (``sys.setrecursionlimit``, ``sys.setswitchinterval``), the warning filters, the
+  environment variables, the process's descriptor, CPU, file size and memory limits
+  (``resource.setrlimit``), the umask, the locale and the root logger's configuration. A
+  piece the caller gives up on (see :func:`abandon`) has them put back then, by the caller;
 - the loop is kept only when the work left it as a new loop is (no task, callback, timer,
   file watch, async generator or executor, no handler, task factory, debug setting or
   attribute changed). Otherwise it is shut down as ``asyncio.run`` shuts its loop down
@@ -42,6 +42,8 @@ from __future__ import annotations
 import asyncio
 import builtins
 import gc
+import locale
+import logging
 import os
 import queue
 import resource
@@ -79,9 +81,9 @@ Outcome = tuple[BaseException | None, Any]
 Done = Callable[[Outcome], None]
 """Receives the outcome in the worker thread; must not raise."""
 
-_Job = tuple[Work[Any], str, Context, Done, threading.Event]
-"""The work, its thread's name, the context it runs in, where its outcome goes, and whether
-its caller gave up on it (see :func:`abandon`)."""
+_Job = tuple[Work[Any], str, Context, Done, threading.Event, "_SharedHooks"]
+"""The work, its thread's name, the context it runs in, where its outcome goes, whether its
+caller gave up on it (see :func:`abandon`), and the process-wide state as the work found it."""
 
 
 class _LoopThread:
@@ -105,9 +107,8 @@ class _LoopThread:
             if job is None:
                 self._shut()
                 return
-            work, name, context, done, given_up = job
+            work, name, context, done, given_up, shared = job
             self.thread.name = name
-            shared = _SharedHooks()
             try:
                 outcome = context.run(self._run, work)
             finally:
@@ -187,8 +188,8 @@ class _SharedHooks:
     threads started later, the event loop policy (which makes every new loop), the output
     streams, the garbage collector's callbacks and the hooks for errors nobody catches (code
     of the piece's that any thread would run: the episode's, a grader's), the recursion limit,
-    the GIL's switch interval, the warning filters, the environment variables and the
-    process's resource limits."""
+    the GIL's switch interval, the warning filters, the environment variables, the
+    process's resource limits, its umask and locale, and the root logger's configuration."""
 
     def __init__(self) -> None:
         self.trace = threading.gettrace()
@@ -202,6 +203,9 @@ class _SharedHooks:
         self.switch = sys.getswitchinterval()
         self.limits = {kind: resource.getrlimit(kind) for kind in _LIMITS}
         self.environ = dict(_ENVIRON)
+        self.umask = umask()
+        self.locale = locale.setlocale(locale.LC_ALL)
+        self.logging = _logging_state()
         self.warnings: tuple[Any, list[Any], Any] = (
             warnings.filters,
             list(warnings.filters),
@@ -268,6 +272,67 @@ class _SharedHooks:
             kept[:] = filters
             warnings.filters, warnings.showwarning = kept, show
             warnings._filters_mutated()  # type: ignore[attr-defined]
+        # A umask of 0o777 made every file the harness created later unreadable (the next
+        # environment's database: an invalid attempt); ``setlocale(LC_ALL, "C")`` made text
+        # files opened without an encoding ASCII (a check reading one failed on "é").
+        os.umask(self.umask)
+        if locale.setlocale(locale.LC_ALL) != self.locale:
+            with suppress(locale.Error):
+                locale.setlocale(locale.LC_ALL, self.locale)
+        # A handler of the root logger's runs on every thread that logs (a check's HTTP
+        # client, the next attempt's model adapter): one that blocks held them.
+        if _logging_changed(self.logging):
+            _put_back_logging(self.logging)
+
+
+def umask() -> int:
+    """The process's file-mode mask, from ``/proc`` where it says (setting it to read it races
+    with the other threads creating files), else read by setting it back."""
+    with suppress(ValueError):
+        return int(proc_status("Umask") or "", 8)
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
+def proc_status(field: str) -> str | None:
+    """The value of *field* in ``/proc/self/status`` (Linux); None where it is not there."""
+    with suppress(OSError), open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            name, _, value = line.partition(":")
+            if name == field:
+                return value.strip()
+    return None
+
+
+_LoggingState = tuple[list[logging.Handler], list[logging.Filter], int, int, bool]
+
+
+def _logging_state() -> _LoggingState:
+    """The root logger's handlers, filters and level, the level ``logging.disable`` set, and
+    whether records go up to the root at all (``logging.root.propagate``)."""
+    root = logging.root
+    filters: list[Any] = list(root.filters)
+    return list(root.handlers), filters, root.level, root.manager.disable, root.propagate
+
+
+def _logging_changed(before: _LoggingState) -> bool:
+    """Compared by identity: ``==`` would call the piece's code (a handler's ``__eq__``)."""
+    now = _logging_state()
+    return (
+        _changed(now[0], before[0])
+        or _changed(now[1], before[1])
+        or _changed(list(now[2:]), list(before[2:]))
+    )
+
+
+def _put_back_logging(state: _LoggingState) -> None:
+    handlers, filters, level, disabled, propagate = state
+    root = logging.root
+    root.handlers[:], root.filters[:] = handlers, filters
+    root.setLevel(level)
+    logging.disable(disabled)
+    root.propagate = propagate
 
 
 _LIMITS = (resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_AS)
@@ -280,7 +345,7 @@ _ENVIRON: dict[bytes, bytes] = getattr(os.environ, "_data", {})
 def _put_back_environ(before: dict[bytes, bytes]) -> None:
     """Set the environment variables as *before* (through ``os.environ``: ``putenv`` too)."""
     decode = os.fsdecode
-    for key in [key for key in _ENVIRON if key not in before]:
+    for key in [key for key in list(_ENVIRON) if key not in before]:  # a copy: threads add
         os.environ.pop(decode(key), None)
     for key, value in before.items():
         if _ENVIRON.get(key) != value:
@@ -398,13 +463,14 @@ def _take() -> _LoopThread:
 
 def submit(
     work: Work[T], name: str, done: Done, given_up: threading.Event | None = None
-) -> _LoopThread:
+) -> tuple[_LoopThread, _SharedHooks]:
     """Run *work* on an idle thread (a new one if none is idle); *done* gets its outcome
     there. The work runs in a copy of the caller's context, taken now. *given_up* is set
-    when the caller stops waiting for the work (see :func:`abandon`). Returns the thread."""
-    worker = _take()
-    worker.give((work, name, copy_context(), done, given_up or threading.Event()))
-    return worker
+    when the caller stops waiting for the work (see :func:`abandon`). Returns the thread and
+    the process-wide state as the work finds it (taken now, in the caller's thread)."""
+    worker, shared = _take(), _SharedHooks()
+    worker.give((work, name, copy_context(), done, given_up or threading.Event(), shared))
+    return worker, shared
 
 
 class _GivenUp(threading.Event):
@@ -415,6 +481,7 @@ class _GivenUp(threading.Event):
         super().__init__()
         self._loop = loop
         self.worker: _LoopThread | None = None
+        self.shared: _SharedHooks | None = None
 
     def is_set(self) -> bool:
         return super().is_set() or self._loop.is_closed()
@@ -426,17 +493,23 @@ _GIVEN_UP = weakref.WeakKeyDictionary()
 
 def abandon(finished: asyncio.Future[Any]) -> None:
     """The caller stops waiting for the work of :func:`in_loop_thread` behind *finished* (an
-    agent past its time limit), and ignores its outcome. When that work ends, its thread
-    leaves ``sys.stdout``/``sys.stderr`` as they are: by then the harness may have moved on
-    and put streams of its own in place (a test runner capturing a command's output), which
-    the streams of the piece's start would replace. (An agent that replaces them after its
-    limit is like one that does it from a thread of its own: the next attempt's routers
-    still keep what attempts print apart, see :mod:`groundstate.capture`.) Calls it left
-    running in its loop's executor are not waited for at exit."""
+    agent past its time limit), and ignores its outcome. The process-wide state the work
+    changed so far is put back now, here, as it would be at the work's end (the harness has
+    changed none of it while it waited): an agent stopped at its limit left its environment
+    variables, resource limits, warning filters... to its own grading and to later attempts,
+    for as long as its thread ran. When that work ends, its thread leaves
+    ``sys.stdout``/``sys.stderr`` and the settings as they are: by then the harness may
+    have moved on and put its own in place (a test runner capturing a command's output), which
+    those of the piece's start would replace. (An agent that changes them after its limit is
+    like one that does it from a thread of its own: the next attempt's routers still keep
+    what attempts print apart, see :mod:`groundstate.capture`.) Calls it left running in its
+    loop's executor are not waited for at exit."""
     finished.add_done_callback(_ignore_outcome)
     event = _GIVEN_UP.get(finished)
-    if event is not None:
+    if event is not None and not event.is_set():
         event.set()
+        if event.shared is not None:
+            event.shared.put_back(streams=True)
         if event.worker is not None:
             event.worker.not_joined_at_exit()
 
@@ -471,7 +544,7 @@ def in_loop_thread(work: Work[T], name: str, *, crashes: bool = True) -> asyncio
         with suppress(RuntimeError):  # the caller gave up waiting and its loop has closed
             loop.call_soon_threadsafe(deliver, outcome)
 
-    given_up.worker = submit(work, name, done, given_up)
+    given_up.worker, given_up.shared = submit(work, name, done, given_up)
     return finished
 
 

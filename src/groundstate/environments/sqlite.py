@@ -18,13 +18,13 @@ import sqlite3
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -83,25 +83,29 @@ from groundstate.spec.strict import JsonScalar
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import TMPDIR_ENV, make_workdir, process_dir, temp_root
 
-_PROTECTED = {META_TABLE, "sqlite_sequence"}
-_WRITES = {sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE}
+_PROTECTED = frozenset({META_TABLE, "sqlite_sequence"})
+_WRITES = frozenset({sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE})
 _IN_CALL: ContextVar[object] = ContextVar("groundstate_sqlite_call", default=None)
 """The environment whose tool call the code running now is in (a tool's, and what it runs in
 ``asyncio.to_thread``). Its agent connection answers nothing else (see ``_authorize``)."""
-_HARMLESS = {  # savepoints are harmless: they nest inside the call's own transaction
-    sqlite3.SQLITE_SELECT,
-    sqlite3.SQLITE_RECURSIVE,
-    sqlite3.SQLITE_SAVEPOINT,
-}
-_INTROSPECTION_PRAGMAS = {
-    "table_info",
-    "table_xinfo",
-    "index_list",
-    "index_info",
-    "index_xinfo",
-    "foreign_key_list",
-}
-_READABLE_PRAGMAS = {"foreign_keys", "user_version", "encoding"}
+_HARMLESS = frozenset(
+    {  # savepoints are harmless: they nest inside the call's own transaction
+        sqlite3.SQLITE_SELECT,
+        sqlite3.SQLITE_RECURSIVE,
+        sqlite3.SQLITE_SAVEPOINT,
+    }
+)
+_INTROSPECTION_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "table_xinfo",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+    }
+)
+_READABLE_PRAGMAS = frozenset({"foreign_keys", "user_version", "encoding"})
 """Pragmas the agent may read (not set); others (``database_list`` reveals the work
 directory's path, ``function_list``, ``compile_options``...) are denied."""
 _ALLOWED: dict[tuple[str, tuple[tuple[str, str], ...]], set[tuple[Any, ...]]] = {}
@@ -109,7 +113,7 @@ _ALLOWED: dict[tuple[str, tuple[tuple[str, str], ...]], set[tuple[Any, ...]]] = 
 image digest (its tables, virtual tables and shadows) and the task's table permissions."""
 _ALLOWED_KEPT = 10_000
 """A policy's kept answers are dropped when they reach this many (the schema bounds them)."""
-_HIDDEN_TABLES = {"dbstat", "sqlite_dbpage", "sqlite_stmt"}
+_HIDDEN_TABLES = frozenset({"dbstat", "sqlite_dbpage", "sqlite_stmt"})
 """Virtual tables that reveal the database's pages, sizes or the harness's statements."""
 _FUNCTION_GROUPS = {
     "core": "abs char coalesce concat concat_ws format glob hex ifnull iif instr "
@@ -138,7 +142,9 @@ only raises; a full-text table overloads it)."""
 AGENT_MAX_LENGTH = 16 * 1024 * 1024
 """The longest string or blob the agent's SQL may make (``randomblob(3e8)`` fails instead of
 allocating 300 MB): SQLite's ``SQLITE_LIMIT_LENGTH`` on the agent connection."""
-_OTHER_ACTIONS = {"ALTER_TABLE", "ATTACH", "DETACH", "ANALYZE", "REINDEX", "PRAGMA", "TRANSACTION"}
+_OTHER_ACTIONS = frozenset(
+    {"ALTER_TABLE", "ATTACH", "DETACH", "ANALYZE", "REINDEX", "PRAGMA", "TRANSACTION"}
+)
 _ACTION_NAMES = {
     getattr(sqlite3, name): name.removeprefix("SQLITE_").lower().replace("_", " ")
     for name in dir(sqlite3)
@@ -1305,16 +1311,16 @@ def _deny_everything(*_: object) -> int:
     return sqlite3.SQLITE_DENY
 
 
-_LIMITS = [getattr(sqlite3, name) for name in dir(sqlite3) if name.startswith("SQLITE_LIMIT_")]
+_LIMITS = tuple(getattr(sqlite3, name) for name in dir(sqlite3) if name.startswith("SQLITE_LIMIT_"))
 
 
-def _default_limits() -> dict[int, int]:
+def _default_limits() -> Mapping[int, int]:
     connection = sqlite3.connect(":memory:")
     try:
         limits = {category: connection.getlimit(category) for category in _LIMITS}
     finally:
         connection.close()
-    return {**limits, sqlite3.SQLITE_LIMIT_LENGTH: AGENT_MAX_LENGTH}
+    return MappingProxyType({**limits, sqlite3.SQLITE_LIMIT_LENGTH: AGENT_MAX_LENGTH})
 
 
 _AGENT_LIMITS = _default_limits()

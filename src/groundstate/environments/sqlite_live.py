@@ -37,7 +37,7 @@ import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -296,7 +296,7 @@ class AgentConnection(WatchedConnection):
         handler, steps = progress or (None, 0)
         sqlite3.Connection.set_progress_handler(self, handler, steps)
 
-    def harness_plain(self, limits: dict[int, int]) -> None:
+    def harness_plain(self, limits: Mapping[int, int]) -> None:
         """Undo what Python code may have set on this object: factories, transaction
         handling, the trace callback, *limits*."""
         self.row_factory = None

@@ -43,7 +43,7 @@ from groundstate.episode import (
 )
 from groundstate.errors import ExecutorError, TimeLimitReached
 from groundstate.interrupts import SHUT_OUT
-from groundstate.loopthreads import Done, Outcome, submit
+from groundstate.loopthreads import Done, Outcome, proc_status, submit, umask
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.system import SystemSpec
 from groundstate.store import PreparedRun, prepare_run
@@ -355,7 +355,7 @@ def process_state() -> ProcessState:
         sys.getrecursionlimit(),
         limits,
         _ignored_signals(),
-        _umask(),
+        umask(),
         frozenset(children()),
         os.getpgid(0),
     )
@@ -376,27 +376,7 @@ def _limits() -> tuple[tuple[int, int], ...]:
 
 def _ignored_signals() -> str:
     """The process's mask of ignored signals, as the kernel reports it (Linux), or ``""``."""
-    return _proc_status("SigIgn") or ""
-
-
-def _umask() -> int:
-    """The file-mode mask, from ``/proc`` where it says (setting it to read it races with
-    the attempts running), else read by setting it back."""
-    with suppress(ValueError):
-        return int(_proc_status("Umask") or "", 8)
-    mask = os.umask(0o22)
-    os.umask(mask)
-    return mask
-
-
-def _proc_status(field: str) -> str | None:
-    """The value of *field* in ``/proc/self/status`` (Linux); None where it is not there."""
-    with suppress(OSError), open("/proc/self/status") as status:
-        for line in status:
-            name, _, value = line.partition(":")
-            if name == field:
-                return value.strip()
-    return None
+    return proc_status("SigIgn") or ""
 
 
 HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})

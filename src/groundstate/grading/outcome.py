@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from pydantic_core import to_jsonable_python
@@ -548,21 +549,25 @@ def _key(row: dict[str, Any], key_columns: list[str]) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-_EVALUATE = {
-    SqlAssertion: _sql,
-    PythonAssertion: _python,
-    DiffAssertion: _diff,
-    JudgeAssertion: _judge,
-    TestsAssertion: evaluate_tests,
-    ChangedPathsAssertion: evaluate_changed_paths,
-}
-_UNTIMED = {DiffAssertion, ChangedPathsAssertion}
+_EVALUATE = MappingProxyType(
+    {
+        SqlAssertion: _sql,
+        PythonAssertion: _python,
+        DiffAssertion: _diff,
+        JudgeAssertion: _judge,
+        TestsAssertion: evaluate_tests,
+        ChangedPathsAssertion: evaluate_changed_paths,
+    }
+)
+_UNTIMED = frozenset({DiffAssertion, ChangedPathsAssertion})
 """Assertions evaluated by our code alone, on the diff: they need no thread."""
-_KIND = {
-    SqlAssertion: "sql",
-    PythonAssertion: "check",
-    DiffAssertion: "state_diff",
-    JudgeAssertion: "judge",
-    TestsAssertion: "tests",
-    ChangedPathsAssertion: "changed_paths",
-}
+_KIND = MappingProxyType(
+    {
+        SqlAssertion: "sql",
+        PythonAssertion: "check",
+        DiffAssertion: "state_diff",
+        JudgeAssertion: "judge",
+        TestsAssertion: "tests",
+        ChangedPathsAssertion: "changed_paths",
+    }
+)

@@ -34,6 +34,9 @@ longer than the bound fails unread (rule 6, ``constraint_violation``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from groundstate.errors import (
     AgentGaveUp,
     BudgetExceeded,
@@ -49,14 +52,16 @@ from groundstate.records import JUDGED, CheckResult
 
 SUCCESS = "success"
 
-_AGENT_STOPS: dict[type[BaseException], str] = {
-    StepLimitReached: "agent_failure/step_limit",
-    TimeLimitReached: "agent_failure/time_limit",
-    BudgetExceeded: "agent_failure/budget",
-    ProhibitedAction: "agent_failure/prohibited_action",
-    AgentGaveUp: "agent_failure/gave_up",
-    HarnessCompatibilityError: "harness_compatibility_failure",
-}
+_AGENT_STOPS: Mapping[type[BaseException], str] = MappingProxyType(
+    {
+        StepLimitReached: "agent_failure/step_limit",
+        TimeLimitReached: "agent_failure/time_limit",
+        BudgetExceeded: "agent_failure/budget",
+        ProhibitedAction: "agent_failure/prohibited_action",
+        AgentGaveUp: "agent_failure/gave_up",
+        HarnessCompatibilityError: "harness_compatibility_failure",
+    }
+)
 
 
 AGENT_FAILURES = frozenset(
