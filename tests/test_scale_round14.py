@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import ssl
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 import groundstate.gateway
 import groundstate.grading.terminal
+from groundstate import whole_request
 from groundstate.bindings import HARNESS, Bindings
 from groundstate.environments import sqlite as sqlite_env
 from groundstate.environments.base import Environment
@@ -28,6 +30,7 @@ from groundstate.validation import checks as validation_checks
 from groundstate.validation.checks import check_tool_robustness
 from groundstate.validation.replay import Proof
 from groundstate.validation.robustness import ToolCrash
+from groundstate.whole_request import sdk_httpx, size_bounded_async_client, whole_request_client
 
 from .conftest import BANK
 
@@ -233,3 +236,39 @@ def test_what_the_importer_writes_reads_back_as_written(text: str, ascii_texts: 
     escaped form the check would fall back to, so every text still reads back unchanged."""
     data = {"request": text, "steps": ascii_texts, text[:5] or "k": {"note": "\x85" + text}}
     assert yaml.safe_load(_dumped(data)) == data
+
+
+# --- model clients --------------------------------------------------------------------------------
+
+
+def test_model_clients_load_the_certificate_store_once_per_setting(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every attempt of a model agent (and a model user) builds an SDK client; its SSL
+    context, which loads the system's certificate store, is built once per process and
+    SSL_CERT_FILE / SSL_CERT_DIR, and is the one httpx would build."""
+    import openai
+
+    httpx = sdk_httpx(openai)
+    made: list[object] = []
+    real = httpx.create_ssl_context
+
+    def counted() -> object:
+        made.append(real())
+        return made[-1]
+
+    monkeypatch.setattr(whole_request, "_CONTEXTS", {})
+    monkeypatch.setattr(httpx, "create_ssl_context", counted)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    clients = [size_bounded_async_client(openai) for _ in range(3)]
+    clients.append(whole_request_client(openai, 5.0))
+    assert len(made) == 1
+    assert isinstance(made[0], ssl.SSLContext) and made[0].verify_mode == ssl.CERT_REQUIRED
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "none.pem"))
+    with pytest.raises(OSError):  # that setting's own store, read when it is first used
+        size_bounded_async_client(openai)
+    monkeypatch.delenv("SSL_CERT_FILE")
+    size_bounded_async_client(openai)
+    assert len(made) == 1
+    clients[-1].close()  # the synchronous one
