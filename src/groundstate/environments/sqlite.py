@@ -1004,6 +1004,10 @@ _TEMPLATES: dict[tuple[str, str, str], Baseline] = {}
 """Database images and their initial state (hashes, row digests) by (fixture format, fixture
 content hash, clock): one build per process. That first build is what every reset restores."""
 
+_BUILDS: dict[tuple[str, str], Baseline] = {}
+"""One of :data:`_TEMPLATES`'s builds of each fixture content, at whichever clock came first:
+the others are made from it (:func:`_reclocked`)."""
+
 
 _SNAPSHOT_COPIES: dict[str, Copies[Snapshot]] = {}
 """Copies of the initial snapshot of each fixture build, by the build's image digest."""
@@ -1066,9 +1070,10 @@ def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
         content = (fixture.suffix.lower(), _CONTENT_HASHES.get(fixture))
         key = (*content, clock.isoformat())
         if key not in _TEMPLATES:
-            built = next((b for k, b in _TEMPLATES.items() if k[:2] == content), None)
+            built = _BUILDS.get(content)
             image = _template_image(fixture, clock) if built is None else _reclocked(built, clock)
             _TEMPLATES[key] = Baseline.read(image)
+            _BUILDS.setdefault(content, _TEMPLATES[key])
         return _TEMPLATES[key]
     except IsADirectoryError:  # named as every file of a suite that is a folder is
         folder = SpecError(fixture, None, "is a folder, not a file (a .sql, .yaml or .json)")
