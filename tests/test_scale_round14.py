@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -22,10 +23,11 @@ from groundstate.bindings import HARNESS, Bindings
 from groundstate.environments import sqlite as sqlite_env
 from groundstate.environments.base import Environment
 from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.errors import SpecError
 from groundstate.gateway import ToolGateway
 from groundstate.spec.suite import load_suite
 from groundstate.tau2.importer import _dumped
-from groundstate.tools import Tool
+from groundstate.tools import Tool, declared_tools
 from groundstate.validation import checks as validation_checks
 from groundstate.validation.checks import check_tool_robustness
 from groundstate.validation.replay import Proof
@@ -272,3 +274,32 @@ def test_model_clients_load_the_certificate_store_once_per_setting(
     size_bounded_async_client(openai)
     assert len(made) == 1
     clients[-1].close()  # the synchronous one
+
+
+# --- tool schemas checked once per text ---------------------------------------------------------
+
+
+def _declaring(*tools: Tool) -> SimpleNamespace:
+    return SimpleNamespace(**{t.name: t for t in tools})
+
+
+def _noop(ctx: object) -> None:
+    """Does nothing."""
+
+
+def test_a_tool_schema_is_judged_by_all_of_it_however_often_it_is_loaded(
+    tmp_path: Path,
+) -> None:
+    """A schema's verdict is kept by its JSON text; one whose text does not say all of it (a
+    tuple where JSON Schema wants an array) is checked on its own, before and after the list
+    form with the same text, and a refused schema is refused on every load."""
+    good = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+    tupled = {**good, "required": ("a",)}
+    bad = {**good, "properties": {"a": {"type": "text"}}}
+    where = tmp_path / "tools.py"
+    for _ in range(2):
+        with pytest.raises(SpecError, match="not valid JSON Schema"):
+            declared_tools(_declaring(Tool("t", "d", tupled, _noop)), where)
+        assert set(declared_tools(_declaring(Tool("t", "d", good, _noop)), where)) == {"t"}
+        with pytest.raises(SpecError, match=r"parameters\['properties'\]\['a'\]\['type'\]"):
+            declared_tools(_declaring(Tool("t", "d", bad, _noop)), where)
