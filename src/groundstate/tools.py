@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import json
 import re
 import sys
 import threading
@@ -275,11 +276,35 @@ def _unusable(declared: Tool) -> str | None:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return "parameters: a JSON Schema of type object, as a call's arguments are a mapping"
     try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON (a key that is not a string): checked afresh
+        return _schema_problem(schema)
+    # Only a schema its text says all of is known by it: a tuple reads back as a list, which
+    # the check takes differently; NaN reads back unequal.
+    if json.loads(text) != schema:
+        return _schema_problem(schema)
+    if text not in _SCHEMA_PROBLEMS:
+        if len(_SCHEMA_PROBLEMS) >= SCHEMA_PROBLEMS_KEPT:
+            _SCHEMA_PROBLEMS.clear()
+        _SCHEMA_PROBLEMS[text] = _schema_problem(schema)
+    return _SCHEMA_PROBLEMS[text]
+
+
+def _schema_problem(schema: dict[str, Any]) -> str | None:
+    try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         where = "".join(f"[{part!r}]" for part in exc.absolute_path)
         return f"parameters{where}: not valid JSON Schema: {one_line(exc.message)}"
     return None
+
+
+SCHEMA_PROBLEMS_KEPT = 4096
+_SCHEMA_PROBLEMS: dict[str, str | None] = {}
+"""Each tool schema checked in this process, by its JSON text (sorted keys), with what is
+wrong with it: checking a schema against JSON Schema's meta-schema cost more than the rest of
+loading a tools file, and every load of a suite (each copy, each process) checked them all
+again."""
 
 
 def source_line(declared: Tool) -> int | None:

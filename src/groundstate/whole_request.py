@@ -20,6 +20,7 @@ so an attempt's first model call does not spend the agent's time on it.
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -47,6 +48,26 @@ def sdk_httpx(sdk: ModuleType) -> ModuleType:
     return importlib.import_module(name)
 
 
+_CONTEXTS: dict[tuple[str, str | None, str | None], Any] = {}
+_CONTEXTS_LOCK = threading.Lock()
+
+
+def verifying_context(httpx: ModuleType) -> Any:
+    """The SSL context *httpx* builds for a client by default (certificates verified against
+    the system's store, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``), built once per process and
+    setting, not for every client: loading the store costs 20-60 ms of CPU, and every attempt
+    of a model agent builds a client or two. ``True`` (httpx builds its own) for an httpx
+    without ``create_ssl_context``."""
+    make = getattr(httpx, "create_ssl_context", None)
+    if make is None:
+        return True
+    key = (httpx.__name__, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    with _CONTEXTS_LOCK:
+        if key not in _CONTEXTS:
+            _CONTEXTS[key] = make()
+        return _CONTEXTS[key]
+
+
 class _Deadline(threading.local):
     """When the request this thread is making must be read whole (a monotonic time)."""
 
@@ -61,7 +82,7 @@ def whole_request_client(sdk: ModuleType, seconds: float) -> Any:
 
     class WholeRequest(httpx.HTTPTransport):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
-            super().__init__()
+            super().__init__(verify=verifying_context(httpx))
             # httpx builds its connection pool itself; the pool reads through its backend
             # (httpcore's; another version without one keeps only the attempt's time limit).
             pool: Any = getattr(self, "_pool", None)
@@ -113,7 +134,7 @@ def size_bounded_async_client(sdk: ModuleType) -> Any:
             response.stream = Bounded(response.stream)
             return response
 
-    return sdk.DefaultAsyncHttpxClient(transport=BoundedTransport())
+    return sdk.DefaultAsyncHttpxClient(transport=BoundedTransport(verify=verifying_context(httpx)))
 
 
 def _bounded(chunks: Iterator[bytes]) -> Iterator[bytes]:

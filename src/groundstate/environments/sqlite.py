@@ -1031,8 +1031,12 @@ class _DataFixture(BaseModel):
 
 
 _TEMPLATES: dict[tuple[str, str, str], Baseline] = {}
-"""Database images and their initial state (hashes, row digests) by (fixture path, fixture
+"""Database images and their initial state (hashes, row digests) by (fixture format, fixture
 content hash, clock): one build per process. That first build is what every reset restores."""
+
+_BUILDS: dict[tuple[str, str], Baseline] = {}
+"""One of :data:`_TEMPLATES`'s builds of each fixture content, at whichever clock came first:
+the others are made from it (:func:`_reclocked`)."""
 
 
 _SNAPSHOT_COPIES: dict[str, Copies[Snapshot]] = {}
@@ -1091,9 +1095,15 @@ def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
 def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
     """The fixture's first build in this process, read once (see :class:`Baseline`)."""
     try:
-        key = (_resolved(fixture), _CONTENT_HASHES.get(fixture), clock.isoformat())
+        # By format and content, not path: a build depends on nothing else (the same fixture
+        # copied per task, as an importer writes them, is built once).
+        content = (fixture.suffix.lower(), _CONTENT_HASHES.get(fixture))
+        key = (*content, clock.isoformat())
         if key not in _TEMPLATES:
-            _TEMPLATES[key] = Baseline.read(_template_image(fixture, clock))
+            built = _BUILDS.get(content)
+            image = _template_image(fixture, clock) if built is None else _reclocked(built, clock)
+            _TEMPLATES[key] = Baseline.read(image)
+            _BUILDS.setdefault(content, _TEMPLATES[key])
         return _TEMPLATES[key]
     except IsADirectoryError:  # named as every file of a suite that is a folder is
         folder = SpecError(fixture, None, "is a folder, not a file (a .sql, .yaml or .json)")
@@ -1104,18 +1114,6 @@ def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
 
 _CONTENT_HASHES = SettledFileCache(hash_file)
 """Fixture digests, read again only when a fixture's stat changed."""
-
-
-def _resolved(fixture: Path) -> str:
-    """The fixture's resolved path, which names its builds: resolved once per path and
-    working directory (a system call per folder otherwise, on every environment). The
-    content hash beside it in the key is what notices a changed file."""
-    return _resolve(str(fixture), "" if fixture.is_absolute() else os.getcwd())
-
-
-@lru_cache(maxsize=256)
-def _resolve(fixture: str, cwd: str) -> str:
-    return str(Path(cwd, fixture).resolve())
 
 
 FIXTURE_BUILD_LIMIT = 300.0
@@ -1212,6 +1210,20 @@ def _template_image(fixture: Path, clock: datetime) -> bytes:
         connection.set_progress_handler(None, 0)
         connection.execute(f"CREATE TABLE {META_TABLE}(key TEXT PRIMARY KEY, value TEXT)")
         connection.execute(f"INSERT INTO {META_TABLE} VALUES ('now', ?)", (clock.isoformat(),))
+        return connection.serialize()
+    finally:
+        connection.close()
+
+
+def _reclocked(built: Baseline, clock: datetime) -> bytes:
+    """The image of *built*'s fixture with the clock at *clock*: the fixture's SQL is not run
+    again for another clock (validation's conformance check, tasks at other times)."""
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        connection.deserialize(built.image)
+        connection.execute(
+            f"UPDATE {META_TABLE} SET value = ? WHERE key = 'now'", (clock.isoformat(),)
+        )
         return connection.serialize()
     finally:
         connection.close()

@@ -263,9 +263,11 @@ def _write_yaml(path: Path, data: Any) -> None:
 def _dumped(data: Any) -> str:
     """YAML that reads back as *data*. PyYAML writes a few characters as they are (NEL, the
     line and paragraph separators) that its reader then takes for line breaks: a request
-    holding one would change; such data is written with every non-ASCII character escaped."""
+    holding one would change; such data is written with every non-ASCII character escaped.
+    A text all ASCII is what that escaped form would be (only characters it writes as they are
+    differ): it is not read back, which cost as much as the dump."""
     text = yaml.dump(data, Dumper=YamlDumper, sort_keys=False, allow_unicode=True, width=100)
-    if yaml.safe_load(text) != data:
+    if not text.isascii() and yaml.safe_load(text) != data:
         text = yaml.dump(data, Dumper=YamlDumper, sort_keys=False, allow_unicode=False, width=100)
     return text
 

@@ -665,7 +665,8 @@ def check_mutation(proof: Proof) -> Finding:
 
 
 _ROBUSTNESS: dict[str, ToolCrash | None] = {}
-"""Robustness verdicts by tool, fixture, clock and permissions: tasks sharing them share one."""
+"""Robustness verdicts by tool, fixture, clock and permissions: tasks sharing them share one
+(in this process; tasks of a copy of a suite too, see :func:`_robustness`)."""
 
 
 def check_tool_robustness(proof: Proof) -> Finding:
@@ -690,11 +691,16 @@ def check_tool_robustness(proof: Proof) -> Finding:
 def _robustness(proof: Proof, name: str) -> ToolCrash | None:
     task, suite = proof.task, proof.suite
     fixture = suite.fixture_path(task)
+    tools = suite.tools_digest
+    # A SQLite build is its fixture's content and the tools their code: a copy of a suite
+    # (regress, a test's edited copy) shares the verdicts. Other kinds' options may name
+    # other files of the suite, and code without a digest is known only by where it is.
+    shared = suite.config.environment == "sqlite" and tools is not None
     key = canonical_json(
         [
-            str(fixture.resolve()),
+            fixture.suffix if shared else str(fixture.resolve()),
             hash_path(fixture),
-            suite.tools_digest,
+            tools,
             name,
             task.clock.isoformat(),
             task.permissions.model_dump(mode="json"),
