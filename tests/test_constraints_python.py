@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
@@ -411,7 +412,8 @@ def test_diff_assertions_alone_need_no_thread_and_their_errors_are_grader_failur
     def broken(assertion: Any, states: Any) -> Any:
         raise RuntimeError("grader bug")
 
-    monkeypatch.setitem(outcome._EVALUATE, DiffAssertion, broken)
+    evaluate = {**outcome._EVALUATE, DiffAssertion: broken}
+    monkeypatch.setattr(outcome, "_EVALUATE", MappingProxyType(evaluate))
     run = attempt(suite, "transfer", FunctionAgent(_transfer)).run
     assert run.terminal_reason == "grader_failure"
     assert run.outcome_assertion_results[0].error == "RuntimeError: grader bug"

@@ -9,6 +9,7 @@ import sqlite3
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
@@ -201,7 +202,8 @@ def test_a_row_within_the_length_limit_is_written_and_logged_whatever_its_cells(
     """A row image held every cell as a SQL literal, and SQLite's length limit on the agent's
     connection bounds an image as it bounds a row: a blob of more than half the limit (8 MB),
     written as hex, failed the agent's statement ("string or blob too big"), a tool crash."""
-    monkeypatch.setitem(sqlite_env._AGENT_LIMITS, sqlite3.SQLITE_LIMIT_LENGTH, LIMIT)
+    limits = {**sqlite_env._AGENT_LIMITS, sqlite3.SQLITE_LIMIT_LENGTH: LIMIT}
+    monkeypatch.setattr(sqlite_env, "_AGENT_LIMITS", MappingProxyType(limits))
     fixture = tmp_path / "long.sql"
     fixture.write_text(
         "CREATE TABLE t (id INTEGER PRIMARY KEY, b BLOB, s TEXT);"
