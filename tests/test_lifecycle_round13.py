@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import os
 import resource
 import sqlite3
@@ -113,13 +114,18 @@ def _source_path() -> str:
 
 @contextlib.contextmanager
 def _few_descriptors(spare: int) -> Iterator[None]:
-    """The process's descriptor limit lowered to *spare* more than it has open."""
+    """The process's descriptor limit lowered to *spare* more than it has open, with the
+    collector off: files and sockets earlier tests left as garbage, closed by a collection
+    mid-attempt, would free descriptors the agent had exhausted."""
+    gc.collect()
+    gc.disable()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + spare, hard))
     try:
         yield
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        gc.enable()
 
 
 def _exhausting(then: AgentFn, kept: list[int]) -> AgentFn:
