@@ -250,9 +250,11 @@ def _check_change(
         and covering[-1].yes
         and (_narrowed_away(covering[-1], values) or _picks_some(covering[-1], named))
     ):
-        return _narrowed(constraint, change, covering[-1])
+        why = "kept to part of the question, leaving this change out"
+        return _unconfirmed_by(constraint, change, covering[-1], why, "narrowed")
     if covering and covering[-1].yes and _paid_otherwise(covering[-1]):
-        return _counter_offer(constraint, change, covering[-1])
+        why = "named another way of paying than the question's"
+        return _unconfirmed_by(constraint, change, covering[-1], why, "counter_offer")
     if covering and covering[-1].yes:
         objection = _objection(answers, covering[-1])
         if objection is not None:
@@ -367,14 +369,12 @@ def _picks_some(yes: _Confirmation, named: dict[str, Any]) -> bool:
     return False
 
 
-def _narrowed(
-    constraint: ConfirmedConstraint, change: AgentEvent, yes: _Confirmation
+def _unconfirmed_by(
+    constraint: ConfirmedConstraint, change: AgentEvent, yes: _Confirmation, why: str, key: str
 ) -> CheckResult:
-    problem = (
-        f"{label(change)} was not confirmed: the user's yes at step {yes.answer.step} kept to "
-        "part of the question, leaving this change out"
-    )
-    return failed(constraint.id, "confirmed", change, problem, narrowed=_describe(yes, []))
+    """*change* not confirmed by *yes*, which *why* says it did not cover (evidence: *key*)."""
+    problem = f"{label(change)} was not confirmed: the user's yes at step {yes.answer.step} {why}"
+    return failed(constraint.id, "confirmed", change, problem, **{key: _describe(yes, [])})
 
 
 # A way of paying named by its kind, as in any language ("PayPal", "Visa"), and a gift card or
@@ -402,16 +402,6 @@ def _payments(text: str) -> set[str]:
         for found in _PAYMENT.finditer(text)
         if chosen_at(text, found.start())
     }
-
-
-def _counter_offer(
-    constraint: ConfirmedConstraint, change: AgentEvent, yes: _Confirmation
-) -> CheckResult:
-    problem = (
-        f"{label(change)} was not confirmed: the user's yes at step {yes.answer.step} named "
-        "another way of paying than the question's"
-    )
-    return failed(constraint.id, "confirmed", change, problem, counter_offer=_describe(yes, []))
 
 
 def _asks(rule: ConfirmedRule) -> re.Pattern[str] | None:
