@@ -20,9 +20,11 @@ import gc
 import hashlib
 import json
 import os
+import random
 import socket
 import sqlite3
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -773,7 +775,7 @@ class RunStore:
             self._db = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT)
             self._refuse_foreign_database()
             self._refuse_newer_format()
-            self._db.execute("PRAGMA journal_mode=WAL")
+            _use_wal(self._db)
             # In WAL mode, NORMAL syncs at checkpoints, not at every commit: a commit
             # survives the process being killed, and an OS crash or power loss may roll back
             # the last commits whole (never part of one). A batch's lost tries rerun on resume.
@@ -1889,6 +1891,22 @@ def _unverifiable(batch_id: str, count: int, what: str, why: str = "") -> Proble
     return Problem(
         batch_id=batch_id, kind="unverifiable", detail=f"{count} {what} unverifiable ({why})"
     )
+
+
+def _use_wal(db: sqlite3.Connection) -> None:
+    """Put the store in write-ahead-log mode. Switching a file's mode needs it alone, and
+    SQLite answers "database is locked" at once, not after its busy timeout, to a process
+    switching a new store while another opens it (two runs started together): so wait here,
+    up to the same timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.005, 0.05))
 
 
 def _migrate(db: sqlite3.Connection) -> None:
