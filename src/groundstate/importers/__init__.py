@@ -6,7 +6,9 @@ Formats (``--format``, or detected from the file):
 - ``tau-bench``: τ-bench (v1) results, a JSON list of ``{task_id, reward, info, traj, trial}``;
 - ``tau2-bench``: τ²-bench results, ``{info, tasks, simulations: [...]}``;
 - ``inspect``: Inspect AI logs, ``.eval`` archives or ``.json`` logs;
-- ``swe-bench``: SWE-bench run reports (``resolved_ids``, ``unresolved_ids``, ...);
+- ``swe-bench``: SWE-bench reports: a run's (``resolved_ids``, ``unresolved_ids``, ...), a 1.x
+  model report (``no_generation``, ``generated``, ``applied``, ``resolved`` ...), instances'
+  ``report.json``;
 - ``harbor``: Harbor trial ``result.json`` files, or a job directory of them;
 - ``terminal-bench``: Terminal-Bench runs' ``results.json`` (``results``: one entry per trial);
 - ``appworld``: AppWorld evaluations (``aggregate``, ``individual``).
@@ -40,7 +42,7 @@ from groundstate.importers.rows import (
     not_utf8,
     read_json,
 )
-from groundstate.importers.swebench import SweBenchSource, terminal_bench
+from groundstate.importers.swebench import SweBenchSource, swe_bench_report, terminal_bench
 from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
 from groundstate.importers.terminalbench import TerminalBenchSource, is_trial
@@ -117,7 +119,9 @@ def _options_read(path: Path, kind: Format, options: ImportOptions) -> None:
 def detect_format(path: Path) -> Format:
     """The format of *path*: by suffix for row files and archives, else by its first bytes
     (``[``: τ-bench; an object with ``simulations``: τ²-bench; with ``eval`` and ``samples``:
-    an Inspect log; with ``resolved_ids`` and ``unresolved_ids``: a SWE-bench run report; with
+    an Inspect log; with ``resolved_ids`` and ``unresolved_ids``, or 1.x's ``no_generation``,
+    ``generated``, ``applied`` and ``resolved``, or ``{instance_id: {resolved, ...}}``: a
+    SWE-bench report; with
     ``trial_name`` and ``task_name``, or ``n_total_trials`` and ``stats``: a Harbor result;
     with ``results`` listed beside ``resolved_ids`` and ``unresolved_ids``: Terminal-Bench
     results; with ``aggregate`` and ``individual``: an AppWorld evaluation; one object per
@@ -241,6 +245,8 @@ def _object_format(data: Any) -> Format | None:
             return kind
     if aggregate_only(data):  # AppWorld's figures without tasks: its reader says what lacks
         return "appworld"
+    if swe_bench_report(data):  # 1.x's nested lists, or {instance_id: report.json's verdict}
+        return "swe-bench"
     return None
 
 
@@ -257,15 +263,7 @@ def _harbor_folder(path: Path) -> bool:
     return any(f'"{key}"'.encode() in head for key in ("n_total_trials", "trial_name"))
 
 
-FOREIGN = (
-    ({"resolved", "tests_status"}, "a SWE-bench instance report"),
-    ({"instance_id", "model_patch"}, "SWE-bench predictions (patches, not results)"),
-    (
-        {"no_generation", "generated", "applied", "resolved"},
-        "a SWE-bench 1.x model report (get_model_report: nested lists, an applied patch also "
-        "generated, not one outcome per instance)",
-    ),
-)
+FOREIGN = (({"instance_id", "model_patch"}, "SWE-bench predictions (patches, not results)"),)
 """Keys that mark other harnesses' files this reader has no format for."""
 
 
@@ -312,7 +310,7 @@ LOOKS = {
     "tau-bench": "τ-bench results (a JSON list): give --format tau-bench",
     "tau2-bench": "τ²-bench results (an object with simulations): give --format tau2-bench",
     "inspect": "an Inspect AI log: give --format inspect",
-    "swe-bench": "a SWE-bench run report: give --format swe-bench",
+    "swe-bench": "a SWE-bench report: give --format swe-bench",
     "harbor": "a Harbor result: give --format harbor",
     "terminal-bench": "Terminal-Bench results: give --format terminal-bench",
     "appworld": "an AppWorld evaluation: give --format appworld",

@@ -1,0 +1,243 @@
+"""Other harnesses' result files, fifteenth round.
+
+SWE-bench's older and finer reports: the 1.x model report (``swebench.metrics.report.
+get_model_report``, lists that nest, by repository before April 2024), instances'
+``report.json`` (``swebench.harness.grading.get_eval_report``), and the run report's
+``infra_failure_ids`` (``swebench.harness.reporting.make_run_report``, 5.x); the fixtures
+follow those writers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundstate.importers import ImportOptions, detect_format, read_rows
+from groundstate.store import RunStore
+from tests.test_imports_formats import Store, cli, write_json
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(tmp_path)
+
+
+def outcomes(path: Path, errors: str = "agent") -> dict[str, str]:
+    rows = read_rows(path, ImportOptions(errors=errors))  # type: ignore[arg-type]
+    assert all(row.label == 1 for row in rows)
+    return {row.task_id: row.terminal_reason for row in rows}
+
+
+# --- SWE-bench 1.x model reports ---------------------------------------------------------------
+
+LISTS_1X = ["no_generation", "generated", "with_logs", "install_fail", "reset_failed",
+            "no_apply", "applied", "test_errored", "test_timeout", "resolved"]  # fmt: skip
+
+
+def model_report(**held: tuple[str, ...]) -> dict[str, list[str]]:
+    """A 1.x model report: each instance with the lists ``get_model_report`` put it in."""
+    report: dict[str, list[str]] = {name: [] for name in LISTS_1X}
+    for instance, names in held.items():
+        for name in names:
+            report[name].append(instance)
+    return report
+
+
+EVALUATED = ("generated", "with_logs")
+MODEL_1X = model_report(
+    a=(*EVALUATED, "applied", "resolved"),
+    b=(*EVALUATED, "applied"),
+    c=("no_generation",),
+    d=(*EVALUATED, "no_apply"),
+    e=(*EVALUATED, "install_fail"),
+    f=(*EVALUATED, "reset_failed"),
+    g=(*EVALUATED, "test_timeout"),
+    h=(*EVALUATED, "test_errored", "applied", "resolved"),  # 1.x read its tests' output
+    i=EVALUATED,  # a log, no test output read
+    j=("generated",),  # never evaluated
+)
+
+
+@pytest.mark.parametrize("indent", [None, 4])
+def test_a_swe_bench_1_model_report_is_imported(
+    store: Store, tmp_path: Path, indent: int | None
+) -> None:
+    """It was refused ("does not read: convert it to the row format"): each instance is one
+    attempt, decided by the first of its nested lists that says where it stopped."""
+    path = tmp_path / "gpt-4.json"
+    path.write_text(json.dumps(MODEL_1X, indent=indent))
+    assert detect_format(path) == "swe-bench"
+    agent = {
+        "a": "success", "b": "agent_failure/unresolved", "c": "agent_failure/empty_patch",
+        "d": "agent_failure/patch_not_applied", "e": "environment_failure/setup",
+        "f": "environment_failure/reset", "g": "agent_failure/ungraded", "h": "success",
+        "i": "agent_failure/crashed", "j": "agent_failure/crashed",
+    }  # fmt: skip
+    assert outcomes(path) == agent
+    assert outcomes(path, "environment") == {
+        **agent, "g": "grader_failure", "i": "environment_failure/harness_error",
+        "j": "environment_failure/harness_error",
+    }  # fmt: skip
+    batch = store.imported(path)
+    report = store.report(batch)
+    assert report["success_rate"]["estimate"] == pytest.approx(2 / 8)  # e, f invalid
+    with RunStore(store.path) as opened:
+        (run,) = [r for r in opened.runs(batch) if r.task_id == "h"]
+    assert run.infrastructure_status["origin"]["lists"] == [
+        "resolved", "applied", "test_errored", "with_logs", "generated"
+    ]  # fmt: skip
+
+
+def test_a_swe_bench_1_report_by_repository_is_imported(store: Store, tmp_path: Path) -> None:
+    """Before April 2024 ``get_model_report`` wrote the lists per repository, ``none`` for no
+    patch: it was "cannot tell its format"."""
+    report = {
+        "django/django": {"none": ["d-1"], "generated": ["d-2", "d-3"],
+                          "with_logs": ["d-2", "d-3"], "applied": ["d-2"], "resolved": ["d-2"]},
+        "astropy/astropy": {"none": [], "generated": ["a-1"], "with_logs": [], "applied": [],
+                            "resolved": [], "install_fail": []},
+    }  # fmt: skip
+    path = write_json(tmp_path / "old.json", report)
+    assert outcomes(path) == {
+        "d-1": "agent_failure/empty_patch", "d-2": "success", "d-3": "agent_failure/crashed",
+        "a-1": "agent_failure/crashed",
+    }  # fmt: skip
+    report["astropy/astropy"]["applied"] = ["d-2"]
+    err = store.refused(write_json(tmp_path / "twice.json", report))
+    assert "twice.json:astropy/astropy.applied[0]: applied: instance 'd-2' is also listed at" in err
+
+
+@pytest.mark.parametrize(
+    ("held", "message"),
+    [
+        ({"x": ("no_generation", "generated")},
+         "no_generation[0]: no_generation: instance 'x' has no patch and is also in generated"),
+        ({"x": ("generated", "with_logs", "resolved")},
+         "resolved[0]: resolved: instance 'x' is not in applied"),
+        ({"x": ("with_logs",)}, "with_logs[0]: with_logs: instance 'x' is not in generated"),
+        ({"x": ("generated", "generated")},
+         "generated[1]: generated: instance 'x' is listed twice"),
+    ],
+)  # fmt: skip
+def test_a_swe_bench_1_report_whose_lists_do_not_nest_is_refused(
+    store: Store, tmp_path: Path, held: dict[str, tuple[str, ...]], message: str
+) -> None:
+    err = store.refused(write_json(tmp_path / "m.json", model_report(**held)))
+    assert f"m.json:{message}" in err
+
+
+def test_an_unknown_list_of_a_1x_report_is_named(tmp_path: Path) -> None:
+    path = write_json(tmp_path / "m.json", {**MODEL_1X, "no_logs": ["j"]})
+    code, _, err = cli("import-results", str(path), "--name", "x",
+                       "--store", str(tmp_path / "s.db"))  # fmt: skip
+    assert code == 0 and "lists no rule reads (no_logs)" in err
+
+
+# --- SWE-bench instance reports ----------------------------------------------------------------
+
+
+def instance(resolved: bool, applied: bool = True, **extra: Any) -> dict[str, Any]:
+    """One instance's verdict as ``get_eval_report`` writes it."""
+    return {"patch_is_None": False, "patch_exists": True, "patch_successfully_applied": applied,
+            "resolved": resolved, "tests_status": {"FAIL_TO_PASS": {"success": [],
+            "failure": []}}, **extra}  # fmt: skip
+
+
+def test_swe_bench_instance_reports_are_imported(store: Store, tmp_path: Path) -> None:
+    """An instance's ``report.json`` was refused ("does not read"). Tests whose output SWE-bench
+    could not read are a grader's error; one it flags as an infrastructure failure is
+    invalid with ``--errors environment``."""
+    reports = {
+        "a": instance(True), "b": instance(False),
+        "c": {"patch_is_None": True, "patch_exists": False, "patch_successfully_applied": False,
+              "resolved": False},
+        "d": instance(False, applied=False),
+        "e": instance(False, applied=False, infra_failure=True,
+                      infra_failure_reason="out_of_memory"),
+    }  # fmt: skip
+    path = write_json(tmp_path / "report.json", reports)
+    assert detect_format(path) == "swe-bench"
+    assert outcomes(path) == {
+        "a": "success", "b": "agent_failure/unresolved", "c": "agent_failure/empty_patch",
+        "d": "agent_failure/ungraded", "e": "agent_failure/ungraded",
+    }  # fmt: skip
+    assert outcomes(path, "environment") == {
+        "a": "success", "b": "agent_failure/unresolved", "c": "agent_failure/empty_patch",
+        "d": "grader_failure", "e": "environment_failure/infrastructure",
+    }  # fmt: skip
+    (tmp_path / "one").mkdir()
+    one = write_json(tmp_path / "one" / "report.json", {"django__django-1": instance(True)})
+    assert store.runs(store.imported(one)) == {("django__django-1", 1, 0): ("success", None)}
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"patch_exists": True, "tests_status": {}}, "x: resolved: required: true or false"),
+        (instance("yes"), "x: resolved: must be true or false, got 'yes'"),  # type: ignore[arg-type]
+        (instance(True, applied=False), "x: resolved: true, but patch_successfully_applied is"),
+        (instance(True, patch_exists=False), "x: resolved: true for an instance without a patch"),
+    ],
+)  # fmt: skip
+def test_a_malformed_instance_report_is_refused(
+    store: Store, tmp_path: Path, entry: dict[str, Any], message: str
+) -> None:
+    err = store.refused(write_json(tmp_path / "r.json", {"x": entry}))
+    assert f"r.json:{message}" in err
+
+
+def test_an_instance_report_beside_something_else_is_refused(store: Store, tmp_path: Path) -> None:
+    err = store.refused(write_json(tmp_path / "r.json", {"x": instance(True), "y": 3}))
+    assert "r.json:y: must be an instance's report (an object), got 3" in err
+
+
+# --- SWE-bench run reports flag infrastructure failures (5.x) -----------------------------------
+
+RUN_5X = {
+    "total_instances": 4, "submitted_instances": 4, "completed_instances": 3,
+    "resolved_instances": 1, "unresolved_instances": 2, "infra_failure_instances": 2,
+    "ambiguous_failure_instances": 1, "empty_patch_instances": 0, "error_instances": 1,
+    "resolved_ids": ["a"], "unresolved_ids": ["b", "c"], "error_ids": ["d"],
+    "infra_failure_ids": ["b", "d"], "ambiguous_failure_ids": ["c"],
+    "failure_reasons": {"b": "out_of_memory", "c": "missing_module", "d": "container_unavailable"},
+    "schema_version": 2,
+}  # fmt: skip
+
+
+def test_swe_bench_infrastructure_failures_follow_errors(store: Store, tmp_path: Path) -> None:
+    """SWE-bench 5.x flags instances whose logs match a broken environment's signature
+    (advisory: they stay in their list); the flag and its reason were dropped without a word.
+    The logs hold the output of tests the patch runs, so the flag follows ``--errors``, and a
+    warning counts them."""
+    path = write_json(tmp_path / "run.json", RUN_5X)
+    assert outcomes(path) == {
+        "a": "success", "b": "agent_failure/unresolved", "c": "agent_failure/unresolved",
+        "d": "agent_failure/crashed",
+    }  # fmt: skip
+    assert outcomes(path, "environment") == {
+        "a": "success", "b": "environment_failure/infrastructure",
+        "c": "agent_failure/unresolved", "d": "environment_failure/infrastructure",
+    }  # fmt: skip
+    code, _, err = cli("import-results", str(path), "--name", "x",
+                       "--store", str(tmp_path / "s.db"))  # fmt: skip
+    assert code == 0 and "2 instance(s) SWE-bench flagged as likely infrastructure" in err
+    (row,) = [r for r in read_rows(path) if r.task_id == "c"]
+    assert row.origin == {"list": "unresolved_ids", "failure_reason": "missing_module"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"infra_failure_ids": ["a", "d"]},
+         "infra_failure_ids[0]: infra_failure_ids: instance 'a' is in none of unresolved_ids"),
+        ({"infra_failure_ids": ["b"]}, "infra_failure_instances: 2, but infra_failure_ids lists 1"),
+        ({"ambiguous_failure_ids": "c"}, "ambiguous_failure_ids: must be a list of instance ids"),
+    ],
+)  # fmt: skip
+def test_a_swe_bench_run_report_with_contradicting_flags_is_refused(
+    store: Store, tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    assert message in store.refused(write_json(tmp_path / "run.json", {**RUN_5X, **change}))
