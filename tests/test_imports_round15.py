@@ -9,15 +9,24 @@ follow those writers.
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
+import lzma
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from groundstate.importers import ImportOptions, detect_format, read_rows
+from groundstate.importers import ImportOptions, compressed, detect_format, read_rows
 from groundstate.store import RunStore
 from tests.test_imports_formats import Store, cli, write_json
+
+if sys.version_info >= (3, 14):
+    from compression import zstd as zstd_codec
+else:
+    from backports import zstd as zstd_codec
 
 
 @pytest.fixture
@@ -241,3 +250,65 @@ def test_a_swe_bench_run_report_with_contradicting_flags_is_refused(
     store: Store, tmp_path: Path, change: dict[str, Any], message: str
 ) -> None:
     assert message in store.refused(write_json(tmp_path / "run.json", {**RUN_5X, **change}))
+
+
+# --- results kept compressed -------------------------------------------------------------------
+
+
+def compress(kind: str, data: bytes) -> bytes:
+    if kind == "zst":
+        return zstd_codec.compress(data)
+    module = {"gz": gzip, "bz2": bz2, "xz": lzma}[kind]
+    return module.compress(data)  # type: ignore[no-any-return]
+
+
+TAU = [{"task_id": 1, "reward": 1.0, "info": {}, "trial": 0},
+       {"task_id": 1, "reward": 0.0, "info": {"error": "boom"}, "trial": 1}]  # fmt: skip
+PLAIN = {
+    "rows.csv": b"task_id,attempt,success\nt1,0,true\nt1,1,false\n",
+    "rows.jsonl": b'{"task_id": "t1", "attempt": 0, "success": true}\n',
+    "tau.json": json.dumps(TAU).encode(),
+    "swe.json": json.dumps(RUN_5X).encode(),
+}
+
+
+@pytest.mark.parametrize("kind", ["gz", "bz2", "xz", "zst"])
+@pytest.mark.parametrize("name", sorted(PLAIN))
+@pytest.mark.parametrize("suffixed", [True, False])
+def test_a_compressed_results_file_is_read_as_the_file_it_holds(
+    store: Store, tmp_path: Path, kind: str, name: str, suffixed: bool
+) -> None:
+    """``results.json.gz`` was "cannot tell its format: give --format", and under the
+    ``--format`` it holds "not UTF-8 text": no way to read it short of decompressing it."""
+    plain = tmp_path / name
+    plain.write_bytes(PLAIN[name])
+    packed = tmp_path / "packed" / (f"{name}.{kind}" if suffixed else f"results.{kind}")
+    packed.parent.mkdir()
+    packed.write_bytes(compress(kind, PLAIN[name]))
+    assert detect_format(packed) == detect_format(plain)
+    assert store.runs(store.imported(packed)) == store.runs(store.imported(plain))
+
+
+@pytest.mark.parametrize("name", ["rows.csv", "tau.json"])
+def test_a_compressed_file_cut_short_is_named(store: Store, tmp_path: Path, name: str) -> None:
+    body = PLAIN[name] if name == "tau.json" else b"task_id,attempt,success\n" + b"".join(
+        b"t%d,0,true\n" % i for i in range(20000))  # fmt: skip
+    packed = gzip.compress(body)
+    path = tmp_path / f"{name}.gz"
+    path.write_bytes(packed[: len(packed) - 12 if name == "tau.json" else len(packed) // 2])
+    given = {"rows.csv": "csv", "tau.json": "tau-bench"}[name]
+    for extra in ((), ("--format", given)):
+        err = store.refused(path, *extra)
+        assert "cannot read its gzip data (damaged or cut short?)" in err
+
+
+def test_a_compressed_json_document_too_large_is_refused(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few KiB of gzip can hold gigabytes (a decompression bomb): a document read whole is
+    refused past the limit before more of it is read."""
+    monkeypatch.setattr(compressed, "INFLATED_LIMIT", 1000)
+    path = tmp_path / "tau.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(TAU * 50).encode()))
+    err = store.refused(path)
+    assert "over 0 MiB uncompressed: decompress it and give the file" in err

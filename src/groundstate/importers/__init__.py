@@ -20,17 +20,19 @@ lost, is in ``docs/interop.md``.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import zipfile
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from groundstate.errors import SpecError
 from groundstate.importers.appworld import AppWorldSource, aggregate_only
 from groundstate.importers.batch import ImportReport, store_import
+from groundstate.importers.compressed import DAMAGED, damaged, name_suffix, open_bytes
 from groundstate.importers.harbor import JOB_KEYS, TRIAL_KEYS, HarborSource
 from groundstate.importers.inspect_log import InspectSource
 from groundstate.importers.rows import (
@@ -145,7 +147,7 @@ def detect_format(path: Path) -> Format:
 
 def _named_format(path: Path) -> Format | None:
     """The format *path*'s suffix names, if any."""
-    suffix = path.suffix.lower()
+    suffix = name_suffix(path)  # rows.csv.gz: a CSV
     if suffix in (".csv", ".tsv", ".tab"):  # the reader tells the separator from the header
         return "csv"
     if suffix in (".jsonl", ".ndjson"):
@@ -156,13 +158,10 @@ def _named_format(path: Path) -> Format | None:
 
 
 def _sniff(path: Path) -> Format:
-    with path.open("rb") as handle:
-        head = handle.read(1 << 16)
-        if head.startswith(UTF16_MARKS):
-            raise SpecError(path, None, not_utf8(path))
-        head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-        if head.startswith(b"{") and not _BREAK.search(head):  # a first line past the head
-            head += _first_line(handle)
+    try:
+        head = _head(path)
+    except DAMAGED as exc:
+        raise SpecError(path, None, damaged(path, exc)) from None
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
         return "inspect"
     if head.startswith(b"["):
@@ -191,12 +190,25 @@ def _sniff(path: Path) -> Format:
     return _document_format(path)
 
 
+def _head(path: Path) -> bytes:
+    """The first 64 KiB of *path* (decompressed), without a byte-order mark or leading white
+    space, and the rest of its first line when it starts an object."""
+    with open_bytes(path) as handle:
+        head = handle.read(1 << 16)
+        if head.startswith(UTF16_MARKS):
+            raise SpecError(path, None, not_utf8(path))
+        head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+        if head.startswith(b"{") and not _BREAK.search(head):  # a first line past the head
+            head += _first_line(handle)
+    return head
+
+
 _BREAK = re.compile(rb"\r\n|\r|\n")
 """A line break: JSON Lines and CSV files come with any of the three (old Mac tools write
 ``\r`` alone); none can sit inside a JSON string unescaped."""
 
 
-def _first_line(handle: BinaryIO) -> bytes:
+def _first_line(handle: io.BufferedIOBase) -> bytes:
     """The rest of the first line, whichever break ends it (``readline`` knows ``\n`` only:
     a file broken by ``\r`` alone would be read whole)."""
     line = b""

@@ -31,6 +31,7 @@ else:  # Zstandard members (Inspect's default since April 2026) need PEP 784's b
     from backports.zstd import ZstdDecompressor, ZstdError, zipfile
 
 from groundstate.errors import SpecError
+from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
 from groundstate.importers.rows import (
     ERROR_REASONS,
     UNGRADED,
@@ -240,10 +241,10 @@ class InspectSource:
         if zipfile.is_zipfile(self.path):
             return True
         try:
-            with self.path.open("rb") as handle:
+            with open_bytes(self.path) as handle:  # a .json log kept compressed
                 head = handle.read(1 << 10).removeprefix(b"\xef\xbb\xbf").lstrip()
-        except OSError as exc:
-            raise SpecError(self.path, None, f"cannot read: {exc.strerror}") from None
+        except DAMAGED as exc:
+            raise SpecError(self.path, None, damaged(self.path, exc)) from None
         zipped, json_log = head.startswith(b"PK"), head.startswith(b"{")
         if zipped or (self.path.suffix.lower() == ".eval" and not json_log):  # a .json log
             raise SpecError(
