@@ -312,3 +312,48 @@ def test_a_compressed_json_document_too_large_is_refused(
     path.write_bytes(gzip.compress(json.dumps(TAU * 50).encode()))
     err = store.refused(path)
     assert "over 0 MiB uncompressed: decompress it and give the file" in err
+
+
+# --- a SWE-bench model's folder of logs ---------------------------------------------------------
+
+
+def logs(root: Path, **reports: dict[str, Any] | None) -> Path:
+    """``logs/run_evaluation/<run_id>/<model>/``: a folder per instance, its log, and its
+    ``report.json`` (``get_eval_report``'s, indented as ``run_instance`` writes it) when given."""
+    model = root / "logs" / "run_evaluation" / "run1" / "openai__gpt-4o"
+    for instance, report in reports.items():
+        folder = model / instance
+        folder.mkdir(parents=True)
+        (folder / "run_instance.log").write_text("Evaluation log\n")
+        if report is not None:
+            (folder / "report.json").write_text(json.dumps({instance: report}, indent=4))
+    (model.parent / "run.json").write_text('{"dataset": "SWE-bench/SWE-bench_Lite"}')
+    return model
+
+
+def test_a_swe_bench_models_folder_of_logs_is_imported(store: Store, tmp_path: Path) -> None:
+    """The folder SWE-bench leaves per model was "a folder, not a results file": each
+    instance folder's ``report.json`` decides it, and one with a log and no report is an
+    evaluation that raised (SWE-bench's ``error_ids``, by ``--errors``)."""
+    model = logs(tmp_path, a=instance(True), b=instance(False), c=None)
+    assert detect_format(model) == "swe-bench"
+    assert outcomes(model) == {
+        "a": "success", "b": "agent_failure/unresolved", "c": "agent_failure/crashed"
+    }  # fmt: skip
+    assert outcomes(model, "environment")["c"] == "environment_failure/harness_error"
+    code, _, err = cli("import-results", str(model), "--name", "logs",
+                         "--store", str(store.path))  # fmt: skip
+    assert code == 0, err
+    assert "an empty patch (which it does not run)" in err
+    again = cli("import-results", str(model), "--name", "logs", "--store", str(store.path))
+    assert "already imported" in again[1]
+    err = store.refused(model.parent)
+    assert "a folder per model: give one" in err and str(model) in err
+
+
+def test_a_report_in_another_instances_folder_is_refused(store: Store, tmp_path: Path) -> None:
+    model = logs(tmp_path, a=instance(True))
+    (model / "b").mkdir()
+    (model / "b" / "report.json").write_text(json.dumps({"a": instance(False)}))
+    err = store.refused(model)
+    assert "b/report.json: the report of 'b' holds ['a']" in err

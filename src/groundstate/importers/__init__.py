@@ -44,7 +44,12 @@ from groundstate.importers.rows import (
     not_utf8,
     read_json,
 )
-from groundstate.importers.swebench import SweBenchSource, swe_bench_report, terminal_bench
+from groundstate.importers.swebench import (
+    SweBenchSource,
+    logs_folder,
+    swe_bench_report,
+    terminal_bench,
+)
 from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
 from groundstate.importers.terminalbench import TerminalBenchSource, is_trial
@@ -127,7 +132,9 @@ def detect_format(path: Path) -> Format:
     ``trial_name`` and ``task_name``, or ``n_total_trials`` and ``stats``: a Harbor result;
     with ``results`` listed beside ``resolved_ids`` and ``unresolved_ids``: Terminal-Bench
     results; with ``aggregate`` and ``individual``: an AppWorld evaluation; one object per
-    line: JSON Lines). A folder holding a Harbor ``result.json`` is a Harbor job (or trial)."""
+    line: JSON Lines). A folder holding a Harbor ``result.json`` is a Harbor job (or trial); one
+    of instance folders with a ``report.json`` or ``run_instance.log``, a SWE-bench model's
+    logs."""
     named = _named_format(path)
     if named is not None:
         return named
@@ -135,6 +142,12 @@ def detect_format(path: Path) -> Format:
         return "harbor"
     if path.is_dir() and (jobs := [p for p in sorted(path.iterdir()) if _harbor_folder(p)]):
         raise SpecError(path, None, f"a folder of Harbor jobs: give one job's folder ({jobs[0]})")
+    if logs_folder(path):
+        return "swe-bench"
+    if path.is_dir() and (models := [p for p in sorted(path.iterdir()) if logs_folder(p)]):
+        raise SpecError(
+            path, None, f"a SWE-bench run's logs, a folder per model: give one ({models[0]})"
+        )
     if path.is_dir():  # τ²'s "dir" format is a folder: its index is the file to give
         inside = " (give its results.json)" if (path / "results.json").is_file() else ""
         raise SpecError(path, None, f"a folder, not a results file{inside}")

@@ -12,7 +12,8 @@
   where the others stopped).
 - Per-instance reports (``get_eval_report``'s ``report.json``: ``{instance_id: {patch_is_None,
   patch_exists, patch_successfully_applied, resolved, tests_status}}``), one or several in one
-  object.
+  object, or a model's folder of a run's logs (``logs/run_evaluation/<run_id>/<model>/``: a
+  folder per instance, with its ``report.json`` when its evaluation ended).
 
 Each instance is one attempt of the task named by its id; SWE-bench runs an instance once, so
 every attempt is labelled 1.
@@ -20,6 +21,7 @@ every attempt is labelled 1.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -143,8 +145,10 @@ class SweBenchSource:
 
     @cached_property
     def kind(self) -> str:
-        """``run``, ``model`` (1.x) or ``instance``; anything else is refused, naming what a
-        SWE-bench report has."""
+        """``run``, ``model`` (1.x), ``instance`` or ``folder``; anything else is refused,
+        naming what a SWE-bench report has."""
+        if self.path.is_dir():
+            return "folder"
         if {"resolved_ids", "unresolved_ids"} <= set(self._report):
             return "run"
         if model_report(self._report) or model_report_by_repo(self._report):
@@ -160,7 +164,12 @@ class SweBenchSource:
 
     @cached_property
     def _outcomes(self) -> list[Outcome]:
-        read = {"run": self._run, "model": self._model, "instance": self._instances}
+        read = {
+            "run": self._run,
+            "model": self._model,
+            "instance": lambda: self._instances(self._report),
+            "folder": self._folder,
+        }
         return read[self.kind]()
 
     def _run(self) -> list[Outcome]:
@@ -228,10 +237,10 @@ class SweBenchSource:
             return [("", self._report)]
         return [(f"{repo}.", part) for repo, part in self._report.items()]
 
-    def _instances(self) -> list[Outcome]:
+    def _instances(self, reports: dict[str, Any], file: Path | None = None) -> list[Outcome]:
         outcomes = []
-        for instance, report in self._report.items():
-            where = f"{self.path}:{instance}"
+        for instance, report in reports.items():
+            where = f"{file or self.path}:{instance}"
             key = task_key(where, "instance_id", instance)
             end, field = _instance_end(where, report)
             origin = {field: report[field]} if field in report else {}
@@ -241,6 +250,51 @@ class SweBenchSource:
                     end = {"agent": _reason(end, "agent"), "environment": INFRA_FAILURE}
             outcomes.append(Outcome(where, key, end, origin, field))
         return outcomes
+
+    def _folder(self) -> list[Outcome]:
+        """A model's folder of a run's logs: each instance folder's ``report.json``; one with
+        a log and no report is an evaluation that raised (SWE-bench's ``error_ids``)."""
+        outcomes = []
+        for folder in self._instance_folders():
+            file = folder / "report.json"
+            if not file.is_file():
+                origin = {"report": "missing"}
+                where = str(folder / "run_instance.log")
+                outcomes.append(Outcome(where, folder.name, ERROR_REASONS, origin, "no report"))
+                continue
+            report = read_json_object(file, "an instance's report.json")
+            if list(report) != [folder.name]:
+                raise SpecError(
+                    file, None, f"the report of {folder.name!r} holds {sorted(report)}: one "
+                    "instance's report, under its id, in its folder",
+                )  # fmt: skip
+            outcomes.extend(self._instances(report, file))
+        if not outcomes:
+            raise SpecError(
+                self.path, None, "a folder without instance folders (a SWE-bench run's "
+                "logs/run_evaluation/<run_id>/<model>/ holds <instance_id>/report.json)",
+            )  # fmt: skip
+        return outcomes
+
+    def _instance_folders(self) -> list[Path]:
+        """The instance folders of a model's logs: those SWE-bench began to evaluate."""
+        return [
+            p for p in sorted(self.path.iterdir())
+            if (p / "report.json").is_file() or (p / "run_instance.log").is_file()
+        ]  # fmt: skip
+
+    def digest(self) -> str:
+        """The content the batch comes from: the file's, or each instance's report by name
+        (and the folders without one)."""
+        if self.kind != "folder":
+            with self.path.open("rb") as handle:
+                return hashlib.file_digest(handle, "sha256").hexdigest()
+        digest = hashlib.sha256()
+        for folder in self._instance_folders():
+            file = folder / "report.json"
+            digest.update(folder.name.encode() + b"\0")
+            digest.update(hashlib.sha256(file.read_bytes()).digest() if file.is_file() else b"")
+        return digest.hexdigest()
 
     def _lists(
         self,
@@ -302,7 +356,18 @@ class SweBenchSource:
         return self._outcomes[line - 1].where
 
     def warnings(self) -> list[str]:
-        return [w for w in (self._incomplete(), self._flagged(), self._unread()) if w]
+        found = (self._incomplete(), self._flagged(), self._unread(), self._unrun())
+        return [w for w in found if w]
+
+    def _unrun(self) -> str | None:
+        """What a folder of logs does not hold."""
+        if self.kind != "folder":
+            return None
+        return (
+            f"{self.path}: a folder of logs holds the instances SWE-bench evaluated: those "
+            "with an empty patch (which it does not run) or no prediction are not in the "
+            "batch, so no score counts them (the run report lists them)"
+        )
 
     def _incomplete(self) -> str | None:
         """Instances of the dataset the run has no outcome for: SWE-bench's own score is over
@@ -353,6 +418,7 @@ class SweBenchSource:
             "errors": self.errors,
             "schema_version": self._report.get("schema_version") if self.kind == "run" else None,
             "total_instances": self._report.get("total_instances") if self.kind == "run" else None,
+            "model": self.path.name if self.kind == "folder" else None,
         }
 
 
@@ -431,6 +497,14 @@ def swe_bench_report(data: Any) -> bool:
     """*data* is a SWE-bench report that no run report's keys mark: a 1.x model report, or
     instances' ``report.json``."""
     return model_report(data) or model_report_by_repo(data) or instance_reports(data)
+
+
+def logs_folder(path: Path) -> bool:
+    """*path* is a model's folder of a SWE-bench run's logs: an instance folder in it holds a
+    ``report.json`` or a ``run_instance.log``."""
+    return path.is_dir() and any(
+        (p / "report.json").is_file() or (p / "run_instance.log").is_file() for p in path.iterdir()
+    )
 
 
 def terminal_bench(data: Any) -> bool:
