@@ -357,3 +357,37 @@ def test_a_report_in_another_instances_folder_is_refused(store: Store, tmp_path:
     (model / "b" / "report.json").write_text(json.dumps({"a": instance(False)}))
     err = store.refused(model)
     assert "b/report.json: the report of 'b' holds ['a']" in err
+
+
+# --- the SWE-bench leaderboard's files ----------------------------------------------------------
+
+
+def test_a_leaderboard_per_instance_details_file_is_imported(store: Store, tmp_path: Path) -> None:
+    """SWE-bench/experiments' ``per_instance_details.json`` (mini-SWE-agent's submissions:
+    ``{instance_id: {cost, api_calls, resolved}}``) was "cannot tell its format"; its cost is
+    each attempt's (not known where null)."""
+    details = {"a__a-1": {"cost": 0.72, "api_calls": 32, "resolved": True},
+               "b__b-2": {"cost": None, "api_calls": 3, "resolved": False}}  # fmt: skip
+    path = write_json(tmp_path / "per_instance_details.json", details)
+    assert detect_format(path) == "swe-bench"
+    rows = read_rows(path)
+    assert [(r.task_id, r.terminal_reason, r.cost) for r in rows] == [
+        ("a__a-1", "success", 0.72),
+        ("b__b-2", "agent_failure/unresolved", None),
+    ]
+    assert rows[0].origin == {"resolved": True, "api_calls": 32}
+    details["b__b-2"]["cost"] = -1
+    assert "b__b-2: cost: must not be negative" in store.refused(write_json(path, details))
+
+
+@pytest.mark.parametrize("given", [(), ("--format", "swe-bench")])
+def test_a_leaderboard_results_json_that_lists_only_the_resolved_is_refused(
+    store: Store, tmp_path: Path, given: tuple[str, ...]
+) -> None:
+    """``results/results.json`` names the resolved instances and those without a patch or
+    logs, never the unresolved: read as lists, every listed attempt but the empty ones would
+    pass. It was "cannot tell its format" (and under ``--format swe-bench`` "no result rows"
+    was one step away)."""
+    results = {"no_generation": ["c"], "no_logs": ["d"], "resolved": ["a", "b"]}
+    err = store.refused(write_json(tmp_path / "results.json", results), *given)
+    assert "SWE-bench/experiments results.json" in err and "resolved instances only" in err

@@ -288,7 +288,14 @@ def _harbor_folder(path: Path) -> bool:
     return any(f'"{key}"'.encode() in head for key in ("n_total_trials", "trial_name"))
 
 
-FOREIGN = (({"instance_id", "model_patch"}, "SWE-bench predictions (patches, not results)"),)
+FOREIGN = (
+    ({"instance_id", "model_patch"}, "SWE-bench predictions (patches, not results)"),
+    (
+        {"resolved", "no_generation", "no_logs"},
+        "a SWE-bench/experiments results.json (it names the resolved instances only: the "
+        "unresolved are the dataset's others, which it does not list)",
+    ),
+)
 """Keys that mark other harnesses' files this reader has no format for."""
 
 

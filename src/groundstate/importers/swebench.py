@@ -34,6 +34,7 @@ from groundstate.importers.rows import (
     UNGRADED,
     ErrorPolicy,
     ImportedRow,
+    amount,
     as_integer,
     read_json_object,
     task_key,
@@ -122,6 +123,8 @@ class Outcome:
     origin: dict[str, Any]
     mapped: str
     """The field that decided, for the import report (``resolved_ids``)."""
+    cost: float | None = None
+    """Dollars, where the report gives them (``per_instance_details.json``)."""
 
 
 @dataclass
@@ -155,6 +158,8 @@ class SweBenchSource:
             return "model"
         if instance_reports(self._report):
             return "instance"
+        if resolved_only(self._report):
+            raise SpecError(self.path, None, RESOLVED_ONLY)
         raise SpecError(
             self.path, None, "not a SWE-bench report: a run report has resolved_ids and "
             "unresolved_ids, a 1.x model report no_generation, generated, applied and "
@@ -244,11 +249,15 @@ class SweBenchSource:
             key = task_key(where, "instance_id", instance)
             end, field = _instance_end(where, report)
             origin = {field: report[field]} if field in report else {}
+            if "api_calls" in report:
+                origin["api_calls"] = report["api_calls"]
+            cost = report.get("cost")
+            cost = None if cost is None else amount(where, "cost", cost)
             if report.get("infra_failure") is True:
                 origin["infra_failure"] = report.get("infra_failure_reason", True)
                 if end is ERROR_REASONS or end is UNGRADED:
                     end = {"agent": _reason(end, "agent"), "environment": INFRA_FAILURE}
-            outcomes.append(Outcome(where, key, end, origin, field))
+            outcomes.append(Outcome(where, key, end, origin, field, cost))
         return outcomes
 
     def _folder(self) -> list[Outcome]:
@@ -348,6 +357,7 @@ class SweBenchSource:
                 label=1,
                 success=reason == "success",
                 terminal_reason=reason,
+                cost=outcome.cost,
                 origin=outcome.origin,
                 mapped=f"{outcome.mapped} -> {reason}",
             )
@@ -440,8 +450,26 @@ def _nested(instance: str, held: dict[str, str]) -> None:
             )  # fmt: skip
 
 
+RESOLVED_ONLY = (
+    "a SWE-bench/experiments results.json (resolved, no_generation, no_logs): it names the "
+    "resolved instances only, the unresolved being the dataset's others, which it does not "
+    "list, so a batch of it would count no failure: convert it, with the dataset's instance "
+    "ids, to the row format (CSV or JSON Lines: task_id, attempt, success)"
+)
+"""Why the leaderboard's ``results/results.json`` is refused."""
+
+
+def resolved_only(data: Any) -> bool:
+    """*data* is a SWE-bench/experiments ``results/results.json`` (lists of the resolved
+    instances and of those without a patch or logs; the unresolved are not named)."""
+    return isinstance(data, dict) and {"resolved", "no_generation", "no_logs"} <= set(data)
+
+
 INSTANCE_FIELDS = ("patch_is_None", "patch_exists", "patch_successfully_applied", "resolved")
 """The verdict fields of an instance's ``report.json`` (``get_eval_report``), all booleans."""
+INSTANCE_KEYS = frozenset({*INSTANCE_FIELDS, "tests_status", "cost", "api_calls"})
+"""What an instance's entry holds: ``report.json``'s fields, or a leaderboard
+``per_instance_details.json``'s (``{resolved, cost, api_calls}``)."""
 
 
 def _instance_end(where: str, report: Any) -> tuple[End, str]:
@@ -469,12 +497,13 @@ def _instance_end(where: str, report: Any) -> tuple[End, str]:
 
 
 def instance_reports(data: Any) -> bool:
-    """*data* is one or several instances' ``report.json`` (``{instance_id: {resolved, ...}}``):
-    its first entry an object with two of the fields ``get_eval_report`` writes."""
+    """*data* is one or several instances' ``report.json`` (``{instance_id: {resolved, ...}}``)
+    or a leaderboard's ``per_instance_details.json``: its first entry an object with two of
+    :data:`INSTANCE_KEYS`."""
     if not isinstance(data, dict) or not data:
         return False
     first = next(iter(data.values()))
-    return isinstance(first, dict) and len(set(first) & {*INSTANCE_FIELDS, "tests_status"}) >= 2
+    return isinstance(first, dict) and len(set(first) & INSTANCE_KEYS) >= 2
 
 
 def model_report(data: Any) -> bool:
