@@ -21,7 +21,7 @@ import pytest
 
 from groundstate.importers import ImportOptions, compressed, detect_format, read_rows
 from groundstate.store import RunStore
-from tests.test_imports_formats import Store, cli, write_json
+from tests.test_imports_formats import Store, cli, sample, write_eval, write_json
 
 if sys.version_info >= (3, 14):
     from compression import zstd as zstd_codec
@@ -391,3 +391,12 @@ def test_a_leaderboard_results_json_that_lists_only_the_resolved_is_refused(
     results = {"no_generation": ["c"], "no_logs": ["d"], "resolved": ["a", "b"]}
     err = store.refused(write_json(tmp_path / "results.json", results), *given)
     assert "SWE-bench/experiments results.json" in err and "resolved instances only" in err
+
+
+@pytest.mark.parametrize("name", ["run.eval.gz", "run.gz"])
+def test_a_compressed_eval_archive_is_named(store: Store, tmp_path: Path, name: str) -> None:
+    """It was "not a readable .eval archive (a zip file): truncated or damaged?"."""
+    archive = write_eval(tmp_path / "run.eval", [sample(1, 1, {"m": {"value": "C"}})])
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(archive.read_bytes()))
+    assert "an .eval archive compressed with gzip: decompress it" in store.refused(path)

@@ -31,7 +31,7 @@ else:  # Zstandard members (Inspect's default since April 2026) need PEP 784's b
     from backports.zstd import ZstdDecompressor, ZstdError, zipfile
 
 from groundstate.errors import SpecError
-from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
+from groundstate.importers.compressed import DAMAGED, compression, damaged, open_bytes
 from groundstate.importers.rows import (
     ERROR_REASONS,
     UNGRADED,
@@ -246,6 +246,11 @@ class InspectSource:
         except DAMAGED as exc:
             raise SpecError(self.path, None, damaged(self.path, exc)) from None
         zipped, json_log = head.startswith(b"PK"), head.startswith(b"{")
+        if zipped and (kind := compression(self.path)) is not None:  # an archive's a seek away
+            raise SpecError(
+                self.path, None, f"an .eval archive compressed with {kind}: decompress it "
+                "(an .eval archive is compressed inside; it is read as Inspect wrote it)",
+            )  # fmt: skip
         if zipped or (self.path.suffix.lower() == ".eval" and not json_log):  # a .json log
             raise SpecError(
                 self.path, None, "not a readable .eval archive (a zip file): truncated or damaged?"
