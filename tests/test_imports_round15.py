@@ -400,3 +400,22 @@ def test_a_compressed_eval_archive_is_named(store: Store, tmp_path: Path, name: 
     path = tmp_path / name
     path.write_bytes(gzip.compress(archive.read_bytes()))
     assert "an .eval archive compressed with gzip: decompress it" in store.refused(path)
+
+
+def test_instance_reports_one_per_line_are_read(store: Store, tmp_path: Path) -> None:
+    """``jq -c . */report.json > reports.json`` gives a report per line: "not valid JSON: Extra
+    data", under every format; the ``.jsonl`` name's error sent to ``--format swe-bench``,
+    which gave the same."""
+    lines = [{"a": instance(True)}, {"b": instance(False), "c": instance(False, applied=False)}]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    for name, given in (("reports.json", ()), ("reports.jsonl", ("--format", "swe-bench"))):
+        path = tmp_path / name
+        path.write_text(text)
+        assert store.runs(store.imported(path, *given)) == {
+            ("a", 1, 0): ("success", None),
+            ("b", 1, 0): ("agent_failure/unresolved", None),
+            ("c", 1, 0): ("agent_failure/ungraded", None),
+        }
+    path.write_text(text + json.dumps({"a": instance(False)}) + "\n")
+    err = store.refused(path, "--format", "swe-bench")
+    assert "reports.jsonl:3: a: the instance's report is also on line 1" in err

@@ -22,6 +22,7 @@ every attempt is labelled 1.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import SpecError
+from groundstate.importers.compressed import DAMAGED, read_bytes
 from groundstate.importers.rows import (
     ERROR_REASONS,
     UNGRADED,
@@ -36,6 +38,7 @@ from groundstate.importers.rows import (
     ImportedRow,
     amount,
     as_integer,
+    parse_json,
     read_json_object,
     task_key,
 )
@@ -137,7 +140,7 @@ class SweBenchSource:
 
     @cached_property
     def _report(self) -> dict[str, Any]:
-        report = read_json_object(self.path, "a SWE-bench report")
+        report = _report_lines(self.path) or read_json_object(self.path, "a SWE-bench report")
         if terminal_bench(report):
             raise SpecError(
                 self.path, "results", "a Terminal-Bench results file, not a SWE-bench run "
@@ -430,6 +433,42 @@ class SweBenchSource:
             "total_instances": self._report.get("total_instances") if self.kind == "run" else None,
             "model": self.path.name if self.kind == "folder" else None,
         }
+
+
+def _report_lines(path: Path) -> dict[str, Any] | None:
+    """Instances' reports one per line (``jq -c . */report.json``), merged; ``None`` when
+    *path* is not such JSON Lines (its first line not a whole report, or its only line)."""
+    try:
+        lines = read_bytes(path).decode("utf-8-sig").splitlines()
+    except (*DAMAGED, ValueError):
+        return None  # the whole-document reader names why
+    first = _whole(lines[0]) if lines else None
+    if not instance_reports(first) or len([line for line in lines if line.strip()]) < 2:
+        return None
+    merged: dict[str, Any] = {}
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        part = parse_json(line, where, at_line=False)
+        if not isinstance(part, dict):
+            raise SpecError(where, None, f"must be an object of instances' reports, got {part!r}")
+        for instance, report in part.items():
+            if instance in seen:
+                raise SpecError(
+                    where, instance, f"the instance's report is also on line {seen[instance]}"
+                )
+            seen[instance] = number
+            merged[instance] = report
+    return merged
+
+
+def _whole(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
 
 
 def _nested(instance: str, held: dict[str, str]) -> None:
