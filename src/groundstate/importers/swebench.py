@@ -440,8 +440,10 @@ def _report_lines(path: Path) -> dict[str, Any] | None:
     *path* is not such JSON Lines (its first line not a whole report, or its only line)."""
     try:
         lines = read_bytes(path).decode("utf-8-sig").splitlines()
-    except (*DAMAGED, ValueError):
+    except DAMAGED:
         return None  # the whole-document reader names why
+    except ValueError:  # too large uncompressed, or not UTF-8: likewise
+        return None
     first = _whole(lines[0]) if lines else None
     if not instance_reports(first) or len([line for line in lines if line.strip()]) < 2:
         return None
