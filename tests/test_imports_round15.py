@@ -21,7 +21,7 @@ import pytest
 
 from groundstate.importers import ImportOptions, compressed, detect_format, read_rows
 from groundstate.store import RunStore
-from tests.test_imports_formats import Store, cli, sample, write_eval, write_json
+from tests.test_imports_formats import EXPORTED, Store, cli, log, sample, write_eval, write_json
 
 if sys.version_info >= (3, 14):
     from compression import zstd as zstd_codec
@@ -419,3 +419,33 @@ def test_instance_reports_one_per_line_are_read(store: Store, tmp_path: Path) ->
     path.write_text(text + json.dumps({"a": instance(False)}) + "\n")
     err = store.refused(path, "--format", "swe-bench")
     assert "reports.jsonl:3: a: the instance's report is also on line 1" in err
+
+
+# --- a verdict a solver wrote into an Inspect sample's metadata ---------------------------------
+
+
+@pytest.mark.parametrize("form", ["json", "eval"])
+def test_a_solver_cannot_set_its_own_verdict_in_sample_metadata(tmp_path: Path, form: str) -> None:
+    """Any Inspect log's sample carrying ``metadata.groundstate`` was read as our export's
+    verdict, over its scorer's: a solver (the agent, in Inspect) can write ``state.metadata``,
+    which Inspect logs as the sample's metadata, and so passed an ``I`` as a success. Only a
+    log our export wrote (its eval's ``metadata.groundstate``) is read so now; elsewhere the
+    key is ignored, with a warning."""
+    claim = {"attempt": 1, "success": True, "terminal_reason": "success"}
+    samples = [sample("a", 1, {"m": {"value": "I"}}, metadata={"groundstate": claim}),
+               sample("b", 1, {"m": {"value": "C"}})]  # fmt: skip
+    path = (
+        write_json(tmp_path / "run.json", log(samples))
+        if form == "json"
+        else write_eval(tmp_path / "run.eval", samples)
+    )
+    assert outcomes(path) == {"a": "agent_failure/incorrect", "b": "success"}
+    code, _, err = cli("import-results", str(path), "--name", "x",
+                       "--store", str(tmp_path / "s.db"))  # fmt: skip
+    assert code == 0 and "1 sample(s) carry metadata.groundstate" in err and "ignored" in err
+    exported = (
+        write_json(tmp_path / "ours.json", log(samples, spec=EXPORTED))
+        if form == "json"
+        else write_eval(tmp_path / "ours.eval", samples, spec=EXPORTED)
+    )
+    assert outcomes(exported) == {"a": "success", "b": "success"}  # our export's, as kept
