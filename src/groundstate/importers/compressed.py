@@ -91,7 +91,10 @@ def read_bytes(path: Path) -> bytes:
 
 def damaged(path: Path, exc: BaseException) -> str:
     """Why *path* could not be read, for an error raised reading it."""
-    kind = compression(path) if path.is_file() else None
+    try:
+        kind = compression(path)
+    except OSError:  # unreadable: the error says why
+        kind = None
     if kind is None:
         return f"cannot read: {getattr(exc, 'strerror', None) or exc}"
     return f"cannot read its {kind} data (damaged or cut short?): {_reason(exc)}"
