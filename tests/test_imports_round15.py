@@ -269,6 +269,7 @@ PLAIN = {
     "rows.jsonl": b'{"task_id": "t1", "attempt": 0, "success": true}\n',
     "tau.json": json.dumps(TAU).encode(),
     "swe.json": json.dumps(RUN_5X).encode(),
+    "log.json": json.dumps(log([sample(1, 1, {"m": {"value": "C"}})])).encode(),
 }
 
 
