@@ -450,3 +450,13 @@ def test_a_solver_cannot_set_its_own_verdict_in_sample_metadata(tmp_path: Path, 
         else write_eval(tmp_path / "ours.eval", samples, spec=EXPORTED)
     )
     assert outcomes(exported) == {"a": "success", "b": "success"}  # our export's, as kept
+
+
+@pytest.mark.parametrize("given", ["csv", "inspect", "harbor"])
+def test_a_folder_under_the_wrong_format_says_what_it_looks_like(
+    store: Store, tmp_path: Path, given: str
+) -> None:
+    """A SWE-bench model's logs under another ``--format`` was "cannot read: Is a directory",
+    with no word of the format that reads it."""
+    err = store.refused(logs(tmp_path, a=instance(True)), "--format", given)
+    assert "(the folder looks like a SWE-bench report: give --format swe-bench" in err

@@ -138,12 +138,10 @@ def detect_format(path: Path) -> Format:
     named = _named_format(path)
     if named is not None:
         return named
-    if path.is_dir() and _harbor_folder(path):
-        return "harbor"
+    if path.is_dir() and (folder := _folder_format(path)) is not None:
+        return folder
     if path.is_dir() and (jobs := [p for p in sorted(path.iterdir()) if _harbor_folder(p)]):
         raise SpecError(path, None, f"a folder of Harbor jobs: give one job's folder ({jobs[0]})")
-    if logs_folder(path):
-        return "swe-bench"
     if path.is_dir() and (models := [p for p in sorted(path.iterdir()) if logs_folder(p)]):
         raise SpecError(
             path, None, f"a SWE-bench run's logs, a folder per model: give one ({models[0]})"
@@ -332,7 +330,8 @@ def import_file(
         if looks is None:
             raise
         used = f"--format {options.format}" if options.format else f"{named} as its name says"
-        hint = f"{exc.reason} (the file looks like {looks}, not {used})"
+        what = "folder" if path.is_dir() else "file"
+        hint = f"{exc.reason} (the {what} looks like {looks}, not {used})"
         raise SpecError(exc.path, exc.field, hint, line=exc.line) from None
 
 
@@ -343,7 +342,7 @@ LOOKS = {
     "tau2-bench": "τ²-bench results (an object with simulations): give --format tau2-bench",
     "inspect": "an Inspect AI log: give --format inspect",
     "swe-bench": "a SWE-bench report: give --format swe-bench",
-    "harbor": "a Harbor result: give --format harbor",
+    "harbor": "a Harbor result or job: give --format harbor",
     "terminal-bench": "Terminal-Bench results: give --format terminal-bench",
     "appworld": "an AppWorld evaluation: give --format appworld",
 }
@@ -354,15 +353,27 @@ def _looks_like(path: Path, given: Format | None) -> str | None:
     """When *path* was refused under the *given* format and its content says it is another
     format, what it looks like (the reader's own error alone, "no result rows" from a JSON
     list read as CSV, would not say that the format was wrong). Content only: a suffix may lie."""
-    if given is None or not path.is_file():
+    if given is None or not path.exists():
         return None
     try:
-        found: Format = "inspect" if zipfile.is_zipfile(path) else _sniff(path)
+        found: Format | None
+        if path.is_dir():
+            found = _folder_format(path)
+        else:
+            found = "inspect" if zipfile.is_zipfile(path) else _sniff(path)
     except ForeignFormat as exc:
         return exc.what
     except (SpecError, OSError):
         return None
-    return LOOKS[found] if found != given and found in LOOKS else None
+    return LOOKS[found] if found is not None and found != given else None
+
+
+def _folder_format(path: Path) -> Format | None:
+    """The format of the folder *path*, if it is one a reader takes (a Harbor job, a SWE-bench
+    model's logs)."""
+    if _harbor_folder(path):
+        return "harbor"
+    return "swe-bench" if logs_folder(path) else None
 
 
 def import_results(path: Path, name: str, store: RunStore) -> BatchInfo:
