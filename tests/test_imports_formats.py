@@ -34,6 +34,9 @@ EVAL = {
     "model": "openai/gpt-4o",
     "config": {"epochs": 2},
 }
+EXPORTED = {**EVAL, "metadata": {"groundstate": {"batch_id": "b1"}}}
+"""An eval spec as ``groundstate export`` writes it: only such a log's sample metadata verdicts
+are read (any other log's sample metadata is the solver's to write)."""
 PLAN = {"name": "plan", "steps": [], "config": {}}
 
 
@@ -62,8 +65,8 @@ def minimal(sample_id: Any, epoch: int, value: Any) -> dict[str, Any]:
             "scores": {"match": {"value": value}}}  # fmt: skip
 
 
-def log(samples: Any, status: str = "success") -> dict[str, Any]:
-    return {"version": 2, "status": status, "eval": EVAL, "plan": PLAN, "results": None,
+def log(samples: Any, status: str = "success", spec: dict[str, Any] = EVAL) -> dict[str, Any]:
+    return {"version": 2, "status": status, "eval": spec, "plan": PLAN, "results": None,
             "stats": {}, "error": None, "samples": samples}  # fmt: skip
 
 
@@ -72,14 +75,17 @@ def write_json(path: Path, data: Any) -> Path:
     return path
 
 
-def write_eval(path: Path, samples: list[dict[str, Any]], *, finished: bool = True) -> Path:
+def write_eval(
+    path: Path, samples: list[dict[str, Any]], *, finished: bool = True,
+    spec: dict[str, Any] = EVAL,
+) -> Path:  # fmt: skip
     with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("_journal/start.json", json.dumps({"version": 2, "eval": EVAL,
+        archive.writestr("_journal/start.json", json.dumps({"version": 2, "eval": spec,
                                                             "plan": PLAN}))  # fmt: skip
         for s in samples:
             archive.writestr(f"samples/{s['id']}_epoch_{s['epoch']}.json", json.dumps(s))
         if finished:
-            header = log(None)
+            header = log(None, spec=spec)
             del header["samples"]
             archive.writestr("header.json", json.dumps(header))
             archive.writestr("summaries.json", "[]")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from groundstate.store import RunStore
-from tests.test_imports_formats import Store, cli, sample, write_eval, write_json
+from tests.test_imports_formats import EXPORTED, Store, cli, sample, write_eval, write_json
 from tests.test_imports_round4 import tau_result
 
 
@@ -181,7 +181,8 @@ def test_a_chunked_sample_is_read_from_its_shell(store: Store, tmp_path: Path) -
     """Inspect may store a large sample in chunks (``samples/<id>_epoch_<n>/sample.json``
     with ``metadata.json``, ``messages/0.json``, ``events/0.json`` beside it): every chunk was
     read as a sample ("sample: must be an object, got list")."""
-    path = write_eval(tmp_path / "run.eval", [sample("a/b", 1, {"m": {"value": "C"}})])
+    path = write_eval(tmp_path / "run.eval", [sample("a/b", 1, {"m": {"value": "C"}})],
+                      spec=EXPORTED)  # fmt: skip
     shell = sample("big", 1, {"m": {"value": "C"}})
     own = {"attempt": 1, "success": False, "terminal_reason": "agent_failure/crashed"}
     with zipfile.ZipFile(path, "a") as archive:

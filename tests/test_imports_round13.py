@@ -250,15 +250,16 @@ def test_an_inspect_log_compressed_with_zstandard_is_read(store: Store, tmp_path
     assert "run.eval" not in err and "damaged.eval!" in err and "cannot read" in err
 
 
-def test_a_swe_bench_1_model_report_is_named(store: Store, tmp_path: Path) -> None:
+def test_a_swe_bench_1_model_report_is_recognised(store: Store, tmp_path: Path) -> None:
     """SWE-bench 1.x's ``get_model_report`` (cumulative lists: ``generated`` holds what was
-    ``applied``, which holds what was ``resolved``) was "cannot tell its format"."""
+    ``applied``, which holds what was ``resolved``) was "cannot tell its format". Read since
+    the fifteenth round; lists that do not nest are refused naming where."""
     lists = ["no_generation", "generated", "with_logs", "install_fail", "reset_failed",
              "no_apply", "applied", "test_errored", "test_timeout", "resolved"]  # fmt: skip
     report = {name: ["a__b-1"] if name in ("generated", "applied", "resolved") else []
               for name in lists}  # fmt: skip
     err = store.refused(write_json(tmp_path / "gpt4.json", report))
-    assert "looks like a SWE-bench 1.x model report" in err and "row format" in err
+    assert "gpt4.json:applied[0]: applied: instance 'a__b-1' is not in with_logs" in err
 
 
 def terminal_bench_results() -> dict[str, Any]:

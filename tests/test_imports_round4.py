@@ -27,7 +27,16 @@ import pytest
 from groundstate.importers import batch as import_batch
 from groundstate.importers import import_file, inspect_log
 from groundstate.store import RunStore
-from tests.test_imports_formats import EVAL, Store, cli, log, sample, write_eval, write_json
+from tests.test_imports_formats import (
+    EVAL,
+    EXPORTED,
+    Store,
+    cli,
+    log,
+    sample,
+    write_eval,
+    write_json,
+)
 
 
 @pytest.fixture
@@ -312,7 +321,8 @@ def test_own_verdicts_read_back_by_the_row_formats_rules(
     """``export --format inspect`` keeps each run's verdict in the sample's metadata; reading
     it back took a weight of -1, a retry of -3 or a revision of -2 as given (the row format
     refuses each)."""
-    data = log([sample("a", 1, {"m": {"value": "C"}}, metadata={"groundstate": own})])
+    data = log([sample("a", 1, {"m": {"value": "C"}}, metadata={"groundstate": own})],
+               spec=EXPORTED)  # fmt: skip
     err = store.refused(write_json(tmp_path / "own.json", data))
     assert f"own.json:samples[0]: metadata.groundstate: {field}:" in err
 
@@ -323,7 +333,7 @@ def test_own_verdicts_that_are_valid_are_kept(store: Store, tmp_path: Path) -> N
         sample("a", 2, {"m": {"value": "C"}}, metadata={"groundstate": _own(
             attempt=2, success=False, terminal_reason="environment_failure/x")}),
     ]  # fmt: skip
-    batch = store.imported(write_json(tmp_path / "own.json", log(samples)))
+    batch = store.imported(write_json(tmp_path / "own.json", log(samples, spec=EXPORTED)))
     assert store.runs(batch) == {
         ("a", 1, 0): ("success", None),
         ("a", 2, 0): ("environment_failure/x", None),

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from groundstate.store import RunStore
-from tests.test_imports_formats import Store, cli, log, sample, write_eval, write_json
+from tests.test_imports_formats import EXPORTED, Store, cli, log, sample, write_eval, write_json
 from tests.test_imports_round4 import simulation, tau2_file, tau_result
 from tests.test_imports_tau2_versions import SIMULATIONS, dir_format
 
@@ -388,7 +388,7 @@ def test_a_conflict_in_a_json_log_names_both_samples(store: Store, tmp_path: Pat
         sample("a", 2, {"m": {"value": "C"}},
                metadata={"groundstate": {**own, "attempt": 2, "weight": 3.0}}),
     ]  # fmt: skip
-    err = store.refused(write_json(tmp_path / "own.json", log(samples)))
+    err = store.refused(write_json(tmp_path / "own.json", log(samples, spec=EXPORTED)))
     assert "own.json:samples[1]: weight: 3.0 contradicts 1.0 given for the same task" in err
     assert "at " in err and "own.json:samples[0] (a task has one weight)" in err
 

@@ -152,11 +152,8 @@ def test_an_archive_member_declaring_hundreds_of_megabytes_is_not_read(
     assert f"big.eval!samples/a_epoch_1.json: {300 << 20} bytes uncompressed" in store.refused(path)
 
 
-FOREIGN = {  # SWE-bench run reports since the eleventh round, Harbor and AppWorld the twelfth
-    "report.json": (
-        {"django__django-1": {"patch_exists": True, "resolved": True, "tests_status": {}}},
-        "a SWE-bench instance report",
-    ),
+FOREIGN = {  # SWE-bench run reports since the eleventh round, Harbor and AppWorld the twelfth,
+    # instance reports the fifteenth (tests/test_imports_round15.py)
     "preds.jsonl": (
         {"instance_id": "x", "model_patch": "diff", "model_name_or_path": "m"},
         "SWE-bench predictions",

@@ -6,7 +6,9 @@ Formats (``--format``, or detected from the file):
 - ``tau-bench``: τ-bench (v1) results, a JSON list of ``{task_id, reward, info, traj, trial}``;
 - ``tau2-bench``: τ²-bench results, ``{info, tasks, simulations: [...]}``;
 - ``inspect``: Inspect AI logs, ``.eval`` archives or ``.json`` logs;
-- ``swe-bench``: SWE-bench run reports (``resolved_ids``, ``unresolved_ids``, ...);
+- ``swe-bench``: SWE-bench reports: a run's (``resolved_ids``, ``unresolved_ids``, ...), a 1.x
+  model report (``no_generation``, ``generated``, ``applied``, ``resolved`` ...), instances'
+  ``report.json``;
 - ``harbor``: Harbor trial ``result.json`` files, or a job directory of them;
 - ``terminal-bench``: Terminal-Bench runs' ``results.json`` (``results``: one entry per trial);
 - ``appworld``: AppWorld evaluations (``aggregate``, ``individual``).
@@ -18,17 +20,19 @@ lost, is in ``docs/interop.md``.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import zipfile
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from groundstate.errors import SpecError
 from groundstate.importers.appworld import AppWorldSource, aggregate_only
 from groundstate.importers.batch import ImportReport, store_import
+from groundstate.importers.compressed import DAMAGED, damaged, name_suffix, open_bytes
 from groundstate.importers.harbor import JOB_KEYS, TRIAL_KEYS, HarborSource
 from groundstate.importers.inspect_log import InspectSource
 from groundstate.importers.rows import (
@@ -40,7 +44,12 @@ from groundstate.importers.rows import (
     not_utf8,
     read_json,
 )
-from groundstate.importers.swebench import SweBenchSource, terminal_bench
+from groundstate.importers.swebench import (
+    SweBenchSource,
+    logs_folder,
+    swe_bench_report,
+    terminal_bench,
+)
 from groundstate.importers.table import COLUMNS, TableSource, header_delimiter
 from groundstate.importers.tau import Tau2Source, TauSource
 from groundstate.importers.terminalbench import TerminalBenchSource, is_trial
@@ -117,18 +126,26 @@ def _options_read(path: Path, kind: Format, options: ImportOptions) -> None:
 def detect_format(path: Path) -> Format:
     """The format of *path*: by suffix for row files and archives, else by its first bytes
     (``[``: τ-bench; an object with ``simulations``: τ²-bench; with ``eval`` and ``samples``:
-    an Inspect log; with ``resolved_ids`` and ``unresolved_ids``: a SWE-bench run report; with
+    an Inspect log; with ``resolved_ids`` and ``unresolved_ids``, or 1.x's ``no_generation``,
+    ``generated``, ``applied`` and ``resolved``, or ``{instance_id: {resolved, ...}}``: a
+    SWE-bench report; with
     ``trial_name`` and ``task_name``, or ``n_total_trials`` and ``stats``: a Harbor result;
     with ``results`` listed beside ``resolved_ids`` and ``unresolved_ids``: Terminal-Bench
     results; with ``aggregate`` and ``individual``: an AppWorld evaluation; one object per
-    line: JSON Lines). A folder holding a Harbor ``result.json`` is a Harbor job (or trial)."""
+    line: JSON Lines). A folder holding a Harbor ``result.json`` is a Harbor job (or trial); one
+    of instance folders with a ``report.json`` or ``run_instance.log``, a SWE-bench model's
+    logs."""
     named = _named_format(path)
     if named is not None:
         return named
-    if path.is_dir() and _harbor_folder(path):
-        return "harbor"
+    if path.is_dir() and (folder := _folder_format(path)) is not None:
+        return folder
     if path.is_dir() and (jobs := [p for p in sorted(path.iterdir()) if _harbor_folder(p)]):
         raise SpecError(path, None, f"a folder of Harbor jobs: give one job's folder ({jobs[0]})")
+    if path.is_dir() and (models := [p for p in sorted(path.iterdir()) if logs_folder(p)]):
+        raise SpecError(
+            path, None, f"a SWE-bench run's logs, a folder per model: give one ({models[0]})"
+        )
     if path.is_dir():  # τ²'s "dir" format is a folder: its index is the file to give
         inside = " (give its results.json)" if (path / "results.json").is_file() else ""
         raise SpecError(path, None, f"a folder, not a results file{inside}")
@@ -141,7 +158,7 @@ def detect_format(path: Path) -> Format:
 
 def _named_format(path: Path) -> Format | None:
     """The format *path*'s suffix names, if any."""
-    suffix = path.suffix.lower()
+    suffix = name_suffix(path)  # rows.csv.gz: a CSV
     if suffix in (".csv", ".tsv", ".tab"):  # the reader tells the separator from the header
         return "csv"
     if suffix in (".jsonl", ".ndjson"):
@@ -152,13 +169,10 @@ def _named_format(path: Path) -> Format | None:
 
 
 def _sniff(path: Path) -> Format:
-    with path.open("rb") as handle:
-        head = handle.read(1 << 16)
-        if head.startswith(UTF16_MARKS):
-            raise SpecError(path, None, not_utf8(path))
-        head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-        if head.startswith(b"{") and not _BREAK.search(head):  # a first line past the head
-            head += _first_line(handle)
+    try:
+        head = _head(path)
+    except DAMAGED as exc:
+        raise SpecError(path, None, damaged(path, exc)) from None
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
         return "inspect"
     if head.startswith(b"["):
@@ -187,12 +201,25 @@ def _sniff(path: Path) -> Format:
     return _document_format(path)
 
 
+def _head(path: Path) -> bytes:
+    """The first 64 KiB of *path* (decompressed), without a byte-order mark or leading white
+    space, and the rest of its first line when it starts an object."""
+    with open_bytes(path) as handle:
+        head = handle.read(1 << 16)
+        if head.startswith(UTF16_MARKS):
+            raise SpecError(path, None, not_utf8(path))
+        head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+        if head.startswith(b"{") and not _BREAK.search(head):  # a first line past the head
+            head += _first_line(handle)
+    return head
+
+
 _BREAK = re.compile(rb"\r\n|\r|\n")
 """A line break: JSON Lines and CSV files come with any of the three (old Mac tools write
 ``\r`` alone); none can sit inside a JSON string unescaped."""
 
 
-def _first_line(handle: BinaryIO) -> bytes:
+def _first_line(handle: io.BufferedIOBase) -> bytes:
     """The rest of the first line, whichever break ends it (``readline`` knows ``\n`` only:
     a file broken by ``\r`` alone would be read whole)."""
     line = b""
@@ -241,6 +268,8 @@ def _object_format(data: Any) -> Format | None:
             return kind
     if aggregate_only(data):  # AppWorld's figures without tasks: its reader says what lacks
         return "appworld"
+    if swe_bench_report(data):  # 1.x's nested lists, or {instance_id: report.json's verdict}
+        return "swe-bench"
     return None
 
 
@@ -258,12 +287,11 @@ def _harbor_folder(path: Path) -> bool:
 
 
 FOREIGN = (
-    ({"resolved", "tests_status"}, "a SWE-bench instance report"),
     ({"instance_id", "model_patch"}, "SWE-bench predictions (patches, not results)"),
     (
-        {"no_generation", "generated", "applied", "resolved"},
-        "a SWE-bench 1.x model report (get_model_report: nested lists, an applied patch also "
-        "generated, not one outcome per instance)",
+        {"resolved", "no_generation", "no_logs"},
+        "a SWE-bench/experiments results.json (it names the resolved instances only: the "
+        "unresolved are the dataset's others, which it does not list)",
     ),
 )
 """Keys that mark other harnesses' files this reader has no format for."""
@@ -302,7 +330,8 @@ def import_file(
         if looks is None:
             raise
         used = f"--format {options.format}" if options.format else f"{named} as its name says"
-        hint = f"{exc.reason} (the file looks like {looks}, not {used})"
+        what = "folder" if path.is_dir() else "file"
+        hint = f"{exc.reason} (the {what} looks like {looks}, not {used})"
         raise SpecError(exc.path, exc.field, hint, line=exc.line) from None
 
 
@@ -312,8 +341,8 @@ LOOKS = {
     "tau-bench": "τ-bench results (a JSON list): give --format tau-bench",
     "tau2-bench": "τ²-bench results (an object with simulations): give --format tau2-bench",
     "inspect": "an Inspect AI log: give --format inspect",
-    "swe-bench": "a SWE-bench run report: give --format swe-bench",
-    "harbor": "a Harbor result: give --format harbor",
+    "swe-bench": "a SWE-bench report: give --format swe-bench",
+    "harbor": "a Harbor result or job: give --format harbor",
     "terminal-bench": "Terminal-Bench results: give --format terminal-bench",
     "appworld": "an AppWorld evaluation: give --format appworld",
 }
@@ -324,15 +353,27 @@ def _looks_like(path: Path, given: Format | None) -> str | None:
     """When *path* was refused under the *given* format and its content says it is another
     format, what it looks like (the reader's own error alone, "no result rows" from a JSON
     list read as CSV, would not say that the format was wrong). Content only: a suffix may lie."""
-    if given is None or not path.is_file():
+    if given is None or not path.exists():
         return None
     try:
-        found: Format = "inspect" if zipfile.is_zipfile(path) else _sniff(path)
+        found: Format | None
+        if path.is_dir():
+            found = _folder_format(path)
+        else:
+            found = "inspect" if zipfile.is_zipfile(path) else _sniff(path)
     except ForeignFormat as exc:
         return exc.what
     except (SpecError, OSError):
         return None
-    return LOOKS[found] if found != given and found in LOOKS else None
+    return LOOKS[found] if found is not None and found != given else None
+
+
+def _folder_format(path: Path) -> Format | None:
+    """The format of the folder *path*, if it is one a reader takes (a Harbor job, a SWE-bench
+    model's logs)."""
+    if _harbor_folder(path):
+        return "harbor"
+    return "swe-bench" if logs_folder(path) else None
 
 
 def import_results(path: Path, name: str, store: RunStore) -> BatchInfo:

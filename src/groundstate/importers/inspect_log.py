@@ -31,6 +31,7 @@ else:  # Zstandard members (Inspect's default since April 2026) need PEP 784's b
     from backports.zstd import ZstdDecompressor, ZstdError, zipfile
 
 from groundstate.errors import SpecError
+from groundstate.importers.compressed import DAMAGED, compression, damaged, open_bytes
 from groundstate.importers.rows import (
     ERROR_REASONS,
     UNGRADED,
@@ -120,6 +121,8 @@ class InspectSource:
     """The archive's sample members in the order read (for :meth:`place`, on an error)."""
     _log: dict[str, Any] | None = None
     """The header (of a ``.json`` log: the whole log), read once."""
+    _foreign_own: int = 0
+    """Samples carrying :data:`OWN_METADATA` in a log our export did not write (ignored)."""
 
     def rows(self) -> Iterator[ImportedRow]:
         self._header()  # an archive without one is not an Inspect log, whatever else it holds
@@ -171,6 +174,13 @@ class InspectSource:
                 f"{self.path}: {self._superseded} sample record(s) were written again (a "
                 "requeued sample): the last of each is read, as Inspect reads it"
             )
+        if self._foreign_own:
+            warnings.append(
+                f"{self.path}: {self._foreign_own} sample(s) carry metadata.{OWN_METADATA}, "
+                "which only groundstate's export writes, in a log it did not write (no "
+                f"eval.metadata.{OWN_METADATA}): ignored, as a solver can write a sample's "
+                "metadata; their scores decide"
+            )
         if self._invalidated:
             warnings.append(
                 f"{self.path}: {self._invalidated} sample(s) were invalidated after the run: "
@@ -182,8 +192,8 @@ class InspectSource:
         for index, (where, sample) in enumerate(self._samples(), start=1):
             self._read = index
             sample = mapping(where, "sample", sample)
-            row = self._row(where, index, sample)
-            own = _own(sample)
+            row = self._row(where, index, sample)  # counts a foreign verdict it ignores
+            own = _own(sample) if self._exported else None
             if own is not None and isinstance(own.get(EARLIER_TRIES), list):
                 yield from _earlier_tries(where, row, own[EARLIER_TRIES])
                 yield row
@@ -240,11 +250,16 @@ class InspectSource:
         if zipfile.is_zipfile(self.path):
             return True
         try:
-            with self.path.open("rb") as handle:
+            with open_bytes(self.path) as handle:  # a .json log kept compressed
                 head = handle.read(1 << 10).removeprefix(b"\xef\xbb\xbf").lstrip()
-        except OSError as exc:
-            raise SpecError(self.path, None, f"cannot read: {exc.strerror}") from None
+        except DAMAGED as exc:
+            raise SpecError(self.path, None, damaged(self.path, exc)) from None
         zipped, json_log = head.startswith(b"PK"), head.startswith(b"{")
+        if zipped and (kind := compression(self.path)) is not None:  # an archive's a seek away
+            raise SpecError(
+                self.path, None, f"an .eval archive compressed with {kind}: decompress it "
+                "(an .eval archive is compressed inside; it is read as Inspect wrote it)",
+            )  # fmt: skip
         if zipped or (self.path.suffix.lower() == ".eval" and not json_log):  # a .json log
             raise SpecError(
                 self.path, None, "not a readable .eval archive (a zip file): truncated or damaged?"
@@ -273,6 +288,23 @@ class InspectSource:
                 sample = _member(self.path, archive, name)
                 yield f"{self.path}!{name}", _with_metadata(self.path, archive, name, sample)
 
+    def _own(self, sample: dict[str, Any]) -> dict[str, Any] | None:
+        """The verdict our export kept in *sample*, read only from a log our export wrote (its
+        eval's metadata names the batch): any other log's sample metadata is the solver's to
+        write, so an agent could set its own verdict there."""
+        own = _own(sample)
+        if own is None or self._exported:
+            return own
+        self._foreign_own += 1
+        return None
+
+    @property
+    def _exported(self) -> bool:
+        """The log was written by ``groundstate export``."""
+        spec = self._header().get("eval")
+        metadata = spec.get("metadata") if isinstance(spec, dict) else None
+        return isinstance(metadata, dict) and isinstance(metadata.get(OWN_METADATA), dict)
+
     def _archive(self) -> zipfile.ZipFile:
         try:
             return zipfile.ZipFile(self.path)
@@ -298,7 +330,7 @@ class InspectSource:
                 origin={"invalidation": {k: marked.get(k) for k in ("author", "reason")}},
                 mapped=f"invalidation -> {INVALIDATED}",
             )  # fmt: skip
-        own = _own(sample)
+        own = self._own(sample)
         if own is not None:
             return _own_row(where, common, own)
         error = sample.get("error")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from groundstate.errors import SpecError
+from groundstate.importers.compressed import DAMAGED, damaged, open_bytes, read_bytes
 
 T = TypeVar("T")
 
@@ -328,11 +329,16 @@ def token_lists(where: str, name: str, value: Any) -> int:
 
 
 def read_json(path: Path) -> Any:
-    """A whole JSON file, or one named error (unreadable, not UTF-8, not JSON)."""
+    """A whole JSON file (decompressed, if it is compressed), or one named error (unreadable,
+    damaged, not UTF-8, not JSON)."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark is not JSON
-    except OSError as exc:
-        raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+        data = read_bytes(path)
+    except DAMAGED as exc:
+        raise SpecError(path, None, damaged(path, exc)) from None
+    except ValueError as exc:  # a compressed file holding too much
+        raise SpecError(path, None, str(exc)) from None
+    try:
+        text = data.decode("utf-8-sig")  # a byte-order mark is not JSON
     except UnicodeDecodeError:
         raise SpecError(path, None, not_utf8(path)) from None
     return parse_json(text, str(path))
@@ -354,9 +360,9 @@ UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 def not_utf8(path: Path) -> str:
     """Why *path* could not be read as UTF-8 text, naming UTF-16 when its first bytes say so."""
     try:
-        with path.open("rb") as handle:
+        with open_bytes(path) as handle:
             utf16 = handle.read(2) in UTF16_MARKS
-    except OSError:
+    except DAMAGED:
         utf16 = False
     return "UTF-16 text, not UTF-8: save it as UTF-8" if utf16 else "not UTF-8 text"
 

@@ -1,38 +1,60 @@
-"""SWE-bench run reports: the JSON ``swebench.harness.run_evaluation`` writes at the end of a run
-(``<model>.<run_id>.json``, written by ``make_run_report``).
+"""SWE-bench reports, in the three forms SWE-bench has written results in.
 
-The report sorts each instance of the dataset into lists of ids: ``resolved_ids``,
-``unresolved_ids``, ``empty_patch_ids``, ``error_ids`` (and ``incomplete_ids``, instances with
-no prediction). Each listed instance is one attempt of the task named by its id; SWE-bench
-runs an instance once, so every attempt is labelled 1.
+- The run report ``swebench.harness.run_evaluation`` writes at the end of a run (2.x on,
+  ``<model>.<run_id>.json``, written by ``make_run_report``): lists of instance ids by outcome,
+  ``resolved_ids``, ``unresolved_ids``, ``empty_patch_ids``, ``error_ids`` (and
+  ``incomplete_ids``, instances with no prediction; from 5.x ``infra_failure_ids``, instances
+  whose logs match a signature of a broken environment, advisory: they stay in their list).
+- The model report of SWE-bench 1.x (``swebench.metrics.report.get_model_report``): lists that
+  nest (``generated`` holds every instance with a patch, ``with_logs`` those evaluated,
+  ``applied`` those whose tests ran, ``resolved`` those that passed; ``no_generation``,
+  ``no_apply``, ``install_fail``, ``reset_failed``, ``test_errored``, ``test_timeout`` say
+  where the others stopped).
+- Per-instance reports (``get_eval_report``'s ``report.json``: ``{instance_id: {patch_is_None,
+  patch_exists, patch_successfully_applied, resolved, tests_status}}``), one or several in one
+  object, or a model's folder of a run's logs (``logs/run_evaluation/<run_id>/<model>/``: a
+  folder per instance, with its ``report.json`` when its evaluation ended).
+
+Each instance is one attempt of the task named by its id; SWE-bench runs an instance once, so
+every attempt is labelled 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from groundstate.errors import SpecError
+from groundstate.importers.compressed import DAMAGED, read_bytes
 from groundstate.importers.rows import (
     ERROR_REASONS,
+    UNGRADED,
     ErrorPolicy,
     ImportedRow,
+    amount,
     as_integer,
+    parse_json,
     read_json_object,
     task_key,
 )
 
-SWE_BENCH_ENDS: dict[str, str | None] = {
+End = str | Mapping[str, str]
+"""A terminal reason, or the policy (:data:`ERROR_REASONS`, :data:`UNGRADED`) whose entry
+for ``--errors`` is one."""
+
+SWE_BENCH_ENDS: dict[str, End] = {
     "resolved_ids": "success",
     "unresolved_ids": "agent_failure/unresolved",
     "empty_patch_ids": "agent_failure/empty_patch",
-    "error_ids": None,
+    "error_ids": ERROR_REASONS,
 }
-"""Each list of the report and the terminal reason of its instances, fixed before any file is
-read. ``unresolved``: the patch applied and the issue's tests did not pass. ``empty_patch``:
+"""Each list of the run report and the terminal reason of its instances, fixed before any file
+is read. ``unresolved``: the patch applied and the issue's tests did not pass. ``empty_patch``:
 the system gave no patch (SWE-bench counts both unresolved). ``error_ids`` follow
 ``--errors``: SWE-bench puts there an instance whose evaluation wrote no report, which is a
 patch that would not apply (the system's) as much as a container that failed (the
@@ -42,13 +64,75 @@ COUNTS = {
     "unresolved_ids": "unresolved_instances",
     "empty_patch_ids": "empty_patch_instances",
     "error_ids": "error_instances",
+    "infra_failure_ids": "infra_failure_instances",
+    "ambiguous_failure_ids": "ambiguous_failure_instances",
 }
 """The count the report gives beside each list (``make_run_report`` writes both)."""
+INFRA_FAILURE = "environment_failure/infrastructure"
+"""An instance of ``infra_failure_ids`` under ``--errors environment``. SWE-bench flags it from
+its logs (an out-of-memory kill, a Docker daemon error, an unreachable host) and leaves it in
+its list, counted unresolved: advisory, as those logs hold the output of the tests the patch
+runs, which a patch can make say anything. So it follows ``--errors``."""
+
+SWE_BENCH_1_ENDS: dict[str, End] = {
+    "no_generation": "agent_failure/empty_patch",
+    "no_apply": "agent_failure/patch_not_applied",
+    "install_fail": "environment_failure/setup",
+    "reset_failed": "environment_failure/reset",
+    "resolved": "success",
+    "applied": "agent_failure/unresolved",
+    "test_timeout": UNGRADED,
+    "test_errored": UNGRADED,
+    "with_logs": ERROR_REASONS,
+    "generated": ERROR_REASONS,
+}
+"""Each list of a 1.x model report and the terminal reason of an instance it holds, in the
+order that decides: an instance is in several lists (they nest), and the first list here that
+holds it decides. ``no_apply``: the patch would not apply, even trimmed (the system's).
+``install_fail``, ``reset_failed``: the testbed could not install the repository or reset it
+to its commit, before the patch was applied (invalid, whatever ``--errors`` says). ``resolved``
+and ``applied`` decide before ``test_timeout`` and ``test_errored``: 1.x lists an instance
+whose tests stopped there as well when their output was read (its checks ran on what the
+tests printed). Tests that stopped with no output read follow ``--errors`` as a grader's
+error; an instance with a log and no test output read (the run stopped) or with no log at all
+(never evaluated) as an unattributed error."""
+NESTED = {
+    "no_apply": "with_logs",
+    "install_fail": "with_logs",
+    "reset_failed": "with_logs",
+    "test_timeout": "with_logs",
+    "test_errored": "with_logs",
+    "applied": "with_logs",
+    "resolved": "applied",
+    "with_logs": "generated",
+}
+"""The list each list of a 1.x model report lies within (``get_model_report`` adds an
+instance to ``generated``, then ``with_logs``, then ``applied``, then ``resolved``)."""
+SWE_BENCH_1_KEYS = frozenset({"no_generation", "generated", "applied", "resolved"})
+"""What marks a 1.x model report (every version of ``get_model_report`` since April 2024
+writes these)."""
+ALIASES = {"no_generation": "none"}
+"""Lists named otherwise by 1.x before April 2024, which wrote a report per repository
+(``{repo: {none, generated, with_logs, applied, resolved}}``, ``none``: no patch)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """One instance's outcome as a report gives it."""
+
+    where: str
+    instance: str
+    end: End
+    origin: dict[str, Any]
+    mapped: str
+    """The field that decided, for the import report (``resolved_ids``)."""
+    cost: float | None = None
+    """Dollars, where the report gives them (``per_instance_details.json``)."""
 
 
 @dataclass
 class SweBenchSource:
-    """A SWE-bench run report."""
+    """A SWE-bench run report, 1.x model report, or per-instance report(s)."""
 
     path: Path
     errors: ErrorPolicy = "agent"
@@ -56,7 +140,7 @@ class SweBenchSource:
 
     @cached_property
     def _report(self) -> dict[str, Any]:
-        report = read_json_object(self.path, "a SWE-bench run report")
+        report = _report_lines(self.path) or read_json_object(self.path, "a SWE-bench report")
         if terminal_bench(report):
             raise SpecError(
                 self.path, "results", "a Terminal-Bench results file, not a SWE-bench run "
@@ -66,29 +150,201 @@ class SweBenchSource:
         return report
 
     @cached_property
-    def _attempts(self) -> list[tuple[str, str, str]]:
-        """(where, instance id, list it is in), in the report's order of lists."""
+    def kind(self) -> str:
+        """``run``, ``model`` (1.x), ``instance`` or ``folder``; anything else is refused,
+        naming what a SWE-bench report has."""
+        if self.path.is_dir():
+            return "folder"
+        if {"resolved_ids", "unresolved_ids"} <= set(self._report):
+            return "run"
+        if model_report(self._report) or model_report_by_repo(self._report):
+            return "model"
+        if instance_reports(self._report):
+            return "instance"
+        if resolved_only(self._report):
+            raise SpecError(self.path, None, RESOLVED_ONLY)
+        raise SpecError(
+            self.path, None, "not a SWE-bench report: a run report has resolved_ids and "
+            "unresolved_ids, a 1.x model report no_generation, generated, applied and "
+            "resolved (before April 2024: {repo: {none, generated, ...}}), an instance's "
+            "report.json {instance_id: {resolved, ...}}",
+        )  # fmt: skip
+
+    @cached_property
+    def _outcomes(self) -> list[Outcome]:
+        read = {
+            "run": self._run,
+            "model": self._model,
+            "instance": lambda: self._instances(self._report),
+            "folder": self._folder,
+        }
+        return read[self.kind]()
+
+    def _run(self) -> list[Outcome]:
+        """The run report: each instance in one list, ``infra_failure_ids`` among them."""
+        infra = set(self._listed("infra_failure_ids", ("unresolved_ids", "error_ids")))
+        self._listed("ambiguous_failure_ids", ("unresolved_ids", "error_ids"))
+        reasons = self._report.get("failure_reasons")
+        if not isinstance(reasons, dict):
+            reasons = {}
+        outcomes = []
+        for name, instances in self._lists(SWE_BENCH_ENDS).items():
+            for instance, where in instances.items():
+                origin: dict[str, Any] = {"list": name}
+                end = SWE_BENCH_ENDS[name]
+                if instance in reasons:
+                    origin["failure_reason"] = reasons[instance]
+                if instance in infra:
+                    origin["infra_failure"] = True
+                    end = {"agent": _reason(end, "agent"), "environment": INFRA_FAILURE}
+                outcomes.append(Outcome(where, instance, end, origin, name))
+        return outcomes
+
+    def _listed(self, name: str, within: tuple[str, ...]) -> list[str]:
+        """The instances of the advisory list *name*, each of which must be in one of
+        *within* (SWE-bench leaves a flagged instance in its list)."""
+        ids = self._ids(name)
+        allowed = {str(i) for part in within for i in self._ids(part)}
+        for index, value in enumerate(ids):
+            where = f"{self.path}:{name}[{index}]"
+            if task_key(where, name, value) not in allowed:
+                raise SpecError(
+                    where, name, f"instance {value!r} is in none of {', '.join(within)}: "
+                    "SWE-bench flags an instance it counted unresolved or errored",
+                )  # fmt: skip
+        return [str(i) for i in ids]
+
+    def _model(self) -> list[Outcome]:
+        """The 1.x model report: the first list of :data:`SWE_BENCH_1_ENDS` holding an
+        instance decides it, after checking that the lists nest as 1.x wrote them."""
+        places: dict[str, dict[str, str]] = {}  # instance -> list -> where
+        for prefix, section in self._sections():
+            lists = self._lists(SWE_BENCH_1_ENDS, exclusive=False, section=section, prefix=prefix)
+            for name, instances in lists.items():
+                for instance, where in instances.items():
+                    if instance in places and name in places[instance]:
+                        raise SpecError(
+                            where, name, f"instance {instance!r} is also listed at "
+                            f"{places[instance][name]}",
+                        )  # fmt: skip
+                    places.setdefault(instance, {})[name] = where
+        outcomes = []
+        for instance, held in places.items():
+            _nested(instance, held)
+            decided = next(n for n in SWE_BENCH_1_ENDS if n in held)
+            origin = {"lists": list(held)}
+            outcomes.append(
+                Outcome(held[decided], instance, SWE_BENCH_1_ENDS[decided], origin, decided)
+            )
+        return outcomes
+
+    def _sections(self) -> list[tuple[str, dict[str, Any]]]:
+        """The lists of a 1.x model report: the whole report, or (before April 2024) each
+        repository's, with the prefix that names its place."""
+        if model_report(self._report):
+            return [("", self._report)]
+        return [(f"{repo}.", part) for repo, part in self._report.items()]
+
+    def _instances(self, reports: dict[str, Any], file: Path | None = None) -> list[Outcome]:
+        outcomes = []
+        for instance, report in reports.items():
+            where = f"{file or self.path}:{instance}"
+            key = task_key(where, "instance_id", instance)
+            end, field = _instance_end(where, report)
+            origin = {field: report[field]} if field in report else {}
+            if "api_calls" in report:
+                origin["api_calls"] = report["api_calls"]
+            cost = report.get("cost")
+            cost = None if cost is None else amount(where, "cost", cost)
+            if report.get("infra_failure") is True:
+                origin["infra_failure"] = report.get("infra_failure_reason", True)
+                if end is ERROR_REASONS or end is UNGRADED:
+                    end = {"agent": _reason(end, "agent"), "environment": INFRA_FAILURE}
+            outcomes.append(Outcome(where, key, end, origin, field, cost))
+        return outcomes
+
+    def _folder(self) -> list[Outcome]:
+        """A model's folder of a run's logs: each instance folder's ``report.json``; one with
+        a log and no report is an evaluation that raised (SWE-bench's ``error_ids``)."""
+        outcomes = []
+        for folder in self._instance_folders():
+            file = folder / "report.json"
+            if not file.is_file():
+                origin = {"report": "missing"}
+                where = str(folder / "run_instance.log")
+                outcomes.append(Outcome(where, folder.name, ERROR_REASONS, origin, "no report"))
+                continue
+            report = read_json_object(file, "an instance's report.json")
+            if list(report) != [folder.name]:
+                raise SpecError(
+                    file, None, f"the report of {folder.name!r} holds {sorted(report)}: one "
+                    "instance's report, under its id, in its folder",
+                )  # fmt: skip
+            outcomes.extend(self._instances(report, file))
+        if not outcomes:
+            raise SpecError(
+                self.path, None, "a folder without instance folders (a SWE-bench run's "
+                "logs/run_evaluation/<run_id>/<model>/ holds <instance_id>/report.json)",
+            )  # fmt: skip
+        return outcomes
+
+    def _instance_folders(self) -> list[Path]:
+        """The instance folders of a model's logs: those SWE-bench began to evaluate."""
+        return [
+            p for p in sorted(self.path.iterdir())
+            if (p / "report.json").is_file() or (p / "run_instance.log").is_file()
+        ]  # fmt: skip
+
+    def digest(self) -> str:
+        """The content the batch comes from: the file's, or each instance's report by name
+        (and the folders without one)."""
+        if self.kind != "folder":
+            with self.path.open("rb") as handle:
+                return hashlib.file_digest(handle, "sha256").hexdigest()
+        digest = hashlib.sha256()
+        for folder in self._instance_folders():
+            file = folder / "report.json"
+            digest.update(folder.name.encode() + b"\0")
+            digest.update(hashlib.sha256(file.read_bytes()).digest() if file.is_file() else b"")
+        return digest.hexdigest()
+
+    def _lists(
+        self,
+        ends: Mapping[str, End],
+        *,
+        exclusive: bool = True,
+        section: dict[str, Any] | None = None,
+        prefix: str = "",
+    ) -> dict[str, dict[str, str]]:
+        """Each list of *ends* the report (or its *section*) has: its instances and where each
+        sits. An instance twice in one list is refused, and in two lists when they are
+        *exclusive*."""
         seen: dict[str, str] = {}
-        attempts = []
-        for name in SWE_BENCH_ENDS:
-            ids = self._ids(name)
-            for index, value in enumerate(ids):
-                where = f"{self.path}:{name}[{index}]"
+        lists: dict[str, dict[str, str]] = {}
+        for name in ends:
+            lists[name] = {}
+            key = _key(self._report if section is None else section, name)
+            for index, value in enumerate(self._ids(name, section, prefix)):
+                where = f"{self.path}:{prefix}{key}[{index}]"
                 instance = task_key(where, name, value)
-                if instance in seen:
+                if instance in lists[name]:
+                    raise SpecError(where, name, f"instance {instance!r} is listed twice")
+                if exclusive and instance in seen:
                     raise SpecError(
                         where, name, f"instance {instance!r} is also in {seen[instance]}: one "
                         "instance has one outcome",
                     )  # fmt: skip
                 seen[instance] = name
-                attempts.append((where, instance, name))
-        return attempts
+                lists[name][instance] = where
+        return lists
 
-    def _ids(self, name: str) -> list[Any]:
-        ids = self._report.get(name, [])
+    def _ids(self, name: str, section: dict[str, Any] | None = None, prefix: str = "") -> list[Any]:
+        section = self._report if section is None else section
+        key = _key(section, name)
+        ids = section.get(key, [])
         if not isinstance(ids, list):
-            raise SpecError(self.path, name, f"must be a list of instance ids, got {ids!r}")
-        given = self._report.get(COUNTS[name])
+            raise SpecError(self.path, prefix + key, f"must be a list of instance ids, got {ids!r}")
+        given = section.get(COUNTS.get(name, ""))
         if given is not None and _count(given) != len(ids):
             raise SpecError(
                 self.path, COUNTS[name], f"{given!r}, but {name} lists {len(ids)} instances"
@@ -96,42 +352,229 @@ class SweBenchSource:
         return ids
 
     def rows(self) -> Iterator[ImportedRow]:
-        for line, (_, instance, name) in enumerate(self._attempts, start=1):
-            reason = SWE_BENCH_ENDS[name] or ERROR_REASONS[self.errors]
+        for line, outcome in enumerate(self._outcomes, start=1):
+            reason = _reason(outcome.end, self.errors)
             yield ImportedRow(
                 line=line,
-                task_id=instance,
+                task_id=outcome.instance,
                 label=1,
                 success=reason == "success",
                 terminal_reason=reason,
-                origin={"list": name},
-                mapped=f"{name} -> {reason}",
+                cost=outcome.cost,
+                origin=outcome.origin,
+                mapped=f"{outcome.mapped} -> {reason}",
             )
 
     def place(self, line: int) -> str:
-        return self._attempts[line - 1][0]
+        return self._outcomes[line - 1].where
 
     def warnings(self) -> list[str]:
+        found = (self._incomplete(), self._flagged(), self._unread(), self._unrun())
+        return [w for w in found if w]
+
+    def _unrun(self) -> str | None:
+        """What a folder of logs does not hold."""
+        if self.kind != "folder":
+            return None
+        return (
+            f"{self.path}: a folder of logs holds the instances SWE-bench evaluated: those "
+            "with an empty patch (which it does not run) or no prediction are not in the "
+            "batch, so no score counts them (the run report lists them)"
+        )
+
+    def _incomplete(self) -> str | None:
         """Instances of the dataset the run has no outcome for: SWE-bench's own score is over
         ``total_instances``; here they are in no denominator."""
-        missing = self._report.get("incomplete_ids")
+        missing = self._report.get("incomplete_ids") if self.kind == "run" else None
         if not isinstance(missing, list) or not missing:
-            return []
-        shown = ", ".join(repr(str(i)) for i in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-        return [
+            return None
+        return (
             f"{self.path}: {len(missing)} instance(s) had no prediction (incomplete_ids: "
-            f"{shown}{more}): they are not in the batch, so no score counts them (SWE-bench's "
-            "own resolved rate is over total_instances)"
-        ]
+            f"{_shown(missing)}): they are not in the batch, so no score counts them "
+            "(SWE-bench's own resolved rate is over total_instances)"
+        )
+
+    def _flagged(self) -> str | None:
+        """Instances SWE-bench flagged as likely infrastructure failures."""
+        flagged = [o.instance for o in self._outcomes if o.origin.get("infra_failure")]
+        if not flagged:
+            return None
+        counted = (
+            "invalid (--errors environment)" if self.errors == "environment" else "as their "
+            "outcome says, as SWE-bench counts them (--errors environment makes them invalid)"
+        )  # fmt: skip
+        return (
+            f"{self.path}: {len(flagged)} instance(s) SWE-bench flagged as likely "
+            f"infrastructure failures ({_shown(flagged)}): counted {counted}"
+        )
+
+    def _unread(self) -> str | None:
+        """Lists of a 1.x model report this reader does not know: never dropped silently."""
+        if self.kind != "model":
+            return None
+        known = {*SWE_BENCH_1_ENDS, *ALIASES.values()}
+        unknown = sorted(
+            {k for _, part in self._sections() for k, v in part.items()
+             if isinstance(v, list) and k not in known}
+        )  # fmt: skip
+        if not unknown:
+            return None
+        return (
+            f"{self.path}: lists no rule reads ({', '.join(unknown)}): their instances are "
+            "decided by the lists known here"
+        )
 
     def system(self) -> dict[str, Any]:
         return {
             "harness": "swe-bench",
+            "report": self.kind,
             "errors": self.errors,
-            "schema_version": self._report.get("schema_version"),
-            "total_instances": self._report.get("total_instances"),
+            "schema_version": self._report.get("schema_version") if self.kind == "run" else None,
+            "total_instances": self._report.get("total_instances") if self.kind == "run" else None,
+            "model": self.path.name if self.kind == "folder" else None,
         }
+
+
+def _report_lines(path: Path) -> dict[str, Any] | None:
+    """Instances' reports one per line (``jq -c . */report.json``), merged; ``None`` when
+    *path* is not such JSON Lines (its first line not a whole report, or its only line)."""
+    try:
+        lines = read_bytes(path).decode("utf-8-sig").splitlines()
+    except DAMAGED:
+        return None  # the whole-document reader names why
+    except ValueError:  # too large uncompressed, or not UTF-8: likewise
+        return None
+    first = _whole(lines[0]) if lines else None
+    if not instance_reports(first) or len([line for line in lines if line.strip()]) < 2:
+        return None
+    merged: dict[str, Any] = {}
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        part = parse_json(line, where, at_line=False)
+        if not isinstance(part, dict):
+            raise SpecError(where, None, f"must be an object of instances' reports, got {part!r}")
+        for instance, report in part.items():
+            if instance in seen:
+                raise SpecError(
+                    where, instance, f"the instance's report is also on line {seen[instance]}"
+                )
+            seen[instance] = number
+            merged[instance] = report
+    return merged
+
+
+def _whole(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _nested(instance: str, held: dict[str, str]) -> None:
+    """*instance*'s lists of a 1.x model report (*held*: each list and where it sits there)
+    nest as ``get_model_report`` writes them."""
+    if "no_generation" in held and len(held) > 1:
+        others = ", ".join(sorted(set(held) - {"no_generation"}))
+        raise SpecError(
+            held["no_generation"], "no_generation", f"instance {instance!r} has no patch and "
+            f"is also in {others}: the lists contradict each other",
+        )  # fmt: skip
+    for name, where in held.items():
+        outer = NESTED.get(name)
+        if outer is not None and outer not in held:
+            raise SpecError(
+                where, name, f"instance {instance!r} is not in {outer}, which holds every "
+                f"instance of {name} (1.x's lists nest)",
+            )  # fmt: skip
+
+
+RESOLVED_ONLY = (
+    "a SWE-bench/experiments results.json (resolved, no_generation, no_logs): it names the "
+    "resolved instances only, the unresolved being the dataset's others, which it does not "
+    "list, so a batch of it would count no failure: convert it, with the dataset's instance "
+    "ids, to the row format (CSV or JSON Lines: task_id, attempt, success)"
+)
+"""Why the leaderboard's ``results/results.json`` is refused."""
+
+
+def resolved_only(data: Any) -> bool:
+    """*data* is a SWE-bench/experiments ``results/results.json`` (lists of the resolved
+    instances and of those without a patch or logs; the unresolved are not named)."""
+    return isinstance(data, dict) and {"resolved", "no_generation", "no_logs"} <= set(data)
+
+
+INSTANCE_FIELDS = ("patch_is_None", "patch_exists", "patch_successfully_applied", "resolved")
+"""The verdict fields of an instance's ``report.json`` (``get_eval_report``), all booleans."""
+INSTANCE_KEYS = frozenset({*INSTANCE_FIELDS, "tests_status", "cost", "api_calls"})
+"""What an instance's entry holds: ``report.json``'s fields, or a leaderboard
+``per_instance_details.json``'s (``{resolved, cost, api_calls}``)."""
+
+
+def _instance_end(where: str, report: Any) -> tuple[End, str]:
+    """How an instance's ``report.json`` entry ended, and the field that says so: no patch,
+    tests whose output could not be read (``patch_successfully_applied`` false: SWE-bench
+    found no test output between its markers, or a marker of a failed apply, reset, error or
+    timeout; a grader's error, which ``--errors`` decides), resolved, or not."""
+    if not isinstance(report, dict):
+        raise SpecError(where, None, f"must be an instance's report (an object), got {report!r}")
+    if "resolved" not in report:
+        raise SpecError(where, "resolved", "required: true or false")
+    for name in INSTANCE_FIELDS:
+        value = report.get(name)
+        if name in report and not isinstance(value, bool):
+            raise SpecError(where, name, f"must be true or false, got {value!r}")
+    if report.get("patch_is_None") or report.get("patch_exists") is False:
+        if report["resolved"]:
+            raise SpecError(where, "resolved", "true for an instance without a patch")
+        return "agent_failure/empty_patch", "patch_exists"
+    if report.get("patch_successfully_applied") is False:
+        if report["resolved"]:
+            raise SpecError(where, "resolved", "true, but patch_successfully_applied is false")
+        return UNGRADED, "patch_successfully_applied"
+    return ("success" if report["resolved"] else "agent_failure/unresolved"), "resolved"
+
+
+def instance_reports(data: Any) -> bool:
+    """*data* is one or several instances' ``report.json`` (``{instance_id: {resolved, ...}}``)
+    or a leaderboard's ``per_instance_details.json``: its first entry an object with two of
+    :data:`INSTANCE_KEYS`."""
+    if not isinstance(data, dict) or not data:
+        return False
+    first = next(iter(data.values()))
+    return isinstance(first, dict) and len(set(first) & INSTANCE_KEYS) >= 2
+
+
+def model_report(data: Any) -> bool:
+    """*data* is a 1.x model report (``get_model_report``, April 2024 on)."""
+    return isinstance(data, dict) and set(data) >= SWE_BENCH_1_KEYS
+
+
+def model_report_by_repo(data: Any) -> bool:
+    """*data* is a 1.x model report by repository (before April 2024): each value the lists of
+    one repository, ``none`` for no patch."""
+    keys = {"none", "generated", "applied", "resolved"}
+    return (
+        isinstance(data, dict)
+        and bool(data)
+        and all(isinstance(v, dict) and keys <= set(v) for v in data.values())
+    )
+
+
+def swe_bench_report(data: Any) -> bool:
+    """*data* is a SWE-bench report that no run report's keys mark: a 1.x model report, or
+    instances' ``report.json``."""
+    return model_report(data) or model_report_by_repo(data) or instance_reports(data)
+
+
+def logs_folder(path: Path) -> bool:
+    """*path* is a model's folder of a SWE-bench run's logs: an instance folder in it holds a
+    ``report.json`` or a ``run_instance.log``."""
+    return path.is_dir() and any(
+        (p / "report.json").is_file() or (p / "run_instance.log").is_file() for p in path.iterdir()
+    )
 
 
 def terminal_bench(data: Any) -> bool:
@@ -143,6 +586,21 @@ def terminal_bench(data: Any) -> bool:
         and isinstance(data.get("results"), list)
         and ({"resolved_ids", "unresolved_ids"} <= set(data))
     )
+
+
+def _key(section: dict[str, Any], name: str) -> str:
+    """The key *section* gives the list *name* under (its older name, if that is the one)."""
+    old = ALIASES.get(name)
+    return old if old is not None and old in section and name not in section else name
+
+
+def _reason(end: End, errors: ErrorPolicy) -> str:
+    return end if isinstance(end, str) else end[errors]
+
+
+def _shown(ids: list[Any]) -> str:
+    shown = ", ".join(repr(str(i)) for i in ids[:5])
+    return shown + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")
 
 
 def _count(value: Any) -> int | None:

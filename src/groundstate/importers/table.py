@@ -11,14 +11,16 @@ is imported in bounded memory.
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO, cast
 
 from groundstate.errors import SpecError
+from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
 from groundstate.importers.rows import (
     ImportedRow,
     as_amount,
@@ -71,6 +73,8 @@ class TableSource:
                 yield from read(self.path, handle)
             except UnicodeDecodeError:
                 raise SpecError(self.path, None, not_utf8(self.path)) from None
+            except DAMAGED as exc:  # a compressed file cut short
+                raise SpecError(self.path, None, damaged(self.path, exc)) from None
 
     def place(self, line: int) -> str:
         return f"{self.path}:{line}"
@@ -88,11 +92,11 @@ def _open(path: Path, format: str) -> TextIO:
         # or the first object. JSON Lines: a line ends at "\n", "\r\n" or "\r" alone (old
         # Mac tools), none of which can sit unescaped in a JSON string; U+2028 can, and is
         # no break here.
-        if format == "csv":
-            return path.open(encoding="utf-8-sig", newline="")
-        return path.open(encoding="utf-8-sig", newline=None)
-    except OSError as exc:
-        raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
+        newline = "" if format == "csv" else None
+        raw = cast(BinaryIO, open_bytes(path))  # a file object; typeshed's stub says less
+        return io.TextIOWrapper(raw, encoding="utf-8-sig", newline=newline)
+    except DAMAGED as exc:
+        raise SpecError(path, None, damaged(path, exc)) from None
 
 
 DELIMITERS = (",", ";", "\t")
