@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import optimize
 
-from groundstate.stats import compare
+from groundstate.report.numbers import interval
+from groundstate.stats import compare, interval_rule
 from tests.test_stats_round13 import ref_mover, side
 
 # --- 1. the unpaired p-value -------------------------------------------------------------------
@@ -72,3 +74,49 @@ def test_the_unpaired_p_value_is_the_level_where_the_interval_reaches_0_in_few_s
     excludes = d.difference.ci_low > 0 or d.difference.ci_high < 0
     assert excludes == (d.p_value < 0.05)
     assert calls[0] <= 25 * metrics, (calls[0], metrics)
+
+
+# --- 2. the documented examples are what the code prints ------------------------------------
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "statistics.md"
+
+
+def _said(text: str) -> str:
+    """*text* with the docs' line breaks and indentation folded to single spaces."""
+    return " ".join(text.split())
+
+
+def test_the_documented_unpaired_examples_are_what_compare_prints() -> None:
+    """docs/statistics.md said every attempt of a passed on 50 tasks against b at 0.3 gives
+    [-0.756, -0.587]; the code (then and now) prints [-0.751, -0.609] for the case, and the
+    other examples of the section are recomputed alike."""
+    docs = _said(DOCS.read_text(encoding="utf-8"))
+    cases = [
+        ([4] * 50, [1, 2, 1, 0, 2] * 10,
+         "against b at 0.3 (50 tasks at 1, 2, 1, 0 and 2 of 4) gives {interval};"),
+        ([4] * 6, [2, 3, 3, 3, 3, 3],
+         "six tasks at 1 against six at 0.71 give {interval}, p = {p}."),
+        ([4] * 9 + [2], [4] * 6 + [3, 3, 2, 2], "(now {interval});"),
+    ]  # fmt: skip
+    for a, b, sentence in cases:
+        d = compare(side("a", a, 4), side("b", b, 4), n_boot=0).find("success_rate")
+        assert d.difference.ci_low is not None and d.difference.ci_high is not None
+        shown = interval(d.difference.ci_low, d.difference.ci_high, difference=True)
+        assert d.p_value is not None
+        # the docs write a positive bound with its sign or without
+        texts = [
+            sentence.format(interval=i, p=f"{d.p_value:.2f}")
+            for i in (shown, shown.replace("+", ""))
+        ]
+        assert any(text in docs for text in texts), texts
+
+
+def test_the_documented_near_agreement_intervals_are_what_the_rule_gives() -> None:
+    """The design-limit paragraph's example: ten tasks at 1 get [0.692, 1], nine at 1 and one
+    at 0.999 get [0.9992, 1]."""
+    docs = _said(DOCS.read_text(encoding="utf-8"))
+    flat = interval_rule(np.ones(10), np.ones(10))
+    near = interval_rule(np.array([1.0] * 9 + [0.999]), np.ones(10))
+    assert (flat.method, near.method) == ("exact_bound", "agresti_coull_t_cr1")
+    assert f"ten tasks at 1 get the exact bound [{flat.low:.3f}, 1]" in docs
+    assert f"nine at 1 and one at 0.999 get [{near.low:.4f}, 1]" in docs
