@@ -19,6 +19,7 @@ from groundstate.stats.intervals import (
     Estimate,
     bootstrap_blocks,
     bootstrap_ks,
+    coherent_curve,
     make_estimate,
     make_estimates,
 )
@@ -179,7 +180,7 @@ class _Columns:
         """The estimates of k = 1..kmax of a (tasks, k) curve over *rows*, computed together."""
         boots = [boot.get((name, k)) for k in range(1, kmax + 1)]
         found = make_estimates(values[rows, :kmax], self.w[rows], self.n[rows], boots)
-        return dict(zip(range(1, kmax + 1), found, strict=True))
+        return dict(zip(range(1, kmax + 1), coherent_curve(found, name == "at"), strict=True))
 
     def names(self, rows: npt.NDArray[np.bool_] | Sequence[bool]) -> tuple[str, ...]:
         return tuple(t.task_id for t, keep in zip(self.counts, rows, strict=True) if keep)
