@@ -212,7 +212,9 @@ def suite_success_rate(counts: Iterable[TaskCounts], *, seed: int = 0, n_boot: i
 def suite_pass_at_k(
     counts: Iterable[TaskCounts], k: int, *, seed: int = 0, n_boot: int = 0
 ) -> Estimate:
-    """Weighted mean of per-task pass@k; k may not exceed any counted task's n."""
+    """Weighted mean of per-task pass@k; k may not exceed any counted task's n. Its interval
+    is the rule's at k alone: a summary's curve may widen it from below (:func:`coherent_curve`
+    over the larger k)."""
     used = list(counts)
     _check_k(used, k)
     return _single(used, lambda cols: cols.at[:, k - 1], k)
@@ -221,7 +223,9 @@ def suite_pass_at_k(
 def suite_pass_hat_k(
     counts: Iterable[TaskCounts], k: int, *, seed: int = 0, n_boot: int = 0
 ) -> Estimate:
-    """Weighted mean of per-task pass^k; k may not exceed any counted task's n."""
+    """Weighted mean of per-task pass^k; k may not exceed any counted task's n. Its interval
+    is the rule's at k alone: a summary's curve may widen it from above (:func:`coherent_curve`
+    over the larger k)."""
     used = list(counts)
     _check_k(used, k)
     return _single(used, lambda cols: cols.hat[:, k - 1], k)
