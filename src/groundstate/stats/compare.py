@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -35,6 +35,7 @@ from groundstate.stats.intervals import (
     agresti_coull,
     bootstrap_blocks,
     bootstrap_ks,
+    coherent_curve,
     make_estimate,
     reach_of,
     t_quantile,
@@ -512,7 +513,20 @@ class _PairedBlock:
                 drawn.get(j), difference=True,
             )  # fmt: skip
             found.append(Difference(metric, k, self.view, a, b, diff, *_test(diff, self.w[rows])))
-        return found
+        return _coherent_sides(found)
+
+
+def _coherent_sides(found: list[Difference]) -> list[Difference]:
+    """Each side's pass@k and pass^k made to follow their curves (:func:`coherent_curve`), as
+    ``report`` shows them; the paired differences have no direction in k and keep theirs."""
+    out = list(found)
+    for metric, rising in (("pass_at_k", True), ("pass_hat_k", False)):
+        index = [i for i, d in enumerate(out) if d.metric == metric]
+        a = coherent_curve([out[i].a for i in index], rising)
+        b = coherent_curve([out[i].b for i in index], rising)
+        for i, side_a, side_b in zip(index, a, b, strict=True):
+            out[i] = replace(out[i], a=side_a, b=side_b)
+    return out
 
 
 def _paired_block(
@@ -592,8 +606,8 @@ def _unpaired(
     k = min(min(t.n for t in a_side), min(t.n for t in b_side))
     a_values, columns = _value_columns(a_side, k)
     b_values, _ = _value_columns(b_side, k)
-    found = []
-    for j, (metric, kk) in enumerate(columns):
+    sides: dict[int, tuple[Estimate, Estimate, tuple[FloatArray, FloatArray], int]] = {}
+    for j, (metric, _) in enumerate(columns):
         a_rows, b_rows = ~np.isnan(a_values[:, j]), ~np.isnan(b_values[:, j])
         if not (a_rows.any() and b_rows.any()):
             continue
@@ -603,11 +617,101 @@ def _unpaired(
         eb = make_estimate(b_values[b_rows, j], weights[1], _ns(b_side, scored=partial)[b_rows])
         # a task in both batches is one task of the comparison, not two
         tasks = len(_names(a_side, a_rows) | _names(b_side, b_rows))
-        diff = unpaired_difference(ea, eb, n_tasks=tasks, weights=weights)
-        found.append(
-            Difference(metric, kk, view, ea, eb, diff, *_unpaired_test(diff, ea, eb, weights))
-        )
+        sides[j] = (ea, eb, weights, tasks)
+    limits = _curves(columns, sides)
+    found = []
+    for j, (_, _, weights, tasks) in sides.items():
+        metric, kk = columns[j]
+        (ea, a_limits), (eb, b_limits) = limits[j]
+        both = (a_limits, b_limits)
+        diff = unpaired_difference(ea, eb, n_tasks=tasks, weights=weights, limits=both)
+        found.append(Difference(metric, kk, view, ea, eb, diff, *_unpaired_test(diff, both)))
     return k, found
+
+
+def _curves(
+    columns: list[tuple[str, int | None]],
+    sides: Mapping[int, tuple[Estimate, Estimate, tuple[FloatArray, FloatArray], int]],
+) -> dict[int, tuple[tuple[Estimate, Limits], tuple[Estimate, Limits]]]:
+    """Each column's two sides as shown, with their limits at any level: pass@k and pass^k
+    follow their curve (:func:`coherent_curve`) at every level, the rest are their own."""
+    out = {}  # a side without an interval of its own leaves the difference n/a: limits unused
+    for j, (ea, eb, weights, _) in sides.items():
+        out[j] = ((ea, _own_limits(ea, weights[0])), (eb, _own_limits(eb, weights[1])))
+    for metric, rising in (("pass_at_k", True), ("pass_hat_k", False)):
+        curve = [j for j, (name, _) in enumerate(columns) if name == metric and j in sides]
+        for side in (0, 1):
+            points = [out[j][side] for j in curve]
+            shown = coherent_curve([e for e, _ in points], rising)
+            side_weights = sides[curve[0]][2][side] if curve else np.ones(0)
+            along = _curve_limits(points, side_weights, rising)
+            for j, estimate, limits in zip(curve, shown, along, strict=True):
+                pair = list(out[j])
+                pair[side] = (estimate, limits)
+                out[j] = (pair[0], pair[1])
+    return out
+
+
+def _curve_limits(
+    points: list[tuple[Estimate, Limits]], weights: FloatArray, rising: bool
+) -> list[Limits]:
+    """The limits of each point of a curve (one side's pass@k or pass^k over the same tasks,
+    k = 1, 2, ...) at any level, made to follow it as :func:`coherent_curve` does at the shown
+    level: pass@k's lower end the lowest of k and every larger k, pass^k's upper end the
+    highest. Every point's end at a level is one vectorised step (the points share their
+    tasks, so their degrees of freedom and exact reach); a point without an interval of its
+    own (n/a) bounds nothing."""
+    shown = [e for e, _ in points]
+    values = np.array([e.estimate for e in shown])
+    exact = np.array([e.method == EXACT_BOUND for e in shown])
+    spread = np.array([e.method == AC_T_CR1 for e in shown])
+    dfs = [e.df for e in shown if e.method == AC_T_CR1 and e.df is not None]
+    # Agresti-Coull's terms that do not depend on the level (:func:`agresti_coull`)
+    ses = np.array([e.se if e.se and e.method == AC_T_CR1 else 1.0 for e in shown])
+    n_eff = values * (1 - values) / ses**2
+    successes = values * n_eff
+    reach = reach_of(weights / np.max(weights)) if exact.any() else None
+    ends_shown = np.array(
+        [(e.ci_low if rising else e.ci_high) if e.ci_low is not None else np.nan for e in shown]
+    )
+    memo: dict[float, FloatArray] = {}
+
+    def ends(alpha: float) -> FloatArray:
+        """Every point's lower end (*rising*) or upper end at level 1 - alpha, NaN for none
+        (at the shown level, the intervals shown)."""
+        if alpha == 1 - CONFIDENCE:
+            return ends_shown
+        if alpha not in memo:
+            memo.clear()
+            out = np.full(len(shown), np.nan)
+            if dfs:
+                q = -float(special.stdtrit(dfs[0], alpha / 2))
+                with np.errstate(invalid="ignore", over="ignore"):  # q = inf: the whole range
+                    total = n_eff + q**2
+                    centre = (successes + q**2 / 2) / total
+                    half = q * np.sqrt(centre * (1 - centre) / total)
+                    end = np.fmax(0.0, centre - half) if rising else np.fmin(1.0, centre + half)
+                out[spread] = end[spread]
+            if reach is not None:
+                r = reach(alpha)
+                out[exact] = (values * r if rising else 1 - (1 - values) * r)[exact]
+            memo[alpha] = out
+        return memo[alpha]
+
+    def point(index: int) -> Limits:
+        value, own = points[index][0].estimate, points[index][1]
+        if not (exact[index] or spread[index]):
+            return own
+
+        def limits(alpha: float) -> tuple[float, float]:
+            below, above = own(alpha)
+            extreme = np.nanmin if rising else np.nanmax
+            end = float(extreme(ends(alpha)[index:]))
+            return (value - end, above) if rising else (below, end - value)
+
+        return limits
+
+    return [point(index) for index in range(len(points))]
 
 
 def _names(side: list[TaskCounts], rows: npt.NDArray[np.bool_]) -> set[str]:
@@ -635,6 +739,7 @@ def unpaired_difference(
     *,
     n_tasks: int | None = None,
     weights: tuple[FloatArray, FloatArray] | None = None,
+    limits: tuple[Limits, Limits] | None = None,
 ) -> Estimate:
     """b - a of two independent task samples: Newcombe's square-and-add (MOVER) on the two
     sides' own intervals (:func:`_mover`), the Agresti-Coull interval of a side with a spread
@@ -645,7 +750,9 @@ def unpaired_difference(
     no interval of its own (fewer than 5 tasks, or a weight that leaves no measurable
     spread): none. *n_tasks*: the distinct tasks of both sides (a task in both batches is one
     task); by default the sides are taken as disjoint. *weights*: each side's task weights,
-    which an exact bound depends on (equal by default)."""
+    which an exact bound depends on (equal by default). *limits*: each side's interval at any
+    level, where it is not its own alone (a point of a pass@k or pass^k curve: widened along
+    the curve as the side shows it)."""
     estimate = b.estimate - a.estimate
     tasks = a.n_tasks + b.n_tasks if n_tasks is None else n_tasks
     base = dict(
@@ -664,7 +771,7 @@ def unpaired_difference(
         said = "; ".join(f"side {side}: {e.note.removeprefix('n/a: ')}" for side, e in bare)
         note = f"n/a: no interval of its own on {said}"
         return Estimate(ci_low=None, ci_high=None, method=NO_INTERVAL, note=note, **base)  # type: ignore[arg-type]
-    low, high = _mover(*_sides(a, b, weights), estimate, 1 - CONFIDENCE)
+    low, high = _mover(*(limits or _sides(a, b, weights)), estimate, 1 - CONFIDENCE)
     note = "unpaired: Newcombe's square-and-add (MOVER) on each side's own interval"
     flat = [side for side, e in (("a", a), ("b", b)) if e.method == EXACT_BOUND]
     if flat:
@@ -701,8 +808,11 @@ def _mover(a: Limits, b: Limits, d: float, alpha: float) -> tuple[float, float]:
 
 def _own_limits(side: Estimate, weights: FloatArray) -> Limits:
     """A level's interval under the interval rule at level 1 - alpha (at the default alpha,
-    the interval it shows), as distances below and above its value."""
+    the interval it shows), as distances below and above its value; NaN for a side the rule
+    gives no interval."""
     value = side.estimate
+    if side.method not in (AC_T_CR1, EXACT_BOUND):
+        return lambda alpha: (math.nan, math.nan)
     if side.method == EXACT_BOUND:  # every task at value: [value * reach, 1 - (1 - value) reach]
         reach = reach_of(weights / np.max(weights))
         return lambda alpha: (value * (1 - reach(alpha)), (1 - value) * (1 - reach(alpha)))
@@ -720,29 +830,63 @@ def _own_limits(side: Estimate, weights: FloatArray) -> Limits:
 
 def _mover_p(a: Limits, b: Limits, d: float) -> float:
     """Two-sided p-value of the MOVER interval: the smallest alpha whose level 1 - alpha
-    interval excludes 0 (the intervals narrow as alpha grows), by bisection on log alpha to
-    a relative 1e-9; so p < 0.05 exactly when the 95% interval excludes 0."""
+    interval excludes 0 (the intervals narrow as alpha grows), to a relative 1e-9 (1e-9 on
+    log alpha); so p < 0.05 exactly when the 95% interval excludes 0.
 
-    def excludes(log_alpha: float) -> bool:
-        low, high = _mover(a, b, d, math.exp(log_alpha))
-        return low > 0 or high < 0
+    How far the interval's nearer end lies beyond 0 grows continuously with alpha, so its
+    root is bracketed (split first at 0.05) and found by regula falsi with the Illinois
+    step: about ten evaluations of both sides' limits where bisection took 42."""
 
-    low, high = math.log(1e-300), math.log1p(-1e-12)
-    if d == 0 or not excludes(high):
+    def gap(log_alpha: float) -> float:
+        """Positive exactly where the level exp(*log_alpha*) interval excludes 0 (the
+        unclipped end of :func:`_mover`)."""
+        (la, ua), (lb, ub) = a(math.exp(log_alpha)), b(math.exp(log_alpha))
+        return d - math.hypot(lb, ua) if d > 0 else -(d + math.hypot(ub, la))
+
+    if d == 0:
         return 1.0
-    if excludes(low):
+    ends = [math.log(1e-300), math.log(1 - CONFIDENCE), math.log1p(-1e-12)]
+    gaps = [gap(x) for x in ends]
+    if gaps[2] <= 0:
+        return 1.0
+    if gaps[0] > 0:
         return 1e-300
-    while high - low > 1e-9:
-        middle = (low + high) / 2
-        low, high = (low, middle) if excludes(middle) else (middle, high)
-    return math.exp(high)
+    lo, hi = (0, 1) if gaps[1] > 0 else (1, 2)
+    p = math.exp(_first_positive(gap, (ends[lo], gaps[lo]), (ends[hi], gaps[hi])))
+    # the shown interval excludes 0: p stays below 0.05 whatever the last rounding
+    return min(p, math.nextafter(1 - CONFIDENCE, 0)) if gaps[1] > 0 else p
+
+
+def _first_positive(
+    gap: Callable[[float], float], low: tuple[float, float], high: tuple[float, float]
+) -> float:
+    """Where a non-decreasing *gap* turns positive, given (x, gap(x)) at both ends of a
+    bracket (<= 0 at *low*, > 0 at *high*): the bracket's positive end once it is 1e-9
+    wide. Regula falsi; an end kept twice has its gap halved (Illinois), and three steps
+    that do not halve the bracket are followed by a bisection."""
+    (lo, at_lo), (hi, at_hi) = low, high
+    kept, slow = 0, 0
+    while hi - lo > 1e-9:
+        width = hi - lo
+        x = (lo * at_hi - hi * at_lo) / (at_hi - at_lo)
+        if slow >= 3 or not lo < x < hi:
+            x, slow = (lo + hi) / 2, 0
+        found = gap(x)
+        if found > 0:
+            hi, at_hi = x, found
+            at_lo, kept = (at_lo / 2 if kept < 0 else at_lo), min(kept, 0) - 1
+        else:
+            lo, at_lo = x, found
+            at_hi, kept = (at_hi / 2 if kept > 0 else at_hi), max(kept, 0) + 1
+        slow = slow + 1 if hi - lo > width / 2 else 0
+    return hi
 
 
 def _unpaired_test(
-    diff: Estimate, a: Estimate, b: Estimate, weights: tuple[FloatArray, FloatArray]
+    diff: Estimate, limits: tuple[Limits, Limits]
 ) -> tuple[float | None, float | None]:
     """No statistic, and the p-value the square-and-add interval inverts to (none without an
     interval)."""
     if diff.method != MOVER:
         return None, None
-    return None, _mover_p(*_sides(a, b, weights), diff.estimate)
+    return None, _mover_p(*limits, diff.estimate)

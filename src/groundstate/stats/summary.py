@@ -19,6 +19,7 @@ from groundstate.stats.intervals import (
     Estimate,
     bootstrap_blocks,
     bootstrap_ks,
+    coherent_curve,
     make_estimate,
     make_estimates,
 )
@@ -179,7 +180,7 @@ class _Columns:
         """The estimates of k = 1..kmax of a (tasks, k) curve over *rows*, computed together."""
         boots = [boot.get((name, k)) for k in range(1, kmax + 1)]
         found = make_estimates(values[rows, :kmax], self.w[rows], self.n[rows], boots)
-        return dict(zip(range(1, kmax + 1), found, strict=True))
+        return dict(zip(range(1, kmax + 1), coherent_curve(found, name == "at"), strict=True))
 
     def names(self, rows: npt.NDArray[np.bool_] | Sequence[bool]) -> tuple[str, ...]:
         return tuple(t.task_id for t, keep in zip(self.counts, rows, strict=True) if keep)
@@ -211,7 +212,9 @@ def suite_success_rate(counts: Iterable[TaskCounts], *, seed: int = 0, n_boot: i
 def suite_pass_at_k(
     counts: Iterable[TaskCounts], k: int, *, seed: int = 0, n_boot: int = 0
 ) -> Estimate:
-    """Weighted mean of per-task pass@k; k may not exceed any counted task's n."""
+    """Weighted mean of per-task pass@k; k may not exceed any counted task's n. Its interval
+    is the rule's at k alone: a summary's curve may widen it from below (:func:`coherent_curve`
+    over the larger k)."""
     used = list(counts)
     _check_k(used, k)
     return _single(used, lambda cols: cols.at[:, k - 1], k)
@@ -220,7 +223,9 @@ def suite_pass_at_k(
 def suite_pass_hat_k(
     counts: Iterable[TaskCounts], k: int, *, seed: int = 0, n_boot: int = 0
 ) -> Estimate:
-    """Weighted mean of per-task pass^k; k may not exceed any counted task's n."""
+    """Weighted mean of per-task pass^k; k may not exceed any counted task's n. Its interval
+    is the rule's at k alone: a summary's curve may widen it from above (:func:`coherent_curve`
+    over the larger k)."""
     used = list(counts)
     _check_k(used, k)
     return _single(used, lambda cols: cols.hat[:, k - 1], k)
