@@ -56,10 +56,11 @@ from groundstate.analysis import OutcomeColumns, OutcomeTable
 from groundstate.errors import StoreError
 from groundstate.store import RunStore, SealMaker, SealState, Verification
 
-SEAL_FORMAT = 3
+SEAL_FORMAT = 4
 """Bumped when what a seal pins changes: seals of another format are ignored (a full check).
 2: the outcome columns count each try's judge errors. 3: the batch's sessions and the tasks
-its resumes named invalid (their count and highest rowid) are pinned."""
+its resumes named invalid (their count and highest rowid) are pinned. 4: a full check names
+tries outside the batch's plan (an earlier one sealed a batch holding them)."""
 
 
 class Seal(BaseModel):
