@@ -8,6 +8,7 @@ import asyncio
 import json
 import random
 import shutil
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,9 @@ from click.testing import CliRunner
 
 from groundstate.cli import main
 from groundstate.records import AgentRun
-from groundstate.runner import BatchConfig, BatchRunner
+from groundstate.runner import BatchConfig, BatchRunner, Interrupted
 from groundstate.store import RunStore
+from groundstate.testing import FaultyEnvironments
 
 from .test_records_round13 import _bank
 
@@ -184,3 +186,60 @@ def test_the_store_and_the_reports_draw_the_plan_alike(
             strict=True,
         )
     )
+
+
+def test_a_resume_reruns_an_invalid_try_whose_foreign_rerun_is_outside_the_plan(
+    tmp_path: Path,
+) -> None:
+    """Found here: a batch stopped after an invalid try (one rerun due) and a success stored
+    as its retry 3 (past the policy's one rerun): every report counts the invalid try, with a
+    rerun due, but ``--resume`` took the foreign success as the attempt's last try and reran
+    nothing, so the batch stayed ``incomplete`` for good. A resume now reads the plan's tries
+    as the reports do, and reruns it."""
+    store = tmp_path / "runs.db"
+    suite, system = _bank()
+    with RunStore(store) as runs:
+        first = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
+        first.on_run = lambda run: setattr(first.interrupt, "signum", signal.SIGINT)
+        with pytest.raises(Interrupted):
+            asyncio.run(first.start(BatchConfig(attempts=2)))
+        batch_id = first.batch_id
+        assert batch_id is not None
+        (invalid,) = runs.runs(batch_id)
+        assert not invalid.valid and invalid.retry == 0
+        forged = {"run_id": "forged", "retry": 3, "success": True, "terminal_reason": "success"}
+        runs.add_run(invalid.model_copy(update=forged), {})
+        asyncio.run(BatchRunner(suite, system, runs).resume(batch_id, preflight=False))
+        tries = {(r.attempt, r.retry) for r in runs.runs(batch_id)}
+    assert (1, 1) in tries and (2, 0) in tries
+    _, out, _ = _invoke("batches", "--json", "--store", str(store))
+    (summary,) = json.loads(out)
+    assert summary["status"] == "complete" and summary["outside_plan"] == 1
+
+
+def test_batches_reads_each_batch_at_one_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found here: ``batches`` read a batch's stored attempts, then (queries later) its
+    attempts with reruns due: a try another process stored in between was in the second and
+    not the first (``1/2 incomplete (2 reruns due)``: more reruns due than attempts stored).
+    It now reads the store in one snapshot."""
+    store = tmp_path / "runs.db"
+    suite, system = _bank()
+    with RunStore(store) as runs:
+        first = BatchRunner(suite, system, runs, make_env=FaultyEnvironments(rate=1.0))
+        first.on_run = lambda run: setattr(first.interrupt, "signum", signal.SIGINT)
+        with pytest.raises(Interrupted):
+            asyncio.run(first.start(BatchConfig(attempts=2)))
+        (invalid,) = runs.runs(first.batch_id or "")
+    real = RunStore._invalid_last_tries
+
+    def another_stores_first(self: RunStore) -> Any:
+        with RunStore(store) as other:  # the batch's runner, storing its next try meanwhile
+            other.add_run(invalid.model_copy(update={"run_id": "next", "attempt": 2}), {})
+        return real(self)
+
+    monkeypatch.setattr(RunStore, "_invalid_last_tries", another_stores_first)
+    with RunStore(store) as runs:
+        (summary,) = runs.batch_summaries()
+    assert (summary.attempts_stored, summary.reruns_pending) == (1, 1)

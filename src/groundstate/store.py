@@ -1391,7 +1391,13 @@ class RunStore:
         return added
 
     def batch_summaries(self) -> list[BatchSummary]:
-        """Every batch, oldest first, with its stored and expected attempts and its status."""
+        """Every batch, oldest first, with its stored and expected attempts and its status,
+        read in one snapshot: a try another process stores meanwhile is in every figure of
+        its batch or in none."""
+        with self.snapshot():
+            return self._batch_summaries()
+
+    def _batch_summaries(self) -> list[BatchSummary]:
         counts = dict(
             self._query(
                 "SELECT batch_id, COUNT(DISTINCT task_id || char(0) || attempt) FROM runs "
