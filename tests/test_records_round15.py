@@ -9,6 +9,7 @@ import json
 import random
 import shutil
 import signal
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -243,3 +244,38 @@ def test_batches_reads_each_batch_at_one_commit(
     with RunStore(store) as runs:
         (summary,) = runs.batch_summaries()
     assert (summary.attempts_stored, summary.reruns_pending) == (1, 1)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"attempt": "one"},
+        {"task_id": 5},
+        {"cost": "free"},
+        {"attempt": 1e30},
+        {"task_id": None, "attempt": None},
+    ],
+)
+def test_a_record_whose_outcome_fields_are_mistyped_stops_with_one_line(
+    made: tuple[Path, str], tmp_path: Path, fields: dict[str, Any]
+) -> None:
+    """Found here: a run record edited by hand into JSON whose outcome fields are not of their
+    types (an attempt ``"one"``, a task id 5, a cost ``"free"``) made ``report`` and
+    ``compare`` end on a traceback (``ValueError``, ``TypeError``, ``OverflowError``) where a
+    record that does not parse stops them with one line. It now does, naming the run."""
+    store = _copy(made, tmp_path)
+    batch_id = made[1]
+    with sqlite3.connect(store) as db:
+        run_id, text = db.execute(
+            "SELECT run_id, record FROM runs WHERE batch_id = ? ORDER BY seq LIMIT 1", (batch_id,)
+        ).fetchone()
+        db.execute(
+            "UPDATE runs SET record = ? WHERE run_id = ?",
+            (json.dumps(json.loads(text) | fields), run_id),
+        )
+        db.execute("DELETE FROM seals")
+    for args in (["report", batch_id, "--json"], ["compare", batch_id, batch_id]):
+        code, out, err = _invoke(*args, "--store", str(store))
+        assert code == 2 and "Traceback" not in out + err, err
+        assert f"run {run_id} of batch {batch_id} is unreadable" in err, err
+        assert "its outcome fields are not of their types" in err

@@ -63,6 +63,17 @@ _OUTCOME_FIELDS = (
     "partial_score",
 )  # fmt: skip
 """The fields :meth:`RunStore.outcome_rows` reads from each record, in order."""
+_NUMBER = ("integer", "real", "null")
+_OUTCOME_TYPES = (
+    ("text",), ("integer",), ("integer",), ("text",), ("true", "false"), _NUMBER, _NUMBER, _NUMBER,
+)  # fmt: skip
+_MISTYPED = " OR ".join(
+    f"json_type(record, '$.{name}') IS NULL OR json_type(record, '$.{name}') NOT IN "
+    f"({', '.join(repr(t) for t in types)})"
+    for name, types in zip(_OUTCOME_FIELDS, _OUTCOME_TYPES, strict=True)
+)
+"""SQL: whether a record's outcome fields are not of their JSON types (the first ones to
+look at when the outcome columns cannot be made)."""
 JUDGE_ERRORS_SQL = (
     f"(CASE WHEN record NOT LIKE '%\"{JUDGED}\"%' THEN 0 ELSE "
     "(SELECT COUNT(*) FROM json_each(record, '$.outcome_assertion_results') "
@@ -1576,6 +1587,16 @@ class RunStore:
                 yield json.loads("[" + ",".join(r[0] for r in rows) + "]")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+
+    def mistyped_outcome(self, batch_id: str) -> str | None:
+        """The first run of the batch whose record's outcome fields (:meth:`outcome_rows`) are
+        not of their JSON types (a hand edit), or None."""
+        rows = self._query(
+            f"SELECT run_id FROM runs WHERE batch_id = ? AND json_valid(record) AND ({_MISTYPED}) "
+            "ORDER BY task_id, attempt, retry LIMIT 1",
+            (batch_id,),
+        )
+        return str(rows[0][0]) if rows else None
 
     def seal_state(self, batch_id: str, *, stored: int | None = None) -> SealState:
         """What a batch's seal pins, read again: a few indexed lookups and one record hashed.
