@@ -165,7 +165,7 @@ def outside_plan_text(outside: int) -> str:
     tries = "1 stored try is" if outside == 1 else f"{outside} stored tries are"
     return (
         f"{tries} outside the batch's plan (added by hand or by another program) and left out "
-        "of every figure; `groundstate verify` names each"
+        "of every figure; groundstate verify names each"
     )
 
 
