@@ -130,13 +130,17 @@ def test_a_forged_copy_of_a_try_is_named_though_every_hash_is_right(
     assert f"task {runs[0].task_id!r} attempt {runs[0].attempt} try 0 is stored 2 times" in out
 
 
-def test_a_forged_new_try_verifies_and_is_a_documented_limit(
+def test_a_forged_rerun_of_a_valid_try_is_named_outside_the_plan(
     stored: tuple[Path, BatchInfo, list[AgentRun]],
 ) -> None:
+    """Once a documented limit (every hash is right); a rerun of a try that was valid is no
+    try of the batch's plan (only invalid tries are rerun): named, not a copy (fifteenth
+    round)."""
     store, _, runs = stored
     _append_forged(store, _copy_of(runs[0], retry=1))
     code, out, _ = _invoke("verify", "--store", str(store))
-    assert code == 0 and "stored 2 times" not in out
+    assert code == 1 and "stored 2 times" not in out
+    assert f"task {runs[0].task_id!r} attempt {runs[0].attempt} try 1 is outside" in out
 
 
 def _head(out: str) -> str:
@@ -162,7 +166,7 @@ def test_a_rolled_back_store_verifies_but_its_printed_head_differs(
     (last,) = _sql(store, "SELECT record FROM runs ORDER BY seq DESC LIMIT 1")[0]
     _append_forged(store, _copy_of(AgentRun.model_validate_json(last), retry=1))
     code, out, _ = _invoke("verify", "--store", str(store))
-    assert code == 0 and _head(out) != kept
+    assert _head(out) != kept  # (the forged try is past the plan: named, exit 1)
     for journal in ("-wal", "-shm"):  # restored as a backup is: the file alone
         store.with_name(store.name + journal).unlink(missing_ok=True)
     shutil.copy(older, store)  # rolled back

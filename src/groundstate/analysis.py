@@ -60,7 +60,7 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
     A task revision of 0 (how an import without revisions stores its tasks) becomes ""
     (unversioned), so pairing it with a versioned batch is caught by the comparison. Tasks
     that failed validation and ran anyway are left out, as from every figure
-    (:func:`headline_tries`).
+    (:func:`headline_tries`), and tries outside the batch's plan (:func:`planned`).
     """
     left_out = set(batch.invalid_tasks)
     return [
@@ -78,7 +78,7 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
             task_revision=str(batch.task_revisions.get(run.task_id) or ""),
             partial_score=run.partial_score,
         )
-        for run in final_runs(runs)
+        for run in final_runs(planned_runs(batch, runs))
         if run.task_id not in left_out
     ]
 
@@ -197,6 +197,36 @@ class OutcomeTable:
             return self, self._take(slice(0, 0))
         picked = np.array([t in names for t in self.task_ids], dtype=np.bool_)[self.task]
         return self._take(~picked), self._take(picked)
+
+    def in_plan(
+        self, tasks: set[str] | None, bounds: tuple[int, int] | None
+    ) -> npt.NDArray[np.bool_]:
+        """Which rows are tries of a plan of *tasks* (None: any) and *bounds* (attempts,
+        reruns allowed; None: any attempt and retry): of a planned task, attempt 1 to
+        *attempts*, retry 0 to *reruns*, and a rerun with retry *n* only after *n* invalid
+        tries 0 to *n* - 1 (the rule :meth:`RunStore.outside_plan` reads from the store's
+        columns; a batch's: :meth:`BatchInfo.planned_tasks`, :meth:`BatchInfo.plan_bounds`)."""
+        known = (
+            [True] * len(self.task_ids) if tasks is None else [t in tasks for t in self.task_ids]
+        )
+        inside = np.array(known, dtype=np.bool_)[self.task]
+        if bounds is None or not len(self):
+            return inside
+        attempts, reruns = bounds
+        in_order = _sorted(self.task, self.attempt, self.retry)
+        order = (
+            np.arange(len(self)) if in_order else np.lexsort((self.retry, self.attempt, self.task))
+        )
+        task, attempt, retry = self.task[order], self.attempt[order], self.retry[order]
+        invalid = ~self.valid()[order] & (retry >= 0)
+        first = np.r_[True, (task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1])]
+        # invalid tries before each row, in all, then within its attempt (``before`` rises)
+        before: npt.NDArray[np.int64] = np.cumsum(invalid, dtype=np.int64) - invalid
+        earlier = before - np.maximum.accumulate(np.where(first, before, 0))
+        bounded = (attempt >= 1) & (attempt <= attempts) & (retry >= 0) & (retry <= reruns)
+        kept = np.empty(len(self), dtype=np.bool_)
+        kept[order] = bounded & (earlier == retry)
+        return inside & kept
 
     def _take(self, rows: Any) -> OutcomeTable:
         """The table of the rows *rows* selects (an index array, a mask or a slice)."""
@@ -351,14 +381,37 @@ def _table(runs: Sequence[AgentRun] | OutcomeTable) -> OutcomeTable:
     return runs if isinstance(runs, OutcomeTable) else OutcomeTable.from_runs(runs)
 
 
+def planned(
+    batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable
+) -> tuple[OutcomeTable, OutcomeTable]:
+    """The tries of *batch*'s plan, and those outside it (:meth:`BatchInfo.plan_bounds`: a
+    task it does not plan, an attempt past its attempts, a rerun past its policy's or of a
+    try not stored or valid). Nothing in groundstate stores one outside (a hand edit or
+    another program does): no figure counts them, and ``verify`` names each
+    (:meth:`RunStore.outside_plan`)."""
+    table = _table(runs)
+    inside = table.in_plan(batch.planned_tasks(), batch.plan_bounds())
+    if bool(inside.all()):
+        return table, table._take(slice(0, 0))
+    return table._take(inside), table._take(~inside)
+
+
+def planned_runs(batch: BatchInfo, runs: Sequence[AgentRun]) -> list[AgentRun]:
+    """The runs of *runs* in *batch*'s plan (:func:`planned`), in their order."""
+    table = OutcomeTable.from_runs(runs)
+    inside = table.in_plan(batch.planned_tasks(), batch.plan_bounds())
+    return [run for run, keep in zip(runs, inside.tolist(), strict=True) if keep]
+
+
 def headline_tries(
     batch: BatchInfo, runs: Sequence[AgentRun] | OutcomeTable
 ) -> tuple[OutcomeTable, OutcomeTable]:
     """The tries every figure counts, and those of the tasks that failed validation and ran
     anyway (``run --allow-invalid``): those are reported apart (``invalid_tasks_results``),
     never in the headline, reasons, cost or invalid-try rates, since a task proved unsolvable
-    or ungradable says nothing about the system."""
-    return _table(runs).split(batch.invalid_tasks)
+    or ungradable says nothing about the system. Tries outside the batch's plan are in
+    neither (:func:`planned`)."""
+    return planned(batch, runs)[0].split(batch.invalid_tasks)
 
 
 @dataclass(frozen=True)
@@ -458,8 +511,8 @@ def batch_report(
 ) -> dict[str, Any]:
     """The machine-readable report of a batch: headline numbers of both views with their
     denominators and intervals, the k limits, and the per-task table it was computed from."""
-    whole = _table(runs)
-    table, apart = headline_tries(batch, whole)
+    whole, outside = planned(batch, runs)
+    table, apart = whole.split(batch.invalid_tasks)
     counted = count_batch(batch, table, seed=seed, k_over_supporting=k_over_supporting)
     summary = counted.summary
     valid, strict = summary.views["valid"], summary.views["strict"]
@@ -495,6 +548,7 @@ def batch_report(
         "invalid_tasks_run": batch.invalid_tasks,
         "invalid_tasks_results": invalid_task_results(batch, apart),
         "missing_attempts": missing_attempts(batch, whole.final()),
+        "outside_plan": len(outside),
         "judge_errors": judge_errors(counted.final),
         "provenance": provenance(batch),
         "summary": summary.to_dict(),
@@ -672,7 +726,7 @@ def compare_batches(
     # A task that failed validation in either batch is left out of both: its figures are
     # not evidence about either system (each report gives them apart).
     left_out = sorted({*a.invalid_tasks, *b.invalid_tasks})
-    a_table, b_table = _table(a_runs), _table(b_runs)
+    a_table, b_table = planned(a, a_runs)[0], planned(b, b_runs)[0]
     comparison = compare_counts(
         _final_counts(a, a_table.split(left_out)[0])[2],
         _final_counts(b, b_table.split(left_out)[0])[2],

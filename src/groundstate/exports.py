@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from groundstate.analysis import OutcomeTable, final_runs, missing_attempts, provenance
+from groundstate.analysis import final_runs, missing_attempts, planned, provenance
 from groundstate.environments.sqlite_live import side_files
 from groundstate.errors import GroundstateError
 from groundstate.importers.inspect_log import EARLIER_TRIES, OWN_METADATA
@@ -63,7 +63,7 @@ def export_batch(
     runs = store.runs(batch.batch_id)
     if not runs:
         raise GroundstateError(f"batch {batch.batch_id} in {store.path} has no stored runs")
-    missing = missing_attempts(batch, OutcomeTable.from_runs(runs).final())
+    missing = missing_attempts(batch, planned(batch, runs)[0].final())
     writers: dict[str, Callable[[BatchInfo, list[AgentRun], Path], int]] = {
         "jsonl": _write_jsonl,
         "csv": _write_csv,

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
-from groundstate.analysis import final_runs
+from groundstate.analysis import final_runs, planned_runs
 from groundstate.episode import (
     AttemptInfo,
     AttemptJob,
@@ -647,8 +647,9 @@ def _unfinished_slots(
 ) -> tuple[dict[tuple[str, int], AgentRun], list[tuple[str, int]]]:
     """The last stored try of each (task, attempt), and the attempts still to run: not
     stored, or invalid with reruns left. Attempt-major order: an interrupted batch still
-    covers every task evenly."""
-    last = {(r.task_id, r.attempt): r for r in final_runs(stored)}
+    covers every task evenly. Tries outside the batch's plan (stored by hand or by another
+    program) are not its tries, as in every report (:func:`~groundstate.analysis.planned`)."""
+    last = {(r.task_id, r.attempt): r for r in final_runs(planned_runs(batch, stored))}
     slots = [
         (task_id, n)
         for n in range(1, batch.attempts + 1)

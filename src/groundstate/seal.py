@@ -56,10 +56,11 @@ from groundstate.analysis import OutcomeColumns, OutcomeTable
 from groundstate.errors import StoreError
 from groundstate.store import RunStore, SealMaker, SealState, Verification
 
-SEAL_FORMAT = 3
+SEAL_FORMAT = 4
 """Bumped when what a seal pins changes: seals of another format are ignored (a full check).
 2: the outcome columns count each try's judge errors. 3: the batch's sessions and the tasks
-its resumes named invalid (their count and highest rowid) are pinned."""
+its resumes named invalid (their count and highest rowid) are pinned. 4: a full check names
+tries outside the batch's plan (an earlier one sealed a batch holding them)."""
 
 
 class Seal(BaseModel):
@@ -126,7 +127,7 @@ def verified_outcomes(
     # are now, and the caller marks them with the problems; a record that cannot be read at
     # all stops the command, naming what the check found.
     try:
-        return check, OutcomeTable.from_chunks(store.outcome_chunks(batch_id))
+        return check, outcome_table(store, batch_id)
     except StoreError as exc:
         found = "; ".join(problem.line() for problem in check.altered)
         raise StoreError(f"{exc} ({found})" if found else str(exc)) from exc
@@ -139,10 +140,25 @@ def full_check(store: RunStore, batch_id: str) -> tuple[Verification, OutcomeTab
     with store.snapshot():
         state = store.seal_state(batch_id)
         check = store.verify(batch_id)
-        table = None if check.problems else OutcomeTable.from_chunks(store.outcome_chunks(batch_id))
+        table = None if check.problems else outcome_table(store, batch_id)
     if table is not None:
         write_seal(store, check, state, table)
     return check, table
+
+
+def outcome_table(store: RunStore, batch_id: str) -> OutcomeTable:
+    """The batch's outcome columns, read from its records. A record whose outcome fields are
+    not of their types (edited by hand, with or without its hashes made again) stops the
+    reading command with one line naming it, never a traceback."""
+    try:
+        return OutcomeTable.from_chunks(store.outcome_chunks(batch_id))
+    except (TypeError, ValueError, OverflowError) as exc:
+        run_id = store.mistyped_outcome(batch_id)
+        where = f"run {run_id} of batch {batch_id}" if run_id else f"a run of batch {batch_id}"
+        raise StoreError(
+            f"{where} is unreadable (its outcome fields are not of their types: {exc}); "
+            f"`groundstate verify {batch_id}` checks the whole batch"
+        ) from exc
 
 
 def write_seal(store: RunStore, check: Verification, state: SealState, table: OutcomeTable) -> None:

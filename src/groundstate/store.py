@@ -63,6 +63,17 @@ _OUTCOME_FIELDS = (
     "partial_score",
 )  # fmt: skip
 """The fields :meth:`RunStore.outcome_rows` reads from each record, in order."""
+_NUMBER = ("integer", "real", "null")
+_OUTCOME_TYPES = (
+    ("text",), ("integer",), ("integer",), ("text",), ("true", "false"), _NUMBER, _NUMBER, _NUMBER,
+)  # fmt: skip
+_MISTYPED = " OR ".join(
+    f"json_type(record, '$.{name}') IS NULL OR json_type(record, '$.{name}') NOT IN "
+    f"({', '.join(repr(t) for t in types)})"
+    for name, types in zip(_OUTCOME_FIELDS, _OUTCOME_TYPES, strict=True)
+)
+"""SQL: whether a record's outcome fields are not of their JSON types (the first ones to
+look at when the outcome columns cannot be made)."""
 JUDGE_ERRORS_SQL = (
     f"(CASE WHEN record NOT LIKE '%\"{JUDGED}\"%' THEN 0 ELSE "
     "(SELECT COUNT(*) FROM json_each(record, '$.outcome_assertion_results') "
@@ -238,6 +249,30 @@ _INSERT_RUN = (
 _INSERT_SEAL = "INSERT OR REPLACE INTO seals VALUES (?, ?, ?, ?)"
 
 
+def _invalid(column: str) -> str:
+    """SQL: whether the terminal reason in *column* makes a try invalid (``AgentRun.valid``)."""
+    return (
+        "("
+        + " OR ".join(
+            f"{column} = '{r}' OR substr({column}, 1, {len(r) + 1}) = '{r}/'"
+            for r in INVALID_REASONS
+        )
+        + ")"
+    )
+
+
+_KEYS = "CAST(attempt AS INTEGER), CAST(retry AS INTEGER)"
+"""A run row's attempt and retry columns as integers, whatever a hand edit put there."""
+_OUTSIDE_BOUNDS = (
+    f"SELECT run_id, task_id, {_KEYS} FROM runs AS r WHERE batch_id = ?1 AND (attempt < 1 "
+    "OR attempt > ?2 OR retry < 0 OR retry > ?3 OR (retry > 0 AND (SELECT COUNT(*) FROM runs "
+    "AS p WHERE p.batch_id = ?1 AND p.task_id = r.task_id AND p.attempt = r.attempt AND "
+    f"p.retry BETWEEN 0 AND r.retry - 1 AND {_invalid('p.terminal_reason')}) != r.retry))"
+)
+"""A batch's tries outside the bounds of its plan (:meth:`RunStore.outside_plan`): a try
+with retry *n* is a rerun in its plan only after *n* invalid tries 0 to *n* - 1."""
+
+
 # Whether a run row's indexed columns differ from its (hashed) record: they are not hashed,
 # yet which batch a run is in, and its task, attempt and verdict as label imports and
 # ``batches`` read them, come from them. Unparseable JSON is left to the record check.
@@ -318,6 +353,16 @@ class StoredRun(NamedTuple):
     terminal_reason: str
     success: bool
     text: str
+
+
+class OutsidePlan(NamedTuple):
+    """A stored try outside its batch's plan (:meth:`RunStore.outside_plan`), and why."""
+
+    run_id: str
+    task_id: str
+    attempt: int
+    retry: int
+    why: str
 
 
 class RunKey(NamedTuple):
@@ -456,6 +501,23 @@ class BatchInfo(BaseModel):
         """Reruns its policy allows an invalid attempt (0 when it declares none: imports)."""
         return int(self.invalid_run_policy.get("max_retries", 0))
 
+    def planned_tasks(self) -> set[str] | None:
+        """The tasks of its plan; None when it names none (a batch made by hand through the
+        library: every task is taken as planned)."""
+        return set(self.task_revisions) or None
+
+    def plan_bounds(self) -> tuple[int, int] | None:
+        """Its attempts per task and the reruns its policy allows an invalid try: a try of
+        its plan has attempt 1 to the first, retry 0 to the second, and each rerun follows
+        the invalid tries before it (:meth:`RunStore.verify` and
+        :func:`groundstate.analysis.planned` hold tries to this). None for an import (its
+        plan is the rows it brought: only its tasks are known) and for a batch that declares
+        no rerun policy (made by hand through the library: ``run`` always declares one)."""
+        declared = "max_retries" in self.invalid_run_policy
+        return (
+            (self.attempts, self.max_retries) if self.source == "groundstate" and declared else None
+        )
+
 
 BatchStatus = Literal["complete", "incomplete", "empty", "running", "imported"]
 
@@ -484,6 +546,10 @@ class BatchSummary(BaseModel):
     batch run before they were, an import)."""
     executors: list[str] = Field(default_factory=list)
     """The executors its recorded sessions ran on, in order of first use."""
+    outside_plan: int = 0
+    """Tries stored outside its plan (:meth:`RunStore.outside_plan`: by hand or by another
+    program), left out of its attempts and status as from every figure; ``verify`` names
+    each."""
     status: BatchStatus
     """``running`` while a live process holds its lease; otherwise ``empty`` (stopped before
     its first attempt was stored), ``incomplete`` (resumable: attempts not stored, or reruns
@@ -504,6 +570,7 @@ ProblemKind = Literal[
     "labels_missing",
     "sessions_altered",
     "sessions_missing",
+    "outside_plan",
 ]
 
 
@@ -1335,7 +1402,13 @@ class RunStore:
         return added
 
     def batch_summaries(self) -> list[BatchSummary]:
-        """Every batch, oldest first, with its stored and expected attempts and its status."""
+        """Every batch, oldest first, with its stored and expected attempts and its status,
+        read in one snapshot: a try another process stores meanwhile is in every figure of
+        its batch or in none."""
+        with self.snapshot():
+            return self._batch_summaries()
+
+    def _batch_summaries(self) -> list[BatchSummary]:
         counts = dict(
             self._query(
                 "SELECT batch_id, COUNT(DISTINCT task_id || char(0) || attempt) FROM runs "
@@ -1346,16 +1419,78 @@ class RunStore:
         invalid_last = self._invalid_last_tries()
         sessions = self._session_summaries()
         now = datetime.now(UTC)
-        return [
-            _summary(
-                b,
-                int(counts.get(b.batch_id, 0)),
-                sum(n for retry, n in invalid_last.get(b.batch_id, []) if retry < b.max_retries),
-                self.lease(b.batch_id),
-                now,
-            ).model_copy(update=sessions.get(b.batch_id, {}))
-            for b in self.batches()
-        ]
+        summaries = []
+        for b in self.batches():
+            stored = int(counts.get(b.batch_id, 0))
+            pending = sum(
+                n for retry, n in invalid_last.get(b.batch_id, []) if retry < b.max_retries
+            )
+            if outside := self.outside_plan(b):
+                stored, pending = self._planned_counts(b, {row.run_id for row in outside})
+            summary = _summary(b, stored, pending, self.lease(b.batch_id), now)
+            update = sessions.get(b.batch_id, {}) | {"outside_plan": len(outside)}
+            summaries.append(summary.model_copy(update=update))
+        return summaries
+
+    def outside_plan(self, batch: BatchInfo) -> list[OutsidePlan]:
+        """The tries of *batch* outside its plan, in (task, attempt, retry) order: of a task
+        it does not plan, and for a batch run here (:meth:`BatchInfo.plan_bounds`) an attempt
+        past its attempts, a rerun past its policy's, or a rerun of a try that is not stored
+        or was valid. Nothing in groundstate stores one (a hand edit or another program
+        does); every figure leaves them out (:func:`groundstate.analysis.planned`, the same
+        rule on the records) and :meth:`verify` names each. Read from the indexed columns
+        (one scan of the batch's index; :meth:`verify` names a row whose columns differ from
+        its record)."""
+        found: list[OutsidePlan] = []
+        present = self._query(
+            "SELECT DISTINCT task_id FROM runs WHERE batch_id = ?", (batch.batch_id,)
+        )
+        tasks = batch.planned_tasks()
+        strangers = [] if tasks is None else sorted({str(t) for (t,) in present} - tasks)
+        for task_id in strangers:
+            found += [
+                OutsidePlan(
+                    str(run_id), task_id, int(attempt), int(retry), "a task the batch does not plan"
+                )
+                for run_id, attempt, retry in self._query(
+                    f"SELECT run_id, {_KEYS} FROM runs WHERE batch_id = ? AND task_id = ?",
+                    (batch.batch_id, task_id),
+                )
+            ]
+        bounds = batch.plan_bounds()
+        if bounds is not None:
+            attempts, reruns = bounds
+            for run_id, task_id, attempt, retry in self._query(
+                _OUTSIDE_BOUNDS, (batch.batch_id, attempts, reruns)
+            ):
+                if task_id in strangers:
+                    continue
+                why = (
+                    f"the batch plans attempts 1 to {attempts}"
+                    if not 1 <= attempt <= attempts
+                    else f"its policy allows {reruns} rerun(s) of an invalid try"
+                    if not 0 <= retry <= reruns
+                    else "a rerun of a try not stored or valid: only invalid tries are rerun"
+                )
+                found.append(OutsidePlan(str(run_id), str(task_id), int(attempt), int(retry), why))
+        return sorted(found, key=lambda row: (row.task_id, row.attempt, row.retry, row.run_id))
+
+    def _planned_counts(self, batch: BatchInfo, outside: set[str]) -> tuple[int, int]:
+        """The attempts of *batch* with a try in its plan, and of those the attempts whose
+        counted try is invalid with reruns left: the runs *outside* (run ids) left out."""
+        last: dict[tuple[str, int], tuple[int, str]] = {}
+        for run_id, task_id, attempt, retry, reason in self._query(
+            f"SELECT run_id, task_id, {_KEYS}, terminal_reason FROM runs WHERE batch_id = ?",
+            (batch.batch_id,),
+        ):
+            key = (str(task_id), int(attempt))
+            if run_id not in outside and (key not in last or retry > last[key][0]):
+                last[key] = (int(retry), str(reason))
+        pending = sum(
+            reason.split("/")[0] in INVALID_REASONS and retry < batch.max_retries
+            for retry, reason in last.values()
+        )
+        return len(last), pending
 
     def _session_summaries(self) -> dict[str, dict[str, Any]]:
         """Per batch with sessions recorded, its resumes and executors (:class:`BatchSummary`)."""
@@ -1376,15 +1511,12 @@ class RunStore:
     def _invalid_last_tries(self) -> dict[str, list[tuple[int, int]]]:
         """Per batch, (retry, attempts) of the attempts whose last try is invalid: those with
         reruns left under the batch's policy are still due (``analysis.reruns_pending``)."""
-        invalid = " OR ".join(
-            f"reason = '{r}' OR substr(reason, 1, {len(r) + 1}) = '{r}/'" for r in INVALID_REASONS
-        )
         found: dict[str, list[tuple[int, int]]] = {}
         # SQLite takes a bare column of a MAX() aggregate from the row holding the maximum
         rows = self._query(
             "SELECT batch_id, retry, COUNT(*) FROM (SELECT batch_id, MAX(retry) AS retry, "
             "terminal_reason AS reason FROM runs GROUP BY batch_id, task_id, attempt) "
-            f"WHERE {invalid} GROUP BY batch_id, retry",
+            f"WHERE {_invalid('reason')} GROUP BY batch_id, retry",
             (),
         )
         for batch_id, retry, n in rows:
@@ -1455,6 +1587,16 @@ class RunStore:
                 yield json.loads("[" + ",".join(r[0] for r in rows) + "]")
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the run store {self.path}: {exc}") from exc
+
+    def mistyped_outcome(self, batch_id: str) -> str | None:
+        """The first run of the batch whose record's outcome fields (:meth:`outcome_rows`) are
+        not of their JSON types (a hand edit), or None."""
+        rows = self._query(
+            f"SELECT run_id FROM runs WHERE batch_id = ? AND json_valid(record) AND ({_MISTYPED}) "
+            "ORDER BY task_id, attempt, retry LIMIT 1",
+            (batch_id,),
+        )
+        return str(rows[0][0]) if rows else None
 
     def seal_state(self, batch_id: str, *, stored: int | None = None) -> SealState:
         """What a batch's seal pins, read again: a few indexed lookups and one record hashed.
@@ -1639,6 +1781,7 @@ class RunStore:
             found.append(_unverifiable(batch_id, legacy, "records"))
         head = self._query("SELECT length, head FROM chains WHERE batch_id = ?", (batch_id,))
         found += in_rows + checker.end(head[0] if head else None) + self._copies(batch_id)
+        found += self._outside_plan_problems(batch_id, batch_text)
         found += self._label_problems(batch_id, batch_hash)
         for side in _SIDES:
             found += self._side_problems(side, batch_id, batch_hash)
@@ -1687,6 +1830,25 @@ class RunStore:
                 "(a try is stored once: copies were added by hand)",
             )
             for task, attempt, retry, count in rows
+        ]
+
+    def _outside_plan_problems(self, batch_id: str, batch_text: str) -> list[Problem]:
+        """One problem per try outside the batch's plan (:meth:`outside_plan`); none when
+        its record does not parse (named as altered already)."""
+        try:
+            batch = BatchInfo.model_validate_json(batch_text)
+        except ValidationError:
+            return []
+        return [
+            Problem(
+                batch_id=batch_id,
+                run_id=row.run_id,
+                kind="outside_plan",
+                detail=f"task {row.task_id!r} attempt {row.attempt} try {row.retry} is outside "
+                f"the batch's plan ({row.why}): added by hand or by another program, left out "
+                "of every figure",
+            )
+            for row in self.outside_plan(batch)
         ]
 
     def _label_problems(self, batch_id: str, batch_hash: str | None) -> list[Problem]:

@@ -82,13 +82,13 @@ def echo_resume(batch_id: str, store: Path, resume_args: list[str]) -> None:
 
 
 def _stored_attempts(store: Path, batch_id: str) -> str:
-    from groundstate.analysis import OutcomeTable, reruns_pending
+    from groundstate.analysis import planned, reruns_pending
     from groundstate.store import RunStore
 
     try:
         with RunStore(store) as run_store:
             batch = run_store.batch(batch_id)
-            final = OutcomeTable.from_runs(run_store.runs(batch_id)).final()
+            final = planned(batch, run_store.runs(batch_id))[0].final()
     except GroundstateError:
         return "an unknown number of attempts"
     stored = f"{len(final)} of {batch.attempts * len(batch.task_revisions)} attempts"

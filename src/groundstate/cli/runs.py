@@ -468,8 +468,8 @@ def _warn_problem(problem: Problem) -> None:
 
 def _altered_mark(batch_id: str) -> str:
     return (
-        "[bold red]ALTERED: records of this batch do not match their hashes (see the warnings "
-        f"above and `groundstate verify {batch_id}`)[/]"
+        "[bold red]ALTERED: records of this batch do not match their hashes or its plan (see "
+        f"the warnings above and `groundstate verify {batch_id}`)[/]"
     )
 
 

@@ -71,7 +71,9 @@ def _batches_table(found: list[BatchSummary]) -> Table:
             Text(shown(b.suite)),
             b.system_spec_hash[:12],
             f"{b.attempts_stored}/{b.attempts_expected}",
-            b.status + (f" ({b.reruns_pending} reruns due)" if b.reruns_pending else ""),
+            b.status
+            + (f" ({b.reruns_pending} reruns due)" if b.reruns_pending else "")
+            + (f" ({b.outside_plan} tries outside its plan)" if b.outside_plan else ""),
             _sessions_cell(b),
         )
     return table
@@ -108,11 +110,12 @@ def runs_command(
 ) -> None:
     """List the runs of BATCH_ID (a unique prefix is enough), every try, with their ids.
 
-    ``counted`` is false for an invalid try that a rerun replaced; ``session`` (JSON) is the
+    ``counted`` is false for an invalid try that a rerun replaced, and for a try outside the
+    batch's plan (``verify`` names it); ``session`` (JSON) is the
     start (1) or resume that stored it (null: not recorded). Give a run id to
     ``groundstate show`` for its verdict, evidence and trace.
     """
-    from groundstate.analysis import final_runs
+    from groundstate.analysis import final_runs, planned_runs
     from groundstate.report.terminal import Fitted
     from groundstate.store import RunStore
 
@@ -121,7 +124,7 @@ def runs_command(
         batch = run_store.batch(batch_id)
         stored = run_store.runs(batch.batch_id)
         sessions = run_store.run_sessions(batch.batch_id)
-    counted = {r.run_id for r in final_runs(stored)}
+    counted = {r.run_id for r in final_runs(planned_runs(batch, stored))}
     chosen = [r for r in stored if _matches(r, task_pattern, reason)]
     rows = [_run_row(r, r.run_id in counted, sessions.get(r.run_id)) for r in chosen]
     if as_json:
@@ -134,6 +137,9 @@ def runs_command(
         click.echo(f"batch {batch.batch_id}: no run matches ({len(stored)} stored)")
         return
     console().print(Fitted(lambda width: _runs_table(batch.batch_id, rows, width)))
+
+
+_NOT_COUNTED = "; * not counted: an invalid try a rerun replaced, or a try outside the plan"
 
 
 def _check_reason(reason: str | None) -> None:
@@ -197,7 +203,7 @@ def _runs_table(batch_id: str, rows: list[dict[str, Any]], width: int) -> Table:
     table = Table(
         title=f"runs of batch {batch_id}",
         caption="a unique prefix of a run id is enough for `groundstate show`"
-        + ("; * an invalid try replaced by a rerun" if any(not r["counted"] for r in rows) else ""),
+        + (_NOT_COUNTED if any(not r["counted"] for r in rows) else ""),
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,

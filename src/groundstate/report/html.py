@@ -21,11 +21,12 @@ from markupsafe import Markup
 from pydantic import TypeAdapter, ValidationError
 
 from groundstate.analysis import (
-    OutcomeTable,
     headline_tries,
     invalid_task_results,
     judge_errors,
     missing_attempts,
+    planned,
+    planned_runs,
     provenance,
 )
 from groundstate.records import AgentRun, CheckResult
@@ -41,6 +42,7 @@ from groundstate.report.numbers import (
     interval,
     invalid_task_text,
     judge_error_text,
+    outside_plan_text,
     p_value,
     session_text,
     share,
@@ -118,7 +120,7 @@ def render_batch(
     """
     ordered = sorted(runs, key=lambda r: (r.task_id, r.attempt, r.retry))
     altered = _altered_runs(integrity)
-    table = OutcomeTable.from_runs(runs)
+    table = planned(batch, runs)[0]  # a try outside the plan is listed, marked, never counted
     missing = missing_attempts(batch, table.final())
     counted, apart = headline_tries(batch, table)
     return _template("report.html.j2").render(
@@ -130,11 +132,12 @@ def render_batch(
         summary=summary,
         header=_header(batch, summary, tries),
         missing=missing and incomplete_text(missing),
+        outside=outside_plan_text(len(runs) - len(table)),
         views=_view_panels(summary),
         slices=_slice_rows(summary),
         reasons=_reason_rows(summary),
         invalid=_invalid_rows(summary, tries),
-        tasks=_task_rows(batch, ordered),
+        tasks=_task_rows(batch, planned_runs(batch, ordered)),
         runs=[_run_view(run, altered.get(run.run_id, [])) for run in ordered],
         integrity=_integrity_view("this batch", integrity),
         altered_runs=altered,

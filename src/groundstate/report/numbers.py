@@ -157,6 +157,18 @@ def incomplete_text(missing: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def outside_plan_text(outside: int) -> str:
+    """The tries stored outside the batch's plan (:func:`groundstate.analysis.planned`), as
+    one phrase; "" when none (every report words it alike)."""
+    if not outside:
+        return ""
+    tries = "1 stored try is" if outside == 1 else f"{outside} stored tries are"
+    return (
+        f"{tries} outside the batch's plan (added by hand or by another program) and left out "
+        "of every figure; groundstate verify names each"
+    )
+
+
 def invalid_task_text(rows: list[dict[str, Any]]) -> str:
     """The results of tasks that failed validation, as reported apart from the figures:
     ``transfer 3/4 valid attempts succeeded, 1 invalid``."""

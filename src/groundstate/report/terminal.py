@@ -28,6 +28,7 @@ from groundstate.report.numbers import (
     interval,
     invalid_task_text,
     judge_error_text,
+    outside_plan_text,
     p_value,
     session_text,
     share,
@@ -56,10 +57,13 @@ def indented(text: str, prefix: str = "  ") -> str:
 
 
 def batch_table(batch: BatchInfo, runs: list[AgentRun]) -> RenderableType:
-    """The per-task table, laid out for the width it is printed at (see :class:`Fitted`)."""
+    """The per-task table, laid out for the width it is printed at (see :class:`Fitted`):
+    of the tries in the batch's plan (:func:`~groundstate.analysis.planned`)."""
+    from groundstate.analysis import planned_runs
+
     # Grouped once: scanning every run for every task was quadratic (minutes at 20,000 tasks).
     by_task: dict[str, list[AgentRun]] = {}
-    for run in runs:
+    for run in planned_runs(batch, runs):
         by_task.setdefault(run.task_id, []).append(run)
     rows = [
         _task_row(batch, task_id, by_task.get(task_id, []))
@@ -454,6 +458,8 @@ def report_footer(report: dict[str, Any]) -> str:
             f"({tries['invalid_tries']} of {tries['tries']}: "
             f"{apart(invalid, threshold, 1, percent=True)} > {threshold:.1%})[/]"
         )
+    if outside := outside_plan_text(report.get("outside_plan", 0)):
+        line += f"\n[bold red]OUTSIDE THE PLAN: {quoted(outside)}[/]"
     if judged := judge_error_text(report["judge_errors"]):
         line += f"\n[bold yellow]JUDGE ERRORS: {quoted(judged)}[/]"
     if ran := session_text(report["provenance"]):
