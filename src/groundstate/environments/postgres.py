@@ -445,7 +445,10 @@ def _template(server: PostgresServer, fixture: Path, clock: datetime) -> Templat
 
 def _build(server: PostgresServer, fixture: Path, clock: datetime) -> Template:
     image, built_hash = fixture_image(fixture, clock)
-    portable = read_fixture(image, META_TABLE)
+    try:
+        portable = read_fixture(image, META_TABLE)
+    except EnvironmentFailure as exc:  # what of the fixture cannot be carried: say which
+        raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
     number = next(_NAMES)
     database, initial = f"gs_{server.token}_t{number}", f"gs_{server.token}_s{number}"
     secret = secrets.token_hex(16)
