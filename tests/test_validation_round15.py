@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from groundstate.environments.base import diff_snapshots
 from groundstate.errors import EnvironmentFailure, SpecError
-from groundstate.spec.suite import load_suite
-from groundstate.validation import regress
+from groundstate.spec.suite import load_suite, with_environment
+from groundstate.validation import regress, validate_task
 
+from .conftest import EditTask
 from .test_validation import _stored_run, bank_copy, verified_transfer_to_c
 
 CLOCK = datetime(2026, 1, 15, 9, 30)
@@ -121,7 +123,7 @@ def test_a_failed_regression_into_a_new_folder_leaves_nothing(tmp_path: Path) ->
     suite = load_suite(root)
     run = _stored_run(tmp_path, suite, verified_transfer_to_c)
     target = tmp_path / "new" / "regressions"
-    with pytest.raises(SpecError, match="limit.json"):
+    with pytest.raises(SpecError, match=r"limit\.json"):
         regress(run, suite, into=target)
     assert not (tmp_path / "new").exists()
 
@@ -134,9 +136,82 @@ def test_a_failed_regression_into_a_suite_removes_only_what_it_added(tmp_path: P
     target = tmp_path / "regressions"
     target.mkdir()
     (target / "notes.txt").write_text("mine")
-    with pytest.raises(SpecError, match="limit.json"):
+    with pytest.raises(SpecError, match=r"limit\.json"):
         regress(run, suite, into=target)
     assert sorted(p.name for p in target.iterdir()) == ["notes.txt"]
     shutil.copyfile(root / "limit.json", target / "limit.json")  # what it lacked
     case = regress(run, suite, into=target)
     assert case.stem in load_suite(target).tasks
+
+
+# --- the per-table grader-sensitivity probe on PostgreSQL --------------------------------------
+
+
+def _only_balances(task: dict[str, Any]) -> None:
+    task["outcome_assertions"] = [
+        a for a in task["outcome_assertions"] if a["id"] != "exactly-one-transfer"
+    ]
+
+
+def test_postgres_finds_a_table_the_oracle_changes_and_no_assertion_reads(
+    edited_bank: EditTask,
+) -> None:
+    """The probe put tables back only where the environment had ``restore_collection``: the
+    SQLite kind. The same task on PostgreSQL passed grader_sensitivity with its transfers
+    table read by no assertion; now it fails there too, naming the table."""
+    _postgres()
+    suite = with_environment(edited_bank(_only_balances), "postgres")
+    sensitivity = validate_task(suite, "transfer").check("grader_sensitivity")
+    assert not sensitivity.passed
+    assert "grader gap: oracle changes transfers, yet its final state passes with transfers" in (
+        sensitivity.detail
+    )
+    assert "changes accounts" not in sensitivity.detail
+
+
+def test_postgres_a_task_checking_every_table_it_changes_says_so(edited_bank: EditTask) -> None:
+    _postgres()
+    suite = with_environment(edited_bank(lambda task: None), "postgres")
+    sensitivity = validate_task(suite, "transfer").check("grader_sensitivity")
+    assert sensitivity.passed, sensitivity.detail
+    assert "with transfers as it was: exactly-one-transfer fail" in sensitivity.detail
+
+
+def test_postgres_restores_one_table_past_its_foreign_keys_and_reset_undoes_it(
+    tmp_path: Path,
+) -> None:
+    """Putting a parent table back neither cascades into its children nor is refused for
+    the child rows that now refer to nothing (as on SQLite); the state, its hash and the
+    next reset read the restored table."""
+    postgres = _postgres()
+    fixture = tmp_path / "shop.sql"
+    fixture.write_text(
+        "CREATE TABLE orders (id INTEGER PRIMARY KEY AUTOINCREMENT, status TEXT);\n"
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, order_id INTEGER NOT NULL "
+        "REFERENCES orders(id) ON DELETE CASCADE, sku TEXT);\n"
+        "CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);\n"
+        "INSERT INTO orders VALUES (1, 'open');\n"
+        "INSERT INTO items VALUES (1, 1, 'sock');\n"
+    )
+    with postgres(fixture, clock=CLOCK) as env:
+        initial = env.reset()
+        with env.tool_transaction():
+            env.agent_db.execute("UPDATE orders SET status = 'closed' WHERE id = 1")
+            env.agent_db.execute("INSERT INTO orders (status) VALUES ('new')")
+            env.agent_db.execute("INSERT INTO items VALUES (2, 2, 'hat')")
+            env.agent_db.execute("INSERT INTO notes VALUES (1, 'kept')")
+        env.restore_collection("orders")
+        assert env.evaluator_view().query("SELECT id, status FROM orders") == [(1, "open")]
+        assert sorted(env.evaluator_view().query("SELECT id FROM items")) == [(1,), (2,)]
+        changed = diff_snapshots(env.initial_view().snapshot(), env.snapshot()).tables
+        assert set(changed) == {"items", "notes"}
+        with env.tool_transaction() as effects:  # the restore is no write of the agent's
+            env.agent_db.execute("SELECT 1")
+        assert effects.writes == []
+        env.restore_collection("items")
+        env.restore_collection("notes")
+        assert env.state_hash() != initial  # the AUTOINCREMENT counter moved: not a table
+        assert env.reset() == initial
+        with env.tool_transaction():
+            env.agent_db.execute("INSERT INTO orders (status) VALUES ('again')")
+        assert env.evaluator_view().query("SELECT max(id) FROM orders") == [(2,)]

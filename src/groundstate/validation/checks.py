@@ -56,6 +56,7 @@ from contextlib import (
     closing,
     contextmanager,
     nullcontext,
+    suppress,
 )
 from pathlib import Path
 
@@ -507,7 +508,7 @@ def _restore_each_table(
     order and adds the refund's row fails without it when one of the two is checked, and the
     other may be checked by nothing (an agent reaching the order's mark by another tool, with
     no refund made, passes). A kind that cannot put one collection back (its environment has
-    no ``restore_collection``) is not probed so."""
+    no ``restore_collection``, or raises NotImplementedError from it) is not probed so."""
     written = {
         table
         for event in run.observation_action_log
@@ -541,9 +542,10 @@ def _restoring(table: str, restored: list[str]) -> Around:
     @contextmanager
     def around(_: int, env: Environment) -> Iterator[None]:
         restore = getattr(env, "restore_collection", None)
-        if restore is not None:
-            restore(table)
-            restored.append(table)
+        with suppress(NotImplementedError):
+            if restore is not None:
+                restore(table)
+                restored.append(table)
         yield
 
     return around

@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 15
+VALIDATOR_REVISION = 16
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -62,7 +62,9 @@ library's grading: a bare yes to several questions answers the last, the constra
 no with a condition in other languages, a measure named with or without its space, messages
 read up to a bound, and arguments past a bound refused by the gateway; 15:
 ``grader_sensitivity`` grades the oracle's final state with each table it changed put back as
-it was, so a table whose change no assertion reads fails the task)."""
+it was, so a table whose change no assertion reads fails the task; 16: that probe on the
+postgres kind too, and its fixtures' triggers, views, generated columns, collations and
+partial or expression UNIQUE indexes refused instead of dropped)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
