@@ -13,9 +13,9 @@ import pytest
 from groundstate.environments.base import diff_snapshots
 from groundstate.errors import EnvironmentFailure, SpecError
 from groundstate.spec.suite import load_suite, with_environment
-from groundstate.validation import regress, validate_task
+from groundstate.validation import regress, validate_task, validation_key
 
-from .conftest import EditTask
+from .conftest import BANK, EditTask
 from .test_validation import _stored_run, bank_copy, verified_transfer_to_c
 
 CLOCK = datetime(2026, 1, 15, 9, 30)
@@ -215,3 +215,22 @@ def test_postgres_restores_one_table_past_its_foreign_keys_and_reset_undoes_it(
         with env.tool_transaction():
             env.agent_db.execute("INSERT INTO orders (status) VALUES ('again')")
         assert env.evaluator_view().query("SELECT max(id) FROM orders") == [(2,)]
+
+
+# --- the validation cache follows the PostgreSQL server's version ------------------------------
+
+
+def test_a_postgres_suite_is_proven_again_on_another_server_version(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The key held SQLite's version, which a postgres suite's proofs do not run on, and not
+    the server's: a verdict cached against one server (say 14, given by URL) was read back
+    on another (16), where the same SQL may answer otherwise."""
+    _postgres()
+    from groundstate.environments.postgres_server import shared_server
+
+    suite = with_environment(load_suite(BANK), "postgres")
+    before = validation_key(suite, suite.tasks["transfer"])
+    assert validation_key(suite, suite.tasks["transfer"]) == before
+    monkeypatch.setattr(shared_server(), "version", shared_server().version + 10000)
+    assert validation_key(suite, suite.tasks["transfer"]) != before

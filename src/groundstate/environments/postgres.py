@@ -156,6 +156,13 @@ class PostgresEnvironment(ClosesOnExit):
     name = "postgres"
     probes = PostgresProbes()
 
+    @staticmethod
+    def engine_version() -> str:
+        """The server's version, which a cached proof rests on as a SQLite one rests on
+        SQLite's: another server may answer the same SQL otherwise (see
+        :func:`~groundstate.validation.suite.validation_key`)."""
+        return f"PostgreSQL {shared_server().version}"
+
     def __init__(
         self,
         fixture: Path,
