@@ -14,6 +14,7 @@ from groundstate.environments.base import diff_snapshots
 from groundstate.errors import EnvironmentFailure, SpecError
 from groundstate.spec.suite import load_suite, with_environment
 from groundstate.validation import regress, validate_task, validation_key
+from groundstate.validation.regress import RegressionRefused
 
 from .conftest import BANK, EditTask
 from .test_validation import _stored_run, bank_copy, verified_transfer_to_c
@@ -234,3 +235,55 @@ def test_a_postgres_suite_is_proven_again_on_another_server_version(
     assert validation_key(suite, suite.tasks["transfer"]) == before
     monkeypatch.setattr(shared_server(), "version", shared_server().version + 10000)
     assert validation_key(suite, suite.tasks["transfer"]) != before
+
+
+# --- a regression into another suite is proven on the run's fixture and environment -----------
+
+
+def _other_suite(root: Path, target: Path, more: str = "") -> None:
+    """A suite at *target* with the bank's tools and policy, its fixtures in ``data/``."""
+    target.mkdir()
+    for name in ("tools.py", "policy.md"):
+        shutil.copyfile(root / name, target / name)
+    config = (root / "suite.yaml").read_text().replace("canary: transfer\n", "")
+    (target / "suite.yaml").write_text(f"{config}\nfixtures: data\n{more}")
+
+
+def test_a_regression_into_a_suite_with_another_fixtures_folder_uses_the_runs_fixture(
+    tmp_path: Path,
+) -> None:
+    """The fixture was copied to the original suite's fixtures folder (``fixtures/``) inside
+    the target, whose tasks read theirs from ``data/``: the case loaded, and was proven on the
+    target's own ``data/bank.sql``, another database than the run's. The fixture now goes
+    where the target looks, and a different file there is refused."""
+    root = bank_copy(tmp_path)
+    suite = load_suite(root)
+    run = _stored_run(tmp_path, suite, verified_transfer_to_c)
+    target = tmp_path / "other"
+    _other_suite(root, target)
+    case = regress(run, suite, into=target)
+    regressed = load_suite(target)
+    fixture = regressed.fixture_path(regressed.tasks[case.stem])
+    assert fixture == target / "data" / "bank.sql"
+    assert fixture.read_bytes() == (root / "fixtures" / "bank.sql").read_bytes()
+    assert not (target / "fixtures").exists()
+
+    elsewhere = tmp_path / "elsewhere"
+    _other_suite(root, elsewhere)
+    (elsewhere / "data").mkdir()
+    (elsewhere / "data" / "bank.sql").write_text("CREATE TABLE accounts (id TEXT PRIMARY KEY);\n")
+    with pytest.raises(RegressionRefused, match=r"data/bank\.sql differs"):
+        regress(run, suite, into=elsewhere)
+
+
+def test_a_regression_into_a_suite_on_another_environment_is_refused(tmp_path: Path) -> None:
+    """A target suite on ``environment: postgres`` took a case whose run was on SQLite, and
+    proved it there without a word."""
+    root = bank_copy(tmp_path)
+    suite = load_suite(root)
+    run = _stored_run(tmp_path, suite, verified_transfer_to_c)
+    target = tmp_path / "other"
+    _other_suite(root, target, "environment: postgres\n")
+    with pytest.raises(RegressionRefused, match="on environment 'postgres'"):
+        regress(run, suite, into=target)
+    assert sorted(p.name for p in target.iterdir()) == ["policy.md", "suite.yaml", "tools.py"]

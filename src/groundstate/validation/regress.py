@@ -191,8 +191,19 @@ def _prepare_suite(suite: Suite, task: AgentTask, target: Path, made: _Made) -> 
     if not (target / "suite.yaml").is_file():
         _scaffold(suite, target, made)
     config = load_model(target / "suite.yaml", SuiteConfig)
+    ran_on = (suite.config.environment, suite.config.environment_options)
+    if (config.environment, config.environment_options) != ran_on:
+        raise RegressionRefused(
+            f"the suite at {target} runs its tasks on environment {config.environment!r} "
+            f"with options {config.environment_options}, task {task.task_id} on "
+            f"{ran_on[0]!r} with {ran_on[1]}: the case would be proven on another "
+            "environment than the run's; regress into the original suite or another folder"
+        )
     if suite.config.tools != config.tools or not config.tools.startswith(BUILTIN):
         _same_code(suite.root / suite.config.tools, target / config.tools, made)
+    # where the target suite looks for it (its own fixtures folder), not where the original does
+    copy = Path(os.path.normpath(target / config.fixtures / task.initial_state_fixture))
+    _same_file(suite.fixture_path(task), copy, made)
     code = grader_code_files(task)
     for name in _needed_files(suite, task):
         (_same_code if name in code else _same_file)(suite.root / name, target / name, made)
@@ -230,17 +241,15 @@ def _scaffold(suite: Suite, target: Path, made: _Made) -> None:
 
 
 def _needed_files(suite: Suite, task: AgentTask) -> list[str]:
-    """The files (or folders: a workspace's fixture, hidden tests) the task needs."""
+    """The files (or folders: hidden tests) the task needs besides its fixture, by the same
+    name in any suite."""
     labels = {a.labels for a in task.outcome_assertions if isinstance(a, JudgeAssertion)}
     hidden = {
         a.tests.path
         for a in task.outcome_assertions
         if isinstance(a, TestsAssertion) and a.tests.path is not None
     }
-    return [
-        str(Path(suite.config.fixtures) / task.initial_state_fixture),
-        *sorted(grader_code_files(task) | judge_prompt_files(task) | labels | hidden),
-    ]
+    return sorted(grader_code_files(task) | judge_prompt_files(task) | labels | hidden)
 
 
 def _same_file(source: Path, copy: Path, made: _Made) -> None:
