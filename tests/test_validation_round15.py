@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from groundstate.environments.base import diff_snapshots
+from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.errors import EnvironmentFailure, SpecError
 from groundstate.spec.suite import load_suite, with_environment
 from groundstate.validation import regress, validate_task, validation_key
@@ -287,3 +288,76 @@ def test_a_regression_into_a_suite_on_another_environment_is_refused(tmp_path: P
     with pytest.raises(RegressionRefused, match="on environment 'postgres'"):
         regress(run, suite, into=target)
     assert sorted(p.name for p in target.iterdir()) == ["policy.md", "suite.yaml", "tools.py"]
+
+
+# --- a row the oracle changes that no assertion reads ------------------------------------------
+
+
+def _credit_only(task: dict[str, Any]) -> None:
+    """Balances checked for B alone: the debit of A is read by nothing."""
+    task["outcome_assertions"] = [
+        {
+            "id": "credited",
+            "sql": "SELECT balance FROM accounts WHERE id = 'B'",
+            "expect_rows": [[80]],
+        },
+        {
+            "id": "one-transfer-row",
+            "state_diff": {"transfers": {"added": [{"source": "A", "target": "B", "amount": 30}]}},
+            "nothing_else_changed": False,
+        },
+    ]
+    task.pop("partial_credit_rubric", None)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_row_the_oracle_changes_and_no_assertion_reads_is_a_grader_gap(
+    edited_bank: EditTask, kind: str
+) -> None:
+    """The transfer debits A and credits B in one table, one call. Graded on B's balance
+    alone, leaving the call out fails and putting accounts back whole fails, so every probe
+    found a check; yet an agent crediting B from nowhere, A untouched, passed. Each changed
+    row is now put back alone too: A's is a gap, named by its key."""
+    if kind == "postgres":
+        _postgres()
+    suite = with_environment(edited_bank(_credit_only), kind)
+    sensitivity = validate_task(suite, "transfer").check("grader_sensitivity")
+    assert not sensitivity.passed
+    assert 'grader gap: oracle changes the row "A" of accounts' in sensitivity.detail
+    assert 'the row "B"' not in sensitivity.detail
+
+
+def test_a_task_checking_every_row_it_changes_passes_the_row_probe(
+    edited_bank: EditTask,
+) -> None:
+    sensitivity = validate_task(edited_bank(lambda task: None), "transfer").check(
+        "grader_sensitivity"
+    )
+    assert sensitivity.passed, sensitivity.detail
+    assert "the row" not in sensitivity.detail
+
+
+def test_restoring_rows_leaves_the_others_and_reset_undoes_it(tmp_path: Path) -> None:
+    fixture = tmp_path / "f.sql"
+    fixture.write_text(
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, v);\n"
+        "CREATE TABLE b (x);\n"  # no primary key: rows are keyed by rowid
+        "INSERT INTO a VALUES (1, 10), (2, 20);\n"
+        "INSERT INTO b VALUES ('one'), ('two');\n"
+    )
+    with SqliteEnvironment(fixture, clock=CLOCK) as env:
+        initial = env.reset()
+        with env.tool_transaction():
+            env.agent_db.execute("UPDATE a SET v = 11 WHERE id = 1")
+            env.agent_db.execute("DELETE FROM a WHERE id = 2")
+            env.agent_db.execute("INSERT INTO a VALUES (3, 30)")
+            env.agent_db.execute("UPDATE b SET x = 'changed'")
+        env.restore_rows("a", ["2", "3"])
+        assert env.evaluator_view().query("SELECT id, v FROM a ORDER BY id") == [(1, 11), (2, 20)]
+        env.restore_rows("b", ["1"])
+        rows = env.evaluator_view().query("SELECT rowid, x FROM b ORDER BY rowid")
+        assert rows == [(1, "one"), (2, "changed")]
+        env.restore_rows("a", ["1"])
+        env.restore_rows("b", ["2"])
+        assert env.state_hash() == initial
+        assert env.reset() == initial

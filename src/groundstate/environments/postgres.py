@@ -307,6 +307,36 @@ class PostgresEnvironment(ClosesOnExit):
         table = next((t for t in self._tables if t.name == name), None)
         if table is None:
             raise EnvironmentFailure(f"postgres environment: no table {name!r} to restore")
+        with self._harness_write(name):
+            self._db.execute(f"DELETE FROM {_names([name])}".encode())
+            _copy_rows(self._db, table)
+
+    def restore_rows(self, name: str, keys: list[str]) -> None:
+        """Put the rows of table *name* with these snapshot *keys* back as the fixture has
+        them (a row it does not have is deleted) and leave every other row as it is: as
+        :meth:`restore_collection`, for one row at a time."""
+        table = next((t for t in self._tables if t.name == name), None)
+        if table is None:
+            raise EnvironmentFailure(f"postgres environment: no table {name!r} to restore")
+        initial = {
+            _row_key(dict(zip(table.columns, r, strict=True)), table.key): r for r in table.rows
+        }
+        match = " AND ".join(f"{quote(c)} = %s" for c in table.key)
+        now = state_snapshot(self._read(), [table]).tables[name].rows
+        with self._harness_write(name):
+            for key in keys:
+                if key in now:
+                    self._db.execute(
+                        f"DELETE FROM {_names([name])} WHERE {match}".encode(),
+                        [now[key][c] for c in table.key],
+                    )
+                if key in initial:
+                    _copy_rows(self._db, table, [initial[key]])
+
+    @contextmanager
+    def _harness_write(self, name: str) -> Iterator[None]:
+        """One transaction of the harness's own writes to table *name*, with triggers (the
+        write log, foreign keys) off; NotImplementedError where the server's user may not."""
         self._dirty, self._state = True, None
         self._written.add(name)  # the next reset reloads it (and the tables referring to it)
         with _environment_errors("restore a table"), self._db.transaction():
@@ -314,8 +344,7 @@ class PostgresEnvironment(ClosesOnExit):
                 self._db.execute("SET LOCAL session_replication_role = replica")
             except errors.InsufficientPrivilege as exc:
                 raise NotImplementedError(f"postgres: {exc}") from exc
-            self._db.execute(f"DELETE FROM {_names([name])}".encode())
-            _copy_rows(self._db, table)
+            yield
 
     def evaluator_view(self) -> PostgresView:
         return PostgresView(self._evaluator, self._template.fixture)
@@ -540,12 +569,15 @@ def _fill_internal(db: psycopg.Connection[Any], fixture: PortableFixture) -> Non
         )
 
 
-def _copy_rows(db: psycopg.Connection[Any], table: PortableTable) -> None:
+def _copy_rows(
+    db: psycopg.Connection[Any], table: PortableTable, rows: list[tuple[Any, ...]] | None = None
+) -> None:
+    """Copy *rows* (the fixture's, by default) into *table*."""
     columns = ", ".join(quote(c) for c in table.columns)
     with db.cursor().copy(
         f"COPY public.{quote(table.name)} ({columns}) FROM STDIN".encode()
     ) as copy:
-        for row in table.rows:
+        for row in table.rows if rows is None else rows:
             copy.write_row(row)
 
 

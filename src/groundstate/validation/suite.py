@@ -63,7 +63,8 @@ no with a condition in other languages, a measure named with or without its spac
 read up to a bound, and arguments past a bound refused by the gateway; 15:
 ``grader_sensitivity`` grades the oracle's final state with each table it changed put back as
 it was, so a table whose change no assertion reads fails the task; 16: that probe on the
-postgres kind too, and its fixtures' triggers, views, generated columns, collations and
+postgres kind too, then each of several rows the oracle changed in one table put back alone,
+and the postgres kind's fixtures' triggers, views, generated columns, collations and
 partial or expression UNIQUE indexes refused instead of dropped)."""
 
 
