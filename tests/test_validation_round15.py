@@ -361,3 +361,14 @@ def test_restoring_rows_leaves_the_others_and_reset_undoes_it(tmp_path: Path) ->
         env.restore_rows("b", ["2"])
         assert env.state_hash() == initial
         assert env.reset() == initial
+
+
+def test_postgres_reset_check_says_which_table_it_could_not_probe(edited_bank: EditTask) -> None:
+    """The SQLite kind's reset check says a table the task lets no agent write went unprobed
+    by a deletion; the postgres kind left it out of its evidence without a word."""
+    _postgres()
+    suite = with_environment(edited_bank(lambda task: None), "postgres")
+    reset = validate_task(suite, "transfer").check("reset")
+    assert reset.passed, reset.detail
+    assert "deleted a row of accounts" in reset.detail
+    assert "could not delete a row of audit (the task's permissions" in reset.detail

@@ -139,11 +139,15 @@ class PostgresProbes:
             for t in env.tables
             if t.autoincrement
         ]
-        return done + [
-            f"deleted a row of {t.name}"
-            for t in env.tables
-            if in_tool_call(env, partial(_delete_one, table=t))
-        ]
+        for table in env.tables:
+            if in_tool_call(env, partial(_delete_one, table=table)):
+                done.append(f"deleted a row of {table.name}")
+            elif table.rows:  # said, as the SQLite kind says it: this table's reset goes
+                done.append(  # unprobed by a deletion
+                    f"could not delete a row of {table.name} (the task's permissions or the "
+                    "schema refuse it)"
+                )
+        return done
 
 
 class PostgresEnvironment(ClosesOnExit):
@@ -304,9 +308,7 @@ class PostgresEnvironment(ClosesOnExit):
         such a state to find a table whose change no assertion reads. A server whose user may
         not turn triggers off (one given by URL, not a superuser) cannot: NotImplementedError,
         and the table is not probed so."""
-        table = next((t for t in self._tables if t.name == name), None)
-        if table is None:
-            raise EnvironmentFailure(f"postgres environment: no table {name!r} to restore")
+        table = self._table(name)
         with self._harness_write(name):
             self._db.execute(f"DELETE FROM {_names([name])}".encode())
             _copy_rows(self._db, table)
@@ -315,9 +317,7 @@ class PostgresEnvironment(ClosesOnExit):
         """Put the rows of table *name* with these snapshot *keys* back as the fixture has
         them (a row it does not have is deleted) and leave every other row as it is: as
         :meth:`restore_collection`, for one row at a time."""
-        table = next((t for t in self._tables if t.name == name), None)
-        if table is None:
-            raise EnvironmentFailure(f"postgres environment: no table {name!r} to restore")
+        table = self._table(name)
         initial = {
             _row_key(dict(zip(table.columns, r, strict=True)), table.key): r for r in table.rows
         }
@@ -332,6 +332,12 @@ class PostgresEnvironment(ClosesOnExit):
                     )
                 if key in initial:
                     _copy_rows(self._db, table, [initial[key]])
+
+    def _table(self, name: str) -> PortableTable:
+        table = next((t for t in self._tables if t.name == name), None)
+        if table is None:
+            raise EnvironmentFailure(f"postgres environment: no table {name!r} to restore")
+        return table
 
     @contextmanager
     def _harness_write(self, name: str) -> Iterator[None]:
