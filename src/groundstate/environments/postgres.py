@@ -139,11 +139,15 @@ class PostgresProbes:
             for t in env.tables
             if t.autoincrement
         ]
-        return done + [
-            f"deleted a row of {t.name}"
-            for t in env.tables
-            if in_tool_call(env, partial(_delete_one, table=t))
-        ]
+        for table in env.tables:
+            if in_tool_call(env, partial(_delete_one, table=table)):
+                done.append(f"deleted a row of {table.name}")
+            elif table.rows:  # said, as the SQLite kind says it: this table's reset goes
+                done.append(  # unprobed by a deletion
+                    f"could not delete a row of {table.name} (the task's permissions or the "
+                    "schema refuse it)"
+                )
+        return done
 
 
 class PostgresEnvironment(ClosesOnExit):
@@ -155,6 +159,13 @@ class PostgresEnvironment(ClosesOnExit):
 
     name = "postgres"
     probes = PostgresProbes()
+
+    @staticmethod
+    def engine_version() -> str:
+        """The server's version, which a cached proof rests on as a SQLite one rests on
+        SQLite's: another server may answer the same SQL otherwise (see
+        :func:`~groundstate.validation.suite.validation_key`)."""
+        return f"PostgreSQL {shared_server().version}"
 
     def __init__(
         self,
@@ -288,6 +299,58 @@ class PostgresEnvironment(ClosesOnExit):
             with _environment_errors("read state"):
                 self._state = read_state(self._db, self._template.fixture)
         return self._state
+
+    def restore_collection(self, name: str) -> None:
+        """Put the rows of table *name* back as the fixture has them and leave every other
+        table as it is, as the SQLite kind's does: the harness's own write, past the agent's
+        permissions, the write log and the foreign keys (neither checked nor cascading:
+        triggers are off for it, ``session_replication_role = replica``). Validation grades
+        such a state to find a table whose change no assertion reads. A server whose user may
+        not turn triggers off (one given by URL, not a superuser) cannot: NotImplementedError,
+        and the table is not probed so."""
+        table = self._table(name)
+        with self._harness_write(name):
+            self._db.execute(f"DELETE FROM {_names([name])}".encode())
+            _copy_rows(self._db, table)
+
+    def restore_rows(self, name: str, keys: list[str]) -> None:
+        """Put the rows of table *name* with these snapshot *keys* back as the fixture has
+        them (a row it does not have is deleted) and leave every other row as it is: as
+        :meth:`restore_collection`, for one row at a time."""
+        table = self._table(name)
+        initial = {
+            _row_key(dict(zip(table.columns, r, strict=True)), table.key): r for r in table.rows
+        }
+        match = " AND ".join(f"{quote(c)} = %s" for c in table.key)
+        now = state_snapshot(self._read(), [table]).tables[name].rows
+        with self._harness_write(name):
+            for key in keys:
+                if key in now:
+                    self._db.execute(
+                        f"DELETE FROM {_names([name])} WHERE {match}".encode(),
+                        [now[key][c] for c in table.key],
+                    )
+                if key in initial:
+                    _copy_rows(self._db, table, [initial[key]])
+
+    def _table(self, name: str) -> PortableTable:
+        table = next((t for t in self._tables if t.name == name), None)
+        if table is None:
+            raise EnvironmentFailure(f"postgres environment: no table {name!r} to restore")
+        return table
+
+    @contextmanager
+    def _harness_write(self, name: str) -> Iterator[None]:
+        """One transaction of the harness's own writes to table *name*, with triggers (the
+        write log, foreign keys) off; NotImplementedError where the server's user may not."""
+        self._dirty, self._state = True, None
+        self._written.add(name)  # the next reset reloads it (and the tables referring to it)
+        with _environment_errors("restore a table"), self._db.transaction():
+            try:
+                self._db.execute("SET LOCAL session_replication_role = replica")
+            except errors.InsufficientPrivilege as exc:
+                raise NotImplementedError(f"postgres: {exc}") from exc
+            yield
 
     def evaluator_view(self) -> PostgresView:
         return PostgresView(self._evaluator, self._template.fixture)
@@ -445,7 +508,10 @@ def _template(server: PostgresServer, fixture: Path, clock: datetime) -> Templat
 
 def _build(server: PostgresServer, fixture: Path, clock: datetime) -> Template:
     image, built_hash = fixture_image(fixture, clock)
-    portable = read_fixture(image, META_TABLE)
+    try:
+        portable = read_fixture(image, META_TABLE)
+    except EnvironmentFailure as exc:  # what of the fixture cannot be carried: say which
+        raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
     number = next(_NAMES)
     database, initial = f"gs_{server.token}_t{number}", f"gs_{server.token}_s{number}"
     secret = secrets.token_hex(16)
@@ -509,12 +575,15 @@ def _fill_internal(db: psycopg.Connection[Any], fixture: PortableFixture) -> Non
         )
 
 
-def _copy_rows(db: psycopg.Connection[Any], table: PortableTable) -> None:
+def _copy_rows(
+    db: psycopg.Connection[Any], table: PortableTable, rows: list[tuple[Any, ...]] | None = None
+) -> None:
+    """Copy *rows* (the fixture's, by default) into *table*."""
     columns = ", ".join(quote(c) for c in table.columns)
     with db.cursor().copy(
         f"COPY public.{quote(table.name)} ({columns}) FROM STDIN".encode()
     ) as copy:
-        for row in table.rows:
+        for row in table.rows if rows is None else rows:
             copy.write_row(row)
 
 

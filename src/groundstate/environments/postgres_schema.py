@@ -82,6 +82,14 @@ def read_fixture(image: bytes, meta_table: str) -> PortableFixture:
         master = dict(
             connection.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")
         )
+        left_behind = not_carried(connection, meta_table)
+        if left_behind:
+            raise EnvironmentFailure(
+                "postgres: the fixture has what this kind does not carry over from SQLite "
+                f"(the agent and the graders would meet another database): "
+                f"{'; '.join(left_behind)}; leave it out of the fixture, or run the suite on "
+                "the sqlite kind"
+            )
         tables = [
             _table(connection, name, sql)
             for name, sql in master.items()
@@ -98,6 +106,76 @@ def read_fixture(image: bytes, meta_table: str) -> PortableFixture:
         )
     finally:
         connection.close()
+
+
+def not_carried(connection: sqlite3.Connection, meta_table: str) -> list[str]:
+    """What of a built fixture (a private copy: a probe index is made in it) would behave
+    otherwise on PostgreSQL, or not be there at all, each named: triggers and views (the
+    fixture's SQL is SQLite's), virtual tables, generated columns, a column or UNIQUE index
+    comparing text by a collation other than BINARY (PostgreSQL's is byte order, as the
+    template is made), and a UNIQUE index that is partial or on an expression."""
+    found = [
+        f"{kind} {name}" + (f" (on table {table})" if kind == "trigger" else "")
+        for kind, name, table in connection.execute(
+            "SELECT type, name, tbl_name FROM sqlite_master "
+            "WHERE type IN ('trigger', 'view') ORDER BY type, name"
+        )
+    ]
+    listed = connection.execute(
+        "SELECT name, type FROM pragma_table_list WHERE schema = 'main' "
+        "AND type IN ('table', 'virtual') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' "
+        "AND name <> ? ORDER BY name",
+        (meta_table,),
+    ).fetchall()
+    for table, kind in listed:
+        if kind == "virtual":
+            found.append(f"virtual table {table}")
+            continue
+        info = connection.execute(f"PRAGMA table_xinfo({quote(table)})").fetchall()
+        found += [f"generated column {table}.{c[1]}" for c in info if c[6] in (2, 3)]
+        own = dict(_collations(connection, table, [str(c[1]) for c in info]))
+        found += [
+            f"column {table}.{column} (COLLATE {collation})"
+            for column, collation in own.items()
+            if collation != "BINARY"
+        ]
+        found += _odd_uniques(connection, table, own)
+    return found
+
+
+def _collations(
+    connection: sqlite3.Connection, table: str, columns: list[str]
+) -> list[tuple[str, str]]:
+    """Each column's own collation, as an index on it takes it by default."""
+    probe = quote(f"_gs_probe_{table}")
+    connection.execute(f"CREATE INDEX {probe} ON {quote(table)} ({', '.join(map(quote, columns))})")
+    try:
+        info = connection.execute(f"PRAGMA index_xinfo({probe})").fetchall()
+        return [(str(row[2]), str(row[4]).upper()) for row in info if row[5]]
+    finally:
+        connection.execute(f"DROP INDEX {probe}")
+
+
+def _odd_uniques(connection: sqlite3.Connection, table: str, own: dict[str, str]) -> list[str]:
+    """The table's UNIQUE indexes PostgreSQL's UNIQUE constraint would not be: partial, on an
+    expression, or with a collation other than BINARY (not said again of a column whose
+    own collation it is: *own*)."""
+    found = []
+    for index in connection.execute(f"PRAGMA index_list({quote(table)})").fetchall():
+        if not index[2] or index[3] == "pk":
+            continue
+        keys = [c for c in connection.execute(f"PRAGMA index_xinfo({quote(index[1])})") if c[5]]
+        name = f"UNIQUE index {index[1]} of {table}"
+        if index[4]:
+            found.append(f"{name} (partial: WHERE)")
+        if any(c[2] is None for c in keys):
+            found.append(f"{name} (on an expression)")
+        found += [
+            f"{name} (COLLATE {c[4]} on {c[2]})"
+            for c in keys
+            if c[2] is not None and str(c[4]).upper() not in ("BINARY", own.get(c[2]))
+        ]
+    return found
 
 
 def _table(connection: sqlite3.Connection, name: str, sql: str) -> PortableTable:

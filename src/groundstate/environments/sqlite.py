@@ -730,6 +730,37 @@ class SqliteEnvironment(ClosesOnExit):
                 raise
             self._control.execute("COMMIT")
 
+    def restore_rows(self, name: str, keys: list[str]) -> None:
+        """Put the rows of table *name* with these snapshot *keys* back as the initial state
+        has them (a row it does not have is deleted) and leave every other row as it is: as
+        :meth:`restore_collection`, for one row at a time."""
+        initial, now = self.initial_snapshot().tables[name], self.snapshot().tables[name]
+        match = " AND ".join(f"{_bare(c)} IS ?" for c in now.key)
+        with self._failing(), _environment_errors("restore rows"):
+            self._tainted, self._fresh = True, False
+            self._control.execute("BEGIN")
+            try:
+                for key in keys:
+                    if key in now.rows:
+                        values = [now.rows[key][c] for c in now.key]
+                        if None in values:  # keyed by its content: the key names no one row
+                            raise NotImplementedError(f"a row of {name} with a NULL key")
+                        self._control.execute(
+                            f"DELETE FROM main.{quote(name)} WHERE {match}", values
+                        )
+                    if key in initial.rows:
+                        row = initial.rows[key]
+                        columns = ", ".join(map(_bare, row))
+                        marks = ", ".join("?" for _ in row)
+                        self._control.execute(
+                            f"INSERT INTO main.{quote(name)} ({columns}) VALUES ({marks})",
+                            list(row.values()),
+                        )
+            except BaseException:
+                self._control.execute("ROLLBACK")
+                raise
+            self._control.execute("COMMIT")
+
     def initial_view(self) -> SqliteView:
         assert not self._closed, "environment is closed"
         return SqliteView(self._initial_connection, self._baseline)
@@ -1083,6 +1114,11 @@ def _own_folder(pid: int, root: str | None, tempdir: str | None) -> Path:
     """This process's folder under :func:`temp_root`, by what that depends on (building the
     path costs more than the rest of finding the template)."""
     return temp_root() / f"pid-{pid}"
+
+
+def _bare(column: str) -> str:
+    """A column named in SQL; ``rowid`` bare (quoted, it names no column: a string)."""
+    return column if column == "rowid" else quote(column)
 
 
 def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:

@@ -16,9 +16,10 @@ reference chapter asks of a task, with evidence:
     fail? A task whose correct outcome is "no change" must say
     so and show instead that a harmful change fails.
 ``grader_sensitivity``
-    Does the task fail when any state-changing step of the oracle is left out, and when any
-    table the oracle changed is put back as it was in its final state? If not, some change the
-    oracle makes is checked by no assertion: a grader gap.
+    Does the task fail when any state-changing step of the oracle is left out, when any
+    table the oracle changed is put back as it was in its final state, and when any one of
+    several rows it changed in a table is? If not, some change the oracle makes is checked by
+    no assertion: a grader gap.
 ``grader_determinism``
     Does grading the final state of each oracle and alternative several times give the same
     verdict (the second and third time with chance near its lowest, then its highest values and
@@ -56,6 +57,7 @@ from contextlib import (
     closing,
     contextmanager,
     nullcontext,
+    suppress,
 )
 from pathlib import Path
 
@@ -501,26 +503,30 @@ def _restore_each_table(
     proof: Proof, name: str, solution: Solution, run: AgentRun
 ) -> list[tuple[bool, str]]:
     """Grade the oracle's final state with each table it changed put back as it was, the
-    others left as the oracle left them: (is it a problem, what happened) per table.
+    others left as the oracle left them: (is it a problem, what happened) per table; then,
+    in a table whose change is checked and where it changed several rows, with each of those
+    rows put back alone (up to :data:`ROW_PROBES` of them).
 
     Leaving out a step leaves out every table it changes: a ``refund`` call that marks the
     order and adds the refund's row fails without it when one of the two is checked, and the
     other may be checked by nothing (an agent reaching the order's mark by another tool, with
-    no refund made, passes). A kind that cannot put one collection back (its environment has
-    no ``restore_collection``) is not probed so."""
-    written = {
-        table
-        for event in run.observation_action_log
-        if isinstance(event, ToolCallEvent)
-        for table in event.changed_tables
-    }
+    no refund made, passes). Likewise within a table: a transfer that debits one account and
+    credits another, graded on the credit alone, passes an agent that credits it from nowhere.
+    A kind that cannot put one collection or row back (its environment has no
+    ``restore_collection`` or ``restore_rows``, or raises NotImplementedError from it) is
+    not probed so."""
+    written: dict[str, dict[str, None]] = {}
+    for event in run.observation_action_log:
+        if isinstance(event, ToolCallEvent):
+            for table in event.changed_tables:
+                written.setdefault(table, {})
+            for write in event.writes:
+                written.setdefault(write.table, {})[canonical_json(write.key)] = None
     found = []
     for table in sorted(written):
-        restored: list[str] = []
-        verdict = proof.regrade(solution.steps, 1, 0.0, _restoring(table, restored))[0]
-        if not restored or verdict.final_state_hash == run.final_state_hash:
+        failed = _restored_verdict(proof, solution, run, table, None)
+        if failed is None:
             continue  # the kind cannot, or the table ended as it began
-        failed = [r.id for r in verdict.assertions + verdict.constraints if not r.passed]
         if not failed:
             found.append(
                 (
@@ -529,21 +535,52 @@ def _restore_each_table(
                     f"{table} put back as it was (no assertion checks that table's change)",
                 )
             )
-        else:
-            found.append((False, f"with {table} as it was: {', '.join(failed)} fail"))
+            continue
+        found.append((False, f"with {table} as it was: {', '.join(failed)} fail"))
+        rows = list(written[table]) if len(written[table]) > 1 else []
+        for key in rows[:ROW_PROBES]:
+            if _restored_verdict(proof, solution, run, table, key) == []:
+                found.append(
+                    (
+                        True,
+                        f"grader gap: {name} changes the row {key} of {table}, yet its final "
+                        f"state passes with that row put back as it was (no assertion checks "
+                        "that row's change)",
+                    )
+                )
     return found
 
 
-def _restoring(table: str, restored: list[str]) -> Around:
-    """A grading's setting (see :meth:`Proof.regrade`) that first puts *table* back as the
-    initial state has it, where the kind can (then noted in *restored*)."""
+ROW_PROBES = 8
+"""At most this many rows of one table are put back one at a time by ``grader_sensitivity``."""
+
+
+def _restored_verdict(
+    proof: Proof, solution: Solution, run: AgentRun, table: str, key: str | None
+) -> list[str] | None:
+    """The checks that fail on the oracle's final state with *table* (or only its row *key*)
+    put back as it was; None when the kind cannot put it back or that changed nothing."""
+    restored: list[str] = []
+    verdict = proof.regrade(solution.steps, 1, 0.0, _restoring(table, restored, key))[0]
+    if not restored or verdict.final_state_hash == run.final_state_hash:
+        return None
+    return [r.id for r in verdict.assertions + verdict.constraints if not r.passed]
+
+
+def _restoring(table: str, restored: list[str], key: str | None = None) -> Around:
+    """A grading's setting (see :meth:`Proof.regrade`) that first puts *table* (or only its
+    row *key*) back as the initial state has it, where the kind can (then noted in
+    *restored*)."""
 
     @contextmanager
     def around(_: int, env: Environment) -> Iterator[None]:
-        restore = getattr(env, "restore_collection", None)
-        if restore is not None:
-            restore(table)
-            restored.append(table)
+        with suppress(NotImplementedError):
+            if key is None and (whole := getattr(env, "restore_collection", None)) is not None:
+                whole(table)
+                restored.append(table)
+            elif key is not None and (rows := getattr(env, "restore_rows", None)) is not None:
+                rows(table, [key])
+                restored.append(table)
         yield
 
     return around

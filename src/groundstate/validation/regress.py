@@ -64,7 +64,9 @@ def regress(run: AgentRun, suite: Suite, *, into: Path, evaluator_defect: bool =
 
     *into* may be the original suite or another suite folder (made if it does not exist);
     files the case needs (fixture, tools, checks) are copied there, and refused if a
-    different file of that name is already there. Returns the new task file.
+    different file of that name is already there. Returns the new task file. A case that
+    fails (its copy does not load, say) leaves nothing behind: every file and folder made
+    for it is removed, a new suite folder with them.
 
     With *evaluator_defect* (the run was adjudicated a grader defect), the observed
     trajectory is an alternative solution the repaired grader must pass, not a known-bad one.
@@ -76,16 +78,46 @@ def regress(run: AgentRun, suite: Suite, *, into: Path, evaluator_defect: bool =
     task_file = target / "tasks" / f"{new_id}.yaml"
     if task_file.exists():
         raise RegressionRefused(f"{task_file} exists: run {run.run_id} was regressed already")
-    _prepare_suite(suite, task, target)
-    solutions = target / "solutions" / new_id
+    made = _Made()
     try:
-        _write_case(run, suite, task, task_file, solutions, evaluator_defect)
+        _prepare_suite(suite, task, target, made)
+        solutions = target / "solutions" / new_id
+        _write_case(run, suite, task, task_file, solutions, evaluator_defect, made)
         load_suite(target)
     except BaseException:
-        task_file.unlink(missing_ok=True)
-        shutil.rmtree(solutions, ignore_errors=True)
+        made.undo()
         raise
     return task_file
+
+
+class _Made:
+    """The files and folders a regression made, in order, so a failed one removes them all:
+    a half-made suite (its suite.yaml and copies without the case) otherwise stayed behind,
+    and loaded as a suite."""
+
+    def __init__(self) -> None:
+        self._paths: list[Path] = []
+
+    def folder(self, path: Path) -> None:
+        """Make *path* and its missing parents, noting each one made."""
+        missing = [p for p in [path, *path.parents] if not os.path.lexists(p)]
+        path.mkdir(parents=True, exist_ok=True)
+        self._paths += reversed(missing)
+
+    def file(self, path: Path) -> Path:
+        """Note *path*, about to be written (its folder made first)."""
+        self.folder(path.parent)
+        if not os.path.lexists(path):
+            self._paths.append(path)
+        return path
+
+    def undo(self) -> None:
+        for path in reversed(self._paths):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        self._paths = []
 
 
 def observed_fails_by(run: AgentRun) -> str:
@@ -149,7 +181,7 @@ def _original_task(run: AgentRun, suite: Suite) -> AgentTask:
 # --- the target suite ------------------------------------------------------------------------
 
 
-def _prepare_suite(suite: Suite, task: AgentTask, target: Path) -> None:
+def _prepare_suite(suite: Suite, task: AgentTask, target: Path, made: _Made) -> None:
     """Make sure the suite at *target* has every file the new task needs, identical."""
     if os.path.realpath(target) == os.path.realpath(suite.root):  # realpath: loops too
         return
@@ -157,25 +189,36 @@ def _prepare_suite(suite: Suite, task: AgentTask, target: Path) -> None:
         what = "a file" if target.exists() else "a link that leads to no folder"
         raise RegressionRefused(f"{target} is {what}, not a suite folder")
     if not (target / "suite.yaml").is_file():
-        _scaffold(suite, target)
+        _scaffold(suite, target, made)
     config = load_model(target / "suite.yaml", SuiteConfig)
+    ran_on = (suite.config.environment, suite.config.environment_options)
+    if (config.environment, config.environment_options) != ran_on:
+        raise RegressionRefused(
+            f"the suite at {target} runs its tasks on environment {config.environment!r} "
+            f"with options {config.environment_options}, task {task.task_id} on "
+            f"{ran_on[0]!r} with {ran_on[1]}: the case would be proven on another "
+            "environment than the run's; regress into the original suite or another folder"
+        )
     if suite.config.tools != config.tools or not config.tools.startswith(BUILTIN):
-        _same_code(suite.root / suite.config.tools, target / config.tools)
+        _same_code(suite.root / suite.config.tools, target / config.tools, made)
+    # where the target suite looks for it (its own fixtures folder), not where the original does
+    copy = Path(os.path.normpath(target / config.fixtures / task.initial_state_fixture))
+    _same_file(suite.fixture_path(task), copy, made)
     code = grader_code_files(task)
     for name in _needed_files(suite, task):
-        (_same_code if name in code else _same_file)(suite.root / name, target / name)
+        (_same_code if name in code else _same_file)(suite.root / name, target / name, made)
 
 
-def _same_code(source: Path, copy: Path) -> None:
+def _same_code(source: Path, copy: Path, made: _Made) -> None:
     """:func:`_same_file` for a Python file and the sibling modules it imports, each beside
     the copy as it is beside *source*: without them a suite whose tools or checks import a
     helper module of theirs could not be regressed into another suite (it did not load)."""
-    _same_file(source, copy)
+    _same_file(source, copy, made)
     for sibling in code_files(source)[1:]:
-        _same_file(sibling, copy.parent / sibling.relative_to(source.parent))
+        _same_file(sibling, copy.parent / sibling.relative_to(source.parent), made)
 
 
-def _scaffold(suite: Suite, target: Path) -> None:
+def _scaffold(suite: Suite, target: Path, made: _Made) -> None:
     config = {
         "name": f"{suite.name}-regressions",
         "description": f"Regression cases from failing runs of the {suite.name} suite.",
@@ -191,30 +234,27 @@ def _scaffold(suite: Suite, target: Path) -> None:
             config[key] = getattr(suite.config, key)
     if suite.config.policy is not None:
         config["policy"] = suite.config.policy
-        _same_file(suite.root / suite.config.policy, target / suite.config.policy)
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "suite.yaml").write_text(
+        _same_file(suite.root / suite.config.policy, target / suite.config.policy, made)
+    made.file(target / "suite.yaml").write_text(
         yaml.dump(config, Dumper=YamlDumper, sort_keys=False), "utf-8"
     )
 
 
 def _needed_files(suite: Suite, task: AgentTask) -> list[str]:
-    """The files (or folders: a workspace's fixture, hidden tests) the task needs."""
+    """The files (or folders: hidden tests) the task needs besides its fixture, by the same
+    name in any suite."""
     labels = {a.labels for a in task.outcome_assertions if isinstance(a, JudgeAssertion)}
     hidden = {
         a.tests.path
         for a in task.outcome_assertions
         if isinstance(a, TestsAssertion) and a.tests.path is not None
     }
-    return [
-        str(Path(suite.config.fixtures) / task.initial_state_fixture),
-        *sorted(grader_code_files(task) | judge_prompt_files(task) | labels | hidden),
-    ]
+    return sorted(grader_code_files(task) | judge_prompt_files(task) | labels | hidden)
 
 
-def _same_file(source: Path, copy: Path) -> None:
+def _same_file(source: Path, copy: Path, made: _Made) -> None:
     if not copy.exists():
-        copy.parent.mkdir(parents=True, exist_ok=True)
+        made.file(copy)
         if source.is_dir():
             shutil.copytree(source, copy, symlinks=True)
         else:
@@ -236,20 +276,19 @@ def _write_case(
     task_file: Path,
     solutions: Path,
     evaluator_defect: bool,
+    made: _Made,
 ) -> None:
     new_id = task_file.stem
-    task_file.parent.mkdir(parents=True, exist_ok=True)
-    task_file.write_text(_task_yaml(run, task, new_id, evaluator_defect), "utf-8")
-    solutions.mkdir(parents=True, exist_ok=True)
+    made.file(task_file).write_text(_task_yaml(run, task, new_id, evaluator_defect), "utf-8")
     for name, solution in suite.solutions.get(task.task_id, {}).items():
         if solution.kind != "known_bad":  # the original's routes still solve the copy
             source = suite.root / "solutions" / task.task_id / f"{name}.yaml"
-            shutil.copyfile(source, solutions / f"{name}.yaml")
+            shutil.copyfile(source, made.file(solutions / f"{name}.yaml"))
     if evaluator_defect:
-        observed = solutions / f"{OBSERVED_ACCEPTABLE}.yaml"
+        observed = made.file(solutions / f"{OBSERVED_ACCEPTABLE}.yaml")
         observed.write_text(_acceptable_yaml(run), "utf-8")
     else:
-        (solutions / f"{OBSERVED}.yaml").write_text(_solution_yaml(run), "utf-8")
+        made.file(solutions / f"{OBSERVED}.yaml").write_text(_solution_yaml(run), "utf-8")
 
 
 def _task_yaml(run: AgentRun, task: AgentTask, new_id: str, evaluator_defect: bool) -> str:

@@ -4,11 +4,11 @@ Proving a task replays several solutions, so a batch should not pay for it again
 the proof depends on has changed. The key hashes the task file and revision, the grader
 revision (assertions, constraints, rubric and check code), the fixture, the tools, the
 solutions, every file of the suite that belongs to no one task (data files a check or tool
-opens), the suite's switches, and the versions of what runs the proof (SQLite, Python,
-Hypothesis, groundstate's own files, the third-party distributions the suite's checks, tools
-and environment kind import, :mod:`~groundstate.validation.packages`); any edit to one of them
-is a cache miss, and the task is proven again. (Declared equivalent mutants are part of the
-task file.)
+opens), the suite's switches, and the versions of what runs the proof (SQLite, or another
+kind's engine such as the PostgreSQL server, Python, Hypothesis, groundstate's own files, the
+third-party distributions the suite's checks, tools and environment kind import,
+:mod:`~groundstate.validation.packages`); any edit to one of them is a cache miss, and the
+task is proven again. (Declared equivalent mutants are part of the task file.)
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 15
+VALIDATOR_REVISION = 16
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -62,7 +62,10 @@ library's grading: a bare yes to several questions answers the last, the constra
 no with a condition in other languages, a measure named with or without its space, messages
 read up to a bound, and arguments past a bound refused by the gateway; 15:
 ``grader_sensitivity`` grades the oracle's final state with each table it changed put back as
-it was, so a table whose change no assertion reads fails the task)."""
+it was, so a table whose change no assertion reads fails the task; 16: that probe on the
+postgres kind too, then each of several rows the oracle changed in one table put back alone,
+and the postgres kind's fixtures' triggers, views, generated columns, collations and
+partial or expression UNIQUE indexes refused instead of dropped)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
@@ -99,10 +102,29 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
                 if suite.config.environment_options
                 else {}
             ),
-            # Keys of SQLite suites stay as they were; another kind proves its tasks anew.
-            **({} if suite.config.environment == "sqlite" else {"env": suite.config.environment}),
+            # Keys of SQLite suites stay as they were; another kind proves its tasks anew, and
+            # again on another version of its engine (a PostgreSQL server given by URL).
+            **(
+                {}
+                if suite.config.environment == "sqlite"
+                else {
+                    "env": suite.config.environment,
+                    "engine": _engine_version(suite.config.environment),
+                }
+            ),
         }
     )
+
+
+def _engine_version(kind: str) -> str | None:
+    """The version of the engine *kind* runs on, where its builder says it
+    (``engine_version()``); None for a kind that does not, or cannot say now (its proofs
+    then fail unsettled, and are not cached)."""
+    try:
+        version = getattr(environment_kind(kind).build, "engine_version", None)
+        return None if version is None else str(version())
+    except (GroundstateError, ImportError):
+        return None
 
 
 @cache
