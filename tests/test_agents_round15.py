@@ -5,18 +5,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from sqlite3 import SQLITE_READ
 from typing import Any
 
 from groundstate.agents.base import Session
+from groundstate.gates import EXIT_BELOW_GATE
 from groundstate.runner import BatchConfig, BatchRunner
 from groundstate.spec.suite import Suite
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, attempt, scripted_system
 
+from .conftest import BANK, BANK_SYSTEM
 from .test_inprocess_adversarial import _do_the_task
-from .test_lifecycle_round13 import _few_descriptors
+from .test_lifecycle_round13 import RUN_COMMAND, _few_descriptors, _source_path
 
 # --- descriptors -----------------------------------------------------------------------------
 
@@ -141,3 +146,86 @@ def test_an_agent_cannot_allow_itself_a_read_for_every_later_environment(bank: S
 
 
 AUDIT = ("id", "note", "ROWID")
+
+
+# --- what the statistics compute with ---------------------------------------------------------
+
+LIES_TO_THE_GATE = """
+import numpy
+
+
+def _all_pass(values, out=None):
+    out[...] = -1.0  # negated next: pass@k = 1
+    return out
+
+
+class Agent:
+    async def run(self, session):
+        numpy.expm1 = _all_pass
+        return "Done."
+"""
+
+
+def test_an_agent_cannot_pass_the_gate_by_rebinding_what_the_statistics_compute_with(
+    tmp_path: Path,
+) -> None:
+    """``run`` computes its summary and its ``--fail-under`` gates in the process its agents
+    ran in, with numpy: an agent that did nothing and set ``numpy.expm1`` to a lie of its
+    own passed ``--fail-under pass@1=0.9`` (exit 0; the table said 0 / 2). numpy, math and
+    fractions are watched now: the attempt is the agent's prohibited action and the rebinding
+    put back before anything is counted."""
+    (tmp_path / "lies.py").write_text(LIES_TO_THE_GATE)
+    system = tmp_path / "system.yaml"
+    system.write_text(
+        BANK_SYSTEM.read_text()
+        .replace("entry: bank_agent.py:bank_agent", "entry: lies.py:Agent")
+        .replace("{fault_rate: 0.5}", "{}")
+    )
+    store = tmp_path / "runs.db"
+    args = [str(BANK), "--system", str(system), "--attempts", "2", "--store", str(store)]
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_COMMAND, *args, "--fail-under", "pass@1=0.9"],
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang only: the command takes seconds
+        env={**os.environ, "PYTHONPATH": _source_path()},
+    )
+    assert done.returncode == EXIT_BELOW_GATE, done.stdout + done.stderr
+    assert "pass@1 = 0.000 is below 0.9" in done.stderr
+    with RunStore(store) as stored:
+        (batch_id,) = stored.batch_ids()
+        runs = stored.runs(batch_id)
+    assert {run.terminal_reason for run in runs} == {"agent_failure/prohibited_action"}
+    assert "numpy.expm1" in runs[0].infrastructure_status["harness_rebound"]
+
+
+# --- process-wide registries -----------------------------------------------------------------
+
+
+def _lie(text: str) -> str:
+    return text.replace('"agent_failure/incorrect_state"', '"success"')
+
+
+def test_an_agent_cannot_rewrite_what_the_harness_stores_through_sqlite3s_adapters(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """``sqlite3.register_adapter(str, lie)`` is process-wide: every text the harness bound
+    to a statement afterwards went through the agent's function, the store's records too. A
+    failed attempt was stored as a ``success`` (``report`` said so; only ``verify`` found
+    the record altered). The adapters and converters are put back as the agent's run ends."""
+
+    async def registers(session: Session) -> str:
+        sqlite3.register_adapter(str, _lie)
+        return "Done."
+
+    try:
+        with RunStore(tmp_path / "runs.db") as store:
+            agent = FunctionAgent(registers)
+            runner = BatchRunner(bank, scripted_system(), store, make_agent=lambda: agent)
+            result = asyncio.run(runner.start(BatchConfig(attempts=1)))
+            (run,) = store.runs(result.batch.batch_id)
+            assert store.verify(result.batch.batch_id).problems == []
+    finally:
+        sqlite3.adapters.pop((str, sqlite3.PrepareProtocol), None)
+    assert run.terminal_reason == "agent_failure/incorrect_state"
+    assert (str, sqlite3.PrepareProtocol) not in sqlite3.adapters
