@@ -229,3 +229,45 @@ def test_an_agent_cannot_rewrite_what_the_harness_stores_through_sqlite3s_adapte
         sqlite3.adapters.pop((str, sqlite3.PrepareProtocol), None)
     assert run.terminal_reason == "agent_failure/incorrect_state"
     assert (str, sqlite3.PrepareProtocol) not in sqlite3.adapters
+
+
+# --- what runs as Python exits ---------------------------------------------------------------
+
+LEAVES_A_HANDLER = """
+import asyncio, atexit
+from groundstate.spec.suite import load_suite
+from groundstate.testing import FunctionAgent, attempt
+
+
+async def agent(session):
+    atexit.register(print, "the agent's handler ran")
+    return "Done."
+
+
+@atexit.register
+def own() -> None:
+    print("the program's own handler ran")
+
+
+run = attempt(load_suite({bank!r}), "transfer", FunctionAgent(agent)).run
+print(run.terminal_reason)
+"""
+
+
+def test_an_agents_atexit_handler_does_not_run_at_a_python_api_programs_end() -> None:
+    """A program running attempts through the Python API ran, as it ended, the ``atexit``
+    handlers its agents had registered (one that blocked held it for ever; ``groundstate run``
+    already ended without them). They are taken out as the agent's run ends; the program's
+    own still run."""
+    done = subprocess.run(
+        [sys.executable, "-c", LEAVES_A_HANDLER.format(bank=str(BANK))],
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang only: the program takes seconds
+        env={**os.environ, "PYTHONPATH": _source_path()},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "agent_failure/incorrect_state",
+        "the program's own handler ran",
+    ]

@@ -252,10 +252,8 @@ class _SharedHooks:
         # ``sqlite3.register_adapter(str, ...)`` rewrote every text the harness bound to a
         # statement after it, in every thread: the store's records (a failed attempt stored
         # as a ``success``), the checks' parameters.
-        for registry, first in zip(
-            (sqlite3.adapters, sqlite3.converters), self.sqlite, strict=True
-        ):
-            _put_back_registry(registry, first)
+        _put_back_registry(sqlite3.adapters, self.sqlite[0])
+        _put_back_registry(sqlite3.converters, self.sqlite[1])
         if streams:
             self._put_back_settings()
 
