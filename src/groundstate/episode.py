@@ -943,7 +943,7 @@ def _behind_gateway(env: Environment, session: EpisodeSession, probe: str, what:
 
 def _starved(session: EpisodeSession, progress: _Progress) -> bool:
     """Latch a prohibited action when a check could not be evaluated while the process has
-    fewer than ``SPARE`` file descriptors free, the reserve let go
+    fewer than ``ROOM`` file descriptors free, the reserve let go
     (:mod:`groundstate.descriptors`): a thread of the agent's that went on opening them took
     those too. Its grader failure would have made the attempt invalid, rerun: the agent's
     own doing."""
