@@ -32,6 +32,14 @@ check runs twice per attempt, and must stay around a millisecond). Not ``builtin
 they are put back as the agent's run returns, before this looks
 (:func:`groundstate.loopthreads.put_back_builtins`)."""
 
+WATCHED_ALONE = frozenset({"math", "fractions", "numpy"})
+"""Modules whose functions and classes are watched without their submodules: those the
+statistics compute with (``np.expm1``, ``math.comb``, ``Fraction``), which ``run`` computes
+in the process its agents ran in, for its summary and its ``--fail-under`` gates: an agent
+that set ``numpy.expm1`` to a lie of its own passed a gate with every attempt failed (exit
+0). Not their submodules: numpy's are a hundred namespaces, and the statistics reach none
+of them."""
+
 _OWN = "groundstate"
 _BUILTIN_NAMES = frozenset(vars(builtins))
 _MISSING = object()
@@ -116,7 +124,7 @@ class Bindings:
             for name, module in sys.modules.copy().items():
                 if name in self._modules or not isinstance(module, ModuleType):
                     continue
-                if name.partition(".")[0] not in WATCHED:
+                if name.partition(".")[0] not in WATCHED and name not in WATCHED_ALONE:
                     continue
                 if getattr(module.__spec__, "_initializing", False):  # half-defined: next time
                     self._loaded = -1

@@ -4,8 +4,15 @@ An agent that opened files until the process had no descriptor left made its own
 checks fail to open the initial state's database (``grader_failure``: its failure turned into
 an invalid attempt, rerun), and the record's artifacts fail to be stored. The harness holds
 :data:`SPARE` descriptors (on ``/dev/null``) while an agent runs and lets them go once it
-has ended when the process has none free: the grading, the record and the next attempt's
-environment then have them. Taken again as the next agent's run starts, as many as are free.
+has ended when the process has fewer than :data:`ROOM` free: the grading, the record and the
+next attempt's environment then have them. Taken again as the next agent's run starts, never
+the last :data:`ROOM` free: the harness's work still under way (the record before, stored
+as the next attempt starts) has those.
+
+Exhaustion is "fewer than :data:`ROOM` free", not "none free": a few descriptors freed
+between the agent's end and the look (an idle loop thread of the harness's ending and closing
+its loop, a file another thread let go) left the agent's exhaustion unnoticed before, its
+attempt graded with what those few allowed.
 """
 
 from __future__ import annotations
@@ -18,7 +25,41 @@ SPARE = 32
 """Descriptors held back: a grading opens a few (the initial state's database, a check's
 files), storing the record one at a time (its artifacts)."""
 
+ROOM = 8
+"""Fewer descriptors free than this after an agent's run is exhaustion (a few freed meanwhile,
+as by a loop thread ending, do not hide it), and the reserve is never taken back so as to
+leave fewer: a record still being stored needs one at a time."""
+
 _EXHAUSTED = (errno.EMFILE, errno.ENFILE)
+
+
+def _devnull() -> int | None:
+    """A new descriptor (on ``/dev/null``), None when the process has none free."""
+    try:
+        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno not in _EXHAUSTED:
+            raise
+        return None
+
+
+def _copies(fd: int, most: int) -> list[int]:
+    """Up to *most* new descriptors of *fd*'s file (``dup``: a tenth of an ``open``'s cost),
+    fewer when the process has no more."""
+    made: list[int] = []
+    try:
+        while len(made) < most:
+            made.append(os.dup(fd))
+    except OSError as exc:
+        if exc.errno not in _EXHAUSTED:
+            _close(made)
+            raise
+    return made
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        os.close(fd)
 
 
 class Reserve:
@@ -27,35 +68,47 @@ class Reserve:
         self._lock = threading.Lock()
 
     def keep(self) -> None:
-        """Hold :data:`SPARE` descriptors, or as many as are free."""
+        """Hold :data:`SPARE` descriptors, or fewer so that :data:`ROOM` stay free."""
         with self._lock:
-            while len(self._held) < SPARE:
-                try:
-                    self._held.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
-                except OSError:
+            if len(self._held) == SPARE:
+                return
+            if not self._held:
+                first = _devnull()
+                if first is None:
                     return
+                self._held = [first]
+            self._held += _copies(self._held[0], SPARE - len(self._held))
+            short = ROOM - self._free()
+            if short > 0:
+                kept = max(0, len(self._held) - short)
+                _close(self._held[kept:])
+                del self._held[kept:]
 
     def spend_if_exhausted(self) -> bool:
-        """Let the held descriptors go when the process has none free; True if it had none."""
-        try:
-            os.close(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
-        except OSError as exc:
-            if exc.errno not in _EXHAUSTED:
-                raise
-        else:
-            return False
+        """Let the held descriptors go when the process has fewer than :data:`ROOM` free;
+        True if it had."""
         with self._lock:
+            if self._free() >= ROOM:
+                return False
             held, self._held = self._held, []
-        for fd in held:
-            os.close(fd)
+        _close(held)
         return True
+
+    def _free(self) -> int:
+        """How many descriptors the process could open now, up to :data:`ROOM`."""
+        if self._held:
+            probe = _copies(self._held[0], ROOM)
+        else:
+            first = _devnull()
+            probe = [] if first is None else [first, *_copies(first, ROOM - 1)]
+        _close(probe)
+        return len(probe)
 
     def forked(self) -> None:
         """In a forked child: its copies of the parent's descriptors let go."""
         self._lock = threading.Lock()  # another thread of the parent's may have held it
         held, self._held = self._held, []
-        for fd in held:
-            os.close(fd)
+        _close(held)
 
 
 RESERVE = Reserve()

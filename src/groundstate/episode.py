@@ -942,10 +942,11 @@ def _behind_gateway(env: Environment, session: EpisodeSession, probe: str, what:
 
 
 def _starved(session: EpisodeSession, progress: _Progress) -> bool:
-    """Latch a prohibited action when a check could not be evaluated while the process has no
-    file descriptor free, the reserve let go (:mod:`groundstate.descriptors`): a thread of
-    the agent's that went on opening them took those too. Its grader failure would have made
-    the attempt invalid, rerun: the agent's own doing."""
+    """Latch a prohibited action when a check could not be evaluated while the process has
+    fewer than ``ROOM`` file descriptors free, the reserve let go
+    (:mod:`groundstate.descriptors`): a thread of the agent's that went on opening them took
+    those too. Its grader failure would have made the attempt invalid, rerun: the agent's
+    own doing."""
     checks = progress.assertions + progress.constraints
     if not any(result.error is not None for result in checks):
         return False

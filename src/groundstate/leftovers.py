@@ -12,7 +12,9 @@ running at once may be named for each other's: they are the one system's);
 process open, says what and whose, does the harness's own exit duties (:func:`at_exit`) and
 ends the process without waiting (``os._exit``). A program using the Python API ends as
 Python ends: the threads that appeared during an agent's run are left out of the joins
-(:func:`not_joined_at_exit`), but an ``atexit`` handler of the agent's still runs.
+(:func:`not_joined_at_exit`), and the ``atexit`` handlers registered while it ran are
+taken out again as it ends (``atexit.register`` notes them: it is :func:`_register` once
+this module is imported), so they do not run at the program's end.
 """
 
 from __future__ import annotations
@@ -30,6 +32,27 @@ from typing import Any, NoReturn
 _DUTIES: list[Callable[[], None]] = []
 """The harness's own exit work (its work folder removed, its PostgreSQL server stopped)."""
 
+_REGISTER = atexit.register
+_UNDER_WAY: list[Watch] = []
+"""The agents' runs under way."""
+_REGISTERED: list[Callable[..., Any]] = []
+"""The ``atexit`` handlers registered while an agent's run was under way, to be taken out."""
+_RUNS_LOCK = threading.Lock()
+
+
+def _register(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Callable[..., Any]:
+    """``atexit.register``, noting the handlers registered while an agent runs: one that
+    blocked held a program using the Python API at its end (for ever), one that wrote ran
+    after the harness had returned. (Attempts running at once, and other threads of the
+    program meanwhile, are taken as the agents'.)"""
+    with _RUNS_LOCK:
+        if _UNDER_WAY:
+            _REGISTERED.append(func)
+    return _REGISTER(func, *args, **kwargs)
+
+
+atexit.register = _register
+
 _STARTED_BY: weakref.WeakKeyDictionary[threading.Thread, str] = weakref.WeakKeyDictionary()
 _HANDLERS_BY: list[str] = []
 """Whose run each ``atexit`` handler not the harness's was registered during."""
@@ -46,7 +69,7 @@ _IDLE_WORKER = getattr(_executor_threads, "_worker", None)
 def at_exit(duty: Callable[[], None]) -> None:
     """Register *duty* with ``atexit``, and to be done by :func:`leave` when it does not wait
     for the ``atexit`` handlers."""
-    atexit.register(duty)
+    _REGISTER(duty)  # the harness's, whoever runs meanwhile
     _DUTIES.append(duty)
 
 
@@ -63,6 +86,8 @@ class Watch:
         self.who = who
         self._threads = set(threading.enumerate())
         self._handlers = _handlers()
+        with _RUNS_LOCK:
+            _UNDER_WAY.append(self)
 
     def done(self) -> None:
         for thread in threading.enumerate():
@@ -70,6 +95,12 @@ class Watch:
                 _STARTED_BY.setdefault(thread, self.who)
                 not_joined_at_exit(thread)
         _HANDLERS_BY.extend([self.who] * (_handlers() - self._handlers))
+        with _RUNS_LOCK:
+            _UNDER_WAY.remove(self)
+            registered, _REGISTERED[:] = list(_REGISTERED), []
+        for func in registered:
+            with suppress(Exception):  # compared with ``==``: the agent's own code
+                atexit.unregister(func)
 
 
 def not_joined_at_exit(thread: threading.Thread) -> None:

@@ -18,7 +18,8 @@ seeing the one before:
   of the piece's own, the functions of the ``time`` module, the recursion limit and switch
   interval (``sys.setrecursionlimit``, ``sys.setswitchinterval``), the warning filters, the
   environment variables, the process's descriptor, CPU, file size and memory limits
-  (``resource.setrlimit``), the umask, the locale and the root logger's configuration. A
+  (``resource.setrlimit``), the umask, the locale, the root logger's configuration and
+  ``sqlite3``'s adapters and converters (``register_adapter(str, ...)``). A
   piece the caller gives up on (see :func:`abandon`) has them put back then, by the caller;
 - the loop is kept only when the work left it as a new loop is (no task, callback, timer,
   file watch, async generator or executor, no handler, task factory, debug setting or
@@ -47,6 +48,7 @@ import logging
 import os
 import queue
 import resource
+import sqlite3
 import sys
 import threading
 import time
@@ -189,7 +191,8 @@ class _SharedHooks:
     streams, the garbage collector's callbacks and the hooks for errors nobody catches (code
     of the piece's that any thread would run: the episode's, a grader's), the recursion limit,
     the GIL's switch interval, the warning filters, the environment variables, the
-    process's resource limits, its umask and locale, and the root logger's configuration."""
+    process's resource limits, its umask and locale, the root logger's configuration, and
+    ``sqlite3``'s adapters and converters."""
 
     def __init__(self) -> None:
         self.trace = threading.gettrace()
@@ -206,6 +209,7 @@ class _SharedHooks:
         self.umask = umask()
         self.locale = locale.setlocale(locale.LC_ALL)
         self.logging = _logging_state()
+        self.sqlite = dict(sqlite3.adapters), dict(sqlite3.converters)
         self.warnings: tuple[Any, list[Any], Any] = (
             warnings.filters,
             list(warnings.filters),
@@ -245,6 +249,11 @@ class _SharedHooks:
                 sys.setrecursionlimit(self.recursion)
         if sys.getswitchinterval() != self.switch:
             sys.setswitchinterval(self.switch)
+        # ``sqlite3.register_adapter(str, ...)`` rewrote every text the harness bound to a
+        # statement after it, in every thread: the store's records (a failed attempt stored
+        # as a ``success``), the checks' parameters.
+        _put_back_registry(sqlite3.adapters, self.sqlite[0])
+        _put_back_registry(sqlite3.converters, self.sqlite[1])
         if streams:
             self._put_back_settings()
 
@@ -383,6 +392,15 @@ def _put_back(current: dict[str, Any], first: dict[str, Any]) -> None:
     for name, value in first.items():
         if current.get(name, _MISSING) is not value:
             current[name] = value
+
+
+def _put_back_registry(current: dict[Any, Any], first: dict[Any, Any]) -> None:
+    """*current* as *first* again, entries added since taken out (compared by identity)."""
+    if len(current) != len(first) or any(
+        current.get(k, _MISSING) is not v for k, v in first.items()
+    ):
+        current.clear()
+        current.update(first)
 
 
 def _state(loop: asyncio.AbstractEventLoop) -> tuple[Any, ...]:

@@ -108,11 +108,9 @@ _INTROSPECTION_PRAGMAS = frozenset(
 _READABLE_PRAGMAS = frozenset({"foreign_keys", "user_version", "encoding"})
 """Pragmas the agent may read (not set); others (``database_list`` reveals the work
 directory's path, ``function_list``, ``compile_options``...) are denied."""
-_ALLOWED: dict[tuple[str, tuple[tuple[str, str], ...]], set[tuple[Any, ...]]] = {}
-"""The authorizer's allowed questions (action and its four arguments) by policy: the build's
-image digest (its tables, virtual tables and shadows) and the task's table permissions."""
 _ALLOWED_KEPT = 10_000
-"""A policy's kept answers are dropped when they reach this many (the schema bounds them)."""
+"""An environment's kept answers are dropped when they reach this many (the schema bounds
+them)."""
 _HIDDEN_TABLES = frozenset({"dbstat", "sqlite_dbpage", "sqlite_stmt"})
 """Virtual tables that reveal the database's pages, sizes or the harness's statements."""
 _FUNCTION_GROUPS = {
@@ -249,7 +247,9 @@ class SqliteEnvironment(ClosesOnExit):
         permissions: Permissions | None = None,
         workdir: Path | None = None,
     ) -> None:
-        self._permissions = (permissions or Permissions()).tables
+        # A copy of its own: the task's dict, changed in place by an in-process agent (and put
+        # back before its end), let the authorizer allow a read the task forbids.
+        self._permissions = MappingProxyType(dict((permissions or Permissions()).tables))
         self._owns_workdir = workdir is None
         self._workdir: Path | None = workdir
         self._denied: list[str] = []
@@ -550,8 +550,10 @@ class SqliteEnvironment(ClosesOnExit):
             self._baseline.image_digest, self._baseline.kinds
         )
         self._compared = [*virtual, *sorted(self._baseline.compared)]
-        policy = (self._baseline.image_digest, tuple(sorted(self._permissions.items())))
-        self._allowed = _ALLOWED.setdefault(policy, set())
+        # The environment's own, not kept for the process by policy: such a table, reachable
+        # by its module's name, took an in-process agent's "allowed" answers for every later
+        # environment (a read its task forbids passed unseen).
+        self._allowed: set[tuple[Any, ...]] = set()
         self._agent.harness_settings(
             self._authorize, (self._past_deadline, PROGRESS_STEPS), self._python_denied
         )
@@ -980,7 +982,8 @@ class SqliteEnvironment(ClosesOnExit):
             return sqlite3.SQLITE_DENY
         # With no statement cache (see _open_live) every statement of every call asks again,
         # a few hundred times per attempt, mostly the same questions: an allowed answer is
-        # kept for the policy (a denial is recorded each time; a write may note the sequence).
+        # kept for this environment (a denial is recorded each time; a write may note the
+        # sequence).
         key = (action, arg1, arg2, db, source)
         if key in self._allowed:
             return sqlite3.SQLITE_OK

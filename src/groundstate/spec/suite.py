@@ -293,9 +293,11 @@ def grader_shape(task: AgentTask) -> tuple[int, ...]:
     and ``object.__setattr__`` passes: an in-process agent that empties or swaps them, or
     raises its ``step_limit`` or turns ``on_prohibited_action`` to ``continue``, changes
     this (one that edits a field's own list or dict in place does not; a full walk costs
-    about a millisecond per retail task, too much for every attempt)."""
+    about a millisecond per retail task, too much for every attempt), and so does a change
+    in place of its table permissions (a few items: an agent that loosened them loosened
+    every later attempt's)."""
     fields = vars(task).values()
-    shape: list[int] = [*map(id, fields)]
+    shape: list[int] = [*map(id, fields), hash(tuple(task.permissions.tables.items()))]
     for section in fields:
         if isinstance(section, BaseModel):
             shape += map(id, vars(section).values())
