@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from groundstate.agents.base import ToolResult, ToolSpec
+from groundstate.returned import AgentRaised
 
 LEFT = "(the user has left the conversation)"
 BRIDGE_NAMES = frozenset({"send_message_to_user", "finish", "give_up", "report_usage"})
@@ -180,11 +181,35 @@ async def _run(agent: Any, read: Any, write: Any) -> None:
             # was lost: reported only before the next call); a budget it passes outranks.
             with suppress(_Stopped):
                 await session.flush_usage()
-                if not isinstance(exc, _GiveUp):
+                ending = _give_up_arguments(exc)
+                if ending is None:
                     _leave()  # the agent's crash, inside the transport (see _leave)
-                await client.call_tool("give_up", {"reason": str(exc)})
+                await client.call_tool("give_up", ending)
             return
         await client.call_tool("finish", {"final_reply": final or ""})
+
+
+FAILURES = {
+    "environment_failure/model_serving": "model_serving",
+    "environment_failure/agent": "environment",
+    "harness_compatibility_failure": "harness_compatibility",
+}
+"""``give_up``'s ``failure`` for what an agent raised, by the terminal reason it has in-process."""
+
+
+def _give_up_arguments(exc: Exception) -> dict[str, Any] | None:
+    """``give_up``'s arguments for what the agent raised: its own giving up, or a failure not
+    of its decisions named as the agent would have it in-process (a model adapter's
+    ``ModelServingFailure`` is ``failure: model_serving``, with its evidence; it crashed the
+    program, ``agent_failure/crashed``); ``None`` for a crash."""
+    if isinstance(exc, _GiveUp):
+        return {"reason": str(exc)}
+    raised = AgentRaised(exc)
+    failure = FAILURES.get(raised.reason)
+    if failure is None:
+        return None
+    traceback.print_exc()  # for the record's agent_stderr.txt, as a crash's is
+    return {"reason": raised.message, "failure": failure, "evidence": raised.evidence}
 
 
 def load(entry: str, params: dict[str, Any]) -> Any:

@@ -42,7 +42,13 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from groundstate.agents.base import Session, ToolResult, output_text
-from groundstate.errors import HarnessCompatibilityError, SpecError, TimeLimitReached
+from groundstate.errors import (
+    EnvironmentFailure,
+    HarnessCompatibilityError,
+    ModelServingFailure,
+    SpecError,
+    TimeLimitReached,
+)
 from groundstate.returned import text_of
 from groundstate.sandbox import (
     SandboxPolicy,
@@ -58,6 +64,9 @@ from groundstate.spec.canonical import SettledFileCache, hash_file
 from groundstate.spec.system import command_file_digests
 from groundstate.tools import changed_since_loaded
 
+REPORTED_FAILURES = ("model_serving", "environment", "harness_compatibility")
+"""What ``give_up``'s ``failure`` may name (see :func:`_reported_failure`)."""
+
 BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     "send_message_to_user": (
         "Send a message to the user and get their reply.",
@@ -72,8 +81,19 @@ BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
     "give_up": (
-        "Stop without completing the task, giving a reason.",
-        {"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]},
+        "Stop without completing the task, giving a reason. Set failure when what stopped "
+        "you is not of your decisions: model_serving (your model's API kept failing), "
+        "environment (a dependency of your own broke), harness_compatibility (you cannot "
+        "use the tools as offered); evidence: what shows it (status code, request id...).",
+        {
+            "type": "object",
+            "properties": {
+                "reason": {"type": "string"},
+                "failure": {"enum": list(REPORTED_FAILURES)},
+                "evidence": {"type": "object"},
+            },
+            "required": ["reason"],
+        },
     ),
     "report_usage": (
         "Report the tokens and cost of your model calls so far (not yet reported); the "
@@ -150,6 +170,9 @@ class _Bridge:
             reply = await self.session.say(_string(args, "text", name))
             return "(the user has left the conversation)" if reply is None else reply
         if name == "give_up":
+            reported = _reported_failure(args)
+            if reported is not None:
+                raise reported
             self.session.give_up(str(args.get("reason", "")))
         if name == "report_usage":
             self.session.record_usage(
@@ -651,6 +674,30 @@ def _amount(args: dict[str, Any], key: str, *, whole: bool) -> float:
         shown = text_of(value, repr)[:100]  # a 5000-digit int has no repr at all
         raise _BadArguments(f"report_usage: {key} must be {kind}, got {shown}; nothing recorded")
     return number
+
+
+def _reported_failure(args: dict[str, Any]) -> Exception | None:
+    """The failure a ``give_up`` names (``failure``), as the exception an in-process agent
+    raises for it: the terminal reason must not depend on how the agent is run. Without
+    this, a program whose model API failed past its retries could only exit or give up,
+    ``agent_failure/crashed`` or ``gave_up``, where the same agent in-process is an invalid
+    ``environment_failure/model_serving`` attempt."""
+    failure = args.get("failure")
+    if failure is None:
+        return None
+    evidence = args.get("evidence", {})
+    if failure not in REPORTED_FAILURES or not isinstance(evidence, dict):
+        kinds = ", ".join(REPORTED_FAILURES)
+        raise _BadArguments(
+            f"give_up: failure must be one of {kinds} and evidence an object;"
+            f" got {text_of(failure, repr)[:100]} and {type(evidence).__name__}"
+        )
+    reason = _string(args, "reason", "give_up")
+    if failure == "model_serving":
+        return ModelServingFailure(reason, evidence)
+    if failure == "environment":
+        return EnvironmentFailure(reason)
+    return HarnessCompatibilityError(reason)
 
 
 def _tool_result(result: ToolResult) -> Any:
