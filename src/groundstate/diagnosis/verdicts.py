@@ -15,13 +15,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from groundstate.agents.scripted import ScriptedAgent
 from groundstate.agreement import Agreement, agreement
 from groundstate.analysis import final_runs
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
-from groundstate.testing import run_solution
-from groundstate.validation.regress import observed_steps
+from groundstate.testing import attempt
+from groundstate.validation.regress import observed_trajectory
 
 Field = Literal["success", "terminal_reason", "reason_class"]
 FIELDS: tuple[Field, ...] = ("success", "terminal_reason", "reason_class")
@@ -94,10 +95,11 @@ def regrade(runs: Sequence[AgentRun], suite: Suite) -> list[AgentRun]:
     """Replay each valid counted attempt's recorded trajectory on *suite* as it is now and
     grade it with the suite's current grader: the same behaviour under another grader.
 
-    The replay is scripted (the recorded tool calls and messages, like ``validate`` replays
-    solutions), so a failure a script cannot reproduce (a time limit, a crash) may come out
-    differently for that reason; invalid attempts and tasks the suite no longer has are left
-    out. Replayed records keep the task and attempt number of the run they replay.
+    The replay is scripted (the recorded tool calls, with their arguments as recorded, an
+    object or not, and messages, like ``validate`` replays solutions), so a failure a script
+    cannot reproduce (a time limit, a crash) may come out differently for that reason;
+    invalid attempts and tasks the suite no longer has are left out. Replayed records keep
+    the task and attempt number of the run they replay.
     """
     imported = next((r for r in runs if r.infrastructure_status.get("imported")), None)
     if imported is not None:  # no trajectory: a replay of nothing would "disagree" everywhere
@@ -108,7 +110,8 @@ def regrade(runs: Sequence[AgentRun], suite: Suite) -> list[AgentRun]:
     replayed = []
     for run in final_runs(list(runs)):
         if run.valid and run.task_id in suite.tasks:
-            again = run_solution(suite, run.task_id, observed_steps(run))
+            replay = ScriptedAgent(observed_trajectory(run))
+            again = attempt(suite, run.task_id, replay).run
             replayed.append(again.model_copy(update={"attempt": run.attempt}))
     if not replayed:
         raise GroundstateError(f"no valid attempt of a task of suite {suite.name!r} to regrade")

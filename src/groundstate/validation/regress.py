@@ -23,6 +23,7 @@ from typing import Any, TypeGuard
 
 import yaml
 
+from groundstate.agents.scripted import RecordedCall
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import hash_path
@@ -107,11 +108,23 @@ def observed_fails_by(run: AgentRun) -> str:
 
 
 def observed_steps(run: AgentRun) -> list[Step]:
-    """The agent's tool calls and messages, in order, as scripted steps."""
-    steps: list[Step] = []
+    """The agent's tool calls and messages, in order, as scripted steps (a call whose
+    arguments are not an object, which a step cannot hold, left out)."""
+    return [step for step in observed_trajectory(run) if isinstance(step, Step)]
+
+
+def observed_trajectory(run: AgentRun) -> list[Step | RecordedCall]:
+    """The agent's tool calls and messages, in order, for a :class:`ScriptedAgent` to replay:
+    a call whose arguments are not an object as a :class:`RecordedCall`."""
+    steps: list[Step | RecordedCall] = []
     for event in run.observation_action_log:
-        if isinstance(event, ToolCallEvent) and isinstance(event.args, dict):
-            steps.append(Step(call=event.tool, args=event.args))
+        if isinstance(event, ToolCallEvent):
+            scriptable = isinstance(event.args, dict)
+            steps.append(
+                Step(call=event.tool, args=event.args)
+                if scriptable
+                else RecordedCall(event.tool, event.args)
+            )
         elif _spoken(event):
             steps.append(Step(say=event.text))
     if run.terminal_reason == "agent_failure/step_limit":

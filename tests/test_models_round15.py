@@ -1,0 +1,154 @@
+"""Model adapters, MCP agents, users, judges and ``regrade`` against misbehaving peers (fifteenth
+audit).
+
+The rule each test checks: a failure is classified by whose it is (the agent's, or the
+instrument's), the same way however the agent is run and whichever way it is graded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import anyio
+import pytest
+import yaml
+
+from groundstate.agents.mcp_command import _Bridge
+from groundstate.agents.python import load_agent
+from groundstate.diagnosis import regrade
+from groundstate.spec.suite import Suite
+from groundstate.spec.system import load_system
+from groundstate.testing import Fail, FunctionAgent, OpenAICompatibleServer, attempt
+from groundstate.trace import ToolCallEvent
+
+from .test_mcp_agents import system_file
+
+# --- a model adapter run over MCP fails as it does in-process ----------------------------------
+
+MODEL_AGENT = """
+import os
+from groundstate.agents.openai_chat import OpenAIChatAgent
+from groundstate.spec.system import load_system
+
+def model_agent():
+    return OpenAIChatAgent.from_system(load_system(os.environ["MODEL_SYSTEM"]))
+"""
+
+
+def _model_system(folder: Path, base_url: str) -> Path:
+    """An ``openai-chat`` system on the loopback server at *base_url*, retrying once."""
+    model = {
+        "revision": "m-1",
+        "provider": "openai",
+        "base_url": base_url,
+        "retries": {"max_retries": 1, "backoff": 0.01, "max_backoff": 0.05},
+    }
+    data = {
+        "name": "model",
+        "model": model,
+        "harness": {"orchestration_loop": {"entry": "openai-chat"}},
+    }
+    path = folder / "model.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("failure", "reason"),
+    [
+        (Fail(503, "overloaded"), "environment_failure/model_serving"),
+        (Fail(401, "bad key"), "environment_failure/model_serving"),
+        (Fail(400, "unknown parameter"), "harness_compatibility_failure"),
+    ],
+    ids=["5xx", "credentials", "rejected"],
+)
+def test_a_model_api_failure_over_mcp_ends_as_it_does_in_process(
+    edited_bank: Any, tmp_path: Path, failure: Fail, reason: str
+) -> None:
+    """A model adapter run as an external program by ``groundstate.mcp_client`` whose API
+    failed past its retries made the program exit 1: ``agent_failure/crashed``, counted
+    against the system, where the same agent in-process is an invalid
+    ``environment_failure/model_serving`` attempt (or, for a rejected request, a
+    ``harness_compatibility_failure``). Now the program reports the failure through
+    ``give_up``'s ``failure``, and the terminal reason and its evidence are the same."""
+    bank: Suite = edited_bank(lambda task: task.update(time_limit=60))
+    (tmp_path / "agents.py").write_text(MODEL_AGENT)
+    with OpenAICompatibleServer([failure] * 4) as server:
+        model = _model_system(tmp_path, server.base_url)
+        inside = load_system(model)
+        command = ["{python}", "-m", "groundstate.mcp_client", "agents.py:model_agent"]
+        params = {"sandbox": "none", "network": "host", "env": {"MODEL_SYSTEM": str(model)}}
+        outside = load_system(system_file(tmp_path, command, **params))
+        runs = [
+            attempt(bank, "transfer", load_agent(system), system=system).run
+            for system in (inside, outside)
+        ]
+    assert [run.terminal_reason for run in runs] == [reason, reason], runs[1].infrastructure_status
+    evidence = [dict(run.infrastructure_status.get("model_serving", {})) for run in runs]
+    for found in evidence:
+        found.pop("request_id", None)  # the server numbers its requests
+    assert evidence[0] == evidence[1]
+    assert "openai-chat" in runs[1].infrastructure_status["exception"]["message"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"reason": "x", "failure": "grader"},
+        {"reason": "x", "failure": "model_serving", "evidence": [1]},
+        {"reason": None, "failure": "environment"},
+    ],
+    ids=["unknown-failure", "evidence-not-an-object", "reason-not-a-string"],
+)
+def test_a_give_up_naming_no_known_failure_is_refused_and_nothing_ends(
+    args: dict[str, Any],
+) -> None:
+    """A ``failure`` the bridge does not know is the program's malformed call: an MCP error
+    ``invalid_arguments`` it can read, the attempt neither stopped nor given up."""
+    gave_up: list[str] = []
+    bridge = _Bridge(SimpleNamespace(give_up=gave_up.append))
+
+    async def call() -> Any:
+        return await bridge.call_tool(None, SimpleNamespace(name="give_up", arguments=args))
+
+    result = anyio.run(call)
+    assert result.is_error and result.content[0].text.startswith("invalid_arguments: give_up")
+    assert (bridge.stop, bridge.finished, gave_up) == (None, False, [])
+
+
+# --- regrade replays a malformed call as it was made ---------------------------------------------
+
+
+async def _fumbles(session: Any) -> str:
+    """Checks the PIN, then writes its transfer's arguments wrongly until the step limit."""
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    for args in ['{"source": "A", "target": "B", "amount": 30', ["A", "B", 30]] * 3:
+        await session.call("transfer", args)
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Done."
+
+
+def test_regrade_replays_calls_whose_arguments_are_not_an_object(bank: Suite) -> None:
+    """``regrade`` replayed only the calls whose recorded arguments were an object: the
+    malformed ones (a model's broken JSON, a list), each refused and counted as a step in the
+    run, were dropped, so an attempt stopped at its step limit replayed as a success: the
+    suite's own grader "disagreed" with itself. Now each is made again as recorded, refused
+    again, and the verdict is the run's."""
+    run = attempt(bank, "transfer", FunctionAgent(_fumbles)).run
+    assert run.terminal_reason == "agent_failure/step_limit"
+    (again,) = regrade([run], bank)
+    assert again.terminal_reason == run.terminal_reason
+    calls = [
+        (e.tool, e.args, e.error_class)
+        for e in again.observation_action_log
+        if isinstance(e, ToolCallEvent)
+    ]
+    recorded = [
+        (e.tool, e.args, e.error_class)
+        for e in run.observation_action_log
+        if isinstance(e, ToolCallEvent)
+    ]
+    assert calls == recorded
