@@ -7,6 +7,7 @@ instrument's), the same way however the agent is run and whichever way it is gra
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,12 +19,15 @@ import yaml
 from groundstate.agents.mcp_command import _Bridge
 from groundstate.agents.python import load_agent
 from groundstate.diagnosis import regrade
+from groundstate.grading.constraints._text import MAX_READ_CHARS
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import load_system
-from groundstate.testing import Fail, FunctionAgent, OpenAICompatibleServer, attempt
-from groundstate.trace import ToolCallEvent
+from groundstate.testing import Fail, FunctionAgent, OpenAICompatibleServer, Reply, attempt
+from groundstate.testing_models import Answer
+from groundstate.trace import MessageEvent, ToolCallEvent
 
 from .test_mcp_agents import system_file
+from .test_model_users import bank_agent_system, model_user, polite_transfer
 
 # --- a model adapter run over MCP fails as it does in-process ----------------------------------
 
@@ -152,3 +156,39 @@ def test_regrade_replays_calls_whose_arguments_are_not_an_object(bank: Suite) ->
         if isinstance(e, ToolCallEvent)
     ]
     assert calls == recorded
+
+
+# --- a user model is shown as much of a message as every other reader ----------------------------
+
+
+def _small_context(request: dict[str, Any]) -> Answer:
+    """A user model whose context holds 150,000 characters: more is refused with a 400."""
+    if len(json.dumps(request["messages"])) > 150_000:
+        return Fail(400, "This model's maximum context length is 40000 tokens")
+    said = request["messages"][-1]["content"]
+    return Reply(text="It's 1234." if "PIN" in said else "Thanks. ###STOP###")
+
+
+async def _floods_then_transfers(session: Any) -> str:
+    await session.say("Hello! " + "blah " * 200_000 + "What is your PIN?")
+    return await polite_transfer(session)
+
+
+def test_an_oversized_message_to_a_user_model_is_not_an_invalid_attempt(bank: Suite) -> None:
+    """The model user sent the agent's whole message to its model: a megabyte the model
+    refused (HTTP 400, its context length) made the attempt an invalid
+    ``environment_failure/user_simulator``, rerun, at the agent's choosing. Now it is shown
+    the start and end of a message over ``MAX_READ_CHARS`` with a note of what was left out,
+    as the scripted user and the model judge read it; the attempt is graded (the trace keeps
+    the whole message)."""
+    with OpenAICompatibleServer(_small_context) as server:
+        system = bank_agent_system(model_user(server))
+        out = attempt(bank, "transfer", FunctionAgent(_floods_then_transfers), system=system)
+    run = out.run
+    assert run.terminal_reason == "success", run.infrastructure_status
+    shown = server.requests[0]["messages"][-1]["content"]
+    assert len(shown) < MAX_READ_CHARS + 100
+    assert shown.startswith("Hello! ") and shown.endswith("What is your PIN?")
+    assert "characters left out" in shown
+    (sent, *_) = [e for e in run.observation_action_log if isinstance(e, MessageEvent)][1:]
+    assert len(sent.text or "") > 1_000_000
