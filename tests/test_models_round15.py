@@ -41,13 +41,13 @@ def model_agent():
 """
 
 
-def _model_system(folder: Path, base_url: str) -> Path:
+def _model_system(folder: Path, base_url: str, max_backoff: float = 0.05) -> Path:
     """An ``openai-chat`` system on the loopback server at *base_url*, retrying once."""
     model = {
         "revision": "m-1",
         "provider": "openai",
         "base_url": base_url,
-        "retries": {"max_retries": 1, "backoff": 0.01, "max_backoff": 0.05},
+        "retries": {"max_retries": 1, "backoff": 0.01, "max_backoff": max_backoff},
     }
     data = {
         "name": "model",
@@ -192,3 +192,25 @@ def test_an_oversized_message_to_a_user_model_is_not_an_invalid_attempt(bank: Su
     assert "characters left out" in shown
     (sent, *_) = [e for e in run.observation_action_log if isinstance(e, MessageEvent)][1:]
     assert len(sent.text or "") > 1_000_000
+
+
+def test_a_rate_limit_waited_out_over_mcp_is_not_the_agents_time_limit(
+    edited_bank: Any, tmp_path: Path
+) -> None:
+    """The adapter does not wait for a retry that would start past the attempt's time limit
+    (``session.remaining``): the failure stands, ``environment_failure/model_serving``. Over
+    MCP the session had no ``remaining``: the program waited out a long ``retry-after``, was
+    killed at the limit, and the attempt was the agent's ``time_limit``. Now
+    ``groundstate.mcp_client`` reads the attempt's deadline from ``$GROUNDSTATE_DEADLINE``."""
+    bank: Suite = edited_bank(lambda task: task.update(time_limit=30))
+    (tmp_path / "agents.py").write_text(MODEL_AGENT)
+    limited = Fail(429, "slow down", headers={"retry-after": "120"})
+    with OpenAICompatibleServer([limited] * 4) as server:
+        model = _model_system(tmp_path, server.base_url, max_backoff=120)
+        command = ["{python}", "-m", "groundstate.mcp_client", "agents.py:model_agent"]
+        params = {"sandbox": "none", "network": "host", "env": {"MODEL_SYSTEM": str(model)}}
+        outside = load_system(system_file(tmp_path, command, **params))
+        run = attempt(bank, "transfer", load_agent(outside), system=outside).run
+    assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
+    assert run.infrastructure_status["model_serving"]["status_code"] == 429
+    assert len(server.requests) == 1  # not tried again: the wait would pass the limit

@@ -19,6 +19,7 @@ import json
 import os
 import random
 import sys
+import time
 import traceback
 from contextlib import suppress
 from pathlib import Path
@@ -74,6 +75,17 @@ class McpSession:
     @property
     def rng(self) -> random.Random:
         return self._rng
+
+    @property
+    def remaining(self) -> float | None:
+        """Seconds before the program is killed at the attempt's time limit
+        (``$GROUNDSTATE_DEADLINE``), or None when it is not given: a model adapter waits out
+        no retry past it, as in-process (see ``ModelAgent.ask_with_retries``)."""
+        try:
+            deadline = float(os.environ["GROUNDSTATE_DEADLINE"])
+        except (KeyError, ValueError):
+            return None
+        return deadline - time.time()
 
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
         if tool in BRIDGE_NAMES:

@@ -14,7 +14,8 @@ permissions as any agent) and four more:
 
 The instructions (system prompt and policy) are the server's MCP ``instructions``; the user's
 request and the attempt's seed are in the environment variables ``GROUNDSTATE_USER_REQUEST``
-and ``GROUNDSTATE_SEED`` (also ``GROUNDSTATE_INSTRUCTIONS``). Tool errors come back as MCP
+and ``GROUNDSTATE_SEED`` (also ``GROUNDSTATE_INSTRUCTIONS``, and ``GROUNDSTATE_DEADLINE``: the
+Unix time at which the program is killed). Tool errors come back as MCP
 results with ``isError`` set. After a stop (a limit, a prohibited action) the program is killed
 and the stop decides the verdict. At the time limit the program and everything it started are
 killed. Its exit code, the command line and its stderr are kept as the run's artifacts; the
@@ -323,7 +324,8 @@ class McpCommandAgent:
         cgroup = pids_cgroup(self.policy.max_processes)
         serve = _serve_http if self.transport == "http" else _serve_stdio
         with tempfile.TemporaryFile() as stderr:
-            launch = _Launch(functools.partial(self._start, session, stderr, cgroup), cgroup)
+            start = functools.partial(self._start, session, stderr, cgroup, deadline)
+            launch = _Launch(start, cgroup)
             try:
                 await serve(launch, bridge, session, deadline)
             finally:
@@ -344,9 +346,18 @@ class McpCommandAgent:
         return bridge.final
 
     def _start(
-        self, session: Session, stderr: IO[bytes], cgroup: Path | None, served: dict[str, str]
+        self,
+        session: Session,
+        stderr: IO[bytes],
+        cgroup: Path | None,
+        deadline: float,
+        served: dict[str, str],
     ) -> subprocess.Popen[str]:
-        """Start the program; *served* adds what the transport tells it (e.g. the URL)."""
+        """Start the program; *served* adds what the transport tells it (e.g. the URL).
+        *deadline* (a monotonic time, when the program is killed) is passed on as a Unix time
+        (``$GROUNDSTATE_DEADLINE``), so that a model adapter in the program does not wait out a
+        rate limit past it, as in-process it does not (``session.remaining``): the wait would
+        end as the agent's time limit, the provider's failure as the agent's."""
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
         env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
         env |= self.env
@@ -357,6 +368,7 @@ class McpCommandAgent:
             "GROUNDSTATE_USER_REQUEST": session.user_request,
             "GROUNDSTATE_INSTRUCTIONS": session.instructions,
             "GROUNDSTATE_SEED": str(session.seed),
+            "GROUNDSTATE_DEADLINE": f"{time.time() + deadline - time.monotonic():.3f}",
             **served,
         }
         hidden = [Path(p) for p in getattr(session, "hidden_paths", ())]
