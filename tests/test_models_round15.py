@@ -15,14 +15,25 @@ from typing import Any
 import anyio
 import pytest
 import yaml
+from click.testing import CliRunner
 
 from groundstate.agents.mcp_command import _Bridge
 from groundstate.agents.python import load_agent
+from groundstate.cli import main
 from groundstate.diagnosis import regrade
 from groundstate.grading.constraints._text import MAX_READ_CHARS
+from groundstate.runner import BatchConfig, plan_batch
 from groundstate.spec.suite import Suite
-from groundstate.spec.system import load_system
-from groundstate.testing import Fail, FunctionAgent, OpenAICompatibleServer, Reply, attempt
+from groundstate.spec.system import BudgetsSection, load_system
+from groundstate.store import RunStore
+from groundstate.testing import (
+    Fail,
+    FunctionAgent,
+    OpenAICompatibleServer,
+    Reply,
+    attempt,
+    scripted_system,
+)
 from groundstate.testing_models import Answer
 from groundstate.trace import MessageEvent, ToolCallEvent
 
@@ -34,7 +45,7 @@ from .test_model_users import bank_agent_system, model_user, polite_transfer
 MODEL_AGENT = """
 import os
 from groundstate.agents.openai_chat import OpenAIChatAgent
-from groundstate.spec.system import load_system
+from groundstate.spec.system import BudgetsSection, load_system
 
 def model_agent():
     return OpenAIChatAgent.from_system(load_system(os.environ["MODEL_SYSTEM"]))
@@ -214,3 +225,45 @@ def test_a_rate_limit_waited_out_over_mcp_is_not_the_agents_time_limit(
     assert run.terminal_reason == "environment_failure/model_serving", run.infrastructure_status
     assert run.infrastructure_status["model_serving"]["status_code"] == 429
     assert len(server.requests) == 1  # not tried again: the wait would pass the limit
+
+
+async def _reads_then_transfers(session: Any) -> str:
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("balance", {"account": "A"})
+    await session.call("balance", {"account": "B"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Done."
+
+
+def test_regrade_replays_under_the_batchs_step_limit(bank: Suite) -> None:
+    """A system's ``budgets.step_limit`` tighter than the task's stopped the attempt; the
+    replay ran under the default scripted system, with the task's limit only, and the
+    suite's own grader gave the replay another verdict. Now ``regrade`` takes the system the
+    batch ran (the CLI reads it from the store) and replays under its step limit."""
+    budgets = BudgetsSection(step_limit=4)
+    system = scripted_system().model_copy(update={"budgets": budgets})
+    run = attempt(bank, "transfer", FunctionAgent(_reads_then_transfers), system=system).run
+    assert run.terminal_reason == "agent_failure/step_limit"
+    (again,) = regrade([run], bank, system)
+    assert again.terminal_reason == run.terminal_reason
+    (default,) = regrade([run], bank)  # without the system: the task's limit alone
+    assert default.terminal_reason != run.terminal_reason
+
+
+def test_the_agreement_command_regrades_under_the_stored_batchs_step_limit(
+    bank: Suite, tmp_path: Path
+) -> None:
+    """``groundstate agreement BATCH --regrade SUITE`` reads the batch's system from the
+    store: a batch stopped by its system's step limit agrees with its own suite's grader."""
+    system = scripted_system().model_copy(update={"budgets": BudgetsSection(step_limit=4)})
+    batch = plan_batch(bank, system, BatchConfig(attempts=1, tasks=("transfer",)))
+    run = attempt(bank, "transfer", FunctionAgent(_reads_then_transfers), system=system).run
+    store = tmp_path / "runs.db"
+    with RunStore(store) as runs:
+        runs.add_batch(batch)
+        runs.add_run(run.model_copy(update={"batch_id": batch.batch_id, "attempt": 1}), {})
+    argv = ["agreement", batch.batch_id, "--regrade", str(bank.root), "--on", "terminal_reason"]
+    result = CliRunner().invoke(main, [*argv, "--json", "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["disagreements"] == []
