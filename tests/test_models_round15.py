@@ -267,3 +267,42 @@ def test_the_agreement_command_regrades_under_the_stored_batchs_step_limit(
     result = CliRunner().invoke(main, [*argv, "--json", "--store", str(store)])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["disagreements"] == []
+
+
+async def _transfers_then_gives_up(session: Any) -> str:
+    session.record_usage(input_tokens=400, output_tokens=100, cost=0.2)
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    session.record_usage(input_tokens=400, output_tokens=100, cost=0.2)
+    session.give_up("not sure it went through")
+    return "unreachable"
+
+
+async def _transfers_over_budget(session: Any) -> str:
+    await session.say("What is your PIN?")
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    session.record_usage(input_tokens=400, output_tokens=100, cost=0.7)
+    return "Done."
+
+
+@pytest.mark.parametrize(
+    ("agent", "reason"),
+    [
+        (_transfers_then_gives_up, "agent_failure/gave_up"),
+        (_transfers_over_budget, "agent_failure/budget"),
+    ],
+    ids=["gave-up", "budget"],
+)
+def test_regrade_reproduces_a_stop_a_script_can_make(bank: Suite, agent: Any, reason: str) -> None:
+    """An agent that did the work, then gave up (or went over its cost budget), fails as
+    ``gave_up`` (``budget``); its replay did the work and ended with no reply: a success.
+    The unchanged grader "disagreed" on the verdict itself. Now the replay reports the run's
+    usage under the batch's budgets and gives up with the run's reason, as the run did."""
+    system = scripted_system().model_copy(update={"budgets": BudgetsSection(max_cost=0.5)})
+    run = attempt(bank, "transfer", FunctionAgent(agent), system=system).run
+    assert run.terminal_reason == reason
+    (again,) = regrade([run], bank, system)
+    assert (again.terminal_reason, again.success) == (reason, False)
+    assert (again.usage, again.cost) == (run.usage, run.cost)

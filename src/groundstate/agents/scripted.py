@@ -21,10 +21,31 @@ class RecordedCall:
     args: Any
 
 
+@dataclass(frozen=True)
+class RecordedUsage:
+    """Model usage reported again as a run recorded it, so that a replay under the run's
+    budgets stops as the run did (``agent_failure/budget``)."""
+
+    input_tokens: int
+    output_tokens: int
+    cost: float
+
+
+@dataclass(frozen=True)
+class RecordedGiveUp:
+    """The agent's giving up, with the reason it gave, as a run recorded it."""
+
+    reason: str
+
+
+Replayed = Step | RecordedCall | RecordedUsage | RecordedGiveUp
+"""What a :class:`ScriptedAgent` replays: a solution's steps, or what a trace recorded."""
+
+
 class ScriptedAgent:
     """Replays fixed steps whatever the answers; ends early if the user leaves."""
 
-    def __init__(self, steps: Sequence[Step | RecordedCall]) -> None:
+    def __init__(self, steps: Sequence[Replayed]) -> None:
         self.steps = steps
 
     @classmethod
@@ -36,6 +57,14 @@ class ScriptedAgent:
         for step in self.steps:
             if isinstance(step, RecordedCall):
                 await session.call(step.tool, step.args)
+            elif isinstance(step, RecordedUsage):
+                session.record_usage(
+                    input_tokens=step.input_tokens,
+                    output_tokens=step.output_tokens,
+                    cost=step.cost,
+                )
+            elif isinstance(step, RecordedGiveUp):
+                session.give_up(step.reason)
             elif step.call is not None:
                 await session.call(step.call, dict(step.args))
             elif step.say is not None:

@@ -21,7 +21,7 @@ from groundstate.analysis import final_runs
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
-from groundstate.spec.system import BudgetsSection, SystemSpec
+from groundstate.spec.system import SystemSpec
 from groundstate.testing import attempt, scripted_system
 from groundstate.validation.regress import observed_trajectory
 
@@ -124,14 +124,15 @@ def regrade(
 
 
 def replay_system(system: SystemSpec | None) -> SystemSpec:
-    """The scripted system trajectories of *system* are replayed under: its step limit
-    (which stopped some of them: replayed under the task's alone, such an attempt went on
-    to another verdict) and its user when that is scripted (its ``max_turns`` ended some
+    """The scripted system trajectories of *system* are replayed under: its budgets (its step
+    limit, token and cost budgets stopped some of them: replayed under the task's limits
+    alone, such an attempt went on to another verdict; not its time limit, which a script
+    cannot reproduce) and its user when that is scripted (its ``max_turns`` ended some
     conversations). A model user or a person is not asked again: the scripted user answers."""
     scripted = scripted_system("regrade")
     if system is None:
         return scripted
-    budgets = BudgetsSection(step_limit=system.budgets.step_limit)
+    budgets = system.budgets.model_copy(update={"time_limit": None})
     user = system.user_simulator if system.user_simulator.kind == "scripted" else None
     return scripted.model_copy(
         update={"budgets": budgets, "user_simulator": user or scripted.user_simulator}
