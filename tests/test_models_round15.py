@@ -185,13 +185,14 @@ async def _floods_then_transfers(session: Any) -> str:
     return await polite_transfer(session)
 
 
-def test_an_oversized_message_to_a_user_model_is_not_an_invalid_attempt(bank: Suite) -> None:
+def test_an_oversized_message_to_a_user_model_is_not_an_invalid_attempt(edited_bank: Any) -> None:
     """The model user sent the agent's whole message to its model: a megabyte the model
     refused (HTTP 400, its context length) made the attempt an invalid
     ``environment_failure/user_simulator``, rerun, at the agent's choosing. Now it is shown
     the start and end of a message over ``MAX_READ_CHARS`` with a note of what was left out,
     as the scripted user and the model judge read it; the attempt is graded (the trace keeps
     the whole message)."""
+    bank: Suite = edited_bank(lambda task: task.update(time_limit=60))  # a loaded machine
     with OpenAICompatibleServer(_small_context) as server:
         system = bank_agent_system(model_user(server))
         out = attempt(bank, "transfer", FunctionAgent(_floods_then_transfers), system=system)
@@ -213,7 +214,7 @@ def test_a_rate_limit_waited_out_over_mcp_is_not_the_agents_time_limit(
     MCP the session had no ``remaining``: the program waited out a long ``retry-after``, was
     killed at the limit, and the attempt was the agent's ``time_limit``. Now
     ``groundstate.mcp_client`` reads the attempt's deadline from ``$GROUNDSTATE_DEADLINE``."""
-    bank: Suite = edited_bank(lambda task: task.update(time_limit=30))
+    bank: Suite = edited_bank(lambda task: task.update(time_limit=60))
     (tmp_path / "agents.py").write_text(MODEL_AGENT)
     limited = Fail(429, "slow down", headers={"retry-after": "120"})
     with OpenAICompatibleServer([limited] * 4) as server:
