@@ -307,3 +307,14 @@ def test_regrade_reproduces_a_stop_a_script_can_make(bank: Suite, agent: Any, re
     (again,) = regrade([run], bank, system)
     assert (again.terminal_reason, again.success) == (reason, False)
     assert (again.usage, again.cost) == (run.usage, run.cost)
+
+
+def test_the_listed_give_up_offers_a_model_no_way_to_call_its_failure_invalid() -> None:
+    """``failure`` is for the program's code: a program that shows its model the tools it is
+    served (any generic MCP client does) must not offer the model a way to make its own
+    failure an invalid attempt, so the listed schema names ``reason`` only."""
+    bridge = _Bridge(SimpleNamespace(tools=[]))
+    listed = anyio.run(bridge.list_tools, None, None)
+    (give_up,) = [tool for tool in listed.tools if tool.name == "give_up"]
+    assert set(give_up.input_schema["properties"]) == {"reason"}
+    assert "failure" not in give_up.description

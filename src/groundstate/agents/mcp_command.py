@@ -82,19 +82,11 @@ BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
     "give_up": (
-        "Stop without completing the task, giving a reason. Set failure when what stopped "
-        "you is not of your decisions: model_serving (your model's API kept failing), "
-        "environment (a dependency of your own broke), harness_compatibility (you cannot "
-        "use the tools as offered); evidence: what shows it (status code, request id...).",
-        {
-            "type": "object",
-            "properties": {
-                "reason": {"type": "string"},
-                "failure": {"enum": list(REPORTED_FAILURES)},
-                "evidence": {"type": "object"},
-            },
-            "required": ["reason"],
-        },
+        # ``failure`` and ``evidence`` (see _reported_failure) are for the program's code, and
+        # left out here: a program that shows its model the tools it is served must not offer
+        # the model a way to make its own failure an invalid attempt.
+        "Stop without completing the task, giving a reason.",
+        {"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]},
     ),
     "report_usage": (
         "Report the tokens and cost of your model calls so far (not yet reported); the "
