@@ -31,7 +31,9 @@ from groundstate.testing import (
     FunctionAgent,
     OpenAICompatibleServer,
     Reply,
+    ToolCall,
     attempt,
+    by_turn,
     scripted_system,
 )
 from groundstate.testing_models import Answer
@@ -318,3 +320,31 @@ def test_the_listed_give_up_offers_a_model_no_way_to_call_its_failure_invalid() 
     (give_up,) = [tool for tool in listed.tools if tool.name == "give_up"]
     assert set(give_up.input_schema["properties"]) == {"reason"}
     assert "failure" not in give_up.description
+
+
+@pytest.mark.parametrize("raw", ['{"account": "A", "pin": ', '["A", "1234"]'], ids=["cut", "list"])
+def test_a_models_malformed_arguments_over_mcp_are_refused_as_in_process(
+    edited_bank: Any, tmp_path: Path, raw: str
+) -> None:
+    """A model adapter run by ``groundstate.mcp_client`` whose model wrote arguments that are
+    not an object (broken JSON, a list) handed them to MCP's client, which refuses anything
+    but an object before sending: the program crashed, ``agent_failure/crashed``, where
+    in-process the call is refused (``invalid_arguments``, recorded, a step) and the model
+    goes on. Now such arguments travel wrapped and the server unwraps them: the same trace
+    and the same verdict either way."""
+    bank: Suite = edited_bank(lambda task: task.update(time_limit=60))
+    (tmp_path / "agents.py").write_text(MODEL_AGENT)
+    answers = [Reply(tool_calls=[ToolCall("check_pin", raw=raw)]), Reply(text="Sorry.")]
+    with OpenAICompatibleServer(by_turn(answers)) as server:
+        model = _model_system(tmp_path, server.base_url)
+        command = ["{python}", "-m", "groundstate.mcp_client", "agents.py:model_agent"]
+        params = {"sandbox": "none", "network": "host", "env": {"MODEL_SYSTEM": str(model)}}
+        systems = [load_system(model), load_system(system_file(tmp_path, command, **params))]
+        runs = [attempt(bank, "transfer", load_agent(s), system=s).run for s in systems]
+    made = []
+    for run in runs:
+        assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
+        calls = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+        made.append([(e.tool, e.args, e.error_class) for e in calls])
+    assert made[0] == made[1] == [("check_pin", made[0][0][1], "invalid_arguments")]
+    assert json.dumps(made[0][0][1]) in (json.dumps(raw), raw)  # the text, or the list

@@ -31,6 +31,10 @@ from groundstate.returned import AgentRaised
 LEFT = "(the user has left the conversation)"
 BRIDGE_NAMES = frozenset({"send_message_to_user", "finish", "give_up", "report_usage"})
 ERROR_CLASSES = ("invalid_arguments", "unknown_tool", "permission_denied", "tool_error")
+RAW_ARGUMENTS = "groundstate_raw_arguments"
+"""The one key of the object that carries a call's arguments that are not an object (a model's
+broken JSON as its text, a list): MCP's arguments are an object, so they are sent wrapped, and
+the server unwraps them to be refused and recorded as they are, as in-process."""
 
 
 class McpSession:
@@ -93,7 +97,11 @@ class McpSession:
             # would take it, and a model's made-up ``finish`` or ``give_up`` call ended the
             # attempt where the same agent in-process gets an unknown tool and goes on.
             return ToolResult(ok=False, error=f"unknown tool {tool!r}", error_class="unknown_tool")
-        ok, text = await self._call(tool, args or {})
+        # Sent as it is, MCP's client refused anything but an object before it left: the
+        # program crashed (agent_failure/crashed) on a model's broken JSON, which in-process
+        # is a refused call, recorded, taking its step, and the attempt goes on.
+        sent = {} if args is None else args if isinstance(args, dict) else {RAW_ARGUMENTS: args}
+        ok, text = await self._call(tool, sent)
         if not ok:
             error_class, _, message = text.partition(": ")
             if error_class not in ERROR_CLASSES:

@@ -50,6 +50,7 @@ from groundstate.errors import (
     SpecError,
     TimeLimitReached,
 )
+from groundstate.mcp_client import RAW_ARGUMENTS
 from groundstate.returned import text_of
 from groundstate.sandbox import (
     SandboxPolicy,
@@ -149,7 +150,7 @@ class _Bridge:
         try:
             if name in BRIDGE_TOOLS:
                 return _text(await self._bridge_call(name, args))
-            result = await self.session.call(name, args)
+            result = await self.session.call(name, _unwrapped(args))
         except _BadArguments as exc:  # the program's malformed call: an error it can read
             return _text(f"invalid_arguments: {exc}", error=True)
         except Exception as exc:  # a stop, latched in the session: the program is done
@@ -678,6 +679,13 @@ def _amount(args: dict[str, Any], key: str, *, whole: bool) -> float:
         shown = text_of(value, repr)[:100]  # a 5000-digit int has no repr at all
         raise _BadArguments(f"report_usage: {key} must be {kind}, got {shown}; nothing recorded")
     return number
+
+
+def _unwrapped(args: dict[str, Any]) -> Any:
+    """A call's arguments: those a program could not send as an object (a model's broken JSON,
+    a list) come as ``{RAW_ARGUMENTS: value}``, and go on as *value*, to be refused and
+    recorded as they are, as an in-process agent's are (see ``mcp_client.RAW_ARGUMENTS``)."""
+    return args[RAW_ARGUMENTS] if args.keys() == {RAW_ARGUMENTS} else args
 
 
 def _reported_failure(args: dict[str, Any]) -> Exception | None:
