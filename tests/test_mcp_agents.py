@@ -160,7 +160,7 @@ def test_the_program_gets_the_request_and_seed_in_its_environment(
 ) -> None:
     out = run_program(retail, tmp_path, "env")
     assert out.run.final_message == (
-        "GROUNDSTATE_INSTRUCTIONS,GROUNDSTATE_SEED,GROUNDSTATE_USER_REQUEST"
+        "GROUNDSTATE_DEADLINE,GROUNDSTATE_INSTRUCTIONS,GROUNDSTATE_SEED,GROUNDSTATE_USER_REQUEST"
     )
 
 

@@ -19,16 +19,22 @@ import json
 import os
 import random
 import sys
+import time
 import traceback
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, NoReturn
 
 from groundstate.agents.base import ToolResult, ToolSpec
+from groundstate.returned import AgentRaised
 
 LEFT = "(the user has left the conversation)"
 BRIDGE_NAMES = frozenset({"send_message_to_user", "finish", "give_up", "report_usage"})
 ERROR_CLASSES = ("invalid_arguments", "unknown_tool", "permission_denied", "tool_error")
+RAW_ARGUMENTS = "groundstate_raw_arguments"
+"""The one key of the object that carries a call's arguments that are not an object (a model's
+broken JSON as its text, a list): MCP's arguments are an object, so they are sent wrapped, and
+the server unwraps them to be refused and recorded as they are, as in-process."""
 
 
 class McpSession:
@@ -74,13 +80,28 @@ class McpSession:
     def rng(self) -> random.Random:
         return self._rng
 
+    @property
+    def remaining(self) -> float | None:
+        """Seconds before the program is killed at the attempt's time limit
+        (``$GROUNDSTATE_DEADLINE``), or None when it is not given: a model adapter waits out
+        no retry past it, as in-process (see ``ModelAgent.ask_with_retries``)."""
+        try:
+            deadline = float(os.environ["GROUNDSTATE_DEADLINE"])
+        except (KeyError, ValueError):
+            return None
+        return deadline - time.time()
+
     async def call(self, tool: str, args: dict[str, Any] | None = None) -> ToolResult:
         if tool in BRIDGE_NAMES:
             # Not a tool of the task (``open`` leaves them out): sent, the server's bridge
             # would take it, and a model's made-up ``finish`` or ``give_up`` call ended the
             # attempt where the same agent in-process gets an unknown tool and goes on.
             return ToolResult(ok=False, error=f"unknown tool {tool!r}", error_class="unknown_tool")
-        ok, text = await self._call(tool, args or {})
+        # Sent as it is, MCP's client refused anything but an object before it left: the
+        # program crashed (agent_failure/crashed) on a model's broken JSON, which in-process
+        # is a refused call, recorded, taking its step, and the attempt goes on.
+        sent = {} if args is None else args if isinstance(args, dict) else {RAW_ARGUMENTS: args}
+        ok, text = await self._call(tool, sent)
         if not ok:
             error_class, _, message = text.partition(": ")
             if error_class not in ERROR_CLASSES:
@@ -180,11 +201,35 @@ async def _run(agent: Any, read: Any, write: Any) -> None:
             # was lost: reported only before the next call); a budget it passes outranks.
             with suppress(_Stopped):
                 await session.flush_usage()
-                if not isinstance(exc, _GiveUp):
+                ending = _give_up_arguments(exc)
+                if ending is None:
                     _leave()  # the agent's crash, inside the transport (see _leave)
-                await client.call_tool("give_up", {"reason": str(exc)})
+                await client.call_tool("give_up", ending)
             return
         await client.call_tool("finish", {"final_reply": final or ""})
+
+
+FAILURES = {
+    "environment_failure/model_serving": "model_serving",
+    "environment_failure/agent": "environment",
+    "harness_compatibility_failure": "harness_compatibility",
+}
+"""``give_up``'s ``failure`` for what an agent raised, by the terminal reason it has in-process."""
+
+
+def _give_up_arguments(exc: Exception) -> dict[str, Any] | None:
+    """``give_up``'s arguments for what the agent raised: its own giving up, or a failure not
+    of its decisions named as the agent would have it in-process (a model adapter's
+    ``ModelServingFailure`` is ``failure: model_serving``, with its evidence; it crashed the
+    program, ``agent_failure/crashed``); ``None`` for a crash."""
+    if isinstance(exc, _GiveUp):
+        return {"reason": str(exc)}
+    raised = AgentRaised(exc)
+    failure = FAILURES.get(raised.reason)
+    if failure is None:
+        return None
+    traceback.print_exc()  # for the record's agent_stderr.txt, as a crash's is
+    return {"reason": raised.message, "failure": failure, "evidence": raised.evidence}
 
 
 def load(entry: str, params: dict[str, Any]) -> Any:

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from groundstate.agents.model_loop import bounded_message, hide_secret
 from groundstate.errors import EnvironmentFailure
 from groundstate.grading.constraints._text import within_bound
+from groundstate.grading.model_judge import shortened
 from groundstate.spec.system import UserModel, UserSimulatorSection
 from groundstate.spec.task import AgentTask, UserScenario
 from groundstate.whole_request import (
@@ -148,8 +149,10 @@ class ModelUser(TurnLimit):
     The model gets :data:`DEFAULT_USER_PROMPT` (or the spec's ``prompt``) filled with the
     persona, the task's scenario (``user.instructions``, else the request), its private facts
     and whether it confirms; its own opening message is the task's request. It leaves when
-    its reply carries the stop token, or after ``max_turns`` agent messages. A failing model
-    call raises :class:`EnvironmentFailure`: the attempt is invalid
+    its reply carries the stop token, or after ``max_turns`` agent messages. Of an agent
+    message longer than ``MAX_READ_CHARS`` it is shown the start and end around a note of what
+    was left out (what the agent sends is bounded, as for every reader of the instrument's).
+    A failing model call raises :class:`EnvironmentFailure`: the attempt is invalid
     (``environment_failure/user_simulator``), never held against the agent.
     """
 
@@ -192,7 +195,10 @@ class ModelUser(TurnLimit):
     def reply(self, message: str) -> str | None:
         if self._gone():
             return None
-        self.messages.append({"role": "user", "content": message})
+        # As much of it as every reader of the instrument's is shown (the model judge, the
+        # scripted user): the whole of a megabyte message was refused by the user model's
+        # API, an invalid attempt at the agent's choosing.
+        self.messages.append({"role": "user", "content": shortened(message)})
         text, said, stopped = self._answer()
         self.messages.append({"role": "assistant", "content": text})
         if stopped:

@@ -14,7 +14,8 @@ permissions as any agent) and four more:
 
 The instructions (system prompt and policy) are the server's MCP ``instructions``; the user's
 request and the attempt's seed are in the environment variables ``GROUNDSTATE_USER_REQUEST``
-and ``GROUNDSTATE_SEED`` (also ``GROUNDSTATE_INSTRUCTIONS``). Tool errors come back as MCP
+and ``GROUNDSTATE_SEED`` (also ``GROUNDSTATE_INSTRUCTIONS``, and ``GROUNDSTATE_DEADLINE``: the
+Unix time at which the program is killed). Tool errors come back as MCP
 results with ``isError`` set. After a stop (a limit, a prohibited action) the program is killed
 and the stop decides the verdict. At the time limit the program and everything it started are
 killed. Its exit code, the command line and its stderr are kept as the run's artifacts; the
@@ -42,7 +43,14 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from groundstate.agents.base import Session, ToolResult, output_text
-from groundstate.errors import HarnessCompatibilityError, SpecError, TimeLimitReached
+from groundstate.errors import (
+    EnvironmentFailure,
+    HarnessCompatibilityError,
+    ModelServingFailure,
+    SpecError,
+    TimeLimitReached,
+)
+from groundstate.mcp_client import RAW_ARGUMENTS
 from groundstate.returned import text_of
 from groundstate.sandbox import (
     SandboxPolicy,
@@ -58,6 +66,9 @@ from groundstate.spec.canonical import SettledFileCache, hash_file
 from groundstate.spec.system import command_file_digests
 from groundstate.tools import changed_since_loaded
 
+REPORTED_FAILURES = ("model_serving", "environment", "harness_compatibility")
+"""What ``give_up``'s ``failure`` may name (see :func:`_reported_failure`)."""
+
 BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     "send_message_to_user": (
         "Send a message to the user and get their reply.",
@@ -72,6 +83,9 @@ BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
     "give_up": (
+        # ``failure`` and ``evidence`` (see _reported_failure) are for the program's code, and
+        # left out here: a program that shows its model the tools it is served must not offer
+        # the model a way to make its own failure an invalid attempt.
         "Stop without completing the task, giving a reason.",
         {"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]},
     ),
@@ -136,7 +150,7 @@ class _Bridge:
         try:
             if name in BRIDGE_TOOLS:
                 return _text(await self._bridge_call(name, args))
-            result = await self.session.call(name, args)
+            result = await self.session.call(name, _unwrapped(args))
         except _BadArguments as exc:  # the program's malformed call: an error it can read
             return _text(f"invalid_arguments: {exc}", error=True)
         except Exception as exc:  # a stop, latched in the session: the program is done
@@ -150,6 +164,9 @@ class _Bridge:
             reply = await self.session.say(_string(args, "text", name))
             return "(the user has left the conversation)" if reply is None else reply
         if name == "give_up":
+            reported = _reported_failure(args)
+            if reported is not None:
+                raise reported
             self.session.give_up(str(args.get("reason", "")))
         if name == "report_usage":
             self.session.record_usage(
@@ -300,7 +317,8 @@ class McpCommandAgent:
         cgroup = pids_cgroup(self.policy.max_processes)
         serve = _serve_http if self.transport == "http" else _serve_stdio
         with tempfile.TemporaryFile() as stderr:
-            launch = _Launch(functools.partial(self._start, session, stderr, cgroup), cgroup)
+            start = functools.partial(self._start, session, stderr, cgroup, deadline)
+            launch = _Launch(start, cgroup)
             try:
                 await serve(launch, bridge, session, deadline)
             finally:
@@ -321,9 +339,18 @@ class McpCommandAgent:
         return bridge.final
 
     def _start(
-        self, session: Session, stderr: IO[bytes], cgroup: Path | None, served: dict[str, str]
+        self,
+        session: Session,
+        stderr: IO[bytes],
+        cgroup: Path | None,
+        deadline: float,
+        served: dict[str, str],
     ) -> subprocess.Popen[str]:
-        """Start the program; *served* adds what the transport tells it (e.g. the URL)."""
+        """Start the program; *served* adds what the transport tells it (e.g. the URL).
+        *deadline* (a monotonic time, when the program is killed) is passed on as a Unix time
+        (``$GROUNDSTATE_DEADLINE``), so that a model adapter in the program does not wait out a
+        rate limit past it, as in-process it does not (``session.remaining``): the wait would
+        end as the agent's time limit, the provider's failure as the agent's."""
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
         env |= {k: os.environ[k] for k in self.pass_env if k in os.environ}
         env |= self.env
@@ -334,6 +361,7 @@ class McpCommandAgent:
             "GROUNDSTATE_USER_REQUEST": session.user_request,
             "GROUNDSTATE_INSTRUCTIONS": session.instructions,
             "GROUNDSTATE_SEED": str(session.seed),
+            "GROUNDSTATE_DEADLINE": f"{time.time() + deadline - time.monotonic():.3f}",
             **served,
         }
         hidden = [Path(p) for p in getattr(session, "hidden_paths", ())]
@@ -651,6 +679,37 @@ def _amount(args: dict[str, Any], key: str, *, whole: bool) -> float:
         shown = text_of(value, repr)[:100]  # a 5000-digit int has no repr at all
         raise _BadArguments(f"report_usage: {key} must be {kind}, got {shown}; nothing recorded")
     return number
+
+
+def _unwrapped(args: dict[str, Any]) -> Any:
+    """A call's arguments: those a program could not send as an object (a model's broken JSON,
+    a list) come as ``{RAW_ARGUMENTS: value}``, and go on as *value*, to be refused and
+    recorded as they are, as an in-process agent's are (see ``mcp_client.RAW_ARGUMENTS``)."""
+    return args[RAW_ARGUMENTS] if args.keys() == {RAW_ARGUMENTS} else args
+
+
+def _reported_failure(args: dict[str, Any]) -> Exception | None:
+    """The failure a ``give_up`` names (``failure``), as the exception an in-process agent
+    raises for it: the terminal reason must not depend on how the agent is run. Without
+    this, a program whose model API failed past its retries could only exit or give up,
+    ``agent_failure/crashed`` or ``gave_up``, where the same agent in-process is an invalid
+    ``environment_failure/model_serving`` attempt."""
+    failure = args.get("failure")
+    if failure is None:
+        return None
+    evidence = args.get("evidence", {})
+    if failure not in REPORTED_FAILURES or not isinstance(evidence, dict):
+        kinds = ", ".join(REPORTED_FAILURES)
+        raise _BadArguments(
+            f"give_up: failure must be one of {kinds} and evidence an object;"
+            f" got {text_of(failure, repr)[:100]} and {type(evidence).__name__}"
+        )
+    reason = _string(args, "reason", "give_up")
+    if failure == "model_serving":
+        return ModelServingFailure(reason, evidence)
+    if failure == "environment":
+        return EnvironmentFailure(reason)
+    return HarnessCompatibilityError(reason)
 
 
 def _tool_result(result: ToolResult) -> Any:

@@ -2,14 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from groundstate.agents.base import Session
 from groundstate.spec.solution import Solution, Step
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """A tool call made again with its arguments as a trace recorded them, an object or not.
+    A solution's step holds an object only, but an agent's call with other arguments (a
+    model's broken JSON, a list) was refused and took a step: a replay of the trajectory
+    that left it out is not the trajectory (``diagnosis.regrade``)."""
+
+    tool: str
+    args: Any
+
+
+@dataclass(frozen=True)
+class RecordedUsage:
+    """Model usage reported again as a run recorded it, so that a replay under the run's
+    budgets stops as the run did (``agent_failure/budget``)."""
+
+    input_tokens: int
+    output_tokens: int
+    cost: float
+
+
+@dataclass(frozen=True)
+class RecordedGiveUp:
+    """The agent's giving up, with the reason it gave, as a run recorded it."""
+
+    reason: str
+
+
+Replayed = Step | RecordedCall | RecordedUsage | RecordedGiveUp
+"""What a :class:`ScriptedAgent` replays: a solution's steps, or what a trace recorded."""
 
 
 class ScriptedAgent:
     """Replays fixed steps whatever the answers; ends early if the user leaves."""
 
-    def __init__(self, steps: list[Step]) -> None:
+    def __init__(self, steps: Sequence[Replayed]) -> None:
         self.steps = steps
 
     @classmethod
@@ -19,7 +55,17 @@ class ScriptedAgent:
     async def run(self, session: Session) -> str | None:
         final: str | None = None
         for step in self.steps:
-            if step.call is not None:
+            if isinstance(step, RecordedCall):
+                await session.call(step.tool, step.args)
+            elif isinstance(step, RecordedUsage):
+                session.record_usage(
+                    input_tokens=step.input_tokens,
+                    output_tokens=step.output_tokens,
+                    cost=step.cost,
+                )
+            elif isinstance(step, RecordedGiveUp):
+                session.give_up(step.reason)
+            elif step.call is not None:
                 await session.call(step.call, dict(step.args))
             elif step.say is not None:
                 if await session.say(step.say) is None:

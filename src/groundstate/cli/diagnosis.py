@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from groundstate.diagnosis.verdicts import Field
     from groundstate.planning import Plan
     from groundstate.records import AgentRun
+    from groundstate.spec.system import SystemSpec
     from groundstate.store import BatchInfo, RunLabels, RunStore
 
 VERDICT_FIELDS = ("success", "terminal_reason", "reason_class")
@@ -51,6 +52,19 @@ def _read_batches(
             batch = _verified_batch(run_store, batch_id)
             read.append((batch, run_store.runs(batch.batch_id)))
     return read
+
+
+def _system_of(batch: BatchInfo) -> SystemSpec | None:
+    """The system *batch* ran, as stored; None for one that is not a system file's (an
+    imported batch's, whose runs ``regrade`` refuses, naming them)."""
+    from pydantic import ValidationError
+
+    from groundstate.spec.system import SystemSpec
+
+    try:
+        return SystemSpec.model_validate(batch.system_spec)
+    except ValidationError:
+        return None
 
 
 def _verified_batch(run_store: RunStore, batch_id: str) -> BatchInfo:
@@ -197,8 +211,8 @@ def agreement_command(
     if batch_b is not None:
         (_, a_runs), (_, b_runs) = _read_batches(store, (batch_a, batch_b))
     else:
-        ((_, a_runs),) = _read_batches(store, (batch_a,))
-        b_runs = regrade(a_runs, load_suite(regrade_suite or Path()))
+        ((batch, a_runs),) = _read_batches(store, (batch_a,))
+        b_runs = regrade(a_runs, load_suite(regrade_suite or Path()), _system_of(batch))
     result = verdict_agreement(a_runs, b_runs, on)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2))

@@ -15,13 +15,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
+from groundstate.agents.scripted import ScriptedAgent
 from groundstate.agreement import Agreement, agreement
 from groundstate.analysis import final_runs
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
-from groundstate.testing import run_solution
-from groundstate.validation.regress import observed_steps
+from groundstate.spec.system import SystemSpec
+from groundstate.testing import attempt, scripted_system
+from groundstate.validation.regress import observed_trajectory
 
 Field = Literal["success", "terminal_reason", "reason_class"]
 FIELDS: tuple[Field, ...] = ("success", "terminal_reason", "reason_class")
@@ -90,14 +92,18 @@ def verdict_agreement(
     )
 
 
-def regrade(runs: Sequence[AgentRun], suite: Suite) -> list[AgentRun]:
+def regrade(
+    runs: Sequence[AgentRun], suite: Suite, system: SystemSpec | None = None
+) -> list[AgentRun]:
     """Replay each valid counted attempt's recorded trajectory on *suite* as it is now and
     grade it with the suite's current grader: the same behaviour under another grader.
 
-    The replay is scripted (the recorded tool calls and messages, like ``validate`` replays
-    solutions), so a failure a script cannot reproduce (a time limit, a crash) may come out
-    differently for that reason; invalid attempts and tasks the suite no longer has are left
-    out. Replayed records keep the task and attempt number of the run they replay.
+    The replay is scripted (the recorded tool calls, with their arguments as recorded, an
+    object or not, and messages, like ``validate`` replays solutions), under *system* (the
+    one the runs were made by) as far as a script can be (see :func:`replay_system`), so a
+    failure a script cannot reproduce (a time limit, a crash) may come out differently for
+    that reason; invalid attempts and tasks the suite no longer has are left out. Replayed
+    records keep the task and attempt number of the run they replay.
     """
     imported = next((r for r in runs if r.infrastructure_status.get("imported")), None)
     if imported is not None:  # no trajectory: a replay of nothing would "disagree" everywhere
@@ -105,11 +111,29 @@ def regrade(runs: Sequence[AgentRun], suite: Suite) -> list[AgentRun]:
             f"run {imported.run_id} was imported from another harness: it has no recorded "
             "trajectory to regrade; compare two batches instead"
         )
+    replaying = replay_system(system)
     replayed = []
     for run in final_runs(list(runs)):
         if run.valid and run.task_id in suite.tasks:
-            again = run_solution(suite, run.task_id, observed_steps(run))
+            replay = ScriptedAgent(observed_trajectory(run))
+            again = attempt(suite, run.task_id, replay, system=replaying).run
             replayed.append(again.model_copy(update={"attempt": run.attempt}))
     if not replayed:
         raise GroundstateError(f"no valid attempt of a task of suite {suite.name!r} to regrade")
     return replayed
+
+
+def replay_system(system: SystemSpec | None) -> SystemSpec:
+    """The scripted system trajectories of *system* are replayed under: its budgets (its step
+    limit, token and cost budgets stopped some of them: replayed under the task's limits
+    alone, such an attempt went on to another verdict; not its time limit, which a script
+    cannot reproduce) and its user when that is scripted (its ``max_turns`` ended some
+    conversations). A model user or a person is not asked again: the scripted user answers."""
+    scripted = scripted_system("regrade")
+    if system is None:
+        return scripted
+    budgets = system.budgets.model_copy(update={"time_limit": None})
+    user = system.user_simulator if system.user_simulator.kind == "scripted" else None
+    return scripted.model_copy(
+        update={"budgets": budgets, "user_simulator": user or scripted.user_simulator}
+    )

@@ -23,6 +23,7 @@ from typing import Any, TypeGuard
 
 import yaml
 
+from groundstate.agents.scripted import RecordedCall, RecordedGiveUp, RecordedUsage, Replayed
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import hash_path
@@ -139,18 +140,43 @@ def observed_fails_by(run: AgentRun) -> str:
 
 
 def observed_steps(run: AgentRun) -> list[Step]:
-    """The agent's tool calls and messages, in order, as scripted steps."""
-    steps: list[Step] = []
+    """The agent's tool calls and messages, in order, as scripted steps (a call whose
+    arguments are not an object, which a step cannot hold, left out)."""
+    return [step for step in observed_trajectory(run) if isinstance(step, Step)]
+
+
+def observed_trajectory(run: AgentRun) -> list[Replayed]:
+    """The agent's tool calls and messages, in order, for a :class:`ScriptedAgent` to replay:
+    a call whose arguments are not an object as a :class:`RecordedCall`; then the run's
+    usage (a replay under its budgets stops as it did) and its giving up, if it gave up."""
+    steps: list[Replayed] = []
     for event in run.observation_action_log:
-        if isinstance(event, ToolCallEvent) and isinstance(event.args, dict):
-            steps.append(Step(call=event.tool, args=event.args))
+        if isinstance(event, ToolCallEvent):
+            scriptable = isinstance(event.args, dict)
+            steps.append(
+                Step(call=event.tool, args=event.args)
+                if scriptable
+                else RecordedCall(event.tool, event.args)
+            )
         elif _spoken(event):
             steps.append(Step(say=event.text))
     if run.terminal_reason == "agent_failure/step_limit":
         steps.append(Step(say=STEP_LIMIT_FILLER))  # the attempt that hit the limit
+    if run.usage.input_tokens or run.usage.output_tokens or run.cost:
+        usage = run.usage
+        steps.append(RecordedUsage(usage.input_tokens, usage.output_tokens, run.cost or 0.0))
+    if run.terminal_reason == "agent_failure/gave_up":
+        steps.append(RecordedGiveUp(_stop_message(run)))
     if run.final_message is not None:
         steps.append(Step(finish=run.final_message))
     return steps
+
+
+def _stop_message(run: AgentRun) -> str:
+    """The message of the stop that ended *run* (the reason an agent gave up), or ``""``."""
+    exception = run.infrastructure_status.get("exception")
+    message = exception.get("message") if isinstance(exception, dict) else None
+    return message if isinstance(message, str) else ""
 
 
 def _spoken(event: object) -> TypeGuard[MessageEvent]:
