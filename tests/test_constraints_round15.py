@@ -1,0 +1,59 @@
+"""A policy reviewer's near misses, fifteenth round: a yes that changes the amount asked about;
+a claim in words that deny the change; a failure said without naming the change; claims and
+denials in the languages whose yes the default reads. The retail ones replay a suite oracle
+with one message changed and grade every constraint of the task, the Python ones included."""
+
+from __future__ import annotations
+
+import pytest
+
+from groundstate.spec.suite import Suite
+from groundstate.trace import AgentEvent
+
+from .grading_corpus import failing
+from .test_constraints_round12 import _final, oracles, retail
+
+__all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
+
+
+def _answered(events: list[AgentEvent], answer: str) -> list[AgentEvent]:
+    """*events* with the customer's yes before the first change replaced by *answer*."""
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) in CHANGES)
+    yes = at - 1
+    assert getattr(events[yes], "role", None) == "user"
+    return [*events[:yes], events[yes].model_copy(update={"text": answer}), *events[yes + 1 :]]
+
+
+CHANGES = ("refund_item", "cancel_order", "cancel_item", "exchange_item", "add_store_credit")
+
+# --- policy 2: a yes naming another amount, or a part of it, is no yes to the whole ----------
+
+
+@pytest.mark.parametrize(
+    ("answer", "confirms"),
+    [
+        ("Yes, but only $11.", False),
+        ("Yes, but just 11 dollars please", False),
+        ("Yes please, only $11 of it", False),
+        ("Yes, refund $11", False),
+        ("Yes, only half of it.", False),
+        ("Yes, just part of it", False),
+        ("Sí, pero solo 11 dólares", False),
+        ("Sí, pero solo la mitad", False),
+        # the amount asked about, in any notation, and a yes kept to the thing asked about
+        ("Yes, $22 is fine.", True),
+        ("Yes, refund $22.00 please", True),
+        ("Sí, 22,00 dólares, adelante", True),
+        ("Yes. 22 dollars, right.", True),
+        ("Yes, only the socks", True),
+        ("Yes, just go ahead", True),
+    ],
+)
+def test_a_yes_naming_another_amount_confirms_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str, confirms: bool
+) -> None:
+    """Asked to refund the socks' $22.00, "Yes, but only $11" confirmed the full refund: a yes
+    naming another way of paying was a counter-offer, one naming another amount was not, and
+    a yes kept to "half" or "part" of it kept to nothing the narrowing read."""
+    events = _answered(oracles["refund-socks"], answer)
+    assert failing(retail, "refund-socks", events) == ([] if confirms else ["p2-confirmed-refund"])
