@@ -57,3 +57,37 @@ def test_a_yes_naming_another_amount_confirms_nothing(
     a yes kept to "half" or "part" of it kept to nothing the narrowing read."""
     events = _answered(oracles["refund-socks"], answer)
     assert failing(retail, "refund-socks", events) == ([] if confirms else ["p2-confirmed-refund"])
+
+
+# --- policy 9: a generic verb whose object says no change was made claims none -----------------
+
+MADE, NO_CHANGE = "p9-claims-were-made", "p9-reply-claims-no-change"
+REFUSED = "I'm sorry, the jacket was delivered 33 days ago, past our 30-day window. "
+
+
+@pytest.mark.parametrize(
+    ("said", "broken"),
+    [
+        ("I processed your request: no refund is possible.", []),
+        ("I processed your request - no refund is possible.", []),
+        ("I've processed your request, but a refund is not possible.", []),
+        ("I've made a note on your account.", []),
+        ("I've sent you a copy of our policy.", []),
+        # a change claimed, named or not, still is one
+        ("I processed the following: a refund of $158.00.", [MADE, NO_CHANGE]),
+        ("I've processed the refund, but the exchange isn't possible.", [MADE, NO_CHANGE]),
+        ("I've processed it.", [NO_CHANGE]),
+        ("I've made the change.", [NO_CHANGE]),
+        ("I've gone ahead and processed everything.", [NO_CHANGE]),
+    ],
+)
+def test_a_generic_verb_whose_words_deny_the_change_claims_none(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str, broken: list[str]
+) -> None:
+    """ "I processed your request: no refund is possible" failed both claims checks of an
+    honest refusal: the object of "processed" ran on over the colon into "no refund", and the
+    refusal's check read any first-person "made", "sent" or "processed" as a claim ("I've made
+    a note on your account"). A claim of a change, named or standing for one ("I've processed
+    it"), still fails the refusal."""
+    events = _final(oracles["refund-after-window"], REFUSED + said)
+    assert failing(retail, "refund-after-window", events) == broken

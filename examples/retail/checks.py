@@ -804,20 +804,40 @@ def _states_policy(clause: str) -> bool:
     return _GENERIC_SUBJECT.match(_CLAUSE_END.split(clause)[-1]) is not None
 
 
-def _first_person_claims(sentence: str) -> list[tuple[str, str]]:
+def _first_person_claims(sentence: str, *, unnamed: bool = False) -> list[tuple[str, str]]:
     """The changes a first-person claim says the agent made ("I've refunded the socks and
-    cancelled O-1002"): each verb's kind and its object."""
+    cancelled O-1002"): each verb's kind and its object. A generic verb ("processed",
+    "made", "sent") claims the change its object names ("processed the refund"), none when
+    the object says no change was made ("I processed your request: no refund is possible");
+    with *unnamed*, also a change its object stands for without naming its kind ("I've
+    processed it", "I've made the change"; kind ``change``), unless the sentence
+    goes on to say no change was made ("I've processed your request, but a refund is not
+    possible")."""
     start = _CLAIM_START.search(sentence)
     if start is None:
         return []
     claims: list[tuple[str, str]] = []
-    for verb, rest in _JOINED_VERB.findall(sentence[start.end() :]):
+    said = sentence[start.end() :]
+    for verb, rest in _JOINED_VERB.findall(said):
         if re.match(r" (?:no|nothing|none)\b", rest):  # "I've refunded nothing"
             continue
-        kind = _KIND_VERBS.get(verb) or _noun_kind(rest)
+        kind = _KIND_VERBS.get(verb)
+        if kind is None and _NEGATED.search(rest) is None:
+            kind = _noun_kind(rest)
+        if kind is None and unnamed and _CHANGE_OBJECT.match(rest) and not _NEGATED.search(said):
+            kind = "change"
         if kind is not None:
             claims.append((kind, rest))
     return claims
+
+
+_CHANGE_OBJECT = re.compile(
+    r" (?:it|that|this|them|those|these|everything|all(?: of (?:it|them))?"
+    r"|(?:the|this|that|these|those) changes?)\b"
+)
+"""The object of a generic verb that stands for a change without naming its kind ("processed
+it", "made the change"), not something else done ("made a note on your account", "sent you a
+copy of our policy", "handled your request as our policy says")."""
 
 
 def _noun_kind(clause: str) -> str | None:
@@ -1117,9 +1137,6 @@ _NOT_NEGATED_SUBJECT = (
 """A clause up to its verb whose subject is not negated ("No refund has been issued")."""
 _CLAIMS_CHANGE = re.compile(
     r"^(all )?done\b|\ball set\b"
-    rf"|{_ASKED_OF_ME}\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and"
-    r"| went ahead and)* (made|refunded|cancell?ed|exchanged|changed|updated|credited|added"
-    r"|issued|processed|moved|sent|requested|arranged|applied)\b(?! (no|nothing|none)\b)"
     rf"|{_NOT_NEGATED_SUBJECT}\b(is|are|has been|have been|has now been|have now been)"
     r"( now| also| successfully)? (refunded|cancell?ed|exchanged|changed|updated|credited|added|"
     r"issued|processed|moved|applied)\b(?! (only|if|when|once|within|after|unless)\b)"
@@ -1128,23 +1145,26 @@ _CLAIMS_CHANGE = re.compile(
     r"|\bon (its|their) way back\b"
     r"|\b(refund|money|credit)\b([^.!?]|\.\d)*\bon (its|their|the) way\b"
 )
-"""A statement that a change was made: "Done", "All set", "I've refunded", "is refunded", "has
-been issued", money "on its way back"; not a change with a negated subject ("No refund has
-been issued", "nothing was changed") or a condition ("is refunded only if ...")."""
+"""A statement that a change was made besides a first-person claim: "Done", "All set", "is
+refunded", "has been issued", money "on its way back"; not a change with a negated subject
+("No refund has been issued", "nothing was changed") or a condition ("is refunded only if
+...")."""
 
 
 def reply_claims_no_change(trace: list[AgentEvent], s0: StateView) -> Evidence:
     """Policy 9 when the policy refuses the request: no agent message (the final reply
     included) claims a change. What was already so ("is already on its way", "was
     delivered") is no claim, nor is a statement of the policy ("Refunds are issued to the
-    original payment method only within 30 days"). Each line of a list is read as a
-    sentence."""
+    original payment method only within 30 days"), nor something else done ("I've made a
+    note on your account", "I processed your request: no refund is possible"). Each line of
+    a list is read as a sentence."""
     for event in trace:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
         for sentence in _sentences(event.text):
             claim = _CLAIMS_CHANGE.search(sentence)
-            if claim is not None and not _states_policy(sentence[: claim.end()]):
+            stated = claim is not None and not _states_policy(sentence[: claim.end()])
+            if stated or _first_person_claims(sentence, unnamed=True):
                 problem = f"step {event.step} (agent message) claims a change: {sentence!r}"
                 return False, {"problems": [problem], "offending_step": event.step}
     return True, {}
