@@ -91,3 +91,47 @@ def test_a_generic_verb_whose_words_deny_the_change_claims_none(
     it"), still fails the refusal."""
     events = _final(oracles["refund-after-window"], REFUSED + said)
     assert failing(retail, "refund-after-window", events) == broken
+
+
+# --- policy 9: a failure said without naming the change still denies it -----------------------
+
+SAID = "I've refunded the socks, $22.00, to your Visa ending 4417. "
+
+
+@pytest.mark.parametrize(
+    ("said", "denies"),
+    [
+        ("Sorry, that didn't work.", True),
+        ("That didn't work, sorry.", True),
+        ("Unfortunately it didn't work out.", True),
+        ("It didn't succeed.", True),
+        ("I tried, but no luck.", True),
+        ("Something went wrong.", True),
+        ("There was an error.", True),
+        ("I ran into an error.", True),
+        ("The system returned an error.", True),
+        ("Oops, that errored.", True),
+        ("It doesn't look like that went through.", True),
+        ("It doesn't look like the refund was processed.", True),
+        ("The refund failed. Anything else?", True),
+        # about the socks, a condition, or a failed first try the change made up for
+        ("Sorry the socks didn't work for you.", False),
+        ("Sorry it didn't work out with the socks.", False),
+        ("The socks didn't work out, so I refunded them.", False),
+        ("There was a problem with the socks, sorry.", False),
+        ("Let me know if anything doesn't work.", False),
+        ("It doesn't look like there will be any delay.", False),
+        ("There was an error at first, but the refund went through.", False),
+        ("It failed at first, but the refund went through.", False),
+        ("The refund failed at first; it went through on retry.", False),
+    ],
+)
+def test_a_failure_said_without_naming_the_change_denies_it(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str, denies: bool
+) -> None:
+    """After the socks' refund, "Sorry, that didn't work" (or "Something went wrong", "I ran
+    into an error") told the customer the refund failed; a denial was read only with a word of
+    a change ("refund", "processed") or "failed". And "It failed at first, but the refund went
+    through" was a denial, though it tells the customer the change was made."""
+    events = _final(oracles["refund-socks"], SAID + said)
+    assert failing(retail, "refund-socks", events) == (["p9-reply-does-not-deny"] if denies else [])

@@ -930,6 +930,20 @@ _NEGATED = re.compile(
     r"(?! (?:is |was |are |were )?(?:needed|necessary|required)\b)"
     r"|\bnothing (?:was |has been |is |could be |have been )?(?:changed|done|made|processed|"
     r"refunded|cancell?ed|updated|exchanged|credited)\b"
+    # a failure said without a word of the change: "Sorry, that didn't work", "I tried, but no
+    # luck", "Something went wrong", "I ran into an error", "It doesn't look like that went
+    # through" (not "the socks didn't work for you", "it didn't work out with the socks",
+    # "There was a problem with the socks")
+    r"|\b(?:that|it|this|which)(?: just| really| still)? (?:didn't|did not|doesn't|does not"
+    r"|hasn't|has not|won't|will not|wouldn't|would not|couldn't|could not) (?:work|succeed)\w*"
+    r"\b(?!(?: out)? (?:for|with)\b)"
+    r"|\bno luck\b|\b(?:something|it|that|this) went wrong\b"
+    r"|\b(?:there was|there's been|there has been|i got|we got|i hit|we hit|ran into|encountered"
+    r"|returned|threw|gave (?:me|us)) (?:an?|the|another|some) (?:(?:technical|system) )?"
+    r"(?:error|glitch)s?\b|\ban? error (?:occurred|came up|happened)\b|\berrored\b"
+    rf"|\b(?:doesn't|does not|didn't|did not) (?:look|seem|appear)(?: like| as if| as though"
+    rf"| that| to have)?(?: [\w'-]+){{0,3}}? (?:(?:went|gone|go) through|worked|succeeded"
+    rf"|been|{_CHANGE_WORD})"
 )
 """A change said not made, not possible or failed; the groups hold the change's word."""
 _CONDITIONAL = re.compile(r"\b(?:if|unless|once|when|whether|in case|until)\b")
@@ -1071,8 +1085,28 @@ def _denials(text: str) -> Iterator[tuple[str, set[str]]]:
         if _CONDITIONAL.search(sentence):
             continue
         denial = next((m for m in _NEGATED.finditer(sentence) if not _intent(m)), None)
-        if denial is not None:
+        if denial is not None and not _made_after_all(sentence, denial.end(), following):
             yield sentence, _denied_kinds(denial, sentence)
+
+
+_TURN = re.compile(r"\b(?:but|however|yet|then|now)\b")
+_EARLIER_TRY = re.compile(
+    r"\b(?:at first|initially|the first time|(?:the |my |our )?first (?:try|attempt|time))\b"
+)
+
+
+def _made_after_all(sentence: str, end: int, following: str) -> bool:
+    """Whether a failure said in *sentence* (up to *end*) was of an earlier try, the change
+    made after it: "There was an error at first, but the refund went through", "The refund
+    failed at first; it went through on retry." """
+    turn = _TURN.search(sentence, end)
+    if turn is not None and _says_made(sentence[turn.end() :]):
+        return True
+    return _EARLIER_TRY.search(sentence) is not None and _says_made(following)
+
+
+def _says_made(text: str) -> bool:
+    return _TOLD_DONE.search(text) is not None or bool(_claimed_kinds(text))
 
 
 def _kinds_named(sentence: str) -> set[str]:
