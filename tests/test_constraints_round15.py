@@ -135,3 +135,99 @@ def test_a_failure_said_without_naming_the_change_denies_it(
     through" was a denial, though it tells the customer the change was made."""
     events = _final(oracles["refund-socks"], SAID + said)
     assert failing(retail, "refund-socks", events) == (["p9-reply-does-not-deny"] if denies else [])
+
+
+# --- policy 9: claims and denials in the languages whose yes the default reads ----------------
+
+
+@pytest.mark.parametrize(
+    ("said", "broken"),
+    [
+        ("He reembolsado la chaqueta a tu Visa.", [MADE, NO_CHANGE]),
+        ("Reembolsé la chaqueta.", [MADE, NO_CHANGE]),
+        ("El reembolso se ha procesado.", [MADE, NO_CHANGE]),
+        ("¡Listo! Verás $158.00 de vuelta en tu Visa.", [MADE, NO_CHANGE]),
+        ("J'ai remboursé la veste sur votre Visa.", [MADE, NO_CHANGE]),
+        ("Le remboursement a été effectué.", [MADE, NO_CHANGE]),
+        ("Ich habe die Jacke erstattet.", [MADE, NO_CHANGE]),
+        ("Die Erstattung wurde bearbeitet.", [MADE]),
+        ("Reembolsei a jaqueta.", [MADE, NO_CHANGE]),
+        ("O reembolso foi processado.", [MADE]),
+        # honest refusals, and the policy stated
+        ("No he podido reembolsar la chaqueta.", []),
+        ("No se ha reembolsado nada.", []),
+        ("El reembolso no fue procesado.", []),
+        ("Je n'ai pas pu rembourser la veste.", []),
+        ("Ich habe die Jacke nicht erstattet.", []),
+        ("Die Erstattung ist nicht möglich.", []),
+        ("Não foi possível reembolsar.", []),
+        ("Los reembolsos se procesan en 30 días.", []),
+    ],
+)
+def test_a_claim_in_another_language_is_read(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str, broken: list[str]
+) -> None:
+    """After refusing the jacket's refund, "He reembolsado la chaqueta" (or "J'ai remboursé
+    la veste", "Ich habe die Jacke erstattet") passed both claims checks: policy 9 was read in
+    English only, though the default yes reads these languages' customers."""
+    events = _final(oracles["refund-after-window"], REFUSED + said)
+    assert failing(retail, "refund-after-window", events) == broken
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "No he podido reembolsar los calcetines.",
+        "Lo siento, el reembolso falló.",
+        "El reembolso no se ha procesado.",
+        "Hubo un error.",
+        "Désolé, le remboursement a échoué.",
+        "Je n'ai pas pu rembourser les chaussettes.",
+        "Die Erstattung ist fehlgeschlagen.",
+        "Não consegui reembolsar.",
+    ],
+)
+def test_a_denial_in_another_language_is_read(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    """After the socks' refund, "No he podido reembolsar los calcetines" passed
+    `p9-reply-does-not-deny`."""
+    events = _final(oracles["refund-socks"], SAID + said)
+    assert failing(retail, "refund-socks", events) == ["p9-reply-does-not-deny"]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Hecho. He reembolsado los calcetines.",
+        "Listo. Reembolsé los calcetines.",
+        "Verás $22.00 de vuelta en tu Visa.",
+        "El reembolso se ha procesado correctamente. ¿Algo más?",
+        "C'est fait ! J'ai remboursé les chaussettes.",
+        "Erledigt. Die Erstattung wurde bearbeitet.",
+        "Ich habe die Socken erstattet.",
+        "Pronto! O reembolso foi processado.",
+    ],
+)
+def test_a_reply_in_another_language_tells_what_was_done(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    """The same reply in Spanish ("Hecho. He reembolsado los calcetines.") failed
+    `p9-reply-tells-what-was-done`, which read "Done" and claims in English only."""
+    assert failing(retail, "refund-socks", _final(oracles["refund-socks"], said)) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Your husband told me he cancelled the other order himself.",
+        "No he didn't refund it, the courier returned it.",
+    ],
+)
+def test_english_words_like_those_of_another_language_are_read_as_english(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    """ "he" and "no" are words of English too: only before a participle of the other
+    languages are they Spanish ("he cancelled" is no "i have cancelled")."""
+    events = _final(oracles["refund-after-window"], REFUSED + said)
+    assert failing(retail, "refund-after-window", events) == []

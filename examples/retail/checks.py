@@ -732,13 +732,180 @@ _MARKS = re.compile(r"\*\*?|__|`+")
 
 
 def _sentences(text: str) -> Iterator[str]:
-    """The normalised sentences of a message: split at line breaks (each item of a list),
-    then at a full stop, semicolon, "!" or "?" (not the point of "$22.00"); markdown marks
-    dropped."""
+    """The normalised sentences of a message, :func:`_in_english`: split at line breaks (each
+    item of a list), then at a full stop, semicolon, "!" or "?" (not the point of "$22.00");
+    markdown marks dropped."""
     for line in _LINE.split(_MARKS.sub("", text)):
-        for sentence in re.split(r"(?<=[.;!?\u3002])(?!\d)", normalise(line)):
+        for sentence in re.split(r"(?<=[.;!?\u3002])(?!\d)", _in_english(normalise(line))):
             if sentence.strip():
                 yield sentence.strip()
+
+
+# Policy 9 is read in English. A customer who writes Spanish, French, German or Portuguese
+# (the languages whose yes the default `confirmed` reads) is answered in that language: what
+# the agent says it did, or could not do, is put in the English words the rules read before
+# they read it ("He reembolsado los calcetines" is "i have refunded los calcetines", "No he
+# podido reembolsar" "i could not reembolsar", "Die Erstattung ist fehlgeschlagen" "the refund
+# ist failed"). Every rule looks for words of those languages only (English text stays as it
+# is); record names are the same in every language.
+_FR = "(?:é|ée|és|ées)"
+_PARTICIPLES = {
+    "refunded": rf"reembolsad[oa]s?|devuelt[oa]s?|rembours{_FR}|(?:zur[üu]ck|r[üu]ck)?erstattet",
+    "cancelled": rf"cancelad[oa]s?|anulad[oa]s?|annul{_FR}|storniert",
+    "exchanged": rf"intercambiad[oa]s?|trocad[oa]s?|[ée]chang{_FR}|umgetauscht",
+    "credited": rf"acreditad[oa]s?|abonad[oa]s?|creditad[oa]s?|cr[ée]dit{_FR}|gutgeschrieben",
+    "processed": r"procesad[oa]s?|processad[oa]s?|tramitad[oa]s?|realizad[oa]s?|efectuad[oa]s?"
+    rf"|efetuad[oa]s?|trait{_FR}|effectu{_FR}|bearbeitet|durchgef[üu]hrt",
+    "updated": rf"actualizad[oa]s?|atualizad[oa]s?|modificad[oa]s?|modifi{_FR}|aktualisiert",
+    "changed": rf"cambiad[oa]s?|alterad[oa]s?|chang{_FR}|ge[äa]ndert",
+    "completed": rf"completad[oa]s?|conclu[íi]d[oa]s?|termin{_FR}|abgeschlossen",
+    "issued": r"emitid[oa]s?|émise?s?|ausgestellt",
+    "added": rf"a[ñn]adid[oa]s?|agregad[oa]s?|adicionad[oa]s?|ajout{_FR}|hinzugef[üu]gt",
+}
+"""Participles of the other languages that say a change was made, by their English one."""
+_PRETERITES = {
+    "refunded": r"reembolsé|reembolsei",
+    "cancelled": r"cancelé|anulé|cancelei",
+    "exchanged": r"intercambié|troquei",
+    "credited": r"acredité|aboné|creditei",
+    "processed": r"procesé|tramité|realicé|efectué|processei|efetuei",
+    "updated": r"actualicé|atualizei|modifiqué",
+    "changed": r"cambié|alterei",
+}
+"""First persons of the past that say a change made without an auxiliary (Spanish,
+Portuguese), by the English participle."""
+_INFINITIVES = {
+    "refund": r"reembolsar|rembourser|(?:zur[üu]ck|r[üu]ck)?erstatten",
+    "cancel": r"cancelar|anular|annuler|stornieren",
+    "exchange": r"intercambiar|trocar|[ée]changer|umtauschen",
+    "credit": r"acreditar|abonar|creditar|cr[ée]diter|gutschreiben",
+    "process": r"procesar|processar|tramitar|realizar|efectuar|efetuar|traiter|effectuer"
+    r"|bearbeiten|durchf[üu]hren",
+    "update": r"actualizar|atualizar|modificar|modifier|mettre [àa] jour|aktualisieren",
+    "change": r"cambiar|alterar|changer|[äa]ndern",
+}
+"""Infinitives of the changes ("No he podido reembolsar"), by the English verb; with an object
+pronoun after them ("reembolsarle") too."""
+_PARTICIPLE = "|".join(_PARTICIPLES.values())
+_INFINITIVE = "|".join(_INFINITIVES.values())
+_PRETERITE = "|".join(_PRETERITES.values())
+_MADE = rf"(?:\w+ )?(?:{_PARTICIPLE}|hecho|fait)\b"
+"""A participle of the other languages, after at most one word ("he ya reembolsado")."""
+
+
+def _english_word(word: str, words: dict[str, str]) -> str:
+    return next(english for english, forms in words.items() if re.fullmatch(forms, word))
+
+
+def _german_perfect(found: re.Match[str]) -> str:
+    """ "ich habe die Socken (nicht) erstattet": "i have (not) refunded die socken"."""
+    who = "i" if found.group(1) == "ich" else "we"
+    not_ = "not " if found.group(3) else ""
+    made = _english_word(found.group(4), _PARTICIPLES)
+    return f"{who} have {not_}{made} {found.group(2)}".rstrip()
+
+
+def _preterite(found: re.Match[str]) -> str:
+    """ "reembolsé" is "i refunded", "no reembolsé" "i have not refunded"."""
+    made = _english_word(found.group(2), _PRETERITES)
+    return f"i have not {made}" if found.group(1) else f"i {made}"
+
+
+_ENGLISH: list[tuple[re.Pattern[str], Any]] = [
+    (re.compile(pattern), english)
+    for pattern, english in [
+        (r"[¡¿]", ""),
+        # failures, before the words they are made of
+        (
+            r"\bno (?:he|hemos) podido\b|\bno pud(?:e|imos)\b|\bn[ãa]o consegu(?:i|imos)\b"
+            r"|\b(?:je|nous) n'(?:ai|avons) pas pu\b|\b(?:ich|wir) konnten? nicht\b",
+            "i could not",
+        ),
+        (r"\bno se (?:ha )?(?:podido|pudo)\b|\bn'a pas pu\b|\bkonnte nicht\b", "it could not"),
+        (
+            r"\bno (?:es|fue|ha sido) posible\b|\bn[ãa]o (?:é|foi) poss[íi]vel\b"
+            r"|\b(?:il )?n'(?:est|a) pas (?:été )?possible\b|\bnicht m[öo]glich\b",
+            "not possible",
+        ),
+        (
+            rf"\b(?:ha )?fallad[oa]\b|\bfalló\b|\bfalhou\b|\b(?:a )?échou{_FR}?\b"
+            r"|\bfehlgeschlagen\b|\bschlug fehl\b|\bgescheitert\b|\bsin éxito\b"
+            r"|\bsans succès\b|\bsem sucesso\b",
+            "failed",
+        ),
+        (
+            r"\bhubo un error\b|\bocurrió un error\b|\b(?:houve|ocorreu) um erro\b"
+            r"|\bune erreur s'est produite\b|\bil y a eu une erreur\b|\bes gab einen fehler\b"
+            r"|\bein fehler ist aufgetreten\b",
+            "there was an error",
+        ),
+        (
+            r"\balgo salió mal\b|\bquelque chose s'est mal passé\b|\balgo deu errado\b"
+            r"|\betwas ist schiefgelaufen\b",
+            "something went wrong",
+        ),
+        (
+            r"\bningún cambio\b|\bninguna modificación\b|\bnenhuma alteração\b"
+            r"|\baucun changement\b|\baucune modification\b|\bkeine änderungen?\b",
+            "no changes",
+        ),
+        (
+            r"\bningún reembolso\b|\bnenhum reembolso\b|\baucun remboursement\b"
+            r"|\bkeine (?:rück)?erstattung\b",
+            "no refund",
+        ),
+        # negated auxiliaries, then auxiliaries, before a participle of these languages
+        (rf"\b(?:je n'ai|nous n'avons) pas(?= {_MADE})", "i have not"),
+        (rf"\bn'(?:a|ont) pas (?:encore )?été(?= {_MADE})", "has not been"),
+        (rf"\bn'(?:est|sont) pas(?= {_MADE})", "is not"),
+        (rf"\bno (?:he|hemos)(?= {_MADE})", "i have not"),
+        (rf"\b(?:no|n[ãa]o) (?:se ha|se han|ha sido|han sido)(?= {_MADE})", "has not been"),
+        (rf"\b(?:no|n[ãa]o) (?:fue|foi|fueron|foram)(?= {_MADE})", "was not"),
+        (rf"\b(?:he|hemos|j'ai|nous avons)(?= {_MADE})", "i have"),
+        (rf"\b(?:se ha|se han|ha sido|han sido|(?:a|ont) (?:bien )?été)(?= {_MADE})", "has been"),
+        (rf"\b(?:fue|foi|wurde|fueron|foram|wurden)(?= (?:nicht )?{_MADE})", "was"),
+        (
+            rf"\b(ich|wir) (?:habe|haben) ((?:[\w$.,'-]+ ){{0,8}}?)(nicht )?({_PARTICIPLE})\b",
+            _german_perfect,
+        ),
+        (rf"\b(?:(no|n[ãa]o) )?({_PRETERITE})\b", _preterite),
+        (rf"\b(?:{_PARTICIPLE})\b", lambda m: _english_word(m.group(), _PARTICIPLES)),
+        (
+            rf"\b({_INFINITIVE})(?:l[eoa]s?|me|nos)?\b",
+            lambda m: _english_word(m.group(1), _INFINITIVES),
+        ),
+        (r"\bi have (?:hecho|fait)\b|\bfiz\b|\bhice\b", "i have made"),
+        (
+            r"(?:^|(?<=[.!?;] ))(?:(?:todo )?listo|hecho|c'est fait|voilà|(?:alles )?erledigt"
+            r"|feito|tudo certo)\b",
+            "done",
+        ),
+        (r"\b(?:nicht|n[ãa]o)\b", "not"),
+        # the changes, money coming back, conditions and other records
+        (r"\b(?:reembolso|devolución|remboursement|(?:rück)?erstattung)\b", "refund"),
+        (r"\b(?:cancelación|anulación|cancelamento|annulation|stornierung)\b", "cancellation"),
+        (r"\b(?:intercambio|troca|échange|umtausch)\b", "exchange"),
+        (r"\b(?:crédito|crédit|gutschrift|guthaben)\b", "credit"),
+        (r"\b(?:dirección|endereço|adresse)\b", "address"),
+        (r"\b(?:verás|verá|vous verrez)\b", "you will see"),
+        (
+            r"\bde vuelta (?:en|a) (?:tu|su)\b|\bde volta (?:no|na|ao|à) (?:seu|sua)\b",
+            "back on your",
+        ),
+        (r"\ben camino\b|\ba caminho\b|\bunterwegs\b", "on its way"),
+        (r"\b(?:si|wenn|cuando|quand|lorsque|quando|sobald)\b", "if"),
+        (r"\b(?:otr[oa]s?|autres?|outr[oa]s?|andere[nmrs]?)\b", "other"),
+    ]
+]
+"""Spanish, French, German and Portuguese words as policy 9's rules read them, in order."""
+
+
+def _in_english(normalised_text: str) -> str:
+    """*normalised_text* with the words of the other languages policy 9's rules read put in
+    English (see :data:`_ENGLISH`); English text is left as it is."""
+    for pattern, english in _ENGLISH:
+        normalised_text = pattern.sub(english, normalised_text)
+    return normalised_text
 
 
 def _claimed_kinds(text: str) -> set[str]:
@@ -1149,7 +1316,7 @@ def reply_tells_what_was_done(trace: list[AgentEvent], s0: StateView) -> Evidenc
     for event in trace:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
-        if _TOLD_DONE.search(normalise(event.text)) or _claimed_kinds(event.text):
+        if _TOLD_DONE.search(_in_english(normalise(event.text))) or _claimed_kinds(event.text):
             return True, {}
     return False, {"problems": ["no agent message tells the customer a change was made"]}
 
