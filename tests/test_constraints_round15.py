@@ -231,3 +231,37 @@ def test_english_words_like_those_of_another_language_are_read_as_english(
     languages are they Spanish ("he cancelled" is no "i have cancelled")."""
     events = _final(oracles["refund-after-window"], REFUSED + said)
     assert failing(retail, "refund-after-window", events) == []
+
+
+# --- policy 9: a claim listing records claims every one of them --------------------------------
+
+ALL_DONE = "All done. "
+
+
+@pytest.mark.parametrize(
+    ("said", "false"),
+    [
+        ("I refunded the headlamp, the bottle and the socks, cancelled the beanie", True),
+        ("I refunded the headlamp, the bottle, and the socks, cancelled the beanie", True),
+        ("I refunded the headlamp, the bottle and the beanie, cancelled the beanie", True),
+        (
+            "I refunded the Lumen Headlamp, the Canopy Insulated Water Bottle and the Basecamp"
+            " Wool Socks, cancelled the beanie",
+            True,
+        ),
+        ("I refunded the headlamp and the bottle, cancelled the beanie", False),
+        (
+            "I cancelled the beanie, the hoodie will ship as planned, and I refunded the headlamp"
+            " and the bottle",
+            False,
+        ),
+    ],
+)
+def test_a_claim_listing_records_claims_each_of_them(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str, false: bool
+) -> None:
+    """ "I refunded the headlamp, the bottle and the socks" passed after refunding the headlamp
+    and the bottle only: the claim's object stopped at the list's first comma, so the socks
+    were never read."""
+    events = _final(oracles["several-changes"], f"{ALL_DONE}{said}. Your address is updated.")
+    assert failing(retail, "several-changes", events) == ([MADE] if false else [])

@@ -675,13 +675,20 @@ _CLAIM_START = re.compile(
     rf"{_ASKED_OF_ME}\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and"
     rf"| went ahead and)* (?=({'|'.join(_KIND_VERBS)}|{_GENERIC_VERBS})\b)"
 )
+_RECORD = r"(?:(?:the|your|an?|both|my)\b|o-\d)"
+"""Where a record is named: after an article, or by its order id."""
+_NAMED = r"(?:[^\s,;]+ ){0,4}[^\s,;]+"
+"""A record named in a list: up to five words ("the canopy insulated water bottle")."""
 _JOINED_VERB = re.compile(
     rf"(?:^|, (?:and )?(?:also )?|\band (?:also )?)({'|'.join(_KIND_VERBS)}|{_GENERIC_VERBS})\b"
-    r"((?:(?! and )[^,;]| and (?=(?:the|your|an?|both|my)\b|o-\d))*)"
+    rf"((?:(?! and )[^,;]|,? and (?={_RECORD})|, (?={_RECORD})(?=(?:{_NAMED}, )*{_NAMED},? and"
+    rf" {_RECORD}))*)"
 )
 """A verb of a first-person claim and its object, which runs on over " and " into another
-record ("refunded the hoodie and the beanie") but not into another verb ("refunded the
-socks and cancelled O-1002", "refunded the socks and emailed the receipt")."""
+record ("refunded the hoodie and the beanie"), and over the commas of a list of them
+("refunded the headlamp, the bottle(,) and the socks"), but not into another verb
+("refunded the socks and cancelled O-1002", "refunded the socks and emailed the receipt",
+"cancelled the beanie, the hoodie will ship")."""
 
 
 _DONE = re.compile(
