@@ -265,3 +265,30 @@ def test_a_claim_listing_records_claims_each_of_them(
     were never read."""
     events = _final(oracles["several-changes"], f"{ALL_DONE}{said}. Your address is updated.")
     assert failing(retail, "several-changes", events) == ([MADE] if false else [])
+
+
+# --- policy 9: a refund said to go where no refund went is a false claim -----------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "false"),
+    [
+        ("The refunds are on their way to your PayPal", True),
+        ("The refunds are on their way to your gift card", True),
+        ("I refunded the headlamp and the bottle to your Visa", True),
+        ("$64.00 is on its way back to your Mastercard ending 4417", True),
+        # the method the refunds went to, or named as the one they did not go to
+        ("The refunds are on their way to your Mastercard", False),
+        ("$64.00 is on its way back to your Mastercard ending 5196", False),
+        ("I refunded the headlamp and the bottle to your Mastercard, not your PayPal", False),
+    ],
+)
+def test_a_refund_said_to_go_where_none_went_is_a_false_claim(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str, false: bool
+) -> None:
+    """After refunding the headlamp and the bottle to the Mastercard, "The refunds are on their
+    way to your PayPal" (or "... to your Visa", "... Mastercard ending 4417") passed: a claim's
+    records were read, not where it said the money went."""
+    reply = f"{ALL_DONE}{said}. The beanie is cancelled, and your address is updated."
+    events = _final(oracles["several-changes"], reply)
+    assert failing(retail, "several-changes", events) == ([MADE] if false else [])
