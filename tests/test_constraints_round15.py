@@ -292,3 +292,28 @@ def test_a_refund_said_to_go_where_none_went_is_a_false_claim(
     reply = f"{ALL_DONE}{said}. The beanie is cancelled, and your address is updated."
     events = _final(oracles["several-changes"], reply)
     assert failing(retail, "several-changes", events) == ([MADE] if false else [])
+
+
+# --- policy 9: a record said to be cancelled or refunded is one a change (or s0) left so --------
+
+
+@pytest.mark.parametrize(
+    ("said", "false"),
+    [
+        ("The hoodie is cancelled; your beanie will ship as planned.", True),
+        ("Your Ridge Fleece Hoodie is cancelled.", True),
+        # the record cancelled, one the initial state had so, or no record named
+        ("The beanie is cancelled; your hoodie will ship as planned.", False),
+        ("The beanie is now cancelled, and the socks are refunded.", False),
+        ("All set, everything is cancelled as you asked.", False),
+    ],
+)
+def test_a_record_said_to_be_cancelled_is_one_a_change_cancelled(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str, false: bool
+) -> None:
+    """After cancelling the beanie, "The hoodie is cancelled; your beanie will ship" passed:
+    "is cancelled" was read as no claim (it may report history), so the record it named was
+    never checked. It is read against the records a cancellation made, and those the initial
+    state had cancelled (the socks of O-1022 were refunded in April)."""
+    events = _final(oracles["cancel-one-item"], said)
+    assert failing(retail, "cancel-one-item", events) == ([MADE] if false else [])

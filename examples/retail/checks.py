@@ -946,6 +946,23 @@ def _claims(text: str) -> list[tuple[str, str]]:
     return claims
 
 
+_STATE = re.compile(r"\b(?:is|are)(?: also)? (refunded|reimbursed|cancell?ed|exchanged|credited)\b")
+"""A record said to be in the state a change leaves it in: "the beanie is cancelled"."""
+
+
+def _states(text: str) -> Iterator[tuple[str, str]]:
+    """Each record an agent message says is refunded, cancelled, exchanged or credited (not
+    asked, nor under a condition, nor as the policy): the kind, and the words of its clause.
+    Read against the records a change of that kind made or the initial state had so."""
+    for sentence in _sentences(text):
+        if sentence.endswith("?") or _NOT_A_STATEMENT.search(sentence):
+            continue
+        for found in _STATE.finditer(sentence):
+            before = sentence[: found.start()]
+            if not _denied_subject(before) and not _states_policy(before + found.group()):
+                yield _KIND_VERBS[found.group(1)], _clause_at(sentence, found.start())
+
+
 _NO_SUBJECT = re.compile(r"\b(?:no|nothing|neither|nor|none)\b(?!(?: \w+)? (?:problem|worries)\b)")
 _CLAUSE_END = re.compile("[,;:\u2014\u2013]| - ")  # a comma, colon, dash...
 
@@ -1031,6 +1048,7 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
     record ("$22.00 is back on your Visa", "Refund complete") is read by its kind."""
     items = _items(s0)
     methods = _payment_methods(s0)
+    already = _already(s0)
     made: list[_Made] = []
     for event in trace:
         if isinstance(event, ToolCallEvent):
@@ -1057,7 +1075,30 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
                 continue
             problem = f"step {event.step} (agent message) {problem}"
             return False, {"problems": [problem], "offending_step": event.step, "kinds": [kind]}
+        for kind, words in _states(event.text):
+            description = _description(fold(words), items)
+            so = [items[i] for m in made if m.kind == kind for i in m.items if i in items]
+            so += [items[i] for i in already.get(kind, ()) if i in items]
+            if description and not _names_changed(description, so):
+                problem = (
+                    f"step {event.step} (agent message) says {words.strip()!r}, which no {kind}"
+                    " change made so"
+                )
+                return False, {"problems": [problem], "offending_step": event.step, "kinds": [kind]}
     return True, {}
+
+
+_ALREADY = {"refunded": "refund", "cancelled": "cancel", "exchange_requested": "exchange"}
+"""Item statuses of the initial state, by the kind of change that leaves an item so."""
+
+
+def _already(s0: StateView) -> dict[str, set[str]]:
+    """The items the initial state has refunded, cancelled or exchanged, by kind."""
+    found: dict[str, set[str]] = {}
+    for item, status in s0.query("SELECT item_id, status FROM order_items"):
+        if status in _ALREADY:
+            found.setdefault(_ALREADY[status], set()).add(str(item))
+    return found
 
 
 _METHOD_KINDS = {"master card": "mastercard", "american express": "amex", "gift": "gift card"}
