@@ -317,3 +317,70 @@ def test_a_record_said_to_be_cancelled_is_one_a_change_cancelled(
     state had cancelled (the socks of O-1022 were refunded in April)."""
     events = _final(oracles["cancel-one-item"], said)
     assert failing(retail, "cancel-one-item", events) == ([MADE] if false else [])
+
+
+# --- policy 2: a yes put off, hedged, or taken back in other words ----------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes, but tomorrow please.",
+        "Yes, but later.",
+        "Sí, pero mañana.",
+        "Oui, mais demain.",
+        "Ja, aber später.",
+        "Yes, once I send them back.",
+        "Probably yes.",
+        "Maybe ok?",
+        "I guess so.",
+    ],
+)
+def test_a_yes_put_off_or_hedged_confirms_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
+) -> None:
+    """ "Yes, but tomorrow please" (or "Sí, pero mañana", "Yes, once I send them back",
+    "Probably yes") confirmed the refund the agent made at once."""
+    events = _answered(oracles["refund-socks"], answer)
+    assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund"]
+
+
+@pytest.mark.parametrize(
+    "stop",
+    [
+        "Hang on a sec.",
+        "Hold up!",
+        "¡Espera!",
+        "Attendez, ne le faites pas.",
+        "Warte, bitte nicht.",
+    ],
+)
+def test_a_stop_after_the_yes_in_other_words_takes_it_back(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], stop: str
+) -> None:
+    """After "Yes, please go ahead." and the agent's "Processing it now.", "Hang on a sec" (or
+    "Attendez", "Warte") did not take the yes back, so the refund made after it passed."""
+    events = oracles["refund-socks"]
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "refund_item")
+    yes = events[at - 1]
+    said = [
+        yes.model_copy(update={"role": "agent", "text": "Great, processing it now."}),
+        yes.model_copy(update={"text": stop}),
+    ]
+    events = [*events[:at], *said, *events[at:]]
+    assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Yes, please go ahead.",
+        "Yes, I think that's right.",
+        "Yes please, I'll hold on to the receipt.",
+    ],
+)
+def test_a_plain_yes_still_confirms(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
+) -> None:
+    events = _answered(oracles["refund-socks"], answer)
+    assert failing(retail, "refund-socks", events) == []

@@ -521,7 +521,9 @@ def _asks_to_go_on(message: MessageEvent) -> bool:
 # that's all"). "I'll wait for the email" or "don't cancel the hoodie" take nothing back.
 _TAKING_BACK = re.compile(
     r"(^|[.!?,;] )((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
-    r"(sec|second|minute|moment)\b|\bhold (on|off)\b|\bnever ?mind\b|\bscratch that\b"
+    r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$))\b|\bhang on\b"
+    r"|\bnever ?mind\b|\bscratch that\b"
+    r"|(^|[.!?,;] )(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
     r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
     r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
     r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
