@@ -384,3 +384,36 @@ def test_a_plain_yes_still_confirms(
 ) -> None:
     events = _answered(oracles["refund-socks"], answer)
     assert failing(retail, "refund-socks", events) == []
+
+
+# --- policy 9: a refund's amount claimed is one the refunds made came to ------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "headlamp_failed", "false"),
+    [
+        ("$64.00 is on its way back to your Mastercard", True, True),
+        ("$29.00 is on its way back to your Mastercard", True, False),
+        ("$64.00 is on its way back to your Mastercard", False, False),
+        ("I refunded $35.00 for the headlamp and $29.00 for the bottle", False, False),
+    ],
+)
+def test_a_refund_amount_claimed_is_one_the_refunds_made(
+    retail: Suite,
+    oracles: dict[str, list[AgentEvent]],
+    said: str,
+    headlamp_failed: bool,
+    false: bool,
+) -> None:
+    """The tool refused the headlamp's refund, and the reply said "$64.00 is on its way back",
+    the two refunds' total: it passed, since both prices had been shown (p2-amounts-as-shown)
+    and a refund had been made (p9-claims-were-made), though $29.00 was refunded."""
+    events = list(oracles["several-changes"])
+    if headlamp_failed:
+        at = next(
+            i for i, e in enumerate(events) if getattr(e, "args", {}).get("item_id") == "I-1019-2"
+        )
+        refused = {"ok": False, "error_class": "tool_error", "output": None, "error": "refused"}
+        events[at] = events[at].model_copy(update=refused)
+    reply = f"{ALL_DONE}{said}. The beanie is cancelled, and your address is updated."
+    assert failing(retail, "several-changes", _final(events, reply)) == ([MADE] if false else [])
