@@ -40,6 +40,8 @@ CHANGES = ("refund_item", "cancel_order", "cancel_item", "exchange_item", "add_s
         ("Yes, just part of it", False),
         ("Sí, pero solo 11 dólares", False),
         ("Sí, pero solo la mitad", False),
+        ("Oui, mais seulement 11 $.", False),
+        ("Oui, 22,00 $, allez-y.", True),
         # the amount asked about, in any notation, and a yes kept to the thing asked about
         ("Yes, $22 is fine.", True),
         ("Yes, refund $22.00 please", True),

@@ -412,10 +412,10 @@ def _counter_offer(yes: _Confirmation) -> str | None:
 
 
 # An amount of money in normalised text, in the notations of the languages of the default yes
-# ("$11", "USD 11", "11 dollars", "11 dólares", "11,50 €"): its figures.
+# ("$11", "USD 11", "11 dollars", "11 dólares", "11,50 €", "11 $"): its figures.
 _MONEY = re.compile(
     r"(?:\$|\b(?:usd|us\$|eur)\b|€) ?(\d[\d.,]*)"
-    r"|(?<![\w.,$])(\d[\d.,]*) ?(?:(?:usd|eur|euros?|dollars?|d[oó]lares|bucks)\b|€)"
+    r"|(?<![\w.,$])(\d[\d.,]*) ?(?:(?:usd|eur|euros?|dollars?|d[oó]lares|bucks)\b|€|\$(?! ?\d))"
 )
 # A last dot or comma before one or two digits is the decimal point ("11,50"); any other one
 # groups digits ("1,234", "1.234").
