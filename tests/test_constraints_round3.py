@@ -207,22 +207,28 @@ def test_amounts_are_read_in_every_format(checks: Any, text: str, cents: list[in
 
 
 @pytest.mark.parametrize(
-    "reply",
+    ("reply", "refund_claimed"),
     [
-        "Done. $2.00 is on its way back to your Visa ending 4417. Anything else?",
-        "Done. $220.00 is on its way back to your Visa ending 4417. Anything else?",
-        "Done. Twenty dollars is on its way back to your Visa ending 4417. Anything else?",
-        "Done. USD 45 is on its way back to your Visa ending 4417. Anything else?",
-        "Done. $1,234.50 is on its way back to your Visa ending 4417. Anything else?",
-        "Done. 1.234,50 \u20ac is on its way back to your Visa ending 4417. Anything else?",
-        "Done. I refunded $22.00, and there is a $5.00 fee. Anything else?",
+        ("Done. $2.00 is on its way back to your Visa ending 4417. Anything else?", True),
+        ("Done. $220.00 is on its way back to your Visa ending 4417. Anything else?", True),
+        ("Done. Twenty dollars is on its way back to your Visa ending 4417. Anything else?", False),
+        ("Done. USD 45 is on its way back to your Visa ending 4417. Anything else?", True),
+        ("Done. $1,234.50 is on its way back to your Visa ending 4417. Anything else?", False),
+        (
+            "Done. 1.234,50 \u20ac is on its way back to your Visa ending 4417. Anything else?",
+            False,
+        ),
+        ("Done. I refunded $22.00, and there is a $5.00 fee. Anything else?", False),
     ],
 )
 def test_an_amount_nothing_showed_fails(
-    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str, refund_claimed: bool
 ) -> None:
+    """A refund claimed with an amount the refund made does not come to is a false claim too
+    (fifteenth round), where the claim's clause holds the amount."""
     failed = failing(retail, "refund-socks", _final(oracles["refund-socks"], reply))
-    assert failed == ["p2-amounts-as-shown"]
+    claimed = ["p9-claims-were-made"] if refund_claimed else []
+    assert failed == ["p2-amounts-as-shown", *claimed]
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -252,8 +253,9 @@ def _check_change(
     ):
         why = "kept to part of the question, leaving this change out"
         return _unconfirmed_by(constraint, change, covering[-1], why, "narrowed")
-    if covering and covering[-1].yes and _paid_otherwise(covering[-1]):
-        why = "named another way of paying than the question's"
+    counter_offer = _counter_offer(covering[-1]) if covering and covering[-1].yes else None
+    if counter_offer is not None:
+        why = f"named another {counter_offer} than the question's"
         return _unconfirmed_by(constraint, change, covering[-1], why, "counter_offer")
     if covering and covering[-1].yes:
         objection = _objection(answers, covering[-1])
@@ -318,6 +320,13 @@ _NARROWING = re.compile(
     r"|\b[^\W\d_]{3,}( [^\W\d_]{3,})? only\b(?=\W*($|[.,;!)]|(please|thanks|thank you)\b))"
 )
 _WORD = re.compile(r"[^\W\d_]{4,}")
+# A yes kept to part of an amount ("Yes, but only half", "Yes, just part of it", "Sí, pero
+# solo la mitad"): it confirms no change of the whole.
+_IN_PART = re.compile(
+    r"\b(just|only|solely|solo|sólo|solamente|seulement|uniquement|juste|nur|só|somente|apenas)"
+    rf" ({_ARTICLE} )?(half|part|partially|a portion|some|mitad|moiti[eé]|h[aä]lfte|metade"
+    r"|parte|partie|teil)\b"
+)
 
 
 # A yes that leaves part of what was asked out ("Yes, except the bottle", "Yes, but keep the
@@ -347,6 +356,8 @@ def _narrowed_away(yes: _Confirmation, values: list[str]) -> bool:
     left_out = {w for m in _EXCLUDING.finditer(answer) for w in _WORD.findall(m.group("rest"))}
     # a word left out names a value's word it ends ("the lamp" leaves out the Headlamp)
     if any(word.endswith(out) for word in words for out in left_out):
+        return True
+    if _IN_PART.search(answer) is not None:
         return True
     if _NARROWING.search(answer) is None:
         return False
@@ -385,6 +396,38 @@ _PAYMENT = re.compile(
     r"|venmo|gift[ _-]?cards?|store[ _-]?credit|tarjeta de regalo|carte[ -]cadeau"
     r"|geschenkkarte|gutschein|cart[aã]o[ -]presente|vale[ -]presente)(?![^\W_])"
 )
+
+
+def _counter_offer(yes: _Confirmation) -> str | None:
+    """What *yes* names that its question does not, when the question proposes one: another
+    way of paying ("... to your Visa ending 4417?" "Sure, to the gift card") or another amount
+    ("Refund $22.00?" "Yes, but only $11"). A counter-offer, no yes to the change asked about
+    ("Yes, to my Visa, not the gift card", "Yes, $22 is right" are yeses)."""
+    if _paid_otherwise(yes):
+        return "way of paying"
+    asked = _amounts(yes.answered)
+    if asked and not _amounts(message_text(yes.answer)) <= asked:
+        return "amount"
+    return None
+
+
+# An amount of money in normalised text, in the notations of the languages of the default yes
+# ("$11", "USD 11", "11 dollars", "11 dólares", "11,50 €", "11 $"): its figures.
+_MONEY = re.compile(
+    r"(?:\$|\b(?:usd|us\$|eur)\b|€) ?(\d[\d.,]*)"
+    r"|(?<![\w.,$])(\d[\d.,]*) ?(?:(?:usd|eur|euros?|dollars?|d[oó]lares|bucks)\b|€|\$(?! ?\d))"
+)
+# A last dot or comma before one or two digits is the decimal point ("11,50"); any other one
+# groups digits ("1,234", "1.234").
+_DECIMAL_POINT = re.compile(r"[.,](?=\d{1,2}$)")
+
+
+def _amounts(text: str) -> set[Decimal]:
+    """The amounts of money normalised *text* names ("$22", "22.00 dollars" and "22,00 €" are
+    one)."""
+    found = (m.group(1) or m.group(2) for m in _MONEY.finditer(text))
+    figures = (_DECIMAL_POINT.sub("p", f.rstrip(".,")) for f in found)
+    return {Decimal(re.sub(r"[.,]", "", f).replace("p", ".")).normalize() for f in figures}
 
 
 def _paid_otherwise(yes: _Confirmation) -> bool:
@@ -478,7 +521,9 @@ def _asks_to_go_on(message: MessageEvent) -> bool:
 # that's all"). "I'll wait for the email" or "don't cancel the hoodie" take nothing back.
 _TAKING_BACK = re.compile(
     r"(^|[.!?,;] )((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
-    r"(sec|second|minute|moment)\b|\bhold (on|off)\b|\bnever ?mind\b|\bscratch that\b"
+    r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$))\b|\bhang on\b"
+    r"|\bnever ?mind\b|\bscratch that\b"
+    r"|(^|[.!?,;] )(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
     r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
     r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
     r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
