@@ -1,0 +1,80 @@
+"""Scale and harness overhead, fifteenth round: the bench measures what ``groundstate run``
+pays, with the same checks in force."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from groundstate.agents.base import Session
+from groundstate.agents.scripted import ScriptedAgent
+from groundstate.spec.suite import Suite, load_suite
+from groundstate.testing import FunctionAgent, attempt
+
+from .conftest import BANK
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "overhead.py"
+
+
+@pytest.fixture(scope="module")
+def overhead() -> ModuleType:
+    """``bench/overhead.py`` as a module (the bench folder is no package)."""
+    spec = importlib.util.spec_from_file_location("_bench_overhead", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+@pytest.fixture
+def bank_copy(tmp_path: Path) -> Suite:
+    root = tmp_path / "bank"
+    shutil.copytree(BANK, root)
+    return load_suite(root)
+
+
+def test_the_benchs_one_task_suite_grades_with_the_checks_pinned_at_load(
+    overhead: ModuleType, bank_copy: Suite
+) -> None:
+    """The concurrency batches of ``bench/overhead.py`` run a suite of one task. Built field by
+    field, it lost the check modules pinned when the suite was loaded: every check call went
+    to the file on disk (a stat each, and the file as it is now, not as loaded), which is not
+    what ``groundstate run`` grades with."""
+    one = overhead.one_task_suite(bank_copy, "transfer")
+    assert set(one.tasks) == {"transfer"} and one.config.canary is None
+    assert one.checks["checks.py"] is bank_copy.checks["checks.py"]
+    checks = bank_copy.root / "checks.py"
+    checks.write_text(checks.read_text() + "\n\ndef money_conserved(*args):\n    return False\n")
+    steps = one.solutions["transfer"]["oracle"].steps
+    run = attempt(one, "transfer", ScriptedAgent(steps)).run
+    assert run.success, run.outcome_assertion_results
+    assert run.model_dump(include={"outcome_assertion_results", "constraint_results"}) == (
+        attempt(bank_copy, "transfer", ScriptedAgent(steps)).run.model_dump(
+            include={"outcome_assertion_results", "constraint_results"}
+        )
+    )
+
+
+def test_the_benchs_one_task_suite_still_stops_an_agent_that_changes_its_task(
+    overhead: ModuleType, bank_copy: Suite
+) -> None:
+    """Without the task's grader shape, the watch for a task changed in memory had nothing to
+    compare with: an agent that emptied its assertions passed on the bench's suite."""
+    one = overhead.one_task_suite(bank_copy, "transfer")
+
+    async def empties_its_assertions(session: Session) -> str:
+        one.tasks["transfer"].outcome_assertions.clear()
+        return "Moved 30 from A to B."
+
+    run = attempt(one, "transfer", FunctionAgent(empties_its_assertions)).run
+    assert run.terminal_reason == "agent_failure/prohibited_action"
+    assert "changed in memory" in run.infrastructure_status["stop"]["message"]
