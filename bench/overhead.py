@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -446,41 +446,63 @@ class _Metered:
     the rate's clock starts too): this process's usage then, and its pool workers' from
     then until it closes (workers are the fork server's children: not in this process's own
     usage). Preflight's fixed cost (building the system, the store's checks) stays out of
-    the CPU per attempt, as it stays out of the rate."""
+    the CPU per attempt, as it stays out of the rate.
+
+    Each worker's CPU is read again whenever a job ends, and kept by process: a worker that
+    retires (an attempt left something in it) or dies is replaced by a new one, and its CPU
+    until its last job stays counted (summing the live workers' at the end lost it, and
+    counted the new one's from zero against the old one's start: a negative CPU per
+    attempt)."""
 
     inner: Executor
     name: str = ""
-    start: float | None = None
-    workers: float = 0.0
     own: resource.struct_rusage | None = None
     """This process's usage at the batch's first job."""
+    started: dict[int, float] | None = None
+    """Each worker's CPU seconds at the batch's first job, by process id."""
+    seen: dict[int, float] = field(default_factory=dict)
+    """Each worker's CPU seconds when last read, by process id (workers since gone too)."""
 
     def __post_init__(self) -> None:
         self.name = self.inner.name
+
+    @property
+    def workers(self) -> float:
+        """The workers' CPU seconds from the batch's first job (those started later: all)."""
+        if self.started is None:
+            return 0.0
+        return sum(cpu - self.started.get(pid, 0.0) for pid, cpu in self.seen.items())
 
     def open(self, concurrency: int) -> None:
         self.inner.open(concurrency)
 
     def close(self) -> None:
-        if self.start is not None:
-            self.workers = _workers_cpu(self.inner) - self.start
+        self._read()
         self.inner.close()
 
     async def run(self, job: AttemptJob) -> AttemptOutput:
-        if self.start is None and job.info.batch_id not in ("canary", "smoke"):
+        if self.started is None and job.info.batch_id not in ("canary", "smoke"):
             self.own = resource.getrusage(resource.RUSAGE_SELF)
-            self.start = _workers_cpu(self.inner)
-        return await self.inner.run(job)
+            self._read()
+            self.started = dict(self.seen)
+        try:
+            return await self.inner.run(job)
+        finally:
+            self._read()
+
+    def _read(self) -> None:
+        self.seen.update(_workers_cpu(self.inner))
 
 
-def _workers_cpu(executor: Executor) -> float:
-    """User + system CPU seconds of *executor*'s worker processes so far (Linux /proc)."""
-    total = 0.0
+def _workers_cpu(executor: Executor) -> dict[int, float]:
+    """User + system CPU seconds of each of *executor*'s worker processes so far, by process
+    id (Linux /proc; a worker gone meanwhile is left out)."""
+    found = {}
     for pid in getattr(executor, "worker_pids", []):
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+            found[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
 
 
 def _batch_rate(suite: Suite, system: SystemSpec, level: int, n: int, executor: str) -> _Batch:

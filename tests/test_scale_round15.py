@@ -3,11 +3,12 @@ pays, with the same checks in force."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import shutil
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import pytest
 
@@ -78,3 +79,41 @@ def test_the_benchs_one_task_suite_still_stops_an_agent_that_changes_its_task(
     run = attempt(one, "transfer", FunctionAgent(empties_its_assertions)).run
     assert run.terminal_reason == "agent_failure/prohibited_action"
     assert "changed in memory" in run.infrastructure_status["stop"]["message"]
+
+
+def test_the_bench_keeps_a_retired_workers_cpu_and_counts_its_replacement_from_its_start(
+    overhead: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process pool replaces a worker that retires (an attempt left something in it).
+    The bench summed the live workers' CPU at the end less their sum at the first job: the
+    retired worker's CPU was lost and its replacement's counted against it, and the
+    concurrency table printed a negative CPU per attempt (-4.5 ms at concurrency 8)."""
+    readings = iter(
+        [
+            {1: 5.0, 2: 5.0},  # the first job starts
+            {1: 6.0, 2: 7.0},  # it ends; worker 2 then retires, 3 takes its place
+            {1: 8.0, 3: 0.5},  # the second job ends
+            {1: 9.0, 3: 1.0},  # the pool closes
+        ]
+    )
+    monkeypatch.setattr(overhead, "_workers_cpu", lambda executor: next(readings))
+
+    class Pool:
+        name = "process"
+
+        def open(self, concurrency: int) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+        async def run(self, job: object) -> str:
+            return "done"
+
+    metered = overhead._Metered(Pool())
+    job = SimpleNamespace(info=SimpleNamespace(batch_id="b1"))
+    for _ in range(2):
+        assert asyncio.run(metered.run(job)) == "done"
+    metered.close()
+    assert metered.workers == pytest.approx((9.0 - 5.0) + (7.0 - 5.0) + 1.0)
+    assert metered.own is not None  # this process's usage is read from the first job too
