@@ -9,15 +9,17 @@ import shutil
 import sys
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
+from typing import Any
 
 import pytest
 
 from groundstate.agents.base import Session
 from groundstate.agents.scripted import ScriptedAgent
+from groundstate.executors._job import OURS
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import BANK
+from .conftest import BANK, EditTask
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "overhead.py"
 
@@ -117,3 +119,46 @@ def test_the_bench_keeps_a_retired_workers_cpu_and_counts_its_replacement_from_i
     metered.close()
     assert metered.workers == pytest.approx((9.0 - 5.0) + (7.0 - 5.0) + 1.0)
     assert metered.own is not None  # this process's usage is read from the first job too
+
+
+SEES_NO_LEFTOVERS = '''
+
+SEEN = []
+
+
+def sees_no_leftovers(s0, sT):
+    """While an attempt's outcome assertion runs, another attempt of the same pool worker
+    may end: what would that one's worker take for threads left behind?"""
+    import threading
+
+    from groundstate.executors._job import leftovers, process_state
+
+    SEEN.append((threading.current_thread().name, leftovers(None, process_state())))
+    return True
+'''
+
+
+def test_an_attempts_running_assertion_is_no_thread_left_behind(
+    edited_bank: EditTask,
+) -> None:
+    """A pool worker runs several attempts at once; when one ends, any thread alive that does
+    not bear a harness name is taken for one it left behind, and the worker retires (a
+    restart: the suite loaded again). The outcome assertions' threads were named
+    ``grader-<id>``: an attempt still grading made its neighbour's worker retire (3 needless
+    restarts in a batch of 128 at concurrency 64)."""
+
+    def add_assertion(task: dict[str, Any]) -> None:
+        task["outcome_assertions"].append(
+            {"id": "no-leftovers", "check": "checks.py:sees_no_leftovers"}
+        )
+
+    checks = BANK / "checks.py"
+    suite = edited_bank(lambda task: None)
+    (suite.root / "checks.py").write_text(checks.read_text() + SEES_NO_LEFTOVERS)
+    suite = edited_bank(add_assertion)
+    steps = suite.solutions["transfer"]["oracle"].steps
+    run = attempt(suite, "transfer", ScriptedAgent(steps)).run
+    assert run.success, run.outcome_assertion_results
+    seen = suite.checks["checks.py"].SEEN
+    assert [left for _, left in seen] == [None], seen
+    assert seen[0][0].startswith(OURS)
