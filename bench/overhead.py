@@ -29,7 +29,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -347,19 +347,27 @@ def _slow_oracle_system(folder: Path, steps: list[Step], latency: float) -> Syst
     return load_system(system)
 
 
+def one_task_suite(suite: Suite, task_id: str) -> Suite:
+    """*suite* with only *task_id*, and no canary, as loaded otherwise: with the check
+    modules pinned at load and the task's grader shape, so that its attempts grade as
+    ``groundstate run``'s do (a suite built field by field lost them: every check call then
+    looked at the check file on disk, and the watch for a regraded task was skipped)."""
+    one = replace(
+        suite,
+        config=suite.config.model_copy(update={"canary": None}),
+        tasks={task_id: suite.tasks[task_id]},
+        solutions={task_id: suite.solutions[task_id]},
+        graders={task_id: suite.graders[task_id]},
+    )
+    return one
+
+
 def concurrency(
     suite: Suite, latency: float, levels: list[int], attempts_per_level: int, executor: str
 ) -> None:
     task_id = sorted(suite.tasks)[0]
     steps = suite.solutions[task_id]["oracle"].steps
-    one = suite.__class__(
-        suite.root,
-        suite.config,
-        {task_id: suite.tasks[task_id]},
-        {task_id: suite.solutions[task_id]},
-        suite.files,
-    )
-    one.config = one.config.model_copy(update={"canary": None})
+    one = one_task_suite(suite, task_id)
     duration = latency * len(steps)
     print(
         f"\nconcurrency ({executor}): {len(steps)} steps x {latency * 1000:.0f} ms simulated "
@@ -384,7 +392,8 @@ def concurrency(
                 f" {batch.switches:>8.0f} {ceiling:>10.1f}/s  {bound}"
             )
     print(
-        "  CPU/attempt: this process's CPU (and its pool workers') over the batch, per attempt;"
+        "  CPU/attempt: this process's CPU (and its pool workers') from the batch's first attempt"
+        " (after preflight) to its end, per attempt;"
         " sys: the kernel's share of it; switches: voluntary context switches per attempt"
         " (this process: waits for the GIL, locks, I/O)."
         f"\n  CPU ceiling: {_CEILINGS[executor]}"
@@ -419,7 +428,8 @@ class _Batch:
     rate: float
     """Attempts per second, from the end of preflight to the last record stored."""
     cpu: float
-    """CPU seconds per attempt: this process, and its pool workers from their first job."""
+    """CPU seconds per attempt, from the batch's first job: this process and its pool
+    workers."""
     sys_share: float
     switches: float
     """Voluntary context switches of this process per attempt (a thread waiting for the GIL,
@@ -432,39 +442,67 @@ class _Batch:
 
 @dataclass
 class _Metered:
-    """An executor whose pool workers' CPU is read from their first batch job until it closes
-    (workers are the fork server's children: not in this process's own usage)."""
+    """An executor whose CPU is read from the batch's first job (the end of preflight, where
+    the rate's clock starts too): this process's usage then, and its pool workers' from
+    then until it closes (workers are the fork server's children: not in this process's own
+    usage). Preflight's fixed cost (building the system, the store's checks) stays out of
+    the CPU per attempt, as it stays out of the rate.
+
+    Each worker's CPU is read again whenever a job ends, and kept by process: a worker that
+    retires (an attempt left something in it) or dies is replaced by a new one, and its CPU
+    until its last job stays counted (summing the live workers' at the end lost it, and
+    counted the new one's from zero against the old one's start: a negative CPU per
+    attempt)."""
 
     inner: Executor
     name: str = ""
-    start: float | None = None
-    workers: float = 0.0
+    own: resource.struct_rusage | None = None
+    """This process's usage at the batch's first job."""
+    started: dict[int, float] | None = None
+    """Each worker's CPU seconds at the batch's first job, by process id."""
+    seen: dict[int, float] = field(default_factory=dict)
+    """Each worker's CPU seconds when last read, by process id (workers since gone too)."""
 
     def __post_init__(self) -> None:
         self.name = self.inner.name
+
+    @property
+    def workers(self) -> float:
+        """The workers' CPU seconds from the batch's first job (those started later: all)."""
+        if self.started is None:
+            return 0.0
+        return sum(cpu - self.started.get(pid, 0.0) for pid, cpu in self.seen.items())
 
     def open(self, concurrency: int) -> None:
         self.inner.open(concurrency)
 
     def close(self) -> None:
-        if self.start is not None:
-            self.workers = _workers_cpu(self.inner) - self.start
+        self._read()
         self.inner.close()
 
     async def run(self, job: AttemptJob) -> AttemptOutput:
-        if self.start is None and job.info.batch_id not in ("canary", "smoke"):
-            self.start = _workers_cpu(self.inner)
-        return await self.inner.run(job)
+        if self.started is None and job.info.batch_id not in ("canary", "smoke"):
+            self.own = resource.getrusage(resource.RUSAGE_SELF)
+            self._read()
+            self.started = dict(self.seen)
+        try:
+            return await self.inner.run(job)
+        finally:
+            self._read()
+
+    def _read(self) -> None:
+        self.seen.update(_workers_cpu(self.inner))
 
 
-def _workers_cpu(executor: Executor) -> float:
-    """User + system CPU seconds of *executor*'s worker processes so far (Linux /proc)."""
-    total = 0.0
+def _workers_cpu(executor: Executor) -> dict[int, float]:
+    """User + system CPU seconds of each of *executor*'s worker processes so far, by process
+    id (Linux /proc; a worker gone meanwhile is left out)."""
+    found = {}
     for pid in getattr(executor, "worker_pids", []):
         with contextlib.suppress(OSError):
             fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+            found[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
 
 
 def _batch_rate(suite: Suite, system: SystemSpec, level: int, n: int, executor: str) -> _Batch:
@@ -476,6 +514,7 @@ def _batch_rate(suite: Suite, system: SystemSpec, level: int, n: int, executor: 
         result = asyncio.run(runner.start(BatchConfig(attempts=n, concurrency=level)))
         elapsed = (datetime.now(UTC) - result.batch.created_at).total_seconds()
         after = resource.getrusage(resource.RUSAGE_SELF)
+    before = metered.own or before
     user, sys = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     switches = after.ru_nvcsw - before.ru_nvcsw  # waits (the GIL, I/O); not preemptions
     pool = getattr(metered.inner, "worker_pids", None) is not None

@@ -109,9 +109,15 @@ def assertions_later(
     next go to the same thread with them.
 
     A diff or changed-paths assertion runs no code but ours, on the diff computed already: it
-    is evaluated here, without a thread or a time limit."""
+    is evaluated here, without a thread or a time limit. The thread bears the harness's
+    prefix while it runs a check (``groundstate-grader-<id>``): a pool worker takes any other
+    thread alive when one of its attempts ends for one that attempt left behind, and retires
+    (see :func:`groundstate.executors._job.leftovers`)."""
     timed = [a for a in assertions if type(a) not in _UNTIMED]
-    calls = [(partial(_EVALUATE[type(a)], a), _time_limit(a), f"grader-{a.id}") for a in timed]
+    calls = [
+        (partial(_EVALUATE[type(a)], a), _time_limit(a), f"groundstate-grader-{a.id}")
+        for a in timed
+    ]
     later = iter(within_limits(calls, states))
     returned = [
         next(later) if type(a) not in _UNTIMED else _evaluated_now(a, states) for a in assertions
