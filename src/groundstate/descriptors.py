@@ -5,9 +5,11 @@ checks fail to open the initial state's database (``grader_failure``: its failur
 an invalid attempt, rerun), and the record's artifacts fail to be stored. The harness holds
 :data:`SPARE` descriptors (on ``/dev/null``) while an agent runs and lets them go once it
 has ended when the process has fewer than :data:`ROOM` free: the grading, the record and the
-next attempt's environment then have them. Taken again as the next agent's run starts, never
-the last :data:`ROOM` free: the harness's work still under way (the record before, stored
-as the next attempt starts) has those.
+next attempt's environment then have them. Taken again as the next agent's run starts only
+as far as :data:`SPARE` stay free besides: the harness's work still under way then (the record
+before, stored as the next attempt's environment opens) has those. Leaving only a few free
+(eight, once) let that environment take the last of them on a busy machine, and the record's
+artifact found none (``StoreError``: too many open files).
 
 Exhaustion is "fewer than :data:`ROOM` free", not "none free": a few descriptors freed
 between the agent's end and the look (an idle loop thread of the harness's ending and closing
@@ -27,8 +29,7 @@ files), storing the record one at a time (its artifacts)."""
 
 ROOM = 8
 """Fewer descriptors free than this after an agent's run is exhaustion (a few freed meanwhile,
-as by a loop thread ending, do not hide it), and the reserve is never taken back so as to
-leave fewer: a record still being stored needs one at a time."""
+as by a loop thread ending, do not hide it)."""
 
 _EXHAUSTED = (errno.EMFILE, errno.ENFILE)
 
@@ -68,21 +69,19 @@ class Reserve:
         self._lock = threading.Lock()
 
     def keep(self) -> None:
-        """Hold :data:`SPARE` descriptors, or fewer so that :data:`ROOM` stay free."""
+        """Hold :data:`SPARE` descriptors, or fewer so that :data:`SPARE` more stay free."""
         with self._lock:
             if len(self._held) == SPARE:
                 return
-            if not self._held:
-                first = _devnull()
-                if first is None:
-                    return
-                self._held = [first]
-            self._held += _copies(self._held[0], SPARE - len(self._held))
-            short = ROOM - self._free()
-            if short > 0:
-                kept = max(0, len(self._held) - short)
-                _close(self._held[kept:])
-                del self._held[kept:]
+            _close(self._held)
+            self._held = []
+            first = _devnull()
+            if first is None:
+                return
+            made = [first, *_copies(first, 2 * SPARE - 1)]  # as many free as it may hold
+            kept = max(0, min(SPARE, len(made) - SPARE))
+            _close(made[kept:])
+            self._held = made[:kept]
 
     def spend_if_exhausted(self) -> bool:
         """Let the held descriptors go when the process has fewer than :data:`ROOM` free;
