@@ -174,6 +174,15 @@ def validate_on_two_cores(suite: Suite) -> SuiteValidity:
     return SuiteValidity(suite=suite.name, suite_hash=suite.suite_hash, tasks=found)
 
 
+def in_a_fresh_process(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a new (spawned) interpreter, its result returned: for a test that
+    lowers a process-wide limit (descriptors, memory). In the suite's own process, threads
+    earlier tests left working, and their garbage, would share what the limit leaves.
+    *fn* must be a module-level function; its arguments and result must pickle."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result(timeout=600)
+
+
 _LOADED: dict[Path, Suite] = {}
 
 

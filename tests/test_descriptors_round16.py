@@ -8,6 +8,7 @@ import pytest
 
 from groundstate.descriptors import SPARE, Reserve
 
+from .conftest import in_a_fresh_process
 from .test_lifecycle_round13 import _few_descriptors
 
 
@@ -25,6 +26,17 @@ def _free_now() -> int:
     return len(opened)
 
 
+def _kept_and_free(spare: int) -> tuple[int, int]:
+    """How many a new reserve holds with *spare* descriptors free, and how many stay free."""
+    reserve = Reserve()
+    try:
+        with _few_descriptors(spare):
+            reserve.keep()
+            return len(reserve._held), _free_now()
+    finally:
+        reserve.forked()  # lets the held ones go
+
+
 @pytest.mark.parametrize("spare", [20, 40, 60])
 def test_the_reserve_taken_back_leaves_as_many_free_as_it_holds_at_most(spare: int) -> None:
     """After an agent exhausted the descriptors, the reserve was taken back at the next
@@ -32,16 +44,9 @@ def test_the_reserve_taken_back_leaves_as_many_free_as_it_holds_at_most(spare: i
     and the next environment opening: on a loaded machine the environment took those eight
     and the record's artifact found none (CI: ``StoreError``: too many open files). The
     reserve is now taken back only as far as ``SPARE`` stay free besides."""
-    reserve = Reserve()
-    try:
-        with _few_descriptors(spare):
-            reserve.keep()
-            held = len(reserve._held)
-            free = _free_now()
-        assert free >= min(spare, SPARE) - 4  # a few to the test process's other threads
-        assert (held > 0) == (spare > SPARE + 4)  # still kept where both fit
-    finally:
-        reserve.forked()  # lets the held ones go
+    held, free = in_a_fresh_process(_kept_and_free, spare)
+    assert free >= min(spare, SPARE) - 4  # a few to the process's other threads
+    assert (held > 0) == (spare > SPARE + 4)  # still kept where both fit
 
 
 def test_with_room_for_both_the_reserve_holds_all_it_may() -> None:
