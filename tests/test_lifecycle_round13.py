@@ -26,10 +26,10 @@ from groundstate.agents.base import Session
 from groundstate.descriptors import RESERVE
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.environments.sqlite_live import POOL
-from groundstate.spec.suite import Suite
+from groundstate.spec.suite import Suite, load_suite
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import BANK, BANK_SYSTEM, stored_runs
+from .conftest import BANK, BANK_SYSTEM, in_a_fresh_process, stored_runs
 from .test_inprocess_adversarial import _do_the_task
 
 AgentFn = Callable[[Session], Awaitable[Any]]
@@ -142,27 +142,30 @@ async def _does_nothing(session: Session) -> str:
     return "Done."
 
 
+def _graded_after_exhausting(then: AgentFn) -> tuple[bool, str, Any]:
+    """One attempt by an agent that does *then* and opens every descriptor left: whether it
+    found any, its terminal reason and whether the record says they were exhausted."""
+    kept: list[int] = []
+    try:
+        with _few_descriptors(100):
+            run = attempt(load_suite(BANK), "transfer", FunctionAgent(_exhausting(then, kept))).run
+    finally:
+        for fd in kept:
+            os.close(fd)
+    return bool(kept), run.terminal_reason, run.infrastructure_status.get("descriptors_exhausted")
+
+
 @pytest.mark.parametrize(
     ("then", "reason"),
     [(_does_nothing, "agent_failure/incorrect_state"), (_do_the_task, "success")],
 )
-def test_an_agent_that_opens_every_descriptor_is_still_graded(
-    bank: Suite, then: AgentFn, reason: str
-) -> None:
+def test_an_agent_that_opens_every_descriptor_is_still_graded(then: AgentFn, reason: str) -> None:
     """An agent that opened files until the process had no descriptor left made its own
     attempt's checks fail to open the initial state's database: a ``grader_failure``, so an
     invalid attempt (rerun) where it had failed. The harness now holds descriptors back while
-    an agent runs and lets them go for the grading when the agent has left none."""
-    kept: list[int] = []
-    try:
-        with _few_descriptors(100):
-            outcome = attempt(bank, "transfer", FunctionAgent(_exhausting(then, kept)))
-    finally:
-        for fd in kept:
-            os.close(fd)
-    assert kept, "the agent found descriptors to open"
-    assert outcome.run.terminal_reason == reason, outcome.run.infrastructure_status
-    assert outcome.run.infrastructure_status["descriptors_exhausted"] is True
+    an agent runs and lets them go for the grading when the agent has left none. (In a fresh
+    process: see :func:`in_a_fresh_process`.)"""
+    assert in_a_fresh_process(_graded_after_exhausting, then) == (True, reason, True)
 
 
 # --- a handle on the database kept past its attempt ------------------------------------------
