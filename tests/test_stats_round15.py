@@ -12,7 +12,14 @@ import pytest
 from scipy import optimize, special
 
 from groundstate.report.numbers import interval
-from groundstate.stats import Outcome, TaskCounts, compare, interval_rule, pass_curves, summarize_views
+from groundstate.stats import (
+    Outcome,
+    TaskCounts,
+    compare,
+    interval_rule,
+    pass_curves,
+    summarize_views,
+)
 from tests.test_stats_round13 import ref_level_interval, ref_mover, side
 
 # --- 1. the unpaired p-value -------------------------------------------------------------------

@@ -14,7 +14,7 @@ from scipy import stats as scipy_stats
 
 from groundstate.stats import Outcome, compare, summarize
 from tests.test_stats_independent import cli, import_text
-from tests.test_stats_round13 import ref_level_interval, side
+from tests.test_stats_round13 import ref_level_interval
 
 # --- the reference -----------------------------------------------------------------------------
 
@@ -28,16 +28,19 @@ def ref_curve_ends(n: list[int], c: list[int], alpha: float = 0.05) -> tuple[flo
     kmax = min(n)
     lows, highs = [], []
     for k in range(1, kmax + 1):
-        at = [float(1 - Fraction(math.comb(x - y, k), math.comb(x, k))) for x, y in zip(n, c)]
-        hat = [float(Fraction(math.comb(y, k), math.comb(x, k))) for x, y in zip(n, c)]
+        at = [
+            float(1 - Fraction(math.comb(x - y, k), math.comb(x, k)))
+            for x, y in zip(n, c, strict=True)
+        ]
+        hat = [float(Fraction(math.comb(y, k), math.comb(x, k))) for x, y in zip(n, c, strict=True)]
         lows.append(ref_level_interval(at, alpha)[0])
         highs.append(ref_level_interval(hat, alpha)[1])
-    own = ref_level_interval([y / x for x, y in zip(n, c)], alpha)
+    own = ref_level_interval([y / x for x, y in zip(n, c, strict=True)], alpha)
     return min([own[0], *lows]), max([own[1], *highs])
 
 
 def batch(prefix: str, n: list[int], c: list[int]) -> list[Outcome]:
-    return [Outcome(f"{prefix}{i}", j, j < y) for i, (x, y) in enumerate(zip(n, c))
+    return [Outcome(f"{prefix}{i}", j, j < y) for i, (x, y) in enumerate(zip(n, c, strict=True))
             for j in range(x)]  # fmt: skip
 
 
@@ -68,7 +71,7 @@ def test_the_success_rate_pass_at_1_and_pass_hat_1_show_one_interval(name: str) 
     rate, at_1, hat_1 = view.success_rate, view.pass_at_k[1], view.pass_hat_k[1]
     assert rate is not None
     low, high = ref_curve_ends(n, c)
-    mean = sum(y / x for x, y in zip(n, c)) / len(n)
+    mean = sum(y / x for x, y in zip(n, c, strict=True)) / len(n)
     for shown in (rate, at_1, hat_1):
         assert shown.estimate == pytest.approx(mean, abs=1e-12)
         assert shown.ci_low == pytest.approx(low, abs=1e-9), (name, shown)
@@ -165,7 +168,7 @@ def test_a_report_with_no_valid_attempt_says_what_cannot_be_computed(tmp_path: P
                          "--html", str(page))  # fmt: skip
     assert code == 0, err
     said = " ".join(out.split())
-    assert "valid attempts │ n/a │ n/a │ n/a │ 0 │ 0 │ cannot be computed: no task has a counted" in said
+    assert "valid attempts │ n/a │ n/a │ n/a │ 0 │ 0 │ cannot be computed" in said
     assert "pass@k and pass^k cannot be computed: no task has a valid attempt" in said
     assert "invalid = failure │ 0.000 │ n/a │ n/a │ 2 │ 3 │" in said  # the strict view counts
     html = page.read_text(encoding="utf-8")

@@ -427,8 +427,10 @@ def one_value(estimates: Sequence[Estimate]) -> list[Estimate]:
     for e in estimates:
         # the three are computed apart (c/n, and curves of running products): ends a few
         # ulps apart are the same end
-        if e.ci_low is None or e.ci_high is None or (
-            e.ci_low - low <= _TIE and high - e.ci_high <= _TIE
+        if (
+            e.ci_low is None
+            or e.ci_high is None
+            or (e.ci_low - low <= _TIE and high - e.ci_high <= _TIE)
         ):
             out.append(e)
             continue
