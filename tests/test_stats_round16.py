@@ -174,3 +174,14 @@ def test_a_report_with_no_valid_attempt_says_what_cannot_be_computed(tmp_path: P
     html = page.read_text(encoding="utf-8")
     assert "some task has no counted attempt" not in html
     assert "cannot be computed: no task has a counted attempt in this view" in html
+
+
+def test_a_one_task_report_says_n_a_and_counts_in_the_singular(tmp_path: Path) -> None:
+    """One task, one valid attempt of two: the headline gives the value with the reason there
+    is no interval, over "1 task, 2 attempts" (it said "1 tasks")."""
+    text = "task_id,attempt,success,terminal_reason\nt1,0,true,success\nt1,1,false,agent_failure\n"
+    batch_id = import_text(tmp_path, text)
+    code, out, err = cli("report", batch_id, "--store", str(tmp_path / "s.db"))
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert "pass^1 = 0.500 (n/a: 1 task, intervals need at least 5) over 1 task, 2 attempts" in said

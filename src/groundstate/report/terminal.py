@@ -512,7 +512,8 @@ def _headline(report: dict[str, Any]) -> str:
 
 
 def _over(estimate: dict[str, Any]) -> str:
-    return f"{estimate['n_tasks']} tasks, {estimate['attempts']} attempts"
+    tasks, attempts = estimate["n_tasks"], estimate["attempts"]
+    return f"{tasks} task{'s' * (tasks != 1)}, {attempts} attempt{'s' * (attempts != 1)}"
 
 
 def _ci(estimate: dict[str, Any], difference: bool = False) -> str:
