@@ -114,9 +114,15 @@ def test_the_square_and_add_keeps_a_few_agreeing_tasks_uncertain() -> None:
     assert rate.difference.method == "mover"
     assert rate.difference.ci_low < 0 < rate.difference.ci_high  # type: ignore[operator]
     assert rate.p_value is not None and rate.p_value > 0.05
+    # b's success rate shows the one interval of the success rate, pass@1 and pass^1 (the
+    # sixteenth round): pass@4 is 1 on every task of b, so its exact bound reaches 0.541 too
+    # and b's lower end is pass@1's along its curve, below its own
     rates_b = [0.75] * 5 + [0.5]
-    expected = ref_mover([1.0] * 6, rates_b)
+    own = ref_mover([1.0] * 6, rates_b)
+    expected = shown_mover(rate.difference, rate.a, rate.b)
+    assert rate.b.ci_low == found.find("pass_at_k", k=1).b.ci_low == pytest.approx(0.025 ** (1 / 6))
     assert (rate.difference.ci_low, rate.difference.ci_high) == pytest.approx(expected)
+    assert rate.difference.ci_low < own[0] and rate.difference.ci_high == pytest.approx(own[1])  # type: ignore[operator]
     ends = found.find("pass_hat_k", k=4)  # a: 1 on every task, b: 0 on every task
     reach = 0.025 ** (1 / 6)
     assert ends.difference.ci_high == pytest.approx(-1 + math.sqrt(2) * (1 - reach))

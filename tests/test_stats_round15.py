@@ -12,7 +12,14 @@ import pytest
 from scipy import optimize, special
 
 from groundstate.report.numbers import interval
-from groundstate.stats import TaskCounts, compare, interval_rule, pass_curves, summarize_views
+from groundstate.stats import (
+    Outcome,
+    TaskCounts,
+    compare,
+    interval_rule,
+    pass_curves,
+    summarize_views,
+)
 from tests.test_stats_round13 import ref_level_interval, ref_mover, side
 
 # --- 1. the unpaired p-value -------------------------------------------------------------------
@@ -30,6 +37,11 @@ def ref_mover_p(a: list[float], b: list[float]) -> float:
     if gap(math.log1p(-1e-12)) <= 0:
         return 1.0
     return math.exp(optimize.brentq(gap, math.log(1e-300), math.log1p(-1e-12), xtol=1e-12))
+
+
+def scored(prefix: str, values: list[float]) -> list[Outcome]:
+    """One attempt a task, its partial score the task's value."""
+    return [Outcome(f"{prefix}{i}", 0, v == 1, partial_score=v) for i, v in enumerate(values)]
 
 
 CASES = {
@@ -66,10 +78,11 @@ def test_the_unpaired_p_value_is_the_level_where_the_interval_reaches_0_in_few_s
 
     monkeypatch.setattr(compare_module, "_mover_p", counted)
     a, b = CASES[name]
-    found = compare(side("a", [round(4 * v) for v in a], 4),
-                    side("b", [round(4 * v) for v in b], 4), n_boot=0)  # fmt: skip
+    # each value a task's partial score: the success rate has pass@1's interval along its
+    # curve since the sixteenth round, the partial score its own, as the reference
+    found = compare(scored("a", a), scored("b", b), n_boot=0)
     metrics = sum(x.difference.method == "mover" for x in found.differences)
-    d = found.find("success_rate")
+    d = found.find("partial_score")
     assert found.mode == "unpaired" and d.difference.method == "mover"
     assert d.p_value == pytest.approx(ref_mover_p(a, b), rel=2e-9)
     assert d.difference.ci_low is not None and d.difference.ci_high is not None
@@ -179,7 +192,14 @@ def test_curves_only_widen_the_rule_and_follow_their_direction() -> None:
                 assert shown.ci_low is not None and shown.ci_high is not None
                 assert shown.ci_low <= rule.low and shown.ci_high >= rule.high
                 later = [rules[name, j] for j in range(k, view.kmax + 1)]
-                if name == "at":
+                if k == 1:  # one value with the success rate: one interval (sixteenth round)
+                    ats = [rules["at", j] for j in range(1, view.kmax + 1)]
+                    hats = [rules["hat", j] for j in range(1, view.kmax + 1)]
+                    lows = [r.low for r in [*ats, hats[0]] if r.low is not None]
+                    highs = [r.high for r in [*hats, ats[0]] if r.high is not None]
+                    assert shown.ci_low == pytest.approx(min(lows), abs=1e-12)
+                    assert shown.ci_high == pytest.approx(max(highs), abs=1e-12)
+                elif name == "at":
                     assert shown.ci_low == min(r.low for r in later)  # type: ignore[type-var]
                     assert shown.ci_high == rule.high
                 else:

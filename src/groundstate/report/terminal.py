@@ -294,6 +294,9 @@ def summary_tables(report: dict[str, Any]) -> list[Table]:
             str(k), fraction(at_k["estimate"]), _ci(at_k), fraction(hat_k["estimate"]), _ci(hat_k),
             str(at_k["n_tasks"]),
         )  # fmt: skip
+    if not report["pass_at_k"]:
+        curves.add_row("-", "n/a", "n/a", "n/a", "n/a", "0")
+        curves.caption = "pass@k and pass^k cannot be computed: no task has a valid attempt"
     for k, beyond in report["k_limits"]["valid"]["beyond"].items():
         at_k, hat_k = beyond["pass_at_k"], beyond["pass_hat_k"]
         curves.add_row(
@@ -319,17 +322,26 @@ def _view_table(title: str, name: str, report: dict[str, Any], metric: str) -> T
     views = (("valid attempts", report), ("invalid = failure", report["invalid_as_failure"]))
     for view_name, view in views:
         value = view[metric]
-        if value is not None:
-            table.add_row(
-                view_name,
-                fraction(value["estimate"]),
-                _ci(value),
-                _maybe(value["se"]),
-                str(value["n_tasks"]),
-                str(value["attempts"]),
-                _plain(value["note"]),
-            )
+        if value is None:  # a view row left out read as if the view had not been computed
+            table.add_row(view_name, "n/a", "n/a", "n/a", "0", "0", _none_counted(metric))
+            continue
+        table.add_row(
+            view_name,
+            fraction(value["estimate"]),
+            _ci(value),
+            _maybe(value["se"]),
+            str(value["n_tasks"]),
+            str(value["attempts"]),
+            _plain(value["note"]),
+        )
     return table
+
+
+def _none_counted(metric: str) -> str:
+    """Why a view has no value of *metric*."""
+    if metric == "partial_score":
+        return "cannot be computed: no counted attempt carries a partial score"
+    return "cannot be computed: no task has a counted attempt"
 
 
 def _rule(report: dict[str, Any]) -> str:
@@ -500,7 +512,8 @@ def _headline(report: dict[str, Any]) -> str:
 
 
 def _over(estimate: dict[str, Any]) -> str:
-    return f"{estimate['n_tasks']} tasks, {estimate['attempts']} attempts"
+    tasks, attempts = estimate["n_tasks"], estimate["attempts"]
+    return f"{tasks} task{'s' * (tasks != 1)}, {attempts} attempt{'s' * (attempts != 1)}"
 
 
 def _ci(estimate: dict[str, Any], difference: bool = False) -> str:

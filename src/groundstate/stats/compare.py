@@ -37,6 +37,7 @@ from groundstate.stats.intervals import (
     bootstrap_ks,
     coherent_curve,
     make_estimate,
+    one_value,
     reach_of,
     t_quantile,
     top_chance,
@@ -526,7 +527,24 @@ def _coherent_sides(found: list[Difference]) -> list[Difference]:
         b = coherent_curve([out[i].b for i in index], rising)
         for i, side_a, side_b in zip(index, a, b, strict=True):
             out[i] = replace(out[i], a=side_a, b=side_b)
+    same = _one_value_columns([(d.metric, d.k) for d in out])
+    if same:
+        a, b = one_value([out[i].a for i in same]), one_value([out[i].b for i in same])
+        for i, side_a, side_b in zip(same, a, b, strict=True):
+            out[i] = replace(out[i], a=side_a, b=side_b)
     return out
+
+
+def _one_value_columns(columns: Sequence[tuple[str, int | None]]) -> list[int]:
+    """Where the success rate, pass@1 and pass^1 (one value, c/n of each task: one interval,
+    :func:`one_value`) are among *columns*; empty unless all three are."""
+    found = [columns.index(c) for c in _ONE_VALUE if c in columns]
+    return found if len(found) == len(_ONE_VALUE) else []
+
+
+_ONE_VALUE: tuple[tuple[str, int | None], ...] = (
+    ("success_rate", None), ("pass_at_k", 1), ("pass_hat_k", 1)
+)  # fmt: skip
 
 
 def _paired_block(
@@ -649,7 +667,27 @@ def _curves(
                 pair = list(out[j])
                 pair[side] = (estimate, limits)
                 out[j] = (pair[0], pair[1])
+    same = [j for j in _one_value_columns(columns) if j in sides]
+    if len(same) == len(_ONE_VALUE):
+        for side in (0, 1):
+            points = [out[j][side] for j in same]
+            widest = _widest([limits for _, limits in points])
+            for j, estimate in zip(same, one_value([e for e, _ in points]), strict=True):
+                pair = list(out[j])
+                pair[side] = (estimate, widest)
+                out[j] = (pair[0], pair[1])
     return out
+
+
+def _widest(found: Sequence[Limits]) -> Limits:
+    """The limits at any level of one value shown with one interval (:func:`one_value`): the
+    farthest of *found* on each side."""
+
+    def limits(alpha: float) -> tuple[float, float]:
+        ends = [each(alpha) for each in found]
+        return max(below for below, _ in ends), max(above for _, above in ends)
+
+    return limits
 
 
 def _curve_limits(

@@ -22,6 +22,7 @@ from groundstate.stats.intervals import (
     coherent_curve,
     make_estimate,
     make_estimates,
+    one_value,
 )
 from groundstate.stats.outcomes import (
     HORIZON_BUCKETS,
@@ -370,15 +371,20 @@ def _view_summary(
     max_k: int | None,
 ) -> ViewSummary:
     used = cols.used
+    rate = cols.estimate(cols.rate(), used, boot.get(("rate", 0))) if kmax else None
+    at = cols.curve(cols.at, kmax, used, boot, "at")
+    hat = cols.curve(cols.hat, kmax, used, boot, "hat")
+    if rate is not None:
+        rate, at[1], hat[1] = one_value([rate, at[1], hat[1]])
     return ViewSummary(
         view=view,
         n_tasks=int(used.sum()),
         excluded_tasks=cols.names(~used),
         kmax=kmax,
         k_limited_by=_limited_by(cols),
-        success_rate=cols.estimate(cols.rate(), used, boot.get(("rate", 0))) if kmax else None,
-        pass_at_k=cols.curve(cols.at, kmax, used, boot, "at"),
-        pass_hat_k=cols.curve(cols.hat, kmax, used, boot, "hat"),
+        success_rate=rate,
+        pass_at_k=at,
+        pass_hat_k=hat,
         beyond_k=_beyond(cols, kmax) if k_over_supporting else {},
         partial_score=_partial(cols),
         by_label=_slices(cols, lambda t: t.labels, str, max_k),
@@ -440,12 +446,17 @@ def _slice(cols: _Columns, indices: list[int], max_k: int | None) -> SliceSummar
     counted = [cols.counts[i] for i in indices if cols.used[i]]
     kmax = _kmax(counted, max_k)
     own = _Columns.of(counted, kmax)
+    rate = own.estimate(own.rate(), own.used) if kmax else None
+    hat = own.curve(own.hat, kmax, own.used, {}, "hat")
+    if rate is not None:  # pass@1 is not shown, but its curve bounds the same value
+        at_1 = own.curve(own.at, kmax, own.used, {}, "at")[1]
+        rate, _, hat[1] = one_value([rate, at_1, hat[1]])
     return SliceSummary(
         n_tasks=len(indices),
         excluded_tasks=cols.names(rows & ~cols.used),
         kmax=kmax,
-        success_rate=own.estimate(own.rate(), own.used) if kmax else None,
-        pass_hat_k=own.curve(own.hat, kmax, own.used, {}, "hat"),
+        success_rate=rate,
+        pass_hat_k=hat,
     )
 
 
