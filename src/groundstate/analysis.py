@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from groundstate.batchplan import Placed, in_order, placed
 from groundstate.records import INVALID_REASONS, AgentRun
 from groundstate.report.numbers import (
     incomplete_text,
@@ -186,7 +187,7 @@ class OutcomeTable:
     def in_store_order(self) -> OutcomeTable:
         """The rows in (task, attempt, retry) order, as :meth:`RunStore.outcome_chunks` reads
         them (task codes follow sorted task ids, so sorting codes sorts ids)."""
-        if len(self) == 0 or _sorted(self.task, self.attempt, self.retry):
+        if len(self) == 0 or in_order(self.task, self.attempt, self.retry):
             return self
         return self._take(np.lexsort((self.retry, self.attempt, self.task)))
 
@@ -198,36 +199,6 @@ class OutcomeTable:
         picked = np.array([t in names for t in self.task_ids], dtype=np.bool_)[self.task]
         return self._take(~picked), self._take(picked)
 
-    def in_plan(
-        self, tasks: set[str] | None, bounds: tuple[int, int] | None
-    ) -> npt.NDArray[np.bool_]:
-        """Which rows are tries of a plan of *tasks* (None: any) and *bounds* (attempts,
-        reruns allowed; None: any attempt and retry): of a planned task, attempt 1 to
-        *attempts*, retry 0 to *reruns*, and a rerun with retry *n* only after *n* invalid
-        tries 0 to *n* - 1 (the rule :meth:`RunStore.outside_plan` reads from the store's
-        columns; a batch's: :meth:`BatchInfo.planned_tasks`, :meth:`BatchInfo.plan_bounds`)."""
-        known = (
-            [True] * len(self.task_ids) if tasks is None else [t in tasks for t in self.task_ids]
-        )
-        inside = np.array(known, dtype=np.bool_)[self.task]
-        if bounds is None or not len(self):
-            return inside
-        attempts, reruns = bounds
-        in_order = _sorted(self.task, self.attempt, self.retry)
-        order = (
-            np.arange(len(self)) if in_order else np.lexsort((self.retry, self.attempt, self.task))
-        )
-        task, attempt, retry = self.task[order], self.attempt[order], self.retry[order]
-        invalid = ~self.valid()[order] & (retry >= 0)
-        first = np.r_[True, (task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1])]
-        # invalid tries before each row, in all, then within its attempt (``before`` rises)
-        before: npt.NDArray[np.int64] = np.cumsum(invalid, dtype=np.int64) - invalid
-        earlier = before - np.maximum.accumulate(np.where(first, before, 0))
-        bounded = (attempt >= 1) & (attempt <= attempts) & (retry >= 0) & (retry <= reruns)
-        kept = np.empty(len(self), dtype=np.bool_)
-        kept[order] = bounded & (earlier == retry)
-        return inside & kept
-
     def _take(self, rows: Any) -> OutcomeTable:
         """The table of the rows *rows* selects (an index array, a mask or a slice)."""
         return replace(self, **{name: getattr(self, name)[rows] for name in _ROW_COLUMNS})
@@ -236,7 +207,7 @@ class OutcomeTable:
         """The last try of each (task, attempt), as :func:`final_runs` picks it."""
         if len(self) == 0:
             return self
-        if _sorted(self.task, self.attempt, self.retry):
+        if in_order(self.task, self.attempt, self.retry):
             last = _last_tries(self.task, self.attempt)
             if bool(last.all()):
                 return self  # no reruns, already in order: nothing to copy
@@ -350,19 +321,6 @@ def _last_tries(
     return last
 
 
-def _sorted(
-    task: npt.NDArray[np.int64], attempt: npt.NDArray[np.int64], retry: npt.NDArray[np.int64]
-) -> bool:
-    """Whether rows are already in (task, attempt, retry) order, as the store returns them."""
-    same_task = task[1:] == task[:-1]
-    same_attempt = same_task & (attempt[1:] == attempt[:-1])
-    return bool(
-        np.all(task[1:] >= task[:-1])
-        and np.all(~same_task | (attempt[1:] >= attempt[:-1]))
-        and np.all(~same_attempt | (retry[1:] >= retry[:-1]))
-    )
-
-
 def task_infos(batch: BatchInfo) -> dict[str, TaskInfo]:
     """What each task of *batch* declares; revision 0 (an unversioned import) becomes ""."""
     ids = set(batch.task_revisions) | set(batch.task_weights) | set(batch.task_slices)
@@ -390,16 +348,30 @@ def planned(
     another program does): no figure counts them, and ``verify`` names each
     (:meth:`RunStore.outside_plan`)."""
     table = _table(runs)
-    inside = table.in_plan(batch.planned_tasks(), batch.plan_bounds())
+    inside = _inside(batch, table)
     if bool(inside.all()):
         return table, table._take(slice(0, 0))
     return table._take(inside), table._take(~inside)
 
 
+def _inside(batch: BatchInfo, table: OutcomeTable) -> npt.NDArray[np.bool_]:
+    """Which rows of *table* are tries of *batch*'s plan (:func:`groundstate.batchplan.placed`)."""
+    where = placed(
+        table.task_ids,
+        table.task,
+        table.attempt,
+        table.retry,
+        ~table.valid(),
+        batch.planned_tasks(),
+        batch.plan_bounds(),
+    )
+    inside: npt.NDArray[np.bool_] = where == Placed.INSIDE
+    return inside
+
+
 def planned_runs(batch: BatchInfo, runs: Sequence[AgentRun]) -> list[AgentRun]:
     """The runs of *runs* in *batch*'s plan (:func:`planned`), in their order."""
-    table = OutcomeTable.from_runs(runs)
-    inside = table.in_plan(batch.planned_tasks(), batch.plan_bounds())
+    inside = _inside(batch, OutcomeTable.from_runs(runs))
     return [run for run, keep in zip(runs, inside.tolist(), strict=True) if keep]
 
 

@@ -1,0 +1,108 @@
+"""Run store and analysis, sixteenth audit: one rule for the tries of a batch's plan, read by
+the store and the reports alike; every reader of stored runs counting what the headline counts;
+outcome fields of their JSON types or a clear error."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from groundstate.analysis import planned
+from groundstate.batchplan import Placed, placed
+from groundstate.cli import main
+from groundstate.runner import BatchConfig, BatchRunner
+from groundstate.store import RunStore
+
+from .test_records_round13 import _bank
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A finished batch of the bank suite: one task, 3 attempts, each a valid failure; its
+    policy allows one rerun of an invalid try."""
+    store = tmp_path_factory.mktemp("made") / "runs.db"
+    suite, system = _bank()
+    with RunStore(store) as runs:
+        result = asyncio.run(BatchRunner(suite, system, runs).start(BatchConfig(attempts=3)))
+    return store, result.batch.batch_id
+
+
+def _copy(made: tuple[Path, str], tmp_path: Path) -> Path:
+    shutil.copytree(made[0].parent, tmp_path / "copy")
+    return tmp_path / "copy" / "runs.db"
+
+
+def _forge(store: Path, batch_id: str, run_id: str, **fields: Any) -> None:
+    """Store a copy of the batch's first run with *fields* changed, as a forger would: the
+    unique index dropped, the row inserted by hand (record and columns alike)."""
+    db = sqlite3.connect(store)
+    with db:
+        db.execute("DROP INDEX IF EXISTS runs_by_batch")
+        (text,) = db.execute(
+            "SELECT record FROM runs WHERE batch_id = ? ORDER BY rowid LIMIT 1", (batch_id,)
+        ).fetchone()
+        record = json.loads(text) | {"run_id": run_id} | fields
+        db.execute(
+            "INSERT INTO runs (run_id, batch_id, task_id, attempt, retry, terminal_reason, "
+            "success, created_at, record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, batch_id, record["task_id"], record["attempt"], record["retry"],
+             record["terminal_reason"], record["success"], "2026-01-01T00:00:00+00:00",
+             json.dumps(record)),
+        )  # fmt: skip
+    db.close()
+
+
+# --- one rule for the plan ----------------------------------------------------------------------
+
+
+def test_the_store_and_the_reports_place_copies_of_a_first_try_alike(
+    made: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Found here: the plan's rule was written twice, SQL in the store and numpy in the
+    reports, and the two disagreed on a first try stored twice (an invalid one and a success,
+    the unique index dropped): the reports left the success out as "a rerun of a valid try"
+    while ``verify`` and ``batches`` kept it. One rule now decides for both."""
+    store, batch_id = _copy(made, tmp_path), made[1]
+    with RunStore(store) as runs:
+        first = runs.runs(batch_id)[0]
+    _forge(store, batch_id, "invalid-copy", terminal_reason="environment_failure/reset")
+    _forge(store, batch_id, "success-copy", terminal_reason="success", success=True)
+    with RunStore(store, create=False) as runs:
+        batch = runs.batch(batch_id)
+        named = {row.run_id for row in runs.outside_plan(batch)}
+        stored = runs.runs(batch_id)
+    inside, outside = planned(batch, stored)
+    assert first.retry == 0 and len(stored) == 5
+    assert named == set() and len(outside) == 0 and len(inside) == 5
+
+
+def test_a_first_try_is_in_the_plan_whatever_was_stored_beside_it() -> None:
+    """The property the store leans on to read only the attempts holding another try
+    (:mod:`groundstate.batchplan`): on tries at random, every try 0 of a planned
+    attempt of a planned task is inside."""
+    rng = random.Random(16)
+    for _ in range(200):
+        n = rng.randint(1, 30)
+        task = np.array([rng.randint(0, 2) for _ in range(n)], np.int64)
+        attempt = np.array([rng.randint(-1, 4) for _ in range(n)], np.int64)
+        retry = np.array([rng.randint(-1, 3) for _ in range(n)], np.int64)
+        invalid = np.array([rng.random() < 0.5 for _ in range(n)], np.bool_)
+        where = placed(["a", "b", "c"], task, attempt, retry, invalid, {"a", "b"}, (3, 2))
+        first = (task < 2) & (retry == 0) & (attempt >= 1) & (attempt <= 3)
+        assert (where[first] == Placed.INSIDE).all()
+        assert (where[task == 2] == Placed.TASK).all()
