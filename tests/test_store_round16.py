@@ -106,3 +106,63 @@ def test_a_first_try_is_in_the_plan_whatever_was_stored_beside_it() -> None:
         first = (task < 2) & (retry == 0) & (attempt >= 1) & (attempt <= 3)
         assert (where[first] == Placed.INSIDE).all()
         assert (where[task == 2] == Placed.TASK).all()
+
+
+# --- outcome fields of their types ----------------------------------------------------------
+
+
+def _edit_record(store: Path, batch_id: str, fields: dict[str, Any]) -> str:
+    """Edit the batch's first run record by hand (its hashes left as they were); its run id."""
+    with sqlite3.connect(store) as db:
+        run_id, text = db.execute(
+            "SELECT run_id, record FROM runs WHERE batch_id = ? ORDER BY seq LIMIT 1", (batch_id,)
+        ).fetchone()
+        db.execute(
+            "UPDATE runs SET record = ? WHERE run_id = ?",
+            (json.dumps(json.loads(text) | fields), run_id),
+        )
+        db.execute("DELETE FROM seals")
+    db.close()
+    return str(run_id)
+
+
+_TEXT_FOR_VALUES = [
+    ({"success": "true"}, "success"),
+    ({"success": "false"}, "success"),
+    ({"success": 1}, "success"),
+    ({"attempt": "1"}, "attempt"),
+    ({"retry": "0"}, "retry"),
+    ({"cost": "0.5"}, "cost"),
+]
+
+
+@pytest.mark.parametrize(("fields", "field"), _TEXT_FOR_VALUES)
+def test_an_outcome_field_edited_into_text_stops_the_report_naming_run_and_field(
+    made: tuple[Path, str], tmp_path: Path, fields: dict[str, Any], field: str
+) -> None:
+    """Found here: the outcome columns were made with numpy's conversions, which read a
+    hand-edited ``"false"`` as True (a failure counted as a success), ``"1"`` as 1 and
+    ``1`` as True: the report's figures were silently wrong. A field of another JSON type
+    now stops the command with one line naming the run and the field."""
+    store = _copy(made, tmp_path)
+    run_id = _edit_record(store, made[1], fields)
+    code, out, err = _invoke("report", made[1], "--json", "--store", str(store))
+    assert code == 2 and "Traceback" not in out + err, err
+    assert f"run {run_id} of batch {made[1]} is unreadable" in err, err
+    assert field in err.split("is unreadable", 1)[1], err
+
+
+@pytest.mark.parametrize(("fields", "field"), _TEXT_FOR_VALUES)
+def test_a_stored_record_of_another_type_is_not_coerced_when_read_whole(
+    made: tuple[Path, str], tmp_path: Path, fields: dict[str, Any], field: str
+) -> None:
+    """Found here: whole records were read back in pydantic's lax mode, so the readers of
+    runs (sample-failures, agreement, the HTML report, ``show``) took ``"false"`` for True
+    and ``"1"`` for 1. A stored record is now read strictly: an error naming the field."""
+    from groundstate.errors import StoreError
+
+    store = _copy(made, tmp_path)
+    run_id = _edit_record(store, made[1], fields)
+    with RunStore(store, create=False) as runs, pytest.raises(StoreError) as caught:
+        runs.run(run_id)
+    assert f"run {run_id}" in str(caught.value) and field in str(caught.value)

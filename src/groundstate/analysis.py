@@ -237,17 +237,15 @@ class OutcomeColumns:
             columns.append((0,) * len(rows))
         task, attempt, retry, reason, success, cost, latency, partial, judged = columns
         parts = self._parts
-        parts["task"].append(_codes(task, self._tasks))
-        parts["reason"].append(_codes(reason, self._reasons))
-        parts["attempt"].append(np.array(attempt, dtype=np.int64))
-        parts["retry"].append(np.array(retry, dtype=np.int64))
-        parts["success"].append(np.array(success, dtype=np.bool_))
-        parts["cost"].append(np.array(cost, dtype=np.float64))
-        parts["latency"].append(np.array(latency, dtype=np.float64))
-        parts["partial"].append(
-            np.array([np.nan if p is None else p for p in partial], dtype=np.float64)
-        )
-        parts["judge_errors"].append(np.array(judged, dtype=np.int64))
+        parts["task"].append(_codes(task, self._tasks, "task_id"))
+        parts["reason"].append(_codes(reason, self._reasons, "terminal_reason"))
+        parts["attempt"].append(_typed(attempt, "attempt"))
+        parts["retry"].append(_typed(retry, "retry"))
+        parts["success"].append(_typed(success, "success"))
+        parts["cost"].append(_typed(cost, "cost"))
+        parts["latency"].append(_typed(latency, "latency"))
+        parts["partial"].append(_typed(partial, "partial_score"))
+        parts["judge_errors"].append(_typed(judged, "judge_errors"))
 
     def table(self) -> OutcomeTable:
         """The rows added so far, in the order added; task ids and reasons coded in sorted
@@ -292,11 +290,45 @@ _PACKED = {
 distinct tasks or reasons)."""
 
 
-def _codes(values: Sequence[str], index: dict[str, int]) -> npt.NDArray[np.int64]:
-    """Each value's code in order of first appearance (*index* grows as new values come)."""
-    return np.fromiter(
+def _codes(values: Sequence[str], index: dict[str, int], field: str) -> npt.NDArray[np.int64]:
+    """Each value's code in order of first appearance (*index* grows as new values come);
+    ``ValueError`` naming *field* if a value is not text."""
+    known = len(index)
+    codes = np.fromiter(
         (index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values)
     )
+    if len(index) > known and not all(type(v) is str for v in list(index)[known:]):
+        kinds = sorted({type(v).__name__ for v in index if type(v) is not str})
+        raise ValueError(f"{field} holds {', '.join(kinds)}, not text")
+    return codes
+
+
+_NUMBER = (int, float, type(None))
+_TYPES: dict[str, tuple[type, ...]] = {
+    "attempt": (int,), "retry": (int,), "judge_errors": (int,), "success": (bool,),
+    "cost": _NUMBER, "latency": _NUMBER, "partial_score": _NUMBER,
+}  # fmt: skip
+"""What each outcome field holds (JSON integers, booleans, numbers or null): a hand-edited
+``"1"`` or ``"true"`` is text, never read as 1 or True."""
+_KINDS = {"attempt": "i", "retry": "i", "judge_errors": "i", "success": "b"}
+"""The numpy kind of each column of :data:`_TYPES` (numbers: ``i`` or ``f``)."""
+
+
+def _typed(values: Sequence[Any], field: str) -> npt.NDArray[Any]:
+    """*values* as the column of *field* (a number's None is NaN); ``ValueError`` naming the
+    field if a value is of another type. The type is the one numpy infers for the column, as
+    fast as converting it: integers and text make text; numbers and None make objects, then
+    looked at one by one."""
+    allowed = _TYPES[field]
+    column = np.array(values)
+    if column.dtype.kind == "O" and set(map(type, values)) <= set(allowed):
+        column = column.astype(np.float64)  # numbers and None
+    kinds = _KINDS.get(field, "if")
+    if len(column) and column.dtype.kind not in kinds:
+        found = sorted({type(v).__name__ for v in values if type(v) not in allowed})
+        expected = " or ".join(t.__name__ for t in allowed)
+        raise ValueError(f"{field} holds {', '.join(found) or column.dtype}, not {expected}")
+    return column.astype({"i": np.int64, "b": np.bool_}.get(kinds, np.float64), copy=False)
 
 
 def _sorted_codes(index: dict[str, int]) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:

@@ -2392,7 +2392,7 @@ def parse_stored(texts: Iterable[str]) -> list[AgentRun]:
     """The records stored as *texts* (the :attr:`PreparedRun.text` of each): what
     :meth:`RunStore.runs` would read back, without reading it."""
     with _collector_paused():
-        return [AgentRun.model_validate_json(text) for text in texts]
+        return [AgentRun.model_validate_json(text, strict=True) for text in texts]
 
 
 @contextmanager
@@ -2411,12 +2411,17 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _parse(text: str, model: type[M], what: str, batch_id: str | None = None) -> M:
+    """A stored record, strictly: a field of another JSON type (a hand-edited ``"1"`` or
+    ``"true"``) is an error naming it, never read as 1 or True."""
     try:
-        return model.model_validate_json(text)
+        return model.model_validate_json(text, strict=True)
     except ValidationError as exc:
         hint = f"; `groundstate verify {batch_id}` checks the whole batch" if batch_id else ""
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
         raise StoreError(
-            f"{what} is unreadable (corrupt record: {exc.errors()[0]['msg']}){hint}"
+            f"{what} is unreadable (corrupt record: {field + ': ' if field else ''}"
+            f"{error['msg']}){hint}"
         ) from exc
 
 
