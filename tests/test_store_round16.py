@@ -33,8 +33,8 @@ def _invoke(*args: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """A finished batch of the bank suite: one task, 3 attempts, each a valid failure; its
-    policy allows one rerun of an invalid try."""
+    """A finished batch of the bank suite: one task, 3 attempts; its policy allows one rerun
+    of an invalid try."""
     store = tmp_path_factory.mktemp("made") / "runs.db"
     suite, system = _bank()
     with RunStore(store) as runs:
@@ -166,3 +166,65 @@ def test_a_stored_record_of_another_type_is_not_coerced_when_read_whole(
     with RunStore(store, create=False) as runs, pytest.raises(StoreError) as caught:
         runs.run(run_id)
     assert f"run {run_id}" in str(caught.value) and field in str(caught.value)
+
+
+# --- every reader counts what the headline counts ----------------------------------------------
+
+
+def _invalid_task(made: tuple[Path, str], tmp_path: Path) -> Path:
+    """A copy of the made batch whose one task a resume found invalid (it ran anyway): no
+    figure counts its runs."""
+    store = _copy(made, tmp_path)
+    with RunStore(store) as runs:
+        (task_id,) = runs.batch(made[1]).task_revisions
+        runs.add_invalid_tasks(made[1], [task_id])
+    return store
+
+
+def test_sample_failures_draws_no_run_of_a_task_the_headline_leaves_out(
+    made: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Found here: ``sample-failures`` drew the failures of a task that failed validation and
+    ran anyway (the report leaves it out of every figure: a broken task says nothing of the
+    system) and counted them in "sampled N of M valid failed runs". It now draws from the
+    tries the headline counts."""
+    store = _invalid_task(made, tmp_path)
+    code, out, err = _invoke(
+        "sample-failures", made[1], "--n", "5", "--out", str(tmp_path / "sheet"),
+        "--store", str(store),
+    )  # fmt: skip
+    assert code != 0 and "no valid failed runs to sample" in err, out + err
+    code, out, err = _invoke(
+        "sample-failures", made[1], "--n", "5", "--out", str(tmp_path / "sheet"),
+        "--store", str(made[0]),
+    )  # fmt: skip
+    assert code == 0 and "valid failed runs" in out and "of 0 valid" not in out, out + err
+
+
+def test_agreement_pairs_only_the_attempts_the_headline_counts(
+    made: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Found here: ``agreement`` paired every stored attempt, those of a task the report
+    leaves out included: its kappa and confusion table were over another denominator than
+    the batch's figures. It now pairs the tries the headline counts."""
+    code, out, _ = _invoke("agreement", made[1], made[1], "--json", "--store", str(made[0]))
+    assert code == 0 and json.loads(out)["paired"] == 3
+    store = _invalid_task(made, tmp_path)
+    code, out, err = _invoke("agreement", made[1], made[1], "--json", "--store", str(store))
+    assert "Traceback" not in out + err
+    assert code != 0 or json.loads(out)["paired"] == 0, out + err
+
+
+def test_a_session_counts_no_try_outside_the_plan(made: tuple[Path, str], tmp_path: Path) -> None:
+    """Found here: a session's tries were the batch chain's links from its first one, so a
+    try another program stored outside the plan (an attempt 4 of a 3-attempt batch, left out
+    of every figure) was counted as the session's: ``report`` showed 4 tries for 3 attempts.
+    Sessions now count only tries of the plan."""
+    store = _copy(made, tmp_path)
+    with RunStore(store) as runs:
+        before = [s.tries for s in runs.batch(made[1]).sessions]
+        first = runs.runs(made[1])[0]
+        runs.add_run(first.model_copy(update={"run_id": "fourth", "attempt": 4}), {})
+        after = [s.tries for s in runs.batch(made[1]).sessions]
+        assert [row.run_id for row in runs.outside_plan(runs.batch(made[1]))] == ["fourth"]
+    assert before == after == [3]

@@ -63,7 +63,6 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
     that failed validation and ran anyway are left out, as from every figure
     (:func:`headline_tries`), and tries outside the batch's plan (:func:`planned`).
     """
-    left_out = set(batch.invalid_tasks)
     return [
         Outcome(
             task_id=run.task_id,
@@ -79,9 +78,18 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
             task_revision=str(batch.task_revisions.get(run.task_id) or ""),
             partial_score=run.partial_score,
         )
-        for run in final_runs(planned_runs(batch, runs))
-        if run.task_id not in left_out
+        for run in counted_runs(batch, runs)
     ]
+
+
+def counted_runs(batch: BatchInfo, runs: Sequence[AgentRun]) -> list[AgentRun]:
+    """The try each figure counts of each attempt of *batch*, by task and attempt: the last
+    try of each attempt of its plan (:func:`planned`), the tasks that failed validation and
+    ran anyway left out (:func:`headline_tries`). Every reader of stored runs that counts or
+    draws attempts (sample-failures, agreement, label agreement) reads these, so its
+    denominator is the headline's."""
+    left_out = set(batch.invalid_tasks)
+    return [run for run in final_runs(planned_runs(batch, runs)) if run.task_id not in left_out]
 
 
 @dataclass(frozen=True)

@@ -453,7 +453,8 @@ class RunSession(BaseModel):
     """The batch chain's link of the session's first try: its tries are the links from here
     to the next session's ``first_seq``."""
     tries: int = 0
-    """Tries the session stored, reruns included (counted when read, not stored)."""
+    """Tries the session stored, reruns included (counted when read, not stored; tries
+    outside the batch's plan are no session's: :meth:`RunStore.sessions`)."""
     reruns: int = 0
     """Of those, reruns of invalid tries (counted when read)."""
 
@@ -1321,7 +1322,7 @@ class RunStore:
         live = held is not None and not held.mine() and not held.stale(datetime.now(UTC))
         return batch.model_copy(
             update={
-                "sessions": self.sessions(batch.batch_id),
+                "sessions": self.sessions(batch.batch_id, batch),
                 "running": held.holder() if live and held else None,
             }
         )
@@ -1374,10 +1375,12 @@ class RunStore:
                 found[str(run_id)] = starts[at][1]
         return found
 
-    def sessions(self, batch_id: str) -> list[RunSession]:
+    def sessions(self, batch_id: str, batch: BatchInfo | None = None) -> list[RunSession]:
         """The batch's sessions in order, each with the tries it stored (links of the batch's
-        chain from its ``first_seq`` to the next one's). Empty when none was recorded (a batch
-        run before they were, an import, a read-only store made before the table)."""
+        chain from its ``first_seq`` to the next one's, less the tries outside its plan: no
+        session stored those, and no figure counts them). Empty when none was recorded (a
+        batch run before they were, an import, a read-only store made before the table).
+        *batch*: the batch's record, when already read."""
         made = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
         if not self._query(made, ()):  # a read-only store made before the table
             return []
@@ -1385,12 +1388,19 @@ class RunStore:
             "SELECT record FROM sessions WHERE batch_id = ? ORDER BY number", (batch_id,)
         )
         found = [_parse(r[0], RunSession, f"session of batch {batch_id}") for r in rows]
+        if not found:
+            return []
+        if batch is None:
+            where = "SELECT record FROM batches WHERE batch_id = ?"
+            batch = _one(self._query(where, (batch_id,)), BatchInfo, f"batch {batch_id}", self.path)
+        outside = json.dumps([row.run_id for row in self.outside_plan(batch)])
         ends: list[int | None] = [s.first_seq for s in found[1:]]
         for session, end in zip(found, [*ends, None][: len(found)], strict=True):
             [(tries, reruns)] = self._query(
                 "SELECT COUNT(*), COALESCE(SUM(retry > 0), 0) FROM runs WHERE batch_id = ? "
-                "AND seq >= ? AND (? IS NULL OR seq < ?)",
-                (batch_id, session.first_seq, end, end),
+                "AND seq >= ? AND (? IS NULL OR seq < ?) "
+                "AND run_id NOT IN (SELECT value FROM json_each(?))",
+                (batch_id, session.first_seq, end, end, outside),
             )
             session.tries, session.reruns = int(tries), int(reruns)
         return found
