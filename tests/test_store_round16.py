@@ -228,3 +228,33 @@ def test_a_session_counts_no_try_outside_the_plan(made: tuple[Path, str], tmp_pa
         after = [s.tries for s in runs.batch(made[1]).sessions]
         assert [row.run_id for row in runs.outside_plan(runs.batch(made[1]))] == ["fourth"]
     assert before == after == [3]
+
+
+# --- a key written twice ------------------------------------------------------------------------
+
+
+def test_a_verdict_written_twice_in_a_record_is_named_altered(
+    made: tuple[Path, str], tmp_path: Path
+) -> None:
+    """Found here: a record edited to write ``"success": true`` before its real ``false``
+    kept its hash (Python's JSON, which the hash is of, keeps a key's last value) while the
+    statistics read the first (SQLite's ``json_extract``): ``verify`` found nothing, the
+    batch was sealed, and the report counted a failure as a success. A key written twice in
+    an object is now named altered."""
+    store = _copy(made, tmp_path)
+    with sqlite3.connect(store) as db:
+        run_id, text = db.execute(
+            "SELECT run_id, record FROM runs WHERE batch_id = ? AND success = 0 LIMIT 1",
+            (made[1],),
+        ).fetchone()
+        forged = '{"success":true,' + text[1:]
+        assert json.loads(forged) == json.loads(text)  # what the hash is of: unchanged
+        db.execute("UPDATE runs SET record = ?, success = 1 WHERE run_id = ?", (forged, run_id))
+        db.execute("DELETE FROM seals")
+        db.execute("DELETE FROM edits")  # a forger empties the log
+    db.close()
+    with RunStore(store, create=False) as runs:
+        check = runs.verify(made[1])
+    assert [(p.run_id, p.kind) for p in check.problems] == [(run_id, "record_unreadable")]
+    code, out, err = _invoke("report", made[1], "--json", "--store", str(store))
+    assert code == 1 and json.loads(out)["integrity"]["verified"] is False, err

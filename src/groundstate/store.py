@@ -2315,13 +2315,30 @@ def _content_hash(text: str) -> str | None:
     return None if parsed is None else parsed[1]
 
 
+class _KeyTwice(Exception):
+    """A JSON object writes a key twice (:func:`_keys_once`)."""
+
+
+def _keys_once(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing a key written twice in one object. A record's hash is
+    of the parsed record (Python keeps a key's last value) while SQLite's ``json_extract``,
+    which reads the outcome columns and compares the indexed ones, takes the first: an edit
+    adding ``"success": true`` before the real field would flip a verdict under a hash that
+    still matches."""
+    found = dict(items)
+    if len(found) < len(items):
+        raise _KeyTwice
+    return found
+
+
 def _parse_hashed(text: str) -> tuple[Any, str] | None:
     """*text* parsed and its :func:`record_hash`, from one parse (a check needs both: parsing
-    a run record twice was a seventh of verifying it); None when *text* is not JSON."""
+    a run record twice was a seventh of verifying it); None when *text* is not JSON, or
+    writes a key of an object twice (:func:`_keys_once`: not the record its hash is of)."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_keys_once)
         return data, _canonical_hash(data)
-    except ValueError:
+    except (ValueError, _KeyTwice):
         return None
 
 
@@ -2341,7 +2358,7 @@ def _record_problems(
                 batch_id=batch_id,
                 run_id=run_id,
                 kind="record_unreadable",
-                detail="record unreadable (its JSON does not parse)",
+                detail="record unreadable (its JSON does not parse, or writes a key twice)",
             )
         ]
     data, recomputed = parsed
