@@ -140,7 +140,9 @@ def test_sampling_is_stratified_seeded_and_skips_successes_and_invalid_runs(
     graded: dict[str, AgentRun],
 ) -> None:
     slices = {f"t{i}": ["rare"] if i == 0 else ["common"] for i in range(10)}
-    batch = _batch(load_suite(BANK), 4, slices)
+    # the tasks and attempts of its plan: only the tries a report counts are drawn
+    plan = {"task_revisions": dict.fromkeys(slices, 1), "attempts": 6}
+    batch = _batch(load_suite(BANK), 4, slices).model_copy(update=plan)
     runs = [
         _copy(graded["bad_wrong_target" if i else "bad_no_pin"], batch, a, task_id=f"t{i}")
         for i in range(10)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from groundstate.batchplan import Placed, in_order, placed
 from groundstate.records import INVALID_REASONS, AgentRun
 from groundstate.report.numbers import (
     incomplete_text,
@@ -62,7 +63,6 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
     that failed validation and ran anyway are left out, as from every figure
     (:func:`headline_tries`), and tries outside the batch's plan (:func:`planned`).
     """
-    left_out = set(batch.invalid_tasks)
     return [
         Outcome(
             task_id=run.task_id,
@@ -78,9 +78,18 @@ def outcomes(batch: BatchInfo, runs: list[AgentRun]) -> list[Outcome]:
             task_revision=str(batch.task_revisions.get(run.task_id) or ""),
             partial_score=run.partial_score,
         )
-        for run in final_runs(planned_runs(batch, runs))
-        if run.task_id not in left_out
+        for run in counted_runs(batch, runs)
     ]
+
+
+def counted_runs(batch: BatchInfo, runs: Sequence[AgentRun]) -> list[AgentRun]:
+    """The try each figure counts of each attempt of *batch*, by task and attempt: the last
+    try of each attempt of its plan (:func:`planned`), the tasks that failed validation and
+    ran anyway left out (:func:`headline_tries`). Every reader of stored runs that counts or
+    draws attempts (sample-failures, agreement, label agreement) reads these, so its
+    denominator is the headline's."""
+    left_out = set(batch.invalid_tasks)
+    return [run for run in final_runs(planned_runs(batch, runs)) if run.task_id not in left_out]
 
 
 @dataclass(frozen=True)
@@ -186,7 +195,7 @@ class OutcomeTable:
     def in_store_order(self) -> OutcomeTable:
         """The rows in (task, attempt, retry) order, as :meth:`RunStore.outcome_chunks` reads
         them (task codes follow sorted task ids, so sorting codes sorts ids)."""
-        if len(self) == 0 or _sorted(self.task, self.attempt, self.retry):
+        if len(self) == 0 or in_order(self.task, self.attempt, self.retry):
             return self
         return self._take(np.lexsort((self.retry, self.attempt, self.task)))
 
@@ -198,36 +207,6 @@ class OutcomeTable:
         picked = np.array([t in names for t in self.task_ids], dtype=np.bool_)[self.task]
         return self._take(~picked), self._take(picked)
 
-    def in_plan(
-        self, tasks: set[str] | None, bounds: tuple[int, int] | None
-    ) -> npt.NDArray[np.bool_]:
-        """Which rows are tries of a plan of *tasks* (None: any) and *bounds* (attempts,
-        reruns allowed; None: any attempt and retry): of a planned task, attempt 1 to
-        *attempts*, retry 0 to *reruns*, and a rerun with retry *n* only after *n* invalid
-        tries 0 to *n* - 1 (the rule :meth:`RunStore.outside_plan` reads from the store's
-        columns; a batch's: :meth:`BatchInfo.planned_tasks`, :meth:`BatchInfo.plan_bounds`)."""
-        known = (
-            [True] * len(self.task_ids) if tasks is None else [t in tasks for t in self.task_ids]
-        )
-        inside = np.array(known, dtype=np.bool_)[self.task]
-        if bounds is None or not len(self):
-            return inside
-        attempts, reruns = bounds
-        in_order = _sorted(self.task, self.attempt, self.retry)
-        order = (
-            np.arange(len(self)) if in_order else np.lexsort((self.retry, self.attempt, self.task))
-        )
-        task, attempt, retry = self.task[order], self.attempt[order], self.retry[order]
-        invalid = ~self.valid()[order] & (retry >= 0)
-        first = np.r_[True, (task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1])]
-        # invalid tries before each row, in all, then within its attempt (``before`` rises)
-        before: npt.NDArray[np.int64] = np.cumsum(invalid, dtype=np.int64) - invalid
-        earlier = before - np.maximum.accumulate(np.where(first, before, 0))
-        bounded = (attempt >= 1) & (attempt <= attempts) & (retry >= 0) & (retry <= reruns)
-        kept = np.empty(len(self), dtype=np.bool_)
-        kept[order] = bounded & (earlier == retry)
-        return inside & kept
-
     def _take(self, rows: Any) -> OutcomeTable:
         """The table of the rows *rows* selects (an index array, a mask or a slice)."""
         return replace(self, **{name: getattr(self, name)[rows] for name in _ROW_COLUMNS})
@@ -236,7 +215,7 @@ class OutcomeTable:
         """The last try of each (task, attempt), as :func:`final_runs` picks it."""
         if len(self) == 0:
             return self
-        if _sorted(self.task, self.attempt, self.retry):
+        if in_order(self.task, self.attempt, self.retry):
             last = _last_tries(self.task, self.attempt)
             if bool(last.all()):
                 return self  # no reruns, already in order: nothing to copy
@@ -266,17 +245,15 @@ class OutcomeColumns:
             columns.append((0,) * len(rows))
         task, attempt, retry, reason, success, cost, latency, partial, judged = columns
         parts = self._parts
-        parts["task"].append(_codes(task, self._tasks))
-        parts["reason"].append(_codes(reason, self._reasons))
-        parts["attempt"].append(np.array(attempt, dtype=np.int64))
-        parts["retry"].append(np.array(retry, dtype=np.int64))
-        parts["success"].append(np.array(success, dtype=np.bool_))
-        parts["cost"].append(np.array(cost, dtype=np.float64))
-        parts["latency"].append(np.array(latency, dtype=np.float64))
-        parts["partial"].append(
-            np.array([np.nan if p is None else p for p in partial], dtype=np.float64)
-        )
-        parts["judge_errors"].append(np.array(judged, dtype=np.int64))
+        parts["task"].append(_codes(task, self._tasks, "task_id"))
+        parts["reason"].append(_codes(reason, self._reasons, "terminal_reason"))
+        parts["attempt"].append(_typed(attempt, "attempt"))
+        parts["retry"].append(_typed(retry, "retry"))
+        parts["success"].append(_typed(success, "success"))
+        parts["cost"].append(_typed(cost, "cost"))
+        parts["latency"].append(_typed(latency, "latency"))
+        parts["partial"].append(_typed(partial, "partial_score"))
+        parts["judge_errors"].append(_typed(judged, "judge_errors"))
 
     def table(self) -> OutcomeTable:
         """The rows added so far, in the order added; task ids and reasons coded in sorted
@@ -321,11 +298,45 @@ _PACKED = {
 distinct tasks or reasons)."""
 
 
-def _codes(values: Sequence[str], index: dict[str, int]) -> npt.NDArray[np.int64]:
-    """Each value's code in order of first appearance (*index* grows as new values come)."""
-    return np.fromiter(
+def _codes(values: Sequence[str], index: dict[str, int], field: str) -> npt.NDArray[np.int64]:
+    """Each value's code in order of first appearance (*index* grows as new values come);
+    ``ValueError`` naming *field* if a value is not text."""
+    known = len(index)
+    codes = np.fromiter(
         (index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values)
     )
+    if len(index) > known and not all(type(v) is str for v in list(index)[known:]):
+        kinds = sorted({type(v).__name__ for v in index if type(v) is not str})
+        raise ValueError(f"{field} holds {', '.join(kinds)}, not text")
+    return codes
+
+
+_NUMBER = (int, float, type(None))
+_TYPES: dict[str, tuple[type, ...]] = {
+    "attempt": (int,), "retry": (int,), "judge_errors": (int,), "success": (bool,),
+    "cost": _NUMBER, "latency": _NUMBER, "partial_score": _NUMBER,
+}  # fmt: skip
+"""What each outcome field holds (JSON integers, booleans, numbers or null): a hand-edited
+``"1"`` or ``"true"`` is text, never read as 1 or True."""
+_KINDS = {"attempt": "i", "retry": "i", "judge_errors": "i", "success": "b"}
+"""The numpy kind of each column of :data:`_TYPES` (numbers: ``i`` or ``f``)."""
+
+
+def _typed(values: Sequence[Any], field: str) -> npt.NDArray[Any]:
+    """*values* as the column of *field* (a number's None is NaN); ``ValueError`` naming the
+    field if a value is of another type. The type is the one numpy infers for the column, as
+    fast as converting it: integers and text make text; numbers and None make objects, then
+    looked at one by one."""
+    allowed = _TYPES[field]
+    column = np.array(values)
+    if column.dtype.kind == "O" and set(map(type, values)) <= set(allowed):
+        column = column.astype(np.float64)  # numbers and None
+    kinds = _KINDS.get(field, "if")
+    if len(column) and column.dtype.kind not in kinds:
+        found = sorted({type(v).__name__ for v in values if type(v) not in allowed})
+        expected = " or ".join(t.__name__ for t in allowed)
+        raise ValueError(f"{field} holds {', '.join(found) or column.dtype}, not {expected}")
+    return column.astype({"i": np.int64, "b": np.bool_}.get(kinds, np.float64), copy=False)
 
 
 def _sorted_codes(index: dict[str, int]) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:
@@ -348,19 +359,6 @@ def _last_tries(
         (task[1:] != task[:-1]) | (attempt[1:] != attempt[:-1]), True
     ]
     return last
-
-
-def _sorted(
-    task: npt.NDArray[np.int64], attempt: npt.NDArray[np.int64], retry: npt.NDArray[np.int64]
-) -> bool:
-    """Whether rows are already in (task, attempt, retry) order, as the store returns them."""
-    same_task = task[1:] == task[:-1]
-    same_attempt = same_task & (attempt[1:] == attempt[:-1])
-    return bool(
-        np.all(task[1:] >= task[:-1])
-        and np.all(~same_task | (attempt[1:] >= attempt[:-1]))
-        and np.all(~same_attempt | (retry[1:] >= retry[:-1]))
-    )
 
 
 def task_infos(batch: BatchInfo) -> dict[str, TaskInfo]:
@@ -390,16 +388,30 @@ def planned(
     another program does): no figure counts them, and ``verify`` names each
     (:meth:`RunStore.outside_plan`)."""
     table = _table(runs)
-    inside = table.in_plan(batch.planned_tasks(), batch.plan_bounds())
+    inside = _inside(batch, table)
     if bool(inside.all()):
         return table, table._take(slice(0, 0))
     return table._take(inside), table._take(~inside)
 
 
+def _inside(batch: BatchInfo, table: OutcomeTable) -> npt.NDArray[np.bool_]:
+    """Which rows of *table* are tries of *batch*'s plan (:func:`groundstate.batchplan.placed`)."""
+    where = placed(
+        table.task_ids,
+        table.task,
+        table.attempt,
+        table.retry,
+        ~table.valid(),
+        batch.planned_tasks(),
+        batch.plan_bounds(),
+    )
+    inside: npt.NDArray[np.bool_] = where == Placed.INSIDE
+    return inside
+
+
 def planned_runs(batch: BatchInfo, runs: Sequence[AgentRun]) -> list[AgentRun]:
     """The runs of *runs* in *batch*'s plan (:func:`planned`), in their order."""
-    table = OutcomeTable.from_runs(runs)
-    inside = table.in_plan(batch.planned_tasks(), batch.plan_bounds())
+    inside = _inside(batch, OutcomeTable.from_runs(runs))
     return [run for run, keep in zip(runs, inside.tolist(), strict=True) if keep]
 
 

@@ -249,6 +249,11 @@ _INSERT_RUN = (
 _INSERT_SEAL = "INSERT OR REPLACE INTO seals VALUES (?, ?, ?, ?)"
 
 
+def _valid_reason(reason: str) -> bool:
+    """``AgentRun.valid`` of a try ending with terminal reason *reason*."""
+    return reason.split("/")[0] not in INVALID_REASONS
+
+
 def _invalid(column: str) -> str:
     """SQL: whether the terminal reason in *column* makes a try invalid (``AgentRun.valid``)."""
     return (
@@ -263,14 +268,17 @@ def _invalid(column: str) -> str:
 
 _KEYS = "CAST(attempt AS INTEGER), CAST(retry AS INTEGER)"
 """A run row's attempt and retry columns as integers, whatever a hand edit put there."""
-_OUTSIDE_BOUNDS = (
-    f"SELECT run_id, task_id, {_KEYS} FROM runs AS r WHERE batch_id = ?1 AND (attempt < 1 "
-    "OR attempt > ?2 OR retry < 0 OR retry > ?3 OR (retry > 0 AND (SELECT COUNT(*) FROM runs "
-    "AS p WHERE p.batch_id = ?1 AND p.task_id = r.task_id AND p.attempt = r.attempt AND "
-    f"p.retry BETWEEN 0 AND r.retry - 1 AND {_invalid('p.terminal_reason')}) != r.retry))"
+_MAYBE_OUTSIDE = (
+    f"SELECT run_id, task_id, {_KEYS}, terminal_reason FROM runs WHERE batch_id = ?1 AND ("
+    "task_id IN (SELECT value FROM json_each(?3)) OR (NOT ?4 AND (task_id, attempt) IN ("
+    "SELECT task_id, attempt FROM runs WHERE batch_id = ?1 AND (retry != 0 OR attempt NOT "
+    "BETWEEN 1 AND ?2))))"
 )
-"""A batch's tries outside the bounds of its plan (:meth:`RunStore.outside_plan`): a try
-with retry *n* is a rerun in its plan only after *n* invalid tries 0 to *n* - 1."""
+"""The tries of a batch (?1, planning ?2 attempts; ?4: it plans only tasks) that
+:func:`groundstate.batchplan.placed` may place outside its plan: those of the tasks ?3 (a
+JSON list) it does not plan, and every try of an attempt holding a try other than a first try
+of an attempt it plans (the others are inside: :mod:`groundstate.batchplan`): one scan of
+the batch's index."""
 
 
 # Whether a run row's indexed columns differ from its (hashed) record: they are not hashed,
@@ -445,7 +453,8 @@ class RunSession(BaseModel):
     """The batch chain's link of the session's first try: its tries are the links from here
     to the next session's ``first_seq``."""
     tries: int = 0
-    """Tries the session stored, reruns included (counted when read, not stored)."""
+    """Tries the session stored, reruns included (counted when read, not stored; tries
+    outside the batch's plan are no session's: :meth:`RunStore.sessions`)."""
     reruns: int = 0
     """Of those, reruns of invalid tries (counted when read)."""
 
@@ -1313,7 +1322,7 @@ class RunStore:
         live = held is not None and not held.mine() and not held.stale(datetime.now(UTC))
         return batch.model_copy(
             update={
-                "sessions": self.sessions(batch.batch_id),
+                "sessions": self.sessions(batch.batch_id, batch),
                 "running": held.holder() if live and held else None,
             }
         )
@@ -1366,10 +1375,12 @@ class RunStore:
                 found[str(run_id)] = starts[at][1]
         return found
 
-    def sessions(self, batch_id: str) -> list[RunSession]:
+    def sessions(self, batch_id: str, batch: BatchInfo | None = None) -> list[RunSession]:
         """The batch's sessions in order, each with the tries it stored (links of the batch's
-        chain from its ``first_seq`` to the next one's). Empty when none was recorded (a batch
-        run before they were, an import, a read-only store made before the table)."""
+        chain from its ``first_seq`` to the next one's, less the tries outside its plan: no
+        session stored those, and no figure counts them). Empty when none was recorded (a
+        batch run before they were, an import, a read-only store made before the table).
+        *batch*: the batch's record, when already read."""
         made = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sessions'"
         if not self._query(made, ()):  # a read-only store made before the table
             return []
@@ -1377,12 +1388,19 @@ class RunStore:
             "SELECT record FROM sessions WHERE batch_id = ? ORDER BY number", (batch_id,)
         )
         found = [_parse(r[0], RunSession, f"session of batch {batch_id}") for r in rows]
+        if not found:
+            return []
+        if batch is None:
+            where = "SELECT record FROM batches WHERE batch_id = ?"
+            batch = _one(self._query(where, (batch_id,)), BatchInfo, f"batch {batch_id}", self.path)
+        outside = json.dumps([row.run_id for row in self.outside_plan(batch)])
         ends: list[int | None] = [s.first_seq for s in found[1:]]
         for session, end in zip(found, [*ends, None][: len(found)], strict=True):
             [(tries, reruns)] = self._query(
                 "SELECT COUNT(*), COALESCE(SUM(retry > 0), 0) FROM runs WHERE batch_id = ? "
-                "AND seq >= ? AND (? IS NULL OR seq < ?)",
-                (batch_id, session.first_seq, end, end),
+                "AND seq >= ? AND (? IS NULL OR seq < ?) "
+                "AND run_id NOT IN (SELECT value FROM json_each(?))",
+                (batch_id, session.first_seq, end, end, outside),
             )
             session.tries, session.reruns = int(tries), int(reruns)
         return found
@@ -1437,42 +1455,49 @@ class RunStore:
         it does not plan, and for a batch run here (:meth:`BatchInfo.plan_bounds`) an attempt
         past its attempts, a rerun past its policy's, or a rerun of a try that is not stored
         or was valid. Nothing in groundstate stores one (a hand edit or another program
-        does); every figure leaves them out (:func:`groundstate.analysis.planned`, the same
-        rule on the records) and :meth:`verify` names each. Read from the indexed columns
-        (one scan of the batch's index; :meth:`verify` names a row whose columns differ from
-        its record)."""
-        found: list[OutsidePlan] = []
+        does); every figure leaves them out (:func:`groundstate.analysis.planned`: the rule of
+        :mod:`groundstate.batchplan` on the records) and :meth:`verify` names each. Read from
+        the indexed columns (one scan of the batch's index; :meth:`verify` names a row whose
+        columns differ from its record)."""
+        import numpy as np  # not at the top: a worker storing runs never needs it
+
+        from groundstate.batchplan import Placed, placed, why_outside
+
+        tasks, bounds = batch.planned_tasks(), batch.plan_bounds()
         present = self._query(
             "SELECT DISTINCT task_id FROM runs WHERE batch_id = ?", (batch.batch_id,)
         )
-        tasks = batch.planned_tasks()
         strangers = [] if tasks is None else sorted({str(t) for (t,) in present} - tasks)
-        for task_id in strangers:
-            found += [
-                OutsidePlan(
-                    str(run_id), task_id, int(attempt), int(retry), "a task the batch does not plan"
-                )
-                for run_id, attempt, retry in self._query(
-                    f"SELECT run_id, {_KEYS} FROM runs WHERE batch_id = ? AND task_id = ?",
-                    (batch.batch_id, task_id),
-                )
-            ]
-        bounds = batch.plan_bounds()
-        if bounds is not None:
-            attempts, reruns = bounds
-            for run_id, task_id, attempt, retry in self._query(
-                _OUTSIDE_BOUNDS, (batch.batch_id, attempts, reruns)
-            ):
-                if task_id in strangers:
-                    continue
-                why = (
-                    f"the batch plans attempts 1 to {attempts}"
-                    if not 1 <= attempt <= attempts
-                    else f"its policy allows {reruns} rerun(s) of an invalid try"
-                    if not 0 <= retry <= reruns
-                    else "a rerun of a try not stored or valid: only invalid tries are rerun"
-                )
-                found.append(OutsidePlan(str(run_id), str(task_id), int(attempt), int(retry), why))
+        if bounds is None and not strangers:  # only its tasks bound its plan
+            return []
+        rows = self._query(
+            _MAYBE_OUTSIDE,
+            (batch.batch_id, bounds[0] if bounds else 0, json.dumps(strangers), bounds is None),
+        )
+        if not rows:
+            return []
+        run_ids, task_ids, attempts, retries, reasons = zip(*rows, strict=True)
+        names: dict[str, int] = {}
+        task = np.fromiter((names.setdefault(str(t), len(names)) for t in task_ids), np.int64)
+        kinds: dict[str, int] = {}
+        reason = np.fromiter((kinds.setdefault(str(r), len(kinds)) for r in reasons), np.int64)
+        invalid = np.array([not _valid_reason(r) for r in kinds], np.bool_)[reason]
+        where = placed(
+            list(names),
+            task,
+            np.array(attempts, np.int64),
+            np.array(retries, np.int64),
+            invalid,
+            tasks,
+            bounds,
+        )
+        found = [
+            OutsidePlan(
+                str(run_ids[i]), str(task_ids[i]), int(attempts[i]), int(retries[i]),
+                why_outside(int(where[i]), bounds),
+            )
+            for i in np.flatnonzero(where != Placed.INSIDE).tolist()
+        ]  # fmt: skip
         return sorted(found, key=lambda row: (row.task_id, row.attempt, row.retry, row.run_id))
 
     def _planned_counts(self, batch: BatchInfo, outside: set[str]) -> tuple[int, int]:
@@ -1487,7 +1512,7 @@ class RunStore:
             if run_id not in outside and (key not in last or retry > last[key][0]):
                 last[key] = (int(retry), str(reason))
         pending = sum(
-            reason.split("/")[0] in INVALID_REASONS and retry < batch.max_retries
+            not _valid_reason(reason) and retry < batch.max_retries
             for retry, reason in last.values()
         )
         return len(last), pending
@@ -2290,13 +2315,30 @@ def _content_hash(text: str) -> str | None:
     return None if parsed is None else parsed[1]
 
 
+class _KeyTwice(Exception):
+    """A JSON object writes a key twice (:func:`_keys_once`)."""
+
+
+def _keys_once(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` refusing a key written twice in one object. A record's hash is
+    of the parsed record (Python keeps a key's last value) while SQLite's ``json_extract``,
+    which reads the outcome columns and compares the indexed ones, takes the first: an edit
+    adding ``"success": true`` before the real field would flip a verdict under a hash that
+    still matches."""
+    found = dict(items)
+    if len(found) < len(items):
+        raise _KeyTwice
+    return found
+
+
 def _parse_hashed(text: str) -> tuple[Any, str] | None:
     """*text* parsed and its :func:`record_hash`, from one parse (a check needs both: parsing
-    a run record twice was a seventh of verifying it); None when *text* is not JSON."""
+    a run record twice was a seventh of verifying it); None when *text* is not JSON, or
+    writes a key of an object twice (:func:`_keys_once`: not the record its hash is of)."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_keys_once)
         return data, _canonical_hash(data)
-    except ValueError:
+    except (ValueError, _KeyTwice):
         return None
 
 
@@ -2316,7 +2358,7 @@ def _record_problems(
                 batch_id=batch_id,
                 run_id=run_id,
                 kind="record_unreadable",
-                detail="record unreadable (its JSON does not parse)",
+                detail="record unreadable (its JSON does not parse, or writes a key twice)",
             )
         ]
     data, recomputed = parsed
@@ -2377,7 +2419,7 @@ def parse_stored(texts: Iterable[str]) -> list[AgentRun]:
     """The records stored as *texts* (the :attr:`PreparedRun.text` of each): what
     :meth:`RunStore.runs` would read back, without reading it."""
     with _collector_paused():
-        return [AgentRun.model_validate_json(text) for text in texts]
+        return [AgentRun.model_validate_json(text, strict=True) for text in texts]
 
 
 @contextmanager
@@ -2396,12 +2438,17 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _parse(text: str, model: type[M], what: str, batch_id: str | None = None) -> M:
+    """A stored record, strictly: a field of another JSON type (a hand-edited ``"1"`` or
+    ``"true"``) is an error naming it, never read as 1 or True."""
     try:
-        return model.model_validate_json(text)
+        return model.model_validate_json(text, strict=True)
     except ValidationError as exc:
         hint = f"; `groundstate verify {batch_id}` checks the whole batch" if batch_id else ""
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
         raise StoreError(
-            f"{what} is unreadable (corrupt record: {exc.errors()[0]['msg']}){hint}"
+            f"{what} is unreadable (corrupt record: {field + ': ' if field else ''}"
+            f"{error['msg']}){hint}"
         ) from exc
 
 

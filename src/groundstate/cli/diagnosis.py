@@ -202,16 +202,18 @@ def agreement_command(
     """
     from rich.table import Table
 
+    from groundstate.analysis import counted_runs
     from groundstate.diagnosis import regrade, verdict_agreement
     from groundstate.report.terminal import quoted
     from groundstate.spec.suite import load_suite
 
     if (batch_b is None) == (regrade_suite is None):
         raise click.UsageError("give BATCH_B or --regrade SUITE (one of them)")
-    if batch_b is not None:
-        (_, a_runs), (_, b_runs) = _read_batches(store, (batch_a, batch_b))
-    else:
-        ((batch, a_runs),) = _read_batches(store, (batch_a,))
+    # each side's counted tries, as its report counts them (its plan, valid tasks, last tries)
+    ids = (batch_a,) if batch_b is None else (batch_a, batch_b)
+    read = [(b, counted_runs(b, runs)) for b, runs in _read_batches(store, ids)]
+    (batch, a_runs), b_runs = read[0], read[-1][1]
+    if batch_b is None:
         b_runs = regrade(a_runs, load_suite(regrade_suite or Path()), _system_of(batch))
     result = verdict_agreement(a_runs, b_runs, on)
     if as_json:
@@ -321,7 +323,7 @@ def sample_failures_command(
     taxonomy = _taxonomy(batch, taxonomy_file)
     sample = sample_failures(batch, runs, n, seed)
     paths = write_sheet(out, batch, sample, taxonomy)
-    failed = len(failed_runs(runs))
+    failed = len(failed_runs(batch, runs))
     if batch.source != "groundstate":
         click.echo(
             f"warning: batch {batch.batch_id} was imported: its runs have no trajectory or "
@@ -426,13 +428,26 @@ def labels_agreement(batch_id: str, as_json: bool, taxonomy_file: Path | None, s
     an adjudication recorded, each annotator is also scored against it. The taxonomy is
     --taxonomy, else the suite's taxonomy.yaml, else the shipped default.
     """
+    from groundstate.analysis import counted_runs
     from groundstate.diagnosis import against_adjudication, label_agreement
     from groundstate.store import RunStore
 
-    with RunStore(store, create=False) as run_store:
+    with RunStore(store, create=False) as run_store, run_store.snapshot():
         batch = _verified_batch(run_store, batch_id)
-        labelled = run_store.labels(batch.batch_id)
-        adjudicated = run_store.labels(batch.batch_id, adjudicated=True)
+        counted = {r.run_id for r in counted_runs(batch, run_store.runs(batch.batch_id))}
+        stored = run_store.labels(batch.batch_id)
+        adjudicated = [
+            x for x in run_store.labels(batch.batch_id, adjudicated=True) if x.run_id in counted
+        ]
+    # the runs the headline counts, as sample-failures draws them: not a rerun try or a task
+    # that failed validation, labelled from a sheet made by hand
+    labelled = [x for x in stored if x.run_id in counted]
+    if len(labelled) < len(stored):
+        click.echo(
+            f"note: {len(stored) - len(labelled)} label(s) of runs no figure counts (tries that "
+            "were rerun, tasks that failed validation) left out",
+            err=True,
+        )
     if not labelled:
         raise GroundstateError(f"no labels stored for batch {batch.batch_id}")
     taxonomy = _taxonomy(batch, taxonomy_file)

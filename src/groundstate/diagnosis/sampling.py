@@ -24,7 +24,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, Field
 
-from groundstate.analysis import final_runs
+from groundstate.analysis import counted_runs
 from groundstate.diagnosis.taxonomy import TAXONOMY_FILE, FailureTaxonomy
 from groundstate.errors import GroundstateError
 from groundstate.records import AgentRun
@@ -69,9 +69,10 @@ class SheetRow(BaseModel):
     note: str = ""
 
 
-def failed_runs(runs: Sequence[AgentRun]) -> list[AgentRun]:
-    """The valid failed attempts (the counted try of each), ordered by task and attempt."""
-    return [r for r in final_runs(list(runs)) if r.valid and not r.success]
+def failed_runs(batch: BatchInfo, runs: Sequence[AgentRun]) -> list[AgentRun]:
+    """The valid failed attempts of *batch* (the try each figure counts of each:
+    :func:`~groundstate.analysis.counted_runs`), ordered by task and attempt."""
+    return [r for r in counted_runs(batch, runs) if r.valid and not r.success]
 
 
 Stratum = tuple[str, tuple[str, ...]]
@@ -118,7 +119,7 @@ def sample_failures(
     if seed < 0:  # numpy's generators take no negative seed
         raise GroundstateError(f"--seed must be 0 or more, got {seed}")
     groups: dict[Stratum, list[AgentRun]] = {}
-    for run in failed_runs(runs):
+    for run in failed_runs(batch, runs):
         groups.setdefault(stratum_of(batch, run), []).append(run)
     if not groups:
         raise GroundstateError(f"batch {batch.batch_id} has no valid failed runs to sample")
