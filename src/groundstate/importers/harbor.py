@@ -51,10 +51,6 @@ HARBOR_EXCEPTIONS: dict[str, str | None] = {
     "OutputTokenExceededError": "harness_compatibility_failure/output_limit",
     "OutputLengthExceededError": "harness_compatibility_failure/output_limit",
     "AgentSafetyRefusalError": "agent_failure/refused",
-    "AgentAuthenticationError": "environment_failure/authentication",
-    "ApiKeyRejectedError": "environment_failure/authentication",
-    "ModelNotFoundError": "environment_failure/model_not_found",
-    "ApiUsageLimitError": "environment_failure/usage_limit",
     "VerifierTimeoutError": None,
     "RewardFileNotFoundError": None,
     "RewardFileEmptyError": None,
@@ -69,11 +65,7 @@ before the reward: Harbor still runs the verifier after an agent timeout, and it
 that reward; here the first stop decides. A model's response over its configured output limit
 is the pairing's, as a context window is; a provider's safety refusal is the model's own answer
 ("a real reward 0 outcome", Harbor's docstring says), never an invalid try, whatever
-``--errors`` says. A provider that refused the evaluator's credentials (Harbor reads a 401, an
-invalid key or "not logged in" from the agent's output), has no such model, or whose account's
-quota or credit ran out stopped the trial before the system could be measured: invalid
-(``environment_failure``), whatever ``--errors`` says: the evaluation's setup failed, not the
-agent. ``None``: the verifier could not grade the final
+``--errors`` says. ``None``: the verifier could not grade the final
 state (it timed out, wrote no or an unreadable reward file, or its tests could not be copied in
 or its output out); an agent can provoke that as easily as a broken test can, so it follows
 ``--errors`` (``agent``: ``agent_failure/ungraded``; ``environment``: ``grader_failure``). Any
@@ -82,6 +74,21 @@ own output; an agent install that timed out: the install is the system's own scr
 the task's container; a failed healthcheck, which a multi-step task runs again after the
 agent's earlier steps) is an exception the file does not attribute: it follows ``--errors`` as
 in every format."""
+
+AGENT_OUTPUT_EXCEPTIONS: dict[str, str] = {
+    "AgentAuthenticationError": "environment_failure/authentication",
+    "ApiKeyRejectedError": "environment_failure/authentication",
+    "ModelNotFoundError": "environment_failure/model_not_found",
+    "ApiUsageLimitError": "environment_failure/usage_limit",
+}
+"""Types that name a failure of the evaluation's setup (credentials the provider refused, a
+model it does not have, an account out of quota) -> ours under ``--errors environment``.
+Harbor tells each from the text of the agent's failed command (``ERROR_PATTERNS``, matched
+over its stdout and stderr: "Not logged in", "Cannot use this model", "Quota exceeded."),
+text the system under test prints and could print on purpose: a trial is infrastructure-invalid
+only on evidence the harness produced, so these follow ``--errors`` as every unattributed
+exception does (``agent``: ``agent_failure/crashed``), keeping their name when the evaluator
+vouches for the setup's failure."""
 
 
 @dataclass
@@ -242,6 +249,8 @@ class HarborSource:
     def _exception_reason(self, kind: str) -> str:
         if kind in HARBOR_EXCEPTIONS:
             return HARBOR_EXCEPTIONS[kind] or UNGRADED[self.errors]
+        if kind in AGENT_OUTPUT_EXCEPTIONS and self.errors == "environment":
+            return AGENT_OUTPUT_EXCEPTIONS[kind]
         return ERROR_REASONS[self.errors]
 
     def _reward(self, where: str, rewards: dict[str, Any]) -> float:
