@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from groundstate.importers import ImportOptions, read_rows
-from tests.test_imports_formats import Store, write_json
+from groundstate.store import RunStore
+from tests.test_imports_formats import Store, cli, log, sample, write_json
 from tests.test_imports_harbor import trial
 
 
@@ -51,3 +52,65 @@ def test_a_harbor_provider_error_read_from_the_agents_output_follows_errors(
     assert report["success_rate"]["estimate"] == 0.5  # the crash is in the denominator
     (row,) = read_rows(job / "t__a" / "result.json", ImportOptions(errors="environment"))
     assert row.terminal_reason.startswith("environment_failure/")
+
+
+# --- a count the file leaves out stays unknown -------------------------------------------------
+
+
+def stored_usage(store: Store, batch: str) -> list[tuple[int | None, int | None]]:
+    with RunStore(store.path) as runs:
+        assert runs.verify(batch).ok
+        return [(r.usage.input_tokens, r.usage.output_tokens) for r in runs.runs(batch)]
+
+
+def test_tokens_a_harbor_trial_leaves_out_are_stored_unknown_not_zero(
+    store: Store, tmp_path: Path
+) -> None:
+    """An agent that counts no tokens leaves Harbor's ``n_input_tokens`` and
+    ``n_output_tokens`` null: each was stored as 0, an attempt that used no tokens, and a
+    mean over the exported rows counted it so. A step that leaves its count out makes the
+    trial's sum unknown too (the other steps' sum would understate it)."""
+    unknown = {"n_input_tokens": None, "n_output_tokens": None, "cost_usd": None}
+    steps = [
+        {"step_name": "one", "agent_result": {"n_input_tokens": 10, "n_output_tokens": 2},
+         "verifier_result": {"rewards": {"reward": 1.0}}, "exception_info": None},
+        {"step_name": "two", "agent_result": {"n_input_tokens": None, "n_output_tokens": 1},
+         "verifier_result": {"rewards": {"reward": 1.0}}, "exception_info": None},
+    ]  # fmt: skip
+    trials = {
+        "t__a": trial("t", "t__a", {"reward": 1.0}, agent_result=unknown),
+        "t__b": trial("t", "t__b", {"reward": 0.0}, minute=1),
+        "t__c": trial("t", "t__c", {"reward": 1.0}, minute=2, agent_result=None,
+                      step_results=steps),
+    }  # fmt: skip
+    job = tmp_path / "job"
+    job.mkdir()
+    write_json(job / "result.json", {"id": "j", "n_total_trials": 3, "stats": {}})
+    for name, data in trials.items():
+        (job / name).mkdir()
+        write_json(job / name / "result.json", data)
+    assert [r.tokens for r in read_rows(job)] == [(None, None), (1200, 300), (None, 3)]
+    batch = store.imported(job)
+    assert stored_usage(store, batch) == [(None, None), (1200, 300), (None, 3)]
+    for kind in ("csv", "jsonl"):  # exported blank / null, and read back as not known
+        out = tmp_path / f"rows.{kind}"
+        code, _, err = cli("export", batch, "--format", kind, "--out", str(out),
+                           "--store", str(store.path))  # fmt: skip
+        assert code == 0, err
+        assert [r.tokens for r in read_rows(out)] == [None, (1200, 300), (None, 3)]
+        assert stored_usage(store, store.imported(out)) == [(None, None), (1200, 300), (None, 3)]
+
+
+def test_tokens_an_inspect_log_or_a_row_file_leaves_out_are_unknown(tmp_path: Path) -> None:
+    """Inspect's usage without ``input_tokens``, a row that gives only ``input_tokens``: each
+    missing count was 0."""
+    inspect = log([
+        sample(1, 1, {"match": {"value": "C"}}, model_usage={"m": {"output_tokens": 7}}),
+        sample(2, 1, {"match": {"value": "C"}},
+               model_usage={"m": {"input_tokens": 5, "output_tokens": 7, "total_tokens": 12}}),
+    ])  # fmt: skip
+    path = write_json(tmp_path / "log.json", inspect)
+    assert [r.tokens for r in read_rows(path)] == [(None, 7), (5, 7)]
+    rows = tmp_path / "rows.csv"
+    rows.write_text("task_id,attempt,success,input_tokens\nt,0,true,40\nt,1,false,\n")
+    assert [r.tokens for r in read_rows(rows)] == [(40, None), None]

@@ -26,6 +26,7 @@ from groundstate.importers.rows import (
     UNGRADED,
     ErrorPolicy,
     ImportedRow,
+    Tokens,
     amount,
     as_reward,
     as_text,
@@ -38,6 +39,7 @@ from groundstate.importers.rows import (
     reward_kind,
     reward_verdict,
     task_key,
+    total,
 )
 
 CANCELLED = "environment_failure/cancelled"
@@ -438,7 +440,7 @@ def _system_of(where: str, trial: dict[str, Any]) -> tuple[str, str]:
     return str(agent.get("name")), str(model.get("name"))
 
 
-def _usage(where: str, trial: dict[str, Any]) -> tuple[float | None, tuple[int, int] | None]:
+def _usage(where: str, trial: dict[str, Any]) -> tuple[float | None, Tokens | None]:
     """Cost and tokens as Harbor sums them (``TrialResult.compute_token_cost_totals``): the
     trial's ``agent_result``, or a multi-step trial's steps' ``agent_result`` each."""
     single = trial.get("agent_result")
@@ -455,12 +457,11 @@ def _usage(where: str, trial: dict[str, Any]) -> tuple[float | None, tuple[int, 
     cost = None
     if contexts and all(value is not None for value in costs):  # one unpriced: not known
         cost = sum(amount(where, f"{n}.cost_usd", c.get("cost_usd")) for n, c in contexts)
-    counted = [c for _, c in contexts if {"n_input_tokens", "n_output_tokens"} & set(c)]
-    if not counted:
+    if not contexts:
         return cost, None
-    tokens = (
-        sum(count(where, f"{n}.n_input_tokens", c.get("n_input_tokens")) for n, c in contexts),
-        sum(count(where, f"{n}.n_output_tokens", c.get("n_output_tokens")) for n, c in contexts),
+    tokens = (  # a context that leaves a count out (null): the sum is not known
+        total(count(where, f"{n}.n_input_tokens", c.get("n_input_tokens")) for n, c in contexts),
+        total(count(where, f"{n}.n_output_tokens", c.get("n_output_tokens")) for n, c in contexts),
     )
     return cost, tokens
 
