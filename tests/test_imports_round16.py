@@ -114,3 +114,24 @@ def test_tokens_an_inspect_log_or_a_row_file_leaves_out_are_unknown(tmp_path: Pa
     rows = tmp_path / "rows.csv"
     rows.write_text("task_id,attempt,success,input_tokens\nt,0,true,40\nt,1,false,\n")
     assert [r.tokens for r in read_rows(rows)] == [(40, None), None]
+
+
+# --- a grade in a form the reader does not know is not "never graded" ----------------------
+
+
+@pytest.mark.parametrize(
+    "verified", [{"reward": 1.0}, {"reward": 0.0, "rewards": None}, {"rewards": {}, "score": 1}]
+)
+def test_a_harbor_trial_graded_in_another_form_is_refused_not_invalid(
+    store: Store, tmp_path: Path, verified: dict[str, object]
+) -> None:
+    """Tools around Harbor write ``verifier_result: {"reward": 1.0}``: with no ``rewards``
+    the trial was read as never graded (`grader_failure`, invalid): its reward dropped and the
+    attempt out of every denominator, exit 0. It is now refused, naming the field."""
+    graded = trial("t", "t__a", None, verifier_result=verified)
+    err = store.refused(write_json(tmp_path / "result.json", graded))
+    key = next(k for k in verified if k != "rewards")
+    assert f"verifier_result.{key}: given" in err and "never graded" in err
+    ungraded = trial("t", "t__a", None, verifier_result={"rewards": None})
+    (row,) = read_rows(write_json(tmp_path / "none.json", ungraded))
+    assert row.terminal_reason == "grader_failure"

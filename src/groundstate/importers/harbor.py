@@ -197,6 +197,8 @@ class HarborSource:
         label = checked(where, "trial_name", _name, trial.get("trial_name"))
         verified = mapping(where, "verifier_result", trial.get("verifier_result"))
         rewards = mapping(where, "verifier_result.rewards", verified.get("rewards"))
+        if not rewards:
+            _graded_otherwise(where, verified)
         reward = self._reward(where, rewards) if rewards else None
         field, failure = _exception(where, trial)
         kind = None if failure is None else failure.get("exception_type")
@@ -389,6 +391,23 @@ def _name(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"required: the trial's name, got {value!r}")
     return as_text(value)
+
+
+VERIFIER_KEYS = frozenset({"rewards", "aggregate_window_start", "aggregate_window_end"})
+"""The keys of Harbor's ``VerifierResult`` (the window keys: a multi-turn fork's)."""
+
+
+def _graded_otherwise(where: str, verified: dict[str, Any]) -> None:
+    """A ``verifier_result`` without ``rewards`` is a trial never graded only when it holds
+    nothing else: one that grades in another form (``{"reward": 1.0}``, as tools around
+    Harbor write it) was read as never graded, its reward dropped and the attempt invalid."""
+    other = sorted(set(verified) - VERIFIER_KEYS)
+    if other:
+        raise SpecError(
+            where, f"verifier_result.{other[0]}", f"given ({verified[other[0]]!r}) where "
+            "verifier_result has no rewards: Harbor grades as rewards: {KEY: value}; a trial "
+            "graded in another form is not read as never graded: convert it",
+        )  # fmt: skip
 
 
 def _exception(where: str, trial: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
