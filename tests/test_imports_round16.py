@@ -15,6 +15,7 @@ from groundstate.importers import ImportOptions, read_rows
 from groundstate.store import RunStore
 from tests.test_imports_formats import Store, cli, log, sample, write_json
 from tests.test_imports_harbor import trial
+from tests.test_imports_round14 import tb_run, tb_trial
 
 
 @pytest.fixture
@@ -135,3 +136,19 @@ def test_a_harbor_trial_graded_in_another_form_is_refused_not_invalid(
     ungraded = trial("t", "t__a", None, verifier_result={"rewards": None})
     (row,) = read_rows(write_json(tmp_path / "none.json", ungraded))
     assert row.terminal_reason == "grader_failure"
+
+
+def test_a_terminal_bench_trial_without_is_resolved_is_refused_not_invalid(
+    store: Store, tmp_path: Path
+) -> None:
+    """``tb run`` writes ``is_resolved`` on every trial (null when never graded): a trial
+    without the key was read as never graded (`grader_failure`, invalid), out of every
+    denominator, exit 0."""
+    trials = [tb_trial("hello", 1, True), tb_trial("hello", 2, False)]
+    del trials[1]["is_resolved"]
+    err = store.refused(write_json(tmp_path / "results.json", {**tb_run(trials[:1]),
+                                                               "results": trials}))  # fmt: skip
+    assert "results[1]: is_resolved: required" in err
+    trials[1]["is_resolved"] = None
+    rows = read_rows(write_json(tmp_path / "ok.json", {**tb_run(trials[:1]), "results": trials}))
+    assert [r.terminal_reason for r in rows] == ["success", "grader_failure"]
