@@ -7,6 +7,7 @@ fixtures follow the writers.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -102,9 +103,11 @@ def test_tokens_a_harbor_trial_leaves_out_are_stored_unknown_not_zero(
         assert stored_usage(store, store.imported(out)) == [(None, None), (1200, 300), (None, 3)]
 
 
-def test_tokens_an_inspect_log_or_a_row_file_leaves_out_are_unknown(tmp_path: Path) -> None:
+def test_tokens_an_inspect_log_or_a_row_file_leaves_out_are_unknown(
+    store: Store, tmp_path: Path
+) -> None:
     """Inspect's usage without ``input_tokens``, a row that gives only ``input_tokens``: each
-    missing count was 0."""
+    missing count was 0, and the HTML report showed "0"."""
     inspect = log([
         sample(1, 1, {"match": {"value": "C"}}, model_usage={"m": {"output_tokens": 7}}),
         sample(2, 1, {"match": {"value": "C"}},
@@ -115,6 +118,12 @@ def test_tokens_an_inspect_log_or_a_row_file_leaves_out_are_unknown(tmp_path: Pa
     rows = tmp_path / "rows.csv"
     rows.write_text("task_id,attempt,success,input_tokens\nt,0,true,40\nt,1,false,\n")
     assert [r.tokens for r in read_rows(rows)] == [(40, None), None]
+    html = tmp_path / "report.html"
+    code, _, err = cli("report", store.imported(rows), "--html", str(html),
+                       "--store", str(store.path))  # fmt: skip
+    assert code == 0, err
+    shown = re.findall(r"tokens in / out</dt>\s*<dd>([^<]*)<", html.read_text())
+    assert sorted(shown) == ["40 / not known", "not known / not known"]
 
 
 # --- a grade in a form the reader does not know is not "never graded" ----------------------
