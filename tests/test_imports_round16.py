@@ -7,6 +7,8 @@ fixtures follow the writers.
 
 from __future__ import annotations
 
+import gzip
+import json
 import re
 from pathlib import Path
 
@@ -161,3 +163,33 @@ def test_a_terminal_bench_trial_without_is_resolved_is_refused_not_invalid(
     trials[1]["is_resolved"] = None
     rows = read_rows(write_json(tmp_path / "ok.json", {**tb_run(trials[:1]), "results": trials}))
     assert [r.terminal_reason for r in rows] == ["success", "grader_failure"]
+
+
+# --- bytes that are not UTF-8 are placed ----------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", ["csv", "jsonl", "json.gz"])
+def test_a_byte_that_is_not_utf8_is_named_with_its_line(
+    store: Store, tmp_path: Path, suffix: str
+) -> None:
+    """A Latin-1 byte deep in a large file was "not UTF-8 text": the row that holds it was
+    the user's to find, in a file of a million rows."""
+    rows = [f"t{i},0,true" for i in range(5000)]
+    rows[4321] = "tâche,0,true"
+    text = "task_id,attempt,success\n" + "\n".join(rows) + "\n"
+    if suffix == "jsonl":
+        objects = [f'{{"task_id": "t{i}", "attempt": 0, "success": true}}' for i in range(5000)]
+        objects[4321] = objects[4321].replace(f"t{4321}", "tâche")
+        text = "\n".join(objects) + "\n"
+    data = text.encode("latin-1")
+    path = tmp_path / f"rows.{suffix}"
+    if suffix == "json.gz":
+        path.write_bytes(
+            gzip.compress(json.dumps([1, "tâche"], ensure_ascii=False).encode("latin-1"))
+        )
+        assert "not UTF-8 text (byte 0xe2 on line 1, at offset 6)" in store.refused(path)
+        return
+    path.write_bytes(data)
+    line = 4323 if suffix == "csv" else 4322
+    offset = data.index(b"\xe2")
+    assert f"not UTF-8 text (byte 0xe2 on line {line}, at offset {offset})" in store.refused(path)

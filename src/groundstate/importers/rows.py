@@ -376,13 +376,25 @@ UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def not_utf8(path: Path) -> str:
-    """Why *path* could not be read as UTF-8 text, naming UTF-16 when its first bytes say so."""
+    """Why *path* could not be read as UTF-8 text, naming UTF-16 when its first bytes say so,
+    else the line of the first byte that is not UTF-8 (in a file of a million rows, "not
+    UTF-8" alone leaves the row to find)."""
     try:
         with open_bytes(path) as handle:
-            utf16 = handle.read(2) in UTF16_MARKS
+            if handle.read(2) in UTF16_MARKS:
+                return "UTF-16 text, not UTF-8: save it as UTF-8"
+            handle.seek(0)
+            offset = 0
+            for number, line in enumerate(handle, start=1):  # no UTF-8 sequence holds "\n"
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    byte, at = line[exc.start], offset + exc.start
+                    return f"not UTF-8 text (byte 0x{byte:02x} on line {number}, at offset {at})"
+                offset += len(line)
     except DAMAGED:
-        utf16 = False
-    return "UTF-16 text, not UTF-8: save it as UTF-8" if utf16 else "not UTF-8 text"
+        pass
+    return "not UTF-8 text"
 
 
 def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:
