@@ -18,6 +18,7 @@ from groundstate.importers import ImportOptions, read_rows
 from groundstate.store import RunStore
 from tests.test_imports_formats import Store, cli, log, sample, write_json
 from tests.test_imports_harbor import trial
+from tests.test_imports_round11 import SWE_REPORT
 from tests.test_imports_round14 import tb_run, tb_trial
 
 
@@ -193,3 +194,21 @@ def test_a_byte_that_is_not_utf8_is_named_with_its_line(
     line = 4323 if suffix == "csv" else 4322
     offset = data.index(b"\xe2")
     assert f"not UTF-8 text (byte 0xe2 on line {line}, at offset {offset})" in store.refused(path)
+
+
+# --- a SWE-bench run report whose lists miss instances of its total --------------------------
+
+
+def test_a_swe_bench_run_report_whose_lists_miss_part_of_its_total_says_so(
+    store: Store, tmp_path: Path
+) -> None:
+    """SWE-bench puts each instance of the dataset in one list (``incomplete_ids``: no
+    prediction); a report whose lists hold fewer than ``total_instances`` (cut, or edited)
+    was imported without a word: its resolved rate is over a total the batch never sees."""
+    path = write_json(tmp_path / "run.json", {**SWE_REPORT, "total_instances": 9})
+    code, _, err = cli("import-results", str(path), "--name", "swe", "--store", str(store.path))
+    assert code == 0, err
+    assert "total_instances is 9, but its lists" in err and "hold 6: 3 instance(s) are in no" in err
+    code, _, err = cli("import-results", str(write_json(tmp_path / "whole.json", SWE_REPORT)),
+                       "--name", "swe", "--store", str(store.path))  # fmt: skip
+    assert code == 0 and "total_instances is" not in err
