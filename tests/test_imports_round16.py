@@ -212,3 +212,17 @@ def test_a_swe_bench_run_report_whose_lists_miss_part_of_its_total_says_so(
     code, _, err = cli("import-results", str(write_json(tmp_path / "whole.json", SWE_REPORT)),
                        "--name", "swe", "--store", str(store.path))  # fmt: skip
     assert code == 0 and "total_instances is" not in err
+
+
+def test_a_harbor_trial_whose_steps_are_graded_where_it_is_not_is_refused(
+    store: Store, tmp_path: Path
+) -> None:
+    """Harbor aggregates a multi-step trial's step rewards into the trial's: a trial with
+    graded steps and no reward of its own was read as never graded (invalid)."""
+    steps = [
+        {"step_name": "one", "verifier_result": {"rewards": {"reward": 1.0}},
+         "agent_result": None, "exception_info": None},
+    ]  # fmt: skip
+    graded = trial("t", "t__a", None, agent_result=None, step_results=steps)
+    err = store.refused(write_json(tmp_path / "result.json", graded))
+    assert "step_results[0].verifier_result.rewards: a step is graded where the trial" in err
