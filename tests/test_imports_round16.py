@@ -226,3 +226,15 @@ def test_a_harbor_trial_whose_steps_are_graded_where_it_is_not_is_refused(
     graded = trial("t", "t__a", None, agent_result=None, step_results=steps)
     err = store.refused(write_json(tmp_path / "result.json", graded))
     assert "step_results[0].verifier_result.rewards: a step is graded where the trial" in err
+
+
+def test_a_cancelled_multi_step_trial_with_graded_steps_is_still_cancelled(tmp_path: Path) -> None:
+    """The exception decides before any reward: a job stopped between steps keeps its
+    cancelled trial (invalid), graded steps or not."""
+    steps = [
+        {"step_name": "one", "verifier_result": {"rewards": {"reward": 1.0}},
+         "agent_result": None, "exception_info": None},
+    ]  # fmt: skip
+    stopped = trial("t", "t__a", None, "CancelledError", agent_result=None, step_results=steps)
+    (row,) = read_rows(write_json(tmp_path / "result.json", stopped))
+    assert row.terminal_reason == "environment_failure/cancelled"

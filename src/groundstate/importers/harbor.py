@@ -198,7 +198,7 @@ class HarborSource:
         verified = mapping(where, "verifier_result", trial.get("verifier_result"))
         rewards = mapping(where, "verifier_result.rewards", verified.get("rewards"))
         if not rewards:
-            _graded_otherwise(where, trial, verified)
+            _graded_otherwise(where, verified)
         reward = self._reward(where, rewards) if rewards else None
         field, failure = _exception(where, trial)
         kind = None if failure is None else failure.get("exception_type")
@@ -234,6 +234,7 @@ class HarborSource:
                 mapped=f"{kind} (reward {shown}) -> {reason}",
             )
         if reward is None:  # never graded: a missing reward is not 0
+            _steps_graded(where, trial)
             return ImportedRow(
                 **common,
                 success=False,
@@ -397,12 +398,10 @@ VERIFIER_KEYS = frozenset({"rewards", "aggregate_window_start", "aggregate_windo
 """The keys of Harbor's ``VerifierResult`` (the window keys: a multi-turn fork's)."""
 
 
-def _graded_otherwise(where: str, trial: dict[str, Any], verified: dict[str, Any]) -> None:
-    """A trial without ``verifier_result.rewards`` is never graded only when nothing else
-    grades it: a ``verifier_result`` that grades in another form (``{"reward": 1.0}``, as tools
-    around Harbor write it), or steps graded where the trial is not (Harbor aggregates its
-    steps' rewards into the trial's), was read as never graded: its reward dropped and the
-    attempt invalid."""
+def _graded_otherwise(where: str, verified: dict[str, Any]) -> None:
+    """A ``verifier_result`` without ``rewards`` is a trial never graded only when it holds
+    nothing else: one that grades in another form (``{"reward": 1.0}``, as tools around
+    Harbor write it) was read as never graded, its reward dropped and the attempt invalid."""
     other = sorted(set(verified) - VERIFIER_KEYS)
     if other:
         raise SpecError(
@@ -410,6 +409,12 @@ def _graded_otherwise(where: str, trial: dict[str, Any], verified: dict[str, Any
             "verifier_result has no rewards: Harbor grades as rewards: {KEY: value}; a trial "
             "graded in another form is not read as never graded: convert it",
         )  # fmt: skip
+
+
+def _steps_graded(where: str, trial: dict[str, Any]) -> None:
+    """A multi-step trial that ended without an exception and without a reward is never
+    graded only when none of its steps is: Harbor aggregates its steps' rewards into the
+    trial's, so graded steps under an ungraded trial are a file it did not write."""
     for index, step in enumerate(_steps(where, trial)):
         graded = step.get("verifier_result")
         if isinstance(graded, dict) and graded.get("rewards"):
