@@ -44,17 +44,17 @@ def store(tmp_path: Path) -> Store:
         ("ApiUsageLimitError", "environment_failure/usage_limit"),
     ],
 )
-def test_harbor_setup_errors_are_invalid_whatever_errors_says(
+def test_harbor_setup_errors_keep_their_name_under_errors_environment(
     tmp_path: Path, kind: str, reason: str
 ) -> None:
-    """A rejected API key, a model the provider does not have, or an account out of quota
-    stop the trial before the system is measured: under the default `--errors agent` each
-    was an `agent_failure/crashed`, a job run with a bad key a batch of the agent's failures."""
+    """A rejected API key, a model the provider does not have, or an account out of quota are
+    named as such when the evaluator vouches for its setup (`--errors environment`); Harbor
+    reads them from the agent's own output, so under `--errors agent` they are the agent's
+    (sixteenth round: `tests/test_imports_round16.py`)."""
     path = write_json(tmp_path / "result.json", trial("t", "t__a", {"reward": 0.0}, kind))
-    for errors in ("agent", "environment"):
-        (row,) = read_rows(path, ImportOptions(format="harbor", errors=errors))  # type: ignore[arg-type]
-        assert (row.success, row.terminal_reason, row.reward) == (False, reason, None)
-        assert row.origin is not None and row.origin["exception_type"] == kind
+    (row,) = read_rows(path, ImportOptions(format="harbor", errors="environment"))
+    assert (row.success, row.terminal_reason, row.reward) == (False, reason, None)
+    assert row.origin is not None and row.origin["exception_type"] == kind
 
 
 # --- Inspect archives compressed with Zstandard --------------------------------------------

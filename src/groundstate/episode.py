@@ -52,7 +52,7 @@ from groundstate.grading.rubric import partial_score
 from groundstate.grading.terminal import classify, interruption_reason
 from groundstate.leftovers import Watch
 from groundstate.loopthreads import abandon, in_loop_thread, put_back_builtins
-from groundstate.records import AgentRun, CheckResult, Usage
+from groundstate.records import AgentRun, CheckResult, CountedUsage, Usage
 from groundstate.returned import CRASHED, TIME_LIMIT, AgentRaised, Final, text_of, type_name
 from groundstate.spec.suite import Suite, grader_shape
 from groundstate.spec.system import SystemSpec
@@ -233,7 +233,7 @@ class EpisodeSession:
         self._user = make_user(system.user_simulator, task, seed)
         self._started = CLOCK()
         self.events: list[TraceEvent] = []
-        self.usage = Usage()
+        self.usage = CountedUsage()
         self.cost = 0.0
         self.stop: Stop | None = None
         self._ended = False

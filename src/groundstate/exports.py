@@ -233,11 +233,16 @@ def _model_usage(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
     used, cost = run.usage, run.cost
     if not (used.input_tokens or used.output_tokens or cost):
         return {}
-    usage: dict[str, Any] = {
-        "input_tokens": used.input_tokens,
-        "output_tokens": used.output_tokens,
-        "total_tokens": used.input_tokens + used.output_tokens,
+    usage: dict[str, Any] = {  # a count not known is left out, not written as 0
+        key: value
+        for key, value in (
+            ("input_tokens", used.input_tokens),
+            ("output_tokens", used.output_tokens),
+        )
+        if value is not None
     }
+    if used.input_tokens is not None and used.output_tokens is not None:
+        usage["total_tokens"] = used.input_tokens + used.output_tokens
     if cost is not None:
         usage["total_cost"] = cost
     return {_model(batch): usage}

@@ -73,6 +73,15 @@ class CheckResult(BaseModel):
 
 
 class Usage(BaseModel):
+    input_tokens: int | None = 0
+    """``None`` when unknown (an imported file that does not count it), never 0 for that."""
+    output_tokens: int | None = 0
+    """``None`` when unknown, as ``input_tokens``."""
+
+
+class CountedUsage(Usage):
+    """The tokens an attempt run here reports: counted from 0, always known."""
+
     input_tokens: int = 0
     output_tokens: int = 0
 

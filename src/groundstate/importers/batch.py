@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from groundstate.analysis import OutcomeColumns
 from groundstate.errors import SpecError, StoreError
-from groundstate.importers.rows import ImportedRow, ResultSource
+from groundstate.importers.rows import ImportedRow, ResultSource, Tokens
 from groundstate.importers.table import COLUMNS
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, CheckResult
 from groundstate.seal import import_seal
@@ -259,7 +259,7 @@ _SPOOL_CHUNK = 4096
 """Rows per ``marshal`` record in the spool (one call per row costs more than the row)."""
 _Kept = tuple[
     int, str, int | str, int, str, bool, float | None, float | None, float | None,
-    dict[str, Any] | None, float | None, tuple[int, int] | None, int,
+    dict[str, Any] | None, float | None, Tokens | None, int,
 ]  # fmt: skip
 """What pass 2 needs of a row: line, task id, label, retry, terminal reason, success,
 partial score, cost, latency, origin, reward, tokens, judge errors (a plain tuple:
@@ -431,7 +431,7 @@ def _records(
             encode_basestring_ascii(task_id),
             str(revisions[task_id]),
             encode_basestring_ascii(reason),
-            _NO_USAGE if tokens is None else _USAGE % tokens,
+            _usage(tokens),
         )
         yield StoredRun(run_id, task_id, attempt, retry, reason, success, text.render(values))
     columns.add(outcomes)
@@ -519,9 +519,15 @@ class _RecordText:
         return self._format % values
 
 
-_USAGE = '{"input_tokens":%d,"output_tokens":%d}'
-_NO_USAGE = _USAGE % (0, 0)
-"""``AgentRun.usage`` as the store encodes it (a file that counts no tokens: the default)."""
+def _usage(tokens: Tokens | None) -> str:
+    """``AgentRun.usage`` as the store encodes it: a count the file leaves out is ``null``
+    (not known), never 0."""
+    given, made = (None, None) if tokens is None else tokens
+    return f'{{"input_tokens":{_count(given)},"output_tokens":{_count(made)}}}'
+
+
+def _count(value: int | None) -> str:
+    return "null" if value is None else str(int(value))
 
 
 @functools.cache

@@ -26,6 +26,7 @@ from groundstate.importers.rows import (
     UNGRADED,
     ErrorPolicy,
     ImportedRow,
+    Tokens,
     amount,
     as_reward,
     as_text,
@@ -38,6 +39,7 @@ from groundstate.importers.rows import (
     reward_kind,
     reward_verdict,
     task_key,
+    total,
 )
 
 CANCELLED = "environment_failure/cancelled"
@@ -51,10 +53,6 @@ HARBOR_EXCEPTIONS: dict[str, str | None] = {
     "OutputTokenExceededError": "harness_compatibility_failure/output_limit",
     "OutputLengthExceededError": "harness_compatibility_failure/output_limit",
     "AgentSafetyRefusalError": "agent_failure/refused",
-    "AgentAuthenticationError": "environment_failure/authentication",
-    "ApiKeyRejectedError": "environment_failure/authentication",
-    "ModelNotFoundError": "environment_failure/model_not_found",
-    "ApiUsageLimitError": "environment_failure/usage_limit",
     "VerifierTimeoutError": None,
     "RewardFileNotFoundError": None,
     "RewardFileEmptyError": None,
@@ -69,11 +67,7 @@ before the reward: Harbor still runs the verifier after an agent timeout, and it
 that reward; here the first stop decides. A model's response over its configured output limit
 is the pairing's, as a context window is; a provider's safety refusal is the model's own answer
 ("a real reward 0 outcome", Harbor's docstring says), never an invalid try, whatever
-``--errors`` says. A provider that refused the evaluator's credentials (Harbor reads a 401, an
-invalid key or "not logged in" from the agent's output), has no such model, or whose account's
-quota or credit ran out stopped the trial before the system could be measured: invalid
-(``environment_failure``), whatever ``--errors`` says: the evaluation's setup failed, not the
-agent. ``None``: the verifier could not grade the final
+``--errors`` says. ``None``: the verifier could not grade the final
 state (it timed out, wrote no or an unreadable reward file, or its tests could not be copied in
 or its output out); an agent can provoke that as easily as a broken test can, so it follows
 ``--errors`` (``agent``: ``agent_failure/ungraded``; ``environment``: ``grader_failure``). Any
@@ -82,6 +76,21 @@ own output; an agent install that timed out: the install is the system's own scr
 the task's container; a failed healthcheck, which a multi-step task runs again after the
 agent's earlier steps) is an exception the file does not attribute: it follows ``--errors`` as
 in every format."""
+
+AGENT_OUTPUT_EXCEPTIONS: dict[str, str] = {
+    "AgentAuthenticationError": "environment_failure/authentication",
+    "ApiKeyRejectedError": "environment_failure/authentication",
+    "ModelNotFoundError": "environment_failure/model_not_found",
+    "ApiUsageLimitError": "environment_failure/usage_limit",
+}
+"""Types that name a failure of the evaluation's setup (credentials the provider refused, a
+model it does not have, an account out of quota) -> ours under ``--errors environment``.
+Harbor tells each from the text of the agent's failed command (``ERROR_PATTERNS``, matched
+over its stdout and stderr: "Not logged in", "Cannot use this model", "Quota exceeded."),
+text the system under test prints and could print on purpose: a trial is infrastructure-invalid
+only on evidence the harness produced, so these follow ``--errors`` as every unattributed
+exception does (``agent``: ``agent_failure/crashed``), keeping their name when the evaluator
+vouches for the setup's failure."""
 
 
 @dataclass
@@ -188,6 +197,8 @@ class HarborSource:
         label = checked(where, "trial_name", _name, trial.get("trial_name"))
         verified = mapping(where, "verifier_result", trial.get("verifier_result"))
         rewards = mapping(where, "verifier_result.rewards", verified.get("rewards"))
+        if not rewards:
+            _graded_otherwise(where, verified)
         reward = self._reward(where, rewards) if rewards else None
         field, failure = _exception(where, trial)
         kind = None if failure is None else failure.get("exception_type")
@@ -223,6 +234,7 @@ class HarborSource:
                 mapped=f"{kind} (reward {shown}) -> {reason}",
             )
         if reward is None:  # never graded: a missing reward is not 0
+            _steps_graded(where, trial)
             return ImportedRow(
                 **common,
                 success=False,
@@ -242,6 +254,8 @@ class HarborSource:
     def _exception_reason(self, kind: str) -> str:
         if kind in HARBOR_EXCEPTIONS:
             return HARBOR_EXCEPTIONS[kind] or UNGRADED[self.errors]
+        if kind in AGENT_OUTPUT_EXCEPTIONS and self.errors == "environment":
+            return AGENT_OUTPUT_EXCEPTIONS[kind]
         return ERROR_REASONS[self.errors]
 
     def _reward(self, where: str, rewards: dict[str, Any]) -> float:
@@ -380,6 +394,37 @@ def _name(value: Any) -> str:
     return as_text(value)
 
 
+VERIFIER_KEYS = frozenset({"rewards", "aggregate_window_start", "aggregate_window_end"})
+"""The keys of Harbor's ``VerifierResult`` (the window keys: a multi-turn fork's)."""
+
+
+def _graded_otherwise(where: str, verified: dict[str, Any]) -> None:
+    """A ``verifier_result`` without ``rewards`` is a trial never graded only when it holds
+    nothing else: one that grades in another form (``{"reward": 1.0}``, as tools around
+    Harbor write it) was read as never graded, its reward dropped and the attempt invalid."""
+    other = sorted(set(verified) - VERIFIER_KEYS)
+    if other:
+        raise SpecError(
+            where, f"verifier_result.{other[0]}", f"given ({verified[other[0]]!r}) where "
+            "verifier_result has no rewards: Harbor grades as rewards: {KEY: value}; a trial "
+            "graded in another form is not read as never graded: convert it",
+        )  # fmt: skip
+
+
+def _steps_graded(where: str, trial: dict[str, Any]) -> None:
+    """A multi-step trial that ended without an exception and without a reward is never
+    graded only when none of its steps is: Harbor aggregates its steps' rewards into the
+    trial's, so graded steps under an ungraded trial are a file it did not write."""
+    for index, step in enumerate(_steps(where, trial)):
+        graded = step.get("verifier_result")
+        if isinstance(graded, dict) and graded.get("rewards"):
+            raise SpecError(
+                where, f"step_results[{index}].verifier_result.rewards", "a step is graded "
+                "where the trial is not (Harbor aggregates its steps' rewards into the "
+                "trial's verifier_result): which reward decides would be a guess",
+            )  # fmt: skip
+
+
 def _exception(where: str, trial: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
     """Where the trial's first exception is and what it says: the trial's own, else the first
     step's of a multi-step trial (Harbor records a step's exception on the step only and
@@ -429,7 +474,7 @@ def _system_of(where: str, trial: dict[str, Any]) -> tuple[str, str]:
     return str(agent.get("name")), str(model.get("name"))
 
 
-def _usage(where: str, trial: dict[str, Any]) -> tuple[float | None, tuple[int, int] | None]:
+def _usage(where: str, trial: dict[str, Any]) -> tuple[float | None, Tokens | None]:
     """Cost and tokens as Harbor sums them (``TrialResult.compute_token_cost_totals``): the
     trial's ``agent_result``, or a multi-step trial's steps' ``agent_result`` each."""
     single = trial.get("agent_result")
@@ -446,12 +491,11 @@ def _usage(where: str, trial: dict[str, Any]) -> tuple[float | None, tuple[int, 
     cost = None
     if contexts and all(value is not None for value in costs):  # one unpriced: not known
         cost = sum(amount(where, f"{n}.cost_usd", c.get("cost_usd")) for n, c in contexts)
-    counted = [c for _, c in contexts if {"n_input_tokens", "n_output_tokens"} & set(c)]
-    if not counted:
+    if not contexts:
         return cost, None
-    tokens = (
-        sum(count(where, f"{n}.n_input_tokens", c.get("n_input_tokens")) for n, c in contexts),
-        sum(count(where, f"{n}.n_output_tokens", c.get("n_output_tokens")) for n, c in contexts),
+    tokens = (  # a context that leaves a count out (null): the sum is not known
+        total(count(where, f"{n}.n_input_tokens", c.get("n_input_tokens")) for n, c in contexts),
+        total(count(where, f"{n}.n_output_tokens", c.get("n_output_tokens")) for n, c in contexts),
     )
     return cost, tokens
 

@@ -37,6 +37,7 @@ from groundstate.importers.rows import (
     UNGRADED,
     ErrorPolicy,
     ImportedRow,
+    Tokens,
     amount,
     as_reward,
     count,
@@ -48,6 +49,7 @@ from groundstate.importers.rows import (
     reward_kind,
     reward_verdict,
     task_key,
+    total,
 )
 from groundstate.importers.table import COLUMNS, parse_row
 
@@ -601,12 +603,13 @@ def _cost(where: str, sample: dict[str, Any]) -> float | None:
     return max(0.0, total - amount(where, "role_usage.grader.total_cost", price))
 
 
-def _tokens(where: str, sample: dict[str, Any]) -> tuple[int, int] | None:
+def _tokens(where: str, sample: dict[str, Any]) -> Tokens | None:
     """Input and output tokens over the models the sample used (``ModelUsage``), less its
-    grader's; ``None`` when the log counts none. Input tokens include cached ones, as our own
-    adapters count them: Inspect's ``input_tokens`` leaves out cache reads and writes for some
-    providers (Anthropic's) and not for others (OpenAI's), so they are ``total_tokens`` less
-    the output, or without a total the input plus the cache counts."""
+    grader's; ``None`` when the log counts none, and either ``None`` when a model's usage
+    leaves it out. Input tokens include cached ones, as our own adapters count them: Inspect's
+    ``input_tokens`` leaves out cache reads and writes for some providers (Anthropic's) and not
+    for others (OpenAI's), so they are ``total_tokens`` less the output, or without a total the
+    input plus the cache counts (a cache count left out: none read or written)."""
     counted = [
         (f"model_usage.{model}", used)
         for model, used in mapping(where, "model_usage", sample.get("model_usage")).items()
@@ -617,22 +620,26 @@ def _tokens(where: str, sample: dict[str, Any]) -> tuple[int, int] | None:
     pairs = [_model_tokens(where, name, used) for name, used in counted]
     grader = _grader(where, sample)
     graded = (0, 0) if grader is None else _model_tokens(where, "role_usage.grader", grader)
-    return (
-        max(0, sum(p[0] for p in pairs) - graded[0]),
-        max(0, sum(p[1] for p in pairs) - graded[1]),
+    return _less(total(p[0] for p in pairs), graded[0]), _less(
+        total(p[1] for p in pairs), graded[1]
     )
 
 
-def _model_tokens(where: str, name: str, used: dict[str, Any]) -> tuple[int, int]:
+def _less(used: int | None, graded: int | None) -> int | None:
+    return None if used is None or graded is None else max(0, used - graded)
+
+
+def _model_tokens(where: str, name: str, used: dict[str, Any]) -> Tokens:
     output = count(where, f"{name}.output_tokens", used.get("output_tokens"))
-    total = count(where, f"{name}.total_tokens", used.get("total_tokens"))
-    if total >= output and total > 0:
-        return total - output, output
-    cached = sum(
-        count(where, f"{name}.{key}", used.get(key))
-        for key in ("input_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
-    )
-    return cached, output
+    whole = count(where, f"{name}.total_tokens", used.get("total_tokens"))
+    if output is not None and whole is not None and whole >= output and whole > 0:
+        return whole - output, output
+    cached = [
+        count(where, f"{name}.{key}", used.get(key)) or 0
+        for key in ("input_tokens_cache_read", "input_tokens_cache_write")
+    ]
+    given = count(where, f"{name}.input_tokens", used.get("input_tokens"))
+    return total([given, *cached]), output
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -56,6 +56,10 @@ def raised(error: Any) -> bool:
     return error is not None and error is not False
 
 
+Tokens = tuple[int | None, int | None]
+"""(input, output) tokens; either ``None`` when not known."""
+
+
 @dataclass(frozen=True, slots=True)
 class ImportedRow:
     """One attempt read from another harness's results."""
@@ -73,8 +77,9 @@ class ImportedRow:
     """Dollars; ``None`` when the file gives none (not known: never stored as 0)."""
     latency: float | None = None
     """Seconds; ``None`` when the file gives none."""
-    tokens: tuple[int, int] | None = None
-    """(input, output) tokens of the system's model calls, when the file counts them."""
+    tokens: Tokens | None = None
+    """(input, output) tokens of the system's model calls, when the file counts them; either
+    ``None`` when the file leaves that count out (not known: never stored as 0)."""
     partial_score: float | None = None
     """A partial reward in [0, 1], kept beside ``success``, never instead of it."""
     reward: float | None = None
@@ -310,21 +315,34 @@ def duration(where: str, name: str, start: Any, end: Any) -> float | None:
     return amount(where, name, seconds)
 
 
-def count(where: str, name: str, value: Any) -> int:
-    """A token count: an integer not below 0; a count the file leaves out (``None``) is 0."""
+def count(where: str, name: str, value: Any) -> int | None:
+    """A token count: an integer not below 0; a count the file leaves out (``None``) is not
+    known, ``None``: stored as 0 it would read as an attempt that used no tokens and pull
+    every mean of the counts down."""
     if value is None:
-        return 0
+        return None
     result = integer(where, name, value)
     if result < 0:
         raise SpecError(where, name, f"must not be negative, got {value!r}")
     return result
 
 
-def token_lists(where: str, name: str, value: Any) -> int:
+def total(counts: Iterable[int | None]) -> int | None:
+    """The sum of *counts*; ``None`` when any is not known (the sum of the others would
+    understate it)."""
+    result = 0
+    for each in counts:
+        if each is None:
+            return None
+        result += each
+    return result
+
+
+def token_lists(where: str, name: str, value: Any) -> int | None:
     """A token count given as one integer or, as τ-bench's first agents kept it, a list of
     one per model call."""
     if isinstance(value, list):
-        return sum(count(where, f"{name}[{i}]", v) for i, v in enumerate(value))
+        return total(count(where, f"{name}[{i}]", v) for i, v in enumerate(value))
     return count(where, name, value)
 
 
@@ -358,13 +376,25 @@ UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 
 def not_utf8(path: Path) -> str:
-    """Why *path* could not be read as UTF-8 text, naming UTF-16 when its first bytes say so."""
+    """Why *path* could not be read as UTF-8 text, naming UTF-16 when its first bytes say so,
+    else the line of the first byte that is not UTF-8 (in a file of a million rows, "not
+    UTF-8" alone leaves the row to find)."""
     try:
         with open_bytes(path) as handle:
-            utf16 = handle.read(2) in UTF16_MARKS
+            if handle.read(2) in UTF16_MARKS:
+                return "UTF-16 text, not UTF-8: save it as UTF-8"
+            handle.seek(0)
+            offset = 0
+            for number, line in enumerate(handle, start=1):  # no UTF-8 sequence holds "\n"
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    byte, at = line[exc.start], offset + exc.start
+                    return f"not UTF-8 text (byte 0x{byte:02x} on line {number}, at offset {at})"
+                offset += len(line)
     except DAMAGED:
-        utf16 = False
-    return "UTF-16 text, not UTF-8: save it as UTF-8" if utf16 else "not UTF-8 text"
+        pass
+    return "not UTF-8 text"
 
 
 def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:

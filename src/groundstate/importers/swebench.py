@@ -369,8 +369,28 @@ class SweBenchSource:
         return self._outcomes[line - 1].where
 
     def warnings(self) -> list[str]:
-        found = (self._incomplete(), self._flagged(), self._unread(), self._unrun())
+        found = (
+            self._incomplete(), self._unlisted(), self._flagged(), self._unread(), self._unrun()
+        )  # fmt: skip
         return [w for w in found if w]
+
+    def _unlisted(self) -> str | None:
+        """A run report whose lists do not add up to its ``total_instances``: SWE-bench puts
+        each instance of the dataset in one list (``incomplete_ids``: no prediction), so the
+        others were cut from the file, and its resolved rate is over a total they are in."""
+        total = _count(self._report.get("total_instances")) if self.kind == "run" else None
+        if total is None:
+            return None
+        missing = self._report.get("incomplete_ids")
+        held = len(self._outcomes) + (len(missing) if isinstance(missing, list) else 0)
+        if held == total:
+            return None
+        return (
+            f"{self.path}: total_instances is {total}, but its lists (resolved_ids, "
+            f"unresolved_ids, empty_patch_ids, error_ids, incomplete_ids) hold {held}: "
+            + (f"{total - held} instance(s) are in no list, so no score counts them"
+               if held < total else "the lists hold instances of another run too?")
+        )  # fmt: skip
 
     def _unrun(self) -> str | None:
         """What a folder of logs does not hold."""

@@ -23,6 +23,7 @@ from groundstate.errors import SpecError
 from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
 from groundstate.importers.rows import (
     ImportedRow,
+    Tokens,
     as_amount,
     as_integer,
     as_label,
@@ -211,11 +212,11 @@ def _row(where: str, line: int, cells: Iterable[_Cell]) -> ImportedRow:
     )
 
 
-def _tokens(fields: dict[str, Any]) -> tuple[int, int] | None:
-    """(input, output) tokens when the row counts either (the other then 0)."""
+def _tokens(fields: dict[str, Any]) -> Tokens | None:
+    """(input, output) tokens when the row counts either (the other then not known)."""
     if "input_tokens" not in fields and "output_tokens" not in fields:
         return None
-    return fields.get("input_tokens", 0), fields.get("output_tokens", 0)
+    return fields.get("input_tokens"), fields.get("output_tokens")
 
 
 def _task_id(value: Any) -> str:

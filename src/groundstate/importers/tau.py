@@ -23,6 +23,7 @@ from groundstate.importers.rows import (
     ERROR_REASONS,
     ErrorPolicy,
     ImportedRow,
+    Tokens,
     amount,
     as_integer,
     as_number,
@@ -38,6 +39,7 @@ from groundstate.importers.rows import (
     reward_verdict,
     task_key,
     token_lists,
+    total,
 )
 
 TAU2_ENDS: dict[str, str | None] = {
@@ -173,7 +175,7 @@ def _usage_cost(where: str, usage: Any) -> float | None:
     return None if price is None else amount(where, "info.usage.total_price", price)
 
 
-def _usage_tokens(where: str, usage: Any) -> tuple[int, int] | None:
+def _usage_tokens(where: str, usage: Any) -> Tokens | None:
     """The agent's tokens as τ-bench's first agents kept them (``info.usage``'s
     ``prompt_tokens`` and ``completion_tokens``, a list of one count per model call)."""
     if not isinstance(usage, dict) or not {"prompt_tokens", "completion_tokens"} & set(usage):
@@ -418,7 +420,7 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
     )
 
 
-def _agent_tokens(where: str, messages: Any) -> tuple[int, int] | None:
+def _agent_tokens(where: str, messages: Any) -> Tokens | None:
     """The agent's tokens: the ``usage`` (``prompt_tokens``, ``completion_tokens``) of each
     assistant message, as τ² records each model call (the user simulator's are its own);
     ``None`` when no assistant message counts any."""
@@ -434,11 +436,11 @@ def _agent_tokens(where: str, messages: Any) -> tuple[int, int] | None:
     if not used:
         return None
     return (
-        sum(
+        total(
             count(where, f"messages[{i}].usage.prompt_tokens", u.get("prompt_tokens"))
             for i, u in used
         ),
-        sum(
+        total(
             count(where, f"messages[{i}].usage.completion_tokens", u.get("completion_tokens"))
             for i, u in used
         ),

@@ -97,6 +97,11 @@ class TerminalBenchSource:
         mode = trial.get("failure_mode", "unset")
         if not isinstance(mode, str):
             raise SpecError(where, "failure_mode", f"must be text, got {mode!r}")
+        if "is_resolved" not in trial:  # Terminal-Bench writes it, null when never graded
+            raise SpecError(
+                where, "is_resolved", "required: true, false or null (a trial without it is "
+                "not one Terminal-Bench wrote, and read as never graded it would be invalid)",
+            )  # fmt: skip
         resolved = trial.get("is_resolved")
         if resolved is not None and not isinstance(resolved, bool):
             raise SpecError(where, "is_resolved", f"must be true, false or null, got {resolved!r}")
