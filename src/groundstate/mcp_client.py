@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from groundstate.agents.base import ToolResult, ToolSpec
-from groundstate.returned import AgentRaised
+from groundstate.errors import HarnessCompatibilityError
+from groundstate.returned import AgentRaised, type_name
+from groundstate.trace import ModelCall
 
 LEFT = "(the user has left the conversation)"
 BRIDGE_NAMES = frozenset({"send_message_to_user", "finish", "give_up", "report_usage"})
@@ -46,6 +48,7 @@ class McpSession:
         self._tools = tools
         self._seed = int(os.environ.get("GROUNDSTATE_SEED", "0"))
         self._usage: dict[str, float] = {}
+        self._model_calls: list[dict[str, Any]] = []
         self._rng = random.Random(self._seed)
 
     @classmethod
@@ -113,8 +116,18 @@ class McpSession:
             return ToolResult(ok=True, output=text)
 
     async def say(self, text: str) -> str | None:
+        """The user's reply, or None once the user has left. A message that is not a ``str``
+        is refused as in-process (a protocol mismatch, ``harness_compatibility_failure``), and
+        a refused call is an error: both were read as the user's leaving, and changed the
+        conversation instead of telling the agent its call was wrong."""
+        if not issubclass(type(text), str):
+            raise HarnessCompatibilityError(
+                f"protocol mismatch: a message must be a str, got {type_name(type(text))}"
+            )
         ok, reply = await self._call("send_message_to_user", {"text": text})
-        return None if not ok or reply == LEFT else reply
+        if not ok:
+            raise RuntimeError(f"send_message_to_user was refused: {reply}")
+        return None if reply == LEFT else reply
 
     def record_usage(
         self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
@@ -124,11 +137,18 @@ class McpSession:
             self._usage[key] = self._usage.get(key, 0) + value
         self._usage["cost"] = self._usage.get("cost", 0.0) + cost
 
+    def record_model_call(self, call: ModelCall) -> None:
+        """Kept until the next call, which reports it first (``report_usage``'s
+        ``model_calls``): the run's trace keeps the program's model calls, every try, as it
+        keeps an in-process adapter's."""
+        self._model_calls.append(ModelCall.model_validate(dict(call)).model_dump(mode="json"))
+
     async def flush_usage(self) -> None:
-        """Report the usage recorded since the last call."""
-        if any(self._usage.values()):
+        """Report the usage and model calls recorded since the last call."""
+        if any(self._usage.values()) or self._model_calls:
             usage, self._usage = self._usage, {}
-            await self._send("report_usage", usage)
+            calls, self._model_calls = self._model_calls, []
+            await self._send("report_usage", usage | ({"model_calls": calls} if calls else {}))
 
     def give_up(self, reason: str) -> NoReturn:
         raise _GiveUp(reason)
@@ -167,13 +187,15 @@ async def serve_agent(agent: Any) -> None:
         _leave()
 
 
-def _leave() -> NoReturn:
-    """Exit at once with code 1, the traceback on stderr: the stdio transport waits for the end
-    of its input before the process can exit, and the server closes it only after ``finish``
-    (an error left to unwind through the transport held the program to its time limit)."""
-    traceback.print_exc()
+def _leave(code: int = 1) -> NoReturn:
+    """Exit at once with *code* (1: with the traceback on stderr): the stdio transport waits
+    for the end of its input before the process can exit, and the server closes it only after
+    ``finish`` (an error left to unwind through the transport held the program to its time
+    limit)."""
+    if code:
+        traceback.print_exc()
     sys.stderr.flush()
-    os._exit(1)
+    os._exit(code)
 
 
 def _transport(url: str | None) -> Any:
@@ -206,7 +228,9 @@ async def _run(agent: Any, read: Any, write: Any) -> None:
                     _leave()  # the agent's crash, inside the transport (see _leave)
                 await client.call_tool("give_up", ending)
             return
-        await client.call_tool("finish", {"final_reply": final or ""})
+        if final is None:  # no final reply: the program exits without one, as documented
+            _leave(0)  # (``finish`` takes a str: it recorded "" as the reply)
+        await client.call_tool("finish", {"final_reply": final})
 
 
 FAILURES = {
