@@ -266,3 +266,46 @@ def test_a_report_of_model_calls_that_are_not_is_refused_whole(calls: Any) -> No
     result = anyio.run(report)
     assert result.is_error and "model_calls" in result.content[0].text
     assert session.recorded == []
+
+
+BAD_USAGE = """
+async def reports_negative_usage(session):
+    try:
+        session.record_usage(input_tokens=-1000, output_tokens=0, cost=0.0)
+    except Exception:
+        pass  # caught: the stop stands all the same
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."
+"""
+
+
+async def _reports_negative_usage(session: Session) -> str:
+    try:
+        session.record_usage(input_tokens=-1000, output_tokens=0, cost=0.0)
+    except Exception:
+        pass
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."
+
+
+def test_a_usage_report_breaking_the_protocol_over_mcp_ends_as_in_process(
+    edited_bank: Any, tmp_path: Path
+) -> None:
+    """A negative usage report is a protocol mismatch in-process, latched however the agent
+    handles it. Over MCP the bridge refused the report, ``groundstate.mcp_client`` dropped
+    the refusal, and the agent went on to succeed with usage that never counted."""
+    bank = edited_bank(lambda task: task.update(time_limit=30))
+    (tmp_path / "agents.py").write_text(BAD_USAGE)
+    command = ["{python}", "-m", "groundstate.mcp_client", "agents.py:reports_negative_usage"]
+    outside = load_system(system_file(tmp_path, command, sandbox="none"))
+    inside = attempt(bank, "transfer", FunctionAgent(_reports_negative_usage))
+    over = attempt(bank, "transfer", load_agent(outside), system=outside)
+    runs = [inside.run, over.run]
+    assert [r.terminal_reason for r in runs] == ["harness_compatibility_failure"] * 2, [
+        r.infrastructure_status for r in runs
+    ]
+    assert "input_tokens must be a non-negative int" in str(
+        runs[1].infrastructure_status["exception"]["message"]
+    )

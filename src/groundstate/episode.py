@@ -340,7 +340,7 @@ class EpisodeSession:
     def record_usage(
         self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
     ) -> None:
-        odd = _odd_usage(input_tokens, output_tokens, cost)  # outside the lock: it reads repr()
+        odd = odd_usage(input_tokens, output_tokens, cost)  # outside the lock: it reads repr()
         with self._held():
             self._raise_if_stopped()
             if odd is None and not math.isfinite(self.cost + cost):
@@ -760,7 +760,7 @@ def _call_data(call: ModelCall) -> dict[str, Any]:
     return data
 
 
-def _odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
+def odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
     """Why a usage report breaks the protocol (tokens are counts, cost a finite amount, none
     negative), or None."""
     for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):

@@ -49,6 +49,9 @@ class McpSession:
         self._seed = int(os.environ.get("GROUNDSTATE_SEED", "0"))
         self._usage: dict[str, float] = {}
         self._model_calls: list[dict[str, Any]] = []
+        self._mismatch: HarnessCompatibilityError | None = None
+        """A usage report that broke the protocol, latched as in-process: raised by every
+        later call and reported when the agent is done (see :func:`_run`)."""
         self._rng = random.Random(self._seed)
 
     @classmethod
@@ -132,7 +135,17 @@ class McpSession:
     def record_usage(
         self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
     ) -> None:
-        """Kept until the next call, which reports it first (``report_usage``)."""
+        """Kept until the next call, which reports it first (``report_usage``). A report that
+        breaks the protocol (a negative, NaN or non-number figure) is a protocol mismatch,
+        latched, as in-process: refused by the bridge when sent, it was dropped, and the
+        program went on with usage that never counted."""
+        from groundstate.episode import odd_usage
+
+        self._raise_if_mismatched()
+        odd = odd_usage(input_tokens, output_tokens, cost)
+        if odd is not None:
+            self._mismatch = HarnessCompatibilityError(f"protocol mismatch: {odd}")
+            self._raise_if_mismatched()
         for key, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
             self._usage[key] = self._usage.get(key, 0) + value
         self._usage["cost"] = self._usage.get("cost", 0.0) + cost
@@ -153,7 +166,12 @@ class McpSession:
     def give_up(self, reason: str) -> NoReturn:
         raise _GiveUp(reason)
 
+    def _raise_if_mismatched(self) -> None:
+        if self._mismatch is not None:
+            raise HarnessCompatibilityError(str(self._mismatch))
+
     async def _call(self, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+        self._raise_if_mismatched()
         await self.flush_usage()
         return await self._send(name, args)
 
@@ -215,6 +233,7 @@ async def _run(agent: Any, read: Any, write: Any) -> None:
         session = await McpSession.open(client)
         try:
             final = await agent.run(session)
+            session._raise_if_mismatched()  # caught by the agent, it stands all the same
             await session.flush_usage()
         except _Stopped:
             return
@@ -223,7 +242,7 @@ async def _run(agent: Any, read: Any, write: Any) -> None:
             # was lost: reported only before the next call); a budget it passes outranks.
             with suppress(_Stopped):
                 await session.flush_usage()
-                ending = _give_up_arguments(exc)
+                ending = _give_up_arguments(session._mismatch or exc)  # the latched one first
                 if ending is None:
                     _leave()  # the agent's crash, inside the transport (see _leave)
                 await client.call_tool("give_up", ending)
