@@ -7,6 +7,7 @@ is recorded as the same agent in-process is.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -281,10 +282,8 @@ async def reports_negative_usage(session):
 
 
 async def _reports_negative_usage(session: Session) -> str:
-    try:
+    with contextlib.suppress(Exception):  # caught: the stop stands all the same
         session.record_usage(input_tokens=-1000, output_tokens=0, cost=0.0)
-    except Exception:
-        pass
     await session.call("check_pin", {"account": "A", "pin": "1234"})
     await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
     return "Moved 30 from A to B."
