@@ -64,7 +64,9 @@ class McpSession:
 
     async def say(self, text: str) -> str | None:
         ok, reply = await self._call("send_message_to_user", {"text": text})
-        return reply if ok and not reply.startswith("(the user has left") else None
+        if not ok:  # a refused message (not a string) is an error, not the user leaving
+            raise RuntimeError(f"send_message_to_user was refused: {reply}")
+        return None if reply == "(the user has left the conversation)" else reply
 
     def record_usage(self, **usage: float) -> None:
         """No model is called: nothing to report."""
@@ -89,7 +91,9 @@ async def solve(kind: str, fault_rate: float, read: Any, write: Any) -> None:
         session = McpSession(client, hello.instructions or "")
         agent = getattr(retail_agents, kind)(fault_rate=fault_rate)
         final = await agent.run(session)
-        await client.call_tool("finish", {"final_reply": final or ""})
+        if final is None:  # no final reply: leave without ``finish`` (it would record "")
+            os._exit(0)
+        await client.call_tool("finish", {"final_reply": final})
 
 
 if __name__ == "__main__":

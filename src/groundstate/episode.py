@@ -66,7 +66,7 @@ from groundstate.trace import (
     recordable,
 )
 from groundstate.turns import Turn
-from groundstate.users import make_user
+from groundstate.users import User, make_user
 from groundstate.workdirs import temp_root
 
 if TYPE_CHECKING:
@@ -226,11 +226,18 @@ class EpisodeSession:
     """
 
     def __init__(
-        self, task: AgentTask, suite: Suite, system: SystemSpec, env: Environment, seed: int
+        self,
+        task: AgentTask,
+        suite: Suite,
+        system: SystemSpec,
+        env: Environment,
+        seed: int,
+        user: User | None = None,
     ) -> None:
         self._task, self._system, self._seed = task, system, seed
         # First, before the clock: a model-driven user imports its SDK and builds its client.
-        self._user = make_user(system.user_simulator, task, seed)
+        # *user*: one given instead of the system's (a regrade's recorded replies).
+        self._user = user or make_user(system.user_simulator, task, seed)
         self._started = CLOCK()
         self.events: list[TraceEvent] = []
         self.usage = CountedUsage()
@@ -333,7 +340,7 @@ class EpisodeSession:
     def record_usage(
         self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
     ) -> None:
-        odd = _odd_usage(input_tokens, output_tokens, cost)  # outside the lock: it reads repr()
+        odd = odd_usage(input_tokens, output_tokens, cost)  # outside the lock: it reads repr()
         with self._held():
             self._raise_if_stopped()
             if odd is None and not math.isfinite(self.cost + cost):
@@ -385,6 +392,12 @@ class EpisodeSession:
     @property
     def time_limit(self) -> float:
         return attempt_time_limit(self._task, self._system)
+
+    @property
+    def user_left_because(self) -> str | None:
+        """Why the simulated user left, when it said (see ``users.ModelUser._refused``)."""
+        why = getattr(self._user, "left_because", None)
+        return why if isinstance(why, str) else None
 
     @property
     def busy(self) -> bool:
@@ -747,7 +760,7 @@ def _call_data(call: ModelCall) -> dict[str, Any]:
     return data
 
 
-def _odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
+def odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
     """Why a usage report breaks the protocol (tokens are counts, cost a finite amount, none
     negative), or None."""
     for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
@@ -817,8 +830,11 @@ async def run_attempt(
     agent: Agent,
     info: AttemptInfo,
     make_env: EnvironmentFactory = default_environment,
+    *,
+    user: User | None = None,
 ) -> AttemptOutput:
-    """Run one attempt of *agent* on *task* in a fresh environment and grade it.
+    """Run one attempt of *agent* on *task* in a fresh environment and grade it (with *user*
+    as the simulated user when given, else the one *system* declares).
 
     The harness's own work runs in turns (:mod:`groundstate.turns`), given back while the
     agent runs and while checks that wait (judges, tests) run; the time spent waiting for
@@ -833,7 +849,9 @@ async def run_attempt(
             progress.interrupt(_as_environment_failure(exc, "setup"), "setup")
         else:
             with env:
-                session = await _episode(task, suite, system, agent, env, info.seed, progress, turn)
+                session = await _episode(
+                    task, suite, system, agent, env, info.seed, progress, turn, user
+                )
         latency = CLOCK() - t0 - turn.waited - (session.queued if session else 0.0)
         output = _record(task, system, info, progress, session, started_at, latency)
         if session is not None and _rebound(session, progress):  # by a thread of the agent's
@@ -851,6 +869,7 @@ async def _episode(
     seed: int,
     progress: _Progress,
     turn: Turn,
+    user: User | None = None,
 ) -> EpisodeSession | None:
     progress.evidence["environment"] = env.name
     progress.evidence["health_before"] = env.health()
@@ -860,7 +879,7 @@ async def _episode(
     except Exception as exc:  # an environment that cannot reset is at fault, not the agent
         progress.interrupt(_as_environment_failure(exc, "reset"), "reset")
         return None
-    session = EpisodeSession(task, suite, system, env, seed)
+    session = EpisodeSession(task, suite, system, env, seed, user)
     cwd = os.getcwd()
     HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
     refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
@@ -883,6 +902,8 @@ async def _episode(
         progress.evidence["blocked_in_tool"] = session.blocked_call
     if session.blocked_in_reply:
         progress.evidence["blocked_in_user_reply"] = True
+    if session.user_left_because is not None:
+        progress.evidence["user_left"] = session.user_left_because
     if not (progress.interruption or "").startswith("environment_failure"):
         if _behind_gateway(env, session, "locked_outside_calls", "locked"):
             _take_stop(session, progress)  # the checks cannot read it: not graded

@@ -39,6 +39,7 @@ from groundstate.testing_models import (
     script_from_steps,
     solving_model,
 )
+from groundstate.users import User
 
 __all__ = [
     "AnthropicCompatibleServer",
@@ -73,11 +74,14 @@ def attempt(
     *,
     system: SystemSpec | None = None,
     seed: int = 0,
+    user: User | None = None,
 ) -> AttemptOutput:
-    """Run one graded attempt outside any batch (nothing is stored)."""
+    """Run one graded attempt outside any batch (nothing is stored); *user*: a simulated
+    user in place of the one *system* declares."""
     info = AttemptInfo(run_id=uuid.uuid4().hex, batch_id="adhoc", attempt=1, seed=seed)
     task = suite.tasks[task_id]
-    return asyncio.run(run_attempt(task, suite, system or scripted_system(), agent, info))
+    runs = run_attempt(task, suite, system or scripted_system(), agent, info, user=user)
+    return asyncio.run(runs)
 
 
 def run_solution(suite: Suite, task_id: str, solution: str | Solution | list[Step]) -> AgentRun:

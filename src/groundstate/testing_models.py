@@ -87,6 +87,8 @@ class Fail:
     message: str = "scripted failure"
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    code: str | None = None
+    """The error's ``code`` in the body (e.g. ``content_filter``), where the API has one."""
 
 
 @dataclass(frozen=True)
@@ -329,7 +331,7 @@ class OpenAICompatibleServer(ScriptedModelServer):
         }
 
     def error_body(self, fail: Fail) -> dict[str, Any]:
-        return {"error": {"message": fail.message, "type": "scripted_error", "code": None}}
+        return {"error": {"message": fail.message, "type": "scripted_error", "code": fail.code}}
 
 
 class AnthropicCompatibleServer(ScriptedModelServer):

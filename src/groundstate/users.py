@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any, Protocol
 
@@ -48,6 +49,15 @@ UNSURE = "Sorry, I'm not sure what you mean."
 ASKING = re.compile(r"\?|\b(tell me|provide|share|give me|send me|what is|what's|which)\b")
 GENERIC_WORDS = frozenset({"code", "number", "id", "name", "account", "address", "the", "my"})
 STOP_TOKEN = "###STOP###"
+CONTENT_FILTER_CODES = frozenset(
+    {"content_filter", "content_policy_violation", "invalid_prompt", "ResponsibleAIPolicyViolation"}
+)
+"""Error codes with which an API refuses a request for its content (Azure OpenAI's
+``content_filter`` and its inner ``ResponsibleAIPolicyViolation``, OpenAI's
+``content_policy_violation`` and ``invalid_prompt``)."""
+PROBE = "Hello."
+"""The agent's side of the conversation when a refused user model is asked with the
+instrument's own text alone (see :meth:`ModelUser._refused`)."""
 DEFAULT_USER_PROMPT = """\
 You are playing a customer talking to a customer service agent, to test the agent. Stay in
 character: you are {persona}. Write only what the customer says, one short message at a time.
@@ -64,7 +74,8 @@ with {stop_token}."""
 
 
 class User(Protocol):
-    """A simulated user: answers each agent message, or None once it has left."""
+    """A simulated user: answers each agent message, or None once it has left. A user may
+    say why it left (``left_because``, kept in the run's evidence as ``user_left``)."""
 
     left: bool
     waits: bool
@@ -137,6 +148,29 @@ class ScriptedUser(TurnLimit):
         return f"My {key.replace('_', ' ')} is {self._scenario.knowledge[key]}."
 
 
+class RecordedUser:
+    """The user's replies as a run recorded them, given again in order: a regrade judges the
+    recorded conversation, whoever played the user (a model or a person is not asked again,
+    and the scripted user's rules may answer otherwise). A reply recorded as none (the user
+    had left) leaves, as does a message past the recorded conversation."""
+
+    waits = False  # nothing to wait on: the replies are at hand
+
+    def __init__(self, replies: Sequence[str | None]) -> None:
+        self._replies = list(replies)
+        self._next = 0
+        self.left = False
+
+    def reply(self, message: str) -> str | None:
+        if self.left or self._next >= len(self._replies):
+            self.left = True
+            return None
+        reply = self._replies[self._next]
+        self._next += 1
+        self.left = reply is None
+        return reply
+
+
 def _names(fact: str, text: str) -> bool:
     """Whether *text* names *fact* by one of its distinctive words, as a whole word."""
     words = [w for w in re.split(r"[_\W]+", fact.lower()) if w and w not in GENERIC_WORDS]
@@ -153,10 +187,12 @@ class ModelUser(TurnLimit):
     message longer than ``MAX_READ_CHARS`` it is shown the start and end around a note of what
     was left out (what the agent sends is bounded, as for every reader of the instrument's).
     A failing model call raises :class:`EnvironmentFailure`: the attempt is invalid
-    (``environment_failure/user_simulator``), never held against the agent.
+    (``environment_failure/user_simulator``), never held against the agent, unless the
+    agent's own messages made it fail: see :meth:`_refused`.
     """
 
     waits = True
+    left_because: str | None = None
 
     def __init__(self, spec: UserSimulatorSection, task: AgentTask, seed: int) -> None:
         assert spec.model is not None  # the spec's validator requires it for kind: model
@@ -199,7 +235,11 @@ class ModelUser(TurnLimit):
         # scripted user): the whole of a megabyte message was refused by the user model's
         # API, an invalid attempt at the agent's choosing.
         self.messages.append({"role": "user", "content": shortened(message)})
-        text, said, stopped = self._answer()
+        try:
+            text, said, stopped = self._answer()
+        except _Filtered as exc:
+            self._refused(str(exc))
+            return None
         self.messages.append({"role": "assistant", "content": text})
         if stopped:
             self.left = True
@@ -228,13 +268,36 @@ class ModelUser(TurnLimit):
                 raise self._failure(f"{problem} ({tries} {'try' if tries == 1 else 'tries'})")
         raise AssertionError("unreachable: the last try raises")
 
-    def _ask(self) -> str:
+    def _refused(self, reason: str) -> None:
+        """The user model's API refused the conversation for its content (an HTTP 400 a
+        content filter gave). Whose failure is it? The chapter's environment failure is one
+        "independently of the agent's decisions", so the model is asked once more with the
+        instrument's own text alone (its prompt, its opening message, and :data:`PROBE` in
+        place of the agent's messages). Refused again, the instrument's own text trips the
+        filter whatever the agent said: the user model failed
+        (``environment_failure/user_simulator``, invalid). Answered, what the agent said
+        tripped it: the user leaves the conversation (the reply is ``None``, the reason kept
+        as ``left_because``) and the attempt goes on to be graded on its state, as any
+        conversation the user ended. Made invalid, an attempt the agent was failing could be
+        rerun at its choosing, by writing what the filter refuses."""
+        try:
+            self._ask([*self.messages[:2], {"role": "user", "content": PROBE}])
+        except _Filtered:
+            why = f"{reason}; it refuses the user's own prompt too, whatever the agent says"
+            raise self._failure(why) from None
+        except _Malformed:
+            pass  # answered, if badly: what it refused was the agent's
+        self.left = True
+        self.left_because = f"the user model refused the agent's messages: {reason}"
+        return None
+
+    def _ask(self, messages: list[dict[str, str]] | None = None) -> str:
         client = self._sdk()  # first: it explains a missing SDK
         openai = self._openai  # imported with the client, before the attempt's clock
         try:
             answer = client.chat.completions.create(
                 model=self._model.revision,
-                messages=self.messages,
+                messages=self.messages if messages is None else messages,
                 **{"seed": self._seed, **self._model.decoding},
             )
             text = answer.choices[0].message.content
@@ -242,6 +305,8 @@ class ModelUser(TurnLimit):
             filtered = answer.choices[0].finish_reason == "content_filter"
         except openai.APIStatusError as exc:
             reason = f"HTTP {exc.status_code} (request {exc.request_id}): {exc.message}"
+            if _content_filtered(exc):
+                raise _Filtered(bounded_message(hide_secret(reason, self._key()))) from None
             raise self._failure(reason) from None
         except openai.APIConnectionError as exc:  # a timeout too; the SDK retried it
             if not isinstance(exc.__cause__, AnswerTooLarge):
@@ -268,9 +333,11 @@ class ModelUser(TurnLimit):
 
     def _failure(self, reason: str) -> EnvironmentFailure:
         """The user model failed for *reason*, with the key taken out: a server may echo it."""
-        key = str(getattr(self._client, "api_key", "") or "")
-        reason = bounded_message(hide_secret(reason, key))
+        reason = bounded_message(hide_secret(reason, self._key()))
         return EnvironmentFailure(f"the user model failed: {reason}")
+
+    def _key(self) -> str:
+        return str(getattr(self._client, "api_key", "") or "")
 
     def _sdk(self) -> Any:
         if self._client is None:
@@ -280,6 +347,23 @@ class ModelUser(TurnLimit):
 
 class _Malformed(Exception):
     """A user model's answer that is not one (see :meth:`ModelUser._answer`): retried."""
+
+
+class _Filtered(Exception):
+    """The user model's API refused the request for its content (see
+    :meth:`ModelUser._refused`)."""
+
+
+def _content_filtered(exc: Any) -> bool:
+    """Whether an SDK status error is a content filter's refusal of the request: a 400 whose
+    error (or its ``innererror``) has a code of :data:`CONTENT_FILTER_CODES`."""
+    body = getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if getattr(exc, "status_code", None) != 400 or not isinstance(error, dict):
+        return False
+    inner = error.get("innererror")
+    codes = [error.get("code"), inner.get("code") if isinstance(inner, dict) else None]
+    return any(isinstance(code, str) and code in CONTENT_FILTER_CODES for code in codes)
 
 
 def _without_stop(text: str, stop: str) -> tuple[str, bool]:

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from pydantic import ValidationError
+
 from groundstate.agents.base import Session, ToolResult, output_text
 from groundstate.errors import (
     EnvironmentFailure,
@@ -65,6 +67,7 @@ from groundstate.sandbox import (
 from groundstate.spec.canonical import SettledFileCache, hash_file
 from groundstate.spec.system import command_file_digests
 from groundstate.tools import changed_since_loaded
+from groundstate.trace import ModelCall
 
 REPORTED_FAILURES = ("model_serving", "environment", "harness_compatibility")
 """What ``give_up``'s ``failure`` may name (see :func:`_reported_failure`)."""
@@ -98,6 +101,12 @@ BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
                 "input_tokens": {"type": "integer", "minimum": 0},
                 "output_tokens": {"type": "integer", "minimum": 0},
                 "cost": {"type": "number", "minimum": 0},
+                "model_calls": {
+                    "type": "array",
+                    "items": {"type": "object"},
+                    "description": "Each model request since the last report (every try), "
+                    "as groundstate.trace.ModelCall: kept in the run's trace.",
+                },
             },
         },
     ),
@@ -169,11 +178,15 @@ class _Bridge:
                 raise reported
             self.session.give_up(str(args.get("reason", "")))
         if name == "report_usage":
-            self.session.record_usage(
-                input_tokens=int(_amount(args, "input_tokens", whole=True)),
-                output_tokens=int(_amount(args, "output_tokens", whole=True)),
-                cost=_amount(args, "cost", whole=False),
-            )
+            # all checked before anything is recorded: a refused report records nothing
+            tokens = [int(_amount(args, key, whole=True)) for key in TOKEN_KEYS]
+            cost = _amount(args, "cost", whole=False)
+            calls = _model_calls(args)
+            recorder = getattr(self.session, "record_model_call", None)
+            if callable(recorder):  # the trace keeps them as an in-process adapter's
+                for call in calls:
+                    recorder(call)
+            self.session.record_usage(input_tokens=tokens[0], output_tokens=tokens[1], cost=cost)
             return "recorded"
         self.final = _string(args, "final_reply", name)
         self.finished = True
@@ -663,6 +676,22 @@ def _string(args: dict[str, Any], key: str, tool: str) -> str:
     if not isinstance(value, str):
         raise _BadArguments(f"{tool}: {key} must be a string, got {value!r}")
     return value
+
+
+TOKEN_KEYS = ("input_tokens", "output_tokens")
+
+
+def _model_calls(args: dict[str, Any]) -> list[ModelCall]:
+    """``report_usage``'s ``model_calls`` (none when absent), each a :class:`ModelCall`; a
+    list that is not of model calls is refused whole, as a figure that is not one is."""
+    value = args.get("model_calls", [])
+    if not isinstance(value, list):
+        raise _BadArguments(f"report_usage: model_calls must be a list, got {type(value).__name__}")
+    try:
+        return [ModelCall.model_validate(item) for item in value]
+    except ValidationError as exc:
+        shown = text_of(exc, str)[:300]
+        raise _BadArguments(f"report_usage: model_calls: {shown}; nothing recorded") from None
 
 
 def _amount(args: dict[str, Any], key: str, *, whole: bool) -> float:

@@ -43,10 +43,13 @@ Replayed = Step | RecordedCall | RecordedUsage | RecordedGiveUp
 
 
 class ScriptedAgent:
-    """Replays fixed steps whatever the answers; ends early if the user leaves."""
+    """Replays fixed steps whatever the answers; ends early if the user leaves, unless
+    *to_the_end*: a recorded trajectory goes on as the agent went on (its calls after the
+    user left are part of it)."""
 
-    def __init__(self, steps: Sequence[Replayed]) -> None:
+    def __init__(self, steps: Sequence[Replayed], *, to_the_end: bool = False) -> None:
         self.steps = steps
+        self.to_the_end = to_the_end
 
     @classmethod
     def from_solution(cls, solution: Solution) -> ScriptedAgent:
@@ -68,7 +71,7 @@ class ScriptedAgent:
             elif step.call is not None:
                 await session.call(step.call, dict(step.args))
             elif step.say is not None:
-                if await session.say(step.say) is None:
+                if await session.say(step.say) is None and not self.to_the_end:
                     break
             else:
                 final = step.finish

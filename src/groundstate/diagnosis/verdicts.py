@@ -23,6 +23,8 @@ from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
 from groundstate.spec.system import SystemSpec
 from groundstate.testing import attempt, scripted_system
+from groundstate.trace import MessageEvent
+from groundstate.users import RecordedUser
 from groundstate.validation.regress import observed_trajectory
 
 Field = Literal["success", "terminal_reason", "reason_class"]
@@ -102,8 +104,11 @@ def regrade(
     object or not, and messages, like ``validate`` replays solutions), under *system* (the
     one the runs were made by) as far as a script can be (see :func:`replay_system`), so a
     failure a script cannot reproduce (a time limit, a crash) may come out differently for
-    that reason; invalid attempts and tasks the suite no longer has are left out. Replayed
-    records keep the task and attempt number of the run they replay.
+    that reason; invalid attempts and tasks the suite no longer has are left out. The user
+    answers with the replies the run recorded (:class:`~groundstate.users.RecordedUser`),
+    whoever played it: a model-driven user's conversation was replayed with the scripted
+    user's answers, a conversation the graders never saw. Replayed records keep the task and
+    attempt number of the run they replay.
     """
     imported = next((r for r in runs if r.infrastructure_status.get("imported")), None)
     if imported is not None:  # no trajectory: a replay of nothing would "disagree" everywhere
@@ -115,20 +120,29 @@ def regrade(
     replayed = []
     for run in final_runs(list(runs)):
         if run.valid and run.task_id in suite.tasks:
-            replay = ScriptedAgent(observed_trajectory(run))
-            again = attempt(suite, run.task_id, replay, system=replaying).run
+            replay = ScriptedAgent(observed_trajectory(run), to_the_end=True)
+            user = RecordedUser(recorded_replies(run))
+            again = attempt(suite, run.task_id, replay, system=replaying, user=user).run
             replayed.append(again.model_copy(update={"attempt": run.attempt}))
     if not replayed:
         raise GroundstateError(f"no valid attempt of a task of suite {suite.name!r} to regrade")
     return replayed
 
 
+def recorded_replies(run: AgentRun) -> list[str | None]:
+    """The user's replies in *run*'s trace, in order (``None``: the user had left): each
+    user message recorded at the step of an agent message (not the opening request)."""
+    messages = [e for e in run.observation_action_log if isinstance(e, MessageEvent)]
+    asked = {e.step for e in messages if e.role == "agent" and not e.final}
+    return [e.text for e in messages if e.role == "user" and e.step in asked]
+
+
 def replay_system(system: SystemSpec | None) -> SystemSpec:
     """The scripted system trajectories of *system* are replayed under: its budgets (its step
     limit, token and cost budgets stopped some of them: replayed under the task's limits
     alone, such an attempt went on to another verdict; not its time limit, which a script
-    cannot reproduce) and its user when that is scripted (its ``max_turns`` ended some
-    conversations). A model user or a person is not asked again: the scripted user answers."""
+    cannot reproduce) and its user when that is scripted (what the record names; the replies
+    are the recorded ones, see :func:`regrade`)."""
     scripted = scripted_system("regrade")
     if system is None:
         return scripted
