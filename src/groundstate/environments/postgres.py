@@ -134,7 +134,7 @@ class PostgresProbes:
         assert isinstance(env, PostgresEnvironment)
         done = [
             f"bumped the AUTOINCREMENT counter of {t.name}"
-            if in_tool_call(env, partial(_insert_and_delete, table=t))
+            if _bump(env, t)
             else f"could not bump the AUTOINCREMENT counter of {t.name} (no row could be inserted)"
             for t in env.tables
             if t.autoincrement
@@ -471,13 +471,39 @@ class PostgresEnvironment(ClosesOnExit):
         return net.writes(lambda table, row: True), written
 
 
-def _insert_and_delete(db: AgentConnection, table: PortableTable) -> None:
-    """Copy a row without its key, then delete the copy: only the counter moves."""
-    others = ", ".join(quote(c) for c in table.columns if c != table.rowid)
+_PLACEHOLDERS = {"bigint": 0, "text": "", "double precision": 0.0, "bytea": b""}
+"""A harmless value of each column type, for a probe's row."""
+
+
+def _bump(env: Environment, table: PortableTable) -> bool:
+    """Insert a row and delete it again, as the SQLite kind's probe does: a row of harmless
+    values first, then a copy of a row. Only copying left the counter of a table the fixture
+    leaves empty (the usual refunds or transfers table) unprobed: a reset that kept the
+    counters passed the reset check."""
     source = quote(table.name)
-    cursor = db.execute(f"INSERT INTO {source} ({others}) SELECT {others} FROM {source} LIMIT 1")
+    placeholder = (
+        f"INSERT INTO {source} ({', '.join(map(quote, table.required))}) "
+        f"VALUES ({', '.join('?' for _ in table.required)})"
+        if table.required
+        else f"INSERT INTO {source} DEFAULT VALUES",
+        [_PLACEHOLDERS[table.types[table.columns.index(c)]] for c in table.required],
+    )
+    others = ", ".join(quote(c) for c in table.columns if c != table.rowid)
+    copied = (f"INSERT INTO {source} ({others}) SELECT {others} FROM {source} LIMIT 1", [])
+    return any(
+        in_tool_call(env, partial(_insert_and_delete, table=table, insert=insert))
+        for insert in (placeholder, copied)
+    )
+
+
+def _insert_and_delete(
+    db: AgentConnection, table: PortableTable, insert: tuple[str, list[Any]]
+) -> None:
+    """Insert a row, then delete it: only the counter moves."""
+    cursor = db.execute(*insert)
     if cursor.lastrowid is None:
         raise LookupError("nothing inserted")
+    source = quote(table.name)
     db.execute(f"DELETE FROM {source} WHERE {quote(table.rowid or '')} = ?", (cursor.lastrowid,))
 
 

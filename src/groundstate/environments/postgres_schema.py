@@ -46,6 +46,8 @@ class PortableTable:
     rowid: str | None = None
     """The INTEGER PRIMARY KEY column (SQLite's rowid alias), if any."""
     autoincrement: bool = False
+    required: list[str] = field(default_factory=list)
+    """The columns an INSERT must give (NOT NULL, no default; the rowid column is filled)."""
     parents: list[str] = field(default_factory=list)
     """The tables this one's foreign keys refer to."""
 
@@ -211,6 +213,7 @@ def _table(connection: sqlite3.Connection, name: str, sql: str) -> PortableTable
         rows=rows,
         rowid=rowid,
         autoincrement="AUTOINCREMENT" in sql.upper(),
+        required=[str(c[1]) for c in info if c[3] and c[4] is None and c[1] != rowid],
     )
 
 

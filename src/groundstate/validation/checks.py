@@ -65,7 +65,7 @@ from groundstate.agents.base import Session
 from groundstate.environments.base import Environment
 from groundstate.environments.registry import build_environment
 from groundstate.episode import EnvironmentFactory, Verdict, default_environment
-from groundstate.errors import SpecError
+from groundstate.errors import ResetCheckFailed, SpecError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import canonical_json, hash_path
 from groundstate.spec.solution import Solution, Step
@@ -166,11 +166,15 @@ def check_reset(proof: Proof) -> Finding:
             problems.append(f"two fresh builds differ ({built[:12]} vs {again[:12]})")
         before = observe(env)
         changes = mutate_like_an_agent(env)
-        restored = env.reset(seed=SEED)
+        try:
+            restored = env.reset(seed=SEED)
+            gave = restored[:12]
+        except ResetCheckFailed as exc:  # the kind's own check: say what it left, as below
+            restored, gave = "", f"a state it refused ({exc})"
         if restored != built:
             problems.append(
                 f"after an attempt-like change ({', '.join(changes)}) reset gave "
-                f"{restored[:12]}, not {built[:12]}: {explain(before, observe(env))}"
+                f"{gave}, not {built[:12]}: {explain(before, observe(env))}"
             )
     if problems:
         return False, "; ".join(problems)
