@@ -4,18 +4,26 @@ build is refused naming the task file, the table or column and the reason."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import shutil
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
-from groundstate.spec.suite import load_suite, with_environment
+from groundstate.environments.workspace import WorkspaceEnvironment, remove_except
+from groundstate.sandbox import find_bwrap
+from groundstate.spec.suite import Suite, load_suite, with_environment
+from groundstate.spec.task import AgentTask
 from groundstate.validation import validate_task
+from groundstate.validation.checks import check_reset
+from groundstate.validation.replay import Proof
 
 from .conftest import BANK
 from .test_validation_round15 import _postgres
+from .test_workspace import MINI
 
 CLOCK = datetime(2026, 1, 15, 9, 30)
 
@@ -49,3 +57,111 @@ def test_postgres_reset_check_catches_a_reset_that_keeps_a_counter(
     reset = validate_task(suite, "transfer").check("reset")
     assert not reset.passed
     assert "AUTOINCREMENT counter of transfers is 1, not None" in reset.detail
+
+
+# --- the reset check probes every file of a workspace, and reads what reset left -------------
+
+
+@pytest.fixture
+def mini(tmp_path: Path) -> Suite:
+    """The workspace_mini suite with an executable file, a link inside the tree, one out of
+    it and one leading nowhere; commands unsandboxed where bwrap is missing."""
+    root = tmp_path / "mini"
+    shutil.copytree(MINI, root, symlinks=True)
+    repo = root / "repo"
+    (repo / "run.sh").write_text("#!/bin/sh\necho run\n")
+    (repo / "run.sh").chmod(0o755)
+    os.symlink("src/calc.py", repo / "calc_link.py")
+    os.symlink("/etc", repo / "etc_link")
+    os.symlink("missing.txt", repo / "dangling")
+    task_file = root / "tasks" / "fix-add.yaml"
+    task = yaml.safe_load(task_file.read_text())
+    del task["reset_check"]  # the fixture is another now
+    task_file.write_text(yaml.safe_dump(task))
+    if find_bwrap() is None:
+        suite_file = root / "suite.yaml"
+        config = yaml.safe_load(suite_file.read_text())
+        config["environment_options"]["sandbox"] = "none"
+        suite_file.write_text(yaml.safe_dump(config))
+    return load_suite(root)
+
+
+def _reset_check(suite: Suite, kind: type[WorkspaceEnvironment]) -> tuple[bool, str]:
+    def make_env(task: AgentTask, suite: Suite) -> WorkspaceEnvironment:
+        return kind(
+            suite.fixture_path(task),
+            clock=task.clock,
+            permissions=task.permissions,
+            options=suite.config.environment_options,
+        )
+
+    return check_reset(Proof(suite, suite.tasks["fix-add"], make_env))
+
+
+class ContentsOnly(WorkspaceEnvironment):
+    """Puts back the contents of the files that are still files and removes what was added:
+    modes, links and removed files stay as the attempt left them."""
+
+    def _restore(self) -> None:
+        if not self.root.exists():  # the first build
+            super()._restore()
+            return
+        pristine = {p.relative_to(self._pristine).as_posix() for p in self._pristine.rglob("*")}
+        for name in pristine:
+            here, there = self.root / name, self._pristine / name
+            if here.is_file() and not here.is_symlink() and there.is_file():
+                shutil.copyfile(there, here)
+        remove_except(self.root, pristine)
+        self._now = self._clock0
+
+    def reset(self, *, seed: int | None = None) -> str:
+        self._restore()
+        return self.state_hash()
+
+
+class KeepsTheClock(WorkspaceEnvironment):
+    def reset(self, *, seed: int | None = None) -> str:
+        now = self.now()
+        restored = super().reset(seed=seed)
+        self._now = now
+        return restored
+
+
+class SaysRestored(WorkspaceEnvironment):
+    """Returns the hash it expects without restoring anything."""
+
+    def reset(self, *, seed: int | None = None) -> str:
+        if not hasattr(self, "_reset_once"):
+            self._reset_once = True
+            return super().reset(seed=seed)
+        return self._built_hash
+
+
+def test_the_workspace_reset_probe_changes_every_file_and_reset_restores_them(
+    mini: Suite,
+) -> None:
+    passed, detail = _reset_check(mini, WorkspaceEnvironment)
+    assert passed, detail
+    assert "added groundstate-probe/added.txt and a link out of the work tree" in detail
+    assert "removed tests/check_calc.py" in detail
+    assert "overwrote every other file (5) and flipped its mode" in detail
+
+
+@pytest.mark.parametrize(
+    ("kind", "said"),
+    [
+        (ContentsOnly, "rows of files differ (0 added, 1 removed, 5 changed)"),
+        (KeepsTheClock, "clock is 2026-01-15T10:30:00+00:00, not 2026-01-15T09:30:00+00:00"),
+        (SaysRestored, "reset returned"),
+    ],
+)
+def test_the_workspace_reset_check_catches_a_reset_that_restores_only_some(
+    mini: Suite, kind: type[WorkspaceEnvironment], said: str
+) -> None:
+    """The probe overwrote one file and added one: a reset putting back contents but not
+    modes, links or removed files passed; and the check trusted the hash reset returned, so
+    a reset leaving the clock (which a workspace's hash leaves out) or restoring nothing
+    while returning the expected hash passed too."""
+    passed, detail = _reset_check(mini, kind)
+    assert not passed
+    assert said in detail, detail

@@ -43,6 +43,14 @@ class Observed:
     now: datetime
     counters: dict[str, int]
 
+    def same(self, other: Observed) -> bool:
+        """Whether *other* holds the same state, clock and counters."""
+        return (self.state_hash, self.now, self.counters) == (
+            other.state_hash,
+            other.now,
+            other.counters,
+        )
+
 
 def probes_of(env: Environment) -> ResetProbes | None:
     """The kind's reset probes, or None for a kind that offers none."""
@@ -59,7 +67,9 @@ def observe(env: Environment) -> Observed:
 def explain(before: Observed, after: Observed) -> str:
     """Say which of rows, clock and counters differ between two observations."""
     parts = [
-        f"rows of {name} differ" for name in diff_snapshots(before.snapshot, after.snapshot).tables
+        f"rows of {name} differ ({len(t.added)} added, {len(t.removed)} removed, "
+        f"{len(t.changed)} changed)"
+        for name, t in diff_snapshots(before.snapshot, after.snapshot).tables.items()
     ]
     if before.now != after.now:
         parts.append(f"clock is {after.now.isoformat()}, not {before.now.isoformat()}")
