@@ -7,17 +7,22 @@ from __future__ import annotations
 import os
 import shutil
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from groundstate.environments.workspace import WorkspaceEnvironment, remove_except
+from groundstate.environments.workspace import (
+    WorkspaceConformance,
+    WorkspaceEnvironment,
+    remove_except,
+)
 from groundstate.sandbox import find_bwrap
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.task import AgentTask
-from groundstate.validation import validate_task
+from groundstate.validation import check_environment
 from groundstate.validation.checks import check_reset
 from groundstate.validation.replay import Proof
 
@@ -42,9 +47,9 @@ def test_postgres_reset_check_catches_a_reset_that_keeps_a_counter(
     from groundstate.environments import postgres
 
     suite = with_environment(load_suite(BANK), "postgres")
-    reset = validate_task(suite, "transfer").check("reset")
-    assert reset.passed, reset.detail
-    assert "bumped the AUTOINCREMENT counter of transfers" in reset.detail
+    passed, detail = check_reset(Proof(suite, suite.tasks["transfer"]))
+    assert passed, detail
+    assert "bumped the AUTOINCREMENT counter of transfers" in detail
 
     def keeps_counters(db: Any, fixture: Any) -> None:
         with db.pipeline(), db.cursor() as cursor:
@@ -54,9 +59,9 @@ def test_postgres_reset_check_catches_a_reset_that_keeps_a_counter(
             )
 
     monkeypatch.setattr(postgres, "_fill_internal", keeps_counters)
-    reset = validate_task(suite, "transfer").check("reset")
-    assert not reset.passed
-    assert "AUTOINCREMENT counter of transfers is 1, not None" in reset.detail
+    passed, detail = check_reset(Proof(suite, suite.tasks["transfer"]))
+    assert not passed
+    assert "AUTOINCREMENT counter of transfers is 1, not None" in detail
 
 
 # --- the reset check probes every file of a workspace, and reads what reset left -------------
@@ -165,3 +170,13 @@ def test_the_workspace_reset_check_catches_a_reset_that_restores_only_some(
     passed, detail = _reset_check(mini, kind)
     assert not passed
     assert said in detail, detail
+
+
+def test_conformance_catches_a_reset_that_keeps_the_clock(tmp_path: Path) -> None:
+    """Conformance's reset check trusted the hash reset returned too."""
+    repo = WorkspaceConformance().fixture(tmp_path)
+    sandbox = "bwrap" if find_bwrap() is not None else "none"
+    problems = check_environment(
+        partial(KeepsTheClock, repo, clock=CLOCK, options={"sandbox": sandbox})
+    )
+    assert any("reset returned" in p and "clock is" in p for p in problems), problems

@@ -65,7 +65,7 @@ from groundstate.agents.base import Session
 from groundstate.environments.base import Environment
 from groundstate.environments.registry import build_environment
 from groundstate.episode import EnvironmentFactory, Verdict, default_environment
-from groundstate.errors import ResetCheckFailed, SpecError
+from groundstate.errors import SpecError
 from groundstate.records import AgentRun
 from groundstate.spec.canonical import canonical_json, hash_path
 from groundstate.spec.solution import Solution, Step
@@ -76,7 +76,7 @@ from groundstate.trace import MessageEvent, ToolCallEvent
 from groundstate.users import NO
 from groundstate.validation.judges import check_judge_agreement
 from groundstate.validation.mutation import NothingToMutate, judge, mutation_test
-from groundstate.validation.probes import Observed, explain, mutate_like_an_agent, observe
+from groundstate.validation.probes import mutate_like_an_agent, observe, unrestored_after_reset
 from groundstate.validation.replay import (
     SEED,
     Around,
@@ -166,31 +166,12 @@ def check_reset(proof: Proof) -> Finding:
             problems.append(f"two fresh builds differ ({built[:12]} vs {again[:12]})")
         before = observe(env)
         changes = mutate_like_an_agent(env)
-        unrestored = _unrestored(env, built, before)
+        unrestored = unrestored_after_reset(env, built, before, seed=SEED)
         if unrestored is not None:
             problems.append(f"after an attempt-like change ({', '.join(changes)}) {unrestored}")
     if problems:
         return False, "; ".join(problems)
     return True, f"{words}; two fresh builds agree; reset restored it after: {', '.join(changes)}"
-
-
-def _unrestored(env: Environment, built: str, before: Observed) -> str | None:
-    """What a reset of *env* failed to bring back of *before* (the state hash *built*), or None.
-
-    What reset left is read anew, not only the hash it returned: a kind whose hash leaves the
-    clock out (a workspace's) or whose reset returns the hash it expects passed with the
-    clock, counters or files left as the attempt had them."""
-    try:
-        restored = env.reset(seed=SEED)
-        gave = f"reset gave {restored[:12]}, not {built[:12]}"
-    except ResetCheckFailed as exc:  # the kind's own check: say what it left, as below
-        restored, gave = "", f"reset refused what it restored ({exc})"
-    after = observe(env)
-    if restored == built and before.same(after):
-        return None
-    if restored == built:
-        gave = f"reset returned {built[:12]} but left another state"
-    return f"{gave}: {explain(before, after)}"
 
 
 def _rebuilt_hash(proof: Proof) -> str:
