@@ -19,14 +19,16 @@ from groundstate.environments.workspace import (
     WorkspaceEnvironment,
     remove_except,
 )
+from groundstate.errors import FixtureNotCarried
 from groundstate.sandbox import find_bwrap
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.task import AgentTask
 from groundstate.validation import check_environment
 from groundstate.validation.checks import check_reset
 from groundstate.validation.replay import Proof
+from groundstate.validation.static import check_suite
 
-from .conftest import BANK
+from .conftest import BANK, EditTask
 from .test_validation_round15 import _postgres
 from .test_workspace import MINI
 
@@ -180,3 +182,83 @@ def test_conformance_catches_a_reset_that_keeps_the_clock(tmp_path: Path) -> Non
         partial(KeepsTheClock, repo, clock=CLOCK, options={"sandbox": sandbox})
     )
     assert any("reset returned" in p and "clock is" in p for p in problems), problems
+
+
+# --- SQLite-only SQL on postgres: refused naming the task file, the table or column, the reason
+
+
+SQLITE_ONLY = {
+    "a default reading SQLite's clock": (
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, at TEXT NOT NULL DEFAULT (datetime('now')));\n"
+        "INSERT INTO a VALUES (1, '2026-01-01');",  # an agent's row: at the task's clock
+        "column a.at DEFAULT datetime('now') (function datetime(unknown) does not exist)",
+    ),
+    "a boolean default on an integer": (
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, on_sale INTEGER NOT NULL DEFAULT TRUE);\n"
+        "INSERT INTO a (id) VALUES (1);",
+        'column a.on_sale DEFAULT TRUE (column "on_sale" is of type bigint',
+    ),
+    "a double-quoted string default": (
+        'CREATE TABLE a (id INTEGER PRIMARY KEY, state TEXT DEFAULT "open");\n'
+        "INSERT INTO a (id) VALUES (1);",
+        'column a.state DEFAULT "open" (cannot use column reference in DEFAULT expression)',
+    ),
+    "a GLOB check": (
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, sku TEXT CHECK (sku GLOB 'S-*'));\n"
+        "INSERT INTO a VALUES (1, 'S-1');",
+        "CHECK (sku GLOB 'S-*') of table a (syntax error",
+    ),
+    "a foreign key to a column that is not unique": (
+        "CREATE TABLE p (id INTEGER PRIMARY KEY, code TEXT);\n"
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, code TEXT REFERENCES p (code));\n"
+        "INSERT INTO p VALUES (1, 'x');",
+        'the foreign key ("code") of table a to p (there is no unique constraint',
+    ),
+}
+
+
+@pytest.mark.parametrize("what", sorted(SQLITE_ONLY))
+def test_postgres_names_the_sqlite_only_sql_it_cannot_build(tmp_path: Path, what: str) -> None:
+    """A fixture the SQLite kind builds whose schema PostgreSQL refuses failed every proof and
+    attempt with the server's raw error ("function datetime(unknown) does not exist", a caret
+    under the SQL it made), naming no table or column, and left the half-built database on
+    the server. It is now FixtureNotCarried naming the fixture, what was refused and why."""
+    postgres = _postgres()
+    from groundstate.environments.postgres_server import shared_server
+
+    sql, named = SQLITE_ONLY[what]
+    fixture = tmp_path / "shop.sql"
+    fixture.write_text(f"{sql}\n")
+    databases = _databases(shared_server())
+    with pytest.raises(FixtureNotCarried) as caught:
+        postgres(fixture, clock=CLOCK).close()
+    message = str(caught.value)
+    assert f"fixture {fixture}: PostgreSQL refuses {named}" in message
+    assert "run the suite on the sqlite kind" in message
+    assert _databases(shared_server()) == databases
+
+
+def _databases(server: Any) -> set[str]:
+    with server.connect("postgres") as db:
+        return {row[0] for row in db.execute("SELECT datname FROM pg_database")}
+
+
+def test_check_names_the_task_file_whose_fixture_postgres_cannot_build(
+    edited_bank: EditTask,
+) -> None:
+    """``check`` built fixtures with SQLite only, so such a suite passed it and every proof
+    and attempt failed; it is now an error at each task file using the fixture."""
+    _postgres()
+    root = edited_bank(lambda task: None).root
+    fixture = root / "fixtures" / "bank.sql"
+    fixture.write_text(
+        fixture.read_text().replace("at TEXT)", "at TEXT DEFAULT (datetime('now')))")
+    )
+    (root / "suite.yaml").write_text((root / "suite.yaml").read_text() + "environment: postgres\n")
+    problems = [p for p in check_suite(root).problems if p.severity == "error"]
+    assert [(p.file, p.field) for p in problems] == [
+        (str(root / "tasks" / "transfer.yaml"), "initial_state_fixture")
+    ]
+    assert "PostgreSQL refuses column transfers.at DEFAULT datetime('now')" in problems[0].reason
+    assert problems[0].line is not None
+    assert check_suite(BANK).ok  # the same suite on SQLite
