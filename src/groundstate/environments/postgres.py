@@ -497,7 +497,10 @@ def _bump(env: Environment, table: PortableTable) -> bool:
         [_PLACEHOLDERS[table.types[table.columns.index(c)]] for c in table.required],
     )
     others = ", ".join(quote(c) for c in table.columns if c != table.rowid)
-    copied = (f"INSERT INTO {source} ({others}) SELECT {others} FROM {source} LIMIT 1", [])
+    copied: tuple[str, list[Any]] = (
+        f"INSERT INTO {source} ({others}) SELECT {others} FROM {source} LIMIT 1",
+        [],
+    )
     return any(
         in_tool_call(env, partial(_insert_and_delete, table=table, insert=insert))
         for insert in (placeholder, copied)
