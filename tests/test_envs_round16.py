@@ -214,6 +214,11 @@ SQLITE_ONLY = {
         "INSERT INTO p VALUES (1, 'x');",
         'the foreign key ("code") of table a to p (there is no unique constraint',
     ),
+    "a NUL character in text": (
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);\n"
+        "INSERT INTO a VALUES (1, 'x' || char(0) || 'y');",
+        "the rows of table a (PostgreSQL text fields cannot contain NUL (0x00) bytes)",
+    ),
 }
 
 

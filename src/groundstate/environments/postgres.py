@@ -607,9 +607,9 @@ def _refused(what: str) -> Iterator[None]:
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FixtureNotCarried(
-            f"PostgreSQL refuses {what} ({reason}): the fixture is written in SQLite's SQL, "
-            "which the postgres kind carries over as written; use SQL both understand there, "
-            "or run the suite on the sqlite kind"
+            f"PostgreSQL refuses {what} ({reason}): the postgres kind carries a SQLite "
+            "fixture's schema and values over as written; make them what both accept, or run "
+            "the suite on the sqlite kind"
         ) from exc
 
 
