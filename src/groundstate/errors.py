@@ -6,6 +6,7 @@
     ├── SpecError                 a task, suite or system file is malformed
     ├── EnvironmentFailure        an environment could not be built, reset or read
     │   ├── ResetCheckFailed      reset did not restore the declared initial state hash
+    │   ├── FixtureNotCarried     a kind cannot build the fixture as SQLite does (its SQL)
     │   └── ModelServingFailure   the model's API kept failing (rate limits, 5xx, timeouts)
     ├── ToolError                 a tool refuses a request; the agent gets it as a normal result
     ├── PermissionDenied          the environment refused an action the agent lacks rights for
@@ -75,6 +76,12 @@ class EnvironmentFailure(GroundstateError):
 
 class ResetCheckFailed(EnvironmentFailure):
     """Reset did not restore the declared initial state."""
+
+
+class FixtureNotCarried(EnvironmentFailure):
+    """A kind cannot build the fixture as the SQLite kind does: its schema or rows use what
+    the kind refuses or would treat otherwise (the postgres kind and SQLite-only SQL). The
+    suite's fault, found before any attempt: ``groundstate check`` reports it."""
 
 
 class ModelServingFailure(EnvironmentFailure):

@@ -47,6 +47,7 @@ from groundstate.environments.postgres_dialect import AgentConnection, run, sqli
 from groundstate.environments.postgres_schema import (
     API,
     INTERNAL,
+    Clause,
     PortableFixture,
     PortableTable,
     harness_sql,
@@ -59,6 +60,7 @@ from groundstate.environments.sqlite_state import META_TABLE, table_hash
 from groundstate.environments.sqlite_writes import LoggedTable, Netting
 from groundstate.errors import (
     EnvironmentFailure,
+    FixtureNotCarried,
     PermissionDenied,
     ResetCheckFailed,
     TimeLimitReached,
@@ -134,7 +136,7 @@ class PostgresProbes:
         assert isinstance(env, PostgresEnvironment)
         done = [
             f"bumped the AUTOINCREMENT counter of {t.name}"
-            if in_tool_call(env, partial(_insert_and_delete, table=t))
+            if _bump(env, t)
             else f"could not bump the AUTOINCREMENT counter of {t.name} (no row could be inserted)"
             for t in env.tables
             if t.autoincrement
@@ -166,6 +168,12 @@ class PostgresEnvironment(ClosesOnExit):
         SQLite's: another server may answer the same SQL otherwise (see
         :func:`~groundstate.validation.suite.validation_key`)."""
         return f"PostgreSQL {shared_server().version}"
+
+    @staticmethod
+    def check_fixture(fixture: Path, clock: datetime) -> None:
+        """Build *fixture*'s template on the shared server (kept for the attempts):
+        :class:`FixtureNotCarried` naming what PostgreSQL refuses, for ``groundstate check``."""
+        _template(shared_server(), fixture, clock)
 
     def __init__(
         self,
@@ -471,13 +479,42 @@ class PostgresEnvironment(ClosesOnExit):
         return net.writes(lambda table, row: True), written
 
 
-def _insert_and_delete(db: AgentConnection, table: PortableTable) -> None:
-    """Copy a row without its key, then delete the copy: only the counter moves."""
-    others = ", ".join(quote(c) for c in table.columns if c != table.rowid)
+_PLACEHOLDERS = {"bigint": 0, "text": "", "double precision": 0.0, "bytea": b""}
+"""A harmless value of each column type, for a probe's row."""
+
+
+def _bump(env: Environment, table: PortableTable) -> bool:
+    """Insert a row and delete it again, as the SQLite kind's probe does: a row of harmless
+    values first, then a copy of a row. Only copying left the counter of a table the fixture
+    leaves empty (the usual refunds or transfers table) unprobed: a reset that kept the
+    counters passed the reset check."""
     source = quote(table.name)
-    cursor = db.execute(f"INSERT INTO {source} ({others}) SELECT {others} FROM {source} LIMIT 1")
+    placeholder = (
+        f"INSERT INTO {source} ({', '.join(map(quote, table.required))}) "
+        f"VALUES ({', '.join('?' for _ in table.required)})"
+        if table.required
+        else f"INSERT INTO {source} DEFAULT VALUES",
+        [_PLACEHOLDERS[table.types[table.columns.index(c)]] for c in table.required],
+    )
+    others = ", ".join(quote(c) for c in table.columns if c != table.rowid)
+    copied: tuple[str, list[Any]] = (
+        f"INSERT INTO {source} ({others}) SELECT {others} FROM {source} LIMIT 1",
+        [],
+    )
+    return any(
+        in_tool_call(env, partial(_insert_and_delete, table=table, insert=insert))
+        for insert in (placeholder, copied)
+    )
+
+
+def _insert_and_delete(
+    db: AgentConnection, table: PortableTable, insert: tuple[str, list[Any]]
+) -> None:
+    """Insert a row, then delete it: only the counter moves."""
+    cursor = db.execute(*insert)
     if cursor.lastrowid is None:
         raise LookupError("nothing inserted")
+    source = quote(table.name)
     db.execute(f"DELETE FROM {source} WHERE {quote(table.rowid or '')} = ?", (cursor.lastrowid,))
 
 
@@ -510,8 +547,8 @@ def _build(server: PostgresServer, fixture: Path, clock: datetime) -> Template:
     image, built_hash = fixture_image(fixture, clock)
     try:
         portable = read_fixture(image, META_TABLE)
-    except EnvironmentFailure as exc:  # what of the fixture cannot be carried: say which
-        raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
+    except FixtureNotCarried as exc:  # what of the fixture cannot be carried: say which
+        raise FixtureNotCarried(f"fixture {fixture}: {exc}") from exc
     number = next(_NAMES)
     database, initial = f"gs_{server.token}_t{number}", f"gs_{server.token}_s{number}"
     secret = secrets.token_hex(16)
@@ -519,14 +556,24 @@ def _build(server: PostgresServer, fixture: Path, clock: datetime) -> Template:
         f"CREATE DATABASE \"{database}\" TEMPLATE template0 ENCODING 'UTF8' "
         "LC_COLLATE 'C' LC_CTYPE 'C'"
     )
-    with _environment_errors(f"building fixture {fixture.name}"), server.connect(database) as db:
-        _load(db, portable, server, secret)
-        copied = hash_value(table_hashes(read_state(db, portable), portable))
-    if copied != built_hash:
-        raise EnvironmentFailure(
-            f"postgres: fixture {fixture.name} did not carry over exactly "
-            f"(state {copied[:12]}, SQLite built {built_hash[:12]})"
-        )
+    try:
+        with (
+            _environment_errors(f"building fixture {fixture.name}"),
+            server.connect(database) as db,
+        ):
+            _load(db, portable, server, secret)
+            copied = hash_value(table_hashes(read_state(db, portable), portable))
+        if copied != built_hash:
+            raise FixtureNotCarried(
+                f"postgres: it did not carry over exactly (state {copied[:12]}, SQLite built "
+                f"{built_hash[:12]})"
+            )
+    except EnvironmentFailure as exc:
+        with suppress(psycopg.Error, EnvironmentFailure):  # a failed build leaves no database
+            server.drop(database)
+        if isinstance(exc, FixtureNotCarried):
+            raise FixtureNotCarried(f"fixture {fixture}: {exc}") from exc
+        raise
     server.clone(database, initial)
     return Template(database, initial, portable, built_hash, secret)
 
@@ -536,15 +583,34 @@ def _load(
 ) -> None:
     with db.transaction():
         for table in fixture.tables:
-            db.execute(table.ddl.encode())
-            _copy_rows(db, table)
+            for clause in [Clause(f"table {table.name}", table.ddl), *table.clauses]:
+                with _refused(clause.what):
+                    db.execute(clause.sql.encode())
+            with _refused(f"the rows of table {table.name}"):
+                _copy_rows(db, table)
         for table in fixture.tables:
-            for statement in table.foreign_keys:
-                db.execute(statement.encode())
+            for clause in table.foreign_keys:
+                with _refused(clause.what):
+                    db.execute(clause.sql.encode())
         for statement in harness_sql(fixture, server.agent_role, server.evaluator_role):
             db.execute(statement.encode())
         db.execute(f"INSERT INTO {INTERNAL}.secret VALUES (%s)", (secret,))
         _fill_internal(db, fixture)
+
+
+@contextmanager
+def _refused(what: str) -> Iterator[None]:
+    """PostgreSQL refusing part of a fixture (its SQL is SQLite's) as the fixture's fault,
+    naming the part: a raw server error named neither the table nor the column."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FixtureNotCarried(
+            f"PostgreSQL refuses {what} ({reason}): the postgres kind carries a SQLite "
+            "fixture's schema and values over as written; make them what both accept, or run "
+            "the suite on the sqlite kind"
+        ) from exc
 
 
 def _reload(db: psycopg.Connection[Any], template: Template, tables: list[PortableTable]) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundstate.environments.base import quote
-from groundstate.errors import EnvironmentFailure
+from groundstate.errors import FixtureNotCarried
 
 INTERNAL = "_gs"
 """The schema of the harness's own tables (clock, counters, write log): hidden from the agent."""
@@ -29,6 +29,15 @@ API = "groundstate"
 """The schema of the functions the agent's SQL may call: ``now()`` (the controlled clock) and
 the harness's write-log reader (guarded by a secret)."""
 _CLASS_TYPE = {int: "bigint", float: "double precision", str: "text", bytes: "bytea"}
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One statement of a table's schema and what of the fixture it carries over."""
+
+    what: str
+    """What it is, for a message (``column refunds.at DEFAULT datetime('now')``)."""
+    sql: str
 
 
 @dataclass
@@ -41,11 +50,16 @@ class PortableTable:
     types: list[str]
     key: list[str]
     ddl: str
-    foreign_keys: list[str]
+    """The CREATE TABLE: columns, NOT NULL, the primary key and UNIQUE constraints."""
+    clauses: list[Clause]
+    """The columns' defaults and the CHECKs, each added on its own (so a refusal names it)."""
+    foreign_keys: list[Clause]
     rows: list[tuple[Any, ...]]
     rowid: str | None = None
     """The INTEGER PRIMARY KEY column (SQLite's rowid alias), if any."""
     autoincrement: bool = False
+    required: list[str] = field(default_factory=list)
+    """The columns an INSERT must give (NOT NULL, no default; the rowid column is filled)."""
     parents: list[str] = field(default_factory=list)
     """The tables this one's foreign keys refer to."""
 
@@ -84,7 +98,7 @@ def read_fixture(image: bytes, meta_table: str) -> PortableFixture:
         )
         left_behind = not_carried(connection, meta_table)
         if left_behind:
-            raise EnvironmentFailure(
+            raise FixtureNotCarried(
                 "postgres: the fixture has what this kind does not carry over from SQLite "
                 f"(the agent and the graders would meet another database): "
                 f"{'; '.join(left_behind)}; leave it out of the fixture, or run the suite on "
@@ -184,26 +198,37 @@ def _table(connection: sqlite3.Connection, name: str, sql: str) -> PortableTable
     columns = [str(column[1]) for column in info]
     key = [str(c[1]) for c in sorted(info, key=lambda c: c[5]) if c[5] > 0]
     if not key:
-        raise EnvironmentFailure(
+        raise FixtureNotCarried(
             f"postgres: table {name} has no primary key (the postgres kind keys rows by it)"
         )
     types = [_pg_type(name, column, rows, i) for i, column in enumerate(info)]
     rowid = key[0] if len(key) == 1 and _declared(info, key[0]) == "INTEGER" else None
     definitions = [
-        f"{quote(str(c[1]))} {types[i]}{' NOT NULL' if c[3] else ''}"
-        + (f" DEFAULT {c[4]}" if c[4] is not None else "")
-        for i, c in enumerate(info)
+        f"{quote(str(c[1]))} {types[i]}{' NOT NULL' if c[3] else ''}" for i, c in enumerate(info)
     ]
     definitions.append(f"PRIMARY KEY ({', '.join(quote(c) for c in key)})")
     definitions += [f"UNIQUE ({', '.join(map(quote, u))})" for u in _uniques(connection, name)]
-    definitions += [f"CHECK {check}" for check in check_clauses(sql)]
+    table = f"public.{quote(name)}"
+    clauses = [
+        Clause(
+            f"column {name}.{c[1]} DEFAULT {c[4]}",
+            f"ALTER TABLE {table} ALTER COLUMN {quote(str(c[1]))} SET DEFAULT {c[4]}",
+        )
+        for c in info
+        if c[4] is not None
+    ]
+    clauses += [
+        Clause(f"CHECK {check} of table {name}", f"ALTER TABLE {table} ADD CHECK {check}")
+        for check in check_clauses(sql)
+    ]
     return PortableTable(
         name=name,
         sqlite_sql=sql,
         columns=columns,
         types=types,
         key=key,
-        ddl=f"CREATE TABLE public.{quote(name)} ({', '.join(definitions)})",
+        ddl=f"CREATE TABLE {table} ({', '.join(definitions)})",
+        clauses=clauses,
         foreign_keys=_foreign_keys(connection, name),
         parents=sorted(
             {str(fk[2]) for fk in connection.execute(f"PRAGMA foreign_key_list({quote(name)})")}
@@ -211,6 +236,7 @@ def _table(connection: sqlite3.Connection, name: str, sql: str) -> PortableTable
         rows=rows,
         rowid=rowid,
         autoincrement="AUTOINCREMENT" in sql.upper(),
+        required=[str(c[1]) for c in info if c[3] and c[4] is None and c[1] != rowid],
     )
 
 
@@ -241,9 +267,9 @@ def _pg_type(table: str, column: Any, rows: list[Any], index: int) -> str:
     return wanted
 
 
-def _mixed(table: str, column: str, classes: set[type]) -> EnvironmentFailure:
+def _mixed(table: str, column: str, classes: set[type]) -> FixtureNotCarried:
     names = ", ".join(sorted(c.__name__ for c in classes))
-    return EnvironmentFailure(
+    return FixtureNotCarried(
         f"postgres: column {table}.{column} holds values of several types ({names}); "
         "the postgres kind needs one type per column"
     )
@@ -259,7 +285,7 @@ def _uniques(connection: sqlite3.Connection, table: str) -> list[list[str]]:
     return found
 
 
-def _foreign_keys(connection: sqlite3.Connection, table: str) -> list[str]:
+def _foreign_keys(connection: sqlite3.Connection, table: str) -> list[Clause]:
     groups: dict[int, list[Any]] = {}
     for row in connection.execute(f"PRAGMA foreign_key_list({quote(table)})").fetchall():
         groups.setdefault(row[0], []).append(row)
@@ -268,11 +294,12 @@ def _foreign_keys(connection: sqlite3.Connection, table: str) -> list[str]:
         parent, update, delete = rows[0][2], rows[0][5], rows[0][6]
         source = ", ".join(quote(r[3]) for r in rows)
         target = "" if rows[0][4] is None else f" ({', '.join(quote(r[4]) for r in rows)})"
-        statements.append(
+        sql = (
             f"ALTER TABLE public.{quote(table)} ADD FOREIGN KEY ({source}) REFERENCES "
             f"public.{quote(parent)}{target} ON UPDATE {update} ON DELETE {delete} "
             "DEFERRABLE INITIALLY IMMEDIATE"  # immediate, as in SQLite; deferred by reloads
         )
+        statements.append(Clause(f"the foreign key ({source}) of table {table} to {parent}", sql))
     return statements
 
 
@@ -313,7 +340,7 @@ def _closing(sql: str, start: int) -> int:
             depth -= 1
             if depth == 0:
                 return i
-    raise EnvironmentFailure(f"postgres: unbalanced CHECK in {sql[:80]!r}")
+    raise FixtureNotCarried(f"postgres: unbalanced CHECK in {sql[:80]!r}")
 
 
 # --- the SQL that sets a template database up --------------------------------------------------

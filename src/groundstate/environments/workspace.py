@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -108,25 +109,43 @@ class WorkspaceOptions(Strict):
 
 
 class WorkspaceProbes:
-    """Reset probes: the agent's handle writes, adds and deletes files in tool calls."""
+    """Reset probes: the agent's handle changes every file in one tool call (each overwritten
+    with its mode flipped, the last removed) and adds a file in a new folder and a link out
+    of the work tree. Overwriting one file proved only that reset restores that one: a reset
+    that brought back contents but not modes, or not a removed file, passed."""
+
+    ADDED = "groundstate-probe/added.txt"
+    LINK = "groundstate-probe/outside"
 
     def counters(self, env: Environment) -> dict[str, int]:
         return {}
 
     def mutate(self, env: Environment) -> list[str]:
-        handle = env.agent_db
-        done = []
-        files = env.snapshot().tables[FILES].rows
-        first = next((row["path"] for row in files.values() if row["mode"] != "120000"), None)
+        rows = env.snapshot().tables[FILES].rows.values()
+        paths = sorted(str(row["path"]) for row in rows)
         try:
             with env.tool_transaction():
-                handle.write("groundstate-probe.txt", "written by a reset probe\n")
-                done.append("added groundstate-probe.txt")
-                if first is not None:
-                    handle.write(first, "overwritten by a reset probe\n")
-                    done.append(f"overwrote {first}")
+                return self._change_every_file(env.agent_db, paths)
         except Exception:  # a denied write (read-only permissions) changes nothing
-            done.append("the agent could not write files")
+            return ["the agent could not write files"]
+
+    def _change_every_file(self, handle: WorkspaceHandle, paths: list[str]) -> list[str]:
+        handle.write(self.ADDED, "added by a reset probe\n")
+        os.symlink("/", handle.resolve(self.LINK))
+        done = [f"added {self.ADDED} and a link out of the work tree"]
+        if len(paths) > 1:
+            (handle.root / paths[-1]).unlink()
+            done.append(f"removed {paths[-1]}")
+            paths = paths[:-1]
+        for path in paths:  # past the handle's checks: a link may lead anywhere
+            target = handle.root / path
+            mode = target.lstat().st_mode
+            if not stat.S_ISREG(mode):
+                target.unlink()  # a link becomes a file
+            target.write_text(f"overwritten by a reset probe: {path}\n")
+            target.chmod(0o644 if stat.S_ISREG(mode) and mode & stat.S_IXUSR else 0o755)
+        if paths:
+            done.append(f"overwrote every other file ({len(paths)}) and flipped its mode")
         return done
 
 

@@ -76,7 +76,7 @@ from groundstate.trace import MessageEvent, ToolCallEvent
 from groundstate.users import NO
 from groundstate.validation.judges import check_judge_agreement
 from groundstate.validation.mutation import NothingToMutate, judge, mutation_test
-from groundstate.validation.probes import explain, mutate_like_an_agent, observe
+from groundstate.validation.probes import mutate_like_an_agent, observe, unrestored_after_reset
 from groundstate.validation.replay import (
     SEED,
     Around,
@@ -166,12 +166,9 @@ def check_reset(proof: Proof) -> Finding:
             problems.append(f"two fresh builds differ ({built[:12]} vs {again[:12]})")
         before = observe(env)
         changes = mutate_like_an_agent(env)
-        restored = env.reset(seed=SEED)
-        if restored != built:
-            problems.append(
-                f"after an attempt-like change ({', '.join(changes)}) reset gave "
-                f"{restored[:12]}, not {built[:12]}: {explain(before, observe(env))}"
-            )
+        unrestored = unrestored_after_reset(env, built, before, seed=SEED)
+        if unrestored is not None:
+            problems.append(f"after an attempt-like change ({', '.join(changes)}) {unrestored}")
     if problems:
         return False, "; ".join(problems)
     return True, f"{words}; two fresh builds agree; reset restored it after: {', '.join(changes)}"

@@ -26,11 +26,11 @@ from groundstate.environments.registry import build_environment, environment_kin
 from groundstate.errors import GroundstateError
 from groundstate.spec.task import Permissions
 from groundstate.validation.probes import (
-    explain,
     in_tool_call,
     mutate_like_an_agent,
     observe,
     quote,
+    unrestored_after_reset,
 )
 
 SEED = 0
@@ -166,14 +166,10 @@ def _reset_restores(make_env: EnvironmentMaker) -> list[str]:
         changes = mutate_like_an_agent(env)
         if env.state_hash() == initial:
             return [f"the state hash did not move after: {', '.join(changes)}"]
-        restored = env.reset(seed=SEED)
-        if restored == initial:
+        unrestored = unrestored_after_reset(env, initial, before, seed=SEED)
+        if unrestored is None:
             return []
-        what = explain(before, observe(env))
-        return [
-            f"after an attempt-like change ({', '.join(changes)}) reset gave {restored[:12]}, "
-            f"not {initial[:12]}: {what}"
-        ]
+        return [f"after an attempt-like change ({', '.join(changes)}) {unrestored}"]
 
 
 def _evaluator_cannot_write(make_env: EnvironmentMaker) -> list[str]:

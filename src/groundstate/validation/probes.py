@@ -19,6 +19,7 @@ from groundstate.environments.base import (
     in_tool_call,
     quote,
 )
+from groundstate.errors import ResetCheckFailed
 
 CLOCK_STEP = 3600.0
 """Seconds the clock probe moves the clock forward."""
@@ -31,6 +32,7 @@ __all__ = [
     "mutate_like_an_agent",
     "observe",
     "quote",
+    "unrestored_after_reset",
 ]
 
 
@@ -42,6 +44,14 @@ class Observed:
     snapshot: Snapshot
     now: datetime
     counters: dict[str, int]
+
+    def same(self, other: Observed) -> bool:
+        """Whether *other* holds the same state, clock and counters."""
+        return (self.state_hash, self.now, self.counters) == (
+            other.state_hash,
+            other.now,
+            other.counters,
+        )
 
 
 def probes_of(env: Environment) -> ResetProbes | None:
@@ -59,7 +69,9 @@ def observe(env: Environment) -> Observed:
 def explain(before: Observed, after: Observed) -> str:
     """Say which of rows, clock and counters differ between two observations."""
     parts = [
-        f"rows of {name} differ" for name in diff_snapshots(before.snapshot, after.snapshot).tables
+        f"rows of {name} differ ({len(t.added)} added, {len(t.removed)} removed, "
+        f"{len(t.changed)} changed)"
+        for name, t in diff_snapshots(before.snapshot, after.snapshot).tables.items()
     ]
     if before.now != after.now:
         parts.append(f"clock is {after.now.isoformat()}, not {before.now.isoformat()}")
@@ -82,3 +94,24 @@ def mutate_like_an_agent(env: Environment) -> list[str]:
     env.advance_clock(CLOCK_STEP)
     done.append(f"advanced the clock {CLOCK_STEP:g}s")
     return done
+
+
+def unrestored_after_reset(
+    env: Environment, built: str, before: Observed, *, seed: int
+) -> str | None:
+    """What a reset of *env* failed to bring back of *before* (the state hash *built*), or None.
+
+    What reset left is read anew, not only the hash it returned: a kind whose hash leaves the
+    clock out (a workspace's) or whose reset returns the hash it expects passed with the
+    clock, counters or files left as the attempt had them."""
+    try:
+        restored = env.reset(seed=seed)
+        gave = f"reset gave {restored[:12]}, not {built[:12]}"
+    except ResetCheckFailed as exc:  # the kind's own check: say what it left, as below
+        restored, gave = "", f"reset refused what it restored ({exc})"
+    after = observe(env)
+    if restored == built and before.same(after):
+        return None
+    if restored == built:
+        gave = f"reset returned {built[:12]} but left another state"
+    return f"{gave}: {explain(before, after)}"

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict
 from groundstate.agents.model_loop import TALK_TO_USER
 from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
-from groundstate.environments.registry import environment_capabilities
+from groundstate.environments.registry import environment_capabilities, environment_kind
 from groundstate.environments.sqlite import (
     FixtureTooLarge,
     FixtureTooSlow,
@@ -44,7 +44,13 @@ from groundstate.environments.sqlite import (
 )
 from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
 from groundstate.environments.sqlite_live import plain_read
-from groundstate.errors import EnvironmentFailure, GroundstateError, SpecError, one_line
+from groundstate.errors import (
+    EnvironmentFailure,
+    FixtureNotCarried,
+    GroundstateError,
+    SpecError,
+    one_line,
+)
 from groundstate.grading.terminal import AGENT_FAILURES
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.constraint_sets import SUITE_FILE, own_constraints
@@ -233,6 +239,7 @@ def _suite_problems(suite: Suite) -> Iterator[SuiteProblem]:
         by_fixture.setdefault(suite.fixture_path(task), []).append(task)
     for fixture, tasks in by_fixture.items():
         yield from _fixture_problems(suite, fixture, tasks)
+        yield from _carry_over_problems(suite, fixture, tasks)
 
 
 # --- the decision the suite serves ------------------------------------------------------------
@@ -416,6 +423,31 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
             return list(dict.fromkeys(problems))  # a set's constraint, once per fixture
     except EnvironmentFailure as exc:
         return [_fixture_problem(fixture, exc)]
+
+
+def _carry_over_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> list[SuiteProblem]:
+    """A fixture the suite's kind cannot build as SQLite does (SQLite-only SQL on the postgres
+    kind: a ``DEFAULT (datetime('now'))``, a ``CHECK (v GLOB ...)``), at each task using it.
+    Every proof and attempt failed on it with the server's raw error, naming no task, table
+    or column. A kind offers the check as its ``check_fixture(fixture, clock)``."""
+    kind = suite.config.environment
+    try:
+        check = getattr(environment_kind(kind).build, "check_fixture", None)
+        if check is not None:
+            check(fixture, tasks[0].clock)
+    except FixtureNotCarried as exc:
+        return [
+            SuiteProblem(
+                file=str(task_file),
+                line=line_of(task_file, "initial_state_fixture"),
+                field="initial_state_fixture",
+                reason=f"cannot be built on the {kind} kind: {exc}",
+            )
+            for task_file in (suite.root / "tasks" / f"{t.task_id}.yaml" for t in tasks)
+        ]
+    except EnvironmentFailure:  # the server or a missing extra, not the suite: runs report it
+        pass
+    return []
 
 
 def _cell_problems(fixture: Path, tables: dict[str, _Table]) -> Iterator[SuiteProblem]:
