@@ -167,6 +167,8 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
         if i in changes:
             yield i, answers
         said = True if i in yes else (False if i in no else None)
+        if said is not False and asked is not None and _cancels_that(event, asked):
+            said = False
         if question is None and said is False and asked is not None:
             _track_second_thoughts(event, asked, answers, i)
         question = _track(event, said, question, answers, i)
@@ -182,7 +184,7 @@ def _track_second_thoughts(
     """A no in a user message the agent did not ask for ("Yes, go ahead." then "Wait, hold
     off."): words taking a yes back answer the agent's last message, so the yes before them
     no longer stands. Any other unprompted no ("Oh, and no receipt") answers nothing."""
-    if isinstance(event, MessageEvent) and event.role == "user" and _takes_back(event):
+    if isinstance(event, MessageEvent) and event.role == "user" and _takes_back(event, asked):
         answers.append(_Confirmation(asked, event, yes=False, at=at))
 
 
@@ -487,7 +489,7 @@ def _objection(answers: list[_Confirmation], yes: _Confirmation) -> _Confirmatio
 
 def _objects(no: _Confirmation) -> bool:
     to_go_on = _asks_nothing(no.question) or _asks_to_go_on(no.question)
-    return (to_go_on and not no.also_yes) or _takes_back(no.answer)
+    return (to_go_on and not no.also_yes) or _takes_back(no.answer, no.question)
 
 
 # A message that asks the user something: a question mark, or a request for a decision ("...
@@ -522,7 +524,8 @@ def _asks_to_go_on(message: MessageEvent) -> bool:
 _TAKING_BACK = re.compile(
     r"(^|[.!?,;] )((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
     r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$))\b|\bhang on\b"
-    r"|\bnever ?mind\b|\bscratch that\b"
+    r"|\bnever ?mind\b|\bscratch that\b|\bundo (it|that|this)\b|\babort\b|\bbelay that\b"
+    r"|\bcall (it|that|this) off\b|(^|[.!?,;] )(halt|abbrechen)\b"
     r"|(^|[.!?,;] )(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
     r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
     r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
@@ -530,12 +533,33 @@ _TAKING_BACK = re.compile(
     r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
     # another choice on second thoughts: "Actually, the gift card instead", "actually I'd
     # rather have store credit" (a plain "No, by text instead" answers its own question)
-    r"|\bactually\b[^.!?]{0,200}\b(instead|rather|prefer|make it|switch|change it)\b"
+    r"|\bactually\b[^.!?]{0,200}\b(instead|rather|prefer|make it|switch|change it"
+    r"|keep (it|them|those|these))\b"
 )
 
 
-def _takes_back(message: MessageEvent) -> bool:
-    return _TAKING_BACK.search(message_text(message)) is not None
+def _takes_back(message: MessageEvent, asked: MessageEvent) -> bool:
+    """Whether the user's *message* takes back a yes, answering the agent's message *asked*."""
+    return _TAKING_BACK.search(message_text(message)) is not None or _cancels_that(message, asked)
+
+
+# "Cancel that", "cancela eso", "annule ça": a retraction of what the agent is about to do,
+# unless what it is about to do is a cancellation ("I can cancel O-1002 for you." "Cancel
+# it."): then it orders the change.
+_CANCEL_THAT = re.compile(
+    r"(^|[.!?,;] )((no|oh|wait|actually|sorry|please|um|hmm|ok|okay),? )*"
+    r"(cancel|cancela|cancele|cancelar|anula|annule[rz]?|storniere|stornier)"
+    r" (that|this|it|eso|esto|isso|isto|ça|cela|das)(?=\W*$|[.!?,;])"
+)
+_ABOUT_CANCELLING = re.compile(r"\b(cancel|anul|annul|stornier)")
+
+
+def _cancels_that(event: AgentEvent, asked: MessageEvent) -> bool:
+    if not isinstance(event, MessageEvent) or event.role != "user" or event.text is None:
+        return False
+    if _CANCEL_THAT.search(message_text(event)) is None:
+        return False
+    return _ABOUT_CANCELLING.search(message_text(asked)) is None
 
 
 def _objected(
