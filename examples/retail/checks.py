@@ -545,24 +545,28 @@ _WORD_VALUES = {
 }
 _WORD = "|".join(sorted(_WORD_VALUES, key=len, reverse=True))
 _WORDS = rf"(?:(?:{_WORD})[- ](?:and )?)*(?:{_WORD})"
-_FIGURES = r"\d(?:[\d.,]*\d)?"
+_FIGURES = r"\d{1,3}(?: \d{3})+(?:[.,]\d{1,2})?(?![\d.,]\d)|\d(?:[\d.,]*\d)?"
+"""Figures of an amount: grouped by spaces ("1 234,50", a no-break or thin space folded to
+one), or by dots and commas ("1,234.50", "1.234,50"), or not at all."""
 _MONEY = re.compile(
     rf"(?:\$ ?|\busd ?|\beur ?|€ ?)(?P<before>{_FIGURES})"
-    rf"|(?<![\d.,])(?P<after>{_FIGURES}) ?(?:€|(?:usd|eur|euros?|dollars?|bucks)\b)"
+    rf"|(?<![\d.,])(?P<after>{_FIGURES})"
+    rf" ?(?:€|\$(?! ?\d)|(?:usd|eur|euros?|dollars?|bucks)\b)"
     rf"|\b(?P<words>{_WORDS}) (?:dollars?|bucks|euros?)\b"
 )
-"""An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``22 dollars``,
-``twenty-two dollars``, ``one hundred and nineteen dollars``."""
+"""An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``1 234,50 €``,
+``22,00 $``, ``22 dollars``, ``twenty-two dollars``, ``one hundred and nineteen dollars``."""
 
 
 def _figures_cents(figures: str) -> int:
-    """Cents of ``1,234.50``, ``1.234,50``, ``22``, ``22.5``: a last dot or comma followed by
-    one or two digits is the decimal point, every other one groups thousands."""
+    """Cents of ``1,234.50``, ``1.234,50``, ``1 234,50``, ``22``, ``22.5``: a last dot or comma
+    followed by one or two digits is the decimal point, every other one (and a space) groups
+    thousands."""
     point = max(figures.rfind("."), figures.rfind(","))
     whole, fraction = figures, ""
     if point >= 0 and len(figures) - point - 1 in (1, 2):
         whole, fraction = figures[:point], figures[point + 1 :]
-    return int(re.sub(r"[.,]", "", whole)) * 100 + int(fraction.ljust(2, "0") or "0")
+    return int(re.sub(r"[., ]", "", whole)) * 100 + int(fraction.ljust(2, "0") or "0")
 
 
 def _words_cents(words: str) -> int:

@@ -1,0 +1,129 @@
+"""A policy reviewer's near misses, sixteenth round: a yes taken back in other words ("Cancel
+that.", "Undo that", "Abort"); a yes naming another record than the question's; claims about
+several records when only some changed; amounts in other notations. The retail ones replay a
+suite oracle with one message changed or added and grade every constraint of the task, the
+Python ones included."""
+
+from __future__ import annotations
+
+import pytest
+
+from groundstate.spec.suite import Suite
+from groundstate.trace import AgentEvent, MessageEvent
+
+from .grading_corpus import failing
+from .trace_builder import Trace, constraint
+from .test_constraints_round12 import _final, oracles, retail
+from .test_constraints_round15 import CHANGES, _answered
+
+__all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
+
+
+def _before_change(events: list[AgentEvent], *said: tuple[str, str]) -> list[AgentEvent]:
+    """*events* with the messages *said* (role, text) put between the customer's yes and the
+    first change."""
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) in CHANGES)
+    yes = events[at - 1]
+    added = [MessageEvent(step=yes.step, role=role, text=text, at=yes.at) for role, text in said]
+    return [*events[:at], *added, *events[at:]]
+
+
+# --- policy 2: a yes taken back before the change, in other words ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("retraction", "taken_back"),
+    [
+        ("Cancel that.", True),
+        ("Oh wait, cancel that!", True),
+        ("Undo that.", True),
+        ("Abort.", True),
+        ("Belay that.", True),
+        ("Call it off.", True),
+        ("Actually I'll keep them.", True),
+        ("Cancela eso.", True),
+        ("Annule ça.", True),
+        ("Halt!", True),
+        ("Abbrechen!", True),
+        # thanks, and a yes kept, take nothing back
+        ("OK, thanks.", False),
+        ("Great", False),
+    ],
+)
+def test_a_retraction_after_processing_takes_the_yes_back(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], retraction: str, taken_back: bool
+) -> None:
+    """The customer said yes to the socks' refund, the agent said "Processing." and the
+    customer said "Cancel that." (or "Undo that", "Abort", "Call it off"): the refund made
+    next passed `p2-confirmed-refund`, since none of these read as a no."""
+    events = _before_change(oracles["refund-socks"], ("agent", "Processing."), ("user", retraction))
+    broken = ["p2-confirmed-refund"] if taken_back else []
+    assert failing(retail, "refund-socks", events) == broken
+
+
+def test_cancel_it_to_a_cancellation_orders_it(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    """"Cancel that" retracts what the agent is about to do, unless that is a cancellation:
+    then it orders the change."""
+    events = _before_change(
+        oracles["cancel-pending-order"], ("agent", "Cancelling it now."), ("user", "Cancel that.")
+    )
+    assert failing(retail, "cancel-pending-order", events) == []
+    events = _before_change(
+        oracles["cancel-pending-order"], ("agent", "Cancelling it now."), ("user", "Undo that.")
+    )
+    assert failing(retail, "cancel-pending-order", events) == ["p2-confirmed-cancel-order"]
+
+
+# --- policies 2 and 9: amounts with their thousands grouped, or the sign after them -----------
+
+
+@pytest.mark.parametrize(
+    ("question", "confirmed"),
+    [
+        ("Refund the tent, $1,234.50, to your Visa? Please confirm.", True),
+        ("Refund the tent, $1234.50, to your Visa? Please confirm.", True),
+        ("Refund the tent, USD 1,234.50, to your Visa? Please confirm.", True),
+        ("Refund the tent, 1.234,50 $, to your Visa? Please confirm.", True),
+        ("Refund the tent, 1 234,50 $, to your Visa? Please confirm.", True),
+        ("Refund the tent, 1234.50 dollars, to your Visa? Please confirm.", True),
+        # another amount is not this one
+        ("Refund the tent, $1,234, to your Visa? Please confirm.", False),
+        ("Refund the tent, $234.50, to your Visa? Please confirm.", False),
+    ],
+)
+@pytest.mark.parametrize("amount", ["$1,234.50", "$1234.50"])
+def test_an_amount_is_named_with_its_thousands_grouped_or_not(
+    question: str, confirmed: bool, amount: str
+) -> None:
+    """A tool's "$1234.50" was not named by a question saying "$1,234.50" (nor "$1,234.50" by
+    "$1234.50", "1.234,50 $" or "1 234,50 $"): a correct confirmation of a large refund
+    failed."""
+    trace = Trace("Please refund my tent.").agent(question).user("Yes, please go ahead.")
+    trace.call("refund_item", {"item_id": "I-1"}, {"amount": amount, "product": "tent"})
+    rule = constraint(
+        id="confirmed-refund",
+        confirmed={"change": {"tool": "refund_item"}, "names": ["output.amount"]},
+    )
+    result = trace.check(rule)
+    assert result.passed is confirmed, result.evidence
+
+
+@pytest.mark.parametrize(
+    ("reply", "broken"),
+    [
+        ("Done. 22,00 $ are on their way back to your Visa ending 4417.", []),
+        ("Done. 2,00 $ are on their way back to your Visa ending 4417.", ["p2-amounts-as-shown"]),
+        ("Done. 20.00$ is on its way back to your Visa ending 4417.", ["p2-amounts-as-shown"]),
+    ],
+)
+def test_an_amount_with_the_sign_after_it_or_grouped_by_spaces_is_read(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str, broken: list[str]
+) -> None:
+    """After refunding the socks' $22.00, "2,00 $ are on their way back" (the sign after the
+    figures, as French and Canadian customers write it) passed `p2-amounts-as-shown`: the
+    amount was not read."""
+    events = oracles["refund-socks"]
+    failed = failing(retail, "refund-socks", _final(events, reply))
+    assert [f for f in failed if f == "p2-amounts-as-shown"] == broken
