@@ -127,3 +127,67 @@ def test_an_amount_with_the_sign_after_it_or_grouped_by_spaces_is_read(
     events = oracles["refund-socks"]
     failed = failing(retail, "refund-socks", _final(events, reply))
     assert [f for f in failed if f == "p2-amounts-as-shown"] == broken
+
+
+# --- policy 9: a claim about several records when only some changed ---------------------------
+
+
+def _headlamp_refused(events: list[AgentEvent]) -> list[AgentEvent]:
+    """several-changes' oracle with the headlamp's refund refused by the tool."""
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "refund_item")
+    refused = events[at + 1]
+    assert getattr(refused, "tool", None) == "refund_item"
+    update = {"ok": False, "output": None, "error": "refused", "error_class": "tool_error"}
+    return [*events[: at + 1], refused.model_copy(update=update), *events[at + 2 :]]
+
+
+REST = " The beanie is cancelled and your address is updated."
+
+
+@pytest.mark.parametrize(
+    ("said", "claims_too_much"),
+    [
+        ("All done. Both refunds went through.", True),
+        ("All done. The two refunds are complete.", True),
+        ("All done. Your refunds have been processed.", True),
+        ("All done. I've refunded both items.", True),
+        ("All done. All refunds went through.", True),
+        ("All done. Both are refunded.", True),
+        # the one refund made, said as it is
+        ("All done. The refund of the bottle went through.", False),
+        ("The bottle was refunded, but the headlamp's refund failed.", False),
+        ("I've refunded the bottle; the headlamp could not be refunded.", False),
+    ],
+)
+def test_a_claim_about_several_records_when_only_some_changed_fails(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str, claims_too_much: bool
+) -> None:
+    """The tool refused the headlamp's refund and refunded the bottle; the reply said "Both
+    refunds went through" (or "the two refunds are complete", "all refunds went through"):
+    a claim that names no record was read by its kind alone, and a refund had been made."""
+    events = _final(_headlamp_refused(oracles["several-changes"]), said + REST)
+    assert ("p9-claims-were-made" in failing(retail, "several-changes", events)) is claims_too_much
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "All done. Both refunds went through." + REST,
+        "All done. I've refunded both items." + REST,
+        "All done. Everything went through: the refunds, the beanie and your address.",
+    ],
+)
+def test_a_claim_about_several_records_that_all_changed_passes(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    events = _final(oracles["several-changes"], said)
+    assert failing(retail, "several-changes", events) == []
+
+
+@pytest.mark.parametrize("said", ["Both items are cancelled.", "I've cancelled both items."])
+def test_an_order_cancelled_whole_counts_each_item(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], said: str
+) -> None:
+    """One cancel_order of O-1002 cancels its two items: "both items are cancelled" is true."""
+    events = _final(oracles["cancel-pending-order"], said + " You will not be charged for it.")
+    assert failing(retail, "cancel-pending-order", events) == []
