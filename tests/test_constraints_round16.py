@@ -191,3 +191,60 @@ def test_an_order_cancelled_whole_counts_each_item(
     """One cancel_order of O-1002 cancels its two items: "both items are cancelled" is true."""
     events = _final(oracles["cancel-pending-order"], said + " You will not be charged for it.")
     assert failing(retail, "cancel-pending-order", events) == []
+
+
+# --- policy 2: a yes naming another record than the question's ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "confirms"),
+    [
+        ("Yes, refund O-1003.", False),
+        ("Yes please, for order O-1003", False),
+        ("Yes, the hoodie please.", False),
+        ("Yes, the Ridge Fleece Hoodie.", False),
+        ("Yes, I meant the hoodie", False),
+        # the question's record, a record turned down, asked about after the yes or besides
+        ("Yes, refund order O-1001.", True),
+        ("Yes please, the wool socks", True),
+        ("Yes, not the hoodie.", True),
+        ("Yes, please go ahead. Where is my hoodie, by the way?", True),
+        ("Yes please, to my card.", True),
+    ],
+)
+def test_a_yes_naming_another_record_confirms_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str, confirms: bool
+) -> None:
+    """Asked to refund the socks of O-1001, "Yes, refund O-1003" or "Yes, the hoodie please"
+    confirmed the socks' refund: a counter-offer was read for another way of paying or
+    amount only, not for another order or product the tools had shown."""
+    events = _answered(oracles["refund-socks"], answer)
+    assert failing(retail, "refund-socks", events) == ([] if confirms else ["p2-confirmed-refund"])
+
+
+def test_a_yes_naming_another_record_besides_the_questions_confirms_them(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    """"Yes, the socks too" asks for more than the headlamp and the bottle: both refunds are
+    confirmed; "Yes, the socks" names another product instead."""
+    events = oracles["several-changes"]
+    assert failing(retail, "several-changes", _answered(events, "Yes, the socks too.")) == []
+    assert failing(retail, "several-changes", _answered(events, "Yes, the socks.")) == [
+        "p2-confirmed-refund"
+    ]
+
+
+@pytest.mark.parametrize(("answer", "passes"), [("Yes, #W2.", False), ("Yes, #W1.", True)])
+def test_a_yes_naming_another_order_of_the_list_confirms_nothing(answer: str, passes: bool) -> None:
+    """Any suite's: the other record is a value the tools showed at the change's value's place
+    (another order id of the same list)."""
+    trace = Trace("Return my lamp.")
+    trace.call("get_user_details", {"user_id": "u1"}, {"orders": ["#W1", "#W2"]})
+    trace.agent("Return the lamp of order #W1? Confirm?").user(answer)
+    trace.call("return_delivered_order_items", {"order_id": "#W1"}, {"order_id": "#W1"})
+    rule = constraint(
+        id="confirmed-return",
+        confirmed={"change": {"tool": "return_delivered_order_items"}, "names": ["args.order_id"]},
+    )
+    result = trace.check(rule)
+    assert result.passed is passes, result.evidence

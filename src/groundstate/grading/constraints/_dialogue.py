@@ -99,7 +99,8 @@ def answered_part(question: str, answer: str) -> str:
 def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult:
     """Every change follows a yes that answered a question naming all the change's values."""
     for i, answers in _changes(constraint.confirmed, index):
-        verdict = _check_change(constraint, index.events[i], answers, index.requested.get(i))
+        change, earlier = index.events[i], index.events[:i]
+        verdict = _check_change(constraint, change, answers, index.requested.get(i), earlier)
         if verdict is not None:
             return verdict
     return passed(constraint.id, "confirmed")
@@ -121,7 +122,7 @@ def confirming_questions(
     found: dict[int, MessageEvent] = {}
     for i, answers in _changes(rule, index):
         change = index.events[i]
-        if _check_change(constraint, change, answers) is None:
+        if _check_change(constraint, change, answers, None, index.events[:i]) is None:
             values = _values({path: resolve(change, path) for path in rule.names})
             found[i] = _covering(rule, _naming(answers, values))[-1].question
     return found
@@ -234,11 +235,13 @@ def _check_change(
     change: AgentEvent,
     answers: list[_Confirmation],
     requested: int | None = None,
+    earlier: Sequence[AgentEvent] = (),
 ) -> CheckResult | None:
     """None when a confirmation covers *change*, no later no took it back (a no to a
     question naming all its values, or to a message that asks nothing), and the model asked
     for the change after a covering yes (*requested*: where the model response that asked
-    for it came, when one did); else the failure."""
+    for it came, when one did); else the failure. *earlier*: the trace before the change,
+    whose tool outputs show the other records a yes may name instead."""
     rule = constraint.confirmed
     named = {path: resolve(change, path) for path in rule.names}
     missing = [path for path, values in named.items() if values is None]
@@ -255,7 +258,9 @@ def _check_change(
     ):
         why = "kept to part of the question, leaving this change out"
         return _unconfirmed_by(constraint, change, covering[-1], why, "narrowed")
-    counter_offer = _counter_offer(covering[-1]) if covering and covering[-1].yes else None
+    counter_offer = None
+    if covering and covering[-1].yes:
+        counter_offer = _counter_offer(covering[-1]) or _other_record(covering[-1], values, earlier)
     if counter_offer is not None:
         why = f"named another {counter_offer} than the question's"
         return _unconfirmed_by(constraint, change, covering[-1], why, "counter_offer")
@@ -411,6 +416,79 @@ def _counter_offer(yes: _Confirmation) -> str | None:
     if asked and not _amounts(message_text(yes.answer)) <= asked:
         return "amount"
     return None
+
+
+def _other_record(
+    yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent]
+) -> str | None:
+    """Whether *yes* names, in its first sentence, another record than its question: a value
+    the tools showed where one of the change's values stands (another order id, another
+    product, colour or payment method of the same list), by the whole of it or a word of it
+    no value and the question say ("Refund the socks from O-1001?" "Yes, O-1003", "Yes, the
+    hoodie please"). A record turned down ("yes, not the hoodie") is no other choice, nor one
+    asked about after the yes ("Yes please. Where is my hoodie?") or besides the question's
+    ("Yes, and the socks too")."""
+    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    if _ASKS_MORE.search(answer):  # "Yes, the socks too": more, not another
+        return None
+    # Only words the question does not say can name another record: a plain "Yes, please go
+    # ahead." reads no tool output.
+    if not set(_TOKEN.findall(answer)) - set(_TOKEN.findall(yes.answered)) - _REPLY_WORDS:
+        return None
+    known = {normalise(value) for value in values}
+    taken = known | {w for value in known for w in _WORD.findall(value)}
+    taken |= set(_WORD.findall(yes.answered)) | _KINDS_OF_RECORD
+    for other in _siblings(known, earlier):
+        if mentions(yes.answered, other):
+            continue
+        words = [w for w in _WORD.findall(other) if w not in taken]
+        if mentions(answer, other, chosen=True) or any(
+            mentions(answer, word, chosen=True) for word in words
+        ):
+            return "record"
+    return None
+
+
+_TOKEN = re.compile(r"[^\W_][\w'-]*")
+_REPLY_WORDS = frozenset(
+    "yes yeah yep sure ok okay please go ahead thanks thank you do it that sounds good great"
+    " proceed confirm confirmed fine right correct absolutely of course si sí oui ja sim"
+    " por favor s'il vous plaît bitte".split()
+)
+"""The words of a plain yes ("Yes, please go ahead", "Sure, thanks")."""
+# Words that name a kind of record, not one ("my card", "the order").
+_KINDS_OF_RECORD = frozenset(
+    {"card", "order", "item", "items", "account", "gift", "ending", "product", "size", "colour"}
+)
+
+
+def _siblings(known: set[str], earlier: Sequence[AgentEvent]) -> set[str]:
+    """The strings successful tool outputs of *earlier* show where they show one of the
+    *known* values (normalised): at the same key, in any element of the same lists."""
+    found: dict[tuple[str, ...], set[str]] = {}
+    for event in earlier:
+        if isinstance(event, ToolCallEvent) and event.ok:
+            for path, leaf in _leaves(event.output, (event.tool,)):
+                found.setdefault(path, set()).add(normalise(leaf))
+    return {
+        leaf for leaves in found.values() if leaves & known for leaf in leaves - known if leaf
+    }
+
+
+def _leaves(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Each string in a tool's output, with its path (a list's elements all at ``*``)."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _leaves(inner, (*path, str(key)))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _leaves(inner, (*path, "*"))
+    elif isinstance(value, str) and len(value) <= _SPELLED:
+        yield path, value
+
+
+_SPELLED = 200
+"""Longer strings of an output are no record's name."""
 
 
 # An amount of money in normalised text, in the notations of the languages of the default yes
