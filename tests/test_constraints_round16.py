@@ -12,9 +12,9 @@ from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent, MessageEvent
 
 from .grading_corpus import failing
-from .trace_builder import Trace, constraint
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round15 import CHANGES, _answered
+from .trace_builder import Trace, constraint
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
 
@@ -64,7 +64,7 @@ def test_a_retraction_after_processing_takes_the_yes_back(
 def test_cancel_it_to_a_cancellation_orders_it(
     retail: Suite, oracles: dict[str, list[AgentEvent]]
 ) -> None:
-    """"Cancel that" retracts what the agent is about to do, unless that is a cancellation:
+    """ "Cancel that" retracts what the agent is about to do, unless that is a cancellation:
     then it orders the change."""
     events = _before_change(
         oracles["cancel-pending-order"], ("agent", "Cancelling it now."), ("user", "Cancel that.")
@@ -225,7 +225,7 @@ def test_a_yes_naming_another_record_confirms_nothing(
 def test_a_yes_naming_another_record_besides_the_questions_confirms_them(
     retail: Suite, oracles: dict[str, list[AgentEvent]]
 ) -> None:
-    """"Yes, the socks too" asks for more than the headlamp and the bottle: both refunds are
+    """ "Yes, the socks too" asks for more than the headlamp and the bottle: both refunds are
     confirmed; "Yes, the socks" names another product instead."""
     events = oracles["several-changes"]
     assert failing(retail, "several-changes", _answered(events, "Yes, the socks too.")) == []

@@ -700,8 +700,9 @@ _DONE = re.compile(
     r" (?:is |are |has |has been |was |were |have been )?(?:now )?(?:complete|completed|processed|"
     r"done|issued|submitted|initiated|"
     r"approved|successful|being processed)\b"
-    r"|\b(?:refund|cancellation|exchange|credit|change)s?\b[^,;]{0,40}?(?:\b(?:(?:went|gone) through|"
-    r"succeeded)|(?:\b(?:was|were|is|are|has been|have been) (?:now )?|(?::| -| \u2014| \u2013) )"
+    r"|\b(?:refund|cancellation|exchange|credit|change)s?\b[^,;]{0,40}?"
+    r"(?:\b(?:(?:went|gone) through|succeeded)"
+    r"|(?:\b(?:was|were|is|are|has been|have been) (?:now )?|(?::| -| \u2014| \u2013) )"
     r"(?:successful|done|complete|completed|processed|issued|approved|submitted|initiated|"
     r"finished|pending|in progress|under ?way|being processed))\b"
     r"|^[\u2705\u2714\u2611\u2713]\ufe0f? ?(?:refund|cancellation|exchange|credit|address change)s?"
@@ -1125,9 +1126,7 @@ _METHOD_TURNED_DOWN = re.compile(
 
 
 _HOW_MANY = {"both": 2, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-_RECORDS = (
-    r"(?:refund|cancellation|exchange|credit|change|item|order|product|thing|piece|one)s\b"
-)
+_RECORDS = r"(?:refund|cancellation|exchange|credit|change|item|order|product|thing|piece|one)s\b"
 _COUNTED = re.compile(
     rf"\b(?P<all>all|every|each)\b(?: (?:of )?(?:the|your|these|those|my))?"
     rf"(?= (?:{_RECORDS}|of (?:it|them)\b)|(?: (?:refund|cancellation|exchange|credit|item|order)"

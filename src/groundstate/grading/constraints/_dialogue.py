@@ -451,9 +451,12 @@ def _other_record(
 
 _TOKEN = re.compile(r"[^\W_][\w'-]*")
 _REPLY_WORDS = frozenset(
-    "yes yeah yep sure ok okay please go ahead thanks thank you do it that sounds good great"
-    " proceed confirm confirmed fine right correct absolutely of course si sí oui ja sim"
-    " por favor s'il vous plaît bitte".split()
+    re.findall(
+        r"\S+",
+        "yes yeah yep sure ok okay please go ahead thanks thank you do it that sounds good great"
+        " proceed confirm confirmed fine right correct absolutely of course si sí oui ja sim"
+        " por favor s'il vous plaît bitte",
+    )
 )
 """The words of a plain yes ("Yes, please go ahead", "Sure, thanks")."""
 # Words that name a kind of record, not one ("my card", "the order").
@@ -470,9 +473,7 @@ def _siblings(known: set[str], earlier: Sequence[AgentEvent]) -> set[str]:
         if isinstance(event, ToolCallEvent) and event.ok:
             for path, leaf in _leaves(event.output, (event.tool,)):
                 found.setdefault(path, set()).add(normalise(leaf))
-    return {
-        leaf for leaves in found.values() if leaves & known for leaf in leaves - known if leaf
-    }
+    return {leaf for leaves in found.values() if leaves & known for leaf in leaves - known if leaf}
 
 
 def _leaves(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:

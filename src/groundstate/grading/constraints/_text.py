@@ -270,9 +270,11 @@ def _amount_figures(number: str) -> str:
     fewer trailing zeros (a comma only before one or two digits: ``22,000`` is no ``22``)."""
     whole, _, fraction = number.replace(",", "").partition(".")
     groups = [whole[max(0, i - 3) : i] for i in range(len(whole), 0, -3)][::-1]
-    grouped = "[,.]?".join(groups) if len(groups) <= 2 else "(?:" + "|".join(
-        separator.join(groups) for separator in ("", ",", r"\.")
-    ) + ")"
+    grouped = (
+        "[,.]?".join(groups)
+        if len(groups) <= 2
+        else "(?:" + "|".join(separator.join(groups) for separator in ("", ",", r"\.")) + ")"
+    )
     digits = fraction.rstrip("0")
     if not digits:
         return grouped + r"(?:\.0+|,00?)?"
