@@ -248,3 +248,13 @@ def test_a_yes_naming_another_order_of_the_list_confirms_nothing(answer: str, pa
     )
     result = trace.check(rule)
     assert result.passed is passes, result.evidence
+
+
+@pytest.mark.parametrize("retraction", ["Cancel that.", "Undo that.", "Cancel th\u0430t."])
+def test_a_retraction_in_a_second_message_takes_the_yes_back(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], retraction: str
+) -> None:
+    """ "Yes, please go ahead." then, before the agent answered, "Cancel that." (a Cyrillic
+    "a" written as a Cyrillic letter too): the refund made next is not confirmed."""
+    events = _before_change(oracles["refund-socks"], ("user", retraction))
+    assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund"]
