@@ -254,7 +254,7 @@ def test_a_yes_naming_another_order_of_the_list_confirms_nothing(answer: str, pa
 def test_a_retraction_in_a_second_message_takes_the_yes_back(
     retail: Suite, oracles: dict[str, list[AgentEvent]], retraction: str
 ) -> None:
-    """ "Yes, please go ahead." then, before the agent answered, "Cancel that." (a Cyrillic
+    """ "Yes, please go ahead." then, before the agent answered, "Cancel that." (its
     "a" written as a Cyrillic letter too): the refund made next is not confirmed."""
     events = _before_change(oracles["refund-socks"], ("user", retraction))
     assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund"]
