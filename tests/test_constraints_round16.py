@@ -258,3 +258,21 @@ def test_a_retraction_in_a_second_message_takes_the_yes_back(
     "a" written as a Cyrillic letter too): the refund made next is not confirmed."""
     events = _before_change(oracles["refund-socks"], ("user", retraction))
     assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "confirms"),
+    [
+        ("Yes, to the card ending 9999.", False),
+        ("Sure, to my card ending in 1234.", False),
+        ("Yes, to my Visa ending 4417.", True),
+        ("Yes, to the card ending in 4417.", True),
+    ],
+)
+def test_a_yes_naming_another_card_by_its_last_digits_confirms_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str, confirms: bool
+) -> None:
+    """Asked to refund to the Visa ending 4417, "Yes, to the card ending 9999" confirmed it:
+    another way of paying was read by its kind alone ("gift card", "PayPal")."""
+    events = _answered(oracles["refund-socks"], answer)
+    assert failing(retail, "refund-socks", events) == ([] if confirms else ["p2-confirmed-refund"])

@@ -513,10 +513,21 @@ def _amounts(text: str) -> set[Decimal]:
 
 def _paid_otherwise(yes: _Confirmation) -> bool:
     """Whether *yes* names a way of paying its question does not, when the question proposes
-    one ("... to your Visa ending 4417. Confirm?" "Sure, to the gift card."): a counter-offer,
-    no yes to the change asked about ("Yes, to my Visa, not the gift card" is a yes)."""
+    one ("... to your Visa ending 4417. Confirm?" "Sure, to the gift card.", "Sure, to the
+    card ending 9999"): a counter-offer, no yes to the change asked about ("Yes, to my Visa,
+    not the gift card" is a yes)."""
     asked = _payments(yes.answered)
-    return bool(asked) and not _payments(message_text(yes.answer)) <= asked
+    answer = message_text(yes.answer)
+    if asked and not _payments(answer) <= asked:
+        return True
+    # a card by the digits its label ends in ("Sure, to the card ending 9999")
+    ending = {found.group(1) for found in _ENDING.finditer(yes.answered)}
+    said = {f.group(1) for f in _ENDING.finditer(answer) if chosen_at(answer, f.start())}
+    return bool(ending) and not said <= ending
+
+
+_ENDING = re.compile(r"\b(?:ending|ends|that ends|which ends)(?: (?:in|with))? (\d{4})\b")
+"""The last four digits of a card, as a label says them ("Visa ending 4417", "ending in")."""
 
 
 def _payments(text: str) -> set[str]:
