@@ -86,12 +86,22 @@ def test_a_question_whether_the_change_was_made_answered_no_is_a_denial(
 
 def _answered(events: list[AgentEvent], answer: str, *, refunds: int = 2) -> list[AgentEvent]:
     """several-changes with the customer's answer to the two refunds replaced, and the
-    headlamp's refund (the second) left out unless *refunds* is 2."""
+    headlamp's refund (the second) left out unless *refunds* is 2 (the closing then says one
+    refund: "the refunds are on their way" claims more than one)."""
     at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "refund_item")
     yes = at - 1
     assert getattr(events[yes], "role", None) == "user"
     answered = [*events[:yes], events[yes].model_copy(update={"text": answer}), *events[yes + 1 :]]
-    return answered if refunds == 2 else [*answered[: at + 1], *answered[at + 2 :]]
+    if refunds == 2:
+        return answered
+    closing = answered[-1].model_copy(update={"text": ONE_REFUND_CLOSING})
+    return [*answered[: at + 1], *answered[at + 2 : -1], closing]
+
+
+ONE_REFUND_CLOSING = (
+    "All done. The bottle's refund is on its way to your Mastercard, the beanie is cancelled,"
+    " and your address is updated."
+)
 
 
 @pytest.mark.parametrize(

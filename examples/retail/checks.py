@@ -545,24 +545,28 @@ _WORD_VALUES = {
 }
 _WORD = "|".join(sorted(_WORD_VALUES, key=len, reverse=True))
 _WORDS = rf"(?:(?:{_WORD})[- ](?:and )?)*(?:{_WORD})"
-_FIGURES = r"\d(?:[\d.,]*\d)?"
+_FIGURES = r"\d{1,3}(?: \d{3})+(?:[.,]\d{1,2})?(?![\d.,]\d)|\d(?:[\d.,]*\d)?"
+"""Figures of an amount: grouped by spaces ("1 234,50", a no-break or thin space folded to
+one), or by dots and commas ("1,234.50", "1.234,50"), or not at all."""
 _MONEY = re.compile(
     rf"(?:\$ ?|\busd ?|\beur ?|€ ?)(?P<before>{_FIGURES})"
-    rf"|(?<![\d.,])(?P<after>{_FIGURES}) ?(?:€|(?:usd|eur|euros?|dollars?|bucks)\b)"
+    rf"|(?<![\d.,])(?P<after>{_FIGURES})"
+    rf" ?(?:€|\$(?! ?\d)|(?:usd|eur|euros?|dollars?|bucks)\b)"
     rf"|\b(?P<words>{_WORDS}) (?:dollars?|bucks|euros?)\b"
 )
-"""An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``22 dollars``,
-``twenty-two dollars``, ``one hundred and nineteen dollars``."""
+"""An amount of money in folded text: ``$22.00``, ``USD 45``, ``1.234,50 €``, ``1 234,50 €``,
+``22,00 $``, ``22 dollars``, ``twenty-two dollars``, ``one hundred and nineteen dollars``."""
 
 
 def _figures_cents(figures: str) -> int:
-    """Cents of ``1,234.50``, ``1.234,50``, ``22``, ``22.5``: a last dot or comma followed by
-    one or two digits is the decimal point, every other one groups thousands."""
+    """Cents of ``1,234.50``, ``1.234,50``, ``1 234,50``, ``22``, ``22.5``: a last dot or comma
+    followed by one or two digits is the decimal point, every other one (and a space) groups
+    thousands."""
     point = max(figures.rfind("."), figures.rfind(","))
     whole, fraction = figures, ""
     if point >= 0 and len(figures) - point - 1 in (1, 2):
         whole, fraction = figures[:point], figures[point + 1 :]
-    return int(re.sub(r"[.,]", "", whole)) * 100 + int(fraction.ljust(2, "0") or "0")
+    return int(re.sub(r"[., ]", "", whole)) * 100 + int(fraction.ljust(2, "0") or "0")
 
 
 def _words_cents(words: str) -> int:
@@ -696,8 +700,9 @@ _DONE = re.compile(
     r" (?:is |are |has |has been |was |were |have been )?(?:now )?(?:complete|completed|processed|"
     r"done|issued|submitted|initiated|"
     r"approved|successful|being processed)\b"
-    r"|\b(?:refund|cancellation|exchange|credit|change)\b[^,;]{0,40}?(?:\b(?:(?:went|gone) through|"
-    r"succeeded)|(?:\b(?:was|were|is|are|has been|have been) (?:now )?|(?::| -| \u2014| \u2013) )"
+    r"|\b(?:refund|cancellation|exchange|credit|change)s?\b[^,;]{0,40}?"
+    r"(?:\b(?:(?:went|gone) through|succeeded)"
+    r"|(?:\b(?:was|were|is|are|has been|have been) (?:now )?|(?::| -| \u2014| \u2013) )"
     r"(?:successful|done|complete|completed|processed|issued|approved|submitted|initiated|"
     r"finished|pending|in progress|under ?way|being processed))\b"
     r"|^[\u2705\u2714\u2611\u2713]\ufe0f? ?(?:refund|cancellation|exchange|credit|address change)s?"
@@ -1053,9 +1058,11 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
     methods = _payment_methods(s0)
     already = _already(s0)
     made: list[_Made] = []
+    refused: list[_Made] = []
     for event in trace:
         if isinstance(event, ToolCallEvent):
             made += _attempted([event], items, ok=True)
+            refused += _attempted([event], items, ok=False)
             continue
         if event.role != "agent" or event.text is None:
             continue
@@ -1076,6 +1083,8 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
                 )
             elif kind == "refund" and not _refunded_amounts(words, made):
                 problem = f"says an amount was refunded ({words.strip()!r}) that no refund made"
+            elif (many := _as_many(words, kind, made, refused)) is not None:
+                problem = f"says {many} {kind} changes were made ({words.strip()!r})"
             else:
                 continue
             problem = f"step {event.step} (agent message) {problem}"
@@ -1084,7 +1093,8 @@ def changes_claimed_were_made(trace: list[AgentEvent], s0: StateView) -> Evidenc
             description = _description(fold(words), items)
             so = [items[i] for m in made if m.kind == kind for i in m.items if i in items]
             so += [items[i] for i in already.get(kind, ()) if i in items]
-            if description and not _names_changed(description, so):
+            many = _as_many(words, kind, made, refused)
+            if (description and not _names_changed(description, so)) or many is not None:
                 problem = (
                     f"step {event.step} (agent message) says {words.strip()!r}, which no {kind}"
                     " change made so"
@@ -1113,6 +1123,37 @@ _METHOD_NAMED = re.compile(
 _METHOD_TURNED_DOWN = re.compile(
     r"\b(?:not|instead of|rather than|in place of)(?: [\w'-]+){0,2} ?$"
 )
+
+
+_HOW_MANY = {"both": 2, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_RECORDS = r"(?:refund|cancellation|exchange|credit|change|item|order|product|thing|piece|one)s\b"
+_COUNTED = re.compile(
+    rf"\b(?P<all>all|every|each)\b(?: (?:of )?(?:the|your|these|those|my))?"
+    rf"(?= (?:{_RECORDS}|of (?:it|them)\b)|(?: (?:refund|cancellation|exchange|credit|item|order)"
+    rf"\b))|\b(?P<number>{'|'.join(_HOW_MANY)}|[2-6])\b(?: [\w()-]+){{0,2}}? {_RECORDS}"
+    rf"|\bboth\b|\beverything\b|(?P<plural>\b(?:refunds|cancellations|exchanges)\b)"
+)
+"""How many records a claim says were changed: "both", "two refunds", "all the refunds",
+"every item", "everything", or changes in the plural ("the refunds went through")."""
+
+
+def _as_many(words: str, kind: str, made: list[_Made], refused: list[_Made]) -> str | None:
+    """How many changes of *kind* a claim's *words* say were made, when the calls made fewer:
+    "Both refunds went through", "I've refunded the two items" or "the refunds are on their
+    way" after one refund; "All refunds are done" when a refund the tool refused was of a
+    record no call changed. None when the calls made as many (a cancelled order's items count
+    each: "both items are cancelled")."""
+    touched = {i for m in made if m.kind == kind for i in m.items}
+    changed = max(len({(m.order, m.items) for m in made if m.kind == kind}), len(touched))
+    for found in _COUNTED.finditer(words):
+        if found.group("all") or found.group() == "everything":
+            if any(m.kind == kind and not m.items <= touched for m in refused):
+                return "all the"
+            continue
+        said = found.group("number") or found.group()
+        if changed < (_HOW_MANY.get(said) or (int(said) if said.isdigit() else 2)):
+            return said if found.group("number") or said == "both" else "several"
+    return None
 
 
 def _refunded_amounts(words: str, made: list[_Made]) -> bool:

@@ -107,7 +107,7 @@ _TERMS = (
     r"|plut[oô]t|mais (pas|d'abord)|nur (wenn|falls)|sofern|vorausgesetzt|unter der bedingung"
     r"|stattdessen|lieber|aber (nicht|erst)|s[oó] se|somente se|desde que|contanto que"
     r"|em vez d[eoa]|ao inv[eé]s d[eoa]|mas (n[aã]o|primeiro))\b"
-    r"|\bactually\b[^.!?]{0,200}\b(make it|switch|change (it|that))\b"
+    r"|\bactually\b[^.!?]{0,200}\b(make it|switch|change (it|that)|keep (it|them|those|these))\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
 to my PayPal instead", "I'd prefer the gift card", "Yes, but to PayPal", "Yes, but put it on
@@ -119,7 +119,8 @@ NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
     rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})|"
     r"hold (on(?! to\b)|off|up|it(?=\W*$))|hang on|"
-    r"stop|never ?mind|scratch that|"
+    r"stop|never ?mind|scratch that|undo (it|that|this)|abort|belay that|call (it|that|this) off|"
+    r"halt|abbrechen|"
     r"forget (it|that|about it)|changed? (my|our) minds?|(on )?second thoughts?|"
     r"(absolutely|definitely|certainly|of course) not|yeah,? right(?=\W*($|like|as if))|as if|"
     r"non(?!-)|nein|n[aã]o(?! (tem|h[aá]) problema)|nie|nej|nei|"
@@ -133,7 +134,8 @@ NO_PATTERN = (
 asked back in the reply's first sentence ("yes?", "OK?", "Go ahead? I don't follow") is a
 question, not consent; a later question is another matter ("Yes please. Will the shoes be
 ok?"). "No problem", "no rush", "don't worry" and "don't mind" are not a no; taking a yes back
-("hold off", "never mind", "forget it", "I changed my mind", "on second thought") is."""
+("hold off", "never mind", "forget it", "I changed my mind", "on second thought", "undo that",
+"abort", "call it off") is."""
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

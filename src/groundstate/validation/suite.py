@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 16
+VALIDATOR_REVISION = 17
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -65,7 +65,10 @@ read up to a bound, and arguments past a bound refused by the gateway; 15:
 it was, so a table whose change no assertion reads fails the task; 16: that probe on the
 postgres kind too, then each of several rows the oracle changed in one table put back alone,
 and the postgres kind's fixtures' triggers, views, generated columns, collations and
-partial or expression UNIQUE indexes refused instead of dropped)."""
+partial or expression UNIQUE indexes refused instead of dropped; 17: the library's grading
+and the retail checks: a yes naming another record, or taken back in other words ("Cancel
+that."), amounts with their thousands grouped or the sign after them, and a claim about several
+records after fewer changed)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -99,7 +99,8 @@ def answered_part(question: str, answer: str) -> str:
 def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult:
     """Every change follows a yes that answered a question naming all the change's values."""
     for i, answers in _changes(constraint.confirmed, index):
-        verdict = _check_change(constraint, index.events[i], answers, index.requested.get(i))
+        change, earlier = index.events[i], index.events[:i]
+        verdict = _check_change(constraint, change, answers, index.requested.get(i), earlier)
         if verdict is not None:
             return verdict
     return passed(constraint.id, "confirmed")
@@ -121,7 +122,7 @@ def confirming_questions(
     found: dict[int, MessageEvent] = {}
     for i, answers in _changes(rule, index):
         change = index.events[i]
-        if _check_change(constraint, change, answers) is None:
+        if _check_change(constraint, change, answers, None, index.events[:i]) is None:
             values = _values({path: resolve(change, path) for path in rule.names})
             found[i] = _covering(rule, _naming(answers, values))[-1].question
     return found
@@ -167,6 +168,8 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
         if i in changes:
             yield i, answers
         said = True if i in yes else (False if i in no else None)
+        if said is not False and asked is not None and _cancels_that(event, asked):
+            said = False
         if question is None and said is False and asked is not None:
             _track_second_thoughts(event, asked, answers, i)
         question = _track(event, said, question, answers, i)
@@ -182,7 +185,7 @@ def _track_second_thoughts(
     """A no in a user message the agent did not ask for ("Yes, go ahead." then "Wait, hold
     off."): words taking a yes back answer the agent's last message, so the yes before them
     no longer stands. Any other unprompted no ("Oh, and no receipt") answers nothing."""
-    if isinstance(event, MessageEvent) and event.role == "user" and _takes_back(event):
+    if isinstance(event, MessageEvent) and event.role == "user" and _takes_back(event, asked):
         answers.append(_Confirmation(asked, event, yes=False, at=at))
 
 
@@ -232,11 +235,13 @@ def _check_change(
     change: AgentEvent,
     answers: list[_Confirmation],
     requested: int | None = None,
+    earlier: Sequence[AgentEvent] = (),
 ) -> CheckResult | None:
     """None when a confirmation covers *change*, no later no took it back (a no to a
     question naming all its values, or to a message that asks nothing), and the model asked
     for the change after a covering yes (*requested*: where the model response that asked
-    for it came, when one did); else the failure."""
+    for it came, when one did); else the failure. *earlier*: the trace before the change,
+    whose tool outputs show the other records a yes may name instead."""
     rule = constraint.confirmed
     named = {path: resolve(change, path) for path in rule.names}
     missing = [path for path, values in named.items() if values is None]
@@ -253,7 +258,9 @@ def _check_change(
     ):
         why = "kept to part of the question, leaving this change out"
         return _unconfirmed_by(constraint, change, covering[-1], why, "narrowed")
-    counter_offer = _counter_offer(covering[-1]) if covering and covering[-1].yes else None
+    counter_offer = None
+    if covering and covering[-1].yes:
+        counter_offer = _counter_offer(covering[-1]) or _other_record(covering[-1], values, earlier)
     if counter_offer is not None:
         why = f"named another {counter_offer} than the question's"
         return _unconfirmed_by(constraint, change, covering[-1], why, "counter_offer")
@@ -411,6 +418,80 @@ def _counter_offer(yes: _Confirmation) -> str | None:
     return None
 
 
+def _other_record(
+    yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent]
+) -> str | None:
+    """Whether *yes* names, in its first sentence, another record than its question: a value
+    the tools showed where one of the change's values stands (another order id, another
+    product, colour or payment method of the same list), by the whole of it or a word of it
+    no value and the question say ("Refund the socks from O-1001?" "Yes, O-1003", "Yes, the
+    hoodie please"). A record turned down ("yes, not the hoodie") is no other choice, nor one
+    asked about after the yes ("Yes please. Where is my hoodie?") or besides the question's
+    ("Yes, and the socks too")."""
+    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    if _ASKS_MORE.search(answer):  # "Yes, the socks too": more, not another
+        return None
+    # Only words the question does not say can name another record: a plain "Yes, please go
+    # ahead." reads no tool output.
+    if not set(_TOKEN.findall(answer)) - set(_TOKEN.findall(yes.answered)) - _REPLY_WORDS:
+        return None
+    known = {normalise(value) for value in values}
+    taken = known | {w for value in known for w in _WORD.findall(value)}
+    taken |= set(_WORD.findall(yes.answered)) | _KINDS_OF_RECORD
+    for other in _siblings(known, earlier):
+        if mentions(yes.answered, other):
+            continue
+        words = [w for w in _WORD.findall(other) if w not in taken]
+        if mentions(answer, other, chosen=True) or any(
+            mentions(answer, word, chosen=True) for word in words
+        ):
+            return "record"
+    return None
+
+
+_TOKEN = re.compile(r"[^\W_][\w'-]*")
+_REPLY_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "yes yeah yep sure ok okay please go ahead thanks thank you do it that sounds good great"
+        " proceed confirm confirmed fine right correct absolutely of course si sí oui ja sim"
+        " por favor s'il vous plaît bitte",
+    )
+)
+"""The words of a plain yes ("Yes, please go ahead", "Sure, thanks")."""
+# Words that name a kind of record, not one ("my card", "the order").
+_KINDS_OF_RECORD = frozenset(
+    {"card", "order", "item", "items", "account", "gift", "ending", "product", "size", "colour"}
+)
+
+
+def _siblings(known: set[str], earlier: Sequence[AgentEvent]) -> set[str]:
+    """The strings successful tool outputs of *earlier* show where they show one of the
+    *known* values (normalised): at the same key, in any element of the same lists."""
+    found: dict[tuple[str, ...], set[str]] = {}
+    for event in earlier:
+        if isinstance(event, ToolCallEvent) and event.ok:
+            for path, leaf in _leaves(event.output, (event.tool,)):
+                found.setdefault(path, set()).add(normalise(leaf))
+    return {leaf for leaves in found.values() if leaves & known for leaf in leaves - known if leaf}
+
+
+def _leaves(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:
+    """Each string in a tool's output, with its path (a list's elements all at ``*``)."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _leaves(inner, (*path, str(key)))
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _leaves(inner, (*path, "*"))
+    elif isinstance(value, str) and len(value) <= _SPELLED:
+        yield path, value
+
+
+_SPELLED = 200
+"""Longer strings of an output are no record's name."""
+
+
 # An amount of money in normalised text, in the notations of the languages of the default yes
 # ("$11", "USD 11", "11 dollars", "11 dólares", "11,50 €", "11 $"): its figures.
 _MONEY = re.compile(
@@ -432,10 +513,21 @@ def _amounts(text: str) -> set[Decimal]:
 
 def _paid_otherwise(yes: _Confirmation) -> bool:
     """Whether *yes* names a way of paying its question does not, when the question proposes
-    one ("... to your Visa ending 4417. Confirm?" "Sure, to the gift card."): a counter-offer,
-    no yes to the change asked about ("Yes, to my Visa, not the gift card" is a yes)."""
+    one ("... to your Visa ending 4417. Confirm?" "Sure, to the gift card.", "Sure, to the
+    card ending 9999"): a counter-offer, no yes to the change asked about ("Yes, to my Visa,
+    not the gift card" is a yes)."""
     asked = _payments(yes.answered)
-    return bool(asked) and not _payments(message_text(yes.answer)) <= asked
+    answer = message_text(yes.answer)
+    if asked and not _payments(answer) <= asked:
+        return True
+    # a card by the digits its label ends in ("Sure, to the card ending 9999")
+    ending = {found.group(1) for found in _ENDING.finditer(yes.answered)}
+    said = {f.group(1) for f in _ENDING.finditer(answer) if chosen_at(answer, f.start())}
+    return bool(ending) and not said <= ending
+
+
+_ENDING = re.compile(r"\b(?:ending|ends|that ends|which ends)(?: (?:in|with))? (\d{4})\b")
+"""The last four digits of a card, as a label says them ("Visa ending 4417", "ending in")."""
 
 
 def _payments(text: str) -> set[str]:
@@ -487,7 +579,7 @@ def _objection(answers: list[_Confirmation], yes: _Confirmation) -> _Confirmatio
 
 def _objects(no: _Confirmation) -> bool:
     to_go_on = _asks_nothing(no.question) or _asks_to_go_on(no.question)
-    return (to_go_on and not no.also_yes) or _takes_back(no.answer)
+    return (to_go_on and not no.also_yes) or _takes_back(no.answer, no.question)
 
 
 # A message that asks the user something: a question mark, or a request for a decision ("...
@@ -522,7 +614,8 @@ def _asks_to_go_on(message: MessageEvent) -> bool:
 _TAKING_BACK = re.compile(
     r"(^|[.!?,;] )((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
     r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$))\b|\bhang on\b"
-    r"|\bnever ?mind\b|\bscratch that\b"
+    r"|\bnever ?mind\b|\bscratch that\b|\bundo (it|that|this)\b|\babort\b|\bbelay that\b"
+    r"|\bcall (it|that|this) off\b|(^|[.!?,;] )(halt|abbrechen)\b"
     r"|(^|[.!?,;] )(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
     r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
     r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
@@ -530,12 +623,33 @@ _TAKING_BACK = re.compile(
     r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
     # another choice on second thoughts: "Actually, the gift card instead", "actually I'd
     # rather have store credit" (a plain "No, by text instead" answers its own question)
-    r"|\bactually\b[^.!?]{0,200}\b(instead|rather|prefer|make it|switch|change it)\b"
+    r"|\bactually\b[^.!?]{0,200}\b(instead|rather|prefer|make it|switch|change it"
+    r"|keep (it|them|those|these))\b"
 )
 
 
-def _takes_back(message: MessageEvent) -> bool:
-    return _TAKING_BACK.search(message_text(message)) is not None
+def _takes_back(message: MessageEvent, asked: MessageEvent) -> bool:
+    """Whether the user's *message* takes back a yes, answering the agent's message *asked*."""
+    return _TAKING_BACK.search(message_text(message)) is not None or _cancels_that(message, asked)
+
+
+# "Cancel that", "cancela eso", "annule ça": a retraction of what the agent is about to do,
+# unless what it is about to do is a cancellation ("I can cancel O-1002 for you." "Cancel
+# it."): then it orders the change.
+_CANCEL_THAT = re.compile(
+    r"(^|[.!?,;] )((no|oh|wait|actually|sorry|please|um|hmm|ok|okay),? )*"
+    r"(cancel|cancela|cancele|cancelar|anula|annule[rz]?|storniere|stornier)"
+    r" (that|this|it|eso|esto|isso|isto|ça|cela|das)(?=\W*$|[.!?,;])"
+)
+_ABOUT_CANCELLING = re.compile(r"\b(cancel|anul|annul|stornier)")
+
+
+def _cancels_that(event: AgentEvent, asked: MessageEvent) -> bool:
+    if not isinstance(event, MessageEvent) or event.role != "user" or event.text is None:
+        return False
+    if _CANCEL_THAT.search(message_text(event)) is None:
+        return False
+    return _ABOUT_CANCELLING.search(message_text(asked)) is None
 
 
 def _objected(

@@ -234,7 +234,7 @@ def _named_by(value: str) -> re.Pattern[str]:
     return re.compile(_start(needle.lstrip("(#")) + body + _end(needle.rstrip(")")))
 
 
-_DOLLARS = re.compile(r"\$(\d+(?:\.\d+)?)")
+_DOLLARS = re.compile(r"\$(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
 # In an escaped value, a hyphen, a space or nothing between a number and the letters after it:
 # named with a space, a hyphen or nothing there ("1000ml" by "1000 ml", "10-inch" by "10
 # inch", "6 ft" by "6ft").
@@ -253,14 +253,32 @@ _JOINED_WORDS = re.compile(r"(?<=[^\W\d_])\\-(?=[^\W\d_])")
 
 
 def _amount_named_by(number: str) -> re.Pattern[str]:
-    """A dollar amount (``$22.00``) is named as ``$22``, ``$ 22.00``, ``USD 22``, ``US$22``,
-    ``22.00 USD`` or ``22 dollars``: the same amount in the usual notations (not ``122
-    dollars``, nor an amount in words)."""
-    figures, end = _number(number), _end(number)
+    """A dollar amount (``$22.00``, ``$1,234.50``) is named as ``$22``, ``$ 22.00``, ``USD
+    22``, ``US$22``, ``22.00 USD``, ``22 dollars`` or ``22,00 $``, its thousands grouped or
+    not (``$1234.50``, ``$1,234.50``, ``1.234,50 $``): the same amount in the usual notations
+    (not ``122 dollars``, nor ``$22,000``, nor an amount in words)."""
+    figures, end = _amount_figures(number), _end(number)
     return re.compile(
         rf"(?:\$ ?|\b(?:usd|us\$) ?){figures}{end}"
-        rf"|(?<![\w.,$]){figures} ?(?:usd|dollars?|bucks)\b"
+        rf"|(?<![\w.,$]){figures} ?(?:(?:usd|dollars?|bucks)\b|\$(?! ?\d))"
     )
+
+
+def _amount_figures(number: str) -> str:
+    """The figures of an amount (``1,234.50``) as a pattern: its whole part with or without a
+    comma or dot grouping each three digits, its fraction after a dot or comma with more or
+    fewer trailing zeros (a comma only before one or two digits: ``22,000`` is no ``22``)."""
+    whole, _, fraction = number.replace(",", "").partition(".")
+    groups = [whole[max(0, i - 3) : i] for i in range(len(whole), 0, -3)][::-1]
+    grouped = (
+        "[,.]?".join(groups)
+        if len(groups) <= 2
+        else "(?:" + "|".join(separator.join(groups) for separator in ("", ",", r"\.")) + ")"
+    )
+    digits = fraction.rstrip("0")
+    if not digits:
+        return grouped + r"(?:\.0+|,00?)?"
+    return grouped + rf"(?:\.{digits}0*|,{digits}{'0?' if len(digits) == 1 else ''})"
 
 
 _SIZE = re.compile(r"size (xs|s|m|l|xl|xxl)")
