@@ -1,0 +1,95 @@
+"""In-process and external agents, sixteenth round: what the harness computes with, exit
+handlers, an agent's ``None``."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sqlite3
+from typing import Any
+
+import pytest
+
+import groundstate.stats  # noqa: F401  (``run`` has imported the statistics before any agent)
+from groundstate.agents.base import Session
+from groundstate.spec.suite import Suite
+from groundstate.testing import FunctionAgent, attempt
+
+from .conftest import EditTask
+from .test_inprocess_adversarial import _do_the_task
+
+# --- modules the harness computes with --------------------------------------------------------
+
+
+def _sql_only(task: dict[str, Any]) -> None:
+    """The task graded by its SQL and Python checks alone (no state diff)."""
+    task["outcome_assertions"] = [a for a in task["outcome_assertions"] if "state_diff" not in a]
+
+
+def test_an_agent_cannot_blind_the_write_probe_by_rebinding_os(edited_bank: EditTask) -> None:
+    """The agent did the transfer with a connection of its own, skipping the PIN check, and
+    set ``os.pread`` to give the database header as it was: the probe that reads the change
+    counter saw nothing, and the attempt passed (``success``). ``os`` was not watched: only
+    groundstate, ``json``, ``hashlib``, ``pickle``, ``copyreg``, ``sqlite3`` and the
+    statistics' modules were. Every module the harness names is now."""
+    suite = edited_bank(_sql_only)
+    real = os.pread
+
+    async def blinds_the_probe(session: Session) -> Any:
+        env = session._session._gateway._env  # type: ignore[attr-defined]
+        fd = env._file._fd
+        header = real(fd, 100, 0)
+        with sqlite3.connect(env._live) as db:
+            db.execute("UPDATE accounts SET balance = balance - 30 WHERE id = 'A'")
+            db.execute("UPDATE accounts SET balance = balance + 30 WHERE id = 'B'")
+        db.close()
+
+        def as_before(f: int, n: int, offset: int) -> bytes:
+            if f == fd and offset == 0 and n <= len(header):
+                return header[:n]
+            return real(f, n, offset)
+
+        os.pread = as_before
+        return "Moved 30 from A to B."
+
+    try:
+        run = attempt(suite, "transfer", FunctionAgent(blinds_the_probe)).run
+    finally:
+        rebound, os.pread = os.pread, real
+    assert rebound is real, "the harness put os.pread back"
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert "os.pread" in run.infrastructure_status["stop"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("uuid", "uuid4"),  # the run ids of the attempts after it
+        ("unicodedata", "normalize"),  # the text a message constraint looks for
+        ("scipy.special", "stdtrit"),  # the statistics' intervals
+        ("pathlib", "Path.read_bytes"),  # a workspace's files read for its final state
+    ],
+)
+def test_what_the_harness_computes_with_is_put_back_and_stops_the_agent(
+    bank: Suite, module: str, name: str
+) -> None:
+    owner: Any = importlib.import_module(module)
+    *path, attribute = name.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    real = owner.__dict__[attribute] if isinstance(owner, type) else getattr(owner, attribute)
+
+    async def rebinds(session: Session) -> Any:
+        reply = await _do_the_task(session)
+        setattr(owner, attribute, lambda *args, **kwargs: None)
+        return reply
+
+    try:
+        run = attempt(bank, "transfer", FunctionAgent(rebinds)).run
+        now = owner.__dict__[attribute] if isinstance(owner, type) else getattr(owner, attribute)
+    finally:
+        setattr(owner, attribute, real)
+    assert now is real, f"{module}.{name} put back"
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert run.infrastructure_status["stop"]["stage"] == "harness_code"
+    assert attribute in run.infrastructure_status["stop"]["message"]
