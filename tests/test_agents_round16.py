@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib
 import os
 import sqlite3
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -15,8 +17,9 @@ from groundstate.agents.base import Session
 from groundstate.spec.suite import Suite
 from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import EditTask
+from .conftest import BANK, EditTask
 from .test_inprocess_adversarial import _do_the_task
+from .test_lifecycle_round13 import _source_path
 
 # --- modules the harness computes with --------------------------------------------------------
 
@@ -93,3 +96,46 @@ def test_what_the_harness_computes_with_is_put_back_and_stops_the_agent(
     assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
     assert run.infrastructure_status["stop"]["stage"] == "harness_code"
     assert attribute in run.infrastructure_status["stop"]["message"]
+
+
+# --- what runs as Python exits ---------------------------------------------------------------
+
+SHARES_A_HANDLER = """
+import atexit
+from groundstate.spec.suite import load_suite
+from groundstate.testing import FunctionAgent, attempt
+
+
+def flush() -> None:
+    print("flushed")
+
+
+atexit.register(flush)  # the program's own, before any agent ran
+
+
+async def agent(session):
+    atexit.register(flush)  # the same function, while the agent runs
+    return "Done."
+
+
+run = attempt(load_suite({bank!r}), "transfer", FunctionAgent(agent)).run
+print(run.terminal_reason)
+"""
+
+
+def test_an_agents_atexit_handler_taken_out_leaves_the_programs_own_of_the_same_function() -> (
+    None
+):
+    """The handlers an agent registered were taken out with ``atexit.unregister(func)``,
+    which takes out every registration equal to *func*: the program's own registration of
+    the same function (a library's ``flush`` both use) went too, and never ran at the
+    program's end. Only the agent's registration is taken out now."""
+    done = subprocess.run(
+        [sys.executable, "-c", SHARES_A_HANDLER.format(bank=str(BANK))],
+        capture_output=True,
+        text=True,
+        timeout=300,  # a hang only: the program takes seconds
+        env={**os.environ, "PYTHONPATH": _source_path()},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["agent_failure/incorrect_state", "flushed"]
