@@ -8,18 +8,23 @@ import os
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import groundstate.stats  # noqa: F401  (``run`` has imported the statistics before any agent)
 from groundstate.agents.base import Session
+from groundstate.agents.python import load_agent
 from groundstate.spec.suite import Suite
+from groundstate.spec.system import load_system
 from groundstate.testing import FunctionAgent, attempt
 
 from .conftest import BANK, EditTask
 from .test_inprocess_adversarial import _do_the_task
 from .test_lifecycle_round13 import _source_path
+from .test_mcp_agents import system_file
 
 # --- modules the harness computes with --------------------------------------------------------
 
@@ -123,9 +128,7 @@ print(run.terminal_reason)
 """
 
 
-def test_an_agents_atexit_handler_taken_out_leaves_the_programs_own_of_the_same_function() -> (
-    None
-):
+def test_an_agents_atexit_handler_taken_out_leaves_the_programs_own_of_the_same_function() -> None:
     """The handlers an agent registered were taken out with ``atexit.unregister(func)``,
     which takes out every registration equal to *func*: the program's own registration of
     the same function (a library's ``flush`` both use) went too, and never ran at the
@@ -139,3 +142,63 @@ def test_an_agents_atexit_handler_taken_out_leaves_the_programs_own_of_the_same_
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["agent_failure/incorrect_state", "flushed"]
+
+
+# --- an agent's final value, wherever it runs ----------------------------------------------
+
+FINAL_VALUES = """
+async def none(session):
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    return None
+
+
+async def empty(session):
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    return ""
+
+
+async def zero(session):
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    return 0
+"""
+
+
+@pytest.mark.parametrize(
+    ("factory", "reason"),
+    [
+        ("none", "agent_failure/incorrect_state"),
+        ("empty", "agent_failure/incorrect_state"),
+        ("zero", "harness_compatibility_failure"),
+    ],
+)
+def test_an_agents_final_value_gives_one_record_in_process_and_as_a_program(
+    edited_bank: EditTask, tmp_path: Path, factory: str, reason: str
+) -> None:
+    """``groundstate.mcp_client`` sent ``finish(final or "")``: the agent that returned
+    ``None`` had a final reply ``""`` as a program (an empty final message in its trace) and
+    none in-process; one that returned ``0`` (not a str) finished with ``""`` as a program,
+    where in-process it is a protocol mismatch. An empty final reply is no final reply
+    everywhere now (as a model's empty answer already was), and a value of another type is a
+    protocol mismatch as a program too."""
+    bank = edited_bank(lambda task: task.update(time_limit=120))  # a program starting, loaded
+    (tmp_path / "agents.py").write_text(FINAL_VALUES)
+    command = ["{python}", "-m", "groundstate.mcp_client", f"agents.py:{factory}"]
+    external = load_system(system_file(tmp_path, command))
+    inside = tmp_path / "inside.yaml"
+    inside.write_text(
+        yaml.safe_dump(
+            {"name": "inside", "harness": {"orchestration_loop": {"entry": f"agents.py:{factory}"}}}
+        )
+    )
+    records = []
+    for path in (inside, external.source):
+        system = load_system(path)
+        records.append(attempt(bank, "transfer", load_agent(system), system=system).run)
+    for run in records:
+        assert run.terminal_reason == reason, run.infrastructure_status
+        finals = [e for e in run.observation_action_log if getattr(e, "final", False)]
+        if factory == "zero":
+            assert "returned int" in run.infrastructure_status["exception"]["message"]
+        else:
+            assert run.final_message is None
+            assert finals == []

@@ -206,7 +206,13 @@ async def _run(agent: Any, read: Any, write: Any) -> None:
                     _leave()  # the agent's crash, inside the transport (see _leave)
                 await client.call_tool("give_up", ending)
             return
-        await client.call_tool("finish", {"final_reply": final or ""})
+        if final is None or isinstance(final, str):  # None: no reply (an empty one is none)
+            await client.call_tool("finish", {"final_reply": final or ""})
+        else:  # as in-process: a protocol mismatch, not the text "" (``0``, ``[]``) or its repr
+            kind = type(final).__name__
+            reason = f"protocol mismatch: run() returned {kind}, not a str or None"
+            ending = {"reason": reason, "failure": "harness_compatibility", "evidence": {}}
+            await client.call_tool("give_up", ending)
 
 
 FAILURES = {
