@@ -9,7 +9,8 @@ is imported, the functions and classes of the :data:`WATCHED` modules, and the c
 (frozen values named in capitals: the SQLite authorizer's tables, the episode's limits) and
 the classes' methods and properties of groundstate's own. A module first imported later is
 taken in when next seen (:meth:`Bindings.refresh`, before a user file is imported and at
-each attempt's start): its import is no change, so a module an agent imports and patches
+each attempt's start), with what it names from elsewhere (``os``, ``uuid``, ``pathlib.Path``:
+see :meth:`Bindings._take_named`): its import is no change, so a module an agent imports and patches
 before that is not caught. Audit hooks, which cannot be taken out, are refused once an
 in-process agent has run (:func:`refuse_audit_hooks`).
 """
@@ -39,6 +40,19 @@ in the process its agents ran in, for its summary and its ``--fail-under`` gates
 that set ``numpy.expm1`` to a lie of its own passed a gate with every attempt failed (exit
 0). Not their submodules: numpy's are a hundred namespaces, and the statistics reach none
 of them."""
+
+NAMED_NOT_WATCHED = frozenset(
+    {"builtins", "sys", "time", "warnings", "threading", "_thread", "atexit", "gc"}
+    | {"typing", "inspect", "logging"}
+)
+"""Modules the harness names that are not watched with the others named (see
+:meth:`Bindings._take_named`): the process-wide settings put back as an agent's run ends
+(:mod:`groundstate.loopthreads`: the builtins, ``time``'s functions, the hooks of ``sys``,
+``threading`` and ``warnings``), which the harness and a test runner also set lawfully
+(``atexit.register`` by :mod:`groundstate.leftovers`, ``threading.excepthook`` by pytest
+around each test), and ``typing``, ``inspect`` and ``logging``, which grade nothing and which
+libraries patch as they are imported, after the harness's modules (``typing_extensions``
+``typing._check_generic``, Ray ``inspect.isgenerator`` and the log record factory)."""
 
 _OWN = "groundstate"
 _BUILTIN_NAMES = frozenset(vars(builtins))
@@ -141,12 +155,45 @@ class Bindings:
         if not own:
             return
         for value in watched.values:
-            if isinstance(value, type) and value.__module__ == name and value not in self._watched:
-                # The class's own dict (``vars`` gives a read-only proxy, slower to read).
-                self._watched[value] = (
-                    f"{name}.{value.__qualname__}",
-                    _Watched(_dict_of(value), module=False),
-                )
+            if isinstance(value, type) and value.__module__ == name:
+                self._take_class(value)
+        self._take_named(vars(module))
+
+    def _take_named(self, namespace: dict[str, object]) -> None:
+        """Watch what a module of the harness's names from elsewhere, as it is now (before any
+        agent has run: the harness's modules are imported first): each module it binds
+        (``os``, ``uuid``, ``scipy.special``) or takes a function or class from, without
+        their submodules, and the classes it takes with those they inherit from (``Path``,
+        pydantic's ``BaseModel``). An agent that set ``os.pread`` to a function of its own
+        hid its write behind the gateway from the probe that reads the database's change
+        counter (``success``); one that set ``unicodedata.normalize`` hid a forbidden text
+        from a message constraint. (Not :data:`NAMED_NOT_WATCHED`.)"""
+        for value in list(namespace.values()):
+            if isinstance(value, ModuleType):
+                found = value.__name__
+            elif _code(value) and isinstance(getattr(value, "__module__", None), str):
+                found = value.__module__
+                if isinstance(value, type) and found.partition(".")[0] != _OWN:
+                    for cls in value.__mro__[:-1]:  # not ``object``
+                        self._take_class(cls)
+            else:
+                continue
+            module = sys.modules.get(found)
+            if found in self._modules or found in NAMED_NOT_WATCHED:
+                continue
+            if found.partition(".")[0] == _OWN or not isinstance(module, ModuleType):
+                continue
+            self._modules.add(found)
+            self._entries[found] = module
+            self._watched[module] = (found, _Watched(vars(module), module=True))
+
+    def _take_class(self, cls: type) -> None:
+        """Watch *cls*'s own dict (``vars`` gives a read-only proxy, slower to read), unless a
+        type whose attributes cannot be set (``str``, ``datetime``)."""
+        if cls in self._watched or cls.__flags__ & _IMMUTABLE_TYPE:
+            return
+        where = f"{cls.__module__}.{cls.__qualname__}"
+        self._watched[cls] = (where, _Watched(_dict_of(cls), module=False))
 
     def rebase(self) -> None:
         """Take the watched bindings as they are now as the harness's own: for code that
@@ -271,6 +318,10 @@ def _dict_of(cls: type) -> dict[str, object]:
 def _code(value: object) -> bool:
     return callable(value) or isinstance(value, (property, classmethod, staticmethod))
 
+
+_IMMUTABLE_TYPE = 1 << 8
+"""``Py_TPFLAGS_IMMUTABLETYPE``: a type whose attributes cannot be set (the builtins, most of
+the standard library's types written in C)."""
 
 _CONSTANT_NAME = re.compile(r"_?[A-Z][A-Z0-9_]*")
 _IMMUTABLE = (frozenset, tuple, MappingProxyType, ContextVar, bool, int, float, str, bytes)

@@ -1132,12 +1132,14 @@ def _take_stop(session: EpisodeSession, progress: _Progress) -> None:
 
 
 def _take_final(final: Final, session: EpisodeSession, progress: _Progress) -> None:
-    """Record the agent's final reply: a ``str``, or ``None`` for none.
+    """Record the agent's final reply: a ``str``, or ``None`` (or ``""``) for none, as an
+    external program's ``finish("")`` and a model's empty answer are: the same agent gives
+    the same record however it is run (``groundstate.mcp_client`` sends ``None`` as ``""``).
 
     Anything else is a protocol mismatch (``harness_compatibility_failure``); its ``repr`` is
     kept as the final message, so the evidence shows what the agent returned.
     """
-    if final.text is None:
+    if not final.text:
         return
     progress.final_message = final.text
     session.record_final(final.text)

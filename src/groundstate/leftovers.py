@@ -35,19 +35,41 @@ _DUTIES: list[Callable[[], None]] = []
 _REGISTER = atexit.register
 _UNDER_WAY: list[Watch] = []
 """The agents' runs under way."""
-_REGISTERED: list[Callable[..., Any]] = []
+_REGISTERED: list[_Handler] = []
 """The ``atexit`` handlers registered while an agent's run was under way, to be taken out."""
 _RUNS_LOCK = threading.Lock()
+
+
+class _Handler:
+    """A handler registered while an agent ran, registered as this object of its own:
+    ``atexit.unregister`` takes out every registration equal to what it is given, so taking
+    out the function itself also took out the program's own registration of it (made before
+    the agent ran, or by another thread meanwhile), which then never ran. This object equals
+    only itself."""
+
+    __slots__ = ("_call",)
+
+    def __init__(self, func: Callable[..., Any], args: Any, kwargs: Any) -> None:
+        self._call = (func, args, kwargs)
+
+    def __call__(self) -> None:
+        func, args, kwargs = self._call
+        func(*args, **kwargs)
 
 
 def _register(func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Callable[..., Any]:
     """``atexit.register``, noting the handlers registered while an agent runs: one that
     blocked held a program using the Python API at its end (for ever), one that wrote ran
     after the harness had returned. (Attempts running at once, and other threads of the
-    program meanwhile, are taken as the agents'.)"""
+    program meanwhile, are taken as the agents'.) Returns *func*, as ``atexit.register``."""
+    if not callable(func):
+        raise TypeError("the first argument must be callable")
     with _RUNS_LOCK:
         if _UNDER_WAY:
-            _REGISTERED.append(func)
+            handler = _Handler(func, args, kwargs)
+            _REGISTERED.append(handler)
+            _REGISTER(handler)
+            return func
     return _REGISTER(func, *args, **kwargs)
 
 
@@ -98,9 +120,11 @@ class Watch:
         with _RUNS_LOCK:
             _UNDER_WAY.remove(self)
             registered, _REGISTERED[:] = list(_REGISTERED), []
-        for func in registered:
-            with suppress(Exception):  # compared with ``==``: the agent's own code
-                atexit.unregister(func)
+        for handler in registered:
+            # Compared with ``==``: the other handlers' own code (an agent's, the program's)
+            # may be asked, after the identity each handler of this run is found by.
+            with suppress(Exception):
+                atexit.unregister(handler)
 
 
 def not_joined_at_exit(thread: threading.Thread) -> None:

@@ -349,7 +349,7 @@ class McpCommandAgent:
             raise TimeLimitReached("the agent program was killed at the time limit")
         if not bridge.finished and proc.returncode not in (0, None):
             raise RuntimeError(f"the agent program exited with code {proc.returncode}")
-        return bridge.final
+        return bridge.final or None  # ``finish("")``: no final reply, as an empty answer is
 
     def _start(
         self,
