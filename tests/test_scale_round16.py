@@ -1,0 +1,80 @@
+"""Sixteenth round, harness overhead at scale: profiling a batch the way docs/scale.md does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from .conftest import BANK
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+# One graded oracle replay of the bank suite, in a process of its own, optionally with a
+# cProfile profiler on every thread started from then on (the usual recipe for profiling
+# threaded code on Python 3.11: ``threading.setprofile`` with a hook that enables a profiler
+# on its thread). The attempt runs on a thread joined with a generous limit, so that an
+# attempt that never ends is reported, not waited for.
+_CHILD = textwrap.dedent(
+    """
+    import cProfile, json, sys, threading, time
+    from pathlib import Path
+    from groundstate.spec.suite import load_suite
+    from groundstate.testing import run_solution
+
+    suite = load_suite(Path(sys.argv[1]))
+    profilers = []
+    if sys.argv[2] == "profiled":
+        def hook(frame, event, arg):
+            sys.setprofile(None)
+            profiler = cProfile.Profile(time.thread_time)
+            profilers.append(profiler)
+            profiler.enable()
+        threading.setprofile(hook)
+    found = {}
+    def replay():
+        run = run_solution(suite, "transfer", "oracle")
+        results = run.outcome_assertion_results + run.constraint_results
+        found["run"] = {
+            "success": run.success,
+            "terminal_reason": run.terminal_reason,
+            "final_state_hash": run.final_state_hash,
+            "checks": [[c.id, c.kind, c.passed, c.error] for c in results],
+        }
+    worker = threading.Thread(target=replay, daemon=True)
+    worker.start()
+    worker.join(120)
+    threading.setprofile(None)
+    print(json.dumps({"run": found.get("run"), "profiled_threads": len(profilers)}))
+    sys.stdout.flush()
+    import os
+    os._exit(0)  # daemon threads waiting for ever must not hold the process open
+    """
+)
+
+
+def _replay(mode: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(BANK), mode],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_an_attempt_under_a_per_thread_cprofile_profiler_ends_with_the_same_record() -> None:
+    # The loop thread that runs the agent put back the profile function it started with by
+    # handing sys.setprofile what sys.getprofile gave: under cProfile, the profiler object,
+    # which setprofile refuses. The thread died before delivering the agent's outcome and the
+    # attempt waited for ever.
+    plain, profiled = _replay("plain"), _replay("profiled")
+    assert plain["run"] is not None
+    assert profiled["profiled_threads"] != 0  # the profiler did run on the harness's threads
+    assert profiled["run"] == plain["run"]
