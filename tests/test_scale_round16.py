@@ -78,3 +78,44 @@ def test_an_attempt_under_a_per_thread_cprofile_profiler_ends_with_the_same_reco
     assert plain["run"] is not None
     assert profiled["profiled_threads"] != 0  # the profiler did run on the harness's threads
     assert profiled["run"] == plain["run"]
+
+
+_PIECES = textwrap.dedent(
+    """
+    import asyncio, cProfile, sys, threading, time
+    from groundstate.loopthreads import in_loop_thread
+
+    def hook(frame, event, arg):
+        sys.setprofile(None)
+        cProfile.Profile(time.thread_time).enable()
+    threading.setprofile(hook)
+
+    async def turns_it_off():
+        sys.setprofile(None)
+        return threading.get_ident()
+
+    async def reads():
+        return threading.get_ident(), type(sys.getprofile()).__name__
+
+    async def main():
+        first = await asyncio.wait_for(in_loop_thread(turns_it_off, "off"), 60)
+        second = await asyncio.wait_for(in_loop_thread(reads, "reads"), 60)
+        return first, second
+
+    first, (second, profiler) = asyncio.run(main())
+    print(first == second, profiler)
+    """
+)
+
+
+def test_a_cprofile_profiler_a_piece_turns_off_is_on_again_for_the_next_piece() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _PIECES],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "Profile"]  # the same thread, profiled again
