@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import ModuleType
+
+from groundstate.copies import Copies
+from groundstate.spec.suite import load_suite
+from groundstate.testing import run_solution
+from groundstate.trace import TraceCopies
 
 from .conftest import BANK
 
@@ -119,3 +126,37 @@ def test_a_cprofile_profiler_a_piece_turns_off_is_on_again_for_the_next_piece() 
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "Profile"]  # the same thread, profiled again
+
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "overhead.py"
+RETAIL = Path(__file__).resolve().parent.parent / "examples" / "retail"
+
+
+def _bench() -> ModuleType:
+    """``bench/overhead.py`` as a module (the bench folder is no package)."""
+    spec = importlib.util.spec_from_file_location("_bench_overhead_16", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it executes
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def test_the_bench_counts_one_trace_copy_per_python_check_and_leaves_the_copies_as_they_were() -> (
+    None
+):
+    suite = load_suite(RETAIL)
+    task_id = "cancel-pending-order"
+    plain = run_solution(suite, task_id, "oracle")
+    with _bench()._trace_copies_timed() as spent:
+        timed = run_solution(suite, task_id, "oracle")
+    python_checks = [c for c in timed.constraint_results if c.kind == "check"]
+    assert python_checks and len(spent) == len(python_checks)
+    assert all(cpu >= 0 for cpu in spent)
+    assert TraceCopies.fresh is Copies.fresh  # put back: the harness copies as before
+    assert [(c.id, c.passed, c.error) for c in timed.constraint_results] == [
+        (c.id, c.passed, c.error) for c in plain.constraint_results
+    ]
