@@ -297,7 +297,7 @@ def _trace_copies_timed() -> Iterator[list[float]]:
         finally:
             spent.append(time.thread_time() - c0)
 
-    TraceCopies.fresh = timed  # type: ignore[method-assign]
+    TraceCopies.fresh = timed  # type: ignore[method-assign,assignment]
     HARNESS.rebase()  # instrumentation, not an agent's tampering
     try:
         yield spent
