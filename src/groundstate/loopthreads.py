@@ -40,7 +40,6 @@ shares with the next attempt whichever thread that runs on. Idle threads exit af
 
 from __future__ import annotations
 
-import _lsprof
 import asyncio
 import builtins
 import gc
@@ -98,13 +97,16 @@ def _put_back_hooks(trace: Any, profile: Any) -> None:
     piece's outcome is delivered: the attempt would wait for it for ever. Such a profiler,
     turned off by the piece, is turned back on by its own method.
     """
-    if sys.gettrace() is not trace:
+    if sys.gettrace() is not trace and (trace is None or callable(trace)):
         sys.settrace(trace)
     if sys.getprofile() is profile:
         return
     if profile is None or callable(profile):
         sys.setprofile(profile)
-    elif isinstance(profile, _lsprof.Profiler):
+        return
+    import _lsprof  # only here: a profiled process has it loaded already
+
+    if isinstance(profile, _lsprof.Profiler):
         profile.enable()
 
 
