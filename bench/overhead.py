@@ -56,6 +56,7 @@ from groundstate.spec.suite import Suite, load_suite
 from groundstate.spec.system import SystemSpec, load_system
 from groundstate.store import RunStore
 from groundstate.testing import scripted_system
+from groundstate.trace import TraceCopies
 
 SUITE = Path(__file__).resolve().parent.parent / "examples" / "retail"
 
@@ -72,6 +73,8 @@ def overhead(suite: Suite, repeats: int) -> None:
     storing: list[float] = []
     cpu: list[float] = []
     suite_checks: list[float] = []
+    copies: list[float] = []
+    copies_made: list[int] = []
     calls: list[int] = []
     # One event loop for every attempt, as a batch has: asyncio.run per attempt would add its
     # own setup, and on Python 3.11 a repr of the finished task (the whole record) when it
@@ -82,6 +85,7 @@ def overhead(suite: Suite, repeats: int) -> None:
         RunStore(Path(tmp) / "runs.db") as store,
         closing(loop),
         _suite_checks_timed() as checks_cpu,
+        _trace_copies_timed() as copies_cpu,
     ):
         for repeat in range(1, repeats + 1):
             for task_id, solutions in sorted(suite.solutions.items()):
@@ -95,6 +99,7 @@ def overhead(suite: Suite, repeats: int) -> None:
                     run_id=f"{task_id}-{repeat}", batch_id="bench", attempt=repeat, seed=0
                 )
                 checks_cpu.clear()
+                copies_cpu.clear()
                 t0, c0 = time.perf_counter(), time.process_time()
                 output = loop.run_until_complete(
                     run_attempt(task, suite, system, ScriptedAgent(oracle.steps), info)
@@ -102,6 +107,8 @@ def overhead(suite: Suite, repeats: int) -> None:
                 attempt.append(time.perf_counter() - t0)
                 cpu.append(time.process_time() - c0)
                 suite_checks.append(sum(checks_cpu))
+                copies.append(sum(copies_cpu))
+                copies_made.append(len(copies_cpu))
                 calls.append(sum(e.kind == "tool_call" for e in output.run.observation_action_log))
                 t0 = time.perf_counter()
                 store.add_run(output.run, output.artifacts)
@@ -134,6 +141,11 @@ def overhead(suite: Suite, repeats: int) -> None:
         f"  => harness CPU over the floor's, the suite's checks aside: "
         f"{(own - statistics.median(floor_cpu)) * 1000:.2f} ms per attempt "
         f"(ratio {own / statistics.median(floor_cpu):.1f}x; storing not included)"
+    )
+    print(
+        f"    of which the trace copies handed to Python checks and judges {_ms(copies)}, "
+        f"{statistics.mean(copies_made):.1f} copies per attempt (the harness's largest piece: "
+        f"docs/scale.md, sixteenth round)"
     )
     fresh, fresh_cpu = _fresh_attempts(suite, system)
     print(
@@ -268,6 +280,29 @@ def _suite_checks_timed() -> Iterator[list[float]]:
         yield spent
     finally:
         outcome.suite_function = look_up
+        HARNESS.rebase()
+
+
+@contextmanager
+def _trace_copies_timed() -> Iterator[list[float]]:
+    """Meanwhile, each copy of a trace made for a Python check or judge adds the CPU seconds
+    it takes (in the thread that makes it) to the yielded list."""
+    spent: list[float] = []
+    fresh = TraceCopies.fresh
+
+    def timed(self: TraceCopies[Any]) -> Any:
+        c0 = time.thread_time()
+        try:
+            return fresh(self)
+        finally:
+            spent.append(time.thread_time() - c0)
+
+    TraceCopies.fresh = timed  # type: ignore[method-assign,assignment]
+    HARNESS.rebase()  # instrumentation, not an agent's tampering
+    try:
+        yield spent
+    finally:
+        del TraceCopies.fresh  # the inherited Copies.fresh again
         HARNESS.rebase()
 
 

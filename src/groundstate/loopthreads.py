@@ -88,6 +88,28 @@ _Job = tuple[Work[Any], str, Context, Done, threading.Event, "_SharedHooks"]
 caller gave up on it (see :func:`abandon`), and the process-wide state as the work found it."""
 
 
+def _put_back_hooks(trace: Any, profile: Any) -> None:
+    """This thread's trace and profile functions as they were before a piece ran.
+
+    Only one the piece changed is set again: ``sys.setprofile`` refuses what
+    ``sys.getprofile`` gives back while a ``cProfile`` profiler runs on the thread (the
+    profiler object, which is not callable), and the error would end the thread before the
+    piece's outcome is delivered: the attempt would wait for it for ever. Such a profiler,
+    turned off by the piece, is turned back on by its own method.
+    """
+    if sys.gettrace() is not trace and (trace is None or callable(trace)):
+        sys.settrace(trace)
+    if sys.getprofile() is profile:
+        return
+    if profile is None or callable(profile):
+        sys.setprofile(profile)
+        return
+    import _lsprof  # only here: a profiled process has it loaded already
+
+    if isinstance(profile, _lsprof.Profiler):
+        profile.enable()
+
+
 class _LoopThread:
     """A daemon thread running the work handed to it, one piece at a time, on its loop."""
 
@@ -118,8 +140,7 @@ class _LoopThread:
                 shared.put_back(streams=not given_up.is_set())
                 self.thread.name = IDLE_NAME
                 asyncio.set_event_loop(None)
-                sys.settrace(hooks[0])
-                sys.setprofile(hooks[1])
+                _put_back_hooks(*hooks)
             _IDLE.park(self)  # before *done*: the submitter's next piece finds this thread idle
             try:
                 done(outcome)
