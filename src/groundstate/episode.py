@@ -1369,7 +1369,8 @@ def _record(
             task.partial_credit_rubric, progress.assertions, progress.constraints
         ),
         cost=session.cost if session else 0.0,
-        usage=session.usage if session else Usage(),
+        # A plain Usage, as the record reads back (CountedUsage only types the counting).
+        usage=Usage(**session.usage.model_dump()) if session else Usage(),
         latency=latency,
         final_message=progress.final_message,
         infrastructure_status=progress.evidence,
