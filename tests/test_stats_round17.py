@@ -28,7 +28,16 @@ from scipy import optimize
 from scipy import stats as scipy_stats
 
 from groundstate.report.numbers import interval as shown_interval
-from groundstate.stats import Outcome, compare, interval_rule, pass_at_k, pass_hat_k, summarize
+from groundstate.stats import (
+    Outcome,
+    compare,
+    interval_rule,
+    make_estimate,
+    pass_at_k,
+    pass_hat_k,
+    summarize,
+    unpaired_difference,
+)
 from tests.test_stats_independent import cli, import_text
 
 # --- the reference -----------------------------------------------------------------------------
@@ -382,3 +391,18 @@ def test_text_json_and_html_show_the_same_widened_partial_score(tmp_path: Path) 
     for page in (terminal, html):
         assert text in page, text
         assert "[0.9992" not in page
+
+
+def test_unpaired_difference_of_estimates_alone_agrees_with_compare() -> None:
+    """A caller of the library gives the two sides' estimates alone: the highest value a
+    widened end was built on is read back from the interval shown, so the interval and its
+    p-value are compare's."""
+    a, b = [1.0] * 6 + [0.999], [0.6, 0.9, 0.7, 1.0, 0.8, 0.5]
+    ea = make_estimate(np.array(a), np.ones(7), [1] * 7)
+    eb = make_estimate(np.array(b), np.ones(6), [1] * 6)
+    alone = unpaired_difference(ea, eb)
+    found = compare(_scored("a", a), _scored("b", b), n_boot=0).find("partial_score")
+    assert (alone.ci_low, alone.ci_high) == pytest.approx(
+        (found.difference.ci_low, found.difference.ci_high), abs=1e-12
+    )
+    assert (alone.ci_low, alone.ci_high) == pytest.approx(ref_mover(a, b), abs=1e-9)
