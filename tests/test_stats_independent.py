@@ -156,7 +156,8 @@ def ref_interval(values: list[float], weights: list[float]) -> tuple[float | Non
     """The documented rule for a level: n/a below 5 tasks; every task at 1 (or 0): the
     exact one-sided bound (:func:`ref_reach`); every task at one inner value v: Markov's
     bound on each side, [v r, 1 - (1 - v) r] with r that bound (thirteenth round); else
-    Agresti-Coull on n_eff = u(1-u)/SE^2 with t(0.975, T-1)."""
+    Agresti-Coull on n_eff = u(1-u)/SE^2 with t(0.975, T-1), its ends reaching at least
+    max(values) r and 1 - (1 - min(values)) r (seventeenth round)."""
     t = len(values)
     if t < 5:
         return None, None
@@ -174,7 +175,12 @@ def ref_interval(values: list[float], weights: list[float]) -> tuple[float | Non
     n_eff = u * (1 - u) / se**2
     centre = (u * n_eff + q * q / 2) / (n_eff + q * q)
     half = q * math.sqrt(centre * (1 - centre) / (n_eff + q * q))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # each end at least as far as the exact bound of every task at the highest value (lower
+    # end) or at the lowest (upper end): the seventeenth round
+    reach = ref_reach(weights)
+    low = min(max(0.0, centre - half), max(values) * reach)
+    high = max(min(1.0, centre + half), 1 - (1 - min(values)) * reach)
+    return low, high
 
 
 def ref_view(tasks: list[RefTask], view: str) -> dict[str, Any]:

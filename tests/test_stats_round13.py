@@ -47,7 +47,11 @@ def ref_level_interval(values: list[float], alpha: float = 0.05) -> tuple[float,
     n_eff = u * (1 - u) / se**2
     centre = (u * n_eff + q**2 / 2) / (n_eff + q**2)
     half = q * math.sqrt(centre * (1 - centre) / (n_eff + q**2))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # each end at least as far as the exact bound of every task at the highest (lowest)
+    # value (the seventeenth round)
+    r = (alpha / 2) ** (1 / tasks)
+    low = min(max(0.0, centre - half), max(values) * r)
+    return low, max(min(1.0, centre + half), 1 - (1 - min(values)) * r)
 
 
 def ref_mover(a: list[float], b: list[float], alpha: float = 0.05) -> tuple[float, float]:
@@ -115,14 +119,16 @@ def test_the_square_and_add_keeps_a_few_agreeing_tasks_uncertain() -> None:
     assert rate.difference.ci_low < 0 < rate.difference.ci_high  # type: ignore[operator]
     assert rate.p_value is not None and rate.p_value > 0.05
     # b's success rate shows the one interval of the success rate, pass@1 and pass^1 (the
-    # sixteenth round): pass@4 is 1 on every task of b, so its exact bound reaches 0.541 too
-    # and b's lower end is pass@1's along its curve, below its own
+    # sixteenth round): pass@4 is 1 on every task of b, so its exact bound reaches 0.541;
+    # b's own interval reaches further, to the exact bound of every task at 0.75, its
+    # highest rate (the seventeenth round)
     rates_b = [0.75] * 5 + [0.5]
     own = ref_mover([1.0] * 6, rates_b)
     expected = shown_mover(rate.difference, rate.a, rate.b)
-    assert rate.b.ci_low == found.find("pass_at_k", k=1).b.ci_low == pytest.approx(0.025 ** (1 / 6))
+    assert rate.b.ci_low == found.find("pass_at_k", k=1).b.ci_low
+    assert rate.b.ci_low == pytest.approx(0.75 * 0.025 ** (1 / 6))
     assert (rate.difference.ci_low, rate.difference.ci_high) == pytest.approx(expected)
-    assert rate.difference.ci_low < own[0] and rate.difference.ci_high == pytest.approx(own[1])  # type: ignore[operator]
+    assert (rate.difference.ci_low, rate.difference.ci_high) == pytest.approx(own)
     ends = found.find("pass_hat_k", k=4)  # a: 1 on every task, b: 0 on every task
     reach = 0.025 ** (1 / 6)
     assert ends.difference.ci_high == pytest.approx(-1 + math.sqrt(2) * (1 - reach))

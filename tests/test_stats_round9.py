@@ -195,7 +195,11 @@ def ref_interval(values: list[float], weights: list[float]) -> tuple[float, floa
     n_eff = mean * (1 - mean) / se**2
     centre = (mean * n_eff + q * q / 2) / (n_eff + q * q)
     half = q * math.sqrt(centre * (1 - centre) / (n_eff + q * q))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # each end at least as far as the exact bound of every task at the highest (lowest)
+    # value (the seventeenth round)
+    reach = ref_reach(weights)
+    low = min(max(0.0, centre - half), max(values) * reach)
+    return low, max(min(1.0, centre + half), 1 - (1 - min(values)) * reach)
 
 
 def check_level(

@@ -23,6 +23,7 @@ from scipy import special
 
 from groundstate.errors import GroundstateError
 from groundstate.stats.intervals import (
+    _TIE,
     AC_T_CR1,
     CHUNK_ELEMENTS,
     CONFIDENCE,
@@ -37,6 +38,7 @@ from groundstate.stats.intervals import (
     bootstrap_ks,
     coherent_curve,
     make_estimate,
+    near_agreement,
     one_value,
     reach_of,
     t_quantile,
@@ -624,7 +626,7 @@ def _unpaired(
     k = min(min(t.n for t in a_side), min(t.n for t in b_side))
     a_values, columns = _value_columns(a_side, k)
     b_values, _ = _value_columns(b_side, k)
-    sides: dict[int, tuple[Estimate, Estimate, tuple[FloatArray, FloatArray], int]] = {}
+    sides: dict[int, _Sides] = {}
     for j, (metric, _) in enumerate(columns):
         a_rows, b_rows = ~np.isnan(a_values[:, j]), ~np.isnan(b_values[:, j])
         if not (a_rows.any() and b_rows.any()):
@@ -635,10 +637,11 @@ def _unpaired(
         eb = make_estimate(b_values[b_rows, j], weights[1], _ns(b_side, scored=partial)[b_rows])
         # a task in both batches is one task of the comparison, not two
         tasks = len(_names(a_side, a_rows) | _names(b_side, b_rows))
-        sides[j] = (ea, eb, weights, tasks)
+        ends = (_extremes(a_values[a_rows, j]), _extremes(b_values[b_rows, j]))
+        sides[j] = (ea, eb, weights, tasks, ends)
     limits = _curves(columns, sides)
     found = []
-    for j, (_, _, weights, tasks) in sides.items():
+    for j, (_, _, weights, tasks, _) in sides.items():
         metric, kk = columns[j]
         (ea, a_limits), (eb, b_limits) = limits[j]
         both = (a_limits, b_limits)
@@ -647,22 +650,35 @@ def _unpaired(
     return k, found
 
 
+_Extremes = tuple[float, float]
+"""The highest and the lowest task value of one side of a metric."""
+_Sides = tuple[Estimate, Estimate, tuple[FloatArray, FloatArray], int, tuple[_Extremes, _Extremes]]
+"""Both sides of a metric: their estimates, weights, the distinct tasks, their extremes."""
+
+
+def _extremes(values: FloatArray) -> _Extremes:
+    return float(np.max(values)), float(np.min(values))
+
+
 def _curves(
-    columns: list[tuple[str, int | None]],
-    sides: Mapping[int, tuple[Estimate, Estimate, tuple[FloatArray, FloatArray], int]],
+    columns: list[tuple[str, int | None]], sides: Mapping[int, _Sides]
 ) -> dict[int, tuple[tuple[Estimate, Limits], tuple[Estimate, Limits]]]:
     """Each column's two sides as shown, with their limits at any level: pass@k and pass^k
     follow their curve (:func:`coherent_curve`) at every level, the rest are their own."""
     out = {}  # a side without an interval of its own leaves the difference n/a: limits unused
-    for j, (ea, eb, weights, _) in sides.items():
-        out[j] = ((ea, _own_limits(ea, weights[0])), (eb, _own_limits(eb, weights[1])))
+    for j, (ea, eb, weights, _, ends) in sides.items():
+        out[j] = (
+            (ea, _own_limits(ea, weights[0], ends[0])),
+            (eb, _own_limits(eb, weights[1], ends[1])),
+        )
     for metric, rising in (("pass_at_k", True), ("pass_hat_k", False)):
         curve = [j for j, (name, _) in enumerate(columns) if name == metric and j in sides]
         for side in (0, 1):
             points = [out[j][side] for j in curve]
             shown = coherent_curve([e for e, _ in points], rising)
             side_weights = sides[curve[0]][2][side] if curve else np.ones(0)
-            along = _curve_limits(points, side_weights, rising)
+            extremes = np.array([sides[j][4][side][0 if rising else 1] for j in curve])
+            along = _curve_limits(points, side_weights, rising, extremes)
             for j, estimate, limits in zip(curve, shown, along, strict=True):
                 pair = list(out[j])
                 pair[side] = (estimate, limits)
@@ -691,14 +707,18 @@ def _widest(found: Sequence[Limits]) -> Limits:
 
 
 def _curve_limits(
-    points: list[tuple[Estimate, Limits]], weights: FloatArray, rising: bool
+    points: list[tuple[Estimate, Limits]],
+    weights: FloatArray,
+    rising: bool,
+    extremes: FloatArray,
 ) -> list[Limits]:
     """The limits of each point of a curve (one side's pass@k or pass^k over the same tasks,
     k = 1, 2, ...) at any level, made to follow it as :func:`coherent_curve` does at the shown
     level: pass@k's lower end the lowest of k and every larger k, pass^k's upper end the
     highest. Every point's end at a level is one vectorised step (the points share their
     tasks, so their degrees of freedom and exact reach); a point without an interval of its
-    own (n/a) bounds nothing."""
+    own (n/a) bounds nothing. *extremes*: each point's highest task value (*rising*) or
+    lowest, which its end reaches at least as far as (:func:`near_agreement`)."""
     shown = [e for e, _ in points]
     values = np.array([e.estimate for e in shown])
     exact = np.array([e.method == EXACT_BOUND for e in shown])
@@ -708,7 +728,7 @@ def _curve_limits(
     ses = np.array([e.se if e.se and e.method == AC_T_CR1 else 1.0 for e in shown])
     n_eff = values * (1 - values) / ses**2
     successes = values * n_eff
-    reach = reach_of(weights / np.max(weights)) if exact.any() else None
+    reach = reach_of(weights / np.max(weights)) if exact.any() or spread.any() else None
     ends_shown = np.array(
         [(e.ci_low if rising else e.ci_high) if e.ci_low is not None else np.nan for e in shown]
     )
@@ -733,6 +753,10 @@ def _curve_limits(
             if reach is not None:
                 r = reach(alpha)
                 out[exact] = (values * r if rising else 1 - (1 - values) * r)[exact]
+                # as far as every task at its highest (lowest) value: near_agreement
+                top, bottom = extremes * r, 1 - (1 - extremes) * r
+                farther = (top < out - _TIE) if rising else (bottom > out + _TIE)
+                out = np.where(spread & farther, top if rising else bottom, out)
             memo[alpha] = out
         return memo[alpha]
 
@@ -844,10 +868,12 @@ def _mover(a: Limits, b: Limits, d: float, alpha: float) -> tuple[float, float]:
     return max(-1.0, d - math.hypot(lb, ua)), min(1.0, d + math.hypot(ub, la))
 
 
-def _own_limits(side: Estimate, weights: FloatArray) -> Limits:
+def _own_limits(side: Estimate, weights: FloatArray, extremes: _Extremes | None = None) -> Limits:
     """A level's interval under the interval rule at level 1 - alpha (at the default alpha,
     the interval it shows), as distances below and above its value; NaN for a side the rule
-    gives no interval."""
+    gives no interval. *extremes*: the side's highest and lowest task value, which its ends
+    reach at least as far as (:func:`groundstate.stats.intervals.agreement_ends`); without
+    them, read from the interval shown where it was widened so."""
     value = side.estimate
     if side.method not in (AC_T_CR1, EXACT_BOUND):
         return lambda alpha: (math.nan, math.nan)
@@ -856,14 +882,30 @@ def _own_limits(side: Estimate, weights: FloatArray) -> Limits:
         return lambda alpha: (value * (1 - reach(alpha)), (1 - value) * (1 - reach(alpha)))
     se, df = side.se, side.df
     assert se and df is not None  # an agresti_coull_t_cr1 level
+    reach = reach_of(weights / np.max(weights))
+    top, bottom = extremes or _shown_extremes(side, reach(1 - CONFIDENCE))
 
     def limits(alpha: float) -> tuple[float, float]:
         shown = alpha == 1 - CONFIDENCE
         q = t_quantile(df) if shown else -float(special.stdtrit(df, alpha / 2))
         low, high = agresti_coull(value, se, q)
+        low, high, _ = near_agreement(low, high, top, bottom, reach(alpha))
         return value - low, high - value
 
     return limits
+
+
+def _shown_extremes(side: Estimate, reach: float) -> _Extremes:
+    """The highest and lowest task value as far as the interval shown tells them (a caller
+    of :func:`unpaired_difference` gives estimates alone): where an end was widened to the
+    exact bound of every task at one of them, that value; else the end of the range, which
+    widens nothing."""
+    top, bottom = 1.0, 0.0
+    if side.ci_low is not None and "at the highest value" in side.note:
+        top = side.ci_low / reach
+    if side.ci_high is not None and "at the lowest value" in side.note:
+        bottom = 1 - (1 - side.ci_high) / reach
+    return top, bottom
 
 
 def _mover_p(a: Limits, b: Limits, d: float) -> float:

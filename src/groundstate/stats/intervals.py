@@ -201,7 +201,9 @@ def _rules(
     if tasks < MIN_TASKS:
         note = f"n/a: {tasks} task{'s' * (tasks != 1)}, intervals need at least {MIN_TASKS}"
         return estimates, [Interval(None, None, se, None, NO_INTERVAL, note) for se in ses]
-    reach = exact_reach(weights) if any(agreeing) else 0.0
+    # the exact reach bounds every level (:func:`near_agreement`), not only agreeing rows
+    reach = exact_reach(weights) if any(agreeing) or not difference else 0.0
+    tops, bottoms = np.max(columns, axis=1).tolist(), np.min(columns, axis=1).tolist()
     df = degrees_of_freedom(weights)
     q = t_quantile(df)
     rules = []
@@ -218,8 +220,50 @@ def _rules(
             rules.append(Interval(low, high, se, df, T_CR1, ""))
         else:
             low, high = agresti_coull(estimate, se, q, bounds)
-            rules.append(Interval(low, high, se, df, AC_T_CR1, ""))
+            low, high, note = near_agreement(low, high, tops[row], bottoms[row], reach)
+            rules.append(Interval(low, high, se, df, AC_T_CR1, note))
     return estimates, rules
+
+
+def agreement_ends(top: float, bottom: float, reach: float) -> tuple[float, float]:
+    """The exact bound's lower end had every task been at *top* (the highest task value)
+    and its upper end had every task been at *bottom* (the lowest), with *reach* the exact
+    reach (:func:`exact_reach`) at the level: ``top * reach`` and ``1 - (1 - bottom) *
+    reach``. A level's interval reaches at least that far (:func:`near_agreement`)."""
+    return top * reach, 1 - (1 - bottom) * reach
+
+
+def near_agreement(
+    low: float, high: float, top: float, bottom: float, reach: float
+) -> tuple[float, float, str]:
+    """A level's Agresti-Coull interval widened to reach at least as far as the exact bound
+    of the tasks had they all been at their highest value (lower end) or all at their lowest
+    (upper end). Every task at 1 gets the exact bound [reach, 1] (0.692 at 10 tasks), but
+    nine at 1 and one at 0.999 got [0.9992, 1]: the rule took the tiny spread near an end for
+    the spread between tasks, so a worse batch claimed a far higher lower end than a better
+    one, and a partial score near 1 missed wherever a suite drew none of a population's few
+    low tasks. Now the interval goes to the exact bound continuously as the tasks come to
+    agree; where they spread widely (a task at 0 and one at 1) the Agresti-Coull interval is
+    the wider and stays as it was."""
+    floor, ceiling = agreement_ends(top, bottom, reach)
+    said = []
+    if floor < low - _TIE:
+        low = floor
+        said.append(f"lower end widened to the exact bound of every task at the highest value, "
+                    f"{_shown(top)}")  # fmt: skip
+    if ceiling > high + _TIE:
+        high = ceiling
+        said.append(f"upper end widened to the exact bound of every task at the lowest value, "
+                    f"{_shown(bottom)}")  # fmt: skip
+    return low, high, "; ".join(said)
+
+
+def _shown(value: float) -> str:
+    """*value* with three decimals, or more where three would round it onto 0 or 1."""
+    shown = f"{value:.3f}"
+    if float(shown) in (0.0, 1.0) and abs(value - float(shown)) > _TIE:
+        shown = f"{value:.6g}"
+    return shown
 
 
 def degrees_of_freedom(weights: FloatArray) -> float:
