@@ -92,6 +92,23 @@ def counted_runs(batch: BatchInfo, runs: Sequence[AgentRun]) -> list[AgentRun]:
     return [run for run in final_runs(planned_runs(batch, runs)) if run.task_id not in left_out]
 
 
+def not_counted(batch: BatchInfo, runs: Sequence[AgentRun]) -> dict[str, str]:
+    """Why each try of *runs* that :func:`counted_runs` leaves out is left out, by run id: the
+    one rule's reasons, for a command that must refuse or mark such a try (``runs``,
+    ``labels import``)."""
+    counted = {run.run_id for run in counted_runs(batch, runs)}
+    inside = {run.run_id for run in planned_runs(batch, runs)}
+    return {
+        run.run_id: "outside the batch's plan (`groundstate verify` names it)"
+        if run.run_id not in inside
+        else "its task failed validation: it is in no figure"
+        if run.task_id in batch.invalid_tasks
+        else "an invalid try that a rerun replaced"
+        for run in runs
+        if run.run_id not in counted
+    }
+
+
 @dataclass(frozen=True)
 class OutcomeTable:
     """Every try of a batch as columns: read from the records by
