@@ -323,3 +323,25 @@ def test_a_compressed_file_cut_short_stores_nothing(tmp_path: Path) -> None:
     code, out, err = _import(path, store, "jsonl")
     assert code != 0 and "Traceback" not in out + err and "rows.jsonl.gz" in err, err
     assert not store.exists() or RunStore(store).batches() == []
+
+
+@pytest.mark.parametrize("command", ["runs", "report"])
+def test_a_record_edited_to_an_attempt_beyond_64_bits_is_named_not_a_traceback(
+    made: tuple[Path, str],  # noqa: F811
+    tmp_path: Path,
+    command: str,
+) -> None:
+    """Found here: a record whose attempt was edited into a 2,500-digit integer (JSON and the
+    record model take it) ended ``runs`` on numpy's OverflowError. Every reader now stops
+    with one line naming the run (or the batch) and the field."""
+    store = _copy(made, tmp_path)
+    db = sqlite3.connect(store)
+    with db:
+        run_id, text = db.execute("SELECT run_id, record FROM runs LIMIT 1").fetchone()
+        edited = text.replace('"attempt":1', '"attempt":1' + "9" * 2500, 1)
+        db.execute("UPDATE runs SET record = ? WHERE run_id = ?", (edited, run_id))
+    db.close()
+    code, out, err = _invoke(command, made[1], "--store", str(store))
+    assert code == 2 and "Traceback" not in out + err, out + err
+    assert "attempt holds an integer beyond 64 bits" in err, err
+    assert command != "runs" or f"run {run_id} of batch {made[1]} is unreadable" in err
