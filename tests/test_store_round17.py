@@ -65,7 +65,9 @@ def test_labels_of_a_run_no_figure_counts_are_refused(
     refused, naming the line, the run and why, and nothing of the file is stored."""
     sheet = _sheet(made, tmp_path)
     store = _invalid_task(made, tmp_path)
-    code, _, err = _invoke("labels", "import", str(sheet), "--annotator", "a", "--store", str(store))
+    code, _, err = _invoke(
+        "labels", "import", str(sheet), "--annotator", "a", "--store", str(store)
+    )
     assert code != 0 and "Traceback" not in err
     assert "filled.jsonl:1: run " in err and "is not counted (its task failed validation" in err
     with RunStore(store) as runs:
@@ -90,7 +92,9 @@ def test_labels_of_a_try_outside_the_plan_are_refused(
     sheet = _sheet(made, tmp_path)
     row = json.loads(sheet.read_text().splitlines()[0]) | {"run_id": "fourth", "attempt": 4}
     sheet.write_text(json.dumps(row) + "\n")
-    code, _, err = _invoke("labels", "import", str(sheet), "--annotator", "a", "--store", str(store))
+    code, _, err = _invoke(
+        "labels", "import", str(sheet), "--annotator", "a", "--store", str(store)
+    )
     assert code != 0 and "run fourth is not counted (outside the batch's plan" in err, err
     assert first.run_id != "fourth"
 
@@ -126,7 +130,9 @@ def test_a_run_column_of_another_type_is_not_coerced_by_label_import(
     with db:
         db.execute(f"UPDATE runs SET {column} = ? WHERE run_id = ?", (value, run_id))
     db.close()
-    code, _, err = _invoke("labels", "import", str(sheet), "--annotator", "a", "--store", str(store))
+    code, _, err = _invoke(
+        "labels", "import", str(sheet), "--annotator", "a", "--store", str(store)
+    )
     assert code != 0 and "Traceback" not in err
     assert f"run {run_id} is unreadable ({said})" in err, err
 
@@ -187,13 +193,13 @@ def test_integer_ids_alone_import_as_their_text(tmp_path: Path) -> None:
     """τ-bench's integer task ids, given as integers throughout, import as before."""
     path = tmp_path / "rows.jsonl"
     path.write_text(
-        "".join(
-            json.dumps({"task_id": 1, "attempt": n, "success": n == 1}) + "\n" for n in (1, 2)
-        )
+        "".join(json.dumps({"task_id": 1, "attempt": n, "success": n == 1}) + "\n" for n in (1, 2))
     )
     with RunStore(tmp_path / "runs.db") as store:
         batch = import_results(path, "x", store)
-        assert [(type(r.task_id), r.task_id) for r in store.runs(batch.batch_id)] == [(str, "1")] * 2
+        assert [(type(r.task_id), r.task_id) for r in store.runs(batch.batch_id)] == [
+            (str, "1")
+        ] * 2
     assert all(type(k) is str and k == "1" for k in batch.task_revisions)
 
 
@@ -221,7 +227,7 @@ def test_an_artifact_that_is_not_utf8_is_named_unreadable_with_its_byte(
     code, out, err = _invoke("verify", made[1], "--store", str(store))
     assert code != 0
     said = " ".join((out + err).split())
-    assert f"artifact_altered: run " in said and f"artifact {name}" in said
+    assert "artifact_altered: run " in said and f"artifact {name}" in said
     assert f"unreadable: {path} is not UTF-8 text (byte 0xff at offset 3)" in said, said
     assert "missing" not in said
     path.unlink()
@@ -310,7 +316,11 @@ def test_a_malformed_row_is_refused_naming_field_and_stores_nothing(
     assert "bad.jsonl:2" in err and said in err, err
     with RunStore(store) as runs:
         assert [len(runs.runs(b.batch_id)) for b in runs.batches()] == [1]
-        assert all(p.kind == "unverifiable" for b in runs.batches() for p in runs.verify(b.batch_id).problems)
+        assert all(
+            p.kind == "unverifiable"
+            for b in runs.batches()
+            for p in runs.verify(b.batch_id).problems
+        )
 
 
 def test_a_compressed_file_cut_short_stores_nothing(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from groundstate.batchplan import Placed, in_order, placed
+from groundstate.errors import StoreError
 from groundstate.records import INVALID_REASONS, AgentRun
 from groundstate.report.numbers import (
     incomplete_text,
@@ -41,7 +42,6 @@ from groundstate.stats import (
     distribution,
     summary_of,
 )
-from groundstate.errors import StoreError
 from groundstate.store import BatchInfo
 
 DEFAULT_MAX_INVALID_RATE = 0.1

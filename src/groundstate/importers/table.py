@@ -23,10 +23,10 @@ from groundstate.errors import SpecError
 from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
 from groundstate.importers.rows import (
     ImportedRow,
+    IntegerKey,
     Tokens,
     as_amount,
     as_integer,
-    IntegerKey,
     as_label,
     as_number,
     as_text,
