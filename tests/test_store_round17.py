@@ -355,3 +355,39 @@ def test_a_record_edited_to_an_attempt_beyond_64_bits_is_named_not_a_traceback(
     assert code == 2 and "Traceback" not in out + err, out + err
     assert "attempt holds an integer beyond 64 bits" in err, err
     assert command != "runs" or f"run {run_id} of batch {made[1]} is unreadable" in err
+
+
+def test_an_unreadable_batch_record_says_why(
+    made: tuple[Path, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A batch record that no longer parses was "altered (its JSON no longer matches its
+    hash)", as an edit that kept it readable: it now says unreadable, and why."""
+    store = _copy(made, tmp_path)
+    db = sqlite3.connect(store)
+    with db:
+        db.execute("UPDATE batches SET record = CAST(X'7BFF7D' AS BLOB)")
+    db.close()
+    code, out, err = _invoke("verify", made[1], "--store", str(store))
+    joined = " ".join((out + err).split())
+    assert code == 1 and "Traceback" not in joined
+    assert "batch record unreadable (not UTF-8: byte 0xff at offset 1)" in joined, joined
+
+
+def test_an_unreadable_labels_row_says_why(
+    made: tuple[Path, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    store = _copy(made, tmp_path)
+    sheet = _sheet(made, tmp_path)
+    code, _, err = _invoke(
+        "labels", "import", str(sheet), "--annotator", "a", "--store", str(store)
+    )
+    assert code == 0, err
+    db = sqlite3.connect(store)
+    with db:
+        db.execute("UPDATE labels SET record = substr(record, 1, 20)")
+    db.close()
+    code, out, err = _invoke("verify", made[1], "--store", str(store))
+    joined = " ".join((out + err).split())
+    assert code == 1 and "labels by a unreadable (its JSON does not parse: " in joined, joined

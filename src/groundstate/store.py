@@ -1775,11 +1775,14 @@ class RunStore:
         batch_text, batch_hash = rows[0]
         found: list[Problem] = []
         if batch_hash is not None and _content_hash(batch_text) != batch_hash:
+            unreadable = _parse_hashed(batch_text) is None
             found.append(
                 Problem(
                     batch_id=batch_id,
                     kind="batch_altered",
-                    detail="batch record altered (its JSON no longer matches its hash)",
+                    detail=f"batch record unreadable ({_unreadable(batch_text)})"
+                    if unreadable
+                    else "batch record altered (its JSON no longer matches its hash)",
                 )
             )
         checker = _ChainCheck(batch_id, chain_genesis(batch_id, batch_hash))
@@ -2358,9 +2361,11 @@ def _parse_hashed(text: str) -> tuple[Any, str] | None:
         return None
 
 
-def _unreadable(record: bytes) -> str:
+def _unreadable(record: bytes | str) -> str:
     """Why a stored record is unreadable, naming the byte, the place or the key (the error
     path only: parsed once more to say where)."""
+    if isinstance(record, str):
+        record = record.encode("utf-8", "surrogatepass")
     try:
         text = record.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -2449,7 +2454,9 @@ def _labels_row_problems(
         detail=f"{where} altered (its JSON no longer matches its hash)",
     )
     parsed = _parse_hashed(text)
-    if parsed is None or parsed[1] != content:
+    if parsed is None:
+        return [problem.model_copy(update={"detail": f"{where} unreadable ({_unreadable(text)})"})]
+    if parsed[1] != content:
         return [problem]
     data = parsed[0] if isinstance(parsed[0], dict) else {}  # not an object: no columns
     stored = {name: data.get(name) for name in columns} | {"adjudicated": data.get("adjudicated")}
