@@ -354,7 +354,7 @@ def test_a_record_edited_to_an_attempt_beyond_64_bits_is_named_not_a_traceback(
     code, out, err = _invoke(command, made[1], "--store", str(store))
     assert code == 2 and "Traceback" not in out + err, out + err
     assert "attempt holds an integer beyond 64 bits" in err, err
-    assert command != "runs" or f"run {run_id} of batch {made[1]} is unreadable" in err
+    assert run_id in err and made[1] in err
 
 
 def test_an_unreadable_batch_record_says_why(
@@ -391,3 +391,23 @@ def test_an_unreadable_labels_row_says_why(
     code, out, err = _invoke("verify", made[1], "--store", str(store))
     joined = " ".join((out + err).split())
     assert code == 1 and "labels by a unreadable (its JSON does not parse: " in joined, joined
+
+
+def test_runs_of_an_altered_batch_are_listed_with_the_warning_and_exit_1(
+    made: tuple[Path, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Found here: ``runs`` listed a batch whose record writes a key twice, or a run whose
+    record was edited, with exit 0 and no word, marking tries counted from altered records.
+    It now verifies as ``report`` does (a holding seal: no second check), names each problem
+    and exits 1; an intact batch is unchanged."""
+    store = _copy(made, tmp_path)
+    db = sqlite3.connect(store)
+    with db:
+        db.execute("""UPDATE batches SET record = '{"batch_id": 1, ' || substr(record, 2)""")
+    db.close()
+    code, out, err = _invoke("runs", made[1], "--json", "--store", str(store))
+    assert code == 1 and "batch record unreadable" in err and "'batch_id' twice" in err, err
+    assert len(_json(out)["runs"]) == 3
+    code, _, err = _invoke("runs", made[1], "--store", str(made[0]))
+    assert code == 0 and err == "", err

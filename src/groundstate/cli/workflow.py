@@ -6,6 +6,7 @@ import fnmatch
 import json
 import os
 import shlex
+import sys
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -117,27 +118,33 @@ def runs_command(
     ``groundstate show`` for its verdict, evidence and trace.
     """
     from groundstate.analysis import counted_runs
+    from groundstate.cli.integrity import EXIT_ALTERED, warn
     from groundstate.report.terminal import Fitted
+    from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
     _check_reason(reason)
     with RunStore(store, create=False) as run_store, run_store.snapshot():
         batch = run_store.batch(batch_id)
+        # verified as `report` is (a seal that holds: no second check), so that what it marks
+        # counted is never read from altered records without a word
+        check, _ = verified_outcomes(run_store, batch.batch_id)
         stored = run_store.runs(batch.batch_id)
         sessions = run_store.run_sessions(batch.batch_id)
+    altered = warn(check)
     counted = {r.run_id for r in counted_runs(batch, stored)}
     chosen = [r for r in stored if _matches(r, task_pattern, reason)]
     rows = [_run_row(r, r.run_id in counted, sessions.get(r.run_id)) for r in chosen]
     if as_json:
         click.echo(json.dumps({"batch_id": batch.batch_id, "runs": rows}, indent=2))
-        return
-    if not stored:
+    elif not stored:
         click.echo(no_runs_text(batch, store))
-        return
-    if not rows:
+    elif not rows:
         click.echo(f"batch {batch.batch_id}: no run matches ({len(stored)} stored)")
-        return
-    console().print(Fitted(lambda width: _runs_table(batch.batch_id, rows, width)))
+    else:
+        console().print(Fitted(lambda width: _runs_table(batch.batch_id, rows, width)))
+    if altered:
+        sys.exit(EXIT_ALTERED)
 
 
 _NOT_COUNTED = (
