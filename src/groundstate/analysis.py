@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from groundstate.batchplan import Placed, in_order, placed
+from groundstate.errors import StoreError
 from groundstate.records import INVALID_REASONS, AgentRun
 from groundstate.report.numbers import (
     incomplete_text,
@@ -92,6 +93,23 @@ def counted_runs(batch: BatchInfo, runs: Sequence[AgentRun]) -> list[AgentRun]:
     return [run for run in final_runs(planned_runs(batch, runs)) if run.task_id not in left_out]
 
 
+def not_counted(batch: BatchInfo, runs: Sequence[AgentRun]) -> dict[str, str]:
+    """Why each try of *runs* that :func:`counted_runs` leaves out is left out, by run id: the
+    one rule's reasons, for a command that must refuse or mark such a try (``runs``,
+    ``labels import``)."""
+    counted = {run.run_id for run in counted_runs(batch, runs)}
+    inside = {run.run_id for run in planned_runs(batch, runs)}
+    return {
+        run.run_id: "outside the batch's plan (`groundstate verify` names it)"
+        if run.run_id not in inside
+        else "its task failed validation: it is in no figure"
+        if run.task_id in batch.invalid_tasks
+        else "an invalid try that a rerun replaced"
+        for run in runs
+        if run.run_id not in counted
+    }
+
+
 @dataclass(frozen=True)
 class OutcomeTable:
     """Every try of a batch as columns: read from the records by
@@ -163,22 +181,19 @@ class OutcomeTable:
 
     @classmethod
     def from_runs(cls, runs: Sequence[AgentRun]) -> OutcomeTable:
-        return cls.from_rows(
-            [
-                (
-                    r.task_id,
-                    r.attempt,
-                    r.retry,
-                    r.terminal_reason,
-                    r.success,
-                    r.cost,
-                    r.latency,
-                    r.partial_score,
-                    r.judge_errors,
-                )
-                for r in runs
-            ]
-        )
+        rows = [
+            (r.task_id, r.attempt, r.retry, r.terminal_reason, r.success, r.cost, r.latency,
+             r.partial_score, r.judge_errors)
+            for r in runs
+        ]  # fmt: skip
+        try:
+            return cls.from_rows(rows)
+        except ValueError as exc:  # a record edited past what its columns hold (an attempt 1e30)
+            bad = next((r for r, row in zip(runs, rows, strict=True) if _unfit(row)), runs[0])
+            raise StoreError(
+                f"run {bad.run_id} of batch {bad.batch_id} is unreadable ({exc}); "
+                f"`groundstate verify {bad.batch_id}` checks the whole batch"
+            ) from None
 
     def __len__(self) -> int:
         return len(self.task)
@@ -329,14 +344,30 @@ def _typed(values: Sequence[Any], field: str) -> npt.NDArray[Any]:
     looked at one by one."""
     allowed = _TYPES[field]
     column = np.array(values)
-    if column.dtype.kind == "O" and set(map(type, values)) <= set(allowed):
-        column = column.astype(np.float64)  # numbers and None
     kinds = _KINDS.get(field, "if")
+    if column.dtype.kind == "u" and kinds == "i":  # 2**63 and up: unsigned, not the store's
+        raise ValueError(f"{field} holds an integer beyond 64 bits")
+    if column.dtype.kind == "O" and set(map(type, values)) <= set(allowed):
+        if kinds == "i":  # integers numpy could not hold in 64 bits
+            raise ValueError(f"{field} holds an integer beyond 64 bits")
+        try:
+            column = column.astype(np.float64)  # numbers and None
+        except OverflowError:
+            raise ValueError(f"{field} holds a number beyond a float's range") from None
     if len(column) and column.dtype.kind not in kinds:
         found = sorted({type(v).__name__ for v in values if type(v) not in allowed})
         expected = " or ".join(t.__name__ for t in allowed)
         raise ValueError(f"{field} holds {', '.join(found) or column.dtype}, not {expected}")
     return column.astype({"i": np.int64, "b": np.bool_}.get(kinds, np.float64), copy=False)
+
+
+def _unfit(row: Sequence[Any]) -> bool:
+    """Whether one row's outcome fields do not fit their columns (the error path only)."""
+    try:
+        OutcomeTable.from_rows([row])
+    except ValueError:
+        return True
+    return False
 
 
 def _sorted_codes(index: dict[str, int]) -> tuple[tuple[str, ...], npt.NDArray[np.int64]]:

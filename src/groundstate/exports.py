@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from groundstate.analysis import final_runs, missing_attempts, planned, provenance
+from groundstate.analysis import final_runs, missing_attempts, planned, planned_runs, provenance
 from groundstate.environments.sqlite_live import side_files
 from groundstate.errors import GroundstateError
 from groundstate.importers.inspect_log import EARLIER_TRIES, OWN_METADATA
@@ -64,6 +64,8 @@ def export_batch(
     if not runs:
         raise GroundstateError(f"batch {batch.batch_id} in {store.path} has no stored runs")
     missing = missing_attempts(batch, planned(batch, runs)[0].final())
+    # the plan's tries, as every figure reads them (``verify`` names a try outside it)
+    runs = planned_runs(batch, runs)
     writers: dict[str, Callable[[BatchInfo, list[AgentRun], Path], int]] = {
         "jsonl": _write_jsonl,
         "csv": _write_csv,

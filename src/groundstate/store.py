@@ -1259,12 +1259,24 @@ class RunStore:
 
     def read_artifact(self, location: str) -> str:
         digest = location.removeprefix("sha256:")
+        path = self._artifact_path(digest)
         try:
             # Bytes, decoded: a text-mode read would turn "\r\n" into "\n" and the
             # artifact (captured output may hold both) would no longer match its hash.
-            text = self._artifact_path(digest).read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"artifact {location} is missing: {exc}") from exc
+            data = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise StoreError(f"artifact {location} is missing: no file {path}") from exc
+        except OSError as exc:  # a directory, no permission, an I/O error: there, unreadable
+            raise StoreError(
+                f"artifact {location} is unreadable: {path}: {exc.strerror or exc}"
+            ) from exc
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:  # the store writes UTF-8: the file was altered
+            raise StoreError(
+                f"artifact {location} is unreadable: {path} is not UTF-8 text (byte "
+                f"0x{data[exc.start]:02x} at offset {exc.start})"
+            ) from exc
         if sha256_text(text) != digest:
             raise StoreError(
                 f"artifact {location} is corrupt (its content no longer matches its hash)"
@@ -1582,10 +1594,7 @@ class RunStore:
                 f"WHERE run_id IN ({marks})",
                 tuple(chunk),
             )
-            found.update(
-                {str(r[0]): RunKey(str(r[1]), str(r[2]), int(r[3]), str(r[4]), bool(r[5]))
-                 for r in rows}
-            )  # fmt: skip
+            found.update({str(r[0]): _run_key(r) for r in rows})
         return found
 
     def runs(self, batch_id: str) -> list[AgentRun]:
@@ -1766,11 +1775,14 @@ class RunStore:
         batch_text, batch_hash = rows[0]
         found: list[Problem] = []
         if batch_hash is not None and _content_hash(batch_text) != batch_hash:
+            unreadable = _parse_hashed(batch_text) is None
             found.append(
                 Problem(
                     batch_id=batch_id,
                     kind="batch_altered",
-                    detail="batch record altered (its JSON no longer matches its hash)",
+                    detail=f"batch record unreadable ({_unreadable(batch_text)})"
+                    if unreadable
+                    else "batch record altered (its JSON no longer matches its hash)",
                 )
             )
         checker = _ChainCheck(batch_id, chain_genesis(batch_id, batch_hash))
@@ -1960,9 +1972,16 @@ class RunStore:
             try:
                 self.read_artifact(f"sha256:{digest}")
             except StoreError as exc:
-                edited = "corrupt" in str(exc)
-                kind: ProblemKind = "artifact_altered" if edited else "artifact_missing"
-                what = "edited" if edited else "missing"
+                message = str(exc)
+                missing = " is missing: " in message
+                kind: ProblemKind = "artifact_missing" if missing else "artifact_altered"
+                what = (
+                    "missing"
+                    if missing
+                    else "edited"
+                    if " is corrupt " in message
+                    else message.partition(" is ")[2]  # unreadable: the file and the reason
+                )
                 found.append(
                     Problem(
                         batch_id=batch_id,
@@ -2338,8 +2357,38 @@ def _parse_hashed(text: str) -> tuple[Any, str] | None:
     try:
         data = json.loads(text, object_pairs_hook=_keys_once)
         return data, _canonical_hash(data)
-    except (ValueError, _KeyTwice):
+    except (ValueError, _KeyTwice, RecursionError):  # RecursionError: nested too deeply
         return None
+
+
+def _unreadable(record: bytes | str) -> str:
+    """Why a stored record is unreadable, naming the byte, the place or the key (the error
+    path only: parsed once more to say where)."""
+    if isinstance(record, str):
+        record = record.encode("utf-8", "surrogatepass")
+    try:
+        text = record.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8: byte 0x{record[exc.start]:02x} at offset {exc.start}"
+    try:
+        json.loads(text, object_pairs_hook=_key_named)
+    except json.JSONDecodeError as exc:
+        return f"its JSON does not parse: {exc.msg} at offset {exc.pos}"
+    except _KeyTwice as exc:
+        return f"its JSON writes the key {exc.args[0]!r} twice in one object"
+    except (ValueError, RecursionError) as exc:
+        return f"its JSON does not parse: {exc}"
+    return "its JSON does not parse"
+
+
+def _key_named(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """:func:`_keys_once`, naming the key written twice."""
+    seen: set[str] = set()
+    for key, _ in items:
+        if key in seen:
+            raise _KeyTwice(key)
+        seen.add(key)
+    return dict(items)
 
 
 def _record_problems(
@@ -2358,7 +2407,7 @@ def _record_problems(
                 batch_id=batch_id,
                 run_id=run_id,
                 kind="record_unreadable",
-                detail="record unreadable (its JSON does not parse, or writes a key twice)",
+                detail=f"record unreadable ({_unreadable(record)})",
             )
         ]
     data, recomputed = parsed
@@ -2405,7 +2454,9 @@ def _labels_row_problems(
         detail=f"{where} altered (its JSON no longer matches its hash)",
     )
     parsed = _parse_hashed(text)
-    if parsed is None or parsed[1] != content:
+    if parsed is None:
+        return [problem.model_copy(update={"detail": f"{where} unreadable ({_unreadable(text)})"})]
+    if parsed[1] != content:
         return [problem]
     data = parsed[0] if isinstance(parsed[0], dict) else {}  # not an object: no columns
     stored = {name: data.get(name) for name in columns} | {"adjudicated": data.get("adjudicated")}
@@ -2435,6 +2486,22 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _run_key(row: Sequence[Any]) -> RunKey:
+    """A run's indexed columns as stored, strictly: a hand-edited column of another type (a
+    success ``'false'`` or ``2``, an attempt ``'1'``) is an error naming the run and column,
+    never read as ``True`` or ``1``."""
+    names = ("batch_id", "task_id", "attempt", "terminal_reason", "success")
+    kinds = (str, str, int, str, int)
+    for name, kind, value in zip(names, kinds, row[1:], strict=True):
+        if type(value) is not kind or (name == "success" and value not in (0, 1)):
+            raise StoreError(
+                f"run {row[0]} is unreadable (corrupt column {name}: {value!r} is not "
+                f"{'0 or 1' if name == 'success' else 'an integer' if kind is int else 'text'})"
+                f"; `groundstate verify` checks the whole batch"
+            )
+    return RunKey(row[1], row[2], row[3], row[4], row[5] == 1)
 
 
 def _parse(text: str, model: type[M], what: str, batch_id: str | None = None) -> M:

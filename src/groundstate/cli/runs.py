@@ -615,9 +615,9 @@ class _progress:
 def _batch_json(
     result: BatchResult, data: dict[str, Any], verdicts: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    from groundstate.analysis import final_runs, suite_decision
+    from groundstate.analysis import counted_runs, final_runs, suite_decision
 
-    counted = final_runs(result.runs)
+    counted = {r.run_id for r in counted_runs(result.batch, result.runs)}
     return {
         "batch_id": result.batch.batch_id,
         "system_spec_hash": result.batch.system_spec_hash,
@@ -625,7 +625,7 @@ def _batch_json(
         **suite_decision(result.batch),
         "tasks": len(result.batch.task_revisions),
         "attempts": result.batch.attempts,
-        "runs": [_run_json(r) for r in counted],
+        "runs": [_run_json(r, r.run_id in counted) for r in final_runs(result.runs)],
         # as report --json counts them: tasks that failed validation are reported apart
         "terminal_reasons": data["terminal_reasons"],
         "invalid_attempts": data["invalid_attempts"],
@@ -646,13 +646,15 @@ def _batch_json(
     }
 
 
-def _run_json(run: AgentRun) -> dict[str, Any]:
+def _run_json(run: AgentRun, counted: bool) -> dict[str, Any]:
     return {
         "run_id": run.run_id,
         "task_id": run.task_id,
         "attempt": run.attempt,
         "terminal_reason": run.terminal_reason,
         "success": run.success,
+        # as `runs` marks it: false for a task that failed validation or a try outside the plan
+        "counted": counted,
     }
 
 

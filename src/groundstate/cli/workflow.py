@@ -6,6 +6,7 @@ import fnmatch
 import json
 import os
 import shlex
+import sys
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -110,36 +111,46 @@ def runs_command(
 ) -> None:
     """List the runs of BATCH_ID (a unique prefix is enough), every try, with their ids.
 
-    ``counted`` is false for an invalid try that a rerun replaced, and for a try outside the
-    batch's plan (``verify`` names it); ``session`` (JSON) is the
+    ``counted`` is true for the tries every figure counts (``analysis.counted_runs``): false
+    for an invalid try that a rerun replaced, a try outside the batch's plan (``verify`` names
+    it) and a try of a task that failed validation; ``session`` (JSON) is the
     start (1) or resume that stored it (null: not recorded). Give a run id to
     ``groundstate show`` for its verdict, evidence and trace.
     """
-    from groundstate.analysis import final_runs, planned_runs
+    from groundstate.analysis import counted_runs
+    from groundstate.cli.integrity import EXIT_ALTERED, warn
     from groundstate.report.terminal import Fitted
+    from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
     _check_reason(reason)
     with RunStore(store, create=False) as run_store, run_store.snapshot():
         batch = run_store.batch(batch_id)
+        # verified as `report` is (a seal that holds: no second check), so that what it marks
+        # counted is never read from altered records without a word
+        check, _ = verified_outcomes(run_store, batch.batch_id)
         stored = run_store.runs(batch.batch_id)
         sessions = run_store.run_sessions(batch.batch_id)
-    counted = {r.run_id for r in final_runs(planned_runs(batch, stored))}
+    altered = warn(check)
+    counted = {r.run_id for r in counted_runs(batch, stored)}
     chosen = [r for r in stored if _matches(r, task_pattern, reason)]
     rows = [_run_row(r, r.run_id in counted, sessions.get(r.run_id)) for r in chosen]
     if as_json:
         click.echo(json.dumps({"batch_id": batch.batch_id, "runs": rows}, indent=2))
-        return
-    if not stored:
+    elif not stored:
         click.echo(no_runs_text(batch, store))
-        return
-    if not rows:
+    elif not rows:
         click.echo(f"batch {batch.batch_id}: no run matches ({len(stored)} stored)")
-        return
-    console().print(Fitted(lambda width: _runs_table(batch.batch_id, rows, width)))
+    else:
+        console().print(Fitted(lambda width: _runs_table(batch.batch_id, rows, width)))
+    if altered:
+        sys.exit(EXIT_ALTERED)
 
 
-_NOT_COUNTED = "; * not counted: an invalid try a rerun replaced, or a try outside the plan"
+_NOT_COUNTED = (
+    "; * not counted: an invalid try a rerun replaced, a try outside the plan, or a try of a"
+    " task that failed validation"
+)
 
 
 def _check_reason(reason: str | None) -> None:

@@ -236,11 +236,22 @@ def import_labels(
 ) -> list[RunLabels]:
     """Read, validate and store a label file in one transaction; nothing is stored from a
     file with any error. Returns what was stored."""
+    from groundstate.analysis import not_counted
+
     rows = read_label_file(path, taxonomy)
-    runs = store.run_keys([row.run_id for row in rows])
-    records = label_records(
-        path, rows, runs, annotator=annotator, taxonomy=taxonomy, adjudicated=adjudicated
-    )
+    with store.snapshot():
+        runs = store.run_keys([row.run_id for row in rows])
+        records = label_records(
+            path, rows, runs, annotator=annotator, taxonomy=taxonomy, adjudicated=adjudicated
+        )
+        batch = store.batch(records[0].batch_id)
+        left_out = not_counted(batch, store.runs(batch.batch_id))
+    for row in rows:  # a label no agreement or sample counts: not a run the sheet drew
+        if row.run_id in left_out:
+            raise LabelFileError(
+                path, row.line, f"run {row.run_id} is not counted ({left_out[row.run_id]}): "
+                "labels are for the runs every figure counts (`groundstate runs` marks them)"
+            )  # fmt: skip
     store.add_labels(records)
     return records
 

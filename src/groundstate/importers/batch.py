@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from groundstate.analysis import OutcomeColumns
 from groundstate.errors import SpecError, StoreError
-from groundstate.importers.rows import ImportedRow, ResultSource, Tokens
+from groundstate.importers.rows import ImportedRow, IntegerKey, ResultSource, Tokens
 from groundstate.importers.table import COLUMNS
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, CheckResult
 from groundstate.seal import import_seal
@@ -84,6 +84,10 @@ class _Task:
     """The declarations of the task's previous row."""
     lines: dict[str, int] = field(default_factory=dict)
     """The line that first declared each attribute, for a conflict's message."""
+    integer: bool = False
+    """The file gave the task's id as an integer (:class:`IntegerKey`), on :attr:`first`."""
+    first: int = 0
+    """The line of the task's first row."""
 
     def declare(self, source: ResultSource, line: int, name: str, value: Any) -> None:
         if value is None:
@@ -127,10 +131,20 @@ class _Plan:
         self.rows += 1
         self.graded |= row.reward is not None and 0.0 < row.reward < 1.0
         if row.retry > 0:
-            self.reruns.add((row.task_id, row.label))
+            self.reruns.add((str(row.task_id), row.label))
         task = self.tasks.get(row.task_id)
+        integer = type(row.task_id) is IntegerKey
         if task is None:
-            task = self.tasks[row.task_id] = _Task()
+            task = self.tasks[str(row.task_id)] = _Task(integer=integer, first=row.line)
+        elif integer != task.integer:  # 1 and "1": two ids to the file's harness, not one
+            kinds = ("an integer", "text") if integer else ("text", "an integer")
+            raise SpecError(
+                source.place(row.line),
+                "task_id",
+                f"task id {row.task_id!r} is given as {kinds[0]} here and as {kinds[1]} "
+                f"{_at(source, task.first)}: two different ids to the harness that wrote the "
+                "file, which would be read as one task",
+            )
         declared = (row.task_revision, row.weight, row.horizon, row.slice_labels, row.invalid_task)
         if declared != task.last:  # the usual row repeats its task's last: nothing to check
             for name, value in zip(_DECLARED, declared, strict=True):
@@ -279,8 +293,8 @@ def _rerun_only(kept: Iterator[_Kept], reruns: set[tuple[str, int | str]]) -> Co
 
 def _kept(row: ImportedRow) -> _Kept:
     origin = None if row.origin is None else recordable(row.origin)
-    return (
-        row.line, row.task_id, row.label, row.retry, row.terminal_reason, row.success,
+    return (  # the task id as plain text: marshal takes no IntegerKey, and the store stores text
+        row.line, str(row.task_id), row.label, row.retry, row.terminal_reason, row.success,
         row.partial_score, row.cost, row.latency, origin, row.reward, row.tokens,
         row.judge_errors,
     )  # fmt: skip

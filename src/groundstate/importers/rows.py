@@ -479,8 +479,20 @@ def mapping(where: str, name: str, value: Any) -> dict[str, Any]:
     return value
 
 
+class IntegerKey(str):
+    """A task id a file gave as a JSON integer, kept as its text (``1`` as ``"1"``), marked
+    so that the import can refuse a file that also gives ``"1"`` as text: the two are two ids
+    to the harness that wrote them (Inspect's sample ids are ``int | str``), and read as one
+    task their attempts would merge. The import stores it as plain text."""
+
+    __slots__ = ()
+
+
 def task_key(where: str, name: str, value: Any) -> str:
-    """A task id from a foreign file: text or an integer, kept as text."""
+    """A task id from a foreign file: text or an integer, kept as text (an integer's as an
+    :class:`IntegerKey`)."""
     if isinstance(value, bool) or not isinstance(value, str | int) or str(value) == "":
         raise SpecError(where, name, f"required: a task id (text or integer), got {value!r}")
-    return checked(where, name, as_text, str(value))
+    if isinstance(value, int):
+        return IntegerKey(value)
+    return checked(where, name, as_text, value)

@@ -23,6 +23,7 @@ from groundstate.errors import SpecError
 from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
 from groundstate.importers.rows import (
     ImportedRow,
+    IntegerKey,
     Tokens,
     as_amount,
     as_integer,
@@ -222,7 +223,7 @@ def _tokens(fields: dict[str, Any]) -> Tokens | None:
 def _task_id(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise ValueError(f"must be text, got {value!r}")
-    return as_text(str(value))
+    return IntegerKey(value) if isinstance(value, int) else as_text(value)
 
 
 def _boolean(value: Any) -> bool:
