@@ -65,6 +65,8 @@ def test_a_yes_on_terms_of_its_own_confirms_nothing(
         "Yes, with pleasure.",
         "Yes, by all means.",
         "Sí, por supuesto.",
+        "Oui, avec plaisir.",
+        "Sim, com certeza!",
         "Yes, for order O-1012.",
         "Yes, in that case go ahead.",
         "Yes, as discussed.",

@@ -438,7 +438,7 @@ _TERM_OPENING = (
     r"|short|pleasure|thanks|all means|the way|now|sure|real|once|last|least|soon|discussed"
     r"|agreed|planned|described|stated|mentioned|proposed|suggested|you (said|say|described|"
     r"suggest|suggested)|supuesto|favor|fin|gusto|mucho gusto|cierto|effet|fait|tout cas"
-    r"|contre|certeza|prazer|vergn[üu]gen|sicher)\b)"
+    r"|contre|certeza|prazer|vergn[üu]gen|sicher|plaisir|grand plaisir|s[uû]r)\b)"
 )
 _OWN_TERMS = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+({_BUT}\b[\W_]*)*({_YES_WORDS}\b[\W_]*)*"
