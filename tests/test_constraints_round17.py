@@ -309,3 +309,56 @@ def test_cancel_alone_to_a_cancellation_orders_it(
     )
     broken = ["p2-confirmed-cancel-order"] if taken_back else []
     assert failing(retail, "cancel-pending-order", events) == broken
+
+
+def _asked(events: list[AgentEvent], question: str) -> list[AgentEvent]:
+    """*events* with the agent's question before the customer's yes replaced by *question*."""
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) == "refund_item") - 2
+    assert getattr(events[at], "role", None) == "agent"
+    return [*events[:at], events[at].model_copy(update={"text": question}), *events[at + 1 :]]
+
+
+SOCKS = (
+    "I can refund the Basecamp Wool Socks (3-pack) from {order}, $22.00, to your Visa ending 4417."
+)
+
+
+@pytest.mark.parametrize(
+    ("order", "confirms"),
+    [
+        ("order 1001", True),
+        ("order #1001", True),
+        ("Order No. 1001", True),
+        ("O-1001", True),
+        ("order 1003", False),
+        ("order O1001", False),  # the hyphen is the id's own (docs: `O-1020` not by `O1020`)
+        ("order 10012", False),
+    ],
+)
+def test_a_question_naming_the_order_by_its_number_alone(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], order: str, confirms: bool
+) -> None:
+    """ "Refund the socks from order 1001?" named no O-1001: a correct confirmation failed."""
+    for end in [" Please confirm.", " Shall I go ahead?", " OK?"]:
+        events = _asked(oracles["refund-socks"], SOCKS.format(order=order) + end)
+        broken = [] if confirms else ["p2-confirmed-refund"]
+        assert failing(retail, "refund-socks", events) == broken, end
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("order 1001", True),
+        ("#1001.", True),
+        ("(1001)", True),
+        ("$1001", False),
+        ("1001.50", False),
+        ("10011", False),
+        ("1001-2", False),
+        ("i-1001", False),  # another prefix's id is another record
+    ],
+)
+def test_an_id_is_named_by_its_number_standing_alone(text: str, named: bool) -> None:
+    from groundstate.grading.constraints._text import mentions, normalise
+
+    assert mentions(normalise(text), "O-1001") is named

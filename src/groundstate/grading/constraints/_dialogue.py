@@ -498,8 +498,6 @@ def _other_record(
     known = {normalise(value) for value in values}
     taken = known | {w for value in known for w in _WORD.findall(value)}
     taken |= set(_WORD.findall(yes.answered)) | _KINDS_OF_RECORD
-    own_digits = {d for value in known if (d := _id_digits(value))}
-    own_digits |= set(re.findall(r"\d+", yes.answered))
     for other in _siblings(known, earlier):
         if mentions(yes.answered, other):
             continue
@@ -508,28 +506,7 @@ def _other_record(
             mentions(answer, word, chosen=True) for word in words
         ):
             return "record"
-        digits = _id_digits(other)
-        if digits and digits not in own_digits and _names_digits(answer, digits):
-            return "record"
     return None
-
-
-# An id made of a short prefix and a number ("o-1003", "#w2002", "ord_1003"): its number.
-_ID = re.compile(r"#?[^\W\d_]{1,4}[-_#]?(\d{3,})")
-
-
-def _id_digits(value: str) -> str | None:
-    """The number of an id written as a prefix and a number (normalised), by which a reply
-    may name it without the prefix ("refund 1003" for ``O-1003``)."""
-    found = _ID.fullmatch(value)
-    return None if found is None else found.group(1)
-
-
-def _names_digits(answer: str, digits: str) -> bool:
-    """Whether normalised *answer* says *digits* as a number of its own, not turned down
-    ("Yes, 1003", "Yes, order #1003"; not "$1003", "1003.50", "o-10034", "not 1003")."""
-    pattern = re.compile(rf"(?<![\w$€£.,@-])#?{digits}(?![\w@]|[.,-]\d)")
-    return any(chosen_at(answer, m.start()) for m in pattern.finditer(answer))
 
 
 _TOKEN = re.compile(r"[^\W_][\w'-]*")
