@@ -69,7 +69,7 @@ partial or expression UNIQUE indexes refused instead of dropped; 17: the library
 and the retail checks: a yes naming another record, or taken back in other words ("Cancel
 that."), amounts with their thousands grouped or the sign after them, and a claim about several
 records after fewer changed; 18: the library's grading and the retail checks: a yes on terms
-of its own ("Yes, but in size 10"), another record named by its number without its prefix, a
+of its own ("Yes, but in size 10"), an id named by its number without its prefix, a
 cancel or undo verb alone in other languages taking a yes back, and a claim that everything, or
 a record in the past tense, went through while a refused change was never made)."""
 
