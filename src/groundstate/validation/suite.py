@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 17
+VALIDATOR_REVISION = 18
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -68,7 +68,10 @@ and the postgres kind's fixtures' triggers, views, generated columns, collations
 partial or expression UNIQUE indexes refused instead of dropped; 17: the library's grading
 and the retail checks: a yes naming another record, or taken back in other words ("Cancel
 that."), amounts with their thousands grouped or the sign after them, and a claim about several
-records after fewer changed)."""
+records after fewer changed; 18: the library's grading and the retail checks: a yes on terms
+of its own ("Yes, but in size 10"), an id named by its number without its prefix, a
+cancel or undo verb alone in other languages taking a yes back, and a claim that everything, or
+a record in the past tense, went through while a refused change was never made)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

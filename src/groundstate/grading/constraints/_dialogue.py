@@ -168,7 +168,7 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
         if i in changes:
             yield i, answers
         said = True if i in yes else (False if i in no else None)
-        if said is not False and asked is not None and _cancels_that(event, asked):
+        if said is not False and asked is not None and _retracts(event, asked):
             said = False
         if question is None and said is False and asked is not None:
             _track_second_thoughts(event, asked, answers, i)
@@ -263,6 +263,8 @@ def _check_change(
         counter_offer = _counter_offer(covering[-1]) or _other_record(covering[-1], values, earlier)
     if counter_offer is not None:
         why = f"named another {counter_offer} than the question's"
+        if counter_offer == "term":
+            why = "put a term of its own on the change, one the question did not say"
         return _unconfirmed_by(constraint, change, covering[-1], why, "counter_offer")
     if covering and covering[-1].yes:
         objection = _objection(answers, covering[-1])
@@ -415,7 +417,65 @@ def _counter_offer(yes: _Confirmation) -> str | None:
     asked = _amounts(yes.answered)
     if asked and not _amounts(message_text(yes.answer)) <= asked:
         return "amount"
+    if _own_terms(yes):
+        return "term"
     return None
+
+
+_YES_WORDS = (
+    r"(yes+|yeah|yep|yup|sure|ok|okay|fine|alright|all right|go ahead|please|s[ií]|oui|ja|sim"
+    r"|claro|d'accord|por favor|bitte|s'il vous pla[iî]t)"
+)
+_BUT = r"(but|pero|mais|aber|mas|ma|per[oò]|though|only|just|s[oó]lo|seulement|nur|make it)"
+# A term put on the change: a phrase opening with a preposition or a kind of value ("in size
+# M", "with express shipping", "as store credit", "en talla M", "en noir", "in Größe 10").
+_TERM_OPENING = (
+    r"(in|with|for|as|at|via|by|through|en|con|por|como|avec|pour|par|comme|mit|als|em|com"
+    r"|size|talla|taille|gr[oö](ss|ß)e|tamanho|colou?r)\b"
+    # ... not a courtesy or a word of time ("Yes, with pleasure", "Yes, by all means", "Sí,
+    # por supuesto", "in that case", "as discussed")
+    r"(?! (the )?(future|meantime|mean time|any case|that case|this case|advance|general|fact"
+    r"|short|pleasure|thanks|all means|the way|now|sure|real|once|last|least|soon|discussed"
+    r"|agreed|planned|described|stated|mentioned|proposed|suggested|you (said|say|described|"
+    r"suggest|suggested)|supuesto|favor|fin|gusto|mucho gusto|cierto|effet|fait|tout cas"
+    r"|contre|certeza|prazer|vergn[üu]gen|sicher|plaisir|grand plaisir|s[uû]r)\b)"
+)
+_OWN_TERMS = re.compile(
+    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+({_BUT}\b[\W_]*)*({_YES_WORDS}\b[\W_]*)*"
+    rf"(?P<term>{_TERM_OPENING}[^.!?,;]*)"
+    # the term before the yes: "In size M, yes."
+    rf"|^[\W_]*({_BUT}\b[\W_]*)?(?P<first>{_TERM_OPENING}[^.!?,;]*)[,;]? ({_YES_WORDS})\b"
+)
+# Words of a term that name nothing the change could differ in ("Yes, for the full amount",
+# "Yes, with my card": what the question's words and the reply's do not already say).
+_PLAIN_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "in with for as at via by through to the a an my your our it them that this these those"
+        " me us all both full whole entire amount total please now one ones of and en con por"
+        " como avec pour par comme mit als em com el la los las le les de del du des mi mis mon"
+        " ma mes mein meine meinen"
+        # words referring back to the question ("go ahead with the details you provided")
+        " details detail information info terms plan proposal you provided gave given said"
+        " mentioned above listed described stated suggested proposed offered",
+    )
+)
+
+
+def _own_terms(yes: _Confirmation) -> bool:
+    """Whether *yes* puts a term of its own on the change, in its first sentence: a phrase
+    opening with a preposition or a kind of value that says something its question does not
+    ("Refund the socks?" "Yes, but in size M"; "... for size 9 in grey?" "Yes, but in black",
+    "Sí, pero en talla 10", "In size M, yes."). A yes restating the question's terms ("Yes,
+    in grey", "Yes, for order O-1001") or with a courtesy ("Yes, with pleasure", "Yes, by
+    all means") is a yes."""
+    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    found = _OWN_TERMS.match(answer)
+    if found is None:
+        return False
+    term = found.group("term") or found.group("first")
+    said = set(_TOKEN.findall(yes.answered)) | _REPLY_WORDS | _PLAIN_WORDS
+    return any(word not in said for word in _TOKEN.findall(term))
 
 
 def _other_record(
@@ -612,11 +672,11 @@ def _asks_to_go_on(message: MessageEvent) -> bool:
 # it?" "Wait, don't refund it yet."), unlike a plain no, which answers that question ("No,
 # that's all"). "I'll wait for the email" or "don't cancel the hoodie" take nothing back.
 _TAKING_BACK = re.compile(
-    r"(^|[.!?,;] )((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
+    r"(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
     r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$))\b|\bhang on\b"
     r"|\bnever ?mind\b|\bscratch that\b|\bundo (it|that|this)\b|\babort\b|\bbelay that\b"
     r"|\bcall (it|that|this) off\b|(^|[.!?,;] )(halt|abbrechen)\b"
-    r"|(^|[.!?,;] )(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
+    r"|(^|[.!?,;] )[¡¿]*(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
     r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
     r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
     r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
@@ -628,18 +688,49 @@ _TAKING_BACK = re.compile(
 )
 
 
+# Undo or stop, alone as a sentence, in the languages of the default yes and Italian ("Undo!",
+# "¡Deshazlo!", "Desfazer.", "Rückgängig machen.", "¡Para!", "Fermati."): a no whatever the
+# agent last said, though the default ``no`` does not read these words.
+_UNDOING = re.compile(
+    r"(^|[.!?,;] )[¡¿\"'(]*((no|oh|wait|actually|sorry|please|non|nein),? )*(undo( it| that| this)?"
+    r"|deshaz(lo|la)?|deshacer(lo|la)?|desfaz(er)?|desfa[çc]a|r[üu]ckg[äa]ngig( machen)?"
+    r"|annulla tutto|det[eé]n(te)?|detener|parar|para( ya)?|fermati|ferma|aspetta|halte an)"
+    r"( (please|por favor|bitte|per favore|s'il vous pla[iî]t|todo|tudo|tutto|alles))*"
+    r"(?=\W*$|[.!?,;])"
+)
+
+
 def _takes_back(message: MessageEvent, asked: MessageEvent) -> bool:
     """Whether the user's *message* takes back a yes, answering the agent's message *asked*."""
-    return _TAKING_BACK.search(message_text(message)) is not None or _cancels_that(message, asked)
+    return _TAKING_BACK.search(message_text(message)) is not None or _retracts(message, asked)
 
 
-# "Cancel that", "cancela eso", "annule ça": a retraction of what the agent is about to do,
-# unless what it is about to do is a cancellation ("I can cancel O-1002 for you." "Cancel
-# it."): then it orders the change.
+def _retracts(event: AgentEvent, asked: MessageEvent) -> bool:
+    """Whether *event* is the user's retraction of what the agent is about to do (the agent's
+    last message *asked*) in words the default ``no`` does not read: "Cancel that",
+    "¡Cancelar!" (not to a cancellation: that orders it), "Deshazlo"."""
+    if not isinstance(event, MessageEvent) or event.role != "user" or event.text is None:
+        return False
+    return _UNDOING.search(message_text(event)) is not None or _cancels_that(event, asked)
+
+
+# "Cancel that", "cancela eso", "annule ça", or the verb alone as a sentence ("Cancel.",
+# "¡Cancelar!", "Annulez !", "Stornieren bitte.", "Annulla tutto"), in the languages of the
+# default yes and Italian, as the imperative, the infinitive or with the object pronoun
+# joined on ("cancélalo"): a retraction of what the agent is about to do, unless what it is
+# about to do is a cancellation ("I can cancel O-1002 for you." "Cancel it."): then it
+# orders the change. "Cancel the hoodie" names what to cancel, and orders that.
+_CANCEL_VERB = (
+    r"(cancel|canc[eé]l[aá](lo|la|los|las)?|cancele|cancelar(lo|la)?|cancelad|cancelen"
+    r"|an[uú]la(lo|la)?|anule|anular(lo|la)?|anul[aá]|annule[rz]?|annulla(re)?|cancella(re)?"
+    r"|storniere|stornieren|stornier|storno)"
+)
 _CANCEL_THAT = re.compile(
-    r"(^|[.!?,;] )((no|oh|wait|actually|sorry|please|um|hmm|ok|okay),? )*"
-    r"(cancel|cancela|cancele|cancelar|anula|annule[rz]?|storniere|stornier)"
-    r" (that|this|it|eso|esto|isso|isto|ça|cela|das)(?=\W*$|[.!?,;])"
+    r"(^|[.!?,;] )[¡¿\"'(]*((no|oh|wait|actually|sorry|please|um|hmm|ok|okay|non|nein|mejor"
+    r"|better|bitte|por favor|per favore|s'il vous pla[iî]t),? )*"
+    rf"{_CANCEL_VERB}( (that|this|it|eso|esto|isso|isto|ça|cela|das|es|lo|la|le))?"
+    r"( (please|por favor|bitte|per favore|s'il vous pla[iî]t|todo|tudo|tout|alles|tutto"
+    r"|everything|all of it|de todos modos|anyway))*(?=\W*$|[.!?,;])"
 )
 _ABOUT_CANCELLING = re.compile(r"\b(cancel|anul|annul|stornier)")
 

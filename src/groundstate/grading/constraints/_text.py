@@ -231,7 +231,17 @@ def _named_by(value: str) -> re.Pattern[str]:
     for mark, optional in _OPTIONAL:
         body = body.replace(mark, optional)
     # The guards look at the value's first and last word, whether or not its brackets are said.
-    return re.compile(_start(needle.lstrip("(#")) + body + _end(needle.rstrip(")")))
+    written = _start(needle.lstrip("(#")) + body + _end(needle.rstrip(")"))
+    number = _PREFIXED_ID.fullmatch(needle)
+    if number is None:
+        return re.compile(written)
+    # An id of a short prefix and a number is named by its number alone too ("order 1001" for
+    # O-1001, "#2002" for #W2002), where it stands as a number of its own (not "$1001",
+    # "1001.50", "o1001" nor "1001-2").
+    return re.compile(rf"{written}|(?<![\w$\u20ac\u00a3.,@-])#?{number.group(1)}(?![\w@]|[.,-]\d)")
+
+
+_PREFIXED_ID = re.compile(r"#?[^\W\d_]{1,4}[-_#]?(\d{3,})")
 
 
 _DOLLARS = re.compile(r"\$(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
