@@ -44,6 +44,7 @@ from groundstate.environments.sqlite import (
 )
 from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
 from groundstate.environments.sqlite_live import plain_read
+from groundstate.validation.dialect import answered_otherwise
 from groundstate.errors import (
     EnvironmentFailure,
     FixtureNotCarried,
@@ -429,12 +430,14 @@ def _carry_over_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) ->
     """A fixture the suite's kind cannot build as SQLite does (SQLite-only SQL on the postgres
     kind: a ``DEFAULT (datetime('now'))``, a ``CHECK (v GLOB ...)``), at each task using it.
     Every proof and attempt failed on it with the server's raw error, naming no task, table
-    or column. A kind offers the check as its ``check_fixture(fixture, clock)``."""
+    or column. A kind offers the check as its ``check_fixture(fixture, clock)``; then the
+    graders' queries are asked of it and of SQLite (:mod:`~groundstate.validation.dialect`)."""
     kind = suite.config.environment
     try:
         check = getattr(environment_kind(kind).build, "check_fixture", None)
-        if check is not None:
-            check(fixture, tasks[0].clock)
+        if check is None:
+            return []
+        check(fixture, tasks[0].clock)
     except FixtureNotCarried as exc:
         return [
             SuiteProblem(
@@ -446,8 +449,11 @@ def _carry_over_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) ->
             for task_file in (suite.root / "tasks" / f"{t.task_id}.yaml" for t in tasks)
         ]
     except EnvironmentFailure:  # the server or a missing extra, not the suite: runs report it
-        pass
-    return []
+        return []
+    return [
+        _at(suite.root / "tasks" / f"{task.task_id}.yaml", field_name, reason)
+        for task, field_name, reason in answered_otherwise(kind, fixture, tasks)
+    ]
 
 
 def _cell_problems(fixture: Path, tables: dict[str, _Table]) -> Iterator[SuiteProblem]:
