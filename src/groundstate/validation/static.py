@@ -44,7 +44,6 @@ from groundstate.environments.sqlite import (
 )
 from groundstate.environments.sqlite_determinism import FixtureNotDeterministic
 from groundstate.environments.sqlite_live import plain_read
-from groundstate.validation.dialect import answered_otherwise
 from groundstate.errors import (
     EnvironmentFailure,
     FixtureNotCarried,
@@ -70,6 +69,7 @@ from groundstate.spec.task import (
     TableChange,
 )
 from groundstate.tools import declaration_problems, source_line
+from groundstate.validation.dialect import answered_otherwise
 
 Severity = Literal["error", "warning"]
 Query = Callable[[str], list[tuple[Any, ...]]]
@@ -416,6 +416,7 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
                 for name, state in env.snapshot().tables.items()
             }
             problems = list(_cell_problems(fixture, tables))
+            problems += _sql_cell_problems(fixture, tables)
             for task in tasks:
                 task_file = suite.root / "tasks" / f"{task.task_id}.yaml"
                 problems += _assertion_problems(task, task_file, tables, view.query)
@@ -454,6 +455,40 @@ def _carry_over_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) ->
         _at(suite.root / "tasks" / f"{task.task_id}.yaml", field_name, reason)
         for task, field_name, reason in answered_otherwise(kind, fixture, tasks)
     ]
+
+
+def _sql_cell_problems(fixture: Path, tables: dict[str, _Table]) -> Iterator[SuiteProblem]:
+    """A SQL fixture's text in a numeric column (``'1,000'`` or ``'ten'`` in an INTEGER one),
+    as a data fixture's cells are checked: SQLite keeps it as text, which compares above every
+    number, so ``balance >= 30`` holds for it and a grader's threshold passes a broken row."""
+    if fixture.suffix != ".sql":
+        return
+    lines = fixture.read_text(encoding="utf-8", errors="replace").splitlines()
+    for name, table in tables.items():
+        for column in table.state.columns:
+            declared = table.types.get(column, "")
+            if _affinity(declared) not in _NUMERIC or "DATE" in declared or "TIME" in declared:
+                continue
+            texts = [
+                (key, row[column])
+                for key, row in table.state.rows.items()
+                if isinstance(row.get(column), str)
+            ]
+            if not texts:
+                continue
+            key, value = texts[0]
+            more = f" (and in {len(texts) - 1} more rows)" if len(texts) > 1 else ""
+            quoted = "'" + value.replace("'", "''") + "'"
+            yield SuiteProblem(
+                file=str(fixture),
+                line=next((i for i, line in enumerate(lines, 1) if quoted in line), None),
+                field=f"{name}.{column}",
+                reason=(
+                    f"holds the text {value!r} in the row with key {key}{more}, but {name}."
+                    f"{column} is {declared}: SQLite keeps it as text, which compares above "
+                    f"every number ({column} >= 0 holds for it); write it as a number"
+                ),
+            )
 
 
 def _cell_problems(fixture: Path, tables: dict[str, _Table]) -> Iterator[SuiteProblem]:
