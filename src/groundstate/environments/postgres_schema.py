@@ -413,12 +413,63 @@ def _closing(sql: str, start: int) -> int:
 # --- the SQL that sets a template database up --------------------------------------------------
 
 
+_SQLITE_FUNCTIONS = {
+    "substr(x text, p1 bigint, p2 bigint) RETURNS text LANGUAGE plpgsql": (
+        "DECLARE len bigint := char_length(x); neg boolean := p2 < 0; BEGIN "
+        "IF neg THEN p2 := -p2; END IF; "
+        "IF p1 < 0 THEN p1 := p1 + len; "
+        "IF p1 < 0 THEN p2 := greatest(p2 + p1, 0); p1 := 0; END IF; "
+        "ELSIF p1 > 0 THEN p1 := p1 - 1; ELSIF p2 > 0 THEN p2 := p2 - 1; END IF; "
+        "IF neg THEN p1 := p1 - p2; IF p1 < 0 THEN p2 := p2 + p1; p1 := 0; END IF; END IF; "
+        "RETURN substr(x, least(p1 + 1, 2000000000)::int, "
+        "least(greatest(p2, 0), 2000000000)::int); END"
+    ),
+    "substr(x text, p1 integer, p2 integer) RETURNS text LANGUAGE sql": (
+        f"SELECT {API}.substr(x, p1::bigint, p2::bigint)"
+    ),
+    "substr(x text, p1 bigint) RETURNS text LANGUAGE sql": (
+        f"SELECT {API}.substr(x, p1, 1000000000::bigint)"
+    ),
+    "substr(x text, p1 integer) RETURNS text LANGUAGE sql": (
+        f"SELECT {API}.substr(x, p1::bigint, 1000000000::bigint)"
+    ),
+    "substring(x text, p1 bigint, p2 bigint) RETURNS text LANGUAGE sql": (
+        f"SELECT {API}.substr(x, p1, p2)"
+    ),
+    "substring(x text, p1 integer, p2 integer) RETURNS text LANGUAGE sql": (
+        f"SELECT {API}.substr(x, p1::bigint, p2::bigint)"
+    ),
+    "round(r double precision) RETURNS double precision LANGUAGE sql": (
+        "SELECT CASE WHEN abs(r) >= 9.2e18 OR r <> r THEN r WHEN r >= 0 THEN trunc(r + 0.5) "
+        "ELSE -trunc(-r + 0.5) END"
+    ),
+    "round(r double precision, n bigint) RETURNS double precision LANGUAGE sql": (
+        f"SELECT CASE WHEN least(greatest(n, 0), 30) = 0 THEN {API}.round(r) "
+        "ELSE round(r::numeric, least(greatest(n, 0), 30)::int)::double precision END"
+    ),
+    "round(r double precision, n integer) RETURNS double precision LANGUAGE sql": (
+        f"SELECT {API}.round(r, n::bigint)"
+    ),
+}
+"""SQLite's ``substr`` (a negative start counts from the end, a negative length takes the
+characters before) and ``round`` of a REAL (half away from zero; PostgreSQL's rounds half to
+even, and has no ``round(double precision, integer)``), first on the agent's and graders'
+``search_path``, so the same call gives the same value; each also for ``bigint`` arguments (an
+INTEGER column's type), which PostgreSQL's own do not take."""
+
+
 def clock_sql() -> list[str]:
-    """The harness's schemas, its clock and ``now()``: made before the fixture's tables, whose
-    ``DEFAULT CURRENT_TIMESTAMP`` and kin read it."""
+    """The harness's schemas, its clock and ``now()``, and SQLite's functions: made before the
+    fixture's tables, whose ``DEFAULT CURRENT_TIMESTAMP`` and kin read the clock."""
+    functions = [
+        f"CREATE FUNCTION {API}.{signature} IMMUTABLE STRICT "
+        f"SET search_path = pg_catalog AS $gs${body}$gs$"
+        for signature, body in _SQLITE_FUNCTIONS.items()
+    ]
     return [
         f"CREATE SCHEMA {INTERNAL}",
         f"CREATE SCHEMA {API}",
+        *functions,
         f"CREATE TABLE {INTERNAL}.meta (key text PRIMARY KEY, value text)",
         _function(
             f"{API}.now()",
