@@ -336,3 +336,32 @@ def test_substr_and_round_give_sqlite_s_values_on_postgres(tmp_path: Path, sql: 
         expected = ours.evaluator_view().query(sql)
         assert expected
         assert theirs.evaluator_view().query(sql) == expected
+
+
+# --- a reset that does not restore the rows is proven invalid on PostgreSQL ------------------------
+
+
+def test_postgres_reset_check_catches_a_reset_that_keeps_the_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The counters (sixteenth round) and the clock were probed on PostgreSQL; a reset that
+    put them back and left the agent's rows as they were fails ``reset`` too, naming the
+    table."""
+    _postgres()
+    from groundstate.environments import postgres
+    from groundstate.spec.suite import load_suite, with_environment
+    from groundstate.validation.checks import check_reset
+    from groundstate.validation.replay import Proof
+
+    from .conftest import BANK
+
+    def keeps_rows(db: Any, template: Any, tables: Any) -> None:
+        with db.transaction():
+            db.execute(f"TRUNCATE {postgres.INTERNAL}.meta")
+            postgres._fill_internal(db, template.fixture)
+
+    suite = with_environment(load_suite(BANK), "postgres")
+    monkeypatch.setattr(postgres, "_reload", keeps_rows)
+    passed, detail = check_reset(Proof(suite, suite.tasks["transfer"]))
+    assert not passed
+    assert "rows of accounts differ" in detail
