@@ -295,7 +295,7 @@ def test_check_names_text_in_a_numeric_column_of_a_sql_fixture(tmp_path: Path) -
     )
 
 
-# --- functions: SQLite's substr and round ----------------------------------------------------------
+# --- functions: SQLite's substr and round ---------------------------------------------------------
 
 
 def _grid_fixture(path: Path) -> Path:
@@ -338,7 +338,7 @@ def test_substr_and_round_give_sqlite_s_values_on_postgres(tmp_path: Path, sql: 
         assert theirs.evaluator_view().query(sql) == expected
 
 
-# --- a reset that does not restore the rows is proven invalid on PostgreSQL ------------------------
+# --- a reset that does not restore the rows is proven invalid on PostgreSQL -----------------------
 
 
 def test_postgres_reset_check_catches_a_reset_that_keeps_the_rows(
