@@ -326,10 +326,11 @@ def _grid_fixture(path: Path) -> Path:
     ],
 )
 def test_substr_and_round_give_sqlite_s_values_on_postgres(tmp_path: Path, sql: str) -> None:
-    """``substr(w, -3)`` is the last three characters on SQLite and ``''``-ish on PostgreSQL,
-    and ``round(2.5)`` of a REAL is 3 on SQLite and 2 on PostgreSQL (half to even); a
-    ``round(r, 2)`` of a REAL was an error there. A price a tool rounds, or a code a grader
-    cuts, was another value on the other kind."""
+    """``substr(w, -3)`` is the last three characters on SQLite and the whole word on
+    PostgreSQL, ``substr(w, -3, 2)`` two of them and ``''``, and ``round(2.5)`` of a REAL is
+    3 on SQLite and 2 on PostgreSQL (half to even); a ``round(r, 2)`` of a REAL, and a
+    ``substr`` given an INTEGER column, were errors there. A price a tool rounds, or a code a
+    grader cuts, was another value on the other kind."""
     postgres = _postgres()
     fixture = _grid_fixture(tmp_path / "g.sql")
     with SqliteEnvironment(fixture, clock=CLOCK) as ours, postgres(fixture, clock=CLOCK) as theirs:
