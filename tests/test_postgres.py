@@ -235,7 +235,7 @@ def test_text_postgres_cannot_store_is_refused_not_crashed() -> None:
     [
         ("SELECT * FROM t WHERE a = ? AND b = ?", "SELECT * FROM t WHERE a = %s AND b = %s"),
         ("SELECT '?', a FROM t WHERE b LIKE 'x%' AND c = ?",
-         "SELECT '?', a FROM t WHERE b LIKE 'x%%' AND c = %s"),
+         "SELECT '?', a FROM t WHERE b ILIKE 'x%%' ESCAPE '' AND c = %s"),
         ("SELECT 'it''s ?', \"odd?name\" FROM t WHERE d = ?",
          "SELECT 'it''s ?', \"odd?name\" FROM t WHERE d = %s"),
         ("SELECT 100 % 7", "SELECT 100 %% 7"),

@@ -43,13 +43,19 @@ from groundstate.environments.base import (
     in_tool_call,
     quote,
 )
-from groundstate.environments.postgres_dialect import AgentConnection, run, sqlite_row
+from groundstate.environments.postgres_dialect import (
+    AgentConnection,
+    run,
+    sqlite_row,
+    sqlite_value,
+)
 from groundstate.environments.postgres_schema import (
     API,
     INTERNAL,
     Clause,
     PortableFixture,
     PortableTable,
+    clock_sql,
     harness_sql,
     read_fixture,
     with_children,
@@ -582,10 +588,13 @@ def _load(
     db: psycopg.Connection[Any], fixture: PortableFixture, server: PostgresServer, secret: str
 ) -> None:
     with db.transaction():
+        for statement in clock_sql():
+            db.execute(statement.encode())
         for table in fixture.tables:
             for clause in [Clause(f"table {table.name}", table.ddl), *table.clauses]:
                 with _refused(clause.what):
                     db.execute(clause.sql.encode())
+                    _same_default(db, clause)
             with _refused(f"the rows of table {table.name}"):
                 _copy_rows(db, table)
         for table in fixture.tables:
@@ -611,6 +620,22 @@ def _refused(what: str) -> Iterator[None]:
             "fixture's schema and values over as written; make them what both accept, or run "
             "the suite on the sqlite kind"
         ) from exc
+
+
+def _same_default(db: psycopg.Connection[Any], clause: Clause) -> None:
+    """A default PostgreSQL accepts but gives another value from than SQLite stores: every
+    row an agent inserts without the column would differ, silently, between the kinds."""
+    if clause.value is None:
+        return
+    row = db.execute(clause.value.encode()).fetchone()
+    given = sqlite_value(row[0]) if row else None
+    if type(given) is not type(clause.expected) or given != clause.expected:
+        raise FixtureNotCarried(
+            f"postgres: {clause.what} gives {given!r} on PostgreSQL, where SQLite stores "
+            f"{clause.expected!r}: a row inserted without it would differ between the kinds; "
+            "write a default the column stores as written on both (1.5 in a REAL column, 2 in "
+            "an INTEGER one)"
+        )
 
 
 def _reload(db: psycopg.Connection[Any], template: Template, tables: list[PortableTable]) -> None:

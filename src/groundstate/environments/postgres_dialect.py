@@ -25,6 +25,8 @@ import psycopg
 from psycopg import errors
 from psycopg.pq import TransactionStatus
 
+from groundstate.environments.postgres_sql import sqlite_meaning
+
 LASTROWID = "groundstate.lastrowid"
 """The transaction-local setting the insert triggers leave the new row's key in."""
 _REFUSED = {
@@ -71,10 +73,11 @@ def keyword(sql: str) -> str:
 
 @lru_cache(maxsize=4096)
 def translate(sql: str) -> str:
-    """``?`` placeholders as ``%s`` and ``%`` as ``%%``, string literals and quoted names kept."""
+    """``?`` placeholders as ``%s`` and ``%`` as ``%%``, string literals and quoted names kept;
+    ``LIKE`` and ``ORDER BY`` as SQLite means them (:func:`sqlite_meaning`)."""
     out: list[str] = []
     quote: str | None = None
-    for char in sql:
+    for char in sqlite_meaning(sql):
         if quote is not None:
             quote = None if char == quote else quote
         elif char in "'\"":

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundstate.environments.base import quote
+from groundstate.environments.postgres_sql import sqlite_meaning
 from groundstate.errors import FixtureNotCarried
 
 INTERNAL = "_gs"
@@ -38,6 +39,11 @@ class Clause:
     what: str
     """What it is, for a message (``column refunds.at DEFAULT datetime('now')``)."""
     sql: str
+    value: str | None = None
+    """For a default: the SELECT giving the value PostgreSQL's column takes from it, to be
+    compared with :attr:`expected`, SQLite's (``DEFAULT 1.5`` in an INTEGER column is the REAL
+    1.5 in SQLite, 2 in a ``bigint``)."""
+    expected: Any = None
 
 
 @dataclass
@@ -210,15 +216,13 @@ def _table(connection: sqlite3.Connection, name: str, sql: str) -> PortableTable
     definitions += [f"UNIQUE ({', '.join(map(quote, u))})" for u in _uniques(connection, name)]
     table = f"public.{quote(name)}"
     clauses = [
-        Clause(
-            f"column {name}.{c[1]} DEFAULT {c[4]}",
-            f"ALTER TABLE {table} ALTER COLUMN {quote(str(c[1]))} SET DEFAULT {c[4]}",
-        )
-        for c in info
-        if c[4] is not None
+        _default(connection, name, c, types[i]) for i, c in enumerate(info) if c[4] is not None
     ]
-    clauses += [
-        Clause(f"CHECK {check} of table {name}", f"ALTER TABLE {table} ADD CHECK {check}")
+    clauses += [  # a CHECK's LIKE as SQLite means it (see postgres_sql)
+        Clause(
+            f"CHECK {check} of table {name}",
+            f"ALTER TABLE {table} ADD CHECK {sqlite_meaning(check)}",
+        )
         for check in check_clauses(sql)
     ]
     return PortableTable(
@@ -240,31 +244,94 @@ def _table(connection: sqlite3.Connection, name: str, sql: str) -> PortableTable
     )
 
 
+_CLOCK_DEFAULTS = {
+    "CURRENT_TIMESTAMP": "YYYY-MM-DD HH24:MI:SS",
+    "CURRENT_DATE": "YYYY-MM-DD",
+    "CURRENT_TIME": "HH24:MI:SS",
+}
+"""SQLite's clock keywords as the text it gives (the SQLite kind answers them on the task's
+clock), written on the harness's clock: PostgreSQL's own keywords read the server's clock and
+give another text (``2026-12-04 11:10:00.123+00``)."""
+
+
+def _default(connection: sqlite3.Connection, table: str, column: Any, pg_type: str) -> Clause:
+    """The clause setting a column's default, with the value SQLite stores from it (the
+    column's affinity applied, in a scratch table of this private copy)."""
+    what = f"column {table}.{column[1]} DEFAULT {column[4]}"
+    target = f"ALTER TABLE public.{quote(table)} ALTER COLUMN {quote(str(column[1]))}"
+    clock = _CLOCK_DEFAULTS.get(str(column[4]).strip("() \t\n").upper())
+    if clock is not None:
+        return Clause(
+            what, f"{target} SET DEFAULT to_char({API}.now() AT TIME ZONE 'UTC', '{clock}')"
+        )
+    probe = quote(f"_gs_default_{table}")
+    try:
+        connection.execute(
+            f"CREATE TEMP TABLE {probe} (v {column[2]} DEFAULT ({column[4]}), w INTEGER)"
+        )
+        connection.execute(f"INSERT INTO {probe} (w) VALUES (1)")
+        expected = connection.execute(f"SELECT v FROM {probe}").fetchone()[0]
+    except sqlite3.Error:  # not a value SQLite computes alone: PostgreSQL's word decides
+        return Clause(what, f"{target} SET DEFAULT {column[4]}")
+    finally:
+        connection.execute(f"DROP TABLE IF EXISTS {probe}")
+    return Clause(
+        what,
+        f"{target} SET DEFAULT {column[4]}",
+        value=f"SELECT CAST(({column[4]}) AS {pg_type})",
+        expected=expected,
+    )
+
+
 def _declared(info: list[Any], column: str) -> str:
     return next(str(c[2]).upper() for c in info if c[1] == column)
 
 
 def _pg_type(table: str, column: Any, rows: list[Any], index: int) -> str:
-    """The PostgreSQL type of a column, by SQLite's affinity rules; every value must fit it."""
+    """The PostgreSQL type of a column, by SQLite's affinity rules; every value must fit it.
+
+    A column of no affinity (no declared type, or BLOB) holding other than bytes, and one of
+    NUMERIC affinity (``DECIMAL``, ``BOOLEAN``...) other than dates, have no PostgreSQL type
+    that behaves alike: SQLite keeps ``2.5`` and ``3`` as given in a NUMERIC column where a
+    ``bigint`` rounds ``2.5`` to 3 and a ``double precision`` turns ``3`` into ``3.0``, and it
+    compares a column of no affinity with ``'5'`` as text where a typed column converts it."""
     declared = str(column[2]).upper()
     classes = {type(row[index]) for row in rows} - {type(None)}
     if "INT" in declared:
-        wanted: str | None = "bigint"
+        wanted = "bigint"
     elif any(word in declared for word in ("CHAR", "CLOB", "TEXT")):
         wanted = "text"
     elif any(word in declared for word in ("REAL", "FLOA", "DOUB")):
         wanted = "double precision"
     elif "BLOB" in declared or not declared:
-        wanted = None  # no affinity: whatever the values are
-    else:  # NUMERIC affinity (DATE, BOOLEAN, DECIMAL...): by the values, text for dates
-        wanted = "text" if ("DATE" in declared or "TIME" in declared) and not classes else None
-    if wanted is None:
-        if len(classes) > 1:
-            raise _mixed(table, column[1], classes)
-        wanted = _CLASS_TYPE[classes.pop()] if classes else "bigint"
+        if classes - {bytes}:
+            raise _unlike(
+                table,
+                column,
+                "has no type affinity (SQLite stores and compares "
+                "its values as given, a typed PostgreSQL column converts them)",
+            )
+        wanted = "bytea"
+    elif ("DATE" in declared or "TIME" in declared) and classes <= {str}:
+        wanted = "text"  # NUMERIC affinity holding dates as text (or nothing yet)
+    else:
+        raise _unlike(
+            table,
+            column,
+            "has NUMERIC affinity (SQLite keeps 2.5 and 3 as given, "
+            "PostgreSQL's bigint rounds 2.5 and its double precision makes 3 3.0)",
+        )
     if any(_CLASS_TYPE[c] != wanted for c in classes):
         raise _mixed(table, column[1], classes)
     return wanted
+
+
+def _unlike(table: str, column: Any, reason: str) -> FixtureNotCarried:
+    declared = str(column[2]) or "no type"
+    return FixtureNotCarried(
+        f"postgres: column {table}.{column[1]} ({declared}) {reason}; declare it INTEGER, "
+        "REAL, TEXT or BLOB (of bytes) so both kinds store and compare it alike"
+    )
 
 
 def _mixed(table: str, column: str, classes: set[type]) -> FixtureNotCarried:
@@ -346,17 +413,64 @@ def _closing(sql: str, start: int) -> int:
 # --- the SQL that sets a template database up --------------------------------------------------
 
 
-def harness_sql(fixture: PortableFixture, agent: str, evaluator: str) -> list[str]:
-    """The harness's schemas, tables, functions and triggers, and the role-wide grants."""
-    statements = [
+_SQLITE_FUNCTIONS = {
+    "substr(x text, p1 bigint, p2 bigint) RETURNS text LANGUAGE plpgsql": (
+        "DECLARE len bigint := char_length(x); neg boolean := p2 < 0; BEGIN "
+        "IF neg THEN p2 := -p2; END IF; "
+        "IF p1 < 0 THEN p1 := p1 + len; "
+        "IF p1 < 0 THEN p2 := greatest(p2 + p1, 0); p1 := 0; END IF; "
+        "ELSIF p1 > 0 THEN p1 := p1 - 1; ELSIF p2 > 0 THEN p2 := p2 - 1; END IF; "
+        "IF neg THEN p1 := p1 - p2; IF p1 < 0 THEN p2 := p2 + p1; p1 := 0; END IF; END IF; "
+        "RETURN substr(x, least(p1 + 1, 2000000000)::int, "
+        "least(greatest(p2, 0), 2000000000)::int); END"
+    ),
+    "substr(x text, p1 integer, p2 integer) RETURNS text LANGUAGE sql": (
+        f"SELECT {API}.substr(x, p1::bigint, p2::bigint)"
+    ),
+    "substr(x text, p1 bigint) RETURNS text LANGUAGE sql": (
+        f"SELECT {API}.substr(x, p1, 1000000000::bigint)"
+    ),
+    "substr(x text, p1 integer) RETURNS text LANGUAGE sql": (
+        f"SELECT {API}.substr(x, p1::bigint, 1000000000::bigint)"
+    ),
+    "substring(x text, p1 bigint, p2 bigint) RETURNS text LANGUAGE sql": (
+        f"SELECT {API}.substr(x, p1, p2)"
+    ),
+    "substring(x text, p1 integer, p2 integer) RETURNS text LANGUAGE sql": (
+        f"SELECT {API}.substr(x, p1::bigint, p2::bigint)"
+    ),
+    "round(r double precision) RETURNS double precision LANGUAGE sql": (
+        "SELECT CASE WHEN abs(r) >= 9.2e18 OR r <> r THEN r WHEN r >= 0 THEN trunc(r + 0.5) "
+        "ELSE -trunc(-r + 0.5) END"
+    ),
+    "round(r double precision, n bigint) RETURNS double precision LANGUAGE sql": (
+        f"SELECT CASE WHEN least(greatest(n, 0), 30) = 0 THEN {API}.round(r) "
+        "ELSE round(r::numeric, least(greatest(n, 0), 30)::int)::double precision END"
+    ),
+    "round(r double precision, n integer) RETURNS double precision LANGUAGE sql": (
+        f"SELECT {API}.round(r, n::bigint)"
+    ),
+}
+"""SQLite's ``substr`` (a negative start counts from the end, a negative length takes the
+characters before) and ``round`` of a REAL (half away from zero; PostgreSQL's rounds half to
+even, and has no ``round(double precision, integer)``), first on the agent's and graders'
+``search_path``, so the same call gives the same value; each also for ``bigint`` arguments (an
+INTEGER column's type), which PostgreSQL's own do not take."""
+
+
+def clock_sql() -> list[str]:
+    """The harness's schemas, its clock and ``now()``, and SQLite's functions: made before the
+    fixture's tables, whose ``DEFAULT CURRENT_TIMESTAMP`` and kin read the clock."""
+    functions = [
+        f"CREATE FUNCTION {API}.{signature} IMMUTABLE STRICT "
+        f"SET search_path = pg_catalog AS $gs${body}$gs$"
+        for signature, body in _SQLITE_FUNCTIONS.items()
+    ]
+    return [
         f"CREATE SCHEMA {INTERNAL}",
         f"CREATE SCHEMA {API}",
-        "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+        *functions,
         f"CREATE TABLE {INTERNAL}.meta (key text PRIMARY KEY, value text)",
-        f"CREATE TABLE {INTERNAL}.secret (value text)",
-        f"CREATE TABLE {INTERNAL}.sqlite_sequence (name text PRIMARY KEY, seq bigint)",
-        f"CREATE TABLE {INTERNAL}.writes "
-        "(seq bigint PRIMARY KEY, tbl int, op text, before_row json, after_row json)",
         _function(
             f"{API}.now()",
             "timestamptz",
@@ -365,6 +479,17 @@ def harness_sql(fixture: PortableFixture, agent: str, evaluator: str) -> list[st
             language="sql",
             volatility="STABLE",
         ),
+    ]
+
+
+def harness_sql(fixture: PortableFixture, agent: str, evaluator: str) -> list[str]:
+    """The harness's other tables, functions and triggers, and the role-wide grants."""
+    statements = [
+        "REVOKE CREATE ON SCHEMA public FROM PUBLIC",
+        f"CREATE TABLE {INTERNAL}.secret (value text)",
+        f"CREATE TABLE {INTERNAL}.sqlite_sequence (name text PRIMARY KEY, seq bigint)",
+        f"CREATE TABLE {INTERNAL}.writes "
+        "(seq bigint PRIMARY KEY, tbl int, op text, before_row json, after_row json)",
         _function(
             f"{API}.take_writes(secret text)",
             "TABLE(seq bigint, tbl int, op text, before_row json, after_row json)",

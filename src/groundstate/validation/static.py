@@ -69,6 +69,7 @@ from groundstate.spec.task import (
     TableChange,
 )
 from groundstate.tools import declaration_problems, source_line
+from groundstate.validation.dialect import answered_otherwise
 
 Severity = Literal["error", "warning"]
 Query = Callable[[str], list[tuple[Any, ...]]]
@@ -415,6 +416,7 @@ def _fixture_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) -> li
                 for name, state in env.snapshot().tables.items()
             }
             problems = list(_cell_problems(fixture, tables))
+            problems += _sql_cell_problems(fixture, tables)
             for task in tasks:
                 task_file = suite.root / "tasks" / f"{task.task_id}.yaml"
                 problems += _assertion_problems(task, task_file, tables, view.query)
@@ -429,12 +431,14 @@ def _carry_over_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) ->
     """A fixture the suite's kind cannot build as SQLite does (SQLite-only SQL on the postgres
     kind: a ``DEFAULT (datetime('now'))``, a ``CHECK (v GLOB ...)``), at each task using it.
     Every proof and attempt failed on it with the server's raw error, naming no task, table
-    or column. A kind offers the check as its ``check_fixture(fixture, clock)``."""
+    or column. A kind offers the check as its ``check_fixture(fixture, clock)``; then the
+    graders' queries are asked of it and of SQLite (:mod:`~groundstate.validation.dialect`)."""
     kind = suite.config.environment
     try:
         check = getattr(environment_kind(kind).build, "check_fixture", None)
-        if check is not None:
-            check(fixture, tasks[0].clock)
+        if check is None:
+            return []
+        check(fixture, tasks[0].clock)
     except FixtureNotCarried as exc:
         return [
             SuiteProblem(
@@ -446,8 +450,45 @@ def _carry_over_problems(suite: Suite, fixture: Path, tasks: list[AgentTask]) ->
             for task_file in (suite.root / "tasks" / f"{t.task_id}.yaml" for t in tasks)
         ]
     except EnvironmentFailure:  # the server or a missing extra, not the suite: runs report it
-        pass
-    return []
+        return []
+    return [
+        _at(suite.root / "tasks" / f"{task.task_id}.yaml", field_name, reason)
+        for task, field_name, reason in answered_otherwise(kind, fixture, tasks)
+    ]
+
+
+def _sql_cell_problems(fixture: Path, tables: dict[str, _Table]) -> Iterator[SuiteProblem]:
+    """A SQL fixture's text in a numeric column (``'1,000'`` or ``'ten'`` in an INTEGER one),
+    as a data fixture's cells are checked: SQLite keeps it as text, which compares above every
+    number, so ``balance >= 30`` holds for it and a grader's threshold passes a broken row."""
+    if fixture.suffix != ".sql":
+        return
+    lines = fixture.read_text(encoding="utf-8", errors="replace").splitlines()
+    for name, table in tables.items():
+        for column in table.state.columns:
+            declared = table.types.get(column, "")
+            if _affinity(declared) not in _NUMERIC or "DATE" in declared or "TIME" in declared:
+                continue
+            texts = [
+                (key, row[column])
+                for key, row in table.state.rows.items()
+                if isinstance(row.get(column), str)
+            ]
+            if not texts:
+                continue
+            key, value = texts[0]
+            more = f" (and in {len(texts) - 1} more rows)" if len(texts) > 1 else ""
+            quoted = "'" + value.replace("'", "''") + "'"
+            yield SuiteProblem(
+                file=str(fixture),
+                line=next((i for i, line in enumerate(lines, 1) if quoted in line), None),
+                field=f"{name}.{column}",
+                reason=(
+                    f"holds the text {value!r} in the row with key {key}{more}, but {name}."
+                    f"{column} is {declared}: SQLite keeps it as text, which compares above "
+                    f"every number ({column} >= 0 holds for it); write it as a number"
+                ),
+            )
 
 
 def _cell_problems(fixture: Path, tables: dict[str, _Table]) -> Iterator[SuiteProblem]:
