@@ -47,8 +47,7 @@ class Mine(BaseException):
 
 def judge(trace, s0):
     words = " ".join(getattr(e, "text", None) or "" for e in trace).split()
-    said = dict(w.split(":", 1) for w in words if w.startswith(("checkmode:", "marks:")))
-    mode = said.get("checkmode")
+    mode = next((w.split(":", 1)[1] for w in words if w.startswith("checkmode:")), None)
     if mode == "raise":
         raise ValueError("judge bug")
     if mode == "mine":
@@ -59,8 +58,9 @@ def judge(trace, s0):
         os._exit(7)
     if mode == "sigkill":
         os.kill(os.getpid(), signal.SIGKILL)
-    if mode == "mark":  # tells the agent's thread that grading runs, and waits for it
-        open(os.path.join(said["marks"], "grading"), "w").close()
+    lurking = os.path.join(MARKS, "lurking")
+    if os.path.exists(lurking):  # tells the agent's code that grading runs, and waits
+        os.rename(lurking, os.path.join(MARKS, "grading"))
         time.sleep({HANG})
     return True
 """
@@ -71,40 +71,46 @@ def _lurk(marks):
     end = time.monotonic() + {HANG}
     while time.monotonic() < end and not os.path.exists(os.path.join(marks, "grading")):
         time.sleep(0.01)
+    os.remove(os.path.join(marks, "grading"))  # for the next attempt's
     os._exit(9)
 
 
 async def speaks(session, bad: dict, marks: str = "", wait: float = 0.0) -> object:
-    \"\"\"Transfers as it should, and says what the judge is to do (``bad`` by seed); "mark"
-    also leaves a thread that kills its process once grading has started.\"\"\"
+    \"\"\"Transfers as it should, and says what the judge is to do (``bad`` by seed);
+    "thread" and "late" kill its process once grading has started.\"\"\"
     mode = bad.get(str(session.seed))
     await session.call("check_pin", {{"account": "A", "pin": "1234"}})
     await session.call("transfer", {{"source": "A", "target": "B", "amount": 30}})
     if mode == "die":  # its agent kills its worker itself, before grading
         os._exit(3)
-    if mode == "mark":
+    if mode in ("thread", "late"):
+        open(os.path.join(marks, "lurking"), "w").close()
+    if mode == "thread":  # leaves a thread that kills its worker once grading runs
         threading.Thread(target=_lurk, args=(marks,), daemon=True).start()
+    if mode == "late":  # blocks its own thread past its time limit, until grading runs
+        _lurk(marks)
     await asyncio.sleep(wait)
-    return f"Moved 30 from A to B. checkmode:{{mode}} marks:{{marks}}"
+    return f"Moved 30 from A to B. checkmode:{{mode}}"
 """
 
 POLICY = "invalid_run_policy: {max_retries: 1}\n"
 
 
 def judged_bank(tmp_path: Path) -> Suite:
-    """The bank suite with a Python constraint doing what the agent's last words say."""
+    """The bank suite with a Python constraint doing what the agent's last words say (and
+    telling an agent's code lurking in *tmp_path*/marks that grading runs)."""
     root = tmp_path / "bank"
     shutil.copytree(BANK, root)
-    (root / "judge.py").write_text(JUDGE)
+    (root / "judge.py").write_text(f"MARKS = {str(tmp_path / 'marks')!r}\n" + JUDGE)
     task = root / "tasks" / "transfer.yaml"
     judged = "hard_process_constraints:\n  - id: judged\n    check: judge.py:judge\n"
     task.write_text(task.read_text().replace("hard_process_constraints:\n", judged))
     return load_suite(root)
 
 
-def speaking_system(root: Path, bad: dict[int, str], wait: float = 0.0) -> SystemSpec:
+def speaking_system(root: Path, bad: dict[int, str], limit: float = 0) -> SystemSpec:
     root.mkdir(exist_ok=True)
-    rogue_system(root, bad, wait=wait, extra=POLICY)
+    rogue_system(root, bad, limit=limit, extra=POLICY)
     with (root / "rogue.py").open("a") as agent:
         agent.write(SPEAKS)
     file = root / "rogue_system.yaml"
@@ -129,9 +135,9 @@ def test_a_check_that_kills_its_worker_is_a_grader_failure_as_one_that_raises_in
     there = speaking_system(tmp_path / "there", {2: "exit", 3: "mine", 4: "kbint"})
     local = run(bank, here, tmp_path / "here.db", make_executor("in-process", bank), 5, 1)
     pooled = run(bank, there, tmp_path / "there.db", pool(bank), 5, 1)
-    expected = [(1, 0, "success", True)]
-    expected += [(n, r, "grader_failure", False) for n in (2, 3, 4) for r in (0, 1)]
-    assert chain(local.runs) == chain(pooled.runs) == expected + [(5, 0, "success", True)]
+    failed = [(n, r, "grader_failure", False) for n in (2, 3, 4) for r in (0, 1)]
+    expected = [(1, 0, "success", True), *failed, (5, 0, "success", True)]
+    assert chain(local.runs) == chain(pooled.runs) == expected
     killed = [r for r in pooled.runs if r.attempt == 2]
     assert {r.infrastructure_status["worker"]["cause"] for r in killed} == {
         "the worker process exited with code 7"
@@ -144,23 +150,27 @@ def test_a_check_that_kills_its_worker_is_a_grader_failure_as_one_that_raises_in
         assert store.verify(pooled.batch.batch_id).ok
 
 
-def test_a_death_while_grading_with_the_agents_thread_alive_stays_the_agents_crash(
+def test_a_death_while_grading_with_the_agents_code_alive_stays_the_agents_crash(
     tmp_path: Path,
 ) -> None:
-    """The agent leaves a thread that kills its worker once grading has started: with
-    something of the agent's alive, the death is its crash (counted, not rerun), else an
-    agent could make its own crash an uncounted grader failure."""
+    """The agent leaves a thread, or its own thread blocked past its time limit, that kills
+    its worker once grading has started: with code of the agent's alive, the death is its
+    crash (counted, not rerun), else an agent could make it an uncounted grader failure."""
     bank = judged_bank(tmp_path)
-    system = speaking_system(tmp_path, {2: "mark"})
-    result = run(bank, system, tmp_path / "runs.db", pool(bank), 3, 1)
+    system = speaking_system(tmp_path, {2: "thread", 3: "late"}, limit=1)
+    result = run(bank, system, tmp_path / "runs.db", pool(bank), 4, 1)
     assert chain(result.runs) == [
         (1, 0, "success", True),
         (2, 0, "agent_failure/crashed", True),
-        (3, 0, "success", True),
+        (3, 0, "agent_failure/crashed", True),
+        (4, 0, "success", True),
     ]
-    worker = next(r for r in result.runs if r.attempt == 2).infrastructure_status["worker"]
-    assert worker["cause"] == "the worker process exited with code 9"
-    assert "grading" not in worker
+    for attempt in (2, 3):
+        worker = next(r for r in result.runs if r.attempt == attempt)
+        assert worker.infrastructure_status["worker"] == {
+            "cause": "the worker process exited with code 9",
+            "overdue": False,
+        }
 
 
 def test_sigkill_mid_batch_with_crashing_agents_and_checks_then_resume_stores_each_try_once(

@@ -12,9 +12,9 @@ import random
 import sys
 import threading
 import traceback
-from contextvars import ContextVar
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar

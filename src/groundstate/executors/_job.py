@@ -30,8 +30,8 @@ from groundstate.bindings import HARNESS
 from groundstate.environments import postgres_server
 from groundstate.environments.postgres_server import URL_VARIABLE as POSTGRES_URL
 from groundstate.episode import (
-    GRADING,
     END_WAIT,
+    GRADING,
     REBOUND,
     AttemptJob,
     AttemptOutput,
@@ -193,23 +193,31 @@ def execute_announced(payload: bytes) -> Iterator[PreparedRun | None]:
     yield execute(payload)
 
 
-async def _job_attempt(job: AttemptJob, grading: Callable[[], None]) -> AttemptOutput:
-    GRADING.set(grading)  # in this attempt's own context
+async def _job_attempt(job: AttemptJob, grading: Callable[[], None] | None = None) -> AttemptOutput:
+    GRADING.set(grading)  # in this attempt's own context (Ray: none yet)
     return await run_job(job, job_suite(job))
 
 
 def _grading(results: Outbox, key: int) -> Callable[[], None]:
     """What tells the parent that job *key*'s grading starts: a death from then on is the
     grader's (a check that exits or kills its process, runs out of memory, holds the worker
-    past the hard limit). Not told while something an agent started is still alive in the
-    worker (a thread, a child process), which could be what kills it: the death stays the
-    agent's crash, so an agent cannot make its crash an uncounted grader failure so."""
+    past the hard limit). Not told while code of an agent's may still run in the worker
+    (:func:`_agents_alive`), which could be what kills it: the death stays the agent's (its
+    crash, its time limit), so that an agent cannot make it an uncounted grader failure."""
 
     def grading() -> None:
-        if not any(not t.name.startswith(OURS) for t in threading.enumerate()) and not children():
+        if not _agents_alive():
             results.put(("grading", key, None))
 
     return grading
+
+
+def _agents_alive() -> bool:
+    """Whether code of an agent's may still run in this worker: a thread not the harness's,
+    a loop thread still running an agent (named ``agent-``: one past its time limit), a
+    child process."""
+    mine = [t.name for t in threading.enumerate()]
+    return any(not n.startswith(OURS) or n.startswith("agent-") for n in mine) or bool(children())
 
 
 def _prepared(output: AttemptOutput | None) -> PreparedRun:

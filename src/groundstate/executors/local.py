@@ -293,9 +293,9 @@ class ProcessExecutor:
         return await self._pool.run(job, self._limit(job))
 
 
-Lose = Callable[[AttemptJob, str, float, bool], AttemptOutput]
+Lose = Callable[[AttemptJob, str, float, bool, bool], AttemptOutput]
 """The record of a job lost with its worker: (job, what became of the worker, when it was
-handed over, whether it was past its hard limit)."""
+handed over, whether it was past its hard limit, whether its grading had started)."""
 
 
 @dataclass
