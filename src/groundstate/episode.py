@@ -14,6 +14,7 @@ import threading
 import traceback
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -823,6 +824,12 @@ class _Progress:
         }
 
 
+GRADING: ContextVar[Callable[[], None] | None] = ContextVar("groundstate_grading", default=None)
+"""Called, when set, as an attempt's grading starts (its agent is done): a process-pool worker
+tells its parent, so that a death of the worker from then on is the grader's, not the agent's
+(see :mod:`groundstate.executors.local`)."""
+
+
 async def run_attempt(
     task: AgentTask,
     suite: Suite,
@@ -908,6 +915,9 @@ async def _episode(
         if _behind_gateway(env, session, "locked_outside_calls", "locked"):
             _take_stop(session, progress)  # the checks cannot read it: not graded
         else:
+            grading = GRADING.get()
+            if grading is not None:
+                grading()
             _grade(task, suite, env, s0, session, progress, turn)
         # After grading too: an agent's own thread may write or lock the file while the
         # checks read it (code rebound meanwhile is looked for once the record is built).
@@ -1324,13 +1334,15 @@ def lost_attempt(
     evidence: dict[str, Any],
     started_at: datetime,
     latency: float,
+    reason: str | None = None,
 ) -> AttemptOutput:
     """The record of an attempt whose process was lost with it (the agent killed its worker,
     or held it past the hard limit and was killed with it), built where it was waited for:
     what the worker knew (the trace) went with it; *error* at *stage* decides the terminal
-    reason (a crash, or the time limit) and *evidence* says what became of the worker."""
+    reason (a crash, or the time limit) unless *reason* is given (``grader_failure``: lost
+    while grading), and *evidence* says what became of the worker."""
     progress = _Progress()
-    progress.interrupt(error, stage)
+    progress.interrupt(error, stage, reason)
     progress.evidence["worker"] = evidence
     return _record(task, system, info, progress, None, started_at, latency)
 

@@ -31,6 +31,7 @@ from groundstate.environments import postgres_server
 from groundstate.environments.postgres_server import URL_VARIABLE as POSTGRES_URL
 from groundstate.episode import (
     END_WAIT,
+    GRADING,
     REBOUND,
     AttemptJob,
     AttemptOutput,
@@ -192,8 +193,31 @@ def execute_announced(payload: bytes) -> Iterator[PreparedRun | None]:
     yield execute(payload)
 
 
-async def _job_attempt(job: AttemptJob) -> AttemptOutput:
+async def _job_attempt(job: AttemptJob, grading: Callable[[], None] | None = None) -> AttemptOutput:
+    GRADING.set(grading)  # in this attempt's own context (Ray: none yet)
     return await run_job(job, job_suite(job))
+
+
+def _grading(results: Outbox, key: int) -> Callable[[], None]:
+    """What tells the parent that job *key*'s grading starts: a death from then on is the
+    grader's (a check that exits or kills its process, runs out of memory, holds the worker
+    past the hard limit). Not told while code of an agent's may still run in the worker
+    (:func:`_agents_alive`), which could be what kills it: the death stays the agent's (its
+    crash, its time limit), so that an agent cannot make it an uncounted grader failure."""
+
+    def grading() -> None:
+        if not _agents_alive():
+            results.put(("grading", key, None))
+
+    return grading
+
+
+def _agents_alive() -> bool:
+    """Whether code of an agent's may still run in this worker: a thread not the harness's,
+    a loop thread still running an agent (named ``agent-``: one past its time limit), a
+    child process."""
+    mine = [t.name for t in threading.enumerate()]
+    return any(not n.startswith(OURS) or n.startswith("agent-") for n in mine) or bool(children())
 
 
 def _prepared(output: AttemptOutput | None) -> PreparedRun:
@@ -283,12 +307,19 @@ def hard_limit(job: AttemptJob, suite: Suite, grace: float) -> float:
 
 
 def lost(
-    job: AttemptJob, suite: Suite | None, cause: str, started: float, overdue: bool
+    job: AttemptJob,
+    suite: Suite | None,
+    cause: str,
+    started: float,
+    overdue: bool,
+    grading: bool = False,
 ) -> AttemptOutput:
     """The record, prepared for the store, of *job*'s attempt whose process was lost with it
     (:func:`~groundstate.episode.lost_attempt`): killed at the hard limit (*overdue*: the
-    agent's time limit), or dead by the agent's doing (a crash). *cause* says what became of
-    the process; *started* is when the attempt was handed to it (``time.monotonic()``).
+    agent's time limit), or dead by the agent's doing (a crash); lost while *grading* (the
+    agent done, nothing of its own left running), ``grader_failure`` either way, as a check
+    that raises is (invalid: rerun under the invalid-run policy). *cause* says what became
+    of the process; *started* is when the attempt was handed to it (``time.monotonic()``).
     Without the *suite* (an executor made without it) there is no record to build: raises
     :class:`ExecutorError`, which stops the batch."""
     if suite is None:
@@ -300,14 +331,20 @@ def lost(
     latency = max(time.monotonic() - started, 0.0)
     started_at = datetime.now(UTC) - timedelta(seconds=latency)
     error: BaseException
-    if overdue:
+    reason = None
+    evidence: dict[str, Any] = {"cause": cause, "overdue": overdue}
+    if grading:
+        error = WorkerDied(f"{cause} while grading")
+        stage, reason, evidence["grading"] = "grading", "grader_failure", True
+    elif overdue:
         limit = attempt_time_limit(task, job.system)
         error = TimeLimitReached(f"time limit {limit:g}s reached; {cause}")
         stage = "time_limit"
     else:
         error, stage = WorkerDied(cause), "agent"
-    evidence = {"cause": cause, "overdue": overdue}
-    output = lost_attempt(task, job.system, job.info, error, stage, evidence, started_at, latency)
+    output = lost_attempt(
+        task, job.system, job.info, error, stage, evidence, started_at, latency, reason
+    )
     row = prepare_run(output.run, output.artifacts)
     return AttemptOutput(run=row.run, artifacts=output.artifacts, prepared=row)
 
@@ -415,7 +452,8 @@ _STATE = ("os.environ", "sys.getswitchinterval()", "sys.getrecursionlimit()", "r
 Message = tuple[str, int, Any]
 """From a worker to the parent: ``("ready", pid, None)`` once it has started (it is handed
 jobs only then: one that dies before is no attempt's doing); then, about job *key*:
-``("started", key, None)`` as it starts, ``("done", key, pickled PreparedRun)``,
+``("started", key, None)`` as it starts, ``("grading", key, None)`` as its grading starts
+(see :func:`_grading`), ``("done", key, pickled PreparedRun)``,
 ``("failed", key, message)``, ``("retiring", key, why)`` (the job left something behind:
 the worker takes no more jobs and ends once its running ones are done) or ``("refused", key,
 None)`` (the job reached a retiring worker: hand it to another)."""
@@ -539,7 +577,8 @@ def serve(
             serving.reporter(key)((exc, None))
             continue
         results.put(("started", key, None))
-        submit(partial(_job_attempt, job), f"attempt-{key}", serving.reporter(key))
+        attempt = partial(_job_attempt, job, _grading(results, key))
+        submit(attempt, f"attempt-{key}", serving.reporter(key))
 
 
 class _Serving:

@@ -266,8 +266,10 @@ class ProcessExecutor:
         workdirs = str(process_dir() / "workers")
         self._pool = _WorkerPool(context, size, slots, (workdirs, self.preload), self._lost)
 
-    def _lost(self, job: AttemptJob, cause: str, started: float, overdue: bool) -> AttemptOutput:
-        return lost(job, self.suite, cause, started, overdue)
+    def _lost(
+        self, job: AttemptJob, cause: str, started: float, overdue: bool, grading: bool
+    ) -> AttemptOutput:
+        return lost(job, self.suite, cause, started, overdue, grading)
 
     def _limit(self, job: AttemptJob) -> float:
         return math.inf if self.suite is None else hard_limit(job, self.suite, self.grace)
@@ -291,9 +293,9 @@ class ProcessExecutor:
         return await self._pool.run(job, self._limit(job))
 
 
-Lose = Callable[[AttemptJob, str, float, bool], AttemptOutput]
+Lose = Callable[[AttemptJob, str, float, bool, bool], AttemptOutput]
 """The record of a job lost with its worker: (job, what became of the worker, when it was
-handed over, whether it was past its hard limit)."""
+handed over, whether it was past its hard limit, whether its grading had started)."""
 
 
 @dataclass
@@ -319,6 +321,8 @@ class _Waiting:
     never ran: no attempt to blame)."""
     deaths: int = 0
     """Workers that died with it without having said so (see :data:`UNACKED_DEATHS`)."""
+    grading: bool = False
+    """Its worker said its grading started: a death from then on is the grader's."""
 
 
 MESSAGE_LIMIT = 1 << 32
@@ -374,6 +378,7 @@ class _Inbox:
 _VALUES: dict[str, type | tuple[type, ...]] = {
     "ready": (int, type(None)),
     "started": type(None),
+    "grading": type(None),
     "done": PreparedRun,
     "failed": str,
     "retiring": str,
@@ -580,6 +585,10 @@ class _WorkerPool:
                 if waiting is not None:
                     waiting.acked = True
                 return
+            if kind == "grading":
+                if waiting is not None:
+                    waiting.grading = waiting.acked
+                return
             sender.running.discard(key)
             sender.alone = sender.alone and bool(sender.running)
             if kind == "refused":  # it reached a retiring worker: another one runs it
@@ -643,17 +652,15 @@ class _WorkerPool:
                     lost.append((waiting, cause))
                     continue
                 waiting.deaths += not waiting.acked
-                waiting.alone, waiting.worker, waiting.overdue, waiting.acked = (
-                    True,
-                    None,
-                    False,
-                    False,
-                )
+                waiting.alone, waiting.worker, waiting.overdue = True, None, False
+                waiting.acked = waiting.grading = False
                 self._queued.appendleft(key)
             self._dispatch()
         for waiting, why in lost:  # outside the lock: building a record takes a while
             try:
-                output = self._lose(waiting.job, why, waiting.started, waiting.overdue)
+                output = self._lose(
+                    waiting.job, why, waiting.started, waiting.overdue, waiting.grading
+                )
                 _deliver(waiting.future, output)
             except ExecutorError as exc:
                 _deliver(waiting.future, exc)
