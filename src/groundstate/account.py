@@ -26,6 +26,10 @@ from typing import Any, NamedTuple
 
 CLOSED = "the attempt's account was closed or broken by code of the agent's"
 """Why an attempt whose account no longer answers is stopped."""
+WAIT = 10.0
+"""Seconds to wait for the account's lock (held for a moment by each send) before it counts
+as broken: code of the agent's that took the lock must not hold up the episode's thread,
+which runs every attempt."""
 
 
 class Kept(NamedTuple):
@@ -74,11 +78,14 @@ class Account:
         self._lock = threading.Lock()
 
     def _send(self, what: str, value: Any = None) -> Kept:
-        with self._lock:  # a generator refuses a second thread while it runs
-            try:
-                return self._kept.send((what, value))
-            except Exception as exc:  # closed (StopIteration), or thrown into
-                raise AccountClosed(CLOSED) from exc
+        if not self._lock.acquire(timeout=WAIT):  # a generator refuses a second thread
+            raise AccountClosed(CLOSED)
+        try:
+            return self._kept.send((what, value))
+        except Exception as exc:  # closed (StopIteration), thrown into, sent to meanwhile
+            raise AccountClosed(CLOSED) from exc
+        finally:
+            self._lock.release()
 
     def read(self) -> Kept:
         return self._send("read")
