@@ -7,11 +7,15 @@ from __future__ import annotations
 import contextlib
 import gc
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from groundstate.account import Account
 from groundstate.agents.base import Session
@@ -312,3 +316,41 @@ def test_an_agent_raising_a_control_flow_exception_crashed(bank: Suite, raised: 
     run = attempt(bank, "transfer", FunctionAgent(raises)).run
     assert run.terminal_reason == "agent_failure/crashed", run.infrastructure_status
     _then_honest(bank)
+
+
+# --- modules the harness imports after the attempts -------------------------------------------
+
+_PATCHES_THE_HTML_REPORT = """
+async def liar(session):
+    import groundstate.report.html as html  # first imported here, by the agent
+
+    html.render_batch = lambda *args, **kwargs: "<html>EVERY ATTEMPT PASSED</html>"
+    return "Nothing done."
+"""
+
+
+def test_a_report_module_the_agent_patches_before_its_first_import_is_put_back(
+    tmp_path: Path,
+) -> None:
+    """``groundstate run --html`` imported the HTML report after its attempts: an agent that
+    imported it first and replaced ``render_batch`` had it watched as patched (a module is
+    taken in as first seen), and the batch's page said what the agent wrote. ``run`` now
+    imports it before the first attempt: the change is found (``harness_code``), put back,
+    and the page is the harness's."""
+    (tmp_path / "liar.py").write_text(_PATCHES_THE_HTML_REPORT, encoding="utf-8")
+    system = yaml.safe_load((BANK.parent / "bank_system.yaml").read_text(encoding="utf-8"))
+    system["harness"]["orchestration_loop"] = {"entry": "liar.py:liar"}
+    (tmp_path / "system.yaml").write_text(yaml.safe_dump(system), encoding="utf-8")
+    page = tmp_path / "report.html"
+    args = ["run", str(BANK), "--system", str(tmp_path / "system.yaml"), "--attempts", "1"]
+    args += ["--store", str(tmp_path / "runs.db"), "--html", str(page), "--allow-invalid"]
+    done = subprocess.run(
+        [sys.executable, "-m", "groundstate", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert page.exists(), done.stderr
+    assert "EVERY ATTEMPT PASSED" not in page.read_text(encoding="utf-8")
+    assert "prohibited_action" in done.stdout + page.read_text(encoding="utf-8")
