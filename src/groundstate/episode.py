@@ -17,9 +17,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from groundstate import turns
+from groundstate.account import CLOSED, Account, AccountClosed, Kept, altered
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
 from groundstate.bindings import HARNESS, refuse_audit_hooks
@@ -62,8 +63,10 @@ from groundstate.trace import (
     MessageEvent,
     ModelCall,
     ModelCallEvent,
+    ToolCallEvent,
     TraceEvent,
     dump_jsonl,
+    load_jsonl,
     recordable,
 )
 from groundstate.turns import Turn
@@ -234,16 +237,16 @@ class EpisodeSession:
         env: Environment,
         seed: int,
         user: User | None = None,
+        account: Account | None = None,
     ) -> None:
         self._task, self._system, self._seed = task, system, seed
+        self._account = account or Account()
+        """The steps, stops and trace as they happened (see :mod:`groundstate.account`)."""
         # First, before the clock: a model-driven user imports its SDK and builds its client.
         # *user*: one given instead of the system's (a regrade's recorded replies).
         self._user = user or make_user(system.user_simulator, task, seed)
         self._started = CLOCK()
         self.events: list[TraceEvent] = []
-        self.usage = CountedUsage()
-        self.cost = 0.0
-        self.stop: Stop | None = None
         self._ended = False
         self._in_call: str | None = None
         self.asking_since: float | None = None
@@ -255,7 +258,6 @@ class EpisodeSession:
         self._in_reply = False
         self.blocked_in_reply = False
         """Whether the simulated user was still composing a reply when the attempt ended."""
-        self._steps = 0
         self._lock = threading.Lock()
         self._holder: int | None = None
         """The thread holding the lock for a call of the agent's."""
@@ -350,10 +352,8 @@ class EpisodeSession:
                 odd = f"cost {cost!r} takes the attempt's total past a float's range"
             if odd is not None:  # a negative or NaN report would dodge the budget
                 self._latch(_mismatch(odd), "usage")
-            total = self.cost + cost
-            self.usage.input_tokens += input_tokens
-            self.usage.output_tokens += output_tokens
-            self.cost = total
+            with contextlib.suppress(AccountClosed):  # then the closed account is the stop
+                self._account.add_usage(input_tokens, output_tokens, cost)
             over = self._over_budget()
             if over is not None:
                 self._latch(BudgetExceeded(over), "usage")
@@ -364,7 +364,7 @@ class EpisodeSession:
         with self._held():
             self._raise_if_stopped()
             event = ModelCallEvent(step=self._steps, at=self._elapsed(), **fields)
-            self.events.append(event)
+            self._keep(event)
 
     def add_artifact(self, name: str, text: str) -> None:
         """Keep *text* as the artifact *name* of this run (e.g. an agent program's stderr).
@@ -436,9 +436,10 @@ class EpisodeSession:
         (The probes for the state written or locked behind the gateway do not run after an
         environment's failure.)"""
         with self._briefly_locked(wait):
-            if self.stop is None or _gives_way(self.stop, stage):
-                self.stop = Stop(error, stage, self._steps, self._elapsed())
-            return self.stop
+            stop = self.stop
+            if stop is None or _gives_way(stop, stage):
+                self._keep_stop(Stop(error, stage, self._steps, self._elapsed()))
+            return self.stop or Stop(error, stage, self._steps, self._elapsed())
 
     def end(self, wait: float = END_WAIT) -> None:
         """Refuse every later call: the attempt is over (or cancelled) and its environment
@@ -472,7 +473,7 @@ class EpisodeSession:
 
     def record_final(self, text: str) -> None:
         """Put the agent's final reply in the trace, where constraints on messages see it."""
-        self.events.append(
+        self._keep(
             MessageEvent(
                 step=self._steps + 1, role="agent", text=text, at=self._elapsed(), final=True
             )
@@ -559,8 +560,11 @@ class EpisodeSession:
             self._latch(ConversationOver("the user has left"), stage)
         if self._steps >= self.step_limit:
             self._latch(StepLimitReached(f"step limit {self.step_limit} reached"), stage)
-        self._steps += 1
-        return self._steps
+        try:
+            return self._account.take_step()
+        except AccountClosed:
+            self._raise_if_stopped()  # the closed account's stop
+            raise
 
     def _over_budget(self) -> str | None:
         budgets = self._system.budgets
@@ -574,12 +578,13 @@ class EpisodeSession:
     def _latch(self, error: BaseException, stage: str) -> NoReturn:
         """Latch *error* (the caller holds the lock) and raise it."""
         if self.stop is None:
-            self.stop = Stop(error, stage, self._steps, self._elapsed())
+            self._keep_stop(Stop(error, stage, self._steps, self._elapsed()))
         raise error
 
     def _raise_if_stopped(self) -> None:
-        if self.stop is not None:
-            raise _again(self.stop.error)
+        stop = self.stop
+        if stop is not None:
+            raise _again(stop.error)
         if self._ended:
             raise AgentStop("the attempt is over")
 
@@ -588,13 +593,66 @@ class EpisodeSession:
         the end, named in :attr:`blocked_call`): the trace is being graded and recorded, its
         final reply last."""
         if not self._ended:
-            self.events.append(event)
+            self._keep(event)
 
     def _ends_on(self, condition: str) -> bool:
         return bool(getattr(self._task.terminal_conditions, condition) == "end")
 
     def _record_message(self, role: Any, text: str | None, step: int = 0) -> None:
-        self.events.append(MessageEvent(step=step, role=role, text=text, at=self._elapsed()))
+        self._keep(MessageEvent(step=step, role=role, text=text, at=self._elapsed()))
+
+    # --- the account ----------------------------------------------------------------------
+
+    @property
+    def stop(self) -> Stop | None:
+        """The attempt's stop, latched in the account: the first, or a later one it gave way
+        to (see :meth:`latch`). A stop changed since it was latched, or an account closed, is
+        a prohibited action (stage ``harness_code``): code of the agent's reached them."""
+        try:
+            kept = self._account.read()
+        except AccountClosed:
+            return Stop(ProhibitedAction(CLOSED), REBOUND, 0, 0.0)
+        current: Stop | None = None
+        for entry in kept.stops:
+            stop = _as_latched(entry)
+            if current is None or _gives_way(current, stop.stage):
+                current = stop
+        return current
+
+    @property
+    def usage(self) -> CountedUsage:
+        """The tokens reported, as counted in the account."""
+        kept = self._kept()
+        return CountedUsage(input_tokens=kept.usage[0], output_tokens=kept.usage[1])
+
+    @property
+    def cost(self) -> float:
+        """The cost reported, as counted in the account."""
+        return self._kept().usage[2]
+
+    def _kept(self) -> Kept:
+        try:
+            return self._account.read()
+        except AccountClosed:
+            return Kept(0, None, (), (0, 0, 0.0))
+
+    @property
+    def _steps(self) -> int:
+        """Steps taken, as counted in the account (an agent cannot set the count back)."""
+        try:
+            return self._account.read().steps
+        except AccountClosed:
+            return self.step_limit
+
+    def _keep_stop(self, stop: Stop) -> None:
+        with contextlib.suppress(AccountClosed):  # then the closed account is the stop
+            self._account.keep_stop(stop)
+
+    def _keep(self, event: TraceEvent) -> None:
+        """Append *event* to the trace, and its JSON line as it is now to the account."""
+        self.events.append(event)
+        with contextlib.suppress(AccountClosed):
+            self._account.keep_line(event.model_dump_json())
 
     def _elapsed(self) -> float:
         return CLOCK() - self._started  # the clock as imported: the agent may replace time's
@@ -674,6 +732,16 @@ class AgentSession:
 
     def give_up(self, reason: str) -> NoReturn:
         self._session.give_up(reason)
+
+
+def _as_latched(entry: tuple[Any, ...]) -> Stop:
+    """A stop kept in the account, or, changed since (its error swapped), the prohibited
+    action that change is."""
+    if not altered(entry):
+        return cast(Stop, entry[0])
+    _, _, _, error_kind, stage, step, at = entry
+    why = f"changed the attempt's latched stop ({error_kind.__name__} at {stage})"
+    return Stop(ProhibitedAction(why), REBOUND, step, at)
 
 
 def _gives_way(stop: Stop, stage: str) -> bool:
@@ -848,6 +916,7 @@ async def run_attempt(
     turns is queueing, left out of the recorded latency."""
     started_at, t0 = datetime.now(UTC), CLOCK()
     progress = _Progress()
+    account = Account()  # held here too: the session's may be rebound (see _untrue)
     session: EpisodeSession | None = None
     with turns.HARNESS.held() as turn, captured() as printed:  # printed: kept as artifacts
         try:
@@ -857,11 +926,14 @@ async def run_attempt(
         else:
             with env:
                 session = await _episode(
-                    task, suite, system, agent, env, info.seed, progress, turn, user
+                    task, suite, system, agent, env, info.seed, progress, turn, user, account
                 )
         latency = CLOCK() - t0 - turn.waited - (session.queued if session else 0.0)
         output = _record(task, system, info, progress, session, started_at, latency)
-        if session is not None and _rebound(session, progress):  # by a thread of the agent's
+        if session is not None and (
+            _rebound(session, progress)  # by a thread of the agent's
+            | _untrue(session, account, progress, output)
+        ):
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
     return output
@@ -877,6 +949,7 @@ async def _episode(
     progress: _Progress,
     turn: Turn,
     user: User | None = None,
+    account: Account | None = None,
 ) -> EpisodeSession | None:
     progress.evidence["environment"] = env.name
     progress.evidence["health_before"] = env.health()
@@ -886,7 +959,7 @@ async def _episode(
     except Exception as exc:  # an environment that cannot reset is at fault, not the agent
         progress.interrupt(_as_environment_failure(exc, "reset"), "reset")
         return None
-    session = EpisodeSession(task, suite, system, env, seed, user)
+    session = EpisodeSession(task, suite, system, env, seed, user, account)
     cwd = os.getcwd()
     HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
     refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
@@ -1016,6 +1089,58 @@ def _rebound(session: EpisodeSession, progress: _Progress) -> bool:
     why = f"rebound the harness's code: {', '.join(names[:5])}"
     session.latch(ProhibitedAction(why), REBOUND)
     return True
+
+
+def _untrue(
+    session: EpisodeSession, account: Account, progress: _Progress, output: AttemptOutput
+) -> bool:
+    """Whether the record built must be built again: it differs from the attempt's account
+    (:mod:`groundstate.account`). Code of the agent's (a thread left running, say) that
+    reached the episode's objects through the session, the garbage collector or a frame and
+    replaced the session's account, closed it or changed the trace latches a prohibited
+    action (stage ``harness_code``; the record's trace is then the account's, as it
+    happened); one that cleared what the episode established (``progress.interruption``)
+    gets the latched stop's reason back."""
+    found = []
+    if session._account is not account:
+        session._account = account
+        found.append("replaced the session's account")
+    try:
+        text = "".join(line + "\n" for line in account.trace_lines())
+    except AccountClosed:
+        found.append("closed the attempt's account")
+    else:
+        if found:  # the events kept meanwhile went to the agent's account: keep the session's
+            pass
+        elif output.artifacts.get("trace.jsonl") != text:
+            session.events = load_jsonl(text)
+            found.append("changed the trace after it was recorded")
+        found.extend(_unissued_steps(session.events, account.read().steps))
+    if found:
+        progress.evidence.setdefault("harness_state_changed", []).extend(found)
+        session.latch(ProhibitedAction(f"{found[0]} (the harness's state)"), REBOUND)
+        return True
+    stop = session.stop
+    if stop is None or isinstance(stop.error, ConversationOver):
+        return False
+    stage = "tool_crash" if stop.kind == "tool_crash" else stop.stage
+    return output.run.terminal_reason != interruption_reason(stop.error, stage)
+
+
+def _unissued_steps(events: list[TraceEvent], steps: int) -> list[str]:
+    """A tool call or message in the trace at a step the session never gave, or at one given
+    to another: the agent called the gateway itself (``session._session._gateway.call``),
+    past the step limit and the latch, where a denied call stops nothing."""
+    taken: set[int] = set()
+    for event in events:
+        if isinstance(event, MessageEvent) and (event.role != "agent" or event.final):
+            continue
+        if not isinstance(event, (MessageEvent, ToolCallEvent)):
+            continue
+        if event.step in taken or not 0 < event.step <= steps:
+            return [f"called the gateway outside the session (step {event.step})"]
+        taken.add(event.step)
+    return []
 
 
 def _rerecorded(

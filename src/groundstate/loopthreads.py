@@ -18,9 +18,10 @@ seeing the one before:
   of the piece's own, the functions of the ``time`` module, the recursion limit and switch
   interval (``sys.setrecursionlimit``, ``sys.setswitchinterval``), the warning filters, the
   environment variables, the process's descriptor, CPU, file size and memory limits
-  (``resource.setrlimit``), the umask, the locale, the root logger's configuration and
-  ``sqlite3``'s adapters and converters (``register_adapter(str, ...)``). A
-  piece the caller gives up on (see :func:`abandon`) has them put back then, by the caller;
+  (``resource.setrlimit``), an interval timer armed (``signal.alarm``), the umask, the
+  locale, the root logger's configuration and ``sqlite3``'s adapters and converters
+  (``register_adapter(str, ...)``). A piece the caller gives up on (see :func:`abandon`)
+  has them put back then, by the caller;
 - the loop is kept only when the work left it as a new loop is (no task, callback, timer,
   file watch, async generator or executor, no handler, task factory, debug setting or
   attribute changed). Otherwise it is shut down as ``asyncio.run`` shuts its loop down
@@ -48,6 +49,7 @@ import logging
 import os
 import queue
 import resource
+import signal
 import sqlite3
 import sys
 import threading
@@ -212,8 +214,8 @@ class _SharedHooks:
     streams, the garbage collector's callbacks and the hooks for errors nobody catches (code
     of the piece's that any thread would run: the episode's, a grader's), the recursion limit,
     the GIL's switch interval, the warning filters, the environment variables, the
-    process's resource limits, its umask and locale, the root logger's configuration, and
-    ``sqlite3``'s adapters and converters."""
+    process's resource limits and interval timers, its umask and locale, the root logger's
+    configuration, and ``sqlite3``'s adapters and converters."""
 
     def __init__(self) -> None:
         self.trace = threading.gettrace()
@@ -226,6 +228,7 @@ class _SharedHooks:
         self.recursion = sys.getrecursionlimit()
         self.switch = sys.getswitchinterval()
         self.limits = {kind: resource.getrlimit(kind) for kind in _LIMITS}
+        self.timers = {which: signal.getitimer(which) != (0.0, 0.0) for which in _TIMERS}
         self.environ = dict(_ENVIRON)
         self.umask = umask()
         self.locale = locale.setlocale(locale.LC_ALL)
@@ -289,6 +292,12 @@ class _SharedHooks:
             if resource.getrlimit(kind) != limit:
                 with suppress(ValueError, OSError):
                     resource.setrlimit(kind, limit)
+        # ``signal.alarm(5)`` (or ``setitimer``) left armed killed the process seconds later,
+        # whatever attempt ran then, or the store's write (the timers' signals end a process
+        # by default). A timer armed before the piece (a test runner's timeout) stays.
+        for which, armed in self.timers.items():
+            if not armed and signal.getitimer(which) != (0.0, 0.0):
+                signal.setitimer(which, 0.0)
         # ``GROUNDSTATE_TMPDIR`` pointed at a file failed every later environment's build (an
         # invalid attempt each), a proxy variable sent later attempts' model calls through
         # the agent's own server.
@@ -367,6 +376,9 @@ def _put_back_logging(state: _LoggingState) -> None:
 
 _LIMITS = (resource.RLIMIT_NOFILE, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_AS)
 """The process's resource limits an agent could set against the harness (``setrlimit``)."""
+
+_TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)
+"""The process's interval timers (``signal.alarm`` arms the first), whose signals end it."""
 
 _ENVIRON: dict[bytes, bytes] = getattr(os.environ, "_data", {})
 """The environment variables as ``os.environ`` holds them (encoded), compared cheaply."""

@@ -191,6 +191,8 @@ def run(
             from groundstate.validation.suite import VALIDATOR_REVISION
             from groundstate.workdirs import sweep_stale
 
+            if html is not None:  # before any agent runs: it could patch a module first seen
+                import groundstate.report.html  # noqa: F401  after it (groundstate.bindings)
             sweep_stale()  # work folders of runs killed outright
             gates = [parse_gate(text) for text in fail_under]
             if resume_id is None:

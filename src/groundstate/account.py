@@ -1,0 +1,128 @@
+"""An attempt's account: its steps, stops and trace, kept where an agent's code cannot undo them.
+
+An in-process agent shares the harness's objects. Through ``session._session``, the garbage
+collector (``gc.get_objects()``) or a frame, it reached the episode's session and, after a
+stop, set its ``stop`` to ``None`` (or its step count to 0) and did the task: a success for
+a prohibited action or a step limit. Edited the trace, it could drop the call a constraint
+fails on. Python has no private memory; but the local variables of a suspended generator
+cannot be rebound by Python code (a frame's ``f_locals`` is a copy, up to Python 3.12), and
+immutable values in them cannot be edited. :class:`Account` keeps there the step count,
+every stop latched (with what it was when latched), the usage reported and every trace
+event's JSON line as it was appended. The session reads its step count, its stop, its cost
+and its tokens from the account, so none can be set back; the episode compares the trace
+with the account's as it builds the record (``episode._untrue``) and keeps the account's.
+
+What this does not stop: an agent that closes the account (its stop then is a prohibited
+action, see :data:`CLOSED`), rebinds the session's account to one of its own and back while
+it acts, or, on Python 3.13 and later (``f_locals`` writes through), rebinds the
+generator's own variables.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator
+from typing import Any, NamedTuple
+
+CLOSED = "the attempt's account was closed or broken by code of the agent's"
+"""Why an attempt whose account no longer answers is stopped."""
+WAIT = 10.0
+"""Seconds to wait for the account's lock (held for a moment by each send) before it counts
+as broken: code of the agent's that took the lock must not hold up the episode's thread,
+which runs every attempt."""
+
+
+class Kept(NamedTuple):
+    """What the account holds, read at once."""
+
+    steps: int
+    lines: tuple[Any, ...] | None
+    """The trace's JSON lines, newest first, as nested pairs ``(line, older)``."""
+    stops: tuple[tuple[Any, ...], ...]
+    """Every stop latched, in order: ``(stop, its type, error, the error's type, stage, step,
+    at)``, as it was latched."""
+    usage: tuple[int, int, float]
+    """Input tokens, output tokens and cost reported."""
+
+
+def _kept() -> Generator[Kept, tuple[str, Any], None]:
+    steps, usage = 0, (0, 0, 0.0)
+    lines: tuple[Any, ...] | None = None
+    stops: tuple[tuple[Any, ...], ...] = ()
+    while True:
+        what, value = yield Kept(steps, lines, stops, usage)
+        if what == "usage":
+            usage = (usage[0] + value[0], usage[1] + value[1], usage[2] + value[2])
+        elif what == "step":
+            steps += 1
+        elif what == "line":
+            lines = (str(value), lines)
+        elif what == "stop":
+            error = value.error
+            kept = (value, type(value), error, type(error), value.stage, value.step, value.at)
+            stops = (*stops, kept)
+
+
+class AccountClosed(Exception):
+    """The account no longer answers: code of the agent's closed or broke its generator."""
+
+
+class Account:
+    """One attempt's account (see the module). Made by the episode, which keeps it too."""
+
+    __slots__ = ("_kept", "_lock")
+
+    def __init__(self) -> None:
+        self._kept = _kept()
+        next(self._kept)
+        self._lock = threading.Lock()
+
+    def _send(self, what: str, value: Any = None) -> Kept:
+        if not self._lock.acquire(timeout=WAIT):  # a generator refuses a second thread
+            raise AccountClosed(CLOSED)
+        try:
+            return self._kept.send((what, value))
+        except Exception as exc:  # closed (StopIteration), thrown into, sent to meanwhile
+            raise AccountClosed(CLOSED) from exc
+        finally:
+            self._lock.release()
+
+    def read(self) -> Kept:
+        return self._send("read")
+
+    def take_step(self) -> int:
+        """Count a step; return its number."""
+        return self._send("step").steps
+
+    def add_usage(self, input_tokens: int, output_tokens: int, cost: float) -> None:
+        """Add one usage report (plain numbers, checked by the session)."""
+        self._send("usage", (int(input_tokens), int(output_tokens), float(cost)))
+
+    def keep_line(self, line: str) -> None:
+        """Keep a trace event's JSON line as it is now."""
+        self._send("line", line)
+
+    def keep_stop(self, stop: Any) -> None:
+        """Keep a latched stop (a :class:`groundstate.episode.Stop`) as it is now."""
+        self._send("stop", stop)
+
+    def trace_lines(self) -> list[str]:
+        """The trace's JSON lines, oldest first."""
+        lines, node = [], self.read().lines
+        while node is not None:
+            lines.append(node[0])
+            node = node[1]
+        lines.reverse()
+        return lines
+
+
+def altered(entry: tuple[Any, ...]) -> bool:
+    """Whether a kept stop was changed since it was latched (its error, the error's class,
+    its stage swapped: ``object.__setattr__`` passes a frozen dataclass)."""
+    stop, kind, error, error_kind, stage, _, _ = entry
+    return (
+        type(stop) is not kind
+        or type(error) is not error_kind
+        or stop.error is not error
+        or stop.stage is not stage
+    )
