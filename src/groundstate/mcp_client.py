@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from groundstate.agents.base import ToolResult, ToolSpec
-from groundstate.returned import AgentRaised
+from groundstate.errors import HarnessCompatibilityError
+from groundstate.returned import AgentRaised, type_name
+from groundstate.trace import ModelCall
 
 LEFT = "(the user has left the conversation)"
 BRIDGE_NAMES = frozenset({"send_message_to_user", "finish", "give_up", "report_usage"})
@@ -46,6 +48,10 @@ class McpSession:
         self._tools = tools
         self._seed = int(os.environ.get("GROUNDSTATE_SEED", "0"))
         self._usage: dict[str, float] = {}
+        self._model_calls: list[dict[str, Any]] = []
+        self._mismatch: HarnessCompatibilityError | None = None
+        """A usage report that broke the protocol, latched as in-process: raised by every
+        later call and reported when the agent is done (see :func:`_run`)."""
         self._rng = random.Random(self._seed)
 
     @classmethod
@@ -113,27 +119,59 @@ class McpSession:
             return ToolResult(ok=True, output=text)
 
     async def say(self, text: str) -> str | None:
+        """The user's reply, or None once the user has left. A message that is not a ``str``
+        is refused as in-process (a protocol mismatch, ``harness_compatibility_failure``), and
+        a refused call is an error: both were read as the user's leaving, and changed the
+        conversation instead of telling the agent its call was wrong."""
+        if not issubclass(type(text), str):
+            raise HarnessCompatibilityError(
+                f"protocol mismatch: a message must be a str, got {type_name(type(text))}"
+            )
         ok, reply = await self._call("send_message_to_user", {"text": text})
-        return None if not ok or reply == LEFT else reply
+        if not ok:
+            raise RuntimeError(f"send_message_to_user was refused: {reply}")
+        return None if reply == LEFT else reply
 
     def record_usage(
         self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
     ) -> None:
-        """Kept until the next call, which reports it first (``report_usage``)."""
+        """Kept until the next call, which reports it first (``report_usage``). A report that
+        breaks the protocol (a negative, NaN or non-number figure) is a protocol mismatch,
+        latched, as in-process: refused by the bridge when sent, it was dropped, and the
+        program went on with usage that never counted."""
+        from groundstate.episode import odd_usage
+
+        self._raise_if_mismatched()
+        odd = odd_usage(input_tokens, output_tokens, cost)
+        if odd is not None:
+            self._mismatch = HarnessCompatibilityError(f"protocol mismatch: {odd}")
+            self._raise_if_mismatched()
         for key, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
             self._usage[key] = self._usage.get(key, 0) + value
         self._usage["cost"] = self._usage.get("cost", 0.0) + cost
 
+    def record_model_call(self, call: ModelCall) -> None:
+        """Kept until the next call, which reports it first (``report_usage``'s
+        ``model_calls``): the run's trace keeps the program's model calls, every try, as it
+        keeps an in-process adapter's."""
+        self._model_calls.append(ModelCall.model_validate(dict(call)).model_dump(mode="json"))
+
     async def flush_usage(self) -> None:
-        """Report the usage recorded since the last call."""
-        if any(self._usage.values()):
+        """Report the usage and model calls recorded since the last call."""
+        if any(self._usage.values()) or self._model_calls:
             usage, self._usage = self._usage, {}
-            await self._send("report_usage", usage)
+            calls, self._model_calls = self._model_calls, []
+            await self._send("report_usage", usage | ({"model_calls": calls} if calls else {}))
 
     def give_up(self, reason: str) -> NoReturn:
         raise _GiveUp(reason)
 
+    def _raise_if_mismatched(self) -> None:
+        if self._mismatch is not None:
+            raise HarnessCompatibilityError(str(self._mismatch))
+
     async def _call(self, name: str, args: dict[str, Any]) -> tuple[bool, str]:
+        self._raise_if_mismatched()
         await self.flush_usage()
         return await self._send(name, args)
 
@@ -167,13 +205,15 @@ async def serve_agent(agent: Any) -> None:
         _leave()
 
 
-def _leave() -> NoReturn:
-    """Exit at once with code 1, the traceback on stderr: the stdio transport waits for the end
-    of its input before the process can exit, and the server closes it only after ``finish``
-    (an error left to unwind through the transport held the program to its time limit)."""
-    traceback.print_exc()
+def _leave(code: int = 1) -> NoReturn:
+    """Exit at once with *code* (1: with the traceback on stderr): the stdio transport waits
+    for the end of its input before the process can exit, and the server closes it only after
+    ``finish`` (an error left to unwind through the transport held the program to its time
+    limit)."""
+    if code:
+        traceback.print_exc()
     sys.stderr.flush()
-    os._exit(1)
+    os._exit(code)
 
 
 def _transport(url: str | None) -> Any:
@@ -193,6 +233,7 @@ async def _run(agent: Any, read: Any, write: Any) -> None:
         session = await McpSession.open(client)
         try:
             final = await agent.run(session)
+            session._raise_if_mismatched()  # caught by the agent, it stands all the same
             await session.flush_usage()
         except _Stopped:
             return
@@ -201,18 +242,20 @@ async def _run(agent: Any, read: Any, write: Any) -> None:
             # was lost: reported only before the next call); a budget it passes outranks.
             with suppress(_Stopped):
                 await session.flush_usage()
-                ending = _give_up_arguments(exc)
+                ending = _give_up_arguments(session._mismatch or exc)  # the latched one first
                 if ending is None:
                     _leave()  # the agent's crash, inside the transport (see _leave)
                 await client.call_tool("give_up", ending)
             return
-        if final is None or isinstance(final, str):  # None: no reply (an empty one is none)
-            await client.call_tool("finish", {"final_reply": final or ""})
-        else:  # as in-process: a protocol mismatch, not the text "" (``0``, ``[]``) or its repr
+        if final is None or final == "":  # no final reply: the program exits without one,
+            _leave(0)  # as documented (``finish`` takes a str: it recorded "" as the reply)
+        if not isinstance(final, str):  # as in-process: a protocol mismatch, not its repr
             kind = type(final).__name__
             reason = f"protocol mismatch: run() returned {kind}, not a str or None"
             ending = {"reason": reason, "failure": "harness_compatibility", "evidence": {}}
             await client.call_tool("give_up", ending)
+            return
+        await client.call_tool("finish", {"final_reply": final})
 
 
 FAILURES = {
