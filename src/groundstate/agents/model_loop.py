@@ -40,7 +40,14 @@ from groundstate.agents.base import Session, ToolResult, ToolSpec, output_text
 from groundstate.errors import HarnessCompatibilityError, ModelServingFailure, SpecError
 from groundstate.spec.canonical import hash_value
 from groundstate.spec.system import Prices, RetryPolicy, SystemSpec
-from groundstate.trace import ModelCall, ModelCallError, ModelResponse, ModelToolCall, ModelUsage
+from groundstate.trace import (
+    RETRIED_KINDS,
+    ModelCall,
+    ModelCallError,
+    ModelResponse,
+    ModelToolCall,
+    ModelUsage,
+)
 from groundstate.whole_request import (
     WARM_UP_SECONDS,
     AnswerTooLarge,
@@ -67,7 +74,7 @@ DEFAULT_TIMEOUT = 60.0
 """Seconds a model request may take when ``model.request_timeout`` is unset."""
 
 ErrorKind = Literal["rate_limited", "server_error", "timeout", "connection", "rejected", "auth"]
-_RETRIED: frozenset[str] = frozenset({"rate_limited", "server_error", "timeout", "connection"})
+_RETRIED: frozenset[str] = RETRIED_KINDS
 
 
 class ServingError(Exception):
@@ -258,8 +265,15 @@ async def call_sdk(
             "server_error",
             f"malformed response: a body that is not JSON (a stream?): {answer[:200]!r}",
         )
+    failed = _error_in(answer)
+    if failed is not None:  # OpenRouter and some proxies answer a failure with a 200
+        raise ServingError(
+            "server_error",
+            f"malformed response: an error in a 200 answer: {failed}",
+            request_id=getattr(answer, "_request_id", None),
+        )
     try:
-        return to_turn(answer)
+        return _distinct_ids(to_turn(answer))
     except HarnessCompatibilityError as exc:
         # An answer in a protocol the adapter never offered: a failed try like any other (the
         # trace keeps it, with its request id), not retried. Raised past the retries, it
@@ -275,6 +289,26 @@ async def call_sdk(
             f"malformed response: {type(exc).__name__}: {exc}",
             request_id=getattr(answer, "_request_id", None),
         ) from None
+
+
+def _error_in(answer: Any) -> str | None:
+    """The error a 200 answer carries instead of an answer (``{"error": {...}}``), if any."""
+    error = getattr(answer, "error", None)
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return error if isinstance(error, str) and error else None
+
+
+def _distinct_ids(turn: Turn) -> Turn:
+    """*turn*, if its tool calls have distinct ids. Two calls sharing one are a malformed
+    answer (the provider's, retried as any other): their results, sent back by id, could not
+    be told apart, and the next request was rejected (``harness_compatibility_failure``, the
+    system's) or answered from a history the model never wrote."""
+    ids = [call.id for call in turn.response.tool_calls]
+    shared = sorted({i for i in ids if ids.count(i) > 1})
+    if shared:
+        raise ValueError(f"tool calls share an id ({', '.join(map(repr, shared))})")
+    return turn
 
 
 MAX_CALL_TOKENS = 10**9
@@ -535,7 +569,9 @@ class ModelAgent(ABC):
             while True:
                 turn = await self._ask(client, session, history, tools)
                 if not turn.response.tool_calls:
-                    text = (turn.response.text or "").strip()
+                    # a refusal in its own field (Chat Completions') is the model's reply, as
+                    # the Messages API's refusal text is
+                    text = (turn.response.text or turn.response.refusal or "").strip()
                     return text or None
                 outputs, acted = [], False
                 calls = turn.response.tool_calls
