@@ -307,3 +307,73 @@ def test_a_slow_model_that_never_failed_is_the_agents_time_limit(
     for script in ([HANGS], [Fail(503), LOOKUP, HANGS]):
         run = _timed(harness, script)
         assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+
+
+# --- the model's own end: graded on the state, the same final reply on every adapter ---------
+
+
+def _ending(openai: Body, anthropic: Body) -> Callable[[str], Raw]:
+    """An answer with no tool call, as each API gives it: Chat Completions' message fields and
+    finish reason, Messages' content and stop reason."""
+
+    def make(provider: str) -> Raw:
+        body = _render(provider, Reply(text="placeholder"))
+        if provider == "openai":
+            choice = body["choices"][0]
+            choice["finish_reason"] = openai.pop("finish_reason")
+            choice["message"] |= openai
+        else:
+            body |= anthropic
+        return _raw(body)
+
+    return make
+
+
+REFUSAL = "I can't help with that."
+CUT = "I will refund th"
+ENDINGS: dict[str, tuple[Callable[[str], Raw], str | None]] = {
+    "refusal": (
+        _ending(
+            {"content": None, "refusal": REFUSAL, "finish_reason": "stop"},
+            {"content": [{"type": "text", "text": REFUSAL}], "stop_reason": "refusal"},
+        ),
+        REFUSAL,
+    ),
+    "cut_off_by_the_output_limit": (
+        _ending(
+            {"content": CUT, "finish_reason": "length"},
+            {"content": [{"type": "text", "text": CUT}], "stop_reason": "max_tokens"},
+        ),
+        CUT,
+    ),
+    "filtered_to_nothing": (
+        _ending(
+            {"content": None, "finish_reason": "content_filter"},
+            {"content": [], "stop_reason": "refusal"},
+        ),
+        None,
+    ),
+    "empty": (
+        _ending(
+            {"content": "", "finish_reason": "stop"}, {"content": [], "stop_reason": "end_turn"}
+        ),
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ENDINGS))
+@pytest.mark.parametrize("provider", [p.name for p in PROVIDERS])
+def test_every_adapter_ends_on_the_models_own_stop_alike(
+    provider: str, name: str, monkeypatch: pytest.MonkeyPatch, retail: Suite
+) -> None:
+    """A refusal, a content filter, an answer its output limit cut off: the model's answer (the
+    system's), not a failure of the provider. The attempt ends with it as the final reply and is
+    graded on the state: nothing refunded. A Chat Completions refusal, in a field of its own,
+    was no final reply, where the same refusal from the Messages API was."""
+    (chosen,) = [p for p in PROVIDERS if p.name == provider]
+    make, final = ENDINGS[name]
+    run = _harness(chosen, monkeypatch, retail).run([make(provider)])
+    assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
+    assert run.final_message == final
+    assert _failed_tries(run) == []
