@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ import pytest
 from groundstate.agents.python import load_agent
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
-from groundstate.spec.system import SystemSpec
+from groundstate.spec.system import SystemSpec, load_system
 from groundstate.testing import (
     AnthropicCompatibleServer,
     Fail,
@@ -41,6 +42,8 @@ from groundstate.trace import RETRIED_KINDS, ModelCallEvent, ToolCallEvent
 
 from .conftest import BLOCK, HANG
 from .model_harness import PROVIDERS, TASK, Harness, _harness
+from .test_mcp_agents import system_file
+from .test_models_round15 import MODEL_AGENT, _model_system
 
 Answer = Reply | Fail | Raw
 Body = dict[str, Any]
@@ -377,3 +380,23 @@ def test_every_adapter_ends_on_the_models_own_stop_alike(
     assert run.terminal_reason == "agent_failure/incorrect_state", run.infrastructure_status
     assert run.final_message == final
     assert _failed_tries(run) == []
+
+
+def test_a_time_limit_while_retrying_is_the_providers_over_mcp_too(
+    edited_bank: Any, tmp_path: Path
+) -> None:
+    """Run as a program by ``groundstate.mcp_client``, the adapter's failed try went to the
+    trace only with its next call: killed at the limit while retrying, the program left no
+    sign of the failure and the attempt was the agent's time limit (in-process, the provider's:
+    see above). A failed try is now reported at once. (The limit leaves a loaded machine the
+    time to start the program.)"""
+    bank: Suite = edited_bank(lambda task: task.update(time_limit=20))
+    (tmp_path / "agents.py").write_text(MODEL_AGENT)
+    with OpenAICompatibleServer([Fail(503), HANGS]) as server:
+        model = _model_system(tmp_path, server.base_url)
+        command = ["{python}", "-m", "groundstate.mcp_client", "agents.py:model_agent"]
+        params = {"sandbox": "none", "network": "host", "env": {"MODEL_SYSTEM": str(model)}}
+        system = load_system(system_file(tmp_path, command, **params))
+        run = attempt(bank, "transfer", load_agent(system), system=system).run
+    assert run.terminal_reason == SERVING, run.infrastructure_status
+    assert run.infrastructure_status["model_serving"]["status_code"] == 503
