@@ -8,7 +8,7 @@ client) on the retail canary. Whose fault it is decides the verdict:
   refused at the gateway as a step, the model is told, and the attempt goes on: the oracle that
   follows still succeeds;
 - the provider's (an error status, a body that is no answer, a connection reset, impossible
-  usage, duplicate call ids) is retried: once, the attempt goes on to success; for good, it is
+  usage) is retried: once, the attempt goes on to success; for good, it is
   an invalid ``environment_failure/model_serving``;
 - the model's choice to stop (a refusal, a content filter, its output limit) is its answer:
   the attempt is graded on the state it left.
@@ -191,11 +191,6 @@ FAULTS: dict[str, Fault] = {
         refused_as="unknown_tool",
     ),
     # the provider's faults, once: retried, the attempt goes on
-    "duplicate_call_ids": Fault(
-        _once(lambda p: _edited(p, TWO_CALLS, _same_ids, _same_ids)),
-        SUCCESS,
-        evidence="share an id",
-    ),
     "no_choices": Fault(_once(_no_answer), SUCCESS),
     "error_body_with_200": Fault(_once(_error_body), SUCCESS, evidence="an error in a 200"),
     "rate_limited": Fault(_once(lambda p: Fail(429)), SUCCESS),
@@ -212,9 +207,6 @@ FAULTS: dict[str, Fault] = {
     "usage_missing": Fault(_once(_usage(lambda p: None)), SUCCESS, provider_fault=False),
     "usage_empty": Fault(_once(_usage(lambda p: {})), SUCCESS, provider_fault=False),
     # the provider's faults for good: an invalid attempt
-    "duplicate_call_ids_always": Fault(
-        _once(lambda p: _edited(p, TWO_CALLS, _same_ids, _same_ids)), SERVING, repeat=True
-    ),
     "no_choices_always": Fault(_once(_no_answer), SERVING, repeat=True),
     "error_body_with_200_always": Fault(
         _once(_error_body), SERVING, repeat=True, evidence="overloaded"
@@ -400,3 +392,25 @@ def test_a_time_limit_while_retrying_is_the_providers_over_mcp_too(
         run = attempt(bank, "transfer", load_agent(system), system=system).run
     assert run.terminal_reason == SERVING, run.infrastructure_status
     assert run.infrastructure_status["model_serving"]["status_code"] == 503
+
+
+@pytest.mark.parametrize("provider", [p.name for p in PROVIDERS])
+def test_tool_calls_sharing_an_id_run_and_go_back_told_apart(
+    provider: str, monkeypatch: pytest.MonkeyPatch, retail: Suite
+) -> None:
+    """Two calls of one answer with one id are the model's two actions (both run, each a
+    step), and the history sent back gives them distinct ids, on every adapter: sent back as
+    given, their results could not be told apart, and an API requiring unique ids rejected
+    the next request (``harness_compatibility_failure``, the system's)."""
+    (chosen,) = [p for p in PROVIDERS if p.name == provider]
+    servers: list[Any] = []
+    script = [_edited(provider, TWO_CALLS, _same_ids, _same_ids), *_oracle(retail)]
+    run = _harness(chosen, monkeypatch, retail).run(script, server_out=servers)
+    assert run.terminal_reason == SUCCESS, run.infrastructure_status
+    calls = [e for e in run.observation_action_log if isinstance(e, ToolCallEvent)]
+    assert [c.tool for c in calls[:2]] == ["find_customer_by_email"] * 2
+    assert _failed_tries(run) == []
+    second = json.dumps(servers[0].requests[1]["messages"])
+    sent = {i for i in ("call_same", "call_same~2") if f'"{i}"' in second}
+    assert sent == {"call_same", "call_same~2"}
+    assert second.count('"call_same~2"') == 2  # the call and its result

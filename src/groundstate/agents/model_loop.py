@@ -300,15 +300,30 @@ def _error_in(answer: Any) -> str | None:
 
 
 def _distinct_ids(turn: Turn) -> Turn:
-    """*turn*, if its tool calls have distinct ids. Two calls sharing one are a malformed
-    answer (the provider's, retried as any other): their results, sent back by id, could not
-    be told apart, and the next request was rejected (``harness_compatibility_failure``, the
-    system's) or answered from a history the model never wrote."""
+    """*turn* with distinct tool call ids: a later call sharing an earlier one's id is renamed
+    (``call_1~2``) in the answer and in the history sent back. Sent back as given, their
+    results could not be told apart, and an API requiring unique ids rejected the next request
+    (``harness_compatibility_failure``, the system's, for a quirk of the serving route); the
+    calls themselves are the model's actions and run as any others."""
     ids = [call.id for call in turn.response.tool_calls]
-    shared = sorted({i for i in ids if ids.count(i) > 1})
-    if shared:
-        raise ValueError(f"tool calls share an id ({', '.join(map(repr, shared))})")
-    return turn
+    if len(set(ids)) == len(ids):
+        return turn
+    renamed: list[str] = []
+    for number, given in enumerate(ids, start=1):
+        new = given
+        while new in renamed or (new != given and new in ids):
+            new = f"{given}~{number}"
+            number += 1
+        renamed.append(new)
+    calls = [c.model_copy(update={"id": n}) for c, n in zip(turn.response.tool_calls, renamed)]
+    assistant = json.loads(json.dumps(turn.assistant))
+    sent = assistant.get("tool_calls") or [
+        b for b in assistant.get("content") or [] if b.get("type") == "tool_use"
+    ]
+    for block, new in zip(sent, renamed):
+        block["id"] = new
+    response = turn.response.model_copy(update={"tool_calls": calls})
+    return dataclasses.replace(turn, response=response, assistant=assistant)
 
 
 MAX_CALL_TOKENS = 10**9
