@@ -315,12 +315,13 @@ def _distinct_ids(turn: Turn) -> Turn:
             new = f"{given}~{number}"
             number += 1
         renamed.append(new)
-    calls = [c.model_copy(update={"id": n}) for c, n in zip(turn.response.tool_calls, renamed)]
+    pairs = zip(turn.response.tool_calls, renamed, strict=True)
+    calls = [call.model_copy(update={"id": new}) for call, new in pairs]
     assistant = json.loads(json.dumps(turn.assistant))
     sent = assistant.get("tool_calls") or [
         b for b in assistant.get("content") or [] if b.get("type") == "tool_use"
     ]
-    for block, new in zip(sent, renamed):
+    for block, new in zip(sent, renamed, strict=True):
         block["id"] = new
     response = turn.response.model_copy(update={"tool_calls": calls})
     return dataclasses.replace(turn, response=response, assistant=assistant)
