@@ -93,8 +93,9 @@ _OUTLASTED: dict[tuple[str, Any], int] = {}
 """For each tool, how many of its latest calls in a row outlasted the lease."""
 
 USER_SIMULATOR = "user_simulator"
-MODEL_SERVING = "model_serving"
 """The stage (and terminal sub-reason) of a failing user simulator: the instrument's fault."""
+MODEL_SERVING = "model_serving"
+"""The stage (and terminal sub-reason) of the agent's model API failing: the provider's."""
 OUTSIDE = "outside_gateway"
 """The stage of a write the environment saw that no tool call made."""
 REBOUND = "harness_code"
