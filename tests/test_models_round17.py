@@ -124,6 +124,10 @@ class Fault:
     """Whether the provider is at fault (a failed try, retried), not the model."""
     evidence: str = ""
     """Text a failed try's message must hold."""
+    max_backoff: float = 0.05
+    """The longest wait between tries (``Retry-After`` is honoured up to it)."""
+    tries: int = 3
+    """Tries before the attempt ends, when it ends as ``model_serving``."""
 
 
 def _once(make: Callable[[str], Answer]) -> Callable[[str], list[Answer]]:
@@ -213,8 +217,20 @@ FAULTS: dict[str, Fault] = {
     ),
     "rate_limited_always": Fault(_once(lambda p: Fail(429)), SERVING, repeat=True),
     "server_error_always": Fault(_once(lambda p: Fail(502)), SERVING, repeat=True),
+    # a wait past the attempt's time limit is not waited: the failure stands at once
     "retry_after_past_the_time_limit": Fault(
-        _once(lambda p: Fail(429, headers={"retry-after": "3600"})), SERVING, repeat=True
+        _once(lambda p: Fail(429, headers={"retry-after": "3600"})),
+        SERVING,
+        repeat=True,
+        max_backoff=7200,
+        tries=1,
+    ),
+    "retry_after_date_past_the_time_limit": Fault(
+        _once(lambda p: Fail(503, headers={"retry-after": "Fri, 01 Jan 2100 00:00:00 GMT"})),
+        SERVING,
+        repeat=True,
+        max_backoff=7200,
+        tries=1,
     ),
     "reset_mid_body_always": Fault(_once(_reset_mid_body), SERVING, repeat=True),
     "negative_usage_always": Fault(_once(_usage(_negative)), SERVING, repeat=True),
@@ -223,9 +239,10 @@ FAULTS: dict[str, Fault] = {
 
 def _run(harness: Harness, fault: Fault) -> AgentRun:
     faulty = fault.answers(harness.provider.name)
+    retries = {"max_retries": 2, "backoff": 0.01, "max_backoff": fault.max_backoff}
     if fault.repeat:  # every request, however many
-        return harness.run(lambda request: faulty[0])
-    return harness.run([*faulty, *_oracle(harness.suite)])
+        return harness.run(lambda request: faulty[0], retries=retries)
+    return harness.run([*faulty, *_oracle(harness.suite)], retries=retries)
 
 
 def _failed_tries(run: AgentRun) -> list[ModelCallEvent]:
@@ -253,7 +270,7 @@ def test_every_adapter_gives_a_fault_the_same_verdict(
         assert failed == []
     if fault.reason == SERVING:
         assert not run.valid
-        assert run.infrastructure_status["model_serving"]["tries"] == 3  # 2 retries
+        assert run.infrastructure_status["model_serving"]["tries"] == fault.tries
 
 
 # --- a time limit striking while the adapter waits out the provider --------------------------
