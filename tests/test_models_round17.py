@@ -194,6 +194,10 @@ FAULTS: dict[str, Fault] = {
         **MISTAKE,
         refused_as="unknown_tool",
     ),
+    # a quirk of the serving route: both calls run, told apart (see the test below)
+    "duplicate_call_ids": Fault(
+        _once(lambda p: _edited(p, TWO_CALLS, _same_ids, _same_ids)), SUCCESS, **MISTAKE
+    ),
     # the provider's faults, once: retried, the attempt goes on
     "no_choices": Fault(_once(_no_answer), SUCCESS),
     "error_body_with_200": Fault(_once(_error_body), SUCCESS, evidence="an error in a 200"),
