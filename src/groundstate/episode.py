@@ -41,6 +41,7 @@ from groundstate.errors import (
     ConversationOver,
     EnvironmentFailure,
     HarnessCompatibilityError,
+    ModelServingFailure,
     ProhibitedAction,
     ResetCheckFailed,
     StepLimitReached,
@@ -60,6 +61,7 @@ from groundstate.spec.suite import Suite, grader_shape
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask, JudgeAssertion, TestsAssertion
 from groundstate.trace import (
+    RETRIED_KINDS,
     MessageEvent,
     ModelCall,
     ModelCallEvent,
@@ -96,6 +98,8 @@ _OUTLASTED: dict[tuple[str, Any], int] = {}
 
 USER_SIMULATOR = "user_simulator"
 """The stage (and terminal sub-reason) of a failing user simulator: the instrument's fault."""
+MODEL_SERVING = "model_serving"
+"""The stage (and terminal sub-reason) of the agent's model API failing: the provider's."""
 OUTSIDE = "outside_gateway"
 """The stage of a write the environment saw that no tool call made."""
 REBOUND = "harness_code"
@@ -197,6 +201,8 @@ class Stop:
     @property
     def kind(self) -> str:
         """The stop as a short name (``step_limit``, ``tool_crash``, ``user_simulator``...)."""
+        if isinstance(self.error, ModelServingFailure):
+            return MODEL_SERVING
         if isinstance(self.error, EnvironmentFailure):
             return "user_simulator" if self.stage == USER_SIMULATOR else "tool_crash"
         return interruption_reason(self.error, self.stage).rpartition("/")[2]
@@ -418,6 +424,17 @@ class EpisodeSession:
         agent's time running out, however slowly the user then answers."""
         since = self.asking_since
         return since is not None and since <= (1 - USER_SHARE) * self.time_limit
+
+    def model_serving_failing(self) -> ModelCallEvent | None:
+        """The failed try of the agent's model that the trace ends with, if it is one its
+        adapter retries (a rate limit, a 5xx, a timeout, a lost connection): the time limit,
+        striking now, strikes while the adapter waits out the model's serving infrastructure
+        (see :func:`_latch_time_limit`). Anything after it (a tool call, a message, an
+        answer) is the agent going on."""
+        last = self.events[-1] if self.events else None
+        if isinstance(last, ModelCallEvent) and last.error and last.error.kind in RETRIED_KINDS:
+            return last
+        return None
 
     def latch(self, error: BaseException, stage: str, wait: float = END_WAIT) -> Stop:
         """Record *error* as the attempt's stop unless one is latched already; return the stop.
@@ -1209,9 +1226,17 @@ async def _unheld(session: EpisodeSession, action: Callable[..., None], *args: A
 def _latch_time_limit(
     session: EpisodeSession, exc: TimeLimitReached, wait: float = END_WAIT
 ) -> None:
+    failing = session.model_serving_failing()
     if session.user_used_the_time():  # a slow or rate-limited user model: an invalid attempt
         why = f"the user simulator had not answered when the {exc}"
         session.latch(EnvironmentFailure(why), USER_SIMULATOR, wait)
+    elif failing is not None and failing.error is not None:
+        # The agent's model was failing and its adapter retrying: time spent waiting out the
+        # provider is not the agent's (docs/models.md), as a retry past the limit is not.
+        error = failing.error
+        why = f"the model's API was failing ({error.kind}) when the {exc}: {error.message}"
+        evidence = error.model_dump() | {"tries": failing.try_number, "at": failing.at}
+        session.latch(ModelServingFailure(why, evidence), MODEL_SERVING, wait)
     else:
         session.latch(exc, "time_limit", wait)
 
@@ -1264,6 +1289,8 @@ def _take_stop(session: EpisodeSession, progress: _Progress) -> None:
     if stop is not None and not isinstance(stop.error, ConversationOver):
         progress.interrupt(stop.error, "tool_crash" if stop.kind == "tool_crash" else stop.stage)
         progress.evidence["stop"] = stop.evidence()
+        if isinstance(stop.error, ModelServingFailure):  # as when the adapter raises it
+            progress.evidence[MODEL_SERVING] = stop.error.evidence
 
 
 def _take_final(final: Final, session: EpisodeSession, progress: _Progress) -> None:

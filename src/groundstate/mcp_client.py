@@ -15,6 +15,7 @@ orchestration_loop:
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import random
@@ -49,6 +50,8 @@ class McpSession:
         self._seed = int(os.environ.get("GROUNDSTATE_SEED", "0"))
         self._usage: dict[str, float] = {}
         self._model_calls: list[dict[str, Any]] = []
+        self._sending: asyncio.Task[None] | None = None
+        """A report of a failed model call under way (see :meth:`record_model_call`)."""
         self._mismatch: HarnessCompatibilityError | None = None
         """A usage report that broke the protocol, latched as in-process: raised by every
         later call and reported when the agent is done (see :func:`_run`)."""
@@ -154,10 +157,31 @@ class McpSession:
         """Kept until the next call, which reports it first (``report_usage``'s
         ``model_calls``): the run's trace keeps the program's model calls, every try, as it
         keeps an in-process adapter's."""
-        self._model_calls.append(ModelCall.model_validate(dict(call)).model_dump(mode="json"))
+        kept = ModelCall.model_validate(dict(call))
+        self._model_calls.append(kept.model_dump(mode="json"))
+        if kept.error is not None:
+            # A failed try goes at once: the adapter may still be retrying it when the program
+            # is killed at the time limit, which is then the provider's, as in-process
+            # (``environment_failure/model_serving``), only if the trace shows the failure.
+            with suppress(RuntimeError):  # no running loop: it goes with the next call
+                self._sending = asyncio.get_running_loop().create_task(
+                    self._report_quietly(self._sending)
+                )
+
+    async def _report_quietly(self, before: asyncio.Task[None] | None) -> None:
+        if before is not None:
+            await before
+        with suppress(Exception):  # the attempt stopped: the next call raises it
+            await self._report()
 
     async def flush_usage(self) -> None:
         """Report the usage and model calls recorded since the last call."""
+        sending, self._sending = self._sending, None
+        if sending is not None:
+            await sending
+        await self._report()
+
+    async def _report(self) -> None:
         if any(self._usage.values()) or self._model_calls:
             usage, self._usage = self._usage, {}
             calls, self._model_calls = self._model_calls, []
@@ -247,13 +271,15 @@ async def _run(agent: Any, read: Any, write: Any) -> None:
                     _leave()  # the agent's crash, inside the transport (see _leave)
                 await client.call_tool("give_up", ending)
             return
-        if final is None or isinstance(final, str):  # None: no reply (an empty one is none)
-            await client.call_tool("finish", {"final_reply": final or ""})
-        else:  # as in-process: a protocol mismatch, not the text "" (``0``, ``[]``) or its repr
+        if final is None or final == "":  # no final reply: the program exits without one,
+            _leave(0)  # as documented (``finish`` takes a str: it recorded "" as the reply)
+        if not isinstance(final, str):  # as in-process: a protocol mismatch, not its repr
             kind = type(final).__name__
             reason = f"protocol mismatch: run() returned {kind}, not a str or None"
             ending = {"reason": reason, "failure": "harness_compatibility", "evidence": {}}
             await client.call_tool("give_up", ending)
+            return
+        await client.call_tool("finish", {"final_reply": final})
 
 
 FAILURES = {

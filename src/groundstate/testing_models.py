@@ -20,6 +20,7 @@ the end of a list gets HTTP 500 and sets :attr:`ScriptedModelServer.exhausted`.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import suppress
@@ -102,6 +103,9 @@ class Raw:
     headers: dict[str, str] = field(default_factory=dict)
     """Headers sent besides the defaults; a ``content-type`` here replaces
     ``application/json`` (``text/event-stream`` for a streaming-shaped body)."""
+    cut_at: int | None = None
+    """Send only this many bytes of the body, under the whole body's ``content-length``, then
+    close the connection: a connection lost mid-body."""
 
 
 Answer = Reply | Fail | Raw
@@ -249,7 +253,9 @@ class ScriptedModelServer:
                 elif isinstance(answer, Fail):
                     self._send(answer.status, server.error_body(answer), number, answer.headers)
                 elif isinstance(answer, Raw):
-                    self._send_text(answer.status, answer.body, number, answer.headers)
+                    self._send_text(
+                        answer.status, answer.body, number, answer.headers, answer.cut_at
+                    )
                 else:
                     self._send(200, server.render(answer, body, number), number)
 
@@ -268,6 +274,7 @@ class ScriptedModelServer:
                 text: str | bytes,
                 number: int,
                 headers: dict[str, str] | None = None,
+                cut_at: int | None = None,
             ) -> None:
                 data = text if isinstance(text, bytes) else text.encode()
                 named = {name.lower() for name in headers or {}}
@@ -280,7 +287,12 @@ class ScriptedModelServer:
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(data)
+                    self.wfile.write(data if cut_at is None else data[:cut_at])
+                if cut_at is not None:  # the connection is lost before the body's end
+                    self.close_connection = True
+                    with suppress(OSError):
+                        self.wfile.flush()
+                        self.connection.shutdown(socket.SHUT_RDWR)
 
             def log_message(self, format: str, *args: Any) -> None:
                 """Quiet: tests read :attr:`requests` instead."""

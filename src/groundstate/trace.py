@@ -130,6 +130,11 @@ class ModelUsage(BaseModel):
     """From the price table in the system's ``model.prices`` (0 without one)."""
 
 
+RETRIED_KINDS = frozenset({"rate_limited", "server_error", "timeout", "connection"})
+"""The kinds of :class:`ModelCallError` a model adapter retries: the serving infrastructure's
+failures, not the request's (``rejected``) nor the account's (``auth``)."""
+
+
 class ModelCallError(BaseModel):
     """Why a model call failed: the evidence for the terminal reason."""
 

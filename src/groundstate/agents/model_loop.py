@@ -40,7 +40,14 @@ from groundstate.agents.base import Session, ToolResult, ToolSpec, output_text
 from groundstate.errors import HarnessCompatibilityError, ModelServingFailure, SpecError
 from groundstate.spec.canonical import hash_value
 from groundstate.spec.system import Prices, RetryPolicy, SystemSpec
-from groundstate.trace import ModelCall, ModelCallError, ModelResponse, ModelToolCall, ModelUsage
+from groundstate.trace import (
+    RETRIED_KINDS,
+    ModelCall,
+    ModelCallError,
+    ModelResponse,
+    ModelToolCall,
+    ModelUsage,
+)
 from groundstate.whole_request import (
     WARM_UP_SECONDS,
     AnswerTooLarge,
@@ -67,7 +74,7 @@ DEFAULT_TIMEOUT = 60.0
 """Seconds a model request may take when ``model.request_timeout`` is unset."""
 
 ErrorKind = Literal["rate_limited", "server_error", "timeout", "connection", "rejected", "auth"]
-_RETRIED: frozenset[str] = frozenset({"rate_limited", "server_error", "timeout", "connection"})
+_RETRIED: frozenset[str] = RETRIED_KINDS
 
 
 class ServingError(Exception):
@@ -258,8 +265,15 @@ async def call_sdk(
             "server_error",
             f"malformed response: a body that is not JSON (a stream?): {answer[:200]!r}",
         )
+    failed = _error_in(answer)
+    if failed is not None:  # OpenRouter and some proxies answer a failure with a 200
+        raise ServingError(
+            "server_error",
+            f"malformed response: an error in a 200 answer: {failed}",
+            request_id=getattr(answer, "_request_id", None),
+        )
     try:
-        return to_turn(answer)
+        return _distinct_ids(to_turn(answer))
     except HarnessCompatibilityError as exc:
         # An answer in a protocol the adapter never offered: a failed try like any other (the
         # trace keeps it, with its request id), not retried. Raised past the retries, it
@@ -275,6 +289,42 @@ async def call_sdk(
             f"malformed response: {type(exc).__name__}: {exc}",
             request_id=getattr(answer, "_request_id", None),
         ) from None
+
+
+def _error_in(answer: Any) -> str | None:
+    """The error a 200 answer carries instead of an answer (``{"error": {...}}``), if any."""
+    error = getattr(answer, "error", None)
+    if isinstance(error, dict):
+        return str(error.get("message") or error)
+    return error if isinstance(error, str) and error else None
+
+
+def _distinct_ids(turn: Turn) -> Turn:
+    """*turn* with distinct tool call ids: a later call sharing an earlier one's id is renamed
+    (``call_1~2``) in the answer and in the history sent back. Sent back as given, their
+    results could not be told apart, and an API requiring unique ids rejected the next request
+    (``harness_compatibility_failure``, the system's, for a quirk of the serving route); the
+    calls themselves are the model's actions and run as any others."""
+    ids = [call.id for call in turn.response.tool_calls]
+    if len(set(ids)) == len(ids):
+        return turn
+    renamed: list[str] = []
+    for number, given in enumerate(ids, start=1):
+        new = given
+        while new in renamed or (new != given and new in ids):
+            new = f"{given}~{number}"
+            number += 1
+        renamed.append(new)
+    pairs = zip(turn.response.tool_calls, renamed, strict=True)
+    calls = [call.model_copy(update={"id": new}) for call, new in pairs]
+    assistant = json.loads(json.dumps(turn.assistant))
+    sent = assistant.get("tool_calls") or [
+        b for b in assistant.get("content") or [] if b.get("type") == "tool_use"
+    ]
+    for block, new in zip(sent, renamed, strict=True):
+        block["id"] = new
+    response = turn.response.model_copy(update={"tool_calls": calls})
+    return dataclasses.replace(turn, response=response, assistant=assistant)
 
 
 MAX_CALL_TOKENS = 10**9
@@ -535,7 +585,9 @@ class ModelAgent(ABC):
             while True:
                 turn = await self._ask(client, session, history, tools)
                 if not turn.response.tool_calls:
-                    text = (turn.response.text or "").strip()
+                    # a refusal in its own field (Chat Completions') is the model's reply, as
+                    # the Messages API's refusal text is
+                    text = (turn.response.text or turn.response.refusal or "").strip()
                     return text or None
                 outputs, acted = [], False
                 calls = turn.response.tool_calls

@@ -4,7 +4,8 @@ The rules, applied in order (the first that holds decides):
 
 1. The environment could not be built, reset to its checked initial state, or read at the
    end, a tool implementation crashed, the simulated user failed, or the model's serving
-   infrastructure kept failing past its retries: ``environment_failure/<setup|reset|
+   infrastructure kept failing past its retries (or was still being retried when the time
+   limit struck): ``environment_failure/<setup|reset|
    reset_check|tool_crash|final_state|user_simulator|model_serving>``. Invalid: rerun under
    the batch's policy.
 2. The agent signalled that it cannot use the harness or tool protocol as configured, or broke
