@@ -374,7 +374,9 @@ class EpisodeSession:
                     if value is not None
                 ]
                 if declared:
-                    self._latch(HarnessCompatibilityError(_UNCHECKABLE + " and ".join(declared)), "usage")
+                    self._latch(
+                        HarnessCompatibilityError(_UNCHECKABLE + " and ".join(declared)), "usage"
+                    )
             return
         assert input_tokens is not None and output_tokens is not None and cost is not None
         with self._held():
@@ -683,7 +685,7 @@ class EpisodeSession:
         try:
             return self._account.read()
         except AccountClosed:
-            return Kept(0, None, (), (0, 0, 0.0))
+            return Kept(0, None, (), (0, 0, 0.0, 0))
 
     @property
     def _steps(self) -> int:

@@ -149,9 +149,7 @@ def _turn(message: Any) -> Turn:
             # The history must hold an object, or the API rejects the next request (a
             # harness failure for the model's mistake); the trace keeps what it wrote.
             echoed = block.input if isinstance(block.input, dict) else {}
-            sent_back.append(
-                {"type": "tool_use", "id": given, "name": block.name, "input": echoed}
-            )
+            sent_back.append({"type": "tool_use", "id": given, "name": block.name, "input": echoed})
         elif kind == "thinking":  # sent back unchanged, as extended thinking requires
             sent_back.append(
                 {"type": "thinking", "thinking": block.thinking, "signature": block.signature}

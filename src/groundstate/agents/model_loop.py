@@ -371,7 +371,7 @@ def reported_usage(
     if (
         min(counts.values()) < 0
         or max(counts.values()) > MAX_CALL_TOKENS
-        or usage.cached_input_tokens > usage.input_tokens
+        or usage.cached_input_tokens > (usage.input_tokens or 0)
     ):
         raise ValueError(f"impossible usage {counts}")
     return usage
