@@ -220,3 +220,44 @@ def test_tool_calls_without_an_id_are_given_distinct_ones(
     assert [c.id for c in first.tool_calls] == ["call~1", "call~2"]
     second = json.dumps(servers[0].requests[1]["messages"])
     assert second.count('"call~1"') == 2 and second.count('"call~2"') == 2
+
+
+# --- a batch against such a server ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("budgeted", [True, False], ids=["budget", "no_budget"])
+def test_a_batch_against_a_server_without_usage(
+    openai_harness: Harness, tmp_path: Path, budgeted: bool
+) -> None:
+    """With the example's cost budget the smoke run aborts the batch before anything is
+    stored; without one the attempts are stored with tokens and cost not known, and read
+    back so."""
+    from groundstate.runner import BatchAborted, BatchConfig, run_batch
+    from groundstate.store import RunStore
+
+    body = _render("openai", Reply(text="Done."))
+    body.pop("usage")
+    with OpenAICompatibleServer(lambda request: _raw(body)) as server:
+        system = openai_harness.system(server)
+        if not budgeted:
+            data = system.model_dump(mode="json")
+            data["budgets"]["max_cost"] = None
+            unbudgeted = SystemSpec.model_validate(data)
+            unbudgeted._base_dir = system.base_dir
+            system = unbudgeted
+        config = BatchConfig(attempts=1, tasks=("refund-socks",))
+        with RunStore(tmp_path / "runs.db") as store:
+            if budgeted:
+                with pytest.raises(BatchAborted, match=r"cannot be checked: budgets\.max_cost"):
+                    run_batch(openai_harness.suite, system, config, store, validate=False)
+                assert not store.batches()
+                return
+            result = run_batch(openai_harness.suite, system, config, store, validate=False)
+            (run,) = result.final
+            stored = store.run(run.run_id)
+    assert run.terminal_reason == "agent_failure/incorrect_state"
+    assert (stored.usage.input_tokens, stored.usage.output_tokens, stored.cost) == (
+        None,
+        None,
+        None,
+    )
