@@ -172,13 +172,14 @@ def test_a_refusal_field_is_no_final_reply_and_no_crash(openai_harness: Harness)
     assert run.valid
 
 
-def test_missing_usage_records_zero_tokens_without_crashing(openai_harness: Harness) -> None:
+def test_missing_usage_records_usage_not_known_without_crashing(openai_harness: Harness) -> None:
     data = json.loads(completion({"content": "Done."}))
     del data["usage"]
     run = openai_harness.run([Raw(json.dumps(data))])
     (call,) = model_calls(run)
-    assert call.usage.input_tokens == 0 and call.usage.cost == 0.0
-    assert run.valid
+    assert call.usage.input_tokens is None and call.usage.cost is None  # not 0 (round 18)
+    # the example system's cost budget cannot be checked: see test_models_round18
+    assert run.terminal_reason == "harness_compatibility_failure"
 
 
 @pytest.mark.parametrize("text", ["\ud800 lone", "emoji \U0001f600 and \u202e bidi", "\x00nul"])

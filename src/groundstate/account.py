@@ -41,18 +41,24 @@ class Kept(NamedTuple):
     stops: tuple[tuple[Any, ...], ...]
     """Every stop latched, in order: ``(stop, its type, error, the error's type, stage, step,
     at)``, as it was latched."""
-    usage: tuple[int, int, float]
-    """Input tokens, output tokens and cost reported."""
+    usage: tuple[int, int, float, int]
+    """Input tokens, output tokens and cost reported, and how many reports said their usage
+    is not known (an API that answered without counting its tokens)."""
 
 
 def _kept() -> Generator[Kept, tuple[str, Any], None]:
-    steps, usage = 0, (0, 0, 0.0)
+    steps, usage = 0, (0, 0, 0.0, 0)
     lines: tuple[Any, ...] | None = None
     stops: tuple[tuple[Any, ...], ...] = ()
     while True:
         what, value = yield Kept(steps, lines, stops, usage)
         if what == "usage":
-            usage = (usage[0] + value[0], usage[1] + value[1], usage[2] + value[2])
+            usage = (
+                usage[0] + value[0],
+                usage[1] + value[1],
+                usage[2] + value[2],
+                usage[3] + value[3],
+            )
         elif what == "step":
             steps += 1
         elif what == "line":
@@ -94,9 +100,12 @@ class Account:
         """Count a step; return its number."""
         return self._send("step").steps
 
-    def add_usage(self, input_tokens: int, output_tokens: int, cost: float) -> None:
-        """Add one usage report (plain numbers, checked by the session)."""
-        self._send("usage", (int(input_tokens), int(output_tokens), float(cost)))
+    def add_usage(
+        self, input_tokens: int, output_tokens: int, cost: float, *, unknown: bool = False
+    ) -> None:
+        """Add one usage report (plain numbers, checked by the session); *unknown*: a report
+        whose usage is not known (counted apart, adding nothing)."""
+        self._send("usage", (int(input_tokens), int(output_tokens), float(cost), int(unknown)))
 
     def keep_line(self, line: str) -> None:
         """Keep a trace event's JSON line as it is now."""

@@ -347,9 +347,38 @@ class EpisodeSession:
             raise RuntimeError("a session call made from inside another session call")
 
     def record_usage(
-        self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
+        self,
+        *,
+        input_tokens: int | None = 0,
+        output_tokens: int | None = 0,
+        cost: float | None = 0.0,
     ) -> None:
+        """Count one usage report against the budgets. ``None`` for any figure: the usage is
+        not known (an API that answered without counting its tokens). Then nothing is
+        counted, the record says tokens and cost are not known (not 0), and a declared
+        token or cost budget, which can no longer be checked, stops the attempt
+        (``HarnessCompatibilityError``) rather than silently not applying."""
         odd = odd_usage(input_tokens, output_tokens, cost)  # outside the lock: it reads repr()
+        if odd is None and None in (input_tokens, output_tokens, cost):
+            with self._held():
+                self._raise_if_stopped()
+                with contextlib.suppress(AccountClosed):
+                    self._account.add_usage(0, 0, 0.0, unknown=True)
+                budgets = self._system.budgets
+                declared = [
+                    f"{name} {value}"
+                    for name, value in (
+                        ("budgets.max_tokens", budgets.max_tokens),
+                        ("budgets.max_cost", budgets.max_cost),
+                    )
+                    if value is not None
+                ]
+                if declared:
+                    self._latch(
+                        HarnessCompatibilityError(_UNCHECKABLE + " and ".join(declared)), "usage"
+                    )
+            return
+        assert input_tokens is not None and output_tokens is not None and cost is not None
         with self._held():
             self._raise_if_stopped()
             if odd is None and not math.isfinite(self.cost + cost):
@@ -647,11 +676,16 @@ class EpisodeSession:
         """The cost reported, as counted in the account."""
         return self._kept().usage[2]
 
+    @property
+    def usage_unknown(self) -> int:
+        """How many usage reports said their usage is not known."""
+        return self._kept().usage[3]
+
     def _kept(self) -> Kept:
         try:
             return self._account.read()
         except AccountClosed:
-            return Kept(0, None, (), (0, 0, 0.0))
+            return Kept(0, None, (), (0, 0, 0.0, 0))
 
     @property
     def _steps(self) -> int:
@@ -735,7 +769,11 @@ class AgentSession:
         return await self._session.say(text)
 
     def record_usage(
-        self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
+        self,
+        *,
+        input_tokens: int | None = 0,
+        output_tokens: int | None = 0,
+        cost: float | None = 0.0,
     ) -> None:
         self._session.record_usage(
             input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
@@ -846,12 +884,20 @@ def _call_data(call: ModelCall) -> dict[str, Any]:
     return data
 
 
+_UNCHECKABLE = (
+    "the usage of a model call is not known (the API did not report its tokens), so the "
+    "declared budget cannot be checked: "
+)
+
+
 def odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
     """Why a usage report breaks the protocol (tokens are counts, cost a finite amount, none
-    negative), or None."""
+    negative; ``None``, not known, is no count), or None."""
     for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
-        if type(count) is not int or count < 0:
+        if count is not None and (type(count) is not int or count < 0):
             return f"{name} must be a non-negative int, got {text_of(count, repr)}"
+    if cost is None:
+        return None
     if type(cost) not in (int, float) or not _finite(cost) or cost < 0:
         return f"cost must be a non-negative finite number, got {text_of(cost, repr)}"
     return None
@@ -864,6 +910,23 @@ def _finite(number: float) -> bool:
         return math.isfinite(number)
     except OverflowError:
         return False
+
+
+def _recorded_usage(session: EpisodeSession | None) -> Usage:
+    """The attempt's tokens for its record: not known (``None``, not 0) once any report said
+    so. A plain Usage, as the record reads back (CountedUsage only types the counting)."""
+    if session is None:
+        return Usage()
+    if session.usage_unknown:
+        return Usage(input_tokens=None, output_tokens=None)
+    return Usage(**session.usage.model_dump())
+
+
+def _recorded_cost(session: EpisodeSession | None) -> float | None:
+    """The attempt's cost for its record: not known once any report's usage was not."""
+    if session is None:
+        return 0.0
+    return None if session.usage_unknown else session.cost
 
 
 def _again(error: BaseException) -> BaseException:
@@ -1532,9 +1595,8 @@ def _record(
         partial_score=partial_score(
             task.partial_credit_rubric, progress.assertions, progress.constraints
         ),
-        cost=session.cost if session else 0.0,
-        # A plain Usage, as the record reads back (CountedUsage only types the counting).
-        usage=Usage(**session.usage.model_dump()) if session else Usage(),
+        cost=_recorded_cost(session),
+        usage=_recorded_usage(session),
         latency=latency,
         final_message=progress.final_message,
         infrastructure_status=progress.evidence,

@@ -136,7 +136,11 @@ class McpSession:
         return None if reply == LEFT else reply
 
     def record_usage(
-        self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
+        self,
+        *,
+        input_tokens: int | None = 0,
+        output_tokens: int | None = 0,
+        cost: float | None = 0.0,
     ) -> None:
         """Kept until the next call, which reports it first (``report_usage``). A report that
         breaks the protocol (a negative, NaN or non-number figure) is a protocol mismatch,
@@ -149,6 +153,10 @@ class McpSession:
         if odd is not None:
             self._mismatch = HarnessCompatibilityError(f"protocol mismatch: {odd}")
             self._raise_if_mismatched()
+        if input_tokens is None or output_tokens is None or cost is None:
+            # not known: reported as such (``unknown_calls``), not as 0
+            self._usage["unknown_calls"] = self._usage.get("unknown_calls", 0) + 1
+            return
         for key, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
             self._usage[key] = self._usage.get(key, 0) + value
         self._usage["cost"] = self._usage.get("cost", 0.0) + cost

@@ -117,17 +117,24 @@ class ModelResponse(BaseModel):
 
 
 class ModelUsage(BaseModel):
-    """Tokens of one model call, as the API reported them (0 when it did not)."""
+    """Tokens of one model call, as the API reported them."""
 
-    input_tokens: int = 0
-    """All prompt tokens, cached ones included."""
+    input_tokens: int | None = 0
+    """All prompt tokens, cached ones included; ``None`` when the API did not count them (no
+    usage, or 0 prompt tokens, which no request has), never 0 for that."""
     cached_input_tokens: int = 0
     """Prompt tokens read from the provider's cache."""
-    output_tokens: int = 0
-    """All generated tokens, reasoning ones included."""
+    output_tokens: int | None = 0
+    """All generated tokens, reasoning ones included; ``None`` as ``input_tokens``."""
     reasoning_tokens: int = 0
-    cost: float = 0.0
-    """From the price table in the system's ``model.prices`` (0 without one)."""
+    cost: float | None = 0.0
+    """From the price table in the system's ``model.prices`` (0 without one); ``None`` when
+    the tokens are not known."""
+
+    @property
+    def known(self) -> bool:
+        """Whether the API reported the call's tokens."""
+        return self.input_tokens is not None and self.output_tokens is not None
 
 
 RETRIED_KINDS = frozenset({"rate_limited", "server_error", "timeout", "connection"})

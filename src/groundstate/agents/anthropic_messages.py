@@ -143,13 +143,13 @@ def _turn(message: Any) -> Turn:
         elif kind == "tool_use":
             # The API parses the arguments; a non-object input is still the model's mistake.
             arguments = json.dumps(block.input, ensure_ascii=False)
-            calls.append(ModelToolCall(id=block.id, name=block.name, arguments=arguments))
+            # no id (null, left out) is read as an empty one: given one (``_distinct_ids``)
+            given = getattr(block, "id", None) or ""
+            calls.append(ModelToolCall(id=given, name=block.name, arguments=arguments))
             # The history must hold an object, or the API rejects the next request (a
             # harness failure for the model's mistake); the trace keeps what it wrote.
             echoed = block.input if isinstance(block.input, dict) else {}
-            sent_back.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": echoed}
-            )
+            sent_back.append({"type": "tool_use", "id": given, "name": block.name, "input": echoed})
         elif kind == "thinking":  # sent back unchanged, as extended thinking requires
             sent_back.append(
                 {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
@@ -179,17 +179,19 @@ def _turn(message: Any) -> Turn:
 
 
 def _usage(usage: Any) -> ModelUsage:
-    if usage is None:
-        return ModelUsage()
+    """The answer's ``usage``; missing or empty, not known (see ``reported_usage``)."""
     cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
     cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
-    fresh = usage.input_tokens or 0
-    counts = (fresh, cache_read, cache_write)
+    fresh = getattr(usage, "input_tokens", None)
+    output = getattr(usage, "output_tokens", None)
+    counts = (fresh or 0, cache_read, cache_write)
     # The sum below would hide a negative count, or read `true` as 1 token.
     if any(type(c) not in (int, float) for c in counts) or min(counts) < 0:
         raise ValueError(f"impossible usage: input {fresh}, cache {cache_read}/{cache_write}")
+    if fresh is None or output is None:
+        return reported_usage(input_tokens=None, output_tokens=None)
     return reported_usage(
-        input_tokens=fresh + cache_read + cache_write,
+        input_tokens=sum(counts),
         cached_input_tokens=cache_read,
-        output_tokens=usage.output_tokens,
+        output_tokens=output,
     )

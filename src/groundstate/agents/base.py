@@ -72,8 +72,14 @@ class Session(Protocol):
         ...
 
     def record_usage(
-        self, *, input_tokens: int = 0, output_tokens: int = 0, cost: float = 0.0
-    ) -> None: ...
+        self,
+        *,
+        input_tokens: int | None = 0,
+        output_tokens: int | None = 0,
+        cost: float | None = 0.0,
+    ) -> None:
+        """Count usage against the budgets; ``None``: not known (the API reported none)."""
+        ...
 
     def give_up(self, reason: str) -> NoReturn:
         """End the attempt as ``agent_failure/gave_up``."""

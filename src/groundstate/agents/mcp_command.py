@@ -101,6 +101,13 @@ BRIDGE_TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
                 "input_tokens": {"type": "integer", "minimum": 0},
                 "output_tokens": {"type": "integer", "minimum": 0},
                 "cost": {"type": "number", "minimum": 0},
+                "unknown_calls": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "description": "Model calls whose usage the API did not report: the "
+                    "attempt's tokens and cost are then not known, and a declared budget "
+                    "that cannot be checked stops it.",
+                },
                 "model_calls": {
                     "type": "array",
                     "items": {"type": "object"},
@@ -181,12 +188,15 @@ class _Bridge:
             # all checked before anything is recorded: a refused report records nothing
             tokens = [int(_amount(args, key, whole=True)) for key in TOKEN_KEYS]
             cost = _amount(args, "cost", whole=False)
+            unknown = _amount(args, "unknown_calls", whole=True)
             calls = _model_calls(args)
             recorder = getattr(self.session, "record_model_call", None)
             if callable(recorder):  # the trace keeps them as an in-process adapter's
                 for call in calls:
                     recorder(call)
             self.session.record_usage(input_tokens=tokens[0], output_tokens=tokens[1], cost=cost)
+            if unknown:
+                self.session.record_usage(input_tokens=None, output_tokens=None, cost=None)
             return "recorded"
         self.final = _string(args, "final_reply", name)
         self.finished = True

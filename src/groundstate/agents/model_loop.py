@@ -12,7 +12,8 @@ request, the tools and the history so far; the model answers with tool calls or 
 - text with no tool call is the final reply: the attempt ends with it.
 
 Every request is kept in the trace (``session.record_model_call``) and its usage reported
-(``session.record_usage``), so token and cost budgets stop the loop. Failures of the API are
+(``session.record_usage``; ``None`` when the API did not count it), so token and cost budgets
+stop the loop. Failures of the API are
 classified (docs/models.md): a request the API rejects (400, 404, 422...) raises
 :class:`HarnessCompatibilityError`; rate limits, 5xx answers, timeouts and lost connections are
 retried with backoff and, when retries run out, raise :class:`ModelServingFailure` (an invalid
@@ -304,15 +305,17 @@ def _distinct_ids(turn: Turn) -> Turn:
     (``call_1~2``) in the answer and in the history sent back. Sent back as given, their
     results could not be told apart, and an API requiring unique ids rejected the next request
     (``harness_compatibility_failure``, the system's, for a quirk of the serving route); the
-    calls themselves are the model's actions and run as any others."""
+    calls themselves are the model's actions and run as any others. An empty id is given one
+    the same way (``call~1``): passed on as given, no result could name its call, and an API
+    rejected the history with it."""
     ids = [call.id for call in turn.response.tool_calls]
-    if len(set(ids)) == len(ids):
+    if len(set(ids)) == len(ids) and all(ids):
         return turn
     renamed: list[str] = []
     for number, given in enumerate(ids, start=1):
         new = given
-        while new in renamed or (new != given and new in ids):
-            new = f"{given}~{number}"
+        while not new or new in renamed or (new != given and new in ids):
+            new = f"{given or 'call'}~{number}"
             number += 1
         renamed.append(new)
     pairs = zip(turn.response.tool_calls, renamed, strict=True)
@@ -332,6 +335,10 @@ MAX_CALL_TOKENS = 10**9
 millions of tokens. A count above it is the server's mistake, not the agent's spending."""
 
 
+UNKNOWN_USAGE = ModelUsage(input_tokens=None, output_tokens=None, cost=None)
+"""A call whose usage the API did not report: recorded as not known, never as 0 tokens."""
+
+
 def reported_usage(
     *,
     input_tokens: Any,
@@ -339,7 +346,10 @@ def reported_usage(
     cached_input_tokens: Any = 0,
     reasoning_tokens: Any = 0,
 ) -> ModelUsage:
-    """The usage an API reported (``None`` read as 0). A count no API can mean (negative, not a
+    """The usage an API reported; :data:`UNKNOWN_USAGE` when it did not count the call's tokens
+    (no input or output count, or 0 input tokens, which no request has: read as 0, such a
+    server's calls were charged nothing and no budget could stop them). Cached and reasoning
+    counts left out are 0. A count no API can mean (negative, not a
     whole number, more cached than input tokens, above :data:`MAX_CALL_TOKENS`) raises
     ``ValueError``: :func:`call_sdk` makes it a malformed answer, rather than usage that
     lowers the attempt's totals, or charges the agent's budget with the server's nonsense (a
@@ -354,12 +364,14 @@ def reported_usage(
     odd = {k: v for k, v in reported.items() if v is not None and type(v) not in (int, float)}
     if odd:
         raise ValueError(f"usage counts that are not numbers {odd}")
+    if input_tokens is None or output_tokens is None or input_tokens == 0:
+        return UNKNOWN_USAGE
     usage = ModelUsage(**{k: v or 0 for k, v in reported.items()})
     counts = usage.model_dump(exclude={"cost"})
     if (
         min(counts.values()) < 0
         or max(counts.values()) > MAX_CALL_TOKENS
-        or usage.cached_input_tokens > usage.input_tokens
+        or usage.cached_input_tokens > (usage.input_tokens or 0)
     ):
         raise ValueError(f"impossible usage {counts}")
     return usage
@@ -462,9 +474,10 @@ def _context_turns(system: SystemSpec) -> int | None:
 
 
 def cost_of(usage: ModelUsage, prices: Prices | None) -> float:
-    """The cost of one call from the spec's price table (0 without one)."""
+    """The cost of one call from the spec's price table (0 without one); its tokens known."""
     if prices is None:
         return 0.0
+    assert usage.input_tokens is not None and usage.output_tokens is not None
     cached_price = (
         prices.input_per_mtok
         if prices.cached_input_per_mtok is None
@@ -638,7 +651,8 @@ class ModelAgent(ABC):
             )
         except Exhausted as exc:
             raise self._failure(exc.error, exc.tries) from None
-        usage = turn.usage.model_copy(update={"cost": cost_of(turn.usage, self.settings.prices)})
+        cost = cost_of(turn.usage, self.settings.prices) if turn.usage.known else None
+        usage = turn.usage.model_copy(update={"cost": cost})
         self._record(session, try_number, digest, started, turn=turn, usage=usage)
         session.record_usage(
             input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost=usage.cost

@@ -125,7 +125,12 @@ def _turn(completion: Any) -> Turn:
                 " the adapter offers its tools as functions only"
             )
     calls = [
-        ModelToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+        # no id (null, left out) is read as an empty one: given one (see ``_distinct_ids``)
+        ModelToolCall(
+            id=getattr(call, "id", None) or "",
+            name=call.function.name,
+            arguments=call.function.arguments or "",
+        )
         for call in message.tool_calls or []
     ]
     assistant: dict[str, Any] = {"role": "assistant", "content": message.content}
@@ -150,13 +155,12 @@ def _turn(completion: Any) -> Turn:
 
 
 def _usage(usage: Any) -> ModelUsage:
-    if usage is None:
-        return ModelUsage()
+    """The answer's ``usage``; missing or empty, not known (see ``reported_usage``)."""
     prompt_details = getattr(usage, "prompt_tokens_details", None)
     output_details = getattr(usage, "completion_tokens_details", None)
     return reported_usage(
-        input_tokens=usage.prompt_tokens,
+        input_tokens=getattr(usage, "prompt_tokens", None),
         cached_input_tokens=getattr(prompt_details, "cached_tokens", None),
-        output_tokens=usage.completion_tokens,
+        output_tokens=getattr(usage, "completion_tokens", None),
         reasoning_tokens=getattr(output_details, "reasoning_tokens", None),
     )

@@ -246,7 +246,8 @@ def _model_call_line(event: ModelCallEvent) -> str:
     if answer is not None and answer.text:
         parts.append(json.dumps(answer.text[:200]))
     usage = event.usage
-    tokens = f"{usage.input_tokens} in / {usage.output_tokens} out"
+    known = usage.input_tokens is not None and usage.output_tokens is not None
+    tokens = f"{usage.input_tokens} in / {usage.output_tokens} out" if known else "usage not known"
     if usage.cost:
         tokens += f", cost {amount(usage.cost, 6)}"  # 1e-7 is not "0.000000"
     return shown(f"{head} → {'; '.join(parts) or '(empty)'} ({tokens}, {timing})")
