@@ -17,6 +17,7 @@ client) on the retail canary. Whose fault it is decides the verdict:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -434,6 +435,8 @@ def test_tool_calls_sharing_an_id_run_and_go_back_told_apart(
     assert [c.tool for c in calls[:2]] == ["find_customer_by_email"] * 2
     assert _failed_tries(run) == []
     second = json.dumps(servers[0].requests[1]["messages"])
-    sent = {i for i in ("call_same", "call_same~2") if f'"{i}"' in second}
-    assert sent == {"call_same", "call_same~2"}
-    assert second.count('"call_same~2"') == 2  # the call and its result
+    sent = {i for i in ("call_same", "call_same_2") if f'"{i}"' in second}
+    assert sent == {"call_same", "call_same_2"}
+    assert second.count('"call_same_2"') == 2  # the call and its result
+    ids = re.findall(r'"(?:id|tool_call_id|tool_use_id)": "([^"]*)"', second)
+    assert "call_same_2" in ids and all(re.fullmatch(r"[A-Za-z0-9_-]+", i) for i in ids)

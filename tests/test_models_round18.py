@@ -217,9 +217,9 @@ def test_tool_calls_without_an_id_are_given_distinct_ones(
     assert not [c for c in _calls(run) if c.error is not None]
     first = _calls(run)[0].response
     assert first is not None
-    assert [c.id for c in first.tool_calls] == ["call~1", "call~2"]
+    assert [c.id for c in first.tool_calls] == ["call_1", "call_2"]
     second = json.dumps(servers[0].requests[1]["messages"])
-    assert second.count('"call~1"') == 2 and second.count('"call~2"') == 2
+    assert second.count('"call_1"') == 2 and second.count('"call_2"') == 2
 
 
 # --- a batch against such a server ---------------------------------------------------------

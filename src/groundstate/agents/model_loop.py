@@ -302,12 +302,13 @@ def _error_in(answer: Any) -> str | None:
 
 def _distinct_ids(turn: Turn) -> Turn:
     """*turn* with distinct tool call ids: a later call sharing an earlier one's id is renamed
-    (``call_1~2``) in the answer and in the history sent back. Sent back as given, their
+    (``call_1_2``) in the answer and in the history sent back. Sent back as given, their
     results could not be told apart, and an API requiring unique ids rejected the next request
     (``harness_compatibility_failure``, the system's, for a quirk of the serving route); the
     calls themselves are the model's actions and run as any others. An empty id is given one
-    the same way (``call~1``): passed on as given, no result could name its call, and an API
-    rejected the history with it."""
+    the same way (``call_1``): passed on as given, no result could name its call, and an API
+    rejected the history with it. The new ids keep to ``[A-Za-z0-9_-]``, all Anthropic's API
+    takes in an id."""
     ids = [call.id for call in turn.response.tool_calls]
     if len(set(ids)) == len(ids) and all(ids):
         return turn
@@ -315,7 +316,7 @@ def _distinct_ids(turn: Turn) -> Turn:
     for number, given in enumerate(ids, start=1):
         new = given
         while not new or new in renamed or (new != given and new in ids):
-            new = f"{given or 'call'}~{number}"
+            new = f"{given or 'call'}_{number}"
             number += 1
         renamed.append(new)
     pairs = zip(turn.response.tool_calls, renamed, strict=True)
