@@ -16,7 +16,7 @@ from groundstate.trace import recordable
 
 # Builds every awkward value, then prints the records the harness makes of each. Run in two
 # fresh interpreters whose PYTHONHASHSEED differ: the outputs must be byte-identical.
-_SCRIPT = r'''
+_SCRIPT = r"""
 import json, sys
 from groundstate.errors import ModelServingFailure
 from groundstate.records import CheckResult
@@ -63,8 +63,21 @@ for name, value in values.items():
         "crash": [crash.message, crash.traceback[-1:]],
         "check": check.model_dump_json(),
     }
+# A suite's Python check and constraint returning the same awkward evidence.
+from types import SimpleNamespace
+import groundstate.grading.outcome as outcome
+import groundstate.grading.constraints._python as constraint
+from groundstate.spec.task import PythonAssertion
+grading = {k: v for k, v in values.items() if k not in ("recursion", "recursive dict", "huge int")}
+grading["nested sets"] = {"s": {frozenset(names[:5]), frozenset(names[5:9])}}
+outcome.call_check = constraint.call_check = lambda ref, states, *a: (False, dict(grading))
+states = SimpleNamespace(s0=None, sT=None)
+check = PythonAssertion(id="c", check="checks.py:f")
+out["python check"] = outcome._python(check, states)
+out["python constraint"] = constraint._run(
+    check, SimpleNamespace(fresh=lambda: []), states)
 sys.stdout.write(json.dumps(out, sort_keys=True))
-'''
+"""
 
 
 def _records_with_seed(seed: str) -> str:
@@ -81,6 +94,7 @@ def test_records_are_byte_identical_across_processes_and_hash_seeds() -> None:
     assert first == second
     assert "0x7" not in first and " at 0x" not in first
     assert "<__main__.Plain object>" in first  # still says what it was
+    assert '"python check": [false,' in first and '"python constraint": [false,' in first
 
 
 def test_stable_repr_sorts_sets_and_ends_recursion_and_huge_values() -> None:

@@ -40,8 +40,6 @@ def recordable(value: Any) -> Any:
     return value
 
 
-
-
 class _MadeRecordable:
     """Marks a field (``Annotated[str, RECORDABLE]``) whose Python input is passed through
     :func:`recordable` once its type is checked. Input parsed from JSON is kept as it is, with
