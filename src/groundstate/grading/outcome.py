@@ -45,7 +45,7 @@ from groundstate.grading.matching import (
 )
 from groundstate.grading.workspace import GRACE_S, evaluate_changed_paths, evaluate_tests
 from groundstate.records import CheckResult
-from groundstate.returned import stable_repr
+from groundstate.returned import shown
 from groundstate.spec.canonical import SettledFileCache, canonical_json
 from groundstate.spec.task import (
     ChangedPathsAssertion,
@@ -299,7 +299,7 @@ def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     # A BLOB is written as in diffs (``{"blob": hex}``): as UTF-8 text, one that is not failed.
     if not evidence:
         return passed, {}
-    return passed, to_jsonable_python(recordable(json_cells(evidence)), fallback=stable_repr)
+    return passed, to_jsonable_python(recordable(json_cells(evidence)), fallback=shown)
 
 
 def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, Any]]:
