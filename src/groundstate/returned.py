@@ -118,14 +118,14 @@ def _evidence_of(exc: BaseException) -> dict[str, Any]:
     return data if type(data) is dict else {"evidence": data}
 
 
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+|0x[0-9a-fA-F]{8,}")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _DEPTH = 20
 _ITEMS = 1000
 
 
 def _unaddressed(text: str) -> str:
     """*text* without object addresses (``<f object at 0x7f...>`` names no address)."""
-    return _ADDRESS.sub(lambda m: "" if m.group().startswith(" at") else "0x?", text)
+    return _ADDRESS.sub("", text)
 
 
 def stable_repr(value: Any, strict: bool = False) -> str:
