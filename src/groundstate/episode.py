@@ -56,7 +56,14 @@ from groundstate.grading.terminal import classify, interruption_reason
 from groundstate.leftovers import Watch
 from groundstate.loopthreads import abandon, in_loop_thread, put_back_builtins
 from groundstate.records import AgentRun, CheckResult, CountedUsage, Usage
-from groundstate.returned import CRASHED, TIME_LIMIT, AgentRaised, Final, text_of, type_name
+from groundstate.returned import (
+    CRASHED,
+    TIME_LIMIT,
+    AgentRaised,
+    Final,
+    stable_repr,
+    type_name,
+)
 from groundstate.spec.suite import Suite, grader_shape
 from groundstate.spec.system import SystemSpec
 from groundstate.spec.task import AgentTask, JudgeAssertion, TestsAssertion
@@ -415,7 +422,7 @@ class EpisodeSession:
                 self.artifacts[recordable(_plain_text(name))] = recordable(_plain_text(text))
 
     def give_up(self, reason: str) -> NoReturn:
-        why = _plain_text(reason) if _is_text(reason) else text_of(reason, repr)
+        why = _plain_text(reason) if _is_text(reason) else stable_repr(reason)
         with self._held():
             self._raise_if_stopped()
             self._latch(AgentGaveUp(why), "give_up")
@@ -854,7 +861,7 @@ def _plain_data(args: Any) -> Any:
     try:
         return _copied(args)
     except Exception:  # not JSON, or a subclass whose own methods raise
-        return text_of(args, repr)
+        return stable_repr(args)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -895,11 +902,11 @@ def odd_usage(input_tokens: Any, output_tokens: Any, cost: Any) -> str | None:
     negative; ``None``, not known, is no count), or None."""
     for name, count in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
         if count is not None and (type(count) is not int or count < 0):
-            return f"{name} must be a non-negative int, got {text_of(count, repr)}"
+            return f"{name} must be a non-negative int, got {stable_repr(count)}"
     if cost is None:
         return None
     if type(cost) not in (int, float) or not _finite(cost) or cost < 0:
-        return f"cost must be a non-negative finite number, got {text_of(cost, repr)}"
+        return f"cost must be a non-negative finite number, got {stable_repr(cost)}"
     return None
 
 

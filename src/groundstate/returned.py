@@ -15,6 +15,7 @@ spoofed), never from ``isinstance`` (which trusts ``__class__``).
 from __future__ import annotations
 
 import json
+import re
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -60,7 +61,7 @@ class Final:
         kind = type(value)
         if issubclass(kind, str):
             return cls(str.__str__(value))
-        return cls(text_of(value, repr), type_name(kind))
+        return cls(stable_repr(value), type_name(kind))
 
 
 class AgentRaised(Exception):
@@ -70,7 +71,7 @@ class AgentRaised(Exception):
         kind = type(exc)
         self.reason = next((r for base, r in _REASONS if issubclass(kind, base)), CRASHED)
         self.type_name = type_name(kind)
-        message = text_of(exc)
+        message = _unaddressed(text_of(exc))
         if not issubclass(kind, Exception):  # SystemExit, KeyboardInterrupt, a cancellation
             message = f"the agent raised {self.type_name}: {message}"
         self.message = message
@@ -98,7 +99,7 @@ def type_name(kind: type) -> str:
 def _traceback_of(exc: BaseException) -> list[str]:
     """The last lines of the traceback, as the episode's evidence keeps them."""
     try:
-        return [text_of(line) for line in traceback.format_exception(exc)[-3:]]
+        return [_unaddressed(text_of(line)) for line in traceback.format_exception(exc)[-3:]]
     except BaseException:  # a __str__, __notes__ or cause that breaks the formatting
         return []
 
@@ -109,9 +110,74 @@ def _evidence_of(exc: BaseException) -> dict[str, Any]:
     evidence: Any = None
     try:
         evidence = getattr(exc, "evidence", None)
-        data = json.loads(json.dumps(evidence, default=text_of, skipkeys=True, allow_nan=False))
+        data = json.loads(json.dumps(evidence, default=stable_repr, skipkeys=True, allow_nan=False))
     except BaseException:  # circular, NaN, or agent code that raises
-        return {"unreadable": text_of(evidence, repr)}
+        return {"unreadable": stable_repr(evidence)}
     if data is None:
         return {}
     return data if type(data) is dict else {"evidence": data}
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_DEPTH = 20
+_ITEMS = 1000
+
+
+def _unaddressed(text: str) -> str:
+    """*text* without object addresses (``<f object at 0x7f...>`` names no address)."""
+    return _ADDRESS.sub("", text)
+
+
+def stable_repr(value: Any, strict: bool = False) -> str:
+    """A ``repr`` of *value* that is the same in every process and run, for a record: object
+    addresses are dropped, a set's items are sorted by their own text (a set of strings
+    iterates in an order ``PYTHONHASHSEED`` picks), containers are walked only to a bounded
+    depth and width (so recursion and huge values end), and agent code that raises gives a
+    placeholder (see :func:`text_of`), or, *strict*, raises as it does (a grader's evidence:
+    what cannot be shown is that check's grader failure)."""
+    return _stable(value, _DEPTH, set(), strict)
+
+
+def _stable(value: Any, depth: int, seen: set[int], strict: bool) -> str:
+    kind = type(value)
+    if kind in (list, tuple, dict, set, frozenset):
+        if id(value) in seen:
+            return "<recursion>"
+        if depth <= 0:
+            return f"<{kind.__name__}>"
+        seen.add(id(value))
+        try:
+            return _walked(value, kind, depth - 1, seen, strict)
+        finally:
+            seen.discard(id(value))
+    return _unaddressed(repr(value) if strict else text_of(value, repr))
+
+
+def shown(value: Any) -> str:
+    """:func:`stable_repr`, *strict*: for a check's evidence (a fallback of the JSON
+    conversion), where a ``repr`` that raises fails that check as before."""
+    return stable_repr(value, strict=True)
+
+
+def _walked(value: Any, kind: type, depth: int, seen: set[int], strict: bool) -> str:
+    def one(item: Any) -> str:
+        return _stable(item, depth, seen, strict)
+
+    if kind is dict:
+        items = [f"{one(k)}: {one(v)}" for k, v in list(value.items())[:_ITEMS]]
+    else:
+        items = [one(item) for item in list(value)[:_ITEMS]]
+    if kind in (set, frozenset):
+        items.sort()
+    if len(value) > _ITEMS:
+        items.append(f"... {len(value) - _ITEMS} more")
+    body = ", ".join(items)
+    if kind is list:
+        return f"[{body}]"
+    if kind is tuple:
+        return f"({body},)" if len(items) == 1 else f"({body})"
+    if kind is dict:
+        return "{" + body + "}"
+    if not items:
+        return f"{kind.__name__}()"
+    return "{" + body + "}" if kind is set else f"frozenset({{{body}}})"

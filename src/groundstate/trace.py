@@ -10,6 +10,7 @@ from pydantic_core import CoreSchema, core_schema
 
 from groundstate.copies import Copies
 from groundstate.environments.base import RowWrite
+from groundstate.returned import stable_repr
 
 ErrorClass = Literal[
     "invalid_arguments", "unknown_tool", "permission_denied", "tool_error", "environment_error"
@@ -24,7 +25,9 @@ def recordable(value: Any) -> Any:
     legal in JSON and in a Python ``str``). Such a string is kept with each unencodable code
     point written as its escape (``\\ud800``: Python's ``backslashreplace``), so the evidence
     survives in records, artifacts and reports; encodable strings are left as they are.
-    Dictionary keys, lists and tuples are walked; other values are returned unchanged.
+    Dictionary keys, lists and tuples are walked; a set or frozenset becomes a list sorted by
+    each item's text (so a record is the same in every process, whatever ``PYTHONHASHSEED``);
+    other values are returned unchanged.
     """
     if isinstance(value, str):
         return value if value.isascii() or _encodable(value) else _escaped(value)
@@ -32,6 +35,8 @@ def recordable(value: Any) -> Any:
         return {recordable(key): recordable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [recordable(item) for item in value]
+    if isinstance(value, set | frozenset):  # its order is PYTHONHASHSEED's: sorted by its text
+        return [recordable(item) for item in sorted(value, key=stable_repr)]
     return value
 
 

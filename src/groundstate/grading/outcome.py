@@ -45,6 +45,7 @@ from groundstate.grading.matching import (
 )
 from groundstate.grading.workspace import GRACE_S, evaluate_changed_paths, evaluate_tests
 from groundstate.records import CheckResult
+from groundstate.returned import shown
 from groundstate.spec.canonical import SettledFileCache, canonical_json
 from groundstate.spec.task import (
     ChangedPathsAssertion,
@@ -58,7 +59,7 @@ from groundstate.spec.task import (
     TestsAssertion,
 )
 from groundstate.tools import load_module
-from groundstate.trace import MessageEvent, TraceCopies, TraceEvent
+from groundstate.trace import MessageEvent, TraceCopies, TraceEvent, recordable
 
 GRADER_TIME_LIMIT = 10.0
 """Seconds one outcome assertion or Python constraint may take; past it, ``grader_failure``.
@@ -292,9 +293,13 @@ def _python(assertion: Any, states: States) -> tuple[bool, dict[str, Any]]:
     # Evidence goes into the run record, which is JSON: make it so here, where a failure is
     # this check's grader failure, not when the record is built or stored, which would stop
     # the batch. Pydantic's own conversion, so that what stored before stores the same
-    # (a date as ISO text, a set as a list); keys become text, other values their repr.
+    # (a date as ISO text, a set as a list sorted by its items' text, not in the hash seed's
+    # order); keys become text, other values their address-free repr (``stable_repr``), so a
+    # record is the same in every process and run.
     # A BLOB is written as in diffs (``{"blob": hex}``): as UTF-8 text, one that is not failed.
-    return passed, to_jsonable_python(json_cells(evidence), fallback=repr) if evidence else {}
+    if not evidence:
+        return passed, {}
+    return passed, to_jsonable_python(recordable(json_cells(evidence)), fallback=shown)
 
 
 def call_check(ref: str, states: States, *args: Any) -> tuple[bool, dict[str, Any]]:

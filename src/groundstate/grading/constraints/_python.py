@@ -9,6 +9,7 @@ from functools import partial
 from groundstate.deadline import Returned
 from groundstate.grading.outcome import Evaluated, States, call_check, within_limits
 from groundstate.records import CheckResult
+from groundstate.returned import shown
 from groundstate.spec.constraints import PythonConstraint
 from groundstate.trace import AgentEvent, TraceCopies
 
@@ -57,5 +58,8 @@ def _run(
     trace = events.fresh()
     passed, evidence = call_check(constraint.check, states, trace, states.s0)
     # Evidence goes into the run record, which is JSON: make it so now, not at storing time
-    # (nothing to make of none, the usual evidence of a pass).
-    return passed, json.loads(json.dumps(evidence, default=repr)) if evidence else {}
+    # (nothing to make of none, the usual evidence of a pass). A set or an object becomes its
+    # address-free repr, a set's items sorted: the same in every process and run.
+    if not evidence:
+        return passed, {}
+    return passed, json.loads(json.dumps(evidence, default=shown))
