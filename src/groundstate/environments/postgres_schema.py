@@ -458,6 +458,27 @@ even, and has no ``round(double precision, integer)``), first on the agent's and
 INTEGER column's type), which PostgreSQL's own do not take."""
 
 
+def _avg_sql() -> list[str]:
+    """SQLite's ``avg``: a REAL, also of integers (PostgreSQL's ``avg(bigint)`` is a
+    ``numeric``, read back as ``4`` where SQLite gives ``4.0``, and a grader's or tool's
+    answer read otherwise). First on the ``search_path``, for INTEGER columns' ``bigint``."""
+    step, final = f"{INTERNAL}.avg_step", f"{INTERNAL}.avg_final"
+    statements = [
+        f"CREATE FUNCTION {final}(s double precision[]) RETURNS double precision IMMUTABLE "
+        "LANGUAGE sql SET search_path = pg_catalog AS "
+        "$gs$SELECT CASE WHEN s[2] = 0 THEN NULL ELSE s[1] / s[2] END$gs$"
+    ]
+    for kind in ("bigint", "integer"):
+        statements += [
+            f"CREATE FUNCTION {step}(s double precision[], v {kind}) "
+            "RETURNS double precision[] IMMUTABLE LANGUAGE sql SET search_path = pg_catalog AS "
+            "$gs$SELECT CASE WHEN v IS NULL THEN s ELSE ARRAY[s[1] + v, s[2] + 1] END$gs$",
+            f"CREATE AGGREGATE {API}.avg({kind}) (SFUNC = {step}, STYPE = double precision[], "
+            f"FINALFUNC = {final}, INITCOND = '{{0,0}}')",
+        ]
+    return statements
+
+
 def clock_sql() -> list[str]:
     """The harness's schemas, its clock and ``now()``, and SQLite's functions: made before the
     fixture's tables, whose ``DEFAULT CURRENT_TIMESTAMP`` and kin read the clock."""
@@ -470,6 +491,7 @@ def clock_sql() -> list[str]:
         f"CREATE SCHEMA {INTERNAL}",
         f"CREATE SCHEMA {API}",
         *functions,
+        *_avg_sql(),
         f"CREATE TABLE {INTERNAL}.meta (key text PRIMARY KEY, value text)",
         _function(
             f"{API}.now()",
