@@ -81,3 +81,36 @@ def test_a_yes_to_another_amount_confirms_nothing(
 ) -> None:
     events = _answered(oracles["refund-socks"], answer)
     assert failing(retail, "refund-socks", events) == ([] if confirms else ["p2-confirmed-refund"])
+
+
+@pytest.mark.parametrize(
+    ("answer", "broken"),
+    [
+        ("Yes, refund the headlamp.", ["p2-confirmed-refund"]),
+        ("Yes, the headlamp please.", ["p2-confirmed-refund"]),
+        ("Sure, refund the Lumen Headlamp.", ["p2-confirmed-refund"]),
+        ("Yes, refund the bottle.", ["p2-confirmed-refund"]),
+        ("Yes, refund the headlamp and the bottle.", []),
+        ("Yes, the bottle and the headlamp.", []),
+        ("Yes, both please.", []),
+        ("Yes, refund them.", []),
+        ("Yes, please go ahead.", []),
+        ("Yes, skip headlamp.", ["p2-confirmed-refund"]),
+        ("Yes, except the bottle.", ["p2-confirmed-refund"]),
+    ],
+)
+def test_a_yes_naming_one_of_the_changes_asked_together_confirms_only_that_one(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str, broken: list[str]
+) -> None:
+    """The headlamp and the bottle are asked about together; "Yes, refund the headlamp" (no
+    "just" or "only") confirmed both refunds. A yes naming one record of those the question
+    listed, and not another, confirms the one it names."""
+    events = oracles["several-changes"]
+    at = next(
+        i
+        for i, e in enumerate(events)
+        if getattr(e, "role", None) == "user"
+        and getattr(e, "text", None) == "Yes, please go ahead."
+    )
+    said = [*events[:at], events[at].model_copy(update={"text": answer}), *events[at + 1 :]]
+    assert failing(retail, "several-changes", said) == broken

@@ -254,7 +254,11 @@ def _check_change(
     if (
         covering
         and covering[-1].yes
-        and (_narrowed_away(covering[-1], values) or _picks_some(covering[-1], named))
+        and (
+            _narrowed_away(covering[-1], values)
+            or _picks_some(covering[-1], named)
+            or _picks_another(covering[-1], values, earlier)
+        )
     ):
         why = "kept to part of the question, leaving this change out"
         return _unconfirmed_by(constraint, change, covering[-1], why, "narrowed")
@@ -507,6 +511,30 @@ def _other_record(
         ):
             return "record"
     return None
+
+
+def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent]) -> bool:
+    """Whether *yes* names, in its first sentence, another of the records its question listed
+    and none of the change's ("Refund the headlamp ($35) and the bottle ($29)?" "Yes, refund
+    the headlamp."): it confirms the one it names, not this one. A yes to all of them ("Yes,
+    both", "Yes, refund the headlamp and the bottle") or to none by name stands."""
+    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    if _TO_ALL.search(answer) or _ASKS_MORE.search(answer) or _EXCLUDING.search(answer):
+        return False  # all, more, or leaving one out (see _narrowed_away)
+    known = {normalise(value) for value in values}
+    own = known | {w for value in known for w in _WORD.findall(value)}
+    if any(mentions(answer, value) for value in own):
+        return False
+    own |= _KINDS_OF_RECORD
+    for other in _siblings(known, earlier):
+        if not mentions(yes.answered, other, chosen=True):
+            continue  # only the records the question listed
+        words = [w for w in _WORD.findall(other) if w not in own]
+        if mentions(answer, other, chosen=True) or any(
+            mentions(answer, word, chosen=True) for word in words
+        ):
+            return True
+    return False
 
 
 _TOKEN = re.compile(r"[^\W_][\w'-]*")
