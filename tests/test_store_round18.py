@@ -28,3 +28,30 @@ def test_batches_names_an_altered_batch_and_exits_1(
         assert code == 1 and "Traceback" not in out + err, err
         assert "batch record unreadable" in err and made[1] in err, err
     assert [b["batch_id"] for b in json.loads(out)] == [made[1]]
+
+
+def test_a_store_locked_by_another_process_is_still_read(
+    made: tuple[Path, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Found here: with another process holding a write lock, ``report``, ``runs``,
+    ``batches`` and ``compare`` of an unsealed batch failed "cannot write to the run store"
+    after the full check passed: writing the seal (a cache) ended the reading command."""
+    store = _copy(made, tmp_path)
+    db = sqlite3.connect(store)
+    with db:
+        db.execute("DELETE FROM seals")
+    db.close()
+    import groundstate.store as store_module
+
+    holder = sqlite3.connect(store, isolation_level=None)
+    old = store_module.BUSY_TIMEOUT
+    try:
+        store_module.BUSY_TIMEOUT = 0.05
+        holder.execute("BEGIN EXCLUSIVE")
+        code, out, err = _invoke("report", made[1], "--store", str(store))
+    finally:
+        store_module.BUSY_TIMEOUT = old
+        holder.rollback()
+        holder.close()
+    assert code == 0 and "cannot write" not in out + err, out + err
