@@ -35,17 +35,24 @@ def batches(as_json: bool, store: Path) -> None:
     (stopped before its first attempt was stored), ``running`` (a live process holds it) or
     ``imported`` (results from another harness).
     """
+    from groundstate.cli.integrity import EXIT_ALTERED, warn
+    from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
-    with RunStore(store, create=False) as run_store:
+    with RunStore(store, create=False) as run_store, run_store.snapshot():
         found = run_store.batch_summaries()
+        # checked as every other reading command checks a batch (a holding seal: no second
+        # check), so that a listed batch whose records were altered is never shown without a word
+        checks = [verified_outcomes(run_store, b.batch_id)[0] for b in found]
+    altered = [warn(check) for check in checks]
     if as_json:
         click.echo(json.dumps([b.model_dump(mode="json") for b in found], indent=2))
-        return
-    if not found:
+    elif not found:
         click.echo(f"the run store {store} holds no batch yet")
-        return
-    console().print(_batches_table(found))
+    else:
+        console().print(_batches_table(found))
+    if any(altered):
+        sys.exit(EXIT_ALTERED)
 
 
 def _batches_table(found: list[BatchSummary]) -> Table:
