@@ -50,16 +50,19 @@ def harness(
 
 
 # --- partial usage --------------------------------------------------------------------------
+# A count the API left out is not known, and neither is the call's cost, which needs both:
+# the call's usage is recorded as unknown (None), never as 0 for what is missing (eighteenth
+# round, docs/models.md); optional details left out (None) change nothing.
 
 
 @pytest.mark.parametrize(
     ("usage", "tokens"),
     [
-        ({"prompt_tokens": 100}, (100, 0)),
-        ({"completion_tokens": 7}, (0, 7)),
-        ({"prompt_tokens": None, "completion_tokens": 7}, (0, 7)),
+        ({"prompt_tokens": 100}, (None, None)),
+        ({"completion_tokens": 7}, (None, None)),
+        ({"prompt_tokens": None, "completion_tokens": 7}, (None, None)),
         ({"prompt_tokens": 100, "completion_tokens": 5, "prompt_tokens_details": None}, (100, 5)),
-        ({}, (0, 0)),
+        ({}, (None, None)),
     ],
 )
 def test_partial_chat_usage_records_what_is_there(
@@ -74,9 +77,9 @@ def test_partial_chat_usage_records_what_is_there(
 @pytest.mark.parametrize(
     ("usage", "tokens"),
     [
-        ({"input_tokens": 100}, (100, 0)),
-        ({"output_tokens": 7}, (0, 7)),
-        ({}, (0, 0)),
+        ({"input_tokens": 100}, (None, None)),
+        ({"output_tokens": 7}, (None, None)),
+        ({}, (None, None)),
     ],
 )
 def test_partial_messages_usage_records_what_is_there(
