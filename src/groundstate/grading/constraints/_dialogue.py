@@ -503,12 +503,7 @@ def _other_record(
     taken = known | {w for value in known for w in _WORD.findall(value)}
     taken |= set(_WORD.findall(yes.answered)) | _KINDS_OF_RECORD
     for other in _siblings(known, earlier):
-        if mentions(yes.answered, other):
-            continue
-        words = [w for w in _WORD.findall(other) if w not in taken]
-        if mentions(answer, other, chosen=True) or any(
-            mentions(answer, word, chosen=True) for word in words
-        ):
+        if not mentions(yes.answered, other) and _names(answer, other, taken):
             return "record"
     return None
 
@@ -526,15 +521,18 @@ def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[Agen
     if any(mentions(answer, value) for value in own):
         return False
     own |= _KINDS_OF_RECORD
-    for other in _siblings(known, earlier):
-        if not mentions(yes.answered, other, chosen=True):
-            continue  # only the records the question listed
-        words = [w for w in _WORD.findall(other) if w not in own]
-        if mentions(answer, other, chosen=True) or any(
-            mentions(answer, word, chosen=True) for word in words
-        ):
-            return True
-    return False
+    # only the records the question listed
+    listed = (o for o in _siblings(known, earlier) if mentions(yes.answered, o, chosen=True))
+    return any(_names(answer, other, own) for other in listed)
+
+
+def _names(answer: str, record: str, taken: set[str]) -> bool:
+    """Whether *answer* names *record* (not turning it down), whole or by a word of it
+    not in *taken*."""
+    words = [w for w in _WORD.findall(record) if w not in taken]
+    return mentions(answer, record, chosen=True) or any(
+        mentions(answer, word, chosen=True) for word in words
+    )
 
 
 _TOKEN = re.compile(r"[^\W_][\w'-]*")
