@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 19
+VALIDATOR_REVISION = 20
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so
 older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -71,7 +71,11 @@ that."), amounts with their thousands grouped or the sign after them, and a clai
 records after fewer changed; 18: the library's grading and the retail checks: a yes on terms
 of its own ("Yes, but in size 10"), an id named by its number without its prefix, a
 cancel or undo verb alone in other languages taking a yes back, and a claim that everything, or
-a record in the past tense, went through while a refused change was never made)."""
+a record in the past tense, went through while a refused change was never made; 19: a yes
+naming one of the records its question listed confirms only that one; 20: the library's grading and the retail checks: a yes with a "but" clause of
+terms of its own ("Yes, but purple", "Sure, but the large one") or under a condition in
+other words ("so long as", "assuming", "subject to"), and a bare "All done." or any other
+success claim after a refused change the customer was never told of)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
