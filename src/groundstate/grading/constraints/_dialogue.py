@@ -542,8 +542,8 @@ _REMARK_WORDS = frozenset(
         " right away today tonight immediately straight snappy can could you be make do it up"
         " thanks thank much so very lot asking checking confirming appreciate appreciated"
         " i i'd i'm i'll i've we we'd want need like would prefer rather has have must should"
-        " got gotta careful carefully receipt confirmation email e-mail copy me know let tell notify"
-        " posted keep send when it's done finished complete completed once is are no worries"
+        " got gotta careful carefully receipt confirmation email e-mail copy me know let tell"
+        " notify posted keep send when it's done finished complete completed once is are no worries"
         " problem nice kind rápido rapido pronto gracias muchas mucho vite rapidement merci"
         " beaucoup schnell danke vielen dank obrigado obrigada rápida grazie favor s'il vous"
         " plaît plait bitte",
