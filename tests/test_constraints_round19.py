@@ -23,7 +23,7 @@ from groundstate.trace import AgentEvent, MessageEvent
 from .grading_corpus import failing
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round15 import CHANGES, _answered
-from .test_constraints_round16 import REST, _headlamp_refused
+from .test_constraints_round16 import REST, _before_change, _headlamp_refused
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
 
@@ -367,3 +367,56 @@ def test_saying_the_words_the_agent_asked_for_is_a_yes(
     asked = ASKED.replace("Please confirm.", "To confirm, just reply. Yes, please go ahead.")
     events[at] = events[at].model_copy(update={"text": asked})
     assert failing(retail, "refund-socks", _answered(events, "Yes, please go ahead.")) == []
+
+
+# --- policy 2: a yes taken back, then given again when the agent asked whether to go on ------
+
+TAKEN_BACK = ["Wait, stop.", "Hold off please.", "Actually, never mind.", "Cancel that."]
+
+
+@pytest.mark.parametrize("retraction", TAKEN_BACK)
+@pytest.mark.parametrize(
+    "again", ["Shall I go ahead?", "Should I proceed?", "Do you want me to continue?"]
+)
+@pytest.mark.parametrize("yes", ["Yes.", "Yes, go ahead.", "Sure, please proceed."])
+def test_a_yes_given_again_to_going_on_confirms(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], retraction: str, again: str, yes: str
+) -> None:
+    """The customer took the yes back, the agent asked only whether to go on, and the
+    customer said yes: the refund was failed as taken back."""
+    said = (("user", retraction), ("agent", f"Of course. {again}"), ("user", yes))
+    events = _before_change(oracles["refund-socks"], *said)
+    assert failing(retail, "refund-socks", events) == []
+
+
+@pytest.mark.parametrize("retraction", TAKEN_BACK)
+@pytest.mark.parametrize(
+    ("asked", "answer"),
+    [
+        ("OK, I won't do anything. Anything else?", "OK thanks."),
+        ("Understood. Is there anything else?", "Yes, what's my balance?"),
+        ("Sure. Let me know when you're ready.", "Sure."),
+        ("Shall I go ahead?", "No."),
+        ("Shall I go ahead?", "Not yet."),
+    ],
+)
+def test_a_yes_taken_back_and_not_given_again_confirms_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], retraction: str, asked: str, answer: str
+) -> None:
+    said = (("user", retraction), ("agent", asked), ("user", answer))
+    events = _before_change(oracles["refund-socks"], *said)
+    assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund"]
+
+
+def test_a_yes_given_again_then_taken_back_again_confirms_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]]
+) -> None:
+    said = (
+        ("user", "Wait, stop."),
+        ("agent", "Of course. Shall I go ahead?"),
+        ("user", "Yes."),
+        ("agent", "Processing it now."),
+        ("user", "No, wait!"),
+    )
+    events = _before_change(oracles["refund-socks"], *said)
+    assert failing(retail, "refund-socks", events) == ["p2-confirmed-refund"]

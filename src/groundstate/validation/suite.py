@@ -74,8 +74,9 @@ claim that everything, or a record in the past tense, went through while a refus
 never made; 19: a yes naming one of the records its question listed confirms only that one; 20:
 the library's grading and the retail checks: a yes with a "but" clause of terms of its own
 ("Yes, but purple", "Sure, but the large one") or under a condition in other words ("so long
-as", "assuming", "subject to"), the agent's question quoted back, and a bare "All done." or
-any other success claim after a refused change the customer was never told of)."""
+as", "assuming", "subject to"), the agent's question quoted back, a yes given again, and a
+bare "All done." or any other success claim after a refused change the customer was never told
+of)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

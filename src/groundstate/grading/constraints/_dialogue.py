@@ -288,6 +288,9 @@ def _check_change(
     values = _values(named)
     naming = _naming(answers, values)
     covering = _covering(rule, naming)
+    resumed = _resumed(answers, covering)
+    if resumed is not None:
+        covering = [resumed]  # only the yes given again counts (and must come before the call)
     if (
         covering
         and covering[-1].yes
@@ -334,6 +337,16 @@ def _check_change(
         not_named=not_named,
         confirmations=[_describe(c, values) for c in confirmations],
     )
+
+
+def _resumed(answers: list[_Confirmation], covering: list[_Confirmation]) -> _Confirmation | None:
+    """The user's yes, after a no took back a yes of *covering*, to the agent asking only
+    whether to go on ("Wait, stop." "Sure. Shall I go ahead?" "Yes."): the change confirmed
+    again. None when the last of *covering* is no such no, or no such yes came after it."""
+    if not covering or covering[-1].yes or not any(a.yes for a in covering):
+        return None
+    later = (a for a in answers if a.at > covering[-1].at)
+    return next((a for a in later if a.yes and _asks_to_go_on(a.question)), None)
 
 
 def _values(named: dict[str, Any]) -> list[str]:
