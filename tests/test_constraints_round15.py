@@ -395,7 +395,8 @@ def test_a_plain_yes_still_confirms(
     ("said", "headlamp_failed", "false"),
     [
         ("$64.00 is on its way back to your Mastercard", True, True),
-        ("$29.00 is on its way back to your Mastercard", True, False),
+        # "All done." with the headlamp's refusal untold: a false claim (nineteenth round)
+        ("$29.00 is on its way back to your Mastercard", True, True),
         ("$64.00 is on its way back to your Mastercard", False, False),
         ("I refunded $35.00 for the headlamp and $29.00 for the bottle", False, False),
     ],

@@ -74,6 +74,11 @@ _IDIOMS = (
 problema"), nor the reason for the change ("Yes, I no longer need it")."""
 _TERMS = (
     r"\b(instead|only if|as long as|unless|on (the )?condition|otherwise|if not)\b"
+    # the same condition in other words ("Yes, so long as it ships today", "Sure, assuming
+    # it's the full price", "OK, subject to it arriving by Friday")
+    r"|\b(so long as|except if|except when|only (when|once|after)|subject to|contingent (on|upon)"
+    r"|(on|under|with) (the|one|a|this) condition|on the understanding|providing (that|it|you"
+    r"|they|the|my)|assuming (that|it|you|they|the|my|this|i))\b"
     # a yes put under a condition at once ("Yes if it's the full price", "Sure, if you refund
     # it to PayPal"), not a polite one ("Yes, if you could", "OK if that's fine")
     r"|^[\W_]*(yes|yeah|yep|sure|ok|okay)[\W_]*(but )?if (?!you (can|could|would|don't mind|'d"

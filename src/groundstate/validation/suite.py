@@ -35,43 +35,48 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 19
-"""Bumped whenever the checks change what they prove, or what a cached validity holds, so
-older cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
+VALIDATOR_REVISION = 20
+"""Bumped whenever the checks change what they prove, or what a cached validity holds, so older
+cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
 ``judge_agreement`` check; 5: the ``asks`` mutants, ``random`` skewed in
 ``grader_determinism``, the oracle's-words agent and outcomes that hold untouched in
 ``discriminating``; 6: the library's own grading changed what it proves, with no change to a
 task's files: numbers matched to 15 digits and expected rows by a maximum matching, the
-constraint language's yes and no, the unittest runner's tamper checks; 7: the first grading
-of the oracle joins ``grader_determinism``, a solution acting after its user declined does not
-prove the task, and fixtures calling ``random()`` or reading the wall clock are refused; 8:
-the library's grading again: cells compared by type as the state hash compares them, SQL
-``date('now')`` on the task's clock, the unittest runner's own names and the standard
-library's modules guarded, the constraint language's yes with the customer's own terms; 11:
-the library's grading: a yes giving the customer's reason in negative words, JSON documents
-and float noise in state diffs; 12: the constraint language's no to a question whether to go
-on, and a no that also says go ahead; ``grader_determinism`` skews the wall clock, and chance as
-the suite's own modules bound it, and a failure resting on a replay with no verdict is no
-longer cached; 13: ``grader_determinism`` reads the rows of queries without ORDER BY
-reversed in one grading; the constraint language's yes and no in more words, and what names
-an address, an item or a payment method; 14: ``grader_determinism`` grades with no, then every,
-environment variable set and the network off for the suite's code, in time zones of UTC+14 and
-UTC-12, with the trace's times scaled, and replays with the tools imported anew; and the
-library's grading: a bare yes to several questions answers the last, the constraint language's
-no with a condition in other languages, a measure named with or without its space, messages
-read up to a bound, and arguments past a bound refused by the gateway; 15:
-``grader_sensitivity`` grades the oracle's final state with each table it changed put back as
-it was, so a table whose change no assertion reads fails the task; 16: that probe on the
-postgres kind too, then each of several rows the oracle changed in one table put back alone,
-and the postgres kind's fixtures' triggers, views, generated columns, collations and
-partial or expression UNIQUE indexes refused instead of dropped; 17: the library's grading
-and the retail checks: a yes naming another record, or taken back in other words ("Cancel
-that."), amounts with their thousands grouped or the sign after them, and a claim about several
-records after fewer changed; 18: the library's grading and the retail checks: a yes on terms
-of its own ("Yes, but in size 10"), an id named by its number without its prefix, a
-cancel or undo verb alone in other languages taking a yes back, and a claim that everything, or
-a record in the past tense, went through while a refused change was never made)."""
+constraint language's yes and no, the unittest runner's tamper checks; 7: the first grading of
+the oracle joins ``grader_determinism``, a solution acting after its user declined does not
+prove the task, and fixtures calling ``random()`` or reading the wall clock are refused; 8: the
+library's grading again: cells compared by type as the state hash compares them, SQL
+``date('now')`` on the task's clock, the unittest runner's own names and the standard library's
+modules guarded, the constraint language's yes with the customer's own terms; 11: the library's
+grading: a yes giving the customer's reason in negative words, JSON documents and float noise
+in state diffs; 12: the constraint language's no to a question whether to go on, and a no that
+also says go ahead; ``grader_determinism`` skews the wall clock, and chance as the suite's own
+modules bound it, and a failure resting on a replay with no verdict is no longer cached; 13:
+``grader_determinism`` reads the rows of queries without ORDER BY reversed in one grading; the
+constraint language's yes and no in more words, and what names an address, an item or a payment
+method; 14: ``grader_determinism`` grades with no, then every, environment variable set and the
+network off for the suite's code, in time zones of UTC+14 and UTC-12, with the trace's times
+scaled, and replays with the tools imported anew; and the library's grading: a bare yes to
+several questions answers the last, the constraint language's no with a condition in other
+languages, a measure named with or without its space, messages read up to a bound, and
+arguments past a bound refused by the gateway; 15: ``grader_sensitivity`` grades the oracle's
+final state with each table it changed put back as it was, so a table whose change no assertion
+reads fails the task; 16: that probe on the postgres kind too, then each of several rows the
+oracle changed in one table put back alone, and the postgres kind's fixtures' triggers, views,
+generated columns, collations and partial or expression UNIQUE indexes refused instead of
+dropped; 17: the library's grading and the retail checks: a yes naming another record, or taken
+back in other words ("Cancel that."), amounts with their thousands grouped or the sign after
+them, and a claim about several records after fewer changed; 18: the library's grading and the
+retail checks: a yes on terms of its own ("Yes, but in size 10"), an id named by its number
+without its prefix, a cancel or undo verb alone in other languages taking a yes back, and a
+claim that everything, or a record in the past tense, went through while a refused change was
+never made; 19: a yes naming one of the records its question listed confirms only that one; 20:
+the library's grading and the retail checks: a yes with a "but" clause of terms of its own
+("Yes, but purple", "Sure, but the large one") or under a condition in other words ("so long
+as", "assuming", "subject to"), the agent's question quoted back, a yes given again, and a
+bare "All done." or any other success claim after a refused change the customer was never told
+of)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cached_property, lru_cache
 from typing import Any
 
 from groundstate.grading.constraints._index import TraceIndex
+from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._paths import resolve
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.grading.constraints._text import (
@@ -168,6 +169,8 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
         if i in changes:
             yield i, answers
         said = True if i in yes else (False if i in no else None)
+        if said is not None and asked is not None and isinstance(event, MessageEvent):
+            said = _said_unquoted(rule, event, asked, said)
         if said is not False and asked is not None and _retracts(event, asked):
             said = False
         if question is None and said is False and asked is not None:
@@ -177,6 +180,40 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
             answers[-1] = replace(answers[-1], also_yes=True)
         if isinstance(event, MessageEvent) and event.role == "agent" and not event.final:
             asked = event
+
+
+def _said_unquoted(
+    rule: ConfirmedRule, reply: MessageEvent, asked: MessageEvent, said: bool
+) -> bool | None:
+    """Whether the user's *reply*, read as *said* (a yes or a no), says yes (True), no (False)
+    or neither in its own words: without the sentences of the agent's message *asked* it
+    repeats word for word ('"... Shall I go ahead?" Why would that take so long?', "> I can
+    refund ... Shall I go ahead?"). The agent's "go ahead" quoted back is no yes of the
+    user's, nor its question asked back a no ("> Shall I go ahead?" "Sure.")."""
+    text = message_text(reply)
+    own = _unquoted(text, message_text(asked), lambda words: _reads(rule, reply, words) is True)
+    if own == text:
+        return said
+    return _reads(rule, reply, own)
+
+
+def _reads(rule: ConfirmedRule, reply: MessageEvent, words: str) -> bool | None:
+    """What the user's *reply* would say with *words* for its text: yes, no or neither."""
+    reply = reply.model_copy(update={"text": words})
+    if rule.no is not None and matches(rule.no, reply):
+        return False
+    return True if matches(rule.yes, reply) else None
+
+
+def _unquoted(reply: str, asked: str, plain_yes: Callable[[str], bool]) -> str:
+    """Normalised *reply* without each sentence of three words or more of the normalised
+    agent message *asked* that it repeats (its end mark aside), unless that sentence is a
+    *plain_yes* ("To confirm, reply. Yes, please go ahead.": saying it is saying yes)."""
+    for sentence in _SENTENCE_END.split(asked):
+        said = sentence.rstrip(".!?")
+        if len(said.split()) >= 3 and said in reply and not plain_yes(sentence):
+            reply = reply.replace(said, " ")
+    return reply
 
 
 def _track_second_thoughts(
@@ -251,6 +288,9 @@ def _check_change(
     values = _values(named)
     naming = _naming(answers, values)
     covering = _covering(rule, naming)
+    resumed = _resumed(answers, covering)
+    if resumed is not None:
+        covering = [resumed]  # only the yes given again counts (and must come before the call)
     if (
         covering
         and covering[-1].yes
@@ -297,6 +337,16 @@ def _check_change(
         not_named=not_named,
         confirmations=[_describe(c, values) for c in confirmations],
     )
+
+
+def _resumed(answers: list[_Confirmation], covering: list[_Confirmation]) -> _Confirmation | None:
+    """The user's yes, after a no took back a yes of *covering*, to the agent asking only
+    whether to go on ("Wait, stop." "Sure. Shall I go ahead?" "Yes."): the change confirmed
+    again. None when the last of *covering* is no such no, or no such yes came after it."""
+    if not covering or covering[-1].yes or not any(a.yes for a in covering):
+        return None
+    later = (a for a in answers if a.at > covering[-1].at)
+    return next((a for a in later if a.yes and _asks_to_go_on(a.question)), None)
 
 
 def _values(named: dict[str, Any]) -> list[str]:
@@ -466,6 +516,80 @@ _PLAIN_WORDS = frozenset(
 )
 
 
+# A yes with a "but" and a clause after it ("Yes, but blue", "Sure, but make it the large
+# one", "Yes, but I want it in blue", "Sí, pero azul"): read as a term unless the clause is a
+# remark (see :func:`_but_term`).
+_BUT_CLAUSE = re.compile(
+    rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+(but|pero|mais|aber|mas|per[oò]|however)\b[\W_]*"
+    r"(?P<clause>.*)"
+)
+# A clause about the user or the thing, not the change's terms ("but I'm not happy about it",
+# "but it was a gift", "but that's a shame"), unless it says what the user wants or what must
+# be ("but I want it in blue", "but it has to go to my office").
+_REMARK_SUBJECT = re.compile(
+    r"(i|i'm|im|i've|i'd|i'll|it|it's|its|that|that's|this|they|they're|he|she|we|we're"
+    r"|honestly|sadly|unfortunately|yo|je|j'ai|c'est|ich|es|eu)\b"
+    # a thing as the subject of a verb ("but the zip broke", "but my wife was upset"), not a
+    # thing named ("but the large one")
+    r"|(the|my|our) [\w'-]+( [\w'-]+)? (is|are|was|were|has|have|had|broke|never|always|really"
+    r"|just|doesn't|didn't|don't|won't|isn't|wasn't)\b"
+)
+_WANTING = re.compile(
+    r"\b(want|wants|wanted|need|needs|prefer|prefers|like|rather|must|should|has to|have to"
+    r"|got to|gotta|make sure|ensure|quiero|necesito|prefiero|veux|voudrais|pr[ée]f[eè]re"
+    r"|will|möchte|brauche|quero|preciso|prefiro)\b"
+)
+# A question for information ("but how long will it take?", "but will I get an email?"),
+# not a request ("but could you send it to my office?", "but blue?").
+_ASKS_INFORMATION = re.compile(
+    r"(how|when|where|what|why|who|which|will|is|are|am|was|does|do|did|has|have|can i|could i"
+    r"|should i|may i|would it|cu[aá]ndo|c[oó]mo|qu[eé]|quand|comment|wann|wie)\b"
+)
+# Words of a "but" clause that put no term on the change: haste, thanks, a receipt or word
+# back, reassurance ("but please hurry", "but thanks for asking", "but make it quick", "but
+# send me a receipt", "but keep me posted", "but no rush").
+_REMARK_WORDS = frozenset(
+    re.findall(
+        r"\S+",
+        "hurry quick quickly fast faster asap soon sooner possible rush rushing speedy promptly"
+        " right away today tonight immediately straight snappy can could you be make do it up"
+        " thanks thank much so very lot asking checking confirming appreciate appreciated"
+        " i i'd i'm i'll i've we we'd want need like would prefer rather has have must should"
+        " got gotta careful carefully receipt confirmation email e-mail copy me know let tell"
+        " notify posted keep send when it's done finished complete completed once is are no worries"
+        " problem nice kind rápido rapido pronto gracias muchas mucho vite rapidement merci"
+        " beaucoup schnell danke vielen dank obrigado obrigada rápida grazie favor s'il vous"
+        " plaît plait bitte",
+    )
+)
+
+
+def _but_term(answer: str, question: str) -> bool:
+    """Whether the first sentence *answer* of a yes puts a term on the change in a "but"
+    clause: the clause says a word its *question* does not, and is not a remark. The rule:
+    the words the question says, the words of a plain yes, prepositions and articles, the
+    kinds of record ("card", "order"), and haste, thanks or a word back (receipt, email,
+    "keep me posted") put no term ("Yes, but please hurry", "Yes, but thanks for asking");
+    nor does a clause about the user or the thing ("but I'm not happy about it", "but it was
+    a gift") unless it says what is wanted or must be ("but I'd like it in blue", "but it
+    has to be blue"), a question for information ("but how long will it take?"), or a
+    clause asking for more ("but also check my other order"). Any other word is a term:
+    "Yes, but blue", "Yes, but the large one", "Yes, but send it to my office", "Yes, but
+    could you make it blue?"."""
+    found = _BUT_CLAUSE.match(answer)
+    if found is None:
+        return False
+    clause = re.split(r"[,;]", found.group("clause"), maxsplit=1)[0].strip()
+    if not clause or _ASKS_MORE.search(clause) or _EXCLUDING.search(clause):
+        return False  # nothing, more, or leaving a change out (see _narrowed_away)
+    if found.group("clause").rstrip().endswith("?") and _ASKS_INFORMATION.match(clause):
+        return False
+    if _REMARK_SUBJECT.match(clause) and not _WANTING.search(clause):
+        return False
+    said = set(_TOKEN.findall(question)) | _REPLY_WORDS | _PLAIN_WORDS | _KINDS_OF_RECORD
+    return any(word not in said | _REMARK_WORDS for word in _TOKEN.findall(clause))
+
+
 def _own_terms(yes: _Confirmation) -> bool:
     """Whether *yes* puts a term of its own on the change, in its first sentence: a phrase
     opening with a preposition or a kind of value that says something its question does not
@@ -476,7 +600,7 @@ def _own_terms(yes: _Confirmation) -> bool:
     answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
     found = _OWN_TERMS.match(answer)
     if found is None:
-        return False
+        return _but_term(answer, yes.answered)
     term = found.group("term") or found.group("first")
     said = set(_TOKEN.findall(yes.answered)) | _REPLY_WORDS | _PLAIN_WORDS
     return any(word not in said for word in _TOKEN.findall(term))
