@@ -54,7 +54,7 @@ from pydantic import BaseModel, ValidationError
 
 from groundstate.analysis import OutcomeColumns, OutcomeTable
 from groundstate.errors import StoreError
-from groundstate.store import RunStore, SealMaker, SealState, Verification
+from groundstate.store import Problem, RunStore, SealMaker, SealState, Verification
 
 SEAL_FORMAT = 4
 """Bumped when what a seal pins changes: seals of another format are ignored (a full check).
@@ -84,24 +84,35 @@ class Seal(BaseModel):
 
 def holding_seal(store: RunStore, batch_id: str) -> tuple[Seal, OutcomeTable] | None:
     """The batch's seal and sealed outcome columns, if it still holds; otherwise None."""
+    held = _read_seal(store, batch_id)
+    return held if isinstance(held, tuple) else None
+
+
+def _read_seal(store: RunStore, batch_id: str) -> tuple[Seal, OutcomeTable] | str | None:
+    """The batch's holding seal and sealed columns; or why the seal itself is damaged (its
+    record unreadable, another batch's, its columns not those it hashed): a cache that no
+    longer matches itself, named so; or None (no seal, one of another format, or one the
+    batch no longer matches: new runs or an edit, which the full check names)."""
     stored = store.read_seal(batch_id)
     if stored is None:
         return None
     record, outcomes = stored
     try:
         seal = Seal.model_validate_json(record)
-    except ValidationError:
+    except ValidationError as exc:
+        return f"its record does not parse ({exc.errors()[0]['msg']})"
+    if seal.format != SEAL_FORMAT:
         return None
-    if seal.format != SEAL_FORMAT or seal.batch_id != batch_id:
-        return None
+    if seal.batch_id != batch_id:
+        return f"it names batch {seal.batch_id!r}"
     if store.seal_state(batch_id) != seal.state:
         return None
     if hashlib.sha256(outcomes).hexdigest() != seal.outcomes_sha256:
-        return None
+        return "its outcome columns do not match their hash"
     try:
         return seal, OutcomeTable.from_bytes(outcomes)
-    except ValueError:
-        return None
+    except ValueError as exc:
+        return f"its outcome columns do not read ({exc})"
 
 
 def verified_outcomes(
@@ -109,7 +120,8 @@ def verified_outcomes(
 ) -> tuple[Verification, OutcomeTable]:
     """The integrity check of a batch and its outcome columns: from a holding seal, or from a
     full check and the records (then sealed if the check found nothing at all)."""
-    if use_seal and (held := holding_seal(store, batch_id)) is not None:
+    held = _read_seal(store, batch_id) if use_seal else None
+    if isinstance(held, tuple):
         seal, table = held
         check = Verification(
             batch_id=batch_id,
@@ -121,6 +133,9 @@ def verified_outcomes(
         )
         return check, table
     check, sealed = full_check(store, batch_id)
+    if isinstance(held, str):  # the figures are the full check's: right, but say so
+        damaged = f"its verification seal is damaged ({held}): checked in full instead"
+        check.problems.append(Problem(batch_id=batch_id, kind="seal_damaged", detail=damaged))
     if sealed is not None:
         return check, sealed
     # Something is wrong or unverifiable: the numbers still come from the records as they

@@ -580,7 +580,11 @@ ProblemKind = Literal[
     "sessions_altered",
     "sessions_missing",
     "outside_plan",
+    "seal_damaged",
 ]
+NOT_ALTERED = frozenset({"unverifiable", "seal_damaged"})
+"""Problems that say nothing of the records: old rows without hashes, and a damaged seal (a
+cache: the figures were checked in full instead)."""
 
 
 class Problem(BaseModel):
@@ -595,8 +599,9 @@ class Problem(BaseModel):
 
     @property
     def altered(self) -> bool:
-        """Tampered with or missing; ``unverifiable`` (old rows without hashes) is not."""
-        return self.kind != "unverifiable"
+        """Tampered with or missing; ``unverifiable`` (old rows without hashes) and
+        ``seal_damaged`` are not (:data:`NOT_ALTERED`)."""
+        return self.kind not in NOT_ALTERED
 
     def line(self) -> str:
         subject = f"run {self.run_id}" if self.run_id else f"batch {self.batch_id}"

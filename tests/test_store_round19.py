@@ -1,0 +1,103 @@
+"""Run store, nineteenth audit: a damaged seal is named (not rebuilt silently); usage a file or
+a provider did not report is not known (``null``), never 0, in every reader and writer; other
+harnesses' result files, malformed or unusual, are imported exactly or refused by name, and a
+refused file stores nothing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundstate.cli import main
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _rows_file(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def _imported(tmp_path: Path, rows: list[dict[str, object]], name: str = "sys") -> tuple[Path, str]:
+    store = tmp_path / "runs.db"
+    source = _rows_file(tmp_path / f"{name}.jsonl", rows)
+    code, out, err = _invoke(
+        "import-results", str(source), "--name", name, "--json", "--store", str(store)
+    )
+    assert code == 0, out + err
+    return store, json.loads(out)["batch_id"]
+
+
+ROWS: list[dict[str, object]] = [
+    {"task_id": f"t{t}", "attempt": a, "success": (t + a) % 3 == 0, "cost": 0.5}
+    for t in range(4)
+    for a in (1, 2, 3)
+]
+
+
+# --- a damaged seal is named ----------------------------------------------------------------------
+
+DAMAGES = {
+    "record garbage": "UPDATE seals SET record = '{not json'",
+    "record of another batch": "UPDATE seals SET record = json_set(record, '$.batch_id', 'zz')",
+    "columns cut": "UPDATE seals SET outcomes = substr(outcomes, 1, 20)",
+    "columns changed": "UPDATE seals SET outcomes = zeroblob(length(outcomes))",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_damaged_seal_is_named_by_every_reading_command(tmp_path: Path, damage: str) -> None:
+    """Found here: a seal whose record or columns were damaged was recomputed with no word
+    (the figures right, from a full check). Each reading command now warns, naming the batch,
+    exit 0 (nothing in the records is altered), in text, JSON and HTML alike; the full check
+    then seals again, and the next command is silent."""
+    store, batch = _imported(tmp_path, ROWS)
+    code, clean, err = _invoke("report", batch, "--json", "--store", str(store))
+    assert code == 0 and err == "", err
+    commands = [
+        ("report", batch, "--json"),
+        ("report", batch),
+        ("report", batch, "--html", str(tmp_path / "r.html")),
+        ("runs", batch),
+        ("batches",),
+        ("compare", batch, batch),
+    ]
+    for command in commands:
+        db = sqlite3.connect(store)
+        with db:
+            db.execute(DAMAGES[damage])
+        db.close()
+        code, out, err = _invoke(*command, "--store", str(store))
+        assert code == 0 and "Traceback" not in out + err, (command, out + err)
+        assert f"warning: batch {batch}: its verification seal is damaged" in err, (command, err)
+        if command == ("report", batch, "--json"):
+            data, before = json.loads(out), json.loads(clean)
+            assert data["integrity"]["verified"] is True
+            assert any("seal is damaged" in p for p in data["integrity"]["problems"])
+            for key in ("summary", "tries"):
+                assert data[key] == before[key]
+        if "--html" in command:
+            page = (tmp_path / "r.html").read_text(encoding="utf-8")
+            assert "verification seal of this batch" in page and "ALTERED" not in page
+    code, out, err = _invoke("report", batch, "--json", "--store", str(store))
+    assert code == 0 and err == "" and json.loads(out)["integrity"]["check"] == "seal", err
+
+
+def test_a_stale_seal_of_a_grown_batch_is_not_called_damaged(tmp_path: Path) -> None:
+    """A seal the batch no longer matches (a run row edited) is not a damaged seal: the full
+    check names the edit, and nothing is said of the seal."""
+    store, batch = _imported(tmp_path, ROWS)
+    db = sqlite3.connect(store)
+    with db:
+        db.execute("UPDATE runs SET success = 1 - success WHERE rowid = (SELECT min(rowid) FROM runs)")
+    db.close()
+    code, out, err = _invoke("report", batch, "--store", str(store))
+    assert code == 1 and "seal" not in err and "warning" in err, err
