@@ -23,7 +23,9 @@ hashed) and the columns' hash; if all match, the statistics are computed from th
 columns, the output says ``"check": "seal"`` with the time of the full check, and nothing is
 re-hashed. If anything differs (new runs, a hand edit, a schema change, a damaged seal), the
 seal is ignored, never reported as tampering: the command runs the full check, names what it
-finds, and seals again only if it finds nothing.
+finds, and seals again only if it finds nothing. A seal damaged in itself (record unreadable or
+another batch's, columns not matching their hash) is named by a ``seal_damaged`` problem, which
+is not an alteration (exit 0): the user learns the cache broke, the figures are the full check's.
 
 What a holding seal shows: since the full check, no run or batch row of the store was
 updated, deleted or replaced through SQLite (the ``sqlite3`` shell, Python, any client: the
