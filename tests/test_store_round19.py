@@ -13,6 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from groundstate.cli import main
+from groundstate.records import AgentRun, Usage
+from groundstate.spec.suite import Suite
 
 
 def _invoke(*args: str) -> tuple[int, str, str]:
@@ -101,3 +103,75 @@ def test_a_stale_seal_of_a_grown_batch_is_not_called_damaged(tmp_path: Path) -> 
     db.close()
     code, out, err = _invoke("report", batch, "--store", str(store))
     assert code == 1 and "seal" not in err and "warning" in err, err
+
+
+# --- usage not reported is not known, never 0 ---------------------------------------------------
+
+
+def test_a_failed_model_call_try_records_its_usage_as_not_known(
+    monkeypatch: pytest.MonkeyPatch,
+    retail: Suite,  # noqa: F811
+) -> None:
+    """Found here: a try the API answered with an error was recorded with 0 tokens and cost
+    0, as if the provider had said it used none (a timed-out request may be billed). It is
+    now not known (``null``); the answered calls are counted as before, so a budget still
+    applies and the attempt still succeeds."""
+    from groundstate.testing import Fail
+
+    from .model_harness import PROVIDERS, _harness
+    from .test_models_round18 import _calls, _run
+    from .test_models_round17 import _oracle
+
+    for provider in PROVIDERS:
+        harness = _harness(provider, monkeypatch, retail)
+        run = _run(harness, [Fail(500, "oops"), *_oracle(retail)], max_tokens=10**6)
+        assert run.terminal_reason == "success", run.infrastructure_status
+        failed = [c for c in _calls(run) if c.error is not None]
+        answered = [c for c in _calls(run) if c.error is None]
+        assert len(failed) == 1
+        usage = failed[0].usage
+        assert (usage.input_tokens, usage.output_tokens, usage.cost) == (None, None, None)
+        assert run.usage.input_tokens == sum(c.usage.input_tokens or 0 for c in answered) > 0
+
+
+def _with_usage(run: AgentRun, tokens: tuple[int | None, int | None], cost: float | None) -> AgentRun:
+    return run.model_copy(
+        update={"usage": Usage(input_tokens=tokens[0], output_tokens=tokens[1]), "cost": cost}
+    )
+
+
+def test_a_replay_reports_usage_the_record_does_not_know_as_not_known(bank: Suite) -> None:
+    """Found here: ``observed_trajectory`` (regrade, regression cases) read a usage the record
+    does not know as 0, so a replay under a token or cost budget ran on as if nothing was
+    spent, where the run itself was stopped (the budget could not be checked)."""
+    from groundstate.agents.scripted import RecordedUsage
+    from groundstate.testing import attempt, run_solution
+    from groundstate.validation.regress import observed_trajectory
+
+    task_id, solutions = next(iter(bank.solutions.items()))
+    base = run_solution(bank, task_id, next(iter(solutions)))
+    replayed = {
+        "unknown": _with_usage(base, (None, None), None),
+        "known": _with_usage(base, (120, 30), 0.25),
+        "nothing": _with_usage(base, (0, 0), 0.0),
+    }
+    usage = {
+        name: [s for s in observed_trajectory(run) if isinstance(s, RecordedUsage)]
+        for name, run in replayed.items()
+    }
+    assert usage == {
+        "unknown": [RecordedUsage(None, None, None)],
+        "known": [RecordedUsage(120, 30, 0.25)],
+        "nothing": [],
+    }
+    from groundstate.agents.scripted import ScriptedAgent
+    from groundstate.testing import scripted_system
+
+    plain = scripted_system()
+    system = plain.model_copy(
+        update={"budgets": plain.budgets.model_copy(update={"max_tokens": 10**6})}
+    )
+    agent = ScriptedAgent(observed_trajectory(replayed["unknown"]))
+    again = attempt(bank, task_id, agent, system=system).run
+    assert again.terminal_reason == "harness_compatibility_failure", again.infrastructure_status
+    assert again.usage.input_tokens is None and again.cost is None
