@@ -175,3 +175,22 @@ def test_a_replay_reports_usage_the_record_does_not_know_as_not_known(bank: Suit
     again = attempt(bank, task_id, agent, system=system).run
     assert again.terminal_reason == "harness_compatibility_failure", again.infrastructure_status
     assert again.usage.input_tokens is None and again.cost is None
+
+
+def test_an_attempt_lost_with_its_worker_does_not_claim_it_spent_nothing(bank: Suite) -> None:
+    """Found here: an attempt whose worker was killed (or died) was recorded as having used 0
+    tokens at cost 0: what it spent went with the worker. Now not known; the reports leave it
+    out of the cost and count it as such."""
+    from datetime import UTC, datetime
+
+    from groundstate.episode import AttemptInfo, lost_attempt
+    from groundstate.testing import scripted_system
+
+    task = next(iter(bank.tasks.values()))
+    info = AttemptInfo(run_id="r1", batch_id="b1", attempt=1, seed=0)
+    run = lost_attempt(
+        task, scripted_system(), info, RuntimeError("worker died"), "agent",
+        {"exitcode": -9}, datetime.now(UTC), 1.5,
+    ).run  # fmt: skip
+    assert (run.usage.input_tokens, run.usage.output_tokens, run.cost) == (None, None, None)
+    assert AgentRun.model_validate_json(run.model_dump_json()) == run
