@@ -194,3 +194,78 @@ def test_an_attempt_lost_with_its_worker_does_not_claim_it_spent_nothing(bank: S
     ).run  # fmt: skip
     assert (run.usage.input_tokens, run.usage.output_tokens, run.cost) == (None, None, None)
     assert AgentRun.model_validate_json(run.model_dump_json()) == run
+
+
+def _without_mark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Imports made as before the nineteenth round: no ``unknown_usage`` in ``system_spec``."""
+    import groundstate.importers.batch as importing
+    from groundstate.store import UNKNOWN_USAGE_KEY
+
+    made = importing._batch
+
+    def unmarked(*args: object, **kwargs: object) -> object:
+        batch = made(*args, **kwargs)  # type: ignore[arg-type]
+        spec = {k: v for k, v in batch.system_spec.items() if k != UNKNOWN_USAGE_KEY}
+        return batch.model_copy(update={"system_spec": spec})
+
+    monkeypatch.setattr(importing, "_batch", unmarked)
+
+
+TOKENS: list[dict[str, object]] = [
+    {"task_id": "a", "attempt": 1, "success": True, "input_tokens": 0, "output_tokens": 0},
+    {"task_id": "a", "attempt": 2, "success": False, "input_tokens": 120, "output_tokens": 30},
+    {"task_id": "b", "attempt": 1, "success": True, "input_tokens": 7, "output_tokens": 0},
+    {"task_id": "b", "attempt": 2, "success": True},
+]
+
+
+def test_an_import_older_than_the_unknown_usage_rule_is_read_as_not_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Left since the sixteenth round: a batch imported before then holds 0 where its file
+    gave no token count, nothing tells that 0 from a true one, and importing the same file
+    again returned the old batch. Such a batch (no ``unknown_usage`` mark) now has its 0
+    counts exported as not known with a warning naming it, and importing the file again
+    stores it anew (a warning naming the old batch)."""
+    with monkeypatch.context() as patch:
+        _without_mark(patch)
+        store, old = _imported(tmp_path, TOKENS)
+    out_file = tmp_path / "old.jsonl"
+    code, out, err = _invoke(
+        "export", old, "--format", "jsonl", "--out", str(out_file), "--store", str(store)
+    )
+    assert code == 0 and f"warning: batch {old} was imported before" in err, err
+    assert "2 tries' 0 token counts" in err, err
+    exported = [json.loads(line) for line in out_file.read_text().splitlines()]
+    tokens = {(r["task_id"], r["attempt"]): (r["input_tokens"], r["output_tokens"]) for r in exported}
+    assert tokens == {("a", 1): (None, None), ("a", 2): (120, 30), ("b", 1): (7, None), ("b", 2): (None, None)}
+    inspect = tmp_path / "old.eval"
+    code, _, _ = _invoke("export", old, "--format", "inspect", "--out", str(inspect), "--store", str(store))
+    assert code == 0
+    import zipfile
+
+    with zipfile.ZipFile(inspect) as archive:
+        samples = {
+            (s["id"], s["epoch"]): s
+            for s in (json.loads(archive.read(n)) for n in archive.namelist() if n.startswith("samples/"))
+        }
+    usage = [next(iter(s["model_usage"].values()), {}) if s["model_usage"] else {} for s in samples.values()]
+    assert not any(u.get("input_tokens") == 0 or u.get("output_tokens") == 0 for u in usage)
+    assert any(u.get("input_tokens") == 120 for u in usage)
+    # the file imported again: stored anew under the current rule, its true 0s kept
+    code, out, err = _invoke(
+        "import-results", str(tmp_path / "sys.jsonl"), "--name", "sys", "--json", "--store", str(store)
+    )
+    assert code == 0 and f"batch {old} imported this file under this name before" in err, err
+    new = json.loads(out)["batch_id"]
+    assert new != old and not json.loads(out)["already_stored"]
+    code, _, err = _invoke("export", new, "--format", "jsonl", "--out", str(out_file), "--store", str(store))
+    assert code == 0 and "warning" not in err, err
+    exported = [json.loads(line) for line in out_file.read_text().splitlines()]
+    tokens = {(r["task_id"], r["attempt"]): (r["input_tokens"], r["output_tokens"]) for r in exported}
+    assert tokens == {("a", 1): (0, 0), ("a", 2): (120, 30), ("b", 1): (7, 0), ("b", 2): (None, None)}
+    # and once more: the current import is returned, nothing stored again
+    code, out, err = _invoke(
+        "import-results", str(tmp_path / "sys.jsonl"), "--name", "sys", "--json", "--store", str(store)
+    )
+    assert code == 0 and json.loads(out)["already_stored"] and json.loads(out)["batch_id"] == new
