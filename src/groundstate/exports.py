@@ -247,9 +247,10 @@ def _eval_spec(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
 
 def _model_usage(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
     """The run's tokens and cost as Inspect's ``ModelUsage`` of the system's model (what
-    ``inspect view`` shows); none when the record knows neither."""
+    ``inspect view`` shows); none when the record knows none of them (an import reads ``{}``
+    as not known: a known 0 is written as 0)."""
     used, cost = known_usage(batch, run), run.cost
-    if not (used.input_tokens or used.output_tokens or cost):
+    if used.input_tokens is None and used.output_tokens is None and cost is None:
         return {}
     usage: dict[str, Any] = {  # a count not known is left out, not written as 0
         key: value
