@@ -269,3 +269,148 @@ def test_an_import_older_than_the_unknown_usage_rule_is_read_as_not_known(
         "import-results", str(tmp_path / "sys.jsonl"), "--name", "sys", "--json", "--store", str(store)
     )
     assert code == 0 and json.loads(out)["already_stored"] and json.loads(out)["batch_id"] == new
+
+
+def test_usage_not_known_stays_not_known_through_an_inspect_export(tmp_path: Path) -> None:
+    """Found here: a run whose usage is not known was exported with an empty ``model_usage``
+    (right), and Inspect's importer read an empty ``model_usage`` as cost 0 (tokens not known,
+    cost known and free). Now an empty one is not known in cost too, and a known 0 is written
+    as 0, so both come back as they were."""
+    from groundstate.store import RunStore
+
+    rows = [
+        {"task_id": "a", "attempt": 1, "success": True},
+        {"task_id": "a", "attempt": 2, "success": False, "cost": 0.0, "input_tokens": 0,
+         "output_tokens": 0},
+        {"task_id": "a", "attempt": 3, "success": True, "cost": 0.5, "input_tokens": 9,
+         "output_tokens": 4},
+    ]  # fmt: skip
+    store, batch = _imported(tmp_path, rows)
+    log = tmp_path / "out.eval"
+    code, _, err = _invoke("export", batch, "--format", "inspect", "--out", str(log), "--store", str(store))
+    assert code == 0, err
+    code, out, err = _invoke("import-results", str(log), "--name", "back", "--json", "--store", str(store))
+    assert code == 0, err
+    with RunStore(store) as opened:
+        back = {
+            r.attempt: (r.cost, r.usage.input_tokens, r.usage.output_tokens)
+            for r in opened.runs(json.loads(out)["batch_id"])
+        }
+    assert back == {1: (None, None, None), 2: (0.0, 0, 0), 3: (0.5, 9, 4)}
+
+
+# --- other harnesses' files, malformed or unusual --------------------------------------------------
+
+FIXTURES = Path(__file__).parent / "fixtures" / "interop"
+TB_RESULTS = {
+    "id": "run",
+    "results": [
+        {"id": "t1.1", "trial_name": "t1.1-of-1", "task_id": "t1", "is_resolved": True,
+         "failure_mode": "unset", "parser_results": {"a": "passed"}},
+        {"id": "t2.1", "trial_name": "t2.1-of-1", "task_id": "t2", "is_resolved": False,
+         "failure_mode": "unset", "parser_results": {"a": "failed"}},
+    ],
+    "n_resolved": 1, "n_unresolved": 1, "resolved_ids": ["t1"], "unresolved_ids": ["t2"],
+    "accuracy": 0.5,
+}  # fmt: skip
+
+
+def _bases() -> dict[str, bytes]:
+    from .test_imports_formats import log, sample
+    from .test_imports_round15 import RUN_5X
+
+    samples = [
+        sample(1, 1, {"m": {"value": "C"}}), sample(1, 2, {"m": {"value": "I"}}),
+        sample("b", 1, {"m": {"value": 1.0}}), sample("b", 2, {"m": {"value": False}}),
+    ]  # fmt: skip
+    return {
+        "tau.json": (FIXTURES / "tau_results.json").read_bytes(),
+        "tau2.json": (FIXTURES / "tau2_results.json").read_bytes(),
+        "log.json": json.dumps(log(samples), indent=1).encode(),
+        "rows.jsonl": b'{"task_id": "t1", "attempt": 1, "success": true}\n'
+        b'{"task_id": "t1", "attempt": 2, "success": false}\n',
+        "rows.csv": b"task_id,attempt,success\nt1,1,true\nt1,2,false\n",
+        "swe.json": json.dumps(RUN_5X, indent=1).encode(),
+        "tb.json": json.dumps(TB_RESULTS, indent=1).encode(),
+    }
+
+
+def _same_bytes(kind: str, data: bytes) -> bytes:
+    """*data* written another way that means the same file."""
+    import bz2
+    import gzip
+
+    crlf = data.replace(b"\n", b"\r\n")
+    return {
+        "bom": b"\xef\xbb\xbf" + data,
+        "crlf": crlf,
+        "gzip": gzip.compress(data),
+        "bom-gzip": gzip.compress(b"\xef\xbb\xbf" + data),
+        "crlf-bzip2": bz2.compress(crlf),
+        "blank-lines": b"  \n" + data + b"\n\n  ",
+    }[kind]
+
+
+def _damaged_bytes(kind: str, data: bytes) -> bytes:
+    import io
+    import zipfile
+
+    if kind == "zip":
+        held = io.BytesIO()
+        with zipfile.ZipFile(held, "w") as archive:
+            archive.writestr("results.json", data)
+        return held.getvalue()
+    return {
+        "utf-16": data.decode().encode("utf-16"),
+        "cut": data[: len(data) * 2 // 3],
+        "empty": b"",
+        "nul": data + b"\x00",
+    }[kind]
+
+
+def _stored(store_path: Path, batch: str) -> list[tuple[str, int, int, str, float | None]]:
+    from groundstate.store import RunStore
+
+    with RunStore(store_path) as opened:
+        assert opened.verify(batch).ok
+        return sorted(
+            (r.task_id, r.attempt, r.retry, r.terminal_reason, r.partial_score)
+            for r in opened.runs(batch)
+        )
+
+
+@pytest.mark.parametrize("name", sorted(_bases()))
+def test_a_file_written_another_way_imports_as_the_file_it_is(tmp_path: Path, name: str) -> None:
+    """A byte-order mark, CRLF line ends, compression, blank lines around the document: the
+    same runs as the plain file, in every format (checked and found sound)."""
+    from .test_imports_formats import Store
+
+    store = Store(tmp_path)
+    plain = tmp_path / name
+    plain.write_bytes(_bases()[name])
+    expected = _stored(store.path, store.imported(plain))
+    assert expected
+    for kind in ("bom", "crlf", "gzip", "bom-gzip", "crlf-bzip2", "blank-lines"):
+        path = tmp_path / kind / name
+        path.parent.mkdir()
+        path.write_bytes(_same_bytes(kind, plain.read_bytes()))
+        assert _stored(store.path, store.imported(path)) == expected, kind
+
+
+@pytest.mark.parametrize("name", sorted(_bases()))
+def test_a_damaged_file_is_refused_naming_it_and_stores_nothing(tmp_path: Path, name: str) -> None:
+    """UTF-16, a results file zipped, cut short, empty, or with a NUL byte after it: refused
+    in one line naming the file (and the line, where there is one), exit 2, no batch stored
+    and the batch stored before intact."""
+    from .test_imports_formats import Store
+
+    store = Store(tmp_path)
+    for kind in ("utf-16", "zip", "cut", "empty", "nul"):
+        path = tmp_path / kind / name
+        path.parent.mkdir()
+        path.write_bytes(_damaged_bytes(kind, _bases()[name]))
+        err = store.refused(path)
+        if kind == "empty":
+            assert "is empty" in err, err
+        if kind == "zip":
+            assert "zip" in err, err

@@ -242,9 +242,11 @@ class InspectSource:
             for name in ("header.json", "_journal/start.json"):
                 if name in names:
                     return mapping(f"{self.path}!{name}", "log", _member(self.path, archive, name))
+        held = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
         raise SpecError(
-            self.path, None, "no header.json or _journal/start.json: not an Inspect log"
-        )
+            self.path, None, f"a zip archive holding {held or 'nothing'}, with no header.json "
+            "or _journal/start.json: not an Inspect log (unzip it and import the file it holds)",
+        )  # fmt: skip
 
     def _is_archive(self) -> bool:
         """A zip archive; a damaged one (a ``.eval`` name, or a zip's first bytes) is named
