@@ -414,3 +414,124 @@ def test_a_damaged_file_is_refused_naming_it_and_stores_nothing(tmp_path: Path, 
             assert "is empty" in err, err
         if kind == "zip":
             assert "zip" in err, err
+
+
+INSPECT_NAMED = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
+
+
+def _inspect_value(value: object) -> float | str | None:
+    """A score value as Inspect's ``value_to_float`` reads it, written apart from the
+    importer: a float, ``"nan"`` (the scorer gave none) or None (not a verdict: refused)."""
+    import math
+
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if isinstance(value, bool | int | float):
+        number = float(value)
+    elif isinstance(value, str) and value in INSPECT_NAMED:
+        number = INSPECT_NAMED[value]
+    elif isinstance(value, str) and value.lower() in ("yes", "true", "no", "false"):
+        number = 1.0 if value.lower() in ("yes", "true") else 0.0
+    elif isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) and 0 <= number <= 1 else None
+
+
+SCORE_VALUES: list[object] = [
+    "C", "I", "P", "N", "yes", "no", "true", "false", "1", "0", "1.0", "0.5", ".5", True,
+    False, 1, 0, 0.25, 0.999999, "c", "", " C", "correct", "NaN", None, 2, -1, 10**30,
+    float("inf"), float("nan"), [1], {"k": 1},
+]  # fmt: skip
+
+
+def test_inspect_score_values_of_every_type_import_as_inspect_reads_them(tmp_path: Path) -> None:
+    """Scores as text, letters, booleans, None, NaN, Infinity, huge integers, a list, a dict:
+    each sample is imported with the verdict Inspect's own reading gives it (1: success; in
+    between: a partial score; NaN: never graded), or the file is refused naming the sample and
+    the field; nothing is stored for a refused file."""
+    from .test_imports_formats import Store, log, sample
+
+    store = Store(tmp_path)
+    for number, value in enumerate(SCORE_VALUES):
+        samples = [sample(1, 1, {"m": {"value": value}}), sample(1, 2, {"m": {"value": "C"}})]
+        path = tmp_path / f"v{number}.json"
+        path.write_text(json.dumps(log(samples)), encoding="utf-8")  # NaN, Infinity as Python writes them
+        expected = _inspect_value(value)
+        if expected is None:
+            err = store.refused(path)
+            assert "samples[0]" in err and "scores.m.value" in err, (value, err)
+            continue
+        (first, second) = sorted(store.runs(store.imported(path)).items())
+        # a value between 0 and 1 makes the batch's partial scores known (each sample's value)
+        graded = isinstance(expected, float) and 0 < expected < 1
+        assert second[1] == ("success", 1.0 if graded else None), value
+        reason, partial = first[1]
+        if expected == "nan":
+            assert (reason, partial) == ("grader_failure", None), value
+        elif expected == 1.0:
+            assert (reason, partial) == ("success", None), value
+        else:
+            assert reason.startswith("agent_failure/"), value
+            assert partial == (expected if graded else None), (value, partial)
+
+
+def _tb(**edits: object) -> dict[str, object]:
+    import copy
+
+    data = copy.deepcopy(TB_RESULTS)
+    data.update(edits)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("edits", "field"),
+    [
+        ({"resolved_ids": ["t1", "t2"]}, "resolved_ids: lists ['t1', 't2'], but the trials give ['t1']"),
+        ({"unresolved_ids": []}, "unresolved_ids: lists [], but the trials give ['t2']"),
+        ({"n_resolved": 2}, "n_resolved: 2, but 1 trials are counted so"),
+        ({"n_unresolved": True}, "n_unresolved: True, but 1 trials"),
+        ({"resolved_ids": "t1"}, "resolved_ids: must be a list of task ids"),
+    ],
+)
+def test_terminal_bench_figures_that_contradict_the_trials_are_refused(
+    tmp_path: Path, edits: dict[str, object], field: str
+) -> None:
+    """Found here: a Terminal-Bench ``results.json`` whose ``resolved_ids`` (or the other
+    figures ``tb run`` computes from the trials) said another thing than its trials was
+    imported without a word, by the trials alone: an edited or cut file. It is now refused
+    naming the field; an ``accuracy`` that disagrees is named in a warning."""
+    from .test_imports_formats import Store
+
+    store = Store(tmp_path)
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_tb(**edits)), encoding="utf-8")
+    assert field in store.refused(path)
+
+
+def test_terminal_bench_accuracy_that_disagrees_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_tb(accuracy=1.0)), encoding="utf-8")
+    code, out, err = _invoke("import-results", str(path), "--name", "tb", "--store", str(tmp_path / "s.db"))
+    assert code == 0 and "accuracy is 1.0, but 1 of 2 trials are resolved (0.5)" in err, err
+    path.write_text(json.dumps(_tb()), encoding="utf-8")
+    code, out, err = _invoke("import-results", str(path), "--name", "tb2", "--store", str(tmp_path / "s.db"))
+    assert code == 0 and err == "", err
+
+
+@pytest.mark.parametrize("total", [10**30, float("nan"), "many", -4])
+def test_a_swe_bench_total_that_is_no_count_is_refused(tmp_path: Path, total: object) -> None:
+    """Found here: a run report's ``total_instances`` of NaN or beyond 2^53 silently skipped
+    the check that its lists hold every instance of the run (the warning of the sixteenth
+    round); it is now refused naming the field."""
+    from .test_imports_formats import Store
+    from .test_imports_round15 import RUN_5X
+
+    store = Store(tmp_path)
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({**RUN_5X, "total_instances": total}), encoding="utf-8")
+    assert "total_instances: must" in store.refused(path)
