@@ -99,9 +99,11 @@ def test_a_stale_seal_of_a_grown_batch_is_not_called_damaged(tmp_path: Path) -> 
     store, batch = _imported(tmp_path, ROWS)
     db = sqlite3.connect(store)
     with db:
-        db.execute("UPDATE runs SET success = 1 - success WHERE rowid = (SELECT min(rowid) FROM runs)")
+        db.execute(
+            "UPDATE runs SET success = 1 - success WHERE rowid = (SELECT min(rowid) FROM runs)"
+        )
     db.close()
-    code, out, err = _invoke("report", batch, "--store", str(store))
+    code, _, err = _invoke("report", batch, "--store", str(store))
     assert code == 1 and "seal" not in err and "warning" in err, err
 
 
@@ -110,7 +112,7 @@ def test_a_stale_seal_of_a_grown_batch_is_not_called_damaged(tmp_path: Path) -> 
 
 def test_a_failed_model_call_try_records_its_usage_as_not_known(
     monkeypatch: pytest.MonkeyPatch,
-    retail: Suite,  # noqa: F811
+    retail: Suite,
 ) -> None:
     """Found here: a try the API answered with an error was recorded with 0 tokens and cost
     0, as if the provider had said it used none (a timed-out request may be billed). It is
@@ -119,8 +121,8 @@ def test_a_failed_model_call_try_records_its_usage_as_not_known(
     from groundstate.testing import Fail
 
     from .model_harness import PROVIDERS, _harness
-    from .test_models_round18 import _calls, _run
     from .test_models_round17 import _oracle
+    from .test_models_round18 import _calls, _run
 
     for provider in PROVIDERS:
         harness = _harness(provider, monkeypatch, retail)
@@ -134,7 +136,9 @@ def test_a_failed_model_call_try_records_its_usage_as_not_known(
         assert run.usage.input_tokens == sum(c.usage.input_tokens or 0 for c in answered) > 0
 
 
-def _with_usage(run: AgentRun, tokens: tuple[int | None, int | None], cost: float | None) -> AgentRun:
+def _with_usage(
+    run: AgentRun, tokens: tuple[int | None, int | None], cost: float | None
+) -> AgentRun:
     return run.model_copy(
         update={"usage": Usage(input_tokens=tokens[0], output_tokens=tokens[1]), "cost": cost}
     )
@@ -237,36 +241,71 @@ def test_an_import_older_than_the_unknown_usage_rule_is_read_as_not_known(
     assert code == 0 and f"warning: batch {old} was imported before" in err, err
     assert "2 tries' 0 token counts" in err, err
     exported = [json.loads(line) for line in out_file.read_text().splitlines()]
-    tokens = {(r["task_id"], r["attempt"]): (r["input_tokens"], r["output_tokens"]) for r in exported}
-    assert tokens == {("a", 1): (None, None), ("a", 2): (120, 30), ("b", 1): (7, None), ("b", 2): (None, None)}
+    tokens = {
+        (r["task_id"], r["attempt"]): (r["input_tokens"], r["output_tokens"]) for r in exported
+    }
+    assert tokens == {
+        ("a", 1): (None, None),
+        ("a", 2): (120, 30),
+        ("b", 1): (7, None),
+        ("b", 2): (None, None),
+    }
     inspect = tmp_path / "old.eval"
-    code, _, _ = _invoke("export", old, "--format", "inspect", "--out", str(inspect), "--store", str(store))
+    code, _, _ = _invoke(
+        "export", old, "--format", "inspect", "--out", str(inspect), "--store", str(store)
+    )
     assert code == 0
     import zipfile
 
     with zipfile.ZipFile(inspect) as archive:
         samples = {
             (s["id"], s["epoch"]): s
-            for s in (json.loads(archive.read(n)) for n in archive.namelist() if n.startswith("samples/"))
+            for s in (
+                json.loads(archive.read(n)) for n in archive.namelist() if n.startswith("samples/")
+            )
         }
-    usage = [next(iter(s["model_usage"].values()), {}) if s["model_usage"] else {} for s in samples.values()]
+    usage = [
+        next(iter(s["model_usage"].values()), {}) if s["model_usage"] else {}
+        for s in samples.values()
+    ]
     assert not any(u.get("input_tokens") == 0 or u.get("output_tokens") == 0 for u in usage)
     assert any(u.get("input_tokens") == 120 for u in usage)
     # the file imported again: stored anew under the current rule, its true 0s kept
     code, out, err = _invoke(
-        "import-results", str(tmp_path / "sys.jsonl"), "--name", "sys", "--json", "--store", str(store)
+        "import-results",
+        str(tmp_path / "sys.jsonl"),
+        "--name",
+        "sys",
+        "--json",
+        "--store",
+        str(store),
     )
     assert code == 0 and f"batch {old} imported this file under this name before" in err, err
     new = json.loads(out)["batch_id"]
     assert new != old and not json.loads(out)["already_stored"]
-    code, _, err = _invoke("export", new, "--format", "jsonl", "--out", str(out_file), "--store", str(store))
+    code, _, err = _invoke(
+        "export", new, "--format", "jsonl", "--out", str(out_file), "--store", str(store)
+    )
     assert code == 0 and "warning" not in err, err
     exported = [json.loads(line) for line in out_file.read_text().splitlines()]
-    tokens = {(r["task_id"], r["attempt"]): (r["input_tokens"], r["output_tokens"]) for r in exported}
-    assert tokens == {("a", 1): (0, 0), ("a", 2): (120, 30), ("b", 1): (7, 0), ("b", 2): (None, None)}
+    tokens = {
+        (r["task_id"], r["attempt"]): (r["input_tokens"], r["output_tokens"]) for r in exported
+    }
+    assert tokens == {
+        ("a", 1): (0, 0),
+        ("a", 2): (120, 30),
+        ("b", 1): (7, 0),
+        ("b", 2): (None, None),
+    }
     # and once more: the current import is returned, nothing stored again
     code, out, err = _invoke(
-        "import-results", str(tmp_path / "sys.jsonl"), "--name", "sys", "--json", "--store", str(store)
+        "import-results",
+        str(tmp_path / "sys.jsonl"),
+        "--name",
+        "sys",
+        "--json",
+        "--store",
+        str(store),
     )
     assert code == 0 and json.loads(out)["already_stored"] and json.loads(out)["batch_id"] == new
 
@@ -287,9 +326,13 @@ def test_usage_not_known_stays_not_known_through_an_inspect_export(tmp_path: Pat
     ]  # fmt: skip
     store, batch = _imported(tmp_path, rows)
     log = tmp_path / "out.eval"
-    code, _, err = _invoke("export", batch, "--format", "inspect", "--out", str(log), "--store", str(store))
+    code, _, err = _invoke(
+        "export", batch, "--format", "inspect", "--out", str(log), "--store", str(store)
+    )
     assert code == 0, err
-    code, out, err = _invoke("import-results", str(log), "--name", "back", "--json", "--store", str(store))
+    code, out, err = _invoke(
+        "import-results", str(log), "--name", "back", "--json", "--store", str(store)
+    )
     assert code == 0, err
     with RunStore(store) as opened:
         back = {
@@ -299,7 +342,7 @@ def test_usage_not_known_stays_not_known_through_an_inspect_export(tmp_path: Pat
     assert back == {1: (None, None, None), 2: (0.0, 0, 0), 3: (0.5, 9, 4)}
 
 
-# --- other harnesses' files, malformed or unusual --------------------------------------------------
+# --- other harnesses' files, malformed or unusual ---------------------------------------------
 
 FIXTURES = Path(__file__).parent / "fixtures" / "interop"
 TB_RESULTS = {
@@ -460,7 +503,9 @@ def test_inspect_score_values_of_every_type_import_as_inspect_reads_them(tmp_pat
     for number, value in enumerate(SCORE_VALUES):
         samples = [sample(1, 1, {"m": {"value": value}}), sample(1, 2, {"m": {"value": "C"}})]
         path = tmp_path / f"v{number}.json"
-        path.write_text(json.dumps(log(samples)), encoding="utf-8")  # NaN, Infinity as Python writes them
+        path.write_text(
+            json.dumps(log(samples)), encoding="utf-8"
+        )  # NaN, Infinity as Python writes them
         expected = _inspect_value(value)
         if expected is None:
             err = store.refused(path)
@@ -491,7 +536,10 @@ def _tb(**edits: object) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("edits", "field"),
     [
-        ({"resolved_ids": ["t1", "t2"]}, "resolved_ids: lists ['t1', 't2'], but the trials give ['t1']"),
+        (
+            {"resolved_ids": ["t1", "t2"]},
+            "resolved_ids: lists ['t1', 't2'], but the trials give ['t1']",
+        ),
         ({"unresolved_ids": []}, "unresolved_ids: lists [], but the trials give ['t2']"),
         ({"n_resolved": 2}, "n_resolved: 2, but 1 trials are counted so"),
         ({"n_unresolved": True}, "n_unresolved: True, but 1 trials"),
@@ -516,10 +564,14 @@ def test_terminal_bench_figures_that_contradict_the_trials_are_refused(
 def test_terminal_bench_accuracy_that_disagrees_is_named(tmp_path: Path) -> None:
     path = tmp_path / "results.json"
     path.write_text(json.dumps(_tb(accuracy=1.0)), encoding="utf-8")
-    code, out, err = _invoke("import-results", str(path), "--name", "tb", "--store", str(tmp_path / "s.db"))
+    code, _, err = _invoke(
+        "import-results", str(path), "--name", "tb", "--store", str(tmp_path / "s.db")
+    )
     assert code == 0 and "accuracy is 1.0, but 1 of 2 trials are resolved (0.5)" in err, err
     path.write_text(json.dumps(_tb()), encoding="utf-8")
-    code, out, err = _invoke("import-results", str(path), "--name", "tb2", "--store", str(tmp_path / "s.db"))
+    code, _, err = _invoke(
+        "import-results", str(path), "--name", "tb2", "--store", str(tmp_path / "s.db")
+    )
     assert code == 0 and err == "", err
 
 

@@ -342,12 +342,15 @@ def _refuse_empty(path: Path) -> None:
     a format or rows that are not there."""
     if not path.is_file():
         return
+    unread: tuple[type[BaseException], ...] = (SpecError, *DAMAGED)
     try:
         head = _head(path)
-    except (SpecError, *DAMAGED):  # what the reader will name itself
+    except unread:  # what the reader will name itself
         return
     if not head:
-        raise SpecError(path, None, "the file is empty (nothing but white space): nothing to import")
+        raise SpecError(
+            path, None, "the file is empty (nothing but white space): nothing to import"
+        )
 
 
 LOOKS = {

@@ -37,8 +37,8 @@ from groundstate.importers.rows import (
     ErrorPolicy,
     ImportedRow,
     amount,
-    count,
     as_integer,
+    count,
     parse_json,
     read_json_object,
     task_key,
@@ -384,6 +384,8 @@ class SweBenchSource:
             return None
         # a total that is no count (NaN, 1e30, text) would silently skip this check
         total = count(str(self.path), "total_instances", given)
+        if total is None:
+            return None
         missing = self._report.get("incomplete_ids")
         held = len(self._outcomes) + (len(missing) if isinstance(missing, list) else 0)
         if held == total:

@@ -159,8 +159,12 @@ class TerminalBenchSource:
         names = [t.get("trial_name") for t in trials]
         if len(set(map(repr, names))) < len(names):
             return []
-        resolved = Counter(_hashable(t.get("task_id")) for t in trials if t.get("is_resolved") is True)
-        other = Counter(_hashable(t.get("task_id")) for t in trials if t.get("is_resolved") is not True)
+        resolved = Counter(
+            _hashable(t.get("task_id")) for t in trials if t.get("is_resolved") is True
+        )
+        other = Counter(
+            _hashable(t.get("task_id")) for t in trials if t.get("is_resolved") is not True
+        )
         for name, expected in (("resolved_ids", resolved), ("unresolved_ids", other)):
             given = self._run.get(name)
             if given is None:
@@ -172,7 +176,10 @@ class TerminalBenchSource:
                     self.path, name, f"lists {_listed(Counter(map(_hashable, given)))}, but the "
                     f"trials give {_listed(expected)}: the file was edited or cut",
                 )  # fmt: skip
-        for name, expected_count in (("n_resolved", resolved.total()), ("n_unresolved", other.total())):
+        for name, expected_count in (
+            ("n_resolved", resolved.total()),
+            ("n_unresolved", other.total()),
+        ):
             given = self._run.get(name)
             if given is not None and (isinstance(given, bool) or given != expected_count):
                 raise SpecError(
