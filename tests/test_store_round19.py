@@ -587,3 +587,28 @@ def test_a_swe_bench_total_that_is_no_count_is_refused(tmp_path: Path, total: ob
     path = tmp_path / "report.json"
     path.write_text(json.dumps({**RUN_5X, "total_instances": total}), encoding="utf-8")
     assert "total_instances: must" in store.refused(path)
+
+
+def test_a_cost_sum_over_attempts_some_not_known_says_how_many_in_every_view(
+    tmp_path: Path,
+) -> None:
+    """The rule for sums over attempts with some usage not known (checked and found sound):
+    the known ones are summed and the count of the others is given beside it, the same in the
+    text, the JSON and the HTML report; never counted as 0 (the mean is over the known)."""
+    rows = [
+        {"task_id": "a", "attempt": 1, "success": True, "cost": 0.5},
+        {"task_id": "a", "attempt": 2, "success": False},
+        {"task_id": "b", "attempt": 1, "success": True, "cost": 0.25},
+        {"task_id": "b", "attempt": 2, "success": True},
+    ]
+    store, batch = _imported(tmp_path, rows)
+    code, out, _ = _invoke("report", batch, "--json", "--store", str(store))
+    data = json.loads(out)
+    assert code == 0
+    assert data["summary"]["cost"]["unknown"] == data["tries"]["cost_unknown"] == 2
+    assert data["summary"]["cost"]["total"] == pytest.approx(0.75)
+    assert data["summary"]["cost"]["mean"] == pytest.approx(0.375)
+    page = tmp_path / "r.html"
+    code, text, _ = _invoke("report", batch, "--html", str(page), "--store", str(store))
+    assert code == 0 and "2 with no cost" in text
+    assert "2 with no cost" in page.read_text(encoding="utf-8")
