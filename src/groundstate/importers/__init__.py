@@ -343,11 +343,14 @@ def _refuse_empty(path: Path) -> None:
     if not path.is_file():
         return
     unread: tuple[type[BaseException], ...] = (SpecError, *DAMAGED)
-    try:
-        head = _head(path)
+    try:  # streamed: a minified document on one line is not read whole
+        with open_bytes(path) as handle:
+            chunk = handle.read(1 << 16).removeprefix(b"\xef\xbb\xbf")
+            while chunk and not chunk.strip():
+                chunk = handle.read(1 << 16)
     except unread:  # what the reader will name itself
         return
-    if not head:
+    if not chunk:
         raise SpecError(
             path, None, "the file is empty (nothing but white space): nothing to import"
         )
