@@ -167,11 +167,12 @@ def test_an_inspect_samples_cost_is_its_models_total_cost(store: Store, tmp_path
     batch = store.imported(write_eval(tmp_path / "run.eval", samples))
     with RunStore(store.path) as opened:
         # eleventh round: a model without a price makes the cost unknown (None), not free
-        assert [r.cost for r in opened.runs(batch)] == [None, 0.0]
+        # nineteenth round: an empty model_usage counts no usage: not known, not free
+        assert [r.cost for r in opened.runs(batch)] == [None, None]
     del usage["local/free"]
     batch = store.imported(write_eval(tmp_path / "priced.eval", samples))
     with RunStore(store.path) as opened:
-        assert [r.cost for r in opened.runs(batch)] == [pytest.approx(0.3), 0.0]
+        assert [r.cost for r in opened.runs(batch)] == [pytest.approx(0.3), None]
     samples[1]["model_usage"] = {"m": {"total_cost": "lots"}}
     err = store.refused(write_eval(tmp_path / "bad.eval", samples))
     assert "model_usage.m.total_cost: must be a number" in err

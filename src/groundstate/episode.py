@@ -1566,7 +1566,10 @@ def lost_attempt(
     progress = _Progress()
     progress.interrupt(error, stage, reason)
     progress.evidence["worker"] = evidence
-    return _record(task, system, info, progress, None, started_at, latency)
+    output = _record(task, system, info, progress, None, started_at, latency)
+    # what the agent spent went with its worker: not known, never 0
+    unknown = {"usage": Usage(input_tokens=None, output_tokens=None), "cost": None}
+    return AttemptOutput(run=output.run.model_copy(update=unknown), artifacts=output.artifacts)
 
 
 def _record(

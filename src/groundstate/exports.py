@@ -30,7 +30,7 @@ from groundstate.importers.inspect_log import EARLIER_TRIES, OWN_METADATA
 from groundstate.importers.table import COLUMNS
 from groundstate.records import AgentRun
 from groundstate.report.numbers import incomplete_text
-from groundstate.store import BatchInfo, RunStore
+from groundstate.store import BatchInfo, RunStore, known_usage
 from groundstate.trace import MessageEvent, ToolCallEvent
 
 ExportFormat = Literal["jsonl", "csv", "inspect"]
@@ -52,6 +52,8 @@ class ExportReport(BaseModel):
     ``report`` words it, after who is running it, if anyone), or None: a row file cannot say
     it (an import takes the rows as the whole plan); an Inspect log says it by its status,
     ``cancelled`` (or ``started`` while the batch is being run)."""
+    warnings: list[str] = []
+    """What the file cannot say by itself (one line each)."""
 
 
 def export_batch(
@@ -82,7 +84,21 @@ def export_batch(
         path=str(out),
         records=count,
         incomplete=missing and _running(batch) + incomplete_text(missing),
+        warnings=_legacy_note(batch, runs),
     )
+
+
+def _legacy_note(batch: BatchInfo, runs: list[AgentRun]) -> list[str]:
+    """A batch imported before token counts a file left out were stored as not known: its
+    0 counts are written as not known, which the user is told."""
+    zeros = sum(0 in (run.usage.input_tokens, run.usage.output_tokens) for run in runs)
+    if not (batch.legacy_usage and zeros):
+        return []
+    return [
+        f"batch {batch.batch_id} was imported before token counts a file leaves out were "
+        f"stored as not known: {zeros} tries' 0 token counts are written as not known (import "
+        "the file again to store it under the current rules)"
+    ]
 
 
 def _running(batch: BatchInfo) -> str:
@@ -122,8 +138,8 @@ def export_row(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
         "task_revision": batch.task_revisions.get(run.task_id, run.task_revision),
         "weight": batch.task_weights.get(run.task_id, 1.0),
         "horizon": batch.task_horizons.get(run.task_id),
-        "input_tokens": run.usage.input_tokens,
-        "output_tokens": run.usage.output_tokens,
+        "input_tokens": known_usage(batch, run).input_tokens,
+        "output_tokens": known_usage(batch, run).output_tokens,
         "invalid_task": run.task_id in batch.invalid_tasks,
         "judge_errors": run.judge_errors,
     }
@@ -231,9 +247,10 @@ def _eval_spec(batch: BatchInfo, runs: list[AgentRun]) -> dict[str, Any]:
 
 def _model_usage(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:
     """The run's tokens and cost as Inspect's ``ModelUsage`` of the system's model (what
-    ``inspect view`` shows); none when the record knows neither."""
-    used, cost = run.usage, run.cost
-    if not (used.input_tokens or used.output_tokens or cost):
+    ``inspect view`` shows); none when the record knows none of them (an import reads ``{}``
+    as not known: a known 0 is written as 0)."""
+    used, cost = known_usage(batch, run), run.cost
+    if used.input_tokens is None and used.output_tokens is None and cost is None:
         return {}
     usage: dict[str, Any] = {  # a count not known is left out, not written as 0
         key: value

@@ -23,7 +23,9 @@ hashed) and the columns' hash; if all match, the statistics are computed from th
 columns, the output says ``"check": "seal"`` with the time of the full check, and nothing is
 re-hashed. If anything differs (new runs, a hand edit, a schema change, a damaged seal), the
 seal is ignored, never reported as tampering: the command runs the full check, names what it
-finds, and seals again only if it finds nothing.
+finds, and seals again only if it finds nothing. A seal damaged in itself (record unreadable or
+another batch's, columns not matching their hash) is named by a ``seal_damaged`` problem, which
+is not an alteration (exit 0): the user learns the cache broke, the figures are the full check's.
 
 What a holding seal shows: since the full check, no run or batch row of the store was
 updated, deleted or replaced through SQLite (the ``sqlite3`` shell, Python, any client: the
@@ -54,7 +56,7 @@ from pydantic import BaseModel, ValidationError
 
 from groundstate.analysis import OutcomeColumns, OutcomeTable
 from groundstate.errors import StoreError
-from groundstate.store import RunStore, SealMaker, SealState, Verification
+from groundstate.store import Problem, RunStore, SealMaker, SealState, Verification
 
 SEAL_FORMAT = 4
 """Bumped when what a seal pins changes: seals of another format are ignored (a full check).
@@ -84,24 +86,35 @@ class Seal(BaseModel):
 
 def holding_seal(store: RunStore, batch_id: str) -> tuple[Seal, OutcomeTable] | None:
     """The batch's seal and sealed outcome columns, if it still holds; otherwise None."""
+    held = _read_seal(store, batch_id)
+    return held if isinstance(held, tuple) else None
+
+
+def _read_seal(store: RunStore, batch_id: str) -> tuple[Seal, OutcomeTable] | str | None:
+    """The batch's holding seal and sealed columns; or why the seal itself is damaged (its
+    record unreadable, another batch's, its columns not those it hashed): a cache that no
+    longer matches itself, named so; or None (no seal, one of another format, or one the
+    batch no longer matches: new runs or an edit, which the full check names)."""
     stored = store.read_seal(batch_id)
     if stored is None:
         return None
     record, outcomes = stored
     try:
         seal = Seal.model_validate_json(record)
-    except ValidationError:
+    except ValidationError as exc:
+        return f"its record does not parse ({exc.errors()[0]['msg']})"
+    if seal.format != SEAL_FORMAT:
         return None
-    if seal.format != SEAL_FORMAT or seal.batch_id != batch_id:
-        return None
+    if seal.batch_id != batch_id:
+        return f"it names batch {seal.batch_id!r}"
     if store.seal_state(batch_id) != seal.state:
         return None
     if hashlib.sha256(outcomes).hexdigest() != seal.outcomes_sha256:
-        return None
+        return "its outcome columns do not match their hash"
     try:
         return seal, OutcomeTable.from_bytes(outcomes)
-    except ValueError:
-        return None
+    except ValueError as exc:
+        return f"its outcome columns do not read ({exc})"
 
 
 def verified_outcomes(
@@ -109,7 +122,8 @@ def verified_outcomes(
 ) -> tuple[Verification, OutcomeTable]:
     """The integrity check of a batch and its outcome columns: from a holding seal, or from a
     full check and the records (then sealed if the check found nothing at all)."""
-    if use_seal and (held := holding_seal(store, batch_id)) is not None:
+    held = _read_seal(store, batch_id) if use_seal else None
+    if isinstance(held, tuple):
         seal, table = held
         check = Verification(
             batch_id=batch_id,
@@ -121,6 +135,9 @@ def verified_outcomes(
         )
         return check, table
     check, sealed = full_check(store, batch_id)
+    if isinstance(held, str):  # the figures are the full check's: right, but say so
+        damaged = f"its verification seal is damaged ({held}): checked in full instead"
+        check.problems.append(Problem(batch_id=batch_id, kind="seal_damaged", detail=damaged))
     if sealed is not None:
         return check, sealed
     # Something is wrong or unverifiable: the numbers still come from the records as they

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from groundstate.errors import GroundstateError, StoreError
 from groundstate.paths import DEFAULT_STORE
-from groundstate.records import INVALID_REASONS, JUDGED, AgentRun
+from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, Usage
 from groundstate.sandbox import hide_from_sandboxes
 from groundstate.spec.canonical import sha256_bytes, sha256_text
 from groundstate.workdirs import pid_alive
@@ -463,6 +463,12 @@ class RunSession(BaseModel):
         return self.model_dump_json(exclude={"tries", "reruns"})
 
 
+UNKNOWN_USAGE_KEY = "unknown_usage"
+UNKNOWN_USAGE_MARK = "null"
+"""Written in an imported batch's ``system_spec`` (nineteenth round on): its token counts a
+file left out are ``null``. An imported batch without it may hold 0 for them."""
+
+
 class BatchInfo(BaseModel):
     """One invocation of ``run``: a system x a suite x attempts, fixed before it starts."""
 
@@ -510,6 +516,17 @@ class BatchInfo(BaseModel):
         """Reruns its policy allows an invalid attempt (0 when it declares none: imports)."""
         return int(self.invalid_run_policy.get("max_retries", 0))
 
+    @property
+    def legacy_usage(self) -> bool:
+        """Whether this batch was imported without :data:`UNKNOWN_USAGE_KEY` (before the
+        nineteenth round): imports before the sixteenth stored a token count a file left out
+        as 0, and nothing tells such a 0 from a true one, so its 0 counts are read as not
+        known (:func:`known_usage`; a true 0 of an import of the sixteenth to eighteenth
+        rounds is read so too: not known is never wrong, a 0 claimed may be)."""
+        return self.source == "imported" and (
+            self.system_spec.get(UNKNOWN_USAGE_KEY) != UNKNOWN_USAGE_MARK
+        )
+
     def planned_tasks(self) -> set[str] | None:
         """The tasks of its plan; None when it names none (a batch made by hand through the
         library: every task is taken as planned)."""
@@ -526,6 +543,16 @@ class BatchInfo(BaseModel):
         return (
             (self.attempts, self.max_retries) if self.source == "groundstate" and declared else None
         )
+
+
+def known_usage(batch: BatchInfo, run: AgentRun) -> Usage:
+    """*run*'s tokens as far as they are known: a 0 of a :attr:`BatchInfo.legacy_usage`
+    import is not known (``None``)."""
+    if not batch.legacy_usage:
+        return run.usage
+    return Usage(
+        input_tokens=run.usage.input_tokens or None, output_tokens=run.usage.output_tokens or None
+    )
 
 
 BatchStatus = Literal["complete", "incomplete", "empty", "running", "imported"]
@@ -580,7 +607,11 @@ ProblemKind = Literal[
     "sessions_altered",
     "sessions_missing",
     "outside_plan",
+    "seal_damaged",
 ]
+NOT_ALTERED = frozenset({"unverifiable", "seal_damaged"})
+"""Problems that say nothing of the records: old rows without hashes, and a damaged seal (a
+cache: the figures were checked in full instead)."""
 
 
 class Problem(BaseModel):
@@ -595,8 +626,9 @@ class Problem(BaseModel):
 
     @property
     def altered(self) -> bool:
-        """Tampered with or missing; ``unverifiable`` (old rows without hashes) is not."""
-        return self.kind != "unverifiable"
+        """Tampered with or missing; ``unverifiable`` (old rows without hashes) and
+        ``seal_damaged`` are not (:data:`NOT_ALTERED`)."""
+        return self.kind not in NOT_ALTERED
 
     def line(self) -> str:
         subject = f"run {self.run_id}" if self.run_id else f"batch {self.batch_id}"

@@ -737,7 +737,9 @@ class ModelAgent(ABC):
                 request_digest=digest,
                 request_id=request_id,
                 response=turn.response if turn else None,
-                usage=usage or ModelUsage(),
+                # a failed try's usage was not reported: not known, never 0 (a provider may
+                # bill a request that timed out)
+                usage=usage or (UNKNOWN_USAGE if error else ModelUsage()),
                 latency_ms=(time.perf_counter() - started) * 1000,
                 error=error.evidence() if error else None,
             )

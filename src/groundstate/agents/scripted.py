@@ -24,11 +24,13 @@ class RecordedCall:
 @dataclass(frozen=True)
 class RecordedUsage:
     """Model usage reported again as a run recorded it, so that a replay under the run's
-    budgets stops as the run did (``agent_failure/budget``)."""
+    budgets stops as the run did (``agent_failure/budget``). ``None``: the run's record does
+    not know it, reported as not known (never as 0: a budget that cannot be checked stops the
+    replay as it stopped the run)."""
 
-    input_tokens: int
-    output_tokens: int
-    cost: float
+    input_tokens: int | None
+    output_tokens: int | None
+    cost: float | None
 
 
 @dataclass(frozen=True)

@@ -110,7 +110,7 @@ def warn(check: Verification, run_id: str | None = None) -> bool:
     whether anything is altered or missing."""
     problems = check.for_run(run_id) if run_id else check.problems
     for problem in problems:
-        label = "warning" if problem.altered else "note"
+        label = "note" if problem.kind == "unverifiable" else "warning"
         click.echo(one_line(f"{label}: {problem.line()}"), err=True)
     return any(p.altered for p in problems)
 

@@ -154,6 +154,8 @@ def export_command(
             )
             sys.exit(EXIT_ALTERED)
         report = export_batch(run_store, batch.batch_id, fmt, out)
+    for line in report.warnings:
+        click.echo(f"warning: {one_line(line)}", err=True)
     if report.incomplete:
         click.echo(
             f"warning: batch {report.batch_id} is incomplete ({report.incomplete}): the file "

@@ -322,6 +322,7 @@ def import_file(
 ) -> ImportReport:
     """Store every attempt of *path* as one batch named *name* (all or nothing)."""
     options = options or ImportOptions()
+    _refuse_empty(path)
     try:
         return store_import(open_source(path, options), name, store)
     except SpecError as exc:
@@ -333,6 +334,26 @@ def import_file(
         what = "folder" if path.is_dir() else "file"
         hint = f"{exc.reason} (the {what} looks like {looks}, not {used})"
         raise SpecError(exc.path, exc.field, hint, line=exc.line) from None
+
+
+def _refuse_empty(path: Path) -> None:
+    """An empty file (or white space, a byte-order mark, compressed nothing) is named so, under
+    any format: "cannot tell its format" or "no result rows" would send the user looking for
+    a format or rows that are not there."""
+    if not path.is_file():
+        return
+    unread: tuple[type[BaseException], ...] = (SpecError, *DAMAGED)
+    try:  # streamed: a minified document on one line is not read whole
+        with open_bytes(path) as handle:
+            chunk = handle.read(1 << 16).removeprefix(b"\xef\xbb\xbf")
+            while chunk and not chunk.strip():
+                chunk = handle.read(1 << 16)
+    except unread:  # what the reader will name itself
+        return
+    if not chunk:
+        raise SpecError(
+            path, None, "the file is empty (nothing but white space): nothing to import"
+        )
 
 
 LOOKS = {

@@ -35,7 +35,14 @@ from groundstate.importers.table import COLUMNS
 from groundstate.records import INVALID_REASONS, JUDGED, AgentRun, CheckResult
 from groundstate.seal import import_seal
 from groundstate.spec.strict import did_you_mean
-from groundstate.store import BatchInfo, RunStore, StoredRun, record_json
+from groundstate.store import (
+    UNKNOWN_USAGE_KEY,
+    UNKNOWN_USAGE_MARK,
+    BatchInfo,
+    RunStore,
+    StoredRun,
+    record_json,
+)
 from groundstate.trace import recordable
 
 
@@ -254,6 +261,7 @@ def store_import(source: ResultSource, name: str, store: RunStore) -> ImportRepo
         if earlier is not None:
             report = _report(source, plan, earlier, attempts, plan.rows, 0.0, warnings)
             return report.model_copy(update={"already_stored": True})
+        warnings += [_superseded(old) for old in _legacy_imports(known, batch)]
         columns = OutcomeColumns()
         reruns = _Reruns(source, plan.reruns) if plan.reruns else None
         runs = _records(_unspool(spool), batch, attempts, columns, reruns, graded=plan.graded)
@@ -333,6 +341,7 @@ def _batch(source: ResultSource, name: str, plan: _Plan, taken: set[str]) -> Bat
                 "imported_from": str(source.path),
                 "format": source.format,
                 **source.system(),
+                UNKNOWN_USAGE_KEY: UNKNOWN_USAGE_MARK,
             }
         ),
         attempts=_most_attempts(plan),
@@ -365,6 +374,28 @@ def _same_import(known: list[BatchInfo], batch: BatchInfo) -> BatchInfo | None:
         ):
             return earlier
     return None
+
+
+def _legacy_imports(known: list[BatchInfo], batch: BatchInfo) -> list[BatchInfo]:
+    """Earlier imports of the same file, name and options made before token counts a file
+    leaves out were stored as not known (:attr:`BatchInfo.legacy_usage`): an import again does not
+    return them (as :func:`_same_import` does) but stores the file anew, saying so."""
+    current = {k: v for k, v in batch.system_spec.items() if k != UNKNOWN_USAGE_KEY}
+    return [
+        earlier
+        for earlier in known
+        if earlier.legacy_usage
+        and earlier.suite_hash == batch.suite_hash
+        and earlier.system_spec == current
+    ]
+
+
+def _superseded(earlier: BatchInfo) -> str:
+    return (
+        f"batch {earlier.batch_id} imported this file under this name before token counts a "
+        "file leaves out were stored as not known (its 0 tokens may be not known): this "
+        "import stores them as not known; use the new batch"
+    )
 
 
 def _most_attempts(plan: _Plan) -> int:

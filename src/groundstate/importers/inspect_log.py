@@ -242,9 +242,11 @@ class InspectSource:
             for name in ("header.json", "_journal/start.json"):
                 if name in names:
                     return mapping(f"{self.path}!{name}", "log", _member(self.path, archive, name))
+        held = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
         raise SpecError(
-            self.path, None, "no header.json or _journal/start.json: not an Inspect log"
-        )
+            self.path, None, f"a zip archive holding {held or 'nothing'}, with no header.json "
+            "or _journal/start.json: not an Inspect log (unzip it and import the file it holds)",
+        )  # fmt: skip
 
     def _is_archive(self) -> bool:
         """A zip archive; a damaged one (a ``.eval`` name, or a zip's first bytes) is named
@@ -584,14 +586,16 @@ def _cost(where: str, sample: dict[str, Any]) -> float | None:
     """The sample's cost: the ``total_cost`` of each model it used (Inspect's ``ModelUsage``,
     in dollars), less its grader's (not the system's). Not known (``None``, never 0) when the
     log gives no ``model_usage`` or a model it used (or the grader) has no price (older logs, a
-    model without prices): a sum over the priced models only would understate it."""
+    model without prices), nor when it is empty (``{}``: no model's usage was counted, as
+    Inspect writes by default and our export writes for a run whose usage is not known; its
+    tokens are not known either): a sum over the priced models only would understate it."""
     usage = sample.get("model_usage")
     prices = [
         None if price is None else amount(where, f"model_usage.{model}.total_cost", price)
         for model, used in mapping(where, "model_usage", usage).items()
         for price in [used.get("total_cost") if isinstance(used, dict) else None]
     ]
-    if usage is None or None in prices:
+    if not prices or None in prices:
         return None
     total = sum(price for price in prices if price is not None)
     grader = _grader(where, sample)

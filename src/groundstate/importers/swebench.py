@@ -38,6 +38,7 @@ from groundstate.importers.rows import (
     ImportedRow,
     amount,
     as_integer,
+    count,
     parse_json,
     read_json_object,
     task_key,
@@ -378,7 +379,11 @@ class SweBenchSource:
         """A run report whose lists do not add up to its ``total_instances``: SWE-bench puts
         each instance of the dataset in one list (``incomplete_ids``: no prediction), so the
         others were cut from the file, and its resolved rate is over a total they are in."""
-        total = _count(self._report.get("total_instances")) if self.kind == "run" else None
+        given = self._report.get("total_instances") if self.kind == "run" else None
+        if given is None:
+            return None
+        # a total that is no count (NaN, 1e30, text) would silently skip this check
+        total = count(str(self.path), "total_instances", given)
         if total is None:
             return None
         missing = self._report.get("incomplete_ids")

@@ -11,6 +11,7 @@ and the figures computed from them (``resolved_ids``, ``unresolved_ids``, ``accu
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -143,10 +144,72 @@ class TerminalBenchSource:
         return str(self.path) if is_trial(self._run) else f"{self.path}:results[{line - 1}]"
 
     def warnings(self) -> list[str]:
-        return []
+        """None; but a run whose figures contradict its trials is refused (called once every
+        trial was read, before anything is stored)."""
+        return [] if is_trial(self._run) else self._check_figures()
+
+    def _check_figures(self) -> list[str]:
+        """The figures ``tb run`` computes from the trials (``BenchmarkResults``: the task id
+        of each resolved trial and of each other one, and their counts), where the file gives
+        them, must be the trials': a file whose figures say otherwise was edited or cut, and
+        which of the two to believe is not this reader's to guess (refused). An ``accuracy``
+        other than the resolved share of the trials is named in a warning. A trial given
+        twice is left to the attempts' check, which names both places."""
+        trials = [t for t in self._trials if isinstance(t, dict)]
+        names = [t.get("trial_name") for t in trials]
+        if len(set(map(repr, names))) < len(names):
+            return []
+        resolved = Counter(
+            _hashable(t.get("task_id")) for t in trials if t.get("is_resolved") is True
+        )
+        other = Counter(
+            _hashable(t.get("task_id")) for t in trials if t.get("is_resolved") is not True
+        )
+        for name, expected in (("resolved_ids", resolved), ("unresolved_ids", other)):
+            given = self._run.get(name)
+            if given is None:
+                continue
+            if not isinstance(given, list) or not all(isinstance(i, str | int) for i in given):
+                raise SpecError(self.path, name, f"must be a list of task ids, got {given!r}")
+            if Counter(_hashable(i) for i in given) != expected:
+                raise SpecError(
+                    self.path, name, f"lists {_listed(Counter(map(_hashable, given)))}, but the "
+                    f"trials give {_listed(expected)}: the file was edited or cut",
+                )  # fmt: skip
+        for name, expected_count in (
+            ("n_resolved", resolved.total()),
+            ("n_unresolved", other.total()),
+        ):
+            given = self._run.get(name)
+            if given is not None and (isinstance(given, bool) or given != expected_count):
+                raise SpecError(
+                    self.path, name, f"{given!r}, but {expected_count} trials are counted so: "
+                    "the file was edited or cut",
+                )  # fmt: skip
+        accuracy = self._run.get("accuracy")
+        share = resolved.total() / len(trials) if trials else 0.0
+        if accuracy is None or (
+            isinstance(accuracy, int | float)
+            and not isinstance(accuracy, bool)
+            and abs(accuracy - share) <= 1e-9
+        ):
+            return []
+        return [
+            f"{self.path}: accuracy is {accuracy!r}, but {resolved.total()} of {len(trials)} "
+            f"trials are resolved ({share:.6g}): the figures here are the trials'"
+        ]
 
     def system(self) -> dict[str, Any]:
         return {"harness": "terminal-bench", "run_id": self._run.get("id"), "errors": self.errors}
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, str | int) else repr(value)
+
+
+def _listed(ids: Counter[Any]) -> str:
+    shown = [f"{i!r}" + (f" x{n}" if n > 1 else "") for i, n in sorted(ids.items(), key=str)]
+    return "[" + ", ".join(shown[:5]) + (", ..." if len(shown) > 5 else "") + "]"
 
 
 def is_trial(data: Any) -> bool:

@@ -206,12 +206,15 @@ def _pair_chart(curve: list[Difference]) -> dict[str, Any] | None:
 def _integrity_view(subject: str, check: Verification | None) -> dict[str, Any] | None:
     """What the alert of a batch that did not verify shows; ``None`` when it verified (or was
     not checked). Every problem is listed, notes on unverifiable old rows included, as in
-    ``report --json``."""
-    if check is None or check.ok:
+    ``report --json``. A batch that verified but whose seal was damaged (checked in full
+    instead: the numbers are right) gets a note, as the text and JSON reports give it a
+    warning."""
+    if check is None or (check.ok and not any(p.kind == "seal_damaged" for p in check.problems)):
         return None
     return {
         "subject": subject,
         "batch_id": check.batch_id,
+        "altered": not check.ok,
         "problems": [p.line() for p in check.problems],
     }
 

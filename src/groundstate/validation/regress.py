@@ -162,11 +162,10 @@ def observed_trajectory(run: AgentRun) -> list[Replayed]:
             steps.append(Step(say=event.text))
     if run.terminal_reason == "agent_failure/step_limit":
         steps.append(Step(say=STEP_LIMIT_FILLER))  # the attempt that hit the limit
-    if run.usage.input_tokens or run.usage.output_tokens or run.cost:
-        usage = run.usage
-        steps.append(
-            RecordedUsage(usage.input_tokens or 0, usage.output_tokens or 0, run.cost or 0.0)
-        )
+    usage = run.usage
+    figures = (usage.input_tokens, usage.output_tokens, run.cost)
+    if any(figure is None or figure for figure in figures):  # not known is reported so, not 0
+        steps.append(RecordedUsage(*figures))
     if run.terminal_reason == "agent_failure/gave_up":
         steps.append(RecordedGiveUp(_stop_message(run)))
     if run.final_message is not None:
