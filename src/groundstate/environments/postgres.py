@@ -55,6 +55,7 @@ from groundstate.environments.postgres_schema import (
     Clause,
     PortableFixture,
     PortableTable,
+    cast_sql,
     clock_sql,
     harness_sql,
     read_fixture,
@@ -601,10 +602,20 @@ def _load(
             for clause in table.foreign_keys:
                 with _refused(clause.what):
                     db.execute(clause.sql.encode())
+        _sqlite_casts(db)
         for statement in harness_sql(fixture, server.agent_role, server.evaluator_role):
             db.execute(statement.encode())
         db.execute(f"INSERT INTO {INTERNAL}.secret VALUES (%s)", (secret,))
         _fill_internal(db, fixture)
+
+
+def _sqlite_casts(db: psycopg.Connection[Any]) -> None:
+    """SQLite's casts (``cast_sql``), after the fixture's rows and defaults are in. Changing the
+    catalog takes a superuser (a private server's admin is one); on a server given by URL
+    whose user is not, PostgreSQL's own casts stay (documented)."""
+    with suppress(psycopg.errors.InsufficientPrivilege), db.transaction():
+        for statement in cast_sql():
+            db.execute(statement.encode())
 
 
 @contextmanager
