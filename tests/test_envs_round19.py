@@ -213,3 +213,48 @@ def test_a_real_reads_as_the_same_text_on_both_kinds(fixture: Path) -> None:
         assert [row for row in got if row not in expected] == []
         literal = "SELECT CAST(1.0 AS TEXT), CAST(-0.0 AS TEXT), CAST(1e-7 AS TEXT), CAST(2.50 AS TEXT)"
         assert theirs.evaluator_view().query(literal) == ours.evaluator_view().query(literal)
+
+
+# --- malformed fixtures: named by file and field ------------------------------------------------
+
+
+def test_a_data_fixtures_schema_error_names_the_file_and_field(tmp_path: Path) -> None:
+    from groundstate.errors import EnvironmentFailure
+
+    path = tmp_path / "shop.yaml"
+    path.write_text("schema: 'CREATE TABL t (id INTEGER PRIMARY KEY)'\n")
+    with pytest.raises(EnvironmentFailure) as caught:
+        SqliteEnvironment(path, clock=CLOCK).close()
+    assert f"{path}: schema: " in str(caught.value)
+    assert "syntax error" in str(caught.value)
+
+
+def test_a_data_fixtures_schema_attach_is_still_refused_as_such(tmp_path: Path) -> None:
+    from groundstate.errors import EnvironmentFailure
+
+    path = tmp_path / "shop.yaml"
+    path.write_text(f"schema: \"ATTACH '{tmp_path / 'x.db'}' AS x\"\n")
+    with pytest.raises(EnvironmentFailure, match="ATTACH and VACUUM INTO are not allowed"):
+        SqliteEnvironment(path, clock=CLOCK).close()
+    assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("cell", "named"),
+    [("2.5", "(INTEGER) holds REAL values, such as 2.5"), ("'x'", "(INTEGER) holds TEXT values, such as 'x'")],
+)
+def test_postgres_names_the_one_odd_value_of_a_column(tmp_path: Path, cell: str, named: str) -> None:
+    """A column of one wrong type was said to hold "values of several types (float)"."""
+    from groundstate.errors import FixtureNotCarried
+
+    postgres = _postgres()
+    path = tmp_path / "shop.yaml"
+    path.write_text(
+        "schema: 'CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER)'\n"
+        f"rows:\n  t:\n    - {{id: 1, n: {cell}}}\n"
+    )
+    with pytest.raises(FixtureNotCarried) as caught:
+        postgres(path, clock=CLOCK).close()
+    assert str(path) in str(caught.value)
+    assert f"column t.n {named}" in str(caught.value)
+    assert "several types" not in str(caught.value)

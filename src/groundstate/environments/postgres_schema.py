@@ -321,8 +321,11 @@ def _pg_type(table: str, column: Any, rows: list[Any], index: int) -> str:
             "has NUMERIC affinity (SQLite keeps 2.5 and 3 as given, "
             "PostgreSQL's bigint rounds 2.5 and its double precision makes 3 3.0)",
         )
-    if any(_CLASS_TYPE[c] != wanted for c in classes):
-        raise _mixed(table, column[1], classes)
+    odd = next(
+        (row[index] for row in rows if _CLASS_TYPE.get(type(row[index]), wanted) != wanted), None
+    )
+    if odd is not None:
+        raise _mixed(table, column, classes, odd, wanted)
     return wanted
 
 
@@ -334,12 +337,21 @@ def _unlike(table: str, column: Any, reason: str) -> FixtureNotCarried:
     )
 
 
-def _mixed(table: str, column: str, classes: set[type]) -> FixtureNotCarried:
-    names = ", ".join(sorted(c.__name__ for c in classes))
+def _mixed(
+    table: str, column: Any, classes: set[type], value: Any, wanted: str
+) -> FixtureNotCarried:
+    """A column holding a value its PostgreSQL type would not keep as SQLite does (2.5 in an
+    INTEGER column, 'x' in a REAL one, or 1 and 'one' together), naming one such value."""
+    names = ", ".join(sorted(_SQLITE_CLASS[c] for c in classes))
+    declared = str(column[2]) or "no type"
     return FixtureNotCarried(
-        f"postgres: column {table}.{column} holds values of several types ({names}); "
-        "the postgres kind needs one type per column"
+        f"postgres: column {table}.{column[1]} ({declared}) holds {names} values, such as "
+        f"{value!r}, which PostgreSQL's {wanted} column would convert or refuse; the postgres "
+        "kind needs every value of a column to be of the column's type"
     )
+
+
+_SQLITE_CLASS = {int: "INTEGER", float: "REAL", str: "TEXT", bytes: "BLOB"}
 
 
 def _uniques(connection: sqlite3.Connection, table: str) -> list[list[str]]:
