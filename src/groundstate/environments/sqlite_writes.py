@@ -340,8 +340,7 @@ def _whole(run: Run, table: str, info: list[tuple[Any, ...]]) -> list[str]:
         column
         for column in integers
         if not run(
-            f"SELECT 1 FROM main.{_quote(table)} WHERE typeof({_column(column)}) = 'real' "
-            "LIMIT 1",
+            f"SELECT 1 FROM main.{_quote(table)} WHERE typeof({_column(column)}) = 'real' LIMIT 1",
             (),
         )
     ]
