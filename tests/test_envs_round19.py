@@ -245,3 +245,26 @@ def test_postgres_names_the_one_odd_value_of_a_column(
     assert str(path) in str(caught.value)
     assert f"column t.n {named}" in str(caught.value)
     assert "several types" not in str(caught.value)
+
+
+def test_health_says_whether_the_sqlite_casts_are_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server user that may not change the catalog (not a superuser) keeps PostgreSQL's
+    casts: the environment still builds, and ``health`` says so (simulated by a cast
+    statement refused for privilege, in a fixture of its own so its template is new)."""
+    import groundstate.environments.postgres as kind
+
+    postgres = _postgres()
+    path = tmp_path / "own.sql"
+    path.write_text(FIXTURE + "-- a template of its own\n")
+    with postgres(path, clock=CLOCK) as env:
+        assert env.health()["sqlite_casts"] is True
+    refused = "DO $gs$BEGIN RAISE insufficient_privilege; END$gs$"
+    monkeypatch.setattr(kind, "cast_sql", lambda: [refused])
+    path.write_text(FIXTURE + "-- another template\n")
+    with postgres(path, clock=CLOCK) as env:
+        assert env.health()["sqlite_casts"] is False
+        with env.tool_transaction():  # PostgreSQL's own cast: rounded, as documented
+            env.agent_db.execute("UPDATE t SET n = 2.5 WHERE id = 1")
+        assert env.evaluator_view().query("SELECT n FROM t WHERE id = 1") == [(3,)]
