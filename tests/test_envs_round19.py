@@ -268,3 +268,41 @@ def test_health_says_whether_the_sqlite_casts_are_in(
         with env.tool_transaction():  # PostgreSQL's own cast: rounded, as documented
             env.agent_db.execute("UPDATE t SET n = 2.5 WHERE id = 1")
         assert env.evaluator_view().query("SELECT n FROM t WHERE id = 1") == [(3,)]
+
+
+_COMPARED_TEXTS = ["5", "10", "abc", "5.0", " 7 ", "-3", "1e3", "", "0x10", "4.50", "\u0661"]
+
+
+@pytest.mark.parametrize("op", ["=", "<>", "<", "<=", ">", ">="])
+def test_text_compared_with_a_number_is_answered_as_on_sqlite(tmp_path: Path, op: str) -> None:
+    """PostgreSQL had no ``text = integer``: a tool's ``WHERE code = 5`` (or ``sku = ?`` given
+    a number) failed there and ran on SQLite."""
+    postgres = _postgres()
+    rng = random.Random(op)
+    rows = ", ".join(
+        f"({i}, {rng.choice(['NULL', '4', '5', '10', '-3'])}, "
+        f"{rng.choice(['NULL', '5.0', '4.5', '1000.0'])}, "
+        f"'{rng.choice(_COMPARED_TEXTS)}')"
+        for i in range(1, 40)
+    )
+    path = tmp_path / "t.sql"
+    path.write_text(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, r REAL, s TEXT);\n"
+        f"INSERT INTO t VALUES {rows};\n"
+    )
+    asked = [
+        (f"SELECT id FROM t WHERE s {op} 5 ORDER BY id", ()),
+        (f"SELECT id FROM t WHERE s {op} 5.0 ORDER BY id", ()),
+        (f"SELECT id FROM t WHERE s {op} -3 ORDER BY id", ()),
+        *[(f"SELECT id FROM t WHERE s {op} ? ORDER BY id", (v,)) for v in (5, 10, 5.0, 4.5)],
+        (f"SELECT id FROM t WHERE n {op} s ORDER BY id", ()),
+        (f"SELECT id FROM t WHERE r {op} s ORDER BY id", ()),
+        ("SELECT id FROM t WHERE s IN (5, 10, -3) ORDER BY id", ()),
+    ]
+    with SqliteEnvironment(path, clock=CLOCK) as ours, postgres(path, clock=CLOCK) as theirs:
+        for sql, params in asked:
+            answers = []
+            for env in (ours, theirs):
+                with env.tool_transaction():
+                    answers.append(env.agent_db.execute(sql, params).fetchall())
+            assert answers[0] == answers[1], (sql, params)

@@ -565,6 +565,46 @@ def cast_sql() -> list[str]:
     return statements
 
 
+_OPERATORS = {"=": "eq", "<>": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+_NUMBER_TYPES = ("smallint", "integer", "bigint", "numeric", "double precision")
+_NUMERIC_TEXT = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
+"""A text SQLite's NUMERIC affinity turns into a number."""
+
+
+def comparison_sql() -> list[str]:
+    """Text compared with a number as SQLite compares them, where PostgreSQL has no such
+    operator (an error: a tool's ``WHERE code = 5`` or ``sku = ?`` with a number failed on
+    PostgreSQL and ran on SQLite). First on the ``search_path``, for each number type:
+
+    - text and a number (``code = 5``): the number as text (SQLite gives a TEXT column's
+      affinity to a literal or parameter), compared as text;
+    - a number and text (``qty < '5'``): the text as a number when it reads as one (SQLite's
+      NUMERIC affinity), else the number is less than any text (SQLite's type order).
+
+    Both sides columns (SQLite: by number) and text made by an expression (no affinity: by type
+    order) are not told apart: the first rule is taken."""
+    statements = []
+    for kind in _NUMBER_TYPES:
+        tag = kind.split()[0]
+        for op, name in _OPERATORS.items():
+            text_number, number_text = f"{API}.tn_{name}_{tag}", f"{API}.nt_{name}_{tag}"
+            below = "true" if op in ("<", "<=", "<>") else "false"
+            statements += [
+                f"CREATE FUNCTION {text_number}(l text, r {kind}) RETURNS boolean IMMUTABLE "
+                "STRICT LANGUAGE sql SET search_path = pg_catalog AS "
+                f"$gs$SELECT l {op} CAST(r AS text)$gs$",
+                f"CREATE FUNCTION {number_text}(l {kind}, r text) RETURNS boolean IMMUTABLE "
+                "STRICT LANGUAGE sql SET search_path = pg_catalog AS "
+                f"$gs$SELECT CASE WHEN r ~ '{_NUMERIC_TEXT}' THEN l {op} CAST(r AS numeric) "
+                f"ELSE {below} END$gs$",
+                f"CREATE OPERATOR {API}.{op} (LEFTARG = text, RIGHTARG = {kind}, "
+                f"FUNCTION = {text_number})",
+                f"CREATE OPERATOR {API}.{op} (LEFTARG = {kind}, RIGHTARG = text, "
+                f"FUNCTION = {number_text})",
+            ]
+    return statements
+
+
 def _recast(source: str, target: str, function: str) -> str:
     return (
         f"UPDATE pg_catalog.pg_cast SET castfunc = '{function}'::regprocedure "
@@ -586,6 +626,7 @@ def clock_sql() -> list[str]:
         *functions,
         *_avg_sql(),
         *_sum_sql(),
+        *comparison_sql(),
         f"CREATE TABLE {INTERNAL}.meta (key text PRIMARY KEY, value text)",
         _function(
             f"{API}.now()",
