@@ -235,14 +235,16 @@ def _bank_on_postgres(edited_bank: EditTask, assertion: dict[str, Any]) -> Path:
 
 
 def test_check_names_a_grader_query_postgres_answers_otherwise(edited_bank: EditTask) -> None:
-    """``id = 5`` on a TEXT column holds on SQLite and is an error on PostgreSQL: the task
-    passed on one kind and was a grader failure on the other, with nothing said before."""
+    """``CAST(4e9 AS INTEGER)`` is a number on SQLite and an error on PostgreSQL (32 bits):
+    the task passed on one kind and was a grader failure on the other, with nothing said
+    before. (Until the nineteenth round the example was ``pin = 1234`` on a TEXT column, now
+    compared as on SQLite: ``tests/test_envs_round19.py``.)"""
     _postgres()
     root = _bank_on_postgres(
         edited_bank,
         {
             "id": "typed",
-            "sql": "SELECT count(*) FROM accounts WHERE pin = 1234",
+            "sql": "SELECT count(*) FROM accounts WHERE pin = 1234 AND CAST(4e9 AS INTEGER) > 0",
             "expect_rows": [[1]],
         },
     )
@@ -253,7 +255,7 @@ def test_check_names_a_grader_query_postgres_answers_otherwise(edited_bank: Edit
     reason = problems[0].reason
     assert "answered otherwise on the postgres kind than on SQLite" in reason
     assert "SQLite: [(1,)]" in reason
-    assert "postgres: error: operator does not exist: text = integer" in reason
+    assert "postgres: error: integer out of range" in reason
     assert problems[0].line is not None
 
 

@@ -326,6 +326,11 @@ def in_tool_call(env: Environment, action: Callable[[Any], object]) -> list[str]
     return effects.changed_tables
 
 
+WHOLE_ONLY = "is not a whole number: an INTEGER column holds whole numbers on both kinds"
+"""Why a write leaving a non-whole number in an INTEGER column is refused, on SQLite and on
+PostgreSQL alike (SQLite keeps the REAL 2.5 there, PostgreSQL's ``bigint`` rounds it)."""
+
+
 def quote(identifier: str) -> str:
     """An SQL identifier in double quotes (SQLite and PostgreSQL alike)."""
     return '"' + identifier.replace('"', '""') + '"'

@@ -55,6 +55,7 @@ from groundstate.environments.postgres_schema import (
     Clause,
     PortableFixture,
     PortableTable,
+    cast_sql,
     clock_sql,
     harness_sql,
     read_fixture,
@@ -88,6 +89,8 @@ class Template:
     fixture: PortableFixture
     built_hash: str
     secret: str
+    sqlite_casts: bool = True
+    """Whether the harness's casts are in (``postgres_schema.cast_sql``: a superuser's)."""
     pool: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -398,6 +401,9 @@ class PostgresEnvironment(ClosesOnExit):
             return report
         report["ok"] = True
         report["server_version"] = self._server.version
+        # False: PostgreSQL's own casts (it rounds 2.5 into an INTEGER column, writes 1.0 as
+        # '1'), where SQLite's differ; the server's user is not a superuser
+        report["sqlite_casts"] = self._template.sqlite_casts
         return report
 
     @property
@@ -567,7 +573,7 @@ def _build(server: PostgresServer, fixture: Path, clock: datetime) -> Template:
             _environment_errors(f"building fixture {fixture.name}"),
             server.connect(database) as db,
         ):
-            _load(db, portable, server, secret)
+            casts = _load(db, portable, server, secret)
             copied = hash_value(table_hashes(read_state(db, portable), portable))
         if copied != built_hash:
             raise FixtureNotCarried(
@@ -581,12 +587,12 @@ def _build(server: PostgresServer, fixture: Path, clock: datetime) -> Template:
             raise FixtureNotCarried(f"fixture {fixture}: {exc}") from exc
         raise
     server.clone(database, initial)
-    return Template(database, initial, portable, built_hash, secret)
+    return Template(database, initial, portable, built_hash, secret, casts)
 
 
 def _load(
     db: psycopg.Connection[Any], fixture: PortableFixture, server: PostgresServer, secret: str
-) -> None:
+) -> bool:
     with db.transaction():
         for statement in clock_sql():
             db.execute(statement.encode())
@@ -601,10 +607,25 @@ def _load(
             for clause in table.foreign_keys:
                 with _refused(clause.what):
                     db.execute(clause.sql.encode())
+        casts = _sqlite_casts(db)
         for statement in harness_sql(fixture, server.agent_role, server.evaluator_role):
             db.execute(statement.encode())
         db.execute(f"INSERT INTO {INTERNAL}.secret VALUES (%s)", (secret,))
         _fill_internal(db, fixture)
+    return casts
+
+
+def _sqlite_casts(db: psycopg.Connection[Any]) -> bool:
+    """SQLite's casts (``cast_sql``), after the fixture's rows and defaults are in; whether
+    they are. Changing the catalog takes a superuser (a private server's admin is one); on a
+    server given by URL whose user is not, PostgreSQL's own casts stay (``health`` says so)."""
+    try:
+        with db.transaction():
+            for statement in cast_sql():
+                db.execute(statement.encode())
+    except errors.InsufficientPrivilege:
+        return False
+    return True
 
 
 @contextmanager

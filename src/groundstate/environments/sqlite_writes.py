@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from groundstate.environments.base import Row, RowWrite, TableState, same_row
+from groundstate.environments.base import WHOLE_ONLY, Row, RowWrite, TableState, same_row
 from groundstate.environments.sqlite_state import KEY_JSON, tracking_key
 
 LOG = "_gs_writes"
@@ -57,6 +57,8 @@ class LoggedTable:
     defaults: dict[str, str] | None = None
     """The default (SQL) of each ``NOT NULL`` column that has one: ``OR REPLACE`` writes it in
     place of a NULL after the ``BEFORE`` triggers ran, which saw the NULL."""
+    whole: list[str] | None = None
+    """The INTEGER columns a write may not leave a non-whole number in (see :func:`_whole`)."""
 
     def key_of(self, row: Row) -> Any:
         values = [row[c] for c in self.key]
@@ -325,7 +327,23 @@ def _describe(run: Run, name: str) -> LoggedTable:
         *([collation for _, collation in index] for origin, index in indexes if origin != "pk"),
     ]
     defaults = {column[1]: column[4] for column in info if column[3] and column[4] is not None}
-    return LoggedTable(name, columns, key, unique, collations, defaults)
+    return LoggedTable(name, columns, key, unique, collations, defaults, _whole(run, name, info))
+
+
+def _whole(run: Run, table: str, info: list[tuple[Any, ...]]) -> list[str]:
+    """The table's INTEGER-affinity columns holding no REAL now (the fixture's rows: the log
+    is described before the first call). A write leaving a non-whole number in one is refused,
+    as on PostgreSQL, whose ``bigint`` would round it (``postgres_schema.cast_sql``): SQLite
+    keeps the REAL 2.5 in an INTEGER column, and the state of the two kinds differed."""
+    integers = [str(column[1]) for column in info if "INT" in str(column[2]).upper()]
+    return [
+        column
+        for column in integers
+        if not run(
+            f"SELECT 1 FROM main.{_quote(table)} WHERE typeof({_column(column)}) = 'real' LIMIT 1",
+            (),
+        )
+    ]
 
 
 def _unique_indexes(run: Run, table: str) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -361,16 +379,35 @@ def _triggers(index: int, table: LoggedTable) -> list[str]:
         f"FROM main.{_quote(table.name)} WHERE {conflicts}"
     )
     old, new = _image(table, "OLD", 1), _image(table, "NEW", 0)
+    whole = _whole_check(table)
     return [
         f"CREATE TEMP TRIGGER {name}_pre_insert BEFORE INSERT {on} BEGIN {pre}; END",
         f"CREATE TEMP TRIGGER {name}_pre_update BEFORE UPDATE {on} BEGIN {pre}; END",
-        f"CREATE TEMP TRIGGER {name}_insert AFTER INSERT {on} "
-        f"BEGIN {log} VALUES ({index}, 'insert', NULL, {_image(table, 'NEW', 1)}); END",
-        f"CREATE TEMP TRIGGER {name}_update AFTER UPDATE {on} "
-        f"BEGIN {log} VALUES ({index}, 'update', {old}, {new}); END",
+        f"CREATE TEMP TRIGGER {name}_insert AFTER INSERT {on} BEGIN {whole}"
+        f"{log} VALUES ({index}, 'insert', NULL, {_image(table, 'NEW', 1)}); END",
+        f"CREATE TEMP TRIGGER {name}_update AFTER UPDATE {on} BEGIN {whole}"
+        f"{log} VALUES ({index}, 'update', {old}, {new}); END",
         f"CREATE TEMP TRIGGER {name}_delete AFTER DELETE {on} "
         f"BEGIN {log} VALUES ({index}, 'delete', {old}, NULL); END",
     ]
+
+
+def _whole_check(table: LoggedTable) -> str:
+    """The statement refusing a row that leaves a REAL in one of the table's :attr:`whole`
+    columns, naming the column (empty when it has none)."""
+    if not table.whole:
+        return ""
+    cases = " ".join(
+        f"WHEN typeof(NEW.{_column(c)}) = 'real' THEN RAISE(ABORT, "
+        + _text(f"column {table.name}.{c}: the value {WHOLE_ONLY}")
+        + ")"
+        for c in table.whole
+    )
+    return f"SELECT CASE {cases} END; "
+
+
+def _text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _new(table: LoggedTable, column: str) -> str:

@@ -1,8 +1,8 @@
 """The graders' SQL asked of the initial state on SQLite and on the suite's own SQL kind.
 
 Fixtures and assertions are written once, for SQLite; a suite on another kind (``postgres``)
-runs them there. Where that kind answers a grader's query otherwise (``code = 5`` on a TEXT
-column is true on SQLite and an error on PostgreSQL; a function one has and the other lacks;
+runs them there. Where that kind answers a grader's query otherwise (``CAST(4e9 AS INTEGER)``
+is a number on SQLite and an error on PostgreSQL; a function one has and the other lacks;
 a value read back in another form), the same task graded otherwise on the two kinds with no
 word of why. ``groundstate check`` asks each query of both at the fixture's initial state and
 names the assertion whose answers differ, with both answers.
