@@ -515,7 +515,10 @@ class _PairedBlock:
                 self.b_values[rows, j] - self.a_values[rows, j], self.w[rows], a_n + b_n,
                 drawn.get(j), difference=True,
             )  # fmt: skip
-            found.append(Difference(metric, k, self.view, a, b, diff, *_test(diff, self.w[rows])))
+            moved = self.b_values[rows, j] - self.a_values[rows, j]
+            found.append(
+                Difference(metric, k, self.view, a, b, diff, *_test(diff, self.w[rows], moved))
+            )
         return _coherent_sides(found)
 
 
@@ -595,22 +598,35 @@ def _value_columns(
     return values, [*columns, ("partial_score", None)]
 
 
-def _test(diff: Estimate, weights: FloatArray) -> tuple[float | None, float | None]:
-    """The paired t statistic and its two-sided p-value; when every task moved by the same
-    v != 0 (t would divide by a zero spread), twice the largest chance of that at a weighted
-    mean difference of 0 (:func:`top_chance` at 1 / (1 + |v|)): with equal weights
-    2 / (1 + |v|)^T, the exact sign test 2 * 0.5^T where every task moved by the whole range,
-    and with any weights below 0.05 exactly when the exact bound excludes 0."""
+def _test(
+    diff: Estimate, weights: FloatArray, moved: FloatArray
+) -> tuple[float | None, float | None]:
+    """The paired t statistic and its two-sided p-value, at least the chance bound of
+    :func:`_near_p`, so the p-value is below 0.05 exactly when the interval (the t interval,
+    each end at least as far as the exact bound of every task at one end, :func:`near_agreement`)
+    excludes 0; when every task moved by the same v != 0 (t would divide by a zero spread),
+    that bound alone: with equal weights 2 / (1 + |v|)^T, the exact sign test 2 * 0.5^T where
+    every task moved by the whole range. *moved*: each task's difference."""
     if diff.method == T_CR1 and diff.se:
         statistic = diff.estimate / diff.se
         assert diff.df is not None  # a t_cr1 interval carries its df
-        return statistic, two_sided_p(statistic, diff.df)
+        return statistic, max(two_sided_p(statistic, diff.df), _near_p(diff, weights, moved))
     if diff.method == EXACT_BOUND:  # no task moved (v = 0): p = 1
-        # every task moved by v: at a mean of 0 a difference in [-1, 1] is at least |v| with
-        # chance at most 1 / (1 + |v|) (Markov), so p is below alpha exactly when the exact
-        # bound excludes 0
-        return None, min(1.0, 2 * top_chance(weights, 1 / (1 + abs(diff.estimate))))
+        return None, _near_p(diff, weights, moved)
     return None, None
+
+
+def _near_p(diff: Estimate, weights: FloatArray, moved: FloatArray) -> float:
+    """The smallest alpha at which the end of the difference's interval toward 0, where it
+    is the exact bound of every task at the farthest difference v from 0 on the estimate's
+    side (the largest for an estimate above 0), excludes 0: at a mean difference of 0 a
+    difference in [-1, 1] is at least |v| with chance at most 1 / (1 + |v|) (Markov's
+    inequality on the difference + 1), every task so with chance at most
+    :func:`top_chance` of that, doubled. 1 for an estimate of 0."""
+    if diff.estimate == 0:
+        return 1.0
+    farthest = float(np.max(moved) if diff.estimate > 0 else -np.min(moved))
+    return min(1.0, 2 * top_chance(weights, 1 / (1 + farthest)))
 
 
 # --- unpaired fallback -----------------------------------------------------------------------
