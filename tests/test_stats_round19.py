@@ -20,6 +20,7 @@ import json
 import math
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -28,6 +29,8 @@ from scipy import stats as scipy_stats
 from groundstate.report.numbers import interval as shown_interval
 from groundstate.stats import Outcome, compare, make_estimate
 from tests.test_stats_independent import cli, import_text, ref_max_product
+
+compare_module = __import__("groundstate.stats.compare", fromlist=["_mover_p"])
 
 # --- the reference -----------------------------------------------------------------------------
 
@@ -234,3 +237,74 @@ def test_text_json_and_html_show_the_same_widened_paired_difference(tmp_path: Pa
     for page in (terminal, html):
         assert text in page, (text, page[:3000])
         assert "+0.918" not in page
+
+
+# --- 4. every unpaired p-value of a view searched at once --------------------------------------
+
+
+def _one_at_a_time(columns: Any, sides: Any, diffs: Any) -> list[float | None]:
+    """The eighteenth round's search: one metric at a time, each side's limits at one level
+    per call (the closures the shown intervals are built from)."""
+    limits = compare_module._curves(columns, sides)
+    return [
+        compare_module._mover_p(limits[j][0][1], limits[j][1][1], d.estimate)
+        if d.method == "mover"
+        else None
+        for j, d in zip(sides, diffs, strict=True)
+    ]
+
+
+def _unpaired_batch(rng: np.random.Generator, case: int) -> tuple[list[Outcome], list[Outcome]]:
+    """Disjoint task sets: 3 to 13 tasks a side, 1 to 7 attempts each, near 1, at 1, spread
+    or U-shaped; some with unequal weights, partial scores near agreement or invalid attempts."""
+    sides: list[list[Outcome]] = []
+    for side in "ab":
+        out = []
+        kind = int(rng.integers(0, 5))
+        for t in range(int(rng.integers(3, 14))):
+            p = [rng.beta(2, 1.5), 1.0, 0.97, rng.beta(50, 1), rng.beta(0.3, 0.3)][kind]
+            weight = float(rng.choice([1, 1, 2, 0.5])) if case % 3 == 0 else 1.0
+            for j in range(int(rng.integers(1, 8))):
+                valid = not (case % 5 == 2 and rng.random() < 0.1)
+                out.append(
+                    Outcome(
+                        f"{side}{t}", j + 1, valid and bool(rng.random() < p), valid=valid,
+                        terminal_reason="success" if valid else "environment_failure",
+                        weight=weight,
+                        partial_score=min(1.0, p + rng.random() * 0.01) if case % 4 == 1 else None,
+                    )
+                )  # fmt: skip
+        sides.append(out)
+    return sides[0], sides[1]
+
+
+def test_unpaired_p_values_searched_together_match_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every metric's p-value of a view found by one array search (a third of the CPU at
+    200 tasks x 20 attempts, bench/compare_cost.py) is the one-at-a-time search's to a
+    relative 2e-9 (each is found to 1e-9 on log alpha), on the same side of 0.05, and the
+    intervals are the same, over generated unpaired batches (weights, partial scores,
+    invalid attempts, sides at one value)."""
+    rng = np.random.default_rng(1919)
+    checked = 0
+    together = compare_module._unpaired_ps
+    for case in range(80):
+        a, b = _unpaired_batch(rng, case)
+        monkeypatch.setattr(compare_module, "_unpaired_ps", together)
+        new = compare(a, b, n_boot=0)
+        monkeypatch.setattr(compare_module, "_unpaired_ps", _one_at_a_time)
+        old = compare(a, b, n_boot=0)
+        assert new.mode == old.mode == "unpaired"
+        for x, y in zip(new.differences, old.differences, strict=True):
+            assert x.difference == y.difference
+            if y.p_value is None:
+                assert x.p_value is None
+                continue
+            assert x.p_value == pytest.approx(y.p_value, rel=2e-9), (case, x.name, x.view)
+            assert (x.p_value < 0.05) == (y.p_value < 0.05)
+            e = x.difference
+            assert e.ci_low is not None and e.ci_high is not None
+            assert (e.ci_low > 0 or e.ci_high < 0) == (x.p_value < 0.05)
+            checked += 1
+    assert checked > 200

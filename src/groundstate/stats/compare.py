@@ -643,27 +643,75 @@ def _unpaired(
     a_values, columns = _value_columns(a_side, k)
     b_values, _ = _value_columns(b_side, k)
     sides: dict[int, _Sides] = {}
+    all_weights = (_weights(a_side), _weights(b_side, a))
+    counted = {s: (_ns(a_side, scored=s), _ns(b_side, scored=s)) for s in (False, True)}
+    distinct: dict[bytes, int] = {}  # the distinct tasks of each pair of row sets, once
     for j, (metric, _) in enumerate(columns):
         a_rows, b_rows = ~np.isnan(a_values[:, j]), ~np.isnan(b_values[:, j])
         if not (a_rows.any() and b_rows.any()):
             continue
-        partial = metric == "partial_score"
-        weights = (_weights(a_side)[a_rows], _weights(b_side, a)[b_rows])
-        ea = make_estimate(a_values[a_rows, j], weights[0], _ns(a_side, scored=partial)[a_rows])
-        eb = make_estimate(b_values[b_rows, j], weights[1], _ns(b_side, scored=partial)[b_rows])
+        ns = counted[metric == "partial_score"]
+        weights = (all_weights[0][a_rows], all_weights[1][b_rows])
+        ea = make_estimate(a_values[a_rows, j], weights[0], ns[0][a_rows])
+        eb = make_estimate(b_values[b_rows, j], weights[1], ns[1][b_rows])
         # a task in both batches is one task of the comparison, not two
-        tasks = len(_names(a_side, a_rows) | _names(b_side, b_rows))
+        key = a_rows.tobytes() + b_rows.tobytes()
+        if key not in distinct:
+            distinct[key] = len(_names(a_side, a_rows) | _names(b_side, b_rows))
+        tasks = distinct[key]
         ends = (_extremes(a_values[a_rows, j]), _extremes(b_values[b_rows, j]))
         sides[j] = (ea, eb, weights, tasks, ends)
     limits = _curves(columns, sides)
-    found = []
+    shown = {}
     for j, (_, _, weights, tasks, _) in sides.items():
-        metric, kk = columns[j]
         (ea, a_limits), (eb, b_limits) = limits[j]
         both = (a_limits, b_limits)
-        diff = unpaired_difference(ea, eb, n_tasks=tasks, weights=weights, limits=both)
-        found.append(Difference(metric, kk, view, ea, eb, diff, *_unpaired_test(diff, both)))
+        shown[j] = (
+            ea,
+            eb,
+            unpaired_difference(ea, eb, n_tasks=tasks, weights=weights, limits=both),
+        )
+    p_values = _unpaired_ps(columns, sides, [diff for _, _, diff in shown.values()])
+    found = []
+    for (j, (ea, eb, diff)), p in zip(shown.items(), p_values, strict=True):
+        metric, kk = columns[j]
+        found.append(Difference(metric, kk, view, ea, eb, diff, None, p))
     return k, found
+
+
+def _unpaired_ps(
+    columns: list[tuple[str, int | None]], sides: Mapping[int, _Sides], diffs: list[Estimate]
+) -> list[float | None]:
+    """The p-value of each square-and-add difference of a view (in *sides*' order; None
+    without an interval), all searched together (:func:`_mover_ps`)."""
+    mover = np.array([diff.method == MOVER for diff in diffs], dtype=np.bool_)
+    if not mover.any():
+        return [None] * len(diffs)
+    order = list(sides)
+    curves = []
+    for metric, rising in (("pass_at_k", True), ("pass_hat_k", False)):
+        rows = [i for i, j in enumerate(order) if columns[j][0] == metric]
+        if rows:
+            curves.append((rows, rising))
+    same = [order.index(j) for j in _one_value_columns(columns) if j in sides]
+    same = same if len(same) == len(_ONE_VALUE) else []
+    ends = [
+        _SideEnds(
+            [sides[j][side] for j in order],  # type: ignore[misc]
+            [sides[j][2][side] for j in order],
+            [sides[j][4][side] for j in order],
+            curves,
+            same,
+        )
+        for side in (0, 1)
+    ]
+    d = np.array([diff.estimate for diff in diffs])
+    excludes = np.array(
+        [m and (diff.ci_low > 0 or diff.ci_high < 0) for m, diff in zip(mover, diffs, strict=True)],  # type: ignore[operator]
+        dtype=np.bool_,
+    )
+    found = _mover_ps((ends[0], ends[1]), np.where(mover, d, 0.0), excludes)
+    return [float(p) if m else None for m, p in zip(mover.tolist(), found.tolist(), strict=True)]
 
 
 _Extremes = tuple[float, float]
@@ -927,7 +975,9 @@ def _shown_extremes(side: Estimate, reach: float) -> _Extremes:
 def _mover_p(a: Limits, b: Limits, d: float) -> float:
     """Two-sided p-value of the MOVER interval: the smallest alpha whose level 1 - alpha
     interval excludes 0 (the intervals narrow as alpha grows), to a relative 1e-9 (1e-9 on
-    log alpha); so p < 0.05 exactly when the 95% interval excludes 0.
+    log alpha); so p < 0.05 exactly when the 95% interval excludes 0. One metric at a time:
+    a comparison searches every metric of a view at once (:func:`_mover_ps`, the same steps
+    on arrays); this form is kept as its reference (the tests compare the two).
 
     How far the interval's nearer end lies beyond 0 grows continuously with alpha, so its
     root is bracketed (split first at 0.05) and found by regula falsi with the Illinois
@@ -978,11 +1028,132 @@ def _first_positive(
     return hi
 
 
-def _unpaired_test(
-    diff: Estimate, limits: tuple[Limits, Limits]
-) -> tuple[float | None, float | None]:
-    """No statistic, and the p-value the square-and-add interval inverts to (none without an
-    interval)."""
-    if diff.method != MOVER:
-        return None, None
-    return None, _mover_p(*limits, diff.estimate)
+# --- every unpaired p-value of a view at once --------------------------------------------------
+
+
+class _SideEnds:
+    """One side's limits for every metric of a view at once, each metric at its own level:
+    :func:`_own_limits`, :func:`_curve_limits` and :func:`_widest` (what :func:`_curves`
+    builds one metric and one level at a time) as array operations, so the p-values of all
+    metrics are searched together (:func:`_mover_ps`)."""
+
+    def __init__(
+        self,
+        shown: Sequence[Estimate],
+        weights: Sequence[FloatArray],
+        extremes: Sequence[_Extremes],
+        curves: Sequence[tuple[list[int], bool]],
+        same: Sequence[int],
+    ) -> None:
+        self.value = np.array([e.estimate for e in shown])
+        self.exact = np.array([e.method == EXACT_BOUND for e in shown])
+        self.spread = np.array([e.method == AC_T_CR1 and bool(e.se) for e in shown])
+        se = np.array([e.se if self.spread[i] else 1.0 for i, e in enumerate(shown)])
+        df = np.array([e.df if self.spread[i] else 1.0 for i, e in enumerate(shown)])
+        self.dfs, self.df_of = np.unique(df, return_inverse=True)  # the t quantile once a df
+        self.n_eff = self.value * (1 - self.value) / se**2
+        self.top = np.array([top for top, _ in extremes])
+        self.bottom = np.array([bottom for _, bottom in extremes])
+        # the exact reach of each distinct set of weights, once for all its metrics
+        groups: dict[bytes, int] = {}
+        self.group = np.array([groups.setdefault(w.tobytes(), len(groups)) for w in weights])
+        firsts = {g: weights[i] for i, g in reversed(list(enumerate(self.group.tolist())))}
+        self.reaches = [_reach_of_many(firsts[g]) for g in range(len(groups))]
+        self.curves, self.same = curves, list(same)
+
+    def limits(self, alphas: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Distances below and above each metric's value at its own level 1 - alphas[i]
+        (NaN where the side has no interval)."""
+        # every metric's own limits at every level: rows metrics, columns levels
+        r = np.stack([reach(alphas) for reach in self.reaches])[self.group]
+        value, top, bottom = self.value[:, None], self.top[:, None], self.bottom[:, None]
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            q = -special.stdtrit(self.dfs[:, None], alphas[None, :] / 2)[self.df_of]
+            total = self.n_eff[:, None] + q**2
+            centre = (value * self.n_eff[:, None] + q**2 / 2) / total
+            half = q * np.sqrt(centre * (1 - centre) / total)
+            low, high = np.fmax(0.0, centre - half), np.fmin(1.0, centre + half)
+        floor, ceiling = top * r, 1 - (1 - bottom) * r  # near_agreement
+        low = np.where(floor < low - _TIE, floor, low)
+        high = np.where(ceiling > high + _TIE, ceiling, high)
+        exact, spread = self.exact[:, None], self.spread[:, None]
+        low = np.where(exact, value * r, np.where(spread, low, np.nan))
+        high = np.where(exact, 1 - (1 - value) * r, np.where(spread, high, np.nan))
+        # along each curve: pass@k's lower end the lowest of k and every larger k, pass^k's
+        # upper end the highest (:func:`_curve_limits`)
+        for rows, rising in self.curves:
+            ends = low[rows] if rising else high[rows]
+            held = ends[::-1]
+            held = (np.fmin if rising else np.fmax).accumulate(held, axis=0)[::-1]
+            own = ~np.isnan(ends)
+            target = low if rising else high
+            target[rows] = np.where(own, held, ends)
+        below, above = value - low, high - value
+        if self.same:  # one value, one interval: the widest (:func:`_widest`)
+            below[self.same] = np.max(below[self.same], axis=0)
+            above[self.same] = np.max(above[self.same], axis=0)
+        index = np.arange(len(alphas))
+        return below[index, index], above[index, index]
+
+
+def _reach_of_many(weights: FloatArray) -> Callable[[FloatArray], FloatArray]:
+    """:func:`reach_of` at many levels at once."""
+    w = np.sort(np.asarray(weights, dtype=np.float64))[::-1]
+    if w[0] == w[-1]:
+        return lambda alphas: (alphas / 2) ** (1 / len(w))
+    one = reach_of(w)
+    return lambda alphas: np.array([one(float(alpha)) for alpha in alphas])
+
+
+def _mover_ps(
+    sides: tuple[_SideEnds, _SideEnds], d: FloatArray, shown_excludes: npt.NDArray[np.bool_]
+) -> FloatArray:
+    """:func:`_mover_p` of every metric at once: the smallest alpha whose level 1 - alpha
+    square-and-add interval excludes 0, by the same bracketed regula falsi with the Illinois
+    step on log alpha, each metric its own root, every step one array evaluation of both
+    sides' limits (:class:`_SideEnds`). *shown_excludes*: whether the 95% interval shown
+    excludes 0, which decides the bracket's split at 0.05 (p stays below 0.05 exactly
+    then). 1 where d = 0."""
+    a, b = sides
+    positive = d > 0
+
+    def gap(log_alpha: FloatArray) -> FloatArray:
+        alphas = np.exp(log_alpha)
+        (la, ua), (lb, ub) = a.limits(alphas), b.limits(alphas)
+        return np.where(positive, d - np.hypot(lb, ua), -(d + np.hypot(ub, la)))
+
+    m = len(d)
+    tiny, shown, top = math.log(1e-300), math.log(1 - CONFIDENCE), math.log1p(-1e-12)
+    at_tiny, at_top = gap(np.full(m, tiny)), gap(np.full(m, top))
+    p = np.ones(m)
+    never = (d == 0) | ~(at_top > 0)
+    p[~never & (at_tiny > 0)] = 1e-300
+    search = ~never & ~(at_tiny > 0)
+    # the bracket: (1e-300, 0.05] where the shown interval excludes 0, else (0.05, 1)
+    lo = np.where(shown_excludes, tiny, shown)
+    hi = np.where(shown_excludes, shown, top)
+    mid = gap(np.full(m, shown))
+    at_lo = np.where(shown_excludes, at_tiny, np.fmin(mid, 0.0))
+    at_hi = np.where(shown_excludes, np.fmax(mid, np.finfo(float).tiny), at_top)
+    kept, slow = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    active = search & (hi - lo > 1e-9)
+    while active.any():
+        width = hi - lo
+        with np.errstate(invalid="ignore", divide="ignore"):
+            x = (lo * at_hi - hi * at_lo) / (at_hi - at_lo)
+        bisect = (slow >= 3) | ~((lo < x) & (x < hi))
+        x = np.where(bisect, (lo + hi) / 2, x)
+        slow = np.where(bisect, 0, slow)
+        found = gap(np.where(active, x, hi))
+        up = active & (found > 0)
+        down = active & ~(found > 0)
+        at_lo = np.where(up & (kept < 0), at_lo / 2, at_lo)
+        at_hi = np.where(down & (kept > 0), at_hi / 2, at_hi)
+        kept = np.where(up, np.minimum(kept, 0) - 1, np.where(down, np.maximum(kept, 0) + 1, kept))
+        hi, at_hi = np.where(up, x, hi), np.where(up, found, at_hi)
+        lo, at_lo = np.where(down, x, lo), np.where(down, found, at_lo)
+        slow = np.where(active, np.where(hi - lo > width / 2, slow + 1, 0), slow)
+        active = active & (hi - lo > 1e-9)
+    p = np.where(search, np.exp(hi), p)
+    # the shown interval excludes 0: p stays below 0.05 whatever the last rounding
+    return np.where(search & shown_excludes, np.minimum(p, math.nextafter(1 - CONFIDENCE, 0)), p)

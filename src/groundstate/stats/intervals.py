@@ -261,24 +261,25 @@ def near_agreement(
     and one by +0.75 gave [+0.918, +1] beside the exact bound [+0.383, +1] of all ten at +1,
     and 10 tasks of a population where 15% of tasks got worse covered 0.84)."""
     floor, ceiling = agreement_ends(top, bottom, reach, bounds)
-    what = "value" if bounds == LEVEL else "difference"
+    what, sign = ("value", "") if bounds == LEVEL else ("difference", "+")
     said = []
     if floor < low - _TIE:
         low = floor
         said.append(f"lower end widened to the exact bound of every task at the highest "
-                    f"{what}, {_shown(top)}")  # fmt: skip
+                    f"{what}, {_shown(top, sign)}")  # fmt: skip
     if ceiling > high + _TIE:
         high = ceiling
         said.append(f"upper end widened to the exact bound of every task at the lowest "
-                    f"{what}, {_shown(bottom)}")  # fmt: skip
+                    f"{what}, {_shown(bottom, sign)}")  # fmt: skip
     return low, high, "; ".join(said)
 
 
-def _shown(value: float) -> str:
-    """*value* with three decimals, or more where three would round it onto 0 or 1."""
-    shown = f"{value:.3f}"
-    if float(shown) in (0.0, 1.0) and abs(value - float(shown)) > _TIE:
-        shown = f"{value:.6g}"
+def _shown(value: float, sign: str = "") -> str:
+    """*value* with three decimals, or more where three would round it onto -1, 0 or 1;
+    *sign* ``"+"`` for a difference."""
+    shown = f"{value:{sign}.3f}"
+    if float(shown) in (-1.0, 0.0, 1.0) and abs(value - float(shown)) > _TIE:
+        shown = f"{value:{sign}.6g}"
     return shown
 
 
