@@ -308,3 +308,62 @@ def test_unpaired_p_values_searched_together_match_one_at_a_time(
             assert (e.ci_low > 0 or e.ci_high < 0) == (x.p_value < 0.05)
             checked += 1
     assert checked > 200
+
+
+# --- 5. every metric of a comparison prints its JSON figures ----------------------------------
+
+
+def _import_rows(rng: np.random.Generator, prefix: str, tasks: int) -> str:
+    """Tasks of 1 to 5 attempts (so k stops below some tasks' n), at 0, at 1, in between or
+    near 1, with about one attempt in ten an environment failure (a task can have none valid)."""
+    out = ["task_id,attempt,retry,success,terminal_reason"]
+    for t in range(tasks):
+        p = float(rng.choice([0.0, 1.0, rng.random(), 0.95]))
+        for j in range(int(rng.integers(1, 6))):
+            invalid = rng.random() < 0.1
+            ok = not invalid and rng.random() < p
+            reason = "environment_failure" if invalid else ("success" if ok else "agent_failure")
+            out.append(f"{prefix}{t},{j},0,{str(ok).lower()},{reason}")
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_every_metric_of_a_comparison_prints_its_json_figures(tmp_path: Path, shared: bool) -> None:
+    """Paired (the same tasks) and unpaired (disjoint) comparisons of generated batches: in
+    both views, each metric's interval of b - a and its p-value in the terminal table and
+    the HTML page are the JSON's, formatted by the one set of formatters."""
+    from groundstate.report.numbers import p_value
+    from tests.test_stats_views import html_tables, rows_of
+
+    rng = np.random.default_rng(21 if shared else 22)
+    a = import_text(tmp_path, _import_rows(rng, "t", 8), "a")
+    b = import_text(tmp_path, _import_rows(rng, "t" if shared else "u", 8), "b")
+    args = ["compare", a, b, "--store", str(tmp_path / "s.db"), "--allow-mismatch"]
+    code, out, err = cli(*args, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["mode"] == ("paired" if shared else "unpaired")
+    code, text, err = cli(*args, "--html", str(tmp_path / "c.html"))
+    assert code == 0, err
+    page = html_tables(tmp_path / "c.html")
+    # each view's own table: the terminal's strict table follows its title, the HTML's
+    # tables come in the views' order
+    parts = dict(
+        zip(("valid", "strict"), text.split("invalid attempts count as failures"), strict=True)
+    )
+    shown_views = [v for v in ("valid", "strict") if data["metrics"][v]]
+    tables = dict(zip(shown_views, page.tables["metrics"], strict=True))
+    checked = 0
+    for view in ("valid", "strict"):
+        printed = [r for r in rows_of(parts[view]) if len(r) >= 9 and r[0]]
+        for name, m in data["metrics"][view].items():
+            d = m["difference"]
+            if d["ci_low"] is None or m["p_value"] is None:
+                continue
+            want = shown_interval(d["ci_low"], d["ci_high"], difference=True)
+            p = p_value(m["p_value"], 0.05)
+            assert any(want in r[4] and r[7] == p for r in printed if r[0] == name), (view, name)
+            html = [" ".join(r) for r in tables[view] if r and r[0] == name]
+            assert any(want in r and p in r for r in html), (view, name, want, p)
+            checked += 1
+    assert checked >= 4
