@@ -65,9 +65,9 @@ def test_the_unpaired_p_value_is_the_level_where_the_interval_reaches_0_in_few_s
     calls = [0]
     limits = compare_module._SideEnds.limits
 
-    def counted(self: Any, alphas: Any) -> Any:
+    def counted(self: Any, alphas: Any, cols: Any) -> Any:
         calls[0] += 1
-        return limits(self, alphas)
+        return limits(self, alphas, cols)
 
     # since the nineteenth round every metric of a view is searched at once: one evaluation
     # of each side's limits per step, for all metrics

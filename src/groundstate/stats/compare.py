@@ -1031,6 +1031,10 @@ def _first_positive(
 # --- every unpaired p-value of a view at once --------------------------------------------------
 
 
+_ONE_BLOCK = 20_000
+"""Up to this many (metric, level) pairs a side's limits are evaluated as one block."""
+
+
 class _SideEnds:
     """One side's limits for every metric of a view at once, each metric at its own level:
     :func:`_own_limits`, :func:`_curve_limits` and :func:`_widest` (what :func:`_curves`
@@ -1061,39 +1065,66 @@ class _SideEnds:
         self.reaches = [_reach_of_many(firsts[g]) for g in range(len(groups))]
         self.curves, self.same = curves, list(same)
 
-    def limits(self, alphas: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Distances below and above each metric's value at its own level 1 - alphas[i]
-        (NaN where the side has no interval)."""
-        # every metric's own limits at every level: rows metrics, columns levels
-        r = np.stack([reach(alphas) for reach in self.reaches])[self.group]
-        value, top, bottom = self.value[:, None], self.top[:, None], self.bottom[:, None]
+    def limits(self, alphas: FloatArray, cols: IntArray) -> tuple[FloatArray, FloatArray]:
+        """Distances below and above metric cols[i]'s value at its own level 1 - alphas[i]
+        (NaN where the side has no interval). A point of a curve needs that curve's other
+        points at its level, one of the one-value metrics every curve: with many metrics
+        (long curves) each block is evaluated over the rows it needs, with few all at once
+        (fewer array operations)."""
+        rows_all = np.arange(len(self.value))
+        if len(rows_all) * len(cols) <= _ONE_BLOCK:
+            return self._over(rows_all, alphas, cols)
+        below, above = np.full(len(cols), np.nan), np.full(len(cols), np.nan)
+        in_same = np.isin(cols, self.same)
+        blocks = [(np.asarray(rows), np.isin(cols, rows) & ~in_same) for rows, _ in self.curves]
+        alone = ~in_same
+        for _, pick in blocks:
+            alone &= ~pick
+        blocks += [(rows_all, in_same), (np.unique(cols[alone]), alone)]
+        for rows, pick in blocks:
+            if pick.any():
+                below[pick], above[pick] = self._over(rows, alphas[pick], cols[pick])
+        return below, above
+
+    def _over(
+        self, rows: IntArray, alphas: FloatArray, cols: IntArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """:meth:`limits` of metrics *cols* (among *rows*) from the limits of *rows* at
+        their levels: rows metrics, columns levels."""
+        r = np.stack([reach(alphas) for reach in self.reaches])[self.group[rows]]
+        value, n_eff = self.value[rows, None], self.n_eff[rows, None]
+        top, bottom = self.top[rows, None], self.bottom[rows, None]
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            q = -special.stdtrit(self.dfs[:, None], alphas[None, :] / 2)[self.df_of]
-            total = self.n_eff[:, None] + q**2
-            centre = (value * self.n_eff[:, None] + q**2 / 2) / total
+            q = -special.stdtrit(self.dfs[:, None], alphas[None, :] / 2)[self.df_of[rows]]
+            total = n_eff + q**2
+            centre = (value * n_eff + q**2 / 2) / total
             half = q * np.sqrt(centre * (1 - centre) / total)
             low, high = np.fmax(0.0, centre - half), np.fmin(1.0, centre + half)
         floor, ceiling = top * r, 1 - (1 - bottom) * r  # near_agreement
         low = np.where(floor < low - _TIE, floor, low)
         high = np.where(ceiling > high + _TIE, ceiling, high)
-        exact, spread = self.exact[:, None], self.spread[:, None]
+        exact, spread = self.exact[rows, None], self.spread[rows, None]
         low = np.where(exact, value * r, np.where(spread, low, np.nan))
         high = np.where(exact, 1 - (1 - value) * r, np.where(spread, high, np.nan))
+        at = np.full(len(self.value), -1)
+        at[rows] = np.arange(len(rows))
         # along each curve: pass@k's lower end the lowest of k and every larger k, pass^k's
         # upper end the highest (:func:`_curve_limits`)
-        for rows, rising in self.curves:
-            ends = low[rows] if rising else high[rows]
-            held = ends[::-1]
-            held = (np.fmin if rising else np.fmax).accumulate(held, axis=0)[::-1]
-            own = ~np.isnan(ends)
+        for curve, rising in self.curves:
+            if (at[curve] < 0).any():
+                continue  # no metric asked for needs it
+            local = at[curve]
+            ends = low[local] if rising else high[local]
+            held = (np.fmin if rising else np.fmax).accumulate(ends[::-1], axis=0)[::-1]
             target = low if rising else high
-            target[rows] = np.where(own, held, ends)
+            target[local] = np.where(np.isnan(ends), ends, held)
         below, above = value - low, high - value
-        if self.same:  # one value, one interval: the widest (:func:`_widest`)
-            below[self.same] = np.max(below[self.same], axis=0)
-            above[self.same] = np.max(above[self.same], axis=0)
+        if self.same and (at[self.same] >= 0).all():  # one value, one interval: the widest
+            same = at[self.same]
+            below[same] = np.max(below[same], axis=0)
+            above[same] = np.max(above[same], axis=0)
         index = np.arange(len(alphas))
-        return below[index, index], above[index, index]
+        return below[at[cols], index], above[at[cols], index]
 
 
 def _reach_of_many(weights: FloatArray) -> Callable[[FloatArray], FloatArray]:
@@ -1117,14 +1148,18 @@ def _mover_ps(
     a, b = sides
     positive = d > 0
 
-    def gap(log_alpha: FloatArray) -> FloatArray:
+    def gap(log_alpha: FloatArray, cols: IntArray) -> FloatArray:
+        """The gap of metrics *cols*, each at its own level (only the metrics still searched
+        are evaluated: each evaluation costs the curve's length)."""
         alphas = np.exp(log_alpha)
-        (la, ua), (lb, ub) = a.limits(alphas), b.limits(alphas)
-        return np.where(positive, d - np.hypot(lb, ua), -(d + np.hypot(ub, la)))
+        (la, ua), (lb, ub) = a.limits(alphas, cols), b.limits(alphas, cols)
+        at = d[cols]
+        return np.where(positive[cols], at - np.hypot(lb, ua), -(at + np.hypot(ub, la)))
 
     m = len(d)
+    every = np.arange(m)
     tiny, shown, top = math.log(1e-300), math.log(1 - CONFIDENCE), math.log1p(-1e-12)
-    at_tiny, at_top = gap(np.full(m, tiny)), gap(np.full(m, top))
+    at_tiny, at_top = gap(np.full(m, tiny), every), gap(np.full(m, top), every)
     p = np.ones(m)
     never = (d == 0) | ~(at_top > 0)
     p[~never & (at_tiny > 0)] = 1e-300
@@ -1132,7 +1167,7 @@ def _mover_ps(
     # the bracket: (1e-300, 0.05] where the shown interval excludes 0, else (0.05, 1)
     lo = np.where(shown_excludes, tiny, shown)
     hi = np.where(shown_excludes, shown, top)
-    mid = gap(np.full(m, shown))
+    mid = gap(np.full(m, shown), every)
     at_lo = np.where(shown_excludes, at_tiny, np.fmin(mid, 0.0))
     at_hi = np.where(shown_excludes, np.fmax(mid, np.finfo(float).tiny), at_top)
     kept, slow = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
@@ -1144,7 +1179,8 @@ def _mover_ps(
         bisect = (slow >= 3) | ~((lo < x) & (x < hi))
         x = np.where(bisect, (lo + hi) / 2, x)
         slow = np.where(bisect, 0, slow)
-        found = gap(np.where(active, x, hi))
+        found = np.zeros(m)
+        found[active] = gap(x[active], every[active])
         up = active & (found > 0)
         down = active & ~(found > 0)
         at_lo = np.where(up & (kept < 0), at_lo / 2, at_lo)
