@@ -285,12 +285,14 @@ def test_unpaired_p_values_searched_together_match_one_at_a_time(
     200 tasks x 20 attempts, bench/compare_cost.py) is the one-at-a-time search's to a
     relative 2e-9 (each is found to 1e-9 on log alpha), on the same side of 0.05, and the
     intervals are the same, over generated unpaired batches (weights, partial scores,
-    invalid attempts, sides at one value)."""
+    invalid attempts, sides at one value), evaluated as one block and curve by curve."""
     rng = np.random.default_rng(1919)
     checked = 0
     together = compare_module._unpaired_ps
     for case in range(80):
         a, b = _unpaired_batch(rng, case)
+        # half the cases through the blocks long curves take (each curve its own rows)
+        monkeypatch.setattr(compare_module, "_ONE_BLOCK", 20_000 if case % 2 else 0)
         monkeypatch.setattr(compare_module, "_unpaired_ps", together)
         new = compare(a, b, n_boot=0)
         monkeypatch.setattr(compare_module, "_unpaired_ps", _one_at_a_time)
