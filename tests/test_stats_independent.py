@@ -488,7 +488,16 @@ def ref_paired(
         return mean, 0.0, math.nan, math.nan, math.nan  # no spread: no t interval
     q = scipy_stats.t.ppf(0.975, t - 1)
     p = 2 * scipy_stats.t.sf(abs(mean / se), t - 1)
-    return mean, se, max(-1.0, mean - q * se), min(1.0, mean + q * se), p
+    # nineteenth round: each end at least as far as the exact bound of every task at the
+    # highest (lower end) or lowest (upper end) difference, and p at least the level where
+    # that bound reaches 0 (Markov on the difference + 1)
+    r = 0.025 ** (1 / t)
+    low = min(max(-1.0, mean - q * se), -1 + (1 + max(diffs)) * r)
+    high = max(min(1.0, mean + q * se), 1 - (1 - min(diffs)) * r)
+    if mean != 0:
+        far = max(diffs) if mean > 0 else -min(diffs)
+        p = max(p, min(1.0, 2 / (1 + far) ** t))
+    return mean, se, low, high, p
 
 
 @settings(max_examples=40, deadline=None)
@@ -717,6 +726,10 @@ def test_weighted_paired_and_unpaired_comparisons_match_the_reference(
         se = ref_se(diffs, ws)
         assert se is not None and paired.difference.se == pytest.approx(se, rel=1e-9)
         p = 2 * scipy_stats.t.sf(abs(paired.difference.estimate / se), ref_df(ws))
+        estimate = paired.difference.estimate
+        if estimate != 0:  # nineteenth round: at least the exact bound's level (ref_paired)
+            far = max(diffs) if estimate > 0 else -min(diffs)
+            p = max(p, min(1.0, 2 * ref_max_product(ws, 1 / (1 + far))))
         assert paired.p_value == pytest.approx(p, rel=1e-6, abs=1e-12)
 
     unpaired = compare(outcomes(a, "a-"), outcomes(b, "b-"), n_boot=0)

@@ -246,7 +246,7 @@ def test_plan_promises_the_power_compares_test_delivers() -> None:
     wins_a, wins_b = rng.binomial(4, p_a), rng.binomial(4, p_b)
     ones, ns = np.ones(tasks), np.full(tasks, 8)
     p_values = [
-        _test(make_estimate(row, ones, ns, difference=True), ones)[1]
+        _test(make_estimate(row, ones, ns, difference=True), ones, row)[1]
         for row in (wins_b - wins_a) / 4
     ]
     delivered = np.mean([p is not None and p < 0.05 for p in p_values])

@@ -156,7 +156,10 @@ def test_a_narrow_difference_prints_apart_and_alike_in_the_terminal_and_html(
 ) -> None:
     """b's partial scores are a's plus 0.0001 (to within 2e-5): the difference's interval
     [+0.00008, +0.00012] printed as "[+0.0001, +0.0001]", each bound kept apart from 0
-    but not from the other."""
+    but not from the other. Since the nineteenth round each end reaches at least the exact
+    bound of every task at the highest (lowest) difference, so five tasks that nearly agree
+    are no surer than five that agree exactly: the interval holds 0, and the terminal and
+    HTML still print it alike."""
     a = [0.3, 0.5, 0.7, 0.2, 0.6]
     b = [x + 0.0001 + d for x, d in zip(a, [0.0, 1e-5, 2e-5, -1e-5, 0.0], strict=True)]
     first = import_text(tmp_path, partial_rows(a), name="a")
@@ -165,12 +168,15 @@ def test_a_narrow_difference_prints_apart_and_alike_in_the_terminal_and_html(
     code, out, err = cli("compare", first, second, "--json", "--store", store)
     assert code == 0, err
     metric = json.loads(out)["metrics"]["valid"]["partial_score"]["difference"]
-    assert metric["method"] == "t_cr1" and 0 < metric["ci_low"] < metric["ci_high"] < 0.001
+    r, moved = 0.025 ** (1 / 5), [y - x for x, y in zip(a, b, strict=True)]
+    assert metric["method"] == "t_cr1"
+    assert metric["ci_low"] == pytest.approx(-1 + (1 + max(moved)) * r)
+    assert metric["ci_high"] == pytest.approx(1 - (1 - min(moved)) * r)
     code, out, err = cli("compare", first, second, "--store", store)
     assert code == 0, err
     (row,) = [r for r in rows_of(out.split("invalid attempts count")[0]) if r[0] == "partial_score"]
     check_printed(row[4], metric, -1.0, 1.0)
-    assert bounds_of(row[4])[0] > 0  # excludes 0, as the interval does
+    assert bounds_of(row[4])[0] < 0 < bounds_of(row[4])[1]  # holds 0, as the interval does
     page = tmp_path / "c.html"
     cli("compare", first, second, "--store", store, "--html", str(page))
     cells = [r for t in html_tables(page).tables["metrics"] for r in t if r[0] == "partial_score"]
@@ -339,23 +345,33 @@ def ref_value(n: int, c: int, metric: str, k: int | None) -> Fraction:
 
 def check_difference(d: Any, diffs: list[float], mean: float) -> None:
     """b - a over equally weighted tasks by the doc's rule: n/a below 5 tasks; every task at
-    +-1: the exact bound and 2 * 0.5^T; every task at one other value: n/a; else the t
-    interval on T - 1 df and the paired t test's p."""
+    one value v: the exact bound and min(1, 2 / (1 + |v|)^T) (2 * 0.5^T at +-1; thirteenth
+    round); else the t interval on T - 1 df, each end reaching at least the exact bound of
+    every task at the highest (lowest) difference, and the paired t test's p, at least that
+    bound's level (nineteenth round)."""
     t = len(diffs)
     assert d.difference.estimate == pytest.approx(mean, abs=1e-12) and d.difference.n_tasks == t
     if t < 5:
         assert d.difference.ci_low is None and d.p_value is None
-    elif max(diffs) - min(diffs) <= 1e-12:
-        at_end = abs(abs(diffs[0]) - 1) <= 1e-12
-        assert d.difference.method == ("exact_bound" if at_end else "none")
-        assert d.p_value == (pytest.approx(2 * 0.5**t) if at_end else None)
+        return
+    r = 0.025 ** (1 / t)
+    far = max(diffs) if mean > 0 else -min(diffs)
+    bound_p = 1.0 if mean == 0 else min(1.0, 2 / (1 + far) ** t)
+    if max(diffs) - min(diffs) <= 1e-12:
+        assert d.difference.method == "exact_bound"
+        assert d.p_value == pytest.approx(bound_p)
+        assert d.difference.ci_low == pytest.approx(-1 + (1 + diffs[0]) * r, abs=1e-9)
+        assert d.difference.ci_high == pytest.approx(1 - (1 - diffs[0]) * r, abs=1e-9)
     else:
         se = math.sqrt(math.fsum((x - mean) ** 2 for x in diffs) / (t * (t - 1)))
         q = scipy_stats.t.ppf(0.975, t - 1)
         assert d.difference.se == pytest.approx(se, rel=1e-9)
-        assert d.p_value == pytest.approx(2 * scipy_stats.t.sf(abs(mean / se), t - 1), rel=1e-7)
-        assert d.difference.ci_low == pytest.approx(max(-1.0, mean - q * se), abs=1e-9)
-        assert d.difference.ci_high == pytest.approx(min(1.0, mean + q * se), abs=1e-9)
+        p = max(2 * scipy_stats.t.sf(abs(mean / se), t - 1), bound_p)
+        assert d.p_value == pytest.approx(p, rel=1e-7)
+        low = min(max(-1.0, mean - q * se), -1 + (1 + max(diffs)) * r)
+        high = max(min(1.0, mean + q * se), 1 - (1 - min(diffs)) * r)
+        assert d.difference.ci_low == pytest.approx(low, abs=1e-9)
+        assert d.difference.ci_high == pytest.approx(high, abs=1e-9)
 
 
 def test_an_exact_bound_of_a_difference_is_marked_in_the_html_as_in_the_terminal(

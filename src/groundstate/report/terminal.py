@@ -619,7 +619,10 @@ def _comparison_head(data: dict[str, Any]) -> str:
 
 def _difference_table(data: dict[str, Any], view: str, title: str) -> Table:
     methods = data["methods"]
-    how = "paired, task-clustered SE; p from the paired t test"
+    how = (
+        "paired, task-clustered SE, each end at least the exact bound of every task at the "
+        "highest (lowest) difference; p from the paired t test, at least that bound's"
+    )
     if data["mode"] != "paired":
         how = "UNPAIRED: Newcombe's square-and-add of each side's own interval"
     table = _table(

@@ -515,7 +515,10 @@ class _PairedBlock:
                 self.b_values[rows, j] - self.a_values[rows, j], self.w[rows], a_n + b_n,
                 drawn.get(j), difference=True,
             )  # fmt: skip
-            found.append(Difference(metric, k, self.view, a, b, diff, *_test(diff, self.w[rows])))
+            moved = self.b_values[rows, j] - self.a_values[rows, j]
+            found.append(
+                Difference(metric, k, self.view, a, b, diff, *_test(diff, self.w[rows], moved))
+            )
         return _coherent_sides(found)
 
 
@@ -595,22 +598,35 @@ def _value_columns(
     return values, [*columns, ("partial_score", None)]
 
 
-def _test(diff: Estimate, weights: FloatArray) -> tuple[float | None, float | None]:
-    """The paired t statistic and its two-sided p-value; when every task moved by the same
-    v != 0 (t would divide by a zero spread), twice the largest chance of that at a weighted
-    mean difference of 0 (:func:`top_chance` at 1 / (1 + |v|)): with equal weights
-    2 / (1 + |v|)^T, the exact sign test 2 * 0.5^T where every task moved by the whole range,
-    and with any weights below 0.05 exactly when the exact bound excludes 0."""
+def _test(
+    diff: Estimate, weights: FloatArray, moved: FloatArray
+) -> tuple[float | None, float | None]:
+    """The paired t statistic and its two-sided p-value, at least the chance bound of
+    :func:`_near_p`, so the p-value is below 0.05 exactly when the interval (the t interval,
+    each end at least as far as the exact bound of every task at one end, :func:`near_agreement`)
+    excludes 0; when every task moved by the same v != 0 (t would divide by a zero spread),
+    that bound alone: with equal weights 2 / (1 + |v|)^T, the exact sign test 2 * 0.5^T where
+    every task moved by the whole range. *moved*: each task's difference."""
     if diff.method == T_CR1 and diff.se:
         statistic = diff.estimate / diff.se
         assert diff.df is not None  # a t_cr1 interval carries its df
-        return statistic, two_sided_p(statistic, diff.df)
+        return statistic, max(two_sided_p(statistic, diff.df), _near_p(diff, weights, moved))
     if diff.method == EXACT_BOUND:  # no task moved (v = 0): p = 1
-        # every task moved by v: at a mean of 0 a difference in [-1, 1] is at least |v| with
-        # chance at most 1 / (1 + |v|) (Markov), so p is below alpha exactly when the exact
-        # bound excludes 0
-        return None, min(1.0, 2 * top_chance(weights, 1 / (1 + abs(diff.estimate))))
+        return None, _near_p(diff, weights, moved)
     return None, None
+
+
+def _near_p(diff: Estimate, weights: FloatArray, moved: FloatArray) -> float:
+    """The smallest alpha at which the end of the difference's interval toward 0, where it
+    is the exact bound of every task at the farthest difference v from 0 on the estimate's
+    side (the largest for an estimate above 0), excludes 0: at a mean difference of 0 a
+    difference in [-1, 1] is at least |v| with chance at most 1 / (1 + |v|) (Markov's
+    inequality on the difference + 1), every task so with chance at most
+    :func:`top_chance` of that, doubled. 1 for an estimate of 0."""
+    if diff.estimate == 0:
+        return 1.0
+    farthest = float(np.max(moved) if diff.estimate > 0 else -np.min(moved))
+    return min(1.0, 2 * top_chance(weights, 1 / (1 + farthest)))
 
 
 # --- unpaired fallback -----------------------------------------------------------------------
@@ -627,27 +643,75 @@ def _unpaired(
     a_values, columns = _value_columns(a_side, k)
     b_values, _ = _value_columns(b_side, k)
     sides: dict[int, _Sides] = {}
+    all_weights = (_weights(a_side), _weights(b_side, a))
+    counted = {s: (_ns(a_side, scored=s), _ns(b_side, scored=s)) for s in (False, True)}
+    distinct: dict[bytes, int] = {}  # the distinct tasks of each pair of row sets, once
     for j, (metric, _) in enumerate(columns):
         a_rows, b_rows = ~np.isnan(a_values[:, j]), ~np.isnan(b_values[:, j])
         if not (a_rows.any() and b_rows.any()):
             continue
-        partial = metric == "partial_score"
-        weights = (_weights(a_side)[a_rows], _weights(b_side, a)[b_rows])
-        ea = make_estimate(a_values[a_rows, j], weights[0], _ns(a_side, scored=partial)[a_rows])
-        eb = make_estimate(b_values[b_rows, j], weights[1], _ns(b_side, scored=partial)[b_rows])
+        ns = counted[metric == "partial_score"]
+        weights = (all_weights[0][a_rows], all_weights[1][b_rows])
+        ea = make_estimate(a_values[a_rows, j], weights[0], ns[0][a_rows])
+        eb = make_estimate(b_values[b_rows, j], weights[1], ns[1][b_rows])
         # a task in both batches is one task of the comparison, not two
-        tasks = len(_names(a_side, a_rows) | _names(b_side, b_rows))
+        key = a_rows.tobytes() + b_rows.tobytes()
+        if key not in distinct:
+            distinct[key] = len(_names(a_side, a_rows) | _names(b_side, b_rows))
+        tasks = distinct[key]
         ends = (_extremes(a_values[a_rows, j]), _extremes(b_values[b_rows, j]))
         sides[j] = (ea, eb, weights, tasks, ends)
     limits = _curves(columns, sides)
-    found = []
+    shown = {}
     for j, (_, _, weights, tasks, _) in sides.items():
-        metric, kk = columns[j]
         (ea, a_limits), (eb, b_limits) = limits[j]
         both = (a_limits, b_limits)
-        diff = unpaired_difference(ea, eb, n_tasks=tasks, weights=weights, limits=both)
-        found.append(Difference(metric, kk, view, ea, eb, diff, *_unpaired_test(diff, both)))
+        shown[j] = (
+            ea,
+            eb,
+            unpaired_difference(ea, eb, n_tasks=tasks, weights=weights, limits=both),
+        )
+    p_values = _unpaired_ps(columns, sides, [diff for _, _, diff in shown.values()])
+    found = []
+    for (j, (ea, eb, diff)), p in zip(shown.items(), p_values, strict=True):
+        metric, kk = columns[j]
+        found.append(Difference(metric, kk, view, ea, eb, diff, None, p))
     return k, found
+
+
+def _unpaired_ps(
+    columns: list[tuple[str, int | None]], sides: Mapping[int, _Sides], diffs: list[Estimate]
+) -> list[float | None]:
+    """The p-value of each square-and-add difference of a view (in *sides*' order; None
+    without an interval), all searched together (:func:`_mover_ps`)."""
+    mover = np.array([diff.method == MOVER for diff in diffs], dtype=np.bool_)
+    if not mover.any():
+        return [None] * len(diffs)
+    order = list(sides)
+    curves = []
+    for metric, rising in (("pass_at_k", True), ("pass_hat_k", False)):
+        rows = [i for i, j in enumerate(order) if columns[j][0] == metric]
+        if rows:
+            curves.append((rows, rising))
+    same = [order.index(j) for j in _one_value_columns(columns) if j in sides]
+    same = same if len(same) == len(_ONE_VALUE) else []
+    ends = [
+        _SideEnds(
+            [sides[j][side] for j in order],  # type: ignore[misc]
+            [sides[j][2][side] for j in order],
+            [sides[j][4][side] for j in order],
+            curves,
+            same,
+        )
+        for side in (0, 1)
+    ]
+    d = np.array([diff.estimate for diff in diffs])
+    excludes = np.array(
+        [m and (diff.ci_low > 0 or diff.ci_high < 0) for m, diff in zip(mover, diffs, strict=True)],  # type: ignore[operator]
+        dtype=np.bool_,
+    )
+    found = _mover_ps((ends[0], ends[1]), np.where(mover, d, 0.0), excludes)
+    return [float(p) if m else None for m, p in zip(mover.tolist(), found.tolist(), strict=True)]
 
 
 _Extremes = tuple[float, float]
@@ -911,7 +975,9 @@ def _shown_extremes(side: Estimate, reach: float) -> _Extremes:
 def _mover_p(a: Limits, b: Limits, d: float) -> float:
     """Two-sided p-value of the MOVER interval: the smallest alpha whose level 1 - alpha
     interval excludes 0 (the intervals narrow as alpha grows), to a relative 1e-9 (1e-9 on
-    log alpha); so p < 0.05 exactly when the 95% interval excludes 0.
+    log alpha); so p < 0.05 exactly when the 95% interval excludes 0. One metric at a time:
+    a comparison searches every metric of a view at once (:func:`_mover_ps`, the same steps
+    on arrays); this form is kept as its reference (the tests compare the two).
 
     How far the interval's nearer end lies beyond 0 grows continuously with alpha, so its
     root is bracketed (split first at 0.05) and found by regula falsi with the Illinois
@@ -962,11 +1028,168 @@ def _first_positive(
     return hi
 
 
-def _unpaired_test(
-    diff: Estimate, limits: tuple[Limits, Limits]
-) -> tuple[float | None, float | None]:
-    """No statistic, and the p-value the square-and-add interval inverts to (none without an
-    interval)."""
-    if diff.method != MOVER:
-        return None, None
-    return None, _mover_p(*limits, diff.estimate)
+# --- every unpaired p-value of a view at once --------------------------------------------------
+
+
+_ONE_BLOCK = 20_000
+"""Up to this many (metric, level) pairs a side's limits are evaluated as one block."""
+
+
+class _SideEnds:
+    """One side's limits for every metric of a view at once, each metric at its own level:
+    :func:`_own_limits`, :func:`_curve_limits` and :func:`_widest` (what :func:`_curves`
+    builds one metric and one level at a time) as array operations, so the p-values of all
+    metrics are searched together (:func:`_mover_ps`)."""
+
+    def __init__(
+        self,
+        shown: Sequence[Estimate],
+        weights: Sequence[FloatArray],
+        extremes: Sequence[_Extremes],
+        curves: Sequence[tuple[list[int], bool]],
+        same: Sequence[int],
+    ) -> None:
+        self.value = np.array([e.estimate for e in shown])
+        self.exact = np.array([e.method == EXACT_BOUND for e in shown])
+        self.spread = np.array([e.method == AC_T_CR1 and bool(e.se) for e in shown])
+        se = np.array([e.se if self.spread[i] else 1.0 for i, e in enumerate(shown)])
+        df = np.array([e.df if self.spread[i] else 1.0 for i, e in enumerate(shown)])
+        self.dfs, self.df_of = np.unique(df, return_inverse=True)  # the t quantile once a df
+        self.n_eff = self.value * (1 - self.value) / se**2
+        self.top = np.array([top for top, _ in extremes])
+        self.bottom = np.array([bottom for _, bottom in extremes])
+        # the exact reach of each distinct set of weights, once for all its metrics
+        groups: dict[bytes, int] = {}
+        self.group = np.array([groups.setdefault(w.tobytes(), len(groups)) for w in weights])
+        firsts = {g: weights[i] for i, g in reversed(list(enumerate(self.group.tolist())))}
+        self.reaches = [_reach_of_many(firsts[g]) for g in range(len(groups))]
+        self.curves, self.same = curves, list(same)
+
+    def limits(self, alphas: FloatArray, cols: IntArray) -> tuple[FloatArray, FloatArray]:
+        """Distances below and above metric cols[i]'s value at its own level 1 - alphas[i]
+        (NaN where the side has no interval). A point of a curve needs that curve's other
+        points at its level, one of the one-value metrics every curve: with many metrics
+        (long curves) each block is evaluated over the rows it needs, with few all at once
+        (fewer array operations)."""
+        rows_all = np.arange(len(self.value))
+        if len(rows_all) * len(cols) <= _ONE_BLOCK:
+            return self._over(rows_all, alphas, cols)
+        below, above = np.full(len(cols), np.nan), np.full(len(cols), np.nan)
+        in_same = np.isin(cols, self.same)
+        blocks = [(np.asarray(rows), np.isin(cols, rows) & ~in_same) for rows, _ in self.curves]
+        alone = ~in_same
+        for _, pick in blocks:
+            alone &= ~pick
+        blocks += [(rows_all, in_same), (np.unique(cols[alone]), alone)]
+        for rows, pick in blocks:
+            if pick.any():
+                below[pick], above[pick] = self._over(rows, alphas[pick], cols[pick])
+        return below, above
+
+    def _over(
+        self, rows: IntArray, alphas: FloatArray, cols: IntArray
+    ) -> tuple[FloatArray, FloatArray]:
+        """:meth:`limits` of metrics *cols* (among *rows*) from the limits of *rows* at
+        their levels: rows metrics, columns levels."""
+        r = np.stack([reach(alphas) for reach in self.reaches])[self.group[rows]]
+        value, n_eff = self.value[rows, None], self.n_eff[rows, None]
+        top, bottom = self.top[rows, None], self.bottom[rows, None]
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            q = -special.stdtrit(self.dfs[:, None], alphas[None, :] / 2)[self.df_of[rows]]
+            total = n_eff + q**2
+            centre = (value * n_eff + q**2 / 2) / total
+            half = q * np.sqrt(centre * (1 - centre) / total)
+            low, high = np.fmax(0.0, centre - half), np.fmin(1.0, centre + half)
+        floor, ceiling = top * r, 1 - (1 - bottom) * r  # near_agreement
+        low = np.where(floor < low - _TIE, floor, low)
+        high = np.where(ceiling > high + _TIE, ceiling, high)
+        exact, spread = self.exact[rows, None], self.spread[rows, None]
+        low = np.where(exact, value * r, np.where(spread, low, np.nan))
+        high = np.where(exact, 1 - (1 - value) * r, np.where(spread, high, np.nan))
+        at = np.full(len(self.value), -1)
+        at[rows] = np.arange(len(rows))
+        # along each curve: pass@k's lower end the lowest of k and every larger k, pass^k's
+        # upper end the highest (:func:`_curve_limits`)
+        for curve, rising in self.curves:
+            if (at[curve] < 0).any():
+                continue  # no metric asked for needs it
+            local = at[curve]
+            ends = low[local] if rising else high[local]
+            held = (np.fmin if rising else np.fmax).accumulate(ends[::-1], axis=0)[::-1]
+            target = low if rising else high
+            target[local] = np.where(np.isnan(ends), ends, held)
+        below, above = value - low, high - value
+        if self.same and (at[self.same] >= 0).all():  # one value, one interval: the widest
+            same = at[self.same]
+            below[same] = np.max(below[same], axis=0)
+            above[same] = np.max(above[same], axis=0)
+        index = np.arange(len(alphas))
+        return below[at[cols], index], above[at[cols], index]
+
+
+def _reach_of_many(weights: FloatArray) -> Callable[[FloatArray], FloatArray]:
+    """:func:`reach_of` at many levels at once."""
+    w = np.sort(np.asarray(weights, dtype=np.float64))[::-1]
+    if w[0] == w[-1]:
+        return lambda alphas: (alphas / 2) ** (1 / len(w))
+    one = reach_of(w)
+    return lambda alphas: np.array([one(float(alpha)) for alpha in alphas])
+
+
+def _mover_ps(
+    sides: tuple[_SideEnds, _SideEnds], d: FloatArray, shown_excludes: npt.NDArray[np.bool_]
+) -> FloatArray:
+    """:func:`_mover_p` of every metric at once: the smallest alpha whose level 1 - alpha
+    square-and-add interval excludes 0, by the same bracketed regula falsi with the Illinois
+    step on log alpha, each metric its own root, every step one array evaluation of both
+    sides' limits (:class:`_SideEnds`). *shown_excludes*: whether the 95% interval shown
+    excludes 0, which decides the bracket's split at 0.05 (p stays below 0.05 exactly
+    then). 1 where d = 0."""
+    a, b = sides
+    positive = d > 0
+
+    def gap(log_alpha: FloatArray, cols: IntArray) -> FloatArray:
+        """The gap of metrics *cols*, each at its own level (only the metrics still searched
+        are evaluated: each evaluation costs the curve's length)."""
+        alphas = np.exp(log_alpha)
+        (la, ua), (lb, ub) = a.limits(alphas, cols), b.limits(alphas, cols)
+        at = d[cols]
+        return np.where(positive[cols], at - np.hypot(lb, ua), -(at + np.hypot(ub, la)))
+
+    m = len(d)
+    every = np.arange(m)
+    tiny, shown, top = math.log(1e-300), math.log(1 - CONFIDENCE), math.log1p(-1e-12)
+    at_tiny, at_top = gap(np.full(m, tiny), every), gap(np.full(m, top), every)
+    p = np.ones(m)
+    never = (d == 0) | ~(at_top > 0)
+    p[~never & (at_tiny > 0)] = 1e-300
+    search = ~never & ~(at_tiny > 0)
+    # the bracket: (1e-300, 0.05] where the shown interval excludes 0, else (0.05, 1)
+    lo = np.where(shown_excludes, tiny, shown)
+    hi = np.where(shown_excludes, shown, top)
+    mid = gap(np.full(m, shown), every)
+    at_lo = np.where(shown_excludes, at_tiny, np.fmin(mid, 0.0))
+    at_hi = np.where(shown_excludes, np.fmax(mid, np.finfo(float).tiny), at_top)
+    kept, slow = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64)
+    active = search & (hi - lo > 1e-9)
+    while active.any():
+        width = hi - lo
+        with np.errstate(invalid="ignore", divide="ignore"):
+            x = (lo * at_hi - hi * at_lo) / (at_hi - at_lo)
+        bisect = (slow >= 3) | ~((lo < x) & (x < hi))
+        x = np.where(bisect, (lo + hi) / 2, x)
+        slow = np.where(bisect, 0, slow)
+        found = np.zeros(m)
+        found[active] = gap(x[active], every[active])
+        up = active & (found > 0)
+        down = active & ~(found > 0)
+        at_lo = np.where(up & (kept < 0), at_lo / 2, at_lo)
+        at_hi = np.where(down & (kept > 0), at_hi / 2, at_hi)
+        kept = np.where(up, np.minimum(kept, 0) - 1, np.where(down, np.maximum(kept, 0) + 1, kept))
+        hi, at_hi = np.where(up, x, hi), np.where(up, found, at_hi)
+        lo, at_lo = np.where(down, x, lo), np.where(down, found, at_lo)
+        slow = np.where(active, np.where(hi - lo > width / 2, slow + 1, 0), slow)
+        active = active & (hi - lo > 1e-9)
+    p = np.where(search, np.exp(hi), p)
+    # the shown interval excludes 0: p stays below 0.05 whatever the last rounding
+    return np.where(search & shown_excludes, np.minimum(p, math.nextafter(1 - CONFIDENCE, 0)), p)

@@ -201,8 +201,9 @@ def _rules(
     if tasks < MIN_TASKS:
         note = f"n/a: {tasks} task{'s' * (tasks != 1)}, intervals need at least {MIN_TASKS}"
         return estimates, [Interval(None, None, se, None, NO_INTERVAL, note) for se in ses]
-    # the exact reach bounds every level (:func:`near_agreement`), not only agreeing rows
-    reach = exact_reach(weights) if any(agreeing) or not difference else 0.0
+    # the exact reach bounds every level and difference (:func:`near_agreement`), not only
+    # agreeing rows
+    reach = exact_reach(weights)
     tops, bottoms = np.max(columns, axis=1).tolist(), np.min(columns, axis=1).tolist()
     df = degrees_of_freedom(weights)
     q = t_quantile(df)
@@ -215,9 +216,10 @@ def _rules(
         if se == 0 or df <= 0:  # the heaviest task outweighs the rest beyond float precision
             note = "n/a: one task's weight leaves no measurable spread between tasks"
             rules.append(Interval(None, None, se, None, NO_INTERVAL, note))
-        elif difference:  # symmetric: excludes 0 exactly when the t test rejects
+        elif difference:  # t, each end as far as the exact bound of every task at one end
             low, high = max(-1.0, estimate - q * se), min(1.0, estimate + q * se)
-            rules.append(Interval(low, high, se, df, T_CR1, ""))
+            low, high, note = near_agreement(low, high, tops[row], bottoms[row], reach, bounds)
+            rules.append(Interval(low, high, se, df, T_CR1, note))
         else:
             low, high = agresti_coull(estimate, se, q, bounds)
             low, high, note = near_agreement(low, high, tops[row], bottoms[row], reach)
@@ -225,44 +227,59 @@ def _rules(
     return estimates, rules
 
 
-def agreement_ends(top: float, bottom: float, reach: float) -> tuple[float, float]:
+def agreement_ends(
+    top: float, bottom: float, reach: float, bounds: tuple[float, float] = LEVEL
+) -> tuple[float, float]:
     """The exact bound's lower end had every task been at *top* (the highest task value)
     and its upper end had every task been at *bottom* (the lowest), with *reach* the exact
     reach (:func:`exact_reach`) at the level: ``top * reach`` and ``1 - (1 - bottom) *
-    reach``. A level's interval reaches at least that far (:func:`near_agreement`)."""
-    return top * reach, 1 - (1 - bottom) * reach
+    reach`` for a level (``lo + (top - lo) * reach`` and ``hi - (hi - bottom) * reach`` on
+    the range *bounds*: [-1, 1] for a difference). An interval reaches at least that far
+    (:func:`near_agreement`)."""
+    lo, hi = bounds
+    return lo + (top - lo) * reach, hi - (hi - bottom) * reach
 
 
 def near_agreement(
-    low: float, high: float, top: float, bottom: float, reach: float
+    low: float,
+    high: float,
+    top: float,
+    bottom: float,
+    reach: float,
+    bounds: tuple[float, float] = LEVEL,
 ) -> tuple[float, float, str]:
-    """A level's Agresti-Coull interval widened to reach at least as far as the exact bound
-    of the tasks had they all been at their highest value (lower end) or all at their lowest
-    (upper end). Every task at 1 gets the exact bound [reach, 1] (0.692 at 10 tasks), but
-    nine at 1 and one at 0.999 got [0.9992, 1]: the rule took the tiny spread near an end for
-    the spread between tasks, so a worse batch claimed a far higher lower end than a better
-    one, and a partial score near 1 missed wherever a suite drew none of a population's few
-    low tasks. Now the interval goes to the exact bound continuously as the tasks come to
-    agree; where they spread widely (a task at 0 and one at 1) the Agresti-Coull interval is
-    the wider and stays as it was."""
-    floor, ceiling = agreement_ends(top, bottom, reach)
+    """An interval widened to reach at least as far as the exact bound of the tasks had
+    they all been at their highest value (lower end) or all at their lowest (upper end).
+    Every task at 1 gets the exact bound [reach, 1] (0.692 at 10 tasks), but nine at 1 and
+    one at 0.999 got [0.9992, 1]: the rule took the tiny spread near an end for the spread
+    between tasks, so a worse batch claimed a far higher lower end than a better one, and a
+    partial score near 1 missed wherever a suite drew none of a population's few low tasks.
+    Now the interval goes to the exact bound continuously as the tasks come to agree; where
+    they spread widely (a task at 0 and one at 1) the rule's interval is the wider and stays
+    as it was. A level's Agresti-Coull interval (since the seventeenth round) and a paired
+    difference's t interval (*bounds* [-1, 1], since the nineteenth: nine tasks moved by +1
+    and one by +0.75 gave [+0.918, +1] beside the exact bound [+0.383, +1] of all ten at +1,
+    and 10 tasks of a population where 15% of tasks got worse covered 0.84)."""
+    floor, ceiling = agreement_ends(top, bottom, reach, bounds)
+    what, sign = ("value", "") if bounds == LEVEL else ("difference", "+")
     said = []
     if floor < low - _TIE:
         low = floor
-        said.append(f"lower end widened to the exact bound of every task at the highest value, "
-                    f"{_shown(top)}")  # fmt: skip
+        said.append(f"lower end widened to the exact bound of every task at the highest "
+                    f"{what}, {_shown(top, sign)}")  # fmt: skip
     if ceiling > high + _TIE:
         high = ceiling
-        said.append(f"upper end widened to the exact bound of every task at the lowest value, "
-                    f"{_shown(bottom)}")  # fmt: skip
+        said.append(f"upper end widened to the exact bound of every task at the lowest "
+                    f"{what}, {_shown(bottom, sign)}")  # fmt: skip
     return low, high, "; ".join(said)
 
 
-def _shown(value: float) -> str:
-    """*value* with three decimals, or more where three would round it onto 0 or 1."""
-    shown = f"{value:.3f}"
-    if float(shown) in (0.0, 1.0) and abs(value - float(shown)) > _TIE:
-        shown = f"{value:.6g}"
+def _shown(value: float, sign: str = "") -> str:
+    """*value* with three decimals, or more where three would round it onto -1, 0 or 1;
+    *sign* ``"+"`` for a difference."""
+    shown = f"{value:{sign}.3f}"
+    if float(shown) in (-1.0, 0.0, 1.0) and abs(value - float(shown)) > _TIE:
+        shown = f"{value:{sign}.6g}"
     return shown
 
 
