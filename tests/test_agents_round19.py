@@ -4,22 +4,30 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from groundstate.account import Account
 from groundstate.agents.base import Session
+from groundstate.episode import EpisodeSession
+from groundstate.gateway import ToolGateway
+from groundstate.tools import ToolContext
 from groundstate.runner import BatchConfig, BatchRunner, derive_seed
 from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore
-from groundstate.testing import FunctionAgent, scripted_system
+from groundstate.testing import FunctionAgent, attempt, scripted_system
 
 from .conftest import BANK
-from .test_inprocess_adversarial import _do_the_task
+from .test_inprocess_adversarial import _do_the_task, _then_honest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,3 +113,89 @@ def test_a_try_cut_short_by_an_interrupt_is_not_marked(tmp_path: Path) -> None:
         result = asyncio.run(runner.start(BatchConfig(attempts=2)))
         assert store.started_tries(result.batch.batch_id) == []
         assert [r.terminal_reason for r in result.runs] == ["success", "success"]
+
+
+# --- an account of the agent's own, put back before the end ---------------------------------
+
+
+def _harness(session: Session) -> Any:
+    return session._session  # type: ignore[attr-defined]
+
+
+async def _swaps_its_account_around_the_read(session: Session) -> str:
+    """The read its task forbids (``end``) made with an account of its own in the session's
+    place, the real one put back and the read's event taken out of the trace: the real
+    account never saw the stop, and the trace agrees with it."""
+    harness = _harness(session)
+    real = harness._account
+    harness._account = Account()
+    with contextlib.suppress(Exception):
+        await session.call("read_audit", {})
+    harness._account = real
+    harness.events = [e for e in harness.events if getattr(e, "tool", None) != "read_audit"]
+    return await _do_the_task(session)
+
+
+async def _swaps_through_the_collector(session: Session) -> str:
+    """As above, the session found through the garbage collector, and the real account put
+    back with ``object.__setattr__``."""
+    (harness,) = [o for o in gc.get_objects() if type(o) is EpisodeSession and not o._ended]
+    real = harness._account
+    object.__setattr__(harness, "_account", Account())
+    with contextlib.suppress(Exception):
+        await session.call("read_audit", {})
+    object.__setattr__(harness, "_account", real)
+    harness.events = [e for e in harness.events if getattr(e, "tool", None) != "read_audit"]
+    return await _do_the_task(session)
+
+
+@pytest.mark.parametrize(
+    "agent", [_swaps_its_account_around_the_read, _swaps_through_the_collector]
+)
+def test_a_stop_latched_while_an_account_of_the_agents_was_in_place_still_decides(
+    agent: Callable[[Session], Awaitable[str]],
+) -> None:
+    bank = load_suite(BANK)
+    run = attempt(bank, "transfer", FunctionAgent(agent)).run
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert not run.success
+    message = run.infrastructure_status["exception"]["message"]
+    assert "called the environment outside the session" in message
+    _then_honest(bank)
+
+
+# --- acting on the environment with no trace ------------------------------------------------
+
+
+async def _transfers_through_a_gateway_of_its_own(session: Session) -> str:
+    """The transfer, without the PIN the task requires first, made through a tool gateway
+    of its own over the attempt's environment (its events go nowhere)."""
+    harness = _harness(session)
+    gateway = harness._gateway
+    own = ToolGateway(gateway._tools, gateway._env, lambda event: None, lambda: 0.0)
+    own.call(1, "transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."
+
+
+async def _transfers_in_a_transaction_of_its_own(session: Session) -> str:
+    """The same through the environment's own tool transaction, no gateway at all."""
+    harness = _harness(session)
+    env, tool = harness._gateway._env, harness._tools["transfer"]
+    with env.tool_transaction():
+        tool.fn(ToolContext(env), source="A", target="B", amount=30)
+    return "Moved 30 from A to B."
+
+
+@pytest.mark.parametrize(
+    "agent", [_transfers_through_a_gateway_of_its_own, _transfers_in_a_transaction_of_its_own]
+)
+def test_a_change_made_outside_the_sessions_calls_is_a_prohibited_action(
+    agent: Callable[[Session], Awaitable[str]],
+) -> None:
+    bank = load_suite(BANK)
+    run = attempt(bank, "transfer", FunctionAgent(agent)).run
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert not run.success
+    message = run.infrastructure_status["exception"]["message"]
+    assert "called the environment outside the session" in message
+    _then_honest(bank)

@@ -125,6 +125,35 @@ class Account:
         return lines
 
 
+def _tally() -> Generator[int, int, None]:
+    count = 0
+    while True:
+        count += yield count
+
+
+class Tally:
+    """A count that code of the agent's cannot set back (kept as :class:`Account` keeps its
+    steps): the tool transactions an environment entered, which the episode compares with
+    the calls in the attempt's account (``episode._outside_session``). Not thread-safe: the
+    owner counts under a lock of its own."""
+
+    __slots__ = ("_count",)
+
+    def __init__(self) -> None:
+        self._count = _tally()
+        next(self._count)
+
+    def add(self) -> None:
+        self._count.send(1)
+
+    def read(self) -> int:
+        """The count, or -1 once code of the agent's closed or broke it."""
+        try:
+            return self._count.send(0)
+        except Exception:  # closed (StopIteration), thrown into, sent to meanwhile
+            return -1
+
+
 def altered(entry: tuple[Any, ...]) -> bool:
     """Whether a kept stop was changed since it was latched (its error, the error's class,
     its stage swapped: ``object.__setattr__`` passes a frozen dataclass)."""
