@@ -15,7 +15,10 @@ with the account's as it builds the record (``episode._untrue``) and keeps the a
 What this does not stop: an agent that closes the account (its stop then is a prohibited
 action, see :data:`CLOSED`), rebinds the session's account to one of its own and back while
 it acts, or, on Python 3.13 and later (``f_locals`` writes through), rebinds the
-generator's own variables.
+generator's own variables. The first is found as the attempt ends when what it did reached
+the environment: the environment's :class:`Tally` of the calls it entered exceeds the calls
+in the account, or the account holds a denied call or steps past the limit with no stop
+(``episode._outside_session``, ``episode._unlatched``).
 """
 
 from __future__ import annotations
