@@ -1,5 +1,7 @@
 """In-process agents, nineteenth round: an agent that ends the whole process (``os._exit``,
-``os.kill(os.getpid(), SIGKILL)``) mid-batch must not get its attempt run again on resume."""
+``os.kill(os.getpid(), SIGKILL)``) mid-batch must not get its attempt run again on resume;
+one that acts off its attempt's account (an account of its own in the session's place, a
+gateway or a transaction of its own) must not pass."""
 
 from __future__ import annotations
 
@@ -20,11 +22,11 @@ from groundstate.account import Account
 from groundstate.agents.base import Session
 from groundstate.episode import EpisodeSession
 from groundstate.gateway import ToolGateway
-from groundstate.tools import ToolContext
 from groundstate.runner import BatchConfig, BatchRunner, derive_seed
 from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore
 from groundstate.testing import FunctionAgent, attempt, scripted_system
+from groundstate.tools import ToolContext
 
 from .conftest import BANK
 from .test_inprocess_adversarial import _do_the_task, _then_honest

@@ -1208,7 +1208,9 @@ def _unlatched(session: EpisodeSession, account: Account) -> bool:
 
 def _denied_call(line: str) -> bool:
     event = json.loads(line)
-    return event.get("kind") == "tool_call" and event.get("error_class") == "permission_denied"
+    return bool(
+        event.get("kind") == "tool_call" and event.get("error_class") == "permission_denied"
+    )
 
 
 def _entered_call(line: str) -> bool:

@@ -498,7 +498,7 @@ class BatchRunner:
                 retry=0 if previous is None else previous.retry + 1,
                 retry_of=None if previous is None else previous.run_id,
             )
-            marked = False
+            marked, stored = False, None
             try:
                 async with limit:
                     self.interrupt.check()
@@ -506,17 +506,17 @@ class BatchRunner:
                         return
                     marked = self._mark_started(batch, task_id, info)
                     output = await self._executor.run(self._job(task_id, info))
-                    if marked:  # stored before the next agent of this process starts
+                    if marked:  # stored (its mark removed) before another try takes its place
                         self.interrupt.check()
-                        previous = await writer.store(output)
-                if not marked:
+                        stored = await writer.store(output)
+                if stored is None:
                     self.interrupt.check()  # a try the signal cut short is not stored
-                    previous = await writer.store(output)
-                marked = False  # stored: its mark went in the same transaction
+                    stored = await writer.store(output)
             finally:
-                if marked:  # not stored, and not by the process's end: no try cut short
+                if marked and stored is None:  # unstored with the process alive: not cut short
                     with suppress(StoreError):
                         self.store.forget_started([info.run_id])
+            previous = stored
             if self.on_run is not None:
                 self.on_run(previous)
 
