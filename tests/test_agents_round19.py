@@ -20,7 +20,7 @@ import pytest
 
 from groundstate.account import Account
 from groundstate.agents.base import Session
-from groundstate.episode import EpisodeSession
+from groundstate.episode import GRADING, EpisodeSession
 from groundstate.gateway import ToolGateway
 from groundstate.runner import BatchConfig, BatchRunner, derive_seed
 from groundstate.spec.suite import load_suite
@@ -247,4 +247,32 @@ def test_an_account_holding_what_should_have_stopped_the_attempt_stops_it(
     run = attempt(bank, "transfer", FunctionAgent(agent)).run
     assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
     assert "with no stop latched" in run.infrastructure_status["exception"]["message"]
+    _then_honest(bank)
+
+
+def test_a_change_made_outside_the_session_as_grading_starts_is_a_prohibited_action() -> None:
+    """A thread the agent left running makes the transfer through a transaction of its own
+    just as the attempt's grading starts (the moment is made exact here through the
+    episode's ``GRADING`` hook): the graded state has it, the trace has not. Without the
+    count of calls entered it was a ``success`` for an agent that did nothing."""
+    bank = load_suite(BANK)
+    found: list[Any] = []
+
+    async def leaves_a_hand_in(session: Session) -> str:
+        found.append(_harness(session))
+        return "Moved 30 from A to B."
+
+    def at_grading() -> None:
+        harness = found[0]
+        env, tool = harness._gateway._env, harness._tools["transfer"]
+        with env.tool_transaction():
+            tool.fn(ToolContext(env), source="A", target="B", amount=30)
+
+    token = GRADING.set(at_grading)
+    try:
+        run = attempt(bank, "transfer", FunctionAgent(leaves_a_hand_in)).run
+    finally:
+        GRADING.reset(token)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert "outside the session" in run.infrastructure_status["exception"]["message"]
     _then_honest(bank)
