@@ -15,7 +15,10 @@ with the account's as it builds the record (``episode._untrue``) and keeps the a
 What this does not stop: an agent that closes the account (its stop then is a prohibited
 action, see :data:`CLOSED`), rebinds the session's account to one of its own and back while
 it acts, or, on Python 3.13 and later (``f_locals`` writes through), rebinds the
-generator's own variables.
+generator's own variables. The first is found as the attempt ends when what it did reached
+the environment: the environment's :class:`Tally` of the calls it entered exceeds the calls
+in the account, or the account holds a denied call or steps past the limit with no stop
+(``episode._outside_session``, ``episode._unlatched``).
 """
 
 from __future__ import annotations
@@ -123,6 +126,35 @@ class Account:
             node = node[1]
         lines.reverse()
         return lines
+
+
+def _tally() -> Generator[int, int, None]:
+    count = 0
+    while True:
+        count += yield count
+
+
+class Tally:
+    """A count that code of the agent's cannot set back (kept as :class:`Account` keeps its
+    steps): the tool transactions an environment entered, which the episode compares with
+    the calls in the attempt's account (``episode._outside_session``). Not thread-safe: the
+    owner counts under a lock of its own."""
+
+    __slots__ = ("_count",)
+
+    def __init__(self) -> None:
+        self._count = _tally()
+        next(self._count)
+
+    def add(self) -> None:
+        self._count.send(1)
+
+    def read(self) -> int:
+        """The count, or -1 once code of the agent's closed or broke it."""
+        try:
+            return self._count.send(0)
+        except Exception:  # closed (StopIteration), thrown into, sent to meanwhile
+            return -1
 
 
 def altered(entry: tuple[Any, ...]) -> bool:

@@ -44,6 +44,7 @@ from groundstate.episode import (
     AttemptOutput,
     EnvironmentFactory,
     default_environment,
+    lost_attempt,
     reset_checked,
 )
 from groundstate.errors import (
@@ -54,6 +55,7 @@ from groundstate.errors import (
     StoreError,
 )
 from groundstate.executors import Executor, InProcessExecutor
+from groundstate.executors._job import WorkerDied
 from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
@@ -68,6 +70,7 @@ from groundstate.store import (
     PreparedRun,
     Problem,
     RunStore,
+    StartedTry,
     parse_stored,
     prepare_run,
 )
@@ -403,6 +406,7 @@ class BatchRunner:
                 batch = self.store.batch(batch.batch_id)
             if verify:
                 self._verify(batch.batch_id)
+            self._record_cut_short(batch)
             before = self.store.runs(batch.batch_id)
             last, slots = _unfinished_slots(batch, before)
             if preflight and slots:  # nothing to run: no canary, no smoke run (model calls)
@@ -494,15 +498,88 @@ class BatchRunner:
                 retry=0 if previous is None else previous.retry + 1,
                 retry_of=None if previous is None else previous.run_id,
             )
-            async with limit:
-                self.interrupt.check()
-                if failed:
-                    return
-                output = await self._executor.run(self._job(task_id, info))
-            self.interrupt.check()  # a try the signal cut short is not stored
-            previous = await writer.store(output)
+            marked, stored = False, None
+            try:
+                async with limit:
+                    self.interrupt.check()
+                    if failed:
+                        return
+                    marked = self._mark_started(batch, task_id, info)
+                    output = await self._executor.run(self._job(task_id, info))
+                    if marked:  # stored (its mark removed) before another try takes its place
+                        self.interrupt.check()
+                        stored = await writer.store(output)
+                if stored is None:
+                    self.interrupt.check()  # a try the signal cut short is not stored
+                    stored = await writer.store(output)
+            finally:
+                if marked and stored is None:  # unstored with the process alive: not cut short
+                    with suppress(StoreError):
+                        self.store.forget_started([info.run_id])
+            previous = stored
             if self.on_run is not None:
                 self.on_run(previous)
+
+    def _mark_started(self, batch: BatchInfo, task_id: str, info: AttemptInfo) -> bool:
+        """Mark the try in the store as it starts, when its agent runs in this process: an
+        agent that ends the process (``os._exit``, ``os.kill(os.getpid(), SIGKILL)``) leaves
+        the mark, and the resume records the try as its crash (:meth:`_record_cut_short`)
+        instead of running it again (another draw for the agent). Other executors record a
+        worker's death themselves."""
+        if not isinstance(self._executor, InProcessExecutor):
+            return False
+        started = StartedTry(
+            run_id=info.run_id,
+            task_id=task_id,
+            attempt=info.attempt,
+            retry=info.retry,
+            retry_of=info.retry_of,
+            seed=info.seed,
+            started_at=datetime.now(UTC),
+            pid=os.getpid(),
+            host=socket.gethostname(),
+        )
+        self.store.mark_started(batch.batch_id, started)
+        return True
+
+    def _record_cut_short(self, batch: BatchInfo) -> None:
+        """Store, as ``agent_failure/crashed``, each try of *batch* that a process running it
+        in-process started and never stored (see :meth:`_mark_started`): that process ended
+        during it, and the lease (now this process's) says it is gone. In-process, whichever
+        agent ended it is not known: every try it was running is recorded so (the system
+        under test is the same), as a process-pool worker's death records the try it ran.
+        A try already stored (its mark left by hand) is only unmarked."""
+        cut = self.store.started_tries(batch.batch_id)
+        if not cut:
+            return
+        stored = {(r.task_id, r.attempt, r.retry) for r in self.store.runs(batch.batch_id)}
+        rows = []
+        for started in cut:
+            task = self.suite.tasks.get(started.task_id)
+            if task is None or (started.task_id, started.attempt, started.retry) in stored:
+                continue
+            info = AttemptInfo(
+                run_id=started.run_id,
+                batch_id=batch.batch_id,
+                attempt=started.attempt,
+                seed=started.seed,
+                retry=started.retry,
+                retry_of=started.retry_of,
+            )
+            cause = (
+                f"the process running the batch in-process (pid {started.pid} on "
+                f"{started.host}) ended during this try, not stored: an agent's os._exit or "
+                "fatal signal, or the process killed from outside"
+            )
+            evidence = {"cause": cause, "executor": "in-process", "in_flight": len(cut)}
+            output = lost_attempt(
+                task, self.system, info, WorkerDied(cause), "agent", evidence,
+                started.started_at, 0.0,
+            )  # fmt: skip
+            rows.append(prepare_run(output.run, output.artifacts))
+        if rows:
+            self.store.add_prepared(rows, leased=batch.batch_id)
+        self.store.forget_started([started.run_id for started in cut])
 
     def _agent(self) -> Agent:
         return self.make_agent() if self.make_agent else load_agent(self.system)

@@ -207,6 +207,13 @@ CREATE TABLE IF NOT EXISTS invalid_task_chains (
     length INTEGER NOT NULL,
     head TEXT NOT NULL
 );
+-- a try an in-process batch started and has not stored yet: left behind, its process ended
+-- during it (an agent's os._exit); a resume records it (``RunStore.started_tries``)
+CREATE TABLE IF NOT EXISTS started_tries (
+    run_id TEXT PRIMARY KEY,
+    batch_id TEXT NOT NULL,
+    record TEXT NOT NULL
+);
 -- a batch verified in full: what ``report`` re-checks cheaply instead (groundstate/integrity.py)
 CREATE TABLE IF NOT EXISTS seals (
     batch_id TEXT PRIMARY KEY,
@@ -718,6 +725,20 @@ class RunLabels(BaseModel):
     created_at: datetime
 
 
+class StartedTry(BaseModel):
+    """A try of an in-process batch marked as it started (see :meth:`RunStore.mark_started`)."""
+
+    run_id: str
+    task_id: str
+    attempt: int
+    retry: int
+    retry_of: str | None
+    seed: int
+    started_at: datetime
+    pid: int
+    host: str
+
+
 class Lease(BaseModel):
     """The process running a batch: refused to others while live."""
 
@@ -1035,6 +1056,9 @@ class RunStore:
                 "INSERT OR REPLACE INTO chains VALUES (?, ?, ?)",
                 [(batch_id, length, head) for batch_id, (length, head) in heads.items()],
             )
+            db.executemany(  # stored: no longer a try cut short
+                "DELETE FROM started_tries WHERE run_id = ?", [(r.run.run_id,) for r in rows]
+            )
 
     def _insert_run(self, db: sqlite3.Connection, row: PreparedRun, seq: int, head: str) -> str:
         """Insert one prepared record as link *seq* after *head*; return its chain hash."""
@@ -1212,6 +1236,42 @@ class RunStore:
             raise StoreError(
                 f"cannot write to the run store {self.path}: {exc}{_why(exc, self.path)}"
             ) from exc
+
+    # --- tries started ---------------------------------------------------------------------
+
+    def mark_started(self, batch_id: str, started: StartedTry) -> None:
+        """Note, before it runs, a try that an in-process agent could end with the process
+        (``os._exit``, a fatal signal): left behind by a process that ended during it, it is
+        found by :meth:`started_tries` (a resume records it); storing the try removes it."""
+        with self._transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO started_tries VALUES (?, ?, ?)",
+                (started.run_id, batch_id, started.model_dump_json()),
+            )
+
+    def forget_started(self, run_ids: Sequence[str]) -> None:
+        """Remove the marks of tries that ended without being stored (an interrupt, a store
+        error): not cut short by their process's end."""
+        with self._transaction() as db:
+            db.executemany("DELETE FROM started_tries WHERE run_id = ?", [(r,) for r in run_ids])
+
+    def started_tries(self, batch_id: str) -> list[StartedTry]:
+        """The tries of *batch_id* marked started and never stored (see :meth:`mark_started`);
+        a mark that does not read as one is named in a :class:`StoreError`."""
+        found = []
+        rows = self._db.execute(
+            "SELECT run_id, record FROM started_tries WHERE batch_id = ? ORDER BY rowid",
+            (batch_id,),
+        ).fetchall()
+        for run_id, record in rows:
+            try:
+                found.append(StartedTry.model_validate_json(record))
+            except ValueError as exc:
+                raise StoreError(
+                    f"the run store {self.path} holds an unreadable mark of a try started in "
+                    f"batch {batch_id} (run {run_id}): {exc}"
+                ) from exc
+        return found
 
     # --- leases ---------------------------------------------------------------------------
 
@@ -2215,7 +2275,8 @@ _OPTIONAL = {"invalid_tasks_added.batch_id", "invalid_tasks_added.task_id",
              "sessions.chain_hash", "session_chains.batch_id", "session_chains.length",
              "session_chains.head", "invalid_tasks_added.seq", "invalid_tasks_added.record_hash",
              "invalid_tasks_added.chain_hash", "invalid_task_chains.batch_id",
-             "invalid_task_chains.length", "invalid_task_chains.head"}  # fmt: skip
+             "invalid_task_chains.length", "invalid_task_chains.head", "started_tries.run_id",
+             "started_tries.batch_id", "started_tries.record"}  # fmt: skip
 """Columns a store made before them is read without (a read-only one cannot gain them):
 without those tables, no resume added an invalid task, and no session was recorded."""
 
