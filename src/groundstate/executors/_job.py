@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import multiprocessing
 import os
 import pickle
+import queue
 import signal
 import struct
 import sys
@@ -170,31 +170,56 @@ def received(payload: bytes) -> AttemptJob:
     return job
 
 
-def execute(payload: bytes) -> PreparedRun:
-    """Run the job *payload* holds (:func:`sendable`) in a worker (a Ray task) and return its
-    record, prepared for the store (it travels back as its stored text: see
-    :class:`PreparedRun`).
+GRADING_STARTS = "grading"
+"""What a Ray task streams as its attempt's grading starts (see :func:`execute_announced`)."""
+
+
+def execute_announced(payload: bytes) -> Iterator[PreparedRun | str | None]:
+    """Run the job *payload* holds (:func:`sendable`) as a streaming Ray task: ``None``
+    first, as the attempt starts (its hard limit runs from then, not from when the task was
+    queued), :data:`GRADING_STARTS` as its grading starts (a death from then on is the
+    grader's: see :func:`_grading`), then the record (it travels back as its stored text:
+    see :class:`PreparedRun`). The attempt runs in a thread of its own, as in a pool
+    worker, while this generator streams what it says.
 
     Failures outside the attempt (the suite cannot be loaded, the agent cannot be built)
     come back as :class:`ExecutorError` with a plain message: an exception class with its own
-    constructor arguments may not survive pickling back to the parent.
-    """
+    constructor arguments may not survive pickling back to the parent."""
+    yield None
     shut_out_signals()  # a Ray worker runs task after task
     try:
-        return _prepared(asyncio.run(_job_attempt(received(payload))))
+        job = received(payload)
     except Exception as exc:
         raise _plain(exc) from None
+    said: queue.SimpleQueue[str | Outcome] = queue.SimpleQueue()
+    ray_threads = _RAY_THREADS.setdefault("names", _thread_names())
+    tell = partial(_tell_grading, said.put, ray_threads)
+    submit(partial(_job_attempt, job, tell), f"attempt-{job.info.run_id[:8]}", said.put)
+    while (item := said.get()) == GRADING_STARTS:
+        yield GRADING_STARTS
+    error, output = item
+    if error is not None:
+        raise (_plain(error) if isinstance(error, Exception) else ExecutorError(repr(error)))
+    yield _prepared(output)
 
 
-def execute_announced(payload: bytes) -> Iterator[PreparedRun | None]:
-    """:func:`execute` as a streaming Ray task: ``None`` first, as the attempt starts (its
-    hard limit runs from then, not from when the task was queued), then the record."""
-    yield None
-    yield execute(payload)
+_RAY_THREADS: dict[str, frozenset[str]] = {}
+"""The names of the threads a Ray worker ran before its first attempt (Ray's own)."""
+
+
+def _thread_names() -> frozenset[str]:
+    return frozenset(t.name for t in threading.enumerate())
+
+
+def _tell_grading(put: Callable[[str], None], ray_threads: frozenset[str]) -> None:
+    """Say that grading starts, unless code of an agent's may still run in this Ray worker
+    (as :func:`_grading` in a pool worker; Ray's own threads are not an agent's)."""
+    if not _agents_alive(ray_threads):
+        put(GRADING_STARTS)
 
 
 async def _job_attempt(job: AttemptJob, grading: Callable[[], None] | None = None) -> AttemptOutput:
-    GRADING.set(grading)  # in this attempt's own context (Ray: none yet)
+    GRADING.set(grading)  # in this attempt's own context
     return await run_job(job, job_suite(job))
 
 
@@ -212,12 +237,13 @@ def _grading(results: Outbox, key: int) -> Callable[[], None]:
     return grading
 
 
-def _agents_alive() -> bool:
-    """Whether code of an agent's may still run in this worker: a thread not the harness's,
-    a loop thread still running an agent (named ``agent-``: one past its time limit), a
-    child process."""
+def _agents_alive(known: frozenset[str] = frozenset()) -> bool:
+    """Whether code of an agent's may still run in this worker: a thread not the harness's
+    (nor one of the *known* names: a Ray worker's own), a loop thread still running an agent
+    (named ``agent-``: one past its time limit), a child process."""
     mine = [t.name for t in threading.enumerate()]
-    return any(not n.startswith(OURS) or n.startswith("agent-") for n in mine) or bool(children())
+    foreign = [n for n in mine if not n.startswith(OURS) and n not in known]
+    return bool(foreign) or any(n.startswith("agent-") for n in mine) or bool(children())
 
 
 def _prepared(output: AttemptOutput | None) -> PreparedRun:
@@ -226,7 +252,8 @@ def _prepared(output: AttemptOutput | None) -> PreparedRun:
 
 
 def _plain(exc: BaseException) -> ExecutorError:
-    """*exc* as an :class:`ExecutorError` whose message says it all (see :func:`execute`)."""
+    """*exc* as an :class:`ExecutorError` whose message says it all (see
+    :func:`execute_announced`)."""
     if isinstance(exc, ExecutorError):
         return exc
     return ExecutorError(f"{type(exc).__name__}: {exc}")
@@ -611,7 +638,7 @@ class _Serving:
                 # Pickled apart from the message, so that a failure is this job's; only
                 # the stored form travels (see PreparedRun).
                 message = ("done", key, pickle.dumps(_prepared(output)))
-            except BaseException as exc:  # with a plain message (see execute)
+            except BaseException as exc:  # with a plain message (see execute_announced)
                 plain = _plain(exc) if isinstance(exc, Exception) else exc
                 message = ("failed", key, str(plain) or type(plain).__name__)
             self._finish(key, message, leftovers(output, self._baseline))

@@ -12,7 +12,14 @@ from typing import Any
 
 from groundstate.episode import AttemptJob, AttemptOutput
 from groundstate.errors import ExecutorError
-from groundstate.executors._job import execute_announced, hard_limit, lost, prepared, sendable
+from groundstate.executors._job import (
+    GRADING_STARTS,
+    execute_announced,
+    hard_limit,
+    lost,
+    prepared,
+    sendable,
+)
 from groundstate.executors.local import HARD_GRACE
 from groundstate.spec.suite import Suite
 from groundstate.store import PreparedRun
@@ -89,8 +96,9 @@ class RayExecutor:
         crash of the agent's making: ``os._exit``, a fatal signal, Ray's out-of-memory
         killer) or that runs past its hard limit (killed, with its worker) ends as
         ``agent_failure/crashed`` or ``agent_failure/time_limit``; a Ray task runs alone in
-        its worker, so the attempt is the one to blame. Any other failure of Ray stops the
-        batch."""
+        its worker, so the attempt is the one to blame. Once the task has said its grading
+        started (:data:`~groundstate.executors._job.GRADING_STARTS`), either ends it as
+        ``grader_failure``, as in the pool. Any other failure of Ray stops the batch."""
         if self._remote is None:
             raise ExecutorError("the Ray executor is not open")
         ray = _import_ray()
@@ -102,17 +110,23 @@ class RayExecutor:
         except errors.RayError as exc:  # the attempt had not started: no agent's doing
             raise ExecutorError(f"Ray could not start task {job.task_id!r}: {exc}") from None
         started = time.monotonic()
+        grading = False
         try:
-            row: PreparedRun = await asyncio.wait_for(_next_value(returns), limit)
+            while True:
+                left = None if limit is None else max(limit - (time.monotonic() - started), 0)
+                row = await asyncio.wait_for(_next_value(returns), left)
+                if row != GRADING_STARTS:
+                    break
+                grading = True
         except asyncio.CancelledError:  # the batch stops: so does the attempt, on a cluster too
             ray.cancel(returns, force=True)
             raise
         except TimeoutError:
             ray.cancel(returns, force=True)
-            return lost(job, self.suite, "its Ray worker was killed", started, True)
+            return lost(job, self.suite, "its Ray worker was killed", started, True, grading)
         except (errors.WorkerCrashedError, errors.OutOfMemoryError) as exc:
             cause = f"its Ray worker died ({type(exc).__name__})"
-            return lost(job, self.suite, cause, started, False)
+            return lost(job, self.suite, cause, started, False, grading)
         except errors.RayTaskError as exc:  # its message: Ray's traceback, then the error
             message = _line(exc, -1)
             if isinstance(exc.as_instanceof_cause(), ExecutorError):
@@ -120,6 +134,8 @@ class RayExecutor:
             raise ExecutorError(f"a Ray task of task {job.task_id!r} failed: {message}") from None
         except errors.RayError as exc:
             raise ExecutorError(f"Ray could not run task {job.task_id!r}: {_line(exc)}") from None
+        if not isinstance(row, PreparedRun):
+            raise ExecutorError(f"a Ray task of task {job.task_id!r} sent {type(row).__name__}")
         return prepared(row)
 
 
