@@ -35,6 +35,7 @@ from groundstate.spec.system import SystemSpec, load_system
 from groundstate.store import RunStore
 
 from .conftest import BANK, HANG, without_keys
+from .test_executors import _report
 from .test_executors_adversarial import VOLATILE, rogue_system, run
 from .test_scale_round17 import chain, judged_bank, speaking_system
 
@@ -96,12 +97,17 @@ async def adversary(session, bad: dict, marks: str = "", wait: float = 0.0) -> o
         return {{"moved": 30, "to": {{"B", "A"}}, "how": Opaque(), "lock": threading.Lock()}}
     if mode == "huge":
         return "Moved 30 from A to B. " + "z" * 2_000_000
+    if mode == "print":  # kept as the attempt's stdout.txt and stderr.txt
+        print("to stdout, \u00e9", "x" * 10_000)
+        print("to stderr", file=sys.stderr)
+    if mode == "surrogate":  # not UTF-8
+        return "Moved 30 from A to B \\udc80."
     return f"Moved 30 from A to B. checkmode:{{mode}}"
 """
 
 CASES = {2: "raise", 3: "block", 4: "await", 5: "explode", 6: "nonjson", 7: "huge",
-         8: "check-raise", 9: "check-hang"}  # fmt: skip
-"""Attempt -> what it does; attempts 1 and 10 behave."""
+         8: "check-raise", 9: "check-hang", 10: "print", 11: "surrogate"}  # fmt: skip
+"""Attempt -> what it does; attempts 1 and 12 behave."""
 
 EXPECTED = [
     (1, 0, "success", True),
@@ -117,6 +123,8 @@ EXPECTED = [
     (9, 0, "grader_failure", False),
     (9, 1, "grader_failure", False),
     (10, 0, "success", True),
+    (11, 0, "success", True),
+    (12, 0, "success", True),
 ]
 """Every try of the batch: (attempt, retry, terminal reason, valid)."""
 
@@ -174,13 +182,14 @@ def test_one_adversarial_batch_gives_the_same_records_on_every_executor(
     monkeypatch.setattr(outcome, "GRADER_TIME_LIMIT", LIMIT)
     suite, system = adversarial_suite(tmp_path), adversarial_system(tmp_path)
     names = ["in-process", "process", *(["ray"] if local_ray else [])]
-    results = {}
+    results, stored = {}, {}
     try:
         for name in names:
             executor = make_executor(name, suite)  # the default grace: no attempt is killed
-            results[name] = run(suite, system, tmp_path / f"{name}.db", executor, attempts=10)
+            results[name] = run(suite, system, tmp_path / f"{name}.db", executor, attempts=12)
             with RunStore(tmp_path / f"{name}.db") as store:
                 assert store.verify(results[name].batch.batch_id).ok
+                stored[name] = artifacts(store, results[name].batch.batch_id)
     finally:
         (tmp_path / "marks" / "released").touch()
         _wait_for_agent_threads()
@@ -189,6 +198,23 @@ def test_one_adversarial_batch_gives_the_same_records_on_every_executor(
     reference = comparable(results["in-process"].runs)
     for name in names[1:]:
         assert comparable(results[name].runs) == reference, name
+        assert _report(results[name]) == _report(results["in-process"]), name
+        assert stored[name] == stored["in-process"], name
+    printed = stored["in-process"][(10, 0)]
+    assert printed["stdout.txt"].startswith("to stdout, \u00e9 x")
+    assert printed["stderr.txt"] == "to stderr\n"
+
+
+def artifacts(store: RunStore, batch_id: str) -> dict[tuple[int, int], dict[str, str | None]]:
+    """Each try's artifacts by name: the text of what it printed; the others (traces, with
+    their clocks) named only."""
+    texts: dict[tuple[int, int], dict[str, str | None]] = {}
+    for one in store.runs(batch_id):
+        texts[(one.attempt, one.retry)] = {
+            name: store.read_artifact(where) if name in ("stdout.txt", "stderr.txt") else None
+            for name, where in one.artifact_locations.items()
+        }
+    return texts
 
 
 def _wait_for_agent_threads() -> None:
@@ -226,3 +252,49 @@ def test_on_ray_a_check_that_kills_its_worker_is_a_grader_failure_as_in_the_pool
     assert all(r.infrastructure_status["worker"]["grading"] for r in killed)
     crashed = [r for r in result.runs if r.attempt in (4, 5)]
     assert all("grading" not in r.infrastructure_status["worker"] for r in crashed)
+
+
+LEAVES = f"""
+
+def _lurker(marks):
+    end = time.monotonic() + {HANG}
+    while time.monotonic() < end and not os.path.exists(os.path.join(marks, "later")):
+        time.sleep(0.01)
+    os._exit(5)
+
+
+async def leaves(session, bad: dict, marks: str = "", wait: float = 0.0) -> object:
+    \"\"\"Attempt "lurk" leaves a thread that kills its process once a later attempt runs;
+    the others run as the rogue agent does.\"\"\"
+    mode = bad.get(str(session.seed))
+    if mode == "lurk":
+        open(os.path.join(marks, "lurking"), "w").close()
+        threading.Thread(target=_lurker, args=(marks,), daemon=True).start()
+        return await rogue(session, {{}}, marks)
+    if os.path.exists(os.path.join(marks, "lurking")):  # a later attempt: strike now
+        open(os.path.join(marks, "later"), "w").close()
+        await asyncio.sleep(0.5)
+    return await rogue(session, bad, marks, wait)
+"""
+
+
+def test_on_ray_what_an_attempt_leaves_in_its_worker_never_reaches_later_attempts(
+    tmp_path: Path, local_ray: bool
+) -> None:
+    """Ray reuses a worker from task to task: a thread an agent left there killed the worker
+    during a later attempt (that attempt's counted crash), and while it ran no later check
+    that killed the worker was the grader's. Now a Ray worker an attempt left something in
+    exits after that attempt's record, as a pool worker retires."""
+    if not local_ray:
+        pytest.skip("ray is not installed")
+    bank = load_suite(BANK)
+    rogue_system(tmp_path, {2: "lurk", 4: "environ"})
+    with (tmp_path / "rogue.py").open("a") as agent:
+        agent.write(LEAVES)
+    file = tmp_path / "rogue_system.yaml"
+    file.write_text(file.read_text().replace("rogue.py:rogue", "rogue.py:leaves"))
+    system = load_system(file)
+    result = run(bank, system, tmp_path / "ray.db", make_executor("ray", bank), 5, 1)
+    expected = {n: "success" for n in range(1, 6)}
+    expected[4] = "agent_failure/incorrect_state"  # it moved the money to C itself
+    assert {r.attempt: r.terminal_reason for r in result.runs} == expected

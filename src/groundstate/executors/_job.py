@@ -192,30 +192,55 @@ def execute_announced(payload: bytes) -> Iterator[PreparedRun | str | None]:
     except Exception as exc:
         raise _plain(exc) from None
     said: queue.SimpleQueue[str | Outcome] = queue.SimpleQueue()
-    ray_threads = _RAY_THREADS.setdefault("names", _thread_names())
-    tell = partial(_tell_grading, said.put, ray_threads)
+    heard = threading.Event()
+    if not _RAY_WORKER:  # its first attempt: what the worker is without any
+        _RAY_WORKER.append((_thread_names(), process_state()))
+    ray_threads, baseline = _RAY_WORKER[0]
+    tell = partial(_tell_grading, said.put, heard, ray_threads)
     submit(partial(_job_attempt, job, tell), f"attempt-{job.info.run_id[:8]}", said.put)
     while (item := said.get()) == GRADING_STARTS:
-        yield GRADING_STARTS
+        yield GRADING_STARTS  # back here once the caller has it (the task's backpressure)
+        heard.set()
     error, output = item
-    if error is not None:
-        raise (_plain(error) if isinstance(error, Exception) else ExecutorError(repr(error)))
+    if error is not None:  # the batch stops
+        raise _plain(error) if isinstance(error, Exception) else ExecutorError(repr(error))
+    left = leftovers(output, baseline, ray_threads)
     yield _prepared(output)
+    if left is not None:  # this worker takes no more attempts: it ends, once the caller
+        yield RETIRING  # has the record and this (the task's backpressure)
+        _kill_children()
+        os._exit(0)
 
 
-_RAY_THREADS: dict[str, frozenset[str]] = {}
-"""The names of the threads a Ray worker ran before its first attempt (Ray's own)."""
+RETIRING = "retiring"
+"""What a Ray task streams after its record when its attempt left something in its worker
+(see :func:`leftovers`); then the worker ends, as a retiring pool worker does, so that what
+was left reaches no later attempt."""
+
+_RAY_WORKER: list[tuple[frozenset[str], ProcessState]] = []
+"""The names of the threads a Ray worker ran before its first attempt (Ray's own), and its
+:func:`process_state` then."""
 
 
 def _thread_names() -> frozenset[str]:
     return frozenset(t.name for t in threading.enumerate())
 
 
-def _tell_grading(put: Callable[[str], None], ray_threads: frozenset[str]) -> None:
+def _tell_grading(
+    put: Callable[[str], None], heard: threading.Event, ray_threads: frozenset[str]
+) -> None:
     """Say that grading starts, unless code of an agent's may still run in this Ray worker
-    (as :func:`_grading` in a pool worker; Ray's own threads are not an agent's)."""
+    (as :func:`_grading` in a pool worker; Ray's own threads are not an agent's), and wait
+    until the caller has heard it (a pool worker's message is in its pipe once written; a
+    Ray task's yield is sent later, and a check that kills the worker at once lost it)."""
     if not _agents_alive(ray_threads):
         put(GRADING_STARTS)
+        heard.wait(HEARD_WAIT)
+
+
+HEARD_WAIT = 60.0
+"""Seconds grading waits for the caller of its Ray task to take the news that it starts
+(past it, it goes on: a death then stays the agent's)."""
 
 
 async def _job_attempt(job: AttemptJob, grading: Callable[[], None] | None = None) -> AttemptOutput:
@@ -446,7 +471,9 @@ def _ignored_signals() -> str:
 HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
 
 
-def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | None:
+def leftovers(
+    output: AttemptOutput | None, baseline: ProcessState, known: frozenset[str] = frozenset()
+) -> str | None:
     """What an attempt that just ended left in this worker that could reach later attempts,
     or None: an agent or a tool still running past the attempt's end (Python cannot stop a
     thread), an attempt stopped for changing the harness's code or its task in memory (what
@@ -454,7 +481,8 @@ def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | Non
     to :func:`process_state` since the worker started (*baseline*), a function or class of
     the harness's modules rebound since its episode put them back (a thread of the agent's
     still at it: see :mod:`groundstate.bindings`). A worker with leftovers takes no more
-    attempts and ends (killing them) once its running attempts are done."""
+    attempts and ends (killing them) once its running attempts are done. Threads named in
+    *known* are the process's own (a Ray worker's)."""
     run = None if output is None else output.run
     if run is not None and (
         run.terminal_reason == "agent_failure/time_limit"
@@ -463,7 +491,8 @@ def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | Non
         return "an agent or tool still running past its attempt's end"
     if run is not None and run.infrastructure_status.get("stop", {}).get("stage") == REBOUND:
         return f"the attempt changed the harness: {run.infrastructure_status['stop']['message']}"
-    foreign = sorted(t.name for t in threading.enumerate() if not t.name.startswith(OURS))
+    names = (t.name for t in threading.enumerate())
+    foreign = sorted(n for n in names if not n.startswith(OURS) and n not in known)
     if foreign:
         return f"threads left running: {', '.join(foreign[:5])}"
     now = process_state()

@@ -6,6 +6,7 @@ import asyncio
 import importlib.util
 import os
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -66,8 +67,11 @@ class RayExecutor:
                     f"cannot start or join {where}: {type(exc).__name__}: {exc}"
                 ) from None
             self._started = True
-        self._remote = ray.remote(
-            num_cpus=self.cpus_per_attempt, max_retries=0, num_returns="streaming"
+        self._remote = ray.remote(  # each item taken by the caller before the task goes on
+            num_cpus=self.cpus_per_attempt,
+            max_retries=0,
+            num_returns="streaming",
+            _generator_backpressure_num_objects=1,
         )(execute_announced)
 
     def _init_options(self) -> dict[str, Any]:
@@ -136,7 +140,21 @@ class RayExecutor:
             raise ExecutorError(f"Ray could not run task {job.task_id!r}: {_line(exc)}") from None
         if not isinstance(row, PreparedRun):
             raise ExecutorError(f"a Ray task of task {job.task_id!r} sent {type(row).__name__}")
+        await _the_end(ray, returns)
         return prepared(row)
+
+
+async def _the_end(ray: Any, returns: Any) -> None:
+    """Wait for the task's end, or for :data:`~groundstate.executors._job.RETIRING` (its
+    attempt left something in its worker: a thread, a changed ``os.environ``...), after
+    which its worker exits, as a retiring pool worker does: Ray reuses a worker from task to
+    task, and what was left reached later attempts (a thread that killed the worker during
+    another's attempt, a thread of the agent's that kept another's dying check from being
+    the grader's failure). The record is in hand: what becomes of the worker now is not
+    the attempt's."""
+    with suppress(StopAsyncIteration, ray.exceptions.RayError):
+        while True:  # to the end: the error of a worker that exited, unread, Ray would log
+            await _next_value(returns)
 
 
 def _line(exc: BaseException, which: int = 0) -> str:
