@@ -198,7 +198,7 @@ def execute_announced(payload: bytes) -> Iterator[PreparedRun | str | None]:
     ray_threads, baseline = _RAY_WORKER[0]
     tell = partial(_tell_grading, said.put, heard, ray_threads)
     submit(partial(_job_attempt, job, tell), f"attempt-{job.info.run_id[:8]}", said.put)
-    while (item := said.get()) == GRADING_STARTS:
+    while isinstance(item := said.get(), str):
         yield GRADING_STARTS  # back here once the caller has it (the task's backpressure)
         heard.set()
     error, output = item
