@@ -298,3 +298,44 @@ def test_on_ray_what_an_attempt_leaves_in_its_worker_never_reaches_later_attempt
     expected = {n: "success" for n in range(1, 6)}
     expected[4] = "agent_failure/incorrect_state"  # it moved the money to C itself
     assert {r.attempt: r.terminal_reason for r in result.runs} == expected
+
+
+GIL_CHECK = """
+
+import ctypes
+
+_judge = judge
+
+
+def judge(trace, s0):
+    if any("checkmode:gil" in (getattr(e, "text", None) or "") for e in trace):
+        ctypes.PyDLL(None).sleep(600)  # holds the GIL: only the hard limit ends it
+    return _judge(trace, s0)
+"""
+
+
+def test_a_check_holding_its_worker_past_the_hard_limit_is_a_grader_failure_on_pool_and_ray(
+    tmp_path: Path, local_ray: bool
+) -> None:
+    """A check in a C call that keeps the GIL is killed with its worker at the hard limit:
+    the grader's failure (rerun), with ``worker.overdue`` and ``worker.grading``, on the
+    pool and on Ray alike (Ray blamed the agent's time limit)."""
+    judged_bank(tmp_path)
+    with (tmp_path / "bank" / "judge.py").open("a") as checks:
+        checks.write(GIL_CHECK)
+    bank = load_suite(tmp_path / "bank")
+    system = speaking_system(tmp_path, {1: "gil"}, limit=2)
+    results = {}
+    for name in ["process", *(["ray"] if local_ray else [])]:
+        executor = make_executor(name, bank)
+        executor.grace = 0.5  # type: ignore[attr-defined]
+        results[name] = run(bank, system, tmp_path / f"{name}.db", executor, 2, 1)
+    for name, result in results.items():
+        assert chain(result.runs) == [
+            (1, 0, "grader_failure", False),
+            (1, 1, "grader_failure", False),
+            (2, 0, "success", True),
+        ], name
+        for killed in (r for r in result.runs if r.attempt == 1):
+            worker = killed.infrastructure_status["worker"]
+            assert (worker["overdue"], worker["grading"]) == (True, True), name
