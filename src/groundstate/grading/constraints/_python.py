@@ -38,7 +38,9 @@ def _result(constraint: PythonConstraint, returned: Returned[Evaluated]) -> Chec
         passed, evidence = returned.result()
     except Exception as exc:  # the grader is software too: record, don't crash the batch
         return _error(constraint, exc)
-    return CheckResult(id=constraint.id, kind="check", passed=passed, evidence=evidence)
+    # Checked already: *passed* a bool (call_check), *evidence* a dict read back from JSON
+    # (_run), so its keys are strings; the constructor's validation would find nothing.
+    return CheckResult.trusted(constraint.id, "check", passed, evidence)
 
 
 def _error(constraint: PythonConstraint, exc: Exception) -> CheckResult:
