@@ -20,7 +20,8 @@ def python_checks(
     states: States | None,
     limit: float,
 ) -> list[CheckResult]:
-    """Run each function on a copy of its own of the trace from *events*, each under *limit*
+    """Run each function on a copy of the trace from *events* (its own while it runs, see
+    :meth:`~groundstate.trace.TraceCopies.lend`), each under *limit*
     (handed to one thread together); an exception or a timeout is an error (a grader
     failure), not a fail."""
     if not constraints:
@@ -57,8 +58,9 @@ def _run(
     constraint: PythonConstraint, events: TraceCopies[AgentEvent], states: States
 ) -> Evaluated:
     # A copy: the function may not edit the trace the record keeps, nor another check's.
-    trace = events.fresh()
-    passed, evidence = call_check(constraint.check, states, trace, states.s0)
+    passed, evidence = events.lend(
+        lambda trace: call_check(constraint.check, states, trace, states.s0)
+    )
     # Evidence goes into the run record, which is JSON: make it so now, not at storing time
     # (nothing to make of none, the usual evidence of a pass). A set or an object becomes its
     # address-free repr, a set's items sorted: the same in every process and run.
