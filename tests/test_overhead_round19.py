@@ -297,3 +297,14 @@ def test_the_guard_sees_dict_writes_on_this_python() -> None:
     guard = Guard(value)
     value[1].text = "y"
     assert not guard.untouched()
+
+
+class _Slotted(MessageEvent):
+    __slots__ = ("note",)
+
+
+def test_a_model_with_slots_of_its_own_is_not_guarded() -> None:
+    """A slot's value is outside the model's ``__dict__``, where the guard does not look."""
+    event = _Slotted(step=1, role="user", text="x", at=0.0)
+    with pytest.raises(Unguardable):
+        Guard([event])

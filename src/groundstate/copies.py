@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+from functools import cache
 from itertools import chain
 from operator import attrgetter, is_
 from sys import getrefcount
@@ -141,14 +142,27 @@ class Guard(Generic[T]):
 
 
 def _plain_model(value: object) -> bool:
-    """A pydantic model pickled and copied as pydantic does (no pickling of its own)."""
+    """A pydantic model pickled and copied as pydantic does (no pickling of its own), whose
+    values are all in its ``__dict__`` (no slots of its own, which the guard would not see)."""
     from pydantic import BaseModel
 
     kind = type(value)
     return (
         isinstance(value, BaseModel)
+        and kind.__basicsize__ == _plain_size()
         and kind.__getstate__ is BaseModel.__getstate__
         and getattr(kind, "__setstate__", None) is BaseModel.__setstate__
         and kind.__reduce_ex__ is object.__reduce_ex__
         and kind.__reduce__ is object.__reduce__
     )
+
+
+@cache
+def _plain_size() -> int:
+    """The size of a model of a class that declares no slots."""
+    from pydantic import BaseModel
+
+    class Plain(BaseModel):
+        pass
+
+    return Plain.__basicsize__

@@ -223,11 +223,12 @@ class TraceCopies(Copies[list[E]]):
         the last check had is lent to the next one when its :class:`~groundstate.copies.
         Guard` shows it exactly as it was made (no list item, dict entry, model field or set
         field written, replaced or put back since), which is what a fresh copy would be. A
-        copy is taken back only from a check that returned (not one that raised, nor one
-        abandoned at its time limit, which never returns here) and left no reference to any
-        part of it behind (a global, a thread still running, an iterator, a weak
-        reference): nothing can edit it while the next check reads it. Once a check has
-        edited its copy, every check after it gets a fresh one, as without lending."""
+        copy is taken back only from a check that returned (not one that raised; one
+        abandoned at its time limit keeps its copy while it runs, and the checks after it
+        get fresh ones) and left no reference to any part of it behind (a global, a thread
+        still running, an iterator, a weak reference): nothing can edit it while the next
+        check reads it. Once a check has edited its copy, every check after it gets a fresh
+        one, as without lending."""
         with self._lock:
             spare, self._spare = self._spare, None
         if spare is not None and not spare.untouched():
