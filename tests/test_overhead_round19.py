@@ -145,6 +145,8 @@ EDITS: dict[str, Callable[[list[Any]], object]] = {
     "__dict__ replaced by an equal dict": _same_dict_again,
     "private values set": lambda t: object.__setattr__(t[0], "__pydantic_private__", {}),
     "event deleted and put back": lambda t: t.insert(0, t.pop(0)),
+    "a slot deleted": lambda t: object.__delattr__(t[0], "__pydantic_extra__"),
+    "set fields made a number": lambda t: object.__setattr__(t[0], "__pydantic_fields_set__", 5),
 }
 
 

@@ -135,7 +135,11 @@ class Guard(Generic[T]):
         return numbers, held
 
     def untouched(self) -> bool:
-        (numbers, held), (was_numbers, was_held) = self._now(), self._was
+        try:
+            numbers, held = self._now()
+        except Exception:  # a slot deleted, set fields made a number: changed, surely
+            return False
+        was_numbers, was_held = self._was
         return (
             numbers == was_numbers and len(held) == len(was_held) and all(map(is_, held, was_held))
         )

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, Field, GetCoreSchemaHandler, TypeAdapter
 from pydantic_core import CoreSchema, core_schema
 
-from groundstate.copies import Copies, Guard, Unguardable
+from groundstate.copies import Copies, Guard
 from groundstate.environments.base import RowWrite
 from groundstate.returned import stable_repr
 
@@ -249,7 +249,7 @@ class TraceCopies(Copies[list[E]]):
 def _guarded(copy: list[E]) -> Guard[list[E]] | None:
     try:
         return Guard(copy)
-    except Unguardable:  # a tool's own object, say: a fresh copy for every check
+    except Exception:  # Unguardable: a tool's own object, say; a fresh copy for every check
         return None
 
 
