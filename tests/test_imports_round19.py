@@ -17,6 +17,7 @@ and nothing is stored. Two places keep text: an Inspect score value (``Value`` i
 from __future__ import annotations
 
 import json
+from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -152,3 +153,130 @@ def test_the_row_format_keeps_reading_numbers_in_text(
         path.write_text(json.dumps(row) + "\n")
     batch = store.imported(path)
     assert store.runs(batch) == {("t", 1, 0): ("agent_failure", 0.25)}
+
+
+# --- audit: each real shape gives the figures its attempts say --------------------------------
+# For each format a small file as its writer lays it out (trials/epochs, errors, cancelled or
+# infrastructure-failed attempts, retries), the outcome of each valid attempt written down by
+# hand, and pass^k, pass@k and the success rate recomputed here from those outcomes alone.
+
+
+def _pass_hat(outcomes: dict[str, list[bool]], k: int) -> float:
+    """τ-bench's unbiased pass^k: the mean over tasks of C(c, k) / C(n, k)."""
+    return sum(comb(sum(o), k) / comb(len(o), k) for o in outcomes.values()) / len(outcomes)
+
+
+def _pass_at(outcomes: dict[str, list[bool]], k: int) -> float:
+    return sum(
+        1 - comb(len(o) - sum(o), k) / comb(len(o), k) for o in outcomes.values()
+    ) / len(outcomes)
+
+
+ERROR = {"message": "RuntimeError('boom')", "traceback": "Traceback ...",
+         "traceback_ansi": "Traceback ..."}  # fmt: skip
+CANCELLED = {**ERROR, "message": "CancelledError()"}
+
+
+def _inspect_log(tmp: Path) -> Path:
+    """Three epochs; an errored sample (the solver raised: the agent's crash, counted), a
+    cancelled one (invalid), one whose first try Inspect retried (an invalid try)."""
+    samples = [
+        sample("a", 1, {"m": {"value": "C"}}), sample("a", 2, {"m": {"value": "I"}}),
+        sample("a", 3, {"m": {"value": "C"}}),
+        sample("b", 1, {"m": {"value": "C"}}), sample("b", 2, {}, error=ERROR),
+        sample("b", 3, {}, error=CANCELLED),
+        sample("c", 1, {"m": {"value": "C"}}, error_retries=[ERROR]),
+        sample("c", 2, {"m": {"value": 1.0}}), sample("c", 3, {"m": {"value": 0.5}}),
+    ]  # fmt: skip
+    return write_json(tmp / "log.json", log(samples))
+
+
+def _tau2_run(tmp: Path) -> Path:
+    """τ² ``Results``: trials 0..2; an infrastructure error and a user-simulator error
+    (invalid), the step limit and a partial reward (failures, counted)."""
+    sims = [
+        simulation("s1", "1", 0), simulation("s2", "1", 1, 0.0), simulation("s3", "1", 2),
+        simulation("s4", "2", 0, 0.0, termination_reason="infrastructure_error"),
+        simulation("s5", "2", 1), simulation("s6", "2", 2, 0.0, termination_reason="max_steps"),
+        simulation("s7", "3", 0, 0.5), simulation("s8", "3", 1),
+        simulation("s9", "3", 2, 0.0, termination_reason="user_error"),
+    ]  # fmt: skip
+    return write_json(tmp / "results.json", {"info": {}, "tasks": [], "simulations": sims})
+
+
+def _tau_run(tmp: Path) -> Path:
+    """τ-bench ``EnvRunResult``s: trials 0..1, one raised in ``run.py`` (``info.error``, the
+    agent's crash under the default ``--errors agent``)."""
+    raised = {"error": "ValueError('x')", "traceback": "Traceback ..."}
+    items = [tau(0, 0, 1.0), tau(0, 1, 1.0), tau(1, 0, 0.0), tau(1, 1, 0.0, raised),
+             tau(2, 0, 1.0), tau(2, 1, 0.0)]  # fmt: skip
+    return write_json(tmp / "tau.json", items)
+
+
+def _harbor_job(tmp: Path) -> Path:
+    """A Harbor job: per task two trials; one cancelled (invalid), one timed out (counted),
+    one whose container never came up (invalid)."""
+    job = tmp / "job"
+    job.mkdir()
+    trials = [
+        trial("t", "t__a", {"reward": 1.0}), trial("t", "t__b", {"reward": 0.0}),
+        trial("u", "u__a", None, "CancelledError"), trial("u", "u__b", {"reward": 1.0}),
+        trial("v", "v__a", {"reward": 1.0}, "AgentTimeoutError"),
+        trial("v", "v__b", None, "EnvironmentStartTimeoutError"),
+        trial("v", "v__c", {"reward": 1}),
+    ]  # fmt: skip
+    write_json(job / "result.json", {"id": "j", "n_total_trials": len(trials), "stats": {}})
+    for each in trials:
+        (job / each["trial_name"]).mkdir()
+        write_json(job / each["trial_name"] / "result.json", each)
+    return job
+
+
+def _tb_results(tmp: Path) -> Path:
+    """``tb run``: two trials per task; an agent timeout whose tests passed (the timeout
+    decides), a trial never graded (invalid)."""
+    trials = [
+        tb_trial("hello", 1, True), tb_trial("hello", 2, True, "agent_timeout"),
+        tb_trial("fix", 1, False), tb_trial("fix", 2, True),
+        tb_trial("sum", 1, None), tb_trial("sum", 2, True),
+    ]  # fmt: skip
+    return write_json(tmp / "results.json", tb_run(trials))
+
+
+AUDIT = {  # format: (file, valid outcomes per task in attempt order, invalid attempts)
+    "inspect": (_inspect_log, {"a": [True, False, True], "b": [True, False],
+                               "c": [True, True, False]}, 1),  # and the retried try
+    "tau2-bench": (_tau2_run, {"1": [True, False, True], "2": [True, False],
+                               "3": [False, True]}, 2),
+    "tau-bench": (_tau_run, {"0": [True, True], "1": [False, False], "2": [True, False]}, 0),
+    "harbor": (_harbor_job, {"t": [True, False], "u": [True], "v": [False, True]}, 2),
+    "terminal-bench": (_tb_results, {"hello": [True, False], "fix": [False, True],
+                                     "sum": [True]}, 1),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(AUDIT))
+def test_a_real_shape_gives_the_figures_its_attempts_say(
+    store: Store, tmp_path: Path, name: str
+) -> None:
+    make, outcomes, invalid = AUDIT[name]
+    batch = store.imported(make(tmp_path))
+    runs = store.runs(batch)
+    stored: dict[str, list[bool]] = {}
+    for (task, _, _), (reason, _) in sorted(runs.items()):
+        if not reason.startswith(("environment_failure", "grader_failure")):
+            stored.setdefault(task, []).append(reason == "success")
+    assert stored == outcomes  # success per valid attempt, in attempt order
+    report = store.report(batch)
+    valid = sum(len(o) for o in outcomes.values())
+    assert (report["valid_attempts"], report["invalid_attempts"]) == (valid, invalid)
+    retried = 1 if name == "inspect" else 0  # an invalid try before the attempt's last
+    assert report["tries"]["invalid_tries"] == invalid + retried
+    assert report["success_rate"]["estimate"] == pytest.approx(  # each task weighs the same
+        sum(sum(o) / len(o) for o in outcomes.values()) / len(outcomes)
+    )
+    fewest = min(len(o) for o in outcomes.values())
+    for k in range(1, fewest + 1):
+        assert report["pass_hat_k"][str(k)]["estimate"] == pytest.approx(_pass_hat(outcomes, k))
+        assert report["pass_at_k"][str(k)]["estimate"] == pytest.approx(_pass_at(outcomes, k))
+    assert all(int(k) <= fewest for k in report["pass_hat_k"])  # stops at the fewest attempts
