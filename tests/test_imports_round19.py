@@ -167,9 +167,9 @@ def _pass_hat(outcomes: dict[str, list[bool]], k: int) -> float:
 
 
 def _pass_at(outcomes: dict[str, list[bool]], k: int) -> float:
-    return sum(
-        1 - comb(len(o) - sum(o), k) / comb(len(o), k) for o in outcomes.values()
-    ) / len(outcomes)
+    return sum(1 - comb(len(o) - sum(o), k) / comb(len(o), k) for o in outcomes.values()) / len(
+        outcomes
+    )
 
 
 ERROR = {"message": "RuntimeError('boom')", "traceback": "Traceback ...",
