@@ -111,6 +111,22 @@ def test_a_number_given_as_text_in_a_harness_file_is_refused(
 
 
 @pytest.mark.parametrize(
+    "make",
+    [
+        lambda t: _tau(t, reward=True),
+        lambda t: _tau2(t, reward_info={"reward": True}),
+        lambda t: _harbor(t, {"reward": True}),
+    ],
+    ids=["tau", "tau2", "harbor"],
+)
+def test_a_boolean_reward_is_refused(store: Store, tmp_path: Path, make: Any) -> None:
+    """Their rewards are ``float`` fields dumped by pydantic (a ``True`` given to the model is
+    written ``1.0``): a ``true`` in the file was not written by the harness."""
+    err = store.refused(make(tmp_path))
+    assert "reward: must be a number, got True" in err, err
+
+
+@pytest.mark.parametrize(
     ("make", "field"),
     [
         (lambda t: _tau(t, reward=1), "reward"),

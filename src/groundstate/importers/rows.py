@@ -233,9 +233,10 @@ def as_reward(value: Any) -> float:
     """A reward or score: a finite number in [0, 1] (within :data:`REWARD_TOLERANCE` of its
     ends, as float sums leave them). Another number is no reward these harnesses give: a 1.5
     was a failure kept with a partial score of 1, a -1 lowered the batch's mean reward. A JSON
-    ``true``/``false`` is 1/0, as the harnesses' own models (pydantic floats) read it."""
-    if isinstance(value, bool):
-        return float(value)
+    ``true``/``false`` or text is refused, as :func:`as_number` does: τ-bench, τ² and Harbor
+    dump their ``float`` rewards as numbers (pydantic turns a ``True`` given it into ``1.0``
+    before it writes), so neither is in a file they wrote. Inspect's score values, which may be
+    booleans, are read apart."""
     result = as_number(value)
     if not -REWARD_TOLERANCE <= result <= 1.0 + REWARD_TOLERANCE:
         raise ValueError(f"must be a reward in [0, 1], got {value!r}")
