@@ -32,6 +32,7 @@ from groundstate.analysis import (
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.html_text import environment
 from groundstate.report.numbers import (
+    APART,
     NO_VALID_FIGURE,
     amount,
     apart,
@@ -48,6 +49,7 @@ from groundstate.report.numbers import (
     share,
     signed,
     validation_text,
+    weight,
 )
 from groundstate.stats import (
     EXACT_BOUND,
@@ -142,6 +144,7 @@ def render_batch(
         integrity=_integrity_view("this batch", integrity),
         altered_runs=altered,
         frame=FRAME,
+        apart_mark=APART,
     )
 
 
@@ -473,10 +476,12 @@ def _task_row(batch: BatchInfo, task_id: str, runs: list[AgentRun]) -> dict[str,
     valid = [r for r in runs if r.valid]
     return {
         "task_id": task_id,
-        "revision": batch.task_revisions.get(task_id),
+        # 0 is how an unversioned import stores its tasks: no revision, as the JSON's null
+        "revision": batch.task_revisions.get(task_id) or None,
         "slices": batch.task_slices.get(task_id, []),
         "horizon": batch.task_horizons.get(task_id),
-        "weight": batch.task_weights.get(task_id, 1.0),
+        "weight": weight(batch.task_weights.get(task_id, 1.0)),
+        "apart": task_id in batch.invalid_tasks,
         "successes": sum(r.success for r in valid),
         "valid": len(valid),
         "invalid": len(runs) - len(valid),

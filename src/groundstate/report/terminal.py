@@ -17,6 +17,7 @@ from groundstate.environments.base import RowWrite
 from groundstate.errors import one_line, printable
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.numbers import (
+    APART,
     LINE_LIMIT,
     NO_VALID_FIGURE,
     amount,
@@ -85,8 +86,10 @@ _Row = tuple[str, str, str, str, list[str]]
 def _task_row(batch: BatchInfo, task_id: str, task_runs: list[AgentRun]) -> _Row:
     valid = [r for r in task_runs if r.valid]
     reasons = Counter(r.terminal_reason for r in task_runs)
+    # listed, but counted in no figure: marked, as the JSON keeps it apart
+    mark = f" ({APART})" if task_id in batch.invalid_tasks else ""
     return (
-        shown(task_id),
+        shown(task_id) + mark,
         shown(", ".join(batch.task_slices.get(task_id, []))),
         f"{sum(r.success for r in valid)} / {len(valid)}",
         str(len(task_runs) - len(valid)),
@@ -370,9 +373,14 @@ def k_limit_lines(report: dict[str, Any]) -> list[str]:
             )
         for k, beyond in limits["beyond"].items():
             left = ", ".join(beyond["excluded_tasks"])
-            lines.append(
-                f"{view} view, k={k}*: over the tasks with at least {k} attempts; without {left}"
-            )
+            line = f"{view} view, k={k}*: over the tasks with at least {k} attempts; without {left}"
+            if view != "valid":  # the valid view's are rows of the pass@k table; these no row shows
+                at, hat = beyond["pass_at_k"], beyond["pass_hat_k"]
+                line += (
+                    f": pass@{k} = {fraction(at['estimate'])} {_said(at)}, pass^{k} = "
+                    f"{fraction(hat['estimate'])} {_said(hat)} over {_over(at)}"
+                )
+            lines.append(line)
     return lines
 
 
