@@ -426,3 +426,26 @@ def test_the_text_prints_the_strict_views_figures_above_the_common_k(
         assert f", pass^{k} = {fraction(float(hat))} " in text
         tasks_said = f"{len(over)} task{'s' * (len(over) != 1)}, {attempts} attempts"
         assert tasks_said in text
+
+
+def test_run_json_gives_the_denominators_and_limits_report_json_gives(tmp_path: Path) -> None:
+    """``run --json`` printed pass@k and pass^k without the valid attempts they are over, the
+    tasks that stop k, the attempts missing from the plan, or the partial score: a reader of
+    the run's JSON could not check its figures. Now they are those of ``report --json``."""
+    from .conftest import BANK, BANK_SYSTEM
+
+    store = str(tmp_path / "s.db")
+    code, out, err = cli("run", str(BANK), "--system", str(BANK_SYSTEM), "--attempts", "3",
+                         "--json", "--store", store)  # fmt: skip
+    assert code in (0, 3), err
+    ran = json.loads(out)
+    code, out, err = cli("report", ran["batch_id"], "--json", "--store", store)
+    assert code in (0, 3), err
+    reported = json.loads(out)
+    for key in ("valid_attempts", "invalid_attempts", "k_limits", "missing_attempts",
+                "partial_score", "success_rate", "pass_at_k", "pass_hat_k"):  # fmt: skip
+        assert ran[key] == reported[key], key
+    counted = [r for r in ran["runs"] if r["counted"]]
+    valid = [r for r in counted if not invalid(r["terminal_reason"])]
+    assert ran["valid_attempts"] == len(valid)
+    assert ran["invalid_attempts"] == len(counted) - len(valid)

@@ -123,8 +123,11 @@ def _batch_table(title: str, rows: list[_Row], width: int) -> Table:
         table.add_column("slices", overflow="fold")
     table.add_column("ok /\nvalid", no_wrap=True)  # successes / valid attempts
     table.add_column("invalid\ntries", no_wrap=True)  # reruns included, as the HTML table
-    table.add_column(
-        "terminal reasons", no_wrap=fits, overflow="fold", min_width=reason if fits else None
+    table.add_column(  # of every try, as the invalid tries beside it (the reason table: counted)
+        "every try's\nterminal reasons",
+        no_wrap=fits,
+        overflow="fold",
+        min_width=reason if fits else None,
     )
     for task_id, slices, ratio, invalid, reasons in rows:
         cells: list[RenderableType] = [Text(task_id)]
