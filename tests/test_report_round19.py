@@ -327,7 +327,17 @@ def test_partial_scores_and_slices_print_the_reference(tmp_path: Path, seed: int
         mean = sum((p * w for p, w in scored), Fraction(0)) / sum(w for _, w in scored)
         assert block["partial_score"]["estimate"] == pytest.approx(float(mean), abs=1e-12)
         assert block["partial_score"]["n_tasks"] == len(scored)
-        assert f"│ {title} │ {fraction(float(mean))} │" in text
+        # its denominator: the attempts scored (strict: with the invalid ones, scored 0)
+        attempts = 0
+        for t in tasks:
+            if partial(t, view, rubrics) is None:
+                continue
+            ends = t.counted()
+            attempts += sum(not invalid(x.reason) and x.partial is not None for x in ends)
+            attempts += sum(invalid(x.reason) for x in ends) if view == "strict" else 0
+        assert block["partial_score"]["attempts"] == attempts
+        assert re.search(rf"│ {title} │ {re.escape(fraction(float(mean)))} │ [^│]+│ [^│]+│ "
+                         rf"{len(scored)} │ {attempts} │", text)  # fmt: skip
 
     # Slices: each label's tasks, and the horizon bucket "unknown" (every task here).
     slices = {("label", name): [t for t in tasks if name in t.labels]
@@ -449,3 +459,37 @@ def test_run_json_gives_the_denominators_and_limits_report_json_gives(tmp_path: 
     valid = [r for r in counted if not invalid(r["terminal_reason"])]
     assert ran["valid_attempts"] == len(valid)
     assert ran["invalid_attempts"] == len(counted) - len(valid)
+
+
+def said(estimate: dict[str, Any]) -> str:
+    """An interval as every view prints it, from the JSON's ends."""
+    from groundstate.report.numbers import interval
+
+    if estimate["ci_low"] is None:
+        return "n/a"
+    text = interval(estimate["ci_low"], estimate["ci_high"])
+    return text + (" bound" if estimate["method"] == "exact_bound" else "")
+
+
+@pytest.mark.parametrize("seed", range(40, 60))
+def test_the_text_and_html_print_the_json_intervals(tmp_path: Path, seed: int) -> None:
+    """Each suite value's interval, in both views, and each pass@k and pass^k row: the text
+    and the HTML print the JSON's ends (k = 1 shows the one interval of the success rate)."""
+    tasks = generated(seed)
+    data, text, page = reports(tmp_path, imported(tmp_path, tasks))
+    views = (("valid attempts", data), ("invalid = failure", data["invalid_as_failure"]))
+    for title, block in views:
+        rate = block["success_rate"]
+        if rate is None:
+            continue
+        assert f"│ {title} │ {fraction(rate['estimate'])} │ {said(rate)} │" in text
+        assert f"{fraction(rate['estimate'])} {said(rate)}" in page
+        one = (said(block["pass_at_k"]["1"]), said(block["pass_hat_k"]["1"]))
+        assert one == (said(rate), said(rate))
+    for k, at in data["pass_at_k"].items():
+        hat = data["pass_hat_k"][k]
+        row = (f"│ {k} │ {fraction(at['estimate'])} │ {said(at)} │ {fraction(hat['estimate'])} │ "
+               f"{said(hat)} │ {at['n_tasks']} │")  # fmt: skip
+        assert row in text, row
+        assert (f"{k} {fraction(at['estimate'])} {said(at)} {fraction(hat['estimate'])} "
+                f"{said(hat)} {at['n_tasks']} {at['attempts']}") in page  # fmt: skip
