@@ -493,3 +493,33 @@ def test_the_text_and_html_print_the_json_intervals(tmp_path: Path, seed: int) -
         assert row in text, row
         assert (f"{k} {fraction(at['estimate'])} {said(at)} {fraction(hat['estimate'])} "
                 f"{said(hat)} {at['n_tasks']} {at['attempts']}") in page  # fmt: skip
+
+
+@pytest.mark.parametrize(("bad", "good"), [(1, 2400), (2400, 1)])
+def test_the_share_of_invalid_tries_never_prints_as_none_or_all(
+    tmp_path: Path, bad: int, good: int
+) -> None:
+    """One invalid try in 2,401 printed "0.0%" in the HTML's facts ("invalid tries 1 (0.0%)")
+    where the text said "<0.1%", and 2,400 of 2,401 printed "100.0%" in the HTML and in the
+    text's FLAGGED line: a share that is neither none nor all. Both now print it as every other
+    share is printed, with more decimals only where it would print as the threshold."""
+    rows = ["task_id,attempt,success,terminal_reason"]
+    rows += [f"t{i % 7},{i // 7},false,environment_failure/setup" for i in range(bad)]
+    rows += [f"u{i % 7},{i // 7},true,success" for i in range(good)]
+    path = tmp_path / "rows.csv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    store = str(tmp_path / "s.db")
+    code, out, err = cli("import-results", str(path), "--name", "s", "--store", store)
+    assert code == 0, err
+    data, text, page = reports(tmp_path, out.strip().splitlines()[-1].removeprefix("batch "))
+    tries = data["tries"]
+    assert (tries["tries"], tries["invalid_tries"]) == (bad + good, bad)
+    said = share(bad / (bad + good))
+    assert said in ("<0.1%", ">99.9%")
+    assert f"invalid tries {bad} ({said})" in page
+    assert f"environment_failure {said}" in text
+    assert data["invalid_rate_flagged"] == (bad > good)
+    if data["invalid_rate_flagged"]:
+        assert f"{bad} of {bad + good} tries ({said})" in page
+        assert f"({bad} of {bad + good}: {said} > 10.0%)" in text
+    assert "(0.0%)" not in page and "100.0%" not in page.split("Runs", 1)[0]

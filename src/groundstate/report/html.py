@@ -35,7 +35,6 @@ from groundstate.report.numbers import (
     APART,
     NO_VALID_FIGURE,
     amount,
-    apart,
     counted_of,
     fixed,
     fraction,
@@ -47,6 +46,7 @@ from groundstate.report.numbers import (
     p_value,
     session_text,
     share,
+    share_apart,
     signed,
     validation_text,
     weight,
@@ -351,7 +351,7 @@ def _header(batch: BatchInfo, summary: Summary, tries: Mapping[str, Any]) -> dic
         # An import has no plan: its attempts per task are those it brought (1 to 3, not 3).
         "per_task": batch.attempts if batch.source == "groundstate" else _per_task(summary) or 0,
         # Flagged for exceeding the threshold: printed apart from it (10.04%, not 10.0%).
-        "flagged_share": apart(share, threshold, 1, percent=True),
+        "flagged_share": share_apart(share, threshold),
         "tries": total,
         "invalid_tries": invalid,
         "invalid_share": share,

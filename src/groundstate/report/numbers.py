@@ -75,6 +75,16 @@ def share(value: float) -> str:
     return f"{value:.1%}"
 
 
+def share_apart(value: float, bound: float) -> str:
+    """A share as :func:`share` prints it, with as many more decimals as keep it apart from
+    *bound* where it would print as *bound* (10.04% of tries flagged beyond 10% is "10.04%");
+    one invalid try in 3,000 is "<0.1%", never "0.0%", nor 2,999 in 3,000 "100.0%"."""
+    text = share(value)
+    if text != share(bound):
+        return text
+    return apart(value, bound, 1, percent=True)
+
+
 def apart(value: float, bound: float, digits: int, *, percent: bool = False, sign: str = "") -> str:
     """*value* with *digits* decimals (a percentage with *percent*), or as many more as it
     takes to print it apart from *bound*, on its own side: a failed gate of 0.94975 against

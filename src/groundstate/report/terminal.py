@@ -21,7 +21,6 @@ from groundstate.report.numbers import (
     LINE_LIMIT,
     NO_VALID_FIGURE,
     amount,
-    apart,
     clipped,
     counted_of,
     fraction,
@@ -33,6 +32,7 @@ from groundstate.report.numbers import (
     p_value,
     session_text,
     share,
+    share_apart,
     signed,
     validation_text,
 )
@@ -480,7 +480,7 @@ def report_footer(report: dict[str, Any]) -> str:
         line += (
             f"\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold "
             f"({tries['invalid_tries']} of {tries['tries']}: "
-            f"{apart(invalid, threshold, 1, percent=True)} > {threshold:.1%})[/]"
+            f"{share_apart(invalid, threshold)} > {threshold:.1%})[/]"
         )
     if outside := outside_plan_text(report.get("outside_plan", 0)):
         line += f"\n[bold red]OUTSIDE THE PLAN: {quoted(outside)}[/]"
