@@ -630,12 +630,17 @@ def _batch_json(
         "runs": [_run_json(r, r.run_id in counted) for r in final_runs(result.runs)],
         # as report --json counts them: tasks that failed validation are reported apart
         "terminal_reasons": data["terminal_reasons"],
+        # the denominators and limits of the figures below, as report --json gives them
+        "valid_attempts": data["valid_attempts"],
         "invalid_attempts": data["invalid_attempts"],
+        "k_limits": data["k_limits"],
+        "missing_attempts": data["missing_attempts"],
         "invalid_tasks_run": data["invalid_tasks_run"],
         "invalid_tasks_results": data["invalid_tasks_results"],
         "success_rate": data["success_rate"],
         "pass_at_k": data["pass_at_k"],
         "pass_hat_k": data["pass_hat_k"],
+        "partial_score": data["partial_score"],
         # the figures over valid attempts alone say nothing of the invalid ones: as in report
         "invalid_as_failure": data["invalid_as_failure"],
         "invalid_rate_flagged": data["invalid_rate_flagged"],

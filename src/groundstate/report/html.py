@@ -32,9 +32,9 @@ from groundstate.analysis import (
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.html_text import environment
 from groundstate.report.numbers import (
+    APART,
     NO_VALID_FIGURE,
     amount,
-    apart,
     counted_of,
     fixed,
     fraction,
@@ -46,8 +46,10 @@ from groundstate.report.numbers import (
     p_value,
     session_text,
     share,
+    share_apart,
     signed,
     validation_text,
+    weight,
 )
 from groundstate.stats import (
     EXACT_BOUND,
@@ -142,6 +144,7 @@ def render_batch(
         integrity=_integrity_view("this batch", integrity),
         altered_runs=altered,
         frame=FRAME,
+        apart_mark=APART,
     )
 
 
@@ -348,7 +351,7 @@ def _header(batch: BatchInfo, summary: Summary, tries: Mapping[str, Any]) -> dic
         # An import has no plan: its attempts per task are those it brought (1 to 3, not 3).
         "per_task": batch.attempts if batch.source == "groundstate" else _per_task(summary) or 0,
         # Flagged for exceeding the threshold: printed apart from it (10.04%, not 10.0%).
-        "flagged_share": apart(share, threshold, 1, percent=True),
+        "flagged_share": share_apart(share, threshold),
         "tries": total,
         "invalid_tries": invalid,
         "invalid_share": share,
@@ -473,10 +476,12 @@ def _task_row(batch: BatchInfo, task_id: str, runs: list[AgentRun]) -> dict[str,
     valid = [r for r in runs if r.valid]
     return {
         "task_id": task_id,
-        "revision": batch.task_revisions.get(task_id),
+        # 0 is how an unversioned import stores its tasks: no revision, as the JSON's null
+        "revision": batch.task_revisions.get(task_id) or None,
         "slices": batch.task_slices.get(task_id, []),
         "horizon": batch.task_horizons.get(task_id),
-        "weight": batch.task_weights.get(task_id, 1.0),
+        "weight": weight(batch.task_weights.get(task_id, 1.0)),
+        "apart": task_id in batch.invalid_tasks,
         "successes": sum(r.success for r in valid),
         "valid": len(valid),
         "invalid": len(runs) - len(valid),

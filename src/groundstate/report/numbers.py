@@ -34,6 +34,19 @@ def amount(value: float, digits: int) -> str:
     return fixed(value, digits)
 
 
+def weight(value: float) -> str:
+    """A task weight: two decimals where they are the weight, else every digit it has (a
+    weight of 0.125 printed as "0.12" disagreed with the JSON and with the suite values it
+    weighs)."""
+    text = f"{value:.2f}"
+    return text if float(text) == value else repr(value)
+
+
+APART = "failed validation: in no figure"
+"""How a per-task table marks a task that failed validation and ran anyway (``run
+--allow-invalid``): its row is listed, but none of its attempts is in any figure."""
+
+
 def counted_of(tasks: int, excluded: int) -> str:
     """A slice's tasks as its figures count them: ``"1 of 2"`` when some of its tasks have no
     counted attempt in the view (a bare 2 beside a rate over 1 task misstates its
@@ -60,6 +73,16 @@ def share(value: float) -> str:
     if 0.9995 <= value < 1:
         return ">99.9%"
     return f"{value:.1%}"
+
+
+def share_apart(value: float, bound: float) -> str:
+    """A share as :func:`share` prints it, with as many more decimals as keep it apart from
+    *bound* where it would print as *bound* (10.04% of tries flagged beyond 10% is "10.04%");
+    one invalid try in 3,000 is "<0.1%", never "0.0%", nor 2,999 in 3,000 "100.0%"."""
+    text = share(value)
+    if text != share(bound):
+        return text
+    return apart(value, bound, 1, percent=True)
 
 
 def apart(value: float, bound: float, digits: int, *, percent: bool = False, sign: str = "") -> str:

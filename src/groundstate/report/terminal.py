@@ -17,10 +17,10 @@ from groundstate.environments.base import RowWrite
 from groundstate.errors import one_line, printable
 from groundstate.records import AgentRun, CheckResult
 from groundstate.report.numbers import (
+    APART,
     LINE_LIMIT,
     NO_VALID_FIGURE,
     amount,
-    apart,
     clipped,
     counted_of,
     fraction,
@@ -32,6 +32,7 @@ from groundstate.report.numbers import (
     p_value,
     session_text,
     share,
+    share_apart,
     signed,
     validation_text,
 )
@@ -85,8 +86,10 @@ _Row = tuple[str, str, str, str, list[str]]
 def _task_row(batch: BatchInfo, task_id: str, task_runs: list[AgentRun]) -> _Row:
     valid = [r for r in task_runs if r.valid]
     reasons = Counter(r.terminal_reason for r in task_runs)
+    # listed, but counted in no figure: marked, as the JSON keeps it apart
+    mark = f" ({APART})" if task_id in batch.invalid_tasks else ""
     return (
-        shown(task_id),
+        shown(task_id) + mark,
         shown(", ".join(batch.task_slices.get(task_id, []))),
         f"{sum(r.success for r in valid)} / {len(valid)}",
         str(len(task_runs) - len(valid)),
@@ -120,8 +123,11 @@ def _batch_table(title: str, rows: list[_Row], width: int) -> Table:
         table.add_column("slices", overflow="fold")
     table.add_column("ok /\nvalid", no_wrap=True)  # successes / valid attempts
     table.add_column("invalid\ntries", no_wrap=True)  # reruns included, as the HTML table
-    table.add_column(
-        "terminal reasons", no_wrap=fits, overflow="fold", min_width=reason if fits else None
+    table.add_column(  # of every try, as the invalid tries beside it (the reason table: counted)
+        "every try's\nterminal reasons",
+        no_wrap=fits,
+        overflow="fold",
+        min_width=reason if fits else None,
     )
     for task_id, slices, ratio, invalid, reasons in rows:
         cells: list[RenderableType] = [Text(task_id)]
@@ -370,9 +376,14 @@ def k_limit_lines(report: dict[str, Any]) -> list[str]:
             )
         for k, beyond in limits["beyond"].items():
             left = ", ".join(beyond["excluded_tasks"])
-            lines.append(
-                f"{view} view, k={k}*: over the tasks with at least {k} attempts; without {left}"
-            )
+            line = f"{view} view, k={k}*: over the tasks with at least {k} attempts; without {left}"
+            if view != "valid":  # the valid view's are rows of the pass@k table; these no row shows
+                at, hat = beyond["pass_at_k"], beyond["pass_hat_k"]
+                line += (
+                    f": pass@{k} = {fraction(at['estimate'])} {_said(at)}, pass^{k} = "
+                    f"{fraction(hat['estimate'])} {_said(hat)} over {_over(at)}"
+                )
+            lines.append(line)
     return lines
 
 
@@ -469,7 +480,7 @@ def report_footer(report: dict[str, Any]) -> str:
         line += (
             f"\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold "
             f"({tries['invalid_tries']} of {tries['tries']}: "
-            f"{apart(invalid, threshold, 1, percent=True)} > {threshold:.1%})[/]"
+            f"{share_apart(invalid, threshold)} > {threshold:.1%})[/]"
         )
     if outside := outside_plan_text(report.get("outside_plan", 0)):
         line += f"\n[bold red]OUTSIDE THE PLAN: {quoted(outside)}[/]"
