@@ -141,7 +141,7 @@ def test_a_thread_left_writing_as_grading_starts_is_prohibited(case: Case) -> No
         try:
             if go.wait(HANG):
                 _change_directly(case, harness)
-        except Exception as exc:  # noqa: BLE001  # told to the test below
+        except Exception as exc:  # told to the test below
             failed.append(exc)
         finally:
             done.set()

@@ -278,7 +278,7 @@ class ClosesOnExit:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("tool_transaction")
         if own is not None:
-            setattr(cls, "tool_transaction", _counted(own))
+            cls.tool_transaction = _counted(own)  # type: ignore[attr-defined]
 
     def calls_entered(self) -> int:
         """How many tool transactions this environment has entered since it was made,
