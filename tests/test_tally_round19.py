@@ -278,3 +278,99 @@ def test_a_kind_of_its_own_counts_each_call_once(kind: type[_Kind]) -> None:
         assert env.calls_entered() == 4
         assert env.log == ["kind"] * 4
         assert not hasattr(type(env).tool_transaction, "__wrapped__")  # no uncounted handle
+
+
+# --- a workspace written behind its gateway ---------------------------------------------------
+# The workspace kind had no ``written_outside_calls``: an in-process agent that wrote the work
+# tree's files itself (no tool call at all) was graded on them, a success.
+
+WS = CASES[2]
+
+
+def _behind(run: Any, found: str) -> None:
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    message = run.infrastructure_status["exception"]["message"]
+    assert f"the work tree changed outside the tool calls (found {found})" in message
+
+
+def _env(session: Session) -> Any:
+    return _harness(session)._gateway._env
+
+
+async def _writes_the_file_itself(session: Session) -> str:
+    (_env(session).root / "src" / "calc.py").write_text(FIXED)
+    return "Fixed add."
+
+
+async def _uses_its_handle_outside_a_call(session: Session) -> str:
+    _env(session).handle.write("src/calc.py", FIXED)
+    return "Fixed add."
+
+
+async def _writes_then_calls_then_undoes(session: Session) -> str:
+    """A test file planted behind the gateway for a call to see, removed before the end."""
+    planted = _env(session).root / "src" / "planted.py"
+    planted.write_text("X = 1\n")
+    await session.call("write_file", {"path": "src/calc.py", "content": FIXED})
+    planted.unlink()
+    return "Fixed add."
+
+
+@pytest.mark.parametrize(
+    ("agent", "found"),
+    [
+        (_writes_the_file_itself, "as the attempt ended"),
+        (_uses_its_handle_outside_a_call, "as the attempt ended"),
+        (_writes_then_calls_then_undoes, "as a call began"),
+    ],
+)
+def test_a_work_tree_written_outside_the_calls_is_prohibited(
+    agent: Callable[[Session], Awaitable[str]], found: str
+) -> None:
+    _behind(_run(WS, agent), found)
+
+
+def test_a_thread_left_writing_the_tree_as_grading_starts_is_prohibited() -> None:
+    go, done = threading.Event(), threading.Event()
+
+    def leftover(root: Path) -> None:
+        try:
+            if go.wait(HANG):
+                (root / "src" / "calc.py").write_text(FIXED)
+        finally:
+            done.set()
+
+    async def agent(session: Session) -> str:
+        threading.Thread(target=leftover, args=(_env(session).root,), daemon=True).start()
+        return "Fixed add."
+
+    def at_grading() -> None:
+        go.set()
+        done.wait(HANG)
+
+    token = GRADING.set(at_grading)
+    try:
+        run = _run(WS, agent)
+    finally:
+        GRADING.reset(token)
+        go.set()
+        done.wait(HANG)
+    _behind(run, "as the attempt ended")
+
+
+def test_failed_and_undone_calls_leave_nothing_to_find() -> None:
+    """Calls that fail and are undone (a write outside the tree, a file over the tree's
+    limits), a read of what is not there, then the fix: a success."""
+
+    async def agent(session: Session) -> str:
+        for args in [
+            {"path": "../out.py", "content": "x"},
+            {"path": "src/big.py", "content": "#" * (2 * 1024 * 1024)},
+        ]:
+            await session.call("write_file", args)
+        await session.call("read_file", {"path": "src/none.py"})
+        await session.call("write_file", {"path": "src/calc.py", "content": FIXED})
+        return "Fixed add."
+
+    run = _run(WS, agent)
+    assert run.terminal_reason == "success", run.infrastructure_status
