@@ -374,3 +374,50 @@ def test_failed_and_undone_calls_leave_nothing_to_find() -> None:
 
     run = _run(WS, agent)
     assert run.terminal_reason == "success", run.infrastructure_status
+
+
+# --- PostgreSQL written behind its gateway ----------------------------------------------------
+# The write log's triggers fire for every connection; rows no call took were written outside
+# the calls. Before, the SQL checks saw the transfer, the diff did not (a task checked by SQL
+# alone passed).
+
+PG = CASES[1]
+MOVE = [
+    "UPDATE accounts SET balance = balance - 30 WHERE id = 'A'",
+    "UPDATE accounts SET balance = balance + 30 WHERE id = 'B'",
+]
+
+
+async def _writes_through_a_connection_of_its_own(session: Session) -> str:
+    connection = _env(session)._open()  # the harness's role, a connection of the agent's
+    for sql in MOVE:
+        connection.execute(sql)
+    connection.commit()
+    connection.close()
+    return "Moved 30 from A to B."
+
+
+async def _writes_through_the_raw_handle_then_calls(session: Session) -> str:
+    """The agent connection's own handle used outside a call; a call after it would have
+    taken the writes as its own."""
+    for sql in MOVE:
+        _env(session)._agent_raw.execute(sql)
+    await session.call("balance", {"account": "A"})
+    return "Moved 30 from A to B."
+
+
+@pytest.mark.parametrize(
+    ("agent", "found"),
+    [
+        (_writes_through_a_connection_of_its_own, "as the attempt ended"),
+        (_writes_through_the_raw_handle_then_calls, "as a call began"),
+    ],
+)
+def test_a_database_written_outside_the_calls_is_prohibited(
+    agent: Callable[[Session], Awaitable[str]], found: str
+) -> None:
+    run = _run(PG, agent)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    message = run.infrastructure_status["exception"]["message"]
+    assert f"2 row writes outside the tool calls (found {found})" in message
+    assert _run(PG, _honest(PG)).terminal_reason == "success"  # the database was reloaded
