@@ -2,7 +2,9 @@
 that enters ``env.tool_transaction()`` itself (directly, through a tool gateway of its own, or
 from a thread it left that writes as grading starts) changed the state of a PostgreSQL or a
 workspace attempt with no trace and passed; only SQLite counted the calls it entered. Each
-kind now counts them in its base (:class:`ClosesOnExit`), so a new kind is counted too."""
+kind now counts them in its base (:class:`ClosesOnExit`), so a new kind is counted too. And
+writes made with no call at all: the workspace's files written by the agent's own code, and
+PostgreSQL's tables through a connection of its own, passed; both kinds now find them."""
 
 from __future__ import annotations
 
