@@ -128,33 +128,44 @@ class Account:
         return lines
 
 
-def _tally() -> Generator[int, int, None]:
+def _tally() -> Generator[int, object, None]:
     count = 0
     while True:
-        count += yield count
+        count += (yield count) is True  # only ever up: a value sent by hand cannot set it back
 
 
 class Tally:
     """A count that code of the agent's cannot set back (kept as :class:`Account` keeps its
     steps): the tool transactions an environment entered, which the episode compares with
-    the calls in the attempt's account (``episode._outside_session``). Not thread-safe: the
-    owner counts under a lock of its own."""
+    the calls in the attempt's account (``episode._outside_session``). Made for each
+    environment as it is made (:class:`groundstate.environments.base.ClosesOnExit`). Its
+    generator only counts up: ``send(-3)`` (or any value but ``True``) reads it."""
 
-    __slots__ = ("_count",)
+    __slots__ = ("_count", "_lock")
 
     def __init__(self) -> None:
         self._count = _tally()
         next(self._count)
+        self._lock = threading.Lock()
+
+    def _send(self, value: object) -> int:
+        if not self._lock.acquire(timeout=WAIT):  # held by code of the agent's
+            return -1
+        try:
+            return self._count.send(value)
+        except Exception:  # closed (StopIteration), thrown into, sent to meanwhile
+            return -1
+        finally:
+            self._lock.release()
 
     def add(self) -> None:
-        self._count.send(1)
+        """Count one call (a call not counted, its lock held or the count broken by code of
+        the agent's, is found as the count disagrees with the trace)."""
+        self._send(True)
 
     def read(self) -> int:
         """The count, or -1 once code of the agent's closed or broke it."""
-        try:
-            return self._count.send(0)
-        except Exception:  # closed (StopIteration), thrown into, sent to meanwhile
-            return -1
+        return self._send(None)
 
 
 def altered(entry: tuple[Any, ...]) -> bool:

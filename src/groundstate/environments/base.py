@@ -15,6 +15,7 @@ found through :mod:`groundstate.environments.registry`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from types import TracebackType
 from typing import Annotated, Any, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, Field, PlainSerializer
+
+from groundstate.account import Tally
 
 
 def json_cells(value: Any) -> Any:
@@ -254,7 +257,34 @@ def diff_from_initial(env: Environment, s0: Snapshot) -> StateDiff:
 
 
 class ClosesOnExit:
-    """``with`` support for an environment kind: leaving the block closes it."""
+    """The base of every environment kind: ``with`` support (leaving the block closes it),
+    and the count of the tool transactions it enters (:meth:`calls_entered`).
+
+    An in-process agent that entered ``env.tool_transaction()`` itself (directly, through
+    a tool gateway of its own, or from a thread it left running as grading starts) changed
+    the state with no trace and no constraint seeing it; the episode compares this count
+    with the calls in the attempt's account (``episode._outside_session``). The count is
+    kept here, for every kind: a kind's own ``tool_transaction`` (and a subclass's) is
+    wrapped as its class is made, so a new kind is counted without a line of its own."""
+
+    _entered: Tally
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        made = super().__new__(cls)
+        made._entered = Tally()  # before the kind's own __init__, which may enter calls
+        return made
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("tool_transaction")
+        if own is not None:
+            cls.tool_transaction = _counted(own)  # type: ignore[attr-defined]
+
+    def calls_entered(self) -> int:
+        """How many tool transactions this environment has entered since it was made,
+        counted where code of the agent's cannot set the count back; -1 if it broke the
+        count."""
+        return self._entered.read()
 
     def close(self) -> None:
         raise NotImplementedError
@@ -266,6 +296,21 @@ class ClosesOnExit:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _counted(transaction: Callable[..., Any]) -> Callable[..., Any]:
+    """*transaction* (a kind's ``tool_transaction``), counting each call of it in the
+    environment's :class:`Tally` first; once per call: a subclass's own that enters its
+    base's with ``super()`` is counted by the outermost only."""
+
+    def tool_transaction(self: ClosesOnExit, *args: Any, **kwargs: Any) -> Any:
+        if getattr(type(self), "tool_transaction", None) is tool_transaction:
+            self._entered.add()
+        return transaction(self, *args, **kwargs)
+
+    functools.update_wrapper(tool_transaction, transaction)
+    del tool_transaction.__wrapped__  # type: ignore[attr-defined]  # no handle to the uncounted
+    return tool_transaction
 
 
 class ResetProbes(Protocol):

@@ -206,6 +206,9 @@ class PostgresEnvironment(ClosesOnExit):
         (and the tables referring to them)."""
         self._state: _State | None = None
         """The committed state as last read, until anything can have changed it."""
+        self._behind: str | None = None
+        """Writes found made outside the tool calls since reset (see
+        :meth:`written_outside_calls`)."""
         self._connections: list[psycopg.Connection[Any]] = []
         self._initial = self._server.connect(
             self._template.initial,
@@ -235,7 +238,32 @@ class PostgresEnvironment(ClosesOnExit):
                 f"reset gave state {restored[:12]}, the fixture built "
                 f"{self._template.built_hash[:12]}"
             )
+        self._behind = None
         return restored
+
+    def written_outside_calls(self) -> str | None:
+        """What wrote the tables outside the tool calls since reset, or None: the write log's
+        triggers fire for every connection, and each call takes its own writes as it commits,
+        so rows left in the log were written by code of an in-process agent's (or a thread it
+        left) through a connection of its own or the agent's outside a call. The SQL checks
+        saw them, the diff (built from the calls' writes) did not. Found as a call begins and
+        once the agent has ended and after grading."""
+        self._behind = self._behind or self._logged_outside("as the attempt ended")
+        return self._behind
+
+    def _logged_outside(self, when: str) -> str | None:
+        """Rows of the write log no call took (then dropped, every table marked written so
+        that reset reloads them all); None when there are none or the log cannot be read."""
+        try:
+            with self._db.transaction():
+                rows = self._db.execute(f"DELETE FROM {INTERNAL}.writes RETURNING 1").fetchall()
+        except (psycopg.Error, AssertionError):  # closed, or broken: the state read says so
+            return None
+        if not rows:
+            return None
+        self._written.update(t.name for t in self._tables)
+        self._dirty, self._state = True, None
+        return f"{len(rows)} row writes outside the tool calls (found {when})"
 
     def set_deadline(self, deadline: float | None) -> None:
         """Cancel the agent's SQL once the harness's clock (:data:`~groundstate.alarms.CLOCK`, the
@@ -442,6 +470,7 @@ class PostgresEnvironment(ClosesOnExit):
         raises :class:`PermissionDenied`)."""
         effects = CallEffects()
         self._denied.clear()
+        self._behind = self._behind or self._logged_outside("as a call began")
         self._dirty, self._state = True, None
         self._agent_raw.execute("BEGIN")
         try:

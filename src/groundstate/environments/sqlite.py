@@ -10,7 +10,6 @@ connection graders use.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import pickle
@@ -30,7 +29,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from groundstate.account import Tally
 from groundstate.alarms import CLOCK
 from groundstate.copies import Copies
 from groundstate.environments import sqlite_determinism as determinism
@@ -269,8 +267,6 @@ class SqliteEnvironment(ClosesOnExit):
         """Whether anything went wrong that the pool must not inherit (see ``_hand_over``)."""
         self._calls = 0
         """Tool calls running now (one at most, unless a thread outlived its attempt)."""
-        self._entered = Tally()
-        """Tool calls entered since the environment was made (see :meth:`calls_entered`)."""
         self._closed = False
         self._counted = False
         """Whether :data:`POOL` counts this environment as open (see ``LivePool.peak``)."""
@@ -650,15 +646,6 @@ class SqliteEnvironment(ClosesOnExit):
         self._tainted = self._tainted or reason is not None
         return reason
 
-    def calls_entered(self) -> int:
-        """How many tool calls this environment has entered (a transaction with its agent's
-        connection marked as in a call), counted where code of the agent's cannot set the
-        count back; -1 if it broke the count. The episode compares it with the calls the
-        attempt's account holds: one entered through a gateway or a transaction of the
-        agent's own changes the state with no trace (``episode._outside_session``)."""
-        with self._lock:
-            return self._entered.read()
-
     def locked_outside_calls(self) -> str | None:
         """Why the database cannot be read now, if a connection other than the harness's
         holds a write lock on it (an in-process agent's own connection left in ``BEGIN
@@ -878,8 +865,6 @@ class SqliteEnvironment(ClosesOnExit):
 
     @contextmanager
     def _call(self) -> Iterator[CallEffects]:
-        with self._lock, contextlib.suppress(Exception):  # a tally broken reads as -1
-            self._entered.add()
         outer = _IN_CALL.get()
         _IN_CALL.set(self)
         try:

@@ -268,6 +268,10 @@ class WorkspaceEnvironment(ClosesOnExit):
         self._lock = threading.RLock()
         self._deadline: float | None = None
         self.denied: list[str] = []
+        self._seen: str | None = None
+        """The tree's hash as the harness last left it (a reset, a tool call's end)."""
+        self._behind: str | None = None
+        """What the harness found changed outside its calls (see :meth:`written_outside_calls`)."""
         self._workdir = make_workdir("workspace-")
         try:
             base, self.base_commit = base_repository(self._fixture)
@@ -298,6 +302,7 @@ class WorkspaceEnvironment(ClosesOnExit):
             raise ResetCheckFailed(
                 f"reset gave state {restored[:12]}, the fixture built {self._built_hash[:12]}"
             )
+        self._seen, self._behind = restored, None
         return restored
 
     def _restore(self) -> None:
@@ -331,6 +336,31 @@ class WorkspaceEnvironment(ClosesOnExit):
 
     def close(self) -> None:
         shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def written_outside_calls(self) -> str | None:
+        """What changed the work tree since reset other than the tool calls, or None: code
+        of an in-process agent's (or a thread it left) that wrote the tree's files itself
+        (``(env.root / "src/calc.py").write_text(...)``, the agent's handle used outside a
+        call), which no constraint saw: graded on its final state, it passed. Found at a
+        call's start (the tree is not as the last call left it) and as the attempt ends;
+        asked by the episode once the agent has ended and after grading."""
+        with self._lock:
+            if self._behind is None and self._seen is not None:
+                self._behind = self._changed_since_seen(self.state_hash(), "as the attempt ended")
+            return self._behind
+
+    def _hash_after_undo(self) -> str | None:
+        """The tree's hash once a failed call was undone; None (no more checks this
+        attempt) if it cannot be read: the failure says why."""
+        try:
+            return self.state_hash()
+        except EnvironmentFailure:
+            return None
+
+    def _changed_since_seen(self, now: str, when: str) -> str | None:
+        if now == self._seen:
+            return None
+        return f"the work tree changed outside the tool calls (found {when})"
 
     # --- state -----------------------------------------------------------------------------
 
@@ -434,6 +464,10 @@ class WorkspaceEnvironment(ClosesOnExit):
         with self._lock:
             self.denied = []
             before, contents = self._snapshot_with_contents()
+            if self._behind is None and self._seen is not None:
+                self._behind = self._changed_since_seen(
+                    hash_value(_records(before)), "as a call began"
+                )
             try:
                 yield effects
                 self._refuse_oversized(before)
@@ -441,10 +475,14 @@ class WorkspaceEnvironment(ClosesOnExit):
             except BaseException:
                 self._put_back(before, contents)
                 effects.denied = list(dict.fromkeys(self.denied))
+                self._seen = None if self._seen is None else self._hash_after_undo()
                 raise
             effects.denied = list(dict.fromkeys(self.denied))
-            effects.writes = _writes(before, self.snapshot())
+            after = self.snapshot()
+            effects.writes = _writes(before, after)
             effects.changed_tables = [FILES] if effects.writes else []
+            if self._seen is not None:
+                self._seen = hash_value(_records(after))
 
     def _refuse_oversized(self, before: Snapshot) -> None:
         """Fail the call when the tree holds more entries or bytes than the options allow,
