@@ -23,8 +23,8 @@ from click.testing import CliRunner
 
 from groundstate import exitcause
 from groundstate.agents.base import Session
-from groundstate.cli import main
 from groundstate.cli import interrupts as cli_interrupts
+from groundstate.cli import main
 from groundstate.leftovers import _harness_exit
 from groundstate.runner import BatchConfig, BatchRunner, derive_seed
 from groundstate.spec.suite import load_suite
@@ -211,9 +211,16 @@ def _mark(store: RunStore, run_id: str) -> None:
     store.mark_started(
         "b1",
         StartedTry(
-            run_id=run_id, task_id="t", attempt=1, retry=0, retry_of=None, seed=1,
-            started_at=datetime.now(UTC), pid=os.getpid(), host="here",
-        ),  # fmt: skip
+            run_id=run_id,
+            task_id="t",
+            attempt=1,
+            retry=0,
+            retry_of=None,
+            seed=1,
+            started_at=datetime.now(UTC),
+            pid=os.getpid(),
+            host="here",
+        ),
     )
 
 
@@ -243,3 +250,30 @@ def test_a_call_that_does_not_end_the_process_leaves_no_cause(tmp_path: Path) ->
             (mark,) = store.started_tries("b1")
             assert mark.cause is None
         assert os.abort is ORIGINAL["abort"]
+
+
+def test_an_agent_that_unwraps_a_call_is_put_back_and_named(tmp_path: Path) -> None:
+    """The wrappers are the harness's bindings while the batch runs: an agent that binds the
+    original again (to end the process unnamed) has it put back, as any rebinding of the
+    harness's code, and the attempt is its prohibited action."""
+    seen: list[Any] = []
+
+    async def agent(session: Session) -> str:
+        os._exit = ORIGINAL["_exit"]
+        await asyncio.sleep(0)
+        return await _do_the_task(session)
+
+    def after(run: Any) -> None:
+        seen.append(os._exit)
+
+    with RunStore(tmp_path / "runs.db") as store:
+        runner = BatchRunner(
+            load_suite(BANK), scripted_system(), store, make_agent=lambda: FunctionAgent(agent),
+            on_run=after,
+        )  # fmt: skip
+        result = asyncio.run(runner.start(BatchConfig(attempts=1)))
+    (run,) = result.runs
+    assert run.terminal_reason == "agent_failure/prohibited_action"
+    assert "os._exit" in run.infrastructure_status["exception"]["message"]
+    assert seen and seen[0] is not ORIGINAL["_exit"]  # put back: wrapped while the batch ran
+    assert os._exit is ORIGINAL["_exit"]

@@ -204,8 +204,9 @@ def watching(store: Path) -> Iterator[ExitWatch]:
     with _lock:
         if not _watches:
             _owner = os.getpid()
+            HARNESS.refresh()
             _rebind(ORIGINALS, skip_harness=True)
-            HARNESS.rebase()  # the wrappers are the harness's: an agent unwrapping is put back
+            HARNESS.replace(ORIGINALS)  # the wrappers are the harness's: unwrapping is put back
         _watches.append(watch)
     try:
         yield watch
@@ -214,4 +215,4 @@ def watching(store: Path) -> Iterator[ExitWatch]:
             _watches.remove(watch)
             if not _watches:
                 _rebind(WRAPPERS, skip_harness=False)
-                HARNESS.rebase()
+                HARNESS.replace(WRAPPERS)
