@@ -66,8 +66,9 @@ def _fatal(sig: int) -> bool:
 
 
 def _ours(pid: int) -> bool:
-    """Whether ``kill(pid, ...)`` reaches this process (itself, its group, or every one)."""
-    return pid in (0, -1, os.getpid(), -os.getpgrp())
+    """Whether ``kill(pid, ...)`` reaches this process: itself or its group (``kill(-1)``
+    spares its caller)."""
+    return pid in (0, os.getpid(), -os.getpgrp())
 
 
 @dataclass
@@ -93,7 +94,7 @@ _owner = 0  # the process that installed the wrappers (a forked child ends only 
 
 def _blame(cause: str, undo: bool = False) -> None:
     """Write *cause* onto the marks of the tries in flight the call is laid at (or, with
-    *undo*, take it back: the call returned or failed). Never raises: the call goes on."""
+    *undo*, take it back: the call failed). Never raises: the call goes on."""
     if os.getpid() != _owner:
         return
     run_id = TRY.get()
@@ -114,12 +115,13 @@ def _wrap(name: str, original: Callable[..., Any], ends: Callable[..., bool]) ->
         cause = f"the agent called {name}({', '.join(map(_shown, args))})"
         _blame(cause)
         try:
-            result = original(*args)
-        except BaseException:
+            return original(*args)
+        except BaseException:  # refused (a bad argument, no such group): nothing ended
             _blame(cause, undo=True)
             raise
-        _blame(cause, undo=True)  # it returned: the process goes on
-        return result
+        # Returned: kept. A fatal signal may end the process a moment after its sender's
+        # call returns (one that dumps core, sent to another thread): taken back, it would
+        # leave the try to run again. A try that goes on is stored, its mark removed.
 
     wrapper.__name__ = wrapper.__qualname__ = original.__name__
     wrapper.__doc__ = original.__doc__
