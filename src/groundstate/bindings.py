@@ -214,6 +214,8 @@ class Bindings:
         without taking as the harness's whatever else is bound now (:meth:`rebase`)."""
         with self._lock:
             for _, watched in self._watched.values():
+                if swap.keys().isdisjoint(map(id, watched.values)):
+                    continue
                 values = list(watched.values)
                 for i, (name, value) in enumerate(zip(watched.names, values, strict=True)):
                     old, new = swap.get(id(value), (None, None))
