@@ -36,6 +36,7 @@ from typing import Any
 
 from groundstate.agents.scripted import ScriptedAgent
 from groundstate.bindings import HARNESS
+from groundstate.copies import Copies, Guard
 from groundstate.environments import sqlite_live
 from groundstate.environments.base import Environment
 from groundstate.episode import (
@@ -108,7 +109,7 @@ def overhead(suite: Suite, repeats: int) -> None:
                 cpu.append(time.process_time() - c0)
                 suite_checks.append(sum(checks_cpu))
                 copies.append(sum(copies_cpu))
-                copies_made.append(len(copies_cpu))
+                copies_made.append(sum(getattr(c, "copy", True) for c in copies_cpu))
                 calls.append(sum(e.kind == "tool_call" for e in output.run.observation_action_log))
                 t0 = time.perf_counter()
                 store.add_run(output.run, output.artifacts)
@@ -143,9 +144,9 @@ def overhead(suite: Suite, repeats: int) -> None:
         f"(ratio {own / statistics.median(floor_cpu):.1f}x; storing not included)"
     )
     print(
-        f"    of which the trace copies handed to Python checks and judges {_ms(copies)}, "
-        f"{statistics.mean(copies_made):.1f} copies per attempt (the harness's largest piece: "
-        f"docs/scale.md, sixteenth round)"
+        f"    of which the trace copies handed to Python checks and judges, and the guard "
+        f"lending one to the next check {_ms(copies)}, {statistics.mean(copies_made):.1f} "
+        f"copies per attempt (docs/scale.md, sixteenth and nineteenth rounds)"
     )
     fresh, fresh_cpu = _fresh_attempts(suite, system)
     print(
@@ -285,25 +286,50 @@ def _suite_checks_timed() -> Iterator[list[float]]:
 
 @contextmanager
 def _trace_copies_timed() -> Iterator[list[float]]:
-    """Meanwhile, each copy of a trace made for a Python check or judge adds the CPU seconds
-    it takes (in the thread that makes it) to the yielded list."""
+    """Meanwhile, each copy of a trace made for a Python check or judge, and each proof of the
+    guard that lets the next check have the last one's copy (``TraceCopies.lend``), adds the
+    CPU seconds it takes (in the thread that makes it) to the yielded list; a copy is an
+    entry with the copy's length, a proof one of length 0 (so copies can be counted)."""
     spent: list[float] = []
-    fresh = TraceCopies.fresh
+    originals = {
+        (TraceCopies, "fresh"): Copies.fresh,
+        (Guard, "__init__"): Guard.__init__,
+        (Guard, "untouched"): Guard.untouched,
+        (Guard, "references"): Guard.references,
+    }
 
-    def timed(self: TraceCopies[Any]) -> Any:
-        c0 = time.thread_time()
-        try:
-            return fresh(self)
-        finally:
-            spent.append(time.thread_time() - c0)
+    def timing(fn: Any, copy: bool) -> Any:
+        def timed(*args: Any) -> Any:
+            c0 = time.thread_time()
+            try:
+                return fn(*args)
+            finally:
+                spent.append(_Spent(time.thread_time() - c0, copy))
 
-    TraceCopies.fresh = timed  # type: ignore[method-assign,assignment]
+        return timed
+
+    for (cls, name), fn in originals.items():
+        setattr(cls, name, timing(fn, name == "fresh"))
     HARNESS.rebase()  # instrumentation, not an agent's tampering
     try:
         yield spent
     finally:
         del TraceCopies.fresh  # the inherited Copies.fresh again
+        for (cls, name), fn in originals.items():
+            if cls is Guard:
+                setattr(cls, name, fn)
         HARNESS.rebase()
+
+
+class _Spent(float):
+    """CPU seconds, and whether they made a copy (else a guard's proof)."""
+
+    copy: bool
+
+    def __new__(cls, seconds: float, copy: bool) -> _Spent:
+        spent = super().__new__(cls, seconds)
+        spent.copy = copy
+        return spent
 
 
 def _floor_call(ctx: _FloorContext, fn: Any, args: dict[str, Any]) -> None:

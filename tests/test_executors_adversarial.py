@@ -463,13 +463,18 @@ def test_a_worker_killed_from_outside_while_idle_blames_no_attempt(
     with RunStore(tmp_path / "runs.db") as store:
         runner = BatchRunner(bank, system, store, executor=executor, on_run=kill_the_worker)
         result = asyncio.run(runner.start(BatchConfig(attempts=3, concurrency=1)))
-    found = reasons(result.runs)
+    found = reasons(sorted(result.runs, key=lambda r: (r.attempt, r.retry)))  # last tries
     # The hook runs when attempt 1 is stored, and attempt 2 may already have started on the
     # worker by then (a race the hook cannot rule out; it lost once in CI): killed while
-    # running, it is that attempt's crash. Never a stopped batch, never another's blame.
+    # running, it is that attempt's crash; killed once its grading had started, a grader
+    # failure (uncounted) and run again. Never a stopped batch, never another's blame.
     assert found[1] == found[3] == "success"
     assert found[2] in ("success", "agent_failure/crashed")
-    assert len(result.runs) == 3
+    tries = sorted((r.attempt, r.retry, r.terminal_reason) for r in result.runs)
+    assert tries in (
+        [(1, 0, "success"), (2, 0, found[2]), (3, 0, "success")],
+        [(1, 0, "success"), (2, 0, "grader_failure"), (2, 1, "success"), (3, 0, "success")],
+    )
 
 
 def test_an_agent_scribbling_on_its_workers_pipes_crashes_only_its_own_attempt(

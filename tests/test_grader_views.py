@@ -73,7 +73,7 @@ def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def test_final_snapshot_is_read_once_and_each_caller_gets_its_own_identical_copy(
     env: SqliteEnvironment, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _write(env, "UPDATE items SET price = 4, qty = 5.5 WHERE id = 'a'")
+    _write(env, "UPDATE items SET price = 4, note = 5.5 WHERE id = 'a'")
     fresh = sqlite_state.read_snapshot(sqlite3.connect(env._live))  # an independent read
     reads = _reads(monkeypatch)
     view = env.evaluator_view()
@@ -84,7 +84,7 @@ def test_final_snapshot_is_read_once_and_each_caller_gets_its_own_identical_copy
     assert reads == [1]
     assert _typed(second) == _typed(third) == _typed(fresh)
     assert second.tables["items"].rows['"a"']["price"] == 4.0  # REAL column: a float
-    assert type(second.tables["items"].rows['"a"']["qty"]) is float  # 5.5 stays REAL
+    assert type(second.tables["items"].rows['"a"']["note"]) is float  # 5.5 stays REAL
     assert second.tables["items"].rows['"x"']["blob"] == b"\x00\xff"
     second.tables["pairs"].rows.clear()
     assert _typed(view.snapshot()) == _typed(fresh)

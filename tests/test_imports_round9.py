@@ -117,21 +117,17 @@ def test_what_a_tau2_file_says_of_itself_is_checked_before_anything_is_stored(
     }
 
 
-def test_a_boolean_reward_is_read_as_the_harness_reads_it(store: Store, tmp_path: Path) -> None:
-    """``reward: true`` was refused; τ-bench's and τ²'s own models read it as 1.0."""
+def test_a_boolean_reward_is_refused(store: Store, tmp_path: Path) -> None:
+    """``reward: true`` was read as 1.0 (τ-bench's and τ²'s models would read it so), but
+    neither writes one: their ``float`` rewards are dumped as numbers. Since the nineteenth
+    round a reward the writer would not write (a boolean, text) is refused, naming it."""
     path = tmp_path / "tau.json"
     path.write_text(json.dumps([tau_result("1", 0, True), tau_result("1", 1, False)]))
-    assert _outcomes(store, path) == {
-        ("1", 1, 0): "success",
-        ("1", 2, 0): "agent_failure/incorrect",
-    }
+    assert "tau.json:1: reward: must be a number, got True" in store.refused(path)
     data = tau2_file([simulation("a", 0, True), simulation("a", 1, False)])
     path = tmp_path / "tau2.json"
     path.write_text(json.dumps(data))
-    assert _outcomes(store, path) == {
-        ("a", 1, 0): "success",
-        ("a", 2, 0): "agent_failure/incorrect",
-    }
+    assert "simulations[0]: reward_info.reward: must be a number, got True" in store.refused(path)
 
 
 def test_an_archive_member_declaring_hundreds_of_megabytes_is_not_read(

@@ -151,15 +151,13 @@ def test_an_evaluation_tau2_gave_up_on_is_a_grader_failure(tmp_path: Path) -> No
     }
 
 
-@pytest.mark.parametrize(
-    ("reward", "expected"),
-    [("1.0", "success"), ("1", "success"), ("0.0", "agent_failure/incorrect")],
-)
-def test_rewards_written_as_text_are_read_as_numbers(
-    tmp_path: Path, reward: str, expected: str
-) -> None:
+@pytest.mark.parametrize("reward", ["1.0", "1", "0.0"])
+def test_rewards_written_as_text_are_refused(tmp_path: Path, reward: str) -> None:
+    """τ² writes ``RewardInfo.reward: float`` with ``model_dump_json``: a quoted reward is
+    from a file it did not write (nineteenth round; it was read as the number)."""
     path = monolithic(tmp_path, [simulation("a1", "1", 0, reward)])
-    assert outcome(tmp_path, path) == {("1", 1): expected}
+    with pytest.raises(SpecError, match=r"reward_info.reward: .* got text"):
+        outcome(tmp_path, path)
 
 
 @pytest.mark.parametrize("reward", ["NaN", "high", float("inf")])
@@ -186,7 +184,7 @@ def test_tau_bench_checks_written_as_text_are_read_as_their_numbers(
     """``r_outputs`` of ``"1.0"`` read as not passed: the failure was blamed on what the agent
     said instead of the database it left."""
     detail = {"r_outputs": told, "outputs": {"42": told == "1"}}
-    info = {"reward_info": {"reward": "0.0", "info": detail, "actions": []}}
+    info = {"reward_info": {"reward": 0.0, "info": detail, "actions": []}}
     path = tmp_path / "tau.json"
-    path.write_text(json.dumps([{"task_id": 3, "reward": "0.0", "info": info, "trial": "0"}]))
+    path.write_text(json.dumps([{"task_id": 3, "reward": 0.0, "info": info, "trial": 0}]))
     assert outcome(tmp_path, path) == {("3", 1): reason}

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 from types import ModuleType
 
-from groundstate.copies import Copies
+from groundstate.copies import Copies, Guard
 from groundstate.spec.suite import load_suite
 from groundstate.testing import run_solution
 from groundstate.trace import TraceCopies
@@ -145,18 +145,24 @@ def _bench() -> ModuleType:
     return module
 
 
-def test_the_bench_counts_one_trace_copy_per_python_check_and_leaves_the_copies_as_they_were() -> (
+def test_the_bench_counts_the_trace_copies_and_the_guards_proofs_and_leaves_them_as_they_were() -> (
     None
 ):
+    """Nineteenth round: the retail checks only read their trace, so one copy is lent from
+    check to check (``TraceCopies.lend``); the bench counts the copy and the guard's work."""
+    guard_methods = (Guard.__init__, Guard.untouched, Guard.references)
     suite = load_suite(RETAIL)
     task_id = "cancel-pending-order"
     plain = run_solution(suite, task_id, "oracle")
     with _bench()._trace_copies_timed() as spent:
         timed = run_solution(suite, task_id, "oracle")
     python_checks = [c for c in timed.constraint_results if c.kind == "check"]
-    assert python_checks and len(spent) == len(python_checks)
+    copies = [s for s in spent if s.copy]
+    assert len(python_checks) > 1 and len(copies) == 1
+    assert len(spent) > len(copies)  # the guard's proofs, counted apart from copies
     assert all(cpu >= 0 for cpu in spent)
     assert TraceCopies.fresh is Copies.fresh  # put back: the harness copies as before
+    assert (Guard.__init__, Guard.untouched, Guard.references) == guard_methods
     assert [(c.id, c.passed, c.error) for c in timed.constraint_results] == [
         (c.id, c.passed, c.error) for c in plain.constraint_results
     ]

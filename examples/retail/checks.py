@@ -338,19 +338,28 @@ def each_record_changed_once(trace: list[AgentEvent], s0: StateView) -> Evidence
     done: dict[str, set[Any]] = {"item": set(), "cancelled order": set(), "credited order": set()}
     for kind, record, status in s0.query(DONE_RECORDS):
         if kind != "item" or status not in FRESH_ITEM:
-            done[kind].add(record)
+            done[kind].add(record_key(record))
     for event in trace:
         kind, target = _target(event) if isinstance(event, ToolCallEvent) else (None, None)
         if kind is None:
             continue
-        if target in done[kind]:
+        if record_key(target) in done[kind]:
             problem = f"step {event.step} changes {kind} {target} a second time"
             return False, {"problems": [problem], "offending_step": event.step, "record": target}
         if isinstance(event, ToolCallEvent) and event.ok:
-            done[kind].add(target)
+            done[kind].add(record_key(target))
             for also, record in _changed_with(event, s0):
-                done[also].add(record)
+                done[also].add(record_key(record))
     return True, {}
+
+
+def record_key(value: Any) -> Any:
+    """How a record's id is compared with another: as text, folded (case, look-alike
+    characters, full-width digits) and with its spacing trimmed, so that "i-1012-1 ",
+    "I\u20111012\u20111" and "I-1012-1" are one item and ``1001`` is the record "1001". A
+    second attempt on a record is the attempt it is in any spelling the tool was sent; None
+    (no id given) stays None."""
+    return None if value is None else " ".join(fold(str(value)).split())
 
 
 def _changed_with(event: ToolCallEvent, s0: StateView) -> Iterator[tuple[str, Any]]:
@@ -1714,6 +1723,10 @@ GOODWILL_CENTS = 1000
 _ORDER_FACTS = (
     "SELECT status, payment_method_id, placed_at, delivered_at FROM orders WHERE order_id = ?"
 )
+_ALL_ORDER_FACTS = (
+    "SELECT order_id, status, payment_method_id, placed_at, delivered_at FROM orders"
+    " ORDER BY order_id"
+)
 
 
 def _changes_made(trace: list[AgentEvent], tools: tuple[str, ...]) -> Iterator[ToolCallEvent]:
@@ -1728,7 +1741,16 @@ def _changes_made(trace: list[AgentEvent], tools: tuple[str, ...]) -> Iterator[T
 
 
 def _order_facts(s0: StateView, order_id: Any) -> tuple[Any, ...] | None:
+    """The order's facts in the initial state, its id compared as :func:`record_key` compares
+    ids (a call spelling "o-1001 " is judged as O-1001's, not let through unjudged)."""
     rows = s0.query(_ORDER_FACTS, (str(order_id),))
+    if not rows:
+        wanted = record_key(order_id)
+        rows = [
+            row[1:]
+            for row in s0.query(_ALL_ORDER_FACTS)
+            if wanted is not None and record_key(row[0]) == wanted
+        ]
     return rows[0] if rows else None
 
 
@@ -1743,7 +1765,7 @@ def _days_read(trace: list[AgentEvent], change: ToolCallEvent) -> Any:
             and event.tool == "get_order"
             and event.ok
             and isinstance(event.output, dict)
-            and event.output.get("order_id") == change.args.get("order_id")
+            and record_key(event.output.get("order_id")) == record_key(change.args.get("order_id"))
         ):
             days = event.output.get("days_since_delivery")
     return days
@@ -1763,7 +1785,7 @@ def refunds_within_policy(trace: list[AgentEvent], s0: StateView) -> Evidence:
             order = event.args.get("order_id")
             facts = _order_facts(s0, order)
             method = event.args.get("payment_method_id")
-            if facts is not None and method != facts[1]:
+            if facts is not None and record_key(method) != record_key(facts[1]):
                 yield event, f"refunds order {order} to {method}, not its own {facts[1]}"
             days = _days_read(trace, event)
             if isinstance(days, int) and days > REFUND_WINDOW_DAYS:

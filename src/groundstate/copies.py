@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import copy
 import pickle
-from typing import Generic, TypeVar
+from functools import cache
+from itertools import chain
+from operator import attrgetter, is_
+from sys import getrefcount
+from typing import Any, Generic, TypeVar
+from weakref import getweakrefcount
 
 T = TypeVar("T")
 
@@ -40,3 +45,128 @@ class Copies(Generic[T]):
             return copy.deepcopy(self._value)
         copied: T = pickle.loads(self._image)
         return copied
+
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+"""Values no code can change: a guard need not look into them."""
+_SLOTS = attrgetter(
+    "__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"
+)
+
+
+class Unguardable(TypeError):
+    """A value :class:`Guard` cannot watch: anything but lists, dicts, plain pydantic models
+    and immutable scalars, or a Python without dict versions."""
+
+
+class Guard(Generic[T]):
+    """Whether a value made of lists, dicts, pydantic models and scalars is exactly as it was
+    when the guard was made, read without copying or pickling it again.
+
+    Every dict (a model's ``__dict__`` too) is watched by its version (CPython bumps it on
+    every write, from a process-wide counter, so an undone edit still shows: see
+    :func:`groundstate.bindings._versions`); every list, set of set fields and model by the
+    identity of what it holds, its length and its class. The scalars are immutable. A value
+    with anything else in it (a tuple, a set, an object of a tool's) raises
+    :class:`Unguardable`.
+    """
+
+    def __init__(self, value: T) -> None:
+        from groundstate.bindings import _versions
+
+        self.value = value
+        dicts: list[dict[Any, Any]] = []
+        lists: list[list[Any]] = []
+        models: list[Any] = []
+        seen: set[int] = set()
+        stack: list[Any] = [value]
+        while stack:
+            item = stack.pop()
+            kind = type(item)
+            if kind in _ATOMS or id(item) in seen:
+                continue
+            seen.add(id(item))
+            if kind is list:
+                lists.append(item)
+                stack.extend(item)
+            elif kind is dict:
+                if not all(type(key) in _ATOMS for key in item):
+                    raise Unguardable("a dict with a key that is not a string or number")
+                dicts.append(item)
+                stack.extend(item.values())
+            elif _plain_model(item):
+                fields, extra, private = _SLOTS(item)[1:]
+                if type(fields) is not set or extra is not None or private is not None:
+                    raise Unguardable(f"a {kind.__name__} with extra or private values")
+                models.append(item)
+                dicts.append(item.__dict__)
+                stack.extend(item.__dict__.values())
+            else:
+                raise Unguardable(f"a value of type {kind.__name__}")
+        versions = _versions(dicts)
+        if versions is None:
+            raise Unguardable("dict versions cannot be read on this Python")
+        self._dicts = dicts  # held: a version is read at its dict's address
+        self._lists = lists
+        self._models = models
+        self._versions = versions
+        self._was = self._now()
+        fields = [model.__pydantic_fields_set__ for model in models]
+        self._parts: list[object] = [*lists, *dicts, *models, *fields]
+        self._weakly: list[object] = [*models, *fields]
+
+    def references(self) -> list[int]:
+        """How many references each part of the value has, and weak ones where it takes
+        them: a part kept by anything new (a global, a thread, an iterator) counts more."""
+        return [*map(getrefcount, self._parts), *map(getweakrefcount, self._weakly)]
+
+    def _now(self) -> tuple[list[int], list[object]]:
+        """The dicts' versions and the lengths of the lists and sets (numbers, compared by
+        value), and every object the lists, models and sets hold (compared by identity)."""
+        models = self._models
+        fields = [model.__pydantic_fields_set__ for model in models]
+        numbers = [*self._versions(), *map(len, self._lists), *map(len, fields)]
+        held = [
+            *chain.from_iterable(self._lists),
+            *map(type, models),
+            *chain.from_iterable(map(_SLOTS, models)),
+            *chain.from_iterable(fields),
+        ]
+        return numbers, held
+
+    def untouched(self) -> bool:
+        try:
+            numbers, held = self._now()
+        except Exception:  # a slot deleted, set fields made a number: changed, surely
+            return False
+        was_numbers, was_held = self._was
+        return (
+            numbers == was_numbers and len(held) == len(was_held) and all(map(is_, held, was_held))
+        )
+
+
+def _plain_model(value: object) -> bool:
+    """A pydantic model pickled and copied as pydantic does (no pickling of its own), whose
+    values are all in its ``__dict__`` (no slots of its own, which the guard would not see)."""
+    from pydantic import BaseModel
+
+    kind = type(value)
+    return (
+        isinstance(value, BaseModel)
+        and kind.__basicsize__ == _plain_size()
+        and kind.__getstate__ is BaseModel.__getstate__
+        and getattr(kind, "__setstate__", None) is BaseModel.__setstate__
+        and kind.__reduce_ex__ is object.__reduce_ex__
+        and kind.__reduce__ is object.__reduce__
+    )
+
+
+@cache
+def _plain_size() -> int:
+    """The size of a model of a class that declares no slots."""
+    from pydantic import BaseModel
+
+    class Plain(BaseModel):
+        pass
+
+    return Plain.__basicsize__

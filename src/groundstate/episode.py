@@ -981,8 +981,8 @@ class _Progress:
 
 GRADING: ContextVar[Callable[[], None] | None] = ContextVar("groundstate_grading", default=None)
 """Called, when set, as an attempt's grading starts (its agent is done): a process-pool worker
-tells its parent, so that a death of the worker from then on is the grader's, not the agent's
-(see :mod:`groundstate.executors.local`)."""
+(a Ray task) tells its parent, so that a death of the worker from then on is the grader's, not
+the agent's (see :mod:`groundstate.executors.local`)."""
 
 
 async def run_attempt(

@@ -17,9 +17,11 @@ own connection, whose permissions the environment enforces.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import inspect
 import json
+import os
 import re
 import sys
 import threading
@@ -214,8 +216,12 @@ def changed_since_loaded(digest: str | None, expect: str | None) -> str:
 
 
 def _module_name(path: Path, name_hint: str, digest: str) -> str:
-    """The name a version of the file at *path* (its *digest*) is imported under."""
-    return f"groundstate_user.{name_hint}_{digest[:16]}_{abs(hash(path.resolve()))}"
+    """The name a version of the file at *path* (its *digest*) is imported under: the same
+    in every process (it shows in a record, in the ``repr`` of an object of the file's
+    classes). It was ``hash()`` of the path, which ``PYTHONHASHSEED`` picks anew in each
+    process: the same attempt's record differed in-process, in a pool worker, on Ray."""
+    where = hashlib.sha256(os.fsencode(path.resolve())).hexdigest()[:16]
+    return f"groundstate_user.{name_hint}_{digest[:16]}_{where}"
 
 
 def _import_error(path: Path, exc: BaseException) -> SpecError:

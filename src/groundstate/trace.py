@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, GetCoreSchemaHandler, TypeAdapter
 from pydantic_core import CoreSchema, core_schema
 
-from groundstate.copies import Copies
+from groundstate.copies import Copies, Guard
 from groundstate.environments.base import RowWrite
 from groundstate.returned import stable_repr
 
@@ -196,19 +197,60 @@ def agent_events(events: Iterable[TraceEvent]) -> list[AgentEvent]:
 
 
 E = TypeVar("E", bound=BaseModel)
+T = TypeVar("T")
 
 
 class TraceCopies(Copies[list[E]]):
-    """Deep copies of one trace for user code (Python checks, judges), one per call: what a
-    check edits in its copy reaches neither the record nor the next check.
+    """Deep copies of one trace for user code (Python checks, judges): what a check edits in
+    its copy reaches neither the record nor the next check.
 
     One pickled image of the trace, unpickled for each copy (:class:`~groundstate.copies.
     Copies`); the events must not change after the first copy (grading runs after the
-    episode has ended).
+    episode has ended). :meth:`lend` hands the next check the copy the last one had, when a
+    :class:`~groundstate.copies.Guard` shows it exactly as it was made.
     """
 
     def __init__(self, events: Sequence[E]) -> None:
         super().__init__(list(events))
+        self._spare: Guard[list[E]] | None = None
+        self._lending = True
+        self._lock = threading.Lock()
+
+    def lend(self, check: Callable[[list[E]], T]) -> T:
+        """``check(copy)``, on a copy of the trace of its own while it runs.
+
+        Unpickling a copy costs several times what proving one untouched does, so the copy
+        the last check had is lent to the next one when its :class:`~groundstate.copies.
+        Guard` shows it exactly as it was made (no list item, dict entry, model field or set
+        field written, replaced or put back since), which is what a fresh copy would be. A
+        copy is taken back only from a check that returned (not one that raised; one
+        abandoned at its time limit keeps its copy while it runs, and the checks after it
+        get fresh ones) and left no reference to any part of it behind (a global, a thread
+        still running, an iterator, a weak reference): nothing can edit it while the next
+        check reads it. Once a check has edited its copy, every check after it gets a fresh
+        one, as without lending."""
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and not spare.untouched():
+            spare, self._lending = None, False  # a check edits its copy: a fresh one each
+        if spare is None:
+            copy = self.fresh()
+            spare = _guarded(copy) if self._lending else None
+            if spare is None:
+                return check(copy)
+        referenced = spare.references()
+        result = check(spare.value)
+        if spare.references() == referenced:
+            with self._lock:
+                self._spare = spare
+        return result
+
+
+def _guarded(copy: list[E]) -> Guard[list[E]] | None:
+    try:
+        return Guard(copy)
+    except Exception:  # Unguardable: a tool's own object, say; a fresh copy for every check
+        return None
 
 
 _EVENTS: TypeAdapter[list[TraceEvent]] = TypeAdapter(list[TraceEvent])

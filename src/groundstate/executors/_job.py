@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import multiprocessing
 import os
 import pickle
+import queue
 import signal
 import struct
 import sys
@@ -170,31 +170,81 @@ def received(payload: bytes) -> AttemptJob:
     return job
 
 
-def execute(payload: bytes) -> PreparedRun:
-    """Run the job *payload* holds (:func:`sendable`) in a worker (a Ray task) and return its
-    record, prepared for the store (it travels back as its stored text: see
-    :class:`PreparedRun`).
+GRADING_STARTS = "grading"
+"""What a Ray task streams as its attempt's grading starts (see :func:`execute_announced`)."""
+
+
+def execute_announced(payload: bytes) -> Iterator[PreparedRun | str | None]:
+    """Run the job *payload* holds (:func:`sendable`) as a streaming Ray task: ``None``
+    first, as the attempt starts (its hard limit runs from then, not from when the task was
+    queued), :data:`GRADING_STARTS` as its grading starts (a death from then on is the
+    grader's: see :func:`_grading`), then the record (it travels back as its stored text:
+    see :class:`PreparedRun`). The attempt runs in a thread of its own, as in a pool
+    worker, while this generator streams what it says.
 
     Failures outside the attempt (the suite cannot be loaded, the agent cannot be built)
     come back as :class:`ExecutorError` with a plain message: an exception class with its own
-    constructor arguments may not survive pickling back to the parent.
-    """
+    constructor arguments may not survive pickling back to the parent."""
+    yield None
     shut_out_signals()  # a Ray worker runs task after task
     try:
-        return _prepared(asyncio.run(_job_attempt(received(payload))))
+        job = received(payload)
     except Exception as exc:
         raise _plain(exc) from None
+    said: queue.SimpleQueue[str | Outcome] = queue.SimpleQueue()
+    heard = threading.Event()
+    if not _RAY_WORKER:  # its first attempt: what the worker is without any
+        _RAY_WORKER.append((_thread_names(), process_state()))
+    ray_threads, baseline = _RAY_WORKER[0]
+    tell = partial(_tell_grading, said.put, heard, ray_threads)
+    submit(partial(_job_attempt, job, tell), f"attempt-{job.info.run_id[:8]}", said.put)
+    while isinstance(item := said.get(), str):
+        yield GRADING_STARTS  # back here once the caller has it (the task's backpressure)
+        heard.set()
+    error, output = item
+    if error is not None:  # the batch stops
+        raise _plain(error) if isinstance(error, Exception) else ExecutorError(repr(error))
+    left = leftovers(output, baseline, ray_threads)
+    yield _prepared(output)
+    if left is not None:  # this worker takes no more attempts: it ends, once the caller
+        yield RETIRING  # has the record and this (the task's backpressure)
+        _kill_children()
+        os._exit(0)
 
 
-def execute_announced(payload: bytes) -> Iterator[PreparedRun | None]:
-    """:func:`execute` as a streaming Ray task: ``None`` first, as the attempt starts (its
-    hard limit runs from then, not from when the task was queued), then the record."""
-    yield None
-    yield execute(payload)
+RETIRING = "retiring"
+"""What a Ray task streams after its record when its attempt left something in its worker
+(see :func:`leftovers`); then the worker ends, as a retiring pool worker does, so that what
+was left reaches no later attempt."""
+
+_RAY_WORKER: list[tuple[frozenset[str], ProcessState]] = []
+"""The names of the threads a Ray worker ran before its first attempt (Ray's own), and its
+:func:`process_state` then."""
+
+
+def _thread_names() -> frozenset[str]:
+    return frozenset(t.name for t in threading.enumerate())
+
+
+def _tell_grading(
+    put: Callable[[str], None], heard: threading.Event, ray_threads: frozenset[str]
+) -> None:
+    """Say that grading starts, unless code of an agent's may still run in this Ray worker
+    (as :func:`_grading` in a pool worker; Ray's own threads are not an agent's), and wait
+    until the caller has heard it (a pool worker's message is in its pipe once written; a
+    Ray task's yield is sent later, and a check that kills the worker at once lost it)."""
+    if not _agents_alive(ray_threads):
+        put(GRADING_STARTS)
+        heard.wait(HEARD_WAIT)
+
+
+HEARD_WAIT = 60.0
+"""Seconds grading waits for the caller of its Ray task to take the news that it starts
+(past it, it goes on: a death then stays the agent's)."""
 
 
 async def _job_attempt(job: AttemptJob, grading: Callable[[], None] | None = None) -> AttemptOutput:
-    GRADING.set(grading)  # in this attempt's own context (Ray: none yet)
+    GRADING.set(grading)  # in this attempt's own context
     return await run_job(job, job_suite(job))
 
 
@@ -212,12 +262,13 @@ def _grading(results: Outbox, key: int) -> Callable[[], None]:
     return grading
 
 
-def _agents_alive() -> bool:
-    """Whether code of an agent's may still run in this worker: a thread not the harness's,
-    a loop thread still running an agent (named ``agent-``: one past its time limit), a
-    child process."""
+def _agents_alive(known: frozenset[str] = frozenset()) -> bool:
+    """Whether code of an agent's may still run in this worker: a thread not the harness's
+    (nor one of the *known* names: a Ray worker's own), a loop thread still running an agent
+    (named ``agent-``: one past its time limit), a child process."""
     mine = [t.name for t in threading.enumerate()]
-    return any(not n.startswith(OURS) or n.startswith("agent-") for n in mine) or bool(children())
+    foreign = [n for n in mine if not n.startswith(OURS) and n not in known]
+    return bool(foreign) or any(n.startswith("agent-") for n in mine) or bool(children())
 
 
 def _prepared(output: AttemptOutput | None) -> PreparedRun:
@@ -226,7 +277,8 @@ def _prepared(output: AttemptOutput | None) -> PreparedRun:
 
 
 def _plain(exc: BaseException) -> ExecutorError:
-    """*exc* as an :class:`ExecutorError` whose message says it all (see :func:`execute`)."""
+    """*exc* as an :class:`ExecutorError` whose message says it all (see
+    :func:`execute_announced`)."""
     if isinstance(exc, ExecutorError):
         return exc
     return ExecutorError(f"{type(exc).__name__}: {exc}")
@@ -419,7 +471,9 @@ def _ignored_signals() -> str:
 HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
 
 
-def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | None:
+def leftovers(
+    output: AttemptOutput | None, baseline: ProcessState, known: frozenset[str] = frozenset()
+) -> str | None:
     """What an attempt that just ended left in this worker that could reach later attempts,
     or None: an agent or a tool still running past the attempt's end (Python cannot stop a
     thread), an attempt stopped for changing the harness's code or its task in memory (what
@@ -427,7 +481,8 @@ def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | Non
     to :func:`process_state` since the worker started (*baseline*), a function or class of
     the harness's modules rebound since its episode put them back (a thread of the agent's
     still at it: see :mod:`groundstate.bindings`). A worker with leftovers takes no more
-    attempts and ends (killing them) once its running attempts are done."""
+    attempts and ends (killing them) once its running attempts are done. Threads named in
+    *known* are the process's own (a Ray worker's)."""
     run = None if output is None else output.run
     if run is not None and (
         run.terminal_reason == "agent_failure/time_limit"
@@ -436,7 +491,8 @@ def leftovers(output: AttemptOutput | None, baseline: ProcessState) -> str | Non
         return "an agent or tool still running past its attempt's end"
     if run is not None and run.infrastructure_status.get("stop", {}).get("stage") == REBOUND:
         return f"the attempt changed the harness: {run.infrastructure_status['stop']['message']}"
-    foreign = sorted(t.name for t in threading.enumerate() if not t.name.startswith(OURS))
+    names = (t.name for t in threading.enumerate())
+    foreign = sorted(n for n in names if not n.startswith(OURS) and n not in known)
     if foreign:
         return f"threads left running: {', '.join(foreign[:5])}"
     now = process_state()
@@ -611,7 +667,7 @@ class _Serving:
                 # Pickled apart from the message, so that a failure is this job's; only
                 # the stored form travels (see PreparedRun).
                 message = ("done", key, pickle.dumps(_prepared(output)))
-            except BaseException as exc:  # with a plain message (see execute)
+            except BaseException as exc:  # with a plain message (see execute_announced)
                 plain = _plain(exc) if isinstance(exc, Exception) else exc
                 message = ("failed", key, str(plain) or type(plain).__name__)
             self._finish(key, message, leftovers(output, self._baseline))

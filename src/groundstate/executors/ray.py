@@ -6,13 +6,21 @@ import asyncio
 import importlib.util
 import os
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from groundstate.episode import AttemptJob, AttemptOutput
 from groundstate.errors import ExecutorError
-from groundstate.executors._job import execute_announced, hard_limit, lost, prepared, sendable
+from groundstate.executors._job import (
+    GRADING_STARTS,
+    execute_announced,
+    hard_limit,
+    lost,
+    prepared,
+    sendable,
+)
 from groundstate.executors.local import HARD_GRACE
 from groundstate.spec.suite import Suite
 from groundstate.store import PreparedRun
@@ -59,8 +67,11 @@ class RayExecutor:
                     f"cannot start or join {where}: {type(exc).__name__}: {exc}"
                 ) from None
             self._started = True
-        self._remote = ray.remote(
-            num_cpus=self.cpus_per_attempt, max_retries=0, num_returns="streaming"
+        self._remote = ray.remote(  # each item taken by the caller before the task goes on
+            num_cpus=self.cpus_per_attempt,
+            max_retries=0,
+            num_returns="streaming",
+            _generator_backpressure_num_objects=1,
         )(execute_announced)
 
     def _init_options(self) -> dict[str, Any]:
@@ -89,8 +100,9 @@ class RayExecutor:
         crash of the agent's making: ``os._exit``, a fatal signal, Ray's out-of-memory
         killer) or that runs past its hard limit (killed, with its worker) ends as
         ``agent_failure/crashed`` or ``agent_failure/time_limit``; a Ray task runs alone in
-        its worker, so the attempt is the one to blame. Any other failure of Ray stops the
-        batch."""
+        its worker, so the attempt is the one to blame. Once the task has said its grading
+        started (:data:`~groundstate.executors._job.GRADING_STARTS`), either ends it as
+        ``grader_failure``, as in the pool. Any other failure of Ray stops the batch."""
         if self._remote is None:
             raise ExecutorError("the Ray executor is not open")
         ray = _import_ray()
@@ -102,17 +114,23 @@ class RayExecutor:
         except errors.RayError as exc:  # the attempt had not started: no agent's doing
             raise ExecutorError(f"Ray could not start task {job.task_id!r}: {exc}") from None
         started = time.monotonic()
+        grading = False
         try:
-            row: PreparedRun = await asyncio.wait_for(_next_value(returns), limit)
+            while True:
+                left = None if limit is None else max(limit - (time.monotonic() - started), 0)
+                row = await asyncio.wait_for(_next_value(returns), left)
+                if row != GRADING_STARTS:
+                    break
+                grading = True
         except asyncio.CancelledError:  # the batch stops: so does the attempt, on a cluster too
             ray.cancel(returns, force=True)
             raise
         except TimeoutError:
             ray.cancel(returns, force=True)
-            return lost(job, self.suite, "its Ray worker was killed", started, True)
+            return lost(job, self.suite, "its Ray worker was killed", started, True, grading)
         except (errors.WorkerCrashedError, errors.OutOfMemoryError) as exc:
             cause = f"its Ray worker died ({type(exc).__name__})"
-            return lost(job, self.suite, cause, started, False)
+            return lost(job, self.suite, cause, started, False, grading)
         except errors.RayTaskError as exc:  # its message: Ray's traceback, then the error
             message = _line(exc, -1)
             if isinstance(exc.as_instanceof_cause(), ExecutorError):
@@ -120,7 +138,23 @@ class RayExecutor:
             raise ExecutorError(f"a Ray task of task {job.task_id!r} failed: {message}") from None
         except errors.RayError as exc:
             raise ExecutorError(f"Ray could not run task {job.task_id!r}: {_line(exc)}") from None
+        if not isinstance(row, PreparedRun):
+            raise ExecutorError(f"a Ray task of task {job.task_id!r} sent {type(row).__name__}")
+        await _the_end(ray, returns)
         return prepared(row)
+
+
+async def _the_end(ray: Any, returns: Any) -> None:
+    """Wait for the task's end, or for :data:`~groundstate.executors._job.RETIRING` (its
+    attempt left something in its worker: a thread, a changed ``os.environ``...), after
+    which its worker exits, as a retiring pool worker does: Ray reuses a worker from task to
+    task, and what was left reached later attempts (a thread that killed the worker during
+    another's attempt, a thread of the agent's that kept another's dying check from being
+    the grader's failure). The record is in hand: what becomes of the worker now is not
+    the attempt's."""
+    with suppress(StopAsyncIteration, ray.exceptions.RayError):
+        while True:  # to the end: the error of a worker that exited, unread, Ray would log
+            await _next_value(returns)
 
 
 def _line(exc: BaseException, which: int = 0) -> str:

@@ -636,13 +636,13 @@ def _less(used: int | None, graded: int | None) -> int | None:
 def _model_tokens(where: str, name: str, used: dict[str, Any]) -> Tokens:
     output = count(where, f"{name}.output_tokens", used.get("output_tokens"))
     whole = count(where, f"{name}.total_tokens", used.get("total_tokens"))
+    given = count(where, f"{name}.input_tokens", used.get("input_tokens"))  # checked either way
     if output is not None and whole is not None and whole >= output and whole > 0:
         return whole - output, output
     cached = [
         count(where, f"{name}.{key}", used.get(key)) or 0
         for key in ("input_tokens_cache_read", "input_tokens_cache_write")
     ]
-    given = count(where, f"{name}.input_tokens", used.get("input_tokens"))
     return total([given, *cached]), output
 
 

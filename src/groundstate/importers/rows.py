@@ -177,8 +177,47 @@ def check_reason(where: str, reason: str, success: bool) -> str:
     return reason
 
 
+def _not_text(value: Any, what: str = "number") -> None:
+    """Refuse *value* given as text: every harness whose JSON these importers read writes its
+    numbers as JSON numbers (pydantic ``model_dump``, ``json.dump`` of ints and floats), so a
+    ``"1"`` there is an edited or hand-made file, and read as 1 it would pass a task no run
+    passed. The row format's readers (:func:`lax`) take text, as a CSV holds nothing else."""
+    if not isinstance(value, str):
+        return
+    article = "an" if what[0] in "aeiou" else "a"
+    try:
+        float(value)
+    except ValueError:
+        raise ValueError(f"must be {article} {what}, got {value!r}") from None
+    raise ValueError(
+        f"must be {article} {what} written as a JSON {what}, got text {value!r} (the harness "
+        f"writes it unquoted: a quoted {what} is from a file it did not write)"
+    )
+
+
+def lax(parse: Callable[[Any], T]) -> Callable[[Any], T]:
+    """*parse* that also reads a number written as text (``" 1 "``, ``"0.5"``, ``"3.0"``):
+    for the row format (CSV and JSON Lines rows), whose cells may be text."""
+
+    def read(value: Any) -> T:
+        if isinstance(value, str):
+            text = value.strip()
+            try:
+                value = int(text)
+            except ValueError:
+                try:
+                    value = float(text)
+                except ValueError:
+                    raise ValueError(f"must be a number, got {value!r}") from None
+        return parse(value)
+
+    return read
+
+
 def as_number(value: Any) -> float:
-    """A finite number (JSON number or its text); ``ValueError`` says why not."""
+    """A finite JSON number (not its text: see :func:`_not_text`); ``ValueError`` says why
+    not."""
+    _not_text(value)
     if isinstance(value, bool):
         raise ValueError(f"must be a number, got {value!r}")
     try:
@@ -194,9 +233,10 @@ def as_reward(value: Any) -> float:
     """A reward or score: a finite number in [0, 1] (within :data:`REWARD_TOLERANCE` of its
     ends, as float sums leave them). Another number is no reward these harnesses give: a 1.5
     was a failure kept with a partial score of 1, a -1 lowered the batch's mean reward. A JSON
-    ``true``/``false`` is 1/0, as the harnesses' own models (pydantic floats) read it."""
-    if isinstance(value, bool):
-        return float(value)
+    ``true``/``false`` or text is refused, as :func:`as_number` does: τ-bench, τ² and Harbor
+    dump their ``float`` rewards as numbers (pydantic turns a ``True`` given it into ``1.0``
+    before it writes), so neither is in a file they wrote. Inspect's score values, which may be
+    booleans, are read apart."""
     result = as_number(value)
     if not -REWARD_TOLERANCE <= result <= 1.0 + REWARD_TOLERANCE:
         raise ValueError(f"must be a reward in [0, 1], got {value!r}")
@@ -218,19 +258,15 @@ so that attempt numbers made from labels stay within the store's 64-bit integers
 
 
 def as_integer(value: Any) -> int:
-    """An integer (JSON integer or its text, also written as a float: ``3.0``, as data-frame
-    libraries write an integer column with gaps) within :data:`INTEGER_LIMIT`; ``ValueError``
+    """An integer (a JSON integer, also written as a float: ``3.0``, as data-frame libraries
+    write an integer column with gaps; not its text) within :data:`INTEGER_LIMIT`; ``ValueError``
     says why not."""
+    _not_text(value, "integer")
     result = None
     if isinstance(value, int) and not isinstance(value, bool):
         result = value
     elif isinstance(value, float) and value.is_integer():
         result = int(value)
-    elif isinstance(value, str):
-        try:
-            result = int(value)
-        except ValueError:
-            result = _integral(value)
     if result is None:
         raise ValueError(f"must be an integer, got {value!r}")
     if abs(result) > INTEGER_LIMIT:

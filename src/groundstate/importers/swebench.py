@@ -39,6 +39,7 @@ from groundstate.importers.rows import (
     amount,
     as_integer,
     count,
+    lax,
     parse_json,
     read_json_object,
     task_key,
@@ -630,6 +631,6 @@ def _shown(ids: list[Any]) -> str:
 
 def _count(value: Any) -> int | None:
     try:
-        return as_integer(value)
+        return lax(as_integer)(value)
     except ValueError:
         return None

@@ -32,6 +32,7 @@ from groundstate.importers.rows import (
     as_text,
     check_reason,
     checked,
+    lax,
     not_utf8,
     parse_json,
 )
@@ -237,14 +238,14 @@ def _boolean(value: Any) -> bool:
 
 
 def _unit(value: Any) -> float:
-    score = as_number(value)
+    score = lax(as_number)(value)
     if not 0.0 <= score <= 1.0:
         raise ValueError(f"must be in [0, 1], got {score}")
     return score
 
 
 def _positive(value: Any) -> float:
-    weight = as_number(value)
+    weight = lax(as_number)(value)
     if weight <= 0:
         raise ValueError(f"must be positive, got {weight}")
     return weight
@@ -252,7 +253,7 @@ def _positive(value: Any) -> float:
 
 def _at_least(least: int) -> Callable[[Any], int]:
     def parse(value: Any) -> int:
-        count = as_integer(value)
+        count = lax(as_integer)(value)
         if count < least:
             raise ValueError(f"must be at least {least}, got {count}")
         return count
@@ -293,8 +294,8 @@ _FIELDS: dict[str, Callable[[Any], Any]] = {
     "attempt": as_label,
     "success": _boolean,
     "terminal_reason": as_text,
-    "cost": as_amount,
-    "latency": as_amount,
+    "cost": lax(as_amount),
+    "latency": lax(as_amount),
     "partial_score": _unit,
     "retry": _at_least(0),
     "slice_labels": _labels,

@@ -31,6 +31,7 @@ from groundstate.importers.rows import (
     checked,
     count,
     integer,
+    lax,
     mapping,
     raised,
     read_json,
@@ -231,7 +232,7 @@ def _passed(check: Any) -> bool:
     if isinstance(check, bool):
         return check
     try:
-        return as_number(check) >= 1
+        return lax(as_number)(check) >= 1
     except ValueError:
         return False
 
@@ -321,7 +322,7 @@ def _count(value: Any) -> int | None:
     """A count as a writer may give it (``4``, ``4.0``, ``"4"``), or ``None``: only what the
     warnings compare with, so an odd value is no reason to refuse the file."""
     try:
-        return as_integer(value)
+        return lax(as_integer)(value)
     except ValueError:
         return None
 

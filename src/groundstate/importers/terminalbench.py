@@ -28,7 +28,6 @@ from groundstate.importers.rows import (
     checked,
     count,
     duration,
-    integer,
     mapping,
     read_json_object,
     task_key,
@@ -113,7 +112,7 @@ class TerminalBenchSource:
         common: dict[str, Any] = {
             "line": line,
             "task_id": task_key(where, "task_id", trial.get("task_id")),
-            "label": integer(where, "trial_name", attempt.group(1)) if attempt else name,
+            "label": int(attempt.group(1)) if attempt else name,
             "tokens": None if given == [None, None] else tokens,
             "latency": duration(where, "agent_started_at", *agent),
             "origin": {"trial_name": name, "failure_mode": mode, "is_resolved": resolved},

@@ -16,7 +16,13 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from groundstate.grading.constraints import affirms, confirming_questions, mentions, normalise
+from groundstate.grading.constraints import (
+    affirms,
+    confirming_questions,
+    fold,
+    mentions,
+    normalise,
+)
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 Evidence = tuple[bool, dict[str, Any]]
@@ -185,22 +191,30 @@ def changed_once_per_order(trace: list[AgentEvent], s0: Any) -> Evidence:
     """No order is modified or exchanged twice by the same tool.
 
     Policy: "Exchange or modify order tools can only be called once per order. Be sure that all
-    items to be changed are collected into a list before making the tool call!!!" The tools
-    refuse a second item change or exchange (the order's status has changed), not a second
-    change of a pending order's address or payment method: the final state shows only the
-    last. A call the tool refused changed nothing and is no first call."""
+    items to be changed are collected into a list before making the tool call!!!" Once a call
+    of one of these tools changed an order, any later call of that tool on that order breaks
+    the rule, whether the tool makes the change (a second change of a pending order's address
+    or payment method: the final state shows only the last) or refuses it (a second exchange
+    of an order already exchanged: the call was made, as the policy forbids). A call the tool
+    refused before any change is no first call (a retry after a mistyped order id). Order ids
+    are compared as text, folded and trimmed ("#w0000001 " is #W0000001)."""
     first: dict[tuple[str, str], int] = {}
-    for event in _calls(trace):
-        if event.tool not in ONCE_PER_ORDER or not isinstance(event.args, dict):
+    for event in trace:
+        if not isinstance(event, ToolCallEvent) or event.tool not in ONCE_PER_ORDER:
             continue
-        key = (event.tool, str(event.args.get("order_id")))
+        if not isinstance(event.args, dict):
+            continue
+        order = event.args.get("order_id")
+        key = (event.tool, " ".join(fold(str(order)).split()))
         if key in first:
+            again = "again" if event.ok else "again (the tool refused it)"
             problem = (
-                f"step {event.step} ({event.tool}) changes order {key[1]} again, after step"
+                f"step {event.step} ({event.tool}) changes order {order} {again}, after step"
                 f" {first[key]}"
             )
             return False, {"problems": [problem], "offending_step": event.step}
-        first[key] = event.step
+        if event.ok:
+            first[key] = event.step
     return True, {}
 
 

@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 20
+VALIDATOR_REVISION = 21
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -76,7 +76,10 @@ the library's grading and the retail checks: a yes with a "but" clause of terms 
 ("Yes, but purple", "Sure, but the large one") or under a condition in other words ("so long
 as", "assuming", "subject to"), the agent's question quoted back, a yes given again, and a
 bare "All done." or any other success claim after a refused change the customer was never told
-of)."""
+of; 21: the retail checks and τ²'s: a second change of a record with its id spelt another way
+("i-1012-1 ", full-width digits), a refund, cancellation or credit judged in any spelling of its
+order id, and a second call of a once-per-order τ² tool the tool refused, which the τ² importer
+no longer declares equivalent)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

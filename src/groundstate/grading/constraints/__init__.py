@@ -78,8 +78,9 @@ def evaluate_constraints(
     if too_long is not None:
         checked = iter([_unread(c, too_long) for c in python])
     else:
-        # The Python ones go to a thread together, each on its copy of one image of the
-        # trace; the limit is read at call time: one for every grader (set in grading.outcome).
+        # The Python ones go to a thread together, each on a copy of the trace of its own
+        # while it runs (TraceCopies.lend: one copy lent on while no check edits or keeps it);
+        # the limit is read at call time: one for every grader (set in grading.outcome).
         limit = outcome.GRADER_TIME_LIMIT
         checked = iter(python_checks(python, TraceCopies(actions), states, limit))
     return [

@@ -20,7 +20,8 @@ def python_checks(
     states: States | None,
     limit: float,
 ) -> list[CheckResult]:
-    """Run each function on a copy of its own of the trace from *events*, each under *limit*
+    """Run each function on a copy of the trace from *events* (its own while it runs, see
+    :meth:`~groundstate.trace.TraceCopies.lend`), each under *limit*
     (handed to one thread together); an exception or a timeout is an error (a grader
     failure), not a fail."""
     if not constraints:
@@ -38,7 +39,9 @@ def _result(constraint: PythonConstraint, returned: Returned[Evaluated]) -> Chec
         passed, evidence = returned.result()
     except Exception as exc:  # the grader is software too: record, don't crash the batch
         return _error(constraint, exc)
-    return CheckResult(id=constraint.id, kind="check", passed=passed, evidence=evidence)
+    # Checked already: *passed* a bool (call_check), *evidence* a dict read back from JSON
+    # (_run), so its keys are strings; the constructor's validation would find nothing.
+    return CheckResult.trusted(constraint.id, "check", passed, evidence)
 
 
 def _error(constraint: PythonConstraint, exc: Exception) -> CheckResult:
@@ -55,8 +58,9 @@ def _run(
     constraint: PythonConstraint, events: TraceCopies[AgentEvent], states: States
 ) -> Evaluated:
     # A copy: the function may not edit the trace the record keeps, nor another check's.
-    trace = events.fresh()
-    passed, evidence = call_check(constraint.check, states, trace, states.s0)
+    passed, evidence = events.lend(
+        lambda trace: call_check(constraint.check, states, trace, states.s0)
+    )
     # Evidence goes into the run record, which is JSON: make it so now, not at storing time
     # (nothing to make of none, the usual evidence of a pass). A set or an object becomes its
     # address-free repr, a set's items sorted: the same in every process and run.
