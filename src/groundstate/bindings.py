@@ -207,6 +207,23 @@ class Bindings:
             self._flat = None
         self.refresh()
 
+    def replace(self, swap: dict[int, tuple[object, object]]) -> None:
+        """Take *new* as first seen for each watched name first seen bound to *old* and bound
+        to *new* now (*swap* maps ``id(old)`` to both): the harness's own instrumentation,
+        as :mod:`groundstate.exitcause` wraps ``os._exit`` for a batch and unwraps it after,
+        without taking as the harness's whatever else is bound now (:meth:`rebase`)."""
+        with self._lock:
+            for _, watched in self._watched.values():
+                if swap.keys().isdisjoint(map(id, watched.values)):
+                    continue
+                values = list(watched.values)
+                for i, (name, value) in enumerate(zip(watched.names, values, strict=True)):
+                    old, new = swap.get(id(value), (None, None))
+                    if old is value and watched.namespace.get(name, _MISSING) is new:
+                        values[i] = new
+                watched.values = tuple(values)
+            self._flat = None
+
     def rebound(self) -> list[str]:
         """The watched names bound to something else now, removed, or added over a name
         first seen without (a method set on a class over one it inherits), as

@@ -56,6 +56,7 @@ from groundstate.errors import (
 )
 from groundstate.executors import Executor, InProcessExecutor
 from groundstate.executors._job import WorkerDied
+from groundstate.exitcause import ExitWatch, watching
 from groundstate.grading.model_judge import unset_judge_keys
 from groundstate.interrupts import Interrupted, InterruptFlag
 from groundstate.records import AgentRun
@@ -198,6 +199,8 @@ class BatchRunner:
     :attr:`make_env` (see :mod:`groundstate.executors`)."""
     _proof: int | None = field(default=None, init=False, repr=False)
     """The validator revision the batch being run was proven under, for its session."""
+    _exits: ExitWatch | None = field(default=None, init=False, repr=False)
+    """The tries in flight in this process, while an in-process batch runs."""
 
     def __post_init__(self) -> None:
         live = self.make_agent is not None or self.make_env is not default_environment
@@ -465,7 +468,7 @@ class BatchRunner:
                 failed.append(exc)
 
         try:
-            with _settled_heap():
+            with _settled_heap(), self._watching_exits():
                 await asyncio.gather(*map(slot, slots))
         finally:
             writer.close()  # tries that finished before an interruption are kept
@@ -505,7 +508,11 @@ class BatchRunner:
                     if failed:
                         return
                     marked = self._mark_started(batch, task_id, info)
-                    output = await self._executor.run(self._job(task_id, info))
+                    try:
+                        output = await self._executor.run(self._job(task_id, info))
+                    finally:
+                        if self._exits is not None:
+                            self._exits.ended(info.run_id)
                     if marked:  # stored (its mark removed) before another try takes its place
                         self.interrupt.check()
                         stored = await writer.store(output)
@@ -520,13 +527,27 @@ class BatchRunner:
             if self.on_run is not None:
                 self.on_run(previous)
 
+    @contextmanager
+    def _watching_exits(self) -> Iterator[None]:
+        """While tries run in this process, note which agent ends it (see
+        :mod:`groundstate.exitcause`)."""
+        if not isinstance(self._executor, InProcessExecutor):
+            yield
+            return
+        with watching(self.store.path) as self._exits:
+            try:
+                yield
+            finally:
+                self._exits = None
+
     def _mark_started(self, batch: BatchInfo, task_id: str, info: AttemptInfo) -> bool:
         """Mark the try in the store as it starts, when its agent runs in this process: an
-        agent that ends the process (``os._exit``, ``os.kill(os.getpid(), SIGKILL)``) leaves
-        the mark, and the resume records the try as its crash (:meth:`_record_cut_short`)
-        instead of running it again (another draw for the agent). Other executors record a
-        worker's death themselves."""
-        if not isinstance(self._executor, InProcessExecutor):
+        agent that ends the process (``os._exit``, ``os.kill(os.getpid(), SIGKILL)``) writes
+        what it called onto the mark as it calls it (:mod:`groundstate.exitcause`), and the
+        resume records the try as its crash (:meth:`_record_cut_short`) instead of running
+        it again (another draw for the agent). Other executors record a worker's death
+        themselves."""
+        if self._exits is None:
             return False
         started = StartedTry(
             run_id=info.run_id,
@@ -540,15 +561,18 @@ class BatchRunner:
             host=socket.gethostname(),
         )
         self.store.mark_started(batch.batch_id, started)
+        self._exits.started(info.run_id)
         return True
 
     def _record_cut_short(self, batch: BatchInfo) -> None:
         """Store, as ``agent_failure/crashed``, each try of *batch* that a process running it
-        in-process started and never stored (see :meth:`_mark_started`): that process ended
-        during it, and the lease (now this process's) says it is gone. In-process, whichever
-        agent ended it is not known: every try it was running is recorded so (the system
-        under test is the same), as a process-pool worker's death records the try it ran.
-        A try already stored (its mark left by hand) is only unmarked."""
+        in-process started and never stored (see :meth:`_mark_started`) and whose mark names
+        what the agent called to end that process (the lease, now this process's, says it
+        is gone), as a process-pool worker's death records the try it ran. A mark naming no
+        cause was left by a process ended from outside (SIGKILL, the out-of-memory killer,
+        a power loss): no verdict on the agent, so the try is only unmarked and runs again,
+        as a process-pool batch killed so reruns its tries in flight. A try already stored
+        (its mark left by hand) is only unmarked."""
         cut = self.store.started_tries(batch.batch_id)
         if not cut:
             return
@@ -556,7 +580,9 @@ class BatchRunner:
         rows = []
         for started in cut:
             task = self.suite.tasks.get(started.task_id)
-            if task is None or (started.task_id, started.attempt, started.retry) in stored:
+            if started.cause is None or task is None:
+                continue
+            if (started.task_id, started.attempt, started.retry) in stored:
                 continue
             info = AttemptInfo(
                 run_id=started.run_id,
@@ -568,8 +594,7 @@ class BatchRunner:
             )
             cause = (
                 f"the process running the batch in-process (pid {started.pid} on "
-                f"{started.host}) ended during this try, not stored: an agent's os._exit or "
-                "fatal signal, or the process killed from outside"
+                f"{started.host}) ended during this try, not stored: {started.cause}"
             )
             evidence = {"cause": cause, "executor": "in-process", "in_flight": len(cut)}
             output = lost_attempt(

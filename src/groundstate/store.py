@@ -737,6 +737,9 @@ class StartedTry(BaseModel):
     started_at: datetime
     pid: int
     host: str
+    cause: str | None = None
+    """What the agent called that ended the process (``os._exit(7)``), written as it called
+    it (:func:`note_exit_cause`); none when the process was ended from outside."""
 
 
 class Lease(BaseModel):
@@ -2207,6 +2210,37 @@ def _use_wal(db: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(random.uniform(0.005, 0.05))
+
+
+EXIT_CAUSE_TIMEOUT = 10.0
+"""Seconds a process-ending call waits for the store to note its cause before it goes on."""
+
+
+def note_exit_cause(path: Path, run_ids: Sequence[str], cause: str, *, undo: bool = False) -> None:
+    """Write *cause* onto the marks of the tries *run_ids* (see :meth:`RunStore.mark_started`)
+    that name none yet, in a transaction of its own on a connection of its own (the caller
+    is about to end the process, from any thread); with *undo*, take it back where it is
+    *cause* (the call did not end the process)."""
+    db = sqlite3.connect(path, isolation_level=None, timeout=EXIT_CAUSE_TIMEOUT)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        for run_id in run_ids:
+            row = db.execute(
+                "SELECT record FROM started_tries WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None:
+                continue
+            record = json.loads(row[0])
+            if record.get("cause") != (cause if undo else None):
+                continue
+            record["cause"] = None if undo else cause
+            db.execute(
+                "UPDATE started_tries SET record = ? WHERE run_id = ?",
+                (json.dumps(record), run_id),
+            )
+        db.execute("COMMIT")
+    finally:
+        db.close()
 
 
 def _migrate(db: sqlite3.Connection) -> None:

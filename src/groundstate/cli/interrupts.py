@@ -12,7 +12,6 @@ record stays whole either way: each is one transaction.
 from __future__ import annotations
 
 import logging
-import os
 import shlex
 import signal
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from types import FrameType
 import click
 
 from groundstate.errors import GroundstateError
+from groundstate.exitcause import harness_exit
 from groundstate.interrupts import SHUT_OUT, Interrupted, InterruptFlag
 from groundstate.workdirs import remove_own
 
@@ -39,7 +39,7 @@ def interruptible(flag: InterruptFlag) -> Iterator[None]:
     def handler(signum: int, frame: FrameType | None) -> None:
         if flag.signum is not None:  # the second signal: no more unwinding
             remove_own()
-            os._exit(128 + signum)
+            harness_exit(128 + signum)  # not laid at an in-process agent's door
         flag.signum = signum
         # attempts abandoned mid-call are expected now, not worth asyncio's error reports
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)

@@ -42,6 +42,7 @@ from groundstate.executors._job import (
     sendable,
     serve,
 )
+from groundstate.exitcause import TRY
 from groundstate.loopthreads import abandon, in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
@@ -146,6 +147,7 @@ class InProcessExecutor:
         async def attempt() -> AttemptOutput:
             current: asyncio.Task[AttemptOutput] = asyncio.current_task()  # type: ignore[assignment]
             started.append(current)
+            TRY.set(job.info.run_id)  # whose code ends the process, if any (exitcause)
             if turns is not None:
                 turns.wait(ticket)  # blocks this attempt's own thread only
             try:

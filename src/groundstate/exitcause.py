@@ -1,0 +1,231 @@
+"""Who ended the process: while an in-process batch runs, the calls that end a process at
+once (``os._exit``, ``os.abort``, ``os.execv``/``os.execve``, ``os.kill``/``os.killpg`` of
+this process or its group, ``signal.raise_signal``/``signal.pthread_kill``, with a signal
+this process does not handle) are wrapped: before calling through, the wrapper writes what
+was called onto the store's marks of the tries in flight (:meth:`RunStore.mark_started`), in
+a transaction of its own. A resume then records a try whose mark names a cause as the
+agent's crash, and runs a try whose mark names none again: its process was ended from
+outside (SIGKILL, the out-of-memory killer, a power loss), which is no verdict on the agent.
+
+The call is laid at the door of the try whose code made it when it is known (the attempt's
+context, which its tasks and ``asyncio.to_thread`` inherit); a call from a thread without
+one (a thread the agent started) marks every try in flight: the harness itself never ends
+the process so while tries run (its forced exit on a second Ctrl-C calls :data:`harness_exit`).
+
+Module globals bound to the originals before the batch (``from os import _exit`` at an
+agent's import) are bound to the wrappers while it runs. Not seen: a call into libc through
+``ctypes``, a reference kept elsewhere (a default argument, a class attribute), a crash in C
+code (a segmentation fault of a native extension): such a try is run again on resume.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from groundstate.bindings import HARNESS
+from groundstate.store import note_exit_cause
+
+TRY: ContextVar[str | None] = ContextVar("groundstate_try", default=None)
+"""The run id of the try whose code runs here (set by the in-process executor)."""
+
+harness_exit = os._exit
+"""The original ``os._exit``: the harness's own forced exit, never laid at an agent's door."""
+
+_NOT_ENDING = ("SIGCHLD", "SIGURG", "SIGWINCH", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN",
+               "SIGTTOU")  # fmt: skip
+_HARMLESS = {getattr(signal, name) for name in _NOT_ENDING if hasattr(signal, name)}
+"""Signals whose default action does not end the process."""
+
+
+def _fatal(sig: int) -> bool:
+    """Whether *sig* ends this process: ``SIGKILL``, or one left to its default action (or
+    to a handler set outside Python); one handled or ignored (the harness's interrupts) not."""
+    try:
+        sig = int(sig)
+    except (TypeError, ValueError):
+        return False
+    if sig == getattr(signal, "SIGKILL", -1):
+        return True
+    if sig <= 0 or sig in _HARMLESS:
+        return False
+    try:
+        handler = signal.getsignal(sig)
+    except (ValueError, OSError):
+        return False
+    return handler is signal.SIG_DFL or handler is None
+
+
+def _ours(pid: int) -> bool:
+    """Whether ``kill(pid, ...)`` reaches this process: itself or its group (``kill(-1)``
+    spares its caller)."""
+    return pid in (0, os.getpid(), -os.getpgrp())
+
+
+@dataclass
+class ExitWatch:
+    """The tries of one batch in flight in this process, and their store."""
+
+    store: Path
+    in_flight: set[str] = field(default_factory=set)
+
+    def started(self, run_id: str) -> None:
+        with _lock:
+            self.in_flight.add(run_id)
+
+    def ended(self, run_id: str) -> None:
+        with _lock:
+            self.in_flight.discard(run_id)
+
+
+_lock = threading.RLock()
+_watches: list[ExitWatch] = []
+_owner = 0  # the process that installed the wrappers (a forked child ends only itself)
+
+
+def _blame(cause: str, undo: bool = False) -> None:
+    """Write *cause* onto the marks of the tries in flight the call is laid at (or, with
+    *undo*, take it back: the call failed). Never raises: the call goes on."""
+    if os.getpid() != _owner:
+        return
+    run_id = TRY.get()
+    with _lock:
+        flights = [(w.store, set(w.in_flight)) for w in _watches]
+    if any(run_id in ids for _, ids in flights):
+        flights = [(store, {run_id}) for store, ids in flights if run_id in ids]
+    for store, ids in flights:
+        if ids:
+            with suppress(Exception):
+                note_exit_cause(store, sorted(ids), cause, undo=undo)
+
+
+def _wrap(name: str, original: Callable[..., Any], ends: Callable[..., bool]) -> Any:
+    def wrapper(*args: Any) -> Any:
+        if not (_watches and ends(*args)):
+            return original(*args)
+        cause = f"the agent called {name}({', '.join(map(_shown, args))})"
+        _blame(cause)
+        try:
+            return original(*args)
+        except BaseException:  # refused (a bad argument, no such group): nothing ended
+            _blame(cause, undo=True)
+            raise
+        # Returned: kept. A fatal signal may end the process a moment after its sender's
+        # call returns (one that dumps core, sent to another thread): taken back, it would
+        # leave the try to run again. A try that goes on is stored, its mark removed.
+
+    wrapper.__name__ = wrapper.__qualname__ = original.__name__
+    wrapper.__doc__ = original.__doc__
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _shown(arg: Any) -> str:
+    return arg.name if isinstance(arg, signal.Signals) else repr(arg)[:80]
+
+
+def _always(*_: Any) -> bool:
+    return True
+
+
+def _kill(pid: Any, sig: Any) -> bool:
+    return isinstance(pid, int) and _ours(pid) and _fatal(sig)
+
+
+def _killpg(pgid: Any, sig: Any) -> bool:
+    return isinstance(pgid, int) and pgid in (0, os.getpgrp()) and _fatal(sig)
+
+
+def _raise(sig: Any) -> bool:
+    return _fatal(sig)
+
+
+def _pthread(_: Any, sig: Any) -> bool:
+    return _fatal(sig)
+
+
+_TARGETS: list[tuple[ModuleType, str, Callable[..., bool]]] = [
+    (os, "_exit", _always),
+    (os, "abort", _always),
+    (os, "execv", _always),
+    (os, "execve", _always),
+    (os, "kill", _kill),
+    (os, "killpg", _killpg),
+    (signal, "raise_signal", _raise),
+    (signal, "pthread_kill", _pthread),
+]
+"""What is wrapped: the same objects in ``posix`` and ``_signal`` are rebound too
+(:func:`_rebind` goes by identity), and ``os.execl``/``execvp``... call ``execv``/``execve``."""
+_Swap = dict[int, tuple[Any, Any]]
+ORIGINALS: _Swap = {}
+"""id of each original function → (it, its wrapper)."""
+WRAPPERS: _Swap = {}
+"""id of each wrapper → (it, the original it wraps)."""
+for _module, _name, _ends in _TARGETS:
+    _original = getattr(_module, _name, None)
+    if _original is not None:
+        _wrapper = _wrap(f"{_module.__name__}.{_name}", _original, _ends)
+        ORIGINALS[id(_original)] = (_original, _wrapper)
+        WRAPPERS[id(_wrapper)] = (_wrapper, _original)
+
+
+_HOMES = ("os", "posix", "nt", "signal", "_signal")
+"""The modules the wrapped functions come from."""
+_INSTALLED = tuple({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+"""Where the standard library and installed packages live: their modules are not looked
+into (some 700 modules' globals took 60 ms a batch); an agent's files and a test's are."""
+
+
+def _rebind(swap: _Swap) -> None:
+    """Bind each module attribute that is a key of *swap* (by identity) to its value: in the
+    functions' own modules, and in the globals of every module not installed (an agent's
+    ``from os import _exit``) but the harness's own (they pass through unmarked)."""
+    for name, module in list(sys.modules.items()):
+        if name in _HOMES:  # their other names are none of these
+            namespace = {key: getattr(module, key, None) for _, key, _ in _TARGETS}
+        elif not isinstance(module, ModuleType) or name.startswith(_OWN):
+            continue
+        else:
+            where = getattr(module, "__file__", None)
+            if not isinstance(where, str) or where.startswith(_INSTALLED):
+                continue
+            namespace = vars(module)
+        for key, value in list(namespace.items()):
+            old, new = swap.get(id(value), (None, None))
+            if old is value:
+                with suppress(Exception):
+                    setattr(module, key, new)
+
+
+_OWN = "groundstate"
+
+
+@contextmanager
+def watching(store: Path) -> Iterator[ExitWatch]:
+    """Wrap the process-ending calls while the block runs a batch in-process (the first
+    batch in installs them, the last out restores the originals)."""
+    global _owner
+    watch = ExitWatch(store)
+    with _lock:
+        if not _watches:
+            _owner = os.getpid()
+            _rebind(ORIGINALS)
+            HARNESS.replace(ORIGINALS)  # the wrappers are the harness's: unwrapping is put back
+        _watches.append(watch)
+    try:
+        yield watch
+    finally:
+        with _lock:
+            _watches.remove(watch)
+            if not _watches:
+                _rebind(WRAPPERS)
+                HARNESS.replace(WRAPPERS)
