@@ -143,6 +143,7 @@ async def _swaps_its_account_around_the_read(session: Session) -> str:
 async def _swaps_through_the_collector(session: Session) -> str:
     """As above, the session found through the garbage collector, and the real account put
     back with ``object.__setattr__``."""
+    gc.collect()  # sessions of earlier tests' attempts left in cycles, not yet collected
     (harness,) = [o for o in gc.get_objects() if type(o) is EpisodeSession and not o._ended]
     real = harness._account
     object.__setattr__(harness, "_account", Account())
