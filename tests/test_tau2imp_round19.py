@@ -40,7 +40,8 @@ def sim(sid: str, task: str, trial: int, end: str = "user_stop", reward: float =
         }  # fmt: skip
     else:
         scored = {"reward": reward, "db_check": {"db_match": reward == 1.0, "db_reward": reward},
-                  "reward_basis": ["DB"], "reward_breakdown": {"DB": reward}, "info": None}  # fmt: skip
+                  "reward_basis": ["DB"], "reward_breakdown": {"DB": reward},
+                  "info": None}  # fmt: skip
     item = {
         "id": sid, "task_id": task, "timestamp": "2026-01-05T10:00:00",
         "start_time": "2026-01-05T10:00:00", "end_time": "2026-01-05T10:01:00",
@@ -81,18 +82,25 @@ def infra(sid: str, task: str, trial: int, error_type: str, error: str,
 AGENT_OVERFLOW = infra("o1", "9", 0, "ContextWindowExceededError", OVERFLOW,
                        frames(RUNNER, ORCH, f"{SRC}/agent/llm_agent.py", LLM, LITELLM))  # fmt: skip
 USER_OVERFLOW = infra("o2", "9", 0, "ContextWindowExceededError", OVERFLOW,
-                      frames(RUNNER, ORCH, f"{SRC}/user/user_simulator.py", LLM, LITELLM))  # fmt: skip
+                      frames(RUNNER, ORCH, f"{SRC}/user/user_simulator.py", LLM,
+                             LITELLM))  # fmt: skip
 WINDOWS_USER_OVERFLOW = infra(
     "o3", "9", 0, "ContextWindowExceededError", OVERFLOW,
     frames(r"C:\tau2-bench\src\tau2\orchestrator\orchestrator.py",
            r"C:\tau2-bench\src\tau2\user\user_simulator.py", r"C:\tau2-bench\src\tau2\utils\x.py"),
 )  # fmt: skip
+JUDGE_OVERFLOW = infra("o7", "9", 0, "ContextWindowExceededError", OVERFLOW,
+                       frames(RUNNER, f"{SRC}/runner/simulation.py",
+                              f"{SRC}/evaluator/evaluator_nl_assertions.py", LLM,
+                              LITELLM))  # fmt: skip
 BARE_OVERFLOW = infra("o4", "9", 0, "BadRequestError",
-                      "Error code: 400 - {'error': {'code': 'context_length_exceeded'}}")  # fmt: skip
+                      "Error code: 400 - {'error': {'code': "
+                      "'context_length_exceeded'}}")  # fmt: skip
 DISCONNECT = infra("o5", "9", 0, "APIConnectionError", "Connection error.", frames(RUNNER, LLM))
 WORKER = infra("o6", "9", 0, "WorkerFailure", "worker 3 exited with code -9")
 FOUND = {"reasoning": "...", "hallucination_found": True, "summary": "made up a zip code",
-         "errors": [{"reasoning": "zip 90210 is not in the instructions"}], "cost": 0.003}  # fmt: skip
+         "errors": [{"reasoning": "zip 90210 is not in the instructions"}],
+         "cost": 0.003}  # fmt: skip
 CLEAN = {**FOUND, "hallucination_found": False, "errors": [], "summary": "none"}
 
 ENV, GRADER = "environment_failure", "grader_failure"
@@ -123,6 +131,7 @@ TABLE = {
                                                  "environment_failure/user_simulator", False),
     "infra: user overflow, Windows paths": (WINDOWS_USER_OVERFLOW,
                                             "environment_failure/user_simulator", False),
+    "infra: the evaluator's judge overflowed": (JUDGE_OVERFLOW, "grader_failure", False),
     "hallucinated, reward 1": (sim("a", "9", 0, hallucination_check=FOUND),
                                "environment_failure/user_simulator", False),
     "hallucinated, reward 0": (sim("a", "9", 0, "agent_stop", 0.0, hallucination_check=FOUND),
@@ -149,10 +158,12 @@ def _results(path: Path, simulations: list[dict[str, Any]], trials: int = 3) -> 
     info = {"git_commit": "abc", "num_trials": trials, "max_steps": 200, "max_errors": 10,
             "user_info": {"implementation": "user_simulator", "llm": "gpt-4.1"},
             "agent_info": {"implementation": "llm_agent", "llm": "gpt-4.1-mini"},
-            "environment_info": {"domain_name": "retail", "policy": "..."}, "seed": 300}  # fmt: skip
+            "environment_info": {"domain_name": "retail", "policy": "..."},
+            "seed": 300}  # fmt: skip
     tasks = sorted({s["task_id"] for s in simulations})
     return write_json(path, {"timestamp": "2026-01-05T10:00:00", "info": info,
-                             "tasks": [{"id": t} for t in tasks], "simulations": simulations})  # fmt: skip
+                             "tasks": [{"id": t} for t in tasks],
+                             "simulations": simulations})  # fmt: skip
 
 
 def _stored(store: Store, batch: str) -> list[tuple[str, str, bool]]:
@@ -237,14 +248,17 @@ DIFFER = [
     sim("1a", "1", 0), sim("1b", "1", 1), sim("1c", "1", 2, "user_error"),
     sim("2a", "2", 0), sim("2b", "2", 1, "agent_stop", 0.0, hallucination_check=FOUND),
     sim("2c", "2", 2),
-    sim("3a", "3", 0), sim("3b", "3", 1), {**AGENT_OVERFLOW, "id": "3c", "task_id": "3", "trial": 2},
+    sim("3a", "3", 0), sim("3b", "3", 1),
+    {**AGENT_OVERFLOW, "id": "3c", "task_id": "3", "trial": 2},
 ]  # fmt: skip
 
 
 def test_pass_hat_k_differs_from_tau2s_only_as_documented(store: Store, tmp_path: Path) -> None:
     batch = store.imported(_results(tmp_path / "results.json", DIFFER, trials=3))
     stored = _stored(store, batch)
-    assert [valid for _, _, valid in stored] == [True] * 2 + [False] + [True, False, True] + [True] * 3
+    assert [valid for _, _, valid in stored] == [True] * 2 + [False] + [True, False, True] + [
+        True
+    ] * 3
     report = store.report(batch)
     kept = [s for s, (_, _, valid) in zip(DIFFER, stored, strict=True) if valid]
     as_tau2_would = tau2_pass_hat(  # the overflow is a counted 0, the simulator's failures gone
@@ -295,4 +309,7 @@ def test_the_dir_format_names_the_simulation_file(store: Store, tmp_path: Path) 
     code, _, err = cli("import-results", str(root / "results.json"), "--name", "x",
                        "--store", str(store.path))  # fmt: skip
     assert code == 2 and "Traceback" not in err and store.batches() == before
-    assert f"{root / 'simulations' / 's2.json'}: " in err and "hallucination_check.hallucination_found" in err
+    assert (
+        f"{root / 'simulations' / 's2.json'}: " in err
+        and "hallucination_check.hallucination_found" in err
+    )

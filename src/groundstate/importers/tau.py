@@ -442,7 +442,9 @@ def _hallucinated(where: str, item: dict[str, Any]) -> bool:
     found = check.get("hallucination_found", False)  # τ²'s default
     if not isinstance(found, bool):
         raise SpecError(
-            where, "hallucination_check.hallucination_found", f"must be true or false, got {found!r}"
+            where,
+            "hallucination_check.hallucination_found",
+            f"must be true or false, got {found!r}",
         )
     used = item.get("hallucination_retries_used")
     if used is not None:
@@ -456,8 +458,9 @@ def _tau2_infrastructure(where: str, item: dict[str, Any]) -> str:
     ``info.error_traceback``; τ²'s metrics leave them all out. A model's context window
     overflowing (litellm's ``ContextWindowExceededError``, raised again on every retry) is no
     broken service: the agent's model cannot hold the conversation, a compatibility failure
-    that counts, unless the traceback's innermost τ² participant is the user simulator (the
-    instrument's own model overflowed: invalid). Anything else stays the infrastructure's."""
+    that counts, unless the traceback's innermost τ² participant is the user simulator or the
+    evaluator (the instrument's own model overflowed: invalid). An overflow no frame assigns
+    counts (an exclusion needs evidence). Anything else stays the infrastructure's."""
     info = mapping(where, "info", item.get("info"))
     said = {
         name: checked(where, f"info.{name}", as_text, info[name])
@@ -471,6 +474,8 @@ def _tau2_infrastructure(where: str, item: dict[str, Any]) -> str:
         path = path.replace("\\", "/")
         if "/tau2/user/" in path:
             return USER_SIMULATOR
+        if "/tau2/evaluator/" in path:
+            return "grader_failure"  # the evaluator's judge model, inside τ²'s run too
         if "/tau2/agent/" in path:
             break
     return CONTEXT_WINDOW
