@@ -54,11 +54,11 @@ def sim(sid: str, task: str, trial: int, end: str = "user_stop", reward: float =
     return item
 
 
-def frames(*paths: str) -> str:
+def frames(*paths: str, last: str = "litellm.exceptions.ContextWindowExceededError: ...") -> str:
     lines = ["Traceback (most recent call last):"]
     for path in paths:
         lines += [f'  File "{path}", line 10, in f', "    call()"]
-    return "\n".join([*lines, "litellm.exceptions.ContextWindowExceededError: ..."])
+    return "\n".join([*lines, last])
 
 
 SRC = "/home/u/tau2-bench/src/tau2"
@@ -96,7 +96,20 @@ JUDGE_OVERFLOW = infra("o7", "9", 0, "ContextWindowExceededError", OVERFLOW,
 BARE_OVERFLOW = infra("o4", "9", 0, "BadRequestError",
                       "Error code: 400 - {'error': {'code': "
                       "'context_length_exceeded'}}")  # fmt: skip
-DISCONNECT = infra("o5", "9", 0, "APIConnectionError", "Connection error.", frames(RUNNER, LLM))
+HTTPX = "/home/u/.venv/lib/python3.12/site-packages/httpx/_transports/default.py"
+AGENT = f"{SRC}/agent/llm_agent.py"
+DISCONNECT = infra("o5", "9", 0, "APIConnectionError", "Connection error.",
+                   frames(RUNNER, ORCH, AGENT, LLM, LITELLM, HTTPX,
+                          last="litellm.exceptions.APIConnectionError: ..."))  # fmt: skip
+JSON = "/usr/lib/python3.12/json/decoder.py"
+
+
+def raised(*paths: str) -> dict[str, Any]:
+    """An exception raised at the innermost of *paths*, on every retry."""
+    return infra("r1", "9", 0, "ValueError", "bad tool arguments",
+                 frames(RUNNER, ORCH, *paths, last="ValueError: bad tool arguments"))  # fmt: skip
+
+
 WORKER = infra("o6", "9", 0, "WorkerFailure", "worker 3 exited with code -9")
 FOUND = {"reasoning": "...", "hallucination_found": True, "summary": "made up a zip code",
          "errors": [{"reasoning": "zip 90210 is not in the instructions"}],
@@ -132,6 +145,23 @@ TABLE = {
     "infra: user overflow, Windows paths": (WINDOWS_USER_OVERFLOW,
                                             "environment_failure/user_simulator", False),
     "infra: the evaluator's judge overflowed": (JUDGE_OVERFLOW, "grader_failure", False),
+    "infra: tau2's agent raised": (raised(AGENT), "agent_failure/crashed", True),
+    "infra: a custom agent raised, through json": (
+        raised("/home/u/agents/my_agent.py", JSON), "agent_failure/crashed", True),
+    "infra: the agent, tau2 installed as a package": (
+        raised("/home/u/.venv/lib/python3.12/site-packages/tau2/agent/llm_agent.py"),
+        "agent_failure/crashed", True),
+    "infra: a custom agent raised, Windows": (
+        raised(r"C:\agents\my_agent.py", r"C:\Python312\Lib\json\decoder.py"),
+        "agent_failure/crashed", True),
+    "infra: a package the agent called raised": (
+        raised("/home/u/agents/my_agent.py", HTTPX), "environment_failure/infrastructure", False),
+    "infra: tau2's LLM client raised for the agent": (
+        raised(AGENT, LLM, JSON), "environment_failure/infrastructure", False),
+    "infra: the environment's replay raised": (
+        raised(f"{SRC}/environment/environment.py"), "environment_failure/infrastructure", False),
+    "infra: the user simulator raised": (
+        raised(f"{SRC}/user/user_simulator.py"), "environment_failure/infrastructure", False),
     "hallucinated, reward 1": (sim("a", "9", 0, hallucination_check=FOUND),
                                "environment_failure/user_simulator", False),
     "hallucinated, reward 0": (sim("a", "9", 0, "agent_stop", 0.0, hallucination_check=FOUND),

@@ -460,18 +460,20 @@ def _tau2_infrastructure(where: str, item: dict[str, Any]) -> str:
     broken service: the agent's model cannot hold the conversation, a compatibility failure
     that counts, unless the traceback's innermost τ² participant is the user simulator or the
     evaluator (the instrument's own model overflowed: invalid). An overflow no frame assigns
-    counts (an exclusion needs evidence). Anything else stays the infrastructure's."""
+    counts (an exclusion needs evidence). An exception the agent's own code raised (the
+    traceback's raise site, see ``_raised_by_agent``) is the agent's crash: a healthy machinery
+    ran an agent that fell over. Anything else stays the infrastructure's."""
     info = mapping(where, "info", item.get("info"))
     said = {
         name: checked(where, f"info.{name}", as_text, info[name])
         for name in ("error_type", "error", "error_traceback")
         if info.get(name) is not None
     }
+    paths = [p.replace("\\", "/") for p in FRAME.findall(said.get("error_traceback", ""))]
     named = " ".join((said.get("error_type", ""), said.get("error", "")))
     if not any(name in named for name in CONTEXT_ERRORS):
-        return "environment_failure/infrastructure"
-    for path in reversed(FRAME.findall(said.get("error_traceback", ""))):
-        path = path.replace("\\", "/")
+        return "agent_failure/crashed" if _raised_by_agent(paths) else INFRASTRUCTURE
+    for path in reversed(paths):
         if "/tau2/user/" in path:
             return USER_SIMULATOR
         if "/tau2/evaluator/" in path:
@@ -479,6 +481,27 @@ def _tau2_infrastructure(where: str, item: dict[str, Any]) -> str:
         if "/tau2/agent/" in path:
             break
     return CONTEXT_WINDOW
+
+
+INFRASTRUCTURE = "environment_failure/infrastructure"
+STDLIB = re.compile(r"/lib/python3[.\d]*/|/Lib/|^<")
+"""A frame of Python's own library (or ``<frozen ...>``): it raises for whoever called it."""
+
+
+def _raised_by_agent(paths: list[str]) -> bool:
+    """The innermost frame that is not Python's own library is the agent's code: τ²'s
+    ``tau2/agent/``, or a file outside τ² and outside installed packages (a custom agent). A
+    frame of τ²'s other code (orchestrator, environment, user simulator, evaluator, its LLM
+    client) or of an installed package (litellm, httpx: a provider failing) is not. No
+    traceback: not known, not the agent's."""
+    for path in reversed(paths):
+        if "/tau2/" in path:
+            return "/tau2/agent/" in path
+        if "/site-packages/" in path or "/dist-packages/" in path:
+            return False
+        if not STDLIB.search(path):
+            return True
+    return False
 
 
 FRAME = re.compile(r'File "([^"]+)"')
