@@ -11,6 +11,7 @@ they are small next to a row file); the conversations themselves are not importe
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from groundstate.importers.rows import (
     as_integer,
     as_number,
     as_reward,
+    as_text,
     checked,
     count,
     integer,
@@ -59,7 +61,11 @@ TAU2_ENDS: dict[str, str | None] = {
 ``agent_error`` is τ²'s verdict on a malformed agent message (empty, or text and tool calls
 together): the model broke the protocol. ``user_error`` is the simulated user failing: an
 instrument failure, invalid here (τ² scores it 0). ``context_window_exceeded`` counts against
-the system here (τ² leaves it out of its denominators)."""
+the system, as in τ²'s own metrics (they leave out ``infrastructure_error`` only). An
+``infrastructure_error`` is read further (``_tau2_infrastructure``): τ² writes every exception
+its retries did not get past as one, a model's context overflow included."""
+
+USER_SIMULATOR = "environment_failure/user_simulator"
 
 _TAU2_STATE_CHECKS = ("DB", "ENV_ASSERTION")
 _TAU2_FAILURES = {
@@ -402,6 +408,11 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         else checked(where, "reward_info.reward", as_reward, scored["reward"])
     )
     success, reason, partial, unmapped = _tau2_verdict(end, reward, scored)
+    if end == "infrastructure_error":
+        reason = _tau2_infrastructure(where, item)
+    hallucinated = _hallucinated(where, item)
+    if hallucinated and not reason.startswith(("environment_failure", "grader_failure")):
+        success, reason, partial = False, USER_SIMULATOR, None
     label, unlabelled = _tau2_label(where, index, item)
     cost, duration = item.get("agent_cost"), item.get("duration")
     return ImportedRow(
@@ -416,9 +427,85 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         latency=None if duration is None else amount(where, "duration", duration),
         tokens=_agent_tokens(where, item.get("messages")),
         origin={"simulation_id": item.get("id"), "termination_reason": end, "reward": reward},
-        mapped=f"{end} (reward {'none' if reward is None else reward_kind(reward)}) -> {reason}",
+        mapped=f"{end} (reward {'none' if reward is None else reward_kind(reward)}"
+        f"{', user simulator hallucinated' if hallucinated else ''}) -> {reason}",
         unmapped="; ".join(note for note in (unmapped, unlabelled) if note) or None,
     )
+
+
+def _hallucinated(where: str, item: dict[str, Any]) -> bool:
+    """τ²'s hallucination check (full-duplex runs) found the user simulator making up facts
+    the task never gave it: τ² itself discards such a run and runs it again
+    (``--hallucination-retries``), so it is the instrument's failure, not the agent's. A run
+    never checked (``null``: text runs, or the last rerun once the retries ran out) is not."""
+    check = mapping(where, "hallucination_check", item.get("hallucination_check"))
+    found = check.get("hallucination_found", False)  # τ²'s default
+    if not isinstance(found, bool):
+        raise SpecError(
+            where,
+            "hallucination_check.hallucination_found",
+            f"must be true or false, got {found!r}",
+        )
+    used = item.get("hallucination_retries_used")
+    if used is not None:
+        count(where, "hallucination_retries_used", used)
+    return found
+
+
+def _tau2_infrastructure(where: str, item: dict[str, Any]) -> str:
+    """What an ``infrastructure_error`` was. τ² writes one for any exception its retries did
+    not get past, with ``info.error_type`` (the exception's class), ``info.error`` and
+    ``info.error_traceback``; τ²'s metrics leave them all out. A model's context window
+    overflowing (litellm's ``ContextWindowExceededError``, raised again on every retry) is no
+    broken service: the agent's model cannot hold the conversation, a compatibility failure
+    that counts, unless the traceback's innermost τ² participant is the user simulator or the
+    evaluator (the instrument's own model overflowed: invalid). An overflow no frame assigns
+    counts (an exclusion needs evidence). An exception the agent's own code raised (the
+    traceback's raise site, see ``_raised_by_agent``) is the agent's crash: a healthy machinery
+    ran an agent that fell over. Anything else stays the infrastructure's."""
+    info = mapping(where, "info", item.get("info"))
+    said = {
+        name: checked(where, f"info.{name}", as_text, info[name])
+        for name in ("error_type", "error", "error_traceback")
+        if info.get(name) is not None
+    }
+    paths = [p.replace("\\", "/") for p in FRAME.findall(said.get("error_traceback", ""))]
+    named = " ".join((said.get("error_type", ""), said.get("error", "")))
+    if not any(name in named for name in CONTEXT_ERRORS):
+        return "agent_failure/crashed" if _raised_by_agent(paths) else INFRASTRUCTURE
+    for path in reversed(paths):
+        if "/tau2/user/" in path:
+            return USER_SIMULATOR
+        if "/tau2/evaluator/" in path:
+            return "grader_failure"  # the evaluator's judge model, inside τ²'s run too
+        if "/tau2/agent/" in path:
+            break
+    return CONTEXT_WINDOW
+
+
+INFRASTRUCTURE = "environment_failure/infrastructure"
+STDLIB = re.compile(r"/lib/python3[.\d]*/|/Lib/|^<")
+"""A frame of Python's own library (or ``<frozen ...>``): it raises for whoever called it."""
+
+
+def _raised_by_agent(paths: list[str]) -> bool:
+    """The innermost frame that is not Python's own library is the agent's code: τ²'s
+    ``tau2/agent/``, or a file outside τ² and outside installed packages (a custom agent). A
+    frame of τ²'s other code (orchestrator, environment, user simulator, evaluator, its LLM
+    client) or of an installed package (litellm, httpx: a provider failing) is not. No
+    traceback: not known, not the agent's."""
+    for path in reversed(paths):
+        if "/tau2/" in path:
+            return "/tau2/agent/" in path
+        if "/site-packages/" in path or "/dist-packages/" in path:
+            return False
+        if not STDLIB.search(path):
+            return True
+    return False
+
+
+FRAME = re.compile(r'File "([^"]+)"')
+"""A frame's file in a Python traceback."""
 
 
 def _agent_tokens(where: str, messages: Any) -> Tokens | None:
