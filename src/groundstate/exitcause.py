@@ -12,6 +12,11 @@ context, which its tasks and ``asyncio.to_thread`` inherit); a call from a threa
 one (a thread the agent started) marks every try in flight: the harness itself never ends
 the process so while tries run (its forced exit on a second Ctrl-C calls :data:`harness_exit`).
 
+A call made in a try's context once its grading has started (:func:`grading_starts`, as a
+pool worker tells its parent: no code of an agent's could still run then) is a check's (a
+Python constraint or outcome check that ends the process): its mark says so (``grading``),
+and the resume records a grader failure, rerun under the invalid-run policy, as the pool does.
+
 Module globals bound to the originals before the batch (``from os import _exit`` at an
 agent's import) are bound to the wrappers while it runs. Not seen: a call into libc through
 ``ctypes``, a reference kept elsewhere (a default argument, a class attribute), a crash in C
@@ -77,6 +82,10 @@ class ExitWatch:
 
     store: Path
     in_flight: set[str] = field(default_factory=set)
+    grading: set[str] = field(default_factory=set)
+    """The tries in flight whose grading has started (:func:`grading_starts`)."""
+    known: frozenset[str] = field(default_factory=lambda: _thread_names())
+    """The threads of this process before the batch (its host's): not an agent's."""
 
     def started(self, run_id: str) -> None:
         with _lock:
@@ -85,6 +94,30 @@ class ExitWatch:
     def ended(self, run_id: str) -> None:
         with _lock:
             self.in_flight.discard(run_id)
+            self.grading.discard(run_id)
+
+
+def _thread_names() -> frozenset[str]:
+    return frozenset(t.name for t in threading.enumerate())
+
+
+def grading_starts() -> None:
+    """Note that the grading of the try whose context this is starts (the in-process
+    executor's :data:`~groundstate.episode.GRADING`): a process-ending call made in its
+    context from then on is its checks'. Not noted while code of an agent's may still run
+    in this process (the determination a pool worker makes before it says its grading
+    starts: a thread not the harness's nor the host's, an agent's thread past its time
+    limit, a child process; with several tries at once, another try's agent too), which
+    could be what makes the call: it stays the agent's crash."""
+    from groundstate.executors._job import _agents_alive  # it imports this module
+
+    run_id = TRY.get()
+    with _lock:
+        watches = [w for w in _watches if run_id in w.in_flight]
+    for watch in watches:
+        if not _agents_alive(watch.known):
+            with _lock:
+                watch.grading.add(run_id)  # type: ignore[arg-type]
 
 
 _lock = threading.RLock()
@@ -92,32 +125,33 @@ _watches: list[ExitWatch] = []
 _owner = 0  # the process that installed the wrappers (a forked child ends only itself)
 
 
-def _blame(cause: str, undo: bool = False) -> None:
-    """Write *cause* onto the marks of the tries in flight the call is laid at (or, with
+def _blame(call: str, undo: bool = False) -> None:
+    """Write who made *call* onto the marks of the tries in flight it is laid at (or, with
     *undo*, take it back: the call failed). Never raises: the call goes on."""
     if os.getpid() != _owner:
         return
     run_id = TRY.get()
     with _lock:
-        flights = [(w.store, set(w.in_flight)) for w in _watches]
-    if any(run_id in ids for _, ids in flights):
-        flights = [(store, {run_id}) for store, ids in flights if run_id in ids]
-    for store, ids in flights:
+        flights = [(w.store, set(w.in_flight), run_id in w.grading) for w in _watches]
+    if any(run_id in ids for _, ids, _ in flights):
+        flights = [(store, {run_id}, grading) for store, ids, grading in flights if run_id in ids]
+    for store, ids, grading in flights:
         if ids:
+            who = "a check called" if grading else "the agent called"
             with suppress(Exception):
-                note_exit_cause(store, sorted(ids), cause, undo=undo)
+                note_exit_cause(store, sorted(ids), f"{who} {call}", undo=undo, grading=grading)
 
 
 def _wrap(name: str, original: Callable[..., Any], ends: Callable[..., bool]) -> Any:
     def wrapper(*args: Any) -> Any:
         if not (_watches and ends(*args)):
             return original(*args)
-        cause = f"the agent called {name}({', '.join(map(_shown, args))})"
-        _blame(cause)
+        call = f"{name}({', '.join(map(_shown, args))})"
+        _blame(call)
         try:
             return original(*args)
         except BaseException:  # refused (a bad argument, no such group): nothing ended
-            _blame(cause, undo=True)
+            _blame(call, undo=True)
             raise
         # Returned: kept. A fatal signal may end the process a moment after its sender's
         # call returns (one that dumps core, sent to another thread): taken back, it would

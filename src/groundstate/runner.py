@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from groundstate.agents.base import Agent
 from groundstate.agents.python import load_agent
@@ -568,7 +569,10 @@ class BatchRunner:
         """Store, as ``agent_failure/crashed``, each try of *batch* that a process running it
         in-process started and never stored (see :meth:`_mark_started`) and whose mark names
         what the agent called to end that process (the lease, now this process's, says it
-        is gone), as a process-pool worker's death records the try it ran. A mark naming no
+        is gone), as a process-pool worker's death records the try it ran; as a
+        ``grader_failure`` (invalid: the plan reruns it under the invalid-run policy) when
+        the mark says a check made the call once grading had started, as the pool records a
+        worker dead while grading. A mark naming no
         cause was left by a process ended from outside (SIGKILL, the out-of-memory killer,
         a power loss): no verdict on the agent, so the try is only unmarked and runs again,
         as a process-pool batch killed so reruns its tries in flight. A try already stored
@@ -596,11 +600,16 @@ class BatchRunner:
                 f"the process running the batch in-process (pid {started.pid} on "
                 f"{started.host}) ended during this try, not stored: {started.cause}"
             )
-            evidence = {"cause": cause, "executor": "in-process", "in_flight": len(cut)}
+            evidence: dict[str, Any] = {
+                "cause": cause, "executor": "in-process", "in_flight": len(cut)
+            }  # fmt: skip
+            error, stage, reason = WorkerDied(cause), "agent", None
+            if started.grading:  # its check's call, as a pool worker dead while grading
+                error = WorkerDied(f"{cause}, while grading")
+                stage, reason, evidence["grading"] = "grading", "grader_failure", True
             output = lost_attempt(
-                task, self.system, info, WorkerDied(cause), "agent", evidence,
-                started.started_at, 0.0,
-            )  # fmt: skip
+                task, self.system, info, error, stage, evidence, started.started_at, 0.0, reason
+            )
             rows.append(prepare_run(output.run, output.artifacts))
         if rows:
             self.store.add_prepared(rows, leased=batch.batch_id)

@@ -740,6 +740,9 @@ class StartedTry(BaseModel):
     cause: str | None = None
     """What the agent called that ended the process (``os._exit(7)``), written as it called
     it (:func:`note_exit_cause`); none when the process was ended from outside."""
+    grading: bool = False
+    """The call was made by the try's grading (a check), once no code of the agent's ran:
+    the grader's failure, not the agent's crash."""
 
 
 class Lease(BaseModel):
@@ -2216,11 +2219,13 @@ EXIT_CAUSE_TIMEOUT = 10.0
 """Seconds a process-ending call waits for the store to note its cause before it goes on."""
 
 
-def note_exit_cause(path: Path, run_ids: Sequence[str], cause: str, *, undo: bool = False) -> None:
+def note_exit_cause(
+    path: Path, run_ids: Sequence[str], cause: str, *, undo: bool = False, grading: bool = False
+) -> None:
     """Write *cause* onto the marks of the tries *run_ids* (see :meth:`RunStore.mark_started`)
-    that name none yet, in a transaction of its own on a connection of its own (the caller
-    is about to end the process, from any thread); with *undo*, take it back where it is
-    *cause* (the call did not end the process)."""
+    that name none yet (*grading*: made by their checks), in a transaction of its own on a
+    connection of its own (the caller is about to end the process, from any thread); with
+    *undo*, take it back where it is *cause* (the call did not end the process)."""
     db = sqlite3.connect(path, isolation_level=None, timeout=EXIT_CAUSE_TIMEOUT)
     try:
         db.execute("BEGIN IMMEDIATE")
@@ -2234,6 +2239,7 @@ def note_exit_cause(path: Path, run_ids: Sequence[str], cause: str, *, undo: boo
             if record.get("cause") != (cause if undo else None):
                 continue
             record["cause"] = None if undo else cause
+            record["grading"] = grading and not undo
             db.execute(
                 "UPDATE started_tries SET record = ? WHERE run_id = ?",
                 (json.dumps(record), run_id),

@@ -22,6 +22,7 @@ from typing import Any
 
 from groundstate.environments.base import Environment
 from groundstate.episode import (
+    GRADING,
     AttemptJob,
     AttemptOutput,
     EnvironmentFactory,
@@ -42,7 +43,7 @@ from groundstate.executors._job import (
     sendable,
     serve,
 )
-from groundstate.exitcause import TRY
+from groundstate.exitcause import TRY, grading_starts
 from groundstate.loopthreads import abandon, in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
@@ -148,6 +149,7 @@ class InProcessExecutor:
             current: asyncio.Task[AttemptOutput] = asyncio.current_task()  # type: ignore[assignment]
             started.append(current)
             TRY.set(job.info.run_id)  # whose code ends the process, if any (exitcause)
+            GRADING.set(grading_starts)  # and whether it is its checks' (exitcause)
             if turns is not None:
                 turns.wait(ticket)  # blocks this attempt's own thread only
             try:
