@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from groundstate.copies import Lender
 from groundstate.environments.base import Snapshot, StateDiff
 from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.grading.outcome import States, within_limits
@@ -318,7 +319,9 @@ def test_the_return_value_and_a_raising_check_keep_their_copies(env: SqliteEnvir
 
     results = within_limits(
         [(returns_it, BLOCK, "a"), (raises, BLOCK, "b"), (_seen(seen), BLOCK, "c")],
-        States(env.initial_view(), env.evaluator_view(), env.initial_snapshot(), StateDiff(), Path(".")),
+        States(
+            env.initial_view(), env.evaluator_view(), env.initial_snapshot(), StateDiff(), Path(".")
+        ),
     )
     returned = results[0].result()
     with pytest.raises(ValueError):
@@ -334,3 +337,34 @@ def test_two_snapshots_in_one_check_are_copies_of_their_own(env: SqliteEnvironme
         return first is not second and len(second.tables["items"].rows) == 2
 
     assert _run(env, compares, compares) == [True, True]
+
+
+def test_a_lender_whose_callers_edit_stops_guarding_and_still_copies() -> None:
+    made: list[dict[str, list[int]]] = []
+
+    def fresh() -> dict[str, list[int]]:
+        made.append({"a": [1, 2]})
+        return made[-1]
+
+    lender = Lender(fresh)
+    loans = []
+    for _ in range(20):
+        value, loan = lender.lend()
+        assert value == {"a": [1, 2]}
+        value["a"].append(3)  # every caller edits its copy
+        del value
+        loans.append(loan is not None)
+        if loan is not None:
+            loan.settle()
+    assert len(made) == 20 and loans[0] and not loans[-1]  # a fresh copy each, unguarded
+
+
+def test_a_lender_lends_one_copy_to_readers_and_bytes_are_watched() -> None:
+    lender = Lender(lambda: {"blob": b"\x00", "rows": [{"k": 1}]})
+    value, loan = lender.lend()
+    first = id(value)
+    del value
+    assert loan is not None
+    loan.settle()
+    again, loan = lender.lend()
+    assert id(again) == first and loan is not None

@@ -174,9 +174,10 @@ def _plain_size() -> int:
     return Plain.__basicsize__
 
 
-_MISSES = 8
-"""Copies found edited in a row after which a :class:`Lender` stops guarding (its checks
-edit what they get: the proofs would only add to the copies)."""
+_MISSES = 32
+"""A :class:`Lender` stops guarding once its callers' edits outweigh what lending saves: a
+copy found edited counts 4 (a guard is made for its replacement, a walk costing several
+copies), one lent untouched takes 1 off; at this count it stops for good."""
 
 
 class Loan(Generic[T]):
@@ -223,10 +224,10 @@ class Lender(Generic[T]):
             spare, self._spare = self._spare, None
         if spare is not None and not spare.untouched():
             spare = None
-            self._misses += 1
-            self._guarding = self._misses < _MISSES
+            self._misses += 4
+            self._guarding = self._guarding and self._misses < _MISSES
         elif spare is not None:
-            self._misses = 0
+            self._misses = max(0, self._misses - 1)
         if spare is None:
             copied = self.fresh()
             if not self._guarding:
