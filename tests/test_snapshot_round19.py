@@ -368,3 +368,27 @@ def test_a_lender_lends_one_copy_to_readers_and_bytes_are_watched() -> None:
     loan.settle()
     again, loan = lender.lend()
     assert id(again) == first and loan is not None
+
+
+def _lenders_in_a_forked_child() -> int:
+    import os
+
+    from groundstate.environments import sqlite
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report how many lenders it inherited, then leave at once
+        os.write(write, str(len(sqlite._SNAPSHOT_COPIES)).encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as answer:
+        return int(answer.read())
+
+
+def test_a_forked_child_starts_with_lenders_of_its_own(env: SqliteEnvironment) -> None:
+    from groundstate.environments import sqlite
+
+    _run(env, _seen([]))
+    assert sqlite._SNAPSHOT_COPIES  # this process lends
+    assert _lenders_in_a_forked_child() == 0

@@ -1084,6 +1084,9 @@ the others are made from it (:func:`_reclocked`)."""
 
 _SNAPSHOT_COPIES: dict[str, Lender[Snapshot]] = {}
 """Copies of the initial snapshot of each fixture build, by the build's image digest."""
+# A forked child starts with lenders of its own: a lock another thread held at the fork
+# would stay held in the child.
+os.register_at_fork(after_in_child=_SNAPSHOT_COPIES.clear)
 
 
 def _initial_copies(baseline: Baseline) -> Lender[Snapshot]:
