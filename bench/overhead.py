@@ -38,7 +38,7 @@ from groundstate.agents.scripted import ScriptedAgent
 from groundstate.bindings import HARNESS
 from groundstate.copies import Copies, Guard
 from groundstate.environments import sqlite_live
-from groundstate.environments.base import Environment
+from groundstate.environments.base import Environment, Snapshot
 from groundstate.episode import (
     AttemptInfo,
     AttemptJob,
@@ -76,6 +76,7 @@ def overhead(suite: Suite, repeats: int) -> None:
     suite_checks: list[float] = []
     copies: list[float] = []
     copies_made: list[int] = []
+    initial: list[float] = []
     calls: list[int] = []
     # One event loop for every attempt, as a batch has: asyncio.run per attempt would add its
     # own setup, and on Python 3.11 a repr of the finished task (the whole record) when it
@@ -87,6 +88,7 @@ def overhead(suite: Suite, repeats: int) -> None:
         closing(loop),
         _suite_checks_timed() as checks_cpu,
         _trace_copies_timed() as copies_cpu,
+        _initial_snapshots_timed() as initial_cpu,
     ):
         for repeat in range(1, repeats + 1):
             for task_id, solutions in sorted(suite.solutions.items()):
@@ -101,6 +103,7 @@ def overhead(suite: Suite, repeats: int) -> None:
                 )
                 checks_cpu.clear()
                 copies_cpu.clear()
+                initial_cpu.clear()
                 t0, c0 = time.perf_counter(), time.process_time()
                 output = loop.run_until_complete(
                     run_attempt(task, suite, system, ScriptedAgent(oracle.steps), info)
@@ -110,6 +113,7 @@ def overhead(suite: Suite, repeats: int) -> None:
                 suite_checks.append(sum(checks_cpu))
                 copies.append(sum(copies_cpu))
                 copies_made.append(sum(getattr(c, "copy", True) for c in copies_cpu))
+                initial.append(sum(initial_cpu))
                 calls.append(sum(e.kind == "tool_call" for e in output.run.observation_action_log))
                 t0 = time.perf_counter()
                 store.add_run(output.run, output.artifacts)
@@ -147,6 +151,10 @@ def overhead(suite: Suite, repeats: int) -> None:
         f"    of which the trace copies handed to Python checks and judges, and the guard "
         f"lending one to the next check {_ms(copies)}, {statistics.mean(copies_made):.1f} "
         f"copies per attempt (docs/scale.md, sixteenth and nineteenth rounds)"
+    )
+    print(
+        f"    and the initial snapshot's copies checks ask for (s0.snapshot()), and the guard "
+        f"lending one to the next check {_ms(initial)} (docs/scale.md, nineteenth round)"
     )
     fresh, fresh_cpu = _fresh_attempts(suite, system)
     print(
@@ -300,6 +308,8 @@ def _trace_copies_timed() -> Iterator[list[float]]:
 
     def timing(fn: Any, copy: bool) -> Any:
         def timed(*args: Any) -> Any:
+            if isinstance(getattr(args[0], "value", args[-1]), Snapshot):
+                return fn(*args)  # a guard of s0's copy: _initial_snapshots_timed's
             c0 = time.thread_time()
             try:
                 return fn(*args)
@@ -318,6 +328,40 @@ def _trace_copies_timed() -> Iterator[list[float]]:
         for (cls, name), fn in originals.items():
             if cls is Guard:
                 setattr(cls, name, fn)
+        HARNESS.rebase()
+
+
+@contextmanager
+def _initial_snapshots_timed() -> Iterator[list[float]]:
+    """Meanwhile, the CPU seconds of each snapshot a check asks of its view of s0, and of
+    giving a lent one back once the check has returned (where the code lends), in the thread
+    that asks."""
+    spent: list[float] = []
+    view = outcome._BoundedView
+    originals = {
+        name: view.__dict__[name] for name in ("snapshot", "settle") if name in view.__dict__
+    }
+
+    def timing(fn: Any) -> Any:
+        def timed(self: Any) -> Any:
+            if getattr(self._view, "_baseline", None) is None:
+                return fn(self)  # sT's, or a view of another kind
+            c0 = time.thread_time()
+            try:
+                return fn(self)
+            finally:
+                spent.append(time.thread_time() - c0)
+
+        return timed
+
+    for name, fn in originals.items():
+        setattr(view, name, timing(fn))
+    HARNESS.rebase()
+    try:
+        yield spent
+    finally:
+        for name, fn in originals.items():
+            setattr(view, name, fn)
         HARNESS.rebase()
 
 

@@ -274,7 +274,7 @@ def test_a_check_that_raised_gives_no_copy_back() -> None:
 
 
 def test_a_trace_the_guard_cannot_watch_is_copied_for_every_check() -> None:
-    events = Trace("hi").call("t", {"a": [1]}, output={"rows": b"x"}).events  # bytes
+    events = Trace("hi").call("t", {"a": [1]}, output={"rows": bytearray(b"x")}).events
     copies = TraceCopies(events)
     kept: list[Any] = []
     for _ in range(3):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 import pickle
+import threading
+from collections.abc import Callable
 from functools import cache
 from itertools import chain
 from operator import attrgetter, is_
@@ -47,7 +49,7 @@ class Copies(Generic[T]):
         return copied
 
 
-_ATOMS = frozenset({str, int, float, bool, type(None)})
+_ATOMS = frozenset({str, int, float, bool, bytes, type(None)})
 """Values no code can change: a guard need not look into them."""
 _SLOTS = attrgetter(
     "__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"
@@ -170,3 +172,76 @@ def _plain_size() -> int:
         pass
 
     return Plain.__basicsize__
+
+
+_MISSES = 32
+"""A :class:`Lender` stops guarding once its callers' edits outweigh what lending saves: a
+copy found edited counts 4 (a guard is made for its replacement, a walk costing several
+copies), one lent untouched takes 1 off; at this count it stops for good."""
+
+
+class Loan(Generic[T]):
+    """One guarded copy lent to one caller, given back by :meth:`settle`."""
+
+    def __init__(self, lender: Lender[T], guard: Guard[T]) -> None:
+        self._lender = lender
+        self._guard = guard
+        self._references = guard.references()  # the copy held by its guard alone
+
+    @property
+    def value(self) -> T:
+        return self._guard.value
+
+    def settle(self) -> None:
+        """Give the copy back to the lender, for the next caller, if nothing holds any part of
+        it since it was lent (a global, a thread still running, an iterator, a weak
+        reference, the caller's return value): call it once the caller has returned."""
+        if self._guard.references() == self._references:
+            self._lender.put_back(self._guard)
+
+
+class Lender(Generic[T]):
+    """Copies of one value from *fresh*, the copy the last caller had lent to the next.
+
+    :meth:`lend` hands out the spare copy when its :class:`Guard` shows it exactly as it was
+    made (no list item, dict entry, model field or set field written, replaced or put back
+    since), which is what a fresh copy would be; the spare is there only once a caller's
+    :class:`Loan` was settled with no reference to any part of it left. Safe to call from
+    several threads: each spare goes to one caller.
+    """
+
+    def __init__(self, fresh: Callable[[], T]) -> None:
+        self.fresh = fresh
+        self._spare: Guard[T] | None = None
+        self._lock = threading.Lock()
+        self._misses = 0
+        self._guarding = True
+
+    def lend(self) -> tuple[T, Loan[T] | None]:
+        """A copy of the caller's own while it runs, and its loan (None: not lent, a value
+        the guard cannot watch, or callers that edit their copies)."""
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None and not spare.untouched():
+            spare = None
+            self._misses += 4
+            self._guarding = self._guarding and self._misses < _MISSES
+        elif spare is not None:
+            self._misses = max(0, self._misses - 1)
+        if spare is None:
+            copied = self.fresh()
+            if not self._guarding:
+                return copied, None
+            try:
+                spare = Guard(copied)
+            except Exception:  # Unguardable: a fresh copy for every caller
+                self._guarding = False
+                return copied, None
+            del copied  # the loan counts the references the guard alone holds
+        loan = Loan(self, spare)
+        return loan.value, loan
+
+    def put_back(self, guard: Guard[T]) -> None:
+        with self._lock:
+            if self._spare is None:
+                self._spare = guard

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from groundstate.alarms import CLOCK
-from groundstate.copies import Copies
+from groundstate.copies import Copies, Lender, Loan
 from groundstate.environments import sqlite_determinism as determinism
 from groundstate.environments.base import (
     CallEffects,
@@ -191,6 +191,15 @@ class SqliteView:
             if self._baseline is not None:
                 return _initial_snapshot(self._baseline)
             return self._run(self._final_snapshot)
+
+    def lend_snapshot(self) -> tuple[Snapshot, Loan[Snapshot] | None]:
+        """What :meth:`snapshot` gives, and for the initial state's a loan to settle once
+        the caller has returned (:class:`~groundstate.copies.Lender`): the copy goes to the
+        next caller when the caller left it untouched and unreferenced."""
+        if self._baseline is None:
+            return self.snapshot(), None
+        with _environment_errors("snapshot"):
+            return _initial_copies(self._baseline).lend()
 
     def _final_snapshot(self, connection: sqlite3.Connection) -> Snapshot:
         # No lock: a check abandoned at its time limit may still be reading here when the
@@ -1073,17 +1082,26 @@ _BUILDS: dict[tuple[str, str], Baseline] = {}
 the others are made from it (:func:`_reclocked`)."""
 
 
-_SNAPSHOT_COPIES: dict[str, Copies[Snapshot]] = {}
+_SNAPSHOT_COPIES: dict[str, Lender[Snapshot]] = {}
 """Copies of the initial snapshot of each fixture build, by the build's image digest."""
+# A forked child starts with lenders of its own: a lock another thread held at the fork
+# would stay held in the child.
+os.register_at_fork(after_in_child=_SNAPSHOT_COPIES.clear)
+
+
+def _initial_copies(baseline: Baseline) -> Lender[Snapshot]:
+    """Copies of the build's initial snapshot: unpickling one is an order of magnitude
+    cheaper than reading the database (and a check may change its copy), lending one that
+    the last check gave back untouched cheaper still."""
+    key = baseline.image_digest
+    if key not in _SNAPSHOT_COPIES:
+        _SNAPSHOT_COPIES[key] = Lender(Copies(baseline.snapshot).fresh)
+    return _SNAPSHOT_COPIES[key]
 
 
 def _initial_snapshot(baseline: Baseline) -> Snapshot:
-    """A fresh copy of the build's initial snapshot: unpickling it is an order of magnitude
-    cheaper than reading the database (and a check may change its copy)."""
-    key = baseline.image_digest
-    if key not in _SNAPSHOT_COPIES:
-        _SNAPSHOT_COPIES[key] = Copies(baseline.snapshot)
-    return _SNAPSHOT_COPIES[key].fresh()
+    """A fresh copy of the build's initial snapshot."""
+    return _initial_copies(baseline).fresh()
 
 
 def _template_file(fixture: Path, baseline: Baseline) -> Path:

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic_core import to_jsonable_python
 
 from groundstate.alarms import CLOCK
 from groundstate.capture import held
-from groundstate.copies import Copies
+from groundstate.copies import Copies, Loan
 from groundstate.deadline import DeadlineExceeded, PendingCalls, Returned, TimedCall
 from groundstate.environments.base import (
     Row,
@@ -190,8 +190,18 @@ def within_limits(
     for fn, limit, name in calls:
         s0, sT = _BoundedView(states.s0), _FinalView(states.sT, changes)
         bounded = dataclasses.replace(states, s0=s0, sT=sT)
-        timed.append(TimedCall(partial(fn, bounded), limit, name, partial(_expire, s0, sT)))
+        call = partial(_settling, fn, bounded, (s0, sT))
+        timed.append(TimedCall(call, limit, name, partial(_expire, s0, sT)))
     return states.pending.add(timed)
+
+
+def _settling(fn: Callable[[States], T], states: States, views: tuple[_BoundedView, ...]) -> T:
+    """``fn(states)``; once it has returned (its result still held), the snapshot copies its
+    views lent go back to their lenders where nothing it left holds them."""
+    result = fn(states)
+    for view in views:
+        view.settle()
+    return result
 
 
 def _expire(*views: _BoundedView) -> None:
@@ -207,12 +217,35 @@ class _BoundedView:
         self._lock = threading.Lock()
         self._expired = False
         self._running = 0
+        self._borrowed = False
+        self._loan: Loan[Snapshot] | None = None
 
     def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return self._bounded(self._view.query, sql, params)
 
     def snapshot(self) -> Snapshot:
-        return self._bounded(self._view.snapshot)
+        return self._bounded(self._snapshot)
+
+    def _snapshot(self) -> Snapshot:
+        """The check's first snapshot is lent where the view lends (``lend_snapshot``: the
+        copy the last check gave back untouched, see :class:`~groundstate.copies.Lender`);
+        its others, and those of whatever it left running, are copies of their own."""
+        lend = getattr(self._view, "lend_snapshot", None)
+        with self._lock:
+            first, self._borrowed = not self._borrowed, True
+        if lend is None or not first:
+            return self._view.snapshot()
+        snapshot, self._loan = lend()
+        return cast(Snapshot, snapshot)
+
+    def settle(self) -> None:
+        """Give back the copy lent to the check, which has returned (not one abandoned at
+        its time limit, whose copy is never given back)."""
+        with self._lock:
+            loan, self._loan, self._borrowed = self._loan, None, True
+            expired = self._expired
+        if loan is not None and not expired:
+            loan.settle()
 
     def __getattr__(self, name: str) -> Any:
         """A kind's other capabilities (a workspace's ``read``, ``files``, ``diff``...), under
