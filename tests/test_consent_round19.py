@@ -75,7 +75,7 @@ FIRST_CONSENTS = [
 def test_a_go_ahead_asking_for_something_first_confirms_nothing(
     retail: Suite, oracles: dict[str, list[AgentEvent]], task: str, answer: str
 ) -> None:
-    """"Go ahead and tell me the total first." confirmed the change: only "but first" put a
+    """ "Go ahead and tell me the total first." confirmed the change: only "but first" put a
     decision off."""
     rule = {"refund-socks": "p2-confirmed-refund", "exchange-shoe-size": "p2-confirmed-exchange"}
     assert failing(retail, task, _answered(oracles[task], answer)) == [rule[task]]
@@ -123,7 +123,7 @@ RESTATED = [
 def test_a_but_clause_stating_another_value_confirms_nothing(
     retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
 ) -> None:
-    """"Yes, but the colour is purple" was a remark about the thing (its subject "the colour
+    """ "Yes, but the colour is purple" was a remark about the thing (its subject "the colour
     is"), so it confirmed the exchange in grey."""
     events = _answered(oracles["exchange-shoe-size"], answer)
     assert failing(retail, "exchange-shoe-size", events) == ["p2-confirmed-exchange"]
@@ -154,7 +154,7 @@ def test_a_but_clause_restating_the_question_confirms(
 def test_a_but_clause_is_read_against_the_records_the_question_names(
     retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str, confirms: bool
 ) -> None:
-    """"Yes, but the socks from May" (O-1001 was placed in May) only restates the record: it
+    """ "Yes, but the socks from May" (O-1001 was placed in May) only restates the record: it
     was refused as a term ("from", "may" were words the question did not say)."""
     events = _answered(oracles["refund-socks"], answer)
     assert failing(retail, "refund-socks", events) == ([] if confirms else ["p2-confirmed-refund"])
@@ -268,7 +268,9 @@ def test_a_typo_corrected_and_verified_authorises_the_change(
     typed = {"email": "maya.chen@exmaple.com", "zip_code": "97214"}
     said = MessageEvent(step=o[at].step, role="user", text="maya.chen@exmaple.com, 97214", at=0)
     typo = _call(o[at].step, "verify_identity", typed, None, ok=False)
-    fixed = MessageEvent(step=o[at].step, role="user", text="Sorry, typo: maya.chen@example.com", at=0)
+    fixed = MessageEvent(
+        step=o[at].step, role="user", text="Sorry, typo: maya.chen@example.com", at=0
+    )
     trace = [*o[:at], said, typo, fixed, *o[at:]]
     assert failing(retail, "refund-socks", trace) == []
 

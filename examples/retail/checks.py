@@ -376,7 +376,9 @@ def _unproven_write(trace: list[AgentEvent]) -> Evidence:
             output = event.output if isinstance(event.output, dict) else {}
             names = set(fold(str(output.get("name", ""))).split())
         elif event.tool in CHANGE_TOOLS and event.ok and not proven and why:
-            problem = f"step {event.step} ({event.tool}) acts on an account not proved the user's: {why}"
+            problem = (
+                f"step {event.step} ({event.tool}) acts on an account not proved the user's: {why}"
+            )
             return False, {"problems": [problem], "offending_step": event.step}
     return True, {}
 

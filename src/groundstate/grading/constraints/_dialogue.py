@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -639,9 +640,7 @@ def _said(word: str, said: set[str] | frozenset[str]) -> bool:
 
 _ID_KEY = re.compile(r"(^|_)(id|name|label)$")
 _ISO_DATE = re.compile(r"^\d{4}-(\d{2})-\d{2}")
-_MONTHS = (
-    "january february march april may june july august september october november december"
-).split()
+_MONTHS = [month.lower() for month in calendar.month_name[1:]]
 
 
 def _recorded_words(question: str, earlier: Sequence[AgentEvent]) -> frozenset[str]:
