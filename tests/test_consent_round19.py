@@ -54,6 +54,9 @@ ASKED_FIRST = [
     "Yes, let me know the total first please.",
     "Sure, show me the total first and then go ahead.",
     "Yes, but double-check the size first.",
+    "Yes, but I want to know the total first.",
+    "Sure, I'd like to see the total first.",
+    "Yes, tell me the total before you do it.",
 ]
 FIRST_CONSENTS = [
     "Yes, please go ahead.",

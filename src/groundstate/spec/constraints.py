@@ -74,7 +74,8 @@ _IDIOMS = (
 problema"), nor the reason for the change ("Yes, I no longer need it")."""
 _ASKING_FOR = (
     r"(tell|check|show|let me know|confirm|verify|explain|give me|quote|calculate|double[- ]check"
-    r"|make sure|find out|look up|send me|email me|what's|what is|how much)"
+    r"|make sure|find out|look up|send me|email me|what's|what is|how much"
+    r"|(want|need|like|have) to (know|see|hear))"
 )
 """What a customer asks the agent for before a go-ahead ("tell me the total first")."""
 _TERMS = (
