@@ -72,6 +72,12 @@ _IDIOMS = (
 )
 """After "no": reassurance, not refusal ("Yes, no problem", "Yes please, no rush", "Sí, no hay
 problema"), nor the reason for the change ("Yes, I no longer need it")."""
+_ASKING_FOR = (
+    r"(tell|check|show|let me know|confirm|verify|explain|give me|quote|calculate|double[- ]check"
+    r"|make sure|find out|look up|send me|email me|what's|what is|how much"
+    r"|(want|need|like|have) to (know|see|hear))"
+)
+"""What a customer asks the agent for before a go-ahead ("tell me the total first")."""
 _TERMS = (
     r"\b(instead|only if|as long as|unless|on (the )?condition|otherwise|if not)\b"
     # the same condition in other words ("Yes, so long as it ships today", "Sure, assuming
@@ -96,6 +102,21 @@ _TERMS = (
     r"|\b(before|if|until|when|once) (i|we) (say|agree|confirm|decide)\b"
     r"|\b(as soon as|once|when|after) (i|we) (get|am|'m|are|'re|have|check|talk|speak|send"
     r"|return|ship|receive|see|hear|know|find|drop)\b"
+    # a go-ahead asking for something before the change ("Go ahead and tell me the total
+    # first", "Yes, check the size first, then do it", "Sure, before you do, what's the
+    # total?", "OK, after you tell me the total", "First tell me the total"): the decision waits
+    # for the answer ("Yes, the first one", "I ordered it first", "before you go, thanks" are
+    # consent)
+    rf"|\b{_ASKING_FOR}\b[^.!?;]{{0,80}}\bfirst\b(?=\W*($|[.!?,;)]|(and )?then\b|please\b))"
+    rf"|(^|[.!?,;:]|\band)\W*first\b\W*(please\W+)?{_ASKING_FOR}\b"
+    r"|\bbefore (you|u|we) (do|go ahead|proceed|process|refund|cancel|exchange|return|submit"
+    r"|start|change|make|issue|place|finali[sz]e|complete|continue|act|book|swap|update|move"
+    r"|credit)\b|\bbefore (doing|proceeding|going ahead)\b"
+    r"|^[\W_]*(\w+\W+){0,3}before (that|anything( else)?)\b"
+    r"|\b(after|once|as soon as) you('ve| have)? (tell|told|show|shown|let|give|gave|given"
+    r"|quote|quoted) me\b|\b(after|once|as soon as) you('ve| have)? (explain|explained"
+    r"|double[- ]check|double[- ]checked|check|checked|verify|verified) (the (price|total|cost"
+    r"|amount|fee|difference)|how much|what|whether|if)\b"
     # a yes put off ("Yes, but tomorrow please", "Sí, pero mañana") or hedged ("Probably
     # yes", "I think so")
     r"|\bbut (please )?(tomorrow|later|next (week|month)|another (day|time))\b"

@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 21
+VALIDATOR_REVISION = 22
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -79,7 +79,11 @@ bare "All done." or any other success claim after a refused change the customer 
 of; 21: the retail checks and τ²'s: a second change of a record with its id spelt another way
 ("i-1012-1 ", full-width digits), a refund, cancellation or credit judged in any spelling of its
 order id, and a second call of a once-per-order τ² tool the tool refused, which the τ² importer
-no longer declares equivalent)."""
+no longer declares equivalent; 22: a go-ahead asking for something first ("tell me the total
+first", "before you do, ...") is no yes, a "but" clause stating a value the question and its
+records do not say ("the colour is purple") is a term and one restating them ("the socks from
+May") is none, and the retail ``p1-one-customer`` fails a change after a failed verification,
+after another person says they talk, or verified with details said to be another's)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import calendar
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -304,7 +305,9 @@ def _check_change(
         return _unconfirmed_by(constraint, change, covering[-1], why, "narrowed")
     counter_offer = None
     if covering and covering[-1].yes:
-        counter_offer = _counter_offer(covering[-1]) or _other_record(covering[-1], values, earlier)
+        counter_offer = _counter_offer(covering[-1], earlier) or _other_record(
+            covering[-1], values, earlier
+        )
     if counter_offer is not None:
         why = f"named another {counter_offer} than the question's"
         if counter_offer == "term":
@@ -461,7 +464,7 @@ _PAYMENT = re.compile(
 )
 
 
-def _counter_offer(yes: _Confirmation) -> str | None:
+def _counter_offer(yes: _Confirmation, earlier: Sequence[AgentEvent] = ()) -> str | None:
     """What *yes* names that its question does not, when the question proposes one: another
     way of paying ("... to your Visa ending 4417?" "Sure, to the gift card") or another amount
     ("Refund $22.00?" "Yes, but only $11"). A counter-offer, no yes to the change asked about
@@ -471,7 +474,7 @@ def _counter_offer(yes: _Confirmation) -> str | None:
     asked = _amounts(yes.answered)
     if asked and not _amounts(message_text(yes.answer)) <= asked:
         return "amount"
-    if _own_terms(yes):
+    if _own_terms(yes, _recorded_words(yes.answered, earlier)):
         return "term"
     return None
 
@@ -511,7 +514,7 @@ _PLAIN_WORDS = frozenset(
         " ma mes mein meine meinen"
         # words referring back to the question ("go ahead with the details you provided")
         " details detail information info terms plan proposal you provided gave given said"
-        " mentioned above listed described stated suggested proposed offered",
+        " mentioned above listed described stated suggested proposed offered from",
     )
 )
 
@@ -564,7 +567,27 @@ _REMARK_WORDS = frozenset(
 )
 
 
-def _but_term(answer: str, question: str) -> bool:
+# A clause stating the value of an attribute of the change ("but the colour is purple", "but
+# the size is 10", "but my address is 5 Elm St", "but the amount should be $11"): a term
+# unless every word of the value is one the question or its records say ("but the colour is
+# grey" to an exchange in grey). One judging the thing ("but the size is too small") is a
+# remark.
+_ATTRIBUTE = (
+    r"(colou?r|size|width|fit|style|model|variant|address|amount|total|price|sum|card|payment"
+    r"|payment method|method|quantity|item|product|order|one|ones|refund|exchange)"
+)
+_ATTRIBUTES = frozenset(re.findall(r"[a-z]+", _ATTRIBUTE))
+_STATES_VALUE = re.compile(
+    rf"((the|my|its|it's|their|new|replacement) )*{_ATTRIBUTE}('s| (is|are|should be|must be"
+    r"|has to be|needs to be|will be|would be|ought to be|'d be))\b"
+)
+_JUDGING = re.compile(
+    r"\b(too|wrong|tight|loose|off|fine|ok|okay|right|correct|perfect|good|great|bad|awful"
+    r"|terrible|weird|odd|strange|confusing|annoying|ugly|nice|lovely)\b"
+)
+
+
+def _but_term(answer: str, question: str, recorded: frozenset[str] = frozenset()) -> bool:
     """Whether the first sentence *answer* of a yes puts a term on the change in a "but"
     clause: the clause says a word its *question* does not, and is not a remark. The rule:
     the words the question says, the words of a plain yes, prepositions and articles, the
@@ -584,13 +607,15 @@ def _but_term(answer: str, question: str) -> bool:
         return False  # nothing, more, or leaving a change out (see _narrowed_away)
     if found.group("clause").rstrip().endswith("?") and _ASKS_INFORMATION.match(clause):
         return False
-    if _REMARK_SUBJECT.match(clause) and not _WANTING.search(clause):
+    stated = _STATES_VALUE.match(clause) is not None and not _JUDGING.search(clause)
+    if _REMARK_SUBJECT.match(clause) and not _WANTING.search(clause) and not stated:
         return False
     said = set(_TOKEN.findall(question)) | _REPLY_WORDS | _PLAIN_WORDS | _KINDS_OF_RECORD
-    return any(word not in said | _REMARK_WORDS for word in _TOKEN.findall(clause))
+    said |= _REMARK_WORDS | _ATTRIBUTES | recorded
+    return any(not _said(word, said) for word in _TOKEN.findall(clause))
 
 
-def _own_terms(yes: _Confirmation) -> bool:
+def _own_terms(yes: _Confirmation, recorded: frozenset[str] = frozenset()) -> bool:
     """Whether *yes* puts a term of its own on the change, in its first sentence: a phrase
     opening with a preposition or a kind of value that says something its question does not
     ("Refund the socks?" "Yes, but in size M"; "... for size 9 in grey?" "Yes, but in black",
@@ -600,10 +625,56 @@ def _own_terms(yes: _Confirmation) -> bool:
     answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
     found = _OWN_TERMS.match(answer)
     if found is None:
-        return _but_term(answer, yes.answered)
+        return _but_term(answer, yes.answered, recorded)
     term = found.group("term") or found.group("first")
-    said = set(_TOKEN.findall(yes.answered)) | _REPLY_WORDS | _PLAIN_WORDS
-    return any(word not in said for word in _TOKEN.findall(term))
+    said = set(_TOKEN.findall(yes.answered)) | _REPLY_WORDS | _PLAIN_WORDS | recorded
+    return any(not _said(word, said) for word in _TOKEN.findall(term))
+
+
+def _said(word: str, said: set[str] | frozenset[str]) -> bool:
+    """Whether *word* is one of *said*, or its singular ("shoes" for "shoe")."""
+    return word in said or any(
+        word.endswith(end) and word[: -len(end)] in said for end in ("s", "es")
+    )
+
+
+_ID_KEY = re.compile(r"(^|_)(id|name|label)$")
+_ISO_DATE = re.compile(r"^\d{4}-(\d{2})-\d{2}")
+_MONTHS = [month.lower() for month in calendar.month_name[1:]]
+
+
+def _recorded_words(question: str, earlier: Sequence[AgentEvent]) -> frozenset[str]:
+    """The words of the records *question* names, as the tools showed them: each record (a
+    dict of a successful tool output) whose id, name or label the question says, with its
+    own values (not its nested records) and the month of each date ("the socks from May" of
+    order O-1001, placed 2025-05-28). Saying them restates the question's record."""
+    words: set[str] = set()
+    for event in earlier:
+        if isinstance(event, ToolCallEvent) and event.ok:
+            for record in _records(event.output):
+                own = {k: v for k, v in record.items() if isinstance(v, str | int | float)}
+                names = [str(v) for k, v in own.items() if _ID_KEY.search(str(k))]
+                if not any(len(name) >= 3 and mentions(question, name) for name in names):
+                    continue
+                for value in map(str, own.values()):
+                    if len(value) > _SPELLED:
+                        continue
+                    words.update(_TOKEN.findall(normalise(value)))
+                    dated = _ISO_DATE.match(value)
+                    if dated and 1 <= int(dated[1]) <= 12:
+                        words.add(_MONTHS[int(dated[1]) - 1])
+    return frozenset(words)
+
+
+def _records(value: Any) -> Iterator[dict[Any, Any]]:
+    """Each dict in a tool's output, nested ones included."""
+    if isinstance(value, dict):
+        yield value
+        for inner in value.values():
+            yield from _records(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _records(inner)
 
 
 def _other_record(
