@@ -203,7 +203,7 @@ def test_the_originals_are_bound_again_after_an_in_process_batch(tmp_path: Path)
     assert not hasattr(signal.raise_signal, "__wrapped__")
     assert not hasattr(signal.pthread_kill, "__wrapped__")
     # The harness's own forced exits were never wrapped.
-    assert cli_interrupts.harness_exit is ORIGINAL["_exit"]
+    assert cli_interrupts._exit is ORIGINAL["_exit"]
     assert _harness_exit is ORIGINAL["_exit"]
 
 

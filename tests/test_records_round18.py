@@ -75,7 +75,7 @@ states = SimpleNamespace(s0=None, sT=None)
 check = PythonAssertion(id="c", check="checks.py:f")
 out["python check"] = outcome._python(check, states)
 out["python constraint"] = constraint._run(
-    check, SimpleNamespace(fresh=lambda: []), states)
+    check, SimpleNamespace(fresh=lambda: [], lend=lambda check: check([])), states)
 sys.stdout.write(json.dumps(out, sort_keys=True))
 """
 
