@@ -23,6 +23,7 @@ from groundstate.records import AgentRun
 from groundstate.store import RunStore
 from groundstate.workdirs import TMPDIR_ENV
 
+from .conftest import in_a_fresh_process
 from .test_exitcause_round19 import _mark
 from .test_scale_round17 import chain, judged_bank, speaking_system
 
@@ -123,7 +124,13 @@ def test_grading_is_noted_only_in_its_own_try_and_with_no_agent_code_alive(
     """The determination itself: a try's grading is not noted while a thread started since
     the batch began is alive (the host's threads from before are not an agent's), and is
     once none is; a call in that try's context is then a check's, a call from another try's
-    context or from none the agent's."""
+    context or from none the agent's. In a fresh process: an ``agent-`` thread an earlier
+    test left blocking in this one rightly keeps any grading from being noted."""
+    in_a_fresh_process(_determination, str(tmp_path))
+
+
+def _determination(tmp: str) -> None:
+    tmp_path = Path(tmp)
     release = threading.Event()
     with RunStore(tmp_path / "runs.db") as store:
         _mark(store, "r1")
