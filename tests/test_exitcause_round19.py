@@ -25,7 +25,7 @@ from groundstate import exitcause
 from groundstate.agents.base import Session
 from groundstate.cli import interrupts as cli_interrupts
 from groundstate.cli import main
-from groundstate.leftovers import _harness_exit
+from groundstate.leftovers import harness_exit
 from groundstate.runner import BatchConfig, BatchRunner, derive_seed
 from groundstate.spec.suite import load_suite
 from groundstate.store import RunStore, StartedTry
@@ -203,8 +203,8 @@ def test_the_originals_are_bound_again_after_an_in_process_batch(tmp_path: Path)
     assert not hasattr(signal.raise_signal, "__wrapped__")
     assert not hasattr(signal.pthread_kill, "__wrapped__")
     # The harness's own forced exits were never wrapped.
-    assert cli_interrupts._exit is ORIGINAL["_exit"]
-    assert _harness_exit is ORIGINAL["_exit"]
+    assert cli_interrupts.harness_exit is ORIGINAL["_exit"]
+    assert harness_exit is ORIGINAL["_exit"]
 
 
 def _mark(store: RunStore, run_id: str) -> None:

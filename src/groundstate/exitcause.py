@@ -10,7 +10,8 @@ outside (SIGKILL, the out-of-memory killer, a power loss), which is no verdict o
 The call is laid at the door of the try whose code made it when it is known (the attempt's
 context, which its tasks and ``asyncio.to_thread`` inherit); a call from a thread without
 one (a thread the agent started) marks every try in flight: the harness itself never ends
-the process so while tries run (its forced exit on a second Ctrl-C calls :data:`harness_exit`).
+the process so while tries run (its forced exits, a second Ctrl-C's among them, call
+:data:`groundstate.leftovers.harness_exit`).
 
 A call made in a try's context once its grading has started (:func:`grading_starts`, as a
 pool worker tells its parent: no code of an agent's could still run then) is a check's (a
@@ -43,8 +44,6 @@ from groundstate.store import note_exit_cause
 TRY: ContextVar[str | None] = ContextVar("groundstate_try", default=None)
 """The run id of the try whose code runs here (set by the in-process executor)."""
 
-harness_exit = os._exit
-"""The original ``os._exit``: the harness's own forced exit, never laid at an agent's door."""
 
 _NOT_ENDING = ("SIGCHLD", "SIGURG", "SIGWINCH", "SIGCONT", "SIGSTOP", "SIGTSTP", "SIGTTIN",
                "SIGTTOU")  # fmt: skip

@@ -29,7 +29,10 @@ from concurrent.futures import thread as _executor_threads
 from contextlib import suppress
 from typing import Any, NoReturn
 
-_harness_exit = os._exit  # as imported, never an in-process batch's wrapper (exitcause)
+harness_exit = os._exit
+"""The original ``os._exit``, bound as this light module is imported (the CLI imports it at
+startup, before a batch wraps ``os._exit``: ``groundstate.exitcause``): the harness's own
+forced exits, never laid at an in-process agent's door."""
 
 _DUTIES: list[Callable[[], None]] = []
 """The harness's own exit work (its work folder removed, its PostgreSQL server stopped)."""
@@ -194,4 +197,4 @@ def leave(code: Any) -> NoReturn:
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         with suppress(Exception):
             stream.flush()  # type: ignore[union-attr]
-    _harness_exit(status)
+    harness_exit(status)

@@ -12,7 +12,6 @@ record stays whole either way: each is one transaction.
 from __future__ import annotations
 
 import logging
-import os
 import shlex
 import signal
 from collections.abc import Iterator
@@ -24,13 +23,8 @@ import click
 
 from groundstate.errors import GroundstateError
 from groundstate.interrupts import SHUT_OUT, Interrupted, InterruptFlag
+from groundstate.leftovers import harness_exit
 from groundstate.workdirs import remove_own
-
-_exit = os._exit
-"""The process's own ``os._exit``, bound as the command starts (before a batch wraps it,
-``groundstate.exitcause``): the second signal's exit is not laid at an in-process agent's
-door. Not ``exitcause.harness_exit``: importing that module at startup would import the
-store, pydantic and yaml (``groundstate --help`` stays light)."""
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -45,7 +39,7 @@ def interruptible(flag: InterruptFlag) -> Iterator[None]:
     def handler(signum: int, frame: FrameType | None) -> None:
         if flag.signum is not None:  # the second signal: no more unwinding
             remove_own()
-            _exit(128 + signum)  # not laid at an in-process agent's door
+            harness_exit(128 + signum)  # not laid at an in-process agent's door
         flag.signum = signum
         # attempts abandoned mid-call are expected now, not worth asyncio's error reports
         logging.getLogger("asyncio").setLevel(logging.CRITICAL)
