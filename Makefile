@@ -55,6 +55,7 @@ test: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(PY) bench/overhead.py $(BENCH_ARGS)
 	$(PY) bench/size_curve.py $(BENCH_ARGS)
+	$(PY) bench/call_checks.py $(BENCH_ARGS)
 	$(PY) bench/startup.py
 	$(PY) bench/inspect_compare.py
 	$(PY) bench/report_scale.py

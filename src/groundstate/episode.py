@@ -1082,10 +1082,11 @@ async def _episode(
             _grade(task, suite, env, s0, session, progress, turn)
         # After grading too: an agent's own thread may write or lock the file while the
         # checks read it (code rebound meanwhile is looked for once the record is built).
+        read = _AccountRead(kept)
         if (
             _behind_gateway(env, session, "written_outside_calls", "written")
-            or _outside_session(env, session, kept, entered)
-            or _unlatched(session, kept)
+            or _outside_session(env, session, read, entered)
+            or _unlatched(session, read)
             or _behind_gateway(env, session, "locked_outside_calls", "locked")
             or _regraded(task, suite, session)
             or _starved(session, progress)
@@ -1150,8 +1151,51 @@ def _calls_entered(env: Environment) -> int | None:
         return None
 
 
+class _AccountRead:
+    """The attempt's account as the checks after grading read it (:func:`_outside_session`,
+    :func:`_unlatched`): read once, when the first of them asks, and each trace line parsed
+    at most once, when a check first looks at it (each check walked the account and parsed
+    every line it looked at of its own: about a tenth of a millisecond per attempt). Raises
+    :class:`AccountClosed` as the account does, and what parsing a line raises where the
+    checks parsed it before."""
+
+    __slots__ = ("_account", "_parsed", "_read")
+
+    def __init__(self, account: Account) -> None:
+        self._account = account
+        self._read: tuple[int, list[str]] | None = None
+        self._parsed: list[Any] = []
+
+    def steps(self) -> int:
+        return self._kept()[0]
+
+    def events(self) -> Iterator[Any]:
+        """Each trace line, oldest first, as parsed (whatever JSON it holds)."""
+        lines = self._kept()[1]
+        for i, line in enumerate(lines):
+            if i == len(self._parsed):
+                self._parsed.append(json.loads(line))
+            yield self._parsed[i]
+
+    def _kept(self) -> tuple[int, list[str]]:
+        if self._read is None:
+            kept = self._account.read()
+            self._read = (kept.steps, _lines(kept))
+        return self._read
+
+
+def _lines(kept: Kept) -> list[str]:
+    """The trace's JSON lines *kept* holds, oldest first (as :meth:`Account.trace_lines`)."""
+    lines, node = [], kept.lines
+    while node is not None:
+        lines.append(node[0])
+        node = node[1]
+    lines.reverse()
+    return lines
+
+
 def _outside_session(
-    env: Environment, session: EpisodeSession, account: Account, before: int | None
+    env: Environment, session: EpisodeSession, account: _AccountRead, before: int | None
 ) -> bool:
     """Latch a prohibited action when *env* entered more tool calls while the agent ran than
     the attempt's *account* holds: an in-process agent that made a call through a gateway
@@ -1166,10 +1210,10 @@ def _outside_session(
     if after is None:
         return False
     try:
-        lines = account.trace_lines()
+        events = account.events()
+        traced = sum(1 for event in events if _entered_call(event))
     except AccountClosed:  # the closed account is the stop (see _untrue)
         return False
-    traced = sum(1 for line in lines if _entered_call(line))
     if min(before, after) >= 0 and after - before == traced:
         return False
     why = (
@@ -1182,7 +1226,7 @@ def _outside_session(
     return True
 
 
-def _unlatched(session: EpisodeSession, account: Account) -> bool:
+def _unlatched(session: EpisodeSession, account: _AccountRead) -> bool:
     """Latch a prohibited action when the attempt's *account* holds what should have
     stopped it, with no stop latched: a call denied under ``on_prohibited_action: end``, or
     more steps than the limit. The agent put an account of its own in the session's place
@@ -1193,12 +1237,12 @@ def _unlatched(session: EpisodeSession, account: Account) -> bool:
     if stop is not None and not isinstance(stop.error, ConversationOver):
         return False
     try:
-        steps, lines = account.read().steps, account.trace_lines()
+        steps, events = account.steps(), account.events()
     except AccountClosed:  # the closed account is the stop (see _untrue)
         return False
     if steps > session.step_limit:
         why = f"{steps} steps in the attempt's account, past the limit {session.step_limit}"
-    elif session._ends_on("on_prohibited_action") and any(map(_denied_call, lines)):
+    elif session._ends_on("on_prohibited_action") and any(map(_denied_call, events)):
         why = "a denied call in the attempt's account"
     else:
         return False
@@ -1206,16 +1250,15 @@ def _unlatched(session: EpisodeSession, account: Account) -> bool:
     return True
 
 
-def _denied_call(line: str) -> bool:
-    event = json.loads(line)
+def _denied_call(event: Any) -> bool:
+    """Whether a trace line, parsed, is a tool call the permissions denied."""
     return bool(
         event.get("kind") == "tool_call" and event.get("error_class") == "permission_denied"
     )
 
 
-def _entered_call(line: str) -> bool:
-    """Whether a trace event's JSON line is a tool call that entered the environment."""
-    event = json.loads(line)
+def _entered_call(event: Any) -> bool:
+    """Whether a trace line, parsed, is a tool call that entered the environment."""
     return event.get("kind") == "tool_call" and event.get("error_class") not in UNENTERED
 
 
