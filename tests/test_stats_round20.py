@@ -225,3 +225,57 @@ def test_the_docs_state_the_rounding_rule() -> None:
     docs = (Path(__file__).parents[1] / "docs" / "statistics.md").read_text(encoding="utf-8")
     docs = " ".join(docs.split())
     assert "half away from zero" in docs and "9/16 prints 0.563" in docs
+
+
+# --- p-values at the extremes ---------------------------------------------------------------
+
+
+def test_a_p_value_that_underflows_is_the_floor_never_0() -> None:
+    from groundstate.rounding import SMALLEST_P
+    from groundstate.stats import Outcome, compare, fisher_p
+
+    assert fisher_p(0, 600, 600, 600) == SMALLEST_P  # was 0.0
+    assert fisher_p(0, 4, 4, 4) == pytest.approx(2 / 70)  # control
+
+    def side(cells: list[tuple[int, int]], prefix: str = "t") -> list[Outcome]:
+        return [
+            Outcome(f"{prefix}{i}", j, j < c) for i, (n, c) in enumerate(cells) for j in range(n)
+        ]
+
+    # 1,200 tasks, every one moved from 0/2 to 2/2 but one: the t test (t near 1,200) and the
+    # sign-test bound (2 * 0.5^1200) both underflowed to 0.0.
+    a = side([(2, 0)] * 1200)
+    b = side([(2, 2)] * 1199 + [(2, 1)])
+    found = compare(a, b, n_boot=0)
+    for d in found.differences:
+        assert d.p_value is not None and d.p_value >= SMALLEST_P, (d.name, d.p_value)
+    assert found.find("pass_at_k", k=2).p_value == SMALLEST_P  # every task at +1: the bound
+    unpaired = compare(a, side([(2, 2)] * 1199 + [(2, 1)], "u"), n_boot=0)
+    assert unpaired.mode == "unpaired"
+    assert unpaired.find("success_rate").p_value == SMALLEST_P
+
+
+def test_a_p_value_at_the_floor_prints_as_below_it() -> None:
+    assert numbers.p_value(1e-300, 0.05) == "<1e-300"
+    assert numbers.p_value(2.5e-299, 0.05) == "2.5e-299"  # control: a value is printed
+    assert numbers.p_value(1.0, 0.05) == "1.000"
+
+
+def test_a_per_task_p_value_that_underflowed_prints_below_the_floor(tmp_path: Path) -> None:
+    """One task of 600 attempts a side, 0/600 against 600/600: Fisher's p underflowed to 0,
+    printed "0" in the per-task table and given as 0 in the JSON."""
+    a: Cells = {"t0": (1, 600, 0, 0), "t1": (1, 4, 2, 0)}
+    b: Cells = {"t0": (1, 600, 600, 0), "t1": (1, 4, 2, 0)}
+    store = str(tmp_path / "s.db")
+    ids = [import_text(tmp_path, as_rows(cells), name) for name, cells in (("a", a), ("b", b))]
+    code, out, err = cli("compare", *ids, "--store", store, "--json")
+    assert code == 0, err
+    rows = {row["task_id"]: row for row in json.loads(out)["per_task"]}
+    assert rows["t0"]["p_value"] > 0 and rows["t0"]["q_value"] > 0
+    assert rows["t0"]["changed"]
+    code, text, err = cli("compare", *ids, "--store", store, "--html", str(tmp_path / "c.html"))
+    assert code == 0, err
+    row = next(line for line in text.splitlines() if "│ t0 " in line)
+    assert "<1e-300" in row and "│ 0 " not in row
+    page = html.unescape((tmp_path / "c.html").read_text("utf-8"))
+    assert "<1e-300" in page

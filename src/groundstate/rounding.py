@@ -1,4 +1,5 @@
-"""How every printed figure is rounded: one rule for the text, HTML and notes of every report.
+"""How every printed figure is rounded, and the smallest p-value any figure states: one rule
+for the text, HTML and notes of every report.
 
 Python's formatting rounds the binary float half to even, so a tie printed by accident of
 representation: 9/16 and 1/16 (exact in binary) as 0.562 and 0.062, 0.1625 (stored a little
@@ -11,6 +12,12 @@ from __future__ import annotations
 
 import math
 from decimal import ROUND_HALF_UP, Decimal
+
+SMALLEST_P = 1e-300
+"""The smallest p-value any comparison gives: a p-value below it is given as it (the text
+prints ``<1e-300``), never as 0. Fisher's exact p of 0/600 against 600/600, a paired t test
+at t = 8,000 and the sign-test bound of 2,000 tasks that all moved underflow to 0.0, which
+printed as "0": a claim of certainty no finite sample makes."""
 
 SNAP_DIGITS = 12
 """Significant digits a value is read to before it is rounded for print: beyond them a

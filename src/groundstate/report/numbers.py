@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundstate.rounding import decimals, significant
+from groundstate.rounding import SMALLEST_P, decimals, significant
 
 TEXT_LIMIT = 20_000
 """Characters of one shown value (a message, a tool output, an error, an evidence blob, a
@@ -147,7 +147,10 @@ def p_value(value: float, alpha: float) -> str:
     0.001 (the HTML printed 0.0004 as 0.000), else three decimals, or as many more as keep it
     apart from *alpha* (0.0495 is not "0.050" beside an interval that excludes 0); below
     0.001 with more significant digits likewise (a q-value of 0.000496 at ``--fdr 0.0005``
-    is not "0.0005")."""
+    is not "0.0005"). A p-value at :data:`~groundstate.rounding.SMALLEST_P` (one that
+    underflowed, given as that floor) is ``<1e-300``, never "0" nor a value it is not."""
+    if value <= SMALLEST_P:
+        return f"<{SMALLEST_P:g}"
     if value >= 0.001:
         return apart(value, alpha, 3)
     for digits in range(2, 17):

@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from groundstate.rounding import decimals, significant
+from groundstate.rounding import SMALLEST_P, decimals, significant
 from groundstate.stats.outcomes import FloatArray, _Record
 
 CONFIDENCE = 0.95
@@ -172,8 +172,16 @@ def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
 
 
 def two_sided_p(statistic: float, df: float) -> float:
-    """P(|T| >= |statistic|) for Student's t with *df* degrees of freedom."""
-    return float(2 * special.stdtr(df, -abs(statistic)))
+    """P(|T| >= |statistic|) for Student's t with *df* degrees of freedom, at least
+    :data:`~groundstate.rounding.SMALLEST_P` (it underflowed to 0 from t near 40 at 1,000
+    df)."""
+    return floored_p(float(2 * special.stdtr(df, -abs(statistic))))
+
+
+def floored_p(p: float) -> float:
+    """*p*, but at least :data:`~groundstate.rounding.SMALLEST_P`: a p-value that underflowed
+    to 0 is not a certainty."""
+    return max(p, SMALLEST_P)
 
 
 def interval_rule(values: FloatArray, weights: FloatArray, *, difference: bool = False) -> Interval:
