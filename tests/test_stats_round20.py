@@ -279,3 +279,14 @@ def test_a_per_task_p_value_that_underflowed_prints_below_the_floor(tmp_path: Pa
     assert "<1e-300" in row and "│ 0 " not in row
     page = html.unescape((tmp_path / "c.html").read_text("utf-8"))
     assert "<1e-300" in page
+
+
+def test_a_p_value_kept_just_below_the_level_prints_on_its_side() -> None:
+    """An unpaired p-value whose shown interval excludes 0 is kept below 0.05, as the float
+    just below it where the search ends on the level: it printed "0.050", beside an interval
+    that excludes 0, as if it were not below."""
+    below, above = math.nextafter(0.05, 0), math.nextafter(0.05, 1)
+    assert numbers.p_value(below, 0.05) == "<0.050"
+    assert numbers.p_value(above, 0.05) == ">0.050"
+    assert numbers.p_value(0.05, 0.05) == "0.050"  # control: at the level, as it is
+    assert numbers.p_value(0.0495, 0.05) == "0.0495"  # control: decimals tell it apart

@@ -93,13 +93,16 @@ def apart(value: float, bound: float, digits: int, *, percent: bool = False, sig
     """*value* with *digits* decimals (a percentage with *percent*), or as many more as it
     takes to print it apart from *bound*, on its own side: a failed gate of 0.94975 against
     0.95 is "0.9497", not "0.950 is below 0.95"; 10.04% of tries flagged for exceeding 10% is
-    "10.04%", not "10.0%"."""
+    "10.04%", not "10.0%". A value no decimals tell apart from *bound* but not equal to it
+    is marked with its side: the unpaired p-value kept just below 0.05 (the float before
+    0.05) beside an interval that excludes 0 is "<0.050", not "0.050"."""
     for more in range(digits, 17):
         text = decimals(value, more, sign=sign, percent=percent)
         other = decimals(bound, more, sign=sign, percent=percent)
         if float(text.rstrip("%")) != float(other.rstrip("%")):  # "-0.000" is "+0.000"
             return text
-    return decimals(value, digits, sign=sign, percent=percent)
+    text = decimals(value, digits, sign=sign, percent=percent)
+    return text if value == bound else f"{'<' if value < bound else '>'}{text}"
 
 
 NOISE = 1e-12
