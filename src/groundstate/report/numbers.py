@@ -59,7 +59,7 @@ def fraction(value: float) -> str:
     """A probability or rate with three decimals, except that a value strictly between 0 and
     1 never prints as 0.000 or 1.000: one success in 3,000 attempts is not a success rate of
     0.000, nor is a pass@k of 0.9996 certain (``<0.001``, ``>0.999``; the JSON keeps it).
-    Rounded half away from zero (:func:`rounded`): 9/16 is 0.563."""
+    Rounded half away from zero (:func:`~groundstate.rounding.rounded`): 9/16 is 0.563."""
     text = decimals(value, 3)
     if value > 0 and float(text) == 0:
         return "<0.001"
@@ -91,7 +91,7 @@ def share_apart(value: float, bound: float) -> str:
 
 def apart(value: float, bound: float, digits: int, *, percent: bool = False, sign: str = "") -> str:
     """*value* with *digits* decimals (a percentage with *percent*), or as many more as it
-    takes to print it apart from *bound*, on its own side: a failed gate of 0.94975 against
+    takes to print it apart from *bound*, on its own side: a failed gate of 0.949749 against
     0.95 is "0.9497", not "0.950 is below 0.95"; 10.04% of tries flagged for exceeding 10% is
     "10.04%", not "10.0%". A value no decimals tell apart from *bound* but not equal to it
     is marked with its side: the unpaired p-value kept just below 0.05 (the float before
