@@ -290,3 +290,21 @@ def test_a_p_value_kept_just_below_the_level_prints_on_its_side() -> None:
     assert numbers.p_value(above, 0.05) == ">0.050"
     assert numbers.p_value(0.05, 0.05) == "0.050"  # control: at the level, as it is
     assert numbers.p_value(0.0495, 0.05) == "0.0495"  # control: decimals tell it apart
+
+
+def test_every_rate_of_up_to_4000_attempts_prints_its_exact_fraction_rounded() -> None:
+    """c/n and weighted means of two such rates, computed in floats as the library does,
+    print as their exact fractions rounded half away from zero."""
+    rng = random.Random(20)
+    for _ in range(20_000):
+        n = rng.choice([2, 4, 8, 16, 32, 40, 80, 400, 4000, rng.randint(1, 4000)])
+        c = rng.randint(0, n)
+        assert numbers.fraction(c / n) == shown(Fraction(c, n)), (c, n)
+        m, w = rng.randint(1, 64), rng.choice([1, 2, 3, 4])
+        d = rng.randint(0, m)
+        mean = (c / n + w * (d / m)) / (1 + w)
+        want = (Fraction(c, n) + w * Fraction(d, m)) / (1 + w)
+        assert numbers.fraction(mean) == shown(want), (c, n, d, m, w)
+        moved = Fraction(c, n) - Fraction(d, m)
+        if abs(moved) >= Fraction(1, 2000):  # smaller: more decimals, never "+0.000"
+            assert numbers.signed(c / n - d / m) == half_up(moved, sign=True), (c, n, d, m)
