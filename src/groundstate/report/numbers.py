@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundstate.rounding import SMALLEST_P, decimals, significant
+
 TEXT_LIMIT = 20_000
 """Characters of one shown value (a message, a tool output, an error, an evidence blob, a
 joined list) before it is cut: a record or an imported file may hold megabytes in any text."""
@@ -23,15 +25,14 @@ def clipped(text: str, limit: int = TEXT_LIMIT) -> str:
 def fixed(value: float, digits: int) -> str:
     """*digits* fixed decimals, but in exponent form past a trillion (a 1e308 cost would
     otherwise print 309 digits)."""
-    return f"{value:.{digits}f}" if abs(value) < 1e12 else f"{value:.{digits}g}"
+    return decimals(value, digits) if abs(value) < 1e12 else significant(value, digits)
 
 
 def amount(value: float, digits: int) -> str:
     """A cost or latency: :func:`fixed`, but in exponent form where fixed decimals would
     print a value that is not 0 as 0 (a cost of 0.00004 per attempt is not free)."""
-    if 0 < abs(value) < 0.5 * 10.0**-digits:
-        return f"{value:.{digits}g}"
-    return fixed(value, digits)
+    text = fixed(value, digits)
+    return significant(value, digits) if value and not float(text) else text
 
 
 def weight(value: float) -> str:
@@ -57,22 +58,25 @@ def counted_of(tasks: int, excluded: int) -> str:
 def fraction(value: float) -> str:
     """A probability or rate with three decimals, except that a value strictly between 0 and
     1 never prints as 0.000 or 1.000: one success in 3,000 attempts is not a success rate of
-    0.000, nor is a pass@k of 0.9996 certain (``<0.001``, ``>0.999``; the JSON keeps it)."""
-    if 0 < value < 0.0005:
+    0.000, nor is a pass@k of 0.9996 certain (``<0.001``, ``>0.999``; the JSON keeps it).
+    Rounded half away from zero (:func:`~groundstate.rounding.rounded`): 9/16 is 0.563."""
+    text = decimals(value, 3)
+    if value > 0 and float(text) == 0:
         return "<0.001"
-    if 0.9995 <= value < 1:
+    if value < 1 and float(text) == 1:
         return ">0.999"
-    return f"{value:.3f}"
+    return text
 
 
 def share(value: float) -> str:
     """A share as a percentage with one decimal; as :func:`fraction`, never 0.0% or 100.0%
     for a share that is neither (one invalid try in 3,000 is not none)."""
-    if 0 < value < 0.0005:
+    text = decimals(value, 1, percent=True)
+    if value > 0 and float(text[:-1]) == 0:
         return "<0.1%"
-    if 0.9995 <= value < 1:
+    if value < 1 and float(text[:-1]) == 100:
         return ">99.9%"
-    return f"{value:.1%}"
+    return text
 
 
 def share_apart(value: float, bound: float) -> str:
@@ -87,15 +91,18 @@ def share_apart(value: float, bound: float) -> str:
 
 def apart(value: float, bound: float, digits: int, *, percent: bool = False, sign: str = "") -> str:
     """*value* with *digits* decimals (a percentage with *percent*), or as many more as it
-    takes to print it apart from *bound*, on its own side: a failed gate of 0.94975 against
+    takes to print it apart from *bound*, on its own side: a failed gate of 0.949749 against
     0.95 is "0.9497", not "0.950 is below 0.95"; 10.04% of tries flagged for exceeding 10% is
-    "10.04%", not "10.0%"."""
-    kind = "%" if percent else "f"
+    "10.04%", not "10.0%". A value no decimals tell apart from *bound* but not equal to it
+    is marked with its side: the unpaired p-value kept just below 0.05 (the float before
+    0.05) beside an interval that excludes 0 is "<0.050", not "0.050"."""
     for more in range(digits, 17):
-        text, other = f"{value:{sign}.{more}{kind}}", f"{bound:{sign}.{more}{kind}}"
+        text = decimals(value, more, sign=sign, percent=percent)
+        other = decimals(bound, more, sign=sign, percent=percent)
         if float(text.rstrip("%")) != float(other.rstrip("%")):  # "-0.000" is "+0.000"
             return text
-    return f"{value:{sign}.{digits}{kind}}"
+    text = decimals(value, digits, sign=sign, percent=percent)
+    return text if value == bound else f"{'<' if value < bound else '>'}{text}"
 
 
 NOISE = 1e-12
@@ -132,7 +139,7 @@ def _kept(value: float, marks: tuple[float, ...], digits: int, sign: str) -> str
         if abs(value - mark) < NOISE:
             return f"{mark:{sign}.{digits}f}"
     for more in range(digits, 17):
-        text = f"{value:{sign}.{more}f}"
+        text = decimals(value, more, sign=sign)
         if float(text) not in marks:
             break
     return text
@@ -143,13 +150,16 @@ def p_value(value: float, alpha: float) -> str:
     0.001 (the HTML printed 0.0004 as 0.000), else three decimals, or as many more as keep it
     apart from *alpha* (0.0495 is not "0.050" beside an interval that excludes 0); below
     0.001 with more significant digits likewise (a q-value of 0.000496 at ``--fdr 0.0005``
-    is not "0.0005")."""
+    is not "0.0005"). A p-value at :data:`~groundstate.rounding.SMALLEST_P` (one that
+    underflowed, given as that floor) is ``<1e-300``, never "0" nor a value it is not."""
+    if value <= SMALLEST_P:
+        return f"<{SMALLEST_P:g}"
     if value >= 0.001:
         return apart(value, alpha, 3)
     for digits in range(2, 17):
-        if f"{value:.{digits}g}" != f"{alpha:.{digits}g}":
+        if significant(value, digits) != significant(alpha, digits):
             break
-    return f"{value:.{digits}g}"
+    return significant(value, digits)
 
 
 NO_VALID_FIGURE = (

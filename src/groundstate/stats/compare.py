@@ -22,6 +22,7 @@ import numpy.typing as npt
 from scipy import special
 
 from groundstate.errors import GroundstateError
+from groundstate.rounding import SMALLEST_P
 from groundstate.stats.intervals import (
     _TIE,
     AC_T_CR1,
@@ -37,6 +38,7 @@ from groundstate.stats.intervals import (
     bootstrap_blocks,
     bootstrap_ks,
     coherent_curve,
+    floored_p,
     make_estimate,
     near_agreement,
     one_value,
@@ -192,7 +194,8 @@ def fisher_ps(
 
     Every table's whole support is evaluated as log-probabilities (``gammaln``), in chunks of
     at most :data:`CHUNK_ELEMENTS` values: scipy took 3 to 5 ms a table, a minute for a
-    comparison of 10,000 tasks with different numbers of attempts.
+    comparison of 10,000 tasks with different numbers of attempts. A p-value is at least
+    :data:`~groundstate.rounding.SMALLEST_P`: 0/600 against 600/600 underflowed to 0.
     """
     ac, an, bc, bn = (np.asarray(v, dtype=np.int64) for v in (a_c, a_n, b_c, b_n))
     total, wins = an + bn, ac + bc
@@ -209,7 +212,7 @@ def fisher_ps(
             ac[part], an[part], wins[part], total[part], low[part], sizes[part]
         )
         start = stop
-    return out
+    return np.maximum(out, SMALLEST_P)
 
 
 def _fisher_chunk(
@@ -626,7 +629,7 @@ def _near_p(diff: Estimate, weights: FloatArray, moved: FloatArray) -> float:
     if diff.estimate == 0:
         return 1.0
     farthest = float(np.max(moved) if diff.estimate > 0 else -np.min(moved))
-    return min(1.0, 2 * top_chance(weights, 1 / (1 + farthest)))
+    return min(1.0, floored_p(2 * top_chance(weights, 1 / (1 + farthest))))
 
 
 # --- unpaired fallback -----------------------------------------------------------------------
@@ -991,12 +994,12 @@ def _mover_p(a: Limits, b: Limits, d: float) -> float:
 
     if d == 0:
         return 1.0
-    ends = [math.log(1e-300), math.log(1 - CONFIDENCE), math.log1p(-1e-12)]
+    ends = [math.log(SMALLEST_P), math.log(1 - CONFIDENCE), math.log1p(-1e-12)]
     gaps = [gap(x) for x in ends]
     if gaps[2] <= 0:
         return 1.0
     if gaps[0] > 0:
-        return 1e-300
+        return SMALLEST_P
     lo, hi = (0, 1) if gaps[1] > 0 else (1, 2)
     p = math.exp(_first_positive(gap, (ends[lo], gaps[lo]), (ends[hi], gaps[hi])))
     # the shown interval excludes 0: p stays below 0.05 whatever the last rounding
@@ -1158,13 +1161,13 @@ def _mover_ps(
 
     m = len(d)
     every = np.arange(m)
-    tiny, shown, top = math.log(1e-300), math.log(1 - CONFIDENCE), math.log1p(-1e-12)
+    tiny, shown, top = math.log(SMALLEST_P), math.log(1 - CONFIDENCE), math.log1p(-1e-12)
     at_tiny, at_top = gap(np.full(m, tiny), every), gap(np.full(m, top), every)
     p = np.ones(m)
     never = (d == 0) | ~(at_top > 0)
-    p[~never & (at_tiny > 0)] = 1e-300
+    p[~never & (at_tiny > 0)] = SMALLEST_P
     search = ~never & ~(at_tiny > 0)
-    # the bracket: (1e-300, 0.05] where the shown interval excludes 0, else (0.05, 1)
+    # the bracket: (SMALLEST_P, 0.05] where the shown interval excludes 0, else (0.05, 1)
     lo = np.where(shown_excludes, tiny, shown)
     hi = np.where(shown_excludes, shown, top)
     mid = gap(np.full(m, shown), every)

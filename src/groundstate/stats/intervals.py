@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy import special
 
+from groundstate.rounding import SMALLEST_P, decimals, significant
 from groundstate.stats.outcomes import FloatArray, _Record
 
 CONFIDENCE = 0.95
@@ -171,8 +172,16 @@ def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
 
 
 def two_sided_p(statistic: float, df: float) -> float:
-    """P(|T| >= |statistic|) for Student's t with *df* degrees of freedom."""
-    return float(2 * special.stdtr(df, -abs(statistic)))
+    """P(|T| >= |statistic|) for Student's t with *df* degrees of freedom, at least
+    :data:`~groundstate.rounding.SMALLEST_P` (it underflowed to 0 from t near 40 at 1,000
+    df)."""
+    return floored_p(float(2 * special.stdtr(df, -abs(statistic))))
+
+
+def floored_p(p: float) -> float:
+    """*p*, but at least :data:`~groundstate.rounding.SMALLEST_P`: a p-value that underflowed
+    to 0 is not a certainty."""
+    return max(p, SMALLEST_P)
 
 
 def interval_rule(values: FloatArray, weights: FloatArray, *, difference: bool = False) -> Interval:
@@ -277,9 +286,9 @@ def near_agreement(
 def _shown(value: float, sign: str = "") -> str:
     """*value* with three decimals, or more where three would round it onto -1, 0 or 1;
     *sign* ``"+"`` for a difference."""
-    shown = f"{value:{sign}.3f}"
+    shown = decimals(value, 3, sign=sign)
     if float(shown) in (-1.0, 0.0, 1.0) and abs(value - float(shown)) > _TIE:
-        shown = f"{value:{sign}.6g}"
+        shown = f"{'+' if sign and value > 0 else ''}{significant(value, 6)}"
     return shown
 
 
@@ -374,9 +383,9 @@ def _agreeing(value: float, tasks: int, reach: float, bounds: tuple[float, float
     reach``: one-sided at an end of the range (v = hi gives [lo + (hi - lo) reach, hi]),
     two-sided inside it, never zero-width (and with no SE: :func:`_rules`)."""
     lo, hi = bounds
-    shown = f"{value:.3f}"
+    shown = decimals(value, 3)
     if float(shown) in (lo, 0.0, hi) and abs(value - float(shown)) > _TIE:
-        shown = f"{value:.6g}"  # 0.9996 on every task is not "the value 1.000"
+        shown = significant(value, 6)  # 0.9996 on every task is not "the value 1.000"
     said = f"all {tasks} tasks have the value {shown}"
     for end in bounds:
         if abs(value - end) <= _TIE:
