@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
@@ -641,6 +641,10 @@ SIDE = st.dictionaries(
 
 @settings(max_examples=60, deadline=None)
 @given(SIDE, SIDE)
+@example(  # t's p 0.374, the bound of five tasks at -1/3 0.475 (found by a CI run)
+    a={t: ["ok"] for t in ("t0", "t1", "t2", "t3", "t4")},
+    b={"t0": ["ok"], "t1": ["ok"], "t2": ["ok"], "t3": ["ok"], "t4": ["ok", "ok", "fail"]},
+)
 def test_generated_comparisons_equal_an_outside_reference(
     a: dict[str, list[str]], b: dict[str, list[str]]
 ) -> None:
@@ -697,7 +701,13 @@ def test_generated_comparisons_equal_an_outside_reference(
             assert d.difference.n_tasks == len(xs)
             if len(xs) >= 5 and spread:
                 ref = scipy_stats.ttest_rel(ys, xs)
-                assert d.p_value == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-15)
+                # since the nineteenth round at least the chance bound of every task at
+                # the farthest difference v on the estimate's side: 2 / (1 + |v|)^T
+                moved = ys - xs
+                farthest = moved.max() if moved.mean() > 0 else -moved.min()
+                near = min(1.0, 2 / (1 + farthest) ** len(xs))
+                expected = max(ref.pvalue, near)
+                assert d.p_value == pytest.approx(expected, rel=1e-9, abs=1e-15)
             elif len(xs) < 5:
                 assert d.p_value is None and d.difference.ci_low is None
         elif min(len(xs), len(ys)) >= 5:

@@ -38,6 +38,7 @@ import numpy as np
 from scipy import special
 
 from groundstate.errors import GroundstateError
+from groundstate.rounding import decimals
 from groundstate.stats import MIN_TASKS, TaskCounts
 
 _NORMAL = NormalDist()
@@ -408,6 +409,7 @@ def _warnings(
         )
     if difference.weight_inflation > 1.0 + 1e-9:
         found.append(
-            f"unequal task weights inflate the variance by {difference.weight_inflation:.2f}"
+            "unequal task weights inflate the variance by "
+            + decimals(difference.weight_inflation, 2)
         )
     return tuple(found)

@@ -13,6 +13,7 @@ import click
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, warn
 from groundstate.errors import GroundstateError, one_line
+from groundstate.rounding import decimals
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -122,17 +123,18 @@ def _print_plan(out: Console, result: Plan) -> None:
     for column in ("pilot", "tasks", "attempts/task", "mean", "between", "within", "ICC", "deff"):
         parts.add_column(column)
     for i, c in enumerate(result.components):
-        icc = "n/a" if c.icc is None else f"{c.icc:.3f}"
+        icc = "n/a" if c.icc is None else decimals(c.icc, 3)
         parts.add_row(
-            "AB"[i], str(c.n_tasks), f"{c.attempts:.1f}", f"{c.mean:.3f}",
-            f"{c.between:.4f}", f"{c.within:.4f}", icc, f"{c.design_effect:.2f}",
+            "AB"[i], str(c.n_tasks), decimals(c.attempts, 1), decimals(c.mean, 3),
+            decimals(c.between, 4), decimals(c.within, 4), icc, decimals(c.design_effect, 2),
         )  # fmt: skip
     out.print(parts)
     d = result.difference
     kind = "paired differences of the two pilots" if d.paired_pilot else "assumed (one pilot)"
     out.print(
-        f"difference variance ({kind}): between {d.between:.4f}, within {d.within:.4f}; "
-        f"Var(mean diff) = {d.weight_inflation:.2f} x (between/T + within/(T K))"
+        f"difference variance ({kind}): between {decimals(d.between, 4)}, "
+        f"within {decimals(d.within, 4)}; "
+        f"Var(mean diff) = {decimals(d.weight_inflation, 2)} x (between/T + within/(T K))"
     )
     needed = Table(
         title=f"tasks needed to detect {result.delta:g} with power {result.power:g} "
@@ -150,7 +152,7 @@ def _print_plan(out: Console, result: Plan) -> None:
     for k in ks:
         grid.add_column(f"K={k}")
     for t, row in result.power_grid.items():
-        grid.add_row(str(t), *(f"{row[k]:.2f}" for k in ks))
+        grid.add_row(str(t), *(decimals(row[k], 2) for k in ks))
     out.print(grid)
     m = result.marginal
     out.print(

@@ -20,6 +20,7 @@ from pydantic import Field
 from groundstate.agreement import cohen_kappa, percent_agreement
 from groundstate.errors import SpecError
 from groundstate.grading.outcome import judge_verdict
+from groundstate.rounding import decimals
 from groundstate.spec.files import load_model, parse_json, read_text
 from groundstate.spec.strict import Strict, StrictBool
 from groundstate.spec.task import JsonScalar, JudgeAssertion, ModelJudge
@@ -134,8 +135,8 @@ def check_judge_agreement(proof: Proof) -> tuple[bool, str]:
 
 
 def _verdict(assertion: JudgeAssertion, found: JudgeAgreement) -> tuple[bool, str]:
-    kappa = "undefined" if found.kappa is None else f"{found.kappa:.3f}"
-    raw = "n/a" if found.raw is None else f"{found.raw:.3f}"
+    kappa = "undefined" if found.kappa is None else decimals(found.kappa, 3)
+    raw = "n/a" if found.raw is None else decimals(found.raw, 3)
     line = (
         f"{assertion.id}: kappa {kappa} (min {assertion.min_agreement:g}), raw agreement {raw}"
         f" on {found.items} labelled items"

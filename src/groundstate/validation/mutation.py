@@ -25,6 +25,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from contextlib import closing
 
+from groundstate.rounding import decimals
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.solution import Step
 from groundstate.validation.fixture_values import FixtureValues
@@ -164,7 +165,7 @@ def judge(figures: MutationFigures, mode: str) -> tuple[bool, str]:
 
 def summary(figures: MutationFigures) -> str:
     """One line: the score, what was killed of what, and each operator's share."""
-    score = "n/a" if figures.score is None else f"{figures.score:.2f}"
+    score = "n/a" if figures.score is None else decimals(figures.score, 2)
     classes = ", ".join(
         f"{name} {counts.killed}/{counts.generated}" for name, counts in figures.per_class.items()
     )
