@@ -165,6 +165,7 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
     answers: list[_Confirmation] = []
     question: MessageEvent | None = None
     asked: MessageEvent | None = None  # the agent's last message, answered or not
+    going_on: int | None = None  # in answers: the answer the user's next message goes on with
     # The dialogue after the last change cannot confirm anything: the walk stops there.
     for i, event in enumerate(index.events[: max(changes) + 1]):
         if i in changes:
@@ -174,13 +175,40 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
             said = _said_unquoted(rule, event, asked, said)
         if said is not False and asked is not None and _retracts(event, asked):
             said = False
+        before = len(answers)
         if question is None and said is False and asked is not None:
             _track_second_thoughts(event, asked, answers, i)
+        if going_on is not None and len(answers) == before and _users(event):
+            answers[going_on] = _went_on(rule, answers[going_on], event)
         question = _track(event, said, question, answers, i)
         if i in both and answers and answers[-1].at == i:
             answers[-1] = replace(answers[-1], also_yes=True)
-        if isinstance(event, MessageEvent) and event.role == "agent" and not event.final:
-            asked = event
+        if isinstance(event, MessageEvent) and event.role == "agent":
+            going_on = None
+            if not event.final:
+                asked = event
+        elif len(answers) > before and answers[-1].at == i and _users(event):
+            going_on = len(answers) - 1
+
+
+def _users(event: AgentEvent) -> bool:
+    return isinstance(event, MessageEvent) and event.role == "user" and event.text is not None
+
+
+def _went_on(rule: ConfirmedRule, answer: _Confirmation, more: AgentEvent) -> _Confirmation:
+    """*answer* with the user's message *more*, sent after it before the agent said anything
+    more, read as part of it: a reply sent in several messages is one reply ("Yes, go ahead."
+    "But only $11." is "Yes, go ahead. But only $11.", a counter-offer; "Yes." "Only if it
+    goes to PayPal." a condition). It reads as the whole would in one message, except that
+    the messages after a yes cannot make a no of it a yes. Words taking the yes back ("Wait,
+    stop.") are read as before: as second thoughts (see :func:`_track_second_thoughts`)."""
+    assert isinstance(more, MessageEvent)
+    text = f"{answer.answer.text} {more.text}"
+    whole = answer.answer.model_copy(update={"text": text})
+    said = _said_unquoted(rule, whole, answer.question, _reads(rule, whole, message_text(whole)))
+    if not answer.yes or said is True:
+        return replace(answer, answer=whole)
+    return replace(answer, answer=whole, yes=False, also_yes=answer.also_yes or said is False)
 
 
 def _said_unquoted(
