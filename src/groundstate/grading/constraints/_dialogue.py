@@ -205,7 +205,9 @@ def _went_on(rule: ConfirmedRule, answer: _Confirmation, more: AgentEvent) -> _C
     assert isinstance(more, MessageEvent)
     text = f"{answer.answer.text} {more.text}"
     whole = answer.answer.model_copy(update={"text": text})
-    said = _said_unquoted(rule, whole, answer.question, _reads(rule, whole, message_text(whole)))
+    said = _reads(rule, whole, message_text(whole))
+    if said is not None:
+        said = _said_unquoted(rule, whole, answer.question, said)
     if not answer.yes or said is True:
         return replace(answer, answer=whole)
     return replace(answer, answer=whole, yes=False, also_yes=answer.also_yes or said is False)
@@ -523,7 +525,13 @@ _TERM_OPENING = (
     r"|short|pleasure|thanks|all means|the way|now|sure|real|once|last|least|soon|discussed"
     r"|agreed|planned|described|stated|mentioned|proposed|suggested|you (said|say|described|"
     r"suggest|suggested)|supuesto|favor|fin|gusto|mucho gusto|cierto|effet|fait|tout cas"
-    r"|contre|certeza|prazer|vergn[üu]gen|sicher|plaisir|grand plaisir|s[uû]r)\b)"
+    r"|contre|certeza|prazer|vergn[üu]gen|sicher|plaisir|grand plaisir|s[uû]r"
+    # ... nor a reference back to what was said or agreed ("as I said before", "como te
+    # dije", "comme je l'ai dit", "comme convenu", "como eu disse", "como acordamos")
+    r"|(i|we) (said|mentioned|told you|agreed|discussed)|i've (said|mentioned)|(te |le |les )?dije"
+    r"|dijimos|dicho|acordamos|acordado|hablamos|quedamos|mencion[ée]|convenu|pr[ée]vu"
+    r"|je (l'ai |te l'ai |vous l'ai )?(dit|disais)|on (l'a )?a dit|(eu )?disse|combinamos"
+    r"|combinado|falamos|convenido)\b)"
 )
 _OWN_TERMS = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+({_BUT}\b[\W_]*)*({_YES_WORDS}\b[\W_]*)*"
