@@ -113,6 +113,48 @@ def test_a_follow_up_after_the_change_changes_nothing(
     assert "p2-confirmed-refund" not in failing(retail, "refund-socks", [*o[:at], later, *o[at:]])
 
 
+def _replied_twice(events: list[AgentEvent], first: str, second: str) -> list[AgentEvent]:
+    """*events* with the customer's yes before the first change sent as two messages."""
+    at = next(i for i, e in enumerate(events) if getattr(e, "tool", None) in CHANGES) - 1
+    one, two = (events[at].model_copy(update={"text": text}) for text in (first, second))
+    return [*events[:at], one, two, *events[at + 1 :]]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("Hmm, let me see.", "OK, go ahead."),
+        ("Give me a second.", "Yes, please go ahead."),
+        ("What's the total?", "Fine, go ahead."),
+        ("Um", "Sure, go ahead."),
+    ],
+)
+def test_a_yes_after_a_message_saying_neither_answers_the_question(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], first: str, second: str
+) -> None:
+    """ "Hmm, let me see." then "OK, go ahead.": the first message closed the question, so the
+    yes answered nothing and the correct refund failed."""
+    trace = _replied_twice(oracles["refund-socks"], first, second)
+    assert failing(retail, "refund-socks", trace) == []
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("To the gift card please.", "OK, go ahead."),
+        ("Only half.", "Yes."),
+        ("Hmm.", "No."),
+        ("Hmm.", "Hmm."),
+        ("Cancel it.", "Yes."),
+    ],
+)
+def test_a_reply_in_two_messages_is_read_whole(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], first: str, second: str
+) -> None:
+    trace = _replied_twice(oracles["refund-socks"], first, second)
+    assert failing(retail, "refund-socks", trace) == ["p2-confirmed-refund"]
+
+
 # --- policy 2: "first" and "before" in the other languages of the default yes -----------------
 
 DEFERRED = [

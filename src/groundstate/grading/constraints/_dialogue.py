@@ -166,13 +166,18 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
     question: MessageEvent | None = None
     asked: MessageEvent | None = None  # the agent's last message, answered or not
     going_on: int | None = None  # in answers: the answer the user's next message goes on with
+    heard: list[MessageEvent] = []  # the user's messages since `question` that answered nothing
     # The dialogue after the last change cannot confirm anything: the walk stops there.
     for i, event in enumerate(index.events[: max(changes) + 1]):
         if i in changes:
             yield i, answers
         said = True if i in yes else (False if i in no else None)
-        if said is not None and asked is not None and isinstance(event, MessageEvent):
-            said = _said_unquoted(rule, event, asked, said)
+        reply = event
+        if heard and question is not None and _users(event):
+            reply = _joined([*heard, event])  # "Hmm, let me see." "OK, go ahead."
+            said = _reads(rule, reply, message_text(reply))
+        if said is not None and asked is not None and isinstance(reply, MessageEvent):
+            said = _said_unquoted(rule, reply, asked, said)
         if said is not False and asked is not None and _retracts(event, asked):
             said = False
         before = len(answers)
@@ -180,7 +185,9 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
             _track_second_thoughts(event, asked, answers, i)
         if going_on is not None and len(answers) == before and _users(event):
             answers[going_on] = _went_on(rule, answers[going_on], event)
-        question = _track(event, said, question, answers, i)
+        waiting = question
+        question = _track(reply, said, question, answers, i)
+        heard = [*heard, event] if question is not None and question is waiting else []
         if i in both and answers and answers[-1].at == i:
             answers[-1] = replace(answers[-1], also_yes=True)
         if isinstance(event, MessageEvent) and event.role == "agent":
@@ -189,6 +196,12 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
                 asked = event
         elif len(answers) > before and answers[-1].at == i and _users(event):
             going_on = len(answers) - 1
+
+
+def _joined(messages: list[MessageEvent]) -> MessageEvent:
+    """The user's *messages*, sent one after another, as one reply (the last's step)."""
+    text = " ".join(message.text or "" for message in messages)
+    return messages[-1].model_copy(update={"text": text})
 
 
 def _users(event: AgentEvent) -> bool:
@@ -275,7 +288,11 @@ def _track(
         says_yes = None
     if question is not None and says_yes is not None:
         answers.append(_Confirmation(question, event, says_yes, at))
-    return None  # only the next user message answers a question
+        return None
+    # A message saying neither yes nor no leaves the question open: the user's next message,
+    # before the agent says more, answers it, read together with this one ("Hmm, let me
+    # see." "OK, go ahead."; "To the gift card please." "OK, go ahead." is a counter-offer).
+    return question
 
 
 # A reply that agrees by ordering the change ("Cancel it.", "Please refund them"): it agrees
