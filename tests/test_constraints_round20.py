@@ -22,11 +22,13 @@ from __future__ import annotations
 import pytest
 
 from groundstate.spec.suite import Suite
+from groundstate.tau2.policy import constraint_sets
 from groundstate.trace import AgentEvent, MessageEvent
 
 from .grading_corpus import failing
 from .test_constraints_round12 import oracles, retail
 from .test_constraints_round15 import CHANGES, _answered
+from .trace_builder import Trace, constraint
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
 
@@ -310,3 +312,52 @@ def test_the_customer_naming_herself_or_saying_how_she_is_talks_still(
 ) -> None:
     trace = _said_before_refund(oracles["refund-socks"], text)
     assert "p1-one-customer" not in failing(retail, "refund-socks", trace)
+
+
+# --- τ²: the policy's own confirmation of a return, with the reply in two messages --------------
+
+TAU2_RETURN = next(
+    c for c in constraint_sets()["policy"] if c["id"] == "confirmed-return_delivered_order_items"
+)
+
+
+def _tau2_return(*replies: str) -> Trace:
+    """A τ² return confirmed by *replies*, each a user message, before the call."""
+    trace = Trace("I want to return my water bottle.")
+    trace.agent(
+        "I can return the water bottle (item 6469567736) from order #W2378156, with the refund "
+        "to your credit card credit_card_9513926. Do you confirm the return (yes/no)?"
+    )
+    for reply in replies:
+        trace.user(reply)
+    return trace.call(
+        "return_delivered_order_items",
+        {
+            "order_id": "#W2378156",
+            "item_ids": ["6469567736"],
+            "payment_method_id": "credit_card_9513926",
+        },
+        {"order_id": "#W2378156", "status": "return requested"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("replies", "confirmed"),
+    [
+        (("Yes.",), True),
+        (("Yes.", "Thanks!"), True),
+        (("Hmm, give me a second.", "Yes."), True),
+        (("Yes.", "But only if the refund goes to PayPal."), False),
+        (("Yes.", "Pero primero dime el total."), False),
+        (("Yes.", "To my PayPal please."), False),
+        (("Yes. To my PayPal please.",), False),
+        (("To my gift card please.", "Yes."), False),
+        (("Yes, to credit_card_9513926.",), True),
+        (("Yes, to my credit card.",), True),
+    ],
+)
+def test_tau2_return_confirmation_reads_the_whole_reply(
+    replies: tuple[str, ...], confirmed: bool
+) -> None:
+    result = _tau2_return(*replies).check(constraint(**TAU2_RETURN))
+    assert result.passed is confirmed, result.evidence

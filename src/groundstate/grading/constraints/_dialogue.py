@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._match import matches
@@ -187,7 +187,8 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
             answers[going_on] = _went_on(rule, answers[going_on], event)
         waiting = question
         question = _track(reply, said, question, answers, i)
-        heard = [*heard, event] if question is not None and question is waiting else []
+        kept = question is not None and question is waiting
+        heard = [*heard, event] if kept and _users(event) else []
         if i in both and answers and answers[-1].at == i:
             answers[-1] = replace(answers[-1], also_yes=True)
         if isinstance(event, MessageEvent) and event.role == "agent":
@@ -204,18 +205,18 @@ def _joined(messages: list[MessageEvent]) -> MessageEvent:
     return messages[-1].model_copy(update={"text": text})
 
 
-def _users(event: AgentEvent) -> bool:
+def _users(event: AgentEvent) -> TypeGuard[MessageEvent]:
+    """Whether *event* is a message of the user's with text."""
     return isinstance(event, MessageEvent) and event.role == "user" and event.text is not None
 
 
-def _went_on(rule: ConfirmedRule, answer: _Confirmation, more: AgentEvent) -> _Confirmation:
+def _went_on(rule: ConfirmedRule, answer: _Confirmation, more: MessageEvent) -> _Confirmation:
     """*answer* with the user's message *more*, sent after it before the agent said anything
     more, read as part of it: a reply sent in several messages is one reply ("Yes, go ahead."
     "But only $11." is "Yes, go ahead. But only $11.", a counter-offer; "Yes." "Only if it
     goes to PayPal." a condition). It reads as the whole would in one message, except that
     the messages after a yes cannot make a no of it a yes. Words taking the yes back ("Wait,
     stop.") are read as before: as second thoughts (see :func:`_track_second_thoughts`)."""
-    assert isinstance(more, MessageEvent)
     text = f"{answer.answer.text} {more.text}"
     whole = answer.answer.model_copy(update={"text": text})
     said = _reads(rule, whole, message_text(whole))
@@ -503,11 +504,12 @@ def _unconfirmed_by(
 
 # A way of paying named by its kind, as in any language ("PayPal", "Visa"), and a gift card or
 # store credit in the languages of the default yes. An id's underscores part words
-# ("paypal_1", "gift_card_0000"); "card" or "credit card" alone may be any of them.
+# ("paypal_1", "gift_card_0000"); "card" or "credit card" alone may be any of them, but a
+# credit card's id ("credit_card_9513926", as τ² names them) names that kind.
 _PAYMENT = re.compile(
     r"(?<![^\W_])(paypal|visa|mastercard|master card|amex|american express|apple pay|google pay"
-    r"|venmo|gift[ _-]?cards?|store[ _-]?credit|tarjeta de regalo|carte[ -]cadeau"
-    r"|geschenkkarte|gutschein|cart[aã]o[ -]presente|vale[ -]presente)(?![^\W_])"
+    r"|venmo|gift[ _-]?cards?|store[ _-]?credit|credit_card(?=_\d)|tarjeta de regalo"
+    r"|carte[ -]cadeau|geschenkkarte|gutschein|cart[aã]o[ -]presente|vale[ -]presente)(?![^\W_])"
 )
 
 
