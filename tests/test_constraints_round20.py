@@ -72,6 +72,8 @@ FOLLOW_UPS_KEEPING_IT = [
     "No rush.",
     "Great, thank you so much.",
     "It's my first return, by the way.",
+    "Oh, and no receipt needed, thanks.",
+    "No, nothing else.",
 ]
 
 

@@ -365,8 +365,9 @@ _NOT_NAMES = "|".join(
         *calendar.month_name[1:],
     ]
 )
-_NAME = rf"(?!(?:{_NOT_NAMES})\b)[A-Z][a-z]+\b(?!'s?\b)"
-_KNOWN_NAME = r"(?i:[^\W\d_]+)\b(?!'s?\b)"
+# (a word running on into an email address, "I'm leo.chen@example.com", is no name given)
+_NAME = rf"(?!(?:{_NOT_NAMES})\b)[A-Z][a-z]+\b(?!'s?\b|[.@-]\w)"
+_KNOWN_NAME = r"(?i:[^\W\d_]+)\b(?!'s?\b|[.@-]\w)"
 """A name in any case: read only where it is a customer's (see :func:`_speakers`)."""
 
 

@@ -202,6 +202,11 @@ my gift card"), a condition ("only if", "as long as it's the shoes", "Can it go 
 Otherwise yes", "Yes if it's the full price") or a decision put off ("let me check with my wife
 first", "Before I say yes, is it the full price?"), in the other languages too ("Sí, pero solo
 si es a mi Visa"); or another choice on second thoughts ("Actually, make it the gift card")."""
+TERMS_PATTERN = _TERMS
+"""The part of the default ``confirmed.no`` that reads a yes on terms of the user's own (another
+choice, a condition, a decision put off), as against a plain no: what a message sent after a
+yes may add to it ("Yes." "Only if it goes to PayPal."), where an unprompted "no" ("Oh, and no
+receipt needed") is a remark."""
 NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
     rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})|"

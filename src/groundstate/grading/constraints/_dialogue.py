@@ -24,7 +24,12 @@ from groundstate.grading.constraints._text import (
     rendered,
 )
 from groundstate.records import CheckResult
-from groundstate.spec.constraints import ConfirmedConstraint, ConfirmedRule, ProvenanceConstraint
+from groundstate.spec.constraints import (
+    TERMS_PATTERN,
+    ConfirmedConstraint,
+    ConfirmedRule,
+    ProvenanceConstraint,
+)
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 # --- confirmed --------------------------------------------------------------------------------
@@ -199,6 +204,9 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
             going_on = len(answers) - 1
 
 
+_TERMS = re.compile(TERMS_PATTERN, re.IGNORECASE)
+
+
 def _joined(messages: list[MessageEvent]) -> MessageEvent:
     """The user's *messages*, sent one after another, as one reply (the last's step)."""
     text = " ".join(message.text or "" for message in messages)
@@ -222,6 +230,8 @@ def _went_on(rule: ConfirmedRule, answer: _Confirmation, more: MessageEvent) -> 
     said = _reads(rule, whole, message_text(whole))
     if said is not None:
         said = _said_unquoted(rule, whole, answer.question, said)
+    if said is False and _TERMS.search(message_text(whole)) is None:
+        said = True  # a plain "no" unprompted is a remark ("Oh, and no receipt needed")
     if not answer.yes or said is True:
         return replace(answer, answer=whole)
     return replace(answer, answer=whole, yes=False, also_yes=answer.also_yes or said is False)
@@ -954,6 +964,7 @@ _TAKING_BACK = re.compile(
     r"|\bcall (it|that|this) off\b|(^|[.!?,;] )(halt|abbrechen)\b"
     r"|(^|[.!?,;] )[¡¿]*(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
     r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
+    r"|\b(let's|let us) not\b|\b(i'd|i would|we'd|we would) rather not\b"
     r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
     r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
     r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
