@@ -78,6 +78,66 @@ _ASKING_FOR = (
     r"|(want|need|like|have) to (know|see|hear))"
 )
 """What a customer asks the agent for before a go-ahead ("tell me the total first")."""
+# "First" and "before" in the other languages of the default yes (Spanish, French, German,
+# Portuguese), for the go-ahead that asks for something first (see _TERMS): a word of "first"
+# that may name nothing else ("primero", "d'abord", "zuerst"), one that may also mean
+# "earlier" ("antes", "avant", "vorher", "erst"), a request ("dime", "dites-moi", "sag mir",
+# "diga-me", "¿cuánto...?") and what it asks for ("el total", "den Betrag").
+_FIRST = r"(primero|primeramente|d'abord|en premier|premi[èe]rement|zuerst|zun[äa]chst|primeiro)"
+_EARLIER = r"(antes|avant|vorher|erst)"
+_ASKING_ELSEWHERE = (
+    r"(d[ií]me|d[ií]game|d[ií]ganme|cu[ée]ntame|conf[ií]rma(me)?|conf[ií]rmeme|confirme|verifica"
+    r"|verifique|comprueba|compruebe|revisa|revise|mu[ée]stra(me)?|mu[ée]streme|expl[ií]ca(me)?"
+    r"|expl[ií]queme|calcula|calcule|quiero saber|necesito saber|cu[áa]l|cu[áa]nto|qu[ée]"
+    r"|dites[- ]moi|dis[- ]moi|confirmez[- ]moi|confirmez|confirme[- ]moi|v[ée]rifiez|v[ée]rifie"
+    r"|montrez[- ]moi|montre[- ]moi|expliquez[- ]moi|explique[- ]moi|calculez|je veux savoir"
+    r"|je voudrais savoir|j'aimerais savoir|quel(le)?s?|combien"
+    r"|sag mir|sagen sie mir|nenn mir|nennen sie mir|best[äa]tige|best[äa]tigen sie|pr[üu]fe?"
+    r"|pr[üu]fen sie|[üu]berpr[üu]fe?|zeig mir|zeigen sie mir|erkl[äa]re?|wie ?viel|welche[rs]?"
+    r"|ich (will|m[öo]chte) wissen"
+    r"|diga[- ]me|me diga|me diz|diz[- ]me|verifica|mostre|me mostre|explique|quanto|qual"
+    r"|quero saber|preciso saber)"
+)
+_ASKED_ELSEWHERE = (
+    r"((el|la|le|den|die|das|o|a) )?(total|monto|importe|precio|costo|coste|montant|prix|co[uû]t"
+    r"|betrag|preis|summe|kosten|gesamtbetrag|valor|pre[çc]o|custo|talla|taille|gr[öo](ß|ss)e"
+    r"|tamanho)"
+)
+_ACTING_ELSEWHERE = (
+    # "antes de hacerlo", "avant de le faire", "bevor Sie das machen", "antes de processar"
+    r"antes de (que )?(lo |la )?(hacer|haga|hagas|proceder|proceda|procesar|procese|continuar"
+    r"|contin[uú]e|seguir|siga|reembolsar|reembolse|devolver|cancelar|cancele|cambiar|cambie"
+    r"|confirmar|fazer|fa[çc]a|prosseguir|prossiga|processar|processe|trocar|troque)"
+    r"(lo|la|los|las|-lo|-la)?\b"
+    r"|antes que (voc[êe] )?(fa[çc]a|prossiga|continue|processe|lo hagas|lo haga)\b"
+    r"|avant (de |d')(l'|le |la |les )?(faire|proc[ée]der|traiter|continuer|rembourser|annuler"
+    r"|[ée]changer|valider|confirmer|effectuer)\b|avant (que|qu') ?(vous|tu|on)\b"
+    r"|bevor (du|sie|ihr|wir) (es |das |dies )?(tust|tun|machst|machen|fortf[äa]hrst|fortfahren"
+    r"|weitermachst|weitermachen|erstattest|erstatten|stornierst|stornieren|tauschst|tauschen"
+    r"|bearbeitest|bearbeiten|abschlie(ß|ss)t|abschlie(ß|ss)en)\b"
+)
+_TOLD_ELSEWHERE = (
+    # "después de que me digas el total", "une fois que vous m'aurez dit", "nachdem Sie mir"
+    r"(despu[ée]s de que|cuando|una vez que|en cuanto) me (digas|diga|confirmes|confirme"
+    r"|muestres|muestre|expliques|explique)\b|despu[ée]s de decirme"
+    r"|(apr[èe]s que|quand|une fois que|d[èe]s que|lorsque) (vous m'aurez|vous me (direz|dites"
+    r"|confirmerez)|tu m'auras|tu me (diras|dis))|apr[èe]s m'avoir"
+    r"|(nachdem|sobald) (du|sie) mir\b"
+    r"|(depois que|quando|assim que|logo que) (voc[êe] )?me (disser|diga|confirmar|mostrar"
+    r"|explicar)\b|depois de me (dizer|confirmar|mostrar)"
+)
+_DEFERRED_ELSEWHERE = (
+    # a clause opening with "first" and asking ("Sí, primero dime el total", "Oui, d'abord,
+    # quel est le total ?", "Ja, zuerst den Betrag bitte"); "antes" and the like only with a
+    # request ("Sí, antes dime el total", not "Sí, antes era más caro")
+    rf"(^|[.!?,;:¡¿]|\b(y|et|und|e|pero|mais|aber|mas|luego|puis)\b)[\W_]*({_FIRST}\b[^.!?;]{{0,80}}"
+    rf"\b({_ASKING_ELSEWHERE}|{_ASKED_ELSEWHERE})|{_EARLIER}\b[,:]?[\W_]*{_ASKING_ELSEWHERE})\b"
+    # a request then "first" ("dime el total primero", "sag mir zuerst", "dime antes el total")
+    rf"|\b{_ASKING_ELSEWHERE}\b([^.!?;]{{0,80}}\b{_FIRST}|( (me|moi|mir))? {_EARLIER})\b"
+    rf"|\b({_ACTING_ELSEWHERE})|\b({_TOLD_ELSEWHERE})"
+    # "before that" near the reply's start ("Oui, avant cela, quel est le total ?")
+    r"|^[\W_]*(\w+\W+){0,3}(antes de (eso|esto)|avant (cela|ça|ceci)|davor|antes disso)\b"
+)
 _TERMS = (
     r"\b(instead|only if|as long as|unless|on (the )?condition|otherwise|if not)\b"
     # the same condition in other words ("Yes, so long as it ships today", "Sure, assuming
@@ -133,6 +193,7 @@ _TERMS = (
     r"|plut[oô]t|mais (pas|d'abord)|nur (wenn|falls)|sofern|vorausgesetzt|unter der bedingung"
     r"|stattdessen|lieber|aber (nicht|erst)|s[oó] se|somente se|desde que|contanto que"
     r"|em vez d[eoa]|ao inv[eé]s d[eoa]|mas (n[aã]o|primeiro))\b"
+    rf"|{_DEFERRED_ELSEWHERE}"
     r"|\bactually\b[^.!?]{0,200}\b(make it|switch|change (it|that)|keep (it|them|those|these))\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
@@ -141,6 +202,11 @@ my gift card"), a condition ("only if", "as long as it's the shoes", "Can it go 
 Otherwise yes", "Yes if it's the full price") or a decision put off ("let me check with my wife
 first", "Before I say yes, is it the full price?"), in the other languages too ("Sí, pero solo
 si es a mi Visa"); or another choice on second thoughts ("Actually, make it the gift card")."""
+TERMS_PATTERN = _TERMS
+"""The part of the default ``confirmed.no`` that reads a yes on terms of the user's own (another
+choice, a condition, a decision put off), as against a plain no: what a message sent after a
+yes may add to it ("Yes." "Only if it goes to PayPal."), where an unprompted "no" ("Oh, and no
+receipt needed") is a remark."""
 NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
     rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})|"

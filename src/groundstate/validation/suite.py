@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 22
+VALIDATOR_REVISION = 23
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -83,7 +83,11 @@ no longer declares equivalent; 22: a go-ahead asking for something first ("tell 
 first", "before you do, ...") is no yes, a "but" clause stating a value the question and its
 records do not say ("the colour is purple") is a term and one restating them ("the socks from
 May") is none, and the retail ``p1-one-customer`` fails a change after a failed verification,
-after another person says they talk, or verified with details said to be another's)."""
+after another person says they talk, or verified with details said to be another's; 23: a reply
+sent in several user messages is read as one ("Yes." "But only $11."), a go-ahead asking for
+something first in Spanish, French, German and Portuguese ("Sí, dime el total primero") is no
+yes, a yes referring back ("as I said before") puts no term, and ``p1-one-customer`` reads
+another person by a name given as theirs or a relation, in those languages too)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from groundstate.grading.constraints._index import TraceIndex
 from groundstate.grading.constraints._match import matches
@@ -24,7 +24,12 @@ from groundstate.grading.constraints._text import (
     rendered,
 )
 from groundstate.records import CheckResult
-from groundstate.spec.constraints import ConfirmedConstraint, ConfirmedRule, ProvenanceConstraint
+from groundstate.spec.constraints import (
+    TERMS_PATTERN,
+    ConfirmedConstraint,
+    ConfirmedRule,
+    ProvenanceConstraint,
+)
 from groundstate.trace import AgentEvent, MessageEvent, ToolCallEvent
 
 # --- confirmed --------------------------------------------------------------------------------
@@ -165,22 +170,71 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
     answers: list[_Confirmation] = []
     question: MessageEvent | None = None
     asked: MessageEvent | None = None  # the agent's last message, answered or not
+    going_on: int | None = None  # in answers: the answer the user's next message goes on with
+    heard: list[MessageEvent] = []  # the user's messages since `question` that answered nothing
     # The dialogue after the last change cannot confirm anything: the walk stops there.
     for i, event in enumerate(index.events[: max(changes) + 1]):
         if i in changes:
             yield i, answers
         said = True if i in yes else (False if i in no else None)
-        if said is not None and asked is not None and isinstance(event, MessageEvent):
-            said = _said_unquoted(rule, event, asked, said)
+        reply = event
+        if heard and question is not None and _users(event):
+            reply = _joined([*heard, event])  # "Hmm, let me see." "OK, go ahead."
+            said = _reads(rule, reply, message_text(reply))
+        if said is not None and asked is not None and isinstance(reply, MessageEvent):
+            said = _said_unquoted(rule, reply, asked, said)
         if said is not False and asked is not None and _retracts(event, asked):
             said = False
+        before = len(answers)
         if question is None and said is False and asked is not None:
             _track_second_thoughts(event, asked, answers, i)
-        question = _track(event, said, question, answers, i)
+        if going_on is not None and len(answers) == before and _users(event):
+            answers[going_on] = _went_on(rule, answers[going_on], event)
+        waiting = question
+        question = _track(reply, said, question, answers, i)
+        kept = question is not None and question is waiting
+        heard = [*heard, event] if kept and _users(event) else []
         if i in both and answers and answers[-1].at == i:
             answers[-1] = replace(answers[-1], also_yes=True)
-        if isinstance(event, MessageEvent) and event.role == "agent" and not event.final:
-            asked = event
+        if isinstance(event, MessageEvent) and event.role == "agent":
+            going_on = None
+            if not event.final:
+                asked = event
+        elif len(answers) > before and answers[-1].at == i and _users(event):
+            going_on = len(answers) - 1
+
+
+_TERMS = re.compile(TERMS_PATTERN, re.IGNORECASE)
+
+
+def _joined(messages: list[MessageEvent]) -> MessageEvent:
+    """The user's *messages*, sent one after another, as one reply (the last's step)."""
+    text = " ".join(message.text or "" for message in messages)
+    return messages[-1].model_copy(update={"text": text})
+
+
+def _users(event: AgentEvent) -> TypeGuard[MessageEvent]:
+    """Whether *event* is a message of the user's with text."""
+    return isinstance(event, MessageEvent) and event.role == "user" and event.text is not None
+
+
+def _went_on(rule: ConfirmedRule, answer: _Confirmation, more: MessageEvent) -> _Confirmation:
+    """*answer* with the user's message *more*, sent after it before the agent said anything
+    more, read as part of it: a reply sent in several messages is one reply ("Yes, go ahead."
+    "But only $11." is "Yes, go ahead. But only $11.", a counter-offer; "Yes." "Only if it
+    goes to PayPal." a condition). It reads as the whole would in one message, except that
+    the messages after a yes cannot make a no of it a yes. Words taking the yes back ("Wait,
+    stop.") are read as before: as second thoughts (see :func:`_track_second_thoughts`)."""
+    text = f"{answer.answer.text} {more.text}"
+    whole = answer.answer.model_copy(update={"text": text})
+    said = _reads(rule, whole, message_text(whole))
+    if said is not None:
+        said = _said_unquoted(rule, whole, answer.question, said)
+    if said is False and _TERMS.search(message_text(whole)) is None:
+        said = True  # a plain "no" unprompted is a remark ("Oh, and no receipt needed")
+    if not answer.yes or said is True:
+        return replace(answer, answer=whole)
+    return replace(answer, answer=whole, yes=False, also_yes=answer.also_yes or said is False)
 
 
 def _said_unquoted(
@@ -245,7 +299,11 @@ def _track(
         says_yes = None
     if question is not None and says_yes is not None:
         answers.append(_Confirmation(question, event, says_yes, at))
-    return None  # only the next user message answers a question
+        return None
+    # A message saying neither yes nor no leaves the question open: the user's next message,
+    # before the agent says more, answers it, read together with this one ("Hmm, let me
+    # see." "OK, go ahead."; "To the gift card please." "OK, go ahead." is a counter-offer).
+    return question
 
 
 # A reply that agrees by ordering the change ("Cancel it.", "Please refund them"): it agrees
@@ -456,11 +514,12 @@ def _unconfirmed_by(
 
 # A way of paying named by its kind, as in any language ("PayPal", "Visa"), and a gift card or
 # store credit in the languages of the default yes. An id's underscores part words
-# ("paypal_1", "gift_card_0000"); "card" or "credit card" alone may be any of them.
+# ("paypal_1", "gift_card_0000"); "card" or "credit card" alone may be any of them, but a
+# credit card's id ("credit_card_9513926", as τ² names them) names that kind.
 _PAYMENT = re.compile(
     r"(?<![^\W_])(paypal|visa|mastercard|master card|amex|american express|apple pay|google pay"
-    r"|venmo|gift[ _-]?cards?|store[ _-]?credit|tarjeta de regalo|carte[ -]cadeau"
-    r"|geschenkkarte|gutschein|cart[aã]o[ -]presente|vale[ -]presente)(?![^\W_])"
+    r"|venmo|gift[ _-]?cards?|store[ _-]?credit|credit_card(?=_\d)|tarjeta de regalo"
+    r"|carte[ -]cadeau|geschenkkarte|gutschein|cart[aã]o[ -]presente|vale[ -]presente)(?![^\W_])"
 )
 
 
@@ -495,7 +554,13 @@ _TERM_OPENING = (
     r"|short|pleasure|thanks|all means|the way|now|sure|real|once|last|least|soon|discussed"
     r"|agreed|planned|described|stated|mentioned|proposed|suggested|you (said|say|described|"
     r"suggest|suggested)|supuesto|favor|fin|gusto|mucho gusto|cierto|effet|fait|tout cas"
-    r"|contre|certeza|prazer|vergn[üu]gen|sicher|plaisir|grand plaisir|s[uû]r)\b)"
+    r"|contre|certeza|prazer|vergn[üu]gen|sicher|plaisir|grand plaisir|s[uû]r"
+    # ... nor a reference back to what was said or agreed ("as I said before", "como te
+    # dije", "comme je l'ai dit", "comme convenu", "como eu disse", "como acordamos")
+    r"|(i|we) (said|mentioned|told you|agreed|discussed)|i've (said|mentioned)|(te |le |les )?dije"
+    r"|dijimos|dicho|acordamos|acordado|hablamos|quedamos|mencion[ée]|convenu|pr[ée]vu"
+    r"|je (l'ai |te l'ai |vous l'ai )?(dit|disais)|on (l'a )?a dit|(eu )?disse|combinamos"
+    r"|combinado|falamos|convenido)\b)"
 )
 _OWN_TERMS = re.compile(
     rf"^[\W_]*({_YES_WORDS}\b[\W_]*)+({_BUT}\b[\W_]*)*({_YES_WORDS}\b[\W_]*)*"
@@ -899,6 +964,7 @@ _TAKING_BACK = re.compile(
     r"|\bcall (it|that|this) off\b|(^|[.!?,;] )(halt|abbrechen)\b"
     r"|(^|[.!?,;] )[¡¿]*(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
     r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
+    r"|\b(let's|let us) not\b|\b(i'd|i would|we'd|we would) rather not\b"
     r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
     r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
     r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
