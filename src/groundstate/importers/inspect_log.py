@@ -379,7 +379,9 @@ class InspectSource:
         name, score = self._score(where, _scores(where, sample))
         if limit is not None:  # the limit decides: the score, kept as given, is not read
             given = None if score is None else score.get("value")
-            origin = {"limit": limit, "score": {name: given}} if name else {"limit": limit}
+            origin: dict[str, Any] = {"limit": limit}
+            if name:
+                origin["score"] = {name: given}
             reason = LIMITS.get(limit, OTHER_LIMIT)
             return ImportedRow(
                 **common, success=False, terminal_reason=reason, origin=origin,
