@@ -43,6 +43,7 @@ from tests.test_imports_formats import (
     write_json,
 )
 from tests.test_imports_round11 import SWE_REPORT
+from tests.test_imports_round14 import tb_run, tb_trial
 from tests.test_imports_tau2_versions import simulation
 
 
@@ -208,6 +209,54 @@ def test_a_swe_bench_report_as_make_run_report_writes_it_imports(
             ("d__d-4", 1, 0): ("agent_failure/empty_patch", None),
             ("e__e-5", 1, 0): ("agent_failure/crashed", None),
         }
+
+
+# --- Terminal-Bench: is_resolved against the tests it is computed from --------------------------
+
+
+@pytest.mark.parametrize(
+    ("resolved", "tests", "said"),
+    [
+        (True, {"test_a": "passed", "test_b": "failed"},
+         "parser_results.test_b: 'failed', but is_resolved is true"),
+        (False, {"test_a": "passed"}, "is_resolved: false, but all 1 tests in parser_results"),
+        (True, ["passed"], "parser_results: must be an object, got list"),
+    ],
+)  # fmt: skip
+def test_a_terminal_bench_verdict_its_tests_contradict_is_refused(
+    store: Store, tmp_path: Path, resolved: bool, tests: Any, said: str
+) -> None:
+    """Terminal-Bench's ``_is_resolved``: every test in ``parser_results`` passed. An edited
+    ``is_resolved: true`` passed a trial whose tests failed."""
+    trials = [tb_trial("h", 1, True), tb_trial("h", 2, resolved, parser_results=tests)]
+    err = store.refused(write_json(tmp_path / "results.json", tb_run(trials)))
+    assert f"results.json:results[1]: {said}" in err
+
+
+@pytest.mark.parametrize(
+    ("errors", "reason"),
+    [((), "agent_failure/ungraded"), (("--errors", "environment"), "grader_failure")],
+)
+def test_a_terminal_bench_trial_resolved_without_test_results_is_ungraded(
+    store: Store, tmp_path: Path, errors: tuple[str, ...], reason: str
+) -> None:
+    """Terminal-Bench calls a trial whose test output held no status line resolved (``all``
+    over ``{}``); the system under test can bring that about (its output is the tests'), so
+    it is no pass: the tests gave no verdict, which follows ``--errors``. Controls: tests that
+    all passed, one that failed, and no ``parser_results`` at all (older files)."""
+    trials = [
+        tb_trial("h", 1, True, parser_results={}),
+        tb_trial("h", 2, True, parser_results={"t": "passed"}),
+        tb_trial("g", 1, False, parser_results={"t": "failed", "u": "passed"}),
+        tb_trial("g", 2, True),
+    ]
+    batch = store.imported(write_json(tmp_path / "results.json", tb_run(trials)), *errors)
+    assert store.runs(batch) == {
+        ("h", 1, 0): (reason, None),
+        ("h", 2, 0): ("success", None),
+        ("g", 1, 0): ("agent_failure/incorrect", None),
+        ("g", 2, 0): ("success", None),
+    }
 
 
 # --- size: a document is refused by its size, before it is read -------------------------------
