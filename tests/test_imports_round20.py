@@ -97,6 +97,30 @@ def test_an_inspect_limit_with_its_type_decides_before_the_score(
     }
 
 
+@pytest.mark.parametrize("errors", [(), ("--errors", "environment")])
+def test_an_inspect_sample_with_a_limit_and_a_later_error_ends_at_its_limit(
+    store: Store, tmp_path: Path, errors: tuple[str, ...]
+) -> None:
+    """Inspect records a limit only when it ends the solvers; an error beside it came from
+    scoring, after. Without events it was read as the solver's crash, by ``--errors``: with
+    ``environment`` a token-limit failure became an invalid attempt, out of every
+    denominator. The first stop decides. Control: a cancellation stays cancelled."""
+    error = {"message": "RuntimeError('scorer')", "traceback": "", "traceback_ansi": ""}
+    samples = [
+        sample("a", 1, None, limit={"type": "token", "limit": 100}, error=error),
+        sample("a", 2, None, error=error),
+        sample("a", 3, None, limit={"type": "time", "limit": 60},
+               error={**error, "message": "CancelledError()"}),
+    ]  # fmt: skip
+    batch = store.imported(write_json(tmp_path / "log.json", log(samples)), *errors)
+    crashed = "environment_failure/harness_error" if errors else "agent_failure/crashed"
+    assert store.runs(batch) == {
+        ("a", 1, 0): ("agent_failure/budget", None),
+        ("a", 2, 0): (crashed, None),
+        ("a", 3, 0): ("environment_failure/cancelled", None),
+    }
+
+
 @pytest.mark.parametrize("epoch", [0, -1])
 def test_an_inspect_epoch_below_one_is_refused(store: Store, tmp_path: Path, epoch: int) -> None:
     samples = [sample("a", epoch, _scored("C")), sample("a", epoch + 1, _scored("I"))]

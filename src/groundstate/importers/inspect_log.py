@@ -344,7 +344,10 @@ class InspectSource:
         if own is not None:
             return _own_row(where, common, own)
         error = sample.get("error")
-        graded = scoring is not None and scoring.raised  # a scorer's error, if any
+        # a scorer's error, if any: its events say so, or a limit stopped the solvers before
+        # it (Inspect records a limit only when it ends the solvers, so a later error came
+        # from scoring; read by --errors, a limit failure became an invalid attempt)
+        graded = (scoring is not None and scoring.raised) or _limit(where, sample) is not None
         if raised(error):
             message = error.get("message") if isinstance(error, dict) else str(error)
             cancelled = isinstance(message, str) and message.startswith(CANCELLATIONS)
