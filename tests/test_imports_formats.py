@@ -291,7 +291,7 @@ def test_damaged_inspect_files_are_named(tmp_path: Path) -> None:
     assert "(status 'error') has none" in store.refused(
         write_json(tmp_path / "empty.json", log(None, status="error"))
     )
-    assert "no result rows" in store.refused(write_eval(tmp_path / "none.eval", []))
+    assert "the log holds no samples" in store.refused(write_eval(tmp_path / "none.eval", []))
     with zipfile.ZipFile(tmp_path / "bad.eval", "w") as archive:
         archive.writestr("header.json", json.dumps({**log(None), "samples": None}))
         archive.writestr("samples/a_epoch_1.json", '{"id": "a", "epoch": 1, "scores": {')

@@ -222,12 +222,18 @@ _BREAK = re.compile(rb"\r\n|\r|\n")
 def _first_line(handle: io.BufferedIOBase) -> bytes:
     """The rest of the first line, whichever break ends it (``readline`` knows ``\n`` only:
     a file broken by ``\r`` alone would be read whole)."""
-    line = b""
-    while chunk := handle.read(1 << 16):
+    line = bytearray()
+    while len(line) <= LINE_LIMIT and (chunk := handle.read(1 << 16)):
         line += chunk
         if _BREAK.search(chunk):
             break
-    return line
+    return bytes(line)
+
+
+LINE_LIMIT = 1 << 26
+"""The most of a first line read to tell a row from a document: a row is kilobytes; a first
+line longer than this is a document on one line (read whole, if under its limit, by its
+reader), which was read here whole first, however large."""
 
 
 def _document_format(path: Path) -> Format:

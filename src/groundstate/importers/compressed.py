@@ -51,9 +51,11 @@ COMPRESSIONS: dict[bytes, tuple[str, Opener]] = {
 SUFFIXES = frozenset({".gz", ".bz2", ".xz", ".zst"})
 """The suffixes those files are named with: the format is named by the suffix before."""
 INFLATED_LIMIT = 1 << 30
-"""The most a compressed file read whole (a JSON document) may hold uncompressed: a few KiB
-of gzip can hold many GB (a decompression bomb), and the JSON parsed from 1 GiB takes several
-GB of memory. Rows (CSV, JSON Lines) are streamed, so no limit applies to them."""
+"""The most a file read whole (a JSON document) may hold, compressed or not: a few KiB of gzip
+can hold many GB (a decompression bomb), and the JSON parsed from 1 GiB takes several GB of
+memory (a larger plain file was read whole and ended in a ``MemoryError`` traceback or the
+process killed). Rows (CSV, JSON Lines) and ``.eval`` archives are streamed, so no limit
+applies to them."""
 DAMAGED: tuple[type[BaseException], ...] = (OSError, EOFError, lzma.LZMAError, zstd.ZstdError)
 """What reading a damaged or truncated compressed stream raises."""
 
@@ -76,9 +78,16 @@ def open_bytes(path: Path) -> io.BufferedIOBase:
 
 
 def read_bytes(path: Path) -> bytes:
-    """*path*'s whole content, decompressed; ``ValueError`` when a compressed file holds more
-    than :data:`INFLATED_LIMIT`."""
+    """*path*'s whole content, decompressed; ``ValueError`` when it holds more than
+    :data:`INFLATED_LIMIT`."""
     if compression(path) is None:
+        size = path.stat().st_size
+        if size > INFLATED_LIMIT:
+            raise ValueError(
+                f"{size} bytes, over the {INFLATED_LIMIT >> 20} MiB a JSON document is read "
+                "whole in: split it (an Inspect .json log: convert it to .eval, with inspect log "
+                "convert --to eval, which is read sample by sample)"
+            )
         return path.read_bytes()
     with open_bytes(path) as handle:
         data = handle.read(INFLATED_LIMIT + 1)

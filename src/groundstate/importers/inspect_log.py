@@ -129,6 +129,12 @@ class InspectSource:
     def rows(self) -> Iterator[ImportedRow]:
         self._header()  # an archive without one is not an Inspect log, whatever else it holds
         yield from self._rows()
+        if not self._read:  # else "no result rows", which says nothing of why
+            raise SpecError(
+                self.path, "samples", f"the log holds no samples (status "
+                f"{self._header().get('status', 'started')!r}): run with --no-log-samples, or "
+                "stopped before any sample was written; its summary figures are no attempts",
+            )  # fmt: skip
         if self.scorer is None and len(self._scores_seen) > 1:
             # each sample was decided by its own scorer: no one scorer's figure
             names = ", ".join(sorted(self._scores_seen))
@@ -320,7 +326,7 @@ class InspectSource:
         common: dict[str, Any] = {
             "line": index,
             "task_id": task_key(where, "id", sample.get("id")),
-            "label": integer(where, "epoch", sample.get("epoch")),
+            "label": _epoch(where, sample.get("epoch")),
             "latency": _latency(where, sample, scoring),
             "cost": _cost(where, sample),
             "tokens": _tokens(where, sample),
@@ -338,7 +344,10 @@ class InspectSource:
         if own is not None:
             return _own_row(where, common, own)
         error = sample.get("error")
-        graded = scoring is not None and scoring.raised  # a scorer's error, if any
+        # a scorer's error, if any: its events say so, or a limit stopped the solvers before
+        # it (Inspect records a limit only when it ends the solvers, so a later error came
+        # from scoring; read by --errors, a limit failure became an invalid attempt)
+        graded = (scoring is not None and scoring.raised) or _limit(where, sample) is not None
         if raised(error):
             message = error.get("message") if isinstance(error, dict) else str(error)
             cancelled = isinstance(message, str) and message.startswith(CANCELLATIONS)
@@ -362,23 +371,25 @@ class InspectSource:
         """A sample whose scoring raised was decided before: by a limit (its first stop), or
         by the deciding score, given by a scorer that finished before another raised (Inspect
         keeps such scores, and its metrics count them)."""
-        if sample.get("limit") is not None:
+        if _limit(where, sample) is not None:
             return True
         return self._score(where, _scores(where, sample))[1] is not None
 
     def _scored_row(
         self, where: str, common: dict[str, Any], sample: dict[str, Any]
     ) -> ImportedRow:
-        limit = mapping(where, "limit", sample.get("limit")).get("type")
+        limit = _limit(where, sample)
         name, score = self._score(where, _scores(where, sample))
         if limit is not None:  # the limit decides: the score, kept as given, is not read
             given = None if score is None else score.get("value")
-            origin = {"limit": limit, "score": {name: given}} if name else {"limit": limit}
-            reason = LIMITS.get(str(limit), OTHER_LIMIT)
+            origin: dict[str, Any] = {"limit": limit}
+            if name:
+                origin["score"] = {name: given}
+            reason = LIMITS.get(limit, OTHER_LIMIT)
             return ImportedRow(
                 **common, success=False, terminal_reason=reason, origin=origin,
                 mapped=f"limit {limit} -> {reason}",
-                unmapped=None if str(limit) in LIMITS else f"limit {limit!r} is not one known "
+                unmapped=None if limit in LIMITS else f"limit {limit!r} is not one known "
                 f"here: {OTHER_LIMIT}, not its score",
             )  # fmt: skip
         value = None if score is None else self._value(where, name, score.get("value"))
@@ -446,6 +457,34 @@ class InspectSource:
             f"scores.{name}.value",
             f"a value per {kind} ({keys}): choose one with --scorer {name}.{choice}",
         )
+
+
+def _epoch(where: str, value: Any) -> int:
+    """The sample's epoch: Inspect numbers epochs from 1 (``range(1, epochs + 1)``); a 0 or
+    less is a file it did not write, and would have been read as an attempt shifted by one."""
+    epoch = integer(where, "epoch", value)
+    if epoch < 1:
+        raise SpecError(
+            where, "epoch", f"must be 1 or more (Inspect numbers epochs from 1), got {epoch}"
+        )
+    return epoch
+
+
+def _limit(where: str, sample: dict[str, Any]) -> str | None:
+    """The type of the limit that stopped the sample (``limit.type``), ``None`` when none did.
+    A limit given without its type (``{}``, ``{"type": null}``), which Inspect's
+    ``EvalSampleLimit`` never writes, is refused: read as no limit, a sample a limit stopped
+    was decided by the score of the state it left."""
+    given = sample.get("limit")
+    if given is None:
+        return None
+    kind = mapping(where, "limit", given).get("type")
+    if not isinstance(kind, str) or not kind.strip():
+        raise SpecError(
+            where, "limit.type", f"required: the kind of limit that stopped the sample (message, "
+            f"token, time, working ...), got {kind!r}",
+        )  # fmt: skip
+    return kind
 
 
 def _sample_members(archive: zipfile.ZipFile) -> list[str]:

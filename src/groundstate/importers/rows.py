@@ -447,6 +447,8 @@ def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:
         raise SpecError(where, None, "not UTF-8 text") from None
     except RecursionError:
         raise SpecError(where, None, "not readable JSON: nested too deeply") from None
+    except MemoryError:  # a document under the size read whole that parses into more
+        raise SpecError(where, None, "too large to read: out of memory parsing it") from None
     except ValueError as exc:  # an integer of more than 4,300 digits
         raise SpecError(where, None, f"not valid JSON: {exc}") from None
     except _DoubledKey:

@@ -184,8 +184,9 @@ class SweBenchSource:
 
     def _run(self) -> list[Outcome]:
         """The run report: each instance in one list, ``infra_failure_ids`` among them."""
-        infra = set(self._listed("infra_failure_ids", ("unresolved_ids", "error_ids")))
-        self._listed("ambiguous_failure_ids", ("unresolved_ids", "error_ids"))
+        flagged = "SWE-bench flags an instance it counted unresolved or errored"
+        infra = set(self._listed("infra_failure_ids", ("unresolved_ids", "error_ids"), flagged))
+        self._listed("ambiguous_failure_ids", ("unresolved_ids", "error_ids"), flagged)
         reasons = self._report.get("failure_reasons")
         if not isinstance(reasons, dict):
             reasons = {}
@@ -200,21 +201,40 @@ class SweBenchSource:
                     origin["infra_failure"] = True
                     end = {"agent": _reason(end, "agent"), "environment": INFRA_FAILURE}
                 outcomes.append(Outcome(where, instance, end, origin, name))
+        self._listed(
+            "completed_ids", ("resolved_ids", "unresolved_ids", "error_ids"), "SWE-bench counts "
+            "an instance completed when its evaluation wrote a report, which decides it",
+        )  # fmt: skip
+        self._apart("incomplete_ids", tuple(SWE_BENCH_ENDS))
         return outcomes
 
-    def _listed(self, name: str, within: tuple[str, ...]) -> list[str]:
-        """The instances of the advisory list *name*, each of which must be in one of
-        *within* (SWE-bench leaves a flagged instance in its list)."""
+    def _listed(self, name: str, within: tuple[str, ...], why: str) -> list[str]:
+        """The instances of the list *name* that says more of some instances (advisory flags,
+        ``completed_ids``), each of which must be in one of *within* (*why*: the rule that
+        puts it there)."""
         ids = self._ids(name)
         allowed = {str(i) for part in within for i in self._ids(part)}
         for index, value in enumerate(ids):
             where = f"{self.path}:{name}[{index}]"
             if task_key(where, name, value) not in allowed:
                 raise SpecError(
-                    where, name, f"instance {value!r} is in none of {', '.join(within)}: "
-                    "SWE-bench flags an instance it counted unresolved or errored",
-                )  # fmt: skip
+                    where, name, f"instance {value!r} is in none of {', '.join(within)}: {why}"
+                )
         return [str(i) for i in ids]
+
+    def _apart(self, name: str, lists: tuple[str, ...]) -> None:
+        """The instances of *name* (``incomplete_ids``: no prediction, so never evaluated) are
+        in none of *lists*: one there too was stored with that outcome while the warning said
+        it had none, and it was counted twice against ``total_instances``."""
+        held = {str(i): part for part in lists for i in self._ids(part)}
+        for index, value in enumerate(self._ids(name)):
+            where = f"{self.path}:{name}[{index}]"
+            if task_key(where, name, value) in held:
+                raise SpecError(
+                    where, name, f"instance {value!r} is also in {held[str(value)]}: SWE-bench "
+                    "lists an instance without a prediction there only (one instance has one "
+                    "outcome)",
+                )  # fmt: skip
 
     def _model(self) -> list[Outcome]:
         """The 1.x model report: the first list of :data:`SWE_BENCH_1_ENDS` holding an

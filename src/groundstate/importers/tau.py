@@ -22,6 +22,7 @@ from typing import Any
 from groundstate.errors import SpecError
 from groundstate.importers.rows import (
     ERROR_REASONS,
+    REWARD_TOLERANCE,
     ErrorPolicy,
     ImportedRow,
     Tokens,
@@ -35,6 +36,7 @@ from groundstate.importers.rows import (
     integer,
     lax,
     mapping,
+    number,
     raised,
     read_json,
     read_json_object,
@@ -154,6 +156,7 @@ class TauSource:
                 reward=reward,
                 mapped=f"reward_info null -> {STEP_LIMIT}",
             )
+        _tau_agrees(where, reward, info)
         verdict = reward_verdict(reward, _tau_failure(info))
         return ImportedRow(
             **common,
@@ -230,6 +233,33 @@ def _tau_failure(info: dict[str, Any]) -> str:
     if "r_actions" in detail:
         return "agent_failure/incorrect_state"
     return "agent_failure/incorrect"
+
+
+def _tau_agrees(where: str, reward: float, info: dict[str, Any]) -> None:
+    """The result's ``reward`` is its ``info.reward_info.reward`` (``solve`` returns
+    ``EnvRunResult(reward=res.reward, info={..., "reward_info": res.info})``), and
+    ``calculate_reward`` gives 1 only when every check passed (a database hash that differs,
+    or an output never told, sets it to 0). A reward that says otherwise is a file τ-bench did
+    not write (edited): read by its reward alone, a ``reward`` of 1 passed an attempt its own
+    checks failed."""
+    checked = info.get("reward_info")
+    if isinstance(checked, dict) and checked.get("reward") is not None:
+        scored = number(where, "info.reward_info.reward", checked["reward"])
+        if abs(scored - reward) > REWARD_TOLERANCE:
+            raise SpecError(
+                where, "reward", f"{reward!r}, but info.reward_info.reward is {scored!r}: "
+                "τ-bench writes the same reward in both (the file was edited?)",
+            )  # fmt: skip
+    if not reward_verdict(reward).success:
+        return
+    detail = checked.get("info") if isinstance(checked, dict) else info  # first run.py: info
+    place = "info.reward_info.info" if isinstance(checked, dict) else "info"
+    for name in ("r_actions", "r_outputs"):
+        if isinstance(detail, dict) and name in detail and not _passed(detail[name]):
+            raise SpecError(
+                where, f"{place}.{name}", f"{detail[name]!r} (a check that failed), but the "
+                f"reward is {reward!r}: τ-bench gives 1 only when every check passed",
+            )  # fmt: skip
 
 
 def _passed(check: Any) -> bool:

@@ -57,6 +57,35 @@ UNATTRIBUTED = ("unknown_agent_error", "agent_installation_failed", "unknown")
 (``agent_installation_failed``: the install is the system's own script, run in the task's
 container; ``unknown``: declared, never set): they follow ``--errors``, as does a mode not
 known here (with a warning)."""
+PASSED = "passed"
+"""A test's status in ``parser_results`` when it passed (``UnitTestStatus.PASSED``)."""
+
+
+def _tests(where: str, given: Any, resolved: bool) -> dict[str, Any] | None:
+    """The trial's ``parser_results`` (test -> ``passed``/``failed``), checked against its
+    ``is_resolved``, which Terminal-Bench computes from them (``_is_resolved``: every test
+    passed): a trial that says otherwise is a file it did not write, and was decided by
+    ``is_resolved`` alone (an edited ``true`` passed a trial whose tests failed). ``None``:
+    not given. Terminal-Bench also calls a trial with no test results (``{}``: the test output
+    held no status line, which the system under test can bring about) resolved; the caller
+    reads that as ungraded."""
+    if given is None:
+        return None
+    tests = mapping(where, "parser_results", given)
+    failed = [name for name, status in tests.items() if status != PASSED]
+    if resolved and failed:
+        raise SpecError(
+            where, f"parser_results.{failed[0]}", f"{tests[failed[0]]!r}, but is_resolved is "
+            "true: Terminal-Bench resolves a trial only when every test passed",
+        )  # fmt: skip
+    if not resolved and tests and not failed:
+        raise SpecError(
+            where, "is_resolved", f"false, but all {len(tests)} tests in parser_results "
+            "passed: Terminal-Bench resolves such a trial",
+        )  # fmt: skip
+    return tests
+
+
 TRIAL_KEYS = frozenset({"trial_name", "task_id", "is_resolved", "failure_mode"})
 """What marks one trial's ``results.json`` (``runs/<run>/<task>/<trial>/results.json``)."""
 ATTEMPT = re.compile(r"\.(\d+)-of-\d+(?:\.|$)")
@@ -132,6 +161,13 @@ class TerminalBenchSource:
             return ImportedRow(
                 **common, success=False, terminal_reason="grader_failure",
                 mapped="not graded -> grader_failure",
+            )  # fmt: skip
+        tests = _tests(where, trial.get("parser_results"), resolved)
+        if tests == {} and resolved:  # no test gave a verdict: not a pass
+            reason = UNGRADED[self.errors]
+            return ImportedRow(
+                **common, success=False, terminal_reason=reason,
+                mapped=f"resolved with no test results -> {reason}",
             )  # fmt: skip
         reason = "success" if resolved else "agent_failure/incorrect"
         return ImportedRow(
