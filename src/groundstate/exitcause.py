@@ -32,7 +32,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from contextvars import ContextVar
+from contextvars import Context, ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -103,18 +103,24 @@ def _thread_names() -> frozenset[str]:
 def grading_starts() -> None:
     """Note that the grading of the try whose context this is starts (the in-process
     executor's :data:`~groundstate.episode.GRADING`): a process-ending call made in its
-    context from then on is its checks'. Not noted while code of an agent's may still run
-    in this process (the determination a pool worker makes before it says its grading
-    starts: a thread not the harness's nor the host's, an agent's thread past its time
-    limit, a child process; with several tries at once, another try's agent too), which
-    could be what makes the call: it stays the agent's crash."""
+    context from then on is its checks'. Not noted while code that could make such a call
+    in its context may still run (the determination a pool worker makes before it says its
+    grading starts): its own agent's work (past its time limit), or a thread not the
+    harness's nor the host's (whatever try's agent left it, it may run code in any
+    context it took along). Another try's agent, still at work, is no bar: it runs in its
+    own try's context, where a call it makes is laid at its own door; nor is a child
+    process, whose calls end only itself."""
     from groundstate.executors._job import _agents_alive  # it imports this module
 
     run_id = TRY.get()
     with _lock:
         watches = [w for w in _watches if run_id in w.in_flight]
+
+    def its_own(context: Context) -> bool:
+        return context.get(TRY) in (run_id, None)
+
     for watch in watches:
-        if not _agents_alive(watch.known):
+        if not _agents_alive(watch.known, its_own):
             with _lock:
                 watch.grading.add(run_id)  # type: ignore[arg-type]
 

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import suppress
+from contextvars import Context
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from multiprocessing.connection import Connection
@@ -44,7 +45,7 @@ from groundstate.episode import (
 )
 from groundstate.errors import ExecutorError, TimeLimitReached
 from groundstate.interrupts import SHUT_OUT
-from groundstate.loopthreads import Done, Outcome, proc_status, submit, umask
+from groundstate.loopthreads import Done, Outcome, proc_status, submit, umask, working
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.system import SystemSpec
 from groundstate.store import PreparedRun, prepare_run
@@ -262,13 +263,28 @@ def _grading(results: Outbox, key: int) -> Callable[[], None]:
     return grading
 
 
-def _agents_alive(known: frozenset[str] = frozenset()) -> bool:
-    """Whether code of an agent's may still run in this worker: a thread not the harness's
-    (nor one of the *known* names: a Ray worker's own), a loop thread still running an agent
-    (named ``agent-``: one past its time limit), a child process."""
-    mine = [t.name for t in threading.enumerate()]
-    foreign = [n for n in mine if not n.startswith(OURS) and n not in known]
-    return bool(foreign) or any(n.startswith("agent-") for n in mine) or bool(children())
+def _agents_alive(
+    known: frozenset[str] = frozenset(), whose: Callable[[Context], bool] | None = None
+) -> bool:
+    """Whether code of an agent's may still run in this worker: a loop thread still running
+    an agent's work (one past its time limit; known by the work it was given, not by the
+    name its thread bears now, which the agent's code can change), a thread not the
+    harness's (nor one of the *known* names: a Ray worker's own), a child process.
+
+    With *whose* (in-process, several tries at once): only the agents' work whose context it
+    accepts counts (another try's agent runs in that try's context, where a call it makes
+    is laid at its own try's door), and children do not (a child's calls end only itself;
+    one that kills this process leaves no cause: see :mod:`groundstate.exitcause`)."""
+    busy = working()
+    for thread in threading.enumerate():
+        work = busy.get(id(thread))
+        if work is None:
+            name = thread.name  # "agent-": between works, or named so by an agent
+            if name.startswith("agent-") or not (name.startswith(OURS) or name in known):
+                return True
+        elif work[0].startswith("agent-") and (whose is None or whose(work[1])):
+            return True
+    return whose is None and bool(children())
 
 
 def _prepared(output: AttemptOutput | None) -> PreparedRun:
