@@ -48,10 +48,17 @@ WRAPPER = f"""
 
 async def slow(session, bad: dict, marks: str = "", wait: float = 0.0) -> object:
     \"\"\"``speaks``; "slow" waits {SLOW} s first; "renamed" renames its thread (the
-    harness's idle name) and then blocks it past its time limit as "late" does.\"\"\"
+    harness's idle name) and then blocks it past its time limit as "late" does;
+    "unlisted" leaves a thread started through ``_thread`` that ends the process once
+    grading runs.\"\"\"
     mode = bad.get(str(session.seed))
     if mode == "slow":
         await asyncio.sleep({SLOW})
+    if mode == "unlisted":  # a thread threading does not list, that kills once grading runs
+        import _thread
+
+        open(os.path.join(marks, "lurking"), "w").close()
+        _thread.start_new_thread(_lurk, (marks,))
     if mode == "renamed":
         threading.current_thread().name = "groundstate-loop-idle"
         bad = {{**bad, str(session.seed): "late"}}
@@ -216,5 +223,33 @@ def test_control_one_at_a_time_a_check_exit_in_process_and_pool_agree(tmp_path: 
         (1, 0, "success", True),
         (2, 0, "grader_failure", False),
         (2, 1, "grader_failure", False),
+        (3, 0, "success", True),
+    ]
+
+
+@pytest.mark.parametrize("where", ["pool", "in-process"])
+def test_an_agents_thread_threading_does_not_list_that_ends_the_process_is_its_crash(
+    tmp_path: Path, where: str
+) -> None:
+    """The agent leaves a thread started through ``_thread`` (``threading.enumerate`` does
+    not list it) that ends its process once grading runs: its crash, counted, on the pool
+    and in-process (before: grading was noted, and the death was the grader's)."""
+    bank = judged_bank(tmp_path)
+    file = slow_system(tmp_path, {2: "unlisted"})
+    if where == "pool":
+        runs = run(bank, load_system(file), tmp_path / "runs.db", pool(bank), 3, 1).runs
+    else:
+        first = [str(bank.root), "--system", str(file), "--attempts", "3"]
+        done = _cli(tmp_path, *first)
+        assert done.returncode == 9, done.stderr[-3000:]
+        with RunStore(tmp_path / "runs.db") as store:
+            (batch,) = store.batches()
+        done = _cli(tmp_path, *first, "--resume", batch.batch_id)
+        assert done.returncode in (0, 1), done.stderr[-3000:]
+        with RunStore(tmp_path / "runs.db") as store:
+            runs = store.runs(batch.batch_id)
+    assert chain(runs) == [
+        (1, 0, "success", True),
+        (2, 0, "agent_failure/crashed", True),
         (3, 0, "success", True),
     ]

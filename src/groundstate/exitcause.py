@@ -21,7 +21,10 @@ and the resume records a grader failure, rerun under the invalid-run policy, as 
 Module globals bound to the originals before the batch (``from os import _exit`` at an
 agent's import) are bound to the wrappers while it runs. Not seen: a call into libc through
 ``ctypes``, a reference kept elsewhere (a default argument, a class attribute), a crash in C
-code (a segmentation fault of a native extension): such a try is run again on resume.
+code (a segmentation fault of a native extension), a child process that kills its parent:
+such a try is run again on resume. Nothing runs in a process ended by ``_exit`` or SIGKILL
+(no ``atexit`` handler), so only a call seen before it is made can be named; the pool, which
+reads its workers' exit status, records those as the agent's crash.
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ class ExitWatch:
     """The tries in flight whose grading has started (:func:`grading_starts`)."""
     known: frozenset[str] = field(default_factory=lambda: _thread_names())
     """The threads of this process before the batch (its host's): not an agent's."""
+    unlisted: int = field(default_factory=lambda: _unlisted())
+    """The threads ``threading`` does not list before the batch (its host's C code's)."""
 
     def started(self, run_id: str) -> None:
         with _lock:
@@ -98,6 +103,12 @@ class ExitWatch:
 
 def _thread_names() -> frozenset[str]:
     return frozenset(t.name for t in threading.enumerate())
+
+
+def _unlisted() -> int:
+    from groundstate.executors._job import unlisted_threads  # it imports this module
+
+    return unlisted_threads()
 
 
 def grading_starts() -> None:
@@ -120,7 +131,7 @@ def grading_starts() -> None:
         return context.get(TRY) in (run_id, None)
 
     for watch in watches:
-        if not _agents_alive(watch.known, its_own):
+        if not _agents_alive(watch.known, its_own, watch.unlisted):
             with _lock:
                 watch.grading.add(run_id)  # type: ignore[arg-type]
 
