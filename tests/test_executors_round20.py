@@ -56,9 +56,11 @@ async def slow(session, bad: dict, marks: str = "", wait: float = 0.0) -> object
         await asyncio.sleep({SLOW})
     if mode == "unlisted":  # a thread threading does not list, that kills once grading runs
         import _thread
+        import contextvars
 
         open(os.path.join(marks, "lurking"), "w").close()
-        _thread.start_new_thread(_lurk, (marks,))
+        here = contextvars.copy_context()  # its attempt's, in-process: taken along
+        _thread.start_new_thread(here.run, (_lurk, marks))
     if mode == "renamed":
         threading.current_thread().name = "groundstate-loop-idle"
         bad = {{**bad, str(session.seed): "late"}}
@@ -232,8 +234,9 @@ def test_an_agents_thread_threading_does_not_list_that_ends_the_process_is_its_c
     tmp_path: Path, where: str
 ) -> None:
     """The agent leaves a thread started through ``_thread`` (``threading.enumerate`` does
-    not list it) that ends its process once grading runs: its crash, counted, on the pool
-    and in-process (before: grading was noted, and the death was the grader's)."""
+    not list it), running in its attempt's context, that ends its process once grading
+    runs: its crash, counted, on the pool and in-process (before: grading was noted, and
+    the death was the grader's)."""
     bank = judged_bank(tmp_path)
     file = slow_system(tmp_path, {2: "unlisted"})
     if where == "pool":
