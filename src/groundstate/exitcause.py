@@ -21,7 +21,10 @@ and the resume records a grader failure, rerun under the invalid-run policy, as 
 Module globals bound to the originals before the batch (``from os import _exit`` at an
 agent's import) are bound to the wrappers while it runs. Not seen: a call into libc through
 ``ctypes``, a reference kept elsewhere (a default argument, a class attribute), a crash in C
-code (a segmentation fault of a native extension): such a try is run again on resume.
+code (a segmentation fault of a native extension), a child process that kills its parent:
+such a try is run again on resume. Nothing runs in a process ended by ``_exit`` or SIGKILL
+(no ``atexit`` handler), so only a call seen before it is made can be named; the pool, which
+reads its workers' exit status, records those as the agent's crash.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from contextvars import ContextVar
+from contextvars import Context, ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -85,6 +88,8 @@ class ExitWatch:
     """The tries in flight whose grading has started (:func:`grading_starts`)."""
     known: frozenset[str] = field(default_factory=lambda: _thread_names())
     """The threads of this process before the batch (its host's): not an agent's."""
+    unlisted: int = field(default_factory=lambda: _unlisted())
+    """The threads ``threading`` does not list before the batch (its host's C code's)."""
 
     def started(self, run_id: str) -> None:
         with _lock:
@@ -100,21 +105,33 @@ def _thread_names() -> frozenset[str]:
     return frozenset(t.name for t in threading.enumerate())
 
 
+def _unlisted() -> int:
+    from groundstate.executors._job import unlisted_threads  # it imports this module
+
+    return unlisted_threads()
+
+
 def grading_starts() -> None:
     """Note that the grading of the try whose context this is starts (the in-process
     executor's :data:`~groundstate.episode.GRADING`): a process-ending call made in its
-    context from then on is its checks'. Not noted while code of an agent's may still run
-    in this process (the determination a pool worker makes before it says its grading
-    starts: a thread not the harness's nor the host's, an agent's thread past its time
-    limit, a child process; with several tries at once, another try's agent too), which
-    could be what makes the call: it stays the agent's crash."""
+    context from then on is its checks'. Not noted while code that could make such a call
+    in its context may still run (the determination a pool worker makes before it says its
+    grading starts): its own agent's work (past its time limit), or a thread not the
+    harness's nor the host's (whatever try's agent left it, it may run code in any
+    context it took along). Another try's agent, still at work, is no bar: it runs in its
+    own try's context, where a call it makes is laid at its own door; nor is a child
+    process, whose calls end only itself."""
     from groundstate.executors._job import _agents_alive  # it imports this module
 
     run_id = TRY.get()
     with _lock:
         watches = [w for w in _watches if run_id in w.in_flight]
+
+    def its_own(context: Context) -> bool:
+        return context.get(TRY) in (run_id, None)
+
     for watch in watches:
-        if not _agents_alive(watch.known):
+        if not _agents_alive(watch.known, its_own, watch.unlisted):
             with _lock:
                 watch.grading.add(run_id)  # type: ignore[arg-type]
 

@@ -112,6 +112,19 @@ def _put_back_hooks(trace: Any, profile: Any) -> None:
         profile.enable()
 
 
+_WORKING: dict[int, tuple[str, Context]] = {}
+"""The threads of this module at work (by identity: ``id`` of each ``Thread``, which code
+run there cannot change): the name their work was given, and its context."""
+
+
+def working() -> dict[int, tuple[str, Context]]:
+    """Each thread of this module at work now (``id`` of its ``Thread``), with the name its
+    work was given and the context it runs in: what the work is, as its submitter said,
+    whatever name the code it runs has since given its thread (an agent's that renames its
+    thread still runs an agent's work)."""
+    return dict(_WORKING)
+
+
 class _LoopThread:
     """A daemon thread running the work handed to it, one piece at a time, on its loop."""
 
@@ -134,6 +147,7 @@ class _LoopThread:
                 self._shut()
                 return
             work, name, context, done, given_up, shared = job
+            _WORKING[id(self.thread)] = name, context  # before the name: never unaccounted for
             self.thread.name = name
             try:
                 outcome = context.run(self._run, work)
@@ -141,6 +155,7 @@ class _LoopThread:
                 # first: the rest calls builtins (``str``) the work replaced
                 shared.put_back(streams=not given_up.is_set())
                 self.thread.name = IDLE_NAME
+                _WORKING.pop(id(self.thread), None)
                 asyncio.set_event_loop(None)
                 _put_back_hooks(*hooks)
             _IDLE.park(self)  # before *done*: the submitter's next piece finds this thread idle

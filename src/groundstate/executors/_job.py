@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import suppress
+from contextvars import Context
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from multiprocessing.connection import Connection
@@ -44,7 +45,7 @@ from groundstate.episode import (
 )
 from groundstate.errors import ExecutorError, TimeLimitReached
 from groundstate.interrupts import SHUT_OUT
-from groundstate.loopthreads import Done, Outcome, proc_status, submit, umask
+from groundstate.loopthreads import Done, Outcome, proc_status, submit, umask, working
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.system import SystemSpec
 from groundstate.store import PreparedRun, prepare_run
@@ -248,7 +249,7 @@ async def _job_attempt(job: AttemptJob, grading: Callable[[], None] | None = Non
     return await run_job(job, job_suite(job))
 
 
-def _grading(results: Outbox, key: int) -> Callable[[], None]:
+def _grading(results: Outbox, key: int, unlisted: int) -> Callable[[], None]:
     """What tells the parent that job *key*'s grading starts: a death from then on is the
     grader's (a check that exits or kills its process, runs out of memory, holds the worker
     past the hard limit). Not told while code of an agent's may still run in the worker
@@ -256,19 +257,64 @@ def _grading(results: Outbox, key: int) -> Callable[[], None]:
     crash, its time limit), so that an agent cannot make it an uncounted grader failure."""
 
     def grading() -> None:
-        if not _agents_alive():
+        if not _agents_alive(unlisted=unlisted):
             results.put(("grading", key, None))
 
     return grading
 
 
-def _agents_alive(known: frozenset[str] = frozenset()) -> bool:
-    """Whether code of an agent's may still run in this worker: a thread not the harness's
-    (nor one of the *known* names: a Ray worker's own), a loop thread still running an agent
-    (named ``agent-``: one past its time limit), a child process."""
-    mine = [t.name for t in threading.enumerate()]
-    foreign = [n for n in mine if not n.startswith(OURS) and n not in known]
-    return bool(foreign) or any(n.startswith("agent-") for n in mine) or bool(children())
+def _agents_alive(
+    known: frozenset[str] = frozenset(),
+    whose: Callable[[Context], bool] | None = None,
+    unlisted: int | None = None,
+) -> bool:
+    """Whether code of an agent's may still run in this worker: a loop thread still running
+    an agent's work (one past its time limit; known by the work it was given, not by the
+    name its thread bears now, which the agent's code can change), a thread not the
+    harness's (nor one of the *known* names: a Ray worker's own), more threads ``threading``
+    does not list than *unlisted* (the count before any attempt, :func:`unlisted_threads`;
+    None: not looked at, in a Ray worker whose own native threads come and go), a child
+    process.
+
+    With *whose* (in-process, several tries at once): only the agents' work whose context it
+    accepts counts (another try's agent runs in that try's context, where a call it makes
+    is laid at its own try's door), and children do not (a child's calls end only itself;
+    one that kills this process leaves no cause: see :mod:`groundstate.exitcause`)."""
+    busy = working()
+    for thread in threading.enumerate():
+        work = busy.get(id(thread))
+        if work is None:
+            name = thread.name  # "agent-": between works, or named so by an agent
+            if name.startswith("agent-") or not (name.startswith(OURS) or name in known):
+                return True
+        elif work[0].startswith("agent-") and (whose is None or whose(work[1])):
+            return True
+    if unlisted is not None and _unlisted_beyond(unlisted):
+        return True
+    return whose is None and bool(children())
+
+
+def unlisted_threads() -> int:
+    """How many threads of this process ``threading`` does not list: started through
+    ``_thread.start_new_thread`` (an agent's, out of :func:`threading.enumerate`'s sight),
+    or by C code. The kernel's count less ``threading``'s (Linux); 0 where the kernel's
+    cannot be read."""
+    try:
+        native = len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
+    return max(native - len(threading.enumerate()), 0)
+
+
+def _unlisted_beyond(baseline: int) -> bool:
+    """Whether more threads than *baseline* run that ``threading`` does not list, read again
+    when it seems so: a thread starting or ending is in one count a moment before the
+    other."""
+    for _ in range(3):
+        if unlisted_threads() <= baseline:
+            return False
+        time.sleep(0.005)
+    return True
 
 
 def _prepared(output: AttemptOutput | None) -> PreparedRun:
@@ -472,7 +518,10 @@ HARNESS_VARIABLES = frozenset({TMPDIR_ENV, POSTGRES_URL})
 
 
 def leftovers(
-    output: AttemptOutput | None, baseline: ProcessState, known: frozenset[str] = frozenset()
+    output: AttemptOutput | None,
+    baseline: ProcessState,
+    known: frozenset[str] = frozenset(),
+    unlisted: int | None = None,
 ) -> str | None:
     """What an attempt that just ended left in this worker that could reach later attempts,
     or None: an agent or a tool still running past the attempt's end (Python cannot stop a
@@ -482,7 +531,8 @@ def leftovers(
     the harness's modules rebound since its episode put them back (a thread of the agent's
     still at it: see :mod:`groundstate.bindings`). A worker with leftovers takes no more
     attempts and ends (killing them) once its running attempts are done. Threads named in
-    *known* are the process's own (a Ray worker's)."""
+    *known* are the process's own (a Ray worker's); more threads ``threading`` does not list
+    than *unlisted* (a pool worker's before its first attempt) are left too."""
     run = None if output is None else output.run
     if run is not None and (
         run.terminal_reason == "agent_failure/time_limit"
@@ -495,6 +545,8 @@ def leftovers(
     foreign = sorted(n for n in names if not n.startswith(OURS) and n not in known)
     if foreign:
         return f"threads left running: {', '.join(foreign[:5])}"
+    if unlisted is not None and _unlisted_beyond(unlisted):
+        return "threads left running that threading does not list (started through _thread)"
     now = process_state()
     changed = [what for what, a, b in zip(_STATE, now, baseline, strict=True) if a != b]
     changed += HARNESS.rebound()
@@ -617,7 +669,7 @@ def serve(
             suite_at(preload)
     gc.freeze()  # the worker's suite and modules live as long as it: out of every collection
     results = Outbox(pipe)
-    serving = _Serving(results, process_state())
+    serving = _Serving(results, process_state(), unlisted_threads())
     results.put(("ready", os.getpid(), None))
     while True:
         item = jobs.get()
@@ -633,16 +685,18 @@ def serve(
             serving.reporter(key)((exc, None))
             continue
         results.put(("started", key, None))
-        attempt = partial(_job_attempt, job, _grading(results, key))
+        attempt = partial(_job_attempt, job, _grading(results, key, serving.unlisted))
         submit(attempt, f"attempt-{key}", serving.reporter(key))
 
 
 class _Serving:
     """A worker's attempts: how many run, and whether the worker is retiring."""
 
-    def __init__(self, results: Outbox, baseline: ProcessState) -> None:
+    def __init__(self, results: Outbox, baseline: ProcessState, unlisted: int) -> None:
         self._results = results
         self._baseline = baseline
+        self.unlisted = unlisted
+        """Threads ``threading`` does not list before any attempt (:func:`unlisted_threads`)."""
         self._lock = threading.Lock()
         self._running = 0
         self._retiring = False
@@ -670,7 +724,7 @@ class _Serving:
             except BaseException as exc:  # with a plain message (see execute_announced)
                 plain = _plain(exc) if isinstance(exc, Exception) else exc
                 message = ("failed", key, str(plain) or type(plain).__name__)
-            self._finish(key, message, leftovers(output, self._baseline))
+            self._finish(key, message, leftovers(output, self._baseline, unlisted=self.unlisted))
 
         return done
 
