@@ -12,6 +12,13 @@ event's JSON line as it was appended. The session reads its step count, its stop
 and its tokens from the account, so none can be set back; the episode compares the trace
 with the account's as it builds the record (``episode._untrue``) and keeps the account's.
 
+Python code can rebind them in one way: a trace or profile function (``sys.settrace``,
+``sys.setprofile``) on the thread that resumes the generator is called with its frame, and
+up to Python 3.12 what it writes to that frame's ``f_locals`` is written back to its
+variables. An agent that set one and made a session call cleared the stop latched before
+(and its steps), then did the task: a success. The generators are therefore resumed with
+the thread's trace and profile functions off (:func:`resumed`), put back after.
+
 What this does not stop: an agent that closes the account (its stop then is a prohibited
 action, see :data:`CLOSED`), rebinds the session's account to one of its own and back while
 it acts, or, on Python 3.13 and later (``f_locals`` writes through), rebinds the
@@ -23,9 +30,12 @@ in the account, or the account holds a denied call or steps past the limit with 
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Generator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
+
+_Y = TypeVar("_Y")
 
 CLOSED = "the attempt's account was closed or broken by code of the agent's"
 """Why an attempt whose account no longer answers is stopped."""
@@ -33,6 +43,23 @@ WAIT = 10.0
 """Seconds to wait for the account's lock (held for a moment by each send) before it counts
 as broken: code of the agent's that took the lock must not hold up the episode's thread,
 which runs every attempt."""
+
+
+def resumed(generator: Generator[_Y, Any, None], value: Any) -> _Y:
+    """``generator.send(value)`` with this thread's trace and profile functions off: one of
+    the agent's would be called with the generator's frame and could rewrite its variables
+    (see the module). Put back after (a coverage tracer, a profiler running the harness)."""
+    from groundstate.loopthreads import put_back_hooks  # (it imports more than this needs)
+
+    trace, profile = sys.gettrace(), sys.getprofile()
+    if trace is None and profile is None:
+        return generator.send(value)
+    sys.settrace(None)
+    sys.setprofile(None)
+    try:
+        return generator.send(value)
+    finally:
+        put_back_hooks(trace, profile)
 
 
 class Kept(NamedTuple):
@@ -90,7 +117,7 @@ class Account:
         if not self._lock.acquire(timeout=WAIT):  # a generator refuses a second thread
             raise AccountClosed(CLOSED)
         try:
-            return self._kept.send((what, value))
+            return resumed(self._kept, (what, value))
         except Exception as exc:  # closed (StopIteration), thrown into, sent to meanwhile
             raise AccountClosed(CLOSED) from exc
         finally:
@@ -152,7 +179,7 @@ class Tally:
         if not self._lock.acquire(timeout=WAIT):  # held by code of the agent's
             return -1
         try:
-            return self._count.send(value)
+            return resumed(self._count, value)
         except Exception:  # closed (StopIteration), thrown into, sent to meanwhile
             return -1
         finally:
