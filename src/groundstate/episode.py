@@ -23,7 +23,7 @@ from groundstate import turns
 from groundstate.account import CLOSED, Account, AccountClosed, Kept, altered
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
-from groundstate.bindings import HARNESS, refuse_audit_hooks
+from groundstate.bindings import HARNESS, Mark, refuse_audit_hooks
 from groundstate.capture import captured
 from groundstate.descriptors import RESERVE
 from groundstate.environments.base import (
@@ -1051,13 +1051,14 @@ async def _episode(
     cwd = os.getcwd()
     HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
     refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
+    mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
     left = Watch(f"the agent of {system.name!r} on task {task.task_id!r} (seed {seed})")
     RESERVE.keep()
     try:
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
-        _rebound(session, progress)  # first: the session's own methods may be the ones
+        _rebound(session, progress, mark)  # first: the session's own methods may be the ones
         left.done()  # what Python would wait for at exit: named when `run` ends without it
         try:
             await _unheld(session, session.end)
@@ -1085,6 +1086,7 @@ async def _episode(
         if (
             _behind_gateway(env, session, "written_outside_calls", "written")
             or _outside_session(env, session, kept, entered)
+            or _untraced_change(session, kept, progress)
             or _unlatched(session, kept)
             or _behind_gateway(env, session, "locked_outside_calls", "locked")
             or _regraded(task, suite, session)
@@ -1182,6 +1184,39 @@ def _outside_session(
     return True
 
 
+def _untraced_change(session: EpisodeSession, account: Account, progress: _Progress) -> bool:
+    """Latch a prohibited action when the final state changed a table (a workspace's files)
+    that no tool call in the attempt's *account* reports writing. The count of the calls
+    entered (:func:`_outside_session`) is kept by code the agent can reach around: a
+    transaction of the environment's entered past the counting wrapper (its function taken
+    from the wrapper's closure, a kind's inner ``_call``), or a count of its own in the
+    environment's place for a moment, wrote with no count and no trace. The final diff is
+    the environment's own reading of its state, and the account's calls the trace as it
+    happened: a change neither explains was made behind the session."""
+    if progress.diff is None or session.blocked_call is not None:
+        return False  # not read; or a tool still running may not have recorded its call yet
+    try:
+        lines = account.trace_lines()
+    except AccountClosed:  # the closed account is the stop (see _untrue)
+        return False
+    written = {table for line in lines for table in _tables_written(line)}
+    untraced = sorted(set(progress.diff.tables) - written)
+    if not untraced:
+        return False
+    why = f"changed {', '.join(untraced[:5])} with no tool call in the attempt's trace writing it"
+    session.latch(ProhibitedAction(why), OUTSIDE)
+    return True
+
+
+def _tables_written(line: str) -> list[str]:
+    """The tables a trace event's JSON line reports a tool call changing."""
+    event = json.loads(line)
+    if event.get("kind") != "tool_call":
+        return []
+    tables = event.get("changed_tables")
+    return [str(table) for table in tables] if isinstance(tables, list) else []
+
+
 def _unlatched(session: EpisodeSession, account: Account) -> bool:
     """Latch a prohibited action when the attempt's *account* holds what should have
     stopped it, with no stop latched: a call denied under ``on_prohibited_action: end``, or
@@ -1249,14 +1284,18 @@ def _regraded(task: AgentTask, suite: Suite, session: EpisodeSession) -> bool:
     return True
 
 
-def _rebound(session: EpisodeSession, progress: _Progress) -> bool:
+def _rebound(session: EpisodeSession, progress: _Progress, mark: Mark | None = None) -> bool:
     """Latch a prohibited action when the harness's code was rebound while the agent ran or
     the attempt was graded (``groundstate.episode.classify = lambda *a: "success"``, a
     check's or an environment's method replaced), and bind it as it was: the grading and
     the record are the harness's, this attempt's and the next's. In-process, an attempt
     running beside the one that rebound it is stopped too (the system under test is the
-    same; nothing says which of them did it)."""
-    names = HARNESS.put_back()
+    same; nothing says which of them did it). *mark*: taken as the agent's run began, to
+    find code rebound for a while and put back before the run ended (the environment's
+    counted ``tool_transaction`` swapped for its uncounted one around a write of the
+    agent's: no count, no trace, and nothing left to put back)."""
+    names = [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
+    names += HARNESS.put_back()
     if not names:
         return False
     progress.evidence.setdefault("harness_rebound", []).extend(names[:20])
