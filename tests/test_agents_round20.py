@@ -107,3 +107,148 @@ def test_an_honest_agent_under_a_tracer_of_its_own_passes(bank: Suite) -> None:
     run = _run(bank, agent)
     assert run.terminal_reason == "success", run.infrastructure_status
     assert seen
+
+
+# --- harness code rebound for a moment, and a change no traced call made ---------------------
+
+CASES = [case for case in __import__("tests.test_tally_round19", fromlist=["CASES"]).CASES]
+
+
+def _uncounted(env: Any) -> Any:
+    """The kind's own transaction, from inside the counting wrapper's closure."""
+    wrapper = type(env).__dict__["tool_transaction"]
+    (inner,) = [
+        cell.cell_contents
+        for cell in wrapper.__closure__
+        if callable(cell.cell_contents) and cell.cell_contents is not wrapper
+    ]
+    return inner
+
+
+def _write(case: Any, harness: Any, transaction: Any) -> None:
+    env, tool = harness._gateway._env, harness._tools[case.tool]
+    with transaction(env):
+        tool.fn(ToolContext(env), **case.args)
+
+
+def _kind_run(case: Any, fn: AgentFn) -> AgentRun:
+    return attempt(case.suite(), case.task, FunctionAgent(fn)).run
+
+
+def _prohibited(run: AgentRun, says: str) -> None:
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert not run.success
+    assert says in run.infrastructure_status["exception"]["message"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.kind for case in CASES])
+def test_a_transaction_swapped_in_for_a_moment_is_prohibited(case: Any) -> None:
+    """The environment's counted ``tool_transaction`` replaced on its class by the uncounted
+    one around a write, then put back: nothing was left to put back, and no count moved."""
+
+    async def agent(session: Session) -> str:
+        harness = _harness(session)
+        cls = type(harness._gateway._env)
+        counted = cls.__dict__["tool_transaction"]
+        cls.tool_transaction = _uncounted(harness._gateway._env)
+        try:
+            _write(case, harness, lambda env: env.tool_transaction())
+        finally:
+            cls.tool_transaction = counted
+        return case.reply
+
+    run = _kind_run(case, agent)
+    _prohibited(run, "")
+    message = run.infrastructure_status["exception"]["message"]
+    assert "written and put back" in message or "no tool call in the attempt's trace" in message
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.kind for case in CASES])
+@pytest.mark.parametrize("how", ["own count", "inner transaction"])
+def test_a_change_made_past_the_count_is_prohibited(case: Any, how: str) -> None:
+    """A count of the agent's own in the environment's place for a moment (put back: the
+    environment's count never moved), or the kind's transaction entered past the counting
+    wrapper: the final state shows a change no traced call made."""
+
+    async def agent(session: Session) -> str:
+        harness = _harness(session)
+        env = harness._gateway._env
+        if how == "own count":
+            real = env._entered
+            env._entered = Tally()
+            try:
+                _write(case, harness, lambda env: env.tool_transaction())
+            finally:
+                env._entered = real
+        else:
+            _write(case, harness, _uncounted(env))
+        return case.reply
+
+    _prohibited(_kind_run(case, agent), "with no tool call in the attempt's trace writing it")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.kind for case in CASES])
+def test_an_honest_agent_of_each_kind_still_passes(case: Any) -> None:
+    """Control: every change the final state shows was written by a traced call."""
+
+    async def agent(session: Session) -> str:
+        for tool, args in case.before:
+            await session.call(tool, args)
+        await session.call(case.tool, dict(case.args))
+        return case.reply
+
+    run = _kind_run(case, agent)
+    assert run.terminal_reason == "success", run.infrastructure_status
+
+
+def test_a_change_undone_by_a_later_traced_call_leaves_nothing_to_find(bank: Suite) -> None:
+    """Control: a change made and undone by traced calls is no change of the final state."""
+
+    async def agent(session: Session) -> str:
+        await session.call("check_pin", {"account": "A", "pin": "1234"})
+        await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+        return "Moved 30 from A to B."
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "success", run.infrastructure_status
+
+
+def test_an_agent_that_imports_and_reads_the_harness_passes(bank: Suite) -> None:
+    """Control: what lawfully writes the harness's namespaces while an agent runs (a module
+    of the harness imported for the first time, a class's ``__annotations__`` made on first
+    read) is not taken for code put back."""
+
+    async def agent(session: Session) -> str:
+        import groundstate.report.html_text  # noqa: F401  (first import: the package grows)
+        from groundstate.environments.base import TracksChanges
+
+        TracksChanges.__annotations__  # noqa: B018
+        return await _do_the_task(session)
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "success", run.infrastructure_status
+
+
+# --- the bindings' record of writes -----------------------------------------------------------
+
+
+def test_code_written_and_put_back_is_named_and_lawful_changes_are_not() -> None:
+    from groundstate.bindings import HARNESS
+    from groundstate.gateway import ToolGateway
+
+    mark = HARNESS.mark()
+    if mark is None:
+        pytest.skip("this interpreter keeps no dict versions")
+    assert HARNESS.written_back(mark) == []
+    original = ToolGateway.__dict__["call"]
+    ToolGateway.call = lambda *a, **k: None  # type: ignore[method-assign]
+    ToolGateway.call = original  # type: ignore[method-assign]
+    assert HARNESS.written_back(mark) == ["groundstate.gateway.ToolGateway"]
+    assert HARNESS.put_back() == []  # nothing to see once put back: hence the versions
+
+    mark = HARNESS.mark()
+    Tally.tallied = 1  # type: ignore[attr-defined]  # a new entry: not one put back
+    try:
+        assert HARNESS.written_back(mark) == []
+    finally:
+        del Tally.tallied  # type: ignore[attr-defined]
