@@ -7,6 +7,7 @@ put it back before its run ended changed the state with no trace and passed."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -72,10 +73,8 @@ def test_a_hook_cannot_rewrite_the_account_directly(hook: str) -> None:
 @pytest.mark.parametrize("hook", ["trace", "profile"])
 def test_a_stop_erased_by_a_hook_still_decides(bank: Suite, hook: str) -> None:
     async def agent(session: Session) -> str:
-        try:
+        with contextlib.suppress(BaseException):
             session.give_up("no")
-        except BaseException:
-            pass
         _set(hook, _rewriter(hook))
         try:
             session.steps  # noqa: B018  (read: the account's generator runs)
@@ -252,3 +251,24 @@ def test_code_written_and_put_back_is_named_and_lawful_changes_are_not() -> None
         assert HARNESS.written_back(mark) == []
     finally:
         del Tally.tallied  # type: ignore[attr-defined]
+
+
+def test_a_kind_said_not_to_report_its_writes_while_the_agent_runs_is_still_checked(
+    bank: Suite,
+) -> None:
+    """Whether a kind's calls report their writes is read before the agent runs (the agent
+    here leaves its kind saying they do not)."""
+    from groundstate.environments.sqlite import SqliteEnvironment
+
+    async def agent(session: Session) -> str:
+        harness = _harness(session)
+        env = harness._gateway._env
+        type(env).reports_writes = False
+        _write(CASES[0], harness, _uncounted(env))
+        return "Moved 30 from A to B."
+
+    try:
+        run = _run(bank, agent)
+    finally:
+        SqliteEnvironment.reports_writes = True
+    _prohibited(run, "with no tool call in the attempt's trace writing it")

@@ -1048,6 +1048,7 @@ async def _episode(
         return None
     session = EpisodeSession(task, suite, system, env, seed, user, account)
     kept, entered = session._account, _calls_entered(env)  # before the agent runs
+    reports_writes = getattr(env, "reports_writes", False) is True  # (its class: rebindable)
     cwd = os.getcwd()
     HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
     refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
@@ -1086,7 +1087,7 @@ async def _episode(
         if (
             _behind_gateway(env, session, "written_outside_calls", "written")
             or _outside_session(env, session, kept, entered)
-            or _untraced_change(session, kept, progress)
+            or (reports_writes and _untraced_change(session, kept, progress))
             or _unlatched(session, kept)
             or _behind_gateway(env, session, "locked_outside_calls", "locked")
             or _regraded(task, suite, session)
