@@ -272,3 +272,32 @@ def test_a_kind_said_not_to_report_its_writes_while_the_agent_runs_is_still_chec
     finally:
         SqliteEnvironment.reports_writes = True
     _prohibited(run, "with no tool call in the attempt's trace writing it")
+
+
+# --- a record set to success after it was serialised ------------------------------------------
+
+
+def test_a_record_changed_after_its_text_was_made_is_stored_as_its_text(
+    bank: Suite, tmp_path: Any
+) -> None:
+    """A thread an agent left running that finds the prepared record (``gc.get_objects()``)
+    and sets it to success before the batch's writer stores it: the row's columns come from
+    the record's text, as the record does."""
+    from groundstate.store import RunStore, prepare_run
+
+    output = attempt(bank, "transfer", FunctionAgent(_no_pin))
+    assert output.run.terminal_reason == "agent_failure/constraint_violation"
+    row = prepare_run(output.run, output.artifacts)
+    object.__setattr__(row.run, "success", True)
+    object.__setattr__(row.run, "terminal_reason", "success")
+    with RunStore(tmp_path / "runs.db") as store:
+        store.add_prepared([row])
+        ((reason, success),) = store._query(  # the columns statistics and queries read
+            "SELECT terminal_reason, success FROM runs WHERE run_id = ?", (row.run.run_id,)
+        )
+        assert (reason, success) == ("agent_failure/constraint_violation", 0)
+
+
+async def _no_pin(session: Session) -> str:
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."
