@@ -7,9 +7,14 @@ put it back before its run ended changed the state with no trace and passed."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,10 +22,11 @@ import pytest
 from groundstate.account import Account, Tally, _kept, _tally
 from groundstate.agents.base import Session
 from groundstate.records import AgentRun
-from groundstate.spec.suite import Suite
+from groundstate.spec.suite import Suite, load_suite
 from groundstate.testing import FunctionAgent, attempt
 from groundstate.tools import ToolContext
 
+from .conftest import in_a_fresh_process
 from .test_inprocess_adversarial import _do_the_task, _then_honest
 
 AgentFn = Callable[[Session], Awaitable[str]]
@@ -301,3 +307,63 @@ def test_a_record_changed_after_its_text_was_made_is_stored_as_its_text(
 async def _no_pin(session: Session) -> str:
     await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
     return "Moved 30 from A to B."
+
+
+# --- probed and right: agents that swallow the cancellation, block the loop, replace hooks ----
+
+
+async def _swallows_every_cancellation(session: Session) -> str:
+    await _do_the_task(session)
+    end = time.monotonic() + 3
+    while time.monotonic() < end:  # bounded: the fresh process must end
+        with contextlib.suppress(BaseException):
+            await asyncio.sleep(0.05)
+    return "Moved 30 from A to B."
+
+
+async def _sleeps_in_the_loop(session: Session) -> str:
+    await _do_the_task(session)
+    time.sleep(2)  # no await: the event loop is blocked
+    return "Moved 30 from A to B."
+
+
+async def _spins(session: Session) -> str:
+    await _do_the_task(session)
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        pass
+    return "Moved 30 from A to B."
+
+
+async def _replaces_the_hooks(session: Session) -> str:
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
+    asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+    sys.excepthook = lambda *args: None
+    threading.excepthook = lambda args: None
+    os.write(1, b"\xff\x00 raw\n")
+    os.write(2, b"\xfe raw\n")
+    return await _do_the_task(session)
+
+
+def verdicts_of_loop_adversaries(root: str) -> dict[str, str]:
+    """Run in a fresh process (their threads outlive their attempts): each adversary's
+    terminal reason, then an honest agent's."""
+    suite = load_suite(Path(root))
+    found = {}
+    for fn in (_swallows_every_cancellation, _sleeps_in_the_loop, _spins, _replaces_the_hooks):
+        found[fn.__name__] = attempt(suite, "transfer", FunctionAgent(fn)).run.terminal_reason
+    found["honest"] = attempt(suite, "transfer", FunctionAgent(_do_the_task)).run.terminal_reason
+    return found
+
+
+def test_agents_that_swallow_the_cancellation_block_the_loop_or_replace_hooks(
+    edited_bank: Callable[..., Suite],
+) -> None:
+    suite = edited_bank(lambda t: t.update(time_limit=0.5))
+    assert in_a_fresh_process(verdicts_of_loop_adversaries, str(suite.root)) == {
+        "_swallows_every_cancellation": "agent_failure/time_limit",
+        "_sleeps_in_the_loop": "agent_failure/time_limit",
+        "_spins": "agent_failure/time_limit",
+        "_replaces_the_hooks": "success",
+        "honest": "success",
+    }
