@@ -94,6 +94,31 @@ def test_a_stop_erased_by_a_hook_still_decides(bank: Suite, hook: str) -> None:
     _then_honest(bank)
 
 
+@pytest.mark.parametrize("hook", ["trace", "profile"])
+def test_a_stop_erased_by_a_hook_resuming_the_account_itself_is_found(
+    bank: Suite, hook: str
+) -> None:
+    """The agent resumes the account's generator itself, under its own hook: the variables
+    are rewritten, but the counts kept apart in C are not, and the episode compares them."""
+
+    async def agent(session: Session) -> str:
+        with contextlib.suppress(BaseException):
+            session.give_up("no")
+        kept = _harness(session)._account._kept
+        _set(hook, _rewriter(hook))
+        try:
+            kept.send(("read", None))
+        finally:
+            _set(hook, None)
+        assert _harness(session).stop is None  # erased, for the rest of the run
+        return await _do_the_task(session)
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert "rewrote the attempt's account" in run.infrastructure_status["exception"]["message"]
+    _then_honest(bank)
+
+
 def test_an_honest_agent_under_a_tracer_of_its_own_passes(bank: Suite) -> None:
     """Control: a tracer the agent sets for itself (a debugger, coverage) is left alone."""
     seen: list[str] = []

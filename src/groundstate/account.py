@@ -35,6 +35,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Generator
+from itertools import count
 from typing import Any, NamedTuple, TypeVar
 
 _Y = TypeVar("_Y")
@@ -101,6 +102,30 @@ def _kept() -> Generator[Kept, tuple[str, Any], None]:
             stops = (*stops, kept)
 
 
+class Counts(NamedTuple):
+    """How many steps, trace lines and stops an :class:`Account` took in, counted apart from
+    its generator in C (``itertools.count``: it only counts up; no Python code sets it back).
+    A tracer of the agent's that resumes the generator itself (``account._kept.send``) can
+    rewrite its variables, erase a stop, empty the trace; it cannot take these counts back,
+    and the episode, which holds them from the account's start, compares the two as the
+    attempt ends (``episode._untrue``)."""
+
+    steps: count[int]
+    lines: count[int]
+    stops: count[int]
+
+    def read(self) -> tuple[int, int, int]:
+        return _value(self.steps), _value(self.lines), _value(self.stops)
+
+
+def _value(counter: count[int]) -> int:
+    """What ``next(counter)`` would give, read without taking it (``count(5)``)."""
+    return int(repr(counter).partition("(")[2].rstrip(")") or 0)
+
+
+_COUNTED = {"step": 0, "line": 1, "stop": 2}
+
+
 class AccountClosed(Exception):
     """The account no longer answers: code of the agent's closed or broke its generator."""
 
@@ -108,18 +133,25 @@ class AccountClosed(Exception):
 class Account:
     """One attempt's account (see the module). Made by the episode, which keeps it too."""
 
-    __slots__ = ("_kept", "_lock")
+    __slots__ = ("_kept", "_lock", "counts")
 
     def __init__(self) -> None:
         self._kept = _kept()
         next(self._kept)
         self._lock = threading.Lock()
+        self.counts = Counts(count(), count(), count())
+        """What it took in, counted apart (see :class:`Counts`): the episode keeps them as
+        the account is made."""
 
     def _send(self, what: str, value: Any = None) -> Kept:
         if not self._lock.acquire(timeout=WAIT):  # a generator refuses a second thread
             raise AccountClosed(CLOSED)
         try:
-            return resumed(self._kept, (what, value))
+            kept = resumed(self._kept, (what, value))
+            counted = _COUNTED.get(what)
+            if counted is not None:
+                next(self.counts[counted])
+            return kept
         except Exception as exc:  # closed (StopIteration), thrown into, sent to meanwhile
             raise AccountClosed(CLOSED) from exc
         finally:
@@ -127,6 +159,24 @@ class Account:
 
     def read(self) -> Kept:
         return self._send("read")
+
+    def agrees_with(self, counts: Counts) -> bool:
+        """Whether the generator holds as many steps, trace lines and stops as *counts* (the
+        account's own, kept by the episode since it was made) took in: read together, under
+        the lock each send holds."""
+        if not self._lock.acquire(timeout=WAIT):
+            raise AccountClosed(CLOSED)
+        try:
+            kept = resumed(self._kept, ("read", None))
+            taken = counts.read()
+        except Exception as exc:
+            raise AccountClosed(CLOSED) from exc
+        finally:
+            self._lock.release()
+        lines, node = 0, kept.lines
+        while node is not None:
+            lines, node = lines + 1, node[1]
+        return (kept.steps, lines, len(kept.stops)) == taken
 
     def take_step(self) -> int:
         """Count a step; return its number."""

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from groundstate import turns
-from groundstate.account import CLOSED, Account, AccountClosed, Kept, altered
+from groundstate.account import CLOSED, Account, AccountClosed, Counts, Kept, altered
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
 from groundstate.bindings import HARNESS, Mark, refuse_audit_hooks
@@ -1004,6 +1004,7 @@ async def run_attempt(
     started_at, t0 = datetime.now(UTC), CLOCK()
     progress = _Progress()
     account = Account()  # held here too: the session's may be rebound (see _untrue)
+    counts = account.counts  # and what it takes in, counted apart (see _untrue)
     session: EpisodeSession | None = None
     with turns.HARNESS.held() as turn, captured() as printed:  # printed: kept as artifacts
         try:
@@ -1019,7 +1020,7 @@ async def run_attempt(
         output = _record(task, system, info, progress, session, started_at, latency)
         if session is not None and (
             _rebound(session, progress)  # by a thread of the agent's
-            | _untrue(session, account, progress, output)
+            | _untrue(session, account, progress, output, counts)
         ):
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
@@ -1306,7 +1307,11 @@ def _rebound(session: EpisodeSession, progress: _Progress, mark: Mark | None = N
 
 
 def _untrue(
-    session: EpisodeSession, account: Account, progress: _Progress, output: AttemptOutput
+    session: EpisodeSession,
+    account: Account,
+    progress: _Progress,
+    output: AttemptOutput,
+    counts: Counts | None = None,
 ) -> bool:
     """Whether the record built must be built again: it differs from the attempt's account
     (:mod:`groundstate.account`). Code of the agent's (a thread left running, say) that
@@ -1314,11 +1319,16 @@ def _untrue(
     replaced the session's account, closed it or changed the trace latches a prohibited
     action (stage ``harness_code``; the record's trace is then the account's, as it
     happened); one that cleared what the episode established (``progress.interruption``)
-    gets the latched stop's reason back."""
+    gets the latched stop's reason back. *counts*: what the account took in, counted apart
+    as it was made; a generator holding other numbers was rewritten (a tracer of the
+    agent's that resumed it itself and erased a stop, the steps or trace lines)."""
     found = []
     if session._account is not account:
         session._account = account
         found.append("replaced the session's account")
+    with contextlib.suppress(AccountClosed):  # (found below)
+        if counts is not None and not account.agrees_with(counts):
+            found.append("rewrote the attempt's account (its steps, trace or stops)")
     try:
         text = "".join(line + "\n" for line in account.trace_lines())
     except AccountClosed:
