@@ -17,9 +17,10 @@ Python code can rebind them in one way: a trace or profile function (``sys.settr
 up to Python 3.12 what it writes to that frame's ``f_locals`` is written back to its
 variables. An agent that set one and made a session call cleared the stop latched before
 (and its steps), then did the task: a success. The generators are therefore resumed with
-the thread's trace and profile functions off (:func:`resumed`), put back after. (Code of
-the agent's that resumes a generator itself, ``account._kept.send(...)``, under a tracer of
-its own is not stopped so.)
+the thread's trace and profile functions off (:func:`resumed`), put back after. Code of the
+agent's that resumes the generator itself (``account._kept.send(...)``) under a tracer of its
+own can still rewrite it, but not the counts kept apart in C (:class:`Counts`), which the
+episode compares with it as the attempt ends.
 
 What this does not stop: an agent that closes the account (its stop then is a prohibited
 action, see :data:`CLOSED`), rebinds the session's account to one of its own and back while
