@@ -12,6 +12,16 @@ event's JSON line as it was appended. The session reads its step count, its stop
 and its tokens from the account, so none can be set back; the episode compares the trace
 with the account's as it builds the record (``episode._untrue``) and keeps the account's.
 
+Python code can rebind them in one way: a trace or profile function (``sys.settrace``,
+``sys.setprofile``) on the thread that resumes the generator is called with its frame, and
+up to Python 3.12 what it writes to that frame's ``f_locals`` is written back to its
+variables. An agent that set one and made a session call cleared the stop latched before
+(and its steps), then did the task: a success. The generators are therefore resumed with
+the thread's trace and profile functions off (:func:`resumed`), put back after. Code of the
+agent's that resumes the generator itself (``account._kept.send(...)``) under a tracer of its
+own can still rewrite it, but not the counts kept apart in C (:class:`Counts`), which the
+episode compares with it as the attempt ends.
+
 What this does not stop: an agent that closes the account (its stop then is a prohibited
 action, see :data:`CLOSED`), rebinds the session's account to one of its own and back while
 it acts, or, on Python 3.13 and later (``f_locals`` writes through), rebinds the
@@ -23,9 +33,13 @@ in the account, or the account holds a denied call or steps past the limit with 
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Generator
-from typing import Any, NamedTuple
+from itertools import count
+from typing import Any, NamedTuple, TypeVar
+
+_Y = TypeVar("_Y")
 
 CLOSED = "the attempt's account was closed or broken by code of the agent's"
 """Why an attempt whose account no longer answers is stopped."""
@@ -33,6 +47,23 @@ WAIT = 10.0
 """Seconds to wait for the account's lock (held for a moment by each send) before it counts
 as broken: code of the agent's that took the lock must not hold up the episode's thread,
 which runs every attempt."""
+
+
+def resumed(generator: Generator[_Y, Any, None], value: Any) -> _Y:
+    """``generator.send(value)`` with this thread's trace and profile functions off: one of
+    the agent's would be called with the generator's frame and could rewrite its variables
+    (see the module). Put back after (a coverage tracer, a profiler running the harness)."""
+    from groundstate.loopthreads import put_back_hooks  # (it imports more than this needs)
+
+    trace, profile = sys.gettrace(), sys.getprofile()
+    if trace is None and profile is None:
+        return generator.send(value)
+    sys.settrace(None)
+    sys.setprofile(None)
+    try:
+        return generator.send(value)
+    finally:
+        put_back_hooks(trace, profile)
 
 
 class Kept(NamedTuple):
@@ -72,6 +103,30 @@ def _kept() -> Generator[Kept, tuple[str, Any], None]:
             stops = (*stops, kept)
 
 
+class Counts(NamedTuple):
+    """How many steps, trace lines and stops an :class:`Account` took in, counted apart from
+    its generator in C (``itertools.count``: it only counts up; no Python code sets it back).
+    A tracer of the agent's that resumes the generator itself (``account._kept.send``) can
+    rewrite its variables, erase a stop, empty the trace; it cannot take these counts back,
+    and the episode, which holds them from the account's start, compares the two as the
+    attempt ends (``episode._untrue``)."""
+
+    steps: count[int]
+    lines: count[int]
+    stops: count[int]
+
+    def read(self) -> tuple[int, int, int]:
+        return _value(self.steps), _value(self.lines), _value(self.stops)
+
+
+def _value(counter: count[int]) -> int:
+    """What ``next(counter)`` would give, read without taking it (``count(5)``)."""
+    return int(repr(counter).partition("(")[2].rstrip(")") or 0)
+
+
+_COUNTED = {"step": 0, "line": 1, "stop": 2}
+
+
 class AccountClosed(Exception):
     """The account no longer answers: code of the agent's closed or broke its generator."""
 
@@ -79,18 +134,25 @@ class AccountClosed(Exception):
 class Account:
     """One attempt's account (see the module). Made by the episode, which keeps it too."""
 
-    __slots__ = ("_kept", "_lock")
+    __slots__ = ("_kept", "_lock", "counts")
 
     def __init__(self) -> None:
         self._kept = _kept()
         next(self._kept)
         self._lock = threading.Lock()
+        self.counts = Counts(count(), count(), count())
+        """What it took in, counted apart (see :class:`Counts`): the episode keeps them as
+        the account is made."""
 
     def _send(self, what: str, value: Any = None) -> Kept:
         if not self._lock.acquire(timeout=WAIT):  # a generator refuses a second thread
             raise AccountClosed(CLOSED)
         try:
-            return self._kept.send((what, value))
+            kept = resumed(self._kept, (what, value))
+            counted = _COUNTED.get(what)
+            if counted is not None:
+                next(self.counts[counted])
+            return kept
         except Exception as exc:  # closed (StopIteration), thrown into, sent to meanwhile
             raise AccountClosed(CLOSED) from exc
         finally:
@@ -98,6 +160,24 @@ class Account:
 
     def read(self) -> Kept:
         return self._send("read")
+
+    def agrees_with(self, counts: Counts) -> bool:
+        """Whether the generator holds as many steps, trace lines and stops as *counts* (the
+        account's own, kept by the episode since it was made) took in: read together, under
+        the lock each send holds."""
+        if not self._lock.acquire(timeout=WAIT):
+            raise AccountClosed(CLOSED)
+        try:
+            kept = resumed(self._kept, ("read", None))
+            taken = counts.read()
+        except Exception as exc:
+            raise AccountClosed(CLOSED) from exc
+        finally:
+            self._lock.release()
+        lines, node = 0, kept.lines
+        while node is not None:
+            lines, node = lines + 1, node[1]
+        return (kept.steps, lines, len(kept.stops)) == taken
 
     def take_step(self) -> int:
         """Count a step; return its number."""
@@ -152,7 +232,7 @@ class Tally:
         if not self._lock.acquire(timeout=WAIT):  # held by code of the agent's
             return -1
         try:
-            return self._count.send(value)
+            return resumed(self._count, value)
         except Exception:  # closed (StopIteration), thrown into, sent to meanwhile
             return -1
         finally:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from operator import is_
 from types import MappingProxyType, ModuleType
+from typing import NamedTuple
 
 WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3"})
 """The modules (and their submodules) whose functions and classes an agent must not rebind:
@@ -111,6 +112,17 @@ class _Watched:
             else:
                 delattr(owner, name)
         self.size = len(self.namespace)
+
+
+class Mark(NamedTuple):
+    """The watched namespaces at a moment (see :meth:`Bindings.mark`)."""
+
+    wheres: tuple[str, ...]
+    spaces: tuple[dict[str, object], ...]
+    copies: tuple[dict[str, object], ...]
+    """Each namespace's entries as they were (a shallow copy)."""
+    versions: Callable[[], list[int]]
+    seen: list[int]
 
 
 class Bindings:
@@ -234,6 +246,38 @@ class Bindings:
         """Bind every watched name as first seen again; return those that were changed."""
         return self._compare(put_back=True)
 
+    def mark(self) -> Mark | None:
+        """The watched namespaces now, for :meth:`written_back`; None where the interpreter
+        keeps no dict versions (see :func:`_versions`)."""
+        with self._lock:
+            wheres = tuple(where for where, _ in self._watched.values())
+            spaces = tuple(watched.namespace for _, watched in self._watched.values())
+        versions = _versions(list(spaces))
+        if versions is None:
+            return None
+        seen = versions()  # before the copies: a write meanwhile moves it again
+        return Mark(wheres, spaces, tuple(map(dict.copy, spaces)), versions, seen)
+
+    def written_back(self, mark: Mark | None) -> list[str]:
+        """The watched namespaces written since *mark* that hold what they held then, each
+        entry the same object: code rebound for a while and put back (a method of the
+        environment's, the gateway's or the count's swapped for a call made through it,
+        then bound again), which :meth:`put_back`, looking once the agent has run, finds
+        unchanged. Read from the dicts' versions, which every write moves and Python code
+        cannot set back. A namespace whose entries differ now is not named: a lawful
+        change (a lazy global set, ``__annotations__`` made on first read) or one
+        :meth:`put_back` names."""
+        if mark is None:
+            return []
+        now = mark.versions()
+        return [
+            where
+            for where, space, copy, was, is_now in zip(
+                mark.wheres, mark.spaces, mark.copies, mark.seen, now, strict=True
+            )
+            if was != is_now and _same_entries(space, copy)
+        ]
+
     def _compare(self, *, put_back: bool) -> list[str]:
         found: list[str] = []
         with self._lock:
@@ -325,6 +369,13 @@ def _versions(spaces: list[dict[str, object]]) -> Callable[[], list[int]] | None
     return lambda: list(map(read, held))
 
 
+def _same_entries(space: dict[str, object], copy: dict[str, object]) -> bool:
+    """Whether *space* holds the same keys as *copy*, each bound to the same object."""
+    return len(space) == len(copy) and all(
+        space.get(name, _MISSING) is value for name, value in list(copy.items())
+    )
+
+
 def _dict_of(cls: type) -> dict[str, object]:
     import gc
 
@@ -369,7 +420,8 @@ def refuse_audit_hooks() -> None:
     attempt's environment fail to build, for the rest of the process. Hooks added before any
     agent ran (a tool's, a test runner's) are left alone."""
     global _refusing
-    _refusing = True
+    if not _refusing:  # set once: written again, its namespace would look written back
+        _refusing = True
 
 
 def _refuse_audit_hooks(event: str, args: tuple[object, ...]) -> None:

@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from groundstate import turns
-from groundstate.account import CLOSED, Account, AccountClosed, Kept, altered
+from groundstate.account import CLOSED, Account, AccountClosed, Counts, Kept, altered
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
-from groundstate.bindings import HARNESS, refuse_audit_hooks
+from groundstate.bindings import HARNESS, Mark, refuse_audit_hooks
 from groundstate.capture import captured
 from groundstate.descriptors import RESERVE
 from groundstate.environments.base import (
@@ -1004,6 +1004,7 @@ async def run_attempt(
     started_at, t0 = datetime.now(UTC), CLOCK()
     progress = _Progress()
     account = Account()  # held here too: the session's may be rebound (see _untrue)
+    counts = account.counts  # and what it takes in, counted apart (see _untrue)
     session: EpisodeSession | None = None
     with turns.HARNESS.held() as turn, captured() as printed:  # printed: kept as artifacts
         try:
@@ -1019,7 +1020,7 @@ async def run_attempt(
         output = _record(task, system, info, progress, session, started_at, latency)
         if session is not None and (
             _rebound(session, progress)  # by a thread of the agent's
-            | _untrue(session, account, progress, output)
+            | _untrue(session, account, progress, output, counts)
         ):
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
@@ -1048,16 +1049,18 @@ async def _episode(
         return None
     session = EpisodeSession(task, suite, system, env, seed, user, account)
     kept, entered = session._account, _calls_entered(env)  # before the agent runs
+    reports_writes = getattr(env, "reports_writes", False) is True  # (its class: rebindable)
     cwd = os.getcwd()
     HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
     refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
+    mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
     left = Watch(f"the agent of {system.name!r} on task {task.task_id!r} (seed {seed})")
     RESERVE.keep()
     try:
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
-        _rebound(session, progress)  # first: the session's own methods may be the ones
+        _rebound(session, progress, mark)  # first: the session's own methods may be the ones
         left.done()  # what Python would wait for at exit: named when `run` ends without it
         try:
             await _unheld(session, session.end)
@@ -1086,6 +1089,7 @@ async def _episode(
         if (
             _behind_gateway(env, session, "written_outside_calls", "written")
             or _outside_session(env, session, read, entered)
+            or (reports_writes and _untraced_change(session, read, progress))
             or _unlatched(session, read)
             or _behind_gateway(env, session, "locked_outside_calls", "locked")
             or _regraded(task, suite, session)
@@ -1226,6 +1230,37 @@ def _outside_session(
     return True
 
 
+def _untraced_change(session: EpisodeSession, account: _AccountRead, progress: _Progress) -> bool:
+    """Latch a prohibited action when the final state changed a table (a workspace's files)
+    that no tool call in the attempt's *account* reports writing. The count of the calls
+    entered (:func:`_outside_session`) is kept by code the agent can reach around: a
+    transaction of the environment's entered past the counting wrapper (its function taken
+    from the wrapper's closure, a kind's inner ``_call``), or a count of its own in the
+    environment's place for a moment, wrote with no count and no trace. The final diff is
+    the environment's own reading of its state, and the account's calls the trace as it
+    happened: a change neither explains was made behind the session."""
+    if progress.diff is None or session.blocked_call is not None:
+        return False  # not read; or a tool still running may not have recorded its call yet
+    try:
+        written = {table for event in account.events() for table in _tables_written(event)}
+    except AccountClosed:  # the closed account is the stop (see _untrue)
+        return False
+    untraced = sorted(set(progress.diff.tables) - written)
+    if not untraced:
+        return False
+    why = f"changed {', '.join(untraced[:5])} with no tool call in the attempt's trace writing it"
+    session.latch(ProhibitedAction(why), OUTSIDE)
+    return True
+
+
+def _tables_written(event: Any) -> list[str]:
+    """The tables a trace line, parsed, reports a tool call changing."""
+    if event.get("kind") != "tool_call":
+        return []
+    tables = event.get("changed_tables")
+    return [str(table) for table in tables] if isinstance(tables, list) else []
+
+
 def _unlatched(session: EpisodeSession, account: _AccountRead) -> bool:
     """Latch a prohibited action when the attempt's *account* holds what should have
     stopped it, with no stop latched: a call denied under ``on_prohibited_action: end``, or
@@ -1292,14 +1327,18 @@ def _regraded(task: AgentTask, suite: Suite, session: EpisodeSession) -> bool:
     return True
 
 
-def _rebound(session: EpisodeSession, progress: _Progress) -> bool:
+def _rebound(session: EpisodeSession, progress: _Progress, mark: Mark | None = None) -> bool:
     """Latch a prohibited action when the harness's code was rebound while the agent ran or
     the attempt was graded (``groundstate.episode.classify = lambda *a: "success"``, a
     check's or an environment's method replaced), and bind it as it was: the grading and
     the record are the harness's, this attempt's and the next's. In-process, an attempt
     running beside the one that rebound it is stopped too (the system under test is the
-    same; nothing says which of them did it)."""
-    names = HARNESS.put_back()
+    same; nothing says which of them did it). *mark*: taken as the agent's run began, to
+    find code rebound for a while and put back before the run ended (the environment's
+    counted ``tool_transaction`` swapped for its uncounted one around a write of the
+    agent's: no count, no trace, and nothing left to put back)."""
+    names = [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
+    names += HARNESS.put_back()
     if not names:
         return False
     progress.evidence.setdefault("harness_rebound", []).extend(names[:20])
@@ -1309,7 +1348,11 @@ def _rebound(session: EpisodeSession, progress: _Progress) -> bool:
 
 
 def _untrue(
-    session: EpisodeSession, account: Account, progress: _Progress, output: AttemptOutput
+    session: EpisodeSession,
+    account: Account,
+    progress: _Progress,
+    output: AttemptOutput,
+    counts: Counts | None = None,
 ) -> bool:
     """Whether the record built must be built again: it differs from the attempt's account
     (:mod:`groundstate.account`). Code of the agent's (a thread left running, say) that
@@ -1317,11 +1360,16 @@ def _untrue(
     replaced the session's account, closed it or changed the trace latches a prohibited
     action (stage ``harness_code``; the record's trace is then the account's, as it
     happened); one that cleared what the episode established (``progress.interruption``)
-    gets the latched stop's reason back."""
+    gets the latched stop's reason back. *counts*: what the account took in, counted apart
+    as it was made; a generator holding other numbers was rewritten (a tracer of the
+    agent's that resumed it itself and erased a stop, the steps or trace lines)."""
     found = []
     if session._account is not account:
         session._account = account
         found.append("replaced the session's account")
+    with contextlib.suppress(AccountClosed):  # (found below)
+        if counts is not None and not account.agrees_with(counts):
+            found.append("rewrote the attempt's account (its steps, trace or stops)")
     try:
         text = "".join(line + "\n" for line in account.trace_lines())
     except AccountClosed:

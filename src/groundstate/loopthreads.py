@@ -90,7 +90,7 @@ _Job = tuple[Work[Any], str, Context, Done, threading.Event, "_SharedHooks"]
 caller gave up on it (see :func:`abandon`), and the process-wide state as the work found it."""
 
 
-def _put_back_hooks(trace: Any, profile: Any) -> None:
+def put_back_hooks(trace: Any, profile: Any) -> None:
     """This thread's trace and profile functions as they were before a piece ran.
 
     Only one the piece changed is set again: ``sys.setprofile`` refuses what
@@ -157,7 +157,7 @@ class _LoopThread:
                 self.thread.name = IDLE_NAME
                 _WORKING.pop(id(self.thread), None)
                 asyncio.set_event_loop(None)
-                _put_back_hooks(*hooks)
+                put_back_hooks(*hooks)
             _IDLE.park(self)  # before *done*: the submitter's next piece finds this thread idle
             try:
                 done(outcome)

@@ -390,6 +390,35 @@ class RunKey(NamedTuple):
     success: bool
 
 
+class _Columns(NamedTuple):
+    """A record's identity and verdict columns, read from its JSON text (see :meth:`of`)."""
+
+    run_id: str
+    batch_id: str
+    task_id: str
+    attempt: int
+    retry: int
+    terminal_reason: str
+    success: bool
+
+    @classmethod
+    def of(cls, text: str) -> _Columns:
+        """The columns of the record *text*, not of the record object it was dumped from:
+        code of an in-process agent's left running (a thread that finds records with
+        ``gc.get_objects()``) set ``success`` on that object after the text was made, and
+        the row's columns said success where its record said the constraint it broke."""
+        data = json.loads(text)
+        return cls(
+            str(data["run_id"]),
+            str(data["batch_id"]),
+            str(data["task_id"]),
+            int(data["attempt"]),
+            int(data["retry"]),
+            str(data["terminal_reason"]),
+            data["success"] is True,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedRun:
     """A try in the form the store writes it: the record naming its stored artifacts, its
@@ -1068,7 +1097,7 @@ class RunStore:
 
     def _insert_run(self, db: sqlite3.Connection, row: PreparedRun, seq: int, head: str) -> str:
         """Insert one prepared record as link *seq* after *head*; return its chain hash."""
-        run = row.run
+        run = _Columns.of(row.text)
         chain = chain_link(head, run.run_id, row.content, row.hashes)
         try:
             db.execute(

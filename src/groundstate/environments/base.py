@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Annotated, Any, Protocol, Self, runtime_checkable
+from typing import Annotated, Any, ClassVar, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, Field, PlainSerializer
 
@@ -268,6 +268,11 @@ class ClosesOnExit:
     wrapped as its class is made, so a new kind is counted without a line of its own."""
 
     _entered: Tally
+    reports_writes: ClassVar[bool] = False
+    """Whether each committed call's :attr:`CallEffects.changed_tables` names every table
+    the call changed, so that a change of the final state no traced call reports is one made
+    behind the session (``episode._untraced_change``). The built-in kinds do; a kind that
+    does not say so is not checked that way."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         made = super().__new__(cls)

@@ -168,6 +168,8 @@ class PostgresEnvironment(ClosesOnExit):
     (:func:`~groundstate.environments.postgres_server.shared_server`).
     """
 
+    reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
+
     name = "postgres"
     probes = PostgresProbes()
 

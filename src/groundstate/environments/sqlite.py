@@ -230,6 +230,8 @@ class SqliteEnvironment(ClosesOnExit):
     fixture (see :mod:`~groundstate.environments.sqlite_live`).
     """
 
+    reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
+
     name = "sqlite"
     probes = SqliteProbes()
     _control: sqlite3.Connection

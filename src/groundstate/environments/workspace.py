@@ -240,6 +240,8 @@ class WorkspaceEnvironment(ClosesOnExit):
     read-only work tree) or ``none`` (no access); unset, the work tree is writable.
     """
 
+    reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
+
     name = "workspace"
     options_model = WorkspaceOptions
     probes = WorkspaceProbes()
