@@ -90,6 +90,9 @@ ANSWERED_ALIKE = [
     "SELECT sum(v), avg(v), total(v) FROM (SELECT 1e308 AS v UNION ALL SELECT 1e308) q",
     "SELECT sum(v), avg(v) FROM (SELECT -1e308 AS v UNION ALL SELECT -1e308) q",
     "SELECT avg(n), sum(n) FROM t",
+    # controls, alike before: a REAL made text by ||, integer division and remainder
+    "SELECT id, r || '', 'x' || r, 1.0 || '', 2.5e20 || 'x' FROM t ORDER BY id",
+    "SELECT CAST('Infinity' AS REAL), CAST('nan' AS REAL), CAST(r AS TEXT) FROM t",
 ]
 
 
@@ -248,6 +251,20 @@ def test_a_column_the_fixture_mixes_types_in_stays_as_sqlite_keeps_it(tmp_path: 
         assert env.evaluator_view().query("SELECT r, d FROM m WHERE id = 2") == [("x", "y")]
 
 
+def test_a_nan_parameter_is_stored_as_null_on_both_kinds(fixture: Path) -> None:
+    """SQLite has no NaN: a ``float('nan')`` a tool passes is stored as NULL. PostgreSQL
+    stored NaN, and the states differed."""
+    ours, theirs = _both(fixture)
+    with ours, theirs:
+        for sql in ("UPDATE t SET r = ? WHERE id = 1", "INSERT INTO t (r) VALUES (?)"):
+            assert _ask(theirs, sql, (math.nan,)) == _ask(ours, sql, (math.nan,))
+        assert ours.state_hash() == theirs.state_hash()
+        assert theirs.evaluator_view().query("SELECT r FROM t WHERE id IN (1, 7)") == [
+            (None,),
+            (None,),
+        ]
+
+
 def test_negative_zero_in_a_real_column_is_stored_as_sqlite_stores_it(fixture: Path) -> None:
     """SQLite keeps a whole REAL as an integer, so ``-0.0`` written to a REAL column reads
     back ``0.0``; PostgreSQL kept ``-0.0`` and the final states hashed otherwise."""
@@ -262,3 +279,27 @@ def test_negative_zero_in_a_real_column_is_stored_as_sqlite_stores_it(fixture: P
             assert _ask(theirs, sql, params) == _ask(ours, sql, params)
             assert ours.state_hash() == theirs.state_hash(), sql
         assert ours.snapshot() == theirs.snapshot()
+
+
+# --- malformed fixtures: a clear error naming the file and the reason (controls) ----------------
+
+MALFORMED = {
+    "bad_sql.sql": (b"CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);\nINSERT INTO a VALUES (1, ;\n",
+                    "syntax error"),
+    "not_utf8.sql": (b"CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);\nINSERT INTO a VALUES (1, '\xff');\n",
+                     "not UTF-8"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_a_malformed_fixture_is_named_with_its_reason_on_both_kinds(
+    tmp_path: Path, name: str
+) -> None:
+    content, reason = MALFORMED[name]
+    path = tmp_path / name
+    path.write_bytes(content)
+    for kind in (SqliteEnvironment, _postgres()):
+        with pytest.raises(Exception) as caught:
+            kind(path, clock=CLOCK).close()
+        assert str(path) in str(caught.value) and reason in str(caught.value), kind
+    assert path.read_bytes() == content  # the file is left as it was
