@@ -283,12 +283,11 @@ def test_negative_zero_in_a_real_column_is_stored_as_sqlite_stores_it(fixture: P
 
 # --- malformed fixtures: a clear error naming the file and the reason (controls) ----------------
 
+_TABLE = b"CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);\n"
 MALFORMED = {
-    "bad_sql.sql": (b"CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);\nINSERT INTO a VALUES (1, ;\n",
-                    "syntax error"),
-    "not_utf8.sql": (b"CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT);\nINSERT INTO a VALUES (1, '\xff');\n",
-                     "not UTF-8"),
-}  # fmt: skip
+    "bad_sql.sql": (_TABLE + b"INSERT INTO a VALUES (1, ;\n", "syntax error"),
+    "not_utf8.sql": (_TABLE + b"INSERT INTO a VALUES (1, '\xff');\n", "not UTF-8"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))
