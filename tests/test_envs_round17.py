@@ -235,16 +235,17 @@ def _bank_on_postgres(edited_bank: EditTask, assertion: dict[str, Any]) -> Path:
 
 
 def test_check_names_a_grader_query_postgres_answers_otherwise(edited_bank: EditTask) -> None:
-    """``CAST(4e9 AS INTEGER)`` is a number on SQLite and an error on PostgreSQL (32 bits):
-    the task passed on one kind and was a grader failure on the other, with nothing said
-    before. (Until the nineteenth round the example was ``pin = 1234`` on a TEXT column, now
-    compared as on SQLite: ``tests/test_envs_round19.py``.)"""
+    """``9223372036854775807 + 1`` is a REAL on SQLite and an error on PostgreSQL (until the
+    twentieth round: ``CAST(4e9 AS INTEGER)``, now SQLite's 64 bits on both): the task passed
+    on one kind and was a grader failure on the other, with nothing said before. (Until the
+    nineteenth round the example was ``pin = 1234`` on a TEXT column, now compared as on
+    SQLite: ``tests/test_envs_round19.py``.)"""
     _postgres()
     root = _bank_on_postgres(
         edited_bank,
         {
             "id": "typed",
-            "sql": "SELECT count(*) FROM accounts WHERE pin = 1234 AND CAST(4e9 AS INTEGER) > 0",
+            "sql": "SELECT count(*) FROM accounts WHERE pin = 1234 AND 9223372036854775807 + 1 > 0",
             "expect_rows": [[1]],
         },
     )
@@ -255,7 +256,7 @@ def test_check_names_a_grader_query_postgres_answers_otherwise(edited_bank: Edit
     reason = problems[0].reason
     assert "answered otherwise on the postgres kind than on SQLite" in reason
     assert "SQLite: [(1,)]" in reason
-    assert "postgres: error: integer out of range" in reason
+    assert "postgres: error: bigint out of range" in reason
     assert problems[0].line is not None
 
 

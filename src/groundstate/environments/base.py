@@ -381,6 +381,11 @@ WHOLE_ONLY = "is not a whole number: an INTEGER column holds whole numbers on bo
 PostgreSQL alike (SQLite keeps the REAL 2.5 there, PostgreSQL's ``bigint`` rounds it)."""
 
 
+ONE_TYPE = "a column holds one type of value on both kinds (PostgreSQL's cannot hold it)"
+"""Why a write leaving a value of another storage class in a typed column (text in a REAL
+column, a number in a BLOB one) is refused on SQLite: PostgreSQL's typed column fails it."""
+
+
 def quote(identifier: str) -> str:
     """An SQL identifier in double quotes (SQLite and PostgreSQL alike)."""
     return '"' + identifier.replace('"', '""') + '"'

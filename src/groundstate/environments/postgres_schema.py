@@ -20,7 +20,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
-from groundstate.environments.base import WHOLE_ONLY, quote
+from groundstate.environments.base import ONE_TYPE, WHOLE_ONLY, quote
 from groundstate.environments.postgres_sql import sqlite_meaning
 from groundstate.errors import FixtureNotCarried
 
@@ -469,22 +469,110 @@ even, and has no ``round(double precision, integer)``), first on the agent's and
 ``search_path``, so the same call gives the same value; each also for ``bigint`` arguments (an
 INTEGER column's type), which PostgreSQL's own do not take."""
 
+_INT64 = "9223372036854775807"
+_INTEGER_CASTS = {
+    "cast_integer(v bigint) RETURNS bigint LANGUAGE sql": "SELECT v",
+    "cast_integer(v integer) RETURNS bigint LANGUAGE sql": "SELECT int8(v)",
+    "cast_integer(v boolean) RETURNS bigint LANGUAGE sql": "SELECT int8(int4(v))",
+    "cast_integer(v double precision) RETURNS bigint LANGUAGE sql": (
+        f"SELECT CASE WHEN v <> v THEN 0 WHEN v >= float8 '{_INT64}' THEN {_INT64} "
+        f"WHEN v <= -float8 '{_INT64}' THEN -{_INT64} - 1 ELSE int8(trunc(v)) END"
+    ),
+    "cast_integer(v numeric) RETURNS bigint LANGUAGE sql": (
+        f"SELECT CASE WHEN v <> v THEN 0 WHEN v >= {_INT64} THEN {_INT64} "
+        f"WHEN v <= -{_INT64} - 1 THEN -{_INT64} - 1 ELSE int8(trunc(v)) END"
+    ),
+    "cast_integer(v text) RETURNS bigint LANGUAGE sql": (
+        "SELECT coalesce(groundstate.cast_integer("
+        r"CAST(substring(v from '^[ \t\n\f\r\v]*([+-]?[0-9]+)') AS numeric)), 0)"
+    ),
+    "cast_real(v double precision) RETURNS double precision LANGUAGE sql": "SELECT v",
+    "cast_real(v bigint) RETURNS double precision LANGUAGE sql": "SELECT float8(v)",
+    "cast_real(v integer) RETURNS double precision LANGUAGE sql": "SELECT float8(v)",
+    "cast_real(v numeric) RETURNS double precision LANGUAGE sql": "SELECT float8(v)",
+    "cast_real(v boolean) RETURNS double precision LANGUAGE sql": "SELECT float8(int4(v))",
+    "cast_real(v text) RETURNS double precision LANGUAGE sql": (
+        "SELECT coalesce(CAST(substring(v from "
+        r"'^[ \t\n\f\r\v]*([+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?)') "
+        "AS double precision), 0.0)"
+    ),
+}
+"""SQLite's ``CAST(x AS INTEGER)`` (any type name holding ``INT``), which ``sqlite_meaning``
+writes as ``groundstate.cast_integer(x)``: 64 bits, clamped, text read by its leading
+digits (0 if none); and ``CAST(x AS REAL)``, ``groundstate.cast_real(x)``: a double, text
+read by its leading number (0.0 if none)."""
+_INTEGERS = ("smallint", "integer", "bigint")
+_ZERO_DIVISORS = [
+    *[(left, right) for left in _INTEGERS for right in _INTEGERS],
+    ("numeric", "numeric"),
+    ("double precision", "double precision"),
+]
+"""The operand types of PostgreSQL's own ``/`` and ``%`` an expression of the agent's or a
+grader's SQL can reach by an exact match (other pairs are converted to one of these)."""
+
+
+def _wider(left: str, right: str) -> str:
+    """The type of ``left / right`` (of the pairs in ``_ZERO_DIVISORS``): a 64-bit integer
+    of integers, as SQLite's (a parameter's small integer is a ``smallint``)."""
+    return "bigint" if left in _INTEGERS else left
+
+
+def arithmetic_sql() -> list[str]:
+    """SQLite's ``/`` and ``%``: NULL for a zero divisor (PostgreSQL's "division by zero"
+    failed a tool's or grader's ``a / b`` that SQLite answered), and ``%`` of a REAL the
+    remainder of the integers, as a REAL (``5.5 % 2`` is ``1.0``; PostgreSQL has no ``%`` of
+    a ``double precision``). First on the ``search_path``: an operator of the same operand
+    types earlier on the path is the one taken."""
+    statements = []
+    for left, right in _ZERO_DIVISORS:
+        for op, name in (("/", "div"), ("%", "mod")):
+            function = f"{API}.{name}_{left.split()[0]}_{right.split()[0]}"
+            if op == "%" and left == "double precision":
+                body = (
+                    "SELECT CASE WHEN trunc(r) = 0 THEN NULL "
+                    f"ELSE float8({API}.cast_integer(l) % {API}.cast_integer(r)) END"
+                )
+            else:
+                body = f"SELECT CASE WHEN r = 0 THEN NULL ELSE l {op} r END"
+            statements += [
+                f"CREATE FUNCTION {function}(l {left}, r {right}) RETURNS {_wider(left, right)} "
+                "IMMUTABLE STRICT LANGUAGE sql SET search_path = pg_catalog AS "
+                f"$gs${body}$gs$",
+                f"CREATE OPERATOR {API}.{op} (LEFTARG = {left}, RIGHTARG = {right}, "
+                f"FUNCTION = {function})",
+            ]
+    return statements
+
+
+def _real_sum(s: str, v: str) -> str:
+    """SQL for *s* + *v* (REALs, either NULL) as SQLite's: ``Inf`` past the double range
+    (PostgreSQL's addition fails with "value out of range: overflow", so a ``sum(r)`` or
+    ``avg(r)`` SQLite answered failed)."""
+    return (
+        f"CASE WHEN {v} IS NULL THEN {s} WHEN {s} IS NULL THEN {v} "
+        f"WHEN sign({s}) = sign({v}) AND abs({v}) > float8 '1.7976931348623157e308' - abs({s}) "
+        f"THEN sign({s}) * float8 'Infinity' ELSE {s} + {v} END"
+    )
+
 
 def _avg_sql() -> list[str]:
     """SQLite's ``avg``: a REAL, also of integers (PostgreSQL's ``avg(bigint)`` is a
     ``numeric``, read back as ``4`` where SQLite gives ``4.0``, and a grader's or tool's
-    answer read otherwise). First on the ``search_path``, for INTEGER columns' ``bigint``."""
+    answer read otherwise), and of REALs the sum over the count (PostgreSQL's also sums the
+    squares, and failed on a value past 1e154). First on the ``search_path``, for INTEGER
+    columns' ``bigint`` and REAL columns' ``double precision``."""
     step, final = f"{INTERNAL}.avg_step", f"{INTERNAL}.avg_final"
     statements = [
         f"CREATE FUNCTION {final}(s double precision[]) RETURNS double precision IMMUTABLE "
         "LANGUAGE sql SET search_path = pg_catalog AS "
-        "$gs$SELECT CASE WHEN s[2] = 0 THEN NULL ELSE s[1] / s[2] END$gs$"
+        "$gs$SELECT CASE WHEN s[2] = 0 THEN NULL ELSE s[1] / s[2] END$gs$",
     ]
-    for kind in ("bigint", "integer"):
+    for kind in ("bigint", "integer", "double precision"):
         statements += [
             f"CREATE FUNCTION {step}(s double precision[], v {kind}) "
             "RETURNS double precision[] IMMUTABLE LANGUAGE sql SET search_path = pg_catalog AS "
-            "$gs$SELECT CASE WHEN v IS NULL THEN s ELSE ARRAY[s[1] + v, s[2] + 1] END$gs$",
+            "$gs$SELECT CASE WHEN v IS NULL THEN s ELSE ARRAY["
+            f"{_real_sum('s[1]', 'float8(v)')}, s[2] + 1] END$gs$",
             f"CREATE AGGREGATE {API}.avg({kind}) (SFUNC = {step}, STYPE = double precision[], "
             f"FINALFUNC = {final}, INITCOND = '{{0,0}}')",
         ]
@@ -494,14 +582,16 @@ def _avg_sql() -> list[str]:
 def _sum_sql() -> list[str]:
     """SQLite's ``sum`` of integers: an integer, and an error past 2^63 (SQLite's "integer
     overflow"; PostgreSQL's ``sum(bigint)`` is a ``numeric`` that carries on, so a grader's
-    or tool's ``sum(qty)`` was a number on one kind and an error on the other). ``total`` is
-    SQLite's too: a REAL, 0.0 of no rows (PostgreSQL has none)."""
-    add = f"{INTERNAL}.total_step"
+    or tool's ``sum(qty)`` was a number on one kind and an error on the other); of REALs
+    ``Inf`` past the double range (:func:`_real_sum`). ``total`` is SQLite's too: a REAL, 0.0 of
+    no rows (PostgreSQL has none), ``Inf`` past the range."""
+    add = f"{INTERNAL}.real_add"
     return [
-        f"CREATE AGGREGATE {API}.sum(bigint) (SFUNC = pg_catalog.int8pl, STYPE = bigint)",
         f"CREATE FUNCTION {add}(s double precision, v double precision) "
         "RETURNS double precision IMMUTABLE LANGUAGE sql SET search_path = pg_catalog AS "
-        "$gs$SELECT s + coalesce(v, 0)$gs$",
+        f"$gs$SELECT {_real_sum('s', 'v')}$gs$",
+        f"CREATE AGGREGATE {API}.sum(bigint) (SFUNC = pg_catalog.int8pl, STYPE = bigint)",
+        f"CREATE AGGREGATE {API}.sum(double precision) (SFUNC = {add}, STYPE = double precision)",
         f"CREATE AGGREGATE {API}.total(double precision) "
         f"(SFUNC = {add}, STYPE = double precision, INITCOND = '0')",
     ]
@@ -536,6 +626,8 @@ def cast_sql() -> list[str]:
       stored state differed without a word. The SQLite kind refuses the same write.
     - ``CAST(x AS INTEGER)`` of a REAL or decimal truncates toward zero, as SQLite's does
       (PostgreSQL's rounds: ``CAST(2.7 AS INTEGER)`` was 3 against SQLite's 2).
+    - Bytes written to a TEXT column are refused (PostgreSQL stored their ``\\x`` hex text;
+      the SQLite kind refuses a blob in a TEXT column: ``sqlite_writes._held``).
     - A REAL as text (``CAST(r AS TEXT)``, a REAL written to a TEXT column) is SQLite's text:
       ``1.0``, not PostgreSQL's ``1``; a decimal too (``1.5`` and ``1e20`` in SQL are
       PostgreSQL's ``numeric``, SQLite's REAL)."""
@@ -552,6 +644,16 @@ def cast_sql() -> list[str]:
             _recast(source, "bigint", f"{whole}({source})"),
             _recast(source, "integer", f"{truncated}({source})"),
         ]
+    refused = f"{INTERNAL}.bytes_text(v bytea)"
+    statements.append(
+        f"CREATE FUNCTION {refused} RETURNS text IMMUTABLE STRICT LANGUAGE plpgsql "
+        "SET search_path = pg_catalog AS $gs$BEGIN RAISE EXCEPTION 'bytes are not text: "
+        f"{_escaped(ONE_TYPE)}' USING ERRCODE = '42804'; END$gs$"
+    )
+    statements += [
+        f"CREATE CAST (bytea AS {target}) WITH FUNCTION {refused} AS ASSIGNMENT"
+        for target in ("text", "varchar")
+    ]
     texts = [(source, f"{INTERNAL}.real_text(v {source})") for source in ("float8", "numeric")]
     for source, function in texts:  # a literal 1.5 or 1e20 is a numeric: SQLite's REAL
         statements.append(
@@ -618,7 +720,7 @@ def clock_sql() -> list[str]:
     functions = [
         f"CREATE FUNCTION {API}.{signature} IMMUTABLE STRICT "
         f"SET search_path = pg_catalog AS $gs${body}$gs$"
-        for signature, body in _SQLITE_FUNCTIONS.items()
+        for signature, body in {**_SQLITE_FUNCTIONS, **_INTEGER_CASTS}.items()
     ]
     return [
         f"CREATE SCHEMA {INTERNAL}",
@@ -627,6 +729,7 @@ def clock_sql() -> list[str]:
         *_avg_sql(),
         *_sum_sql(),
         *comparison_sql(),
+        *arithmetic_sql(),
         f"CREATE TABLE {INTERNAL}.meta (key text PRIMARY KEY, value text)",
         _function(
             f"{API}.now()",
@@ -716,7 +819,8 @@ def _table_triggers(index: int, table: PortableTable) -> list[str]:
     on = f"ON public.{quote(table.name)} FOR EACH ROW EXECUTE FUNCTION"
     statements = [
         f"CREATE TRIGGER _gs_log AFTER INSERT OR UPDATE OR DELETE {on} "
-        f"{INTERNAL}.log_write('{index}')"
+        f"{INTERNAL}.log_write('{index}')",
+        *_zero_signed(index, table, on),
     ]
     if table.rowid is None:
         return statements
@@ -757,6 +861,27 @@ def _table_triggers(index: int, table: PortableTable) -> list[str]:
     return statements
 
 
+def _zero_signed(index: int, table: PortableTable, on: str) -> list[str]:
+    """A trigger writing a REAL column's ``-0.0`` as ``0.0`` (adding ``0.0`` does) and a NaN
+    as NULL, as SQLite stores them: a REAL column keeps a whole value as an integer, so
+    ``-0.0`` comes back ``0.0`` there, and SQLite has no NaN (a ``float('nan')`` parameter is
+    NULL); ``r * -1`` of a zero, or a NaN a tool passed, left states that hashed otherwise."""
+    reals = [
+        c for c, kind in zip(table.columns, table.types, strict=True) if kind == "double precision"
+    ]
+    if not reals:
+        return []
+    body = " ".join(
+        f"NEW.{quote(c)} := CASE WHEN NEW.{quote(c)} = float8 'NaN' THEN NULL "
+        f"ELSE NEW.{quote(c)} + 0.0 END;"
+        for c in reals
+    )
+    return [
+        _function(f"{INTERNAL}.unsigned_{index}()", "trigger", f"BEGIN {body} RETURN NEW; END"),
+        f"CREATE TRIGGER _gs_unsigned BEFORE INSERT OR UPDATE {on} {INTERNAL}.unsigned_{index}()",
+    ]
+
+
 def _function(
     signature: str, returns: str, body: str, *, language: str = "plpgsql", volatility: str = ""
 ) -> str:
@@ -765,6 +890,11 @@ def _function(
         f"CREATE FUNCTION {signature} RETURNS {returns} LANGUAGE {language} {volatility} "
         f"SECURITY DEFINER SET search_path = pg_catalog AS $gs${body}$gs$"
     )
+
+
+def _escaped(text: str) -> str:
+    """*text* inside an SQL string literal."""
+    return text.replace("'", "''")
 
 
 def _literal(text: str) -> str:

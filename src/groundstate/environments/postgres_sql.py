@@ -23,6 +23,7 @@ _TOKEN = re.compile(
     |(?P<string>'(?:[^']|'')*'?)
     |(?P<name>"(?:[^"]|"")*"?)
     |(?P<word>[A-Za-z_][A-Za-z0-9_$]*)
+    |(?P<number>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
     |(?P<other><=|>=|<>|!=|==|\|\||.)""",
     re.VERBOSE | re.DOTALL,
 )
@@ -43,14 +44,20 @@ _ORDER_ENDS = {
 Token = tuple[str, str]
 
 
+_REWRITTEN = re.compile(r"LIKE|ORDER|CAST|[0-9][.eE]|\.[0-9]|[0-9]{19}", re.IGNORECASE)
+"""What :func:`sqlite_meaning` may rewrite (any other statement is left as it is, untokenized)."""
+_INT64_MAX = 2**63 - 1
+
+
 @lru_cache(maxsize=4096)
 def sqlite_meaning(sql: str) -> str:
-    """*sql* rewritten so PostgreSQL's ``LIKE`` and NULL ordering are SQLite's."""
-    upper = sql.upper()
-    if "LIKE" not in upper and "ORDER" not in upper:
+    """*sql* rewritten so PostgreSQL's ``LIKE``, NULL ordering, REAL literals and casts to
+    INTEGER are SQLite's."""
+    if not _REWRITTEN.search(sql):
         return sql
     tokens = [(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sql)]
-    return "".join(text for _, text in _nulls_placed(_like_folded(tokens)))
+    tokens = _integer_casts(_reals(_like_folded(tokens)))
+    return "".join(text for _, text in _nulls_placed(tokens))
 
 
 def _word(token: Token) -> str:
@@ -75,6 +82,66 @@ def _like_folded(tokens: list[Token]) -> list[Token]:
         if _word(tokens[end] if end < len(tokens) else ("", "")) != "ESCAPE":
             _append_after_last(tokens, i, end, " ESCAPE ''")
     return out
+
+
+def _reals(tokens: list[Token]) -> list[Token]:
+    """Each literal SQLite reads as a REAL (``0.1``, ``1e3``, an integer past 2^63) made a
+    ``double precision``: PostgreSQL's ``numeric`` computed otherwise, with no error (``0.1 +
+    0.2`` was ``0.3``, SQLite's ``0.30000000000000004``; ``5.5 % 2`` was ``1.5``, SQLite's
+    ``1.0``; ``1e308 * 10`` a 309-digit integer, SQLite's ``Inf``)."""
+    return [
+        ("other", f"CAST({text} AS double precision)")
+        if kind == "number" and (not text.isdigit() or int(text) > _INT64_MAX)
+        else (kind, text)
+        for kind, text in tokens
+    ]
+
+
+def _integer_casts(tokens: list[Token]) -> list[Token]:
+    """Each ``CAST(x AS <a type of INTEGER affinity>)`` made ``groundstate.cast_integer(x)``,
+    SQLite's cast: 64 bits (PostgreSQL's INTEGER is 32: ``CAST(3000000000 AS INTEGER)`` was
+    its error), clamped past 2^63, and text read by its leading digits (``'12abc'`` is 12,
+    ``'abc'`` and ``''`` are 0: PostgreSQL's errors). Each ``CAST(x AS <REAL affinity>)``
+    made ``groundstate.cast_real(x)``: a double (PostgreSQL's ``REAL`` is 4 bytes, and
+    ``CAST(0.1 AS REAL)`` was 0.100000001490116), text read by its leading number."""
+    tokens = list(tokens)
+    for i, token in enumerate(tokens):
+        if _word(token) != "CAST":
+            continue
+        opening = _significant(tokens, i + 1)
+        if opening >= len(tokens) or tokens[opening][1] != "(":
+            continue
+        closing = _expression_end(tokens, opening + 1, set(), set())
+        depth, as_at = 0, None
+        for j in range(opening + 1, closing):
+            text = tokens[j][1]
+            depth += (text == "(") - (text == ")")
+            if depth == 0 and _word(tokens[j]) == "AS":
+                as_at = j
+        if as_at is None or closing >= len(tokens):
+            continue
+        type_name = "".join(_word(t) for t in tokens[as_at + 1 : closing])
+        function = _CAST_FUNCTIONS.get(_affinity(type_name))
+        if function is not None:
+            tokens[i] = ("other", function)
+            tokens[as_at:closing] = [("space", "")] * (closing - as_at)
+    return tokens
+
+
+_CAST_FUNCTIONS = {"INTEGER": "groundstate.cast_integer", "REAL": "groundstate.cast_real"}
+
+
+def _affinity(type_name: str) -> str:
+    """SQLite's affinity of a declared type name (its rules, in their order)."""
+    if "INT" in type_name:
+        return "INTEGER"
+    if any(word in type_name for word in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if "BLOB" in type_name or not type_name:
+        return "BLOB"
+    if any(word in type_name for word in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return "NUMERIC"
 
 
 def _expression_end(tokens: list[Token], start: int, words: set[str], marks: set[str]) -> int:

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from groundstate.environments.base import WHOLE_ONLY, Row, RowWrite, TableState, same_row
+from groundstate.environments.base import ONE_TYPE, WHOLE_ONLY, Row, RowWrite, TableState, same_row
 from groundstate.environments.sqlite_state import KEY_JSON, tracking_key
 
 LOG = "_gs_writes"
@@ -59,6 +59,8 @@ class LoggedTable:
     place of a NULL after the ``BEFORE`` triggers ran, which saw the NULL."""
     whole: list[str] | None = None
     """The INTEGER columns a write may not leave a non-whole number in (see :func:`_whole`)."""
+    held: dict[str, str] | None = None
+    """The one storage class (``typeof``) each typed column may hold (see :func:`_held`)."""
 
     def key_of(self, row: Row) -> Any:
         values = [row[c] for c in self.key]
@@ -327,7 +329,16 @@ def _describe(run: Run, name: str) -> LoggedTable:
         *([collation for _, collation in index] for origin, index in indexes if origin != "pk"),
     ]
     defaults = {column[1]: column[4] for column in info if column[3] and column[4] is not None}
-    return LoggedTable(name, columns, key, unique, collations, defaults, _whole(run, name, info))
+    return LoggedTable(
+        name,
+        columns,
+        key,
+        unique,
+        collations,
+        defaults,
+        _whole(run, name, info),
+        _held(run, name, info),
+    )
 
 
 def _whole(run: Run, table: str, info: list[tuple[Any, ...]]) -> list[str]:
@@ -344,6 +355,45 @@ def _whole(run: Run, table: str, info: list[tuple[Any, ...]]) -> list[str]:
             (),
         )
     ]
+
+
+_AFFINITY_CLASSES = (
+    (("INT",), "integer"),
+    (("CHAR", "CLOB", "TEXT"), "text"),
+    (("BLOB",), "blob"),
+    (("REAL", "FLOA", "DOUB"), "real"),
+)
+"""SQLite's affinity rules (in their order) and the one storage class a column of each holds
+on PostgreSQL (``bigint``, ``text``, ``bytea``, ``double precision``)."""
+
+
+def _held(run: Run, table: str, info: list[tuple[Any, ...]]) -> dict[str, str]:
+    """Each column of INTEGER, TEXT, REAL or no affinity (BLOB) whose fixture values are all of
+    its one storage class: a write leaving a value of another class in one is refused, as on
+    PostgreSQL, whose typed column cannot hold it. SQLite kept the text ``'abc'`` in a REAL
+    column, the REAL 2.5 in a BLOB one, bytes in a TEXT one, and PostgreSQL failed the write:
+    the state of the two kinds differed. (A column of NUMERIC affinity, which PostgreSQL does
+    not carry but for dates held as text, is left as it is, and so is a column of no declared
+    type holding no bytes yet.)"""
+    held = {}
+    for column in info:
+        declared = str(column[2]).upper()
+        kind = next(
+            (k for words, k in _AFFINITY_CLASSES if any(w in declared for w in words)),
+            None if declared else "blob",
+        )
+        if kind is None:
+            continue
+        classes = {
+            str(row[0])
+            for row in run(
+                f"SELECT DISTINCT typeof({_column(column[1])}) FROM main.{_quote(table)}", ()
+            )
+        } - {"null"}
+        # an untyped column is held only where it holds bytes (an empty one may be anything)
+        if classes <= {kind} and (declared or classes):
+            held[str(column[1])] = kind
+    return held
 
 
 def _unique_indexes(run: Run, table: str) -> list[tuple[str, list[tuple[str, str]]]]:
@@ -379,7 +429,7 @@ def _triggers(index: int, table: LoggedTable) -> list[str]:
         f"FROM main.{_quote(table.name)} WHERE {conflicts}"
     )
     old, new = _image(table, "OLD", 1), _image(table, "NEW", 0)
-    whole = _whole_check(table)
+    whole = _type_check(table)
     return [
         f"CREATE TEMP TRIGGER {name}_pre_insert BEFORE INSERT {on} BEGIN {pre}; END",
         f"CREATE TEMP TRIGGER {name}_pre_update BEFORE UPDATE {on} BEGIN {pre}; END",
@@ -392,18 +442,26 @@ def _triggers(index: int, table: LoggedTable) -> list[str]:
     ]
 
 
-def _whole_check(table: LoggedTable) -> str:
+def _type_check(table: LoggedTable) -> str:
     """The statement refusing a row that leaves a REAL in one of the table's :attr:`whole`
-    columns, naming the column (empty when it has none)."""
-    if not table.whole:
-        return ""
-    cases = " ".join(
+    columns, or a value of another storage class in one of its :attr:`held` columns, naming
+    the column (empty when it has none)."""
+    whole = [
         f"WHEN typeof(NEW.{_column(c)}) = 'real' THEN RAISE(ABORT, "
         + _text(f"column {table.name}.{c}: the value {WHOLE_ONLY}")
         + ")"
-        for c in table.whole
-    )
-    return f"SELECT CASE {cases} END; "
+        for c in table.whole or []
+    ]
+    held = [
+        f"WHEN typeof(NEW.{_column(c)}) NOT IN ('null', '{kind}') THEN RAISE(ABORT, "
+        + _text(f"column {table.name}.{c}: the value is not {_CLASS_NAMES[kind]}: {ONE_TYPE}")
+        + ")"
+        for c, kind in (table.held or {}).items()
+    ]
+    return f"SELECT CASE {' '.join(whole + held)} END; " if whole or held else ""
+
+
+_CLASS_NAMES = {"integer": "an integer", "text": "text", "blob": "bytes", "real": "a REAL"}
 
 
 def _text(text: str) -> str:
