@@ -48,7 +48,7 @@ from groundstate.errors import (
     TimeLimitReached,
     exception_text,
 )
-from groundstate.gateway import ToolGateway
+from groundstate.gateway import NotJson, ToolGateway
 from groundstate.grading.constraints import evaluate_constraints
 from groundstate.grading.outcome import States, assertions_later
 from groundstate.grading.rubric import partial_score
@@ -855,13 +855,14 @@ def _plain_data(args: Any) -> Any:
     and hands the tool is then one object): a ``dict`` subclass could show the validator
     other values than the tool gets (and crash it: an invalid attempt of the agent's making),
     and the agent's helper thread could change a nested list while the tool runs. What is
-    not JSON becomes its ``repr``, which the gateway refuses as invalid arguments (and the
+    not JSON becomes :class:`NotJson` (a bounded ``repr`` and what is not JSON), which the
+    gateway refuses as invalid arguments naming it (and the
     agent's object is not touched again: the harness's later reads run under the session's
     lock)."""
     try:
         return _copied(args)
-    except Exception:  # not JSON, or a subclass whose own methods raise
-        return stable_repr(args)
+    except Exception:  # not JSON (nested past the stack too), or a subclass's methods raise
+        return NotJson.of(args)
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})

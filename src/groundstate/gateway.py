@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -35,6 +36,7 @@ from groundstate.alarms import CLOCK
 from groundstate.capture import held
 from groundstate.environments.base import CallEffects, Environment
 from groundstate.errors import EnvironmentFailure, PermissionDenied, TimeLimitReached, ToolError
+from groundstate.returned import stable_repr
 from groundstate.tools import Tool, ToolContext
 from groundstate.trace import ToolCallEvent
 
@@ -46,6 +48,31 @@ arguments before the tool runs. Within it, a tool that runs out of memory or sta
 session leaves it ``episode.HEADROOM`` frames) is broken, as on any other exception: the
 suite's ``environment_failure/tool_crash``. Past it the agent asked for more than any tool is
 given: its own mistake, not an invalid attempt of its choosing."""
+
+SHOWN_CHARS = 1000
+"""The most characters of arguments that are not JSON a trace keeps (their ``repr``)."""
+
+
+@dataclass(frozen=True)
+class NotJson:
+    """Arguments an agent gave that JSON cannot hold (a set, NaN, bytes, a cycle, lists
+    nested past Python's stack): refused as ``invalid_arguments`` naming what is not JSON and
+    where, and kept in the trace as a bounded ``repr``, so an agent's odd value is a result it
+    reads, never a crash of the harness nor a trace too large to store."""
+
+    shown: str
+    problem: str
+
+    @classmethod
+    def of(cls, args: Any) -> NotJson:
+        try:
+            problem = _json_problem(args) or "not JSON"
+        except Exception:  # an agent's subclass whose own methods raise
+            problem = f"a {type(args).__name__!r} that cannot be read as JSON"
+        shown = stable_repr(args)
+        if len(shown) > SHOWN_CHARS:  # a repr walks to a bounded depth, not length
+            shown = f"{shown[:SHOWN_CHARS]}... ({len(shown):,} characters)"
+        return cls(shown, problem)
 
 
 class ToolGateway:
@@ -63,12 +90,16 @@ class ToolGateway:
 
     def call(self, step: int, name: str, args: Any) -> ToolResult:
         started = CLOCK()
-        if not _is_json(args):  # keep the trace storable; the call then fails validation
-            args = repr(args)
         effects = CallEffects()
         crash: BaseException | None = None
+        if not isinstance(args, NotJson):  # what a session passes is checked already
+            args = NotJson.of(args) if _json_problem(args) is not None else args
+        not_json = args.problem if isinstance(args, NotJson) else None
+        shown = args.shown if isinstance(args, NotJson) else args  # bounded: storable
         try:
-            result = self._lookup_and_validate(name, args) or self._execute(name, args, effects)
+            result = self._lookup_and_validate(name, args, not_json) or self._execute(
+                name, args, effects
+            )
         except _ToolCrashed as exc:
             crash = exc.cause
             result = ToolResult(ok=False, error=_describe(crash), error_class="environment_error")
@@ -79,7 +110,7 @@ class ToolGateway:
             ToolCallEvent(
                 step=step,
                 tool=name,
-                args=args,
+                args=shown,
                 ok=result.ok,
                 output=result.output,
                 error=result.error,
@@ -97,10 +128,18 @@ class ToolGateway:
             raise EnvironmentFailure(f"tool {name!r} crashed: {_describe(crash)}") from crash
         return result
 
-    def _lookup_and_validate(self, name: str, args: Any) -> ToolResult | None:
+    def _lookup_and_validate(self, name: str, args: Any, not_json: str | None) -> ToolResult | None:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(ok=False, error=f"unknown tool {name!r}", error_class="unknown_tool")
+        if not_json is not None:
+            return _invalid(f"arguments are not JSON: {not_json}")
+        try:
+            return self._validate(tool, args)
+        except RecursionError:  # JSON, yet deeper than the checks (Python) can walk
+            return _invalid("arguments: nested too deeply to check")
+
+    def _validate(self, tool: Tool, args: Any) -> ToolResult | None:
         if not isinstance(args, dict):
             return _invalid(f"arguments must be an object, got {type(args).__name__}")
         check = _argument_check(tool.parameters)
@@ -334,19 +373,32 @@ def _too_large(args: dict[str, Any]) -> str | None:
 
 
 def _is_json(value: Any) -> bool:
+    return _json_problem(value) is None
+
+
+def _json_problem(value: Any, root: str = "arguments") -> str | None:
+    """None when *value* is JSON, else what is not (:func:`_not_json`). An agent chooses its
+    arguments: whatever they hold (a set, NaN, a cycle, ten thousand nested lists) is said
+    here, never raised from the gateway."""
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
-        return False
-    return True
+        return _not_json(value, root)
+    except RecursionError:
+        return f"{type(value).__name__!r} nested too deeply"
+    return None
 
 
-def _not_json(value: Any) -> str:
-    """What in a tool's output JSON cannot hold, and where (``'dict' with a datetime at
-    output.at``): the author of a tool that returns a row with a date in it needs the field."""
+def _not_json(value: Any, root: str = "output") -> str:
+    """What in a tool's output (or an agent's arguments, *root*) JSON cannot hold, and where
+    (``'dict' with a datetime at output.at``): the author of a tool that returns a row with a
+    date in it needs the field."""
     if not isinstance(value, dict | list | tuple):
         return repr(value) if isinstance(value, float) else f"{type(value).__name__!r}"
-    found = _not_json_part(value, "output", frozenset())
+    try:
+        found = _not_json_part(value, root, frozenset())
+    except RecursionError:
+        found = "values nested too deeply"
     return f"{type(value).__name__!r}" + (f" with {found}" if found else "")
 
 
