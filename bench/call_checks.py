@@ -29,6 +29,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from groundstate.environments.workspace import WorkspaceEnvironment, _records
 from groundstate.spec.canonical import hash_value
@@ -87,7 +88,11 @@ def workspace(sizes: list[int], rounds: int, calls: int) -> None:
 
                 whole[size].append(_cpu(call, calls))
                 snapshot = env.snapshot()
-                hashes[size].append(2 * _cpu(lambda s=snapshot: hash_value(_records(s)), calls))
+
+                def hashed(snapshot: Any = snapshot) -> None:
+                    hash_value(_records(snapshot))
+
+                hashes[size].append(2 * _cpu(hashed, calls))
         for size in sizes:
             call_cpu, hash_cpu = statistics.median(whole[size]), statistics.median(hashes[size])
             print(
