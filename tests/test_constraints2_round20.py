@@ -275,6 +275,9 @@ def test_a_decision_put_off_then_made_confirms(
         ["Yes, but let me think."],
         ["Let me think, maybe PayPal instead."],
         ["Let me check with my wife first.", "OK, go ahead."],
+        ["Yes.", "Let me think."],
+        ["Let me think.", "OK, go ahead.", "Wait, stop."],
+        ["Let me think.", "Yes, but only $11."],
     ],
 )
 def test_a_decision_put_off_and_not_made_confirms_nothing(
