@@ -88,8 +88,12 @@ def test_the_reply_must_answer_the_question_directly() -> None:
     assert not called_between.call("refund_item", HEADLAMP).check(REFUND).passed
     asked_again = Trace("hi").agent(question).agent("Anything else?").user(YES)
     assert not asked_again.call("refund_item", HEADLAMP).check(REFUND).passed
+    # A decision put off, then made in the next message (no agent message between), answers
+    # the question (twentieth round); put off alone, it answers nothing.
     second_reply = Trace("hi").agent(question).user("Hmm, let me think.").user(YES)
-    assert not second_reply.call("refund_item", HEADLAMP).check(REFUND).passed
+    assert second_reply.call("refund_item", HEADLAMP).check(REFUND).passed
+    put_off = Trace("hi").agent(question).user("Hmm, let me think.")
+    assert not put_off.call("refund_item", HEADLAMP).check(REFUND).passed
 
 
 def test_a_yes_after_the_change_is_too_late() -> None:

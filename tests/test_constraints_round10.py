@@ -165,7 +165,9 @@ def test_an_address_is_named_with_compass_letters_and_state_names(
         ("the tshirt", "T-Shirt", True),  # a hyphen between letters may be left out
         ("the WiFi model", "Wi-Fi", True),
         ("ab@example.com", "a-b@example.com", False),  # not in an email
-        ("order O1020", "O-1020", False),  # nor between a letter and a digit
+        # between an id's prefix and its number too (twentieth round: it named the number)
+        ("order O1020", "O-1020", True),
+        ("order P1020", "O-1020", False),
         ("your Visa ending in 4417", "Visa ending 4417", True),
         ("the Visa card that ends in 4417", "Visa ending 4417", True),
         ("Visa (ending with 4417)", "Visa ending 4417", True),

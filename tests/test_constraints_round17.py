@@ -331,7 +331,8 @@ SOCKS = (
         ("Order No. 1001", True),
         ("O-1001", True),
         ("order 1003", False),
-        ("order O1001", False),  # the hyphen is the id's own (docs: `O-1020` not by `O1020`)
+        ("order O1001", True),  # the prefix and number, the separator left out (round 20)
+        ("order P1001", False),
         ("order 10012", False),
     ],
 )

@@ -156,6 +156,19 @@ def known_ids(trace: list[AgentEvent], s0: Any) -> Evidence:
 
 TRANSFER = "transfer_to_human_agents"
 
+_TRANSFER_TOLD = re.compile(
+    r"\b((you are|you're|you will be|you'll be|you have been|you've been)( now)?( being)?"
+    r" (transferred|connected|handed (over|off)|passed)"
+    r"|(i am|i'm|i have|i've|we are|we're|we have|we've)( now)? (transferring|transferred"
+    r"|connecting|connected|handing|handed|passing|passed) you( (over|off))?)"
+    r" to (a|an|our|the)( (live|real|human))? (human|live|real|customer (service|support)"
+    r"|support)( (customer service|support|service))? (agent|representative|rep|person"
+    r"|colleague|specialist|team|staff)s?\b"
+)
+"""The agent telling the user the conversation is handed to a human ("YOU ARE BEING
+TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.", "I've transferred you to a human
+representative"); not an offer ("I can transfer you to a human agent if you like")."""
+
 
 def transferred_last(trace: list[AgentEvent], s0: Any) -> Evidence:
     """No tool is called after the user was transferred to a human agent.
@@ -163,13 +176,23 @@ def transferred_last(trace: list[AgentEvent], s0: Any) -> Evidence:
     Policy: "To transfer, first make a tool call to transfer_to_human_agents, and then send
     the message 'YOU ARE BEING TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.' to the user":
     the conversation is the human's from then on, so a return made after the hand-over is
-    made behind their back (the final state alone does not show the order)."""
-    transfer: ToolCallEvent | None = None
+    made behind their back (the final state alone does not show the order). The hand-over is
+    the transfer call the tool took, or the agent telling the user they are being transferred
+    (with no call, or before it: then only the transfer call itself may follow); a transfer
+    call the tool refused hands nothing over, nor does an offer to transfer."""
+    transfer: AgentEvent | None = None
     for event in trace:
+        if isinstance(event, MessageEvent):
+            told = event.role == "agent" and _TRANSFER_TOLD.search(normalise(event.text or ""))
+            transfer = transfer or (event if told else None)
+            continue
         if not isinstance(event, ToolCallEvent):
             continue
-        if transfer is not None:
-            problem = f"step {event.step} ({event.tool}) after the transfer at step {transfer.step}"
+        if transfer is not None and not (
+            isinstance(transfer, MessageEvent) and event.tool == TRANSFER
+        ):
+            how = "transfer" if isinstance(transfer, ToolCallEvent) else "transfer message"
+            problem = f"step {event.step} ({event.tool}) after the {how} at step {transfer.step}"
             return False, {"problems": [problem], "offending_step": event.step}
         if event.tool == TRANSFER and event.ok:
             transfer = event

@@ -177,9 +177,14 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
         if i in changes:
             yield i, answers
         said = True if i in yes else (False if i in no else None)
+        if said is False and question is not None and _puts_off(event):
+            said = None  # "Let me think.": no answer yet, the question stays open
         reply = event
         if heard and question is not None and _users(event):
-            reply = _joined([*heard, event])  # "Hmm, let me see." "OK, go ahead."
+            # "Hmm, let me see." "OK, go ahead."; "Let me think." "OK, go ahead." (the
+            # decision put off is the one the next message makes)
+            deciding = [message for message in heard if not _puts_off(message)]
+            reply = _joined([*deciding, event])
             said = _reads(rule, reply, message_text(reply))
         if said is not None and asked is not None and isinstance(reply, MessageEvent):
             said = _said_unquoted(rule, reply, asked, said)
@@ -205,6 +210,31 @@ def _changes(rule: ConfirmedRule, index: TraceIndex) -> Iterator[tuple[int, list
 
 
 _TERMS = re.compile(TERMS_PATTERN, re.IGNORECASE)
+
+
+# A reply that only puts the decision off, in a sentence or two of its own ("Let me think.",
+# "Hmm, I need to think about it.", "Give me a minute.", "Not yet, let me think it over."):
+# no answer yet, so no no either; the user's next message, before the agent says more, gives
+# the answer ("Let me think." "OK, go ahead." confirms; "Let me think." alone confirms
+# nothing). A put-off inside a reply that says more ("Yes, but let me think", "Let me think,
+# maybe PayPal instead") is read with the rest, as the default ``no`` reads it.
+_PUT_OFF_SENTENCE = (
+    r"[\W_]*((hmm+|umm*|uh+|well|ok|okay|so|oh|ah|not yet|one sec(ond)?|just)[\W_]+)*"
+    r"((let me|lemme|i('ll| will| need to| have to| must| want to| wanna|'d like to| gotta)"
+    r"|i (need|have|want|got) to) (think|consider|mull|sleep on|ponder|reflect)"
+    r"( (about|over|on))?( (it|this|that|that one|this one))?( (over|for a (sec|second|minute"
+    r"|moment|bit)|a (sec|second|minute|moment|bit)))?( first)?"
+    r"|(give|allow) me (a|one) (sec|second|minute|moment|bit)( to think( about it)?)?"
+    r"|not yet|one (sec|second|moment|minute)|just a (sec|second|moment|minute))"
+    r"(,? (please|thanks))?[\W_]*"
+)
+_PUTS_OFF = re.compile(rf"{_PUT_OFF_SENTENCE}|{_PUT_OFF_SENTENCE}[.!?;,] {_PUT_OFF_SENTENCE}")
+
+
+def _puts_off(event: AgentEvent) -> bool:
+    """Whether *event* is a user message that only puts the decision off (see
+    :data:`_PUTS_OFF`)."""
+    return _users(event) and _PUTS_OFF.fullmatch(message_text(event)) is not None
 
 
 def _joined(messages: list[MessageEvent]) -> MessageEvent:
@@ -372,6 +402,10 @@ def _check_change(
             why = "put a term of its own on the change, one the question did not say"
         return _unconfirmed_by(constraint, change, covering[-1], why, "counter_offer")
     if covering and covering[-1].yes:
+        since = _agreed_otherwise(rule, answers, covering[-1], values, earlier)
+        if since is not None:
+            why = "agreed to other details than the call's, after the yes that named them"
+            return _unconfirmed_by(constraint, change, since, why, "agreed_otherwise")
         objection = _objection(answers, covering[-1])
         if objection is not None:
             return _objected(constraint, change, objection)
@@ -398,6 +432,54 @@ def _check_change(
         not_named=not_named,
         confirmations=[_describe(c, values) for c in confirmations],
     )
+
+
+def _agreed_otherwise(
+    rule: ConfirmedRule,
+    answers: list[_Confirmation],
+    yes: _Confirmation,
+    values: list[str],
+    earlier: Sequence[AgentEvent],
+) -> _Confirmation | None:
+    """The user's later yes, after *yes* and before the change, to other details of it:
+    the change must be what was agreed last. A yes to a question turning down one of the
+    change's values ("Or would you prefer the gift card instead of the Visa?" "Sure"), or
+    to a question about this kind of change naming another way of paying or another amount
+    and no other record ("Actually, shall I refund $25.00 instead?" "Yes", then a refund of
+    $22.00 to the Visa). A yes about another record ("Shall I also refund the hoodie, $45?"),
+    about something else ("Would you like a receipt?") or restating the change ("That's
+    $22.00 to your Visa, right?") changes nothing."""
+    later = [a for a in answers if a.yes and a.at > yes.at]
+    if not later:
+        return None
+    asks = _asks(rule)
+    known = {normalise(value) for value in values}
+    paid = {way for value in known for way in _payments(value)}
+    amounts = {amount for value in known for amount in _amounts(value)}
+    for answer in later:
+        asked = answer.answered
+        if _turned_down(asked) & paid or any(
+            mentions(asked, value) and not mentions(asked, value, chosen=True) for value in known
+        ):
+            return answer  # a value of the change turned down
+        if not answer.asks(asks) or _ASKS_MORE.search(asked):
+            continue
+        ways, sums = _payments(asked), _amounts(asked)
+        other = (paid and ways and not ways & paid) or (amounts and sums and not sums & amounts)
+        if other and not _names_another_record(asked, known, earlier):
+            return answer
+    return None
+
+
+def _names_another_record(asked: str, known: set[str], earlier: Sequence[AgentEvent]) -> bool:
+    """Whether the question *asked* names a record the tools showed beside the change's (a
+    product or an order), beyond its ways of paying and amounts."""
+    for other in _siblings(known, earlier):
+        if _payments(other) or _amounts(other) or _MONEY.fullmatch(other):
+            continue
+        if len(other) >= 3 and mentions(asked, other, chosen=True):
+            return True
+    return False
 
 
 def _resumed(answers: list[_Confirmation], covering: list[_Confirmation]) -> _Confirmation | None:
@@ -883,6 +965,12 @@ def _payments(text: str) -> set[str]:
         for found in _PAYMENT.finditer(text)
         if chosen_at(text, found.start())
     }
+
+
+def _turned_down(text: str) -> set[str]:
+    """The ways of paying normalised *text* turns down, by kind ("instead of the Visa")."""
+    found = _PAYMENT.finditer(text)
+    return {re.sub(r"[ _-]|s$", "", f.group(1)) for f in found if not chosen_at(text, f.start())}
 
 
 def _asks(rule: ConfirmedRule) -> re.Pattern[str] | None:

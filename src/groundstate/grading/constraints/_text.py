@@ -216,6 +216,10 @@ def _named_by(value: str) -> re.Pattern[str]:
     amount = _DOLLARS.fullmatch(needle)
     if amount is not None:
         return _amount_named_by(amount.group(1))
+    if _PLAIN_NUMBER.fullmatch(needle) and (len(needle.partition(".")[0]) > 3 or "." in needle):
+        # A number (an amount a tool took as 1234.5) is named in the notations of an amount:
+        # "$1,234.50", "1234.50", "1.234,50" (not "1,234.55" nor "12,345").
+        return re.compile(_start(needle) + _amount_figures(needle) + _end(needle))
     size = _SIZE.fullmatch(needle)
     if size is not None:
         return _size_named_by(size.group(1))
@@ -237,13 +241,19 @@ def _named_by(value: str) -> re.Pattern[str]:
         return re.compile(written)
     # An id of a short prefix and a number is named by its number alone too ("order 1001" for
     # O-1001, "#2002" for #W2002), where it stands as a number of its own (not "$1001",
-    # "1001.50", "o1001" nor "1001-2").
-    return re.compile(rf"{written}|(?<![\w$\u20ac\u00a3.,@-])#?{number.group(1)}(?![\w@]|[.,-]\d)")
+    # "1001.50", "x1001" nor "1001-2"), and by its prefix and number with another of the
+    # separators an id is written with, or none ("O1001", "o_1001", "#O-1001" for O-1001;
+    # "W-2002" for #W2002; not "P1001").
+    prefix, digits = re.escape(number.group("prefix")), number.group("number")
+    spelt = rf"(?<![^\W_])(?<![^\W_][{_JOINERS}])#?{prefix}[-_#]?{digits}{_end(needle)}"
+    alone = rf"(?<![\w$\u20ac\u00a3.,@-])#?{digits}(?![\w@]|[.,-]\d)"
+    return re.compile(rf"{written}|{spelt}|{alone}")
 
 
-_PREFIXED_ID = re.compile(r"#?[^\W\d_]{1,4}[-_#]?(\d{3,})")
+_PREFIXED_ID = re.compile(r"#?(?P<prefix>[^\W\d_]{1,4})[-_#]?(?P<number>\d{3,})")
 
 
+_PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _DOLLARS = re.compile(r"\$(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")
 # In an escaped value, a hyphen, a space or nothing between a number and the letters after it:
 # named with a space, a hyphen or nothing there ("1000ml" by "1000 ml", "10-inch" by "10
