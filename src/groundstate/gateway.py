@@ -153,11 +153,12 @@ def cut(
 
 
 def _bounded(text: str) -> str:
-    """*text* cut to :data:`SHOWN_CHARS`: a schema's message quotes the value it refuses,
-    which may be the megabytes the agent sent."""
-    return (
-        text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text):,} characters)"
-    )
+    """*text* in about :data:`SHOWN_CHARS`, its start and end kept: a schema's message quotes
+    the value it refuses (the megabytes the agent sent) and ends with why."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    half = SHOWN_CHARS // 2
+    return f"{text[:half]}... ({len(text):,} characters) ...{text[-half:]}"
 
 
 def _size(value: Any) -> int:
