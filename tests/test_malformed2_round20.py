@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from groundstate.gateway import MAX_ARGUMENT_CHARS, SHOWN_CHARS, cut
+from groundstate.gateway import MAX_ARGUMENT_CHARS, SHOWN_CHARS
 from groundstate.grading.constraints._match import _has_args
 from tests.conftest import EXAMPLES
 from tests.test_malformed_round20 import (
@@ -140,6 +140,8 @@ def test_arguments_within_the_limit_are_kept_whole() -> None:
 
 
 def test_cut_keeps_small_values_whole_and_says_what_it_left_out() -> None:
+    from groundstate.gateway import cut
+
     value = {
         "big": "x" * 50_000,
         "name": "n",
@@ -179,6 +181,13 @@ def with_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture
+def store_copy(with_store: Path, tmp_path: Path) -> Path:
+    """A copy each test may spoil (the old code wrote HTML over the store)."""
+    shutil.copytree(with_store, tmp_path / "w", symlinks=True)
+    return tmp_path / "w"
+
+
 def _batches(root: Path) -> list[str]:
     out = groundstate("batches", "--json", "--store", "s.db", cwd=root)
     assert out.code == 0, out.text
@@ -191,9 +200,12 @@ STORE_TARGETS = ["s.db", "./s.db", "s.db-wal", "artifacts/report.html"]
 @pytest.mark.parametrize("target", STORE_TARGETS)
 @pytest.mark.parametrize("command", ["report", "compare", "run", "sample-failures"])
 def test_an_output_path_naming_the_store_is_refused_before_any_work(
-    with_store: Path, command: str, target: str
+    store_copy: Path, command: str, target: str
 ) -> None:
     """``report --html s.db`` wrote its HTML over the store it had just read."""
+    with_store = store_copy
+    if command == "sample-failures" and not target.startswith("artifacts"):
+        pytest.skip("--out is a folder: click refuses a file already")
     a, b = _batches(with_store)[:2]
     args = {
         "report": ["report", "--html", target],
@@ -201,8 +213,6 @@ def test_an_output_path_naming_the_store_is_refused_before_any_work(
         "run": ["run", "retail", "--system", SYSTEM, "--task", TASK, "--html", target],
         "sample-failures": ["sample-failures", a, "--n", "1", "--out", target],
     }[command]
-    if command == "sample-failures" and not target.startswith("artifacts"):
-        pytest.skip("--out is a folder: click refuses a file already")
     before = digest(with_store / "s.db")
     outcome = groundstate(*args, "--store", "s.db", cwd=with_store)
     option = "--out" if command == "sample-failures" else "--html"
@@ -244,7 +254,8 @@ CONTROLS: dict[str, tuple[list[str], tuple[str, ...]]] = {
 
 
 @pytest.mark.parametrize("control", list(CONTROLS))
-def test_other_bad_options_and_paths_stay_refused(with_store: Path, control: str) -> None:
+def test_other_bad_options_and_paths_stay_refused(store_copy: Path, control: str) -> None:
+    with_store = store_copy
     args, names = CONTROLS[control]
     args = [_batches(with_store)[0] if a == "LATEST" else a for a in args]
     before = digest(with_store / "s.db")
