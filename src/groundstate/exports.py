@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import zipfile
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -24,13 +23,12 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from groundstate.analysis import final_runs, missing_attempts, planned, planned_runs, provenance
-from groundstate.environments.sqlite_live import side_files
 from groundstate.errors import GroundstateError
 from groundstate.importers.inspect_log import EARLIER_TRIES, OWN_METADATA
 from groundstate.importers.table import COLUMNS
 from groundstate.records import AgentRun
 from groundstate.report.numbers import incomplete_text
-from groundstate.store import BatchInfo, RunStore, known_usage
+from groundstate.store import BatchInfo, RunStore, known_usage, refuse_store_files
 from groundstate.trace import MessageEvent, ToolCallEvent
 
 ExportFormat = Literal["jsonl", "csv", "inspect"]
@@ -60,7 +58,7 @@ def export_batch(
     store: RunStore, batch_id: str | None, format: ExportFormat, out: Path
 ) -> ExportReport:
     """Write the batch *batch_id* (default: the latest) to *out* in *format*."""
-    _check_destination(store, out)
+    refuse_store_files(store.path, out, "--out")
     batch = store.batch(batch_id)
     runs = store.runs(batch.batch_id)
     if not runs:
@@ -110,17 +108,6 @@ def _inspect_status(batch: BatchInfo, finished: bool) -> str:
     plan; else ``started`` while a live process runs it (Inspect's status of an eval under
     way), ``cancelled`` once stopped (Inspect's readers, ours too, say it is unfinished)."""
     return "success" if finished else "started" if batch.running else "cancelled"
-
-
-def _check_destination(store: RunStore, out: Path) -> None:
-    """Refuse to write over the store itself, its SQLite files or its artifacts: opening
-    ``--out`` for writing would truncate the evidence before a byte is exported."""
-    target = Path(os.path.realpath(out))  # a link loop is refused by the open, not here
-    database = store.path.resolve()
-    if target in (database, *side_files(database)) or target.is_relative_to(
-        store.artifacts.resolve()
-    ):
-        raise GroundstateError(f"--out {out} is the run store's own file: choose another path")
 
 
 def export_row(batch: BatchInfo, run: AgentRun) -> dict[str, Any]:

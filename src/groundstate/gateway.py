@@ -22,10 +22,11 @@ runs past the attempt's time limit is interrupted by the environment and raises
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -50,7 +51,10 @@ suite's ``environment_failure/tool_crash``. Past it the agent asked for more tha
 given: its own mistake, not an invalid attempt of its choosing."""
 
 SHOWN_CHARS = 1000
-"""The most characters of arguments that are not JSON a trace keeps (their ``repr``)."""
+"""The most characters of arguments that are not JSON a trace keeps (their ``repr``), and
+about the most of arguments over :data:`MAX_ARGUMENT_CHARS` (:func:`cut`)."""
+CUT_DEPTH = 8
+"""How deep :func:`cut` keeps containers of oversized arguments; deeper ones are a marker."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,92 @@ class NotJson:
         return cls(shown, problem)
 
 
+@dataclass(frozen=True)
+class Oversized:
+    """JSON arguments over :data:`MAX_ARGUMENT_CHARS`, which are always refused (by the
+    schema, the size check or as an unknown tool's): the trace keeps them :func:`cut`, and the
+    refusal says their true size and SHA-256, so a record of a few kilobytes still tells what
+    the agent sent without holding the megabytes it was refused for."""
+
+    shown: Any
+    size: int
+    sha256: str
+
+    @classmethod
+    def of(cls, args: Any, tool: Tool | None) -> Oversized | None:
+        try:
+            text = json.dumps(args, ensure_ascii=False)
+        except RecursionError:  # refused as nested too deeply to check
+            return None
+        if len(text) <= MAX_ARGUMENT_CHARS:
+            return None
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        declared = (tool.parameters.get("properties") if tool is not None else None) or {}
+        return cls(cut(args, first=frozenset(declared)), len(text), digest)
+
+    @property
+    def problem(self) -> str:
+        size, most = f"{self.size:,}", f"{MAX_ARGUMENT_CHARS:,}"
+        return f"arguments: {size} characters of JSON, over the {most} a tool is given"
+
+    def said(self, result: ToolResult) -> ToolResult:
+        note = (
+            f" (arguments of {self.size:,} characters of JSON, sha256 {self.sha256}; "
+            f"the trace keeps them cut to about {SHOWN_CHARS:,})"
+        )
+        return replace(result, error=(result.error or "refused") + note)
+
+
+def cut(
+    value: Any,
+    room: int = SHOWN_CHARS,
+    depth: int = CUT_DEPTH,
+    first: frozenset[str] = frozenset(),
+) -> Any:
+    """*value* (JSON) in about *room* characters, its shape kept: an object keeps its keys
+    (the tool's declared parameters, *first*, then the others), smallest values first, while
+    there is room, so a parameter beside a huge blob or many padding keys is kept whole and a
+    constraint matching ``args`` still sees the attempt; a long string keeps its start and
+    says its length, an array its first items and how many more."""
+    if isinstance(value, str):
+        return value if len(value) <= room else f"{value[:room]}... ({len(value):,} characters)"
+    if not isinstance(value, dict | list):
+        return value
+    if depth == 0:
+        return f"... ({_size(value):,} characters of JSON)"
+    items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+    sizes = {key: _size(item) for key, item in items}
+    if isinstance(value, dict):
+        order = sorted(items, key=lambda pair: (pair[0] not in first, sizes[pair[0]]))
+    else:
+        order = items
+    kept: dict[Any, Any] = {}
+    left = room
+    for key, item in order:
+        if left <= 0:
+            break
+        kept[key] = cut(item, left, depth - 1)
+        left -= min(sizes[key], _size(kept[key])) + len(str(key)) + 4
+    more = f"... ({len(items) - len(kept):,} more)" if len(kept) < len(items) else None
+    if isinstance(value, dict):
+        shown = {key: kept[key] for key in value if key in kept}
+        return shown if more is None else {**shown, more: None}
+    return list(kept.values()) + ([] if more is None else [more])
+
+
+def _bounded(text: str) -> str:
+    """*text* in about :data:`SHOWN_CHARS`, its start and end kept: a schema's message quotes
+    the value it refuses (the megabytes the agent sent) and ends with why."""
+    if len(text) <= SHOWN_CHARS:
+        return text
+    half = SHOWN_CHARS // 2
+    return f"{text[:half]}... ({len(text):,} characters) ...{text[-half:]}"
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False))
+
+
 class ToolGateway:
     def __init__(
         self,
@@ -96,10 +186,14 @@ class ToolGateway:
             args = NotJson.of(args) if _json_problem(args) is not None else args
         not_json = args.problem if isinstance(args, NotJson) else None
         shown = args.shown if isinstance(args, NotJson) else args  # bounded: storable
+        tool = self._tools.get(name)
+        oversized = None if not_json is not None else Oversized.of(args, tool)
         try:
-            result = self._lookup_and_validate(name, args, not_json) or self._execute(
+            result = self._lookup_and_validate(name, args, not_json, oversized) or self._execute(
                 name, args, effects
             )
+            if oversized is not None:  # refused (by the schema, if not by size): cut, said
+                shown, result = oversized.shown, oversized.said(result)
         except _ToolCrashed as exc:
             crash = exc.cause
             result = ToolResult(ok=False, error=_describe(crash), error_class="environment_error")
@@ -128,26 +222,29 @@ class ToolGateway:
             raise EnvironmentFailure(f"tool {name!r} crashed: {_describe(crash)}") from crash
         return result
 
-    def _lookup_and_validate(self, name: str, args: Any, not_json: str | None) -> ToolResult | None:
+    def _lookup_and_validate(
+        self, name: str, args: Any, not_json: str | None, oversized: Oversized | None
+    ) -> ToolResult | None:
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult(ok=False, error=f"unknown tool {name!r}", error_class="unknown_tool")
         if not_json is not None:
             return _invalid(f"arguments are not JSON: {not_json}")
         try:
-            return self._validate(tool, args)
+            return self._validate(tool, args, oversized)
         except RecursionError:  # JSON, yet deeper than the checks (Python) can walk
             return _invalid("arguments: nested too deeply to check")
 
-    def _validate(self, tool: Tool, args: Any) -> ToolResult | None:
+    def _validate(self, tool: Tool, args: Any, oversized: Oversized | None) -> ToolResult | None:
         if not isinstance(args, dict):
             return _invalid(f"arguments must be an object, got {type(args).__name__}")
         check = _argument_check(tool.parameters)
         errors = [] if check.plainly_valid(args) else check.errors(args)
         if errors:
             where = "/".join(str(p) for p in errors[0].absolute_path) or "arguments"
-            return _invalid(f"{where}: {errors[0].message}")
-        problem = unrepresentable(args) or _too_large(args) or self._kind_refuses(args)
+            return _invalid(f"{where}: {_bounded(errors[0].message)}")
+        too_large = None if oversized is None else oversized.problem
+        problem = unrepresentable(args) or too_large or self._kind_refuses(args)
         return None if problem is None else _invalid(problem)
 
     def _kind_refuses(self, args: dict[str, Any]) -> str | None:
@@ -361,15 +458,6 @@ def _first(items: list[tuple[str, Any]]) -> str | None:
         if problem is not None:
             return problem
     return None
-
-
-def _too_large(args: dict[str, Any]) -> str | None:
-    size = len(json.dumps(args, ensure_ascii=False))
-    if size <= MAX_ARGUMENT_CHARS:
-        return None
-    return (
-        f"arguments: {size:,} characters of JSON, over the {MAX_ARGUMENT_CHARS:,} a tool is given"
-    )
 
 
 def _is_json(value: Any) -> bool:

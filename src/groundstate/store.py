@@ -331,6 +331,20 @@ def _page_cache(db: sqlite3.Connection, kib: int) -> Iterator[None]:
         db.execute(f"PRAGMA cache_size = {int(before)}")
 
 
+def refuse_store_files(store: Path, out: Path, option: str) -> None:
+    """Refuse *out*, the path an output *option* (``--out``, ``--html``) names, when it is the
+    run store *store* itself, one of its SQLite files or under its artifacts: writing there
+    truncates the evidence (``report --html s.db`` wrote its HTML over the store). Every
+    command that writes a file beside a store checks here, before any work."""
+    from groundstate.environments.sqlite_live import side_files
+
+    target = Path(os.path.realpath(out))  # a link loop is refused by the open, not here
+    database = Path(os.path.realpath(store))
+    artifacts = Path(os.path.realpath(Path(store).parent / "artifacts"))  # as RunStore's
+    if target in (database, *side_files(database)) or target.is_relative_to(artifacts):
+        raise GroundstateError(f"{option} {out} is the run store's own file: choose another path")
+
+
 class _Chained:
     """Run rows of one batch as the ``runs`` table holds them: hashed and chained in order."""
 

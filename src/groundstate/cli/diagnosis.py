@@ -320,7 +320,9 @@ def sample_failures_command(
     The taxonomy is --taxonomy, else the suite's taxonomy.yaml, else the shipped default; a
     copy is written beside the sheet."""
     from groundstate.diagnosis import failed_runs, sample_failures, write_sheet
+    from groundstate.store import refuse_store_files
 
+    refuse_store_files(store, out, "--out")  # its artifacts: the sheet is no evidence
     ((batch, runs),) = _read_batches(store, (batch_id,))
     taxonomy = _taxonomy(batch, taxonomy_file)
     sample = sample_failures(batch, runs, n, seed)

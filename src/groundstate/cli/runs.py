@@ -193,6 +193,7 @@ def run(
 
             if html is not None:  # before any agent runs: it could patch a module first seen
                 import groundstate.report.html  # noqa: F401  after it (groundstate.bindings)
+            _refuse_store_files(html, store)  # before the batch, not once it is stored
             sweep_stale()  # work folders of runs killed outright
             gates = [parse_gate(text) for text in fail_under]
             if resume_id is None:
@@ -348,6 +349,7 @@ def report(
     from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
+    _refuse_store_files(html, store)
     gates = [parse_gate(text) for text in fail_under]
     with RunStore(store, create=False) as run_store, run_store.snapshot():
         batch = run_store.batch(batch_id)
@@ -558,6 +560,15 @@ def _write_batch_html(
     _write(path, render_batch(batch, runs, summary, tries(batch, runs), check))
 
 
+def _refuse_store_files(html: Path | None, store: Path) -> None:
+    """``--html`` naming the run store (or its SQLite files, its artifacts) is refused before
+    any work: it wrote the report over the store it read."""
+    from groundstate.store import refuse_store_files
+
+    if html is not None:
+        refuse_store_files(store, html, "--html")
+
+
 def _write(path: Path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -710,6 +721,7 @@ def compare_command(
     from groundstate.seal import verified_outcomes
     from groundstate.store import RunStore
 
+    _refuse_store_files(html, store)
     with RunStore(store, create=False) as run_store, run_store.snapshot():
         a, b = run_store.batch(batch_a), run_store.batch(batch_b)
         (check_a, a_table), (check_b, b_table) = (

@@ -68,11 +68,13 @@ def validate(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print what was locked or checked as JSON.")
 def lock(suite: Path, check: bool, as_json: bool) -> None:
-    """Write SUITE/suite.lock: the hashes of its files, tasks, solutions and graders."""
-    from groundstate.spec.suite import load_suite
+    """Write SUITE/suite.lock: the hashes of its files, tasks, solutions and graders.
+
+    The suite must pass `check` first, as for `validate` and `run`: a lock of a suite whose
+    fixture does not build pins a suite no batch can run."""
     from groundstate.validation import check_lock, lock_suite
 
-    loaded = load_suite(suite)
+    loaded = checked_suite(suite, warn=False)
     if not check:
         path = lock_suite(loaded)
         count = len(loaded.tasks)
