@@ -108,6 +108,10 @@ NOT_CARRIED = [
     ("SELECT date('2026-01-15', '+0.5 months')", "a fraction of a month"),
     ("SELECT strftime('%J', 'now')", "%J is not carried"),
     ("SELECT date(code) FROM t", "the Julian day 4 is not carried"),
+    ("SELECT date('2026-02-30')", "a day past the end of its month"),
+    ("SELECT datetime('2026-01-15 09:30+02:00')", "a time zone"),
+    ("SELECT datetime('2026-01-15 09:30:00Z')", "a time zone"),
+    ("SELECT date('0000-01-01')", "the year 0000"),
 ]
 
 
@@ -120,6 +124,22 @@ def test_what_is_not_carried_is_refused_naming_it(fixture: Path, sql: str, reaso
         with pytest.raises(Exception) as caught, env.tool_transaction():
             env.agent_db.execute(sql).fetchall()
         assert reason in str(caught.value) and "postgres kind" in str(caught.value)
+
+
+def test_a_default_of_the_clock_is_still_refused_naming_the_column(tmp_path: Path) -> None:
+    """Control: ``DEFAULT (datetime('now'))`` now calls the harness's ``datetime``, but its
+    value when the fixture is built is not SQLite's (no task clock yet there): still
+    FixtureNotCarried, naming the column."""
+    from groundstate.errors import FixtureNotCarried
+
+    path = tmp_path / "a.sql"
+    path.write_text(
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, at TEXT NOT NULL DEFAULT (datetime('now')));\n"
+        "INSERT INTO a VALUES (1, '2026-01-01');\n"
+    )
+    with pytest.raises(FixtureNotCarried) as caught:
+        _postgres()(path, clock=CLOCK).close()
+    assert "column a.at DEFAULT datetime('now')" in str(caught.value)
 
 
 def test_integer_overflow_is_an_error_not_another_value(fixture: Path) -> None:
