@@ -22,10 +22,14 @@ _REALS = ("double precision", "numeric")
 _NUMBERS = (*_INTEGERS, *_REALS)
 
 
-def _create(signature: str, returns: str, body: str, *, language: str = "sql") -> str:
-    """A function of the harness's schema, not STRICT (SQLite's answer to NULL is its own)."""
+def _create(
+    signature: str, returns: str, body: str, *, language: str = "sql", volatility: str = ""
+) -> str:
+    """A function of the harness's schema, not STRICT (SQLite's answer to NULL is its own);
+    IMMUTABLE unless it reads the clock (a fixture's CHECK or index may call it)."""
     return (
-        f"CREATE FUNCTION {signature} RETURNS {returns} STABLE LANGUAGE {language} "
+        f"CREATE FUNCTION {signature} RETURNS {returns} {volatility or 'IMMUTABLE'} "
+        f"LANGUAGE {language} "
         f"SET search_path = pg_catalog AS $gs${body}$gs$"
     )
 
@@ -265,27 +269,38 @@ def _dates() -> list[str]:
         ),
     }
     statements = [
-        _create(f"{API}.moment(v text, mods text[])", "timestamp", _MOMENT, language="plpgsql"),
+        _create(
+            f"{API}.moment(v text, mods text[])",
+            "timestamp",
+            _MOMENT,
+            language="plpgsql",
+            volatility="STABLE",
+        ),
         _create(
             f"{API}.strftime(f text, v text, VARIADIC mods text[])",
             "text",
             _STRFTIME,
             language="plpgsql",
+            volatility="STABLE",
         ),
         _create(
             f"{API}.strftime(f text, v text)",
             "text",
             f"SELECT {API}.strftime(f, v, VARIADIC ARRAY[]::text[])",
+            volatility="STABLE",
         ),
     ]
     for name, body in formats.items():
         returns = "double precision" if name == "julianday" else "text"
         statements += [
-            _create(f"{API}.{name}(v text, VARIADIC mods text[])", returns, body),
+            _create(
+                f"{API}.{name}(v text, VARIADIC mods text[])", returns, body, volatility="STABLE"
+            ),
             _create(
                 f"{API}.{name}(v text)",
                 returns,
                 f"SELECT {API}.{name}(v, VARIADIC ARRAY[]::text[])",
+                volatility="STABLE",
             ),
         ]
         for kind in _NUMBERS:  # a number is a Julian day (Unix seconds before 'unixepoch')
@@ -294,9 +309,13 @@ def _dates() -> list[str]:
                     f"{API}.{name}(v {kind}, VARIADIC mods text[])",
                     returns,
                     f"SELECT {API}.{name}(CAST(v AS text), VARIADIC mods)",
+                    volatility="STABLE",
                 ),
                 _create(
-                    f"{API}.{name}(v {kind})", returns, f"SELECT {API}.{name}(CAST(v AS text))"
+                    f"{API}.{name}(v {kind})",
+                    returns,
+                    f"SELECT {API}.{name}(CAST(v AS text))",
+                    volatility="STABLE",
                 ),
             ]
     return statements
