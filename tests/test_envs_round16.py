@@ -188,10 +188,12 @@ def test_conformance_catches_a_reset_that_keeps_the_clock(tmp_path: Path) -> Non
 
 
 SQLITE_ONLY = {
-    "a default reading SQLite's clock": (
-        "CREATE TABLE a (id INTEGER PRIMARY KEY, at TEXT NOT NULL DEFAULT (datetime('now')));\n"
-        "INSERT INTO a VALUES (1, '2026-01-01');",  # an agent's row: at the task's clock
-        "column a.at DEFAULT datetime('now') (function datetime(unknown) does not exist)",
+    # (a default of datetime('now') is carried since the twentieth round: the harness's
+    # datetime, on the task's clock)
+    "a default of a SQLite-only function": (
+        "CREATE TABLE a (id INTEGER PRIMARY KEY, at TEXT NOT NULL DEFAULT (printf('%d', 1)));\n"
+        "INSERT INTO a VALUES (1, '2026-01-01');",
+        "column a.at DEFAULT printf('%d', 1) (function printf(unknown, integer) does not exist)",
     ),
     "a boolean default on an integer": (
         "CREATE TABLE a (id INTEGER PRIMARY KEY, on_sale INTEGER NOT NULL DEFAULT TRUE);\n"
@@ -257,13 +259,13 @@ def test_check_names_the_task_file_whose_fixture_postgres_cannot_build(
     root = edited_bank(lambda task: None).root
     fixture = root / "fixtures" / "bank.sql"
     fixture.write_text(
-        fixture.read_text().replace("at TEXT)", "at TEXT DEFAULT (datetime('now')))")
+        fixture.read_text().replace("at TEXT)", "at TEXT DEFAULT (printf('%d', 1)))")
     )
     (root / "suite.yaml").write_text((root / "suite.yaml").read_text() + "environment: postgres\n")
     problems = [p for p in check_suite(root).problems if p.severity == "error"]
     assert [(p.file, p.field) for p in problems] == [
         (str(root / "tasks" / "transfer.yaml"), "initial_state_fixture")
     ]
-    assert "PostgreSQL refuses column transfers.at DEFAULT datetime('now')" in problems[0].reason
+    assert "PostgreSQL refuses column transfers.at DEFAULT printf('%d', 1)" in problems[0].reason
     assert problems[0].line is not None
     assert check_suite(BANK).ok  # the same suite on SQLite

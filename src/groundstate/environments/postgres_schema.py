@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundstate.environments.base import ONE_TYPE, WHOLE_ONLY, quote
+from groundstate.environments.postgres_functions import function_sql
 from groundstate.environments.postgres_sql import sqlite_meaning
 from groundstate.errors import FixtureNotCarried
 
@@ -726,6 +727,7 @@ def clock_sql() -> list[str]:
         f"CREATE SCHEMA {INTERNAL}",
         f"CREATE SCHEMA {API}",
         *functions,
+        *function_sql(),
         *_avg_sql(),
         *_sum_sql(),
         *comparison_sql(),

@@ -44,7 +44,9 @@ _ORDER_ENDS = {
 Token = tuple[str, str]
 
 
-_REWRITTEN = re.compile(r"LIKE|ORDER|CAST|[0-9][.eE]|\.[0-9]|[0-9]{19}", re.IGNORECASE)
+_REWRITTEN = re.compile(
+    r"LIKE|ORDER|CAST|DATE|TIME|[0-9][.eE]|\.[0-9]|[0-9]{19}|[=<>]", re.IGNORECASE
+)
 """What :func:`sqlite_meaning` may rewrite (any other statement is left as it is, untokenized)."""
 _INT64_MAX = 2**63 - 1
 
@@ -56,7 +58,7 @@ def sqlite_meaning(sql: str) -> str:
     if not _REWRITTEN.search(sql):
         return sql
     tokens = [(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sql)]
-    tokens = _integer_casts(_reals(_like_folded(tokens)))
+    tokens = _integer_casts(_reals(_like_folded(_sqlite_dates(_compared(tokens)))))
     return "".join(text for _, text in _nulls_placed(tokens))
 
 
@@ -81,6 +83,136 @@ def _like_folded(tokens: list[Token]) -> list[Token]:
         end = _expression_end(tokens, i + 1, _PATTERN_ENDS, _COMPARISONS)
         if _word(tokens[end] if end < len(tokens) else ("", "")) != "ESCAPE":
             _append_after_last(tokens, i, end, " ESCAPE ''")
+    return out
+
+
+_COMPARED = {"=": "eq", "==": "eq", "<>": "ne", "!=": "ne", "<": "lt", "<=": "le", ">": "gt",
+              ">=": "ge"}  # fmt: skip
+_BEFORE_OPERAND = {"", "(", "WHERE", "AND", "OR", "NOT", "ON", "WHEN", "THEN", "ELSE", "SELECT",
+                   "HAVING", "RETURNING"}  # fmt: skip
+"""What may come before a comparison's left operand for it to be that operand alone (not
+``SET``, ``,``: an assignment; not an operator binding tighter than the comparison)."""
+_AFTER_OPERAND = {"", ")", ",", ";", "AND", "OR", "THEN", "END", "ORDER", "GROUP", "LIMIT",
+                  "WHEN", "ELSE", "HAVING", "UNION", "INTERSECT", "EXCEPT", "RETURNING",
+                  "OFFSET", "WINDOW", "FROM", "AS", "WHERE", "JOIN", "LEFT", "RIGHT", "INNER",
+                  "OUTER", "CROSS", "FULL", "NATURAL"}  # fmt: skip
+_NOT_COLUMNS = {"NULL", "TRUE", "FALSE", "CURRENT_DATE", "CURRENT_TIME", "CURRENT_TIMESTAMP",
+                "CURRENT_USER", "SESSION_USER", "USER", "LOCALTIME", "LOCALTIMESTAMP", "NOT",
+                "EXISTS", "CASE", "ALL", "ANY", "SOME", "DEFAULT"} | _PATTERN_ENDS  # fmt: skip
+
+
+def _operand(tokens: list[Token], start: int, step: int) -> tuple[str, int]:
+    """The kind of the single operand at *start* read in direction *step* (``column``,
+    ``string``, ``number`` or ``""``: another expression), and the index past it."""
+    i = _significant_toward(tokens, start, step)
+    if i < 0 or i >= len(tokens):
+        return "", i
+    kind, text = tokens[i]
+    if kind in ("string", "number"):
+        return kind, i + step
+    if kind == "name" or (kind == "word" and text.upper() not in _NOT_COLUMNS):
+        j = _significant_toward(tokens, i + step, step)  # a qualified name: t.code
+        if 0 <= j < len(tokens) and tokens[j][1] == ".":
+            k = _significant_toward(tokens, j + step, step)
+            if 0 <= k < len(tokens) and tokens[k][0] in ("word", "name"):
+                return "column", k + step
+            return "", k
+        return "column", i + step
+    return "", i
+
+
+def _significant_toward(tokens: list[Token], i: int, step: int) -> int:
+    while 0 <= i < len(tokens) and tokens[i][0] in ("space", "comment"):
+        i += step
+    return i
+
+
+def _bounded(tokens: list[Token], i: int, step: int, allowed: set[str]) -> bool:
+    """Whether the token from *i* in direction *step* lets an operand end there."""
+    i = _significant_toward(tokens, i, step)
+    if i < 0 or i >= len(tokens):
+        return True
+    return (_word(tokens[i]) or tokens[i][1]).upper() in allowed
+
+
+_CLAUSES = {"SET", "SELECT", "WHERE", "ON", "HAVING", "RETURNING", "WHEN", "THEN", "ELSE",
+            "VALUES", "BY", "FROM"}  # fmt: skip
+
+
+def _listed(tokens: list[Token], i: int) -> set[str]:
+    """``{","}`` where a comma before an operand separates a list's items that are
+    expressions (a select list, arguments), not ``SET``'s assignments (``SET a = b, c = d``)."""
+    depth = 0
+    while i >= 0:
+        text = tokens[i][1]
+        depth += (text == ")") - (text == "(")
+        if depth < 0:
+            return {","}  # inside parentheses: arguments or a row
+        if depth == 0 and _word(tokens[i]) in _CLAUSES:
+            return set() if _word(tokens[i]) == "SET" else {","}
+        i -= 1
+    return {","}
+
+
+def _compared(tokens: list[Token]) -> list[Token]:
+    """A comparison of two columns, or of a string literal with a number literal, as SQLite
+    compares them (PostgreSQL's operators see values, not where they came from):
+
+    - two columns, text and a number (``code = qty``): the text as a number where it reads
+      as one, else the number is less (SQLite applies the number column's affinity to the
+      text); ``groundstate.cmp_<op>(a, b)``, which is ``a <op> b`` for two of one type;
+    - a string and a number literal (``'3' = 3``): SQLite's type order, a number less than
+      any text, as no affinity applies (PostgreSQL read ``'3'`` as 3, and failed on ``'a'``).
+
+    A column compared with a literal or parameter keeps the harness's operators (the text
+    column's affinity: ``code = 5`` is compared as text, as SQLite does)."""
+    out = list(tokens)
+    for i, (kind, text) in enumerate(tokens):
+        if kind != "other" or text not in _COMPARED:
+            continue
+        left, before = _operand(tokens, i - 1, -1)
+        right, after = _operand(tokens, i + 1, 1)
+        if not left or not right:
+            continue
+        if not (_bounded(tokens, before, -1, _BEFORE_OPERAND | _listed(tokens, before))
+                and _bounded(tokens, after, 1, _AFTER_OPERAND)):  # fmt: skip
+            continue
+        first, last = before + 1, after - 1
+        if left == right == "column":
+            name = _COMPARED[text]
+            a = "".join(t for _, t in tokens[first:i]).strip()
+            b = "".join(t for _, t in tokens[i + 1 : last + 1]).strip()
+            out[first] = ("other", f"groundstate.cmp_{name}({a}, {b})")
+        elif {left, right} == {"string", "number"}:
+            ranks = ("1" if left == "number" else "2", "1" if right == "number" else "2")
+            out[first] = ("other", f"({ranks[0]} {text.replace('==', '=')} {ranks[1]})")
+        else:
+            continue
+        for j in range(first + 1, last + 1):
+            out[j] = ("space", "")
+    return out
+
+
+_DATE_FUNCTIONS = {"DATE": "groundstate.sqlite_date", "TIME": "groundstate.sqlite_time"}
+
+
+def _sqlite_dates(tokens: list[Token]) -> list[Token]:
+    """SQLite's ``date(...)`` and ``time(...)`` made the harness's (``postgres_functions``):
+    PostgreSQL reads ``date('now')`` as a cast, the server's date, not the task's clock, and
+    ``date(x, '+1 day')`` as no function at all. A type name (``CAST(x AS time(3))``) and a
+    qualified name are left as they are."""
+    out = list(tokens)
+    for i, token in enumerate(tokens):
+        function = _DATE_FUNCTIONS.get(_word(token))
+        after = _significant(tokens, i + 1)
+        if function is None or after >= len(tokens) or tokens[after][1] != "(":
+            continue
+        before = i - 1
+        while before >= 0 and tokens[before][0] in ("space", "comment"):
+            before -= 1
+        if before >= 0 and (tokens[before][1] == "." or _word(tokens[before]) == "AS"):
+            continue
+        out[i] = ("other", function)
     return out
 
 

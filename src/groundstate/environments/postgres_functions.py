@@ -1,0 +1,373 @@
+"""SQLite's scalar functions and aggregates that PostgreSQL lacks or means otherwise.
+
+Tools and graders written for SQLite call ``typeof``, ``ifnull``, ``iif``, ``instr``,
+``hex``, ``group_concat``, ``length`` and ``substr`` of a number, two-argument ``max`` and
+``min``, and the date functions (``date``, ``time``, ``datetime``, ``julianday``,
+``strftime``); on PostgreSQL each was "function ... does not exist", so a tool failed and a
+grader's query errored where SQLite answered. Each is installed in the harness's schema,
+first on the agent's and graders' ``search_path``, with SQLite's meaning; the date functions
+read the task's clock for ``'now'`` (PostgreSQL's ``date('now')`` is a cast reading the
+server's clock: ``sqlite_meaning`` names the harness's ``date`` and ``time``).
+
+What cannot mean the same is refused with a message naming it (a date modifier the harness
+does not carry, ``strftime``'s ``%J``), never answered otherwise.
+"""
+
+from __future__ import annotations
+
+API = "groundstate"
+INTERNAL = "_gs"
+_INTEGERS = ("smallint", "integer", "bigint")
+_REALS = ("double precision", "numeric")
+_NUMBERS = (*_INTEGERS, *_REALS)
+
+
+def _create(
+    signature: str, returns: str, body: str, *, language: str = "sql", volatility: str = ""
+) -> str:
+    """A function of the harness's schema, not STRICT (SQLite's answer to NULL is its own);
+    IMMUTABLE unless it reads the clock (a fixture's CHECK or index may call it)."""
+    return (
+        f"CREATE FUNCTION {signature} RETURNS {returns} {volatility or 'IMMUTABLE'} "
+        f"LANGUAGE {language} "
+        f"SET search_path = pg_catalog AS $gs${body}$gs$"
+    )
+
+
+def _types() -> list[str]:
+    """``typeof``: SQLite's storage class of the value ('null' for NULL)."""
+    classes = {
+        **{kind: "integer" for kind in (*_INTEGERS, "boolean")},
+        **{kind: "real" for kind in _REALS},
+        "text": "text",
+        "bytea": "blob",
+    }
+    return [
+        _create(
+            f"{API}.typeof(v {kind})",
+            "text",
+            f"SELECT CASE WHEN v IS NULL THEN 'null' ELSE '{name}' END",
+        )
+        for kind, name in classes.items()
+    ]
+
+
+def _choices() -> list[str]:
+    """``ifnull``, ``iif`` (a number as its condition: true when not 0) and ``max``/``min``
+    of two or three values (NULL when any is: PostgreSQL's ``greatest`` skips NULLs)."""
+    statements = [
+        _create(
+            f"{API}.ifnull(a anycompatible, b anycompatible)",
+            "anycompatible",
+            "SELECT coalesce(a, b)",
+        ),
+        _create(
+            f"{API}.iif(c boolean, a anycompatible, b anycompatible)",
+            "anycompatible",
+            "SELECT CASE WHEN c THEN a ELSE b END",
+        ),
+    ]
+    statements += [
+        _create(
+            f"{API}.iif(c {kind}, a anycompatible, b anycompatible)",
+            "anycompatible",
+            "SELECT CASE WHEN c <> 0 THEN a ELSE b END",
+        )
+        for kind in _NUMBERS
+    ]
+    for name, pick in (("max", "greatest"), ("min", "least")):
+        for count in (2, 3):
+            names = [f"v{i}" for i in range(count)]
+            arguments = ", ".join(f"{v} anycompatible" for v in names)
+            nulls = " OR ".join(f"{v} IS NULL" for v in names)
+            statements.append(
+                _create(
+                    f"{API}.{name}({arguments})",
+                    "anycompatible",
+                    f"SELECT CASE WHEN {nulls} THEN NULL ELSE {pick}({', '.join(names)}) END",
+                )
+            )
+    return statements
+
+
+def _texts() -> list[str]:
+    """``instr``, ``hex`` ('' of NULL), ``length`` and ``substr`` of a number (of its text,
+    a REAL's as SQLite writes it: the harness's cast to text)."""
+    statements = [
+        _create(f"{API}.instr(x text, y text)", "bigint", "SELECT strpos(x, y)"),
+        _create(f"{API}.instr(x bytea, y bytea)", "bigint", "SELECT position(y IN x)"),
+        _create(f"{API}.hex(v bytea)", "text", "SELECT coalesce(upper(encode(v, 'hex')), '')"),
+        _create(
+            f"{API}.hex(v text)",
+            "text",
+            "SELECT coalesce(upper(encode(convert_to(v, 'UTF8'), 'hex')), '')",
+        ),
+    ]
+    for kind in _NUMBERS:
+        text = "CAST(v AS text)"
+        statements += [
+            _create(f"{API}.hex(v {kind})", "text", f"SELECT {API}.hex({text})"),
+            _create(f"{API}.length(v {kind})", "bigint", f"SELECT char_length({text})"),
+            _create(f"{API}.instr(v {kind}, y text)", "bigint", f"SELECT strpos({text}, y)"),
+        ]
+        for position in ("bigint", "integer"):
+            statements += [
+                _create(
+                    f"{API}.substr(v {kind}, p1 {position})",
+                    "text",
+                    f"SELECT {API}.substr({text}, p1)",
+                ),
+                _create(
+                    f"{API}.substr(v {kind}, p1 {position}, p2 {position})",
+                    "text",
+                    f"SELECT {API}.substr({text}, p1, p2)",
+                ),
+            ]
+    return statements
+
+
+def _group_concat() -> list[str]:
+    """``group_concat(x)`` and ``group_concat(x, separator)``: the values' text (a REAL's as
+    SQLite writes it), NULLs skipped, NULL of no value."""
+    step, join = f"{API}.group_concat_step", f"{API}.group_concat_join"
+    statements = [
+        _create(
+            f"{join}(s text, v text, sep text)",
+            "text",
+            "SELECT CASE WHEN v IS NULL THEN s WHEN s IS NULL THEN v "
+            "ELSE s || coalesce(sep, '') || v END",
+        )
+    ]
+    for kind in ("text", *_NUMBERS):
+        statements += [
+            _create(f"{step}(s text, v {kind})", "text", f"SELECT {join}(s, CAST(v AS text), ',')"),
+            _create(
+                f"{step}(s text, v {kind}, sep text)",
+                "text",
+                f"SELECT {join}(s, CAST(v AS text), sep)",
+            ),
+            f"CREATE AGGREGATE {API}.group_concat({kind}) (SFUNC = {step}, STYPE = text)",
+            f"CREATE AGGREGATE {API}.group_concat({kind}, text) (SFUNC = {step}, STYPE = text)",
+        ]
+    return statements
+
+
+_MODIFIERS_NOT_CARRIED = (
+    r"^(localtime|utc|auto|subsec|subsecond|julianday|ceiling|floor"
+    r"|[+-][0-9]{1,4}-|[+-]?[0-9]{1,2}:)"
+)
+"""SQLite's modifiers the harness does not carry (a time zone of the process, a shift by a
+time of day or a date): refused by name, where SQLite answers."""
+_MOMENT = (
+    "DECLARE ts timestamp; m text; k text; n double precision; u text; d int; mo int; "
+    "t text := btrim(v); "
+    "BEGIN "
+    "IF t IS NULL THEN RETURN NULL; END IF; "
+    f"IF lower(t) = 'now' THEN ts := {API}.now() AT TIME ZONE 'UTC'; "
+    "ELSIF t ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}([ T][0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]+)?)?)?$' "
+    "THEN IF substr(t, 1, 4) = '0000' THEN RAISE EXCEPTION 'the year 0000 is not carried "
+    "to the postgres kind' USING ERRCODE = '0A000'; END IF; "
+    "  IF CAST(substr(t, 6, 2) AS int) NOT BETWEEN 1 AND 12 "
+    "  OR CAST(substr(t, 9, 2) AS int) NOT BETWEEN 1 AND 31 THEN RETURN NULL; END IF; "
+    "  ts := make_date(CAST(substr(t, 1, 4) AS int), CAST(substr(t, 6, 2) AS int), 1) "
+    "    + (CAST(substr(t, 9, 2) AS int) - 1); "
+    # SQLite takes a day up to 31 in any month and keeps it as written until a modifier
+    # reads it (2026-02-30 is March 2, but 'start of day' gives 2026-02-30 back)
+    "  IF extract(day FROM ts) <> CAST(substr(t, 9, 2) AS int) THEN RAISE EXCEPTION "
+    "'the date % is not carried to the postgres kind (a day past the end of its month)', "
+    "substr(t, 1, 10) USING ERRCODE = '0A000'; END IF; "
+    "  t := substr(t, 12); "
+    "ELSIF t ~ '^[0-9]{2}:[0-9]{2}(:[0-9]{2}(\\.[0-9]+)?)?$' THEN ts := timestamp '2000-01-01'; "
+    "ELSIF t ~ '^[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+)$' THEN "
+    "  IF lower(btrim(mods[1])) IS DISTINCT FROM 'unixepoch' AND NOT CAST(t AS double precision) "
+    "    BETWEEN 1721425.5 AND 5373484.4 THEN RAISE EXCEPTION 'the Julian day % is not carried "
+    "to the postgres kind (a year before 1 or after 9999)', t USING ERRCODE = '0A000'; END IF; "
+    "  IF lower(btrim(mods[1])) = 'unixepoch' THEN "
+    "    ts := timestamp '1970-01-01' + CAST(t AS double precision) * interval '1 second'; "
+    "    mods := mods[2:]; "
+    "  ELSE ts := timestamp '1970-01-01' + "
+    "    round((CAST(t AS double precision) - 2440587.5) * 86400000) * interval '1 millisecond'; "
+    "  END IF; "
+    "ELSIF t ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9:.]+ *([zZ]|[+-][0-9]{2}:?[0-9]{2})$' "
+    "THEN RAISE EXCEPTION 'the time % is not carried to the postgres kind (a time zone)', t "
+    "USING ERRCODE = '0A000'; "
+    "ELSE RETURN NULL; END IF; "
+    "IF t ~ '^[0-9]{2}:[0-9]{2}' THEN "
+    "  IF CAST(split_part(t, ':', 1) AS int) > 23 OR CAST(split_part(t, ':', 2) AS int) > 59 "
+    "    OR CAST(coalesce(nullif(split_part(t, ':', 3), ''), '0') AS numeric) >= 60 "
+    "  THEN RETURN NULL; END IF; "
+    "  ts := ts + CAST(t AS interval); "
+    "END IF; "
+    "FOREACH m IN ARRAY coalesce(mods, ARRAY[]::text[]) LOOP "
+    "  k := lower(btrim(m)); "
+    "  IF k IS NULL THEN RETURN NULL; "
+    "  ELSIF k ~ '^[+-]?([0-9]+\\.?[0-9]*|\\.[0-9]+) +(day|hour|minute|second|month|year)s?$' "
+    "  THEN n := CAST(split_part(k, ' ', 1) AS double precision); "
+    "    u := rtrim(btrim(substr(k, length(split_part(k, ' ', 1)) + 1)), 's'); "
+    "    IF u IN ('month', 'year') THEN "
+    "      IF n <> trunc(n) THEN RAISE EXCEPTION 'the date modifier % is not carried to the "
+    "postgres kind (a fraction of a month or year)', m USING ERRCODE = '0A000'; END IF; "
+    "      mo := extract(year FROM ts) * 12 + extract(month FROM ts) - 1 "
+    "        + CASE WHEN u = 'year' THEN 12 ELSE 1 END * n; "
+    "      d := extract(day FROM ts); "
+    "      ts := make_date(mo / 12, mo % 12 + 1, 1) + (d - 1) + CAST(ts AS time); "
+    "    ELSE ts := ts + n * CAST('1 ' || u AS interval); END IF; "
+    "  ELSIF k = 'start of day' THEN ts := date_trunc('day', ts); "
+    "  ELSIF k = 'start of month' THEN ts := date_trunc('month', ts); "
+    "  ELSIF k = 'start of year' THEN ts := date_trunc('year', ts); "
+    "  ELSIF k ~ '^weekday [0-6]$' THEN "
+    "    ts := ts + ((CAST(substr(k, 9) AS int) - extract(dow FROM ts) + 7) % 7) "
+    "      * interval '1 day'; "
+    f"  ELSIF k ~ '{_MODIFIERS_NOT_CARRIED}' THEN RAISE EXCEPTION "
+    "'the date modifier % is not carried to the postgres kind', m USING ERRCODE = '0A000'; "
+    "  ELSE RETURN NULL; END IF; "
+    "END LOOP; "
+    "RETURN ts; END"
+)
+"""SQLite's reading of a time value and its modifiers: ``'now'`` the task's clock; a date,
+date and time, or time of day; a number a Julian day (Unix seconds before ``'unixepoch'``);
+``+N days``/hours/minutes/seconds/months/years (a month added keeps the day, then overflows
+into the next month, as SQLite's: 2026-01-31 ``+1 month`` is 2026-03-03), ``start of``,
+``weekday N``. NULL where SQLite's is NULL (a value or modifier it does not read)."""
+
+_STRFTIME = (
+    "DECLARE ts timestamp := {API}.moment(v, mods); r text := ''; i int := 1; c text; "
+    "BEGIN IF ts IS NULL OR f IS NULL THEN RETURN NULL; END IF; "
+    "WHILE i <= length(f) LOOP c := substr(f, i, 1); "
+    "  IF c <> '%' THEN r := r || c; i := i + 1; CONTINUE; END IF; "
+    "  c := substr(f, i + 1, 1); i := i + 2; "
+    "  r := r || CASE c WHEN 'd' THEN to_char(ts, 'DD') WHEN 'H' THEN to_char(ts, 'HH24') "
+    "    WHEN 'm' THEN to_char(ts, 'MM') WHEN 'M' THEN to_char(ts, 'MI') "
+    "    WHEN 'S' THEN to_char(ts, 'SS') WHEN 'Y' THEN to_char(ts, 'YYYY') "
+    "    WHEN 'f' THEN to_char(ts, 'SS.MS') WHEN 'j' THEN to_char(ts, 'DDD') "
+    "    WHEN 'w' THEN CAST(CAST(extract(dow FROM ts) AS int) AS text) "
+    "    WHEN 's' THEN CAST(CAST(floor(extract(epoch FROM ts)) AS bigint) AS text) "
+    "    WHEN 'W' THEN lpad(CAST((CAST(extract(doy FROM ts) AS int) - 1 + 7 "
+    "      - (CAST(extract(isodow FROM ts) AS int) - 1)) / 7 AS text), 2, '0') "
+    "    WHEN '%' THEN '%' "
+    "    WHEN 'J' THEN NULL "
+    "    ELSE NULL END; "
+    "  IF c = 'J' THEN RAISE EXCEPTION 'strftime''s %%J is not carried to the postgres kind "
+    "(use julianday())' USING ERRCODE = '0A000'; END IF; "
+    "  IF r IS NULL THEN RETURN NULL; END IF; "
+    "END LOOP; RETURN r; END"
+).replace("{API}", API)
+
+
+def _dates() -> list[str]:
+    """``date``, ``time``, ``datetime``, ``julianday`` and ``strftime`` on the task's clock,
+    each with any number of modifiers."""
+    moment = f"{API}.moment(v, mods)"
+    formats = {
+        "sqlite_date": f"SELECT to_char({moment}, 'YYYY-MM-DD')",
+        "sqlite_time": f"SELECT to_char({moment}, 'HH24:MI:SS')",
+        "datetime": f"SELECT to_char({moment}, 'YYYY-MM-DD HH24:MI:SS')",
+        # SQLite's: the whole milliseconds since the Julian epoch, over a day's
+        "julianday": (
+            f"SELECT round(extract(epoch FROM {moment}) * 1000 + 210866760000000) "
+            "/ 86400000.0::double precision"
+        ),
+    }
+    statements = [
+        _create(
+            f"{API}.moment(v text, mods text[])",
+            "timestamp",
+            _MOMENT,
+            language="plpgsql",
+            volatility="STABLE",
+        ),
+        _create(
+            f"{API}.strftime(f text, v text, VARIADIC mods text[])",
+            "text",
+            _STRFTIME,
+            language="plpgsql",
+            volatility="STABLE",
+        ),
+        _create(
+            f"{API}.strftime(f text, v text)",
+            "text",
+            f"SELECT {API}.strftime(f, v, VARIADIC ARRAY[]::text[])",
+            volatility="STABLE",
+        ),
+    ]
+    for name, body in formats.items():
+        returns = "double precision" if name == "julianday" else "text"
+        statements += [
+            _create(
+                f"{API}.{name}(v text, VARIADIC mods text[])", returns, body, volatility="STABLE"
+            ),
+            _create(
+                f"{API}.{name}(v text)",
+                returns,
+                f"SELECT {API}.{name}(v, VARIADIC ARRAY[]::text[])",
+                volatility="STABLE",
+            ),
+        ]
+        for kind in _NUMBERS:  # a number is a Julian day (Unix seconds before 'unixepoch')
+            statements += [
+                _create(
+                    f"{API}.{name}(v {kind}, VARIADIC mods text[])",
+                    returns,
+                    f"SELECT {API}.{name}(CAST(v AS text), VARIADIC mods)",
+                    volatility="STABLE",
+                ),
+                _create(
+                    f"{API}.{name}(v {kind})",
+                    returns,
+                    f"SELECT {API}.{name}(CAST(v AS text))",
+                    volatility="STABLE",
+                ),
+            ]
+    return statements
+
+
+_COMPARISONS = {"eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_NUMERIC_TEXT = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
+
+
+def _column_comparisons() -> list[str]:
+    """``groundstate.cmp_<op>(a, b)``, what ``sqlite_meaning`` makes of a comparison of two
+    columns: of text and a number, SQLite's (the number column's affinity applied to the
+    text: by number where it reads as one, else the number is less); of one type (or two
+    numbers), ``a <op> b``, which the planner inlines (no ``SET``: a join keeps its index
+    and hash plans)."""
+    statements = []
+    for name, op in _COMPARISONS.items():
+        function = f"{API}.cmp_{name}"
+        statements.append(
+            f"CREATE FUNCTION {function}(a anycompatible, b anycompatible) RETURNS boolean "
+            f"IMMUTABLE LANGUAGE sql AS $gs$SELECT a {op} b$gs$"
+        )
+        number_less = "true" if op in ("<", "<=", "<>") else "false"
+        text_less = "true" if op in (">", ">=", "<>") else "false"
+        for kind in _NUMBERS:
+            statements += [
+                _create(
+                    f"{function}(a text, b {kind})",
+                    "boolean",
+                    f"SELECT CASE WHEN a IS NULL OR b IS NULL THEN NULL "
+                    f"WHEN a ~ '{_NUMERIC_TEXT}' THEN CAST(a AS numeric) {op} b "
+                    f"ELSE {text_less} END",
+                ),
+                _create(
+                    f"{function}(a {kind}, b text)",
+                    "boolean",
+                    f"SELECT CASE WHEN a IS NULL OR b IS NULL THEN NULL "
+                    f"WHEN b ~ '{_NUMERIC_TEXT}' THEN a {op} CAST(b AS numeric) "
+                    f"ELSE {number_less} END",
+                ),
+            ]
+    return statements
+
+
+def function_sql() -> list[str]:
+    """The statements installing SQLite's functions in the harness's schema (after its
+    ``substr`` and ``now``, which some of them call)."""
+    return [
+        *_types(),
+        *_choices(),
+        *_texts(),
+        *_group_concat(),
+        *_dates(),
+        *_column_comparisons(),
+    ]
