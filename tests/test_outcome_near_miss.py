@@ -315,8 +315,10 @@ KEYS = """
 CREATE TABLE c (code TEXT PRIMARY KEY, v TEXT);
 CREATE TABLE k (id PRIMARY KEY, v TEXT);
 INSERT INTO c VALUES ('a', 'one'), (NULL, 'old');
-INSERT INTO k VALUES (x'01', 'blob');
+INSERT INTO k VALUES (x'01', 'blob'), ('plain', 'text');
 """
+# k.id holds bytes and text: an untyped column holding only bytes refuses text since the
+# twentieth round (a PostgreSQL bytea column could not hold it), and the key test needs both
 
 
 @pytest.fixture
@@ -373,7 +375,8 @@ def test_a_text_key_spelling_a_blobs_repr_is_another_row(keys: SqliteEnvironment
     )
     assert result.passed, result.evidence["problems"]
     assert keys.initial_view().snapshot().tables["k"].rows == {
-        '{"blob":"01"}': {"id": b"\x01", "v": "blob"}
+        '{"blob":"01"}': {"id": b"\x01", "v": "blob"},
+        '"plain"': {"id": "plain", "v": "text"},
     }
 
 

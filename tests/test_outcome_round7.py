@@ -171,6 +171,11 @@ def blob_bank(tmp_path: Path) -> Suite:
             '    ctx.db.execute("UPDATE transfers SET at = ? WHERE id = '
             '(SELECT MAX(id) FROM transfers)", (bytes.fromhex(hex_bytes),))\n'
         )
+    # ``at`` untyped: a TEXT column holding only text refuses bytes since the twentieth
+    # round (as PostgreSQL's would); this test is about a blob the diff must carry
+    fixture = root / "fixtures" / "bank.sql"
+    sql = fixture.read_text(encoding="utf-8")
+    fixture.write_text(sql.replace("amount INTEGER, at TEXT)", "amount INTEGER, at)"), "utf-8")
     task_file = root / "tasks" / "transfer.yaml"
     task = yaml.safe_load(task_file.read_text(encoding="utf-8"))
     task["available_tools"].append("memo")
