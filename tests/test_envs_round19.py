@@ -24,6 +24,7 @@ import pytest
 
 from groundstate.environments.base import WHOLE_ONLY
 from groundstate.environments.sqlite import SqliteEnvironment
+from groundstate.errors import ToolError
 
 from .test_validation_round15 import _postgres
 
@@ -132,9 +133,10 @@ def test_a_non_whole_number_in_an_integer_column_is_refused_on_both_kinds(fixtur
 
 def test_the_sqlite_refusal_names_the_table_and_column(fixture: Path) -> None:
     with SqliteEnvironment(fixture, clock=CLOCK) as env:
-        with pytest.raises(sqlite3.IntegrityError) as caught, env.tool_transaction():
+        with pytest.raises(ToolError) as caught, env.tool_transaction():
             env.agent_db.execute("UPDATE t SET n = 7.25 WHERE id = 2")
-        assert str(caught.value).startswith("column t.n: the value " + WHOLE_ONLY)
+        assert str(caught.value).endswith("column t.n: the value " + WHOLE_ONLY)
+        assert isinstance(caught.value.__cause__, sqlite3.IntegrityError)
 
 
 def test_a_fixture_real_already_in_an_integer_column_does_not_block_other_writes(

@@ -27,6 +27,7 @@ from typing import Annotated, Any, ClassVar, Protocol, Self, runtime_checkable
 from pydantic import BaseModel, Field, PlainSerializer
 
 from groundstate.account import Tally
+from groundstate.errors import ToolError
 
 
 def json_cells(value: Any) -> Any:
@@ -384,6 +385,19 @@ PostgreSQL alike (SQLite keeps the REAL 2.5 there, PostgreSQL's ``bigint`` round
 ONE_TYPE = "a column holds one type of value on both kinds (PostgreSQL's cannot hold it)"
 """Why a write leaving a value of another storage class in a typed column (text in a REAL
 column, a number in a BLOB one) is refused on SQLite: PostgreSQL's typed column fails it."""
+
+
+def refused_write(exc: BaseException) -> ToolError | None:
+    """The tool error for a call whose write the harness's type checks refused (a value
+    :data:`WHOLE_ONLY` or :data:`ONE_TYPE` names), else None. The check is the harness's,
+    not the tool's: a tool that stores an agent's 2.5 in an INTEGER column raised it, which
+    crashed the call, an environment failure (an invalid attempt, run again) that the
+    agent's arguments caused. Like a write of text that is not UTF-8, it is the agent's
+    error, undone, and the agent is told why."""
+    text = str(exc)
+    if WHOLE_ONLY not in text and ONE_TYPE not in text:
+        return None
+    return ToolError(f"the call's write was refused and undone: {text.strip()}")
 
 
 def quote(identifier: str) -> str:

@@ -42,6 +42,7 @@ from groundstate.environments.base import (
     TableState,
     in_tool_call,
     quote,
+    refused_write,
 )
 from groundstate.environments.postgres_dialect import (
     AgentConnection,
@@ -491,6 +492,9 @@ class PostgresEnvironment(ClosesOnExit):
             if effects.denied and isinstance(exc, psycopg.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
             self._raise_if_past_deadline(exc)
+            refused = refused_write(exc) if isinstance(exc, psycopg.Error) else None
+            if refused is not None:
+                raise refused from exc
             raise
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written

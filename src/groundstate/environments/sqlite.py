@@ -39,6 +39,7 @@ from groundstate.environments.base import (
     StateDiff,
     TableState,
     quote,
+    refused_write,
 )
 from groundstate.environments.sqlite_live import (
     NO_FILE,
@@ -916,7 +917,8 @@ class SqliteEnvironment(ClosesOnExit):
             # Otherwise the call changed nothing: the file's counter must not have moved, as
             # the next _check_tracking (before any call, hash, diff or probe) checks. Reading
             # it now too would only add two system calls (GIL releases) to most calls.
-        except BaseException as exc:
+        except BaseException as raised:
+            exc = (refused_write(raised) if isinstance(raised, sqlite3.Error) else None) or raised
             denial = bool(self._denied) and isinstance(exc, sqlite3.Error)
             self._tainted = self._tainted or not (denial or isinstance(exc, ToolError))
             if self._agent.in_transaction:
@@ -926,6 +928,8 @@ class SqliteEnvironment(ClosesOnExit):
             if effects.denied and isinstance(exc, sqlite3.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
             self._raise_if_past_deadline(exc)
+            if exc is not raised:
+                raise exc from raised
             raise
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written
