@@ -400,6 +400,20 @@ def refused_write(exc: BaseException) -> ToolError | None:
     return ToolError(f"the call's write was refused and undone: {text.strip()}")
 
 
+def sqlite_affinity(declared: str) -> str:
+    """SQLite's type affinity of a declared column type, upper-cased (its rules, in their
+    order: https://sqlite.org/datatype3.html, section 3.1)."""
+    if "INT" in declared:
+        return "INTEGER"
+    if any(word in declared for word in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if "BLOB" in declared or not declared:
+        return "BLOB"
+    if any(word in declared for word in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return "NUMERIC"
+
+
 def quote(identifier: str) -> str:
     """An SQL identifier in double quotes (SQLite and PostgreSQL alike)."""
     return '"' + identifier.replace('"', '""') + '"'

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from groundstate.environments.base import sqlite_affinity
+
 _TOKEN = re.compile(
     r"""(?P<space>\s+)
     |(?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
@@ -253,7 +255,7 @@ def _integer_casts(tokens: list[Token]) -> list[Token]:
         if as_at is None or closing >= len(tokens):
             continue
         type_name = "".join(_word(t) for t in tokens[as_at + 1 : closing])
-        function = _CAST_FUNCTIONS.get(_affinity(type_name))
+        function = _CAST_FUNCTIONS.get(sqlite_affinity(type_name))
         if function is not None:
             tokens[i] = ("other", function)
             tokens[as_at:closing] = [("space", "")] * (closing - as_at)
@@ -261,19 +263,6 @@ def _integer_casts(tokens: list[Token]) -> list[Token]:
 
 
 _CAST_FUNCTIONS = {"INTEGER": "groundstate.cast_integer", "REAL": "groundstate.cast_real"}
-
-
-def _affinity(type_name: str) -> str:
-    """SQLite's affinity of a declared type name (its rules, in their order)."""
-    if "INT" in type_name:
-        return "INTEGER"
-    if any(word in type_name for word in ("CHAR", "CLOB", "TEXT")):
-        return "TEXT"
-    if "BLOB" in type_name or not type_name:
-        return "BLOB"
-    if any(word in type_name for word in ("REAL", "FLOA", "DOUB")):
-        return "REAL"
-    return "NUMERIC"
 
 
 def _expression_end(tokens: list[Token], start: int, words: set[str], marks: set[str]) -> int:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict
 from groundstate.agents.model_loop import TALK_TO_USER
 from groundstate.agents.python import load_agent
 from groundstate.environments.base import TableState
+from groundstate.environments.base import sqlite_affinity as _affinity
 from groundstate.environments.registry import environment_capabilities, environment_kind
 from groundstate.environments.sqlite import (
     FixtureTooLarge,
@@ -903,19 +904,6 @@ def _stored_otherwise(value: JsonScalar, declared: str, column: str) -> str | No
     if isinstance(value, str) and affinity in _NUMERIC and _NUMERIC_LITERAL.fullmatch(value):
         return f"{value!r} is text but {column} is {declared} (write {value} without quotes)"
     return None
-
-
-def _affinity(declared: str) -> str:
-    """SQLite's type affinity rules (https://sqlite.org/datatype3.html, section 3.1)."""
-    if "INT" in declared:
-        return "INTEGER"
-    if any(word in declared for word in ("CHAR", "CLOB", "TEXT")):
-        return "TEXT"
-    if "BLOB" in declared or not declared:
-        return "BLOB"
-    if any(word in declared for word in ("REAL", "FLOA", "DOUB")):
-        return "REAL"
-    return "NUMERIC"
 
 
 def _sql_problem(sql: str, query: Query, fixture: str) -> str | None:
