@@ -28,7 +28,7 @@ from groundstate.environments.sqlite_state import (
     row_digest,
     table_hash,
 )
-from groundstate.errors import EnvironmentFailure, PermissionDenied, ResetCheckFailed
+from groundstate.errors import EnvironmentFailure, PermissionDenied, ResetCheckFailed, ToolError
 from groundstate.spec.canonical import hash_value
 
 CLOCK = datetime(2026, 1, 15, 10, 0, tzinfo=UTC)
@@ -128,7 +128,7 @@ def _call(env: SqliteEnvironment, sql: str, params: tuple[Any, ...]) -> None:
     try:
         with env.tool_transaction():
             env.agent_db.execute(sql, params)
-    except sqlite3.Error:  # a constraint refused it: rolled back, nothing changed
+    except (sqlite3.Error, ToolError):  # refused (a constraint, a type): rolled back
         pass
 
 
@@ -292,7 +292,7 @@ def _calls(env: SqliteEnvironment, statements: list[tuple[str, tuple[Any, ...]]]
         with env.tool_transaction():
             for sql, params in statements:
                 env.agent_db.execute(sql, params)
-    except sqlite3.Error:
+    except (sqlite3.Error, ToolError):
         pass
 
 
