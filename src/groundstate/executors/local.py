@@ -457,7 +457,8 @@ class _WorkerPool:
             args=(jobs, writer, *self._setup, self._slots),
             name=f"groundstate-worker-{n}",
         )
-        process.start()
+        with _STATUS:  # starting one reads the exit status of every ended child
+            process.start()
         writer.close()  # the worker's now: its death (with what it forked) ends the pipe
         return _Worker(process, jobs, _Inbox(reader))
 
@@ -492,7 +493,7 @@ class _WorkerPool:
             open_ = [
                 w
                 for w in self._workers
-                if w.ready and not w.retiring and not w.alone and w.process.is_alive()
+                if w.ready and not w.retiring and not w.alone and _alive(w.process)
             ]
             free = [w for w in open_ if len(w.running) < (1 if waiting.alone else self._slots)]
             if waiting.alone:
@@ -513,7 +514,7 @@ class _WorkerPool:
         for worker in self._workers:
             _kill(worker.process)  # with what its attempts started (its process group)
         for worker in self._workers:
-            worker.process.join(UNWIND_TIMEOUT)
+            _ended(worker.process, UNWIND_TIMEOUT)
             worker.jobs.close()
         with self._lock:  # not while the reader reads them
             for worker in self._workers:
@@ -556,11 +557,11 @@ class _WorkerPool:
             closed = not worker.inbox.open
         for message in messages:
             self._settle(worker, message)
-        if closed:  # a dying worker's pipe ends a moment before it is dead
-            worker.process.join(PIPE_CLOSED_WAIT)
-            if worker.process.is_alive():  # it closed the pipe itself: it cannot report
-                with self._lock:
-                    self._fail(worker, PIPE_CLOSED)
+        # a dying worker's pipe ends a moment before it is dead; one alive after closed it
+        # itself: it cannot report
+        if closed and _ended(worker.process, PIPE_CLOSED_WAIT) is None:
+            with self._lock:
+                self._fail(worker, PIPE_CLOSED)
 
     def _fail(self, worker: _Worker, fault: str) -> None:
         """Kill *worker*, which broke its results pipe (*fault*): its attempts end as they do
@@ -615,7 +616,7 @@ class _WorkerPool:
                 if running and now - waiting.started > waiting.limit:
                     assert worker is not None
                     waiting.overdue = _kill(worker.process)
-        dead = [w for w in self._workers if not w.process.is_alive()]
+        dead = [w for w in self._workers if not _alive(w.process)]
         if not dead or self._closed.is_set() or self._failure is not None:
             return
         for worker in dead:  # what a dead worker sent before it died is not lost with it
@@ -678,10 +679,29 @@ class _WorkerPool:
             _deliver(waiting.future, ExecutorError(self._failure))
 
 
+_STATUS = threading.Lock()
+"""Held while a worker's exit status is read. A fork-server child's status comes once, on a
+pipe: of two threads asking at once (the pool's reader and the event loop), the second read
+the pipe's end and took 255 ("the fork server was killed") for the worker's own exit code,
+and an agent's ``os._exit(3)`` was recorded as "exited with code 255"."""
+
+
+def _alive(process: BaseProcess) -> bool:
+    with _STATUS:
+        return process.is_alive()
+
+
+def _ended(process: BaseProcess, timeout: float) -> int | None:
+    """*process*'s exit code once it has ended, waiting up to *timeout* seconds; None while
+    it runs."""
+    wait([process.sentinel], timeout)
+    with _STATUS:
+        return process.exitcode
+
+
 def _death(process: BaseProcess) -> str:
     """What became of a dead worker, in words."""
-    process.join(UNWIND_TIMEOUT)
-    code = process.exitcode
+    code = _ended(process, UNWIND_TIMEOUT)
     if code == PIPE_LOST:
         return f"the worker process exited: {PIPE_CLOSED}"
     if code is not None and code < 0:
@@ -694,7 +714,7 @@ def _kill(process: BaseProcess) -> bool:
     """Kill *process* and the process group it leads (what its attempts started); whether
     it was still alive."""
     pid = process.pid
-    if pid is None or not process.is_alive():
+    if pid is None or not _alive(process):
         return False
     try:
         os.killpg(pid, signal.SIGKILL)
