@@ -75,6 +75,16 @@ class Kept(NamedTuple):
     stops: tuple[tuple[Any, ...], ...]
     """Every stop latched, in order: ``(stop, its type, error, the error's type, stage, step,
     at)``, as it was latched."""
+
+    def trace_lines(self) -> list[str]:
+        """The trace's JSON lines, oldest first."""
+        lines, node = [], self.lines
+        while node is not None:
+            lines.append(node[0])
+            node = node[1]
+        lines.reverse()
+        return lines
+
     usage: tuple[int, int, float, int]
     """Input tokens, output tokens and cost reported, and how many reports said their usage
     is not known (an API that answered without counting its tokens)."""
@@ -200,12 +210,7 @@ class Account:
 
     def trace_lines(self) -> list[str]:
         """The trace's JSON lines, oldest first."""
-        lines, node = [], self.read().lines
-        while node is not None:
-            lines.append(node[0])
-            node = node[1]
-        lines.reverse()
-        return lines
+        return self.read().trace_lines()
 
 
 def _tally() -> Generator[int, object, None]:

@@ -1185,18 +1185,8 @@ class _AccountRead:
     def _kept(self) -> tuple[int, list[str]]:
         if self._read is None:
             kept = self._account.read()
-            self._read = (kept.steps, _lines(kept))
+            self._read = (kept.steps, kept.trace_lines())
         return self._read
-
-
-def _lines(kept: Kept) -> list[str]:
-    """The trace's JSON lines *kept* holds, oldest first (as :meth:`Account.trace_lines`)."""
-    lines, node = [], kept.lines
-    while node is not None:
-        lines.append(node[0])
-        node = node[1]
-    lines.reverse()
-    return lines
 
 
 def _outside_session(

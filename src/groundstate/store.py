@@ -25,7 +25,7 @@ import socket
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -421,7 +421,11 @@ class _Columns(NamedTuple):
         code of an in-process agent's left running (a thread that finds records with
         ``gc.get_objects()``) set ``success`` on that object after the text was made, and
         the row's columns said success where its record said the constraint it broke."""
-        data = json.loads(text)
+        return cls.read(json.loads(text))
+
+    @classmethod
+    def read(cls, data: Mapping[str, Any]) -> _Columns:
+        """The columns of a record's fields *data*, as parsed from its text."""
         return cls(
             str(data["run_id"]),
             str(data["batch_id"]),
@@ -453,6 +457,9 @@ class PreparedRun:
     """The ``artifact_hashes`` column: artifact name -> digest, sorted, as JSON."""
     files: tuple[tuple[str, str, bytes], ...]
     """Each artifact's name, sha256 digest and UTF-8 bytes."""
+    columns: _Columns
+    """The record's identity and verdict columns, read from :attr:`text` where it was made
+    (not on the store's single writer thread)."""
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_read_prepared, (self.text, self.content, self.hashes, self.files))
@@ -461,7 +468,8 @@ class PreparedRun:
 def _read_prepared(
     text: str, content: str, hashes: str, files: tuple[tuple[str, str, bytes], ...]
 ) -> PreparedRun:
-    return PreparedRun(_as_stored(text), text, content, hashes, files)
+    run = _as_stored(text)  # parsed just now from the text: its columns are the text's
+    return PreparedRun(run, text, content, hashes, files, _Columns.read(vars(run)))
 
 
 def _as_stored(text: str) -> AgentRun:
@@ -479,7 +487,7 @@ def prepare_run(run: AgentRun, artifacts: dict[str, str]) -> PreparedRun:
     )
     text = run.model_dump_json()
     hashes = json.dumps({name: digest for name, digest, _ in sorted(files)})
-    return PreparedRun(run, text, record_hash(text), hashes, files)
+    return PreparedRun(run, text, record_hash(text), hashes, files, _Columns.of(text))
 
 
 class RunSession(BaseModel):
@@ -1098,7 +1106,7 @@ class RunStore:
             if leased is not None:
                 self._hold(db, leased, datetime.now(UTC).isoformat(), renew=False)
             for row in rows:
-                batch_id = row.run.batch_id
+                batch_id = row.columns.batch_id
                 length, head = heads.get(batch_id) or self._chain_head(db, batch_id)
                 heads[batch_id] = (length + 1, self._insert_run(db, row, length + 1, head))
             db.executemany(
@@ -1111,7 +1119,7 @@ class RunStore:
 
     def _insert_run(self, db: sqlite3.Connection, row: PreparedRun, seq: int, head: str) -> str:
         """Insert one prepared record as link *seq* after *head*; return its chain hash."""
-        run = _Columns.of(row.text)
+        run = row.columns
         chain = chain_link(head, run.run_id, row.content, row.hashes)
         try:
             db.execute(
