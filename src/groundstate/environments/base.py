@@ -16,8 +16,8 @@ found through :mod:`groundstate.environments.registry`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -387,17 +387,22 @@ ONE_TYPE = "a column holds one type of value on both kinds (PostgreSQL's cannot 
 column, a number in a BLOB one) is refused on SQLite: PostgreSQL's typed column fails it."""
 
 
-def refused_write(exc: BaseException) -> ToolError | None:
-    """The tool error for a call whose write the harness's type checks refused (a value
-    :data:`WHOLE_ONLY` or :data:`ONE_TYPE` names), else None. The check is the harness's,
-    not the tool's: a tool that stores an agent's 2.5 in an INTEGER column raised it, which
-    crashed the call, an environment failure (an invalid attempt, run again) that the
-    agent's arguments caused. Like a write of text that is not UTF-8, it is the agent's
-    error, undone, and the agent is told why."""
-    text = str(exc)
-    if WHOLE_ONLY not in text and ONE_TYPE not in text:
-        return None
-    return ToolError(f"the call's write was refused and undone: {text.strip()}")
+@contextmanager
+def refused_writes(kind: type[Exception]) -> Iterator[None]:
+    """Turn an error of the database's *kind* raised by the harness's type checks (a value
+    :data:`WHOLE_ONLY` or :data:`ONE_TYPE` names) into the agent's :class:`ToolError`. The
+    check is the harness's, not the tool's: a tool that stores an agent's 2.5 in an INTEGER
+    column raised it, which crashed the call, an environment failure (an invalid attempt,
+    run again) that the agent's arguments caused. Like a write of text that is not UTF-8,
+    it is the agent's error, undone (the call's transaction is rolled back), and the agent
+    is told why."""
+    try:
+        yield
+    except kind as exc:
+        text = str(exc)
+        if WHOLE_ONLY not in text and ONE_TYPE not in text:
+            raise
+        raise ToolError(f"the call's write was refused and undone: {text.strip()}") from exc
 
 
 def sqlite_affinity(declared: str) -> str:

@@ -42,7 +42,7 @@ from groundstate.environments.base import (
     TableState,
     in_tool_call,
     quote,
-    refused_write,
+    refused_writes,
 )
 from groundstate.environments.postgres_dialect import (
     AgentConnection,
@@ -477,14 +477,15 @@ class PostgresEnvironment(ClosesOnExit):
         self._dirty, self._state = True, None
         self._agent_raw.execute("BEGIN")
         try:
-            self._limit_statements()
-            yield effects
-            self._raise_if_past_deadline(None)
-            if self._denied:
-                raise errors.InsufficientPrivilege("the tool swallowed a denial")
-            writes, written = self._take_writes()
-            self._written.update(written)
-            self._agent_raw.execute("COMMIT")
+            with refused_writes(psycopg.Error):
+                self._limit_statements()
+                yield effects
+                self._raise_if_past_deadline(None)
+                if self._denied:
+                    raise errors.InsufficientPrivilege("the tool swallowed a denial")
+                writes, written = self._take_writes()
+                self._written.update(written)
+                self._agent_raw.execute("COMMIT")
         except BaseException as exc:
             with suppress(psycopg.Error):
                 self._agent_raw.execute("ROLLBACK")
@@ -492,9 +493,6 @@ class PostgresEnvironment(ClosesOnExit):
             if effects.denied and isinstance(exc, psycopg.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
             self._raise_if_past_deadline(exc)
-            refused = refused_write(exc) if isinstance(exc, psycopg.Error) else None
-            if refused is not None:
-                raise refused from exc
             raise
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written

@@ -39,7 +39,7 @@ from groundstate.environments.base import (
     StateDiff,
     TableState,
     quote,
-    refused_write,
+    refused_writes,
 )
 from groundstate.environments.sqlite_live import (
     NO_FILE,
@@ -898,12 +898,12 @@ class SqliteEnvironment(ClosesOnExit):
         compared_before = self._compared_states()
         self._harness("BEGIN")
         try:
-            with _text_refused():
+            with refused_writes(sqlite3.Error), _text_refused():
                 yield effects
             self._raise_if_past_deadline(None)
             if self._denied:
                 raise sqlite3.DatabaseError("the tool swallowed a denial")
-            with _text_refused():
+            with refused_writes(sqlite3.Error), _text_refused():
                 writes, written, touched = self._writes.read(self._harness)
                 compared = state_writes(compared_before, self._compared_states())
             writes = [write for write in writes if write.table not in compared_before]
@@ -917,8 +917,7 @@ class SqliteEnvironment(ClosesOnExit):
             # Otherwise the call changed nothing: the file's counter must not have moved, as
             # the next _check_tracking (before any call, hash, diff or probe) checks. Reading
             # it now too would only add two system calls (GIL releases) to most calls.
-        except BaseException as raised:
-            exc = (refused_write(raised) if isinstance(raised, sqlite3.Error) else None) or raised
+        except BaseException as exc:
             denial = bool(self._denied) and isinstance(exc, sqlite3.Error)
             self._tainted = self._tainted or not (denial or isinstance(exc, ToolError))
             if self._agent.in_transaction:
@@ -928,8 +927,6 @@ class SqliteEnvironment(ClosesOnExit):
             if effects.denied and isinstance(exc, sqlite3.Error):
                 raise PermissionDenied(f"agent denied: {', '.join(effects.denied)}") from exc
             self._raise_if_past_deadline(exc)
-            if exc is not raised:
-                raise exc from raised
             raise
         effects.denied = list(dict.fromkeys(self._denied))
         effects.writes, effects.changed_tables = writes, written
