@@ -73,10 +73,7 @@ class NotJson:
             problem = _json_problem(args) or "not JSON"
         except Exception:  # an agent's subclass whose own methods raise
             problem = f"a {type(args).__name__!r} that cannot be read as JSON"
-        shown = stable_repr(args)
-        if len(shown) > SHOWN_CHARS:  # a repr walks to a bounded depth, not length
-            shown = f"{shown[:SHOWN_CHARS]}... ({len(shown):,} characters)"
-        return cls(shown, problem)
+        return cls(cut(stable_repr(args)), problem)  # a repr walks to a bounded depth only
 
 
 @dataclass(frozen=True)
