@@ -508,16 +508,18 @@ class _WorkerPool:
             worker.jobs.put((key, waiting.payload))
 
     def close(self) -> None:
-        self._closed.set()
-        for worker in self._workers:
+        with self._lock:  # a worker the reader is replacing is in the list by now, or never
+            self._closed.set()
+            workers = list(self._workers)
+        for worker in workers:
             worker.jobs.cancel_join_thread()  # exiting must not wait to flush what nobody reads
-        for worker in self._workers:
+        for worker in workers:
             _kill(worker.process)  # with what its attempts started (its process group)
-        for worker in self._workers:
+        for worker in workers:
             _ended(worker.process, UNWIND_TIMEOUT)
             worker.jobs.close()
         with self._lock:  # not while the reader reads them
-            for worker in self._workers:
+            for worker in workers:
                 worker.inbox.close()
 
     def _read(self) -> None:
@@ -637,6 +639,8 @@ class _WorkerPool:
             cause = f"the worker process was killed: {worker.fault}"
         with self._lock:
             worker.inbox.close()
+            if self._closed.is_set():  # seen open before: a worker started now would be left
+                return  # running (the close has killed those it found)
             index = self._workers.index(worker)
             keys = sorted(worker.running)
             if not keys and not worker.retiring:
