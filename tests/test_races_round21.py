@@ -5,6 +5,7 @@ racy step while the other does what it did only now and then under load."""
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import threading
 import time
@@ -13,8 +14,16 @@ from typing import Any
 
 import pytest
 
-from groundstate.executors import local
+from groundstate.agents.base import Session
+from groundstate.episode import AttemptInfo, AttemptJob
+from groundstate.executors import InProcessExecutor, local
 from groundstate.executors.local import _alive, _WorkerPool
+from groundstate.loopthreads import working
+from groundstate.spec.suite import Suite
+from groundstate.spec.system import load_system
+from groundstate.testing import FunctionAgent
+
+from .conftest import BANK_SYSTEM
 
 WAIT = 30.0
 """Seconds a step that must happen is waited for (an upper bound: it takes milliseconds)."""
@@ -64,3 +73,80 @@ def test_a_pool_closed_while_it_replaces_a_dead_worker_leaves_no_worker_running(
         local._kill(process)
     assert running == []
     assert all(not w.inbox.open for w in pool._workers)
+
+
+def _job(bank: Suite, attempt: int = 1) -> AttemptJob:
+    info = AttemptInfo(run_id=f"race-{attempt}", batch_id="b", attempt=attempt, seed=attempt)
+    return AttemptJob(str(bank.root), bank.suite_hash, load_system(BANK_SYSTEM), "transfer", info)
+
+
+def test_an_attempt_cancelled_before_its_thread_starts_it_never_runs(
+    bank: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch stops (Ctrl-C, a stop) just after handing an in-process attempt to its
+    thread, before that thread has started it: the cancellation looked for the attempt's
+    task, found none yet, and was lost. The attempt then ran to its end (its agent calling
+    its model after the batch had stopped) while the batch waited for it."""
+    ran = threading.Event()
+
+    async def agent(session: Session) -> None:
+        ran.set()
+
+    hold, real = threading.Event(), local.in_loop_thread
+
+    def late_start(work: Any, name: str, **options: Any) -> Any:
+        def held() -> Any:
+            hold.wait(WAIT)  # the thread is slow to start the attempt (a busy machine)
+            return work()
+
+        return real(held, name, **options)
+
+    monkeypatch.setattr(local, "in_loop_thread", late_start)
+    executor = InProcessExecutor(bank, make_agent=lambda: FunctionAgent(agent))
+
+    async def stop_at_once() -> None:
+        running = asyncio.create_task(executor.run(_job(bank)))
+        await asyncio.sleep(0)  # handed to its thread: it waits for its output
+        running.cancel()
+        await asyncio.sleep(0)  # the cancellation is under way
+        hold.set()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+
+    asyncio.run(stop_at_once())
+    assert not ran.is_set()
+
+
+def test_an_attempt_cancelled_while_it_runs_is_stopped(bank: Suite) -> None:
+    """Control: the batch stops while the attempt's agent runs: it is cancelled there and
+    the batch does not wait for its end."""
+    started, stop = threading.Event(), threading.Event()
+
+    async def agent(session: Session) -> None:
+        started.set()
+        while not stop.is_set():  # past the cancellation: the test's end stops it
+            await asyncio.sleep(0.01)
+
+    executor = InProcessExecutor(bank, make_agent=lambda: FunctionAgent(agent))
+
+    async def stop_while_running() -> float:
+        running = asyncio.create_task(executor.run(_job(bank)))
+        while not started.is_set():
+            await asyncio.sleep(0.01)
+        begun = time.monotonic()
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        return time.monotonic() - begun
+
+    try:
+        assert asyncio.run(stop_while_running()) < local.UNWIND_TIMEOUT
+    finally:
+        stop.set()
+        deadline = time.monotonic() + WAIT
+        while _agents_working() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+def _agents_working() -> bool:
+    return any(name.startswith("agent-") for name, _ in working().values())

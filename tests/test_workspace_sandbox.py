@@ -160,4 +160,4 @@ def test_a_command_asking_for_more_time_gets_the_suites_cap(suite_copy: Path) ->
     with WorkspaceEnvironment(suite_copy / "repo", clock=CLOCK, options=options) as env:
         env.reset()
         capped = _run(env, "sleep 30", timeout_s=1000)
-    assert capped["timed_out"] and capped["duration_s"] < 3
+    assert capped["timed_out"] and capped["duration_s"] < 15  # the 0.5 s cap, not the 30 s sleep
