@@ -34,7 +34,8 @@ def _lose(*_: Any) -> Any:
 
 
 def _pool(tmp_path: Path) -> _WorkerPool:
-    return _WorkerPool(multiprocessing.get_context("forkserver"), 1, 1, (str(tmp_path), None), _lose)
+    context = multiprocessing.get_context("forkserver")
+    return _WorkerPool(context, 1, 1, (str(tmp_path), None), _lose)
 
 
 def _reader() -> threading.Thread:
