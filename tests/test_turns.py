@@ -249,7 +249,9 @@ def test_a_waiter_woken_after_a_newcomer_took_the_turn_waits_again_first_in_line
         t._held.clear()
         t._wake_first()  # the turn given back: waiter 0 is woken...
         newcomer = t._grant()  # ...and a running thread takes the slot first
-    time.sleep(0.05)
+    deadline = time.monotonic() + HANG  # until waiter 0 has looked (a sleep: too short if busy)
+    while len(t._waiting) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert taken == [] and len(t._waiting) == 3  # waiter 0 is back, first
     t.give_back(newcomer)
     for thread in threads:
@@ -341,7 +343,7 @@ def test_the_lease_watcher_leaves_when_idle_and_returns_on_demand(monkeypatch: A
     for _ in range(2):
         t.take()
         t.take()  # waits out the first holder's lease: the watcher forfeits it
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + HANG
         while t._watcher is not None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert t._watcher is None  # gone after idling
