@@ -290,7 +290,7 @@ def test_a_waiter_sleeps_until_its_turn_comes() -> None:
         queued.acquire()
     t.give_back(held)
     for thread in threads:
-        thread.join(5.0)
+        thread.join(HANG)
     assert len(calls) == 16
     # Four calls each; one of them also starts the lease watcher. Woken on the lease, the
     # later waiters made 4 more calls at each wake-up: 20-40 here.
