@@ -26,7 +26,7 @@ from groundstate.spec.suite import Suite, load_suite
 from groundstate.testing import FunctionAgent, attempt
 from groundstate.tools import ToolContext
 
-from .conftest import in_a_fresh_process
+from .conftest import HANG, in_a_fresh_process
 from .test_inprocess_adversarial import _do_the_task, _then_honest
 
 AgentFn = Callable[[Session], Awaitable[str]]
@@ -357,7 +357,13 @@ async def _spins(session: Session) -> str:
     end = time.monotonic() + 2
     while time.monotonic() < end:
         pass
+    _SPUN.set()
     return "Moved 30 from A to B."
+
+
+_SPUN = threading.Event()
+"""Set as :func:`_spins` stops spinning (past its attempt's end): the attempts after it, which
+must finish within the same 0.5 s limit, do not share the interpreter with the spin."""
 
 
 async def _replaces_the_hooks(session: Session) -> str:
@@ -377,6 +383,8 @@ def verdicts_of_loop_adversaries(root: str) -> dict[str, str]:
     found = {}
     for fn in (_swallows_every_cancellation, _sleeps_in_the_loop, _spins, _replaces_the_hooks):
         found[fn.__name__] = attempt(suite, "transfer", FunctionAgent(fn)).run.terminal_reason
+        if fn is _spins:
+            _SPUN.wait(HANG)
     found["honest"] = attempt(suite, "transfer", FunctionAgent(_do_the_task)).run.terminal_reason
     return found
 

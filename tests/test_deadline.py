@@ -93,7 +93,7 @@ def test_a_hanging_call_is_abandoned_and_the_next_call_runs_at_once() -> None:
 
 
 def test_concurrent_callers_each_get_a_thread() -> None:
-    barrier = threading.Barrier(3, timeout=5)
+    barrier = threading.Barrier(3, timeout=HANG)
     results: list[int] = []
 
     def caller() -> None:
@@ -103,7 +103,7 @@ def test_concurrent_callers_each_get_a_thread() -> None:
     for thread in callers:
         thread.start()
     for thread in callers:
-        thread.join(5)
+        thread.join(HANG)
     assert sorted(results) == [1, 2, 3]  # all three waited at the barrier together
 
 

@@ -238,7 +238,7 @@ def test_an_agent_holding_its_worker_past_the_time_limit_is_killed_with_it(
     included: the pool kills the worker at the hard limit (the time limit, the wait for a
     call, and the grace) and the attempt ends at its time limit. A spinning agent ends at
     its limit as in-process, and its worker, still spinning, retires."""
-    system = rogue_system(tmp_path, {2: "gil", 3: "spin"}, limit=1)
+    system = rogue_system(tmp_path, {2: "gil", 3: "spin"}, limit=3)  # 1 and 4 finish in it
     started = time.monotonic()
     try:
         result = run(bank, system, tmp_path / "runs.db", pool(bank, grace=0.5), attempts=4)
@@ -253,7 +253,7 @@ def test_an_agent_holding_its_worker_past_the_time_limit_is_killed_with_it(
     }
     by = {r.attempt: r for r in result.runs}
     assert by[2].infrastructure_status["worker"]["overdue"] is True
-    assert by[2].latency >= 1.0
+    assert by[2].latency >= 3.0
 
 
 def test_what_an_attempt_leaves_in_its_worker_never_reaches_later_attempts(
@@ -271,7 +271,7 @@ def test_what_an_attempt_leaves_in_its_worker_never_reaches_later_attempts(
     expected[8] = "agent_failure/incorrect_state"  # it moved the money to C itself
     assert reasons(result.runs) == expected
     child = int((tmp_path / "marks" / "child").read_text())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 20  # an upper bound (was 5 s)
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(child), "a child an agent forked outlived the batch"
@@ -333,7 +333,7 @@ def test_misbehaving_agents_get_the_same_records_in_process_and_in_the_pool(
     # and an honest attempt sharing the interpreter with it could run past its own limit.
     bad = {2: "model_down", 3: "sysexit", 4: "kbint", 6: "spin"}
     policy = "invalid_run_policy: {max_retries: 1}\n"
-    system = rogue_system(tmp_path, bad, limit=1, extra=policy)
+    system = rogue_system(tmp_path, bad, limit=3, extra=policy)  # the others finish in it
     try:
         results = {
             name: run(bank, system, tmp_path / f"{name}.db", make_executor(name, bank), 6, 1)

@@ -48,7 +48,7 @@ from .conftest import BANK
 
 AgentFn = Callable[[Session], Awaitable[Any]]
 ATTEMPTS = 3
-TIME_LIMIT = 1.5
+TIME_LIMIT = 3.0
 
 EXTRA_TOOLS = '''
 

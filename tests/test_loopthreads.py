@@ -233,7 +233,7 @@ def test_a_thread_whose_delivery_fails_leaves_instead_of_taking_work(
 
     loopthreads.submit(work, "broken", broken)
     assert failed.wait(HANG)
-    threads[0].join(5)
+    threads[0].join(HANG)
     assert not threads[0].is_alive()  # gone, not left idle for the next piece of work
     assert threads[0] not in [t.thread for t in loopthreads._IDLE]
 

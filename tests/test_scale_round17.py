@@ -157,7 +157,7 @@ def test_a_death_while_grading_with_the_agents_code_alive_stays_the_agents_crash
     its worker once grading has started: with code of the agent's alive, the death is its
     crash (counted, not rerun), else an agent could make it an uncounted grader failure."""
     bank = judged_bank(tmp_path)
-    system = speaking_system(tmp_path, {2: "thread", 3: "late"}, limit=1)
+    system = speaking_system(tmp_path, {2: "thread", 3: "late"}, limit=3)  # 1, 4 finish in it
     result = run(bank, system, tmp_path / "runs.db", pool(bank), 4, 1)
     assert chain(result.runs) == [
         (1, 0, "success", True),

@@ -319,7 +319,7 @@ def test_a_database_closed_under_a_running_tool_is_not_reused(fixture: Path) -> 
     assert inside.wait(HANG)
     env.close()  # the attempt gave up on the call
     release.set()
-    thread.join(5)
+    thread.join(HANG)
     assert len(POOL) == 0 and failures
 
 

@@ -55,8 +55,8 @@ def test_a_turn_held_past_its_lease_is_forfeited_and_the_slot_not_doubled() -> N
     """A holder stuck waiting (a check on a service) holds the others up for one lease at
     most; giving its turn back later must not free a second slot."""
     t = Turns(slots=1, lease=0.15)
+    started = time.monotonic()  # before the lease starts: a pause between is not counted
     stuck = t.take()
-    started = time.monotonic()
     after = t.take()  # this thread: waits out the stuck holder's lease
     assert 0.1 <= time.monotonic() - started < HANG  # not forever: the lease ran out
     assert t.forfeited == 1
@@ -148,10 +148,13 @@ def bank_session(bank: Suite, monkeypatch: Any) -> Iterator[Any]:
 def _slow_call(session: Any, tool: str) -> None:
     """One call of *tool* that outlasts the lease while another thread waits for a turn."""
     with session._turn(tool):
+        forfeited = turns.HARNESS.forfeited
         waiter = threading.Thread(target=lambda: turns.HARNESS.give_back(turns.HARNESS.take()))
         waiter.start()
-        time.sleep(0.12)  # the call waits on something past the lease
-    waiter.join(2.0)
+        deadline = time.monotonic() + HANG
+        while turns.HARNESS.forfeited == forfeited and time.monotonic() < deadline:
+            time.sleep(0.01)  # the call waits on something past the lease, until forfeited
+    waiter.join(HANG)
 
 
 def test_a_tool_that_outlasts_the_lease_call_after_call_takes_no_turn_afterwards(
@@ -192,8 +195,8 @@ def test_a_tool_kept_past_the_lease_now_and_then_still_takes_turns(
         with session._turn("balance"):
             pass  # quick
     assert not episode._WAITING_TOOLS
+    started = time.monotonic()  # before the lease starts: a pause between is not counted
     held = turns.HARNESS.take()
-    started = time.monotonic()
     with session._turn("balance"):
         pass  # still takes a turn: waits the holder's lease out
     assert time.monotonic() - started >= 0.04
@@ -226,7 +229,7 @@ def test_turns_go_to_the_waiters_in_the_order_they_asked() -> None:
     threads = _queue(t, 5, then)
     t.give_back(held)
     for thread in threads:
-        thread.join(2.0)
+        thread.join(HANG)
     assert taken == [0, 1, 2, 3, 4]
 
 
@@ -246,11 +249,13 @@ def test_a_waiter_woken_after_a_newcomer_took_the_turn_waits_again_first_in_line
         t._held.clear()
         t._wake_first()  # the turn given back: waiter 0 is woken...
         newcomer = t._grant()  # ...and a running thread takes the slot first
-    time.sleep(0.05)
+    deadline = time.monotonic() + HANG  # until waiter 0 has looked (a sleep: too short if busy)
+    while len(t._waiting) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert taken == [] and len(t._waiting) == 3  # waiter 0 is back, first
     t.give_back(newcomer)
     for thread in threads:
-        thread.join(2.0)
+        thread.join(HANG)
     assert taken == [0, 1, 2]
     assert t.give_back(held) is False  # cleared above: as if forfeited
 
@@ -285,7 +290,7 @@ def test_a_waiter_sleeps_until_its_turn_comes() -> None:
         queued.acquire()
     t.give_back(held)
     for thread in threads:
-        thread.join(5.0)
+        thread.join(HANG)
     assert len(calls) == 16
     # Four calls each; one of them also starts the lease watcher. Woken on the lease, the
     # later waiters made 4 more calls at each wake-up: 20-40 here.
@@ -338,7 +343,7 @@ def test_the_lease_watcher_leaves_when_idle_and_returns_on_demand(monkeypatch: A
     for _ in range(2):
         t.take()
         t.take()  # waits out the first holder's lease: the watcher forfeits it
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + HANG
         while t._watcher is not None and time.monotonic() < deadline:
             time.sleep(0.01)
         assert t._watcher is None  # gone after idling

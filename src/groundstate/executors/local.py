@@ -50,10 +50,14 @@ from groundstate.spec.task import AgentTask
 from groundstate.store import PreparedRun
 from groundstate.workdirs import process_dir
 
-_Started = list[asyncio.Task[AttemptOutput]]
-"""The attempt's task in its own loop, once it runs (to cancel it from the batch's loop): set
-by the attempt's thread, read only when the batch cancels it. A plain list, not a future of
-the batch's loop, which the thread would have to wake once per attempt to settle."""
+_Started = list[asyncio.Task[AttemptOutput] | None]
+"""The attempt's task in its own loop, once it runs (to cancel it from the batch's loop),
+put there by the attempt's thread; ``None``, put there by the batch as it cancels the
+attempt. Whichever comes first is first (``list.append`` is atomic): a cancellation that
+comes before the task is seen by the attempt as it starts (it was lost: the attempt ran to
+its end, its agent calling its model after the batch had stopped). A plain list, not a
+future of the batch's loop, which the thread would have to wake once per attempt to
+settle."""
 
 UNWIND_TIMEOUT = 10.0
 """Seconds a cancelled attempt gets to close its environment before the batch stops anyway."""
@@ -153,6 +157,8 @@ class InProcessExecutor:
             if turns is not None:
                 turns.wait(ticket)  # blocks this attempt's own thread only
             try:
+                if started[0] is None:  # the batch cancelled it before it started
+                    raise asyncio.CancelledError
                 return await run_job(job, self.suite, self.make_agent, make_env)
             finally:
                 if turns is not None:
@@ -169,9 +175,11 @@ class InProcessExecutor:
 
 async def _unwind(started: _Started, finished: asyncio.Future[AttemptOutput]) -> None:
     """Cancel the attempt in its own loop and wait (bounded) until it has closed its
-    environment, as it did when attempts shared the batch's loop."""
-    if started:
-        task = started[0]
+    environment, as it did when attempts shared the batch's loop (or, not started yet, it
+    does not start: see :data:`_Started`)."""
+    started.append(None)
+    task = started[0]
+    if task is not None:
         with suppress(RuntimeError):  # its loop has just finished
             task.get_loop().call_soon_threadsafe(task.cancel)
     with suppress(BaseException):
@@ -508,16 +516,18 @@ class _WorkerPool:
             worker.jobs.put((key, waiting.payload))
 
     def close(self) -> None:
-        self._closed.set()
-        for worker in self._workers:
+        with self._lock:  # a worker the reader is replacing is in the list by now, or never
+            self._closed.set()
+            workers = list(self._workers)
+        for worker in workers:
             worker.jobs.cancel_join_thread()  # exiting must not wait to flush what nobody reads
-        for worker in self._workers:
+        for worker in workers:
             _kill(worker.process)  # with what its attempts started (its process group)
-        for worker in self._workers:
+        for worker in workers:
             _ended(worker.process, UNWIND_TIMEOUT)
             worker.jobs.close()
         with self._lock:  # not while the reader reads them
-            for worker in self._workers:
+            for worker in workers:
                 worker.inbox.close()
 
     def _read(self) -> None:
@@ -637,6 +647,8 @@ class _WorkerPool:
             cause = f"the worker process was killed: {worker.fault}"
         with self._lock:
             worker.inbox.close()
+            if self._closed.is_set():  # seen open before: a worker started now would be left
+                return  # running (the close has killed those it found)
             index = self._workers.index(worker)
             keys = sorted(worker.running)
             if not keys and not worker.retiring:
