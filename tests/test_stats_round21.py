@@ -13,6 +13,7 @@ Python's half-to-even ``.2e``.
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import random
@@ -189,25 +190,44 @@ def test_every_printed_interval_of_a_report_holds_a_computed_one(
     tmp = tmp_path_factory.mktemp("b")
     data, text, page = reported(tmp, import_text(tmp, as_csv(tasks)))
     computed = json_intervals(data)
+    # and the k above the common k, each over the tasks with at least k counted attempts
+    store = str(tmp / "s.db")
+    code, out, err = cli(
+        "report", data["batch_id"], "--json", "--k-over-supporting", "--store", store
+    )
+    assert code in (0, 3), err
+    computed += json_intervals(json.loads(out))
+    code, beyond, err = cli("report", data["batch_id"], "--k-over-supporting", "--store", store)
+    assert code in (0, 3), err
+    text += " " + " ".join(beyond.split())
     for shown_text in (text, page):
         for interval_text in printed_intervals(shown_text):
             assert held_by_some(interval_text, computed), (interval_text, computed)
 
 
-def test_every_printed_interval_of_a_comparison_holds_a_computed_one(tmp_path: Path) -> None:
-    rng = random.Random(21)
+@pytest.mark.parametrize(("seed", "other"), [(21, "t"), (22, "t"), (21, "u"), (23, "u")])
+def test_every_printed_interval_of_a_comparison_holds_a_computed_one(
+    tmp_path: Path, seed: int, other: str
+) -> None:
+    """Paired (the same tasks) and unpaired (other tasks: square-and-add) comparisons, in
+    the text and the HTML page."""
+    rng = random.Random(seed)
     sides: list[Cells] = [
-        {f"t{i}": (1, 4, rng.randint(0, 4), 0) for i in range(9)},
-        {f"t{i}": (1, 4, rng.randint(1, 4), 0) for i in range(9)},
+        {
+            f"t{i}": (rng.choice([1, 2]), 4, rng.randint(0, 4), rng.choice([0, 0, 1]))
+            for i in range(9)
+        },
+        {f"{other}{i}": (1, 4, rng.randint(1, 4), 0) for i in range(9)},
     ]
     ids = [import_text(tmp_path, as_rows(c), name) for name, c in zip("ab", sides, strict=True)]
     args = ["compare", *ids, "--store", str(tmp_path / "s.db")]
-    code, out, err = cli(*args, "--json")
+    code, out, err = cli(*args, "--json", "--allow-mismatch")
     assert code == 0, err
     computed = json_intervals(json.loads(out))
-    code, text, err = cli(*args)
+    code, text, err = cli(*args, "--allow-mismatch", "--html", str(tmp_path / "c.html"))
     assert code == 0, err
-    found = printed_intervals(" ".join(text.split()))
+    page = html.unescape(re.sub(r"<[^>]+>", " ", (tmp_path / "c.html").read_text("utf-8")))
+    found = printed_intervals(" ".join(text.split())) + printed_intervals(" ".join(page.split()))
     assert found
     for interval_text in found:
         assert held_by_some(interval_text, computed), interval_text
