@@ -45,12 +45,14 @@ def snapped(value: float) -> Fraction:
 
 
 def holds(text: str, low: float, high: float) -> bool:
-    """Whether the printed interval *text* holds [low, high] (each end read as above), and
-    each printed end lies within one unit of its last decimal of the computed end."""
+    """Whether the printed interval *text* holds [low, high] (each end read as above; within
+    float noise of -1, 0 or 1 an end is that value), and each printed end lies within one
+    unit of its last decimal of the computed end."""
     ends = text.strip("[]").split(", ")
     (a, b), places = map(Fraction, ends), [len(e.split(".")[1]) for e in ends]
     unit = [Fraction(1, 10**p) for p in places]
     # each end read to 12 significant digits, or past them (12 decimals and more) as it is
+    low, high = (next((m for m in (-1.0, 0.0, 1.0) if abs(v - m) < 1e-12), v) for v in (low, high))
     lows, highs = (snapped(low), Fraction(low)), (snapped(high), Fraction(high))
     return any(a <= lo < a + unit[0] for lo in lows) and any(b - unit[1] < hi <= b for hi in highs)
 
