@@ -141,7 +141,7 @@ def test_every_formatter_rounds_a_tie_alike() -> None:
     assert numbers.signed(9 / 16) == "+0.563"
     assert numbers.share(1 / 16) == "6.3%"  # 6.25%
     assert numbers.share(0.0625 + 1e-17) == "6.3%"
-    assert numbers.interval(0.0625, 0.5625) == "[0.063, 0.563]"
+    assert numbers.interval(0.0625, 0.5625) == "[0.062, 0.563]"  # ends outward (round 21)
     assert numbers.interval(-0.5625, 0.0625, difference=True) == "[-0.563, +0.063]"
     assert numbers.p_value(0.000125, 0.05) == "0.00013"  # two significant digits
     assert numbers.p_value(0.0625, 0.05) == "0.063"

@@ -11,7 +11,7 @@ so the light CLI paths can import it.
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 
 SMALLEST_P = 1e-300
 """The smallest p-value any comparison gives: a p-value below it is given as it (the text
@@ -24,13 +24,23 @@ SNAP_DIGITS = 12
 difference is float noise (a weighted mean of 9/16 computed as 0.5624999999999999)."""
 
 
-def rounded(value: float, digits: int, *, significant: bool = False) -> float:
+OUTWARD = {"down": ROUND_FLOOR, "up": ROUND_CEILING}
+"""How an interval end is rounded (*toward* of :func:`rounded`): its lower end down, its upper
+end up, so that the printed interval holds the computed one. Rounded to nearest, a lower end
+of 0.6926 printed 0.693, claiming a narrower interval than the one computed."""
+
+
+def rounded(
+    value: float, digits: int, *, significant: bool = False, toward: str | None = None
+) -> float:
     """*value* rounded half away from zero to *digits* decimals (*significant*: significant
-    digits), as the float that prints as that decimal.
+    digits), as the float that prints as that decimal; with *toward* ``"down"`` or ``"up"``
+    (:data:`OUTWARD`), rounded toward minus or plus infinity instead (an interval's ends).
 
     The value's decimal expansion is read to :data:`SNAP_DIGITS` significant digits first, so
-    a tie computed a little off (0.5624999999999999) is the tie. Past 15 significant digits a
-    float has no decimal to round: the value is returned as it is."""
+    a tie computed a little off (0.5624999999999999) is the tie, and an end computed a little
+    below 0.692 is 0.692 rounded down. Past 15 significant digits a float has no decimal to
+    round: the value is returned as it is."""
     if not math.isfinite(value) or value == 0:
         return value
     exponent = math.floor(math.log10(abs(value)))
@@ -39,15 +49,18 @@ def rounded(value: float, digits: int, *, significant: bool = False) -> float:
     if shown > 15:
         return value
     exact = Decimal(f"{value:.{SNAP_DIGITS}g}") if shown < SNAP_DIGITS else Decimal(value)
-    return float(exact.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
+    rule = ROUND_HALF_UP if toward is None else OUTWARD[toward]
+    return float(exact.quantize(Decimal(1).scaleb(-places), rounding=rule))
 
 
-def decimals(value: float, digits: int, *, sign: str = "", percent: bool = False) -> str:
+def decimals(
+    value: float, digits: int, *, sign: str = "", percent: bool = False, toward: str | None = None
+) -> str:
     """*value* with *digits* decimals (a percentage with *percent*), rounded half away from
-    zero by :func:`rounded`; *sign* ``"+"`` signs it."""
+    zero by :func:`rounded` (or *toward* ``"down"`` / ``"up"``); *sign* ``"+"`` signs it."""
     if percent:
-        return f"{rounded(value, digits + 2):{sign}.{digits}%}"
-    return f"{rounded(value, digits):{sign}.{digits}f}"
+        return f"{rounded(value, digits + 2, toward=toward):{sign}.{digits}%}"
+    return f"{rounded(value, digits, toward=toward):{sign}.{digits}f}"
 
 
 def significant(value: float, digits: int) -> str:

@@ -13,7 +13,7 @@ import click
 from groundstate.cli import STORE_OPTION, console, main
 from groundstate.cli.integrity import EXIT_ALTERED, warn
 from groundstate.errors import GroundstateError, one_line
-from groundstate.rounding import decimals
+from groundstate.rounding import decimals, rounded
 
 if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
     from rich.console import Console
@@ -117,23 +117,24 @@ def plan_command(
 def _print_plan(out: Console, result: Plan) -> None:
     from rich.table import Table
 
+    from groundstate.report.numbers import amount, fraction
     from groundstate.report.terminal import quoted
 
     parts = Table(title="variance components (per attempt, valid attempts)")
     for column in ("pilot", "tasks", "attempts/task", "mean", "between", "within", "ICC", "deff"):
         parts.add_column(column)
     for i, c in enumerate(result.components):
-        icc = "n/a" if c.icc is None else decimals(c.icc, 3)
+        icc = "n/a" if c.icc is None else fraction(c.icc)
         parts.add_row(
-            "AB"[i], str(c.n_tasks), decimals(c.attempts, 1), decimals(c.mean, 3),
-            decimals(c.between, 4), decimals(c.within, 4), icc, decimals(c.design_effect, 2),
+            "AB"[i], str(c.n_tasks), decimals(c.attempts, 1), fraction(c.mean),
+            amount(c.between, 4), amount(c.within, 4), icc, decimals(c.design_effect, 2),
         )  # fmt: skip
     out.print(parts)
     d = result.difference
     kind = "paired differences of the two pilots" if d.paired_pilot else "assumed (one pilot)"
     out.print(
-        f"difference variance ({kind}): between {decimals(d.between, 4)}, "
-        f"within {decimals(d.within, 4)}; "
+        f"difference variance ({kind}): between {amount(d.between, 4)}, "
+        f"within {amount(d.within, 4)}; "
         f"Var(mean diff) = {decimals(d.weight_inflation, 2)} x (between/T + within/(T K))"
     )
     needed = Table(
@@ -152,16 +153,24 @@ def _print_plan(out: Console, result: Plan) -> None:
     for k in ks:
         grid.add_column(f"K={k}")
     for t, row in result.power_grid.items():
-        grid.add_row(str(t), *(decimals(row[k], 2) for k in ks))
+        grid.add_row(str(t), *(fraction(row[k]) for k in ks))
     out.print(grid)
     m = result.marginal
     out.print(
         f"at the pilot's design (T={m.tasks}, K={m.attempts}): one more attempt per task cuts "
-        f"the variance by {m.one_more_attempt:.2e} ({m.per_run_attempt:.2e} per run), one more "
-        f"task by {m.one_more_task:.2e} ({m.per_run_task:.2e} per run): add {m.better}s"
+        f"the variance by {_small(m.one_more_attempt)} ({_small(m.per_run_attempt)} per run), "
+        f"one more task by {_small(m.one_more_task)} ({_small(m.per_run_task)} per run): add "
+        f"{m.better}s"
     )
     for line in result.warnings:
         out.print(f"[yellow]warning:[/] {quoted(line)}")  # it names task ids
+
+
+def _small(value: float) -> str:
+    """A variance reduction in exponent form with three significant digits, rounded as every
+    figure is (:mod:`groundstate.rounding`; Python's ``.2e`` rounded the binary float half to
+    even)."""
+    return f"{rounded(value, 3, significant=True):.2e}"
 
 
 # --- grader agreement -------------------------------------------------------------------------

@@ -118,28 +118,34 @@ def signed(value: float) -> str:
 
 def interval(low: float, high: float, *, difference: bool = False) -> str:
     """An interval ``[low, high]`` as every report prints it: three decimals (differences
-    signed), or as many more as it takes for the two bounds to print apart and for a bound
-    that is not at an end of the range (nor, for a difference, 0) to print as neither. With
-    three decimals alone a partial score's interval [0.49999, 0.50011] printed as the
-    zero-width "[0.500, 0.500]", and [0.99987, 1] beside an estimate of ">0.999" as
-    "[1.000, 1.000]"."""
+    signed), its lower end rounded down and its upper end up (so the printed interval holds
+    the computed one and the printed estimate), or as many more decimals as it takes for the
+    two ends to print apart and for an end that is not at an end of the range (nor, for a
+    difference, 0) to print as neither. With three decimals alone a partial score's interval
+    [0.49999, 0.50011] printed as the zero-width "[0.500, 0.500]", and [0.99987, 1] beside an
+    estimate of ">0.999" as "[1.000, 1.000]"; rounded to nearest, [0.6926, 0.8] printed
+    "[0.693, 0.800]", narrower than computed."""
     marks = (-1.0, 0.0, 1.0) if difference else (0.0, 1.0)
     sign = "+" if difference else ""
     for digits in range(3, 17):
-        texts = [_kept(value, marks, digits, sign) for value in (low, high)]
+        texts = [
+            _kept(value, marks, digits, sign, toward)
+            for value, toward in ((low, "down"), (high, "up"))
+        ]
         if float(texts[0]) != float(texts[1]):
             break
     return f"[{texts[0]}, {texts[1]}]"
 
 
-def _kept(value: float, marks: tuple[float, ...], digits: int, sign: str) -> str:
-    """*value* with *digits* decimals or more, never printed as one of *marks* it is not
-    (within float noise of a mark, it is that mark: no "-0.000")."""
+def _kept(value: float, marks: tuple[float, ...], digits: int, sign: str, toward: str) -> str:
+    """*value* with *digits* decimals or more, rounded *toward* ``"down"`` or ``"up"``, never
+    printed as one of *marks* it is not (within float noise of a mark, it is that mark: no
+    "-0.000")."""
     for mark in marks:
         if abs(value - mark) < NOISE:
             return f"{mark:{sign}.{digits}f}"
     for more in range(digits, 17):
-        text = decimals(value, more, sign=sign)
+        text = decimals(value, more, sign=sign, toward=toward)
         if float(text) not in marks:
             break
     return text

@@ -259,7 +259,7 @@ def near_agreement(
 ) -> tuple[float, float, str]:
     """An interval widened to reach at least as far as the exact bound of the tasks had
     they all been at their highest value (lower end) or all at their lowest (upper end).
-    Every task at 1 gets the exact bound [reach, 1] (0.692 at 10 tasks), but nine at 1 and
+    Every task at 1 gets the exact bound [reach, 1] (0.6915 at 10 tasks), but nine at 1 and
     one at 0.999 got [0.9992, 1]: the rule took the tiny spread near an end for the spread
     between tasks, so a worse batch claimed a far higher lower end than a better one, and a
     partial score near 1 missed wherever a suite drew none of a population's few low tasks.
@@ -456,7 +456,7 @@ def coherent_curve(curve: Sequence[Estimate], rising: bool) -> list[Estimate]:
     (pass@10 of 20 attempts: most tasks near 1, a few far below that a suite of 10 tasks
     often misses) borrows the caution of the larger k, where task values are 0 or 1 and the
     rule covers: nine tasks at 1 and one at 0.933 (pass@4 of 6 attempts) were [0.950, 1]
-    while pass@5, every task at 1, was the exact bound [0.692, 1]. Intervals the rule does not
+    while pass@5, every task at 1, was the exact bound [0.6915, 1]. Intervals the rule does not
     give (n/a) are left as they are and bound nothing."""
     out = list(curve)
     name, end = ("pass@", "ci_low") if rising else ("pass^", "ci_high")
@@ -482,7 +482,7 @@ def one_value(estimates: Sequence[Estimate]) -> list[Estimate]:
     of each task) given one interval, the widest ends among them: pass@1's lower end follows
     the pass@k curve and pass^1's upper end the pass^k curve (:func:`coherent_curve`), so the
     success rate beside them was the rule's alone. Nine tasks at 10 of 10 and one at 9 of 10
-    showed a success rate of 0.990 [0.926, 1] beside pass@1 0.990 [0.692, 1]; the narrower
+    showed a success rate of 0.990 [0.926, 1] beside pass@1 0.990 [0.6915, 1]; the narrower
     one took the tiny spread of values near 1 for the spread between tasks, which a suite of
     ten that drew none of a population's few low tasks also shows. Intervals only widen; an
     estimate without an interval (n/a) stays as it is, as do all when none has one."""
