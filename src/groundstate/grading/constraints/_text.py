@@ -281,7 +281,61 @@ def _amount_named_by(number: str) -> re.Pattern[str]:
     return re.compile(
         rf"(?:\$ ?|\b(?:usd|us\$) ?){figures}{end}"
         rf"|(?<![\w.,$]){figures} ?(?:(?:usd|dollars?|bucks)\b|\$(?! ?\d))"
+        + _amount_in_words(number)
     )
+
+
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+    " fifteen sixteen seventeen eighteen nineteen"
+).split()
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_NUMBER_WORD = "|".join([*_ONES, *_TENS, "hundred", "thousand"])
+_CENTS_AFTER = r",? (?:and )?(?:\d{1,2}|[a-z]+(?:[- ][a-z]+)?) cents?\b"
+
+
+def _below_hundred(n: int) -> str:
+    if n < 20:
+        return _ONES[n]
+    tens, ones = divmod(n, 10)
+    return _TENS[tens - 2] + (f"[- ]?{_ONES[ones]}" if ones else "")
+
+
+def _number_words(n: int) -> str:
+    """A whole number below a million in English words, as a pattern: "twenty-two", "one
+    hundred (and) nineteen", "a hundred", "two thousand five hundred"."""
+    if n < 100:
+        return _below_hundred(n)
+    if n < 1000:
+        hundreds, rest = divmod(n, 100)
+        head = f"(?:a|one) hundred" if hundreds == 1 else f"{_ONES[hundreds]} hundred"
+        return head + (f",? (?:and )?{_below_hundred(rest)}" if rest else "")
+    thousands, rest = divmod(n, 1000)
+    head = "(?:a|one) thousand" if thousands == 1 else f"{_number_words(thousands)} thousand"
+    return head + (f",? (?:and )?{_number_words(rest)}" if rest else "")
+
+
+def _amount_in_words(number: str) -> str:
+    """An amount below a million in words, as an alternative of its pattern: "twenty-two
+    dollars", "twenty-two dollars and fifty cents", "twenty-two fifty" (spoken, for $22.50),
+    "22 dollars and 50 cents"; not "one hundred twenty-two dollars" for $22, nor "twenty-two
+    dollars and fifty cents" for $22.00."""
+    whole, _, fraction = number.replace(",", "").partition(".")
+    if len(whole) > 6:
+        return ""
+    dollars, cents = int(whole), int((fraction + "00")[:2])
+    words = _number_words(dollars)
+    start = rf"(?<![\w-])(?<!hundred )(?<!thousand )(?<!and )(?:{words}|{dollars})"
+    unit = r" (?:dollars?|bucks|usd)\b"
+    not_more = rf"(?![- ](?:{_NUMBER_WORD})\b)"
+    if not cents:
+        return rf"|{start}{not_more}{unit}(?!{_CENTS_AFTER})"
+    said = rf"(?:{_below_hundred(cents)}|{cents:02d}|{cents})" if cents >= 10 else str(cents)
+    spoken = rf"{start} {_below_hundred(cents)}\b{not_more}(?! (?:dollars?|bucks|usd)\b)"
+    if cents < 10 or cents % 10 == 0 and cents < 20:
+        spoken = ""  # "twenty-two five", "twenty-two ten" say no cents
+    in_cents = rf"{start}{not_more}{unit},? (?:and )?{said} cents?\b"
+    return f"|{in_cents}" + (f"|{spoken}" if spoken else "")
 
 
 def _amount_figures(number: str) -> str:
