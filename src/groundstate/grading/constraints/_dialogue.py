@@ -918,7 +918,10 @@ _CLAUSE_END = re.compile(
 
 
 def _proposes_another(
-    yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent], asks: re.Pattern[str] | None
+    yes: _Confirmation,
+    values: list[str],
+    earlier: Sequence[AgentEvent],
+    asks: re.Pattern[str] | None,
 ) -> str | None:
     """The record the question *yes* answered proposes in the place of one of the change's
     *values*, when it names that value only beside it: "Your orders O-1001 and O-1003 both
@@ -934,9 +937,7 @@ def _proposes_another(
     if asks is None or _ASKS_MORE.search(yes.answered):
         return None
     proposing = [
-        clause
-        for clause in _CLAUSE_END.split(yes.answered)
-        if clause and affirms(asks, clause)
+        clause for clause in _CLAUSE_END.split(yes.answered) if clause and affirms(asks, clause)
     ]
     if not proposing:
         return None
@@ -978,9 +979,7 @@ _KINDS_OF_RECORD = frozenset(
 )
 
 
-def _siblings(
-    known: set[str], earlier: Sequence[AgentEvent], *, records: bool = False
-) -> set[str]:
+def _siblings(known: set[str], earlier: Sequence[AgentEvent], *, records: bool = False) -> set[str]:
     """The strings successful tool outputs of *earlier* show where they show one of the
     *known* values (normalised): at the same key, in any element of the same lists. *records*:
     only at keys naming a record (an id, a name, a label), not a detail (a colour, a size)."""

@@ -285,13 +285,32 @@ def _amount_named_by(number: str) -> re.Pattern[str]:
     )
 
 
-_ONES = (
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
-    " fifteen sixteen seventeen eighteen nineteen"
-).split()
-_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
 _NUMBER_WORD = "|".join([*_ONES, *_TENS, "hundred", "thousand"])
 _CENTS_AFTER = r",? (?:and )?(?:\d{1,2}|[a-z]+(?:[- ][a-z]+)?) cents?\b"
+"""Cents said after the dollars: "and fifty cents", "50 cents"."""
 
 
 def _below_hundred(n: int) -> str:
@@ -308,7 +327,7 @@ def _number_words(n: int) -> str:
         return _below_hundred(n)
     if n < 1000:
         hundreds, rest = divmod(n, 100)
-        head = f"(?:a|one) hundred" if hundreds == 1 else f"{_ONES[hundreds]} hundred"
+        head = "(?:a|one) hundred" if hundreds == 1 else f"{_ONES[hundreds]} hundred"
         return head + (f",? (?:and )?{_below_hundred(rest)}" if rest else "")
     thousands, rest = divmod(n, 1000)
     head = "(?:a|one) thousand" if thousands == 1 else f"{_number_words(thousands)} thousand"
@@ -330,12 +349,11 @@ def _amount_in_words(number: str) -> str:
     not_more = rf"(?![- ](?:{_NUMBER_WORD})\b)"
     if not cents:
         return rf"|{start}{not_more}{unit}(?!{_CENTS_AFTER})"
-    said = rf"(?:{_below_hundred(cents)}|{cents:02d}|{cents})" if cents >= 10 else str(cents)
-    spoken = rf"{start} {_below_hundred(cents)}\b{not_more}(?! (?:dollars?|bucks|usd)\b)"
-    if cents < 10 or cents % 10 == 0 and cents < 20:
-        spoken = ""  # "twenty-two five", "twenty-two ten" say no cents
-    in_cents = rf"{start}{not_more}{unit},? (?:and )?{said} cents?\b"
-    return f"|{in_cents}" + (f"|{spoken}" if spoken else "")
+    said = rf"(?:{_below_hundred(cents)}|{cents:02d}|{cents})"
+    in_cents = rf"|{start}{not_more}{unit},? (?:and )?{said} cents?\b"
+    if cents < 10:  # "twenty-two five" says no cents
+        return in_cents
+    return in_cents + rf"|{start} {_below_hundred(cents)}\b{not_more}(?! (?:dollars?|bucks|usd)\b)"
 
 
 def _amount_figures(number: str) -> str:
