@@ -169,6 +169,38 @@ def test_a_refund_confirmed_with_its_amount_in_words(
     assert ("p2-confirmed-refund" not in failed) is confirmed
 
 
+@pytest.mark.parametrize(
+    ("after", "confirmed"),
+    [
+        (
+            [
+                ("agent", "Actually, shall I refund one hundred and nineteen dollars?"),
+                ("user", "Yes"),
+            ],
+            False,
+        ),
+        (
+            [
+                ("agent", "Or would you rather have a hundred and nineteen dollars?"),
+                ("user", "Sure."),
+            ],
+            False,
+        ),
+        ([("agent", "So that's twenty-two dollars to your Visa, right?"), ("user", "Yes.")], True),
+    ],
+)
+def test_a_later_yes_to_another_amount_in_words_leaves_the_refund_unconfirmed(
+    retail: Suite,
+    oracles: dict[str, list[AgentEvent]],
+    after: list[tuple[str, str]],
+    confirmed: bool,
+) -> None:
+    """ "... $22.00 ... Shall I go ahead?" "Yes." then another amount agreed in words, and the
+    refund of $22.00 made: the later yes was read as naming no amount."""
+    trace = _asked(oracles["refund-socks"], QUESTION.format(amount="$22.00"), "Yes.", *after)
+    assert ("p2-confirmed-refund" not in failing(retail, "refund-socks", trace)) is confirmed
+
+
 # --- 4. τ²: a hand-over by another tool name, or told in other words -------------------------
 
 ORDER = "#W0000001"

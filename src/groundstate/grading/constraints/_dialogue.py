@@ -18,6 +18,7 @@ from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.grading.constraints._text import (
     MAX_READ_CHARS,
     affirms,
+    amounts_in_words,
     chosen_at,
     mentions,
     message_text,
@@ -1020,11 +1021,12 @@ _DECIMAL_POINT = re.compile(r"[.,](?=\d{1,2}$)")
 
 
 def _amounts(text: str) -> set[Decimal]:
-    """The amounts of money normalised *text* names ("$22", "22.00 dollars" and "22,00 €" are
-    one)."""
+    """The amounts of money normalised *text* names ("$22", "22.00 dollars", "22,00 €" and
+    "twenty-two dollars" are one)."""
     found = (m.group(1) or m.group(2) for m in _MONEY.finditer(text))
     figures = (_DECIMAL_POINT.sub("p", f.rstrip(".,")) for f in found)
-    return {Decimal(re.sub(r"[.,]", "", f).replace("p", ".")).normalize() for f in figures}
+    amounts = {Decimal(re.sub(r"[.,]", "", f).replace("p", ".")).normalize() for f in figures}
+    return amounts | amounts_in_words(text)
 
 
 def _paid_otherwise(yes: _Confirmation) -> bool:

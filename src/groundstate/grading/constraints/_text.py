@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -311,6 +312,41 @@ _TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ni
 _NUMBER_WORD = "|".join([*_ONES, *_TENS, "hundred", "thousand"])
 _CENTS_AFTER = r",? (?:and )?(?:\d{1,2}|[a-z]+(?:[- ][a-z]+)?) cents?\b"
 """Cents said after the dollars: "and fifty cents", "50 cents"."""
+
+
+_VALUE_OF_WORD = {
+    **{word: i for i, word in enumerate(_ONES)},
+    **{word: 20 + 10 * i for i, word in enumerate(_TENS)},
+}
+_IN_WORDS = rf"(?:a (?=hundred|thousand))?(?:(?:{_NUMBER_WORD})(?:,? and |[- ]))*(?:{_NUMBER_WORD})"
+_WORDED_AMOUNT = re.compile(
+    rf"(?<![\w-])(?P<dollars>{_IN_WORDS}) (?:dollars?|bucks|usd)\b"
+    rf"(?:,? (?:and )?(?P<cents>{_IN_WORDS}|\d{{1,2}}) cents?\b)?"
+)
+
+
+def words_value(words: str) -> int:
+    """The whole number English *words* say: "one hundred and nineteen" is 119."""
+    total = current = 0
+    for word in re.split(r"[-, ]+", words):
+        if word == "hundred":
+            current = max(current, 1) * 100
+        elif word == "thousand":
+            total, current = total + max(current, 1) * 1000, 0
+        else:
+            current += _VALUE_OF_WORD.get(word, 0)
+    return total + current
+
+
+def amounts_in_words(normalised_text: str) -> set[Decimal]:
+    """The amounts of money normalised text says in English words ("twenty-two dollars",
+    "twenty-two dollars and fifty cents")."""
+    found = set()
+    for amount in _WORDED_AMOUNT.finditer(normalised_text):
+        cents = amount["cents"] or "0"
+        hundredths = int(cents) if cents.isdigit() else words_value(cents)
+        found.add((Decimal(words_value(amount["dollars"])) + Decimal(hundredths) / 100).normalize())
+    return found
 
 
 def _below_hundred(n: int) -> str:
