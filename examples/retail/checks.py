@@ -365,8 +365,17 @@ _NOT_NAMES = "|".join(
         *calendar.month_name[1:],
     ]
 )
+# ... nor a word shaped as an English adjective or participle, capitalised as a title would
+# ("I'm Graceful", "I'm Grateful", "I'm Curious", "I'm Calling About My Order", "I'm
+# Worried"): -ful, -ous, -less, and -ive, -able, -ible, -ing, -ed in words longer than a name
+# of that ending ("Clive", "Ming", "Fred", "Ahmed", "Mohamed" stay names)
+_ADJECTIVE = (
+    r"[A-Z][a-z]*(ful|ous|less)|[A-Z][a-z]{3,}(ive|able|ible)|[A-Z][a-z]{2,}ing"
+    r"|[A-Z][a-z]{3,}(?<!m)ed|Tired|Bored|Busy|Angry|Hungry|Sick|Upset|Lost|Stuck|Calm|Late"
+    r"|Early|Home|Free|Excited|Worried|Confused|Pleased|Annoyed|Interested|Thankful|Unhappy"
+)
 # (a word running on into an email address, "I'm leo.chen@example.com", is no name given)
-_NAME = rf"(?!(?:{_NOT_NAMES})\b)[A-Z][a-z]+\b(?!'s?\b|[.@-]\w)"
+_NAME = rf"(?!(?:{_NOT_NAMES}|{_ADJECTIVE})\b)[A-Z][a-z]+\b(?!'s?\b|[.@-]\w)"
 _KNOWN_NAME = r"(?i:[^\W\d_]+)\b(?!'s?\b|[.@-]\w)"
 """A name in any case: read only where it is a customer's (see :func:`_speakers`)."""
 

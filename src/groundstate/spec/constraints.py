@@ -194,6 +194,21 @@ _TERMS = (
     r"|stattdessen|lieber|aber (nicht|erst)|s[oó] se|somente se|desde que|contanto que"
     r"|em vez d[eoa]|ao inv[eé]s d[eoa]|mas (n[aã]o|primeiro))\b"
     rf"|{_DEFERRED_ELSEWHERE}"
+    # ... and in languages whose yes the default reads only as a shared word ("ok", "si",
+    # "ja"): Italian ("Si, ma prima dimmi il totale", "OK, solo se va sulla Visa"), Dutch ("Ja,
+    # maar eerst wil ik het totaal weten", "Ja, liever naar PayPal") and Swedish, Danish and
+    # Norwegian ("Ja, men först vill jag veta totalen", "Ja, kun hvis det er Visa")
+    r"|\b(solo se|soltanto se|solamente se|a condizione che|purch[ée]|sempre che|invece"
+    r"|piuttosto|al posto d|ma (non|prima|domani|pi[uù] tardi|dopo)|prima (dimmi|mi dica|mi dici"
+    r"|voglio sapere|vorrei sapere|fammi sapere|controlla|verifica|conferma|quanto|qual)"
+    r"|prima di (farlo|procedere|rimborsare|annullare|cambiare|continuare)|fammi pensare"
+    r"|ci (devo )?pens(o|are|arci)|devo pensarci|aspett[ai]"
+    r"|alleen als|op voorwaarde|mits|in plaats van|liever|maar (niet|eerst|morgen|later)"
+    r"|eerst (wil|moet|zeg|vertel|laat|wat)|(zeg|vertel) (me|mij) eerst|voordat (je|u|jij)"
+    r"|laat me (even )?(na)?denken|(er )?(even )?over nadenken|wacht|nee(?!-)"
+    r"|bara om|endast om|kun hvis|bare hvis|ist[äa]llet|i stedet|hellre|men (f[öo]rst|f[øo]rst"
+    r"|inte|ikke|imorgon|i morgen|senare|senere)|f[öo]rst (vill|m[åa]ste|s[äa]g)"
+    r"|l[åa]t mig t[äa]nka|lad mig t[æa]nke|la meg tenke)\b"
     r"|\bactually\b[^.!?]{0,200}\b(make it|switch|change (it|that)|keep (it|them|those|these))\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but

@@ -156,18 +156,81 @@ def known_ids(trace: list[AgentEvent], s0: Any) -> Evidence:
 
 TRANSFER = "transfer_to_human_agents"
 
-_TRANSFER_TOLD = re.compile(
-    r"\b((you are|you're|you will be|you'll be|you have been|you've been)( now)?( being)?"
-    r" (transferred|connected|handed (over|off)|passed)"
-    r"|(i am|i'm|i have|i've|we are|we're|we have|we've)( now)? (transferring|transferred"
-    r"|connecting|connected|handing|handed|passing|passed) you( (over|off))?)"
-    r" to (a|an|our|the)( (live|real|human))? (human|live|real|customer (service|support)"
-    r"|support)( (customer service|support|service))? (agent|representative|rep|person"
-    r"|colleague|specialist|team|staff)s?\b"
+_TRANSFER_TOOL = re.compile(
+    r"(transfer|escalat|handoff|handover|hand(ed)?to|connect|route|forward|pass)\w*?(human|live"
+    r"|realperson|person|agent|representative|operator|staff|supervisor|manager|specialist)"
 )
-"""The agent telling the user the conversation is handed to a human ("YOU ARE BEING
-TRANSFERRED TO A HUMAN AGENT. PLEASE HOLD ON.", "I've transferred you to a human
-representative"); not an offer ("I can transfer you to a human agent if you like")."""
+"""A tool that hands the conversation to a person, by its name with its separators and case
+dropped: τ²'s ``transfer_to_human_agents`` and what other harnesses call it
+(``escalate_to_human``, ``transfer_to_human``, ``handoffToAgent``, ``connect_to_live_agent``)."""
+
+
+def transfer_tool(name: object) -> bool:
+    """Whether a tool of this name transfers the user to a human (see :data:`_TRANSFER_TOOL`)."""
+    return _TRANSFER_TOOL.search(re.sub(r"[\W_]+", "", fold(str(name)))) is not None
+
+
+# The agent telling the user the conversation is handed to a person now, in the languages of
+# the default yes and Italian: the verb of the hand-over, then (in the same sentence, up to
+# six words on) the person it goes to. English: "YOU ARE BEING TRANSFERRED TO A HUMAN AGENT",
+# "I'll transfer you to a human agent now", "Transferring you to a live agent", "Let me
+# connect you with a human representative"; "Le estoy transfiriendo a un agente humano", "Je
+# vous transfère à un conseiller", "Ich verbinde Sie mit einem Mitarbeiter", "Sie werden an
+# einen menschlichen Mitarbeiter weitergeleitet", "Estou transferindo você para um atendente",
+# "La sto trasferendo a un operatore".
+_HAND_OVER = (
+    r"(transferr?\w*|connect\w*|hand(ed|ing)? (you )?(over|off)|passe?[ds]?|passing|put(ting)?"
+    r" you through|escalat\w*|transfi\w*|pas[aáeé]\w*|comunic\w*|conect\w*|deriv\w*|transf[eèé]r\w*"
+    r"|mets? en relation|mis en relation|redirig\w*|verbind\w*|verbunden|leite\w*|weitergeleitet"
+    r"|[üu]bergeb\w*|stelle\w*|encaminh\w*|trasfer\w*|metto in contatto|collego"
+    r"|inoltr\w*)"
+)
+_PERSON = (
+    r"(human|live|real|person|people|agents?|representatives?|reps?|colleagues?|specialists?"
+    r"|team|staff|operators?|supervisor|manager|agente|asesora?|representante|operadora?"
+    r"|persona|especialista|humano|humana|conseill[eè]re?|repr[ée]sentant|op[ée]rat(eur|rice)"
+    r"|coll[eè]gue|humaine?|mitarbeiter(in)?|menschen|menschlichen|berater(in)?|kollegen|kollegin"
+    r"|atendente|pessoa|operatore|operatrice|consulente|rappresentante|collega|umano)"
+)
+_TRANSFER_TOLD = re.compile(
+    rf"\b{_HAND_OVER}\b([^.!?;]{{0,60}}?)\b{_PERSON}\b"
+    # German puts the verb last: "Sie werden an einen Mitarbeiter weitergeleitet"
+    rf"|\b(sie|du) (werden|wirst)\b[^.!?;]{{0,60}}\b{_PERSON}\b[^.!?;]{{0,20}}"
+    r"\b(verbunden|weitergeleitet|[üu]bergeben)\b"
+)
+# The user, handed over: "you", or its pronoun in the other languages, before the verb or
+# joined to it ("transferirle", "transferi-lo", "trasferirla").
+_THE_USER = re.compile(
+    r"\b(you|u|le|te|lo|la|vous|sie|dich|voc[eê]|o senhor|a senhora|ti)\b|\w(le|lo|la|te|ti)\b"
+)
+# An offer, a question or a condition, not a hand-over: "I can transfer you to a human agent if
+# you like", "Would you like me to transfer you?", "You are not being transferred", "Puedo
+# transferirle", "Voulez-vous que je vous transfère", "Soll ich Sie verbinden", "Posso
+# transferi-lo", "Vuole che la trasferisca".
+_OFFERED_BEFORE = re.compile(
+    r"\b(can|could|may|might|would|shall|should|want|wants|wish|unless|if|not|never|able|happy"
+    r"|glad|offer|option|possible|puedo|podemos|podr[ií]a\w*|puede|quiere\w*|desea\w*|si|no"
+    r"|peux|pouvons|pourr\w*|voulez|veux|souhait\w*|ne|pas|kann|k[öo]nnen|k[öo]nnte\w*"
+    r"|m[öo]chte\w*|soll\w*|wenn|falls|nicht|kein\w*|posso|podemos|poder\w*|pode|quer\w*"
+    r"|gostaria|n[ãa]o|vuole|desidera|pu[òo]|potrei|potremmo|non)\b|n't\b"
+)
+_OFFERED_AFTER = re.compile(r"\b(if|unless|when you|should you|si|wenn|falls|se)\b|\?")
+
+
+def _tells_of_transfer(text: str) -> bool:
+    """Whether the agent's message says the user is being handed to a person now (see
+    :data:`_TRANSFER_TOLD`): in a sentence that does not offer it, ask it or put a condition
+    on it."""
+    for sentence in re.split(r"(?<=[.!?;])\s+|\n", normalise(text)):
+        for found in _TRANSFER_TOLD.finditer(sentence):
+            before, after = sentence[: found.start()], sentence[found.end() :]
+            if not _THE_USER.search(sentence[max(0, found.start() - 25) : found.end()]):
+                continue  # "I've passed your feedback to our team"
+            if _OFFERED_BEFORE.search(before) or _OFFERED_BEFORE.search(found[0]):
+                continue
+            if not _OFFERED_AFTER.search(after):
+                return True
+    return False
 
 
 def transferred_last(trace: list[AgentEvent], s0: Any) -> Evidence:
@@ -183,18 +246,18 @@ def transferred_last(trace: list[AgentEvent], s0: Any) -> Evidence:
     transfer: AgentEvent | None = None
     for event in trace:
         if isinstance(event, MessageEvent):
-            told = event.role == "agent" and _TRANSFER_TOLD.search(normalise(event.text or ""))
+            told = event.role == "agent" and _tells_of_transfer(event.text or "")
             transfer = transfer or (event if told else None)
             continue
         if not isinstance(event, ToolCallEvent):
             continue
         if transfer is not None and not (
-            isinstance(transfer, MessageEvent) and event.tool == TRANSFER
+            isinstance(transfer, MessageEvent) and transfer_tool(event.tool)
         ):
             how = "transfer" if isinstance(transfer, ToolCallEvent) else "transfer message"
             problem = f"step {event.step} ({event.tool}) after the {how} at step {transfer.step}"
             return False, {"problems": [problem], "offending_step": event.step}
-        if event.tool == TRANSFER and event.ok:
+        if transfer_tool(event.tool) and event.ok:
             transfer = event
     return True, {}
 

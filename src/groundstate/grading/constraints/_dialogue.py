@@ -17,6 +17,8 @@ from groundstate.grading.constraints._paths import resolve
 from groundstate.grading.constraints._result import failed, label, passed
 from groundstate.grading.constraints._text import (
     MAX_READ_CHARS,
+    affirms,
+    amounts_in_words,
     chosen_at,
     mentions,
     message_text,
@@ -391,6 +393,11 @@ def _check_change(
     ):
         why = "kept to part of the question, leaving this change out"
         return _unconfirmed_by(constraint, change, covering[-1], why, "narrowed")
+    if covering and covering[-1].yes:
+        proposed = _proposes_another(covering[-1], values, earlier, _asks(rule))
+        if proposed is not None:
+            why = f"answered a question proposing {proposed}, named in the place of this change's"
+            return _unconfirmed_by(constraint, change, covering[-1], why, "proposed_otherwise")
     counter_offer = None
     if covering and covering[-1].yes:
         counter_offer = _counter_offer(covering[-1], earlier) or _other_record(
@@ -462,19 +469,54 @@ def _agreed_otherwise(
             mentions(asked, value) and not mentions(asked, value, chosen=True) for value in known
         ):
             return answer  # a value of the change turned down
-        if not answer.asks(asks) or _ASKS_MORE.search(asked):
+        if _ASKS_BESIDES.search(asked) or not (answer.asks(asks) or _REFERS_TO_IT.search(asked)):
             continue
         ways, sums = _payments(asked), _amounts(asked)
         other = (paid and ways and not ways & paid) or (amounts and sums and not sums & amounts)
+        other = other or _other_detail(asked, known, earlier)
         if other and not _names_another_record(asked, known, earlier):
             return answer
     return None
 
 
+# A question asking about more than the change ("Shall I also refund the hoodie?"); "Or
+# size M?" offers another choice for it.
+_ASKS_BESIDES = re.compile(r"\b(also|too|as well|another|else|other|besides)\b|^\W*(and|plus)\b")
+# A question about the change agreed, in other words than its kind's: "Shall I make it the
+# blue one?", "Would you prefer it in size M?", "How about the navy one instead?", "Or size
+# M?".
+_REFERS_TO_IT = re.compile(
+    r"\b(it|them|that|this|instead|rather|prefer|how about|what about|make it)\b|^\W*or\b"
+)
+
+
+def _other_detail(asked: str, known: set[str], earlier: Sequence[AgentEvent]) -> bool:
+    """Whether the question *asked* names, in the place of one of the change's *known* values
+    that is a detail of it (a colour, a size: a value the tools showed at a key naming no
+    record, unlike an id, a name or a label), another the tools showed at that key, and not
+    the value: "Shall I make it the navy one?" to an exchange for forest, "Or size M?" to
+    size L (a value "size L" stands where the tools show "L")."""
+    details: dict[tuple[str, ...], set[str]] = {}
+    for event in earlier:
+        if isinstance(event, ToolCallEvent) and event.ok:
+            for path, leaf in _leaves(event.output, (event.tool,)):
+                if not _ID_KEY.search(path[-1]):
+                    details.setdefault(path, set()).add(normalise(leaf))
+    for value in known:
+        bare = value.removeprefix("size ")
+        sized = "size " if bare != value else ""
+        if not bare or mentions(asked, value, chosen=True):
+            continue
+        others = {o for leaves in details.values() if bare in leaves for o in leaves - {bare}}
+        if any(o and mentions(asked, sized + o, chosen=True) for o in others):
+            return True
+    return False
+
+
 def _names_another_record(asked: str, known: set[str], earlier: Sequence[AgentEvent]) -> bool:
     """Whether the question *asked* names a record the tools showed beside the change's (a
     product or an order), beyond its ways of paying and amounts."""
-    for other in _siblings(known, earlier):
+    for other in _siblings(known, earlier, records=True):
         if _payments(other) or _amounts(other) or _MONEY.fullmatch(other):
             continue
         if len(other) >= 3 and mentions(asked, other, chosen=True):
@@ -868,6 +910,51 @@ def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[Agen
     return any(_names(answer, other, own) for other in listed)
 
 
+# Where a clause of a question ends: a sentence's end, a semicolon or a dash, and "but",
+# "however", "whereas", "while", "although" ("O-1003 is past the window, but I can refund
+# the socks from O-1001"); not a colon, which a list of what is proposed follows.
+_CLAUSE_END = re.compile(
+    r"(?<=[.!?;]) |\s[\u2013\u2014]+\s|,? \b(?=(?:but|however|whereas|while|although|though)\b)"
+)
+
+
+def _proposes_another(
+    yes: _Confirmation,
+    values: list[str],
+    earlier: Sequence[AgentEvent],
+    asks: re.Pattern[str] | None,
+) -> str | None:
+    """The record the question *yes* answered proposes in the place of one of the change's
+    *values*, when it names that value only beside it: "Your orders O-1001 and O-1003 both
+    have socks. I can refund the socks from O-1003, $22.00, ... Shall I go ahead?" names
+    O-1001, but the refund it asks about is O-1003's. The clauses that propose the change are
+    those asking about its kind (``asks``, not denied: "O-1001 can't be refunded"); when some
+    names another record the tools showed where the value stands (another order, product,
+    way of paying), in any word of it, and none names the value, the yes is to that record.
+    A question naming both in the proposing clause ("refund the socks from O-1001 rather than
+    O-1003", "from O-1001 and the hoodie from O-1003"), naming neither there ("Shall I refund
+    them to your Visa?"), or asking about more ("... from O-1003 too?") proposes nothing else.
+    Without ``asks`` no clause is told from another: nothing is read."""
+    if asks is None or _ASKS_MORE.search(yes.answered):
+        return None
+    proposing = [
+        clause for clause in _CLAUSE_END.split(yes.answered) if clause and affirms(asks, clause)
+    ]
+    if not proposing:
+        return None
+    for value in (normalise(v) for v in values):
+        own = {w for w in _WORD.findall(value)} - _KINDS_OF_RECORD
+        for other in _siblings({value}, earlier):
+            if len(other) < 3:
+                continue
+            theirs = {w for w in _WORD.findall(other)} - _KINDS_OF_RECORD
+            if not any(_names(c, other, own | _REPLY_WORDS) for c in proposing):
+                continue
+            if not any(_names(c, value, theirs | _REPLY_WORDS) for c in proposing):
+                return other
+    return None
+
+
 def _names(answer: str, record: str, taken: set[str]) -> bool:
     """Whether *answer* names *record* (not turning it down), whole or by a word of it
     not in *taken*."""
@@ -893,14 +980,16 @@ _KINDS_OF_RECORD = frozenset(
 )
 
 
-def _siblings(known: set[str], earlier: Sequence[AgentEvent]) -> set[str]:
+def _siblings(known: set[str], earlier: Sequence[AgentEvent], *, records: bool = False) -> set[str]:
     """The strings successful tool outputs of *earlier* show where they show one of the
-    *known* values (normalised): at the same key, in any element of the same lists."""
+    *known* values (normalised): at the same key, in any element of the same lists. *records*:
+    only at keys naming a record (an id, a name, a label), not a detail (a colour, a size)."""
     found: dict[tuple[str, ...], set[str]] = {}
     for event in earlier:
         if isinstance(event, ToolCallEvent) and event.ok:
             for path, leaf in _leaves(event.output, (event.tool,)):
-                found.setdefault(path, set()).add(normalise(leaf))
+                if not records or _ID_KEY.search(path[-1]):
+                    found.setdefault(path, set()).add(normalise(leaf))
     return {leaf for leaves in found.values() if leaves & known for leaf in leaves - known if leaf}
 
 
@@ -932,11 +1021,12 @@ _DECIMAL_POINT = re.compile(r"[.,](?=\d{1,2}$)")
 
 
 def _amounts(text: str) -> set[Decimal]:
-    """The amounts of money normalised *text* names ("$22", "22.00 dollars" and "22,00 €" are
-    one)."""
+    """The amounts of money normalised *text* names ("$22", "22.00 dollars", "22,00 €" and
+    "twenty-two dollars" are one)."""
     found = (m.group(1) or m.group(2) for m in _MONEY.finditer(text))
     figures = (_DECIMAL_POINT.sub("p", f.rstrip(".,")) for f in found)
-    return {Decimal(re.sub(r"[.,]", "", f).replace("p", ".")).normalize() for f in figures}
+    amounts = {Decimal(re.sub(r"[.,]", "", f).replace("p", ".")).normalize() for f in figures}
+    return amounts | amounts_in_words(text)
 
 
 def _paid_otherwise(yes: _Confirmation) -> bool:

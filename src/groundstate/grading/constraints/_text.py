@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -281,7 +282,114 @@ def _amount_named_by(number: str) -> re.Pattern[str]:
     return re.compile(
         rf"(?:\$ ?|\b(?:usd|us\$) ?){figures}{end}"
         rf"|(?<![\w.,$]){figures} ?(?:(?:usd|dollars?|bucks)\b|\$(?! ?\d))"
+        + _amount_in_words(number)
     )
+
+
+_ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_NUMBER_WORD = "|".join([*_ONES, *_TENS, "hundred", "thousand"])
+_CENTS_AFTER = r",? (?:and )?(?:\d{1,2}|[a-z]+(?:[- ][a-z]+)?) cents?\b"
+"""Cents said after the dollars: "and fifty cents", "50 cents"."""
+
+
+_VALUE_OF_WORD = {
+    **{word: i for i, word in enumerate(_ONES)},
+    **{word: 20 + 10 * i for i, word in enumerate(_TENS)},
+}
+_IN_WORDS = rf"(?:a (?=hundred|thousand))?(?:(?:{_NUMBER_WORD})(?:,? and |[- ]))*(?:{_NUMBER_WORD})"
+_WORDED_AMOUNT = re.compile(
+    rf"(?<![\w-])(?P<dollars>{_IN_WORDS}) (?:dollars?|bucks|usd)\b"
+    rf"(?:,? (?:and )?(?P<cents>{_IN_WORDS}|\d{{1,2}}) cents?\b)?"
+)
+
+
+def words_value(words: str) -> int:
+    """The whole number English *words* say: "one hundred and nineteen" is 119."""
+    total = current = 0
+    for word in re.split(r"[-, ]+", words):
+        if word == "hundred":
+            current = max(current, 1) * 100
+        elif word == "thousand":
+            total, current = total + max(current, 1) * 1000, 0
+        else:
+            current += _VALUE_OF_WORD.get(word, 0)
+    return total + current
+
+
+def amounts_in_words(normalised_text: str) -> set[Decimal]:
+    """The amounts of money normalised text says in English words ("twenty-two dollars",
+    "twenty-two dollars and fifty cents")."""
+    found = set()
+    for amount in _WORDED_AMOUNT.finditer(normalised_text):
+        cents = amount["cents"] or "0"
+        hundredths = int(cents) if cents.isdigit() else words_value(cents)
+        found.add((Decimal(words_value(amount["dollars"])) + Decimal(hundredths) / 100).normalize())
+    return found
+
+
+def _below_hundred(n: int) -> str:
+    if n < 20:
+        return _ONES[n]
+    tens, ones = divmod(n, 10)
+    return _TENS[tens - 2] + (f"[- ]?{_ONES[ones]}" if ones else "")
+
+
+def _number_words(n: int) -> str:
+    """A whole number below a million in English words, as a pattern: "twenty-two", "one
+    hundred (and) nineteen", "a hundred", "two thousand five hundred"."""
+    if n < 100:
+        return _below_hundred(n)
+    if n < 1000:
+        hundreds, rest = divmod(n, 100)
+        head = "(?:a|one) hundred" if hundreds == 1 else f"{_ONES[hundreds]} hundred"
+        return head + (f",? (?:and )?{_below_hundred(rest)}" if rest else "")
+    thousands, rest = divmod(n, 1000)
+    head = "(?:a|one) thousand" if thousands == 1 else f"{_number_words(thousands)} thousand"
+    return head + (f",? (?:and )?{_number_words(rest)}" if rest else "")
+
+
+def _amount_in_words(number: str) -> str:
+    """An amount below a million in words, as an alternative of its pattern: "twenty-two
+    dollars", "twenty-two dollars and fifty cents", "twenty-two fifty" (spoken, for $22.50),
+    "22 dollars and 50 cents"; not "one hundred twenty-two dollars" for $22, nor "twenty-two
+    dollars and fifty cents" for $22.00."""
+    whole, _, fraction = number.replace(",", "").partition(".")
+    if len(whole) > 6:
+        return ""
+    dollars, cents = int(whole), int((fraction + "00")[:2])
+    words = _number_words(dollars)
+    start = rf"(?<![\w-])(?<!hundred )(?<!thousand )(?<!and )(?:{words}|{dollars})"
+    unit = r" (?:dollars?|bucks|usd)\b"
+    not_more = rf"(?![- ](?:{_NUMBER_WORD})\b)"
+    if not cents:
+        return rf"|{start}{not_more}{unit}(?!{_CENTS_AFTER})"
+    said = rf"(?:{_below_hundred(cents)}|{cents:02d}|{cents})"
+    in_cents = rf"|{start}{not_more}{unit},? (?:and )?{said} cents?\b"
+    if cents < 10:  # "twenty-two five" says no cents
+        return in_cents
+    return in_cents + rf"|{start} {_below_hundred(cents)}\b{not_more}(?! (?:dollars?|bucks|usd)\b)"
 
 
 def _amount_figures(number: str) -> str:
