@@ -23,7 +23,7 @@ from groundstate import turns
 from groundstate.account import CLOSED, Account, AccountClosed, Counts, Kept, altered
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
-from groundstate.bindings import HARNESS, Mark, refuse_audit_hooks
+from groundstate.bindings import HARNESS, Held, Mark, refuse_audit_hooks
 from groundstate.capture import captured
 from groundstate.descriptors import RESERVE
 from groundstate.environments.base import (
@@ -1054,6 +1054,7 @@ async def _episode(
     cwd = os.getcwd()
     HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
     refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
+    held = _held(session, env)
     mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
     left = Watch(f"the agent of {system.name!r} on task {task.task_id!r} (seed {seed})")
     RESERVE.keep()
@@ -1061,7 +1062,8 @@ async def _episode(
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
-        _rebound(session, progress, mark)  # first: the session's own methods may be the ones
+        _rebound(session, progress, mark, held)  # first: the session's own may be the ones
+        _closed(env, session)
         left.done()  # what Python would wait for at exit: named when `run` ends without it
         try:
             await _unheld(session, session.end)
@@ -1088,7 +1090,9 @@ async def _episode(
         # checks read it (code rebound meanwhile is looked for once the record is built).
         read = _AccountRead(kept)
         if (
-            _behind_gateway(env, session, "written_outside_calls", "written")
+            _rebound(session, progress, None, held)  # by a thread of the agent's, meanwhile
+            or _closed(env, session)
+            or _behind_gateway(env, session, "written_outside_calls", "written")
             or _outside_session(env, session, read, entered)
             or (reports_writes and _untraced_change(session, read, progress))
             or _unlatched(session, read)
@@ -1138,6 +1142,25 @@ def _behind_gateway(env: Environment, session: EpisodeSession, probe: str, what:
     if reason is None:
         return False
     session.latch(ProhibitedAction(f"{what} behind the tool gateway: {reason}"), OUTSIDE)
+    return True
+
+
+def _closed(env: Environment, session: EpisodeSession) -> bool:
+    """Latch a prohibited action when the environment's optional ``closed_outside_calls``
+    finds one of the harness's own handles on it closed: an in-process agent (or a thread
+    of its) that found the connection and closed it made its next tool call, or the final
+    state's read, fail as the environment's, an invalid attempt that is rerun. At stage
+    ``harness_code``, so that an environment failure latched meanwhile gives way to it."""
+    probe = getattr(env, "closed_outside_calls", None)
+    if probe is None:
+        return False
+    try:
+        reason = probe()
+    except Exception:  # unreadable: not this probe's to say
+        return False
+    if reason is None:
+        return False
+    session.latch(ProhibitedAction(f"closed behind the tool gateway: {reason}"), REBOUND)
     return True
 
 
@@ -1328,7 +1351,31 @@ def _regraded(task: AgentTask, suite: Suite, session: EpisodeSession) -> bool:
     return True
 
 
-def _rebound(session: EpisodeSession, progress: _Progress, mark: Mark | None = None) -> bool:
+SESSION_RUN_STATE = frozenset(
+    {"_ended", "_in_call", "asking_since", "blocked_call", "_in_reply", "blocked_in_reply"}
+    | {"_holder", "queued", "artifacts"}
+)
+"""The attributes of an :class:`EpisodeSession` that move while its agent runs (the others
+are bound once, before it runs: see :func:`_held`)."""
+
+
+def _held(session: EpisodeSession, env: Environment) -> tuple[Held, ...]:
+    """The attempt's own objects, as the harness set them up, to find what an in-process
+    agent rebinds on them: the session's task, system, account, lock, trace list, user and
+    gateway, the gateway's tools and environment, and code added on the environment."""
+    return (
+        Held(session, "the attempt's session", SESSION_RUN_STATE),
+        Held(session._gateway, "the attempt's gateway", frozenset()),
+        Held(env, "the attempt's environment", None),
+    )
+
+
+def _rebound(
+    session: EpisodeSession,
+    progress: _Progress,
+    mark: Mark | None = None,
+    held: tuple[Held, ...] = (),
+) -> bool:
     """Latch a prohibited action when the harness's code was rebound while the agent ran or
     the attempt was graded (``groundstate.episode.classify = lambda *a: "success"``, a
     check's or an environment's method replaced), and bind it as it was: the grading and
@@ -1337,9 +1384,16 @@ def _rebound(session: EpisodeSession, progress: _Progress, mark: Mark | None = N
     same; nothing says which of them did it). *mark*: taken as the agent's run began, to
     find code rebound for a while and put back before the run ended (the environment's
     counted ``tool_transaction`` swapped for its uncounted one around a write of the
-    agent's: no count, no trace, and nothing left to put back)."""
+    agent's: no count, no trace, and nothing left to put back). *held*: the attempt's own
+    objects, whose attributes rebound (the session's task, a method set on the environment
+    object) are named and put back alike (see :class:`~groundstate.bindings.Held`)."""
     names = [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
     names += HARNESS.put_back()
+    for one in held:
+        changed = one.changed()
+        if changed:
+            one.put_back()
+            names += changed
     if not names:
         return False
     progress.evidence.setdefault("harness_rebound", []).extend(names[:20])

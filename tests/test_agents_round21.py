@@ -1,0 +1,228 @@
+"""In-process agents, twenty-first round: an agent that rebinds what the harness keeps on the
+attempt's own objects rather than on its modules and classes (which :class:`Bindings`
+watches): a copy of its task with a higher step limit put in the session's place, a method
+set on the environment object, or the session's class swapped; and one that closes the
+harness's own connection to the database, so that its next tool call or the final state's
+read fails as the environment's (an invalid attempt, rerun, instead of the agent's fault)."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from groundstate.agents.base import Session
+from groundstate.bindings import Held
+from groundstate.records import AgentRun
+from groundstate.spec.suite import Suite
+from groundstate.testing import FunctionAgent, attempt
+
+from .test_inprocess_adversarial import _do_the_task, _then_honest
+
+AgentFn = Callable[[Session], Awaitable[str]]
+
+
+def _run(suite: Suite, fn: AgentFn) -> AgentRun:
+    return attempt(suite, "transfer", FunctionAgent(fn)).run
+
+
+def _harness(session: Session) -> Any:
+    return session._session  # type: ignore[attr-defined]
+
+
+def _environment(session: Session) -> Any:
+    """The attempt's environment, found as an agent finds it: through the session."""
+    return _harness(session)._gateway._env
+
+
+def _message(run: AgentRun) -> str:
+    return str(run.infrastructure_status["exception"]["message"])
+
+
+async def _eleven_steps(session: Session) -> str:
+    """The task done in 11 steps (the limit is 6)."""
+    await session.say("What is your PIN?")
+    for _ in range(8):
+        await session.call("balance", {"account": "A"})
+    await session.call("check_pin", {"account": "A", "pin": "1234"})
+    await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
+    return "Moved 30 from A to B."
+
+
+# --- the session's own attributes ---------------------------------------------------------
+
+
+def _task_copied(harness: Any) -> None:
+    harness._task = harness._task.model_copy(update={"step_limit": 100})
+
+
+def _dict_replaced(harness: Any) -> None:
+    task = harness._task.model_copy(update={"step_limit": 100})
+    harness.__dict__ = dict(harness.__dict__, _task=task)
+
+
+def _class_swapped(harness: Any) -> None:
+    class Roomier(type(harness)):  # type: ignore[misc]
+        @property
+        def step_limit(self) -> int:
+            return 100
+
+    harness.__class__ = Roomier
+
+
+@pytest.mark.parametrize(
+    "rebind",
+    [_task_copied, _dict_replaced, _class_swapped],
+    ids=["task", "dict", "class"],
+)
+def test_a_session_given_a_higher_step_limit_is_found(
+    bank: Suite, rebind: Callable[[Any], None]
+) -> None:
+    """Before: the agent's copy of the task decided the limit, at the call and in the check
+    after the run (``_unlatched``): 11 steps of 6, ``success``."""
+
+    async def agent(session: Session) -> str:
+        rebind(_harness(session))
+        return await _eleven_steps(session)
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert "the attempt's session." in _message(run)
+    assert not run.success
+    _then_honest(bank)
+
+
+def test_the_session_is_put_back_for_grading_and_the_record(bank: Suite) -> None:
+    seen: list[Any] = []
+
+    async def agent(session: Session) -> str:
+        harness = _harness(session)
+        seen.append((harness, harness._task))
+        _task_copied(harness)
+        return await _do_the_task(session)
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    ((harness, task),) = seen
+    assert harness._task is task and task.step_limit == 6
+
+
+def test_a_tool_set_on_the_gateway_is_found(bank: Suite) -> None:
+    async def agent(session: Session) -> str:
+        gateway = _harness(session)._gateway
+        gateway._tools = dict(gateway._tools)
+        return await _do_the_task(session)
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert "the attempt's gateway._tools" in _message(run)
+
+
+# --- code set on the environment object ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["state_hash", "health"])
+def test_a_method_set_on_the_environment_object_is_found(bank: Suite, name: str) -> None:
+    """Before: the harness called the agent's function (grading, the health reading) and
+    raised out of the attempt."""
+
+    async def agent(session: Session) -> str:
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        setattr(_environment(session), name, failing)
+        return "I could not."
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert f"the attempt's environment.{name}" in _message(run)
+    _then_honest(bank)
+
+
+# --- the harness's connections closed -----------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["_control", "_evaluator", "_agent"])
+@pytest.mark.parametrize("then_call", [False, True], ids=["then-answer", "then-call"])
+def test_a_harness_connection_closed_is_the_agents_doing(
+    bank: Suite, which: str, then_call: bool
+) -> None:
+    """Before: the final state's read (or the next tool call) failed, and the attempt was
+    the environment's failure: invalid, rerun, the agent's failure out of its denominator."""
+
+    async def agent(session: Session) -> str:
+        await session.say("What is your PIN?")
+        getattr(_environment(session), which).close()
+        if then_call:
+            with contextlib.suppress(Exception):
+                await session.call("check_pin", {"account": "A", "pin": "1234"})
+        return "I could not."
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert "closed behind the tool gateway" in _message(run)
+    assert run.infrastructure_status["exception"]["stage"] == "harness_code"
+    _then_honest(bank)
+
+
+def test_a_connection_of_the_agents_own_closed_is_no_matter(bank: Suite) -> None:
+    """Control: the agent's own connection to the file (found by path) is not the harness's."""
+
+    async def agent(session: Session) -> str:
+        connection = sqlite3.connect(_environment(session)._live)
+        connection.close()
+        return await _do_the_task(session)
+
+    assert _run(bank, agent).terminal_reason == "success"
+
+
+# --- controls ---------------------------------------------------------------------------
+
+
+def test_an_honest_attempt_changes_none_of_its_held_objects(bank: Suite) -> None:
+    """Control: the run's own state moves (the end flag, the lock's holder, artifacts) and the
+    environment's kind keeps state of its own; neither is a rebinding."""
+
+    async def agent(session: Session) -> str:
+        session.add_artifact("notes", "a note")
+        return await _do_the_task(session)
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "success", run.infrastructure_status
+    assert "harness_rebound" not in run.infrastructure_status
+
+
+class _Box:
+    def method(self) -> int:
+        return 1
+
+
+def test_held_names_and_puts_back_what_was_rebound() -> None:
+    box = _Box()
+    box.data, box.table, box.flag = [1], {"a": 1}, False  # type: ignore[attr-defined]
+    held = Held(box, "box", frozenset({"flag"}))
+    box.flag = True  # type: ignore[attr-defined]
+    box.data.append(2)  # type: ignore[attr-defined]  (a list's contents may move)
+    assert held.changed() == []
+    box.table["b"] = 2  # type: ignore[attr-defined]
+    box.method = lambda: 2  # type: ignore[method-assign]
+    del box.data  # type: ignore[attr-defined]
+    assert sorted(held.changed()) == ["box.data", "box.method", "box.table"]
+    held.put_back()
+    assert held.changed() == []
+    assert box.method() == 1 and box.table == {"a": 1} and box.data == [1, 2]  # type: ignore[attr-defined]
+
+
+def test_held_with_moving_state_counts_only_code_added() -> None:
+    box = _Box()
+    box.state = 1  # type: ignore[attr-defined]
+    held = Held(box, "box", None)
+    box.state, box.later = 2, "x"  # type: ignore[attr-defined]
+    assert held.changed() == []
+    box.method = lambda: 2  # type: ignore[method-assign]
+    assert held.changed() == ["box.method"]
+    held.put_back()
+    assert box.method() == 1 and box.state == 2  # type: ignore[attr-defined]
