@@ -7,6 +7,7 @@ read fails as the environment's (an invalid attempt, rerun, instead of the agent
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Awaitable, Callable
@@ -226,3 +227,49 @@ def test_held_with_moving_state_counts_only_code_added() -> None:
     assert held.changed() == ["box.method"]
     held.put_back()
     assert box.method() == 1 and box.state == 2  # type: ignore[attr-defined]
+
+
+# --- the session's run state set by the agent ---------------------------------------------
+
+
+def test_a_call_named_left_running_by_the_agent_does_not_skip_the_probes(bank: Suite) -> None:
+    """Before: ``blocked_call`` set by the agent (no call running, no stop latched) made the
+    probes after the run take the file as unreadable: the answer written to the database
+    file itself passed (``success``)."""
+
+    async def agent(session: Session) -> str:
+        await session.say("What is your PIN?")
+        await session.call("check_pin", {"account": "A", "pin": "1234"})
+        connection = sqlite3.connect(_environment(session)._live)
+        with connection:
+            connection.execute("UPDATE accounts SET balance = 70 WHERE id = 'A'")
+            connection.execute("UPDATE accounts SET balance = 80 WHERE id = 'B'")
+            connection.execute(
+                "INSERT INTO transfers(source, target, amount) VALUES ('A', 'B', 30)"
+            )
+        connection.close()
+        _harness(session).blocked_call = "transfer"
+        return "Moved 30 from A to B."
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert "behind the tool gateway" in _message(run)
+    _then_honest(bank)
+
+
+def test_a_reply_named_running_by_the_agent_is_not_the_users_time(
+    edited_bank: Callable[..., Suite],
+) -> None:
+    """Before: ``asking_since = 0`` set by the agent, then blocking past its limit, made the
+    limit the user simulator's failure (``environment_failure/user_simulator``: invalid,
+    rerun)."""
+    suite = edited_bank(lambda t: t.update(time_limit=2))
+
+    async def agent(session: Session) -> str:
+        await session.say("What is your PIN?")
+        _harness(session).asking_since = 0.0
+        await asyncio.sleep(60)
+        return "too late"
+
+    run = _run(suite, agent)
+    assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from groundstate import turns
@@ -459,7 +460,9 @@ class EpisodeSession:
         machine does not shift the blame; a reply begun in the limit's last moments is the
         agent's time running out, however slowly the user then answers."""
         since = self.asking_since
-        return since is not None and since <= (1 - USER_SHARE) * self.time_limit
+        if since is None or since > (1 - USER_SHARE) * self.time_limit:
+            return False
+        return _replying(self)  # the time read is the agent's to set: is a reply running?
 
     def model_serving_failing(self) -> ModelCallEvent | None:
         """The failed try of the agent's model that the trace ends with, if it is one its
@@ -794,6 +797,22 @@ class AgentSession:
 
     def give_up(self, reason: str) -> NoReturn:
         self._session.give_up(reason)
+
+
+def _replying(session: EpisodeSession) -> bool:
+    """Whether a thread is in *session*'s :meth:`EpisodeSession._say` now, waiting for the
+    user's reply: read from the threads' stacks, which Python code cannot forge, not from
+    the session's ``asking_since``, which an in-process agent can set. Before, an agent that
+    set it to 0 and then blocked past its time limit made that limit the user simulator's
+    failure (an invalid attempt, rerun)."""
+    say = EpisodeSession._say.__code__  # (the class's method is watched: see bindings)
+    for top in list(sys._current_frames().values()):
+        frame: FrameType | None = top
+        while frame is not None:
+            if frame.f_code is say and frame.f_locals.get("self") is session:
+                return True
+            frame = frame.f_back
+    return False
 
 
 def _as_latched(entry: tuple[Any, ...]) -> Stop:
@@ -1133,7 +1152,7 @@ def _behind_gateway(env: Environment, session: EpisodeSession, probe: str, what:
     locked so cannot be graded, and its grader failure would make the attempt invalid.
     Environments that cannot tell (no such method) are not checked."""
     found = getattr(env, probe, None)
-    if session.blocked_call is not None or found is None:
+    if _call_left_running(session) or found is None:
         return False  # a tool still running may be mid-write: no sound reading
     try:
         reason = found()
@@ -1162,6 +1181,19 @@ def _closed(env: Environment, session: EpisodeSession) -> bool:
         return False
     session.latch(ProhibitedAction(f"closed behind the tool gateway: {reason}"), REBOUND)
     return True
+
+
+def _call_left_running(session: EpisodeSession) -> bool:
+    """Whether a tool call was still running as the session ended (named in its
+    ``blocked_call``), so that the probes after the run have no sound reading. The harness
+    names one only with the stop it ran into latched (the time limit, or the failure that
+    took its place); named with none latched (or only the user's leaving), the name is the
+    agent's own, set on the session to skip the probes: before, an agent that wrote the
+    answer to the database file itself and then set ``blocked_call`` passed."""
+    if session.blocked_call is None:
+        return False
+    stop = session.stop
+    return stop is not None and not isinstance(stop.error, ConversationOver)
 
 
 UNENTERED = frozenset({"unknown_tool", "invalid_arguments"})
@@ -1232,7 +1264,7 @@ def _outside_session(
     of the trace), changed the state with no trace and no latch (a read its task forbids,
     a transfer before the PIN): graded on its final state, it passed. Environments that
     cannot count (no ``calls_entered``) are not checked."""
-    if before is None or session.blocked_call is not None:
+    if before is None or _call_left_running(session):
         return False  # a tool still running may not have recorded its call yet
     after = _calls_entered(env)
     if after is None:
@@ -1263,7 +1295,7 @@ def _untraced_change(session: EpisodeSession, account: _AccountRead, progress: _
     environment's place for a moment, wrote with no count and no trace. The final diff is
     the environment's own reading of its state, and the account's calls the trace as it
     happened: a change neither explains was made behind the session."""
-    if progress.diff is None or session.blocked_call is not None:
+    if progress.diff is None or _call_left_running(session):
         return False  # not read; or a tool still running may not have recorded its call yet
     try:
         written = {table for event in account.events() for table in _tables_written(event)}
@@ -1362,11 +1394,13 @@ are bound once, before it runs: see :func:`_held`)."""
 def _held(session: EpisodeSession, env: Environment) -> tuple[Held, ...]:
     """The attempt's own objects, as the harness set them up, to find what an in-process
     agent rebinds on them: the session's task, system, account, lock, trace list, user and
-    gateway, the gateway's tools and environment, and code added on the environment."""
+    gateway, the gateway's tools and environment, and code added on the environment or the
+    user (a ``reply`` that blocks, to pass the agent's time limit off as the user's)."""
     return (
         Held(session, "the attempt's session", SESSION_RUN_STATE),
         Held(session._gateway, "the attempt's gateway", frozenset()),
         Held(env, "the attempt's environment", None),
+        Held(session._user, "the attempt's user", None),
     )
 
 
