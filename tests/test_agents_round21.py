@@ -273,3 +273,20 @@ def test_a_reply_named_running_by_the_agent_is_not_the_users_time(
 
     run = _run(suite, agent)
     assert run.terminal_reason == "agent_failure/time_limit", run.infrastructure_status
+
+
+@pytest.mark.parametrize("queued", [1e9, float("nan"), -1e9])
+def test_a_queueing_time_set_by_the_agent_leaves_the_latency_in_range(
+    bank: Suite, queued: float
+) -> None:
+    """Before: the session's count of the seconds its calls queued, set by the agent, was
+    taken off the latency as it was: a latency of -1e9 or NaN recorded (1e9 of queueing
+    and a latency above the attempt's own length for -1e9 do not fit either)."""
+
+    async def agent(session: Session) -> str:
+        _harness(session).queued = queued
+        return await _do_the_task(session)
+
+    run = _run(bank, agent)
+    assert run.terminal_reason == "success", run.infrastructure_status
+    assert 0.0 <= run.latency < 60.0

@@ -1036,7 +1036,8 @@ async def run_attempt(
                 session = await _episode(
                     task, suite, system, agent, env, info.seed, progress, turn, user, account
                 )
-        latency = CLOCK() - t0 - turn.waited - (session.queued if session else 0.0)
+        latency = CLOCK() - t0 - turn.waited
+        latency -= _queued(session, latency)
         output = _record(task, system, info, progress, session, started_at, latency)
         if session is not None and (
             _rebound(session, progress)  # by a thread of the agent's
@@ -1045,6 +1046,17 @@ async def run_attempt(
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
     return output
+
+
+def _queued(session: EpisodeSession | None, latency: float) -> float:
+    """The seconds the agent's tool calls waited for a turn, as the session counted them,
+    within what the attempt took (*latency*, queueing for its own turns left out): the count
+    is an attribute of the session an in-process agent can set, and one set to 1e9 or NaN
+    was recorded as a negative or NaN latency."""
+    queued = session.queued if session is not None else 0.0
+    if not isinstance(queued, float | int) or not math.isfinite(queued):
+        return 0.0
+    return min(max(float(queued), 0.0), max(latency, 0.0))
 
 
 async def _episode(
