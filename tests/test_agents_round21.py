@@ -9,16 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import multiprocessing
+import os
+import pickle
 import sqlite3
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from groundstate.agents.base import Session
 from groundstate.bindings import Held
+from groundstate.errors import ExecutorError
+from groundstate.executors._job import FRAME
+from groundstate.executors.local import _Inbox
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
+from groundstate.store import prepare_run
 from groundstate.testing import FunctionAgent, attempt
 
 from .test_inprocess_adversarial import _do_the_task, _then_honest
@@ -290,3 +298,58 @@ def test_a_queueing_time_set_by_the_agent_leaves_the_latency_in_range(
     run = _run(bank, agent)
     assert run.terminal_reason == "success", run.infrastructure_status
     assert 0.0 <= run.latency < 60.0
+
+
+# --- a pool worker's results pipe -----------------------------------------------------------
+
+
+class _Planted:
+    """What an agent in a pool worker writes on its results pipe: unpickled, it makes a
+    directory (any function, any arguments: ``os.system`` as well)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (os.makedirs, (self.path,))
+
+
+def _framed(message: object) -> bytes:
+    data = pickle.dumps(message)
+    return FRAME.pack(len(data)) + data
+
+
+@pytest.mark.parametrize("inner", [False, True], ids=["message", "record"])
+def test_a_pickle_planted_on_a_workers_pipe_runs_nothing_in_the_parent(
+    tmp_path: Path, inner: bool
+) -> None:
+    """Before: the parent read its workers' pipes with ``pickle.loads``, and the agent, which
+    runs in the worker and can write there, ran a function of its choice in the parent
+    (out of the worker's isolation: the store, every other attempt)."""
+    planted = tmp_path / "planted"
+    payload: object = _Planted(str(planted))
+    message = ("done", 1, pickle.dumps(payload)) if inner else payload
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    try:
+        os.write(writer.fileno(), _framed(message))
+        with pytest.raises(ExecutorError, match="something other than a message"):
+            _Inbox(reader).read()
+    finally:
+        reader.close()
+        writer.close()
+    assert not planted.exists()
+
+
+def test_a_workers_record_still_reads(bank: Suite) -> None:
+    """Control: a done job's record, as a worker sends it, is read back whole."""
+    output = attempt(bank, "transfer", FunctionAgent(_do_the_task))
+    row = prepare_run(output.run, output.artifacts)
+    reader, writer = multiprocessing.Pipe(duplex=False)
+    try:
+        os.write(writer.fileno(), _framed(("done", 7, pickle.dumps(row))))
+        ((kind, key, value),) = _Inbox(reader).read()
+    finally:
+        reader.close()
+        writer.close()
+    assert (kind, key) == ("done", 7)
+    assert value.text == row.text and value.run.terminal_reason == "success"
