@@ -26,8 +26,9 @@ from groundstate.executors._job import FRAME
 from groundstate.executors.local import _Inbox
 from groundstate.records import AgentRun
 from groundstate.spec.suite import Suite
+from groundstate.spec.system import BudgetsSection
 from groundstate.store import prepare_run
-from groundstate.testing import FunctionAgent, attempt
+from groundstate.testing import FunctionAgent, attempt, scripted_system
 
 from .test_inprocess_adversarial import _do_the_task, _then_honest
 
@@ -353,3 +354,31 @@ def test_a_workers_record_still_reads(bank: Suite) -> None:
         writer.close()
     assert (kind, key) == ("done", 7)
     assert value.text == row.text and value.run.terminal_reason == "success"
+
+
+def test_a_budget_loosened_in_place_is_found(bank: Suite) -> None:
+    """Before: the system's budget set to None in place (``object.__setattr__`` on its frozen
+    section) let the agent spend 5.0 of 0.01 and pass (``success``)."""
+    system = scripted_system().model_copy(update={"budgets": BudgetsSection(max_cost=0.01)})
+
+    async def agent(session: Session) -> str:
+        object.__setattr__(_harness(session)._system.budgets, "max_cost", None)
+        session.record_usage(cost=5.0)
+        return await _do_the_task(session)
+
+    run = attempt(bank, "transfer", FunctionAgent(agent), system=system).run
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert "the system's fields" in _message(run)
+
+
+def test_a_budget_kept_is_still_a_budget_stop(bank: Suite) -> None:
+    """Control: the system as loaded, the budget decides."""
+    system = scripted_system().model_copy(update={"budgets": BudgetsSection(max_cost=0.01)})
+
+    async def agent(session: Session) -> str:
+        with contextlib.suppress(Exception):
+            session.record_usage(cost=5.0)
+        return await _do_the_task(session)
+
+    run = attempt(bank, "transfer", FunctionAgent(agent), system=system).run
+    assert run.terminal_reason == "agent_failure/budget", run.infrastructure_status

@@ -1086,6 +1086,7 @@ async def _episode(
     HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
     refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
     held = _held(session, env)
+    shape = _shape(system)
     mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
     left = Watch(f"the agent of {system.name!r} on task {task.task_id!r} (seed {seed})")
     RESERVE.keep()
@@ -1095,6 +1096,7 @@ async def _episode(
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
         _rebound(session, progress, mark, held)  # first: the session's own may be the ones
         _closed(env, session)
+        _resystemed(system, shape, session)
         left.done()  # what Python would wait for at exit: named when `run` ends without it
         try:
             await _unheld(session, session.end)
@@ -1123,6 +1125,7 @@ async def _episode(
         if (
             _rebound(session, progress, None, held)  # by a thread of the agent's, meanwhile
             or _closed(env, session)
+            or _resystemed(system, shape, session)
             or _behind_gateway(env, session, "written_outside_calls", "written")
             or _outside_session(env, session, read, entered)
             or (reports_writes and _untraced_change(session, read, progress))
@@ -1173,6 +1176,26 @@ def _behind_gateway(env: Environment, session: EpisodeSession, probe: str, what:
     if reason is None:
         return False
     session.latch(ProhibitedAction(f"{what} behind the tool gateway: {reason}"), OUTSIDE)
+    return True
+
+
+def _shape(system: SystemSpec) -> str | None:
+    """*system*'s fields as text, to find them changed in place (see :func:`_resystemed`)."""
+    try:
+        return system.model_dump_json()
+    except Exception:  # a field the agent set to what JSON cannot hold
+        return None
+
+
+def _resystemed(system: SystemSpec, shape: str | None, session: EpisodeSession) -> bool:
+    """Latch a prohibited action when the system's fields changed in memory since the agent
+    began (its models are frozen, their fields' own are not: ``object.__setattr__`` passes):
+    an in-process agent that set ``system.budgets.max_cost`` to None spent past its budget
+    and passed. Its task's fields are looked at by :func:`_regraded`."""
+    if _shape(system) == shape:
+        return False
+    why = "the system's fields (budgets, limits, stop conditions) were changed in memory"
+    session.latch(ProhibitedAction(why), REBOUND)
     return True
 
 
