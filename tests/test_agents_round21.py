@@ -231,6 +231,7 @@ def test_held_with_moving_state_counts_only_code_added() -> None:
     box.state = 1  # type: ignore[attr-defined]
     held = Held(box, "box", None)
     box.state, box.later = 2, "x"  # type: ignore[attr-defined]
+    box.helper = print  # type: ignore[attr-defined]  (code of the kind's own, over nothing)
     assert held.changed() == []
     box.method = lambda: 2  # type: ignore[method-assign]
     assert held.changed() == ["box.method"]

@@ -425,9 +425,9 @@ class Held:
     Each attribute not in *moving* (the run's own state: a flag, the lock's holder) must
     still be the object first bound, and a plain dict's entries too (the tools by name);
     nothing may be added, removed, nor the object's ``__dict__`` or ``__class__`` replaced.
-    With *moving* None (an environment, whose kind keeps state of its own), only code added
-    on the object (over a method of its class) and its ``__dict__`` and ``__class__``
-    count."""
+    With *moving* None (an environment or a user, whose kind keeps state of its own), only
+    code added on the object over an attribute of its class (``env.state_hash = ...``), and
+    its ``__dict__`` and ``__class__``, count."""
 
     def __init__(self, owner: object, where: str, moving: frozenset[str] | None) -> None:
         self.owner, self.where, self.moving = owner, where, moving
@@ -451,7 +451,10 @@ class Held:
             return [f"{self.where}.{name}" for name in found]
         first, moving = self.first, self.moving
         if moving is None:
-            found += (n for n, v in list(space.items()) if n not in first and _code(v))
+            cls = self.cls  # code over its class's (a kind may add code of its own lazily)
+            found += (
+                n for n, v in list(space.items()) if n not in first and _code(v) and hasattr(cls, n)
+            )
         else:
             found += (n for n in list(space) if n not in first)
             found += (
