@@ -165,7 +165,10 @@ def test_a_stop_latched_while_an_account_of_the_agents_was_in_place_still_decide
     assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
     assert not run.success
     message = run.infrastructure_status["exception"]["message"]
-    assert "called the environment outside the session" in message
+    # Since the twenty-first round the trace list put in the session's place is found first.
+    assert "the attempt's session.events" in message or (
+        "called the environment outside the session" in message
+    )
     _then_honest(bank)
 
 
@@ -202,7 +205,10 @@ def test_a_change_made_outside_the_sessions_calls_is_a_prohibited_action(
     assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
     assert not run.success
     message = run.infrastructure_status["exception"]["message"]
-    assert "called the environment outside the session" in message
+    # Since the twenty-first round the trace list put in the session's place is found first.
+    assert "the attempt's session.events" in message or (
+        "called the environment outside the session" in message
+    )
     _then_honest(bank)
 
 

@@ -369,6 +369,11 @@ def _versions(spaces: list[dict[str, object]]) -> Callable[[], list[int]] | None
     return lambda: list(map(read, held))
 
 
+def _entries_of(value: object) -> dict[str, object]:
+    """*value* as the dict it is (see :class:`Held`)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _same_entries(space: dict[str, object], copy: dict[str, object]) -> bool:
     """Whether *space* holds the same keys as *copy*, each bound to the same object."""
     return len(space) == len(copy) and all(
@@ -406,6 +411,83 @@ def _constant(name: str, value: object) -> bool:
 
 HARNESS = Bindings()
 """This process's watched bindings (see the module's docstring)."""
+
+
+class Held:
+    """One of an attempt's own objects (its session, gateway, environment) as the harness
+    set it up, taken before the agent runs: :meth:`changed` names what an in-process agent
+    rebound on the object itself, which :class:`Bindings` (watching modules and classes)
+    does not see. An agent that put a copy of its task with a step limit of 100 in the
+    session's place (``session._task``) took 11 steps of 6 and passed; one that set a
+    method on the environment object (``env.state_hash = ...``) made the harness raise out
+    of the attempt.
+
+    Each attribute not in *moving* (the run's own state: a flag, the lock's holder) must
+    still be the object first bound, and a plain dict's entries too (the tools by name);
+    nothing may be added, removed, nor the object's ``__dict__`` or ``__class__`` replaced.
+    With *moving* None (an environment or a user, whose kind keeps state of its own), only
+    code added on the object over an attribute of its class (``env.state_hash = ...``), and
+    its ``__dict__`` and ``__class__``, count."""
+
+    def __init__(self, owner: object, where: str, moving: frozenset[str] | None) -> None:
+        self.owner, self.where, self.moving = owner, where, moving
+        self.cls = type(owner)
+        self.space: dict[str, object] | None = getattr(owner, "__dict__", None)
+        self.first = dict(self.space or {})
+        self.entries = {
+            name: dict(value)
+            for name, value in self.first.items()
+            if type(value) is dict and moving is not None and name not in moving
+        }
+
+    def changed(self) -> list[str]:
+        """What was rebound, added, removed or emptied since, as ``where.name``."""
+        owner, space = self.owner, self.space
+        found = [] if type(owner) is self.cls else ["__class__"]
+        now = getattr(owner, "__dict__", None)
+        if now is not space:
+            found.append("__dict__")
+        if space is None:
+            return [f"{self.where}.{name}" for name in found]
+        first, moving = self.first, self.moving
+        if moving is None:
+            cls = self.cls  # code over its class's (a kind may add code of its own lazily)
+            found += (
+                n for n, v in list(space.items()) if n not in first and _code(v) and hasattr(cls, n)
+            )
+        else:
+            found += (n for n in list(space) if n not in first)
+            found += (
+                n for n, v in first.items() if n not in moving and space.get(n, _MISSING) is not v
+            )
+            found += (
+                n
+                for n, entries in self.entries.items()
+                if space.get(n) is first[n] and not _same_entries(entries, _entries_of(first[n]))
+            )
+        return [f"{self.where}.{name}" for name in found]
+
+    def put_back(self) -> None:
+        """The object as first seen: its class, its ``__dict__``, and each entry counted."""
+        owner = self.owner
+        if type(owner) is not self.cls:
+            object.__setattr__(owner, "__class__", self.cls)
+        if self.space is None:
+            return
+        space: dict[str, object] = self.space
+        if getattr(owner, "__dict__", None) is not space:
+            object.__setattr__(owner, "__dict__", space)
+        prefix = len(self.where) + 1
+        for name in [where[prefix:] for where in self.changed()]:
+            held = self.first.get(name, _MISSING)
+            if held is _MISSING:
+                space.pop(name, None)
+                continue
+            space[name] = held
+            if isinstance(held, dict) and name in self.entries:
+                held.clear()
+                held.update(self.entries[name])
+
 
 _refusing = False
 """Whether audit hooks added from now on are refused (see :func:`refuse_audit_hooks`)."""

@@ -17,13 +17,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar, cast
 
 from groundstate import turns
 from groundstate.account import CLOSED, Account, AccountClosed, Counts, Kept, altered
 from groundstate.agents.base import Agent, Session, ToolResult, ToolSpec
 from groundstate.alarms import ALARMS, CLOCK
-from groundstate.bindings import HARNESS, Mark, refuse_audit_hooks
+from groundstate.bindings import HARNESS, Held, Mark, refuse_audit_hooks
 from groundstate.capture import captured
 from groundstate.descriptors import RESERVE
 from groundstate.environments.base import (
@@ -459,7 +460,9 @@ class EpisodeSession:
         machine does not shift the blame; a reply begun in the limit's last moments is the
         agent's time running out, however slowly the user then answers."""
         since = self.asking_since
-        return since is not None and since <= (1 - USER_SHARE) * self.time_limit
+        if since is None or since > (1 - USER_SHARE) * self.time_limit:
+            return False
+        return _replying(self)  # the time read is the agent's to set: is a reply running?
 
     def model_serving_failing(self) -> ModelCallEvent | None:
         """The failed try of the agent's model that the trace ends with, if it is one its
@@ -796,6 +799,22 @@ class AgentSession:
         self._session.give_up(reason)
 
 
+def _replying(session: EpisodeSession) -> bool:
+    """Whether a thread is in *session*'s :meth:`EpisodeSession._say` now, waiting for the
+    user's reply: read from the threads' stacks, which Python code cannot forge, not from
+    the session's ``asking_since``, which an in-process agent can set. Before, an agent that
+    set it to 0 and then blocked past its time limit made that limit the user simulator's
+    failure (an invalid attempt, rerun)."""
+    say = EpisodeSession._say.__code__  # (the class's method is watched: see bindings)
+    for top in list(sys._current_frames().values()):
+        frame: FrameType | None = top
+        while frame is not None:
+            if frame.f_code is say and frame.f_locals.get("self") is session:
+                return True
+            frame = frame.f_back
+    return False
+
+
 def _as_latched(entry: tuple[Any, ...]) -> Stop:
     """A stop kept in the account, or, changed since (its error swapped), the prohibited
     action that change is."""
@@ -1017,7 +1036,8 @@ async def run_attempt(
                 session = await _episode(
                     task, suite, system, agent, env, info.seed, progress, turn, user, account
                 )
-        latency = CLOCK() - t0 - turn.waited - (session.queued if session else 0.0)
+        latency = CLOCK() - t0 - turn.waited
+        latency -= _queued(session, latency)
         output = _record(task, system, info, progress, session, started_at, latency)
         if session is not None and (
             _rebound(session, progress)  # by a thread of the agent's
@@ -1026,6 +1046,17 @@ async def run_attempt(
             output = _rerecorded(task, system, info, progress, session, started_at, latency)
     output.artifacts.update(printed.artifacts())
     return output
+
+
+def _queued(session: EpisodeSession | None, latency: float) -> float:
+    """The seconds the agent's tool calls waited for a turn, as the session counted them,
+    within what the attempt took (*latency*, queueing for its own turns left out): the count
+    is an attribute of the session an in-process agent can set, and one set to 1e9 or NaN
+    was recorded as a negative or NaN latency."""
+    queued = session.queued if session is not None else 0.0
+    if not isinstance(queued, float | int) or not math.isfinite(queued):
+        return 0.0
+    return min(max(float(queued), 0.0), max(latency, 0.0))
 
 
 async def _episode(
@@ -1054,6 +1085,8 @@ async def _episode(
     cwd = os.getcwd()
     HARNESS.refresh()  # modules loaded since the last attempt: their import is no change
     refuse_audit_hooks()  # from the first agent on: a hook of its own would outlive it
+    held = _held(session, env)
+    shape = _shape(system)
     mark = HARNESS.mark()  # last: what the agent's run writes back is looked for from here
     left = Watch(f"the agent of {system.name!r} on task {task.task_id!r} (seed {seed})")
     RESERVE.keep()
@@ -1061,7 +1094,9 @@ async def _episode(
         with turn.paused():  # the agent holds no turn: it may block, spin or wait
             await _drive(agent, session, progress)
     finally:  # cancelled too: an agent thread still running must not touch a closed environment
-        _rebound(session, progress, mark)  # first: the session's own methods may be the ones
+        _rebound(session, progress, mark, held)  # first: the session's own may be the ones
+        _closed(env, session)
+        _resystemed(system, shape, session)
         left.done()  # what Python would wait for at exit: named when `run` ends without it
         try:
             await _unheld(session, session.end)
@@ -1088,7 +1123,10 @@ async def _episode(
         # checks read it (code rebound meanwhile is looked for once the record is built).
         read = _AccountRead(kept)
         if (
-            _behind_gateway(env, session, "written_outside_calls", "written")
+            _rebound(session, progress, None, held)  # by a thread of the agent's, meanwhile
+            or _closed(env, session)
+            or _resystemed(system, shape, session)
+            or _behind_gateway(env, session, "written_outside_calls", "written")
             or _outside_session(env, session, read, entered)
             or (reports_writes and _untraced_change(session, read, progress))
             or _unlatched(session, read)
@@ -1129,7 +1167,7 @@ def _behind_gateway(env: Environment, session: EpisodeSession, probe: str, what:
     locked so cannot be graded, and its grader failure would make the attempt invalid.
     Environments that cannot tell (no such method) are not checked."""
     found = getattr(env, probe, None)
-    if session.blocked_call is not None or found is None:
+    if _call_left_running(session) or found is None:
         return False  # a tool still running may be mid-write: no sound reading
     try:
         reason = found()
@@ -1139,6 +1177,58 @@ def _behind_gateway(env: Environment, session: EpisodeSession, probe: str, what:
         return False
     session.latch(ProhibitedAction(f"{what} behind the tool gateway: {reason}"), OUTSIDE)
     return True
+
+
+def _shape(system: SystemSpec) -> str | None:
+    """*system*'s fields as text, to find them changed in place (see :func:`_resystemed`)."""
+    try:
+        return system.model_dump_json()
+    except Exception:  # a field the agent set to what JSON cannot hold
+        return None
+
+
+def _resystemed(system: SystemSpec, shape: str | None, session: EpisodeSession) -> bool:
+    """Latch a prohibited action when the system's fields changed in memory since the agent
+    began (its models are frozen, their fields' own are not: ``object.__setattr__`` passes):
+    an in-process agent that set ``system.budgets.max_cost`` to None spent past its budget
+    and passed. Its task's fields are looked at by :func:`_regraded`."""
+    if _shape(system) == shape:
+        return False
+    why = "the system's fields (budgets, limits, stop conditions) were changed in memory"
+    session.latch(ProhibitedAction(why), REBOUND)
+    return True
+
+
+def _closed(env: Environment, session: EpisodeSession) -> bool:
+    """Latch a prohibited action when the environment's optional ``closed_outside_calls``
+    finds one of the harness's own handles on it closed: an in-process agent (or a thread
+    of its) that found the connection and closed it made its next tool call, or the final
+    state's read, fail as the environment's, an invalid attempt that is rerun. At stage
+    ``harness_code``, so that an environment failure latched meanwhile gives way to it."""
+    probe = getattr(env, "closed_outside_calls", None)
+    if probe is None:
+        return False
+    try:
+        reason = probe()
+    except Exception:  # unreadable: not this probe's to say
+        return False
+    if reason is None:
+        return False
+    session.latch(ProhibitedAction(f"closed behind the tool gateway: {reason}"), REBOUND)
+    return True
+
+
+def _call_left_running(session: EpisodeSession) -> bool:
+    """Whether a tool call was still running as the session ended (named in its
+    ``blocked_call``), so that the probes after the run have no sound reading. The harness
+    names one only with the stop it ran into latched (the time limit, or the failure that
+    took its place); named with none latched (or only the user's leaving), the name is the
+    agent's own, set on the session to skip the probes: before, an agent that wrote the
+    answer to the database file itself and then set ``blocked_call`` passed."""
+    if session.blocked_call is None:
+        return False
+    stop = session.stop
+    return stop is not None and not isinstance(stop.error, ConversationOver)
 
 
 UNENTERED = frozenset({"unknown_tool", "invalid_arguments"})
@@ -1199,7 +1289,7 @@ def _outside_session(
     of the trace), changed the state with no trace and no latch (a read its task forbids,
     a transfer before the PIN): graded on its final state, it passed. Environments that
     cannot count (no ``calls_entered``) are not checked."""
-    if before is None or session.blocked_call is not None:
+    if before is None or _call_left_running(session):
         return False  # a tool still running may not have recorded its call yet
     after = _calls_entered(env)
     if after is None:
@@ -1230,7 +1320,7 @@ def _untraced_change(session: EpisodeSession, account: _AccountRead, progress: _
     environment's place for a moment, wrote with no count and no trace. The final diff is
     the environment's own reading of its state, and the account's calls the trace as it
     happened: a change neither explains was made behind the session."""
-    if progress.diff is None or session.blocked_call is not None:
+    if progress.diff is None or _call_left_running(session):
         return False  # not read; or a tool still running may not have recorded its call yet
     try:
         written = {table for event in account.events() for table in _tables_written(event)}
@@ -1318,7 +1408,33 @@ def _regraded(task: AgentTask, suite: Suite, session: EpisodeSession) -> bool:
     return True
 
 
-def _rebound(session: EpisodeSession, progress: _Progress, mark: Mark | None = None) -> bool:
+SESSION_RUN_STATE = frozenset(
+    {"_ended", "_in_call", "asking_since", "blocked_call", "_in_reply", "blocked_in_reply"}
+    | {"_holder", "queued", "artifacts"}
+)
+"""The attributes of an :class:`EpisodeSession` that move while its agent runs (the others
+are bound once, before it runs: see :func:`_held`)."""
+
+
+def _held(session: EpisodeSession, env: Environment) -> tuple[Held, ...]:
+    """The attempt's own objects, as the harness set them up, to find what an in-process
+    agent rebinds on them: the session's task, system, account, lock, trace list, user and
+    gateway, the gateway's tools and environment, and code added on the environment or the
+    user (a ``reply`` that blocks, to pass the agent's time limit off as the user's)."""
+    return (
+        Held(session, "the attempt's session", SESSION_RUN_STATE),
+        Held(session._gateway, "the attempt's gateway", frozenset()),
+        Held(env, "the attempt's environment", None),
+        Held(session._user, "the attempt's user", None),
+    )
+
+
+def _rebound(
+    session: EpisodeSession,
+    progress: _Progress,
+    mark: Mark | None = None,
+    held: tuple[Held, ...] = (),
+) -> bool:
     """Latch a prohibited action when the harness's code was rebound while the agent ran or
     the attempt was graded (``groundstate.episode.classify = lambda *a: "success"``, a
     check's or an environment's method replaced), and bind it as it was: the grading and
@@ -1327,9 +1443,16 @@ def _rebound(session: EpisodeSession, progress: _Progress, mark: Mark | None = N
     same; nothing says which of them did it). *mark*: taken as the agent's run began, to
     find code rebound for a while and put back before the run ended (the environment's
     counted ``tool_transaction`` swapped for its uncounted one around a write of the
-    agent's: no count, no trace, and nothing left to put back)."""
+    agent's: no count, no trace, and nothing left to put back). *held*: the attempt's own
+    objects, whose attributes rebound (the session's task, a method set on the environment
+    object) are named and put back alike (see :class:`~groundstate.bindings.Held`)."""
     names = [f"{where} (written and put back)" for where in HARNESS.written_back(mark)]
     names += HARNESS.put_back()
+    for one in held:
+        changed = one.changed()
+        if changed:
+            one.put_back()
+            names += changed
     if not names:
         return False
     progress.evidence.setdefault("harness_rebound", []).extend(names[:20])

@@ -677,6 +677,24 @@ class SqliteEnvironment(ClosesOnExit):
             self._control.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
         return None
 
+    def closed_outside_calls(self) -> str | None:
+        """Which of the harness's connections to the database is closed, if one is: an
+        in-process agent found it and called ``close()`` (the harness never closes them while
+        an attempt runs). Its tools' next call, or the final state's read, then failed as the
+        environment's: an invalid attempt, rerun. A database so left never goes to the pool.
+        (Reading a closed connection's change count raises.)"""
+        for name, connection in (
+            ("control", self._control),
+            ("tools'", self._agent),
+            ("graders'", self._evaluator),
+        ):
+            try:
+                connection.total_changes  # noqa: B018  (read: raises once closed)
+            except sqlite3.ProgrammingError:
+                self._tainted = True
+                return f"the harness's {name} connection to the database was closed"
+        return None
+
     def _outside_write(self) -> str | None:
         if os.path.exists(f"{self._live}-wal"):  # (a Path would cost more than the stat)
             return "a write-ahead log appeared beside the database (another connection)"

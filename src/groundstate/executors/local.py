@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import itertools
 import math
 import multiprocessing
@@ -48,6 +49,7 @@ from groundstate.loopthreads import abandon, in_loop_thread
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.store import PreparedRun
+from groundstate.store import _read_prepared as read_prepared
 from groundstate.workdirs import process_dir
 
 _Started = list[asyncio.Task[AttemptOutput] | None]
@@ -375,7 +377,7 @@ class _Inbox:
             if len(self._buffer) < end:
                 break
             try:
-                messages.append(_message(pickle.loads(self._buffer[FRAME.size : end])))
+                messages.append(_message(_unpickled(self._buffer[FRAME.size : end])))
             except Exception as exc:
                 what = f"it wrote something other than a message on its results pipe ({exc})"
                 raise ExecutorError(what) from None
@@ -399,6 +401,24 @@ _VALUES: dict[str, type | tuple[type, ...]] = {
 """Each kind of :data:`Message` and the type of its value (a done job's record unpickled)."""
 
 
+class _MessageUnpickler(pickle.Unpickler):
+    """An unpickler of what a worker writes on its results pipe, which finds no global but
+    the one a :class:`PreparedRun` is rebuilt with: the pipe is the agent's to write too
+    (it runs in the worker), and a plain ``pickle.loads`` of its bytes ran any function it
+    named, with any arguments, here in the parent (``os.system``, or a rewrite of the
+    store), out of the worker's isolation. Messages are otherwise tuples, strings, numbers,
+    bytes and None, which need no global."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ("groundstate.store", "_read_prepared"):
+            return read_prepared
+        raise pickle.UnpicklingError(f"a message names no global, not {module:.40}.{name:.40}")
+
+
+def _unpickled(data: bytes | bytearray) -> object:
+    return _MessageUnpickler(io.BytesIO(data)).load()
+
+
 def _message(message: object) -> Message:
     """*message* checked to be a :data:`Message` (its record unpickled), not something else
     an agent wrote on its worker's pipe: anything else would break the pool's reader, and
@@ -407,7 +427,7 @@ def _message(message: object) -> Message:
         raise ValueError("not a message")
     kind, key, value = message
     if kind == "done" and isinstance(value, bytes):
-        value = pickle.loads(value)
+        value = _unpickled(value)
     if kind not in _VALUES or type(key) is not int or not isinstance(value, _VALUES[kind]):
         raise ValueError(f"not a message: {kind!r:.40} about {key!r:.40}")
     return kind, key, value
