@@ -157,7 +157,8 @@ def run(
         cursor.execute(translate(sql).encode(), tuple(params), binary=True)
     except errors.NumericValueOutOfRange as exc:
         if _INTEGER_RANGE.match(str(exc)):
-            raise errors.NumericValueOutOfRange(f"{str(exc).splitlines()[0]}: {PAST_INT64}") from exc
+            first = str(exc).splitlines()[0]
+            raise errors.NumericValueOutOfRange(f"{first}: {PAST_INT64}") from exc
         raise
     return cursor
 

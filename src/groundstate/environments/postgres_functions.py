@@ -349,8 +349,7 @@ def _column_comparisons() -> list[str]:
         number_less = "true" if op in ("<", "<=", "<>") else "false"
         text_less = "true" if op in (">", ">=", "<>") else "false"
         by_number = {
-            "text": f"WHEN a ~ '{_NUMERIC_TEXT}' THEN CAST(a AS numeric) {op} b "
-            f"ELSE {text_less}",
+            "text": f"WHEN a ~ '{_NUMERIC_TEXT}' THEN CAST(a AS numeric) {op} b ELSE {text_less}",
             "number": f"WHEN b ~ '{_NUMERIC_TEXT}' THEN a {op} CAST(b AS numeric) "
             f"ELSE {number_less}",
         }

@@ -140,8 +140,7 @@ def _operand_start(tokens: list[Token], i: int) -> int:
     opening parenthesis (``CASE ... END`` counted as one)."""
     depth = 0
     while i >= 0:
-        kind, text = tokens[i]
-        word = _word(tokens[i])
+        text, word = tokens[i][1], _word(tokens[i])
         if text == ")" or word == "END":
             depth += 1
         elif text == "(" or word == "CASE":
@@ -205,9 +204,13 @@ def _affinity(tokens: list[Token]) -> str | None:
         and len(significant) <= 5
     ):
         return "column"
-    if _word(significant[0]) == "CAST" and len(significant) > 2 and significant[1][1] == "(":
-        if _expression_end(significant, 2, set(), set()) == len(significant) - 1:
-            return "cast"
+    if (
+        _word(significant[0]) == "CAST"
+        and len(significant) > 2
+        and significant[1][1] == "("
+        and _expression_end(significant, 2, set(), set()) == len(significant) - 1
+    ):
+        return "cast"
     return ""
 
 
@@ -302,11 +305,11 @@ def _compared(tokens: list[Token]) -> list[Token]:
         return [("other", "=") if t == ("other", "==") else t for t in tokens]
     opened: dict[int, list[str]] = {}
     closed: dict[int, int] = {}
-    for i, (function, first, end) in wraps.items():
+    for function, first, end in wraps.values():
         opened.setdefault(first, []).append(function)
         closed[end] = closed.get(end, 0) + 1
     out: list[Token] = []
-    for i, token in enumerate(tokens + [("space", "")]):
+    for i, token in enumerate([*tokens, ("space", "")]):
         out += [("other", ")")] * closed.get(i, 0)
         for function in opened.get(i, []):
             out += [("other", function), ("other", "(")]
