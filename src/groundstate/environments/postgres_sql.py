@@ -314,6 +314,8 @@ def _compared(tokens: list[Token]) -> list[Token]:
         for function in opened.get(i, []):
             out += [("other", function), ("other", "(")]
         if i in wraps:
+            if out and out[-1][0] == "space":
+                out.pop()
             out.append(("other", ","))
         elif token == ("other", "=="):
             out.append(("other", "="))
