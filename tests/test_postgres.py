@@ -233,11 +233,12 @@ def test_text_postgres_cannot_store_is_refused_not_crashed() -> None:
 @pytest.mark.parametrize(
     ("sqlite", "postgres"),
     [
-        ("SELECT * FROM t WHERE a = ? AND b = ?", "SELECT * FROM t WHERE a = %s AND b = %s"),
+        ("SELECT * FROM t WHERE a = ? AND b = ?",
+         "SELECT * FROM t WHERE groundstate.left_eq(a, %s) AND groundstate.left_eq(b, %s)"),
         ("SELECT '?', a FROM t WHERE b LIKE 'x%' AND c = ?",
-         "SELECT '?', a FROM t WHERE b ILIKE 'x%%' ESCAPE '' AND c = %s"),
+         "SELECT '?', a FROM t WHERE b ILIKE 'x%%' ESCAPE '' AND groundstate.left_eq(c, %s)"),
         ("SELECT 'it''s ?', \"odd?name\" FROM t WHERE d = ?",
-         "SELECT 'it''s ?', \"odd?name\" FROM t WHERE d = %s"),
+         "SELECT 'it''s ?', \"odd?name\" FROM t WHERE groundstate.left_eq(d, %s)"),
         ("SELECT 100 % 7", "SELECT 100 %% 7"),
     ],
 )  # fmt: skip

@@ -63,6 +63,15 @@ _REFUSED = {
 }
 _LEADING = re.compile(r"(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/|\()*([A-Za-z]*)", re.DOTALL)
 _TABLE_DENIAL = re.compile(r"permission denied for (?:table|relation) (\S+)")
+_INTEGER_RANGE = re.compile(r"^(?:bigint|integer|smallint) out of range")
+PAST_INT64 = (
+    "integer arithmetic past 2^63 is not carried to the postgres kind "
+    "(SQLite's operators give a REAL there, its sum() an error; write an operand as a REAL, "
+    "n * 1.0)"
+)
+"""Why an integer expression past 64 bits fails on PostgreSQL: its type is fixed when the
+statement is planned, so no operator can give an integer for some rows and SQLite's REAL for
+others. PostgreSQL's own "bigint out of range" did not say that SQLite answers."""
 
 
 def keyword(sql: str) -> str:
@@ -144,7 +153,13 @@ def run(
 ) -> psycopg.Cursor[Any]:
     """One statement in the SQLite dialect, on the extended protocol (one statement only)."""
     cursor = connection.cursor()
-    cursor.execute(translate(sql).encode(), tuple(params), binary=True)
+    try:
+        cursor.execute(translate(sql).encode(), tuple(params), binary=True)
+    except errors.NumericValueOutOfRange as exc:
+        if _INTEGER_RANGE.match(str(exc)):
+            first = str(exc).splitlines()[0]
+            raise errors.NumericValueOutOfRange(f"{first}: {PAST_INT64}") from exc
+        raise
     return cursor
 
 

@@ -326,37 +326,59 @@ _NUMERIC_TEXT = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*$"
 
 
 def _column_comparisons() -> list[str]:
-    """``groundstate.cmp_<op>(a, b)``, what ``sqlite_meaning`` makes of a comparison of two
-    columns: of text and a number, SQLite's (the number column's affinity applied to the
-    text: by number where it reads as one, else the number is less); of one type (or two
-    numbers), ``a <op> b``, which the planner inlines (no ``SET``: a join keeps its index
-    and hash plans)."""
+    """What ``sqlite_meaning`` makes of a comparison whose sides SQLite converts otherwise
+    than the harness's operators would (their types alone do not say it: SQLite gives a
+    column its affinity, an expression none), each ``groundstate.<family>_<op>(a, b)``:
+
+    - ``cmp``, both sides with an affinity (two columns): text and a number by number
+      where the text reads as one, else the number is less;
+    - ``left``, the left side's only, beside a string literal or parameter (``qty = ?``):
+      the right side takes it, so a number column and text by number where the text reads
+      as one, else the number is less (PostgreSQL read the text as an integer, and failed);
+    - ``right``, the right side's only (``? = code``, ``qty + 0 = code``): the left side
+      takes it, so text and a number column by number, a number and a text column as text;
+    - ``plain``, neither (``strftime('%Y', d) = 2026``): no conversion, text and a number
+      by SQLite's type order (a number is less than any text).
+
+    Two values of one type (or two numbers) are ``a <op> b``, which the planner inlines (no
+    ``SET``: a join keeps its index and hash plans). ``(text, text)`` is declared too, so a
+    string literal or parameter beside text is text, and beside a number is text (not read
+    as the number, as PostgreSQL's own resolution would)."""
     statements = []
     for name, op in _COMPARISONS.items():
-        function = f"{API}.cmp_{name}"
-        statements.append(
-            f"CREATE FUNCTION {function}(a anycompatible, b anycompatible) RETURNS boolean "
-            f"IMMUTABLE LANGUAGE sql AS $gs$SELECT a {op} b$gs$"
-        )
         number_less = "true" if op in ("<", "<=", "<>") else "false"
         text_less = "true" if op in (">", ">=", "<>") else "false"
-        for kind in _NUMBERS:
+        by_number = {
+            "text": f"WHEN a ~ '{_NUMERIC_TEXT}' THEN CAST(a AS numeric) {op} b ELSE {text_less}",
+            "number": f"WHEN b ~ '{_NUMERIC_TEXT}' THEN a {op} CAST(b AS numeric) "
+            f"ELSE {number_less}",
+        }
+        bodies = {
+            "cmp": by_number,
+            "left": {"text": f"ELSE a {op} CAST(b AS text)", "number": by_number["number"]},
+            "right": {**by_number, "number": f"ELSE CAST(a AS text) {op} b"},
+            "plain": {"text": f"ELSE {text_less}", "number": f"ELSE {number_less}"},
+        }
+        for family, body in bodies.items():
+            function = f"{API}.{family}_{name}"
             statements += [
-                _create(
-                    f"{function}(a text, b {kind})",
-                    "boolean",
-                    f"SELECT CASE WHEN a IS NULL OR b IS NULL THEN NULL "
-                    f"WHEN a ~ '{_NUMERIC_TEXT}' THEN CAST(a AS numeric) {op} b "
-                    f"ELSE {text_less} END",
-                ),
-                _create(
-                    f"{function}(a {kind}, b text)",
-                    "boolean",
-                    f"SELECT CASE WHEN a IS NULL OR b IS NULL THEN NULL "
-                    f"WHEN b ~ '{_NUMERIC_TEXT}' THEN a {op} CAST(b AS numeric) "
-                    f"ELSE {number_less} END",
-                ),
+                f"CREATE FUNCTION {function}(a {kinds}) RETURNS boolean "
+                f"IMMUTABLE LANGUAGE sql AS $gs$SELECT a {op} b$gs$"
+                for kinds in ("anycompatible, b anycompatible", "text, b text")
             ]
+            for kind in _NUMBERS:
+                statements += [
+                    _create(
+                        f"{function}(a text, b {kind})",
+                        "boolean",
+                        f"SELECT CASE WHEN a IS NULL OR b IS NULL THEN NULL {body['text']} END",
+                    ),
+                    _create(
+                        f"{function}(a {kind}, b text)",
+                        "boolean",
+                        f"SELECT CASE WHEN a IS NULL OR b IS NULL THEN NULL {body['number']} END",
+                    ),
+                ]
     return statements
 
 

@@ -655,6 +655,7 @@ def cast_sql() -> list[str]:
         f"CREATE CAST (bytea AS {target}) WITH FUNCTION {refused} AS ASSIGNMENT"
         for target in ("text", "varchar")
     ]
+    statements += _truth_casts()
     texts = [(source, f"{INTERNAL}.real_text(v {source})") for source in ("float8", "numeric")]
     for source, function in texts:  # a literal 1.5 or 1e20 is a numeric: SQLite's REAL
         statements.append(
@@ -666,6 +667,27 @@ def cast_sql() -> list[str]:
             for target in ("text", "varchar")
         ]
     return statements
+
+
+def _truth_casts() -> list[str]:
+    """A comparison's value written to a column as SQLite's integer 1 or 0 (SQLite has no
+    boolean): ``SET note = (qty = code)`` stored ``'true'`` in a TEXT column on PostgreSQL
+    (``'1'`` on SQLite), and failed on an INTEGER or REAL one."""
+    text, number = f"{INTERNAL}.truth_text", f"{INTERNAL}.truth_number"
+    statements = [
+        f"CREATE FUNCTION {text}(v boolean) RETURNS text IMMUTABLE STRICT LANGUAGE sql "
+        "SET search_path = pg_catalog AS $gs$SELECT CASE WHEN v THEN '1' ELSE '0' END$gs$",
+        f"CREATE FUNCTION {number}(v boolean) RETURNS bigint IMMUTABLE STRICT LANGUAGE sql "
+        "SET search_path = pg_catalog AS $gs$SELECT int8(int4(v))$gs$",
+        f"CREATE FUNCTION {number}_real(v boolean) RETURNS double precision IMMUTABLE STRICT "
+        "LANGUAGE sql SET search_path = pg_catalog AS $gs$SELECT float8(int4(v))$gs$",
+        f"CREATE CAST (boolean AS bigint) WITH FUNCTION {number}(boolean) AS ASSIGNMENT",
+        f"CREATE CAST (boolean AS double precision) WITH FUNCTION {number}_real(boolean) "
+        "AS ASSIGNMENT",
+    ]
+    return statements + [
+        _recast("boolean", target, f"{text}(boolean)") for target in ("text", "varchar")
+    ]
 
 
 _OPERATORS = {"=": "eq", "<>": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}

@@ -47,7 +47,7 @@ Token = tuple[str, str]
 
 
 _REWRITTEN = re.compile(
-    r"LIKE|ORDER|CAST|DATE|TIME|[0-9][.eE]|\.[0-9]|[0-9]{19}|[=<>]", re.IGNORECASE
+    r"LIKE|ORDER|CAST|DATE|TIME|[0-9][.eE]|\.[0-9]|[0-9]{19}|[=<>]|[xX]'", re.IGNORECASE
 )
 """What :func:`sqlite_meaning` may rewrite (any other statement is left as it is, untokenized)."""
 _INT64_MAX = 2**63 - 1
@@ -59,9 +59,23 @@ def sqlite_meaning(sql: str) -> str:
     INTEGER are SQLite's."""
     if not _REWRITTEN.search(sql):
         return sql
-    tokens = [(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sql)]
+    tokens = _blobs([(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sql)])
     tokens = _integer_casts(_reals(_like_folded(_sqlite_dates(_compared(tokens)))))
     return "".join(text for _, text in _nulls_placed(tokens))
+
+
+def _blobs(tokens: list[Token]) -> list[Token]:
+    """Each blob literal (``x'00ff'``) made PostgreSQL's bytes: it read one as a bit string,
+    so ``INSERT ... VALUES (x'00ff')`` into a BLOB column and ``b = x'00ff'`` failed where
+    SQLite answered. Its hex must be whole bytes on both (SQLite: "unrecognized token")."""
+    out: list[Token] = []
+    for token in tokens:
+        previous = out[-1] if out else ("", "")
+        if token[0] == "string" and previous[0] == "word" and previous[1] in ("x", "X"):
+            out[-1] = ("blob", f"decode({token[1]}, 'hex')")
+        else:
+            out.append(token)
+    return out
 
 
 def _word(token: Token) -> str:
@@ -90,37 +104,70 @@ def _like_folded(tokens: list[Token]) -> list[Token]:
 
 _COMPARED = {"=": "eq", "==": "eq", "<>": "ne", "!=": "ne", "<": "lt", "<=": "le", ">": "gt",
               ">=": "ge"}  # fmt: skip
-_BEFORE_OPERAND = {"", "(", "WHERE", "AND", "OR", "NOT", "ON", "WHEN", "THEN", "ELSE", "SELECT",
-                   "HAVING", "RETURNING"}  # fmt: skip
-"""What may come before a comparison's left operand for it to be that operand alone (not
-``SET``, ``,``: an assignment; not an operator binding tighter than the comparison)."""
+_STOPS = {
+    "AND", "OR", "NOT", "WHERE", "ON", "WHEN", "THEN", "ELSE", "SELECT", "HAVING", "RETURNING",
+    "SET", "VALUES", "BY", "FROM", "DISTINCT", "ALL", "IS", "IN", "LIKE", "ILIKE", "GLOB",
+    "BETWEEN", "ESCAPE", "EXISTS", "AS", "LIMIT", "OFFSET", "USING", "JOIN", "ORDER", "GROUP",
+    "UNION", "INTERSECT", "EXCEPT", "WINDOW", "LEFT", "RIGHT", "INNER", "OUTER", "CROSS",
+    "FULL", "NATURAL", "ASC", "DESC", "NULLS", "COLLATE", "DO", "INTO", "UPDATE", "DELETE",
+    "INSERT", "WITH", "FILTER", "OVER",
+}  # fmt: skip
+"""Words that end a comparison's operand (at the operand's own depth)."""
+_BEFORE_OPERAND = {"", "(", ",", "WHERE", "AND", "OR", "NOT", "ON", "WHEN", "THEN", "ELSE",
+                   "SELECT", "HAVING", "RETURNING"}  # fmt: skip
+"""What may come before a comparison's left operand for the rewriting to know where it
+starts (``,`` only in a list of expressions, not ``SET``'s assignments)."""
 _AFTER_OPERAND = {"", ")", ",", ";", "AND", "OR", "THEN", "END", "ORDER", "GROUP", "LIMIT",
                   "WHEN", "ELSE", "HAVING", "UNION", "INTERSECT", "EXCEPT", "RETURNING",
                   "OFFSET", "WINDOW", "FROM", "AS", "WHERE", "JOIN", "LEFT", "RIGHT", "INNER",
-                  "OUTER", "CROSS", "FULL", "NATURAL"}  # fmt: skip
+                  "OUTER", "CROSS", "FULL", "NATURAL", "ASC", "DESC"}  # fmt: skip
 _NOT_COLUMNS = {"NULL", "TRUE", "FALSE", "CURRENT_DATE", "CURRENT_TIME", "CURRENT_TIMESTAMP",
                 "CURRENT_USER", "SESSION_USER", "USER", "LOCALTIME", "LOCALTIMESTAMP", "NOT",
-                "EXISTS", "CASE", "ALL", "ANY", "SOME", "DEFAULT"} | _PATTERN_ENDS  # fmt: skip
+                "EXISTS", "CASE", "ALL", "ANY", "SOME", "DEFAULT"} | _STOPS  # fmt: skip
 
 
-def _operand(tokens: list[Token], start: int, step: int) -> tuple[str, int]:
-    """The kind of the single operand at *start* read in direction *step* (``column``,
-    ``string``, ``number`` or ``""``: another expression), and the index past it."""
-    i = _significant_toward(tokens, start, step)
-    if i < 0 or i >= len(tokens):
-        return "", i
-    kind, text = tokens[i]
-    if kind in ("string", "number"):
-        return kind, i + step
-    if kind == "name" or (kind == "word" and text.upper() not in _NOT_COLUMNS):
-        j = _significant_toward(tokens, i + step, step)  # a qualified name: t.code
-        if 0 <= j < len(tokens) and tokens[j][1] == ".":
-            k = _significant_toward(tokens, j + step, step)
-            if 0 <= k < len(tokens) and tokens[k][0] in ("word", "name"):
-                return "column", k + step
-            return "", k
-        return "column", i + step
-    return "", i
+def _stop(token: Token) -> str:
+    """What *token* is as the end of an operand: its word or mark, or ``""`` (none)."""
+    if token[0] == "word":
+        return token[1].upper() if token[1].upper() in _STOPS else ""
+    text = token[1]
+    return text if text in _COMPARED or text in (",", ";") else ""
+
+
+def _operand_start(tokens: list[Token], i: int) -> int:
+    """The index of the token before the operand ending at *i* (``-1``: the statement's
+    start): the operand runs back to a word or mark ending it at its own depth, or to an
+    opening parenthesis (``CASE ... END`` counted as one)."""
+    depth = 0
+    while i >= 0:
+        text, word = tokens[i][1], _word(tokens[i])
+        if text == ")" or word == "END":
+            depth += 1
+        elif text == "(" or word == "CASE":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif depth == 0 and _stop(tokens[i]):
+            return i
+        i -= 1
+    return -1
+
+
+def _operand_end(tokens: list[Token], i: int) -> int:
+    """The index of the token after the operand starting at *i* (``len(tokens)``: the end)."""
+    depth = 0
+    while i < len(tokens):
+        text, word = tokens[i][1], _word(tokens[i])
+        if text == "(" or word == "CASE":
+            depth += 1
+        elif text == ")" or word == "END":
+            if depth == 0:
+                return i
+            depth -= 1
+        elif depth == 0 and _stop(tokens[i]):
+            return i
+        i += 1
+    return i
 
 
 def _significant_toward(tokens: list[Token], i: int, step: int) -> int:
@@ -129,69 +176,151 @@ def _significant_toward(tokens: list[Token], i: int, step: int) -> int:
     return i
 
 
-def _bounded(tokens: list[Token], i: int, step: int, allowed: set[str]) -> bool:
-    """Whether the token from *i* in direction *step* lets an operand end there."""
-    i = _significant_toward(tokens, i, step)
-    if i < 0 or i >= len(tokens):
-        return True
-    return (_word(tokens[i]) or tokens[i][1]).upper() in allowed
+def _affinity(tokens: list[Token]) -> str | None:
+    """Whether the operand *tokens* has a type affinity in SQLite: ``"column"`` (a column,
+    qualified or in parentheses), ``"cast"``, ``""`` (none: a literal, a parameter, any other
+    expression), or ``None`` where the rewriting does not know (a subquery, whose affinity
+    is its column's; a row of values; a collation)."""
+    significant = [t for t in tokens if t[0] not in ("space", "comment")]
+    while len(significant) >= 2 and significant[0][1] == "(" and significant[-1][1] == ")":
+        if _expression_end(significant, 1, set(), set()) != len(significant) - 1:
+            break
+        significant = significant[1:-1]
+    if not significant:
+        return None
+    words = {_word(t) for t in significant}
+    if words & {"SELECT", "COLLATE", "VALUES"}:
+        return None
+    if any(t[1] == "," for t in significant) and _expression_end(
+        significant, 0, set(), {","}
+    ) < len(significant):
+        return None  # a row value: (a, b) = (1, 2)
+    names = [t for t in significant[::2]]
+    marks = [t[1] for t in significant[1::2]]
+    if (
+        len(significant) % 2 == 1
+        and all(t[0] == "name" or (t[0] == "word" and _word(t) not in _NOT_COLUMNS) for t in names)
+        and all(mark == "." for mark in marks)
+        and len(significant) <= 5
+    ):
+        return "column"
+    if (
+        _word(significant[0]) == "CAST"
+        and len(significant) > 2
+        and significant[1][1] == "("
+        and _expression_end(significant, 2, set(), set()) == len(significant) - 1
+    ):
+        return "cast"
+    return ""
 
 
 _CLAUSES = {"SET", "SELECT", "WHERE", "ON", "HAVING", "RETURNING", "WHEN", "THEN", "ELSE",
             "VALUES", "BY", "FROM"}  # fmt: skip
 
 
-def _listed(tokens: list[Token], i: int) -> set[str]:
-    """``{","}`` where a comma before an operand separates a list's items that are
-    expressions (a select list, arguments), not ``SET``'s assignments (``SET a = b, c = d``)."""
+def _listed(tokens: list[Token], i: int) -> bool:
+    """Whether a comma at *i* separates a list's items that are expressions (a select list,
+    arguments), not ``SET``'s assignments (``SET a = b, c = d``)."""
     depth = 0
     while i >= 0:
         text = tokens[i][1]
         depth += (text == ")") - (text == "(")
         if depth < 0:
-            return {","}  # inside parentheses: arguments or a row
+            return True  # inside parentheses: arguments or a row
         if depth == 0 and _word(tokens[i]) in _CLAUSES:
-            return set() if _word(tokens[i]) == "SET" else {","}
+            return _word(tokens[i]) != "SET"
         i -= 1
-    return {","}
+    return True
+
+
+def _unknown(tokens: list[Token]) -> bool:
+    """Whether the operand *tokens* is a string literal or a parameter, whose type PostgreSQL
+    takes from the other side (``qty = 'abc'`` and ``qty = ?`` given ``'abc'`` read it as an
+    integer, and failed; SQLite compares text with the column's number by its type order)."""
+    significant = [t for t in tokens if t[0] not in ("space", "comment")]
+    return len(significant) == 1 and (significant[0][0] == "string" or significant[0][1] == "?")
+
+
+def _assignment(tokens: list[Token], i: int) -> bool:
+    """Whether the ``=`` at *i* is one of ``SET``'s assignments (``SET a = b, c = d``)."""
+    start = _operand_start(tokens, i - 1)
+    if start < 0:
+        return False
+    word = _word(tokens[start]) or tokens[start][1]
+    return word == "SET" or (word == "," and not _listed(tokens, start))
 
 
 def _compared(tokens: list[Token]) -> list[Token]:
-    """A comparison of two columns, or of a string literal with a number literal, as SQLite
-    compares them (PostgreSQL's operators see values, not where they came from):
+    """Each comparison as SQLite compares its two sides, which depends on where each comes
+    from (PostgreSQL's operators see only the values' types). SQLite gives a column (or a
+    ``CAST``) its type's affinity and any other expression, literal or parameter none, then:
 
-    - two columns, text and a number (``code = qty``): the text as a number where it reads
-      as one, else the number is less (SQLite applies the number column's affinity to the
-      text); ``groundstate.cmp_<op>(a, b)``, which is ``a <op> b`` for two of one type;
-    - a string and a number literal (``'3' = 3``): SQLite's type order, a number less than
-      any text, as no affinity applies (PostgreSQL read ``'3'`` as 3, and failed on ``'a'``).
+    - both with an affinity, text and a number (``code = qty``): the text as a number where it
+      reads as one, else the number is less; ``groundstate.cmp_<op>(a, b)``;
+    - the left one only (``code = 5``, ``qty < ?``): the other side takes its affinity, which
+      the harness's operators do (text and a number compared as text; a number and text by
+      number): left as written, but for a string literal or parameter on the right, which
+      PostgreSQL would read as the column's type (``qty = ?`` given ``'abc'`` failed):
+      ``groundstate.left_<op>(a, b)``;
+    - the right one only (``? = code``, ``qty + 0 = code``, ``strftime(...) = qty``): the left
+      side takes the right's affinity; ``groundstate.right_<op>(a, b)`` (the harness's
+      operators would give the left side's);
+    - neither (``strftime('%Y', d) = 2026``, ``count(*) = '3'``, ``code || '' = 5``): no
+      conversion, so text and a number differ by SQLite's type order (a number is less than
+      any text); ``groundstate.plain_<op>(a, b)``.
 
-    A column compared with a literal or parameter keeps the harness's operators (the text
-    column's affinity: ``code = 5`` is compared as text, as SQLite does)."""
-    out = list(tokens)
+    Each of them is ``a <op> b`` for two values of one type, inlined by the planner (a join
+    keeps its plan). A comparison whose sides the rewriting cannot tell (a subquery, a row of
+    values, a chain of comparisons) and ``SET``'s assignments are left as written."""
+    wraps: dict[int, tuple[str, int, int]] = {}
     for i, (kind, text) in enumerate(tokens):
         if kind != "other" or text not in _COMPARED:
             continue
-        left, before = _operand(tokens, i - 1, -1)
-        right, after = _operand(tokens, i + 1, 1)
-        if not left or not right:
+        before, after = _operand_start(tokens, i - 1), _operand_end(tokens, i + 1)
+        opening = "" if before < 0 else (_word(tokens[before]) or tokens[before][1])
+        closing = "" if after >= len(tokens) else (_word(tokens[after]) or tokens[after][1])
+        allowed = _BEFORE_OPERAND if opening != "," or _listed(tokens, before) else set()
+        if opening == "=" and _assignment(tokens, before):
+            allowed = {"="}
+        if opening not in allowed or closing not in _AFTER_OPERAND:
             continue
-        if not (_bounded(tokens, before, -1, _BEFORE_OPERAND | _listed(tokens, before))
-                and _bounded(tokens, after, 1, _AFTER_OPERAND)):  # fmt: skip
+        left = _affinity(tokens[before + 1 : i])
+        right = _affinity(tokens[i + 1 : after])
+        if left is None or right is None:
             continue
-        first, last = before + 1, after - 1
-        if left == right == "column":
-            name = _COMPARED[text]
-            a = "".join(t for _, t in tokens[first:i]).strip()
-            b = "".join(t for _, t in tokens[i + 1 : last + 1]).strip()
-            out[first] = ("other", f"groundstate.cmp_{name}({a}, {b})")
-        elif {left, right} == {"string", "number"}:
-            ranks = ("1" if left == "number" else "2", "1" if right == "number" else "2")
-            out[first] = ("other", f"({ranks[0]} {text.replace('==', '=')} {ranks[1]})")
+        if left and right:
+            family = "cmp"
+        elif right:
+            family = "right"
+        elif not left:
+            family = "plain"
+        elif _unknown(tokens[i + 1 : after]):
+            family = "left"
         else:
             continue
-        for j in range(first + 1, last + 1):
-            out[j] = ("space", "")
+        first = _significant(tokens, before + 1)
+        last = _significant_toward(tokens, after - 1, -1)
+        wraps[i] = (f"groundstate.{family}_{_COMPARED[text]}", first, last + 1)
+    if not wraps:
+        return [("other", "=") if t == ("other", "==") else t for t in tokens]
+    opened: dict[int, list[str]] = {}
+    closed: dict[int, int] = {}
+    for function, first, end in wraps.values():
+        opened.setdefault(first, []).append(function)
+        closed[end] = closed.get(end, 0) + 1
+    out: list[Token] = []
+    for i, token in enumerate([*tokens, ("space", "")]):
+        out += [("other", ")")] * closed.get(i, 0)
+        for function in opened.get(i, []):
+            out += [("other", function), ("other", "(")]
+        if i in wraps:
+            if out and out[-1][0] == "space":
+                out.pop()
+            out.append(("other", ","))
+        elif token == ("other", "=="):
+            out.append(("other", "="))
+        elif i < len(tokens):
+            out.append(token)
     return out
 
 
