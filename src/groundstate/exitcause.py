@@ -158,12 +158,20 @@ def _blame(call: str, undo: bool = False) -> None:
                 note_exit_cause(store, sorted(ids), f"{who} {call}", undo=undo, grading=grading)
 
 
+ENDED_BY_USER_CODE = 70
+"""The exit status of a process an agent or check ended with ``os._exit(0)`` while the
+harness ran it (``EX_SOFTWARE``): its own 0 would tell a script that the batch was run and its
+gates passed (``run --fail-under``), when it stopped with its tries unstored."""
+
+
 def _wrap(name: str, original: Callable[..., Any], ends: Callable[..., bool]) -> Any:
     def wrapper(*args: Any) -> Any:
         if not (_watches and ends(*args)):
             return original(*args)
         call = f"{name}({', '.join(map(_shown, args))})"
         _blame(call)
+        if original is _os_exit and args and os.getpid() == _owner:
+            args = (_said(call, args[0]), *args[1:])
         try:
             return original(*args)
         except BaseException:  # refused (a bad argument, no such group): nothing ended
@@ -177,6 +185,35 @@ def _wrap(name: str, original: Callable[..., Any], ends: Callable[..., bool]) ->
     wrapper.__doc__ = original.__doc__
     wrapper.__wrapped__ = original  # type: ignore[attr-defined]
     return wrapper
+
+
+_os_exit = os._exit
+
+
+def _said(call: str, status: Any) -> Any:
+    """Say on stderr that code the harness ran ends its process (its output, buffered, is
+    lost), and the status to end it with: the one given, unless that says success (0). A
+    status ``os._exit`` refuses is left for it to refuse: nothing ends."""
+    if not isinstance(status, int):
+        return status
+    who = "a check" if _grading_here() else "the agent"
+    with suppress(Exception):
+        os.write(
+            2,
+            f"error: {who} called {call} while groundstate ran it in this process: the"
+            " command stopped there, its try unstored (a batch it had started can be"
+            " resumed with --resume)\n".encode(),
+        )
+    return status or ENDED_BY_USER_CODE
+
+
+def _grading_here() -> bool:
+    """Whether the try whose context this is is being graded (see :func:`grading_starts`)."""
+    run_id = TRY.get()
+    if run_id is None:
+        return False
+    with _lock:
+        return any(run_id in w.grading for w in _watches)
 
 
 def _shown(arg: Any) -> str:

@@ -295,6 +295,10 @@ class BatchRunner:
 
         The canary and the smoke run go through the executor, so a system that cannot be
         built or run where the attempts will run (a worker, a cluster node) stops here too."""
+        with self._watching_exits():  # an agent ending the process here says so too
+            await self._preflight(tasks)
+
+    async def _preflight(self, tasks: Collection[str] | None) -> None:
         self._build_agent()  # first: a system that cannot be built wastes no resets
         unusable = user_model_problem(self.system.user_simulator)
         if unusable is not None:
