@@ -251,8 +251,10 @@ def test_inspect_score_that_is_not_a_verdict_is_refused(tmp_path: Path) -> None:
         "ctf.eval!samples/3_epoch_1.json: scores.match.value: a value per key (accuracy, f1): "
         "choose one with --scorer match.KEY" in err
     )
-    runs = _runs(tmp_path, tmp_path / "ctf.eval", scorer="match.f1")
-    assert (runs["3", 1].partial_score, runs["1", 1].terminal_reason) == (0.5, "success")
+    # the other samples' values are scalars ("C"), which have no f1: refused since the
+    # twenty-first round (their "C" decided them as if it were their f1)
+    with pytest.raises(SpecError, match=r"scores\.match\.value: 'C', one value, not a value per"):
+        _runs(tmp_path, tmp_path / "ctf.eval", scorer="match.f1")
 
 
 def test_inspect_score_outside_zero_one_is_refused(tmp_path: Path) -> None:

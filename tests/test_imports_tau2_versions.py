@@ -172,18 +172,17 @@ def test_rewards_that_are_no_finite_number_are_refused(tmp_path: Path, reward: A
 @pytest.mark.parametrize(
     ("told", "reason"),
     [
-        ("1.0", "agent_failure/incorrect_state"),  # every output told: the database was wrong
-        ("1", "agent_failure/incorrect_state"),
-        ("0.0", "agent_failure/communication"),
-        ("no", "agent_failure/communication"),
+        (1.0, "agent_failure/incorrect_state"),  # every output told: the database was wrong
+        (1, "agent_failure/incorrect_state"),
+        (True, "agent_failure/incorrect_state"),
+        (0.0, "agent_failure/communication"),
     ],
 )
-def test_tau_bench_checks_written_as_text_are_read_as_their_numbers(
-    tmp_path: Path, told: str, reason: str
-) -> None:
-    """``r_outputs`` of ``"1.0"`` read as not passed: the failure was blamed on what the agent
-    said instead of the database it left."""
-    detail = {"r_outputs": told, "outputs": {"42": told == "1"}}
+def test_tau_bench_checks_read_as_their_numbers(tmp_path: Path, told: Any, reason: str) -> None:
+    """``r_outputs`` of 1 read as not passed: the failure was blamed on what the agent said
+    instead of the database it left. (Written as text, ``"1.0"``, a check is refused since
+    the twenty-first round, as a reward in text is: tests/test_imports_round21.py.)"""
+    detail = {"r_outputs": told, "outputs": {"42": told == 1}}
     info = {"reward_info": {"reward": 0.0, "info": detail, "actions": []}}
     path = tmp_path / "tau.json"
     path.write_text(json.dumps([{"task_id": 3, "reward": 0.0, "info": info, "trial": 0}]))

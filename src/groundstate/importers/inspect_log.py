@@ -439,9 +439,15 @@ class InspectSource:
     def _value(self, where: str, name: str | None, value: Any) -> Any:
         """The score's value, or the ``--scorer NAME.KEY`` entry of a dict value (for a list
         value, ``NAME.INDEX``: Inspect's values may be either)."""
-        if not isinstance(value, dict | list):
-            return value
         key = self.scorer[len(f"{name}.") :] if self.scorer and self.scorer != name else None
+        if not isinstance(value, dict | list):
+            if key is not None:  # read as the entry's value, a scalar decided every sample
+                raise SpecError(
+                    where, f"scores.{name}.value", f"{value!r}, one value, not a value per key "
+                    f"or position: --scorer {self.scorer} names an entry it does not have "
+                    f"(--scorer {name} reads it whole)",
+                )  # fmt: skip
+            return value
         if isinstance(value, list):
             entries = dict(enumerate(value))
             index = int(key) if key is not None and key.isdigit() else None

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -68,8 +68,12 @@ COUNTS = {
     "error_ids": "error_instances",
     "infra_failure_ids": "infra_failure_instances",
     "ambiguous_failure_ids": "ambiguous_failure_instances",
+    "submitted_ids": "submitted_instances",
+    "completed_ids": "completed_instances",
 }
 """The count the report gives beside each list (``make_run_report`` writes both)."""
+ADVISORY = frozenset({"submitted_ids", "completed_ids"})
+"""Lists that decide no outcome: their counts are compared only when the list is given."""
 INFRA_FAILURE = "environment_failure/infrastructure"
 """An instance of ``infra_failure_ids`` under ``--errors environment``. SWE-bench flags it from
 its logs (an out-of-memory kill, a Docker daemon error, an unreachable host) and leaves it in
@@ -139,6 +143,8 @@ class SweBenchSource:
     path: Path
     errors: ErrorPolicy = "agent"
     format: str = "swe-bench"
+    _outside: list[str] = field(default_factory=list)
+    """Submitted instances outside the run (``--instance_ids``), named in a warning."""
 
     @cached_property
     def _report(self) -> dict[str, Any]:
@@ -206,7 +212,49 @@ class SweBenchSource:
             "an instance completed when its evaluation wrote a report, which decides it",
         )  # fmt: skip
         self._apart("incomplete_ids", tuple(SWE_BENCH_ENDS))
+        self._submitted(outcomes)
         return outcomes
+
+    def _submitted(self, outcomes: list[Outcome]) -> None:
+        """``submitted_ids`` (every prediction given, ``make_run_report``'s ``predictions``)
+        against the outcome lists, which SWE-bench fills from the predictions only: an
+        instance with an outcome was submitted, and one without a prediction
+        (``incomplete_ids``) was not. An instance submitted and in no list is one the run
+        was not asked for (``--instance_ids``: it is outside ``total_instances``); when the
+        lists fall short of ``total_instances`` it is an outcome cut from the file, which
+        would leave the attempt out of every denominator."""
+        if "submitted_ids" not in self._report:
+            return
+        given = self._ids("submitted_ids")
+        submitted = {task_key(f"{self.path}:submitted_ids[{i}]", "submitted_ids", v): i
+                     for i, v in enumerate(given)}  # fmt: skip
+        for outcome in outcomes:
+            if outcome.instance not in submitted:
+                raise SpecError(
+                    outcome.where, outcome.mapped, f"instance {outcome.instance!r} is not in "
+                    "submitted_ids: SWE-bench gives an outcome only to a submitted prediction",
+                )  # fmt: skip
+        for index, value in enumerate(self._ids("incomplete_ids")):
+            if str(value) in submitted:
+                raise SpecError(
+                    f"{self.path}:incomplete_ids[{index}]", "incomplete_ids", f"instance "
+                    f"{value!r} is also in submitted_ids: SWE-bench lists an instance there "
+                    "when it has no prediction",
+                )  # fmt: skip
+        listed = {o.instance for o in outcomes}
+        unlisted = [instance for instance in submitted if instance not in listed]
+        total = _count(self._report.get("total_instances"))
+        held = len(outcomes) + len(self._ids("incomplete_ids"))
+        if unlisted and (total is None or held < total):
+            first = unlisted[0]
+            short = "no total_instances" if total is None else f"total_instances is {total}"
+            raise SpecError(
+                f"{self.path}:submitted_ids[{submitted[first]}]", "submitted_ids",
+                f"instance {first!r} was submitted but is in no outcome list, and {short} "
+                f"while the lists hold {held}: SWE-bench gives every submitted instance of "
+                "the run an outcome (was it cut from the file?)",
+            )  # fmt: skip
+        self._outside = unlisted
 
     def _listed(self, name: str, within: tuple[str, ...], why: str) -> list[str]:
         """The instances of the list *name* that says more of some instances (advisory flags,
@@ -367,6 +415,8 @@ class SweBenchSource:
         if not isinstance(ids, list):
             raise SpecError(self.path, prefix + key, f"must be a list of instance ids, got {ids!r}")
         given = section.get(COUNTS.get(name, ""))
+        if name in ADVISORY and key not in section:
+            given = None  # a count kept beside a list trimmed away: nothing to compare
         if given is not None and _count(given) != len(ids):
             raise SpecError(
                 self.path, COUNTS[name], f"{given!r}, but {name} lists {len(ids)} instances"
@@ -392,7 +442,8 @@ class SweBenchSource:
 
     def warnings(self) -> list[str]:
         found = (
-            self._incomplete(), self._unlisted(), self._flagged(), self._unread(), self._unrun()
+            self._incomplete(), self._unlisted(), self._flagged(), self._unread(), self._unrun(),
+            self._not_run(),
         )  # fmt: skip
         return [w for w in found if w]
 
@@ -426,6 +477,17 @@ class SweBenchSource:
             f"{self.path}: a folder of logs holds the instances SWE-bench evaluated: those "
             "with an empty patch (which it does not run) or no prediction are not in the "
             "batch, so no score counts them (the run report lists them)"
+        )
+
+    def _not_run(self) -> str | None:
+        """Submitted instances the run was not asked for (``--instance_ids``)."""
+        outside = self._outside
+        if not outside:
+            return None
+        return (
+            f"{self.path}: {len(outside)} submitted instance(s) are outside the run's "
+            f"{self._report.get('total_instances')} instances ({_shown(outside)}; run with "
+            "--instance_ids?): not evaluated, so not in the batch"
         )
 
     def _incomplete(self) -> str | None:

@@ -11,6 +11,7 @@ they are small next to a row file); the conversations themselves are not importe
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -28,7 +29,6 @@ from groundstate.importers.rows import (
     Tokens,
     amount,
     as_integer,
-    as_number,
     as_reward,
     as_text,
     checked,
@@ -156,8 +156,8 @@ class TauSource:
                 reward=reward,
                 mapped=f"reward_info null -> {STEP_LIMIT}",
             )
-        _tau_agrees(where, reward, info)
-        verdict = reward_verdict(reward, _tau_failure(info))
+        checks = _tau_agrees(where, reward, info)
+        verdict = reward_verdict(reward, _tau_failure(checks))
         return ImportedRow(
             **common,
             success=verdict.success,
@@ -215,62 +215,90 @@ def _tau_label(where: str, index: int, item: dict[str, Any]) -> tuple[int | str,
     return f"result {index}", "τ-bench trial missing: attempts numbered in the order given"
 
 
-def _tau_failure(info: dict[str, Any]) -> str:
+def _tau_checks(where: str, info: dict[str, Any]) -> tuple[str, dict[str, bool]]:
+    """Where the result's checks sit (``info.reward_info.info``, or ``info`` in the first
+    ``run.py``) and whether each of ``r_actions`` / ``r_outputs`` it holds passed. τ-bench
+    writes them as 0/1 floats (``RewardActionInfo.r_actions: float``; the first ``run.py`` as
+    booleans): a check in text or of another kind is a file it did not write, refused as its
+    reward would be (read as a number, a ``"1"`` passed a check the run failed)."""
+    scored = info.get("reward_info")
+    detail = scored.get("info") if isinstance(scored, dict) else info  # first run.py: info
+    place = "info.reward_info.info" if isinstance(scored, dict) else "info"
+    if not isinstance(detail, dict):
+        return place, {}
+    return place, {
+        name: _passed(where, f"{place}.{name}", detail[name])
+        for name in ("r_actions", "r_outputs")
+        if name in detail
+    }
+
+
+def _passed(where: str, name: str, check: Any) -> bool:
+    """A τ-bench check's value says it passed: ``true``, or a number of 1 (``1.0``)."""
+    if isinstance(check, bool):
+        return check
+    return checked(where, name, as_reward, check) >= 1 - REWARD_TOLERANCE
+
+
+def _tau_failure(checks: dict[str, bool]) -> str:
     """τ-bench checks the final database hash (``r_actions``), then, for a task with outputs
     the agent had to tell the user, replaces that detail with ``r_outputs``. So ``r_outputs``
     of 1 on a failed attempt means every output was told and the database was wrong. The
     first ``run.py`` kept both, at the top of ``info``: a failed ``r_actions`` (the state)
     decides first, as τ²'s state checks do."""
-    checked = info.get("reward_info")
-    detail = checked.get("info") if isinstance(checked, dict) else info  # first run.py: info
-    if not isinstance(detail, dict):
-        return "agent_failure/incorrect"
-    if "r_actions" in detail and not _passed(detail["r_actions"]):
+    if "r_actions" in checks and not checks["r_actions"]:
         return "agent_failure/incorrect_state"  # the first run.py checked both: state first
-    if "r_outputs" in detail:
-        told = _passed(detail["r_outputs"])
+    if "r_outputs" in checks:
+        told = checks["r_outputs"]
         return "agent_failure/incorrect_state" if told else "agent_failure/communication"
-    if "r_actions" in detail:
+    if "r_actions" in checks:
         return "agent_failure/incorrect_state"
     return "agent_failure/incorrect"
 
 
-def _tau_agrees(where: str, reward: float, info: dict[str, Any]) -> None:
+def _tau_agrees(where: str, reward: float, info: dict[str, Any]) -> dict[str, bool]:
     """The result's ``reward`` is its ``info.reward_info.reward`` (``solve`` returns
     ``EnvRunResult(reward=res.reward, info={..., "reward_info": res.info})``), and
     ``calculate_reward`` gives 1 only when every check passed (a database hash that differs,
-    or an output never told, sets it to 0). A reward that says otherwise is a file τ-bench did
-    not write (edited): read by its reward alone, a ``reward`` of 1 passed an attempt its own
-    checks failed."""
-    checked = info.get("reward_info")
-    if isinstance(checked, dict) and checked.get("reward") is not None:
-        scored = number(where, "info.reward_info.reward", checked["reward"])
-        if abs(scored - reward) > REWARD_TOLERANCE:
+    or an output never told, sets it to 0), and 0 only when one failed: a ``RewardActionInfo``
+    (``r_actions`` alone) that passed gives 1 (a ``RewardOutputInfo``'s ``r_outputs`` of 1
+    beside a reward of 0 is a wrong database, which it does not show). A reward that says
+    otherwise is a file τ-bench did not write (edited): read by its reward alone, a ``reward``
+    of 1 passed an attempt its own checks failed, and a 0 failed one they passed. Returns the
+    checks, read."""
+    scored = info.get("reward_info")
+    if isinstance(scored, dict) and scored.get("reward") is not None:
+        given = number(where, "info.reward_info.reward", scored["reward"])
+        if abs(given - reward) > REWARD_TOLERANCE:
             raise SpecError(
-                where, "reward", f"{reward!r}, but info.reward_info.reward is {scored!r}: "
+                where, "reward", f"{reward!r}, but info.reward_info.reward is {given!r}: "
                 "τ-bench writes the same reward in both (the file was edited?)",
             )  # fmt: skip
-    if not reward_verdict(reward).success:
-        return
-    detail = checked.get("info") if isinstance(checked, dict) else info  # first run.py: info
-    place = "info.reward_info.info" if isinstance(checked, dict) else "info"
-    for name in ("r_actions", "r_outputs"):
-        if isinstance(detail, dict) and name in detail and not _passed(detail[name]):
+    place, checks = _tau_checks(where, info)
+    held = scored.get("info") if isinstance(scored, dict) else info
+    detail: dict[str, Any] = held if isinstance(held, dict) else {}  # the checks' own place
+    told = detail.get("outputs")
+    if "r_outputs" in checks and isinstance(told, dict):
+        missed = [output for output, found in told.items() if found is not True]
+        if checks["r_outputs"] == bool(missed):  # r_outputs is 1 when every output was found
+            said = f"{missed[0]!r} is {told[missed[0]]!r}" if missed else "every one was found"
             raise SpecError(
-                where, f"{place}.{name}", f"{detail[name]!r} (a check that failed), but the "
-                f"reward is {reward!r}: τ-bench gives 1 only when every check passed",
+                where, f"{place}.r_outputs", f"{detail['r_outputs']!r}, but of its outputs "
+                f"{said}: τ-bench gives 1 only when every output was told",
             )  # fmt: skip
-
-
-def _passed(check: Any) -> bool:
-    """A τ-bench check's value (a bool or a 0/1 float, which a file may write as text, as it
-    may the reward) says it passed."""
-    if isinstance(check, bool):
-        return check
-    try:
-        return lax(as_number)(check) >= 1
-    except ValueError:
-        return False
+    if reward_verdict(reward).success:
+        for name, passed in checks.items():
+            if not passed:
+                raise SpecError(
+                    where, f"{place}.{name}", f"{detail[name]!r} (a check that failed), but the "
+                    f"reward is {reward!r}: τ-bench gives 1 only when every check passed",
+                )  # fmt: skip
+    elif isinstance(scored, dict) and list(checks) == ["r_actions"] and checks["r_actions"]:
+        raise SpecError(
+            where, "reward", f"{reward!r}, but {place}.r_actions is {detail['r_actions']!r} "
+            "(the one check, passed): τ-bench gives 0 only when a check failed",
+        )  # fmt: skip
+    return checks
 
 
 @dataclass
@@ -437,7 +465,7 @@ def _tau2_row(where: str, index: int, item: Any) -> ImportedRow:
         if "reward" not in scored
         else checked(where, "reward_info.reward", as_reward, scored["reward"])
     )
-    success, reason, partial, unmapped = _tau2_verdict(end, reward, scored)
+    success, reason, partial, unmapped = _tau2_verdict(where, end, reward, scored)
     if end == "infrastructure_error":
         reason = _tau2_infrastructure(where, item)
     hallucinated = _hallucinated(where, item)
@@ -576,7 +604,7 @@ def _tau2_label(where: str, index: int, item: dict[str, Any]) -> tuple[int | str
 
 
 def _tau2_verdict(
-    end: str, reward: float | None, scored: dict[str, Any]
+    where: str, end: str, reward: float | None, scored: dict[str, Any]
 ) -> tuple[bool, str, float | None, str | None]:
     """(success, terminal reason, partial score, what could not be mapped). An abnormal end
     decides first, as our own rules do; a normal end is decided by the reward."""
@@ -590,7 +618,7 @@ def _tau2_verdict(
         return False, "grader_failure", None, unmapped  # τ² scored it 0 for its own error
     if reward is None:
         return False, "grader_failure", None, unmapped  # ended normally but never scored
-    verdict = reward_verdict(reward, _tau2_failure(scored))
+    verdict = reward_verdict(reward, _tau2_failure(_breakdown(where, reward, scored)))
     return verdict.success, verdict.terminal_reason, verdict.partial_score, unmapped
 
 
@@ -606,11 +634,32 @@ def _partial(reward: float | None) -> float | None:
     return reward if reward is not None and 0.0 < reward < 1.0 else None
 
 
-def _tau2_failure(scored: dict[str, Any]) -> str:
-    breakdown = scored.get("reward_breakdown")
-    if isinstance(breakdown, dict):
-        failed = [k for k, v in breakdown.items() if isinstance(v, int | float) and v < 1]
-        for component in (*_TAU2_STATE_CHECKS, *_TAU2_FAILURES):
-            if component in failed:
-                return _TAU2_FAILURES[component]
+def _breakdown(where: str, reward: float, scored: dict[str, Any]) -> dict[str, float]:
+    """The reward's components (``reward_info.reward_breakdown``, ``{DB: 1.0, ACTION: 0.0}``),
+    each a reward, and their product the reward: τ²'s evaluator multiplies the components of
+    the task's ``reward_basis`` and records each (``evaluate_simulation``, as its
+    ``recombine_rewards`` script does again). A reward its breakdown contradicts is a file τ²
+    did not write (edited): a ``reward`` of 1 beside a ``DB`` of 0 passed an attempt whose
+    database was wrong. No breakdown (``null``, ``{}``: a task without criteria) says
+    nothing."""
+    given = mapping(where, "reward_info.reward_breakdown", scored.get("reward_breakdown"))
+    parts = {
+        str(name): checked(where, f"reward_info.reward_breakdown.{name}", as_reward, value)
+        for name, value in given.items()
+    }
+    product = math.prod(parts.values())
+    if parts and abs(product - reward) > REWARD_TOLERANCE:
+        shown = ", ".join(f"{name} {value!r}" for name, value in parts.items())
+        raise SpecError(
+            where, "reward_info.reward", f"{reward!r}, but its reward_breakdown ({shown}) "
+            f"multiplies to {product!r}: τ²'s reward is the product of its components",
+        )  # fmt: skip
+    return parts
+
+
+def _tau2_failure(breakdown: dict[str, float]) -> str:
+    failed = [k for k, v in breakdown.items() if v < 1 - REWARD_TOLERANCE]
+    for component in (*_TAU2_STATE_CHECKS, *_TAU2_FAILURES):
+        if component in failed:
+            return _TAU2_FAILURES[component]
     return "agent_failure/incorrect"
