@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from hypothesis import settings
 
 from groundstate.bindings import HARNESS
-from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.suite import Suite, grader_shape, load_suite
 from groundstate.validation import SuiteValidity, TaskValidity, validate_suite
 
 # The model adapters' tests share these fixtures (the retail suite, one provider's harness).
@@ -120,6 +120,24 @@ def edited_bank(tmp_path: Path) -> EditTask:
         return load_suite(root)
 
     return edit
+
+
+@contextmanager
+def time_limit(suite: Suite, task_id: str, seconds: float) -> Iterator[Suite]:
+    """*suite* with *task_id*'s time limit at least *seconds* while the block runs (its
+    loaded grader shape too: the harness takes a task changed in memory for an agent's
+    tampering): an attempt that must finish gets the time a loaded machine needs."""
+    task, shape = suite.tasks[task_id], suite.graders.get(task_id)
+    roomy = task.model_copy(update={"time_limit": max(task.time_limit, seconds)})
+    suite.tasks[task_id], suite.graders[task_id] = roomy, grader_shape(roomy)
+    try:
+        yield suite
+    finally:
+        suite.tasks[task_id] = task
+        if shape is None:
+            suite.graders.pop(task_id, None)
+        else:
+            suite.graders[task_id] = shape
 
 
 def without_keys(value: Any, keys: set[str]) -> Any:

@@ -40,7 +40,7 @@ from groundstate.testing_models import OpenAICompatibleServer, Reply
 from groundstate.trace import MessageEvent, ToolCallEvent
 from groundstate.workdirs import temp_root
 
-from .conftest import BANK, BLOCK, EXAMPLES, HANG, EditTask
+from .conftest import BANK, BLOCK, EXAMPLES, HANG, EditTask, time_limit
 
 AgentFn = Callable[[Session], Awaitable[Any]]
 
@@ -108,8 +108,11 @@ def _run(suite: Suite, fn: AgentFn, **kwargs: Any) -> AgentRun:
 
 
 def _then_honest(suite: Suite) -> None:
-    """The next attempt, by an honest agent, is unaffected by what the adversary left."""
-    run = _run(suite, _do_the_task)
+    """The next attempt, by an honest agent, is unaffected by what the adversary left. It
+    gets time enough on a loaded machine: a tight limit a test set for its adversary timed
+    the honest attempt out at 0.35 s in CI."""
+    with time_limit(suite, "transfer", 30):
+        run = _run(suite, _do_the_task)
     assert run.terminal_reason == "success", run.infrastructure_status
 
 
@@ -195,7 +198,7 @@ def test_a_call_in_flight_as_the_agent_returns_is_waited_for_not_graded_half_way
     """The payment commits after the episode's usual wait for a call in flight (``END_WAIT``)
     but within the time limit: it belongs to the attempt and is graded, before the reply."""
     run = _run(slow_bank, _pays_in_a_helper(slow_bank, 1.3))
-    assert run.terminal_reason == "success", run.infrastructure_status
+    assert run.terminal_reason == "success", str(run.infrastructure_status.get("stop"))
     assert "blocked_in_tool" not in run.infrastructure_status
     *_, pay, final = run.observation_action_log
     assert isinstance(pay, ToolCallEvent) and pay.tool == "pay_slowly" and pay.ok
@@ -538,7 +541,7 @@ def test_an_agent_that_changes_directory_gets_an_honest_verdict_and_so_does_the_
         return await _do_the_task(session)
 
     run = _run(suite, wanders)
-    assert run.terminal_reason == "success", run.infrastructure_status
+    assert run.terminal_reason == "success", str(run.infrastructure_status.get("stop"))
     _then_honest(suite)
 
 

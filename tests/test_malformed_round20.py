@@ -128,7 +128,7 @@ def _bad_calls_then_the_task(cases: dict[str, tuple[object, str]]) -> Any:
     from groundstate.agents.base import Session
     from groundstate.spec.suite import load_suite
     from groundstate.testing import FunctionAgent, attempt
-    from tests.conftest import BANK
+    from tests.conftest import BANK, time_limit
 
     seen: dict[str, tuple[bool, str | None, str | None]] = {}
 
@@ -141,10 +141,11 @@ def _bad_calls_then_the_task(cases: dict[str, tuple[object, str]]) -> Any:
         await session.call("transfer", {"source": "A", "target": "B", "amount": 30})
         return "done"
 
-    suite = load_suite(BANK)  # calls of megabytes each: the task's 5 s are not enough on a
-    # loaded machine (a time limit cut the batch of calls short)
-    suite.tasks["transfer"] = suite.tasks["transfer"].model_copy(update={"time_limit": 120})
-    run = attempt(suite, "transfer", FunctionAgent(agent)).run
+    # calls of megabytes each: the task's 5 s are not enough on a loaded machine (its time
+    # limit cut the calls short in CI)
+    with time_limit(load_suite(BANK), "transfer", 120) as suite:
+        run = attempt(suite, "transfer", FunctionAgent(agent)).run
+    assert run.terminal_reason != "agent_failure/prohibited_action", run.infrastructure_status
     return run, seen
 
 
