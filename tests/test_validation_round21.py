@@ -20,9 +20,12 @@ from rich.console import Console
 
 from groundstate.cli.diagnosis import _print_plan
 from groundstate.cli.tasks import _cell
+from groundstate.environments.sqlite import SqliteEnvironment
 from groundstate.report.numbers import declared_share, fraction, given, share
 from groundstate.spec.suite import Suite, load_suite
+from groundstate.spec.task import AgentTask
 from groundstate.validation import mutation as mutation_module
+from groundstate.validation.checks import check_reset
 from groundstate.validation.judges import JudgeAgreement, _verdict
 from groundstate.validation.mutation import PAST_LIMITS, mutation_test, summary
 from groundstate.validation.replay import Proof
@@ -221,3 +224,42 @@ def test_the_report_helpers_keep_their_defaults() -> None:
     assert fraction(0.9996) == ">0.999" and fraction(0.0004) == "<0.001"
     assert share(0.9996) == ">99.9%" and share(0.0004) == "<0.1%"
     assert fraction(9 / 16) == "0.563" and share(0.5) == "50.0%"
+
+
+# --- a reset that follows the seed -----------------------------------------------------------
+
+
+class SeededState(SqliteEnvironment):
+    """Reset builds the fixture, then moves as much money as the seed says (mod 7): the state
+    a proof (seed 0) sees is not the one other attempts start from."""
+
+    def reset(self, *, seed: int | None = None) -> str:
+        digest = super().reset(seed=seed)
+        if not seed or not seed % 7:
+            return digest
+        with self.tool_transaction():
+            self.agent_db.execute(
+                "UPDATE accounts SET balance = balance + ? WHERE id = 'C'", (seed % 7,)
+            )
+        return self.state_hash()
+
+
+def _made(cls: type[SqliteEnvironment]) -> Any:
+    def make(task: AgentTask, suite: Suite) -> SqliteEnvironment:
+        return cls(suite.fixture_path(task), clock=task.clock, permissions=task.permissions)
+
+    return make
+
+
+def test_a_reset_whose_state_follows_the_seed_is_refused() -> None:
+    suite = load_suite(BANK)
+    reset = check_reset(Proof(suite, suite.tasks["transfer"], _made(SeededState)))
+    assert not reset[0]
+    assert "a reset with seed 1 gives state" in reset[1] and "(seed 0)" in reset[1], reset[1]
+
+
+def test_a_reset_the_same_for_every_seed_passes() -> None:
+    """Control: the kind itself ignores the seed (and the check leaves the seed-0 state)."""
+    suite = load_suite(BANK)
+    passed, detail = check_reset(Proof(suite, suite.tasks["transfer"], _made(SqliteEnvironment)))
+    assert passed and "seed" not in detail, detail
