@@ -117,7 +117,7 @@ def plan_command(
 def _print_plan(out: Console, result: Plan) -> None:
     from rich.table import Table
 
-    from groundstate.report.numbers import amount, fraction
+    from groundstate.report.numbers import amount, fraction, given
     from groundstate.report.terminal import quoted
 
     parts = Table(title="variance components (per attempt, valid attempts)")
@@ -138,8 +138,8 @@ def _print_plan(out: Console, result: Plan) -> None:
         f"Var(mean diff) = {decimals(d.weight_inflation, 2)} x (between/T + within/(T K))"
     )
     needed = Table(
-        title=f"tasks needed to detect {result.delta:g} with power {result.power:g} "
-        f"(paired t test, two-sided alpha {result.alpha:g})"
+        title=f"tasks needed to detect {given(result.delta)} with power {given(result.power)} "
+        f"(paired t test, two-sided alpha {given(result.alpha)})"
     )
     needed.add_column("attempts per task (K)")
     needed.add_column("tasks (T)")

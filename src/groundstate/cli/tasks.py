@@ -204,12 +204,15 @@ def _print_pins(console: Console, result: SuiteValidity) -> None:
 
 
 def _cell(task: TaskValidity, check: CheckOutcome) -> str:
-    """A check's cell; a passed mutation check shows the task's mutation score instead."""
+    """A check's cell; a passed mutation check shows the task's mutation score instead, as a
+    whole percentage that is never 100% below a score of 1 (0.996 is ">99%")."""
+    from groundstate.report.numbers import share
+
     figures = task.mutation
     if not check.passed:
         return "[bold red]FAIL[/]"
     if check.name == "mutation" and figures is not None and figures.score is not None:
-        return f"{figures.score:.0%}"
+        return share(figures.score, 0)
     return "pass"
 
 

@@ -36,6 +36,7 @@ from groundstate.report.numbers import (
     NO_VALID_FIGURE,
     amount,
     counted_of,
+    declared_share,
     fixed,
     fraction,
     incomplete_text,
@@ -357,6 +358,7 @@ def _header(batch: BatchInfo, summary: Summary, tries: Mapping[str, Any]) -> dic
         "invalid_share": share,
         "alert": bool(tries.get("flagged", False)),
         "threshold": threshold,
+        "threshold_text": declared_share(threshold),  # as declared: 1.25%, not 1.3%
         "cost": tries.get("cost"),
         "cost_unknown": int(tries.get("cost_unknown", 0)),
         "reruns": total > summary.attempts,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundstate.rounding import SMALLEST_P, decimals, significant
+from groundstate.rounding import SMALLEST_P, decimals, rounded, significant
 
 TEXT_LIMIT = 20_000
 """Characters of one shown value (a message, a tool output, an error, an evidence blob, a
@@ -55,28 +55,52 @@ def counted_of(tasks: int, excluded: int) -> str:
     return str(tasks) if not excluded else f"{tasks - excluded} of {tasks}"
 
 
-def fraction(value: float) -> str:
-    """A probability or rate with three decimals, except that a value strictly between 0 and
-    1 never prints as 0.000 or 1.000: one success in 3,000 attempts is not a success rate of
-    0.000, nor is a pass@k of 0.9996 certain (``<0.001``, ``>0.999``; the JSON keeps it).
-    Rounded half away from zero (:func:`~groundstate.rounding.rounded`): 9/16 is 0.563."""
-    text = decimals(value, 3)
+def fraction(value: float, digits: int = 3) -> str:
+    """A probability or rate with three decimals (or *digits*), except that a value strictly
+    between 0 and 1 never prints as 0.000 or 1.000: one success in 3,000 attempts is not a
+    success rate of 0.000, nor is a pass@k of 0.9996 certain (``<0.001``, ``>0.999``; the JSON
+    keeps it). Rounded half away from zero (:func:`~groundstate.rounding.rounded`): 9/16 is
+    0.563."""
+    text = decimals(value, digits)
     if value > 0 and float(text) == 0:
-        return "<0.001"
+        return f"<{decimals(10**-digits, digits)}"
     if value < 1 and float(text) == 1:
-        return ">0.999"
+        return f">{decimals(1 - 10**-digits, digits)}"
     return text
 
 
-def share(value: float) -> str:
-    """A share as a percentage with one decimal; as :func:`fraction`, never 0.0% or 100.0%
-    for a share that is neither (one invalid try in 3,000 is not none)."""
-    text = decimals(value, 1, percent=True)
+def share(value: float, digits: int = 1) -> str:
+    """A share as a percentage with one decimal (or *digits*); as :func:`fraction`, never 0.0%
+    or 100.0% for a share that is neither (one invalid try in 3,000 is not none, nor a
+    mutation score of 0.996 all: ``>99%`` with no decimal)."""
+    text = decimals(value, digits, percent=True)
     if value > 0 and float(text[:-1]) == 0:
-        return "<0.1%"
+        return f"<{decimals(10 ** -(digits + 2), digits, percent=True)}"
     if value < 1 and float(text[:-1]) == 100:
-        return ">99.9%"
+        return f">{decimals(1 - 10 ** -(digits + 2), digits, percent=True)}"
     return text
+
+
+def declared_share(value: float) -> str:
+    """A declared bound (a threshold from a file or an option) as a percentage with one
+    decimal, or as many more as it takes to print it exactly (up to 12): the threshold
+    0.0125 is "1.25%", not "1.2%" (Python's half-even) nor "1.3%" beside a flagged
+    "1.26%"."""
+    for digits in range(1, 13):
+        if rounded(value, digits + 2) == value:
+            return decimals(value, digits, percent=True)
+    return share(value)
+
+
+def given(value: float) -> str:
+    """An option's value echoed as it was given: the fewest significant digits (rounded as
+    :func:`~groundstate.rounding.rounded`) that are the value, so a --delta of 0.1234567 is
+    not echoed as Python's ``:g`` "0.123457"."""
+    for digits in range(1, 16):
+        text = significant(value, digits)
+        if float(text) == value:
+            return text
+    return repr(value)
 
 
 def share_apart(value: float, bound: float) -> str:

@@ -23,6 +23,7 @@ from groundstate.report.numbers import (
     amount,
     clipped,
     counted_of,
+    declared_share,
     fraction,
     incomplete_text,
     interval,
@@ -480,7 +481,7 @@ def report_footer(report: dict[str, Any]) -> str:
         line += (
             f"\n[bold red]FLAGGED: invalid tries exceed the batch's declared threshold "
             f"({tries['invalid_tries']} of {tries['tries']}: "
-            f"{share_apart(invalid, threshold)} > {threshold:.1%})[/]"
+            f"{share_apart(invalid, threshold)} > {declared_share(threshold)})[/]"
         )
     if outside := outside_plan_text(report.get("outside_plan", 0)):
         line += f"\n[bold red]OUTSIDE THE PLAN: {quoted(outside)}[/]"

@@ -4,8 +4,9 @@ A runnable task is not automatically a valid task. Each check below answers one 
 reference chapter asks of a task, with evidence:
 
 ``reset``
-    Does the fixture build to the declared initial state, the same way twice, and does reset
-    restore it after an attempt changed rows, the clock and an AUTOINCREMENT counter?
+    Does the fixture build to the declared initial state, the same way twice and whatever the
+    seed, and does reset restore it after an attempt changed rows, the clock and an
+    AUTOINCREMENT counter?
 ``solvable``
     Does every oracle solution pass?
 ``other_routes``
@@ -104,6 +105,8 @@ from groundstate.validation.skew import (
 Finding = tuple[bool, str]
 """A check's verdict and its evidence."""
 
+OTHER_SEEDS = (1, 2**31 - 1)
+"""Seeds ``reset`` is also checked with: a batch's attempts reset with seeds of their own."""
 GRADINGS = 3
 """How many times ``grader_determinism`` grades the same final state."""
 GRADINGS_VARY = (
@@ -164,6 +167,7 @@ def check_reset(proof: Proof) -> Finding:
         again = _rebuilt_hash(proof)
         if again != built:
             problems.append(f"two fresh builds differ ({built[:12]} vs {again[:12]})")
+        problems += _seed_problems(env, built)
         before = observe(env)
         changes = mutate_like_an_agent(env)
         unrestored = unrestored_after_reset(env, built, before, seed=SEED)
@@ -172,6 +176,33 @@ def check_reset(proof: Proof) -> Finding:
     if problems:
         return False, "; ".join(problems)
     return True, f"{words}; two fresh builds agree; reset restored it after: {', '.join(changes)}"
+
+
+def _seed_problems(env: Environment, built: str) -> list[str]:
+    """Whether a reset with another seed builds another state; *env* is left reset with
+    :data:`~groundstate.validation.replay.SEED`.
+
+    Every proof resets with one seed, but each attempt of a batch resets with a seed of its
+    own (``derive_seed``): an environment whose state follows the seed starts those attempts
+    from a state no oracle, known-bad or mutant was replayed on (with a declared hash, every
+    attempt but seed 0's fails its reset check)."""
+    problems = []
+    for seed in OTHER_SEEDS:
+        seeded = env.reset(seed=seed)
+        if seeded != built:
+            problems.append(
+                f"a reset with seed {seed} gives state {seeded[:12]}, not {built[:12]} (seed "
+                f"{SEED}): each attempt of a batch resets with a seed of its own, so it would "
+                "start from a state no proof covered; build the same state for every seed"
+            )
+            break
+    restored = env.reset(seed=SEED)
+    if restored != built:
+        problems.append(
+            f"a reset with seed {SEED} after one with another seed gives {restored[:12]}, "
+            f"not {built[:12]}: the other seed's reset left state behind"
+        )
+    return problems
 
 
 def _rebuilt_hash(proof: Proof) -> str:

@@ -20,7 +20,7 @@ from pydantic import Field
 from groundstate.agreement import cohen_kappa, percent_agreement
 from groundstate.errors import SpecError
 from groundstate.grading.outcome import judge_verdict
-from groundstate.rounding import decimals
+from groundstate.report.numbers import apart, fraction, given
 from groundstate.spec.files import load_model, parse_json, read_text
 from groundstate.spec.strict import Strict, StrictBool
 from groundstate.spec.task import JsonScalar, JudgeAssertion, ModelJudge
@@ -135,10 +135,13 @@ def check_judge_agreement(proof: Proof) -> tuple[bool, str]:
 
 
 def _verdict(assertion: JudgeAssertion, found: JudgeAgreement) -> tuple[bool, str]:
-    kappa = "undefined" if found.kappa is None else decimals(found.kappa, 3)
-    raw = "n/a" if found.raw is None else decimals(found.raw, 3)
+    # kappa is printed apart from the bound it is held to: 0.6996 below a min of 0.7 is
+    # "0.6996", not "0.700 (min 0.7) ... below the declared agreement".
+    bound = assertion.min_agreement
+    kappa = "undefined" if found.kappa is None else apart(found.kappa, bound, 3)
+    raw = "n/a" if found.raw is None else fraction(found.raw)
     line = (
-        f"{assertion.id}: kappa {kappa} (min {assertion.min_agreement:g}), raw agreement {raw}"
+        f"{assertion.id}: kappa {kappa} (min {given(bound)}), raw agreement {raw}"
         f" on {found.items} labelled items"
     )
     if found.errors:

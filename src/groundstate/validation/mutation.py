@@ -24,10 +24,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from contextlib import closing
+from dataclasses import replace
 
-from groundstate.rounding import decimals
+from groundstate.records import AgentRun
+from groundstate.report.numbers import fraction
 from groundstate.spec.canonical import canonical_json
 from groundstate.spec.solution import Step
+from groundstate.spec.strict import MAX_SECONDS, MAX_STEPS
 from groundstate.validation.fixture_values import FixtureValues
 from groundstate.validation.mutants import (
     CLASSES,
@@ -44,6 +47,19 @@ MAX_MUTANTS = 200
 """The most mutants replayed per task (a replay takes some 5-20 ms)."""
 KILLING_REASONS = ("agent_failure", "harness_compatibility_failure")
 """Terminal reasons that kill a mutant: the attempt failed as an agent's would."""
+
+
+LIMITS = frozenset({"agent_failure/step_limit", "agent_failure/time_limit", "agent_failure/budget"})
+"""Terminal reasons of an attempt stopped for its length or cost: a mutant stopped so was not
+graded, and its stop is no proof the grader catches it (the same near miss made in fewer
+steps, by an agent reading less, is graded). It is replayed with the limits lifted."""
+LIFTED_TIME = 4
+"""How many times the task's time limit a mutant stopped by a limit is replayed with."""
+PAST_LIMITS = (
+    "stopped by the task's step or time limit, it passes when replayed past them: "
+    "the limit, not the grader, stopped it"
+)
+"""Added to the description of a survivor found past the limits, for the author."""
 
 
 class NothingToMutate(Exception):
@@ -113,10 +129,18 @@ def mutation_test(proof: Proof) -> MutationFigures:
         record = MutantRecord(
             id=mutant.id, mutant_class=mutant.mutant_class, description=mutant.description
         )
+        if run.terminal_reason in LIMITS:  # stopped, not graded: the grader's verdict is asked
+            run = _past_the_limits(proof, list(mutant.steps))
+            if run.success:
+                record = record.model_copy(
+                    update={"description": f"{record.description}; {PAST_LIMITS}"}
+                )
         if run.success:
             outcome = ClassCounts(generated=1, survived=1)
             survivors.append(record.model_copy(update={"equivalent": declared.get(mutant.id)}))
-        elif run.terminal_reason.split("/")[0] in KILLING_REASONS:
+        elif run.terminal_reason.split("/")[0] in KILLING_REASONS and (
+            run.terminal_reason not in LIMITS
+        ):
             outcome = ClassCounts(generated=1, killed=1)
         else:
             outcome = ClassCounts(generated=1, errors=1)
@@ -133,6 +157,27 @@ def mutation_test(proof: Proof) -> MutationFigures:
         stale_equivalents=[m for m in declared if m not in surviving],
         candidates=distinct if distinct > len(mutants) else None,
     )
+
+
+def _past_the_limits(proof: Proof, steps: list[Step]) -> AgentRun:
+    """A replay of *steps* with the task's step limit lifted and its time limit
+    :data:`LIFTED_TIME` times longer, so that the grader, not a stop, gives the verdict.
+
+    A mutant adds steps to the oracle (a repeated write, a confirmation asked again): a task
+    whose ``step_limit`` is the oracle's length had every such mutant "killed" by the step
+    limit, with a grader that accepts the near miss (a score of 1.00 for a grader that
+    counts no transfers). A replay still stopped is a mutant without a verdict."""
+    task = proof.task
+    lifted = task.model_copy(
+        update={
+            "step_limit": MAX_STEPS,
+            "time_limit": min(MAX_SECONDS, task.time_limit * LIFTED_TIME),
+        }
+    )
+    unlimited = replace(proof, task=lifted, _runs={})
+    run = unlimited.run_steps(steps)
+    proof.unsettled |= unlimited.unsettled
+    return run
 
 
 def judge(figures: MutationFigures, mode: str) -> tuple[bool, str]:
@@ -164,8 +209,9 @@ def judge(figures: MutationFigures, mode: str) -> tuple[bool, str]:
 
 
 def summary(figures: MutationFigures) -> str:
-    """One line: the score, what was killed of what, and each operator's share."""
-    score = "n/a" if figures.score is None else decimals(figures.score, 2)
+    """One line: the score, what was killed of what, and each operator's share. A score
+    below 1 never prints as 1.00 (``>0.99``: 518 of 520 killed is not all)."""
+    score = "n/a" if figures.score is None else fraction(figures.score, 2)
     classes = ", ".join(
         f"{name} {counts.killed}/{counts.generated}" for name, counts in figures.per_class.items()
     )
