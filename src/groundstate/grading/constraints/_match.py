@@ -52,7 +52,7 @@ class CompiledMatch:
             return False
         text = message_text(event)
         return (self.contains is None or self.contains in text) and (
-            self.pattern is None or self.pattern.search(text) is not None
+            self.pattern is None or found_in(self.pattern, text)
         )
 
     def call_matches(self, event: ToolCallEvent) -> bool:
@@ -72,6 +72,35 @@ class CompiledMatch:
             and (wanted.key is None or same(write.key, wanted.key))
             and (not self.columns or not self.columns.isdisjoint(map(str.casefold, write.columns)))
         )
+
+
+def found_in(pattern: re.Pattern[str], text: str) -> bool:
+    """Whether *pattern* finds a match in *text*: ``pattern.search(text) is not None``,
+    remembered for texts up to :data:`SEARCHED_CHARS` long. A search is a function of the
+    pattern (its text and flags) and the text alone, and the same messages come back: a
+    scripted user's replies in every attempt of a task, the short ones ("yes", "go ahead") in
+    every task. The default ``no`` of ``confirmed`` alone is several hundred alternatives with
+    no literal prefix, some 0.2 ms per message searched."""
+    if len(text) > SEARCHED_CHARS:
+        return pattern.search(text) is not None
+    # By the pattern's source and flags (what its matches depend on), not the pattern: a
+    # pattern's own hash reads its whole compiled code, a string's is computed once.
+    key = (pattern.pattern, pattern.flags, text)
+    found = _SEARCHED.get(key)
+    if found is None:
+        if len(_SEARCHED) >= SEARCHES_KEPT:
+            _SEARCHED.clear()
+        found = _SEARCHED[key] = pattern.search(text) is not None
+    return found
+
+
+_SEARCHED: dict[tuple[str, int, str], bool] = {}
+SEARCHED_CHARS = 4096
+"""Texts up to this long have their searches remembered; longer ones are searched every
+time."""
+SEARCHES_KEPT = 4096
+"""Searches remembered at most (so at most 16 MB of texts kept); past it the memo starts
+again."""
 
 
 def _has_args(args: Any, wanted: dict[str, Any]) -> bool:
