@@ -833,21 +833,40 @@ def _recorded_words(question: str, earlier: Sequence[AgentEvent]) -> frozenset[s
     own values (not its nested records) and the month of each date ("the socks from May" of
     order O-1001, placed 2025-05-28). Saying them restates the question's record."""
     words: set[str] = set()
-    for event in earlier:
-        if isinstance(event, ToolCallEvent) and event.ok:
-            for record in _records(event.output):
-                own = {k: v for k, v in record.items() if isinstance(v, str | int | float)}
-                names = [str(v) for k, v in own.items() if _ID_KEY.search(str(k))]
-                if not any(len(name) >= 3 and mentions(question, name) for name in names):
-                    continue
-                for value in map(str, own.values()):
-                    if len(value) > _SPELLED:
-                        continue
-                    words.update(_TOKEN.findall(normalise(value)))
-                    dated = _ISO_DATE.match(value)
-                    if dated and 1 <= int(dated[1]) <= 12:
-                        words.add(_MONTHS[int(dated[1]) - 1])
+    memo = earlier.worked_out if isinstance(earlier, Before) else None
+    for at, event in enumerate(earlier):
+        for names, said in _output_records(at, event, memo):
+            if any(len(name) >= 3 and mentions(question, name) for name in names):
+                words.update(said)
     return frozenset(words)
+
+
+def _output_records(
+    at: int, event: AgentEvent, memo: dict[Any, Any] | None
+) -> list[tuple[list[str], set[str]]]:
+    """Each record (dict) of step *at*'s output if it is a successful tool call: its names
+    (its values at keys naming an id, a name or a label) and the words of its own values (with
+    the month of each date); worked out once per trace with a *memo*."""
+    key = ("records", at)
+    if memo is not None and key in memo:
+        return memo[key]  # type: ignore[no-any-return]
+    found = []
+    if isinstance(event, ToolCallEvent) and event.ok:
+        for record in _records(event.output):
+            own = {k: v for k, v in record.items() if isinstance(v, str | int | float)}
+            names = [str(v) for k, v in own.items() if _ID_KEY.search(str(k))]
+            said: set[str] = set()
+            for value in map(str, own.values()):
+                if len(value) > _SPELLED:
+                    continue
+                said.update(_TOKEN.findall(normalise(value)))
+                dated = _ISO_DATE.match(value)
+                if dated and 1 <= int(dated[1]) <= 12:
+                    said.add(_MONTHS[int(dated[1]) - 1])
+            found.append((names, said))
+    if memo is not None:
+        memo[key] = found
+    return found
 
 
 def _records(value: Any) -> Iterator[dict[Any, Any]]:

@@ -176,6 +176,27 @@ def mentions(normalised_text: str, value: str, *, chosen: bool = False) -> bool:
     *chosen*: only where the text does not turn the value down, as a question confirming a
     change names what it will do: "to your Visa, not your gift card" names no gift card, nor
     does "instead of the gift card" (see :data:`_TURNED_DOWN`)."""
+    if len(normalised_text) > _CACHED_CHARS or len(value) > _SPELLED_CHARS:
+        return _mentions(normalised_text, value, chosen)
+    # A function of its arguments alone, asked again and again: the confirmation checks test
+    # each value of each change against every question, once per constraint, and the same
+    # questions come back in every attempt of a task.
+    key = (normalised_text, value, chosen)
+    found = _MENTIONED.get(key)
+    if found is None:
+        if len(_MENTIONED) >= _MENTIONS_KEPT:
+            _MENTIONED.clear()
+        found = _MENTIONED[key] = _mentions(normalised_text, value, chosen)
+    return found
+
+
+_MENTIONED: dict[tuple[str, str, bool], bool] = {}
+_MENTIONS_KEPT = 4096
+"""Answers of :func:`mentions` remembered at most (texts up to :data:`_CACHED_CHARS` long,
+values up to :data:`_SPELLED_CHARS`); past it the memo starts again."""
+
+
+def _mentions(normalised_text: str, value: str, chosen: bool) -> bool:
     pattern = _named_by(value) if len(value) <= _SPELLED_CHARS else _as_written(value)
     if not chosen:
         return pattern.search(normalised_text) is not None
