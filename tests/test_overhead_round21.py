@@ -68,20 +68,37 @@ def test_equal_sources_with_other_flags_do_not_share_an_answer() -> None:
 
 def test_long_texts_are_searched_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_match, "SEARCHED_CHARS", 10)
-    before = len(_match._SEARCHED)
+    before = _match._searched.cache_info().currsize
     pattern = re.compile(r"x$")
     assert _match.found_in(pattern, "a" * 20 + "x") is True
     assert _match.found_in(pattern, "a" * 21) is False
-    assert len(_match._SEARCHED) == before
+    assert _match._searched.cache_info().currsize == before
 
 
-def test_the_memo_starts_again_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_match, "_SEARCHED", {})
-    monkeypatch.setattr(_match, "SEARCHES_KEPT", 5)
+def test_the_memos_are_bounded_and_keep_answering_past_the_bound() -> None:
     pattern = re.compile(r"7")
-    for n in range(40):
+    for n in range(5000):
         assert _match.found_in(pattern, str(n)) is ("7" in str(n))
-        assert len(_match._SEARCHED) <= 5
+    assert _match._searched.cache_info().currsize <= 4096
+    for n in range(5000):
+        assert _text.mentions(str(n), "7") is (str(n) == "7")
+    assert _text._mentioned.cache_info().currsize <= 4096
+
+
+def test_no_answer_can_be_written_into_the_memos() -> None:
+    """An in-process agent's code reaches the harness's modules by name: a memo it could
+    write ("this card number matches nothing") would flip a verdict. The memos are
+    lru_caches, filled only by searching and reading; a card number is still found."""
+    for module in (_match, _text):
+        assert not [
+            name
+            for name, value in vars(module).items()
+            if isinstance(value, dict) and ("search" in name.lower() or "mention" in name.lower())
+        ]
+    rule = constraint(id="no-pan", never={"message": "agent", "matches": r"\d{13,19}"})
+    trace = Trace().agent("your card 4111111111111111")
+    assert not evaluate_constraints([rule], trace.events)[0].passed
+    assert _match._searched.cache_info().currsize > 0
 
 
 def test_a_message_match_reads_the_memo_only_for_equal_texts() -> None:

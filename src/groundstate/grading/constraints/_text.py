@@ -181,19 +181,14 @@ def mentions(normalised_text: str, value: str, *, chosen: bool = False) -> bool:
     # A function of its arguments alone, asked again and again: the confirmation checks test
     # each value of each change against every question, once per constraint, and the same
     # questions come back in every attempt of a task.
-    key = (normalised_text, value, chosen)
-    found = _MENTIONED.get(key)
-    if found is None:
-        if len(_MENTIONED) >= _MENTIONS_KEPT:
-            _MENTIONED.clear()
-        found = _MENTIONED[key] = _mentions(normalised_text, value, chosen)
-    return found
+    return _mentioned(normalised_text, value, chosen)
 
 
-_MENTIONED: dict[tuple[str, str, bool], bool] = {}
-_MENTIONS_KEPT = 4096
-"""Answers of :func:`mentions` remembered at most (texts up to :data:`_CACHED_CHARS` long,
-values up to :data:`_SPELLED_CHARS`); past it the memo starts again."""
+@lru_cache(maxsize=4096)
+def _mentioned(normalised_text: str, value: str, chosen: bool) -> bool:
+    # An lru_cache (as _normalised): its entries are made only by reading, so code running
+    # beside the harness cannot write an answer into it. Texts up to _CACHED_CHARS long.
+    return _mentions(normalised_text, value, chosen)
 
 
 def _mentions(normalised_text: str, value: str, chosen: bool) -> bool:
