@@ -11,7 +11,7 @@ from decimal import Decimal
 from functools import cached_property, lru_cache
 from typing import Any, TypeGuard
 
-from groundstate.grading.constraints._index import TraceIndex
+from groundstate.grading.constraints._index import Before, TraceIndex
 from groundstate.grading.constraints._match import matches
 from groundstate.grading.constraints._paths import resolve
 from groundstate.grading.constraints._result import failed, label, passed
@@ -108,7 +108,7 @@ def answered_part(question: str, answer: str) -> str:
 def confirmed(constraint: ConfirmedConstraint, index: TraceIndex) -> CheckResult:
     """Every change follows a yes that answered a question naming all the change's values."""
     for i, answers in _changes(constraint.confirmed, index):
-        change, earlier = index.events[i], index.events[:i]
+        change, earlier = index.events[i], index.before(i)
         verdict = _check_change(constraint, change, answers, index.requested.get(i), earlier)
         if verdict is not None:
             return verdict
@@ -496,12 +496,7 @@ def _other_detail(asked: str, known: set[str], earlier: Sequence[AgentEvent]) ->
     record, unlike an id, a name or a label), another the tools showed at that key, and not
     the value: "Shall I make it the navy one?" to an exchange for forest, "Or size M?" to
     size L (a value "size L" stands where the tools show "L")."""
-    details: dict[tuple[str, ...], set[str]] = {}
-    for event in earlier:
-        if isinstance(event, ToolCallEvent) and event.ok:
-            for path, leaf in _leaves(event.output, (event.tool,)):
-                if not _ID_KEY.search(path[-1]):
-                    details.setdefault(path, set()).add(normalise(leaf))
+    details = _shown(earlier, records=False)
     for value in known:
         bare = value.removeprefix("size ")
         sized = "size " if bare != value else ""
@@ -838,21 +833,40 @@ def _recorded_words(question: str, earlier: Sequence[AgentEvent]) -> frozenset[s
     own values (not its nested records) and the month of each date ("the socks from May" of
     order O-1001, placed 2025-05-28). Saying them restates the question's record."""
     words: set[str] = set()
-    for event in earlier:
-        if isinstance(event, ToolCallEvent) and event.ok:
-            for record in _records(event.output):
-                own = {k: v for k, v in record.items() if isinstance(v, str | int | float)}
-                names = [str(v) for k, v in own.items() if _ID_KEY.search(str(k))]
-                if not any(len(name) >= 3 and mentions(question, name) for name in names):
-                    continue
-                for value in map(str, own.values()):
-                    if len(value) > _SPELLED:
-                        continue
-                    words.update(_TOKEN.findall(normalise(value)))
-                    dated = _ISO_DATE.match(value)
-                    if dated and 1 <= int(dated[1]) <= 12:
-                        words.add(_MONTHS[int(dated[1]) - 1])
+    memo = earlier.worked_out if isinstance(earlier, Before) else None
+    for at, event in enumerate(earlier):
+        for names, said in _output_records(at, event, memo):
+            if any(len(name) >= 3 and mentions(question, name) for name in names):
+                words.update(said)
     return frozenset(words)
+
+
+def _output_records(
+    at: int, event: AgentEvent, memo: dict[Any, Any] | None
+) -> list[tuple[list[str], set[str]]]:
+    """Each record (dict) of step *at*'s output if it is a successful tool call: its names
+    (its values at keys naming an id, a name or a label) and the words of its own values (with
+    the month of each date); worked out once per trace with a *memo*."""
+    key = ("records", at)
+    if memo is not None and key in memo:
+        return memo[key]  # type: ignore[no-any-return]
+    found = []
+    if isinstance(event, ToolCallEvent) and event.ok:
+        for record in _records(event.output):
+            own = {k: v for k, v in record.items() if isinstance(v, str | int | float)}
+            names = [str(v) for k, v in own.items() if _ID_KEY.search(str(k))]
+            said: set[str] = set()
+            for value in map(str, own.values()):
+                if len(value) > _SPELLED:
+                    continue
+                said.update(_TOKEN.findall(normalise(value)))
+                dated = _ISO_DATE.match(value)
+                if dated and 1 <= int(dated[1]) <= 12:
+                    said.add(_MONTHS[int(dated[1]) - 1])
+            found.append((names, said))
+    if memo is not None:
+        memo[key] = found
+    return found
 
 
 def _records(value: Any) -> Iterator[dict[Any, Any]]:
@@ -984,13 +998,49 @@ def _siblings(known: set[str], earlier: Sequence[AgentEvent], *, records: bool =
     """The strings successful tool outputs of *earlier* show where they show one of the
     *known* values (normalised): at the same key, in any element of the same lists. *records*:
     only at keys naming a record (an id, a name, a label), not a detail (a colour, a size)."""
-    found: dict[tuple[str, ...], set[str]] = {}
-    for event in earlier:
-        if isinstance(event, ToolCallEvent) and event.ok:
-            for path, leaf in _leaves(event.output, (event.tool,)):
-                if not records or _ID_KEY.search(path[-1]):
-                    found.setdefault(path, set()).add(normalise(leaf))
+    found = _shown(earlier, records=True if records else None)
     return {leaf for leaves in found.values() if leaves & known for leaf in leaves - known if leaf}
+
+
+_Shown = dict[tuple[str, ...], set[str]]
+
+
+def _shown(earlier: Sequence[AgentEvent], *, records: bool | None) -> _Shown:
+    """The strings (normalised) successful tool outputs of *earlier* show, by path (see
+    :func:`_leaves`): at every key (*records* None), only at keys naming a record (an id, a
+    name, a label: True), or only at the others (a detail: False). Not to be edited: the
+    steps before a change (:class:`Before`) keep it for every check of the attempt."""
+    memo = earlier.worked_out if isinstance(earlier, Before) else None
+    key = ("shown", len(earlier), records)
+    if memo is not None and key in memo:
+        return memo[key]  # type: ignore[no-any-return]
+    found: _Shown = {}
+    for at, event in enumerate(earlier):
+        for path, leaf, of_record in _output_leaves(at, event, memo):
+            if records is None or records == of_record:
+                found.setdefault(path, set()).add(leaf)
+    if memo is not None:
+        memo[key] = found
+    return found
+
+
+def _output_leaves(
+    at: int, event: AgentEvent, memo: dict[Any, Any] | None
+) -> list[tuple[tuple[str, ...], str, bool]]:
+    """The strings of step *at*'s output if it is a successful tool call, normalised, by path,
+    each with whether its key names a record; worked out once per trace with a *memo*."""
+    key = ("leaves", at)
+    if memo is not None and key in memo:
+        return memo[key]  # type: ignore[no-any-return]
+    found = []
+    if isinstance(event, ToolCallEvent) and event.ok:
+        found = [
+            (path, normalise(leaf), _ID_KEY.search(path[-1]) is not None)
+            for path, leaf in _leaves(event.output, (event.tool,))
+        ]
+    if memo is not None:
+        memo[key] = found
+    return found
 
 
 def _leaves(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], str]]:

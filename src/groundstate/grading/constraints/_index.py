@@ -9,6 +9,7 @@ and ``no`` of every ``confirmed``), costs a fraction of testing every match on e
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from groundstate.grading.constraints._match import compiled
 from groundstate.spec.constraints import Match
@@ -38,6 +39,13 @@ class TraceIndex:
                 self._by_tool.setdefault(event.tool, []).append(index)
                 self.written = self.written or bool(event.writes)
         self._hits: dict[str, tuple[list[int], frozenset[int]]] = {}
+        self._worked_out: dict[Any, Any] = {}
+
+    def before(self, at: int) -> Before:
+        """The steps before step *at*, carrying what checks worked out from this trace's steps
+        (shared by every prefix of it: the strings each tool output shows, read once per
+        attempt rather than once per change and per check)."""
+        return Before(self.events[:at], self._worked_out)
 
     def hits(self, match: Match) -> list[int]:
         """The indexes of the steps *match* selects, in trace order."""
@@ -67,6 +75,17 @@ class TraceIndex:
         if match.tool in (None, "*"):
             return self._calls
         return self._by_tool.get(match.tool, [])
+
+
+class Before(list[AgentEvent]):
+    """The steps of a trace before one of them (a plain list of them), with a memo shared by
+    every prefix of the same trace: ``worked_out`` maps a key naming what was worked out,
+    from which steps, to the result. Only values that depend on nothing but those steps go in
+    it, and only while one evaluation reads the trace (a :class:`TraceIndex` lives for one)."""
+
+    def __init__(self, events: Sequence[AgentEvent], worked_out: dict[Any, Any]) -> None:
+        super().__init__(events)
+        self.worked_out = worked_out
 
 
 def requested_at(trace: Sequence[TraceEvent]) -> dict[int, int]:

@@ -176,6 +176,22 @@ def mentions(normalised_text: str, value: str, *, chosen: bool = False) -> bool:
     *chosen*: only where the text does not turn the value down, as a question confirming a
     change names what it will do: "to your Visa, not your gift card" names no gift card, nor
     does "instead of the gift card" (see :data:`_TURNED_DOWN`)."""
+    if len(normalised_text) > _CACHED_CHARS or len(value) > _SPELLED_CHARS:
+        return _mentions(normalised_text, value, chosen)
+    # A function of its arguments alone, asked again and again: the confirmation checks test
+    # each value of each change against every question, once per constraint, and the same
+    # questions come back in every attempt of a task.
+    return _mentioned(normalised_text, value, chosen)
+
+
+@lru_cache(maxsize=4096)
+def _mentioned(normalised_text: str, value: str, chosen: bool) -> bool:
+    # An lru_cache (as _normalised): its entries are made only by reading, so code running
+    # beside the harness cannot write an answer into it. Texts up to _CACHED_CHARS long.
+    return _mentions(normalised_text, value, chosen)
+
+
+def _mentions(normalised_text: str, value: str, chosen: bool) -> bool:
     pattern = _named_by(value) if len(value) <= _SPELLED_CHARS else _as_written(value)
     if not chosen:
         return pattern.search(normalised_text) is not None
