@@ -32,7 +32,13 @@ from pydantic import BaseModel
 from groundstate.errors import SpecError
 from groundstate.importers.appworld import AppWorldSource, aggregate_only
 from groundstate.importers.batch import ImportReport, store_import
-from groundstate.importers.compressed import DAMAGED, damaged, name_suffix, open_bytes
+from groundstate.importers.compressed import (
+    DAMAGED,
+    INFLATED_LIMIT,
+    damaged,
+    name_suffix,
+    open_bytes,
+)
 from groundstate.importers.harbor import JOB_KEYS, TRIAL_KEYS, HarborSource
 from groundstate.importers.inspect_log import InspectSource
 from groundstate.importers.rows import (
@@ -44,6 +50,7 @@ from groundstate.importers.rows import (
     not_utf8,
     read_json,
 )
+from groundstate.importers.stream import json_stream
 from groundstate.importers.swebench import (
     SweBenchSource,
     logs_folder,
@@ -237,11 +244,10 @@ reader), which was read here whole first, however large."""
 
 
 def _document_format(path: Path) -> Format:
+    streamed = _streamed_format(path)
+    if streamed is not None:
+        return streamed
     data = read_json(path)
-    if isinstance(data, dict) and ("simulations" in data or "simulation_index" in data):
-        return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
-    if isinstance(data, dict) and "eval" in data and "samples" in data:
-        return "inspect"
     found = _object_format(data)
     if found is not None:
         return found
@@ -249,6 +255,25 @@ def _document_format(path: Path) -> Format:
     raise SpecError(
         path, None, "cannot tell its format: give --format (" + ", ".join(FORMATS) + ")"
     )
+
+
+def _streamed_format(path: Path) -> Format | None:
+    """The format of a document read by its reader value by value (an Inspect ``.json`` log,
+    a τ² results file), told from its top-level keys as they come, without reading the
+    samples or simulations that make it large (read whole, a log of a gigabyte took several
+    GB of memory here before its reader read it again)."""
+    keys: set[str] = set()
+    with json_stream(path, INFLATED_LIMIT) as stream:
+        if stream.peek() != "{":
+            return None
+        for key in stream.members():
+            keys.add(key)
+            if key in ("simulations", "simulation_index"):
+                return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
+            if {"eval", "samples"} <= keys:
+                return "inspect"
+            stream.skip()
+    return None
 
 
 SWE_BENCH_KEYS = frozenset({"resolved_ids", "unresolved_ids"})
