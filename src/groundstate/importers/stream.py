@@ -25,6 +25,10 @@ from groundstate.errors import SpecError
 from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
 from groundstate.importers.rows import MARKING, UNIQUE, DoubledKey, doubled_field, not_utf8
 
+RECORD_LIMIT = 1 << 28
+"""The most one value (a record: a τ² simulation, a τ-bench result) is read in, in characters:
+a record is kilobytes to megabytes; parsed, it takes several times its size (as
+``inspect_log.MEMBER_LIMIT`` for a sample)."""
 CHUNK = 1 << 20
 """Characters read at a time (a value that needs more doubles the read, so a value of n
 characters is parsed about twice over, not n / CHUNK times)."""
