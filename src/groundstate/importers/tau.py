@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from groundstate.errors import SpecError
-from groundstate.importers.stream import RECORD_LIMIT, json_stream
 from groundstate.importers.rows import (
     ERROR_REASONS,
     REWARD_TOLERANCE,
@@ -47,6 +46,7 @@ from groundstate.importers.rows import (
     token_lists,
     total,
 )
+from groundstate.importers.stream import RECORD_LIMIT, json_stream
 
 TAU2_ENDS: dict[str, str | None] = {
     "user_stop": None,
@@ -334,9 +334,7 @@ class Tau2Source:
             if stream.peek() != "{":
                 return read_json_object(self.path, "a τ²-bench results file")  # says what it is
             for key in stream.members():
-                if key != "simulations":
-                    results[key] = stream.value(key)
-                elif stream.peek() != "[":
+                if key != "simulations" or stream.peek() != "[":
                     results[key] = stream.value(key)
                 elif any(True for _ in stream.elements(key)):
                     results[key] = LISTED
