@@ -32,13 +32,7 @@ from pydantic import BaseModel
 from groundstate.errors import SpecError
 from groundstate.importers.appworld import AppWorldSource, aggregate_only
 from groundstate.importers.batch import ImportReport, store_import
-from groundstate.importers.compressed import (
-    DAMAGED,
-    INFLATED_LIMIT,
-    damaged,
-    name_suffix,
-    open_bytes,
-)
+from groundstate.importers.compressed import DAMAGED, damaged, name_suffix, open_bytes
 from groundstate.importers.harbor import JOB_KEYS, TRIAL_KEYS, HarborSource
 from groundstate.importers.inspect_log import InspectSource
 from groundstate.importers.rows import (
@@ -50,7 +44,7 @@ from groundstate.importers.rows import (
     not_utf8,
     read_json,
 )
-from groundstate.importers.stream import json_stream
+from groundstate.importers.stream import RECORD_LIMIT, TooLarge, json_stream
 from groundstate.importers.swebench import (
     SweBenchSource,
     logs_folder,
@@ -263,7 +257,7 @@ def _streamed_format(path: Path) -> Format | None:
     samples or simulations that make it large (read whole, a log of a gigabyte took several
     GB of memory here before its reader read it again)."""
     keys: set[str] = set()
-    with json_stream(path, INFLATED_LIMIT) as stream:
+    with json_stream(path, RECORD_LIMIT) as stream:
         if stream.peek() != "{":
             return None
         for key in stream.members():
@@ -272,7 +266,10 @@ def _streamed_format(path: Path) -> Format | None:
                 return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
             if {"eval", "samples"} <= keys:
                 return "inspect"
-            stream.skip()
+            try:
+                stream.skip()
+            except TooLarge:  # a value no record of theirs holds: read whole, as before
+                return None
     return None
 
 

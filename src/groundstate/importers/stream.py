@@ -14,12 +14,13 @@ data after the document.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from groundstate.errors import SpecError
 from groundstate.importers.compressed import DAMAGED, damaged, open_bytes
@@ -38,11 +39,15 @@ _NEAR_END = 16
 token (``tru``, ``1e``, ``\\ud83d\\ude0``): more is read before it is called an error."""
 
 
+class TooLarge(SpecError):
+    """One value of the document is longer than the stream's limit."""
+
+
 class JsonStream:
     """One JSON document, read forward: :meth:`members` of an object, :meth:`elements` of a
     list, :meth:`value` for anything else."""
 
-    def __init__(self, handle: IO[bytes], path: Path, limit: int) -> None:
+    def __init__(self, handle: io.BufferedIOBase, path: Path, limit: int) -> None:
         self._handle = handle
         self._path = path
         self._limit = limit
@@ -134,7 +139,7 @@ class JsonStream:
                 decoder = MARKING
                 continue
             except json.JSONDecodeError as exc:
-                if self._cut(exc) and self._grow(want):
+                if self._cut(exc) and self._grow(want, field):
                     want *= 2
                     continue
                 raise self._syntax(exc.msg, exc.pos) from None
@@ -146,8 +151,10 @@ class JsonStream:
                                 "parsing it") from None  # fmt: skip
             except ValueError as exc:  # an integer of more than 4,300 digits
                 raise SpecError(self._path, field or None, f"not valid JSON: {exc}") from None
-            if end == len(self._text) and self._grow(want):  # a number may go on past it
-                continue
+            if _number(value) and end > len(self._text) - _NEAR_END and self._grow(want, field):
+                continue  # "1" of "1.5e3" cut by the window's end
+            if end - self._pos > self._limit:
+                raise self._too_large(field)
             if decoder is MARKING:
                 where = doubled_field(value, field)
                 raise SpecError(self._path, where, "the key appears twice in one object")
@@ -169,16 +176,18 @@ class JsonStream:
         """The error may be the window's end, not the document's."""
         return exc.msg.startswith("Unterminated string") or exc.pos >= len(self._text) - _NEAR_END
 
-    def _grow(self, want: int) -> bool:
-        """Read *want* more characters for the value at hand; ``False`` at the end of the
-        file. A value already past the limit is refused."""
-        held = len(self._text) - self._pos
-        if held > self._limit:
-            raise SpecError(
-                self._path, None, f"a value of more than {self._limit} characters at offset "
-                f"{self._offset}, over the {self._limit} read at once",
-            )  # fmt: skip
-        return self._read(want)
+    def _grow(self, want: int, field: str) -> bool:
+        """Read *want* more characters for the value at hand (at *field*); ``False`` at the end
+        of the file. A value already past the limit is refused."""
+        if len(self._text) - self._pos > self._limit:
+            raise self._too_large(field)
+        return self._read(min(want, self._limit + 1))
+
+    def _too_large(self, field: str) -> TooLarge:
+        return TooLarge(
+            self._path, field or None, f"more than {self._limit} characters (from offset "
+            f"{self._offset}), over the {self._limit} one record is read in",
+        )  # fmt: skip
 
     def _read(self, size: int) -> bool:
         """Append about *size* characters to the window, dropping what was read past."""
@@ -204,6 +213,10 @@ class JsonStream:
         at = self._pos if at is None else at
         line = self._lines + self._text.count("\n", 0, at) + 1
         return SpecError(f"{self._path}:{line}", None, f"not valid JSON: {message}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @contextmanager
