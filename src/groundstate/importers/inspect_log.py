@@ -6,7 +6,7 @@ and, once finished, ``header.json`` (spec, plan, status, results, stats), ``summ
 and ``reductions.json``. A ``.json`` log is the same ``EvalLog`` as one object with its
 ``samples`` inline. Each sample has ``id``, ``epoch`` (1-based), ``scores`` (scorer name ->
 ``{value, answer, explanation, metadata}``), ``error``, ``limit``, ``total_time`` ...; samples
-are read from the archive one at a time.
+are read one at a time, from the archive or from the ``.json`` log (:mod:`.stream`).
 """
 
 from __future__ import annotations
@@ -792,7 +792,8 @@ MEMBER_LIMIT = 1 << 28
 """The largest archive member read (uncompressed bytes, as its header declares; zipfile stops
 at the declared size, and a size understated fails its checksum). A sample's transcript is
 megabytes; parsed, a member takes several times its size in memory, so 256 MiB (a few GB
-parsed) is the most read, not the gigabyte (5 to 10 GB parsed) read before."""
+parsed) is the most read, not the gigabyte (5 to 10 GB parsed) read before. A ``.json`` log's
+sample is held to the same number of characters."""
 
 
 def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:

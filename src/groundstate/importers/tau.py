@@ -5,8 +5,9 @@
 simulations}``, each simulation ``{id, task_id, trial, termination_reason, reward_info:
 {reward, reward_breakdown, ...}, agent_cost, duration, messages, ...}``; its "dir" format
 writes ``results.json`` with a ``simulation_index`` instead, and each simulation to
-``simulations/<id>.json`` beside it. Both are read whole (they hold full conversations, so
-they are small next to a row file); the conversations themselves are not imported.
+``simulations/<id>.json`` beside it. Both are read record by record (they hold full
+conversations: a large run's file runs to hundreds of MB; :mod:`.stream`); the conversations
+themselves are not imported.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ class TauSource:
         hundreds of MB)."""
         with json_stream(self.path, RECORD_LIMIT) as stream:
             if stream.peek() != "[":
-                read_json(self.path)  # a syntax error is named as such
+                if stream.peek() != "{":
+                    stream.value()  # a syntax error is named as such
                 raise SpecError(self.path, None, "a τ-bench results file is a JSON list")
             for index, item in enumerate(stream.elements(), start=1):
                 yield self._row(f"{self.path}:{index}", index, item)
@@ -266,7 +268,9 @@ def _tau_agrees(where: str, reward: float, info: dict[str, Any]) -> dict[str, bo
     ``calculate_reward`` gives 1 only when every check passed (a database hash that differs,
     or an output never told, sets it to 0), and 0 only when one failed: a ``RewardActionInfo``
     (``r_actions`` alone) that passed gives 1 (a ``RewardOutputInfo``'s ``r_outputs`` of 1
-    beside a reward of 0 is a wrong database, which it does not show). A reward that says
+    beside a reward of 0 is a wrong database, which it does not show); so does the first
+    ``run.py``'s ``r_actions`` (and ``r_outputs``) at the top of ``info``, every one passed,
+    as its ``calculate_reward`` set the reward to 0 only when one failed. A reward that says
     otherwise is a file τ-bench did not write (edited): read by its reward alone, a ``reward``
     of 1 passed an attempt its own checks failed, and a 0 failed one they passed. Returns the
     checks, read."""
