@@ -58,8 +58,9 @@ def _simulation(index: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def write_document(path: Path, megabytes: int, kind: str) -> int:
-    """A document of about *megabytes* MB, written record by record; returns the records."""
+def write_document(path: Path, megabytes: int, kind: str, one_line: bool = False) -> int:
+    """A document of about *megabytes* MB, written record by record (a record a line, or all on
+    one line); returns the records."""
     record = _sample if kind == "inspect" else _simulation
     size = len(json.dumps(record(0)))
     count = max(1, round(megabytes * 1_000_000 / size))
@@ -71,21 +72,22 @@ def write_document(path: Path, megabytes: int, kind: str) -> int:
     else:
         head = {"timestamp": "2026-01-01T00:00:00", "info": {"num_trials": 1}, "tasks": []}
         key = "simulations"
+    brk = "" if one_line else "\n"
     with path.open("w", encoding="utf-8") as out:
-        out.write(json.dumps(head)[:-1] + f', "{key}": [\n')
+        out.write(json.dumps(head)[:-1] + f', "{key}": [{brk}')
         for index in range(count):
-            out.write(("" if index == 0 else ",\n") + json.dumps(record(index)))
-        out.write("\n]}\n")
+            out.write(("" if index == 0 else f",{brk}") + json.dumps(record(index)))
+        out.write(f"{brk}]}}\n")
     return count
 
 
-def measure(path: Path, store: Path, kind: str) -> dict[str, Any]:
+def measure(path: Path, store: Path) -> dict[str, Any]:
     """Import *path* in a child process; its memory and exit code (see the module's doc)."""
     report = store.with_suffix(".measure.json")
     command = ["import-results", str(path), "--name", "big", "--store", str(store)]
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", CHILD, str(report), *command, "--format", kind],
+        [sys.executable, "-c", CHILD, str(report), *command],  # its format detected
         check=False,
         capture_output=True,
     )
@@ -100,11 +102,12 @@ def main() -> None:
     parser.add_argument("--megabytes", type=int, default=800)
     parser.add_argument("--format", choices=["inspect", "tau2-bench"], default="inspect")
     parser.add_argument("--dir", type=Path, default=None, help="where to write (a temp dir)")
+    parser.add_argument("--one-line", action="store_true", help="the document on one line")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as folder:
         path = Path(folder) / "document.json"
-        records = write_document(path, args.megabytes, args.format)
-        figures = measure(path, Path(folder) / "store.db", args.format)
+        records = write_document(path, args.megabytes, args.format, args.one_line)
+        figures = measure(path, Path(folder) / "store.db")
     print(json.dumps({"format": args.format, "records": records, **figures}))
 
 

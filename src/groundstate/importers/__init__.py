@@ -20,6 +20,7 @@ lost, is in ``docs/interop.md``.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -171,7 +172,13 @@ def _named_format(path: Path) -> Format | None:
 
 def _sniff(path: Path) -> Format:
     try:
-        head = _head(path)
+        head = _head(path, line=False)
+        if head.startswith(b"{"):
+            with contextlib.suppress(SpecError):  # a broken document: named further on
+                streamed = _streamed_format(path)  # before a long first line is read whole
+                if streamed is not None:
+                    return streamed
+            head = _head(path)
     except DAMAGED as exc:
         raise SpecError(path, None, damaged(path, exc)) from None
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
@@ -202,15 +209,15 @@ def _sniff(path: Path) -> Format:
     return _document_format(path)
 
 
-def _head(path: Path) -> bytes:
+def _head(path: Path, *, line: bool = True) -> bytes:
     """The first 64 KiB of *path* (decompressed), without a byte-order mark or leading white
-    space, and the rest of its first line when it starts an object."""
+    space, and (with *line*) the rest of its first line when it starts an object."""
     with open_bytes(path) as handle:
         head = handle.read(1 << 16)
         if head.startswith(UTF16_MARKS):
             raise SpecError(path, None, not_utf8(path))
         head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-        if head.startswith(b"{") and not _BREAK.search(head):  # a first line past the head
+        if line and head.startswith(b"{") and not _BREAK.search(head):  # a line past the head
             head += _first_line(handle)
     return head
 
