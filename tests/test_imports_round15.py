@@ -307,10 +307,14 @@ def test_a_compressed_json_document_too_large_is_refused(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A few KiB of gzip can hold gigabytes (a decompression bomb): a document read whole is
-    refused past the limit before more of it is read."""
+    refused past the limit before more of it is read. (A τ-bench list is read result by
+    result since the twenty-first round's second pass, each within its own limit: a SWE-bench
+    report stands for a document read whole.)"""
+    from tests.test_imports_round11 import SWE_REPORT
+
     monkeypatch.setattr(compressed, "INFLATED_LIMIT", 1000)
-    path = tmp_path / "tau.json.gz"
-    path.write_bytes(gzip.compress(json.dumps(TAU * 50).encode()))
+    path = tmp_path / "report.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({**SWE_REPORT, "padding": "x" * 2000}).encode()))
     err = store.refused(path)
     assert "over 0 MiB uncompressed: decompress it and give the file" in err
 

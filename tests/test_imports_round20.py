@@ -290,14 +290,14 @@ def test_a_plain_json_document_too_large_is_refused_before_it_is_read(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A compressed document had a limit; a plain one was read whole whatever its size (a
-    5 GB Inspect ``.json`` log: a ``MemoryError`` traceback or a killed process)."""
-    samples = [sample(f"s{i}", 1, _scored("C")) for i in range(20)]
-    path = write_json(tmp_path / "log.json", log(samples))
+    5 GB report: a ``MemoryError`` traceback or a killed process). Since the twenty-first
+    round's second pass an Inspect ``.json`` log is read sample by sample, under no such
+    limit (``tests/test_imports2_round21.py``)."""
+    path = write_json(tmp_path / "report.json", {**SWE_REPORT, "padding": "x" * 2000})
     monkeypatch.setattr(compressed, "INFLATED_LIMIT", 1000)
-    for extra in ((), ("--format", "inspect")):
+    for extra in ((), ("--format", "swe-bench")):
         err = store.refused(path, *extra)
-        assert f"log.json: {path.stat().st_size} bytes, over the 0 MiB a JSON document" in err
-        assert "inspect log convert --to eval" in err
+        assert f"report.json: {path.stat().st_size} bytes, over the 0 MiB a JSON document" in err
     monkeypatch.setattr(compressed, "INFLATED_LIMIT", 1 << 30)
     store.imported(path)  # control: under the limit
 

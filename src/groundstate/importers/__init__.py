@@ -20,6 +20,7 @@ lost, is in ``docs/interop.md``.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
@@ -44,6 +45,7 @@ from groundstate.importers.rows import (
     not_utf8,
     read_json,
 )
+from groundstate.importers.stream import RECORD_LIMIT, TooLarge, json_stream
 from groundstate.importers.swebench import (
     SweBenchSource,
     logs_folder,
@@ -170,7 +172,13 @@ def _named_format(path: Path) -> Format | None:
 
 def _sniff(path: Path) -> Format:
     try:
-        head = _head(path)
+        head = _head(path, line=False)
+        if head.startswith(b"{"):
+            with contextlib.suppress(SpecError):  # a broken document: named further on
+                streamed = _streamed_format(path)  # before a long first line is read whole
+                if streamed is not None:
+                    return streamed
+            head = _head(path)
     except DAMAGED as exc:
         raise SpecError(path, None, damaged(path, exc)) from None
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
@@ -201,15 +209,15 @@ def _sniff(path: Path) -> Format:
     return _document_format(path)
 
 
-def _head(path: Path) -> bytes:
+def _head(path: Path, *, line: bool = True) -> bytes:
     """The first 64 KiB of *path* (decompressed), without a byte-order mark or leading white
-    space, and the rest of its first line when it starts an object."""
+    space, and (with *line*) the rest of its first line when it starts an object."""
     with open_bytes(path) as handle:
         head = handle.read(1 << 16)
         if head.startswith(UTF16_MARKS):
             raise SpecError(path, None, not_utf8(path))
         head = head.removeprefix(b"\xef\xbb\xbf").lstrip()
-        if head.startswith(b"{") and not _BREAK.search(head):  # a first line past the head
+        if line and head.startswith(b"{") and not _BREAK.search(head):  # a line past the head
             head += _first_line(handle)
     return head
 
@@ -237,11 +245,10 @@ reader), which was read here whole first, however large."""
 
 
 def _document_format(path: Path) -> Format:
+    streamed = _streamed_format(path)
+    if streamed is not None:
+        return streamed
     data = read_json(path)
-    if isinstance(data, dict) and ("simulations" in data or "simulation_index" in data):
-        return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
-    if isinstance(data, dict) and "eval" in data and "samples" in data:
-        return "inspect"
     found = _object_format(data)
     if found is not None:
         return found
@@ -249,6 +256,28 @@ def _document_format(path: Path) -> Format:
     raise SpecError(
         path, None, "cannot tell its format: give --format (" + ", ".join(FORMATS) + ")"
     )
+
+
+def _streamed_format(path: Path) -> Format | None:
+    """The format of a document read by its reader value by value (an Inspect ``.json`` log,
+    a τ² results file), told from its top-level keys as they come, without reading the
+    samples or simulations that make it large (read whole, a log of a gigabyte took several
+    GB of memory here before its reader read it again)."""
+    keys: set[str] = set()
+    with json_stream(path, RECORD_LIMIT) as stream:
+        if stream.peek() != "{":
+            return None
+        for key in stream.members():
+            keys.add(key)
+            if key in ("simulations", "simulation_index"):
+                return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
+            if {"eval", "samples"} <= keys:
+                return "inspect"
+            try:
+                stream.skip()
+            except TooLarge:  # a value no record of theirs holds: read whole, as before
+                return None
+    return None
 
 
 SWE_BENCH_KEYS = frozenset({"resolved_ids", "unresolved_ids"})

@@ -6,7 +6,7 @@ and, once finished, ``header.json`` (spec, plan, status, results, stats), ``summ
 and ``reductions.json``. A ``.json`` log is the same ``EvalLog`` as one object with its
 ``samples`` inline. Each sample has ``id``, ``epoch`` (1-based), ``scores`` (scorer name ->
 ``{value, answer, explanation, metadata}``), ``error``, ``limit``, ``total_time`` ...; samples
-are read from the archive one at a time.
+are read one at a time, from the archive or from the ``.json`` log (:mod:`.stream`).
 """
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ from groundstate.importers.rows import (
     mapping,
     parse_json,
     raised,
-    read_json,
     reward_kind,
     reward_verdict,
     task_key,
     total,
 )
+from groundstate.importers.stream import json_stream
 from groundstate.importers.table import COLUMNS, parse_row
 
 SCORE_VALUES = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -242,7 +242,7 @@ class InspectSource:
 
     def _read_header(self) -> dict[str, Any]:
         if not self._is_archive():
-            return mapping(str(self.path), "log", read_json(self.path))
+            return self._json_header()
         with self._archive() as archive:
             names = set(archive.namelist())
             for name in ("header.json", "_journal/start.json"):
@@ -278,18 +278,7 @@ class InspectSource:
 
     def _samples(self) -> Iterator[tuple[str, Any]]:
         if not self._is_archive():
-            log = self._header()
-            samples = log.get("samples")
-            if not isinstance(samples, list):
-                status = log.get("status")
-                raise SpecError(
-                    self.path,
-                    "samples",
-                    f"an Inspect .json log lists its samples here; this one (status {status!r}) "
-                    f"has {'none' if samples is None else type(samples).__name__}",
-                )
-            for index, sample in enumerate(samples):
-                yield f"{self.path}:samples[{index}]", sample
+            yield from self._json_samples()
             return
         with self._archive() as archive:
             names = _sample_members(archive)
@@ -297,6 +286,54 @@ class InspectSource:
             for name in names:
                 sample = _member(self.path, archive, name)
                 yield f"{self.path}!{name}", _with_metadata(self.path, archive, name, sample)
+
+    def _json_header(self) -> dict[str, Any]:
+        """A ``.json`` log's every top-level key but its samples, read without them: they are
+        read one at a time by :meth:`_json_samples`. The keys Inspect writes after its samples
+        (``reductions``, ``location``) are added as that walk passes them, unless a sample's
+        reading needs one (``eval``, to tell our export's log): then this walk reads past the
+        samples to it."""
+        header: dict[str, Any] = {}
+        with json_stream(self.path, MEMBER_LIMIT) as stream:
+            if stream.peek() != "{":
+                return mapping(str(self.path), "log", stream.value())
+            for key in stream.members():
+                if key == "samples" and "eval" in header:
+                    return header  # the samples and what follows: read by _json_samples
+                if key == "samples":
+                    stream.skip()
+                else:
+                    header[key] = stream.value(key)
+        return header
+
+    def _json_samples(self) -> Iterator[tuple[str, Any]]:
+        """A ``.json`` log's samples, each parsed on its own (a log of a gigabyte took several
+        GB of memory read whole), each within :data:`MEMBER_LIMIT` as an archive's member is;
+        the whole document is still checked as a whole parse checks it."""
+        header, found = self._header(), False
+        with json_stream(self.path, MEMBER_LIMIT) as stream:
+            for key in stream.members():
+                if key != "samples":
+                    header.setdefault(key, stream.value(key))  # past the samples: see above
+                    continue
+                found = True
+                if stream.peek() != "[":
+                    samples = stream.value(key)
+                    status = header.get("status")
+                    raise SpecError(
+                        self.path, "samples", f"an Inspect .json log lists its samples here; "
+                        f"this one (status {status!r}) has "
+                        f"{'none' if samples is None else type(samples).__name__}",
+                    )  # fmt: skip
+                for index, sample in enumerate(stream.elements("samples")):
+                    yield f"{self.path}:samples[{index}]", sample
+            stream.end()
+        if not found:
+            status = header.get("status")
+            raise SpecError(
+                self.path, "samples", f"an Inspect .json log lists its samples here; this one "
+                f"(status {status!r}) has none",
+            )  # fmt: skip
 
     def _own(self, sample: dict[str, Any]) -> dict[str, Any] | None:
         """The verdict our export kept in *sample*, read only from a log our export wrote (its
@@ -755,7 +792,8 @@ MEMBER_LIMIT = 1 << 28
 """The largest archive member read (uncompressed bytes, as its header declares; zipfile stops
 at the declared size, and a size understated fails its checksum). A sample's transcript is
 megabytes; parsed, a member takes several times its size in memory, so 256 MiB (a few GB
-parsed) is the most read, not the gigabyte (5 to 10 GB parsed) read before."""
+parsed) is the most read, not the gigabyte (5 to 10 GB parsed) read before. A ``.json`` log's
+sample is held to the same number of characters."""
 
 
 def _member(path: Path, archive: zipfile.ZipFile, name: str) -> Any:

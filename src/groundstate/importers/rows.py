@@ -451,21 +451,27 @@ def parse_json(text: str | bytes, where: str, *, at_line: bool = True) -> Any:
         raise SpecError(where, None, "too large to read: out of memory parsing it") from None
     except ValueError as exc:  # an integer of more than 4,300 digits
         raise SpecError(where, None, f"not valid JSON: {exc}") from None
-    except _DoubledKey:
-        found = _doubled(json.loads(text, object_pairs_hook=_Doubled.mark))
-        field = f"{found[0]}.{found[1]}".lstrip(".") if found else None
+    except DoubledKey:
+        field = doubled_field(json.loads(text, object_pairs_hook=_Doubled.mark))
         raise SpecError(where, field, "the key appears twice in one object") from None
 
 
-class _DoubledKey(Exception):
+class DoubledKey(Exception):
     """A key given twice in one JSON object (raised to stop parsing; then located)."""
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) < len(pairs):
-        raise _DoubledKey
+        raise DoubledKey
     return result
+
+
+def doubled_field(value: Any, prefix: str = "") -> str | None:
+    """Where in *value* (parsed with :data:`MARKING`) an object gave a key twice, as a field
+    (``samples[3].scores.match``; *prefix* the path to *value* itself), or ``None``."""
+    found = _doubled(value)
+    return f"{prefix}{found[0]}.{found[1]}".lstrip(".") if found else None
 
 
 class _Doubled(dict[str, Any]):
@@ -487,6 +493,12 @@ class _Doubled(dict[str, Any]):
                 break
             seen.add(key)
         return marked
+
+
+UNIQUE = json.JSONDecoder(object_pairs_hook=_unique_keys)
+"""A decoder that raises :class:`DoubledKey` on an object giving a key twice."""
+MARKING = json.JSONDecoder(object_pairs_hook=_Doubled.mark)
+"""A decoder that marks such an object, for :func:`doubled_field` (the error path only)."""
 
 
 def _doubled(value: Any) -> tuple[str, str] | None:

@@ -5,8 +5,9 @@
 simulations}``, each simulation ``{id, task_id, trial, termination_reason, reward_info:
 {reward, reward_breakdown, ...}, agent_cost, duration, messages, ...}``; its "dir" format
 writes ``results.json`` with a ``simulation_index`` instead, and each simulation to
-``simulations/<id>.json`` beside it. Both are read whole (they hold full conversations, so
-they are small next to a row file); the conversations themselves are not imported.
+``simulations/<id>.json`` beside it. Both are read record by record (they hold full
+conversations: a large run's file runs to hundreds of MB; :mod:`.stream`); the conversations
+themselves are not imported.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from groundstate.importers.rows import (
     token_lists,
     total,
 )
+from groundstate.importers.stream import RECORD_LIMIT, json_stream
 
 TAU2_ENDS: dict[str, str | None] = {
     "user_stop": None,
@@ -68,6 +70,9 @@ the system, as in τ²'s own metrics (they leave out ``infrastructure_error`` on
 its retries did not get past as one, a model's context overflow included."""
 
 USER_SIMULATOR = "environment_failure/user_simulator"
+LISTED: Any = object()
+"""What :attr:`Tau2Source._results` holds for a ``simulations`` list it has not read (one
+with a simulation or more, read by ``rows``)."""
 
 _TAU2_STATE_CHECKS = ("DB", "ENV_ASSERTION")
 _TAU2_FAILURES = {
@@ -93,16 +98,17 @@ class TauSource:
     errors: ErrorPolicy = "agent"
     format: str = "tau-bench"
 
-    @cached_property
-    def _results(self) -> list[Any]:
-        data = read_json(self.path)
-        if not isinstance(data, list):
-            raise SpecError(self.path, None, "a τ-bench results file is a JSON list")
-        return data
-
     def rows(self) -> Iterator[ImportedRow]:
-        for index, item in enumerate(self._results, start=1):
-            yield self._row(f"{self.path}:{index}", index, item)
+        """Each result, read one at a time (with its trajectory, a large run's file runs to
+        hundreds of MB)."""
+        with json_stream(self.path, RECORD_LIMIT) as stream:
+            if stream.peek() != "[":
+                if stream.peek() != "{":
+                    stream.value()  # a syntax error is named as such
+                raise SpecError(self.path, None, "a τ-bench results file is a JSON list")
+            for index, item in enumerate(stream.elements(), start=1):
+                yield self._row(f"{self.path}:{index}", index, item)
+            stream.end()
 
     def place(self, line: int) -> str:
         return f"{self.path}:{line}"  # the 1-based position in the list
@@ -262,7 +268,9 @@ def _tau_agrees(where: str, reward: float, info: dict[str, Any]) -> dict[str, bo
     ``calculate_reward`` gives 1 only when every check passed (a database hash that differs,
     or an output never told, sets it to 0), and 0 only when one failed: a ``RewardActionInfo``
     (``r_actions`` alone) that passed gives 1 (a ``RewardOutputInfo``'s ``r_outputs`` of 1
-    beside a reward of 0 is a wrong database, which it does not show). A reward that says
+    beside a reward of 0 is a wrong database, which it does not show); so does the first
+    ``run.py``'s ``r_actions`` (and ``r_outputs``) at the top of ``info``, every one passed,
+    as its ``calculate_reward`` set the reward to 0 only when one failed. A reward that says
     otherwise is a file τ-bench did not write (edited): read by its reward alone, a ``reward``
     of 1 passed an attempt its own checks failed, and a 0 failed one they passed. Returns the
     checks, read."""
@@ -298,49 +306,93 @@ def _tau_agrees(where: str, reward: float, info: dict[str, Any]) -> dict[str, bo
             where, "reward", f"{reward!r}, but {place}.r_actions is {detail['r_actions']!r} "
             "(the one check, passed): τ-bench gives 0 only when a check failed",
         )  # fmt: skip
+    elif not isinstance(scored, dict) and "r_actions" in checks and all(checks.values()):
+        # the first run.py: r_actions always, r_outputs beside it for a task with outputs,
+        # and a reward of 0 when either failed (its reward is their product)
+        shown = " and ".join(f"{place}.{name} {detail[name]!r}" for name in checks)
+        raise SpecError(
+            where, "reward", f"{reward!r}, but {shown} (every check, passed): τ-bench's first "
+            "run.py gives 0 only when a check failed",
+        )  # fmt: skip
     return checks
 
 
 @dataclass
 class Tau2Source:
-    """A τ²-bench results file: the monolithic JSON form, or the "dir" form's results.json."""
+    """A τ²-bench results file: the monolithic JSON form, or the "dir" form's results.json.
+    The monolithic form's simulations (conversations and all: hundreds of MB for a large
+    run) are read one at a time, as are the "dir" form's files."""
 
     path: Path
     format: str = "tau2-bench"
+    _held: Counter[str] = field(default_factory=Counter)
+    """Simulations read, per task id (for the warnings)."""
 
     @cached_property
     def _results(self) -> dict[str, Any]:
-        return read_json_object(self.path, "a τ²-bench results file")
+        """Every top-level key but ``simulations``, which is read by :meth:`rows` (τ² writes
+        it last; keys after it are added as :meth:`rows` passes them). Whether the file lists
+        any simulation is kept as :data:`LISTED` (the "dir" form writes ``[]`` or none)."""
+        results: dict[str, Any] = {}
+        with json_stream(self.path, RECORD_LIMIT) as stream:
+            if stream.peek() != "{":
+                return read_json_object(self.path, "a τ²-bench results file")  # says what it is
+            for key in stream.members():
+                if key != "simulations" or stream.peek() != "[":
+                    results[key] = stream.value(key)
+                elif any(True for _ in stream.elements(key)):
+                    results[key] = LISTED
+                    break
+                else:
+                    results[key] = []
+        return results
 
     @cached_property
-    def _simulations(self) -> list[tuple[str, Any]]:
-        """Each simulation with where it was read."""
+    def _index(self) -> list[Any] | None:
+        """The "dir" form's ``simulation_index``, when its simulations are files of their own."""
         listed = self._results.get("simulations")
         index = self._results.get("simulation_index")
         if isinstance(index, list) and index and not listed:  # [] as a placeholder too
-            return _dir_simulations(self.path, index)
-        if isinstance(listed, list):
-            return [(f"{self.path}:simulations[{i}]", item) for i, item in enumerate(listed)]
+            return index
+        if isinstance(listed, list) or listed is LISTED:
+            return None
         raise SpecError(
             self.path,
             "simulations",
             "a τ²-bench results file lists its simulations here (or in simulation_index)",
         )
 
+    def _simulations(self) -> Iterator[tuple[str, Any]]:
+        """Each simulation with where it was read."""
+        if self._index is not None:
+            yield from _dir_simulations(self.path, self._index)
+            return
+        with json_stream(self.path, RECORD_LIMIT) as stream:
+            for key in stream.members():
+                if key != "simulations":
+                    self._results.setdefault(key, stream.value(key))  # τ² writes none
+                    continue
+                for i, item in enumerate(stream.elements(key)):
+                    yield f"{self.path}:simulations[{i}]", item
+            stream.end()
+
     def rows(self) -> Iterator[ImportedRow]:
-        for index, (where, item) in enumerate(self._simulations, start=1):
+        for index, (where, item) in enumerate(self._simulations(), start=1):
+            if isinstance(item, dict):
+                self._held[str(item.get("task_id"))] += 1
             yield _tau2_row(where, index, item)
 
     def place(self, line: int) -> str:
-        return self._simulations[line - 1][0]
+        if self._index is None:
+            return f"{self.path}:simulations[{line - 1}]"
+        entry = self._index[line - 1]
+        return str(self.path.parent / "simulations" / f"{entry.get('id')}.json")
 
     def warnings(self) -> list[str]:
         """Attempts the file says were run and does not hold: tasks of its ``tasks`` list
         without a simulation (left out of every denominator, not failed), and tasks with fewer
         simulations than ``info.num_trials`` (as τ²'s own metrics warn)."""
-        held = Counter(
-            str(item.get("task_id")) for _, item in self._simulations if isinstance(item, dict)
-        )
+        held = self._held
         listed = self._results.get("tasks")
         if listed is not None and not isinstance(listed, list):
             kind = type(listed).__name__
@@ -397,7 +449,7 @@ def _some(ids: list[str], shown: int = 5) -> str:
     return ", ".join(repr(i) for i in ids[:shown]) + more
 
 
-def _dir_simulations(path: Path, index: list[Any]) -> list[tuple[str, Any]]:
+def _dir_simulations(path: Path, index: list[Any]) -> Iterator[tuple[str, Any]]:
     """τ²'s "dir" format: ``simulations/<id>.json`` beside results.json, one per index entry.
     The index and the files must agree, as τ² requires when it loads them: a missing file
     would otherwise leave an attempt out of every denominator without a word."""
@@ -412,13 +464,11 @@ def _dir_simulations(path: Path, index: list[Any]) -> list[tuple[str, Any]]:
         raise SpecError(folder, None, "does not match simulation_index: " + "; ".join(problems))
     if len(set(ids)) < len(ids):
         raise SpecError(path, "simulation_index", "names a simulation twice")
-    simulations = []
     for entry, simulation in zip(index, ids, strict=True):
         where = folder / f"{simulation}.json"
         item = read_json(where)
         _agrees(str(where), entry, item)
-        simulations.append((str(where), item))
-    return simulations
+        yield str(where), item
 
 
 _INDEXED = {

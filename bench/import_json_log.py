@@ -1,0 +1,115 @@
+"""Import of a large JSON document: an Inspect ``.json`` log or a τ² results file (prints
+figures; not a test, though ``tests/test_imports2_round21.py`` runs it small).
+
+Writes a document of about ``--megabytes`` MB (samples or simulations of about 500 KB each,
+their transcripts a hundred messages of 5 KB), imports it with the command line in a child
+process, and prints, as one JSON line, the child's peak resident memory before the import
+began and at its end (KiB), the import's exit code and seconds, and the file's size. Read whole
+(before the twenty-first round's second pass), a 200 MB log took more than 500 MB over the
+child's start; read record by record, a few MB.
+
+Run: ``.venv/bin/python bench/import_json_log.py [--megabytes 800] [--format tau2-bench]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+MESSAGE = "x" * 5000
+RECORD_MESSAGES = 100
+CHILD = """
+import json, resource, sys
+from groundstate.cli import main
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    main(sys.argv[2:])
+except SystemExit as exc:
+    code = exc.code
+with open(sys.argv[1], "w") as out:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    json.dump({"before_kib": before, "peak_kib": peak, "exit": code}, out)
+"""
+
+
+def _sample(index: int) -> dict[str, Any]:
+    messages = [{"role": "user", "content": MESSAGE} for _ in range(RECORD_MESSAGES)]
+    return {
+        "id": f"s{index}", "epoch": 1, "input": "q", "target": "a", "messages": messages,
+        "scores": {"match": {"value": "C" if index % 3 else "I"}}, "metadata": {},
+        "events": [], "model_usage": {}, "total_time": 1.5, "working_time": 1.0,
+        "error": None, "error_retries": [], "limit": None,
+    }  # fmt: skip
+
+
+def _simulation(index: int) -> dict[str, Any]:
+    messages = [{"role": "user", "content": MESSAGE} for _ in range(RECORD_MESSAGES)]
+    reward = 1.0 if index % 3 else 0.0
+    return {
+        "id": f"sim-{index}", "task_id": str(index), "trial": 0, "messages": messages,
+        "termination_reason": "user_stop", "reward_info": {"reward": reward},
+        "agent_cost": 0.01, "duration": 3.0,
+    }  # fmt: skip
+
+
+def write_document(path: Path, megabytes: int, kind: str, one_line: bool = False) -> int:
+    """A document of about *megabytes* MB, written record by record (a record a line, or all on
+    one line); returns the records."""
+    record = _sample if kind == "inspect" else _simulation
+    size = len(json.dumps(record(0)))
+    count = max(1, round(megabytes * 1_000_000 / size))
+    head: dict[str, Any]
+    if kind == "inspect":
+        spec = {"task": "bench", "model": "m", "eval_id": "e", "created": "2026-01-01T00:00:00"}
+        head = {"version": 2, "status": "success", "eval": spec, "plan": {}, "results": None}
+        key = "samples"
+    else:
+        head = {"timestamp": "2026-01-01T00:00:00", "info": {"num_trials": 1}, "tasks": []}
+        key = "simulations"
+    brk = "" if one_line else "\n"
+    with path.open("w", encoding="utf-8") as out:
+        out.write(json.dumps(head)[:-1] + f', "{key}": [{brk}')
+        for index in range(count):
+            out.write(("" if index == 0 else f",{brk}") + json.dumps(record(index)))
+        out.write(f"{brk}]}}\n")
+    return count
+
+
+def measure(path: Path, store: Path) -> dict[str, Any]:
+    """Import *path* in a child process; its memory and exit code (see the module's doc)."""
+    report = store.with_suffix(".measure.json")
+    command = ["import-results", str(path), "--name", "big", "--store", str(store)]
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", CHILD, str(report), *command],  # its format detected
+        check=False,
+        capture_output=True,
+    )
+    figures: dict[str, Any] = json.loads(report.read_text())
+    figures["seconds"] = round(time.perf_counter() - started, 1)
+    figures["file_bytes"] = path.stat().st_size
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--megabytes", type=int, default=800)
+    parser.add_argument("--format", choices=["inspect", "tau2-bench"], default="inspect")
+    parser.add_argument("--dir", type=Path, default=None, help="where to write (a temp dir)")
+    parser.add_argument("--one-line", action="store_true", help="the document on one line")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(dir=args.dir) as folder:
+        path = Path(folder) / "document.json"
+        records = write_document(path, args.megabytes, args.format, args.one_line)
+        figures = measure(path, Path(folder) / "store.db")
+    print(json.dumps({"format": args.format, "records": records, **figures}))
+
+
+if __name__ == "__main__":
+    main()
