@@ -130,10 +130,10 @@ def sees_no_leftovers(s0, sT):
     may end: would that one's worker take this thread for one left behind?"""
     import threading
 
-    from groundstate.executors._job import OURS
+    from groundstate.ourthreads import foreign
 
-    name = threading.current_thread().name
-    SEEN.append((name, name.startswith(OURS)))
+    here = threading.current_thread()
+    SEEN.append((here.name, here not in foreign()))
     return True
 '''
 

@@ -1,0 +1,172 @@
+"""Agents, twenty-first round, second pass: a thread an agent starts and names like one of the
+harness's.
+
+Whether code of an agent's may still run (as a try's grading starts; what a pool worker leaves
+to its next attempts) told the threads other than the loop threads by their names: any thread
+named ``groundstate-...``, ``asyncio_...``, ``attempt-...`` (or, in-process, like a thread of
+the host's from before the batch) was the harness's. An agent that left such a thread, which
+ended the process once a check had started, made its crash an uncounted grader failure (rerun);
+on the pool, the thread outlived its attempt into the worker's next ones. The harness's threads
+are now told by who started them (:func:`groundstate.ourthreads.start`) and a library pool's
+(a loop's default executor) by the code they run, waiting for work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from concurrent.futures import thread as executor_threads
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from groundstate import exitcause, ourthreads
+from groundstate.executors._job import _agents_alive, leftovers, process_state
+from groundstate.spec.system import load_system
+from groundstate.store import RunStore
+
+from .conftest import in_a_fresh_process
+from .test_executors_adversarial import pool, run
+from .test_exitcause_round19 import _mark
+from .test_gradexit_round19 import _in_try
+from .test_scale_round17 import chain, judged_bank, speaking_system
+
+pytestmark = pytest.mark.timeout(300)
+
+HARNESS_NAMES = ["groundstate-call", "groundstate-loop-idle", "asyncio_0", "attempt-1234abcd"]
+
+
+def _foreign_names() -> list[str]:
+    return ourthreads.names(ourthreads.foreign())
+
+
+def _stays(release: threading.Event, name: str) -> threading.Thread:
+    thread = threading.Thread(target=release.wait, args=(60,), name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+def _named_like_the_harness() -> dict[str, Any]:
+    """In a fresh process: which threads of an agent's, named like the harness's or doing
+    what a library pool does, are taken for the agent's, and which are not."""
+    seen: dict[str, Any] = {"start": _foreign_names()}
+    release = threading.Event()
+    try:
+        for name in HARNESS_NAMES:
+            _stays(release, name)
+        timer = threading.Timer(60, print)  # threading's own code, all of it
+        timer.name = "asyncio_1"
+        timer.start()
+        # Code compiled under threading's file name, run by the pools' own loop: still foreign.
+        spoof: dict[str, Any] = {}
+        exec(compile("def get(block=True):\n    E.wait(60)\n", threading.__file__, "exec"), spoof)
+        spoof["E"] = release
+        fake = type("Q", (), {"get": staticmethod(spoof["get"]), "put": staticmethod(id)})()
+        spoofed = threading.Thread(
+            target=executor_threads._worker, args=(lambda: None, fake, None, ()), name="asyncio_2"
+        )
+        spoofed.start()
+        busy = concurrent.futures.ThreadPoolExecutor(1, "asyncio")
+        busy.submit(release.wait, 60)
+        time.sleep(0.2)
+        seen["agents"] = _foreign_names()
+        seen["alive"] = _agents_alive()
+        seen["left"] = leftovers(None, process_state())
+        timer.cancel()
+    finally:
+        release.set()
+    time.sleep(0.2)
+    # Controls: a thread the harness started, idle pools (a loop's default executor, one of
+    # the agent's own: waiting for work, they run nothing).
+    ourthreads.start(threading.Thread(target=time.sleep, args=(5,), name="anything"))
+
+    async def to_thread() -> None:
+        await asyncio.to_thread(time.sleep, 0)
+
+    asyncio.run(to_thread())
+    own = concurrent.futures.ThreadPoolExecutor(1, "own")
+    own.submit(time.sleep, 0).result()
+    deadline = time.monotonic() + 30
+    while _foreign_names() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    seen["controls"] = _foreign_names()
+    seen["controls_alive"] = _agents_alive()
+    seen["controls_left"] = leftovers(None, process_state())
+    return seen
+
+
+def test_a_thread_named_like_the_harnesss_is_the_agents() -> None:
+    """Threads of an agent's named ``groundstate-...``, ``asyncio_...``, ``attempt-...``, a
+    ``threading.Timer``, the executors' loop run on a queue of the agent's (code compiled
+    under ``threading``'s file name), and a pool thread at work are agents' code alive and
+    left in a pool worker (before: only the last two, by name, and none of those named so).
+    Controls: a thread the harness started, a loop's default executor and a pool of the
+    agent's own once idle are not."""
+    seen = in_a_fresh_process(_named_like_the_harness)
+    assert seen["start"] == []
+    assert seen["agents"] == sorted([*HARNESS_NAMES, "asyncio_0", "asyncio_1", "asyncio_2"])
+    assert seen["alive"] is True
+    assert seen["left"] is not None and seen["left"].startswith("threads left running: ")
+    assert "asyncio_0" in seen["left"]  # the first five, sorted
+    assert seen["controls"] == []
+    assert seen["controls_alive"] is False
+    assert seen["controls_left"] is None
+
+
+def _named_like_the_host(tmp: str) -> tuple[set[str], set[str]]:
+    """In a fresh process: the host's thread from before the batch, then an agent's thread
+    given its very name; the try's grading is not noted while the agent's runs."""
+    release, host_release = threading.Event(), threading.Event()
+    host = _stays(host_release, "host-worker")
+    with RunStore(Path(tmp) / "runs.db") as store:
+        _mark(store, "r1")
+        with exitcause.watching(store.path) as watch:
+            watch.started("r1")
+            lurker = _stays(release, host.name)
+            try:
+                _in_try("r1", exitcause.grading_starts)
+                with_lurker = set(watch.grading)
+            finally:
+                release.set()
+                lurker.join()
+            _in_try("r1", exitcause.grading_starts)  # the host's own thread: no bar
+            without = set(watch.grading)
+    host_release.set()
+    return with_lurker, without
+
+
+def test_a_thread_named_like_the_hosts_keeps_grading_unnoted(tmp_path: Path) -> None:
+    """In-process, the host's threads from before the batch are told by identity: an agent's
+    thread named like one of them keeps its try's grading unnoted (a process-ending call
+    stays the agent's); once it has ended, the host's own thread is no bar."""
+    assert in_a_fresh_process(_named_like_the_host, str(tmp_path)) == (set(), {"r1"})
+
+
+@pytest.mark.parametrize("name", ["groundstate-call", "asyncio_0"])
+def test_an_agents_thread_named_like_the_harnesss_that_kills_its_worker_is_its_crash(
+    tmp_path: Path, name: str
+) -> None:
+    """On the process pool, attempt 2's agent leaves a thread named like the harness's that
+    kills its worker once the check runs: its crash, counted (before: the worker said its
+    grading had started, and the death was an uncounted grader failure, rerun). Attempts 1
+    and 3 are honest controls."""
+    bank = judged_bank(tmp_path)
+    speaking_system(tmp_path, {2: "thread"}, limit=3)
+    agent = tmp_path / "rogue.py"
+    plain = "threading.Thread(target=_lurk, args=(marks,), daemon=True)"
+    assert plain in agent.read_text()
+    agent.write_text(agent.read_text().replace(plain, plain[:-1] + f", name={name!r})"))
+    system = load_system(tmp_path / "rogue_system.yaml")
+    result = run(bank, system, tmp_path / "runs.db", pool(bank), 3, 1)
+    assert chain(result.runs) == [
+        (1, 0, "success", True),
+        (2, 0, "agent_failure/crashed", True),
+        (3, 0, "success", True),
+    ]
+    (crashed,) = [r for r in result.runs if r.attempt == 2]
+    worker = crashed.infrastructure_status["worker"]
+    assert worker["cause"] == "the worker process exited with code 9"
+    assert "grading" not in worker or worker["grading"] is False
