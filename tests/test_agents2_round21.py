@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sqlite3
 import threading
 import time
 from concurrent.futures import thread as executor_threads
@@ -24,14 +25,19 @@ from typing import Any
 import pytest
 
 from groundstate import exitcause, ourthreads
+from groundstate.agents.base import Session
 from groundstate.executors._job import _agents_alive, leftovers, process_state
+from groundstate.spec.suite import Suite
 from groundstate.spec.system import load_system
 from groundstate.store import RunStore
+from groundstate.testing import FunctionAgent, attempt
 
-from .conftest import in_a_fresh_process
+from .conftest import EditTask, in_a_fresh_process
+from .test_agents_round21 import _harness
 from .test_executors_adversarial import pool, run
 from .test_exitcause_round19 import _mark
 from .test_gradexit_round19 import _in_try
+from .test_inprocess_adversarial import _do_the_task, _then_honest
 from .test_scale_round17 import chain, judged_bank, speaking_system
 
 pytestmark = pytest.mark.timeout(300)
@@ -170,3 +176,63 @@ def test_an_agents_thread_named_like_the_harnesss_that_kills_its_worker_is_its_c
     worker = crashed.infrastructure_status["worker"]
     assert worker["cause"] == "the worker process exited with code 9"
     assert "grading" not in worker or worker["grading"] is False
+
+
+# --- the environment's connections, swapped for the agent's own -------------------------------
+
+
+def _graded_on_a_copy(session: Session, which: tuple[str, ...]) -> str:
+    """The task's end state made in a copy of the live database, and the environment's
+    connections named in *which* pointed at the copy: the live one is never written."""
+    env = _harness(session)._gateway._env
+    copy = Path(env._workdir) / "agents-own.db"
+    source = sqlite3.connect(env._live)
+    target = sqlite3.connect(copy, isolation_level=None, check_same_thread=False)
+    source.backup(target)
+    source.close()
+    target.execute("UPDATE accounts SET balance = balance - 30 WHERE id = 'A'")
+    target.execute("UPDATE accounts SET balance = balance + 30 WHERE id = 'B'")
+    target.execute("INSERT INTO transfers (source, target, amount, at) VALUES ('A', 'B', 30, '')")
+    for name in which:
+        if name == "_lease":
+            env._lease = type(env._lease)(target)
+        else:
+            setattr(env, name, target)
+    return "Moved 30 from A to B."
+
+
+def _by_sql(task: dict[str, Any]) -> None:
+    """The transfer task graded by its SQL assertion and check only (no state diff)."""
+    task["outcome_assertions"] = [
+        a for a in task["outcome_assertions"] if a["id"] != "exactly-one-transfer"
+    ]
+
+
+@pytest.mark.parametrize(
+    "which", [("_control", "_lease"), ("_control",), ("_lease",)], ids=["both", "control", "lease"]
+)
+def test_the_environments_connections_swapped_for_the_agents_are_found(
+    edited_bank: EditTask, which: tuple[str, ...]
+) -> None:
+    """The graders' and the harness's connections pointed at a database of the agent's own
+    with the task's end state (the live database never written): before, the checks read
+    the agent's copy (``success`` where the graders' lease was swapped). Now a prohibited
+    action, stage ``harness_code``, naming the attribute, and put back for the grading."""
+    suite = edited_bank(_by_sql)
+
+    async def agent(session: Session) -> str:
+        return _graded_on_a_copy(session, which)
+
+    run = attempt(suite, "transfer", FunctionAgent(agent)).run
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert run.infrastructure_status["stop"]["stage"] == "harness_code"
+    message = str(run.infrastructure_status["exception"]["message"])
+    assert all(f"the attempt's environment.{name}" in message for name in which)
+    assert not run.success
+    _then_honest(suite)
+
+
+def test_an_honest_attempt_on_each_kind_keeps_its_connections(bank: Suite) -> None:
+    """Control: the environment's own reset, calls and grading rebind none of them."""
+    run = attempt(bank, "transfer", FunctionAgent(_do_the_task)).run
+    assert run.terminal_reason == "success", run.infrastructure_status

@@ -170,6 +170,10 @@ class PostgresEnvironment(ClosesOnExit):
     """
 
     reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
+    held_bound = ClosesOnExit.held_bound | {
+        "_server", "_template", "_tables", "_live", "_control", "_evaluator", "_agent_raw",
+        "_agent", "_initial", "_connections",
+    }  # fmt: skip
 
     name = "postgres"
     probes = PostgresProbes()
