@@ -76,7 +76,7 @@ def _foreign_now(known: Threads | None) -> tuple[list[threading.Thread], list[th
             continue
         if frames is None:
             frames = sys._current_frames()
-        waiting, in_pool = _pool_thread(frames.get(thread.ident or -1))
+        waiting, in_pool = _pool_thread_now(thread, frames.get(thread.ident or -1))
         if not waiting:
             found.append(thread)
             if in_pool:
@@ -89,37 +89,70 @@ def _is_ours(thread: threading.Thread) -> bool:
     return ref is not None and ref() is thread
 
 
+def _pool_thread_now(thread: threading.Thread, frame: FrameType | None) -> tuple[bool, bool]:
+    """:func:`_pool_thread` of *thread*'s innermost *frame*, remembered while the thread stays
+    at the same instruction of the same frame (an executor's worker waiting in C): reading a
+    thread's stack afresh makes a frame object of each caller (microseconds each, twice per
+    attempt in a pool worker). The same frame, at the same instruction, has the same
+    callers, so the same answer."""
+    if frame is None:
+        return False, False
+    key, seen = id(thread), _SEEN.get(id(thread))
+    if seen is not None and seen[0] is frame and seen[1] == frame.f_lasti:
+        return seen[2]
+    answer = _pool_thread(frame)
+    _SEEN[key] = (frame, frame.f_lasti, answer) if answer[0] else None
+    if len(_SEEN) > 64:  # threads come and go
+        _SEEN.clear()
+    return answer
+
+
+_SEEN: dict[int, tuple[FrameType, int, tuple[bool, bool]] | None] = {}
+"""Per thread (by ``id``), its innermost frame found waiting, that frame's instruction then
+and the answer."""
+
+
 def _pool_thread(frame: FrameType | None) -> tuple[bool, bool]:
     """Whether the stack ending in *frame* is a library pool's loop, entered from
     ``threading``'s start, waiting in ``threading`` or ``queue`` (or in C) for work; and
     whether it is such a loop at all (at work). Each frame's code is compared by identity
     with those modules' own (code compares equal by value, and a file name is anyone's to
     compile with)."""
-    codes: list[CodeType] = []
+    loops, waits = _pool_loops(), _WAITS
+    waiting = True  # the frames inside the loop's, innermost first
     while frame is not None:
-        codes.append(frame.f_code)
+        code = frame.f_code
         frame = frame.f_back
-    loops = _pool_loops()
-    for depth, code in enumerate(reversed(codes)):  # outermost first
         if loops.get(id(code)) is code:
-            inner = codes[: len(codes) - depth - 1]
-            return all(_WAITS.get(id(c)) is c for c in inner), True
-        if _WAITS.get(id(code)) is not code:
-            return False, False
+            while frame is not None:  # the loop's callers: threading's start only
+                code = frame.f_code
+                if waits.get(id(code)) is not code:
+                    return False, True
+                frame = frame.f_back
+            return waiting, True
+        if waiting and waits.get(id(code)) is not code:
+            waiting = False
     return False, False
 
 
 def _pool_loops() -> dict[int, CodeType]:
     """The loops of the library pools the harness uses (those loaded in this process)."""
-    loops: list[CodeType] = [_executor_threads._worker.__code__]
     feeder = sys.modules.get("multiprocessing.queues")
-    if feeder is not None:
-        loops.append(feeder.Queue._feed.__code__)
     anyio = sys.modules.get("anyio._backends._asyncio")
-    worker = getattr(anyio, "WorkerThread", None)
-    if worker is not None:
-        loops.append(worker.run.__code__)
-    return {id(c): c for c in loops}
+    key = (id(feeder), id(anyio))
+    if _LOOPS[0] != key:
+        loops: list[CodeType] = [_executor_threads._worker.__code__]
+        if feeder is not None:
+            loops.append(feeder.Queue._feed.__code__)
+        worker = getattr(anyio, "WorkerThread", None)
+        if worker is not None:
+            loops.append(worker.run.__code__)
+        _LOOPS[:] = [key, {id(c): c for c in loops}]
+    return _LOOPS[1]  # type: ignore[no-any-return]
+
+
+_LOOPS: list[Any] = [None, {}]
+"""The modules the loops were last read from, and the loops' code by ``id``."""
 
 
 def _codes_of(*modules: Any) -> dict[int, CodeType]:
