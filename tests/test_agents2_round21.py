@@ -288,3 +288,32 @@ def test_spending_within_the_budget_passes(bank: Suite) -> None:
 
     run = attempt(bank, "transfer", FunctionAgent(agent), system=system).run
     assert run.terminal_reason == "success", run.infrastructure_status
+
+
+KINDS = __import__("tests.test_tally_round19", fromlist=["CASES"]).CASES
+
+
+@pytest.mark.parametrize("case", KINDS, ids=[case.kind for case in KINDS])
+def test_every_held_attribute_of_each_kind_rebound_is_found(case: Any) -> None:
+    """On each kind (SQLite, PostgreSQL, workspace), each attribute its class holds bound,
+    rebound to a stand-in by an agent that has done the task honestly, is named and put back
+    before the grading (before: none of them was looked at)."""
+    suite = case.suite()
+    names: list[str] = []
+
+    async def agent(session: Session) -> str:
+        env = _harness(session)._gateway._env
+        names.extend(sorted(type(env).held_bound))
+        for tool, args in case.before:
+            await session.call(tool, args)
+        await session.call(case.tool, dict(case.args))
+        for name in names:
+            setattr(env, name, object())  # after its calls: the grading still reads
+        return case.reply
+
+    run = attempt(suite, case.task, FunctionAgent(agent)).run
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert run.infrastructure_status["stop"]["stage"] == "harness_code"
+    rebound = run.infrastructure_status["harness_rebound"]
+    assert "_entered" in names
+    assert sorted(rebound) == sorted(f"the attempt's environment.{n}" for n in names)
