@@ -1,15 +1,16 @@
-"""Agents, twenty-first round, second pass: a thread an agent starts and names like one of the
-harness's.
+"""Agents, twenty-first round, second pass: verdicts an in-process agent could still flip.
 
-Whether code of an agent's may still run (as a try's grading starts; what a pool worker leaves
-to its next attempts) told the threads other than the loop threads by their names: any thread
-named ``groundstate-...``, ``asyncio_...``, ``attempt-...`` (or, in-process, like a thread of
-the host's from before the batch) was the harness's. An agent that left such a thread, which
-ended the process once a check had started, made its crash an uncounted grader failure (rerun);
-on the pool, the thread outlived its attempt into the worker's next ones. The harness's threads
-are now told by who started them (:func:`groundstate.ourthreads.start`) and a library pool's
-(a loop's default executor) by the code they run, waiting for work.
-"""
+- A thread it starts and names like one of the harness's. Whether code of an agent's may still
+  run (as a try's grading starts; what a pool worker leaves to its next attempts) told the
+  threads other than the loop threads by their names: any thread named ``groundstate-...``,
+  ``asyncio_...``, ``attempt-...`` (or, in-process, like a thread of the host's from before
+  the batch) was the harness's. An agent that left such a thread, which ended the process once
+  a check had started, made its crash an uncounted grader failure (rerun); on the pool, the
+  thread outlived its attempt into the worker's next ones. The harness's threads are now told
+  by who started them (:func:`groundstate.ourthreads.start`) and a library pool's (a loop's
+  default executor) by the code they run, waiting for work.
+- The environment's connections pointed at a database of the agent's own (graded on it).
+- A budget loosened for the spending and put back before the run ends."""
 
 from __future__ import annotations
 
