@@ -318,3 +318,34 @@ def test_every_held_attribute_of_each_kind_rebound_is_found(case: Any) -> None:
     rebound = run.infrastructure_status["harness_rebound"]
     assert "_entered" in names
     assert sorted(rebound) == sorted(f"the attempt's environment.{n}" for n in names)
+
+
+# --- a PostgreSQL environment's own connections closed by the agent ---------------------------
+
+POSTGRES = next(case for case in KINDS if case.kind == "postgres")
+
+
+@pytest.mark.parametrize("name", ["_control", "_evaluator", "_agent_raw", "_initial"])
+@pytest.mark.parametrize("how", ["close", "finish"])
+def test_a_postgres_connection_closed_is_the_agents_doing(name: str, how: str) -> None:
+    """An agent that closes one of the PostgreSQL kind's own connections (``close()``, or its
+    ``pgconn.finish()``, which leaves it looking broken) after doing the task: before, the
+    final state's read or the grading failed (``environment_failure``, ``grader_failure``:
+    an invalid attempt, rerun), or, for a connection not read after, ``success``. Now a
+    prohibited action, stage ``harness_code``, naming the connection, as on SQLite."""
+
+    async def agent(session: Session) -> str:
+        for tool, args in POSTGRES.before:
+            await session.call(tool, args)
+        await session.call(POSTGRES.tool, dict(POSTGRES.args))
+        connection = getattr(_harness(session)._gateway._env, name)
+        connection.close() if how == "close" else connection.pgconn.finish()
+        return str(POSTGRES.reply)
+
+    run = attempt(POSTGRES.suite(), POSTGRES.task, FunctionAgent(agent)).run
+    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
+    assert run.infrastructure_status["stop"]["stage"] == "harness_code"
+    assert "connection to the database was closed" in str(
+        run.infrastructure_status["exception"]["message"]
+    )
+    assert run.valid
