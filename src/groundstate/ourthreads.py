@@ -28,6 +28,14 @@ from concurrent.futures import thread as _executor_threads
 from types import CodeType, FrameType
 from typing import Any
 
+_enumerate, _main_thread, _current_frames = (
+    threading.enumerate,
+    threading.main_thread,
+    sys._current_frames,
+)
+"""As imported, before any agent runs: one that rebinds them (to hide a thread of its own, or
+pass it for the main thread) changes what they are for everyone else, not here."""
+
 _STARTED: dict[int, weakref.ref[threading.Thread]] = {}
 """The threads the harness started, by ``id`` (each checked to be that very object)."""
 
@@ -49,8 +57,8 @@ def start(thread: threading.Thread) -> threading.Thread:
 
 
 def present() -> Threads:
-    """The threads alive now (a host's before a batch, a Ray worker's before its attempts)."""
-    return {id(t): t for t in threading.enumerate()}
+    """The threads alive now (a host's before a batch)."""
+    return {id(t): t for t in _enumerate()}
 
 
 def foreign(known: Threads | None = None) -> list[threading.Thread]:
@@ -68,14 +76,14 @@ def foreign(known: Threads | None = None) -> list[threading.Thread]:
 
 def _foreign_now(known: Threads | None) -> tuple[list[threading.Thread], list[threading.Thread]]:
     """The threads :func:`foreign` finds now, and those of them that run a pool's loop."""
-    main = threading.main_thread()
+    main = _main_thread()
     frames: dict[int, FrameType] | None = None
     found, settling = [], []
-    for thread in threading.enumerate():
+    for thread in _enumerate():
         if thread is main or _is_ours(thread) or (known and known.get(id(thread)) is thread):
             continue
         if frames is None:
-            frames = sys._current_frames()
+            frames = _current_frames()
         waiting, in_pool = _pool_thread_now(thread, frames.get(thread.ident or -1))
         if not waiting:
             found.append(thread)
