@@ -130,10 +130,10 @@ def sees_no_leftovers(s0, sT):
     may end: would that one's worker take this thread for one left behind?"""
     import threading
 
-    from groundstate.executors._job import OURS
+    from groundstate.ourthreads import foreign
 
-    name = threading.current_thread().name
-    SEEN.append((name, name.startswith(OURS)))
+    here = threading.current_thread()
+    SEEN.append((here.name, here not in foreign()))
     return True
 '''
 
@@ -141,11 +141,11 @@ def sees_no_leftovers(s0, sT):
 def test_an_attempts_running_assertion_is_no_thread_left_behind(
     edited_bank: EditTask,
 ) -> None:
-    """A pool worker runs several attempts at once; when one ends, any thread alive that does
-    not bear a harness name is taken for one it left behind, and the worker retires (a
-    restart: the suite loaded again). The outcome assertions' threads were named
-    ``grader-<id>``: an attempt still grading made its neighbour's worker retire (3 needless
-    restarts in a batch of 128 at concurrency 64)."""
+    """A pool worker runs several attempts at once; when one ends, any thread alive that is
+    not the harness's (told by who started it: ``groundstate.ourthreads``; by its name before
+    the twenty-first round) is taken for one it left behind, and the worker retires (a
+    restart: the suite loaded again). An attempt still grading must not make its
+    neighbour's worker retire (3 needless restarts in a batch of 128 at concurrency 64)."""
 
     def add_assertion(task: dict[str, Any]) -> None:
         task["outcome_assertions"].append(

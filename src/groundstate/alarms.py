@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 
+from groundstate.ourthreads import start
+
 CLOCK = time.monotonic
 """The monotonic clock, as imported: ``time.monotonic`` replaced later does not change it."""
 
@@ -54,10 +56,9 @@ class _Alarms:
         with self._wake:
             heapq.heappush(self._due, (CLOCK() + seconds, next(self._order), alarm))
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._serve, name="groundstate-alarms", daemon=True
+                self._thread = start(
+                    threading.Thread(target=self._serve, name="groundstate-alarms", daemon=True)
                 )
-                self._thread.start()
             elif self._due[0][2] is alarm:  # earlier than the thread waits for: wake it
                 self._wake.notify()
         return alarm

@@ -427,13 +427,19 @@ class Held:
     nothing may be added, removed, nor the object's ``__dict__`` or ``__class__`` replaced.
     With *moving* None (an environment or a user, whose kind keeps state of its own), only
     code added on the object over an attribute of its class (``env.state_hash = ...``), and
-    its ``__dict__`` and ``__class__``, count."""
+    its ``__dict__`` and ``__class__``, count, and the attributes its class says stay bound
+    to one object through a run (``held_bound``: an environment's connections, which an
+    agent swapped for one to a database of its own, graded in the harness's place)."""
 
     def __init__(self, owner: object, where: str, moving: frozenset[str] | None) -> None:
         self.owner, self.where, self.moving = owner, where, moving
         self.cls = type(owner)
         self.space: dict[str, object] | None = getattr(owner, "__dict__", None)
         self.first = dict(self.space or {})
+        bound: object = (
+            getattr(self.cls, "held_bound", frozenset()) if moving is None else frozenset()
+        )
+        self.bound: frozenset[str] = bound if type(bound) is frozenset else frozenset()
         self.entries = {
             name: dict(value)
             for name, value in self.first.items()
@@ -455,6 +461,7 @@ class Held:
             found += (
                 n for n, v in list(space.items()) if n not in first and _code(v) and hasattr(cls, n)
             )
+            found += (n for n in self.bound if space.get(n, _MISSING) is not first.get(n, _MISSING))
         else:
             found += (n for n in list(space) if n not in first)
             found += (

@@ -28,6 +28,7 @@ from itertools import accumulate
 from typing import Any, Generic, TypeVar
 
 from groundstate.alarms import CLOCK
+from groundstate.ourthreads import start
 from groundstate.parked import Parked
 
 T = TypeVar("T")
@@ -87,8 +88,7 @@ class _Worker:
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._serve, name=IDLE_NAME, daemon=True)
-        self.thread.start()
+        self.thread = start(threading.Thread(target=self._serve, name=IDLE_NAME, daemon=True))
 
     def _serve(self) -> None:
         while True:

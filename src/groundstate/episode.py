@@ -1348,7 +1348,9 @@ def _unlatched(session: EpisodeSession, account: _AccountRead) -> bool:
     more steps than the limit. The agent put an account of its own in the session's place
     for the call (the stop went there), then the real one back with the call's event and
     step added to it by hand (``Account.keep_line``, ``take_step``): the trace agreed with
-    the account, and the attempt passed."""
+    the account, and the attempt passed. Or more cost or tokens than the system's budget:
+    the agent loosened the budget in place for its spending and put it back before its run
+    ended (:func:`_resystemed` compares the fields only as the run ends)."""
     stop = session.stop
     if stop is not None and not isinstance(stop.error, ConversationOver):
         return False
@@ -1360,6 +1362,8 @@ def _unlatched(session: EpisodeSession, account: _AccountRead) -> bool:
         why = f"{steps} steps in the attempt's account, past the limit {session.step_limit}"
     elif session._ends_on("on_prohibited_action") and any(map(_denied_call, events)):
         why = "a denied call in the attempt's account"
+    elif (over := session._over_budget()) is not None:
+        why = f"{over} in the attempt's account"
     else:
         return False
     session.latch(ProhibitedAction(f"{why}, with no stop latched"), REBOUND)

@@ -42,6 +42,7 @@ from types import ModuleType
 from typing import Any
 
 from groundstate.bindings import HARNESS
+from groundstate.ourthreads import Threads, present
 from groundstate.store import note_exit_cause
 
 TRY: ContextVar[str | None] = ContextVar("groundstate_try", default=None)
@@ -86,8 +87,9 @@ class ExitWatch:
     in_flight: set[str] = field(default_factory=set)
     grading: set[str] = field(default_factory=set)
     """The tries in flight whose grading has started (:func:`grading_starts`)."""
-    known: frozenset[str] = field(default_factory=lambda: _thread_names())
-    """The threads of this process before the batch (its host's): not an agent's."""
+    known: Threads = field(default_factory=present)
+    """The threads of this process before the batch (its host's): not an agent's (told by
+    identity: a name is anyone's to give)."""
     unlisted: int = field(default_factory=lambda: _unlisted())
     """The threads ``threading`` does not list before the batch (its host's C code's)."""
 
@@ -99,10 +101,6 @@ class ExitWatch:
         with _lock:
             self.in_flight.discard(run_id)
             self.grading.discard(run_id)
-
-
-def _thread_names() -> frozenset[str]:
-    return frozenset(t.name for t in threading.enumerate())
 
 
 def _unlisted() -> int:

@@ -64,6 +64,7 @@ from operator import is_not
 from typing import Any, TypeVar
 
 from groundstate.capture import put_back_streams, streams
+from groundstate.ourthreads import start
 from groundstate.parked import Parked
 from groundstate.returned import text_of, type_name
 
@@ -133,8 +134,7 @@ class _LoopThread:
         self._runner: asyncio.Runner | None = None
         self._loop_now: asyncio.AbstractEventLoop | None = None
         self._fresh: tuple[Any, ...] = ()
-        self.thread = threading.Thread(target=self._serve, name=IDLE_NAME, daemon=True)
-        self.thread.start()
+        self.thread = start(threading.Thread(target=self._serve, name=IDLE_NAME, daemon=True))
 
     def give(self, job: _Job) -> None:
         self._jobs.put(job)

@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from groundstate.alarms import CLOCK
+from groundstate.ourthreads import start
 
 HARNESS_TURNS = 2
 """Attempts of one process doing the harness's work at once (each pool worker has its own).
@@ -131,10 +132,11 @@ class Turns:
         not woken: with tens of attempts, a queue forms and empties hundreds of times a
         second, and a wake-up each time cost more than the watcher's own rounds."""
         if self._watcher is None:
-            self._watcher = threading.Thread(
-                target=self._watch_leases, name="groundstate-turn-lease", daemon=True
+            self._watcher = start(
+                threading.Thread(
+                    target=self._watch_leases, name="groundstate-turn-lease", daemon=True
+                )
             )
-            self._watcher.start()
 
     def _watch_leases(self) -> None:
         """The watcher: while anyone waits, forfeit the oldest turn when its lease runs out;

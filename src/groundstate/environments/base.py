@@ -274,6 +274,11 @@ class ClosesOnExit:
     the call changed, so that a change of the final state no traced call reports is one made
     behind the session (``episode._untraced_change``). The built-in kinds do; a kind that
     does not say so is not checked that way."""
+    held_bound: ClassVar[frozenset[str]] = frozenset({"_entered"})
+    """Attributes bound to one object from a reset to the close: the count, and in a kind the
+    connections, files and folders its tool calls and graders go through. The episode holds
+    them through the agent's run and grading (:class:`groundstate.bindings.Held`): an agent
+    that put a connection of its own in the graders' place was graded on its own database."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         made = super().__new__(cls)

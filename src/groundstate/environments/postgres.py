@@ -170,6 +170,10 @@ class PostgresEnvironment(ClosesOnExit):
     """
 
     reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
+    held_bound = ClosesOnExit.held_bound | {
+        "_server", "_template", "_tables", "_live", "_control", "_evaluator", "_agent_raw",
+        "_agent", "_initial", "_connections",
+    }  # fmt: skip
 
     name = "postgres"
     probes = PostgresProbes()
@@ -253,6 +257,27 @@ class PostgresEnvironment(ClosesOnExit):
         once the agent has ended and after grading."""
         self._behind = self._behind or self._logged_outside("as the attempt ended")
         return self._behind
+
+    def closed_outside_calls(self) -> str | None:
+        """Which of the harness's connections to the database is closed, if one is while the
+        server still takes a new one: an in-process agent found it and closed it (``close()``,
+        or its ``pgconn.finish()``: the harness never closes them while an attempt runs). Its
+        tools' next call, or the final state's read, then failed as the environment's: an
+        invalid attempt, rerun. A server that takes no connection is the environment's
+        failure, found by the read that fails."""
+        if not self._live:
+            return None
+        named = (("control", self._control), ("tools'", self._agent_raw),
+                 ("graders'", self._evaluator), ("initial state's", self._initial))  # fmt: skip
+        closed = next((name for name, c in named if c is not None and c.closed), None)
+        if closed is None:
+            return None
+        try:
+            with self._server.connect(self._live, None) as probe:
+                probe.execute("SELECT 1").fetchone()
+        except Exception:  # psycopg's, or the server's wrapped: not the agent's doing
+            return None
+        return f"the harness's {closed} connection to the database was closed"
 
     def _logged_outside(self, when: str) -> str | None:
         """Rows of the write log no call took (then dropped, every table marked written so

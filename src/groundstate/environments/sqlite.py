@@ -232,6 +232,10 @@ class SqliteEnvironment(ClosesOnExit):
     """
 
     reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
+    held_bound = ClosesOnExit.held_bound | {
+        "_control", "_agent", "_evaluator", "_lease", "_file", "_live", "_workdir",
+        "_writes", "_total_changes", "_tracker", "_baseline",
+    }  # fmt: skip
 
     name = "sqlite"
     probes = SqliteProbes()

@@ -241,6 +241,9 @@ class WorkspaceEnvironment(ClosesOnExit):
     """
 
     reports_writes = True  # each call names the tables it changed (see ClosesOnExit)
+    held_bound = ClosesOnExit.held_bound | {
+        "_fixture", "_workdir", "_pristine", "_initial_snapshot", "_built_hash", "_lock",
+    }  # fmt: skip
 
     name = "workspace"
     options_model = WorkspaceOptions

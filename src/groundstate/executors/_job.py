@@ -46,6 +46,7 @@ from groundstate.episode import (
 from groundstate.errors import ExecutorError, TimeLimitReached
 from groundstate.interrupts import SHUT_OUT
 from groundstate.loopthreads import Done, Outcome, proc_status, submit, umask, working
+from groundstate.ourthreads import Threads, foreign, names, start
 from groundstate.spec.suite import Suite, load_suite, with_environment
 from groundstate.spec.system import SystemSpec
 from groundstate.store import PreparedRun, prepare_run
@@ -234,7 +235,7 @@ def _tell_grading(
     (as :func:`_grading` in a pool worker; Ray's own threads are not an agent's), and wait
     until the caller has heard it (a pool worker's message is in its pipe once written; a
     Ray task's yield is sent later, and a check that kills the worker at once lost it)."""
-    if not _agents_alive(ray_threads):
+    if not _agents_alive(known_names=ray_threads):
         put(GRADING_STARTS)
         heard.wait(HEARD_WAIT)
 
@@ -264,31 +265,30 @@ def _grading(results: Outbox, key: int, unlisted: int) -> Callable[[], None]:
 
 
 def _agents_alive(
-    known: frozenset[str] = frozenset(),
+    known: Threads | None = None,
     whose: Callable[[Context], bool] | None = None,
     unlisted: int | None = None,
+    known_names: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether code of an agent's may still run in this worker: a loop thread still running
     an agent's work (one past its time limit; known by the work it was given, not by the
     name its thread bears now, which the agent's code can change), a thread not the
-    harness's (nor one of the *known* names: a Ray worker's own), more threads ``threading``
-    does not list than *unlisted* (the count before any attempt, :func:`unlisted_threads`;
-    None: not looked at, in a Ray worker whose own native threads come and go), a child
-    process.
+    harness's (told by who started it and what it runs: :mod:`groundstate.ourthreads`; not
+    by its name, which is anyone's to give) nor one of the *known* threads (a host's from
+    before the batch) or, in a Ray worker, named in *known_names* (Ray's own, which come and
+    go), more threads ``threading`` does not list than *unlisted* (the count before any
+    attempt, :func:`unlisted_threads`; None: not looked at, in a Ray worker whose own
+    native threads come and go), a child process.
 
     With *whose* (in-process, several tries at once): only the agents' work whose context it
     accepts counts (another try's agent runs in that try's context, where a call it makes
     is laid at its own try's door), and children do not (a child's calls end only itself;
     one that kills this process leaves no cause: see :mod:`groundstate.exitcause`)."""
-    busy = working()
-    for thread in threading.enumerate():
-        work = busy.get(id(thread))
-        if work is None:
-            name = thread.name  # "agent-": between works, or named so by an agent
-            if name.startswith("agent-") or not (name.startswith(OURS) or name in known):
-                return True
-        elif work[0].startswith("agent-") and (whose is None or whose(work[1])):
+    for name, context in working().values():
+        if name.startswith("agent-") and (whose is None or whose(context)):
             return True
+    if any(t.name not in known_names for t in foreign(known)):
+        return True
     if unlisted is not None and _unlisted_beyond(unlisted):
         return True
     return whose is None and bool(children())
@@ -356,9 +356,11 @@ def init_worker(workdir_root: str) -> None:
     os.environ[TMPDIR_ENV] = workdir_root
     parent = multiprocessing.parent_process()
     if parent is not None:
-        threading.Thread(
-            target=_exit_with, args=(parent,), name="groundstate-parent-watch", daemon=True
-        ).start()
+        start(
+            threading.Thread(
+                target=_exit_with, args=(parent,), name="groundstate-parent-watch", daemon=True
+            )
+        )
 
 
 def end_worker() -> NoReturn:
@@ -452,21 +454,6 @@ class WorkerDied(RuntimeError):
     signal, the kernel's out-of-memory killer): the attempt's crash."""
 
 
-OURS = (
-    "MainThread",
-    "groundstate",
-    "attempt-",
-    "agent-",
-    "asyncio_",
-    "QueueFeederThread",
-    "AnyIO worker thread",
-)
-"""Name prefixes of the threads the harness runs in a worker (the MCP route's adapter hands
-pipe writes to AnyIO's worker threads, which idle a while before they exit); any other
-thread alive after an attempt was left by the code under evaluation, or by a concurrent
-attempt's (the worker then retires needlessly: a restart, no verdict changes)."""
-
-
 ProcessState = tuple[
     dict[str, str], float, int, tuple[tuple[int, int], ...], str, int, frozenset[int], int
 ]
@@ -541,10 +528,9 @@ def leftovers(
         return "an agent or tool still running past its attempt's end"
     if run is not None and run.infrastructure_status.get("stop", {}).get("stage") == REBOUND:
         return f"the attempt changed the harness: {run.infrastructure_status['stop']['message']}"
-    names = (t.name for t in threading.enumerate())
-    foreign = sorted(n for n in names if not n.startswith(OURS) and n not in known)
-    if foreign:
-        return f"threads left running: {', '.join(foreign[:5])}"
+    left = names(t for t in foreign() if t.name not in known)
+    if left:
+        return f"threads left running: {', '.join(left[:5])}"
     if unlisted is not None and _unlisted_beyond(unlisted):
         return "threads left running that threading does not list (started through _thread)"
     now = process_state()

@@ -46,6 +46,7 @@ from groundstate.executors._job import (
 )
 from groundstate.exitcause import TRY, grading_starts
 from groundstate.loopthreads import abandon, in_loop_thread
+from groundstate.ourthreads import start
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
 from groundstate.store import PreparedRun
@@ -475,7 +476,7 @@ class _WorkerPool:
         self._idle_deaths = 0
         self._failure: str | None = None
         self._workers = [self._spawn(n) for n in range(size)]
-        threading.Thread(target=self._read, name="groundstate-pool-reader", daemon=True).start()
+        start(threading.Thread(target=self._read, name="groundstate-pool-reader", daemon=True))
 
     def _spawn(self, n: int) -> _Worker:
         jobs: Any = self._context.Queue()
