@@ -27,6 +27,7 @@ from groundstate.grading.constraints._text import (
 )
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import (
+    JOKING_PATTERN,
     TERMS_PATTERN,
     ConfirmedConstraint,
     ConfirmedRule,
@@ -1143,7 +1144,14 @@ _TAKING_BACK = re.compile(
     r"|(^|[.!?,;] )[¡¿]*(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
     r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
     r"|\b(let's|let us) not\b|\b(i'd|i would|we'd|we would) rather not\b"
-    r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
+    r"|\bactually,? no\b"
+    # a yes put off or doubted after it was given ("Actually, not yet.", "Hmm, I'm not sure
+    # anymore", "Not right now"), or said not to be meant ("Just kidding!", "/s")
+    r"|(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry|wait|well),? )*not (just |quite )?(yet|now"
+    r"|right now|today)(?=\W*($|[.!?,;]|(please|thanks|actually|though)\b))"
+    r"|\bnot (so |that |too )?sure any ?more\b"
+    rf"|{JOKING_PATTERN}"
+    r"|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
     r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
     r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
     # another choice on second thoughts: "Actually, the gift card instead", "actually I'd
