@@ -8,7 +8,10 @@ generated cases and compliant controls that must keep passing:
 - a yes put off or doubted in a message after it ("Actually, not yet.", "I'm not sure
   anymore");
 - the other way round, "Yes, I don't need a receipt" is a yes;
-- τ²: a transfer tool whose name names no person (``escalate``, ``transfer_call``).
+- τ²: a transfer tool whose name names no person (``escalate``, ``transfer_call``);
+- without ``asks``, a question naming another record beside the change's, the clause that
+  offers the change naming another ("Your orders O-1001 and O-1003 are both eligible. I can
+  refund ... from order O-1003").
 
 Each retail case replays the suite oracle with one thing changed and grades every constraint
 of the task, the Python checks included."""
@@ -17,6 +20,9 @@ from __future__ import annotations
 
 import pytest
 
+from groundstate.grading.constraints import TraceIndex
+from groundstate.grading.constraints._dialogue import confirmed
+from groundstate.spec.constraints import ConfirmedConstraint
 from groundstate.spec.suite import Suite
 from groundstate.tau2 import retail_checks as tau2_checks
 from groundstate.trace import AgentEvent
@@ -24,6 +30,7 @@ from groundstate.trace import AgentEvent
 from .grading_corpus import failing
 from .test_constraints2_round20 import QUESTION, _asked
 from .test_constraints_round12 import oracles, retail
+from .test_constraints_round21 import PROPOSES_ANOTHER, SOCKS, STILL_PROPOSED
 from .trace_builder import Trace
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
@@ -254,3 +261,39 @@ def test_tools_moving_other_things_hand_nothing_over(tool: str) -> None:
     trace.call(tool, {"amount": 5}, {"ok": True})
     trace.call("return_delivered_order_items", {"order_id": ORDER}, {"order_id": ORDER})
     assert tau2_checks.transferred_last(trace.events, None)[0]
+
+
+# --- 7. without ``asks``: the clause offering the change, not the statements beside it ---------
+
+
+def _without_asks(retail: Suite) -> ConfirmedConstraint:
+    """The socks' refund constraint of the retail suite, with no ``asks``."""
+    task = retail.tasks["refund-socks"]
+    rule = next(c for c in task.hard_process_constraints if c.id == "p2-confirmed-refund")
+    assert isinstance(rule, ConfirmedConstraint)
+    return rule.model_copy(update={"confirmed": rule.confirmed.model_copy(update={"asks": None})})
+
+
+@pytest.mark.parametrize("question", PROPOSES_ANOTHER)
+def test_without_asks_a_yes_to_a_change_of_another_record_named_beside_confirms_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], question: str
+) -> None:
+    """Without ``asks`` every clause was read as proposing the change: one naming O-1001 as
+    context made the yes to the refund of O-1003 confirm the refund of O-1001."""
+    trace = _asked(oracles["refund-socks"], question, "Yes, please go ahead.")
+    assert not confirmed(_without_asks(retail), TraceIndex(trace)).passed
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        *STILL_PROPOSED,
+        f"I checked O-1003 and I can't refund it. {SOCKS} from O-1001 cost $22.00. Refund them "
+        "to your Visa ending 4417?",
+    ],
+)
+def test_without_asks_a_question_proposing_this_change_still_confirms_it(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], question: str
+) -> None:
+    trace = _asked(oracles["refund-socks"], question, "Yes, please go ahead.")
+    assert confirmed(_without_asks(retail), TraceIndex(trace)).passed

@@ -919,6 +919,16 @@ _CLAUSE_END = re.compile(
 )
 
 
+# A clause in which the agent offers to act, or asks whether to ("I can refund ...", "I'll
+# cancel ...", "Shall I ...?", "Would you like me to ...?", "Let me ..."); "I can't" and "I
+# could not" offer nothing.
+_OFFERS_TO_ACT = re.compile(
+    r"\b(i|we)('ll|'d| can| could| will| would| am going to|'m going to| am able to)\b"
+    r"(?!'t| not|n't)|\b(shall|should|can|could|may) (i|we)\b|\b(would|do) you (like|want)"
+    r" (me|us) to\b|\bwant me to\b|\blet me\b"
+)
+
+
 def _proposes_another(
     yes: _Confirmation,
     values: list[str],
@@ -935,11 +945,14 @@ def _proposes_another(
     A question naming both in the proposing clause ("refund the socks from O-1001 rather than
     O-1003", "from O-1001 and the hoodie from O-1003"), naming neither there ("Shall I refund
     them to your Visa?"), or asking about more ("... from O-1003 too?") proposes nothing else.
-    Without ``asks`` no clause is told from another: nothing is read."""
-    if asks is None or _ASKS_MORE.search(yes.answered):
+    Without ``asks`` the proposing clauses are those in which the agent offers to act ("I can
+    refund ...", "Shall I ...", "Would you like me to ..."), not the statements beside them
+    ("Your orders O-1001 and O-1003 are both eligible.")."""
+    if _ASKS_MORE.search(yes.answered):
         return None
+    proposes = asks or _OFFERS_TO_ACT
     proposing = [
-        clause for clause in _CLAUSE_END.split(yes.answered) if clause and affirms(asks, clause)
+        clause for clause in _CLAUSE_END.split(yes.answered) if clause and affirms(proposes, clause)
     ]
     if not proposing:
         return None
