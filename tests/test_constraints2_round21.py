@@ -76,6 +76,7 @@ NOW = [
     "Yes, I'll check back tomorrow.",
     "Yes, and I'll ship the socks back tomorrow.",
     "Yes please, I'll be around later if you need me.",
+    "Yes, next week I'll ship the socks back.",
 ]
 
 

@@ -192,7 +192,7 @@ _TERMS = (
     # ... with no "but": a time after the yes or the go-ahead, ending its clause ("Yes,
     # tomorrow.", "Sure, later please", "Go ahead next week", "OK, on Monday"); not "Yes, now"
     rf"|^[\W_]*(({_YES_WORDS}|{_OPENING_YES})\b[\W_]*)+((please|then|maybe|but)\b[\W_]*)*{_LATER}"
-    r"(\W+(please|then|thanks|thank you|though|ok|okay|maybe))*\W*($|[.!?;,)]|\b(and|i|we)\b)"
+    r"(\W+(please|then|thanks|thank you|though|ok|okay|maybe))*\W*($|[.!?;,)])"
     r"|\b(probably|perhaps|maybe|possibly) (yes|yeah|so|ok|okay|sure)\b"
     r"|^[\W_]*(i guess|i suppose|i think) (yes|yeah|so|ok|okay|sure)\b"
     r"|\b(\w+n't|not|cannot|never) (say|said|saying|give|gave|giving) (a |my )?(yes|ok|okay"
