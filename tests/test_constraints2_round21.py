@@ -131,6 +131,8 @@ SOMEONE_ELSES = [
     "Well, my partner thinks it's fine.",
     "My boss approved it.",
     "Our son agrees.",
+    "My husband would say yes.",
+    "She'd say go ahead.",
 ]
 
 
@@ -155,6 +157,25 @@ def test_the_users_own_yes_beside_anothers_still_confirms(
     retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
 ) -> None:
     assert _confirmed(retail, oracles, answer)
+
+
+@pytest.mark.parametrize(
+    "later", ["That was my son typing.", "Sorry, that wasn't me.", "My kid sent that, sorry."]
+)
+def test_a_yes_disowned_afterwards_is_taken_back(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], later: str
+) -> None:
+    """Someone else typed the yes: the user's next message says so, and the refund was made."""
+    assert not _confirmed(retail, oracles, "Yes, go ahead.", ("user", later))
+
+
+@pytest.mark.parametrize(
+    "later", ["That was my son's order, by the way.", "It was me who ordered them.", "Thanks!"]
+)
+def test_a_remark_about_someone_else_takes_nothing_back(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], later: str
+) -> None:
+    assert _confirmed(retail, oracles, "Yes, go ahead.", ("user", later))
 
 
 # --- 4. a yes put off or doubted in a later message -----------------------------------------

@@ -247,22 +247,29 @@ JOKING_PATTERN = (
 """A reply marked as not meant: "just kidding", "jk", the "/s" of sarcasm, an eye roll
 ("🙄"); "I'm not kidding, go ahead" is meant."""
 _JOKING = JOKING_PATTERN
-_KIN = (
+KIN = (
     r"(husband|wife|partner|spouse|son|daughter|mom|mum|mother|dad|father|friend|boss|brother"
     r"|sister|kids?|family|manager|roommate|boyfriend|girlfriend|fianc[eé]e?|assistant"
     r"|colleague|neighbou?r)"
 )
 _SOMEONE_ELSES = (
-    rf"^[\W_]*((well|so|ok|okay|um|hmm),? )?((my|our) {_KIN}|(he|she|they)) (says|said|thinks"
-    r"|thought|agrees|agreed|wants|wanted|told me|is fine with|is ok with|is okay with"
-    r"|approves|approved)\b"
+    rf"^[\W_]*((well|so|ok|okay|um|hmm),? )?((my|our) {KIN}|(he|she|they))(( would| will|'d)"
+    r" (say|agree|approve|be fine with|be ok with|be okay with)| (says|said|thinks|thought"
+    r"|agrees|agreed|wants|wanted|told me|is fine with|is ok with|is okay with|approves"
+    r"|approved))\b"
     # ... unless the user says yes too ("My wife agrees, so yes, go ahead", "She says yes. Go
     # ahead.")
     rf"(?!.*(\b(so|and)\W+(i|yes|yeah|ok|okay|sure|please|go ahead)\b|[.!?;] [\W_]*({_YES_WORDS}"
     rf"|{_OPENING_YES})\b))"
 )
 """A yes that is another person's, reported ("My husband says yes", "My wife said to go
-ahead"): no consent of the user's."""
+ahead", "My husband would say yes"): no consent of the user's."""
+DISOWNED_PATTERN = (
+    rf"\b(that|this|it) (wasn't|was not) me\b|\b(that|this|it) was my {KIN}\b(?!')"
+    rf"|\bmy {KIN} (typed|wrote|sent|said) (that|this|it)\b"
+)
+"""A reply disowned: someone else typed it ("That was my son typing.", "That wasn't me", "My
+kid sent that"); "that was my son's order" is not."""
 NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
     rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})"
@@ -277,7 +284,7 @@ NO_PATTERN = (
     r"espera|espere|esperá|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp|pare)\b"
     r"|いいえ|\U0001f44e"
     rf"|(?<!can't )\bwait\b|^[^.!?]*\b({_YES_WORDS}|{_OPENING_YES})\s*\?|(?<!why )\bnot\W*$"
-    rf"|{_JOKING}|{_SOMEONE_ELSES}|{_TERMS}"
+    rf"|{_JOKING}|{DISOWNED_PATTERN}|{_SOMEONE_ELSES}|{_TERMS}"
 )
 """The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes. A yes
 asked back in the reply's first sentence ("yes?", "OK?", "Go ahead? I don't follow") is a

@@ -27,6 +27,7 @@ from groundstate.grading.constraints._text import (
 )
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import (
+    DISOWNED_PATTERN,
     JOKING_PATTERN,
     TERMS_PATTERN,
     ConfirmedConstraint,
@@ -1164,6 +1165,7 @@ _TAKING_BACK = re.compile(
     r"|right now|today)(?=\W*($|[.!?,;]|(please|thanks|actually|though)\b))"
     r"|\bnot (so |that |too )?sure any ?more\b"
     rf"|{JOKING_PATTERN}"
+    rf"|{DISOWNED_PATTERN}"
     r"|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
     r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
     r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
