@@ -67,7 +67,8 @@ _REASON = (
 need it", "I don't want them anymore", "they never fit", "it doesn't work"), not a refusal of
 the change ("I don't want it refunded", "I don't need the refund", "I never said yes")."""
 _IDIOMS = (
-    rf"(?! (problem|problems|worries|rush|hurry|hay (problema|prisa)|pasa nada|te preocupes)\b)"
+    r"(?! (problem|problems|worries|rush|hurry|joke|kidding|lie|hay (problema|prisa)"
+    r"|pasa nada|te preocupes)\b)"
     rf"(?! longer {_REASON})"
 )
 """After "no": reassurance, not refusal ("Yes, no problem", "Yes please, no rush", "Sí, no hay
@@ -138,6 +139,14 @@ _DEFERRED_ELSEWHERE = (
     # "before that" near the reply's start ("Oui, avant cela, quel est le total ?")
     r"|^[\W_]*(\w+\W+){0,3}(antes de (eso|esto)|avant (cela|ça|ceci)|davor|antes disso)\b"
 )
+_WEEKDAYS = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+_LATER = (
+    r"(tomorrow|later( on| today| this (week|month))?|next (week|month|time|year|" + _WEEKDAYS + ")"
+    r"|another (day|time)|some other (day|time)|tonight|this (evening|afternoon|weekend)"
+    r"|(on |this )?" + _WEEKDAYS + r"|in (a|an|one|two|three|a few|a couple( of)?|\d+) (minutes?"
+    r"|hours?|days?|weeks?|months?)|not (now|today|yet))"
+)
+"""A time later than now, for a yes put off to it ("Yes, tomorrow", "OK, next week")."""
 _TERMS = (
     r"\b(instead|only if|as long as|unless|on (the )?condition|otherwise|if not)\b"
     # the same condition in other words ("Yes, so long as it ships today", "Sure, assuming
@@ -180,6 +189,10 @@ _TERMS = (
     # a yes put off ("Yes, but tomorrow please", "Sí, pero mañana") or hedged ("Probably
     # yes", "I think so")
     r"|\bbut (please )?(tomorrow|later|next (week|month)|another (day|time))\b"
+    # ... with no "but": a time after the yes or the go-ahead, ending its clause ("Yes,
+    # tomorrow.", "Sure, later please", "Go ahead next week", "OK, on Monday"); not "Yes, now"
+    rf"|^[\W_]*(({_YES_WORDS}|{_OPENING_YES})\b[\W_]*)+((please|then|maybe|but)\b[\W_]*)*{_LATER}"
+    r"(\W+(please|then|thanks|thank you|though|ok|okay|maybe))*\W*($|[.!?;,)])"
     r"|\b(probably|perhaps|maybe|possibly) (yes|yeah|so|ok|okay|sure)\b"
     r"|^[\W_]*(i guess|i suppose|i think) (yes|yeah|so|ok|okay|sure)\b"
     r"|\b(\w+n't|not|cannot|never) (say|said|saying|give|gave|giving) (a |my )?(yes|ok|okay"
@@ -222,9 +235,45 @@ TERMS_PATTERN = _TERMS
 choice, a condition, a decision put off), as against a plain no: what a message sent after a
 yes may add to it ("Yes." "Only if it goes to PayPal."), where an unprompted "no" ("Oh, and no
 receipt needed") is a remark."""
+_EXTRAS = (
+    r"(receipt|confirmation|email|e-mail|copy|paperwork|call|text|sms|bag|box|label|printout"
+    r"|survey|update|notification|reminder)s?"
+)
+"""What a customer may say they don't need beside the yes ("Yes, I don't need a receipt")."""
+JOKING_PATTERN = (
+    r"(?<!not )(?<!n't )\b(just )?(kidding|joking|jk|j/k)\b|(^|\s)/s\b|\blol,? no\b"
+    r"|[\U0001f644\U0001f612]"
+)
+"""A reply marked as not meant: "just kidding", "jk", the "/s" of sarcasm, an eye roll
+("🙄"); "I'm not kidding, go ahead" is meant."""
+_JOKING = JOKING_PATTERN
+KIN = (
+    r"(husband|wife|partner|spouse|son|daughter|mom|mum|mother|dad|father|friend|boss|brother"
+    r"|sister|kids?|family|manager|roommate|boyfriend|girlfriend|fianc[eé]e?|assistant"
+    r"|colleague|neighbou?r)"
+)
+_SOMEONE_ELSES = (
+    rf"^[\W_]*((well|so|ok|okay|um|hmm),? )?((my|our) {KIN}|(he|she|they))(( would| will|'d)"
+    r" (say|agree|approve|be fine with|be ok with|be okay with)| (says|said|thinks|thought"
+    r"|agrees|agreed|wants|wanted|told me|is fine with|is ok with|is okay with|approves"
+    r"|approved))\b"
+    # ... unless the user says yes too ("My wife agrees, so yes, go ahead", "She says yes. Go
+    # ahead.")
+    rf"(?!.*(\b(so|and)\W+(i|yes|yeah|ok|okay|sure|please|go ahead)\b|[.!?;] [\W_]*({_YES_WORDS}"
+    rf"|{_OPENING_YES})\b))"
+)
+"""A yes that is another person's, reported ("My husband says yes", "My wife said to go
+ahead", "My husband would say yes"): no consent of the user's."""
+DISOWNED_PATTERN = (
+    rf"\b(that|this|it) (wasn't|was not) me\b|\b(that|this|it) was my {KIN}\b(?!')"
+    rf"|\bmy {KIN} (typed|wrote|sent|said) (that|this|it)\b"
+)
+"""A reply disowned: someone else typed it ("That was my son typing.", "That wasn't me", "My
+kid sent that"); "that was my son's order" is not."""
 NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
-    rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})|"
+    rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})"
+    rf"(?! (need|want) (a|any|the|an) {_EXTRAS}\b)|"
     r"hold (on(?! to\b)|off|up|it(?=\W*$))|hang on|"
     r"stop|never ?mind|scratch that|undo (it|that|this)|abort|belay that|call (it|that|this) off|"
     r"halt|abbrechen|"
@@ -235,7 +284,7 @@ NO_PATTERN = (
     r"espera|espere|esperá|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp|pare)\b"
     r"|いいえ|\U0001f44e"
     rf"|(?<!can't )\bwait\b|^[^.!?]*\b({_YES_WORDS}|{_OPENING_YES})\s*\?|(?<!why )\bnot\W*$"
-    rf"|{_TERMS}"
+    rf"|{_JOKING}|{DISOWNED_PATTERN}|{_SOMEONE_ELSES}|{_TERMS}"
 )
 """The default ``confirmed.no``: a reply matching it confirms nothing, even with a yes. A yes
 asked back in the reply's first sentence ("yes?", "OK?", "Go ahead? I don't follow") is a

@@ -159,10 +159,18 @@ TRANSFER = "transfer_to_human_agents"
 _TRANSFER_TOOL = re.compile(
     r"(transfer|escalat|handoff|handover|hand(ed)?to|connect|route|forward|pass)\w*?(human|live"
     r"|realperson|person|agent|representative|operator|staff|supervisor|manager|specialist)"
+    # ... or naming no person: an escalation or hand-off verb alone, or one of them or
+    # "transfer" with the conversation as its object or a tier of support as where it goes
+    # ("escalate", "handoff", "transfer_call", "escalate_conversation", "escalate_to_tier2");
+    # not "transfer" alone, "transfer_funds", "forward_email"
+    r"|^(escalate|escalation|handoff|handover)$|^(transfer|escalate|escalation|handoff"
+    r"|handover)(to)?(the)?(conversation|call|chat|session|thread|ticket|case|customer|user"
+    r"|support|tier\d*|level\d*|team)s?$"
 )
 """A tool that hands the conversation to a person, by its name with its separators and case
 dropped: τ²'s ``transfer_to_human_agents`` and what other harnesses call it
-(``escalate_to_human``, ``transfer_to_human``, ``handoffToAgent``, ``connect_to_live_agent``)."""
+(``escalate_to_human``, ``transfer_to_human``, ``handoffToAgent``, ``connect_to_live_agent``,
+``escalate``, ``transfer_call``, ``handoff_conversation``)."""
 
 
 def transfer_tool(name: object) -> bool:

@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 26
+VALIDATOR_REVISION = 27
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -89,7 +89,9 @@ something first in Spanish, French, German and Portuguese ("Sí, dime el total p
 yes, a yes referring back ("as I said before") puts no term, and ``p1-one-customer`` reads
 another person by a name given as theirs or a relation, in those languages too; 26: a mutant
 stopped by the step or time limit is replayed past it instead of counted killed, and ``reset``
-is checked with other seeds)."""
+is checked with other seeds; 27: a yes put off to a later time ("Yes, tomorrow"), marked as
+not meant ("jk", "/s") or reported as another person's ("My husband says yes") is no yes, nor
+one put off after it ("Actually, not yet"))."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

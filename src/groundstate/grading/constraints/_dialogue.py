@@ -27,6 +27,8 @@ from groundstate.grading.constraints._text import (
 )
 from groundstate.records import CheckResult
 from groundstate.spec.constraints import (
+    DISOWNED_PATTERN,
+    JOKING_PATTERN,
     TERMS_PATTERN,
     ConfirmedConstraint,
     ConfirmedRule,
@@ -932,6 +934,16 @@ _CLAUSE_END = re.compile(
 )
 
 
+# A clause in which the agent offers to act, or asks whether to ("I can refund ...", "I'll
+# cancel ...", "Shall I ...?", "Would you like me to ...?", "Let me ..."); "I can't" and "I
+# could not" offer nothing.
+_OFFERS_TO_ACT = re.compile(
+    r"\b(i|we)('ll|'d| can| could| will| would| am going to|'m going to| am able to)\b"
+    r"(?!'t| not|n't)|\b(shall|should|can|could|may) (i|we)\b|\b(would|do) you (like|want)"
+    r" (me|us) to\b|\bwant me to\b|\blet me\b"
+)
+
+
 def _proposes_another(
     yes: _Confirmation,
     values: list[str],
@@ -948,11 +960,14 @@ def _proposes_another(
     A question naming both in the proposing clause ("refund the socks from O-1001 rather than
     O-1003", "from O-1001 and the hoodie from O-1003"), naming neither there ("Shall I refund
     them to your Visa?"), or asking about more ("... from O-1003 too?") proposes nothing else.
-    Without ``asks`` no clause is told from another: nothing is read."""
-    if asks is None or _ASKS_MORE.search(yes.answered):
+    Without ``asks`` the proposing clauses are those in which the agent offers to act ("I can
+    refund ...", "Shall I ...", "Would you like me to ..."), not the statements beside them
+    ("Your orders O-1001 and O-1003 are both eligible.")."""
+    if _ASKS_MORE.search(yes.answered):
         return None
+    proposes = asks or _OFFERS_TO_ACT
     proposing = [
-        clause for clause in _CLAUSE_END.split(yes.answered) if clause and affirms(asks, clause)
+        clause for clause in _CLAUSE_END.split(yes.answered) if clause and affirms(proposes, clause)
     ]
     if not proposing:
         return None
@@ -1193,7 +1208,15 @@ _TAKING_BACK = re.compile(
     r"|(^|[.!?,;] )[¡¿]*(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
     r"|\bforget (it|that|about it)\b|\bchanged? (my|our) minds?\b|\bsecond thoughts?\b"
     r"|\b(let's|let us) not\b|\b(i'd|i would|we'd|we would) rather not\b"
-    r"|\bactually,? no\b|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
+    r"|\bactually,? no\b"
+    # a yes put off or doubted after it was given ("Actually, not yet.", "Hmm, I'm not sure
+    # anymore", "Not right now"), or said not to be meant ("Just kidding!", "/s")
+    r"|(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry|wait|well),? )*not (just |quite )?(yet|now"
+    r"|right now|today)(?=\W*($|[.!?,;]|(please|thanks|actually|though)\b))"
+    r"|\bnot (so |that |too )?sure any ?more\b"
+    rf"|{JOKING_PATTERN}"
+    rf"|{DISOWNED_PATTERN}"
+    r"|\b(do not|don't|dont) (do|process|proceed|go ahead|submit|refund|"
     r"cancel|exchange|change|credit|send|make|apply|add|issue)( with)? (it|that|this|them|"
     r"anything)\b|\b(do not|don't|dont) (do|process|proceed|go ahead)\b"
     # another choice on second thoughts: "Actually, the gift card instead", "actually I'd
