@@ -87,6 +87,64 @@ def _choices() -> list[str]:
                     f"SELECT CASE WHEN {nulls} THEN NULL ELSE {pick}({', '.join(names)}) END",
                 )
             )
+    return statements + _mixed_choices()
+
+
+MIXED_CHOICE = (
+    "%() of an INTEGER and a REAL chose the INTEGER %, which the postgres kind cannot "
+    "return as an INTEGER (SQLite keeps the type of the value chosen; here the result type is "
+    "fixed when the statement is planned): write both as REALs (n * 1.0) or both as integers"
+)
+"""Why a two-value ``max``/``min`` of an integer and a REAL failed on PostgreSQL."""
+
+
+def _mixed_choices() -> list[str]:
+    """``max(a, b)``/``min(a, b)`` of two numbers: SQLite returns the chosen value as it is
+    (``max(3, 2.5)`` is the integer 3, ``max(2, 2.5)`` the REAL 2.5; of equal values ``max``
+    keeps the first, ``min`` the second). PostgreSQL's common type made every answer of an
+    integer and a REAL a REAL (3.0: another ``typeof``, another text in a TEXT column, with
+    no error): the REAL is returned when chosen, the integer refused with
+    :data:`MIXED_CHOICE`. Each pair of number types is declared, so the planner takes the
+    exact one (an integer beside a bigint is not read as a REAL), and two texts, which two
+    string literals or parameters are (of unknown type, as the two-value ``anycompatible``
+    read them)."""
+    statements = []
+    for name, pick in (("max", "greatest"), ("min", "least")):
+        # max keeps a unless a < b; min keeps a unless a >= b
+        keeps_first = "a >= b" if name == "max" else "a < b"
+        statements.append(
+            _create(
+                f"{API}.{name}(a text, b text)",
+                "text",
+                f"SELECT CASE WHEN a IS NULL OR b IS NULL THEN NULL ELSE {pick}(a, b) END",
+            )
+        )
+        for first in _NUMBERS:
+            for second in _NUMBERS:
+                signature = f"{API}.{name}(a {first}, b {second})"
+                if (first in _INTEGERS) == (second in _INTEGERS):
+                    returns = "bigint" if first in _INTEGERS else "double precision"
+                    if "numeric" in (first, second):
+                        returns = "numeric"
+                    statements.append(
+                        _create(
+                            signature,
+                            returns,
+                            "SELECT CASE WHEN a IS NULL OR b IS NULL THEN NULL "
+                            f"ELSE {pick}(a, b) END",
+                        )
+                    )
+                    continue
+                real_is_a = first in _REALS
+                body = (
+                    "BEGIN IF a IS NULL OR b IS NULL THEN RETURN NULL; END IF; "
+                    f"IF ({keeps_first}) = {'true' if real_is_a else 'false'} "
+                    f"THEN RETURN {'a' if real_is_a else 'b'}; END IF; "
+                    f"RAISE EXCEPTION '{MIXED_CHOICE}', '{name}', "
+                    f"{'b' if real_is_a else 'a'}; END"
+                )
+                real = first if real_is_a else second
+                statements.append(_create(signature, real, body, language="plpgsql"))
     return statements
 
 
