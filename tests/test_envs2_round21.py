@@ -67,6 +67,8 @@ ANSWERED_ALIKE: list[tuple[str, tuple[Any, ...]]] = [
     ("SELECT max(n, 3), min(n, 3), typeof(max(n, 3)), max(n, NULL), min(NULL, r) FROM t", ()),
     ("SELECT max(?, ?), min(?, ?), max('a', 'b'), max(NULL, NULL) FROM t", ("a", "b", 1, 2)),
     ("SELECT typeof(max(n, r)), max(n, r) FROM t WHERE id IN (3, 5)", ()),
+    ("SELECT max(n, 1, id), min(3, 2.5, 7), max(n, NULL, 1), min(?, 1.5, 2.5) FROM t", (9.5,)),
+    ("SELECT max('a', 'b', 'c'), min(?, ?, ?)", ("x", "y", "a")),
     # printf and format
     ("SELECT format('%s', 1.0), format('%s-%s', 'a', 'b'), printf('abc'), printf(NULL)", ()),
     ("SELECT printf('[%8.2f][%-8.2f][%08.2f][%+.1f]', -3.14159, 2.5, -1.5, 2.25)", ()),
@@ -122,6 +124,7 @@ def test_a_write_by_such_a_query_leaves_the_same_state(
     [
         ("SELECT max(3, 2.5)", "max() of an INTEGER and a REAL chose the INTEGER 3"),
         ("SELECT min(3.0, 3)", "min() of an INTEGER and a REAL chose the INTEGER 3"),
+        ("SELECT max(3, 2.5, 1)", "max() of an INTEGER and a REAL chose the INTEGER 3"),
         ("SELECT max(n, r) FROM t WHERE id = 1", "chose the INTEGER 4"),
         ("SELECT printf('%x', 255)", "printf's %x is not carried to the postgres kind"),
         ("SELECT printf('%, d', 5)", "printf's %, d is not carried"),
@@ -171,12 +174,12 @@ def test_a_column_in_a_list_keeps_its_index(fixture: Path) -> None:
         "SELECT a FROM t WHERE a IN (1, 2, 3)",
         "SELECT a FROM t WHERE a.b IN (1, ?) = 1",
         "SELECT 'x IN (1) BETWEEN printf(' FROM t -- a BETWEEN 1 AND 2",
-        "SELECT t.format(a) FROM t",
+        "SELECT t.format(a), s.max(a, b, c) FROM t",
     ],
 )
 def test_what_the_rewriting_need_not_change_is_left_as_written(sql: str) -> None:
     """Control: a subquery, a column's list of numbers, an ``IN`` inside a larger comparison,
-    strings and comments and a qualified ``format`` are left as they are."""
+    strings and comments and a qualified ``format`` or ``max`` are left as they are."""
     assert sqlite_meaning(sql) == sql
 
 

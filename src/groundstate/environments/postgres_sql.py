@@ -48,7 +48,7 @@ Token = tuple[str, str]
 
 
 _REWRITTEN = re.compile(
-    r"LIKE|ORDER|CAST|DATE|TIME|BETWEEN|PRINTF|FORMAT|\bIN\b|[0-9][.eE]|\.[0-9]|[0-9]{19}|[=<>]|[xX]'",
+    r"LIKE|ORDER|CAST|DATE|TIME|BETWEEN|PRINTF|FORMAT|MAX|MIN|\bIN\b|[0-9][.eE]|\.[0-9]|[0-9]{19}|[=<>]|[xX]'",
     re.IGNORECASE,
 )
 """What :func:`sqlite_meaning` may rewrite (any other statement is left as it is, untokenized)."""
@@ -63,7 +63,7 @@ def sqlite_meaning(sql: str) -> str:
         return sql
     tokens = _blobs([(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sql)])
     tokens = _compared(_in_lists(_betweens(tokens)))
-    tokens = _integer_casts(_reals(_like_folded(_sqlite_dates(_printfs(tokens)))))
+    tokens = _integer_casts(_reals(_like_folded(_sqlite_dates(_printfs(_choices(tokens))))))
     return "".join(text for _, text in _nulls_placed(tokens))
 
 
@@ -474,6 +474,42 @@ def _in_lists(tokens: list[Token]) -> list[Token]:
         rewritten = [("space", " "), *([("word", "NOT")] if negated else []), *built]
         tokens = [*tokens[: before + 1], *rewritten, ("space", " "), *tokens[closing + 1 :]]
         i = before + len(rewritten) + 1
+    return tokens
+
+
+def _choices(tokens: list[Token]) -> list[Token]:
+    """Each ``max(a, b, c, ...)`` and ``min`` of three values or more written as the choice
+    of two at a time (``max(max(a, b), c)``, which SQLite's choice is, ties included), so
+    each pair is typed alone: of three the common type made an integer chosen beside a REAL
+    a REAL, with no error (the two-value functions return it or refuse it by name)."""
+    i = 0
+    while i < len(tokens):
+        opening = _significant(tokens, i + 1)
+        before = _significant_toward(tokens, i - 1, -1)
+        if (
+            _word(tokens[i]) not in ("MAX", "MIN")
+            or opening >= len(tokens)
+            or tokens[opening][1] != "("
+            or (before >= 0 and tokens[before][1] == ".")
+        ):
+            i += 1
+            continue
+        commas, start = [], opening
+        while start < len(tokens) and tokens[start][1] in ("(", ","):
+            start = _expression_end(tokens, start + 1, set(), {","})
+            if start < len(tokens) and tokens[start][1] == ",":
+                commas.append(start)
+        if len(commas) < 2 or start >= len(tokens):
+            i += 1
+            continue
+        name = tokens[i]
+        nested = [name, ("other", "(")] * len(commas)
+        nested += tokens[opening + 1 : commas[0]]
+        for n, comma in enumerate(commas):
+            end = commas[n + 1] if n + 1 < len(commas) else start
+            nested += [("other", ","), *tokens[comma + 1 : end], ("other", ")")]
+        tokens = [*tokens[:i], *nested, *tokens[start + 1 :]]
+        i += 1
     return tokens
 
 
