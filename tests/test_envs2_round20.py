@@ -72,7 +72,7 @@ ANSWERED_ALIKE = [
     "SELECT group_concat(s), group_concat(n, ';'), group_concat(r) "
     "FROM (SELECT * FROM t ORDER BY id) q",
     "SELECT group_concat(code, ' | ') FROM (SELECT code, id FROM t ORDER BY id) q WHERE id > 9",
-    "SELECT id, max(n, r), min(n, 2), max(n, 1, id) FROM t ORDER BY id",
+    "SELECT id, max(n * 1.0, r), min(n, 2), max(n, 1, id) FROM t ORDER BY id",
     # the date functions, on the task's clock
     "SELECT date('now'), time('now'), datetime('now'), julianday('now'), "
     "strftime('%Y-%m-%d %H:%M:%S', 'now')",

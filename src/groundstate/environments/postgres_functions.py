@@ -87,6 +87,68 @@ def _choices() -> list[str]:
                     f"SELECT CASE WHEN {nulls} THEN NULL ELSE {pick}({', '.join(names)}) END",
                 )
             )
+    statements.append(
+        # a value written once where SQL would write it twice (postgres_sql._once)
+        _create(f"{API}.value(v anycompatible)", "anycompatible", "SELECT v")
+    )
+    return statements + _mixed_choices()
+
+
+MIXED_CHOICE = (
+    "%() of an INTEGER and a REAL chose the INTEGER %, which the postgres kind cannot "
+    "return as an INTEGER (SQLite keeps the type of the value chosen; here the result type is "
+    "fixed when the statement is planned): write both as REALs (n * 1.0) or both as integers"
+)
+"""Why a two-value ``max``/``min`` of an integer and a REAL failed on PostgreSQL."""
+
+
+def _mixed_choices() -> list[str]:
+    """``max(a, b)``/``min(a, b)`` of two numbers: SQLite returns the chosen value as it is
+    (``max(3, 2.5)`` is the integer 3, ``max(2, 2.5)`` the REAL 2.5; of equal values ``max``
+    keeps the first, ``min`` the second). PostgreSQL's common type made every answer of an
+    integer and a REAL a REAL (3.0: another ``typeof``, another text in a TEXT column, with
+    no error): the REAL is returned when chosen, the integer refused with
+    :data:`MIXED_CHOICE`. Each pair of number types is declared, so the planner takes the
+    exact one (an integer beside a bigint is not read as a REAL), and two texts, which two
+    string literals or parameters are (of unknown type, as the two-value ``anycompatible``
+    read them)."""
+    statements = []
+    for name, pick in (("max", "greatest"), ("min", "least")):
+        # max keeps a unless a < b; min keeps a unless a >= b
+        keeps_first = "a >= b" if name == "max" else "a < b"
+        statements.append(
+            _create(
+                f"{API}.{name}(a text, b text)",
+                "text",
+                f"SELECT CASE WHEN a IS NULL OR b IS NULL THEN NULL ELSE {pick}(a, b) END",
+            )
+        )
+        for first in _NUMBERS:
+            for second in _NUMBERS:
+                signature = f"{API}.{name}(a {first}, b {second})"
+                if (first in _INTEGERS) == (second in _INTEGERS):
+                    returns = "bigint" if first in _INTEGERS else "double precision"
+                    if "numeric" in (first, second):
+                        returns = "numeric"
+                    statements.append(
+                        _create(
+                            signature,
+                            returns,
+                            "SELECT CASE WHEN a IS NULL OR b IS NULL THEN NULL "
+                            f"ELSE {pick}(a, b) END",
+                        )
+                    )
+                    continue
+                real_is_a = first in _REALS
+                body = (
+                    "BEGIN IF a IS NULL OR b IS NULL THEN RETURN NULL; END IF; "
+                    f"IF ({keeps_first}) = {'true' if real_is_a else 'false'} "
+                    f"THEN RETURN {'a' if real_is_a else 'b'}; END IF; "
+                    f"RAISE EXCEPTION '{MIXED_CHOICE}', '{name}', "
+                    f"{'b' if real_is_a else 'a'}; END"
+                )
+                real = first if real_is_a else second
+                statements.append(_create(signature, real, body, language="plpgsql"))
     return statements
 
 
@@ -123,6 +185,83 @@ def _texts() -> list[str]:
                     f"SELECT {API}.substr({text}, p1, p2)",
                 ),
             ]
+    return statements
+
+
+_PRINTF = (
+    "DECLARE out text := ''; i int := 1; k int := 0; m text[]; flags text; width int; "
+    "prec int; c text; v text; w bigint; x numeric; r double precision; sign text; body text; "
+    "BEGIN IF fmt IS NULL THEN RETURN NULL; END IF; "
+    "WHILE i <= length(fmt) LOOP "
+    "  IF substr(fmt, i, 1) <> '%' THEN out := out || substr(fmt, i, 1); i := i + 1; "
+    "    CONTINUE; END IF; "
+    r"  m := regexp_match(substr(fmt, i), '^(%([-+ 0#,!]*)([0-9]*)(\.([0-9]*))?(.?))'); "
+    "  i := i + length(m[1]); flags := m[2]; c := m[6]; "
+    "  width := CASE WHEN m[3] = '' THEN 0 ELSE CAST(m[3] AS int) END; "
+    "  prec := CASE WHEN m[4] IS NULL THEN NULL "
+    "    ELSE CAST(coalesce(nullif(m[5], ''), '0') AS int) END; "
+    "  IF c = '%' AND m[1] = '%%' THEN out := out || '%'; CONTINUE; END IF; "
+    "  IF c NOT IN ('s', 'd', 'i', 'f') OR flags ~ '[ #,!]' "
+    "    OR (c = 's' AND flags ~ '[+0]') OR (c IN ('d', 'i') AND prec IS NOT NULL) THEN "
+    "    RAISE EXCEPTION 'printf''s % is not carried to the postgres kind (it carries "
+    "%%s, %%d, %%i and %%f, with the flags - + 0)', m[1]; END IF; "
+    "  k := k + 1; v := args[k]; "
+    "  IF c = 's' THEN body := coalesce(v, ''); sign := ''; "
+    "    IF prec IS NOT NULL THEN "
+    "      IF body !~ '^[[:ascii:]]*$' THEN RAISE EXCEPTION 'printf''s % of text "
+    "that is not ASCII is not carried to the postgres kind (SQLite counts bytes)', m[1]; "
+    "      END IF; body := left(body, prec); END IF; "
+    "  ELSE "
+    "    IF c IN ('d', 'i') THEN "
+    r"      w := CASE WHEN v ~ '^\s*[+-]?[0-9]+\s*$' THEN {api}.cast_integer(v) "
+    "        ELSE {api}.cast_integer({api}.cast_real(coalesce(v, '0'))) END; "
+    "      sign := CASE WHEN w < 0 THEN '-' ELSE '' END; "
+    "      body := ltrim(CAST(w AS text), '-'); "
+    "    ELSE r := {api}.cast_real(coalesce(v, '0')); prec := coalesce(prec, 6); "
+    "      IF r <> r OR abs(r) = 'Infinity' OR abs(r) >= 1e15 THEN RAISE EXCEPTION "
+    "'printf''s % of % is not carried to the postgres kind (only numbers below 10^15)', "
+    "m[1], r; END IF; "
+    "      x := round(CAST(r AS numeric), prec); "
+    "      sign := CASE WHEN r < 0 THEN '-' ELSE '' END; "
+    "      body := to_char(abs(x), 'FM' || repeat('9', 20) || '0' "
+    "        || CASE WHEN prec > 0 THEN '.' || repeat('0', prec) ELSE '' END); "
+    "      body := rtrim(body, '.'); END IF; "
+    "    IF sign = '' AND flags ~ '[+]' THEN sign := '+'; END IF; "
+    "    IF flags ~ '0' AND flags !~ '-' THEN "
+    "      body := lpad(body, greatest(width - length(sign), length(body)), '0'); END IF; "
+    "    body := sign || body; sign := ''; "
+    "  END IF; "
+    "  IF octet_length(body) < width THEN "
+    "    IF flags ~ '-' THEN body := body || repeat(' ', width - octet_length(body)); "
+    "    ELSE body := repeat(' ', width - octet_length(body)) || body; END IF; "
+    "  END IF; "
+    "  out := out || body; "
+    "END LOOP; RETURN out; END"
+).replace("{api}", API)
+
+
+def _printf() -> list[str]:
+    """``printf``/``format`` (``postgres_sql`` names the harness's, given each value as
+    SQLite's text of it): PostgreSQL had no ``printf``, and its own ``format('%s', 1.0)`` is
+    ``1`` where SQLite's is ``1.0``. ``%s``, ``%d``/``%i`` and ``%f`` with a width, a
+    precision and the flags ``-``, ``+`` and ``0`` are SQLite's (a width counted in bytes, as
+    SQLite does; ``%f`` rounded half away from zero); any other conversion or flag, ``%f`` of
+    a number past 10^15 and a precision cutting text that is not ASCII are refused by name."""
+    statements = [
+        _create(
+            f"{API}.printf(fmt text DEFAULT NULL, VARIADIC args text[] DEFAULT '{{}}')",
+            "text",
+            _PRINTF,
+            language="plpgsql",
+        ),
+        _create(f"{API}.printf_arg(v text)", "text", "SELECT v"),
+        _create(f"{API}.printf_arg(v bytea)", "text", "SELECT convert_from(v, 'UTF8')"),
+        _create(f"{API}.printf_arg(v boolean)", "text", "SELECT CAST(int4(v) AS text)"),
+    ]
+    statements += [
+        _create(f"{API}.printf_arg(v {kind})", "text", "SELECT CAST(v AS text)")
+        for kind in _NUMBERS
+    ]
     return statements
 
 
@@ -389,6 +528,7 @@ def function_sql() -> list[str]:
         *_types(),
         *_choices(),
         *_texts(),
+        *_printf(),
         *_group_concat(),
         *_dates(),
         *_column_comparisons(),

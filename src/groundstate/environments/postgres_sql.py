@@ -15,6 +15,7 @@ descending). String literals, quoted names and comments are left as they are.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 from groundstate.environments.base import sqlite_affinity
@@ -47,7 +48,8 @@ Token = tuple[str, str]
 
 
 _REWRITTEN = re.compile(
-    r"LIKE|ORDER|CAST|DATE|TIME|[0-9][.eE]|\.[0-9]|[0-9]{19}|[=<>]|[xX]'", re.IGNORECASE
+    r"LIKE|ORDER|CAST|DATE|TIME|BETWEEN|PRINTF|FORMAT|MAX|MIN|\bIN\b|[0-9][.eE]|\.[0-9]|[0-9]{19}|[=<>]|[xX]'",
+    re.IGNORECASE,
 )
 """What :func:`sqlite_meaning` may rewrite (any other statement is left as it is, untokenized)."""
 _INT64_MAX = 2**63 - 1
@@ -60,7 +62,8 @@ def sqlite_meaning(sql: str) -> str:
     if not _REWRITTEN.search(sql):
         return sql
     tokens = _blobs([(m.lastgroup or "other", m.group()) for m in _TOKEN.finditer(sql)])
-    tokens = _integer_casts(_reals(_like_folded(_sqlite_dates(_compared(tokens)))))
+    tokens = _compared(_in_lists(_betweens(tokens)))
+    tokens = _integer_casts(_reals(_like_folded(_sqlite_dates(_printfs(_choices(tokens))))))
     return "".join(text for _, text in _nulls_placed(tokens))
 
 
@@ -322,6 +325,228 @@ def _compared(tokens: list[Token]) -> list[Token]:
         elif i < len(tokens):
             out.append(token)
     return out
+
+
+def _left_operand(tokens: list[Token], i: int) -> tuple[int, bool] | None:
+    """The start of the left operand of the ``BETWEEN`` or ``IN`` at *i* (the index of the
+    token before it) and whether ``NOT`` negates it; ``None`` where the rewriting cannot tell
+    where it starts (as for a comparison: :func:`_compared`)."""
+    end = _significant_toward(tokens, i - 1, -1)
+    negated = end >= 0 and _word(tokens[end]) == "NOT"
+    before = _operand_start(tokens, (end if negated else i) - 1)
+    opening = "" if before < 0 else (_word(tokens[before]) or tokens[before][1])
+    if opening not in _BEFORE_OPERAND or (opening == "," and not _listed(tokens, before)):
+        return None
+    return before, negated
+
+
+def _closes(tokens: list[Token], after: int) -> bool:
+    """Whether the expression ending before *after* is a whole operand of its clause."""
+    closing = "" if after >= len(tokens) else (_word(tokens[after]) or tokens[after][1])
+    return closing in _AFTER_OPERAND
+
+
+def _once(
+    operand: list[Token], uses: int, build: Callable[[list[Token]], list[Token]]
+) -> list[Token] | None:
+    """*build* (given the operand as it is to be written each time) for an operand written
+    *uses* times: as itself, or, where it holds a parameter (each ``?`` is one value, taken
+    in the order written), as ``groundstate.value(v_gs.a)`` of ``(SELECT ... FROM (SELECT
+    operand AS a) AS v_gs, LATERAL (SELECT <built> AS x) AS w_gs)`` (the function keeps the
+    operand's lack of affinity; the parameter stays ahead of those after it). ``None``: an
+    operand with a parameter and an affinity (a ``CAST``), which the rewriting leaves."""
+    if uses < 2 or not any(t[1] == "?" for t in operand):
+        return build(operand)
+    if _affinity(operand) != "":
+        return None
+    value: list[Token] = [("other", "groundstate.value(v_gs.a)")]
+    return [("other", "(SELECT w_gs.x FROM (SELECT"), *operand,
+            ("other", " AS a) AS v_gs, LATERAL (SELECT "), *build(value),
+            ("other", " AS x) AS w_gs)")]  # fmt: skip
+
+
+def _betweens(tokens: list[Token]) -> list[Token]:
+    """Each ``a [NOT] BETWEEN b AND c`` written ``[NOT] (a >= b AND a <= c)``, which it is
+    in SQLite, each comparison converting its sides by where they come from. PostgreSQL's
+    ``BETWEEN`` typed its three sides together: ``substr(d, 1, 4) BETWEEN 2025 AND 2026``
+    found rows where SQLite (text beside numbers, no affinity: by type order) finds none, and
+    ``qty BETWEEN ? AND ?`` given text that is not a number failed. *a* is written twice
+    (a random or changing *a* is read twice)."""
+    i = 0
+    while i < len(tokens):
+        if _word(tokens[i]) != "BETWEEN":
+            i += 1
+            continue
+        left = _left_operand(tokens, i)
+        middle = _expression_end(tokens, i + 1, {"AND"}, set())
+        if left is None or middle >= len(tokens) or _word(tokens[middle]) != "AND":
+            i += 1
+            continue
+        after = _operand_end(tokens, middle + 1)
+        if not _closes(tokens, after):
+            i += 1
+            continue
+        before, negated = left
+        a_end = _significant_toward(tokens, i - 1, -1)
+        if negated:
+            a_end = _significant_toward(tokens, a_end - 1, -1)
+        low, high = tokens[i + 1 : middle], tokens[middle + 1 : after]
+
+        def both(a: list[Token], low: list[Token] = low, high: list[Token] = high) -> list[Token]:
+            return [("other", "("), *a, ("space", " "), ("other", ">="), *low, ("word", "AND"),
+                    ("space", " "), *a, ("space", " "), ("other", "<="), *high,
+                    ("other", ")")]  # fmt: skip
+
+        built = _once(tokens[before + 1 : a_end + 1], 2, both)
+        if built is None:
+            i += 1
+            continue
+        rewritten: list[Token] = [("space", " ")] + ([("word", "NOT")] if negated else [])
+        tokens = [*tokens[: before + 1], *rewritten, *built, ("space", " "), *tokens[after:]]
+        i = before + 1
+    return tokens
+
+
+def _in_lists(tokens: list[Token]) -> list[Token]:
+    """Each ``a [NOT] IN (x, y)`` whose meaning in SQLite is not PostgreSQL's written as
+    ``[NOT] (f(a, x) OR f(a, y))``: SQLite compares *a* with each value as ``a = +x``, the
+    values having no affinity (even a column), so *a*'s affinity, where it has one, is
+    theirs. PostgreSQL typed the list together with *a*: ``strftime('%Y', d) IN (2026)`` and
+    ``? IN (code)`` found rows where SQLite finds none, ``qty IN (?)`` given text that is not
+    a number failed. ``f`` is ``groundstate.plain_eq`` where *a* has no affinity and
+    ``left_eq`` where it has one and a value is a string literal or parameter; a column's
+    list of other values (``id IN (1, 2)``) is left as written (the harness's operators give
+    the column's affinity; its index is kept), as is a subquery."""
+    i = 0
+    while i < len(tokens):
+        opening = _significant(tokens, i + 1)
+        if (
+            _word(tokens[i]) != "IN"
+            or opening >= len(tokens)
+            or tokens[opening][1] != "("
+            or _word(tokens[_significant(tokens, opening + 1)]) in ("SELECT", "WITH", "VALUES")
+        ):
+            i += 1
+            continue
+        left = _left_operand(tokens, i)
+        closing = _expression_end(tokens, opening + 1, set(), set())
+        if (
+            left is None
+            or closing >= len(tokens)
+            or not _closes(tokens, _significant(tokens, closing + 1))
+        ):
+            i += 1
+            continue
+        before, negated = left
+        a_end = _significant_toward(tokens, i - 1, -1)
+        if negated:
+            a_end = _significant_toward(tokens, a_end - 1, -1)
+        operand = tokens[before + 1 : a_end + 1]
+        values, start = [], opening + 1
+        while start < closing:
+            end = _expression_end(tokens, start, set(), {","})
+            values.append(tokens[start:end])
+            start = end + 1
+        affinity = _affinity(operand)
+        if affinity is None or not any(t[0] not in ("space", "comment") for v in values for t in v):
+            i += 1
+            continue
+        if affinity and not any(_unknown(value) for value in values):
+            i = closing + 1
+            continue
+        function = f"groundstate.{'left' if affinity else 'plain'}_eq"
+
+        def any_of(
+            a: list[Token], values: list[list[Token]] = values, function: str = function
+        ) -> list[Token]:
+            out: list[Token] = [("other", "(")]
+            for n, value in enumerate(values):
+                if n:
+                    out += [("space", " "), ("word", "OR"), ("space", " ")]
+                out += [("other", function), ("other", "("), *a, ("other", ","), *value,
+                        ("other", ")")]  # fmt: skip
+            return [*out, ("other", ")")]
+
+        built = _once(operand, len(values), any_of)
+        if built is None:
+            i += 1
+            continue
+        rewritten = [("space", " "), *([("word", "NOT")] if negated else []), *built]
+        tokens = [*tokens[: before + 1], *rewritten, ("space", " "), *tokens[closing + 1 :]]
+        i = before + len(rewritten) + 1
+    return tokens
+
+
+def _choices(tokens: list[Token]) -> list[Token]:
+    """Each ``max(a, b, c, ...)`` and ``min`` of three values or more written as the choice
+    of two at a time (``max(max(a, b), c)``, which SQLite's choice is, ties included), so
+    each pair is typed alone: of three the common type made an integer chosen beside a REAL
+    a REAL, with no error (the two-value functions return it or refuse it by name)."""
+    i = 0
+    while i < len(tokens):
+        opening = _significant(tokens, i + 1)
+        before = _significant_toward(tokens, i - 1, -1)
+        if (
+            _word(tokens[i]) not in ("MAX", "MIN")
+            or opening >= len(tokens)
+            or tokens[opening][1] != "("
+            or (before >= 0 and tokens[before][1] == ".")
+        ):
+            i += 1
+            continue
+        commas, start = [], opening
+        while start < len(tokens) and tokens[start][1] in ("(", ","):
+            start = _expression_end(tokens, start + 1, set(), {","})
+            if start < len(tokens) and tokens[start][1] == ",":
+                commas.append(start)
+        if len(commas) < 2 or start >= len(tokens):
+            i += 1
+            continue
+        name = tokens[i]
+        nested = [name, ("other", "(")] * len(commas)
+        nested += tokens[opening + 1 : commas[0]]
+        for n, comma in enumerate(commas):
+            end = commas[n + 1] if n + 1 < len(commas) else start
+            nested += [("other", ","), *tokens[comma + 1 : end], ("other", ")")]
+        tokens = [*tokens[:i], *nested, *tokens[start + 1 :]]
+        i += 1
+    return tokens
+
+
+def _printfs(tokens: list[Token]) -> list[Token]:
+    """Each ``printf(...)`` and ``format(...)`` (SQLite's name for the same) made the
+    harness's ``groundstate.printf``, the format and each value given as SQLite's text of it
+    (``groundstate.printf_arg``): PostgreSQL has no ``printf``, and its own ``format`` wrote
+    ``format('%s', 1.0)`` as ``1`` (SQLite: ``1.0``), with no error."""
+    out = list(tokens)
+    opened: dict[int, int] = {}
+    closed: dict[int, int] = {}
+    for i, token in enumerate(tokens):
+        if _word(token) not in ("PRINTF", "FORMAT"):
+            continue
+        opening = _significant(tokens, i + 1)
+        before = _significant_toward(tokens, i - 1, -1)
+        if opening >= len(tokens) or tokens[opening][1] != "(":
+            continue
+        if before >= 0 and (tokens[before][1] == "." or _word(tokens[before]) == "AS"):
+            continue
+        out[i] = ("other", "groundstate.printf")
+        start = opening
+        while start < len(tokens) and tokens[start][1] in ("(", ","):
+            end = _expression_end(tokens, start + 1, set(), {","})
+            if _significant(tokens, start + 1) < end:  # printf() is no value
+                opened[start + 1] = opened.get(start + 1, 0) + 1
+                closed[end] = closed.get(end, 0) + 1
+            start = end
+    if not opened:
+        return out
+    wrapped: list[Token] = []
+    for i, token in enumerate([*out, ("space", "")]):
+        wrapped += [("other", ")")] * closed.get(i, 0)
+        wrapped += [("other", "groundstate.printf_arg(")] * opened.get(i, 0)
+        if i < len(out):
+            wrapped.append(token)
+    return wrapped
 
 
 _DATE_FUNCTIONS = {"DATE": "groundstate.sqlite_date", "TIME": "groundstate.sqlite_time"}
