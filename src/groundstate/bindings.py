@@ -23,7 +23,8 @@ import sys
 import threading
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
-from operator import is_
+from itertools import compress
+from operator import is_, ne
 from types import MappingProxyType, ModuleType
 from typing import NamedTuple
 
@@ -347,10 +348,10 @@ class _Flat:
             copies = tuple(map(dict.copy, self.spaces))
         else:
             was, kept = marked
-            copies = tuple(
-                copy if version == then else space.copy()
-                for space, copy, version, then in zip(self.spaces, kept, now, was, strict=True)
-            )
+            fresh = list(kept)
+            for i in compress(range(len(now)), map(ne, now, was)):
+                fresh[i] = self.spaces[i].copy()
+            copies = tuple(fresh)
         self.marked = (now, copies)
         return copies
 
