@@ -268,3 +268,57 @@ def test_the_retail_oracle_replays_mark_as_before() -> None:
         assert reason == "success", task_id
         assert final and all(constraints), task_id
         assert "harness_rebound" not in evidence and "harness_state_changed" not in evidence
+
+
+# --- the account's generator resumed ----------------------------------------------------------
+
+
+def test_resuming_the_account_with_no_hooks_reads_no_module() -> None:
+    """What the round changed: :func:`resumed` looked up ``groundstate.loopthreads`` (an
+    import statement, some microseconds) on every send, 39 per retail attempt, though it is
+    needed only to put a hook back. With none set it is not looked up (this fails on the old
+    code: the import statement runs and finds the planted module)."""
+    import sys
+
+    from groundstate.account import Account
+
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        pytest.skip("a tracer runs the tests (coverage): the hooks are put back")
+    account = Account()
+    real = sys.modules["groundstate.loopthreads"]
+    sys.modules["groundstate.loopthreads"] = None  # type: ignore[assignment]  # any import raises
+    try:
+        assert account.take_step() == 1
+        assert account.read().steps == 1
+    finally:
+        sys.modules["groundstate.loopthreads"] = real
+
+
+def test_a_hook_is_still_off_while_the_account_runs_and_put_back_after() -> None:
+    """Control: with a trace function set, the account's generator runs with none (the
+    agent's tracer would be handed its frame), and the caller's is put back after."""
+    import sys
+
+    from groundstate import account as account_module
+
+    seen: list[object] = []
+
+    def tracer(frame: Any, event: str, arg: Any) -> Any:
+        return None
+
+    def inside() -> Any:
+        while True:
+            seen.append((sys.gettrace(), sys.getprofile()))
+            yield
+
+    generator = inside()
+    next(generator)
+    before = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        account_module.resumed(generator, None)
+        after = sys.gettrace()
+    finally:
+        sys.settrace(before)
+    assert seen[-1] == (None, None)
+    assert after is tracer
