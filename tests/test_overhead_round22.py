@@ -15,6 +15,10 @@ copy of a namespace whose version has not moved since the last mark. Compared he
   compared with a fresh copy of its namespace, and every replay's record as on the old path;
 - controls: a method written and put back between two attempts' marks is named, whether or
   not its namespace was written before the mark; a mark after the watched set changed.
+
+And :func:`groundstate.account.resumed`, run for each of the account's sends, imports its
+hook helper only when a hook is set (it did on every send); with one set, the generator
+still runs with none and the caller's is put back.
 """
 
 from __future__ import annotations
