@@ -53,11 +53,11 @@ def resumed(generator: Generator[_Y, Any, None], value: Any) -> _Y:
     """``generator.send(value)`` with this thread's trace and profile functions off: one of
     the agent's would be called with the generator's frame and could rewrite its variables
     (see the module). Put back after (a coverage tracer, a profiler running the harness)."""
+    trace, profile = sys.gettrace(), sys.getprofile()
+    if trace is None and profile is None:  # the usual case: nothing to turn off, or import
+        return generator.send(value)
     from groundstate.loopthreads import put_back_hooks  # (it imports more than this needs)
 
-    trace, profile = sys.gettrace(), sys.getprofile()
-    if trace is None and profile is None:
-        return generator.send(value)
     sys.settrace(None)
     sys.setprofile(None)
     try:
