@@ -354,3 +354,35 @@ def test_a_wrong_switch_names_the_file_and_the_field(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["validate", str(root), "--no-cache"])
     said = result.stdout + result.stderr
     assert result.exit_code == 2 and "suite.yaml" in said and "exercised_checks" in said, said
+
+
+# --- a check that raises on a state an agent can leave ------------------------------------------
+
+PER_TRANSFER = """
+
+def per_transfer(s0, sT):
+    gained = sT.query("SELECT balance FROM accounts WHERE id = 'B'")[0][0] - 50
+    if gained == 0:
+        return False, {"gained": 0}
+    made = sT.query("SELECT COUNT(*) FROM transfers")[0][0]
+    return gained / made == 30, {"gained": gained, "transfers": made}
+"""
+"""Fails the untouched state cleanly, but raises (a division by zero) on B credited with no
+transfer row: the state the oracle leaves with ``transfers`` put back."""
+
+
+def test_a_check_raising_on_a_restored_table_fails_grader_sensitivity(tmp_path: Path) -> None:
+    """An agent crediting B without a transfer row makes its attempt a grader failure (rerun,
+    never failed) though ``exactly-one-transfer`` would fail it: the raise was counted as the
+    check catching the change."""
+    root = _bank(tmp_path, assertions=[{"id": "per-transfer", "check": "checks.py:per_transfer"}])
+    with (root / "checks.py").open("a") as handle:
+        handle.write(PER_TRANSFER)
+    validity = _validity(root)
+    check = validity.check("grader_sensitivity")
+    assert not check.passed, check.detail
+    assert "with transfers as it was, oracle's final state gets no verdict: per-transfer " in (
+        check.detail
+    )
+    assert "ZeroDivisionError" in check.detail
+    assert validity.check("discriminating").passed  # the straw agents fail it cleanly
