@@ -205,6 +205,7 @@ def test_validate_strict_fails_the_task(tmp_path: Path) -> None:
     flat = " ".join(out.split())
     assert code == 1 and "transfer · exercised: 1 of 6 checks never failed" in flat, out
     assert "0 of 1 tasks valid" in flat
+    assert flat.count(" ".join(UNEXERCISED.split())) == 1  # in the failure's detail alone
     # the strict verdict is cached under a key of its own: the default still warns
     code, out = _invoke("validate", str(root), "--store", store)
     assert code == 0 and "(1 with warnings)" in out
