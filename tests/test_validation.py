@@ -792,10 +792,19 @@ def test_validate_json_has_the_documented_shape(tmp_path: Path) -> None:
     code, out, _ = _invoke("validate", str(BANK), "--json", "--store", str(store))
     assert code == 0
     data = json.loads(out)
-    assert set(data) == {"suite", "suite_hash", "tasks", "mutation"}
+    assert set(data) == {"suite", "suite_hash", "tasks", "mutation", "unexercised_shared"}
     assert data["suite"] == "bank" and data["suite_hash"] == load_suite(BANK).suite_hash
     [task] = data["tasks"]
-    assert set(task) == {"task_id", "valid", "checks", "mutation"} and task["valid"] is True
+    assert set(task) == {
+        "task_id",
+        "valid",
+        "checks",
+        "mutation",
+        "unexercised",
+        "shared_failed",
+        "warnings",
+    }
+    assert task["valid"] is True
     assert [c["name"] for c in task["checks"]] == list(CHECKS)
     assert all(set(c) == {"name", "passed", "detail"} for c in task["checks"])
     assert all(isinstance(c["detail"], str) for c in task["checks"])

@@ -27,27 +27,45 @@ if TYPE_CHECKING:  # the library is imported inside each command: a quick --help
 @click.option(
     "--no-cache", is_flag=True, help="Prove every task again, ignoring (and not storing) results."
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Fail a task whose outcome assertions or constraints no replay saw fail, instead of "
+    "warning (as exercised_checks: required in suite.yaml).",
+)
 @ENVIRONMENT_OPTION
 @STORE_OPTION
 def validate(
-    suite: Path, as_json: bool, no_cache: bool, environment: str | None, store: Path
+    suite: Path,
+    as_json: bool,
+    no_cache: bool,
+    strict: bool,
+    environment: str | None,
+    store: Path,
 ) -> None:
     """Prove every task of SUITE; exit 1 unless every task is valid.
 
     Each task is checked for a checked reset, a passing oracle, passing alternatives,
     failing known-bad solutions and straw agents, a grader that notices every state-changing
     oracle step, a deterministic verdict, and near misses of the oracle that all fail (grader
-    mutation testing: the score per task, survivors listed). Results are cached in the run
-    store, keyed by everything they depend on.
+    mutation testing: the score per task, survivors listed). An outcome assertion or
+    constraint that none of those replays made fail may be always true: it is listed as a
+    warning (a failure with --strict). Results are cached in the run store, keyed by
+    everything they depend on.
     """
     from rich.console import Console
 
+    from groundstate.spec.suite import with_config
     from groundstate.store import RunStore
     from groundstate.validation import validate_suite
     from groundstate.workdirs import sweep_stale
 
     sweep_stale()  # work folders of runs and validations killed outright
     loaded = in_environment(checked_suite(suite), environment)
+    if strict:
+        loaded = with_config(
+            loaded, loaded.config.model_copy(update={"exercised_checks": "required"})
+        )
     if no_cache:
         result = validate_suite(loaded)
     else:
@@ -57,7 +75,8 @@ def validate(
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:
         _print_validity(Console(), result)
-    if not result.valid:
+    # --strict: the shared constraints are judged over the suite, so they fail the command
+    if not result.valid or (strict and result.unexercised_shared):
         sys.exit(1)
 
 
@@ -146,6 +165,7 @@ _HEADERS = {
     "mutation": "muta-\ntion",
     "tool_robustness": "tool\nrobust-\nness",
     "judge_agreement": "judge\nagree-\nment",
+    "exercised": "exer-\ncised",
 }
 """Column headers narrow enough for a task id to fit beside them in 80 columns."""
 
@@ -164,11 +184,15 @@ def _print_validity(console: Console, result: SuiteValidity) -> None:
         pad_edge=False,
         show_edge=False,
     )
-    rows = [(task.task_id, [_cell(task, check) for check in task.checks]) for task in result.tasks]
+    columns = [name for name in CHECKS if name != "exercised" or _any_failed(result, name)]
+    rows = [
+        (task.task_id, [_cell(task, check) for check in task.checks if check.name in columns])
+        for task in result.tasks
+    ]
     # The verdicts are the point of the table: at 80 columns a long task id folds onto a
     # second line rather than every cell being cut to "p…".
     table.add_column("task", overflow="fold")
-    for i, name in enumerate(CHECKS):
+    for i, name in enumerate(columns):
         header = _HEADERS.get(name, name)
         widths = [Text.from_markup(cells[i]).cell_len for _, cells in rows if i < len(cells)]
         width = max([len(line) for line in header.splitlines()] + widths)
@@ -182,10 +206,46 @@ def _print_validity(console: Console, result: SuiteValidity) -> None:
                 continue  # listed below, one survivor a line
             line = Text.assemble((task.task_id, "bold"), f" · {check.name}: {check.detail}")
             console.print(line, highlight=False)
+        for warning in task.warnings:
+            line = Text.assemble((task.task_id, "bold"), f" · exercised: {warning}")
+            console.print(line, highlight=False)
+    _print_unexercised(console, result)
     _print_mutation(console, result)
     _print_pins(console, result)
     valid = sum(task.valid for task in result.tasks)
-    console.print(f"{valid} of {len(result.tasks)} tasks valid")
+    warned = sum(bool(task.warnings) for task in result.tasks)
+    also = f" ({warned} with warnings)" if warned else ""
+    console.print(f"{valid} of {len(result.tasks)} tasks valid{also}")
+
+
+def _any_failed(result: SuiteValidity, name: str) -> bool:
+    """Whether check *name* failed a task (the ``exercised`` column is shown only then: its
+    warnings are listed below the table, which keeps its room for the task ids)."""
+    return any(not task.check(name).passed for task in result.tasks if name in _names(task))
+
+
+def _names(task: TaskValidity) -> set[str]:
+    return {check.name for check in task.checks}
+
+
+def _print_unexercised(console: Console, result: SuiteValidity) -> None:
+    """The constraints of the suite's sets no task's replays made fail, and once, why a check
+    never seen failing is worth a look (the warning of each task names only its checks)."""
+    from rich.text import Text
+
+    from groundstate.validation.checks import UNEXERCISED
+
+    shared = result.unexercised_shared
+    if shared:
+        console.print(
+            Text(
+                f"warning: {len(shared)} constraint(s) of the suite's constraint sets never "
+                f"failed in a replay of any task: {', '.join(shared)}"
+            ),
+            highlight=False,
+        )
+    if shared or any(task.warnings for task in result.tasks):  # a failure's detail says it
+        console.print(Text(f"checks that never failed: {UNEXERCISED}"), highlight=False)
 
 
 _UNDECLARED = re.compile(r"initial state ([0-9a-f]{64}) is undeclared")

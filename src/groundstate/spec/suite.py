@@ -113,11 +113,16 @@ class SuiteConfig(Strict):
     tool_robustness: Literal["required", "report", "off"] = "required"
     """Property-based tool calls in ``validate``: ``required`` fails a task whose tools crash
     on a schema-valid call; ``report`` lists the crashes without failing; ``off`` skips it."""
+    exercised_checks: Literal["required", "report", "off"] = "report"
+    """Outcome assertions and hard constraints that no replay of ``validate`` saw fail (not a
+    known-bad, a straw agent, a left-out step or a mutant): each may be always true.
+    ``report`` (the default) warns of them; ``required`` fails their task (``validate
+    --strict`` too); ``off`` does not look."""
     constraint_sets: ConstraintSets = Field(default_factory=dict)
     """Named lists of hard constraints, stated once: a task file that lists a set's name under
     ``constraint_sets`` gets its constraints before its own ``hard_process_constraints``."""
 
-    @field_validator("mutation_testing", "tool_robustness", mode="before")
+    @field_validator("mutation_testing", "tool_robustness", "exercised_checks", mode="before")
     @classmethod
     def _unquoted_off(cls, value: object) -> object:
         """YAML reads a bare ``off`` as false; it means the word here."""
@@ -448,8 +453,14 @@ def with_environment(suite: Suite, kind: str) -> Suite:
     _check_environment_kind(suite.root / SUITE_FILE, kind)
     config = suite.config.model_copy(update={"environment": kind})
     _check_environment_options(suite.root / SUITE_FILE, config)
+    return with_config(suite, config)
+
+
+def with_config(suite: Suite, config: SuiteConfig) -> Suite:
+    """*suite* with *config* instead of its suite.yaml's (a command line's override), and the
+    policy and tools as read when the suite loaded, not read again now."""
     moved = replace(suite, config=config)
-    for read in ("policy", "tools"):  # as read when the suite loaded, not read again now
+    for read in ("policy", "tools"):
         if read in vars(suite):
             vars(moved)[read] = vars(suite)[read]
     return moved

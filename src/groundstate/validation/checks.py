@@ -44,6 +44,14 @@ reference chapter asks of a task, with evidence:
     Does every judged assertion (``judge:``) agree with the suite's human-labelled set for it,
     Cohen's kappa at least the assertion's ``min_agreement``
     (:mod:`~groundstate.validation.judges`)? Passes trivially for a task without judges.
+``exercised``
+    Did every outcome assertion and hard constraint fail in at least one of the replays above
+    (a known-bad, a straw agent, an oracle step left out or a table put back, a mutant, a
+    labelled item of a judge)? One that none of them failed may be always true: the task
+    would look valid with a check that checks nothing. Listed as a warning (``exercised_checks:
+    report``, the default), or failed (``required``, or ``validate --strict``). A constraint
+    of the suite's constraint sets is asked of the suite as a whole: it is reported when no
+    replay of any task that includes it made it fail.
 """
 
 from __future__ import annotations
@@ -67,8 +75,9 @@ from groundstate.environments.base import Environment
 from groundstate.environments.registry import build_environment
 from groundstate.episode import EnvironmentFactory, Verdict, default_environment
 from groundstate.errors import SpecError
-from groundstate.records import AgentRun
+from groundstate.records import JUDGED, AgentRun, CheckResult
 from groundstate.spec.canonical import canonical_json, hash_path
+from groundstate.spec.constraint_sets import own_constraints
 from groundstate.spec.solution import Solution, Step
 from groundstate.spec.suite import Suite
 from groundstate.spec.task import AgentTask
@@ -143,6 +152,8 @@ def validate_task(
         task_id=task_id,
         checks=checks,
         mutation=proof.mutation,
+        unexercised=proof.unexercised,
+        shared_failed=proof.shared_failed,
         settled=valid or not proof.unsettled,
     )
 
@@ -358,12 +369,17 @@ def fails_as_declared(task: AgentTask, run: AgentRun, fails_by: str) -> str | No
             "the grader catches the bad outcome); shorten it, or declare that terminal reason"
         )
     if fails_by == "outcome":
-        held = any(not result.passed for result in run.outcome_assertion_results)
+        held = any(failed_by_state(run.outcome_assertion_results))
     elif fails_by.startswith("outcome:"):
         assertion_id = fails_by.removeprefix("outcome:")
         found = [r for r in run.outcome_assertion_results if r.id == assertion_id]
         if not found:
             return f"declares {fails_by}, but the task has no outcome assertion {assertion_id!r}"
+        if found[0].kind == JUDGED:
+            return (
+                f"declares {fails_by}, a judged assertion, which never decides success: a "
+                "known-bad failing by it alone passes; name an assertion that reads the state"
+            )
         held = not found[0].passed
     elif fails_by.startswith("constraint:"):
         constraint_id = fails_by.removeprefix("constraint:")
@@ -374,6 +390,14 @@ def fails_as_declared(task: AgentTask, run: AgentRun, fails_by: str) -> str | No
     else:
         held = run.terminal_reason == fails_by
     return None if held else f"fails for another reason than {fails_by}: {describe_run(run)}"
+
+
+def failed_by_state(results: list[CheckResult]) -> list[str]:
+    """The ids of the outcome assertions of *results* that failed by their verdict and decide
+    success. A judged assertion's verdict (kind ``judge``) is reported beside ``success`` and
+    never decides it, so its failure is no proof the state is checked (an attempt it alone
+    fails succeeds); nor is a check's error (the attempt gets no verdict, and is rerun)."""
+    return [r.id for r in results if not r.passed and r.error is None and r.kind != JUDGED]
 
 
 def _oracle_changes_nothing(proof: Proof) -> bool:
@@ -399,11 +423,7 @@ def _no_change_case(proof: Proof) -> tuple[list[str], list[str]]:
     ]
     # The change is the harm: an outcome assertion must see it, or an agent making it by a
     # route no constraint names passes (the outcome holds on a changed state).
-    seen = [
-        name
-        for name in harmful
-        if any(not r.passed for r in proof.run(name).outcome_assertion_results)
-    ]
+    seen = [name for name in harmful if failed_by_state(proof.run(name).outcome_assertion_results)]
     if not harmful:
         problems.append("no known-bad solution changes the state and fails")
     elif not seen:
@@ -448,8 +468,9 @@ def _straw_agents(proof: Proof) -> tuple[list[str], list[str]]:
             problems.append(f"the {label} passes ({_held(run)})")
         elif not run.valid:
             problems.append(f"the {label} gets no verdict: {describe_run(run)}")
-        elif all(r.passed for r in run.outcome_assertion_results):
-            # failed by a constraint alone: the outcome the task wants is not checked
+        elif not failed_by_state(run.outcome_assertion_results):
+            # failed by a constraint alone (or a judge, which decides nothing): the outcome
+            # the task wants is not checked
             problems.append(
                 f"every outcome assertion passes for the {label} ({run.terminal_reason} "
                 f"only): none checks the change the oracle makes ({_held(run)})"
@@ -555,6 +576,9 @@ def _restore_each_table(
         failed = _restored_verdict(proof, solution, run, table, None)
         if failed is None:
             continue  # the kind cannot, or the table ended as it began
+        if isinstance(failed, str):
+            found.append((True, f"with {table} as it was, {name}'s final state {failed}"))
+            continue
         if not failed:
             found.append(
                 (
@@ -567,7 +591,10 @@ def _restore_each_table(
         found.append((False, f"with {table} as it was: {', '.join(failed)} fail"))
         rows = list(written[table]) if len(written[table]) > 1 else []
         for key in rows[:ROW_PROBES]:
-            if _restored_verdict(proof, solution, run, table, key) == []:
+            failed = _restored_verdict(proof, solution, run, table, key)
+            if isinstance(failed, str):
+                found.append((True, f"with the row {key} of {table} as it was, {failed}"))
+            elif failed == []:
                 found.append(
                     (
                         True,
@@ -585,14 +612,24 @@ ROW_PROBES = 8
 
 def _restored_verdict(
     proof: Proof, solution: Solution, run: AgentRun, table: str, key: str | None
-) -> list[str] | None:
+) -> list[str] | str | None:
     """The checks that fail on the oracle's final state with *table* (or only its row *key*)
-    put back as it was; None when the kind cannot put it back or that changed nothing."""
+    put back as it was, as an attempt leaving it so would fail by them (a judge decides
+    nothing); why that state gets no verdict, when a check deciding it raised; None when the
+    kind cannot put it back or that changed nothing."""
     restored: list[str] = []
     verdict = proof.regrade(solution.steps, 1, 0.0, _restoring(table, restored, key))[0]
     if not restored or verdict.final_state_hash == run.final_state_hash:
         return None
-    return [r.id for r in verdict.assertions + verdict.constraints if not r.passed]
+    checks = verdict.assertions + verdict.constraints
+    raised = [r for r in checks if r.error is not None and r.kind != JUDGED]
+    if raised:  # an attempt leaving it so is a grader failure: rerun, never failed
+        return (
+            "gets no verdict: "
+            + "; ".join(f"{r.id} raised {shorten(r.error or '', 120)}" for r in raised)
+            + " (an agent leaving that state makes its attempt invalid; the check must fail it)"
+        )
+    return failed_by_state(verdict.assertions) + [r.id for r in verdict.constraints if not r.passed]
 
 
 def _restoring(table: str, restored: list[str], key: str | None = None) -> Around:
@@ -780,6 +817,48 @@ def _robustness(proof: Proof, name: str) -> ToolCrash | None:
     return _ROBUSTNESS[key]
 
 
+def check_exercised(proof: Proof) -> Finding:
+    """Runs last: it reads what every replay of the checks before it saw fail."""
+    mode = proof.suite.config.exercised_checks
+    if mode == "off":
+        return True, "off (the suite sets exercised_checks: off)"
+    own, shared = check_ids(proof.task, proof.suite)
+    proof.unexercised = [name for name in own if name not in proof.seen_failing]
+    proof.shared_failed = {name: name in proof.seen_failing for name in shared}
+    sets = f"; {len(shared)} from the suite's constraint sets, judged over the suite" * bool(shared)
+    if not proof.unexercised:
+        return True, f"each of the task's {len(own)} checks failed in a replay{sets}"
+    found = f"{len(proof.unexercised)} of {len(own)} checks never failed in a replay: " + ", ".join(
+        proof.unexercised
+    )
+    if mode == "report":
+        return True, f"warning: {found} (not failed: exercised_checks: report)"
+    return False, f"{found} ({UNEXERCISED})"
+
+
+UNEXERCISED = (
+    "no replay of validation (the known-bad solutions, the do-nothing, claims-only and "
+    "oracle's-words agents, the oracle with a step left out or a table put back, the mutants) "
+    "made it fail, so it may be always true and a wrong outcome could pass it; add a known-bad "
+    "solution it alone fails (fails_by: outcome:<id> or constraint:<id>), or remove it"
+)
+"""Why a check never seen failing is reported, and what to do about it."""
+
+
+def check_ids(task: AgentTask, suite: Suite) -> tuple[list[str], list[str]]:
+    """The task's own checks (its outcome assertions and its own hard constraints), and the
+    constraints its suite's constraint sets give it, as ``outcome:<id>`` and
+    ``constraint:<id>`` (the words of ``fails_by``).
+
+    A set's constraint is the same check in every task that includes it, and most of them
+    cannot fail in most tasks (a rule about refunds in a task with no refund): whether one can
+    fail is asked of the suite's replays together (:attr:`SuiteValidity.unexercised_shared`)."""
+    mine = own_constraints(task, suite.config.constraint_sets)
+    included = task.hard_process_constraints[: len(task.hard_process_constraints) - len(mine)]
+    own = [f"outcome:{a.id}" for a in task.outcome_assertions]
+    return own + [f"constraint:{c.id}" for c in mine], [f"constraint:{c.id}" for c in included]
+
+
 CHECKS: dict[str, Callable[[Proof], Finding]] = {
     "reset": check_reset,
     "solvable": check_solvable,
@@ -790,5 +869,6 @@ CHECKS: dict[str, Callable[[Proof], Finding]] = {
     "mutation": check_mutation,
     "tool_robustness": check_tool_robustness,
     "judge_agreement": check_judge_agreement,
+    "exercised": check_exercised,
 }
 """Every check, in the order they are reported."""

@@ -95,6 +95,8 @@ def measure(proof: Proof, assertion: JudgeAssertion) -> JudgeAgreement:
                 errors.append(f"{item.id}: {type(exc).__name__}: {exc}")
                 continue
             pairs.append((verdict, item.label))
+            if not verdict:  # the judge can fail a trajectory: its assertion is exercised
+                proof.seen_failing.add(f"outcome:{assertion.id}")
     return JudgeAgreement(
         assertion_id=assertion.id,
         items=len(items),

@@ -177,6 +177,7 @@ def _past_the_limits(proof: Proof, steps: list[Step]) -> AgentRun:
     unlimited = replace(proof, task=lifted, _runs={})
     run = unlimited.run_steps(steps)
     proof.unsettled |= unlimited.unsettled
+    proof.seen_failing |= unlimited.seen_failing
     return run
 
 

@@ -256,6 +256,8 @@ def _scaffold(suite: Suite, target: Path, made: _Made) -> None:
         config["mutation_testing"] = suite.config.mutation_testing
     if suite.config.tool_robustness != "required":  # the same tools crash the same way
         config["tool_robustness"] = suite.config.tool_robustness
+    if suite.config.exercised_checks != "report":  # a suite that fails untested checks still does
+        config["exercised_checks"] = suite.config.exercised_checks
     for key in ("fixtures", "environment_options"):  # a workspace suite's (non-default)
         if key in suite.config.model_fields_set:
             config[key] = getattr(suite.config, key)

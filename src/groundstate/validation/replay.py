@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, closing, nullcontext, suppress
 from dataclasses import dataclass, field
@@ -65,6 +65,15 @@ class Proof:
     unsettled: bool = False
     """Set when a replay got no verdict (an environment or grader failure) or a check
     raised: a failure that rests on it may be the machine's, not the task's."""
+    seen_failing: set[str] = field(default_factory=set)
+    """The outcome assertions (``outcome:<id>``) and hard constraints (``constraint:<id>``)
+    some replay or grading of this proof saw fail by their verdict, not an error: the
+    ``exercised`` check reports the others, which nothing showed can fail."""
+    unexercised: list[str] | None = None
+    """Set by the ``exercised`` check: the task's own checks not in :attr:`seen_failing`."""
+    shared_failed: dict[str, bool] | None = None
+    """Set by the ``exercised`` check: each constraint of the suite's sets the task includes,
+    and whether it is in :attr:`seen_failing`."""
 
     @property
     def solutions(self) -> dict[str, Solution]:
@@ -90,7 +99,17 @@ class Proof:
             lambda: run_attempt(self.task, self.suite, self.system, agent, info, self.make_env)
         ).run
         self.unsettled |= not run.valid
+        self.saw(run.outcome_assertion_results, run.constraint_results)
         return run
+
+    def saw(self, assertions: Iterable[CheckResult], constraints: Iterable[CheckResult]) -> None:
+        """Note the checks that failed by their verdict (:attr:`seen_failing`). One that raised
+        or timed out (``error`` set) failed for no reason of the state it was given: no
+        evidence it can tell a bad state from a good one."""
+        for prefix, results in (("outcome", assertions), ("constraint", constraints)):
+            self.seen_failing.update(
+                f"{prefix}:{r.id}" for r in results if not r.passed and r.error is None
+            )
 
     def regrade(
         self,
@@ -131,6 +150,7 @@ class Proof:
                 with around(n, env):
                     events = retrace(n, session.events)
                     verdicts.append(grade(self.task, self.suite, env, s0, events))
+                self.saw(verdicts[-1].assertions, verdicts[-1].constraints)
             return verdicts
 
 

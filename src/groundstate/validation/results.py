@@ -107,6 +107,13 @@ class TaskValidity(BaseModel):
     checks: list[CheckOutcome]
     mutation: MutationFigures | None = None
     """Grader mutation testing's figures (None when it is off or could not run)."""
+    unexercised: list[str] | None = None
+    """The task's own outcome assertions (``outcome:<id>``) and hard constraints
+    (``constraint:<id>``) no replay of the proof saw fail, which may be always true (None when
+    the suite sets ``exercised_checks: off``)."""
+    shared_failed: dict[str, bool] | None = None
+    """Each constraint the suite's constraint sets give the task, and whether a replay of the
+    proof saw it fail (:attr:`SuiteValidity.unexercised_shared` reads them together)."""
     settled: bool = Field(default=True, exclude=True)
     """False for an invalid task whose proof met a replay with no verdict (an environment or
     grader failure: a tool past its time limit on a busy machine) or a check that raised:
@@ -119,6 +126,15 @@ class TaskValidity(BaseModel):
     @property
     def failures(self) -> list[CheckOutcome]:
         return [check for check in self.checks if not check.passed]
+
+    @property
+    def warnings(self) -> list[str]:
+        """What a reader should act on though the task is not failed for it: checks never seen
+        failing, under ``exercised_checks: report``."""
+        exercised = next((c for c in self.checks if c.name == "exercised"), None)
+        if not self.unexercised or exercised is None or not exercised.passed:
+            return []
+        return [exercised.detail]
 
     def check(self, name: str) -> CheckOutcome:
         """The check called *name* (``KeyError`` if the task was not checked for it)."""
@@ -133,13 +149,23 @@ class TaskValidity(BaseModel):
             "valid": self.valid,
             "checks": [check.model_dump() for check in self.checks],
             "mutation": self.mutation.to_dict() if self.mutation is not None else None,
+            "unexercised": self.unexercised,
+            "shared_failed": self.shared_failed,
+            "warnings": self.warnings,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskValidity:
-        """Read back :meth:`to_dict` (``valid`` and ``score`` are derived, so not read)."""
+        """Read back :meth:`to_dict` (``valid``, ``warnings`` and ``score`` are derived, so not
+        read)."""
         return cls.model_validate(
-            {"task_id": data["task_id"], "checks": data["checks"], "mutation": data.get("mutation")}
+            {
+                "task_id": data["task_id"],
+                "checks": data["checks"],
+                "mutation": data.get("mutation"),
+                "unexercised": data.get("unexercised"),
+                "shared_failed": data.get("shared_failed"),
+            }
         )
 
 
@@ -158,6 +184,16 @@ class SuiteValidity(BaseModel):
 
     def task(self, task_id: str) -> TaskValidity:
         return next(task for task in self.tasks if task.task_id == task_id)
+
+    @property
+    def unexercised_shared(self) -> list[str]:
+        """The constraints of the suite's constraint sets that no replay of any task including
+        them saw fail (judged over the tasks validated together): each may be always true."""
+        seen: dict[str, bool] = {}
+        for task in self.tasks:
+            for name, failed in (task.shared_failed or {}).items():
+                seen[name] = seen.get(name, False) or failed
+        return [name for name, failed in seen.items() if not failed]
 
     @property
     def mutation(self) -> MutationFigures | None:
@@ -185,4 +221,5 @@ class SuiteValidity(BaseModel):
             "suite_hash": self.suite_hash,
             "tasks": [task.to_dict() for task in self.tasks],
             "mutation": None if mutation is None else mutation.model_dump(include=totals),
+            "unexercised_shared": self.unexercised_shared,
         }

@@ -393,6 +393,15 @@ def _fails_by_problems(
             reason=f"tasks/{task_id}.yaml has no {what} {wanted!r}"
             + did_you_mean(wanted, [c.id for c in checks]),
         )
+    elif any(isinstance(c, JudgeAssertion) and c.id == wanted for c in checks):
+        yield SuiteProblem(
+            file=str(path),
+            line=line_of(path, "fails_by"),
+            field="fails_by",
+            reason=f"{wanted!r} of tasks/{task_id}.yaml is a judged assertion, which never "
+            "decides success: a known-bad failing by it alone passes (name an assertion that "
+            "reads the state, or outcome)",
+        )
 
 
 # --- fixtures --------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 27
+VALIDATOR_REVISION = 28
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -91,7 +91,8 @@ another person by a name given as theirs or a relation, in those languages too; 
 stopped by the step or time limit is replayed past it instead of counted killed, and ``reset``
 is checked with other seeds; 27: a yes put off to a later time ("Yes, tomorrow"), marked as
 not meant ("jk", "/s") or reported as another person's ("My husband says yes") is no yes, nor
-one put off after it ("Actually, not yet"))."""
+one put off after it ("Actually, not yet"); 28: the ``exercised`` check, and the outcome
+assertions and constraints no replay saw fail kept in a validity)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
@@ -117,6 +118,7 @@ def validation_key(suite: Suite, task: AgentTask) -> str:
             "shared_files": _shared_files(suite),
             "mutation_testing": suite.config.mutation_testing,
             "tool_robustness": suite.config.tool_robustness,
+            "exercised_checks": suite.config.exercised_checks,
             # The human labels judge_agreement measures against (not part of the grader).
             "judge_labels": {
                 a.labels: suite.files.get(a.labels)
