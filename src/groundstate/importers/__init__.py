@@ -184,6 +184,7 @@ def _sniff(path: Path) -> Format:
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
         return "inspect"
     if head.startswith(b"["):
+        _refuse_foreign(path, _first_element(path))
         return "tau-bench"
     first = _BREAK.split(head, 1)[0]
     if not head.startswith(b"{"):
@@ -350,6 +351,17 @@ def _refuse_foreign(path: Path, data: Any) -> None:
     for keys, what in FOREIGN:
         if any(keys <= set(part) for part in (data, *inner)):
             raise ForeignFormat(path, what)
+
+
+def _first_element(path: Path) -> Any:
+    """The first element of the JSON list *path* holds (``None`` when it has none, or is
+    broken: its reader names that): a list of another harness's records (SWE-bench
+    predictions, as a list) is named for what it is, not refused by the τ-bench reader for
+    the first field it misses."""
+    with contextlib.suppress(SpecError), json_stream(path, RECORD_LIMIT) as stream:
+        for element in stream.elements():
+            return element
+    return None
 
 
 def import_file(
