@@ -29,7 +29,9 @@ import pytest
 
 from groundstate.importers import ImportOptions, import_file, open_source
 from groundstate.store import RunStore
+from tests.test_imports2_round21 import _peak
 from tests.test_imports_formats import EVAL, PLAN, Store, log, sample, write_json
+from tests.test_imports_round14 import tb_run, tb_trial
 
 
 @pytest.fixture
@@ -219,3 +221,63 @@ def test_a_tau_bench_list_still_imports(store: Store, tmp_path: Path) -> None:
     assert sorted(reason for reason, _ in store.runs(batch).values()) == [
         "agent_failure/incorrect", "success"
     ]  # fmt: skip
+
+
+# --- Terminal-Bench results read trial by trial ---------------------------------------------------
+
+
+def test_large_terminal_bench_results_are_imported_in_bounded_memory(tmp_path: Path) -> None:
+    """A 120 MB ``results.json`` (trials of 500 KB, the figures ``tb run`` computes after
+    them) was read whole: several times its size in memory. Read trial by trial, a few MB
+    more than a 1 MB one; the bound, 40 MB, is a third of the file."""
+    small = _peak(tmp_path, 1, "terminal-bench", False)
+    large = _peak(tmp_path, 120, "terminal-bench", False)
+    assert large - small < 40_000, (small, large)
+
+
+FALSE, TRUE = '"is_resolved": false', '"is_resolved": true'
+
+
+def _tb_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "results.json"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _tb_text() -> str:
+    trials = [tb_trial("hello", 1, True), tb_trial("hello", 2, False), tb_trial("fix", 1, False)]
+    return json.dumps(tb_run(trials), indent=2)
+
+
+def test_terminal_bench_results_read_trial_by_trial_give_the_same_verdicts(
+    store: Store, tmp_path: Path
+) -> None:
+    """Control: detected from its top-level keys, each trial read, the figures after the
+    trials checked against them."""
+    batch = store.imported(_tb_file(tmp_path, _tb_text()))
+    assert {(t, a): reason for (t, a, _), (reason, _) in store.runs(batch).items()} == {
+        ("hello", 1): "success", ("hello", 2): "agent_failure/incorrect",
+        ("fix", 1): "agent_failure/incorrect",
+    }  # fmt: skip
+    run = json.loads(_tb_text())
+    run["resolved_ids"] = ["fix"]  # the figures after the trials, edited
+    err = store.refused(_tb_file(tmp_path, json.dumps(run)))
+    assert "resolved_ids" in err
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda t: t[: len(t) // 2], "not valid JSON"),  # cut inside a trial
+        (lambda t: t + "\n{}", "Extra data"),
+        (lambda t: t.replace(FALSE, f"{FALSE}, {TRUE}", 1), "results[1].is_resolved"),
+        (lambda t: t.replace('"resolved_ids"', '"id": "again", "resolved_ids"'), "id"),
+    ],
+)  # fmt: skip
+def test_damaged_terminal_bench_results_read_trial_by_trial_are_refused(
+    store: Store, tmp_path: Path, edit: Any, said: str
+) -> None:
+    """As a whole parse refuses them: a file cut short, data after it, a key twice (in a
+    trial, named where it sits; at the top, after the trials)."""
+    err = store.refused(_tb_file(tmp_path, edit(_tb_text())), "--format", "terminal-bench")
+    assert said in err

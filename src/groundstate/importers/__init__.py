@@ -261,10 +261,11 @@ def _document_format(path: Path) -> Format:
 
 def _streamed_format(path: Path) -> Format | None:
     """The format of a document read by its reader value by value (an Inspect ``.json`` log,
-    a τ² results file), told from its top-level keys as they come, without reading the
-    samples or simulations that make it large (read whole, a log of a gigabyte took several
-    GB of memory here before its reader read it again)."""
+    a τ² results file, Terminal-Bench results), told from its top-level keys as they come,
+    without reading the samples, simulations or trials that make it large (read whole, a log
+    of a gigabyte took several GB of memory here before its reader read it again)."""
     keys: set[str] = set()
+    trials = False
     with json_stream(path, RECORD_LIMIT) as stream:
         if stream.peek() != "{":
             return None
@@ -274,10 +275,13 @@ def _streamed_format(path: Path) -> Format | None:
                 return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
             if {"eval", "samples"} <= keys:
                 return "inspect"
+            trials |= key == "results" and stream.peek() == "["
             try:
-                stream.skip()
+                stream.skip(key)
             except TooLarge:  # a value no record of theirs holds: read whole, as before
                 return None
+    if trials and keys >= SWE_BENCH_KEYS:  # as terminal_bench() tells it from the whole
+        return "terminal-bench"
     return None
 
 

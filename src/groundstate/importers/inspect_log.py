@@ -339,7 +339,7 @@ class InspectSource:
                 if key == "samples" and "eval" in header:
                     return header  # the samples and what follows: read by _json_samples
                 if key == "samples":
-                    stream.skip()
+                    stream.skip(key)
                 else:
                     header[key] = stream.value(key)
         return header
