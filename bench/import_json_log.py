@@ -69,7 +69,18 @@ def _trial(index: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-RECORDS = {"inspect": _sample, "tau2-bench": _simulation, "terminal-bench": _trial}
+def _task(index: int) -> dict[str, Any]:
+    """An AppWorld task's report, a test's requirement as long as a record's transcript."""
+    test = {"requirement": MESSAGE * RECORD_MESSAGES, "label": "no_op_fail"}
+    failed = index % 3 == 0
+    return {"success": not failed, "difficulty": 1, "num_tests": 2,
+            "passes": [test] if failed else [test, test],
+            "failures": [{**test, "trace": "assert"}] if failed else []}  # fmt: skip
+
+
+RECORDS = {
+    "inspect": _sample, "tau2-bench": _simulation, "terminal-bench": _trial, "appworld": _task,
+}  # fmt: skip
 
 
 def write_document(path: Path, megabytes: int, kind: str, one_line: bool = False) -> int:
@@ -87,6 +98,8 @@ def write_document(path: Path, megabytes: int, kind: str, one_line: bool = False
     elif kind == "tau2-bench":
         head = {"timestamp": "2026-01-01T00:00:00", "info": {"num_trials": 1}, "tasks": []}
         key = "simulations"
+    elif kind == "appworld":  # its tasks are an object's members, not a list's elements
+        return _write_appworld(path, count, "" if one_line else "\n")
     else:  # the figures tb run computes from its trials come after them
         head, key = {"id": "run"}, "results"
         resolved = [f"task{i}" for i in range(count) if i % 3 != 0]
@@ -99,6 +112,17 @@ def write_document(path: Path, megabytes: int, kind: str, one_line: bool = False
         for index in range(count):
             out.write(("" if index == 0 else f",{brk}") + json.dumps(record(index)))
         out.write(f"{brk}]" + (", " + json.dumps(tail)[1:] if tail else "}") + "\n")
+    return count
+
+
+def _write_appworld(path: Path, count: int, brk: str) -> int:
+    """An AppWorld evaluation of *count* tasks, two of each scenario."""
+    with path.open("w", encoding="utf-8") as out:
+        out.write('{"aggregate": {}, "individual": {' + brk)
+        for index in range(count):
+            name = f"s{index // 2}_{index % 2 + 1}"
+            out.write(("" if index == 0 else f",{brk}") + f'"{name}": ' + json.dumps(_task(index)))
+        out.write(f"{brk}}}}}\n")
     return count
 
 

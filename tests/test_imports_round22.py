@@ -31,6 +31,7 @@ from groundstate.importers import ImportOptions, import_file, open_source
 from groundstate.store import RunStore
 from tests.test_imports2_round21 import _peak
 from tests.test_imports_formats import EVAL, PLAN, Store, log, sample, write_json
+from tests.test_imports_harbor import evaluation, tracker
 from tests.test_imports_round14 import tb_run, tb_trial
 
 
@@ -281,3 +282,60 @@ def test_damaged_terminal_bench_results_read_trial_by_trial_are_refused(
     trial, named where it sits; at the top, after the trials)."""
     err = store.refused(_tb_file(tmp_path, edit(_tb_text())), "--format", "terminal-bench")
     assert said in err
+
+
+# --- AppWorld evaluations read task by task ------------------------------------------------------
+
+
+def test_a_large_appworld_evaluation_is_imported_in_bounded_memory(tmp_path: Path) -> None:
+    """A 120 MB evaluation (tasks of 500 KB, members of one ``individual`` object) was read
+    whole, as was its ``individual`` object to tell its format; now task by task."""
+    small = _peak(tmp_path, 1, "appworld", False)
+    large = _peak(tmp_path, 120, "appworld", False)
+    assert large - small < 40_000, (small, large)
+
+
+def _appworld_text(**aggregate: float) -> str:
+    individual = {"82e2fac_1": tracker(True, 2, 0), "82e2fac_2": tracker(False, 1, 1, 2),
+                  "29caf6f_1": tracker(True, 1, 0)}  # fmt: skip
+    return json.dumps(evaluation(individual, **aggregate), indent=2)
+
+
+def test_an_appworld_evaluation_read_task_by_task_gives_the_same_figures(
+    store: Store, tmp_path: Path
+) -> None:
+    """Control: its verdicts, its difficulty slices, its figures recomputed and compared with
+    its aggregate (a wrong one named in a warning), and its format told from its keys."""
+    path = tmp_path / "evaluation.json"
+    path.write_text(_appworld_text(task_goal_completion=66.7, scenario_goal_completion=50.0))
+    assert _warnings(path, tmp_path) == []
+    path.write_text(_appworld_text(task_goal_completion=100.0, scenario_goal_completion=50.0))
+    assert [w for w in _warnings(path, tmp_path) if "task_goal_completion" in w]
+    batch = store.imported(path)
+    assert {t: reason for (t, _, _), (reason, _) in store.runs(batch).items()} == {
+        "82e2fac_1": "success", "82e2fac_2": "agent_failure/incorrect_state",
+        "29caf6f_1": "success",
+    }  # fmt: skip
+    source = open_source(path, ImportOptions())
+    assert source.system()["scenario_goal_completion"] == 50.0  # its tasks read for it
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda t: t[: len(t) // 2], "not valid JSON"),
+        (lambda t: t + "[]", "Extra data"),
+        (lambda t: t.replace('"success": false', '"success": false, "success": true'),
+         "individual.82e2fac_2.success"),
+        (lambda t: t.replace('"29caf6f_1"', '"82e2fac_1"'), "individual.82e2fac_1"),
+        (lambda t: t.replace('"success": false', '"success": "false"'), "success"),
+    ],
+)  # fmt: skip
+def test_damaged_appworld_evaluations_read_task_by_task_are_refused(
+    store: Store, tmp_path: Path, edit: Any, said: str
+) -> None:
+    """As a whole parse refuses them: cut short, data after it, a key twice (in a task, or a
+    task twice), named where it sits; a task's verdict not written as AppWorld writes it."""
+    path = tmp_path / "evaluation.json"
+    path.write_text(edit(_appworld_text()))
+    assert said in store.refused(path, "--format", "appworld")

@@ -261,9 +261,10 @@ def _document_format(path: Path) -> Format:
 
 def _streamed_format(path: Path) -> Format | None:
     """The format of a document read by its reader value by value (an Inspect ``.json`` log,
-    a τ² results file, Terminal-Bench results), told from its top-level keys as they come,
-    without reading the samples, simulations or trials that make it large (read whole, a log
-    of a gigabyte took several GB of memory here before its reader read it again)."""
+    a τ² results file, Terminal-Bench results, an AppWorld evaluation), told from its
+    top-level keys as they come, without reading the samples, simulations, trials or tasks
+    that make it large (read whole, a log of a gigabyte took several GB of memory here
+    before its reader read it again)."""
     keys: set[str] = set()
     trials = False
     with json_stream(path, RECORD_LIMIT) as stream:
@@ -282,6 +283,8 @@ def _streamed_format(path: Path) -> Format | None:
                 return None
     if trials and keys >= SWE_BENCH_KEYS:  # as terminal_bench() tells it from the whole
         return "terminal-bench"
+    if keys >= APPWORLD_KEYS and _object_format(dict.fromkeys(keys)) == "appworld":
+        return "appworld"  # told by its keys alone, as from the whole
     return None
 
 

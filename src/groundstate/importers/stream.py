@@ -115,11 +115,15 @@ class JsonStream:
             index += 1
 
     def skip(self, field: str = "") -> None:
-        """Read past the next value (a list element by element; *field*: its path, for the
-        field of a key given twice inside it)."""
+        """Read past the next value: a list element by element, an object member by member (an
+        AppWorld evaluation's tasks are an object's members), so that no more than one of
+        them is held (*field*: its path, for the field of a key given twice inside it)."""
         if self.peek() == "[":
             for _ in self.elements(field):
                 pass
+        elif self.peek() == "{":
+            for key in self.members(field):
+                self.value(f"{field}.{key}".lstrip("."))
         else:
             self.value(field)
 
