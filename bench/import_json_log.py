@@ -70,12 +70,15 @@ def _trial(index: int) -> dict[str, Any]:
 
 
 def _task(index: int) -> dict[str, Any]:
-    """An AppWorld task's report, a test's requirement as long as a record's transcript."""
-    test = {"requirement": MESSAGE * RECORD_MESSAGES, "label": "no_op_fail"}
+    """An AppWorld task's report, its tests' text (not what the import stores: a failed test's
+    requirement is kept in the attempt's origin) as long as a record's transcript."""
+    long = MESSAGE * RECORD_MESSAGES
+    test = {"requirement": long, "label": "no_op_fail"}
     failed = index % 3 == 0
     return {"success": not failed, "difficulty": 1, "num_tests": 2,
             "passes": [test] if failed else [test, test],
-            "failures": [{**test, "trace": "assert"}] if failed else []}  # fmt: skip
+            "failures": [{"requirement": "r", "trace": long, "label": "no_op_fail"}]
+            if failed else []}  # fmt: skip
 
 
 RECORDS = {
