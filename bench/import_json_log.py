@@ -1,7 +1,8 @@
-"""Import of a large JSON document: an Inspect ``.json`` log or a τ² results file (prints
-figures; not a test, though ``tests/test_imports2_round21.py`` runs it small).
+"""Import of a large JSON document: an Inspect ``.json`` log, a τ² results file or Terminal-Bench
+results (prints figures; not a test, though ``tests/test_imports2_round21.py`` and
+``tests/test_imports_round22.py`` run it small).
 
-Writes a document of about ``--megabytes`` MB (samples or simulations of about 500 KB each,
+Writes a document of about ``--megabytes`` MB (samples, simulations or trials of about 500 KB each,
 their transcripts a hundred messages of 5 KB), imports it with the command line in a child
 process, and prints, as one JSON line, the child's peak resident memory before the import
 began and at its end (KiB), the import's exit code and seconds, and the file's size. Read whole
@@ -58,26 +59,73 @@ def _simulation(index: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _trial(index: int) -> dict[str, Any]:
+    """A Terminal-Bench trial, its instruction as long as a record's transcript."""
+    return {
+        "id": f"t{index}", "trial_name": f"task{index}.1-of-1.run", "task_id": f"task{index}",
+        "instruction": MESSAGE * RECORD_MESSAGES, "is_resolved": index % 3 != 0,
+        "failure_mode": "unset", "parser_results": None, "total_input_tokens": 10,
+        "total_output_tokens": 5,
+    }  # fmt: skip
+
+
+def _task(index: int) -> dict[str, Any]:
+    """An AppWorld task's report, its tests' text (not what the import stores: a failed test's
+    requirement is kept in the attempt's origin) as long as a record's transcript."""
+    long = MESSAGE * RECORD_MESSAGES
+    test = {"requirement": long, "label": "no_op_fail"}
+    failed = index % 3 == 0
+    return {"success": not failed, "difficulty": 1, "num_tests": 2,
+            "passes": [test] if failed else [test, test],
+            "failures": [{"requirement": "r", "trace": long, "label": "no_op_fail"}]
+            if failed else []}  # fmt: skip
+
+
+RECORDS = {
+    "inspect": _sample, "tau2-bench": _simulation, "terminal-bench": _trial, "appworld": _task,
+}  # fmt: skip
+
+
 def write_document(path: Path, megabytes: int, kind: str, one_line: bool = False) -> int:
     """A document of about *megabytes* MB, written record by record (a record a line, or all on
     one line); returns the records."""
-    record = _sample if kind == "inspect" else _simulation
+    record = RECORDS[kind]
     size = len(json.dumps(record(0)))
     count = max(1, round(megabytes * 1_000_000 / size))
     head: dict[str, Any]
+    tail: dict[str, Any] = {}
     if kind == "inspect":
         spec = {"task": "bench", "model": "m", "eval_id": "e", "created": "2026-01-01T00:00:00"}
         head = {"version": 2, "status": "success", "eval": spec, "plan": {}, "results": None}
         key = "samples"
-    else:
+    elif kind == "tau2-bench":
         head = {"timestamp": "2026-01-01T00:00:00", "info": {"num_trials": 1}, "tasks": []}
         key = "simulations"
+    elif kind == "appworld":  # its tasks are an object's members, not a list's elements
+        return _write_appworld(path, count, "" if one_line else "\n")
+    else:  # the figures tb run computes from its trials come after them
+        head, key = {"id": "run"}, "results"
+        resolved = [f"task{i}" for i in range(count) if i % 3 != 0]
+        unresolved = [f"task{i}" for i in range(count) if i % 3 == 0]
+        tail = {"n_resolved": len(resolved), "n_unresolved": len(unresolved),
+                "resolved_ids": resolved, "unresolved_ids": unresolved}  # fmt: skip
     brk = "" if one_line else "\n"
     with path.open("w", encoding="utf-8") as out:
         out.write(json.dumps(head)[:-1] + f', "{key}": [{brk}')
         for index in range(count):
             out.write(("" if index == 0 else f",{brk}") + json.dumps(record(index)))
-        out.write(f"{brk}]}}\n")
+        out.write(f"{brk}]" + (", " + json.dumps(tail)[1:] if tail else "}") + "\n")
+    return count
+
+
+def _write_appworld(path: Path, count: int, brk: str) -> int:
+    """An AppWorld evaluation of *count* tasks, two of each scenario."""
+    with path.open("w", encoding="utf-8") as out:
+        out.write('{"aggregate": {}, "individual": {' + brk)
+        for index in range(count):
+            name = f"s{index // 2}_{index % 2 + 1}"
+            out.write(("" if index == 0 else f",{brk}") + f'"{name}": ' + json.dumps(_task(index)))
+        out.write(f"{brk}}}}}\n")
     return count
 
 
@@ -100,7 +148,7 @@ def measure(path: Path, store: Path) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=int, default=800)
-    parser.add_argument("--format", choices=["inspect", "tau2-bench"], default="inspect")
+    parser.add_argument("--format", choices=sorted(RECORDS), default="inspect")
     parser.add_argument("--dir", type=Path, default=None, help="where to write (a temp dir)")
     parser.add_argument("--one-line", action="store_true", help="the document on one line")
     args = parser.parse_args()

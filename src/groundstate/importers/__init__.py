@@ -184,6 +184,7 @@ def _sniff(path: Path) -> Format:
     if head.startswith(b"PK"):  # a zip archive is_zipfile could not read: a damaged .eval
         return "inspect"
     if head.startswith(b"["):
+        _refuse_foreign(path, _first_element(path))
         return "tau-bench"
     first = _BREAK.split(head, 1)[0]
     if not head.startswith(b"{"):
@@ -260,10 +261,12 @@ def _document_format(path: Path) -> Format:
 
 def _streamed_format(path: Path) -> Format | None:
     """The format of a document read by its reader value by value (an Inspect ``.json`` log,
-    a τ² results file), told from its top-level keys as they come, without reading the
-    samples or simulations that make it large (read whole, a log of a gigabyte took several
-    GB of memory here before its reader read it again)."""
+    a τ² results file, Terminal-Bench results, an AppWorld evaluation), told from its
+    top-level keys as they come, without reading the samples, simulations, trials or tasks
+    that make it large (read whole, a log of a gigabyte took several GB of memory here
+    before its reader read it again)."""
     keys: set[str] = set()
+    trials = False
     with json_stream(path, RECORD_LIMIT) as stream:
         if stream.peek() != "{":
             return None
@@ -273,10 +276,15 @@ def _streamed_format(path: Path) -> Format | None:
                 return "tau2-bench"  # the monolithic form, or the "dir" form's results.json
             if {"eval", "samples"} <= keys:
                 return "inspect"
+            trials |= key == "results" and stream.peek() == "["
             try:
-                stream.skip()
+                stream.skip(key)
             except TooLarge:  # a value no record of theirs holds: read whole, as before
                 return None
+    if trials and keys >= SWE_BENCH_KEYS:  # as terminal_bench() tells it from the whole
+        return "terminal-bench"
+    if keys >= APPWORLD_KEYS and _object_format(dict.fromkeys(keys)) == "appworld":
+        return "appworld"  # told by its keys alone, as from the whole
     return None
 
 
@@ -350,6 +358,17 @@ def _refuse_foreign(path: Path, data: Any) -> None:
     for keys, what in FOREIGN:
         if any(keys <= set(part) for part in (data, *inner)):
             raise ForeignFormat(path, what)
+
+
+def _first_element(path: Path) -> Any:
+    """The first element of the JSON list *path* holds (``None`` when it has none, or is
+    broken: its reader names that): a list of another harness's records (SWE-bench
+    predictions, as a list) is named for what it is, not refused by the τ-bench reader for
+    the first field it misses."""
+    with contextlib.suppress(SpecError), json_stream(path, RECORD_LIMIT) as stream:
+        for element in stream.elements():
+            return element
+    return None
 
 
 def import_file(

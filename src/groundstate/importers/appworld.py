@@ -6,13 +6,15 @@ difficulty, num_tests, passes: [{requirement, label}], failures: [{requirement, 
 label}]}}}`` (``TestTracker.to_dict`` per task). Each task is evaluated once per experiment:
 every attempt is labelled 1. A task id is ``<scenario>_<n>`` (``task_id_to_generator_id``):
 the tasks of one scenario are variants of one goal, and AppWorld's scenario goal completion
-counts a scenario only when all of them succeed.
+counts a scenario only when all of them succeed. The tasks are read one at a time
+(:mod:`.stream`): each holds its failed tests' traces, and the file was read whole before.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -28,10 +30,16 @@ from groundstate.importers.rows import (
     read_json_object,
     task_key,
 )
+from groundstate.importers.stream import RECORD_LIMIT, json_stream
 
 FAILURE = "agent_failure/incorrect_state"
 """AppWorld's tests check the apps' databases at the end (and the answer, against the
 ground truth's): a failed test is a wrong final state."""
+
+
+TASKS: Any = object()
+"""What :attr:`AppWorldSource._evaluation` holds for an ``individual`` object (its tasks are
+read one at a time by ``rows``)."""
 
 
 @dataclass
@@ -40,14 +48,27 @@ class AppWorldSource:
 
     path: Path
     format: str = "appworld"
+    _seen: list[tuple[str, str, bool]] | None = field(default=None, repr=False)
+    """(where, task id, success) of each task :meth:`rows` read (``None``: not read yet)."""
 
     @cached_property
     def _evaluation(self) -> dict[str, Any]:
-        return read_json_object(self.path, "an AppWorld evaluation")
+        """Every top-level key, an ``individual`` object kept as :data:`TASKS`."""
+        evaluation: dict[str, Any] = {}
+        with json_stream(self.path, RECORD_LIMIT) as stream:
+            if stream.peek() != "{":
+                return read_json_object(self.path, "an AppWorld evaluation")
+            for key in stream.members():
+                if key == "individual" and stream.peek() == "{":
+                    stream.skip(key)
+                    evaluation[key] = TASKS
+                else:
+                    evaluation[key] = stream.value(key)
+            stream.end()
+        return evaluation
 
-    @cached_property
-    def _tasks(self) -> list[tuple[str, str, dict[str, Any]]]:
-        """(where, task id, report) of each task, in the file's order."""
+    def _tasks(self) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """(where, task id, report) of each task, in the file's order, one at a time."""
         individual = self._evaluation.get("individual")
         if individual is None and (
             "aggregate" in self._evaluation or aggregate_only(self._evaluation)
@@ -58,21 +79,33 @@ class AppWorldSource:
             )  # fmt: skip
         if individual is None:
             raise SpecError(self.path, "individual", "required: an AppWorld evaluation's tasks")
-        individual = mapping(str(self.path), "individual", individual)
-        tasks = []
-        for task_id, report in individual.items():
-            where = f"{self.path}:individual.{task_id}"
-            tasks.append(
-                (where, task_key(where, "task_id", task_id), mapping(where, "task", report))
-            )
-        return tasks
+        if individual is not TASKS:
+            mapping(str(self.path), "individual", individual)  # says what it is instead
+        with json_stream(self.path, RECORD_LIMIT) as stream:
+            for key in stream.members():
+                if key != "individual":
+                    continue
+                for task_id in stream.members(key):
+                    where = f"{self.path}:individual.{task_id}"
+                    report = stream.value(f"{key}.{task_id}")
+                    yield where, task_key(where, "task_id", task_id), mapping(where, "task", report)
 
     def rows(self) -> Iterator[ImportedRow]:
-        for index, (where, task_id, report) in enumerate(self._tasks, start=1):
-            yield _row(where, index, task_id, report)
+        seen: list[tuple[str, str, bool]] = []
+        for index, (where, task_id, report) in enumerate(self._tasks(), start=1):
+            row = _row(where, index, task_id, report)
+            seen.append((where, task_id, row.success))
+            yield row
+        self._seen = seen
+
+    def _read(self) -> list[tuple[str, str, bool]]:
+        """The tasks :meth:`rows` read (read, and checked, now if they were not)."""
+        if self._seen is None:
+            deque(self.rows(), maxlen=0)
+        return self._seen or []
 
     def place(self, line: int) -> str:
-        return self._tasks[line - 1][0]
+        return self._read()[line - 1][0]
 
     def warnings(self) -> list[str]:
         """The file's own figures recomputed from its tasks: a file edited after AppWorld wrote
@@ -100,8 +133,8 @@ class AppWorldSource:
     def _completion(self) -> tuple[float, float]:
         """Task and scenario goal completion (percent) as AppWorld computes them."""
         scenarios: dict[str, list[bool]] = {}
-        for _, task_id, report in self._tasks:
-            scenarios.setdefault(scenario(task_id), []).append(_success(report) is True)
+        for _, task_id, success in self._read():
+            scenarios.setdefault(scenario(task_id), []).append(success)
         tasks = [ok for oks in scenarios.values() for ok in oks]
         if not tasks:
             return 0.0, 0.0

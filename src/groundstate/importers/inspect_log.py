@@ -125,6 +125,8 @@ class InspectSource:
     """The header (of a ``.json`` log: the whole log), read once."""
     _foreign_own: int = 0
     """Samples carrying :data:`OWN_METADATA` in a log our export did not write (ignored)."""
+    _edited: int = 0
+    """Samples whose deciding score was edited after the run (named in a warning)."""
 
     def rows(self) -> Iterator[ImportedRow]:
         self._header()  # an archive without one is not an Inspect log, whatever else it holds
@@ -161,6 +163,9 @@ class InspectSource:
         results = header.get("results")
         completed = results.get("completed_samples") if isinstance(results, dict) else None
         warnings = []
+        stopped = _early_stops(results)
+        if stopped:
+            warnings.append(_stopped_early(self.path, results, stopped))
         if status != "success":
             warnings.append(
                 f"{self.path}: the log's status is {status!r}, not 'success': Inspect stopped "
@@ -170,6 +175,14 @@ class InspectSource:
             warnings.append(
                 f"{self.path}: results.completed_samples is {completed} but the log holds "
                 f"{self._read} samples: the missing ones are not imported"
+            )
+        elif (missing := self._missing(results, len(stopped))) is not None:
+            warnings.append(missing)
+        if self._edited:
+            warnings.append(
+                f"{self.path}: {self._edited} sample(s) have a deciding score edited after the "
+                "run (Inspect's edit_score): read as edited, as Inspect's metrics read them; "
+                "the scorer's own value, and who edited it and why, are kept in origin.edited"
             )
         version = header.get("version")
         if version is not None and version not in range(1, LOG_VERSION + 1):
@@ -195,6 +208,31 @@ class InspectSource:
                 f"stored as invalid ({INVALIDATED}), failures in the strict view"
             )
         return warnings
+
+    def _missing(self, results: Any, stopped: int) -> str | None:
+        """What a finished log says it ran and does not hold: ``results.total_samples`` (its
+        samples times its epochs) less the samples stopped early is the samples it logged. A
+        sample errored under ``--fail-on-error`` false is logged as well, so only a lost
+        record (a member or a sample cut out of the file) makes the difference."""
+        given = results.get("total_samples") if isinstance(results, dict) else None
+        if not isinstance(given, int) or isinstance(given, bool) or given <= 0:
+            return None  # none given (older logs), or an odd one: nothing to compare with
+        ran = given - stopped
+        if self._read < ran:
+            return (
+                f"{self.path}: results.total_samples is {given}"
+                f"{f' ({stopped} stopped early)' if stopped else ''} but the log holds "
+                f"{self._read} samples: the {ran - self._read} missing are not imported, "
+                "so their tasks have fewer attempts"
+            )
+        if self._read > ran:
+            return (
+                f"{self.path}: the log holds {self._read} samples, more than the {ran} its "
+                f"results.total_samples ({given}"
+                f"{f', less {stopped} stopped early' if stopped else ''}) says were run: "
+                "samples added to the log after its run are imported as given"
+            )
+        return None
 
     def _rows(self) -> Iterator[ImportedRow]:
         for index, (where, sample) in enumerate(self._samples(), start=1):
@@ -301,7 +339,7 @@ class InspectSource:
                 if key == "samples" and "eval" in header:
                     return header  # the samples and what follows: read by _json_samples
                 if key == "samples":
-                    stream.skip()
+                    stream.skip(key)
                 else:
                     header[key] = stream.value(key)
         return header
@@ -431,6 +469,10 @@ class InspectSource:
             )  # fmt: skip
         value = None if score is None else self._value(where, name, score.get("value"))
         origin = {"limit": None, "score": {name: value}} if name else {"limit": None}
+        edited = None if score is None else _edited(where, name, score)
+        if edited is not None:
+            self._edited += 1
+            origin["edited"] = edited
         if score is None:
             self._unscored += 1
             return ImportedRow(
@@ -500,6 +542,61 @@ class InspectSource:
             f"scores.{name}.value",
             f"a value per {kind} ({keys}): choose one with --scorer {name}.{choice}",
         )
+
+
+def _edited(where: str, name: str | None, score: dict[str, Any]) -> dict[str, Any] | None:
+    """Who edited the deciding score after the run, why, and the scorer's own value, when
+    anyone did (``None`` otherwise). Inspect's ``edit_score`` changes ``value`` in place and
+    keeps the scorer's original as the first entry of ``history`` (no ``provenance``), each
+    edit after it with its ``provenance`` (``author``, ``reason``, ``timestamp``); Inspect's
+    metrics read the edited value, as this reader does, but never silently: a person, not
+    the scorer, decided it."""
+    history = score.get("history")
+    if history is None or history == []:
+        return None
+    if not isinstance(history, list):
+        kind = type(history).__name__
+        raise SpecError(where, f"scores.{name}.history", f"must be a list of edits, got {kind}")
+    edits = [mapping(where, f"scores.{name}.history[{i}]", e) for i, e in enumerate(history)]
+    made = [
+        mapping(where, f"scores.{name}.history[{i}].provenance", e["provenance"])
+        for i, e in enumerate(edits)
+        if e.get("provenance") is not None
+    ]
+    if not made:
+        return None  # the scorer's own value only (an edit undone, or none made)
+    original = edits[0].get("value") if edits[0].get("provenance") is None else None
+    last = made[-1]
+    return {"original": original, "author": last.get("author"), "reason": last.get("reason"),
+            "edits": len(made)}  # fmt: skip
+
+
+def _early_stops(results: Any) -> list[Any]:
+    """The samples an early-stopping manager stopped before they ran
+    (``results.early_stopping.early_stops``, each ``{id, epoch, reason}``): Inspect logs no
+    sample for them, so they are no attempts, and their tasks hold fewer epochs than the
+    eval ran. What is not a list of them (older logs: none) says nothing."""
+    summary = results.get("early_stopping") if isinstance(results, dict) else None
+    stops = summary.get("early_stops") if isinstance(summary, dict) else None
+    return stops if isinstance(stops, list) else []
+
+
+def _stopped_early(path: Path, results: Any, stopped: list[Any]) -> str:
+    """The warning naming the samples an early-stopping manager never ran."""
+    summary = results["early_stopping"]
+    manager = summary.get("manager")
+    named = [
+        f"{stop.get('id')!r} epoch {stop.get('epoch')}"
+        for stop in stopped
+        if isinstance(stop, dict)
+    ]
+    shown = ", ".join(named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    return (
+        f"{path}: {len(stopped)} sample(s) were stopped early"
+        f"{f' by {manager!r}' if isinstance(manager, str) else ''} before they ran ({shown}): "
+        "no attempts, so not imported: their tasks have fewer attempts than the eval's epochs, "
+        "and a task stopped in every epoch is in no denominator"
+    )
 
 
 def _epoch(where: str, value: Any) -> int:

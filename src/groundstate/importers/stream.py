@@ -98,7 +98,7 @@ class JsonStream:
             start = self._offset
             yield key
             if self._offset == start:  # its value unread: read past it
-                self.skip()
+                self.skip(f"{field}.{key}".lstrip("."))
 
     def elements(self, field: str = "") -> Iterator[Any]:
         """The elements of the list that comes next, each parsed on its own (*field*: the
@@ -114,13 +114,18 @@ class JsonStream:
             yield self.value(f"{field}[{index}]")
             index += 1
 
-    def skip(self) -> None:
-        """Read past the next value (a list element by element)."""
+    def skip(self, field: str = "") -> None:
+        """Read past the next value: a list element by element, an object member by member (an
+        AppWorld evaluation's tasks are an object's members), so that no more than one of
+        them is held (*field*: its path, for the field of a key given twice inside it)."""
         if self.peek() == "[":
-            for _ in self.elements():
+            for _ in self.elements(field):
                 pass
+        elif self.peek() == "{":
+            for key in self.members(field):
+                self.value(f"{field}.{key}".lstrip("."))
         else:
-            self.value()
+            self.value(field)
 
     def end(self) -> None:
         """Nothing but white space after the document, as a whole parse requires."""

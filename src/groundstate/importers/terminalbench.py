@@ -5,15 +5,17 @@ A run's ``runs/<run_id>/results.json`` is a ``BenchmarkResults``: ``id``, ``resu
 ``total_input_tokens``, ``total_output_tokens``, ``agent_started_at``, ``agent_ended_at`` ...)
 and the figures computed from them (``resolved_ids``, ``unresolved_ids``, ``accuracy``,
 ``pass_at_k``). A trial is one attempt of its task; its name is
-``<task>.<attempt>-of-<n_attempts>.<run_id>``, and the attempt number is its label.
+``<task>.<attempt>-of-<n_attempts>.<run_id>``, and the attempt number is its label. The
+trials are read one at a time (:mod:`.stream`): a run's file grows with its trials and their
+test results, and was read whole before.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from groundstate.importers.rows import (
     read_json_object,
     task_key,
 )
+from groundstate.importers.stream import RECORD_LIMIT, json_stream
 
 NORMAL = ("unset", "none")
 """Failure modes of a trial that ended normally (``unset``: the default, ``none``: the tests
@@ -92,6 +95,20 @@ ATTEMPT = re.compile(r"\.(\d+)-of-\d+(?:\.|$)")
 """The attempt number in a trial's name (``hello.2-of-3.run-1``)."""
 
 
+LISTED: Any = object()
+"""What :attr:`TerminalBenchSource._run` holds for a ``results`` list, read by ``rows``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """What the run's figures are checked against, of one trial read."""
+
+    name: str
+    """The trial's name, as written (``repr``: two trials of one name are told apart)."""
+    task: Any
+    resolved: bool
+
+
 @dataclass
 class TerminalBenchSource:
     """A Terminal-Bench run's ``results.json``."""
@@ -99,23 +116,47 @@ class TerminalBenchSource:
     path: Path
     errors: ErrorPolicy = "agent"
     format: str = "terminal-bench"
+    _seen: list[_Seen] | None = field(default=None, repr=False)
+    """The trials :meth:`rows` read, for the figures (``None``: not read yet)."""
 
     @cached_property
     def _run(self) -> dict[str, Any]:
-        return read_json_object(self.path, "a Terminal-Bench results file")
+        """Every top-level key, a ``results`` list kept as :data:`LISTED` (its trials are read
+        one at a time by :meth:`rows`; the figures ``tb run`` writes come after it)."""
+        run: dict[str, Any] = {}
+        with json_stream(self.path, RECORD_LIMIT) as stream:
+            if stream.peek() != "{":
+                return read_json_object(self.path, "a Terminal-Bench results file")
+            for key in stream.members():
+                if key == "results" and stream.peek() == "[":
+                    stream.skip(key)
+                    run[key] = LISTED
+                else:
+                    run[key] = stream.value(key)
+            stream.end()
+        return run
 
-    @cached_property
-    def _trials(self) -> list[Any]:
+    def _trials(self) -> Iterator[Any]:
+        """The run's trials, one at a time (a trial's own file: that trial)."""
         if is_trial(self._run):
-            return [self._run]
+            yield self._run
+            return
         trials = self._run.get("results")
-        if not isinstance(trials, list):
+        if trials is not LISTED:
             raise SpecError(self.path, "results", f"must be a list of trials, got {trials!r}")
-        return trials
+        with json_stream(self.path, RECORD_LIMIT) as stream:
+            for key in stream.members():
+                if key == "results":
+                    yield from stream.elements(key)
 
     def rows(self) -> Iterator[ImportedRow]:
-        for index, given in enumerate(self._trials):
-            yield self._row(index + 1, self.place(index + 1), given)
+        seen: list[_Seen] = []
+        for index, given in enumerate(self._trials(), start=1):
+            if isinstance(given, dict):
+                resolved = given.get("is_resolved") is True
+                seen.append(_Seen(repr(given.get("trial_name")), given.get("task_id"), resolved))
+            yield self._row(index, self.place(index), given)
+        self._seen = seen
 
     def _row(self, line: int, where: str, given: Any) -> ImportedRow:
         trial = mapping(where, "trial", given)
@@ -190,16 +231,13 @@ class TerminalBenchSource:
         which of the two to believe is not this reader's to guess (refused). An ``accuracy``
         other than the resolved share of the trials is named in a warning. A trial given
         twice is left to the attempts' check, which names both places."""
-        trials = [t for t in self._trials if isinstance(t, dict)]
-        names = [t.get("trial_name") for t in trials]
-        if len(set(map(repr, names))) < len(names):
+        if self._seen is None:  # the trials not read yet: read (and checked) now
+            deque(self.rows(), maxlen=0)
+        trials = self._seen or []
+        if len({t.name for t in trials}) < len(trials):
             return []
-        resolved = Counter(
-            _hashable(t.get("task_id")) for t in trials if t.get("is_resolved") is True
-        )
-        other = Counter(
-            _hashable(t.get("task_id")) for t in trials if t.get("is_resolved") is not True
-        )
+        resolved = Counter(_hashable(t.task) for t in trials if t.resolved)
+        other = Counter(_hashable(t.task) for t in trials if not t.resolved)
         for name, expected in (("resolved_ids", resolved), ("unresolved_ids", other)):
             given = self._run.get(name)
             if given is None:
