@@ -32,6 +32,7 @@ from groundstate.report.numbers import fraction
 from groundstate.rounding import faithful, rounded
 from groundstate.stats import (
     Outcome,
+    compare,
     make_estimate,
     pass_curves,
     suite_pass_at_k,
@@ -312,3 +313,18 @@ def test_faithful_computes_the_rational_only_next_to_a_tie() -> None:
 
     assert faithful(0.5174, refuse) == 0.5174
     assert faithful(0.123456, refuse) == 0.123456
+
+
+@pytest.mark.parametrize("paired", [True, False])
+def test_compare_prints_each_side_as_its_exact_rational(paired: bool) -> None:
+    """The near-tie batch above as one side of a comparison, paired (the same tasks) and
+    unpaired (no task in common): each side's pass@40 prints "0.517", as in ``report``."""
+    a = [Outcome("a", i, i < 1000, weight=207.0) for i in range(1200)]
+    a += [Outcome("b", i, False, weight=193.0) for i in range(40)]
+    b = a if paired else [Outcome(f"{o.task_id}2", o.attempt, o.success, weight=o.weight)
+                          for o in a]  # fmt: skip
+    found = compare(a, b, n_boot=0)
+    assert found.mode == ("paired" if paired else "unpaired")
+    d = next(d for d in found.differences
+             if (d.metric, d.k, d.view) == ("pass_at_k", 40, "valid"))  # fmt: skip
+    assert fraction(d.a.estimate) == fraction(d.b.estimate) == "0.517"

@@ -42,6 +42,7 @@ from groundstate.stats.intervals import (
     make_estimate,
     near_agreement,
     one_value,
+    printed_exactly,
     reach_of,
     t_quantile,
     top_chance,
@@ -490,6 +491,9 @@ class _PairedBlock:
     columns: list[tuple[str, int | None]]
     rows: list[np.ndarray[Any, np.dtype[np.bool_]]]
     """Which tasks count for each column (partial score: those scored on both sides)."""
+    a_c: np.ndarray[Any, np.dtype[np.int64]]
+    """Each task's counted successes, for :func:`_sides_exactly`."""
+    b_c: np.ndarray[Any, np.dtype[np.int64]]
 
     def boot_columns(self) -> list[int]:
         """Columns that get a bootstrap second opinion (every k of :func:`bootstrap_ks`)."""
@@ -514,6 +518,9 @@ class _PairedBlock:
             b_n = (self.b_scored if partial else self.b_n)[rows]
             a = make_estimate(self.a_values[rows, j], self.w[rows], a_n)
             b = make_estimate(self.b_values[rows, j], self.w[rows], b_n)
+            if not partial:
+                a = _exactly(a, self.a_n[rows], self.a_c[rows], self.w[rows], metric, k)
+                b = _exactly(b, self.b_n[rows], self.b_c[rows], self.w[rows], metric, k)
             diff = make_estimate(
                 self.b_values[rows, j] - self.a_values[rows, j], self.w[rows], a_n + b_n,
                 drawn.get(j), difference=True,
@@ -579,7 +586,7 @@ def _paired_block(
         view, k, names, a_values, b_values,
         np.array([t.weight for t in a_side], dtype=np.float64),
         _ns(a_side), _ns(b_side), _ns(a_side, scored=True), _ns(b_side, scored=True),
-        columns, rows,
+        columns, rows, _cs(a_side), _cs(b_side),
     )  # fmt: skip
 
 
@@ -649,7 +656,8 @@ def _unpaired(
     all_weights = (_weights(a_side), _weights(b_side, a))
     counted = {s: (_ns(a_side, scored=s), _ns(b_side, scored=s)) for s in (False, True)}
     distinct: dict[bytes, int] = {}  # the distinct tasks of each pair of row sets, once
-    for j, (metric, _) in enumerate(columns):
+    a_c, b_c = _cs(a_side), _cs(b_side)
+    for j, (metric, at_k) in enumerate(columns):
         a_rows, b_rows = ~np.isnan(a_values[:, j]), ~np.isnan(b_values[:, j])
         if not (a_rows.any() and b_rows.any()):
             continue
@@ -657,6 +665,9 @@ def _unpaired(
         weights = (all_weights[0][a_rows], all_weights[1][b_rows])
         ea = make_estimate(a_values[a_rows, j], weights[0], ns[0][a_rows])
         eb = make_estimate(b_values[b_rows, j], weights[1], ns[1][b_rows])
+        if metric != "partial_score":
+            ea = _exactly(ea, ns[0][a_rows], a_c[a_rows], weights[0], metric, at_k)
+            eb = _exactly(eb, ns[1][b_rows], b_c[b_rows], weights[1], metric, at_k)
         # a task in both batches is one task of the comparison, not two
         key = a_rows.tobytes() + b_rows.tobytes()
         if key not in distinct:
@@ -855,6 +866,27 @@ def _weights(side: list[TaskCounts], a: Mapping[str, TaskCounts] | None = None) 
         [declared[t.task_id].weight if t.task_id in declared else t.weight for t in side],
         dtype=np.float64,
     )
+
+
+def _cs(side: list[TaskCounts]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Each task's counted successes."""
+    return np.array([t.c for t in side], dtype=np.int64)
+
+
+_EXACT_NAMES = {"success_rate": "rate", "pass_at_k": "at", "pass_hat_k": "hat"}
+
+
+def _exactly(
+    found: Estimate,
+    ns: npt.ArrayLike,
+    cs: npt.ArrayLike,
+    weights: FloatArray,
+    metric: str,
+    k: int | None,
+) -> Estimate:
+    """A side's value of *metric* printed as its exact rational prints
+    (:func:`~groundstate.stats.intervals.printed_exactly`), as ``report`` prints it."""
+    return printed_exactly(found, ns, cs, weights, _EXACT_NAMES[metric], k or 0)
 
 
 def _ns(side: list[TaskCounts], *, scored: bool = False) -> np.ndarray[Any, np.dtype[np.int64]]:

@@ -34,14 +34,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import cache
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from groundstate.rounding import SMALLEST_P, decimals, significant
-from groundstate.stats.outcomes import FloatArray, _Record
+from groundstate.rounding import SMALLEST_P, decimals, faithful, significant
+from groundstate.stats.outcomes import FloatArray, _Record, exact_value
 
 CONFIDENCE = 0.95
 LEVEL = (0.0, 1.0)
@@ -467,6 +468,30 @@ def make_estimates(
         )
         for estimate, rule, boot in zip(estimates, rules, boots, strict=True)
     ]
+
+
+def printed_exactly(
+    found: Estimate,
+    ns: npt.ArrayLike,
+    cs: npt.ArrayLike,
+    weights: npt.ArrayLike,
+    name: str,
+    k: int,
+) -> Estimate:
+    """*found*, the weighted mean of the tasks' success rates (*name* ``"rate"``), pass@k
+    (``"at"``) or pass^k (``"hat"``) from their counted attempts *ns* and successes *cs*, with
+    its estimate :func:`~groundstate.rounding.faithful` to the exact weighted mean of their
+    rationals: computed in exact integers only for an estimate next to a rounding tie."""
+
+    def exact() -> Fraction:
+        w = [Fraction(x) for x in np.asarray(weights, dtype=np.float64).tolist()]
+        pairs = zip(np.asarray(ns).tolist(), np.asarray(cs).tolist(), strict=True)
+        values = [exact_value(int(n), int(c), name, k) for n, c in pairs]
+        total = sum((v * x for v, x in zip(values, w, strict=True)), Fraction(0))
+        return total / sum(w)
+
+    value = faithful(found.estimate, exact)
+    return found if value == found.estimate else replace(found, estimate=value)
 
 
 def coherent_curve(curve: Sequence[Estimate], rising: bool) -> list[Estimate]:

@@ -127,6 +127,16 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return float(Fraction(math.comb(c, k), math.comb(n, k)))
 
 
+def exact_value(n: int, c: int, name: str, k: int) -> Fraction:
+    """A task's success rate (*name* ``"rate"``), pass@k (``"at"``) or pass^k (``"hat"``)
+    as a rational."""
+    if name == "rate":
+        return Fraction(c, n)
+    if name == "at":
+        return 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+    return Fraction(math.comb(c, k), math.comb(n, k))
+
+
 def pass_curves(n: npt.ArrayLike, c: npt.ArrayLike, kmax: int) -> tuple[FloatArray, FloatArray]:
     """pass@k and pass^k of many tasks for k = 1..kmax at once, as (tasks, kmax) arrays.
 

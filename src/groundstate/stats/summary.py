@@ -5,14 +5,12 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from fractions import Fraction
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from groundstate.rounding import faithful
 from groundstate.stats.intervals import (
     AC_T_CR1,
     BOOTSTRAP_METHOD,
@@ -25,6 +23,7 @@ from groundstate.stats.intervals import (
     make_estimate,
     make_estimates,
     one_value,
+    printed_exactly,
 )
 from groundstate.stats.outcomes import (
     HORIZON_BUCKETS,
@@ -193,31 +192,11 @@ class _Columns:
     def printed_exactly(
         self, found: Estimate, rows: npt.NDArray[np.bool_], name: str, k: int
     ) -> Estimate:
-        """*found* with its estimate :func:`~groundstate.rounding.faithful` to the exact
-        weighted mean of the tasks' rationals (a rate c/n, pass@k, pass^k): computed in
-        exact integers only for an estimate next to a rounding tie."""
-
-        def exact() -> Fraction:
-            chosen = [t for t, keep in zip(self.counts, rows, strict=True) if keep]
-            weights = [Fraction(t.weight) for t in chosen]
-            values = [_exact_value(t.n, t.c, name, k) for t in chosen]
-            total = sum((v * w for v, w in zip(values, weights, strict=True)), Fraction(0))
-            return total / sum(weights)
-
-        value = faithful(found.estimate, exact)
-        return found if value == found.estimate else replace(found, estimate=value)
+        """:func:`~groundstate.stats.intervals.printed_exactly` over the tasks of *rows*."""
+        return printed_exactly(found, self.n[rows], self.c[rows], self.w[rows], name, k)
 
     def names(self, rows: npt.NDArray[np.bool_] | Sequence[bool]) -> tuple[str, ...]:
         return tuple(t.task_id for t, keep in zip(self.counts, rows, strict=True) if keep)
-
-
-def _exact_value(n: int, c: int, name: str, k: int) -> Fraction:
-    """A task's success rate (*name* "rate"), pass@k ("at") or pass^k ("hat") as a rational."""
-    if name == "rate":
-        return Fraction(c, n)
-    if name == "at":
-        return 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
-    return Fraction(math.comb(c, k), math.comb(n, k))
 
 
 def _check_k(counts: Sequence[TaskCounts], k: int) -> None:
