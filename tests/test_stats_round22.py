@@ -339,3 +339,84 @@ def test_compare_prints_each_side_as_its_exact_rational(paired: bool) -> None:
     d = next(d for d in found.differences
              if (d.metric, d.k, d.view) == ("pass_at_k", 40, "valid"))  # fmt: skip
     assert fraction(d.a.estimate) == fraction(d.b.estimate) == "0.517"
+
+
+# --- cost, latency and denominators beside the suite values -----------------------------------
+
+
+def ref_decimals(value: Fraction, digits: int) -> str:
+    """*value* >= 0 with *digits* decimals, rounded half up."""
+    units = math.floor(value * 10**digits + Fraction(1, 2))
+    return f"{units // 10**digits}.{units % 10**digits:0{digits}d}"
+
+
+def ref_p90(values: list[Fraction]) -> Fraction:
+    """numpy's default (R's type 7): linear between the order statistics around 0.9 (n - 1)."""
+    ordered = sorted(values)
+    h = Fraction(9, 10) * (len(ordered) - 1)
+    low = math.floor(h)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (h - low) * (ordered[high] - ordered[low])
+
+
+def ref_median(values: list[Fraction]) -> Fraction:
+    ordered, half = sorted(values), len(values) // 2
+    return ordered[half] if len(values) % 2 else (ordered[half - 1] + ordered[half]) / 2
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cost_latency_and_denominators_match_the_reference(tmp_path: Path, seed: int) -> None:
+    """Costs of four decimals (means and medians land on ties of the fifth) and latencies of
+    three, some not known; invalid attempts in every figure's denominator they belong to."""
+    rng = random.Random(seed)
+    rows, costs, latencies, ends = [], [], [], []
+    for t in range(rng.randint(5, 9)):
+        for attempt in range(rng.randint(1, 5)):
+            end = rng.choice(["success", "success", FAIL, HARNESS, INVALID])
+            cost = None if rng.random() < 0.15 else Fraction(rng.randint(1, 99999), 10**4)
+            latency = Fraction(rng.randint(1, 99999), 10**3)
+            shown_cost = "" if cost is None else str(float(cost))
+            rows.append([f"t{t}", attempt, str(end == "success").lower(), end, shown_cost,
+                         str(float(latency))])  # fmt: skip
+            costs.append(cost)
+            latencies.append(latency)
+            ends.append(end)
+    with (tmp_path / "b.csv").open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["task_id", "attempt", "success", "terminal_reason", "cost", "latency"])
+        writer.writerows(rows)
+    out = cli("import-results", str(tmp_path / "b.csv"), "--name", "x", "--store",
+              str(tmp_path / "s.db"))  # fmt: skip
+    batch = out.strip().splitlines()[-1].removeprefix("batch ")
+    got = json.loads(cli("report", batch, "--json", "--store", str(tmp_path / "s.db")))
+    summary = got["summary"]
+    known = [c for c in costs if c is not None]
+    assert summary["cost"]["unknown"] == len(costs) - len(known)
+    assert summary["cost"]["total"] == pytest.approx(float(sum(known)), rel=1e-12)
+    for name, values in (("cost", known), ("latency", latencies)):
+        mean = sum(values, Fraction(0)) / len(values)
+        assert summary[name]["mean"] == pytest.approx(float(mean), rel=1e-12)
+        assert summary[name]["median"] == pytest.approx(float(ref_median(values)), rel=1e-12)
+        assert summary[name]["p90"] == pytest.approx(float(ref_p90(values)), rel=1e-12)
+    successes = ends.count("success")
+    if len(known) < len(costs) or not successes:
+        assert summary["cost_per_success"] is None  # a sum over the known would understate it
+    else:
+        assert summary["cost_per_success"] == pytest.approx(float(sum(known) / successes))
+    invalid = ends.count(INVALID)
+    assert (got["valid_attempts"], got["invalid_attempts"]) == (len(ends) - invalid, invalid)
+    assert summary["invalid"]["rate"] == pytest.approx(invalid / len(ends))
+    # harness failures count against the system in both views: never dropped, never invalid
+    assert got["terminal_reasons"].get(HARNESS, 0) == ends.count(HARNESS)
+    # the text prints the exact figures, rounded half up
+    text = " ".join(cli("report", batch, "--store", str(tmp_path / "s.db")).split())
+    mean_cost = sum(known, Fraction(0)) / len(known)
+    want = (f"cost per attempt: mean {ref_decimals(mean_cost, 4)}, median "
+            f"{ref_decimals(ref_median(known), 4)}, p90 "
+            f"{ref_decimals(ref_p90(known), 4)}")  # fmt: skip
+    assert want in text, text[-800:]
+    mean_latency = sum(latencies, Fraction(0)) / len(latencies)
+    want = (f"latency per attempt: mean {ref_decimals(mean_latency, 3)}s, median "
+            f"{ref_decimals(ref_median(latencies), 3)}s, p90 "
+            f"{ref_decimals(ref_p90(latencies), 3)}s")  # fmt: skip
+    assert want in text, text[-800:]
