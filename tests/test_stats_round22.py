@@ -28,7 +28,7 @@ import pytest
 from click.testing import CliRunner
 
 from groundstate.cli import main
-from groundstate.report.numbers import fraction
+from groundstate.report.numbers import fraction, signed
 from groundstate.rounding import faithful, rounded
 from groundstate.stats import (
     Outcome,
@@ -420,3 +420,18 @@ def test_cost_latency_and_denominators_match_the_reference(tmp_path: Path, seed:
             f"{ref_decimals(ref_median(latencies), 3)}s, p90 "
             f"{ref_decimals(ref_p90(latencies), 3)}s")  # fmt: skip
     assert want in text, text[-800:]
+
+
+@pytest.mark.parametrize("paired", [True, False])
+def test_a_compared_difference_next_to_a_tie_prints_as_its_exact_rational(paired: bool) -> None:
+    """b fails every attempt of the near-tie batch's tasks: b - a is -(0.5175 - 5e-32), which
+    prints "-0.517" (half away from zero); the float -0.5175 printed "-0.518"."""
+    a = [Outcome("a", i, i < 1000, weight=207.0) for i in range(1200)]
+    a += [Outcome("b", i, False, weight=193.0) for i in range(40)]
+    b = [Outcome(o.task_id if paired else f"{o.task_id}2", o.attempt, False, weight=o.weight)
+         for o in a]  # fmt: skip
+    found = compare(a, b, n_boot=0)
+    d = next(d for d in found.differences
+             if (d.metric, d.k, d.view) == ("pass_at_k", 40, "valid"))  # fmt: skip
+    assert signed(d.difference.estimate) == "-0.517"
+    assert fraction(d.b.estimate) == "0.000"

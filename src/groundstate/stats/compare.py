@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -38,6 +39,7 @@ from groundstate.stats.intervals import (
     bootstrap_blocks,
     bootstrap_ks,
     coherent_curve,
+    exact_mean,
     floored_p,
     make_estimate,
     near_agreement,
@@ -492,7 +494,7 @@ class _PairedBlock:
     rows: list[np.ndarray[Any, np.dtype[np.bool_]]]
     """Which tasks count for each column (partial score: those scored on both sides)."""
     a_c: np.ndarray[Any, np.dtype[np.int64]]
-    """Each task's counted successes, for :func:`_sides_exactly`."""
+    """Each task's counted successes, for the exact side values (:func:`_exact`)."""
     b_c: np.ndarray[Any, np.dtype[np.int64]]
 
     def boot_columns(self) -> list[int]:
@@ -518,13 +520,15 @@ class _PairedBlock:
             b_n = (self.b_scored if partial else self.b_n)[rows]
             a = make_estimate(self.a_values[rows, j], self.w[rows], a_n)
             b = make_estimate(self.b_values[rows, j], self.w[rows], b_n)
-            if not partial:
-                a = _exactly(a, self.a_n[rows], self.a_c[rows], self.w[rows], metric, k)
-                b = _exactly(b, self.b_n[rows], self.b_c[rows], self.w[rows], metric, k)
             diff = make_estimate(
                 self.b_values[rows, j] - self.a_values[rows, j], self.w[rows], a_n + b_n,
                 drawn.get(j), difference=True,
             )  # fmt: skip
+            if not partial:
+                exact_a = _exact(self.a_n[rows], self.a_c[rows], self.w[rows], metric, k)
+                exact_b = _exact(self.b_n[rows], self.b_c[rows], self.w[rows], metric, k)
+                a, b = printed_exactly(a, exact_a), printed_exactly(b, exact_b)
+                diff = printed_exactly(diff, _exact_difference(exact_a, exact_b))
             moved = self.b_values[rows, j] - self.a_values[rows, j]
             found.append(
                 Difference(metric, k, self.view, a, b, diff, *_test(diff, self.w[rows], moved))
@@ -657,6 +661,7 @@ def _unpaired(
     counted = {s: (_ns(a_side, scored=s), _ns(b_side, scored=s)) for s in (False, True)}
     distinct: dict[bytes, int] = {}  # the distinct tasks of each pair of row sets, once
     a_c, b_c = _cs(a_side), _cs(b_side)
+    exact: dict[int, tuple[Callable[[], Fraction], Callable[[], Fraction]]] = {}
     for j, (metric, at_k) in enumerate(columns):
         a_rows, b_rows = ~np.isnan(a_values[:, j]), ~np.isnan(b_values[:, j])
         if not (a_rows.any() and b_rows.any()):
@@ -666,8 +671,10 @@ def _unpaired(
         ea = make_estimate(a_values[a_rows, j], weights[0], ns[0][a_rows])
         eb = make_estimate(b_values[b_rows, j], weights[1], ns[1][b_rows])
         if metric != "partial_score":
-            ea = _exactly(ea, ns[0][a_rows], a_c[a_rows], weights[0], metric, at_k)
-            eb = _exactly(eb, ns[1][b_rows], b_c[b_rows], weights[1], metric, at_k)
+            exact_a = _exact(ns[0][a_rows], a_c[a_rows], weights[0], metric, at_k)
+            exact_b = _exact(ns[1][b_rows], b_c[b_rows], weights[1], metric, at_k)
+            ea, eb = printed_exactly(ea, exact_a), printed_exactly(eb, exact_b)
+            exact[j] = (exact_a, exact_b)
         # a task in both batches is one task of the comparison, not two
         key = a_rows.tobytes() + b_rows.tobytes()
         if key not in distinct:
@@ -680,11 +687,11 @@ def _unpaired(
     for j, (_, _, weights, tasks, _) in sides.items():
         (ea, a_limits), (eb, b_limits) = limits[j]
         both = (a_limits, b_limits)
-        shown[j] = (
-            ea,
-            eb,
-            unpaired_difference(ea, eb, n_tasks=tasks, weights=weights, limits=both),
-        )
+        diff = unpaired_difference(ea, eb, n_tasks=tasks, weights=weights, limits=both)
+        if j in exact:
+            exact_a, exact_b = exact[j]
+            diff = printed_exactly(diff, _exact_difference(exact_a, exact_b))
+        shown[j] = (ea, eb, diff)
     p_values = _unpaired_ps(columns, sides, [diff for _, _, diff in shown.values()])
     found = []
     for (j, (ea, eb, diff)), p in zip(shown.items(), p_values, strict=True):
@@ -876,17 +883,20 @@ def _cs(side: list[TaskCounts]) -> np.ndarray[Any, np.dtype[np.int64]]:
 _EXACT_NAMES = {"success_rate": "rate", "pass_at_k": "at", "pass_hat_k": "hat"}
 
 
-def _exactly(
-    found: Estimate,
-    ns: npt.ArrayLike,
-    cs: npt.ArrayLike,
-    weights: FloatArray,
-    metric: str,
-    k: int | None,
-) -> Estimate:
-    """A side's value of *metric* printed as its exact rational prints
-    (:func:`~groundstate.stats.intervals.printed_exactly`), as ``report`` prints it."""
-    return printed_exactly(found, ns, cs, weights, _EXACT_NAMES[metric], k or 0)
+def _exact(
+    ns: npt.ArrayLike, cs: npt.ArrayLike, weights: FloatArray, metric: str, k: int | None
+) -> Callable[[], Fraction]:
+    """A side's value of *metric* as an exact rational, when asked
+    (:func:`~groundstate.stats.intervals.printed_exactly`): each side and each difference
+    prints as its rational does, as ``report`` prints them."""
+    return lambda: exact_mean(ns, cs, weights, _EXACT_NAMES[metric], k or 0)
+
+
+def _exact_difference(
+    exact_a: Callable[[], Fraction], exact_b: Callable[[], Fraction]
+) -> Callable[[], Fraction]:
+    """b - a of two exact side values, when asked."""
+    return lambda: exact_b() - exact_a()
 
 
 def _ns(side: list[TaskCounts], *, scored: bool = False) -> np.ndarray[Any, np.dtype[np.int64]]:

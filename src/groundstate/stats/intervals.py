@@ -470,26 +470,23 @@ def make_estimates(
     ]
 
 
-def printed_exactly(
-    found: Estimate,
-    ns: npt.ArrayLike,
-    cs: npt.ArrayLike,
-    weights: npt.ArrayLike,
-    name: str,
-    k: int,
-) -> Estimate:
-    """*found*, the weighted mean of the tasks' success rates (*name* ``"rate"``), pass@k
-    (``"at"``) or pass^k (``"hat"``) from their counted attempts *ns* and successes *cs*, with
-    its estimate :func:`~groundstate.rounding.faithful` to the exact weighted mean of their
-    rationals: computed in exact integers only for an estimate next to a rounding tie."""
+def exact_mean(
+    ns: npt.ArrayLike, cs: npt.ArrayLike, weights: npt.ArrayLike, name: str, k: int
+) -> Fraction:
+    """The weighted mean of the tasks' success rates (*name* ``"rate"``), pass@k (``"at"``)
+    or pass^k (``"hat"``) from their counted attempts *ns* and successes *cs*, in exact
+    rationals (a float weight is the rational it is)."""
+    w = [Fraction(x) for x in np.asarray(weights, dtype=np.float64).tolist()]
+    pairs = zip(np.asarray(ns).tolist(), np.asarray(cs).tolist(), strict=True)
+    values = [exact_value(int(n), int(c), name, k) for n, c in pairs]
+    total = sum((v * x for v, x in zip(values, w, strict=True)), Fraction(0))
+    return total / sum(w)
 
-    def exact() -> Fraction:
-        w = [Fraction(x) for x in np.asarray(weights, dtype=np.float64).tolist()]
-        pairs = zip(np.asarray(ns).tolist(), np.asarray(cs).tolist(), strict=True)
-        values = [exact_value(int(n), int(c), name, k) for n, c in pairs]
-        total = sum((v * x for v, x in zip(values, w, strict=True)), Fraction(0))
-        return total / sum(w)
 
+def printed_exactly(found: Estimate, exact: Callable[[], Fraction]) -> Estimate:
+    """*found* with its estimate :func:`~groundstate.rounding.faithful` to the rational
+    *exact* gives (:func:`exact_mean`, or a difference of two): called only for an estimate
+    next to a rounding tie."""
     value = faithful(found.estimate, exact)
     return found if value == found.estimate else replace(found, estimate=value)
 

@@ -20,6 +20,7 @@ from groundstate.stats.intervals import (
     bootstrap_blocks,
     bootstrap_ks,
     coherent_curve,
+    exact_mean,
     make_estimate,
     make_estimates,
     one_value,
@@ -193,7 +194,9 @@ class _Columns:
         self, found: Estimate, rows: npt.NDArray[np.bool_], name: str, k: int
     ) -> Estimate:
         """:func:`~groundstate.stats.intervals.printed_exactly` over the tasks of *rows*."""
-        return printed_exactly(found, self.n[rows], self.c[rows], self.w[rows], name, k)
+        return printed_exactly(
+            found, lambda: exact_mean(self.n[rows], self.c[rows], self.w[rows], name, k)
+        )
 
     def names(self, rows: npt.NDArray[np.bool_] | Sequence[bool]) -> tuple[str, ...]:
         return tuple(t.task_id for t, keep in zip(self.counts, rows, strict=True) if keep)
