@@ -323,6 +323,7 @@ def test_faithful_computes_the_rational_only_next_to_a_tie() -> None:
         raise AssertionError("not next to a tie")
 
     assert faithful(0.5174, refuse) == 0.5174
+    assert math.isnan(faithful(math.nan, refuse))
     assert faithful(0.123456, refuse) == 0.123456
 
 

@@ -86,9 +86,11 @@ def faithful(value: float, exact: Callable[[], Fraction], digits: int = FIGURE_D
     is below the tie at all. *exact* is called only for a value within a millionth of a
     decimal of a tie; the float given then differs from the exact value by at most about
     1e-12 of it, and only where the print would otherwise be wrong."""
+    if not math.isfinite(value):
+        return value
     scale = 10**digits
     lower = math.floor(value * scale)
-    if not math.isfinite(value) or abs(value * scale - lower - 0.5) > 1e-6:
+    if abs(value * scale - lower - 0.5) > 1e-6:
         return value
     rational = exact()
     shown = math.floor(abs(rational) * scale + Fraction(1, 2)) * (1 if rational >= 0 else -1)
