@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -38,10 +39,12 @@ from groundstate.stats.intervals import (
     bootstrap_blocks,
     bootstrap_ks,
     coherent_curve,
+    exact_mean,
     floored_p,
     make_estimate,
     near_agreement,
     one_value,
+    printed_exactly,
     reach_of,
     t_quantile,
     top_chance,
@@ -490,6 +493,9 @@ class _PairedBlock:
     columns: list[tuple[str, int | None]]
     rows: list[np.ndarray[Any, np.dtype[np.bool_]]]
     """Which tasks count for each column (partial score: those scored on both sides)."""
+    a_c: np.ndarray[Any, np.dtype[np.int64]]
+    """Each task's counted successes, for the exact side values (:func:`_exact`)."""
+    b_c: np.ndarray[Any, np.dtype[np.int64]]
 
     def boot_columns(self) -> list[int]:
         """Columns that get a bootstrap second opinion (every k of :func:`bootstrap_ks`)."""
@@ -518,6 +524,11 @@ class _PairedBlock:
                 self.b_values[rows, j] - self.a_values[rows, j], self.w[rows], a_n + b_n,
                 drawn.get(j), difference=True,
             )  # fmt: skip
+            if not partial:
+                exact_a = _exact(self.a_n[rows], self.a_c[rows], self.w[rows], metric, k)
+                exact_b = _exact(self.b_n[rows], self.b_c[rows], self.w[rows], metric, k)
+                a, b = printed_exactly(a, exact_a), printed_exactly(b, exact_b)
+                diff = printed_exactly(diff, _exact_difference(exact_a, exact_b))
             moved = self.b_values[rows, j] - self.a_values[rows, j]
             found.append(
                 Difference(metric, k, self.view, a, b, diff, *_test(diff, self.w[rows], moved))
@@ -579,7 +590,7 @@ def _paired_block(
         view, k, names, a_values, b_values,
         np.array([t.weight for t in a_side], dtype=np.float64),
         _ns(a_side), _ns(b_side), _ns(a_side, scored=True), _ns(b_side, scored=True),
-        columns, rows,
+        columns, rows, _cs(a_side), _cs(b_side),
     )  # fmt: skip
 
 
@@ -649,7 +660,9 @@ def _unpaired(
     all_weights = (_weights(a_side), _weights(b_side, a))
     counted = {s: (_ns(a_side, scored=s), _ns(b_side, scored=s)) for s in (False, True)}
     distinct: dict[bytes, int] = {}  # the distinct tasks of each pair of row sets, once
-    for j, (metric, _) in enumerate(columns):
+    a_c, b_c = _cs(a_side), _cs(b_side)
+    exact: dict[int, tuple[Callable[[], Fraction], Callable[[], Fraction]]] = {}
+    for j, (metric, at_k) in enumerate(columns):
         a_rows, b_rows = ~np.isnan(a_values[:, j]), ~np.isnan(b_values[:, j])
         if not (a_rows.any() and b_rows.any()):
             continue
@@ -657,6 +670,11 @@ def _unpaired(
         weights = (all_weights[0][a_rows], all_weights[1][b_rows])
         ea = make_estimate(a_values[a_rows, j], weights[0], ns[0][a_rows])
         eb = make_estimate(b_values[b_rows, j], weights[1], ns[1][b_rows])
+        if metric != "partial_score":
+            exact_a = _exact(ns[0][a_rows], a_c[a_rows], weights[0], metric, at_k)
+            exact_b = _exact(ns[1][b_rows], b_c[b_rows], weights[1], metric, at_k)
+            ea, eb = printed_exactly(ea, exact_a), printed_exactly(eb, exact_b)
+            exact[j] = (exact_a, exact_b)
         # a task in both batches is one task of the comparison, not two
         key = a_rows.tobytes() + b_rows.tobytes()
         if key not in distinct:
@@ -669,11 +687,11 @@ def _unpaired(
     for j, (_, _, weights, tasks, _) in sides.items():
         (ea, a_limits), (eb, b_limits) = limits[j]
         both = (a_limits, b_limits)
-        shown[j] = (
-            ea,
-            eb,
-            unpaired_difference(ea, eb, n_tasks=tasks, weights=weights, limits=both),
-        )
+        diff = unpaired_difference(ea, eb, n_tasks=tasks, weights=weights, limits=both)
+        if j in exact:
+            exact_a, exact_b = exact[j]
+            diff = printed_exactly(diff, _exact_difference(exact_a, exact_b))
+        shown[j] = (ea, eb, diff)
     p_values = _unpaired_ps(columns, sides, [diff for _, _, diff in shown.values()])
     found = []
     for (j, (ea, eb, diff)), p in zip(shown.items(), p_values, strict=True):
@@ -855,6 +873,30 @@ def _weights(side: list[TaskCounts], a: Mapping[str, TaskCounts] | None = None) 
         [declared[t.task_id].weight if t.task_id in declared else t.weight for t in side],
         dtype=np.float64,
     )
+
+
+def _cs(side: list[TaskCounts]) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """Each task's counted successes."""
+    return np.array([t.c for t in side], dtype=np.int64)
+
+
+_EXACT_NAMES = {"success_rate": "rate", "pass_at_k": "at", "pass_hat_k": "hat"}
+
+
+def _exact(
+    ns: npt.ArrayLike, cs: npt.ArrayLike, weights: FloatArray, metric: str, k: int | None
+) -> Callable[[], Fraction]:
+    """A side's value of *metric* as an exact rational, when asked
+    (:func:`~groundstate.stats.intervals.printed_exactly`): each side and each difference
+    prints as its rational does, as ``report`` prints them."""
+    return lambda: exact_mean(ns, cs, weights, _EXACT_NAMES[metric], k or 0)
+
+
+def _exact_difference(
+    exact_a: Callable[[], Fraction], exact_b: Callable[[], Fraction]
+) -> Callable[[], Fraction]:
+    """b - a of two exact side values, when asked."""
+    return lambda: exact_b() - exact_a()
 
 
 def _ns(side: list[TaskCounts], *, scored: bool = False) -> np.ndarray[Any, np.dtype[np.int64]]:

@@ -34,14 +34,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import cache
 
 import numpy as np
 import numpy.typing as npt
 from scipy import special
 
-from groundstate.rounding import SMALLEST_P, decimals, significant
-from groundstate.stats.outcomes import FloatArray, _Record
+from groundstate.rounding import SMALLEST_P, decimals, faithful, significant
+from groundstate.stats.outcomes import FloatArray, _Record, exact_value
 
 CONFIDENCE = 0.95
 LEVEL = (0.0, 1.0)
@@ -154,6 +155,22 @@ def _weighted_means(columns: FloatArray, w: FloatArray) -> FloatArray:
     return means
 
 
+def _off_the_ends(
+    means: FloatArray, columns: FloatArray, bounds: tuple[float, float]
+) -> FloatArray:
+    """*means* kept in the range *bounds*, and off its ends where not every task is there:
+    a weighted mean of values not all at 1 is below 1. Rounded to the nearest float, four
+    tasks at 1 and one at 1 - 1e-17 (a pass@k that is not certain) averaged to 1.0, printed
+    "1.000" where the exact mean prints ">0.999", and 1e-300 beside four zeros to 0.0
+    ("0.000" for "<0.001"). Such a mean is given as the float one ulp inside the end."""
+    lo, hi = bounds
+    kept = np.clip(means, lo, hi)
+    below = (kept >= hi) & np.any(columns < hi, axis=1)
+    above = (kept <= lo) & np.any(columns > lo, axis=1)
+    inside: FloatArray = np.where(below, np.nextafter(hi, lo), kept)
+    return np.where(above, np.nextafter(lo, hi), inside)
+
+
 def _clustered_ses(columns: FloatArray, w: FloatArray, means: FloatArray) -> list[float | None]:
     """:func:`clustered_se` of each row of *columns*, given their weighted *means*."""
     metrics, tasks = columns.shape
@@ -199,7 +216,7 @@ def _rules(
     tasks = columns.shape[1]
     weights = _scaled(weights)  # every value below is unchanged by it
     means = _weighted_means(columns, weights)
-    estimates = means.tolist()
+    estimates = _off_the_ends(means, columns, bounds).tolist()
     agreeing = (np.ptp(columns, axis=1) <= _TIE).tolist() if tasks else [False] * len(estimates)
     # Every task at one value: a spread of 0 is the sample's, not a known SE of 0 (printed as
     # SE 0.000 beside an exact bound or "n/a", it claimed the certainty they deny).
@@ -219,7 +236,8 @@ def _rules(
     rules = []
     for row, (estimate, se, agree) in enumerate(zip(estimates, ses, agreeing, strict=True)):
         if agree:
-            rules.append(_agreeing(float(columns[row, 0]), tasks, reach, bounds))
+            apart = bool(np.any(columns[row] != columns[row, 0]))
+            rules.append(_agreeing(float(columns[row, 0]), tasks, reach, bounds, apart))
             continue
         assert se is not None  # tasks >= MIN_TASKS >= 2
         if se == 0 or df <= 0:  # the heaviest task outweighs the rest beyond float precision
@@ -375,7 +393,9 @@ def top_chance(weights: FloatArray, mean: float) -> float:
     return 1.0
 
 
-def _agreeing(value: float, tasks: int, reach: float, bounds: tuple[float, float]) -> Interval:
+def _agreeing(
+    value: float, tasks: int, reach: float, bounds: tuple[float, float], apart: bool = False
+) -> Interval:
     """Every task has the same value v: the exact bound (*reach*: :func:`exact_reach` of the
     tasks' weights). A task value X in [lo, hi] is at least v with probability at most
     (mu - lo) / (v - lo) (Markov's inequality on X - lo), so all tasks are at v with chance
@@ -389,6 +409,8 @@ def _agreeing(value: float, tasks: int, reach: float, bounds: tuple[float, float
     said = f"all {tasks} tasks have the value {shown}"
     for end in bounds:
         if abs(value - end) <= _TIE:
+            if apart or value != end:  # pass@k of 1 - 1e-181 is not 1 (the estimate: ">0.999")
+                said = f"all {tasks} tasks within {_TIE:g} of {decimals(end, 3)}"
             value = end
             said += ": exact one-sided bound"
             break
@@ -446,6 +468,27 @@ def make_estimates(
         )
         for estimate, rule, boot in zip(estimates, rules, boots, strict=True)
     ]
+
+
+def exact_mean(
+    ns: npt.ArrayLike, cs: npt.ArrayLike, weights: npt.ArrayLike, name: str, k: int
+) -> Fraction:
+    """The weighted mean of the tasks' success rates (*name* ``"rate"``), pass@k (``"at"``)
+    or pass^k (``"hat"``) from their counted attempts *ns* and successes *cs*, in exact
+    rationals (a float weight is the rational it is)."""
+    w = [Fraction(x) for x in np.asarray(weights, dtype=np.float64).tolist()]
+    pairs = zip(np.asarray(ns).tolist(), np.asarray(cs).tolist(), strict=True)
+    values = [exact_value(int(n), int(c), name, k) for n, c in pairs]
+    total = sum((v * x for v, x in zip(values, w, strict=True)), Fraction(0))
+    return total / sum(w)
+
+
+def printed_exactly(found: Estimate, exact: Callable[[], Fraction]) -> Estimate:
+    """*found* with its estimate :func:`~groundstate.rounding.faithful` to the rational
+    *exact* gives (:func:`exact_mean`, or a difference of two): called only for an estimate
+    next to a rounding tie."""
+    value = faithful(found.estimate, exact)
+    return found if value == found.estimate else replace(found, estimate=value)
 
 
 def coherent_curve(curve: Sequence[Estimate], rising: bool) -> list[Estimate]:

@@ -127,6 +127,16 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return float(Fraction(math.comb(c, k), math.comb(n, k)))
 
 
+def exact_value(n: int, c: int, name: str, k: int) -> Fraction:
+    """A task's success rate (*name* ``"rate"``), pass@k (``"at"``) or pass^k (``"hat"``)
+    as a rational."""
+    if name == "rate":
+        return Fraction(c, n)
+    if name == "at":
+        return 1 - Fraction(math.comb(n - c, k), math.comb(n, k))
+    return Fraction(math.comb(c, k), math.comb(n, k))
+
+
 def pass_curves(n: npt.ArrayLike, c: npt.ArrayLike, kmax: int) -> tuple[FloatArray, FloatArray]:
     """pass@k and pass^k of many tasks for k = 1..kmax at once, as (tasks, kmax) arrays.
 
@@ -156,7 +166,25 @@ def pass_curves(n: npt.ArrayLike, c: npt.ArrayLike, kmax: int) -> tuple[FloatArr
     np.negative(at, out=at)
     at[unsupported] = np.nan
     hat[unsupported] = np.nan
+    _keep_inside(at, hat, ns - cs, cs, j)
     return at, hat
+
+
+def _keep_inside(
+    at: FloatArray, hat: FloatArray, misses: FloatArray, cs: FloatArray, j: FloatArray
+) -> None:
+    """A value strictly between 0 and 1 made a float strictly between them (one ulp in).
+
+    pass@k is exactly 1 only past the misses (k > n - c: every k-subset holds a success)
+    and pass^k exactly 0 only past the successes (k > c); short of that they are not, but
+    rounded to the nearest float pass@60 of 600 successes in 1,200 attempts (1 - 1e-181) is
+    1.0, and pass^590 (C(600,590)/C(1200,590), below the smallest float) is 0.0, which the
+    reports printed as "1.000" and "0.000", claiming a certainty the exact rationals deny
+    (:func:`groundstate.report.numbers.fraction` prints them ">0.999" and "<0.001")."""
+    below_one = (at >= 1.0) & (j < misses)  # j = k - 1: k <= n - c
+    at[below_one] = np.nextafter(1.0, 0.0)
+    above_zero = (hat <= 0.0) & (j < cs)  # k <= c
+    hat[above_zero] = np.nextafter(0.0, 1.0)
 
 
 def _falling_ratio(top: FloatArray, safe: FloatArray) -> FloatArray:

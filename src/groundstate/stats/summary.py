@@ -20,9 +20,11 @@ from groundstate.stats.intervals import (
     bootstrap_blocks,
     bootstrap_ks,
     coherent_curve,
+    exact_mean,
     make_estimate,
     make_estimates,
     one_value,
+    printed_exactly,
 )
 from groundstate.stats.outcomes import (
     HORIZON_BUCKETS,
@@ -172,8 +174,12 @@ class _Columns:
         values: FloatArray,
         rows: npt.NDArray[np.bool_],
         boot: tuple[float, float] | None = None,
+        exact: _BootKey | None = None,
     ) -> Estimate:
-        return make_estimate(values[rows], self.w[rows], self.n[rows], boot=boot)
+        """The estimate of *values* over *rows*; *exact* (("rate", 0), ("at", k) or ("hat",
+        k)) names the rational it computes, so that it prints as that rational does."""
+        found = make_estimate(values[rows], self.w[rows], self.n[rows], boot=boot)
+        return found if exact is None else self.printed_exactly(found, rows, *exact)
 
     def curve(
         self, values: FloatArray, kmax: int, rows: npt.NDArray[np.bool_], boot: _Boot, name: str
@@ -181,7 +187,16 @@ class _Columns:
         """The estimates of k = 1..kmax of a (tasks, k) curve over *rows*, computed together."""
         boots = [boot.get((name, k)) for k in range(1, kmax + 1)]
         found = make_estimates(values[rows, :kmax], self.w[rows], self.n[rows], boots)
+        found = [self.printed_exactly(e, rows, name, k) for k, e in enumerate(found, 1)]
         return dict(zip(range(1, kmax + 1), coherent_curve(found, name == "at"), strict=True))
+
+    def printed_exactly(
+        self, found: Estimate, rows: npt.NDArray[np.bool_], name: str, k: int
+    ) -> Estimate:
+        """:func:`~groundstate.stats.intervals.printed_exactly` over the tasks of *rows*."""
+        return printed_exactly(
+            found, lambda: exact_mean(self.n[rows], self.c[rows], self.w[rows], name, k)
+        )
 
     def names(self, rows: npt.NDArray[np.bool_] | Sequence[bool]) -> tuple[str, ...]:
         return tuple(t.task_id for t, keep in zip(self.counts, rows, strict=True) if keep)
@@ -194,20 +209,23 @@ def _check_k(counts: Sequence[TaskCounts], k: int) -> None:
 
 
 def _single(
-    counts: Iterable[TaskCounts], column: Callable[[_Columns], FloatArray], k_top: int
+    counts: Iterable[TaskCounts],
+    column: Callable[[_Columns], FloatArray],
+    k_top: int,
+    exact: _BootKey,
 ) -> Estimate:
     used = [t for t in counts if t.n > 0]
     if not used:
         raise ValueError("no task has a counted attempt")
     cols = _Columns.of(used, k_top)
-    return cols.estimate(column(cols), cols.used)
+    return cols.estimate(column(cols), cols.used, exact=exact)
 
 
 def suite_success_rate(counts: Iterable[TaskCounts], *, seed: int = 0, n_boot: int = 0) -> Estimate:
     """Weighted mean of per-task success rates c/n (not pooled attempts: a task with
     more attempts must not weigh more). *seed* and *n_boot* are kept for callers of the
     former API; single values carry no bootstrap."""
-    return _single(counts, _Columns.rate, 0)
+    return _single(counts, _Columns.rate, 0, ("rate", 0))
 
 
 def suite_pass_at_k(
@@ -218,7 +236,7 @@ def suite_pass_at_k(
     over the larger k)."""
     used = list(counts)
     _check_k(used, k)
-    return _single(used, lambda cols: cols.at[:, k - 1], k)
+    return _single(used, lambda cols: cols.at[:, k - 1], k, ("at", k))
 
 
 def suite_pass_hat_k(
@@ -229,7 +247,7 @@ def suite_pass_hat_k(
     over the larger k)."""
     used = list(counts)
     _check_k(used, k)
-    return _single(used, lambda cols: cols.hat[:, k - 1], k)
+    return _single(used, lambda cols: cols.hat[:, k - 1], k, ("hat", k))
 
 
 # --- summary --------------------------------------------------------------------------------
@@ -371,7 +389,7 @@ def _view_summary(
     max_k: int | None,
 ) -> ViewSummary:
     used = cols.used
-    rate = cols.estimate(cols.rate(), used, boot.get(("rate", 0))) if kmax else None
+    rate = cols.estimate(cols.rate(), used, boot.get(("rate", 0)), ("rate", 0)) if kmax else None
     at = cols.curve(cols.at, kmax, used, boot, "at")
     hat = cols.curve(cols.hat, kmax, used, boot, "hat")
     if rate is not None:
@@ -408,8 +426,8 @@ def _beyond(cols: _Columns, kmax: int) -> dict[int, BeyondK]:
     for k in range(kmax + 1, cols.at.shape[1] + 1):
         rows = cols.n >= k
         out[k] = BeyondK(
-            pass_at_k=cols.estimate(cols.at[:, k - 1], rows),
-            pass_hat_k=cols.estimate(cols.hat[:, k - 1], rows),
+            pass_at_k=cols.estimate(cols.at[:, k - 1], rows, exact=("at", k)),
+            pass_hat_k=cols.estimate(cols.hat[:, k - 1], rows, exact=("hat", k)),
             excluded_tasks=cols.names(cols.used & ~rows),
         )
     return out
@@ -446,7 +464,7 @@ def _slice(cols: _Columns, indices: list[int], max_k: int | None) -> SliceSummar
     counted = [cols.counts[i] for i in indices if cols.used[i]]
     kmax = _kmax(counted, max_k)
     own = _Columns.of(counted, kmax)
-    rate = own.estimate(own.rate(), own.used) if kmax else None
+    rate = own.estimate(own.rate(), own.used, exact=("rate", 0)) if kmax else None
     hat = own.curve(own.hat, kmax, own.used, {}, "hat")
     if rate is not None:  # pass@1 is not shown, but its curve bounds the same value
         at_1 = own.curve(own.at, kmax, own.used, {}, "at")[1]
