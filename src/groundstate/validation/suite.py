@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 27
+VALIDATOR_REVISION = 28
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -91,7 +91,10 @@ another person by a name given as theirs or a relation, in those languages too; 
 stopped by the step or time limit is replayed past it instead of counted killed, and ``reset``
 is checked with other seeds; 27: a yes put off to a later time ("Yes, tomorrow"), marked as
 not meant ("jk", "/s") or reported as another person's ("My husband says yes") is no yes, nor
-one put off after it ("Actually, not yet"))."""
+one put off after it ("Actually, not yet"); 28: a yes choosing one of the records its question
+lists by a description ("the cheaper one", "the second one") confirms only that one, a plain
+yes to a question offering a choice confirms none, and a yes said as a supposition ("I might
+say yes") or asking for other options is no yes)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

@@ -198,6 +198,16 @@ def _mentions(normalised_text: str, value: str, chosen: bool) -> bool:
     return any(chosen_at(normalised_text, m.start()) for m in pattern.finditer(normalised_text))
 
 
+def mentioned_at(normalised_text: str, value: str) -> int | None:
+    """Where already normalised text first names *value* (as :func:`mentions` reads it, not
+    turned down there), or None: the order in which a question lists records."""
+    pattern = _named_by(value) if len(value) <= _SPELLED_CHARS else _as_written(value)
+    for found in pattern.finditer(normalised_text):
+        if chosen_at(normalised_text, found.start()):
+            return found.start()
+    return None
+
+
 def chosen_at(normalised_text: str, start: int) -> bool:
     """Whether the thing named at *start* of normalised text is not turned down there ("to
     your Visa, not your gift card": the gift card is; see :data:`_TURNED_DOWN`)."""
