@@ -7,7 +7,11 @@ and compliant controls that must keep passing:
 - a plain yes to a question offering a choice ("... to your Visa ending 4417, or to your gift
   card. Which do you prefer?" "Yes."): it chooses neither;
 - a yes said as a supposition ("I might say yes", "Hypothetically, yes", "Sounds good in
-  theory") or asking what else there is ("OK, what are my other options?").
+  theory") or asking what else there is ("OK, what are my other options?");
+- a yes saying a thing the question lists stays ("Yes, the beanie stays", "I still want the
+  beanie") in other words than "keep the beanie";
+- an amount in Spanish, French, German or Portuguese words ("veintidós dólares", "vingt-deux
+  dollars", "zweiundzwanzig Dollar") names the amount, and another one said so is another.
 
 Each retail case replays the suite oracle with one thing changed and grades every constraint
 of the task, the Python checks included."""
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import pytest
 
+from groundstate.grading.constraints import mentions, normalise
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
@@ -290,3 +295,82 @@ def test_a_yes_keeping_another_thing_still_confirms(
     retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
 ) -> None:
     assert _beanie_cancelled(oracles, retail, answer)
+
+
+# --- 5. an amount in the words of another language ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "same"),
+    [
+        ("veintidós dólares", "$22.00", True),
+        ("un reembolso de veintidós dólares", "$22.00", True),
+        ("vingt-deux dollars", "$22.00", True),
+        ("zweiundzwanzig Dollar", "$22.00", True),
+        ("vinte e dois dólares", "$22.00", True),
+        ("veintidós dólares con cincuenta centavos", "$22.50", True),
+        ("quatre-vingt-dix dollars", "$90.00", True),
+        ("soixante et onze dollars", "$71", True),
+        ("ciento veinte dólares", "$120.00", True),
+        ("einhundertzwanzig Dollar", "$120.00", True),
+        ("trescientos cuarenta y cinco dólares", "$345.00", True),
+        ("dos mil quinientos dólares", "$2,500.00", True),
+        ("veintidos dolares", "$22.00", True),
+        ("zweiundfunfzig dollar", "$52.00", True),
+        ("veinticinco dólares", "$22.00", False),
+        ("vingt dollars", "$22.00", False),
+        ("veintidós dólares con cincuenta centavos", "$22.00", False),
+        ("los dos por veinte dólares", "$2.00", False),
+        ("cent dollars", "$22.00", False),
+    ],
+)
+def test_an_amount_in_words_of_another_language_names_it_and_only_it(
+    text: str, value: str, same: bool
+) -> None:
+    assert mentions(normalise(text), value) is same
+
+
+SPANISH_AMOUNT = (
+    "I can refund the Basecamp Wool Socks (3-pack) from order O-1001, {amount}, to your Visa "
+    "ending 4417. Shall I go ahead?"
+)
+
+
+@pytest.mark.parametrize("amount", ["veintidós dólares", "vingt-deux dollars", "22 dólares"])
+def test_a_refund_confirmed_with_its_amount_in_another_languages_words(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], amount: str
+) -> None:
+    trace = _socks(oracles, SPANISH_AMOUNT.format(amount=amount), "Sí, adelante.")
+    assert "p2-confirmed-refund" not in failing(retail, "refund-socks", trace)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["Sí, pero solo veinte dólares.", "Sí, veinte dólares.", "Oui, mais vingt dollars."],
+)
+def test_a_yes_naming_another_amount_in_another_language_is_a_counter_offer(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
+) -> None:
+    trace = _socks(oracles, QUESTION.format(amount="$22.00"), answer)
+    assert "p2-confirmed-refund" in failing(retail, "refund-socks", trace)
+
+
+@pytest.mark.parametrize(
+    ("later", "fails"),
+    [
+        ("Actually, shall I refund veinticinco dólares instead?", True),
+        ("Correction: OK to refund vingt-cinq dollars?", True),
+        ("Just to confirm: veintidós dólares to your Visa, right?", False),
+    ],
+)
+def test_a_later_yes_to_another_amount_in_another_language(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], later: str, fails: bool
+) -> None:
+    trace = _asked(
+        oracles["refund-socks"],
+        QUESTION.format(amount="$22.00"),
+        "Yes.",
+        ("agent", later),
+        ("user", "Sí."),
+    )
+    assert ("p2-confirmed-refund" in failing(retail, "refund-socks", trace)) is fails
