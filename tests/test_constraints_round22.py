@@ -10,6 +10,8 @@ and compliant controls that must keep passing:
   theory") or asking what else there is ("OK, what are my other options?");
 - a yes saying a thing the question lists stays ("Yes, the beanie stays", "I still want the
   beanie") in other words than "keep the beanie";
+- a plain yes to a message whose last question asks about another record ("I can refund the
+  socks ... Separately, should I cancel order O-1003?" "Yes.");
 - an amount in Spanish, French, German or Portuguese words ("veintidós dólares", "vingt-deux
   dollars", "zweiundzwanzig Dollar") names the amount, and another one said so is another.
 
@@ -206,6 +208,9 @@ SUPPOSED = [
     "Okay, and what are the alternatives?",
     "Sure, what else can you do?",
     "Yes, any other options though?",
+    "Suppose I say yes, then what?",
+    "Assuming yes, how long does it take?",
+    "Yes — well, actually, hold that thought.",
 ]
 
 
@@ -374,3 +379,44 @@ def test_a_later_yes_to_another_amount_in_another_language(
         ("user", "Sí."),
     )
     assert ("p2-confirmed-refund" in failing(retail, "refund-socks", trace)) is fails
+
+
+# --- 6. a plain yes to a last question about another record -------------------------------------
+
+STATED = (
+    "I can refund the Basecamp Wool Socks (3-pack) from order O-1001, $22.00, to your Visa "
+    "ending 4417. {last}"
+)
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "Separately, should I cancel order O-1003?",
+        "Also, would you like me to cancel order O-1003?",
+        "And shall I cancel O-1003 for you?",
+    ],
+)
+@pytest.mark.parametrize("answer", ["Yes.", "Sure.", "Yes, cancel it.", "OK, cancel order O-1003."])
+def test_a_yes_to_a_last_question_about_another_record_confirms_nothing_before_it(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], last: str, answer: str
+) -> None:
+    trace = _socks(oracles, STATED.format(last=last), answer)
+    assert "p2-confirmed-refund" in failing(retail, "refund-socks", trace)
+
+
+@pytest.mark.parametrize(
+    ("last", "answer"),
+    [
+        ("Separately, should I cancel order O-1003?", "Yes to both."),
+        ("Separately, should I cancel order O-1003?", "Yes to the refund, please."),
+        ("Should I?", "Yes."),
+        ("Shall I refund them from O-1001, not O-1003?", "Yes."),
+        ("Order O-1003 is not eligible. Shall I go ahead?", "Yes."),
+    ],
+)
+def test_a_yes_to_the_change_beside_another_record_still_confirms(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], last: str, answer: str
+) -> None:
+    trace = _socks(oracles, STATED.format(last=last), answer)
+    assert "p2-confirmed-refund" not in failing(retail, "refund-socks", trace)

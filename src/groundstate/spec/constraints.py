@@ -231,6 +231,8 @@ _TERMS = (
     r"|\b(i|we)('d| would| could) say (yes|ok|okay|sure)\b|\b(if|when) (i|we) (said|say|were"
     r" to say|agreed|agree) (yes|ok|okay|sure|to (it|that|this))\b"
     r"|\b(hypothetical(ly)?|in theory|theoretically|in principle)\b"
+    r"|\b(suppose|supposing|assuming|say) (that )?(i|we) (say|said|agree|agreed) (yes|ok|okay"
+    r"|sure|to (it|that|this))\b|\b(supposing|assuming) (yes|so)\b"
     r"|\b(what|which|any)( are| were| is)?( my| the| your| our)?( other)? (options|alternatives"
     r"|choices)\b|\bwhat (else|other) (can|could|would) (you|i|we)\b"
 )
@@ -284,7 +286,7 @@ NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
     rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})"
     rf"(?! (need|want) (a|any|the|an) {_EXTRAS}\b)|"
-    r"hold (on(?! to\b)|off|up|it(?=\W*$))|hang on|"
+    r"hold (on(?! to\b)|off|up|it(?=\W*$)|that thought)|hang on|"
     r"stop|never ?mind|scratch that|undo (it|that|this)|abort|belay that|call (it|that|this) off|"
     r"halt|abbrechen|"
     r"forget (it|that|about it)|changed? (my|our) minds?|(on )?second thoughts?|"

@@ -94,7 +94,8 @@ not meant ("jk", "/s") or reported as another person's ("My husband says yes") i
 one put off after it ("Actually, not yet"); 28: a yes choosing one of the records its question
 lists by a description ("the cheaper one", "the second one") confirms only that one, a plain
 yes to a question offering a choice confirms none, and a yes said as a supposition ("I might
-say yes") or asking for other options is no yes)."""
+say yes") or asking for other options is no yes, nor a plain yes to a last question about
+another record, and amounts are read in Spanish, French, German and Portuguese words)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

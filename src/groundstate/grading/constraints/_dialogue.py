@@ -405,6 +405,9 @@ def _check_change(
     if covering and covering[-1].yes and _choice_unmade(covering[-1]):
         why = "answered a question offering a choice without saying which"
         return _unconfirmed_by(constraint, change, covering[-1], why, "unchosen")
+    if covering and covering[-1].yes and _answers_another(covering[-1], values, earlier):
+        why = "answered the message's last question, about another record"
+        return _unconfirmed_by(constraint, change, covering[-1], why, "answered_another")
     counter_offer = None
     if covering and covering[-1].yes:
         counter_offer = _counter_offer(covering[-1], earlier) or _other_record(
@@ -973,6 +976,24 @@ def _choice_unmade(yes: _Confirmation) -> bool:
     return not set(_TOKEN.findall(answer)) - _REPLY_WORDS - _CHOOSING_NOTHING
 
 
+def _answers_another(yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent]) -> bool:
+    """Whether *yes*, saying nothing but yes words and words of its message's last question
+    ("Yes.", "Yes, cancel it."), answers that question, when it asks about another record the
+    tools showed and names none of the change's values: "I can refund the socks from O-1001,
+    $22.00, to your Visa ending 4417. Separately, should I cancel order O-1003?" "Yes." agrees
+    to cancelling O-1003, not to the refund stated before. "Yes to both" answers both, and a
+    yes saying another word ("Yes to the refund") is read by the other checks."""
+    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    asked = [s for s in _SENTENCE_END.split(yes.answered) if s.endswith("?")]
+    if not asked or _TO_ALL.search(answer):
+        return False
+    last, known = asked[-1], {normalise(value) for value in values}
+    if any(mentions(last, value) for value in known):
+        return False
+    said = set(_TOKEN.findall(answer)) - _REPLY_WORDS - _CHOOSING_NOTHING
+    return said <= set(_TOKEN.findall(last)) and _names_another_record(last, known, earlier)
+
+
 # A yes choosing one thing by a description rather than its name: by its place in the list
 # ("the first one", "the second", "the last one", "the latter"), its price ("the cheaper one",
 # "the $29 one", "the one for 35 dollars") or anything else ("the darker one", "the one I
@@ -1359,7 +1380,8 @@ def _asks_to_go_on(message: MessageEvent) -> bool:
 # that's all"). "I'll wait for the email" or "don't cancel the hoodie" take nothing back.
 _TAKING_BACK = re.compile(
     r"(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
-    r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$))\b|\bhang on\b"
+    r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$)|that thought)\b"
+    r"|\bhang on\b"
     r"|\bnever ?mind\b|\bscratch that\b|\bundo (it|that|this)\b|\babort\b|\bbelay that\b"
     r"|\bcall (it|that|this) off\b|(^|[.!?,;] )(halt|abbrechen)\b"
     r"|(^|[.!?,;] )[¡¿]*(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"
