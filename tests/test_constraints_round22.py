@@ -95,6 +95,16 @@ def test_a_yes_describing_this_record_confirms_it(
     assert _refunded(retail, oracles, answer, chosen)
 
 
+@pytest.mark.parametrize("answer", ["Yes, the lamp.", "Yes, refund the lamp please."])
+def test_a_yes_naming_another_listed_record_by_the_end_of_a_word_leaves_this_one_unconfirmed(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], answer: str
+) -> None:
+    """ "The lamp" is the Lumen Headlamp: the bottle's refund is not confirmed, the headlamp's
+    is."""
+    assert not _refunded(retail, oracles, answer, BOTTLE)
+    assert _refunded(retail, oracles, answer, HEADLAMP)
+
+
 UNSETTLED = [
     "Yes, one of them.",
     "Yes to one of them.",

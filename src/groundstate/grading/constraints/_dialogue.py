@@ -946,8 +946,24 @@ def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[Agen
         return False
     own |= _KINDS_OF_RECORD
     # only the records the question listed
-    listed = (o for o in _siblings(known, earlier) if mentions(yes.answered, o, chosen=True))
-    return any(_names(answer, other, own) for other in listed)
+    listed = [o for o in _siblings(known, earlier) if mentions(yes.answered, o, chosen=True)]
+    return any(_names(answer, other, own) for other in listed) or _heads_another(
+        answer, listed, own
+    )
+
+
+def _heads_another(answer: str, listed: list[str], own: set[str]) -> bool:
+    """Whether *answer* says a word (four letters or more, no word of a plain yes) that ends a
+    word of one of the *listed* records and no word of the change's (*own*): "the lamp" for
+    the Lumen Headlamp, "the pack" for the Wool Socks 3-pack."""
+    said = {w for w in _WORD.findall(answer) if w.isalpha()} - _REPLY_WORDS - _CHOOSING_NOTHING
+    said = {w for w in said if not any(word.endswith(w) for word in own)}
+    return any(
+        word.endswith(w) and chosen_at(answer, answer.find(w))
+        for other in listed
+        for word in _WORD.findall(other)
+        for w in said
+    )
 
 
 # A question offering a choice ("... to your Visa ending 4417, or to your gift card?",
