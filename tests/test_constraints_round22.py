@@ -191,6 +191,31 @@ def test_a_yes_making_the_choice_confirms(
 @pytest.mark.parametrize(
     "question",
     [
+        "I can refund the Basecamp Wool Socks (3-pack) from order O-1001, $22.00, to your Visa "
+        "ending 4417. Shall I go ahead, or would you like to wait?",
+        "I can refund the Basecamp Wool Socks (3-pack) from order O-1001, $22.00, to your Visa "
+        "ending 4417. Should I process it now or do you want to think it over?",
+    ],
+)
+@pytest.mark.parametrize("answer", ["Yes, go ahead.", "Please proceed."])
+def test_a_go_ahead_chooses_going_ahead_over_waiting(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], question: str, answer: str
+) -> None:
+    trace = _socks(oracles, question, answer)
+    assert "p2-confirmed-refund" not in failing(retail, "refund-socks", trace)
+
+
+@pytest.mark.parametrize("question", CHOICES[:2])
+def test_a_go_ahead_chooses_no_way_of_paying(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], question: str
+) -> None:
+    trace = _socks(oracles, question, "Yes, please go ahead.")
+    assert "p2-confirmed-refund" in failing(retail, "refund-socks", trace)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
         QUESTION.format(amount="$22.00"),
         QUESTION.format(amount="$22.00").replace("Shall I go ahead?", "Shall I go ahead or not?"),
         "I can refund the Basecamp Wool Socks (3-pack) from order O-1001, $22.00, to your Visa "

@@ -984,12 +984,31 @@ def _choice_unmade(yes: _Confirmation) -> bool:
     """Whether *yes* is a plain yes, choosing nothing, to a question that offers a choice:
     "I can refund them to your Visa ending 4417, or to your gift card. Which do you prefer?"
     "Yes." confirms neither refund ("Yes, the Visa please" chooses; a choice named in the
-    question, another check reads)."""
+    question, another check reads). A go-ahead chooses going ahead over the other course an
+    "or" offers when that names no other way of paying or amount ("Shall I go ahead, or would
+    you like to wait?" "Yes, go ahead"; "Shall I refund them to your Visa or as store
+    credit?" "Yes, go ahead" chooses neither)."""
     asked = [s for s in _SENTENCE_END.split(yes.answered) if s.endswith("?")]
-    if not any(_OFFERS_CHOICE.search(sentence) for sentence in asked):
+    offering = [sentence for sentence in asked if _OFFERS_CHOICE.search(sentence)]
+    if not offering:
         return False
     answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
-    return not set(_TOKEN.findall(answer)) - _REPLY_WORDS - _CHOOSING_NOTHING
+    if set(_TOKEN.findall(answer)) - _REPLY_WORDS - _CHOOSING_NOTHING:
+        return False
+    return _GO_AHEAD.search(answer) is None or any(map(_offers_other_ways, offering))
+
+
+_GO_AHEAD = re.compile(r"\b(go ahead|proceed|do it|please do|go for it)\b")
+
+
+def _offers_other_ways(question: str) -> bool:
+    """Whether *question* offers other ways of making the change: the course after its "or"
+    names a way of paying or an amount, or it asks which ("Which do you prefer?")."""
+    found = re.search(r"\bor\b", question)
+    if found is None:
+        return True
+    after = question[found.end() :]
+    return bool(_payments(after) or _amounts(after))
 
 
 def _answers_another(yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent]) -> bool:
