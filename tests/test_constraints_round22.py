@@ -130,6 +130,8 @@ def test_a_yes_describing_a_record_the_question_does_not_settle_confirms_neither
         "Yes, both.",
         "Yes, the first one and the second one.",
         "Yes, the same ones as before.",
+        "Yes, the right one.",
+        "Yes, the new one.",
         "Yes, the first one, the headlamp.",
     ],
 )

@@ -1032,7 +1032,8 @@ def _answers_another(yes: _Confirmation, values: list[str], earlier: Sequence[Ag
 # A yes choosing one thing by a description rather than its name: by its place in the list
 # ("the first one", "the second", "the last one", "the latter"), its price ("the cheaper one",
 # "the $29 one", "the one for 35 dollars") or anything else ("the darker one", "the one I
-# ordered last", "one of them", "either one"). "The same one" and "the right one" refer back.
+# ordered last", "one of them", "either one"). "The same one", "the right one" and "the new
+# one" (an exchange's) refer back.
 _PLACES = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2}
 _PLACES |= {"fourth": 3, "4th": 3, "last": -1, "latter": -1, "final": -1}
 _CHEAPER = r"cheaper|cheapest|less expensive|least expensive|lower[- ]priced|smaller"
@@ -1040,7 +1041,8 @@ _DEARER = r"more expensive|most expensive|pricier|priciest|dearer|higher[- ]pric
 _DESCRIBED = re.compile(
     rf"\bthe (?P<place>{'|'.join(_PLACES)})\b(?! (time|thing|step|part|payment|of all)\b)"
     rf"|\bthe (?P<price>{_CHEAPER}|{_DEARER})\b"
-    r"|\bthe (?P<other>(?!(same|right|correct|usual|only|whole|other|very|one)\b)[^\s,.;:!?]+"
+    r"|\bthe (?P<other>(?!(same|right|correct|usual|only|whole|other|very|one|new|replacement"
+    r"|exact)\b)[^\s,.;:!?]+"
     r"( [^\s,.;:!?]+)?) (one|ones)\b"
     r"|\bthe (?P<which>one) (that|which|i|you|we|with|for|from|in|on|at|costing|priced)\b"
     r"|\b(?P<any>(either|any|one) (one|of (them|those|these|the two|both))|whichever)\b"
