@@ -223,6 +223,18 @@ _TERMS = (
     r"|inte|ikke|imorgon|i morgen|senare|senere)|f[öo]rst (vill|m[åa]ste|s[äa]g)"
     r"|l[åa]t mig t[äa]nka|lad mig t[æa]nke|la meg tenke)\b"
     r"|\bactually\b[^.!?]{0,200}\b(make it|switch|change (it|that)|keep (it|them|those|these))\b"
+    # a yes said as a supposition ("I might say yes", "Hypothetically, yes", "Sounds good in
+    # theory", "Would it be OK if I said yes later?") or asking what else there is ("OK, what
+    # are my other options?", "Sure, what else can you do?"): no decision yet
+    r"|\b(i|we) (might|may) (say yes|agree|accept|go (ahead|for it)|be (ok|okay|fine) with"
+    r"|want (that|it|this|them|to))\b"
+    r"|\b(i|we)('d| would| could) say (yes|ok|okay|sure)\b|\b(if|when) (i|we) (said|say|were"
+    r" to say|agreed|agree) (yes|ok|okay|sure|to (it|that|this))\b"
+    r"|\b(hypothetical(ly)?|in theory|theoretically|in principle)\b"
+    r"|\b(suppose|supposing|assuming|say) (that )?(i|we) (say|said|agree|agreed) (yes|ok|okay"
+    r"|sure|to (it|that|this))\b|\b(supposing|assuming) (yes|so)\b"
+    r"|\b(what|which|any)( are| were| is)?( my| the| your| our)?( other)? (options|alternatives"
+    r"|choices)\b|\bwhat (else|other) (can|could|would) (you|i|we)\b"
 )
 """A yes on terms of the user's own is no yes to the change as asked: another choice ("Yes, but
 to my PayPal instead", "I'd prefer the gift card", "Yes, but to PayPal", "Yes, but put it on
@@ -274,7 +286,7 @@ NO_PATTERN = (
     rf"\b(no{_IDIOMS}|nope|nah|not (yet|now|ok|okay|right|correct|agreed)|not sure(?! (why|how))|"
     rf"never(?! {_REASON})|(do not|don't|dont)(?! (worry|mind)\b)(?! {_REASON})"
     rf"(?! (need|want) (a|any|the|an) {_EXTRAS}\b)|"
-    r"hold (on(?! to\b)|off|up|it(?=\W*$))|hang on|"
+    r"hold (on(?! to\b)|off|up|it(?=\W*$)|that thought)|hang on|"
     r"stop|never ?mind|scratch that|undo (it|that|this)|abort|belay that|call (it|that|this) off|"
     r"halt|abbrechen|"
     r"forget (it|that|about it)|changed? (my|our) minds?|(on )?second thoughts?|"

@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 28
+VALIDATOR_REVISION = 29
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -92,7 +92,12 @@ stopped by the step or time limit is replayed past it instead of counted killed,
 is checked with other seeds; 27: a yes put off to a later time ("Yes, tomorrow"), marked as
 not meant ("jk", "/s") or reported as another person's ("My husband says yes") is no yes, nor
 one put off after it ("Actually, not yet"); 28: the ``exercised`` check, and the outcome
-assertions and constraints no replay saw fail kept in a validity)."""
+assertions and constraints no replay saw fail kept in a validity; 29: a yes choosing one of
+the records its question lists by a description ("the cheaper one", "the second one")
+confirms only that one, a plain yes to a question offering a choice confirms none, and a yes
+said as a supposition ("I might say yes") or asking for other options is no yes, nor a plain
+yes to a last question about another record, and amounts are read in Spanish, French, German
+and Portuguese words)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

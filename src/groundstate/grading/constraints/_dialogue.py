@@ -20,6 +20,7 @@ from groundstate.grading.constraints._text import (
     affirms,
     amounts_in_words,
     chosen_at,
+    mentioned_at,
     mentions,
     message_text,
     normalise,
@@ -388,9 +389,10 @@ def _check_change(
         covering
         and covering[-1].yes
         and (
-            _narrowed_away(covering[-1], values)
+            _narrowed_away(covering[-1], values, _description(covering[-1], values, earlier))
             or _picks_some(covering[-1], named)
             or _picks_another(covering[-1], values, earlier)
+            or _description(covering[-1], values, earlier) is False
         )
     ):
         why = "kept to part of the question, leaving this change out"
@@ -400,6 +402,12 @@ def _check_change(
         if proposed is not None:
             why = f"answered a question proposing {proposed}, named in the place of this change's"
             return _unconfirmed_by(constraint, change, covering[-1], why, "proposed_otherwise")
+    if covering and covering[-1].yes and _choice_unmade(covering[-1]):
+        why = "answered a question offering a choice without saying which"
+        return _unconfirmed_by(constraint, change, covering[-1], why, "unchosen")
+    if covering and covering[-1].yes and _answers_another(covering[-1], values, earlier):
+        why = "answered the message's last question, about another record"
+        return _unconfirmed_by(constraint, change, covering[-1], why, "answered_another")
     counter_offer = None
     if covering and covering[-1].yes:
         counter_offer = _counter_offer(covering[-1], earlier) or _other_record(
@@ -592,19 +600,33 @@ _EXCLUDING = re.compile(
     r"[\w'-]+ ?){1,4})"
 )
 
+# A yes saying a thing stays, in other words ("Yes, the beanie stays", "Sure, the beanie can
+# stay", "Yes, I still want the beanie"): the change of that thing is left out too.
+_KEPT_WORDS = r"[\w'-]+( [\w'-]+){0,3}?"
+_KEPT = re.compile(
+    rf"\b(still|really|do) (want|need|like) (to keep )?(the|my) (?P<wanted>{_KEPT_WORDS})"
+    r"(?=\W*($|[.,;!)]|(though|please|thanks|on|in|for|from|with|and|but)\b))"
+    rf"|\b(the|my) (?P<staying>{_KEPT_WORDS}) (stays|can stay|should stay|will stay|may stay"
+    r"|remains|can remain|should remain|is staying|is to stay)\b"
+)
 
-def _narrowed_away(yes: _Confirmation, values: list[str]) -> bool:
+
+def _narrowed_away(yes: _Confirmation, values: list[str], described: bool | None = None) -> bool:
     """Whether *yes* keeps to part of its question and names none of *values*, or leaves out
-    a part that names one of them."""
+    a part that names one of them (see :data:`_EXCLUDING`, :data:`_KEPT`). *described*:
+    whether the yes describes the change's record ("Yes, just the first one"; see
+    :func:`_description`), which names it."""
     answer = message_text(yes.answer)
     words = {word for value in values for word in _WORD.findall(normalise(value))}
     left_out = {w for m in _EXCLUDING.finditer(answer) for w in _WORD.findall(m.group("rest"))}
+    kept = (m.group("wanted") or m.group("staying") for m in _KEPT.finditer(answer))
+    left_out |= {w for phrase in kept for w in _WORD.findall(phrase)}
     # a word left out names a value's word it ends ("the lamp" leaves out the Headlamp)
     if any(word.endswith(out) for word in words for out in left_out):
         return True
     if _IN_PART.search(answer) is not None:
         return True
-    if _NARROWING.search(answer) is None:
+    if _NARROWING.search(answer) is None or described:
         return False
     return not words & set(_WORD.findall(answer))
 
@@ -916,14 +938,207 @@ def _picks_another(yes: _Confirmation, values: list[str], earlier: Sequence[Agen
     answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
     if _TO_ALL.search(answer) or _ASKS_MORE.search(answer) or _EXCLUDING.search(answer):
         return False  # all, more, or leaving one out (see _narrowed_away)
+    if _KEPT.search(answer):
+        return False  # "Yes, the hoodie stays" leaves the hoodie out (see _narrowed_away)
     known = {normalise(value) for value in values}
     own = known | {w for value in known for w in _WORD.findall(value)}
     if any(mentions(answer, value) for value in own):
         return False
     own |= _KINDS_OF_RECORD
     # only the records the question listed
-    listed = (o for o in _siblings(known, earlier) if mentions(yes.answered, o, chosen=True))
-    return any(_names(answer, other, own) for other in listed)
+    listed = [o for o in _siblings(known, earlier) if mentions(yes.answered, o, chosen=True)]
+    return any(_names(answer, other, own) for other in listed) or _heads_another(
+        answer, listed, own
+    )
+
+
+def _heads_another(answer: str, listed: list[str], own: set[str]) -> bool:
+    """Whether *answer* says a word (four letters or more, no word of a plain yes) that ends a
+    word of one of the *listed* records and no word of the change's (*own*): "the lamp" for
+    the Lumen Headlamp, "the pack" for the Wool Socks 3-pack."""
+    said = {w for w in _WORD.findall(answer) if w.isalpha()} - _REPLY_WORDS - _CHOOSING_NOTHING
+    said = {w for w in said if not any(word.endswith(w) for word in own)}
+    return any(
+        word.endswith(w) and chosen_at(answer, answer.find(w))
+        for other in listed
+        for word in _WORD.findall(other)
+        for w in said
+    )
+
+
+# A question offering a choice ("... to your Visa ending 4417, or to your gift card?",
+# "Shall I refund them, or would you rather exchange them?", "Which do you prefer?"); "or
+# not", "or anything else" and "either" offer none.
+_OFFERS_CHOICE = re.compile(
+    r"\bor\b(?! (not|no|so|otherwise|else|later)\b)(?![^.?!]{0,30}\b(anything|something"
+    r"|questions?)\b)"
+    r"|\b(which|what) (one |option |way |of (them|these|those|the two) )?(do|would|will) you"
+    r" (prefer|like|want|choose|rather)\b|\bwhich (one|option|of (them|these|those|the two))\b"
+    r"|\bwould you (rather|prefer)\b"
+)
+# The words of a yes that choose nothing ("Yes.", "Sure, that works", "OK, sounds good").
+_CHOOSING_NOTHING = frozenset({"it", "works", "perfect", "good", "sounds", "that's", "is"})
+
+
+def _choice_unmade(yes: _Confirmation) -> bool:
+    """Whether *yes* is a plain yes, choosing nothing, to a question that offers a choice:
+    "I can refund them to your Visa ending 4417, or to your gift card. Which do you prefer?"
+    "Yes." confirms neither refund ("Yes, the Visa please" chooses; a choice named in the
+    question, another check reads). A go-ahead chooses going ahead over the other course an
+    "or" offers when that names no other way of paying or amount ("Shall I go ahead, or would
+    you like to wait?" "Yes, go ahead"; "Shall I refund them to your Visa or as store
+    credit?" "Yes, go ahead" chooses neither)."""
+    asked = [s for s in _SENTENCE_END.split(yes.answered) if s.endswith("?")]
+    offering = [sentence for sentence in asked if _OFFERS_CHOICE.search(sentence)]
+    if not offering:
+        return False
+    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    if set(_TOKEN.findall(answer)) - _REPLY_WORDS - _CHOOSING_NOTHING:
+        return False
+    return _GO_AHEAD.search(answer) is None or any(map(_offers_other_ways, offering))
+
+
+_GO_AHEAD = re.compile(r"\b(go ahead|proceed|do it|please do|go for it)\b")
+
+
+def _offers_other_ways(question: str) -> bool:
+    """Whether *question* offers other ways of making the change: the course after its "or"
+    names a way of paying or an amount, or it asks which ("Which do you prefer?")."""
+    found = re.search(r"\bor\b", question)
+    if found is None:
+        return True
+    after = question[found.end() :]
+    return bool(_payments(after) or _amounts(after))
+
+
+def _answers_another(yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent]) -> bool:
+    """Whether *yes*, saying nothing but yes words and words of its message's last question
+    ("Yes.", "Yes, cancel it."), answers that question, when it asks about another record the
+    tools showed and names none of the change's values: "I can refund the socks from O-1001,
+    $22.00, to your Visa ending 4417. Separately, should I cancel order O-1003?" "Yes." agrees
+    to cancelling O-1003, not to the refund stated before. "Yes to both" answers both, and a
+    yes saying another word ("Yes to the refund") is read by the other checks."""
+    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    asked = [s for s in _SENTENCE_END.split(yes.answered) if s.endswith("?")]
+    if not asked or _TO_ALL.search(answer):
+        return False
+    last, known = asked[-1], {normalise(value) for value in values}
+    if any(mentions(last, value) for value in known):
+        return False
+    said = set(_TOKEN.findall(answer)) - _REPLY_WORDS - _CHOOSING_NOTHING
+    return said <= set(_TOKEN.findall(last)) and _names_another_record(last, known, earlier)
+
+
+# A yes choosing one thing by a description rather than its name: by its place in the list
+# ("the first one", "the second", "the last one", "the latter"), its price ("the cheaper one",
+# "the $29 one", "the one for 35 dollars") or anything else ("the darker one", "the one I
+# ordered last", "one of them", "either one"). "The same one", "the right one" and "the new
+# one" (an exchange's) refer back.
+_PLACES = {"first": 0, "1st": 0, "former": 0, "second": 1, "2nd": 1, "third": 2, "3rd": 2}
+_PLACES |= {"fourth": 3, "4th": 3, "last": -1, "latter": -1, "final": -1}
+_CHEAPER = r"cheaper|cheapest|less expensive|least expensive|lower[- ]priced|smaller"
+_DEARER = r"more expensive|most expensive|pricier|priciest|dearer|higher[- ]priced|bigger"
+_DESCRIBED = re.compile(
+    rf"\bthe (?P<place>{'|'.join(_PLACES)})\b(?! (time|thing|step|part|payment|of all)\b)"
+    rf"|\bthe (?P<price>{_CHEAPER}|{_DEARER})\b"
+    r"|\bthe (?P<other>(?!(same|right|correct|usual|only|whole|other|very|one|new|replacement"
+    r"|exact)\b)[^\s,.;:!?]+"
+    r"( [^\s,.;:!?]+)?) (one|ones)\b"
+    r"|\bthe (?P<which>one) (that|which|i|you|we|with|for|from|in|on|at|costing|priced)\b"
+    r"|\b(?P<any>(either|any|one) (one|of (them|those|these|the two|both))|whichever)\b"
+)
+
+
+def _description(
+    yes: _Confirmation, values: list[str], earlier: Sequence[AgentEvent]
+) -> bool | None:
+    """Whether *yes*, choosing by a description rather than a name one of several records its
+    question lists, chooses the change's (True) or not (False); None when it describes none
+    that way. "Refund the Lumen Headlamp ($35.00) and the Canopy Insulated Water Bottle
+    ($29.00)?" "Yes, the cheaper one" (or "the second one", "the $29 one") chooses the bottle,
+    not the headlamp. A description is read where the question settles it (a place in its
+    list, the lower or higher of the amounts it names, an amount); any other ("the darker
+    one", "one of them") leaves the choice unsaid, and chooses none of them. A yes to all
+    ("Yes, both") or naming the change's record is no choice by description, nor is a
+    description when the question lists one record."""
+    answer = _SENTENCE_END.split(message_text(yes.answer), maxsplit=1)[0]
+    described = list(_DESCRIBED.finditer(answer))
+    if not described or _TO_ALL.search(answer) or _ASKS_MORE.search(answer):
+        return None
+    lists = _listed(yes.answered, values, earlier)
+    if not lists:
+        return None
+    known = {normalise(value) for value in values}
+    own = {w for value in known for w in _WORD.findall(value)} - _KINDS_OF_RECORD
+    if any(mentions(answer, word, chosen=True) for word in own):
+        return None  # it names the change's record too ("the first one, the headlamp")
+    return any(_describes(f, answer, yes.answered, lists, values) for f in described)
+
+
+def _listed(
+    question: str, values: list[str], earlier: Sequence[AgentEvent]
+) -> list[list[tuple[int, str]]]:
+    """For each of the change's values that *question* names beside others the tools showed in
+    its place (other products of the order, other orders), the records named, with where the
+    question first names each, in the question's order; the change's value as written."""
+    lists = []
+    for value in values:
+        at = mentioned_at(question, value)
+        if at is None:
+            continue
+        named = [(at, value)]
+        for other in _siblings({normalise(value)}, earlier, records=True):
+            where = mentioned_at(question, other) if len(other) >= 3 else None
+            if where is not None:
+                named.append((where, other))
+        if len(named) > 1:
+            lists.append(sorted(named))
+    return lists
+
+
+def _describes(
+    found: re.Match[str],
+    answer: str,
+    question: str,
+    lists: list[list[tuple[int, str]]],
+    values: list[str],
+) -> bool:
+    """Whether the description *found* in *answer* picks the change's record in every list
+    *question* made (a list's record that is one of *values*) that settles it."""
+    if found["place"] is not None:
+        place = _PLACES[found["place"]]
+        return all(
+            -len(named) <= place < len(named) and named[place][1] in values for named in lists
+        )
+    said = _amounts(_HYPHENATED_AMOUNT.sub(" ", answer))  # "the 35-dollar one"
+    if found["price"] is None:
+        # "the $29 one", "the one for 35 dollars": the amount says which
+        return bool(said) and said <= {a for value in values for a in _amounts(normalise(value))}
+    cheaper = re.fullmatch(_CHEAPER, found["price"]) is not None
+    settled = [_priced(question, named, values, cheaper) for named in lists]
+    picked = [verdict for verdict in settled if verdict is not None]
+    return bool(picked) and all(picked)
+
+
+_HYPHENATED_AMOUNT = re.compile(r"(?<=\d)-(?=[^\W\d_])")
+
+
+def _priced(
+    question: str, named: list[tuple[int, str]], values: list[str], cheaper: bool
+) -> bool | None:
+    """Whether the change's record is the cheaper (or dearer) of *named*, by the one amount
+    *question* names after each (before the next); None when the amounts do not settle it."""
+    ends = [at for at, _ in named[1:]] + [len(question)]
+    prices: list[Decimal] = []
+    for (at, _), end in zip(named, ends, strict=True):
+        amounts = _amounts(question[at:end])
+        if len(amounts) != 1:
+            return None
+        prices.append(amounts.pop())
+    best = min(prices) if cheaper else max(prices)
+    if prices.count(best) > 1:
+        return None
+    return named[prices.index(best)][1] in values
 
 
 # Where a clause of a question ends: a sentence's end, a semicolon or a dash, and "but",
@@ -1202,7 +1417,8 @@ def _asks_to_go_on(message: MessageEvent) -> bool:
 # that's all"). "I'll wait for the email" or "don't cancel the hoodie" take nothing back.
 _TAKING_BACK = re.compile(
     r"(^|[.!?,;] )[¡¿]*((oh|hmm|um|no|actually|sorry),? )*(wait|stop)\b|\bwait (a|one) "
-    r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$))\b|\bhang on\b"
+    r"(sec|second|minute|moment)\b|\bhold (on(?! to\b)|off|up|it(?=\W*$)|that thought)\b"
+    r"|\bhang on\b"
     r"|\bnever ?mind\b|\bscratch that\b|\bundo (it|that|this)\b|\babort\b|\bbelay that\b"
     r"|\bcall (it|that|this) off\b|(^|[.!?,;] )(halt|abbrechen)\b"
     r"|(^|[.!?,;] )[¡¿]*(espera|espere|detente|attends|attendez|arr[êe]te[sz]?|warte|stopp)\b"

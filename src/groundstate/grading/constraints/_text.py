@@ -194,8 +194,34 @@ def _mentioned(normalised_text: str, value: str, chosen: bool) -> bool:
 def _mentions(normalised_text: str, value: str, chosen: bool) -> bool:
     pattern = _named_by(value) if len(value) <= _SPELLED_CHARS else _as_written(value)
     if not chosen:
-        return pattern.search(normalised_text) is not None
-    return any(chosen_at(normalised_text, m.start()) for m in pattern.finditer(normalised_text))
+        found = pattern.search(normalised_text) is not None
+    else:
+        starts = (m.start() for m in pattern.finditer(normalised_text))
+        found = any(chosen_at(normalised_text, start) for start in starts)
+    return found or _in_other_words(normalised_text, value, chosen)
+
+
+def _in_other_words(normalised_text: str, value: str, chosen: bool) -> bool:
+    """Whether normalised text names the dollar amount *value* (``$22.00``) in the words of
+    another language ("veintidós dólares"; see :func:`amounts_in_other_words`)."""
+    amount = _DOLLARS.fullmatch(normalise(value)) if len(value) <= 40 else None
+    if amount is None:
+        return False
+    wanted = Decimal(amount.group(1).replace(",", "")).normalize()
+    return any(
+        said == wanted and (not chosen or chosen_at(normalised_text, at))
+        for at, said in amounts_in_other_words(normalised_text)
+    )
+
+
+def mentioned_at(normalised_text: str, value: str) -> int | None:
+    """Where already normalised text first names *value* (as :func:`mentions` reads it, not
+    turned down there), or None: the order in which a question lists records."""
+    pattern = _named_by(value) if len(value) <= _SPELLED_CHARS else _as_written(value)
+    for found in pattern.finditer(normalised_text):
+        if chosen_at(normalised_text, found.start()):
+            return found.start()
+    return None
 
 
 def chosen_at(normalised_text: str, start: int) -> bool:
@@ -291,13 +317,14 @@ _JOINED_WORDS = re.compile(r"(?<=[^\W\d_])\\-(?=[^\W\d_])")
 
 def _amount_named_by(number: str) -> re.Pattern[str]:
     """A dollar amount (``$22.00``, ``$1,234.50``) is named as ``$22``, ``$ 22.00``, ``USD
-    22``, ``US$22``, ``22.00 USD``, ``22 dollars`` or ``22,00 $``, its thousands grouped or
-    not (``$1234.50``, ``$1,234.50``, ``1.234,50 $``): the same amount in the usual notations
-    (not ``122 dollars``, nor ``$22,000``, nor an amount in words)."""
+    22``, ``US$22``, ``22.00 USD``, ``22 dollars`` (``22 dólares``) or ``22,00 $``, its
+    thousands grouped or not (``$1234.50``, ``$1,234.50``, ``1.234,50 $``): the same amount in
+    the usual notations (not ``122 dollars``, nor ``$22,000``; an amount in English words here,
+    in other languages' by :func:`_in_other_words`)."""
     figures, end = _amount_figures(number), _end(number)
     return re.compile(
         rf"(?:\$ ?|\b(?:usd|us\$) ?){figures}{end}"
-        rf"|(?<![\w.,$]){figures} ?(?:(?:usd|dollars?|bucks)\b|\$(?! ?\d))"
+        rf"|(?<![\w.,$]){figures} ?(?:(?:usd|dollars?|d[oó]lares|d[oó]lar|bucks)\b|\$(?! ?\d))"
         + _amount_in_words(number)
     )
 
@@ -355,14 +382,192 @@ def words_value(words: str) -> int:
 
 
 def amounts_in_words(normalised_text: str) -> set[Decimal]:
-    """The amounts of money normalised text says in English words ("twenty-two dollars",
-    "twenty-two dollars and fifty cents")."""
-    found = set()
+    """The amounts of money normalised text says in words, in English ("twenty-two dollars",
+    "twenty-two dollars and fifty cents") or the other languages of the default yes
+    ("veintidós dólares", "vingt-deux dollars", "zweiundzwanzig Dollar", "vinte e dois
+    dólares"; see :func:`amounts_in_other_words`)."""
+    found = {amount for _, amount in amounts_in_other_words(normalised_text)}
     for amount in _WORDED_AMOUNT.finditer(normalised_text):
         cents = amount["cents"] or "0"
         hundredths = int(cents) if cents.isdigit() else words_value(cents)
         found.add((Decimal(words_value(amount["dollars"])) + Decimal(hundredths) / 100).normalize())
     return found
+
+
+def _counted(words: str, first: int, step: int = 1) -> dict[str, int]:
+    """The space-separated number *words*, counted from *first* by *step*."""
+    return {word: first + step * i for i, word in enumerate(words.split(" "))}
+
+
+_NUMBER_WORDS_ELSEWHERE = {
+    # Spanish
+    **dict.fromkeys(("cero",), 0),
+    **dict.fromkeys(("uno", "un", "una"), 1),
+    **_counted("dos tres cuatro cinco seis siete ocho nueve diez", 2),
+    **_counted("once doce trece catorce quince", 11),
+    **_counted("dieciséis diecisiete dieciocho diecinueve", 16),
+    **_counted("veinte veintiuno veintidós veintitrés", 20),
+    **_counted("veinticuatro veinticinco veintiséis", 24),
+    **_counted("veintisiete veintiocho veintinueve", 27),
+    "veintiún": 21,
+    **_counted("treinta cuarenta cincuenta sesenta", 30, 10),
+    **_counted("setenta ochenta noventa", 70, 10),
+    **dict.fromkeys(("cien", "ciento"), 100),
+    **_counted("doscientos trescientos cuatrocientos", 200, 100),
+    **_counted("quinientos seiscientos setecientos", 500, 100),
+    **_counted("ochocientos novecientos", 800, 100),
+    # French
+    **dict.fromkeys(("zéro", "zero"), 0),
+    **_counted("deux trois quatre cinq six sept huit neuf dix", 2),
+    **_counted("onze douze treize quatorze quinze seize", 11),
+    **dict.fromkeys(("vingt", "vingts"), 20),
+    **_counted("trente quarante cinquante soixante", 30, 10),
+    **dict.fromkeys(("cent", "cents"), 100),
+    **dict.fromkeys(("mil", "mille"), 1000),
+    # Portuguese
+    **dict.fromkeys(("um", "uma"), 1),
+    **dict.fromkeys(("dois", "duas"), 2),
+    **_counted("três quatro cinco seis sete oito nove dez", 3),
+    **_counted("onze doze treze catorze quinze", 11),
+    **dict.fromkeys(("quatorze",), 14),
+    **dict.fromkeys(("dezesseis", "dezasseis"), 16),
+    **dict.fromkeys(("dezessete", "dezassete"), 17),
+    **dict.fromkeys(("dezoito",), 18),
+    **dict.fromkeys(("dezenove", "dezanove"), 19),
+    **_counted("vinte trinta quarenta cinquenta sessenta", 20, 10),
+    **_counted("setenta oitenta noventa", 70, 10),
+    **dict.fromkeys(("cem", "cento"), 100),
+    **_counted("duzentos trezentos quatrocentos", 200, 100),
+    **_counted("quinhentos seiscentos setecentos", 500, 100),
+    **_counted("oitocentos novecentos", 800, 100),
+}
+"""The number words of Spanish, French and Portuguese (German's are read by
+:func:`_german_number`), each as its value; "cien", "cent", "cem" multiply what comes
+before them, "mil" and "mille" too."""
+_GERMAN_SMALL = {
+    **dict.fromkeys(("null",), 0),
+    **dict.fromkeys(("ein", "eins", "eine", "einen"), 1),
+    **_counted("zwei drei vier fünf sechs sieben acht neun zehn", 2),
+    **_counted("elf zwölf dreizehn vierzehn fünfzehn sechzehn", 11),
+    **_counted("siebzehn achtzehn neunzehn", 17),
+    **_counted("zwanzig dreissig vierzig fünfzig", 20, 10),
+    **_counted("sechzig siebzig achtzig neunzig", 60, 10),
+}
+"""German number words up to ninety (casefolded: "dreißig" is "dreissig")."""
+
+
+def _unaccented(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
+
+
+# ... and each written without its accents, as people type them ("veintidos", "funf")
+_NUMBER_WORDS_ELSEWHERE |= {_unaccented(w): n for w, n in _NUMBER_WORDS_ELSEWHERE.items()}
+_GERMAN_SMALL |= {_unaccented(w): n for w, n in _GERMAN_SMALL.items()}
+_CONNECTORS = frozenset(("y", "et", "e", "und"))
+"""The "and" between number words: "treinta y dos", "soixante et onze", "vinte e dois"."""
+_CURRENCY_WORD = re.compile(
+    r"(?<=[^\W\d_]) (?:d[oó]lares|d[oó]lar|dollars?|dollari|euros?|usd)\b(?P<cents> (?:con|et|e"
+    r"|und|y) (?P<hundredths>[^\W\d_]+(?:[ -][^\W\d_]+){0,3}) (?:centavos?|c[eé]ntimos?"
+    r"|centimes?|cents?|centesimi)\b)?"
+)
+"""A currency word after a word (in Spanish, French, German, Portuguese and English), and the
+cents said after it ("veintidós dólares con cincuenta centavos")."""
+_WORDS_BEFORE = re.compile(r"(?<![\w-])[^\W\d_]+(?:[ -][^\W\d_]+){0,7}$")
+"""Up to eight words ending a text, joined by spaces or hyphens."""
+
+
+def amounts_in_other_words(normalised_text: str) -> list[tuple[int, Decimal]]:
+    """The amounts of money normalised text says in Spanish, French, German or Portuguese
+    words, each with where its words start: "veintidós dólares", "vingt-deux dollars",
+    "zweiundzwanzig Dollar", "vinte e dois dólares", "quatre-vingt-dix dollars", "veintidós
+    dólares con cincuenta centavos" (22.50). The number is the longest run of number words
+    just before the currency word ("un reembolso de veinte dólares" is 20)."""
+    found = []
+    for currency in _CURRENCY_WORD.finditer(normalised_text):
+        before = normalised_text[max(0, currency.start() - 160) : currency.start()]
+        said = _WORDS_BEFORE.search(before)
+        if said is None:
+            continue
+        words = re.split(r"[ -]", said.group())
+        read = _number_ending(words)
+        if read is None:
+            continue
+        count, value = read
+        start = currency.start() - len(" ".join(words[-count:]))
+        hundredths = 0
+        if currency["hundredths"] is not None:
+            said_cents = re.split(r"[ -]", currency["hundredths"])
+            cents = _number_ending(said_cents)
+            if cents is not None and cents[0] == len(said_cents) and cents[1] < 100:
+                hundredths = int(cents[1])
+        found.append((start, (value + Decimal(hundredths) / 100).normalize()))
+    return found
+
+
+def _number_ending(words: list[str]) -> tuple[int, Decimal] | None:
+    """How many of the last *words* say a number in another language, and the number: the
+    longest run of them that does (not starting with "and"); None when the last says none."""
+    best = None
+    for count in range(1, len(words) + 1):
+        run = words[-count:]
+        if run[0] in _CONNECTORS:
+            continue
+        value = _number_of(run)
+        if value is None:
+            if best is not None or count > 3:
+                break
+            continue
+        best = (count, Decimal(value))
+    return best
+
+
+def _number_of(words: list[str]) -> int | None:
+    """The number *words* say (number words and "and" between them), or None."""
+    values: list[int] = []
+    for at, word in enumerate(words):
+        if word in _CONNECTORS:
+            continue
+        if word in ("vingt", "vingts") and at and words[at - 1] == "quatre":
+            values[-1] = 80  # quatre-vingt(s): 4 x 20
+            continue
+        value = _NUMBER_WORDS_ELSEWHERE.get(word)
+        if value is None:
+            value = _german_number(word)
+        if value is None:
+            return None
+        values.append(value)
+    if not values:
+        return None
+    total = current = 0
+    for value in values:
+        if value == 1000:
+            total, current = total + max(current, 1) * 1000, 0
+        elif value == 100:
+            current = max(current, 1) * 100
+        else:
+            current += value
+    return total + current
+
+
+def _german_number(word: str) -> int | None:
+    """The number a German number word says, compounds included ("zweiundzwanzig",
+    "einhundertzwanzig", "dreitausendfünfhundert"), or None."""
+    if word in _GERMAN_SMALL:
+        return _GERMAN_SMALL[word]
+    for unit, size in (("tausend", 1000), ("hundert", 100)):
+        if unit in word:
+            before, _, after = word.partition(unit)
+            times = _german_number(before) if before else 1
+            rest = _german_number(after) if after else 0
+            if times is None or rest is None or rest >= size:
+                return None
+            return times * size + rest
+    if "und" in word:
+        ones, _, tens = word.partition("und")
+        one, ten = _GERMAN_SMALL.get(ones), _GERMAN_SMALL.get(tens)
+        if one is not None and ten is not None and 1 <= one <= 9 and ten in range(20, 100, 10):
+            return one + ten
+    return None
 
 
 def _below_hundred(n: int) -> str:
