@@ -17,9 +17,18 @@ from typing import Any
 
 import pytest
 
+from groundstate.environments.postgres_dialect import TEXT_AS_NUMBER
 from groundstate.environments.sqlite import SqliteEnvironment
 
-from .envs_differential import CLOCK
+from .envs_differential import (
+    CLOCK,
+    ask,
+    assert_answered_alike,
+    assert_generated_alike,
+    both,
+    fixture_of,
+)
+from .test_envs_round21 import FIXTURE
 from .test_validation_round15 import _postgres
 
 # --- a fixture replaced between two reads ---------------------------------------------------------
@@ -129,3 +138,109 @@ def test_a_data_fixture_is_built_from_the_bytes_read(
     empty.write_text("# nothing\n")
     with pytest.raises(Exception, match="the file is empty"):
         SqliteEnvironment(empty, clock=CLOCK).close()
+
+
+# --- parity: printf %e and %x, text where a number goes, string functions -------------------
+
+fixture = fixture_of(FIXTURE)
+
+ANSWERED_ALIKE: list[tuple[str, tuple[Any, ...]]] = [
+    # printf's %e/%E (SQLite's digits, exponent of two digits or more) and %x/%X (64 bits)
+    ("SELECT printf('%e|%E|%.2e|%.0e|%12.3e|%-12.1e|%012.2e|%+e', 1.5, 12345.678, "
+     "-0.000123, 5.5, 1e300, 2.5, -3.25, 7)", ()),
+    ("SELECT printf('%e %e %e %e', 0, 0.0, -1, 1e-300), printf('%e', 'abc'), printf('%e', NULL)",
+     ()),
+    ("SELECT printf('%.2e', 1.125), printf('%.0e', 0.25), printf('%.1e', 0.35), "
+     "printf('%.0e', 9.5), printf('%.13e', 0.1), printf('%.2e', 9.999), printf('%e', 0.1 + 0.2)",
+     ()),
+    ("SELECT printf('%x|%X|%5x|%-5X|%05x|%x|%x|%x', 255, 255, 10, 10, 10, -1, 0, 1.9)", ()),
+    ("SELECT printf('%x %x %X %x', 'abc', NULL, 9223372036854775807, -9223372036854775808)", ()),
+    ("SELECT id, printf('%e|%x', r, n) FROM t ORDER BY id", ()),
+    # text in arithmetic that PostgreSQL reads as the number SQLite converts it to
+    ("SELECT n + ? FROM t WHERE id = 1", ("5",)),
+    ("SELECT n + ? FROM t WHERE id = 1", (" 5",)),
+    # string functions, rounding, integer division, LIKE, NULLs in ORDER BY, casts, typeof
+    ("SELECT substr('hello', -3), substr('hello', -3, 2), substr('hello', 0, 2), "
+     "substr('hello', 2, -1), substr('hello', -10, 3)", ()),
+    ("SELECT instr('hello', 'l'), instr('hello', ''), instr(NULL, 'a'), replace('aaa', 'a', 'bb'),"
+     " replace('abc', '', 'x')", ()),
+    ("SELECT trim('xxhixx', 'x'), ltrim('  hi'), rtrim('hi  '), trim('abcba', 'ab'), "
+     "ltrim('xyhi', 'yx'), upper('éa'), lower('ÉA')", ()),
+    ("SELECT round(2.5), round(-2.5), round(0.5), round(2.675, 2), round(3), typeof(round(3))", ()),
+    ("SELECT -7 / 2, -7 % 2, 7 % -3, -7 % -3, 10 / 3, 1 / 2", ()),
+    ("SELECT 'abc' LIKE 'ABC', 'é' LIKE 'É', 'a_c' LIKE 'a\\_c' ESCAPE '\\', "
+     "'a%' LIKE 'a!%' ESCAPE '!'", ()),
+    ("SELECT id, n FROM t ORDER BY n, id", ()),
+    ("SELECT id, s FROM t ORDER BY s DESC, id", ()),
+    ("SELECT CAST('  12' AS INTEGER), CAST(' 1.5 ' AS REAL), CAST('  12  ' AS NUMERIC), "
+     "CAST('12abc' AS REAL)", ()),
+    ("SELECT typeof(1 + 1.0), typeof('a' || 1), typeof(NULL + 1), typeof(x'00'), "
+     "typeof(CAST(1 AS TEXT))", ()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("sql", "params"), ANSWERED_ALIKE)
+def test_the_same_query_is_answered_alike(fixture: Path, sql: str, params: tuple[Any, ...]) -> None:
+    assert_answered_alike(fixture, sql, params, shown=repr)
+
+
+REFUSED: list[tuple[str, tuple[Any, ...], str]] = [
+    ("SELECT n + ? FROM t WHERE id = 1", ("abc",), TEXT_AS_NUMBER),
+    ("SELECT n + ? FROM t WHERE id = 1", ("1.5",), TEXT_AS_NUMBER),
+    ("SELECT r * ? FROM t WHERE id = 1", ("x",), TEXT_AS_NUMBER),
+    ("SELECT CAST('x' AS NUMERIC)", (), TEXT_AS_NUMBER),
+    ("SELECT printf('%g', 2.5)", (), "printf's %g is not carried to the postgres kind"),
+    ("SELECT printf('%o', 8)", (), "printf's %o is not carried"),
+    ("SELECT printf('%+x', 8)", (), "printf's %+x is not carried"),
+    ("SELECT printf('%.3e', 1.0005)", (), "(a tie, which SQLite rounds in binary)"),
+    ("SELECT printf('%.15e', 0.1)", (), "to 14 digits"),
+    ("SELECT printf('%e', 1e-320)", (), "not subnormal"),
+]
+
+
+@pytest.mark.parametrize(("sql", "params", "named"), REFUSED)
+def test_what_differs_is_refused_naming_it(
+    fixture: Path, sql: str, params: tuple[Any, ...], named: str
+) -> None:
+    """SQLite answers each (``n + 'abc'`` is n + 0, ``%.3e`` of the double nearest 1.0005
+    goes down in SQLite's binary arithmetic); PostgreSQL refuses, saying what differs (it
+    said "invalid input syntax for type bigint", or refused ``%e`` and ``%x`` altogether),
+    and a write by it changes nothing."""
+    ours, theirs = both(fixture)
+    with ours, theirs:
+        assert ask(ours, sql, params) != "error"
+        with pytest.raises(Exception) as caught, theirs.tool_transaction():
+            theirs.agent_db.execute(sql, params).fetchall()
+        assert named in str(caught.value)
+        initial = theirs.state_hash()
+        assert ask(theirs, f"UPDATE t SET s = ({sql}) WHERE id = 2", params) == "error"
+        assert theirs.state_hash() == initial
+
+
+TEXTS: list[Any] = [None, "", "hello", "é", "ÉA", "  pad  ", "a_c", "a%", "xyx", "5", " 12"]
+NUMBERS: list[Any] = [None, 0, 1, -1, 2, -3, 7, -7, 0.5, 2.5, -2.5, 1.125, 12345.678, 1e-5]
+FORMATS: list[Any] = ["%e", "%E", "%.2e", "%10.1e", "%-8x", "%X", "%05x", "%s|%d", "%.3f"]
+CALLS: list[tuple[str, list[Any]]] = [
+    ("SELECT substr(?, ?), substr(?, ?, ?)", [TEXTS, NUMBERS[:8], TEXTS, NUMBERS[:8], NUMBERS[:8]]),
+    ("SELECT instr(?, ?), replace(?, ?, 'z')", TEXTS),
+    ("SELECT trim(?, ?), ltrim(?), rtrim(?, 'x')", TEXTS),
+    ("SELECT upper(?), lower(?), length(?)", TEXTS),
+    ("SELECT round(?), round(?, 1), round(?, 2)", NUMBERS),
+    ("SELECT ? / ?, ? % ?", [n for n in NUMBERS if isinstance(n, int)]),
+    ("SELECT ? LIKE ?, ? LIKE ? ESCAPE '_'", TEXTS),
+    ("SELECT typeof(?), CAST(? AS INTEGER), CAST(? AS REAL)", TEXTS + NUMBERS),
+    ("SELECT printf(?, ?), printf(?, ?)", [FORMATS, NUMBERS, FORMATS, NUMBERS]),
+    ("UPDATE t SET s = printf(?, ?) WHERE id = 3", [FORMATS, NUMBERS]),
+    ("UPDATE t SET s = substr(s || ?, ?) WHERE id = 1", [TEXTS, NUMBERS[:8]]),
+    ("UPDATE t SET n = ? WHERE id = 2", [n for n in NUMBERS if not isinstance(n, float)]),
+    ("SELECT id, s, n FROM t ORDER BY n DESC, id", []),
+    ("SELECT id FROM t ORDER BY s, id", []),
+]
+"""String functions with negative and zero positions, rounding at halves, integer division
+and remainder of negatives, LIKE's case folding and escapes, casts and typeof of text and
+numbers, printf's conversions: values a tool passes, on either kind."""
+
+
+@pytest.mark.parametrize("seed", range(1, 11))
+def test_generated_functions_answer_alike(fixture: Path, seed: int) -> None:
+    assert_generated_alike(fixture, CALLS, seed, shown=repr)
