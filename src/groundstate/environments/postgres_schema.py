@@ -472,9 +472,10 @@ _SQLITE_FUNCTIONS = {
     ),
     **{
         f"round(r double precision, n {kind}) RETURNS double precision LANGUAGE sql": (
-            f"SELECT {API}.round(r, n::bigint)"
+            f"SELECT {API}.round(r, {_position('n', kind)})"
         )
-        for kind in ("smallint", "integer")
+        for kind in POSITIONS
+        if kind != "bigint"
     },
 }
 """SQLite's ``substr`` (a negative start counts from the end, a negative length takes the
