@@ -14,20 +14,23 @@ answered otherwise by the SQLite and PostgreSQL kinds.
 
 from __future__ import annotations
 
-import random
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from groundstate.environments.postgres_sql import sqlite_meaning
-from groundstate.environments.sqlite import SqliteEnvironment
 
-from .test_envs_round20 import _ask
+from .envs_differential import (
+    CLOCK,
+    ask,
+    assert_answered_alike,
+    assert_generated_alike,
+    both,
+    fixture_of,
+)
 from .test_validation_round15 import _postgres
 
-CLOCK = datetime(2026, 1, 15, 9, 30)
 FIXTURE = (
     "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, r REAL, s TEXT, b BLOB, code TEXT,"
     " d TEXT);\n"
@@ -38,17 +41,7 @@ FIXTURE = (
     " (6, 0, 0.1, '2026-01-15', x'41', '1e1', '12:30');\n"
 )
 
-
-@pytest.fixture
-def fixture(tmp_path: Path) -> Path:
-    path = tmp_path / "t.sql"
-    path.write_text(FIXTURE)
-    return path
-
-
-def _both(fixture: Path) -> tuple[Any, Any]:
-    postgres = _postgres()
-    return SqliteEnvironment(fixture, clock=CLOCK), postgres(fixture, clock=CLOCK)
+fixture = fixture_of(FIXTURE)
 
 
 ANSWERED_ALIKE = [
@@ -95,12 +88,7 @@ ANSWERED_ALIKE = [
 
 @pytest.mark.parametrize("sql", ANSWERED_ALIKE)
 def test_the_same_sql_is_answered_alike(fixture: Path, sql: str) -> None:
-    ours, theirs = _both(fixture)
-    with ours, theirs:
-        expected = _ask(ours, sql)
-        assert expected != "error", sql  # each is an answer on SQLite
-        assert _ask(theirs, sql) == expected, sql
-        assert theirs.evaluator_view().query(sql) == ours.evaluator_view().query(sql)
+    assert_answered_alike(fixture, sql)
 
 
 NOT_CARRIED = [
@@ -146,11 +134,11 @@ def test_integer_overflow_is_an_error_not_another_value(fixture: Path) -> None:
     """Control (still different, documented): past 2^63 SQLite's integer arithmetic gives a
     REAL, which a PostgreSQL expression of a fixed type cannot; it is an error there, never
     a wrapped or rounded integer."""
-    ours, theirs = _both(fixture)
+    ours, theirs = both(fixture)
     with ours, theirs:
         sql = "SELECT n * 4000000000 FROM t WHERE id = 4"
-        assert _ask(ours, sql) == [(1.2e19,)]
-        assert _ask(theirs, sql) == "error"
+        assert ask(ours, sql) == [(1.2e19,)]
+        assert ask(theirs, sql) == "error"
 
 
 def test_a_join_of_two_columns_keeps_its_plan(fixture: Path) -> None:
@@ -218,25 +206,6 @@ CALLS: list[tuple[str, Any]] = [
 """Each call and the values of its parameters (one pool, or one per parameter)."""
 
 
-def _generated(seed: int) -> list[tuple[str, tuple[Any, ...]]]:
-    rng = random.Random(seed)
-    calls = []
-    for _ in range(25):
-        sql, pool = rng.choice(CALLS)
-        count = sql.count("?")
-        pools = pool if pool and isinstance(pool[0], list) else [pool] * count
-        calls.append((sql, tuple(rng.choice(pools[i]) for i in range(count))))
-    return calls
-
-
 @pytest.mark.parametrize("seed", range(1, 17))
 def test_generated_comparisons_and_functions_answer_alike(fixture: Path, seed: int) -> None:
-    ours, theirs = _both(fixture)
-    with ours, theirs:
-        found = []
-        for sql, params in _generated(seed):
-            answers = [_ask(env, sql, params) for env in (ours, theirs)]
-            if answers[0] != answers[1]:
-                found.append(f"{sql} {params!r}: sqlite {answers[0]!r}, postgres {answers[1]!r}")
-            assert ours.state_hash() == theirs.state_hash(), (sql, params)
-        assert found == [], "\n".join(found)
+    assert_generated_alike(fixture, CALLS, seed, count=25)

@@ -17,7 +17,6 @@ answered otherwise with no error, and what PostgreSQL failed on that SQLite answ
 
 from __future__ import annotations
 
-import random
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -27,15 +26,17 @@ import pytest
 from groundstate.environments.base import diff_snapshots
 from groundstate.environments.postgres_sql import sqlite_meaning
 
-from .test_envs_round20 import _ask
-from .test_envs_round21 import CLOCK, FIXTURE, _both
+from .envs_differential import (
+    CLOCK,
+    ask,
+    assert_answered_alike,
+    assert_generated_alike,
+    both,
+    fixture_of,
+)
+from .test_envs_round21 import FIXTURE
 
-
-@pytest.fixture
-def fixture(tmp_path: Path) -> Path:
-    path = tmp_path / "t.sql"
-    path.write_text(FIXTURE)
-    return path
+fixture = fixture_of(FIXTURE)
 
 
 def _refusal(env: Any, sql: str, params: tuple[Any, ...] = ()) -> str:
@@ -84,14 +85,7 @@ ANSWERED_ALIKE: list[tuple[str, tuple[Any, ...]]] = [
 
 @pytest.mark.parametrize(("sql", "params"), ANSWERED_ALIKE)
 def test_the_same_query_is_answered_alike(fixture: Path, sql: str, params: tuple[Any, ...]) -> None:
-    ours, theirs = _both(fixture)
-    with ours, theirs:
-        expected = _ask(ours, sql, params)
-        assert expected != "error", sql  # each is an answer on SQLite
-        assert repr(_ask(theirs, sql, params)) == repr(expected), sql  # 3 is not 3.0
-        assert repr(theirs.evaluator_view().query(sql, params)) == repr(
-            ours.evaluator_view().query(sql, params)
-        )
+    assert_answered_alike(fixture, sql, params, shown=repr)  # 3 is not 3.0
 
 
 WRITES: list[tuple[str, tuple[Any, ...]]] = [
@@ -108,10 +102,10 @@ WRITES: list[tuple[str, tuple[Any, ...]]] = [
 def test_a_write_by_such_a_query_leaves_the_same_state(
     fixture: Path, sql: str, params: tuple[Any, ...]
 ) -> None:
-    ours, theirs = _both(fixture)
+    ours, theirs = both(fixture)
     with ours, theirs:
         start = ours.snapshot()
-        assert _ask(ours, sql, params) == [] and _ask(theirs, sql, params) == []
+        assert ask(ours, sql, params) == [] and ask(theirs, sql, params) == []
         assert ours.state_hash() == theirs.state_hash()
         assert diff_snapshots(start, ours.snapshot()) == diff_snapshots(start, theirs.snapshot())
 
@@ -126,7 +120,7 @@ def test_a_write_by_such_a_query_leaves_the_same_state(
         ("SELECT min(3.0, 3)", "min() of an INTEGER and a REAL chose the INTEGER 3"),
         ("SELECT max(3, 2.5, 1)", "max() of an INTEGER and a REAL chose the INTEGER 3"),
         ("SELECT max(n, r) FROM t WHERE id = 1", "chose the INTEGER 4"),
-        ("SELECT printf('%x', 255)", "printf's %x is not carried to the postgres kind"),
+        ("SELECT printf('%o', 255)", "printf's %o is not carried to the postgres kind"),
         ("SELECT printf('%, d', 5)", "printf's %, d is not carried"),
         ("SELECT printf('%.2f', 1e16)", "only numbers below 10^15"),
     ],
@@ -135,12 +129,12 @@ def test_what_differs_is_refused_naming_it(fixture: Path, sql: str, named: str) 
     """SQLite answers each (``max(3, 2.5)`` is the integer 3, which a PostgreSQL result of
     one planned type cannot be beside a REAL); PostgreSQL refuses, saying what differs, and
     a write by it changes nothing."""
-    ours, theirs = _both(fixture)
+    ours, theirs = both(fixture)
     with ours, theirs:
-        assert _ask(ours, sql) != "error"
+        assert ask(ours, sql) != "error"
         assert named in _refusal(theirs, sql)
         initial = theirs.state_hash()
-        assert _ask(theirs, f"UPDATE t SET s = ({sql}) WHERE id = 2") == "error"
+        assert ask(theirs, f"UPDATE t SET s = ({sql}) WHERE id = 2") == "error"
         assert theirs.state_hash() == initial
 
 
@@ -211,27 +205,6 @@ CALLS: list[tuple[str, list[Any]]] = [
 on PostgreSQL: :func:`test_what_differs_is_refused_naming_it`)."""
 
 
-def _generated(seed: int) -> list[tuple[str, tuple[Any, ...]]]:
-    rng = random.Random(seed)
-    calls = []
-    for _ in range(30):
-        sql, pool = rng.choice(CALLS)
-        calls.append((sql, tuple(rng.choice(pool) for _ in range(sql.count("?")))))
-    return calls
-
-
 @pytest.mark.parametrize("seed", range(1, 13))
 def test_generated_queries_store_and_answer_alike(fixture: Path, seed: int) -> None:
-    ours, theirs = _both(fixture)
-    with ours, theirs:
-        start = ours.snapshot()
-        found = []
-        for sql, params in _generated(seed):
-            answers = [repr(_ask(env, sql, params)) for env in (ours, theirs)]
-            if answers[0] != answers[1]:
-                found.append(f"{sql} {params!r}: sqlite {answers[0]}, postgres {answers[1]}")
-            if ours.state_hash() != theirs.state_hash():
-                found.append(f"{sql} {params!r}: the states differ")
-                break
-        assert found == [], "\n".join(found)
-        assert diff_snapshots(start, ours.snapshot()) == diff_snapshots(start, theirs.snapshot())
+    assert_generated_alike(fixture, CALLS, seed, shown=repr)

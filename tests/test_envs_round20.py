@@ -16,19 +16,23 @@ Where PostgreSQL answered otherwise with no error, or failed where SQLite answer
 from __future__ import annotations
 
 import math
-import random
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from groundstate.environments.base import diff_snapshots
 from groundstate.environments.sqlite import SqliteEnvironment
 
+from .envs_differential import (
+    CLOCK,
+    ask,
+    assert_answered_alike,
+    assert_generated_alike,
+    both,
+    fixture_of,
+)
 from .test_validation_round15 import _postgres
 
-CLOCK = datetime(2026, 1, 15, 9, 30)
 FIXTURE = (
     "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, r REAL, s TEXT, b BLOB);\n"
     "INSERT INTO t VALUES (1, 4, 1.5, 'a', x'00ff'), (2, 3, 2.0, NULL, NULL),"
@@ -36,30 +40,7 @@ FIXTURE = (
     " (5, -7, -0.0, 'é', NULL), (6, 0, 0.1, '2026-01-15', x'41');\n"
 )
 
-
-@pytest.fixture
-def fixture(tmp_path: Path) -> Path:
-    path = tmp_path / "t.sql"
-    path.write_text(FIXTURE)
-    return path
-
-
-def _ask(env: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:
-    """A tool call's rows, or ``error`` (the call rolled back)."""
-    try:
-        with env.tool_transaction():
-            return _same_nan(env.agent_db.execute(sql, params).fetchall())
-    except Exception:
-        return "error"
-
-
-def _same_nan(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    return [tuple("NaN" if isinstance(v, float) and math.isnan(v) else v for v in r) for r in rows]
-
-
-def _both(fixture: Path) -> tuple[Any, Any]:
-    postgres = _postgres()
-    return SqliteEnvironment(fixture, clock=CLOCK), postgres(fixture, clock=CLOCK)
+fixture = fixture_of(FIXTURE)
 
 
 # --- what was answered otherwise, each now SQLite's on both kinds --------------------------------
@@ -98,12 +79,7 @@ ANSWERED_ALIKE = [
 
 @pytest.mark.parametrize("sql", ANSWERED_ALIKE)
 def test_the_same_sql_is_answered_alike(fixture: Path, sql: str) -> None:
-    ours, theirs = _both(fixture)
-    with ours, theirs:
-        expected = _ask(ours, sql)
-        assert expected != "error", sql  # each is an answer on SQLite
-        assert _ask(theirs, sql) == expected, sql
-        assert theirs.evaluator_view().query(sql) == ours.evaluator_view().query(sql)
+    assert_answered_alike(fixture, sql)
 
 
 def test_a_check_clause_casts_as_sqlite(tmp_path: Path) -> None:
@@ -115,11 +91,11 @@ def test_a_check_clause_casts_as_sqlite(tmp_path: Path) -> None:
         "CHECK (CAST(code AS INTEGER) > 2000000000));\n"
         "INSERT INTO c VALUES (1, '3000000000');\n"
     )
-    ours, theirs = _both(path)
+    ours, theirs = both(path)
     with ours, theirs:
         for code in ("4000000000x", "5", "abc"):
             sql = "INSERT INTO c (code) VALUES (?)"
-            assert _ask(theirs, sql, (code,)) == _ask(ours, sql, (code,)), code
+            assert ask(theirs, sql, (code,)) == ask(ours, sql, (code,)), code
             assert theirs.state_hash() == ours.state_hash(), code
 
 
@@ -171,40 +147,9 @@ and fails otherwise; SQLite keeps the text), and a parameter of one type used wh
 expression gives another (``coalesce(?, 'none')`` given a number)."""
 
 
-def _generated(seed: int) -> list[tuple[str, tuple[Any, ...]]]:
-    rng = random.Random(seed)
-    calls = []
-    for _ in range(30):
-        sql, pool = rng.choice(CALLS)
-        calls.append((sql, tuple(rng.choice(pool) for _ in range(sql.count("?")))))
-    return calls
-
-
-def _differences(ours: Any, theirs: Any, seed: int) -> list[str]:
-    found = []
-    for sql, params in _generated(seed):
-        answers = [_ask(env, sql, params) for env in (ours, theirs)]
-        if answers[0] != answers[1]:
-            found.append(f"{sql} {params!r}: sqlite {answers[0]!r}, postgres {answers[1]!r}")
-        if ours.state_hash() != theirs.state_hash():
-            found.append(f"{sql} {params!r}: the states differ")
-            break
-    return found
-
-
 @pytest.mark.parametrize("seed", range(1, 13))
 def test_generated_tool_calls_store_and_answer_alike(fixture: Path, seed: int) -> None:
-    ours, theirs = _both(fixture)
-    with ours, theirs:
-        initial = ours.reset()
-        assert theirs.reset() == initial
-        start = ours.snapshot()
-        found = _differences(ours, theirs, seed)
-        assert found == [], "\n".join(found)
-        assert ours.snapshot() == theirs.snapshot()
-        assert diff_snapshots(start, ours.snapshot()) == diff_snapshots(start, theirs.snapshot())
-        assert ours.diff_from_initial() == diff_snapshots(start, theirs.snapshot())
-        assert ours.state_hash() == theirs.state_hash()
+    assert_generated_alike(fixture, CALLS, seed)
 
 
 # --- one type of value per column, on both kinds ------------------------------------------------
@@ -227,13 +172,13 @@ def test_a_value_of_another_type_is_refused_on_both_kinds(
     """SQLite kept ``'abc'`` in a REAL column, 2.5 in a BLOB one, bytes in a TEXT one (which
     PostgreSQL stored as their ``\\x`` hex text), and PostgreSQL failed or changed the write:
     the two kinds' states differed. Both refuse it now, SQLite naming the column."""
-    ours, theirs = _both(fixture)
+    ours, theirs = both(fixture)
     with ours, theirs:
         initial = ours.state_hash()
         with pytest.raises(Exception) as caught, ours.tool_transaction():
             ours.agent_db.execute(sql, params)
         assert f"column {column}: the value is not {kind}" in str(caught.value)
-        assert _ask(theirs, sql, params) == "error"
+        assert ask(theirs, sql, params) == "error"
         assert ours.state_hash() == theirs.state_hash() == initial
 
 
@@ -254,10 +199,10 @@ def test_a_column_the_fixture_mixes_types_in_stays_as_sqlite_keeps_it(tmp_path: 
 def test_a_nan_parameter_is_stored_as_null_on_both_kinds(fixture: Path) -> None:
     """SQLite has no NaN: a ``float('nan')`` a tool passes is stored as NULL. PostgreSQL
     stored NaN, and the states differed."""
-    ours, theirs = _both(fixture)
+    ours, theirs = both(fixture)
     with ours, theirs:
         for sql in ("UPDATE t SET r = ? WHERE id = 1", "INSERT INTO t (r) VALUES (?)"):
-            assert _ask(theirs, sql, (math.nan,)) == _ask(ours, sql, (math.nan,))
+            assert ask(theirs, sql, (math.nan,)) == ask(ours, sql, (math.nan,))
         assert ours.state_hash() == theirs.state_hash()
         assert theirs.evaluator_view().query("SELECT r FROM t WHERE id IN (1, 7)") == [
             (None,),
@@ -268,7 +213,7 @@ def test_a_nan_parameter_is_stored_as_null_on_both_kinds(fixture: Path) -> None:
 def test_negative_zero_in_a_real_column_is_stored_as_sqlite_stores_it(fixture: Path) -> None:
     """SQLite keeps a whole REAL as an integer, so ``-0.0`` written to a REAL column reads
     back ``0.0``; PostgreSQL kept ``-0.0`` and the final states hashed otherwise."""
-    ours, theirs = _both(fixture)
+    ours, theirs = both(fixture)
     with ours, theirs:
         for sql, params in [
             ("UPDATE t SET r = r * -1 WHERE id = 5", ()),
@@ -276,7 +221,7 @@ def test_negative_zero_in_a_real_column_is_stored_as_sqlite_stores_it(fixture: P
             ("INSERT INTO t (r) VALUES (?)", (-0.0,)),
             ("UPDATE t SET r = ? WHERE id = 2", (-0.0,)),
         ]:
-            assert _ask(theirs, sql, params) == _ask(ours, sql, params)
+            assert ask(theirs, sql, params) == ask(ours, sql, params)
             assert ours.state_hash() == theirs.state_hash(), sql
         assert ours.snapshot() == theirs.snapshot()
 

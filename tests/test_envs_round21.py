@@ -19,8 +19,6 @@ otherwise with no error, and SQLite-only literals PostgreSQL misread.
 
 from __future__ import annotations
 
-import random
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +26,17 @@ import pytest
 
 from groundstate.environments.base import diff_snapshots
 from groundstate.environments.postgres_sql import sqlite_meaning
-from groundstate.environments.sqlite import SqliteEnvironment
 
-from .test_envs_round20 import _ask
+from .envs_differential import (
+    CLOCK,
+    ask,
+    assert_answered_alike,
+    assert_generated_alike,
+    both,
+    fixture_of,
+)
 from .test_validation_round15 import _postgres
 
-CLOCK = datetime(2026, 1, 15, 9, 30)
 FIXTURE = (
     "CREATE TABLE t (id INTEGER PRIMARY KEY, n INTEGER, r REAL, s TEXT, b BLOB, code TEXT,"
     " d TEXT);\n"
@@ -43,17 +46,7 @@ FIXTURE = (
     " (5, -7, 5.0, 'é', NULL, '5.0', '2026-02-01');\n"
 )
 
-
-@pytest.fixture
-def fixture(tmp_path: Path) -> Path:
-    path = tmp_path / "t.sql"
-    path.write_text(FIXTURE)
-    return path
-
-
-def _both(fixture: Path) -> tuple[Any, Any]:
-    postgres = _postgres()
-    return SqliteEnvironment(fixture, clock=CLOCK), postgres(fixture, clock=CLOCK)
+fixture = fixture_of(FIXTURE)
 
 
 # --- answered otherwise before, each now SQLite's on both kinds ----------------------------------
@@ -89,14 +82,7 @@ ANSWERED_ALIKE: list[tuple[str, tuple[Any, ...]]] = [
 def test_the_same_comparison_is_answered_alike(
     fixture: Path, sql: str, params: tuple[Any, ...]
 ) -> None:
-    ours, theirs = _both(fixture)
-    with ours, theirs:
-        expected = _ask(ours, sql, params)
-        assert expected != "error", sql  # each is an answer on SQLite
-        assert _ask(theirs, sql, params) == expected, sql
-        assert theirs.evaluator_view().query(sql, params) == ours.evaluator_view().query(
-            sql, params
-        )
+    assert_answered_alike(fixture, sql, params)
 
 
 WRITES: list[tuple[str, tuple[Any, ...]]] = [
@@ -117,10 +103,10 @@ def test_a_write_by_such_a_comparison_leaves_the_same_state(
 ) -> None:
     """The rows a tool's write chose by such a comparison were other rows on PostgreSQL (or
     the write failed there): the final states, and so the verdicts, differed."""
-    ours, theirs = _both(fixture)
+    ours, theirs = both(fixture)
     with ours, theirs:
         start = ours.snapshot()
-        assert _ask(ours, sql, params) == [] and _ask(theirs, sql, params) == []
+        assert ask(ours, sql, params) == [] and ask(theirs, sql, params) == []
         assert ours.state_hash() == theirs.state_hash()
         assert diff_snapshots(start, ours.snapshot()) == diff_snapshots(start, theirs.snapshot())
 
@@ -132,21 +118,21 @@ def test_a_fixture_check_compares_as_sqlite(tmp_path: Path) -> None:
         "CREATE TABLE c (id INTEGER PRIMARY KEY, code TEXT CHECK (length(code) + 0 < '9'));\n"
         "INSERT INTO c VALUES (1, 'abc');\n"
     )
-    ours, theirs = _both(path)
+    ours, theirs = both(path)
     with ours, theirs:
         for code in ("x" * 12, "5"):
             sql = "INSERT INTO c (code) VALUES (?)"
-            assert _ask(theirs, sql, (code,)) == _ask(ours, sql, (code,)), code
+            assert ask(theirs, sql, (code,)) == ask(ours, sql, (code,)), code
             assert theirs.state_hash() == ours.state_hash(), code
 
 
 def test_integer_overflow_is_refused_naming_what_is_not_carried(fixture: Path) -> None:
     """Still different (documented): past 2^63 SQLite's integer arithmetic is a REAL; on
     PostgreSQL an error, which now says so (it said only "bigint out of range")."""
-    ours, theirs = _both(fixture)
+    ours, theirs = both(fixture)
     with ours, theirs:
         sql = "SELECT n * 4000000000000000000 FROM t WHERE id = 1"
-        assert _ask(ours, sql) == [(1.6e19,)]
+        assert ask(ours, sql) == [(1.6e19,)]
         with pytest.raises(Exception) as caught, theirs.tool_transaction():
             theirs.agent_db.execute(sql).fetchall()
         assert "integer arithmetic past 2^63 is not carried to the postgres kind" in str(
@@ -156,7 +142,7 @@ def test_integer_overflow_is_refused_naming_what_is_not_carried(fixture: Path) -
             theirs.evaluator_view().query(sql)
         assert "past 2^63" in str(caught.value)
         initial = theirs.state_hash()
-        assert _ask(theirs, "UPDATE t SET r = n * 9223372036854775807 WHERE id = 1") == "error"
+        assert ask(theirs, "UPDATE t SET r = n * 9223372036854775807 WHERE id = 1") == "error"
         assert theirs.state_hash() == initial
 
 
@@ -219,27 +205,6 @@ spaces, a decimal point, an exponent) and text that does not, on either side of 
 of expressions. Text is not passed where a number is stored (SQLite converts it there)."""
 
 
-def _generated(seed: int) -> list[tuple[str, tuple[Any, ...]]]:
-    rng = random.Random(seed)
-    calls = []
-    for _ in range(30):
-        sql, pool = rng.choice(CALLS)
-        calls.append((sql, tuple(rng.choice(pool) for _ in range(sql.count("?")))))
-    return calls
-
-
 @pytest.mark.parametrize("seed", range(1, 13))
 def test_generated_comparisons_store_and_answer_alike(fixture: Path, seed: int) -> None:
-    ours, theirs = _both(fixture)
-    with ours, theirs:
-        start = ours.snapshot()
-        found = []
-        for sql, params in _generated(seed):
-            answers = [_ask(env, sql, params) for env in (ours, theirs)]
-            if answers[0] != answers[1]:
-                found.append(f"{sql} {params!r}: sqlite {answers[0]!r}, postgres {answers[1]!r}")
-            if ours.state_hash() != theirs.state_hash():
-                found.append(f"{sql} {params!r}: the states differ")
-                break
-        assert found == [], "\n".join(found)
-        assert diff_snapshots(start, ours.snapshot()) == diff_snapshots(start, theirs.snapshot())
+    assert_generated_alike(fixture, CALLS, seed)

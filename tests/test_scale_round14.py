@@ -135,9 +135,9 @@ def _builds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     built: list[Path] = []
     real = sqlite_env._template_image
 
-    def counted(fixture: Path, clock: datetime) -> bytes:
+    def counted(fixture: Path, content: bytes, clock: datetime) -> bytes:
         built.append(fixture)
-        return real(fixture, clock)
+        return real(fixture, content, clock)
 
     monkeypatch.setattr(sqlite_env, "_template_image", counted)
     return built

@@ -63,7 +63,7 @@ from groundstate.environments.postgres_schema import (
     with_children,
 )
 from groundstate.environments.postgres_server import PostgresServer, shared_server
-from groundstate.environments.sqlite import fixture_image
+from groundstate.environments.sqlite import fixture_baseline, fixture_bytes, fixture_errors
 from groundstate.environments.sqlite_state import META_TABLE, table_hash
 from groundstate.environments.sqlite_writes import LoggedTable, Netting
 from groundstate.errors import (
@@ -73,7 +73,7 @@ from groundstate.errors import (
     ResetCheckFailed,
     TimeLimitReached,
 )
-from groundstate.spec.canonical import canonical_json, hash_file, hash_value
+from groundstate.spec.canonical import canonical_json, hash_value, sha256_bytes
 from groundstate.spec.task import Permissions
 
 SEARCH_PATH = f"{API},public,pg_catalog"
@@ -602,19 +602,21 @@ _TEMPLATE_LOCK = threading.Lock()
 
 
 def _template(server: PostgresServer, fixture: Path, clock: datetime) -> Template:
-    """The fixture's template in *server*, built on first use (one build per process)."""
-    try:
-        key = (id(server), str(fixture.resolve()), hash_file(fixture), clock.isoformat())
-    except OSError as exc:
-        raise EnvironmentFailure(f"fixture {fixture}: {exc}") from exc
+    """The fixture's template in *server*, built on first use (one build per process), from
+    the very bytes its key hashes: hashed by one read and built from another, a fixture
+    replaced in between was built under the hash of what it no longer holds."""
+    with fixture_errors(fixture):
+        content = fixture_bytes(fixture)
+        key = (id(server), str(fixture.resolve()), sha256_bytes(content), clock.isoformat())
     with _TEMPLATE_LOCK:
         if key not in _TEMPLATES:
-            _TEMPLATES[key] = _build(server, fixture, clock)
+            _TEMPLATES[key] = _build(server, fixture, content, clock)
         return _TEMPLATES[key]
 
 
-def _build(server: PostgresServer, fixture: Path, clock: datetime) -> Template:
-    image, built_hash = fixture_image(fixture, clock)
+def _build(server: PostgresServer, fixture: Path, content: bytes, clock: datetime) -> Template:
+    baseline = fixture_baseline(fixture, clock, content)
+    image, built_hash = baseline.image, baseline.state_hash
     try:
         portable = read_fixture(image, META_TABLE)
     except FixtureNotCarried as exc:  # what of the fixture cannot be carried: say which

@@ -74,6 +74,20 @@ statement is planned, so no operator can give an integer for some rows and SQLit
 others. PostgreSQL's own "bigint out of range" did not say that SQLite answers."""
 
 
+_TEXT_AS_NUMBER = re.compile(
+    r"^invalid input syntax for type (?:bigint|integer|smallint|numeric|double precision|real)"
+)
+TEXT_AS_NUMBER = (
+    "text where a number goes (a text parameter in arithmetic, n + ?, or CAST(... AS "
+    "NUMERIC)) is not carried to the postgres kind (PostgreSQL reads the text as the number "
+    "type and fails; SQLite converts it by its leading digits): pass the number itself"
+)
+"""Why text PostgreSQL must read as a number fails there: a parameter's type is fixed from
+the expression it stands in when the statement is planned, so ``n + ?`` given ``'abc'`` or
+``'1.5'`` cannot be SQLite's conversion (0, 1.5). PostgreSQL's own "invalid input syntax"
+did not say that SQLite answers."""
+
+
 def keyword(sql: str) -> str:
     """The statement's first keyword, lower case (comments and parentheses skipped)."""
     match = _LEADING.match(sql)
@@ -159,6 +173,11 @@ def run(
         if _INTEGER_RANGE.match(str(exc)):
             first = str(exc).splitlines()[0]
             raise errors.NumericValueOutOfRange(f"{first}: {PAST_INT64}") from exc
+        raise
+    except errors.InvalidTextRepresentation as exc:
+        if _TEXT_AS_NUMBER.match(str(exc)):
+            first = str(exc).splitlines()[0]
+            raise errors.InvalidTextRepresentation(f"{first}: {TEXT_AS_NUMBER}") from exc
         raise
     return cursor
 

@@ -20,6 +20,11 @@ INTERNAL = "_gs"
 _INTEGERS = ("smallint", "integer", "bigint")
 _REALS = ("double precision", "numeric")
 _NUMBERS = (*_INTEGERS, *_REALS)
+POSITIONS = (*_INTEGERS, "double precision")
+"""The types a position of ``substr`` is taken as: every integer type (a parameter's small
+integer is a ``smallint``) and ``double precision``, the numbers' preferred type, which a NULL
+parameter (of no type) resolves to. With only some, ``substr(s, ?)`` matched several after
+casts and PostgreSQL refused the call as ambiguous."""
 
 
 def _create(
@@ -172,18 +177,19 @@ def _texts() -> list[str]:
             _create(f"{API}.length(v {kind})", "bigint", f"SELECT char_length({text})"),
             _create(f"{API}.instr(v {kind}, y text)", "bigint", f"SELECT strpos({text}, y)"),
         ]
-        for position in ("bigint", "integer"):
+        for one in POSITIONS:  # every pair of position types, as the text's
+            statements.append(
+                _create(
+                    f"{API}.substr(v {kind}, p1 {one})", "text", f"SELECT {API}.substr({text}, p1)"
+                )
+            )
             statements += [
                 _create(
-                    f"{API}.substr(v {kind}, p1 {position})",
-                    "text",
-                    f"SELECT {API}.substr({text}, p1)",
-                ),
-                _create(
-                    f"{API}.substr(v {kind}, p1 {position}, p2 {position})",
+                    f"{API}.substr(v {kind}, p1 {one}, p2 {two})",
                     "text",
                     f"SELECT {API}.substr({text}, p1, p2)",
-                ),
+                )
+                for two in POSITIONS
             ]
     return statements
 
@@ -201,10 +207,11 @@ _PRINTF = (
     "  prec := CASE WHEN m[4] IS NULL THEN NULL "
     "    ELSE CAST(coalesce(nullif(m[5], ''), '0') AS int) END; "
     "  IF c = '%' AND m[1] = '%%' THEN out := out || '%'; CONTINUE; END IF; "
-    "  IF c NOT IN ('s', 'd', 'i', 'f') OR flags ~ '[ #,!]' "
-    "    OR (c = 's' AND flags ~ '[+0]') OR (c IN ('d', 'i') AND prec IS NOT NULL) THEN "
+    "  IF c NOT IN ('s', 'd', 'i', 'f', 'e', 'E', 'x', 'X') OR flags ~ '[ #,!]' "
+    "    OR (c = 's' AND flags ~ '[+0]') OR (c IN ('d', 'i', 'x', 'X') AND prec IS NOT NULL) "
+    "    OR (c IN ('x', 'X') AND flags ~ '[+]') THEN "
     "    RAISE EXCEPTION 'printf''s % is not carried to the postgres kind (it carries "
-    "%%s, %%d, %%i and %%f, with the flags - + 0)', m[1]; END IF; "
+    "%%s, %%d, %%i, %%f, %%e, %%E, %%x and %%X, with the flags - + 0)', m[1]; END IF; "
     "  k := k + 1; v := args[k]; "
     "  IF c = 's' THEN body := coalesce(v, ''); sign := ''; "
     "    IF prec IS NOT NULL THEN "
@@ -212,11 +219,34 @@ _PRINTF = (
     "that is not ASCII is not carried to the postgres kind (SQLite counts bytes)', m[1]; "
     "      END IF; body := left(body, prec); END IF; "
     "  ELSE "
-    "    IF c IN ('d', 'i') THEN "
+    "    IF c IN ('d', 'i', 'x', 'X') THEN "
     r"      w := CASE WHEN v ~ '^\s*[+-]?[0-9]+\s*$' THEN {api}.cast_integer(v) "
     "        ELSE {api}.cast_integer({api}.cast_real(coalesce(v, '0'))) END; "
-    "      sign := CASE WHEN w < 0 THEN '-' ELSE '' END; "
-    "      body := ltrim(CAST(w AS text), '-'); "
+    "      sign := CASE WHEN w < 0 AND c IN ('d', 'i') THEN '-' ELSE '' END; "
+    "      body := CASE c WHEN 'x' THEN to_hex(w) WHEN 'X' THEN upper(to_hex(w)) "
+    "        ELSE ltrim(CAST(w AS text), '-') END; "
+    "    ELSIF c IN ('e', 'E') THEN "
+    "      r := {api}.cast_real(coalesce(v, '0')); prec := coalesce(prec, 6); "
+    "      IF r <> r OR abs(r) = 'Infinity' OR prec > 13 "
+    "        OR (r <> 0 AND abs(r) < 2.2250738585072014e-308) THEN RAISE EXCEPTION "
+    "'printf''s % of % is not carried to the postgres kind (a finite number not subnormal, "
+    "to 14 digits)', m[1], r; END IF; "
+    "      sign := CASE WHEN r < 0 THEN '-' ELSE '' END; "
+    # the shortest decimal of the double, its mantissa to 30 places (exact) and exponent
+    "      x := CAST(CAST(abs(r) AS text) AS numeric); "
+    "      body := ltrim(to_char(x, '9.' || repeat('0', 30) || 'EEEE')); "
+    # a tie of the decimal that is not the double's value: which way SQLite goes is binary's
+    "      IF substr(body, 3 + prec, 30 - prec) ~ '^50*$' "
+    "        AND mod(x * power(CAST(2 AS numeric), scale(x)), 1) <> 0 THEN RAISE EXCEPTION "
+    "'printf''s % of % is not carried to the postgres kind (a tie, which SQLite rounds in "
+    "binary)', m[1], r; END IF; "
+    "      w := CAST(split_part(body, 'e', 2) AS int); "
+    "      x := round(CAST(split_part(body, 'e', 1) AS numeric), prec); "
+    "      IF x >= 10 THEN x := round(x / 10, prec); w := w + 1; END IF; "
+    "      body := to_char(x, 'FM0' || CASE WHEN prec > 0 THEN '.' || repeat('0', prec) "
+    "        ELSE '' END) || CASE WHEN c = 'E' THEN 'E' ELSE 'e' END "
+    "        || CASE WHEN w < 0 THEN '-' ELSE '+' END "
+    "        || CASE WHEN abs(w) < 10 THEN '0' ELSE '' END || CAST(abs(w) AS text); "
     "    ELSE r := {api}.cast_real(coalesce(v, '0')); prec := coalesce(prec, 6); "
     "      IF r <> r OR abs(r) = 'Infinity' OR abs(r) >= 1e15 THEN RAISE EXCEPTION "
     "'printf''s % of % is not carried to the postgres kind (only numbers below 10^15)', "
@@ -243,10 +273,12 @@ _PRINTF = (
 def _printf() -> list[str]:
     """``printf``/``format`` (``postgres_sql`` names the harness's, given each value as
     SQLite's text of it): PostgreSQL had no ``printf``, and its own ``format('%s', 1.0)`` is
-    ``1`` where SQLite's is ``1.0``. ``%s``, ``%d``/``%i`` and ``%f`` with a width, a
-    precision and the flags ``-``, ``+`` and ``0`` are SQLite's (a width counted in bytes, as
-    SQLite does; ``%f`` rounded half away from zero); any other conversion or flag, ``%f`` of
-    a number past 10^15 and a precision cutting text that is not ASCII are refused by name."""
+    ``1`` where SQLite's is ``1.0``. ``%s``, ``%d``/``%i``, ``%f``, ``%e``/``%E`` and
+    ``%x``/``%X`` (of the 64-bit integer, a negative one as its two's complement) with a
+    width, a precision and the flags ``-``, ``+`` and ``0`` are SQLite's (a width counted in
+    bytes, as SQLite does; ``%f`` rounded half away from zero); any other conversion (``%g``,
+    ``%o``, ``%c``, ``%q``...) or flag, ``%f`` of a number past 10^15 and a precision cutting
+    text that is not ASCII are refused by name."""
     statements = [
         _create(
             f"{API}.printf(fmt text DEFAULT NULL, VARIADIC args text[] DEFAULT '{{}}')",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundstate.environments.base import ONE_TYPE, WHOLE_ONLY, quote
-from groundstate.environments.postgres_functions import function_sql
+from groundstate.environments.postgres_functions import POSITIONS, function_sql
 from groundstate.environments.postgres_sql import sqlite_meaning
 from groundstate.errors import FixtureNotCarried
 
@@ -426,6 +426,13 @@ def _closing(sql: str, start: int) -> int:
 # --- the SQL that sets a template database up --------------------------------------------------
 
 
+def _position(name: str, kind: str) -> str:
+    """A position as SQLite takes it: a REAL truncated to its integer."""
+    if kind != "double precision":
+        return f"{name}::bigint"
+    return f"int8(trunc(greatest(least({name}, 9.2e18), -9.2e18)))"
+
+
 _SQLITE_FUNCTIONS = {
     "substr(x text, p1 bigint, p2 bigint) RETURNS text LANGUAGE plpgsql": (
         "DECLARE len bigint := char_length(x); neg boolean := p2 < 0; BEGIN "
@@ -437,21 +444,24 @@ _SQLITE_FUNCTIONS = {
         "RETURN substr(x, least(p1 + 1, 2000000000)::int, "
         "least(greatest(p2, 0), 2000000000)::int); END"
     ),
-    "substr(x text, p1 integer, p2 integer) RETURNS text LANGUAGE sql": (
-        f"SELECT {API}.substr(x, p1::bigint, p2::bigint)"
-    ),
-    "substr(x text, p1 bigint) RETURNS text LANGUAGE sql": (
-        f"SELECT {API}.substr(x, p1, 1000000000::bigint)"
-    ),
-    "substr(x text, p1 integer) RETURNS text LANGUAGE sql": (
-        f"SELECT {API}.substr(x, p1::bigint, 1000000000::bigint)"
-    ),
-    "substring(x text, p1 bigint, p2 bigint) RETURNS text LANGUAGE sql": (
-        f"SELECT {API}.substr(x, p1, p2)"
-    ),
-    "substring(x text, p1 integer, p2 integer) RETURNS text LANGUAGE sql": (
-        f"SELECT {API}.substr(x, p1::bigint, p2::bigint)"
-    ),
+    # every pair of integer types (a parameter's small integer is a smallint): with only
+    # some, substr(s, ?) matched several after casts and PostgreSQL refused it as ambiguous
+    **{
+        f"{name}(x text, p1 {one}, p2 {two}) RETURNS text LANGUAGE sql": (
+            f"SELECT {API}.substr(x, {_position('p1', one)}, {_position('p2', two)})"
+        )
+        for name in ("substr", "substring")
+        for one in POSITIONS
+        for two in POSITIONS
+        if (name, one, two) != ("substr", "bigint", "bigint")
+    },
+    **{
+        f"{name}(x text, p1 {one}) RETURNS text LANGUAGE sql": (
+            f"SELECT {API}.substr(x, {_position('p1', one)}, 1000000000::bigint)"
+        )
+        for name in ("substr", "substring")
+        for one in POSITIONS
+    },
     "round(r double precision) RETURNS double precision LANGUAGE sql": (
         "SELECT CASE WHEN abs(r) >= 9.2e18 OR r <> r THEN r WHEN r >= 0 THEN trunc(r + 0.5) "
         "ELSE -trunc(-r + 0.5) END"
@@ -460,9 +470,13 @@ _SQLITE_FUNCTIONS = {
         f"SELECT CASE WHEN least(greatest(n, 0), 30) = 0 THEN {API}.round(r) "
         "ELSE round(r::numeric, least(greatest(n, 0), 30)::int)::double precision END"
     ),
-    "round(r double precision, n integer) RETURNS double precision LANGUAGE sql": (
-        f"SELECT {API}.round(r, n::bigint)"
-    ),
+    **{
+        f"round(r double precision, n {kind}) RETURNS double precision LANGUAGE sql": (
+            f"SELECT {API}.round(r, {_position('n', kind)})"
+        )
+        for kind in POSITIONS
+        if kind != "bigint"
+    },
 }
 """SQLite's ``substr`` (a negative start counts from the end, a negative length takes the
 characters before) and ``round`` of a REAL (half away from zero; PostgreSQL's rounds half to

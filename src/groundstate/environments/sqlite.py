@@ -78,8 +78,16 @@ from groundstate.errors import (
     TimeLimitReached,
     ToolError,
 )
-from groundstate.spec.canonical import SettledFileCache, hash_file
-from groundstate.spec.files import load_model, parse_json, read_text
+from groundstate.spec.canonical import SettledFileCache, hash_file, sha256_bytes
+from groundstate.spec.files import (
+    MAX_FILE_BYTES,
+    decode_utf8,
+    load_model,
+    parse_json,
+    parse_yaml,
+    read_limited,
+    read_text,
+)
 from groundstate.spec.strict import JsonScalar
 from groundstate.spec.task import Permissions
 from groundstate.workdirs import TMPDIR_ENV, make_workdir, process_dir, temp_root
@@ -1174,19 +1182,51 @@ def fixture_image(fixture: Path, clock: datetime) -> tuple[bytes, str]:
     return baseline.image, baseline.state_hash
 
 
-def fixture_baseline(fixture: Path, clock: datetime) -> Baseline:
-    """The fixture's first build in this process, read once (see :class:`Baseline`)."""
-    try:
+def fixture_baseline(fixture: Path, clock: datetime, content: bytes | None = None) -> Baseline:
+    """The fixture's first build in this process, read once (see :class:`Baseline`); of
+    *content*, the fixture's bytes as the caller read them, where given."""
+    with fixture_errors(fixture):
         # By format and content, not path: a build depends on nothing else (the same fixture
         # copied per task, as an importer writes them, is built once).
-        content = (fixture.suffix.lower(), _CONTENT_HASHES.get(fixture))
-        key = (*content, clock.isoformat())
-        if key not in _TEMPLATES:
-            built = _BUILDS.get(content)
-            image = _template_image(fixture, clock) if built is None else _reclocked(built, clock)
-            _TEMPLATES[key] = Baseline.read(image)
-            _BUILDS.setdefault(content, _TEMPLATES[key])
-        return _TEMPLATES[key]
+        digest = _CONTENT_HASHES.get(fixture) if content is None else sha256_bytes(content)
+        known = _TEMPLATES.get((fixture.suffix.lower(), digest, clock.isoformat()))
+        if known is not None:
+            return known
+        return _built(fixture, fixture_bytes(fixture) if content is None else content, clock)
+
+
+def _built(fixture: Path, content: bytes, clock: datetime) -> Baseline:
+    """The build of *content*, known by the hash of those very bytes: the file read again
+    (hashed by one read, built from another) may have been replaced in between, and a build
+    of the new bytes under the old hash is what every later environment of the old content
+    would restore."""
+    kind = (fixture.suffix.lower(), sha256_bytes(content))
+    key = (*kind, clock.isoformat())
+    if key not in _TEMPLATES:
+        built = _BUILDS.get(kind)
+        image = (
+            _template_image(fixture, content, clock) if built is None else _reclocked(built, clock)
+        )
+        _TEMPLATES[key] = Baseline.read(image)
+        _BUILDS.setdefault(kind, _TEMPLATES[key])
+    return _TEMPLATES[key]
+
+
+def fixture_bytes(fixture: Path) -> bytes:
+    """The fixture file's bytes, in one read, at most :data:`MAX_FIXTURE_BYTES` (a YAML one
+    :data:`groundstate.spec.files.MAX_FILE_BYTES`, as every YAML file): what a template is
+    both hashed and built from."""
+    if fixture.is_dir():
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(fixture))
+    limit = MAX_FILE_BYTES if fixture.suffix in {".yaml", ".yml"} else MAX_FIXTURE_BYTES
+    return read_limited(fixture, max_bytes=limit)
+
+
+@contextmanager
+def fixture_errors(fixture: Path) -> Iterator[None]:
+    """What reading or building *fixture* failed on, as the EnvironmentFailure naming it."""
+    try:
+        yield
     except IsADirectoryError:  # named as every file of a suite that is a folder is
         folder = SpecError(fixture, None, "is a folder, not a file (a .sql, .yaml or .json)")
         raise EnvironmentFailure(f"fixture {folder}") from folder
@@ -1271,7 +1311,7 @@ def build_failure(exc: BaseException, refused: list[str]) -> ValueError | None:
     return None
 
 
-def _template_image(fixture: Path, clock: datetime) -> bytes:
+def _template_image(fixture: Path, content: bytes, clock: datetime) -> bytes:
     connection = sqlite3.connect(":memory:", isolation_level=None)
     deadline = time.monotonic() + FIXTURE_BUILD_LIMIT
     connection.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
@@ -1279,7 +1319,7 @@ def _template_image(fixture: Path, clock: datetime) -> bytes:
         seen = determinism.watch(connection)
         refused = guard_build(connection)
         try:
-            _load_fixture(fixture, connection)
+            _load_fixture(fixture, content, connection)
         except (sqlite3.Error, SpecError) as exc:
             if time.monotonic() > deadline:
                 raise FixtureTooSlow(f"did not build within {FIXTURE_BUILD_LIMIT:g}s") from exc
@@ -1311,13 +1351,13 @@ def _reclocked(built: Baseline, clock: datetime) -> bytes:
         connection.close()
 
 
-def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
+def _load_fixture(fixture: Path, content: bytes, connection: sqlite3.Connection) -> None:
     if fixture.suffix == ".sql":
-        connection.executescript(read_fixture_text(fixture))
+        connection.executescript(decode_utf8(fixture, content))
         return
     if fixture.suffix not in {".yaml", ".yml", ".json"}:
         raise ValueError("expected a .sql, .yaml or .json fixture")
-    data = read_data_fixture(fixture)
+    data = read_data_fixture(fixture, content)
     connection.executescript(data.schema_sql)
     connection.execute("BEGIN")
     for table, rows in data.rows.items():
@@ -1330,12 +1370,16 @@ def _load_fixture(fixture: Path, connection: sqlite3.Connection) -> None:
     connection.execute("COMMIT")
 
 
-def read_data_fixture(fixture: Path) -> _DataFixture:
-    """A ``.yaml``/``.yml``/``.json`` fixture's schema and rows, as the build reads them."""
+def read_data_fixture(fixture: Path, content: bytes | None = None) -> _DataFixture:
+    """A ``.yaml``/``.yml``/``.json`` fixture's schema and rows, as the build reads them (of
+    *content*, the bytes read of it, where given)."""
     if fixture.suffix == ".json":
-        text = read_fixture_text(fixture)
+        text = read_fixture_text(fixture) if content is None else decode_utf8(fixture, content)
         return load_model(fixture, _DataFixture, data=parse_json(fixture, text))
-    return load_model(fixture, _DataFixture)  # the hardened loader every YAML file goes through
+    if content is None:
+        return load_model(fixture, _DataFixture)  # the hardened loader every YAML file goes through
+    data = parse_yaml(fixture, decode_utf8(fixture, content))  # the same loader, on the bytes read
+    return load_model(fixture, _DataFixture, data=data)
 
 
 def read_fixture_text(fixture: Path) -> str:

@@ -246,7 +246,11 @@ _READ_LOCK = threading.Lock()
 
 def read_yaml(path: Path) -> Any:
     """The YAML document of *path*, read under the limits above."""
-    text = read_text(path)
+    return parse_yaml(path, read_text(path))
+
+
+def parse_yaml(path: Path, text: str) -> Any:
+    """*text*, read from *path*, as its YAML document (parsed once per text)."""
     with _READ_LOCK:
         known = text in _READ
         document = _READ.get(text)
@@ -339,6 +343,13 @@ def _plain_problem(problem: str) -> str:
 
 def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
     """The UTF-8 text of *path*, at most *max_bytes* long; any other is a :class:`SpecError`."""
+    return decode_utf8(path, read_limited(path, max_bytes=max_bytes))
+
+
+def read_limited(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of *path*, a regular file at most *max_bytes* long, in one read (what is
+    hashed and what is built from them are then the same bytes); any other is a
+    :class:`SpecError`."""
     regular_file(path)
     try:
         with path.open("rb") as handle:
@@ -347,7 +358,7 @@ def read_text(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
         raise SpecError(path, None, f"cannot read: {exc.strerror}") from None
     if len(data) > max_bytes:
         raise SpecError(path, None, f"larger than {_size(max_bytes)}")
-    return decode_utf8(path, data)
+    return data
 
 
 def regular_file(path: Path) -> None:
@@ -486,9 +497,13 @@ def _check_expansion(root: yaml.Node) -> None:
     measure(root, 1)
 
 
-def load_model(path: Path, model: type[M], *, data: Any = None) -> M:
-    """Validate YAML (read from *path* unless *data* is given) as *model*."""
-    if data is None:
+_UNREAD: Any = object()
+
+
+def load_model(path: Path, model: type[M], *, data: Any = _UNREAD) -> M:
+    """Validate YAML (read from *path* unless *data*, what was read of it, is given: an empty
+    document given is not read again) as *model*."""
+    if data is _UNREAD:
         data = read_yaml(path)
     if data is None:
         raise SpecError(path, None, "the file is empty (or only comments): expected its fields")
