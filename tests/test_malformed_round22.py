@@ -198,3 +198,37 @@ def test_the_library_without_the_command_takes_a_keyboard_interrupt_for_a_ctrl_c
     module.write_text(RAISES)
     with pytest.raises(KeyboardInterrupt):
         load_module(module, "raises")
+
+
+# --- a KeyboardInterrupt out of a command, by where it came from ---------------------------
+
+
+def _raises_keyboard_interrupt(*_: object, **__: object) -> None:
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    ("watched", "seen", "code", "said"),
+    [
+        (True, True, 130, "error: interrupted (Ctrl-C)"),
+        (True, False, 70, "raised KeyboardInterrupt with no Ctrl-C pressed"),
+        (False, False, 130, "error: interrupted (Ctrl-C)"),  # nobody watched: taken for one
+    ],
+    ids=["a Ctrl-C", "raised by code", "unwatched"],
+)
+def test_a_keyboard_interrupt_out_of_a_command_exits_by_its_origin(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, watched: bool, seen: bool, code: int, said: str
+) -> None:
+    """It was "Aborted!" with exit 1 whatever its origin."""
+    from click.testing import CliRunner
+
+    import groundstate.spec.system
+    from groundstate import interrupts
+    from groundstate.cli import main
+
+    monkeypatch.setitem(interrupts._ctrl_c, "watched", watched)
+    monkeypatch.setitem(interrupts._ctrl_c, "seen", seen)
+    monkeypatch.setattr(groundstate.spec.system, "load_system", _raises_keyboard_interrupt)
+    result = CliRunner().invoke(main, ["system", "hash", str(tmp_path / "s.yaml")])
+    assert result.exit_code == code, result.output
+    assert said in result.output and "Aborted!" not in result.output, result.output
