@@ -232,3 +232,43 @@ def test_a_keyboard_interrupt_out_of_a_command_exits_by_its_origin(
     result = CliRunner().invoke(main, ["system", "hash", str(tmp_path / "s.yaml")])
     assert result.exit_code == code, result.output
     assert said in result.output and "Aborted!" not in result.output, result.output
+
+
+# --- an integer a record carries to other tools: within what JSON holds exactly ------------
+
+
+HUGE = "9" * 400
+
+BEYOND_JSON = {
+    "task_revision": (f"retail/tasks/{TASK}.yaml", "task_revision: 1", f"task_revision: {HUGE}"),
+    "budgets.max_tokens": (
+        SYSTEM,
+        "name: retail-careful",
+        f"name: x\nbudgets: {{max_tokens: {HUGE}}}",
+    ),
+}
+
+
+@pytest.mark.parametrize("field", list(BEYOND_JSON))
+def test_an_integer_past_2_53_is_refused_where_import_results_refuses_it(
+    copy: Path, field: str
+) -> None:
+    """A task revision of 400 digits was run and stored; ``export`` wrote it and
+    ``import-results`` refused the file it wrote (revisions are within 2^53 there)."""
+    path, old, new = BEYOND_JSON[field]
+    text = (copy / path).read_text()
+    assert old in text
+    (copy / path).write_text(text.replace(old, new, 1))
+    before = digest(copy / STORE)
+    outcome = groundstate(*COMMANDS["run"], cwd=copy)
+    assert_refused(outcome, path, field)
+    assert outcome.code == 2
+    assert digest(copy / STORE) == before
+
+
+def test_a_revision_of_2_53_is_still_a_revision(copy: Path) -> None:
+    """Control: the bound itself is allowed."""
+    path = copy / "retail" / "tasks" / f"{TASK}.yaml"
+    path.write_text(path.read_text().replace("task_revision: 1", f"task_revision: {2**53}", 1))
+    outcome = groundstate("check", "retail", "--system", SYSTEM, cwd=copy)
+    assert outcome.code == 0, outcome.text

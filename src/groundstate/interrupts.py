@@ -34,7 +34,10 @@ def watch_ctrl_c() -> None:
         _ctrl_c["seen"] = True
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, handler)
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (the command called from a thread): no watch
+        return
     _ctrl_c["watched"] = True
 
 
