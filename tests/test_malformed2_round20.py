@@ -26,15 +26,17 @@ import pytest
 
 from groundstate.gateway import MAX_ARGUMENT_CHARS, SHOWN_CHARS
 from groundstate.grading.constraints._match import _has_args
-from tests.conftest import EXAMPLES
-from tests.test_malformed_round20 import (
+from tests.cli_workspace import (
     SYSTEM,
     TASK,
-    _bad_calls_then_the_task,
     assert_refused,
     digest,
     groundstate,
+    make_workspace,
+    spoilable_copy,
 )
+from tests.conftest import EXAMPLES
+from tests.test_malformed_round20 import _bad_calls_then_the_task
 
 # --- lock refuses what check refuses ------------------------------------------------------
 
@@ -161,21 +163,7 @@ def test_cut_keeps_small_values_whole_and_says_what_it_left_out() -> None:
 
 @pytest.fixture(scope="module")
 def with_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("store")
-    shutil.copytree(EXAMPLES / "retail", root / "retail")
-    shutil.copytree(EXAMPLES / "agents", root / "agents")
-    (root / "systems").mkdir()
-    shutil.copy(EXAMPLES / "systems" / "careful.yaml", root / SYSTEM)
-    rows = [
-        {"task_id": "a", "attempt": 1, "success": True, "terminal_reason": "success"},
-        {"task_id": "b", "attempt": 1, "success": False, "terminal_reason": "agent_failure"},
-    ]
-    (root / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    for name in ("x", "y"):
-        made = groundstate(
-            "import-results", "results.jsonl", "--name", name, "--store", "s.db", cwd=root
-        )
-        assert made.code == 0, made.text
+    root = make_workspace(tmp_path_factory.mktemp("store"), batches=("x", "y"))
     (root / "artifacts").mkdir(exist_ok=True)
     (root / "a-folder").mkdir()
     return root
@@ -184,8 +172,7 @@ def with_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def store_copy(with_store: Path, tmp_path: Path) -> Path:
     """A copy each test may spoil (the old code wrote HTML over the store)."""
-    shutil.copytree(with_store, tmp_path / "w", symlinks=True)
-    return tmp_path / "w"
+    return spoilable_copy(with_store, tmp_path)
 
 
 def _batches(root: Path) -> list[str]:

@@ -11,83 +11,24 @@ SQLite database, a newer format, truncated, read-only) under every command that 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import shutil
 import sqlite3
-import subprocess
-import sys
-import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES
-
-TASK = "refund-socks"
-"""The retail task each task mutant edits (the suite's canary, a small task)."""
-
-COMMAND_SECONDS = 120
-
-
-@dataclass(frozen=True)
-class Outcome:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def text(self) -> str:
-        return self.out + self.err
-
-
-def groundstate(*args: str | Path, cwd: Path) -> Outcome:
-    """``groundstate ARGS`` as a user runs it: a new process, its own working directory."""
-    done = subprocess.run(
-        [sys.executable, "-m", "groundstate", *map(str, args)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=COMMAND_SECONDS,
-        env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"},
-    )
-    return Outcome(done.returncode, done.stdout, done.stderr)
-
-
-def digest(path: Path) -> str | None:
-    """What the store holds: its rows (a reader may checkpoint the WAL into the database file,
-    which moves bytes, not data), or its bytes when it is no SQLite database."""
-    if not path.is_file():
-        return None
-    with tempfile.TemporaryDirectory() as scratch:
-        for part in [path, *path.parent.glob(path.name + "-wal")]:
-            shutil.copy(part, Path(scratch) / part.name.replace(path.name, "copy.db"))
-        try:
-            db = sqlite3.connect(Path(scratch) / "copy.db")
-            try:
-                rows = "\n".join(db.iterdump())
-            finally:
-                db.close()
-        except sqlite3.DatabaseError:
-            rows = path.read_bytes().hex()
-    return hashlib.sha256(rows.encode()).hexdigest()
-
-
-def assert_refused(outcome: Outcome, *names: str) -> None:
-    """Non-zero, no traceback, one ``error:`` line naming each of *names*."""
-    assert outcome.code != 0, outcome.text
-    assert "Traceback" not in outcome.text, outcome.text
-    errors = [line for line in outcome.err.splitlines() if line.startswith("error:")]
-    assert errors, outcome.text
-    for name in names:
-        assert any(name in line for line in errors), (name, outcome.text)
-
+from tests.cli_workspace import (
+    SYSTEM,
+    TASK,
+    assert_refused,
+    digest,
+    groundstate,
+    make_workspace,
+    spoilable_copy,
+)
 
 # --- a wrong tool argument from an agent: a tool error it sees, never the harness's crash ---
 
@@ -178,7 +119,6 @@ def test_arguments_that_are_not_json_are_kept_bounded_in_the_trace() -> None:
 
 # --- the shipped suite, system and fixtures, mutated, through every command that reads them ---
 
-SYSTEM = "systems/careful.yaml"
 SUITE_COMMANDS: dict[str, list[str]] = {
     "check": ["check", "retail", "--system", SYSTEM],
     "validate": ["validate", "retail", "--store", "s.db"],
@@ -191,27 +131,12 @@ SUITE_COMMANDS: dict[str, list[str]] = {
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the example: retail suite, its agents, the careful system; a store with a
     batch in it (imported: fast), so a refusal can be shown to leave it alone."""
-    root = tmp_path_factory.mktemp("pristine")
-    shutil.copytree(EXAMPLES / "retail", root / "retail")
-    shutil.copytree(EXAMPLES / "agents", root / "agents")
-    (root / "systems").mkdir()
-    shutil.copy(EXAMPLES / "systems" / "careful.yaml", root / SYSTEM)
-    rows = [
-        {"task_id": "a", "attempt": 1, "success": True, "terminal_reason": "success"},
-        {"task_id": "b", "attempt": 1, "success": False, "terminal_reason": "agent_failure"},
-    ]
-    (root / "results.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
-    imported = groundstate(
-        "import-results", "results.jsonl", "--name", "x", "--store", "s.db", cwd=root
-    )
-    assert imported.code == 0, imported.text
-    return root
+    return make_workspace(tmp_path_factory.mktemp("pristine"))
 
 
 @pytest.fixture
 def copy(pristine: Path, tmp_path: Path) -> Path:
-    shutil.copytree(pristine, tmp_path / "w", symlinks=True)
-    return tmp_path / "w"
+    return spoilable_copy(pristine, tmp_path)
 
 
 def _task(root: Path) -> Path:

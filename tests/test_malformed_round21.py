@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_workspace import SYSTEM, TASK, groundstate, spoilable_copy
 from tests.conftest import EXAMPLES
-from tests.test_malformed_round20 import SYSTEM, TASK, groundstate
 
 ENDED_BY_USER_CODE = 70
 """``groundstate.exitcause.ENDED_BY_USER_CODE`` (``EX_SOFTWARE``), spelt out: the old code
@@ -73,8 +73,7 @@ def _batches(root: Path) -> list[dict[str, object]]:
 
 @pytest.fixture
 def root(suite_root: Path, tmp_path: Path) -> Path:
-    shutil.copytree(suite_root, tmp_path / "w", symlinks=True)
-    return tmp_path / "w"
+    return spoilable_copy(suite_root, tmp_path)
 
 
 def test_an_agent_ending_the_process_with_0_in_the_smoke_run_is_no_success(root: Path) -> None:

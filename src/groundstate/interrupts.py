@@ -19,6 +19,34 @@ ignored in a pool worker, and in ``run`` while it runs a batch in-process, so th
 attempt cannot end the process later, during other attempts."""
 
 
+_ctrl_c = {"watched": False, "seen": False}
+"""Whether :func:`watch_ctrl_c` is in force, and whether a SIGINT arrived under it."""
+
+
+def watch_ctrl_c() -> None:
+    """Note each SIGINT before raising ``KeyboardInterrupt`` as Python does, so that one that
+    user code raised (``raise KeyboardInterrupt`` in a tools, checks or agent module) can be
+    told from the user's Ctrl-C (:func:`from_ctrl_c`). Set by the ``groundstate`` command as
+    the process starts (in the main thread: only there can a handler be set); ``run`` replaces
+    the handler with its own while a batch runs, which raises :class:`Interrupted` instead."""
+
+    def handler(signum: int, frame: Any) -> None:
+        _ctrl_c["seen"] = True
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread (the command called from a thread): no watch
+        return
+    _ctrl_c["watched"] = True
+
+
+def from_ctrl_c() -> bool:
+    """Whether a ``KeyboardInterrupt`` caught now may be the user's Ctrl-C: one arrived, or
+    nobody watches (a library caller's process: taken for one, as Python does)."""
+    return _ctrl_c["seen"] or not _ctrl_c["watched"]
+
+
 class Interrupted(BaseException):
     """The process got SIGINT or SIGTERM while running a batch.
 

@@ -37,7 +37,8 @@ from pydantic import BaseModel, PydanticUserError, TypeAdapter, create_model
 
 from groundstate.bindings import HARNESS
 from groundstate.environments.base import Environment
-from groundstate.errors import SpecError, one_line
+from groundstate.errors import SpecError, exception_text, one_line
+from groundstate.interrupts import Interrupted, from_ctrl_c
 from groundstate.spec.code import hash_code, siblings_importable
 from groundstate.spec.files import regular_file
 
@@ -198,8 +199,8 @@ def _load_module(path: Path, name_hint: str, expect: str | None = None) -> Any:
             spec.loader.exec_module(module)
     except BaseException as exc:  # SystemExit too: a file calling exit() must not end the run
         del sys.modules[name]
-        if isinstance(exc, KeyboardInterrupt):
-            raise
+        if isinstance(exc, Interrupted) or (isinstance(exc, KeyboardInterrupt) and from_ctrl_c()):
+            raise  # the user's Ctrl-C; one the file raised itself is its fault, as below
         raise _import_error(path, exc) from exc
     return module
 
@@ -235,7 +236,8 @@ def _import_error(path: Path, exc: BaseException) -> SpecError:
         for frame in traceback.extract_tb(exc.__traceback__)
         if _same_file(frame.filename, path)
     ]
-    reason = f"importing failed: {kind}: {one_line(str(exc))}"
+    said = one_line(exception_text(exc))
+    reason = f"importing failed: {kind}: {said}" if said else f"importing failed: {kind}"
     return SpecError(path, None, reason, line=lines[-1] if lines else None)
 
 

@@ -57,6 +57,9 @@ class _Group(click.Group):
         (*args* given) returns as click's does."""
         if args is not None:
             return super().main(args, *rest, **kwargs)
+        from groundstate.interrupts import watch_ctrl_c
+
+        watch_ctrl_c()  # a KeyboardInterrupt user code raises is then told from a Ctrl-C
         try:
             super().main(*rest, **kwargs)
         except SystemExit as exc:
@@ -70,6 +73,8 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _stopped()
         except GroundstateError as exc:
             if isinstance(exc, SpecError):  # located as `check` locates it
                 from groundstate.spec.files import with_line
@@ -89,6 +94,27 @@ class _Group(click.Group):
                 raise
             click.echo(f"error: {one_line(loop[1])}: a loop of symbolic links", err=True)
             sys.exit(2)
+
+
+def _stopped() -> None:
+    """A ``KeyboardInterrupt`` out of a command: exit 130 for the user's Ctrl-C, as a shell
+    reports SIGINT (and as ``run`` does), not click's "Aborted!" with exit 1, which means
+    "a task is not valid" to ``validate`` and "records are altered" to ``verify``; one that
+    code the command ran raised itself, with no Ctrl-C, is said so (exit 70, as user code
+    that ends the process with status 0 is)."""
+    from groundstate.interrupts import from_ctrl_c
+
+    if from_ctrl_c():
+        click.echo("error: interrupted (Ctrl-C): the command stopped before it was done", err=True)
+        sys.exit(130)
+    from groundstate.exitcause import ENDED_BY_USER_CODE
+
+    click.echo(
+        "error: code the command ran (a suite's, a system's or an agent's module) raised "
+        "KeyboardInterrupt with no Ctrl-C pressed: the command stopped before it was done",
+        err=True,
+    )
+    sys.exit(ENDED_BY_USER_CODE)
 
 
 @click.group(cls=_Group)

@@ -112,6 +112,11 @@ Count = Annotated[int, PydanticStrict()]
 Number = Annotated[float, PydanticStrict(), Field(allow_inf_nan=False)]
 """A finite number (an integer is accepted); not ``true``, not ``"2"``. Bounded per field."""
 
+MAX_INTEGER = 2**53
+"""Largest count a file may give where nothing smaller bounds it (a task's revision, a
+model's token limit): what a JSON number holds exactly in every reader. A record carries it
+to other tools (``export``) and back (``import-results`` refuses larger)."""
+
 MAX_SECONDS = 86_400.0
 """Longest time limit or timeout: one day."""
 MIN_SECONDS = 0.001

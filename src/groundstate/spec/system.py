@@ -30,6 +30,7 @@ from groundstate.spec.canonical import hash_file, hash_value
 from groundstate.spec.code import hash_code
 from groundstate.spec.files import is_file, load_model
 from groundstate.spec.strict import (
+    MAX_INTEGER,
     MAX_SECONDS,
     SAMPLING_KEYS,
     Count,
@@ -324,7 +325,7 @@ class BudgetsSection(Section):
     step_limit: Steps | None = None
     time_limit: Seconds | None = None
     max_cost: Price | None = None
-    max_tokens: Annotated[Count, Field(ge=0)] | None = None
+    max_tokens: Annotated[Count, Field(ge=0, le=MAX_INTEGER)] | None = None
     """Input plus output tokens the agent may report per attempt."""
 
 

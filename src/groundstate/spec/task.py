@@ -29,6 +29,7 @@ from groundstate.spec.constraints import Match as Match
 from groundstate.spec.constraints import NeverConstraint as NeverConstraint
 from groundstate.spec.files import yaml_timestamp
 from groundstate.spec.strict import (
+    MAX_INTEGER,
     Count,
     Id,
     Seconds,
@@ -270,7 +271,7 @@ class HiddenTests(Strict):
     pythonpath: list[str] = Field(default_factory=list)
     """With ``runner``: folders of the checkout appended to ``sys.path`` (``src``); appended,
     so the standard library always wins over a module of the same name."""
-    expect_tests: Count | None = Field(default=None, ge=1)
+    expect_tests: Count | None = Field(default=None, ge=1, le=MAX_INTEGER)
     """With ``runner``: the number of tests that must be collected (and run), if known."""
     command: str | None = Field(default=None, min_length=1)
     """The shell command that runs them in the checkout's root (sandboxed); exit 0 passes."""
@@ -437,7 +438,7 @@ class AgentTask(Strict):
     """One task: the executable contract of the reference chapter."""
 
     task_id: str = Field(pattern=TASK_ID_PATTERN)
-    task_revision: Annotated[Count, Field(ge=1)]
+    task_revision: Annotated[Count, Field(ge=1, le=MAX_INTEGER)]
     source: str
     slice_labels: list[Id] = Field(default_factory=list)
     weight: Weight = 1.0
