@@ -18,13 +18,11 @@ in-process agent has run (:func:`refuse_audit_hooks`).
 from __future__ import annotations
 
 import builtins
-import re
 import sys
 import threading
-from collections.abc import Callable, Iterable
-from contextvars import ContextVar
-from operator import is_
-from types import MappingProxyType, ModuleType
+from collections.abc import Callable, Iterable, Iterator
+from operator import is_, is_not
+from types import CodeType, FunctionType, ModuleType
 from typing import NamedTuple
 
 WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3"})
@@ -55,14 +53,31 @@ around each test), and ``typing``, ``inspect`` and ``logging``, which grade noth
 libraries patch as they are imported, after the harness's modules (``typing_extensions``
 ``typing._check_generic``, Ray ``inspect.isgenerator`` and the log record factory)."""
 
+REBOUND = frozenset(
+    {
+        "groundstate.bindings._refusing",
+        "groundstate.exitcause._owner",
+        "groundstate.environments.postgres_server._SHARED",
+    }
+)
+"""The harness's module globals that its own code rebinds (``global``): not held."""
+
 _OWN = "groundstate"
 _BUILTIN_NAMES = frozenset(vars(builtins))
 _MISSING = object()
 
 
 class _Watched:
-    """A namespace's code as first seen: names, their values, and the namespace's size (a
+    """A namespace's bindings as first seen: names, their values, and the namespace's size (a
     class grows a non-code entry now and then, ``__slotnames__`` when first pickled).
+
+    With *data*, every name is held, not only code: the harness's module globals and class
+    attributes are what its code reads (an agent that put a watch of its own in
+    ``groundstate.episode.HARNESS`` that found nothing, then rebound a grading function,
+    passed; one that set ``AgentRun.__pydantic_serializer__`` to one of its own had its record
+    stored as a success; one that added reads to the SQLite authorizer's set of harmless
+    actions read a table its task forbids, in every later attempt too), but for the names in
+    *free* (globals the harness rebinds itself: :data:`REBOUND`).
 
     A name added later counts on a class (it overrides what the class inherits) and, on a
     module, only over a builtin (``groundstate.episode.isinstance = ...`` changes what the
@@ -70,17 +85,28 @@ class _Watched:
     public name it imports)."""
 
     def __init__(
-        self, namespace: dict[str, object], *, module: bool, constants: bool = False
+        self,
+        namespace: dict[str, object],
+        *,
+        module: bool,
+        data: bool = False,
+        free: frozenset[str] = frozenset(),
     ) -> None:
         self.namespace = namespace
         self.shadows = _BUILTIN_NAMES if module else None
         found = {
             name: value
             for name, value in list(namespace.items())
-            if _code(value) or (constants and _constant(name, value))
+            if (data and name not in free) or _code(value)
         }
         self.names, self.values = tuple(found), tuple(found.values())
         self.size = len(namespace)
+        self.functions = tuple(
+            (label, fn, _state(fn))
+            for name, value in found.items()
+            for label, fn in _functions(name, value)
+        )
+        """Each function held with its state as first seen (see :func:`_state`)."""
 
     def changed(self) -> list[str]:
         """Names rebound, removed or added (code over a name first seen without) since."""
@@ -113,6 +139,16 @@ class _Watched:
                 delattr(owner, name)
         self.size = len(self.namespace)
 
+    def altered(self) -> list[tuple[str, FunctionType, _FunctionState]]:
+        """The functions held whose code or defaults were changed in place since (the same
+        function object: ``episode.run_checks.__code__ = lie.__code__``), with their state
+        as first seen."""
+        return [
+            (label, fn, state)
+            for label, fn, state in self.functions
+            if any(map(is_not, _state(fn), state))
+        ]
+
 
 class Mark(NamedTuple):
     """The watched namespaces at a moment (see :meth:`Bindings.mark`)."""
@@ -131,6 +167,8 @@ class Bindings:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._watched: dict[object, tuple[str, _Watched]] = {}
+        self._typed: list[tuple[str, object, type]] = []
+        """The objects of :meth:`_take_instance` with their classes (``__class__`` swapped)."""
         self._modules: set[str] = set()
         self._entries: dict[str, ModuleType] = {}
         """Each watched module's entry in ``sys.modules``: replaced there (``sys.modules[
@@ -162,14 +200,27 @@ class Bindings:
         self._modules.add(name)
         self._entries[name] = module
         own = name.partition(".")[0] == _OWN
-        watched = _Watched(vars(module), module=True, constants=own)
+        data = name.partition(".")[0] in WATCHED  # not numpy's globals: they move lawfully
+        free = frozenset(n.rpartition(".")[2] for n in REBOUND if n.rpartition(".")[0] == name)
+        watched = _Watched(vars(module), module=True, data=data, free=free)
         self._watched[module] = (name, watched)
-        if not own:
-            return
-        for value in watched.values:
+        for entry, value in zip(watched.names, watched.values, strict=True):
+            if not data:
+                continue
             if isinstance(value, type) and value.__module__ == name:
-                self._take_class(value)
-        self._take_named(vars(module))
+                self._take_class(value, data=own)
+            elif not own and _instance(entry, value):
+                self._take_instance(f"{name}.{entry}", value)
+        if own:
+            self._take_named(vars(module))
+
+    def _take_instance(self, where: str, value: object) -> None:
+        """Watch every attribute and the class of an object a watched module of the standard
+        library keeps and calls (``json._default_decoder``, which ``json.loads`` decodes with:
+        an agent that set its ``decode`` to one of its own changed what the store hashed, and
+        every later record's hash in the process with it)."""
+        self._typed.append((where, value, type(value)))
+        self._watched[value] = (where, _Watched(vars(value), module=False, data=True))
 
     def _take_named(self, namespace: dict[str, object]) -> None:
         """Watch what a module of the harness's names from elsewhere, as it is now (before any
@@ -199,13 +250,14 @@ class Bindings:
             self._entries[found] = module
             self._watched[module] = (found, _Watched(vars(module), module=True))
 
-    def _take_class(self, cls: type) -> None:
+    def _take_class(self, cls: type, *, data: bool = False) -> None:
         """Watch *cls*'s own dict (``vars`` gives a read-only proxy, slower to read), unless a
-        type whose attributes cannot be set (``str``, ``datetime``)."""
+        type whose attributes cannot be set (``str``, ``datetime``); with *data* (the
+        harness's own classes) every attribute, not only code (see :class:`_Watched`)."""
         if cls in self._watched or cls.__flags__ & _IMMUTABLE_TYPE:
             return
         where = f"{cls.__module__}.{cls.__qualname__}"
-        self._watched[cls] = (where, _Watched(_dict_of(cls), module=False))
+        self._watched[cls] = (where, _Watched(_dict_of(cls), module=False, data=data))
 
     def rebase(self) -> None:
         """Take the watched bindings as they are now as the harness's own: for code that
@@ -213,6 +265,7 @@ class Bindings:
         ``monkeypatch``), after it changes them and after it puts them back."""
         with self._lock:
             self._watched.clear()
+            self._typed.clear()
             self._modules.clear()
             self._entries.clear()
             self._loaded = 0
@@ -282,7 +335,9 @@ class Bindings:
         found: list[str] = []
         with self._lock:
             if self._flat is None:
-                self._flat = _Flat((w for _, w in self._watched.values()), self._entries)
+                self._flat = _Flat(
+                    (w for _, w in self._watched.values()), self._entries, self._typed
+                )
             if self._flat.unchanged():
                 return found
             for name, module in self._entries.items():
@@ -290,11 +345,20 @@ class Bindings:
                     found.append(f"sys.modules[{name!r}]")
                     if put_back:
                         sys.modules[name] = module
+            for where, value, cls in self._typed:
+                if type(value) is not cls:
+                    found.append(f"{where}.__class__")
+                    if put_back:
+                        object.__setattr__(value, "__class__", cls)
             for owner, (where, watched) in list(self._watched.items()):
                 changed = watched.changed()
                 if changed and put_back:
                     watched.put_back(changed, owner)
                 found += (f"{where}.{name}" for name in changed)
+                for label, fn, state in watched.altered():
+                    found.append(f"{where}.{label}.__code__")
+                    if put_back:
+                        fn.__code__, fn.__defaults__, fn.__kwdefaults__ = state
             self._flat = None  # a namespace's size may have moved lawfully
         return found
 
@@ -307,8 +371,18 @@ class _Flat:
     last found as first seen is not looked into again: one read per namespace instead of a
     lookup per name (inside an attempt, with cold caches, 0.6-1.2 ms a check)."""
 
-    def __init__(self, watched: Iterable[_Watched], entries: dict[str, ModuleType]) -> None:
+    def __init__(
+        self,
+        watched: Iterable[_Watched],
+        entries: dict[str, ModuleType],
+        typed: list[tuple[str, object, type]],
+    ) -> None:
         self.entries, self.modules = tuple(entries), tuple(entries.values())
+        self.objects = tuple(value for _, value, _ in typed)
+        self.classes = tuple(cls for _, _, cls in typed)
+        self.functions: list[FunctionType] = []
+        self.states: list[object] = []
+        """Each function's code, defaults and keyword defaults, one after the other."""
         self.spaces: list[dict[str, object]] = []
         self.sizes: list[int] = []
         self.owners: list[dict[str, object]] = []
@@ -320,6 +394,8 @@ class _Flat:
             self.owners += [w.namespace] * len(w.names)
             self.names += w.names
             self.values += w.values
+            self.functions += (fn for _, fn, _ in w.functions)
+            self.states += (part for _, _, state in w.functions for part in state)
         self.versions = _versions(self.spaces)
         self.seen: list[int] | None = None
         """The namespaces' versions when every name was last found as first seen."""
@@ -327,6 +403,11 @@ class _Flat:
     def unchanged(self) -> bool:
         """Whether no namespace changed size and every name is bound as first seen."""
         if not all(map(is_, map(sys.modules.get, self.entries), self.modules)):
+            return False
+        if not all(map(is_, map(type, self.objects), self.classes)):
+            return False
+        parts = [part for fn in self.functions for part in _state(fn)]  # not in dict versions
+        if not all(map(is_, parts, self.states)):
             return False
         now = None if self.versions is None else self.versions()
         if now is not None and now == self.seen:
@@ -388,6 +469,31 @@ def _dict_of(cls: type) -> dict[str, object]:
     return namespace  # type: ignore[no-any-return]
 
 
+_FunctionState = tuple[CodeType, tuple[object, ...] | None, dict[str, object] | None]
+
+
+def _state(fn: FunctionType) -> _FunctionState:
+    """What a function runs with that can be set on the function object itself, unseen by
+    the namespace holding it: its code and its defaults (compared by identity: code objects
+    compare equal by value, a dict of defaults is the one bound)."""
+    return fn.__code__, fn.__defaults__, fn.__kwdefaults__
+
+
+def _functions(name: str, value: object) -> Iterator[tuple[str, FunctionType]]:
+    """The Python functions *value*, bound to *name*, runs: itself, a class or static
+    method's function, a property's getter, setter and deleter."""
+    if isinstance(value, FunctionType):
+        yield name, value
+    elif isinstance(value, (classmethod, staticmethod)):
+        if isinstance(value.__func__, FunctionType):
+            yield name, value.__func__
+    elif isinstance(value, property):
+        for part in ("fget", "fset", "fdel"):
+            fn = getattr(value, part)
+            if isinstance(fn, FunctionType):
+                yield f"{name}.{part}", fn
+
+
 def _code(value: object) -> bool:
     return callable(value) or isinstance(value, (property, classmethod, staticmethod))
 
@@ -396,17 +502,20 @@ _IMMUTABLE_TYPE = 1 << 8
 """``Py_TPFLAGS_IMMUTABLETYPE``: a type whose attributes cannot be set (the builtins, most of
 the standard library's types written in C)."""
 
-_CONSTANT_NAME = re.compile(r"_?[A-Z][A-Z0-9_]*")
-_IMMUTABLE = (frozenset, tuple, MappingProxyType, ContextVar, bool, int, float, str, bytes)
 
-
-def _constant(name: str, value: object) -> bool:
-    """Whether *name* binds one of the harness's constants: named as one, and of a kind that
-    cannot change in place (the harness's policy tables are frozen: a set of the SQLite
-    authorizer's harmless actions that an agent added reads to let it read a table its
-    task forbids, in every later attempt too). A constant rebound counts as code rebound
-    (``groundstate.episode.USER_SHARE = 0``, the authorizer's ``_IN_CALL`` swapped)."""
-    return type(value) in _IMMUTABLE and _CONSTANT_NAME.fullmatch(name) is not None
+def _instance(name: str, value: object) -> bool:
+    """Whether *value*, bound to *name* in a watched module of the standard library, is an
+    object of the module's whose attributes are held (see :meth:`Bindings._take_instance`):
+    not a module's dunder (its spec sets attributes lazily), with a dict of its own and the
+    identity hash (it keys the watch)."""
+    cls = type(value)
+    return (
+        not name.startswith("__")
+        and not isinstance(value, ModuleType)
+        and not cls.__flags__ & _IMMUTABLE_TYPE
+        and cls.__hash__ is object.__hash__
+        and type(getattr(value, "__dict__", None)) is dict
+    )
 
 
 HARNESS = Bindings()
