@@ -21,7 +21,7 @@ import builtins
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from operator import is_, is_not
+from operator import attrgetter, is_
 from types import CodeType, FunctionType, ModuleType
 from typing import NamedTuple
 
@@ -53,6 +53,14 @@ around each test), and ``typing``, ``inspect`` and ``logging``, which grade noth
 libraries patch as they are imported, after the harness's modules (``typing_extensions``
 ``typing._check_generic``, Ray ``inspect.isgenerator`` and the log record factory)."""
 
+SUITE_CODE = ("groundstate_user.checks_", "groundstate_user.tools_")
+"""The modules of a suite's own code that grade and act (its check and tool files, as
+:func:`groundstate.tools.load_module` names them), watched for their functions and classes
+and the code those run, not their data. An agent that set the check its task is graded by to
+``lambda s0, sT: True`` (found in ``sys.modules`` or through ``gc``) passed, doing nothing;
+one that gave a tool other code acted past the tool's own rules. Not an agent's file: its
+code is its own to change."""
+
 REBOUND = frozenset(
     {
         "groundstate.bindings._refusing",
@@ -65,6 +73,11 @@ REBOUND = frozenset(
 _OWN = "groundstate"
 _BUILTIN_NAMES = frozenset(vars(builtins))
 _MISSING = object()
+
+
+def _watched(name: str) -> bool:
+    """Whether the module named *name* is watched (see :data:`WATCHED`)."""
+    return name.partition(".")[0] in WATCHED or name in WATCHED_ALONE or name.startswith(SUITE_CODE)
 
 
 class _Watched:
@@ -91,6 +104,7 @@ class _Watched:
         module: bool,
         data: bool = False,
         free: frozenset[str] = frozenset(),
+        home: str | None = None,
     ) -> None:
         self.namespace = namespace
         self.shadows = _BUILTIN_NAMES if module else None
@@ -103,10 +117,13 @@ class _Watched:
         self.size = len(namespace)
         self.functions = tuple(
             (label, fn, _state(fn))
-            for name, value in found.items()
+            for name, value in list(namespace.items())
             for label, fn in _functions(name, value)
+            if fn.__module__ == home
         )
-        """Each function held with its state as first seen (see :func:`_state`)."""
+        """Each function of the module *home* it binds, held with its state as first seen
+        (see :func:`_state`; not every function bound: that is thousands, each read at every
+        look, where the dicts' versions spare reading the names)."""
 
     def changed(self) -> list[str]:
         """Names rebound, removed or added (code over a name first seen without) since."""
@@ -144,9 +161,7 @@ class _Watched:
         function object: ``episode.run_checks.__code__ = lie.__code__``), with their state
         as first seen."""
         return [
-            (label, fn, state)
-            for label, fn, state in self.functions
-            if any(map(is_not, _state(fn), state))
+            (label, fn, state) for label, fn, state in self.functions if _altered(_state(fn), state)
         ]
 
 
@@ -188,7 +203,7 @@ class Bindings:
             for name, module in sys.modules.copy().items():
                 if name in self._modules or not isinstance(module, ModuleType):
                     continue
-                if name.partition(".")[0] not in WATCHED and name not in WATCHED_ALONE:
+                if not _watched(name):
                     continue
                 if getattr(module.__spec__, "_initializing", False):  # half-defined: next time
                     self._loaded = -1
@@ -202,13 +217,14 @@ class Bindings:
         own = name.partition(".")[0] == _OWN
         data = name.partition(".")[0] in WATCHED  # not numpy's globals: they move lawfully
         free = frozenset(n.rpartition(".")[2] for n in REBOUND if n.rpartition(".")[0] == name)
-        watched = _Watched(vars(module), module=True, data=data, free=free)
+        home = name if data or name.startswith(SUITE_CODE) else None
+        watched = _Watched(vars(module), module=True, data=data, free=free, home=home)
         self._watched[module] = (name, watched)
         for entry, value in zip(watched.names, watched.values, strict=True):
             if not data:
                 continue
             if isinstance(value, type) and value.__module__ == name:
-                self._take_class(value, data=own)
+                self._take_class(value, data=own, home=name)
             elif not own and _instance(entry, value):
                 self._take_instance(f"{name}.{entry}", value)
         if own:
@@ -250,14 +266,16 @@ class Bindings:
             self._entries[found] = module
             self._watched[module] = (found, _Watched(vars(module), module=True))
 
-    def _take_class(self, cls: type, *, data: bool = False) -> None:
+    def _take_class(self, cls: type, *, data: bool = False, home: str | None = None) -> None:
         """Watch *cls*'s own dict (``vars`` gives a read-only proxy, slower to read), unless a
         type whose attributes cannot be set (``str``, ``datetime``); with *data* (the
-        harness's own classes) every attribute, not only code (see :class:`_Watched`)."""
+        harness's own classes) every attribute, not only code (see :class:`_Watched`); with
+        *home*, its methods' code and defaults too."""
         if cls in self._watched or cls.__flags__ & _IMMUTABLE_TYPE:
             return
         where = f"{cls.__module__}.{cls.__qualname__}"
-        self._watched[cls] = (where, _Watched(_dict_of(cls), module=False, data=data))
+        watched = _Watched(_dict_of(cls), module=False, data=data, home=home)
+        self._watched[cls] = (where, watched)
 
     def rebase(self) -> None:
         """Take the watched bindings as they are now as the harness's own: for code that
@@ -380,9 +398,8 @@ class _Flat:
         self.entries, self.modules = tuple(entries), tuple(entries.values())
         self.objects = tuple(value for _, value, _ in typed)
         self.classes = tuple(cls for _, _, cls in typed)
-        self.functions: list[FunctionType] = []
-        self.states: list[object] = []
-        """Each function's code, defaults and keyword defaults, one after the other."""
+        functions: dict[int, tuple[FunctionType, _FunctionState]] = {}
+        """Each function held once (most are bound in several namespaces), by identity."""
         self.spaces: list[dict[str, object]] = []
         self.sizes: list[int] = []
         self.owners: list[dict[str, object]] = []
@@ -394,8 +411,15 @@ class _Flat:
             self.owners += [w.namespace] * len(w.names)
             self.names += w.names
             self.values += w.values
-            self.functions += (fn for _, fn, _ in w.functions)
-            self.states += (part for _, _, state in w.functions for part in state)
+            functions.update((id(fn), (fn, state)) for _, fn, state in w.functions)
+        self.rows: list[tuple[Callable[[FunctionType], object], list[FunctionType], list[object]]]
+        self.rows = []
+        """Per part of a function's state, the functions and that part as first seen: every
+        function's code, and the defaults of those that had some (a default given to a
+        function without changes no call the harness makes)."""
+        for i, read in enumerate(_STATE_READS):
+            held = [(fn, s[i]) for fn, s in functions.values() if i == 0 or s[i] is not None]
+            self.rows.append((read, [fn for fn, _ in held], [part for _, part in held]))
         self.versions = _versions(self.spaces)
         self.seen: list[int] | None = None
         """The namespaces' versions when every name was last found as first seen."""
@@ -406,8 +430,8 @@ class _Flat:
             return False
         if not all(map(is_, map(type, self.objects), self.classes)):
             return False
-        parts = [part for fn in self.functions for part in _state(fn)]  # not in dict versions
-        if not all(map(is_, parts, self.states)):
+        # Code and defaults set on a function move no dict's version.
+        if not all(all(map(is_, map(read, fns), first)) for read, fns, first in self.rows):
             return False
         now = None if self.versions is None else self.versions()
         if now is not None and now == self.seen:
@@ -429,7 +453,6 @@ def _versions(spaces: list[dict[str, object]]) -> Callable[[], list[int]] | None
     if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
         return None
     import ctypes
-    from operator import attrgetter
 
     # The tag follows the object header (a free-threaded build's is longer) and ``ma_used``.
     header = object.__basicsize__
@@ -472,11 +495,24 @@ def _dict_of(cls: type) -> dict[str, object]:
 _FunctionState = tuple[CodeType, tuple[object, ...] | None, dict[str, object] | None]
 
 
+_STATE_READS = tuple(map(attrgetter, ("__code__", "__defaults__", "__kwdefaults__")))
+
+
 def _state(fn: FunctionType) -> _FunctionState:
     """What a function runs with that can be set on the function object itself, unseen by
     the namespace holding it: its code and its defaults (compared by identity: code objects
     compare equal by value, a dict of defaults is the one bound)."""
     return fn.__code__, fn.__defaults__, fn.__kwdefaults__
+
+
+def _altered(now: _FunctionState, first: _FunctionState) -> bool:
+    """Whether a function's code, or defaults it had, are no longer those first seen."""
+    code, *defaults = now
+    first_code, *first_defaults = first
+    return code is not first_code or any(
+        was is not None and part is not was
+        for part, was in zip(defaults, first_defaults, strict=True)
+    )
 
 
 def _functions(name: str, value: object) -> Iterator[tuple[str, FunctionType]]:
@@ -492,6 +528,8 @@ def _functions(name: str, value: object) -> Iterator[tuple[str, FunctionType]]:
             fn = getattr(value, part)
             if isinstance(fn, FunctionType):
                 yield f"{name}.{part}", fn
+    elif isinstance(getattr(value, "fn", None), FunctionType):  # a suite's ``Tool``
+        yield f"{name}.fn", value.fn  # type: ignore[attr-defined]
 
 
 def _code(value: object) -> bool:
