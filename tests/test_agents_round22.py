@@ -412,8 +412,8 @@ def _check_given_other_code(module: Any) -> Callable[[], None]:
 def test_the_suites_check_changed_by_the_agent_is_found(
     edited_bank: EditTask, tmp_path: Path, how: Callable[[Any], Callable[[], None]]
 ) -> None:
-    """Before: the check grading the task answered True for an agent that did nothing
-    (``success``): the suite's check file is watched as the harness's code is."""
+    """Before: the agent's lie graded the task (``success`` for an agent that did nothing,
+    its name rebound): the suite's check file is watched as the harness's code is."""
     suite = _moved_check(edited_bank, tmp_path)
     undo: list[Callable[[], None]] = []
 
@@ -433,8 +433,8 @@ def test_the_suites_check_changed_by_the_agent_is_found(
 
 
 def test_a_tool_given_other_code_by_the_agent_is_found(bank: Suite) -> None:
-    """The PIN check made to accept any PIN, then a transfer with a wrong one: before,
-    ``success`` (the trace showed a PIN checked)."""
+    """The PIN check made to accept any PIN, then a transfer with a wrong one: before, the
+    tool's lie went unnamed (the attempt judged by what its calls left)."""
     undo: list[Callable[[], None]] = []
 
     async def agent(session: Session) -> str:

@@ -5,9 +5,12 @@ attempt is graded (see :func:`groundstate.episode.run_attempt`).
 
 Python cannot keep code in one interpreter from rebinding another's names; it can notice
 afterwards. :data:`HARNESS` holds, from before the first user file (agent, tools, checks)
-is imported, the functions and classes of the :data:`WATCHED` modules, and the constants
-(frozen values named in capitals: the SQLite authorizer's tables, the episode's limits) and
-the classes' methods and properties of groundstate's own. A module first imported later is
+is imported, every name of the :data:`WATCHED` modules (but numpy's, math's and fractions':
+their functions and classes) and of groundstate's classes, the attributes and class of the
+objects the standard library's watched modules keep (``json._default_decoder``), the code
+and defaults of each function those modules and classes define (set on the function
+itself, unseen by its namespace), and the functions of a suite's check and tool files
+(:data:`SUITE_CODE`). A module first imported later is
 taken in when next seen (:meth:`Bindings.refresh`, before a user file is imported and at
 each attempt's start), with what it names from elsewhere (``os``, ``uuid``, ``pathlib.Path``:
 see :meth:`Bindings._take_named`): its import is no change, so a module an agent imports and patches
