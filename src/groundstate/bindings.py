@@ -124,6 +124,13 @@ class _Watched:
             for label, fn in _functions(name, value)
             if fn.__module__ == home
         )
+        self.tools = tuple(
+            (f"{name}.fn", value, value.fn)  # type: ignore[attr-defined]
+            for name, value in list(namespace.items())
+            if _tool(value) and value.fn.__module__ == home  # type: ignore[attr-defined]
+        )
+        """A suite's ``Tool`` objects with the function each calls (frozen: but
+        ``object.__setattr__`` sets it)."""
         """Each function of the module *home* it binds, held with its state as first seen
         (see :func:`_state`; not every function bound: that is thousands, each read at every
         look, where the dicts' versions spare reading the names)."""
@@ -380,6 +387,11 @@ class Bindings:
                     found.append(f"{where}.{label}.__code__")
                     if put_back:
                         fn.__code__, fn.__defaults__, fn.__kwdefaults__ = state
+                for label, holder, fn in watched.tools:
+                    if getattr(holder, "fn", None) is not fn:
+                        found.append(f"{where}.{label}")
+                        if put_back:
+                            object.__setattr__(holder, "fn", fn)
             self._flat = None  # a namespace's size may have moved lawfully
         return found
 
@@ -402,6 +414,7 @@ class _Flat:
         self.objects = tuple(value for _, value, _ in typed)
         self.classes = tuple(cls for _, _, cls in typed)
         functions: dict[int, tuple[FunctionType, _FunctionState]] = {}
+        self.tools: list[tuple[object, FunctionType]] = []
         """Each function held once (most are bound in several namespaces), by identity."""
         self.spaces: list[dict[str, object]] = []
         self.sizes: list[int] = []
@@ -415,6 +428,7 @@ class _Flat:
             self.names += w.names
             self.values += w.values
             functions.update((id(fn), (fn, state)) for _, fn, state in w.functions)
+            self.tools += ((holder, fn) for _, holder, fn in w.tools)
         self.rows: list[tuple[Callable[[FunctionType], object], list[FunctionType], list[object]]]
         self.rows = []
         """Per part of a function's state, the functions and that part as first seen: every
@@ -435,6 +449,8 @@ class _Flat:
             return False
         # Code and defaults set on a function move no dict's version.
         if not all(all(map(is_, map(read, fns), first)) for read, fns, first in self.rows):
+            return False
+        if not all(getattr(holder, "fn", None) is fn for holder, fn in self.tools):
             return False
         now = None if self.versions is None else self.versions()
         if now is not None and now == self.seen:
@@ -531,8 +547,14 @@ def _functions(name: str, value: object) -> Iterator[tuple[str, FunctionType]]:
             fn = getattr(value, part)
             if isinstance(fn, FunctionType):
                 yield f"{name}.{part}", fn
-    elif isinstance(getattr(value, "fn", None), FunctionType):  # a suite's ``Tool``
+    elif _tool(value):
         yield f"{name}.fn", value.fn  # type: ignore[attr-defined]
+
+
+def _tool(value: object) -> bool:
+    """Whether *value* is like a suite's ``Tool`` (:class:`groundstate.tools.Tool`, not
+    imported here: that module imports this one): a function held as its ``fn``."""
+    return type(value).__name__ == "Tool" and isinstance(getattr(value, "fn", None), FunctionType)
 
 
 def _code(value: object) -> bool:
