@@ -70,7 +70,7 @@ def _bindings(spaces: list[dict[str, object]]) -> Bindings:
         i: (f"space{i}", _Watched(space, module=True)) for i, space in enumerate(spaces)
     }
     bindings._modules, bindings._entries, bindings._loaded = set(), {}, 0
-    bindings._flat = None
+    bindings._typed, bindings._flat = [], None
     return bindings
 
 

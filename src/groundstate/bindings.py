@@ -5,9 +5,12 @@ attempt is graded (see :func:`groundstate.episode.run_attempt`).
 
 Python cannot keep code in one interpreter from rebinding another's names; it can notice
 afterwards. :data:`HARNESS` holds, from before the first user file (agent, tools, checks)
-is imported, the functions and classes of the :data:`WATCHED` modules, and the constants
-(frozen values named in capitals: the SQLite authorizer's tables, the episode's limits) and
-the classes' methods and properties of groundstate's own. A module first imported later is
+is imported, every name of the :data:`WATCHED` modules (but numpy's, math's and fractions':
+their functions and classes) and of groundstate's classes, the attributes and class of the
+objects the standard library's watched modules keep (``json._default_decoder``), the code
+and defaults of each function those modules and classes define (set on the function
+itself, unseen by its namespace), and the functions of a suite's check and tool files
+(:data:`SUITE_CODE`). A module first imported later is
 taken in when next seen (:meth:`Bindings.refresh`, before a user file is imported and at
 each attempt's start), with what it names from elsewhere (``os``, ``uuid``, ``pathlib.Path``:
 see :meth:`Bindings._take_named`): its import is no change, so a module an agent imports and patches
@@ -18,14 +21,12 @@ in-process agent has run (:func:`refuse_audit_hooks`).
 from __future__ import annotations
 
 import builtins
-import re
 import sys
 import threading
-from collections.abc import Callable, Iterable
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable, Iterator
 from itertools import compress
-from operator import is_, ne
-from types import MappingProxyType, ModuleType
+from operator import attrgetter, is_, ne
+from types import CodeType, FunctionType, ModuleType
 from typing import NamedTuple
 
 WATCHED = frozenset({"groundstate", "pickle", "copyreg", "json", "hashlib", "sqlite3"})
@@ -56,14 +57,44 @@ around each test), and ``typing``, ``inspect`` and ``logging``, which grade noth
 libraries patch as they are imported, after the harness's modules (``typing_extensions``
 ``typing._check_generic``, Ray ``inspect.isgenerator`` and the log record factory)."""
 
+SUITE_CODE = ("groundstate_user.checks_", "groundstate_user.tools_")
+"""The modules of a suite's own code that grade and act (its check and tool files, as
+:func:`groundstate.tools.load_module` names them), watched for their functions and classes
+and the code those run, not their data. An agent that set the check its task is graded by to
+``lambda s0, sT: True`` (found in ``sys.modules`` or through ``gc``) passed, doing nothing;
+one that gave a tool other code acted past the tool's own rules. Not an agent's file: its
+code is its own to change."""
+
+REBOUND = frozenset(
+    {
+        "groundstate.bindings._refusing",
+        "groundstate.exitcause._owner",
+        "groundstate.environments.postgres_server._SHARED",
+    }
+)
+"""The harness's module globals that its own code rebinds (``global``): not held."""
+
 _OWN = "groundstate"
 _BUILTIN_NAMES = frozenset(vars(builtins))
 _MISSING = object()
 
 
+def _watched(name: str) -> bool:
+    """Whether the module named *name* is watched (see :data:`WATCHED`)."""
+    return name.partition(".")[0] in WATCHED or name in WATCHED_ALONE or name.startswith(SUITE_CODE)
+
+
 class _Watched:
-    """A namespace's code as first seen: names, their values, and the namespace's size (a
+    """A namespace's bindings as first seen: names, their values, and the namespace's size (a
     class grows a non-code entry now and then, ``__slotnames__`` when first pickled).
+
+    With *data*, every name is held, not only code: the harness's module globals and class
+    attributes are what its code reads (an agent that put a watch of its own in
+    ``groundstate.episode.HARNESS`` that found nothing, then rebound a grading function,
+    passed; one that set ``AgentRun.__pydantic_serializer__`` to one of its own had its record
+    stored as a success; one that added reads to the SQLite authorizer's set of harmless
+    actions read a table its task forbids, in every later attempt too), but for the names in
+    *free* (globals the harness rebinds itself: :data:`REBOUND`).
 
     A name added later counts on a class (it overrides what the class inherits) and, on a
     module, only over a builtin (``groundstate.episode.isinstance = ...`` changes what the
@@ -71,17 +102,39 @@ class _Watched:
     public name it imports)."""
 
     def __init__(
-        self, namespace: dict[str, object], *, module: bool, constants: bool = False
+        self,
+        namespace: dict[str, object],
+        *,
+        module: bool,
+        data: bool = False,
+        free: frozenset[str] = frozenset(),
+        home: str | None = None,
     ) -> None:
         self.namespace = namespace
         self.shadows = _BUILTIN_NAMES if module else None
         found = {
             name: value
             for name, value in list(namespace.items())
-            if _code(value) or (constants and _constant(name, value))
+            if (data and name not in free) or _code(value)
         }
         self.names, self.values = tuple(found), tuple(found.values())
         self.size = len(namespace)
+        self.functions = tuple(
+            (label, fn, _state(fn))
+            for name, value in list(namespace.items())
+            for label, fn in _functions(name, value)
+            if fn.__module__ == home
+        )
+        self.tools = tuple(
+            (f"{name}.fn", value, value.fn)  # type: ignore[attr-defined]
+            for name, value in list(namespace.items())
+            if _tool(value) and value.fn.__module__ == home  # type: ignore[attr-defined]
+        )
+        """A suite's ``Tool`` objects with the function each calls (frozen: but
+        ``object.__setattr__`` sets it)."""
+        """Each function of the module *home* it binds, held with its state as first seen
+        (see :func:`_state`; not every function bound: that is thousands, each read at every
+        look, where the dicts' versions spare reading the names)."""
 
     def changed(self) -> list[str]:
         """Names rebound, removed or added (code over a name first seen without) since."""
@@ -114,6 +167,14 @@ class _Watched:
                 delattr(owner, name)
         self.size = len(self.namespace)
 
+    def altered(self) -> list[tuple[str, FunctionType, _FunctionState]]:
+        """The functions held whose code or defaults were changed in place since (the same
+        function object: ``episode.run_checks.__code__ = lie.__code__``), with their state
+        as first seen."""
+        return [
+            (label, fn, state) for label, fn, state in self.functions if _altered(_state(fn), state)
+        ]
+
 
 class Mark(NamedTuple):
     """The watched namespaces at a moment (see :meth:`Bindings.mark`)."""
@@ -132,6 +193,8 @@ class Bindings:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._watched: dict[object, tuple[str, _Watched]] = {}
+        self._typed: list[tuple[str, object, type]] = []
+        """The objects of :meth:`_take_instance` with their classes (``__class__`` swapped)."""
         self._modules: set[str] = set()
         self._entries: dict[str, ModuleType] = {}
         """Each watched module's entry in ``sys.modules``: replaced there (``sys.modules[
@@ -151,7 +214,7 @@ class Bindings:
             for name, module in sys.modules.copy().items():
                 if name in self._modules or not isinstance(module, ModuleType):
                     continue
-                if name.partition(".")[0] not in WATCHED and name not in WATCHED_ALONE:
+                if not _watched(name):
                     continue
                 if getattr(module.__spec__, "_initializing", False):  # half-defined: next time
                     self._loaded = -1
@@ -163,14 +226,28 @@ class Bindings:
         self._modules.add(name)
         self._entries[name] = module
         own = name.partition(".")[0] == _OWN
-        watched = _Watched(vars(module), module=True, constants=own)
+        data = name.partition(".")[0] in WATCHED  # not numpy's globals: they move lawfully
+        free = frozenset(n.rpartition(".")[2] for n in REBOUND if n.rpartition(".")[0] == name)
+        home = name if data or name.startswith(SUITE_CODE) else None
+        watched = _Watched(vars(module), module=True, data=data, free=free, home=home)
         self._watched[module] = (name, watched)
-        if not own:
-            return
-        for value in watched.values:
+        for entry, value in zip(watched.names, watched.values, strict=True):
+            if not data:
+                continue
             if isinstance(value, type) and value.__module__ == name:
-                self._take_class(value)
-        self._take_named(vars(module))
+                self._take_class(value, data=own, home=name)
+            elif not own and _instance(entry, value):
+                self._take_instance(f"{name}.{entry}", value)
+        if own:
+            self._take_named(vars(module))
+
+    def _take_instance(self, where: str, value: object) -> None:
+        """Watch every attribute and the class of an object a watched module of the standard
+        library keeps and calls (``json._default_decoder``, which ``json.loads`` decodes with:
+        an agent that set its ``decode`` to one of its own changed what the store hashed, and
+        every later record's hash in the process with it)."""
+        self._typed.append((where, value, type(value)))
+        self._watched[value] = (where, _Watched(vars(value), module=False, data=True))
 
     def _take_named(self, namespace: dict[str, object]) -> None:
         """Watch what a module of the harness's names from elsewhere, as it is now (before any
@@ -200,13 +277,16 @@ class Bindings:
             self._entries[found] = module
             self._watched[module] = (found, _Watched(vars(module), module=True))
 
-    def _take_class(self, cls: type) -> None:
+    def _take_class(self, cls: type, *, data: bool = False, home: str | None = None) -> None:
         """Watch *cls*'s own dict (``vars`` gives a read-only proxy, slower to read), unless a
-        type whose attributes cannot be set (``str``, ``datetime``)."""
+        type whose attributes cannot be set (``str``, ``datetime``); with *data* (the
+        harness's own classes) every attribute, not only code (see :class:`_Watched`); with
+        *home*, its methods' code and defaults too."""
         if cls in self._watched or cls.__flags__ & _IMMUTABLE_TYPE:
             return
         where = f"{cls.__module__}.{cls.__qualname__}"
-        self._watched[cls] = (where, _Watched(_dict_of(cls), module=False))
+        watched = _Watched(_dict_of(cls), module=False, data=data, home=home)
+        self._watched[cls] = (where, watched)
 
     def rebase(self) -> None:
         """Take the watched bindings as they are now as the harness's own: for code that
@@ -214,6 +294,7 @@ class Bindings:
         ``monkeypatch``), after it changes them and after it puts them back."""
         with self._lock:
             self._watched.clear()
+            self._typed.clear()
             self._modules.clear()
             self._entries.clear()
             self._loaded = 0
@@ -261,7 +342,7 @@ class Bindings:
         """The watched names in one row (built again when the watched set changes); the
         caller holds the lock."""
         if self._flat is None:
-            self._flat = _Flat(self._watched.values(), self._entries)
+            self._flat = _Flat(self._watched.values(), self._entries, self._typed)
         return self._flat
 
     def written_back(self, mark: Mark | None) -> list[str]:
@@ -294,11 +375,25 @@ class Bindings:
                     found.append(f"sys.modules[{name!r}]")
                     if put_back:
                         sys.modules[name] = module
+            for where, value, cls in self._typed:
+                if type(value) is not cls:
+                    found.append(f"{where}.__class__")
+                    if put_back:
+                        object.__setattr__(value, "__class__", cls)
             for owner, (where, watched) in list(self._watched.items()):
                 changed = watched.changed()
                 if changed and put_back:
                     watched.put_back(changed, owner)
                 found += (f"{where}.{name}" for name in changed)
+                for label, fn, state in watched.altered():
+                    found.append(f"{where}.{label}.__code__")
+                    if put_back:
+                        fn.__code__, fn.__defaults__, fn.__kwdefaults__ = state
+                for label, holder, fn in watched.tools:
+                    if getattr(holder, "fn", None) is not fn:
+                        found.append(f"{where}.{label}")
+                        if put_back:
+                            object.__setattr__(holder, "fn", fn)
             self._flat = None  # a namespace's size may have moved lawfully
         return found
 
@@ -312,9 +407,17 @@ class _Flat:
     lookup per name (inside an attempt, with cold caches, 0.6-1.2 ms a check)."""
 
     def __init__(
-        self, watched: Iterable[tuple[str, _Watched]], entries: dict[str, ModuleType]
+        self,
+        watched: Iterable[tuple[str, _Watched]],
+        entries: dict[str, ModuleType],
+        typed: list[tuple[str, object, type]],
     ) -> None:
         self.entries, self.modules = tuple(entries), tuple(entries.values())
+        self.objects = tuple(value for _, value, _ in typed)
+        self.classes = tuple(cls for _, _, cls in typed)
+        functions: dict[int, tuple[FunctionType, _FunctionState]] = {}
+        """Each function held once (most are bound in several namespaces), by identity."""
+        self.tools: list[tuple[object, FunctionType]] = []
         wheres: list[str] = []
         spaces: list[dict[str, object]] = []
         self.sizes: list[int] = []
@@ -328,6 +431,16 @@ class _Flat:
             self.owners += [w.namespace] * len(w.names)
             self.names += w.names
             self.values += w.values
+            functions.update((id(fn), (fn, state)) for _, fn, state in w.functions)
+            self.tools += ((holder, fn) for _, holder, fn in w.tools)
+        self.rows: list[tuple[Callable[[FunctionType], object], list[FunctionType], list[object]]]
+        self.rows = []
+        """Per part of a function's state, the functions and that part as first seen: every
+        function's code, and the defaults of those that had some (a default given to a
+        function without changes no call the harness makes)."""
+        for i, read in enumerate(_STATE_READS):
+            held = [(fn, s[i]) for fn, s in functions.values() if i == 0 or s[i] is not None]
+            self.rows.append((read, [fn for fn, _ in held], [part for _, part in held]))
         self.wheres, self.spaces = tuple(wheres), tuple(spaces)
         self.versions = _versions(list(spaces))
         self.seen: list[int] | None = None
@@ -359,6 +472,13 @@ class _Flat:
         """Whether no namespace changed size and every name is bound as first seen."""
         if not all(map(is_, map(sys.modules.get, self.entries), self.modules)):
             return False
+        if not all(map(is_, map(type, self.objects), self.classes)):
+            return False
+        # Code and defaults set on a function move no dict's version.
+        if not all(all(map(is_, map(read, fns), first)) for read, fns, first in self.rows):
+            return False
+        if not all(getattr(holder, "fn", None) is fn for holder, fn in self.tools):
+            return False
         now = None if self.versions is None else self.versions()
         if now is not None and now == self.seen:
             return True  # no namespace was written to since they were all found unchanged
@@ -379,7 +499,6 @@ def _versions(spaces: list[dict[str, object]]) -> Callable[[], list[int]] | None
     if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
         return None
     import ctypes
-    from operator import attrgetter
 
     # The tag follows the object header (a free-threaded build's is longer) and ``ma_used``.
     header = object.__basicsize__
@@ -419,6 +538,52 @@ def _dict_of(cls: type) -> dict[str, object]:
     return namespace  # type: ignore[no-any-return]
 
 
+_FunctionState = tuple[CodeType, tuple[object, ...] | None, dict[str, object] | None]
+
+
+_STATE_READS = tuple(map(attrgetter, ("__code__", "__defaults__", "__kwdefaults__")))
+
+
+def _state(fn: FunctionType) -> _FunctionState:
+    """What a function runs with that can be set on the function object itself, unseen by
+    the namespace holding it: its code and its defaults (compared by identity: code objects
+    compare equal by value, a dict of defaults is the one bound)."""
+    return fn.__code__, fn.__defaults__, fn.__kwdefaults__
+
+
+def _altered(now: _FunctionState, first: _FunctionState) -> bool:
+    """Whether a function's code, or defaults it had, are no longer those first seen."""
+    code, *defaults = now
+    first_code, *first_defaults = first
+    return code is not first_code or any(
+        was is not None and part is not was
+        for part, was in zip(defaults, first_defaults, strict=True)
+    )
+
+
+def _functions(name: str, value: object) -> Iterator[tuple[str, FunctionType]]:
+    """The Python functions *value*, bound to *name*, runs: itself, a class or static
+    method's function, a property's getter, setter and deleter."""
+    if isinstance(value, FunctionType):
+        yield name, value
+    elif isinstance(value, (classmethod, staticmethod)):
+        if isinstance(value.__func__, FunctionType):
+            yield name, value.__func__
+    elif isinstance(value, property):
+        for part in ("fget", "fset", "fdel"):
+            fn = getattr(value, part)
+            if isinstance(fn, FunctionType):
+                yield f"{name}.{part}", fn
+    elif _tool(value):
+        yield f"{name}.fn", value.fn  # type: ignore[attr-defined]
+
+
+def _tool(value: object) -> bool:
+    """Whether *value* is like a suite's ``Tool`` (:class:`groundstate.tools.Tool`, not
+    imported here: that module imports this one): a function held as its ``fn``."""
+    return type(value).__name__ == "Tool" and isinstance(getattr(value, "fn", None), FunctionType)
+
+
 def _code(value: object) -> bool:
     return callable(value) or isinstance(value, (property, classmethod, staticmethod))
 
@@ -427,17 +592,20 @@ _IMMUTABLE_TYPE = 1 << 8
 """``Py_TPFLAGS_IMMUTABLETYPE``: a type whose attributes cannot be set (the builtins, most of
 the standard library's types written in C)."""
 
-_CONSTANT_NAME = re.compile(r"_?[A-Z][A-Z0-9_]*")
-_IMMUTABLE = (frozenset, tuple, MappingProxyType, ContextVar, bool, int, float, str, bytes)
 
-
-def _constant(name: str, value: object) -> bool:
-    """Whether *name* binds one of the harness's constants: named as one, and of a kind that
-    cannot change in place (the harness's policy tables are frozen: a set of the SQLite
-    authorizer's harmless actions that an agent added reads to let it read a table its
-    task forbids, in every later attempt too). A constant rebound counts as code rebound
-    (``groundstate.episode.USER_SHARE = 0``, the authorizer's ``_IN_CALL`` swapped)."""
-    return type(value) in _IMMUTABLE and _CONSTANT_NAME.fullmatch(name) is not None
+def _instance(name: str, value: object) -> bool:
+    """Whether *value*, bound to *name* in a watched module of the standard library, is an
+    object of the module's whose attributes are held (see :meth:`Bindings._take_instance`):
+    not a module's dunder (its spec sets attributes lazily), with a dict of its own and the
+    identity hash (it keys the watch)."""
+    cls = type(value)
+    return (
+        not name.startswith("__")
+        and not isinstance(value, ModuleType)
+        and not cls.__flags__ & _IMMUTABLE_TYPE
+        and cls.__hash__ is object.__hash__
+        and type(getattr(value, "__dict__", None)) is dict
+    )
 
 
 HARNESS = Bindings()
