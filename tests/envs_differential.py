@@ -133,3 +133,14 @@ def assert_generated_alike(
         assert diff_snapshots(start, ours.snapshot()) == diff_snapshots(start, theirs.snapshot())
         assert ours.diff_from_initial() == diff_snapshots(start, theirs.snapshot())
         assert ours.state_hash() == theirs.state_hash()
+
+
+def assert_written_alike(fixture: Path, sql: str, params: tuple[Any, ...]) -> None:
+    """A write by *sql* answers nothing on both kinds and leaves the same state and the same
+    changes."""
+    ours, theirs = both(fixture)
+    with ours, theirs:
+        start = ours.snapshot()
+        assert ask(ours, sql, params) == [] and ask(theirs, sql, params) == []
+        assert ours.state_hash() == theirs.state_hash()
+        assert diff_snapshots(start, ours.snapshot()) == diff_snapshots(start, theirs.snapshot())

@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from groundstate.environments.base import diff_snapshots
 from groundstate.environments.postgres_sql import sqlite_meaning
 
 from .envs_differential import (
@@ -31,6 +30,7 @@ from .envs_differential import (
     ask,
     assert_answered_alike,
     assert_generated_alike,
+    assert_written_alike,
     both,
     fixture_of,
 )
@@ -102,12 +102,7 @@ WRITES: list[tuple[str, tuple[Any, ...]]] = [
 def test_a_write_by_such_a_query_leaves_the_same_state(
     fixture: Path, sql: str, params: tuple[Any, ...]
 ) -> None:
-    ours, theirs = both(fixture)
-    with ours, theirs:
-        start = ours.snapshot()
-        assert ask(ours, sql, params) == [] and ask(theirs, sql, params) == []
-        assert ours.state_hash() == theirs.state_hash()
-        assert diff_snapshots(start, ours.snapshot()) == diff_snapshots(start, theirs.snapshot())
+    assert_written_alike(fixture, sql, params)
 
 
 # --- what cannot be answered alike is refused, by name --------------------------------------------

@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 
-from groundstate.environments.base import diff_snapshots
 from groundstate.environments.postgres_sql import sqlite_meaning
 
 from .envs_differential import (
@@ -32,6 +31,7 @@ from .envs_differential import (
     ask,
     assert_answered_alike,
     assert_generated_alike,
+    assert_written_alike,
     both,
     fixture_of,
 )
@@ -103,12 +103,7 @@ def test_a_write_by_such_a_comparison_leaves_the_same_state(
 ) -> None:
     """The rows a tool's write chose by such a comparison were other rows on PostgreSQL (or
     the write failed there): the final states, and so the verdicts, differed."""
-    ours, theirs = both(fixture)
-    with ours, theirs:
-        start = ours.snapshot()
-        assert ask(ours, sql, params) == [] and ask(theirs, sql, params) == []
-        assert ours.state_hash() == theirs.state_hash()
-        assert diff_snapshots(start, ours.snapshot()) == diff_snapshots(start, theirs.snapshot())
+    assert_written_alike(fixture, sql, params)
 
 
 def test_a_fixture_check_compares_as_sqlite(tmp_path: Path) -> None:

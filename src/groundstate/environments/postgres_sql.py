@@ -327,6 +327,13 @@ def _compared(tokens: list[Token]) -> list[Token]:
     return out
 
 
+def _left_end(tokens: list[Token], i: int, negated: bool) -> int:
+    """The last token of the left operand of the ``BETWEEN`` or ``IN`` at *i*, before the
+    ``NOT`` that negates it where *negated* (see :func:`_left_operand`)."""
+    end = _significant_toward(tokens, i - 1, -1)
+    return _significant_toward(tokens, end - 1, -1) if negated else end
+
+
 def _left_operand(tokens: list[Token], i: int) -> tuple[int, bool] | None:
     """The start of the left operand of the ``BETWEEN`` or ``IN`` at *i* (the index of the
     token before it) and whether ``NOT`` negates it; ``None`` where the rewriting cannot tell
@@ -387,9 +394,7 @@ def _betweens(tokens: list[Token]) -> list[Token]:
             i += 1
             continue
         before, negated = left
-        a_end = _significant_toward(tokens, i - 1, -1)
-        if negated:
-            a_end = _significant_toward(tokens, a_end - 1, -1)
+        a_end = _left_end(tokens, i, negated)
         low, high = tokens[i + 1 : middle], tokens[middle + 1 : after]
 
         def both(a: list[Token], low: list[Token] = low, high: list[Token] = high) -> list[Token]:
@@ -438,9 +443,7 @@ def _in_lists(tokens: list[Token]) -> list[Token]:
             i += 1
             continue
         before, negated = left
-        a_end = _significant_toward(tokens, i - 1, -1)
-        if negated:
-            a_end = _significant_toward(tokens, a_end - 1, -1)
+        a_end = _left_end(tokens, i, negated)
         operand = tokens[before + 1 : a_end + 1]
         values, start = [], opening + 1
         while start < closing:
