@@ -118,13 +118,13 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     thousands neither overflows nor cancels; only the final value is rounded.
     """
     _check_nck(n, c, k)
-    return float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
+    return float(exact_value(n, c, "at", k))
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
     """Unbiased estimate of P(all k attempts succeed), tau-bench's pass^k: C(c,k)/C(n,k)."""
     _check_nck(n, c, k)
-    return float(Fraction(math.comb(c, k), math.comb(n, k)))
+    return float(exact_value(n, c, "hat", k))
 
 
 def exact_value(n: int, c: int, name: str, k: int) -> Fraction:
