@@ -297,25 +297,34 @@ def test_environment_variables_an_agent_set_are_put_back(bank: Suite, tmp_path: 
     assert dict(os.environ) == before
 
 
-def test_descriptors_taken_again_while_the_attempt_is_graded_are_the_agents_doing(
-    bank: Suite, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A thread of the agent's that goes on opening descriptors after its end can take the
-    ones let go for the grading: the checks then fail, and the grader failure made the
-    attempt invalid. It is the agent's prohibited action. (Here nothing is held back at
-    all, as if such a thread had taken every descriptor let go; no pooled database either,
-    whose descriptors an open that fails for want of them would free.)"""
+def _graded_with_nothing_held() -> tuple[str, str]:
+    """One attempt by an agent that does the task and opens every descriptor left, with no
+    descriptor held back and no pooled database: its terminal reason and stop message."""
     POOL.drain()
-    monkeypatch.setattr(RESERVE, "keep", lambda: None)
+    RESERVE.keep = lambda: None  # type: ignore[method-assign]  # this process is thrown away
     held = RESERVE._held
     while held:
         os.close(held.pop())
     kept: list[int] = []
     try:
         with _few_descriptors(100):
-            run = attempt(bank, "transfer", FunctionAgent(_exhausting(_do_the_task, kept))).run
+            agent = FunctionAgent(_exhausting(_do_the_task, kept))
+            run = attempt(load_suite(BANK), "transfer", agent).run
     finally:
         for fd in kept:
             os.close(fd)
-    assert run.terminal_reason == "agent_failure/prohibited_action", run.infrastructure_status
-    assert "took every file descriptor" in run.infrastructure_status["stop"]["message"]
+    stop = run.infrastructure_status.get("stop") or {}
+    return run.terminal_reason, str(stop.get("message", ""))
+
+
+def test_descriptors_taken_again_while_the_attempt_is_graded_are_the_agents_doing() -> None:
+    """A thread of the agent's that goes on opening descriptors after its end can take the
+    ones let go for the grading: the checks then fail, and the grader failure made the
+    attempt invalid. It is the agent's prohibited action. (Here nothing is held back at
+    all, as if such a thread had taken every descriptor let go; no pooled database either,
+    whose descriptors an open that fails for want of them would free. In a fresh process:
+    in the suite's own, an idle loop thread an earlier test left, ending and closing its
+    loop mid-attempt, once freed the few descriptors the checks needed, and they passed.)"""
+    reason, message = in_a_fresh_process(_graded_with_nothing_held)
+    assert reason == "agent_failure/prohibited_action", message
+    assert "took every file descriptor" in message
