@@ -363,6 +363,12 @@ def test_compare_json_recomputed(tmp_path: Path, seed: int) -> None:
         t for t in set(by_a) & set(by_b) if by_a[t].n_c("valid")[0] and by_b[t].n_c("valid")[0]
     )
     assert got["mode"] == "paired" and got["paired_tasks"] == shared
+    assert got["only_in_a"] == sorted(set(by_a) - set(by_b))
+    assert got["only_in_b"] == sorted(set(by_b) - set(by_a))
+    assert got["excluded_tasks"] == sorted(set(by_a) & set(by_b) - set(shared))
+    assert got["dropped_tasks"] == sum(len(got[key]) for key in
+                                       ("only_in_a", "only_in_b", "excluded_tasks"))  # fmt: skip
+    assert got["per_task_test"]["tested"] == len(shared)
     rows = {row["task_id"]: row for row in got["per_task"]}
     assert sorted(rows) == shared
     ps = []
@@ -484,3 +490,45 @@ def test_plan_rounds_the_pilots_attempts_per_task_half_up(
     assert got["components"][0]["attempts"] == (sizes[0] + sizes[1]) / 2
     assert got["marginal"]["attempts"] == design
     assert str(design) in got["tasks_needed"]
+
+
+# --- a large batch, counted as columns -----------------------------------------------------------
+
+
+def test_a_large_batch_counted_as_columns_matches_the_exact_means() -> None:
+    """Control: 3,000 tasks (1,000 of them with 120 attempts, the rest 200; every 7th attempt
+    of some tasks invalid), 560,000 attempts made as columns (no object per attempt), against
+    exact means at k = 1, 2 and the common k; pass@1 is the success rate's float."""
+    from groundstate.stats import AttemptColumns, TaskInfo, count_columns, summary_of
+
+    ns = np.where(np.arange(3000) % 3 == 0, 120, 200)
+    task = np.repeat(np.arange(3000), ns)
+    slot = np.concatenate([np.arange(n) for n in ns])
+    wins_per_task = (np.arange(3000) * 37) % 121
+    success = slot < wins_per_task[task]
+    valid = ~((task % 5 == 1) & (slot % 7 == 6))
+    ids = tuple(f"t{i:04d}" for i in range(3000))
+    columns = AttemptColumns(ids, task.astype(np.int64), valid, success,
+                             np.full(len(task), np.nan))  # fmt: skip
+    counts = count_columns(columns, {i: TaskInfo() for i in ids})
+    summary = summary_of(
+        counts, reasons={}, invalid_reasons={}, cost=np.zeros(len(task)),
+        latency=np.zeros(len(task)), successes=int((success & valid).sum()), n_boot=100,
+    )  # fmt: skip
+    for view, view_counts in counts.items():
+        got = summary.views[view]
+        nc = [(t.n, t.c) for t in view_counts]
+        assert got.kmax == min(n for n, _ in nc) and got.n_tasks == 3000
+        exact_rate = sum((Fraction(c, n) for n, c in nc), Fraction(0)) / len(nc)
+        assert got.success_rate is not None
+        assert got.success_rate.estimate == pytest.approx(float(exact_rate), rel=1e-12)
+        assert got.pass_at_k[1].estimate == got.success_rate.estimate
+        assert got.pass_hat_k[1].estimate == got.success_rate.estimate
+        for k in (2, got.kmax):
+            exact_at = sum((ref_at(n, c, k) for n, c in nc), Fraction(0)) / len(nc)
+            exact_hat = sum((ref_hat(n, c, k) for n, c in nc), Fraction(0)) / len(nc)
+            assert got.pass_at_k[k].estimate == pytest.approx(float(exact_at), rel=1e-11)
+            assert got.pass_hat_k[k].estimate == pytest.approx(float(exact_hat), rel=1e-11)
+        for estimate in (got.success_rate, *got.pass_at_k.values(), *got.pass_hat_k.values()):
+            assert estimate.ci_low is not None and estimate.ci_high is not None
+            assert estimate.ci_low <= estimate.estimate <= estimate.ci_high
