@@ -77,7 +77,8 @@ def test_estimators_are_exact_for_large_n() -> None:
     hat = math.prod((Fraction(c - i, n - i) for i in range(k)), start=Fraction(1))
     miss = math.prod((Fraction(n - c - i, n - i) for i in range(k)), start=Fraction(1))
     assert pass_hat_k(n, c, k) == float(hat)
-    assert pass_at_k(n, c, k) == float(1 - miss)
+    # 1 - miss (miss about 1e-31) rounds to 1.0, which it is not: one ulp inside instead
+    assert float(1 - miss) == 1.0 and pass_at_k(n, c, k) == math.nextafter(1.0, 0.0)
     assert 0 < pass_hat_k(n, c, k) < 1e-30  # tiny but not flushed to zero or nan
     assert math.isfinite(pass_at_k(10_000, 9_999, 5_000))
     assert pass_hat_k(10_000, 9_999, 5_000) == 0.5  # C(9999,k)/C(10000,k) = (n-k)/n

@@ -309,7 +309,8 @@ def plan(
     difference = assumed_difference(pilots[0]) if len(pilots) == 1 else paired_difference(*pilots)
     _check_variation(difference)
     pilot_tasks = difference.n_tasks  # with two pilots, the tasks they share
-    attempts = sorted({*ATTEMPTS_GRID, round(components[0].attempts)})
+    pilot_attempts = _design_attempts(components[0])
+    attempts = sorted({*ATTEMPTS_GRID, pilot_attempts})
     needed = {k: tasks_needed(difference, k, delta, power, alpha) for k in attempts}
     grid = {
         t: {k: power_of(difference, t, k, delta, alpha) for k in attempts}
@@ -324,9 +325,16 @@ def plan(
         pilot_tasks=pilot_tasks,
         tasks_needed=needed,
         power_grid=grid,
-        marginal=marginal(difference, pilot_tasks, max(1, round(components[0].attempts))),
+        marginal=marginal(difference, pilot_tasks, pilot_attempts),
         warnings=_unshared(pilots) + _warnings(difference, needed, pilot_tasks),
     )
+
+
+def _design_attempts(parts: VarianceComponents) -> int:
+    """The pilot's attempts per task K as a whole number: its mean rounded half up, as every
+    figure is (Python's ``round`` rounds half to even: a mean of 2.5 gave K = 2 and one of
+    3.5 K = 4), and at least 1."""
+    return max(1, math.floor(parts.attempts + 0.5))
 
 
 def _components(counts: Sequence[TaskCounts], name: str, pilots: int) -> VarianceComponents:

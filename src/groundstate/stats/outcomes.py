@@ -115,16 +115,36 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased estimate of P(at least one of k attempts succeeds): 1 - C(n-c,k)/C(n,k).
 
     Binomials are exact integers and the ratio a Fraction, so n in the tens of
-    thousands neither overflows nor cancels; only the final value is rounded.
+    thousands neither overflows nor cancels; only the final value is rounded, by
+    :func:`inside`: it is 1.0 only when k > n - c (every k-subset holds a success), never
+    for 1 - 1e-181 (pass@60 of 600 successes in 1,200 attempts), as in the reports' curves.
     """
     _check_nck(n, c, k)
-    return float(exact_value(n, c, "at", k))
+    return inside(exact_value(n, c, "at", k))
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float:
-    """Unbiased estimate of P(all k attempts succeed), tau-bench's pass^k: C(c,k)/C(n,k)."""
+    """Unbiased estimate of P(all k attempts succeed), tau-bench's pass^k: C(c,k)/C(n,k).
+
+    Rounded by :func:`inside`: 0.0 only when k > c, never for a value below the smallest
+    float (pass^590 of 600 successes in 1,200 attempts), as in the reports' curves."""
     _check_nck(n, c, k)
-    return float(exact_value(n, c, "hat", k))
+    return inside(exact_value(n, c, "hat", k))
+
+
+def inside(value: Fraction) -> float:
+    """The float nearest *value*, a rational in [0, 1], but one strictly between 0 and 1
+    when *value* is: the nearest float of 1 - 1e-181 is 1.0 and of 1e-400 is 0.0, which
+    claim a certainty the rational denies (and printed "1.000" and "0.000"). Then the float
+    one ulp inside the end is given (0.9999999999999999, 5e-324), the rule
+    :func:`pass_curves` follows for the reports' curves, so the library's scalar functions
+    and a report give the same side of 0 and 1 for the same counts."""
+    found = float(value)
+    if found >= 1.0 and value < 1:
+        return math.nextafter(1.0, 0.0)
+    if found <= 0.0 and value > 0:
+        return math.nextafter(0.0, 1.0)
+    return found
 
 
 def exact_value(n: int, c: int, name: str, k: int) -> Fraction:
@@ -146,7 +166,8 @@ def pass_curves(n: npt.ArrayLike, c: npt.ArrayLike, kmax: int) -> tuple[FloatArr
     the tests). pass@k is 1 minus the product of 1 - c/(n-j), summed as logarithms
     (``log1p``/``expm1``): 1 minus a product near 1 would cancel, leaving a pass@k of
     2e-6 (one success in 500,000 attempts) with only five correct digits.
-    A task with fewer than k attempts has no value there: NaN.
+    A task with fewer than k attempts has no value there: NaN. At k = 1 both are c/n
+    rounded once, the float the success rate is.
     """
     ns = np.asarray(n, dtype=np.float64)[:, None]
     cs = np.asarray(c, dtype=np.float64)[:, None]
@@ -164,6 +185,11 @@ def pass_curves(n: npt.ArrayLike, c: npt.ArrayLike, kmax: int) -> tuple[FloatArr
     np.cumsum(at, axis=1, out=at)
     np.expm1(at, out=at)
     np.negative(at, out=at)
+    if at.shape[1]:
+        # pass@1 is c/n, as pass^1 and the success rate are: the one division, correctly
+        # rounded (1 - exp(log(1 - c/n)) was 0.24999999999999997 for 1 of 4, so a report
+        # gave the one value two floats, and compare two p-values)
+        at[:, 0] = hat[:, 0]
     at[unsupported] = np.nan
     hat[unsupported] = np.nan
     _keep_inside(at, hat, ns - cs, cs, j)
