@@ -85,9 +85,12 @@ class Guard(Generic[T]):
         while stack:
             item = stack.pop()
             kind = type(item)
-            if kind in _ATOMS or id(item) in seen:
+            if kind in _ATOMS:
                 continue
-            seen.add(id(item))
+            key = id(item)  # once: ``id`` raises an audit event, a call of this process's hook
+            if key in seen:
+                continue
+            seen.add(key)
             if kind is list:
                 lists.append(item)
                 stack.extend(item)

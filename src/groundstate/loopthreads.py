@@ -60,7 +60,8 @@ from collections.abc import Callable, Coroutine, MutableMapping
 from concurrent.futures import thread as _executor_threads
 from contextlib import suppress
 from contextvars import Context, copy_context
-from operator import is_not
+from itertools import repeat
+from operator import is_, is_not
 from typing import Any, TypeVar
 
 from groundstate.capture import put_back_streams, streams
@@ -436,7 +437,11 @@ def put_back_builtins() -> None:
 
 
 def _put_back(current: dict[str, Any], first: dict[str, Any]) -> None:
-    """Bind each name of *first* in *current* as in *first* (names added since left alone)."""
+    """Bind each name of *first* in *current* as in *first* (names added since left alone).
+    Nothing rebound, the usual case, is found in one pass in C (three times per attempt over
+    the builtins' 160 names)."""
+    if all(map(is_, map(current.get, first, repeat(_MISSING)), first.values())):
+        return
     for name, value in first.items():
         if current.get(name, _MISSING) is not value:
             current[name] = value
