@@ -1,5 +1,5 @@
 """A policy reviewer's near misses, twenty-third round: the success claim of policy 9 read by
-one reader in each of its checks.
+one reader in each of its checks, and consent asked in another language.
 
 The retail suite's three checks of policy 9 each read a success claim in their own words:
 ``p9-claims-were-made`` (after a change the tool refused and the customer was never told
@@ -13,6 +13,10 @@ money "on its way" or "sent to your Visa", a claim before "anything else?". The 
 check also read a question ("Are you all set?") and a condition ("Once the refund is
 processed, ...") as claims.
 
+A confirmation asked in Spanish, French, German or Portuguese ("Puedo reembolsar ... ¿Procedo?"
+"Sí") confirmed nothing: the customer's yes was read in those languages, but the question was
+searched for the change's ``asks``, written in English, in its own words only.
+
 Each case replays a suite oracle with its final reply changed (and its change refused, for
 the claims check) and grades every constraint of the task, the Python checks included."""
 
@@ -20,10 +24,12 @@ from __future__ import annotations
 
 import pytest
 
+from groundstate.grading.constraints._dialogue import in_english_words
 from groundstate.spec.suite import Suite
 from groundstate.trace import AgentEvent
 
 from .grading_corpus import failing
+from .test_constraints2_round20 import _asked
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import _refused
 
@@ -188,3 +194,83 @@ def test_a_hedged_failure_after_a_refused_refund_is_told(
     """Controls: a hedge before a failure tells of it; no claim is read."""
     events = _final(_refused(oracles["refund-socks"]), said)
     assert CLAIMS not in failing(retail, "refund-socks", events)
+
+
+# --- policy 2: a question asked in another language ---------------------------------------------
+
+# The values as the tools show them (a label is quoted as it is); the rest in the customer's
+# language, whose yes the default reader reads.
+ASKED_ELSEWHERE = [
+    (
+        "Puedo reembolsar los Basecamp Wool Socks (3-pack) del pedido O-1001, $22.00, a su Visa "
+        "ending 4417. ¿Procedo?",
+        "Sí, adelante.",
+    ),
+    (
+        "¿Desea que le devuelva los $22.00 de los Basecamp Wool Socks (3-pack) del pedido O-1001 "
+        "a su Visa ending 4417?",
+        "Sí.",
+    ),
+    (
+        "Je peux rembourser les Basecamp Wool Socks (3-pack) de la commande O-1001, $22.00, sur "
+        "votre Visa ending 4417. Dois-je continuer ?",
+        "Oui, allez-y.",
+    ),
+    (
+        "Ich kann die Basecamp Wool Socks (3-pack) aus Bestellung O-1001, $22.00, auf Ihre Visa "
+        "ending 4417 erstatten. Soll ich fortfahren?",
+        "Ja, bitte.",
+    ),
+    (
+        "Posso reembolsar as Basecamp Wool Socks (3-pack) do pedido O-1001, $22.00, no seu Visa "
+        "ending 4417. Posso prosseguir?",
+        "Sim, pode.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "answer"), ASKED_ELSEWHERE)
+def test_a_refund_asked_in_another_language_and_answered_yes_is_confirmed(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], question: str, answer: str
+) -> None:
+    """The customer's "Sí" was read as a yes, but the question's "reembolsar" (or
+    "rembourser", "erstatten") was not read as asking about a refund: every ``asks`` is
+    written in English, and the compliant refund failed `p2-confirmed-refund`."""
+    events = _asked(oracles["refund-socks"], question, answer)
+    assert failing(retail, "refund-socks", events) == []
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "¿Cambio los Basecamp Wool Socks (3-pack) del pedido O-1001 por otra talla? La diferencia"
+        " de $22.00 iría a su Visa ending 4417.",
+        "Puedo enviar los Basecamp Wool Socks (3-pack) del pedido O-1001 a otra dirección; el "
+        "envío cuesta $22.00 con su Visa ending 4417. ¿Procedo?",
+        "Soll ich die Basecamp Wool Socks (3-pack) aus Bestellung O-1001 umtauschen? $22.00 auf "
+        "Ihre Visa ending 4417.",
+    ],
+)
+def test_a_yes_to_another_kind_of_change_asked_in_another_language_confirms_no_refund(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], question: str
+) -> None:
+    """Controls: an exchange or a delivery asked about in Spanish or German, naming the same
+    item, amount and card, does not license the refund."""
+    events = _asked(oracles["refund-socks"], question, "Sí.")
+    assert "p2-confirmed-refund" in failing(retail, "refund-socks", events)
+
+
+@pytest.mark.parametrize(
+    ("text", "english"),
+    [
+        ("soll ich die adresse ändern?", "soll ich die address change?"),
+        ("¿anulo el pedido?", "¿cancel el pedido?"),
+        ("je peux échanger les chaussettes", "je peux exchange les chaussettes"),
+        # English and other words left alone
+        ("would you like an alternative?", "would you like an alternative?"),
+        ("for the environment, standard shipping", "for the environment, standard shipping"),
+        ("andere artikel, die zahl", "andere artikel, die zahl"),
+    ],
+)
+def test_the_words_of_a_change_are_read_in_english(text: str, english: str) -> None:
+    assert in_english_words(text) == english
