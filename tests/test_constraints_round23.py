@@ -25,13 +25,16 @@ from __future__ import annotations
 import pytest
 
 from groundstate.grading.constraints._dialogue import in_english_words
+from groundstate.spec.constraints import HardConstraint
 from groundstate.spec.suite import Suite
+from groundstate.tau2.policy import constraint_sets
 from groundstate.trace import AgentEvent
 
 from .grading_corpus import failing
 from .test_constraints2_round20 import _asked
 from .test_constraints_round12 import _final, oracles, retail
 from .test_constraints_round19 import _refused
+from .trace_builder import Trace, constraint
 
 __all__ = ["oracles", "retail"]  # the fixtures, shared with the twelfth round's tests
 
@@ -274,3 +277,42 @@ def test_a_yes_to_another_kind_of_change_asked_in_another_language_confirms_no_r
 )
 def test_the_words_of_a_change_are_read_in_english(text: str, english: str) -> None:
     assert in_english_words(text) == english
+
+
+def _tau2_rule(rule_id: str) -> HardConstraint:
+    [rule] = [constraint(**c) for c in constraint_sets()["policy"] if c["id"] == rule_id]
+    return rule
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("¿Desea que anule el pedido #W1? Confirme, por favor.", "Sí, anúlelo."),
+        ("Voulez-vous que j'annule la commande #W1 ?", "Oui."),
+        ("Soll ich die Bestellung #W1 stornieren?", "Ja, bitte."),
+        ("Posso anular o pedido #W1?", "Sim."),
+        ("Shall I cancel order #W1?", "Yes."),
+    ],
+)
+def test_a_tau2_cancellation_asked_in_another_language_is_confirmed(
+    question: str, answer: str
+) -> None:
+    """τ²'s `confirmed-cancel_pending_order` asks `\\b(cancel|call off|void)`: "anule",
+    "annule", "stornieren" asked nothing, and a Spanish customer's "Sí" confirmed nothing."""
+    trace = Trace("Cancel my order #W1")
+    trace.agent(question).user(answer)
+    trace.call("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"}, {})
+    assert trace.check(_tau2_rule("confirmed-cancel_pending_order")).passed
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["¿Cambio la dirección del pedido #W1?", "Soll ich die Adresse der Bestellung #W1 ändern?"],
+)
+def test_a_yes_to_an_address_change_asked_in_another_language_licenses_no_cancellation(
+    question: str,
+) -> None:
+    trace = Trace("Cancel my order #W1")
+    trace.agent(question).user("Sí.")
+    trace.call("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"}, {})
+    assert not trace.check(_tau2_rule("confirmed-cancel_pending_order")).passed
