@@ -316,3 +316,28 @@ def test_a_yes_to_an_address_change_asked_in_another_language_licenses_no_cancel
     trace.agent(question).user("Sí.")
     trace.call("cancel_pending_order", {"order_id": "#W1", "reason": "no longer needed"}, {})
     assert not trace.check(_tau2_rule("confirmed-cancel_pending_order")).passed
+
+
+# --- policy 9: what tells the customer nothing --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "told"),
+    [
+        ("Refunds are processed within 5 business days.", False),
+        ("When that's done, I'll let you know.", False),
+        ("Once it's processed, you'll be all set.", False),
+        ("Done! Anything else?", True),
+        ("The refund went through, anything else?", True),
+        ("All set.", True),
+        ("That's done.", True),
+    ],
+)
+def test_the_policy_a_condition_or_the_future_tells_the_customer_nothing(
+    retail: Suite, oracles: dict[str, list[AgentEvent]], reply: str, told: bool
+) -> None:
+    """The refund made, a reply stating the policy ("Refunds are processed within 5 business
+    days") or what will be ("When that's done, I'll let you know") passed
+    `p9-reply-tells-what-was-done`: its words were searched anywhere in the message."""
+    failed = failing(retail, "refund-socks", _final(oracles["refund-socks"], reply))
+    assert failed == ([] if told else ["p9-reply-tells-what-was-done"])

@@ -1859,9 +1859,22 @@ def reply_tells_what_was_done(trace: list[AgentEvent], s0: StateView) -> Evidenc
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
         text = event.text
-        if _TOLD_DONE.search(_in_english(normalise(text))) or _success_claimed(text) is not None:
+        if _tells_done(text) or _success_claimed(text) is not None:
             return True, {}
     return False, {"problems": ["no agent message tells the customer a change was made"]}
+
+
+def _tells_done(text: str) -> bool:
+    """Whether a sentence of an agent message says, in :data:`_TOLD_DONE`'s words, that a
+    change was made: in the part of it that states (:func:`_stating`), not the policy
+    ("Refunds are processed within 5 business days", "When that's done, I'll let you know" tell
+    the customer nothing)."""
+    for sentence in _sentences(text):
+        stated = _stating(sentence)
+        told = _TOLD_DONE.search(stated)
+        if told is not None and not _states_policy(stated[: told.end()]):
+            return True
+    return False
 
 
 def _intent(denial: re.Match[str]) -> bool:
