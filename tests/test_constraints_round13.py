@@ -226,8 +226,15 @@ def test_the_policy_stated_in_a_refusal_is_no_claim(
 @pytest.mark.parametrize(
     ("said", "broken"),
     [
-        ("- Refund: issued\n- Amount: $158.00", ["p9-claims-were-made"]),
-        ("**Refund** \u2014 processed. $158.00 is back on your Visa.", ["p9-claims-were-made"]),
+        # both policy 9 checks read one success claim since the twenty-third round
+        (
+            "- Refund: issued\n- Amount: $158.00",
+            ["p9-claims-were-made", "p9-reply-claims-no-change"],
+        ),
+        (
+            "**Refund** \u2014 processed. $158.00 is back on your Visa.",
+            ["p9-claims-were-made", "p9-reply-claims-no-change"],
+        ),
         ("Your refunds have been issued.", ["p9-claims-were-made", "p9-reply-claims-no-change"]),
         ("The refund is processed.", ["p9-claims-were-made", "p9-reply-claims-no-change"]),
     ],

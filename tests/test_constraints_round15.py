@@ -152,9 +152,10 @@ def test_a_failure_said_without_naming_the_change_denies_it(
         ("J'ai remboursé la veste sur votre Visa.", [MADE, NO_CHANGE]),
         ("Le remboursement a été effectué.", [MADE, NO_CHANGE]),
         ("Ich habe die Jacke erstattet.", [MADE, NO_CHANGE]),
-        ("Die Erstattung wurde bearbeitet.", [MADE]),
+        # both policy 9 checks read one success claim since the twenty-third round
+        ("Die Erstattung wurde bearbeitet.", [MADE, NO_CHANGE]),
         ("Reembolsei a jaqueta.", [MADE, NO_CHANGE]),
-        ("O reembolso foi processado.", [MADE]),
+        ("O reembolso foi processado.", [MADE, NO_CHANGE]),
         # honest refusals, and the policy stated
         ("No he podido reembolsar la chaqueta.", []),
         ("No se ha reembolsado nada.", []),

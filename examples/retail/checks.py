@@ -832,13 +832,14 @@ _GENERIC_VERBS = (
     "updated|changed|moved|processed|issued|added|applied|made|arranged|put|given|initiated"
     "|submitted|started|requested|completed|set up|sent|handled|taken care of|took care of"
     "|went ahead with|gone ahead with|carried out|dealt with|sorted out"
+    "|done(?= (?:it|that|this|them|those|these|everything|all of (?:it|them))\\b)"
 )
 _AUXILIARIES = "have has had did do can could shall should will would may might must"
 _ASKED_OF_ME = "".join(rf"(?<!\b{verb} )" for verb in _AUXILIARIES.split())
 """Not after an auxiliary verb, which makes "I" or "we" the subject of a question ("Have I
 refunded it? No.", "Could we have cancelled it?"), not of a claim."""
 _CLAIM_START = re.compile(
-    rf"{_ASKED_OF_ME}\b(i|we)('ve| have)?( now| just| also| successfully| gone ahead and"
+    rf"{_ASKED_OF_ME}\b(i|we)('ve| have)?( now| just| also| already| successfully| gone ahead and"
     rf"| went ahead and)* (?=({'|'.join(_KIND_VERBS)}|{_GENERIC_VERBS})\b)"
 )
 _RECORD = r"(?:(?:the|your|an?|both|my)\b|o-\d)"
@@ -880,7 +881,11 @@ _MONEY_BACK = re.compile(
     r"\b(?:back (?:on|to|onto) your|on (?:its|their) way back|(?:heading|coming|going) back|"
     r"you'll see|you will see|you should see|expect(?: to (?:see|get|receive))?|"
     r"will (?:arrive|appear|show up|be back|be credited)|on (?:its|their) way (?:to|onto) your"
-    r"(?: [\w-]+)? (?:card|visa|mastercard|amex|paypal|account))\b"
+    r"(?: [\w-]+)? (?:card|visa|mastercard|amex|paypal|account)"
+    r"|(?:sent|returned|paid|issued|credited)(?: back)? (?:to|onto) your(?: [\w-]+)?"
+    r" (?:card|visa|mastercard|amex|paypal|account|gift card)"
+    r"|(?:refund|money|reimbursement)s?(?: (?:is|are|has|have))? (?:now )?(?:been )?"
+    r"on (?:its|their) way)\b"
 )
 """Money said to be coming back: a refund, when the sentence has an amount or a refund ("The
 refunds are on their way to your Mastercard")."""
@@ -1075,15 +1080,56 @@ _ENGLISH: list[tuple[re.Pattern[str], Any]] = [
 ]
 """Spanish, French, German and Portuguese words as policy 9's rules read them, in order."""
 
+_PARTICIPLE_EN = (
+    r"refunded|reimbursed|cancell?ed|exchanged|swapped|credited|processed|updated|changed"
+    r"|issued|applied|completed|handled|submitted"
+)
+_PLAIN: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(pattern), plain)
+    for pattern, plain in [
+        # a hedge before a claim: "I believe the refund has gone through", "It looks like the
+        # refund went through" (a hedged claim is still a claim, and a hedged failure a failure)
+        (
+            r"(?:^|(?<=[.!?;,:] ))(?:(?:i|we) (?:believe|think)|it (?:looks|seems|appears)"
+            r"(?: like| as if| as though)?|(?:looks|seems) like)(?: that)? (?=(?:the|your|it|that"
+            r"|this|everything|all|both|[\w-]+ (?:has|have|is|are|was|were)\b|[\w-]+'s\b))",
+            "",
+        ),
+        (r"\b(?:appears?|seems?) to have\b", "has"),
+        (r"\bshould now be\b", "is now"),
+        (rf"\bshould be ({_PARTICIPLE_EN}) (?:now|by now)\b", r"is \1 now"),
+        # "'s been" is "has been": "That's been processed", "The refund's gone through"
+        (r"(?<=[^\W\d_])'s (?=(?:been|gone)\b)", " has "),
+        # the past perfect of a claim: "I'd already refunded", "I had processed"
+        (
+            rf"\b(i|we)(?:'d| had)(?= (?:(?:already|just|now|also) )*(?:{_PARTICIPLE_EN}|done|made"
+            r"|taken care|sorted|gone ahead|put through)\b)",
+            r"\1 have",
+        ),
+        # "I've got that refunded" is "I've refunded that"; "sorted it out", "sorted out it"
+        (
+            r"\bgot ((?:it|that|this|them|those|these|everything|(?:your|the) [\w-]+"
+            rf"(?: [\w-]+)?)) ({_PARTICIPLE_EN}|sorted(?: out)?|done)\b",
+            r"\2 \1",
+        ),
+        (r"\bsorted (it|that|this|them|those|these|everything) out\b", r"sorted out \1"),
+    ]
+]
+"""English said around a claim, put plainly before policy 9's rules read it: a hedge
+dropped, "'s been" as "has been", the past perfect as the perfect, a claim's verb put before
+its object ("got that refunded")."""
+
 
 @lru_cache(maxsize=4096)
 def _in_english(normalised_text: str) -> str:
     """*normalised_text* with the words of the other languages policy 9's rules read put in
-    English (see :data:`_ENGLISH`); English text is left as it is. Kept per text: each
-    message is read by several of policy 9's checks, and the forty-odd patterns were a third
-    of the suite's checks' time."""
+    English (see :data:`_ENGLISH`), then English put plainly (:data:`_PLAIN`). Kept per text:
+    each message is read by several of policy 9's checks, and the forty-odd patterns were a
+    third of the suite's checks' time."""
     for pattern, english in _ENGLISH:
         normalised_text = pattern.sub(english, normalised_text)
+    for pattern, plain in _PLAIN:
+        normalised_text = pattern.sub(plain, normalised_text)
     return normalised_text
 
 
@@ -1097,9 +1143,10 @@ def _claims(text: str) -> list[tuple[str, str]]:
     which records it changed (the verb's object, the clause of a statement)."""
     claims: list[tuple[str, str]] = []
     asking = _ASKS_TO_CONFIRM.search(normalise(text)) is not None
-    for sentence in _sentences(text):
-        claims += _first_person_claims(sentence)
-        if sentence.rstrip().endswith("?") or _NOT_A_STATEMENT.search(sentence):
+    for whole in _sentences(text):
+        claims += _first_person_claims(whole)
+        sentence = _unasked(whole)  # "The refund went through, anything else?"
+        if not sentence or _NOT_A_STATEMENT.search(sentence):
             continue
         if asking and _FUTURE.search(sentence):
             continue
@@ -1200,11 +1247,14 @@ def _first_person_claims(sentence: str, *, unnamed: bool = False) -> list[tuple[
 
 _CHANGE_OBJECT = re.compile(
     r" (?:it|that|this|them|those|these|everything|all(?: of (?:it|them))?"
-    r"|(?:the|this|that|these|those) changes?)\b"
+    r"|(?:the|this|that|these|those) changes?"
+    r"|(?:your|the|this|that) requests?(?=(?: (?:for you|now|successfully|as (?:requested|asked)))*"
+    r"\W*$))\b"
 )
 """The object of a generic verb that stands for a change without naming its kind ("processed
-it", "made the change"), not something else done ("made a note on your account", "sent you a
-copy of our policy", "handled your request as our policy says")."""
+it", "made the change", "processed your request" and no more), not something else done
+("made a note on your account", "sent you a copy of our policy", "handled your request as our
+policy says")."""
 
 
 def _noun_kind(clause: str) -> str | None:
@@ -1304,19 +1354,65 @@ _DONE_ALONE = re.compile(
     r"|all that|that all)(?:'s| is| are| has| have| was| were)?(?: been)? |(?:you|we)(?:'re| are)"
     r" )?(?:(?:now|all|fully|successfully|been) )*"
     r"(?:done|done and dusted|complete|completed|finished|sorted|sorted out|set|set up|taken care"
-    r" of|handled|good to go|consider it done|mission accomplished|success|successful)"
-    r"(?: (?:now|for you|successfully|as (?:requested|asked|discussed)))*\W*"
+    r" of|handled|good to go|consider it done|mission accomplished|success|successful|job done)"
+    r"(?: (?:now|for you|successfully|as (?:requested|asked|discussed)|(?:on|from|at) (?:my|our)"
+    r" (?:end|side)|here))*\W*"
 )
 
 
 def _success_claimed(text: str) -> str | None:
     """The words of an agent message that say a change was made: a claim of a kind of change
-    (:func:`_claims`, :func:`_states`), that everything went through, or a bare "All done",
-    "Done!", "That's taken care of" (:data:`_DONE_ALONE`)."""
+    (:func:`_claims`, :func:`_states`), that everything went through, a bare "All done",
+    "Done!", "That's taken care of" (:data:`_DONE_ALONE`), or a sentence
+    :func:`_claims_a_change` reads (:data:`_CLAIMS_CHANGE`, "I've processed your request").
+    The one reader of a success claim that each of policy 9's checks asks: a claim one of
+    them read and another did not ("Your request has been processed" failed a refusal but
+    was no claim after a refused refund; "Refund issued!" the reverse) let an agent choose
+    its words to pass."""
     claims = [words for _, words in [*_claims(text), *_states(text)]]
     if claims:
         return claims[0].strip()
-    return _done_alone(text, _ALL_WENT_THROUGH)
+    said = _done_alone(text, _ALL_WENT_THROUGH)
+    if said is not None:
+        return said
+    return next((sentence for sentence in _sentences(text) if _claims_done(sentence)), None)
+
+
+def _claims_done(sentence: str) -> bool:
+    """Whether *sentence* says a change is done, besides :func:`_claims`: a statement
+    (:data:`_CLAIMS_CHANGE`) in the part of it that states (:func:`_stating`), or a
+    first-person claim naming no kind ("I've processed it")."""
+    stated = _stating(sentence)
+    claim = _CLAIMS_CHANGE.search(stated)
+    if claim is not None and not _states_policy(stated[: claim.end()]):
+        return True
+    return bool(_first_person_claims(sentence, unnamed=True))
+
+
+_UNDER_CONDITION = re.compile(
+    r"\W*(?:(?:and|but|so|then|just|only) )*(?:if|once|when|whenever|after|as soon as|unless"
+    r"|until|in case|provided|assuming)\b"
+)
+
+
+def _stating(sentence: str) -> str:
+    """The part of *sentence* a statement of a change is read in: a question's clauses
+    before the one that asks ("The refund went through, anything else?"; nothing of "Are you
+    all set?"), not a clause about the future ("..., you'll be all set"), nothing of a
+    sentence under a condition ("Once the refund is processed, you'll get an email")."""
+    if _UNDER_CONDITION.match(sentence):
+        return ""
+    clauses = _CLAUSE_END.split(_unasked(sentence))
+    return ", ".join(c for c in clauses if not _FUTURE.search(c) and not _UNDER_CONDITION.match(c))
+
+
+def _unasked(sentence: str) -> str:
+    """*sentence* without the clause a question asks in: "The refund went through" of "The
+    refund went through, anything else?", nothing of "Did the refund go through?"."""
+    if not sentence.endswith("?"):
+        return sentence
+    ends = list(_CLAUSE_END.finditer(sentence))
+    return sentence[: ends[-1].start()] if ends else ""
 
 
 def _done_alone(text: str, also: re.Pattern[str] | None = None) -> str | None:
@@ -1763,11 +1859,22 @@ def reply_tells_what_was_done(trace: list[AgentEvent], s0: StateView) -> Evidenc
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
         text = event.text
-        if _TOLD_DONE.search(_in_english(normalise(text))) or _claimed_kinds(text):
-            return True, {}
-        if _done_alone(text) is not None:  # "That's taken care of.", "Finished."
+        if _tells_done(text) or _success_claimed(text) is not None:
             return True, {}
     return False, {"problems": ["no agent message tells the customer a change was made"]}
+
+
+def _tells_done(text: str) -> bool:
+    """Whether a sentence of an agent message says, in :data:`_TOLD_DONE`'s words, that a
+    change was made: in the part of it that states (:func:`_stating`), not the policy
+    ("Refunds are processed within 5 business days", "When that's done, I'll let you know" tell
+    the customer nothing)."""
+    for sentence in _sentences(text):
+        stated = _stating(sentence)
+        told = _TOLD_DONE.search(stated)
+        if told is not None and not _states_policy(stated[: told.end()]):
+            return True
+    return False
 
 
 def _intent(denial: re.Match[str]) -> bool:
@@ -1786,7 +1893,7 @@ _NOT_NEGATED_SUBJECT = (
 )
 """A clause up to its verb whose subject is not negated ("No refund has been issued")."""
 _CLAIMS_CHANGE = re.compile(
-    r"^(all )?done\b|\ball set\b"
+    r"^(all )?done\b|\ball set\b(?! to\b)"
     rf"|{_NOT_NEGATED_SUBJECT}\b(is|are|has been|have been|has now been|have now been)"
     r"( now| also| successfully)? (refunded|cancell?ed|exchanged|changed|updated|credited|added|"
     r"issued|processed|moved|applied)\b(?! (only|if|when|once|within|after|unless)\b)"
@@ -1812,12 +1919,14 @@ def reply_claims_no_change(trace: list[AgentEvent], s0: StateView) -> Evidence:
         if not isinstance(event, MessageEvent) or event.role != "agent" or event.text is None:
             continue
         for sentence in _sentences(event.text):
-            claim = _CLAIMS_CHANGE.search(sentence)
-            stated = claim is not None and not _states_policy(sentence[: claim.end()])
-            stated = stated or _done_alone(sentence) is not None  # "That's taken care of."
-            if stated or _first_person_claims(sentence, unnamed=True):
+            # "That's taken care of.", "Your request has been processed."
+            if _claims_done(sentence) or _done_alone(sentence) is not None:
                 problem = f"step {event.step} (agent message) claims a change: {sentence!r}"
                 return False, {"problems": [problem], "offending_step": event.step}
+        said = _success_claimed(event.text)  # "Refund issued!", "The refund went through."
+        if said is not None:
+            problem = f"step {event.step} (agent message) claims a change: {said!r}"
+            return False, {"problems": [problem], "offending_step": event.step}
     return True, {}
 
 

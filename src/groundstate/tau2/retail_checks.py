@@ -58,7 +58,9 @@ change of a pending order's address from one of its payment method, so a yes to 
 the other. (An item change is asked by its verb alone, "change the lamp to the blue one", so
 "change the address" asks it too.) A question about a price difference ("the $5.00 difference
 goes on your PayPal") asks about an item change or exchange, not a change of the order's
-payment method."""
+payment method. Written in English, they also read a question in Spanish, French, German or
+Portuguese ("¿Anulo el pedido #W2002?"): ``confirmed`` searches them in its words of a change
+put in English too (``groundstate.grading.constraints._dialogue.in_english_words``)."""
 ITEM_TOOLS = (
     "return_delivered_order_items",
     "exchange_delivered_order_items",

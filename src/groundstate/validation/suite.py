@@ -35,7 +35,7 @@ from groundstate.validation.checks import validate_task
 from groundstate.validation.packages import distribution_versions, with_requirements
 from groundstate.validation.results import SuiteValidity, TaskValidity
 
-VALIDATOR_REVISION = 29
+VALIDATOR_REVISION = 30
 """Bumped whenever the checks change what they prove, or what a cached validity holds, so older
 cached verdicts are never read back (2: the ``mutation`` check and its figures; 3: the
 ``tool_robustness`` check, and reset checked against the fixture's first build; 4: the
@@ -97,7 +97,9 @@ the records its question lists by a description ("the cheaper one", "the second 
 confirms only that one, a plain yes to a question offering a choice confirms none, and a yes
 said as a supposition ("I might say yes") or asking for other options is no yes, nor a plain
 yes to a last question about another record, and amounts are read in Spanish, French, German
-and Portuguese words)."""
+and Portuguese words; 30: the constraint language's ``asks`` read in a question asked in
+Spanish, French, German or Portuguese, and the retail policy 9 checks reading one success
+claim)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:

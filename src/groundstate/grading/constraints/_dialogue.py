@@ -65,8 +65,12 @@ class _Confirmation:
         return [value for value in values if not mentions(self.answered, value, chosen=True)]
 
     def asks(self, pattern: re.Pattern[str] | None) -> bool:
-        """Whether the question asks about this kind of change (``confirmed.asks``)."""
-        return pattern is None or pattern.search(self.answered) is not None
+        """Whether the question asks about this kind of change (``confirmed.asks``): in its
+        words, or in English (:func:`in_english_words`)."""
+        return pattern is None or any(
+            pattern.search(text) is not None
+            for text in (self.answered, in_english_words(self.answered))
+        )
 
 
 # Where a sentence ends in normalised text: after ".", "!" or "?" and a space ("$22.00" and
@@ -1341,6 +1345,61 @@ def _turned_down(text: str) -> set[str]:
     """The ways of paying normalised *text* turns down, by kind ("instead of the Visa")."""
     found = _PAYMENT.finditer(text)
     return {re.sub(r"[ _-]|s$", "", f.group(1)) for f in found if not chosen_at(text, f.start())}
+
+
+# The words of a change in Spanish, French, German and Portuguese, the languages whose yes
+# the default reader reads, by an English word a suite's ``asks`` names the change by: asked
+# "¿Procedo con el reembolso de ...?" or "Soll ich ... erstatten?" the customer's "Sí" or "Ja"
+# confirmed nothing, since every ``asks`` was written in English. (Stems shared with English
+# are left alone: "cancelar" and "modificar" already read as "cancel" and "modif".)
+_WORDS_ELSEWHERE = [
+    (
+        r"reembols\w*|rembours\w*|(?:r[üu]ck)?erstatt\w*|devoluci[óo]n\w*|devolu[çc][ãa]o",
+        "refund",
+    ),
+    (r"devolv\w*|devuelv\w*|retourn\w*|zur[üu]ckgeb\w*|zur[üu]cksend\w*|r[üu]cksend\w*", "return"),
+    (r"anul\w*|annul\w*|stornier\w*", "cancel"),
+    (r"direcci[óo]n\w*|endere[çc]o\w*|adresse\w*|anschrift\w*", "address"),
+    (
+        r"env[íi](?:o|os|ar|amos|e|ado|ada)\w*|livr(?:er|ons|ée?s?|aison)\w*|liefer\w*|versand\w*"
+        r"|versend\w*|entreg\w*|exp[ée]di(?:er|ons|ée?s?|tion)\w*",
+        "deliver",
+    ),
+    (
+        r"intercambi\w*|cambi\w*|troc\w*|[ée]chang\w*|umtausch\w*|umzutauschen|austausch\w*"
+        r"|tausch\w*|reemplaz\w*|substitu\w*|remplac\w*|ersetz\w*",
+        "exchange",
+    ),
+    (
+        r"(?:um)?(?:ä|ae)nder\w*|alter(?:ar|o|ei|ou|amos|a[çc][ãa]o)|mud(?:ar|o|ei|ou|amos|an[çc]a)",
+        "change",
+    ),
+    (
+        r"predeterminad\w*|padr[ãa]o|par d[ée]faut|standardadresse\w*|perfil\w*|profil\w*"
+        r"|cuenta\w*|compte\w*|konto\w*",
+        "default profile account",
+    ),
+    (
+        r"pag(?:o|os|ar|amento)\w*|tarjeta\w*|cart[ãa]o\w*|carte\w*|karte\w*|paiement\w*|payer"
+        r"|zahlung\w*|bezahl\w*|zahlen",
+        "payment card",
+    ),
+    (r"diferen[cç]a\w*|diferencia\w*|diff[ée]rence\w*|differenz\w*", "difference"),
+]
+_ELSEWHERE = re.compile(rf"\b({'|'.join(f'(?:{words})' for words, _ in _WORDS_ELSEWHERE)})")
+_ENGLISH_WORD = [(re.compile(words), english) for words, english in _WORDS_ELSEWHERE]
+
+
+@lru_cache(maxsize=1024)
+def in_english_words(normalised_text: str) -> str:
+    """*normalised_text* with each word of a change in another language (:data:`_WORDS_ELSEWHERE`)
+    put in English: what a suite's ``asks``, written in English, is also searched in."""
+
+    def english(found: re.Match[str]) -> str:
+        word = found.group()
+        return next(e for words, e in _ENGLISH_WORD if words.fullmatch(word))
+
+    return _ELSEWHERE.sub(english, normalised_text)
 
 
 def _asks(rule: ConfirmedRule) -> re.Pattern[str] | None:
