@@ -34,6 +34,8 @@ from .conftest import BANK
 def _copy(tmp_path: Path, config: dict[str, object] | None = None) -> Path:
     root = tmp_path / "bank"
     shutil.copytree(BANK, root, ignore=shutil.ignore_patterns("__pycache__"))
+    task_file = root / "tasks" / "transfer.yaml"  # no replay stopped by a busy machine
+    task_file.write_text(task_file.read_text().replace("time_limit: 5", "time_limit: 60"))
     if config:
         suite_file = root / "suite.yaml"
         suite_file.write_text(yaml.safe_dump({**yaml.safe_load(suite_file.read_text()), **config}))
@@ -232,3 +234,46 @@ def test_tools_that_keep_nothing_and_draw_nothing_still_pass(tmp_path: Path) -> 
     """Control: the bank's own tools, in a copy whose checks and tools are unchanged."""
     validity = validate_task(load_suite(_copy(tmp_path, {"mutation_testing": "off"})), "transfer")
     assert validity.check("grader_determinism").passed, validity.check("grader_determinism")
+
+
+# --- a table whose assertions say only what it must not hold ---------------------------------
+
+ABSENCE_ONLY = [
+    {"id": "a-debited", "sql": "SELECT id FROM accounts WHERE id = 'A' AND balance != 70"},
+    {"id": "b-credited", "sql": "SELECT id FROM accounts WHERE id = 'B' AND balance != 80"},
+]
+"""Assertions that hold when no row of A or B is left wrong: on an empty table too."""
+
+
+def _absence_only(tmp_path: Path) -> Suite:
+    root = _copy(tmp_path, {"mutation_testing": "off"})
+    task_file = root / "tasks" / "transfer.yaml"
+    task = yaml.safe_load(task_file.read_text())
+    transfer = {"id": "transfer-row", "sql": "SELECT source, target, amount FROM transfers"}
+    task["outcome_assertions"] = [
+        {**transfer, "expect_rows": [["A", "B", 30]]},
+        *({**a, "expect_rows": []} for a in ABSENCE_ONLY),
+    ]
+    task.pop("partial_credit_rubric")
+    task_file.write_text(yaml.safe_dump(task, sort_keys=False))
+    return load_suite(root)
+
+
+def test_a_table_passing_with_every_row_deleted_is_a_grader_gap(tmp_path: Path) -> None:
+    validity = validate_task(_absence_only(tmp_path), "transfer")
+    check = validity.check("grader_sensitivity")
+    for proven in ("solvable", "discriminating"):
+        assert validity.check(proven).passed, validity.check(proven).detail
+    assert not check.passed, check.detail
+    assert (
+        "grader gap: oracle's final state passes with every row of accounts deleted" in check.detail
+    )
+    # the transfers table's assertion names the row it must hold: no gap there
+    assert "every row of transfers deleted" not in check.detail
+
+
+def test_a_table_whose_rows_are_named_passes_with_none_deleted(tmp_path: Path) -> None:
+    """Control: the bank's own assertions name the rows each table must hold."""
+    validity = validate_task(load_suite(_copy(tmp_path, {"mutation_testing": "off"})), "transfer")
+    check = validity.check("grader_sensitivity")
+    assert check.passed and "deleted" not in check.detail, check.detail

@@ -594,6 +594,15 @@ def _restore_each_table(
             )
             continue
         found.append((False, f"with {table} as it was: {', '.join(failed)} fail"))
+        if _graded(proof, solution, run, _clearing(table), evidence=False) == []:
+            found.append(
+                (
+                    True,
+                    f"grader gap: {name}'s final state passes with every row of {table} "
+                    f"deleted (its assertions say what {table} must not hold, not what it "
+                    "must: an agent deleting the rows instead of changing them passes)",
+                )
+            )
         rows = list(written[table]) if len(written[table]) > 1 else []
         for key in rows[:ROW_PROBES]:
             failed = _restored_verdict(proof, solution, run, table, key)
@@ -622,9 +631,23 @@ def _restored_verdict(
     put back as it was, as an attempt leaving it so would fail by them (a judge decides
     nothing); why that state gets no verdict, when a check deciding it raised; None when the
     kind cannot put it back or that changed nothing."""
-    restored: list[str] = []
-    verdict = proof.regrade(solution.steps, 1, 0.0, _restoring(table, restored, key))[0]
-    if not restored or verdict.final_state_hash == run.final_state_hash:
+    return _graded(proof, solution, run, lambda restored: _restoring(table, restored, key))
+
+
+def _graded(
+    proof: Proof,
+    solution: Solution,
+    run: AgentRun,
+    setting: Callable[[list[str]], Around],
+    *,
+    evidence: bool = True,
+) -> list[str] | str | None:
+    """As :func:`_restored_verdict`, for the oracle's final state changed by
+    ``setting(changed)``'s grading setting (which notes in *changed* what it changed, where
+    the kind can); unless *evidence*, the checks failing it are not taken as exercised."""
+    changed: list[str] = []
+    verdict = proof.regrade(solution.steps, 1, 0.0, setting(changed), evidence=evidence)[0]
+    if not changed or verdict.final_state_hash == run.final_state_hash:
         return None
     checks = verdict.assertions + verdict.constraints
     raised = [r for r in checks if r.error is not None and r.kind != JUDGED]
@@ -635,6 +658,24 @@ def _restored_verdict(
             + " (an agent leaving that state makes its attempt invalid; the check must fail it)"
         )
     return failed_by_state(verdict.assertions) + [r.id for r in verdict.constraints if not r.passed]
+
+
+def _clearing(table: str) -> Callable[[list[str]], Around]:
+    """A grading's setting that first deletes every row of *table*, where the kind can
+    (``clear_collection``; then noted in the list it is given)."""
+
+    def setting(cleared: list[str]) -> Around:
+        @contextmanager
+        def around(_: int, env: Environment) -> Iterator[None]:
+            with suppress(NotImplementedError):
+                if (clear := getattr(env, "clear_collection", None)) is not None:
+                    clear(table)
+                    cleared.append(table)
+            yield
+
+        return around
+
+    return setting
 
 
 def _restoring(table: str, restored: list[str], key: str | None = None) -> Around:
