@@ -22,11 +22,14 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from groundstate.bindings import HARNESS
 from groundstate.cli import main
 from groundstate.spec.suite import Suite, load_suite
 from groundstate.store import RunStore
 from groundstate.validation import InvalidTasks, require_valid, validate_suite
 from groundstate.validation.checks import UNEXERCISED, validate_task
+from groundstate.validation.replay import Proof, describe_run
+from groundstate.validation.skew import fresh_checks, fresh_tools
 
 from .conftest import BANK
 
@@ -277,3 +280,21 @@ def test_a_table_whose_rows_are_named_passes_with_none_deleted(tmp_path: Path) -
     validity = validate_task(load_suite(_copy(tmp_path, {"mutation_testing": "off"})), "transfer")
     check = validity.check("grader_sensitivity")
     assert check.passed and "deleted" not in check.detail, check.detail
+
+
+# --- a suite file imported anew for one check is no agent's tampering ------------------------
+
+
+@pytest.mark.parametrize("anew", ["tools", "checks"])
+def test_an_attempt_after_a_file_imported_anew_is_not_refused(tmp_path: Path, anew: str) -> None:
+    """``grader_determinism`` imports the tools and check files anew and takes the modules
+    out of ``sys.modules`` after; the harness's watch, which had taken them in, found them
+    gone at the next attempt (the first mutant, or the later attempt's replay) and refused it
+    as an agent's tampering (``prohibited_action``)."""
+    suite = load_suite(_copy(tmp_path))
+    proof = Proof(suite, suite.tasks["transfer"])
+    fresh = fresh_tools(suite) if anew == "tools" else fresh_checks(suite.checks, suite.root)
+    with fresh:
+        HARNESS.refresh()  # as an attempt's start, or a suite file's import, does
+    run = proof.run("oracle")
+    assert run.success, describe_run(run)

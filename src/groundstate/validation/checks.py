@@ -819,11 +819,12 @@ def _later_attempt(proof: Proof, name: str, solution: Solution) -> list[str]:
                 end="highest" if high else "lowest", clock=CLOCK_ENDS[high].isoformat(" ")
             )
             return [
-                f"a later attempt of {name} ({how}) ends {_attempt_line(again)}, its first "
-                f"{first}: its outcome rests on what the tools keep between attempts (a "
-                "module's global, a cache reset does not clear) or on chance or the wall clock "
-                "they read, so a batch's attempts would get other verdicts; keep a tool's "
-                "state in the environment, and take dates from ctx.now()"
+                f"a later attempt of {name} ({how}) ends {_attempt_line(again)} "
+                f"[{shorten(describe_run(again), 300)}], where its first replay ended {first}: "
+                "its outcome rests on what the tools keep between attempts (a module's "
+                "global, a cache reset does not clear) or on chance or the wall clock they "
+                "read, so a batch's attempts would get other verdicts; keep a tool's state in "
+                "the environment, and take dates from ctx.now()"
             ]
     return []
 

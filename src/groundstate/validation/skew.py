@@ -425,7 +425,7 @@ def fresh_checks(checks: dict[str, Any], root: Path, high: bool = True) -> Itera
     finally:
         checks.update(kept)
         for name in names:
-            sys.modules.pop(name, None)
+            _unimport(name)
 
 
 @contextmanager
@@ -459,7 +459,15 @@ def fresh_tools(suite: Suite) -> Iterator[Suite]:
     try:
         yield anew
     finally:
-        sys.modules.pop(name, None)
+        _unimport(name)
+
+
+def _unimport(name: str) -> None:
+    """Take the module *name*, imported anew for one check, out of ``sys.modules``, and out
+    of the harness's watch: an attempt after it (a mutant, a later replay) would otherwise
+    take its absence for an agent's tampering (``prohibited_action``)."""
+    sys.modules.pop(name, None)
+    HARNESS.forget(name)
 
 
 def _imported(path: Path, name: str) -> ModuleType:

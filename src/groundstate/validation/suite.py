@@ -98,7 +98,8 @@ confirms only that one, a plain yes to a question offering a choice confirms non
 said as a supposition ("I might say yes") or asking for other options is no yes, nor a plain
 yes to a last question about another record, and amounts are read in Spanish, French, German
 and Portuguese words; 30: ``grader_determinism`` replays each route again after the proof's
-other replays, with the tools' chance and wall clock at each end of their range)."""
+other replays, with the tools' chance and wall clock at each end of their range, and
+``grader_sensitivity`` grades the oracle's final state with each checked table emptied)."""
 
 
 def validation_key(suite: Suite, task: AgentTask) -> str:
