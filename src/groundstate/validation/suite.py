@@ -247,9 +247,9 @@ def _fail_unexercised_shared(
     cache: RunStore | None,
     make_env: EnvironmentFactory,
 ) -> list[TaskValidity]:
-    """*found*, each task including a constraint of the suite's sets that no replay of any task
-    of the suite including it made fail failing its ``exercised`` check
-    (``exercised_checks: required``).
+    """*found*, with the ``exercised`` check failed in each task that includes a constraint of
+    the suite's sets no replay of any task including it made fail (``exercised_checks:
+    required``).
 
     A set's constraint is judged over the suite, so no one task's proof can fail it, and the
     cached validity of a task holds only its own replays' evidence (``shared_failed``): the
@@ -262,12 +262,12 @@ def _fail_unexercised_shared(
         for name in check_ids(task, suite)[1]:
             including.setdefault(name, []).append(task_id)
     validities = {v.task_id: v for v in found}
-    suspects = {name for v in found for name, failed in (v.shared_failed or {}).items()}
-    for name in sorted(suspects):
+    shared = {name for v in found for name in v.shared_failed or {}}
+    for name in sorted(shared):
         for task_id in including.get(name, []):
             if not _shared_failed(validities, name) and task_id not in validities:
                 validities[task_id] = _task_validity(suite, task_id, cache, make_env)
-    never = {name for name in suspects if not _shared_failed(validities, name)}
+    never = {name for name in shared if not _shared_failed(validities, name)}
     return [_with_shared_failure(v, never, including) for v in found]
 
 
